@@ -1,0 +1,291 @@
+package store
+
+import (
+	"crypto"
+	"time"
+)
+
+// Attributes maps a key to a list of values, as Keycloak attributes do.
+type Attributes map[string][]string
+
+// Clone returns a deep copy; a nil map clones to an empty one.
+func (a Attributes) Clone() Attributes {
+	out := make(Attributes, len(a))
+	for k, v := range a {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// Set is a set of ids.
+type Set map[string]struct{}
+
+// Realm is one tenant: its identity objects and its organization hierarchy.
+// Maps are keyed by id unless their name says otherwise.
+type Realm struct {
+	Name      string
+	CreatedAt time.Time
+
+	// Tenant is set for realms provisioned through platform administration.
+	Tenant *Tenant
+	// Decommissioned realms refuse every token; they keep their data.
+	Decommissioned bool
+
+	// SigningKey signs the realm's tokens; KeyID names it in the JWKS.
+	SigningKey crypto.Signer
+	KeyID      string
+
+	Users      map[string]*User
+	UserByName map[string]string // username -> id
+	Roles      map[string]*Role
+	RoleByName map[string]string // role name -> id
+	Groups     map[string]*Group
+	Clients    map[string]*Client
+	ClientByID map[string]string // clientId -> id
+
+	Orgs       map[string]*Organization
+	OrgByAlias map[string]string // alias -> org id
+	Depts      map[string]*Department
+	// Assignments by AssignmentKey; AssignmentsByUser and AssignmentsByDept
+	// index the same values.
+	Assignments       map[AssignmentKey]*Assignment
+	AssignmentsByUser map[string]Set // user id -> department ids
+	AssignmentsByDept map[string]Set // department id -> user ids
+
+	OrgRoles  map[string]Set    // org id -> linked role ids
+	OrgGroups map[string]Set    // org id -> linked group ids
+	GroupOrg  map[string]string // group id -> the org it is linked to
+	OrgApps   map[string]Set    // org id -> assigned application ids
+	Apps      map[string]*Application
+	AppByID   map[string]string // clientId -> application id
+	PropTmpls map[string]*PropertyTemplate
+	DeptTmpls map[string]*DepartmentTemplate
+}
+
+// NewRealm returns an empty realm with every map allocated.
+func NewRealm(name string, now time.Time) *Realm {
+	return &Realm{
+		Name:              name,
+		CreatedAt:         now,
+		Users:             map[string]*User{},
+		UserByName:        map[string]string{},
+		Roles:             map[string]*Role{},
+		RoleByName:        map[string]string{},
+		Groups:            map[string]*Group{},
+		Clients:           map[string]*Client{},
+		ClientByID:        map[string]string{},
+		Orgs:              map[string]*Organization{},
+		OrgByAlias:        map[string]string{},
+		Depts:             map[string]*Department{},
+		Assignments:       map[AssignmentKey]*Assignment{},
+		AssignmentsByUser: map[string]Set{},
+		AssignmentsByDept: map[string]Set{},
+		OrgRoles:          map[string]Set{},
+		OrgGroups:         map[string]Set{},
+		GroupOrg:          map[string]string{},
+		OrgApps:           map[string]Set{},
+		Apps:              map[string]*Application{},
+		AppByID:           map[string]string{},
+		PropTmpls:         map[string]*PropertyTemplate{},
+		DeptTmpls:         map[string]*DepartmentTemplate{},
+	}
+}
+
+// Tenant is the platform-administration record of a provisioned realm.
+type Tenant struct {
+	ID               string
+	Plan             string
+	AdminEmail       string
+	CreatedAt        time.Time
+	DecommissionedAt time.Time
+}
+
+// User is a realm user, or the service account of a client.
+type User struct {
+	ID       string
+	Username string
+	Email    string
+	Password string
+	RoleIDs  Set // direct realm roles
+	GroupIDs Set
+	// ServiceAccountOf is the client id (not clientId) whose service account
+	// this user is; empty for people.
+	ServiceAccountOf string
+	CreatedAt        time.Time
+}
+
+// Role is a realm role. A global role carries the attribute global=["true"].
+type Role struct {
+	ID          string
+	Name        string
+	Description string
+	Attributes  Attributes
+}
+
+// IsGlobal reports whether the role is a global role.
+func (r *Role) IsGlobal() bool {
+	for _, v := range r.Attributes["global"] {
+		if v == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// Group is a realm group; its members hold its roles.
+type Group struct {
+	ID         string
+	Name       string
+	Path       string
+	Attributes Attributes
+	RoleIDs    Set
+}
+
+// Client is an OAuth client of the realm, with the resources and permissions
+// the decision endpoint evaluates for it.
+type Client struct {
+	ID       string // internal id
+	ClientID string // the public clientId
+	Secret   string
+	Public   bool // public clients (admin-cli) have no secret
+	// ServiceAccountUserID is the user that client_credentials tokens name.
+	ServiceAccountUserID string
+	Resources            []ClientResource
+	Permissions          []ClientPermission
+}
+
+// ClientResource is a resource the client defines, with its scopes.
+type ClientResource struct {
+	Name   string
+	Scopes []string
+}
+
+// ClientPermission grants scopes of one resource to roles, groups or users,
+// optionally only for some HTTP methods of the request context. Roles,
+// Groups and Users hold ids.
+type ClientPermission struct {
+	Name     string
+	Resource string
+	Scopes   []string // empty: every scope of the resource
+	Roles    []string
+	Groups   []string
+	Users    []string
+	Methods  []string
+}
+
+// Organization is a root container of departments inside a realm.
+type Organization struct {
+	ID          string
+	Name        string
+	Alias       string
+	Description string
+	Attributes  Attributes
+	CreatedAt   time.Time
+}
+
+// Department is a node of an organization's tree. ParentID is the
+// organization id for root departments.
+type Department struct {
+	ID          string
+	OrgID       string
+	ParentID    string
+	Name        string
+	Alias       string
+	Description string
+	Attributes  Attributes
+	// TemplateRoleIDs are granted to users assigned here when the department
+	// was made from a department template.
+	TemplateRoleIDs []string
+	Depth           int // 1 for a root department
+	CreatedAt       time.Time
+}
+
+// AssignmentKey identifies one assignment of a user to a department.
+type AssignmentKey struct {
+	UserID       string
+	DepartmentID string
+}
+
+// Assignment places a user in a department.
+type Assignment struct {
+	UserID       string
+	OrgID        string
+	DepartmentID string
+	AssignedAt   time.Time
+}
+
+// Application is a client registered in the realm's application catalog.
+type Application struct {
+	ID          string
+	ClientID    string
+	Name        string
+	Description string
+	Tags        []string
+	Status      string // ACTIVE or DISABLED
+	Assignable  bool
+	CreatedAt   time.Time
+}
+
+// PropertyTemplate declares typed attributes of an organization's departments.
+type PropertyTemplate struct {
+	ID          string
+	OrgID       string
+	Name        string
+	Description string
+	Properties  []Property
+	CreatedAt   time.Time
+}
+
+// Property is one typed attribute of a property template.
+type Property struct {
+	Key           string
+	Label         string
+	Type          string // STRING NUMBER BOOLEAN DATE ENUM EMAIL URL
+	Required      bool
+	AllowedValues []string
+}
+
+// DepartmentTemplate is an immutable department subtree to instantiate.
+type DepartmentTemplate struct {
+	ID          string
+	OrgID       string
+	Name        string
+	Description string
+	Root        TemplateNode
+	CreatedAt   time.Time
+}
+
+// TemplateNode is one department of a department template.
+type TemplateNode struct {
+	Name       string
+	Alias      string
+	Attributes Attributes
+	RoleIDs    []string
+	Children   []TemplateNode
+}
+
+// AuditEntry records one mutating call.
+type AuditEntry struct {
+	ID           string
+	Timestamp    time.Time
+	ActorID      string
+	Action       string
+	TenantID     string
+	ResourceType string
+	ResourceID   string
+	Outcome      string
+}
+
+// Config is the platform configuration (SERVICE.md section 7).
+type Config struct {
+	TokenLifetimeSeconds int
+	MaxPageSize          int
+	DPoPNonceRequired    bool
+	DecisionLatencyMs    int
+	DecisionFailureRate  float64
+}
+
+// DefaultConfig is the configuration a new store starts with.
+func DefaultConfig() Config {
+	return Config{TokenLifetimeSeconds: 300, MaxPageSize: 100}
+}

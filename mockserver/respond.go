@@ -1,0 +1,180 @@
+package mockserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// maxBody is the largest request body the server reads (SERVICE.md section 8).
+const maxBody = 1 << 20
+
+// errorBody is the service's error shape (SERVICE.md section 3).
+type errorBody struct {
+	Error   string       `json:"error"`
+	Message string       `json:"message"`
+	Details []fieldError `json:"details,omitempty"`
+}
+
+// fieldError names one invalid field of a 400 answer.
+type fieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// apiError is an HTTP answer other than success, built by handlers and
+// written by writeErr.
+type apiError struct {
+	status  int
+	message string
+	details []fieldError
+}
+
+func (e *apiError) Error() string { return e.message }
+
+// errf builds an apiError with a formatted message.
+func errf(status int, format string, args ...any) *apiError {
+	return &apiError{status: status, message: fmt.Sprintf(format, args...)}
+}
+
+// badField builds a 400 naming one field.
+func badField(field, format string, args ...any) *apiError {
+	msg := fmt.Sprintf(format, args...)
+	return &apiError{status: http.StatusBadRequest, message: field + ": " + msg,
+		details: []fieldError{{Field: field, Message: msg}}}
+}
+
+// writeJSON writes v as the JSON body with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeResult writes {"result": v}.
+func writeResult(w http.ResponseWriter, status int, v any) {
+	writeJSON(w, status, map[string]any{"result": v})
+}
+
+// writeErr writes err as the service's error body. Store errors map to 404,
+// 409 and 400; an apiError keeps its status; anything else is a 500 whose
+// message does not leak internals.
+func writeErr(w http.ResponseWriter, err error) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+	case errors.Is(err, store.ErrNotFound):
+		ae = &apiError{status: http.StatusNotFound, message: err.Error()}
+	case errors.Is(err, store.ErrConflict):
+		ae = &apiError{status: http.StatusConflict, message: err.Error()}
+	case errors.Is(err, store.ErrInvalid):
+		ae = &apiError{status: http.StatusBadRequest, message: err.Error()}
+	default:
+		ae = &apiError{status: http.StatusInternalServerError, message: "internal error"}
+	}
+	writeJSON(w, ae.status, errorBody{Error: http.StatusText(ae.status), Message: ae.message, Details: ae.details})
+}
+
+// decodeBody reads a JSON object from r into v through the 1 MiB limit.
+// Malformed JSON, wrong types, trailing data and oversized bodies are 400s
+// whose message says what is wrong. Unknown fields are ignored.
+func decodeBody(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return errf(http.StatusBadRequest, "cannot read request body")
+	}
+	if len(body) > maxBody {
+		return errf(http.StatusBadRequest, "request body exceeds the 1 MiB limit")
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return errf(http.StatusBadRequest, "request body is empty; a JSON object is required")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return badField(te.Field, "must be of type %s", jsonType(te.Type.Kind().String()))
+		}
+		return errf(http.StatusBadRequest, "malformed JSON body: %v", err)
+	}
+	if dec.More() {
+		return errf(http.StatusBadRequest, "malformed JSON body: trailing data after the object")
+	}
+	return nil
+}
+
+// jsonType names a Go kind the way a JSON user would.
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct", "ptr":
+		return "object"
+	default:
+		return "number"
+	}
+}
+
+// page is a parsed offset/count pair, plus sorting where it applies.
+type page struct {
+	Offset    int    `json:"offset"`
+	Count     int    `json:"count"`
+	SortBy    string `json:"sortBy,omitempty"`
+	SortOrder string `json:"sortOrder,omitempty"`
+}
+
+// parsePage reads offset and count from the query: offset defaults to 0,
+// count to def; a negative offset, a count below 1 or a non-integer is a
+// 400; a count above max is clamped to max.
+func parsePage(r *http.Request, def, max int) (page, error) {
+	p := page{Offset: 0, Count: def}
+	q := r.URL.Query()
+	if s := q.Get("offset"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return p, badField("offset", "must be an integer of at least 0")
+		}
+		p.Offset = n
+	}
+	if s := q.Get("count"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return p, badField("count", "must be an integer of at least 1")
+		}
+		p.Count = n
+	}
+	if p.Count > max {
+		p.Count = max
+	}
+	return p, nil
+}
+
+// listBody is the paginated list shape of SERVICE.md section 3.
+type listBody[T any] struct {
+	MetaData struct {
+		CurrentPagination page `json:"currentPagination"`
+		TotalRows         int  `json:"totalRows"`
+	} `json:"metaData"`
+	Results []T `json:"results"`
+}
+
+// writePage writes the window p of all (already sorted) as a paginated list.
+func writePage[T any](w http.ResponseWriter, p page, all []T) {
+	var body listBody[T]
+	body.MetaData.CurrentPagination = p
+	body.MetaData.TotalRows = len(all)
+	start := min(p.Offset, len(all))
+	end := min(start+p.Count, len(all))
+	body.Results = append(make([]T, 0, end-start), all[start:end]...)
+	writeJSON(w, http.StatusOK, body)
+}
