@@ -1,0 +1,242 @@
+package events_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/events"
+)
+
+func TestKindString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		kind events.Kind
+		want string
+	}{
+		{"token set", events.TokenSet, "tokenSet"},
+		{"token expired", events.TokenExpired, "tokenExpired"},
+		{"token cleared", events.TokenCleared, "tokenCleared"},
+		{"zero is not a kind", events.Kind(0), "Kind(0)"},
+		{"unknown", events.Kind(42), "Kind(42)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, tt.kind.String())
+		})
+	}
+}
+
+func TestEmitRunsHandlersInOrderOnCallingGoroutine(t *testing.T) {
+	t.Parallel()
+	var e events.Emitter // the zero value is usable
+	var got []string
+	e.Subscribe(func(ev events.Event) { got = append(got, "first:"+ev.Kind.String()) })
+	e.Subscribe(func(ev events.Event) { got = append(got, "second:"+ev.Kind.String()) })
+
+	// No synchronisation is needed to read got: Emit returns only after the
+	// handlers ran on this goroutine.
+	e.Emit(events.Event{Kind: events.TokenSet})
+	e.Emit(events.Event{Kind: events.TokenCleared})
+	assert.Equal(t, []string{
+		"first:tokenSet", "second:tokenSet",
+		"first:tokenCleared", "second:tokenCleared",
+	}, got)
+}
+
+func TestEmitPassesTheEvent(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("refused")
+	fixed := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name     string
+		in       events.Event
+		wantTime func(t *testing.T, got time.Time)
+	}{
+		{
+			name: "explicit time kept",
+			in:   events.Event{Kind: events.TokenExpired, Time: fixed, TokenType: "Bearer", Err: cause},
+			wantTime: func(t *testing.T, got time.Time) {
+				assert.Equal(t, fixed, got)
+			},
+		},
+		{
+			name: "zero time filled with now",
+			in:   events.Event{Kind: events.TokenExpired, TokenType: "Bearer", Err: cause},
+			wantTime: func(t *testing.T, got time.Time) {
+				assert.False(t, got.IsZero())
+				assert.WithinDuration(t, time.Now(), got, time.Minute)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var e events.Emitter
+			var got events.Event
+			e.Subscribe(func(ev events.Event) { got = ev })
+			e.Emit(tt.in)
+			assert.Equal(t, tt.in.Kind, got.Kind)
+			assert.Equal(t, "Bearer", got.TokenType)
+			require.ErrorIs(t, got.Err, cause)
+			tt.wantTime(t, got.Time)
+		})
+	}
+}
+
+func TestPanickingHandlerDoesNotStopOthers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		emitter     func(report func(events.Event, any)) *events.Emitter
+		wantReports int
+	}{
+		{
+			name:        "zero value recovers silently",
+			emitter:     func(func(events.Event, any)) *events.Emitter { return &events.Emitter{} },
+			wantReports: 0,
+		},
+		{
+			name:        "NewEmitter reports the panic",
+			emitter:     events.NewEmitter,
+			wantReports: 1,
+		},
+		{
+			name: "a panicking report is recovered too",
+			emitter: func(report func(events.Event, any)) *events.Emitter {
+				return events.NewEmitter(func(ev events.Event, r any) {
+					report(ev, r)
+					panic("report failed")
+				})
+			},
+			wantReports: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var reports []any
+			e := tt.emitter(func(ev events.Event, r any) {
+				assert.Equal(t, events.TokenExpired, ev.Kind)
+				reports = append(reports, r)
+			})
+			var after int
+			e.Subscribe(func(events.Event) { panic("handler bug") })
+			e.Subscribe(func(events.Event) { after++ })
+
+			require.NotPanics(t, func() { e.Emit(events.Event{Kind: events.TokenExpired}) })
+			require.NotPanics(t, func() { e.Emit(events.Event{Kind: events.TokenExpired}) })
+			assert.Equal(t, 2, after, "the handler after the panicking one runs every time")
+			assert.Len(t, reports, 2*tt.wantReports)
+			for _, r := range reports {
+				assert.Equal(t, "handler bug", r)
+			}
+		})
+	}
+}
+
+func TestUnsubscribe(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// run subscribes three counting handlers a, b, c and returns the
+		// counts after the test's emits.
+		run  func(e *events.Emitter, unsubB func())
+		want [3]int
+	}{
+		{
+			name: "removed handler no longer called",
+			run: func(e *events.Emitter, unsubB func()) {
+				e.Emit(events.Event{Kind: events.TokenSet})
+				unsubB()
+				e.Emit(events.Event{Kind: events.TokenSet})
+			},
+			want: [3]int{2, 1, 2},
+		},
+		{
+			name: "unsubscribe is idempotent",
+			run: func(e *events.Emitter, unsubB func()) {
+				unsubB()
+				unsubB()
+				e.Emit(events.Event{Kind: events.TokenSet})
+			},
+			want: [3]int{1, 0, 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var e events.Emitter
+			var counts [3]int
+			e.Subscribe(func(events.Event) { counts[0]++ })
+			unsubB := e.Subscribe(func(events.Event) { counts[1]++ })
+			e.Subscribe(func(events.Event) { counts[2]++ })
+			tt.run(&e, unsubB)
+			assert.Equal(t, tt.want, counts)
+		})
+	}
+}
+
+func TestHandlerMayCallBackIntoEmitter(t *testing.T) {
+	t.Parallel()
+	var e events.Emitter
+	var got []string
+	var unsub func()
+	unsub = e.Subscribe(func(ev events.Event) {
+		got = append(got, "first:"+ev.Kind.String())
+		if ev.Kind == events.TokenExpired {
+			// The usual reaction: set a new token, which emits again,
+			// and stop listening. None of this may deadlock.
+			unsub()
+			e.Subscribe(func(ev events.Event) { got = append(got, "second:"+ev.Kind.String()) })
+			e.Emit(events.Event{Kind: events.TokenSet})
+		}
+	})
+	e.Emit(events.Event{Kind: events.TokenExpired})
+	assert.Equal(t, []string{"first:tokenExpired", "second:tokenSet"}, got)
+}
+
+func TestNilHandlerIgnored(t *testing.T) {
+	t.Parallel()
+	var e events.Emitter
+	unsub := e.Subscribe(nil)
+	require.NotPanics(t, func() {
+		e.Emit(events.Event{Kind: events.TokenSet})
+		unsub()
+	})
+}
+
+func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
+	e := events.NewEmitter(nil)
+	var mu sync.Mutex
+	total := 0
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				unsub := e.Subscribe(func(events.Event) {
+					mu.Lock()
+					total++
+					mu.Unlock()
+				})
+				e.Emit(events.Event{Kind: events.TokenSet})
+				unsub()
+			}
+		})
+	}
+	wg.Wait()
+	// Each Emit reaches at least the emitting goroutine's own handler.
+	assert.GreaterOrEqual(t, total, 800)
+	mu.Lock()
+	before := total
+	mu.Unlock()
+	e.Emit(events.Event{Kind: events.TokenSet})
+	assert.Equal(t, before, total, "all handlers were unsubscribed")
+}
