@@ -1,12 +1,18 @@
 package mockserver
 
-import "net/http"
+import (
+	"crypto"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/internal/store"
+)
 
 // This file is the authentication seam: token validation, permission checks
 // and audit recording wrap every protected handler.
-//
-// OWNER: the identity/platform work (helper 4). The bodies below fail closed
-// until the real validation lands.
 
 // caller is the authenticated subject of a request.
 type caller struct {
@@ -19,6 +25,12 @@ type caller struct {
 	// resourceID is set by a mutating handler to the id it created or
 	// changed; the audit entry records it.
 	resourceID string
+	// tenantID, when a handler sets it, replaces the audit entry's tenant
+	// (the token realm's tenant id or name); tenant provisioning sets it to
+	// the new tenant.
+	tenantID string
+
+	claims *issuer.Claims
 }
 
 // handlerFunc is a handler that runs after authentication.
@@ -29,26 +41,220 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c *caller)
 // non-empty action marks a mutating call, recorded in the audit log with the
 // handler's outcome.
 func (s *Server) realmAdmin(action string, h handlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, errf(http.StatusUnauthorized, "token validation is not available"))
-	})
+	return s.protect(pathRealm, hasRealmManagement, "realm management (realm-admin or realm-management/manage-realm)", action, h)
 }
 
 // platformAdmin protects a platform-administration endpoint: a valid master
 // realm token holding platform-admin.
 func (s *Server) platformAdmin(action string, h handlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, errf(http.StatusUnauthorized, "token validation is not available"))
-	})
+	return s.protect(masterRealm, hasPlatformAdmin, "the platform-admin role", action, h)
 }
 
 // authenticated protects a decision endpoint: any valid token of the path's
 // {realm}.
 func (s *Server) authenticated(h handlerFunc) http.Handler {
+	return s.protect(pathRealm, nil, "", "", h)
+}
+
+func pathRealm(r *http.Request) string { return r.PathValue("realm") }
+func masterRealm(*http.Request) string { return store.MasterRealm }
+
+func hasRealmManagement(c *issuer.Claims) bool {
+	return c.HasRealmRole(store.RoleRealmAdmin) || c.HasClientRole(realmManagementClient, manageRealmRole)
+}
+
+func hasPlatformAdmin(c *issuer.Claims) bool { return c.HasRealmRole(store.RolePlatformAdmin) }
+
+// Keycloak's client role that grants realm management.
+const (
+	realmManagementClient = "realm-management"
+	manageRealmRole       = "manage-realm"
+)
+
+// protect authenticates against the realm realmOf names, checks the
+// permission allowed (nil: any valid token), runs h and, for a non-empty
+// action, records the outcome in the audit log (403s included).
+func (s *Server) protect(realmOf func(*http.Request) string, allowed func(*issuer.Claims) bool, need, action string, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, errf(http.StatusUnauthorized, "token validation is not available"))
+		realm := realmOf(r)
+		c, fail := s.authenticate(w, r, realm)
+		if fail != nil {
+			s.refuse(w, realm, fail)
+			return
+		}
+		if action == "" {
+			if allowed != nil && !allowed(c.claims) {
+				writeErr(w, errf(http.StatusForbidden, "the token lacks %s", need))
+				return
+			}
+			h(w, r, c)
+			return
+		}
+		rec := &statusRecorder{ResponseWriter: w}
+		if allowed != nil && !allowed(c.claims) {
+			writeErr(rec, errf(http.StatusForbidden, "the token lacks %s", need))
+		} else {
+			h(rec, r, c)
+		}
+		s.recordAudit(c, action, rec.status)
 	})
 }
 
-// authState holds the token issuer and validators.
-type authState struct{}
+// authFailure is a refused token: the challenge error code and the message.
+type authFailure struct {
+	code    string // invalid_token, invalid_dpop_proof, use_dpop_nonce, or "" when no credentials came
+	message string
+	dpop    bool // challenge with the DPoP scheme rather than Bearer
+}
+
+// refuse answers 401 with the challenge of f and the error body.
+func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
+	scheme := "Bearer"
+	if f.dpop {
+		scheme = "DPoP"
+	}
+	ch := fmt.Sprintf("%s realm=%q", scheme, realm)
+	if f.dpop {
+		ch += fmt.Sprintf(", algs=%q", dpopAlgs)
+	}
+	if f.code != "" {
+		ch += fmt.Sprintf(", error=%q, error_description=%q", f.code, f.message)
+	}
+	w.Header().Add("WWW-Authenticate", ch)
+	writeErr(w, errf(http.StatusUnauthorized, "%s", f.message))
+}
+
+// dpopAlgs are the proof algorithms the server accepts.
+const dpopAlgs = "ES256 EdDSA PS256"
+
+// authenticate validates the request's access token for realm and returns
+// the caller.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm string) (*caller, *authFailure) {
+	scheme, raw, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	raw = strings.TrimSpace(raw)
+	if !ok || raw == "" {
+		return nil, &authFailure{message: "an access token is required"}
+	}
+	isDPoP := strings.EqualFold(scheme, "DPoP")
+	if !isDPoP && !strings.EqualFold(scheme, "Bearer") {
+		return nil, &authFailure{message: "unsupported authorization scheme"}
+	}
+	claims, err := s.verifyToken(r, realm, raw)
+	if err != nil {
+		return nil, &authFailure{code: "invalid_token", message: "invalid token: " + err.Error(), dpop: isDPoP}
+	}
+	if fail := s.checkBinding(w, r, raw, claims, isDPoP); fail != nil {
+		return nil, fail
+	}
+	return &caller{realm: realm, subject: claims.Subject, username: claims.PreferredUsername,
+		clientID: claims.AuthorizedParty, org: claims.Organization, claims: claims}, nil
+}
+
+// errRealmGone is the validation error for a missing or decommissioned realm.
+var errRealmGone = errors.New("realm not found or decommissioned")
+
+// verifyToken checks raw's signature by realm's current key, its issuer and
+// its expiry, and that the realm is live. Messages name the failed check
+// without echoing the token.
+func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims, error) {
+	var (
+		key crypto.PublicKey
+		kid string
+	)
+	err := s.store.Read(func(st *store.State) error {
+		rm, ok := st.Realms[realm]
+		if !ok || rm.Decommissioned {
+			return errRealmGone
+		}
+		key, kid = rm.SigningKey.Public(), rm.KeyID
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c, err := issuer.Verify(raw, key, kid, issuer.RealmIssuer(s.issuerBase(r), realm), s.now())
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
+	}
+	return c, nil
+}
+
+// issuerBase is the public base URL of the server: WithIssuer's, else the
+// request's scheme and Host.
+func (s *Server) issuerBase(r *http.Request) string {
+	if s.issuer != "" {
+		return s.issuer
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// recordAudit appends the audit entry of a mutating call.
+func (s *Server) recordAudit(c *caller, action string, status int) {
+	outcome := store.OutcomeSuccess
+	if status >= 400 {
+		outcome = store.OutcomeFailure
+	}
+	resourceType, _, _ := strings.Cut(action, ".")
+	_ = s.store.Write(func(st *store.State) error {
+		tenant := c.tenantID
+		if tenant == "" {
+			tenant = c.realm
+			if rm, ok := st.Realms[c.realm]; ok {
+				tenant = rm.TenantID()
+			}
+		}
+		st.RecordAudit(store.AuditEntry{ActorID: c.subject, Action: action, TenantID: tenant,
+			ResourceType: resourceType, ResourceID: c.resourceID, Outcome: outcome})
+		return nil
+	})
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// authState holds the identity side's own state: the bootstrap admin secret
+// and the DPoP replay and nonce state.
+type authState struct {
+	adminSecret string
+}
+
+func newAuthState() *authState { return &authState{} }
+
+// checkBinding enforces DPoP binding: a bound token must come with the DPoP
+// scheme and a valid proof for this request; an unbound one must come as
+// Bearer.
+func (s *Server) checkBinding(w http.ResponseWriter, r *http.Request, raw string, c *issuer.Claims, isDPoP bool) *authFailure {
+	if c.JKT() != "" {
+		// DPoP support lands with package dpop's Verifier; until then a
+		// bound token cannot be presented validly.
+		return &authFailure{code: "invalid_token", message: "DPoP-bound tokens are not supported yet", dpop: true}
+	}
+	if isDPoP {
+		return &authFailure{code: "invalid_token", message: "the token is not DPoP-bound; use the Bearer scheme", dpop: true}
+	}
+	return nil
+}

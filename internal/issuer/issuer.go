@@ -1,0 +1,152 @@
+// Package issuer mints and validates the reference server's access tokens:
+// ES256 JWTs shaped like Keycloak's. It knows nothing of HTTP or of the
+// store; callers hand it keys, issuer URLs and the current time.
+package issuer
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// Algorithm is the signature algorithm of every token the issuer mints.
+const Algorithm = jose.ES256
+
+// Errors Verify returns. Each names one failed check; all of them mean the
+// token must be refused.
+var (
+	// ErrMalformed reports a token that is not a compact JWS of an accepted algorithm.
+	ErrMalformed = errors.New("issuer: malformed token")
+	// ErrKey reports a token signed by a key that is not the realm's current key.
+	ErrKey = errors.New("issuer: token signed by an unknown key")
+	// ErrSignature reports a signature that does not verify.
+	ErrSignature = errors.New("issuer: invalid token signature")
+	// ErrIssuer reports an iss claim other than the realm's issuer.
+	ErrIssuer = errors.New("issuer: token issued by another issuer")
+	// ErrExpired reports a token past its exp (or without one).
+	ErrExpired = errors.New("issuer: token expired")
+)
+
+// Access is the roles block of realm_access and resource_access.
+type Access struct {
+	Roles []string `json:"roles"`
+}
+
+// Confirmation is the cnf claim of a DPoP-bound token (RFC 9449 section 6).
+type Confirmation struct {
+	JKT string `json:"jkt,omitempty"`
+}
+
+// Claims are the claims of an access token.
+type Claims struct {
+	jwt.Claims
+	Type              string            `json:"typ,omitempty"`
+	AuthorizedParty   string            `json:"azp,omitempty"`
+	PreferredUsername string            `json:"preferred_username,omitempty"`
+	Email             string            `json:"email,omitempty"`
+	RealmAccess       *Access           `json:"realm_access,omitempty"`
+	ResourceAccess    map[string]Access `json:"resource_access,omitempty"`
+	// Organization restricts decisions to the assignments of one
+	// organization (its id or alias); empty when absent.
+	Organization string        `json:"organization,omitempty"`
+	Confirmation *Confirmation `json:"cnf,omitempty"`
+}
+
+// HasRealmRole reports whether realm_access.roles lists role.
+func (c *Claims) HasRealmRole(role string) bool {
+	return c.RealmAccess != nil && contains(c.RealmAccess.Roles, role)
+}
+
+// HasClientRole reports whether resource_access[client].roles lists role.
+func (c *Claims) HasClientRole(client, role string) bool {
+	a, ok := c.ResourceAccess[client]
+	return ok && contains(a.Roles, role)
+}
+
+// JKT returns the thumbprint the token is bound to, or "" for a Bearer token.
+func (c *Claims) JKT() string {
+	if c.Confirmation == nil {
+		return ""
+	}
+	return c.Confirmation.JKT
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// GenerateKey returns a new P-256 signing key and its key id (the RFC 7638
+// thumbprint of its public key).
+func GenerateKey() (crypto.Signer, string, error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, "", fmt.Errorf("issuer: generate key: %w", err)
+	}
+	tp, err := (&jose.JSONWebKey{Key: k.Public()}).Thumbprint(crypto.SHA256)
+	if err != nil {
+		return nil, "", fmt.Errorf("issuer: thumbprint: %w", err)
+	}
+	return k, base64.RawURLEncoding.EncodeToString(tp), nil
+}
+
+// PublicJWK returns the public JWK of key, for a JWKS document.
+func PublicJWK(key crypto.Signer, kid string) jose.JSONWebKey {
+	return jose.JSONWebKey{Key: key.Public(), KeyID: kid, Algorithm: string(Algorithm), Use: "sig"}
+}
+
+// Sign mints a compact JWS of c with key, naming kid in its header.
+func Sign(key crypto.Signer, kid string, c *Claims) (string, error) {
+	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: Algorithm, Key: jose.JSONWebKey{Key: key, KeyID: kid}},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		return "", fmt.Errorf("issuer: signer: %w", err)
+	}
+	raw, err := jwt.Signed(sig).Claims(c).Serialize()
+	if err != nil {
+		return "", fmt.Errorf("issuer: sign: %w", err)
+	}
+	return raw, nil
+}
+
+// Verify checks raw against the realm's current key (pub, kid), its issuer
+// URL and the time now, and returns its claims. The checks run in this
+// order: shape, key id, signature, issuer, expiry.
+func Verify(raw string, pub crypto.PublicKey, kid, issuer string, now time.Time) (*Claims, error) {
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{Algorithm})
+	if err != nil || len(tok.Headers) != 1 {
+		return nil, ErrMalformed
+	}
+	if tok.Headers[0].KeyID != kid {
+		return nil, ErrKey
+	}
+	var c Claims
+	if err := tok.Claims(pub, &c); err != nil {
+		return nil, ErrSignature
+	}
+	if c.Issuer != issuer {
+		return nil, ErrIssuer
+	}
+	if c.Expiry == nil || !now.Before(c.Expiry.Time()) {
+		return nil, ErrExpired
+	}
+	return &c, nil
+}
+
+// RealmIssuer returns the issuer URL of realm under the server's base URL.
+func RealmIssuer(base, realm string) string {
+	return strings.TrimSuffix(base, "/") + "/realms/" + realm
+}

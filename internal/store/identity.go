@@ -1,0 +1,182 @@
+package store
+
+import (
+	"sort"
+	"strings"
+)
+
+// Names every realm carries, as Keycloak's do.
+const (
+	// RoleRealmAdmin grants realm management.
+	RoleRealmAdmin = "realm-admin"
+	// RoleOfflineAccess is Keycloak's default offline_access role.
+	RoleOfflineAccess = "offline_access"
+	// RolePlatformAdmin, in the master realm, grants platform administration.
+	RolePlatformAdmin = "platform-admin"
+	// ClientAdminCLI is the public client of the password grant.
+	ClientAdminCLI = "admin-cli"
+	// ServiceAccountPrefix prefixes the username of a client's service account.
+	ServiceAccountPrefix = "service-account-"
+	// MasterRealm is the realm of platform administration.
+	MasterRealm = "master"
+)
+
+// AddRole creates a realm role, or returns ErrConflict when the name is taken.
+func (r *Realm) AddRole(name, description string, attrs Attributes) (*Role, error) {
+	if _, ok := r.RoleByName[name]; ok {
+		return nil, Conflict("role %q already exists", name)
+	}
+	ro := &Role{ID: NewID(), Name: name, Description: description, Attributes: attrs.Clone()}
+	r.Roles[ro.ID] = ro
+	r.RoleByName[name] = ro.ID
+	return ro, nil
+}
+
+// AddGroup creates a realm group holding roleIDs. Group names are unique
+// within a realm (they are paths at the top level).
+func (r *Realm) AddGroup(name string, attrs Attributes, roleIDs []string) (*Group, error) {
+	for _, g := range r.Groups {
+		if g.Name == name {
+			return nil, Conflict("group %q already exists", name)
+		}
+	}
+	set, err := r.roleSet(roleIDs)
+	if err != nil {
+		return nil, err
+	}
+	g := &Group{ID: NewID(), Name: name, Path: "/" + name, Attributes: attrs.Clone(), RoleIDs: set}
+	r.Groups[g.ID] = g
+	return g, nil
+}
+
+// AddUser creates a user from u (ID, role and group sets are filled in).
+// The username must be free and every role and group must exist.
+func (r *Realm) AddUser(u User, roleIDs, groupIDs []string) (*User, error) {
+	if strings.TrimSpace(u.Username) == "" {
+		return nil, Invalid("username is empty")
+	}
+	if _, ok := r.UserByName[u.Username]; ok {
+		return nil, Conflict("user %q already exists", u.Username)
+	}
+	roles, err := r.roleSet(roleIDs)
+	if err != nil {
+		return nil, err
+	}
+	groups := make(Set, len(groupIDs))
+	for _, id := range groupIDs {
+		if _, ok := r.Groups[id]; !ok {
+			return nil, NotFound("group %q", id)
+		}
+		groups[id] = struct{}{}
+	}
+	nu := u
+	nu.ID = NewID()
+	nu.RoleIDs = roles
+	nu.GroupIDs = groups
+	r.Users[nu.ID] = &nu
+	r.UserByName[nu.Username] = nu.ID
+	return &nu, nil
+}
+
+// AddClient creates a client from c. A confidential client also gets a
+// service account user ("service-account-<clientId>") holding
+// serviceAccountRoleIDs. Permissions must already hold ids.
+func (r *Realm) AddClient(c Client, serviceAccountRoleIDs []string) (*Client, error) {
+	if strings.TrimSpace(c.ClientID) == "" {
+		return nil, Invalid("clientId is empty")
+	}
+	if _, ok := r.ClientByID[c.ClientID]; ok {
+		return nil, Conflict("client %q already exists", c.ClientID)
+	}
+	saName := ServiceAccountPrefix + c.ClientID
+	if !c.Public {
+		if _, ok := r.UserByName[saName]; ok {
+			return nil, Conflict("user %q already exists", saName)
+		}
+	}
+	if _, err := r.roleSet(serviceAccountRoleIDs); err != nil {
+		return nil, err
+	}
+	nc := c
+	nc.ID = NewID()
+	if !c.Public {
+		sa, err := r.AddUser(User{Username: saName, ServiceAccountOf: nc.ID, CreatedAt: r.CreatedAt}, serviceAccountRoleIDs, nil)
+		if err != nil {
+			return nil, err
+		}
+		nc.ServiceAccountUserID = sa.ID
+	}
+	r.Clients[nc.ID] = &nc
+	r.ClientByID[nc.ClientID] = nc.ID
+	return &nc, nil
+}
+
+// EnsureDefaults gives the realm what every Keycloak realm has: the roles
+// realm-admin and offline_access and the public client admin-cli.
+func (r *Realm) EnsureDefaults() {
+	for _, name := range []string{RoleRealmAdmin, RoleOfflineAccess} {
+		if _, ok := r.RoleByName[name]; !ok {
+			_, _ = r.AddRole(name, "", nil) // cannot clash: checked above
+		}
+	}
+	if _, ok := r.ClientByID[ClientAdminCLI]; !ok {
+		_, _ = r.AddClient(Client{ClientID: ClientAdminCLI, Public: true}, nil)
+	}
+}
+
+// UserNamed returns the user with that username.
+func (r *Realm) UserNamed(username string) (*User, bool) {
+	u, ok := r.Users[r.UserByName[username]]
+	return u, ok
+}
+
+// ClientNamed returns the client with that clientId.
+func (r *Realm) ClientNamed(clientID string) (*Client, bool) {
+	c, ok := r.Clients[r.ClientByID[clientID]]
+	return c, ok
+}
+
+// RoleNamed returns the role with that name.
+func (r *Realm) RoleNamed(name string) (*Role, bool) {
+	ro, ok := r.Roles[r.RoleByName[name]]
+	return ro, ok
+}
+
+// AddEffectiveRoles adds to dst the user's direct realm roles and the roles
+// of the user's groups.
+func (r *Realm) AddEffectiveRoles(u *User, dst Set) {
+	for id := range u.RoleIDs {
+		dst[id] = struct{}{}
+	}
+	for gid := range u.GroupIDs {
+		if g, ok := r.Groups[gid]; ok {
+			for id := range g.RoleIDs {
+				dst[id] = struct{}{}
+			}
+		}
+	}
+}
+
+// RoleNames returns the names of the roles in ids, sorted.
+func (r *Realm) RoleNames(ids Set) []string {
+	out := make([]string, 0, len(ids))
+	for id := range ids {
+		if ro, ok := r.Roles[id]; ok {
+			out = append(out, ro.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// roleSet checks that every id names a role and returns them as a set.
+func (r *Realm) roleSet(ids []string) (Set, error) {
+	set := make(Set, len(ids))
+	for _, id := range ids {
+		if _, ok := r.Roles[id]; !ok {
+			return nil, NotFound("role %q", id)
+		}
+		set[id] = struct{}{}
+	}
+	return set, nil
+}

@@ -1,0 +1,246 @@
+package mockserver
+
+import (
+	"crypto"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// authFixture has a realm admin, a plain user and a second realm.
+func authFixture() Fixture {
+	return Fixture{
+		Realms: []FixtureRealm{
+			{
+				Name:   "acme",
+				Roles:  []FixtureRole{{Name: "viewer"}},
+				Groups: []FixtureGroup{{Name: "admins", Roles: []string{"realm-admin"}}},
+				Users: []FixtureUser{
+					{Username: "alice", Password: "alice", Roles: []string{"realm-admin"}},
+					{Username: "bob", Password: "bob", Roles: []string{"viewer"}},
+					{Username: "dora", Password: "dora", Groups: []string{"admins"}},
+				},
+			},
+			{Name: "globex", Users: []FixtureUser{{Username: "gina", Roles: []string{"realm-admin"}}}},
+		},
+		PlatformAdmins: []FixturePlatformAdmin{{ClientID: "ops", Secret: "ops-secret"}},
+	}
+}
+
+// authHarness serves probe routes wrapped by the three protections.
+type authHarness struct {
+	s   *Server
+	url string
+	now atomic.Int64 // unix nanoseconds of the server's clock
+}
+
+func newAuthHarness(t *testing.T) *authHarness {
+	t.Helper()
+	h := &authHarness{}
+	h.now.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, h.now.Load()).UTC() }
+	mux := http.NewServeMux()
+	ts := httptest.NewUnstartedServer(mux)
+	url := "http://" + ts.Listener.Addr().String()
+	s, err := New(WithFixture(authFixture()), WithIssuer(url), WithClock(clock), WithAdminSecret("boot"))
+	require.NoError(t, err)
+	h.s, h.url = s, url
+	mux.Handle("POST /probe/{realm}/admin", s.realmAdmin("organization.create", func(w http.ResponseWriter, r *http.Request, c *caller) {
+		c.resourceID = "res-1"
+		writeResult(w, http.StatusCreated, map[string]string{"subject": c.subject})
+	}))
+	mux.Handle("POST /probe/{realm}/fail", s.realmAdmin("organization.delete", func(w http.ResponseWriter, r *http.Request, c *caller) {
+		writeErr(w, store.NotFound("organization %q", "x"))
+	}))
+	mux.Handle("GET /probe/{realm}/read", s.realmAdmin("", func(w http.ResponseWriter, r *http.Request, c *caller) {
+		writeResult(w, http.StatusOK, map[string]string{"subject": c.subject})
+	}))
+	mux.Handle("GET /probe/{realm}/any", s.authenticated(func(w http.ResponseWriter, r *http.Request, c *caller) {
+		writeResult(w, http.StatusOK, map[string]string{"subject": c.subject, "org": c.org})
+	}))
+	mux.Handle("POST /probe/platform", s.platformAdmin("config.update", func(w http.ResponseWriter, r *http.Request, c *caller) {
+		writeResult(w, http.StatusOK, map[string]string{})
+	}))
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return h
+}
+
+func (h *authHarness) token(t *testing.T, realm, user string, opts ...TokenOption) string {
+	t.Helper()
+	tok, err := h.s.IssueToken(realm, user, opts...)
+	require.NoError(t, err)
+	return tok
+}
+
+func (h *authHarness) do(t *testing.T, method, path, authz string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, h.url+path, nil)
+	require.NoError(t, err)
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(b)
+}
+
+func TestAuthRefusesBadTokens(t *testing.T) {
+	h := newAuthHarness(t)
+	alice := h.token(t, "acme", "alice")
+	expired := h.token(t, "acme", "alice", TokenLifetime(-time.Second))
+	gina := h.token(t, "globex", "gina")
+
+	// A token minted by a server with another issuer base but the same key
+	// cannot be made here; a token signed for acme by another server is.
+	other, err := New(WithFixture(authFixture()), WithIssuer("http://elsewhere.test"))
+	require.NoError(t, err)
+	foreign, err := other.IssueToken("acme", "alice")
+	require.NoError(t, err)
+	wrongIss, err := func() (string, error) {
+		s2 := *h.s
+		s2.issuer = "http://elsewhere.test"
+		return s2.IssueToken("acme", "alice")
+	}()
+	require.NoError(t, err)
+
+	cases := []struct {
+		name, path, authz, want string
+	}{
+		{"missing token", "/probe/acme/any", "", `Bearer realm="acme"`},
+		{"unknown scheme", "/probe/acme/any", "Basic abc", `Bearer realm="acme"`},
+		{"garbage", "/probe/acme/any", "Bearer abc.def.ghi", `error="invalid_token"`},
+		{"expired", "/probe/acme/any", "Bearer " + expired, `error="invalid_token", error_description="invalid token: token expired"`},
+		{"wrong issuer", "/probe/acme/any", "Bearer " + wrongIss, `error_description="invalid token: token issued by another issuer"`},
+		{"other server's key", "/probe/acme/any", "Bearer " + foreign, `error="invalid_token"`},
+		{"other realm", "/probe/acme/any", "Bearer " + gina, `error="invalid_token"`},
+		{"other realm on admin route", "/probe/acme/read", "Bearer " + gina, `error="invalid_token"`},
+		{"unknown realm", "/probe/nowhere/any", "Bearer " + alice, `error_description="invalid token: realm not found or decommissioned"`},
+		{"realm token on platform route", "/probe/platform", "Bearer " + alice, `error="invalid_token"`},
+		{"bearer scheme token sent as DPoP", "/probe/acme/any", "DPoP " + alice, `DPoP realm="acme"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			method := http.MethodGet
+			if strings.HasSuffix(tc.path, "platform") {
+				method = http.MethodPost
+			}
+			resp, body := h.do(t, method, tc.path, tc.authz)
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
+			require.Contains(t, resp.Header.Get("WWW-Authenticate"), tc.want)
+			require.Contains(t, body, `"error":"Unauthorized"`)
+			require.NotContains(t, body, "eyJ", "the body must not echo the token")
+		})
+	}
+}
+
+func TestAuthDecommissionedRealm(t *testing.T) {
+	h := newAuthHarness(t)
+	var tenantRealm string
+	err := h.s.store.Write(func(st *store.State) error {
+		key, kid := h.s.mustKey(t)
+		r, err := st.ProvisionTenant("initech", "free", "admin@initech.test", "pw", key, kid)
+		tenantRealm = r.Name
+		return err
+	})
+	require.NoError(t, err)
+	tok := h.token(t, tenantRealm, "admin@initech.test")
+	resp, _ := h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	require.NoError(t, h.s.store.Write(func(st *store.State) error {
+		_, err := st.DecommissionTenant(st.Realms["initech"].Tenant.ID)
+		return err
+	}))
+	resp, _ = h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
+	_, err = h.s.IssueToken("initech", "admin@initech.test")
+	require.Error(t, err)
+}
+
+func TestAuthPermissionsAndAudit(t *testing.T) {
+	h := newAuthHarness(t)
+	alice := h.token(t, "acme", "alice")
+	bob := h.token(t, "acme", "bob")
+	dora := h.token(t, "acme", "dora") // realm-admin through a group
+	admin := h.token(t, "master", "service-account-ops")
+	boot := h.token(t, "master", "service-account-platform-admin")
+
+	cases := []struct {
+		name, method, path, token string
+		want                      int
+	}{
+		{"realm admin reads", http.MethodGet, "/probe/acme/read", alice, http.StatusOK},
+		{"group realm admin reads", http.MethodGet, "/probe/acme/read", dora, http.StatusOK},
+		{"plain user may not read", http.MethodGet, "/probe/acme/read", bob, http.StatusForbidden},
+		{"plain user is authenticated", http.MethodGet, "/probe/acme/any", bob, http.StatusOK},
+		{"realm admin creates", http.MethodPost, "/probe/acme/admin", alice, http.StatusCreated},
+		{"plain user may not create", http.MethodPost, "/probe/acme/admin", bob, http.StatusForbidden},
+		{"handler failure", http.MethodPost, "/probe/acme/fail", alice, http.StatusNotFound},
+		{"platform admin", http.MethodPost, "/probe/platform", admin, http.StatusOK},
+		{"bootstrap platform admin", http.MethodPost, "/probe/platform", boot, http.StatusOK},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := h.do(t, tc.method, tc.path, "Bearer "+tc.token)
+			require.Equal(t, tc.want, resp.StatusCode, body)
+		})
+	}
+
+	var entries []store.AuditEntry
+	require.NoError(t, h.s.store.Read(func(st *store.State) error {
+		entries = st.AuditEntries(store.AuditFilter{})
+		return nil
+	}))
+	ids := map[string]string{}
+	require.NoError(t, h.s.store.Read(func(st *store.State) error {
+		ids["alice"] = st.Realms["acme"].UserByName["alice"]
+		ids["bob"] = st.Realms["acme"].UserByName["bob"]
+		ids["ops"] = st.Realms["master"].UserByName["service-account-ops"]
+		ids["boot"] = st.Realms["master"].UserByName["service-account-platform-admin"]
+		return nil
+	}))
+	type row struct{ actor, action, tenant, typ, resID, outcome string }
+	var got []row
+	for _, e := range entries {
+		got = append(got, row{e.ActorID, e.Action, e.TenantID, e.ResourceType, e.ResourceID, e.Outcome})
+	}
+	require.Equal(t, []row{ // newest first
+		{ids["boot"], "config.update", "master", "config", "", "SUCCESS"},
+		{ids["ops"], "config.update", "master", "config", "", "SUCCESS"},
+		{ids["alice"], "organization.delete", "acme", "organization", "", "FAILURE"},
+		{ids["bob"], "organization.create", "acme", "organization", "", "FAILURE"},
+		{ids["alice"], "organization.create", "acme", "organization", "res-1", "SUCCESS"},
+	}, got)
+}
+
+func TestAuthClock(t *testing.T) {
+	h := newAuthHarness(t)
+	tok := h.token(t, "acme", "alice", TokenLifetime(time.Minute))
+	resp, _ := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	h.now.Add(int64(time.Minute)) // the store clock now says expired
+	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+// mustKey returns a fresh signing key for a test realm.
+func (s *Server) mustKey(t *testing.T) (crypto.Signer, string) {
+	t.Helper()
+	k, kid, err := issuer.GenerateKey()
+	require.NoError(t, err)
+	return k, kid
+}

@@ -1,0 +1,563 @@
+package mockserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// Fixture is the seed of a server (SERVICE.md section 9): realms with their
+// roles, groups, users, clients and organizations, and the platform
+// administration clients of the master realm. Users, groups, roles and
+// clients are referenced by name; the server assigns ids.
+type Fixture struct {
+	Realms         []FixtureRealm         `json:"realms"`
+	PlatformAdmins []FixturePlatformAdmin `json:"platformAdmins"`
+}
+
+// FixtureRealm is one realm of a fixture. Every realm also gets the roles
+// realm-admin and offline_access and the public client admin-cli.
+type FixtureRealm struct {
+	Name          string                `json:"name"`
+	Roles         []FixtureRole         `json:"roles"`
+	Groups        []FixtureGroup        `json:"groups"`
+	Users         []FixtureUser         `json:"users"`
+	Clients       []FixtureClient       `json:"clients"`
+	Organizations []FixtureOrganization `json:"organizations"`
+}
+
+// FixtureRole is a realm role; attribute global=["true"] makes it global.
+type FixtureRole struct {
+	Name        string              `json:"name"`
+	Description string              `json:"description"`
+	Attributes  map[string][]string `json:"attributes"`
+}
+
+// FixtureGroup is a realm group whose members hold Roles.
+type FixtureGroup struct {
+	Name       string              `json:"name"`
+	Roles      []string            `json:"roles"`
+	Attributes map[string][]string `json:"attributes"`
+}
+
+// FixtureUser is a realm user with direct Roles and Groups (by name).
+type FixtureUser struct {
+	Username string   `json:"username"`
+	Password string   `json:"password"`
+	Email    string   `json:"email"`
+	Roles    []string `json:"roles"`
+	Groups   []string `json:"groups"`
+}
+
+// FixtureClient is a client: confidential with a Secret (it then has a
+// service account holding ServiceAccountRoles), or Public. Resources and
+// Permissions are what the decision endpoint evaluates for it.
+type FixtureClient struct {
+	ClientID            string              `json:"clientId"`
+	Secret              string              `json:"secret"`
+	Public              bool                `json:"public"`
+	ServiceAccountRoles []string            `json:"serviceAccountRoles"`
+	Resources           []FixtureResource   `json:"resources"`
+	Permissions         []FixturePermission `json:"permissions"`
+}
+
+// FixtureResource is a resource of a client with its scopes.
+type FixtureResource struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+// FixturePermission grants Scopes of Resource (every scope when empty) to
+// Roles, Groups and Users (by name), only for the listed Methods of the
+// request context when Methods is set.
+type FixturePermission struct {
+	Name     string   `json:"name"`
+	Resource string   `json:"resource"`
+	Scopes   []string `json:"scopes"`
+	Roles    []string `json:"roles"`
+	Groups   []string `json:"groups"`
+	Users    []string `json:"users"`
+	Methods  []string `json:"methods"`
+}
+
+// FixtureOrganization is an organization with its linked Roles and Groups,
+// the clients of its Applications (registered in the realm's catalog) and
+// its department tree.
+type FixtureOrganization struct {
+	Name         string              `json:"name"`
+	Alias        string              `json:"alias"`
+	Description  string              `json:"description"`
+	Attributes   map[string][]string `json:"attributes"`
+	Roles        []string            `json:"roles"`
+	Groups       []string            `json:"groups"`
+	Applications []string            `json:"applications"`
+	Departments  []FixtureDepartment `json:"departments"`
+}
+
+// FixtureDepartment is a department with its assigned Users (by username),
+// the Roles its members receive (as a department made from a template
+// would), and its Children.
+type FixtureDepartment struct {
+	Name        string              `json:"name"`
+	Alias       string              `json:"alias"`
+	Description string              `json:"description"`
+	Attributes  map[string][]string `json:"attributes"`
+	Users       []string            `json:"users"`
+	Roles       []string            `json:"roles"`
+	Children    []FixtureDepartment `json:"children"`
+}
+
+// FixturePlatformAdmin is a confidential client of the master realm whose
+// service account holds platform-admin.
+type FixturePlatformAdmin struct {
+	ClientID string `json:"clientId"`
+	Secret   string `json:"secret"`
+}
+
+// LoadFixtureFile reads a JSON fixture. Unknown fields are refused, so that
+// a misspelt key does not silently seed less than intended.
+func LoadFixtureFile(path string) (Fixture, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Fixture{}, fmt.Errorf("mockserver: fixture: %w", err)
+	}
+	var f Fixture
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return Fixture{}, fmt.Errorf("mockserver: fixture %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Limits and formats shared with the organization API (SERVICE.md section 3).
+var fixtureAliasRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+const fixtureMaxDepth = 32
+
+// fixtureError names the fixture entry at fault.
+func fixtureError(format string, args ...any) error {
+	return fmt.Errorf("mockserver: fixture: "+format, args...)
+}
+
+// load builds every realm of f (plus master) and installs them in the store
+// only when all of them built; it returns the bootstrap admin secret.
+func (s *Server) load(f Fixture, adminSecret string) (string, error) {
+	now := s.now().UTC()
+	realms := map[string]*store.Realm{}
+	for i := range f.Realms {
+		fr := &f.Realms[i]
+		if fr.Name == "" {
+			return "", fixtureError("realms[%d]: name is empty", i)
+		}
+		if _, dup := realms[fr.Name]; dup {
+			return "", fixtureError("realm %q is defined twice", fr.Name)
+		}
+		r, err := buildRealm(fr, now)
+		if err != nil {
+			return "", err
+		}
+		realms[fr.Name] = r
+	}
+
+	master, ok := realms[store.MasterRealm]
+	if !ok {
+		r, err := newKeyedRealm(store.MasterRealm, now)
+		if err != nil {
+			return "", err
+		}
+		master = r
+		realms[store.MasterRealm] = r
+	}
+	pa, ok := master.RoleNamed(store.RolePlatformAdmin)
+	if !ok {
+		pa, _ = master.AddRole(store.RolePlatformAdmin, "platform administration", nil)
+	}
+	bootstrap := false
+	for i, a := range f.PlatformAdmins {
+		if a.ClientID == "" || a.Secret == "" {
+			return "", fixtureError("platformAdmins[%d]: clientId and secret are required", i)
+		}
+		secret := a.Secret
+		if a.ClientID == bootstrapClient && adminSecret != "" {
+			secret = adminSecret
+		}
+		if _, err := master.AddClient(store.Client{ClientID: a.ClientID, Secret: secret}, []string{pa.ID}); err != nil {
+			return "", fixtureError("platform admin %q: %v", a.ClientID, err)
+		}
+		if a.ClientID == bootstrapClient {
+			bootstrap, adminSecret = true, secret
+		}
+	}
+	if !bootstrap {
+		if c, ok := master.ClientNamed(bootstrapClient); ok {
+			// The fixture's master realm defines it; make it a platform admin.
+			master.Users[c.ServiceAccountUserID].RoleIDs[pa.ID] = struct{}{}
+			if adminSecret != "" {
+				c.Secret = adminSecret
+			}
+			adminSecret = c.Secret
+		} else {
+			if adminSecret == "" {
+				adminSecret = randomSecret(24)
+			}
+			if _, err := master.AddClient(store.Client{ClientID: bootstrapClient, Secret: adminSecret}, []string{pa.ID}); err != nil {
+				return "", fixtureError("platform admin %q: %v", bootstrapClient, err)
+			}
+		}
+	}
+
+	err := s.store.Write(func(st *store.State) error {
+		for name, r := range realms {
+			st.Realms[name] = r
+		}
+		return nil
+	})
+	return adminSecret, err
+}
+
+// bootstrapClient is the platform administration client every server has.
+const bootstrapClient = "platform-admin"
+
+// newKeyedRealm returns an empty realm with a fresh signing key and the
+// defaults every realm has.
+func newKeyedRealm(name string, now time.Time) (*store.Realm, error) {
+	key, kid, err := issuer.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	r := store.NewRealm(name, now)
+	r.SigningKey, r.KeyID = key, kid
+	r.EnsureDefaults()
+	return r, nil
+}
+
+// buildRealm builds one realm of a fixture, refusing any name it cannot
+// resolve.
+func buildRealm(fr *FixtureRealm, now time.Time) (*store.Realm, error) {
+	r, err := newKeyedRealm(fr.Name, now)
+	if err != nil {
+		return nil, err
+	}
+	where := func(format string, args ...any) error {
+		return fixtureError("realm %q: %s", fr.Name, fmt.Sprintf(format, args...))
+	}
+	roleIDs := func(names []string, owner string) ([]string, error) {
+		ids := make([]string, 0, len(names))
+		for _, n := range names {
+			id, ok := r.RoleByName[n]
+			if !ok {
+				return nil, where("%s: role %q is not defined", owner, n)
+			}
+			ids = append(ids, id)
+		}
+		return ids, nil
+	}
+
+	for _, ro := range fr.Roles {
+		if strings.TrimSpace(ro.Name) == "" {
+			return nil, where("a role has no name")
+		}
+		if _, ok := r.RoleByName[ro.Name]; ok && (ro.Name == store.RoleRealmAdmin || ro.Name == store.RoleOfflineAccess) {
+			// A fixture may restate the default roles, e.g. to describe them.
+			r.Roles[r.RoleByName[ro.Name]].Description = ro.Description
+			r.Roles[r.RoleByName[ro.Name]].Attributes = store.Attributes(ro.Attributes).Clone()
+			continue
+		}
+		if _, err := r.AddRole(ro.Name, ro.Description, ro.Attributes); err != nil {
+			return nil, where("role %q is defined twice", ro.Name)
+		}
+	}
+
+	groupByName := map[string]string{}
+	for _, g := range fr.Groups {
+		if strings.TrimSpace(g.Name) == "" {
+			return nil, where("a group has no name")
+		}
+		ids, err := roleIDs(g.Roles, fmt.Sprintf("group %q", g.Name))
+		if err != nil {
+			return nil, err
+		}
+		ng, err := r.AddGroup(g.Name, g.Attributes, ids)
+		if err != nil {
+			return nil, where("group %q is defined twice", g.Name)
+		}
+		groupByName[g.Name] = ng.ID
+	}
+
+	for _, u := range fr.Users {
+		owner := fmt.Sprintf("user %q", u.Username)
+		if strings.TrimSpace(u.Username) == "" {
+			return nil, where("a user has no username")
+		}
+		rids, err := roleIDs(u.Roles, owner)
+		if err != nil {
+			return nil, err
+		}
+		gids := make([]string, 0, len(u.Groups))
+		for _, g := range u.Groups {
+			id, ok := groupByName[g]
+			if !ok {
+				return nil, where("%s: group %q is not defined", owner, g)
+			}
+			gids = append(gids, id)
+		}
+		if _, err := r.AddUser(store.User{Username: u.Username, Email: u.Email, Password: u.Password, CreatedAt: now}, rids, gids); err != nil {
+			return nil, where("user %q: %v", u.Username, err)
+		}
+	}
+
+	for _, fc := range fr.Clients {
+		c, err := buildClient(r, fc, groupByName, where)
+		if err != nil {
+			return nil, err
+		}
+		sa, err := roleIDs(fc.ServiceAccountRoles, fmt.Sprintf("client %q", fc.ClientID))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := r.AddClient(c, sa); err != nil {
+			return nil, where("client %q: %v", fc.ClientID, err)
+		}
+	}
+
+	for _, fo := range fr.Organizations {
+		if err := buildOrganization(r, fo, groupByName, roleIDs, where, now); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// buildClient resolves a fixture client's resources and permissions.
+func buildClient(r *store.Realm, fc FixtureClient, groupByName map[string]string, where func(string, ...any) error) (store.Client, error) {
+	owner := fmt.Sprintf("client %q", fc.ClientID)
+	if strings.TrimSpace(fc.ClientID) == "" {
+		return store.Client{}, where("a client has no clientId")
+	}
+	if !fc.Public && fc.Secret == "" {
+		return store.Client{}, where("%s: a confidential client needs a secret (or set public)", owner)
+	}
+	c := store.Client{ClientID: fc.ClientID, Secret: fc.Secret, Public: fc.Public}
+	scopes := map[string]map[string]bool{}
+	for _, res := range fc.Resources {
+		if res.Name == "" || res.Name == "*" {
+			return c, where("%s: resource name %q is not allowed", owner, res.Name)
+		}
+		if _, dup := scopes[res.Name]; dup {
+			return c, where("%s: resource %q is defined twice", owner, res.Name)
+		}
+		set := map[string]bool{}
+		for _, sc := range res.Scopes {
+			if sc == "" {
+				return c, where("%s: resource %q has an empty scope", owner, res.Name)
+			}
+			set[sc] = true
+		}
+		scopes[res.Name] = set
+		c.Resources = append(c.Resources, store.ClientResource{Name: res.Name, Scopes: fxDedupe(res.Scopes)})
+	}
+	for _, p := range fc.Permissions {
+		po := fmt.Sprintf("%s: permission %q", owner, p.Name)
+		set, ok := scopes[p.Resource]
+		if !ok {
+			return c, where("%s: resource %q is not defined", po, p.Resource)
+		}
+		for _, sc := range p.Scopes {
+			if !set[sc] {
+				return c, where("%s: scope %q is not defined on resource %q", po, sc, p.Resource)
+			}
+		}
+		cp := store.ClientPermission{Name: p.Name, Resource: p.Resource, Scopes: fxDedupe(p.Scopes), Methods: fxUpper(p.Methods)}
+		for _, n := range p.Roles {
+			id, ok := r.RoleByName[n]
+			if !ok {
+				return c, where("%s: role %q is not defined", po, n)
+			}
+			cp.Roles = append(cp.Roles, id)
+		}
+		for _, n := range p.Groups {
+			id, ok := groupByName[n]
+			if !ok {
+				return c, where("%s: group %q is not defined", po, n)
+			}
+			cp.Groups = append(cp.Groups, id)
+		}
+		for _, n := range p.Users {
+			id, ok := r.UserByName[n]
+			if !ok {
+				return c, where("%s: user %q is not defined", po, n)
+			}
+			cp.Users = append(cp.Users, id)
+		}
+		c.Permissions = append(c.Permissions, cp)
+	}
+	return c, nil
+}
+
+// buildOrganization adds an organization, its links and its department tree
+// to r, keeping every index of the realm consistent.
+func buildOrganization(r *store.Realm, fo FixtureOrganization, groupByName map[string]string,
+	roleIDs func([]string, string) ([]string, error), where func(string, ...any) error, now time.Time) error {
+	owner := fmt.Sprintf("organization %q", fo.Alias)
+	if strings.TrimSpace(fo.Name) == "" || len(fo.Name) > 255 {
+		return where("%s: name must be 1 to 255 characters", owner)
+	}
+	if !fixtureAliasRE.MatchString(fo.Alias) {
+		return where("%s: alias must match %s", owner, fixtureAliasRE)
+	}
+	if _, dup := r.OrgByAlias[fo.Alias]; dup {
+		return where("%s: alias already exists", owner)
+	}
+	org := &store.Organization{ID: store.NewID(), Name: strings.TrimSpace(fo.Name), Alias: fo.Alias,
+		Description: fo.Description, Attributes: store.Attributes(fo.Attributes).Clone(), CreatedAt: now}
+
+	roles, err := roleIDs(fo.Roles, owner)
+	if err != nil {
+		return err
+	}
+	groups := store.Set{}
+	for _, g := range fo.Groups {
+		id, ok := groupByName[g]
+		if !ok {
+			return where("%s: group %q is not defined", owner, g)
+		}
+		if other, linked := r.GroupOrg[id]; linked {
+			return where("%s: group %q is already linked to organization %q", owner, g, r.Orgs[other].Alias)
+		}
+		groups[id] = struct{}{}
+	}
+	apps := store.Set{}
+	for _, clientID := range fo.Applications {
+		if _, ok := r.ClientByID[clientID]; !ok {
+			return where("%s: application client %q is not defined", owner, clientID)
+		}
+		appID, ok := r.AppByID[clientID]
+		if !ok {
+			app := &store.Application{ID: store.NewID(), ClientID: clientID, Name: clientID,
+				Tags: []string{}, Status: "ACTIVE", Assignable: true, CreatedAt: now}
+			r.Apps[app.ID] = app
+			r.AppByID[clientID] = app.ID
+			appID = app.ID
+		}
+		apps[appID] = struct{}{}
+	}
+
+	// Build the tree into local values first, so that a bad department
+	// leaves the realm's organization indexes untouched.
+	var depts []*store.Department
+	var assigns []*store.Assignment
+	var walk func(list []FixtureDepartment, parentID string, depth int, aliases map[string]bool) error
+	walk = func(list []FixtureDepartment, parentID string, depth int, aliases map[string]bool) error {
+		for _, fd := range list {
+			do := fmt.Sprintf("%s: department %q", owner, fd.Alias)
+			if depth > fixtureMaxDepth {
+				return where("%s: deeper than the depth limit %d", do, fixtureMaxDepth)
+			}
+			if strings.TrimSpace(fd.Name) == "" || len(fd.Name) > 255 {
+				return where("%s: name must be 1 to 255 characters", do)
+			}
+			if !fixtureAliasRE.MatchString(fd.Alias) {
+				return where("%s: alias must match %s", do, fixtureAliasRE)
+			}
+			if aliases[fd.Alias] {
+				return where("%s: alias already exists in the organization", do)
+			}
+			aliases[fd.Alias] = true
+			tr, err := roleIDs(fd.Roles, do)
+			if err != nil {
+				return err
+			}
+			d := &store.Department{ID: store.NewID(), OrgID: org.ID, ParentID: parentID,
+				Name: strings.TrimSpace(fd.Name), Alias: fd.Alias, Description: fd.Description,
+				Attributes: store.Attributes(fd.Attributes).Clone(), TemplateRoleIDs: tr, Depth: depth, CreatedAt: now}
+			depts = append(depts, d)
+			seen := map[string]bool{}
+			for _, un := range fd.Users {
+				uid, ok := r.UserByName[un]
+				if !ok {
+					return where("%s: user %q is not defined", do, un)
+				}
+				if seen[uid] {
+					continue
+				}
+				seen[uid] = true
+				assigns = append(assigns, &store.Assignment{UserID: uid, OrgID: org.ID, DepartmentID: d.ID, AssignedAt: now})
+			}
+			if err := walk(fd.Children, d.ID, depth+1, aliases); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(fo.Departments, org.ID, 1, map[string]bool{}); err != nil {
+		return err
+	}
+
+	r.Orgs[org.ID] = org
+	r.OrgByAlias[org.Alias] = org.ID
+	r.OrgRoles[org.ID] = fxSet(roles)
+	r.OrgGroups[org.ID] = groups
+	for gid := range groups {
+		r.GroupOrg[gid] = org.ID
+	}
+	r.OrgApps[org.ID] = apps
+	for _, d := range depts {
+		r.Depts[d.ID] = d
+	}
+	for _, a := range assigns {
+		r.Assignments[store.AssignmentKey{UserID: a.UserID, DepartmentID: a.DepartmentID}] = a
+		fxAddToSet(r.AssignmentsByUser, a.UserID, a.DepartmentID)
+		fxAddToSet(r.AssignmentsByDept, a.DepartmentID, a.UserID)
+	}
+	return nil
+}
+
+func fxSet(ids []string) store.Set {
+	s := make(store.Set, len(ids))
+	for _, id := range ids {
+		s[id] = struct{}{}
+	}
+	return s
+}
+
+func fxAddToSet(m map[string]store.Set, k, v string) {
+	s, ok := m[k]
+	if !ok {
+		s = store.Set{}
+		m[k] = s
+	}
+	s[v] = struct{}{}
+}
+
+// fxDedupe returns list without repeats, in first-seen order.
+func fxDedupe(list []string) []string {
+	out := make([]string, 0, len(list))
+	seen := make(map[string]bool, len(list))
+	for _, v := range list {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// fxUpper returns list upper-cased (HTTP methods).
+func fxUpper(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, v := range list {
+		out[i] = strings.ToUpper(v)
+	}
+	return out
+}
