@@ -1,0 +1,221 @@
+package store
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// lookupUser returns the realm user with the given id, or ErrNotFound.
+func (r *Realm) lookupUser(id string) (*User, error) {
+	u, ok := r.Users[id]
+	if !ok {
+		return nil, NotFound("user %q", id)
+	}
+	return u, nil
+}
+
+// Assign places user userID in department deptID. Assignments are additive:
+// a user keeps every other assignment. A repeat changes nothing and returns
+// the original assignment with created false. Errors: ErrNotFound for an
+// unknown user or department.
+func (r *Realm) Assign(userID, deptID string, now time.Time) (a *Assignment, created bool, err error) {
+	d, ok := r.Depts[deptID]
+	if !ok {
+		return nil, false, NotFound("department %q", deptID)
+	}
+	if _, err := r.lookupUser(userID); err != nil {
+		return nil, false, err
+	}
+	key := AssignmentKey{UserID: userID, DepartmentID: deptID}
+	if a, ok := r.Assignments[key]; ok {
+		return a, false, nil
+	}
+	a = &Assignment{UserID: userID, OrgID: d.OrgID, DepartmentID: deptID, AssignedAt: now.UTC()}
+	r.Assignments[key] = a
+	indexAdd(r.AssignmentsByUser, userID, deptID)
+	indexAdd(r.AssignmentsByDept, deptID, userID)
+	return a, true, nil
+}
+
+// Unassign removes the assignment of userID to deptID, or returns
+// ErrNotFound when there is none.
+func (r *Realm) Unassign(userID, deptID string) error {
+	if _, ok := r.Assignments[AssignmentKey{UserID: userID, DepartmentID: deptID}]; !ok {
+		return NotFound("user %q is not assigned to department %q", userID, deptID)
+	}
+	r.removeAssignment(userID, deptID)
+	return nil
+}
+
+// removeAssignment removes one assignment from the primary map and both
+// indexes, dropping empty index sets.
+func (r *Realm) removeAssignment(userID, deptID string) {
+	delete(r.Assignments, AssignmentKey{UserID: userID, DepartmentID: deptID})
+	indexRemove(r.AssignmentsByUser, userID, deptID)
+	indexRemove(r.AssignmentsByDept, deptID, userID)
+}
+
+// DepartmentUser is an assignment with the user's name.
+type DepartmentUser struct {
+	*Assignment
+	Username string
+}
+
+// DepartmentUsers returns the assignments of department deptID of
+// organization orgID, sorted by username then user id.
+func (r *Realm) DepartmentUsers(orgID, deptID string) ([]DepartmentUser, error) {
+	if _, err := r.Department(orgID, deptID); err != nil {
+		return nil, err
+	}
+	out := make([]DepartmentUser, 0, len(r.AssignmentsByDept[deptID]))
+	for uid := range r.AssignmentsByDept[deptID] {
+		a := r.Assignments[AssignmentKey{UserID: uid, DepartmentID: deptID}]
+		name := ""
+		if u, ok := r.Users[uid]; ok {
+			name = u.Username
+		}
+		out = append(out, DepartmentUser{Assignment: a, Username: name})
+	}
+	slices.SortFunc(out, func(a, b DepartmentUser) int {
+		return cmp.Or(cmp.Compare(a.Username, b.Username), cmp.Compare(a.UserID, b.UserID))
+	})
+	return out, nil
+}
+
+// UserAssignment is an assignment with its organization and department.
+type UserAssignment struct {
+	*Assignment
+	Org  *Organization
+	Dept *Department
+}
+
+// UserAssignments returns the assignments of a user, sorted by organization
+// name, department name, then ids. Errors: ErrNotFound for an unknown user.
+func (r *Realm) UserAssignments(userID string) ([]UserAssignment, error) {
+	if _, err := r.lookupUser(userID); err != nil {
+		return nil, err
+	}
+	out := make([]UserAssignment, 0, len(r.AssignmentsByUser[userID]))
+	for did := range r.AssignmentsByUser[userID] {
+		a := r.Assignments[AssignmentKey{UserID: userID, DepartmentID: did}]
+		d := r.Depts[did]
+		out = append(out, UserAssignment{Assignment: a, Org: r.Orgs[d.OrgID], Dept: d})
+	}
+	slices.SortFunc(out, func(a, b UserAssignment) int {
+		return cmp.Or(byName(a.Org.Name, a.Org.ID, b.Org.Name, b.Org.ID),
+			byName(a.Dept.Name, a.Dept.ID, b.Dept.Name, b.Dept.ID))
+	})
+	return out, nil
+}
+
+// OrgNode is an organization with department subtrees.
+type OrgNode struct {
+	Org      *Organization
+	Children []*DeptNode
+}
+
+// AssignmentTree returns the organizations a user is assigned in, each with
+// its department tree pruned to the paths that lead to the user's
+// departments (the departments below an assigned one are left out unless
+// the user is assigned further down). Sorted by name then id at every level.
+func (r *Realm) AssignmentTree(userID string) ([]*OrgNode, error) {
+	if _, err := r.lookupUser(userID); err != nil {
+		return nil, err
+	}
+	// keep holds every department on a path from a root to an assigned one.
+	keep := map[string]bool{}
+	orgs := map[string]bool{}
+	for did := range r.AssignmentsByUser[userID] {
+		d := r.Depts[did]
+		orgs[d.OrgID] = true
+		for d != nil && !keep[d.ID] {
+			keep[d.ID] = true
+			d = r.Depts[d.ParentID]
+		}
+	}
+	out := make([]*OrgNode, 0, len(orgs))
+	for oid := range orgs {
+		children := r.childIndex(oid)
+		var build func(parent string) []*DeptNode
+		build = func(parent string) []*DeptNode {
+			nodes := []*DeptNode{}
+			for _, d := range children[parent] {
+				if keep[d.ID] {
+					nodes = append(nodes, &DeptNode{Dept: d, Children: build(d.ID)})
+				}
+			}
+			return nodes
+		}
+		out = append(out, &OrgNode{Org: r.Orgs[oid], Children: build(oid)})
+	}
+	slices.SortFunc(out, func(a, b *OrgNode) int { return byName(a.Org.Name, a.Org.ID, b.Org.Name, b.Org.ID) })
+	return out, nil
+}
+
+// UserOrgRoleIDs returns the role ids a user holds through assignments: for
+// each assignment, the roles linked to its organization and the template
+// roles of its department. A non-empty orgID counts only assignments in that
+// organization (a token's organization claim). Direct and group roles are
+// not included.
+func (r *Realm) UserOrgRoleIDs(userID, orgID string) Set {
+	out := Set{}
+	for did := range r.AssignmentsByUser[userID] {
+		d := r.Depts[did]
+		if orgID != "" && d.OrgID != orgID {
+			continue
+		}
+		for rid := range r.OrgRoles[d.OrgID] {
+			out[rid] = struct{}{}
+		}
+		for _, rid := range d.TemplateRoleIDs {
+			out[rid] = struct{}{}
+		}
+	}
+	return out
+}
+
+// Membership is one organization a user is assigned in, with the user's
+// departments there.
+type Membership struct {
+	Org   *Organization
+	Depts []*Department
+}
+
+// UserOrganizations returns the organizations a user is assigned in,
+// deduplicated and sorted by name then id, each with the user's departments
+// sorted the same way. An unknown user or one without assignments gets none.
+func (r *Realm) UserOrganizations(userID string) []Membership {
+	byOrg := map[string][]*Department{}
+	for did := range r.AssignmentsByUser[userID] {
+		d := r.Depts[did]
+		byOrg[d.OrgID] = append(byOrg[d.OrgID], d)
+	}
+	out := make([]Membership, 0, len(byOrg))
+	for oid, ds := range byOrg {
+		sortDepts(ds)
+		out = append(out, Membership{Org: r.Orgs[oid], Depts: ds})
+	}
+	slices.SortFunc(out, func(a, b Membership) int { return byName(a.Org.Name, a.Org.ID, b.Org.Name, b.Org.ID) })
+	return out
+}
+
+// indexAdd adds v to the set m[k], allocating it when needed.
+func indexAdd(m map[string]Set, k, v string) {
+	s, ok := m[k]
+	if !ok {
+		s = Set{}
+		m[k] = s
+	}
+	s[v] = struct{}{}
+}
+
+// indexRemove removes v from m[k] and drops m[k] once empty.
+func indexRemove(m map[string]Set, k, v string) {
+	if s, ok := m[k]; ok {
+		delete(s, v)
+		if len(s) == 0 {
+			delete(m, k)
+		}
+	}
+}

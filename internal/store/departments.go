@@ -1,0 +1,296 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// DeptSpec is the caller-supplied part of a department, with optional
+// children created in the same call.
+type DeptSpec struct {
+	Name        string
+	Alias       string // optional; unique within the organization when set
+	Description string
+	Attributes  Attributes
+	// TemplateRoleIDs are realm role ids granted to users assigned to the
+	// department (set when it is made from a department template).
+	TemplateRoleIDs []string
+	Children        []DeptSpec
+}
+
+// DeptNode is a department with its children, sorted by name then id.
+type DeptNode struct {
+	Dept     *Department
+	Children []*DeptNode
+}
+
+// Department returns the department deptID of organization orgID, at any
+// depth. A department of another organization is ErrNotFound, as is an
+// unknown organization.
+func (r *Realm) Department(orgID, deptID string) (*Department, error) {
+	if _, err := r.Organization(orgID); err != nil {
+		return nil, err
+	}
+	d, ok := r.Depts[deptID]
+	if !ok || d.OrgID != orgID {
+		return nil, NotFound("department %q in organization %q", deptID, orgID)
+	}
+	return d, nil
+}
+
+// SubDepartment returns subID when it is a direct child of department
+// parentID in organization orgID; otherwise ErrNotFound.
+func (r *Realm) SubDepartment(orgID, parentID, subID string) (*Department, error) {
+	if _, err := r.Department(orgID, parentID); err != nil {
+		return nil, err
+	}
+	d, err := r.Department(orgID, subID)
+	if err != nil || d.ParentID != parentID {
+		return nil, NotFound("sub-department %q of department %q", subID, parentID)
+	}
+	return d, nil
+}
+
+// Departments returns the direct children of parentID in organization orgID,
+// sorted by name then id; parentID "" or orgID lists the root departments.
+// Errors: ErrNotFound for an unknown organization or parent.
+func (r *Realm) Departments(orgID, parentID string) ([]*Department, error) {
+	if parentID == "" {
+		parentID = orgID
+	}
+	if parentID == orgID {
+		if _, err := r.Organization(orgID); err != nil {
+			return nil, err
+		}
+	} else if _, err := r.Department(orgID, parentID); err != nil {
+		return nil, err
+	}
+	var out []*Department
+	for _, d := range r.Depts {
+		if d.ParentID == parentID && d.OrgID == orgID {
+			out = append(out, d)
+		}
+	}
+	sortDepts(out)
+	return out, nil
+}
+
+// DepartmentTree returns the organization's root departments with their
+// subtrees.
+func (r *Realm) DepartmentTree(orgID string) ([]*DeptNode, error) {
+	if _, err := r.Organization(orgID); err != nil {
+		return nil, err
+	}
+	children := r.childIndex(orgID)
+	var build func(parent string) []*DeptNode
+	build = func(parent string) []*DeptNode {
+		out := make([]*DeptNode, 0, len(children[parent]))
+		for _, d := range children[parent] {
+			out = append(out, &DeptNode{Dept: d, Children: build(d.ID)})
+		}
+		return out
+	}
+	return build(orgID), nil
+}
+
+// childIndex maps each parent id of the organization's departments to its
+// children, sorted.
+func (r *Realm) childIndex(orgID string) map[string][]*Department {
+	idx := map[string][]*Department{}
+	for _, d := range r.Depts {
+		if d.OrgID == orgID {
+			idx[d.ParentID] = append(idx[d.ParentID], d)
+		}
+	}
+	for _, ds := range idx {
+		sortDepts(ds)
+	}
+	return idx
+}
+
+// subtree returns deptID and all its descendants.
+func (r *Realm) subtree(deptID string) []string {
+	d := r.Depts[deptID]
+	children := r.childIndex(d.OrgID)
+	out := []string{deptID}
+	for i := 0; i < len(out); i++ {
+		for _, c := range children[out[i]] {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+func sortDepts(ds []*Department) {
+	slices.SortFunc(ds, func(a, b *Department) int { return byName(a.Name, a.ID, b.Name, b.ID) })
+}
+
+// CreateDepartment creates spec, with its children, under parentID in
+// organization orgID; parentID "" or orgID makes a root department. The
+// whole subtree is created or nothing is. Errors, in this order: ErrNotFound
+// (organization or parent), a *FieldError or ErrInvalid (a field, the
+// organization's property templates, the depth limit of 32), ErrNotFound for
+// an unknown template role, ErrConflict for an alias already used in the
+// organization or twice in spec. It returns the top department.
+func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time.Time) (*Department, error) {
+	if parentID == "" {
+		parentID = orgID
+	}
+	depth := 0
+	if parentID != orgID {
+		p, err := r.Department(orgID, parentID)
+		if err != nil {
+			return nil, err
+		}
+		depth = p.Depth
+	} else if _, err := r.Organization(orgID); err != nil {
+		return nil, err
+	}
+
+	// Validate every node before changing anything.
+	var (
+		clean   func(s DeptSpec, field string, depth int) (DeptSpec, error)
+		aliases = map[string]bool{}
+		roles   []string
+	)
+	clean = func(s DeptSpec, field string, depth int) (DeptSpec, error) {
+		if depth > MaxDepartmentDepth {
+			return s, Invalid("departments can be nested at most %d levels deep", MaxDepartmentDepth)
+		}
+		name, err := CheckName(field+"name", s.Name)
+		if err != nil {
+			return s, err
+		}
+		s.Name = name
+		if s.Alias != "" {
+			if err := CheckAlias(field+"alias", s.Alias); err != nil {
+				return s, err
+			}
+		}
+		if err := CheckDescription(field+"description", s.Description); err != nil {
+			return s, err
+		}
+		if err := CheckAttributes(field+"attributes", s.Attributes); err != nil {
+			return s, err
+		}
+		if err := r.checkPropertyAttributes(orgID, field+"attributes", s.Attributes); err != nil {
+			return s, err
+		}
+		s.Attributes = s.Attributes.Clone()
+		s.TemplateRoleIDs = slices.Clone(s.TemplateRoleIDs)
+		roles = append(roles, s.TemplateRoleIDs...)
+		kids := make([]DeptSpec, len(s.Children))
+		for i, c := range s.Children {
+			if kids[i], err = clean(c, fmt.Sprintf("%schildren[%d].", field, i), depth+1); err != nil {
+				return s, err
+			}
+		}
+		s.Children = kids
+		return s, nil
+	}
+	spec, err := clean(spec, "", depth+1)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range roles {
+		if _, ok := r.Roles[id]; !ok {
+			return nil, NotFound("role %q", id)
+		}
+	}
+	for _, d := range r.Depts {
+		if d.OrgID == orgID && d.Alias != "" {
+			aliases[d.Alias] = true
+		}
+	}
+	var clash func(s DeptSpec) error
+	clash = func(s DeptSpec) error {
+		if s.Alias != "" {
+			if aliases[s.Alias] {
+				return Conflict("department alias %q already exists in organization %q", s.Alias, orgID)
+			}
+			aliases[s.Alias] = true
+		}
+		for _, c := range s.Children {
+			if err := clash(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := clash(spec); err != nil {
+		return nil, err
+	}
+
+	// Nothing can fail from here on.
+	var create func(s DeptSpec, parentID string, depth int) *Department
+	create = func(s DeptSpec, parentID string, depth int) *Department {
+		d := &Department{
+			ID:              NewID(),
+			OrgID:           orgID,
+			ParentID:        parentID,
+			Name:            s.Name,
+			Alias:           s.Alias,
+			Description:     s.Description,
+			Attributes:      s.Attributes,
+			TemplateRoleIDs: s.TemplateRoleIDs,
+			Depth:           depth,
+			CreatedAt:       now.UTC(),
+		}
+		r.Depts[d.ID] = d
+		for _, c := range s.Children {
+			create(c, d.ID, depth+1)
+		}
+		return d
+	}
+	return create(spec, parentID, depth+1), nil
+}
+
+// UpdateDepartment replaces the mutable fields (name, description,
+// attributes) of a department; the alias, parent and template roles stay.
+// Attributes are checked against the organization's property templates.
+func (r *Realm) UpdateDepartment(orgID, deptID string, spec DeptSpec) (*Department, error) {
+	d, err := r.Department(orgID, deptID)
+	if err != nil {
+		return nil, err
+	}
+	name, err := CheckName("name", spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckDescription("description", spec.Description); err != nil {
+		return nil, err
+	}
+	if err := CheckAttributes("attributes", spec.Attributes); err != nil {
+		return nil, err
+	}
+	if err := r.checkPropertyAttributes(orgID, "attributes", spec.Attributes); err != nil {
+		return nil, err
+	}
+	d.Name, d.Description, d.Attributes = name, spec.Description, spec.Attributes.Clone()
+	return d, nil
+}
+
+// DeleteDepartment removes a department, its whole subtree and every
+// assignment to them (so the template grants anchored to those assignments
+// go too). It returns the ids removed, the department first.
+func (r *Realm) DeleteDepartment(orgID, deptID string) ([]string, error) {
+	if _, err := r.Department(orgID, deptID); err != nil {
+		return nil, err
+	}
+	ids := r.subtree(deptID)
+	for _, id := range ids {
+		r.removeDepartment(id)
+	}
+	return ids, nil
+}
+
+// removeDepartment removes one department and its assignments. Its children
+// must be removed by the caller.
+func (r *Realm) removeDepartment(deptID string) {
+	for uid := range r.AssignmentsByDept[deptID] {
+		r.removeAssignment(uid, deptID)
+	}
+	delete(r.AssignmentsByDept, deptID)
+	delete(r.Depts, deptID)
+}

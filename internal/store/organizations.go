@@ -1,0 +1,258 @@
+package store
+
+// The organization hierarchy of a realm: organizations (this file),
+// departments, assignments, role/group links, applications and templates.
+// Every operation is a method on *Realm, runs inside Store.Read or
+// Store.Write, checks everything before its first change, and keeps every
+// index of the realm consistent (CheckInvariants states them).
+//
+// Seeding a realm (the fixture loader), all inside one Store.Write:
+//
+//	org, err := rm.CreateOrganization(OrgSpec{Name: "Acme EU", Alias: "acme-eu"}, now)
+//	dept, err := rm.CreateDepartment(org.ID, "", DeptSpec{Name: "Sales", Alias: "sales",
+//		Children: []DeptSpec{{Name: "Inside Sales", Alias: "inside-sales"}}}, now)
+//	_, err = rm.Assign(userID, dept.ID, now)              // a user into a department
+//	_, err = rm.LinkRole(org.ID, roleID)                  // an existing realm role
+//	app, err := rm.RegisterApplication(AppSpec{ClientID: "orders-api"}, now)
+//	_, err = rm.AssignApplication(org.ID, app.ClientID)   // by clientId
+//	_, err = rm.LinkGroup(org.ID, groupID)
+//
+// Lookups the decision engine uses: UserOrgRoleIDs (the roles a user holds
+// through assignments), UserOrganizations (the organization context),
+// Organization, Department, UserAssignments.
+//
+// Pointers returned by these methods point into the state: they are valid
+// only inside the Read or Write call and must not be changed by callers.
+
+import (
+	"cmp"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits of the organization API (SERVICE.md sections 3 and 8).
+const (
+	MaxNameLen         = 255
+	MaxDescriptionLen  = 2048
+	MaxAttributeKeys   = 100
+	MaxAttributeKey    = 255
+	MaxDepartmentDepth = 32
+)
+
+// aliasPattern is the form of organization and department aliases.
+var aliasPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// FieldError is an ErrInvalid that names the input field at fault, so that
+// an HTTP layer can report it in the details of a 400.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return "invalid: " + e.Field + ": " + e.Message }
+
+// Unwrap makes errors.Is(err, ErrInvalid) hold.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// invalidField returns a *FieldError.
+func invalidField(field, message string) error {
+	return &FieldError{Field: field, Message: message}
+}
+
+// CheckName validates a name (1 to 255 characters after trimming) and returns
+// it trimmed.
+func CheckName(field, name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", invalidField(field, "is required")
+	}
+	if utf8.RuneCountInString(name) > MaxNameLen {
+		return "", invalidField(field, "must be at most 255 characters")
+	}
+	return name, nil
+}
+
+// CheckAlias validates an alias against ^[a-z0-9][a-z0-9_-]{0,62}$.
+func CheckAlias(field, alias string) error {
+	if !aliasPattern.MatchString(alias) {
+		return invalidField(field, "must match ^[a-z0-9][a-z0-9_-]{0,62}$")
+	}
+	return nil
+}
+
+// CheckDescription validates a description (at most 2048 characters).
+func CheckDescription(field, d string) error {
+	if utf8.RuneCountInString(d) > MaxDescriptionLen {
+		return invalidField(field, "must be at most 2048 characters")
+	}
+	return nil
+}
+
+// CheckAttributes validates an attribute map: at most 100 keys, each key 1
+// to 255 characters.
+func CheckAttributes(field string, a Attributes) error {
+	if len(a) > MaxAttributeKeys {
+		return invalidField(field, "must have at most 100 keys")
+	}
+	for k := range a {
+		if k == "" || utf8.RuneCountInString(k) > MaxAttributeKey {
+			return invalidField(field, "keys must be 1 to 255 characters")
+		}
+	}
+	return nil
+}
+
+// OrgSpec is the caller-supplied part of an organization.
+type OrgSpec struct {
+	Name        string
+	Alias       string // ignored by UpdateOrganization: aliases are immutable
+	Description string
+	Attributes  Attributes
+}
+
+// check validates the spec and returns it normalised (name trimmed,
+// attributes cloned and never nil).
+func (s OrgSpec) check(withAlias bool) (OrgSpec, error) {
+	name, err := CheckName("name", s.Name)
+	if err != nil {
+		return s, err
+	}
+	s.Name = name
+	if withAlias {
+		if err := CheckAlias("alias", s.Alias); err != nil {
+			return s, err
+		}
+	}
+	if err := CheckDescription("description", s.Description); err != nil {
+		return s, err
+	}
+	if err := CheckAttributes("attributes", s.Attributes); err != nil {
+		return s, err
+	}
+	s.Attributes = s.Attributes.Clone()
+	return s, nil
+}
+
+// Organization returns the organization with the given id, or ErrNotFound.
+func (r *Realm) Organization(id string) (*Organization, error) {
+	o, ok := r.Orgs[id]
+	if !ok {
+		return nil, NotFound("organization %q", id)
+	}
+	return o, nil
+}
+
+// OrganizationByAlias returns the organization with the given alias, or
+// ErrNotFound.
+func (r *Realm) OrganizationByAlias(alias string) (*Organization, error) {
+	id, ok := r.OrgByAlias[alias]
+	if !ok {
+		return nil, NotFound("organization with alias %q", alias)
+	}
+	return r.Organization(id)
+}
+
+// Organizations returns the realm's organizations whose name or alias
+// contains search (case-insensitive; empty matches all), sorted by name then
+// id.
+func (r *Realm) Organizations(search string) []*Organization {
+	search = strings.ToLower(search)
+	out := make([]*Organization, 0, len(r.Orgs))
+	for _, o := range r.Orgs {
+		if search == "" || strings.Contains(strings.ToLower(o.Name), search) ||
+			strings.Contains(o.Alias, search) {
+			out = append(out, o)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Organization) int { return byName(a.Name, a.ID, b.Name, b.ID) })
+	return out
+}
+
+// CreateOrganization creates an organization. Errors: a *FieldError
+// (ErrInvalid) for a bad field, ErrConflict when the alias is taken in the
+// realm.
+func (r *Realm) CreateOrganization(spec OrgSpec, now time.Time) (*Organization, error) {
+	spec, err := spec.check(true)
+	if err != nil {
+		return nil, err
+	}
+	if _, taken := r.OrgByAlias[spec.Alias]; taken {
+		return nil, Conflict("organization alias %q already exists", spec.Alias)
+	}
+	o := &Organization{
+		ID:          NewID(),
+		Name:        spec.Name,
+		Alias:       spec.Alias,
+		Description: spec.Description,
+		Attributes:  spec.Attributes,
+		CreatedAt:   now.UTC(),
+	}
+	r.Orgs[o.ID] = o
+	r.OrgByAlias[o.Alias] = o.ID
+	return o, nil
+}
+
+// UpdateOrganization replaces the mutable fields (name, description,
+// attributes) of an organization; spec.Alias is ignored. Errors: ErrNotFound,
+// a *FieldError.
+func (r *Realm) UpdateOrganization(id string, spec OrgSpec) (*Organization, error) {
+	o, err := r.Organization(id)
+	if err != nil {
+		return nil, err
+	}
+	spec, err = spec.check(false)
+	if err != nil {
+		return nil, err
+	}
+	o.Name, o.Description, o.Attributes = spec.Name, spec.Description, spec.Attributes
+	return o, nil
+}
+
+// DeleteOrganization removes an organization with everything that hangs on
+// it: its departments and their assignments (and so the template grants
+// anchored to them), its role, group and application links, and its property
+// and department templates. Realm roles, groups, clients and users stay.
+func (r *Realm) DeleteOrganization(id string) error {
+	o, err := r.Organization(id)
+	if err != nil {
+		return err
+	}
+	for deptID, d := range r.Depts {
+		if d.OrgID == id {
+			r.removeDepartment(deptID)
+		}
+	}
+	for gid := range r.OrgGroups[id] {
+		delete(r.GroupOrg, gid)
+	}
+	delete(r.OrgGroups, id)
+	delete(r.OrgRoles, id)
+	delete(r.OrgApps, id)
+	for tid, t := range r.PropTmpls {
+		if t.OrgID == id {
+			delete(r.PropTmpls, tid)
+		}
+	}
+	for tid, t := range r.DeptTmpls {
+		if t.OrgID == id {
+			delete(r.DeptTmpls, tid)
+		}
+	}
+	delete(r.OrgByAlias, o.Alias)
+	delete(r.Orgs, id)
+	return nil
+}
+
+// byName orders by name (case-insensitive, then exact), then id.
+func byName(nameA, idA, nameB, idB string) int {
+	if c := cmp.Compare(strings.ToLower(nameA), strings.ToLower(nameB)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(nameA, nameB); c != 0 {
+		return c
+	}
+	return cmp.Compare(idA, idB)
+}

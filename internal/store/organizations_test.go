@@ -1,0 +1,201 @@
+package store
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// testRealm returns a realm with users alice and bob, roles viewer (global),
+// editor and auditor, groups eng and ops, and clients orders-api and
+// billing-api, each added the way the identity side does.
+func testRealm(t *testing.T) *Realm {
+	t.Helper()
+	r := NewRealm("acme", t0)
+	for _, name := range []string{"alice", "bob"} {
+		u := &User{ID: "u-" + name, Username: name, RoleIDs: Set{}, GroupIDs: Set{}}
+		r.Users[u.ID], r.UserByName[name] = u, u.ID
+	}
+	for _, name := range []string{"viewer", "editor", "auditor"} {
+		role := &Role{ID: "r-" + name, Name: name, Attributes: Attributes{}}
+		if name == "viewer" {
+			role.Attributes["global"] = []string{"true"}
+		}
+		r.Roles[role.ID], r.RoleByName[name] = role, role.ID
+	}
+	for _, name := range []string{"eng", "ops"} {
+		r.Groups["g-"+name] = &Group{ID: "g-" + name, Name: name, Path: "/" + name}
+	}
+	for _, cid := range []string{"orders-api", "billing-api"} {
+		r.Clients["c-"+cid] = &Client{ID: "c-" + cid, ClientID: cid}
+		r.ClientByID[cid] = "c-" + cid
+	}
+	return r
+}
+
+func mustOrg(t *testing.T, r *Realm, name, alias string) *Organization {
+	t.Helper()
+	o, err := r.CreateOrganization(OrgSpec{Name: name, Alias: alias}, t0)
+	require.NoError(t, err)
+	return o
+}
+
+func mustDept(t *testing.T, r *Realm, orgID, parentID string, spec DeptSpec) *Department {
+	t.Helper()
+	d, err := r.CreateDepartment(orgID, parentID, spec, t0)
+	require.NoError(t, err)
+	return d
+}
+
+func requireConsistent(t *testing.T, r *Realm) {
+	t.Helper()
+	require.NoError(t, r.CheckInvariants())
+}
+
+func fieldOf(err error) string {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return ""
+}
+
+func TestCreateOrganization(t *testing.T) {
+	r := testRealm(t)
+	o, err := r.CreateOrganization(OrgSpec{Name: "  Acme EU ", Alias: "acme-eu", Description: "d",
+		Attributes: Attributes{"k": {"v"}}}, t0)
+	require.NoError(t, err)
+	assert.Equal(t, "Acme EU", o.Name, "name is trimmed")
+	assert.Len(t, o.ID, 36)
+
+	got, err := r.OrganizationByAlias("acme-eu")
+	require.NoError(t, err)
+	assert.Same(t, o, got)
+
+	_, err = r.CreateOrganization(OrgSpec{Name: "Other", Alias: "acme-eu"}, t0)
+	require.ErrorIs(t, err, ErrConflict)
+	assert.Contains(t, err.Error(), "already exists")
+
+	tests := []struct {
+		name  string
+		spec  OrgSpec
+		field string
+	}{
+		{"empty name", OrgSpec{Name: "  ", Alias: "a"}, "name"},
+		{"long name", OrgSpec{Name: string(make([]byte, 256)), Alias: "a"}, "name"},
+		{"bad alias", OrgSpec{Name: "n", Alias: "Upper"}, "alias"},
+		{"missing alias", OrgSpec{Name: "n"}, "alias"},
+		{"alias starting with dash", OrgSpec{Name: "n", Alias: "-a"}, "alias"},
+		{"long description", OrgSpec{Name: "n", Alias: "a", Description: string(make([]rune, 2049))}, "description"},
+		{"too many attributes", OrgSpec{Name: "n", Alias: "a", Attributes: manyAttrs(101)}, "attributes"},
+		{"empty attribute key", OrgSpec{Name: "n", Alias: "a", Attributes: Attributes{"": nil}}, "attributes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := r.CreateOrganization(tc.spec, t0)
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.Equal(t, tc.field, fieldOf(err))
+		})
+	}
+	assert.Len(t, r.Orgs, 1, "failed creates add nothing")
+	requireConsistent(t, r)
+}
+
+func manyAttrs(n int) Attributes {
+	a := Attributes{}
+	for i := range n {
+		a[string(rune('a'+i%26))+string(rune('A'+i/26))] = []string{"v"}
+	}
+	return a
+}
+
+func TestUpdateOrganizationKeepsAlias(t *testing.T) {
+	r := testRealm(t)
+	o := mustOrg(t, r, "Acme", "acme")
+	got, err := r.UpdateOrganization(o.ID, OrgSpec{Name: "Acme 2", Alias: "ignored"})
+	require.NoError(t, err)
+	assert.Equal(t, "Acme 2", got.Name)
+	assert.Equal(t, "acme", got.Alias)
+	assert.Empty(t, got.Description)
+	assert.NotNil(t, got.Attributes)
+
+	_, err = r.UpdateOrganization("nope", OrgSpec{Name: "x"})
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = r.UpdateOrganization(o.ID, OrgSpec{Name: ""})
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Equal(t, "Acme 2", o.Name, "a failed update changes nothing")
+	requireConsistent(t, r)
+}
+
+func TestOrganizationsSearchAndOrder(t *testing.T) {
+	r := testRealm(t)
+	mustOrg(t, r, "beta", "b")
+	mustOrg(t, r, "Alpha", "a")
+	mustOrg(t, r, "gamma", "acme-g")
+	var names []string
+	for _, o := range r.Organizations("") {
+		names = append(names, o.Name)
+	}
+	assert.Equal(t, []string{"Alpha", "beta", "gamma"}, names)
+	assert.Len(t, r.Organizations("ALP"), 1)
+	assert.Len(t, r.Organizations("acme"), 1, "search matches the alias too")
+}
+
+func TestDeleteOrganizationCascades(t *testing.T) {
+	r := testRealm(t)
+	o := mustOrg(t, r, "Acme", "acme")
+	keep := mustOrg(t, r, "Keep", "keep")
+	d := mustDept(t, r, o.ID, "", DeptSpec{Name: "Sales", Alias: "sales",
+		TemplateRoleIDs: []string{"r-auditor"},
+		Children:        []DeptSpec{{Name: "Inside", Alias: "inside"}}})
+	kd := mustDept(t, r, keep.ID, "", DeptSpec{Name: "Kept"})
+	child := r.childIndex(o.ID)[d.ID][0]
+	for _, did := range []string{d.ID, child.ID, kd.ID} {
+		_, _, err := r.Assign("u-alice", did, t0)
+		require.NoError(t, err)
+	}
+	_, err := r.LinkRole(o.ID, "r-editor")
+	require.NoError(t, err)
+	_, err = r.LinkRole(keep.ID, "r-editor")
+	require.NoError(t, err)
+	_, err = r.LinkGroup(o.ID, "g-eng")
+	require.NoError(t, err)
+	app, err := r.RegisterApplication(AppSpec{ClientID: "orders-api"}, t0)
+	require.NoError(t, err)
+	_, _, err = r.AssignApplication(o.ID, "orders-api")
+	require.NoError(t, err)
+	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "p",
+		Properties: []Property{{Key: "cost", Type: PropNumber}}}, t0)
+	require.NoError(t, err)
+	_, err = r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "t", Root: TemplateNode{Name: "x"}}, t0)
+	require.NoError(t, err)
+	requireConsistent(t, r)
+
+	require.NoError(t, r.DeleteOrganization(o.ID))
+	requireConsistent(t, r)
+	assert.NotContains(t, r.Orgs, o.ID)
+	assert.NotContains(t, r.OrgByAlias, "acme")
+	assert.Len(t, r.Depts, 1, "only the other organization's department is left")
+	assert.Len(t, r.Assignments, 1)
+	assert.Equal(t, Set{kd.ID: {}}, r.AssignmentsByUser["u-alice"])
+	assert.NotContains(t, r.OrgRoles, o.ID)
+	assert.NotContains(t, r.OrgGroups, o.ID)
+	assert.NotContains(t, r.GroupOrg, "g-eng")
+	assert.NotContains(t, r.OrgApps, o.ID)
+	assert.Empty(t, r.PropTmpls)
+	assert.Empty(t, r.DeptTmpls)
+	// Realm objects stay.
+	assert.Contains(t, r.Roles, "r-editor")
+	assert.Contains(t, r.Groups, "g-eng")
+	assert.Contains(t, r.Apps, app.ID)
+	assert.Contains(t, r.Users, "u-alice")
+	assert.Contains(t, r.OrgRoles[keep.ID], "r-editor")
+	assert.Empty(t, r.UserOrgRoleIDs("u-alice", o.ID), "no grant anchored to the deleted organization survives")
+
+	require.ErrorIs(t, r.DeleteOrganization(o.ID), ErrNotFound)
+}

@@ -1,0 +1,346 @@
+package store
+
+import (
+	"fmt"
+	"math"
+	"net/mail"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Property types of property templates.
+const (
+	PropString  = "STRING"
+	PropNumber  = "NUMBER"
+	PropBoolean = "BOOLEAN"
+	PropDate    = "DATE"
+	PropEnum    = "ENUM"
+	PropEmail   = "EMAIL"
+	PropURL     = "URL"
+)
+
+// MaxProperties is the largest number of properties in one template.
+const MaxProperties = 100
+
+// PropertyTemplateSpec is the caller-supplied part of a property template.
+type PropertyTemplateSpec struct {
+	Name        string
+	Description string
+	Properties  []Property
+}
+
+// check validates a property template spec on its own (keys unique within
+// it, known types, ENUMs with allowed values) and returns it normalised.
+func (s PropertyTemplateSpec) check() (PropertyTemplateSpec, error) {
+	name, err := CheckName("name", s.Name)
+	if err != nil {
+		return s, err
+	}
+	s.Name = name
+	if err := CheckDescription("description", s.Description); err != nil {
+		return s, err
+	}
+	if len(s.Properties) > MaxProperties {
+		return s, invalidField("properties", fmt.Sprintf("must have at most %d properties", MaxProperties))
+	}
+	seen := map[string]bool{}
+	props := make([]Property, len(s.Properties))
+	for i, p := range s.Properties {
+		field := fmt.Sprintf("properties[%d].", i)
+		if p.Key == "" || utf8.RuneCountInString(p.Key) > MaxAttributeKey {
+			return s, invalidField(field+"key", "must be 1 to 255 characters")
+		}
+		if seen[p.Key] {
+			return s, invalidField(field+"key", fmt.Sprintf("duplicate key %q", p.Key))
+		}
+		seen[p.Key] = true
+		if utf8.RuneCountInString(p.Label) > MaxNameLen {
+			return s, invalidField(field+"label", "must be at most 255 characters")
+		}
+		switch p.Type {
+		case PropString, PropNumber, PropBoolean, PropDate, PropEmail, PropURL:
+		case PropEnum:
+			if len(p.AllowedValues) == 0 {
+				return s, invalidField(field+"allowedValues", "an ENUM property needs at least one allowed value")
+			}
+		default:
+			return s, invalidField(field+"type", "must be one of STRING, NUMBER, BOOLEAN, DATE, ENUM, EMAIL, URL")
+		}
+		p.AllowedValues = slices.Clone(p.AllowedValues)
+		props[i] = p
+	}
+	s.Properties = props
+	return s, nil
+}
+
+// PropertyTemplate returns a property template of an organization, or
+// ErrNotFound.
+func (r *Realm) PropertyTemplate(orgID, id string) (*PropertyTemplate, error) {
+	if _, err := r.Organization(orgID); err != nil {
+		return nil, err
+	}
+	t, ok := r.PropTmpls[id]
+	if !ok || t.OrgID != orgID {
+		return nil, NotFound("property template %q in organization %q", id, orgID)
+	}
+	return t, nil
+}
+
+// PropertyTemplates returns an organization's property templates sorted by
+// name then id.
+func (r *Realm) PropertyTemplates(orgID string) ([]*PropertyTemplate, error) {
+	if _, err := r.Organization(orgID); err != nil {
+		return nil, err
+	}
+	out := []*PropertyTemplate{}
+	for _, t := range r.PropTmpls {
+		if t.OrgID == orgID {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *PropertyTemplate) int { return byName(a.Name, a.ID, b.Name, b.ID) })
+	return out, nil
+}
+
+// CreatePropertyTemplate adds a property template to an organization.
+// Errors: ErrNotFound, a *FieldError, ErrConflict when a key is declared by
+// another template of the organization.
+func (r *Realm) CreatePropertyTemplate(orgID string, spec PropertyTemplateSpec, now time.Time) (*PropertyTemplate, error) {
+	if _, err := r.Organization(orgID); err != nil {
+		return nil, err
+	}
+	spec, err := spec.check()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkKeysFree(orgID, "", spec.Properties); err != nil {
+		return nil, err
+	}
+	t := &PropertyTemplate{ID: NewID(), OrgID: orgID, Name: spec.Name, Description: spec.Description,
+		Properties: spec.Properties, CreatedAt: now.UTC()}
+	r.PropTmpls[t.ID] = t
+	return t, nil
+}
+
+// UpdatePropertyTemplate replaces a property template's name, description
+// and properties. Departments made before keep their attributes; the new
+// properties apply to later department creates and updates.
+func (r *Realm) UpdatePropertyTemplate(orgID, id string, spec PropertyTemplateSpec) (*PropertyTemplate, error) {
+	t, err := r.PropertyTemplate(orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	if spec, err = spec.check(); err != nil {
+		return nil, err
+	}
+	if err := r.checkKeysFree(orgID, id, spec.Properties); err != nil {
+		return nil, err
+	}
+	t.Name, t.Description, t.Properties = spec.Name, spec.Description, spec.Properties
+	return t, nil
+}
+
+// DeletePropertyTemplate removes a property template.
+func (r *Realm) DeletePropertyTemplate(orgID, id string) error {
+	if _, err := r.PropertyTemplate(orgID, id); err != nil {
+		return err
+	}
+	delete(r.PropTmpls, id)
+	return nil
+}
+
+// checkKeysFree reports ErrConflict when another template of the
+// organization than except declares one of the keys of props.
+func (r *Realm) checkKeysFree(orgID, except string, props []Property) error {
+	for _, t := range r.PropTmpls {
+		if t.OrgID != orgID || t.ID == except {
+			continue
+		}
+		for _, p := range t.Properties {
+			for _, q := range props {
+				if p.Key == q.Key {
+					return Conflict("property key %q is already declared by template %q", q.Key, t.ID)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkPropertyAttributes validates department attributes against the
+// organization's property templates: every required key is present with a
+// value, and every value of a declared key parses as its type (NUMBER a
+// finite float, BOOLEAN true or false, DATE YYYY-MM-DD, EMAIL an address,
+// URL absolute, ENUM one of the allowed values). Undeclared keys are free.
+func (r *Realm) checkPropertyAttributes(orgID, field string, attrs Attributes) error {
+	for _, t := range r.PropTmpls {
+		if t.OrgID != orgID {
+			continue
+		}
+		for _, p := range t.Properties {
+			values, ok := attrs[p.Key]
+			if !ok || len(values) == 0 {
+				if p.Required {
+					return invalidField(field+"."+p.Key, "is required by property template "+t.Name)
+				}
+				continue
+			}
+			for _, v := range values {
+				if !validValue(p, v) {
+					return invalidField(field+"."+p.Key, fmt.Sprintf("%q is not a valid %s", v, p.Type))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// validValue reports whether v is a value of property p.
+func validValue(p Property, v string) bool {
+	switch p.Type {
+	case PropNumber:
+		f, err := strconv.ParseFloat(v, 64)
+		return err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
+	case PropBoolean:
+		return v == "true" || v == "false"
+	case PropDate:
+		_, err := time.Parse(time.DateOnly, v)
+		return err == nil
+	case PropEmail:
+		a, err := mail.ParseAddress(v)
+		return err == nil && a.Address == v
+	case PropURL:
+		u, err := url.Parse(v)
+		return err == nil && u.IsAbs() && u.Host != ""
+	case PropEnum:
+		return slices.Contains(p.AllowedValues, v)
+	default:
+		return true
+	}
+}
+
+// DeptTemplateSpec is the caller-supplied part of a department template.
+type DeptTemplateSpec struct {
+	Name        string
+	Description string
+	Root        TemplateNode
+}
+
+// DepartmentTemplate returns a department template of an organization, or
+// ErrNotFound.
+func (r *Realm) DepartmentTemplate(orgID, id string) (*DepartmentTemplate, error) {
+	if _, err := r.Organization(orgID); err != nil {
+		return nil, err
+	}
+	t, ok := r.DeptTmpls[id]
+	if !ok || t.OrgID != orgID {
+		return nil, NotFound("department template %q in organization %q", id, orgID)
+	}
+	return t, nil
+}
+
+// DepartmentTemplates returns an organization's department templates sorted
+// by name then id.
+func (r *Realm) DepartmentTemplates(orgID string) ([]*DepartmentTemplate, error) {
+	if _, err := r.Organization(orgID); err != nil {
+		return nil, err
+	}
+	out := []*DepartmentTemplate{}
+	for _, t := range r.DeptTmpls {
+		if t.OrgID == orgID {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *DepartmentTemplate) int { return byName(a.Name, a.ID, b.Name, b.ID) })
+	return out, nil
+}
+
+// CreateDepartmentTemplate stores an immutable department template. Its tree
+// is checked as departments are (names, aliases unique within the template,
+// attributes, depth at most 32); property templates are checked when it is
+// instantiated. Errors: ErrNotFound (organization, a role), a *FieldError.
+func (r *Realm) CreateDepartmentTemplate(orgID string, spec DeptTemplateSpec, now time.Time) (*DepartmentTemplate, error) {
+	if _, err := r.Organization(orgID); err != nil {
+		return nil, err
+	}
+	name, err := CheckName("name", spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckDescription("description", spec.Description); err != nil {
+		return nil, err
+	}
+	aliases := map[string]bool{}
+	var roles []string
+	var clean func(n TemplateNode, field string, depth int) (TemplateNode, error)
+	clean = func(n TemplateNode, field string, depth int) (TemplateNode, error) {
+		if depth > MaxDepartmentDepth {
+			return n, Invalid("department templates can be nested at most %d levels deep", MaxDepartmentDepth)
+		}
+		nm, err := CheckName(field+"name", n.Name)
+		if err != nil {
+			return n, err
+		}
+		n.Name = nm
+		if n.Alias != "" {
+			if err := CheckAlias(field+"alias", n.Alias); err != nil {
+				return n, err
+			}
+			if aliases[n.Alias] {
+				return n, invalidField(field+"alias", fmt.Sprintf("alias %q is used twice in the template", n.Alias))
+			}
+			aliases[n.Alias] = true
+		}
+		if err := CheckAttributes(field+"attributes", n.Attributes); err != nil {
+			return n, err
+		}
+		n.Attributes = n.Attributes.Clone()
+		n.RoleIDs = slices.Clone(n.RoleIDs)
+		roles = append(roles, n.RoleIDs...)
+		kids := make([]TemplateNode, len(n.Children))
+		for i, c := range n.Children {
+			if kids[i], err = clean(c, fmt.Sprintf("%schildren[%d].", field, i), depth+1); err != nil {
+				return n, err
+			}
+		}
+		n.Children = kids
+		return n, nil
+	}
+	root, err := clean(spec.Root, "root.", 1)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range roles {
+		if _, ok := r.Roles[id]; !ok {
+			return nil, NotFound("role %q", id)
+		}
+	}
+	t := &DepartmentTemplate{ID: NewID(), OrgID: orgID, Name: name, Description: spec.Description,
+		Root: root, CreatedAt: now.UTC()}
+	r.DeptTmpls[t.ID] = t
+	return t, nil
+}
+
+// InstantiateTemplate creates the department subtree of template tmplID
+// under parentID ("" or orgID for a root department), atomically: an alias
+// clash (ErrConflict), a property-template violation or the depth limit
+// (ErrInvalid) creates nothing. Each department records its node's roleIds
+// as TemplateRoleIDs. It returns the top department.
+func (r *Realm) InstantiateTemplate(orgID, parentID, tmplID string, now time.Time) (*Department, error) {
+	t, err := r.DepartmentTemplate(orgID, tmplID)
+	if err != nil {
+		return nil, err
+	}
+	var conv func(n TemplateNode) DeptSpec
+	conv = func(n TemplateNode) DeptSpec {
+		s := DeptSpec{Name: n.Name, Alias: n.Alias, Attributes: n.Attributes, TemplateRoleIDs: n.RoleIDs}
+		for _, c := range n.Children {
+			s.Children = append(s.Children, conv(c))
+		}
+		return s
+	}
+	return r.CreateDepartment(orgID, parentID, conv(t.Root), now)
+}

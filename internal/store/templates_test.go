@@ -1,0 +1,152 @@
+package store
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPropertyTemplates(t *testing.T) {
+	r := testRealm(t)
+	o := mustOrg(t, r, "A", "a")
+	other := mustOrg(t, r, "B", "b")
+	pt, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "finance", Properties: []Property{
+		{Key: "cost", Type: PropNumber, Required: true},
+		{Key: "tier", Type: PropEnum, AllowedValues: []string{"gold", "silver"}},
+	}}, t0)
+	require.NoError(t, err)
+
+	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "again",
+		Properties: []Property{{Key: "cost", Type: PropString}}}, t0)
+	require.ErrorIs(t, err, ErrConflict, "keys are unique across the organization's templates")
+	_, err = r.CreatePropertyTemplate(other.ID, PropertyTemplateSpec{Name: "again",
+		Properties: []Property{{Key: "cost", Type: PropString}}}, t0)
+	require.NoError(t, err, "another organization may reuse the key")
+
+	for name, spec := range map[string]PropertyTemplateSpec{
+		"properties[0].type":          {Name: "x", Properties: []Property{{Key: "k", Type: "COLOR"}}},
+		"properties[0].allowedValues": {Name: "x", Properties: []Property{{Key: "k", Type: PropEnum}}},
+		"properties[1].key":           {Name: "x", Properties: []Property{{Key: "k", Type: PropURL}, {Key: "k", Type: PropURL}}},
+		"properties[0].key":           {Name: "x", Properties: []Property{{Type: PropURL}}},
+		"name":                        {Properties: []Property{}},
+	} {
+		_, err := r.CreatePropertyTemplate(o.ID, spec, t0)
+		require.ErrorIs(t, err, ErrInvalid, name)
+		assert.Equal(t, name, fieldOf(err))
+	}
+
+	// Updating a template may keep its own keys.
+	_, err = r.UpdatePropertyTemplate(o.ID, pt.ID, PropertyTemplateSpec{Name: "finance 2", Properties: pt.Properties})
+	require.NoError(t, err)
+	list, err := r.PropertyTemplates(o.ID)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, "finance 2", list[0].Name)
+	_, err = r.PropertyTemplate(other.ID, pt.ID)
+	require.ErrorIs(t, err, ErrNotFound)
+	requireConsistent(t, r)
+}
+
+func TestDepartmentAttributesFollowPropertyTemplates(t *testing.T) {
+	r := testRealm(t)
+	o := mustOrg(t, r, "A", "a")
+	_, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "all", Properties: []Property{
+		{Key: "cost", Type: PropNumber, Required: true},
+		{Key: "active", Type: PropBoolean},
+		{Key: "since", Type: PropDate},
+		{Key: "mail", Type: PropEmail},
+		{Key: "site", Type: PropURL},
+		{Key: "tier", Type: PropEnum, AllowedValues: []string{"gold"}},
+		{Key: "note", Type: PropString},
+	}}, t0)
+	require.NoError(t, err)
+
+	ok := Attributes{"cost": {"12.5"}, "active": {"true"}, "since": {"2024-02-29"},
+		"mail": {"a@b.test"}, "site": {"https://x.test/p"}, "tier": {"gold"}, "note": {"anything"}, "free": {"x"}}
+	d, err := r.CreateDepartment(o.ID, "", DeptSpec{Name: "ok", Attributes: ok}, t0)
+	require.NoError(t, err)
+
+	tests := []struct {
+		field string
+		attrs Attributes
+	}{
+		{"attributes.cost", Attributes{"cost": {"twelve"}}},
+		{"attributes.active", Attributes{"cost": {"1"}, "active": {"yes"}}},
+		{"attributes.since", Attributes{"cost": {"1"}, "since": {"2024-02-30"}}},
+		{"attributes.mail", Attributes{"cost": {"1"}, "mail": {"Alice <a@b.test>"}}},
+		{"attributes.site", Attributes{"cost": {"1"}, "site": {"/relative"}}},
+		{"attributes.tier", Attributes{"cost": {"1"}, "tier": {"bronze"}}},
+		{"attributes.cost", Attributes{"note": {"the required cost is missing"}}},
+	}
+	for _, tc := range tests {
+		_, err := r.CreateDepartment(o.ID, "", DeptSpec{Name: "bad", Attributes: tc.attrs}, t0)
+		require.ErrorIs(t, err, ErrInvalid, tc.attrs)
+		assert.Equal(t, tc.field, fieldOf(err))
+		_, err = r.UpdateDepartment(o.ID, d.ID, DeptSpec{Name: "ok", Attributes: tc.attrs})
+		require.ErrorIs(t, err, ErrInvalid, tc.attrs)
+	}
+	_, err = r.CreateDepartment(o.ID, "", DeptSpec{Name: "nan", Attributes: Attributes{"cost": {"NaN"}}}, t0)
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Len(t, r.Depts, 1)
+	assert.Equal(t, ok, r.Depts[d.ID].Attributes, "failed updates change nothing")
+}
+
+func TestDepartmentTemplates(t *testing.T) {
+	r := testRealm(t)
+	o := mustOrg(t, r, "A", "a")
+	tmpl, err := r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "branch", Root: TemplateNode{
+		Name: "Branch", Alias: "branch", RoleIDs: []string{"r-auditor"},
+		Children: []TemplateNode{{Name: "Front", Alias: "front"}, {Name: "Back", RoleIDs: []string{"r-editor"}}},
+	}}, t0)
+	require.NoError(t, err)
+
+	_, err = r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "x",
+		Root: TemplateNode{Name: "R", RoleIDs: []string{"r-ghost"}}}, t0)
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "x",
+		Root: TemplateNode{Name: "R", Alias: "d", Children: []TemplateNode{{Name: "C", Alias: "d"}}}}, t0)
+	assert.Equal(t, "root.children[0].alias", fieldOf(err))
+	_, err = r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "x", Root: TemplateNode{}}, t0)
+	assert.Equal(t, "root.name", fieldOf(err))
+
+	top, err := r.InstantiateTemplate(o.ID, "", tmpl.ID, t0)
+	require.NoError(t, err)
+	assert.Equal(t, "Branch", top.Name)
+	assert.Equal(t, []string{"r-auditor"}, top.TemplateRoleIDs)
+	assert.Len(t, r.Depts, 3)
+	var back *Department
+	for _, d := range r.Depts {
+		if d.Name == "Back" {
+			back = d
+		}
+	}
+	assert.Equal(t, []string{"r-editor"}, back.TemplateRoleIDs)
+	assert.Equal(t, top.ID, back.ParentID)
+
+	// A second instantiation clashes on the aliases and creates nothing.
+	_, err = r.InstantiateTemplate(o.ID, "", tmpl.ID, t0)
+	require.ErrorIs(t, err, ErrConflict)
+	assert.Len(t, r.Depts, 3)
+	// Under another department it clashes too: aliases are unique in the organization.
+	_, err = r.InstantiateTemplate(o.ID, back.ID, tmpl.ID, t0)
+	require.ErrorIs(t, err, ErrConflict)
+	assert.Len(t, r.Depts, 3)
+
+	// A property template added later applies at instantiation.
+	_, err = r.DeleteDepartment(o.ID, top.ID)
+	require.NoError(t, err)
+	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "p",
+		Properties: []Property{{Key: "cost", Type: PropNumber, Required: true}}}, t0)
+	require.NoError(t, err)
+	_, err = r.InstantiateTemplate(o.ID, "", tmpl.ID, t0)
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Empty(t, r.Depts)
+
+	_, err = r.InstantiateTemplate(o.ID, "", "ghost", t0)
+	require.ErrorIs(t, err, ErrNotFound)
+	list, err := r.DepartmentTemplates(o.ID)
+	require.NoError(t, err)
+	assert.Len(t, list, 1)
+	requireConsistent(t, r)
+}
