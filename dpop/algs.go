@@ -1,0 +1,60 @@
+package dpop
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// RSA modulus sizes accepted for signing and verifying. RFC 7518 sections 3.3
+// and 3.5 require at least 2048 bits; the upper bound keeps the cost of one
+// verification bounded.
+const (
+	minRSABits = 2048
+	maxRSABits = 8192
+)
+
+// signerAlgorithm picks the algorithm a Signer uses for pub: ES256 for
+// P-256, EdDSA for Ed25519, PS256 for RSA of 2048 to 8192 bits.
+func signerAlgorithm(pub crypto.PublicKey) (jose.SignatureAlgorithm, error) {
+	switch k := pub.(type) {
+	case *ecdsa.PublicKey:
+		if k == nil || k.X == nil || k.Y == nil {
+			return "", errors.New("dpop: empty ecdsa public key")
+		}
+		if k.Curve != elliptic.P256() {
+			return "", fmt.Errorf("dpop: unsupported ecdsa curve %s: only P-256 is supported", curveName(k.Curve))
+		}
+		return jose.ES256, nil
+	case ed25519.PublicKey:
+		if len(k) != ed25519.PublicKeySize {
+			return "", errors.New("dpop: invalid ed25519 public key")
+		}
+		return jose.EdDSA, nil
+	case *rsa.PublicKey:
+		if k == nil || k.N == nil {
+			return "", errors.New("dpop: empty rsa public key")
+		}
+		if bits := k.N.BitLen(); bits < minRSABits || bits > maxRSABits {
+			return "", fmt.Errorf("dpop: rsa key of %d bits: want %d to %d bits", bits, minRSABits, maxRSABits)
+		}
+		return jose.PS256, nil
+	case nil:
+		return "", errors.New("dpop: signer has no public key")
+	default:
+		return "", fmt.Errorf("dpop: unsupported key type %T: want a P-256, Ed25519 or RSA key", pub)
+	}
+}
+
+func curveName(c elliptic.Curve) string {
+	if c == nil || c.Params() == nil {
+		return "<nil>"
+	}
+	return c.Params().Name
+}

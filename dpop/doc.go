@@ -1,0 +1,25 @@
+// Package dpop implements OAuth 2.0 Demonstrating Proof of Possession (DPoP,
+// RFC 9449): proofs that bind an access token to a key the client holds.
+//
+// The client side is [Signer]: it wraps a key ([NewSigner] for any
+// crypto.Signer, [GenerateKey] for a fresh P-256 key) and makes one proof per
+// HTTP request with [Signer.Proof]. The proof goes in the request's DPoP
+// header, the token in "Authorization: DPoP <token>". [Signer.Thumbprint] is
+// the key's RFC 7638 thumbprint, the value a bound token carries in cnf.jkt.
+//
+// The server side is [Verifier]: [Verifier.Verify] runs every check of RFC 9449
+// section 4.3 (one DPoP header; a well-formed compact JWS; typ "dpop+jwt"; an
+// allow-listed asymmetric alg; a public embedded jwk that verifies the
+// signature; htm and htu matching the request; iat inside a window; a jti not
+// seen before; a nonce when the server requires one; ath matching the access
+// token) and the key binding of section 7 (the key's thumbprint equals the
+// token's cnf.jkt). Each failure is a distinct error value; [ErrorCode],
+// [ErrorDescription] and [Verifier.Challenge] turn it into the OAuth error code
+// and WWW-Authenticate challenge a server answers with.
+//
+// [HTU] and [TokenHash] compute the normalised "htu" and the "ath" value, so
+// both sides derive them the same way.
+//
+// The package depends only on the standard library and go-jose
+// (github.com/go-jose/go-jose/v4).
+package dpop

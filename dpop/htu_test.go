@@ -1,0 +1,123 @@
+package dpop
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHTU(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{name: "already normal", in: "https://server.example.com/token", want: "https://server.example.com/token"},
+		{name: "scheme and host lowercased", in: "HTTPS://Server.Example.COM/Token", want: "https://server.example.com/Token"},
+		{name: "https default port dropped", in: "https://example.com:443/a", want: "https://example.com/a"},
+		{name: "http default port dropped", in: "http://example.com:80/a", want: "http://example.com/a"},
+		{name: "empty port dropped", in: "https://example.com:/a", want: "https://example.com/a"},
+		{name: "other port kept", in: "https://example.com:8443/a", want: "https://example.com:8443/a"},
+		{name: "http port 443 kept", in: "http://example.com:443/a", want: "http://example.com:443/a"},
+		{name: "query removed", in: "https://example.com/a?b=c&d", want: "https://example.com/a"},
+		{name: "fragment removed", in: "https://example.com/a#frag", want: "https://example.com/a"},
+		{name: "empty query and fragment removed", in: "https://example.com/a?#", want: "https://example.com/a"},
+		{name: "empty path becomes slash", in: "https://example.com", want: "https://example.com/"},
+		{name: "empty path with query", in: "https://example.com?x=1", want: "https://example.com/"},
+		{name: "userinfo dropped", in: "https://user:pw@example.com/a", want: "https://example.com/a"},
+		{name: "percent hex uppercased", in: "https://example.com/a%2fb", want: "https://example.com/a%2Fb"},
+		{name: "unreserved decoded", in: "https://example.com/%7Euser/%41%2D", want: "https://example.com/~user/A-"},
+		{name: "space kept encoded", in: "https://example.com/a%20b", want: "https://example.com/a%20b"},
+		{name: "dot segments removed", in: "https://example.com/a/./b/../c", want: "https://example.com/a/c"},
+		{name: "encoded dot segments removed", in: "https://example.com/a/%2E%2E/c", want: "https://example.com/c"},
+		{name: "dot dot above root", in: "https://example.com/../../a", want: "https://example.com/a"},
+		{name: "trailing dot dot", in: "https://example.com/a/b/..", want: "https://example.com/a/"},
+		{name: "trailing slash kept", in: "https://example.com/a/", want: "https://example.com/a/"},
+		{name: "double slash kept", in: "https://example.com//a", want: "https://example.com//a"},
+		{name: "ipv6 default port", in: "https://[2001:DB8::1]:443/x", want: "https://[2001:db8::1]/x"},
+		{name: "ipv6 other port", in: "http://[::1]:8080/x", want: "http://[::1]:8080/x"},
+		{name: "ipv4", in: "http://127.0.0.1:80", want: "http://127.0.0.1/"},
+		{name: "unicode path encoded", in: "https://example.com/ü", want: "https://example.com/%C3%BC"},
+		{name: "dot in name kept", in: "https://example.com/a.b/.c", want: "https://example.com/a.b/.c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := HTU(tt.in)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			again, err := HTU(got)
+			require.NoError(t, err)
+			assert.Equal(t, got, again, "HTU is idempotent")
+		})
+	}
+}
+
+func TestHTUErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+	}{
+		{name: "empty", in: ""},
+		{name: "relative", in: "/token"},
+		{name: "no scheme", in: "example.com/token"},
+		{name: "scheme relative", in: "//example.com/token"},
+		{name: "other scheme", in: "ftp://example.com/"},
+		{name: "opaque", in: "https:example.com"},
+		{name: "no host", in: "https:///token"},
+		{name: "port only", in: "https://:443/token"},
+		{name: "bad escape", in: "https://example.com/%zz"},
+		{name: "bad port", in: "https://example.com:x/"},
+		{name: "ipv6 zone", in: "https://[fe80::1%25en0]/"},
+		{name: "unbracketed colons", in: "http://::"},
+		{name: "bracketed non-ip", in: "http://[a:b:c:x]/"},
+		{name: "control character", in: "https://example.com/\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := HTU(tt.in)
+			require.ErrorIs(t, err, ErrURL)
+			assert.Empty(t, got)
+		})
+	}
+}
+
+func TestHTUErrorDoesNotEchoURL(t *testing.T) {
+	t.Parallel()
+	_, err := HTU("ftp://example.com/?access_token=s3cr3t")
+	require.ErrorIs(t, err, ErrURL)
+	assert.NotContains(t, err.Error(), "s3cr3t")
+}
+
+func TestTokenHash(t *testing.T) {
+	t.Parallel()
+	// RFC 9449 section 7.1.
+	assert.Equal(t, "fUHyO2r2Z3DZ53EsNrWBb0xWXoaNy59IiKCAqksmQEo",
+		TokenHash("Kz~8mXK1EalYznwH-LC-1fBAo.4Ljp~zsPE_NeO.gxU"))
+}
+
+func FuzzHTU(f *testing.F) {
+	for _, s := range []string{
+		"https://server.example.com/token", "HTTP://A.B:80/%7e/./../x?y#z", "https://[::1]:443",
+		"https://example.com/a/%2E%2E/%2f", "http://x/..", "https://u@h:1/p;q",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		got, err := HTU(in)
+		if err != nil {
+			return
+		}
+		again, err := HTU(got)
+		if err != nil {
+			t.Fatalf("HTU(%q) = %q, which HTU rejects: %v", in, got, err)
+		}
+		if again != got {
+			t.Fatalf("HTU not idempotent: %q -> %q -> %q", in, got, again)
+		}
+	})
+}

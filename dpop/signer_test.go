@@ -1,0 +1,344 @@
+package dpop
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/asn1"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/big"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewSigner(t *testing.T) {
+	t.Parallel()
+	loadKeys(t)
+	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	require.NoError(t, err)
+	p521, err := ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
+	require.NoError(t, err)
+	rsa1024, err := rsa.GenerateKey(rand.Reader, 1024)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name    string
+		key     crypto.Signer
+		wantAlg string
+		wantErr string
+	}{
+		{name: "P-256", key: testP256, wantAlg: "ES256"},
+		{name: "Ed25519", key: testEd, wantAlg: "EdDSA"},
+		{name: "RSA 2048", key: testRSA, wantAlg: "PS256"},
+		{name: "P-256 non-exportable", key: hide(testP256), wantAlg: "ES256"},
+		{name: "Ed25519 non-exportable", key: hide(testEd), wantAlg: "EdDSA"},
+		{name: "RSA non-exportable", key: hide(testRSA), wantAlg: "PS256"},
+		{name: "nil key", key: nil, wantErr: "dpop: nil key"},
+		{name: "P-384", key: p384, wantErr: "unsupported ecdsa curve P-384"},
+		{name: "P-521", key: p521, wantErr: "unsupported ecdsa curve P-521"},
+		{name: "RSA 1024", key: rsa1024, wantErr: "rsa key of 1024 bits"},
+		{name: "nil public key", key: opaqueKey{}, wantErr: "signer has no public key"},
+		{name: "unknown key type", key: opaqueKey{pub: "not a key"}, wantErr: "unsupported key type string"},
+		{name: "empty ecdsa key", key: opaqueKey{pub: &ecdsa.PublicKey{}}, wantErr: "empty ecdsa public key"},
+		{name: "short ed25519 key", key: opaqueKey{pub: ed25519.PublicKey{1, 2}}, wantErr: "invalid ed25519 public key"},
+		{name: "empty rsa key", key: opaqueKey{pub: &rsa.PublicKey{}}, wantErr: "empty rsa public key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := NewSigner(tt.key)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.Regexp(t, `^dpop: `, err.Error())
+				assert.Nil(t, s)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantAlg, s.Algorithm())
+
+			want := jose.JSONWebKey{Key: tt.key.Public()}
+			tp, err := want.Thumbprint(crypto.SHA256)
+			require.NoError(t, err)
+			assert.Equal(t, base64.RawURLEncoding.EncodeToString(tp), s.Thumbprint())
+
+			jwk := s.PublicJWK()
+			assert.True(t, jwk.IsPublic())
+			raw, err := json.Marshal(jwk)
+			require.NoError(t, err)
+			var members map[string]any
+			require.NoError(t, json.Unmarshal(raw, &members))
+			for _, private := range []string{"d", "p", "q", "dp", "dq", "qi", "k"} {
+				assert.NotContains(t, members, private)
+			}
+			assert.NotContains(t, members, "kid")
+		})
+	}
+}
+
+func TestGenerateKey(t *testing.T) {
+	t.Parallel()
+	a, err := GenerateKey()
+	require.NoError(t, err)
+	b, err := GenerateKey()
+	require.NoError(t, err)
+	assert.Equal(t, "ES256", a.Algorithm())
+	assert.NotEqual(t, a.Thumbprint(), b.Thumbprint())
+	assert.Len(t, a.Thumbprint(), 43)
+}
+
+func TestProofContents(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	for name, key := range testKeys(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := mustSigner(t, hide(key)).WithClock(fixedClock(now))
+
+			tests := []struct {
+				name                string
+				method, url         string
+				token, nonce        string
+				wantHTU             string
+				wantATH, wantNonce  bool
+				wantATHValue        string
+				wantNonceValue      string
+				wantHeaderAlgorithm string
+			}{
+				{
+					name: "token endpoint", method: "POST", url: "https://Server.Example.COM:443/token?x=1#frag",
+					wantHTU: "https://server.example.com/token",
+				},
+				{
+					name: "resource with token", method: "GET", url: "https://resource.example.org/protectedresource",
+					token: "Kz~8mXK1EalYznwH-LC-1fBAo.4Ljp~zsPE_NeO.gxU", wantHTU: "https://resource.example.org/protectedresource",
+					wantATH: true, wantATHValue: "fUHyO2r2Z3DZ53EsNrWBb0xWXoaNy59IiKCAqksmQEo",
+				},
+				{
+					name: "with nonce", method: "PATCH", url: "http://localhost:8080/a/b", nonce: "eyJ7S_zG.eyJH0-Z.HX4w-7v",
+					wantHTU: "http://localhost:8080/a/b", wantNonce: true, wantNonceValue: "eyJ7S_zG.eyJH0-Z.HX4w-7v",
+				},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					proof, err := s.Proof(tt.method, tt.url, tt.token, tt.nonce)
+					require.NoError(t, err)
+					header, claims := decodeProof(t, proof)
+
+					assert.Equal(t, "dpop+jwt", header["typ"])
+					assert.Equal(t, name, header["alg"])
+					assert.NotContains(t, header, "kid")
+					jwk, ok := header["jwk"].(map[string]any)
+					require.True(t, ok, "jwk header is an object")
+					assert.NotContains(t, jwk, "d")
+
+					jti, ok := claims["jti"].(string)
+					require.True(t, ok)
+					raw, err := base64.RawURLEncoding.DecodeString(jti)
+					require.NoError(t, err)
+					assert.GreaterOrEqual(t, len(raw)*8, 96)
+					assert.Equal(t, tt.method, claims["htm"])
+					assert.Equal(t, tt.wantHTU, claims["htu"])
+					assert.EqualValues(t, now.Unix(), claims["iat"])
+					if tt.wantATH {
+						assert.Equal(t, tt.wantATHValue, claims["ath"])
+					} else {
+						assert.NotContains(t, claims, "ath")
+					}
+					if tt.wantNonce {
+						assert.Equal(t, tt.wantNonceValue, claims["nonce"])
+					} else {
+						assert.NotContains(t, claims, "nonce")
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestProofUsesRealTimeByDefault(t *testing.T) {
+	t.Parallel()
+	s, err := GenerateKey()
+	require.NoError(t, err)
+	before := time.Now().Unix()
+	proof, err := s.Proof("GET", "https://example.com/", "", "")
+	require.NoError(t, err)
+	after := time.Now().Unix()
+	_, claims := decodeProof(t, proof)
+	iat, ok := claims["iat"].(float64)
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, int64(iat), before)
+	assert.LessOrEqual(t, int64(iat), after)
+
+	// WithClock(nil) also means the real clock; the original is unchanged.
+	fixed := s.WithClock(fixedClock(time.Unix(42, 0)))
+	back := fixed.WithClock(nil)
+	proof, err = back.Proof("GET", "https://example.com/", "", "")
+	require.NoError(t, err)
+	_, claims = decodeProof(t, proof)
+	assert.GreaterOrEqual(t, int64(claims["iat"].(float64)), before)
+	proof, err = fixed.Proof("GET", "https://example.com/", "", "")
+	require.NoError(t, err)
+	_, claims = decodeProof(t, proof)
+	assert.EqualValues(t, 42, claims["iat"])
+}
+
+func TestProofUniqueJTI(t *testing.T) {
+	t.Parallel()
+	s, err := GenerateKey()
+	require.NoError(t, err)
+	seen := make(map[string]bool)
+	for range 200 {
+		proof, err := s.Proof("GET", "https://example.com/", "", "")
+		require.NoError(t, err)
+		_, claims := decodeProof(t, proof)
+		jti := claims["jti"].(string)
+		require.False(t, seen[jti], "jti repeated")
+		seen[jti] = true
+	}
+}
+
+func TestProofErrors(t *testing.T) {
+	t.Parallel()
+	loadKeys(t)
+	failing := opaqueKey{pub: testP256.Public(), sign: func(io.Reader, []byte, crypto.SignerOpts) ([]byte, error) {
+		return nil, errors.New("hsm unplugged")
+	}}
+	garbage := opaqueKey{pub: testP256.Public(), sign: func(io.Reader, []byte, crypto.SignerOpts) ([]byte, error) {
+		return []byte{0x30, 0x01}, nil
+	}}
+	const token = "secret-token-value"
+	tests := []struct {
+		name    string
+		key     crypto.Signer
+		method  string
+		url     string
+		wantIs  error
+		wantMsg string
+	}{
+		{name: "empty method", key: testP256, method: "", url: "https://example.com/", wantMsg: "dpop: empty http method"},
+		{name: "relative url", key: testP256, method: "GET", url: "/token", wantIs: ErrURL},
+		{name: "ftp url", key: testP256, method: "GET", url: "ftp://example.com/", wantIs: ErrURL},
+		{name: "unparsable url", key: testP256, method: "GET", url: "https://exa mple.com/%zz", wantIs: ErrURL},
+		{name: "key fails", key: failing, method: "GET", url: "https://example.com/", wantMsg: "hsm unplugged"},
+		{name: "key returns garbage", key: garbage, method: "GET", url: "https://example.com/", wantMsg: "malformed ecdsa signature"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := mustSigner(t, tt.key)
+			proof, err := s.Proof(tt.method, tt.url, token, "")
+			require.Error(t, err)
+			assert.Empty(t, proof)
+			if tt.wantIs != nil {
+				require.ErrorIs(t, err, tt.wantIs)
+			}
+			assert.Contains(t, err.Error(), tt.wantMsg)
+			assert.NotContains(t, err.Error(), token)
+			assert.Regexp(t, `^dpop: `, err.Error())
+		})
+	}
+
+	t.Run("zero Signer", func(t *testing.T) {
+		t.Parallel()
+		var s Signer
+		_, err := s.Proof("GET", "https://example.com/", "", "")
+		require.Error(t, err)
+	})
+}
+
+func TestSignerConcurrentUse(t *testing.T) {
+	t.Parallel()
+	for name, key := range testKeys(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := mustSigner(t, key)
+			var wg sync.WaitGroup
+			errs := make(chan error, 32)
+			for range 8 {
+				wg.Go(func() {
+					for range 4 {
+						proof, err := s.Proof("GET", "https://example.com/r", "tok", "")
+						if err == nil {
+							err = verifyWithGoJose(proof)
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+		})
+	}
+}
+
+func TestECDSADERToJWS(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		der     []byte
+		wantErr bool
+	}{
+		{name: "trailing bytes", der: append(mustDER(t, 1, 2), 0), wantErr: true},
+		{name: "zero r", der: mustDER(t, 0, 2), wantErr: true},
+		{name: "r too large", der: mustDERBig(t, 33), wantErr: true},
+		{name: "small values padded", der: mustDER(t, 1, 2)},
+		{name: "not asn1", der: []byte("nope"), wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := ecdsaDERToJWS(tt.der, 32)
+			if tt.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, out, 64)
+			assert.Equal(t, byte(1), out[31])
+			assert.Equal(t, byte(2), out[63])
+		})
+	}
+}
+
+// verifyWithGoJose checks a proof's signature with the key in its own header.
+func verifyWithGoJose(proof string) error {
+	jws, err := jose.ParseSignedCompact(proof, []jose.SignatureAlgorithm{jose.ES256, jose.EdDSA, jose.PS256})
+	if err != nil {
+		return err
+	}
+	_, err = jws.Verify(jws.Signatures[0].Header.JSONWebKey)
+	return err
+}
+
+func mustDER(t *testing.T, r, s int64) []byte {
+	t.Helper()
+	der, err := asn1.Marshal(struct{ R, S *big.Int }{big.NewInt(r), big.NewInt(s)})
+	require.NoError(t, err)
+	return der
+}
+
+func mustDERBig(t *testing.T, rBytes int) []byte {
+	t.Helper()
+	r := new(big.Int).Lsh(big.NewInt(1), uint(8*rBytes-1))
+	der, err := asn1.Marshal(struct{ R, S *big.Int }{r, big.NewInt(1)})
+	require.NoError(t, err)
+	return der
+}
