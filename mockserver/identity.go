@@ -1,7 +1,239 @@
 package mockserver
 
-import "net/http"
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
 
-// identityRoutes registers discovery, JWKS and the token endpoint.
-// OWNER: helper 4.
-func (s *Server) identityRoutes(mux *http.ServeMux) {}
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// identityRoutes registers discovery, JWKS and the token endpoint
+// (SERVICE.md section 2).
+func (s *Server) identityRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.discovery)
+	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", s.certs)
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
+}
+
+// liveRealm runs fn on the named realm when it exists and is not
+// decommissioned, else returns a 404.
+func (s *Server) liveRealm(name string, fn func(r *store.Realm) error) error {
+	return s.store.Read(func(st *store.State) error {
+		r, ok := st.Realms[name]
+		if !ok || r.Decommissioned {
+			return store.NotFound("realm %q", name)
+		}
+		return fn(r)
+	})
+}
+
+// discoveryDoc is the OpenID Provider Metadata of a realm.
+type discoveryDoc struct {
+	Issuer                            string   `json:"issuer"`
+	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
+	TokenEndpoint                     string   `json:"token_endpoint"`
+	JWKSURI                           string   `json:"jwks_uri"`
+	ResponseTypesSupported            []string `json:"response_types_supported"`
+	SubjectTypesSupported             []string `json:"subject_types_supported"`
+	IDTokenSigningAlgValuesSupported  []string `json:"id_token_signing_alg_values_supported"`
+	GrantTypesSupported               []string `json:"grant_types_supported"`
+	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
+	DPoPSigningAlgValuesSupported     []string `json:"dpop_signing_alg_values_supported"`
+}
+
+func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
+	realm := r.PathValue("realm")
+	if err := s.liveRealm(realm, func(*store.Realm) error { return nil }); err != nil {
+		writeErr(w, err)
+		return
+	}
+	iss := issuer.RealmIssuer(s.issuerBase(r), realm)
+	oidc := iss + "/protocol/openid-connect"
+	writeJSON(w, http.StatusOK, discoveryDoc{
+		Issuer:                            iss,
+		AuthorizationEndpoint:             oidc + "/auth",
+		TokenEndpoint:                     oidc + "/token",
+		JWKSURI:                           oidc + "/certs",
+		ResponseTypesSupported:            []string{"code"},
+		SubjectTypesSupported:             []string{"public"},
+		IDTokenSigningAlgValuesSupported:  []string{string(issuer.Algorithm)},
+		GrantTypesSupported:               []string{grantClientCredentials, grantPassword},
+		TokenEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},
+		DPoPSigningAlgValuesSupported:     strings.Fields(dpopAlgs),
+	})
+}
+
+func (s *Server) certs(w http.ResponseWriter, r *http.Request) {
+	var set jose.JSONWebKeySet
+	err := s.liveRealm(r.PathValue("realm"), func(rm *store.Realm) error {
+		set.Keys = []jose.JSONWebKey{issuer.PublicJWK(rm.SigningKey, rm.KeyID)}
+		return nil
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	b, err := json.Marshal(set)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// Grant types of the token endpoint.
+const (
+	grantClientCredentials = "client_credentials"
+	grantPassword          = "password"
+)
+
+// oauthError is an RFC 6749 section 5.2 error answer.
+type oauthError struct {
+	status      int
+	code        string
+	description string
+	basic       bool // the client authenticated with HTTP Basic: challenge it
+}
+
+func (e *oauthError) Error() string { return e.code + ": " + e.description }
+
+// tokenResponse is an RFC 6749 section 5.1 answer.
+type tokenResponse struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int    `json:"expires_in"`
+}
+
+// token serves the token endpoint: client_credentials and password grants,
+// with client authentication by HTTP Basic or form parameters, and DPoP
+// binding when the request carries a valid proof.
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	realm := r.PathValue("realm")
+	if err := s.liveRealm(realm, func(*store.Realm) error { return nil }); err != nil {
+		writeErr(w, err)
+		return
+	}
+	tok, err := s.grant(w, r, realm)
+	if err != nil {
+		var oe *oauthError
+		if !errors.As(err, &oe) {
+			writeErr(w, err)
+			return
+		}
+		if oe.basic && oe.status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Basic realm="`+realm+`"`)
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, oe.status, map[string]string{"error": oe.code, "error_description": oe.description})
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+	writeJSON(w, http.StatusOK, tok)
+}
+
+// grant authenticates the client and the user of a token request and mints
+// the token.
+func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*tokenResponse, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
+		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "the body must be application/x-www-form-urlencoded"}
+	}
+	if err := r.ParseForm(); err != nil {
+		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "malformed form body"}
+	}
+	form := r.PostForm
+	grantType := form.Get("grant_type")
+	switch grantType {
+	case "":
+		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "missing grant_type"}
+	case grantClientCredentials, grantPassword:
+	default:
+		return nil, &oauthError{status: http.StatusBadRequest, code: "unsupported_grant_type", description: "unsupported grant_type " + grantType}
+	}
+
+	clientID, secret, basic, oe := clientCredentials(r)
+	if oe != nil {
+		return nil, oe
+	}
+	badClient := &oauthError{status: http.StatusUnauthorized, code: "invalid_client", description: "invalid client or client credentials", basic: basic}
+	var username string
+	err := s.liveRealm(realm, func(rm *store.Realm) error {
+		c, ok := rm.ClientNamed(clientID)
+		if !ok {
+			return badClient
+		}
+		if !c.Public && (secret == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1) {
+			return badClient
+		}
+		switch grantType {
+		case grantClientCredentials:
+			if c.Public || c.ServiceAccountUserID == "" {
+				return &oauthError{status: http.StatusBadRequest, code: "unauthorized_client", description: "a public client has no service account"}
+			}
+			username = rm.Users[c.ServiceAccountUserID].Username
+		case grantPassword:
+			name, pw := form.Get("username"), form.Get("password")
+			if name == "" || pw == "" {
+				return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "username and password are required"}
+			}
+			u, ok := rm.UserNamed(name)
+			if !ok || u.ServiceAccountOf != "" || u.Password == "" ||
+				subtle.ConstantTimeCompare([]byte(pw), []byte(u.Password)) != 1 {
+				return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: "invalid user credentials"}
+			}
+			username = u.Username
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	spec := tokenSpec{clientID: clientID}
+	if r.Header.Get("DPoP") != "" {
+		jkt, oe := s.tokenProofThumbprint(r)
+		if oe != nil {
+			return nil, oe
+		}
+		spec.jkt = jkt
+	}
+	raw, lifetime, err := s.mint(s.issuerBase(r), realm, username, spec)
+	if err != nil {
+		return nil, err
+	}
+	tt := "Bearer"
+	if spec.jkt != "" {
+		tt = "DPoP"
+	}
+	return &tokenResponse{AccessToken: raw, TokenType: tt, ExpiresIn: int(lifetime / time.Second)}, nil
+}
+
+// clientCredentials reads the client's id and secret from HTTP Basic
+// (RFC 6749 section 2.3.1: each part form-encoded) or from the form. Both at
+// once must agree.
+func clientCredentials(r *http.Request) (id, secret string, basic bool, oe *oauthError) {
+	formID, formSecret := r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	if u, p, ok := r.BasicAuth(); ok {
+		var err1, err2 error
+		id, err1 = url.QueryUnescape(u)
+		secret, err2 = url.QueryUnescape(p)
+		if err1 != nil || err2 != nil || (formID != "" && formID != id) {
+			return "", "", true, &oauthError{status: http.StatusUnauthorized, code: "invalid_client", description: "malformed client credentials", basic: true}
+		}
+		return id, secret, true, nil
+	}
+	if formID == "" {
+		return "", "", false, &oauthError{status: http.StatusUnauthorized, code: "invalid_client", description: "client_id is required"}
+	}
+	return formID, formSecret, false, nil
+}

@@ -3,6 +3,7 @@ package mockserver
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -66,14 +67,17 @@ func (s *Server) IssueToken(realm, username string, opts ...TokenOption) (string
 			o(&spec)
 		}
 	}
-	return s.mint(s.issuer, realm, username, spec)
+	raw, _, err := s.mint(s.issuer, realm, username, spec)
+	return raw, err
 }
 
-// mint signs a token of realm for the user named username.
-func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, error) {
+// mint signs a token of realm for the user named username and returns it
+// with its lifetime.
+func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, time.Duration, error) {
 	var (
-		claims issuer.Claims
-		signed string
+		claims   issuer.Claims
+		signed   string
+		lifetime time.Duration
 	)
 	err := s.store.Read(func(st *store.State) error {
 		r, err := st.Realm(realm)
@@ -97,7 +101,7 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, err
 		if _, ok := r.ClientNamed(clientID); !ok {
 			return store.NotFound("client %q in realm %q", clientID, realm)
 		}
-		lifetime := spec.lifetime
+		lifetime = spec.lifetime
 		if lifetime == 0 {
 			lifetime = time.Duration(st.Config.TokenLifetimeSeconds) * time.Second
 		}
@@ -113,9 +117,9 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, err
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("mockserver: issue token: %w", err)
+		return "", 0, fmt.Errorf("mockserver: issue token: %w", err)
 	}
-	return signed, nil
+	return signed, lifetime, nil
 }
 
 // userClaims builds the claims of u's token: effective realm roles (direct
@@ -142,4 +146,10 @@ func userClaims(r *store.Realm, u *store.User, clientID string, now time.Time, l
 		c.ResourceAccess = map[string]issuer.Access{realmManagementClient: {Roles: []string{manageRealmRole}}}
 	}
 	return c
+}
+
+// tokenProofThumbprint checks the DPoP proof of a token request and returns
+// the thumbprint of its key.
+func (s *Server) tokenProofThumbprint(r *http.Request) (string, *oauthError) {
+	return "", &oauthError{status: http.StatusBadRequest, code: "invalid_dpop_proof", description: "DPoP is not supported yet"}
 }

@@ -1,0 +1,244 @@
+package mockserver_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+)
+
+// identityFixture has a realm admin, a user, a confidential client and a
+// platform admin.
+func identityFixture() mockserver.Fixture {
+	return mockserver.Fixture{
+		Realms: []mockserver.FixtureRealm{{
+			Name:  "acme",
+			Roles: []mockserver.FixtureRole{{Name: "viewer"}},
+			Users: []mockserver.FixtureUser{
+				{Username: "alice", Password: "alice-pw", Email: "alice@acme.test", Roles: []string{"realm-admin"}},
+				{Username: "bob", Password: "bob-pw", Roles: []string{"viewer"}},
+			},
+			Clients: []mockserver.FixtureClient{
+				{ClientID: "orders-api", Secret: "orders-secret", ServiceAccountRoles: []string{"viewer"}},
+				{ClientID: "spa", Public: true},
+			},
+		}},
+		PlatformAdmins: []mockserver.FixturePlatformAdmin{{ClientID: "platform-admin", Secret: "admin-secret"}},
+	}
+}
+
+// httpResult is a decoded answer of the server.
+type httpResult struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (h httpResult) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(h.body, &m), string(h.body))
+	return m
+}
+
+// send performs one request against srv; authz, when set, is the
+// Authorization header value.
+func send(t *testing.T, srv *mockservertest.Server, method, path, contentType string, body io.Reader, header http.Header) httpResult {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, body)
+	require.NoError(t, err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return httpResult{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func tokenRequest(t *testing.T, srv *mockservertest.Server, realm string, form url.Values, header http.Header) httpResult {
+	t.Helper()
+	return send(t, srv, http.MethodPost, "/realms/"+realm+"/protocol/openid-connect/token",
+		"application/x-www-form-urlencoded", strings.NewReader(form.Encode()), header)
+}
+
+func TestDiscovery(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(identityFixture()))
+	res := send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil)
+	require.Equal(t, http.StatusOK, res.status)
+	doc := res.json(t)
+	iss := srv.URL + "/realms/acme"
+	require.Equal(t, iss, doc["issuer"])
+	require.Equal(t, iss+"/protocol/openid-connect/token", doc["token_endpoint"])
+	require.Equal(t, iss+"/protocol/openid-connect/certs", doc["jwks_uri"])
+	require.Equal(t, iss+"/protocol/openid-connect/auth", doc["authorization_endpoint"])
+	for _, f := range []string{"response_types_supported", "subject_types_supported", "id_token_signing_alg_values_supported",
+		"grant_types_supported", "dpop_signing_alg_values_supported"} {
+		require.NotEmpty(t, doc[f], f)
+	}
+	require.ElementsMatch(t, []any{"client_credentials", "password"}, doc["grant_types_supported"])
+	require.Contains(t, doc["dpop_signing_alg_values_supported"], "ES256")
+
+	res = send(t, srv, http.MethodGet, "/realms/nowhere/.well-known/openid-configuration", "", nil, nil)
+	require.Equal(t, http.StatusNotFound, res.status)
+}
+
+func TestJWKSVerifiesIssuedTokens(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(identityFixture()))
+	res := send(t, srv, http.MethodGet, "/realms/acme/protocol/openid-connect/certs", "", nil, nil)
+	require.Equal(t, http.StatusOK, res.status)
+	var set jose.JSONWebKeySet
+	require.NoError(t, json.Unmarshal(res.body, &set))
+	require.Len(t, set.Keys, 1)
+	require.True(t, set.Keys[0].IsPublic())
+
+	for name, raw := range map[string]string{
+		"IssueToken": srv.Token("acme", "alice"),
+		"password grant": tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+			"username": {"alice"}, "password": {"alice-pw"}}, nil).json(t)["access_token"].(string),
+	} {
+		t.Run(name, func(t *testing.T) {
+			tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+			require.NoError(t, err)
+			keys := set.Key(tok.Headers[0].KeyID)
+			require.Len(t, keys, 1)
+			var claims struct {
+				jwt.Claims
+				AZP               string `json:"azp"`
+				PreferredUsername string `json:"preferred_username"`
+				RealmAccess       struct {
+					Roles []string `json:"roles"`
+				} `json:"realm_access"`
+				ResourceAccess map[string]struct {
+					Roles []string `json:"roles"`
+				} `json:"resource_access"`
+			}
+			require.NoError(t, tok.Claims(keys[0].Key, &claims))
+			require.NoError(t, claims.Validate(jwt.Expected{Issuer: srv.URL + "/realms/acme", Time: time.Now()}))
+			require.NotEmpty(t, claims.Subject)
+			require.NotEmpty(t, claims.ID)
+			require.NotNil(t, claims.IssuedAt)
+			require.Equal(t, "admin-cli", claims.AZP)
+			require.Equal(t, "alice", claims.PreferredUsername)
+			require.Contains(t, claims.RealmAccess.Roles, "realm-admin")
+			require.Equal(t, []string{"manage-realm"}, claims.ResourceAccess["realm-management"].Roles)
+		})
+	}
+
+	// Another realm's key does not verify acme's tokens.
+	other := send(t, srv, http.MethodGet, "/realms/master/protocol/openid-connect/certs", "", nil, nil)
+	var otherSet jose.JSONWebKeySet
+	require.NoError(t, json.Unmarshal(other.body, &otherSet))
+	tok, err := jwt.ParseSigned(srv.Token("acme", "bob"), []jose.SignatureAlgorithm{jose.ES256})
+	require.NoError(t, err)
+	var c jwt.Claims
+	require.Error(t, tok.Claims(otherSet.Keys[0].Key, &c))
+}
+
+func TestTokenEndpoint(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(identityFixture()))
+	basic := func(id, secret string) http.Header {
+		h := http.Header{}
+		r, _ := http.NewRequest(http.MethodGet, "/", nil)
+		r.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+		h.Set("Authorization", r.Header.Get("Authorization"))
+		return h
+	}
+	cases := []struct {
+		name       string
+		form       url.Values
+		header     http.Header
+		wantStatus int
+		wantError  string
+		wantUser   string
+	}{
+		{"client credentials in the form", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}},
+			nil, 200, "", "service-account-orders-api"},
+		{"client credentials with HTTP Basic", url.Values{"grant_type": {"client_credentials"}}, basic("orders-api", "orders-secret"),
+			200, "", "service-account-orders-api"},
+		{"platform admin client", url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {"admin-secret"}},
+			nil, 200, "", ""},
+		{"password with admin-cli", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob"}, "password": {"bob-pw"}},
+			nil, 200, "", "bob"},
+		{"password with a confidential client", url.Values{"grant_type": {"password"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"},
+			"username": {"bob"}, "password": {"bob-pw"}}, nil, 200, "", "bob"},
+		{"wrong secret", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"nope"}},
+			nil, 401, "invalid_client", ""},
+		{"wrong secret with HTTP Basic", url.Values{"grant_type": {"client_credentials"}}, basic("orders-api", "nope"), 401, "invalid_client", ""},
+		{"unknown client", url.Values{"grant_type": {"client_credentials"}, "client_id": {"ghost"}, "client_secret": {"x"}}, nil, 401, "invalid_client", ""},
+		{"no client", url.Values{"grant_type": {"password"}, "username": {"bob"}, "password": {"bob-pw"}}, nil, 401, "invalid_client", ""},
+		{"confidential client without secret", url.Values{"grant_type": {"password"}, "client_id": {"orders-api"}, "username": {"bob"}, "password": {"bob-pw"}},
+			nil, 401, "invalid_client", ""},
+		{"wrong password", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob"}, "password": {"nope"}},
+			nil, 400, "invalid_grant", ""},
+		{"unknown user", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"zed"}, "password": {"x"}},
+			nil, 400, "invalid_grant", ""},
+		{"service account by password", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"service-account-orders-api"}, "password": {""}},
+			nil, 400, "invalid_request", ""},
+		{"public client credentials", url.Values{"grant_type": {"client_credentials"}, "client_id": {"spa"}}, nil, 400, "unauthorized_client", ""},
+		{"unsupported grant", url.Values{"grant_type": {"authorization_code"}, "client_id": {"admin-cli"}}, nil, 400, "unsupported_grant_type", ""},
+		{"missing grant", url.Values{"client_id": {"admin-cli"}}, nil, 400, "invalid_request", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := tokenRequest(t, srv, "acme", tc.form, tc.header)
+			if tc.name == "platform admin client" {
+				res = tokenRequest(t, srv, "master", tc.form, tc.header)
+			}
+			require.Equal(t, tc.wantStatus, res.status, string(res.body))
+			body := res.json(t)
+			require.Equal(t, "no-store", res.header.Get("Cache-Control"))
+			if tc.wantError != "" {
+				require.Equal(t, tc.wantError, body["error"])
+				require.NotEmpty(t, body["error_description"])
+				if tc.header != nil && tc.wantStatus == 401 {
+					require.Equal(t, `Basic realm="acme"`, res.header.Get("WWW-Authenticate"))
+				}
+				return
+			}
+			require.Equal(t, "Bearer", body["token_type"])
+			require.EqualValues(t, 300, body["expires_in"])
+			raw := body["access_token"].(string)
+			tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+			require.NoError(t, err)
+			var c struct {
+				PreferredUsername string `json:"preferred_username"`
+			}
+			require.NoError(t, tok.UnsafeClaimsWithoutVerification(&c))
+			if tc.wantUser != "" {
+				require.Equal(t, tc.wantUser, c.PreferredUsername)
+			}
+		})
+	}
+
+	t.Run("not a form", func(t *testing.T) {
+		t.Parallel()
+		res := send(t, srv, http.MethodPost, "/realms/acme/protocol/openid-connect/token", "application/json", strings.NewReader(`{}`), nil)
+		require.Equal(t, http.StatusBadRequest, res.status)
+		require.Equal(t, "invalid_request", res.json(t)["error"])
+	})
+	t.Run("unknown realm", func(t *testing.T) {
+		t.Parallel()
+		res := tokenRequest(t, srv, "nowhere", url.Values{"grant_type": {"password"}}, nil)
+		require.Equal(t, http.StatusNotFound, res.status)
+	})
+}
