@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -136,11 +135,6 @@ func LoadFixtureFile(path string) (Fixture, error) {
 	}
 	return f, nil
 }
-
-// Limits and formats shared with the organization API (SERVICE.md section 3).
-var fixtureAliasRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
-const fixtureMaxDepth = 32
 
 // fixtureError names the fixture entry at fault.
 func fixtureError(format string, args ...any) error {
@@ -403,138 +397,79 @@ func buildClient(r *store.Realm, fc FixtureClient, groupByName map[string]string
 }
 
 // buildOrganization adds an organization, its links and its department tree
-// to r, keeping every index of the realm consistent.
+// to r through the store's own operations, so that every index stays
+// consistent.
 func buildOrganization(r *store.Realm, fo FixtureOrganization, groupByName map[string]string,
 	roleIDs func([]string, string) ([]string, error), where func(string, ...any) error, now time.Time) error {
 	owner := fmt.Sprintf("organization %q", fo.Alias)
-	if strings.TrimSpace(fo.Name) == "" || len(fo.Name) > 255 {
-		return where("%s: name must be 1 to 255 characters", owner)
+	org, err := r.CreateOrganization(store.OrgSpec{Name: fo.Name, Alias: fo.Alias, Description: fo.Description,
+		Attributes: store.Attributes(fo.Attributes)}, now)
+	if err != nil {
+		return where("%s: %v", owner, err)
 	}
-	if !fixtureAliasRE.MatchString(fo.Alias) {
-		return where("%s: alias must match %s", owner, fixtureAliasRE)
-	}
-	if _, dup := r.OrgByAlias[fo.Alias]; dup {
-		return where("%s: alias already exists", owner)
-	}
-	org := &store.Organization{ID: store.NewID(), Name: strings.TrimSpace(fo.Name), Alias: fo.Alias,
-		Description: fo.Description, Attributes: store.Attributes(fo.Attributes).Clone(), CreatedAt: now}
-
 	roles, err := roleIDs(fo.Roles, owner)
 	if err != nil {
 		return err
 	}
-	groups := store.Set{}
+	for _, id := range roles {
+		if _, err := r.LinkRole(org.ID, id); err != nil {
+			return where("%s: %v", owner, err)
+		}
+	}
 	for _, g := range fo.Groups {
 		id, ok := groupByName[g]
 		if !ok {
 			return where("%s: group %q is not defined", owner, g)
 		}
-		if other, linked := r.GroupOrg[id]; linked {
-			return where("%s: group %q is already linked to organization %q", owner, g, r.Orgs[other].Alias)
+		if _, err := r.LinkGroup(org.ID, id); err != nil {
+			return where("%s: group %q: %v", owner, g, err)
 		}
-		groups[id] = struct{}{}
 	}
-	apps := store.Set{}
 	for _, clientID := range fo.Applications {
 		if _, ok := r.ClientByID[clientID]; !ok {
 			return where("%s: application client %q is not defined", owner, clientID)
 		}
-		appID, ok := r.AppByID[clientID]
-		if !ok {
-			app := &store.Application{ID: store.NewID(), ClientID: clientID, Name: clientID,
-				Tags: []string{}, Status: "ACTIVE", Assignable: true, CreatedAt: now}
-			r.Apps[app.ID] = app
-			r.AppByID[clientID] = app.ID
-			appID = app.ID
+		if _, err := r.ApplicationByClientID(clientID); err != nil {
+			if _, err := r.RegisterApplication(store.AppSpec{ClientID: clientID}, now); err != nil {
+				return where("%s: application %q: %v", owner, clientID, err)
+			}
 		}
-		apps[appID] = struct{}{}
+		if _, _, err := r.AssignApplication(org.ID, clientID); err != nil {
+			return where("%s: application %q: %v", owner, clientID, err)
+		}
 	}
-
-	// Build the tree into local values first, so that a bad department
-	// leaves the realm's organization indexes untouched.
-	var depts []*store.Department
-	var assigns []*store.Assignment
-	var walk func(list []FixtureDepartment, parentID string, depth int, aliases map[string]bool) error
-	walk = func(list []FixtureDepartment, parentID string, depth int, aliases map[string]bool) error {
+	var walk func(list []FixtureDepartment, parentID string) error
+	walk = func(list []FixtureDepartment, parentID string) error {
 		for _, fd := range list {
 			do := fmt.Sprintf("%s: department %q", owner, fd.Alias)
-			if depth > fixtureMaxDepth {
-				return where("%s: deeper than the depth limit %d", do, fixtureMaxDepth)
+			if fd.Alias == "" {
+				do = fmt.Sprintf("%s: department %q", owner, fd.Name)
 			}
-			if strings.TrimSpace(fd.Name) == "" || len(fd.Name) > 255 {
-				return where("%s: name must be 1 to 255 characters", do)
-			}
-			if !fixtureAliasRE.MatchString(fd.Alias) {
-				return where("%s: alias must match %s", do, fixtureAliasRE)
-			}
-			if aliases[fd.Alias] {
-				return where("%s: alias already exists in the organization", do)
-			}
-			aliases[fd.Alias] = true
 			tr, err := roleIDs(fd.Roles, do)
 			if err != nil {
 				return err
 			}
-			d := &store.Department{ID: store.NewID(), OrgID: org.ID, ParentID: parentID,
-				Name: strings.TrimSpace(fd.Name), Alias: fd.Alias, Description: fd.Description,
-				Attributes: store.Attributes(fd.Attributes).Clone(), TemplateRoleIDs: tr, Depth: depth, CreatedAt: now}
-			depts = append(depts, d)
-			seen := map[string]bool{}
+			d, err := r.CreateDepartment(org.ID, parentID, store.DeptSpec{Name: fd.Name, Alias: fd.Alias,
+				Description: fd.Description, Attributes: store.Attributes(fd.Attributes), TemplateRoleIDs: tr}, now)
+			if err != nil {
+				return where("%s: %v", do, err)
+			}
 			for _, un := range fd.Users {
 				uid, ok := r.UserByName[un]
 				if !ok {
 					return where("%s: user %q is not defined", do, un)
 				}
-				if seen[uid] {
-					continue
+				if _, _, err := r.Assign(uid, d.ID, now); err != nil {
+					return where("%s: user %q: %v", do, un, err)
 				}
-				seen[uid] = true
-				assigns = append(assigns, &store.Assignment{UserID: uid, OrgID: org.ID, DepartmentID: d.ID, AssignedAt: now})
 			}
-			if err := walk(fd.Children, d.ID, depth+1, aliases); err != nil {
+			if err := walk(fd.Children, d.ID); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if err := walk(fo.Departments, org.ID, 1, map[string]bool{}); err != nil {
-		return err
-	}
-
-	r.Orgs[org.ID] = org
-	r.OrgByAlias[org.Alias] = org.ID
-	r.OrgRoles[org.ID] = fxSet(roles)
-	r.OrgGroups[org.ID] = groups
-	for gid := range groups {
-		r.GroupOrg[gid] = org.ID
-	}
-	r.OrgApps[org.ID] = apps
-	for _, d := range depts {
-		r.Depts[d.ID] = d
-	}
-	for _, a := range assigns {
-		r.Assignments[store.AssignmentKey{UserID: a.UserID, DepartmentID: a.DepartmentID}] = a
-		fxAddToSet(r.AssignmentsByUser, a.UserID, a.DepartmentID)
-		fxAddToSet(r.AssignmentsByDept, a.DepartmentID, a.UserID)
-	}
-	return nil
-}
-
-func fxSet(ids []string) store.Set {
-	s := make(store.Set, len(ids))
-	for _, id := range ids {
-		s[id] = struct{}{}
-	}
-	return s
-}
-
-func fxAddToSet(m map[string]store.Set, k, v string) {
-	s, ok := m[k]
-	if !ok {
-		s = store.Set{}
-		m[k] = s
-	}
-	s[v] = struct{}{}
+	return walk(fo.Departments, org.ID)
 }
 
 // fxDedupe returns list without repeats, in first-seen order.

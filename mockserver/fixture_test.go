@@ -47,14 +47,14 @@ func TestFixtureRefusesUndefinedNames(t *testing.T) {
 		{"org role", func(f *Fixture) { f.Realms[0].Organizations[0].Roles = []string{"ghost"} }, `role "ghost" is not defined`},
 		{"org application", func(f *Fixture) { f.Realms[0].Organizations[0].Applications = []string{"nope"} }, `application client "nope" is not defined`},
 		{"department user", func(f *Fixture) { f.Realms[0].Organizations[0].Departments[0].Users = []string{"zed"} }, `user "zed" is not defined`},
-		{"bad alias", func(f *Fixture) { f.Realms[0].Organizations[0].Alias = "Bad Alias" }, `alias must match`},
+		{"bad alias", func(f *Fixture) { f.Realms[0].Organizations[0].Alias = "Bad Alias" }, `organization "Bad Alias"`},
 		{"duplicate org alias", func(f *Fixture) {
 			f.Realms[0].Organizations = append(f.Realms[0].Organizations, f.Realms[0].Organizations[0])
-		}, `alias already exists`},
+		}, `organization "acme-eu": conflict`},
 		{"duplicate department alias", func(f *Fixture) {
 			d := &f.Realms[0].Organizations[0].Departments[0]
 			d.Children = []FixtureDepartment{{Name: "Again", Alias: "sales"}}
-		}, `alias already exists in the organization`},
+		}, `department "sales": conflict`},
 		{"duplicate realm", func(f *Fixture) { f.Realms = append(f.Realms, f.Realms[0]) }, `realm "acme" is defined twice`},
 		{"duplicate user", func(f *Fixture) { f.Realms[0].Users = append(f.Realms[0].Users, f.Realms[0].Users[0]) }, `user "alice"`},
 		{"platform admin without secret", func(f *Fixture) { f.PlatformAdmins = []FixturePlatformAdmin{{ClientID: "ops"}} }, `platformAdmins[0]`},
@@ -84,7 +84,7 @@ func TestFixtureTooDeep(t *testing.T) {
 	}
 	f := Fixture{Realms: []FixtureRealm{{Name: "acme", Organizations: []FixtureOrganization{{Name: "O", Alias: "o", Departments: []FixtureDepartment{root}}}}}}
 	_, err := New(WithFixture(f))
-	require.ErrorContains(t, err, "depth limit 32")
+	require.ErrorContains(t, err, "32 levels")
 }
 
 func TestFixtureBuildsConsistentState(t *testing.T) {
@@ -104,6 +104,7 @@ func TestFixtureBuildsConsistentState(t *testing.T) {
 	s, err := New(WithFixture(f), WithAdminSecret("boot"))
 	require.NoError(t, err)
 	require.Equal(t, "boot", s.AdminSecret())
+	require.NoError(t, s.store.CheckInvariants())
 	require.NoError(t, s.store.Read(func(st *store.State) error {
 		require.Contains(t, st.Realms, "master")
 		r := st.Realms["acme"]
