@@ -1,0 +1,246 @@
+package mockserver
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// applicationRoutes registers the realm's application catalog and the
+// organization's applications (spec 4.7). Organization routes name an
+// application by clientId, catalog routes by its id.
+func (s *Server) applicationRoutes(m orgMuxes) {
+	const apps = orgPrefix + "/{orgId}/applications"
+	const catalog = orgPrefix + "/global/applications"
+	m.org.Handle("GET "+apps, s.realmAdmin("", s.listOrgApplications))
+	m.org.Handle("POST "+apps+"/assign", s.realmAdmin("application.assign", s.assignApplication))
+	m.org.Handle("GET "+apps+"/{clientId}", s.realmAdmin("", s.getOrgApplication))
+	m.org.Handle("DELETE "+apps+"/{clientId}", s.realmAdmin("application.unassign", s.unassignApplication))
+	m.global.Handle("GET "+catalog, s.realmAdmin("", s.listCatalog))
+	m.global.Handle("POST "+catalog, s.realmAdmin("application.register", s.registerApplication))
+	m.global.Handle("GET "+catalog+"/{appId}", s.realmAdmin("", s.getCatalogApplication))
+	m.global.Handle("PUT "+catalog+"/{appId}", s.realmAdmin("application.update", s.updateCatalogApplication))
+	m.global.Handle("DELETE "+catalog+"/{appId}", s.realmAdmin("application.delete", s.deleteCatalogApplication))
+}
+
+// appJSON is a catalog application on the wire.
+type appJSON struct {
+	ID          string   `json:"id"`
+	ClientID    string   `json:"clientId"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+	Status      string   `json:"status"`
+	Assignable  bool     `json:"assignable"`
+	CreatedAt   string   `json:"createdAt"`
+}
+
+func toAppJSON(a *store.Application) appJSON {
+	return appJSON{ID: a.ID, ClientID: a.ClientID, Name: a.Name, Description: a.Description,
+		Tags: append([]string{}, a.Tags...), Status: a.Status, Assignable: a.Assignable, CreatedAt: timeJSON(a.CreatedAt)}
+}
+
+// appBody is the body of POST and PUT on the catalog; PUT ignores clientId.
+// Omitted fields take their defaults: name the clientId, status ACTIVE,
+// assignable true.
+type appBody struct {
+	ClientID    string   `json:"clientId"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+	Status      string   `json:"status"`
+	Assignable  *bool    `json:"assignable"`
+}
+
+func (b appBody) spec() store.AppSpec {
+	return store.AppSpec{ClientID: b.ClientID, Name: b.Name, Description: b.Description, Tags: b.Tags,
+		Status: b.Status, Assignable: b.Assignable}
+}
+
+// appAssignBody is the body of POST /{orgId}/applications/assign.
+type appAssignBody struct {
+	ClientID string `json:"clientId"`
+}
+
+// appQuery reads search, tag, sortBy (name, clientId, createdAt) and
+// sortOrder (ASC, DESC) and records the sorting in p.
+func appQuery(r *http.Request, p *page) (store.AppQuery, error) {
+	q := r.URL.Query()
+	aq := store.AppQuery{Search: q.Get("search"), Tag: q.Get("tag"), SortBy: q.Get("sortBy")}
+	switch aq.SortBy {
+	case "":
+		aq.SortBy = store.SortByName
+	case store.SortByName, store.SortByClientID, store.SortByCreatedAt:
+	default:
+		return aq, badField("sortBy", "must be name, clientId or createdAt")
+	}
+	p.SortBy, p.SortOrder = aq.SortBy, "ASC"
+	switch strings.ToUpper(q.Get("sortOrder")) {
+	case "", "ASC":
+	case "DESC":
+		aq.Desc, p.SortOrder = true, "DESC"
+	default:
+		return aq, badField("sortOrder", "must be ASC or DESC")
+	}
+	return aq, nil
+}
+
+func (s *Server) listOrgApplications(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		orgID := r.PathValue("orgId")
+		if _, err := rm.Organization(orgID); err != nil {
+			return nil, err
+		}
+		p, err := parsePage(r, 20, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		q, err := appQuery(r, &p)
+		if err != nil {
+			return nil, err
+		}
+		apps, err := rm.OrgAppList(orgID, q)
+		if err != nil {
+			return nil, err
+		}
+		return pageBody(p, apps, toAppJSON), nil
+	})
+}
+
+// assignApplication assigns a catalog application by clientId: 200 with
+// the application, also on a repeat.
+func (s *Server) assignApplication(w http.ResponseWriter, r *http.Request, c *caller) {
+	orgID := r.PathValue("orgId")
+	var in appAssignBody
+	derr := decodeBody(r, &in)
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		if _, err := rm.Organization(orgID); err != nil {
+			return nil, err
+		}
+		if derr != nil {
+			return nil, derr
+		}
+		if in.ClientID == "" {
+			return nil, badField("clientId", "is required")
+		}
+		a, _, err := rm.AssignApplication(orgID, in.ClientID)
+		if err != nil {
+			return nil, err
+		}
+		c.resourceID = a.ID
+		return toAppJSON(a), nil
+	})
+}
+
+func (s *Server) getOrgApplication(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readOne(w, r, func(rm *store.Realm) (any, error) {
+		a, err := rm.OrgApplication(r.PathValue("orgId"), r.PathValue("clientId"))
+		if err != nil {
+			return nil, err
+		}
+		return toAppJSON(a), nil
+	})
+}
+
+// unassignApplication removes the application from the organization; the
+// catalog entry and the client stay. The result's id is the clientId.
+func (s *Server) unassignApplication(w http.ResponseWriter, r *http.Request, c *caller) {
+	clientID := r.PathValue("clientId")
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		a, err := rm.UnassignApplication(r.PathValue("orgId"), clientID)
+		if err != nil {
+			return nil, err
+		}
+		c.resourceID = a.ID
+		return deletedJSON{ID: clientID, Deleted: true}, nil
+	})
+}
+
+func (s *Server) listCatalog(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		p, err := parsePage(r, 20, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		q, err := appQuery(r, &p)
+		if err != nil {
+			return nil, err
+		}
+		apps, err := rm.CatalogApplications(q)
+		if err != nil {
+			return nil, err
+		}
+		return pageBody(p, apps, toAppJSON), nil
+	})
+}
+
+// registerApplication adds an existing realm client to the catalog: 201.
+func (s *Server) registerApplication(w http.ResponseWriter, r *http.Request, c *caller) {
+	var in appBody
+	if err := decodeBody(r, &in); err != nil {
+		fail(w, err)
+		return
+	}
+	var out appJSON
+	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
+		a, err := rm.RegisterApplication(in.spec(), now)
+		if err != nil {
+			return err
+		}
+		out = toAppJSON(a)
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	c.resourceID = out.ID
+	created(w, r, out.ID, out)
+}
+
+func (s *Server) getCatalogApplication(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readOne(w, r, func(rm *store.Realm) (any, error) {
+		a, err := rm.Application(r.PathValue("appId"))
+		if err != nil {
+			return nil, err
+		}
+		return toAppJSON(a), nil
+	})
+}
+
+// updateCatalogApplication replaces name (required), description, tags,
+// status and assignable.
+func (s *Server) updateCatalogApplication(w http.ResponseWriter, r *http.Request, c *caller) {
+	appID := r.PathValue("appId")
+	c.resourceID = appID
+	var in appBody
+	derr := decodeBody(r, &in)
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		if _, err := rm.Application(appID); err != nil {
+			return nil, err
+		}
+		if derr != nil {
+			return nil, derr
+		}
+		if strings.TrimSpace(in.Name) == "" {
+			return nil, badField("name", "is required")
+		}
+		a, err := rm.UpdateApplication(appID, in.spec())
+		if err != nil {
+			return nil, err
+		}
+		return toAppJSON(a), nil
+	})
+}
+
+// deleteCatalogApplication removes the application from the catalog and
+// from every organization; the realm client stays.
+func (s *Server) deleteCatalogApplication(w http.ResponseWriter, r *http.Request, c *caller) {
+	appID := r.PathValue("appId")
+	c.resourceID = appID
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		return deletedJSON{ID: appID, Deleted: true}, rm.DeleteApplication(appID)
+	})
+}

@@ -1,0 +1,192 @@
+package mockserver
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// departmentRoutes registers departments (spec 4.2) and sub-departments
+// (4.3). /departments/{departmentId} resolves a department at any depth of
+// the organization; /sub-departments/{subDeptId} must be a direct child of
+// {departmentId}.
+func (s *Server) departmentRoutes(m orgMuxes) {
+	const depts = orgPrefix + "/{orgId}/departments"
+	const subs = depts + "/{departmentId}/sub-departments"
+	m.org.Handle("GET "+depts, s.realmAdmin("", s.listDepartments))
+	m.org.Handle("GET "+depts+"/tenant-tree", s.realmAdmin("", s.departmentTree))
+	m.org.Handle("POST "+depts, s.realmAdmin("department.create", s.createDepartment))
+	m.org.Handle("GET "+depts+"/{departmentId}", s.realmAdmin("", s.getDepartment))
+	m.org.Handle("PUT "+depts+"/{departmentId}", s.realmAdmin("department.update", s.updateDepartment))
+	m.org.Handle("DELETE "+depts+"/{departmentId}", s.realmAdmin("department.delete", s.deleteDepartment))
+
+	m.org.Handle("GET "+subs, s.realmAdmin("", s.listDepartments))
+	m.org.Handle("POST "+subs, s.realmAdmin("department.create", s.createDepartment))
+	m.org.Handle("GET "+subs+"/{subDeptId}", s.realmAdmin("", s.getDepartment))
+	m.org.Handle("PUT "+subs+"/{subDeptId}", s.realmAdmin("department.update", s.updateDepartment))
+	m.org.Handle("DELETE "+subs+"/{subDeptId}", s.realmAdmin("department.delete", s.deleteDepartment))
+}
+
+// deptJSON is a department on the wire.
+type deptJSON struct {
+	ID          string              `json:"id"`
+	Name        string              `json:"name"`
+	Alias       string              `json:"alias"`
+	Description string              `json:"description"`
+	ParentID    string              `json:"parentId"`
+	Attributes  map[string][]string `json:"attributes"`
+}
+
+func toDeptJSON(d *store.Department) deptJSON {
+	return deptJSON{ID: d.ID, Name: d.Name, Alias: d.Alias, Description: d.Description,
+		ParentID: d.ParentID, Attributes: attrsJSON(d.Attributes)}
+}
+
+// treeNodeJSON is a node of tenant-tree and assignments-tree.
+type treeNodeJSON struct {
+	ID       string         `json:"id"`
+	Name     string         `json:"name"`
+	Children []treeNodeJSON `json:"children"`
+}
+
+func toTreeJSON(nodes []*store.DeptNode) []treeNodeJSON {
+	out := make([]treeNodeJSON, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, treeNodeJSON{ID: n.Dept.ID, Name: n.Dept.Name, Children: toTreeJSON(n.Children)})
+	}
+	return out
+}
+
+// deptBody is the body of POST and PUT on departments. PUT ignores alias and
+// templateId; a POST with templateId instantiates that department template
+// and ignores the other fields.
+type deptBody struct {
+	Name        string              `json:"name"`
+	Alias       string              `json:"alias"`
+	Description string              `json:"description"`
+	Attributes  map[string][]string `json:"attributes"`
+	TemplateID  string              `json:"templateId"`
+}
+
+func (b deptBody) spec() store.DeptSpec {
+	return store.DeptSpec{Name: b.Name, Alias: b.Alias, Description: b.Description, Attributes: b.Attributes}
+}
+
+// deptPath resolves the department a request's path names: {subDeptId}
+// as a direct child of {departmentId} when present, else {departmentId} at
+// any depth.
+func deptPath(rm *store.Realm, r *http.Request) (*store.Department, error) {
+	orgID, deptID := r.PathValue("orgId"), r.PathValue("departmentId")
+	if sub := r.PathValue("subDeptId"); sub != "" {
+		return rm.SubDepartment(orgID, deptID, sub)
+	}
+	return rm.Department(orgID, deptID)
+}
+
+// listDepartments lists the root departments of an organization, or the
+// children of {departmentId} on the sub-departments path.
+func (s *Server) listDepartments(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		ds, err := rm.Departments(r.PathValue("orgId"), r.PathValue("departmentId"))
+		if err != nil {
+			return nil, err
+		}
+		p, err := parsePage(r, 20, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		return pageBody(p, ds, toDeptJSON), nil
+	})
+}
+
+func (s *Server) departmentTree(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readOne(w, r, func(rm *store.Realm) (any, error) {
+		tree, err := rm.DepartmentTree(r.PathValue("orgId"))
+		if err != nil {
+			return nil, err
+		}
+		return toTreeJSON(tree), nil
+	})
+}
+
+// createDepartment creates a root department, or a child of {departmentId}
+// on the sub-departments path, from the body or from a department template.
+func (s *Server) createDepartment(w http.ResponseWriter, r *http.Request, c *caller) {
+	orgID, parentID := r.PathValue("orgId"), r.PathValue("departmentId")
+	var in deptBody
+	derr := decodeBody(r, &in)
+	var out deptJSON
+	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
+		if _, err := rm.Departments(orgID, parentID); err != nil {
+			return err // 404 for the path first
+		}
+		if derr != nil {
+			return derr
+		}
+		var d *store.Department
+		var err error
+		if in.TemplateID != "" {
+			d, err = rm.InstantiateTemplate(orgID, parentID, in.TemplateID, now)
+		} else {
+			d, err = rm.CreateDepartment(orgID, parentID, in.spec(), now)
+		}
+		if err != nil {
+			return err
+		}
+		out = toDeptJSON(d)
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	c.resourceID = out.ID
+	created(w, r, out.ID, out)
+}
+
+func (s *Server) getDepartment(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readOne(w, r, func(rm *store.Realm) (any, error) {
+		d, err := deptPath(rm, r)
+		if err != nil {
+			return nil, err
+		}
+		return toDeptJSON(d), nil
+	})
+}
+
+func (s *Server) updateDepartment(w http.ResponseWriter, r *http.Request, c *caller) {
+	var in deptBody
+	derr := decodeBody(r, &in)
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		d, err := deptPath(rm, r)
+		if err != nil {
+			return nil, err
+		}
+		c.resourceID = d.ID
+		if derr != nil {
+			return nil, derr
+		}
+		d, err = rm.UpdateDepartment(d.OrgID, d.ID, in.spec())
+		if err != nil {
+			return nil, err
+		}
+		return toDeptJSON(d), nil
+	})
+}
+
+// deleteDepartment removes the department with its subtree and their
+// assignments.
+func (s *Server) deleteDepartment(w http.ResponseWriter, r *http.Request, c *caller) {
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		d, err := deptPath(rm, r)
+		if err != nil {
+			return nil, err
+		}
+		c.resourceID = d.ID
+		if _, err := rm.DeleteDepartment(d.OrgID, d.ID); err != nil {
+			return nil, err
+		}
+		return deletedJSON{ID: c.resourceID, Deleted: true}, nil
+	})
+}

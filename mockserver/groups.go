@@ -1,0 +1,81 @@
+package mockserver
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// groupRoutes registers organization groups (spec 4.6). A realm group is
+// linked to at most one organization.
+func (s *Server) groupRoutes(m orgMuxes) {
+	const groups = orgPrefix + "/{orgId}/groups"
+	m.org.Handle("GET "+groups, s.realmAdmin("", s.listOrgGroups))
+	m.org.Handle("POST "+groups, s.realmAdmin("group.link", s.linkGroup))
+	m.org.Handle("DELETE "+groups+"/{groupId}", s.realmAdmin("group.unlink", s.unlinkGroup))
+}
+
+// groupJSON is a realm group on the wire.
+type groupJSON struct {
+	ID         string              `json:"id"`
+	Name       string              `json:"name"`
+	Path       string              `json:"path"`
+	Attributes map[string][]string `json:"attributes"`
+}
+
+func toGroupJSON(g *store.Group) groupJSON {
+	return groupJSON{ID: g.ID, Name: g.Name, Path: g.Path, Attributes: attrsJSON(g.Attributes)}
+}
+
+// groupLinkBody is the body of POST /{orgId}/groups.
+type groupLinkBody struct {
+	GroupID string `json:"groupId"`
+}
+
+func (s *Server) listOrgGroups(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		gs, err := rm.OrgGroupList(r.PathValue("orgId"))
+		if err != nil {
+			return nil, err
+		}
+		p, err := parsePage(r, 20, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		return pageBody(p, gs, toGroupJSON), nil
+	})
+}
+
+// linkGroup links a realm group: 200 with the group (also when it was
+// linked to this organization already), 409 when another organization has
+// it.
+func (s *Server) linkGroup(w http.ResponseWriter, r *http.Request, c *caller) {
+	orgID := r.PathValue("orgId")
+	var in groupLinkBody
+	derr := decodeBody(r, &in)
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		if _, err := rm.Organization(orgID); err != nil {
+			return nil, err
+		}
+		if derr != nil {
+			return nil, derr
+		}
+		if in.GroupID == "" {
+			return nil, badField("groupId", "is required")
+		}
+		c.resourceID = in.GroupID
+		if _, err := rm.LinkGroup(orgID, in.GroupID); err != nil {
+			return nil, err
+		}
+		return toGroupJSON(rm.Groups[in.GroupID]), nil
+	})
+}
+
+func (s *Server) unlinkGroup(w http.ResponseWriter, r *http.Request, c *caller) {
+	groupID := r.PathValue("groupId")
+	c.resourceID = groupID
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		return deletedJSON{ID: groupID, Deleted: true}, rm.UnlinkGroup(r.PathValue("orgId"), groupID)
+	})
+}

@@ -1,0 +1,167 @@
+package mockserver
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// roleRoutes registers organization roles and the realm's global role list
+// (spec 4.5). Role lists default to 50 per page.
+func (s *Server) roleRoutes(m orgMuxes) {
+	const roles = orgPrefix + "/{orgId}/roles"
+	m.org.Handle("GET "+roles, s.realmAdmin("", s.listOrgRoles))
+	m.org.Handle("GET "+roles+"/available", s.realmAdmin("", s.listAvailableRoles))
+	m.org.Handle("POST "+roles, s.realmAdmin("role.link", s.linkRole))
+	m.org.Handle("POST "+roles+"/create", s.realmAdmin("role.create", s.createOrgRole))
+	m.org.Handle("DELETE "+roles+"/{roleId}", s.realmAdmin("role.unlink", s.unlinkRole))
+	m.global.Handle("GET "+orgPrefix+"/global/roles", s.realmAdmin("", s.listGlobalRoles))
+}
+
+// rolePageSize is the default page size of role lists.
+const rolePageSize = 50
+
+// roleJSON is a realm role on the wire.
+type roleJSON struct {
+	ID          string              `json:"id"`
+	Name        string              `json:"name"`
+	Description string              `json:"description"`
+	Attributes  map[string][]string `json:"attributes"`
+}
+
+func toRoleJSON(r *store.Role) roleJSON {
+	return roleJSON{ID: r.ID, Name: r.Name, Description: r.Description, Attributes: attrsJSON(r.Attributes)}
+}
+
+// roleLinkBody is the body of POST /{orgId}/roles.
+type roleLinkBody struct {
+	RoleID string `json:"roleId"`
+}
+
+// roleBody is the body of POST /{orgId}/roles/create.
+type roleBody struct {
+	Name        string              `json:"name"`
+	Description string              `json:"description"`
+	Attributes  map[string][]string `json:"attributes"`
+}
+
+// listOrgRoles lists the roles linked to the organization; isGlobal=true
+// adds every global role.
+func (s *Server) listOrgRoles(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		if _, err := rm.Organization(r.PathValue("orgId")); err != nil {
+			return nil, err
+		}
+		p, err := parsePage(r, rolePageSize, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		withGlobal, err := boolParam(r, "isGlobal")
+		if err != nil {
+			return nil, err
+		}
+		roles, err := rm.OrgRoleList(r.PathValue("orgId"), withGlobal)
+		if err != nil {
+			return nil, err
+		}
+		return pageBody(p, roles, toRoleJSON), nil
+	})
+}
+
+// listAvailableRoles lists the realm roles neither linked nor global;
+// includeGlobal=true adds the unlinked global roles.
+func (s *Server) listAvailableRoles(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		if _, err := rm.Organization(r.PathValue("orgId")); err != nil {
+			return nil, err
+		}
+		p, err := parsePage(r, rolePageSize, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		includeGlobal, err := boolParam(r, "includeGlobal")
+		if err != nil {
+			return nil, err
+		}
+		roles, err := rm.AvailableRoles(r.PathValue("orgId"), includeGlobal)
+		if err != nil {
+			return nil, err
+		}
+		return pageBody(p, roles, toRoleJSON), nil
+	})
+}
+
+// linkRole links an existing realm role: 200 with the role, whether or not
+// it was linked before.
+func (s *Server) linkRole(w http.ResponseWriter, r *http.Request, c *caller) {
+	orgID := r.PathValue("orgId")
+	var in roleLinkBody
+	derr := decodeBody(r, &in)
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		if _, err := rm.Organization(orgID); err != nil {
+			return nil, err
+		}
+		if derr != nil {
+			return nil, derr
+		}
+		if in.RoleID == "" {
+			return nil, badField("roleId", "is required")
+		}
+		c.resourceID = in.RoleID
+		if _, err := rm.LinkRole(orgID, in.RoleID); err != nil {
+			return nil, err
+		}
+		return toRoleJSON(rm.Roles[in.RoleID]), nil
+	})
+}
+
+// createOrgRole creates a realm role and links it: 201.
+func (s *Server) createOrgRole(w http.ResponseWriter, r *http.Request, c *caller) {
+	orgID := r.PathValue("orgId")
+	var in roleBody
+	derr := decodeBody(r, &in)
+	var out roleJSON
+	err := s.writeRealm(r, func(rm *store.Realm, _ time.Time) error {
+		if _, err := rm.Organization(orgID); err != nil {
+			return err
+		}
+		if derr != nil {
+			return derr
+		}
+		role, err := rm.CreateOrgRole(orgID, store.RoleSpec{Name: in.Name, Description: in.Description, Attributes: in.Attributes})
+		if err != nil {
+			return err
+		}
+		out = toRoleJSON(role)
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	c.resourceID = out.ID
+	w.Header().Set("Location", strings.TrimSuffix(r.URL.Path, "/create")+"/"+out.ID)
+	writeResult(w, http.StatusCreated, out)
+}
+
+func (s *Server) unlinkRole(w http.ResponseWriter, r *http.Request, c *caller) {
+	roleID := r.PathValue("roleId")
+	c.resourceID = roleID
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		return deletedJSON{ID: roleID, Deleted: true}, rm.UnlinkRole(r.PathValue("orgId"), roleID)
+	})
+}
+
+// listGlobalRoles lists every realm role; search is a case-insensitive
+// substring of the name.
+func (s *Server) listGlobalRoles(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		p, err := parsePage(r, rolePageSize, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		return pageBody(p, rm.RealmRoles(r.URL.Query().Get("search")), toRoleJSON), nil
+	})
+}

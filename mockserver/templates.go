@@ -1,0 +1,242 @@
+package mockserver
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// templateRoutes registers property templates and department templates
+// (spec 4.8). Department templates are immutable: GET and POST only.
+func (s *Server) templateRoutes(m orgMuxes) {
+	const props = orgPrefix + "/{orgId}/property-templates"
+	const depts = orgPrefix + "/{orgId}/department-templates"
+	m.org.Handle("GET "+props, s.realmAdmin("", s.listPropertyTemplates))
+	m.org.Handle("POST "+props, s.realmAdmin("propertyTemplate.create", s.createPropertyTemplate))
+	m.org.Handle("GET "+props+"/{templateId}", s.realmAdmin("", s.getPropertyTemplate))
+	m.org.Handle("PUT "+props+"/{templateId}", s.realmAdmin("propertyTemplate.update", s.updatePropertyTemplate))
+	m.org.Handle("DELETE "+props+"/{templateId}", s.realmAdmin("propertyTemplate.delete", s.deletePropertyTemplate))
+	m.org.Handle("GET "+depts, s.realmAdmin("", s.listDepartmentTemplates))
+	m.org.Handle("POST "+depts, s.realmAdmin("departmentTemplate.create", s.createDepartmentTemplate))
+	m.org.Handle("GET "+depts+"/{templateId}", s.realmAdmin("", s.getDepartmentTemplate))
+}
+
+// propertyJSON is one property of a property template, on the wire and in
+// request bodies.
+type propertyJSON struct {
+	Key           string   `json:"key"`
+	Label         string   `json:"label"`
+	Type          string   `json:"type"`
+	Required      bool     `json:"required"`
+	AllowedValues []string `json:"allowedValues"`
+}
+
+// propTmplJSON is a property template on the wire.
+type propTmplJSON struct {
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Properties  []propertyJSON `json:"properties"`
+}
+
+func toPropTmplJSON(t *store.PropertyTemplate) propTmplJSON {
+	out := propTmplJSON{ID: t.ID, Name: t.Name, Description: t.Description, Properties: make([]propertyJSON, 0, len(t.Properties))}
+	for _, p := range t.Properties {
+		out.Properties = append(out.Properties, propertyJSON{Key: p.Key, Label: p.Label, Type: p.Type,
+			Required: p.Required, AllowedValues: append([]string{}, p.AllowedValues...)})
+	}
+	return out
+}
+
+// propTmplBody is the body of POST and PUT on property templates.
+type propTmplBody struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Properties  []propertyJSON `json:"properties"`
+}
+
+func (b propTmplBody) spec() store.PropertyTemplateSpec {
+	s := store.PropertyTemplateSpec{Name: b.Name, Description: b.Description}
+	for _, p := range b.Properties {
+		s.Properties = append(s.Properties, store.Property{Key: p.Key, Label: p.Label, Type: p.Type,
+			Required: p.Required, AllowedValues: p.AllowedValues})
+	}
+	return s
+}
+
+// templateNodeJSON is a node of a department template, on the wire and in
+// request bodies.
+type templateNodeJSON struct {
+	Name       string              `json:"name"`
+	Alias      string              `json:"alias"`
+	Attributes map[string][]string `json:"attributes"`
+	RoleIDs    []string            `json:"roleIds"`
+	Children   []templateNodeJSON  `json:"children"`
+}
+
+func toTemplateNodeJSON(n store.TemplateNode) templateNodeJSON {
+	out := templateNodeJSON{Name: n.Name, Alias: n.Alias, Attributes: attrsJSON(n.Attributes),
+		RoleIDs: append([]string{}, n.RoleIDs...), Children: make([]templateNodeJSON, 0, len(n.Children))}
+	for _, c := range n.Children {
+		out.Children = append(out.Children, toTemplateNodeJSON(c))
+	}
+	return out
+}
+
+func (n templateNodeJSON) node() store.TemplateNode {
+	out := store.TemplateNode{Name: n.Name, Alias: n.Alias, Attributes: n.Attributes, RoleIDs: n.RoleIDs}
+	for _, c := range n.Children {
+		out.Children = append(out.Children, c.node())
+	}
+	return out
+}
+
+// deptTmplJSON is a department template on the wire.
+type deptTmplJSON struct {
+	ID          string           `json:"id"`
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	Root        templateNodeJSON `json:"root"`
+}
+
+func toDeptTmplJSON(t *store.DepartmentTemplate) deptTmplJSON {
+	return deptTmplJSON{ID: t.ID, Name: t.Name, Description: t.Description, Root: toTemplateNodeJSON(t.Root)}
+}
+
+// deptTmplBody is the body of POST /{orgId}/department-templates.
+type deptTmplBody struct {
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	Root        templateNodeJSON `json:"root"`
+}
+
+func (s *Server) listPropertyTemplates(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		ts, err := rm.PropertyTemplates(r.PathValue("orgId"))
+		if err != nil {
+			return nil, err
+		}
+		p, err := parsePage(r, 20, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		return pageBody(p, ts, toPropTmplJSON), nil
+	})
+}
+
+func (s *Server) createPropertyTemplate(w http.ResponseWriter, r *http.Request, c *caller) {
+	orgID := r.PathValue("orgId")
+	var in propTmplBody
+	derr := decodeBody(r, &in)
+	var out propTmplJSON
+	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
+		if _, err := rm.Organization(orgID); err != nil {
+			return err
+		}
+		if derr != nil {
+			return derr
+		}
+		t, err := rm.CreatePropertyTemplate(orgID, in.spec(), now)
+		if err != nil {
+			return err
+		}
+		out = toPropTmplJSON(t)
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	c.resourceID = out.ID
+	created(w, r, out.ID, out)
+}
+
+func (s *Server) getPropertyTemplate(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readOne(w, r, func(rm *store.Realm) (any, error) {
+		t, err := rm.PropertyTemplate(r.PathValue("orgId"), r.PathValue("templateId"))
+		if err != nil {
+			return nil, err
+		}
+		return toPropTmplJSON(t), nil
+	})
+}
+
+func (s *Server) updatePropertyTemplate(w http.ResponseWriter, r *http.Request, c *caller) {
+	orgID, id := r.PathValue("orgId"), r.PathValue("templateId")
+	c.resourceID = id
+	var in propTmplBody
+	derr := decodeBody(r, &in)
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		if _, err := rm.PropertyTemplate(orgID, id); err != nil {
+			return nil, err
+		}
+		if derr != nil {
+			return nil, derr
+		}
+		t, err := rm.UpdatePropertyTemplate(orgID, id, in.spec())
+		if err != nil {
+			return nil, err
+		}
+		return toPropTmplJSON(t), nil
+	})
+}
+
+func (s *Server) deletePropertyTemplate(w http.ResponseWriter, r *http.Request, c *caller) {
+	id := r.PathValue("templateId")
+	c.resourceID = id
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		return deletedJSON{ID: id, Deleted: true}, rm.DeletePropertyTemplate(r.PathValue("orgId"), id)
+	})
+}
+
+func (s *Server) listDepartmentTemplates(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		ts, err := rm.DepartmentTemplates(r.PathValue("orgId"))
+		if err != nil {
+			return nil, err
+		}
+		p, err := parsePage(r, 20, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		return pageBody(p, ts, toDeptTmplJSON), nil
+	})
+}
+
+func (s *Server) createDepartmentTemplate(w http.ResponseWriter, r *http.Request, c *caller) {
+	orgID := r.PathValue("orgId")
+	var in deptTmplBody
+	derr := decodeBody(r, &in)
+	var out deptTmplJSON
+	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
+		if _, err := rm.Organization(orgID); err != nil {
+			return err
+		}
+		if derr != nil {
+			return derr
+		}
+		t, err := rm.CreateDepartmentTemplate(orgID, store.DeptTemplateSpec{Name: in.Name, Description: in.Description, Root: in.Root.node()}, now)
+		if err != nil {
+			return err
+		}
+		out = toDeptTmplJSON(t)
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	c.resourceID = out.ID
+	created(w, r, out.ID, out)
+}
+
+func (s *Server) getDepartmentTemplate(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.readOne(w, r, func(rm *store.Realm) (any, error) {
+		t, err := rm.DepartmentTemplate(r.PathValue("orgId"), r.PathValue("templateId"))
+		if err != nil {
+			return nil, err
+		}
+		return toDeptTmplJSON(t), nil
+	})
+}
