@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/orgauthz/orgauthz/internal/decision"
 	"github.com/orgauthz/orgauthz/internal/issuer"
 	"github.com/orgauthz/orgauthz/internal/store"
 )
@@ -236,10 +237,12 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// authState holds the identity side's own state: the bootstrap admin secret
-// and the DPoP replay and nonce state.
+// authState holds the identity side's own state: the bootstrap admin
+// secret, the compiled decision policies and the DPoP replay and nonce
+// state.
 type authState struct {
 	adminSecret string
+	policies    decision.Cache
 }
 
 func newAuthState() *authState { return &authState{} }

@@ -1,7 +1,271 @@
 package mockserver
 
-import "net/http"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"time"
 
-// decisionRoutes registers the authorization-decision-provider endpoints.
-// OWNER: helper 4.
-func (s *Server) decisionRoutes(mux *http.ServeMux) {}
+	"github.com/orgauthz/orgauthz/internal/decision"
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// decisionRoutes registers the authorization-decision-provider endpoints
+// (SERVICE.md section 6, ARCHITECTURE.md section 4).
+func (s *Server) decisionRoutes(mux *http.ServeMux) {
+	const base = "POST /realms/{realm}/authorization-decision-provider"
+	mux.Handle(base+"/authorize", s.authenticated(s.authorize))
+	mux.Handle(base+"/get-organizations", s.authenticated(s.getOrganizations))
+}
+
+// Limits of a decision request (SERVICE.md section 8).
+const (
+	maxDecisionResources = 100
+	maxDecisionScopes    = 50
+)
+
+// authorizeRequest is the body of /authorize.
+type authorizeRequest struct {
+	ClientID  string            `json:"clientId"`
+	Resources []resourceRequest `json:"resources"`
+	Context   json.RawMessage   `json:"context"`
+}
+
+type resourceRequest struct {
+	Name   *string  `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+// decisionContext is the part of the request context the engine reads.
+type decisionContext struct {
+	Attributes *struct {
+		Method string `json:"method"`
+	} `json:"attributes"`
+}
+
+// authorizeResponse is the answer of /authorize.
+type authorizeResponse struct {
+	Status      decision.Status  `json:"status"`
+	Permissions []permissionBody `json:"permissions"`
+}
+
+type permissionBody struct {
+	Resource string          `json:"resource"`
+	Scope    string          `json:"scope"`
+	Status   decision.Status `json:"status"`
+}
+
+// authorize evaluates the request's resource-scope pairs for the token's
+// subject.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
+	if err := s.injectFaults(r.Context()); err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req authorizeRequest
+	if err := readJSON(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	resources, method, err := req.check()
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var res decision.Result
+	err = s.store.Read(func(st *store.State) error {
+		rm, client, err := decisionClient(st, c.realm, req.ClientID)
+		if err != nil {
+			return err
+		}
+		sub := decision.SubjectOf(rm, c.subject, c.org)
+		res = s.auth.policies.Policy(client).Evaluate(&sub, resources, method)
+		return nil
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := authorizeResponse{Status: res.Status, Permissions: make([]permissionBody, len(res.Permissions))}
+	for i, p := range res.Permissions {
+		out.Permissions[i] = permissionBody(p)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// check validates the request (SERVICE.md section 6) and returns the
+// resources for the engine and the context's method.
+func (req *authorizeRequest) check() ([]decision.Resource, string, error) {
+	if req.ClientID == "" {
+		return nil, "", badField("clientId", "is required")
+	}
+	if len(req.Resources) == 0 {
+		return nil, "", &apiError{status: http.StatusBadRequest, message: "the resources array cannot be empty",
+			details: []fieldError{{Field: "resources", Message: "the resources array cannot be empty"}}}
+	}
+	if len(req.Resources) > maxDecisionResources {
+		return nil, "", badField("resources", "at most %d resources per request, got %d", maxDecisionResources, len(req.Resources))
+	}
+	out := make([]decision.Resource, len(req.Resources))
+	for i, rr := range req.Resources {
+		if rr.Name == nil || *rr.Name == "" {
+			return nil, "", badField(fmt.Sprintf("resources[%d].name", i), "is required")
+		}
+		if len(rr.Scopes) > maxDecisionScopes {
+			return nil, "", badField(fmt.Sprintf("resources[%d].scopes", i), "at most %d scopes per resource, got %d", maxDecisionScopes, len(rr.Scopes))
+		}
+		for j, sc := range rr.Scopes {
+			if sc == "" {
+				return nil, "", badField(fmt.Sprintf("resources[%d].scopes[%d]", i, j), "must not be empty")
+			}
+		}
+		out[i] = decision.Resource{Name: *rr.Name, Scopes: rr.Scopes}
+	}
+	method := ""
+	if len(req.Context) > 0 {
+		raw := bytes.TrimSpace(req.Context)
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil, "", badField("context", "must be a JSON object")
+		}
+		var dc decisionContext
+		if err := json.Unmarshal(raw, &dc); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				return nil, "", badField("context."+te.Field, "must be of type %s", jsonType(te.Type.Kind().String()))
+			}
+			return nil, "", badField("context", "must be a JSON object")
+		}
+		if dc.Attributes != nil {
+			method = dc.Attributes.Method
+		}
+	}
+	return out, method, nil
+}
+
+// decisionClient returns the live realm and the client a decision request
+// names; an unknown client is a 400.
+func decisionClient(st *store.State, realm, clientID string) (*store.Realm, *store.Client, error) {
+	rm, ok := st.Realms[realm]
+	if !ok || rm.Decommissioned {
+		return nil, nil, store.NotFound("realm %q", realm)
+	}
+	client, ok := rm.ClientNamed(clientID)
+	if !ok {
+		return nil, nil, badField("clientId", "unknown client %q", clientID)
+	}
+	return rm, client, nil
+}
+
+// getOrganizationsRequest is the body of /get-organizations.
+type getOrganizationsRequest struct {
+	ClientID string `json:"clientId"`
+}
+
+type organizationContext struct {
+	Status       bool             `json:"status"`
+	Organization organizationBody `json:"organization"`
+}
+
+type organizationBody struct {
+	UserID  string       `json:"userId"`
+	Tenants []tenantBody `json:"tenants"`
+}
+
+type tenantBody struct {
+	TenantID    string           `json:"tenantId"`
+	TenantName  string           `json:"tenantName"`
+	Departments []departmentBody `json:"departments"`
+}
+
+type departmentBody struct {
+	DepartmentID   string `json:"departmentId"`
+	DepartmentName string `json:"departmentName"`
+}
+
+// getOrganizations answers the subject's organization context: the
+// organizations it is assigned in, sorted by name, each with its
+// departments there.
+func (s *Server) getOrganizations(w http.ResponseWriter, r *http.Request, c *caller) {
+	if err := s.injectFaults(r.Context()); err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req getOrganizationsRequest
+	if err := readJSON(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if req.ClientID == "" {
+		writeErr(w, badField("clientId", "is required"))
+		return
+	}
+	out := organizationContext{Status: true, Organization: organizationBody{UserID: c.subject, Tenants: []tenantBody{}}}
+	err := s.store.Read(func(st *store.State) error {
+		rm, _, err := decisionClient(st, c.realm, req.ClientID)
+		if err != nil {
+			return err
+		}
+		for _, m := range rm.UserOrganizations(c.subject) {
+			t := tenantBody{TenantID: m.Org.ID, TenantName: m.Org.Name, Departments: make([]departmentBody, len(m.Depts))}
+			for i, d := range m.Depts {
+				t.Departments[i] = departmentBody{DepartmentID: d.ID, DepartmentName: d.Name}
+			}
+			out.Organization.Tenants = append(out.Organization.Tenants, t)
+		}
+		return nil
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// injectFaults applies the fault-injection configuration to a decision
+// call: a delay of decisionLatencyMs (cut short when the request is
+// cancelled) and, with probability decisionFailureRate, a 503.
+func (s *Server) injectFaults(ctx context.Context) error {
+	var cfg store.Config
+	_ = s.store.Read(func(st *store.State) error { cfg = st.Config; return nil })
+	if cfg.DecisionLatencyMs > 0 {
+		t := time.NewTimer(time.Duration(cfg.DecisionLatencyMs) * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return errf(http.StatusServiceUnavailable, "request cancelled during injected latency")
+		}
+	}
+	if cfg.DecisionFailureRate > 0 && rand.Float64() < cfg.DecisionFailureRate {
+		return errf(http.StatusServiceUnavailable, "injected decision failure (decisionFailureRate %g)", cfg.DecisionFailureRate)
+	}
+	return nil
+}
+
+// readJSON decodes a JSON object body through the 1 MiB limit, like
+// decodeBody but without copying the body again.
+func readJSON(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return errf(http.StatusBadRequest, "cannot read request body")
+	}
+	if len(body) > maxBody {
+		return errf(http.StatusBadRequest, "request body exceeds the 1 MiB limit")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return errf(http.StatusBadRequest, "request body is empty; a JSON object is required")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return badField(te.Field, "must be of type %s", jsonType(te.Type.Kind().String()))
+		}
+		return errf(http.StatusBadRequest, "malformed JSON body: %v", err)
+	}
+	return nil
+}

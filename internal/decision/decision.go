@@ -1,0 +1,347 @@
+// Package decision is the reference server's authorization decision engine
+// (SERVICE.md section 6). It knows nothing of HTTP: the server hands it a
+// client of the store, the subject's live state and the requested pairs.
+//
+// A client's resources and permissions are compiled once into a Policy
+// (resource -> scope -> applicable permissions); a request then costs one
+// map lookup per pair plus the subject's role set, computed from the live
+// store so that a removed assignment counts on the very next decision.
+package decision
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// Status is the outcome of one resource-scope pair, or of a whole request.
+type Status string
+
+// Statuses. The zero Status is none of them and never grants.
+const (
+	Grant Status = "GRANT"
+	Deny  Status = "DENY"
+	Error Status = "ERROR"
+)
+
+// Resource is one requested resource; no Scopes means every scope defined on
+// it, and the name "*" means every resource of the client.
+type Resource struct {
+	Name   string
+	Scopes []string
+}
+
+// Wildcard is the resource name that asks for every resource of the client.
+const Wildcard = "*"
+
+// Permission is the status of one pair.
+type Permission struct {
+	Resource string
+	Scope    string
+	Status   Status
+}
+
+// Result is the answer to a request: the overall status and one Permission
+// per distinct pair, in request order.
+type Result struct {
+	Status      Status
+	Permissions []Permission
+}
+
+// Policy is a client's permissions indexed for evaluation. It is immutable
+// and safe for concurrent use.
+type Policy struct {
+	resources []compiledResource // in the client's order
+	byName    map[string]int
+}
+
+type compiledResource struct {
+	name    string
+	scopes  []string              // in the client's order
+	byScope map[string][]*permRef // scope -> permissions applying to (resource, scope)
+}
+
+// permRef is a permission ready to test against a subject.
+type permRef struct {
+	roles, groups, users []string
+	methods              []string // upper case; empty: any method
+}
+
+// Compile indexes c's resources and permissions. A permission naming a
+// resource or scope the client does not define applies to nothing.
+func Compile(c *store.Client) *Policy {
+	p := &Policy{byName: make(map[string]int, len(c.Resources))}
+	for _, r := range c.Resources {
+		if _, dup := p.byName[r.Name]; dup {
+			continue
+		}
+		cr := compiledResource{name: r.Name, byScope: make(map[string][]*permRef, len(r.Scopes))}
+		for _, s := range r.Scopes {
+			if _, dup := cr.byScope[s]; !dup {
+				cr.scopes = append(cr.scopes, s)
+				cr.byScope[s] = nil
+			}
+		}
+		p.byName[r.Name] = len(p.resources)
+		p.resources = append(p.resources, cr)
+	}
+	for i := range c.Permissions {
+		cp := &c.Permissions[i]
+		idx, ok := p.byName[cp.Resource]
+		if !ok {
+			continue
+		}
+		ref := &permRef{roles: cp.Roles, groups: cp.Groups, users: cp.Users}
+		for _, m := range cp.Methods {
+			ref.methods = append(ref.methods, strings.ToUpper(m))
+		}
+		cr := &p.resources[idx]
+		scopes := cp.Scopes
+		if len(scopes) == 0 {
+			scopes = cr.scopes
+		}
+		for _, s := range scopes {
+			if list, ok := cr.byScope[s]; ok && !containsRef(list, ref) {
+				cr.byScope[s] = append(list, ref)
+			}
+		}
+	}
+	return p
+}
+
+func containsRef(list []*permRef, r *permRef) bool {
+	for _, x := range list {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// Cache holds compiled policies by client. Clients of the store are never
+// changed in place (a change replaces the *store.Client), so a pointer is a
+// sound key. The zero Cache is ready to use and safe for concurrent use.
+type Cache struct {
+	m sync.Map // *store.Client -> *Policy
+}
+
+// Policy returns c's compiled policy, compiling it on first use.
+func (k *Cache) Policy(c *store.Client) *Policy {
+	if p, ok := k.m.Load(c); ok {
+		return p.(*Policy)
+	}
+	p, _ := k.m.LoadOrStore(c, Compile(c))
+	return p.(*Policy)
+}
+
+// Subject is who a decision is about: a user's id, groups and effective
+// realm role ids.
+type Subject struct {
+	UserID string
+	Groups store.Set
+	Roles  store.Set
+}
+
+// SubjectOf computes the subject's effective roles from the live realm: the
+// user's direct roles, the roles of the user's groups, and for each of the
+// user's assignments the roles linked to its organization plus the template
+// roles of its department. A non-empty org (an organization id or alias,
+// the token's organization claim) counts only assignments in that
+// organization; an org that names no organization counts none. An unknown
+// user has no roles and no groups.
+func SubjectOf(r *store.Realm, userID, org string) Subject {
+	sub := Subject{UserID: userID, Roles: make(store.Set, 8)}
+	u, ok := r.Users[userID]
+	if !ok {
+		return sub
+	}
+	sub.Groups = u.GroupIDs
+	r.AddEffectiveRoles(u, sub.Roles)
+	orgID := ""
+	if org != "" {
+		if _, ok := r.Orgs[org]; ok {
+			orgID = org
+		} else if id, ok := r.OrgByAlias[org]; ok {
+			orgID = id
+		} else {
+			return sub
+		}
+	}
+	for did := range r.AssignmentsByUser[userID] {
+		d, ok := r.Depts[did]
+		if !ok || (orgID != "" && d.OrgID != orgID) {
+			continue
+		}
+		for rid := range r.OrgRoles[d.OrgID] {
+			sub.Roles[rid] = struct{}{}
+		}
+		for _, rid := range d.TemplateRoleIDs {
+			sub.Roles[rid] = struct{}{}
+		}
+	}
+	return sub
+}
+
+// grants reports whether the permission grants to sub for the request method.
+func (p *permRef) grants(sub *Subject, method string) bool {
+	if len(p.methods) > 0 && !containsFold(p.methods, method) {
+		return false
+	}
+	for _, id := range p.roles {
+		if _, ok := sub.Roles[id]; ok {
+			return true
+		}
+	}
+	for _, id := range p.groups {
+		if _, ok := sub.Groups[id]; ok {
+			return true
+		}
+	}
+	for _, id := range p.users {
+		if id == sub.UserID {
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(list []string, s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, v := range list {
+		if strings.EqualFold(v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Evaluate decides every pair the request names, in request order with
+// duplicates removed. A pair is GRANT when an applicable permission grants
+// to sub (and lists method, when it lists methods), DENY when none does, and
+// ERROR when the resource or scope is not defined on the client (an
+// undefined resource asked with no scopes is one ERROR pair with an empty
+// scope). A "*" resource expands to every resource of the client, limited to
+// its listed scopes when it lists some (each resource then contributes the
+// listed scopes it defines). The overall status is DENY if any pair is
+// DENY, else ERROR if any is ERROR, else GRANT; a request that expands to no
+// pair at all is DENY.
+func (p *Policy) Evaluate(sub *Subject, resources []Resource, method string) Result {
+	n := 0
+	for _, r := range resources {
+		n += max(len(r.Scopes), 1)
+	}
+	e := evaluation{p: p, sub: sub, method: method, out: make([]Permission, 0, n)}
+	for _, r := range resources {
+		if r.Name == Wildcard {
+			for i := range p.resources {
+				cr := &p.resources[i]
+				if len(r.Scopes) == 0 {
+					for _, s := range cr.scopes {
+						e.add(cr, cr.name, s)
+					}
+					continue
+				}
+				for _, s := range r.Scopes {
+					if _, ok := cr.byScope[s]; ok {
+						e.add(cr, cr.name, s)
+					}
+				}
+			}
+			continue
+		}
+		idx, ok := p.byName[r.Name]
+		if !ok {
+			if len(r.Scopes) == 0 {
+				e.add(nil, r.Name, "")
+			}
+			for _, s := range r.Scopes {
+				e.add(nil, r.Name, s)
+			}
+			continue
+		}
+		cr := &p.resources[idx]
+		scopes := r.Scopes
+		if len(scopes) == 0 {
+			scopes = cr.scopes
+		}
+		for _, s := range scopes {
+			e.add(cr, r.Name, s)
+		}
+	}
+	return Result{Status: Overall(e.out), Permissions: e.out}
+}
+
+// evaluation accumulates the pairs of one request.
+type evaluation struct {
+	p      *Policy
+	sub    *Subject
+	method string
+	out    []Permission
+	seen   map[[2]string]struct{} // used once out is too long to scan
+}
+
+// dedupeScan is the number of pairs below which duplicates are found by a
+// linear scan rather than a map.
+const dedupeScan = 16
+
+func (e *evaluation) add(cr *compiledResource, resource, scope string) {
+	key := [2]string{resource, scope}
+	if len(e.out) < dedupeScan {
+		for _, q := range e.out {
+			if q.Resource == resource && q.Scope == scope {
+				return
+			}
+		}
+	} else {
+		if e.seen == nil {
+			e.seen = make(map[[2]string]struct{}, 2*len(e.out))
+			for _, q := range e.out {
+				e.seen[[2]string{q.Resource, q.Scope}] = struct{}{}
+			}
+		}
+		if _, dup := e.seen[key]; dup {
+			return
+		}
+		e.seen[key] = struct{}{}
+	}
+	e.out = append(e.out, Permission{Resource: resource, Scope: scope, Status: e.decide(cr, scope)})
+}
+
+func (e *evaluation) decide(cr *compiledResource, scope string) Status {
+	if cr == nil {
+		return Error
+	}
+	perms, ok := cr.byScope[scope]
+	if !ok {
+		return Error
+	}
+	for _, p := range perms {
+		if p.grants(e.sub, e.method) {
+			return Grant
+		}
+	}
+	return Deny
+}
+
+// Overall derives a request's status from its pairs: DENY if any is DENY,
+// otherwise ERROR if any is ERROR, otherwise GRANT. No pairs, or a status
+// that is none of the three, is DENY: nothing grants by default.
+func Overall(perms []Permission) Status {
+	if len(perms) == 0 {
+		return Deny
+	}
+	st := Grant
+	for _, p := range perms {
+		switch p.Status {
+		case Grant:
+		case Error:
+			st = Error
+		default:
+			return Deny
+		}
+	}
+	return st
+}

@@ -1,0 +1,220 @@
+package decision
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// world is a realm whose expected decisions are worked out by hand below.
+//
+//	roles: viewer, editor, approver, auditor; group finance holds approver
+//	alice: viewer directly; bob: in finance; dave: named by a permission
+//	carol: assigned to EU/sales and US/ops
+//	org EU links editor; org US (alias us) links auditor; US/ops gives viewer (template role)
+//	client api: orders{read,write,delete}, invoices{read,approve}
+//	  orders[read] <- viewer; orders[write] <- editor; orders[*] <- user dave, DELETE only
+//	  invoices[approve] <- group finance; invoices[read] <- auditor
+type world struct {
+	r      *store.Realm
+	client *store.Client
+	ids    map[string]string
+}
+
+func newWorld(t testing.TB) *world {
+	t.Helper()
+	now := time.Unix(0, 0)
+	r := store.NewRealm("acme", now)
+	w := &world{r: r, ids: map[string]string{}}
+	role := func(n string) string {
+		ro, err := r.AddRole(n, "", nil)
+		require.NoError(t, err)
+		w.ids[n] = ro.ID
+		return ro.ID
+	}
+	viewer, editor, approver, auditor := role("viewer"), role("editor"), role("approver"), role("auditor")
+	fin, err := r.AddGroup("finance", nil, []string{approver})
+	require.NoError(t, err)
+	w.ids["finance"] = fin.ID
+	user := func(n string, roles, groups []string) string {
+		u, err := r.AddUser(store.User{Username: n}, roles, groups)
+		require.NoError(t, err)
+		w.ids[n] = u.ID
+		return u.ID
+	}
+	user("alice", []string{viewer}, nil)
+	user("bob", nil, []string{fin.ID})
+	carol := user("carol", nil, nil)
+	dave := user("dave", nil, nil)
+
+	eu, err := r.CreateOrganization(store.OrgSpec{Name: "Acme EU", Alias: "eu"}, now)
+	require.NoError(t, err)
+	us, err := r.CreateOrganization(store.OrgSpec{Name: "Acme US", Alias: "us"}, now)
+	require.NoError(t, err)
+	w.ids["eu"], w.ids["us"] = eu.ID, us.ID
+	_, err = r.LinkRole(eu.ID, editor)
+	require.NoError(t, err)
+	_, err = r.LinkRole(us.ID, auditor)
+	require.NoError(t, err)
+	sales, err := r.CreateDepartment(eu.ID, "", store.DeptSpec{Name: "Sales", Alias: "sales"}, now)
+	require.NoError(t, err)
+	ops, err := r.CreateDepartment(us.ID, "", store.DeptSpec{Name: "Ops", Alias: "ops", TemplateRoleIDs: []string{viewer}}, now)
+	require.NoError(t, err)
+	w.ids["sales"], w.ids["ops"] = sales.ID, ops.ID
+	for _, d := range []string{sales.ID, ops.ID} {
+		_, _, err := r.Assign(carol, d, now)
+		require.NoError(t, err)
+	}
+
+	c, err := r.AddClient(store.Client{ClientID: "api", Secret: "s",
+		Resources: []store.ClientResource{{Name: "orders", Scopes: []string{"read", "write", "delete"}}, {Name: "invoices", Scopes: []string{"read", "approve"}}},
+		Permissions: []store.ClientPermission{
+			{Name: "p1", Resource: "orders", Scopes: []string{"read"}, Roles: []string{viewer}},
+			{Name: "p2", Resource: "orders", Scopes: []string{"write"}, Roles: []string{editor}},
+			{Name: "p3", Resource: "orders", Users: []string{dave}, Methods: []string{"DELETE"}},
+			{Name: "p4", Resource: "invoices", Scopes: []string{"approve"}, Groups: []string{fin.ID}},
+			{Name: "p5", Resource: "invoices", Scopes: []string{"read"}, Roles: []string{auditor}},
+		}}, nil)
+	require.NoError(t, err)
+	w.client = c
+	return w
+}
+
+func (w *world) eval(user, org, method string, res ...Resource) Result {
+	sub := SubjectOf(w.r, w.ids[user], org)
+	return Compile(w.client).Evaluate(&sub, res, method)
+}
+
+// statuses returns "resource/scope=STATUS" for each pair.
+func statuses(r Result) []string {
+	out := make([]string, len(r.Permissions))
+	for i, p := range r.Permissions {
+		out[i] = p.Resource + "/" + p.Scope + "=" + string(p.Status)
+	}
+	return out
+}
+
+var everything = []Resource{{Name: "orders"}, {Name: "invoices"}}
+
+func TestEvaluatePerSubject(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	cases := []struct {
+		name, user, org, method string
+		want                    []string
+	}{
+		{"direct role", "alice", "", "GET", []string{"orders/read=GRANT", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"group", "bob", "", "GET", []string{"orders/read=DENY", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=GRANT"}},
+		{"two organizations and a template role", "carol", "", "GET", []string{"orders/read=GRANT", "orders/write=GRANT", "orders/delete=DENY", "invoices/read=GRANT", "invoices/approve=DENY"}},
+		{"organization claim by id", "carol", "EU", "GET", []string{"orders/read=DENY", "orders/write=GRANT", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"organization claim by alias", "carol", "us", "GET", []string{"orders/read=GRANT", "orders/write=DENY", "orders/delete=DENY", "invoices/read=GRANT", "invoices/approve=DENY"}},
+		{"unknown organization claim", "carol", "nowhere", "GET", []string{"orders/read=DENY", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"user with method", "dave", "", "delete", []string{"orders/read=GRANT", "orders/write=GRANT", "orders/delete=GRANT", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"user with other method", "dave", "", "GET", []string{"orders/read=DENY", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"user without method", "dave", "", "", []string{"orders/read=DENY", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"unknown user", "nobody", "", "GET", []string{"orders/read=DENY", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			org := tc.org
+			if org == "EU" {
+				org = w.ids["eu"]
+			}
+			require.Equal(t, tc.want, statuses(w.eval(tc.user, org, tc.method, everything...)))
+		})
+	}
+}
+
+func TestEvaluateLiveAssignments(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	ask := Resource{Name: "orders", Scopes: []string{"write"}}
+	require.Equal(t, Grant, w.eval("carol", "", "GET", ask).Status)
+	require.NoError(t, w.r.Unassign(w.ids["carol"], w.ids["sales"]))
+	require.Equal(t, Deny, w.eval("carol", "", "GET", ask).Status)
+}
+
+func TestEvaluateExpansion(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	cases := []struct {
+		name string
+		res  []Resource
+		want []string
+	}{
+		{"duplicates removed in request order", []Resource{{Name: "orders", Scopes: []string{"write", "read", "write"}}, {Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}},
+			[]string{"orders/write=DENY", "orders/read=GRANT", "orders/delete=DENY"}},
+		{"wildcard", []Resource{{Name: "*"}}, []string{"orders/read=GRANT", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"wildcard with scopes", []Resource{{Name: "*", Scopes: []string{"read", "fly"}}}, []string{"orders/read=GRANT", "invoices/read=DENY"}},
+		{"undefined scope", []Resource{{Name: "orders", Scopes: []string{"fly", "read"}}}, []string{"orders/fly=ERROR", "orders/read=GRANT"}},
+		{"undefined resource", []Resource{{Name: "ghost", Scopes: []string{"read"}}, {Name: "spirit"}}, []string{"ghost/read=ERROR", "spirit/=ERROR"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, statuses(w.eval("alice", "", "GET", tc.res...)))
+		})
+	}
+
+	// Many pairs switch duplicate detection to a map; the answer is the same.
+	var many []Resource
+	for range 20 {
+		many = append(many, Resource{Name: "*"})
+	}
+	require.Len(t, w.eval("alice", "", "GET", many...).Permissions, 5)
+	var scopes []string
+	for i := range 40 {
+		scopes = append(scopes, "s"+string(rune('a'+i%20)))
+	}
+	require.Len(t, w.eval("alice", "", "GET", Resource{Name: "orders", Scopes: scopes}).Permissions, 20)
+}
+
+func TestOverall(t *testing.T) {
+	t.Parallel()
+	p := func(ss ...Status) []Permission {
+		out := make([]Permission, len(ss))
+		for i, s := range ss {
+			out[i].Status = s
+		}
+		return out
+	}
+	cases := []struct {
+		name  string
+		perms []Permission
+		want  Status
+	}{
+		{"all grant", p(Grant, Grant), Grant},
+		{"one deny", p(Grant, Deny), Deny},
+		{"one error", p(Grant, Error), Error},
+		{"deny beats error", p(Error, Deny, Grant), Deny},
+		{"error then deny", p(Deny, Error), Deny},
+		{"only errors", p(Error, Error), Error},
+		{"no pairs", nil, Deny},
+		{"zero status", p(Grant, ""), Deny},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, Overall(tc.perms))
+		})
+	}
+}
+
+func TestCache(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	var c Cache
+	require.Same(t, c.Policy(w.client), c.Policy(w.client))
+}
+
+func BenchmarkEvaluate(b *testing.B) {
+	w := newWorld(b)
+	p := Compile(w.client)
+	res := []Resource{{Name: "orders", Scopes: []string{"read", "write"}}, {Name: "invoices", Scopes: []string{"read"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		sub := SubjectOf(w.r, w.ids["carol"], "")
+		_ = p.Evaluate(&sub, res, "GET")
+	}
+}

@@ -1,0 +1,326 @@
+package mockserver_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+)
+
+// decisionFixture is the world whose decisions are worked out by hand in
+// the tests below.
+//
+//	roles viewer (global), editor, approver, auditor; group finance holds approver
+//	alice: viewer directly          bob: member of finance
+//	carol: EU/Sales, US/Ops, US/Audit  dave: named by a permission, DELETE only
+//	EU links editor; US links auditor; US/Ops gives viewer to its members (template role)
+//	orders-api: orders{read,write,delete}, invoices{read,approve}
+//	  orders[read] <- viewer        orders[write] <- editor
+//	  orders[all scopes] <- user dave, methods DELETE
+//	  invoices[approve] <- group finance   invoices[read] <- auditor
+func decisionFixture() mockserver.Fixture {
+	return mockserver.Fixture{Realms: []mockserver.FixtureRealm{
+		{
+			Name: "acme",
+			Roles: []mockserver.FixtureRole{{Name: "viewer", Attributes: map[string][]string{"global": {"true"}}},
+				{Name: "editor"}, {Name: "approver"}, {Name: "auditor"}},
+			Groups: []mockserver.FixtureGroup{{Name: "finance", Roles: []string{"approver"}}},
+			Users: []mockserver.FixtureUser{
+				{Username: "admin", Password: "admin", Roles: []string{"realm-admin"}},
+				{Username: "alice", Roles: []string{"viewer"}},
+				{Username: "bob", Groups: []string{"finance"}},
+				{Username: "carol"},
+				{Username: "dave"},
+			},
+			Clients: []mockserver.FixtureClient{{
+				ClientID: "orders-api", Secret: "orders-secret",
+				Resources: []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"read", "write", "delete"}},
+					{Name: "invoices", Scopes: []string{"read", "approve"}}},
+				Permissions: []mockserver.FixturePermission{
+					{Name: "viewers read orders", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"viewer"}},
+					{Name: "editors write orders", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"editor"}},
+					{Name: "dave deletes", Resource: "orders", Users: []string{"dave"}, Methods: []string{"DELETE"}},
+					{Name: "finance approves", Resource: "invoices", Scopes: []string{"approve"}, Groups: []string{"finance"}},
+					{Name: "auditors read invoices", Resource: "invoices", Scopes: []string{"read"}, Roles: []string{"auditor"}},
+				},
+			}},
+			Organizations: []mockserver.FixtureOrganization{
+				{Name: "Acme EU", Alias: "eu", Roles: []string{"editor"},
+					Departments: []mockserver.FixtureDepartment{{Name: "Sales", Alias: "sales", Users: []string{"carol"}}}},
+				{Name: "Acme US", Alias: "us", Roles: []string{"auditor"},
+					Departments: []mockserver.FixtureDepartment{
+						{Name: "Ops", Alias: "ops", Users: []string{"carol"}, Roles: []string{"viewer"}},
+						{Name: "Audit", Alias: "audit", Users: []string{"carol"}},
+					}},
+			},
+		},
+		{Name: "globex", Users: []mockserver.FixtureUser{{Username: "gina"}}},
+	}}
+}
+
+func postJSON(t *testing.T, srv *mockservertest.Server, path, token, body string) httpResult {
+	t.Helper()
+	h := http.Header{}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	return send(t, srv, http.MethodPost, path, "application/json", strings.NewReader(body), h)
+}
+
+const authorizePath = "/realms/acme/authorization-decision-provider/authorize"
+
+// decide posts an authorize request and returns "resource/scope=STATUS"
+// per pair plus the top-level status.
+func decide(t *testing.T, srv *mockservertest.Server, token, resources, context string) (string, []string) {
+	t.Helper()
+	body := `{"clientId":"orders-api","resources":` + resources + `,"context":` + context + `}`
+	res := postJSON(t, srv, authorizePath, token, body)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var out struct {
+		Status      string `json:"status"`
+		Permissions []struct {
+			Resource, Scope, Status string
+		} `json:"permissions"`
+	}
+	require.NoError(t, json.Unmarshal(res.body, &out))
+	pairs := make([]string, len(out.Permissions))
+	for i, p := range out.Permissions {
+		pairs[i] = p.Resource + "/" + p.Scope + "=" + p.Status
+	}
+	return out.Status, pairs
+}
+
+const allPairs = `[{"name":"orders","scopes":["read","write","delete"]},{"name":"invoices","scopes":["read","approve"]}]`
+
+func TestDecisionsPerSubject(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	cases := []struct {
+		name, user, org, context string
+		want                     []string
+	}{
+		{"direct role", "alice", "", `{}`, []string{"orders/read=GRANT", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"group role", "bob", "", `{}`, []string{"orders/read=DENY", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=GRANT"}},
+		{"roles of two organizations and a template role", "carol", "", `{}`,
+			[]string{"orders/read=GRANT", "orders/write=GRANT", "orders/delete=DENY", "invoices/read=GRANT", "invoices/approve=DENY"}},
+		{"organization claim eu", "carol", "eu", `{}`, []string{"orders/read=DENY", "orders/write=GRANT", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"organization claim us", "carol", "us", `{}`, []string{"orders/read=GRANT", "orders/write=DENY", "orders/delete=DENY", "invoices/read=GRANT", "invoices/approve=DENY"}},
+		{"method listed", "dave", "", `{"attributes":{"method":"DELETE","path":"/orders/1"}}`,
+			[]string{"orders/read=GRANT", "orders/write=GRANT", "orders/delete=GRANT", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"method not listed", "dave", "", `{"attributes":{"method":"GET"}}`,
+			[]string{"orders/read=DENY", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"no method", "dave", "", `{}`, []string{"orders/read=DENY", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"service account", "service-account-orders-api", "", `{}`,
+			[]string{"orders/read=DENY", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var opts []mockserver.TokenOption
+			if tc.org != "" {
+				opts = append(opts, mockserver.TokenOrganization(tc.org))
+			}
+			_, got := decide(t, srv, srv.Token("acme", tc.user, opts...), allPairs, tc.context)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestDecisionsTopLevelAndExpansion(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	alice := srv.Token("acme", "alice")
+	cases := []struct {
+		name, resources string
+		wantStatus      string
+		wantPairs       []string
+	}{
+		{"grant only", `[{"name":"orders","scopes":["read"]}]`, "GRANT", []string{"orders/read=GRANT"}},
+		{"grant and deny", `[{"name":"orders","scopes":["read","write"]}]`, "DENY", []string{"orders/read=GRANT", "orders/write=DENY"}},
+		{"grant and error", `[{"name":"orders","scopes":["read","fly"]}]`, "ERROR", []string{"orders/read=GRANT", "orders/fly=ERROR"}},
+		{"error, deny and grant", `[{"name":"orders","scopes":["fly","write","read"]}]`, "DENY", []string{"orders/fly=ERROR", "orders/write=DENY", "orders/read=GRANT"}},
+		{"deny only", `[{"name":"invoices","scopes":["read"]}]`, "DENY", []string{"invoices/read=DENY"}},
+		{"error only", `[{"name":"ghost","scopes":["read"]}]`, "ERROR", []string{"ghost/read=ERROR"}},
+		{"unknown resource without scopes", `[{"name":"ghost"}]`, "ERROR", []string{"ghost/=ERROR"}},
+		{"empty scopes mean every scope", `[{"name":"orders","scopes":[]}]`, "DENY", []string{"orders/read=GRANT", "orders/write=DENY", "orders/delete=DENY"}},
+		{"omitted scopes mean every scope", `[{"name":"invoices"}]`, "DENY", []string{"invoices/read=DENY", "invoices/approve=DENY"}},
+		{"wildcard", `[{"name":"*"}]`, "DENY", []string{"orders/read=GRANT", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"wildcard with a scope", `[{"name":"*","scopes":["read"]}]`, "DENY", []string{"orders/read=GRANT", "invoices/read=DENY"}},
+		{"duplicates removed in request order", `[{"name":"orders","scopes":["write","read","write"]},{"name":"orders","scopes":["read"]},{"name":"*","scopes":["read"]}]`,
+			"DENY", []string{"orders/write=DENY", "orders/read=GRANT", "invoices/read=DENY"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			status, pairs := decide(t, srv, alice, tc.resources, `{}`)
+			require.Equal(t, tc.wantStatus, status)
+			require.Equal(t, tc.wantPairs, pairs)
+		})
+	}
+}
+
+// adminGet performs a GET on the organization API as the realm admin and
+// decodes the JSON answer.
+func adminGet(t *testing.T, srv *mockservertest.Server, token, path string) map[string]any {
+	t.Helper()
+	res := send(t, srv, http.MethodGet, "/admin/realms/acme/organizations"+path, "", nil, http.Header{"Authorization": {"Bearer " + token}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	return res.json(t)
+}
+
+// subjectOf returns the sub claim of a token.
+func subjectOf(t *testing.T, raw string) string {
+	t.Helper()
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+	require.NoError(t, err)
+	var c jwt.Claims
+	require.NoError(t, tok.UnsafeClaimsWithoutVerification(&c))
+	return c.Subject
+}
+
+func TestDecisionsFollowLiveAssignments(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	admin := srv.Token("acme", "admin")
+	carol := srv.Token("acme", "carol")
+	write := `[{"name":"orders","scopes":["write"]}]`
+
+	status, _ := decide(t, srv, carol, write, `{}`)
+	require.Equal(t, "GRANT", status, "carol writes orders through Acme EU's editor role")
+
+	eu := adminGet(t, srv, admin, "/alias/eu")["result"].(map[string]any)["id"].(string)
+	depts := adminGet(t, srv, admin, "/"+eu+"/departments")["results"].([]any)
+	require.Len(t, depts, 1)
+	sales := depts[0].(map[string]any)["id"].(string)
+	res := send(t, srv, http.MethodDelete, "/admin/realms/acme/organizations/"+eu+"/departments/"+sales+"/users/"+subjectOf(t, carol),
+		"", nil, http.Header{"Authorization": {"Bearer " + admin}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+
+	status, _ = decide(t, srv, carol, write, `{}`)
+	require.Equal(t, "DENY", status, "the same token is denied once the assignment is gone")
+}
+
+func TestDecisionValidation(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	alice := srv.Token("acme", "alice")
+	many := func(n int, item string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
+	}
+	cases := []struct {
+		name, body, want string
+	}{
+		{"missing clientId", `{"resources":[{"name":"orders"}],"context":{}}`, "clientId: is required"},
+		{"unknown clientId", `{"clientId":"nope","resources":[{"name":"orders"}],"context":{}}`, `clientId: unknown client "nope"`},
+		{"resources missing", `{"clientId":"orders-api","context":{}}`, "the resources array cannot be empty"},
+		{"resources empty", `{"clientId":"orders-api","resources":[],"context":{}}`, "the resources array cannot be empty"},
+		{"resources null", `{"clientId":"orders-api","resources":null,"context":{}}`, "the resources array cannot be empty"},
+		{"resource without a name", `{"clientId":"orders-api","resources":[{"name":"orders"},{"scopes":["read"]}],"context":{}}`, "resources[1].name: is required"},
+		{"resource with an empty name", `{"clientId":"orders-api","resources":[{"name":""}],"context":{}}`, "resources[0].name: is required"},
+		{"too many resources", `{"clientId":"orders-api","resources":` + many(101, `{"name":"orders"}`) + `,"context":{}}`, "at most 100 resources per request"},
+		{"too many scopes", `{"clientId":"orders-api","resources":[{"name":"orders","scopes":` + many(51, `"read"`) + `}],"context":{}}`, "at most 50 scopes per resource"},
+		{"context a string", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":"GET"}`, "context: must be a JSON object"},
+		{"context an array", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":[]}`, "context: must be a JSON object"},
+		{"context null", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":null}`, "context: must be a JSON object"},
+		{"method not a string", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{"attributes":{"method":1}}}`, "context.attributes.method: must be of type string"},
+		{"resources not an array", `{"clientId":"orders-api","resources":{"name":"orders"}}`, "resources: must be of type array"},
+		{"malformed JSON", `{"clientId":`, "malformed JSON body"},
+		{"empty body", ``, "request body is empty"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := postJSON(t, srv, authorizePath, alice, tc.body)
+			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+			body := res.json(t)
+			require.Equal(t, "Bad Request", body["error"])
+			require.Contains(t, body["message"], tc.want)
+		})
+	}
+	t.Run("exactly at the limits", func(t *testing.T) {
+		t.Parallel()
+		items := strings.Repeat(`{"name":"orders","scopes":["read"]},`, 99) + `{"name":"orders","scopes":` + many(50, `"read"`) + `}`
+		res := postJSON(t, srv, authorizePath, alice, `{"clientId":"orders-api","resources":[`+items+`],"context":{}}`)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+	})
+	t.Run("oversized body", func(t *testing.T) {
+		t.Parallel()
+		res := postJSON(t, srv, authorizePath, alice, `{"clientId":"`+strings.Repeat("x", 1<<20)+`"}`)
+		require.Equal(t, http.StatusBadRequest, res.status)
+		require.Contains(t, res.json(t)["message"], "1 MiB")
+	})
+}
+
+func TestDecisionsNeedAValidToken(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	body := `{"clientId":"orders-api","resources":[],"context":{}}` // 401 comes before 400
+	for name, token := range map[string]string{
+		"no token":    "",
+		"other realm": srv.Token("globex", "gina"),
+		"garbage":     "abc",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res := postJSON(t, srv, authorizePath, token, body)
+			require.Equal(t, http.StatusUnauthorized, res.status)
+			require.Contains(t, res.header.Get("WWW-Authenticate"), "Bearer")
+			require.Equal(t, "Unauthorized", res.json(t)["error"])
+		})
+	}
+}
+
+func TestGetOrganizations(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	path := "/realms/acme/authorization-decision-provider/get-organizations"
+
+	carol := srv.Token("acme", "carol")
+	res := postJSON(t, srv, path, carol, `{"clientId":"orders-api"}`)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var out struct {
+		Status       bool `json:"status"`
+		Organization struct {
+			UserID  string `json:"userId"`
+			Tenants []struct {
+				TenantID    string `json:"tenantId"`
+				TenantName  string `json:"tenantName"`
+				Departments []struct {
+					DepartmentID   string `json:"departmentId"`
+					DepartmentName string `json:"departmentName"`
+				} `json:"departments"`
+			} `json:"tenants"`
+		} `json:"organization"`
+	}
+	require.NoError(t, json.Unmarshal(res.body, &out))
+	require.True(t, out.Status)
+	require.Equal(t, subjectOf(t, carol), out.Organization.UserID)
+	var names []string
+	for _, tn := range out.Organization.Tenants {
+		require.NotEmpty(t, tn.TenantID)
+		names = append(names, tn.TenantName+":")
+		for _, d := range tn.Departments {
+			require.NotEmpty(t, d.DepartmentID)
+			names[len(names)-1] += d.DepartmentName + ","
+		}
+	}
+	require.Equal(t, []string{"Acme EU:Sales,", "Acme US:Audit,Ops,"}, names)
+
+	res = postJSON(t, srv, path, srv.Token("acme", "alice"), `{"clientId":"orders-api"}`)
+	require.Equal(t, http.StatusOK, res.status)
+	require.JSONEq(t, `{"status":true,"organization":{"userId":"`+subjectOf(t, srv.Token("acme", "alice"))+`","tenants":[]}}`, string(res.body))
+
+	res = postJSON(t, srv, path, carol, `{}`)
+	require.Equal(t, http.StatusBadRequest, res.status)
+	res = postJSON(t, srv, path, carol, `{"clientId":"nope"}`)
+	require.Equal(t, http.StatusBadRequest, res.status)
+	res = postJSON(t, srv, path, "", `{"clientId":"orders-api"}`)
+	require.Equal(t, http.StatusUnauthorized, res.status)
+}
