@@ -1,7 +1,316 @@
 package mockserver
 
-import "net/http"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/mail"
+	"regexp"
+	"time"
 
-// adminRoutes registers platform administration (/admin/...).
-// OWNER: helper 4.
-func (s *Server) adminRoutes(mux *http.ServeMux) {}
+	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// adminRoutes registers platform administration (SERVICE.md section 7).
+// Every route needs the platform-admin role in a master realm token.
+func (s *Server) adminRoutes(mux *http.ServeMux) {
+	mux.Handle("POST /admin/tenants", s.platformAdmin("tenant.create", s.provisionTenant))
+	mux.Handle("DELETE /admin/tenants/{tenantId}", s.platformAdmin("tenant.decommission", s.decommissionTenant))
+	mux.Handle("GET /admin/health", s.platformAdmin("", s.health))
+	mux.Handle("GET /admin/config", s.platformAdmin("", s.getConfig))
+	mux.Handle("PUT /admin/config", s.platformAdmin("config.update", s.putConfig))
+	mux.Handle("GET /admin/audit", s.platformAdmin("", s.audit))
+}
+
+var (
+	tenantNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,62}$`)
+	tenantPlans  = map[string]bool{"free": true, "standard": true, "enterprise": true}
+)
+
+type tenantRequest struct {
+	Name       string `json:"name"`
+	Plan       string `json:"plan"`
+	AdminEmail string `json:"adminEmail"`
+}
+
+type tenantRecord struct {
+	TenantID         string     `json:"tenantId"`
+	Name             string     `json:"name,omitempty"`
+	Plan             string     `json:"plan,omitempty"`
+	AdminEmail       string     `json:"adminEmail,omitempty"`
+	Status           string     `json:"status"`
+	CreatedAt        *time.Time `json:"createdAt,omitempty"`
+	DecommissionedAt *time.Time `json:"decommissionedAt,omitempty"`
+	InitialPassword  string     `json:"initialPassword,omitempty"`
+}
+
+// check validates a provisioning request, naming every bad field.
+func (req tenantRequest) check() error {
+	var details []fieldError
+	if !tenantNameRE.MatchString(req.Name) {
+		details = append(details, fieldError{Field: "name", Message: "must match " + tenantNameRE.String()})
+	}
+	if !tenantPlans[req.Plan] {
+		details = append(details, fieldError{Field: "plan", Message: "must be one of free, standard, enterprise"})
+	}
+	if a, err := mail.ParseAddress(req.AdminEmail); err != nil || a.Address != req.AdminEmail || a.Name != "" {
+		details = append(details, fieldError{Field: "adminEmail", Message: "must be an email address"})
+	}
+	if len(details) == 0 {
+		return nil
+	}
+	e := &apiError{status: http.StatusBadRequest, details: details}
+	e.message = details[0].Field + ": " + details[0].Message
+	return e
+}
+
+// provisionTenant creates a realm with its signing key, default roles and
+// client, and an admin user whose one-time password it returns.
+func (s *Server) provisionTenant(w http.ResponseWriter, r *http.Request, c *caller) {
+	var req tenantRequest
+	if err := readJSON(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := req.check(); err != nil {
+		writeErr(w, err)
+		return
+	}
+	key, kid, err := issuer.GenerateKey()
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	password := randomSecret(18)
+	var out tenantRecord
+	err = s.store.Write(func(st *store.State) error {
+		rm, err := st.ProvisionTenant(req.Name, req.Plan, req.AdminEmail, password, key, kid)
+		if err != nil {
+			return err
+		}
+		t := rm.Tenant
+		out = tenantRecord{TenantID: t.ID, Name: rm.Name, Plan: t.Plan, AdminEmail: t.AdminEmail,
+			Status: store.TenantActive, CreatedAt: &t.CreatedAt, InitialPassword: password}
+		return nil
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	c.resourceID, c.tenantID = out.TenantID, out.TenantID
+	s.logger.Info("tenant provisioned", "tenant", out.Name, "tenantId", out.TenantID)
+	w.Header().Set("Location", "/admin/tenants/"+out.TenantID)
+	writeResult(w, http.StatusCreated, out)
+}
+
+// decommissionTenant marks a tenant's realm decommissioned; its tokens are
+// refused from then on.
+func (s *Server) decommissionTenant(w http.ResponseWriter, r *http.Request, c *caller) {
+	id := r.PathValue("tenantId")
+	c.resourceID, c.tenantID = id, id
+	var out tenantRecord
+	err := s.store.Write(func(st *store.State) error {
+		rm, err := st.DecommissionTenant(id)
+		if err != nil {
+			return err
+		}
+		out = tenantRecord{TenantID: id, Status: store.TenantDecommissioned, DecommissionedAt: &rm.Tenant.DecommissionedAt}
+		return nil
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.logger.Info("tenant decommissioned", "tenantId", id)
+	writeResult(w, http.StatusOK, out)
+}
+
+// Health statuses.
+const (
+	healthUp       = "UP"
+	healthDegraded = "DEGRADED"
+	healthDown     = "DOWN"
+)
+
+type healthComponent struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+}
+
+type healthBody struct {
+	Status     string            `json:"status"`
+	Components []healthComponent `json:"components"`
+	CheckedAt  time.Time         `json:"checkedAt"`
+}
+
+// health reports the store, the token issuer and the decision endpoint.
+// Fault injection shows: a failure rate of 1 is DOWN, any other injected
+// fault DEGRADED. The overall status is the worst component's; DOWN is a 503.
+func (s *Server) health(w http.ResponseWriter, r *http.Request, c *caller) {
+	body := healthBody{Status: healthUp, CheckedAt: s.now().UTC()}
+	_ = s.store.Read(func(st *store.State) error {
+		body.Components = append(body.Components, healthComponent{"store", healthUp})
+		keys := healthUp
+		for _, rm := range st.Realms {
+			if !rm.Decommissioned && rm.SigningKey == nil {
+				keys = healthDown
+			}
+		}
+		body.Components = append(body.Components, healthComponent{"issuer", keys})
+		dec := healthUp
+		switch cfg := st.Config; {
+		case cfg.DecisionFailureRate >= 1:
+			dec = healthDown
+		case cfg.DecisionFailureRate > 0 || cfg.DecisionLatencyMs > 0:
+			dec = healthDegraded
+		}
+		body.Components = append(body.Components, healthComponent{"decisions", dec})
+		return nil
+	})
+	for _, comp := range body.Components {
+		if comp.Status == healthDown {
+			body.Status = healthDown
+		} else if comp.Status == healthDegraded && body.Status == healthUp {
+			body.Status = healthDegraded
+		}
+	}
+	status := http.StatusOK
+	if body.Status == healthDown {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, body)
+}
+
+// configBody is the wire form of the platform configuration.
+type configBody struct {
+	TokenLifetimeSeconds int     `json:"tokenLifetimeSeconds"`
+	MaxPageSize          int     `json:"maxPageSize"`
+	DPoPNonceRequired    bool    `json:"dpopNonceRequired"`
+	DecisionLatencyMs    int     `json:"decisionLatencyMs"`
+	DecisionFailureRate  float64 `json:"decisionFailureRate"`
+}
+
+func (s *Server) getConfig(w http.ResponseWriter, r *http.Request, c *caller) {
+	var cfg store.Config
+	_ = s.store.Read(func(st *store.State) error { cfg = st.Config; return nil })
+	writeResult(w, http.StatusOK, configBody(cfg))
+}
+
+// configLimits bound each integer key, inclusive.
+var configLimits = map[string][2]int{
+	"tokenLifetimeSeconds": {1, 86400},
+	"maxPageSize":          {1, 100},
+	"decisionLatencyMs":    {0, 60000},
+}
+
+// putConfig replaces the configuration: keys the body omits take their
+// default values; an unknown key or a value out of range is a 400.
+func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *caller) {
+	c.resourceID = "config"
+	var raw map[string]json.RawMessage
+	if err := readJSON(r, &raw); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if raw == nil {
+		writeErr(w, errf(http.StatusBadRequest, "the configuration must be a JSON object"))
+		return
+	}
+	cfg := store.DefaultConfig()
+	for key, v := range raw {
+		var err error
+		switch key {
+		case "tokenLifetimeSeconds":
+			err = configInt(key, v, &cfg.TokenLifetimeSeconds)
+		case "maxPageSize":
+			err = configInt(key, v, &cfg.MaxPageSize)
+		case "decisionLatencyMs":
+			err = configInt(key, v, &cfg.DecisionLatencyMs)
+		case "dpopNonceRequired":
+			if e := strictUnmarshal(v, &cfg.DPoPNonceRequired); e != nil {
+				err = badField(key, "must be a boolean")
+			}
+		case "decisionFailureRate":
+			if e := strictUnmarshal(v, &cfg.DecisionFailureRate); e != nil || cfg.DecisionFailureRate < 0 || cfg.DecisionFailureRate > 1 {
+				err = badField(key, "must be a number from 0 to 1")
+			}
+		default:
+			err = badField(key, "unknown configuration key; known keys: tokenLifetimeSeconds, maxPageSize, dpopNonceRequired, decisionLatencyMs, decisionFailureRate")
+		}
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	_ = s.store.Write(func(st *store.State) error { st.Config = cfg; return nil })
+	s.logger.Info("configuration replaced", "config", configBody(cfg))
+	writeResult(w, http.StatusOK, configBody(cfg))
+}
+
+func configInt(key string, v json.RawMessage, dst *int) error {
+	lim := configLimits[key]
+	var n int
+	if err := strictUnmarshal(v, &n); err != nil || n < lim[0] || n > lim[1] {
+		return badField(key, "must be an integer from %d to %d", lim[0], lim[1])
+	}
+	*dst = n
+	return nil
+}
+
+// strictUnmarshal decodes v, refusing null.
+func strictUnmarshal(v json.RawMessage, dst any) error {
+	if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		return errors.New("null")
+	}
+	return json.Unmarshal(v, dst)
+}
+
+type auditBody struct {
+	ID           string    `json:"id"`
+	Timestamp    time.Time `json:"timestamp"`
+	ActorID      string    `json:"actorId"`
+	Action       string    `json:"action"`
+	TenantID     string    `json:"tenantId"`
+	ResourceType string    `json:"resourceType"`
+	ResourceID   string    `json:"resourceId"`
+	Outcome      string    `json:"outcome"`
+}
+
+// audit lists audit entries newest first, filtered by from and to (RFC 3339,
+// inclusive), actorId, action and tenantId.
+func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *caller) {
+	q := r.URL.Query()
+	f := store.AuditFilter{ActorID: q.Get("actorId"), Action: q.Get("action"), TenantID: q.Get("tenantId")}
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if v := q.Get(p.name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				writeErr(w, badField(p.name, "must be an RFC 3339 timestamp"))
+				return
+			}
+			*p.dst = t
+		}
+	}
+	var (
+		all     []auditBody
+		maxPage int
+	)
+	_ = s.store.Read(func(st *store.State) error {
+		maxPage = st.Config.MaxPageSize
+		for _, e := range st.AuditEntries(f) {
+			all = append(all, auditBody(e))
+		}
+		return nil
+	})
+	pg, err := parsePage(r, 20, maxPage)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writePage(w, pg, all)
+}

@@ -63,10 +63,6 @@ type permissionBody struct {
 // authorize evaluates the request's resource-scope pairs for the token's
 // subject.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
-	if err := s.injectFaults(r.Context()); err != nil {
-		writeErr(w, err)
-		return
-	}
 	var req authorizeRequest
 	if err := readJSON(r, &req); err != nil {
 		writeErr(w, err)
@@ -74,6 +70,12 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 	}
 	resources, method, err := req.check()
 	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	// Faults come after the body is read: only then does net/http notice a
+	// client that goes away, and so cancel the injected delay.
+	if err := s.injectFaults(r.Context()); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -191,10 +193,6 @@ type departmentBody struct {
 // organizations it is assigned in, sorted by name, each with its
 // departments there.
 func (s *Server) getOrganizations(w http.ResponseWriter, r *http.Request, c *caller) {
-	if err := s.injectFaults(r.Context()); err != nil {
-		writeErr(w, err)
-		return
-	}
 	var req getOrganizationsRequest
 	if err := readJSON(r, &req); err != nil {
 		writeErr(w, err)
@@ -202,6 +200,10 @@ func (s *Server) getOrganizations(w http.ResponseWriter, r *http.Request, c *cal
 	}
 	if req.ClientID == "" {
 		writeErr(w, badField("clientId", "is required"))
+		return
+	}
+	if err := s.injectFaults(r.Context()); err != nil {
+		writeErr(w, err)
 		return
 	}
 	out := organizationContext{Status: true, Organization: organizationBody{UserID: c.subject, Tenants: []tenantBody{}}}

@@ -1,0 +1,295 @@
+package mockserver_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+)
+
+// adminFixture adds to the decision world a master realm user without
+// platform-admin.
+func adminFixture() mockserver.Fixture {
+	f := decisionFixture()
+	f.Realms = append(f.Realms, mockserver.FixtureRealm{Name: "master", Users: []mockserver.FixtureUser{{Username: "mike"}}})
+	return f
+}
+
+func adminCall(t *testing.T, srv *mockservertest.Server, method, path, token, body string) httpResult {
+	t.Helper()
+	h := http.Header{}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	var rd *strings.Reader
+	ct := ""
+	if body != "" {
+		rd, ct = strings.NewReader(body), "application/json"
+		return send(t, srv, method, path, ct, rd, h)
+	}
+	return send(t, srv, method, path, "", nil, h)
+}
+
+func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	admin := srv.AdminToken()
+
+	res := adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"standard","adminEmail":"boss@initech.test"}`)
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	tenant := res.json(t)["result"].(map[string]any)
+	require.Equal(t, "initech", tenant["name"])
+	require.Equal(t, "standard", tenant["plan"])
+	require.Equal(t, "boss@initech.test", tenant["adminEmail"])
+	require.Equal(t, "ACTIVE", tenant["status"])
+	_, err := time.Parse(time.RFC3339, tenant["createdAt"].(string))
+	require.NoError(t, err)
+	id := tenant["tenantId"].(string)
+	require.Equal(t, "/admin/tenants/"+id, res.header.Get("Location"))
+	password := tenant["initialPassword"].(string)
+	require.NotEmpty(t, password)
+
+	login := tokenRequest(t, srv, "initech", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+		"username": {"boss@initech.test"}, "password": {password}}, nil)
+	require.Equal(t, http.StatusOK, login.status, string(login.body))
+	tok := login.json(t)["access_token"].(string)
+	list := send(t, srv, http.MethodGet, "/admin/realms/initech/organizations", "", nil, http.Header{"Authorization": {"Bearer " + tok}})
+	require.Equal(t, http.StatusOK, list.status, "the tenant admin holds realm-admin: %s", list.body)
+	disc := send(t, srv, http.MethodGet, "/realms/initech/.well-known/openid-configuration", "", nil, nil)
+	require.Equal(t, http.StatusOK, disc.status)
+
+	dup := adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"x@initech.test"}`)
+	require.Equal(t, http.StatusConflict, dup.status)
+	dup = adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"acme","plan":"free","adminEmail":"x@acme.test"}`)
+	require.Equal(t, http.StatusConflict, dup.status, "a fixture realm's name is taken too")
+
+	// Decommissioning refuses every token of the realm from then on.
+	res = adminCall(t, srv, http.MethodDelete, "/admin/tenants/"+id, admin, "")
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	gone := res.json(t)["result"].(map[string]any)
+	require.Equal(t, id, gone["tenantId"])
+	require.Equal(t, "DECOMMISSIONED", gone["status"])
+	_, err = time.Parse(time.RFC3339, gone["decommissionedAt"].(string))
+	require.NoError(t, err)
+
+	list = send(t, srv, http.MethodGet, "/admin/realms/initech/organizations", "", nil, http.Header{"Authorization": {"Bearer " + tok}})
+	require.Equal(t, http.StatusUnauthorized, list.status)
+	require.Contains(t, list.header.Get("WWW-Authenticate"), `error="invalid_token"`)
+	dec := postJSON(t, srv, "/realms/initech/authorization-decision-provider/authorize", tok, `{"clientId":"admin-cli","resources":[{"name":"x"}]}`)
+	require.Equal(t, http.StatusUnauthorized, dec.status)
+	login = tokenRequest(t, srv, "initech", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+		"username": {"boss@initech.test"}, "password": {password}}, nil)
+	require.Equal(t, http.StatusNotFound, login.status)
+
+	res = adminCall(t, srv, http.MethodDelete, "/admin/tenants/"+id, admin, "")
+	require.Equal(t, http.StatusNotFound, res.status, "a repeat is 404")
+}
+
+func TestProvisionTenantValidation(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	admin := srv.AdminToken()
+	cases := []struct{ name, body, field string }{
+		{"name too short", `{"name":"a","plan":"free","adminEmail":"a@b.test"}`, "name"},
+		{"name upper case", `{"name":"Initech","plan":"free","adminEmail":"a@b.test"}`, "name"},
+		{"name leading dash", `{"name":"-initech","plan":"free","adminEmail":"a@b.test"}`, "name"},
+		{"plan unknown", `{"name":"initech","plan":"gold","adminEmail":"a@b.test"}`, "plan"},
+		{"email missing", `{"name":"initech","plan":"free"}`, "adminEmail"},
+		{"email malformed", `{"name":"initech","plan":"free","adminEmail":"not-an-email"}`, "adminEmail"},
+		{"email with a display name", `{"name":"initech","plan":"free","adminEmail":"Boss <boss@initech.test>"}`, "adminEmail"},
+		{"wrong type", `{"name":1,"plan":"free","adminEmail":"a@b.test"}`, "name"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, tc.body)
+			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+			details := res.json(t)["details"].([]any)
+			require.Equal(t, tc.field, details[0].(map[string]any)["field"])
+		})
+	}
+}
+
+func TestPlatformAdminOnly(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	body := `{"name":"initech","plan":"free","adminEmail":"a@b.test"}`
+	for _, tc := range []struct {
+		name, token string
+		want        int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"realm admin of another realm", srv.Token("acme", "admin"), http.StatusUnauthorized},
+		{"master user without platform-admin", srv.Token("master", "mike"), http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, call := range []struct{ method, path, body string }{
+				{http.MethodPost, "/admin/tenants", body}, {http.MethodDelete, "/admin/tenants/x", ""},
+				{http.MethodGet, "/admin/health", ""}, {http.MethodPut, "/admin/config", `{}`},
+				{http.MethodGet, "/admin/config", ""}, {http.MethodGet, "/admin/audit", ""},
+			} {
+				res := adminCall(t, srv, call.method, call.path, tc.token, call.body)
+				require.Equal(t, tc.want, res.status, "%s %s", call.method, call.path)
+			}
+		})
+	}
+}
+
+func TestAuditLog(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	admin := srv.AdminToken()
+	adminSub := subjectOf(t, admin)
+	realmAdmin := srv.Token("acme", "admin")
+	alice := srv.Token("acme", "alice")
+	start := time.Now().UTC().Add(-time.Second)
+
+	res := adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"a@initech.test"}`)
+	require.Equal(t, http.StatusCreated, res.status)
+	tenantID := res.json(t)["result"].(map[string]any)["tenantId"].(string)
+	require.Equal(t, http.StatusConflict, adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"a@initech.test"}`).status)
+	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":600}`).status)
+	orgRes := send(t, srv, http.MethodPost, "/admin/realms/acme/organizations", "application/json",
+		strings.NewReader(`{"name":"Acme APAC","alias":"apac"}`), http.Header{"Authorization": {"Bearer " + realmAdmin}})
+	require.Equal(t, http.StatusCreated, orgRes.status, string(orgRes.body))
+	orgID := orgRes.json(t)["result"].(map[string]any)["id"].(string)
+	denied := send(t, srv, http.MethodPost, "/admin/realms/acme/organizations", "application/json",
+		strings.NewReader(`{"name":"Nope","alias":"nope"}`), http.Header{"Authorization": {"Bearer " + alice}})
+	require.Equal(t, http.StatusForbidden, denied.status)
+	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodDelete, "/admin/tenants/"+tenantID, admin, "").status)
+
+	type row struct{ actor, action, tenant, typ, resID, outcome string }
+	list := func(query string) []row {
+		t.Helper()
+		res := adminCall(t, srv, http.MethodGet, "/admin/audit"+query, admin, "")
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		var rows []row
+		for _, e := range res.json(t)["results"].([]any) {
+			m := e.(map[string]any)
+			require.NotEmpty(t, m["id"])
+			_, err := time.Parse(time.RFC3339, m["timestamp"].(string))
+			require.NoError(t, err)
+			rows = append(rows, row{m["actorId"].(string), m["action"].(string), m["tenantId"].(string),
+				m["resourceType"].(string), m["resourceId"].(string), m["outcome"].(string)})
+		}
+		return rows
+	}
+	all := []row{ // newest first
+		{adminSub, "tenant.decommission", tenantID, "tenant", tenantID, "SUCCESS"},
+		{subjectOf(t, alice), "organization.create", "acme", "organization", "", "FAILURE"},
+		{subjectOf(t, realmAdmin), "organization.create", "acme", "organization", orgID, "SUCCESS"},
+		{adminSub, "config.update", "master", "config", "config", "SUCCESS"},
+		{adminSub, "tenant.create", "master", "tenant", "", "FAILURE"},
+		{adminSub, "tenant.create", tenantID, "tenant", tenantID, "SUCCESS"},
+	}
+	require.Equal(t, all, list(""))
+	require.Equal(t, all[1:2], list("?actorId="+subjectOf(t, alice)))
+	require.Equal(t, []row{all[0], all[5]}, list("?tenantId="+tenantID))
+	require.Equal(t, []row{all[4], all[5]}, list("?action=tenant.create"))
+	require.Equal(t, all[:2], list("?count=2"))
+	require.Equal(t, all[2:4], list("?offset=2&count=2"))
+	require.Equal(t, all, list("?from="+url.QueryEscape(start.Format(time.RFC3339Nano))))
+	require.Empty(t, list("?to="+url.QueryEscape(start.Format(time.RFC3339))))
+	require.Empty(t, list("?from="+url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))))
+
+	res = adminCall(t, srv, http.MethodGet, "/admin/audit?from=yesterday", admin, "")
+	require.Equal(t, http.StatusBadRequest, res.status)
+	res = adminCall(t, srv, http.MethodGet, "/admin/audit?count=0", admin, "")
+	require.Equal(t, http.StatusBadRequest, res.status)
+}
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	admin := srv.AdminToken()
+	res := adminCall(t, srv, http.MethodGet, "/admin/config", admin, "")
+	require.Equal(t, http.StatusOK, res.status)
+	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":300,"maxPageSize":100,"dpopNonceRequired":false,"decisionLatencyMs":0,"decisionFailureRate":0}}`, string(res.body))
+
+	res = adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":60,"decisionLatencyMs":1,"decisionFailureRate":0.25}`)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":100,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0.25}}`, string(res.body))
+	tok := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}, nil)
+	require.EqualValues(t, 60, tok.json(t)["expires_in"])
+
+	for _, tc := range []struct{ name, body, field string }{
+		{"unknown key", `{"tokenLifetime":60}`, "tokenLifetime"},
+		{"lifetime zero", `{"tokenLifetimeSeconds":0}`, "tokenLifetimeSeconds"},
+		{"lifetime not a number", `{"tokenLifetimeSeconds":"60"}`, "tokenLifetimeSeconds"},
+		{"page size too big", `{"maxPageSize":101}`, "maxPageSize"},
+		{"negative latency", `{"decisionLatencyMs":-1}`, "decisionLatencyMs"},
+		{"rate above one", `{"decisionFailureRate":1.5}`, "decisionFailureRate"},
+		{"nonce not a boolean", `{"dpopNonceRequired":"yes"}`, "dpopNonceRequired"},
+		{"null value", `{"decisionFailureRate":null}`, "decisionFailureRate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := adminCall(t, srv, http.MethodPut, "/admin/config", admin, tc.body)
+			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+			require.Equal(t, tc.field, res.json(t)["details"].([]any)[0].(map[string]any)["field"])
+		})
+	}
+	for _, body := range []string{`[]`, `null`, `{`} {
+		res := adminCall(t, srv, http.MethodPut, "/admin/config", admin, body)
+		require.Equal(t, http.StatusBadRequest, res.status, body)
+	}
+	res = adminCall(t, srv, http.MethodGet, "/admin/config", admin, "")
+	require.Contains(t, string(res.body), `"decisionFailureRate":0.25`, "a refused PUT changes nothing")
+}
+
+func TestFaultInjection(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	admin := srv.AdminToken()
+	alice := srv.Token("acme", "alice")
+	health := func() (int, string) {
+		res := adminCall(t, srv, http.MethodGet, "/admin/health", admin, "")
+		m := res.json(t)
+		_, err := time.Parse(time.RFC3339, m["checkedAt"].(string))
+		require.NoError(t, err)
+		require.NotEmpty(t, m["components"])
+		return res.status, m["status"].(string)
+	}
+	code, status := health()
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "UP", status)
+
+	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"decisionFailureRate":1}`).status)
+	for range 20 {
+		res := postJSON(t, srv, authorizePath, alice, `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`)
+		require.Equal(t, http.StatusServiceUnavailable, res.status)
+		require.Equal(t, "Service Unavailable", res.json(t)["error"])
+		res = postJSON(t, srv, "/realms/acme/authorization-decision-provider/get-organizations", alice, `{"clientId":"orders-api"}`)
+		require.Equal(t, http.StatusServiceUnavailable, res.status)
+	}
+	code, status = health()
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "DOWN", status)
+
+	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"decisionLatencyMs":60000}`).status)
+	code, status = health()
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "DEGRADED", status)
+	// The injected delay gives way to the caller's cancellation.
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+authorizePath,
+		strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	began := time.Now()
+	_, err = srv.Client().Do(req)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(began), 10*time.Second)
+
+	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{}`).status)
+	res := postJSON(t, srv, authorizePath, alice, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
+	require.Equal(t, http.StatusOK, res.status)
+}
