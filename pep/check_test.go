@@ -1,0 +1,357 @@
+package pep_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+func TestCheckDecisions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name            string
+		token           string
+		resource, scope string
+		want            pep.Status
+	}{
+		{"granted", aliceToken, "orders", "read", pep.Grant},
+		{"denied", aliceToken, "orders", "write", pep.Deny},
+		{"other token granted", bobToken, "orders", "write", pep.Grant},
+		{"undefined scope is an error answer", aliceToken, "orders", "fly", pep.Error},
+		{"undefined resource is an error answer", aliceToken, "rockets", "read", pep.Error},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGateway(t)
+			c := g.newClient(t)
+			c.SetToken(tt.token)
+			d, err := c.Check(t.Context(), tt.resource, tt.scope)
+			require.NoError(t, err)
+			assert.Equal(t, tt.resource, d.Resource)
+			assert.Equal(t, tt.scope, d.Scope)
+			assert.False(t, d.Cached)
+			requireGatewayDecision(t, d, tt.want)
+		})
+	}
+}
+
+func TestRequestOnTheWire(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		opts        []pep.CallOption
+		wantContext map[string]any
+	}{
+		{
+			name:        "no request context sends an empty object",
+			wantContext: map[string]any{},
+		},
+		{
+			name: "request context sent as attributes",
+			opts: []pep.CallOption{pep.WithRequestContext(pep.RequestContext{
+				Method: "GET", Path: "/orders/7", Headers: map[string]string{"X-Tenant": "eu"}, Body: "{}",
+			})},
+			wantContext: map[string]any{"attributes": map[string]any{
+				"method": "GET", "path": "/orders/7", "headers": map[string]any{"X-Tenant": "eu"}, "body": "{}",
+			}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGateway(t)
+			c := g.newClient(t)
+			c.SetToken(aliceToken)
+			_, err := c.Check(t.Context(), "orders", "read", tt.opts...)
+			require.NoError(t, err)
+
+			r := g.last()
+			assert.Equal(t, "POST", r.Method)
+			assert.Equal(t, "/realms/acme/authorization-decision-provider/authorize", r.Path)
+			assert.Equal(t, "application/json", r.ContentType)
+			assert.Equal(t, "Bearer "+aliceToken, r.Authorization)
+			assert.Equal(t, testClient, r.Authorize.ClientID)
+			assert.Equal(t, []string{"orders/read"}, r.Authorize.pairs())
+			assert.Equal(t, tt.wantContext, r.Authorize.Context)
+		})
+	}
+}
+
+func TestGatewayURLWithPathPrefix(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	// The fake serves at the root; a prefix must show up in the path.
+	c, err := pep.New(g.URL+"/gw/", testRealm, testClient, pep.WithHTTPClient(g.Client()), noRetry)
+	require.NoError(t, err)
+	c.SetToken(aliceToken)
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	assert.False(t, d.Allowed(), "the fake has no /gw prefix, so this is a 404")
+	assert.Equal(t, "/gw/realms/acme/authorization-decision-provider/authorize", g.last().Path)
+}
+
+func TestCheckInputErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name            string
+		resource, scope string
+	}{
+		{"empty resource", "", "read"},
+		{"empty scope", "orders", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGateway(t)
+			c := g.newClient(t)
+			c.SetToken(aliceToken)
+			d, err := c.Check(t.Context(), tt.resource, tt.scope)
+			require.EqualError(t, err, "pep: Check needs a resource and a scope")
+			assert.False(t, d.Allowed())
+			assert.Equal(t, pep.Deny, d.Status)
+			assert.Equal(t, 0, g.count(), "a caller mistake sends nothing")
+		})
+	}
+}
+
+func TestCacheHitSkipsGateway(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	c := g.newClient(t)
+	c.SetToken(aliceToken)
+	for i, wantCached := range []bool{false, true, true} {
+		d, err := c.Check(t.Context(), "orders", "read")
+		require.NoError(t, err)
+		requireGatewayDecision(t, d, pep.Grant)
+		assert.Equal(t, wantCached, d.Cached, "call %d", i)
+	}
+	assert.Equal(t, 1, g.count())
+	s := c.Stats()
+	assert.Equal(t, uint64(3), s.Calls)
+	assert.Equal(t, uint64(1), s.GatewayRequests)
+	assert.Equal(t, uint64(2), s.CacheHits)
+	assert.Equal(t, uint64(1), s.CacheMisses)
+	assert.Equal(t, 1, s.CacheEntries)
+}
+
+func TestCacheTTLs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		scope     string // alice may read orders, not write them
+		advance   time.Duration
+		wantFetch bool // the second call reaches the gateway
+	}{
+		{"grant within grantTTL", "read", 29 * time.Second, false},
+		{"grant after grantTTL", "read", 30 * time.Second, true},
+		{"deny within denyTTL", "write", 9 * time.Second, false},
+		{"deny after denyTTL", "write", 10 * time.Second, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := newManualClock()
+			g := newGateway(t)
+			c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(100, 30*time.Second, 10*time.Second))
+			c.SetToken(aliceToken)
+			_, err := c.Check(t.Context(), "orders", tt.scope)
+			require.NoError(t, err)
+			clk.Advance(tt.advance)
+			d, err := c.Check(t.Context(), "orders", tt.scope)
+			require.NoError(t, err)
+			assert.Equal(t, !tt.wantFetch, d.Cached)
+			want := 1
+			if tt.wantFetch {
+				want = 2
+			}
+			assert.Equal(t, want, g.count())
+		})
+	}
+}
+
+func TestCacheKeepsOnlyGatewayGrantAndDeny(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		scope      string
+		wantStatus pep.Status
+		wantCached bool
+	}{
+		{"GRANT is cached", "read", pep.Grant, true},
+		{"DENY is cached", "write", pep.Deny, true},
+		{"ERROR is never cached", "fly", pep.Error, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGateway(t)
+			c := g.newClient(t)
+			c.SetToken(aliceToken)
+			for range 2 {
+				d, err := c.Check(t.Context(), "orders", tt.scope)
+				require.NoError(t, err)
+				requireGatewayDecision(t, d, tt.wantStatus)
+			}
+			if tt.wantCached {
+				assert.Equal(t, 1, g.count())
+				assert.Equal(t, 1, c.Stats().CacheEntries)
+			} else {
+				assert.Equal(t, 2, g.count(), "each call asks the gateway")
+				assert.Equal(t, 0, c.Stats().CacheEntries)
+			}
+		})
+	}
+}
+
+func TestTwoTokensNeverShareCacheEntries(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	// Tokens that differ only in their last byte, same length: whatever a
+	// hash of them does, they are different callers.
+	similarA, similarB := aliceToken+"A", aliceToken+"B"
+	g.grant(similarA, "orders", "delete")
+	g.grant(similarB, "invoices", "pay")
+	c := g.newClient(t)
+
+	tests := []struct {
+		name, token, resource, scope string
+		want                         pep.Status
+	}{
+		{"alice reads orders", aliceToken, "orders", "write", pep.Deny},
+		{"bob writes orders", bobToken, "orders", "write", pep.Grant},
+		{"A deletes orders", similarA, "orders", "delete", pep.Grant},
+		{"B may not delete orders", similarB, "orders", "delete", pep.Deny},
+		{"B pays invoices", similarB, "invoices", "pay", pep.Grant},
+		{"A may not pay invoices", similarA, "invoices", "pay", pep.Deny},
+	}
+	for _, tt := range tests { // sequential: each builds on the cache so far
+		before := g.count()
+		d, err := c.Check(pep.WithToken(t.Context(), tt.token), tt.resource, tt.scope)
+		require.NoError(t, err, tt.name)
+		requireGatewayDecision(t, d, tt.want)
+		assert.False(t, d.Cached, "%s: another token's entry must not answer", tt.name)
+		assert.Equal(t, before+1, g.count(), tt.name)
+		assert.Equal(t, "Bearer "+tt.token, g.last().Authorization, tt.name)
+	}
+}
+
+func TestRequestContextsDoNotShareCacheEntries(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	c := g.newClient(t)
+	c.SetToken(aliceToken)
+	get := pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: "/orders"})
+	post := pep.WithRequestContext(pep.RequestContext{Method: "POST", Path: "/orders"})
+	getAgain := pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: "/orders"})
+
+	for _, step := range []struct {
+		opt        pep.CallOption
+		wantCached bool
+	}{{get, false}, {post, false}, {nil, false}, {getAgain, true}} {
+		var opts []pep.CallOption
+		if step.opt != nil {
+			opts = append(opts, step.opt)
+		}
+		d, err := c.Check(t.Context(), "orders", "read", opts...)
+		require.NoError(t, err)
+		assert.Equal(t, step.wantCached, d.Cached)
+	}
+	assert.Equal(t, 3, g.count())
+}
+
+func TestRequestContextIsCopied(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	c := g.newClient(t)
+	c.SetToken(aliceToken)
+	headers := map[string]string{"X-Tenant": "eu"}
+	opt := pep.WithRequestContext(pep.RequestContext{Method: "GET", Headers: headers})
+	headers["X-Tenant"] = "changed after the option was made"
+	_, err := c.Check(t.Context(), "orders", "read", opt)
+	require.NoError(t, err)
+	attrs := g.last().Authorize.Context["attributes"].(map[string]any)
+	assert.Equal(t, map[string]any{"X-Tenant": "eu"}, attrs["headers"])
+}
+
+func TestNoCacheBypassesReadButStores(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	c := g.newClient(t)
+	c.SetToken(aliceToken)
+
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	require.True(t, d.Allowed())
+
+	// The gateway changes its mind; NoCache sees it, and stores it.
+	g.revoke(aliceToken)
+	g.grant(aliceToken, "invoices", "read")
+	d, err = c.Check(t.Context(), "orders", "read", pep.NoCache())
+	require.NoError(t, err)
+	requireGatewayDecision(t, d, pep.Deny)
+	assert.False(t, d.Cached)
+
+	d, err = c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	assert.True(t, d.Cached)
+	requireGatewayDecision(t, d, pep.Deny)
+	assert.Equal(t, 2, g.count())
+}
+
+func TestCacheDisabled(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	c := g.newClient(t, pep.WithCache(0, 0, 0))
+	c.SetToken(aliceToken)
+	for range 3 {
+		d, err := c.Check(t.Context(), "orders", "read")
+		require.NoError(t, err)
+		assert.False(t, d.Cached)
+	}
+	assert.Equal(t, 3, g.count())
+	assert.Equal(t, pep.Stats{Calls: 3, GatewayRequests: 3}, c.Stats())
+}
+
+func TestCheckHitAllocatesNothing(t *testing.T) {
+	g := newGateway(t)
+	c := g.newClient(t)
+	c.SetToken(aliceToken)
+	ctx := t.Context()
+	_, err := c.Check(ctx, "orders", "read")
+	require.NoError(t, err)
+
+	perCall := pep.WithToken(ctx, bobToken)
+	_, err = c.Check(perCall, "orders", "read")
+	require.NoError(t, err)
+
+	for name, ctx := range map[string]context.Context{"client token": ctx, "per-call token": perCall} {
+		allocs := testing.AllocsPerRun(1000, func() {
+			d, err := c.Check(ctx, "orders", "read")
+			if err != nil || !d.Cached {
+				t.Fatalf("expected a cache hit, got %+v, %v", d, err)
+			}
+		})
+		assert.Zero(t, allocs, name)
+	}
+}
+
+func BenchmarkCheckCached(b *testing.B) {
+	g := newGateway(b)
+	c := g.newClient(b)
+	c.SetToken(aliceToken)
+	ctx := b.Context()
+	_, err := c.Check(ctx, "orders", "read")
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, _ := c.Check(ctx, "orders", "read"); !d.Cached {
+			b.Fatal("expected a cache hit")
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package pep
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/orgauthz/orgauthz/events"
+)
+
+// Client asks the gateway for authorization decisions and fails closed. It
+// is safe for concurrent use. Its configuration is fixed by New; only the
+// token changes afterwards (SetToken, ClearToken).
+type Client struct {
+	realm, clientID  string
+	authorizeURL     string
+	organizationsURL string
+
+	transport http.RoundTripper
+	timeout   time.Duration
+	batchSize int
+	cache     *decisionCache
+	breaker   *breaker
+	flights   singleflight.Group
+	logger    *slog.Logger
+	emitter   *events.Emitter
+	now       func() time.Time
+
+	flightWait func() // test seam: a caller is about to wait on a flight
+
+	token atomic.Pointer[tokenState]
+
+	calls, sent, retries, coalesced, failClosed atomic.Uint64
+}
+
+// New returns a client for the gateway at gatewayURL (an absolute http or
+// https URL, optionally with a path prefix) that asks on behalf of the
+// application clientID in realm. It applies the defaults, then opts, and
+// validates the result once, returning an error that names every setting to
+// fix. The client has no token until SetToken is called (or a per-call one
+// is given with WithToken).
+func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	base, urlErr := parseGatewayURL(gatewayURL)
+	var errs []error
+	if urlErr != nil {
+		errs = append(errs, urlErr)
+	}
+	if strings.TrimSpace(realm) == "" {
+		errs = append(errs, errors.New("pep: the realm is empty; pass the realm (tenant) name, e.g. \"acme\""))
+	}
+	if strings.TrimSpace(clientID) == "" {
+		errs = append(errs, errors.New("pep: the client ID is empty; pass the clientId of the application whose resources are checked"))
+	}
+	if err := cfg.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	logger := cfg.logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{
+		realm:      realm,
+		clientID:   clientID,
+		timeout:    cfg.timeout,
+		batchSize:  cfg.batchSize,
+		logger:     logger,
+		now:        cfg.now,
+		flightWait: cfg.flightWait,
+	}
+	prefix := base + "/realms/" + url.PathEscape(realm) + "/authorization-decision-provider"
+	c.authorizeURL = prefix + "/authorize"
+	c.organizationsURL = prefix + "/get-organizations"
+	c.transport = newTransport(&cfg, &c.sent, &c.retries, logger)
+
+	var err error
+	if c.cache, err = newDecisionCache(cfg.cacheSize, cfg.grantTTL, cfg.denyTTL, cfg.now); err != nil {
+		return nil, fmt.Errorf("pep: WithCache: %w", err)
+	}
+	c.breaker = newBreaker(cfg.breakerFailures, cfg.breakerCoolDown, cfg.now, func(from, to BreakerState) {
+		logger.Warn("pep: circuit breaker changed", "from", from.String(), "to", to.String())
+	})
+	c.emitter = events.NewEmitter(func(ev events.Event, recovered any) {
+		logger.Error("pep: event handler panicked", "event", ev.Kind.String(), "panic", fmt.Sprint(recovered))
+	})
+	for _, h := range cfg.handlers {
+		c.emitter.Subscribe(h)
+	}
+	return c, nil
+}
+
+// parseGatewayURL checks the gateway URL and returns it without a trailing
+// slash. Error messages do not repeat the URL, which might hold secrets.
+func parseGatewayURL(raw string) (string, error) {
+	const hint = "use an absolute http(s) URL such as https://gateway.example.com"
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		return "", errors.New("pep: the gateway URL is empty; " + hint)
+	case err != nil:
+		return "", errors.New("pep: the gateway URL does not parse; " + hint)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("pep: the gateway URL has scheme %q; %s", u.Scheme, hint)
+	case u.Host == "":
+		return "", errors.New("pep: the gateway URL has no host; " + hint)
+	case u.User != nil:
+		return "", errors.New("pep: the gateway URL must not hold user information; the token is the only credential sent")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return "", errors.New("pep: the gateway URL must not have a query or fragment; " + hint)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// SetToken makes token the Bearer token of every later call that has no
+// per-call token. It purges the cached decisions of the previous token and
+// then emits tokenSet (after releasing the client's locks, so handlers may
+// call back into the client). SetToken("") is ClearToken().
+func (c *Client) SetToken(token string) {
+	if token == "" {
+		c.ClearToken()
+		return
+	}
+	c.setCredential(bearer(token))
+}
+
+func (c *Client) setCredential(cred credential) {
+	old := c.token.Swap(newTokenState(cred))
+	if old != nil {
+		c.cache.purge(old.id)
+	}
+	c.emit(events.TokenSet, cred.ident().scheme, nil)
+}
+
+// ClearToken removes the client's token, purges its cached decisions and
+// emits tokenCleared. Later calls without a per-call token fail with
+// ErrNoToken. It does nothing, and emits nothing, when there is no token.
+func (c *Client) ClearToken() {
+	old := c.token.Swap(nil)
+	if old == nil {
+		return
+	}
+	c.cache.purge(old.id)
+	c.emit(events.TokenCleared, old.id.scheme, nil)
+}
+
+// Subscribe adds h to the handlers of the client's token lifecycle events
+// (tokenSet, tokenExpired, tokenCleared) and returns a function that removes
+// it. Handlers run synchronously, in subscription order, on the goroutine
+// that caused the event, with no client lock held: a tokenExpired handler
+// may call SetToken. A panicking handler is recovered and logged at Error.
+func (c *Client) Subscribe(h events.Handler) (unsubscribe func()) {
+	return c.emitter.Subscribe(h)
+}
+
+func (c *Client) emit(kind events.Kind, s scheme, err error) {
+	c.emitter.Emit(events.Event{Kind: kind, Time: c.now(), TokenType: s.String(), Err: err})
+}
+
+// Stats is a snapshot of a client's counters. Counters only grow.
+type Stats struct {
+	// Calls counts Check, CheckMany, ListGranted and Organizations calls.
+	Calls uint64
+	// GatewayRequests counts HTTP requests sent to the gateway, every
+	// retry included.
+	GatewayRequests uint64
+	// Retries counts the requests that were retries of a failed one.
+	Retries uint64
+	// Coalesced counts the times a call shared a gateway request that an
+	// identical concurrent call had already started, instead of sending
+	// its own.
+	Coalesced uint64
+	// CacheHits and CacheMisses count cache lookups, one per pair.
+	CacheHits, CacheMisses uint64
+	// CacheEvictions counts live decisions pushed out of a full cache.
+	CacheEvictions uint64
+	// CacheEntries is the number of decisions cached now.
+	CacheEntries int
+	// FailClosed counts decisions the client denied itself (those with a
+	// non-nil Cause) instead of reporting a gateway answer.
+	FailClosed uint64
+	// Breaker is the circuit breaker's state now.
+	Breaker BreakerState
+}
+
+// Stats returns the client's counters. It is cheap and safe to call at any
+// time.
+func (c *Client) Stats() Stats {
+	cs, n := c.cache.stats()
+	return Stats{
+		Calls:           c.calls.Load(),
+		GatewayRequests: c.sent.Load(),
+		Retries:         c.retries.Load(),
+		Coalesced:       c.coalesced.Load(),
+		CacheHits:       cs.Hits,
+		CacheMisses:     cs.Misses,
+		CacheEvictions:  cs.Evictions,
+		CacheEntries:    n,
+		FailClosed:      c.failClosed.Load(),
+		Breaker:         c.breaker.current(),
+	}
+}

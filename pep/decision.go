@@ -1,0 +1,186 @@
+package pep
+
+import "strconv"
+
+// Status is the gateway's verdict on one resource-scope pair. The zero value
+// is [Deny], so a Status that was never set never grants.
+type Status uint8
+
+const (
+	// Deny means the caller may not use the scope (or the client failed
+	// closed; see Decision.Cause).
+	Deny Status = iota
+	// Grant means the gateway explicitly allowed the pair.
+	Grant
+	// Error means the gateway could not evaluate the pair, e.g. the
+	// resource or scope is not defined on the client. It never allows.
+	Error
+)
+
+// String returns "GRANT", "DENY" or "ERROR", the strings of the wire format,
+// and "Status(n)" for any other value.
+func (s Status) String() string {
+	switch s {
+	case Grant:
+		return "GRANT"
+	case Deny:
+		return "DENY"
+	case Error:
+		return "ERROR"
+	}
+	return "Status(" + strconv.Itoa(int(s)) + ")"
+}
+
+// parseStatus maps a wire status to a Status; it is strict about case.
+func parseStatus(s string) (Status, bool) {
+	switch s {
+	case "GRANT":
+		return Grant, true
+	case "DENY":
+		return Deny, true
+	case "ERROR":
+		return Error, true
+	}
+	return Deny, false
+}
+
+// Decision is the answer for one resource-scope pair.
+type Decision struct {
+	Resource string
+	Scope    string
+	// Status is the gateway's answer, or Deny when the client failed closed.
+	Status Status
+	// Cached reports that the answer came from the client's cache.
+	Cached bool
+	// Cause is non-nil exactly when the client, not the gateway, decided:
+	// it failed closed (errors.Is(Cause, ErrUnavailable) for transport
+	// failures, timeouts and an open circuit breaker; a *ResponseError for
+	// unusable gateway answers) or the call also returned an error (no
+	// token, 401, a caller mistake). Status is then Deny.
+	Cause error
+}
+
+// Allowed reports whether the gateway explicitly granted the pair. It is
+// false for Deny, for Error and whenever Cause is set.
+func (d Decision) Allowed() bool {
+	return d.Status == Grant && d.Cause == nil
+}
+
+// Result is the answer for several pairs.
+type Result struct {
+	// Status is computed by the client: Deny if any pair is denied
+	// (including a fail-closed pair), otherwise Error if any pair is Error,
+	// otherwise Grant. A Result without decisions is Deny.
+	Status Status
+	// Decisions holds one decision per requested pair, in request order
+	// with duplicates removed.
+	Decisions []Decision
+}
+
+// Allowed reports whether every requested pair was granted. It is false for
+// an empty Result.
+func (r Result) Allowed() bool {
+	if r.Status != Grant || len(r.Decisions) == 0 {
+		return false
+	}
+	for _, d := range r.Decisions {
+		if !d.Allowed() {
+			return false
+		}
+	}
+	return true
+}
+
+// overall computes Result.Status from per-pair decisions (ARCHITECTURE 3.6).
+func overall(ds []Decision) Status {
+	if len(ds) == 0 {
+		return Deny
+	}
+	sawError := false
+	for _, d := range ds {
+		switch {
+		case d.Cause != nil || d.Status == Deny:
+			return Deny
+		case d.Status == Error:
+			sawError = true
+		case d.Status != Grant:
+			return Deny
+		}
+	}
+	if sawError {
+		return Error
+	}
+	return Grant
+}
+
+// Resource names a resource and the scopes asked for on it.
+type Resource struct {
+	Name string
+	// Scopes lists the scopes to check. For ListGranted an empty list means
+	// every scope defined on the resource, and the Name "*" every resource
+	// of the client; CheckMany needs at least one scope per resource.
+	Scopes []string
+}
+
+// Permission is one pair listed by ListGranted; its Status is always Grant.
+type Permission struct {
+	Resource string
+	Scope    string
+	Status   Status
+}
+
+// RequestContext describes the request being authorized; it is sent to the
+// gateway as the decision's context attributes, where policies can use it
+// (for example to allow a scope only for some HTTP methods). Different
+// request contexts never share cached decisions.
+type RequestContext struct {
+	Method  string
+	Path    string
+	Headers map[string]string
+	Body    string
+}
+
+// CallOption adjusts one Check, CheckMany or ListGranted call.
+type CallOption interface {
+	applyCall(*callConfig)
+}
+
+type callConfig struct {
+	reqCtx  *RequestContext
+	noCache bool
+}
+
+type callOptionFunc func(*callConfig)
+
+func (f callOptionFunc) applyCall(c *callConfig) { f(c) }
+
+// WithRequestContext sends rc as the decision context of the call. The
+// client copies rc; it does not keep or change the caller's map.
+func WithRequestContext(rc RequestContext) CallOption {
+	if rc.Headers != nil {
+		h := make(map[string]string, len(rc.Headers))
+		for k, v := range rc.Headers {
+			h[k] = v
+		}
+		rc.Headers = h
+	}
+	return callOptionFunc(func(c *callConfig) { c.reqCtx = &rc })
+}
+
+// NoCache makes the call ask the gateway even for pairs the cache holds.
+// The fresh answers are still stored for later calls.
+func NoCache() CallOption {
+	return callOptionFunc(func(c *callConfig) { c.noCache = true })
+}
+
+// applyCallOptions is kept out of the callers so that a call without options
+// does not allocate.
+func applyCallOptions(opts []CallOption) callConfig {
+	var cc callConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyCall(&cc)
+		}
+	}
+	return cc
+}

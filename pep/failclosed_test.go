@@ -1,0 +1,347 @@
+package pep_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// fastRetry keeps retry tests quick: 2 retries, 1-2 ms apart.
+var fastRetry = pep.WithRetry(2, time.Millisecond, 2*time.Millisecond)
+
+// bodyHook answers every request with 200 and body.
+func bodyHook(body string) gwHook {
+	return func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body))
+		return true
+	}
+}
+
+// mockGateway returns a client whose transport is an httpmock transport
+// answering the authorize URL with responder.
+func mockGateway(t *testing.T, responder httpmock.Responder, opts ...pep.Option) *pep.Client {
+	t.Helper()
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder(http.MethodPost,
+		"https://gateway.test/realms/acme/authorization-decision-provider/authorize", responder)
+	all := append([]pep.Option{pep.WithHTTPClient(&http.Client{Transport: mock})}, opts...)
+	c, err := pep.New("https://gateway.test", testRealm, testClient, all...)
+	require.NoError(t, err)
+	return c
+}
+
+// wantUnavailable checks the Cause of a transport failure or timeout.
+func wantUnavailable(also ...error) func(*testing.T, error) {
+	return func(t *testing.T, cause error) {
+		t.Helper()
+		require.ErrorIs(t, cause, pep.ErrUnavailable)
+		for _, e := range also {
+			require.ErrorIs(t, cause, e)
+		}
+		var re *pep.ResponseError
+		assert.False(t, errors.As(cause, &re), "a transport failure is not a gateway answer")
+	}
+}
+
+// wantAnswer checks the Cause of an unusable gateway answer.
+func wantAnswer(status int, also ...error) func(*testing.T, error) {
+	return func(t *testing.T, cause error) {
+		t.Helper()
+		var re *pep.ResponseError
+		require.ErrorAs(t, cause, &re)
+		assert.Equal(t, status, re.StatusCode)
+		for _, e := range also {
+			require.ErrorIs(t, cause, e)
+		}
+	}
+}
+
+// TestFailClosed names every path of ARCHITECTURE.md section 3 rule 2 (and
+// 3xx, 5): each ends in DENY with a Cause and a nil error, caches nothing,
+// and the next call asks the gateway again.
+func TestFailClosed(t *testing.T) {
+	t.Parallel()
+	const asked = `{"resource":"orders","scope":"read","status":"GRANT"}`
+	tests := []struct {
+		name string
+		// setup returns a client whose token is alice's; a nil hook
+		// means the fake gateway is not used.
+		setup        func(t *testing.T) *pep.Client
+		wantRequests uint64 // gateway requests made by one call
+		wantCause    func(*testing.T, error)
+	}{
+		{
+			name: "gateway unreachable",
+			setup: func(t *testing.T) *pep.Client {
+				closed := httptest.NewServer(http.NotFoundHandler())
+				closed.Close()
+				c, err := pep.New(closed.URL, testRealm, testClient, fastRetry)
+				require.NoError(t, err)
+				return c
+			},
+			wantRequests: 3, // connection errors are retried
+			wantCause:    wantUnavailable(),
+		},
+		{
+			name: "connection reset",
+			setup: func(t *testing.T) *pep.Client {
+				return mockGateway(t, httpmock.NewErrorResponder(errors.New("connection reset by peer")), fastRetry)
+			},
+			wantRequests: 3,
+			wantCause:    wantUnavailable(),
+		},
+		{
+			name: "timeout",
+			setup: func(t *testing.T) *pep.Client {
+				g := newGateway(t)
+				g.setHook(func(_ http.ResponseWriter, r *http.Request, _ int) bool {
+					select { // answer only when the client has given up
+					case <-r.Context().Done():
+					case <-g.closing:
+					}
+					return true
+				})
+				return g.newClient(t, pep.WithTimeout(20*time.Millisecond), fastRetry)
+			},
+			wantRequests: 1, // a timeout is not retried
+			wantCause:    wantUnavailable(context.DeadlineExceeded),
+		},
+		{
+			name:         "500 is not retried",
+			setup:        gatewayWith(statusHook(http.StatusInternalServerError), fastRetry),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusInternalServerError, pep.ErrUnavailable),
+		},
+		{
+			name:         "502 after retries",
+			setup:        gatewayWith(statusHook(http.StatusBadGateway), fastRetry),
+			wantRequests: 3,
+			wantCause:    wantAnswer(http.StatusBadGateway, pep.ErrUnavailable),
+		},
+		{
+			name:         "503 after retries",
+			setup:        gatewayWith(statusHook(http.StatusServiceUnavailable), fastRetry),
+			wantRequests: 3,
+			wantCause:    wantAnswer(http.StatusServiceUnavailable, pep.ErrUnavailable),
+		},
+		{
+			name:         "504 after retries",
+			setup:        gatewayWith(statusHook(http.StatusGatewayTimeout), fastRetry),
+			wantRequests: 3,
+			wantCause:    wantAnswer(http.StatusGatewayTimeout, pep.ErrUnavailable),
+		},
+		{
+			name:         "429 after retries",
+			setup:        gatewayWith(statusHook(http.StatusTooManyRequests), fastRetry),
+			wantRequests: 3,
+			wantCause:    wantAnswer(http.StatusTooManyRequests),
+		},
+		{
+			name:         "400",
+			setup:        gatewayWith(statusHook(http.StatusBadRequest), fastRetry),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusBadRequest),
+		},
+		{
+			name:         "403",
+			setup:        gatewayWith(statusHook(http.StatusForbidden), fastRetry),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusForbidden),
+		},
+		{
+			name:         "404",
+			setup:        gatewayWith(statusHook(http.StatusNotFound), fastRetry),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusNotFound),
+		},
+		{
+			name:         "unparseable body",
+			setup:        gatewayWith(bodyHook(`<html>maintenance</html>`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
+			name:         "trailing garbage after the JSON",
+			setup:        gatewayWith(bodyHook(`{"status":"GRANT","permissions":[` + asked + `]} {}`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
+			name:         "wrong JSON types",
+			setup:        gatewayWith(bodyHook(`{"status":"GRANT","permissions":{"orders":"read"}}`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
+			name:         "unknown pair status",
+			setup:        gatewayWith(bodyHook(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"ALLOW"}]}`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
+			name:         "status in the wrong case",
+			setup:        gatewayWith(bodyHook(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"grant"}]}`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
+			name:         "unknown top-level status",
+			setup:        gatewayWith(bodyHook(`{"status":"OK","permissions":[` + asked + `]}`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
+			name:         "missing pair",
+			setup:        gatewayWith(bodyHook(`{"status":"GRANT","permissions":[]}`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
+			name: "only pairs that were not asked for",
+			setup: gatewayWith(bodyHook(`{"status":"GRANT","permissions":[` +
+				`{"resource":"orders","scope":"write","status":"GRANT"},` +
+				`{"resource":"order","scope":"read","status":"GRANT"}]}`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
+			name: "conflicting duplicate pair",
+			setup: gatewayWith(bodyHook(`{"status":"DENY","permissions":[` + asked +
+				`,{"resource":"orders","scope":"read","status":"DENY"}]}`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
+			name: "body over the 1 MiB limit",
+			// Valid JSON granting the pair, made long by whitespace.
+			setup: gatewayWith(bodyHook(`{"status":"GRANT","permissions":[` + asked + `]` +
+				strings.Repeat(" ", 1<<20) + `}`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
+			name:         "redirect (302)",
+			setup:        redirectingGateway(http.StatusFound),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusFound),
+		},
+		{
+			name:         "redirect (307)",
+			setup:        redirectingGateway(http.StatusTemporaryRedirect),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusTemporaryRedirect),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := tt.setup(t)
+			c.SetToken(aliceToken)
+
+			d, err := c.Check(t.Context(), "orders", "read")
+			require.NoError(t, err, "failing closed is not an error")
+			assert.False(t, d.Allowed())
+			assert.Equal(t, pep.Deny, d.Status)
+			assert.False(t, d.Cached)
+			require.Error(t, d.Cause)
+			tt.wantCause(t, d.Cause)
+
+			s := c.Stats()
+			assert.Equal(t, tt.wantRequests, s.GatewayRequests)
+			assert.Equal(t, 0, s.CacheEntries, "a fail-closed denial is never cached")
+			assert.Equal(t, uint64(1), s.FailClosed)
+
+			// The next call asks the gateway again and fails closed again.
+			d, err = c.Check(t.Context(), "orders", "read")
+			require.NoError(t, err)
+			assert.False(t, d.Allowed())
+			assert.False(t, d.Cached)
+			assert.Equal(t, 2*tt.wantRequests, c.Stats().GatewayRequests)
+
+			// The same holds for CheckMany.
+			r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read"}}})
+			require.NoError(t, err)
+			assert.False(t, r.Allowed())
+			assert.Equal(t, pep.Deny, r.Status)
+			require.Len(t, r.Decisions, 1)
+			tt.wantCause(t, r.Decisions[0].Cause)
+		})
+	}
+}
+
+// gatewayWith returns a setup that answers with hook on the fake gateway.
+func gatewayWith(hook gwHook, opts ...pep.Option) func(t *testing.T) *pep.Client {
+	return func(t *testing.T) *pep.Client {
+		g := newGateway(t)
+		g.setHook(hook)
+		return g.newClient(t, opts...)
+	}
+}
+
+// redirectingGateway answers with a redirect to a server that would grant
+// everything; the test fails if that server is ever asked.
+func redirectingGateway(status int) func(t *testing.T) *pep.Client {
+	return func(t *testing.T) *pep.Client {
+		var followed atomic.Int64
+		permissive := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			followed.Add(1)
+			_, _ = w.Write([]byte(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`))
+		}))
+		t.Cleanup(permissive.Close)
+		t.Cleanup(func() { assert.Zero(t, followed.Load(), "the redirect was followed") })
+		g := newGateway(t)
+		g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+			http.Redirect(w, r, permissive.URL+r.URL.Path, status)
+			return true
+		})
+		return g.newClient(t)
+	}
+}
+
+func TestCallerDeadlineFailsClosed(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.setHook(func(_ http.ResponseWriter, r *http.Request, _ int) bool {
+		select {
+		case <-r.Context().Done():
+		case <-g.closing:
+		}
+		return true
+	})
+	c := g.newClient(t) // default 2 s timeout: the caller's deadline is earlier
+	c.SetToken(aliceToken)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	d, err := c.Check(ctx, "orders", "read")
+	require.NoError(t, err)
+	assert.False(t, d.Allowed())
+	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
+	require.ErrorIs(t, d.Cause, context.DeadlineExceeded)
+}
+
+func TestCancelledContextFailsClosedWithoutRequest(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	c := g.newClient(t)
+	c.SetToken(aliceToken)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	d, err := c.Check(ctx, "orders", "read")
+	require.NoError(t, err)
+	assert.False(t, d.Allowed())
+	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
+	require.ErrorIs(t, d.Cause, context.Canceled)
+	assert.Equal(t, 0, c.Stats().CacheEntries)
+}

@@ -1,0 +1,369 @@
+package pep_test
+
+// A small, faithful fake of the gateway's authorization-decision-provider
+// (ARCHITECTURE.md section 4, SERVICE.md section 6), served over real HTTP.
+// It stands in for the reference server (package mockserver) until that one
+// is ready, and is kept in this file alone so that it can be swapped out.
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+const (
+	testRealm  = "acme"
+	testClient = "orders-api"
+	aliceToken = "alice-token.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
+	bobToken   = "bob-token.eyJzdWIiOiJib2IifQ.c2lnbmF0dXJl"
+)
+
+// gwRequest is one request the fake gateway received.
+type gwRequest struct {
+	Path          string
+	Method        string
+	ContentType   string
+	Authorization string
+	Header        http.Header
+	Authorize     gwAuthorize // decoded body of an authorize request
+	ClientID      string      // clientId of a get-organizations request
+}
+
+type gwAuthorize struct {
+	ClientID  string `json:"clientId"`
+	Resources []struct {
+		Name   string   `json:"name"`
+		Scopes []string `json:"scopes"`
+	} `json:"resources"`
+	Context map[string]any `json:"context"`
+}
+
+// pairs lists the requested pairs as "resource/scope" ("resource/*" for an
+// empty scope list), in request order.
+func (a gwAuthorize) pairs() []string {
+	var out []string
+	for _, r := range a.Resources {
+		if len(r.Scopes) == 0 {
+			out = append(out, r.Name+"/*")
+		}
+		for _, s := range r.Scopes {
+			out = append(out, r.Name+"/"+s)
+		}
+	}
+	return out
+}
+
+type gwPermission struct {
+	Resource string `json:"resource"`
+	Scope    string `json:"scope"`
+	Status   string `json:"status"`
+}
+
+// gwHook may answer a request in the gateway's place: it returns true when
+// it wrote the response. n counts the gateway's requests from 1.
+type gwHook func(w http.ResponseWriter, r *http.Request, n int) bool
+
+type gateway struct {
+	*httptest.Server
+	t testing.TB
+	// closing is closed before the server shuts down, to free handlers
+	// that a test left blocked.
+	closing chan struct{}
+
+	mu       sync.Mutex
+	catalog  map[string][]string        // resource -> defined scopes, in order
+	order    []string                   // resources in definition order
+	grants   map[string]map[string]bool // token -> "resource/scope" -> granted
+	orgs     map[string]map[string]any  // token -> organization object
+	requests []gwRequest
+	hook     gwHook
+}
+
+// newGateway starts a fake gateway for realm acme and client orders-api.
+// Resources: orders (read, write, delete) and invoices (read, pay). alice
+// may read orders and invoices; bob may read and write orders.
+func newGateway(t testing.TB) *gateway {
+	t.Helper()
+	g := &gateway{
+		t:       t,
+		closing: make(chan struct{}),
+		catalog: map[string][]string{},
+		grants:  map[string]map[string]bool{},
+		orgs:    map[string]map[string]any{},
+	}
+	g.define("orders", "read", "write", "delete")
+	g.define("invoices", "read", "pay")
+	g.grant(aliceToken, "orders", "read")
+	g.grant(aliceToken, "invoices", "read")
+	g.grant(bobToken, "orders", "read", "write")
+
+	mux := http.NewServeMux()
+	prefix := "/realms/" + testRealm + "/authorization-decision-provider"
+	mux.HandleFunc("POST "+prefix+"/authorize", g.authorize)
+	mux.HandleFunc("POST "+prefix+"/get-organizations", g.organizations)
+	g.Server = httptest.NewServer(g.record(mux))
+	t.Cleanup(g.Close)
+	t.Cleanup(func() { close(g.closing) }) // runs first
+	return g
+}
+
+// define adds a resource with its scopes to the client's catalog.
+func (g *gateway) define(resource string, scopes ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.catalog[resource]; !ok {
+		g.order = append(g.order, resource)
+	}
+	g.catalog[resource] = append(g.catalog[resource], scopes...)
+}
+
+// grant makes token valid and grants it the scopes on resource.
+func (g *gateway) grant(token, resource string, scopes ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.grants[token] == nil {
+		g.grants[token] = map[string]bool{}
+	}
+	for _, s := range scopes {
+		g.grants[token][resource+"/"+s] = true
+	}
+}
+
+// revoke makes token unknown: the gateway answers 401 to it.
+func (g *gateway) revoke(token string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.grants, token)
+}
+
+func (g *gateway) setHook(h gwHook) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hook = h
+}
+
+// count returns how many requests reached the gateway.
+func (g *gateway) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.requests)
+}
+
+// received returns a copy of the requests so far.
+func (g *gateway) received() []gwRequest {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]gwRequest(nil), g.requests...)
+}
+
+// last returns the latest request; the test fails if there is none.
+func (g *gateway) last() gwRequest {
+	g.t.Helper()
+	rs := g.received()
+	require.NotEmpty(g.t, rs, "the gateway received no request")
+	return rs[len(rs)-1]
+}
+
+// newClient returns a pep client for this gateway using the server's own
+// *http.Client, so that its connections close with the server.
+func (g *gateway) newClient(t testing.TB, opts ...pep.Option) *pep.Client {
+	t.Helper()
+	all := append([]pep.Option{pep.WithHTTPClient(g.Client())}, opts...)
+	c, err := pep.New(g.URL, testRealm, testClient, all...)
+	require.NoError(t, err)
+	return c
+}
+
+// record logs every request, then lets the hook or the real handler answer.
+func (g *gateway) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := gwRequest{
+			Path: r.URL.Path, Method: r.Method, ContentType: r.Header.Get("Content-Type"),
+			Authorization: r.Header.Get("Authorization"), Header: r.Header.Clone(),
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "request body too large")
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/authorize") {
+			_ = json.Unmarshal(body, &rec.Authorize)
+		} else {
+			var o struct {
+				ClientID string `json:"clientId"`
+			}
+			_ = json.Unmarshal(body, &o)
+			rec.ClientID = o.ClientID
+		}
+		g.mu.Lock()
+		g.requests = append(g.requests, rec)
+		n, hook := len(g.requests), g.hook
+		g.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if hook != nil && hook(w, r, n) {
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticate returns the grants of the request's Bearer token, or writes
+// a 401 and returns false.
+func (g *gateway) authenticate(w http.ResponseWriter, r *http.Request) (map[string]bool, string, bool) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	g.mu.Lock()
+	grants, known := g.grants[token]
+	g.mu.Unlock()
+	if !ok || !known {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		writeError(w, http.StatusUnauthorized, "invalid or missing token")
+		return nil, "", false
+	}
+	return grants, token, true
+}
+
+func (g *gateway) authorize(w http.ResponseWriter, r *http.Request) {
+	grants, _, ok := g.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		writeError(w, http.StatusBadRequest, "content type must be application/json")
+		return
+	}
+	var req struct {
+		ClientID  *string `json:"clientId"`
+		Resources []struct {
+			Name   string   `json:"name"`
+			Scopes []string `json:"scopes"`
+		} `json:"resources"`
+		Context json.RawMessage `json:"context"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON body")
+		return
+	}
+	switch {
+	case req.ClientID == nil || *req.ClientID != testClient:
+		writeError(w, http.StatusBadRequest, "missing or unknown clientId")
+		return
+	case len(req.Resources) == 0:
+		writeError(w, http.StatusBadRequest, "the resources array cannot be empty")
+		return
+	case len(req.Resources) > 100:
+		writeError(w, http.StatusBadRequest, "more than 100 resources")
+		return
+	case len(req.Context) == 0 || req.Context[0] != '{':
+		writeError(w, http.StatusBadRequest, "context must be an object")
+		return
+	}
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var perms []gwPermission
+	seen := map[string]bool{}
+	add := func(resource, scope string) {
+		key := resource + "/" + scope
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		status := "DENY"
+		switch {
+		case !contains(g.catalog[resource], scope):
+			status = "ERROR"
+		case grants[key]:
+			status = "GRANT"
+		}
+		perms = append(perms, gwPermission{Resource: resource, Scope: scope, Status: status})
+	}
+	for _, res := range req.Resources {
+		switch {
+		case res.Name == "":
+			writeError(w, http.StatusBadRequest, "a resource has no name")
+			return
+		case len(res.Scopes) > 50:
+			writeError(w, http.StatusBadRequest, "more than 50 scopes for resource "+res.Name)
+			return
+		}
+		names := []string{res.Name}
+		if res.Name == "*" {
+			names = g.order
+		}
+		for _, name := range names {
+			if len(res.Scopes) == 0 { // every scope defined on the resource
+				for _, s := range g.catalog[name] {
+					add(name, s)
+				}
+				continue
+			}
+			for _, s := range res.Scopes {
+				if res.Name == "*" && !contains(g.catalog[name], s) {
+					continue // "*" expands only to resources that define s
+				}
+				add(name, s)
+			}
+		}
+	}
+	status := "GRANT"
+	for _, p := range perms {
+		if p.Status == "DENY" {
+			status = "DENY"
+			break
+		}
+		if p.Status == "ERROR" {
+			status = "ERROR"
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": status, "permissions": perms})
+}
+
+func (g *gateway) organizations(w http.ResponseWriter, r *http.Request) {
+	_, token, ok := g.authenticate(w, r)
+	if !ok {
+		return
+	}
+	g.mu.Lock()
+	org, found := g.orgs[token]
+	g.mu.Unlock()
+	if !found {
+		org = map[string]any{"userId": token[:strings.IndexByte(token, '-')], "tenants": []any{}}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": true, "organization": org})
+}
+
+// setOrganization sets what get-organizations answers for token.
+func (g *gateway) setOrganization(token string, org map[string]any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.orgs[token] = org
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes the service's error body shape.
+func writeError(w http.ResponseWriter, status int, message string) {
+	writeJSON(w, status, map[string]string{"error": http.StatusText(status), "message": message})
+}

@@ -1,0 +1,44 @@
+package pep_test
+
+import (
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// manualClock is a clock that moves only when told to.
+type manualClock struct{ ns atomic.Int64 }
+
+func newManualClock() *manualClock {
+	c := &manualClock{}
+	c.ns.Store(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *manualClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *manualClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// noRetry keeps tests of single answers to one request each.
+var noRetry = pep.WithRetry(0, 0, 0)
+
+// statusHook answers every request with status and the service's error body.
+func statusHook(status int) gwHook {
+	return func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+		writeError(w, status, "injected")
+		return true
+	}
+}
+
+// requireGatewayDecision asserts a decision the gateway made.
+func requireGatewayDecision(t *testing.T, d pep.Decision, want pep.Status) {
+	t.Helper()
+	require.NoError(t, d.Cause)
+	assert.Equal(t, want, d.Status)
+	assert.Equal(t, want == pep.Grant, d.Allowed())
+}

@@ -1,0 +1,203 @@
+package pep
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/orgauthz/orgauthz/events"
+)
+
+// Defaults applied by New before the options.
+const (
+	DefaultTimeout         = 2 * time.Second
+	DefaultRetryMax        = 2
+	DefaultRetryMinWait    = 25 * time.Millisecond
+	DefaultRetryMaxWait    = 400 * time.Millisecond
+	DefaultCacheSize       = 10_000
+	DefaultGrantTTL        = 30 * time.Second
+	DefaultDenyTTL         = 10 * time.Second
+	DefaultBatchSize       = 100
+	DefaultBreakerFailures = 5
+	DefaultBreakerCoolDown = 5 * time.Second
+)
+
+// Option configures a Client in New. Options are applied in order (a later
+// one wins) and the result is validated once; an invalid value makes New
+// return an error that names the option.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	httpClient *http.Client
+
+	retryMax               int
+	retryMin, retryMaxWait time.Duration
+
+	timeout time.Duration
+
+	cacheSize         int
+	grantTTL, denyTTL time.Duration
+
+	batchSize int
+
+	logger   *slog.Logger
+	handlers []events.Handler
+
+	breakerFailures int
+	breakerCoolDown time.Duration
+
+	// Test seams, set only from export_test.go.
+	now        func() time.Time
+	flightWait func()
+
+	errs []error
+}
+
+func defaultConfig() config {
+	return config{
+		httpClient:      &http.Client{},
+		retryMax:        DefaultRetryMax,
+		retryMin:        DefaultRetryMinWait,
+		retryMaxWait:    DefaultRetryMaxWait,
+		timeout:         DefaultTimeout,
+		cacheSize:       DefaultCacheSize,
+		grantTTL:        DefaultGrantTTL,
+		denyTTL:         DefaultDenyTTL,
+		batchSize:       DefaultBatchSize,
+		breakerFailures: DefaultBreakerFailures,
+		breakerCoolDown: DefaultBreakerCoolDown,
+		now:             time.Now,
+	}
+}
+
+// WithHTTPClient makes the client send its requests with a copy of hc: its
+// Transport (nil means http.DefaultTransport), Timeout (per attempt) and Jar
+// are used; its CheckRedirect is replaced in the copy, because the client
+// never follows redirects. hc itself is never modified. A nil hc is an error.
+func WithHTTPClient(hc *http.Client) Option {
+	return optionFunc(func(c *config) {
+		if hc == nil {
+			c.errs = append(c.errs, errors.New("pep: WithHTTPClient: the *http.Client is nil; omit the option to use the default"))
+			return
+		}
+		c.httpClient = hc
+	})
+}
+
+// WithRetry sets how often a failed gateway request is retried (max, 0
+// disables retrying) and the bounds of the exponential backoff with jitter
+// between attempts. Only connection errors and the statuses 429, 502, 503
+// and 504 are retried. A Retry-After header (on 429 and 503) up to maxWait is
+// waited out exactly; a longer one ends the retries. No retry starts when
+// its wait would run past the call's deadline. Defaults: 2 retries, 25 ms to
+// 400 ms. max must not be negative; when it is positive, minWait must be
+// positive and maxWait at least minWait.
+func WithRetry(max int, minWait, maxWait time.Duration) Option {
+	return optionFunc(func(c *config) {
+		c.retryMax, c.retryMin, c.retryMaxWait = max, minWait, maxWait
+	})
+}
+
+// WithTimeout bounds every call whose context has no earlier deadline,
+// retries included. Default 2 s. It must be positive.
+func WithTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.timeout = d })
+}
+
+// WithCache sets the decision cache: at most size entries (0 disables the
+// cache), gateway GRANT answers kept for grantTTL and DENY answers for
+// denyTTL (a zero TTL keeps none of that kind). ERROR answers and fail-closed
+// denials are never cached. Defaults: 10,000 entries, 30 s, 10 s. Negative
+// values are errors.
+func WithCache(size int, grantTTL, denyTTL time.Duration) Option {
+	return optionFunc(func(c *config) {
+		c.cacheSize, c.grantTTL, c.denyTTL = size, grantTTL, denyTTL
+	})
+}
+
+// WithBatchSize sets how many resource-scope pairs go into one gateway
+// request; CheckMany and ListGranted split larger calls into several
+// requests sent in parallel (at most 4 at a time per call). Default 100,
+// which is also the most resources the reference server accepts in one
+// request. It must be positive.
+func WithBatchSize(pairs int) Option {
+	return optionFunc(func(c *config) { c.batchSize = pairs })
+}
+
+// WithLogger makes the client log to l: requests and retries at Debug,
+// fail-closed decisions and breaker changes at Warn, panicking event
+// handlers at Error. Tokens are never logged. A nil l (and the default) logs
+// nothing.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) { c.logger = l })
+}
+
+// WithEventHandler subscribes h to the client's token lifecycle events from
+// the start (see Client.Subscribe). It may be given several times. A nil h
+// is an error.
+func WithEventHandler(h events.Handler) Option {
+	return optionFunc(func(c *config) {
+		if h == nil {
+			c.errs = append(c.errs, errors.New("pep: WithEventHandler: the handler is nil"))
+			return
+		}
+		c.handlers = append(c.handlers, h)
+	})
+}
+
+// WithBreaker sets the circuit breaker: after failures consecutive failed
+// gateway requests (transport failures, timeouts and 5xx answers, counted
+// after retries; never a DENY or a 4xx) the client denies at once, with
+// Cause ErrCircuitOpen and without calling the gateway, for coolDown; then
+// one request is let through as a probe, and its success closes the breaker
+// while its failure opens it for another coolDown. Defaults: 5 failures, 5 s.
+// failures 0 disables the breaker; otherwise coolDown must be positive.
+func WithBreaker(failures int, coolDown time.Duration) Option {
+	return optionFunc(func(c *config) {
+		c.breakerFailures, c.breakerCoolDown = failures, coolDown
+	})
+}
+
+// validate reports every invalid setting at once.
+func (c *config) validate() error {
+	errs := c.errs
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.retryMax < 0 {
+		add("pep: WithRetry: max must be 0 (no retries) or more, got %d", c.retryMax)
+	}
+	if c.retryMax > 0 {
+		if c.retryMin <= 0 {
+			add("pep: WithRetry: minWait must be positive when retrying, got %v", c.retryMin)
+		}
+		if c.retryMaxWait < c.retryMin {
+			add("pep: WithRetry: maxWait (%v) must be at least minWait (%v)", c.retryMaxWait, c.retryMin)
+		}
+	}
+	if c.timeout <= 0 {
+		add("pep: WithTimeout: the timeout must be positive, got %v", c.timeout)
+	}
+	if c.cacheSize < 0 {
+		add("pep: WithCache: size must be 0 (no cache) or more, got %d", c.cacheSize)
+	}
+	if c.grantTTL < 0 || c.denyTTL < 0 {
+		add("pep: WithCache: TTLs must not be negative, got grant %v and deny %v", c.grantTTL, c.denyTTL)
+	}
+	if c.batchSize <= 0 {
+		add("pep: WithBatchSize: the batch size must be positive, got %d", c.batchSize)
+	}
+	if c.breakerFailures < 0 {
+		add("pep: WithBreaker: failures must be 0 (no breaker) or more, got %d", c.breakerFailures)
+	}
+	if c.breakerFailures > 0 && c.breakerCoolDown <= 0 {
+		add("pep: WithBreaker: coolDown must be positive, got %v", c.breakerCoolDown)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,254 @@
+package pep
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	retryablehttp "github.com/hashicorp/go-retryablehttp"
+)
+
+// The client's HTTP stack is three RoundTripper layers, outermost first:
+//
+//	retryTransport   retries with backoff (go-retryablehttp)
+//	tokenTransport   clones each attempt and attaches the credential
+//	base             the caller's transport, or http.DefaultTransport
+//
+// The layers between retryTransport and tokenTransport are an *http.Client
+// (a copy of the caller's) whose CheckRedirect stops at the first response,
+// so a 3xx reaches the client, which denies.
+
+// newTransport builds the layers from the validated configuration.
+func newTransport(cfg *config, sent, retries *atomic.Uint64, logger *slog.Logger) http.RoundTripper {
+	hc := *cfg.httpClient // copy: the caller's client is never changed
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = &tokenTransport{base: base, sent: sent}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &retryTransport{
+		client:  &hc,
+		max:     cfg.retryMax,
+		minWait: cfg.retryMin,
+		maxWait: cfg.retryMaxWait,
+		logger:  logger,
+		retries: retries,
+	}
+}
+
+// callStateKey is the context key of the per-request callState, the way the
+// client hands the credential of a call down to tokenTransport.
+type callStateKey struct{}
+
+// callState is what tokenTransport needs to know about the call an attempt
+// belongs to.
+type callState struct {
+	cred credential
+}
+
+func withCallState(ctx context.Context, cs *callState) context.Context {
+	return context.WithValue(ctx, callStateKey{}, cs)
+}
+
+// errNoCredential means a request reached tokenTransport without a
+// credential; it is a programming error inside the package.
+var errNoCredential = errors.New("pep: internal error: request without credential")
+
+// credentialError wraps a failure to attach the credential (for example to
+// sign a proof). It is the client's fault, not the gateway's: it is not
+// retried and does not count against the breaker.
+type credentialError struct{ err error }
+
+func (e *credentialError) Error() string { return "pep: cannot attach the token: " + e.err.Error() }
+func (e *credentialError) Unwrap() error { return e.err }
+
+// tokenTransport attaches the call's credential to a clone of every attempt
+// and delegates to base, like golang.org/x/oauth2's Transport.
+type tokenTransport struct {
+	base http.RoundTripper
+	sent *atomic.Uint64
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	cs, _ := req.Context().Value(callStateKey{}).(*callState)
+	if cs == nil || cs.cred == nil {
+		closeBody(req)
+		return nil, errNoCredential
+	}
+	r := req.Clone(req.Context())
+	if err := cs.cred.authorize(r); err != nil {
+		closeBody(req)
+		return nil, &credentialError{err: err}
+	}
+	t.sent.Add(1)
+	return t.base.RoundTrip(r)
+}
+
+func closeBody(r *http.Request) {
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+}
+
+// retryTransport retries failed attempts with go-retryablehttp. A
+// retryablehttp.Client is made per request (it is a small struct) so that
+// the retry policy can see the request's deadline and its own attempt count.
+// Deadlines and Retry-After dates are real time, so it reads the wall clock
+// rather than the client's injectable one.
+type retryTransport struct {
+	client           *http.Client
+	max              int
+	minWait, maxWait time.Duration
+	logger           *slog.Logger
+	retries          *atomic.Uint64
+}
+
+// RoundTrip implements http.RoundTripper. It returns the last attempt's
+// response (whatever its status) or error, never a response and an error.
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rreq, err := t.retryable(req)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	var (
+		retried int           // retries decided so far
+		wait    time.Duration // the wait chosen by the last CheckRetry
+	)
+	rc := &retryablehttp.Client{
+		HTTPClient:   t.client,
+		Logger:       t.logger, // *slog.Logger is a retryablehttp.LeveledLogger; never stderr
+		RetryMax:     t.max,
+		RetryWaitMin: t.minWait,
+		RetryWaitMax: t.maxWait,
+		CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+			if retried >= t.max || !retryable(ctx, resp, err) {
+				return false, nil
+			}
+			w, ok := t.backoff(retried, resp)
+			if !ok {
+				t.logger.Debug("pep: not retrying: Retry-After exceeds the longest wait", "maxWait", t.maxWait)
+				return false, nil
+			}
+			if deadline, has := ctx.Deadline(); has && time.Until(deadline) <= w {
+				t.logger.Debug("pep: not retrying: the next wait would pass the deadline", "wait", w)
+				return false, nil
+			}
+			retried++
+			wait = w
+			t.retries.Add(1)
+			return true, nil
+		},
+		Backoff: func(time.Duration, time.Duration, int, *http.Response) time.Duration {
+			return wait
+		},
+		// Keep the last response instead of retryablehttp's "giving up"
+		// error, so that a final 503 is reported as a 503.
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+	}
+	resp, err := rc.Do(rreq)
+	if err != nil && resp != nil {
+		_ = resp.Body.Close()
+		resp = nil
+	}
+	return resp, err
+}
+
+// retryable wraps a clone of req (the caller's request is not modified)
+// whose body can be replayed for every attempt.
+func (t *retryTransport) retryable(req *http.Request) (*retryablehttp.Request, error) {
+	r := req.Clone(req.Context())
+	if req.Body == nil || req.GetBody == nil {
+		return retryablehttp.FromRequest(r)
+	}
+	rreq := &retryablehttp.Request{Request: r}
+	closeBody(req) // GetBody supplies a fresh reader for every attempt
+	err := rreq.SetBody(retryablehttp.ReaderFunc(func() (io.Reader, error) { return req.GetBody() }))
+	return rreq, err
+}
+
+// retryable reports whether an attempt's outcome may be retried: connection
+// errors and 429, 502, 503, 504. Never 500, 4xx other than 429, a cancelled
+// or expired context, a certificate problem or a credential error.
+func retryable(ctx context.Context, resp *http.Response, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		var (
+			credErr      *credentialError
+			verifyErr    *tls.CertificateVerificationError
+			unknownAuth  x509.UnknownAuthorityError
+			hostnameErr  x509.HostnameError
+			invalidCert  x509.CertificateInvalidError
+			recordHdrErr tls.RecordHeaderError
+		)
+		switch {
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+			errors.Is(err, errNoCredential),
+			errors.As(err, &credErr), errors.As(err, &verifyErr), errors.As(err, &unknownAuth),
+			errors.As(err, &hostnameErr), errors.As(err, &invalidCert), errors.As(err, &recordHdrErr):
+			return false
+		}
+		return true
+	}
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// backoff returns the wait before retry number attempt (0-based): the
+// Retry-After of a 429 or 503 when it fits in maxWait (ok is false when it
+// does not), otherwise minWait doubled per attempt, capped at maxWait, with
+// jitter that keeps it in [d/2, d].
+func (t *retryTransport) backoff(attempt int, resp *http.Response) (wait time.Duration, ok bool) {
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		if d, has := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); has {
+			return d, d <= t.maxWait
+		}
+	}
+	d := t.maxWait
+	if attempt < 62 {
+		if exp := t.minWait << attempt; exp > 0 && exp < t.maxWait {
+			d = exp
+		}
+	}
+	half := d / 2
+	return half + rand.N(d-half+1), true
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 || secs > int64(time.Duration(1<<62)/time.Second) {
+			return 0, false
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	when, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(when.Sub(now), 0), true
+}
+
+// unavailable wraps a transport or context failure as a fail-closed Cause.
+func unavailable(err error) error {
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
