@@ -1,8 +1,10 @@
 package dpop_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -60,4 +62,100 @@ func ExampleTokenHash() {
 	// The access token and ath of RFC 9449 section 7.1.
 	fmt.Println(dpop.TokenHash("Kz~8mXK1EalYznwH-LC-1fBAo.4Ljp~zsPE_NeO.gxU"))
 	// Output: fUHyO2r2Z3DZ53EsNrWBb0xWXoaNy59IiKCAqksmQEo
+}
+
+// Example shows both sides: a client signs a proof for a resource request,
+// the resource server verifies it against the token's cnf.jkt, and a replay
+// of the same proof is refused with the challenge the server would send.
+func Example() {
+	// Client side.
+	signer, err := dpop.GenerateKey()
+	if err != nil {
+		panic(err)
+	}
+	token := "token-bound-to-" + signer.Thumbprint() // issued with cnf.jkt = signer.Thumbprint()
+	proof, err := signer.Proof("GET", "https://rs.example.com/orders?page=2", token, "")
+	if err != nil {
+		panic(err)
+	}
+
+	// Server side: one Verifier shared by all handlers.
+	verifier, err := dpop.NewVerifier()
+	if err != nil {
+		panic(err)
+	}
+	req := dpop.Request{
+		Proofs:      []string{proof}, // r.Header.Values("DPoP")
+		Method:      "GET",
+		URL:         "https://rs.example.com/orders?page=2",
+		AccessToken: token,
+		JKT:         signer.Thumbprint(), // the token's cnf.jkt
+	}
+	res, err := verifier.Verify(context.Background(), req)
+	fmt.Println("accepted:", err == nil, "key matches:", err == nil && res.Thumbprint == signer.Thumbprint())
+
+	_, err = verifier.Verify(context.Background(), req)
+	fmt.Println("replay refused:", errors.Is(err, dpop.ErrReplay))
+	fmt.Println("WWW-Authenticate:", verifier.Challenge(err))
+	// Output:
+	// accepted: true key matches: true
+	// replay refused: true
+	// WWW-Authenticate: DPoP error="invalid_dpop_proof", error_description="proof replayed", algs="ES256 ES384 PS256 RS256 EdDSA"
+}
+
+// serverNonces is a toy Nonces with a single current nonce. A real server
+// rotates nonces and shares them between its instances.
+type serverNonces struct{ current string }
+
+func (n serverNonces) Valid(_ context.Context, nonce string) bool { return nonce == n.current }
+
+func (n serverNonces) Next(context.Context) (string, error) { return n.current, nil }
+
+// ExampleWithNonces shows a server that requires nonces: the first proof is
+// refused with use_dpop_nonce and a nonce, the retry carrying it is accepted.
+func ExampleWithNonces() {
+	verifier, err := dpop.NewVerifier(dpop.WithNonces(serverNonces{current: "eyJ7S_zG.eyJH0-Z.HX4w-7v"}))
+	if err != nil {
+		panic(err)
+	}
+	signer, err := dpop.GenerateKey()
+	if err != nil {
+		panic(err)
+	}
+	verify := func(nonce string) error {
+		proof, err := signer.Proof("POST", "https://as.example.com/token", "", nonce)
+		if err != nil {
+			return err
+		}
+		_, err = verifier.Verify(context.Background(), dpop.Request{
+			Proofs: []string{proof}, Method: "POST", URL: "https://as.example.com/token",
+		})
+		return err
+	}
+
+	err = verify("")
+	var nerr *dpop.NonceError
+	if errors.As(err, &nerr) {
+		fmt.Println("error:", dpop.ErrorCode(err))
+		fmt.Println("DPoP-Nonce:", nerr.Nonce)
+	}
+	fmt.Println("retry accepted:", verify(nerr.Nonce) == nil)
+	// Output:
+	// error: use_dpop_nonce
+	// DPoP-Nonce: eyJ7S_zG.eyJH0-Z.HX4w-7v
+	// retry accepted: true
+}
+
+func ExampleVerifier_Challenge() {
+	verifier, err := dpop.NewVerifier(dpop.WithAlgorithms("ES256", "EdDSA"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(verifier.Challenge(nil))
+	fmt.Println(verifier.Challenge(dpop.ErrIATTooOld))
+	fmt.Println(verifier.Challenge(dpop.ErrKeyMismatch))
+	// Output:
+	// DPoP algs="ES256 EdDSA"
+	// DPoP error="invalid_dpop_proof", error_description="proof is too old", algs="ES256 EdDSA"
+	// DPoP error="invalid_token", error_description="proof key does not match the token binding", algs="ES256 EdDSA"
 }

@@ -5,8 +5,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -99,4 +102,97 @@ func decodeProof(t testing.TB, proof string) (header, claims map[string]any) {
 // fixedClock returns a clock standing still at t.
 func fixedClock(t time.Time) func() time.Time {
 	return func() time.Time { return t }
+}
+
+// manualClock is a clock a test moves by hand; safe for concurrent use.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newManualClock(t time.Time) *manualClock { return &manualClock{now: t} }
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func (c *manualClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// forgeSign signs arbitrary header and claims bytes with key under alg using
+// the standard library directly, so tests can build proofs Signer never
+// would: wrong typ, alg none, HMAC, private jwk, duplicate members...
+func forgeSign(t testing.TB, alg string, key any, header, claims []byte) string {
+	t.Helper()
+	input := base64.RawURLEncoding.EncodeToString(header) + "." + base64.RawURLEncoding.EncodeToString(claims)
+	var sig []byte
+	var err error
+	switch alg {
+	case "none":
+	case "HS256":
+		mac := hmac.New(sha256.New, key.([]byte))
+		mac.Write([]byte(input))
+		sig = mac.Sum(nil)
+	case "ES256", "ES384":
+		h := crypto.SHA256
+		size := 32
+		if alg == "ES384" {
+			h, size = crypto.SHA384, 48
+		}
+		d := h.New()
+		d.Write([]byte(input))
+		var der []byte
+		der, err = ecdsa.SignASN1(rand.Reader, key.(*ecdsa.PrivateKey), d.Sum(nil))
+		require.NoError(t, err)
+		sig, err = ecdsaDERToJWS(der, size)
+	case "EdDSA":
+		sig = ed25519.Sign(key.(ed25519.PrivateKey), []byte(input))
+	case "PS256":
+		d := sha256.Sum256([]byte(input))
+		sig, err = rsa.SignPSS(rand.Reader, key.(*rsa.PrivateKey), crypto.SHA256, d[:], &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
+	case "RS256":
+		d := sha256.Sum256([]byte(input))
+		sig, err = rsa.SignPKCS1v15(rand.Reader, key.(*rsa.PrivateKey), crypto.SHA256, d[:])
+	default:
+		t.Fatalf("forgeSign: unknown alg %q", alg)
+	}
+	require.NoError(t, err)
+	return input + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+// publicJWKMap returns the public JWK of key as a JSON object.
+func publicJWKMap(t testing.TB, pub crypto.PublicKey) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(jose.JSONWebKey{Key: pub})
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+// thumbprintOf returns the RFC 7638 thumbprint of a public key.
+func thumbprintOf(t testing.TB, pub crypto.PublicKey) string {
+	t.Helper()
+	k := jose.JSONWebKey{Key: pub}
+	tp, err := k.Thumbprint(crypto.SHA256)
+	require.NoError(t, err)
+	return base64.RawURLEncoding.EncodeToString(tp)
 }

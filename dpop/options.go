@@ -1,0 +1,150 @@
+package dpop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// Defaults of a Verifier built without options.
+const (
+	// DefaultMaxAge is how far in the past a proof's iat may be.
+	DefaultMaxAge = 60 * time.Second
+	// DefaultMaxSkew is how far in the future a proof's iat may be, to allow
+	// for clients whose clocks run ahead.
+	DefaultMaxSkew = 10 * time.Second
+	// DefaultReplayCacheSize is how many unexpired proofs a Verifier
+	// remembers. With the default window of 70 s it sustains about 1,400
+	// accepted proofs per second; each entry costs about 50 bytes.
+	DefaultReplayCacheSize = 100_000
+)
+
+// Nonces is the server's source of DPoP nonces (RFC 9449 sections 8 and 9),
+// given to a Verifier with [WithNonces]. Implementations must be safe for
+// concurrent use. How nonces are made (random values in a shared store,
+// MACed timestamps, ...) and when they rotate is up to the server.
+type Nonces interface {
+	// Valid reports whether a proof carrying nonce is acceptable now. nonce
+	// is the proof's nonce claim, "" when the proof has none: return true for
+	// "" only when nonces are not required at the moment (a server can turn
+	// its nonce requirement on and off this way). Valid is called only for a
+	// proof whose signature, claims and token binding have been verified.
+	Valid(ctx context.Context, nonce string) bool
+	// Next returns a fresh nonce for the DPoP-Nonce response header. The
+	// Verifier calls it when Valid returned false and puts the result in the
+	// [*NonceError] it returns. Servers may also call it themselves to send a
+	// new nonce with a successful response.
+	Next(ctx context.Context) (string, error)
+}
+
+// Option configures a [Verifier]; pass options to [NewVerifier], which
+// validates them once.
+type Option func(*config)
+
+type config struct {
+	algs      []jose.SignatureAlgorithm
+	maxAge    time.Duration
+	maxSkew   time.Duration
+	now       func() time.Time
+	cacheSize int
+	nonces    Nonces
+	errs      []error
+}
+
+func defaultConfig() config {
+	return config{
+		algs:      defaultAlgorithms,
+		maxAge:    DefaultMaxAge,
+		maxSkew:   DefaultMaxSkew,
+		now:       time.Now,
+		cacheSize: DefaultReplayCacheSize,
+	}
+}
+
+// WithAlgorithms sets the JWS algorithms a proof may use; the default is
+// ES256, ES384, PS256, RS256 and EdDSA. Allowed values are ES256, ES384,
+// ES512, PS256, PS384, PS512, RS256, RS384, RS512 and EdDSA; "none", HMAC
+// algorithms and unknown names make NewVerifier fail, as does an empty list.
+// The order is kept in [Verifier.Algorithms] and in the challenge's algs.
+func WithAlgorithms(algs ...string) Option {
+	return func(c *config) {
+		if len(algs) == 0 {
+			c.errs = append(c.errs, errors.New("dpop: WithAlgorithms: empty list"))
+			return
+		}
+		var out []jose.SignatureAlgorithm
+		for _, a := range algs {
+			alg := jose.SignatureAlgorithm(a)
+			if !isSupported(alg) {
+				c.errs = append(c.errs, fmt.Errorf("dpop: WithAlgorithms: %q is not an allowed DPoP algorithm", a))
+				continue
+			}
+			dup := false
+			for _, o := range out {
+				dup = dup || o == alg
+			}
+			if !dup {
+				out = append(out, alg)
+			}
+		}
+		c.algs = out
+	}
+}
+
+// WithIATWindow sets how far a proof's iat may lie in the past (maxAge, default
+// [DefaultMaxAge]) and in the future (maxSkew, default [DefaultMaxSkew]).
+// maxAge must be positive and maxSkew not negative. Accepted proofs stay in
+// the replay cache for maxAge after their iat, so a wider window needs a
+// larger [WithReplayCacheSize].
+func WithIATWindow(maxAge, maxSkew time.Duration) Option {
+	return func(c *config) {
+		if maxAge <= 0 || maxSkew < 0 {
+			c.errs = append(c.errs, errors.New("dpop: WithIATWindow: maxAge must be positive and maxSkew not negative"))
+			return
+		}
+		c.maxAge, c.maxSkew = maxAge, maxSkew
+	}
+}
+
+// WithClock sets the clock the Verifier reads the current time from; the
+// default is time.Now. A nil clock makes NewVerifier fail.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now == nil {
+			c.errs = append(c.errs, errors.New("dpop: WithClock: nil clock"))
+			return
+		}
+		c.now = now
+	}
+}
+
+// WithReplayCacheSize sets how many unexpired proofs the Verifier remembers to
+// detect replays (default [DefaultReplayCacheSize]); n must be positive. When
+// the cache is full of unexpired entries, Verify refuses new proofs with
+// [ErrReplayCacheFull] until entries expire: it never forgets a proof early,
+// which would let that proof be replayed.
+func WithReplayCacheSize(n int) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.errs = append(c.errs, errors.New("dpop: WithReplayCacheSize: size must be positive"))
+			return
+		}
+		c.cacheSize = n
+	}
+}
+
+// WithNonces makes the Verifier check every proof's nonce with n (RFC 9449
+// sections 8 and 9); without it, nonces are not required and a proof's nonce
+// claim is ignored. A nil n makes NewVerifier fail.
+func WithNonces(n Nonces) Option {
+	return func(c *config) {
+		if n == nil {
+			c.errs = append(c.errs, errors.New("dpop: WithNonces: nil Nonces"))
+			return
+		}
+		c.nonces = n
+	}
+}

@@ -1,0 +1,451 @@
+package dpop
+
+import (
+	"context"
+	"crypto"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// maxProofSize bounds the DPoP header value Verify looks at. An RSA-8192 proof
+// is under 4 KiB.
+const maxProofSize = 8 << 10
+
+// b64 decodes the parts of a compact JWS: base64url without padding, with
+// canonical trailing bits, so one proof has exactly one encoding.
+var b64 = base64.RawURLEncoding.Strict()
+
+// privateMembers are JWK members that carry private or secret key material
+// (RFC 7518 section 6, RFC 8037, and "priv" of the AKP key type).
+var privateMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k", "priv"}
+
+// Verifier checks DPoP proofs on the server side (RFC 9449 sections 4.3 and
+// 7). Build it with [NewVerifier]; it is immutable apart from its replay cache
+// and safe for concurrent use by multiple goroutines. One Verifier should
+// serve all the endpoints that share a replay window, so that a proof
+// accepted by one is a replay at every other.
+//
+// The replay cache lives in memory: several server replicas each need their
+// own Verifier and detect replays only among the proofs they saw themselves.
+type Verifier struct {
+	algs    []jose.SignatureAlgorithm
+	algList string // space-separated, for the challenge
+	maxAge  time.Duration
+	maxSkew time.Duration
+	now     func() time.Time
+	nonces  Nonces
+	replay  *replayCache
+	latest  atomic.Int64 // latest time seen, unix nanoseconds
+}
+
+// NewVerifier returns a Verifier configured by opts. Without options it allows
+// ES256, ES384, PS256, RS256 and EdDSA, accepts an iat from 60 s in the past
+// to 10 s in the future by time.Now, remembers up to 100,000 proofs, and
+// requires no nonce. It fails if an option was given an invalid value.
+func NewVerifier(opts ...Option) (*Verifier, error) {
+	c := defaultConfig()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&c)
+		}
+	}
+	if err := errors.Join(c.errs...); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(c.algs))
+	for i, a := range c.algs {
+		names[i] = string(a)
+	}
+	return &Verifier{
+		algs:    append([]jose.SignatureAlgorithm(nil), c.algs...),
+		algList: strings.Join(names, " "),
+		maxAge:  c.maxAge,
+		maxSkew: c.maxSkew,
+		now:     c.now,
+		nonces:  c.nonces,
+		replay:  newReplayCache(c.cacheSize),
+	}, nil
+}
+
+// Algorithms returns the algorithms v allows, in order: the value for an
+// authorization server's dpop_signing_alg_values_supported metadata.
+func (v *Verifier) Algorithms() []string {
+	return strings.Fields(v.algList)
+}
+
+// Request is what [Verifier.Verify] checks a proof against.
+type Request struct {
+	// Proofs holds every value of the request's DPoP header, as returned by
+	// r.Header.Values("DPoP"). Exactly one non-empty value is accepted.
+	Proofs []string
+	// Method is the request method, r.Method.
+	Method string
+	// URL is the absolute URL the client sent the request to, as the client
+	// saw it: scheme and host of the public origin (not of a proxy hop) and
+	// the path. The query and fragment are ignored.
+	URL string
+	// AccessToken is the token from "Authorization: DPoP <token>", or "" at
+	// the token endpoint. When set, the proof must carry its hash (ath) and
+	// JKT must be set too.
+	AccessToken string
+	// JKT is the access token's cnf.jkt (or an authorization request's
+	// dpop_jkt): when set, the proof's key must have this thumbprint. It is
+	// required whenever AccessToken is set, so a bound token is never
+	// accepted without checking its binding.
+	JKT string
+}
+
+// Result describes a proof that passed every check.
+type Result struct {
+	// Thumbprint is the RFC 7638 SHA-256 thumbprint of the proof's key,
+	// base64url: the cnf.jkt to put in a token issued for this proof.
+	Thumbprint string
+	// Algorithm is the proof's JWS algorithm.
+	Algorithm string
+	// PublicKey is the proof's key: *ecdsa.PublicKey, *rsa.PublicKey or
+	// ed25519.PublicKey.
+	PublicKey crypto.PublicKey
+	// Claims are the proof's claims.
+	Claims Claims
+}
+
+// Claims are the claims of a verified proof.
+type Claims struct {
+	ID              string    // jti
+	Method          string    // htm
+	URL             string    // htu, as the client sent it
+	IssuedAt        time.Time // iat
+	Nonce           string    // nonce, "" if absent
+	AccessTokenHash string    // ath, "" if absent
+}
+
+// Verify checks the proof of one request, in this order: one DPoP header
+// value, a well-formed compact JWS of limited size with unique JSON member
+// names, typ "dpop+jwt", an allowed alg, a public jwk that fits alg, the
+// signature, the claims jti, htm, htu and iat present, htm equal to
+// req.Method, htu equal to req.URL after [HTU], iat inside the window, ath
+// equal to [TokenHash] of req.AccessToken when a token is given, the key's
+// thumbprint equal to req.JKT when given, the nonce when [WithNonces] is set,
+// and last the replay check, which records the proof. A proof that fails any
+// earlier check is not recorded.
+//
+// On success it returns the proof's thumbprint and claims. On failure the
+// error matches exactly one of the package's sentinel errors under errors.Is
+// (plus [ErrUseNonce] for the nonce causes); see [ErrorCode] for the OAuth
+// error each one maps to. Errors never contain the access token. ctx is
+// passed to the [Nonces].
+func (v *Verifier) Verify(ctx context.Context, req Request) (*Result, error) {
+	if v == nil || v.replay == nil {
+		return nil, errors.New("dpop: Verifier not initialised: use NewVerifier")
+	}
+	if req.AccessToken != "" && req.JKT == "" {
+		return nil, fmt.Errorf("%w: access token given without its cnf.jkt", ErrKeyMismatch)
+	}
+	proof, err := singleProof(req.Proofs)
+	if err != nil {
+		return nil, err
+	}
+	alg, jwk, err := v.checkHeader(proof)
+	if err != nil {
+		return nil, err
+	}
+
+	jws, err := jose.ParseSignedCompact(proof, []jose.SignatureAlgorithm{alg})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if len(jws.Signatures) != 1 || jws.Signatures[0].Protected.Algorithm != string(alg) {
+		return nil, fmt.Errorf("%w: inconsistent protected header", ErrMalformed)
+	}
+	payload, err := jws.Verify(jwk)
+	if err != nil {
+		return nil, ErrSignature
+	}
+
+	claims, err := parseClaims(payload)
+	if err != nil {
+		return nil, err
+	}
+	if claims.Method != req.Method {
+		return nil, ErrMethod
+	}
+	wantURL, err := HTU(req.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the request url cannot be normalised", ErrURL)
+	}
+	gotURL, err := HTU(claims.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: htu cannot be normalised", ErrURL)
+	}
+	if gotURL != wantURL {
+		return nil, ErrURL
+	}
+
+	now := v.clock()
+	// Compare instants, not durations: a Duration saturates for an iat
+	// centuries away, and negating the minimum Duration overflows.
+	if claims.IssuedAt.Before(now.Add(-v.maxAge)) {
+		return nil, ErrIATTooOld
+	}
+	if claims.IssuedAt.After(now.Add(v.maxSkew)) {
+		return nil, ErrIATInFuture
+	}
+
+	if req.AccessToken != "" {
+		if claims.AccessTokenHash == "" {
+			return nil, fmt.Errorf("%w: ath missing", ErrTokenHash)
+		}
+		if subtle.ConstantTimeCompare([]byte(claims.AccessTokenHash), []byte(TokenHash(req.AccessToken))) != 1 {
+			return nil, ErrTokenHash
+		}
+	}
+
+	tp, err := jwk.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("%w: thumbprint: %w", ErrKey, err)
+	}
+	jkt := base64.RawURLEncoding.EncodeToString(tp)
+	if req.JKT != "" && subtle.ConstantTimeCompare([]byte(req.JKT), []byte(jkt)) != 1 {
+		return nil, ErrKeyMismatch
+	}
+
+	if v.nonces != nil && !v.nonces.Valid(ctx, claims.Nonce) {
+		nerr := &NonceError{Err: ErrNonceStale}
+		if claims.Nonce == "" {
+			nerr.Err = ErrNonceRequired
+		}
+		nerr.Nonce, nerr.MintErr = v.nonces.Next(ctx)
+		if nerr.MintErr != nil {
+			nerr.Nonce = ""
+		}
+		return nil, nerr
+	}
+
+	// The proof is good; record it. It stays recorded until its iat is too
+	// old for the window, after which the iat check rejects it anyway.
+	expires := claims.IssuedAt.Add(v.maxAge)
+	if err := v.replay.add(newReplayKey(jkt, claims.ID), expires, now); err != nil {
+		return nil, err
+	}
+	return &Result{
+		Thumbprint: jkt,
+		Algorithm:  string(alg),
+		PublicKey:  jwk.Key,
+		Claims:     claims,
+	}, nil
+}
+
+// clock returns the current time, never earlier than a time it returned
+// before. If the wall clock steps back, a proof already purged from the replay
+// cache as too old could otherwise pass the iat check again.
+func (v *Verifier) clock() time.Time {
+	now := v.now()
+	n := now.UnixNano()
+	for {
+		latest := v.latest.Load()
+		if latest >= n {
+			return time.Unix(0, latest)
+		}
+		if v.latest.CompareAndSwap(latest, n) {
+			return now
+		}
+	}
+}
+
+// singleProof returns the one DPoP header value of a request.
+func singleProof(values []string) (string, error) {
+	switch {
+	case len(values) == 0:
+		return "", ErrMissingProof
+	case len(values) > 1:
+		return "", ErrMultipleProofs
+	}
+	p := values[0]
+	switch {
+	case strings.TrimSpace(p) == "":
+		return "", ErrMissingProof
+	case strings.ContainsRune(p, ','):
+		// Several header lines folded into one; a JWS never holds a comma.
+		return "", ErrMultipleProofs
+	case len(p) > maxProofSize:
+		return "", fmt.Errorf("%w: larger than %d bytes", ErrMalformed, maxProofSize)
+	}
+	return p, nil
+}
+
+// checkHeader decodes and checks the protected header: typ, alg and jwk. It
+// returns the algorithm and the embedded public key.
+func (v *Verifier) checkHeader(proof string) (jose.SignatureAlgorithm, *jose.JSONWebKey, error) {
+	encHeader, rest, ok := strings.Cut(proof, ".")
+	if !ok || strings.Count(rest, ".") != 1 {
+		return "", nil, fmt.Errorf("%w: not a compact JWS", ErrMalformed)
+	}
+	raw, err := b64.DecodeString(encHeader)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: header is not base64url", ErrMalformed)
+	}
+	header, err := parseObject(raw)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: header: %w", ErrMalformed, err)
+	}
+	for _, name := range []string{"crit", "b64"} {
+		if _, ok := header[name]; ok {
+			return "", nil, fmt.Errorf("%w: header parameter %q not supported", ErrMalformed, name)
+		}
+	}
+
+	if typ, err := stringMember(header, "typ"); err != nil || typ != proofType {
+		return "", nil, ErrType
+	}
+
+	name, err := stringMember(header, "alg")
+	if err != nil || name == "" {
+		return "", nil, fmt.Errorf("%w: alg missing", ErrAlgorithm)
+	}
+	alg := jose.SignatureAlgorithm(name)
+	if !v.allows(alg) {
+		return "", nil, ErrAlgorithm
+	}
+
+	rawJWK, ok := header["jwk"]
+	if !ok {
+		return "", nil, fmt.Errorf("%w: jwk missing", ErrKey)
+	}
+	members, err := parseObject(rawJWK)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: jwk is not a JSON object", ErrKey)
+	}
+	for _, m := range privateMembers {
+		if _, ok := members[m]; ok {
+			return "", nil, ErrPrivateKey
+		}
+	}
+	if kty, _ := stringMember(members, "kty"); kty == "oct" {
+		return "", nil, fmt.Errorf("%w: symmetric jwk", ErrKey)
+	}
+	var jwk jose.JSONWebKey
+	if err := jwk.UnmarshalJSON(rawJWK); err != nil {
+		return "", nil, fmt.Errorf("%w: %w", ErrKey, err)
+	}
+	if !jwk.Valid() {
+		return "", nil, fmt.Errorf("%w: invalid jwk", ErrKey)
+	}
+	if !jwk.IsPublic() {
+		return "", nil, ErrPrivateKey
+	}
+	if err := keyFitsAlgorithm(alg, jwk.Key); err != nil {
+		return "", nil, err
+	}
+	return alg, &jwk, nil
+}
+
+func (v *Verifier) allows(alg jose.SignatureAlgorithm) bool {
+	for _, a := range v.algs {
+		if a == alg {
+			return true
+		}
+	}
+	return false
+}
+
+// stringMember returns the string value of member name; an absent member is
+// "" with no error, a member of another JSON type an error.
+func stringMember(m map[string]json.RawMessage, name string) (string, error) {
+	raw, ok := m[name]
+	if !ok {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%s is not a string", name)
+	}
+	return s, nil
+}
+
+// parseClaims decodes the verified payload and checks the presence and JSON
+// types of the claims.
+func parseClaims(payload []byte) (Claims, error) {
+	m, err := parseObject(payload)
+	if err != nil {
+		return Claims{}, fmt.Errorf("%w: claims: %w", ErrMalformed, err)
+	}
+	var c Claims
+	for _, f := range []struct {
+		name     string
+		dst      *string
+		required bool
+	}{
+		{"jti", &c.ID, true},
+		{"htm", &c.Method, true},
+		{"htu", &c.URL, true},
+		{"nonce", &c.Nonce, false},
+		{"ath", &c.AccessTokenHash, false},
+	} {
+		s, err := stringMember(m, f.name)
+		if err != nil {
+			return Claims{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+		if f.required && s == "" {
+			return Claims{}, fmt.Errorf("%w: %s", ErrMissingClaim, f.name)
+		}
+		*f.dst = s
+	}
+	raw, ok := m["iat"]
+	if !ok {
+		return Claims{}, fmt.Errorf("%w: iat", ErrMissingClaim)
+	}
+	c.IssuedAt, err = numericDate(raw)
+	if err != nil {
+		return Claims{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return c, nil
+}
+
+// numericDate decodes a JWT NumericDate (RFC 7519 section 2): a JSON number
+// of seconds since the epoch, possibly with a fraction.
+func numericDate(raw json.RawMessage) (time.Time, error) {
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil || len(raw) == 0 || raw[0] == '"' {
+		return time.Time{}, errors.New("iat is not a number")
+	}
+	if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+		return time.Unix(i, 0), nil
+	}
+	f, err := strconv.ParseFloat(n.String(), 64)
+	if err != nil || math.IsNaN(f) || math.Abs(f) > 1e12 {
+		return time.Time{}, errors.New("iat is out of range")
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)), nil
+}
+
+// Challenge returns the value of a WWW-Authenticate header for a resource
+// server that refuses a request because of err, a Verify error (RFC 9449
+// sections 7.1 and 9):
+//
+//	DPoP error="invalid_dpop_proof", error_description="proof is too old", algs="ES256 ES384 PS256 RS256 EdDSA"
+//
+// The error code is [ErrorCode] of err and the description [ErrorDescription];
+// neither ever contains request data. For a nil err (a request that carried
+// no credentials) it returns just `DPoP algs="..."`. A "use_dpop_nonce"
+// challenge has to go with a DPoP-Nonce header holding the [*NonceError]'s
+// Nonce; setting it is the caller's job.
+func (v *Verifier) Challenge(err error) string {
+	var b strings.Builder
+	b.WriteString("DPoP ")
+	if code := ErrorCode(err); code != "" {
+		b.WriteString(`error="` + code + `", error_description="` + ErrorDescription(err) + `", `)
+	}
+	b.WriteString(`algs="` + v.algList + `"`)
+	return b.String()
+}

@@ -1,0 +1,741 @@
+package dpop
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	testToken = "Kz~8mXK1EalYznwH-LC-1fBAo.4Ljp~zsPE_NeO.gxU"
+	testURL   = "https://rs.example.com/resource"
+)
+
+var testNow = time.Unix(1_700_000_000, 0)
+
+func newTestVerifier(t testing.TB, opts ...Option) *Verifier {
+	t.Helper()
+	v, err := NewVerifier(append([]Option{WithClock(fixedClock(testNow))}, opts...)...)
+	require.NoError(t, err)
+	return v
+}
+
+// sentinels lists every distinct error value Verify can return.
+var sentinels = []error{
+	ErrMissingProof, ErrMultipleProofs, ErrMalformed, ErrType, ErrAlgorithm, ErrKey,
+	ErrPrivateKey, ErrSignature, ErrMissingClaim, ErrMethod, ErrURL, ErrIATTooOld,
+	ErrIATInFuture, ErrReplay, ErrReplayCacheFull, ErrUseNonce, ErrNonceRequired,
+	ErrNonceStale, ErrTokenHash, ErrKeyMismatch,
+}
+
+// requireOnly checks that err matches want and no other sentinel (apart from
+// ErrUseNonce, the parent of the nonce errors).
+func requireOnly(t *testing.T, err, want error) {
+	t.Helper()
+	require.ErrorIs(t, err, want)
+	for _, s := range sentinels {
+		if s == want || (s == ErrUseNonce && (want == ErrNonceRequired || want == ErrNonceStale)) {
+			continue
+		}
+		assert.NotErrorIs(t, err, s, "error %q also matches %q", err, s)
+	}
+	assert.True(t, strings.HasPrefix(err.Error(), "dpop: "), "error %q lacks the dpop: prefix", err)
+	assert.NotContains(t, err.Error(), testToken)
+}
+
+// fixture builds proofs around one P-256 key and a resource request.
+type fixture struct {
+	key *ecdsa.PrivateKey
+	jkt string
+}
+
+func newFixture(t testing.TB) fixture {
+	loadKeys(t)
+	return fixture{key: testP256, jkt: thumbprintOf(t, testP256.Public())}
+}
+
+func (f fixture) header(t testing.TB) map[string]any {
+	return map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": publicJWKMap(t, f.key.Public())}
+}
+
+func randomJTI() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (f fixture) claims() map[string]any {
+	return map[string]any{
+		"jti": randomJTI(), "htm": "GET", "htu": testURL, "iat": testNow.Unix(),
+		"ath": TokenHash(testToken),
+	}
+}
+
+func (f fixture) request(proof string) Request {
+	return Request{
+		Proofs: []string{proof}, Method: "GET", URL: testURL + "?page=2",
+		AccessToken: testToken, JKT: f.jkt,
+	}
+}
+
+// proof signs header and claims (after mutate) with the fixture's key.
+func (f fixture) proof(t testing.TB, mutate func(h, c map[string]any)) string {
+	h, c := f.header(t), f.claims()
+	if mutate != nil {
+		mutate(h, c)
+	}
+	return forgeSign(t, "ES256", f.key, mustJSON(t, h), mustJSON(t, c))
+}
+
+func TestVerifyAccepts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tests := []struct {
+		name   string
+		proof  func(t *testing.T) string
+		req    func(r *Request)
+		opts   []Option
+		verify func(t *testing.T, res *Result)
+	}{
+		{
+			name:  "resource request with token",
+			proof: func(t *testing.T) string { return f.proof(t, nil) },
+			verify: func(t *testing.T, res *Result) {
+				assert.Equal(t, f.jkt, res.Thumbprint)
+				assert.Equal(t, "ES256", res.Algorithm)
+				assert.Equal(t, "GET", res.Claims.Method)
+				assert.Equal(t, testURL, res.Claims.URL)
+				assert.Equal(t, testNow.Unix(), res.Claims.IssuedAt.Unix())
+				assert.Equal(t, TokenHash(testToken), res.Claims.AccessTokenHash)
+				assert.True(t, f.key.PublicKey.Equal(res.PublicKey))
+			},
+		},
+		{
+			name:  "token endpoint without token or jkt",
+			proof: func(t *testing.T) string { return f.proof(t, func(_, c map[string]any) { delete(c, "ath") }) },
+			req:   func(r *Request) { r.AccessToken, r.JKT, r.Method = "", "", "GET" },
+		},
+		{
+			name:  "ath ignored without a token",
+			proof: func(t *testing.T) string { return f.proof(t, func(_, c map[string]any) { c["ath"] = "whatever" }) },
+			req:   func(r *Request) { r.AccessToken, r.JKT = "", "" },
+		},
+		{
+			name:  "jkt without token (dpop_jkt binding)",
+			proof: func(t *testing.T) string { return f.proof(t, nil) },
+			req:   func(r *Request) { r.AccessToken = "" },
+		},
+		{
+			name: "htu differs only by normalisation",
+			proof: func(t *testing.T) string {
+				return f.proof(t, func(_, c map[string]any) { c["htu"] = "HTTPS://RS.Example.com:443/./resource" })
+			},
+			req: func(r *Request) { r.URL = "https://rs.example.com:443/resource#x" },
+		},
+		{
+			name: "iat at the oldest edge",
+			proof: func(t *testing.T) string {
+				return f.proof(t, func(_, c map[string]any) { c["iat"] = testNow.Unix() - 60 })
+			},
+		},
+		{
+			name: "iat at the newest edge",
+			proof: func(t *testing.T) string {
+				return f.proof(t, func(_, c map[string]any) { c["iat"] = testNow.Unix() + 10 })
+			},
+		},
+		{
+			name: "fractional iat",
+			proof: func(t *testing.T) string {
+				return f.proof(t, func(_, c map[string]any) { c["iat"] = float64(testNow.Unix()) - 0.5 })
+			},
+		},
+		{
+			name: "unknown claims and headers ignored",
+			proof: func(t *testing.T) string {
+				return f.proof(t, func(h, c map[string]any) { h["kid"] = "x"; c["extra"] = []any{1} })
+			},
+		},
+		{
+			name:  "nonce claim ignored without WithNonces",
+			proof: func(t *testing.T) string { return f.proof(t, func(_, c map[string]any) { c["nonce"] = "n" }) },
+		},
+		{
+			name: "wider window",
+			proof: func(t *testing.T) string {
+				return f.proof(t, func(_, c map[string]any) { c["iat"] = testNow.Unix() - 300 })
+			},
+			opts: []Option{WithIATWindow(5*time.Minute, 0)},
+		},
+		{
+			name: "RS256 allowed by default",
+			proof: func(t *testing.T) string {
+				h := map[string]any{"typ": "dpop+jwt", "alg": "RS256", "jwk": publicJWKMap(t, testRSA.Public())}
+				return forgeSign(t, "RS256", testRSA, mustJSON(t, h), mustJSON(t, f.claims()))
+			},
+			req: func(r *Request) { r.JKT = thumbprintOf(t, testRSA.Public()) },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := newTestVerifier(t, tt.opts...)
+			req := f.request(tt.proof(t))
+			if tt.req != nil {
+				tt.req(&req)
+			}
+			res, err := v.Verify(t.Context(), req)
+			require.NoError(t, err)
+			require.NotNil(t, res)
+			if tt.verify != nil {
+				tt.verify(t, res)
+			}
+		})
+	}
+}
+
+func TestVerifyAcceptsSignerProofs(t *testing.T) {
+	t.Parallel()
+	for name, key := range testKeys(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := mustSigner(t, hide(key)).WithClock(fixedClock(testNow))
+			v := newTestVerifier(t)
+			proof, err := s.Proof("DELETE", "https://rs.example.com/orders/7?force=1", testToken, "")
+			require.NoError(t, err)
+			res, err := v.Verify(t.Context(), Request{
+				Proofs: []string{proof}, Method: "DELETE", URL: "https://rs.example.com/orders/7",
+				AccessToken: testToken, JKT: s.Thumbprint(),
+			})
+			require.NoError(t, err)
+			assert.Equal(t, name, res.Algorithm)
+			assert.Equal(t, s.Thumbprint(), res.Thumbprint)
+		})
+	}
+}
+
+// TestVerifyAcceptsJWXProofs: proofs made by an independent implementation
+// (lestrrat-go/jwx) pass the Verifier.
+func TestVerifyAcceptsJWXProofs(t *testing.T) {
+	t.Parallel()
+	for name, key := range testKeys(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			priv, err := jwk.Import(key)
+			require.NoError(t, err)
+			pub, err := jwk.PublicKeyOf(priv)
+			require.NoError(t, err)
+			hdr := jws.NewHeaders()
+			require.NoError(t, hdr.Set(jws.TypeKey, "dpop+jwt"))
+			require.NoError(t, hdr.Set(jws.JWKKey, pub))
+			alg, ok := jwa.LookupSignatureAlgorithm(name)
+			require.True(t, ok)
+			claims := mustJSON(t, map[string]any{
+				"jti": randomJTI(), "htm": "POST", "htu": "https://as.example.com/token", "iat": testNow.Unix(),
+			})
+			proof, err := jws.Sign(claims, jws.WithKey(alg, priv, jws.WithProtectedHeaders(hdr)))
+			require.NoError(t, err)
+
+			res, err := newTestVerifier(t).Verify(t.Context(), Request{
+				Proofs: []string{string(proof)}, Method: "POST", URL: "https://as.example.com/token",
+			})
+			require.NoError(t, err)
+			assert.Equal(t, thumbprintOf(t, key.Public()), res.Thumbprint)
+		})
+	}
+}
+
+func TestVerifyRejects(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	require.NoError(t, err)
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	rsa1024, err := rsa.GenerateKey(rand.Reader, 1024)
+	require.NoError(t, err)
+
+	// signed builds a proof from raw header and claims JSON, signed by the
+	// fixture's key with ES256.
+	signed := func(header, claims string) func(t *testing.T) string {
+		return func(t *testing.T) string { return forgeSign(t, "ES256", f.key, []byte(header), []byte(claims)) }
+	}
+	mutated := func(mutate func(h, c map[string]any)) func(t *testing.T) string {
+		return func(t *testing.T) string { return f.proof(t, mutate) }
+	}
+	literal := func(s string) func(t *testing.T) string { return func(*testing.T) string { return s } }
+	jwkJSON := string(mustJSON(t, publicJWKMap(t, f.key.Public())))
+	claimsJSON := func() string { return string(mustJSON(t, f.claims())) }
+
+	tests := []struct {
+		name  string
+		proof func(t *testing.T) string
+		req   func(r *Request)
+		opts  []Option
+		want  error
+	}{
+		// One DPoP header.
+		{name: "no DPoP header", proof: literal(""), req: func(r *Request) { r.Proofs = nil }, want: ErrMissingProof},
+		{name: "empty DPoP header", proof: literal(""), want: ErrMissingProof},
+		{name: "blank DPoP header", proof: literal("  "), want: ErrMissingProof},
+		{name: "two DPoP headers", proof: mutated(nil), req: func(r *Request) { r.Proofs = append(r.Proofs, r.Proofs[0]) }, want: ErrMultipleProofs},
+		{name: "two proofs folded into one header", proof: mutated(nil), req: func(r *Request) { r.Proofs[0] += ", " + r.Proofs[0] }, want: ErrMultipleProofs},
+
+		// Well-formed compact JWS.
+		{name: "oversized", proof: literal(strings.Repeat("a", maxProofSize+1)), want: ErrMalformed},
+		{name: "two parts", proof: literal("eyJhbGciOiJFUzI1NiJ9.e30"), want: ErrMalformed},
+		{name: "four parts", proof: func(t *testing.T) string { return f.proof(t, nil) + ".x" }, want: ErrMalformed},
+		{name: "header not base64url", proof: literal("eyJ0eXAi+/.e30.AA"), want: ErrMalformed},
+		{name: "header padded", proof: literal("eyJ0eXAiOiJkcG9wK2p3dCJ9==.e30.AA"), want: ErrMalformed},
+		{name: "header not json", proof: signed(`not json`, claimsJSON()), want: ErrMalformed},
+		{name: "header json array", proof: signed(`["typ"]`, claimsJSON()), want: ErrMalformed},
+		{name: "header json null", proof: signed(`null`, claimsJSON()), want: ErrMalformed},
+		{name: "duplicate typ", proof: signed(`{"typ":"jwt","typ":"dpop+jwt","alg":"ES256","jwk":`+jwkJSON+`}`, claimsJSON()), want: ErrMalformed},
+		{name: "duplicate alg", proof: signed(`{"typ":"dpop+jwt","alg":"ES256","alg":"none","jwk":`+jwkJSON+`}`, claimsJSON()), want: ErrMalformed},
+		{name: "duplicate member inside jwk", proof: signed(`{"typ":"dpop+jwt","alg":"ES256","jwk":`+strings.Replace(jwkJSON, `{`, `{"kty":"RSA",`, 1)+`}`, claimsJSON()), want: ErrMalformed},
+		{name: "crit header", proof: mutated(func(h, _ map[string]any) { h["crit"] = []string{"exp"} }), want: ErrMalformed},
+		{name: "b64 header", proof: mutated(func(h, _ map[string]any) { h["b64"] = false }), want: ErrMalformed},
+		{name: "claims not json", proof: signed(string(mustJSON(t, f.header(t))), `jti`), want: ErrMalformed},
+		{name: "claims json array", proof: signed(string(mustJSON(t, f.header(t))), `[]`), want: ErrMalformed},
+		{name: "duplicate claim", proof: signed(string(mustJSON(t, f.header(t))), `{"jti":"a","jti":"b","htm":"GET","htu":"`+testURL+`","iat":`+itoa(testNow.Unix())+`}`), want: ErrMalformed},
+		{name: "jti not a string", proof: mutated(func(_, c map[string]any) { c["jti"] = 7 }), want: ErrMalformed},
+		{name: "htm not a string", proof: mutated(func(_, c map[string]any) { c["htm"] = []string{"GET"} }), want: ErrMalformed},
+		{name: "iat a string", proof: mutated(func(_, c map[string]any) { c["iat"] = itoa(testNow.Unix()) }), want: ErrMalformed},
+		{name: "iat out of float range", proof: signed(string(mustJSON(t, f.header(t))), `{"jti":"a","htm":"GET","htu":"`+testURL+`","iat":1e300}`), want: ErrMalformed},
+		{name: "nonce not a string", proof: mutated(func(_, c map[string]any) { c["nonce"] = true }), want: ErrMalformed},
+
+		// typ.
+		{name: "typ missing", proof: mutated(func(h, _ map[string]any) { delete(h, "typ") }), want: ErrType},
+		{name: "typ jwt", proof: mutated(func(h, _ map[string]any) { h["typ"] = "JWT" }), want: ErrType},
+		{name: "typ upper case", proof: mutated(func(h, _ map[string]any) { h["typ"] = "DPoP+JWT" }), want: ErrType},
+		{name: "typ with application prefix", proof: mutated(func(h, _ map[string]any) { h["typ"] = "application/dpop+jwt" }), want: ErrType},
+		{name: "typ not a string", proof: mutated(func(h, _ map[string]any) { h["typ"] = 1 }), want: ErrType},
+
+		// alg.
+		{name: "alg none", proof: func(t *testing.T) string {
+			h := f.header(t)
+			h["alg"] = "none"
+			return forgeSign(t, "none", nil, mustJSON(t, h), mustJSON(t, f.claims()))
+		}, want: ErrAlgorithm},
+		{name: "alg HS256 with oct jwk", proof: func(t *testing.T) string {
+			secret := []byte("0123456789abcdef0123456789abcdef")
+			h := map[string]any{"typ": "dpop+jwt", "alg": "HS256", "jwk": map[string]any{"kty": "oct", "k": base64.RawURLEncoding.EncodeToString(secret)}}
+			return forgeSign(t, "HS256", secret, mustJSON(t, h), mustJSON(t, f.claims()))
+		}, want: ErrAlgorithm},
+		{name: "alg HS256 keyed with the public jwk", proof: func(t *testing.T) string {
+			h := f.header(t)
+			h["alg"] = "HS256"
+			return forgeSign(t, "HS256", []byte(jwkJSON), mustJSON(t, h), mustJSON(t, f.claims()))
+		}, want: ErrAlgorithm},
+		{name: "alg missing", proof: mutated(func(h, _ map[string]any) { delete(h, "alg") }), want: ErrAlgorithm},
+		{name: "alg Ed25519 spelling", proof: mutated(func(h, _ map[string]any) { h["alg"] = "Ed25519" }), want: ErrAlgorithm},
+		{name: "alg lower case", proof: mutated(func(h, _ map[string]any) { h["alg"] = "es256" }), want: ErrAlgorithm},
+		{name: "alg ES512 not allowed by default", proof: mutated(func(h, _ map[string]any) { h["alg"] = "ES512" }), want: ErrAlgorithm},
+		{name: "alg outside a narrowed list", proof: mutated(nil), opts: []Option{WithAlgorithms("EdDSA")}, want: ErrAlgorithm},
+
+		// jwk.
+		{name: "jwk missing", proof: mutated(func(h, _ map[string]any) { delete(h, "jwk") }), want: ErrKey},
+		{name: "jwk a string", proof: mutated(func(h, _ map[string]any) { h["jwk"] = jwkJSON }), want: ErrKey},
+		{name: "jwk unknown kty", proof: mutated(func(h, _ map[string]any) { h["jwk"] = map[string]any{"kty": "XYZ"} }), want: ErrKey},
+		{name: "jwk point not on curve", proof: mutated(func(h, _ map[string]any) {
+			h["jwk"].(map[string]any)["y"] = base64.RawURLEncoding.EncodeToString(make([]byte, 32))
+		}), want: ErrKey},
+		{name: "jwk symmetric without k", proof: mutated(func(h, _ map[string]any) { h["jwk"] = map[string]any{"kty": "oct"} }), want: ErrKey},
+		{name: "jwk RSA for ES256", proof: mutated(func(h, _ map[string]any) { h["jwk"] = publicJWKMap(t, testRSA.Public()) }), want: ErrKey},
+		{name: "jwk P-384 for ES256", proof: mutated(func(h, _ map[string]any) { h["jwk"] = publicJWKMap(t, p384.Public()) }), want: ErrKey},
+		{name: "jwk Ed25519 for ES256", proof: mutated(func(h, _ map[string]any) { h["jwk"] = publicJWKMap(t, testEd.Public()) }), want: ErrKey},
+		{name: "jwk RSA 1024 for PS256", proof: func(t *testing.T) string {
+			h := map[string]any{"typ": "dpop+jwt", "alg": "PS256", "jwk": publicJWKMap(t, rsa1024.Public())}
+			return forgeSign(t, "PS256", rsa1024, mustJSON(t, h), mustJSON(t, f.claims()))
+		}, want: ErrKey},
+		{name: "jwk private EC", proof: mutated(func(h, _ map[string]any) { h["jwk"] = privateJWKMap(t, f.key) }), want: ErrPrivateKey},
+		{name: "jwk private RSA", proof: mutated(func(h, _ map[string]any) { h["jwk"] = privateJWKMap(t, testRSA) }), want: ErrPrivateKey},
+		{name: "jwk private Ed25519", proof: mutated(func(h, _ map[string]any) { h["jwk"] = privateJWKMap(t, testEd) }), want: ErrPrivateKey},
+		{name: "jwk public with a stray d", proof: mutated(func(h, _ map[string]any) { h["jwk"].(map[string]any)["d"] = "AA" }), want: ErrPrivateKey},
+		{name: "jwk public with a stray p", proof: mutated(func(h, _ map[string]any) { h["jwk"].(map[string]any)["p"] = "AA" }), want: ErrPrivateKey},
+		{name: "jwk symmetric with k", proof: mutated(func(h, _ map[string]any) { h["jwk"] = map[string]any{"kty": "oct", "k": "c2VjcmV0"} }), want: ErrPrivateKey},
+
+		// Signature.
+		{name: "signed by another key", proof: func(t *testing.T) string {
+			return forgeSign(t, "ES256", other, mustJSON(t, f.header(t)), mustJSON(t, f.claims()))
+		}, want: ErrSignature},
+		{name: "signature altered", proof: func(t *testing.T) string {
+			p := f.proof(t, nil)
+			cut := strings.LastIndexByte(p, '.') + 1
+			sig, err := base64.RawURLEncoding.DecodeString(p[cut:])
+			require.NoError(t, err)
+			sig[10] ^= 0x01
+			return p[:cut] + base64.RawURLEncoding.EncodeToString(sig)
+		}, want: ErrSignature},
+		{name: "signature empty", proof: func(t *testing.T) string {
+			p := f.proof(t, nil)
+			return p[:strings.LastIndexByte(p, '.')+1]
+		}, want: ErrSignature},
+		{name: "claims swapped after signing", proof: func(t *testing.T) string {
+			a, b := strings.Split(f.proof(t, nil), "."), strings.Split(f.proof(t, func(_, c map[string]any) { c["htm"] = "POST" }), ".")
+			return a[0] + "." + b[1] + "." + a[2]
+		}, want: ErrSignature},
+
+		// Required claims.
+		{name: "jti missing", proof: mutated(func(_, c map[string]any) { delete(c, "jti") }), want: ErrMissingClaim},
+		{name: "jti empty", proof: mutated(func(_, c map[string]any) { c["jti"] = "" }), want: ErrMissingClaim},
+		{name: "htm missing", proof: mutated(func(_, c map[string]any) { delete(c, "htm") }), want: ErrMissingClaim},
+		{name: "htu missing", proof: mutated(func(_, c map[string]any) { delete(c, "htu") }), want: ErrMissingClaim},
+		{name: "iat missing", proof: mutated(func(_, c map[string]any) { delete(c, "iat") }), want: ErrMissingClaim},
+		{name: "jti in upper case only", proof: mutated(func(_, c map[string]any) { c["JTI"] = c["jti"]; delete(c, "jti") }), want: ErrMissingClaim},
+
+		// htm, htu.
+		{name: "htm other method", proof: mutated(func(_, c map[string]any) { c["htm"] = "POST" }), want: ErrMethod},
+		{name: "htm lower case", proof: mutated(func(_, c map[string]any) { c["htm"] = "get" }), want: ErrMethod},
+		{name: "htu other path", proof: mutated(func(_, c map[string]any) { c["htu"] = "https://rs.example.com/other" }), want: ErrURL},
+		{name: "htu other host", proof: mutated(func(_, c map[string]any) { c["htu"] = "https://evil.example.com/resource" }), want: ErrURL},
+		{name: "htu http instead of https", proof: mutated(func(_, c map[string]any) { c["htu"] = "http://rs.example.com/resource" }), want: ErrURL},
+		{name: "htu other port", proof: mutated(func(_, c map[string]any) { c["htu"] = "https://rs.example.com:8443/resource" }), want: ErrURL},
+		{name: "htu path case", proof: mutated(func(_, c map[string]any) { c["htu"] = "https://rs.example.com/Resource" }), want: ErrURL},
+		{name: "htu relative", proof: mutated(func(_, c map[string]any) { c["htu"] = "/resource" }), want: ErrURL},
+		{name: "request url relative", proof: mutated(nil), req: func(r *Request) { r.URL = "/resource" }, want: ErrURL},
+
+		// iat window.
+		{name: "iat too old", proof: mutated(func(_, c map[string]any) { c["iat"] = testNow.Unix() - 61 }), want: ErrIATTooOld},
+		{name: "iat in the far past", proof: mutated(func(_, c map[string]any) { c["iat"] = int64(-9e18) }), want: ErrIATTooOld},
+		{name: "iat zero", proof: mutated(func(_, c map[string]any) { c["iat"] = 0 }), want: ErrIATTooOld},
+		{name: "iat in the future", proof: mutated(func(_, c map[string]any) { c["iat"] = testNow.Unix() + 11 }), want: ErrIATInFuture},
+		{name: "iat in the far future", proof: mutated(func(_, c map[string]any) { c["iat"] = int64(9e18) }), want: ErrIATInFuture},
+		{name: "iat outside a narrowed window", proof: mutated(func(_, c map[string]any) { c["iat"] = testNow.Unix() - 6 }), opts: []Option{WithIATWindow(5*time.Second, 0)}, want: ErrIATTooOld},
+
+		// ath.
+		{name: "ath missing", proof: mutated(func(_, c map[string]any) { delete(c, "ath") }), want: ErrTokenHash},
+		{name: "ath of another token", proof: mutated(func(_, c map[string]any) { c["ath"] = TokenHash("other") }), want: ErrTokenHash},
+		{name: "ath is the raw token", proof: mutated(func(_, c map[string]any) { c["ath"] = testToken }), want: ErrTokenHash},
+
+		// Key binding.
+		{name: "jkt of another key", proof: mutated(nil), req: func(r *Request) { r.JKT = thumbprintOf(t, other.Public()) }, want: ErrKeyMismatch},
+		{name: "token without jkt", proof: mutated(nil), req: func(r *Request) { r.JKT = "" }, want: ErrKeyMismatch},
+		{name: "jkt without token, other key", proof: mutated(nil), req: func(r *Request) { r.AccessToken, r.JKT = "", thumbprintOf(t, other.Public()) }, want: ErrKeyMismatch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := newTestVerifier(t, tt.opts...)
+			req := f.request(tt.proof(t))
+			if tt.req != nil {
+				tt.req(&req)
+			}
+			res, err := v.Verify(t.Context(), req)
+			require.Nil(t, res)
+			requireOnly(t, err, tt.want)
+			assert.Zero(t, v.replay.len(), "a rejected proof is not recorded")
+		})
+	}
+}
+
+func itoa(i int64) string { return strconv.FormatInt(i, 10) }
+
+// privateJWKMap returns the full JWK of a private key, private members
+// included, as a JSON object.
+func privateJWKMap(t testing.TB, key any) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(mustJSON(t, jose.JSONWebKey{Key: key}), &m))
+	return m
+}
+
+func TestVerifyReplay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	clock := newManualClock(testNow)
+	v, err := NewVerifier(WithClock(clock.Now))
+	require.NoError(t, err)
+	proof := f.proof(t, nil)
+
+	_, err = v.Verify(t.Context(), f.request(proof))
+	require.NoError(t, err)
+	_, err = v.Verify(t.Context(), f.request(proof))
+	requireOnly(t, err, ErrReplay)
+
+	// Same jti under another key is a different proof.
+	loadKeys(t)
+	h := map[string]any{"typ": "dpop+jwt", "alg": "EdDSA", "jwk": publicJWKMap(t, testEd.Public())}
+	_, claims := decodeProof(t, proof)
+	otherKey := forgeSign(t, "EdDSA", testEd, mustJSON(t, h), mustJSON(t, claims))
+	req := f.request(otherKey)
+	req.JKT = thumbprintOf(t, testEd.Public())
+	_, err = v.Verify(t.Context(), req)
+	require.NoError(t, err)
+
+	// Still a replay at the end of the window, and too old after it.
+	clock.Advance(DefaultMaxAge)
+	_, err = v.Verify(t.Context(), f.request(proof))
+	requireOnly(t, err, ErrReplay)
+	clock.Advance(time.Second)
+	_, err = v.Verify(t.Context(), f.request(proof))
+	requireOnly(t, err, ErrIATTooOld)
+}
+
+func TestVerifyClockStepBack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	clock := newManualClock(testNow)
+	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(1))
+	require.NoError(t, err)
+	first := f.proof(t, nil)
+	_, err = v.Verify(t.Context(), f.request(first))
+	require.NoError(t, err)
+
+	// Later, a new proof purges the first from the cache.
+	clock.Advance(2 * time.Minute)
+	later := f.proof(t, func(_, c map[string]any) { c["iat"] = testNow.Add(2 * time.Minute).Unix() })
+	_, err = v.Verify(t.Context(), f.request(later))
+	require.NoError(t, err)
+
+	// The wall clock steps back: the first proof must not become fresh again.
+	clock.Set(testNow)
+	_, err = v.Verify(t.Context(), f.request(first))
+	requireOnly(t, err, ErrIATTooOld)
+}
+
+func TestVerifyReplayCacheFull(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	clock := newManualClock(testNow)
+	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(3))
+	require.NoError(t, err)
+	var proofs []string
+	for range 3 {
+		p := f.proof(t, nil)
+		proofs = append(proofs, p)
+		_, err := v.Verify(t.Context(), f.request(p))
+		require.NoError(t, err)
+	}
+	// Full of unexpired entries: fail closed, for new proofs and replays alike.
+	_, err = v.Verify(t.Context(), f.request(f.proof(t, nil)))
+	requireOnly(t, err, ErrReplayCacheFull)
+	_, err = v.Verify(t.Context(), f.request(proofs[0]))
+	requireOnly(t, err, ErrReplay)
+
+	// Once the entries expire there is room again.
+	clock.Advance(DefaultMaxAge + time.Second)
+	fresh := f.proof(t, func(_, c map[string]any) { c["iat"] = clock.Now().Unix() })
+	_, err = v.Verify(t.Context(), f.request(fresh))
+	require.NoError(t, err)
+	assert.Equal(t, 1, v.replay.len())
+}
+
+func TestVerifyConcurrentReplay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	v := newTestVerifier(t)
+	proofs := make([]string, 8)
+	for i := range proofs {
+		proofs[i] = f.proof(t, nil)
+	}
+	var accepted, replays atomic.Int32
+	var wg sync.WaitGroup
+	for range 4 {
+		for _, p := range proofs {
+			wg.Go(func() {
+				_, err := v.Verify(context.Background(), f.request(p))
+				switch {
+				case err == nil:
+					accepted.Add(1)
+				case errors.Is(err, ErrReplay):
+					replays.Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	assert.EqualValues(t, len(proofs), accepted.Load(), "each proof accepted exactly once")
+	assert.EqualValues(t, 3*len(proofs), replays.Load())
+}
+
+// fakeNonces accepts one current nonce and counts the nonces it mints.
+type fakeNonces struct {
+	current  string
+	optional bool
+	minted   atomic.Int32
+	mintErr  error
+}
+
+func (n *fakeNonces) Valid(_ context.Context, nonce string) bool {
+	if nonce == "" {
+		return n.optional
+	}
+	return nonce == n.current
+}
+
+func (n *fakeNonces) Next(context.Context) (string, error) {
+	n.minted.Add(1)
+	if n.mintErr != nil {
+		return "ignored", n.mintErr
+	}
+	return n.current, nil
+}
+
+func TestVerifyNonce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tests := []struct {
+		name      string
+		nonces    *fakeNonces
+		nonce     string
+		want      error
+		wantNonce string
+		wantMint  bool
+	}{
+		{name: "current nonce accepted", nonces: &fakeNonces{current: "n-1"}, nonce: "n-1"},
+		{name: "missing nonce", nonces: &fakeNonces{current: "n-1"}, want: ErrNonceRequired, wantNonce: "n-1", wantMint: true},
+		{name: "stale nonce", nonces: &fakeNonces{current: "n-2"}, nonce: "n-1", want: ErrNonceStale, wantNonce: "n-2", wantMint: true},
+		{name: "nonce optional right now", nonces: &fakeNonces{current: "n-1", optional: true}},
+		{name: "minting fails", nonces: &fakeNonces{current: "n-1", mintErr: errors.New("store down")}, want: ErrNonceRequired, wantMint: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := newTestVerifier(t, WithNonces(tt.nonces))
+			proof := f.proof(t, func(_, c map[string]any) {
+				if tt.nonce != "" {
+					c["nonce"] = tt.nonce
+				}
+			})
+			res, err := v.Verify(t.Context(), f.request(proof))
+			assert.Equal(t, tt.wantMint, tt.nonces.minted.Load() > 0)
+			if tt.want == nil {
+				require.NoError(t, err)
+				assert.Equal(t, tt.nonce, res.Claims.Nonce)
+				return
+			}
+			requireOnlyNonce(t, err, tt.want, tt.nonces.mintErr)
+			var nerr *NonceError
+			require.ErrorAs(t, err, &nerr)
+			assert.Equal(t, tt.wantNonce, nerr.Nonce)
+			assert.Equal(t, CodeUseNonce, ErrorCode(err))
+			assert.Zero(t, v.replay.len(), "a proof refused for its nonce is not recorded")
+
+			if tt.nonces.mintErr == nil {
+				// The client retries with the nonce it was given.
+				retry := f.proof(t, func(_, c map[string]any) { c["nonce"] = nerr.Nonce })
+				_, err = v.Verify(t.Context(), f.request(retry))
+				require.NoError(t, err)
+			}
+		})
+	}
+}
+
+func requireOnlyNonce(t *testing.T, err, want, mintErr error) {
+	t.Helper()
+	requireOnly(t, err, want)
+	require.ErrorIs(t, err, ErrUseNonce)
+	if mintErr != nil {
+		require.ErrorIs(t, err, mintErr)
+	}
+}
+
+func TestNewVerifierOptions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		opts     []Option
+		wantErr  string
+		wantAlgs []string
+	}{
+		{name: "defaults", wantAlgs: []string{"ES256", "ES384", "PS256", "RS256", "EdDSA"}},
+		{name: "narrowed and deduplicated", opts: []Option{WithAlgorithms("EdDSA", "ES256", "EdDSA")}, wantAlgs: []string{"EdDSA", "ES256"}},
+		{name: "every supported algorithm", opts: []Option{WithAlgorithms("ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512", "EdDSA")},
+			wantAlgs: []string{"ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512", "EdDSA"}},
+		{name: "nil option ignored", opts: []Option{nil}, wantAlgs: []string{"ES256", "ES384", "PS256", "RS256", "EdDSA"}},
+		{name: "none refused", opts: []Option{WithAlgorithms("ES256", "none")}, wantErr: `"none" is not an allowed DPoP algorithm`},
+		{name: "HS256 refused", opts: []Option{WithAlgorithms("HS256")}, wantErr: `"HS256" is not an allowed`},
+		{name: "unknown refused", opts: []Option{WithAlgorithms("ES256K")}, wantErr: `"ES256K" is not an allowed`},
+		{name: "empty list refused", opts: []Option{WithAlgorithms()}, wantErr: "empty list"},
+		{name: "zero max age refused", opts: []Option{WithIATWindow(0, time.Second)}, wantErr: "maxAge must be positive"},
+		{name: "negative skew refused", opts: []Option{WithIATWindow(time.Second, -time.Second)}, wantErr: "maxAge must be positive"},
+		{name: "nil clock refused", opts: []Option{WithClock(nil)}, wantErr: "nil clock"},
+		{name: "zero cache refused", opts: []Option{WithReplayCacheSize(0)}, wantErr: "size must be positive"},
+		{name: "nil nonces refused", opts: []Option{WithNonces(nil)}, wantErr: "nil Nonces"},
+		{name: "all errors reported", opts: []Option{WithClock(nil), WithReplayCacheSize(-1)}, wantErr: "nil clock\ndpop: WithReplayCacheSize"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v, err := NewVerifier(tt.opts...)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.True(t, strings.HasPrefix(err.Error(), "dpop: "))
+				assert.Nil(t, v)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantAlgs, v.Algorithms())
+		})
+	}
+}
+
+func TestVerifyZeroVerifier(t *testing.T) {
+	t.Parallel()
+	var v Verifier
+	_, err := v.Verify(t.Context(), Request{Proofs: []string{"x"}})
+	require.Error(t, err)
+}
+
+func TestChallengeAndErrorCode(t *testing.T) {
+	t.Parallel()
+	v := newTestVerifier(t, WithAlgorithms("ES256", "EdDSA"))
+	tests := []struct {
+		name      string
+		err       error
+		wantCode  string
+		challenge string
+	}{
+		{name: "no error", err: nil, wantCode: "", challenge: `DPoP algs="ES256 EdDSA"`},
+		{name: "proof too old", err: ErrIATTooOld, wantCode: CodeInvalidProof,
+			challenge: `DPoP error="invalid_dpop_proof", error_description="proof is too old", algs="ES256 EdDSA"`},
+		{name: "wrapped malformed", err: errors.Join(errors.New("context"), ErrMalformed), wantCode: CodeInvalidProof,
+			challenge: `DPoP error="invalid_dpop_proof", error_description="malformed DPoP proof", algs="ES256 EdDSA"`},
+		{name: "nonce required", err: &NonceError{Err: ErrNonceRequired, Nonce: "n"}, wantCode: CodeUseNonce,
+			challenge: `DPoP error="use_dpop_nonce", error_description="nonce required", algs="ES256 EdDSA"`},
+		{name: "nonce stale", err: &NonceError{Err: ErrNonceStale, Nonce: "n"}, wantCode: CodeUseNonce,
+			challenge: `DPoP error="use_dpop_nonce", error_description="nonce is invalid or stale", algs="ES256 EdDSA"`},
+		{name: "key binding", err: ErrKeyMismatch, wantCode: CodeInvalidToken,
+			challenge: `DPoP error="invalid_token", error_description="proof key does not match the token binding", algs="ES256 EdDSA"`},
+		{name: "unknown error fails closed", err: errors.New("boom"), wantCode: CodeInvalidProof,
+			challenge: `DPoP error="invalid_dpop_proof", error_description="invalid DPoP proof", algs="ES256 EdDSA"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.wantCode, ErrorCode(tt.err))
+			assert.Equal(t, tt.challenge, v.Challenge(tt.err))
+		})
+	}
+
+	t.Run("every sentinel has a header-safe description", func(t *testing.T) {
+		t.Parallel()
+		for _, s := range sentinels {
+			d := ErrorDescription(s)
+			assert.NotEmpty(t, d)
+			assert.NotContains(t, d, `"`)
+			assert.NotContains(t, d, `\`)
+			assert.NotContains(t, d, "dpop: ")
+		}
+	})
+}
