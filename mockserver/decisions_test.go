@@ -324,3 +324,44 @@ func TestGetOrganizations(t *testing.T) {
 	res = postJSON(t, srv, path, "", `{"clientId":"orders-api"}`)
 	require.Equal(t, http.StatusUnauthorized, res.status)
 }
+
+// TestAcmeExampleFixture checks the decisions the README's fixture promises,
+// worked out by hand from examples/fixtures/acme.json.
+func TestAcmeExampleFixture(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile("../examples/fixtures/acme.json"))
+	cases := []struct {
+		name, user, org, method string
+		want                    []string
+	}{
+		{"alice administers but holds no business role", "alice", "", "GET",
+			[]string{"orders/read=DENY", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"bob: support (viewer) and Acme EU sales (order-clerk)", "bob", "", "GET",
+			[]string{"orders/read=GRANT", "orders/write=GRANT", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"carol: clerk in EU, manager in US, deleting", "carol", "", "DELETE",
+			[]string{"orders/read=GRANT", "orders/write=GRANT", "orders/delete=GRANT", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"carol: delete needs the DELETE method", "carol", "", "GET",
+			[]string{"orders/read=GRANT", "orders/write=GRANT", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"carol in Acme EU only", "carol", "acme-eu", "DELETE",
+			[]string{"orders/read=GRANT", "orders/write=GRANT", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"carol in Acme US only", "carol", "acme-us", "DELETE",
+			[]string{"orders/read=DENY", "orders/write=DENY", "orders/delete=GRANT", "invoices/read=DENY", "invoices/approve=DENY"}},
+		{"dave: finance group, EU finance department (auditor)", "dave", "", "GET",
+			[]string{"orders/read=GRANT", "orders/write=GRANT", "orders/delete=DENY", "invoices/read=GRANT", "invoices/approve=GRANT"}},
+		{"erin is named by a permission", "erin", "", "GET",
+			[]string{"orders/read=DENY", "orders/write=DENY", "orders/delete=DENY", "invoices/read=GRANT", "invoices/approve=DENY"}},
+		{"the API's service account views", "service-account-orders-api", "", "GET",
+			[]string{"orders/read=GRANT", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var opts []mockserver.TokenOption
+			if tc.org != "" {
+				opts = append(opts, mockserver.TokenOrganization(tc.org))
+			}
+			_, got := decide(t, srv, srv.Token("acme", tc.user, opts...), allPairs, `{"attributes":{"method":"`+tc.method+`"}}`)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
