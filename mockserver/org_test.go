@@ -49,7 +49,7 @@ func orgFixture() Fixture {
 
 // orgAPI is a reference server over real HTTP with acme's admin token.
 type orgAPI struct {
-	t     *testing.T
+	t     testing.TB
 	s     *Server
 	url   string // server base URL
 	base  string // url + /admin/realms/acme/organizations
@@ -58,7 +58,7 @@ type orgAPI struct {
 	now   atomic.Int64 // unix nanoseconds of the server's clock
 }
 
-func newOrgAPI(t *testing.T) *orgAPI {
+func newOrgAPI(t testing.TB) *orgAPI {
 	t.Helper()
 	a := &orgAPI{t: t}
 	a.now.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
@@ -95,13 +95,13 @@ type apiResp struct {
 }
 
 // into decodes the body into v.
-func (r *apiResp) into(t *testing.T, v any) {
+func (r *apiResp) into(t testing.TB, v any) {
 	t.Helper()
 	require.NoError(t, json.Unmarshal(r.Body, v), "body: %s", r.Body)
 }
 
 // errBody decodes and checks the service's error shape.
-func (r *apiResp) errBody(t *testing.T, status int) errorBody {
+func (r *apiResp) errBody(t testing.TB, status int) errorBody {
 	t.Helper()
 	require.Equal(t, status, r.Status, "body: %s", r.Body)
 	var e errorBody
