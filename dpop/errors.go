@@ -18,68 +18,68 @@ import (
 // nonce carried by the [*NonceError]. [ErrKeyMismatch] means the proof is fine
 // but the access token is bound to another key: "invalid_token".
 var (
-	// ErrMissingProof: the request carries no DPoP header, or an empty one.
+	// ErrMissingProof means the request carries no DPoP header, or an empty one.
 	ErrMissingProof = errors.New("dpop: missing DPoP proof")
-	// ErrMultipleProofs: the request carries more than one DPoP header value
+	// ErrMultipleProofs means the request carries more than one DPoP header value
 	// (several header lines, or one line holding a comma-separated list).
 	ErrMultipleProofs = errors.New("dpop: more than one DPoP proof")
-	// ErrMalformed: the proof is not a well-formed compact JWS whose header and
-	// claims are JSON objects with unique member names and claims of the
-	// right JSON types, or it is larger than the verifier accepts, or it uses
-	// a JOSE feature a DPoP proof has no use for ("crit", "b64").
+	// ErrMalformed means the proof is not a well-formed compact JWS whose header
+	// and claims are JSON objects with unique member names and claims of the right
+	// JSON types, or it is larger than the verifier accepts, or it uses a JOSE
+	// feature a DPoP proof has no use for ("crit", "b64").
 	ErrMalformed = errors.New("dpop: malformed DPoP proof")
-	// ErrType: the "typ" header is not exactly "dpop+jwt" (the comparison is
+	// ErrType means the "typ" header is not exactly "dpop+jwt" (the comparison is
 	// case-sensitive).
 	ErrType = errors.New("dpop: typ is not dpop+jwt")
-	// ErrAlgorithm: the "alg" header is not on the verifier's allow-list.
+	// ErrAlgorithm means the "alg" header is not on the verifier's allow-list.
 	// "none" and every symmetric (HMAC) algorithm are never on it.
 	ErrAlgorithm = errors.New("dpop: algorithm not allowed")
-	// ErrKey: the "jwk" header is missing, is not a valid public key, is of a
+	// ErrKey means the "jwk" header is missing, is not a valid public key, is of a
 	// type (or curve, or size) that does not fit "alg", or is a symmetric key
 	// without key material.
 	ErrKey = errors.New("dpop: jwk is missing, invalid or does not fit alg")
-	// ErrPrivateKey: the "jwk" header holds private or secret key material
+	// ErrPrivateKey means the "jwk" header holds private or secret key material
 	// (one of the members d, p, q, dp, dq, qi, oth, k or priv).
 	ErrPrivateKey = errors.New("dpop: jwk contains private key material")
-	// ErrSignature: the signature does not verify with the embedded key.
+	// ErrSignature means the signature does not verify with the embedded key.
 	ErrSignature = errors.New("dpop: invalid signature")
-	// ErrMissingClaim: a required claim (jti, htm, htu or iat) is absent or,
+	// ErrMissingClaim means a required claim (jti, htm, htu or iat) is absent or,
 	// for the string claims, empty.
 	ErrMissingClaim = errors.New("dpop: required claim missing")
-	// ErrMethod: "htm" differs from the request method (case-sensitive, as
+	// ErrMethod means "htm" differs from the request method (case-sensitive, as
 	// HTTP methods are).
 	ErrMethod = errors.New("dpop: htm does not match the request method")
-	// ErrURL: "htu" and the request URL differ after normalisation by [HTU],
+	// ErrURL means "htu" and the request URL differ after normalisation by [HTU],
 	// or one of them is not an absolute http or https URL. [HTU] and
 	// [Signer.Proof] return it for a URL they cannot normalise.
 	ErrURL = errors.New("dpop: htu does not match the request url")
-	// ErrIATTooOld: "iat" is further in the past than the verifier's window.
+	// ErrIATTooOld means "iat" is further in the past than the verifier's window.
 	ErrIATTooOld = errors.New("dpop: proof is too old")
-	// ErrIATInFuture: "iat" is further in the future than the verifier's
+	// ErrIATInFuture means "iat" is further in the future than the verifier's
 	// allowed clock skew.
 	ErrIATInFuture = errors.New("dpop: proof is issued in the future")
-	// ErrReplay: a proof with the same key and "jti" was already accepted and
+	// ErrReplay means a proof with the same key and "jti" was already accepted and
 	// is still inside its validity window.
 	ErrReplay = errors.New("dpop: proof replayed")
-	// ErrReplayCacheFull: the verifier's replay cache holds as many unexpired
-	// proofs as it may, so it cannot record this one and refuses it rather
-	// than risk accepting a replay. This is a server capacity condition, not a
-	// client mistake: a server should answer 503 with Retry-After.
+	// ErrReplayCacheFull means the verifier's replay cache holds as many unexpired
+	// proofs as it may, so it cannot record this one and refuses it rather than
+	// risk accepting a replay. This is a server capacity condition, not a client
+	// mistake: a server should answer 503 with Retry-After.
 	ErrReplayCacheFull = errors.New("dpop: replay cache full")
 	// ErrUseNonce is the parent of [ErrNonceRequired] and [ErrNonceStale]:
-	// errors.Is(err, ErrUseNonce) holds for both, and the server should
-	// answer "use_dpop_nonce" with a DPoP-Nonce header (RFC 9449 sections 8
-	// and 9). The error is a [*NonceError] carrying the nonce to send.
+	// errors.Is(err, ErrUseNonce) holds for both, and the server should answer
+	// "use_dpop_nonce" with a DPoP-Nonce header (RFC 9449 sections 8 and 9). The
+	// error is a [*NonceError] carrying the nonce to send.
 	ErrUseNonce = errors.New("dpop: use_dpop_nonce")
-	// ErrNonceRequired: the server requires a nonce and the proof has none.
+	// ErrNonceRequired means the server requires a nonce and the proof has none.
 	ErrNonceRequired = errors.New("dpop: nonce required")
-	// ErrNonceStale: the proof's nonce is not one the server accepts now.
+	// ErrNonceStale means the proof's nonce is not one the server accepts now.
 	ErrNonceStale = errors.New("dpop: nonce is invalid or stale")
-	// ErrTokenHash: an access token was presented and "ath" is absent or is
+	// ErrTokenHash means an access token was presented and "ath" is absent or is
 	// not the hash of that token.
 	ErrTokenHash = errors.New("dpop: ath does not match the access token")
-	// ErrKeyMismatch: the thumbprint of the proof's key differs from the
-	// access token's cnf.jkt.
+	// ErrKeyMismatch means the thumbprint of the proof's key differs from the
+	// access token's cnf.jkt, or an access token was given without one.
 	ErrKeyMismatch = errors.New("dpop: proof key does not match the token binding")
 )
 
@@ -114,10 +114,16 @@ func (e *NonceError) Unwrap() []error {
 	return errs
 }
 
-// OAuth error codes used by DPoP (RFC 9449 sections 5, 7.1, 8 and 9; RFC 6750).
+// OAuth error codes used by DPoP (RFC 9449 sections 5, 7.1, 8 and 9; RFC 6750),
+// as returned by [ErrorCode].
 const (
+	// CodeInvalidProof is the error code for a proof that fails a check.
 	CodeInvalidProof = "invalid_dpop_proof"
-	CodeUseNonce     = "use_dpop_nonce"
+	// CodeUseNonce is the error code asking the client to retry with the nonce
+	// sent in the DPoP-Nonce response header.
+	CodeUseNonce = "use_dpop_nonce"
+	// CodeInvalidToken is the error code for a valid proof whose key is not the
+	// one the access token is bound to.
 	CodeInvalidToken = "invalid_token"
 )
 

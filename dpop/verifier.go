@@ -135,7 +135,8 @@ type Claims struct {
 // signature, the claims jti, htm, htu and iat present, htm equal to
 // req.Method, htu equal to req.URL after [HTU], iat inside the window, ath
 // equal to [TokenHash] of req.AccessToken when a token is given, the key's
-// thumbprint equal to req.JKT when given, the nonce when [WithNonces] is set,
+// thumbprint equal to req.JKT (which must be set when a token is given, else
+// [ErrKeyMismatch]), the nonce when [WithNonces] is set,
 // and last the replay check, which records the proof. A proof that fails any
 // earlier check is not recorded.
 //
@@ -147,9 +148,6 @@ type Claims struct {
 func (v *Verifier) Verify(ctx context.Context, req Request) (*Result, error) {
 	if v == nil || v.replay == nil {
 		return nil, errors.New("dpop: Verifier not initialised: use NewVerifier")
-	}
-	if req.AccessToken != "" && req.JKT == "" {
-		return nil, fmt.Errorf("%w: access token given without its cnf.jkt", ErrKeyMismatch)
 	}
 	proof, err := singleProof(req.Proofs)
 	if err != nil {
@@ -215,6 +213,10 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (*Result, error) {
 		return nil, fmt.Errorf("%w: thumbprint: %w", ErrKey, err)
 	}
 	jkt := base64.RawURLEncoding.EncodeToString(tp)
+	if req.JKT == "" && req.AccessToken != "" {
+		// Fail closed: a token presented with a proof must be bound to a key.
+		return nil, fmt.Errorf("%w: access token given without its cnf.jkt", ErrKeyMismatch)
+	}
 	if req.JKT != "" && subtle.ConstantTimeCompare([]byte(req.JKT), []byte(jkt)) != 1 {
 		return nil, ErrKeyMismatch
 	}

@@ -429,6 +429,7 @@ func TestVerifyRejects(t *testing.T) {
 		// Key binding.
 		{name: "jkt of another key", proof: mutated(nil), req: func(r *Request) { r.JKT = thumbprintOf(t, other.Public()) }, want: ErrKeyMismatch},
 		{name: "token without jkt", proof: mutated(nil), req: func(r *Request) { r.JKT = "" }, want: ErrKeyMismatch},
+		{name: "proof problems reported before a missing jkt", proof: literal(""), req: func(r *Request) { r.Proofs, r.JKT = nil, "" }, want: ErrMissingProof},
 		{name: "jkt without token, other key", proof: mutated(nil), req: func(r *Request) { r.AccessToken, r.JKT = "", thumbprintOf(t, other.Public()) }, want: ErrKeyMismatch},
 	}
 	for _, tt := range tests {
