@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/decision"
 	"github.com/orgauthz/orgauthz/internal/issuer"
 	"github.com/orgauthz/orgauthz/internal/store"
@@ -103,30 +104,36 @@ func (s *Server) protect(realmOf func(*http.Request) string, allowed func(*issue
 
 // authFailure is a refused token: the challenge error code and the message.
 type authFailure struct {
-	code    string // invalid_token, invalid_dpop_proof, use_dpop_nonce, or "" when no credentials came
+	code    string // invalid_token, or "" when no credentials came
 	message string
 	dpop    bool // challenge with the DPoP scheme rather than Bearer
+
+	challenge string // a complete DPoP challenge from the proof verifier
+	nonce     string // the DPoP-Nonce to send with a use_dpop_nonce challenge
 }
 
 // refuse answers 401 with the challenge of f and the error body.
 func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
-	scheme := "Bearer"
-	if f.dpop {
-		scheme = "DPoP"
-	}
-	ch := fmt.Sprintf("%s realm=%q", scheme, realm)
-	if f.dpop {
-		ch += fmt.Sprintf(", algs=%q", dpopAlgs)
-	}
-	if f.code != "" {
-		ch += fmt.Sprintf(", error=%q, error_description=%q", f.code, f.message)
+	ch := f.challenge
+	if ch == "" {
+		scheme := "Bearer"
+		if f.dpop {
+			scheme = "DPoP"
+		}
+		ch = fmt.Sprintf("%s realm=%q", scheme, realm)
+		if f.dpop {
+			ch += fmt.Sprintf(", algs=%q", strings.Join(s.auth.dpop.Algorithms(), " "))
+		}
+		if f.code != "" {
+			ch += fmt.Sprintf(", error=%q, error_description=%q", f.code, f.message)
+		}
 	}
 	w.Header().Add("WWW-Authenticate", ch)
+	if f.nonce != "" {
+		w.Header().Set("DPoP-Nonce", f.nonce)
+	}
 	writeErr(w, errf(http.StatusUnauthorized, "%s", f.message))
 }
-
-// dpopAlgs are the proof algorithms the server accepts.
-const dpopAlgs = "ES256 EdDSA PS256"
 
 // authenticate validates the request's access token for realm and returns
 // the caller.
@@ -243,21 +250,7 @@ func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 type authState struct {
 	adminSecret string
 	policies    decision.Cache
+	dpop        *dpop.Verifier
+	nonces      *nonceSource
 }
 
-func newAuthState() *authState { return &authState{} }
-
-// checkBinding enforces DPoP binding: a bound token must come with the DPoP
-// scheme and a valid proof for this request; an unbound one must come as
-// Bearer.
-func (s *Server) checkBinding(w http.ResponseWriter, r *http.Request, raw string, c *issuer.Claims, isDPoP bool) *authFailure {
-	if c.JKT() != "" {
-		// DPoP support lands with package dpop's Verifier; until then a
-		// bound token cannot be presented validly.
-		return &authFailure{code: "invalid_token", message: "DPoP-bound tokens are not supported yet", dpop: true}
-	}
-	if isDPoP {
-		return &authFailure{code: "invalid_token", message: "the token is not DPoP-bound; use the Bearer scheme", dpop: true}
-	}
-	return nil
-}

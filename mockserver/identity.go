@@ -67,7 +67,7 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 		IDTokenSigningAlgValuesSupported:  []string{string(issuer.Algorithm)},
 		GrantTypesSupported:               []string{grantClientCredentials, grantPassword},
 		TokenEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},
-		DPoPSigningAlgValuesSupported:     strings.Fields(dpopAlgs),
+		DPoPSigningAlgValuesSupported:     s.auth.dpop.Algorithms(),
 	})
 }
 
@@ -201,7 +201,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 
 	spec := tokenSpec{clientID: clientID}
 	if r.Header.Get("DPoP") != "" {
-		jkt, oe := s.tokenProofThumbprint(r)
+		jkt, oe := s.tokenProofThumbprint(w, r)
 		if oe != nil {
 			return nil, oe
 		}

@@ -107,8 +107,12 @@ func New(opts ...Option) (*Server, error) {
 		now:    c.now,
 		logger: c.logger,
 		issuer: c.issuer,
-		auth:   newAuthState(),
 	}
+	auth, err := newAuthState(s)
+	if err != nil {
+		return nil, fmt.Errorf("mockserver: %w", err)
+	}
+	s.auth = auth
 	secret, err := s.load(fx, c.adminSecret)
 	if err != nil {
 		return nil, err

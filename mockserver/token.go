@@ -3,7 +3,6 @@ package mockserver
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -146,10 +145,4 @@ func userClaims(r *store.Realm, u *store.User, clientID string, now time.Time, l
 		c.ResourceAccess = map[string]issuer.Access{realmManagementClient: {Roles: []string{manageRealmRole}}}
 	}
 	return c
-}
-
-// tokenProofThumbprint checks the DPoP proof of a token request and returns
-// the thumbprint of its key.
-func (s *Server) tokenProofThumbprint(r *http.Request) (string, *oauthError) {
-	return "", &oauthError{status: http.StatusBadRequest, code: "invalid_dpop_proof", description: "DPoP is not supported yet"}
 }

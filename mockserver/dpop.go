@@ -1,0 +1,162 @@
+package mockserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// This file binds tokens to DPoP keys (RFC 9449): proofs at the token
+// endpoint, proofs on every protected route, and server nonces when the
+// configuration asks for them (dpopNonceRequired).
+
+// nonceLifetime is how long a nonce is the current one; the one before it
+// stays valid for as long again, so a client racing a rotation is not
+// refused twice.
+const nonceLifetime = time.Minute
+
+// nonceSource is the server's dpop.Nonces: one random nonce at a time,
+// rotated by the server clock, required only while the configuration's
+// dpopNonceRequired is set.
+type nonceSource struct {
+	now      func() time.Time
+	required func() bool
+
+	mu       sync.Mutex
+	current  string
+	previous string
+	minted   time.Time
+}
+
+var _ dpop.Nonces = (*nonceSource)(nil)
+
+// Valid accepts any proof while nonces are not required; otherwise only the
+// current or the previous nonce.
+func (n *nonceSource) Valid(_ context.Context, nonce string) bool {
+	if !n.required() {
+		return true
+	}
+	if nonce == "" {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.rotate()
+	return nonce == n.current || (n.previous != "" && nonce == n.previous)
+}
+
+// Next returns the current nonce, rotating it first when it is too old.
+func (n *nonceSource) Next(context.Context) (string, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.rotate()
+	return n.current, nil
+}
+
+func (n *nonceSource) rotate() {
+	now := n.now()
+	if n.current != "" && now.Sub(n.minted) < nonceLifetime && !now.Before(n.minted) {
+		return
+	}
+	if n.current != "" && now.Sub(n.minted) < 2*nonceLifetime {
+		n.previous = n.current
+	} else {
+		n.previous = ""
+	}
+	n.current, n.minted = randomSecret(18), now
+}
+
+// newAuthState builds the identity side's state for s: the DPoP verifier,
+// which shares one replay cache between the token endpoint and every
+// protected route, and the nonce source.
+func newAuthState(s *Server) (*authState, error) {
+	a := &authState{}
+	a.nonces = &nonceSource{now: s.now, required: s.nonceRequired}
+	v, err := dpop.NewVerifier(dpop.WithClock(s.now), dpop.WithNonces(a.nonces))
+	if err != nil {
+		return nil, err
+	}
+	a.dpop = v
+	return a, nil
+}
+
+// nonceRequired reports the configuration's dpopNonceRequired.
+func (s *Server) nonceRequired() bool {
+	var req bool
+	_ = s.store.Read(func(st *store.State) error { req = st.Config.DPoPNonceRequired; return nil })
+	return req
+}
+
+// requestURL is the absolute URL of r as the client addressed it: the
+// public base URL and the path (the htu a proof must carry).
+func (s *Server) requestURL(r *http.Request) string {
+	return s.issuerBase(r) + r.URL.EscapedPath()
+}
+
+// checkBinding enforces DPoP binding on a protected route: a bound token
+// must come with the DPoP scheme and a valid proof for this exact request
+// (method, URL, token hash, key thumbprint, fresh jti, nonce when
+// required); an unbound token must come as Bearer.
+func (s *Server) checkBinding(w http.ResponseWriter, r *http.Request, raw string, c *issuer.Claims, isDPoP bool) *authFailure {
+	jkt := c.JKT()
+	switch {
+	case jkt == "" && !isDPoP:
+		return nil
+	case jkt == "":
+		return &authFailure{code: "invalid_token", message: "the token is not DPoP-bound; send it with the Bearer scheme", dpop: true}
+	case !isDPoP:
+		return &authFailure{code: "invalid_token", message: "the token is DPoP-bound; send it with the DPoP scheme and a proof", dpop: true}
+	}
+	_, err := s.auth.dpop.Verify(r.Context(), dpop.Request{
+		Proofs: r.Header.Values("DPoP"), Method: r.Method, URL: s.requestURL(r), AccessToken: raw, JKT: jkt,
+	})
+	if err != nil {
+		return s.proofFailure(err)
+	}
+	s.sendNonce(w, r)
+	return nil
+}
+
+// proofFailure turns a Verify error into the 401 challenge of RFC 9449
+// sections 7.1 and 9.
+func (s *Server) proofFailure(err error) *authFailure {
+	f := &authFailure{dpop: true, challenge: s.auth.dpop.Challenge(err), message: dpop.ErrorDescription(err)}
+	var ne *dpop.NonceError
+	if errors.As(err, &ne) {
+		f.nonce = ne.Nonce
+	}
+	return f
+}
+
+// sendNonce adds the current nonce to a response while nonces are required.
+func (s *Server) sendNonce(w http.ResponseWriter, r *http.Request) {
+	if !s.nonceRequired() {
+		return
+	}
+	if n, err := s.auth.nonces.Next(r.Context()); err == nil {
+		w.Header().Set("DPoP-Nonce", n)
+	}
+}
+
+// tokenProofThumbprint checks the DPoP proof of a token request (no access
+// token yet) and returns the thumbprint of its key, the token's cnf.jkt.
+func (s *Server) tokenProofThumbprint(w http.ResponseWriter, r *http.Request) (string, *oauthError) {
+	res, err := s.auth.dpop.Verify(r.Context(), dpop.Request{
+		Proofs: r.Header.Values("DPoP"), Method: r.Method, URL: s.requestURL(r),
+	})
+	if err != nil {
+		var ne *dpop.NonceError
+		if errors.As(err, &ne) && ne.Nonce != "" {
+			w.Header().Set("DPoP-Nonce", ne.Nonce)
+		}
+		return "", &oauthError{status: http.StatusBadRequest, code: dpop.ErrorCode(err), description: dpop.ErrorDescription(err)}
+	}
+	s.sendNonce(w, r)
+	return res.Thumbprint, nil
+}

@@ -1,0 +1,192 @@
+package mockserver_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+)
+
+const tokenPath = "/realms/acme/protocol/openid-connect/token"
+
+// dpopToken asks the token endpoint for a token bound to signer's key.
+func dpopToken(t *testing.T, srv *mockservertest.Server, signer *dpop.Signer, nonce string) httpResult {
+	t.Helper()
+	proof, err := signer.Proof(http.MethodPost, srv.URL+tokenPath, "", nonce)
+	require.NoError(t, err)
+	return tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+		"username": {"alice"}, "password": {"alice-pw"}}, http.Header{"Dpop": {proof}})
+}
+
+// decideDPoP posts an authorize request with the DPoP scheme and the given
+// proof ("" for none).
+func decideDPoP(t *testing.T, srv *mockservertest.Server, scheme, token, proof string) httpResult {
+	t.Helper()
+	h := http.Header{"Authorization": {scheme + " " + token}}
+	if proof != "" {
+		h.Set("DPoP", proof)
+	}
+	return send(t, srv, http.MethodPost, authorizePath, "application/json",
+		strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`), h)
+}
+
+func dpopFixture() mockserver.Fixture {
+	f := identityFixture()
+	f.Realms[0].Clients[0].Resources = []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"read"}}}
+	f.Realms[0].Clients[0].Permissions = []mockserver.FixturePermission{{Name: "admins read", Resource: "orders", Roles: []string{"realm-admin"}}}
+	return f
+}
+
+func TestDPoPBoundTokens(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	other, err := dpop.GenerateKey()
+	require.NoError(t, err)
+
+	res := dpopToken(t, srv, signer, "")
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	body := res.json(t)
+	require.Equal(t, "DPoP", body["token_type"])
+	token := body["access_token"].(string)
+	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
+	require.NoError(t, err)
+	var claims struct {
+		Cnf struct {
+			JKT string `json:"jkt"`
+		} `json:"cnf"`
+	}
+	require.NoError(t, tok.UnsafeClaimsWithoutVerification(&claims))
+	require.Equal(t, signer.Thumbprint(), claims.Cnf.JKT)
+
+	proof := func(s *dpop.Signer, method, u string) string {
+		p, err := s.Proof(method, u, token, "")
+		require.NoError(t, err)
+		return p
+	}
+
+	good := proof(signer, http.MethodPost, srv.URL+authorizePath)
+	res = decideDPoP(t, srv, "DPoP", token, good)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, "GRANT", res.json(t)["status"])
+
+	minted := srv.Token("acme", "alice", mockserver.TokenDPoPBinding(signer.Thumbprint()))
+	p, err := signer.Proof(http.MethodPost, srv.URL+authorizePath, minted, "")
+	require.NoError(t, err)
+	res = decideDPoP(t, srv, "DPoP", minted, p)
+	require.Equal(t, http.StatusOK, res.status, "IssueToken's binding works the same: %s", res.body)
+
+	cases := []struct {
+		name, scheme, proof, wantChallenge string
+	}{
+		{"replayed proof", "DPoP", good, `DPoP error="invalid_dpop_proof"`},
+		{"proof for another URL", "DPoP", proof(signer, http.MethodPost, srv.URL+"/realms/acme/authorization-decision-provider/get-organizations"), `DPoP error="invalid_dpop_proof"`},
+		{"proof for another method", "DPoP", proof(signer, http.MethodGet, srv.URL+authorizePath), `DPoP error="invalid_dpop_proof"`},
+		{"missing proof", "DPoP", "", `DPoP error="invalid_dpop_proof"`},
+		{"proof by another key", "DPoP", proof(other, http.MethodPost, srv.URL+authorizePath), `DPoP error="invalid_token"`},
+		{"bound token sent as Bearer", "Bearer", proof(signer, http.MethodPost, srv.URL+authorizePath), `DPoP realm="acme", algs=`},
+		{"bound token sent as Bearer without proof", "Bearer", "", `error="invalid_token"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := decideDPoP(t, srv, tc.scheme, token, tc.proof)
+			require.Equal(t, http.StatusUnauthorized, res.status, string(res.body))
+			require.Contains(t, res.header.Get("WWW-Authenticate"), tc.wantChallenge)
+			require.Equal(t, "Unauthorized", res.json(t)["error"])
+			require.NotContains(t, string(res.body), token)
+		})
+	}
+
+	t.Run("unbound token sent as DPoP", func(t *testing.T) {
+		bearer := srv.Token("acme", "alice")
+		p, err := signer.Proof(http.MethodPost, srv.URL+authorizePath, bearer, "")
+		require.NoError(t, err)
+		res := decideDPoP(t, srv, "DPoP", bearer, p)
+		require.Equal(t, http.StatusUnauthorized, res.status)
+		require.Contains(t, res.header.Get("WWW-Authenticate"), `DPoP realm="acme"`)
+	})
+	t.Run("bad proof at the token endpoint", func(t *testing.T) {
+		p, err := signer.Proof(http.MethodPost, srv.URL+"/elsewhere", "", "")
+		require.NoError(t, err)
+		res := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"},
+			"client_secret": {"orders-secret"}}, http.Header{"Dpop": {p}})
+		require.Equal(t, http.StatusBadRequest, res.status)
+		require.Equal(t, "invalid_dpop_proof", res.json(t)["error"])
+	})
+	t.Run("discovery lists the proof algorithms", func(t *testing.T) {
+		doc := send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil).json(t)
+		require.Contains(t, doc["dpop_signing_alg_values_supported"], "ES256")
+		require.Contains(t, doc["dpop_signing_alg_values_supported"], "EdDSA")
+	})
+}
+
+func TestDPoPNonceFlow(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()), mockserver.WithClock(clock))
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	signer = signer.WithClock(clock)
+
+	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{"dpopNonceRequired":true}`).status)
+
+	// Token endpoint: the first proof has no nonce and gets one.
+	res := dpopToken(t, srv, signer, "")
+	require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+	require.Equal(t, "use_dpop_nonce", res.json(t)["error"])
+	nonce := res.header.Get("DPoP-Nonce")
+	require.NotEmpty(t, nonce)
+	res = dpopToken(t, srv, signer, nonce)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, nonce, res.header.Get("DPoP-Nonce"))
+	token := res.json(t)["access_token"].(string)
+
+	call := func(nonce string) httpResult {
+		p, err := signer.Proof(http.MethodPost, srv.URL+authorizePath, token, nonce)
+		require.NoError(t, err)
+		return decideDPoP(t, srv, "DPoP", token, p)
+	}
+	// Resource server: the same dance, with a 401 challenge.
+	res = call("")
+	require.Equal(t, http.StatusUnauthorized, res.status)
+	require.Contains(t, res.header.Get("WWW-Authenticate"), `DPoP error="use_dpop_nonce"`)
+	require.Equal(t, nonce, res.header.Get("DPoP-Nonce"))
+	res = call(nonce)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, nonce, res.header.Get("DPoP-Nonce"), "successful responses carry the nonce too")
+
+	// Nonces rotate: after one lifetime the old nonce is still accepted and
+	// a new one is announced; after two it is refused.
+	now.Add(int64(61 * time.Second))
+	res = call(nonce)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	rotated := res.header.Get("DPoP-Nonce")
+	require.NotEqual(t, nonce, rotated)
+	now.Add(int64(61 * time.Second))
+	res = call(nonce)
+	require.Equal(t, http.StatusUnauthorized, res.status)
+	require.Contains(t, res.header.Get("WWW-Authenticate"), `error="use_dpop_nonce"`)
+	fresh := res.header.Get("DPoP-Nonce")
+	require.NotEmpty(t, fresh)
+	res = call(fresh)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+
+	// Turning the requirement off lets proofs without nonces through again.
+	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{}`).status)
+	res = call("")
+	require.Equal(t, http.StatusOK, res.status)
+	require.Empty(t, res.header.Get("DPoP-Nonce"))
+}
