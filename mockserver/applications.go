@@ -77,7 +77,7 @@ func appQuery(r *http.Request, p *page) (store.AppQuery, error) {
 		return aq, badField("sortBy", "must be name, clientId or createdAt")
 	}
 	p.SortBy, p.SortOrder = aq.SortBy, "ASC"
-	switch strings.ToUpper(q.Get("sortOrder")) {
+	switch q.Get("sortOrder") {
 	case "", "ASC":
 	case "DESC":
 		aq.Desc, p.SortOrder = true, "DESC"

@@ -663,6 +663,7 @@ func TestApplications(t *testing.T) {
 	assert.Empty(t, clientIDs(list[appJSON](a, "/"+orgID+"/applications?tag=sal")))
 	a.do(http.MethodGet, "/"+orgID+"/applications?sortBy=size", nil).errBody(t, http.StatusBadRequest)
 	a.do(http.MethodGet, "/"+orgID+"/applications?sortOrder=UP", nil).errBody(t, http.StatusBadRequest)
+	a.do(http.MethodGet, "/"+orgID+"/applications?sortOrder=desc", nil).errBody(t, http.StatusBadRequest)
 
 	assert.Equal(t, orders, result[appJSON](a, http.StatusOK, http.MethodGet, "/"+orgID+"/applications/orders-api", nil))
 	a.do(http.MethodGet, "/"+orgID+"/applications/hr-api", nil).errBody(t, http.StatusNotFound)

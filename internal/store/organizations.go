@@ -11,10 +11,10 @@ package store
 //	org, err := rm.CreateOrganization(OrgSpec{Name: "Acme EU", Alias: "acme-eu"}, now)
 //	dept, err := rm.CreateDepartment(org.ID, "", DeptSpec{Name: "Sales", Alias: "sales",
 //		Children: []DeptSpec{{Name: "Inside Sales", Alias: "inside-sales"}}}, now)
-//	_, err = rm.Assign(userID, dept.ID, now)              // a user into a department
+//	_, _, err = rm.Assign(userID, dept.ID, now)           // a user into a department
 //	_, err = rm.LinkRole(org.ID, roleID)                  // an existing realm role
 //	app, err := rm.RegisterApplication(AppSpec{ClientID: "orders-api"}, now)
-//	_, err = rm.AssignApplication(org.ID, app.ClientID)   // by clientId
+//	_, _, err = rm.AssignApplication(org.ID, app.ClientID) // by clientId
 //	_, err = rm.LinkGroup(org.ID, groupID)
 //
 // Lookups the decision engine uses: UserOrgRoleIDs (the roles a user holds
