@@ -212,6 +212,7 @@ func (g *gateway) record(next http.Handler) http.Handler {
 		if hook != nil && hook(w, r, n) {
 			return
 		}
+		r.Body = io.NopCloser(bytes.NewReader(body)) // the hook may have read it
 		next.ServeHTTP(w, r)
 	})
 }

@@ -1,0 +1,368 @@
+package pep_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+func TestCheckManyDecisionsAndStatus(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		resources  []pep.Resource
+		wantStatus pep.Status
+		want       []string // "resource/scope=STATUS" in order
+	}{
+		{
+			name:       "all granted",
+			resources:  []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "invoices", Scopes: []string{"read"}}},
+			wantStatus: pep.Grant,
+			want:       []string{"orders/read=GRANT", "invoices/read=GRANT"},
+		},
+		{
+			name:       "one error answer makes ERROR",
+			resources:  []pep.Resource{{Name: "orders", Scopes: []string{"read", "fly"}}},
+			wantStatus: pep.Error,
+			want:       []string{"orders/read=GRANT", "orders/fly=ERROR"},
+		},
+		{
+			name:       "a deny wins over an error",
+			resources:  []pep.Resource{{Name: "orders", Scopes: []string{"fly", "write", "read"}}},
+			wantStatus: pep.Deny,
+			want:       []string{"orders/fly=ERROR", "orders/write=DENY", "orders/read=GRANT"},
+		},
+		{
+			name: "duplicates removed, first position kept",
+			resources: []pep.Resource{
+				{Name: "orders", Scopes: []string{"read", "read"}},
+				{Name: "invoices", Scopes: []string{"read"}},
+				{Name: "orders", Scopes: []string{"read"}},
+			},
+			wantStatus: pep.Grant,
+			want:       []string{"orders/read=GRANT", "invoices/read=GRANT"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGateway(t)
+			c := g.newClient(t)
+			c.SetToken(aliceToken)
+			r, err := c.CheckMany(t.Context(), tt.resources)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantStatus, r.Status)
+			assert.Equal(t, tt.wantStatus == pep.Grant, r.Allowed())
+			assert.Equal(t, tt.want, summarize(r.Decisions))
+			for _, d := range r.Decisions {
+				assert.NoError(t, d.Cause)
+			}
+			// Each pair is sent once, in the order of the decisions.
+			var sent []string
+			for _, w := range tt.want {
+				sent = append(sent, strings.Split(w, "=")[0])
+			}
+			assert.Equal(t, sent, g.last().Authorize.pairs())
+		})
+	}
+}
+
+func summarize(ds []pep.Decision) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Resource+"/"+d.Scope+"="+d.Status.String())
+	}
+	return out
+}
+
+func TestCheckManyInputErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		resources []pep.Resource
+		wantErr   string
+	}{
+		{"nil", nil, "pep: CheckMany needs at least one resource"},
+		{"empty", []pep.Resource{}, "pep: CheckMany needs at least one resource"},
+		{"no name", []pep.Resource{{Scopes: []string{"read"}}}, "pep: resource 0 has no name"},
+		{"no scopes", []pep.Resource{{Name: "orders"}}, `pep: resource "orders" has no scopes`},
+		{"empty scope", []pep.Resource{{Name: "orders", Scopes: []string{"read", ""}}}, `pep: resource "orders" has an empty scope`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGateway(t)
+			c := g.newClient(t)
+			c.SetToken(aliceToken)
+			r, err := c.CheckMany(t.Context(), tt.resources)
+			require.EqualError(t, err, tt.wantErr)
+			assert.False(t, r.Allowed())
+			assert.Equal(t, pep.Deny, r.Status)
+			assert.Equal(t, 0, g.count())
+		})
+	}
+}
+
+func TestCheckManyAsksOnlyForUncachedPairs(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	c := g.newClient(t)
+	c.SetToken(aliceToken)
+	_, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	_, err = c.Check(t.Context(), "invoices", "pay")
+	require.NoError(t, err)
+
+	r, err := c.CheckMany(t.Context(), []pep.Resource{
+		{Name: "orders", Scopes: []string{"read", "write"}},
+		{Name: "invoices", Scopes: []string{"read", "pay"}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"orders/write", "invoices/read"}, g.last().Authorize.pairs())
+	assert.Equal(t, []string{"orders/read=GRANT", "orders/write=DENY", "invoices/read=GRANT", "invoices/pay=DENY"}, summarize(r.Decisions))
+	var cached []bool
+	for _, d := range r.Decisions {
+		cached = append(cached, d.Cached)
+	}
+	assert.Equal(t, []bool{true, false, false, true}, cached)
+
+	// Everything is cached now: no request at all.
+	before := g.count()
+	r, err = c.CheckMany(t.Context(), []pep.Resource{{Name: "invoices", Scopes: []string{"read", "pay"}}, {Name: "orders", Scopes: []string{"write"}}})
+	require.NoError(t, err)
+	assert.Equal(t, pep.Deny, r.Status)
+	assert.Equal(t, before, g.count())
+}
+
+// bigCatalog defines 25 resources of 10 scopes (250 pairs) and grants
+// alice every pair whose scope number is even.
+func bigCatalog(g *gateway) ([]pep.Resource, []string) {
+	var resources []pep.Resource
+	var want []string
+	for i := range 25 {
+		name := fmt.Sprintf("r%02d", i)
+		var scopes []string
+		for j := range 10 {
+			scope := fmt.Sprintf("s%d", j)
+			scopes = append(scopes, scope)
+			status := "DENY"
+			if j%2 == 0 {
+				g.grant(aliceToken, name, scope)
+				status = "GRANT"
+			}
+			want = append(want, name+"/"+scope+"="+status)
+		}
+		g.define(name, scopes...)
+		resources = append(resources, pep.Resource{Name: name, Scopes: scopes})
+	}
+	return resources, want
+}
+
+func TestBatching(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	resources, want := bigCatalog(g)
+	c := g.newClient(t, pep.WithBatchSize(100))
+	c.SetToken(aliceToken)
+
+	r, err := c.CheckMany(t.Context(), resources)
+	require.NoError(t, err)
+	assert.Equal(t, want, summarize(r.Decisions), "decisions keep request order")
+	assert.Equal(t, pep.Deny, r.Status)
+
+	reqs := g.received()
+	require.Len(t, reqs, 3, "250 pairs in batches of 100")
+	var sent []string
+	var sizes []int
+	for _, rq := range reqs {
+		sizes = append(sizes, len(rq.Authorize.pairs()))
+		sent = append(sent, rq.Authorize.pairs()...)
+	}
+	slices.Sort(sizes)
+	assert.Equal(t, []int{50, 100, 100}, sizes)
+	assert.Len(t, sent, 250)
+	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(sent))), 250, "every pair sent exactly once")
+}
+
+func TestFailedChunkFailsOnlyItsPairs(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	resources, want := bigCatalog(g)
+	// The chunk holding r03 fails; pairs r00..r09 are the first chunk.
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		body, _ := readBodyString(r)
+		if strings.Contains(body, `"r03"`) {
+			writeError(w, http.StatusServiceUnavailable, "shard down")
+			return true
+		}
+		return false
+	})
+	c := g.newClient(t, pep.WithBatchSize(100), noRetry)
+	c.SetToken(aliceToken)
+	r, err := c.CheckMany(t.Context(), resources)
+	require.NoError(t, err)
+	assert.Equal(t, pep.Deny, r.Status)
+	require.Len(t, r.Decisions, 250)
+	for i, d := range r.Decisions {
+		if i < 100 {
+			assert.False(t, d.Allowed(), "pair %d is in the failed chunk", i)
+			require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
+			continue
+		}
+		assert.NoError(t, d.Cause, "pair %d", i)
+		assert.Equal(t, want[i], summarize([]pep.Decision{d})[0])
+	}
+	assert.Equal(t, uint64(100), c.Stats().FailClosed)
+	assert.Equal(t, 150, c.Stats().CacheEntries, "the good chunks are cached")
+}
+
+func TestManyScopesOfOneResourceAreSplit(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	var scopes []string
+	for i := range 60 {
+		scopes = append(scopes, fmt.Sprintf("s%d", i))
+	}
+	g.define("reports", scopes...)
+	g.grant(aliceToken, "reports", scopes...)
+	c := g.newClient(t)
+	c.SetToken(aliceToken)
+	r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "reports", Scopes: scopes}})
+	require.NoError(t, err)
+	assert.True(t, r.Allowed(), "the gateway refuses more than 50 scopes per resource entry")
+	res := g.last().Authorize.Resources
+	require.Len(t, res, 2)
+	assert.Len(t, res[0].Scopes, 50)
+	assert.Len(t, res[1].Scopes, 10)
+}
+
+func TestConcurrentIdenticalChecksShareOneRequest(t *testing.T) {
+	t.Parallel()
+	const callers = 50
+	g := newGateway(t)
+	release := make(chan struct{})
+	g.setHook(func(_ http.ResponseWriter, _ *http.Request, _ int) bool {
+		select { // hold the one request until every caller waits on it
+		case <-release:
+		case <-g.closing:
+		}
+		return false
+	})
+	var waiting atomic.Int64
+	c := g.newClient(t, pep.WithFlightWaitHook(func() {
+		if waiting.Add(1) == callers {
+			close(release)
+		}
+	}))
+	c.SetToken(aliceToken)
+
+	var wg sync.WaitGroup
+	results := make([]pep.Decision, callers)
+	for i := range callers {
+		wg.Go(func() {
+			d, err := c.Check(t.Context(), "orders", "read")
+			assert.NoError(t, err)
+			results[i] = d
+		})
+	}
+	wg.Wait()
+	for _, d := range results {
+		requireGatewayDecision(t, d, pep.Grant)
+	}
+	assert.Equal(t, 1, g.count(), "exactly one gateway request")
+	assert.Equal(t, uint64(callers-1), c.Stats().Coalesced)
+}
+
+func TestDifferentTokensAreNotCoalesced(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	arrived := make(chan struct{}, 2)
+	release := make(chan struct{})
+	g.setHook(func(_ http.ResponseWriter, _ *http.Request, _ int) bool {
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-g.closing:
+		}
+		return false
+	})
+	c := g.newClient(t)
+	var wg sync.WaitGroup
+	got := map[string]pep.Status{}
+	var mu sync.Mutex
+	for _, tok := range []string{aliceToken, bobToken} {
+		wg.Go(func() {
+			d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "write")
+			assert.NoError(t, err)
+			mu.Lock()
+			got[tok] = d.Status
+			mu.Unlock()
+		})
+	}
+	<-arrived // both requests reach the gateway while neither is answered
+	<-arrived
+	close(release)
+	wg.Wait()
+	assert.Equal(t, map[string]pep.Status{aliceToken: pep.Deny, bobToken: pep.Grant}, got)
+	assert.Equal(t, 2, g.count())
+	assert.Zero(t, c.Stats().Coalesced)
+}
+
+func TestCoalescedWaiterWithCancelledContextDoesNotHang(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	release := make(chan struct{})
+	g.setHook(func(http.ResponseWriter, *http.Request, int) bool {
+		select {
+		case <-release:
+		case <-g.closing:
+		}
+		return false
+	})
+	waiting := make(chan struct{}, 2)
+	c := g.newClient(t, pep.WithFlightWaitHook(func() { waiting <- struct{}{} }))
+	c.SetToken(aliceToken)
+
+	leader := make(chan pep.Decision)
+	go func() {
+		d, err := c.Check(t.Context(), "orders", "read")
+		assert.NoError(t, err)
+		leader <- d
+	}()
+	<-waiting // the leader waits on its request
+
+	ctx, cancel := context.WithCancel(t.Context())
+	follower := make(chan pep.Decision)
+	go func() {
+		d, err := c.Check(ctx, "orders", "read")
+		assert.NoError(t, err)
+		follower <- d
+	}()
+	<-waiting // the follower joined the same request
+	cancel()
+	d := <-follower // returns although the shared request is still held
+	assert.False(t, d.Allowed())
+	require.ErrorIs(t, d.Cause, context.Canceled)
+	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
+
+	close(release)
+	d = <-leader
+	requireGatewayDecision(t, d, pep.Grant)
+	assert.Equal(t, 1, g.count())
+}
+
+func readBodyString(r *http.Request) (string, error) {
+	b, err := io.ReadAll(r.Body)
+	return string(b), err
+}

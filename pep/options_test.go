@@ -1,0 +1,180 @@
+package pep_test
+
+import (
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	const url = "https://gateway.example.com"
+	tests := []struct {
+		name                 string
+		gateway, realm, clnt string
+		opts                 []pep.Option
+		wantErrs             []string // substrings, each must appear
+	}{
+		{name: "defaults", gateway: url, realm: "acme", clnt: "orders-api"},
+		{name: "path prefix and trailing slash", gateway: url + "/gw/", realm: "acme", clnt: "orders-api"},
+		{name: "everything disabled", gateway: url, realm: "acme", clnt: "orders-api",
+			opts: []pep.Option{pep.WithCache(0, 0, 0), pep.WithRetry(0, 0, 0), pep.WithBreaker(0, 0)}},
+		{name: "empty URL", realm: "acme", clnt: "orders-api", wantErrs: []string{"pep: the gateway URL is empty; use an absolute http(s) URL"}},
+		{name: "relative URL", gateway: "gateway.example.com", realm: "acme", clnt: "orders-api", wantErrs: []string{`has scheme ""`}},
+		{name: "wrong scheme", gateway: "ftp://gateway.example.com", realm: "acme", clnt: "orders-api", wantErrs: []string{`has scheme "ftp"`}},
+		{name: "no host", gateway: "https://", realm: "acme", clnt: "orders-api", wantErrs: []string{"has no host"}},
+		{name: "query", gateway: url + "?x=1", realm: "acme", clnt: "orders-api", wantErrs: []string{"must not have a query or fragment"}},
+		{name: "user info", gateway: "https://admin:hunter2@gateway.example.com", realm: "acme", clnt: "orders-api", wantErrs: []string{"must not hold user information"}},
+		{name: "unparseable", gateway: "https://gate way.example.com/%zz", realm: "acme", clnt: "orders-api", wantErrs: []string{"does not parse"}},
+		{name: "empty realm", gateway: url, clnt: "orders-api", wantErrs: []string{"pep: the realm is empty"}},
+		{name: "empty client", gateway: url, realm: "acme", wantErrs: []string{"pep: the client ID is empty"}},
+		{name: "all three at once", wantErrs: []string{"gateway URL is empty", "realm is empty", "client ID is empty"}},
+		{name: "nil http client", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithHTTPClient(nil)},
+			wantErrs: []string{"pep: WithHTTPClient: the *http.Client is nil"}},
+		{name: "negative retries", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithRetry(-1, 0, 0)},
+			wantErrs: []string{"pep: WithRetry: max must be 0 (no retries) or more, got -1"}},
+		{name: "zero minWait", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithRetry(2, 0, time.Second)},
+			wantErrs: []string{"pep: WithRetry: minWait must be positive"}},
+		{name: "maxWait below minWait", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithRetry(2, time.Second, time.Millisecond)},
+			wantErrs: []string{"pep: WithRetry: maxWait (1ms) must be at least minWait (1s)"}},
+		{name: "zero timeout", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithTimeout(0)},
+			wantErrs: []string{"pep: WithTimeout: the timeout must be positive, got 0s"}},
+		{name: "negative cache size", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithCache(-1, time.Second, time.Second)},
+			wantErrs: []string{"pep: WithCache: size must be 0 (no cache) or more, got -1"}},
+		{name: "negative TTL", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithCache(10, -time.Second, time.Second)},
+			wantErrs: []string{"pep: WithCache: TTLs must not be negative"}},
+		{name: "zero batch", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithBatchSize(0)},
+			wantErrs: []string{"pep: WithBatchSize: the batch size must be positive, got 0"}},
+		{name: "negative breaker", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithBreaker(-1, time.Second)},
+			wantErrs: []string{"pep: WithBreaker: failures must be 0 (no breaker) or more, got -1"}},
+		{name: "breaker without cool-down", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithBreaker(3, 0)},
+			wantErrs: []string{"pep: WithBreaker: coolDown must be positive, got 0s"}},
+		{name: "nil event handler", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithEventHandler(nil)},
+			wantErrs: []string{"pep: WithEventHandler: the handler is nil"}},
+		{name: "a later option wins", gateway: url, realm: "acme", clnt: "c",
+			opts: []pep.Option{pep.WithBatchSize(0), pep.WithBatchSize(10)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := pep.New(tt.gateway, tt.realm, tt.clnt, tt.opts...)
+			if len(tt.wantErrs) == 0 {
+				require.NoError(t, err)
+				require.NotNil(t, c)
+				return
+			}
+			require.Error(t, err)
+			assert.Nil(t, c)
+			for _, want := range tt.wantErrs {
+				assert.Contains(t, err.Error(), want)
+			}
+			assert.NotContains(t, err.Error(), "hunter2", "secrets in the URL are not echoed")
+		})
+	}
+}
+
+// countingTransport counts the requests it carries.
+type countingTransport struct {
+	base http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.base.RoundTrip(r)
+}
+
+func TestWithHTTPClientIsCopiedNotMutated(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	transport := &countingTransport{base: g.Client().Transport}
+	var redirectCalls atomic.Int64
+	checkRedirect := func(*http.Request, []*http.Request) error {
+		redirectCalls.Add(1)
+		return nil
+	}
+	hc := &http.Client{Transport: transport, CheckRedirect: checkRedirect, Timeout: time.Minute}
+	before := *hc
+
+	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(hc))
+	require.NoError(t, err)
+	c.SetToken(aliceToken)
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	require.True(t, d.Allowed())
+
+	assert.Equal(t, int64(1), transport.n.Load(), "the caller's transport carries the requests")
+	assert.Same(t, before.Transport, hc.Transport)
+	assert.Equal(t, before.Timeout, hc.Timeout)
+	require.NotNil(t, hc.CheckRedirect)
+	assert.NoError(t, hc.CheckRedirect(nil, nil), "the caller's CheckRedirect is untouched")
+	assert.Equal(t, int64(1), redirectCalls.Load())
+
+	// The token layer clones requests: nothing leaks into the caller's client.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, g.URL+"/elsewhere", nil)
+	require.NoError(t, err)
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Empty(t, g.last().Authorization, "the caller's own client sends no token")
+}
+
+func TestStatusString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		status pep.Status
+		want   string
+	}{
+		{pep.Grant, "GRANT"}, {pep.Deny, "DENY"}, {pep.Error, "ERROR"}, {pep.Status(7), "Status(7)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, tt.status.String())
+		})
+	}
+}
+
+func TestZeroValuesNeverAllow(t *testing.T) {
+	t.Parallel()
+	var s pep.Status
+	assert.NotEqual(t, pep.Grant, s)
+	assert.False(t, pep.Decision{}.Allowed())
+	assert.False(t, pep.Result{}.Allowed())
+	assert.False(t, pep.Result{Status: pep.Grant}.Allowed(), "no decisions: nothing was granted")
+	assert.False(t, pep.Decision{Status: pep.Grant, Cause: pep.ErrUnavailable}.Allowed())
+	assert.False(t, pep.Result{Status: pep.Grant, Decisions: []pep.Decision{{Status: pep.Grant}, {Status: pep.Error}}}.Allowed())
+}
+
+func TestResponseErrorIs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		status          int
+		unauthorized    bool
+		unavailable     bool
+		wantErrorString string
+	}{
+		{401, true, false, "pep: gateway answered 401 Unauthorized: bad token"},
+		{403, false, false, "pep: gateway answered 403 Forbidden: bad token"},
+		{500, false, true, "pep: gateway answered 500 Internal Server Error: bad token"},
+		{503, false, true, "pep: gateway answered 503 Service Unavailable: bad token"},
+		{429, false, false, "pep: gateway answered 429 Too Many Requests: bad token"},
+	}
+	for _, tt := range tests {
+		t.Run(http.StatusText(tt.status), func(t *testing.T) {
+			t.Parallel()
+			err := error(&pep.ResponseError{StatusCode: tt.status, ErrorName: http.StatusText(tt.status), Message: "bad token"})
+			assert.Equal(t, tt.unauthorized, errors.Is(err, pep.ErrUnauthorized))
+			assert.Equal(t, tt.unavailable, errors.Is(err, pep.ErrUnavailable))
+			assert.Equal(t, tt.wantErrorString, err.Error())
+		})
+	}
+	assert.ErrorIs(t, pep.ErrCircuitOpen, pep.ErrUnavailable)
+}
