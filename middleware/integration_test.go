@@ -1,0 +1,127 @@
+package middleware_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/middleware"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// shop is a realm where ann may read orders, cat may also write them and
+// delete them, but only with DELETE, and ben may do nothing.
+var shop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+	Name:  "shop",
+	Roles: []mockserver.FixtureRole{{Name: "viewer"}, {Name: "manager"}},
+	Users: []mockserver.FixtureUser{
+		{Username: "ann", Roles: []string{"viewer"}},
+		{Username: "ben"},
+		{Username: "cat", Roles: []string{"viewer", "manager"}},
+	},
+	Clients: []mockserver.FixtureClient{{
+		ClientID: "orders-api", Secret: "s3cret",
+		Resources: []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"read", "write", "delete"}}},
+		Permissions: []mockserver.FixturePermission{
+			{Name: "viewers read", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"viewer"}},
+			{Name: "managers write", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"manager"}},
+			{Name: "managers delete with DELETE", Resource: "orders", Scopes: []string{"delete"}, Roles: []string{"manager"}, Methods: []string{"DELETE"}},
+		},
+	}},
+}}}
+
+// app is a service with chi-style composition: one mux, a request-id
+// middleware around everything, and a different Require on each route.
+func app(t *testing.T) (*mockservertest.Server, http.Handler) {
+	t.Helper()
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	client, err := pep.New(gw.URL, "shop", "orders-api")
+	require.NoError(t, err)
+
+	ok := func(label string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			res, decided := middleware.DecisionFromContext(r.Context())
+			require.True(t, decided)
+			require.True(t, res.Allowed())
+			_, _ = io.WriteString(w, label)
+		})
+	}
+	requestID := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Request-Id", "req-1")
+			next.ServeHTTP(w, r)
+		})
+	}
+	chain := func(h http.Handler, mws ...func(http.Handler) http.Handler) http.Handler {
+		for i := len(mws) - 1; i >= 0; i-- {
+			h = mws[i](h)
+		}
+		return h
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /orders/{id}", chain(ok("read"), middleware.Require(client, "orders", "read")))
+	// Two Require layers: both must grant.
+	mux.Handle("PUT /orders/{id}", chain(ok("written"),
+		middleware.Require(client, "orders", "read"), middleware.Require(client, "orders", "write")))
+	// The same permission on two methods: the decision depends on the method
+	// sent as the decision context.
+	for _, m := range []string{"DELETE", "POST"} {
+		mux.Handle(m+" /orders/{id}", chain(ok("deleted"), middleware.Require(client, "orders", "delete")))
+	}
+	return gw, requestID(mux)
+}
+
+func TestRequireAgainstReferenceServer(t *testing.T) {
+	t.Parallel()
+	gw, h := app(t)
+	tokens := map[string]string{"ann": gw.Token("shop", "ann"), "ben": gw.Token("shop", "ben"), "cat": gw.Token("shop", "cat")}
+
+	tests := []struct {
+		name, user, method string
+		status             int
+		body               string
+	}{
+		{"viewer reads", "ann", "GET", 200, "read"},
+		{"nobody is forbidden to read", "ben", "GET", 403, ""},
+		{"viewer cannot write", "ann", "PUT", 403, ""},
+		{"manager passes both layers", "cat", "PUT", 200, "written"},
+		{"manager deletes with DELETE", "cat", "DELETE", 200, "deleted"},
+		{"the method is the decision context: POST may not delete", "cat", "POST", 403, ""},
+		{"no token", "", "GET", 401, ""},
+		{"a token the gateway refuses", "forged", "GET", 401, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req := httptest.NewRequestWithContext(t.Context(), tt.method, "/orders/42", nil)
+			switch tt.user {
+			case "":
+			case "forged":
+				req.Header.Set("Authorization", "Bearer "+tokens["ann"][:len(tokens["ann"])-4]+"AAAA")
+			default:
+				req.Header.Set("Authorization", "Bearer "+tokens[tt.user])
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			assert.Equal(t, tt.status, rec.Code, rec.Body.String())
+			assert.Equal(t, "req-1", rec.Header().Get("X-Request-Id"), "outer middleware ran")
+			if tt.status == 200 {
+				assert.Equal(t, tt.body, rec.Body.String())
+				return
+			}
+			name, _ := errorBody(t, rec.Body.String())
+			assert.Equal(t, http.StatusText(tt.status), name)
+			if tt.status == 401 {
+				assert.True(t, strings.HasPrefix(rec.Header().Get("WWW-Authenticate"), "Bearer"))
+			}
+		})
+	}
+}
