@@ -100,6 +100,17 @@ func (s *Server) listDepartments(w http.ResponseWriter, r *http.Request, _ *call
 	})
 }
 
+// parentExists reports ErrNotFound unless the organization, and the parent
+// department when parentID is set, exist.
+func parentExists(rm *store.Realm, orgID, parentID string) error {
+	if parentID == "" {
+		_, err := rm.Organization(orgID)
+		return err
+	}
+	_, err := rm.Department(orgID, parentID)
+	return err
+}
+
 func (s *Server) departmentTree(w http.ResponseWriter, r *http.Request, _ *caller) {
 	s.readOne(w, r, func(rm *store.Realm) (any, error) {
 		tree, err := rm.DepartmentTree(r.PathValue("orgId"))
@@ -118,7 +129,7 @@ func (s *Server) createDepartment(w http.ResponseWriter, r *http.Request, c *cal
 	derr := decodeBody(r, &in)
 	var out deptJSON
 	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
-		if _, err := rm.Departments(orgID, parentID); err != nil {
+		if err := parentExists(rm, orgID, parentID); err != nil {
 			return err // 404 for the path first
 		}
 		if derr != nil {
