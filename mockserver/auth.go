@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/decision"
@@ -180,11 +181,55 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	if err != nil {
 		return nil, err
 	}
-	c, err := issuer.Verify(raw, key, kid, issuer.RealmIssuer(s.issuerBase(r), realm), s.now())
+	iss, now := issuer.RealmIssuer(s.issuerBase(r), realm), s.now()
+	if c, ok := s.auth.verified.get(raw, kid, iss); ok {
+		if c.Expiry == nil || !now.Before(c.Expiry.Time()) {
+			return nil, errors.New("token expired")
+		}
+		return c, nil
+	}
+	c, err := issuer.Verify(raw, key, kid, iss, now)
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
 	}
+	s.auth.verified.put(raw, kid, c)
 	return c, nil
+}
+
+// verifiedTokens remembers tokens whose signature checked out, so that a
+// token used again skips the signature check. Everything else (realm live,
+// key current, issuer, expiry, DPoP binding) is checked on every use. It is
+// bounded: when full it starts over. Claims in it are shared and read-only.
+type verifiedTokens struct {
+	mu sync.RWMutex
+	m  map[string]verifiedToken
+}
+
+type verifiedToken struct {
+	kid    string
+	claims *issuer.Claims
+}
+
+// maxVerifiedTokens bounds the verified-token cache.
+const maxVerifiedTokens = 10_000
+
+func (v *verifiedTokens) get(raw, kid, iss string) (*issuer.Claims, bool) {
+	v.mu.RLock()
+	e, ok := v.m[raw]
+	v.mu.RUnlock()
+	if !ok || e.kid != kid || e.claims.Issuer != iss {
+		return nil, false
+	}
+	return e.claims, true
+}
+
+func (v *verifiedTokens) put(raw, kid string, c *issuer.Claims) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil || len(v.m) >= maxVerifiedTokens {
+		v.m = make(map[string]verifiedToken)
+	}
+	v.m[raw] = verifiedToken{kid: kid, claims: c}
 }
 
 // issuerBase is the public base URL of the server: WithIssuer's, else the
@@ -252,5 +297,5 @@ type authState struct {
 	policies    decision.Cache
 	dpop        *dpop.Verifier
 	nonces      *nonceSource
+	verified    verifiedTokens
 }
-

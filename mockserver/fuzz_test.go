@@ -8,54 +8,67 @@ import (
 	"testing"
 )
 
-// fuzzRoutes are the organization routes that read a body or a query,
-// i.e. orgRoutes without the DELETEs, which would only shrink the world the
-// fuzzer works on.
-func fuzzRoutes() []orgRoute {
-	var out []orgRoute
-	for _, rt := range orgRoutes {
-		if rt.method != http.MethodDelete {
-			out = append(out, rt)
+// FuzzDecisionBody feeds arbitrary bodies to the decision endpoints with a
+// valid token: the answer is always a JSON body with a status below 500,
+// and a 200 always carries statuses the wire format allows.
+func FuzzDecisionBody(f *testing.F) {
+	s, err := New(WithIssuer("http://example.com"), WithFixture(Fixture{Realms: []FixtureRealm{{
+		Name:  "acme",
+		Roles: []FixtureRole{{Name: "viewer"}},
+		Users: []FixtureUser{{Username: "alice", Roles: []string{"viewer"}}},
+		Clients: []FixtureClient{{ClientID: "orders-api", Secret: "s",
+			Resources: []FixtureResource{{Name: "orders", Scopes: []string{"read", "write"}}},
+			Permissions: []FixturePermission{{Name: "p", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"viewer"}},
+				{Name: "m", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"viewer"}, Methods: []string{"POST"}}}}},
+		Organizations: []FixtureOrganization{{Name: "O", Alias: "o", Departments: []FixtureDepartment{{Name: "D", Users: []string{"alice"}}}}},
+	}}}))
+	if err != nil {
+		f.Fatal(err)
+	}
+	tok, err := s.IssueToken("acme", "alice")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{
+		`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`,
+		`{"clientId":"orders-api","resources":[{"name":"*"}],"context":{"attributes":{"method":"POST","headers":{"a":"b"}}}}`,
+		`{"clientId":"orders-api","resources":[{"name":"ghost","scopes":["x","x"]},{"name":"orders"}]}`,
+		`{"clientId":"orders-api","resources":[]}`,
+		`{"clientId":"nope","resources":[{"name":"orders"}],"context":[]}`,
+		`{"clientId":1}`, `[]`, `null`, ``, `{"resources":[{"scopes":null}]}`, `{"clientId":"orders-api"}{}`,
+	} {
+		f.Add([]byte(seed), false)
+		f.Add([]byte(seed), true)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, orgs bool) {
+		path := "/realms/acme/authorization-decision-provider/authorize"
+		if orgs {
+			path = "/realms/acme/authorization-decision-provider/get-organizations"
 		}
-	}
-	return out
-}
-
-// FuzzOrganizationHandlers sends arbitrary bodies and query strings to the
-// organization API's handlers: whatever comes in, the answer is never a 5xx
-// nor a panic, and always JSON; an error always has the service's shape.
-func FuzzOrganizationHandlers(f *testing.F) {
-	routes := fuzzRoutes()
-	for i, rt := range routes {
-		body, _ := json.Marshal(rt.body)
-		f.Add(uint8(i), "", body)
-		f.Add(uint8(i), "offset=1&count=2", []byte(`{"name": 1, "attributes": {"a": "b"}}`))
-	}
-	f.Add(uint8(1), "", []byte(`{"name":"x","alias":"y","attributes":{"k":[null,"v"]}}`))
-	f.Add(uint8(2), "search=%00", []byte(`null`))
-	f.Add(uint8(0), "count=99999999999999999999", []byte(`[]`))
-
-	a := newOrgAPI(f)
-	world := orgWorld(a)
-	f.Fuzz(func(t *testing.T, route uint8, query string, body []byte) {
-		rt := routes[int(route)%len(routes)]
-		target := "/admin/realms/acme/organizations" + fill(rt.path, world)
-		req := httptest.NewRequest(rt.method, "http://fuzz.test"+target, bytes.NewReader(body))
-		req.URL.RawQuery = query
-		req.Header.Set("Authorization", "Bearer "+a.admin)
+		req := httptest.NewRequest(http.MethodPost, "http://example.com"+path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
 		rec := httptest.NewRecorder()
-		a.s.ServeHTTP(rec, req)
-
+		s.ServeHTTP(rec, req)
 		if rec.Code >= 500 {
-			t.Fatalf("%s %s?%s with %q: status %d: %s", rt.method, target, query, body, rec.Code, rec.Body)
+			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
 		}
 		if !json.Valid(rec.Body.Bytes()) {
-			t.Fatalf("%s %s: invalid JSON answer %q", rt.method, target, rec.Body)
+			t.Fatalf("status %d with a body that is not JSON: %q", rec.Code, rec.Body)
 		}
-		if rec.Code >= 400 {
-			var e errorBody
-			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error != http.StatusText(rec.Code) || e.Message == "" {
-				t.Fatalf("%s %s: bad error body %q", rt.method, target, rec.Body)
+		if rec.Code != http.StatusOK || orgs {
+			return
+		}
+		var out authorizeResponse
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+			t.Fatal(err)
+		}
+		valid := map[string]bool{"GRANT": true, "DENY": true, "ERROR": true}
+		if !valid[string(out.Status)] || len(out.Permissions) == 0 {
+			t.Fatalf("bad answer %s", rec.Body)
+		}
+		for _, p := range out.Permissions {
+			if !valid[string(p.Status)] {
+				t.Fatalf("bad pair status in %s", rec.Body)
 			}
 		}
 	})

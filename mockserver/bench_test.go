@@ -1,0 +1,90 @@
+package mockserver_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+)
+
+// benchBody asks for three pairs of a subject with roles from two
+// organizations.
+const benchBody = `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read","write"]},{"name":"invoices","scopes":["read"]}],"context":{"attributes":{"method":"GET","path":"/orders/1"}}}`
+
+// fixedDecision is what the baseline handler answers.
+const fixedDecision = `{"status":"DENY","permissions":[{"resource":"orders","scope":"read","status":"GRANT"},{"resource":"orders","scope":"write","status":"GRANT"},{"resource":"invoices","scope":"read","status":"DENY"}]}` + "\n"
+
+// baseline is the least a net/http decision handler can do: read the body,
+// answer a fixed decision.
+var baseline = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, fixedDecision)
+})
+
+// BenchmarkDecision measures decisions per second of the authorize handler
+// next to the baseline, in process (httptest.NewRecorder) and over loopback
+// with keep-alive. The ratio of the two ns/op is the handler's cost.
+func BenchmarkDecision(b *testing.B) {
+	const base = "http://example.com"
+	srv, err := mockserver.New(mockserver.WithFixture(decisionFixture()), mockserver.WithIssuer(base))
+	require.NoError(b, err)
+	tok, err := srv.IssueToken("acme", "carol")
+	require.NoError(b, err)
+
+	inProcess := func(h http.Handler) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, base+authorizePath, strings.NewReader(benchBody))
+				req.Header.Set("Authorization", "Bearer "+tok)
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", rec.Code, rec.Body)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+		}
+	}
+	b.Run("in-process/mockserver", inProcess(srv))
+	b.Run("in-process/baseline", inProcess(baseline))
+
+	loopback := func(url, token string, client *http.Client) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.ReportAllocs()
+			body := []byte(benchBody)
+			for b.Loop() {
+				req, err := http.NewRequest(http.MethodPost, url+authorizePath, bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+		}
+	}
+	ms := mockservertest.Start(b, mockserver.WithFixture(decisionFixture()))
+	b.Run("loopback/mockserver", loopback(ms.URL, ms.Token("acme", "carol"), ms.Client()))
+	hs := httptest.NewServer(baseline)
+	b.Cleanup(hs.Close)
+	b.Run("loopback/baseline", loopback(hs.URL, tok, hs.Client()))
+}
