@@ -58,10 +58,13 @@ func (cl *call) credential() (credential, error) {
 	if !validToken(cl.id.token) {
 		return nil, fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
 	}
-	if cl.state != nil {
-		return cl.state.cred, nil
+	if cl.state == nil {
+		return bearer(cl.id.token), nil
 	}
-	return bearer(cl.id.token), nil
+	if err := cl.state.cred.usable(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoToken, err)
+	}
+	return cl.state.cred, nil
 }
 
 // Check asks whether the token may use scope on resource. The decision is
@@ -246,7 +249,14 @@ func (c *Client) failAll(ds []Decision, err error) {
 
 // refused handles a 401 for the call's token: its cached decisions go, and
 // the first refusal of the client's own token emits tokenExpired.
+//
+// A DPoP nonce challenge that was still refused after its one retry is not a
+// verdict on the token: it is returned to the caller but purges nothing and
+// emits nothing.
 func (c *Client) refused(cl *call, err *ResponseError) {
+	if isNonceChallenge(err.Challenge) {
+		return
+	}
 	c.cache.purge(cl.id)
 	if cl.state != nil && cl.state.expired.CompareAndSwap(false, true) {
 		c.emit(events.TokenExpired, cl.id.scheme, err)

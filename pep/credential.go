@@ -36,10 +36,13 @@ type tokenIdent struct {
 
 // credential attaches a token to one outgoing attempt. authorize is called
 // on a clone of the request for every attempt, retries included, so that a
-// proof-of-possession credential can make a fresh proof each time.
+// proof-of-possession credential (DPoP) can make a fresh proof each time;
+// nonce is the latest DPoP-Nonce of the request's origin, "" if none.
+// usable reports, before anything is sent, why the credential cannot work.
 type credential interface {
 	ident() tokenIdent
-	authorize(r *http.Request) error
+	usable() error
+	authorize(r *http.Request, nonce string) error
 }
 
 // bearer is an RFC 6750 bearer token.
@@ -47,7 +50,9 @@ type bearer string
 
 func (b bearer) ident() tokenIdent { return tokenIdent{scheme: schemeBearer, token: string(b)} }
 
-func (b bearer) authorize(r *http.Request) error {
+func (b bearer) usable() error { return nil }
+
+func (b bearer) authorize(r *http.Request, _ string) error {
 	r.Header.Set("Authorization", "Bearer "+string(b))
 	return nil
 }

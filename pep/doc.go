@@ -28,7 +28,7 @@
 // connection errors, 429, 502, 503 and 504 only, exponential backoff with
 // jitter, Retry-After honoured, never past the call's deadline), then the
 // token layer (which clones each attempt and sets its Authorization
-// header), then the base transport of the *http.Client given with
+// header, and for DPoP a new proof), then the base transport of the *http.Client given with
 // WithHTTPClient, which is copied and never modified. Redirects are never
 // followed.
 //
@@ -42,8 +42,11 @@
 //
 // # Tokens and events
 //
-// The client's token is set with SetToken and removed with ClearToken; a
-// per-call token can be given with WithToken. Token lifecycle events
+// The client's token is set with SetToken (Bearer) or SetDPoPToken (DPoP,
+// RFC 9449: every attempt carries a fresh proof, the latest DPoP-Nonce of
+// the gateway is used, and a use_dpop_nonce challenge is answered once) and
+// removed with ClearToken; a per-call Bearer token can be given with
+// WithToken. Token lifecycle events
 // (package events) are delivered to handlers registered with
 // WithEventHandler or Subscribe.
 //

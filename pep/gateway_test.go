@@ -7,7 +7,9 @@ package pep_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -79,7 +82,11 @@ type gateway struct {
 	// that a test left blocked.
 	closing chan struct{}
 
+	verifier *dpop.Verifier // checks the proofs of DPoP-bound tokens
+
 	mu       sync.Mutex
+	bound    map[string]string          // DPoP-bound token -> the thumbprint of its key
+	nonces   nonceRule                  // zero: no DPoP nonce required
 	catalog  map[string][]string        // resource -> defined scopes, in order
 	order    []string                   // resources in definition order
 	grants   map[string]map[string]bool // token -> "resource/scope" -> granted
@@ -99,7 +106,11 @@ func newGateway(t testing.TB) *gateway {
 		catalog: map[string][]string{},
 		grants:  map[string]map[string]bool{},
 		orgs:    map[string]map[string]any{},
+		bound:   map[string]string{},
 	}
+	v, err := dpop.NewVerifier(dpop.WithNonces(gwNonces{g}))
+	require.NoError(t, err)
+	g.verifier = v
 	g.define("orders", "read", "write", "delete")
 	g.define("invoices", "read", "pay")
 	g.grant(aliceToken, "orders", "read")
@@ -217,19 +228,81 @@ func (g *gateway) record(next http.Handler) http.Handler {
 	})
 }
 
-// authenticate returns the grants of the request's Bearer token, or writes
-// a 401 and returns false.
+// bindDPoP makes token a DPoP-bound token of the key with thumbprint jkt:
+// it is accepted only as "Authorization: DPoP" with a valid proof.
+func (g *gateway) bindDPoP(token, jkt string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.bound[token] = jkt
+	if g.grants[token] == nil {
+		g.grants[token] = map[string]bool{}
+	}
+}
+
+// nonceRule decides the gateway's DPoP nonces: valid reports whether a
+// proof's nonce is acceptable, next gives the nonce for a challenge.
+type nonceRule struct {
+	valid func(nonce string) bool
+	next  func() string
+}
+
+func (g *gateway) requireNonces(rule nonceRule) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.nonces = rule
+}
+
+// gwNonces adapts the gateway's current rule to dpop.Nonces.
+type gwNonces struct{ g *gateway }
+
+func (n gwNonces) Valid(_ context.Context, nonce string) bool {
+	n.g.mu.Lock()
+	rule := n.g.nonces
+	n.g.mu.Unlock()
+	return rule.valid == nil || rule.valid(nonce)
+}
+
+func (n gwNonces) Next(context.Context) (string, error) {
+	n.g.mu.Lock()
+	rule := n.g.nonces
+	n.g.mu.Unlock()
+	if rule.next == nil {
+		return "", errors.New("no nonces configured")
+	}
+	return rule.next(), nil
+}
+
+// authenticate returns the grants of the request's token, or writes a 401
+// and returns false. Bearer tokens are looked up; DPoP-bound tokens must
+// come with the DPoP scheme and a proof the dpop.Verifier accepts.
 func (g *gateway) authenticate(w http.ResponseWriter, r *http.Request) (map[string]bool, string, bool) {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	g.mu.Lock()
 	grants, known := g.grants[token]
+	jkt, isBound := g.bound[token]
 	g.mu.Unlock()
-	if !ok || !known {
-		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-		writeError(w, http.StatusUnauthorized, "invalid or missing token")
+	switch {
+	case scheme == "Bearer" && known && !isBound:
+		return grants, token, true
+	case scheme == "DPoP" && known && isBound:
+		_, err := g.verifier.Verify(r.Context(), dpop.Request{
+			Proofs: r.Header.Values("DPoP"), Method: r.Method, URL: g.URL + r.URL.Path,
+			AccessToken: token, JKT: jkt,
+		})
+		if err == nil {
+			return grants, token, true
+		}
+		var ne *dpop.NonceError
+		if errors.As(err, &ne) {
+			w.Header().Set("DPoP-Nonce", ne.Nonce)
+		}
+		w.Header().Set("WWW-Authenticate", g.verifier.Challenge(err))
+		writeError(w, http.StatusUnauthorized, "invalid DPoP proof")
 		return nil, "", false
 	}
-	return grants, token, true
+	w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	writeError(w, http.StatusUnauthorized, "invalid or missing token")
+	return nil, "", false
 }
 
 func (g *gateway) authorize(w http.ResponseWriter, r *http.Request) {

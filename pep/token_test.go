@@ -406,3 +406,39 @@ func TestLoggerSilentByDefault(t *testing.T) {
 	assert.False(t, d.Allowed())
 	assert.True(t, strings.HasPrefix(d.Cause.Error(), "pep: gateway answered 503"), d.Cause.Error())
 }
+
+func TestAnswerArrivingAfterAPurgeIsNotCached(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	g.setHook(func(_ http.ResponseWriter, _ *http.Request, n int) bool {
+		if n == 1 {
+			close(arrived)
+			select {
+			case <-release:
+			case <-g.closing:
+			}
+		}
+		return false
+	})
+	c := g.newClient(t)
+	c.SetToken(aliceToken)
+	done := make(chan pep.Decision)
+	go func() {
+		d, err := c.Check(t.Context(), "orders", "read")
+		assert.NoError(t, err)
+		done <- d
+	}()
+	<-arrived
+	c.SetToken(bobToken) // purges alice's entries while her request is out
+	close(release)
+	d := <-done
+	requireGatewayDecision(t, d, pep.Grant) // the caller still gets its answer
+	assert.Equal(t, 0, c.Stats().CacheEntries, "but it is not stored after the purge")
+
+	d, err := c.Check(pep.WithToken(t.Context(), aliceToken), "orders", "read")
+	require.NoError(t, err)
+	assert.False(t, d.Cached)
+	assert.Equal(t, 2, g.count())
+}

@@ -34,7 +34,7 @@ func newTransport(cfg *config, sent, retries *atomic.Uint64, logger *slog.Logger
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = &tokenTransport{base: base, sent: sent}
+	hc.Transport = &tokenTransport{base: base, sent: sent, nonces: &nonceStore{}}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &retryTransport{
 		client:  &hc,
@@ -50,10 +50,13 @@ func newTransport(cfg *config, sent, retries *atomic.Uint64, logger *slog.Logger
 // client hands the credential of a call down to tokenTransport.
 type callStateKey struct{}
 
-// callState is what tokenTransport needs to know about the call an attempt
-// belongs to.
+// callState is what tokenTransport needs to know about the gateway request
+// an attempt belongs to; all attempts of one request share it.
 type callState struct {
 	cred credential
+	// nonceRetried is set once a DPoP nonce challenge was answered, so that
+	// a request is re-sent for a nonce at most once, whatever the retries.
+	nonceRetried atomic.Bool
 }
 
 func withCallState(ctx context.Context, cs *callState) context.Context {
@@ -73,10 +76,14 @@ func (e *credentialError) Error() string { return "pep: cannot attach the token:
 func (e *credentialError) Unwrap() error { return e.err }
 
 // tokenTransport attaches the call's credential to a clone of every attempt
-// and delegates to base, like golang.org/x/oauth2's Transport.
+// and delegates to base, like golang.org/x/oauth2's Transport. For a DPoP
+// credential it also keeps the latest DPoP-Nonce per origin and answers a
+// nonce challenge by sending the request once more with the new nonce;
+// being below the retry layer, that resend is not a retry.
 type tokenTransport struct {
-	base http.RoundTripper
-	sent *atomic.Uint64
+	base   http.RoundTripper
+	sent   *atomic.Uint64
+	nonces *nonceStore
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -86,8 +93,40 @@ func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, errNoCredential
 	}
+	isDPoP := cs.cred.ident().scheme == schemeDPoP
+	from := origin(req.URL)
+	used := ""
+	if isDPoP {
+		used = t.nonces.get(from)
+	}
+	resp, err := t.send(req, cs.cred, used)
+	if err != nil || !isDPoP {
+		return resp, err
+	}
+	if n := resp.Header.Get("DPoP-Nonce"); n != "" {
+		t.nonces.set(from, n)
+	}
+	fresh := nonceChallenge(resp)
+	// Resend once, and never for the nonce that was just refused: a server
+	// repeating it would otherwise be asked forever.
+	if fresh == "" || fresh == used || req.GetBody == nil || !cs.nonceRetried.CompareAndSwap(false, true) {
+		return resp, nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return resp, nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+	_ = resp.Body.Close()
+	again := req.Clone(req.Context())
+	again.Body = body
+	return t.send(again, cs.cred, fresh)
+}
+
+// send authorizes a clone of req with cred and nonce and sends it.
+func (t *tokenTransport) send(req *http.Request, cred credential, nonce string) (*http.Response, error) {
 	r := req.Clone(req.Context())
-	if err := cs.cred.authorize(r); err != nil {
+	if err := cred.authorize(r, nonce); err != nil {
 		closeBody(req)
 		return nil, &credentialError{err: err}
 	}
