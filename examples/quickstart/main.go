@@ -21,10 +21,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
@@ -101,8 +103,13 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 		return err
 	}
 
-	// 4. Failing closed.
-	if err := showFailClosed(ctx, p, gateway, idp, cfg.adminSecret, tokens["bob"]); err != nil {
+	// 4. A DPoP-bound token.
+	if err := showDPoP(ctx, p, gateway, idp); err != nil {
+		return err
+	}
+
+	// 5. Failing closed.
+	if err := showFailClosed(ctx, p, gateway, cfg.adminSecret, tokens["bob"]); err != nil {
 		return err
 	}
 	p.section("Done. Run the tests with: go test -race ./...")
@@ -190,10 +197,45 @@ func showMiddleware(ctx context.Context, p printer, client *pep.Client, tokens m
 	return nil
 }
 
+// showDPoP gets a token bound to a fresh key and uses it.
+func showDPoP(ctx context.Context, p printer, gateway string, idp identity) error {
+	p.section("4. A DPoP-bound token (RFC 9449): a fresh proof of the key on every request")
+	signer, err := dpop.GenerateKey()
+	if err != nil {
+		return err
+	}
+	proof, err := signer.Proof(http.MethodPost, idp.tokenURL(), "", "")
+	if err != nil {
+		return err
+	}
+	token, err := idp.token(ctx, url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+		"username": {"carol"}, "password": {"carol"}}, http.Header{"Dpop": {proof}})
+	if err != nil {
+		return err
+	}
+	p.line("carol got a token bound to an %s key", signer.Algorithm())
+
+	client, err := pep.New(gateway, realm, clientID)
+	if err != nil {
+		return err
+	}
+	client.SetDPoPToken(token, signer)
+	d, err := client.Check(ctx, "orders", "write")
+	if err != nil {
+		return err
+	}
+	p.line("Check orders:write with DPoP   -> %s", d.Status)
+
+	client.SetToken(token) // the same token without its key, as a thief would use it
+	_, err = client.Check(ctx, "orders", "write")
+	p.line("the same token sent as Bearer  -> refused (ErrUnauthorized: %t)", errors.Is(err, pep.ErrUnauthorized))
+	return nil
+}
+
 // showFailClosed turns the reference server's fault injection on and shows
 // the client denying, with the reason, instead of letting callers through.
-func showFailClosed(ctx context.Context, p printer, gateway string, idp identity, adminSecret, token string) error {
-	p.section("4. Failing closed: every decision call now answers 503 (decisionFailureRate 1)")
+func showFailClosed(ctx context.Context, p printer, gateway, adminSecret, token string) error {
+	p.section("5. Failing closed: every decision call now answers 503 (decisionFailureRate 1)")
 	admin, err := identity{base: gateway, realm: "master"}.clientCredentials(ctx, "platform-admin", adminSecret)
 	if err != nil {
 		return fmt.Errorf("platform admin token (set -admin-secret): %w", err)

@@ -25,6 +25,8 @@ func TestTranscript(t *testing.T) {
 		`carol +-> 200 order 42 updated`,
 		`erin +-> 403 \{"error":"Forbidden"`,
 		`nobody -> 401 \{"error":"Unauthorized"`,
+		`Check orders:write with DPoP +-> GRANT`,
+		`the same token sent as Bearer +-> refused \(ErrUnauthorized: true\)`,
 		`Check 1 -> DENY \(allowed: false\) .*cause: pep: gateway answered 503`,
 		`Check 4 -> DENY \(allowed: false\) .*cause: pep: circuit breaker open`,
 		`breaker open`,
