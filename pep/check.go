@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -207,8 +208,9 @@ func (c *Client) decide(ctx context.Context, cl *call, ds []Decision, missing []
 
 // settle counts and logs the fail-closed decisions of a call. When err (a
 // 401 or an unusable token) is set, every decision becomes a DENY carrying
-// it and a refused token is handled. It runs on the caller's goroutine after every request of
-// the call has ended, so events are emitted with no lock held.
+// it and a refused token is handled. It runs on the caller's goroutine after
+// every request of the call has ended, so events are emitted with no lock
+// held.
 func (c *Client) settle(cl *call, ds []Decision, err error) error {
 	if err != nil {
 		var refusal *ResponseError
@@ -333,6 +335,9 @@ type chunkResult struct {
 // context is still live starts a request of its own, once, so that every
 // caller is bounded by its own deadline rather than by another's.
 func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, pairs []pair) *chunkResult {
+	if err := ctx.Err(); err != nil { // nothing is started for a caller who left
+		return &chunkResult{pairs: pairs, err: unavailable(err)}
+	}
 	body := authorizeBody(c.clientID, pairs, cl.context)
 	key := flightKey(cl.id, body)
 	for joinedTimedOut := false; ; joinedTimedOut = true {
@@ -491,7 +496,7 @@ func (c *Client) send(ctx context.Context, cred credential, url string, body []b
 	if err != nil {
 		return nil, outcomeFailure, unavailable(fmt.Errorf("reading the answer: %w", err))
 	}
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		re := responseError(resp, data, cred.ident().token)
 		if resp.StatusCode >= 500 {
 			return nil, outcomeFailure, re

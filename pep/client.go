@@ -17,7 +17,7 @@ import (
 
 // Client asks the gateway for authorization decisions and fails closed. It
 // is safe for concurrent use. Its configuration is fixed by New; only the
-// token changes afterwards (SetToken, ClearToken).
+// token changes afterwards (SetToken, SetDPoPToken, ClearToken).
 type Client struct {
 	realm, clientID  string
 	authorizeURL     string
@@ -177,7 +177,7 @@ type Stats struct {
 	// Calls counts Check, CheckMany, ListGranted and Organizations calls.
 	Calls uint64
 	// GatewayRequests counts HTTP requests sent to the gateway, every
-	// retry included.
+	// retry and DPoP nonce resend included.
 	GatewayRequests uint64
 	// Retries counts the requests that were retries of a failed one.
 	Retries uint64

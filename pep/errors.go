@@ -83,8 +83,8 @@ func (e *ResponseError) Error() string {
 	if e.Message != "" {
 		b.WriteString(": " + e.Message)
 	}
-	if e.Err != nil {
-		b.WriteString(": " + e.Err.Error())
+	if e.Err != nil { // the package prefix is written once
+		b.WriteString(": " + strings.TrimPrefix(e.Err.Error(), "pep: "))
 	}
 	return b.String()
 }

@@ -343,5 +343,6 @@ func TestCancelledContextFailsClosedWithoutRequest(t *testing.T) {
 	assert.False(t, d.Allowed())
 	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
 	require.ErrorIs(t, d.Cause, context.Canceled)
-	assert.Equal(t, 0, c.Stats().CacheEntries)
+	assert.Zero(t, c.Stats().GatewayRequests)
+	assert.Equal(t, 0, g.count())
 }

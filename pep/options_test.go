@@ -178,3 +178,14 @@ func TestResponseErrorIs(t *testing.T) {
 	}
 	assert.ErrorIs(t, pep.ErrCircuitOpen, pep.ErrUnavailable)
 }
+
+func TestMalformedAnswerErrorText(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.setHook(bodyHook(`{"status":"GRANT","permissions":[]}`))
+	c := g.newClient(t)
+	c.SetToken(aliceToken)
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	assert.Equal(t, `pep: gateway answered 200 OK: malformed gateway response: pair "orders"/"read" is missing`, d.Cause.Error())
+}

@@ -23,9 +23,9 @@ import (
 //	tokenTransport   clones each attempt and attaches the credential
 //	base             the caller's transport, or http.DefaultTransport
 //
-// The layers between retryTransport and tokenTransport are an *http.Client
-// (a copy of the caller's) whose CheckRedirect stops at the first response,
-// so a 3xx reaches the client, which denies.
+// Between retryTransport and tokenTransport sits an *http.Client (a copy of
+// the caller's, as go-retryablehttp needs one) whose CheckRedirect stops at
+// the first response, so a 3xx reaches the client, which denies.
 
 // newTransport builds the layers from the validated configuration.
 func newTransport(cfg *config, sent, retries *atomic.Uint64, logger *slog.Logger) http.RoundTripper {
