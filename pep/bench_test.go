@@ -1,0 +1,383 @@
+package pep_test
+
+// Benchmarks of the client (issue 7). Each one runs its baseline in the same
+// run, as a sibling sub-benchmark, so that a ratio never mixes two runs:
+//
+//	go test -run '^$' -bench . -benchmem ./pep
+//
+// The gateway is the reference server (package mockserver) on a loopback
+// httptest server with keep-alive; every client and baseline uses that
+// server's *http.Client, so both sides share one connection pool and its
+// idle connections are closed with the server.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+const (
+	benchRealm  = "acme"
+	benchClient = "orders-api"
+	// benchBulkResources resources of benchBulkScopes scopes each make the
+	// 1,000 pairs of BenchmarkCheckMany1000.
+	benchBulkResources = 20
+	benchBulkScopes    = 50
+)
+
+// benchFixture: alice is a viewer; viewers may read orders and use every
+// scope of the bulk resources r00..r19 (s00..s49 each).
+func benchFixture() mockserver.Fixture {
+	client := mockserver.FixtureClient{
+		ClientID:  benchClient,
+		Secret:    "orders-secret",
+		Resources: []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"read", "write", "delete"}}},
+		Permissions: []mockserver.FixturePermission{
+			{Name: "viewers read orders", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"viewer"}},
+		},
+	}
+	for _, r := range benchBulk() {
+		client.Resources = append(client.Resources, mockserver.FixtureResource{Name: r.Name, Scopes: r.Scopes})
+		client.Permissions = append(client.Permissions, mockserver.FixturePermission{
+			Name: "viewers use " + r.Name, Resource: r.Name, Roles: []string{"viewer"},
+		})
+	}
+	return mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+		Name:    benchRealm,
+		Roles:   []mockserver.FixtureRole{{Name: "viewer"}},
+		Users:   []mockserver.FixtureUser{{Username: "alice", Roles: []string{"viewer"}}},
+		Clients: []mockserver.FixtureClient{client},
+	}}}
+}
+
+// benchBulk is the 1,000 pairs of BenchmarkCheckMany1000 as resources.
+func benchBulk() []pep.Resource {
+	res := make([]pep.Resource, benchBulkResources)
+	for i := range res {
+		res[i].Name = fmt.Sprintf("r%02d", i)
+		for j := range benchBulkScopes {
+			res[i].Scopes = append(res[i].Scopes, fmt.Sprintf("s%02d", j))
+		}
+	}
+	return res
+}
+
+// benchGateway is the reference server on loopback.
+type benchGateway struct {
+	srv    *mockserver.Server
+	url    string
+	client *http.Client // keep-alive; idle connections close with the server
+}
+
+// startBenchGateway serves the reference server, wrapped by wrap when it is
+// not nil, on a loopback port until the benchmark ends.
+func startBenchGateway(b *testing.B, wrap func(http.Handler) http.Handler) *benchGateway {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	srv, err := mockserver.New(mockserver.WithFixture(benchFixture()), mockserver.WithIssuer(url))
+	if err != nil {
+		_ = ln.Close()
+		b.Fatal(err)
+	}
+	var h http.Handler = srv
+	if wrap != nil {
+		h = wrap(srv)
+	}
+	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: h}}
+	hs.Start()
+	b.Cleanup(hs.Close)
+	return &benchGateway{srv: srv, url: url, client: hs.Client()}
+}
+
+func (g *benchGateway) token(b *testing.B, opts ...mockserver.TokenOption) string {
+	b.Helper()
+	tok, err := g.srv.IssueToken(benchRealm, "alice", opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tok
+}
+
+func (g *benchGateway) newClient(b *testing.B, opts ...pep.Option) *pep.Client {
+	b.Helper()
+	c, err := pep.New(g.url, benchRealm, benchClient, append([]pep.Option{pep.WithHTTPClient(g.client)}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// uncached is a client without a cache, so every Check asks the gateway.
+var uncached = pep.WithCache(0, 0, 0)
+
+func mustGrant(b *testing.B, d pep.Decision, err error) {
+	if err != nil || !d.Allowed() {
+		b.Fatalf("want an allowed decision, got %+v, %v", d, err)
+	}
+}
+
+// BenchmarkCachedCheck compares a cached Check with a bare golang-lru
+// lookup of the same key type, built from the same strings (the token is a
+// real access token of the reference server), serially and in parallel.
+func BenchmarkCachedCheck(b *testing.B) {
+	g := startBenchGateway(b, nil)
+	tok := g.token(b)
+	c := g.newClient(b)
+	c.SetToken(tok)
+	ctx := context.Background()
+	d, err := c.Check(ctx, "orders", "read")
+	mustGrant(b, d, err)
+
+	l, err := lru.New[pep.CacheKey, pep.Status](pep.DefaultCacheSize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l.Add(pep.NewCacheKey(tok, "orders", "read"), pep.Grant)
+
+	lookup := func() bool {
+		s, ok := l.Get(pep.NewCacheKey(tok, "orders", "read"))
+		return ok && s == pep.Grant
+	}
+	check := func() bool {
+		d, err := c.Check(ctx, "orders", "read")
+		return err == nil && d.Cached && d.Allowed()
+	}
+	for _, mode := range []string{"serial", "parallel"} {
+		for _, sub := range []struct {
+			name string
+			hit  func() bool
+		}{{"lru", lookup}, {"client", check}} {
+			b.Run(mode+"/"+sub.name, func(b *testing.B) {
+				b.ReportAllocs()
+				if mode == "serial" {
+					for b.Loop() {
+						if !sub.hit() {
+							b.Fatal("not a cached grant")
+						}
+					}
+					return
+				}
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if !sub.hit() {
+							b.Error("not a cached grant")
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// wireDecision is what the hand-written baseline decodes.
+type wireDecision struct {
+	Status      string `json:"status"`
+	Permissions []struct {
+		Resource string `json:"resource"`
+		Scope    string `json:"scope"`
+		Status   string `json:"status"`
+	} `json:"permissions"`
+}
+
+// handWritten returns a minimal net/http client for one pair: the body the
+// client sends, POSTed with the same token and connection pool, the answer
+// decoded with encoding/json.
+func handWritten(g *benchGateway, authorization string) func(ctx context.Context) (bool, error) {
+	url := g.url + "/realms/" + benchRealm + "/authorization-decision-provider/authorize"
+	body := []byte(`{"clientId":"` + benchClient + `","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
+	return func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return false, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", authorization)
+		resp, err := g.client.Do(req)
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			return false, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("status %d", resp.StatusCode)
+		}
+		var d wireDecision
+		if err := json.Unmarshal(data, &d); err != nil {
+			return false, err
+		}
+		return len(d.Permissions) == 1 && d.Permissions[0].Status == "GRANT", nil
+	}
+}
+
+// BenchmarkUncachedCheck compares a Check through the whole client (no
+// cache, default retries, breaker and timeout) with a hand-written net/http
+// POST of the same body to the same server. The allocations of the server,
+// which runs in the benchmark's process, are counted on both sides.
+func BenchmarkUncachedCheck(b *testing.B) {
+	g := startBenchGateway(b, nil)
+	tok := g.token(b)
+	ctx := context.Background()
+
+	b.Run("nethttp", func(b *testing.B) {
+		post := handWritten(g, "Bearer "+tok)
+		b.ReportAllocs()
+		for b.Loop() {
+			if ok, err := post(ctx); err != nil || !ok {
+				b.Fatalf("want a grant, got %v, %v", ok, err)
+			}
+		}
+	})
+	b.Run("client", func(b *testing.B) {
+		c := g.newClient(b, uncached)
+		c.SetToken(tok)
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := c.Check(ctx, "orders", "read")
+			mustGrant(b, d, err)
+		}
+	})
+}
+
+// BenchmarkUncachedCheckDPoP compares an uncached Check with a DPoP-bound
+// token (a fresh ES256 proof per request, verified by the server) with the
+// same Check with a Bearer token.
+func BenchmarkUncachedCheckDPoP(b *testing.B) {
+	ctx := context.Background()
+	b.Run("Bearer", func(b *testing.B) {
+		g := startBenchGateway(b, nil)
+		c := g.newClient(b, uncached)
+		c.SetToken(g.token(b))
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := c.Check(ctx, "orders", "read")
+			mustGrant(b, d, err)
+		}
+	})
+	b.Run("DPoP-ES256", func(b *testing.B) {
+		// A server per run: its replay cache holds every proof of the run.
+		g := startBenchGateway(b, nil)
+		signer, err := dpop.GenerateKey()
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := g.newClient(b, uncached)
+		c.SetDPoPToken(g.token(b, mockserver.TokenDPoPBinding(signer.Thumbprint())), signer)
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := c.Check(ctx, "orders", "read")
+			mustGrant(b, d, err)
+		}
+	})
+}
+
+// BenchmarkCheckMany1000 compares one CheckMany of 1,000 pairs (sent as
+// requests of 100 pairs, at most 4 at a time) with 1,000 single uncached
+// Checks of the same pairs, one after the other. An op is all 1,000 pairs.
+func BenchmarkCheckMany1000(b *testing.B) {
+	g := startBenchGateway(b, nil)
+	tok := g.token(b)
+	ctx := context.Background()
+	resources := benchBulk()
+
+	b.Run("Check-x1000", func(b *testing.B) {
+		c := g.newClient(b, uncached)
+		c.SetToken(tok)
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, r := range resources {
+				for _, s := range r.Scopes {
+					d, err := c.Check(ctx, r.Name, s)
+					mustGrant(b, d, err)
+				}
+			}
+		}
+	})
+	b.Run("CheckMany", func(b *testing.B) {
+		c := g.newClient(b, uncached)
+		c.SetToken(tok)
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := c.CheckMany(ctx, resources)
+			if err != nil || !res.Allowed() || len(res.Decisions) != benchBulkResources*benchBulkScopes {
+				b.Fatalf("want 1,000 grants, got %d decisions, %v, %v", len(res.Decisions), res.Status, err)
+			}
+		}
+		b.ReportMetric(float64(c.Stats().GatewayRequests)/float64(b.N), "requests/op")
+	})
+}
+
+// BenchmarkCoalescing runs rounds of 64 goroutines asking the same uncached
+// pair at once. The gateway holds each round's request until all 64 callers
+// wait on it (the flight-wait test seam), so every round is the worst case,
+// deterministically; requests/op counts the requests the gateway received
+// per round, and the target is exactly 1.
+func BenchmarkCoalescing(b *testing.B) {
+	const callers = 64
+	var (
+		gate     atomic.Pointer[chan struct{}] // the current round's
+		waiting  atomic.Int64
+		requests atomic.Int64
+	)
+	g := startBenchGateway(b, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			<-*gate.Load()
+			next.ServeHTTP(w, r)
+		})
+	})
+	c := g.newClient(b, uncached, pep.WithFlightWaitHook(func() {
+		if waiting.Add(1) == callers {
+			close(*gate.Load())
+		}
+	}))
+	c.SetToken(g.token(b))
+	ctx := context.Background()
+
+	b.ReportAllocs()
+	rounds := 0
+	for b.Loop() {
+		open := make(chan struct{})
+		gate.Store(&open)
+		waiting.Store(0)
+		var wg sync.WaitGroup
+		var failed atomic.Bool
+		for range callers {
+			wg.Go(func() {
+				if d, err := c.Check(ctx, "orders", "read"); err != nil || !d.Allowed() {
+					failed.Store(true)
+				}
+			})
+		}
+		wg.Wait()
+		if failed.Load() {
+			b.Fatal("a caller was not granted")
+		}
+		rounds++
+	}
+	b.ReportMetric(float64(requests.Load())/float64(rounds), "requests/op")
+	if sent := c.Stats().GatewayRequests; sent != uint64(rounds) {
+		b.Errorf("the client sent %d requests in %d rounds", sent, rounds)
+	}
+}
