@@ -52,6 +52,7 @@ type FieldError struct {
 	Message string
 }
 
+// Error returns "invalid: <field>: <message>".
 func (e *FieldError) Error() string { return "invalid: " + e.Field + ": " + e.Message }
 
 // Unwrap makes errors.Is(err, ErrInvalid) hold.
