@@ -34,11 +34,17 @@ type decisionCache struct {
 	gen atomic.Uint64
 }
 
+// newDecisionCache returns a cache of size entries (nil for size 0) that
+// reads the time from now, or from the real clock when now is nil.
 func newDecisionCache(size int, grantTTL, denyTTL time.Duration, now func() time.Time) (*decisionCache, error) {
 	if size == 0 {
 		return nil, nil
 	}
-	lru, err := cache.New[cacheKey, Status](size, cache.WithClock(now))
+	var opts []cache.Option
+	if now != nil {
+		opts = append(opts, cache.WithClock(now))
+	}
+	lru, err := cache.New[cacheKey, Status](size, opts...)
 	if err != nil {
 		return nil, err
 	}

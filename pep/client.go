@@ -71,6 +71,12 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 
+	// The cache reads the real clock its own, cheaper way unless a test
+	// gave the client a clock.
+	cacheClock := cfg.now
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
 	logger := cfg.logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -90,7 +96,7 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 	c.transport = newTransport(&cfg, &c.sent, &c.retries, logger)
 
 	var err error
-	if c.cache, err = newDecisionCache(cfg.cacheSize, cfg.grantTTL, cfg.denyTTL, cfg.now); err != nil {
+	if c.cache, err = newDecisionCache(cfg.cacheSize, cfg.grantTTL, cfg.denyTTL, cacheClock); err != nil {
 		return nil, fmt.Errorf("pep: WithCache: %w", err)
 	}
 	c.breaker = newBreaker(cfg.breakerFailures, cfg.breakerCoolDown, cfg.now, func(from, to BreakerState) {

@@ -54,7 +54,8 @@ type config struct {
 	breakerFailures int
 	breakerCoolDown time.Duration
 
-	// Test seams, set only from export_test.go.
+	// Test seams, set only from export_test.go. A nil now is the real
+	// clock (time.Now).
 	now        func() time.Time
 	flightWait func()
 
@@ -74,7 +75,6 @@ func defaultConfig() config {
 		batchSize:       DefaultBatchSize,
 		breakerFailures: DefaultBreakerFailures,
 		breakerCoolDown: DefaultBreakerCoolDown,
-		now:             time.Now,
 	}
 }
 
