@@ -31,27 +31,28 @@ type call struct {
 	gen     uint64 // cache generation when the call started
 }
 
-// newCall resolves the call's token: the per-call one from WithToken, else
-// the client's. It does not allocate.
-func (c *Client) newCall(ctx context.Context, cc *callConfig) (call, error) {
-	cl := call{context: noContext, noCache: cc.noCache, gen: c.cache.generation()}
+// newCall fills in cl for a call: its options and its token, the per-call
+// one from WithToken, else the client's. It does not allocate (without a
+// request context) and does not keep cl, which can stay on the stack.
+func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
+	*cl = call{context: noContext, noCache: cc.noCache, gen: c.cache.generation()}
 	if cc.reqCtx != nil {
 		cl.context = contextJSON(cc.reqCtx)
 	}
 	if v := ctx.Value(tokenKey{}); v != nil {
 		tok, _ := v.(string)
 		if tok == "" {
-			return cl, fmt.Errorf("%w: WithToken was given an empty token", ErrNoToken)
+			return fmt.Errorf("%w: WithToken was given an empty token", ErrNoToken)
 		}
 		cl.id = tokenIdent{scheme: schemeBearer, token: tok}
-		return cl, nil
+		return nil
 	}
 	st := c.token.Load()
 	if st == nil {
-		return cl, fmt.Errorf("%w: call SetToken or pass a token with WithToken", ErrNoToken)
+		return fmt.Errorf("%w: call SetToken or pass a token with WithToken", ErrNoToken)
 	}
 	cl.id, cl.state = st.id, st
-	return cl, nil
+	return nil
 }
 
 // credential returns what attaches the call's token to a request.
@@ -91,8 +92,8 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	if len(opts) > 0 {
 		cc = applyCallOptions(opts)
 	}
-	cl, err := c.newCall(ctx, &cc)
-	if err != nil {
+	var cl call
+	if err := c.newCall(ctx, &cc, &cl); err != nil {
 		return c.refuse(d, err)
 	}
 	if !cl.noCache {
@@ -103,7 +104,7 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	}
 	miss := cl // only the miss path moves the call to the heap
 	ds := []Decision{d}
-	err = c.decide(ctx, &miss, ds, []int{0})
+	err := c.decide(ctx, &miss, ds, []int{0})
 	return ds[0], err
 }
 
@@ -134,8 +135,8 @@ func (c *Client) CheckMany(ctx context.Context, resources []Resource, opts ...Ca
 	for i, p := range pairs {
 		ds[i] = Decision{Resource: p.resource, Scope: p.scope}
 	}
-	cl, err := c.newCall(ctx, &cc)
-	if err != nil {
+	var cl call
+	if err := c.newCall(ctx, &cc, &cl); err != nil {
 		c.failAll(ds, err)
 		return Result{Status: Deny, Decisions: ds}, err
 	}
@@ -413,8 +414,8 @@ func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...
 		return nil, err
 	}
 	cc := applyCallOptions(opts)
-	cl, err := c.newCall(ctx, &cc)
-	if err != nil {
+	var cl call
+	if err := c.newCall(ctx, &cc, &cl); err != nil {
 		c.failClosed.Add(uint64(len(pairs)))
 		return nil, err
 	}

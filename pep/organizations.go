@@ -56,8 +56,8 @@ type wireOrganizationsResponse struct {
 // ErrNoToken. It uses neither the cache nor coalescing.
 func (c *Client) Organizations(ctx context.Context) (OrganizationContext, error) {
 	c.calls.Add(1)
-	cl, err := c.newCall(ctx, &callConfig{})
-	if err != nil {
+	var cl call
+	if err := c.newCall(ctx, &callConfig{}, &cl); err != nil {
 		return OrganizationContext{}, err
 	}
 	cred, err := cl.credential()
