@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -61,7 +62,7 @@ func (cl *call) credential() (credential, error) {
 		return nil, fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
 	}
 	if cl.state == nil {
-		return bearer(cl.id.token), nil
+		return newBearer(cl.id.token), nil
 	}
 	if err := cl.state.cred.usable(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoToken, err)
@@ -481,7 +482,13 @@ func (c *Client) send(ctx context.Context, cred credential, url string, body []b
 	if err != nil {
 		return nil, outcomeNeutral, err
 	}
-	start := time.Now()
+	// Boxing the log line's values costs allocations even when the logger
+	// discards it, so they are made only for a logger that wants them.
+	debug := c.logger.Enabled(ctx, slog.LevelDebug)
+	var start time.Time
+	if debug {
+		start = time.Now()
+	}
 	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
 		var credErr *credentialError
@@ -493,7 +500,9 @@ func (c *Client) send(ctx context.Context, cred credential, url string, body []b
 	}
 	defer resp.Body.Close()
 	data, err := readBody(resp.Body)
-	c.logger.Debug("pep: gateway answered", "url", url, "status", resp.StatusCode, "duration", time.Since(start))
+	if debug {
+		c.logger.Debug("pep: gateway answered", "url", url, "status", resp.StatusCode, "duration", time.Since(start))
+	}
 	if err != nil {
 		return nil, outcomeFailure, unavailable(fmt.Errorf("reading the answer: %w", err))
 	}

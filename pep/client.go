@@ -142,7 +142,7 @@ func (c *Client) SetToken(token string) {
 		c.ClearToken()
 		return
 	}
-	c.setCredential(bearer(token))
+	c.setCredential(newBearer(token))
 }
 
 func (c *Client) setCredential(cred credential) {

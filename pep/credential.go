@@ -45,15 +45,18 @@ type credential interface {
 	authorize(r *http.Request, nonce string) error
 }
 
-// bearer is an RFC 6750 bearer token.
-type bearer string
+// bearer is an RFC 6750 bearer token with its Authorization header value,
+// made once rather than for every attempt.
+type bearer struct{ token, header string }
 
-func (b bearer) ident() tokenIdent { return tokenIdent{scheme: schemeBearer, token: string(b)} }
+func newBearer(token string) *bearer { return &bearer{token: token, header: "Bearer " + token} }
 
-func (b bearer) usable() error { return nil }
+func (b *bearer) ident() tokenIdent { return tokenIdent{scheme: schemeBearer, token: b.token} }
 
-func (b bearer) authorize(r *http.Request, _ string) error {
-	r.Header.Set("Authorization", "Bearer "+string(b))
+func (b *bearer) usable() error { return nil }
+
+func (b *bearer) authorize(r *http.Request, _ string) error {
+	r.Header.Set("Authorization", b.header)
 	return nil
 }
 

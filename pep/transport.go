@@ -93,14 +93,13 @@ func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, errNoCredential
 	}
-	isDPoP := cs.cred.ident().scheme == schemeDPoP
-	from := origin(req.URL)
-	used := ""
-	if isDPoP {
-		used = t.nonces.get(from)
+	if cs.cred.ident().scheme != schemeDPoP {
+		return t.send(req, cs.cred, "")
 	}
+	from := origin(req.URL)
+	used := t.nonces.get(from)
 	resp, err := t.send(req, cs.cred, used)
-	if err != nil || !isDPoP {
+	if err != nil {
 		return resp, err
 	}
 	if n := resp.Header.Get("DPoP-Nonce"); n != "" {
@@ -141,16 +140,25 @@ func closeBody(r *http.Request) {
 }
 
 // retryTransport retries failed attempts with go-retryablehttp. A
-// retryablehttp.Client is made per request (it is a small struct) so that
-// the retry policy can see the request's deadline and its own attempt count.
-// Deadlines and Retry-After dates are real time, so it reads the wall clock
-// rather than the client's injectable one.
+// retryablehttp.Client is made per request, inside the request's attempts,
+// so that the retry policy can see the request's deadline and its own
+// attempt count. Deadlines and Retry-After dates are real time, so it reads
+// the wall clock rather than the client's injectable one.
 type retryTransport struct {
 	client           *http.Client
 	max              int
 	minWait, maxWait time.Duration
 	logger           *slog.Logger
 	retries          *atomic.Uint64
+}
+
+// attempts is the retry state of one request: one allocation holds the
+// retryablehttp.Client and what its CheckRetry and Backoff share.
+type attempts struct {
+	t       *retryTransport
+	rc      retryablehttp.Client
+	retried int           // retries decided so far
+	wait    time.Duration // the wait chosen by the last checkRetry
 }
 
 // RoundTrip implements http.RoundTripper. It returns the last attempt's
@@ -161,42 +169,22 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
-	var (
-		retried int           // retries decided so far
-		wait    time.Duration // the wait chosen by the last CheckRetry
-	)
-	rc := &retryablehttp.Client{
+	a := &attempts{t: t}
+	a.rc = retryablehttp.Client{
 		HTTPClient:   t.client,
-		Logger:       t.logger, // *slog.Logger is a retryablehttp.LeveledLogger; never stderr
 		RetryMax:     t.max,
 		RetryWaitMin: t.minWait,
 		RetryWaitMax: t.maxWait,
-		CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
-			if retried >= t.max || !retryable(ctx, resp, err) {
-				return false, nil
-			}
-			w, ok := t.backoff(retried, resp)
-			if !ok {
-				t.logger.Debug("pep: not retrying: Retry-After exceeds the longest wait", "maxWait", t.maxWait)
-				return false, nil
-			}
-			if deadline, has := ctx.Deadline(); has && time.Until(deadline) <= w {
-				t.logger.Debug("pep: not retrying: the next wait would pass the deadline", "wait", w)
-				return false, nil
-			}
-			retried++
-			wait = w
-			t.retries.Add(1)
-			return true, nil
-		},
-		Backoff: func(time.Duration, time.Duration, int, *http.Response) time.Duration {
-			return wait
-		},
+		CheckRetry:   a.checkRetry,
+		Backoff:      a.backoff,
 		// Keep the last response instead of retryablehttp's "giving up"
 		// error, so that a final 503 is reported as a 503.
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
-	resp, err := rc.Do(rreq)
+	if t.logs(req.Context()) {
+		a.rc.Logger = t.logger // *slog.Logger is a retryablehttp.LeveledLogger; never stderr
+	}
+	resp, err := a.rc.Do(rreq)
 	if err != nil && resp != nil {
 		_ = resp.Body.Close()
 		resp = nil
@@ -204,16 +192,59 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// retryable wraps a clone of req (the caller's request is not modified)
-// whose body can be replayed for every attempt.
+// logs reports whether the client's logger would print anything
+// retryablehttp says (at Debug or Error). When it would not, retryablehttp
+// gets no logger at all, which keeps it silent (only its NewClient installs
+// a stderr logger) and spares every request the log arguments it builds
+// before a logger can refuse them: a copy of the URL, its string and boxed
+// values.
+func (t *retryTransport) logs(ctx context.Context) bool {
+	return t.logger.Enabled(ctx, slog.LevelDebug) || t.logger.Enabled(ctx, slog.LevelError)
+}
+
+// checkRetry is the request's retryablehttp.CheckRetry: it decides whether
+// to retry and chooses the wait, within the retry budget and the deadline.
+func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	t := a.t
+	if a.retried >= t.max || !retryable(ctx, resp, err) {
+		return false, nil
+	}
+	w, ok := t.backoff(a.retried, resp)
+	if !ok {
+		t.logger.Debug("pep: not retrying: Retry-After exceeds the longest wait", "maxWait", t.maxWait)
+		return false, nil
+	}
+	if deadline, has := ctx.Deadline(); has && time.Until(deadline) <= w {
+		t.logger.Debug("pep: not retrying: the next wait would pass the deadline", "wait", w)
+		return false, nil
+	}
+	a.retried++
+	a.wait = w
+	t.retries.Add(1)
+	return true, nil
+}
+
+// backoff is the request's retryablehttp.Backoff: the wait checkRetry chose.
+func (a *attempts) backoff(time.Duration, time.Duration, int, *http.Response) time.Duration {
+	return a.wait
+}
+
+// retryable wraps a copy of req (the caller's request is not modified)
+// whose body can be replayed for every attempt. A shallow copy is enough:
+// this layer replaces only the body fields, and tokenTransport clones each
+// attempt before it sets headers.
 func (t *retryTransport) retryable(req *http.Request) (*retryablehttp.Request, error) {
-	r := req.Clone(req.Context())
+	r := req.WithContext(req.Context())
 	if req.Body == nil || req.GetBody == nil {
 		return retryablehttp.FromRequest(r)
 	}
 	rreq := &retryablehttp.Request{Request: r}
 	closeBody(req) // GetBody supplies a fresh reader for every attempt
 	err := rreq.SetBody(retryablehttp.ReaderFunc(func() (io.Reader, error) { return req.GetBody() }))
+	// SetBody cannot see the length through GetBody's io.NopCloser and sets
+	// 0, which net/http takes for "unknown": it would send the body chunked,
+	// after flushing the headers in a write of their own.
+	rreq.ContentLength = req.ContentLength
 	return rreq, err
 }
 
