@@ -20,17 +20,6 @@ const maxScopesPerResource = 50
 // noContext is the decision context sent when the call has none.
 const noContext = "{}"
 
-type wireAuthorizeRequest struct {
-	ClientID  string          `json:"clientId"`
-	Resources []wireResource  `json:"resources"`
-	Context   json.RawMessage `json:"context"`
-}
-
-type wireResource struct {
-	Name   string   `json:"name"`
-	Scopes []string `json:"scopes"`
-}
-
 type wireContext struct {
 	Attributes wireAttributes `json:"attributes"`
 }
@@ -75,27 +64,70 @@ func contextJSON(rc *RequestContext) string {
 }
 
 // authorizeBody encodes the request for a chunk of pairs, grouping
-// consecutive pairs of one resource into one entry. A wildcard pair (empty
-// scope) gets an entry of its own with an empty scopes array.
+// consecutive pairs of one resource into one entry of at most
+// maxScopesPerResource scopes. A wildcard pair (empty scope) gets an entry of
+// its own with an empty scopes array. The body is small and fixed in shape,
+// so it is appended by hand rather than by reflection; the bytes are those
+// encoding/json would write for the same request. context is canonical
+// JSON (contextJSON) and is copied as is.
 func authorizeBody(clientID string, pairs []pair, context string) []byte {
-	var res []wireResource
+	size := len(`{"clientId":"","resources":[],"context":}`) + len(clientID) + len(context)
 	for _, p := range pairs {
+		size += len(`{"name":"","scopes":[""]},`) + len(p.resource) + len(p.scope)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"clientId":`...)
+	b = appendJSONString(b, clientID)
+	b = append(b, `,"resources":[`...)
+	scopes := 0 // scopes in the open entry; 0 when no entry is open
+	for i, p := range pairs {
+		if scopes > 0 && p.scope != "" && p.resource == pairs[i-1].resource && scopes < maxScopesPerResource {
+			b = append(b, ',')
+			b = appendJSONString(b, p.scope)
+			scopes++
+			continue
+		}
+		if scopes > 0 {
+			b = append(b, "]}"...)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = appendJSONString(b, p.resource)
+		b = append(b, `,"scopes":[`...)
 		if p.scope == "" {
-			res = append(res, wireResource{Name: p.resource, Scopes: []string{}})
+			b = append(b, "]}"...)
+			scopes = 0
 			continue
 		}
-		if n := len(res); n > 0 && res[n-1].Name == p.resource && len(res[n-1].Scopes) > 0 &&
-			len(res[n-1].Scopes) < maxScopesPerResource {
-			res[n-1].Scopes = append(res[n-1].Scopes, p.scope)
-			continue
+		b = appendJSONString(b, p.scope)
+		scopes = 1
+	}
+	if scopes > 0 {
+		b = append(b, "]}"...)
+	}
+	b = append(b, `],"context":`...)
+	b = append(b, context...)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// writes it: printable ASCII that needs no escaping as it is, anything else
+// through json.Marshal.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, err := json.Marshal(s)
+			if err != nil { // a string always encodes
+				panic("pep: encoding a string: " + err.Error())
+			}
+			return append(b, q...)
 		}
-		res = append(res, wireResource{Name: p.resource, Scopes: []string{p.scope}})
 	}
-	b, err := json.Marshal(wireAuthorizeRequest{ClientID: clientID, Resources: res, Context: json.RawMessage(context)})
-	if err != nil {
-		panic("pep: encoding an authorize request: " + err.Error())
-	}
-	return b
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // readBody reads at most maxBody+1 bytes, so that an over-long body is seen.
@@ -145,27 +177,37 @@ func matchAnswers(pairs []pair, body []byte, token string) ([][]Decision, error)
 		return nil, malformed("unknown status %q", sanitize(w.Status, token))
 	}
 
+	// seen is what the body said about one pair; the zero value is a pair
+	// asked for but not (yet) listed.
 	type seen struct {
 		status   Status
+		listed   bool
 		conflict bool
 	}
-	exact := make(map[pair]*seen, len(pairs))
+	exact := make(map[pair]seen, len(pairs))
 	var wildcards []int
 	for i, p := range pairs {
 		if p.wildcard() {
 			wildcards = append(wildcards, i)
 		} else {
-			exact[p] = nil
+			exact[p] = seen{}
 		}
 	}
-	listed := make([]map[pair]*seen, len(pairs)) // per wildcard pair
-	order := make([][]pair, len(pairs))          // listing order per wildcard pair
-	note := func(m map[pair]*seen, p pair, s Status) (isNew bool) {
-		if prev := m[p]; prev != nil {
+	var (
+		listed []map[pair]seen // per wildcard pair
+		order  [][]pair        // listing order per wildcard pair
+	)
+	if len(wildcards) > 0 {
+		listed = make([]map[pair]seen, len(pairs))
+		order = make([][]pair, len(pairs))
+	}
+	note := func(m map[pair]seen, p pair, s Status) (isNew bool) {
+		if prev := m[p]; prev.listed {
 			prev.conflict = prev.conflict || prev.status != s
+			m[p] = prev
 			return false
 		}
-		m[p] = &seen{status: s}
+		m[p] = seen{status: s, listed: true}
 		return true
 	}
 	for _, wp := range w.Permissions {
@@ -183,7 +225,7 @@ func matchAnswers(pairs []pair, body []byte, token string) ([][]Decision, error)
 		for _, i := range wildcards {
 			if pairs[i].covers(p) {
 				if listed[i] == nil {
-					listed[i] = map[pair]*seen{}
+					listed[i] = map[pair]seen{}
 				}
 				if note(listed[i], p, s) {
 					order[i] = append(order[i], p)
@@ -192,10 +234,10 @@ func matchAnswers(pairs []pair, body []byte, token string) ([][]Decision, error)
 		}
 	}
 
-	decide := func(p pair, sn *seen) Decision {
+	decide := func(p pair, sn seen) Decision {
 		d := Decision{Resource: p.resource, Scope: p.scope}
 		switch {
-		case sn == nil:
+		case !sn.listed:
 			d.Cause = malformed("pair %q/%q is missing", p.resource, p.scope)
 		case sn.conflict:
 			d.Cause = malformed("pair %q/%q came back with different statuses", p.resource, p.scope)
@@ -205,9 +247,11 @@ func matchAnswers(pairs []pair, body []byte, token string) ([][]Decision, error)
 		return d
 	}
 	answers := make([][]Decision, len(pairs))
+	single := make([]Decision, len(pairs)) // backs the one answer of each specific pair
 	for i, p := range pairs {
 		if !p.wildcard() {
-			answers[i] = []Decision{decide(p, exact[p])}
+			single[i] = decide(p, exact[p])
+			answers[i] = single[i : i+1 : i+1]
 			continue
 		}
 		for _, lp := range order[i] {
