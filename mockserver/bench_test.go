@@ -87,4 +87,43 @@ func BenchmarkDecision(b *testing.B) {
 	hs := httptest.NewServer(baseline)
 	b.Cleanup(hs.Close)
 	b.Run("loopback/baseline", loopback(hs.URL, tok, hs.Client()))
+
+	// Throughput: many requests in flight at once from one shared
+	// keep-alive client, so that both cores stay busy (client and server
+	// share them). decisions/s is the figure to compare.
+	parallel := func(url, token string) func(b *testing.B) {
+		return func(b *testing.B) {
+			tr := &http.Transport{MaxIdleConnsPerHost: 64}
+			b.Cleanup(tr.CloseIdleConnections)
+			client := &http.Client{Transport: tr}
+			body := []byte(benchBody)
+			b.ReportAllocs()
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req, err := http.NewRequest(http.MethodPost, url+authorizePath, bytes.NewReader(body))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					req.Header.Set("Authorization", "Bearer "+token)
+					req.Header.Set("Content-Type", "application/json")
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Errorf("status %d", resp.StatusCode)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+		}
+	}
+	b.Run("loopback-parallel/mockserver", parallel(ms.URL, ms.Token("acme", "carol")))
+	b.Run("loopback-parallel/baseline", parallel(hs.URL, tok))
 }
