@@ -57,6 +57,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// writes it: printable ASCII that needs no escaping as it is, anything else
+// through json.Marshal.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
 // writeResult writes {"result": v}.
 func writeResult(w http.ResponseWriter, status int, v any) {
 	writeJSON(w, status, map[string]any{"result": v})
