@@ -360,7 +360,7 @@ func TestFaultMatrix(t *testing.T) {
 			wantRequests: 2,
 		},
 		{
-			name: "429 with Retry-After within maxWait, then success",
+			name: "429 with Retry-After: 0, then success",
 			gateway: with(faultSequence(
 				faultStatus(http.StatusTooManyRequests, http.Header{"Retry-After": {"0"}}), faultOK)),
 			wantRequests: 2,
