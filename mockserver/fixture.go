@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -133,6 +134,9 @@ func LoadFixtureFile(path string) (Fixture, error) {
 	if err := dec.Decode(&f); err != nil {
 		return Fixture{}, fmt.Errorf("mockserver: fixture %s: %w", path, err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Fixture{}, fmt.Errorf("mockserver: fixture %s: data after the fixture object", path)
+	}
 	return f, nil
 }
 
@@ -193,7 +197,11 @@ func (s *Server) load(f Fixture, adminSecret string) (string, error) {
 	if !bootstrap {
 		if c, ok := master.ClientNamed(bootstrapClient); ok {
 			// The fixture's master realm defines it; make it a platform admin.
-			master.Users[c.ServiceAccountUserID].RoleIDs[pa.ID] = struct{}{}
+			sa, ok := master.Users[c.ServiceAccountUserID]
+			if !ok {
+				return "", fixtureError("realm %q: client %q is the bootstrap platform administrator and needs a service account; make it confidential (give it a secret)", store.MasterRealm, bootstrapClient)
+			}
+			sa.RoleIDs[pa.ID] = struct{}{}
 			if adminSecret != "" {
 				c.Secret = adminSecret
 			}

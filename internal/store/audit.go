@@ -21,7 +21,10 @@ func (st *State) RecordAudit(e AuditEntry) {
 		e.Timestamp = st.Now().UTC()
 	}
 	if len(st.Audit) >= maxAudit {
-		n := copy(st.Audit, st.Audit[len(st.Audit)-maxAudit+1:])
+		// Drop the oldest tenth at once: trimming one entry per write
+		// would move the whole log on every write once it is full.
+		n := copy(st.Audit, st.Audit[len(st.Audit)-maxAudit+maxAudit/10:])
+		clear(st.Audit[n:])
 		st.Audit = st.Audit[:n]
 	}
 	st.Audit = append(st.Audit, e)
