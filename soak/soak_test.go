@@ -579,6 +579,7 @@ func soakLoad(t *testing.T, duration time.Duration, workers int) soakSummary {
 	verifyStart := time.Now()
 	checked, err := soakVerify(t.Context(), api, ws, userIDs)
 	require.NoError(t, err)
+	require.NoError(t, srv.CheckInvariants(), "no index disagrees and nothing is orphaned")
 	verifyTime := time.Since(verifyStart)
 	assert.Empty(t, counter.fiveXX(), "no request may get a 5xx")
 	assert.Zero(t, counter.failures.Load(), "no request may fail in transport")
