@@ -1,0 +1,158 @@
+package mockserver
+
+// Helpers shared by the handlers of the organization API: running a
+// handler's work on the path's realm under the store's lock, answering it,
+// and the wire forms every resource uses. The handlers themselves live with
+// their resource (organizations.go, departments.go, ...).
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// deletedJSON is the result of every DELETE.
+type deletedJSON struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+// maxPageSize returns the configured page size limit.
+func maxPageSize(st *store.State) int {
+	if st.Config.MaxPageSize > 0 {
+		return st.Config.MaxPageSize
+	}
+	return 100
+}
+
+// readRealm runs fn on the path's realm under the store's read lock, with
+// the configured page size limit.
+func (s *Server) readRealm(r *http.Request, fn func(rm *store.Realm, maxPage int) error) error {
+	return s.store.Read(func(st *store.State) error {
+		rm, err := st.Realm(r.PathValue("realm"))
+		if err != nil {
+			return err
+		}
+		return fn(rm, maxPageSize(st))
+	})
+}
+
+// writeRealm runs fn on the path's realm under the store's write lock, with
+// the store's current time. fn must check everything before its first
+// change.
+func (s *Server) writeRealm(r *http.Request, fn func(rm *store.Realm, now time.Time) error) error {
+	return s.store.Write(func(st *store.State) error {
+		rm, err := st.Realm(r.PathValue("realm"))
+		if err != nil {
+			return err
+		}
+		return fn(rm, st.Now())
+	})
+}
+
+// readOne answers 200 {"result": v} with the v fn builds under the read
+// lock, or the error.
+func (s *Server) readOne(w http.ResponseWriter, r *http.Request, fn func(rm *store.Realm) (any, error)) {
+	var out any
+	err := s.readRealm(r, func(rm *store.Realm, _ int) error {
+		v, err := fn(rm)
+		out = v
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeResult(w, http.StatusOK, out)
+}
+
+// writeOne answers 200 {"result": v} with the v fn builds under the write
+// lock, or the error.
+func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, fn func(rm *store.Realm, now time.Time) (any, error)) {
+	var out any
+	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
+		v, err := fn(rm, now)
+		out = v
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeResult(w, http.StatusOK, out)
+}
+
+// readList answers a paginated list: fn parses what it needs from the
+// request and returns the whole (sorted, converted) body for the page.
+func (s *Server) readList(w http.ResponseWriter, r *http.Request, fn func(rm *store.Realm, maxPage int) (any, error)) {
+	var out any
+	err := s.readRealm(r, func(rm *store.Realm, maxPage int) error {
+		v, err := fn(rm, maxPage)
+		out = v
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// pageBody builds the paginated body of the window p of all, converting only
+// the items on the page.
+func pageBody[T, U any](p page, all []T, conv func(T) U) listBody[U] {
+	var body listBody[U]
+	body.MetaData.CurrentPagination = p
+	body.MetaData.TotalRows = len(all)
+	start := min(p.Offset, len(all))
+	end := min(start+p.Count, len(all))
+	body.Results = make([]U, 0, end-start)
+	for _, v := range all[start:end] {
+		body.Results = append(body.Results, conv(v))
+	}
+	return body
+}
+
+// created answers 201 {"result": v} with a Location naming id under the
+// request's collection path.
+func created(w http.ResponseWriter, r *http.Request, id string, v any) {
+	w.Header().Set("Location", strings.TrimSuffix(r.URL.Path, "/")+"/"+id)
+	writeResult(w, http.StatusCreated, v)
+}
+
+// fail writes err as the error body; a store field error becomes a 400
+// naming the field.
+func fail(w http.ResponseWriter, err error) {
+	var fe *store.FieldError
+	if errors.As(err, &fe) {
+		err = badField(fe.Field, "%s", fe.Message)
+	}
+	writeErr(w, err)
+}
+
+// attrsJSON copies attributes for the wire: never null, and no null lists.
+func attrsJSON(a store.Attributes) map[string][]string {
+	out := make(map[string][]string, len(a))
+	for k, v := range a {
+		out[k] = append([]string{}, v...)
+	}
+	return out
+}
+
+// boolParam reads an optional true/false query parameter.
+func boolParam(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "":
+		return false, nil
+	case "true", "false":
+		return v == "true", nil
+	default:
+		return false, badField(name, "must be true or false")
+	}
+}
+
+// timeJSON formats a timestamp as RFC 3339 UTC.
+func timeJSON(t time.Time) string { return t.UTC().Format(time.RFC3339) }
