@@ -183,21 +183,13 @@ func (s *Server) registerApplication(w http.ResponseWriter, r *http.Request, c *
 		fail(w, err)
 		return
 	}
-	var out appJSON
-	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
+	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
 		a, err := rm.RegisterApplication(in.spec(), now)
 		if err != nil {
-			return err
+			return "", nil, err
 		}
-		out = toAppJSON(a)
-		return nil
+		return a.ID, toAppJSON(a), nil
 	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	c.resourceID = out.ID
-	created(w, r, out.ID, out)
 }
 
 func (s *Server) getCatalogApplication(w http.ResponseWriter, r *http.Request, _ *caller) {

@@ -127,13 +127,12 @@ func (s *Server) createDepartment(w http.ResponseWriter, r *http.Request, c *cal
 	orgID, parentID := r.PathValue("orgId"), r.PathValue("departmentId")
 	var in deptBody
 	derr := decodeBody(r, &in)
-	var out deptJSON
-	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
+	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
 		if err := parentExists(rm, orgID, parentID); err != nil {
-			return err // 404 for the path first
+			return "", nil, err // 404 for the path first
 		}
 		if derr != nil {
-			return derr
+			return "", nil, derr
 		}
 		var d *store.Department
 		var err error
@@ -143,17 +142,10 @@ func (s *Server) createDepartment(w http.ResponseWriter, r *http.Request, c *cal
 			d, err = rm.CreateDepartment(orgID, parentID, in.spec(), now)
 		}
 		if err != nil {
-			return err
+			return "", nil, err
 		}
-		out = toDeptJSON(d)
-		return nil
+		return d.ID, toDeptJSON(d), nil
 	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	c.resourceID = out.ID
-	created(w, r, out.ID, out)
 }
 
 func (s *Server) getDepartment(w http.ResponseWriter, r *http.Request, _ *caller) {

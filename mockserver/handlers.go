@@ -85,6 +85,30 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, fn func(rm *st
 	writeResult(w, http.StatusOK, out)
 }
 
+// createOne answers 201 {"result": v} with the resource fn creates under
+// the write lock, or the error. fn returns the new resource's id and its
+// wire form v; the Location names id under collection (usually the
+// request's path), and the id becomes the audit entry's resource.
+func (s *Server) createOne(w http.ResponseWriter, r *http.Request, c *caller, collection string,
+	fn func(rm *store.Realm, now time.Time) (id string, v any, err error)) {
+	var (
+		id  string
+		out any
+	)
+	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
+		var err error
+		id, out, err = fn(rm, now)
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	c.resourceID = id
+	w.Header().Set("Location", strings.TrimSuffix(collection, "/")+"/"+id)
+	writeResult(w, http.StatusCreated, out)
+}
+
 // readList answers a paginated list: fn parses what it needs from the
 // request and returns the whole (sorted, converted) body for the page.
 func (s *Server) readList(w http.ResponseWriter, r *http.Request, fn func(rm *store.Realm, maxPage int) (any, error)) {
@@ -114,13 +138,6 @@ func pageBody[T, U any](p page, all []T, conv func(T) U) listBody[U] {
 		body.Results = append(body.Results, conv(v))
 	}
 	return body
-}
-
-// created answers 201 {"result": v} with a Location naming id under the
-// request's collection path.
-func created(w http.ResponseWriter, r *http.Request, id string, v any) {
-	w.Header().Set("Location", strings.TrimSuffix(r.URL.Path, "/")+"/"+id)
-	writeResult(w, http.StatusCreated, v)
 }
 
 // fail writes err as the error body; a store field error becomes a 400

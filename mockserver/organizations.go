@@ -76,21 +76,13 @@ func (s *Server) createOrganization(w http.ResponseWriter, r *http.Request, c *c
 		fail(w, err)
 		return
 	}
-	var out orgJSON
-	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
+	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
 		o, err := rm.CreateOrganization(in.spec(), now)
 		if err != nil {
-			return err
+			return "", nil, err
 		}
-		out = toOrgJSON(o)
-		return nil
+		return o.ID, toOrgJSON(o), nil
 	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	c.resourceID = out.ID
-	created(w, r, out.ID, out)
 }
 
 func (s *Server) getOrganizationByAlias(w http.ResponseWriter, r *http.Request, _ *caller) {

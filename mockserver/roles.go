@@ -47,6 +47,10 @@ type roleBody struct {
 	Attributes  map[string][]string `json:"attributes"`
 }
 
+func (b roleBody) spec() store.RoleSpec {
+	return store.RoleSpec{Name: b.Name, Description: b.Description, Attributes: b.Attributes}
+}
+
 // listOrgRoles lists the roles linked to the organization; isGlobal=true
 // adds every global role.
 func (s *Server) listOrgRoles(w http.ResponseWriter, r *http.Request, _ *caller) {
@@ -122,28 +126,20 @@ func (s *Server) createOrgRole(w http.ResponseWriter, r *http.Request, c *caller
 	orgID := r.PathValue("orgId")
 	var in roleBody
 	derr := decodeBody(r, &in)
-	var out roleJSON
-	err := s.writeRealm(r, func(rm *store.Realm, _ time.Time) error {
+	roles := strings.TrimSuffix(r.URL.Path, "/create")
+	s.createOne(w, r, c, roles, func(rm *store.Realm, _ time.Time) (string, any, error) {
 		if _, err := rm.Organization(orgID); err != nil {
-			return err
+			return "", nil, err
 		}
 		if derr != nil {
-			return derr
+			return "", nil, derr
 		}
-		role, err := rm.CreateOrgRole(orgID, store.RoleSpec{Name: in.Name, Description: in.Description, Attributes: in.Attributes})
+		role, err := rm.CreateOrgRole(orgID, in.spec())
 		if err != nil {
-			return err
+			return "", nil, err
 		}
-		out = toRoleJSON(role)
-		return nil
+		return role.ID, toRoleJSON(role), nil
 	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	c.resourceID = out.ID
-	w.Header().Set("Location", strings.TrimSuffix(r.URL.Path, "/create")+"/"+out.ID)
-	writeResult(w, http.StatusCreated, out)
 }
 
 func (s *Server) unlinkRole(w http.ResponseWriter, r *http.Request, c *caller) {

@@ -111,6 +111,10 @@ type deptTmplBody struct {
 	Root        templateNodeJSON `json:"root"`
 }
 
+func (b deptTmplBody) spec() store.DeptTemplateSpec {
+	return store.DeptTemplateSpec{Name: b.Name, Description: b.Description, Root: b.Root.node()}
+}
+
 func (s *Server) listPropertyTemplates(w http.ResponseWriter, r *http.Request, _ *caller) {
 	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
 		ts, err := rm.PropertyTemplates(r.PathValue("orgId"))
@@ -129,27 +133,19 @@ func (s *Server) createPropertyTemplate(w http.ResponseWriter, r *http.Request, 
 	orgID := r.PathValue("orgId")
 	var in propTmplBody
 	derr := decodeBody(r, &in)
-	var out propTmplJSON
-	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
+	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
 		if _, err := rm.Organization(orgID); err != nil {
-			return err
+			return "", nil, err
 		}
 		if derr != nil {
-			return derr
+			return "", nil, derr
 		}
 		t, err := rm.CreatePropertyTemplate(orgID, in.spec(), now)
 		if err != nil {
-			return err
+			return "", nil, err
 		}
-		out = toPropTmplJSON(t)
-		return nil
+		return t.ID, toPropTmplJSON(t), nil
 	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	c.resourceID = out.ID
-	created(w, r, out.ID, out)
 }
 
 func (s *Server) getPropertyTemplate(w http.ResponseWriter, r *http.Request, _ *caller) {
@@ -208,27 +204,19 @@ func (s *Server) createDepartmentTemplate(w http.ResponseWriter, r *http.Request
 	orgID := r.PathValue("orgId")
 	var in deptTmplBody
 	derr := decodeBody(r, &in)
-	var out deptTmplJSON
-	err := s.writeRealm(r, func(rm *store.Realm, now time.Time) error {
+	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
 		if _, err := rm.Organization(orgID); err != nil {
-			return err
+			return "", nil, err
 		}
 		if derr != nil {
-			return derr
+			return "", nil, derr
 		}
-		t, err := rm.CreateDepartmentTemplate(orgID, store.DeptTemplateSpec{Name: in.Name, Description: in.Description, Root: in.Root.node()}, now)
+		t, err := rm.CreateDepartmentTemplate(orgID, in.spec(), now)
 		if err != nil {
-			return err
+			return "", nil, err
 		}
-		out = toDeptTmplJSON(t)
-		return nil
+		return t.ID, toDeptTmplJSON(t), nil
 	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	c.resourceID = out.ID
-	created(w, r, out.ID, out)
 }
 
 func (s *Server) getDepartmentTemplate(w http.ResponseWriter, r *http.Request, _ *caller) {
