@@ -64,6 +64,8 @@ type appAssignBody struct {
 	ClientID string `json:"clientId"`
 }
 
+func (b appAssignBody) ref() (string, string) { return "clientId", b.ClientID }
+
 // appQuery reads search, tag, sortBy (name, clientId, createdAt) and
 // sortOrder (ASC, DESC) and records the sorting in p.
 func appQuery(r *http.Request, p *page) (store.AppQuery, error) {
@@ -112,20 +114,8 @@ func (s *Server) listOrgApplications(w http.ResponseWriter, r *http.Request, _ *
 // assignApplication assigns a catalog application by clientId: 200 with
 // the application, also on a repeat.
 func (s *Server) assignApplication(w http.ResponseWriter, r *http.Request, c *caller) {
-	orgID := r.PathValue("orgId")
-	var in appAssignBody
-	derr := decodeBody(r, &in)
-	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		if _, err := rm.Organization(orgID); err != nil {
-			return nil, err
-		}
-		if derr != nil {
-			return nil, derr
-		}
-		if in.ClientID == "" {
-			return nil, badField("clientId", "is required")
-		}
-		a, _, err := rm.AssignApplication(orgID, in.ClientID)
+	linkToOrg[appAssignBody](s, w, r, func(rm *store.Realm, orgID, clientID string) (any, error) {
+		a, _, err := rm.AssignApplication(orgID, clientID)
 		if err != nil {
 			return nil, err
 		}
@@ -231,8 +221,5 @@ func (s *Server) updateCatalogApplication(w http.ResponseWriter, r *http.Request
 // from every organization; the realm client stays.
 func (s *Server) deleteCatalogApplication(w http.ResponseWriter, r *http.Request, c *caller) {
 	appID := r.PathValue("appId")
-	c.resourceID = appID
-	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		return deletedJSON{ID: appID, Deleted: true}, rm.DeleteApplication(appID)
-	})
+	s.deleteOne(w, r, c, appID, func(rm *store.Realm) error { return rm.DeleteApplication(appID) })
 }

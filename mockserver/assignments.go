@@ -104,16 +104,12 @@ func (s *Server) assignUser(w http.ResponseWriter, r *http.Request, c *caller) {
 
 func (s *Server) unassignUser(w http.ResponseWriter, r *http.Request, c *caller) {
 	userID := r.PathValue("userId")
-	c.resourceID = userID
-	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+	s.deleteOne(w, r, c, userID, func(rm *store.Realm) error {
 		d, err := deptPath(rm, r)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := rm.Unassign(userID, d.ID); err != nil {
-			return nil, err
-		}
-		return deletedJSON{ID: userID, Deleted: true}, nil
+		return rm.Unassign(userID, d.ID)
 	})
 }
 

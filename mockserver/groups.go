@@ -2,7 +2,6 @@ package mockserver
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/orgauthz/orgauthz/internal/store"
 )
@@ -33,6 +32,8 @@ type groupLinkBody struct {
 	GroupID string `json:"groupId"`
 }
 
+func (b groupLinkBody) ref() (string, string) { return "groupId", b.GroupID }
+
 func (s *Server) listOrgGroups(w http.ResponseWriter, r *http.Request, _ *caller) {
 	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
 		gs, err := rm.OrgGroupList(r.PathValue("orgId"))
@@ -51,31 +52,18 @@ func (s *Server) listOrgGroups(w http.ResponseWriter, r *http.Request, _ *caller
 // linked to this organization already), 409 when another organization has
 // it.
 func (s *Server) linkGroup(w http.ResponseWriter, r *http.Request, c *caller) {
-	orgID := r.PathValue("orgId")
-	var in groupLinkBody
-	derr := decodeBody(r, &in)
-	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		if _, err := rm.Organization(orgID); err != nil {
+	linkToOrg[groupLinkBody](s, w, r, func(rm *store.Realm, orgID, groupID string) (any, error) {
+		c.resourceID = groupID
+		if _, err := rm.LinkGroup(orgID, groupID); err != nil {
 			return nil, err
 		}
-		if derr != nil {
-			return nil, derr
-		}
-		if in.GroupID == "" {
-			return nil, badField("groupId", "is required")
-		}
-		c.resourceID = in.GroupID
-		if _, err := rm.LinkGroup(orgID, in.GroupID); err != nil {
-			return nil, err
-		}
-		return toGroupJSON(rm.Groups[in.GroupID]), nil
+		return toGroupJSON(rm.Groups[groupID]), nil
 	})
 }
 
 func (s *Server) unlinkGroup(w http.ResponseWriter, r *http.Request, c *caller) {
 	groupID := r.PathValue("groupId")
-	c.resourceID = groupID
-	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		return deletedJSON{ID: groupID, Deleted: true}, rm.UnlinkGroup(r.PathValue("orgId"), groupID)
+	s.deleteOne(w, r, c, groupID, func(rm *store.Realm) error {
+		return rm.UnlinkGroup(r.PathValue("orgId"), groupID)
 	})
 }

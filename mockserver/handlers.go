@@ -109,6 +109,48 @@ func (s *Server) createOne(w http.ResponseWriter, r *http.Request, c *caller, co
 	writeResult(w, http.StatusCreated, out)
 }
 
+// deleteOne answers 200 {"result": {"id": id, "deleted": true}} once del
+// succeeds under the write lock, or del's error. id, taken from the path,
+// is the audit entry's resource either way.
+func (s *Server) deleteOne(w http.ResponseWriter, r *http.Request, c *caller, id string, del func(rm *store.Realm) error) {
+	c.resourceID = id
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		return deletedJSON{ID: id, Deleted: true}, del(rm)
+	})
+}
+
+// idBody is a request body naming one resource by id, such as
+// {"roleId": "..."}.
+type idBody interface {
+	// ref returns the body's field and the id it holds.
+	ref() (field, id string)
+}
+
+// linkToOrg decodes an idBody B and answers 200 {"result": v} with the v
+// link returns for the path's organization and the body's id, under the
+// write lock. An unknown organization is a 404 before any error of the
+// body; an empty id is a 400 naming the field. It is a function, not a
+// method, because it is generic.
+func linkToOrg[B idBody](s *Server, w http.ResponseWriter, r *http.Request,
+	link func(rm *store.Realm, orgID, id string) (any, error)) {
+	orgID := r.PathValue("orgId")
+	var in B
+	derr := decodeBody(r, &in)
+	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
+		if _, err := rm.Organization(orgID); err != nil {
+			return nil, err
+		}
+		if derr != nil {
+			return nil, derr
+		}
+		field, id := in.ref()
+		if id == "" {
+			return nil, badField(field, "is required")
+		}
+		return link(rm, orgID, id)
+	})
+}
+
 // readList answers a paginated list: fn parses what it needs from the
 // request and returns the whole (sorted, converted) body for the page.
 func (s *Server) readList(w http.ResponseWriter, r *http.Request, fn func(rm *store.Realm, maxPage int) (any, error)) {

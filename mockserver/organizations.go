@@ -127,8 +127,5 @@ func (s *Server) updateOrganization(w http.ResponseWriter, r *http.Request, c *c
 
 func (s *Server) deleteOrganization(w http.ResponseWriter, r *http.Request, c *caller) {
 	orgID := r.PathValue("orgId")
-	c.resourceID = orgID
-	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		return deletedJSON{ID: orgID, Deleted: true}, rm.DeleteOrganization(orgID)
-	})
+	s.deleteOne(w, r, c, orgID, func(rm *store.Realm) error { return rm.DeleteOrganization(orgID) })
 }

@@ -40,6 +40,8 @@ type roleLinkBody struct {
 	RoleID string `json:"roleId"`
 }
 
+func (b roleLinkBody) ref() (string, string) { return "roleId", b.RoleID }
+
 // roleBody is the body of POST /{orgId}/roles/create.
 type roleBody struct {
 	Name        string              `json:"name"`
@@ -100,24 +102,12 @@ func (s *Server) listAvailableRoles(w http.ResponseWriter, r *http.Request, _ *c
 // linkRole links an existing realm role: 200 with the role, whether or not
 // it was linked before.
 func (s *Server) linkRole(w http.ResponseWriter, r *http.Request, c *caller) {
-	orgID := r.PathValue("orgId")
-	var in roleLinkBody
-	derr := decodeBody(r, &in)
-	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		if _, err := rm.Organization(orgID); err != nil {
+	linkToOrg[roleLinkBody](s, w, r, func(rm *store.Realm, orgID, roleID string) (any, error) {
+		c.resourceID = roleID
+		if _, err := rm.LinkRole(orgID, roleID); err != nil {
 			return nil, err
 		}
-		if derr != nil {
-			return nil, derr
-		}
-		if in.RoleID == "" {
-			return nil, badField("roleId", "is required")
-		}
-		c.resourceID = in.RoleID
-		if _, err := rm.LinkRole(orgID, in.RoleID); err != nil {
-			return nil, err
-		}
-		return toRoleJSON(rm.Roles[in.RoleID]), nil
+		return toRoleJSON(rm.Roles[roleID]), nil
 	})
 }
 
@@ -144,9 +134,8 @@ func (s *Server) createOrgRole(w http.ResponseWriter, r *http.Request, c *caller
 
 func (s *Server) unlinkRole(w http.ResponseWriter, r *http.Request, c *caller) {
 	roleID := r.PathValue("roleId")
-	c.resourceID = roleID
-	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		return deletedJSON{ID: roleID, Deleted: true}, rm.UnlinkRole(r.PathValue("orgId"), roleID)
+	s.deleteOne(w, r, c, roleID, func(rm *store.Realm) error {
+		return rm.UnlinkRole(r.PathValue("orgId"), roleID)
 	})
 }
 

@@ -180,9 +180,8 @@ func (s *Server) updatePropertyTemplate(w http.ResponseWriter, r *http.Request, 
 
 func (s *Server) deletePropertyTemplate(w http.ResponseWriter, r *http.Request, c *caller) {
 	id := r.PathValue("templateId")
-	c.resourceID = id
-	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		return deletedJSON{ID: id, Deleted: true}, rm.DeletePropertyTemplate(r.PathValue("orgId"), id)
+	s.deleteOne(w, r, c, id, func(rm *store.Realm) error {
+		return rm.DeletePropertyTemplate(r.PathValue("orgId"), id)
 	})
 }
 
