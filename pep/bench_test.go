@@ -258,6 +258,20 @@ func BenchmarkUncachedCheck(b *testing.B) {
 			mustGrant(b, d, err)
 		}
 	})
+	// The same with a context that can be cancelled, as an HTTP server's
+	// request context: the caller must be able to stop waiting at once, so
+	// the request runs on a goroutine of its own (see pep's runChunk).
+	b.Run("client-cancellable-ctx", func(b *testing.B) {
+		c := g.newClient(b, uncached)
+		c.SetToken(tok)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := c.Check(ctx, "orders", "read")
+			mustGrant(b, d, err)
+		}
+	})
 }
 
 // BenchmarkUncachedCheckDPoP compares an uncached Check with a DPoP-bound
@@ -353,7 +367,10 @@ func BenchmarkCoalescing(b *testing.B) {
 		}
 	}))
 	c.SetToken(g.token(b))
-	ctx := context.Background()
+	// A cancellable context, as concurrent server requests have: their
+	// callers wait in singleflight's DoChan, and the hook runs once a
+	// caller has joined the request.
+	ctx := b.Context()
 
 	b.ReportAllocs()
 	rounds := 0

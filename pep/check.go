@@ -276,6 +276,7 @@ func (c *Client) ask(ctx context.Context, cl *call, ds []Decision, missing []int
 	if err != nil {
 		return nil, err
 	}
+	patient := cannotEnd(ctx)
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
@@ -289,13 +290,13 @@ func (c *Client) ask(ctx context.Context, cl *call, ds []Decision, missing []int
 	}
 	results := make([]*chunkResult, len(chunks))
 	if len(chunks) == 1 {
-		results[0] = c.runChunk(ctx, cl, cred, chunks[0])
+		results[0] = c.runChunk(ctx, cl, cred, chunks[0], patient)
 	} else {
 		var g errgroup.Group
 		g.SetLimit(maxParallelChunks)
 		for k, ch := range chunks {
 			g.Go(func() error {
-				results[k] = c.runChunk(ctx, cl, cred, ch)
+				results[k] = c.runChunk(ctx, cl, cred, ch, patient)
 				return nil
 			})
 		}
@@ -336,7 +337,13 @@ type chunkResult struct {
 // it. A caller that joined it and is told of a timeout while its own
 // context is still live starts a request of its own, once, so that every
 // caller is bounded by its own deadline rather than by another's.
-func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, pairs []pair) *chunkResult {
+//
+// A patient caller, whose context cannot end (see cannotEnd), is bounded by
+// the client's timeout alone, so no shared request can outlast it: it has
+// no reason to stop waiting early. It waits in singleflight's Do, which
+// sends a request it starts on its own goroutine, rather than in DoChan,
+// which starts a goroutine per request so that its caller can leave.
+func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, pairs []pair, patient bool) *chunkResult {
 	if err := ctx.Err(); err != nil { // nothing is started for a caller who left
 		return &chunkResult{pairs: pairs, err: unavailable(err)}
 	}
@@ -344,37 +351,55 @@ func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, pairs 
 	key := flightKey(cl.id, body)
 	for joinedTimedOut := false; ; joinedTimedOut = true {
 		started := false
-		ch := c.flights.DoChan(key, func() (any, error) {
+		run := func() (any, error) {
 			started = true
 			return c.flight(ctx, cl, cred, pairs, body), nil
-		})
-		if c.flightWait != nil {
-			c.flightWait()
 		}
-		select {
-		case r := <-ch:
-			res := r.Val.(*chunkResult) // started is read after the receive: no race
-			if started {
-				return res
+		var res *chunkResult
+		if patient {
+			if c.flightWait != nil { // just before joining: Do has no later moment
+				c.flightWait()
 			}
-			c.coalesced.Add(1)
-			if joinedTimedOut || ctx.Err() != nil || !errors.Is(res.err, context.DeadlineExceeded) {
-				return res
+			v, _, _ := c.flights.Do(key, run)
+			res = v.(*chunkResult)
+		} else {
+			ch := c.flights.DoChan(key, run)
+			if c.flightWait != nil {
+				c.flightWait()
 			}
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				// If this caller started the request, it shares this
-				// deadline and is about to fail: let later callers start
-				// afresh instead of joining it.
-				c.flights.Forget(key)
+			select {
+			case r := <-ch:
+				res = r.Val.(*chunkResult)
+			case <-ctx.Done():
+				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					// If this caller started the request, it shares this
+					// deadline and is about to fail: let later callers
+					// start afresh instead of joining it.
+					c.flights.Forget(key)
+				}
+				return &chunkResult{pairs: pairs, err: unavailable(ctx.Err())}
 			}
-			return &chunkResult{pairs: pairs, err: unavailable(ctx.Err())}
+		}
+		if started { // read after the request ended: no race
+			return res
+		}
+		c.coalesced.Add(1)
+		if joinedTimedOut || ctx.Err() != nil || !errors.Is(res.err, context.DeadlineExceeded) {
+			return res
 		}
 	}
 }
 
+// cannotEnd reports whether ctx can never be cancelled nor expire, as
+// context.Background and context.WithoutCancel: it has no Done channel and
+// no deadline.
+func cannotEnd(ctx context.Context) bool {
+	_, hasDeadline := ctx.Deadline()
+	return ctx.Done() == nil && !hasDeadline
+}
+
 // flight performs one shared gateway request. It runs on singleflight's
-// goroutine with a context that keeps the starting call's values and
+// goroutine (or a patient starter's own) with a context that keeps the starting call's values and
 // deadline but not its cancellation, so that one caller giving up does not
 // fail the others.
 func (c *Client) flight(ctx context.Context, cl *call, cred credential, pairs []pair, body []byte) *chunkResult {
