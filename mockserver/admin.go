@@ -307,7 +307,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *caller) {
 		}
 		return nil
 	})
-	pg, err := parsePage(r, 20, maxPage)
+	pg, err := parsePage(r, defaultPageSize, maxPage)
 	if err != nil {
 		writeErr(w, err)
 		return

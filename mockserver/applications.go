@@ -89,25 +89,33 @@ func appQuery(r *http.Request, p *page) (store.AppQuery, error) {
 	return aq, nil
 }
 
+// appPage reads the page and the query of an application list, in that
+// order, and returns the page of what list finds for the query.
+func appPage(r *http.Request, maxPage int, list func(q store.AppQuery) ([]*store.Application, error)) (any, error) {
+	p, err := parsePage(r, defaultPageSize, maxPage)
+	if err != nil {
+		return nil, err
+	}
+	q, err := appQuery(r, &p)
+	if err != nil {
+		return nil, err
+	}
+	apps, err := list(q)
+	if err != nil {
+		return nil, err
+	}
+	return pageBody(p, apps, toAppJSON), nil
+}
+
 func (s *Server) listOrgApplications(w http.ResponseWriter, r *http.Request, _ *caller) {
 	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
 		orgID := r.PathValue("orgId")
 		if _, err := rm.Organization(orgID); err != nil {
 			return nil, err
 		}
-		p, err := parsePage(r, 20, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		q, err := appQuery(r, &p)
-		if err != nil {
-			return nil, err
-		}
-		apps, err := rm.OrgAppList(orgID, q)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, apps, toAppJSON), nil
+		return appPage(r, maxPage, func(q store.AppQuery) ([]*store.Application, error) {
+			return rm.OrgAppList(orgID, q)
+		})
 	})
 }
 
@@ -125,13 +133,9 @@ func (s *Server) assignApplication(w http.ResponseWriter, r *http.Request, c *ca
 }
 
 func (s *Server) getOrgApplication(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readOne(w, r, func(rm *store.Realm) (any, error) {
-		a, err := rm.OrgApplication(r.PathValue("orgId"), r.PathValue("clientId"))
-		if err != nil {
-			return nil, err
-		}
-		return toAppJSON(a), nil
-	})
+	getOne(s, w, r, func(rm *store.Realm) (*store.Application, error) {
+		return rm.OrgApplication(r.PathValue("orgId"), r.PathValue("clientId"))
+	}, toAppJSON)
 }
 
 // unassignApplication removes the application from the organization; the
@@ -150,19 +154,7 @@ func (s *Server) unassignApplication(w http.ResponseWriter, r *http.Request, c *
 
 func (s *Server) listCatalog(w http.ResponseWriter, r *http.Request, _ *caller) {
 	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
-		p, err := parsePage(r, 20, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		q, err := appQuery(r, &p)
-		if err != nil {
-			return nil, err
-		}
-		apps, err := rm.CatalogApplications(q)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, apps, toAppJSON), nil
+		return appPage(r, maxPage, rm.CatalogApplications)
 	})
 }
 
@@ -183,13 +175,9 @@ func (s *Server) registerApplication(w http.ResponseWriter, r *http.Request, c *
 }
 
 func (s *Server) getCatalogApplication(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readOne(w, r, func(rm *store.Realm) (any, error) {
-		a, err := rm.Application(r.PathValue("appId"))
-		if err != nil {
-			return nil, err
-		}
-		return toAppJSON(a), nil
-	})
+	getOne(s, w, r, func(rm *store.Realm) (*store.Application, error) {
+		return rm.Application(r.PathValue("appId"))
+	}, toAppJSON)
 }
 
 // updateCatalogApplication replaces name (required), description, tags,

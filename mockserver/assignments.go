@@ -58,21 +58,13 @@ type assignBody struct {
 }
 
 func (s *Server) listDepartmentUsers(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+	listPage(s, w, r, defaultPageSize, func(rm *store.Realm) ([]store.DepartmentUser, error) {
 		d, err := deptPath(rm, r)
 		if err != nil {
 			return nil, err
 		}
-		p, err := parsePage(r, 20, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		us, err := rm.DepartmentUsers(d.OrgID, d.ID)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, us, toDeptUserJSON), nil
-	})
+		return rm.DepartmentUsers(d.OrgID, d.ID)
+	}, toDeptUserJSON)
 }
 
 // assignUser assigns a user to the department: 200 with the assignment, the
@@ -114,31 +106,25 @@ func (s *Server) unassignUser(w http.ResponseWriter, r *http.Request, c *caller)
 }
 
 func (s *Server) listUserAssignments(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
-		as, err := rm.UserAssignments(r.PathValue("userId"))
-		if err != nil {
-			return nil, err
-		}
-		p, err := parsePage(r, 20, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, as, toUserAssignmentJSON), nil
-	})
+	listPage(s, w, r, defaultPageSize, func(rm *store.Realm) ([]store.UserAssignment, error) {
+		return rm.UserAssignments(r.PathValue("userId"))
+	}, toUserAssignmentJSON)
 }
 
 // userAssignmentTree answers the organizations the user is assigned in, each
 // with its departments pruned to the paths leading to the user's.
 func (s *Server) userAssignmentTree(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readOne(w, r, func(rm *store.Realm) (any, error) {
-		orgs, err := rm.AssignmentTree(r.PathValue("userId"))
-		if err != nil {
-			return nil, err
-		}
-		out := make([]treeNodeJSON, 0, len(orgs))
-		for _, o := range orgs {
-			out = append(out, treeNodeJSON{ID: o.Org.ID, Name: o.Org.Name, Children: toTreeJSON(o.Children)})
-		}
-		return out, nil
-	})
+	getOne(s, w, r, func(rm *store.Realm) ([]*store.OrgNode, error) {
+		return rm.AssignmentTree(r.PathValue("userId"))
+	}, toOrgTreeJSON)
+}
+
+// toOrgTreeJSON converts organizations with their department subtrees into
+// tree nodes.
+func toOrgTreeJSON(orgs []*store.OrgNode) []treeNodeJSON {
+	out := make([]treeNodeJSON, 0, len(orgs))
+	for _, o := range orgs {
+		out = append(out, treeNodeJSON{ID: o.Org.ID, Name: o.Org.Name, Children: toTreeJSON(o.Children)})
+	}
+	return out
 }

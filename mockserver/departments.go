@@ -87,17 +87,9 @@ func deptPath(rm *store.Realm, r *http.Request) (*store.Department, error) {
 // listDepartments lists the root departments of an organization, or the
 // children of {departmentId} on the sub-departments path.
 func (s *Server) listDepartments(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
-		ds, err := rm.Departments(r.PathValue("orgId"), r.PathValue("departmentId"))
-		if err != nil {
-			return nil, err
-		}
-		p, err := parsePage(r, 20, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, ds, toDeptJSON), nil
-	})
+	listPage(s, w, r, defaultPageSize, func(rm *store.Realm) ([]*store.Department, error) {
+		return rm.Departments(r.PathValue("orgId"), r.PathValue("departmentId"))
+	}, toDeptJSON)
 }
 
 // parentExists reports ErrNotFound unless the organization, and the parent
@@ -112,13 +104,9 @@ func parentExists(rm *store.Realm, orgID, parentID string) error {
 }
 
 func (s *Server) departmentTree(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readOne(w, r, func(rm *store.Realm) (any, error) {
-		tree, err := rm.DepartmentTree(r.PathValue("orgId"))
-		if err != nil {
-			return nil, err
-		}
-		return toTreeJSON(tree), nil
-	})
+	getOne(s, w, r, func(rm *store.Realm) ([]*store.DeptNode, error) {
+		return rm.DepartmentTree(r.PathValue("orgId"))
+	}, toTreeJSON)
 }
 
 // createDepartment creates a root department, or a child of {departmentId}
@@ -149,13 +137,9 @@ func (s *Server) createDepartment(w http.ResponseWriter, r *http.Request, c *cal
 }
 
 func (s *Server) getDepartment(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readOne(w, r, func(rm *store.Realm) (any, error) {
-		d, err := deptPath(rm, r)
-		if err != nil {
-			return nil, err
-		}
-		return toDeptJSON(d), nil
-	})
+	getOne(s, w, r, func(rm *store.Realm) (*store.Department, error) {
+		return deptPath(rm, r)
+	}, toDeptJSON)
 }
 
 func (s *Server) updateDepartment(w http.ResponseWriter, r *http.Request, c *caller) {

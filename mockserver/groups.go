@@ -35,17 +35,9 @@ type groupLinkBody struct {
 func (b groupLinkBody) ref() (string, string) { return "groupId", b.GroupID }
 
 func (s *Server) listOrgGroups(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
-		gs, err := rm.OrgGroupList(r.PathValue("orgId"))
-		if err != nil {
-			return nil, err
-		}
-		p, err := parsePage(r, 20, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, gs, toGroupJSON), nil
-	})
+	listPage(s, w, r, defaultPageSize, func(rm *store.Realm) ([]*store.Group, error) {
+		return rm.OrgGroupList(r.PathValue("orgId"))
+	}, toGroupJSON)
 }
 
 // linkGroup links a realm group: 200 with the group (also when it was

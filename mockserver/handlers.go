@@ -53,14 +53,19 @@ func (s *Server) writeRealm(r *http.Request, fn func(rm *store.Realm, now time.T
 	})
 }
 
-// readOne answers 200 {"result": v} with the v fn builds under the read
-// lock, or the error.
-func (s *Server) readOne(w http.ResponseWriter, r *http.Request, fn func(rm *store.Realm) (any, error)) {
-	var out any
+// getOne answers 200 {"result": conv(v)} with the v find returns under the
+// read lock (conv runs under it too), or find's error. It is a function,
+// not a method, because it is generic.
+func getOne[T, U any](s *Server, w http.ResponseWriter, r *http.Request,
+	find func(rm *store.Realm) (T, error), conv func(T) U) {
+	var out U
 	err := s.readRealm(r, func(rm *store.Realm, _ int) error {
-		v, err := fn(rm)
-		out = v
-		return err
+		v, err := find(rm)
+		if err != nil {
+			return err
+		}
+		out = conv(v)
+		return nil
 	})
 	if err != nil {
 		fail(w, err)
@@ -165,6 +170,29 @@ func (s *Server) readList(w http.ResponseWriter, r *http.Request, fn func(rm *st
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// defaultPageSize is the page size of a list whose request sets no count,
+// unless the resource has its own (rolePageSize).
+const defaultPageSize = 20
+
+// listPage answers the page of the list find returns under the read lock,
+// converting only the items on the page with conv. find's error (a 404 for
+// the path) comes before a bad offset or count; def is the default page
+// size. It is a function, not a method, because it is generic.
+func listPage[T, U any](s *Server, w http.ResponseWriter, r *http.Request, def int,
+	find func(rm *store.Realm) ([]T, error), conv func(T) U) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		all, err := find(rm)
+		if err != nil {
+			return nil, err
+		}
+		p, err := parsePage(r, def, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		return pageBody(p, all, conv), nil
+	})
 }
 
 // pageBody builds the paginated body of the window p of all, converting only

@@ -54,20 +54,9 @@ func (b orgBody) spec() store.OrgSpec {
 }
 
 func (s *Server) listOrganizations(w http.ResponseWriter, r *http.Request, _ *caller) {
-	var body listBody[orgJSON]
-	err := s.readRealm(r, func(rm *store.Realm, maxPage int) error {
-		p, err := parsePage(r, 20, maxPage)
-		if err != nil {
-			return err
-		}
-		body = pageBody(p, rm.Organizations(r.URL.Query().Get("search")), toOrgJSON)
-		return nil
-	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, body)
+	listPage(s, w, r, defaultPageSize, func(rm *store.Realm) ([]*store.Organization, error) {
+		return rm.Organizations(r.URL.Query().Get("search")), nil
+	}, toOrgJSON)
 }
 
 func (s *Server) createOrganization(w http.ResponseWriter, r *http.Request, c *caller) {
@@ -86,23 +75,15 @@ func (s *Server) createOrganization(w http.ResponseWriter, r *http.Request, c *c
 }
 
 func (s *Server) getOrganizationByAlias(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readOne(w, r, func(rm *store.Realm) (any, error) {
-		o, err := rm.OrganizationByAlias(r.PathValue("alias"))
-		if err != nil {
-			return nil, err
-		}
-		return toOrgJSON(o), nil
-	})
+	getOne(s, w, r, func(rm *store.Realm) (*store.Organization, error) {
+		return rm.OrganizationByAlias(r.PathValue("alias"))
+	}, toOrgJSON)
 }
 
 func (s *Server) getOrganization(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readOne(w, r, func(rm *store.Realm) (any, error) {
-		o, err := rm.Organization(r.PathValue("orgId"))
-		if err != nil {
-			return nil, err
-		}
-		return toOrgJSON(o), nil
-	})
+	getOne(s, w, r, func(rm *store.Realm) (*store.Organization, error) {
+		return rm.Organization(r.PathValue("orgId"))
+	}, toOrgJSON)
 }
 
 func (s *Server) updateOrganization(w http.ResponseWriter, r *http.Request, c *caller) {

@@ -56,42 +56,35 @@ func (b roleBody) spec() store.RoleSpec {
 // listOrgRoles lists the roles linked to the organization; isGlobal=true
 // adds every global role.
 func (s *Server) listOrgRoles(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
-		if _, err := rm.Organization(r.PathValue("orgId")); err != nil {
-			return nil, err
-		}
-		p, err := parsePage(r, rolePageSize, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		withGlobal, err := boolParam(r, "isGlobal")
-		if err != nil {
-			return nil, err
-		}
-		roles, err := rm.OrgRoleList(r.PathValue("orgId"), withGlobal)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, roles, toRoleJSON), nil
-	})
+	s.listRolesOfOrg(w, r, "isGlobal", (*store.Realm).OrgRoleList)
 }
 
 // listAvailableRoles lists the realm roles neither linked nor global;
 // includeGlobal=true adds the unlinked global roles.
 func (s *Server) listAvailableRoles(w http.ResponseWriter, r *http.Request, _ *caller) {
+	s.listRolesOfOrg(w, r, "includeGlobal", (*store.Realm).AvailableRoles)
+}
+
+// listRolesOfOrg answers a page of the roles list returns for the path's
+// organization, passing it the value of the boolean query parameter named
+// flag. Errors come in this order: the organization, the page, the flag,
+// list's.
+func (s *Server) listRolesOfOrg(w http.ResponseWriter, r *http.Request, flag string,
+	list func(rm *store.Realm, orgID string, on bool) ([]*store.Role, error)) {
 	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
-		if _, err := rm.Organization(r.PathValue("orgId")); err != nil {
+		orgID := r.PathValue("orgId")
+		if _, err := rm.Organization(orgID); err != nil {
 			return nil, err
 		}
 		p, err := parsePage(r, rolePageSize, maxPage)
 		if err != nil {
 			return nil, err
 		}
-		includeGlobal, err := boolParam(r, "includeGlobal")
+		on, err := boolParam(r, flag)
 		if err != nil {
 			return nil, err
 		}
-		roles, err := rm.AvailableRoles(r.PathValue("orgId"), includeGlobal)
+		roles, err := list(rm, orgID, on)
 		if err != nil {
 			return nil, err
 		}
@@ -142,11 +135,7 @@ func (s *Server) unlinkRole(w http.ResponseWriter, r *http.Request, c *caller) {
 // listGlobalRoles lists every realm role; search is a case-insensitive
 // substring of the name.
 func (s *Server) listGlobalRoles(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
-		p, err := parsePage(r, rolePageSize, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, rm.RealmRoles(r.URL.Query().Get("search")), toRoleJSON), nil
-	})
+	listPage(s, w, r, rolePageSize, func(rm *store.Realm) ([]*store.Role, error) {
+		return rm.RealmRoles(r.URL.Query().Get("search")), nil
+	}, toRoleJSON)
 }

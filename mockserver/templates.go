@@ -116,17 +116,9 @@ func (b deptTmplBody) spec() store.DeptTemplateSpec {
 }
 
 func (s *Server) listPropertyTemplates(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
-		ts, err := rm.PropertyTemplates(r.PathValue("orgId"))
-		if err != nil {
-			return nil, err
-		}
-		p, err := parsePage(r, 20, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, ts, toPropTmplJSON), nil
-	})
+	listPage(s, w, r, defaultPageSize, func(rm *store.Realm) ([]*store.PropertyTemplate, error) {
+		return rm.PropertyTemplates(r.PathValue("orgId"))
+	}, toPropTmplJSON)
 }
 
 func (s *Server) createPropertyTemplate(w http.ResponseWriter, r *http.Request, c *caller) {
@@ -149,13 +141,9 @@ func (s *Server) createPropertyTemplate(w http.ResponseWriter, r *http.Request, 
 }
 
 func (s *Server) getPropertyTemplate(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readOne(w, r, func(rm *store.Realm) (any, error) {
-		t, err := rm.PropertyTemplate(r.PathValue("orgId"), r.PathValue("templateId"))
-		if err != nil {
-			return nil, err
-		}
-		return toPropTmplJSON(t), nil
-	})
+	getOne(s, w, r, func(rm *store.Realm) (*store.PropertyTemplate, error) {
+		return rm.PropertyTemplate(r.PathValue("orgId"), r.PathValue("templateId"))
+	}, toPropTmplJSON)
 }
 
 func (s *Server) updatePropertyTemplate(w http.ResponseWriter, r *http.Request, c *caller) {
@@ -186,17 +174,9 @@ func (s *Server) deletePropertyTemplate(w http.ResponseWriter, r *http.Request, 
 }
 
 func (s *Server) listDepartmentTemplates(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
-		ts, err := rm.DepartmentTemplates(r.PathValue("orgId"))
-		if err != nil {
-			return nil, err
-		}
-		p, err := parsePage(r, 20, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, ts, toDeptTmplJSON), nil
-	})
+	listPage(s, w, r, defaultPageSize, func(rm *store.Realm) ([]*store.DepartmentTemplate, error) {
+		return rm.DepartmentTemplates(r.PathValue("orgId"))
+	}, toDeptTmplJSON)
 }
 
 func (s *Server) createDepartmentTemplate(w http.ResponseWriter, r *http.Request, c *caller) {
@@ -219,11 +199,7 @@ func (s *Server) createDepartmentTemplate(w http.ResponseWriter, r *http.Request
 }
 
 func (s *Server) getDepartmentTemplate(w http.ResponseWriter, r *http.Request, _ *caller) {
-	s.readOne(w, r, func(rm *store.Realm) (any, error) {
-		t, err := rm.DepartmentTemplate(r.PathValue("orgId"), r.PathValue("templateId"))
-		if err != nil {
-			return nil, err
-		}
-		return toDeptTmplJSON(t), nil
-	})
+	getOne(s, w, r, func(rm *store.Realm) (*store.DepartmentTemplate, error) {
+		return rm.DepartmentTemplate(r.PathValue("orgId"), r.PathValue("templateId"))
+	}, toDeptTmplJSON)
 }
