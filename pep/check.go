@@ -353,7 +353,12 @@ func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, pairs 
 		started := false
 		run := func() (any, error) {
 			started = true
-			return c.flight(ctx, cl, cred, pairs, body), nil
+			if patient { // its caller waits for it to end: ctx outlives it
+				return c.flight(ctx, cl, cred, pairs, body), nil
+			}
+			fctx, cancel := detach(ctx)
+			defer cancel()
+			return c.flight(fctx, cl, cred, pairs, body), nil
 		}
 		var res *chunkResult
 		if patient {
@@ -398,15 +403,19 @@ func cannotEnd(ctx context.Context) bool {
 	return ctx.Done() == nil && !hasDeadline
 }
 
-// flight performs one shared gateway request. It runs on singleflight's
-// goroutine (or a patient starter's own) with a context that keeps the starting call's values and
-// deadline but not its cancellation, so that one caller giving up does not
-// fail the others.
-func (c *Client) flight(ctx context.Context, cl *call, cred credential, pairs []pair, body []byte) *chunkResult {
+// detach returns a context that keeps ctx's values and deadline but not its
+// cancellation, so that a request shared by several callers is not failed
+// by one of them giving up.
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
 	deadline, _ := ctx.Deadline() // ask always sets one
-	fctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	defer cancel()
-	data, err := c.exchange(fctx, cred, c.authorizeURL, body)
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+}
+
+// flight performs one shared gateway request under ctx: the starting
+// call's context, detached from its cancellation unless that caller waits
+// for the request to end whatever happens (see runChunk).
+func (c *Client) flight(ctx context.Context, cl *call, cred credential, pairs []pair, body []byte) *chunkResult {
+	data, err := c.exchange(ctx, cred, c.authorizeURL, body)
 	if err != nil {
 		return &chunkResult{pairs: pairs, err: err}
 	}
