@@ -174,12 +174,30 @@ func (s *Server) load(f Fixture, adminSecret string) (string, error) {
 		master = r
 		realms[store.MasterRealm] = r
 	}
+	adminSecret, err := seedPlatformAdmins(master, f.PlatformAdmins, adminSecret)
+	if err != nil {
+		return "", err
+	}
+
+	err = s.store.Write(func(st *store.State) error {
+		for name, r := range realms {
+			st.Realms[name] = r
+		}
+		return nil
+	})
+	return adminSecret, err
+}
+
+// seedPlatformAdmins adds the platform-admin role, the fixture's platform
+// administration clients and the bootstrap client to master, and returns
+// the bootstrap client's secret: adminSecret when set, else the fixture's,
+// else a random one.
+func seedPlatformAdmins(master *store.Realm, admins []FixturePlatformAdmin, adminSecret string) (string, error) {
 	pa, ok := master.RoleNamed(store.RolePlatformAdmin)
 	if !ok {
 		pa, _ = master.AddRole(store.RolePlatformAdmin, "platform administration", nil)
 	}
-	bootstrap := false
-	for i, a := range f.PlatformAdmins {
+	for i, a := range admins {
 		if a.ClientID == "" || a.Secret == "" {
 			return "", fixtureError("platformAdmins[%d]: clientId and secret are required", i)
 		}
@@ -190,39 +208,30 @@ func (s *Server) load(f Fixture, adminSecret string) (string, error) {
 		if _, err := master.AddClient(store.Client{ClientID: a.ClientID, Secret: secret}, []string{pa.ID}); err != nil {
 			return "", fixtureError("platform admin %q: %v", a.ClientID, err)
 		}
-		if a.ClientID == bootstrapClient {
-			bootstrap, adminSecret = true, secret
-		}
-	}
-	if !bootstrap {
-		if c, ok := master.ClientNamed(bootstrapClient); ok {
-			// The fixture's master realm defines it; make it a platform admin.
-			sa, ok := master.Users[c.ServiceAccountUserID]
-			if !ok {
-				return "", fixtureError("realm %q: client %q is the bootstrap platform administrator and needs a service account; make it confidential (give it a secret)", store.MasterRealm, bootstrapClient)
-			}
-			sa.RoleIDs[pa.ID] = struct{}{}
-			if adminSecret != "" {
-				c.Secret = adminSecret
-			}
-			adminSecret = c.Secret
-		} else {
-			if adminSecret == "" {
-				adminSecret = randomSecret(24)
-			}
-			if _, err := master.AddClient(store.Client{ClientID: bootstrapClient, Secret: adminSecret}, []string{pa.ID}); err != nil {
-				return "", fixtureError("platform admin %q: %v", bootstrapClient, err)
-			}
-		}
 	}
 
-	err := s.store.Write(func(st *store.State) error {
-		for name, r := range realms {
-			st.Realms[name] = r
+	c, ok := master.ClientNamed(bootstrapClient)
+	if !ok {
+		if adminSecret == "" {
+			adminSecret = randomSecret(24)
 		}
-		return nil
-	})
-	return adminSecret, err
+		if _, err := master.AddClient(store.Client{ClientID: bootstrapClient, Secret: adminSecret}, []string{pa.ID}); err != nil {
+			return "", fixtureError("platform admin %q: %v", bootstrapClient, err)
+		}
+		return adminSecret, nil
+	}
+	// The fixture defines it, among platformAdmins (it is then a platform
+	// admin with the right secret already) or as a client of its master
+	// realm: make sure it is a platform admin and takes adminSecret.
+	sa, ok := master.Users[c.ServiceAccountUserID]
+	if !ok {
+		return "", fixtureError("realm %q: client %q is the bootstrap platform administrator and needs a service account; make it confidential (give it a secret)", store.MasterRealm, bootstrapClient)
+	}
+	sa.RoleIDs[pa.ID] = struct{}{}
+	if adminSecret != "" {
+		c.Secret = adminSecret
+	}
+	return c.Secret, nil
 }
 
 // bootstrapClient is the platform administration client every server has.
@@ -241,6 +250,14 @@ func newKeyedRealm(name string, now time.Time) (*store.Realm, error) {
 	return r, nil
 }
 
+// realmBuilder builds one realm of a fixture, resolving the names the
+// fixture uses to the ids the store assigns.
+type realmBuilder struct {
+	r      *store.Realm
+	now    time.Time
+	groups map[string]string // group name -> id (the store indexes groups by id only)
+}
+
 // buildRealm builds one realm of a fixture, refusing any name it cannot
 // resolve.
 func buildRealm(fr *FixtureRealm, now time.Time) (*store.Realm, error) {
@@ -248,118 +265,130 @@ func buildRealm(fr *FixtureRealm, now time.Time) (*store.Realm, error) {
 	if err != nil {
 		return nil, err
 	}
-	where := func(format string, args ...any) error {
-		return fixtureError("realm %q: %s", fr.Name, fmt.Sprintf(format, args...))
-	}
-	roleIDs := func(names []string, owner string) ([]string, error) {
-		ids := make([]string, 0, len(names))
-		for _, n := range names {
-			id, ok := r.RoleByName[n]
-			if !ok {
-				return nil, where("%s: role %q is not defined", owner, n)
-			}
-			ids = append(ids, id)
-		}
-		return ids, nil
-	}
+	b := &realmBuilder{r: r, now: now, groups: map[string]string{}}
 
 	for _, ro := range fr.Roles {
 		if strings.TrimSpace(ro.Name) == "" {
-			return nil, where("a role has no name")
+			return nil, b.errorf("a role has no name")
 		}
-		if _, ok := r.RoleByName[ro.Name]; ok && (ro.Name == store.RoleRealmAdmin || ro.Name == store.RoleOfflineAccess) {
+		if def, ok := r.RoleNamed(ro.Name); ok && (ro.Name == store.RoleRealmAdmin || ro.Name == store.RoleOfflineAccess) {
 			// A fixture may restate the default roles, e.g. to describe them.
-			r.Roles[r.RoleByName[ro.Name]].Description = ro.Description
-			r.Roles[r.RoleByName[ro.Name]].Attributes = store.Attributes(ro.Attributes).Clone()
+			def.Description = ro.Description
+			def.Attributes = store.Attributes(ro.Attributes).Clone()
 			continue
 		}
 		if _, err := r.AddRole(ro.Name, ro.Description, ro.Attributes); err != nil {
-			return nil, where("role %q is defined twice", ro.Name)
+			return nil, b.errorf("role %q is defined twice", ro.Name)
 		}
 	}
 
-	groupByName := map[string]string{}
 	for _, g := range fr.Groups {
 		if strings.TrimSpace(g.Name) == "" {
-			return nil, where("a group has no name")
+			return nil, b.errorf("a group has no name")
 		}
-		ids, err := roleIDs(g.Roles, fmt.Sprintf("group %q", g.Name))
+		ids, err := b.roleIDs(g.Roles, fmt.Sprintf("group %q", g.Name))
 		if err != nil {
 			return nil, err
 		}
 		ng, err := r.AddGroup(g.Name, g.Attributes, ids)
 		if err != nil {
-			return nil, where("group %q is defined twice", g.Name)
+			return nil, b.errorf("group %q is defined twice", g.Name)
 		}
-		groupByName[g.Name] = ng.ID
+		b.groups[g.Name] = ng.ID
 	}
 
 	for _, u := range fr.Users {
 		owner := fmt.Sprintf("user %q", u.Username)
 		if strings.TrimSpace(u.Username) == "" {
-			return nil, where("a user has no username")
+			return nil, b.errorf("a user has no username")
 		}
-		rids, err := roleIDs(u.Roles, owner)
+		rids, err := b.roleIDs(u.Roles, owner)
 		if err != nil {
 			return nil, err
 		}
-		gids := make([]string, 0, len(u.Groups))
-		for _, g := range u.Groups {
-			id, ok := groupByName[g]
-			if !ok {
-				return nil, where("%s: group %q is not defined", owner, g)
-			}
-			gids = append(gids, id)
+		gids, err := b.groupIDs(u.Groups, owner)
+		if err != nil {
+			return nil, err
 		}
 		if _, err := r.AddUser(store.User{Username: u.Username, Email: u.Email, Password: u.Password, CreatedAt: now}, rids, gids); err != nil {
-			return nil, where("user %q: %v", u.Username, err)
+			return nil, b.errorf("user %q: %v", u.Username, err)
 		}
 	}
 
 	for _, fc := range fr.Clients {
-		c, err := buildClient(r, fc, groupByName, where)
+		c, err := b.client(fc)
 		if err != nil {
 			return nil, err
 		}
-		sa, err := roleIDs(fc.ServiceAccountRoles, fmt.Sprintf("client %q", fc.ClientID))
+		sa, err := b.roleIDs(fc.ServiceAccountRoles, fmt.Sprintf("client %q", fc.ClientID))
 		if err != nil {
 			return nil, err
 		}
 		if _, err := r.AddClient(c, sa); err != nil {
-			return nil, where("client %q: %v", fc.ClientID, err)
+			return nil, b.errorf("client %q: %v", fc.ClientID, err)
 		}
 	}
 
 	for _, fo := range fr.Organizations {
-		if err := buildOrganization(r, fo, groupByName, roleIDs, where, now); err != nil {
+		if err := b.organization(fo); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
 }
 
-// buildClient resolves a fixture client's resources and permissions.
-func buildClient(r *store.Realm, fc FixtureClient, groupByName map[string]string, where func(string, ...any) error) (store.Client, error) {
+// errorf names the realm, then the fixture entry at fault.
+func (b *realmBuilder) errorf(format string, args ...any) error {
+	return fixtureError("realm %q: %s", b.r.Name, fmt.Sprintf(format, args...))
+}
+
+// ids resolves names through index (one of the realm's name -> id maps), in
+// order. An unknown name is an error naming owner, the entry that lists it,
+// and kind, what it should be ("role", "group", "user").
+func (b *realmBuilder) ids(index map[string]string, kind string, names []string, owner string) ([]string, error) {
+	ids := make([]string, 0, len(names))
+	for _, n := range names {
+		id, ok := index[n]
+		if !ok {
+			return nil, b.errorf("%s: %s %q is not defined", owner, kind, n)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// roleIDs resolves the role names owner lists.
+func (b *realmBuilder) roleIDs(names []string, owner string) ([]string, error) {
+	return b.ids(b.r.RoleByName, "role", names, owner)
+}
+
+// groupIDs resolves the group names owner lists.
+func (b *realmBuilder) groupIDs(names []string, owner string) ([]string, error) {
+	return b.ids(b.groups, "group", names, owner)
+}
+
+// client resolves a fixture client's resources and permissions.
+func (b *realmBuilder) client(fc FixtureClient) (store.Client, error) {
 	owner := fmt.Sprintf("client %q", fc.ClientID)
 	if strings.TrimSpace(fc.ClientID) == "" {
-		return store.Client{}, where("a client has no clientId")
+		return store.Client{}, b.errorf("a client has no clientId")
 	}
 	if !fc.Public && fc.Secret == "" {
-		return store.Client{}, where("%s: a confidential client needs a secret (or set public)", owner)
+		return store.Client{}, b.errorf("%s: a confidential client needs a secret (or set public)", owner)
 	}
 	c := store.Client{ClientID: fc.ClientID, Secret: fc.Secret, Public: fc.Public}
 	scopes := map[string]map[string]bool{}
 	for _, res := range fc.Resources {
 		if res.Name == "" || res.Name == "*" {
-			return c, where("%s: resource name %q is not allowed", owner, res.Name)
+			return c, b.errorf("%s: resource name %q is not allowed", owner, res.Name)
 		}
 		if _, dup := scopes[res.Name]; dup {
-			return c, where("%s: resource %q is defined twice", owner, res.Name)
+			return c, b.errorf("%s: resource %q is defined twice", owner, res.Name)
 		}
 		set := map[string]bool{}
 		for _, sc := range res.Scopes {
 			if sc == "" {
-				return c, where("%s: resource %q has an empty scope", owner, res.Name)
+				return c, b.errorf("%s: resource %q has an empty scope", owner, res.Name)
 			}
 			set[sc] = true
 		}
@@ -370,114 +399,105 @@ func buildClient(r *store.Realm, fc FixtureClient, groupByName map[string]string
 		po := fmt.Sprintf("%s: permission %q", owner, p.Name)
 		set, ok := scopes[p.Resource]
 		if !ok {
-			return c, where("%s: resource %q is not defined", po, p.Resource)
+			return c, b.errorf("%s: resource %q is not defined", po, p.Resource)
 		}
 		for _, sc := range p.Scopes {
 			if !set[sc] {
-				return c, where("%s: scope %q is not defined on resource %q", po, sc, p.Resource)
+				return c, b.errorf("%s: scope %q is not defined on resource %q", po, sc, p.Resource)
 			}
 		}
 		cp := store.ClientPermission{Name: p.Name, Resource: p.Resource, Scopes: fxDedupe(p.Scopes), Methods: fxUpper(p.Methods)}
-		for _, n := range p.Roles {
-			id, ok := r.RoleByName[n]
-			if !ok {
-				return c, where("%s: role %q is not defined", po, n)
-			}
-			cp.Roles = append(cp.Roles, id)
+		var err error
+		if cp.Roles, err = b.roleIDs(p.Roles, po); err != nil {
+			return c, err
 		}
-		for _, n := range p.Groups {
-			id, ok := groupByName[n]
-			if !ok {
-				return c, where("%s: group %q is not defined", po, n)
-			}
-			cp.Groups = append(cp.Groups, id)
+		if cp.Groups, err = b.groupIDs(p.Groups, po); err != nil {
+			return c, err
 		}
-		for _, n := range p.Users {
-			id, ok := r.UserByName[n]
-			if !ok {
-				return c, where("%s: user %q is not defined", po, n)
-			}
-			cp.Users = append(cp.Users, id)
+		if cp.Users, err = b.ids(b.r.UserByName, "user", p.Users, po); err != nil {
+			return c, err
 		}
 		c.Permissions = append(c.Permissions, cp)
 	}
 	return c, nil
 }
 
-// buildOrganization adds an organization, its links and its department tree
-// to r through the store's own operations, so that every index stays
-// consistent.
-func buildOrganization(r *store.Realm, fo FixtureOrganization, groupByName map[string]string,
-	roleIDs func([]string, string) ([]string, error), where func(string, ...any) error, now time.Time) error {
+// organization adds an organization, its links and its department tree
+// to the realm through the store's own operations, so that every index
+// stays consistent.
+func (b *realmBuilder) organization(fo FixtureOrganization) error {
+	r := b.r
 	owner := fmt.Sprintf("organization %q", fo.Alias)
 	org, err := r.CreateOrganization(store.OrgSpec{Name: fo.Name, Alias: fo.Alias, Description: fo.Description,
-		Attributes: store.Attributes(fo.Attributes)}, now)
+		Attributes: store.Attributes(fo.Attributes)}, b.now)
 	if err != nil {
-		return where("%s: %v", owner, err)
+		return b.errorf("%s: %v", owner, err)
 	}
-	roles, err := roleIDs(fo.Roles, owner)
+	roles, err := b.roleIDs(fo.Roles, owner)
 	if err != nil {
 		return err
 	}
 	for _, id := range roles {
 		if _, err := r.LinkRole(org.ID, id); err != nil {
-			return where("%s: %v", owner, err)
+			return b.errorf("%s: %v", owner, err)
 		}
 	}
 	for _, g := range fo.Groups {
-		id, ok := groupByName[g]
+		id, ok := b.groups[g]
 		if !ok {
-			return where("%s: group %q is not defined", owner, g)
+			return b.errorf("%s: group %q is not defined", owner, g)
 		}
 		if _, err := r.LinkGroup(org.ID, id); err != nil {
-			return where("%s: group %q: %v", owner, g, err)
+			return b.errorf("%s: group %q: %v", owner, g, err)
 		}
 	}
 	for _, clientID := range fo.Applications {
 		if _, ok := r.ClientByID[clientID]; !ok {
-			return where("%s: application client %q is not defined", owner, clientID)
+			return b.errorf("%s: application client %q is not defined", owner, clientID)
 		}
 		if _, err := r.ApplicationByClientID(clientID); err != nil {
-			if _, err := r.RegisterApplication(store.AppSpec{ClientID: clientID}, now); err != nil {
-				return where("%s: application %q: %v", owner, clientID, err)
+			if _, err := r.RegisterApplication(store.AppSpec{ClientID: clientID}, b.now); err != nil {
+				return b.errorf("%s: application %q: %v", owner, clientID, err)
 			}
 		}
 		if _, _, err := r.AssignApplication(org.ID, clientID); err != nil {
-			return where("%s: application %q: %v", owner, clientID, err)
+			return b.errorf("%s: application %q: %v", owner, clientID, err)
 		}
 	}
-	var walk func(list []FixtureDepartment, parentID string) error
-	walk = func(list []FixtureDepartment, parentID string) error {
-		for _, fd := range list {
-			do := fmt.Sprintf("%s: department %q", owner, fd.Alias)
-			if fd.Alias == "" {
-				do = fmt.Sprintf("%s: department %q", owner, fd.Name)
+	return b.departments(fo.Departments, org.ID, org.ID, owner)
+}
+
+// departments creates list, with their subtrees and assigned users, under
+// parentID in organization orgID; owner names the organization.
+func (b *realmBuilder) departments(list []FixtureDepartment, orgID, parentID, owner string) error {
+	for _, fd := range list {
+		do := fmt.Sprintf("%s: department %q", owner, fd.Alias)
+		if fd.Alias == "" {
+			do = fmt.Sprintf("%s: department %q", owner, fd.Name)
+		}
+		tr, err := b.roleIDs(fd.Roles, do)
+		if err != nil {
+			return err
+		}
+		d, err := b.r.CreateDepartment(orgID, parentID, store.DeptSpec{Name: fd.Name, Alias: fd.Alias,
+			Description: fd.Description, Attributes: store.Attributes(fd.Attributes), TemplateRoleIDs: tr}, b.now)
+		if err != nil {
+			return b.errorf("%s: %v", do, err)
+		}
+		for _, un := range fd.Users {
+			uid, ok := b.r.UserByName[un]
+			if !ok {
+				return b.errorf("%s: user %q is not defined", do, un)
 			}
-			tr, err := roleIDs(fd.Roles, do)
-			if err != nil {
-				return err
-			}
-			d, err := r.CreateDepartment(org.ID, parentID, store.DeptSpec{Name: fd.Name, Alias: fd.Alias,
-				Description: fd.Description, Attributes: store.Attributes(fd.Attributes), TemplateRoleIDs: tr}, now)
-			if err != nil {
-				return where("%s: %v", do, err)
-			}
-			for _, un := range fd.Users {
-				uid, ok := r.UserByName[un]
-				if !ok {
-					return where("%s: user %q is not defined", do, un)
-				}
-				if _, _, err := r.Assign(uid, d.ID, now); err != nil {
-					return where("%s: user %q: %v", do, un, err)
-				}
-			}
-			if err := walk(fd.Children, d.ID); err != nil {
-				return err
+			if _, _, err := b.r.Assign(uid, d.ID, b.now); err != nil {
+				return b.errorf("%s: user %q: %v", do, un, err)
 			}
 		}
-		return nil
+		if err := b.departments(fd.Children, orgID, d.ID, owner); err != nil {
+			return err
+		}
 	}
-	return walk(fo.Departments, org.ID)
+	return nil
 }
 
 // fxDedupe returns list without repeats, in first-seen order.
