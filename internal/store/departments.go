@@ -56,14 +56,8 @@ func (r *Realm) SubDepartment(orgID, parentID, subID string) (*Department, error
 // sorted by name then id; parentID "" or orgID lists the root departments.
 // Errors: ErrNotFound for an unknown organization or parent.
 func (r *Realm) Departments(orgID, parentID string) ([]*Department, error) {
-	if parentID == "" {
-		parentID = orgID
-	}
-	if parentID == orgID {
-		if _, err := r.Organization(orgID); err != nil {
-			return nil, err
-		}
-	} else if _, err := r.Department(orgID, parentID); err != nil {
+	parentID, _, err := r.parent(orgID, parentID)
+	if err != nil {
 		return nil, err
 	}
 	var out []*Department
@@ -74,6 +68,22 @@ func (r *Realm) Departments(orgID, parentID string) ([]*Department, error) {
 	}
 	sortDepts(out)
 	return out, nil
+}
+
+// parent resolves where departments of organization orgID hang: parentID
+// "" or orgID is the organization itself, at depth 0; any other id must be
+// a department of it, at its depth. It returns the parent's id, never "".
+// Errors: ErrNotFound for an unknown organization or department.
+func (r *Realm) parent(orgID, parentID string) (id string, depth int, err error) {
+	if parentID == "" || parentID == orgID {
+		_, err := r.Organization(orgID)
+		return orgID, 0, err
+	}
+	p, err := r.Department(orgID, parentID)
+	if err != nil {
+		return "", 0, err
+	}
+	return parentID, p.Depth, nil
 }
 
 // DepartmentTree returns the organization's root departments with their
@@ -134,17 +144,8 @@ func sortDepts(ds []*Department) {
 // an unknown template role, ErrConflict for an alias already used in the
 // organization or twice in spec. It returns the top department.
 func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time.Time) (*Department, error) {
-	if parentID == "" {
-		parentID = orgID
-	}
-	depth := 0
-	if parentID != orgID {
-		p, err := r.Department(orgID, parentID)
-		if err != nil {
-			return nil, err
-		}
-		depth = p.Depth
-	} else if _, err := r.Organization(orgID); err != nil {
+	parentID, depth, err := r.parent(orgID, parentID)
+	if err != nil {
 		return nil, err
 	}
 
@@ -189,8 +190,7 @@ func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time
 		s.Children = kids
 		return s, nil
 	}
-	spec, err := clean(spec, "", depth+1)
-	if err != nil {
+	if spec, err = clean(spec, "", depth+1); err != nil {
 		return nil, err
 	}
 	for _, id := range roles {
