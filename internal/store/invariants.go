@@ -108,36 +108,31 @@ func (r *Realm) CheckInvariants() error {
 			bad("assignment %v missing from AssignmentsByDept", k)
 		}
 	}
-	n := 0
-	for uid, ds := range r.AssignmentsByUser {
-		if _, ok := r.Users[uid]; !ok && len(ds) == 0 {
-			bad("AssignmentsByUser[%q]: empty set of a missing user", uid)
-		}
-		for did := range ds {
-			n++
-			if _, ok := r.Assignments[AssignmentKey{UserID: uid, DepartmentID: did}]; !ok {
-				bad("AssignmentsByUser[%q] has %q without an assignment", uid, did)
+	// checkIndex checks one of the two assignment indexes against
+	// Assignments; key builds the assignment key of an index entry.
+	checkIndex := func(name, kind string, idx map[string]Set, exists func(string) bool, key func(k, v string) AssignmentKey) {
+		n := 0
+		for k, vs := range idx {
+			if !exists(k) && len(vs) == 0 {
+				bad("%s[%q]: empty set of a missing %s", name, k, kind)
+			}
+			for v := range vs {
+				n++
+				if _, ok := r.Assignments[key(k, v)]; !ok {
+					bad("%s[%q] has %q without an assignment", name, k, v)
+				}
 			}
 		}
-	}
-	if n != len(r.Assignments) {
-		bad("AssignmentsByUser holds %d entries for %d assignments", n, len(r.Assignments))
-	}
-	n = 0
-	for did, us := range r.AssignmentsByDept {
-		if _, ok := r.Depts[did]; !ok && len(us) == 0 {
-			bad("AssignmentsByDept[%q]: empty set of a missing department", did)
-		}
-		for uid := range us {
-			n++
-			if _, ok := r.Assignments[AssignmentKey{UserID: uid, DepartmentID: did}]; !ok {
-				bad("AssignmentsByDept[%q] has %q without an assignment", did, uid)
-			}
+		if n != len(r.Assignments) {
+			bad("%s holds %d entries for %d assignments", name, n, len(r.Assignments))
 		}
 	}
-	if n != len(r.Assignments) {
-		bad("AssignmentsByDept holds %d entries for %d assignments", n, len(r.Assignments))
-	}
+	checkIndex("AssignmentsByUser", "user", r.AssignmentsByUser,
+		func(id string) bool { _, ok := r.Users[id]; return ok },
+		func(uid, did string) AssignmentKey { return AssignmentKey{UserID: uid, DepartmentID: did} })
+	checkIndex("AssignmentsByDept", "department", r.AssignmentsByDept,
+		func(id string) bool { _, ok := r.Depts[id]; return ok },
+		func(did, uid string) AssignmentKey { return AssignmentKey{UserID: uid, DepartmentID: did} })
 
 	checkLinks := func(name string, m map[string]Set, exists func(string) bool) {
 		for oid, ids := range m {
