@@ -17,9 +17,10 @@ package store
 //	_, _, err = rm.AssignApplication(org.ID, app.ClientID) // by clientId
 //	_, err = rm.LinkGroup(org.ID, groupID)
 //
-// Lookups the decision engine uses: UserOrgRoleIDs (the roles a user holds
-// through assignments), UserOrganizations (the organization context),
-// Organization, Department, UserAssignments.
+// Lookups for decisions: UserOrganizations (the organization context) and
+// UserOrgRoleIDs (the roles a user holds through assignments). The decision
+// engine computes the latter inline, in decision.SubjectOf, so only tests
+// call UserOrgRoleIDs.
 //
 // Pointers returned by these methods point into the state: they are valid
 // only inside the Read or Write call and must not be changed by callers.
