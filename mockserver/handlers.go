@@ -20,23 +20,16 @@ type deletedJSON struct {
 	Deleted bool   `json:"deleted"`
 }
 
-// maxPageSize returns the configured page size limit.
-func maxPageSize(st *store.State) int {
-	if st.Config.MaxPageSize > 0 {
-		return st.Config.MaxPageSize
-	}
-	return 100
-}
-
 // readRealm runs fn on the path's realm under the store's read lock, with
-// the configured page size limit.
+// the configured page size limit (maxPageSize, from 1 to 100: PUT
+// /admin/config refuses anything else).
 func (s *Server) readRealm(r *http.Request, fn func(rm *store.Realm, maxPage int) error) error {
 	return s.store.Read(func(st *store.State) error {
 		rm, err := st.Realm(r.PathValue("realm"))
 		if err != nil {
 			return err
 		}
-		return fn(rm, maxPageSize(st))
+		return fn(rm, st.Config.MaxPageSize)
 	})
 }
 
