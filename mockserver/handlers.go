@@ -14,15 +14,9 @@ import (
 	"github.com/orgauthz/orgauthz/internal/store"
 )
 
-// deletedJSON is the result of every DELETE.
-type deletedJSON struct {
-	ID      string `json:"id"`
-	Deleted bool   `json:"deleted"`
-}
-
 // readRealm runs fn on the path's realm under the store's read lock, with
-// the configured page size limit (maxPageSize, from 1 to 100: PUT
-// /admin/config refuses anything else).
+// the configured page size limit (the configuration's maxPageSize, from 1
+// to 100: PUT /admin/config refuses anything else).
 func (s *Server) readRealm(r *http.Request, fn func(rm *store.Realm, maxPage int) error) error {
 	return s.store.Read(func(st *store.State) error {
 		rm, err := st.Realm(r.PathValue("realm"))
@@ -65,6 +59,60 @@ func getOne[T, U any](s *Server, w http.ResponseWriter, r *http.Request,
 		return
 	}
 	writeResult(w, http.StatusOK, out)
+}
+
+// readList answers a paginated list: fn parses what it needs from the
+// request and returns the whole (sorted, converted) body for the page.
+func (s *Server) readList(w http.ResponseWriter, r *http.Request, fn func(rm *store.Realm, maxPage int) (any, error)) {
+	var out any
+	err := s.readRealm(r, func(rm *store.Realm, maxPage int) error {
+		v, err := fn(rm, maxPage)
+		out = v
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// defaultPageSize is the page size of a list whose request sets no count,
+// unless the resource has its own (rolePageSize).
+const defaultPageSize = 20
+
+// listPage answers the page of the list find returns under the read lock,
+// converting only the items on the page with conv. find's error (a 404 for
+// the path) comes before a bad offset or count; def is the default page
+// size. It is a function, not a method, because it is generic.
+func listPage[T, U any](s *Server, w http.ResponseWriter, r *http.Request, def int,
+	find func(rm *store.Realm) ([]T, error), conv func(T) U) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		all, err := find(rm)
+		if err != nil {
+			return nil, err
+		}
+		p, err := parsePage(r, def, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		return pageBody(p, all, conv), nil
+	})
+}
+
+// pageBody builds the paginated body of the window p of all, converting only
+// the items on the page.
+func pageBody[T, U any](p page, all []T, conv func(T) U) listBody[U] {
+	var body listBody[U]
+	body.MetaData.CurrentPagination = p
+	body.MetaData.TotalRows = len(all)
+	start := min(p.Offset, len(all))
+	end := min(start+p.Count, len(all))
+	body.Results = make([]U, 0, end-start)
+	for _, v := range all[start:end] {
+		body.Results = append(body.Results, conv(v))
+	}
+	return body
 }
 
 // writeOne answers 200 {"result": v} with the v fn builds under the write
@@ -149,60 +197,6 @@ func linkToOrg[B idBody](s *Server, w http.ResponseWriter, r *http.Request,
 	})
 }
 
-// readList answers a paginated list: fn parses what it needs from the
-// request and returns the whole (sorted, converted) body for the page.
-func (s *Server) readList(w http.ResponseWriter, r *http.Request, fn func(rm *store.Realm, maxPage int) (any, error)) {
-	var out any
-	err := s.readRealm(r, func(rm *store.Realm, maxPage int) error {
-		v, err := fn(rm, maxPage)
-		out = v
-		return err
-	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// defaultPageSize is the page size of a list whose request sets no count,
-// unless the resource has its own (rolePageSize).
-const defaultPageSize = 20
-
-// listPage answers the page of the list find returns under the read lock,
-// converting only the items on the page with conv. find's error (a 404 for
-// the path) comes before a bad offset or count; def is the default page
-// size. It is a function, not a method, because it is generic.
-func listPage[T, U any](s *Server, w http.ResponseWriter, r *http.Request, def int,
-	find func(rm *store.Realm) ([]T, error), conv func(T) U) {
-	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
-		all, err := find(rm)
-		if err != nil {
-			return nil, err
-		}
-		p, err := parsePage(r, def, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, all, conv), nil
-	})
-}
-
-// pageBody builds the paginated body of the window p of all, converting only
-// the items on the page.
-func pageBody[T, U any](p page, all []T, conv func(T) U) listBody[U] {
-	var body listBody[U]
-	body.MetaData.CurrentPagination = p
-	body.MetaData.TotalRows = len(all)
-	start := min(p.Offset, len(all))
-	end := min(start+p.Count, len(all))
-	body.Results = make([]U, 0, end-start)
-	for _, v := range all[start:end] {
-		body.Results = append(body.Results, conv(v))
-	}
-	return body
-}
-
 // fail writes err as the error body; a store field error becomes a 400
 // naming the field.
 func fail(w http.ResponseWriter, err error) {
@@ -211,6 +205,12 @@ func fail(w http.ResponseWriter, err error) {
 		err = badField(fe.Field, "%s", fe.Message)
 	}
 	writeErr(w, err)
+}
+
+// deletedJSON is the result of every DELETE.
+type deletedJSON struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
 }
 
 // attrsJSON copies attributes for the wire: never null, and no null lists.
