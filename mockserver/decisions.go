@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/orgauthz/orgauthz/internal/decision"
@@ -123,6 +124,9 @@ func writeDecision(w http.ResponseWriter, res decision.Result) {
 	}
 	b = append(b, "]}\n"...)
 	w.Header().Set("Content-Type", "application/json")
+	// Declared, a long answer is not sent chunked, and the client can size
+	// its buffer at once.
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
 }

@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,6 +28,8 @@ func requireSameDecisionAnswer(t *testing.T, res decision.Result) {
 	got := httptest.NewRecorder()
 	writeDecision(got, res)
 	assert.Equal(t, want.Code, got.Code)
+	assert.Equal(t, strconv.Itoa(got.Body.Len()), got.Header().Get("Content-Length"))
+	got.Header().Del("Content-Length") // declared by writeDecision only
 	assert.Equal(t, want.Header(), got.Header())
 	assert.Equal(t, want.Body.String(), got.Body.String())
 }

@@ -151,8 +151,12 @@ func (c *Client) CheckMany(ctx context.Context, resources []Resource, opts ...Ca
 // expand turns resources into unique pairs in request order. With wildcards
 // (ListGranted), a resource without scopes becomes one wildcard pair.
 func expand(resources []Resource, wildcards bool) ([]pair, error) {
-	var pairs []pair
-	seen := make(map[pair]struct{})
+	n := 0
+	for _, r := range resources {
+		n += max(len(r.Scopes), 1)
+	}
+	pairs := make([]pair, 0, n)
+	seen := make(map[pair]struct{}, n)
 	add := func(p pair) {
 		if _, dup := seen[p]; !dup {
 			seen[p] = struct{}{}
@@ -533,7 +537,7 @@ func (c *Client) send(ctx context.Context, cred credential, url string, body []b
 		return nil, outcomeFailure, unavailable(err)
 	}
 	defer resp.Body.Close()
-	data, err := readBody(resp.Body)
+	data, err := readBody(resp.Body, resp.ContentLength)
 	if debug {
 		c.logger.Debug("pep: gateway answered", "url", url, "status", resp.StatusCode, "duration", time.Since(start))
 	}

@@ -1,6 +1,7 @@
 package pep
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -131,8 +132,27 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // readBody reads at most maxBody+1 bytes, so that an over-long body is seen.
-func readBody(r io.Reader) ([]byte, error) {
-	return io.ReadAll(io.LimitReader(r, maxBody+1))
+// A declared length (Content-Length) within the limit sizes the buffer at
+// once instead of growing it by doubling; a body longer than declared is
+// still read, up to the limit.
+func readBody(r io.Reader, declared int64) ([]byte, error) {
+	limited := io.LimitReader(r, maxBody+1)
+	if declared < 0 || declared > maxBody {
+		return io.ReadAll(limited)
+	}
+	data := make([]byte, 0, declared+1) // one more byte: room to see the end without growing
+	for {
+		n, err := limited.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		switch {
+		case err == io.EOF:
+			return data, nil
+		case err != nil:
+			return data, err
+		case len(data) == cap(data): // longer than declared
+			data = append(data, 0)[:len(data)]
+		}
+	}
 }
 
 // responseError turns a non-200 answer into a *ResponseError.
@@ -293,7 +313,8 @@ func (s *scanner) authorize(w *wireAuthorizeResponse) bool {
 			return s.status(&w.Status)
 		case string(key) == "permissions" && !sawPermissions:
 			sawPermissions = true
-			w.Permissions = []wirePermission{}
+			// Each permission is an object: the body's braces bound their number.
+			w.Permissions = make([]wirePermission, 0, bytes.Count(s.b[s.i:], []byte{'{'}))
 			return s.array(func() bool {
 				w.Permissions = append(w.Permissions, wirePermission{})
 				return s.permission(&w.Permissions[len(w.Permissions)-1])
