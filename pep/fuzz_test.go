@@ -9,9 +9,11 @@ package pep_test
 // is written there too and becomes a regression test once committed.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/jarcoal/httpmock"
@@ -61,7 +63,7 @@ type fzVerdict struct {
 func fzOracle(body []byte) (usable bool, verdicts map[fzPair]fzVerdict) {
 	valid := map[string]bool{"GRANT": true, "DENY": true, "ERROR": true}
 	var w fzWireBody
-	if len(body) > 1<<20 || json.Unmarshal(body, &w) != nil || !valid[w.Status] {
+	if len(body) > 1<<20 || json.Unmarshal(body, &w) != nil || !valid[w.Status] || fzAmbiguous(body) {
 		return false, nil
 	}
 	seen := map[fzPair][]string{}
@@ -90,6 +92,48 @@ func fzOracle(body []byte) (usable bool, verdicts map[fzPair]fzVerdict) {
 		}
 	}
 	return true, verdicts
+}
+
+// fzAmbiguous reports whether an object of a well-formed body names one of
+// the members a decision reads twice, or in another case than the wire
+// format's (encoding/json would fold it onto the member): readers may then
+// disagree on the answer, so the body grants nothing.
+func fzAmbiguous(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var value func() bool // reads one value; true when it is ambiguous
+	value = func() bool {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'):
+			named := map[string]bool{}
+			for dec.More() {
+				nameTok, _ := dec.Token()
+				name, _ := nameTok.(string)
+				for _, m := range []string{"status", "permissions", "resource", "scope"} {
+					if strings.EqualFold(name, m) && (name != m || named[m]) {
+						return true
+					}
+				}
+				named[name] = true
+				if value() {
+					return true
+				}
+			}
+			_, _ = dec.Token() // '}'
+		case json.Delim('['):
+			for dec.More() {
+				if value() {
+					return true
+				}
+			}
+			_, _ = dec.Token() // ']'
+		}
+		return false
+	}
+	return value()
 }
 
 // fzStatus maps the fuzzer's number onto an HTTP status from 100 to 599.
@@ -123,6 +167,8 @@ func FuzzDecode(f *testing.F) {
 		{200, "application/json", `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"grant"}]}`},
 		{200, "application/json", `{"status":"OK","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`},
 		{200, "application/json", `{"STATUS":"GRANT","Permissions":[{"Resource":"orders","SCOPE":"read","status":"GRANT"}]}`},
+		{200, "application/json", `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"DENY","status":"GRANT"}]}`},
+		{200, "application/json", `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"DENY","st\u0061tus":"GRANT"}]}`},
 		{200, "application/json", grantAll + ` {}`},
 		{200, "application/json", `{"status":"GRANT","permissions":{"orders":"read"}}`},
 		{200, "application/json", `{"status":"GRANT","permissions":[null,{"resource":"orders","scope":"read","status":"GRANT"}]}`},

@@ -3,6 +3,7 @@ package pep
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -289,12 +290,83 @@ func matchAnswers(pairs []pair, body []byte, token string) ([][]Decision, error)
 // status, and every string printable ASCII without escapes. Any other body,
 // malformed ones included, goes to json.Unmarshal, whose reading of it (and
 // error) is the rule; a fuzz test holds the two to the same results.
+//
+// One reading is refused although json.Unmarshal accepts it: a body in which
+// a member that decides (status, permissions, resource, scope) is named twice
+// in one object, or spelt in another case (json.Unmarshal folds case and
+// keeps the last value; other parsers keep the first). Two readers could
+// take such a body for different answers, so it grants nothing.
 func decodeAuthorize(body []byte, w *wireAuthorizeResponse) error {
 	if (&scanner{b: body}).authorize(w) {
-		return nil
+		return nil // the scanner takes each member once, spelt exactly
 	}
 	*w = wireAuthorizeResponse{}
-	return json.Unmarshal(body, w)
+	if err := json.Unmarshal(body, w); err != nil {
+		return err
+	}
+	return unambiguous(body)
+}
+
+// errAmbiguousMember reports a body that names a deciding member twice.
+var errAmbiguousMember = errors.New("a member is named twice or in another case")
+
+// decidingMembers are the members of an authorize answer that a decision
+// depends on.
+var decidingMembers = [...]string{"status", "permissions", "resource", "scope"}
+
+// unambiguous walks a well-formed body and reports errAmbiguousMember when an
+// object names a deciding member twice, counting names that differ only in
+// case (as json.Unmarshal matches them, bytes.EqualFold) as the same.
+func unambiguous(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	// One frame per open object or array; objects record the deciding
+	// members they named and whether the next token is a name.
+	type frame struct {
+		object, wantName bool
+		named            [len(decidingMembers)]bool
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.wantName {
+			if name, ok := tok.(string); ok {
+				for i, m := range decidingMembers {
+					if strings.EqualFold(name, m) {
+						if name != m || top.named[i] {
+							return errAmbiguousMember
+						}
+						top.named[i] = true
+					}
+				}
+				top.wantName = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{object: true, wantName: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: the enclosing object expects a name next.
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].wantName = true
+		}
+	}
 }
 
 // scanner reads the common shape of an authorize answer; its methods report

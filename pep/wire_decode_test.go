@@ -2,6 +2,7 @@ package pep
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -43,6 +44,9 @@ func requireDecodesLikeEncodingJSON(t *testing.T, body []byte) {
 	var want, got wireAuthorizeResponse
 	wantErr := json.Unmarshal(body, &want)
 	gotErr := decodeAuthorize(body, &got)
+	if wantErr == nil && errors.Is(gotErr, errAmbiguousMember) {
+		return // the one refusal on purpose; TestDecodeAuthorizeRefusesAmbiguousMembers
+	}
 	if wantErr != nil {
 		require.EqualError(t, gotErr, wantErr.Error(), "body %q", body)
 		return
@@ -66,6 +70,37 @@ func TestDecodeAuthorizeMatchesEncodingJSON(t *testing.T) {
 	}
 	many.WriteString(`]}`)
 	requireDecodesLikeEncodingJSON(t, []byte(many.String()))
+}
+
+func TestDecodeAuthorizeRefusesAmbiguousMembers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		ambiguous  bool
+	}{
+		{"top-level status twice", `{"status":"DENY","status":"GRANT","permissions":[]}`, true},
+		{"pair status twice", `{"status":"GRANT","permissions":[{"resource":"r","scope":"s","status":"DENY","status":"GRANT"}]}`, true},
+		{"permissions twice", `{"status":"GRANT","permissions":[],"permissions":[{"resource":"r","scope":"s","status":"GRANT"}]}`, true},
+		{"resource twice", `{"status":"GRANT","permissions":[{"resource":"x","resource":"r","scope":"s","status":"GRANT"}]}`, true},
+		{"status in upper case", `{"status":"DENY","permissions":[{"resource":"r","scope":"s","STATUS":"GRANT"}]}`, true},
+		{"scope spelt with a long s", `{"status":"GRANT","permissions":[{"resource":"r","ſcope":"s","status":"GRANT"}]}`, true},
+		{"an escaped name that reads as status", `{"status":"GRANT","permissions":[{"resource":"r","scope":"s","status":"DENY","st\u0061tus":"GRANT"}]}`, true},
+		{"an unknown member twice is harmless", `{"status":"GRANT","x":1,"x":2,"permissions":[{"resource":"r","scope":"s","status":"GRANT"}]}`, false},
+		{"each object names its own members", `{"status":"GRANT","permissions":[{"resource":"r","scope":"s","status":"GRANT"},{"resource":"r","scope":"t","status":"GRANT"}]}`, false},
+		{"a nested unknown object may repeat names of its own", `{"status":"GRANT","meta":{"status":1},"permissions":[{"resource":"r","scope":"s","status":"GRANT","why":{"status":"x"}}]}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var w wireAuthorizeResponse
+			err := decodeAuthorize([]byte(tt.body), &w)
+			if tt.ambiguous {
+				require.ErrorIs(t, err, errAmbiguousMember)
+				return
+			}
+			require.NoError(t, err)
+		})
+	}
 }
 
 func TestDecodeAuthorizeReadsTheCommonShapeItself(t *testing.T) {
