@@ -43,9 +43,14 @@ type resourceRequest struct {
 }
 
 // decisionContext is the part of the request context the engine reads.
+// The attributes are strings (spec section 4.9); decoding them as such
+// refuses any other type with a 400 naming the field.
 type decisionContext struct {
 	Attributes *struct {
-		Method string `json:"method"`
+		Method  string `json:"method"`
+		Path    string `json:"path"`
+		Headers string `json:"headers"`
+		Body    string `json:"body"`
 	} `json:"attributes"`
 }
 

@@ -230,6 +230,8 @@ func TestDecisionValidation(t *testing.T) {
 		{"context an array", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":[]}`, "context: must be a JSON object"},
 		{"context null", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":null}`, "context: must be a JSON object"},
 		{"method not a string", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{"attributes":{"method":1}}}`, "context.attributes.method: must be of type string"},
+		{"headers an object", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{"attributes":{"headers":{"X-Tenant":"eu"}}}}`, "context.attributes.headers: must be of type string"},
+		{"body not a string", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{"attributes":{"body":{}}}}`, "context.attributes.body: must be of type string"},
 		{"resources not an array", `{"clientId":"orders-api","resources":{"name":"orders"}}`, "resources: must be of type array"},
 		{"malformed JSON", `{"clientId":`, "malformed JSON body"},
 		{"empty body", ``, "request body is empty"},

@@ -57,8 +57,9 @@ func TestRequestOnTheWire(t *testing.T) {
 			opts: []pep.CallOption{pep.WithRequestContext(pep.RequestContext{
 				Method: "GET", Path: "/orders/7", Headers: map[string]string{"X-Tenant": "eu"}, Body: "{}",
 			})},
+			// The spec's attributes are strings: headers travel as their JSON text.
 			wantContext: map[string]any{"attributes": map[string]any{
-				"method": "GET", "path": "/orders/7", "headers": map[string]any{"X-Tenant": "eu"}, "body": "{}",
+				"method": "GET", "path": "/orders/7", "headers": `{"X-Tenant":"eu"}`, "body": "{}",
 			}},
 		},
 	}
@@ -276,7 +277,7 @@ func TestRequestContextIsCopied(t *testing.T) {
 	_, err := c.Check(t.Context(), "orders", "read", opt)
 	require.NoError(t, err)
 	attrs := g.last().Authorize.Context["attributes"].(map[string]any)
-	assert.Equal(t, map[string]any{"X-Tenant": "eu"}, attrs["headers"])
+	assert.Equal(t, `{"X-Tenant":"eu"}`, attrs["headers"])
 }
 
 func TestNoCacheBypassesReadButStores(t *testing.T) {

@@ -134,8 +134,10 @@ type Permission struct {
 // (for example to allow a scope only for some HTTP methods). Different
 // request contexts never share cached decisions.
 type RequestContext struct {
-	Method  string
-	Path    string
+	Method string
+	Path   string
+	// Headers are sent as one string, their JSON object with sorted keys
+	// ({"X-Tenant":"eu"}): the service's context attributes are strings.
 	Headers map[string]string
 	Body    string
 }

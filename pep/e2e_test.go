@@ -162,8 +162,8 @@ func TestE2ERequestContext(t *testing.T) {
 		c := e.client("wes", kind)
 		for method, want := range map[string]pep.Status{http.MethodDelete: pep.Grant, http.MethodPost: pep.Deny} {
 			t.Run(kind+"/"+method, func(t *testing.T) {
-				d, err := c.Check(t.Context(), "docs", "delete",
-					pep.WithRequestContext(pep.RequestContext{Method: method, Path: "/docs/1"}))
+				d, err := c.Check(t.Context(), "docs", "delete", pep.WithRequestContext(pep.RequestContext{
+					Method: method, Path: "/docs/1", Headers: map[string]string{"X-Tenant": "north"}, Body: `{"id":1}`}))
 				require.NoError(t, err)
 				assert.Equal(t, want, d.Status)
 			})

@@ -26,11 +26,13 @@ type wireContext struct {
 	Attributes wireAttributes `json:"attributes"`
 }
 
+// wireAttributes are the decision context's attributes. The spec makes
+// headers a string, so the header map travels as its JSON text.
 type wireAttributes struct {
-	Method  string            `json:"method,omitempty"`
-	Path    string            `json:"path,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
-	Body    string            `json:"body,omitempty"`
+	Method  string `json:"method,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Headers string `json:"headers,omitempty"`
+	Body    string `json:"body,omitempty"`
 }
 
 type wireAuthorizeResponse struct {
@@ -56,13 +58,21 @@ func contextJSON(rc *RequestContext) string {
 	if rc == nil {
 		return noContext
 	}
-	b, err := json.Marshal(wireContext{Attributes: wireAttributes{
-		Method: rc.Method, Path: rc.Path, Headers: rc.Headers, Body: rc.Body,
-	}})
-	if err != nil { // strings and a string map always encode
+	attrs := wireAttributes{Method: rc.Method, Path: rc.Path, Body: rc.Body}
+	if len(rc.Headers) > 0 {
+		attrs.Headers = string(mustJSON(rc.Headers))
+	}
+	return string(mustJSON(wireContext{Attributes: attrs}))
+}
+
+// mustJSON encodes strings and string maps, which always encode; encoding/json
+// sorts map keys, so equal values encode equally.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
 		panic("pep: encoding a request context: " + err.Error())
 	}
-	return string(b)
+	return b
 }
 
 // authorizeBody encodes the request for a chunk of pairs, grouping
