@@ -70,7 +70,7 @@ func (req tenantRequest) check() error {
 // client, and an admin user whose one-time password it returns.
 func (s *Server) provisionTenant(w http.ResponseWriter, r *http.Request, c *caller) {
 	var req tenantRequest
-	if err := readJSON(r, &req); err != nil {
+	if err := decodeBody(r, &req); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -210,7 +210,7 @@ var configLimits = map[string][2]int{
 func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *caller) {
 	c.resourceID = "config"
 	var raw map[string]json.RawMessage
-	if err := readJSON(r, &raw); err != nil {
+	if err := decodeBody(r, &raw); err != nil {
 		writeErr(w, err)
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -70,7 +69,7 @@ type permissionBody struct {
 // subject.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 	var req authorizeRequest
-	if err := readJSON(r, &req); err != nil {
+	if err := decodeBody(r, &req); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -233,7 +232,7 @@ type departmentBody struct {
 // departments there.
 func (s *Server) getOrganizations(w http.ResponseWriter, r *http.Request, c *caller) {
 	var req getOrganizationsRequest
-	if err := readJSON(r, &req); err != nil {
+	if err := decodeBody(r, &req); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -284,29 +283,6 @@ func (s *Server) injectFaults(ctx context.Context) error {
 	}
 	if cfg.DecisionFailureRate > 0 && rand.Float64() < cfg.DecisionFailureRate {
 		return errf(http.StatusServiceUnavailable, "injected decision failure (decisionFailureRate %g)", cfg.DecisionFailureRate)
-	}
-	return nil
-}
-
-// readJSON decodes a JSON object body through the 1 MiB limit, like
-// decodeBody but without copying the body again.
-func readJSON(r *http.Request, v any) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		return errf(http.StatusBadRequest, "cannot read request body")
-	}
-	if len(body) > maxBody {
-		return errf(http.StatusBadRequest, "request body exceeds the 1 MiB limit")
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return errf(http.StatusBadRequest, "request body is empty; a JSON object is required")
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return badField(te.Field, "must be of type %s", jsonType(te.Type.Kind().String()))
-		}
-		return errf(http.StatusBadRequest, "malformed JSON body: %v", err)
 	}
 	return nil
 }

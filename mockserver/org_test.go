@@ -309,6 +309,7 @@ func TestOrganizationBodyValidation(t *testing.T) {
 		{"not an object", `["name"]`, ""},
 		{"empty body", ``, ""},
 		{"trailing data", `{"name":"x","alias":"x"} {}`, ""},
+		{"a stray closing brace after the object", `{"name":"x","alias":"x"} }`, ""},
 		{"name of the wrong type", `{"name": 1, "alias": "x"}`, "name"},
 		{"attributes of the wrong type", `{"name": "x", "alias": "x", "attributes": {"a": "b"}}`, "attributes"},
 		{"attributes not an object", `{"name": "x", "alias": "x", "attributes": []}`, "attributes"},

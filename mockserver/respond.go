@@ -1,13 +1,13 @@
 package mockserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/orgauthz/orgauthz/internal/store"
 )
@@ -107,19 +107,15 @@ func decodeBody(r *http.Request, v any) error {
 	if len(body) > maxBody {
 		return errf(http.StatusBadRequest, "request body exceeds the 1 MiB limit")
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return errf(http.StatusBadRequest, "request body is empty; a JSON object is required")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(body, v); err != nil { // refuses trailing data too
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			return badField(te.Field, "must be of type %s", jsonType(te.Type.Kind().String()))
 		}
 		return errf(http.StatusBadRequest, "malformed JSON body: %v", err)
-	}
-	if dec.More() {
-		return errf(http.StatusBadRequest, "malformed JSON body: trailing data after the object")
 	}
 	return nil
 }
