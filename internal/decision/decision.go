@@ -168,18 +168,7 @@ func SubjectOf(r *store.Realm, userID, org string) Subject {
 			return sub
 		}
 	}
-	for did := range r.AssignmentsByUser[userID] {
-		d, ok := r.Depts[did]
-		if !ok || (orgID != "" && d.OrgID != orgID) {
-			continue
-		}
-		for rid := range r.OrgRoles[d.OrgID] {
-			sub.Roles[rid] = struct{}{}
-		}
-		for _, rid := range d.TemplateRoleIDs {
-			sub.Roles[rid] = struct{}{}
-		}
-	}
+	r.AddOrgRoles(userID, orgID, sub.Roles)
 	return sub
 }
 

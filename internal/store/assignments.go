@@ -160,19 +160,28 @@ func (r *Realm) AssignmentTree(userID string) ([]*OrgNode, error) {
 // not included.
 func (r *Realm) UserOrgRoleIDs(userID, orgID string) Set {
 	out := Set{}
+	r.AddOrgRoles(userID, orgID, out)
+	return out
+}
+
+// AddOrgRoles adds to into the roles userID holds through assignments: for
+// each of the user's departments (only those of orgID when it is not empty),
+// the roles linked to the department's organization and the department's
+// template roles. The decision engine calls it on every decision, so it
+// allocates nothing of its own.
+func (r *Realm) AddOrgRoles(userID, orgID string, into Set) {
 	for did := range r.AssignmentsByUser[userID] {
-		d := r.Depts[did]
-		if orgID != "" && d.OrgID != orgID {
+		d, ok := r.Depts[did]
+		if !ok || (orgID != "" && d.OrgID != orgID) {
 			continue
 		}
 		for rid := range r.OrgRoles[d.OrgID] {
-			out[rid] = struct{}{}
+			into[rid] = struct{}{}
 		}
 		for _, rid := range d.TemplateRoleIDs {
-			out[rid] = struct{}{}
+			into[rid] = struct{}{}
 		}
 	}
-	return out
 }
 
 // Membership is one organization a user is assigned in, with the user's

@@ -18,9 +18,9 @@ package store
 //	_, err = rm.LinkGroup(org.ID, groupID)
 //
 // Lookups for decisions: UserOrganizations (the organization context) and
-// UserOrgRoleIDs (the roles a user holds through assignments). The decision
-// engine computes the latter inline, in decision.SubjectOf, so only tests
-// call UserOrgRoleIDs.
+// AddOrgRoles (the roles a user holds through assignments, which the
+// decision engine adds to a subject's set; UserOrgRoleIDs returns them as a
+// new set).
 //
 // Pointers returned by these methods point into the state: they are valid
 // only inside the Read or Write call and must not be changed by callers.
