@@ -1,6 +1,6 @@
 module github.com/orgauthz/orgauthz
 
-go 1.25.0
+go 1.26
 
 require (
 	github.com/go-jose/go-jose/v4 v4.1.8
@@ -15,6 +15,7 @@ require (
 
 require (
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1 // indirect
+	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/goccy/go-json v0.10.6 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/lestrrat-go/blackmagic v1.0.4 // indirect

@@ -25,9 +25,10 @@ func newClock() *clock {
 func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-func newCache[K comparable, V any](t testing.TB, size int, clk *clock) *cache.Cache[K, V] {
+// newCache returns a cache of string groups and keys on clk.
+func newCache[V any](t testing.TB, size int, clk *clock, opts ...cache.Option) *cache.Cache[string, string, V] {
 	t.Helper()
-	c, err := cache.New[K, V](size, cache.WithClock(clk.now))
+	c, err := cache.New[string, string, V](size, append([]cache.Option{cache.WithClock(clk.now)}, opts...)...)
 	require.NoError(t, err)
 	return c
 }
@@ -43,12 +44,15 @@ func TestNewValidates(t *testing.T) {
 		{"zero size", 0, nil, "cache: size must be positive, got 0"},
 		{"negative size", -3, nil, "cache: size must be positive, got -3"},
 		{"nil clock", 1, []cache.Option{cache.WithClock(nil)}, "cache: WithClock needs a non-nil clock"},
-		{"valid", 1, nil, ""},
+		{"zero bytes", 1, []cache.Option{cache.WithMaxBytes(0)}, "cache: WithMaxBytes needs a positive size, got 0"},
+		{"every mistake at once", 0, []cache.Option{cache.WithMaxBytes(-1)},
+			"cache: size must be positive, got 0\ncache: WithMaxBytes needs a positive size, got -1"},
+		{"valid", 1, []cache.Option{cache.WithMaxBytes(1), nil}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := cache.New[string, int](tt.size, tt.opts...)
+			c, err := cache.New[string, string, int](tt.size, tt.opts...)
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				assert.Nil(t, c)
@@ -78,10 +82,10 @@ func TestExpiry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			clk := newClock()
-			c := newCache[string, string](t, 4, clk)
-			c.Add("k", "v", tt.ttl)
+			c := newCache[string](t, 4, clk)
+			c.Add("alice", "k", "v", tt.ttl, 1)
 			clk.advance(tt.wait)
-			got, ok := c.Get("k")
+			got, ok := c.Get("alice", "k")
 			assert.Equal(t, tt.wantHit, ok)
 			if tt.wantHit {
 				assert.Equal(t, "v", got)
@@ -91,43 +95,47 @@ func TestExpiry(t *testing.T) {
 			assert.Empty(t, got, "a miss returns the zero value")
 			assert.Equal(t, uint64(1), c.Stats().Misses)
 			assert.Equal(t, 0, c.Len(), "nothing is left behind")
+			assert.Zero(t, c.Bytes())
 		})
 	}
 }
 
-func TestExpiredEntryIsCountedAndDropped(t *testing.T) {
-	t.Parallel()
-	clk := newClock()
-	c := newCache[string, int](t, 4, clk)
-	c.Add("k", 1, time.Second)
-	clk.advance(time.Second)
-	_, ok := c.Get("k")
-	require.False(t, ok)
-	assert.Equal(t, cache.Stats{Misses: 1, Expirations: 1}, c.Stats())
-	assert.Equal(t, 0, c.Len())
-}
-
 func TestNonPositiveTTLRemovesEarlierValue(t *testing.T) {
 	t.Parallel()
-	c := newCache[string, string](t, 4, newClock())
-	c.Add("k", "old answer", time.Minute)
-	c.Add("k", "new answer", 0)
-	_, ok := c.Get("k")
+	c := newCache[string](t, 4, newClock())
+	c.Add("alice", "k", "old answer", time.Minute, 1)
+	assert.False(t, c.Add("alice", "k", "new answer", 0, 1))
+	_, ok := c.Get("alice", "k")
 	assert.False(t, ok, "the old value must not stand in for one that was not kept")
+}
+
+func TestGroupsAndKeysAreDistinct(t *testing.T) {
+	t.Parallel()
+	c := newCache[string](t, 4, newClock())
+	c.Add("alice", "orders", "alice's", time.Minute, 1)
+	c.Add("bob", "orders", "bob's", time.Minute, 1)
+	got, ok := c.Get("alice", "orders")
+	require.True(t, ok)
+	assert.Equal(t, "alice's", got)
+	got, ok = c.Get("bob", "orders")
+	require.True(t, ok)
+	assert.Equal(t, "bob's", got)
+	_, ok = c.Get("carol", "orders")
+	assert.False(t, ok)
 }
 
 func TestLeastRecentlyUsedIsEvicted(t *testing.T) {
 	t.Parallel()
-	c := newCache[string, int](t, 2, newClock())
-	c.Add("a", 1, time.Minute)
-	c.Add("b", 2, time.Minute)
-	_, ok := c.Get("a") // a becomes the most recently used
+	c := newCache[int](t, 2, newClock())
+	c.Add("g", "a", 1, time.Minute, 1)
+	c.Add("g", "b", 2, time.Minute, 1)
+	_, ok := c.Get("g", "a") // a becomes the most recently used
 	require.True(t, ok)
-	c.Add("c", 3, time.Minute) // evicts b
+	c.Add("g", "c", 3, time.Minute, 1) // evicts b
 
-	_, okA := c.Get("a")
-	_, okB := c.Get("b")
-	_, okC := c.Get("c")
+	_, okA := c.Get("g", "a")
+	_, okB := c.Get("g", "b")
+	_, okC := c.Get("g", "c")
 	assert.True(t, okA)
 	assert.False(t, okB)
 	assert.True(t, okC)
@@ -137,107 +145,152 @@ func TestLeastRecentlyUsedIsEvicted(t *testing.T) {
 
 func TestReplacingDoesNotEvict(t *testing.T) {
 	t.Parallel()
-	c := newCache[string, int](t, 2, newClock())
-	c.Add("a", 1, time.Minute)
-	c.Add("b", 2, time.Minute)
-	c.Add("a", 10, time.Minute)
-	got, ok := c.Get("a")
+	c := newCache[int](t, 2, newClock(), cache.WithMaxBytes(10))
+	c.Add("g", "a", 1, time.Minute, 5)
+	c.Add("g", "b", 2, time.Minute, 5)
+	c.Add("g", "a", 10, time.Minute, 5)
+	got, ok := c.Get("g", "a")
 	require.True(t, ok)
 	assert.Equal(t, 10, got)
 	assert.Equal(t, uint64(0), c.Stats().Evictions)
 	assert.Equal(t, 2, c.Len())
+	assert.Equal(t, int64(10), c.Bytes(), "a replaced entry's size is not counted twice")
 }
 
-type key struct {
-	token    string
-	resource string
-}
-
-func TestRemoveFunc(t *testing.T) {
+func TestByteBound(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name      string
-		match     func(key, bool) bool
-		wantGone  int
-		wantLeft  []key
-		wantTaken []key
-	}{
-		{
-			name:      "one token's entries",
-			match:     func(k key, _ bool) bool { return k.token == "alice" },
-			wantGone:  2,
-			wantLeft:  []key{{"bob", "orders"}},
-			wantTaken: []key{{"alice", "orders"}, {"alice", "invoices"}},
-		},
-		{
-			name:      "by value",
-			match:     func(_ key, granted bool) bool { return granted },
-			wantGone:  2,
-			wantLeft:  []key{{"alice", "invoices"}},
-			wantTaken: []key{{"alice", "orders"}, {"bob", "orders"}},
-		},
-		{
-			name:     "nothing matches",
-			match:    func(key, bool) bool { return false },
-			wantGone: 0,
-			wantLeft: []key{{"alice", "orders"}, {"alice", "invoices"}, {"bob", "orders"}},
-		},
+	c := newCache[int](t, 100, newClock(), cache.WithMaxBytes(100))
+	for i := range 10 {
+		require.True(t, c.Add("g", fmt.Sprint(i), i, time.Minute, 30))
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			clk := newClock()
-			c := newCache[key, bool](t, 8, clk)
-			c.Add(key{"alice", "orders"}, true, time.Minute)
-			c.Add(key{"alice", "invoices"}, false, time.Minute)
-			c.Add(key{"bob", "orders"}, true, time.Minute)
+	assert.Equal(t, 3, c.Len(), "three 30-byte entries fit in 100 bytes")
+	assert.Equal(t, int64(90), c.Bytes())
+	assert.Equal(t, uint64(7), c.Stats().Evictions)
+	for i := 7; i < 10; i++ {
+		_, ok := c.Get("g", fmt.Sprint(i))
+		assert.True(t, ok, "the newest entries stay")
+	}
 
-			assert.Equal(t, tt.wantGone, c.RemoveFunc(tt.match))
-			for _, k := range tt.wantLeft {
-				_, ok := c.Get(k)
-				assert.True(t, ok, "%v should remain", k)
-			}
-			for _, k := range tt.wantTaken {
-				_, ok := c.Get(k)
-				assert.False(t, ok, "%v should be removed", k)
-			}
-		})
-	}
+	// One entry larger than the whole bound is refused, and costs nothing.
+	assert.False(t, c.Add("g", "huge", -1, time.Minute, 101))
+	_, ok := c.Get("g", "huge")
+	assert.False(t, ok)
+	assert.Equal(t, 3, c.Len(), "a refused entry evicts nothing")
+
+	// A large entry evicts as many small ones as it needs.
+	require.True(t, c.Add("g", "big", 0, time.Minute, 70))
+	assert.Equal(t, 2, c.Len())
+	assert.Equal(t, int64(100), c.Bytes())
 }
 
-func TestRemoveFuncReachesExpiredEntries(t *testing.T) {
+func TestRemoveGroup(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	c := newCache[string, int](t, 4, clk)
-	c.Add("k", 1, time.Second)
-	clk.advance(time.Hour)
-	assert.Equal(t, 1, c.RemoveFunc(func(string, int) bool { return true }))
+	c := newCache[bool](t, 8, clk)
+	c.Add("alice", "orders", true, time.Minute, 1)
+	c.Add("alice", "invoices", false, time.Second, 1)
+	c.Add("bob", "orders", true, time.Minute, 1)
+	clk.advance(2 * time.Second) // alice's invoices entry has expired; it goes too
+
+	assert.Equal(t, 2, c.RemoveGroup("alice"))
+	assert.Equal(t, 0, c.RemoveGroup("alice"), "a removed group is empty")
+	assert.Equal(t, 0, c.RemoveGroup("carol"), "an unknown group has nothing")
+	_, ok := c.Get("alice", "orders")
+	assert.False(t, ok)
+	_, ok = c.Get("bob", "orders")
+	assert.True(t, ok, "another group's entries stay")
+	assert.Equal(t, 1, c.Len())
+	assert.Equal(t, int64(1), c.Bytes())
+}
+
+func TestWriterIsFencedByRemoval(t *testing.T) {
+	t.Parallel()
+	c := newCache[string](t, 8, newClock())
+	before := c.Writer("alice") // made before alice's entries are removed
+	other := c.Writer("bob")
+	c.RemoveGroup("alice")
+	after := c.Writer("alice")
+
+	assert.False(t, before.Add("orders", "stale", time.Minute, 1), "an answer fetched before the removal is dropped")
+	assert.True(t, after.Add("invoices", "fresh", time.Minute, 1))
+	assert.True(t, other.Add("orders", "bob's", time.Minute, 1), "removing alice does not fence bob")
+	_, ok := c.Get("alice", "orders")
+	assert.False(t, ok)
+	_, ok = c.Get("alice", "invoices")
+	assert.True(t, ok)
+
+	for _, w := range []*cache.Writer[string, string, string]{before, other, after} {
+		w.Close()
+		w.Close() // idempotent
+	}
+	assert.False(t, after.Add("late", "x", time.Minute, 1), "a closed writer stores nothing")
+
+	c.Purge()
+	w := c.Writer("alice")
+	c.Purge()
+	assert.False(t, w.Add("orders", "x", time.Minute, 1), "Purge fences writers as RemoveGroup does")
+	w.Close()
+}
+
+func TestWriterWithoutEntriesLeavesNothing(t *testing.T) {
+	t.Parallel()
+	c := newCache[string](t, 8, newClock())
+	for i := range 1000 {
+		w := c.Writer(fmt.Sprint("junk-token-", i))
+		c.RemoveGroup(fmt.Sprint("junk-token-", i))
+		w.Close()
+	}
+	// Nothing observable is left; a group with neither entries nor
+	// writers is forgotten, which RemoveGroup reports as empty.
 	assert.Equal(t, 0, c.Len())
+	assert.Equal(t, 0, c.RemoveGroup("junk-token-1"))
+}
+
+func TestExpiredEntriesAreSwept(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	c := newCache[int](t, 1000, clk)
+	for i := range 40 {
+		c.Add("old", fmt.Sprint(i), i, time.Second, 1)
+	}
+	clk.advance(time.Minute)
+	// Nobody asks for the old entries again; newer activity drops them
+	// a batch at a time.
+	for i := range 3 {
+		c.Add("new", fmt.Sprint(i), i, time.Hour, 1)
+	}
+	assert.Equal(t, 3, c.Len(), "every expired entry was swept")
+	assert.Equal(t, uint64(40), c.Stats().Expirations)
+	assert.Equal(t, int64(3), c.Bytes())
 }
 
 func TestRemoveAndPurge(t *testing.T) {
 	t.Parallel()
-	c := newCache[string, int](t, 4, newClock())
-	c.Add("a", 1, time.Minute)
-	c.Add("b", 2, time.Minute)
-	assert.True(t, c.Remove("a"))
-	assert.False(t, c.Remove("a"))
-	_, ok := c.Get("b")
+	c := newCache[int](t, 4, newClock())
+	c.Add("g", "a", 1, time.Minute, 1)
+	c.Add("g", "b", 2, time.Minute, 1)
+	assert.True(t, c.Remove("g", "a"))
+	assert.False(t, c.Remove("g", "a"))
+	_, ok := c.Get("g", "b")
 	require.True(t, ok)
 
 	c.Purge()
 	assert.Equal(t, 0, c.Len())
-	_, ok = c.Get("b")
+	assert.Zero(t, c.Bytes())
+	_, ok = c.Get("g", "b")
 	assert.False(t, ok)
 	assert.Equal(t, cache.Stats{Hits: 1, Misses: 1}, c.Stats(), "purge keeps the counters")
 }
 
+type token struct{ scheme, value string }
+
 func TestHitAllocatesNothing(t *testing.T) {
-	c := newCache[key, bool](t, 16, newClock())
-	k := key{token: "a-long-opaque-token", resource: "orders"}
-	c.Add(k, true, time.Minute)
+	c, err := cache.New[token, string, bool](16)
+	require.NoError(t, err)
+	g := token{"Bearer", "a-long-opaque-token"}
+	c.Add(g, "orders", true, time.Minute, 1)
 	allocs := testing.AllocsPerRun(1000, func() {
-		if _, ok := c.Get(k); !ok {
+		if _, ok := c.Get(g, "orders"); !ok {
 			t.Fatal("expected a hit")
 		}
 	})
@@ -247,42 +300,75 @@ func TestHitAllocatesNothing(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	c := newCache[int, int](t, 64, clk)
+	c := newCache[int](t, 64, clk, cache.WithMaxBytes(500))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
+			group := fmt.Sprint("g", g%3)
 			for i := range 1000 {
-				k := (g*1000 + i) % 128
-				c.Add(k, k, time.Minute)
-				if v, ok := c.Get(k); ok {
-					assert.Equal(t, k, v)
+				k := fmt.Sprint((g*1000 + i) % 128)
+				w := c.Writer(group)
+				w.Add(k, i, time.Minute, 10)
+				w.Close()
+				if _, ok := c.Get(group, k); ok {
+					_ = ok
 				}
 				if i%100 == 0 {
-					c.RemoveFunc(func(k, _ int) bool { return k%2 == 0 })
+					c.RemoveGroup(group)
 					clk.advance(time.Second)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	assert.LessOrEqual(t, c.Len(), 64)
+	assert.LessOrEqual(t, c.Len(), 50)
+	assert.LessOrEqual(t, c.Bytes(), int64(500))
 	s := c.Stats()
 	assert.Equal(t, uint64(8000), s.Hits+s.Misses)
 }
 
 func BenchmarkGetHit(b *testing.B) {
-	c := newCache[key, bool](b, 10_000, newClock())
-	keys := make([]key, 1000)
+	c, err := cache.New[token, string, bool](10_000)
+	require.NoError(b, err)
+	type k struct {
+		g token
+		r string
+	}
+	keys := make([]k, 1000)
 	for i := range keys {
-		keys[i] = key{token: fmt.Sprintf("token-%d", i%10), resource: fmt.Sprintf("resource-%d", i)}
-		c.Add(keys[i], true, time.Hour)
+		keys[i] = k{token{"Bearer", fmt.Sprintf("token-%d", i%10)}, fmt.Sprintf("resource-%d", i)}
+		c.Add(keys[i].g, keys[i].r, true, time.Hour, 1)
 	}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, ok := c.Get(keys[i%len(keys)]); !ok {
+		kk := keys[i%len(keys)]
+		if _, ok := c.Get(kk.g, kk.r); !ok {
 			b.Fatal("expected a hit")
 		}
 		i++
+	}
+}
+
+// BenchmarkRemoveGroup removes a group of 10 entries from caches that hold
+// ever more entries of other groups: the cost must not grow with them.
+func BenchmarkRemoveGroup(b *testing.B) {
+	for _, others := range []int{0, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("others=%d", others), func(b *testing.B) {
+			c, err := cache.New[string, int, bool](others + 10)
+			require.NoError(b, err)
+			for i := range others {
+				c.Add(fmt.Sprint("other-", i%1000), i, true, time.Hour, 1)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range 10 {
+					c.Add("victim", i, true, time.Hour, 1)
+				}
+				if c.RemoveGroup("victim") != 10 {
+					b.Fatal("expected 10 entries removed")
+				}
+			}
+		})
 	}
 }

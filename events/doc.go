@@ -1,12 +1,18 @@
 // Package events delivers token lifecycle events: a token was set, the
 // gateway refused it (expired), or it was cleared.
 //
-// An [Emitter] holds an ordered list of [Handler] values. [Emitter.Emit] runs
-// them synchronously, in subscription order, on the goroutine that emits; the
-// pep client emits only after releasing its own locks, so a handler may call
-// back into the client (the usual answer to [TokenExpired] is SetToken with a
-// fresh token). A handler that panics is recovered: later handlers still run
-// and the emitter stays usable.
+// An [Emitter] holds an ordered list of [Handler] values and a queue of
+// events. Events are delivered one at a time, in the order they were queued,
+// each to every handler in subscription order; an event emitted by a handler
+// waits until the current event has reached every handler, so all handlers
+// see the same order. The pep client queues an event together with the
+// change it reports ([Emitter.Enqueue], under its own lock) and delivers it
+// after releasing its locks ([Emitter.Deliver]), so a handler may call back
+// into the client (the usual answer to [TokenExpired] is SetToken with a
+// fresh token). Delivery is bounded by the caller's context: a slow handler
+// finishes on its own goroutine rather than hold the call that caused the
+// event past its deadline. A handler that panics is recovered: later
+// handlers still run and the emitter stays usable.
 //
 // The package imports only the standard library.
 package events

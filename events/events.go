@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"time"
@@ -50,25 +51,39 @@ type Event struct {
 	Err error
 }
 
-// Handler receives events. It runs on the goroutine that emitted the event
-// and should return promptly; it may call back into the code that emitted it.
+// Handler receives events. It should return promptly; it may call back into
+// the code that emitted the event, including code that emits again.
 type Handler func(Event)
 
-// Emitter fans events out to subscribed handlers. The zero value is ready to
-// use and recovers handler panics silently; use [NewEmitter] to be told about
-// them. An Emitter is safe for concurrent use and must not be copied after
-// first use.
+// Emitter fans events out to subscribed handlers, one event at a time and in
+// the order the events were queued: every handler sees every event in that
+// order, even when a handler emits another event while one is being
+// delivered (the new event waits for the current one to reach every
+// handler). The zero value is ready to use and recovers handler panics
+// silently; use [NewEmitter] to be told about them. An Emitter is safe for
+// concurrent use and must not be copied after first use.
 type Emitter struct {
 	onPanic func(Event, any)
 
 	mu     sync.Mutex
 	nextID uint64
 	subs   []subscription
+	queue  []queued
+	// delivering is set while some goroutine delivers the queue; it
+	// delivers every event queued meanwhile, so there is only one at a
+	// time and the order holds.
+	delivering bool
 }
 
 type subscription struct {
 	id uint64
 	h  Handler
+}
+
+// queued is an event and the handlers subscribed when it was queued.
+type queued struct {
+	ev   Event
+	subs []subscription
 }
 
 // NewEmitter returns an empty Emitter. onPanic, when not nil, is called with
@@ -80,9 +95,9 @@ func NewEmitter(onPanic func(ev Event, recovered any)) *Emitter {
 
 // Subscribe appends h to the handlers that receive later events and returns
 // a function that removes it again. The returned function is idempotent and
-// safe to call from any goroutine, including from inside a handler; an Emit
-// already under way may still deliver to h once. A nil h is ignored and the
-// returned function does nothing.
+// safe to call from any goroutine, including from inside a handler; an
+// event queued before the removal may still reach h once. A nil h is ignored
+// and the returned function does nothing.
 func (e *Emitter) Subscribe(h Handler) (unsubscribe func()) {
 	if h == nil {
 		return func() {}
@@ -104,8 +119,8 @@ func (e *Emitter) remove(id uint64) {
 	defer e.mu.Unlock()
 	for i, s := range e.subs {
 		if s.id == id {
-			// Build a new slice so that an Emit iterating over the old one
-			// is unaffected.
+			// Build a new slice so that queued events, which share the
+			// old one, keep their handlers.
 			subs := make([]subscription, 0, len(e.subs)-1)
 			subs = append(subs, e.subs[:i]...)
 			e.subs = append(subs, e.subs[i+1:]...)
@@ -114,21 +129,77 @@ func (e *Emitter) remove(id uint64) {
 	}
 }
 
-// Emit delivers ev to every handler subscribed when Emit starts, one after
-// the other in subscription order, on the calling goroutine, and returns
-// when the last one has returned. No lock is held while a handler runs, so a
-// handler may Subscribe, unsubscribe or Emit. A handler that panics is
-// recovered and the remaining handlers still run. A zero ev.Time is set to
-// time.Now().
+// Emit queues ev and delivers the queue: Enqueue followed by
+// Deliver(context.Background()).
 func (e *Emitter) Emit(ev Event) {
+	e.Enqueue(ev)
+	e.Deliver(context.Background())
+}
+
+// Enqueue adds ev to the events awaiting delivery, for the handlers
+// subscribed now, without running any handler; Deliver delivers it. Since
+// it never runs a handler, Enqueue may be called with the caller's own
+// locks held: that is how a caller makes the order of its events the order
+// of the changes they report. A zero ev.Time is set to time.Now().
+func (e *Emitter) Enqueue(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
 	e.mu.Lock()
-	subs := e.subs // never modified in place, see remove and Subscribe
+	defer e.mu.Unlock()
+	e.queue = append(e.queue, queued{ev: ev, subs: e.subs})
+}
+
+// Deliver runs the handlers of every queued event, one event after the
+// other, and returns when the queue is empty, or when ctx is done, whichever
+// comes first: a delivery that ctx cuts short goes on without the caller,
+// on a goroutine of its own, so a slow handler never holds a caller past its
+// deadline. A context that can never be done (context.Background) makes the
+// delivery run on the calling goroutine.
+//
+// When a delivery is already under way (on another goroutine, or further up
+// this one's stack, as when a handler emits), Deliver returns at once and
+// that delivery delivers the queued events after the one it is delivering.
+// A handler that panics is recovered; later handlers still run.
+func (e *Emitter) Deliver(ctx context.Context) {
+	e.mu.Lock()
+	if e.delivering || len(e.queue) == 0 {
+		e.mu.Unlock()
+		return
+	}
+	e.delivering = true
 	e.mu.Unlock()
-	for _, s := range subs {
-		e.call(s.h, ev)
+	drained := make(chan struct{})
+
+	if ctx.Done() == nil {
+		e.drain(drained)
+		return
+	}
+	go e.drain(drained)
+	select {
+	case <-drained:
+	case <-ctx.Done():
+	}
+}
+
+// drain delivers the queue until it is empty, then closes drained.
+func (e *Emitter) drain(drained chan struct{}) {
+	for {
+		e.mu.Lock()
+		if len(e.queue) == 0 {
+			e.delivering = false
+			e.queue = nil // let the backing array go
+			e.mu.Unlock()
+			close(drained)
+			return
+		}
+		q := e.queue[0]
+		e.queue[0] = queued{}
+		e.queue = e.queue[1:]
+		e.mu.Unlock()
+		for _, s := range q.subs {
+			e.call(s.h, q.ev)
+		}
 	}
 }
 

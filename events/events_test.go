@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -239,4 +240,76 @@ func TestConcurrentUse(t *testing.T) {
 	mu.Unlock()
 	e.Emit(events.Event{Kind: events.TokenSet})
 	assert.Equal(t, before, total, "all handlers were unsubscribed")
+}
+
+// The README's refresh pattern: the first handler answers tokenExpired by
+// setting a new token, which emits tokenSet from inside the delivery. Every
+// subscriber must still see the events in the order they happened.
+func TestEventEmittedByHandlerWaitsItsTurn(t *testing.T) {
+	t.Parallel()
+	var e events.Emitter
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	record := func(who string) events.Handler {
+		return func(ev events.Event) {
+			mu.Lock()
+			seen[who] = append(seen[who], ev.Kind.String())
+			mu.Unlock()
+		}
+	}
+	e.Subscribe(func(ev events.Event) {
+		record("refresher")(ev)
+		if ev.Kind == events.TokenExpired {
+			e.Emit(events.Event{Kind: events.TokenSet})
+		}
+	})
+	e.Subscribe(record("observer"))
+
+	e.Emit(events.Event{Kind: events.TokenSet})
+	e.Emit(events.Event{Kind: events.TokenExpired})
+
+	want := []string{"tokenSet", "tokenExpired", "tokenSet"}
+	assert.Equal(t, want, seen["refresher"])
+	assert.Equal(t, want, seen["observer"], "the observer sees tokenExpired before the refresh's tokenSet")
+}
+
+func TestEnqueueRunsNoHandler(t *testing.T) {
+	t.Parallel()
+	var e events.Emitter
+	var got []events.Kind
+	e.Subscribe(func(ev events.Event) { got = append(got, ev.Kind) })
+	e.Enqueue(events.Event{Kind: events.TokenSet})
+	e.Enqueue(events.Event{Kind: events.TokenCleared})
+	assert.Empty(t, got, "Enqueue may be called under the caller's locks: it runs nothing")
+	e.Deliver(context.Background())
+	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenCleared}, got)
+	e.Deliver(context.Background()) // an empty queue delivers nothing
+	assert.Len(t, got, 2)
+}
+
+func TestSlowHandlerDoesNotHoldTheCallerPastItsContext(t *testing.T) {
+	t.Parallel()
+	var e events.Emitter
+	release := make(chan struct{})
+	delivered := make(chan events.Kind, 2)
+	e.Subscribe(func(ev events.Event) {
+		<-release // a handler that takes as long as the test wants
+		delivered <- ev.Kind
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	e.Enqueue(events.Event{Kind: events.TokenExpired})
+	returned := make(chan struct{})
+	go func() {
+		e.Deliver(ctx)
+		close(returned)
+	}()
+	cancel() // the caller's deadline passes while the handler still runs
+	<-returned
+
+	// The delivery goes on without the caller, and later events still
+	// come after it.
+	e.Emit(events.Event{Kind: events.TokenSet}) // queued behind the slow one
+	close(release)
+	assert.Equal(t, events.TokenExpired, <-delivered)
+	assert.Equal(t, events.TokenSet, <-delivered)
 }

@@ -93,11 +93,14 @@ func TestCheckManyInputErrors(t *testing.T) {
 		resources []pep.Resource
 		wantErr   string
 	}{
-		{"nil", nil, "pep: CheckMany needs at least one resource"},
-		{"empty", []pep.Resource{}, "pep: CheckMany needs at least one resource"},
-		{"no name", []pep.Resource{{Scopes: []string{"read"}}}, "pep: resource 0 has no name"},
-		{"no scopes", []pep.Resource{{Name: "orders"}}, `pep: resource "orders" has no scopes`},
-		{"empty scope", []pep.Resource{{Name: "orders", Scopes: []string{"read", ""}}}, `pep: resource "orders" has an empty scope`},
+		{"nil", nil, "pep: invalid argument: at least one resource is needed"},
+		{"empty", []pep.Resource{}, "pep: invalid argument: at least one resource is needed"},
+		{"no name", []pep.Resource{{Scopes: []string{"read"}}}, "pep: invalid argument: resource 0 has no name"},
+		{"no scopes", []pep.Resource{{Name: "orders"}}, `pep: invalid argument: resource 0 has no scopes`},
+		{"empty scope", []pep.Resource{{Name: "orders", Scopes: []string{"read", ""}}}, `pep: invalid argument: resource 0 has an empty scope`},
+		{"wildcard", []pep.Resource{{Name: "*", Scopes: []string{"read"}}}, `pep: invalid argument: resource 0 is "*", which only ListGranted may ask for`},
+		{"wildcard among others", []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "*", Scopes: []string{"read"}}},
+			`pep: invalid argument: resource 1 is "*", which only ListGranted may ask for`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +110,12 @@ func TestCheckManyInputErrors(t *testing.T) {
 			c.SetToken(aliceToken)
 			r, err := c.CheckMany(t.Context(), tt.resources)
 			require.EqualError(t, err, tt.wantErr)
+			require.ErrorIs(t, err, pep.ErrInvalidArgument)
 			assert.False(t, r.Allowed())
+			for _, d := range r.Decisions {
+				assert.False(t, d.Allowed())
+				require.ErrorIs(t, d.Cause, pep.ErrInvalidArgument)
+			}
 			assert.Equal(t, pep.Deny, r.Status)
 			assert.Equal(t, 0, g.count())
 		})

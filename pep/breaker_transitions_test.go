@@ -216,7 +216,7 @@ func TestBreakerFailureKinds(t *testing.T) {
 	}{
 		{"connection refused opens", refused, nil, true},
 		{"timeout opens", gw(btHold), []pep.Option{pep.WithTimeout(50 * time.Millisecond)}, true},
-		{"500 opens", gw(bt500), nil, true},
+		{"500 does not open: one request's failure, not the gateway's", gw(bt500), nil, false},
 		{"503 after retries opens", gw(bt503), []pep.Option{pep.WithRetry(2, time.Millisecond, 2*time.Millisecond)}, true},
 		{"DENY does not open", gw(btDeny), nil, false},
 		{"403 does not open", gw(bt403), nil, false},
@@ -273,7 +273,7 @@ func TestBreakerProbeOutcomes(t *testing.T) {
 		{"DENY closes", btDeny, pep.BreakerClosed},
 		{"403 closes", bt403, pep.BreakerClosed},
 		{"unparseable 200 closes", btMalformed, pep.BreakerClosed},
-		{"500 reopens", bt500, pep.BreakerOpen},
+		{"500 closes: the gateway answered", bt500, pep.BreakerClosed},
 		{"503 reopens", bt503, pep.BreakerOpen},
 	}
 	for _, tt := range tests {
@@ -358,4 +358,27 @@ func TestBreakerTransitionsAreLogged(t *testing.T) {
 	for _, l := range levels {
 		assert.Equal(t, slog.LevelWarn, l, "breaker changes are logged at Warn")
 	}
+}
+
+// Rule 11: a caller whose own deadline is shorter than the client's timeout
+// says nothing about the gateway when it runs out, so callers in a hurry
+// cannot open the breaker for everyone else.
+func TestBreakerIgnoresCallersOwnDeadlines(t *testing.T) {
+	t.Parallel()
+	g := newBTGateway(t, btHold)
+	c := btClient(t, g.URL, 2, newManualClock(), pep.WithTimeout(time.Minute))
+	for range 5 {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		d, err := c.Check(ctx, "orders", "read")
+		cancel()
+		require.NoError(t, err)
+		assert.False(t, d.Allowed())
+		require.ErrorIs(t, d.Cause, context.DeadlineExceeded)
+	}
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	for range 3 {
+		_, _ = c.Check(cancelled, "orders", "read")
+	}
+	assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
 }

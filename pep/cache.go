@@ -1,113 +1,137 @@
 package pep
 
 import (
-	"sync"
-	"sync/atomic"
+	"crypto/sha256"
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
 )
 
-// cacheKey identifies one cached decision. It holds the full token, so two
-// tokens never share an entry: the map underneath compares keys exactly,
-// whatever their hashes. The realm and client ID are not in the key because
-// each Client owns its cache and never changes them. context is the
-// canonical JSON of the request context (exact, not a hash, for the same
-// reason as the token).
+// The decision cache holds gateway GRANT and DENY answers, grouped by token
+// so that a token's entries go together (SetToken, ClearToken, a 401) in
+// time proportional to their number. Its memory is bounded in entries and
+// in bytes, and no caller chooses what one entry costs:
+//
+//   - a token longer than maxCachedToken is never cached;
+//   - a pair whose resource and scope together are longer than
+//     maxCachedNames is never cached;
+//   - a request context longer than maxExactContext is keyed by its SHA-256
+//     digest instead of its text.
+//
+// Tokens are compared whole, never by hash: two tokens never share an entry.
+const (
+	maxCachedToken  = 8 << 10
+	maxCachedNames  = 512
+	maxExactContext = 512
+	// entryOverhead is what one entry costs besides its strings: the list
+	// element, the two index maps and the key's headers.
+	entryOverhead = 384
+)
+
+// cacheKey is the part of an entry's key below its token.
 type cacheKey struct {
-	id       tokenIdent
-	resource string
-	scope    string
-	context  string
+	resource, scope string
+	// context is the canonical JSON of the request context, or the raw
+	// SHA-256 digest of a longer one (digest is then set, so that no
+	// context text can pose as a digest).
+	context string
+	digest  bool
 }
 
-// decisionCache stores gateway GRANT and DENY answers. A nil
+// decisionCache wraps the generic cache with the rules above. A nil
 // *decisionCache is a disabled cache.
 type decisionCache struct {
-	lru               *cache.Cache[cacheKey, Status]
+	lru               *cache.Cache[tokenIdent, cacheKey, Status]
 	grantTTL, denyTTL time.Duration
-
-	// mu orders stores against purges: a purge bumps gen, and an answer
-	// whose request started before the purge is not stored after it, so a
-	// purged token's decisions cannot come back from a request in flight.
-	mu  sync.Mutex
-	gen atomic.Uint64
 }
 
-// newDecisionCache returns a cache of size entries (nil for size 0) that
-// reads the time from now, or from the real clock when now is nil.
-func newDecisionCache(size int, grantTTL, denyTTL time.Duration, now func() time.Time) (*decisionCache, error) {
+// newDecisionCache returns a cache of size entries and maxBytes bytes (nil
+// for size 0) that reads the time from now, or the real clock when now is
+// nil.
+func newDecisionCache(size int, maxBytes int64, grantTTL, denyTTL time.Duration, now func() time.Time) (*decisionCache, error) {
 	if size == 0 {
 		return nil, nil
 	}
-	var opts []cache.Option
+	opts := []cache.Option{cache.WithMaxBytes(maxBytes)}
 	if now != nil {
 		opts = append(opts, cache.WithClock(now))
 	}
-	lru, err := cache.New[cacheKey, Status](size, opts...)
+	lru, err := cache.New[tokenIdent, cacheKey, Status](size, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return &decisionCache{lru: lru, grantTTL: grantTTL, denyTTL: denyTTL}, nil
 }
 
+// contextKey returns the context part of a call's cache keys.
+func contextKey(contextJSON string) (key string, digest bool) {
+	if len(contextJSON) <= maxExactContext {
+		return contextJSON, false
+	}
+	sum := sha256.Sum256([]byte(contextJSON))
+	return string(sum[:]), true
+}
+
+// cacheable reports whether a call's token and a pair may be cached.
+func cacheable(id tokenIdent, p pair) bool {
+	return len(id.token) <= maxCachedToken && len(p.resource)+len(p.scope) <= maxCachedNames && !p.wildcard()
+}
+
 // get returns a live cached status; it allocates nothing.
-func (d *decisionCache) get(k cacheKey) (Status, bool) {
-	if d == nil {
+func (d *decisionCache) get(cl *call, p pair) (Status, bool) {
+	if d == nil || cl.noCache || !cacheable(cl.id, p) {
 		return Deny, false
 	}
-	return d.lru.Get(k)
+	return d.lru.Get(cl.id, cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey, digest: cl.ctxDigest})
 }
 
-// generation is read when a call starts and handed back to store.
-func (d *decisionCache) generation() uint64 {
-	if d == nil {
-		return 0
+// writer returns what stores a request's answers for cl's token: it stores
+// nothing once the token's entries were purged after it was made, so that
+// an answer in flight cannot bring a purged token's decisions back. Close it
+// when the request is over. A nil writer (disabled cache) stores nothing.
+func (d *decisionCache) writer(cl *call) *cache.Writer[tokenIdent, cacheKey, Status] {
+	if d == nil || len(cl.id.token) > maxCachedToken {
+		return nil
 	}
-	return d.gen.Load()
+	return d.lru.Writer(cl.id)
 }
 
-// store keeps gateway answers (decisions without a Cause) that are GRANT or
-// DENY, unless a purge happened since generation gen was read.
-func (d *decisionCache) store(gen uint64, id tokenIdent, context string, answers [][]Decision) {
-	if d == nil {
+// store keeps the gateway's GRANT and DENY answers (decisions without a
+// Cause) through w.
+func (d *decisionCache) store(w *cache.Writer[tokenIdent, cacheKey, Status], cl *call, ds []Decision) {
+	if w == nil {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.gen.Load() != gen {
-		return
-	}
-	for _, as := range answers {
-		for _, a := range as {
-			if a.Cause != nil {
-				continue
-			}
-			k := cacheKey{id: id, resource: a.Resource, scope: a.Scope, context: context}
-			switch a.Status {
-			case Grant:
-				d.lru.Add(k, Grant, d.grantTTL)
-			case Deny:
-				d.lru.Add(k, Deny, d.denyTTL)
-			}
+	for _, dc := range ds {
+		p := pair{resource: dc.Resource, scope: dc.Scope}
+		if dc.Cause != nil || !cacheable(cl.id, p) {
+			continue
 		}
+		ttl := d.denyTTL
+		switch dc.Status {
+		case Grant:
+			ttl = d.grantTTL
+		case Deny:
+		default:
+			continue
+		}
+		size := int64(entryOverhead + len(cl.id.token) + len(p.resource) + len(p.scope) + len(cl.ctxKey))
+		w.Add(cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey, digest: cl.ctxDigest}, dc.Status, ttl, size)
 	}
 }
 
-// purge removes every entry of one token.
+// purge removes every entry of one token, and fences its writers.
 func (d *decisionCache) purge(id tokenIdent) {
 	if d == nil {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.gen.Add(1)
-	d.lru.RemoveFunc(func(k cacheKey, _ Status) bool { return k.id == id })
+	d.lru.RemoveGroup(id)
 }
 
-func (d *decisionCache) stats() (cache.Stats, int) {
+// stats reports the cache's counters, entries and bytes.
+func (d *decisionCache) stats() (cache.Stats, int, int64) {
 	if d == nil {
-		return cache.Stats{}, 0
+		return cache.Stats{}, 0, 0
 	}
-	return d.lru.Stats(), d.lru.Len()
+	return d.lru.Stats(), d.lru.Len(), d.lru.Bytes()
 }

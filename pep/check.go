@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -16,78 +13,27 @@ import (
 // maxParallelChunks bounds the gateway requests one call has in flight.
 const maxParallelChunks = 4
 
-// pair is one resource-scope pair. In ListGranted an empty scope stands for
-// every scope of the resource and the resource "*" for every resource; such
-// a pair is a wildcard and is never looked up in the cache.
-type pair struct{ resource, scope string }
-
-func (p pair) wildcard() bool { return p.scope == "" || p.resource == "*" }
-
-// call is what one public call carries through its gateway requests.
-type call struct {
-	id      tokenIdent
-	state   *tokenState // the client's token state, nil for a per-call token
-	context string      // canonical request context (contextJSON)
-	noCache bool
-	gen     uint64 // cache generation when the call started
-}
-
-// newCall fills in cl for a call: its options and its token, the per-call
-// one from WithToken, else the client's. It does not allocate (without a
-// request context) and does not keep cl, which can stay on the stack.
-func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
-	*cl = call{context: noContext, noCache: cc.noCache, gen: c.cache.generation()}
-	if cc.reqCtx != nil {
-		cl.context = contextJSON(cc.reqCtx)
-	}
-	if v := ctx.Value(tokenKey{}); v != nil {
-		tok, _ := v.(string)
-		if tok == "" {
-			return fmt.Errorf("%w: WithToken was given an empty token", ErrNoToken)
-		}
-		cl.id = tokenIdent{scheme: schemeBearer, token: tok}
-		return nil
-	}
-	st := c.token.Load()
-	if st == nil {
-		return fmt.Errorf("%w: call SetToken or pass a token with WithToken", ErrNoToken)
-	}
-	cl.id, cl.state = st.id, st
-	return nil
-}
-
-// credential returns what attaches the call's token to a request.
-func (cl *call) credential() (credential, error) {
-	if !validToken(cl.id.token) {
-		return nil, fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
-	}
-	if cl.state == nil {
-		return newBearer(cl.id.token), nil
-	}
-	if err := cl.state.cred.usable(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoToken, err)
-	}
-	return cl.state.cred, nil
-}
-
 // Check asks whether the token may use scope on resource. The decision is
-// Allowed only for an explicit GRANT from the gateway (or a cached one).
+// Allowed only for an explicit GRANT that the gateway returned for exactly
+// this pair (or a cached one).
 //
 // Failing closed: when the gateway is unreachable, times out, answers 5xx
 // after retries, 400, 403, a redirect or an unusable body, or when the
 // circuit breaker is open, Check returns a DENY whose Cause says why, and a
-// nil error. It returns an error only for an empty resource or scope, a
-// missing token (ErrNoToken; nothing is sent), and a 401 (a *ResponseError
-// matching ErrUnauthorized; the token's cached decisions are purged and,
-// for the client's own token, tokenExpired is emitted once). The decision is
-// DENY whenever the error is not nil.
+// nil error. It returns an error, with a DENY, only for a call it refuses
+// to send (ErrInvalidArgument: an empty resource or scope, or the wildcard
+// resource "*", which only ListGranted may ask for), a missing or unusable
+// token (ErrNoToken; nothing is sent), and a 401 (a *ResponseError matching
+// ErrUnauthorized, or ErrProofRejected when the gateway blames the DPoP
+// proof; see the package documentation for what each does to the cache and
+// the events).
 //
 // A cached answer is returned without a request and without allocating.
 func (c *Client) Check(ctx context.Context, resource, scope string, opts ...CallOption) (Decision, error) {
 	c.calls.Add(1)
 	d := Decision{Resource: resource, Scope: scope}
-	if resource == "" || scope == "" {
-		return c.refuse(d, errors.New("pep: Check needs a resource and a scope"))
+	if err := checkPair(resource, scope); err != nil {
+		return c.refuse(d, err)
 	}
 	var cc callConfig
 	if len(opts) > 0 {
@@ -97,16 +43,26 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	if err := c.newCall(ctx, &cc, &cl); err != nil {
 		return c.refuse(d, err)
 	}
-	if !cl.noCache {
-		if s, ok := c.cache.get(cacheKey{id: cl.id, resource: resource, scope: scope, context: cl.context}); ok {
-			d.Status, d.Cached = s, true
-			return d, nil
-		}
+	if s, ok := c.cache.get(&cl, pair{resource: resource, scope: scope}); ok {
+		d.Status, d.Cached = s, true
+		return d, nil
 	}
 	miss := cl // only the miss path moves the call to the heap
 	ds := []Decision{d}
 	err := c.decide(ctx, &miss, ds, []int{0})
 	return ds[0], err
+}
+
+// checkPair refuses what Check and CheckMany never send: an empty name and
+// the wildcard resource, whose answer lists other pairs (rule 8).
+func checkPair(resource, scope string) error {
+	switch {
+	case resource == "" || scope == "":
+		return fmt.Errorf("%w: a check needs a resource and a scope", ErrInvalidArgument)
+	case resource == "*":
+		return fmt.Errorf("%w: the resource \"*\" stands for every resource; only ListGranted may ask for it", ErrInvalidArgument)
+	}
+	return nil
 }
 
 func (c *Client) refuse(d Decision, err error) (Decision, error) {
@@ -120,16 +76,13 @@ func (c *Client) refuse(d Decision, err error) (Decision, error) {
 // answered locally; the others are sent in requests of at most the batch
 // size (WithBatchSize), several at a time. A failed request fails closed for
 // its own pairs only. The rules for errors and fail-closed denials are those
-// of Check; in addition an empty resources slice, an empty resource name or
-// a resource without scopes is an error and sends nothing.
+// of Check; in addition an empty resources slice or a resource without
+// scopes is refused (ErrInvalidArgument) and sends nothing.
 func (c *Client) CheckMany(ctx context.Context, resources []Resource, opts ...CallOption) (Result, error) {
 	c.calls.Add(1)
-	if len(resources) == 0 {
-		return Result{Status: Deny}, errors.New("pep: CheckMany needs at least one resource")
-	}
 	pairs, err := expand(resources, false)
 	if err != nil {
-		return Result{Status: Deny}, err
+		return Result{Status: Deny, Decisions: failedPairs(pairs, err)}, err
 	}
 	cc := applyCallOptions(opts)
 	ds := make([]Decision, len(pairs))
@@ -148,9 +101,23 @@ func (c *Client) CheckMany(ctx context.Context, resources []Resource, opts ...Ca
 	return Result{Status: overall(ds), Decisions: ds}, err
 }
 
+// failedPairs returns the DENY decisions of a refused call.
+func failedPairs(pairs []pair, err error) []Decision {
+	ds := make([]Decision, len(pairs))
+	for i, p := range pairs {
+		ds[i] = Decision{Resource: p.resource, Scope: p.scope, Status: Deny, Cause: err}
+	}
+	return ds
+}
+
 // expand turns resources into unique pairs in request order. With wildcards
-// (ListGranted), a resource without scopes becomes one wildcard pair.
+// (ListGranted), a resource without scopes becomes one query for all of
+// them and the resource "*" is allowed; without, both are refused. The
+// error names resources by position, never by name.
 func expand(resources []Resource, wildcards bool) ([]pair, error) {
+	if len(resources) == 0 {
+		return nil, fmt.Errorf("%w: at least one resource is needed", ErrInvalidArgument)
+	}
 	n := 0
 	for _, r := range resources {
 		n += max(len(r.Scopes), 1)
@@ -163,66 +130,167 @@ func expand(resources []Resource, wildcards bool) ([]pair, error) {
 			pairs = append(pairs, p)
 		}
 	}
+	var errs []error
 	for i, r := range resources {
-		if r.Name == "" {
-			return nil, fmt.Errorf("pep: resource %d has no name", i)
-		}
-		if len(r.Scopes) == 0 {
-			if !wildcards {
-				return nil, fmt.Errorf("pep: resource %q has no scopes", r.Name)
-			}
+		switch {
+		case r.Name == "":
+			errs = append(errs, fmt.Errorf("resource %d has no name", i))
+			continue
+		case r.Name == "*" && !wildcards:
+			errs = append(errs, fmt.Errorf("resource %d is \"*\", which only ListGranted may ask for", i))
+			continue
+		case len(r.Scopes) == 0 && !wildcards:
+			errs = append(errs, fmt.Errorf("resource %d has no scopes", i))
+			continue
+		case len(r.Scopes) == 0:
 			add(pair{resource: r.Name})
 			continue
 		}
 		for _, s := range r.Scopes {
 			if s == "" {
-				return nil, fmt.Errorf("pep: resource %q has an empty scope", r.Name)
+				errs = append(errs, fmt.Errorf("resource %d has an empty scope", i))
+				break
 			}
 			add(pair{resource: r.Name, scope: s})
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return pairs, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	return pairs, nil
 }
 
 // lookup answers the pairs the cache holds and returns the indexes of the
-// others. Wildcard pairs are never looked up.
+// others.
 func (c *Client) lookup(cl *call, pairs []pair, ds []Decision) (missing []int) {
 	for i, p := range pairs {
-		if !cl.noCache && !p.wildcard() {
-			if s, ok := c.cache.get(cacheKey{id: cl.id, resource: p.resource, scope: p.scope, context: cl.context}); ok {
-				ds[i].Status, ds[i].Cached = s, true
-				continue
-			}
+		if s, ok := c.cache.get(cl, p); ok {
+			ds[i].Status, ds[i].Cached = s, true
+			continue
 		}
 		missing = append(missing, i)
 	}
 	return missing
 }
 
-// decide asks the gateway for ds[i] of every i in missing and fills them in.
-// On a 401 every decision of the call becomes a DENY carrying the error,
-// cached ones included, since the token behind them was just refused.
+// decide asks the gateway for ds[i] of every i in missing and fills each in
+// from the answer's entries for exactly that pair. On a refused token every
+// decision of the call becomes a DENY carrying the error, cached ones
+// included, since the token behind them was just refused.
 func (c *Client) decide(ctx context.Context, cl *call, ds []Decision, missing []int) error {
-	answers, err := c.ask(ctx, cl, ds, missing)
+	ctx, cancel := c.bound(ctx, cl)
+	defer cancel()
+	queries := make([]pair, len(missing))
+	for k, i := range missing {
+		queries[k] = pair{resource: ds[i].Resource, scope: ds[i].Scope}
+	}
+	outs, err := c.ask(ctx, cl, queries)
 	if err == nil {
 		for k, i := range missing {
-			ds[i] = answers[k][0]
+			ds[i] = outs[k].decide(queries[k])
 		}
 	}
-	return c.settle(cl, ds, err)
+	return c.settle(ctx, cl, ds, err)
+}
+
+// chunkOutcome is the outcome of one gateway request: the answer, or the
+// error that is the Cause of every pair of the request. It may be shared by
+// coalesced callers and is never modified once made.
+type chunkOutcome struct {
+	ans *answer
+	err error
+	// leaderGone marks a failure caused by the context of the caller that
+	// sent the request ending, not by the gateway.
+	leaderGone bool
+}
+
+// decide returns the decision for exactly the pair p.
+func (o *chunkOutcome) decide(p pair) Decision {
+	if o.err != nil {
+		return Decision{Resource: p.resource, Scope: p.scope, Status: Deny, Cause: o.err}
+	}
+	return o.ans.decide(p)
+}
+
+// ask sends queries to the gateway in chunks of the batch size, several at
+// a time, and returns each query's chunk outcome. A non-nil error is one
+// that concerns the whole call rather than the gateway's health: a refused
+// token or proof (401) or a token that cannot be sent. ctx must carry the
+// call's deadline (bound).
+func (c *Client) ask(ctx context.Context, cl *call, queries []pair) ([]*chunkOutcome, error) {
+	cred, err := cl.credential()
+	if err != nil {
+		return nil, err
+	}
+	outs := make([]*chunkOutcome, len(queries))
+	run := func(start int) {
+		end := min(start+c.batchSize, len(queries))
+		o := c.runChunk(ctx, cl, cred, queries[start:end])
+		for i := start; i < end; i++ {
+			outs[i] = o
+		}
+	}
+	if len(queries) <= c.batchSize {
+		run(0)
+	} else {
+		var g errgroup.Group
+		g.SetLimit(maxParallelChunks)
+		for start := 0; start < len(queries); start += c.batchSize {
+			g.Go(func() error { run(start); return nil })
+		}
+		_ = g.Wait() // chunks report failures as outcomes, never as errors
+	}
+	for _, o := range outs {
+		if errors.Is(o.err, ErrUnauthorized) || errors.Is(o.err, ErrProofRejected) {
+			return nil, o.err
+		}
+	}
+	return outs, nil
+}
+
+// runChunk gets the outcome for one chunk, sharing the gateway request of an
+// identical concurrent one (same token and body; see flights).
+func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, queries []pair) *chunkOutcome {
+	if err := ctx.Err(); err != nil { // nothing is started for a caller who left
+		return &chunkOutcome{err: unavailable(err)}
+	}
+	body := authorizeBody(c.clientID, queries, cl.context)
+	out, shared := c.flights.do(ctx, flightKey(cl.id, body), func() *chunkOutcome {
+		return c.fetch(ctx, cl, cred, queries, body)
+	})
+	if shared {
+		c.coalesced.Add(1)
+	}
+	return out
+}
+
+// fetch sends one authorize request and reads its answer, storing the
+// gateway's decisions in the cache unless the token's entries are purged
+// while the request is under way.
+func (c *Client) fetch(ctx context.Context, cl *call, cred credential, queries []pair, body []byte) *chunkOutcome {
+	w := c.cache.writer(cl)
+	if w != nil {
+		defer w.Close()
+	}
+	data, err := c.exchange(ctx, cl, cred, c.authorizeURL, body)
+	if err != nil {
+		return &chunkOutcome{err: err}
+	}
+	ans, err := decodeAnswer(data, queries)
+	if err != nil {
+		return &chunkOutcome{err: err}
+	}
+	c.cache.store(w, cl, ans.decisions())
+	return &chunkOutcome{ans: ans}
 }
 
 // settle counts and logs the fail-closed decisions of a call. When err (a
-// 401 or an unusable token) is set, every decision becomes a DENY carrying
-// it and a refused token is handled. It runs on the caller's goroutine after
-// every request of the call has ended, so events are emitted with no lock
-// held.
-func (c *Client) settle(cl *call, ds []Decision, err error) error {
+// refused token or proof, or an unusable token) is set, every decision
+// becomes a DENY carrying it, and a refused token is handled. It runs on the
+// caller's goroutine after every request of the call has ended.
+func (c *Client) settle(ctx context.Context, cl *call, ds []Decision, err error) error {
 	if err != nil {
-		var refusal *ResponseError
-		if asRefusal(err, &refusal) {
-			c.refused(cl, refusal)
-		}
+		c.refused(ctx, cl, err)
 		c.failAll(ds, err)
 		return err
 	}
@@ -231,7 +299,9 @@ func (c *Client) settle(cl *call, ds []Decision, err error) error {
 	for _, d := range ds {
 		if d.Cause != nil {
 			failed++
-			first = cmpOr(first, d.Cause)
+			if first == nil {
+				first = d.Cause
+			}
 		}
 	}
 	if failed > 0 {
@@ -241,13 +311,6 @@ func (c *Client) settle(cl *call, ds []Decision, err error) error {
 	return nil
 }
 
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}
-
 func (c *Client) failAll(ds []Decision, err error) {
 	for i := range ds {
 		ds[i].Status, ds[i].Cached, ds[i].Cause = Deny, false, err
@@ -255,195 +318,34 @@ func (c *Client) failAll(ds []Decision, err error) {
 	c.failClosed.Add(uint64(len(ds)))
 }
 
-// refused handles a 401 for the call's token: its cached decisions go, and
-// the first refusal of the client's own token emits tokenExpired.
-//
-// A DPoP nonce challenge that was still refused after its one retry is not a
-// verdict on the token: it is returned to the caller but purges nothing and
-// emits nothing.
-func (c *Client) refused(cl *call, err *ResponseError) {
-	if isNonceChallenge(err.Challenge) {
+// refused handles a 401 for the call's token: its cached decisions go and,
+// if it is still the client's own current token, tokenExpired is emitted
+// once. A 401 that blames the DPoP proof (rule 9), or a DPoP nonce challenge
+// that was still refused after its one resend, is no verdict on the token:
+// it purges nothing and emits nothing. Delivery of the event is bounded by
+// ctx, the call's deadline.
+func (c *Client) refused(ctx context.Context, cl *call, err error) {
+	var re *ResponseError
+	if !errors.As(err, &re) || !errors.Is(re, ErrUnauthorized) {
+		return
+	}
+	if cl.id.scheme == schemeDPoP && dpopChallengeError(re.Challenge) == "use_dpop_nonce" {
 		return
 	}
 	c.cache.purge(cl.id)
-	if cl.state != nil && cl.state.expired.CompareAndSwap(false, true) {
-		c.emit(events.TokenExpired, cl.id.scheme, err)
+	if cl.state == nil {
+		return // a per-call token: the client's own token is unaffected
 	}
-}
-
-// ask sends the pairs ds[missing] to the gateway in chunks and returns, per
-// missing pair, the gateway's answers (see matchAnswers) or fail-closed
-// decisions. A non-nil error is a 401 or a token that cannot be sent; the
-// answers are then nil.
-func (c *Client) ask(ctx context.Context, cl *call, ds []Decision, missing []int) ([][]Decision, error) {
-	cred, err := cl.credential()
-	if err != nil {
-		return nil, err
+	c.tokenMu.Lock()
+	current := c.token.Load() == cl.state && !cl.state.expired
+	if current {
+		cl.state.expired = true
+		c.enqueue(events.TokenExpired, cl.id.scheme, re)
 	}
-	patient := cannotEnd(ctx)
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-
-	pairs := make([]pair, len(missing))
-	for k, i := range missing {
-		pairs[k] = pair{resource: ds[i].Resource, scope: ds[i].Scope}
+	c.tokenMu.Unlock()
+	if current {
+		c.emitter.Deliver(ctx)
 	}
-	var chunks [][]pair
-	for start := 0; start < len(pairs); start += c.batchSize {
-		chunks = append(chunks, pairs[start:min(start+c.batchSize, len(pairs))])
-	}
-	results := make([]*chunkResult, len(chunks))
-	if len(chunks) == 1 {
-		results[0] = c.runChunk(ctx, cl, cred, chunks[0], patient)
-	} else {
-		var g errgroup.Group
-		g.SetLimit(maxParallelChunks)
-		for k, ch := range chunks {
-			g.Go(func() error {
-				results[k] = c.runChunk(ctx, cl, cred, ch, patient)
-				return nil
-			})
-		}
-		_ = g.Wait() // the chunks report failures as data, never as errors
-	}
-
-	answers := make([][]Decision, 0, len(pairs))
-	for _, r := range results {
-		if errors.Is(r.err, ErrUnauthorized) {
-			return nil, r.err
-		}
-		if r.err != nil {
-			for _, p := range r.pairs {
-				answers = append(answers, []Decision{{Resource: p.resource, Scope: p.scope, Status: Deny, Cause: r.err}})
-			}
-			continue
-		}
-		answers = append(answers, r.answers...)
-	}
-	return answers, nil
-}
-
-// chunkResult is the outcome of one gateway request; it may be shared by
-// coalesced callers and is never modified after it is made.
-type chunkResult struct {
-	pairs   []pair
-	answers [][]Decision // per pair, see matchAnswers; nil when err is set
-	err     error        // the Cause of every pair of a failed request
-}
-
-// runChunk gets the answer for one chunk, sharing the gateway request of an
-// identical concurrent one (same token, pairs and context). A caller whose
-// own context ends stops waiting at once and fails closed; the shared
-// request goes on, bounded by the deadline of the call that started it, and
-// its answer is cached for later calls.
-//
-// The shared request runs under the deadline of the caller that started
-// it. A caller that joined it and is told of a timeout while its own
-// context is still live starts a request of its own, once, so that every
-// caller is bounded by its own deadline rather than by another's.
-//
-// A patient caller, whose context cannot end (see cannotEnd), is bounded by
-// the client's timeout alone, so no shared request can outlast it: it has
-// no reason to stop waiting early. It waits in singleflight's Do, which
-// sends a request it starts on its own goroutine, rather than in DoChan,
-// which starts a goroutine per request so that its caller can leave.
-func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, pairs []pair, patient bool) *chunkResult {
-	if err := ctx.Err(); err != nil { // nothing is started for a caller who left
-		return &chunkResult{pairs: pairs, err: unavailable(err)}
-	}
-	body := authorizeBody(c.clientID, pairs, cl.context)
-	key := flightKey(cl.id, body)
-	for joinedTimedOut := false; ; joinedTimedOut = true {
-		started := false
-		run := func() (any, error) {
-			started = true
-			if patient { // its caller waits for it to end: ctx outlives it
-				return c.flight(ctx, cl, cred, pairs, body), nil
-			}
-			growStack(0) // run is on a new goroutine of singleflight's
-			fctx, cancel := detach(ctx)
-			defer cancel()
-			return c.flight(fctx, cl, cred, pairs, body), nil
-		}
-		var res *chunkResult
-		if patient {
-			if c.flightWait != nil { // just before joining: Do has no later moment
-				c.flightWait()
-			}
-			v, _, _ := c.flights.Do(key, run)
-			res = v.(*chunkResult)
-		} else {
-			ch := c.flights.DoChan(key, run)
-			if c.flightWait != nil {
-				c.flightWait()
-			}
-			select {
-			case r := <-ch:
-				res = r.Val.(*chunkResult)
-			case <-ctx.Done():
-				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-					// If this caller started the request, it shares this
-					// deadline and is about to fail: let later callers
-					// start afresh instead of joining it.
-					c.flights.Forget(key)
-				}
-				return &chunkResult{pairs: pairs, err: unavailable(ctx.Err())}
-			}
-		}
-		if started { // read after the request ended: no race
-			return res
-		}
-		c.coalesced.Add(1)
-		if joinedTimedOut || ctx.Err() != nil || !errors.Is(res.err, context.DeadlineExceeded) {
-			return res
-		}
-	}
-}
-
-// cannotEnd reports whether ctx can never be cancelled nor expire, as
-// context.Background and context.WithoutCancel: it has no Done channel and
-// no deadline.
-func cannotEnd(ctx context.Context) bool {
-	_, hasDeadline := ctx.Deadline()
-	return ctx.Done() == nil && !hasDeadline
-}
-
-// growStack gives the calling goroutine, in one step while its stack is
-// still shallow, the stack a gateway request needs (under 16 KiB through
-// net/http). A goroutine starts with a small stack, which the runtime
-// doubles by copying whenever a call needs more; a new flight goroutine
-// would otherwise grow three times deep inside net/http, each copy walking
-// every frame, which costs about 3 us per request. Its 8 KiB frame is read
-// at a runtime index (always 0) so that the compiler keeps it.
-//
-//go:noinline
-func growStack(i int) byte {
-	var frame [8 << 10]byte
-	return frame[i]
-}
-
-// detach returns a context that keeps ctx's values and deadline but not its
-// cancellation, so that a request shared by several callers is not failed
-// by one of them giving up.
-func detach(ctx context.Context) (context.Context, context.CancelFunc) {
-	deadline, _ := ctx.Deadline() // ask always sets one
-	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
-}
-
-// flight performs one shared gateway request under ctx: the starting
-// call's context, detached from its cancellation unless that caller waits
-// for the request to end whatever happens (see runChunk).
-func (c *Client) flight(ctx context.Context, cl *call, cred credential, pairs []pair, body []byte) *chunkResult {
-	data, err := c.exchange(ctx, cred, c.authorizeURL, body)
-	if err != nil {
-		return &chunkResult{pairs: pairs, err: err}
-	}
-	answers, err := matchAnswers(pairs, data, cl.id.token)
-	if err != nil {
-		return &chunkResult{pairs: pairs, err: err}
-	}
-	c.cache.store(cl.gen, cl.id, cl.context, answers)
-	return &chunkResult{pairs: pairs, answers: answers}
 }
 
 // ListGranted returns the pairs the gateway grants, in request order (pairs
@@ -452,6 +354,8 @@ func (c *Client) flight(ctx context.Context, cl *call, cred credential, pairs []
 // name "*" for every resource of the client, and nil resources for every
 // permission of the client. Specific pairs are answered from the cache when
 // possible; answers for wildcards are cached as pairs for later Checks.
+// Every listed pair is decided like a Check of it: by the answer's one
+// entry for exactly that pair.
 //
 // ListGranted fails closed like CheckMany: a pair that could not be decided
 // is not listed. Then, unlike CheckMany, it also returns an error (the Cause
@@ -460,40 +364,32 @@ func (c *Client) flight(ctx context.Context, cl *call, cred credential, pairs []
 // missing token return no permissions and the error.
 func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...CallOption) ([]Permission, error) {
 	c.calls.Add(1)
-	if len(resources) == 0 {
+	if resources == nil {
 		resources = []Resource{{Name: "*"}}
 	}
-	pairs, err := expand(resources, true)
+	queries, err := expand(resources, true)
 	if err != nil {
 		return nil, err
 	}
 	cc := applyCallOptions(opts)
 	var cl call
 	if err := c.newCall(ctx, &cc, &cl); err != nil {
-		c.failClosed.Add(uint64(len(pairs)))
+		c.failClosed.Add(uint64(len(queries)))
 		return nil, err
 	}
-	ds := make([]Decision, len(pairs))
-	for i, p := range pairs {
-		ds[i] = Decision{Resource: p.resource, Scope: p.scope}
-	}
-	missing := c.lookup(&cl, pairs, ds)
-	answers := make([][]Decision, len(pairs))
-	for i := range ds {
-		answers[i] = ds[i : i+1]
+	// answers holds, per query, the decisions it yields: one for a
+	// specific pair, the covered pairs for a wildcard.
+	answers := make([][]Decision, len(queries))
+	var missing []int
+	for i, q := range queries {
+		if s, ok := c.cache.get(&cl, q); ok {
+			answers[i] = []Decision{{Resource: q.resource, Scope: q.scope, Status: s, Cached: true}}
+			continue
+		}
+		missing = append(missing, i)
 	}
 	if len(missing) > 0 {
-		got, err := c.ask(ctx, &cl, ds, missing)
-		if err == nil {
-			for k, i := range missing {
-				answers[i] = got[k]
-			}
-		}
-		var flat []Decision
-		for _, as := range answers {
-			flat = append(flat, as...)
-		}
-		if err := c.settle(&cl, flat, err); err != nil {
+		if err := c.listMissing(ctx, &cl, queries, missing, answers); err != nil {
 			return nil, err
 		}
 	}
@@ -501,9 +397,11 @@ func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...
 	var perms []Permission
 	var firstCause error
 	seen := make(map[pair]struct{})
-	for _, as := range answers {
-		for _, d := range as {
-			firstCause = cmpOr(firstCause, d.Cause)
+	for _, ds := range answers {
+		for _, d := range ds {
+			if firstCause == nil {
+				firstCause = d.Cause
+			}
 			p := pair{resource: d.Resource, scope: d.Scope}
 			if _, dup := seen[p]; dup || !d.Allowed() {
 				continue
@@ -515,56 +413,31 @@ func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...
 	return perms, firstCause
 }
 
-// exchange sends one POST to the gateway, passing the circuit breaker and
-// reporting the outcome to it, and returns the body of a 200 answer. Other
-// outcomes are errors that serve as fail-closed Causes: ErrCircuitOpen,
-// ErrUnavailable for transport failures and timeouts, and *ResponseError
-// for other statuses and over-long bodies.
-func (c *Client) exchange(ctx context.Context, cred credential, url string, body []byte) ([]byte, error) {
-	ok, probe := c.breaker.allow()
-	if !ok {
-		return nil, ErrCircuitOpen
+// listMissing asks the gateway for queries[i] of every i in missing and
+// sets answers[i].
+func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, missing []int, answers [][]Decision) error {
+	ctx, cancel := c.bound(ctx, cl)
+	defer cancel()
+	asked := make([]pair, len(missing))
+	for k, i := range missing {
+		asked[k] = queries[i]
 	}
-	data, o, err := c.send(ctx, cred, url, body)
-	c.breaker.done(probe, o)
-	return data, err
-}
-
-func (c *Client) send(ctx context.Context, cred credential, url string, body []byte) ([]byte, outcome, error) {
-	req, err := newPost(withCallState(ctx, &callState{cred: cred}), url, body)
+	outs, err := c.ask(ctx, cl, asked)
 	if err != nil {
-		return nil, outcomeNeutral, err
+		_ = c.settle(ctx, cl, nil, err)
+		c.failClosed.Add(uint64(len(missing)))
+		return err
 	}
-	// Boxing the log line's values costs allocations even when the logger
-	// discards it, so they are made only for a logger that wants them.
-	debug := c.logger.Enabled(ctx, slog.LevelDebug)
-	var start time.Time
-	if debug {
-		start = time.Now()
-	}
-	resp, err := c.transport.RoundTrip(req)
-	if err != nil {
-		var credErr *credentialError
-		if errors.As(err, &credErr) {
-			return nil, outcomeNeutral, credErr
+	var all []Decision
+	for k, i := range missing {
+		q, o := asked[k], outs[k]
+		switch {
+		case !q.wildcard() || o.err != nil:
+			answers[i] = []Decision{o.decide(q)}
+		default:
+			answers[i] = o.ans.covered(q)
 		}
-		c.logger.Debug("pep: gateway request failed", "url", url, "error", err.Error())
-		return nil, outcomeFailure, unavailable(err)
+		all = append(all, answers[i]...)
 	}
-	defer resp.Body.Close()
-	data, err := readBody(resp.Body, resp.ContentLength)
-	if debug {
-		c.logger.Debug("pep: gateway answered", "url", url, "status", resp.StatusCode, "duration", time.Since(start))
-	}
-	if err != nil {
-		return nil, outcomeFailure, unavailable(fmt.Errorf("reading the answer: %w", err))
-	}
-	if resp.StatusCode != http.StatusOK {
-		re := responseError(resp, data, cred.ident().token)
-		if resp.StatusCode >= 500 {
-			return nil, outcomeFailure, re
-		}
-		return nil, outcomeSuccess, re
-	}
-	return data, outcomeSuccess, nil
+	return c.settle(ctx, cl, all, nil)
 }

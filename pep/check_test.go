@@ -102,9 +102,12 @@ func TestCheckInputErrors(t *testing.T) {
 	tests := []struct {
 		name            string
 		resource, scope string
+		wantErr         string
 	}{
-		{"empty resource", "", "read"},
-		{"empty scope", "orders", ""},
+		{"empty resource", "", "read", "pep: invalid argument: a check needs a resource and a scope"},
+		{"empty scope", "orders", "", "pep: invalid argument: a check needs a resource and a scope"},
+		{"wildcard resource", "*", "read", `pep: invalid argument: the resource "*" stands for every resource; only ListGranted may ask for it`},
+		{"wildcard resource, unknown scope", "*", "no-such-scope", `pep: invalid argument: the resource "*" stands for every resource; only ListGranted may ask for it`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +116,9 @@ func TestCheckInputErrors(t *testing.T) {
 			c := g.newClient(t)
 			c.SetToken(aliceToken)
 			d, err := c.Check(t.Context(), tt.resource, tt.scope)
-			require.EqualError(t, err, "pep: Check needs a resource and a scope")
+			require.EqualError(t, err, tt.wantErr)
+			require.ErrorIs(t, err, pep.ErrInvalidArgument)
+			require.ErrorIs(t, d.Cause, pep.ErrInvalidArgument)
 			assert.False(t, d.Allowed())
 			assert.Equal(t, pep.Deny, d.Status)
 			assert.Equal(t, 0, g.count(), "a caller mistake sends nothing")

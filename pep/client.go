@@ -1,16 +1,16 @@
 package pep
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/singleflight"
 
 	"github.com/orgauthz/orgauthz/events"
 )
@@ -28,14 +28,16 @@ type Client struct {
 	batchSize int
 	cache     *decisionCache
 	breaker   *breaker
-	flights   singleflight.Group
+	flights   flights
 	logger    *slog.Logger
 	emitter   *events.Emitter
 	now       func() time.Time
 
-	flightWait func() // test seam: a caller is about to wait on a flight
-
-	token atomic.Pointer[tokenState]
+	// token is the client's current token, read without a lock by every
+	// call. tokenMu orders its changes and the events that report them, so
+	// that subscribers see the events in the order of the changes.
+	token   atomic.Pointer[tokenState]
+	tokenMu sync.Mutex
 
 	calls, sent, retries, coalesced, failClosed atomic.Uint64
 }
@@ -82,13 +84,13 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{
-		realm:      realm,
-		clientID:   clientID,
-		timeout:    cfg.timeout,
-		batchSize:  cfg.batchSize,
-		logger:     logger,
-		now:        cfg.now,
-		flightWait: cfg.flightWait,
+		realm:     realm,
+		clientID:  clientID,
+		timeout:   cfg.timeout,
+		batchSize: cfg.batchSize,
+		logger:    logger,
+		now:       cfg.now,
+		flights:   flights{waitHook: cfg.flightWait},
 	}
 	prefix := base + "/realms/" + url.PathEscape(realm) + "/authorization-decision-provider"
 	c.authorizeURL = prefix + "/authorize"
@@ -96,7 +98,7 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 	c.transport = newTransport(&cfg, &c.sent, &c.retries, logger)
 
 	var err error
-	if c.cache, err = newDecisionCache(cfg.cacheSize, cfg.grantTTL, cfg.denyTTL, cacheClock); err != nil {
+	if c.cache, err = newDecisionCache(cfg.cacheSize, cfg.cacheBytes, cfg.grantTTL, cfg.denyTTL, cacheClock); err != nil {
 		return nil, fmt.Errorf("pep: WithCache: %w", err)
 	}
 	c.breaker = newBreaker(cfg.breakerFailures, cfg.breakerCoolDown, cfg.now, func(from, to BreakerState) {
@@ -146,36 +148,52 @@ func (c *Client) SetToken(token string) {
 }
 
 func (c *Client) setCredential(cred credential) {
+	c.tokenMu.Lock()
 	old := c.token.Swap(newTokenState(cred))
+	c.enqueue(events.TokenSet, cred.ident().scheme, nil)
+	c.tokenMu.Unlock()
 	if old != nil {
 		c.cache.purge(old.id)
 	}
-	c.emit(events.TokenSet, cred.ident().scheme, nil)
+	c.emitter.Deliver(context.Background())
 }
 
 // ClearToken removes the client's token, purges its cached decisions and
 // emits tokenCleared. Later calls without a per-call token fail with
 // ErrNoToken. It does nothing, and emits nothing, when there is no token.
 func (c *Client) ClearToken() {
+	c.tokenMu.Lock()
 	old := c.token.Swap(nil)
+	if old != nil {
+		c.enqueue(events.TokenCleared, old.id.scheme, nil)
+	}
+	c.tokenMu.Unlock()
 	if old == nil {
 		return
 	}
 	c.cache.purge(old.id)
-	c.emit(events.TokenCleared, old.id.scheme, nil)
+	c.emitter.Deliver(context.Background())
 }
 
 // Subscribe adds h to the handlers of the client's token lifecycle events
 // (tokenSet, tokenExpired, tokenCleared) and returns a function that removes
-// it. Handlers run synchronously, in subscription order, on the goroutine
-// that caused the event, with no client lock held: a tokenExpired handler
-// may call SetToken. A panicking handler is recovered and logged at Error.
+// it. Events are delivered one at a time, in the order the token changed,
+// to every handler in subscription order, with no client lock held: a
+// tokenExpired handler may call SetToken (its tokenSet is delivered after
+// the tokenExpired has reached every handler). SetToken, SetDPoPToken and
+// ClearToken return once their event is delivered, unless a delivery is
+// already under way, which then delivers it. A call that caused
+// tokenExpired waits for its delivery only until the call's deadline; a
+// slower handler finishes on its own goroutine. A panicking handler is
+// recovered and logged at Error.
 func (c *Client) Subscribe(h events.Handler) (unsubscribe func()) {
 	return c.emitter.Subscribe(h)
 }
 
-func (c *Client) emit(kind events.Kind, s scheme, err error) {
-	c.emitter.Emit(events.Event{Kind: kind, Time: c.now(), TokenType: s.String(), Err: err})
+// enqueue queues an event for delivery; c.tokenMu must be held, so that
+// events are queued in the order of the token changes they report.
+func (c *Client) enqueue(kind events.Kind, s scheme, err error) {
+	c.emitter.Enqueue(events.Event{Kind: kind, Time: c.now(), TokenType: s.String(), Err: err})
 }
 
 // Stats is a snapshot of a client's counters. Counters only grow.
@@ -197,6 +215,9 @@ type Stats struct {
 	CacheEvictions uint64
 	// CacheEntries is the number of decisions cached now.
 	CacheEntries int
+	// CacheBytes is what the cached decisions count against the cache's
+	// byte bound (WithCacheMaxBytes).
+	CacheBytes int64
 	// FailClosed counts decisions the client denied itself (those with a
 	// non-nil Cause) instead of reporting a gateway answer.
 	FailClosed uint64
@@ -207,7 +228,7 @@ type Stats struct {
 // Stats returns the client's counters. It is cheap and safe to call at any
 // time.
 func (c *Client) Stats() Stats {
-	cs, n := c.cache.stats()
+	cs, n, bytes := c.cache.stats()
 	return Stats{
 		Calls:           c.calls.Load(),
 		GatewayRequests: c.sent.Load(),
@@ -217,6 +238,7 @@ func (c *Client) Stats() Stats {
 		CacheMisses:     cs.Misses,
 		CacheEvictions:  cs.Evictions,
 		CacheEntries:    n,
+		CacheBytes:      bytes,
 		FailClosed:      c.failClosed.Load(),
 		Breaker:         c.breaker.current(),
 	}

@@ -3,7 +3,6 @@ package pep
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 )
 
 // scheme is the HTTP authorization scheme a token is sent with.
@@ -65,9 +64,10 @@ func (b *bearer) authorize(r *http.Request, _ string) error {
 type tokenState struct {
 	cred credential
 	id   tokenIdent
-	// expired is set by the first 401 for this token: it makes tokenExpired
-	// fire once, however many calls the gateway refuses.
-	expired atomic.Bool
+	// expired is set, under the client's tokenMu, by the first 401 for
+	// this token: it makes tokenExpired fire once, however many calls the
+	// gateway refuses.
+	expired bool
 }
 
 func newTokenState(cred credential) *tokenState {

@@ -109,21 +109,79 @@ func nonceChallenge(resp *http.Response) string {
 		return ""
 	}
 	for _, v := range resp.Header.Values("WWW-Authenticate") {
-		if isNonceChallenge(v) {
+		if dpopChallengeError(v) == "use_dpop_nonce" {
 			return nonce
 		}
 	}
 	return ""
 }
 
-// isNonceChallenge reports whether a WWW-Authenticate value holds a DPoP
-// challenge whose error is use_dpop_nonce.
-func isNonceChallenge(challenge string) bool {
-	lower := strings.ToLower(challenge)
-	i := strings.Index(lower, "dpop")
-	if i < 0 {
-		return false
+// dpopChallengeError returns the error parameter of the DPoP challenge in a
+// WWW-Authenticate value (RFC 9449 section 7.1), or "" when there is none.
+// The value may hold several challenges (Bearer and DPoP, say), each with
+// parameters whose values are tokens or quoted strings.
+func dpopChallengeError(header string) string {
+	scheme, rest := "", header
+	for {
+		rest = strings.TrimLeft(rest, " \t,")
+		if rest == "" {
+			return ""
+		}
+		n := tokenLen(rest)
+		if n == 0 { // not a token: skip one character
+			rest = rest[1:]
+			continue
+		}
+		name := rest[:n]
+		rest = strings.TrimLeft(rest[n:], " \t")
+		afterEquals := strings.TrimLeft(rest, "=")
+		if afterEquals == rest { // a name without "=" is a scheme
+			scheme = strings.ToLower(name)
+			continue
+		}
+		if t := strings.TrimLeft(afterEquals, " \t"); t == "" || t[0] == ',' {
+			rest = afterEquals // a token68 such as "abc==": no parameter
+			continue
+		}
+		var value string
+		value, rest = paramValue(strings.TrimLeft(rest[1:], " \t"))
+		if scheme == "dpop" && strings.EqualFold(name, "error") {
+			return value
+		}
 	}
-	rest := lower[i:]
-	return strings.Contains(rest, `error="use_dpop_nonce"`) || strings.Contains(rest, "error=use_dpop_nonce")
+}
+
+// tokenLen returns the length of the RFC 9110 token at the start of s.
+func tokenLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// paramValue reads a token or quoted-string parameter value at the start of
+// s and returns it with the rest of s.
+func paramValue(s string) (value, rest string) {
+	if !strings.HasPrefix(s, `"`) {
+		n := tokenLen(s)
+		return s[:n], s[n:]
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+			}
+		case '"':
+			return b.String(), s[i+1:]
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String(), ""
 }

@@ -9,9 +9,23 @@ import (
 
 var (
 	// ErrUnauthorized is matched (with errors.Is) by the *ResponseError of a
-	// gateway 401: the token was refused. The client emits tokenExpired and
-	// purges the token's cached decisions when it sees one.
+	// gateway 401: the token was refused. The client purges the token's
+	// cached decisions and, for its own current token, emits tokenExpired.
+	// A 401 that blames the DPoP proof rather than the token matches
+	// [ErrProofRejected] instead.
 	ErrUnauthorized = errors.New("pep: unauthorized")
+
+	// ErrProofRejected is matched by the *ResponseError of a gateway 401
+	// whose DPoP challenge says error="invalid_dpop_proof": the proof, not
+	// the token, was refused (a clock out of step, say). The token stays:
+	// nothing is purged and no event is emitted.
+	ErrProofRejected = errors.New("pep: DPoP proof rejected")
+
+	// ErrInvalidArgument is matched by the error of a call the client
+	// refuses to send because the call itself is malformed: an empty
+	// resource or scope, the wildcard resource "*" outside ListGranted, no
+	// resources at all. The decisions are DENY and nothing is sent.
+	ErrInvalidArgument = errors.New("pep: invalid argument")
 
 	// ErrNoToken is returned, without any request being sent, when a call
 	// has no usable token: neither the client's (SetToken) nor a per-call
@@ -47,10 +61,12 @@ func (e *chainedError) Unwrap() error { return e.parent }
 // ResponseError describes a gateway answer the client could not take as a
 // decision: any status other than 200, or a 200 whose body was unusable (Err
 // then wraps [ErrMalformedResponse]). Inspect it with errors.As; errors.Is
-// matches [ErrUnauthorized] for a 401 and [ErrUnavailable] for a 5xx.
+// matches [ErrUnauthorized] for a 401 (or [ErrProofRejected] when the 401
+// blames the DPoP proof) and [ErrUnavailable] for a 5xx.
 //
-// The text fields come from the gateway, are cut to a few hundred bytes, and
-// have the request's token removed should the gateway have echoed it.
+// The text fields come from the gateway and are cut to a few hundred bytes;
+// a field that held any part of the request's token, in any escaping, is
+// withheld as a whole.
 type ResponseError struct {
 	// StatusCode is the HTTP status of the answer.
 	StatusCode int
@@ -89,32 +105,25 @@ func (e *ResponseError) Error() string {
 	return b.String()
 }
 
-// Is reports whether the answer matches target: ErrUnauthorized for a 401,
-// ErrUnavailable for a 5xx.
+// Is reports whether the answer matches target: ErrUnauthorized for a 401
+// that refuses the token, ErrProofRejected for a 401 that refuses the DPoP
+// proof, ErrUnavailable for a 5xx.
 func (e *ResponseError) Is(target error) bool {
 	switch target {
 	case ErrUnauthorized:
-		return e.StatusCode == http.StatusUnauthorized
+		return e.StatusCode == http.StatusUnauthorized && !e.proofRejected()
+	case ErrProofRejected:
+		return e.StatusCode == http.StatusUnauthorized && e.proofRejected()
 	case ErrUnavailable:
 		return e.StatusCode >= 500 && e.StatusCode <= 599
 	}
 	return false
 }
 
+// proofRejected reports whether the answer's DPoP challenge blames the proof.
+func (e *ResponseError) proofRejected() bool {
+	return dpopChallengeError(e.Challenge) == "invalid_dpop_proof"
+}
+
 // Unwrap returns Err.
 func (e *ResponseError) Unwrap() error { return e.Err }
-
-// maxErrorText bounds each text field copied from a gateway answer.
-const maxErrorText = 512
-
-// sanitize prepares text from the gateway for an error: the token is removed
-// and the length bounded.
-func sanitize(s, token string) string {
-	if token != "" && strings.Contains(s, token) {
-		s = strings.ReplaceAll(s, token, "[redacted]")
-	}
-	if len(s) > maxErrorText {
-		s = strings.ToValidUTF8(s[:maxErrorText], "") + "..."
-	}
-	return s
-}

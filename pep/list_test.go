@@ -153,7 +153,8 @@ func TestListGrantedFailures(t *testing.T) {
 		c := g.newClient(t)
 		c.SetToken(aliceToken)
 		_, err := c.ListGranted(t.Context(), []pep.Resource{{Scopes: []string{"read"}}})
-		require.EqualError(t, err, "pep: resource 0 has no name")
+		require.EqualError(t, err, "pep: invalid argument: resource 0 has no name")
+		require.ErrorIs(t, err, pep.ErrInvalidArgument)
 		assert.Equal(t, 0, g.count())
 	})
 }

@@ -17,6 +17,7 @@ const (
 	DefaultRetryMinWait    = 25 * time.Millisecond
 	DefaultRetryMaxWait    = 400 * time.Millisecond
 	DefaultCacheSize       = 10_000
+	DefaultCacheMaxBytes   = 32 << 20
 	DefaultGrantTTL        = 30 * time.Second
 	DefaultDenyTTL         = 10 * time.Second
 	DefaultBatchSize       = 100
@@ -44,6 +45,7 @@ type config struct {
 	timeout time.Duration
 
 	cacheSize         int
+	cacheBytes        int64
 	grantTTL, denyTTL time.Duration
 
 	batchSize int
@@ -70,6 +72,7 @@ func defaultConfig() config {
 		retryMaxWait:    DefaultRetryMaxWait,
 		timeout:         DefaultTimeout,
 		cacheSize:       DefaultCacheSize,
+		cacheBytes:      DefaultCacheMaxBytes,
 		grantTTL:        DefaultGrantTTL,
 		denyTTL:         DefaultDenyTTL,
 		batchSize:       DefaultBatchSize,
@@ -79,9 +82,11 @@ func defaultConfig() config {
 }
 
 // WithHTTPClient makes the client send its requests with a copy of hc: its
-// Transport (nil means http.DefaultTransport), Timeout (per attempt) and Jar
-// are used; its CheckRedirect is replaced in the copy, because the client
-// never follows redirects. hc itself is never modified. A nil hc is an error.
+// Transport (nil means http.DefaultTransport) and Timeout (per attempt) are
+// used. Its Jar is not: cookies are never stored or sent, so that one
+// caller's gateway cookie cannot ride along with another caller's request.
+// Its CheckRedirect is replaced in the copy, because the client never
+// follows redirects. hc itself is never modified. A nil hc is an error.
 func WithHTTPClient(hc *http.Client) Option {
 	return optionFunc(func(c *config) {
 		if hc == nil {
@@ -121,6 +126,18 @@ func WithCache(size int, grantTTL, denyTTL time.Duration) Option {
 	return optionFunc(func(c *config) {
 		c.cacheSize, c.grantTTL, c.denyTTL = size, grantTTL, denyTTL
 	})
+}
+
+// WithCacheMaxBytes bounds the memory of the decision cache to about n
+// bytes, besides its entry count (WithCache). Each entry counts its key and
+// value: the token, resource, scope and request context, plus a fixed
+// overhead of a few hundred bytes. No caller chooses what one entry costs:
+// a request context longer than 512 bytes is kept as its 32-byte SHA-256
+// digest, and tokens longer than 8 KiB and pairs whose resource and scope
+// exceed 512 bytes are never cached (each such call asks the gateway).
+// Default 32 MiB. n must be positive.
+func WithCacheMaxBytes(n int64) Option {
+	return optionFunc(func(c *config) { c.cacheBytes = n })
 }
 
 // WithBatchSize sets how many resource-scope pairs go into one gateway
@@ -186,6 +203,9 @@ func (c *config) validate() error {
 	}
 	if c.cacheSize < 0 {
 		add("pep: WithCache: size must be 0 (no cache) or more, got %d", c.cacheSize)
+	}
+	if c.cacheBytes <= 0 {
+		add("pep: WithCacheMaxBytes: the byte bound must be positive, got %d", c.cacheBytes)
 	}
 	if c.grantTTL < 0 || c.denyTTL < 0 {
 		add("pep: WithCache: TTLs must not be negative, got grant %v and deny %v", c.grantTTL, c.denyTTL)

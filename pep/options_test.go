@@ -187,5 +187,6 @@ func TestMalformedAnswerErrorText(t *testing.T) {
 	c.SetToken(aliceToken)
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
-	assert.Equal(t, `pep: gateway answered 200 OK: malformed gateway response: pair "orders"/"read" is missing`, d.Cause.Error())
+	assert.Equal(t, `pep: gateway answered 200 OK: malformed gateway response: the answer does not list the pair`, d.Cause.Error(),
+		"the text names no resource: a caller may choose one that holds its token")
 }

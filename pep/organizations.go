@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 )
@@ -33,27 +32,14 @@ type wireOrganizationsRequest struct {
 	ClientID string `json:"clientId"`
 }
 
-type wireOrganizationsResponse struct {
-	Status       *bool `json:"status"`
-	Organization *struct {
-		UserID  string `json:"userId"`
-		Tenants []struct {
-			TenantID    string `json:"tenantId"`
-			TenantName  string `json:"tenantName"`
-			Departments []struct {
-				DepartmentID   string `json:"departmentId"`
-				DepartmentName string `json:"departmentName"`
-			} `json:"departments"`
-		} `json:"tenants"`
-	} `json:"organization"`
-}
-
 // Organizations returns the organization context of the token's subject.
 // There is no decision to deny, so it does not fail closed: every failure is
 // an error. Transport failures, timeouts and an open breaker match
 // ErrUnavailable; other gateway answers are a *ResponseError (a 401 matches
-// ErrUnauthorized and is handled as in Check); a missing token is
-// ErrNoToken. It uses neither the cache nor coalescing.
+// ErrUnauthorized and is handled as in Check); an answer that is not read
+// completely and strictly (see the package documentation) wraps
+// ErrMalformedResponse; a missing token is ErrNoToken. It uses neither the
+// cache nor coalescing.
 func (c *Client) Organizations(ctx context.Context) (OrganizationContext, error) {
 	c.calls.Add(1)
 	var cl call
@@ -64,46 +50,122 @@ func (c *Client) Organizations(ctx context.Context) (OrganizationContext, error)
 	if err != nil {
 		return OrganizationContext{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	ctx, cancel := c.bound(ctx, &cl)
 	defer cancel()
 	body, err := json.Marshal(wireOrganizationsRequest{ClientID: c.clientID})
 	if err != nil {
 		return OrganizationContext{}, fmt.Errorf("pep: encoding the request: %w", err)
 	}
-	data, err := c.exchange(ctx, cred, c.organizationsURL, body)
+	data, err := c.exchange(ctx, &cl, cred, c.organizationsURL, body)
 	if err != nil {
-		var refusal *ResponseError
-		if asRefusal(err, &refusal) {
-			c.refused(&cl, refusal)
-		}
+		c.refused(ctx, &cl, err)
 		return OrganizationContext{}, err
 	}
-	return parseOrganizations(data)
+	return decodeOrganizations(data)
 }
 
-func parseOrganizations(data []byte) (OrganizationContext, error) {
-	if len(data) > maxBody {
-		return OrganizationContext{}, malformed("the body exceeds %d bytes", maxBody)
-	}
-	var w wireOrganizationsResponse
-	if err := json.Unmarshal(data, &w); err != nil {
-		return OrganizationContext{}, malformed("the body does not parse: %v", err)
+// The members of a get-organizations answer the client reads, per object.
+var (
+	organizationsMembers = []string{"status", "organization"}
+	organizationMembers  = []string{"userId", "tenants"}
+	tenantMembers        = []string{"tenantId", "tenantName", "departments"}
+	departmentMembers    = []string{"departmentId", "departmentName"}
+)
+
+// decodeOrganizations reads a get-organizations answer as strictly as an
+// authorize answer (see strictjson.go). status must be true; userId and
+// every tenantId and departmentId must be present and not empty; names and
+// departments may be left out.
+func decodeOrganizations(data []byte) (OrganizationContext, error) {
+	r := newReader(data)
+	var oc OrganizationContext
+	var status, sawStatus, sawOrganization bool
+	err := r.object(organizationsMembers, func(i int) error {
+		var err error
+		if i == 0 {
+			sawStatus = true
+			status, err = r.boolean()
+			return err
+		}
+		sawOrganization = true
+		oc, err = r.organization()
+		return err
+	})
+	if err == nil {
+		err = r.end()
 	}
 	switch {
-	case w.Status == nil || w.Organization == nil:
-		return OrganizationContext{}, malformed("status or organization is missing")
-	case !*w.Status:
+	case err != nil:
+		return OrganizationContext{}, malformed("the body is not a valid answer: %s", jsonProblem(err))
+	case !sawStatus || !sawOrganization:
+		return OrganizationContext{}, malformed("the answer lacks status or organization")
+	case !status:
 		return OrganizationContext{}, malformed("the gateway reported status false")
 	}
-	oc := OrganizationContext{UserID: w.Organization.UserID, Tenants: []Tenant{}}
-	for _, t := range w.Organization.Tenants {
-		tenant := Tenant{ID: t.TenantID, Name: t.TenantName, Departments: []Department{}}
-		for _, d := range t.Departments {
-			tenant.Departments = append(tenant.Departments, Department{ID: d.DepartmentID, Name: d.DepartmentName})
-		}
-		oc.Tenants = append(oc.Tenants, tenant)
-	}
 	return oc, nil
+}
+
+func (r *reader) organization() (OrganizationContext, error) {
+	oc := OrganizationContext{Tenants: []Tenant{}}
+	var sawTenants bool
+	err := r.object(organizationMembers, func(i int) error {
+		var err error
+		if i == 0 {
+			oc.UserID, err = r.str()
+			return err
+		}
+		sawTenants = true
+		return r.array(func() error {
+			t, err := r.tenant()
+			oc.Tenants = append(oc.Tenants, t)
+			return err
+		})
+	})
+	if err == nil && (oc.UserID == "" || !sawTenants) {
+		err = errMissingMember
+	}
+	return oc, err
+}
+
+func (r *reader) tenant() (Tenant, error) {
+	t := Tenant{Departments: []Department{}}
+	err := r.object(tenantMembers, func(i int) error {
+		var err error
+		switch i {
+		case 0:
+			t.ID, err = r.str()
+		case 1:
+			t.Name, err = r.str()
+		default:
+			err = r.array(func() error {
+				d, err := r.department()
+				t.Departments = append(t.Departments, d)
+				return err
+			})
+		}
+		return err
+	})
+	if err == nil && t.ID == "" {
+		err = errMissingMember
+	}
+	return t, err
+}
+
+func (r *reader) department() (Department, error) {
+	var d Department
+	err := r.object(departmentMembers, func(i int) error {
+		var err error
+		if i == 0 {
+			d.ID, err = r.str()
+		} else {
+			d.Name, err = r.str()
+		}
+		return err
+	})
+	if err == nil && d.ID == "" {
+		err = errMissingMember
+	}
+	return d, err
 }
 
 // newPost makes a JSON POST whose body can be replayed for retries.
@@ -115,9 +177,4 @@ func newPost(ctx context.Context, url string, body []byte) (*http.Request, error
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	return req, nil
-}
-
-// asRefusal reports whether err is a 401 answer and sets *target to it.
-func asRefusal(err error, target **ResponseError) bool {
-	return errors.As(err, target) && (*target).StatusCode == http.StatusUnauthorized
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -36,6 +35,7 @@ func newTransport(cfg *config, sent, retries *atomic.Uint64, logger *slog.Logger
 	}
 	hc.Transport = &tokenTransport{base: base, sent: sent, nonces: &nonceStore{}}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hc.Jar = nil // cookies would carry one caller's session into another's request
 	return &retryTransport{
 		client:  &hc,
 		max:     cfg.retryMax,
@@ -180,9 +180,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Keep the last response instead of retryablehttp's "giving up"
 		// error, so that a final 503 is reported as a 503.
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
-	}
-	if t.logs(req.Context()) {
-		a.rc.Logger = t.logger // *slog.Logger is a retryablehttp.LeveledLogger; never stderr
+		// No Logger: retryablehttp would print transport errors verbatim,
+		// and their text can quote what the gateway sent. checkRetry logs
+		// each retry in words of its own.
 	}
 	resp, err := a.rc.Do(rreq)
 	if err != nil && resp != nil {
@@ -190,16 +190,6 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp = nil
 	}
 	return resp, err
-}
-
-// logs reports whether the client's logger would print anything
-// retryablehttp says (at Debug or Error). When it would not, retryablehttp
-// gets no logger at all, which keeps it silent (only its NewClient installs
-// a stderr logger) and spares every request the log arguments it builds
-// before a logger can refuse them: a copy of the URL, its string and boxed
-// values.
-func (t *retryTransport) logs(ctx context.Context) bool {
-	return t.logger.Enabled(ctx, slog.LevelDebug) || t.logger.Enabled(ctx, slog.LevelError)
 }
 
 // checkRetry is the request's retryablehttp.CheckRetry: it decides whether
@@ -221,6 +211,13 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 	a.retried++
 	a.wait = w
 	t.retries.Add(1)
+	if t.logger.Enabled(ctx, slog.LevelDebug) {
+		why := "the gateway answered " + strconv.Itoa(statusOf(resp))
+		if err != nil {
+			why = unavailable(err).Error()
+		}
+		t.logger.Debug("pep: retrying", "retry", a.retried, "wait", w, "reason", why)
+	}
 	return true, nil
 }
 
@@ -318,7 +315,9 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return max(when.Sub(now), 0), true
 }
 
-// unavailable wraps a transport or context failure as a fail-closed Cause.
-func unavailable(err error) error {
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+func statusOf(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
 }

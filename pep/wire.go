@@ -1,9 +1,7 @@
 package pep
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,17 +31,6 @@ type wireAttributes struct {
 	Path    string `json:"path,omitempty"`
 	Headers string `json:"headers,omitempty"`
 	Body    string `json:"body,omitempty"`
-}
-
-type wireAuthorizeResponse struct {
-	Status      string           `json:"status"`
-	Permissions []wirePermission `json:"permissions"`
-}
-
-type wirePermission struct {
-	Resource string `json:"resource"`
-	Scope    string `json:"scope"`
-	Status   string `json:"status"`
 }
 
 type wireErrorBody struct {
@@ -166,15 +153,16 @@ func readBody(r io.Reader, declared int64) ([]byte, error) {
 	}
 }
 
-// responseError turns a non-200 answer into a *ResponseError.
+// responseError turns a non-200 answer into a *ResponseError whose texts
+// hold nothing of the token (redact).
 func responseError(resp *http.Response, body []byte, token string) *ResponseError {
 	var eb wireErrorBody
 	_ = json.Unmarshal(body, &eb) // best effort: the status says enough
 	e := &ResponseError{
 		StatusCode: resp.StatusCode,
-		ErrorName:  sanitize(eb.Error, token),
-		Message:    sanitize(eb.Message, token),
-		Challenge:  sanitize(resp.Header.Get("WWW-Authenticate"), token),
+		ErrorName:  redact(eb.Error, token),
+		Message:    redact(eb.Message, token),
+		Challenge:  redact(strings.Join(resp.Header.Values("WWW-Authenticate"), ", "), token),
 	}
 	if e.Message == "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		e.Message = "redirects are not followed"
@@ -183,356 +171,13 @@ func responseError(resp *http.Response, body []byte, token string) *ResponseErro
 }
 
 // malformed is the Cause of a pair (or a chunk) whose 200 answer was
-// unusable.
+// unusable. Its arguments are the client's own words and numbers, never
+// text from the answer.
 func malformed(format string, args ...any) *ResponseError {
 	return &ResponseError{
 		StatusCode: http.StatusOK,
 		Err:        fmt.Errorf("%w: "+format, append([]any{ErrMalformedResponse}, args...)...),
 	}
-}
-
-// matchAnswers parses a 200 authorize body and answers every pair of the
-// chunk: exactly one decision for a specific pair (with a Cause when the
-// pair is missing or came back with conflicting statuses), and the pairs the
-// gateway listed for a wildcard pair. Pairs nobody asked for are ignored. An
-// error means the whole body is unusable.
-func matchAnswers(pairs []pair, body []byte, token string) ([][]Decision, error) {
-	if len(body) > maxBody {
-		return nil, malformed("the body exceeds %d bytes", maxBody)
-	}
-	var w wireAuthorizeResponse
-	if err := decodeAuthorize(body, &w); err != nil {
-		return nil, malformed("the body does not parse: %v", err)
-	}
-	if _, ok := parseStatus(w.Status); !ok {
-		return nil, malformed("unknown status %q", sanitize(w.Status, token))
-	}
-
-	// seen is what the body said about one pair; the zero value is a pair
-	// asked for but not (yet) listed.
-	type seen struct {
-		status   Status
-		listed   bool
-		conflict bool
-	}
-	exact := make(map[pair]seen, len(pairs))
-	var wildcards []int
-	for i, p := range pairs {
-		if p.wildcard() {
-			wildcards = append(wildcards, i)
-		} else {
-			exact[p] = seen{}
-		}
-	}
-	var (
-		listed []map[pair]seen // per wildcard pair
-		order  [][]pair        // listing order per wildcard pair
-	)
-	if len(wildcards) > 0 {
-		listed = make([]map[pair]seen, len(pairs))
-		order = make([][]pair, len(pairs))
-	}
-	note := func(m map[pair]seen, p pair, s Status) (isNew bool) {
-		if prev := m[p]; prev.listed {
-			prev.conflict = prev.conflict || prev.status != s
-			m[p] = prev
-			return false
-		}
-		m[p] = seen{status: s, listed: true}
-		return true
-	}
-	for _, wp := range w.Permissions {
-		s, ok := parseStatus(wp.Status)
-		if !ok {
-			return nil, malformed("unknown status %q for a pair", sanitize(wp.Status, token))
-		}
-		p := pair{resource: wp.Resource, scope: wp.Scope}
-		if p.wildcard() {
-			continue // not a pair anybody can ask for
-		}
-		if _, asked := exact[p]; asked {
-			note(exact, p, s)
-		}
-		for _, i := range wildcards {
-			if pairs[i].covers(p) {
-				if listed[i] == nil {
-					listed[i] = map[pair]seen{}
-				}
-				if note(listed[i], p, s) {
-					order[i] = append(order[i], p)
-				}
-			}
-		}
-	}
-
-	decide := func(p pair, sn seen) Decision {
-		d := Decision{Resource: p.resource, Scope: p.scope}
-		switch {
-		case !sn.listed:
-			d.Cause = malformed("pair %q/%q is missing", p.resource, p.scope)
-		case sn.conflict:
-			d.Cause = malformed("pair %q/%q came back with different statuses", p.resource, p.scope)
-		default:
-			d.Status = sn.status
-		}
-		return d
-	}
-	answers := make([][]Decision, len(pairs))
-	single := make([]Decision, len(pairs)) // backs the one answer of each specific pair
-	for i, p := range pairs {
-		if !p.wildcard() {
-			single[i] = decide(p, exact[p])
-			answers[i] = single[i : i+1 : i+1]
-			continue
-		}
-		for _, lp := range order[i] {
-			answers[i] = append(answers[i], decide(lp, listed[i][lp]))
-		}
-	}
-	return answers, nil
-}
-
-// decodeAuthorize parses an authorize answer into w exactly as
-// json.Unmarshal does. A body of the shape gateways write, which is nearly
-// every body, is read directly, without reflection: a JSON object with the
-// members status and permissions (each at most once, spelt in lower case),
-// permissions an array of objects with the members resource, scope and
-// status, and every string printable ASCII without escapes. Any other body,
-// malformed ones included, goes to json.Unmarshal, whose reading of it (and
-// error) is the rule; a fuzz test holds the two to the same results.
-//
-// One reading is refused although json.Unmarshal accepts it: a body in which
-// a member that decides (status, permissions, resource, scope) is named twice
-// in one object, or spelt in another case (json.Unmarshal folds case and
-// keeps the last value; other parsers keep the first). Two readers could
-// take such a body for different answers, so it grants nothing.
-func decodeAuthorize(body []byte, w *wireAuthorizeResponse) error {
-	if (&scanner{b: body}).authorize(w) {
-		return nil // the scanner takes each member once, spelt exactly
-	}
-	*w = wireAuthorizeResponse{}
-	if err := json.Unmarshal(body, w); err != nil {
-		return err
-	}
-	return unambiguous(body)
-}
-
-// errAmbiguousMember reports a body that names a deciding member twice.
-var errAmbiguousMember = errors.New("a member is named twice or in another case")
-
-// decidingMembers are the members of an authorize answer that a decision
-// depends on.
-var decidingMembers = [...]string{"status", "permissions", "resource", "scope"}
-
-// unambiguous walks a well-formed body and reports errAmbiguousMember when an
-// object names a deciding member twice, counting names that differ only in
-// case (as json.Unmarshal matches them, bytes.EqualFold) as the same.
-func unambiguous(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	// One frame per open object or array; objects record the deciding
-	// members they named and whether the next token is a name.
-	type frame struct {
-		object, wantName bool
-		named            [len(decidingMembers)]bool
-	}
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		if top != nil && top.object && top.wantName {
-			if name, ok := tok.(string); ok {
-				for i, m := range decidingMembers {
-					if strings.EqualFold(name, m) {
-						if name != m || top.named[i] {
-							return errAmbiguousMember
-						}
-						top.named[i] = true
-					}
-				}
-				top.wantName = false
-				continue
-			}
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, frame{object: true, wantName: true})
-			continue
-		case json.Delim('['):
-			stack = append(stack, frame{})
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-		}
-		// A value ended: the enclosing object expects a name next.
-		if len(stack) > 0 && stack[len(stack)-1].object {
-			stack[len(stack)-1].wantName = true
-		}
-	}
-}
-
-// scanner reads the common shape of an authorize answer; its methods report
-// false for anything outside it.
-type scanner struct {
-	b []byte
-	i int
-}
-
-func (s *scanner) authorize(w *wireAuthorizeResponse) bool {
-	var sawStatus, sawPermissions bool
-	ok := s.object(func(key []byte) bool {
-		switch {
-		case string(key) == "status" && !sawStatus:
-			sawStatus = true
-			return s.status(&w.Status)
-		case string(key) == "permissions" && !sawPermissions:
-			sawPermissions = true
-			// Each permission is an object: the body's braces bound their number.
-			w.Permissions = make([]wirePermission, 0, bytes.Count(s.b[s.i:], []byte{'{'}))
-			return s.array(func() bool {
-				w.Permissions = append(w.Permissions, wirePermission{})
-				return s.permission(&w.Permissions[len(w.Permissions)-1])
-			})
-		}
-		return false
-	})
-	s.space()
-	return ok && s.i == len(s.b) // nothing but white space after the object
-}
-
-func (s *scanner) permission(p *wirePermission) bool {
-	var sawResource, sawScope, sawStatus bool
-	return s.object(func(key []byte) bool {
-		var v []byte
-		var ok bool
-		switch {
-		case string(key) == "resource" && !sawResource:
-			sawResource = true
-			v, ok = s.str()
-			p.Resource = string(v)
-		case string(key) == "scope" && !sawScope:
-			sawScope = true
-			v, ok = s.str()
-			p.Scope = string(v)
-		case string(key) == "status" && !sawStatus:
-			sawStatus = true
-			ok = s.status(&p.Status)
-		}
-		return ok
-	})
-}
-
-// object reads an object, calling member for each key once the colon is
-// read; member reads the value.
-func (s *scanner) object(member func(key []byte) bool) bool {
-	if !s.next('{') {
-		return false
-	}
-	if s.next('}') {
-		return true
-	}
-	for {
-		key, ok := s.str()
-		if !ok || !s.next(':') || !member(key) {
-			return false
-		}
-		if s.next('}') {
-			return true
-		}
-		if !s.next(',') {
-			return false
-		}
-	}
-}
-
-// array reads an array, calling elem to read each element.
-func (s *scanner) array(elem func() bool) bool {
-	if !s.next('[') {
-		return false
-	}
-	if s.next(']') {
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		if s.next(']') {
-			return true
-		}
-		if !s.next(',') {
-			return false
-		}
-	}
-}
-
-// status reads a string into *dst, without allocating for the three
-// statuses of the wire format.
-func (s *scanner) status(dst *string) bool {
-	v, ok := s.str()
-	switch string(v) {
-	case "GRANT":
-		*dst = "GRANT"
-	case "DENY":
-		*dst = "DENY"
-	case "ERROR":
-		*dst = "ERROR"
-	default:
-		*dst = string(v)
-	}
-	return ok
-}
-
-// str reads a string of printable ASCII without escapes and returns its
-// contents, which encoding/json would decode to the same bytes.
-func (s *scanner) str() ([]byte, bool) {
-	if !s.next('"') {
-		return nil, false
-	}
-	for start := s.i; s.i < len(s.b); s.i++ {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			s.i++
-			return s.b[start : s.i-1], true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// next skips white space and reads c if it comes next.
-func (s *scanner) next(c byte) bool {
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-func (s *scanner) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// covers reports whether the wildcard pair w asks for p.
-func (w pair) covers(p pair) bool {
-	return (w.resource == "*" || w.resource == p.resource) && (w.scope == "" || w.scope == p.scope)
 }
 
 // flightKey identifies identical requests for coalescing: scheme, the full

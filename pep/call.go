@@ -1,0 +1,70 @@
+package pep
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// call is what one public call carries on its way to the gateway.
+type call struct {
+	id    tokenIdent
+	state *tokenState // the client's token state; nil for a per-call token
+	// context is the canonical JSON of the request context (contextJSON);
+	// ctxKey and ctxDigest are its part of cache keys (see contextKey).
+	context   string
+	ctxKey    string
+	ctxDigest bool
+	noCache   bool
+	// ownDeadline is set when the call's deadline is the client's timeout
+	// rather than an earlier one of the caller's: only then does running
+	// out of time say something about the gateway (the breaker's concern).
+	ownDeadline bool
+}
+
+// newCall fills in cl for a call: its options and its token, the per-call
+// one from WithToken, else the client's. It does not allocate (without a
+// request context) and does not keep cl, which can stay on the stack.
+func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
+	*cl = call{context: noContext, ctxKey: noContext, noCache: cc.noCache}
+	if cc.reqCtx != nil {
+		cl.context = contextJSON(cc.reqCtx)
+		cl.ctxKey, cl.ctxDigest = contextKey(cl.context)
+	}
+	if v := ctx.Value(tokenKey{}); v != nil {
+		tok, _ := v.(string)
+		if tok == "" {
+			return fmt.Errorf("%w: WithToken was given an empty token", ErrNoToken)
+		}
+		cl.id = tokenIdent{scheme: schemeBearer, token: tok}
+		return nil
+	}
+	st := c.token.Load()
+	if st == nil {
+		return fmt.Errorf("%w: call SetToken or pass a token with WithToken", ErrNoToken)
+	}
+	cl.id, cl.state = st.id, st
+	return nil
+}
+
+// credential returns what attaches the call's token to a request.
+func (cl *call) credential() (credential, error) {
+	if !validToken(cl.id.token) {
+		return nil, fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
+	}
+	if cl.state == nil {
+		return newBearer(cl.id.token), nil
+	}
+	if err := cl.state.cred.usable(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoToken, err)
+	}
+	return cl.state.cred, nil
+}
+
+// bound returns ctx limited by the client's timeout, and records in cl
+// whether that timeout, not the caller's own deadline, is the call's.
+func (c *Client) bound(ctx context.Context, cl *call) (context.Context, context.CancelFunc) {
+	deadline, has := ctx.Deadline()
+	cl.ownDeadline = !has || time.Until(deadline) >= c.timeout
+	return context.WithTimeout(ctx, c.timeout)
+}

@@ -1,0 +1,81 @@
+package pep
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// exchange sends one POST to the gateway, passing the circuit breaker and
+// reporting the outcome to it, and returns the body of a 200 answer. Other
+// outcomes are errors that serve as fail-closed Causes: ErrCircuitOpen,
+// ErrUnavailable for transport failures and timeouts, and *ResponseError
+// for other statuses and over-long bodies. None of their texts holds
+// anything of the token.
+func (c *Client) exchange(ctx context.Context, cl *call, cred credential, url string, body []byte) ([]byte, error) {
+	ok, probe := c.breaker.allow()
+	if !ok {
+		return nil, ErrCircuitOpen
+	}
+	data, o, err := c.send(ctx, cl, cred, url, body)
+	c.breaker.done(probe, o)
+	return data, err
+}
+
+// send performs the request and says what its outcome tells about the
+// gateway's health (rule 11): transport failures, 502, 503 and 504 are
+// failures, and so is running out of the client's own timeout; a caller's
+// earlier deadline or cancellation, a credential that could not be
+// attached and a 429 say nothing; any other answer shows a working gateway.
+func (c *Client) send(ctx context.Context, cl *call, cred credential, url string, body []byte) ([]byte, outcome, error) {
+	req, err := newPost(withCallState(ctx, &callState{cred: cred}), url, body)
+	if err != nil {
+		return nil, outcomeNeutral, err
+	}
+	// Boxing the log line's values costs allocations even when the logger
+	// discards it, so they are made only for a logger that wants them.
+	debug := c.logger.Enabled(ctx, slog.LevelDebug)
+	var start time.Time
+	if debug {
+		start = time.Now()
+	}
+	resp, err := c.transport.RoundTrip(req)
+	if err != nil {
+		var credErr *credentialError
+		if errors.As(err, &credErr) {
+			return nil, outcomeNeutral, credErr
+		}
+		cause := unavailable(err)
+		c.logger.Debug("pep: gateway request failed", "url", url, "error", cause.Error())
+		if ctx.Err() != nil && !cl.ownDeadline {
+			return nil, outcomeNeutral, cause
+		}
+		return nil, outcomeFailure, cause
+	}
+	defer resp.Body.Close()
+	data, err := readBody(resp.Body, resp.ContentLength)
+	if debug {
+		c.logger.Debug("pep: gateway answered", "url", url, "status", resp.StatusCode, "duration", time.Since(start))
+	}
+	if err != nil {
+		cause := unavailable(err)
+		if ctx.Err() != nil && !cl.ownDeadline {
+			return nil, outcomeNeutral, cause
+		}
+		return nil, outcomeFailure, cause
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if len(data) > maxBody {
+			return nil, outcomeSuccess, malformed("the body exceeds %d bytes", maxBody)
+		}
+		return data, outcomeSuccess, nil
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return nil, outcomeFailure, responseError(resp, data, cred.ident().token)
+	case http.StatusTooManyRequests:
+		return nil, outcomeNeutral, responseError(resp, data, cred.ident().token)
+	}
+	return nil, outcomeSuccess, responseError(resp, data, cred.ident().token)
+}
