@@ -9,14 +9,31 @@
 // with DecisionFromContext. Otherwise the middleware answers in the
 // service's error shape, {"error": "...", "message": "..."}:
 //
-//   - no Bearer token: 401 with WWW-Authenticate, and no gateway call;
+//   - more than one Authorization header, or a path that is not in
+//     canonical form (dot segments, empty segments, encoded slashes: a
+//     path-prefix policy could read it otherwise than the router): 400, and
+//     no gateway call;
+//   - no Bearer token, or one the client cannot send (BearerToken says
+//     which): 401 with WWW-Authenticate, and no gateway call;
 //   - the gateway refused the token (pep.ErrUnauthorized): 401 with
 //     WWW-Authenticate;
-//   - any denial, a fail-closed one included: 403;
-//   - a misuse of the library (a RequireFunc that names no resource, or
-//     WithClientToken on a client that has no token): 500, and the handler
-//     does not run.
+//   - a resource the client refuses to check (empty, or the wildcard "*")
+//     or no scope, whatever the request made RequireFunc's function return:
+//     403, and no gateway call;
+//   - any denial, a fail-closed one included: 403; WithUnavailableHandler
+//     picks another answer (ServiceUnavailable: 503 with Retry-After) for a
+//     denial that came only from an outage;
+//   - WithClientToken on a client that has no token: 500, the service's own
+//     mistake.
 //
-// Middlewares are plain func(http.Handler) http.Handler values, so they
-// compose with any router or middleware chain.
+// Nothing a caller sends makes the middleware answer 500 or panic. Wiring
+// mistakes do panic, when the middleware is built rather than on the first
+// request: a nil Checker or function, no scope, a nil option or handler.
+//
+// Require and RequireFunc return a Middleware, a plain
+// func(http.Handler) http.Handler that composes with any router or
+// middleware chain; Require's options are given with With:
+//
+//	middleware.Require(client, "orders", "read").With(
+//		middleware.WithUnavailableHandler(middleware.ServiceUnavailable(5*time.Second)))
 package middleware

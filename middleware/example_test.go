@@ -1,10 +1,12 @@
 package middleware_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
@@ -51,4 +53,37 @@ func ExampleRequire() {
 	// ann  200
 	// ben  403
 	//      401
+}
+
+// Give Require options with With: here an outage answers 503 with a
+// Retry-After instead of the default 403.
+func ExampleMiddleware_With() {
+	checker := outageChecker{} // stands in for a *pep.Client whose gateway is down
+	orders := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "the orders")
+	})
+	protect := middleware.Require(checker, "orders", "read").With(
+		middleware.WithUnavailableHandler(middleware.ServiceUnavailable(5 * time.Second)))
+
+	req := httptest.NewRequest(http.MethodGet, "/orders", nil)
+	req.Header.Set("Authorization", "Bearer a-token")
+	rec := httptest.NewRecorder()
+	protect(orders).ServeHTTP(rec, req)
+	fmt.Println(rec.Code, rec.Header().Get("Retry-After"))
+	// Output:
+	// 503 5
+}
+
+// outageChecker denies every pair for want of the gateway, as a pep client
+// does when its gateway cannot be reached.
+type outageChecker struct{}
+
+func (outageChecker) CheckMany(_ context.Context, resources []pep.Resource, _ ...pep.CallOption) (pep.Result, error) {
+	var ds []pep.Decision
+	for _, r := range resources {
+		for _, s := range r.Scopes {
+			ds = append(ds, pep.Decision{Resource: r.Name, Scope: s, Status: pep.Deny, Cause: pep.ErrUnavailable})
+		}
+	}
+	return pep.Result{Status: pep.Deny, Decisions: ds}, nil
 }

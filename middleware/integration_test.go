@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,7 +18,8 @@ import (
 )
 
 // shop is a realm where ann may read orders, cat may also write them and
-// delete them, but only with DELETE, and ben may do nothing.
+// delete them, but only with DELETE, and ben may do nothing. Nobody may read
+// invoices.
 var shop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 	Name:  "shop",
 	Roles: []mockserver.FixtureRole{{Name: "viewer"}, {Name: "manager"}},
@@ -28,7 +30,10 @@ var shop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 	},
 	Clients: []mockserver.FixtureClient{{
 		ClientID: "orders-api", Secret: "s3cret",
-		Resources: []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"read", "write", "delete"}}},
+		Resources: []mockserver.FixtureResource{
+			{Name: "orders", Scopes: []string{"read", "write", "delete"}},
+			{Name: "invoices", Scopes: []string{"read"}},
+		},
 		Permissions: []mockserver.FixturePermission{
 			{Name: "viewers read", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"viewer"}},
 			{Name: "managers write", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"manager"}},
@@ -122,6 +127,59 @@ func TestRequireAgainstReferenceServer(t *testing.T) {
 			if tt.status == 401 {
 				assert.True(t, strings.HasPrefix(rec.Header().Get("WWW-Authenticate"), "Bearer"))
 			}
+		})
+	}
+}
+
+// The pattern of examples/middleware, a resource named by the caller's
+// path, against the reference server over real HTTP: the wildcard "*" must
+// never stand for a resource the caller holds (issue 11, breaks 1 and 2).
+func TestCallerChosenResourceAgainstReferenceServer(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	client, err := pep.New(gw.URL, "shop", "orders-api")
+	require.NoError(t, err)
+	var ran atomic.Int32
+	mux := http.NewServeMux()
+	mux.Handle("GET /{kind}/{scope}", middleware.RequireFunc(client, func(r *http.Request) (string, []string) {
+		return r.PathValue("kind"), []string{r.PathValue("scope")}
+	})(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		ran.Add(1)
+		_, _ = io.WriteString(w, "ran")
+	})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	ann := gw.Token("shop", "ann")
+
+	tests := []struct {
+		path   string
+		status int
+	}{
+		{"/orders/read", http.StatusOK},
+		{"/invoices/read", http.StatusForbidden},
+		{"/*/read", http.StatusForbidden},
+		{"/*/frobnicate", http.StatusForbidden},
+		{"/%2A/read", http.StatusForbidden},
+		{"/orders/frobnicate", http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			before := ran.Load()
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+tt.path, nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+ann)
+			resp, err := srv.Client().Do(req)
+			require.NoError(t, err, "the connection must survive")
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			assert.Equal(t, tt.status, resp.StatusCode, string(body))
+			if tt.status == http.StatusOK {
+				assert.Equal(t, before+1, ran.Load())
+				return
+			}
+			assert.Equal(t, before, ran.Load(), "the handler must not run")
+			errorBody(t, string(body))
 		})
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -18,27 +21,61 @@ type Checker interface {
 
 var _ Checker = (*pep.Client)(nil)
 
-// Option changes how a middleware built by RequireFunc answers.
+// Middleware wraps a handler so that it runs only for authorized requests.
+// It is a plain func(http.Handler) http.Handler, so it composes with any
+// router or middleware chain; With returns a copy with options applied.
+type Middleware func(http.Handler) http.Handler
+
+// Option changes how a middleware answers. A nil Option, or an option given
+// a nil handler, is a wiring mistake: the middleware panics when it is built.
 type Option func(*config)
 
 type config struct {
-	denied         http.Handler
-	unauthorized   http.Handler
-	useClientToken bool
+	denied, unauthorized, unavailable http.Handler
+	useClientToken                    bool
+	mistakes                          []string
 }
 
-// WithDeniedHandler replaces the 403 answer. The handler runs instead of the
-// protected one when the decision is not a grant; DecisionFromContext gives
-// it the result.
+// unavailableHandler is the outage answer: the denied one unless an option
+// chose another.
+func (c *config) unavailableHandler() http.Handler {
+	if c.unavailable != nil {
+		return c.unavailable
+	}
+	return c.denied
+}
+
+func (c *config) handler(name string, h http.Handler, set *http.Handler) {
+	if isNil(h) {
+		c.mistakes = append(c.mistakes, name+" was given a nil handler")
+		return
+	}
+	*set = h
+}
+
+// WithDeniedHandler replaces the 403 answer given when the gateway denies
+// the request. The handler runs instead of the protected one;
+// DecisionFromContext gives it the result.
 func WithDeniedHandler(h http.Handler) Option {
-	return func(c *config) { c.denied = h }
+	return func(c *config) { c.handler("WithDeniedHandler", h, &c.denied) }
 }
 
 // WithUnauthorizedHandler replaces the 401 answer given when the request
-// carries no Bearer token or the gateway refuses it. DecisionFromContext
-// reports false for the first case and the refused result for the second.
+// carries no usable Bearer token or the gateway refuses it.
+// DecisionFromContext reports false for the first case and the refused
+// result for the second.
 func WithUnauthorizedHandler(h http.Handler) Option {
-	return func(c *config) { c.unauthorized = h }
+	return func(c *config) { c.handler("WithUnauthorizedHandler", h, &c.unauthorized) }
+}
+
+// WithUnavailableHandler picks the answer given when the request was denied
+// only because no decision could be had: the gateway was unreachable, timed
+// out, answered 5xx, or the client's circuit breaker was open (every denied
+// pair's Cause matches pep.ErrUnavailable). By default that answer is the
+// denied one, a 403; ServiceUnavailable makes it a 503 with Retry-After.
+// DecisionFromContext gives the handler the result.
+func WithUnavailableHandler(h http.Handler) Option {
+	return func(c *config) { c.handler("WithUnavailableHandler", h, &c.unavailable) }
 }
 
 // WithClientToken makes the middleware use the client's own token (set with
@@ -48,10 +85,31 @@ func WithClientToken() Option {
 	return func(c *config) { c.useClientToken = true }
 }
 
+// ServiceUnavailable returns a handler that answers 503 in the service's
+// error shape with a Retry-After of retryAfter (rounded up to whole seconds;
+// none when it is not positive). Use it with WithUnavailableHandler.
+func ServiceUnavailable(retryAfter time.Duration) http.Handler {
+	secs := int64((retryAfter + time.Second - 1) / time.Second)
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if secs > 0 {
+			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		}
+		writeError(w, http.StatusServiceUnavailable, "no authorization decision could be had; try again later")
+	})
+}
+
 // Require returns middleware that lets a request through only when the
-// caller holds every one of scopes on resource. It answers 401 and 403 as
-// the package documentation describes.
-func Require(c Checker, resource string, scopes ...string) func(http.Handler) http.Handler {
+// caller holds every one of scopes on resource. It answers as the package
+// documentation describes; use With to pass options. A nil checker, an
+// empty or wildcard ("*") resource, no scopes or an empty scope are wiring
+// mistakes: Require panics.
+func Require(c Checker, resource string, scopes ...string) Middleware {
+	switch {
+	case resource == "" || resource == "*":
+		panic(`middleware: Require needs a resource other than "" and "*"`)
+	case len(scopes) == 0 || contains(scopes, ""):
+		panic("middleware: Require needs at least one scope, none of them empty")
+	}
 	return RequireFunc(c, Static(resource, scopes...))
 }
 
@@ -63,47 +121,228 @@ func Static(resource string, scopes ...string) func(*http.Request) (string, []st
 }
 
 // RequireFunc is Require with the resource and scopes chosen per request by
-// fn, and with options. A fn that returns an empty resource or no scopes is a
-// programming mistake: the request gets a 500 and the handler does not run.
-func RequireFunc(c Checker, fn func(*http.Request) (resource string, scopes []string), opts ...Option) func(http.Handler) http.Handler {
-	cfg := config{denied: http.HandlerFunc(forbidden), unauthorized: http.HandlerFunc(unauthorized)}
-	for _, o := range opts {
-		o(&cfg)
+// fn, and with options. fn may use anything of the request, the caller's
+// input included: a resource the client refuses to check (empty, or the
+// wildcard "*") or no scopes make the answer 403 without a gateway call,
+// never 500. A nil checker or fn, or a nil option, is a wiring mistake:
+// RequireFunc panics, as does the returned Middleware given a nil handler.
+func RequireFunc(c Checker, fn func(*http.Request) (resource string, scopes []string), opts ...Option) Middleware {
+	cfg := config{
+		denied:       http.HandlerFunc(forbidden),
+		unauthorized: http.HandlerFunc(unauthorized),
 	}
+	if isNil(c) {
+		cfg.mistakes = append(cfg.mistakes, "the Checker is nil")
+	}
+	if fn == nil {
+		cfg.mistakes = append(cfg.mistakes, "the resource function is nil")
+	}
+	return build(c, fn, cfg, opts)
+}
+
+// With returns a middleware like m with opts applied after its own options:
+// the way to give options to Require. It panics at once on a nil option or
+// an option given a nil handler, and m must be made by Require or
+// RequireFunc.
+func (m Middleware) With(opts ...Option) Middleware {
+	var probe config
+	mustApply(&probe, opts)
 	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			resource, scopes := fn(r)
-			if resource == "" || len(scopes) == 0 {
-				writeError(w, http.StatusInternalServerError, "authorization check names no resource or scope")
-				return
-			}
-			ctx := r.Context()
-			if !cfg.useClientToken {
-				token, ok := bearerToken(r)
-				if !ok {
-					cfg.unauthorized.ServeHTTP(w, r)
-					return
-				}
-				ctx = pep.WithToken(ctx, token)
-			}
-			res, err := c.CheckMany(ctx, []pep.Resource{{Name: resource, Scopes: scopes}},
-				pep.WithRequestContext(pep.RequestContext{Method: r.Method, Path: r.URL.Path}))
-			r = r.WithContext(context.WithValue(r.Context(), resultKey{}, res))
-			switch {
-			case errors.Is(err, pep.ErrUnauthorized):
-				cfg.unauthorized.ServeHTTP(w, r)
-			case errors.Is(err, pep.ErrNoToken):
-				// Only with WithClientToken: the service itself has no token.
-				writeError(w, http.StatusInternalServerError, "the authorization client has no token")
-			case err != nil:
-				writeError(w, http.StatusInternalServerError, "authorization check failed")
-			case !res.Allowed():
-				cfg.denied.ServeHTTP(w, r)
-			default:
-				next.ServeHTTP(w, r)
-			}
-		})
+		g, ok := m(next).(*guard)
+		if !ok {
+			panic("middleware: With applies only to middleware made by Require or RequireFunc")
+		}
+		cfg := g.cfg
+		mustApply(&cfg, opts)
+		return &guard{c: g.c, fn: g.fn, cfg: cfg, next: next}
 	}
+}
+
+// mustApply applies opts to cfg and panics on any wiring mistake.
+func mustApply(cfg *config, opts []Option) {
+	for _, o := range opts {
+		if o == nil {
+			cfg.mistakes = append(cfg.mistakes, "an Option is nil")
+			continue
+		}
+		o(cfg)
+	}
+	if len(cfg.mistakes) > 0 {
+		panic("middleware: " + strings.Join(cfg.mistakes, "; "))
+	}
+}
+
+// build returns the middleware of c, fn and cfg with opts applied,
+// panicking on any wiring mistake.
+func build(c Checker, fn func(*http.Request) (string, []string), cfg config, opts []Option) Middleware {
+	mustApply(&cfg, opts)
+	return func(next http.Handler) http.Handler {
+		if isNil(next) {
+			panic("middleware: the handler to protect is nil")
+		}
+		return &guard{c: c, fn: fn, cfg: cfg, next: next}
+	}
+}
+
+// guard is one protected handler.
+type guard struct {
+	c    Checker
+	fn   func(*http.Request) (string, []string)
+	cfg  config
+	next http.Handler
+}
+
+// ServeHTTP implements http.Handler.
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		writeError(w, http.StatusBadRequest, "the request has more than one Authorization header")
+		return
+	}
+	if !canonicalPath(r) {
+		writeError(w, http.StatusBadRequest, "the request path must be in canonical form (no dot segments, empty segments or encoded slashes)")
+		return
+	}
+	ctx := r.Context()
+	if !g.cfg.useClientToken {
+		token, err := BearerToken(r)
+		if err != nil {
+			g.cfg.unauthorized.ServeHTTP(w, r)
+			return
+		}
+		ctx = pep.WithToken(ctx, token)
+	}
+	resource, scopes := g.fn(r)
+	if resource == "" || resource == "*" || len(scopes) == 0 || contains(scopes, "") {
+		// Nothing a Checker could be asked about: refuse without a call,
+		// whatever Checker this is.
+		g.cfg.denied.ServeHTTP(w, r)
+		return
+	}
+	res, err := g.c.CheckMany(ctx, []pep.Resource{{Name: resource, Scopes: scopes}},
+		pep.WithRequestContext(pep.RequestContext{Method: r.Method, Path: r.URL.Path}))
+	r = r.WithContext(context.WithValue(r.Context(), resultKey{}, res))
+	switch {
+	case errors.Is(err, pep.ErrUnauthorized):
+		g.cfg.unauthorized.ServeHTTP(w, r)
+	case errors.Is(err, pep.ErrInvalidArgument):
+		g.cfg.denied.ServeHTTP(w, r)
+	case errors.Is(err, pep.ErrNoToken) && g.cfg.useClientToken:
+		// The service itself has no usable token: its own mistake.
+		writeError(w, http.StatusInternalServerError, "the authorization client has no token")
+	case errors.Is(err, pep.ErrNoToken):
+		g.cfg.unauthorized.ServeHTTP(w, r)
+	case err != nil:
+		// A refused DPoP proof or anything unforeseen: no decision.
+		g.cfg.unavailableHandler().ServeHTTP(w, r)
+	case res.Allowed():
+		g.next.ServeHTTP(w, r)
+	case outage(res):
+		g.cfg.unavailableHandler().ServeHTTP(w, r)
+	default:
+		g.cfg.denied.ServeHTTP(w, r)
+	}
+}
+
+// outage reports whether every pair that was not granted failed closed for
+// want of the gateway (pep.ErrUnavailable), none because it said no.
+func outage(res pep.Result) bool {
+	some := false
+	for _, d := range res.Decisions {
+		if d.Allowed() {
+			continue
+		}
+		if !errors.Is(d.Cause, pep.ErrUnavailable) {
+			return false
+		}
+		some = true
+	}
+	return some
+}
+
+// canonicalPath reports whether the request path is one that every reader
+// takes the same way: absolute, with no dot or empty segments once decoded,
+// no encoded slash or backslash, and no backslash or control character. A
+// path-prefix policy could read any other one differently from the router
+// (/files/public%2F..%2Fsecret is /files/secret to some).
+func canonicalPath(r *http.Request) bool {
+	p := r.URL.Path
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return false
+		}
+	}
+	escaped := strings.ToLower(r.URL.EscapedPath())
+	if strings.Contains(escaped, "%2f") || strings.Contains(escaped, "%5c") {
+		return false
+	}
+	segments := strings.Split(p[1:], "/")
+	for i, s := range segments {
+		if s == "." || s == ".." || (s == "" && i < len(segments)-1) {
+			return false
+		}
+	}
+	return true
+}
+
+// Errors of BearerToken.
+var (
+	// ErrNoBearerToken means the request has no Authorization header.
+	ErrNoBearerToken = errors.New("middleware: the request has no Authorization header")
+	// ErrMalformedBearer means the Authorization header is not "Bearer"
+	// followed by an RFC 6750 token (letters, digits and -._~+/, then
+	// optional = padding).
+	ErrMalformedBearer = errors.New("middleware: the Authorization header is not a Bearer token")
+	// ErrMultipleAuthorization means the request has more than one
+	// Authorization header, which the middleware refuses (400): a handler
+	// reading another one than the middleware would act on an unchecked
+	// token.
+	ErrMultipleAuthorization = errors.New("middleware: the request has more than one Authorization header")
+)
+
+// BearerToken returns the token of the request's one "Authorization:
+// Bearer" header, exactly as the middleware reads it: the scheme is
+// case-insensitive, and the token must be an RFC 6750 b64token, so that the
+// pep client can always send it. Its errors never quote the header.
+func BearerToken(r *http.Request) (string, error) {
+	values := r.Header.Values("Authorization")
+	switch len(values) {
+	case 0:
+		return "", ErrNoBearerToken
+	case 1:
+	default:
+		return "", ErrMultipleAuthorization
+	}
+	scheme, token, ok := strings.Cut(values[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", ErrMalformedBearer
+	}
+	token = strings.TrimLeft(token, " ")
+	if !b64token(token) {
+		return "", ErrMalformedBearer
+	}
+	return token, nil
+}
+
+// b64token reports whether s matches RFC 6750's
+// 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func b64token(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~+/", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // resultKey is the context key of the decision.
@@ -111,21 +350,10 @@ type resultKey struct{}
 
 // DecisionFromContext returns the decision the middleware made for this
 // request, and false when no decision was made (no middleware ran, or the
-// request had no token).
+// request had no usable token).
 func DecisionFromContext(ctx context.Context) (pep.Result, bool) {
 	res, ok := ctx.Value(resultKey{}).(pep.Result)
 	return res, ok
-}
-
-// bearerToken returns the token of an "Authorization: Bearer" header. The
-// scheme is case-insensitive (RFC 9110 section 11.1).
-func bearerToken(r *http.Request) (string, bool) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
 }
 
 // forbidden is the default denied answer.
@@ -151,4 +379,26 @@ func writeError(w http.ResponseWriter, status int, message string) {
 		Error   string `json:"error"`
 		Message string `json:"message"`
 	}{http.StatusText(status), message})
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer,
+// map, function or channel (a typed nil, such as a nil *pep.Client).
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }

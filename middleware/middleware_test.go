@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,6 +51,7 @@ type answer struct {
 	status    int
 	body      string
 	challenge string
+	header    http.Header
 }
 
 func serve(t *testing.T, h http.Handler, method, auth string) answer {
@@ -60,7 +62,7 @@ func serve(t *testing.T, h http.Handler, method, auth string) answer {
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	return answer{status: rec.Code, body: rec.Body.String(), challenge: rec.Header().Get("WWW-Authenticate")}
+	return answer{status: rec.Code, body: rec.Body.String(), challenge: rec.Header().Get("WWW-Authenticate"), header: rec.Header()}
 }
 
 // errorBody decodes the service's error shape and fails on anything else.
@@ -101,7 +103,15 @@ func TestRequireAnswers(t *testing.T) {
 		{name: "the zero result is 403", auth: "Bearer tok", status: 403, errName: "Forbidden", calls: 1},
 		{name: "a refused token is 401 with invalid_token", auth: "Bearer tok", res: result(pep.Deny, nil), err: unauthorized,
 			status: 401, errName: "Unauthorized", challenge: `Bearer error="invalid_token"`, calls: 1},
-		{name: "a library error is 500", auth: "Bearer tok", err: errors.New("pep: resources must not be empty"), status: 500, errName: "Internal Server Error", calls: 1},
+		{name: "an unforeseen error is no decision, never 500", auth: "Bearer tok", err: errors.New("pep: something new"), status: 403, errName: "Forbidden", calls: 1},
+		{name: "a refused DPoP proof is no decision", auth: "Bearer tok", err: pep.ErrProofRejected, status: 403, errName: "Forbidden", calls: 1},
+		{name: "a token pep refuses to send is 401", auth: "Bearer tok", err: pep.ErrNoToken, status: 401, errName: "Unauthorized", challenge: `Bearer error="invalid_token"`, calls: 1},
+		{name: "a token with a space is 401 without a call", auth: "Bearer a b", status: 401, errName: "Unauthorized", challenge: "Bearer", calls: 0},
+		{name: "a token with non-ASCII is 401 without a call", auth: "Bearer café", status: 401, errName: "Unauthorized", challenge: "Bearer", calls: 0},
+		{name: "a token of padding only is 401 without a call", auth: "Bearer ==", status: 401, errName: "Unauthorized", challenge: "Bearer", calls: 0},
+		{name: "a token with a comma is 401 without a call", auth: "Bearer a,Bearer b", status: 401, errName: "Unauthorized", challenge: "Bearer", calls: 0},
+		{name: "padding and the b64token alphabet are accepted", auth: "Bearer aZ09-._~+/==", res: result(pep.Grant, nil), status: 200, calls: 1},
+		{name: "spaces after the scheme are accepted", auth: "Bearer   tok", res: result(pep.Grant, nil), status: 200, calls: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,17 +180,53 @@ func TestRequireFuncOptions(t *testing.T) {
 		assert.Equal(t, http.StatusInternalServerError, got.status)
 		errorBody(t, got.body)
 	})
-	t.Run("a func naming nothing is 500 without a gateway call", func(t *testing.T) {
+	t.Run("a func naming nothing checkable is 403 without a gateway call", func(t *testing.T) {
 		t.Parallel()
+		// Even a Checker that would grant anything is not asked.
 		fc := &fakeChecker{res: result(pep.Grant, nil)}
-		for _, fn := range []func(*http.Request) (string, []string){
-			func(*http.Request) (string, []string) { return "", []string{"read"} },
-			func(*http.Request) (string, []string) { return "orders", nil },
+		for name, fn := range map[string]func(*http.Request) (string, []string){
+			"empty resource": func(*http.Request) (string, []string) { return "", []string{"read"} },
+			"wildcard":       func(*http.Request) (string, []string) { return "*", []string{"read"} },
+			"no scopes":      func(*http.Request) (string, []string) { return "orders", nil },
+			"empty scope":    func(*http.Request) (string, []string) { return "orders", []string{"read", ""} },
 		} {
 			got := serve(t, middleware.RequireFunc(fc, fn)(reached), http.MethodGet, "Bearer tok")
-			assert.Equal(t, http.StatusInternalServerError, got.status)
+			assert.Equal(t, http.StatusForbidden, got.status, name)
+			errorBody(t, got.body)
 		}
 		assert.Zero(t, fc.calls.Load())
+	})
+	t.Run("Require takes options through With", func(t *testing.T) {
+		t.Parallel()
+		fc := &fakeChecker{res: result(pep.Deny, nil)}
+		mw := middleware.Require(fc, "orders", "read").With(middleware.WithDeniedHandler(custom(http.StatusNotFound)))
+		got := serve(t, mw(reached), http.MethodGet, "Bearer tok")
+		assert.Equal(t, http.StatusNotFound, got.status)
+		assert.Equal(t, "custom DENY", got.body)
+	})
+	t.Run("outage answer", func(t *testing.T) {
+		t.Parallel()
+		down := pep.Result{Status: pep.Deny, Decisions: []pep.Decision{
+			{Resource: "orders", Scope: "read", Status: pep.Deny, Cause: pep.ErrCircuitOpen},
+			{Resource: "orders", Scope: "write", Status: pep.Deny, Cause: &pep.ResponseError{StatusCode: 503}},
+		}}
+		mixed := pep.Result{Status: pep.Deny, Decisions: []pep.Decision{
+			{Resource: "orders", Scope: "read", Status: pep.Deny, Cause: pep.ErrCircuitOpen},
+			{Resource: "orders", Scope: "write", Status: pep.Deny}, // the gateway said no
+		}}
+		unavailable := middleware.WithUnavailableHandler(middleware.ServiceUnavailable(1500 * time.Millisecond))
+
+		got := serve(t, middleware.RequireFunc(&fakeChecker{res: down}, byPath, unavailable)(reached), http.MethodGet, "Bearer tok")
+		assert.Equal(t, http.StatusServiceUnavailable, got.status)
+		assert.Equal(t, "2", got.header.Get("Retry-After"))
+		name, _ := errorBody(t, got.body)
+		assert.Equal(t, "Service Unavailable", name)
+
+		got = serve(t, middleware.RequireFunc(&fakeChecker{res: mixed}, byPath, unavailable)(reached), http.MethodGet, "Bearer tok")
+		assert.Equal(t, http.StatusForbidden, got.status, "a real denial is not an outage")
+
+		got = serve(t, middleware.RequireFunc(&fakeChecker{res: down}, byPath)(reached), http.MethodGet, "Bearer tok")
+		assert.Equal(t, http.StatusForbidden, got.status, "an outage is 403 by default")
 	})
 }
 
@@ -188,4 +234,112 @@ func TestDecisionFromContextWithoutMiddleware(t *testing.T) {
 	t.Parallel()
 	_, ok := middleware.DecisionFromContext(t.Context())
 	assert.False(t, ok)
+}
+
+func TestHostileRequests(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		target string
+		auth   []string
+		status int
+	}{
+		{"two Authorization headers", "/orders/42", []string{"Bearer a", "Bearer b"}, http.StatusBadRequest},
+		{"an encoded slash", "/files/public%2F..%2Fsecret", []string{"Bearer tok"}, http.StatusBadRequest},
+		{"an encoded slash, lower case", "/files/public%2f..%2fsecret", []string{"Bearer tok"}, http.StatusBadRequest},
+		{"an encoded backslash", "/files/public%5C..%5Csecret", []string{"Bearer tok"}, http.StatusBadRequest},
+		{"a dot-dot segment", "/files/public/../secret", []string{"Bearer tok"}, http.StatusBadRequest},
+		{"an encoded dot-dot segment", "/files/public/%2e%2e/secret", []string{"Bearer tok"}, http.StatusBadRequest},
+		{"a dot segment", "/files/./secret", []string{"Bearer tok"}, http.StatusBadRequest},
+		{"an empty segment", "/files//secret", []string{"Bearer tok"}, http.StatusBadRequest},
+		{"a NUL byte", "/files/a%00b", []string{"Bearer tok"}, http.StatusBadRequest},
+		{"a canonical path with a trailing slash", "/files/public/", []string{"Bearer tok"}, http.StatusOK},
+		{"a canonical path", "/files/public/report", []string{"Bearer tok"}, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fc := &fakeChecker{res: result(pep.Grant, nil)}
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, tt.target, nil)
+			for _, a := range tt.auth {
+				req.Header.Add("Authorization", a)
+			}
+			rec := httptest.NewRecorder()
+			middleware.Require(fc, "files", "read")(reached).ServeHTTP(rec, req)
+			assert.Equal(t, tt.status, rec.Code, "body %s", rec.Body.String())
+			if tt.status != http.StatusOK {
+				assert.Zero(t, fc.calls.Load(), "nothing is sent for a refused request")
+				errorBody(t, rec.Body.String())
+			}
+		})
+	}
+}
+
+func TestWiringMistakesPanicWhenBuilt(t *testing.T) {
+	t.Parallel()
+	fc := &fakeChecker{}
+	fn := middleware.Static("orders", "read")
+	tests := map[string]func(){
+		"nil checker":                  func() { middleware.Require(nil, "orders", "read") },
+		"typed nil checker":            func() { middleware.Require((*pep.Client)(nil), "orders", "read") },
+		"no scope":                     func() { middleware.Require(fc, "orders") },
+		"empty scope":                  func() { middleware.Require(fc, "orders", "") },
+		"empty resource":               func() { middleware.Require(fc, "", "read") },
+		"wildcard resource":            func() { middleware.Require(fc, "*", "read") },
+		"nil function":                 func() { middleware.RequireFunc(fc, nil) },
+		"nil option":                   func() { middleware.RequireFunc(fc, fn, nil) },
+		"nil denied handler":           func() { middleware.RequireFunc(fc, fn, middleware.WithDeniedHandler(nil)) },
+		"nil unauthorized handler":     func() { middleware.RequireFunc(fc, fn, middleware.WithUnauthorizedHandler(nil)) },
+		"nil unavailable handler":      func() { middleware.RequireFunc(fc, fn, middleware.WithUnavailableHandler(nil)) },
+		"typed nil handler option":     func() { middleware.RequireFunc(fc, fn, middleware.WithDeniedHandler((*http.ServeMux)(nil))) },
+		"nil option through With":      func() { middleware.Require(fc, "orders", "read").With(nil) },
+		"nil handler through With":     func() { middleware.Require(fc, "orders", "read").With(middleware.WithDeniedHandler(nil)) },
+		"nil handler to protect":       func() { middleware.Require(fc, "orders", "read")(nil) },
+		"nil handler to protect, With": func() { middleware.Require(fc, "orders", "read").With()(nil) },
+	}
+	for name, build := range tests {
+		assert.Panics(t, build, name)
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		headers []string
+		want    string
+		wantErr error
+	}{
+		{"none", nil, "", middleware.ErrNoBearerToken},
+		{"two", []string{"Bearer first-token", "Bearer second-token"}, "", middleware.ErrMultipleAuthorization},
+		{"basic", []string{"Basic dXNlcjpwdw=="}, "", middleware.ErrMalformedBearer},
+		{"scheme only", []string{"Bearer"}, "", middleware.ErrMalformedBearer},
+		{"space inside", []string{"Bearer secret part"}, "", middleware.ErrMalformedBearer},
+		{"non-ASCII", []string{"Bearer café"}, "", middleware.ErrMalformedBearer},
+		{"control character", []string{"Bearer secret\x01part"}, "", middleware.ErrMalformedBearer},
+		{"a JWT", []string{"Bearer eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln"}, "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", nil},
+		{"scheme in any case", []string{"bEaReR tok"}, "tok", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil)
+			for _, h := range tt.headers {
+				req.Header.Add("Authorization", h)
+			}
+			got, err := middleware.BearerToken(req)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				assert.Empty(t, got)
+				for _, h := range tt.headers {
+					if _, tok, _ := strings.Cut(h, " "); tok != "" {
+						assert.NotContains(t, err.Error(), tok, "an error never quotes the token")
+					}
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
