@@ -1,0 +1,503 @@
+package pep_test
+
+// Regression tests for issue 11: each one reproduces a break or weak point
+// that an outside attack found, and fails on the code before its fix.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// Break 3: a 401 for one token (junk ones the middleware forwards, say)
+// must not stop another token's answers from being cached.
+func TestJunkTokensDoNotSwitchTheCacheOff(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t)
+	c := e.client("uma", "Bearer")
+
+	stop := make(chan struct{})
+	var junk sync.WaitGroup
+	var refused atomic.Int64
+	for i := range 4 {
+		junk.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx := pep.WithToken(context.Background(), fmt.Sprintf("junk-%d-%d", i, n))
+				if _, err := c.Check(ctx, "docs", "read"); assert.ErrorIs(t, err, pep.ErrUnauthorized) {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	hits := 0
+	for range 40 {
+		d, err := c.Check(t.Context(), "docs", "read")
+		require.NoError(t, err)
+		require.True(t, d.Allowed())
+		if d.Cached {
+			hits++
+		}
+	}
+	close(stop)
+	junk.Wait()
+	assert.Equal(t, 39, hits, "every check after the first is served from the cache")
+	assert.Positive(t, refused.Load(), "the junk tokens were refused meanwhile")
+}
+
+// Break 4: whatever the request context a caller sends, an entry costs a
+// bounded amount, and the cache stays within its byte bound.
+func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
+	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) { faultOK(w) })
+	const budget = 4 << 20
+	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget))
+	require.NoError(t, err)
+	c.SetToken(aliceToken)
+	longPath := "/orders/" + strings.Repeat("x", 100<<10)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const calls = 200
+	for i := range calls {
+		d, err := c.Check(t.Context(), "orders", "read",
+			pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint(longPath, i)}))
+		require.NoError(t, err)
+		require.True(t, d.Allowed())
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+
+	s := c.Stats()
+	assert.Equal(t, calls, s.CacheEntries, "every answer was cached")
+	assert.LessOrEqual(t, s.CacheBytes, int64(budget))
+	assert.Less(t, s.CacheBytes/int64(s.CacheEntries), int64(2<<10), "an entry counts well under 2 KiB")
+	// 200 entries keyed by 100 KiB paths would hold 20 MiB.
+	assert.Less(t, int64(after.HeapAlloc)-int64(before.HeapAlloc), int64(2<<20),
+		"the cache keeps digests, not the paths")
+	for i := range 3 { // and a digest finds the same context again
+		d, err := c.Check(t.Context(), "orders", "read",
+			pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint(longPath, i)}))
+		require.NoError(t, err)
+		assert.True(t, d.Cached)
+	}
+	d, err := c.Check(t.Context(), "orders", "read",
+		pep.WithRequestContext(pep.RequestContext{Method: "POST", Path: fmt.Sprint(longPath, 0)}))
+	require.NoError(t, err)
+	assert.False(t, d.Cached, "another context is another entry")
+}
+
+func TestCacheByteBoundEvicts(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	c := g.newClient(t, pep.WithCacheMaxBytes(16<<10))
+	c.SetToken(aliceToken)
+	for i := range 100 {
+		_, err := c.Check(t.Context(), "orders", "read",
+			pep.WithRequestContext(pep.RequestContext{Path: fmt.Sprint("/orders/", i)}))
+		require.NoError(t, err)
+	}
+	s := c.Stats()
+	assert.LessOrEqual(t, s.CacheBytes, int64(16<<10))
+	assert.Less(t, s.CacheEntries, 100)
+	assert.Positive(t, s.CacheEvictions)
+}
+
+func TestExpiredEntriesLeave(t *testing.T) {
+	t.Parallel()
+	clk := newManualClock()
+	g := newGateway(t)
+	c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(1000, time.Minute, time.Minute))
+	c.SetToken(aliceToken)
+	for i := range 30 {
+		_, err := c.Check(t.Context(), "orders", "read",
+			pep.WithRequestContext(pep.RequestContext{Path: fmt.Sprint("/orders/", i)}))
+		require.NoError(t, err)
+	}
+	require.Equal(t, 30, c.Stats().CacheEntries)
+	clk.Advance(2 * time.Minute)
+	// Nobody asks for those 30 again; two new answers sweep them out.
+	for i := range 2 {
+		_, err := c.Check(t.Context(), "invoices", "read",
+			pep.WithRequestContext(pep.RequestContext{Path: fmt.Sprint("/invoices/", i)}))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, c.Stats().CacheEntries)
+}
+
+// Break 5: a gateway whose answer quotes the token, at the HTTP level or in
+// any escaping, gets none of it into an error or a log line.
+func TestTokenEchoesNeverReachAString(t *testing.T) {
+	t.Parallel()
+	// A token whose escaped forms differ from it.
+	const secret = "Zq8+Kd/v3Rm9xW2pL7tN4bY6cQ1hJ5sF0gE=="
+	escapedURL := url.QueryEscape(secret)
+	escapedJSON, _ := json.Marshal(secret)
+	jsonU := strings.NewReplacer("+", `\u002b`, "/", `\u002f`).Replace(secret)
+	partial := secret[5:25]
+
+	rawAnswer := func(resp string) func(t *testing.T) string {
+		return func(t *testing.T) string { return rawGateway(t, resp) }
+	}
+	body := func(status int, b string) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			return newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="`+partial+`"`)
+				faultAnswer(w, status, "application/json", b)
+			}).URL
+		}
+	}
+	tests := []struct {
+		name    string
+		gateway func(t *testing.T) string
+	}{
+		{"malformed status line", rawAnswer("HTTP/1.1 2x0 " + secret + "\r\n\r\n")},
+		{"malformed header", rawAnswer("HTTP/1.1 200 OK\r\n" + secret + "\r\n\r\n")},
+		{"malformed chunked body", rawAnswer("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + secret + "\r\n")},
+		{"verbatim in a 400", body(400, `{"error":"`+secret+`","message":"`+secret+`"}`)},
+		{"URL-escaped in a 403", body(403, `{"error":"Forbidden","message":"token=`+escapedURL+`"}`)},
+		{"JSON-escaped in a 401", body(401, `{"error":"Unauthorized","message":`+string(escapedJSON)+`}`)},
+		{"unicode-escaped in a 503", body(503, `{"error":"x","message":"`+jsonU+`"}`)},
+		{"partial in a 400", body(400, `{"error":"Bad Request","message":"bad token `+partial+`..."}`)},
+		{"in an unknown status", body(200, `{"status":"`+secret+`","permissions":[]}`)},
+		{"as a member name", body(200, `{"status":"GRANT","permissions":[],"`+jsonU+`":1,"`+jsonU+`":2}`)},
+		{"in a pair status", body(200, `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"`+partial+`"}]}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var logs bytes.Buffer
+			c, err := pep.New(tt.gateway(t), testRealm, testClient, fastRetry,
+				pep.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+			require.NoError(t, err)
+			c.SetToken(secret)
+			var texts []string
+			d, err := c.Check(t.Context(), "orders", "read")
+			assert.False(t, d.Allowed())
+			texts = append(texts, errText(err), errText(d.Cause), fmt.Sprintf("%+v", d))
+			r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
+			texts = append(texts, errText(err), fmt.Sprintf("%+v", r))
+			_, err = c.Organizations(t.Context())
+			texts = append(texts, errText(err), logs.String())
+			for _, s := range texts {
+				requireNoEcho(t, s, secret)
+			}
+		})
+	}
+}
+
+// requireNoEcho fails when s holds any 12 consecutive characters of the
+// token, verbatim, URL-escaped or JSON-escaped.
+func requireNoEcho(t *testing.T, s, token string) {
+	t.Helper()
+	for _, form := range []func(string) string{
+		func(x string) string { return x },
+		url.QueryEscape,
+		url.PathEscape,
+		func(x string) string { b, _ := json.Marshal(x); return strings.Trim(string(b), `"`) },
+	} {
+		for i := 0; i+12 <= len(token); i++ {
+			require.NotContains(t, s, form(token[i:i+12]), "the token leaked")
+		}
+	}
+}
+
+// rawGateway is a TCP server that answers every connection with resp,
+// whatever it is, and closes it.
+func rawGateway(t *testing.T, resp string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+				req, err := http.ReadRequest(bufio.NewReader(conn))
+				if err == nil {
+					_ = req.Body.Close()
+				}
+				_, _ = conn.Write([]byte(resp))
+			})
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// Break 6 and rule 10: callers of every kind share requests to a gateway
+// that never answers; each returns by its own deadline, whatever the others
+// do. The callers start one after the other, so that each could join a
+// request that another, later caller started.
+func TestEveryCallerKeepsItsOwnDeadline(t *testing.T) {
+	t.Parallel()
+	g := newFaultGateway(t, func(g *faultGateway, _ http.ResponseWriter, r *http.Request) { g.hold(r) })
+	const timeout = 300 * time.Millisecond
+	c, err := pep.New(g.URL, testRealm, testClient, noRetry, pep.WithTimeout(timeout), pep.WithHTTPClient(g.Client()))
+	require.NoError(t, err)
+	c.SetToken(aliceToken)
+
+	type caller struct {
+		start    time.Duration
+		deadline time.Duration // 0: context.Background, bounded by the client's timeout
+	}
+	callers := []caller{
+		{0, 100 * time.Millisecond},
+		{20 * time.Millisecond, 0},
+		{120 * time.Millisecond, 0},
+		{150 * time.Millisecond, 50 * time.Millisecond},
+		{200 * time.Millisecond, time.Hour},
+		{250 * time.Millisecond, 0},
+	}
+	var wg sync.WaitGroup
+	for i, cl := range callers {
+		wg.Go(func() {
+			time.Sleep(cl.start) // the scenario: staggered arrivals, not synchronisation
+			ctx := context.Background()
+			limit := timeout
+			if cl.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, cl.deadline)
+				defer cancel()
+				limit = min(limit, cl.deadline)
+			}
+			began := time.Now()
+			d, err := c.Check(ctx, "orders", "read")
+			took := time.Since(began)
+			assert.NoError(t, err)
+			assert.False(t, d.Allowed())
+			assert.ErrorIs(t, d.Cause, pep.ErrUnavailable)
+			// The contract's slack is 50 ms; a loaded 2-core machine gets
+			// twice that before this fails.
+			assert.Less(t, took, limit+100*time.Millisecond, "caller %d overran its deadline", i)
+		})
+	}
+	wg.Wait()
+}
+
+// Break 7: decoding a hostile 1 MiB answer costs memory in proportion to
+// it, not tens of times more.
+func TestHostileBodiesCostTheirSize(t *testing.T) {
+	const size = 1 << 20
+	pad := func(prefix, unit, suffix string) string {
+		n := (size - len(prefix) - len(suffix)) / len(unit)
+		return prefix + strings.Repeat(unit, n) + suffix
+	}
+	entry := `{"resource":"r","scope":"s","status":"GRANT"},`
+	bodies := map[string]string{
+		"open braces":          strings.Repeat("{", size),
+		"open brackets":        strings.Repeat("[", size),
+		"empty permissions":    pad(`{"status":"GRANT","permissions":[`, "{},", "{}]}"),
+		"pairs nobody asked":   pad(`{"status":"GRANT","permissions":[`, entry, `{"resource":"r","scope":"s","status":"GRANT"}]}`),
+		"nested unknown":       pad(`{"status":"GRANT","x":`, "[", ""),
+		"one long string":      pad(`{"status":"GRANT","permissions":[],"x":"`, "a", `"}`),
+		"many unknown members": pad(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT",`, `"a":{},`, `"b":1}]}`),
+	}
+	for name, b := range bodies {
+		t.Run(name, func(t *testing.T) {
+			g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) {
+				faultAnswer(w, http.StatusOK, "application/json", b)
+			})
+			c, err := pep.New(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()), pep.WithCache(0, 0, 0))
+			require.NoError(t, err)
+			c.SetToken(aliceToken)
+			_, _ = c.Check(t.Context(), "orders", "read") // warm the connection
+
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			d, err := c.Check(t.Context(), "orders", "read")
+			runtime.ReadMemStats(&after)
+			require.NoError(t, err)
+			if name != "many unknown members" {
+				assert.False(t, d.Allowed())
+			}
+			// Reading the body costs about its size on each side of the
+			// connection; decoding may add a few times that, not 55.
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8*size))
+		})
+	}
+}
+
+// A 401 for a token the client no longer holds must not make the usual
+// refresh handler replace the new token (rule 9).
+func TestLate401ForAReplacedTokenEmitsNothing(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	g.setHook(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		if n != 1 {
+			return false
+		}
+		close(arrived)
+		<-release
+		writeError(w, http.StatusUnauthorized, "token expired")
+		return true
+	})
+	rec := &recorder{}
+	c := g.newClient(t, noRetry, pep.WithEventHandler(rec.handle))
+	c.SetToken(aliceToken)
+	done := make(chan error)
+	go func() {
+		_, err := c.Check(t.Context(), "orders", "read")
+		done <- err
+	}()
+	<-arrived
+	c.SetToken(bobToken) // refreshed while alice's request is out
+	close(release)
+	require.ErrorIs(t, <-done, pep.ErrUnauthorized, "the caller still learns of the 401")
+	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenSet}, rec.kinds(), "no tokenExpired for a replaced token")
+
+	d, err := c.Check(t.Context(), "orders", "write")
+	require.NoError(t, err)
+	assert.True(t, d.Allowed(), "bob's token is still the client's")
+}
+
+// A Bearer token refused with a DPoP nonce challenge is refused all the
+// same: a nonce means nothing to a Bearer client.
+func TestBearerRefusedWithANonceChallengeExpires(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+		w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce"`)
+		w.Header().Set("DPoP-Nonce", "n-1")
+		writeError(w, http.StatusUnauthorized, "nonce required")
+		return true
+	})
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithEventHandler(rec.handle))
+	c.SetToken(aliceToken)
+	_, err := c.Check(t.Context(), "orders", "read")
+	require.ErrorIs(t, err, pep.ErrUnauthorized)
+	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
+	assert.Equal(t, 1, g.count(), "no resend for a Bearer token")
+}
+
+// Rule 9: a 401 that blames the DPoP proof (a clock out of step, say) is
+// not an expired token: nothing is purged and nothing emitted.
+func TestRejectedProofIsNotAnExpiredToken(t *testing.T) {
+	t.Parallel()
+	g, c, rec := dpopGateway(t)
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	require.True(t, d.Allowed())
+	require.Equal(t, 1, c.Stats().CacheEntries)
+
+	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+		w.Header().Set("WWW-Authenticate", `DPoP algs="ES256", error="invalid_dpop_proof", error_description="iat is too far in the future"`)
+		writeError(w, http.StatusUnauthorized, "invalid DPoP proof")
+		return true
+	})
+	_, err = c.Check(t.Context(), "orders", "write")
+	require.ErrorIs(t, err, pep.ErrProofRejected)
+	require.NotErrorIs(t, err, pep.ErrUnauthorized, "the token was not refused")
+	assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds(), "no tokenExpired")
+	assert.Equal(t, 1, c.Stats().CacheEntries, "nothing purged")
+}
+
+// Rule 11: cookies are never stored or sent, whatever jar the caller's
+// *http.Client has.
+func TestCookiesAreNeverSent(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var cookies []string
+	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		cookies = append(cookies, r.Header.Get("Cookie"))
+		mu.Unlock()
+		http.SetCookie(w, &http.Cookie{Name: "session", Value: "alice-session", Path: "/"})
+		faultOK(w)
+	})
+	jar := &memoryJar{}
+	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Jar: jar}), pep.WithCache(0, 0, 0))
+	require.NoError(t, err)
+	c.SetToken(aliceToken)
+	for _, tok := range []string{aliceToken, bobToken} {
+		_, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []string{"", ""}, cookies)
+	assert.Zero(t, jar.sets.Load(), "the caller's jar was not touched")
+}
+
+type memoryJar struct{ sets atomic.Int32 }
+
+func (j *memoryJar) SetCookies(*url.URL, []*http.Cookie) { j.sets.Add(1) }
+func (j *memoryJar) Cookies(*url.URL) []*http.Cookie {
+	return []*http.Cookie{{Name: "session", Value: "someone-else"}}
+}
+
+// The README's refresh pattern with a second subscriber: it sees the events
+// in the order they happened.
+func TestSubscribersSeeEventsInOrder(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.revoke(aliceToken)
+	c := g.newClient(t, noRetry)
+	c.Subscribe(func(ev events.Event) {
+		if ev.Kind == events.TokenExpired {
+			c.SetToken(bobToken)
+		}
+	})
+	observer := &recorder{}
+	c.Subscribe(observer.handle)
+	c.SetToken(aliceToken)
+	_, err := c.Check(t.Context(), "orders", "read")
+	require.ErrorIs(t, err, pep.ErrUnauthorized)
+	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired, events.TokenSet}, observer.kinds())
+
+	d, err := c.Check(t.Context(), "orders", "write")
+	require.NoError(t, err)
+	assert.True(t, d.Allowed(), "the refresh took effect before Check returned")
+}
+
+// A slow tokenExpired handler does not hold the call that caused it past
+// the call's deadline.
+func TestSlowHandlerDoesNotHoldTheCall(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.revoke(aliceToken)
+	release := make(chan struct{})
+	handled := make(chan struct{})
+	c := g.newClient(t, noRetry, pep.WithEventHandler(func(ev events.Event) {
+		if ev.Kind == events.TokenExpired {
+			<-release // as long as the test wants
+			close(handled)
+		}
+	}))
+	c.SetToken(aliceToken)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Check(ctx, "orders", "read")
+	require.ErrorIs(t, err, pep.ErrUnauthorized)
+	require.Error(t, ctx.Err(), "Check returned once its deadline passed, with the handler still running")
+	close(release)
+	<-handled
+}
