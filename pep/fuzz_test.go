@@ -1,19 +1,19 @@
 package pep_test
 
-// Run the fuzzer longer than its seeds (which every `go test` runs) with:
+// Differential fuzz targets: random and mutated gateway answers are read by
+// a real client and by the independent strict reference reader of
+// refjson_test.go; the client may never allow what the reference does not.
+// Run them longer than their seeds (which every `go test` runs) with:
 //
 //	go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 10m ./pep
+//	go test -run '^$' -fuzz '^FuzzOrganizations$' -fuzztime 10m ./pep
 //
 // Seeds live in testdata/fuzz/FuzzDecode (one file per case, `go test fuzz
 // v1` format) and in the f.Add calls below; a crasher found by the fuzzer
 // is written there too and becomes a regression test once committed.
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/jarcoal/httpmock"
@@ -28,192 +28,123 @@ import (
 // no error text may then contain it (ARCHITECTURE.md section 3 rule 7).
 const fzToken = "fz-secret-token.eyJzdWIiOiJmdXp6In0.c2lnbmF0dXJl"
 
-// fzAsk is the fixed request of the fuzzer: three pairs of two resources.
+// fzAsk is the fixed request of CheckMany: three pairs of two resources.
 var fzAsk = []pep.Resource{
 	{Name: "orders", Scopes: []string{"read", "write"}},
 	{Name: "invoices", Scopes: []string{"read"}},
 }
 
-// fzPair is one resource-scope pair, as the oracle sees it.
-type fzPair struct{ resource, scope string }
+// fzList is the fixed request of ListGranted: every scope of orders, and
+// read on every resource.
+var fzList = []pep.Resource{{Name: "orders"}, {Name: "*", Scopes: []string{"read"}}}
 
-// fzWireBody is the oracle's own reading of an authorize answer
-// (ARCHITECTURE.md section 4); it shares nothing with the client's types.
-type fzWireBody struct {
-	Status      string `json:"status"`
-	Permissions []struct {
-		Resource string `json:"resource"`
-		Scope    string `json:"scope"`
-		Status   string `json:"status"`
-	} `json:"permissions"`
+// fzCovered reports whether the ListGranted request asks for p.
+func fzCovered(p refPair) bool { return p.resource == "orders" || p.scope == "read" }
+
+// fzStatus maps the fuzzer's number onto an HTTP status from 100 to 599;
+// one in that range is itself, so seeds say what they mean.
+func fzStatus(n uint16) int {
+	if n >= 100 && n <= 599 {
+		return int(n)
+	}
+	return 100 + int(n)%500
 }
 
-// fzVerdict is what the oracle expects for one requested pair.
-type fzVerdict struct {
-	answered bool   // the client takes the gateway's word for the pair
-	status   string // the gateway's status for it, when answered
+// fzClient returns a client whose gateway answers every request with
+// status, content type and body.
+func fzClient(t *testing.T, status int, contentType string, body []byte, opts ...pep.Option) *pep.Client {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterNoResponder(func(*http.Request) (*http.Response, error) {
+		resp := httpmock.NewBytesResponse(status, body)
+		if contentType != "" {
+			resp.Header.Set("Content-Type", contentType)
+		}
+		return resp, nil
+	})
+	all := append([]pep.Option{
+		pep.WithHTTPClient(&http.Client{Transport: mock}),
+		pep.WithRetry(0, 0, 0), pep.WithBreaker(0, 0),
+	}, opts...)
+	c, err := pep.New("https://gateway.fuzz", "acme", "orders-api", all...)
+	require.NoError(t, err)
+	c.SetToken(fzToken)
+	return c
 }
 
-// fzOracle decides, independently of the client, what a 200 body says about
-// each requested pair. The body is usable only when it is at most 1 MiB, is
-// exactly one JSON object of the wire shape, and every status in it (top
-// level and per pair) is GRANT, DENY or ERROR. A requested pair is then
-// answered only when the body lists it, with a single status however often
-// it is listed.
-func fzOracle(body []byte) (usable bool, verdicts map[fzPair]fzVerdict) {
-	valid := map[string]bool{"GRANT": true, "DENY": true, "ERROR": true}
-	var w fzWireBody
-	if len(body) > 1<<20 || json.Unmarshal(body, &w) != nil || !valid[w.Status] || fzAmbiguous(body) {
-		return false, nil
-	}
-	seen := map[fzPair][]string{}
-	for _, p := range w.Permissions {
-		if !valid[p.Status] {
-			return false, nil
-		}
-		k := fzPair{p.Resource, p.Scope}
-		seen[k] = append(seen[k], p.Status)
-	}
-	verdicts = map[fzPair]fzVerdict{}
-	for _, r := range fzAsk {
-		for _, s := range r.Scopes {
-			k := fzPair{r.Name, s}
-			statuses := seen[k]
-			if len(statuses) == 0 {
-				continue // missing: fails closed
-			}
-			agree := true
-			for _, st := range statuses {
-				agree = agree && st == statuses[0]
-			}
-			if agree {
-				verdicts[k] = fzVerdict{answered: true, status: statuses[0]}
-			}
-		}
-	}
-	return true, verdicts
+// fzAuthorizeSeeds are answers of every kind the contract names:
+// duplicate and case-variant members, unknown statuses, wrong types, extra
+// and missing pairs.
+var fzAuthorizeSeeds = []string{
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"},{"resource":"orders","scope":"write","status":"GRANT"},{"resource":"invoices","scope":"read","status":"GRANT"}]}`,
+	`{"status":"DENY","permissions":[{"resource":"orders","scope":"read","status":"GRANT"},{"resource":"orders","scope":"write","status":"DENY"},{"resource":"invoices","scope":"read","status":"ERROR"}]}`,
+	`{"status":"GRANT","permissions":[]}`,
+	`{"status":"GRANT"}`,
+	`{"permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"},{"resource":"orders","scope":"read","status":"DENY"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"},{"resource":"orders","scope":"read","status":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"*","scope":"read","status":"GRANT"},{"resource":"orders","scope":"","status":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"Orders","scope":"read","status":"GRANT"},{"resource":"orders","scope":"READ","status":"GRANT"},{"resource":"orders ","scope":"read","status":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"grant"}]}`,
+	`{"status":"OK","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`,
+	`{"Status":"GRANT","status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"DENY","Status":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"DENY","ſtatus":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"DENY","status":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"DENY","status":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[],"permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT","reason":"role viewer"}],"decisionId":"x"}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]} {}`,
+	`{"status":"GRANT","permissions":{"orders":"read"}}`,
+	`{"status":"GRANT","permissions":[null,{"resource":"orders","scope":"read","status":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":1}]}`,
+	`{"status":"GRANT","permissions":[{"resource":["orders"],"scope":"read","status":"GRANT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","status":"GRANT"}]}`,
+	`{"status":true,"permissions":[]}`,
+	"{\"status\":\"GRANT\",\"permissions\":[{\"resource\":\"orders\xff\",\"scope\":\"read\",\"status\":\"GRANT\"}]}",
+	`{"status":"\u0047RANT","permissions":[{"resource":"\u006frders","scope":"read","status":"GR\u0041NT"}]}`,
+	`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT","x":{"status":"DENY","status":"GRANT"}}]}`,
+	`{"error":"Forbidden","message":"` + fzToken + `"}`,
+	`null`,
+	``,
+	`<html>maintenance</html>`,
 }
 
-// fzAmbiguous reports whether an object of a well-formed body names one of
-// the members a decision reads twice, or in another case than the wire
-// format's (encoding/json would fold it onto the member): readers may then
-// disagree on the answer, so the body grants nothing.
-func fzAmbiguous(body []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var value func() bool // reads one value; true when it is ambiguous
-	value = func() bool {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		switch tok {
-		case json.Delim('{'):
-			named := map[string]bool{}
-			for dec.More() {
-				nameTok, _ := dec.Token()
-				name, _ := nameTok.(string)
-				for _, m := range []string{"status", "permissions", "resource", "scope"} {
-					if strings.EqualFold(name, m) && (name != m || named[m]) {
-						return true
-					}
-				}
-				named[name] = true
-				if value() {
-					return true
-				}
-			}
-			_, _ = dec.Token() // '}'
-		case json.Delim('['):
-			for dec.More() {
-				if value() {
-					return true
-				}
-			}
-			_, _ = dec.Token() // ']'
-		}
-		return false
-	}
-	return value()
-}
-
-// fzStatus maps the fuzzer's number onto an HTTP status from 100 to 599.
-func fzStatus(n uint16) int { return 100 + int(n)%500 }
-
-// FuzzDecode feeds arbitrary gateway answers (status, content type, body) to
-// a real client asking for a fixed set of pairs, and checks the fail-closed
-// contract against an independent oracle: a pair is allowed only when the
-// answer was a 200 whose body explicitly granted exactly that pair without
-// a conflicting duplicate; every other pair is a DENY with a Cause; the
-// error is nil unless the answer was a 401; only gateway GRANT and DENY
-// answers are cached; no error text holds the token; nothing panics.
+// FuzzDecode feeds arbitrary gateway answers (status, content type, body)
+// to CheckMany and ListGranted of a real client and checks them against the
+// reference reader: a pair is allowed only when the answer was a 200 that
+// the reference reads and whose one entry for exactly that pair says GRANT;
+// a decision without a Cause is exactly the reference's; every other pair
+// is a DENY with a Cause holding nothing of the token; the error is nil
+// unless the answer was a 401; only gateway GRANT and DENY answers are
+// cached; nothing panics.
 func FuzzDecode(f *testing.F) {
-	grantAll := `{"status":"GRANT","permissions":[` +
-		`{"resource":"orders","scope":"read","status":"GRANT"},` +
-		`{"resource":"orders","scope":"write","status":"GRANT"},` +
-		`{"resource":"invoices","scope":"read","status":"GRANT"}]}`
+	for _, body := range fzAuthorizeSeeds {
+		f.Add(uint16(200), "application/json", []byte(body))
+	}
 	for _, seed := range []struct {
-		status      uint16
-		contentType string
-		body        string
+		status uint16
+		body   string
 	}{
-		{200, "application/json", grantAll},
-		{200, "application/json", `{"status":"DENY","permissions":[{"resource":"orders","scope":"read","status":"GRANT"},{"resource":"orders","scope":"write","status":"DENY"},{"resource":"invoices","scope":"read","status":"ERROR"}]}`},
-		{200, "application/json", `{"status":"GRANT","permissions":[]}`},
-		{200, "application/json", `{"status":"GRANT"}`},
-		{200, "application/json", `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"},{"resource":"orders","scope":"read","status":"DENY"}]}`},
-		{200, "application/json", `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"},{"resource":"orders","scope":"read","status":"GRANT"}]}`},
-		{200, "application/json", `{"status":"GRANT","permissions":[{"resource":"*","scope":"","status":"GRANT"},{"resource":"orders","scope":"","status":"GRANT"}]}`},
-		{200, "application/json", `{"status":"GRANT","permissions":[{"resource":"Orders","scope":"read","status":"GRANT"},{"resource":"orders","scope":"READ","status":"GRANT"},{"resource":"orders ","scope":"read","status":"GRANT"}]}`},
-		{200, "application/json", `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"grant"}]}`},
-		{200, "application/json", `{"status":"OK","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`},
-		{200, "application/json", `{"STATUS":"GRANT","Permissions":[{"Resource":"orders","SCOPE":"read","status":"GRANT"}]}`},
-		{200, "application/json", `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"DENY","status":"GRANT"}]}`},
-		{200, "application/json", `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"DENY","st\u0061tus":"GRANT"}]}`},
-		{200, "application/json", grantAll + ` {}`},
-		{200, "application/json", `{"status":"GRANT","permissions":{"orders":"read"}}`},
-		{200, "application/json", `{"status":"GRANT","permissions":[null,{"resource":"orders","scope":"read","status":"GRANT"}]}`},
-		{200, "application/json", `{"error":"Forbidden","message":"` + fzToken + `"}`},
-		{200, "text/html", `<html>maintenance</html>`},
-		{200, "text/plain", grantAll},
-		{200, "", ``},
-		{200, "", `null`},
-		{204, "", ``},
-		{302, "text/html", grantAll},
-		{400, "application/json", `{"error":"Bad Request","message":"the resources array cannot be empty"}`},
-		{401, "application/json", `{"error":"Unauthorized","message":"token ` + fzToken + ` expired"}`},
-		{403, "application/json", `{"error":"Forbidden","message":"no"}`},
-		{429, "application/json", grantAll},
-		{500, "application/json", `{"error":"Internal Server Error","message":"` + fzToken + `"}`},
-		{502, "text/html", `<html>bad gateway</html>`},
-		{503, "application/json", grantAll},
+		{204, ``},
+		{302, fzAuthorizeSeeds[0]},
+		{400, `{"error":"Bad Request","message":"the resources array cannot be empty"}`},
+		{401, `{"error":"Unauthorized","message":"token ` + fzToken + ` expired"}`},
+		{403, `{"error":"Forbidden","message":"no"}`},
+		{429, fzAuthorizeSeeds[0]},
+		{500, `{"error":"Internal Server Error","message":"` + fzToken + `"}`},
+		{503, fzAuthorizeSeeds[0]},
 	} {
-		f.Add(seed.status, seed.contentType, []byte(seed.body))
+		f.Add(seed.status, "application/json", []byte(seed.body))
 	}
 
 	f.Fuzz(func(t *testing.T, n uint16, contentType string, body []byte) {
 		status := fzStatus(n)
-		mock := httpmock.NewMockTransport()
-		mock.RegisterResponder(http.MethodPost,
-			"https://gateway.fuzz/realms/acme/authorization-decision-provider/authorize",
-			func(*http.Request) (*http.Response, error) {
-				resp := httpmock.NewBytesResponse(status, body)
-				if contentType != "" {
-					resp.Header.Set("Content-Type", contentType)
-				}
-				return resp, nil
-			})
 		var expired int
-		c, err := pep.New("https://gateway.fuzz", "acme", "orders-api",
-			pep.WithHTTPClient(&http.Client{Transport: mock}),
-			pep.WithRetry(0, 0, 0), pep.WithBreaker(0, 0),
-			pep.WithEventHandler(func(ev events.Event) {
-				if ev.Kind == events.TokenExpired {
-					expired++
-				}
-			}))
-		require.NoError(t, err)
-		c.SetToken(fzToken)
-
+		c := fzClient(t, status, contentType, body, pep.WithEventHandler(func(ev events.Event) {
+			if ev.Kind == events.TokenExpired {
+				expired++
+			}
+		}))
 		res, err := c.CheckMany(t.Context(), fzAsk)
 		require.Len(t, res.Decisions, 3)
 		assert.Equal(t, uint64(1), c.Stats().GatewayRequests, "one request, never retried")
@@ -221,10 +152,8 @@ func FuzzDecode(f *testing.F) {
 		if status == http.StatusUnauthorized {
 			require.ErrorIs(t, err, pep.ErrUnauthorized)
 			assert.NotContains(t, err.Error(), fzToken)
-			assert.Equal(t, pep.Deny, res.Status)
 			for _, d := range res.Decisions {
 				assert.False(t, d.Allowed())
-				assert.Equal(t, pep.Deny, d.Status)
 				require.ErrorIs(t, d.Cause, pep.ErrUnauthorized)
 			}
 			assert.Zero(t, c.Stats().CacheEntries)
@@ -232,45 +161,104 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		require.NoError(t, err, "only a 401 is an error")
-		assert.Zero(t, expired)
 
-		usable, verdicts := fzOracle(body)
-		usable = usable && status == http.StatusOK
-		wantOverall, cached := pep.Grant, 0
+		pairs, statuses, usable := refAuthorize(body)
+		usable = usable && status == http.StatusOK && len(body) <= 1<<20
+		cached := 0
 		for _, d := range res.Decisions {
-			v := verdicts[fzPair{d.Resource, d.Scope}]
-			if !usable || !v.answered {
-				assert.False(t, d.Allowed(), "%s/%s allowed by an unusable answer", d.Resource, d.Scope)
-				assert.Equal(t, pep.Deny, d.Status)
-				require.Error(t, d.Cause, "%s/%s denied without a Cause", d.Resource, d.Scope)
-				assert.NotContains(t, d.Cause.Error(), fzToken)
-				var re *pep.ResponseError
-				require.ErrorAs(t, d.Cause, &re)
-				assert.Equal(t, status, re.StatusCode)
-				if status == http.StatusOK {
-					require.ErrorIs(t, d.Cause, pep.ErrMalformedResponse)
+			want := ""
+			if usable {
+				want = refDecide(pairs, statuses, refPair{d.Resource, d.Scope})
+			}
+			if d.Allowed() {
+				require.Equal(t, "GRANT", want, "%s/%s allowed; the reference says %q", d.Resource, d.Scope, want)
+			}
+			if d.Cause == nil {
+				require.NotEmpty(t, want, "%s/%s decided where the reference decides nothing", d.Resource, d.Scope)
+				require.Equal(t, want, d.Status.String(), "%s/%s", d.Resource, d.Scope)
+				if want != "ERROR" {
+					cached++
 				}
-				assert.Equal(t, status >= 500, errors.Is(d.Cause, pep.ErrUnavailable))
-				wantOverall = pep.Deny
 				continue
 			}
-			require.NoError(t, d.Cause, "%s/%s", d.Resource, d.Scope)
-			assert.Equal(t, v.status, d.Status.String(), "%s/%s", d.Resource, d.Scope)
-			assert.Equal(t, v.status == "GRANT", d.Allowed(), "%s/%s", d.Resource, d.Scope)
-			switch v.status {
-			case "DENY":
-				wantOverall = pep.Deny
-				cached++
-			case "ERROR":
-				if wantOverall == pep.Grant {
-					wantOverall = pep.Error
-				}
-			case "GRANT":
-				cached++
+			assert.Equal(t, pep.Deny, d.Status)
+			assert.NotContains(t, d.Cause.Error(), fzToken)
+			var re *pep.ResponseError
+			require.ErrorAs(t, d.Cause, &re)
+			assert.Equal(t, status, re.StatusCode)
+			if status == http.StatusOK {
+				require.ErrorIs(t, d.Cause, pep.ErrMalformedResponse)
 			}
 		}
-		assert.Equal(t, wantOverall, res.Status)
-		assert.Equal(t, wantOverall == pep.Grant, res.Allowed())
+		assert.Equal(t, res.Allowed(), res.Status == pep.Grant)
 		assert.Equal(t, cached, c.Stats().CacheEntries, "only gateway GRANT and DENY answers are cached")
+
+		// ListGranted reads the same answer for its wildcard queries.
+		perms, err := fzClient(t, status, contentType, body, pep.WithCache(0, 0, 0)).ListGranted(t.Context(), fzList)
+		if err != nil {
+			assert.NotContains(t, err.Error(), fzToken)
+		}
+		for _, p := range perms {
+			rp := refPair{p.Resource, p.Scope}
+			require.True(t, usable, "%v listed from an answer the reference refuses", rp)
+			require.True(t, fzCovered(rp), "%v listed but not asked for", rp)
+			require.Equal(t, "GRANT", refDecide(pairs, statuses, rp), "%v listed", rp)
+		}
 	})
 }
+
+// fzOrganizationsSeeds are get-organizations answers of every kind.
+var fzOrganizationsSeeds = []string{
+	`{"status":true,"organization":{"userId":"u1","tenants":[{"tenantId":"t1","tenantName":"Acme","departments":[{"departmentId":"d1","departmentName":"Sales"}]}]}}`,
+	`{"status":true,"organization":{"userId":"u1","tenants":[]}}`,
+	`{"status":true,"organization":{"userId":"u1","tenants":[{"tenantId":"t1"}]}}`,
+	`{"status":false,"organization":{"userId":"u1","tenants":[]}}`,
+	`{"status":false,"status":true,"organization":{"userId":"u1","tenants":[]}}`,
+	`{"status":true,"Status":false,"organization":{"userId":"u1","tenants":[]}}`,
+	`{"status":true,"organization":{"userId":"u1","tenants":[{"tenantId":"t1","tenantſd":"t2"}]}}`,
+	`{"status":true,"organization":{"userId":"u1","tenants":[{"tenantId":"t1","TenantId":"t2"}]}}`,
+	`{"status":true,"organization":{"tenants":[]}}`,
+	`{"status":true,"organization":{"userId":"","tenants":[]}}`,
+	`{"status":true,"organization":{"userId":"u1","tenants":[{"tenantName":"Acme"}]}}`,
+	`{"status":true,"organization":{"userId":"u1","tenants":[{"tenantId":"t1","departments":[{"departmentName":"x"}]}]}}`,
+	`{"status":"true","organization":{"userId":"u1","tenants":[]}}`,
+	`{"status":true,"organization":{"userId":1,"tenants":[]}}`,
+	`{"status":true,"organization":{"userId":"u1","tenants":null}}`,
+	`{"status":true,"organization":{"userId":"u1","tenants":[],"extra":{"a":1}},"more":[1,2]}`,
+	`{"status":true,"organization":{"userId":"u1","tenants":[]}} x`,
+	`{"status":true}`,
+}
+
+// FuzzOrganizations feeds arbitrary 200 answers to Organizations and checks
+// them against the reference reader: the client returns an organization
+// context only when the reference reads the same one; otherwise an error
+// matching ErrMalformedResponse that holds nothing of the token.
+func FuzzOrganizations(f *testing.F) {
+	for _, s := range fzOrganizationsSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		oc, err := fzClient(t, http.StatusOK, "application/json", body).Organizations(t.Context())
+		user, tenants, ok := refOrganizations(body)
+		ok = ok && len(body) <= 1<<20
+		if err != nil {
+			require.ErrorIs(t, err, pep.ErrMalformedResponse)
+			assert.NotContains(t, err.Error(), fzToken)
+			return
+		}
+		require.True(t, ok, "the client read an answer the reference refuses")
+		assert.Equal(t, user, oc.UserID)
+		require.Len(t, oc.Tenants, len(tenants))
+		for i, tn := range tenants {
+			got := oc.Tenants[i]
+			assert.Equal(t, tn.id, got.ID)
+			assert.Equal(t, tn.name, got.Name)
+			require.Len(t, got.Departments, len(tn.departments))
+			for j, d := range tn.departments {
+				assert.Equal(t, d[0], got.Departments[j].ID)
+				assert.Equal(t, d[1], got.Departments[j].Name)
+			}
+		}
+	})
+}
+

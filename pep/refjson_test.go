@@ -1,0 +1,397 @@
+package pep_test
+
+// An independent, strict reference reader of the gateway's answers, for the
+// differential fuzz targets. It shares no code with the client: its own
+// RFC 8259 parser keeps every member of every object, in order, duplicates
+// included, and the rules of the contract are then applied to that tree.
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// refValue is a parsed JSON value.
+type refValue struct {
+	kind    byte // '{', '[', '"', 'n' (number), 't', 'f', '0' (null)
+	str     string
+	members []refMember // objects, in order, duplicates kept
+	items   []refValue  // arrays
+}
+
+type refMember struct {
+	name  string
+	value refValue
+}
+
+var errRef = errors.New("reference: rejected")
+
+// refParse parses one JSON text: a value with optional white space around
+// it, strictly by RFC 8259, rejecting invalid UTF-8.
+func refParse(data []byte) (refValue, error) {
+	p := &refParser{s: string(data)}
+	p.space()
+	v, err := p.value(0)
+	if err != nil {
+		return refValue{}, err
+	}
+	p.space()
+	if p.i != len(p.s) {
+		return refValue{}, errRef
+	}
+	return v, nil
+}
+
+type refParser struct {
+	s string
+	i int
+}
+
+func (p *refParser) space() {
+	for p.i < len(p.s) && strings.IndexByte(" \t\n\r", p.s[p.i]) >= 0 {
+		p.i++
+	}
+}
+
+func (p *refParser) value(depth int) (refValue, error) {
+	if depth > 1000 || p.i >= len(p.s) {
+		return refValue{}, errRef
+	}
+	switch c := p.s[p.i]; {
+	case c == '{':
+		p.i++
+		v := refValue{kind: '{'}
+		p.space()
+		if p.i < len(p.s) && p.s[p.i] == '}' {
+			p.i++
+			return v, nil
+		}
+		for {
+			p.space()
+			name, err := p.string()
+			if err != nil {
+				return v, err
+			}
+			p.space()
+			if p.i >= len(p.s) || p.s[p.i] != ':' {
+				return v, errRef
+			}
+			p.i++
+			p.space()
+			val, err := p.value(depth + 1)
+			if err != nil {
+				return v, err
+			}
+			v.members = append(v.members, refMember{name, val})
+			p.space()
+			if p.i < len(p.s) && p.s[p.i] == ',' {
+				p.i++
+				continue
+			}
+			if p.i < len(p.s) && p.s[p.i] == '}' {
+				p.i++
+				return v, nil
+			}
+			return v, errRef
+		}
+	case c == '[':
+		p.i++
+		v := refValue{kind: '['}
+		p.space()
+		if p.i < len(p.s) && p.s[p.i] == ']' {
+			p.i++
+			return v, nil
+		}
+		for {
+			p.space()
+			item, err := p.value(depth + 1)
+			if err != nil {
+				return v, err
+			}
+			v.items = append(v.items, item)
+			p.space()
+			if p.i < len(p.s) && p.s[p.i] == ',' {
+				p.i++
+				continue
+			}
+			if p.i < len(p.s) && p.s[p.i] == ']' {
+				p.i++
+				return v, nil
+			}
+			return v, errRef
+		}
+	case c == '"':
+		s, err := p.string()
+		return refValue{kind: '"', str: s}, err
+	case strings.HasPrefix(p.s[p.i:], "true"):
+		p.i += 4
+		return refValue{kind: 't'}, nil
+	case strings.HasPrefix(p.s[p.i:], "false"):
+		p.i += 5
+		return refValue{kind: 'f'}, nil
+	case strings.HasPrefix(p.s[p.i:], "null"):
+		p.i += 4
+		return refValue{kind: '0'}, nil
+	case c == '-' || ('0' <= c && c <= '9'):
+		return refValue{kind: 'n'}, p.number()
+	}
+	return refValue{}, errRef
+}
+
+// number checks -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func (p *refParser) number() error {
+	digits := func() int {
+		n := 0
+		for p.i < len(p.s) && '0' <= p.s[p.i] && p.s[p.i] <= '9' {
+			p.i++
+			n++
+		}
+		return n
+	}
+	if p.s[p.i] == '-' {
+		p.i++
+	}
+	if p.i < len(p.s) && p.s[p.i] == '0' {
+		p.i++
+	} else if digits() == 0 {
+		return errRef
+	}
+	if p.i < len(p.s) && p.s[p.i] == '.' {
+		p.i++
+		if digits() == 0 {
+			return errRef
+		}
+	}
+	if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
+		p.i++
+		if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
+			p.i++
+		}
+		if digits() == 0 {
+			return errRef
+		}
+	}
+	return nil
+}
+
+// string reads a string; escaped lone surrogates become U+FFFD.
+func (p *refParser) string() (string, error) {
+	if p.i >= len(p.s) || p.s[p.i] != '"' {
+		return "", errRef
+	}
+	p.i++
+	var b strings.Builder
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return b.String(), nil
+		case c < 0x20:
+			return "", errRef
+		case c == '\\':
+			if p.i+1 >= len(p.s) {
+				return "", errRef
+			}
+			e := p.s[p.i+1]
+			p.i += 2
+			if i := strings.IndexByte(`"\/bfnrt`, e); i >= 0 {
+				b.WriteByte("\"\\/\b\f\n\r\t"[i])
+				continue
+			}
+			if e != 'u' {
+				return "", errRef
+			}
+			r, ok := p.hex4()
+			if !ok {
+				return "", errRef
+			}
+			if utf16.IsSurrogate(r) {
+				if strings.HasPrefix(p.s[p.i:], `\u`) {
+					save := p.i
+					p.i += 2
+					if r2, ok := p.hex4(); ok {
+						if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
+							b.WriteRune(pair)
+							continue
+						}
+					}
+					p.i = save
+				}
+				r = utf8.RuneError
+			}
+			b.WriteRune(r)
+		default:
+			r, n := utf8.DecodeRuneInString(p.s[p.i:])
+			if r == utf8.RuneError && n <= 1 {
+				return "", errRef // invalid UTF-8
+			}
+			b.WriteString(p.s[p.i : p.i+n])
+			p.i += n
+		}
+	}
+	return "", errRef
+}
+
+func (p *refParser) hex4() (rune, bool) {
+	if p.i+4 > len(p.s) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(p.s[p.i:p.i+4], 16, 32)
+	if err != nil || strings.ContainsAny(p.s[p.i:p.i+4], "+-") {
+		return 0, false
+	}
+	p.i += 4
+	return rune(v), true
+}
+
+// refFields returns the values of the members of object o named exactly
+// one of names, or false when o is not an object, names one of them twice,
+// or has a member whose name equals one of them only when case is ignored.
+func refFields(o refValue, names ...string) (map[string]refValue, bool) {
+	if o.kind != '{' {
+		return nil, false
+	}
+	got := map[string]refValue{}
+	for _, m := range o.members {
+		for _, n := range names {
+			switch {
+			case m.name == n:
+				if _, dup := got[n]; dup {
+					return nil, false
+				}
+				got[n] = m.value
+			case strings.EqualFold(m.name, n):
+				return nil, false
+			}
+		}
+	}
+	return got, true
+}
+
+// refPair is a resource-scope pair as the reference sees it.
+type refPair struct{ resource, scope string }
+
+// refAuthorize reads an authorize answer by the contract: an object with a
+// status of GRANT, DENY or ERROR and an array of permissions, each an
+// object with the strings resource, scope and a status of those three. It
+// returns every entry, in order, or false when the answer is unusable.
+func refAuthorize(body []byte) ([]refPair, []string, bool) {
+	root, err := refParse(body)
+	if err != nil {
+		return nil, nil, false
+	}
+	top, ok := refFields(root, "status", "permissions")
+	valid := func(v refValue, present bool) bool {
+		return present && v.kind == '"' && (v.str == "GRANT" || v.str == "DENY" || v.str == "ERROR")
+	}
+	status, hasStatus := top["status"]
+	perms, hasPerms := top["permissions"]
+	if !ok || !valid(status, hasStatus) || !hasPerms || perms.kind != '[' {
+		return nil, nil, false
+	}
+	var pairs []refPair
+	var statuses []string
+	for _, item := range perms.items {
+		f, ok := refFields(item, "resource", "scope", "status")
+		r, hasR := f["resource"]
+		s, hasS := f["scope"]
+		st, hasSt := f["status"]
+		if !ok || !hasR || r.kind != '"' || !hasS || s.kind != '"' || !valid(st, hasSt) {
+			return nil, nil, false
+		}
+		pairs = append(pairs, refPair{r.str, s.str})
+		statuses = append(statuses, st.str)
+	}
+	return pairs, statuses, true
+}
+
+// refDecide is the reference's rule 1: the status of the one entry that
+// names exactly p, or "" (not decided, so DENY) when there are none or
+// several.
+func refDecide(pairs []refPair, statuses []string, p refPair) string {
+	found := ""
+	n := 0
+	for i, q := range pairs {
+		if q == p {
+			found = statuses[i]
+			n++
+		}
+	}
+	if n != 1 {
+		return ""
+	}
+	return found
+}
+
+// refTenant is a tenant as the reference reads it.
+type refTenant struct {
+	id, name    string
+	departments [][2]string // id, name
+}
+
+// refOrganizations reads a get-organizations answer by the contract: status
+// true, an organization with a non-empty userId and an array of tenants,
+// each with a non-empty tenantId, an optional string tenantName and an
+// optional array of departments, each with a non-empty departmentId and an
+// optional string departmentName.
+func refOrganizations(body []byte) (string, []refTenant, bool) {
+	root, err := refParse(body)
+	if err != nil {
+		return "", nil, false
+	}
+	top, ok := refFields(root, "status", "organization")
+	status, hasStatus := top["status"]
+	org, hasOrg := top["organization"]
+	if !ok || !hasStatus || status.kind != 't' || !hasOrg {
+		return "", nil, false
+	}
+	o, ok := refFields(org, "userId", "tenants")
+	user, hasUser := o["userId"]
+	tenants, hasTenants := o["tenants"]
+	if !ok || !hasUser || user.kind != '"' || user.str == "" || !hasTenants || tenants.kind != '[' {
+		return "", nil, false
+	}
+	optionalString := func(v refValue, present bool) (string, bool) {
+		if !present {
+			return "", true
+		}
+		return v.str, v.kind == '"'
+	}
+	var out []refTenant
+	for _, item := range tenants.items {
+		f, ok := refFields(item, "tenantId", "tenantName", "departments")
+		id, hasID := f["tenantId"]
+		if !ok || !hasID || id.kind != '"' || id.str == "" {
+			return "", nil, false
+		}
+		v, present := f["tenantName"]
+		name, ok := optionalString(v, present)
+		if !ok {
+			return "", nil, false
+		}
+		t := refTenant{id: id.str, name: name}
+		if deps, present := f["departments"]; present {
+			if deps.kind != '[' {
+				return "", nil, false
+			}
+			for _, d := range deps.items {
+				df, ok := refFields(d, "departmentId", "departmentName")
+				did, hasDID := df["departmentId"]
+				if !ok || !hasDID || did.kind != '"' || did.str == "" {
+					return "", nil, false
+				}
+				v, present := df["departmentName"]
+				dname, ok := optionalString(v, present)
+				if !ok {
+					return "", nil, false
+				}
+				t.departments = append(t.departments, [2]string{did.str, dname})
+			}
+		}
+		out = append(out, t)
+	}
+	return user.str, out, true
+}
