@@ -6,21 +6,37 @@
 //	if err != nil { ... }
 //	c.SetToken(accessToken)
 //	d, err := c.Check(ctx, "orders", "read")
-//	if err != nil { ... }          // no token, or the gateway refused the token (401)
+//	if err != nil { ... }          // no token, a refused call, or the gateway refused the token (401)
 //	if !d.Allowed() { ... deny }   // d.Cause says why when the client failed closed
 //
 // # Failing closed
 //
 // Decision.Allowed and Result.Allowed are true only for an explicit GRANT
-// that the gateway returned for exactly that pair in a 200 answer that
-// parsed completely. Every other outcome is a DENY: the gateway unreachable
-// or too slow, a 5xx after retries, a 400 or 403, a redirect, a body that
-// does not parse or exceeds 1 MiB, a pair missing from the answer or
-// returned twice with different statuses, an open circuit breaker. These
-// denials carry a Cause (errors.Is(cause, ErrUnavailable) for transport
-// failures, timeouts and the breaker; a *ResponseError for gateway answers)
-// and come with a nil error. A 401 is different: it is returned as an error
-// matching ErrUnauthorized, and the client emits tokenExpired.
+// that the gateway returned for exactly that pair, in the one entry of its
+// answer that names exactly that resource and scope, in a 200 answer that
+// was read completely and strictly. The decision for a pair is made in one
+// place, from that pair's own entry: no other pair's answer can stand in
+// for it. Every other outcome is a DENY: the gateway unreachable or too
+// slow, a 5xx after retries, a 400 or 403, a redirect, a body that does not
+// parse, exceeds 1 MiB, names a member twice or in another case, or has a
+// value of the wrong type, a pair missing from the answer or listed twice,
+// an open circuit breaker. These denials carry a Cause
+// (errors.Is(cause, ErrUnavailable) for transport failures, timeouts and the
+// breaker; a *ResponseError for gateway answers) and come with a nil error.
+//
+// Errors are returned, with DENY decisions, for what is not the gateway's
+// verdict on the pairs: a call the client refuses to send
+// (ErrInvalidArgument: an empty name, or the wildcard resource "*" outside
+// ListGranted), a missing token (ErrNoToken), and a 401: ErrUnauthorized,
+// which purges the token's cached decisions and emits tokenExpired for the
+// client's own current token, or ErrProofRejected when the gateway blames
+// the DPoP proof rather than the token, which purges and emits nothing.
+//
+// No call returns later than its own deadline (its context's, else the
+// client's timeout) plus a few milliseconds, whatever the callers it shares
+// a gateway request with do. A token never appears in an error or a log
+// line: transport failures are described in fixed words, and text from the
+// gateway that holds any fragment of the token is withheld.
 //
 // # Transport
 //
@@ -28,17 +44,21 @@
 // connection errors, 429, 502, 503 and 504 only, exponential backoff with
 // jitter, Retry-After honoured, never past the call's deadline), then the
 // token layer (which clones each attempt and sets its Authorization
-// header, and for DPoP a new proof), then the base transport of the *http.Client given with
-// WithHTTPClient, which is copied and never modified. Redirects are never
-// followed.
+// header, and for DPoP a new proof), then the base transport of the
+// *http.Client given with WithHTTPClient, which is copied and never
+// modified. Redirects are never followed and cookies never kept. The circuit
+// breaker opens only on signs that the gateway itself is unwell.
 //
 // # Caching, batching, coalescing
 //
-// Gateway GRANT and DENY answers are cached per token, realm, client,
-// resource, scope and request context; two tokens never share an entry.
-// CheckMany answers cached pairs locally and sends the rest in batches,
-// several at a time. Identical concurrent requests share one gateway request.
-// SetToken, ClearToken and a 401 purge the token's entries.
+// Gateway GRANT and DENY answers are cached per token, resource, scope and
+// request context; two tokens never share an entry. The cache is bounded in
+// entries and in bytes (WithCacheMaxBytes), and no caller chooses what an
+// entry costs. CheckMany answers cached pairs locally and sends the rest in
+// batches, several at a time. Identical concurrent requests share one
+// gateway request, which each caller waits for only until its own deadline.
+// SetToken, ClearToken and a 401 purge that token's entries, and only
+// those.
 //
 // # Tokens and events
 //
@@ -46,10 +66,9 @@
 // RFC 9449: every attempt carries a fresh proof, the latest DPoP-Nonce of
 // the gateway is used, and a use_dpop_nonce challenge is answered once) and
 // removed with ClearToken; a per-call Bearer token can be given with
-// WithToken. Token lifecycle events
-// (package events) are delivered to handlers registered with
-// WithEventHandler or Subscribe.
+// WithToken. Token lifecycle events (package events) are delivered to
+// handlers registered with WithEventHandler or Subscribe, in the order they
+// happened.
 //
-// A Client is safe for concurrent use; a token never appears in its errors
-// or log lines.
+// A Client is safe for concurrent use.
 package pep
