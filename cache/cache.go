@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
@@ -36,10 +37,15 @@ type Cache[G, K comparable, V any] struct {
 	// One mutex guards the list, the group index and the counters: a
 	// lookup takes one lock and no other atomic operation.
 	mu     sync.Mutex
-	lru    *simplelru.LRU[slot[G, K], entry[V]]
+	lru    *simplelru.LRU[slot[G, K], entry[G, K, V]]
 	groups map[G]*group[G, K]
 	bytes  int64
 	stats  Stats
+
+	// entryCost and groupCost are what the cache's own bookkeeping takes
+	// for an entry and for a group, counted against the byte bound on top
+	// of the sizes callers give.
+	entryCost, groupCost int64
 }
 
 // slot is where an entry is stored: its group and its key.
@@ -48,14 +54,19 @@ type slot[G, K comparable] struct {
 	key   K
 }
 
-type entry[V any] struct {
+type entry[G, K comparable, V any] struct {
 	value   V
 	expires time.Duration // since the cache's epoch
-	size    int64
+	size    int64         // the caller's size plus entryCost
+	// grp and gen are the group and its generation when the entry was
+	// stored: once the group is removed (gen moves on), the entry is dead
+	// at once, whenever it is freed.
+	grp *group[G, K]
+	gen uint64
 }
 
-// group indexes one group's entries, so that removing the group does not
-// walk the cache. It lives while it has entries or open writers.
+// group indexes one group's live entries, so that removing the group does
+// not walk the cache. It lives while it has entries or open writers.
 type group[G, K comparable] struct {
 	// id is the group's value as first seen; every entry of the group is
 	// stored under this one copy, so a group value that holds a string (a
@@ -108,6 +119,11 @@ func WithMaxBytes(n int64) Option {
 // so that no caller pays for a large batch that expired together.
 const sweepBatch = 16
 
+// freeBatch bounds the entries of a removed group freed under one hold of
+// the lock, so that a large group's removal never holds up other callers
+// for long.
+const freeBatch = 256
+
 // New returns an empty cache holding at most maxEntries entries. It returns
 // an error when maxEntries is not positive or an option is invalid.
 func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V], error) {
@@ -135,7 +151,7 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	}
 	// The list itself is unbounded: the cache evicts by entries and bytes
 	// itself, so that every removal passes through its bookkeeping.
-	l, err := simplelru.NewLRU[slot[G, K], entry[V]](math.MaxInt, nil)
+	l, err := simplelru.NewLRU[slot[G, K], entry[G, K, V]](math.MaxInt, nil)
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
@@ -145,9 +161,37 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 		maxBytes:   cfg.maxBytes,
 		lru:        l,
 		groups:     make(map[G]*group[G, K]),
+		entryCost:  entryCost[G, K, V](),
+		groupCost:  groupCost[G, K](),
 	}
 	c.epoch = c.read()
 	return c, nil
+}
+
+// entryCost estimates the memory of one entry's bookkeeping: its list
+// element (links, key, value, simplelru's expiry fields), its slot in
+// simplelru's index and in its group's index. A map slot is counted with
+// its control byte at a load of 2/3, about where a map that doubles as it
+// grows sits on average. TestBytesTrackRealMemory holds the estimate to
+// what the heap really grows by.
+func entryCost[G, K comparable, V any]() int64 {
+	var s slot[G, K]
+	var e entry[G, K, V]
+	var k K
+	elem := 3*8 + unsafe.Sizeof(s) + unsafe.Sizeof(e) + 24 + 8
+	index := (unsafe.Sizeof(s) + 8 + 1) * 3 / 2
+	keys := (unsafe.Sizeof(k) + 1) * 3 / 2
+	return int64(elem + index + keys)
+}
+
+// groupCost estimates the memory of one group's bookkeeping: the group, its
+// slot in the cache's index of groups, and its own index of keys with room
+// for its first eight keys (a map's first allocation).
+func groupCost[G, K comparable]() int64 {
+	var g G
+	var k K
+	var grp group[G, K]
+	return int64(unsafe.Sizeof(grp) + (unsafe.Sizeof(g)+8+1)*3/2 + 48 + 8*(unsafe.Sizeof(k)+1) + 8)
 }
 
 // read returns the time from the cache's clock.
@@ -175,13 +219,15 @@ func (c *Cache[G, K, V]) Get(g G, k K) (value V, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, found := c.lru.Get(s)
-	if found && now < e.expires {
+	if found && now < e.expires && e.gen == e.grp.gen {
 		c.stats.Hits++
 		return e.value, true
 	}
 	if found {
+		if now >= e.expires {
+			c.stats.Expirations++
+		}
 		c.remove(s, e)
-		c.stats.Expirations++
 	}
 	c.stats.Misses++
 	c.sweep(now)
@@ -189,10 +235,12 @@ func (c *Cache[G, K, V]) Get(g G, k K) (value V, ok bool) {
 }
 
 // Add stores value under group g and key k for ttl, replacing any earlier
-// value and making it the most recently used entry; size is what the entry
-// counts against the byte bound. Least recently used entries are evicted
+// value and making it the most recently used entry; size is the memory the
+// key and value hold beyond their own fixed size (the bytes of their
+// strings, say), which the entry counts against the byte bound together
+// with the cache's own bookkeeping. Least recently used entries are evicted
 // until the cache is within its bounds. Add reports whether the value was
-// stored: a ttl that is zero or negative, or a size larger than the whole
+// stored: a ttl that is zero or negative, or an entry larger than the whole
 // byte bound, stores nothing and removes any earlier value, so that a caller
 // never reads an old answer in place of the one it chose not to keep.
 func (c *Cache[G, K, V]) Add(g G, k K, value V, ttl time.Duration, size int64) bool {
@@ -216,27 +264,45 @@ func (c *Cache[G, K, V]) Remove(g G, k K) bool {
 }
 
 // RemoveGroup deletes every entry of group g, live or expired, and returns
-// how many it deleted. It costs time in proportion to the group's entries.
-// Writers of g made before the call store nothing from then on.
+// how many it deleted. The entries are gone for every later Get as soon as
+// the call starts; their memory is freed before it returns, a batch at a
+// time, so that other callers wait for one batch at most. It costs time in
+// proportion to the group's entries. Writers of g made before the call
+// store nothing from then on.
 func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	grp, ok := c.groups[g]
 	if !ok {
+		c.mu.Unlock()
 		return 0
 	}
-	n := len(grp.keys)
-	for k := range grp.keys {
-		s := slot[G, K]{group: grp.id, key: k}
-		if e, ok := c.lru.Peek(s); ok {
-			c.lru.Remove(s)
-			c.bytes -= e.size
-		}
-	}
-	clear(grp.keys)
+	dead, gen := grp.keys, grp.gen
+	grp.keys = make(map[K]struct{})
 	grp.gen++
 	c.release(grp)
-	return n
+	c.mu.Unlock()
+
+	batch := make([]K, 0, min(len(dead), freeBatch))
+	free := func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, k := range batch {
+			s := slot[G, K]{group: grp.id, key: k}
+			// A later entry may have taken the slot since; it stays.
+			if e, ok := c.lru.Peek(s); ok && e.grp == grp && e.gen == gen {
+				c.lru.Remove(s)
+				c.bytes -= e.size
+			}
+		}
+		batch = batch[:0]
+	}
+	for k := range dead {
+		if batch = append(batch, k); len(batch) == freeBatch {
+			free()
+		}
+	}
+	free()
+	return len(dead)
 }
 
 // Purge deletes every entry, as RemoveGroup does for each group. Counters
@@ -245,12 +311,14 @@ func (c *Cache[G, K, V]) Purge() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Purge()
-	c.bytes = 0
 	for _, grp := range c.groups {
 		clear(grp.keys)
 		grp.gen++
-		c.release(grp)
+		if grp.writers == 0 {
+			delete(c.groups, grp.id)
+		}
 	}
+	c.bytes = int64(len(c.groups)) * c.groupCost // groups that writers keep
 }
 
 // Len returns the number of entries, expired ones not yet dropped included.
@@ -260,7 +328,8 @@ func (c *Cache[G, K, V]) Len() int {
 	return c.lru.Len()
 }
 
-// Bytes returns the sum of the sizes of the entries.
+// Bytes returns what the entries and groups count against the byte bound:
+// the sizes given to Add plus the cache's own bookkeeping.
 func (c *Cache[G, K, V]) Bytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -329,6 +398,7 @@ func (c *Cache[G, K, V]) group(g G) *group[G, K] {
 	if !ok {
 		grp = &group[G, K]{id: g, keys: make(map[K]struct{})}
 		c.groups[g] = grp
+		c.bytes += c.groupCost
 	}
 	return grp
 }
@@ -336,34 +406,37 @@ func (c *Cache[G, K, V]) group(g G) *group[G, K] {
 // release forgets a group that has neither entries nor writers. c.mu must
 // be held.
 func (c *Cache[G, K, V]) release(grp *group[G, K]) {
-	if len(grp.keys) == 0 && grp.writers == 0 {
+	if len(grp.keys) == 0 && grp.writers == 0 && c.groups[grp.id] == grp {
 		delete(c.groups, grp.id)
+		c.bytes -= c.groupCost
 	}
 }
 
 // add stores an entry of grp; c.mu must be held.
 func (c *Cache[G, K, V]) add(grp *group[G, K], k K, value V, now, ttl time.Duration, size int64) bool {
 	s := slot[G, K]{group: grp.id, key: k}
-	if ttl <= 0 || size > c.maxBytes {
+	size = max(size, 0) + c.entryCost
+	if ttl <= 0 || size+c.groupCost > c.maxBytes {
 		if e, ok := c.lru.Peek(s); ok {
 			c.remove(s, e)
 		}
 		c.release(grp)
 		return false
 	}
-	size = max(size, 0)
 	expires := time.Duration(math.MaxInt64) // saturate: the entry never expires
 	if now <= math.MaxInt64-ttl {
 		expires = now + ttl
 	}
 	if old, ok := c.lru.Peek(s); ok {
+		// Replaced in place: k stays in grp's index (or joins it, when
+		// the old entry was of a removed generation).
+		c.lru.Remove(s)
 		c.bytes -= old.size
-	} else {
-		grp.keys[k] = struct{}{}
 	}
-	c.lru.Add(s, entry[V]{value: value, expires: expires, size: size})
+	grp.keys[k] = struct{}{}
+	c.lru.Add(s, entry[G, K, V]{value: value, expires: expires, size: size, grp: grp, gen: grp.gen})
 	c.bytes += size
-	for c.lru.Len() > c.maxEntries || c.bytes > c.maxBytes {
+	for c.lru.Len() > 1 && (c.lru.Len() > c.maxEntries || c.bytes > c.maxBytes) {
 		old, e, _ := c.lru.GetOldest()
 		c.remove(old, e)
 		if now < e.expires {
@@ -391,12 +464,13 @@ func (c *Cache[G, K, V]) sweep(now time.Duration) {
 	}
 }
 
-// remove deletes one entry and its bookkeeping; c.mu must be held.
-func (c *Cache[G, K, V]) remove(s slot[G, K], e entry[V]) {
+// remove deletes one entry and its bookkeeping; c.mu must be held. The
+// entry of a removed generation is no longer in its group's index.
+func (c *Cache[G, K, V]) remove(s slot[G, K], e entry[G, K, V]) {
 	c.lru.Remove(s)
 	c.bytes -= e.size
-	if grp, ok := c.groups[s.group]; ok {
-		delete(grp.keys, s.key)
-		c.release(grp)
+	if e.gen == e.grp.gen {
+		delete(e.grp.keys, s.key)
+		c.release(e.grp)
 	}
 }

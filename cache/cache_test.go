@@ -2,6 +2,8 @@ package cache_test
 
 import (
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,6 +33,20 @@ func newCache[V any](t testing.TB, size int, clk *clock, opts ...cache.Option) *
 	c, err := cache.New[string, string, V](size, append([]cache.Option{cache.WithClock(clk.now)}, opts...)...)
 	require.NoError(t, err)
 	return c
+}
+
+// overhead learns what the cache's own bookkeeping counts for an entry and
+// for a group of string keys, from its Bytes.
+func overhead(t testing.TB) (entry, group int64) {
+	t.Helper()
+	c := newCache[int](t, 8, newClock())
+	c.Add("g", "a", 1, time.Minute, 0)
+	one := c.Bytes()
+	c.Add("g", "b", 1, time.Minute, 0)
+	entry = c.Bytes() - one
+	require.Positive(t, entry)
+	require.Positive(t, one-entry)
+	return entry, one - entry
 }
 
 func TestNewValidates(t *testing.T) {
@@ -145,7 +161,8 @@ func TestLeastRecentlyUsedIsEvicted(t *testing.T) {
 
 func TestReplacingDoesNotEvict(t *testing.T) {
 	t.Parallel()
-	c := newCache[int](t, 2, newClock(), cache.WithMaxBytes(10))
+	entry, group := overhead(t)
+	c := newCache[int](t, 2, newClock(), cache.WithMaxBytes(10+2*entry+group))
 	c.Add("g", "a", 1, time.Minute, 5)
 	c.Add("g", "b", 2, time.Minute, 5)
 	c.Add("g", "a", 10, time.Minute, 5)
@@ -154,17 +171,19 @@ func TestReplacingDoesNotEvict(t *testing.T) {
 	assert.Equal(t, 10, got)
 	assert.Equal(t, uint64(0), c.Stats().Evictions)
 	assert.Equal(t, 2, c.Len())
-	assert.Equal(t, int64(10), c.Bytes(), "a replaced entry's size is not counted twice")
+	assert.Equal(t, 10+2*entry+group, c.Bytes(), "a replaced entry's size is not counted twice")
 }
 
 func TestByteBound(t *testing.T) {
 	t.Parallel()
-	c := newCache[int](t, 100, newClock(), cache.WithMaxBytes(100))
+	entry, group := overhead(t)
+	unit := 30 + entry // what a 30-byte entry counts
+	c := newCache[int](t, 100, newClock(), cache.WithMaxBytes(group+3*unit+unit/2))
 	for i := range 10 {
 		require.True(t, c.Add("g", fmt.Sprint(i), i, time.Minute, 30))
 	}
-	assert.Equal(t, 3, c.Len(), "three 30-byte entries fit in 100 bytes")
-	assert.Equal(t, int64(90), c.Bytes())
+	assert.Equal(t, 3, c.Len(), "three entries and half of a fourth fit")
+	assert.Equal(t, group+3*unit, c.Bytes())
 	assert.Equal(t, uint64(7), c.Stats().Evictions)
 	for i := 7; i < 10; i++ {
 		_, ok := c.Get("g", fmt.Sprint(i))
@@ -172,15 +191,15 @@ func TestByteBound(t *testing.T) {
 	}
 
 	// One entry larger than the whole bound is refused, and costs nothing.
-	assert.False(t, c.Add("g", "huge", -1, time.Minute, 101))
+	assert.False(t, c.Add("g", "huge", -1, time.Minute, 4*unit))
 	_, ok := c.Get("g", "huge")
 	assert.False(t, ok)
 	assert.Equal(t, 3, c.Len(), "a refused entry evicts nothing")
 
 	// A large entry evicts as many small ones as it needs.
-	require.True(t, c.Add("g", "big", 0, time.Minute, 70))
-	assert.Equal(t, 2, c.Len())
-	assert.Equal(t, int64(100), c.Bytes())
+	require.True(t, c.Add("g", "big", 0, time.Minute, 2*unit))
+	assert.Equal(t, 1, c.Len())
+	assert.LessOrEqual(t, c.Bytes(), group+3*unit+unit/2)
 }
 
 func TestRemoveGroup(t *testing.T) {
@@ -200,7 +219,8 @@ func TestRemoveGroup(t *testing.T) {
 	_, ok = c.Get("bob", "orders")
 	assert.True(t, ok, "another group's entries stay")
 	assert.Equal(t, 1, c.Len())
-	assert.Equal(t, int64(1), c.Bytes())
+	entry, group := overhead(t)
+	assert.Equal(t, 1+entry+group, c.Bytes(), "alice's group is gone; bob's stays")
 }
 
 func TestWriterIsFencedByRemoval(t *testing.T) {
@@ -261,7 +281,8 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 	}
 	assert.Equal(t, 3, c.Len(), "every expired entry was swept")
 	assert.Equal(t, uint64(40), c.Stats().Expirations)
-	assert.Equal(t, int64(3), c.Bytes())
+	entry, group := overhead(t)
+	assert.Equal(t, 3+3*entry+group, c.Bytes())
 }
 
 func TestRemoveAndPurge(t *testing.T) {
@@ -276,7 +297,7 @@ func TestRemoveAndPurge(t *testing.T) {
 
 	c.Purge()
 	assert.Equal(t, 0, c.Len())
-	assert.Zero(t, c.Bytes())
+	assert.Zero(t, c.Bytes(), "no group is left either")
 	_, ok = c.Get("g", "b")
 	assert.False(t, ok)
 	assert.Equal(t, cache.Stats{Hits: 1, Misses: 1}, c.Stats(), "purge keeps the counters")
@@ -300,7 +321,9 @@ func TestHitAllocatesNothing(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	c := newCache[int](t, 64, clk, cache.WithMaxBytes(500))
+	entry, group := overhead(t)
+	budget := 3*group + 50*(10+entry)
+	c := newCache[int](t, 64, clk, cache.WithMaxBytes(budget))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -321,8 +344,8 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.LessOrEqual(t, c.Len(), 50)
-	assert.LessOrEqual(t, c.Bytes(), int64(500))
+	assert.LessOrEqual(t, c.Len(), int((budget-group)/(10+entry)))
+	assert.LessOrEqual(t, c.Bytes(), budget)
 	s := c.Stats()
 	assert.Equal(t, uint64(8000), s.Hits+s.Misses)
 }
@@ -369,6 +392,53 @@ func BenchmarkRemoveGroup(b *testing.B) {
 					b.Fatal("expected 10 entries removed")
 				}
 			}
+		})
+	}
+}
+
+// The byte bound must be honest: what Bytes reports tracks what the heap
+// really grows by, for many small groups (one token per caller) as for one
+// large group.
+func TestBytesTrackRealMemory(t *testing.T) {
+	payload := strings.Repeat("p", 100)
+	tests := []struct {
+		name   string
+		groups int
+		per    int
+	}{
+		{"one entry per group", 20_000, 1},
+		{"one large group", 1, 20_000},
+		{"small groups", 2_000, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keys := make([]string, tt.groups*tt.per)
+			groups := make([]token, tt.groups)
+			for i := range groups {
+				groups[i] = token{"Bearer", fmt.Sprintf("%s-token-%06d", payload, i)}
+			}
+			for i := range keys {
+				keys[i] = fmt.Sprintf("%s-key-%06d", payload, i)
+			}
+			c, err := cache.New[token, string, bool](len(keys) + 1)
+			require.NoError(t, err)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for i, k := range keys {
+				g := groups[i/tt.per]
+				// The strings are the caller's already; the cache counts
+				// its own bookkeeping, and here nothing more.
+				c.Add(g, k, true, time.Hour, 0)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			grown := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+			counted := float64(c.Bytes())
+			t.Logf("heap grew %.0f bytes, counted %.0f (%.2f)", grown, counted, grown/counted)
+			assert.Less(t, grown, 1.15*counted, "the cache holds more than it counts")
+			assert.Greater(t, grown, 0.5*counted, "the cache counts far more than it holds")
+			runtime.KeepAlive(c)
 		})
 	}
 }

@@ -182,14 +182,23 @@ func (e *Emitter) Deliver(ctx context.Context) {
 	}
 }
 
-// drain delivers the queue until it is empty, then closes drained.
+// drain delivers the queue until it is empty, then closes drained. A
+// handler that ends its goroutine (runtime.Goexit, as t.Fatal does) cannot
+// be stopped, but the delivery goes on, on a new goroutine.
 func (e *Emitter) drain(drained chan struct{}) {
+	finished := false
+	defer func() {
+		if !finished {
+			go e.drain(drained)
+		}
+	}()
 	for {
 		e.mu.Lock()
 		if len(e.queue) == 0 {
 			e.delivering = false
 			e.queue = nil // let the backing array go
 			e.mu.Unlock()
+			finished = true
 			close(drained)
 			return
 		}

@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -312,4 +313,29 @@ func TestSlowHandlerDoesNotHoldTheCallerPastItsContext(t *testing.T) {
 	close(release)
 	assert.Equal(t, events.TokenExpired, <-delivered)
 	assert.Equal(t, events.TokenSet, <-delivered)
+}
+
+// A handler that ends its goroutine (t.Fatal calls runtime.Goexit) must not
+// stop the events after it.
+func TestHandlerCallingGoexitDoesNotStopDelivery(t *testing.T) {
+	t.Parallel()
+	var e events.Emitter
+	got := make(chan events.Kind, 3)
+	e.Subscribe(func(ev events.Event) {
+		got <- ev.Kind
+		if ev.Kind == events.TokenExpired {
+			runtime.Goexit()
+		}
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Emit(events.Event{Kind: events.TokenExpired}) // ends this goroutine
+	}()
+	<-done
+	e.Emit(events.Event{Kind: events.TokenSet})
+	e.Emit(events.Event{Kind: events.TokenCleared})
+	assert.Equal(t, events.TokenExpired, <-got)
+	assert.Equal(t, events.TokenSet, <-got)
+	assert.Equal(t, events.TokenCleared, <-got)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -199,7 +200,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !canonicalPath(r) {
-		writeError(w, http.StatusBadRequest, "the request path must be in canonical form (no dot segments, empty segments or encoded slashes)")
+		writeError(w, http.StatusBadRequest, "the request path must be in canonical form (no dot segments, empty segments, encoded slashes or escapes left after decoding)")
 		return
 	}
 	ctx := r.Context()
@@ -260,17 +261,23 @@ func outage(res pep.Result) bool {
 }
 
 // canonicalPath reports whether the request path is one that every reader
-// takes the same way: absolute, with no dot or empty segments once decoded,
-// no encoded slash or backslash, and no backslash or control character. A
-// path-prefix policy could read any other one differently from the router
-// (/files/public%2F..%2Fsecret is /files/secret to some).
+// takes the same way: absolute, valid UTF-8, with no dot or empty segments
+// once decoded, no encoded slash or backslash, no escape left after
+// decoding (%252e is %2e to a second decoder), no backslash or control
+// character, and no segment made only of dots and spaces before a ';'
+// ("..;" is ".." to Tomcat, ".. " to IIS). A path-prefix policy could read
+// any other one differently from the router (/files/public%2F..%2Fsecret is
+// /files/secret to some).
 func canonicalPath(r *http.Request) bool {
 	p := r.URL.Path
-	if p == "" || p[0] != '/' {
+	if p == "" || p[0] != '/' || !utf8.ValidString(p) {
 		return false
 	}
 	for i := 0; i < len(p); i++ {
-		if c := p[i]; c < 0x20 || c == 0x7f || c == '\\' {
+		switch c := p[i]; {
+		case c < 0x20 || c == 0x7f || c == '\\':
+			return false
+		case c == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]):
 			return false
 		}
 	}
@@ -280,11 +287,22 @@ func canonicalPath(r *http.Request) bool {
 	}
 	segments := strings.Split(p[1:], "/")
 	for i, s := range segments {
-		if s == "." || s == ".." || (s == "" && i < len(segments)-1) {
-			return false
+		if s == "" {
+			if i < len(segments)-1 {
+				return false // an empty segment (//) other than a trailing slash
+			}
+			continue
+		}
+		name, _, _ := strings.Cut(s, ";")
+		if strings.Trim(name, ". ") == "" {
+			return false // ., .., ..;, ".. " and the like
 		}
 	}
 	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // Errors of BearerToken.

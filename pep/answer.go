@@ -69,6 +69,11 @@ var (
 	permissionMembers = []string{"resource", "scope", "status"}
 )
 
+// maxListed bounds the distinct pairs one answer may make the client keep
+// (those asked for and those a wildcard covers): a listing is decoded into
+// memory, and no gateway lists that many permissions for one client.
+const maxListed = 10_000
+
 // decodeAnswer reads an authorize answer strictly (see strictjson.go) and
 // records the entries for the pairs of queries; entries for pairs nobody
 // asked for are read, checked and dropped, so memory follows the pairs asked
@@ -122,8 +127,13 @@ func decodeAnswer(body []byte, queries []pair) (*answer, error) {
 				return nil
 			}
 			l := a.listed[p]
-			if l.count == 0 && covered {
-				a.order = append(a.order, p)
+			if l.count == 0 {
+				if len(a.listed) == maxListed {
+					return errTooManyPairs
+				}
+				if covered {
+					a.order = append(a.order, p)
+				}
 			}
 			a.listed[p] = listing{status: s, count: l.count + 1}
 			return nil
@@ -177,14 +187,4 @@ func (r *reader) status() (Status, error) {
 		return Deny, errUnknownStatus
 	}
 	return s, nil
-}
-
-// decisions returns the decision for every pair the answer lists, each made
-// by decide.
-func (a *answer) decisions() []Decision {
-	ds := make([]Decision, 0, len(a.listed))
-	for p := range a.listed {
-		ds = append(ds, a.decide(p))
-	}
-	return ds
 }

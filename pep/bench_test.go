@@ -368,7 +368,7 @@ func BenchmarkCoalescing(b *testing.B) {
 	}))
 	c.SetToken(g.token(b))
 	// A cancellable context, as concurrent server requests have: their
-	// callers wait in singleflight's DoChan, and the hook runs once a
+	// callers wait for the leader's request, and the hook runs once a
 	// caller has joined the request.
 	ctx := b.Context()
 

@@ -96,27 +96,27 @@ func (d *decisionCache) writer(cl *call) *cache.Writer[tokenIdent, cacheKey, Sta
 	return d.lru.Writer(cl.id)
 }
 
-// store keeps the gateway's GRANT and DENY answers (decisions without a
-// Cause) through w.
-func (d *decisionCache) store(w *cache.Writer[tokenIdent, cacheKey, Status], cl *call, ds []Decision) {
+// store keeps the gateway's GRANT and DENY answers through w: the pairs
+// the answer lists exactly once (answer.decide).
+func (d *decisionCache) store(w *cache.Writer[tokenIdent, cacheKey, Status], cl *call, a *answer) {
 	if w == nil {
 		return
 	}
-	for _, dc := range ds {
-		p := pair{resource: dc.Resource, scope: dc.Scope}
-		if dc.Cause != nil || !cacheable(cl.id, p) {
+	for p, l := range a.listed {
+		if l.count != 1 || !cacheable(cl.id, p) {
 			continue
 		}
-		ttl := d.denyTTL
-		switch dc.Status {
+		var ttl time.Duration
+		switch l.status {
 		case Grant:
 			ttl = d.grantTTL
 		case Deny:
+			ttl = d.denyTTL
 		default:
 			continue
 		}
-		size := int64(entryOverhead + len(cl.id.token) + len(p.resource) + len(p.scope) + len(cl.ctxKey))
-		w.Add(cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey, digest: cl.ctxDigest}, dc.Status, ttl, size)
+		size := int64(len(cl.id.token) + len(p.resource) + len(p.scope) + len(cl.ctxKey))
+		w.Add(cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey, digest: cl.ctxDigest}, l.status, ttl, size)
 	}
 }
 

@@ -280,7 +280,7 @@ func (c *Client) fetch(ctx context.Context, cl *call, cred credential, queries [
 	if err != nil {
 		return &chunkOutcome{err: err}
 	}
-	c.cache.store(w, cl, ans.decisions())
+	c.cache.store(w, cl, ans)
 	return &chunkOutcome{ans: ans}
 }
 
@@ -294,6 +294,12 @@ func (c *Client) settle(ctx context.Context, cl *call, ds []Decision, err error)
 		c.failAll(ds, err)
 		return err
 	}
+	c.countFailed(ds)
+	return nil
+}
+
+// countFailed counts and logs the fail-closed decisions among ds.
+func (c *Client) countFailed(ds []Decision) {
 	var failed int
 	var first error
 	for _, d := range ds {
@@ -308,7 +314,6 @@ func (c *Client) settle(ctx context.Context, cl *call, ds []Decision, err error)
 		c.failClosed.Add(uint64(failed))
 		c.logger.Warn("pep: failing closed", "pairs", failed, "cause", first.Error())
 	}
-	return nil
 }
 
 func (c *Client) failAll(ds []Decision, err error) {
@@ -329,7 +334,7 @@ func (c *Client) refused(ctx context.Context, cl *call, err error) {
 	if !errors.As(err, &re) || !errors.Is(re, ErrUnauthorized) {
 		return
 	}
-	if cl.id.scheme == schemeDPoP && dpopChallengeError(re.Challenge) == "use_dpop_nonce" {
+	if re.dpop == dpopNonceOwed {
 		return
 	}
 	c.cache.purge(cl.id)
@@ -356,6 +361,10 @@ func (c *Client) refused(ctx context.Context, cl *call, err error) {
 // possible; answers for wildcards are cached as pairs for later Checks.
 // Every listed pair is decided like a Check of it: by the answer's one
 // entry for exactly that pair.
+//
+// An answer may make the client keep at most 10,000 distinct pairs; a
+// longer listing is refused as malformed, so that a hostile gateway cannot
+// make one call cost more than its answer's size.
 //
 // ListGranted fails closed like CheckMany: a pair that could not be decided
 // is not listed. Then, unlike CheckMany, it also returns an error (the Cause
@@ -428,7 +437,6 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 		c.failClosed.Add(uint64(len(missing)))
 		return err
 	}
-	var all []Decision
 	for k, i := range missing {
 		q, o := asked[k], outs[k]
 		switch {
@@ -437,7 +445,7 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 		default:
 			answers[i] = o.ans.covered(q)
 		}
-		all = append(all, answers[i]...)
+		c.countFailed(answers[i])
 	}
-	return c.settle(ctx, cl, all, nil)
+	return nil
 }

@@ -11,9 +11,10 @@ import (
 // outcome, each only until its own context ends. So every caller is bounded
 // by its own deadline (rule 10) and a flight needs no goroutine of its own.
 //
-// A flight that failed because its leader's context ended says nothing
-// about the gateway: a waiter that still has time then asks again, as the
-// leader of a new flight or a waiter of another, at most maxRejoins times.
+// A flight that failed because its leader's context ended (the leader
+// cancelled, or its deadline was shorter) says nothing about the gateway: a
+// waiter that still has time then sends the request itself, without
+// sharing, so that other callers giving up can never deny it.
 type flights struct {
 	mu sync.Mutex
 	m  map[string]*flight
@@ -27,53 +28,54 @@ type flight struct {
 	out  *chunkOutcome // set before done is closed
 }
 
-// maxRejoins bounds how often a waiter asks again after flights whose
-// leaders gave up.
-const maxRejoins = 2
+// errNoOutcome is what waiters see should a leader's request end without
+// an outcome (a panic on the leader's goroutine).
+var errNoOutcome = &transportError{kind: "the request ended without an answer"}
 
 // do returns the outcome of the request identified by key, running send
 // itself unless an identical one is in flight. shared reports that the
 // outcome came from another caller's request.
 func (f *flights) do(ctx context.Context, key string, send func() *chunkOutcome) (out *chunkOutcome, shared bool) {
-	for attempt := 0; ; attempt++ {
-		f.mu.Lock()
-		fl, inFlight := f.m[key]
-		if !inFlight {
-			fl = &flight{done: make(chan struct{})}
-			if f.m == nil {
-				f.m = make(map[string]*flight)
-			}
-			f.m[key] = fl
+	f.mu.Lock()
+	fl, inFlight := f.m[key]
+	if !inFlight {
+		fl = &flight{done: make(chan struct{})}
+		if f.m == nil {
+			f.m = make(map[string]*flight)
 		}
-		f.mu.Unlock()
-		if f.waitHook != nil {
-			f.waitHook()
-		}
+		f.m[key] = fl
+	}
+	f.mu.Unlock()
+	if f.waitHook != nil {
+		f.waitHook()
+	}
 
-		if !inFlight {
-			fl.out = f.lead(ctx, send)
+	if !inFlight {
+		defer func() {
 			f.mu.Lock()
 			delete(f.m, key)
 			f.mu.Unlock()
 			close(fl.done)
-			return fl.out, false
-		}
-
-		select {
-		case <-fl.done:
-		case <-ctx.Done():
-			return &chunkOutcome{err: unavailable(ctx.Err())}, false
-		}
-		if fl.out.leaderGone && ctx.Err() == nil && attempt < maxRejoins {
-			continue
-		}
-		return fl.out, true
+		}()
+		fl.out = &chunkOutcome{err: errNoOutcome} // in case send panics
+		fl.out = lead(ctx, send)
+		return fl.out, false
 	}
+
+	select {
+	case <-fl.done:
+	case <-ctx.Done():
+		return &chunkOutcome{err: unavailable(ctx.Err())}, false
+	}
+	if fl.out.leaderGone && ctx.Err() == nil {
+		return lead(ctx, send), false
+	}
+	return fl.out, true
 }
 
 // lead sends the request and marks an outcome that failed because the
 // leader's own context ended.
-func (f *flights) lead(ctx context.Context, send func() *chunkOutcome) *chunkOutcome {
+func lead(ctx context.Context, send func() *chunkOutcome) *chunkOutcome {
 	out := send()
 	if out.err != nil && ctx.Err() != nil {
 		out.leaderGone = true

@@ -81,7 +81,19 @@ type ResponseError struct {
 	// Err is the reason a 200 answer was unusable; it wraps
 	// ErrMalformedResponse. Nil for other statuses.
 	Err error
+
+	// dpop is what the DPoP challenge of a 401 to a DPoP request said.
+	dpop dpopVerdict
 }
+
+// dpopVerdict is what a 401's DPoP challenge blames.
+type dpopVerdict uint8
+
+const (
+	dpopNone          dpopVerdict = iota
+	dpopProofRejected             // error="invalid_dpop_proof": the proof, not the token
+	dpopNonceOwed                 // error="use_dpop_nonce", still owed after the one resend
+)
 
 // Error returns "pep: gateway answered <status>" followed by the error name
 // and message. It never contains a token.
@@ -111,18 +123,13 @@ func (e *ResponseError) Error() string {
 func (e *ResponseError) Is(target error) bool {
 	switch target {
 	case ErrUnauthorized:
-		return e.StatusCode == http.StatusUnauthorized && !e.proofRejected()
+		return e.StatusCode == http.StatusUnauthorized && e.dpop != dpopProofRejected
 	case ErrProofRejected:
-		return e.StatusCode == http.StatusUnauthorized && e.proofRejected()
+		return e.StatusCode == http.StatusUnauthorized && e.dpop == dpopProofRejected
 	case ErrUnavailable:
 		return e.StatusCode >= 500 && e.StatusCode <= 599
 	}
 	return false
-}
-
-// proofRejected reports whether the answer's DPoP challenge blames the proof.
-func (e *ResponseError) proofRejected() bool {
-	return dpopChallengeError(e.Challenge) == "invalid_dpop_proof"
 }
 
 // Unwrap returns Err.

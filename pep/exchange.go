@@ -27,8 +27,9 @@ func (c *Client) exchange(ctx context.Context, cl *call, cred credential, url st
 // send performs the request and says what its outcome tells about the
 // gateway's health (rule 11): transport failures, 502, 503 and 504 are
 // failures, and so is running out of the client's own timeout; a caller's
-// earlier deadline or cancellation, a credential that could not be
-// attached and a 429 say nothing; any other answer shows a working gateway.
+// cancellation (a client hanging up) or earlier deadline, a credential
+// that could not be attached and a 429 say nothing; any other answer shows
+// a working gateway.
 func (c *Client) send(ctx context.Context, cl *call, cred credential, url string, body []byte) ([]byte, outcome, error) {
 	req, err := newPost(withCallState(ctx, &callState{cred: cred}), url, body)
 	if err != nil {
@@ -49,10 +50,7 @@ func (c *Client) send(ctx context.Context, cl *call, cred credential, url string
 		}
 		cause := unavailable(err)
 		c.logger.Debug("pep: gateway request failed", "url", url, "error", cause.Error())
-		if ctx.Err() != nil && !cl.ownDeadline {
-			return nil, outcomeNeutral, cause
-		}
-		return nil, outcomeFailure, cause
+		return nil, callerOutcome(ctx, cl), cause
 	}
 	defer resp.Body.Close()
 	data, err := readBody(resp.Body, resp.ContentLength)
@@ -60,12 +58,9 @@ func (c *Client) send(ctx context.Context, cl *call, cred credential, url string
 		c.logger.Debug("pep: gateway answered", "url", url, "status", resp.StatusCode, "duration", time.Since(start))
 	}
 	if err != nil {
-		cause := unavailable(err)
-		if ctx.Err() != nil && !cl.ownDeadline {
-			return nil, outcomeNeutral, cause
-		}
-		return nil, outcomeFailure, cause
+		return nil, callerOutcome(ctx, cl), unavailable(err)
 	}
+	token := cred.ident()
 	switch resp.StatusCode {
 	case http.StatusOK:
 		if len(data) > maxBody {
@@ -73,9 +68,23 @@ func (c *Client) send(ctx context.Context, cl *call, cred credential, url string
 		}
 		return data, outcomeSuccess, nil
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return nil, outcomeFailure, responseError(resp, data, cred.ident().token)
+		return nil, outcomeFailure, responseError(resp, data, token)
 	case http.StatusTooManyRequests:
-		return nil, outcomeNeutral, responseError(resp, data, cred.ident().token)
+		return nil, outcomeNeutral, responseError(resp, data, token)
 	}
-	return nil, outcomeSuccess, responseError(resp, data, cred.ident().token)
+	return nil, outcomeSuccess, responseError(resp, data, token)
+}
+
+// callerOutcome is what a request that got no answer says about the
+// gateway: nothing when the caller cancelled or its own earlier deadline
+// passed, a failure otherwise (the gateway could not be reached, or did not
+// answer within the client's own timeout).
+func callerOutcome(ctx context.Context, cl *call) outcome {
+	switch err := ctx.Err(); {
+	case err == nil:
+		return outcomeFailure
+	case errors.Is(err, context.DeadlineExceeded) && cl.ownDeadline:
+		return outcomeFailure
+	}
+	return outcomeNeutral
 }

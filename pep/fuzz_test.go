@@ -261,4 +261,3 @@ func FuzzOrganizations(f *testing.F) {
 		}
 	})
 }
-

@@ -7,6 +7,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -184,6 +186,20 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 		{"in an unknown status", body(200, `{"status":"`+secret+`","permissions":[]}`)},
 		{"as a member name", body(200, `{"status":"GRANT","permissions":[],"`+jsonU+`":1,"`+jsonU+`":2}`)},
 		{"in a pair status", body(200, `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"`+partial+`"}]}`)},
+		{"base64 in a 403", body(403, `{"error":"Forbidden","message":"token `+base64.StdEncoding.EncodeToString([]byte(secret))+` refused"}`)},
+		{"hex in a 403", body(403, `{"error":"Forbidden","message":"token `+hex.EncodeToString([]byte(secret))+` refused"}`)},
+		{"escaped twice in a 403", body(403, `{"error":"Forbidden","message":"token=`+url.QueryEscape(escapedURL)+`"}`)},
+		{"escapes broken by invalid UTF-8", func(t *testing.T) string {
+			var b strings.Builder
+			for i := 0; i < len(secret); i++ {
+				h := fmt.Sprintf("%02X", secret[i])
+				b.WriteString("%" + h[:1] + "\xff" + h[1:])
+			}
+			return newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="`+b.String()+`"`)
+				faultAnswer(w, http.StatusUnauthorized, "application/json", `{"error":"Unauthorized"}`)
+			}).URL
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,9 +225,15 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 }
 
 // requireNoEcho fails when s holds any 12 consecutive characters of the
-// token, verbatim, URL-escaped or JSON-escaped.
+// token, verbatim, URL-escaped or JSON-escaped, or any 16 consecutive
+// characters of its base64 or hex forms.
 func requireNoEcho(t *testing.T, s, token string) {
 	t.Helper()
+	for _, enc := range []string{base64.StdEncoding.EncodeToString([]byte(token)), hex.EncodeToString([]byte(token))} {
+		for i := 0; i+16 <= len(enc); i++ {
+			require.NotContains(t, s, enc[i:i+16], "an encoding of the token leaked")
+		}
+	}
 	for _, form := range []func(string) string{
 		func(x string) string { return x },
 		url.QueryEscape,
@@ -319,6 +341,16 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 		"nested unknown":       pad(`{"status":"GRANT","x":`, "[", ""),
 		"one long string":      pad(`{"status":"GRANT","permissions":[],"x":"`, "a", `"}`),
 		"many unknown members": pad(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT",`, `"a":{},`, `"b":1}]}`),
+		"a listing of distinct pairs": func() string {
+			var b strings.Builder
+			b.WriteString(`{"status":"GRANT","permissions":[`)
+			for i := 0; b.Len() < size-100; i++ {
+				fmt.Fprintf(&b, `{"resource":"r%d","scope":"s","status":"GRANT"},`, i)
+			}
+			b.WriteString(`{"resource":"r","scope":"s","status":"GRANT"}]}`)
+			return b.String()
+		}(),
+		"many tenants": pad(`{"status":true,"organization":{"userId":"u","tenants":[`, `{"tenantId":"t"},`, `{"tenantId":"t"}]}}`),
 	}
 	for name, b := range bodies {
 		t.Run(name, func(t *testing.T) {
@@ -333,14 +365,16 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			d, err := c.Check(t.Context(), "orders", "read")
+			_, _ = c.ListGranted(t.Context(), nil)
+			_, _ = c.Organizations(t.Context())
 			runtime.ReadMemStats(&after)
 			require.NoError(t, err)
 			if name != "many unknown members" {
 				assert.False(t, d.Allowed())
 			}
-			// Reading the body costs about its size on each side of the
-			// connection; decoding may add a few times that, not 55.
-			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8*size))
+			// Three calls: reading a body costs about its size on each side
+			// of the connection; decoding may add a few times that, not 55.
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(3*8*size))
 		})
 	}
 }
@@ -500,4 +534,207 @@ func TestSlowHandlerDoesNotHoldTheCall(t *testing.T) {
 	require.Error(t, ctx.Err(), "Check returned once its deadline passed, with the handler still running")
 	close(release)
 	<-handled
+}
+
+// The byte bound is honest for the middleware's usual traffic, one entry
+// per caller's token: the heap grows by about what Stats counts, not
+// several times more.
+func TestCacheBytesAreHonest(t *testing.T) {
+	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) { faultOK(w) })
+	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCache(100_000, time.Hour, time.Hour))
+	require.NoError(t, err)
+	tokens := make([]string, 3000)
+	for i := range tokens {
+		tokens[i] = fmt.Sprintf("eyJhbGciOiJFUzI1NiJ9.caller-%06d.%s", i, strings.Repeat("s", 86))
+	}
+	// Warm up the connection pool and the client's own structures.
+	_, err = c.Check(pep.WithToken(t.Context(), "warm-up-token"), "orders", "read")
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, tok := range tokens {
+		d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
+		require.NoError(t, err)
+		require.True(t, d.Allowed())
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	s := c.Stats()
+	require.Equal(t, len(tokens)+1, s.CacheEntries)
+	grown := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+	counted := float64(s.CacheBytes) * float64(len(tokens)) / float64(len(tokens)+1)
+	t.Logf("heap grew %.0f bytes for %d entries; counted %.0f (%.2f)", grown, len(tokens), counted, grown/counted)
+	assert.Less(t, grown, 1.25*counted)
+}
+
+// A length the gateway declares is not memory the client spends: a body
+// that claims 1 MiB and holds 5 bytes costs what arrives.
+func TestDeclaredLengthIsNotTrusted(t *testing.T) {
+	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(1<<20))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"st`))
+		// The handler returns: the server closes the short body.
+	})
+	c, err := pep.New(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()))
+	require.NoError(t, err)
+	c.SetToken(aliceToken)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	d, err := c.Check(t.Context(), "orders", "read")
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed())
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<10))
+}
+
+// Attack F1: callers that hang up (the middleware's request context ends
+// when its client disconnects) say nothing about the gateway; they must not
+// open the breaker for everyone else.
+func TestCallersHangingUpDoNotOpenTheBreaker(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{}, 16)
+	var hold atomic.Bool
+	hold.Store(true)
+	g := newFaultGateway(t, func(g *faultGateway, w http.ResponseWriter, r *http.Request) {
+		if hold.Load() {
+			arrived <- struct{}{}
+			g.hold(r)
+			return
+		}
+		faultOK(w)
+	})
+	c, err := pep.New(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()),
+		pep.WithBreaker(2, time.Hour), pep.WithCache(0, 0, 0))
+	require.NoError(t, err)
+	c.SetToken(aliceToken)
+	for i := range 5 {
+		ctx, cancel := context.WithCancel(t.Context())
+		if i%2 == 1 {
+			ctx = pep.WithToken(ctx, "an-attacker's-token")
+		}
+		done := make(chan pep.Decision, 1)
+		go func() {
+			d, _ := c.Check(ctx, "orders", "read")
+			done <- d
+		}()
+		select {
+		case <-arrived:
+		case d := <-done:
+			cancel()
+			t.Fatalf("call %d never reached the gateway: %v", i+1, d.Cause)
+		}
+		cancel() // the caller hangs up mid-request
+		d := <-done
+		require.ErrorIs(t, d.Cause, context.Canceled)
+	}
+	assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
+	hold.Store(false)
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	assert.True(t, d.Allowed(), "the next caller still reaches the gateway")
+}
+
+// Attack F2: a caller that shares a request with callers who give up is
+// never denied because of them while it still has time.
+func TestWaiterOutlivesLeadersThatGiveUp(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{}, 16)
+	release := make(chan struct{})
+	g := newFaultGateway(t, func(g *faultGateway, w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-release:
+			faultOK(w)
+		case <-r.Context().Done():
+		case <-g.closing:
+		}
+	})
+	joined := make(chan struct{}, 16)
+	c, err := pep.New(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()),
+		pep.WithFlightWaitHook(func() { joined <- struct{}{} }))
+	require.NoError(t, err)
+	c.SetToken(aliceToken)
+
+	leaderCtx, cancelLeader := context.WithCancel(t.Context())
+	leaderDone := make(chan struct{})
+	go func() {
+		defer close(leaderDone)
+		_, _ = c.Check(leaderCtx, "orders", "read")
+	}()
+	<-joined
+	<-arrived // the leader's request is at the gateway
+	victim := make(chan pep.Decision)
+	go func() {
+		d, err := c.Check(t.Context(), "orders", "read")
+		assert.NoError(t, err)
+		victim <- d
+	}()
+	<-joined // the victim waits on the leader's request
+	cancelLeader()
+	<-leaderDone
+	<-arrived // the victim sends its own request
+	close(release)
+	d := <-victim
+	require.NoError(t, d.Cause)
+	assert.True(t, d.Allowed())
+}
+
+// Attack F10: a DPoP challenge in a 401 to a Bearer request blames nothing
+// the client sent: it is a plain refusal of the token.
+func TestBearer401WithAProofChallengeExpires(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+		w.Header().Set("WWW-Authenticate", `DPoP algs="ES256", error="invalid_dpop_proof"`)
+		writeError(w, http.StatusUnauthorized, "invalid DPoP proof")
+		return true
+	})
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithEventHandler(rec.handle))
+	c.SetToken(aliceToken)
+	_, err := c.Check(t.Context(), "orders", "read")
+	require.ErrorIs(t, err, pep.ErrUnauthorized)
+	require.NotErrorIs(t, err, pep.ErrProofRejected)
+	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
+}
+
+// Attack F2, as it was found: a patient caller shares its request with a
+// stream of impatient ones who give up one after another; it must get the
+// gateway's answer, never their failures.
+func TestPatientCallerAmongImpatientOnes(t *testing.T) {
+	t.Parallel()
+	for trial := range 6 {
+		t.Run(fmt.Sprint("trial ", trial), func(t *testing.T) {
+			t.Parallel()
+			g := newFaultGateway(t, func(g *faultGateway, w http.ResponseWriter, r *http.Request) {
+				select { // a slow gateway, which answers after 400 ms
+				case <-time.After(400 * time.Millisecond):
+					faultOK(w)
+				case <-r.Context().Done():
+				case <-g.closing:
+				}
+			})
+			c, err := pep.New(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()),
+				pep.WithCache(0, 0, 0), pep.WithBreaker(0, 0))
+			require.NoError(t, err)
+			c.SetToken(aliceToken)
+			var wg sync.WaitGroup
+			for i := range 24 {
+				wg.Go(func() {
+					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(i+1)*20*time.Millisecond)
+					defer cancel()
+					_, _ = c.Check(ctx, "orders", "read")
+				})
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+			defer cancel()
+			d, err := c.Check(ctx, "orders", "read")
+			wg.Wait()
+			require.NoError(t, err)
+			require.NoError(t, d.Cause, "the patient caller was denied for others' deadlines")
+			assert.True(t, d.Allowed())
+		})
+	}
 }

@@ -38,8 +38,9 @@ type wireOrganizationsRequest struct {
 // ErrUnavailable; other gateway answers are a *ResponseError (a 401 matches
 // ErrUnauthorized and is handled as in Check); an answer that is not read
 // completely and strictly (see the package documentation) wraps
-// ErrMalformedResponse; a missing token is ErrNoToken. It uses neither the
-// cache nor coalescing.
+// ErrMalformedResponse (so does one listing more than 10,000 tenants and
+// departments); a missing token is ErrNoToken. It uses neither the cache
+// nor coalescing.
 func (c *Client) Organizations(ctx context.Context) (OrganizationContext, error) {
 	c.calls.Add(1)
 	var cl call
@@ -72,12 +73,18 @@ var (
 	departmentMembers    = []string{"departmentId", "departmentName"}
 )
 
+// maxOrganizationItems bounds the tenants and departments one answer may
+// make the client keep.
+const maxOrganizationItems = 10_000
+
 // decodeOrganizations reads a get-organizations answer as strictly as an
 // authorize answer (see strictjson.go). status must be true; userId and
 // every tenantId and departmentId must be present and not empty; names and
-// departments may be left out.
+// departments may be left out; at most maxOrganizationItems tenants and
+// departments in all.
 func decodeOrganizations(data []byte) (OrganizationContext, error) {
 	r := newReader(data)
+	r.budget = maxOrganizationItems
 	var oc OrganizationContext
 	var status, sawStatus, sawOrganization bool
 	err := r.object(organizationsMembers, func(i int) error {
@@ -116,6 +123,9 @@ func (r *reader) organization() (OrganizationContext, error) {
 		}
 		sawTenants = true
 		return r.array(func() error {
+			if err := r.spend(); err != nil {
+				return err
+			}
 			t, err := r.tenant()
 			oc.Tenants = append(oc.Tenants, t)
 			return err
@@ -138,6 +148,9 @@ func (r *reader) tenant() (Tenant, error) {
 			t.Name, err = r.str()
 		default:
 			err = r.array(func() error {
+				if err := r.spend(); err != nil {
+					return err
+				}
 				d, err := r.department()
 				t.Departments = append(t.Departments, d)
 				return err

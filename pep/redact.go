@@ -11,94 +11,125 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Text that the gateway or the transport produced can hold the token (a
 // gateway echoing the request, a malformed response quoted by net/http).
 // Two rules keep it out of every error string and log line:
 //
-//   - gateway text reaches an error only through redact, which drops the
-//     whole text when it holds any fragment of the token, in any encoding
-//     that keeps the token's letters and digits (verbatim, URL- or
-//     JSON-escaped, truncated, quoted);
+//   - gateway text reaches an error only through redact, which withholds
+//     the whole text when it holds a fragment of the token (verbatim,
+//     escaped once or several times, truncated, quoted, in another case) or
+//     any long opaque run, which is what any other encoding of a token
+//     (base64, hex, character entities) looks like;
 //   - transport errors reach an error only as a fixed description of their
 //     kind (transportError); their own text is never kept.
 
-// fragmentLen is the shortest run of the token's letters and digits that
-// counts as an echo of it. Eight alphanumerics of a token make a false match
-// in a 512-byte text about once in ten million, and a false match only hides
-// a message.
+// fragmentLen is the shortest run of the token that counts as an echo of
+// it. Eight characters of a token make a false match in a 512-byte text
+// about once in ten million, and a false match only hides a message.
 const fragmentLen = 8
+
+// maxOpaqueRun is the longest run of characters without white space that
+// gateway text may hold: a human message is made of words; a token, its
+// base64, hex or escaped forms are long runs. 32 characters keep every word
+// and challenge parameters such as error="invalid_dpop_proof", and withhold
+// any encoding of more than 24 bytes of a token.
+const maxOpaqueRun = 32
 
 // maxErrorText bounds each text field copied from a gateway answer.
 const maxErrorText = 512
 
-// redactedText replaces gateway text that held part of the token.
-const redactedText = "[withheld: the gateway's text contained part of the token]"
+// redactedText replaces gateway text that could hold the token.
+const redactedText = "[withheld: the gateway's text could hold the token]"
 
-// redact prepares text from the gateway for an error: withheld entirely when
-// it holds a fragment of token, otherwise cut to maxErrorText bytes of valid
-// UTF-8 without control characters.
+// redact prepares text from the gateway for an error: withheld entirely
+// when it is not plain text (invalid UTF-8, control characters other than
+// white space: nothing is removed from it, since what a removal joins could
+// be an echo) or could hold the token (see above); white space made plain
+// and the whole cut to maxErrorText bytes otherwise.
 func redact(text, token string) string {
+	if !utf8.ValidString(text) || strings.ContainsFunc(text, func(r rune) bool {
+		return (r < 0x20 || r == 0x7f) && r != '\t' && r != '\n' && r != '\r'
+	}) {
+		return redactedText
+	}
+	text = strings.Join(strings.Fields(text), " ")
 	if text == "" {
 		return ""
 	}
-	if echoes(text, token) {
+	if opaque(text) || echoes(text, token) {
 		return redactedText
 	}
-	text = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(text, ""))
 	if len(text) > maxErrorText {
 		text = strings.ToValidUTF8(text[:maxErrorText], "") + "..."
 	}
 	return text
 }
 
-// echoes reports whether text holds a run of fragmentLen letters and digits
-// of token (or the whole of a shorter token's), compared without case after
-// undoing %XX and \uXXXX escapes and dropping every other character, so that
-// no escaping or quoting hides an echo.
-func echoes(text, token string) bool {
-	t := alnumFold(token, false)
-	if len(t) == 0 {
-		return false
-	}
-	s := alnumFold(text, true)
-	n := min(fragmentLen, len(t))
-	if len(s) < n {
-		return false
-	}
-	grams := make(map[string]struct{}, len(t)-n+1)
-	for i := 0; i+n <= len(t); i++ {
-		grams[t[i:i+n]] = struct{}{}
-	}
-	for i := 0; i+n <= len(s); i++ {
-		if _, ok := grams[s[i:i+n]]; ok {
+// opaque reports whether text holds a run of more than maxOpaqueRun
+// characters without white space.
+func opaque(text string) bool {
+	run := 0
+	for _, r := range text {
+		if unicode.IsSpace(r) {
+			run = 0
+			continue
+		}
+		if run++; run > maxOpaqueRun {
 			return true
 		}
 	}
 	return false
 }
 
-// alnumFold returns the ASCII letters (lower-cased) and digits of s. With
-// unescape, %XX and \uXXXX sequences count as the character they encode
-// (\xXX too), so that an escaped echo folds like the original.
-func alnumFold(s string, unescape bool) string {
+// echoes reports whether text, as it is or with its escapes undone, holds
+// fragmentLen consecutive characters of the token (or all of a shorter
+// token), compared two ways: exactly, and on letters and digits alone
+// without case, so that no quoting, escaping or case change hides an echo.
+func echoes(text, token string) bool {
+	if token == "" {
+		return false
+	}
+	views := []string{text}
+	for v, i := text, 0; i < 4; i++ { // undo up to four layers of escaping
+		u := unescape(v)
+		if u == v {
+			break
+		}
+		views = append(views, u)
+		v = u
+	}
+	for _, fold := range []func(string) string{strings.TrimSpace, alnumFold} {
+		t := fold(token)
+		if t == "" {
+			continue
+		}
+		n := min(fragmentLen, len(t))
+		grams := make(map[string]struct{}, len(t)-n+1)
+		for i := 0; i+n <= len(t); i++ {
+			grams[t[i:i+n]] = struct{}{}
+		}
+		for _, v := range views {
+			s := fold(v)
+			for i := 0; i+n <= len(s); i++ {
+				if _, ok := grams[s[i:i+n]]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// alnumFold returns the ASCII letters (lower-cased) and digits of s.
+func alnumFold(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if unescape {
-			if v, n := escaped(s[i:]); n > 0 {
-				c = v
-				i += n - 1
-			}
-		}
-		switch {
+		switch c := s[i]; {
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
 			b.WriteByte(c)
 		case c >= 'A' && c <= 'Z':
@@ -108,26 +139,61 @@ func alnumFold(s string, unescape bool) string {
 	return b.String()
 }
 
-// escaped decodes an escape at the start of s: %XX, \xXX or \u00XX. It
-// returns the byte and the escape's length, or 0 when s starts with none.
-func escaped(s string) (byte, int) {
-	var digits string
-	var n int
+// unescape undoes one layer of %XX, \xXX, \uXXXX, &#NN; and &#xHH;
+// escapes, keeping anything that is not a well-formed escape.
+func unescape(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		if r, n := escapeAt(s[i:]); n > 0 {
+			b.WriteRune(r)
+			i += n
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
+}
+
+// escapeAt decodes an escape at the start of s and returns the character
+// and the escape's length, or 0 when s starts with none.
+func escapeAt(s string) (rune, int) {
+	hex := func(digits string) (rune, bool) {
+		v, err := strconv.ParseUint(digits, 16, 32)
+		return rune(v), err == nil && !strings.ContainsAny(digits, "+-")
+	}
 	switch {
 	case len(s) >= 3 && s[0] == '%':
-		digits, n = s[1:3], 3
+		if r, ok := hex(s[1:3]); ok {
+			return r, 3
+		}
 	case len(s) >= 4 && s[0] == '\\' && s[1] == 'x':
-		digits, n = s[2:4], 4
-	case len(s) >= 6 && s[0] == '\\' && s[1] == 'u' && s[2] == '0' && s[3] == '0':
-		digits, n = s[4:6], 6
-	default:
-		return 0, 0
+		if r, ok := hex(s[2:4]); ok {
+			return r, 4
+		}
+	case len(s) >= 6 && s[0] == '\\' && s[1] == 'u':
+		if r, ok := hex(s[2:6]); ok {
+			return r, 6
+		}
+	case strings.HasPrefix(s, "&#"):
+		end := strings.IndexByte(s, ';')
+		if end < 3 || end > 10 {
+			return 0, 0
+		}
+		digits := s[2:end]
+		var v uint64
+		var err error
+		if digits[0] == 'x' || digits[0] == 'X' {
+			v, err = strconv.ParseUint(digits[1:], 16, 32)
+		} else {
+			v, err = strconv.ParseUint(digits, 10, 32)
+		}
+		if err == nil && !strings.ContainsAny(digits, "+-") {
+			return rune(v), end + 1
+		}
 	}
-	v, err := strconv.ParseUint(digits, 16, 8)
-	if err != nil {
-		return 0, 0
-	}
-	return byte(v), n
+	return 0, 0
 }
 
 // transportError is the Cause of a request that got no HTTP answer. Its

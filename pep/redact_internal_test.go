@@ -2,10 +2,13 @@ package pep
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"syscall"
@@ -19,26 +22,51 @@ import (
 func TestRedact(t *testing.T) {
 	t.Parallel()
 	const token = "Zq8+Kd/v3Rm9xW2pL7tN4bY6cQ1hJ5sF0gE=="
+	hexOf := func(s string) string { return fmt.Sprintf("%x", s) }
+	entities := func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			fmt.Fprintf(&b, "&#%d;", r)
+		}
+		return b.String()
+	}
 	tests := []struct {
-		name, text string
-		withheld   bool
+		name, text, token string
+		withheld          bool
 	}{
-		{"verbatim", "you sent " + token, true},
-		{"URL-escaped", "token=" + url.QueryEscape(token), true},
-		{"path-escaped", url.PathEscape(token), true},
-		{"JSON unicode escapes", strings.NewReplacer("+", `\u002B`, "/", `\u002f`).Replace(token), true},
-		{"hex escapes", strings.NewReplacer("+", `\x2b`, "/", `\x2F`).Replace(token), true},
-		{"upper-cased", strings.ToUpper(token), true},
-		{"a partial echo", "bad token " + token[10:20] + "...", true},
-		{"split by quoting", `"` + token[:9] + `" "` + token[9:18] + `"`, true},
-		{"an honest message", "the resources array cannot be empty", false},
-		{"a short fragment", "Zq8 and 3Rm9", false},
-		{"empty", "", false},
+		{"verbatim", "you sent " + token, token, true},
+		{"URL-escaped", "token=" + url.QueryEscape(token), token, true},
+		{"escaped twice", "token=" + url.QueryEscape(url.QueryEscape(token)), token, true},
+		{"path-escaped", url.PathEscape(token), token, true},
+		{"JSON unicode escapes", strings.NewReplacer("+", `\u002B`, "/", `\u002f`).Replace(token), token, true},
+		{"hex escapes", strings.NewReplacer("+", `\x2b`, "/", `\x2F`).Replace(token), token, true},
+		{"upper-cased", strings.ToUpper(token), token, true},
+		{"a partial echo", "bad token " + token[10:20] + "...", token, true},
+		{"split by quoting", `"` + token[:9] + `" "` + token[9:18] + `"`, token, true},
+		{"base64", "token " + base64.StdEncoding.EncodeToString([]byte(token)) + " refused", token, true},
+		{"hex", "token " + hexOf(token), token, true},
+		{"character entities", entities(token), token, true},
+		{"escapes broken by invalid UTF-8", strings.Join(strings.Split(url.PathEscape(token), "%"), "%\xff"), token, true},
+		{"every byte escaped, broken by invalid UTF-8", func() string {
+			var b strings.Builder
+			for i := 0; i < len(token); i++ {
+				h := fmt.Sprintf("%02X", token[i])
+				b.WriteString("%" + h[:1] + "\xff" + h[1:] + " ")
+			}
+			return b.String()
+		}(), token, true},
+		{"a fragment with few letters", "got Zq-9_x.Kp-W_ there", "aaZq-9_x.Kp-W_bb-cc_dd", true},
+		{"a token of escapes, verbatim", "got %41%42%43%44 here", "%41%42%43%44", true},
+		{"a token of symbols, verbatim", "got !#$&*+-.^_`|~ here", "!#$&*+-.^_`|~", true},
+		{"an honest message", "the resources array cannot be empty", token, false},
+		{"an honest challenge", `DPoP algs="ES256 EdDSA", error="invalid_dpop_proof", error_description="iat is in the future"`, token, false},
+		{"a short fragment", "Zq8 and 3Rm9", token, false},
+		{"empty", "", token, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := redact(tt.text, token)
+			got := redact(tt.text, tt.token)
 			if tt.withheld {
 				assert.Equal(t, redactedText, got)
 				return
@@ -50,11 +78,10 @@ func TestRedact(t *testing.T) {
 
 func TestRedactBoundsAndCleansText(t *testing.T) {
 	t.Parallel()
-	got := redact(strings.Repeat("é", 400)+"\x00\n\x7f", "unrelated-token-value")
+	got := redact(strings.Repeat("déjà vu ", 100), "unrelated-token-value")
 	assert.LessOrEqual(t, len(got), maxErrorText+3)
 	assert.True(t, strings.HasSuffix(got, "..."))
-	assert.Equal(t, "a b", redact("a\nb", "unrelated-token-value"))
-	assert.Equal(t, "x", redact("x\xff", "unrelated-token-value"), "invalid UTF-8 is dropped")
+	assert.Equal(t, "a b c", redact("a\nb\t\tc  ", "unrelated-token-value"))
 }
 
 func TestUnavailableKeepsNoText(t *testing.T) {
@@ -124,14 +151,22 @@ func BenchmarkPurge(b *testing.B) {
 		b.Run(fmt.Sprintf("others=%d", others), func(b *testing.B) {
 			d, err := newDecisionCache(others+10, 1<<40, time.Hour, time.Hour, nil)
 			require.NoError(b, err)
-			var ds []Decision
-			for i := range 10 {
-				ds = append(ds, Decision{Resource: "orders", Scope: fmt.Sprint("s", i), Status: Grant})
+			granted := func(scopes ...string) *answer {
+				a := &answer{listed: map[pair]listing{}}
+				for _, s := range scopes {
+					a.listed[pair{resource: "orders", scope: s}] = listing{status: Grant, count: 1}
+				}
+				return a
 			}
+			var ten []string
+			for i := range 10 {
+				ten = append(ten, fmt.Sprint("s", i))
+			}
+			ds := granted(ten...)
 			for i := range others {
 				cl := &call{id: tokenIdent{scheme: schemeBearer, token: fmt.Sprint("other-token-", i%1000)}, ctxKey: noContext}
 				w := d.writer(cl)
-				d.store(w, cl, []Decision{{Resource: "orders", Scope: fmt.Sprint("s", i), Status: Grant}})
+				d.store(w, cl, granted(fmt.Sprint("s", i)))
 				w.Close()
 			}
 			victim := &call{id: tokenIdent{scheme: schemeBearer, token: "victim-token"}, ctxKey: noContext}
@@ -145,5 +180,31 @@ func BenchmarkPurge(b *testing.B) {
 				d.purge(victim.id)
 			}
 		})
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, false},
+		{"3", 3 * time.Second, true},
+		{"0", 0, true},
+		{"99999999999999999999999", math.MaxInt64, true}, // longer than any wait: ends the retries
+		{"9223372036854775807", math.MaxInt64, true},
+		{"-5", 0, false},
+		{"1.5", 0, false},
+		{now.Add(2 * time.Second).Format(http.TimeFormat), 2 * time.Second, true},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
+		{"soon", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseRetryAfter(tt.in, now)
+		assert.Equal(t, tt.ok, ok, tt.in)
+		assert.Equal(t, tt.want, got, tt.in)
 	}
 }

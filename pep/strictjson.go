@@ -21,6 +21,17 @@ import (
 type reader struct {
 	dec  *jsontext.Decoder
 	name []byte // scratch space for unescaping member names
+	// budget is how many more items (tenants, departments) the answer
+	// may make the client keep; see spend.
+	budget int
+}
+
+// spend counts one more item kept against the budget.
+func (r *reader) spend() error {
+	if r.budget--; r.budget < 0 {
+		return errTooManyTenants
+	}
+	return nil
 }
 
 func newReader(body []byte) *reader {
@@ -36,12 +47,14 @@ var (
 	errUnknownStatus   = errors.New("a status is not GRANT, DENY or ERROR")
 	errWrongType       = errors.New("a value has the wrong type")
 	errTrailingData    = errors.New("data follows the answer")
+	errTooManyPairs    = fmt.Errorf("the answer lists more than %d pairs", maxListed)
+	errTooManyTenants  = fmt.Errorf("the answer lists more than %d tenants and departments", maxOrganizationItems)
 )
 
 // jsonProblem describes why an answer could not be read, in words that hold
 // nothing of the answer itself.
 func jsonProblem(err error) string {
-	for _, own := range []error{errAmbiguousMember, errMissingMember, errUnknownStatus, errWrongType, errTrailingData} {
+	for _, own := range []error{errAmbiguousMember, errMissingMember, errUnknownStatus, errWrongType, errTrailingData, errTooManyPairs, errTooManyTenants} {
 		if errors.Is(err, own) {
 			return own.Error()
 		}

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -298,13 +300,15 @@ func (t *retryTransport) backoff(attempt int, resp *http.Response) (wait time.Du
 }
 
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
+// A number of seconds too large to represent is a wait longer than any.
 func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 || secs > int64(time.Duration(1<<62)/time.Second) {
-			return 0, false
+	if strings.Trim(v, "0123456789") == "" {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || secs > int64(math.MaxInt64/time.Second) {
+			return math.MaxInt64, true
 		}
 		return time.Duration(secs) * time.Second, true
 	}

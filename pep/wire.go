@@ -130,15 +130,15 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // readBody reads at most maxBody+1 bytes, so that an over-long body is seen.
-// A declared length (Content-Length) within the limit sizes the buffer at
-// once instead of growing it by doubling; a body longer than declared is
-// still read, up to the limit.
+// A declared length (Content-Length) sizes the buffer at once instead of
+// growing it by doubling, up to initialBody: memory follows the bytes that
+// arrive, not what the gateway claims.
 func readBody(r io.Reader, declared int64) ([]byte, error) {
 	limited := io.LimitReader(r, maxBody+1)
-	if declared < 0 || declared > maxBody {
+	if declared < 0 {
 		return io.ReadAll(limited)
 	}
-	data := make([]byte, 0, declared+1) // one more byte: room to see the end without growing
+	data := make([]byte, 0, min(declared, initialBody)+1) // one more byte: room to see the end without growing
 	for {
 		n, err := limited.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
@@ -147,22 +147,36 @@ func readBody(r io.Reader, declared int64) ([]byte, error) {
 			return data, nil
 		case err != nil:
 			return data, err
-		case len(data) == cap(data): // longer than declared
+		case len(data) == cap(data): // longer than the buffer
 			data = append(data, 0)[:len(data)]
 		}
 	}
 }
 
+// initialBody bounds the buffer a declared length makes at once.
+const initialBody = 64 << 10
+
 // responseError turns a non-200 answer into a *ResponseError whose texts
-// hold nothing of the token (redact).
-func responseError(resp *http.Response, body []byte, token string) *ResponseError {
+// hold nothing of the token (redact). What the DPoP challenge says is read
+// from the raw header, and only for a DPoP request: a Bearer request cannot
+// have a rejected proof or owe a nonce.
+func responseError(resp *http.Response, body []byte, id tokenIdent) *ResponseError {
 	var eb wireErrorBody
 	_ = json.Unmarshal(body, &eb) // best effort: the status says enough
+	challenge := strings.Join(resp.Header.Values("WWW-Authenticate"), ", ")
 	e := &ResponseError{
 		StatusCode: resp.StatusCode,
-		ErrorName:  redact(eb.Error, token),
-		Message:    redact(eb.Message, token),
-		Challenge:  redact(strings.Join(resp.Header.Values("WWW-Authenticate"), ", "), token),
+		ErrorName:  redact(eb.Error, id.token),
+		Message:    redact(eb.Message, id.token),
+		Challenge:  redact(challenge, id.token),
+	}
+	if id.scheme == schemeDPoP && resp.StatusCode == http.StatusUnauthorized {
+		switch dpopChallengeError(challenge) {
+		case "invalid_dpop_proof":
+			e.dpop = dpopProofRejected
+		case "use_dpop_nonce":
+			e.dpop = dpopNonceOwed
+		}
 	}
 	if e.Message == "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		e.Message = "redirects are not followed"
