@@ -23,9 +23,6 @@ const (
 	maxCachedToken  = 8 << 10
 	maxCachedNames  = 512
 	maxExactContext = 512
-	// entryOverhead is what one entry costs besides its strings: the list
-	// element, the two index maps and the key's headers.
-	entryOverhead = 384
 )
 
 // cacheKey is the part of an entry's key below its token.
