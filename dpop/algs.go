@@ -25,11 +25,14 @@ const (
 func signerAlgorithm(pub crypto.PublicKey) (jose.SignatureAlgorithm, error) {
 	switch k := pub.(type) {
 	case *ecdsa.PublicKey:
-		if k == nil || k.X == nil || k.Y == nil {
+		if k == nil || k.Curve == nil {
 			return "", errors.New("dpop: empty ecdsa public key")
 		}
 		if k.Curve != elliptic.P256() {
 			return "", fmt.Errorf("dpop: unsupported ecdsa curve %s: only P-256 is supported", curveName(k.Curve))
+		}
+		if _, err := k.Bytes(); err != nil {
+			return "", errors.New("dpop: empty or invalid ecdsa public key")
 		}
 		return jose.ES256, nil
 	case ed25519.PublicKey:
