@@ -4,7 +4,7 @@ go 1.26
 
 require (
 	github.com/go-jose/go-jose/v4 v4.1.8
-	github.com/hashicorp/go-retryablehttp v0.7.8
+	github.com/go-json-experiment/json v1.27.2
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jarcoal/httpmock v1.4.2
 	github.com/lestrrat-go/jwx/v3 v3.2.0
@@ -15,9 +15,7 @@ require (
 
 require (
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1 // indirect
-	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/goccy/go-json v0.10.6 // indirect
-	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/lestrrat-go/blackmagic v1.0.4 // indirect
 	github.com/lestrrat-go/dsig v1.3.0 // indirect
 	github.com/lestrrat-go/dsig-secp256k1 v1.0.0 // indirect

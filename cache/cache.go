@@ -4,86 +4,98 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// Cache is a bounded LRU map of values V, each stored under a group G and a
-// key K, with a time to live per entry. It holds at most a fixed number of
+// Cache is a bounded map of values V, each stored under a group G and a key
+// K, with a time to live per entry. It holds at most a fixed number of
 // entries and, optionally, a fixed number of bytes (each entry's size is
-// given when it is added). Adding to a full cache evicts the least recently
-// used entries until the new one fits.
+// given when it is added, and the cache adds its own bookkeeping). Adding to
+// a full cache evicts the least recently used entries until the new one
+// fits; an entry read since it was last considered gets a second chance
+// (the CLOCK approximation of LRU), so that a hit marks the entry without
+// taking any lock of the cache's.
 //
-// Groups exist so that related entries can be dropped together:
+// Groups exist so that related entries can be found and dropped together:
 // [Cache.RemoveGroup] costs time in proportion to the group's entries, not
-// to the cache. A [Writer] fences writes against such removals: what it
+// to the cache, and a [Group] handle reads a group's entries without looking
+// the group up again. A [Writer] fences writes against removals: what it
 // adds after its group was removed is dropped.
 //
-// A Cache is safe for concurrent use. Create it with [New]; the zero value is
-// not usable.
+// A Cache is safe for concurrent use; hits on different cores do not
+// contend on a shared lock. Create it with [New]; the zero value is not
+// usable.
 type Cache[G, K comparable, V any] struct {
 	// Expiry times are kept as durations since epoch, the cache's creation.
 	// With the real clock (now is nil) the time since epoch reads only the
-	// monotonic clock, which costs half as much as time.Now.
+	// monotonic clock.
 	epoch time.Time
 	now   func() time.Time
 
 	maxEntries int
 	maxBytes   int64
-
-	// One mutex guards the list, the group index and the counters: a
-	// lookup takes one lock and no other atomic operation.
-	mu     sync.Mutex
-	lru    *simplelru.LRU[slot[G, K], entry[G, K, V]]
-	groups map[G]*group[G, K]
-	bytes  int64
-	stats  Stats
-
 	// entryCost and groupCost are what the cache's own bookkeeping takes
 	// for an entry and for a group, counted against the byte bound on top
 	// of the sizes callers give.
 	entryCost, groupCost int64
+
+	// mu guards the index of groups, the recency list, the counts, and
+	// each group's pins and writers. A group's entries are written with
+	// both mu and the group's own lock held, and read with either: hits
+	// take only the group's read lock.
+	mu     sync.RWMutex
+	groups map[G]*Group[G, K, V]
+	none   *Group[G, K, V] // what Lookup returns for a group the cache does not hold
+	list   entry[G, K, V]  // sentinel: list.next is the newest, list.prev the oldest
+	length int
+	bytes  int64
+
+	hits, misses           stripedCounter
+	evictions, expirations uint64 // under mu
 }
 
-// slot is where an entry is stored: its group and its key.
-type slot[G, K comparable] struct {
-	group G
-	key   K
+// Group is a handle on one group of a cache, for reading its entries
+// without looking the group up by its value each time (a group value that
+// holds a long token costs a hash of the token per lookup). A Group from
+// [Cache.Pin] stays valid until Unpin, even while it has no entries; one
+// from [Cache.Lookup] reads nothing once its group has been forgotten.
+type Group[G, K comparable, V any] struct {
+	c  *Cache[G, K, V]
+	id G
+
+	mu      sync.RWMutex
+	entries map[K]*entry[G, K, V]
+	// gen counts the group's removals; entries of an older generation are
+	// dead, and Writers made before the last removal no longer write.
+	gen atomic.Uint64
+
+	pins, writers int // under c.mu
 }
 
+// entry is one stored value, linked into the cache's recency list.
 type entry[G, K comparable, V any] struct {
+	key     K
+	grp     *Group[G, K, V]
 	value   V
 	expires time.Duration // since the cache's epoch
 	size    int64         // the caller's size plus entryCost
-	// grp and gen are the group and its generation when the entry was
-	// stored: once the group is removed (gen moves on), the entry is dead
-	// at once, whenever it is freed.
-	grp *group[G, K]
-	gen uint64
-}
-
-// group indexes one group's live entries, so that removing the group does
-// not walk the cache. It lives while it has entries or open writers.
-type group[G, K comparable] struct {
-	// id is the group's value as first seen; every entry of the group is
-	// stored under this one copy, so a group value that holds a string (a
-	// token, say) is kept once, not once per entry.
-	id      G
-	keys    map[K]struct{}
-	writers int
-	// gen counts removals of the group; a Writer made before the last one
-	// no longer writes.
-	gen uint64
+	gen     uint64        // the group's generation when stored
+	// ref is set by hits and cleared when the entry gets its second chance.
+	ref atomic.Bool
+	// prev and next link the recency list, under c.mu; nil when unlinked.
+	prev, next *entry[G, K, V]
 }
 
 // Stats is a snapshot of a cache's counters, which only grow.
 type Stats struct {
 	// Hits counts lookups that found a live entry.
 	Hits uint64
-	// Misses counts lookups that found nothing or an expired entry.
+	// Misses counts lookups that found nothing, an expired entry or a
+	// removed one.
 	Misses uint64
 	// Evictions counts live entries pushed out to make room for new ones.
 	Evictions uint64
@@ -108,21 +120,27 @@ func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.now, c.clockSet = now, true }
 }
 
-// WithMaxBytes bounds the sum of the sizes of the entries (as given to Add)
-// to n, which must be positive. Without it only the number of entries is
-// bounded.
+// WithMaxBytes bounds what the entries count (the sizes given to Add plus
+// the cache's bookkeeping) to n bytes, which must be positive. Without it
+// only the number of entries is bounded.
 func WithMaxBytes(n int64) Option {
 	return func(c *config) { c.maxBytes, c.bytesSet = n, true }
 }
 
-// sweepBatch bounds the expired entries one operation drops besides its own,
-// so that no caller pays for a large batch that expired together.
-const sweepBatch = 16
-
-// freeBatch bounds the entries of a removed group freed under one hold of
-// the lock, so that a large group's removal never holds up other callers
-// for long.
-const freeBatch = 256
+const (
+	// sweepBatch bounds the expired entries one operation drops besides
+	// its own, so that no caller pays for a large batch that expired
+	// together.
+	sweepBatch = 16
+	// freeBatch bounds the entries of a removed group freed under one hold
+	// of the lock, so that a large group's removal never holds up other
+	// callers for long.
+	freeBatch = 256
+	// maxChances bounds the second chances one eviction gives, so that an
+	// addition to a cache whose entries were all read lately does not walk
+	// them all.
+	maxChances = 64
+)
 
 // New returns an empty cache holding at most maxEntries entries. It returns
 // an error when maxEntries is not positive or an option is invalid.
@@ -149,49 +167,39 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	if !cfg.bytesSet {
 		cfg.maxBytes = math.MaxInt64
 	}
-	// The list itself is unbounded: the cache evicts by entries and bytes
-	// itself, so that every removal passes through its bookkeeping.
-	l, err := simplelru.NewLRU[slot[G, K], entry[G, K, V]](math.MaxInt, nil)
-	if err != nil {
-		return nil, fmt.Errorf("cache: %w", err)
-	}
 	c := &Cache[G, K, V]{
 		now:        cfg.now,
 		maxEntries: maxEntries,
 		maxBytes:   cfg.maxBytes,
-		lru:        l,
-		groups:     make(map[G]*group[G, K]),
+		groups:     make(map[G]*Group[G, K, V]),
 		entryCost:  entryCost[G, K, V](),
-		groupCost:  groupCost[G, K](),
+		groupCost:  groupCost[G, K, V](),
 	}
+	c.none = &Group[G, K, V]{c: c}
+	c.list.next, c.list.prev = &c.list, &c.list
 	c.epoch = c.read()
 	return c, nil
 }
 
-// entryCost estimates the memory of one entry's bookkeeping: its list
-// element (links, key, value, simplelru's expiry fields), its slot in
-// simplelru's index and in its group's index. A map slot is counted with
-// its control byte at a load of 2/3, about where a map that doubles as it
-// grows sits on average. TestBytesTrackRealMemory holds the estimate to
-// what the heap really grows by.
+// entryCost estimates the memory of one entry's bookkeeping: the entry
+// itself and its slot in its group's map, counted with its control byte at
+// a load of 2/3, about where a map that doubles as it grows sits on
+// average. TestBytesTrackRealMemory holds the estimate to what the heap
+// really grows by.
 func entryCost[G, K comparable, V any]() int64 {
-	var s slot[G, K]
 	var e entry[G, K, V]
 	var k K
-	elem := 3*8 + unsafe.Sizeof(s) + unsafe.Sizeof(e) + 24 + 8
-	index := (unsafe.Sizeof(s) + 8 + 1) * 3 / 2
-	keys := (unsafe.Sizeof(k) + 1) * 3 / 2
-	return int64(elem + index + keys)
+	return int64(unsafe.Sizeof(e) + (unsafe.Sizeof(k)+8+1)*3/2)
 }
 
 // groupCost estimates the memory of one group's bookkeeping: the group, its
-// slot in the cache's index of groups, and its own index of keys with room
-// for its first eight keys (a map's first allocation).
-func groupCost[G, K comparable]() int64 {
+// slot in the cache's index of groups, and its map with room for its first
+// eight entries (a map's first allocation).
+func groupCost[G, K comparable, V any]() int64 {
 	var g G
 	var k K
-	var grp group[G, K]
-	return int64(unsafe.Sizeof(grp) + (unsafe.Sizeof(g)+8+1)*3/2 + 48 + 8*(unsafe.Sizeof(k)+1) + 8)
+	var grp Group[G, K, V]
+	return int64(unsafe.Sizeof(grp) + (unsafe.Sizeof(g)+8+1)*3/2 + 48 + 8*(unsafe.Sizeof(k)+8+1) + 8)
 }
 
 // read returns the time from the cache's clock.
@@ -211,27 +219,82 @@ func (c *Cache[G, K, V]) elapsed() time.Duration {
 }
 
 // Get returns the value stored under group g and key k, and true when it is
-// present and has not expired. It marks the entry as recently used. An
-// expired entry is removed and reported as a miss. Get allocates nothing.
+// present and has not expired. It looks g up; a caller that reads a group
+// often holds a Group handle instead. Get allocates nothing.
 func (c *Cache[G, K, V]) Get(g G, k K) (value V, ok bool) {
-	now := c.elapsed() // outside the lock
-	s := slot[G, K]{group: g, key: k}
+	return c.Lookup(g).Get(k)
+}
+
+// Lookup returns a handle on group g for reading; for a group the cache
+// holds nothing of, a handle that reads nothing. The handle reads nothing
+// either once the group has been removed and forgotten; use Pin to keep one
+// valid.
+func (c *Cache[G, K, V]) Lookup(g G) *Group[G, K, V] {
+	c.mu.RLock()
+	grp := c.groups[g]
+	c.mu.RUnlock()
+	if grp == nil {
+		return c.none
+	}
+	return grp
+}
+
+// Pin returns a handle on group g that stays valid, and keeps g's
+// bookkeeping, until Unpin is called: what a long-lived reader such as a
+// client's own token holds.
+func (c *Cache[G, K, V]) Pin(g G) *Group[G, K, V] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, found := c.lru.Get(s)
-	if found && now < e.expires && e.gen == e.grp.gen {
-		c.stats.Hits++
+	grp := c.group(g)
+	grp.pins++
+	return grp
+}
+
+// Unpin releases a handle from Pin. Each Pin needs exactly one Unpin.
+func (grp *Group[G, K, V]) Unpin() {
+	c := grp.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	grp.pins--
+	c.release(grp)
+}
+
+// Get returns the value the group holds under k, and true when it is
+// present, live and unexpired. A hit takes only the group's read lock and
+// allocates nothing; a miss drops what it found expired and sweeps.
+func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
+	c := grp.c
+	now := c.elapsed()
+	grp.mu.RLock()
+	e := grp.entries[k]
+	grp.mu.RUnlock()
+	if e != nil && now < e.expires && e.gen == grp.gen.Load() {
+		if !e.ref.Load() { // write the shared line only when it changes
+			e.ref.Store(true)
+		}
+		c.hits.add()
 		return e.value, true
 	}
-	if found {
-		if now >= e.expires {
-			c.stats.Expirations++
+	c.misses.add()
+	if e != nil || c.due(now) {
+		c.mu.Lock()
+		if e != nil && e.next != nil && now >= e.expires {
+			c.expirations++
+			c.remove(e)
 		}
-		c.remove(s, e)
+		c.sweep(now)
+		c.mu.Unlock()
 	}
-	c.stats.Misses++
-	c.sweep(now)
 	return value, false
+}
+
+// due reports, without taking c.mu exclusively, whether the oldest entry
+// has expired, so that a miss sweeps only when there is something to sweep.
+func (c *Cache[G, K, V]) due(now time.Duration) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	oldest := c.list.prev
+	return oldest != &c.list && (now >= oldest.expires || oldest.gen != oldest.grp.gen.Load())
 }
 
 // Add stores value under group g and key k for ttl, replacing any earlier
@@ -253,14 +316,17 @@ func (c *Cache[G, K, V]) Add(g G, k K, value V, ttl time.Duration, size int64) b
 // Remove deletes the entry under group g and key k and reports whether there
 // was one.
 func (c *Cache[G, K, V]) Remove(g G, k K) bool {
-	s := slot[G, K]{group: g, key: k}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.lru.Peek(s)
-	if ok {
-		c.remove(s, e)
+	grp := c.groups[g]
+	if grp == nil {
+		return false
 	}
-	return ok
+	e := grp.entries[k]
+	if e != nil {
+		c.remove(e)
+	}
+	return e != nil
 }
 
 // RemoveGroup deletes every entry of group g, live or expired, and returns
@@ -268,36 +334,35 @@ func (c *Cache[G, K, V]) Remove(g G, k K) bool {
 // the call starts; their memory is freed before it returns, a batch at a
 // time, so that other callers wait for one batch at most. It costs time in
 // proportion to the group's entries. Writers of g made before the call
-// store nothing from then on.
+// store nothing from then on; Group handles stay valid.
 func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 	c.mu.Lock()
-	grp, ok := c.groups[g]
-	if !ok {
+	grp := c.groups[g]
+	if grp == nil {
 		c.mu.Unlock()
 		return 0
 	}
-	dead, gen := grp.keys, grp.gen
-	grp.keys = make(map[K]struct{})
-	grp.gen++
+	grp.mu.Lock()
+	dead := grp.entries
+	grp.entries = make(map[K]*entry[G, K, V])
+	grp.gen.Add(1)
+	grp.mu.Unlock()
 	c.release(grp)
 	c.mu.Unlock()
 
-	batch := make([]K, 0, min(len(dead), freeBatch))
+	batch := make([]*entry[G, K, V], 0, min(len(dead), freeBatch))
 	free := func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		for _, k := range batch {
-			s := slot[G, K]{group: grp.id, key: k}
-			// A later entry may have taken the slot since; it stays.
-			if e, ok := c.lru.Peek(s); ok && e.grp == grp && e.gen == gen {
-				c.lru.Remove(s)
-				c.bytes -= e.size
+		for _, e := range batch {
+			if e.next != nil { // not evicted or swept meanwhile
+				c.unlink(e)
 			}
 		}
 		batch = batch[:0]
 	}
-	for k := range dead {
-		if batch = append(batch, k); len(batch) == freeBatch {
+	for _, e := range dead {
+		if batch = append(batch, e); len(batch) == freeBatch {
 			free()
 		}
 	}
@@ -310,37 +375,45 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 func (c *Cache[G, K, V]) Purge() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lru.Purge()
+	for e := c.list.next; e != &c.list; {
+		next := e.next
+		e.prev, e.next = nil, nil
+		e = next
+	}
+	c.list.next, c.list.prev = &c.list, &c.list
+	c.length = 0
 	for _, grp := range c.groups {
-		clear(grp.keys)
-		grp.gen++
-		if grp.writers == 0 {
+		grp.mu.Lock()
+		clear(grp.entries)
+		grp.gen.Add(1)
+		grp.mu.Unlock()
+		if grp.pins == 0 && grp.writers == 0 {
 			delete(c.groups, grp.id)
 		}
 	}
-	c.bytes = int64(len(c.groups)) * c.groupCost // groups that writers keep
+	c.bytes = int64(len(c.groups)) * c.groupCost // groups that handles keep
 }
 
 // Len returns the number of entries, expired ones not yet dropped included.
 func (c *Cache[G, K, V]) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.length
 }
 
 // Bytes returns what the entries and groups count against the byte bound:
 // the sizes given to Add plus the cache's own bookkeeping.
 func (c *Cache[G, K, V]) Bytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.bytes
 }
 
 // Stats returns the current counters.
 func (c *Cache[G, K, V]) Stats() Stats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stats
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return Stats{Hits: c.hits.load(), Misses: c.misses.load(), Evictions: c.evictions, Expirations: c.expirations}
 }
 
 // Writer adds entries to one group unless the group is removed after the
@@ -348,20 +421,19 @@ func (c *Cache[G, K, V]) Stats() Stats {
 // it. Make one with [Cache.Writer] before fetching, and Close it when done.
 // A Writer is not safe for concurrent use.
 type Writer[G, K comparable, V any] struct {
-	c      *Cache[G, K, V]
-	grp    *group[G, K]
+	grp    *Group[G, K, V]
 	gen    uint64
 	closed bool
 }
 
 // Writer returns a writer for group g. Until it is closed, the cache keeps
-// a few bytes of bookkeeping for g even when g has no entries.
+// g's bookkeeping even when g has no entries.
 func (c *Cache[G, K, V]) Writer(g G) *Writer[G, K, V] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	grp := c.group(g)
 	grp.writers++
-	return &Writer[G, K, V]{c: c, grp: grp, gen: grp.gen}
+	return &Writer[G, K, V]{grp: grp, gen: grp.gen.Load()}
 }
 
 // Add is Cache.Add for the writer's group, except that it stores nothing,
@@ -371,13 +443,14 @@ func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool 
 	if w.closed {
 		return false
 	}
-	now := w.c.elapsed()
-	w.c.mu.Lock()
-	defer w.c.mu.Unlock()
-	if w.grp.gen != w.gen {
+	c := w.grp.c
+	now := c.elapsed()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w.grp.gen.Load() != w.gen {
 		return false
 	}
-	return w.c.add(w.grp, k, value, now, ttl, size)
+	return c.add(w.grp, k, value, now, ttl, size)
 }
 
 // Close releases the writer. Closing it again does nothing.
@@ -386,39 +459,39 @@ func (w *Writer[G, K, V]) Close() {
 		return
 	}
 	w.closed = true
-	w.c.mu.Lock()
-	defer w.c.mu.Unlock()
+	c := w.grp.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	w.grp.writers--
-	w.c.release(w.grp)
+	c.release(w.grp)
 }
 
-// group returns g's index, making it if needed. c.mu must be held.
-func (c *Cache[G, K, V]) group(g G) *group[G, K] {
-	grp, ok := c.groups[g]
-	if !ok {
-		grp = &group[G, K]{id: g, keys: make(map[K]struct{})}
+// group returns g's handle, making it if needed. c.mu must be held.
+func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
+	grp := c.groups[g]
+	if grp == nil {
+		grp = &Group[G, K, V]{c: c, id: g, entries: make(map[K]*entry[G, K, V])}
 		c.groups[g] = grp
 		c.bytes += c.groupCost
 	}
 	return grp
 }
 
-// release forgets a group that has neither entries nor writers. c.mu must
+// release forgets a group that has no entries, pins or writers. c.mu must
 // be held.
-func (c *Cache[G, K, V]) release(grp *group[G, K]) {
-	if len(grp.keys) == 0 && grp.writers == 0 && c.groups[grp.id] == grp {
+func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
+	if len(grp.entries) == 0 && grp.pins == 0 && grp.writers == 0 && c.groups[grp.id] == grp {
 		delete(c.groups, grp.id)
 		c.bytes -= c.groupCost
 	}
 }
 
 // add stores an entry of grp; c.mu must be held.
-func (c *Cache[G, K, V]) add(grp *group[G, K], k K, value V, now, ttl time.Duration, size int64) bool {
-	s := slot[G, K]{group: grp.id, key: k}
+func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, ttl time.Duration, size int64) bool {
 	size = max(size, 0) + c.entryCost
 	if ttl <= 0 || size+c.groupCost > c.maxBytes {
-		if e, ok := c.lru.Peek(s); ok {
-			c.remove(s, e)
+		if e := grp.entries[k]; e != nil {
+			c.remove(e)
 		}
 		c.release(grp)
 		return false
@@ -427,50 +500,120 @@ func (c *Cache[G, K, V]) add(grp *group[G, K], k K, value V, now, ttl time.Durat
 	if now <= math.MaxInt64-ttl {
 		expires = now + ttl
 	}
-	if old, ok := c.lru.Peek(s); ok {
-		// Replaced in place: k stays in grp's index (or joins it, when
-		// the old entry was of a removed generation).
-		c.lru.Remove(s)
-		c.bytes -= old.size
+	e := &entry[G, K, V]{key: k, grp: grp, value: value, expires: expires, size: size, gen: grp.gen.Load()}
+	grp.mu.Lock()
+	old := grp.entries[k]
+	grp.entries[k] = e
+	grp.mu.Unlock()
+	if old != nil {
+		c.unlink(old)
 	}
-	grp.keys[k] = struct{}{}
-	c.lru.Add(s, entry[G, K, V]{value: value, expires: expires, size: size, grp: grp, gen: grp.gen})
-	c.bytes += size
-	for c.lru.Len() > 1 && (c.lru.Len() > c.maxEntries || c.bytes > c.maxBytes) {
-		old, e, _ := c.lru.GetOldest()
-		c.remove(old, e)
-		if now < e.expires {
-			c.stats.Evictions++
-		} else {
-			c.stats.Expirations++
-		}
-	}
+	c.link(e)
+	c.evict(now, e)
 	c.sweep(now)
 	return true
 }
 
-// sweep drops up to sweepBatch expired entries from the least recently used
-// end, so that entries nobody asks for again do not stay resident until
-// they are evicted. An expired entry behind a live one waits for a later
-// sweep: at most the longest time to live. c.mu must be held.
-func (c *Cache[G, K, V]) sweep(now time.Duration) {
-	for range sweepBatch {
-		s, e, ok := c.lru.GetOldest()
-		if !ok || now < e.expires {
-			return
+// evict removes entries from the old end until the cache is within its
+// bounds, giving an entry read since it was last looked at a second chance.
+// The entry being added, keep, is never evicted. c.mu must be held.
+func (c *Cache[G, K, V]) evict(now time.Duration, keep *entry[G, K, V]) {
+	chances := min(c.length, maxChances)
+	for c.length > 1 && (c.length > c.maxEntries || c.bytes > c.maxBytes) {
+		e := c.list.prev
+		if e == keep { // second chances moved every other entry ahead of it
+			c.unlinkOnly(e)
+			c.pushFront(e)
+			continue
 		}
-		c.remove(s, e)
-		c.stats.Expirations++
+		live := now < e.expires && e.gen == e.grp.gen.Load()
+		if live && chances > 0 && e.ref.Load() {
+			chances--
+			e.ref.Store(false)
+			c.unlinkOnly(e)
+			c.pushFront(e)
+			continue
+		}
+		if live {
+			c.evictions++
+		} else {
+			c.expirations++
+		}
+		c.remove(e)
 	}
 }
 
-// remove deletes one entry and its bookkeeping; c.mu must be held. The
-// entry of a removed generation is no longer in its group's index.
-func (c *Cache[G, K, V]) remove(s slot[G, K], e entry[G, K, V]) {
-	c.lru.Remove(s)
-	c.bytes -= e.size
-	if e.gen == e.grp.gen {
-		delete(e.grp.keys, s.key)
-		c.release(e.grp)
+// sweep drops up to sweepBatch expired or removed entries from the old end,
+// so that entries nobody asks for again do not stay resident until they are
+// evicted. An expired entry behind a live one waits for a later sweep: at
+// most the longest time to live. c.mu must be held.
+func (c *Cache[G, K, V]) sweep(now time.Duration) {
+	for range sweepBatch {
+		e := c.list.prev
+		if e == &c.list || (now < e.expires && e.gen == e.grp.gen.Load()) {
+			return
+		}
+		if now >= e.expires {
+			c.expirations++
+		}
+		c.remove(e)
 	}
+}
+
+// remove deletes one entry from the list and, when it is still its group's
+// entry for its key, from the group. c.mu must be held.
+func (c *Cache[G, K, V]) remove(e *entry[G, K, V]) {
+	c.unlink(e)
+	grp := e.grp
+	if grp.entries[e.key] == e {
+		grp.mu.Lock()
+		delete(grp.entries, e.key)
+		grp.mu.Unlock()
+		c.release(grp)
+	}
+}
+
+// link adds a new entry at the front and counts it; c.mu must be held.
+func (c *Cache[G, K, V]) link(e *entry[G, K, V]) {
+	c.pushFront(e)
+	c.length++
+	c.bytes += e.size
+}
+
+// unlink takes an entry out of the list and the counts; c.mu must be held.
+func (c *Cache[G, K, V]) unlink(e *entry[G, K, V]) {
+	c.unlinkOnly(e)
+	c.length--
+	c.bytes -= e.size
+}
+
+func (c *Cache[G, K, V]) pushFront(e *entry[G, K, V]) {
+	e.prev, e.next = &c.list, c.list.next
+	c.list.next.prev = e
+	c.list.next = e
+}
+
+func (c *Cache[G, K, V]) unlinkOnly(e *entry[G, K, V]) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+// stripedCounter is a counter that cores add to without sharing a cache
+// line: each addition goes to one of several padded cells, picked at
+// random, and a read sums them.
+type stripedCounter struct {
+	cells [8]struct {
+		n atomic.Uint64
+		_ [56]byte
+	}
+}
+
+func (s *stripedCounter) add() { s.cells[rand.Uint32()%uint32(len(s.cells))].n.Add(1) }
+
+func (s *stripedCounter) load() uint64 {
+	var n uint64
+	for i := range s.cells {
+		n += s.cells[i].n.Load()
+	}
+	return n
 }

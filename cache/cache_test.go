@@ -373,6 +373,23 @@ func BenchmarkGetHit(b *testing.B) {
 	}
 }
 
+// BenchmarkGroupGetHit reads through a pinned handle, as a client's own
+// token does: no hash of the group value per lookup.
+func BenchmarkGroupGetHit(b *testing.B) {
+	c, err := cache.New[token, string, bool](10_000)
+	require.NoError(b, err)
+	g := token{"Bearer", strings.Repeat("t", 700)}
+	h := c.Pin(g)
+	defer h.Unpin()
+	c.Add(g, "orders/read", true, time.Hour, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := h.Get("orders/read"); !ok {
+			b.Fatal("expected a hit")
+		}
+	}
+}
+
 // BenchmarkRemoveGroup removes a group of 10 entries from caches that hold
 // ever more entries of other groups: the cost must not grow with them.
 func BenchmarkRemoveGroup(b *testing.B) {
@@ -441,4 +458,43 @@ func TestBytesTrackRealMemory(t *testing.T) {
 			runtime.KeepAlive(c)
 		})
 	}
+}
+
+func TestPinnedHandleOutlivesRemoval(t *testing.T) {
+	t.Parallel()
+	c := newCache[string](t, 8, newClock())
+	h := c.Pin("alice")
+	c.Add("alice", "orders", "GRANT", time.Minute, 1)
+	v, ok := h.Get("orders")
+	require.True(t, ok)
+	assert.Equal(t, "GRANT", v)
+	c.RemoveGroup("alice")
+	_, ok = h.Get("orders")
+	assert.False(t, ok, "a removed entry is gone through the handle too")
+	c.Add("alice", "orders", "DENY", time.Minute, 1)
+	v, ok = h.Get("orders")
+	require.True(t, ok, "the pinned handle sees the group's new entries")
+	assert.Equal(t, "DENY", v)
+	h.Unpin()
+	c.RemoveGroup("alice")
+	assert.Equal(t, int64(0), c.Bytes(), "an unpinned, empty group is forgotten")
+
+	other := c.Lookup("nobody")
+	_, ok = other.Get("orders")
+	assert.False(t, ok, "a group the cache does not hold reads nothing")
+	assert.Equal(t, uint64(2), c.Stats().Misses, "the two misses are counted, the unknown group's too")
+}
+
+// Hits only mark entries; eviction gives a marked entry a second chance,
+// so a frequently read entry survives a stream of new ones.
+func TestHotEntrySurvivesAStreamOfNewOnes(t *testing.T) {
+	t.Parallel()
+	c := newCache[int](t, 4, newClock())
+	c.Add("g", "hot", 0, time.Minute, 0)
+	for i := range 100 {
+		_, ok := c.Get("g", "hot")
+		require.True(t, ok, "after %d new entries", i)
+		c.Add("g", fmt.Sprint("cold-", i), i, time.Minute, 0)
+	}
+	assert.Equal(t, 4, c.Len())
 }

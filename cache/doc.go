@@ -1,19 +1,27 @@
-// Package cache is a generic, bounded, least-recently-used cache whose
-// entries each carry their own expiry and size, and belong to a group.
+// Package cache is a generic, bounded cache whose entries each carry their
+// own expiry and size, and belong to a group.
 //
-// It is built on golang-lru/v2's simplelru under one mutex of its own, which
-// also guards the counters (not on its expirable package, which starts a
-// goroutine that cannot be stopped). The cache is bounded in entries and,
-// with [WithMaxBytes], in bytes: whatever the caller stores, it never holds
-// more. Every entry stores its deadline; an expired entry is dropped when it
-// is next looked up, and every miss and addition also drops a few expired
-// entries from the least recently used end, so entries nobody asks for again
-// do not stay resident. A [Cache] starts no goroutines and needs no Close.
+// Entries are found through their group: a [Group] handle (from
+// [Cache.Pin] or [Cache.Lookup]) reads a group's entries under the group's
+// own read lock, so hits on different cores do not contend on the cache's
+// lock, and a group value that holds a long token is hashed once per
+// handle, not once per lookup. Eviction is least recently used, in the CLOCK
+// approximation: a hit only marks its entry, and a marked entry at the old
+// end gets a second chance instead of being evicted. (golang-lru's lists
+// move an entry to the front on every hit, under one lock for all cores.)
 //
-// Entries are stored under a group and a key. [Cache.RemoveGroup] drops one
-// group's entries in time proportional to their number, and a [Writer]
-// drops what it would store after such a removal, so that an answer fetched
-// before a group was removed never comes back after it.
+// The cache is bounded in entries and, with [WithMaxBytes], in bytes: each
+// entry counts the size its caller gives plus the cache's own bookkeeping,
+// so whatever callers store, it never holds much more than its bound.
+// Every entry stores its deadline; an expired entry is dropped when it is
+// next looked up, and every miss and addition also drops a few expired
+// entries from the old end, so entries nobody asks for again do not stay
+// resident. [Cache.RemoveGroup] drops one group's entries in time
+// proportional to their number, making them invisible at once and freeing
+// them a batch at a time, and a [Writer] drops what it would store after
+// such a removal, so that an answer fetched before a group was removed
+// never comes back after it. A Cache starts no goroutines and needs no
+// Close.
 //
 // Time comes from an injectable clock ([WithClock]) so that tests can move it
 // without sleeping. A cache hit allocates nothing.

@@ -74,12 +74,36 @@ func cacheable(id tokenIdent, p pair) bool {
 	return len(id.token) <= maxCachedToken && len(p.resource)+len(p.scope) <= maxCachedNames && !p.wildcard()
 }
 
+// group returns the handle through which a call reads its token's
+// entries: the client token's pinned one, else a lookup (one hash of the
+// token per call, not per pair). Nil when the call reads nothing from the
+// cache.
+func (d *decisionCache) group(cl *call) *cache.Group[tokenIdent, cacheKey, Status] {
+	switch {
+	case d == nil || cl.noCache || len(cl.id.token) > maxCachedToken:
+		return nil
+	case cl.state != nil && cl.state.group != nil:
+		return cl.state.group
+	}
+	return d.lru.Lookup(cl.id)
+}
+
+// pin returns a handle on the entries of the client's own token, held from
+// SetToken until the token is replaced (unpin), so that its hits never hash
+// the token. Nil for a disabled cache or a token too long to cache.
+func (d *decisionCache) pin(id tokenIdent) *cache.Group[tokenIdent, cacheKey, Status] {
+	if d == nil || len(id.token) > maxCachedToken {
+		return nil
+	}
+	return d.lru.Pin(id)
+}
+
 // get returns a live cached status; it allocates nothing.
 func (d *decisionCache) get(cl *call, p pair) (Status, bool) {
-	if d == nil || cl.noCache || !cacheable(cl.id, p) {
+	if cl.group == nil || !cacheable(cl.id, p) {
 		return Deny, false
 	}
-	return d.lru.Get(cl.id, cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey, digest: cl.ctxDigest})
+	return cl.group.Get(cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey, digest: cl.ctxDigest})
 }
 
 // writer returns what stores a request's answers for cl's token: it stores

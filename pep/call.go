@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/orgauthz/orgauthz/cache"
 )
 
 // call is what one public call carries on its way to the gateway.
@@ -16,6 +18,9 @@ type call struct {
 	ctxKey    string
 	ctxDigest bool
 	noCache   bool
+	// group reads the token's cached decisions; nil when the call reads
+	// nothing from the cache.
+	group *cache.Group[tokenIdent, cacheKey, Status]
 	// ownDeadline is set when the call's deadline is the client's timeout
 	// rather than an earlier one of the caller's: only then does running
 	// out of time say something about the gateway (the breaker's concern).
@@ -37,6 +42,7 @@ func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
 			return fmt.Errorf("%w: WithToken was given an empty token", ErrNoToken)
 		}
 		cl.id = tokenIdent{scheme: schemeBearer, token: tok}
+		cl.group = c.cache.group(cl)
 		return nil
 	}
 	st := c.token.Load()
@@ -44,6 +50,7 @@ func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
 		return fmt.Errorf("%w: call SetToken or pass a token with WithToken", ErrNoToken)
 	}
 	cl.id, cl.state = st.id, st
+	cl.group = c.cache.group(cl)
 	return nil
 }
 

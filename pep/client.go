@@ -23,7 +23,9 @@ type Client struct {
 	authorizeURL     string
 	organizationsURL string
 
-	transport http.RoundTripper
+	base      http.RoundTripper // the transport under the client's own layers
+	retry     retryPolicy
+	nonces    *nonceStore // the latest DPoP-Nonce per gateway origin
 	timeout   time.Duration
 	batchSize int
 	cache     *decisionCache
@@ -95,7 +97,15 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 	prefix := base + "/realms/" + url.PathEscape(realm) + "/authorization-decision-provider"
 	c.authorizeURL = prefix + "/authorize"
 	c.organizationsURL = prefix + "/get-organizations"
-	c.transport = newTransport(&cfg, &c.sent, &c.retries, logger)
+	c.base = cfg.httpClient.Transport
+	if c.base == nil {
+		c.base = defaultTransport()
+	}
+	c.retry = retryPolicy{
+		max: cfg.retryMax, minWait: cfg.retryMin, maxWait: cfg.retryMaxWait,
+		attemptTimeout: cfg.httpClient.Timeout, logger: logger, retries: &c.retries,
+	}
+	c.nonces = &nonceStore{}
 
 	var err error
 	if c.cache, err = newDecisionCache(cfg.cacheSize, cfg.cacheBytes, cfg.grantTTL, cfg.denyTTL, cacheClock); err != nil {
@@ -148,14 +158,25 @@ func (c *Client) SetToken(token string) {
 }
 
 func (c *Client) setCredential(cred credential) {
+	st := &tokenState{cred: cred, id: cred.ident()}
+	st.group = c.cache.pin(st.id)
 	c.tokenMu.Lock()
-	old := c.token.Swap(newTokenState(cred))
+	old := c.token.Swap(st)
 	c.enqueue(events.TokenSet, cred.ident().scheme, nil)
 	c.tokenMu.Unlock()
 	if old != nil {
-		c.cache.purge(old.id)
+		c.forget(old)
 	}
 	c.emitter.Deliver(context.Background())
+}
+
+// forget drops a token that is no longer the client's: its cached
+// decisions and its pin on them.
+func (c *Client) forget(old *tokenState) {
+	c.cache.purge(old.id)
+	if old.group != nil {
+		old.group.Unpin()
+	}
 }
 
 // ClearToken removes the client's token, purges its cached decisions and
@@ -171,7 +192,7 @@ func (c *Client) ClearToken() {
 	if old == nil {
 		return
 	}
-	c.cache.purge(old.id)
+	c.forget(old)
 	c.emitter.Deliver(context.Background())
 }
 

@@ -3,6 +3,8 @@ package pep
 import (
 	"context"
 	"net/http"
+
+	"github.com/orgauthz/orgauthz/cache"
 )
 
 // scheme is the HTTP authorization scheme a token is sent with.
@@ -64,14 +66,13 @@ func (b *bearer) authorize(r *http.Request, _ string) error {
 type tokenState struct {
 	cred credential
 	id   tokenIdent
+	// group is the token's pinned handle in the decision cache (nil
+	// without one), unpinned when the token is replaced.
+	group *cache.Group[tokenIdent, cacheKey, Status]
 	// expired is set, under the client's tokenMu, by the first 401 for
 	// this token: it makes tokenExpired fire once, however many calls the
 	// gateway refuses.
 	expired bool
-}
-
-func newTokenState(cred credential) *tokenState {
-	return &tokenState{cred: cred, id: cred.ident()}
 }
 
 // validToken reports whether token can be sent in an Authorization header:

@@ -40,14 +40,16 @@
 //
 // # Transport
 //
-// Requests pass three http.RoundTripper layers: retries (go-retryablehttp:
-// connection errors, 429, 502, 503 and 504 only, exponential backoff with
-// jitter, Retry-After honoured, never past the call's deadline), then the
-// token layer (which clones each attempt and sets its Authorization
-// header, and for DPoP a new proof), then the base transport of the
-// *http.Client given with WithHTTPClient, which is copied and never
-// modified. Redirects are never followed and cookies never kept. The circuit
-// breaker opens only on signs that the gateway itself is unwell.
+// Requests pass three http.RoundTripper layers: retries (connection errors,
+// 429, 502, 503 and 504 only, exponential backoff with jitter, Retry-After
+// honoured, never past the call's deadline), then the token layer (which
+// clones each attempt and sets its Authorization header, and for DPoP a new
+// proof), then the base transport (the Transport of the *http.Client given
+// with WithHTTPClient, which is never modified, or the client's default).
+// The request's credential is bound into the chain, as golang.org/x/oauth2
+// binds its token source. Redirects are never followed and cookies never
+// kept. The circuit breaker opens only on signs that the gateway itself is
+// unwell.
 //
 // # Caching, batching, coalescing
 //

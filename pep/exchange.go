@@ -31,7 +31,7 @@ func (c *Client) exchange(ctx context.Context, cl *call, cred credential, url st
 // that could not be attached and a 429 say nothing; any other answer shows
 // a working gateway.
 func (c *Client) send(ctx context.Context, cl *call, cred credential, url string, body []byte) ([]byte, outcome, error) {
-	req, err := newPost(withCallState(ctx, &callState{cred: cred}), url, body)
+	req, err := newPost(ctx, url, body)
 	if err != nil {
 		return nil, outcomeNeutral, err
 	}
@@ -42,7 +42,7 @@ func (c *Client) send(ctx context.Context, cl *call, cred credential, url string
 	if debug {
 		start = time.Now()
 	}
-	resp, err := c.transport.RoundTrip(req)
+	resp, err := c.newChain(cred).retrier.RoundTrip(req)
 	if err != nil {
 		var credErr *credentialError
 		if errors.As(err, &credErr) {

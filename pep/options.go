@@ -81,12 +81,18 @@ func defaultConfig() config {
 	}
 }
 
-// WithHTTPClient makes the client send its requests with a copy of hc: its
-// Transport (nil means http.DefaultTransport) and Timeout (per attempt) are
-// used. Its Jar is not: cookies are never stored or sent, so that one
-// caller's gateway cookie cannot ride along with another caller's request.
-// Its CheckRedirect is replaced in the copy, because the client never
-// follows redirects. hc itself is never modified. A nil hc is an error.
+// WithHTTPClient makes the client send its requests through hc's Transport
+// (nil means the client's default, see below), bounding each attempt by
+// hc's Timeout when it is set. Nothing else of hc is used: redirects are
+// never followed (a 3xx fails closed), and cookies are never stored or
+// sent, so that one caller's gateway cookie cannot ride along with another
+// caller's request. hc is never modified. A nil hc is an error.
+//
+// Without this option the client uses a copy of http.DefaultTransport that
+// keeps up to 16 idle connections per gateway, enough for the requests a
+// CheckMany sends at once (Go's default keeps two); over HTTPS it speaks
+// HTTP/2 when the gateway offers it, which carries those requests on one
+// connection.
 func WithHTTPClient(hc *http.Client) Option {
 	return optionFunc(func(c *config) {
 		if hc == nil {
