@@ -24,6 +24,7 @@ import (
 	"testing"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver"
@@ -134,9 +135,13 @@ func mustGrant(b *testing.B, d pep.Decision, err error) {
 	}
 }
 
-// BenchmarkCachedCheck compares a cached Check with a bare golang-lru
-// lookup of the same key type, built from the same strings (the token is a
-// real access token of the reference server), serially and in parallel.
+// BenchmarkCachedCheck compares a cached Check with bare lookups of the same
+// key shape (the full token, resource, scope and context), built from the
+// same strings (the token is a real access token of the reference server):
+// a golang-lru lookup, a map behind a sync.Mutex and a map behind a
+// sync.RWMutex, serially and in parallel. Run it with -cpu 1,2: the
+// parallel speed-up from one core to two is compared with the RWMutex
+// map's.
 func BenchmarkCachedCheck(b *testing.B) {
 	g := startBenchGateway(b, nil)
 	tok := g.token(b)
@@ -151,9 +156,24 @@ func BenchmarkCachedCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	l.Add(pep.NewCacheKey(tok, "orders", "read"), pep.Grant)
+	var mu sync.Mutex
+	var rw sync.RWMutex
+	m := map[pep.CacheKey]pep.Status{pep.NewCacheKey(tok, "orders", "read"): pep.Grant}
 
 	lookup := func() bool {
 		s, ok := l.Get(pep.NewCacheKey(tok, "orders", "read"))
+		return ok && s == pep.Grant
+	}
+	mutexMap := func() bool {
+		mu.Lock()
+		s, ok := m[pep.NewCacheKey(tok, "orders", "read")]
+		mu.Unlock()
+		return ok && s == pep.Grant
+	}
+	rwMap := func() bool {
+		rw.RLock()
+		s, ok := m[pep.NewCacheKey(tok, "orders", "read")]
+		rw.RUnlock()
 		return ok && s == pep.Grant
 	}
 	check := func() bool {
@@ -164,7 +184,7 @@ func BenchmarkCachedCheck(b *testing.B) {
 		for _, sub := range []struct {
 			name string
 			hit  func() bool
-		}{{"lru", lookup}, {"client", check}} {
+		}{{"lru", lookup}, {"mutexmap", mutexMap}, {"rwmap", rwMap}, {"client", check}} {
 			b.Run(mode+"/"+sub.name, func(b *testing.B) {
 				b.ReportAllocs()
 				if mode == "serial" {
@@ -259,8 +279,7 @@ func BenchmarkUncachedCheck(b *testing.B) {
 		}
 	})
 	// The same with a context that can be cancelled, as an HTTP server's
-	// request context: the caller must be able to stop waiting at once, so
-	// the request runs on a goroutine of its own (see pep's runChunk).
+	// request context.
 	b.Run("client-cancellable-ctx", func(b *testing.B) {
 		c := g.newClient(b, uncached)
 		c.SetToken(tok)
@@ -397,4 +416,225 @@ func BenchmarkCoalescing(b *testing.B) {
 	if sent := c.Stats().GatewayRequests; sent != uint64(rounds) {
 		b.Errorf("the client sent %d requests in %d rounds", sent, rounds)
 	}
+}
+
+// canned is an in-memory gateway: a RoundTripper that answers every
+// request with answer, so that a benchmark measures the client alone.
+type canned struct{ answer []byte }
+
+func (c canned) RoundTrip(r *http.Request) (*http.Response, error) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	_ = r.Body.Close()
+	return &http.Response{
+		StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(c.answer)), ContentLength: int64(len(c.answer)), Request: r,
+	}, nil
+}
+
+// grantAnswer is an authorize answer granting every pair of resources, each
+// permission carrying extra as further members ("" for none).
+func grantAnswer(resources []pep.Resource, extra string) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"status":"GRANT","permissions":[`)
+	first := true
+	for _, r := range resources {
+		for _, s := range r.Scopes {
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			fmt.Fprintf(&b, `{"resource":%q,"scope":%q,"status":"GRANT"%s}`, r.Name, s, extra)
+		}
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// BenchmarkAnswerShapes sends a CheckMany of 100 pairs to an in-memory
+// gateway whose answer has the plain shape, or one more member per
+// permission (valid and harmless; a gateway may explain its decisions), or
+// escaped and non-ASCII strings: no shape may cost much more than the
+// plain one.
+func BenchmarkAnswerShapes(b *testing.B) {
+	resources := []pep.Resource{{Name: "orders", Scopes: make([]string, 0, 100)}}
+	for i := range 100 {
+		resources[0].Scopes = append(resources[0].Scopes, fmt.Sprintf("s%02d", i))
+	}
+	shapes := []struct{ name, extra string }{
+		{"plain", ""},
+		{"unknown-member", `,"reason":"granted through the role viewer"`},
+		{"escaped-unknown-member", `,"reason":"gew\u00e4hrt \"viewer\" ✓"`},
+	}
+	for _, sh := range shapes {
+		b.Run(sh.name, func(b *testing.B) {
+			c, err := pep.New("http://gateway.bench", benchRealm, benchClient, uncached,
+				pep.WithHTTPClient(&http.Client{Transport: canned{answer: grantAnswer(resources, sh.extra)}}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.SetToken("a-token-for-the-benchmark")
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := c.CheckMany(ctx, resources)
+				if err != nil || !res.Allowed() {
+					b.Fatalf("want 100 grants, got %v, %v", res.Status, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDPoPClientCost measures what a DPoP-bound token costs the client
+// itself, against an in-memory gateway (the reference server's proof
+// verification is not the client's cost): an uncached Check with a Bearer
+// token, the same with a DPoP-bound token, and one ES256 proof signature.
+// The target is DPoP <= Bearer + proof + 10 us.
+func BenchmarkDPoPClientCost(b *testing.B) {
+	answer := grantAnswer([]pep.Resource{{Name: "orders", Scopes: []string{"read"}}}, "")
+	newClient := func(b *testing.B) *pep.Client {
+		c, err := pep.New("http://gateway.bench", benchRealm, benchClient, uncached,
+			pep.WithHTTPClient(&http.Client{Transport: canned{answer: answer}}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	signer, err := dpop.GenerateKey()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const token = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhbGljZSIsImNuZiI6eyJqa3QiOiJ4In19.c2lnbmF0dXJl"
+	ctx := context.Background()
+	b.Run("Bearer", func(b *testing.B) {
+		c := newClient(b)
+		c.SetToken(token)
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := c.Check(ctx, "orders", "read")
+			mustGrant(b, d, err)
+		}
+	})
+	b.Run("DPoP-ES256", func(b *testing.B) {
+		c := newClient(b)
+		c.SetDPoPToken(token, signer)
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := c.Check(ctx, "orders", "read")
+			mustGrant(b, d, err)
+		}
+	})
+	b.Run("proof-ES256", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := signer.Proof(http.MethodPost, "http://gateway.bench/realms/acme/authorization-decision-provider/authorize", token, ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// chunkedBaseline is a hand-written client for CheckMany's job: the pairs in
+// requests of 100, four at a time, over a transport that keeps 16 idle
+// connections, each answer decoded with encoding/json.
+func chunkedBaseline(g *benchGateway, authorization string, resources []pep.Resource) func(ctx context.Context) (int, error) {
+	url := g.url + "/realms/" + benchRealm + "/authorization-decision-provider/authorize"
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 16
+	client := &http.Client{Transport: tr}
+	type res struct {
+		Name   string   `json:"name"`
+		Scopes []string `json:"scopes"`
+	}
+	var bodies [][]byte
+	var chunk []res
+	n := 0
+	flush := func() {
+		b, _ := json.Marshal(map[string]any{"clientId": benchClient, "resources": chunk, "context": struct{}{}})
+		bodies = append(bodies, b)
+		chunk, n = nil, 0
+	}
+	for _, r := range resources {
+		for _, s := range r.Scopes {
+			if n == 100 {
+				flush()
+			}
+			if len(chunk) == 0 || chunk[len(chunk)-1].Name != r.Name {
+				chunk = append(chunk, res{Name: r.Name})
+			}
+			chunk[len(chunk)-1].Scopes = append(chunk[len(chunk)-1].Scopes, s)
+			n++
+		}
+	}
+	if n > 0 {
+		flush()
+	}
+	return func(ctx context.Context) (int, error) {
+		granted := make([]int, len(bodies))
+		var g errgroup.Group
+		g.SetLimit(4)
+		for i, body := range bodies {
+			g.Go(func() error {
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+				if err != nil {
+					return err
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", authorization)
+				resp, err := client.Do(req)
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				var d wireDecision
+				if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&d); err != nil {
+					return err
+				}
+				for _, p := range d.Permissions {
+					if p.Status == "GRANT" {
+						granted[i]++
+					}
+				}
+				return nil
+			})
+		}
+		err := g.Wait()
+		total := 0
+		for _, n := range granted {
+			total += n
+		}
+		return total, err
+	}
+}
+
+// BenchmarkCheckMany1000Default compares CheckMany of 1,000 pairs with the
+// client's default options (its own transport) against chunkedBaseline.
+func BenchmarkCheckMany1000Default(b *testing.B) {
+	g := startBenchGateway(b, nil)
+	tok := g.token(b)
+	ctx := context.Background()
+	resources := benchBulk()
+	b.Run("baseline-16-conns", func(b *testing.B) {
+		post := chunkedBaseline(g, "Bearer "+tok, resources)
+		b.ReportAllocs()
+		for b.Loop() {
+			if n, err := post(ctx); err != nil || n != benchBulkResources*benchBulkScopes {
+				b.Fatalf("want 1,000 grants, got %d, %v", n, err)
+			}
+		}
+	})
+	b.Run("CheckMany-default", func(b *testing.B) {
+		c, err := pep.New(g.url, benchRealm, benchClient, uncached)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.SetToken(tok)
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := c.CheckMany(ctx, resources)
+			if err != nil || !res.Allowed() {
+				b.Fatalf("want 1,000 grants, got %v, %v", res.Status, err)
+			}
+		}
+	})
 }
