@@ -1,0 +1,225 @@
+package pep
+
+import (
+	"context"
+	"errors"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/orgauthz/orgauthz/events"
+)
+
+// A call that the cache could not answer whole is decided here: its missing
+// pairs are asked in chunks (ask), each chunk shared with identical
+// concurrent ones (runChunk, coalesce.go) and sent through the breaker and
+// the transport (fetch, exchange.go); each pair's decision is read from its
+// own entry of the answer (answer.go); then the call is settled: failures
+// counted and logged, a refused token handled.
+
+// decide asks the gateway for ds[i] of every i in missing and fills each in
+// from the answer's entries for exactly that pair. On a refused token every
+// decision of the call becomes a DENY carrying the error, cached ones
+// included, since the token behind them was just refused.
+func (c *Client) decide(ctx context.Context, cl *call, ds []Decision, missing []int) error {
+	ctx, cancel := c.bound(ctx, cl)
+	defer cancel()
+	queries := make([]pair, len(missing))
+	for k, i := range missing {
+		queries[k] = pair{resource: ds[i].Resource, scope: ds[i].Scope}
+	}
+	outs, err := c.ask(ctx, cl, queries)
+	if err == nil {
+		for k, i := range missing {
+			ds[i] = outs[k].decide(queries[k])
+		}
+	}
+	return c.settle(ctx, cl, ds, err)
+}
+
+// chunkOutcome is the outcome of one gateway request: the answer, or the
+// error that is the Cause of every pair of the request. It may be shared by
+// coalesced callers and is never modified once made.
+type chunkOutcome struct {
+	ans *answer
+	err error
+	// leaderGone marks a failure caused by the context of the caller that
+	// sent the request ending, not by the gateway.
+	leaderGone bool
+}
+
+// decide returns the decision for exactly the pair p.
+func (o *chunkOutcome) decide(p pair) Decision {
+	if o.err != nil {
+		return Decision{Resource: p.resource, Scope: p.scope, Status: Deny, Cause: o.err}
+	}
+	return o.ans.decide(p)
+}
+
+// ask sends queries to the gateway in chunks of the batch size, several at
+// a time, and returns each query's chunk outcome. A non-nil error is one
+// that concerns the whole call rather than the gateway's health: a refused
+// token or proof (401) or a token that cannot be sent. ctx must carry the
+// call's deadline (bound).
+func (c *Client) ask(ctx context.Context, cl *call, queries []pair) ([]*chunkOutcome, error) {
+	cred, err := cl.credential()
+	if err != nil {
+		return nil, err
+	}
+	outs := make([]*chunkOutcome, len(queries))
+	run := func(start int) {
+		end := min(start+c.batchSize, len(queries))
+		o := c.runChunk(ctx, cl, cred, queries[start:end])
+		for i := start; i < end; i++ {
+			outs[i] = o
+		}
+	}
+	if len(queries) <= c.batchSize {
+		run(0)
+	} else {
+		var g errgroup.Group
+		g.SetLimit(maxParallelChunks)
+		for start := 0; start < len(queries); start += c.batchSize {
+			g.Go(func() error { run(start); return nil })
+		}
+		_ = g.Wait() // chunks report failures as outcomes, never as errors
+	}
+	for _, o := range outs {
+		if errors.Is(o.err, ErrUnauthorized) || errors.Is(o.err, ErrProofRejected) {
+			return nil, o.err
+		}
+	}
+	return outs, nil
+}
+
+// runChunk gets the outcome for one chunk, sharing the gateway request of an
+// identical concurrent one (same token and body; see flights).
+func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, queries []pair) *chunkOutcome {
+	if err := ctx.Err(); err != nil { // nothing is started for a caller who left
+		return &chunkOutcome{err: unavailable(err)}
+	}
+	body := authorizeBody(c.clientID, queries, cl.context)
+	out, shared := c.flights.do(ctx, flightKey(cl.id, body), func() *chunkOutcome {
+		return c.fetch(ctx, cl, cred, queries, body)
+	})
+	if shared {
+		c.coalesced.Add(1)
+	}
+	return out
+}
+
+// fetch sends one authorize request and reads its answer, storing the
+// gateway's decisions in the cache unless the token's entries are purged
+// while the request is under way.
+func (c *Client) fetch(ctx context.Context, cl *call, cred credential, queries []pair, body []byte) *chunkOutcome {
+	w := c.cache.writer(cl)
+	if w != nil {
+		defer w.Close()
+	}
+	data, err := c.exchange(ctx, cl, cred, c.authorizeURL, body)
+	if err != nil {
+		return &chunkOutcome{err: err}
+	}
+	ans, err := decodeAnswer(data, queries)
+	if err != nil {
+		return &chunkOutcome{err: err}
+	}
+	c.cache.store(w, cl, ans)
+	return &chunkOutcome{ans: ans}
+}
+
+// settle counts and logs the fail-closed decisions of a call. When err (a
+// refused token or proof, or an unusable token) is set, every decision
+// becomes a DENY carrying it, and a refused token is handled. It runs on the
+// caller's goroutine after every request of the call has ended.
+func (c *Client) settle(ctx context.Context, cl *call, ds []Decision, err error) error {
+	if err != nil {
+		c.refused(ctx, cl, err)
+		c.failAll(ds, err)
+		return err
+	}
+	c.countFailed(ds)
+	return nil
+}
+
+// countFailed counts and logs the fail-closed decisions among ds.
+func (c *Client) countFailed(ds []Decision) {
+	var failed int
+	var first error
+	for _, d := range ds {
+		if d.Cause != nil {
+			failed++
+			if first == nil {
+				first = d.Cause
+			}
+		}
+	}
+	if failed > 0 {
+		c.failClosed.Add(uint64(failed))
+		c.logger.Warn("pep: failing closed", "pairs", failed, "cause", first.Error())
+	}
+}
+
+func (c *Client) failAll(ds []Decision, err error) {
+	for i := range ds {
+		ds[i].Status, ds[i].Cached, ds[i].Cause = Deny, false, err
+	}
+	c.failClosed.Add(uint64(len(ds)))
+}
+
+// refused handles a 401 for the call's token: its cached decisions go and,
+// if it is still the client's own current token, tokenExpired is emitted
+// once. A 401 that blames the DPoP proof (rule 9), or a DPoP nonce challenge
+// that was still refused after its one resend, is no verdict on the token:
+// it purges nothing and emits nothing. Delivery of the event is bounded by
+// ctx, the call's deadline.
+func (c *Client) refused(ctx context.Context, cl *call, err error) {
+	var re *ResponseError
+	if !errors.As(err, &re) || !errors.Is(re, ErrUnauthorized) {
+		return
+	}
+	if re.dpop == dpopNonceOwed {
+		return
+	}
+	c.cache.purge(cl.id)
+	if cl.state == nil {
+		return // a per-call token: the client's own token is unaffected
+	}
+	c.tokenMu.Lock()
+	current := c.token.Load() == cl.state && !cl.state.expired
+	if current {
+		cl.state.expired = true
+		c.enqueue(events.TokenExpired, cl.id.scheme, re)
+	}
+	c.tokenMu.Unlock()
+	if current {
+		c.emitter.Deliver(ctx)
+	}
+}
+
+// listMissing asks the gateway for queries[i] of every i in missing and
+// sets answers[i].
+func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, missing []int, answers [][]Decision) error {
+	ctx, cancel := c.bound(ctx, cl)
+	defer cancel()
+	asked := make([]pair, len(missing))
+	for k, i := range missing {
+		asked[k] = queries[i]
+	}
+	outs, err := c.ask(ctx, cl, asked)
+	if err != nil {
+		_ = c.settle(ctx, cl, nil, err)
+		c.failClosed.Add(uint64(len(missing)))
+		return err
+	}
+	for k, i := range missing {
+		q, o := asked[k], outs[k]
+		switch {
+		case !q.wildcard() || o.err != nil:
+			answers[i] = []Decision{o.decide(q)}
+		default:
+			answers[i] = o.ans.covered(q)
+		}
+		c.countFailed(answers[i])
+	}
+	return nil
+}
