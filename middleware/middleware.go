@@ -81,7 +81,9 @@ func WithUnavailableHandler(h http.Handler) Option {
 
 // WithClientToken makes the middleware use the client's own token (set with
 // SetToken or SetDPoPToken) instead of forwarding the caller's. Requests
-// without an Authorization header are then checked too.
+// without an Authorization header are then checked too, and a 401 for the
+// client's token is the service's own outage, not the caller's: it gets the
+// unavailable answer (WithUnavailableHandler; 403 by default).
 func WithClientToken() Option {
 	return func(c *config) { c.useClientToken = true }
 }
@@ -223,6 +225,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		pep.WithRequestContext(pep.RequestContext{Method: r.Method, Path: r.URL.Path}))
 	r = r.WithContext(context.WithValue(r.Context(), resultKey{}, res))
 	switch {
+	case errors.Is(err, pep.ErrUnauthorized) && g.cfg.useClientToken:
+		// The service's own token was refused: not the caller's doing, and
+		// its refresh (on tokenExpired) is under way.
+		g.cfg.unavailableHandler().ServeHTTP(w, r)
 	case errors.Is(err, pep.ErrUnauthorized):
 		g.cfg.unauthorized.ServeHTTP(w, r)
 	case errors.Is(err, pep.ErrInvalidArgument):

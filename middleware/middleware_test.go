@@ -172,6 +172,15 @@ func TestRequireFuncOptions(t *testing.T) {
 		assert.Equal(t, http.StatusOK, got.status)
 		assert.Equal(t, int32(1), fc.calls.Load())
 	})
+	t.Run("a refused client token is the service's outage, not the caller's 401", func(t *testing.T) {
+		t.Parallel()
+		fc := &fakeChecker{err: &pep.ResponseError{StatusCode: http.StatusUnauthorized}}
+		mw := middleware.RequireFunc(fc, byPath, middleware.WithClientToken(),
+			middleware.WithUnavailableHandler(middleware.ServiceUnavailable(time.Second)))
+		got := serve(t, mw(reached), http.MethodGet, "Bearer the-callers-own")
+		assert.Equal(t, http.StatusServiceUnavailable, got.status)
+		assert.Empty(t, got.challenge)
+	})
 	t.Run("client token missing is 500, not the caller's fault", func(t *testing.T) {
 		t.Parallel()
 		fc := &fakeChecker{err: pep.ErrNoToken}
