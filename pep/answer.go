@@ -42,6 +42,9 @@ func (a *answer) decide(p pair) Decision {
 	switch l := a.listed[p]; l.count {
 	case 1:
 		d.Status = l.status
+		if l.status == Error {
+			d.Cause = ErrNotEvaluated
+		}
 	case 0:
 		d.Cause = malformed("the answer does not list the pair")
 	default:

@@ -66,7 +66,7 @@ func TestCheckManyDecisionsAndStatus(t *testing.T) {
 			assert.Equal(t, tt.wantStatus == pep.Grant, r.Allowed())
 			assert.Equal(t, tt.want, summarize(r.Decisions))
 			for _, d := range r.Decisions {
-				assert.NoError(t, d.Cause)
+				requireGatewayCause(t, d)
 			}
 			// Each pair is sent once, in the order of the decisions.
 			var sent []string

@@ -224,7 +224,7 @@ func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...
 	seen := make(map[pair]struct{})
 	for _, ds := range answers {
 		for _, d := range ds {
-			if firstCause == nil {
+			if firstCause == nil && !errors.Is(d.Cause, ErrNotEvaluated) {
 				firstCause = d.Cause
 			}
 			p := pair{resource: d.Resource, scope: d.Scope}

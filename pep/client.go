@@ -22,6 +22,7 @@ type Client struct {
 	realm, clientID  string
 	authorizeURL     string
 	organizationsURL string
+	gatewayURL       string // the gateway's base URL, without a trailing slash
 
 	base      http.RoundTripper // the transport under the client's own layers
 	retry     retryPolicy
@@ -40,6 +41,10 @@ type Client struct {
 	// that subscribers see the events in the order of the changes.
 	token   atomic.Pointer[tokenState]
 	tokenMu sync.Mutex
+
+	// seen holds the configuration-shaped causes already logged (logOnce).
+	seenMu sync.Mutex
+	seen   map[string]struct{}
 
 	calls, sent, retries, coalesced, failClosed atomic.Uint64
 }
@@ -97,6 +102,7 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 	prefix := base + "/realms/" + url.PathEscape(realm) + "/authorization-decision-provider"
 	c.authorizeURL = prefix + "/authorize"
 	c.organizationsURL = prefix + "/get-organizations"
+	c.gatewayURL = base
 	c.base = cfg.httpClient.Transport
 	if c.base == nil {
 		c.base = defaultTransport()

@@ -3,6 +3,7 @@ package pep
 import (
 	"context"
 	"errors"
+	"net/http"
 
 	"golang.org/x/sync/errgroup"
 
@@ -141,23 +142,62 @@ func (c *Client) settle(ctx context.Context, cl *call, ds []Decision, err error)
 	return nil
 }
 
-// countFailed counts and logs the fail-closed decisions among ds.
+// countFailed counts and logs the decisions among ds that failed closed.
+// A failure that looks like a configuration mistake (the gateway answered
+// 400 or 404: a client it does not know, a route it does not have) is
+// logged at Error, once per distinct cause, since every later call repeats
+// it; the others at Warn. ERROR answers are the gateway's, not failures:
+// they are logged at Debug.
 func (c *Client) countFailed(ds []Decision) {
-	var failed int
+	var failed, unevaluated int
 	var first error
 	for _, d := range ds {
-		if d.Cause != nil {
+		switch {
+		case d.Cause == nil:
+		case errors.Is(d.Cause, ErrNotEvaluated):
+			unevaluated++
+		default:
 			failed++
 			if first == nil {
 				first = d.Cause
 			}
 		}
 	}
-	if failed > 0 {
-		c.failClosed.Add(uint64(failed))
-		c.logger.Warn("pep: failing closed", "pairs", failed, "cause", first.Error())
+	if unevaluated > 0 {
+		c.logger.Debug("pep: the gateway could not evaluate pairs: their resource or scope is not defined on the client", "pairs", unevaluated)
+	}
+	if failed == 0 {
+		return
+	}
+	c.failClosed.Add(uint64(failed))
+	var re *ResponseError
+	if errors.As(first, &re) && (re.StatusCode == http.StatusBadRequest || re.StatusCode == http.StatusNotFound) {
+		c.logOnce(first)
+		return
+	}
+	c.logger.Warn("pep: failing closed", "pairs", failed, "cause", first.Error())
+}
+
+// logOnce logs a configuration-shaped cause at Error the first time it is
+// seen. The set of causes seen is bounded; when it fills, it starts over.
+func (c *Client) logOnce(cause error) {
+	text := cause.Error()
+	c.seenMu.Lock()
+	_, seen := c.seen[text]
+	if !seen {
+		if c.seen == nil || len(c.seen) >= maxSeenCauses {
+			c.seen = make(map[string]struct{})
+		}
+		c.seen[text] = struct{}{}
+	}
+	c.seenMu.Unlock()
+	if !seen {
+		c.logger.Error("pep: the gateway refuses this client's requests; check the gateway URL, realm and client ID (Client.Verify says which)", "cause", text)
 	}
 }
+
+// maxSeenCauses bounds the configuration-shaped causes logOnce remembers.
+const maxSeenCauses = 64
 
 func (c *Client) failAll(ds []Decision, err error) {
 	for i := range ds {

@@ -52,11 +52,13 @@ type Decision struct {
 	Status Status
 	// Cached reports that the answer came from the client's cache.
 	Cached bool
-	// Cause is non-nil exactly when the client, not the gateway, decided:
-	// it failed closed (errors.Is(Cause, ErrUnavailable) for transport
-	// failures, timeouts and an open circuit breaker; a *ResponseError for
-	// unusable gateway answers) or the call also returned an error (no
-	// token, 401, a caller mistake). Status is then Deny.
+	// Cause says why the pair is not allowed when the gateway's answer
+	// alone does not: the client failed closed (errors.Is(Cause,
+	// ErrUnavailable) for transport failures, timeouts and an open circuit
+	// breaker; a *ResponseError for unusable gateway answers) or the call
+	// also returned an error (no token, 401, a caller mistake), and Status
+	// is then Deny; or the gateway answered ERROR, and Cause is
+	// ErrNotEvaluated. It is nil for the gateway's GRANT and DENY.
 	Cause error
 }
 
@@ -99,11 +101,9 @@ func overall(ds []Decision) Status {
 	sawError := false
 	for _, d := range ds {
 		switch {
-		case d.Cause != nil || d.Status == Deny:
-			return Deny
 		case d.Status == Error:
 			sawError = true
-		case d.Status != Grant:
+		case d.Status != Grant || d.Cause != nil:
 			return Deny
 		}
 	}

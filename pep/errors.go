@@ -21,6 +21,11 @@ var (
 	// nothing is purged and no event is emitted.
 	ErrProofRejected = errors.New("pep: DPoP proof rejected")
 
+	// ErrNotEvaluated is the Cause of an ERROR decision: the gateway could
+	// not evaluate the pair, because its resource or scope is not defined
+	// on the client (a misspelt name, say). It never allows.
+	ErrNotEvaluated = errors.New("pep: the gateway could not evaluate the pair: its resource or scope is not defined on the client")
+
 	// ErrInvalidArgument is matched by the error of a call the client
 	// refuses to send because the call itself is malformed: an empty
 	// resource or scope, the wildcard resource "*" outside ListGranted, no
@@ -84,6 +89,8 @@ type ResponseError struct {
 
 	// dpop is what the DPoP challenge of a 401 to a DPoP request said.
 	dpop dpopVerdict
+	// namesClient is set for a 400 whose body blames the clientId.
+	namesClient bool
 }
 
 // dpopVerdict is what a 401's DPoP challenge blames.

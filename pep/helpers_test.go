@@ -38,7 +38,18 @@ func statusHook(status int) gwHook {
 // requireGatewayDecision asserts a decision the gateway made.
 func requireGatewayDecision(t *testing.T, d pep.Decision, want pep.Status) {
 	t.Helper()
-	require.NoError(t, d.Cause)
+	requireGatewayCause(t, d)
 	assert.Equal(t, want, d.Status)
 	assert.Equal(t, want == pep.Grant, d.Allowed())
+}
+
+// requireGatewayCause asserts that d is the gateway's word, not a
+// fail-closed denial: no Cause, but ErrNotEvaluated for an ERROR answer.
+func requireGatewayCause(t *testing.T, d pep.Decision) {
+	t.Helper()
+	if d.Status == pep.Error {
+		require.ErrorIs(t, d.Cause, pep.ErrNotEvaluated, "%s/%s", d.Resource, d.Scope)
+		return
+	}
+	require.NoError(t, d.Cause, "%s/%s", d.Resource, d.Scope)
 }

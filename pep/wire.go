@@ -178,6 +178,7 @@ func responseError(resp *http.Response, body []byte, id tokenIdent) *ResponseErr
 			e.dpop = dpopNonceOwed
 		}
 	}
+	e.namesClient = resp.StatusCode == http.StatusBadRequest && namesClient(body)
 	if e.Message == "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		e.Message = "redirects are not followed"
 	}

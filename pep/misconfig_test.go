@@ -1,0 +1,135 @@
+package pep_test
+
+import (
+	"bytes"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// The mistakes everyone makes when wiring a client, against the reference
+// server: what Verify says, what a Check decides, and what the log says
+// (issue 13). uma may read docs in the corp fixture.
+func TestMisconfigurations(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t)
+	token := e.gw.Token("corp", "uma")
+	closed := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close())
+		return "http://" + addr
+	}()
+	tests := []struct {
+		name             string
+		url, realm       string
+		client, resource string
+		verify           error // nil: Verify passes
+		check            func(t *testing.T, d pep.Decision, err error)
+		log              string // what the log holds after three Checks
+		logLines         int
+	}{
+		{
+			name: "all right", url: e.gw.URL, realm: "corp", client: "docs-api", resource: "docs",
+			check: func(t *testing.T, d pep.Decision, err error) {
+				require.NoError(t, err)
+				assert.True(t, d.Allowed())
+			},
+		},
+		{
+			name: "wrong path prefix", url: e.gw.URL + "/gateway", realm: "corp", client: "docs-api", resource: "docs",
+			verify: pep.ErrWrongGatewayURL,
+			check: func(t *testing.T, d pep.Decision, err error) {
+				require.NoError(t, err)
+				var re *pep.ResponseError
+				require.ErrorAs(t, d.Cause, &re)
+				assert.Equal(t, http.StatusNotFound, re.StatusCode)
+			},
+			log: "gateway refuses this client's requests", logLines: 1,
+		},
+		{
+			name: "wrong realm", url: e.gw.URL, realm: "crop", client: "docs-api", resource: "docs",
+			verify: pep.ErrUnknownRealm,
+			check: func(t *testing.T, d pep.Decision, err error) {
+				require.ErrorIs(t, err, pep.ErrUnauthorized, "the gateway refuses a token of another realm")
+				assert.False(t, d.Allowed())
+			},
+		},
+		{
+			name: "wrong client", url: e.gw.URL, realm: "corp", client: "docs-apii", resource: "docs",
+			verify: pep.ErrUnknownClient,
+			check: func(t *testing.T, d pep.Decision, err error) {
+				require.NoError(t, err)
+				var re *pep.ResponseError
+				require.ErrorAs(t, d.Cause, &re)
+				assert.Equal(t, http.StatusBadRequest, re.StatusCode)
+			},
+			log: "gateway refuses this client's requests", logLines: 1,
+		},
+		{
+			name: "misspelt resource", url: e.gw.URL, realm: "corp", client: "docs-api", resource: "dcos",
+			check: func(t *testing.T, d pep.Decision, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, pep.Error, d.Status)
+				require.ErrorIs(t, d.Cause, pep.ErrNotEvaluated)
+			},
+			log: "could not evaluate pairs", logLines: 3,
+		},
+		{
+			name: "gateway unreachable", url: closed, realm: "corp", client: "docs-api", resource: "docs",
+			verify: pep.ErrUnavailable,
+			check: func(t *testing.T, d pep.Decision, err error) {
+				require.NoError(t, err)
+				require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
+			},
+			log: "failing closed", logLines: 3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var logs bytes.Buffer
+			c, err := pep.New(tt.url, tt.realm, tt.client, pep.WithHTTPClient(e.gw.Client()), noRetry,
+				pep.WithCache(0, 0, 0), pep.WithBreaker(0, 0),
+				pep.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+			require.NoError(t, err)
+			c.SetToken(token)
+
+			err = c.Verify(t.Context())
+			if tt.verify == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, tt.verify)
+				assert.NotContains(t, err.Error(), token)
+			}
+			assert.Zero(t, c.Stats().CacheEntries, "Verify caches nothing")
+
+			logs.Reset()
+			for range 3 {
+				d, err := c.Check(t.Context(), tt.resource, "read")
+				tt.check(t, d, err)
+			}
+			if tt.log != "" {
+				assert.Equal(t, tt.logLines, strings.Count(logs.String(), tt.log), "log:\n%s", logs.String())
+			}
+			assert.NotContains(t, logs.String(), token)
+		})
+	}
+}
+
+func TestVerifyNeedsAToken(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t)
+	c, err := pep.New(e.gw.URL, "corp", "docs-api", pep.WithHTTPClient(e.gw.Client()))
+	require.NoError(t, err)
+	require.ErrorIs(t, c.Verify(t.Context()), pep.ErrNoToken)
+	require.NoError(t, c.Verify(pep.WithToken(t.Context(), e.gw.Token("corp", "uma"))), "a per-call token will do")
+}

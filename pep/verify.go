@@ -1,0 +1,126 @@
+package pep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	neturl "net/url"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+)
+
+// Errors of Verify, each naming the setting of New to fix.
+var (
+	// ErrWrongGatewayURL means the gateway has no decision route where the
+	// client looks for one: the gateway URL (often its path prefix) is
+	// wrong.
+	ErrWrongGatewayURL = errors.New("pep: the gateway URL is wrong: the gateway has no authorization-decision-provider there")
+	// ErrUnknownRealm means the gateway does not know the realm.
+	ErrUnknownRealm = errors.New("pep: the realm is unknown to the gateway")
+	// ErrUnknownClient means the gateway does not know the client ID in
+	// the realm.
+	ErrUnknownClient = errors.New("pep: the client ID is unknown in the realm")
+)
+
+// Verify checks once, at start-up, that the gateway URL, the realm and the
+// client ID given to New are right, by asking the gateway what the client's
+// token is granted (a ListGranted of every resource, whose answer is not
+// cached). It returns nil when they are, and otherwise an error that says
+// which one is wrong: ErrWrongGatewayURL, ErrUnknownRealm or
+// ErrUnknownClient; ErrUnavailable when the gateway cannot be reached;
+// ErrNoToken without a token; a *ResponseError matching ErrUnauthorized
+// when the realm exists but the token was refused. It needs the token the
+// calls will use: the client's, or a per-call one given with WithToken.
+func (c *Client) Verify(ctx context.Context) error {
+	var cl call
+	if err := c.newCall(ctx, &callConfig{noCache: true}, &cl); err != nil {
+		return err
+	}
+	cred, err := cl.credential()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.bound(ctx, &cl)
+	defer cancel()
+	all := []pair{{resource: "*"}}
+	data, err := c.exchange(ctx, &cl, cred, c.authorizeURL, authorizeBody(c.clientID, all, noContext))
+	var re *ResponseError
+	switch {
+	case err == nil:
+		if _, err := decodeAnswer(data, all); err != nil {
+			return fmt.Errorf("pep: the gateway's answer is not a decision (is the gateway URL right?): %w", err)
+		}
+		return nil
+	case !errors.As(err, &re):
+		return err // unreachable, timed out, the breaker open
+	case re.StatusCode == http.StatusNotFound:
+		if c.realmKnown(ctx, c.realm) != realmKnown && c.realmKnown(ctx, "master") == realmKnown {
+			return fmt.Errorf("%w: %w", ErrUnknownRealm, err)
+		}
+		return fmt.Errorf("%w: %w", ErrWrongGatewayURL, err)
+	case re.StatusCode == http.StatusUnauthorized:
+		if c.realmKnown(ctx, c.realm) == realmUnknown && c.realmKnown(ctx, "master") == realmKnown {
+			return fmt.Errorf("%w: %w", ErrUnknownRealm, err)
+		}
+		return err
+	case re.StatusCode == http.StatusBadRequest && re.namesClient:
+		return fmt.Errorf("%w: %w", ErrUnknownClient, err)
+	}
+	return err
+}
+
+type realmVerdict uint8
+
+const (
+	realmUnsure realmVerdict = iota
+	realmKnown
+	realmUnknown
+)
+
+// realmKnown asks the gateway's identity side whether a realm exists, by
+// its OpenID discovery document (public, no token): 200 is a known realm,
+// 404 an unknown one, anything else leaves it open. Asked of "master", the
+// realm every Keycloak has, it tells a wrong realm from a wrong URL.
+func (c *Client) realmKnown(ctx context.Context, realm string) realmVerdict {
+	url := c.gatewayURL + "/realms/" + neturl.PathEscape(realm) + "/.well-known/openid-configuration"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return realmUnsure
+	}
+	resp, err := c.base.RoundTrip(req)
+	if err != nil {
+		return realmUnsure
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+	_ = resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return realmKnown
+	case http.StatusNotFound:
+		return realmUnknown
+	}
+	return realmUnsure
+}
+
+// namesClient reports whether a 400 error body blames the clientId: the
+// service's shape names the field in details, other gateways in the message.
+func namesClient(body []byte) bool {
+	var eb struct {
+		Message string `json:"message"`
+		Details []struct {
+			Field string `json:"field"`
+		} `json:"details"`
+	}
+	if json.Unmarshal(body, &eb) != nil {
+		return false
+	}
+	for _, d := range eb.Details {
+		if strings.EqualFold(d.Field, "clientId") {
+			return true
+		}
+	}
+	return strings.Contains(strings.ToLower(eb.Message), "client")
+}
