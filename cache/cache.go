@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/orgauthz/orgauthz/internal/stripe"
 )
 
 // Cache is a bounded map of values V, each stored under a group G and a key
@@ -54,7 +55,7 @@ type Cache[G, K comparable, V any] struct {
 	length int
 	bytes  int64
 
-	hits, misses           stripedCounter
+	hits, misses           stripe.Counter
 	evictions, expirations uint64 // under mu
 }
 
@@ -272,10 +273,10 @@ func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 		if !e.ref.Load() { // write the shared line only when it changes
 			e.ref.Store(true)
 		}
-		c.hits.add()
+		c.hits.Add(1)
 		return e.value, true
 	}
-	c.misses.add()
+	c.misses.Add(1)
 	if e != nil || c.due(now) {
 		c.mu.Lock()
 		if e != nil && e.next != nil && now >= e.expires {
@@ -413,7 +414,7 @@ func (c *Cache[G, K, V]) Bytes() int64 {
 func (c *Cache[G, K, V]) Stats() Stats {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return Stats{Hits: c.hits.load(), Misses: c.misses.load(), Evictions: c.evictions, Expirations: c.expirations}
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions, Expirations: c.expirations}
 }
 
 // Writer adds entries to one group unless the group is removed after the
@@ -596,24 +597,4 @@ func (c *Cache[G, K, V]) pushFront(e *entry[G, K, V]) {
 func (c *Cache[G, K, V]) unlinkOnly(e *entry[G, K, V]) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
-}
-
-// stripedCounter is a counter that cores add to without sharing a cache
-// line: each addition goes to one of several padded cells, picked at
-// random, and a read sums them.
-type stripedCounter struct {
-	cells [8]struct {
-		n atomic.Uint64
-		_ [56]byte
-	}
-}
-
-func (s *stripedCounter) add() { s.cells[rand.Uint32()%uint32(len(s.cells))].n.Add(1) }
-
-func (s *stripedCounter) load() uint64 {
-	var n uint64
-	for i := range s.cells {
-		n += s.cells[i].n.Load()
-	}
-	return n
 }

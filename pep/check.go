@@ -41,12 +41,39 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	}
 	if s, ok := c.cache.get(&cl, pair{resource: resource, scope: scope}); ok {
 		d.Status, d.Cached = s, true
+		c.tally(d)
+		c.tel.cachedCall(ctx, "pep.Check", 1, statusOutcome(s))
 		return d, nil
 	}
 	miss := cl // only the miss path moves the call to the heap
 	ds := []Decision{d}
-	err := c.decide(ctx, &miss, ds, []int{0})
+	err := c.decide(ctx, "pep.Check", &miss, ds, []int{0})
 	return ds[0], err
+}
+
+// tally counts a decision the gateway made (fail-closed ones are counted
+// apart).
+func (c *Client) tally(d Decision) {
+	switch {
+	case d.Cause != nil && !errors.Is(d.Cause, ErrNotEvaluated):
+	case d.Status == Grant:
+		c.granted.Add(1)
+	case d.Status == Deny:
+		c.denied.Add(1)
+	case d.Status == Error:
+		c.errored.Add(1)
+	}
+}
+
+// statusOutcome names a status for telemetry.
+func statusOutcome(s Status) string {
+	switch s {
+	case Grant:
+		return "grant"
+	case Error:
+		return "error"
+	}
+	return "deny"
 }
 
 // checkPair refuses what Check and CheckMany never send: an empty name and
@@ -92,7 +119,12 @@ func (c *Client) CheckMany(ctx context.Context, resources []Resource, opts ...Ca
 	}
 	missing := c.lookup(&cl, pairs, ds)
 	if len(missing) > 0 {
-		err = c.decide(ctx, &cl, ds, missing)
+		err = c.decide(ctx, "pep.CheckMany", &cl, ds, missing)
+	} else {
+		for _, d := range ds {
+			c.tally(d)
+		}
+		c.tel.cachedCall(ctx, "pep.CheckMany", len(ds), outcomeOf(ds))
 	}
 	return Result{Status: overall(ds), Decisions: ds}, err
 }
@@ -217,6 +249,8 @@ func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...
 		if err := c.listMissing(ctx, &cl, queries, missing, answers); err != nil {
 			return nil, err
 		}
+	} else {
+		c.tel.cachedCall(ctx, "pep.ListGranted", len(queries), "listed")
 	}
 
 	var perms []Permission

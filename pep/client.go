@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/stripe"
 )
 
 // Client asks the gateway for authorization decisions and fails closed. It
@@ -46,7 +47,12 @@ type Client struct {
 	seenMu sync.Mutex
 	seen   map[string]struct{}
 
-	calls, sent, retries, coalesced, failClosed atomic.Uint64
+	tel *telemetry
+
+	// Counters of Stats and of the metrics. Those every cached Check adds
+	// to are striped, so that cores do not contend on one word.
+	calls, granted, denied, errored      stripe.Counter
+	sent, retries, coalesced, failClosed atomic.Uint64
 }
 
 // New returns a client for the gateway at gatewayURL (an absolute http or
@@ -125,6 +131,9 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 	})
 	for _, h := range cfg.handlers {
 		c.emitter.Subscribe(h)
+	}
+	if c.tel, err = newTelemetry(c, cfg.tracerProvider, cfg.meterProvider, base); err != nil {
+		return nil, fmt.Errorf("pep: setting up telemetry: %w", err)
 	}
 	return c, nil
 }

@@ -21,7 +21,9 @@ import (
 // from the answer's entries for exactly that pair. On a refused token every
 // decision of the call becomes a DENY carrying the error, cached ones
 // included, since the token behind them was just refused.
-func (c *Client) decide(ctx context.Context, cl *call, ds []Decision, missing []int) error {
+func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision, missing []int) (err error) {
+	ctx, span := c.tel.startCall(ctx, op, len(ds), len(ds)-len(missing))
+	defer func() { endCall(span, outcomeOf(ds), err) }()
 	ctx, cancel := c.bound(ctx, cl)
 	defer cancel()
 	queries := make([]pair, len(missing))
@@ -139,6 +141,9 @@ func (c *Client) settle(ctx context.Context, cl *call, ds []Decision, err error)
 		return err
 	}
 	c.countFailed(ds)
+	for _, d := range ds {
+		c.tally(d)
+	}
 	return nil
 }
 
@@ -238,7 +243,9 @@ func (c *Client) refused(ctx context.Context, cl *call, err error) {
 
 // listMissing asks the gateway for queries[i] of every i in missing and
 // sets answers[i].
-func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, missing []int, answers [][]Decision) error {
+func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, missing []int, answers [][]Decision) (err error) {
+	ctx, span := c.tel.startCall(ctx, "pep.ListGranted", len(queries), len(queries)-len(missing))
+	defer func() { endCall(span, "listed", err) }()
 	ctx, cancel := c.bound(ctx, cl)
 	defer cancel()
 	asked := make([]pair, len(missing))
@@ -260,6 +267,9 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 			answers[i] = o.ans.covered(q)
 		}
 		c.countFailed(answers[i])
+		for _, d := range answers[i] {
+			c.tally(d)
+		}
 	}
 	return nil
 }

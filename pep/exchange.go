@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // exchange sends one POST to the gateway, passing the circuit breaker and
@@ -24,25 +27,33 @@ func (c *Client) exchange(ctx context.Context, cl *call, cred credential, url st
 	return data, err
 }
 
+// activeOpt is the attribute set of http.client.active_requests.
+func (t *telemetry) activeOpt() metric.AddOption { return metric.WithAttributeSet(t.activeSet) }
+
 // send performs the request and says what its outcome tells about the
 // gateway's health (rule 11): transport failures, 502, 503 and 504 are
 // failures, and so is running out of the client's own timeout; a caller's
 // cancellation (a client hanging up) or earlier deadline, a credential
 // that could not be attached and a 429 say nothing; any other answer shows
 // a working gateway.
-func (c *Client) send(ctx context.Context, cl *call, cred credential, url string, body []byte) ([]byte, outcome, error) {
+func (c *Client) send(ctx context.Context, cl *call, cred credential, url string, body []byte) (_ []byte, _ outcome, err error) {
+	ctx, span := c.tel.startRequest(ctx, url, c.breaker.current())
 	req, err := newPost(ctx, url, body)
 	if err != nil {
+		span.End()
 		return nil, outcomeNeutral, err
 	}
-	// Boxing the log line's values costs allocations even when the logger
-	// discards it, so they are made only for a logger that wants them.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	start := time.Now()
+	c.tel.active.Inst().Add(ctx, 1, c.tel.activeOpt())
+	ch := c.newChain(cred)
+	status := 0
+	defer func() {
+		c.tel.active.Inst().Add(ctx, -1, c.tel.activeOpt())
+		c.tel.endRequest(ctx, span, start, status, ch.retrier.retried, err)
+	}()
 	debug := c.logger.Enabled(ctx, slog.LevelDebug)
-	var start time.Time
-	if debug {
-		start = time.Now()
-	}
-	resp, err := c.newChain(cred).retrier.RoundTrip(req)
+	resp, err := ch.retrier.RoundTrip(req)
 	if err != nil {
 		var credErr *credentialError
 		if errors.As(err, &credErr) {
@@ -53,6 +64,7 @@ func (c *Client) send(ctx context.Context, cl *call, cred credential, url string
 		return nil, callerOutcome(ctx, cl), cause
 	}
 	defer resp.Body.Close()
+	status = resp.StatusCode
 	data, err := readBody(resp.Body, resp.ContentLength)
 	if debug {
 		c.logger.Debug("pep: gateway answered", "url", url, "status", resp.StatusCode, "duration", time.Since(start))

@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/orgauthz/orgauthz/events"
 )
 
@@ -55,6 +58,9 @@ type config struct {
 
 	breakerFailures int
 	breakerCoolDown time.Duration
+
+	tracerProvider trace.TracerProvider
+	meterProvider  metric.MeterProvider
 
 	// Test seams, set only from export_test.go. A nil now is the real
 	// clock (time.Now).
@@ -187,6 +193,25 @@ func WithBreaker(failures int, coolDown time.Duration) Option {
 	return optionFunc(func(c *config) {
 		c.breakerFailures, c.breakerCoolDown = failures, coolDown
 	})
+}
+
+// WithTracerProvider makes the client trace with tp: a span per public call
+// that goes to the gateway and a client span per gateway request, whose W3C
+// trace context the gateway receives (see the package documentation). The
+// default, and a nil tp, is the global provider (otel.GetTracerProvider),
+// which traces nothing until the application installs an SDK.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) { c.tracerProvider = tp })
+}
+
+// WithMeterProvider makes the client report metrics through mp: decisions
+// by outcome, cache hits, misses and evictions, breaker state, and the
+// HTTP client duration and active requests of its gateway requests. The
+// default, and a nil mp, is the global provider (otel.GetMeterProvider),
+// which measures nothing until the application installs an SDK. A client
+// registers its observable instruments with mp once, in New.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) { c.meterProvider = mp })
 }
 
 // validate reports every invalid setting at once.

@@ -41,8 +41,10 @@ type wireOrganizationsRequest struct {
 // ErrMalformedResponse (so does one listing more than 10,000 tenants and
 // departments); a missing token is ErrNoToken. It uses neither the cache
 // nor coalescing.
-func (c *Client) Organizations(ctx context.Context) (OrganizationContext, error) {
+func (c *Client) Organizations(ctx context.Context) (_ OrganizationContext, err error) {
 	c.calls.Add(1)
+	ctx, span := c.tel.startCall(ctx, "pep.Organizations", 0, 0)
+	defer func() { endCall(span, outcomeOfErr(err), err) }()
 	var cl call
 	if err := c.newCall(ctx, &callConfig{}, &cl); err != nil {
 		return OrganizationContext{}, err

@@ -77,6 +77,8 @@ type retryPolicy struct {
 type retrier struct {
 	next   http.RoundTripper
 	policy *retryPolicy
+	// retried counts this request's retries, for its span.
+	retried int
 }
 
 // RoundTrip implements http.RoundTripper. It returns the last attempt's
@@ -103,6 +105,7 @@ func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 			_ = resp.Body.Close()
 		}
 		p.retries.Add(1)
+		r.retried++
 		p.logger.Debug("pep: retrying", "retry", attempt+1, "wait", wait, "reason", why)
 		timer := time.NewTimer(wait)
 		select {

@@ -34,7 +34,9 @@ var (
 // ErrNoToken without a token; a *ResponseError matching ErrUnauthorized
 // when the realm exists but the token was refused. It needs the token the
 // calls will use: the client's, or a per-call one given with WithToken.
-func (c *Client) Verify(ctx context.Context) error {
+func (c *Client) Verify(ctx context.Context) (err error) {
+	ctx, span := c.tel.startCall(ctx, "pep.Verify", 0, 0)
+	defer func() { endCall(span, outcomeOfErr(err), err) }()
 	var cl call
 	if err := c.newCall(ctx, &callConfig{noCache: true}, &cl); err != nil {
 		return err

@@ -1,0 +1,37 @@
+// Package stripe is a counter that many cores add to without sharing a
+// cache line: each addition goes to one of several padded cells, picked at
+// random, and a read sums them. The cache counts its hits with it and the
+// pep client its calls and decisions, so that cached Checks on different
+// cores do not contend on one atomic word.
+package stripe
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+)
+
+// cells is the number of cells; a power of two, more than the cores that
+// usually add at once.
+const cells = 8
+
+// Counter counts up. The zero value is zero and ready to use; it must not
+// be copied after first use.
+type Counter struct {
+	cells [cells]struct {
+		n atomic.Uint64
+		_ [56]byte // one cell per 64-byte cache line
+	}
+}
+
+// Add adds n.
+func (c *Counter) Add(n uint64) { c.cells[rand.Uint32()%cells].n.Add(n) }
+
+// Load returns the sum of every addition so far. It is not a snapshot:
+// additions made while it runs may or may not be counted.
+func (c *Counter) Load() uint64 {
+	var n uint64
+	for i := range c.cells {
+		n += c.cells[i].n.Load()
+	}
+	return n
+}
