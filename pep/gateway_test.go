@@ -24,8 +24,6 @@ import (
 )
 
 const (
-	testRealm  = "acme"
-	testClient = "orders-api"
 	aliceToken = "alice-token.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
 	bobToken   = "bob-token.eyJzdWIiOiJib2IifQ.c2lnbmF0dXJl"
 )
@@ -70,10 +68,6 @@ type gwPermission struct {
 	Scope    string `json:"scope"`
 	Status   string `json:"status"`
 }
-
-// gwHook may answer a request in the gateway's place: it returns true when
-// it wrote the response. n counts the gateway's requests from 1.
-type gwHook func(w http.ResponseWriter, r *http.Request, n int) bool
 
 type gateway struct {
 	*httptest.Server
@@ -429,15 +423,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeError writes the service's error body shape.
-func writeError(w http.ResponseWriter, status int, message string) {
-	writeJSON(w, status, map[string]string{"error": http.StatusText(status), "message": message})
 }
