@@ -5,8 +5,14 @@ package pep_test
 // loopback. Expected answers are worked out by hand from the fixture, never
 // from the code under test.
 //
-// A thin middleware in front of the server records what reaches it, to
-// check what the client put on the wire and how many requests it sent.
+// A thin middleware in front of the server records what reaches it (to check
+// what the client put on the wire, and how many requests it sent) and, when
+// a test sets a hook, lets the hook answer in the server's place. A hook is
+// for the faults the reference server cannot make on demand: a given status,
+// a malformed body, a request held open until the test lets it go. The
+// faults it can make are asked of the server itself: every decision a 503
+// or slow (configure), a 400 for an unknown client, a 404 for a path it does
+// not serve, a 401 for an expired token, DPoP nonces.
 
 import (
 	"bytes"
@@ -117,6 +123,7 @@ type reference struct {
 
 	mu       sync.Mutex
 	requests []sentRequest
+	hook     gwHook
 }
 
 // sentRequest is a request that reached the server, and how it was answered.
@@ -199,9 +206,15 @@ func (g *reference) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &rec.Body)
 	g.mu.Lock()
 	g.requests = append(g.requests, rec)
-	n := len(g.requests)
+	n, hook := len(g.requests), g.hook
 	g.mu.Unlock()
 	aw := &answerRecorder{ResponseWriter: w, g: g, i: n - 1}
+	if hook != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if hook(aw, r, n) {
+			return
+		}
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	g.srv.ServeHTTP(aw, r)
 }
@@ -232,6 +245,14 @@ func (a *answerRecorder) Write(b []byte) (int, error) {
 }
 
 func (a *answerRecorder) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// setHook makes h answer requests in the server's place when it chooses to;
+// nil hands every request back to the server.
+func (g *reference) setHook(h gwHook) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hook = h
+}
 
 // count returns how many requests reached the server.
 func (g *reference) count() int {
