@@ -84,7 +84,6 @@ type gateway struct {
 	catalog  map[string][]string        // resource -> defined scopes, in order
 	order    []string                   // resources in definition order
 	grants   map[string]map[string]bool // token -> "resource/scope" -> granted
-	orgs     map[string]map[string]any  // token -> organization object
 	requests []gwRequest
 	hook     gwHook
 }
@@ -99,7 +98,6 @@ func newGateway(t testing.TB) *gateway {
 		closing: make(chan struct{}),
 		catalog: map[string][]string{},
 		grants:  map[string]map[string]bool{},
-		orgs:    map[string]map[string]any{},
 		bound:   map[string]string{},
 	}
 	v, err := dpop.NewVerifier(dpop.WithNonces(gwNonces{g}))
@@ -400,20 +398,8 @@ func (g *gateway) organizations(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	g.mu.Lock()
-	org, found := g.orgs[token]
-	g.mu.Unlock()
-	if !found {
-		org = map[string]any{"userId": token[:strings.IndexByte(token, '-')], "tenants": []any{}}
-	}
+	org := map[string]any{"userId": token[:strings.IndexByte(token, '-')], "tenants": []any{}}
 	writeJSON(w, http.StatusOK, map[string]any{"status": true, "organization": org})
-}
-
-// setOrganization sets what get-organizations answers for token.
-func (g *gateway) setOrganization(token string, org map[string]any) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.orgs[token] = org
 }
 
 func contains(list []string, s string) bool {

@@ -313,20 +313,43 @@ func (g *reference) admin(t *testing.T, method, path, token, body string) *http.
 	return resp
 }
 
+// configure replaces the server's platform configuration (SERVICE.md
+// section 7), e.g. {"decisionFailureRate": 1}.
+func (g *reference) configure(t *testing.T, config string) {
+	t.Helper()
+	admin, err := g.srv.IssueToken("master", "service-account-platform-admin")
+	require.NoError(t, err)
+	resp := g.admin(t, http.MethodPut, "/admin/config", admin, config)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// assignment is a department assignment of a user, as the admin API lists it.
+type assignment struct {
+	UserID           string
+	OrganizationID   string
+	OrganizationName string
+	DepartmentID     string
+	DepartmentName   string
+}
+
+// assignments lists user's department assignments through the admin API.
+func (g *reference) assignments(t *testing.T, user string) []assignment {
+	t.Helper()
+	var list struct{ Results []assignment }
+	path := "/admin/realms/acme/organizations/users/" + subject(t, g.token(t, user)) + "/assignments"
+	decode(t, g.admin(t, http.MethodGet, path, g.token(t, "ada"), ""), &list)
+	return list.Results
+}
+
 // unassign removes every department assignment of user, so that the roles
 // its organizations link no longer count for it.
 func (g *reference) unassign(t *testing.T, user string) {
 	t.Helper()
-	ada := g.token(t, "ada")
-	id := subject(t, g.token(t, user))
-	var assignments struct {
-		Results []struct{ OrganizationID, DepartmentID string }
-	}
-	decode(t, g.admin(t, http.MethodGet, "/admin/realms/acme/organizations/users/"+id+"/assignments", ada, ""), &assignments)
-	require.NotEmpty(t, assignments.Results)
-	for _, a := range assignments.Results {
-		resp := g.admin(t, http.MethodDelete,
-			"/admin/realms/acme/organizations/"+a.OrganizationID+"/departments/"+a.DepartmentID+"/users/"+id, ada, "")
+	as := g.assignments(t, user)
+	require.NotEmpty(t, as)
+	for _, a := range as {
+		resp := g.admin(t, http.MethodDelete, "/admin/realms/acme/organizations/"+a.OrganizationID+
+			"/departments/"+a.DepartmentID+"/users/"+a.UserID, g.token(t, "ada"), "")
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 	}
 }
