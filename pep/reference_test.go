@@ -284,6 +284,12 @@ func (g *reference) token(t testing.TB, user string, opts ...mockserver.TokenOpt
 	return tok
 }
 
+// expiredToken mints an access token of user that expired a minute ago.
+func (g *reference) expiredToken(t testing.TB, user string) string {
+	t.Helper()
+	return g.token(t, user, mockserver.TokenLifetime(-time.Minute))
+}
+
 // newClient returns an orders-api client using the server's own
 // *http.Client, so that its connections close with the server.
 func (g *reference) newClient(t testing.TB, opts ...pep.Option) *pep.Client {
