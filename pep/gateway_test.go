@@ -7,7 +7,6 @@ package pep_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,6 +25,7 @@ import (
 const (
 	aliceToken = "alice-token.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
 	bobToken   = "bob-token.eyJzdWIiOiJib2IifQ.c2lnbmF0dXJl"
+	dpopToken  = "dpop-bound-token.eyJjbmYiOnsiamt0IjoiLi4uIn19.c2ln"
 )
 
 // gwRequest is one request the fake gateway received.
@@ -71,7 +71,6 @@ type gwPermission struct {
 
 type gateway struct {
 	*httptest.Server
-	t testing.TB
 	// closing is closed before the server shuts down, to free handlers
 	// that a test left blocked.
 	closing chan struct{}
@@ -80,7 +79,6 @@ type gateway struct {
 
 	mu       sync.Mutex
 	bound    map[string]string          // DPoP-bound token -> the thumbprint of its key
-	nonces   nonceRule                  // zero: no DPoP nonce required
 	catalog  map[string][]string        // resource -> defined scopes, in order
 	order    []string                   // resources in definition order
 	grants   map[string]map[string]bool // token -> "resource/scope" -> granted
@@ -94,13 +92,12 @@ type gateway struct {
 func newGateway(t testing.TB) *gateway {
 	t.Helper()
 	g := &gateway{
-		t:       t,
 		closing: make(chan struct{}),
 		catalog: map[string][]string{},
 		grants:  map[string]map[string]bool{},
 		bound:   map[string]string{},
 	}
-	v, err := dpop.NewVerifier(dpop.WithNonces(gwNonces{g}))
+	v, err := dpop.NewVerifier()
 	require.NoError(t, err)
 	g.verifier = v
 	g.define("orders", "read", "write", "delete")
@@ -168,14 +165,6 @@ func (g *gateway) received() []gwRequest {
 	return append([]gwRequest(nil), g.requests...)
 }
 
-// last returns the latest request; the test fails if there is none.
-func (g *gateway) last() gwRequest {
-	g.t.Helper()
-	rs := g.received()
-	require.NotEmpty(g.t, rs, "the gateway received no request")
-	return rs[len(rs)-1]
-}
-
 // newClient returns a pep client for this gateway using the server's own
 // *http.Client, so that its connections close with the server.
 func (g *gateway) newClient(t testing.TB, opts ...pep.Option) *pep.Client {
@@ -231,37 +220,19 @@ func (g *gateway) bindDPoP(token, jkt string) {
 	}
 }
 
-// nonceRule decides the gateway's DPoP nonces: valid reports whether a
-// proof's nonce is acceptable, next gives the nonce for a challenge.
-type nonceRule struct {
-	valid func(nonce string) bool
-	next  func() string
-}
-
-func (g *gateway) requireNonces(rule nonceRule) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.nonces = rule
-}
-
-// gwNonces adapts the gateway's current rule to dpop.Nonces.
-type gwNonces struct{ g *gateway }
-
-func (n gwNonces) Valid(_ context.Context, nonce string) bool {
-	n.g.mu.Lock()
-	rule := n.g.nonces
-	n.g.mu.Unlock()
-	return rule.valid == nil || rule.valid(nonce)
-}
-
-func (n gwNonces) Next(context.Context) (string, error) {
-	n.g.mu.Lock()
-	rule := n.g.nonces
-	n.g.mu.Unlock()
-	if rule.next == nil {
-		return "", errors.New("no nonces configured")
-	}
-	return rule.next(), nil
+// dpopGateway returns a fake gateway where dpopToken is bound to a new key
+// and may read orders, and a client holding that token.
+func dpopGateway(t *testing.T, opts ...pep.Option) (*gateway, *pep.Client, *recorder) {
+	t.Helper()
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	g := newGateway(t)
+	g.bindDPoP(dpopToken, signer.Thumbprint())
+	g.grant(dpopToken, "orders", "read")
+	rec := &recorder{}
+	c := g.newClient(t, append([]pep.Option{pep.WithEventHandler(rec.handle)}, opts...)...)
+	c.SetDPoPToken(dpopToken, signer)
+	return g, c, rec
 }
 
 // authenticate returns the grants of the request's token, or writes a 401

@@ -29,6 +29,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -303,6 +304,20 @@ func (g *reference) newClientOf(t testing.TB, clientID string, opts ...pep.Optio
 	c, err := pep.New(g.URL, testRealm, clientID, append([]pep.Option{pep.WithHTTPClient(g.Client())}, opts...)...)
 	require.NoError(t, err)
 	return c
+}
+
+// dpopClient returns an orders-api client holding a token of user, minted
+// with tokenOpts and bound to a new DPoP key, the recorder of its events,
+// and the token.
+func (g *reference) dpopClient(t *testing.T, user string, tokenOpts []mockserver.TokenOption, opts ...pep.Option) (*pep.Client, *recorder, string) {
+	t.Helper()
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	tok := g.token(t, user, append(tokenOpts, mockserver.TokenDPoPBinding(signer.Thumbprint()))...)
+	rec := &recorder{}
+	c := g.newClient(t, append([]pep.Option{pep.WithEventHandler(rec.handle)}, opts...)...)
+	c.SetDPoPToken(tok, signer)
+	return c, rec, tok
 }
 
 // admin sends a request to the server's admin API with token and returns
