@@ -90,7 +90,7 @@ func TestOrganizationsErrors(t *testing.T) {
 	}{
 		{
 			name:   "503 after retries",
-			config: `{"decisionFailureRate": 1}`,
+			config: everyDecisionFails,
 			check: func(t *testing.T, err error) {
 				require.ErrorIs(t, err, pep.ErrUnavailable)
 				var re *pep.ResponseError

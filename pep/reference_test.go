@@ -334,8 +334,12 @@ func (g *reference) admin(t *testing.T, method, path, token, body string) *http.
 	return resp
 }
 
+// everyDecisionFails is the server configuration that answers every
+// decision call with a 503.
+const everyDecisionFails = `{"decisionFailureRate": 1}`
+
 // configure replaces the server's platform configuration (SERVICE.md
-// section 7), e.g. {"decisionFailureRate": 1}.
+// section 7), e.g. everyDecisionFails.
 func (g *reference) configure(t *testing.T, config string) {
 	t.Helper()
 	admin, err := g.srv.IssueToken("master", "service-account-platform-admin")

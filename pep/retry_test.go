@@ -36,7 +36,6 @@ func failFirst(header http.Header, statuses ...int) gwHook {
 // a 400 for an unknown client.
 func TestRetryPolicy(t *testing.T) {
 	t.Parallel()
-	const everyDecisionFails = `{"decisionFailureRate": 1}`
 	tests := []struct {
 		name         string
 		hook         gwHook
@@ -184,7 +183,7 @@ func TestNoRetryWhenTheDeadlineCannotFitTheWait(t *testing.T) {
 			if tt.header != nil {
 				g.setHook(failFirst(tt.header, 503, 503, 503))
 			} else {
-				g.configure(t, `{"decisionFailureRate": 1}`)
+				g.configure(t, everyDecisionFails)
 			}
 			c := g.newClient(t, tt.opts...)
 			c.SetToken(g.token(t, "alice"))

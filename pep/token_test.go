@@ -420,7 +420,7 @@ func TestLoggerSilentByDefault(t *testing.T) {
 	// The default logger discards; what we can check from outside is that
 	// a client without WithLogger works on every logging path.
 	g := startReference(t)
-	g.configure(t, `{"decisionFailureRate": 1}`)
+	g.configure(t, everyDecisionFails)
 	c := g.newClient(t, fastRetry)
 	c.SetToken(g.token(t, "alice"))
 	d, err := c.Check(t.Context(), "orders", "read")
