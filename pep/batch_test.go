@@ -57,9 +57,9 @@ func TestCheckManyDecisionsAndStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t)
+			g := startReference(t)
 			c := g.newClient(t)
-			c.SetToken(aliceToken)
+			c.SetToken(g.token(t, "alice"))
 			r, err := c.CheckMany(t.Context(), tt.resources)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantStatus, r.Status)
@@ -73,7 +73,7 @@ func TestCheckManyDecisionsAndStatus(t *testing.T) {
 			for _, w := range tt.want {
 				sent = append(sent, strings.Split(w, "=")[0])
 			}
-			assert.Equal(t, sent, g.last().Authorize.pairs())
+			assert.Equal(t, sent, g.last(t).pairs())
 		})
 	}
 }
@@ -102,12 +102,12 @@ func TestCheckManyInputErrors(t *testing.T) {
 		{"wildcard among others", []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "*", Scopes: []string{"read"}}},
 			`pep: invalid argument: resource 1 is "*", which only ListGranted may ask for`},
 	}
+	g := startReference(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t)
 			c := g.newClient(t)
-			c.SetToken(aliceToken)
+			c.SetToken(g.token(t, "alice"))
 			r, err := c.CheckMany(t.Context(), tt.resources)
 			require.EqualError(t, err, tt.wantErr)
 			require.ErrorIs(t, err, pep.ErrInvalidArgument)
@@ -124,9 +124,9 @@ func TestCheckManyInputErrors(t *testing.T) {
 
 func TestCheckManyAsksOnlyForUncachedPairs(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	c := g.newClient(t)
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	_, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	_, err = c.Check(t.Context(), "invoices", "pay")
@@ -137,7 +137,7 @@ func TestCheckManyAsksOnlyForUncachedPairs(t *testing.T) {
 		{Name: "invoices", Scopes: []string{"read", "pay"}},
 	})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"orders/write", "invoices/read"}, g.last().Authorize.pairs())
+	assert.Equal(t, []string{"orders/write", "invoices/read"}, g.last(t).pairs())
 	assert.Equal(t, []string{"orders/read=GRANT", "orders/write=DENY", "invoices/read=GRANT", "invoices/pay=DENY"}, summarize(r.Decisions))
 	var cached []bool
 	for _, d := range r.Decisions {
@@ -153,9 +153,10 @@ func TestCheckManyAsksOnlyForUncachedPairs(t *testing.T) {
 	assert.Equal(t, before, g.count())
 }
 
-// bigCatalog defines 25 resources of 10 scopes (250 pairs) and grants
-// alice every pair whose scope number is even.
-func bigCatalog(g *gateway) ([]pep.Resource, []string) {
+// bulkCatalog returns bulk-api's resources r00..r24 (scopes s0..s9, 250
+// pairs) and what alice gets for each, "resource/scope=STATUS" in order:
+// clerks may use the even scopes.
+func bulkCatalog() ([]pep.Resource, []string) {
 	var resources []pep.Resource
 	var want []string
 	for i := range 25 {
@@ -166,12 +167,10 @@ func bigCatalog(g *gateway) ([]pep.Resource, []string) {
 			scopes = append(scopes, scope)
 			status := "DENY"
 			if j%2 == 0 {
-				g.grant(aliceToken, name, scope)
 				status = "GRANT"
 			}
 			want = append(want, name+"/"+scope+"="+status)
 		}
-		g.define(name, scopes...)
 		resources = append(resources, pep.Resource{Name: name, Scopes: scopes})
 	}
 	return resources, want
@@ -179,10 +178,10 @@ func bigCatalog(g *gateway) ([]pep.Resource, []string) {
 
 func TestBatching(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
-	resources, want := bigCatalog(g)
-	c := g.newClient(t, pep.WithBatchSize(100))
-	c.SetToken(aliceToken)
+	g := startReference(t)
+	resources, want := bulkCatalog()
+	c := g.newClientOf(t, bulkClient, pep.WithBatchSize(100))
+	c.SetToken(g.token(t, "alice"))
 
 	r, err := c.CheckMany(t.Context(), resources)
 	require.NoError(t, err)
@@ -194,8 +193,8 @@ func TestBatching(t *testing.T) {
 	var sent []string
 	var sizes []int
 	for _, rq := range reqs {
-		sizes = append(sizes, len(rq.Authorize.pairs()))
-		sent = append(sent, rq.Authorize.pairs()...)
+		sizes = append(sizes, len(rq.pairs()))
+		sent = append(sent, rq.pairs()...)
 	}
 	slices.Sort(sizes)
 	assert.Equal(t, []int{50, 100, 100}, sizes)
@@ -203,10 +202,12 @@ func TestBatching(t *testing.T) {
 	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(sent))), 250, "every pair sent exactly once")
 }
 
+// TestFailedChunkFailsOnlyItsPairs needs one chunk to fail: the hook
+// answers it with a 503, the server answers the others.
 func TestFailedChunkFailsOnlyItsPairs(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
-	resources, want := bigCatalog(g)
+	g := startReference(t)
+	resources, want := bulkCatalog()
 	// The chunk holding r03 fails; pairs r00..r09 are the first chunk.
 	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
 		body, _ := readBodyString(r)
@@ -216,8 +217,8 @@ func TestFailedChunkFailsOnlyItsPairs(t *testing.T) {
 		}
 		return false
 	})
-	c := g.newClient(t, pep.WithBatchSize(100), noRetry)
-	c.SetToken(aliceToken)
+	c := g.newClientOf(t, bulkClient, pep.WithBatchSize(100), noRetry)
+	c.SetToken(g.token(t, "alice"))
 	r, err := c.CheckMany(t.Context(), resources)
 	require.NoError(t, err)
 	assert.Equal(t, pep.Deny, r.Status)
@@ -237,19 +238,13 @@ func TestFailedChunkFailsOnlyItsPairs(t *testing.T) {
 
 func TestManyScopesOfOneResourceAreSplit(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
-	var scopes []string
-	for i := range 60 {
-		scopes = append(scopes, fmt.Sprintf("s%d", i))
-	}
-	g.define("reports", scopes...)
-	g.grant(aliceToken, "reports", scopes...)
-	c := g.newClient(t)
-	c.SetToken(aliceToken)
-	r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "reports", Scopes: scopes}})
+	g := startReference(t)
+	c := g.newClientOf(t, bulkClient)
+	c.SetToken(g.token(t, "alice"))
+	r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "reports", Scopes: bulkScopes(60)}})
 	require.NoError(t, err)
-	assert.True(t, r.Allowed(), "the gateway refuses more than 50 scopes per resource entry")
-	res := g.last().Authorize.Resources
+	assert.True(t, r.Allowed(), "the gateway refuses more than 50 scopes per resource entry; clerks use every scope of reports")
+	res := g.last(t).Body.Resources
 	require.Len(t, res, 2)
 	assert.Len(t, res[0].Scopes, 50)
 	assert.Len(t, res[1].Scopes, 10)
@@ -258,14 +253,14 @@ func TestManyScopesOfOneResourceAreSplit(t *testing.T) {
 func TestConcurrentIdenticalChecksShareOneRequest(t *testing.T) {
 	t.Parallel()
 	const callers = 50
-	g := newGateway(t)
+	g := startReference(t)
 	release := make(chan struct{})
 	g.setHook(func(_ http.ResponseWriter, _ *http.Request, _ int) bool {
 		select { // hold the one request until every caller waits on it
 		case <-release:
 		case <-g.closing:
 		}
-		return false
+		return false // then the server answers it
 	})
 	var waiting atomic.Int64
 	c := g.newClient(t, pep.WithFlightWaitHook(func() {
@@ -273,7 +268,7 @@ func TestConcurrentIdenticalChecksShareOneRequest(t *testing.T) {
 			close(release)
 		}
 	}))
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 
 	var wg sync.WaitGroup
 	results := make([]pep.Decision, callers)
@@ -294,22 +289,23 @@ func TestConcurrentIdenticalChecksShareOneRequest(t *testing.T) {
 
 func TestDifferentTokensAreNotCoalesced(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
+	alice, bob := g.token(t, "alice"), g.token(t, "bob")
 	arrived := make(chan struct{}, 2)
 	release := make(chan struct{})
 	g.setHook(func(_ http.ResponseWriter, _ *http.Request, _ int) bool {
 		arrived <- struct{}{}
-		select {
+		select { // hold each request until both have arrived
 		case <-release:
 		case <-g.closing:
 		}
-		return false
+		return false // then the server answers it
 	})
 	c := g.newClient(t)
 	var wg sync.WaitGroup
 	got := map[string]pep.Status{}
 	var mu sync.Mutex
-	for _, tok := range []string{aliceToken, bobToken} {
+	for _, tok := range []string{alice, bob} {
 		wg.Go(func() {
 			d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "write")
 			assert.NoError(t, err)
@@ -322,25 +318,25 @@ func TestDifferentTokensAreNotCoalesced(t *testing.T) {
 	<-arrived
 	close(release)
 	wg.Wait()
-	assert.Equal(t, map[string]pep.Status{aliceToken: pep.Deny, bobToken: pep.Grant}, got)
+	assert.Equal(t, map[string]pep.Status{alice: pep.Deny, bob: pep.Grant}, got)
 	assert.Equal(t, 2, g.count())
 	assert.Zero(t, c.Stats().Coalesced)
 }
 
 func TestCoalescedWaiterWithCancelledContextDoesNotHang(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	release := make(chan struct{})
 	g.setHook(func(http.ResponseWriter, *http.Request, int) bool {
-		select {
+		select { // hold the request until the test lets it go
 		case <-release:
 		case <-g.closing:
 		}
-		return false
+		return false // then the server answers it
 	})
 	waiting := make(chan struct{}, 2)
 	c := g.newClient(t, pep.WithFlightWaitHook(func() { waiting <- struct{}{} }))
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 
 	leader := make(chan pep.Decision)
 	go func() {

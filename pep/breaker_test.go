@@ -11,20 +11,26 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// breakerClient returns a client with a 3-failure, 5 s breaker on a manual
-// clock, without retries so that one call is one gateway request.
-func breakerClient(t *testing.T, g *gateway, clk *manualClock) *pep.Client {
+// breakerOptions make a client with a 3-failure, 5 s breaker on a manual
+// clock, without retries so that one call is one gateway request, and
+// without a cache so that every call is one.
+func breakerOptions(clk *manualClock) []pep.Option {
+	return []pep.Option{noRetry, pep.WithBreaker(3, 5*time.Second), pep.WithClock(clk.Now), pep.WithCache(0, 0, 0)}
+}
+
+// breakerClient returns an orders-api client of alice with breakerOptions.
+func breakerClient(t *testing.T, g *reference, clk *manualClock) *pep.Client {
 	t.Helper()
-	c := g.newClient(t, noRetry, pep.WithBreaker(3, 5*time.Second), pep.WithClock(clk.Now), pep.WithCache(0, 0, 0))
-	c.SetToken(aliceToken)
+	c := g.newClient(t, breakerOptions(clk)...)
+	c.SetToken(g.token(t, "alice"))
 	return c
 }
 
 func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 	t.Parallel()
 	clk := newManualClock()
-	g := newGateway(t)
-	g.setHook(statusHook(http.StatusServiceUnavailable))
+	g := startReference(t)
+	g.configure(t, everyDecisionFails)
 	c := breakerClient(t, g, clk)
 
 	for i := range 3 {
@@ -67,8 +73,8 @@ func TestBreakerProbe(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			clk := newManualClock()
-			g := newGateway(t)
-			g.setHook(statusHook(http.StatusBadGateway))
+			g := startReference(t)
+			g.configure(t, everyDecisionFails)
 			c := breakerClient(t, g, clk)
 			for range 3 {
 				_, _ = c.Check(t.Context(), "orders", "read")
@@ -82,7 +88,7 @@ func TestBreakerProbe(t *testing.T) {
 			clk.Advance(time.Second)
 			assert.Equal(t, pep.BreakerHalfOpen, c.Stats().Breaker)
 			if tt.healthy {
-				g.setHook(nil)
+				g.configure(t, `{}`)
 			}
 			d, err := c.Check(t.Context(), "orders", "read")
 			require.NoError(t, err)
@@ -98,26 +104,42 @@ func TestBreakerProbe(t *testing.T) {
 	}
 }
 
+// TestBreakerIgnoresAnswers: answers are not failures, whoever gives them:
+// the server's DENY, its 400 for an unknown client and its 401 for an
+// expired token, and a 403 and an unparseable 200 from the hook (the server
+// gives neither).
 func TestBreakerIgnoresAnswers(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		hook gwHook
+		name     string
+		clientID string // orders-api when empty
+		expired  bool   // alice's token has expired
+		hook     gwHook
 	}{
-		{"DENY", nil},
-		{"400", statusHook(http.StatusBadRequest)},
-		{"403", statusHook(http.StatusForbidden)},
-		{"401", statusHook(http.StatusUnauthorized)},
-		{"unparseable 200", bodyHook("nope")},
+		{name: "DENY"},
+		{name: "400", clientID: "no-such-client"},
+		{name: "403", hook: statusHook(http.StatusForbidden)},
+		{name: "401", expired: true},
+		{name: "unparseable 200", hook: bodyHook("nope")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t)
+			g := startReference(t)
 			g.setHook(tt.hook)
-			c := breakerClient(t, g, newManualClock())
+			clientID := testClient
+			if tt.clientID != "" {
+				clientID = tt.clientID
+			}
+			c := g.newClientOf(t, clientID, breakerOptions(newManualClock())...)
+			if tt.expired {
+				c.SetToken(g.expiredToken(t, "alice"))
+			} else {
+				c.SetToken(g.token(t, "alice"))
+			}
 			for range 10 {
-				_, _ = c.Check(t.Context(), "orders", "write")
+				d, _ := c.Check(t.Context(), "orders", "write")
+				assert.False(t, d.Allowed())
 			}
 			assert.Equal(t, 10, g.count())
 			assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
@@ -125,9 +147,11 @@ func TestBreakerIgnoresAnswers(t *testing.T) {
 	}
 }
 
+// TestBreakerCountsOnlyConsecutiveFailures: the hook fails two requests of
+// every three, the server answers the third.
 func TestBreakerCountsOnlyConsecutiveFailures(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	// fail, fail, succeed, fail, fail, succeed...: never 3 in a row
 	g.setHook(func(w http.ResponseWriter, _ *http.Request, n int) bool {
 		if n%3 == 0 {
@@ -137,8 +161,9 @@ func TestBreakerCountsOnlyConsecutiveFailures(t *testing.T) {
 		return true
 	})
 	c := breakerClient(t, g, newManualClock())
-	for range 12 {
-		_, _ = c.Check(t.Context(), "orders", "read")
+	for i := range 12 {
+		d, _ := c.Check(t.Context(), "orders", "read")
+		assert.Equal(t, i%3 == 2, d.Allowed(), "call %d", i+1)
 	}
 	assert.Equal(t, 12, g.count())
 	assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
@@ -146,10 +171,10 @@ func TestBreakerCountsOnlyConsecutiveFailures(t *testing.T) {
 
 func TestBreakerDisabled(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
-	g.setHook(statusHook(http.StatusServiceUnavailable))
+	g := startReference(t)
+	g.configure(t, everyDecisionFails)
 	c := g.newClient(t, noRetry, pep.WithBreaker(0, 0))
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	for range 10 {
 		d, err := c.Check(t.Context(), "orders", "read")
 		require.NoError(t, err)
@@ -162,10 +187,10 @@ func TestBreakerDisabled(t *testing.T) {
 func TestBreakerDefaults(t *testing.T) {
 	t.Parallel()
 	clk := newManualClock()
-	g := newGateway(t)
-	g.setHook(statusHook(http.StatusServiceUnavailable))
+	g := startReference(t)
+	g.configure(t, everyDecisionFails)
 	c := g.newClient(t, noRetry, pep.WithClock(clk.Now))
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	for range 5 {
 		_, _ = c.Check(t.Context(), "orders", "read")
 	}

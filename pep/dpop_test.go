@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
@@ -15,10 +16,9 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
-
-const dpopToken = "dpop-bound-token.eyJjbmYiOnsiamt0IjoiLi4uIn19.c2ln"
 
 type proofClaims struct {
 	JTI   string `json:"jti"`
@@ -30,7 +30,7 @@ type proofClaims struct {
 }
 
 // decodeProof reads a proof's header and claims without verifying it (the
-// fake gateway verifies with dpop.Verifier).
+// gateway verifies it).
 func decodeProof(t *testing.T, proof string) (header map[string]any, claims proofClaims) {
 	t.Helper()
 	parts := strings.Split(proof, ".")
@@ -44,36 +44,22 @@ func decodeProof(t *testing.T, proof string) (header map[string]any, claims proo
 	return header, claims
 }
 
-// dpopGateway returns a fake gateway where dpopToken is bound to a new key
-// and may read orders, and a client holding that token.
-func dpopGateway(t *testing.T, opts ...pep.Option) (*gateway, *pep.Client, *recorder) {
-	t.Helper()
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	g := newGateway(t)
-	g.bindDPoP(dpopToken, signer.Thumbprint())
-	g.grant(dpopToken, "orders", "read")
-	rec := &recorder{}
-	c := g.newClient(t, append([]pep.Option{pep.WithEventHandler(rec.handle)}, opts...)...)
-	c.SetDPoPToken(dpopToken, signer)
-	return g, c, rec
-}
-
 func TestDPoPRequest(t *testing.T) {
 	t.Parallel()
-	g, c, rec := dpopGateway(t)
+	g := startReference(t)
+	c, rec, tok := g.dpopClient(t, "alice", nil)
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
-	requireGatewayDecision(t, d, pep.Grant) // the gateway verified the proof
+	requireGatewayDecision(t, d, pep.Grant) // the server verified the proof
 
-	r := g.last()
-	assert.Equal(t, "DPoP "+dpopToken, r.Authorization)
+	r := g.last(t)
+	assert.Equal(t, "DPoP "+tok, r.Authorization)
 	header, claims := decodeProof(t, r.Header.Get("DPoP"))
 	assert.Equal(t, "dpop+jwt", header["typ"])
 	assert.Equal(t, "ES256", header["alg"])
 	assert.Equal(t, "POST", claims.HTM)
 	assert.Equal(t, g.URL+"/realms/acme/authorization-decision-provider/authorize", claims.HTU)
-	assert.Equal(t, dpop.TokenHash(dpopToken), claims.ATH)
+	assert.Equal(t, dpop.TokenHash(tok), claims.ATH)
 	assert.Empty(t, claims.Nonce)
 
 	assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds())
@@ -81,8 +67,8 @@ func TestDPoPRequest(t *testing.T) {
 
 	oc, err := c.Organizations(t.Context())
 	require.NoError(t, err)
-	assert.NotEmpty(t, oc.UserID)
-	_, claims = decodeProof(t, g.last().Header.Get("DPoP"))
+	assert.Equal(t, subject(t, tok), oc.UserID)
+	_, claims = decodeProof(t, g.last(t).Header.Get("DPoP"))
 	assert.Equal(t, g.URL+"/realms/acme/authorization-decision-provider/get-organizations", claims.HTU)
 }
 
@@ -99,7 +85,7 @@ func TestDPoPProofHTUIsNormalised(t *testing.T) {
 	})
 	c, err := pep.New("HTTPS://Gateway.EXAMPLE.com:443/Base", testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: mock}))
 	require.NoError(t, err)
-	c.SetDPoPToken(dpopToken, signer)
+	c.SetDPoPToken("dpop-bound-token", signer)
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	require.True(t, d.Allowed())
@@ -107,9 +93,12 @@ func TestDPoPProofHTUIsNormalised(t *testing.T) {
 		"scheme and host lower-cased, default port dropped, path kept")
 }
 
+// TestDPoPFreshProofPerAttempt: the hook fails the first two attempts; the
+// server, which refuses a proof it has seen, answers the third.
 func TestDPoPFreshProofPerAttempt(t *testing.T) {
 	t.Parallel()
-	g, c, _ := dpopGateway(t, fastRetry, pep.WithCache(0, 0, 0))
+	g := startReference(t)
+	c, _, _ := g.dpopClient(t, "alice", nil, fastRetry, pep.WithCache(0, 0, 0))
 	g.setHook(failFirst(nil, 503, 503))
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
@@ -129,26 +118,34 @@ func TestDPoPFreshProofPerAttempt(t *testing.T) {
 	assert.Len(t, jtis, 4, "every attempt, retries included, has its own proof")
 }
 
+// latestNonce returns the last DPoP-Nonce among the answers to reqs.
+func latestNonce(reqs []sentRequest) string {
+	nonce := ""
+	for _, r := range reqs {
+		if n := r.Answer.Get("DPoP-Nonce"); n != "" {
+			nonce = n
+		}
+	}
+	return nonce
+}
+
 func TestDPoPNonceChallenge(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		// setup makes the gateway demand nonce "n1" in one of the two
+		// setup makes the gateway demand a nonce in one of the two
 		// challenge forms.
-		setup func(g *gateway)
+		setup func(t *testing.T, g *reference)
 	}{
 		{
-			name: "401 from the proof verifier",
-			setup: func(g *gateway) {
-				g.requireNonces(nonceRule{
-					valid: func(n string) bool { return n == "n1" },
-					next:  func() string { return "n1" },
-				})
-			},
+			name:  "401 from the proof verifier",
+			setup: func(t *testing.T, g *reference) { g.configure(t, `{"dpopNonceRequired": true}`) },
 		},
 		{
+			// The reference server challenges with a 401 only: the hook
+			// answers in its place until the proof carries n1.
 			name: "400 with a DPoP challenge",
-			setup: func(g *gateway) {
+			setup: func(_ *testing.T, g *reference) {
 				g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
 					if proofNonce(r) == "n1" {
 						return false
@@ -164,30 +161,34 @@ func TestDPoPNonceChallenge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g, c, rec := dpopGateway(t, pep.WithRetry(1, 1, 1), pep.WithCache(0, 0, 0))
-			tt.setup(g)
+			g := startReference(t)
+			tt.setup(t, g)
+			c, rec, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, 1, 1), pep.WithCache(0, 0, 0))
 
 			d, err := c.Check(t.Context(), "orders", "read")
 			require.NoError(t, err)
 			requireGatewayDecision(t, d, pep.Grant)
 			reqs := g.received()
 			require.Len(t, reqs, 2, "one resend with the nonce")
+			nonce := reqs[0].Answer.Get("DPoP-Nonce")
+			require.NotEmpty(t, nonce, "the challenge carries a nonce")
 			_, first := decodeProof(t, reqs[0].Header.Get("DPoP"))
 			_, second := decodeProof(t, reqs[1].Header.Get("DPoP"))
 			assert.Empty(t, first.Nonce)
-			assert.Equal(t, "n1", second.Nonce)
+			assert.Equal(t, nonce, second.Nonce)
 			assert.NotEqual(t, first.JTI, second.JTI)
 			assert.Zero(t, c.Stats().Retries, "a nonce resend is not a retry")
 			assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds(), "a nonce challenge emits nothing")
 
-			// The nonce is remembered for the origin: the next call uses it
-			// at once.
+			// The nonce is remembered for the origin: the next call uses
+			// the latest one at once.
 			d, err = c.Check(t.Context(), "orders", "read")
 			require.NoError(t, err)
 			requireGatewayDecision(t, d, pep.Grant)
-			require.Len(t, g.received(), 3)
-			_, third := decodeProof(t, g.last().Header.Get("DPoP"))
-			assert.Equal(t, "n1", third.Nonce)
+			reqs = g.received()
+			require.Len(t, reqs, 3)
+			_, third := decodeProof(t, reqs[2].Header.Get("DPoP"))
+			assert.Equal(t, latestNonce(reqs[:2]), third.Nonce)
 		})
 	}
 }
@@ -204,6 +205,8 @@ func proofNonce(r *http.Request) string {
 	return claims.Nonce
 }
 
+// TestDPoPNonceChallengeIsNotLooped: the reference server accepts the nonce
+// it sent, so a server that refuses every nonce is a hook.
 func TestDPoPNonceChallengeIsNotLooped(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -224,8 +227,15 @@ func TestDPoPNonceChallengeIsNotLooped(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g, c, rec := dpopGateway(t, fastRetry)
-			g.requireNonces(nonceRule{valid: func(string) bool { return false }, next: tt.next()})
+			g := startReference(t)
+			next := tt.next()
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				w.Header().Set("WWW-Authenticate", `DPoP algs="ES256", error="use_dpop_nonce", error_description="nonce required"`)
+				w.Header().Set("DPoP-Nonce", next())
+				writeError(w, http.StatusUnauthorized, "invalid DPoP proof")
+				return true
+			})
+			c, rec, _ := g.dpopClient(t, "alice", nil, fastRetry)
 
 			d, err := c.Check(t.Context(), "orders", "read")
 			require.ErrorIs(t, err, pep.ErrUnauthorized)
@@ -243,11 +253,12 @@ func TestDPoPNonceChallengeIsNotLooped(t *testing.T) {
 	}
 }
 
+// TestDPoPNonceResendIsOutsideTheRetryBudget: the server's nonce challenge,
+// then a 503 from the hook, then the server's grant: 1 resend + 1 retry.
 func TestDPoPNonceResendIsOutsideTheRetryBudget(t *testing.T) {
 	t.Parallel()
-	g, c, _ := dpopGateway(t, pep.WithRetry(1, 1, 1))
-	g.requireNonces(nonceRule{valid: func(n string) bool { return n == "n1" }, next: func() string { return "n1" }})
-	// nonce challenge, then 503, then success: 1 resend + 1 retry.
+	g := startReference(t)
+	g.configure(t, `{"dpopNonceRequired": true}`)
 	g.setHook(func(w http.ResponseWriter, _ *http.Request, n int) bool {
 		if n == 2 {
 			writeError(w, http.StatusServiceUnavailable, "blip")
@@ -255,34 +266,44 @@ func TestDPoPNonceResendIsOutsideTheRetryBudget(t *testing.T) {
 		}
 		return false
 	})
+	c, _, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, 1, 1))
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	requireGatewayDecision(t, d, pep.Grant)
-	assert.Len(t, g.received(), 3)
+	reqs := g.received()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, http.StatusUnauthorized, reqs[0].Status, "the nonce challenge")
 	assert.Equal(t, uint64(1), c.Stats().Retries)
 }
 
+// TestDPoPNonceFromASuccessfulAnswer: the hook adds a nonce to the server's
+// first answer; the server, which requires no nonce, accepts the proof that
+// then carries it.
 func TestDPoPNonceFromASuccessfulAnswer(t *testing.T) {
 	t.Parallel()
-	g, c, _ := dpopGateway(t, pep.WithCache(0, 0, 0))
+	g := startReference(t)
 	g.setHook(func(w http.ResponseWriter, _ *http.Request, n int) bool {
 		if n == 1 {
 			w.Header().Set("DPoP-Nonce", "rotated")
 		}
 		return false
 	})
+	c, _, _ := g.dpopClient(t, "alice", nil, pep.WithCache(0, 0, 0))
 	for range 2 {
-		_, err := c.Check(t.Context(), "orders", "read")
+		d, err := c.Check(t.Context(), "orders", "read")
 		require.NoError(t, err)
+		requireGatewayDecision(t, d, pep.Grant)
 	}
-	_, claims := decodeProof(t, g.last().Header.Get("DPoP"))
+	_, claims := decodeProof(t, g.last(t).Header.Get("DPoP"))
 	assert.Equal(t, "rotated", claims.Nonce, "the latest nonce of the origin is used")
 }
 
+// TestDPoPPlain401ExpiresTheToken: the server refuses an expired DPoP-bound
+// token with a 401 that asks for no nonce.
 func TestDPoPPlain401ExpiresTheToken(t *testing.T) {
 	t.Parallel()
-	g, c, rec := dpopGateway(t)
-	g.revoke(dpopToken)
+	g := startReference(t)
+	c, rec, _ := g.dpopClient(t, "alice", []mockserver.TokenOption{mockserver.TokenLifetime(-time.Minute)})
 	for range 2 {
 		_, err := c.Check(t.Context(), "orders", "read")
 		require.ErrorIs(t, err, pep.ErrUnauthorized)
@@ -294,17 +315,18 @@ func TestDPoPPlain401ExpiresTheToken(t *testing.T) {
 
 func TestDPoPTokenSentAsBearerIsRefused(t *testing.T) {
 	t.Parallel()
-	g, c, _ := dpopGateway(t)
-	_, err := c.Check(pep.WithToken(t.Context(), dpopToken), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized, "the fake gateway enforces the binding")
-	assert.Equal(t, "Bearer "+dpopToken, g.last().Authorization)
+	g := startReference(t)
+	c, _, tok := g.dpopClient(t, "alice", nil)
+	_, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
+	require.ErrorIs(t, err, pep.ErrUnauthorized, "the server enforces the binding")
+	assert.Equal(t, "Bearer "+tok, g.last(t).Authorization)
 }
 
 func TestSetDPoPTokenWithoutSigner(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	c := g.newClient(t)
-	c.SetDPoPToken(dpopToken, nil)
+	c.SetDPoPToken(g.token(t, "alice"), nil)
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrNoToken)
 	assert.False(t, d.Allowed())
@@ -313,11 +335,12 @@ func TestSetDPoPTokenWithoutSigner(t *testing.T) {
 
 func TestDPoPAndBearerCacheSeparately(t *testing.T) {
 	t.Parallel()
-	g, c, _ := dpopGateway(t)
+	g := startReference(t)
+	c, _, tok := g.dpopClient(t, "alice", nil)
 	_, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	// The same string as a Bearer token is another credential.
-	_, err = c.Check(pep.WithToken(t.Context(), dpopToken), "orders", "read")
+	_, err = c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
 	assert.Equal(t, 2, g.count())
 	assert.Equal(t, 1, c.Stats().CacheEntries, "the Bearer refusal left the DPoP entry alone")

@@ -70,14 +70,16 @@ func wantAnswer(status int, also ...error) func(*testing.T, error) {
 
 // TestFailClosed names every path of ARCHITECTURE.md section 3 rule 2 (and
 // 3xx, 5): each ends in DENY with a Cause and a nil error, caches nothing,
-// and the next call asks the gateway again.
+// and the next call asks the gateway again. The gateway is the reference
+// server (alice may read orders) wherever it can make the fault: slow
+// decisions, a 503 for each, a 400 for an unknown client, a 404 for a path
+// it does not serve; a hook in front of it makes the others.
 func TestFailClosed(t *testing.T) {
 	t.Parallel()
 	const asked = `{"resource":"orders","scope":"read","status":"GRANT"}`
 	tests := []struct {
 		name string
-		// setup returns a client whose token is alice's; a nil hook
-		// means the fake gateway is not used.
+		// setup returns a client holding a token.
 		setup        func(t *testing.T) *pep.Client
 		wantRequests uint64 // gateway requests made by one call
 		wantCause    func(*testing.T, error)
@@ -89,6 +91,7 @@ func TestFailClosed(t *testing.T) {
 				closed.Close()
 				c, err := pep.New(closed.URL, testRealm, testClient, fastRetry)
 				require.NoError(t, err)
+				c.SetToken("opaque-token")
 				return c
 			},
 			wantRequests: 3, // connection errors are retried
@@ -97,120 +100,123 @@ func TestFailClosed(t *testing.T) {
 		{
 			name: "connection reset",
 			setup: func(t *testing.T) *pep.Client {
-				return mockGateway(t, httpmock.NewErrorResponder(errors.New("connection reset by peer")), fastRetry)
+				c := mockGateway(t, httpmock.NewErrorResponder(errors.New("connection reset by peer")), fastRetry)
+				c.SetToken("opaque-token")
+				return c
 			},
 			wantRequests: 3,
 			wantCause:    wantUnavailable(),
 		},
 		{
-			name: "timeout",
-			setup: func(t *testing.T) *pep.Client {
-				g := newGateway(t)
-				g.setHook(func(_ http.ResponseWriter, r *http.Request, _ int) bool {
-					select { // answer only when the client has given up
-					case <-r.Context().Done():
-					case <-g.closing:
-					}
-					return true
-				})
-				return g.newClient(t, pep.WithTimeout(20*time.Millisecond), fastRetry)
-			},
+			name:         "timeout",
+			setup:        referenceConfigured(slowDecisions, pep.WithTimeout(20*time.Millisecond), fastRetry),
 			wantRequests: 1, // a timeout is not retried
 			wantCause:    wantUnavailable(context.DeadlineExceeded),
 		},
 		{
 			name:         "500 is not retried",
-			setup:        gatewayWith(statusHook(http.StatusInternalServerError), fastRetry),
+			setup:        referenceWith(statusHook(http.StatusInternalServerError), fastRetry),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusInternalServerError, pep.ErrUnavailable),
 		},
 		{
 			name:         "502 after retries",
-			setup:        gatewayWith(statusHook(http.StatusBadGateway), fastRetry),
+			setup:        referenceWith(statusHook(http.StatusBadGateway), fastRetry),
 			wantRequests: 3,
 			wantCause:    wantAnswer(http.StatusBadGateway, pep.ErrUnavailable),
 		},
 		{
 			name:         "503 after retries",
-			setup:        gatewayWith(statusHook(http.StatusServiceUnavailable), fastRetry),
+			setup:        referenceConfigured(everyDecisionFails, fastRetry),
 			wantRequests: 3,
 			wantCause:    wantAnswer(http.StatusServiceUnavailable, pep.ErrUnavailable),
 		},
 		{
 			name:         "504 after retries",
-			setup:        gatewayWith(statusHook(http.StatusGatewayTimeout), fastRetry),
+			setup:        referenceWith(statusHook(http.StatusGatewayTimeout), fastRetry),
 			wantRequests: 3,
 			wantCause:    wantAnswer(http.StatusGatewayTimeout, pep.ErrUnavailable),
 		},
 		{
 			name:         "429 after retries",
-			setup:        gatewayWith(statusHook(http.StatusTooManyRequests), fastRetry),
+			setup:        referenceWith(statusHook(http.StatusTooManyRequests), fastRetry),
 			wantRequests: 3,
 			wantCause:    wantAnswer(http.StatusTooManyRequests),
 		},
 		{
-			name:         "400",
-			setup:        gatewayWith(statusHook(http.StatusBadRequest), fastRetry),
+			name: "400 for an unknown client",
+			setup: func(t *testing.T) *pep.Client {
+				g := startReference(t)
+				c := g.newClientOf(t, "no-such-client", fastRetry)
+				c.SetToken(g.token(t, "alice"))
+				return c
+			},
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusBadRequest),
 		},
 		{
 			name:         "403",
-			setup:        gatewayWith(statusHook(http.StatusForbidden), fastRetry),
+			setup:        referenceWith(statusHook(http.StatusForbidden), fastRetry),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusForbidden),
 		},
 		{
-			name:         "404",
-			setup:        gatewayWith(statusHook(http.StatusNotFound), fastRetry),
+			name: "404 for a path the gateway does not serve",
+			setup: func(t *testing.T) *pep.Client {
+				g := startReference(t)
+				c, err := pep.New(g.URL+"/no-such-prefix", testRealm, testClient, pep.WithHTTPClient(g.Client()), fastRetry)
+				require.NoError(t, err)
+				c.SetToken(g.token(t, "alice"))
+				return c
+			},
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusNotFound),
 		},
 		{
 			name:         "unparseable body",
-			setup:        gatewayWith(bodyHook(`<html>maintenance</html>`)),
+			setup:        referenceWith(bodyHook(`<html>maintenance</html>`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
 		{
 			name:         "trailing garbage after the JSON",
-			setup:        gatewayWith(bodyHook(`{"status":"GRANT","permissions":[` + asked + `]} {}`)),
+			setup:        referenceWith(bodyHook(`{"status":"GRANT","permissions":[` + asked + `]} {}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
 		{
 			name:         "wrong JSON types",
-			setup:        gatewayWith(bodyHook(`{"status":"GRANT","permissions":{"orders":"read"}}`)),
+			setup:        referenceWith(bodyHook(`{"status":"GRANT","permissions":{"orders":"read"}}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
 		{
 			name:         "unknown pair status",
-			setup:        gatewayWith(bodyHook(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"ALLOW"}]}`)),
+			setup:        referenceWith(bodyHook(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"ALLOW"}]}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
 		{
 			name:         "status in the wrong case",
-			setup:        gatewayWith(bodyHook(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"grant"}]}`)),
+			setup:        referenceWith(bodyHook(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"grant"}]}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
 		{
 			name:         "unknown top-level status",
-			setup:        gatewayWith(bodyHook(`{"status":"OK","permissions":[` + asked + `]}`)),
+			setup:        referenceWith(bodyHook(`{"status":"OK","permissions":[` + asked + `]}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
 		{
 			name:         "missing pair",
-			setup:        gatewayWith(bodyHook(`{"status":"GRANT","permissions":[]}`)),
+			setup:        referenceWith(bodyHook(`{"status":"GRANT","permissions":[]}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
 		{
 			name: "only pairs that were not asked for",
-			setup: gatewayWith(bodyHook(`{"status":"GRANT","permissions":[` +
+			setup: referenceWith(bodyHook(`{"status":"GRANT","permissions":[` +
 				`{"resource":"orders","scope":"write","status":"GRANT"},` +
 				`{"resource":"order","scope":"read","status":"GRANT"}]}`)),
 			wantRequests: 1,
@@ -218,7 +224,7 @@ func TestFailClosed(t *testing.T) {
 		},
 		{
 			name: "conflicting duplicate pair",
-			setup: gatewayWith(bodyHook(`{"status":"DENY","permissions":[` + asked +
+			setup: referenceWith(bodyHook(`{"status":"DENY","permissions":[` + asked +
 				`,{"resource":"orders","scope":"read","status":"DENY"}]}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
@@ -226,7 +232,7 @@ func TestFailClosed(t *testing.T) {
 		{
 			name: "body over the 1 MiB limit",
 			// Valid JSON granting the pair, made long by whitespace.
-			setup: gatewayWith(bodyHook(`{"status":"GRANT","permissions":[` + asked + `]` +
+			setup: referenceWith(bodyHook(`{"status":"GRANT","permissions":[` + asked + `]` +
 				strings.Repeat(" ", 1<<20) + `}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
@@ -248,7 +254,6 @@ func TestFailClosed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := tt.setup(t)
-			c.SetToken(aliceToken)
 
 			d, err := c.Check(t.Context(), "orders", "read")
 			require.NoError(t, err, "failing closed is not an error")
@@ -281,17 +286,37 @@ func TestFailClosed(t *testing.T) {
 	}
 }
 
-// gatewayWith returns a setup that answers with hook on the fake gateway.
-func gatewayWith(hook gwHook, opts ...pep.Option) func(t *testing.T) *pep.Client {
+// slowDecisions is the server configuration that holds every decision call
+// for 5 s, or until the client gives up.
+const slowDecisions = `{"decisionLatencyMs": 5000}`
+
+// referenceWith returns a setup: a client of alice's on the reference
+// server, with hook answering in the server's place.
+func referenceWith(hook gwHook, opts ...pep.Option) func(t *testing.T) *pep.Client {
 	return func(t *testing.T) *pep.Client {
-		g := newGateway(t)
+		g := startReference(t)
 		g.setHook(hook)
-		return g.newClient(t, opts...)
+		c := g.newClient(t, opts...)
+		c.SetToken(g.token(t, "alice"))
+		return c
+	}
+}
+
+// referenceConfigured returns a setup: a client of alice's on the reference
+// server, configured with config.
+func referenceConfigured(config string, opts ...pep.Option) func(t *testing.T) *pep.Client {
+	return func(t *testing.T) *pep.Client {
+		g := startReference(t)
+		g.configure(t, config)
+		c := g.newClient(t, opts...)
+		c.SetToken(g.token(t, "alice"))
+		return c
 	}
 }
 
 // redirectingGateway answers with a redirect to a server that would grant
-// everything; the test fails if that server is ever asked.
+// everything; the test fails if that server is ever asked. The reference
+// server never redirects: the hook does.
 func redirectingGateway(status int) func(t *testing.T) *pep.Client {
 	return func(t *testing.T) *pep.Client {
 		var followed atomic.Int64
@@ -301,27 +326,21 @@ func redirectingGateway(status int) func(t *testing.T) *pep.Client {
 		}))
 		t.Cleanup(permissive.Close)
 		t.Cleanup(func() { assert.Zero(t, followed.Load(), "the redirect was followed") })
-		g := newGateway(t)
-		g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		return referenceWith(func(w http.ResponseWriter, r *http.Request, _ int) bool {
 			http.Redirect(w, r, permissive.URL+r.URL.Path, status)
 			return true
-		})
-		return g.newClient(t)
+		})(t)
 	}
 }
 
+// TestCallerDeadlineFailsClosed: the server holds the decision past the
+// caller's deadline.
 func TestCallerDeadlineFailsClosed(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
-	g.setHook(func(_ http.ResponseWriter, r *http.Request, _ int) bool {
-		select {
-		case <-r.Context().Done():
-		case <-g.closing:
-		}
-		return true
-	})
+	g := startReference(t)
+	g.configure(t, slowDecisions)
 	c := g.newClient(t) // default 2 s timeout: the caller's deadline is earlier
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	d, err := c.Check(ctx, "orders", "read")
@@ -333,9 +352,9 @@ func TestCallerDeadlineFailsClosed(t *testing.T) {
 
 func TestCancelledContextFailsClosedWithoutRequest(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	c := g.newClient(t)
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	d, err := c.Check(ctx, "orders", "read")

@@ -1,18 +1,24 @@
 package pep_test
 
-// A small, faithful fake of the gateway's authorization-decision-provider
-// (ARCHITECTURE.md section 4, SERVICE.md section 6), served over real HTTP.
-// It stands in for the reference server (package mockserver) until that one
-// is ready, and is kept in this file alone so that it can be swapped out.
+// A stand-in gateway for faults on demand, kept for the tests of
+// hostile_test.go that still use it. Every other test of this package runs
+// against the reference server (reference_test.go) and injects a fault the
+// server cannot make with a hook in front of it; new tests should do the
+// same, or use faultGateway (faults_test.go) when no real answer is needed.
+//
+// What it offers those tests: opaque tokens that a test can revoke at any
+// moment (revoke), a hook that answers, holds or counts requests in the
+// gateway's place (setHook, count), and a DPoP-bound token (dpopGateway).
+// It decides named pairs of realm acme, client orders-api: orders (read,
+// write, delete) and invoices (read, pay); alice may read orders and
+// invoices, bob may read and write orders. It refuses what it does not
+// model (the "*" resource, a resource without scopes) with a 400.
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,117 +30,53 @@ import (
 )
 
 const (
-	testRealm  = "acme"
-	testClient = "orders-api"
 	aliceToken = "alice-token.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
 	bobToken   = "bob-token.eyJzdWIiOiJib2IifQ.c2lnbmF0dXJl"
+	dpopToken  = "dpop-bound-token.eyJjbmYiOnsiamt0IjoiLi4uIn19.c2ln"
 )
 
-// gwRequest is one request the fake gateway received.
-type gwRequest struct {
-	Path          string
-	Method        string
-	ContentType   string
-	Authorization string
-	Header        http.Header
-	Authorize     gwAuthorize // decoded body of an authorize request
-	ClientID      string      // clientId of a get-organizations request
+// gatewayCatalog is the stand-in's resources and their scopes.
+var gatewayCatalog = map[string][]string{
+	"orders":   {"read", "write", "delete"},
+	"invoices": {"read", "pay"},
 }
-
-type gwAuthorize struct {
-	ClientID  string `json:"clientId"`
-	Resources []struct {
-		Name   string   `json:"name"`
-		Scopes []string `json:"scopes"`
-	} `json:"resources"`
-	Context map[string]any `json:"context"`
-}
-
-// pairs lists the requested pairs as "resource/scope" ("resource/*" for an
-// empty scope list), in request order.
-func (a gwAuthorize) pairs() []string {
-	var out []string
-	for _, r := range a.Resources {
-		if len(r.Scopes) == 0 {
-			out = append(out, r.Name+"/*")
-		}
-		for _, s := range r.Scopes {
-			out = append(out, r.Name+"/"+s)
-		}
-	}
-	return out
-}
-
-type gwPermission struct {
-	Resource string `json:"resource"`
-	Scope    string `json:"scope"`
-	Status   string `json:"status"`
-}
-
-// gwHook may answer a request in the gateway's place: it returns true when
-// it wrote the response. n counts the gateway's requests from 1.
-type gwHook func(w http.ResponseWriter, r *http.Request, n int) bool
 
 type gateway struct {
 	*httptest.Server
-	t testing.TB
-	// closing is closed before the server shuts down, to free handlers
-	// that a test left blocked.
+	// closing is closed before the server shuts down, to free hooks that a
+	// test left blocked.
 	closing chan struct{}
 
 	verifier *dpop.Verifier // checks the proofs of DPoP-bound tokens
 
 	mu       sync.Mutex
 	bound    map[string]string          // DPoP-bound token -> the thumbprint of its key
-	nonces   nonceRule                  // zero: no DPoP nonce required
-	catalog  map[string][]string        // resource -> defined scopes, in order
-	order    []string                   // resources in definition order
 	grants   map[string]map[string]bool // token -> "resource/scope" -> granted
-	orgs     map[string]map[string]any  // token -> organization object
-	requests []gwRequest
+	requests int                        // how many reached the gateway
 	hook     gwHook
 }
 
-// newGateway starts a fake gateway for realm acme and client orders-api.
-// Resources: orders (read, write, delete) and invoices (read, pay). alice
-// may read orders and invoices; bob may read and write orders.
+// newGateway starts the stand-in with alice's and bob's tokens.
 func newGateway(t testing.TB) *gateway {
 	t.Helper()
-	g := &gateway{
-		t:       t,
-		closing: make(chan struct{}),
-		catalog: map[string][]string{},
-		grants:  map[string]map[string]bool{},
-		orgs:    map[string]map[string]any{},
-		bound:   map[string]string{},
-	}
-	v, err := dpop.NewVerifier(dpop.WithNonces(gwNonces{g}))
+	v, err := dpop.NewVerifier()
 	require.NoError(t, err)
-	g.verifier = v
-	g.define("orders", "read", "write", "delete")
-	g.define("invoices", "read", "pay")
+	g := &gateway{
+		closing:  make(chan struct{}),
+		verifier: v,
+		bound:    map[string]string{},
+		grants:   map[string]map[string]bool{},
+	}
 	g.grant(aliceToken, "orders", "read")
 	g.grant(aliceToken, "invoices", "read")
 	g.grant(bobToken, "orders", "read", "write")
 
 	mux := http.NewServeMux()
-	prefix := "/realms/" + testRealm + "/authorization-decision-provider"
-	mux.HandleFunc("POST "+prefix+"/authorize", g.authorize)
-	mux.HandleFunc("POST "+prefix+"/get-organizations", g.organizations)
+	mux.HandleFunc("POST /realms/"+testRealm+"/authorization-decision-provider/authorize", g.authorize)
 	g.Server = httptest.NewServer(g.record(mux))
 	t.Cleanup(g.Close)
 	t.Cleanup(func() { close(g.closing) }) // runs first
 	return g
-}
-
-// define adds a resource with its scopes to the client's catalog.
-func (g *gateway) define(resource string, scopes ...string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, ok := g.catalog[resource]; !ok {
-		g.order = append(g.order, resource)
-	}
-	g.catalog[resource] = append(g.catalog[resource], scopes...)
 }
 
 // grant makes token valid and grants it the scopes on resource.
@@ -156,6 +98,7 @@ func (g *gateway) revoke(token string) {
 	delete(g.grants, token)
 }
 
+// setHook makes h answer requests in the gateway's place when it chooses to.
 func (g *gateway) setHook(h gwHook) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -166,22 +109,7 @@ func (g *gateway) setHook(h gwHook) {
 func (g *gateway) count() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.requests)
-}
-
-// received returns a copy of the requests so far.
-func (g *gateway) received() []gwRequest {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]gwRequest(nil), g.requests...)
-}
-
-// last returns the latest request; the test fails if there is none.
-func (g *gateway) last() gwRequest {
-	g.t.Helper()
-	rs := g.received()
-	require.NotEmpty(g.t, rs, "the gateway received no request")
-	return rs[len(rs)-1]
+	return g.requests
 }
 
 // newClient returns a pep client for this gateway using the server's own
@@ -194,88 +122,42 @@ func (g *gateway) newClient(t testing.TB, opts ...pep.Option) *pep.Client {
 	return c
 }
 
-// record logs every request, then lets the hook or the real handler answer.
+// record counts every request, then lets the hook or the real handler
+// answer.
 func (g *gateway) record(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := gwRequest{
-			Path: r.URL.Path, Method: r.Method, ContentType: r.Header.Get("Content-Type"),
-			Authorization: r.Header.Get("Authorization"), Header: r.Header.Clone(),
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "request body too large")
-			return
-		}
-		if strings.HasSuffix(r.URL.Path, "/authorize") {
-			_ = json.Unmarshal(body, &rec.Authorize)
-		} else {
-			var o struct {
-				ClientID string `json:"clientId"`
-			}
-			_ = json.Unmarshal(body, &o)
-			rec.ClientID = o.ClientID
-		}
 		g.mu.Lock()
-		g.requests = append(g.requests, rec)
-		n, hook := len(g.requests), g.hook
+		g.requests++
+		n, hook := g.requests, g.hook
 		g.mu.Unlock()
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		if hook != nil && hook(w, r, n) {
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body)) // the hook may have read it
 		next.ServeHTTP(w, r)
 	})
 }
 
-// bindDPoP makes token a DPoP-bound token of the key with thumbprint jkt:
-// it is accepted only as "Authorization: DPoP" with a valid proof.
-func (g *gateway) bindDPoP(token, jkt string) {
+// dpopGateway returns the stand-in with dpopToken bound to a new key and
+// allowed to read orders, and a client holding that token.
+func dpopGateway(t *testing.T, opts ...pep.Option) (*gateway, *pep.Client, *recorder) {
+	t.Helper()
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	g := newGateway(t)
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.bound[token] = jkt
-	if g.grants[token] == nil {
-		g.grants[token] = map[string]bool{}
-	}
-}
-
-// nonceRule decides the gateway's DPoP nonces: valid reports whether a
-// proof's nonce is acceptable, next gives the nonce for a challenge.
-type nonceRule struct {
-	valid func(nonce string) bool
-	next  func() string
-}
-
-func (g *gateway) requireNonces(rule nonceRule) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.nonces = rule
-}
-
-// gwNonces adapts the gateway's current rule to dpop.Nonces.
-type gwNonces struct{ g *gateway }
-
-func (n gwNonces) Valid(_ context.Context, nonce string) bool {
-	n.g.mu.Lock()
-	rule := n.g.nonces
-	n.g.mu.Unlock()
-	return rule.valid == nil || rule.valid(nonce)
-}
-
-func (n gwNonces) Next(context.Context) (string, error) {
-	n.g.mu.Lock()
-	rule := n.g.nonces
-	n.g.mu.Unlock()
-	if rule.next == nil {
-		return "", errors.New("no nonces configured")
-	}
-	return rule.next(), nil
+	g.bound[dpopToken] = signer.Thumbprint()
+	g.mu.Unlock()
+	g.grant(dpopToken, "orders", "read")
+	rec := &recorder{}
+	c := g.newClient(t, append([]pep.Option{pep.WithEventHandler(rec.handle)}, opts...)...)
+	c.SetDPoPToken(dpopToken, signer)
+	return g, c, rec
 }
 
 // authenticate returns the grants of the request's token, or writes a 401
 // and returns false. Bearer tokens are looked up; DPoP-bound tokens must
 // come with the DPoP scheme and a proof the dpop.Verifier accepts.
-func (g *gateway) authenticate(w http.ResponseWriter, r *http.Request) (map[string]bool, string, bool) {
+func (g *gateway) authenticate(w http.ResponseWriter, r *http.Request) (map[string]bool, bool) {
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	g.mu.Lock()
 	grants, known := g.grants[token]
@@ -283,161 +165,77 @@ func (g *gateway) authenticate(w http.ResponseWriter, r *http.Request) (map[stri
 	g.mu.Unlock()
 	switch {
 	case scheme == "Bearer" && known && !isBound:
-		return grants, token, true
+		return grants, true
 	case scheme == "DPoP" && known && isBound:
 		_, err := g.verifier.Verify(r.Context(), dpop.Request{
 			Proofs: r.Header.Values("DPoP"), Method: r.Method, URL: g.URL + r.URL.Path,
 			AccessToken: token, JKT: jkt,
 		})
 		if err == nil {
-			return grants, token, true
-		}
-		var ne *dpop.NonceError
-		if errors.As(err, &ne) {
-			w.Header().Set("DPoP-Nonce", ne.Nonce)
+			return grants, true
 		}
 		w.Header().Set("WWW-Authenticate", g.verifier.Challenge(err))
 		writeError(w, http.StatusUnauthorized, "invalid DPoP proof")
-		return nil, "", false
+		return nil, false
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	writeError(w, http.StatusUnauthorized, "invalid or missing token")
-	return nil, "", false
+	return nil, false
 }
 
 func (g *gateway) authorize(w http.ResponseWriter, r *http.Request) {
-	grants, _, ok := g.authenticate(w, r)
+	grants, ok := g.authenticate(w, r)
 	if !ok {
 		return
 	}
-	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		writeError(w, http.StatusBadRequest, "content type must be application/json")
-		return
-	}
 	var req struct {
-		ClientID  *string `json:"clientId"`
+		ClientID  string `json:"clientId"`
 		Resources []struct {
 			Name   string   `json:"name"`
 			Scopes []string `json:"scopes"`
 		} `json:"resources"`
-		Context json.RawMessage `json:"context"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "malformed JSON body")
 		return
 	}
-	switch {
-	case req.ClientID == nil || *req.ClientID != testClient:
-		writeError(w, http.StatusBadRequest, "missing or unknown clientId")
-		return
-	case len(req.Resources) == 0:
-		writeError(w, http.StatusBadRequest, "the resources array cannot be empty")
-		return
-	case len(req.Resources) > 100:
-		writeError(w, http.StatusBadRequest, "more than 100 resources")
-		return
-	case len(req.Context) == 0 || req.Context[0] != '{':
-		writeError(w, http.StatusBadRequest, "context must be an object")
+	if req.ClientID != testClient || len(req.Resources) == 0 {
+		writeError(w, http.StatusBadRequest, "an unknown client or no resources")
 		return
 	}
-
-	g.mu.Lock()
+	type permission struct {
+		Resource string `json:"resource"`
+		Scope    string `json:"scope"`
+		Status   string `json:"status"`
+	}
+	g.mu.Lock() // grant may change the token's grants meanwhile
 	defer g.mu.Unlock()
-	var perms []gwPermission
+	var perms []permission
+	status := "GRANT"
 	seen := map[string]bool{}
-	add := func(resource, scope string) {
-		key := resource + "/" + scope
-		if seen[key] {
-			return
-		}
-		seen[key] = true
-		status := "DENY"
-		switch {
-		case !contains(g.catalog[resource], scope):
-			status = "ERROR"
-		case grants[key]:
-			status = "GRANT"
-		}
-		perms = append(perms, gwPermission{Resource: resource, Scope: scope, Status: status})
-	}
 	for _, res := range req.Resources {
-		switch {
-		case res.Name == "":
-			writeError(w, http.StatusBadRequest, "a resource has no name")
-			return
-		case len(res.Scopes) > 50:
-			writeError(w, http.StatusBadRequest, "more than 50 scopes for resource "+res.Name)
+		if res.Name == "*" || len(res.Scopes) == 0 {
+			writeError(w, http.StatusBadRequest, "the stand-in decides named pairs only")
 			return
 		}
-		names := []string{res.Name}
-		if res.Name == "*" {
-			names = g.order
-		}
-		for _, name := range names {
-			if len(res.Scopes) == 0 { // every scope defined on the resource
-				for _, s := range g.catalog[name] {
-					add(name, s)
-				}
+		for _, s := range res.Scopes {
+			key := res.Name + "/" + s
+			if seen[key] {
 				continue
 			}
-			for _, s := range res.Scopes {
-				if res.Name == "*" && !contains(g.catalog[name], s) {
-					continue // "*" expands only to resources that define s
-				}
-				add(name, s)
+			seen[key] = true
+			p := permission{Resource: res.Name, Scope: s, Status: "DENY"}
+			switch {
+			case !slices.Contains(gatewayCatalog[res.Name], s):
+				p.Status = "ERROR"
+			case grants[key]:
+				p.Status = "GRANT"
 			}
-		}
-	}
-	status := "GRANT"
-	for _, p := range perms {
-		if p.Status == "DENY" {
-			status = "DENY"
-			break
-		}
-		if p.Status == "ERROR" {
-			status = "ERROR"
+			perms = append(perms, p)
+			if p.Status == "DENY" || status == "GRANT" {
+				status = p.Status
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": status, "permissions": perms})
-}
-
-func (g *gateway) organizations(w http.ResponseWriter, r *http.Request) {
-	_, token, ok := g.authenticate(w, r)
-	if !ok {
-		return
-	}
-	g.mu.Lock()
-	org, found := g.orgs[token]
-	g.mu.Unlock()
-	if !found {
-		org = map[string]any{"userId": token[:strings.IndexByte(token, '-')], "tenants": []any{}}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": true, "organization": org})
-}
-
-// setOrganization sets what get-organizations answers for token.
-func (g *gateway) setOrganization(token string, org map[string]any) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.orgs[token] = org
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeError writes the service's error body shape.
-func writeError(w http.ResponseWriter, status int, message string) {
-	writeJSON(w, status, map[string]string{"error": http.StatusText(status), "message": message})
 }

@@ -1,6 +1,7 @@
 package pep_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/pep"
+)
+
+// The realm and client of the tests' gateways: the reference server's shop
+// fixture (reference_test.go) and the stand-ins use the same names.
+const (
+	testRealm  = "acme"
+	testClient = "orders-api"
 )
 
 // manualClock is a clock that moves only when told to.
@@ -27,12 +35,28 @@ func (c *manualClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 // noRetry keeps tests of single answers to one request each.
 var noRetry = pep.WithRetry(0, 0, 0)
 
+// gwHook may answer a request in the gateway's place, to inject a fault: it
+// returns true when it wrote the response. n counts the gateway's requests
+// from 1.
+type gwHook func(w http.ResponseWriter, r *http.Request, n int) bool
+
 // statusHook answers every request with status and the service's error body.
 func statusHook(status int) gwHook {
 	return func(w http.ResponseWriter, _ *http.Request, _ int) bool {
 		writeError(w, status, "injected")
 		return true
 	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes the service's error body shape.
+func writeError(w http.ResponseWriter, status int, message string) {
+	writeJSON(w, status, map[string]string{"error": http.StatusText(status), "message": message})
 }
 
 // requireGatewayDecision asserts a decision the gateway made.

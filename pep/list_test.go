@@ -19,45 +19,47 @@ func perms(pairs ...string) []pep.Permission {
 	return out
 }
 
+// TestListGranted: in the shop fixture alice reads orders and invoices, bob
+// reads and writes orders, and nobody deletes orders or pays invoices.
 func TestListGranted(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		token     string
+		user      string
 		resources []pep.Resource
 		want      []pep.Permission
 		wantSent  []string
 	}{
 		{
 			name:     "nil lists every permission of the client",
-			token:    bobToken,
+			user:     "bob",
 			want:     perms("orders", "read", "orders", "write"),
 			wantSent: []string{"*/*"},
 		},
 		{
 			name:      "empty scopes list every scope of a resource",
-			token:     aliceToken,
+			user:      "alice",
 			resources: []pep.Resource{{Name: "invoices"}},
 			want:      perms("invoices", "read"),
 			wantSent:  []string{"invoices/*"},
 		},
 		{
 			name:      "specific pairs keep request order",
-			token:     aliceToken,
+			user:      "alice",
 			resources: []pep.Resource{{Name: "invoices", Scopes: []string{"pay", "read"}}, {Name: "orders", Scopes: []string{"write", "read"}}},
 			want:      perms("invoices", "read", "orders", "read"),
 			wantSent:  []string{"invoices/pay", "invoices/read", "orders/write", "orders/read"},
 		},
 		{
 			name:      "wildcard and specific pairs together, no duplicates",
-			token:     bobToken,
+			user:      "bob",
 			resources: []pep.Resource{{Name: "orders", Scopes: []string{"write"}}, {Name: "orders"}},
 			want:      perms("orders", "write", "orders", "read"),
 			wantSent:  []string{"orders/write", "orders/*"},
 		},
 		{
 			name:      "nothing granted",
-			token:     aliceToken,
+			user:      "alice",
 			resources: []pep.Resource{{Name: "orders", Scopes: []string{"write", "delete"}}},
 			want:      nil,
 			wantSent:  []string{"orders/write", "orders/delete"},
@@ -66,22 +68,22 @@ func TestListGranted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t)
+			g := startReference(t)
 			c := g.newClient(t)
-			c.SetToken(tt.token)
+			c.SetToken(g.token(t, tt.user))
 			got, err := c.ListGranted(t.Context(), tt.resources)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, tt.wantSent, g.last().Authorize.pairs())
+			assert.Equal(t, tt.wantSent, g.last(t).pairs())
 		})
 	}
 }
 
 func TestListGrantedCachesWildcardAnswersAsPairs(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	c := g.newClient(t)
-	c.SetToken(bobToken)
+	c.SetToken(g.token(t, "bob"))
 	_, err := c.ListGranted(t.Context(), nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, g.count())
@@ -104,9 +106,11 @@ func TestListGrantedCachesWildcardAnswersAsPairs(t *testing.T) {
 
 func TestListGrantedFailures(t *testing.T) {
 	t.Parallel()
+	// The hook injects what the server cannot do on demand: fail one chunk,
+	// answer with a pair missing or in conflict.
 	t.Run("failed chunk: error with the confirmed grants", func(t *testing.T) {
 		t.Parallel()
-		g := newGateway(t)
+		g := startReference(t)
 		g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
 			body, _ := readBodyString(r)
 			if strings.Contains(body, `"invoices"`) {
@@ -116,7 +120,7 @@ func TestListGrantedFailures(t *testing.T) {
 			return false
 		})
 		c := g.newClient(t, pep.WithBatchSize(1), noRetry)
-		c.SetToken(aliceToken)
+		c.SetToken(g.token(t, "alice"))
 		got, err := c.ListGranted(t.Context(), []pep.Resource{
 			{Name: "orders", Scopes: []string{"read"}}, {Name: "invoices", Scopes: []string{"read"}},
 		})
@@ -125,23 +129,23 @@ func TestListGrantedFailures(t *testing.T) {
 	})
 	t.Run("missing pair is an error", func(t *testing.T) {
 		t.Parallel()
-		g := newGateway(t)
+		g := startReference(t)
 		g.setHook(bodyHook(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`))
 		c := g.newClient(t)
-		c.SetToken(aliceToken)
+		c.SetToken(g.token(t, "alice"))
 		got, err := c.ListGranted(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
 		require.ErrorIs(t, err, pep.ErrMalformedResponse)
 		assert.Equal(t, perms("orders", "read"), got)
 	})
 	t.Run("conflicting wildcard pair is not listed", func(t *testing.T) {
 		t.Parallel()
-		g := newGateway(t)
+		g := startReference(t)
 		g.setHook(bodyHook(`{"status":"GRANT","permissions":[` +
 			`{"resource":"orders","scope":"read","status":"GRANT"},` +
 			`{"resource":"orders","scope":"write","status":"GRANT"},` +
 			`{"resource":"orders","scope":"write","status":"DENY"}]}`))
 		c := g.newClient(t)
-		c.SetToken(aliceToken)
+		c.SetToken(g.token(t, "alice"))
 		got, err := c.ListGranted(t.Context(), []pep.Resource{{Name: "orders"}})
 		require.ErrorIs(t, err, pep.ErrMalformedResponse)
 		assert.Equal(t, perms("orders", "read"), got)
@@ -149,9 +153,9 @@ func TestListGrantedFailures(t *testing.T) {
 	})
 	t.Run("empty resource name", func(t *testing.T) {
 		t.Parallel()
-		g := newGateway(t)
+		g := startReference(t)
 		c := g.newClient(t)
-		c.SetToken(aliceToken)
+		c.SetToken(g.token(t, "alice"))
 		_, err := c.ListGranted(t.Context(), []pep.Resource{{Scopes: []string{"read"}}})
 		require.EqualError(t, err, "pep: invalid argument: resource 0 has no name")
 		require.ErrorIs(t, err, pep.ErrInvalidArgument)

@@ -93,7 +93,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func TestWithHTTPClientIsCopiedNotMutated(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	transport := &countingTransport{base: g.Client().Transport}
 	var redirectCalls atomic.Int64
 	checkRedirect := func(*http.Request, []*http.Request) error {
@@ -105,7 +105,7 @@ func TestWithHTTPClientIsCopiedNotMutated(t *testing.T) {
 
 	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(hc))
 	require.NoError(t, err)
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	require.True(t, d.Allowed())
@@ -123,7 +123,7 @@ func TestWithHTTPClientIsCopiedNotMutated(t *testing.T) {
 	resp, err := hc.Do(req)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
-	assert.Empty(t, g.last().Authorization, "the caller's own client sends no token")
+	assert.Empty(t, g.last(t).Authorization, "the caller's own client sends no token")
 }
 
 func TestStatusString(t *testing.T) {
@@ -179,12 +179,14 @@ func TestResponseErrorIs(t *testing.T) {
 	assert.ErrorIs(t, pep.ErrCircuitOpen, pep.ErrUnavailable)
 }
 
+// TestMalformedAnswerErrorText: the reference server never leaves a pair
+// out, so the hook answers in its place.
 func TestMalformedAnswerErrorText(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	g.setHook(bodyHook(`{"status":"GRANT","permissions":[]}`))
 	c := g.newClient(t)
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	assert.Equal(t, `pep: gateway answered 200 OK: malformed gateway response: the answer does not list the pair`, d.Cause.Error(),

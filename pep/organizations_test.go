@@ -10,20 +10,62 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
+// TestOrganizations: in the shop fixture alice is assigned to Acme EU/Sales
+// and Acme US/Ops; the server lists her organizations by name. The ids are
+// the server's, looked up through the admin API.
 func TestOrganizations(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
-	g.setOrganization(aliceToken, map[string]any{
-		"userId": "u-alice",
-		"tenants": []any{
-			map[string]any{"tenantId": "t1", "tenantName": "Acme EU", "departments": []any{
-				map[string]any{"departmentId": "d1", "departmentName": "Sales"},
-			}},
-			map[string]any{"tenantId": "t2", "tenantName": "Acme US"},
+	g := startReference(t)
+	c := g.newClient(t)
+	alice := g.token(t, "alice")
+	c.SetToken(alice)
+
+	ids := map[string]string{} // organization name, and organization/department name -> id
+	for _, a := range g.assignments(t, "alice") {
+		ids[a.OrganizationName] = a.OrganizationID
+		ids[a.OrganizationName+"/"+a.DepartmentName] = a.DepartmentID
+	}
+	require.Len(t, ids, 4)
+
+	oc, err := c.Organizations(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, pep.OrganizationContext{
+		UserID: subject(t, alice),
+		Tenants: []pep.Tenant{
+			{ID: ids["Acme EU"], Name: "Acme EU", Departments: []pep.Department{{ID: ids["Acme EU/Sales"], Name: "Sales"}}},
+			{ID: ids["Acme US"], Name: "Acme US", Departments: []pep.Department{{ID: ids["Acme US/Ops"], Name: "Ops"}}},
 		},
+	}, oc)
+
+	r := g.last(t)
+	assert.Equal(t, "/realms/acme/authorization-decision-provider/get-organizations", r.Path)
+	assert.Equal(t, "POST", r.Method)
+	assert.Equal(t, "application/json", r.ContentType)
+	assert.Equal(t, "Bearer "+alice, r.Authorization)
+	assert.Equal(t, testClient, r.Body.ClientID)
+}
+
+// TestOrganizationsTenantWithoutDepartments: a tenant whose answer has no
+// departments member has an empty list. The reference server never sends
+// one (it lists a tenant for the departments the caller is assigned to), so
+// the hook answers in its place.
+func TestOrganizationsTenantWithoutDepartments(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+		writeJSON(w, http.StatusOK, map[string]any{"status": true, "organization": map[string]any{
+			"userId": "u-alice",
+			"tenants": []any{
+				map[string]any{"tenantId": "t1", "tenantName": "Acme EU", "departments": []any{
+					map[string]any{"departmentId": "d1", "departmentName": "Sales"},
+				}},
+				map[string]any{"tenantId": "t2", "tenantName": "Acme US"},
+			},
+		}})
+		return true
 	})
 	c := g.newClient(t)
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 
 	oc, err := c.Organizations(t.Context())
 	require.NoError(t, err)
@@ -34,25 +76,21 @@ func TestOrganizations(t *testing.T) {
 			{ID: "t2", Name: "Acme US", Departments: []pep.Department{}},
 		},
 	}, oc)
-
-	r := g.last()
-	assert.Equal(t, "/realms/acme/authorization-decision-provider/get-organizations", r.Path)
-	assert.Equal(t, "POST", r.Method)
-	assert.Equal(t, "application/json", r.ContentType)
-	assert.Equal(t, "Bearer "+aliceToken, r.Authorization)
-	assert.Equal(t, testClient, r.ClientID)
 }
 
 func TestOrganizationsErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name  string
-		hook  gwHook
-		check func(t *testing.T, err error)
+		name string
+		// config is the server's configuration when the fault is its own;
+		// hook answers in its place otherwise.
+		config string
+		hook   gwHook
+		check  func(t *testing.T, err error)
 	}{
 		{
-			name: "503 after retries",
-			hook: statusHook(http.StatusServiceUnavailable),
+			name:   "503 after retries",
+			config: everyDecisionFails,
 			check: func(t *testing.T, err error) {
 				require.ErrorIs(t, err, pep.ErrUnavailable)
 				var re *pep.ResponseError
@@ -96,10 +134,13 @@ func TestOrganizationsErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t)
+			g := startReference(t)
+			if tt.config != "" {
+				g.configure(t, tt.config)
+			}
 			g.setHook(tt.hook)
 			c := g.newClient(t, fastRetry)
-			c.SetToken(aliceToken)
+			c.SetToken(g.token(t, "alice"))
 			oc, err := c.Organizations(t.Context())
 			require.Error(t, err)
 			assert.Equal(t, pep.OrganizationContext{}, oc)

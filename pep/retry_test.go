@@ -30,25 +30,35 @@ func failFirst(header http.Header, statuses ...int) gwHook {
 	}
 }
 
+// TestRetryPolicy: a hook answers the first requests with the statuses the
+// reference server cannot give on demand, then hands the rest to it. The
+// server's own faults: a 503 for every decision (decisionFailureRate 1) and
+// a 400 for an unknown client.
 func TestRetryPolicy(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name         string
 		hook         gwHook
+		config       string // the server's configuration
+		clientID     string // orders-api when empty
 		opts         []pep.Option
 		wantRequests int
 		wantAllowed  bool
 		wantStatus   int // of the Cause when not allowed
 	}{
-		{"503 then success", failFirst(nil, 503), nil, 2, true, 0},
-		{"502, 504 then success", failFirst(nil, 502, 504), nil, 3, true, 0},
-		{"429 then success", failFirst(http.Header{"Retry-After": {"0"}}, 429), nil, 2, true, 0},
-		{"retries run out", failFirst(nil, 503, 503, 503), nil, 3, false, 503},
-		{"500 is never retried", failFirst(nil, 500), nil, 1, false, 500},
-		{"400 is never retried", failFirst(nil, 400), nil, 1, false, 400},
-		{"403 is never retried", failFirst(nil, 403), nil, 1, false, 403},
-		{"retrying disabled", failFirst(nil, 503), []pep.Option{noRetry}, 1, false, 503},
-		{"more retries allowed", failFirst(nil, 503, 503, 503, 503), []pep.Option{pep.WithRetry(4, time.Millisecond, time.Millisecond)}, 5, true, 0},
+		{name: "503 then success", hook: failFirst(nil, 503), wantRequests: 2, wantAllowed: true},
+		{name: "502, 504 then success", hook: failFirst(nil, 502, 504), wantRequests: 3, wantAllowed: true},
+		{name: "429 then success", hook: failFirst(http.Header{"Retry-After": {"0"}}, 429), wantRequests: 2, wantAllowed: true},
+		{name: "retries run out", config: everyDecisionFails, wantRequests: 3, wantStatus: 503},
+		{name: "500 is never retried", hook: failFirst(nil, 500), wantRequests: 1, wantStatus: 500},
+		{name: "400 is never retried", clientID: "no-such-client", wantRequests: 1, wantStatus: 400},
+		{name: "403 is never retried", hook: failFirst(nil, 403), wantRequests: 1, wantStatus: 403},
+		{name: "retrying disabled", config: everyDecisionFails, opts: []pep.Option{noRetry}, wantRequests: 1, wantStatus: 503},
+		{
+			name: "more retries allowed", hook: failFirst(nil, 503, 503, 503, 503),
+			opts:         []pep.Option{pep.WithRetry(4, time.Millisecond, time.Millisecond)},
+			wantRequests: 5, wantAllowed: true,
+		},
 		{
 			name:         "Retry-After beyond maxWait is not waited for",
 			hook:         failFirst(http.Header{"Retry-After": {"120"}}, 503),
@@ -63,10 +73,18 @@ func TestRetryPolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t)
+			g := startReference(t)
+			if tt.config != "" {
+				g.configure(t, tt.config)
+			}
 			g.setHook(tt.hook)
-			c := g.newClient(t, append([]pep.Option{fastRetry}, tt.opts...)...)
-			c.SetToken(aliceToken)
+			clientID := testClient
+			if tt.clientID != "" {
+				clientID = tt.clientID
+			}
+			c := g.newClientOf(t, clientID, append([]pep.Option{fastRetry}, tt.opts...)...)
+			alice := g.token(t, "alice")
+			c.SetToken(alice)
 			d, err := c.Check(t.Context(), "orders", "read")
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantAllowed, d.Allowed())
@@ -78,8 +96,8 @@ func TestRetryPolicy(t *testing.T) {
 			reqs := g.received()
 			assert.Len(t, reqs, tt.wantRequests)
 			for i, r := range reqs { // every attempt is complete
-				assert.Equal(t, "Bearer "+aliceToken, r.Authorization, "attempt %d", i)
-				assert.Equal(t, []string{"orders/read"}, r.Authorize.pairs(), "attempt %d", i)
+				assert.Equal(t, "Bearer "+alice, r.Authorization, "attempt %d", i)
+				assert.Equal(t, []string{"orders/read"}, r.pairs(), "attempt %d", i)
 			}
 			s := c.Stats()
 			assert.Equal(t, uint64(tt.wantRequests), s.GatewayRequests)
@@ -98,16 +116,18 @@ func TestConnectionErrorsAreRetried(t *testing.T) {
 		return httpmock.NewStringResponse(200,
 			`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`), nil
 	}, fastRetry)
-	c.SetToken(aliceToken)
+	c.SetToken("opaque-token")
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	requireGatewayDecision(t, d, pep.Grant)
 	assert.Equal(t, int64(2), calls.Load())
 }
 
+// TestRetryAfterIsHonoured: the hook answers the first request with a 429
+// and Retry-After: 1, the server the second.
 func TestRetryAfterIsHonoured(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	var first, second atomic.Int64
 	g.setHook(func(w http.ResponseWriter, _ *http.Request, n int) bool {
 		now := time.Now().UnixNano()
@@ -121,7 +141,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		return false
 	})
 	c := g.newClient(t, pep.WithRetry(2, time.Millisecond, 2*time.Second))
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	requireGatewayDecision(t, d, pep.Grant)
@@ -129,6 +149,8 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	assert.GreaterOrEqual(t, waited, time.Second, "the retry came before Retry-After allowed")
 }
 
+// TestNoRetryWhenTheDeadlineCannotFitTheWait: every decision is a 503, the
+// server's own; with a Retry-After, which it never sends, the hook's.
 func TestNoRetryWhenTheDeadlineCannotFitTheWait(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -157,10 +179,14 @@ func TestNoRetryWhenTheDeadlineCannotFitTheWait(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t)
-			g.setHook(failFirst(tt.header, 503, 503, 503))
+			g := startReference(t)
+			if tt.header != nil {
+				g.setHook(failFirst(tt.header, 503, 503, 503))
+			} else {
+				g.configure(t, everyDecisionFails)
+			}
 			c := g.newClient(t, tt.opts...)
-			c.SetToken(aliceToken)
+			c.SetToken(g.token(t, "alice"))
 			ctx, cancel := context.WithTimeout(t.Context(), tt.deadline)
 			defer cancel()
 

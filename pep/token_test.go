@@ -10,11 +10,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -40,6 +42,7 @@ func (r *recorder) kinds() []events.Kind {
 	return ks
 }
 
+// TestUnauthorized: the server refuses an expired token with a 401.
 func TestUnauthorized(t *testing.T) {
 	t.Parallel()
 	calls := []struct {
@@ -71,10 +74,11 @@ func TestUnauthorized(t *testing.T) {
 	for _, tt := range calls {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t)
+			g := startReference(t)
 			var rec recorder
 			c := g.newClient(t, pep.WithEventHandler(rec.handle))
-			c.SetToken("expired-token")
+			expired := g.expiredToken(t, "alice")
+			c.SetToken(expired)
 
 			for range 3 { // the token keeps being refused: one event only
 				allowed, err := tt.call(t.Context(), c)
@@ -83,14 +87,16 @@ func TestUnauthorized(t *testing.T) {
 				var re *pep.ResponseError
 				require.ErrorAs(t, err, &re)
 				assert.Equal(t, http.StatusUnauthorized, re.StatusCode)
-				assert.Equal(t, `Bearer error="invalid_token"`, re.Challenge)
-				assert.NotContains(t, err.Error(), "expired-token")
+				assert.Equal(t, g.last(t).Answer.Get("WWW-Authenticate"), re.Challenge, "the server's challenge, as it came")
+				assert.True(t, strings.HasPrefix(re.Challenge, "Bearer "), re.Challenge)
+				assert.Contains(t, re.Challenge, `error="invalid_token"`)
+				assert.NotContains(t, err.Error(), expired)
 			}
 			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
-			expired := rec.evs[1]
-			assert.Equal(t, "Bearer", expired.TokenType)
-			require.ErrorIs(t, expired.Err, pep.ErrUnauthorized)
-			assert.False(t, expired.Time.IsZero())
+			expiredEv := rec.evs[1]
+			assert.Equal(t, "Bearer", expiredEv.TokenType)
+			require.ErrorIs(t, expiredEv.Err, pep.ErrUnauthorized)
+			assert.False(t, expiredEv.Time.IsZero())
 			assert.Equal(t, 3, g.count(), "a 401 is not retried")
 		})
 	}
@@ -98,17 +104,17 @@ func TestUnauthorized(t *testing.T) {
 
 func TestTokenExpiredHandlerMaySetToken(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
+	bob := g.token(t, "bob")
 	c := g.newClient(t)
 	var expired int
 	c.Subscribe(func(ev events.Event) {
 		if ev.Kind == events.TokenExpired {
 			expired++
-			c.SetToken(bobToken) // must not deadlock
+			c.SetToken(bob) // must not deadlock
 		}
 	})
-	c.SetToken(aliceToken)
-	g.revoke(aliceToken)
+	c.SetToken(g.expiredToken(t, "alice"))
 
 	d, err := c.Check(t.Context(), "orders", "write")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
@@ -118,15 +124,15 @@ func TestTokenExpiredHandlerMaySetToken(t *testing.T) {
 	d, err = c.Check(t.Context(), "orders", "write")
 	require.NoError(t, err)
 	requireGatewayDecision(t, d, pep.Grant)
-	assert.Equal(t, "Bearer "+bobToken, g.last().Authorization, "the next call carries the new token")
+	assert.Equal(t, "Bearer "+bob, g.last(t).Authorization, "the next call carries the new token")
 }
 
 func TestConcurrentRefusalsEmitOnce(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	var rec recorder
 	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken("expired-token")
+	c.SetToken(g.expiredToken(t, "alice"))
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
@@ -140,17 +146,19 @@ func TestConcurrentRefusalsEmitOnce(t *testing.T) {
 
 func TestRefusedTokenEntriesArePurged(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	c := g.newClient(t)
-	alice := pep.WithToken(t.Context(), aliceToken)
-	bob := pep.WithToken(t.Context(), bobToken)
+	// alice's token lives a minute, bob's the server's default 300 s.
+	alice := pep.WithToken(t.Context(), g.token(t, "alice", mockserver.TokenLifetime(time.Minute)))
+	bob := pep.WithToken(t.Context(), g.token(t, "bob"))
 	for _, ctx := range []context.Context{alice, bob} {
 		_, err := c.CheckMany(ctx, []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
 		require.NoError(t, err)
 	}
 	require.Equal(t, 4, c.Stats().CacheEntries)
 
-	g.revoke(aliceToken)
+	// Two minutes on, the server refuses alice's token but not bob's.
+	g.clock.Advance(2 * time.Minute)
 	_, err := c.Check(alice, "invoices", "read") // not cached: reaches the gateway
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
 	assert.Equal(t, 2, c.Stats().CacheEntries, "alice's entries are gone, bob's stay")
@@ -168,11 +176,11 @@ func TestRefusedTokenEntriesArePurged(t *testing.T) {
 
 func TestPerCallTokenRefusalEmitsNothing(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	var rec recorder
 	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken(aliceToken)
-	_, err := c.Check(pep.WithToken(t.Context(), "someone-elses-expired-token"), "orders", "read")
+	c.SetToken(g.token(t, "alice"))
+	_, err := c.Check(pep.WithToken(t.Context(), g.expiredToken(t, "dave")), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
 	assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds(), "the client's own token is fine")
 
@@ -183,37 +191,42 @@ func TestPerCallTokenRefusalEmitsNothing(t *testing.T) {
 
 func TestPerCallTokenOverridesClientToken(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	c := g.newClient(t)
-	c.SetToken(aliceToken)
-	d, err := c.Check(pep.WithToken(t.Context(), bobToken), "orders", "write")
+	c.SetToken(g.token(t, "alice"))
+	bob := g.token(t, "bob")
+	d, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "write")
 	require.NoError(t, err)
 	requireGatewayDecision(t, d, pep.Grant)
-	assert.Equal(t, "Bearer "+bobToken, g.last().Authorization)
+	assert.Equal(t, "Bearer "+bob, g.last(t).Authorization)
 }
 
 func TestNoToken(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name        string
-		clientToken string
+		clientUser  string // the client holds a token of this user
+		clientToken string // or this one
 		ctx         func(context.Context) context.Context
 	}{
-		{"no token at all", "", func(ctx context.Context) context.Context { return ctx }},
-		{"empty per-call token does not fall back", aliceToken, func(ctx context.Context) context.Context {
+		{name: "no token at all", ctx: func(ctx context.Context) context.Context { return ctx }},
+		{name: "empty per-call token does not fall back", clientUser: "alice", ctx: func(ctx context.Context) context.Context {
 			return pep.WithToken(ctx, "")
 		}},
-		{"token with a newline", "", func(ctx context.Context) context.Context {
+		{name: "token with a newline", ctx: func(ctx context.Context) context.Context {
 			return pep.WithToken(ctx, "abc\r\nX-Injected: 1")
 		}},
-		{"token with a space", "abc def", func(ctx context.Context) context.Context { return ctx }},
+		{name: "token with a space", clientToken: "abc def", ctx: func(ctx context.Context) context.Context { return ctx }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t)
+			g := startReference(t)
 			c := g.newClient(t)
-			if tt.clientToken != "" {
+			switch {
+			case tt.clientUser != "":
+				c.SetToken(g.token(t, tt.clientUser))
+			case tt.clientToken != "":
 				c.SetToken(tt.clientToken)
 			}
 			ctx := tt.ctx(t.Context())
@@ -241,15 +254,15 @@ func TestNoToken(t *testing.T) {
 
 func TestTokenEvents(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	var rec recorder
 	c := g.newClient(t, pep.WithEventHandler(rec.handle))
 	var second []events.Kind
 	unsubscribe := c.Subscribe(func(ev events.Event) { second = append(second, ev.Kind) })
 
 	c.ClearToken() // no token: nothing to clear, nothing emitted
-	c.SetToken(aliceToken)
-	c.SetToken(bobToken)
+	c.SetToken(g.token(t, "alice"))
+	c.SetToken(g.token(t, "bob"))
 	unsubscribe()
 	c.ClearToken()
 	c.SetToken("") // the same as ClearToken: nothing left to clear
@@ -262,36 +275,38 @@ func TestTokenEvents(t *testing.T) {
 	}
 	_, err := c.Check(t.Context(), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrNoToken)
+	assert.Equal(t, 0, g.count())
 }
 
 func TestSetTokenAndClearTokenPurgeTheOldTokensEntries(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		change func(c *pep.Client)
+		change func(c *pep.Client, alice, bob string)
 	}{
-		{"SetToken", func(c *pep.Client) { c.SetToken(bobToken) }},
-		{"SetToken with the same token", func(c *pep.Client) { c.SetToken(aliceToken) }},
-		{"ClearToken", func(c *pep.Client) { c.ClearToken() }},
+		{"SetToken", func(c *pep.Client, _, bob string) { c.SetToken(bob) }},
+		{"SetToken with the same token", func(c *pep.Client, alice, _ string) { c.SetToken(alice) }},
+		{"ClearToken", func(c *pep.Client, _, _ string) { c.ClearToken() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t)
+			g := startReference(t)
+			alice, bob := g.token(t, "alice"), g.token(t, "bob")
 			c := g.newClient(t)
-			_, err := c.Check(pep.WithToken(t.Context(), "carol-token"), "orders", "read")
-			require.ErrorIs(t, err, pep.ErrUnauthorized) // carol is unknown: nothing cached
-			g.grant("carol-token", "orders", "read")
-			_, err = c.Check(pep.WithToken(t.Context(), "carol-token"), "orders", "read")
+			_, err := c.Check(pep.WithToken(t.Context(), g.expiredToken(t, "carol")), "orders", "read")
+			require.ErrorIs(t, err, pep.ErrUnauthorized) // refused: nothing cached
+			carol := pep.WithToken(t.Context(), g.token(t, "carol"))
+			_, err = c.Check(carol, "orders", "read")
 			require.NoError(t, err)
-			c.SetToken(aliceToken)
+			c.SetToken(alice)
 			_, err = c.Check(t.Context(), "orders", "read")
 			require.NoError(t, err)
 			require.Equal(t, 2, c.Stats().CacheEntries)
 
-			tt.change(c)
+			tt.change(c, alice, bob)
 			assert.Equal(t, 1, c.Stats().CacheEntries, "only the per-call token's entry is left")
-			d, err := c.Check(pep.WithToken(t.Context(), aliceToken), "orders", "read")
+			d, err := c.Check(pep.WithToken(t.Context(), alice), "orders", "read")
 			require.NoError(t, err)
 			assert.False(t, d.Cached)
 		})
@@ -300,7 +315,7 @@ func TestSetTokenAndClearTokenPurgeTheOldTokensEntries(t *testing.T) {
 
 func TestPanickingHandlerDoesNotBreakTheClient(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	var logs bytes.Buffer
 	var after int
 	c := g.newClient(t,
@@ -308,8 +323,7 @@ func TestPanickingHandlerDoesNotBreakTheClient(t *testing.T) {
 		pep.WithEventHandler(func(events.Event) { panic("handler bug") }),
 		pep.WithEventHandler(func(events.Event) { after++ }),
 	)
-	require.NotPanics(t, func() { c.SetToken(aliceToken) })
-	g.revoke(aliceToken)
+	require.NotPanics(t, func() { c.SetToken(g.expiredToken(t, "alice")) })
 	require.NotPanics(t, func() {
 		_, err := c.Check(t.Context(), "orders", "read")
 		require.ErrorIs(t, err, pep.ErrUnauthorized)
@@ -317,46 +331,54 @@ func TestPanickingHandlerDoesNotBreakTheClient(t *testing.T) {
 	assert.Equal(t, 2, after, "later handlers still run")
 	assert.Contains(t, logs.String(), "handler bug")
 
-	g.grant(aliceToken, "orders", "read")
+	require.NotPanics(t, func() { c.SetToken(g.token(t, "alice")) }) // the refresh
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	assert.True(t, d.Allowed(), "the client keeps working")
 }
 
 // TestTokenNeverLeaks drives every path that produces an error or a log line
-// while the gateway echoes the token back, and looks for it everywhere.
+// while the gateway echoes the token back, and looks for it everywhere. The
+// reference server never echoes a token, so the echoes are hooks; the
+// granted case is the server's.
 func TestTokenNeverLeaks(t *testing.T) {
 	t.Parallel()
-	const secret = "s3cr3t-token-value.eyJzdWIiOiJzZWNyZXQifQ.c2ln"
-	echo := func(status int) gwHook {
-		return func(w http.ResponseWriter, r *http.Request, _ int) bool {
-			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", token="`+secret+`"`)
-			writeJSON(w, status, map[string]string{
-				"error":   "Echo " + r.Header.Get("Authorization"),
-				"message": "you sent " + r.Header.Get("Authorization"),
-			})
-			return true
+	echo := func(status int) func(secret string) gwHook {
+		return func(secret string) gwHook {
+			return func(w http.ResponseWriter, r *http.Request, _ int) bool {
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", token="`+secret+`"`)
+				writeJSON(w, status, map[string]string{
+					"error":   "Echo " + r.Header.Get("Authorization"),
+					"message": "you sent " + r.Header.Get("Authorization"),
+				})
+				return true
+			}
 		}
+	}
+	body := func(before, after string) func(secret string) gwHook {
+		return func(secret string) gwHook { return bodyHook(before + secret + after) }
 	}
 	tests := []struct {
 		name string
-		hook gwHook
+		hook func(secret string) gwHook // nil: the server answers
 	}{
 		{"401", echo(http.StatusUnauthorized)},
 		{"403", echo(http.StatusForbidden)},
 		{"400", echo(http.StatusBadRequest)},
 		{"503 after retries", echo(http.StatusServiceUnavailable)},
-		{"unknown status echoing the token", bodyHook(`{"status":"` + secret + `","permissions":[]}`)},
-		{"unknown pair status echoing the token", bodyHook(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"` + secret + `"}]}`)},
-		{"unparseable body holding the token", bodyHook(secret)},
+		{"unknown status echoing the token", body(`{"status":"`, `","permissions":[]}`)},
+		{"unknown pair status echoing the token", body(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"`, `"}]}`)},
+		{"unparseable body holding the token", body("", "")},
 		{"granted", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t)
-			g.grant(secret, "orders", "read")
-			g.setHook(tt.hook)
+			g := startReference(t)
+			secret := g.token(t, "alice") // alice reads orders
+			if tt.hook != nil {
+				g.setHook(tt.hook(secret))
+			}
 			var logs bytes.Buffer
 			c := g.newClient(t, fastRetry,
 				pep.WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
@@ -397,10 +419,10 @@ func TestLoggerSilentByDefault(t *testing.T) {
 	t.Parallel()
 	// The default logger discards; what we can check from outside is that
 	// a client without WithLogger works on every logging path.
-	g := newGateway(t)
-	g.setHook(statusHook(http.StatusServiceUnavailable))
+	g := startReference(t)
+	g.configure(t, everyDecisionFails)
 	c := g.newClient(t, fastRetry)
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	assert.False(t, d.Allowed())
@@ -409,21 +431,22 @@ func TestLoggerSilentByDefault(t *testing.T) {
 
 func TestAnswerArrivingAfterAPurgeIsNotCached(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
+	alice := g.token(t, "alice")
 	arrived := make(chan struct{})
 	release := make(chan struct{})
 	g.setHook(func(_ http.ResponseWriter, _ *http.Request, n int) bool {
-		if n == 1 {
+		if n == 1 { // hold alice's request until her entries are purged
 			close(arrived)
 			select {
 			case <-release:
 			case <-g.closing:
 			}
 		}
-		return false
+		return false // the server answers
 	})
 	c := g.newClient(t)
-	c.SetToken(aliceToken)
+	c.SetToken(alice)
 	done := make(chan pep.Decision)
 	go func() {
 		d, err := c.Check(t.Context(), "orders", "read")
@@ -431,13 +454,13 @@ func TestAnswerArrivingAfterAPurgeIsNotCached(t *testing.T) {
 		done <- d
 	}()
 	<-arrived
-	c.SetToken(bobToken) // purges alice's entries while her request is out
+	c.SetToken(g.token(t, "bob")) // purges alice's entries while her request is out
 	close(release)
 	d := <-done
 	requireGatewayDecision(t, d, pep.Grant) // the caller still gets its answer
 	assert.Equal(t, 0, c.Stats().CacheEntries, "but it is not stored after the purge")
 
-	d, err := c.Check(pep.WithToken(t.Context(), aliceToken), "orders", "read")
+	d, err := c.Check(pep.WithToken(t.Context(), alice), "orders", "read")
 	require.NoError(t, err)
 	assert.False(t, d.Cached)
 	assert.Equal(t, 2, g.count())
