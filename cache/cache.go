@@ -57,7 +57,18 @@ type Cache[G, K comparable, V any] struct {
 
 	hits, misses           stripe.Counter
 	evictions, expirations uint64 // under mu
+
+	// With the real clock, hits read coarse, the time since epoch as a
+	// ticker last read it, instead of the clock: ticking is set while the
+	// ticker runs, which is while the cache is in use (see clock).
+	coarse   atomic.Int64
+	ticking  atomic.Bool
+	activity atomic.Uint64 // hits and misses at the ticker's last tick
 }
+
+// tick is how often the coarse clock advances while the cache is in use:
+// a hit may serve an entry up to about two ticks past its time to live.
+const tick = time.Millisecond
 
 // Group is a handle on one group of a cache, for reading its entries
 // without looking the group up by its value each time (a group value that
@@ -219,6 +230,41 @@ func (c *Cache[G, K, V]) elapsed() time.Duration {
 	return c.now().Sub(c.epoch)
 }
 
+// clock returns the time since the cache's epoch for a hit: with the real
+// clock, the coarse time while the ticker runs, so that a hit does not
+// read the clock (on some machines the costliest part of a hit); the first
+// hit of an idle cache reads the clock and starts the ticker. The ticker
+// is a timer that re-arms itself only while lookups arrive: an idle cache
+// has no timer and no goroutine.
+func (c *Cache[G, K, V]) clock() time.Duration {
+	if c.now != nil {
+		return c.now().Sub(c.epoch)
+	}
+	if c.ticking.Load() {
+		return time.Duration(c.coarse.Load())
+	}
+	now := time.Since(c.epoch)
+	c.coarse.Store(int64(now))
+	if c.ticking.CompareAndSwap(false, true) {
+		c.activity.Store(c.hits.Load() + c.misses.Load())
+		time.AfterFunc(tick, c.tick)
+	}
+	return now
+}
+
+// tick advances the coarse clock, and re-arms unless no lookup came since
+// the last tick.
+func (c *Cache[G, K, V]) tick() {
+	c.coarse.Store(int64(time.Since(c.epoch)))
+	activity := c.hits.Load() + c.misses.Load()
+	if activity == c.activity.Load() {
+		c.ticking.Store(false)
+		return
+	}
+	c.activity.Store(activity)
+	time.AfterFunc(tick, c.tick)
+}
+
 // Get returns the value stored under group g and key k, and true when it is
 // present and has not expired. It looks g up; a caller that reads a group
 // often holds a Group handle instead. Get allocates nothing.
@@ -265,7 +311,7 @@ func (grp *Group[G, K, V]) Unpin() {
 // allocates nothing; a miss drops what it found expired and sweeps.
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
-	now := c.elapsed()
+	now := c.clock()
 	grp.mu.RLock()
 	e := grp.entries[k]
 	grp.mu.RUnlock()
@@ -277,6 +323,7 @@ func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 		return e.value, true
 	}
 	c.misses.Add(1)
+	now = c.elapsed() // a miss may drop entries: it reads the clock itself
 	if e != nil || c.due(now) {
 		c.mu.Lock()
 		if e != nil && e.next != nil && now >= e.expires {

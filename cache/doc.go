@@ -20,9 +20,14 @@
 // proportional to their number, making them invisible at once and freeing
 // them a batch at a time, and a [Writer] drops what it would store after
 // such a removal, so that an answer fetched before a group was removed
-// never comes back after it. A Cache starts no goroutines and needs no
-// Close.
+// never comes back after it. A Cache needs no Close: it starts no
+// goroutine of its own but its clock's timer, which stops when the cache
+// is idle.
 //
-// Time comes from an injectable clock ([WithClock]) so that tests can move it
-// without sleeping. A cache hit allocates nothing.
+// A hit does not read the clock: while the cache is in use, a timer advances
+// a coarse clock every millisecond, so a hit may serve an entry up to about
+// two milliseconds past its time to live; additions and misses read the
+// clock itself. An idle cache has no timer. An injectable clock
+// ([WithClock]) replaces all of this, so that tests can move time without
+// sleeping. A cache hit allocates nothing.
 package cache

@@ -28,11 +28,8 @@ const (
 // cacheKey is the part of an entry's key below its token.
 type cacheKey struct {
 	resource, scope string
-	// context is the canonical JSON of the request context, or the raw
-	// SHA-256 digest of a longer one (digest is then set, so that no
-	// context text can pose as a digest).
+	// context is contextKey's form of the request context.
 	context string
-	digest  bool
 }
 
 // decisionCache wraps the generic cache with the rules above. A nil
@@ -60,13 +57,19 @@ func newDecisionCache(size int, maxBytes int64, grantTTL, denyTTL time.Duration,
 	return &decisionCache{lru: lru, grantTTL: grantTTL, denyTTL: denyTTL}, nil
 }
 
-// contextKey returns the context part of a call's cache keys.
-func contextKey(contextJSON string) (key string, digest bool) {
-	if len(contextJSON) <= maxExactContext {
-		return contextJSON, false
+// contextKey returns the context part of a call's cache keys: "" for no
+// context (the commonest key hashes fastest), the canonical JSON of a short
+// one, and for a longer one a zero byte and its raw SHA-256 digest, which
+// no JSON text can pose as (JSON starts with '{').
+func contextKey(contextJSON string) string {
+	switch {
+	case contextJSON == noContext:
+		return ""
+	case len(contextJSON) <= maxExactContext:
+		return contextJSON
 	}
 	sum := sha256.Sum256([]byte(contextJSON))
-	return string(sum[:]), true
+	return "\x00" + string(sum[:])
 }
 
 // cacheable reports whether a call's token and a pair may be cached.
@@ -103,7 +106,7 @@ func (d *decisionCache) get(cl *call, p pair) (Status, bool) {
 	if cl.group == nil || !cacheable(cl.id, p) {
 		return Deny, false
 	}
-	return cl.group.Get(cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey, digest: cl.ctxDigest})
+	return cl.group.Get(cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey})
 }
 
 // writer returns what stores a request's answers for cl's token: it stores
@@ -137,7 +140,7 @@ func (d *decisionCache) store(w *cache.Writer[tokenIdent, cacheKey, Status], cl 
 			continue
 		}
 		size := int64(len(cl.id.token) + len(p.resource) + len(p.scope) + len(cl.ctxKey))
-		w.Add(cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey, digest: cl.ctxDigest}, l.status, ttl, size)
+		w.Add(cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey}, l.status, ttl, size)
 	}
 }
 

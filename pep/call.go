@@ -13,11 +13,10 @@ type call struct {
 	id    tokenIdent
 	state *tokenState // the client's token state; nil for a per-call token
 	// context is the canonical JSON of the request context (contextJSON);
-	// ctxKey and ctxDigest are its part of cache keys (see contextKey).
-	context   string
-	ctxKey    string
-	ctxDigest bool
-	noCache   bool
+	// ctxKey is its part of cache keys (see contextKey).
+	context string
+	ctxKey  string
+	noCache bool
 	// group reads the token's cached decisions; nil when the call reads
 	// nothing from the cache.
 	group *cache.Group[tokenIdent, cacheKey, Status]
@@ -27,14 +26,17 @@ type call struct {
 	ownDeadline bool
 }
 
-// newCall fills in cl for a call: its options and its token, the per-call
-// one from WithToken, else the client's. It does not allocate (without a
-// request context) and does not keep cl, which can stay on the stack.
+// newCall fills in cl, which must be the zero call, for a call: its
+// options and its token, the per-call one from WithToken, else the
+// client's. It does not allocate (without a request context) and does not
+// keep cl, which can stay on the stack. It sets fields one by one: copying
+// a whole call through the pointer costs more than the rest of a cached
+// Check.
 func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
-	*cl = call{context: noContext, ctxKey: noContext, noCache: cc.noCache}
+	cl.context, cl.noCache = noContext, cc.noCache
 	if cc.reqCtx != nil {
 		cl.context = contextJSON(cc.reqCtx)
-		cl.ctxKey, cl.ctxDigest = contextKey(cl.context)
+		cl.ctxKey = contextKey(cl.context)
 	}
 	if v := ctx.Value(tokenKey{}); v != nil {
 		tok, _ := v.(string)

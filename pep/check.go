@@ -26,9 +26,9 @@ const maxParallelChunks = 4
 //
 // A cached answer is returned without a request and without allocating.
 func (c *Client) Check(ctx context.Context, resource, scope string, opts ...CallOption) (Decision, error) {
-	c.calls.Add(1)
 	d := Decision{Resource: resource, Scope: scope}
 	if err := checkPair(resource, scope); err != nil {
+		c.calls.Add(1)
 		return c.refuse(d, err)
 	}
 	var cc callConfig
@@ -37,14 +37,21 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	}
 	var cl call
 	if err := c.newCall(ctx, &cc, &cl); err != nil {
+		c.calls.Add(1)
 		return c.refuse(d, err)
 	}
 	if s, ok := c.cache.get(&cl, pair{resource: resource, scope: scope}); ok {
 		d.Status, d.Cached = s, true
-		c.tally(d)
+		// One count makes both the call and its decision (see Stats).
+		if s == Grant {
+			c.cachedGrants.Add(1)
+		} else {
+			c.cachedDenies.Add(1)
+		}
 		c.tel.cachedCall(ctx, "pep.Check", 1, statusOutcome(s))
 		return d, nil
 	}
+	c.calls.Add(1)
 	miss := cl // only the miss path moves the call to the heap
 	ds := []Decision{d}
 	err := c.decide(ctx, "pep.Check", &miss, ds, []int{0})

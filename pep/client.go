@@ -50,8 +50,11 @@ type Client struct {
 	tel *telemetry
 
 	// Counters of Stats and of the metrics. Those every cached Check adds
-	// to are striped, so that cores do not contend on one word.
+	// to are striped, so that cores do not contend on one word. A Check
+	// answered from the cache counts only in cachedGrants or cachedDenies,
+	// which count both its call and its decision.
 	calls, granted, denied, errored      stripe.Counter
+	cachedGrants, cachedDenies           stripe.Counter
 	sent, retries, coalesced, failClosed atomic.Uint64
 }
 
@@ -266,7 +269,7 @@ type Stats struct {
 func (c *Client) Stats() Stats {
 	cs, n, bytes := c.cache.stats()
 	return Stats{
-		Calls:           c.calls.Load(),
+		Calls:           c.calls.Load() + c.cachedGrants.Load() + c.cachedDenies.Load(),
 		GatewayRequests: c.sent.Load(),
 		Retries:         c.retries.Load(),
 		Coalesced:       c.coalesced.Load(),

@@ -16,6 +16,6 @@ type CacheKey struct {
 func NewCacheKey(token, resource, scope string) CacheKey {
 	return CacheKey{
 		id:  tokenIdent{scheme: schemeBearer, token: token},
-		key: cacheKey{resource: resource, scope: scope, context: noContext},
+		key: cacheKey{resource: resource, scope: scope},
 	}
 }

@@ -127,8 +127,8 @@ func newTelemetry(c *Client, tp trace.TracerProvider, mp metric.MeterProvider, g
 			return nil
 		}
 		s := c.Stats()
-		o.ObserveInt64(decisions, int64(c.granted.Load()), grant)
-		o.ObserveInt64(decisions, int64(c.denied.Load()), deny)
+		o.ObserveInt64(decisions, int64(c.granted.Load()+c.cachedGrants.Load()), grant)
+		o.ObserveInt64(decisions, int64(c.denied.Load()+c.cachedDenies.Load()), deny)
 		o.ObserveInt64(decisions, int64(c.errored.Load()), errored)
 		o.ObserveInt64(decisions, int64(s.FailClosed), failed)
 		o.ObserveInt64(hits, int64(s.CacheHits), base)

@@ -1,13 +1,15 @@
 // Package stripe is a counter that many cores add to without sharing a
-// cache line: each addition goes to one of several padded cells, picked at
-// random, and a read sums them. The cache counts its hits with it and the
+// cache line: each addition goes to one of several padded cells, picked by
+// the adding goroutine's stack address (goroutines run on distinct stacks,
+// so goroutines on different cores mostly pick different cells, and each
+// keeps to its own), and a read sums them. The cache counts its hits with it and the
 // pep client its calls and decisions, so that cached Checks on different
 // cores do not contend on one atomic word.
 package stripe
 
 import (
-	"math/rand/v2"
 	"sync/atomic"
+	"unsafe"
 )
 
 // cells is the number of cells; a power of two, more than the cores that
@@ -24,7 +26,13 @@ type Counter struct {
 }
 
 // Add adds n.
-func (c *Counter) Add(n uint64) { c.cells[rand.Uint32()%cells].n.Add(n) }
+func (c *Counter) Add(n uint64) {
+	var here byte
+	// The address only picks a cell; it is never dereferenced, and a
+	// goroutine whose stack moves simply picks another one.
+	i := (uintptr(unsafe.Pointer(&here)) >> 12) % cells
+	c.cells[i].n.Add(n)
+}
 
 // Load returns the sum of every addition so far. It is not a snapshot:
 // additions made while it runs may or may not be counted.
