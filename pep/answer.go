@@ -109,6 +109,7 @@ func decodeAnswer(body []byte, queries []pair) (*answer, error) {
 	}
 
 	r := newReader(body)
+	defer r.free()
 	var sawStatus, sawPermissions bool
 	err := r.object(authorizeMembers, func(i int) error {
 		if i == 0 {
@@ -161,7 +162,7 @@ func (r *reader) permission() (pair, Status, error) {
 	var s Status
 	var seen [3]bool
 	err := r.object(permissionMembers, func(i int) error {
-		seen[i] = true
+		seen[i] = true // object refuses a second one
 		var err error
 		switch i {
 		case 0:

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/errgroup"
@@ -145,7 +146,8 @@ func mustGrant(b *testing.B, d pep.Decision, err error) {
 func BenchmarkCachedCheck(b *testing.B) {
 	g := startBenchGateway(b, nil)
 	tok := g.token(b)
-	c := g.newClient(b)
+	// Long TTLs: the entry must outlive every run of -count and -cpu.
+	c := g.newClient(b, pep.WithCache(pep.DefaultCacheSize, time.Hour, time.Hour))
 	c.SetToken(tok)
 	ctx := context.Background()
 	d, err := c.Check(ctx, "orders", "read")

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 )
 
@@ -27,9 +26,6 @@ func (c *Client) exchange(ctx context.Context, cl *call, cred credential, url st
 	return data, err
 }
 
-// activeOpt is the attribute set of http.client.active_requests.
-func (t *telemetry) activeOpt() metric.AddOption { return metric.WithAttributeSet(t.activeSet) }
-
 // send performs the request and says what its outcome tells about the
 // gateway's health (rule 11): transport failures, 502, 503 and 504 are
 // failures, and so is running out of the client's own timeout; a caller's
@@ -45,11 +41,11 @@ func (c *Client) send(ctx context.Context, cl *call, cred credential, url string
 	}
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	start := time.Now()
-	c.tel.active.Inst().Add(ctx, 1, c.tel.activeOpt())
+	c.tel.activeAdd(ctx, 1)
 	ch := c.newChain(cred)
 	status := 0
 	defer func() {
-		c.tel.active.Inst().Add(ctx, -1, c.tel.activeOpt())
+		c.tel.activeAdd(ctx, -1)
 		c.tel.endRequest(ctx, span, start, status, ch.retrier.retried, err)
 	}()
 	debug := c.logger.Enabled(ctx, slog.LevelDebug)

@@ -86,6 +86,7 @@ const maxOrganizationItems = 10_000
 // departments in all.
 func decodeOrganizations(data []byte) (OrganizationContext, error) {
 	r := newReader(data)
+	defer r.free()
 	r.budget = maxOrganizationItems
 	var oc OrganizationContext
 	var status, sawStatus, sawOrganization bool

@@ -5,21 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The gateway's answers are read strictly, so that no two JSON readers can
-// take one answer for two different things: a member named twice in one
-// object (jsontext refuses it), a member whose name differs from one the
+// take one answer for two different things: a member the client reads
+// named twice in one object, a member whose name differs from one the
 // client reads only in case (encoding/json would read "Status" as "status",
 // and folds "ſ" to "s"), a value of the wrong type, invalid UTF-8 or
 // anything after the answer are all errors. Members the client does not
-// read are skipped; memory is spent only on the values it keeps.
+// read are skipped, repeated or not (they cannot change what it reads);
+// memory is spent only on the values it keeps.
 
 // reader reads one JSON answer.
 type reader struct {
 	dec  *jsontext.Decoder
+	body bytes.Reader
 	name []byte // scratch space for unescaping member names
 	// budget is how many more items (tenants, departments) the answer
 	// may make the client keep; see spend.
@@ -34,8 +37,29 @@ func (r *reader) spend() error {
 	return nil
 }
 
+// readers keeps readers between answers, with their decoders' buffers.
+var readers = sync.Pool{New: func() any {
+	r := &reader{}
+	r.dec = jsontext.NewDecoder(&r.body)
+	return r
+}}
+
+// newReader returns a reader of body; release it with free when done.
+// jsontext's own duplicate-name check is off (it keeps a map per object):
+// object refuses a name it reads given twice, and the others do not matter.
 func newReader(body []byte) *reader {
-	return &reader{dec: jsontext.NewDecoder(bytes.NewReader(body))}
+	r := readers.Get().(*reader)
+	r.body.Reset(body)
+	r.dec.Reset(&r.body, jsontext.AllowDuplicateNames(true))
+	r.budget = 0
+	return r
+}
+
+// free returns r to the pool; it must not be used again.
+func (r *reader) free() {
+	r.body.Reset(nil)
+	r.dec.Reset(&r.body)
+	readers.Put(r)
 }
 
 // The reader's own errors. Their texts are fixed: nothing the gateway wrote
@@ -43,6 +67,7 @@ func newReader(body []byte) *reader {
 // shown either; see jsonProblem).
 var (
 	errAmbiguousMember = errors.New("a member's name differs from an expected one only in case")
+	errDuplicateMember = errors.New("a member is named twice in one object")
 	errMissingMember   = errors.New("an object lacks a member the client needs")
 	errUnknownStatus   = errors.New("a status is not GRANT, DENY or ERROR")
 	errWrongType       = errors.New("a value has the wrong type")
@@ -54,7 +79,7 @@ var (
 // jsonProblem describes why an answer could not be read, in words that hold
 // nothing of the answer itself.
 func jsonProblem(err error) string {
-	for _, own := range []error{errAmbiguousMember, errMissingMember, errUnknownStatus, errWrongType, errTrailingData, errTooManyPairs, errTooManyTenants} {
+	for _, own := range []error{errAmbiguousMember, errDuplicateMember, errMissingMember, errUnknownStatus, errWrongType, errTrailingData, errTooManyPairs, errTooManyTenants} {
 		if errors.Is(err, own) {
 			return own.Error()
 		}
@@ -75,6 +100,7 @@ func (r *reader) object(names []string, member func(i int) error) error {
 	if err := r.delim('{'); err != nil {
 		return err
 	}
+	var seen uint64 // the names read so far; objects read at most 64
 	for r.dec.PeekKind() != '}' {
 		raw, err := r.dec.ReadValue()
 		if err != nil {
@@ -87,6 +113,10 @@ func (r *reader) object(names []string, member func(i int) error) error {
 		i := index(names, name)
 		switch {
 		case i >= 0:
+			if seen&(1<<i) != 0 {
+				return errDuplicateMember
+			}
+			seen |= 1 << i
 			if err := member(i); err != nil {
 				return err
 			}

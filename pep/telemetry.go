@@ -59,7 +59,7 @@ type telemetry struct {
 	// base are the attributes of every span and metric of the client;
 	// server those of its gateway requests (semantic conventions).
 	base, server []attribute.KeyValue
-	activeSet    attribute.Set
+	activeOpt    metric.AddOption
 	registration metric.Registration
 }
 
@@ -86,7 +86,7 @@ func newTelemetry(c *Client, tp trace.TracerProvider, mp metric.MeterProvider, g
 			semconv.ServerPort(port), semconv.URLScheme(u.Scheme),
 		}
 	}
-	t.activeSet = attribute.NewSet(append(t.server, t.base...)...)
+	t.activeOpt = metric.WithAttributeSet(attribute.NewSet(append(t.server, t.base...)...))
 
 	meter := mp.Meter(instrumentation)
 	var errs []error
@@ -141,9 +141,14 @@ func newTelemetry(c *Client, tp trace.TracerProvider, mp metric.MeterProvider, g
 }
 
 // startCall starts the span of a public call that goes to the gateway.
+// Its attributes are made only for a span that records.
 func (t *telemetry) startCall(ctx context.Context, name string, pairs, cached int) (context.Context, trace.Span) {
-	attrs := append([]attribute.KeyValue{attrPairs.Int(pairs), attrCachedPairs.Int(cached)}, t.base...)
-	return t.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	ctx, span := t.tracer.Start(ctx, name)
+	if span.IsRecording() {
+		span.SetAttributes(t.base...)
+		span.SetAttributes(attrPairs.Int(pairs), attrCachedPairs.Int(cached))
+	}
+	return ctx, span
 }
 
 // cachedCall records a call answered wholly from the cache, as a span only
@@ -160,9 +165,11 @@ func (t *telemetry) cachedCall(ctx context.Context, name string, pairs int, outc
 // endCall ends a call's span with its outcome, and marks it failed when it
 // returned an error.
 func endCall(span trace.Span, outcome string, err error) {
-	span.SetAttributes(attrOutcome.String(outcome))
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
+	if span.IsRecording() {
+		span.SetAttributes(attrOutcome.String(outcome))
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
 	}
 	span.End()
 }
@@ -195,28 +202,49 @@ func outcomeOfErr(err error) string {
 // startRequest starts the client span of one gateway request; the caller
 // sends its trace context (propagation.TraceContext) with the request.
 func (t *telemetry) startRequest(ctx context.Context, url string, state BreakerState) (context.Context, trace.Span) {
-	attrs := append(append([]attribute.KeyValue{semconv.URLFull(url), attrBreaker.String(state.String())}, t.server...), t.base...)
-	return t.tracer.Start(ctx, http.MethodPost, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx, span := t.tracer.Start(ctx, http.MethodPost, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(t.server...)
+		span.SetAttributes(t.base...)
+		span.SetAttributes(semconv.URLFull(url), attrBreaker.String(state.String()))
+	}
+	return ctx, span
 }
 
-// endRequest ends a gateway request's span and records its duration.
+// endRequest ends a gateway request's span and records its duration;
+// attributes are made only for what records.
 func (t *telemetry) endRequest(ctx context.Context, span trace.Span, start time.Time, status, retries int, err error) {
-	attrs := make([]attribute.KeyValue, 0, len(t.server)+len(t.base)+2)
-	attrs = append(attrs, t.server...)
-	attrs = append(attrs, t.base...)
-	if status != 0 {
-		attrs = append(attrs, semconv.HTTPResponseStatusCode(status))
+	errType := errorType(status, err)
+	if t.duration.Inst().Enabled(ctx) {
+		attrs := make([]attribute.KeyValue, 0, len(t.server)+len(t.base)+2)
+		attrs = append(attrs, t.server...)
+		attrs = append(attrs, t.base...)
+		if status != 0 {
+			attrs = append(attrs, semconv.HTTPResponseStatusCode(status))
+		}
+		if errType != "" {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+		}
+		t.duration.Inst().Record(ctx, time.Since(start).Seconds(), metric.WithAttributeSet(attribute.NewSet(attrs...)))
 	}
-	if errType := errorType(status, err); errType != "" {
-		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
-		span.SetStatus(codes.Error, errType)
-	}
-	t.duration.Inst().Record(ctx, time.Since(start).Seconds(), metric.WithAttributeSet(attribute.NewSet(attrs...)))
-	span.SetAttributes(attrRetries.Int(retries))
-	if status != 0 {
-		span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+	if span.IsRecording() {
+		span.SetAttributes(attrRetries.Int(retries))
+		if status != 0 {
+			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+		}
+		if errType != "" {
+			span.SetStatus(codes.Error, errType)
+		}
 	}
 	span.End()
+}
+
+// activeAdd counts a gateway request in or out of
+// http.client.active_requests.
+func (t *telemetry) activeAdd(ctx context.Context, n int64) {
+	if t.active.Inst().Enabled(ctx) {
+		t.active.Inst().Add(ctx, n, t.activeOpt)
+	}
 }
 
 // errorType is the semantic conventions' error.type of a gateway request:
