@@ -1,5 +1,7 @@
 package pep
 
+import "unsafe"
+
 // pair is one resource-scope pair as the caller asked for it. In
 // ListGranted a pair may be a query for many: an empty scope stands for
 // every scope of the resource and the resource "*" for every resource.
@@ -22,7 +24,12 @@ func (q pair) covers(p pair) bool {
 // other code turns an answer into a decision, so no pair can inherit,
 // borrow or be renamed from another's entry.
 type answer struct {
-	listed map[pair]listing
+	// index finds a pair's listing; pairs[i] and listings[i] are the pair
+	// and its entries. Pairs asked for are there from the start, with no
+	// entry; pairs only a wildcard covers join as the gateway lists them.
+	index    map[pair]int
+	pairs    []pair
+	listings []listing
 	// order holds the pairs a wildcard query covers, in the order the
 	// gateway first listed them.
 	order []pair
@@ -39,7 +46,11 @@ type listing struct {
 // than once.
 func (a *answer) decide(p pair) Decision {
 	d := Decision{Resource: p.resource, Scope: p.scope}
-	switch l := a.listed[p]; l.count {
+	var l listing
+	if i, ok := a.index[p]; ok {
+		l = a.listings[i]
+	}
+	switch l.count {
 	case 1:
 		d.Status = l.status
 		if l.status == Error {
@@ -85,28 +96,17 @@ const maxListed = 10_000
 // does not parse, lacks status or permissions, has an entry without its
 // three strings, or names a status other than GRANT, DENY and ERROR.
 func decodeAnswer(body []byte, queries []pair) (*answer, error) {
-	a := &answer{listed: make(map[pair]listing, len(queries))}
-	var exact map[pair]bool
+	a := &answer{index: make(map[pair]int, len(queries))}
 	var wild []pair
 	for _, q := range queries {
 		if q.wildcard() {
 			wild = append(wild, q)
-			continue
+		} else if _, dup := a.index[q]; !dup {
+			a.index[q] = len(a.pairs)
+			a.pairs = append(a.pairs, q)
 		}
-		if exact == nil {
-			exact = make(map[pair]bool, len(queries))
-		}
-		exact[q] = true
 	}
-	wanted := func(p pair) (asked, covered bool) {
-		for _, q := range wild {
-			if q.covers(p) {
-				covered = true
-				break
-			}
-		}
-		return exact[p] || covered, covered
-	}
+	a.listings = make([]listing, len(a.pairs), max(len(a.pairs), 8))
 
 	r := newReader(body)
 	defer r.free()
@@ -119,28 +119,11 @@ func decodeAnswer(body []byte, queries []pair) (*answer, error) {
 		}
 		sawPermissions = true
 		return r.array(func() error {
-			p, s, err := r.permission()
+			res, scope, s, err := r.permission()
 			if err != nil {
 				return err
 			}
-			if p.wildcard() {
-				return nil // an entry no pair can match
-			}
-			keep, covered := wanted(p)
-			if !keep {
-				return nil
-			}
-			l := a.listed[p]
-			if l.count == 0 {
-				if len(a.listed) == maxListed {
-					return errTooManyPairs
-				}
-				if covered {
-					a.order = append(a.order, p)
-				}
-			}
-			a.listed[p] = listing{status: s, count: l.count + 1}
-			return nil
+			return a.note(res, scope, s, wild)
 		})
 	})
 	switch {
@@ -155,20 +138,70 @@ func decodeAnswer(body []byte, queries []pair) (*answer, error) {
 	return a, nil
 }
 
+// note counts one entry, named by its resource and scope as bytes of the
+// answer: the entry of a pair asked for is matched without copying them
+// (the pair keeps the query's strings); a pair only a wildcard covers is
+// copied and added; any other is dropped.
+func (a *answer) note(res, scope []byte, s Status, wild []pair) error {
+	view := pair{resource: unsafeString(res), scope: unsafeString(scope)}
+	if view.wildcard() {
+		return nil // an entry no pair can match
+	}
+	i, ok := a.index[view]
+	if !ok {
+		covered := false
+		for _, q := range wild {
+			if q.covers(view) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			return nil
+		}
+		if len(a.pairs) == maxListed {
+			return errTooManyPairs
+		}
+		p := pair{resource: string(res), scope: string(scope)}
+		i = len(a.pairs)
+		a.index[p] = i
+		a.pairs = append(a.pairs, p)
+		a.listings = append(a.listings, listing{})
+		a.order = append(a.order, p)
+	} else if a.listings[i].count == 0 && len(wild) > 0 {
+		for _, q := range wild { // asked for, and covered too
+			if q.covers(view) {
+				a.order = append(a.order, a.pairs[i])
+				break
+			}
+		}
+	}
+	a.listings[i] = listing{status: s, count: a.listings[i].count + 1}
+	return nil
+}
+
+// unsafeString views b as a string without copying, for map lookups only:
+// the string must not be kept, since b's bytes are the answer's or the
+// reader's scratch space.
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
 // permission reads one entry of permissions, which must carry the three
 // strings resource, scope and status.
-func (r *reader) permission() (pair, Status, error) {
-	var p pair
-	var s Status
+func (r *reader) permission() (res, scope []byte, s Status, err error) {
 	var seen [3]bool
-	err := r.object(permissionMembers, func(i int) error {
+	err = r.object(permissionMembers, func(i int) error {
 		seen[i] = true // object refuses a second one
 		var err error
 		switch i {
 		case 0:
-			p.resource, err = r.str()
+			res, err = r.bytes(&r.resScratch)
 		case 1:
-			p.scope, err = r.str()
+			scope, err = r.bytes(&r.scopeScratch)
 		default:
 			s, err = r.status()
 		}
@@ -177,18 +210,22 @@ func (r *reader) permission() (pair, Status, error) {
 	if err == nil && seen != [3]bool{true, true, true} {
 		err = errMissingMember
 	}
-	return p, s, err
+	return res, scope, s, err
 }
 
 // status reads one of the three status strings.
 func (r *reader) status() (Status, error) {
-	v, err := r.str()
+	b, err := r.bytes(&r.name)
 	if err != nil {
 		return Deny, err
 	}
-	s, ok := parseStatus(v)
-	if !ok {
-		return Deny, errUnknownStatus
+	switch string(b) { // no copy: the conversion is only compared
+	case "GRANT":
+		return Grant, nil
+	case "DENY":
+		return Deny, nil
+	case "ERROR":
+		return Error, nil
 	}
-	return s, nil
+	return Deny, errUnknownStatus
 }

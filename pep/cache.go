@@ -126,7 +126,8 @@ func (d *decisionCache) store(w *cache.Writer[tokenIdent, cacheKey, Status], cl 
 	if w == nil {
 		return
 	}
-	for p, l := range a.listed {
+	for i, l := range a.listings {
+		p := a.pairs[i]
 		if l.count != 1 || !cacheable(cl.id, p) {
 			continue
 		}

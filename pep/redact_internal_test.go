@@ -152,9 +152,12 @@ func BenchmarkPurge(b *testing.B) {
 			d, err := newDecisionCache(others+10, 1<<40, time.Hour, time.Hour, nil)
 			require.NoError(b, err)
 			granted := func(scopes ...string) *answer {
-				a := &answer{listed: map[pair]listing{}}
+				a := &answer{index: map[pair]int{}}
 				for _, s := range scopes {
-					a.listed[pair{resource: "orders", scope: s}] = listing{status: Grant, count: 1}
+					p := pair{resource: "orders", scope: s}
+					a.index[p] = len(a.pairs)
+					a.pairs = append(a.pairs, p)
+					a.listings = append(a.listings, listing{status: Grant, count: 1})
 				}
 				return a
 			}

@@ -24,6 +24,9 @@ type reader struct {
 	dec  *jsontext.Decoder
 	body bytes.Reader
 	name []byte // scratch space for unescaping member names
+	// scratch space for unescaping a permission's resource and scope, which
+	// must both stay valid until the permission is read
+	resScratch, scopeScratch []byte
 	// budget is how many more items (tenants, departments) the answer
 	// may make the client keep; see spend.
 	budget int
@@ -158,15 +161,27 @@ func (r *reader) delim(d jsontext.Kind) error {
 
 // str reads a string value.
 func (r *reader) str() (string, error) {
+	b, err := r.bytes(&r.name)
+	return string(b), err
+}
+
+// bytes reads a string value and returns its contents in *scratch, valid
+// until the next read into the same scratch space (the decoder's own
+// buffer may change at the next read of any value).
+func (r *reader) bytes(scratch *[]byte) ([]byte, error) {
 	raw, err := r.dec.ReadValue()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if raw.Kind() != '"' {
-		return "", fmt.Errorf("%w: found %v where a string was expected", errWrongType, raw.Kind())
+		return nil, fmt.Errorf("%w: found %v where a string was expected", errWrongType, raw.Kind())
 	}
-	b, err := r.unquote(raw)
-	return string(b), err
+	if bytes.IndexByte(raw, '\\') < 0 {
+		*scratch = append((*scratch)[:0], raw[1:len(raw)-1]...)
+		return *scratch, nil
+	}
+	*scratch, err = jsontext.AppendUnquote((*scratch)[:0], raw)
+	return *scratch, err
 }
 
 // boolean reads a true or false value.
