@@ -31,19 +31,6 @@ func (s Status) String() string {
 	return "Status(" + strconv.Itoa(int(s)) + ")"
 }
 
-// parseStatus maps a wire status to a Status; it is strict about case.
-func parseStatus(s string) (Status, bool) {
-	switch s {
-	case "GRANT":
-		return Grant, true
-	case "DENY":
-		return Deny, true
-	case "ERROR":
-		return Error, true
-	}
-	return Deny, false
-}
-
 // Decision is the answer for one resource-scope pair.
 type Decision struct {
 	Resource string
