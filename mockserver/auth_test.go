@@ -3,6 +3,7 @@ package mockserver
 import (
 	"crypto"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -148,22 +149,15 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 
 func TestAuthDecommissionedRealm(t *testing.T) {
 	h := newAuthHarness(t)
-	var tenantRealm string
-	err := h.s.store.Write(func(st *store.State) error {
-		key, kid := h.s.mustKey(t)
-		r, err := st.ProvisionTenant("initech", "free", "admin@initech.test", "pw", key, kid)
-		tenantRealm = r.Name
-		return err
-	})
+	key, kid := h.s.mustKey(t)
+	r, err := h.s.store.ProvisionTenant("initech", "free", "admin@initech.test", "pw", key, kid)
 	require.NoError(t, err)
-	tok := h.token(t, tenantRealm, "admin@initech.test")
+	tok := h.token(t, r.Name, "admin@initech.test")
 	resp, _ := h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
-	require.NoError(t, h.s.store.Write(func(st *store.State) error {
-		_, err := st.DecommissionTenant(st.Realms["initech"].Tenant.ID)
-		return err
-	}))
+	_, err = h.s.store.DecommissionTenant(r.TenantID())
+	require.NoError(t, err)
 	resp, _ = h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
@@ -200,17 +194,16 @@ func TestAuthPermissionsAndAudit(t *testing.T) {
 		})
 	}
 
-	var entries []store.AuditEntry
-	require.NoError(t, h.s.store.Read(func(st *store.State) error {
-		entries = st.AuditEntries(store.AuditFilter{})
+	entries := auditEntries(h.s, store.AuditFilter{})
+	ids := map[string]string{}
+	require.NoError(t, h.s.store.Read("acme", func(rm *store.Realm) error {
+		ids["alice"] = rm.UserByName["alice"]
+		ids["bob"] = rm.UserByName["bob"]
 		return nil
 	}))
-	ids := map[string]string{}
-	require.NoError(t, h.s.store.Read(func(st *store.State) error {
-		ids["alice"] = st.Realms["acme"].UserByName["alice"]
-		ids["bob"] = st.Realms["acme"].UserByName["bob"]
-		ids["ops"] = st.Realms["master"].UserByName["service-account-ops"]
-		ids["boot"] = st.Realms["master"].UserByName["service-account-platform-admin"]
+	require.NoError(t, h.s.store.Read("master", func(rm *store.Realm) error {
+		ids["ops"] = rm.UserByName["service-account-ops"]
+		ids["boot"] = rm.UserByName["service-account-platform-admin"]
 		return nil
 	}))
 	type row struct{ actor, action, tenant, typ, resID, outcome string }
@@ -243,4 +236,10 @@ func (s *Server) mustKey(t *testing.T) (crypto.Signer, string) {
 	k, kid, err := issuer.GenerateKey()
 	require.NoError(t, err)
 	return k, kid
+}
+
+// auditEntries returns every audit entry matching f, newest first.
+func auditEntries(s *Server, f store.AuditFilter) []store.AuditEntry {
+	entries, _ := s.store.AuditPage(f, 0, math.MaxInt)
+	return entries
 }

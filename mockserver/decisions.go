@@ -85,8 +85,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 		return
 	}
 	var res decision.Result
-	err = s.store.Read(func(st *store.State) error {
-		rm, client, err := decisionClient(st, c.realm, req.ClientID)
+	err = s.store.Read(c.realm, func(rm *store.Realm) error {
+		client, err := decisionClient(rm, req.ClientID)
 		if err != nil {
 			return err
 		}
@@ -187,18 +187,17 @@ func (req *authorizeRequest) check() ([]decision.Resource, string, error) {
 	return out, method, nil
 }
 
-// decisionClient returns the live realm and the client a decision request
-// names; an unknown client is a 400.
-func decisionClient(st *store.State, realm, clientID string) (*store.Realm, *store.Client, error) {
-	rm, ok := st.Realms[realm]
-	if !ok || rm.Decommissioned {
-		return nil, nil, store.NotFound("realm %q", realm)
+// decisionClient returns the client a decision request names in a live
+// realm; an unknown client is a 400.
+func decisionClient(rm *store.Realm, clientID string) (*store.Client, error) {
+	if rm.Decommissioned() {
+		return nil, store.NotFound("realm %q", rm.Name)
 	}
 	client, ok := rm.ClientNamed(clientID)
 	if !ok {
-		return nil, nil, badField("clientId", "unknown client %q", clientID)
+		return nil, badField("clientId", "unknown client %q", clientID)
 	}
-	return rm, client, nil
+	return client, nil
 }
 
 // getOrganizationsRequest is the body of /get-organizations.
@@ -245,9 +244,8 @@ func (s *Server) getOrganizations(w http.ResponseWriter, r *http.Request, c *cal
 		return
 	}
 	out := organizationContext{Status: true, Organization: organizationBody{UserID: c.subject, Tenants: []tenantBody{}}}
-	err := s.store.Read(func(st *store.State) error {
-		rm, _, err := decisionClient(st, c.realm, req.ClientID)
-		if err != nil {
+	err := s.store.Read(c.realm, func(rm *store.Realm) error {
+		if _, err := decisionClient(rm, req.ClientID); err != nil {
 			return err
 		}
 		for _, m := range rm.UserOrganizations(c.subject) {
@@ -270,8 +268,7 @@ func (s *Server) getOrganizations(w http.ResponseWriter, r *http.Request, c *cal
 // call: a delay of decisionLatencyMs (cut short when the request is
 // cancelled) and, with probability decisionFailureRate, a 503.
 func (s *Server) injectFaults(ctx context.Context) error {
-	var cfg store.Config
-	_ = s.store.Read(func(st *store.State) error { cfg = st.Config; return nil })
+	cfg := s.store.Config()
 	if cfg.DecisionLatencyMs > 0 {
 		t := time.NewTimer(time.Duration(cfg.DecisionLatencyMs) * time.Millisecond)
 		select {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/issuer"
-	"github.com/orgauthz/orgauthz/internal/store"
 )
 
 // This file binds tokens to DPoP keys (RFC 9449): proofs at the token
@@ -88,9 +87,7 @@ func newAuthState(s *Server) (*authState, error) {
 
 // nonceRequired reports the configuration's dpopNonceRequired.
 func (s *Server) nonceRequired() bool {
-	var req bool
-	_ = s.store.Read(func(st *store.State) error { req = st.Config.DPoPNonceRequired; return nil })
-	return req
+	return s.store.Config().DPoPNonceRequired
 }
 
 // requestURL is the absolute URL of r as the client addressed it: the

@@ -179,13 +179,14 @@ func (s *Server) load(f Fixture, adminSecret string) (string, error) {
 		return "", err
 	}
 
-	err = s.store.Write(func(st *store.State) error {
-		for name, r := range realms {
-			st.Realms[name] = r
-		}
-		return nil
-	})
-	return adminSecret, err
+	all := make([]*store.Realm, 0, len(realms))
+	for _, r := range realms {
+		all = append(all, r)
+	}
+	if err := s.store.Install(all...); err != nil {
+		return "", fixtureError("%v", err)
+	}
+	return adminSecret, nil
 }
 
 // seedPlatformAdmins adds the platform-admin role, the fixture's platform

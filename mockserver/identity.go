@@ -26,9 +26,8 @@ func (s *Server) identityRoutes(mux *http.ServeMux) {
 // liveRealm runs fn on the named realm when it exists and is not
 // decommissioned, else returns a 404.
 func (s *Server) liveRealm(name string, fn func(r *store.Realm) error) error {
-	return s.store.Read(func(st *store.State) error {
-		r, ok := st.Realms[name]
-		if !ok || r.Decommissioned {
+	return s.store.Read(name, func(r *store.Realm) error {
+		if r.Decommissioned() {
 			return store.NotFound("realm %q", name)
 		}
 		return fn(r)

@@ -213,8 +213,7 @@ func (a *orgAPI) createDept(orgID, parentID, name, alias string) string {
 func (a *orgAPI) id(kind, name string) string {
 	a.t.Helper()
 	var id string
-	require.NoError(a.t, a.s.store.Read(func(st *store.State) error {
-		rm := st.Realms["acme"]
+	require.NoError(a.t, a.s.store.Read("acme", func(rm *store.Realm) error {
 		switch kind {
 		case "user":
 			id = rm.UserByName[name]
@@ -236,10 +235,11 @@ func (a *orgAPI) id(kind, name string) string {
 // realm runs fn on acme's store state and then checks the invariants.
 func (a *orgAPI) realm(fn func(rm *store.Realm)) {
 	a.t.Helper()
-	require.NoError(a.t, a.s.store.Read(func(st *store.State) error {
-		fn(st.Realms["acme"])
-		return st.CheckInvariants()
+	require.NoError(a.t, a.s.store.Read("acme", func(rm *store.Realm) error {
+		fn(rm)
+		return nil
 	}))
+	require.NoError(a.t, a.s.store.CheckInvariants())
 }
 
 func TestOrganizationCRUD(t *testing.T) {
@@ -366,7 +366,9 @@ func TestPagination(t *testing.T) {
 	}
 
 	// The maximum follows the platform configuration.
-	require.NoError(t, a.s.store.Write(func(st *store.State) error { st.Config.MaxPageSize = 10; return nil }))
+	cfg := a.s.store.Config()
+	cfg.MaxPageSize = 10
+	a.s.store.SetConfig(cfg)
 	small := list[orgJSON](a, "?count=50")
 	assert.Equal(t, 10, small.MetaData.CurrentPagination.Count)
 	assert.Len(t, small.Results, 10)

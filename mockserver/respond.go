@@ -178,14 +178,3 @@ type listBody[T any] struct {
 	} `json:"metaData"`
 	Results []T `json:"results"`
 }
-
-// writePage writes the window p of all (already sorted) as a paginated list.
-func writePage[T any](w http.ResponseWriter, p page, all []T) {
-	var body listBody[T]
-	body.MetaData.CurrentPagination = p
-	body.MetaData.TotalRows = len(all)
-	start := min(p.Offset, len(all))
-	end := min(start+p.Count, len(all))
-	body.Results = append(make([]T, 0, end-start), all[start:end]...)
-	writeJSON(w, http.StatusOK, body)
-}

@@ -78,12 +78,9 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, tim
 		signed   string
 		lifetime time.Duration
 	)
-	err := s.store.Read(func(st *store.State) error {
-		r, err := st.Realm(realm)
-		if err != nil {
-			return err
-		}
-		if r.Decommissioned {
+	cfg := s.store.Config()
+	err := s.store.Read(realm, func(r *store.Realm) error {
+		if r.Decommissioned() {
 			return store.NotFound("realm %q is decommissioned", realm)
 		}
 		u, ok := r.UserNamed(username)
@@ -102,7 +99,7 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, tim
 		}
 		lifetime = spec.lifetime
 		if lifetime == 0 {
-			lifetime = time.Duration(st.Config.TokenLifetimeSeconds) * time.Second
+			lifetime = time.Duration(cfg.TokenLifetimeSeconds) * time.Second
 		}
 		claims = userClaims(r, u, clientID, s.now(), lifetime)
 		claims.Issuer = issuer.RealmIssuer(base, realm)
@@ -112,6 +109,7 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, tim
 		}
 		// Sign under the read lock: the key is immutable, signing is quick,
 		// and it keeps the realm's key and kid consistent.
+		var err error
 		signed, err = issuer.Sign(r.SigningKey, r.KeyID, &claims)
 		return err
 	})

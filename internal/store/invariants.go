@@ -5,19 +5,35 @@ import (
 	"fmt"
 )
 
-// CheckInvariants checks, under the read lock, that every realm's
-// organization data is consistent (see (*Realm).CheckInvariants). Tests call
-// it after concurrent or cascading changes.
+// CheckInvariants checks that every realm's organization data is consistent
+// (see (*Realm).CheckInvariants), each realm under its own read lock, and
+// that the store's maps agree with the realms they hold. Tests call it after
+// concurrent or cascading changes.
 func (s *Store) CheckInvariants() error {
-	return s.Read(func(st *State) error { return st.CheckInvariants() })
-}
-
-// CheckInvariants checks every realm of the state.
-func (st *State) CheckInvariants() error {
 	var errs []error
-	for name, r := range st.Realms {
-		if err := r.CheckInvariants(); err != nil {
-			errs = append(errs, fmt.Errorf("realm %q: %w", name, err))
+	s.mu.RLock()
+	realms := make([]*Realm, 0, len(s.realms))
+	for name, r := range s.realms {
+		if r.Name != name {
+			errs = append(errs, fmt.Errorf("realm %q stored under %q", r.Name, name))
+		}
+		if r.Tenant != nil && s.tenants[r.Tenant.ID] != r {
+			errs = append(errs, fmt.Errorf("realm %q: tenant %q not indexed", name, r.Tenant.ID))
+		}
+		realms = append(realms, r)
+	}
+	for id, r := range s.tenants {
+		if r.Tenant == nil || r.Tenant.ID != id || s.realms[r.Name] != r {
+			errs = append(errs, fmt.Errorf("tenant %q: index names another realm", id))
+		}
+	}
+	s.mu.RUnlock()
+	for _, r := range realms {
+		r.mu.RLock()
+		err := r.CheckInvariants()
+		r.mu.RUnlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("realm %q: %w", r.Name, err))
 		}
 	}
 	return errors.Join(errs...)

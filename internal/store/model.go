@@ -2,6 +2,8 @@ package store
 
 import (
 	"crypto"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,14 +24,21 @@ type Set map[string]struct{}
 
 // Realm is one tenant: its identity objects and its organization hierarchy.
 // Maps are keyed by id unless their name says otherwise.
+//
+// Once a realm is in a Store, its fields are read inside Store.Read and
+// written inside Store.Write, except those that never change after it is
+// installed: Name, CreatedAt, SigningKey, KeyID and the tenant's ID, which
+// the identity side reads without the realm's lock. Decommissioned is safe
+// to call at any time.
 type Realm struct {
+	mu   sync.RWMutex // the realm's lock, taken by Store.Read and Store.Write
+	gone atomic.Bool  // decommissioned
+
 	Name      string
 	CreatedAt time.Time
 
 	// Tenant is set for realms provisioned through platform administration.
 	Tenant *Tenant
-	// Decommissioned realms refuse every token; they keep their data.
-	Decommissioned bool
 
 	// SigningKey signs the realm's tokens; KeyID names it in the JWKS.
 	SigningKey crypto.Signer
