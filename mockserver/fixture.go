@@ -274,8 +274,7 @@ func buildRealm(fr *FixtureRealm, now time.Time) (*store.Realm, error) {
 		}
 		if def, ok := r.RoleNamed(ro.Name); ok && (ro.Name == store.RoleRealmAdmin || ro.Name == store.RoleOfflineAccess) {
 			// A fixture may restate the default roles, e.g. to describe them.
-			def.Description = ro.Description
-			def.Attributes = store.Attributes(ro.Attributes).Clone()
+			_ = r.DescribeRole(def.ID, ro.Description, ro.Attributes) // def exists
 			continue
 		}
 		if _, err := r.AddRole(ro.Name, ro.Description, ro.Attributes); err != nil {
@@ -465,11 +464,13 @@ func (b *realmBuilder) organization(fo FixtureOrganization) error {
 			return b.errorf("%s: application %q: %v", owner, clientID, err)
 		}
 	}
-	return b.departments(fo.Departments, org.ID, org.ID, owner)
+	return b.departments(fo.Departments, org.ID, "", owner)
 }
 
 // departments creates list, with their subtrees and assigned users, under
-// parentID in organization orgID; owner names the organization.
+// parentID ("" for the roots) in organization orgID; owner names the
+// organization. Each department costs its own checks: loading is linear in
+// the size of the fixture.
 func (b *realmBuilder) departments(list []FixtureDepartment, orgID, parentID, owner string) error {
 	for _, fd := range list {
 		do := fmt.Sprintf("%s: department %q", owner, fd.Alias)

@@ -27,18 +27,44 @@ func (r *Realm) AddRole(name, description string, attrs Attributes) (*Role, erro
 		return nil, Conflict("role %q already exists", name)
 	}
 	ro := &Role{ID: NewID(), Name: name, Description: description, Attributes: attrs.Clone()}
-	r.Roles[ro.ID] = ro
-	r.RoleByName[name] = ro.ID
+	r.addRole(ro)
 	return ro, nil
+}
+
+// addRole adds a new role to the realm's maps and lists.
+func (r *Realm) addRole(ro *Role) {
+	r.Roles[ro.ID] = ro
+	r.RoleByName[ro.Name] = ro.ID
+	r.roleList = insertSorted(r.roleList, ro, cmpRole)
+	if ro.IsGlobal() {
+		r.globalRoles[ro.ID] = struct{}{}
+	}
+}
+
+func cmpRole(a, b *Role) int { return byName(a.Name, a.ID, b.Name, b.ID) }
+
+// DescribeRole replaces the description and attributes of a role (the
+// fixture loader restates the default roles with it); the role may become
+// global or stop being global.
+func (r *Realm) DescribeRole(id, description string, attrs Attributes) error {
+	ro, ok := r.Roles[id]
+	if !ok {
+		return NotFound("role %q", id)
+	}
+	ro.Description, ro.Attributes = description, attrs.Clone()
+	if ro.IsGlobal() {
+		r.globalRoles[id] = struct{}{}
+	} else {
+		delete(r.globalRoles, id)
+	}
+	return nil
 }
 
 // AddGroup creates a realm group holding roleIDs. Group names are unique
 // within a realm (they are paths at the top level).
 func (r *Realm) AddGroup(name string, attrs Attributes, roleIDs []string) (*Group, error) {
-	for _, g := range r.Groups {
-		if g.Name == name {
-			return nil, Conflict("group %q already exists", name)
-		}
+	if _, taken := r.GroupByName[name]; taken {
+		return nil, Conflict("group %q already exists", name)
 	}
 	set, err := r.roleSet(roleIDs)
 	if err != nil {
@@ -46,6 +72,7 @@ func (r *Realm) AddGroup(name string, attrs Attributes, roleIDs []string) (*Grou
 	}
 	g := &Group{ID: NewID(), Name: name, Path: "/" + name, Attributes: attrs.Clone(), RoleIDs: set}
 	r.Groups[g.ID] = g
+	r.GroupByName[name] = g.ID
 	return g, nil
 }
 

@@ -54,7 +54,9 @@ type Realm struct {
 
 	Orgs       map[string]*Organization
 	OrgByAlias map[string]string // alias -> org id
-	Depts      map[string]*Department
+	// Depts holds every department of the realm by id; orgs indexes them
+	// per organization (see orgIndex).
+	Depts map[string]*Department
 	// Assignments by AssignmentKey; AssignmentsByUser and AssignmentsByDept
 	// index the same values.
 	Assignments       map[AssignmentKey]*Assignment
@@ -65,10 +67,22 @@ type Realm struct {
 	OrgGroups map[string]Set    // org id -> linked group ids
 	GroupOrg  map[string]string // group id -> the org it is linked to
 	OrgApps   map[string]Set    // org id -> assigned application ids
+	AppOrgs   map[string]Set    // application id -> the org ids it is assigned to
 	Apps      map[string]*Application
 	AppByID   map[string]string // clientId -> application id
 	PropTmpls map[string]*PropertyTemplate
 	DeptTmpls map[string]*DepartmentTemplate
+
+	// orgs holds each organization's index; orgList the organizations
+	// sorted by name then id.
+	orgs    map[string]*orgIndex
+	orgList []*Organization
+	// GroupByName maps a group name to its id.
+	GroupByName map[string]string
+	// roleList holds the realm roles sorted by name then id; globalRoles
+	// the ids of the global ones.
+	roleList    []*Role
+	globalRoles Set
 }
 
 // NewRealm returns an empty realm with every map allocated.
@@ -93,10 +107,14 @@ func NewRealm(name string, now time.Time) *Realm {
 		OrgGroups:         map[string]Set{},
 		GroupOrg:          map[string]string{},
 		OrgApps:           map[string]Set{},
+		AppOrgs:           map[string]Set{},
 		Apps:              map[string]*Application{},
 		AppByID:           map[string]string{},
 		PropTmpls:         map[string]*PropertyTemplate{},
 		DeptTmpls:         map[string]*DepartmentTemplate{},
+		orgs:              map[string]*orgIndex{},
+		GroupByName:       map[string]string{},
+		globalRoles:       Set{},
 	}
 }
 

@@ -159,17 +159,20 @@ func (r *Realm) OrganizationByAlias(alias string) (*Organization, error) {
 
 // Organizations returns the realm's organizations whose name or alias
 // contains search (case-insensitive; empty matches all), sorted by name then
-// id.
+// id. Without a search the list is the realm's index: it costs nothing to
+// get and must not be changed; a search costs one pass over the
+// organizations.
 func (r *Realm) Organizations(search string) []*Organization {
+	if search == "" {
+		return r.orgList
+	}
 	search = strings.ToLower(search)
-	out := make([]*Organization, 0, len(r.Orgs))
-	for _, o := range r.Orgs {
-		if search == "" || strings.Contains(strings.ToLower(o.Name), search) ||
-			strings.Contains(o.Alias, search) {
+	out := []*Organization{}
+	for _, o := range r.orgList {
+		if strings.Contains(strings.ToLower(o.Name), search) || strings.Contains(o.Alias, search) {
 			out = append(out, o)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Organization) int { return byName(a.Name, a.ID, b.Name, b.ID) })
 	return out
 }
 
@@ -194,6 +197,8 @@ func (r *Realm) CreateOrganization(spec OrgSpec, now time.Time) (*Organization, 
 	}
 	r.Orgs[o.ID] = o
 	r.OrgByAlias[o.Alias] = o.ID
+	r.orgs[o.ID] = newOrgIndex()
+	r.orgList = insertSorted(r.orgList, o, cmpOrg)
 	return o, nil
 }
 
@@ -209,22 +214,30 @@ func (r *Realm) UpdateOrganization(id string, spec OrgSpec) (*Organization, erro
 	if err != nil {
 		return nil, err
 	}
-	o.Name, o.Description, o.Attributes = spec.Name, spec.Description, spec.Attributes
+	if spec.Name != o.Name {
+		r.orgList = removeSorted(r.orgList, o, cmpOrg)
+		o.Name = spec.Name
+		r.orgList = insertSorted(r.orgList, o, cmpOrg)
+	}
+	o.Description, o.Attributes = spec.Description, spec.Attributes
 	return o, nil
 }
 
 // DeleteOrganization removes an organization with everything that hangs on
 // it: its departments and their assignments (and so the template grants
 // anchored to them), its role, group and application links, and its property
-// and department templates. Realm roles, groups, clients and users stay.
+// and department templates. Realm roles, groups, clients and users stay. It
+// costs the size of the organization, never of the realm.
 func (r *Realm) DeleteOrganization(id string) error {
 	o, err := r.Organization(id)
 	if err != nil {
 		return err
 	}
-	for deptID, d := range r.Depts {
-		if d.OrgID == id {
-			r.removeDepartment(deptID)
+	ix := r.orgIndex(id)
+	for _, root := range slices.Clone(ix.children[id]) {
+		sub := r.subtree(root.ID)
+		for i := len(sub) - 1; i >= 0; i-- {
+			r.removeDepartment(sub[i])
 		}
 	}
 	for gid := range r.OrgGroups[id] {
@@ -232,17 +245,18 @@ func (r *Realm) DeleteOrganization(id string) error {
 	}
 	delete(r.OrgGroups, id)
 	delete(r.OrgRoles, id)
+	for aid := range r.OrgApps[id] {
+		indexRemove(r.AppOrgs, aid, id)
+	}
 	delete(r.OrgApps, id)
-	for tid, t := range r.PropTmpls {
-		if t.OrgID == id {
-			delete(r.PropTmpls, tid)
-		}
+	for tid := range ix.propTmpls {
+		delete(r.PropTmpls, tid)
 	}
-	for tid, t := range r.DeptTmpls {
-		if t.OrgID == id {
-			delete(r.DeptTmpls, tid)
-		}
+	for tid := range ix.deptTmpls {
+		delete(r.DeptTmpls, tid)
 	}
+	delete(r.orgs, id)
+	r.orgList = removeSorted(r.orgList, o, cmpOrg)
 	delete(r.OrgByAlias, o.Alias)
 	delete(r.Orgs, id)
 	return nil
