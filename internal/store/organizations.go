@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -264,11 +265,41 @@ func (r *Realm) DeleteOrganization(id string) error {
 
 // byName orders by name (case-insensitive, then exact), then id.
 func byName(nameA, idA, nameB, idB string) int {
-	if c := cmp.Compare(strings.ToLower(nameA), strings.ToLower(nameB)); c != 0 {
+	if c := compareLower(nameA, nameB); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(nameA, nameB); c != 0 {
 		return c
 	}
 	return cmp.Compare(idA, idB)
+}
+
+// compareLower compares strings.ToLower(a) with strings.ToLower(b) without
+// building them: lists are sorted and searched with it on every change.
+func compareLower(a, b string) int {
+	for a != "" && b != "" {
+		var ra, rb rune
+		if c := a[0]; c < utf8.RuneSelf {
+			ra, a = rune(c), a[1:]
+			if 'A' <= ra && ra <= 'Z' {
+				ra += 'a' - 'A'
+			}
+		} else {
+			r, n := utf8.DecodeRuneInString(a)
+			ra, a = unicode.ToLower(r), a[n:]
+		}
+		if c := b[0]; c < utf8.RuneSelf {
+			rb, b = rune(c), b[1:]
+			if 'A' <= rb && rb <= 'Z' {
+				rb += 'a' - 'A'
+			}
+		} else {
+			r, n := utf8.DecodeRuneInString(b)
+			rb, b = unicode.ToLower(r), b[n:]
+		}
+		if ra != rb {
+			return cmp.Compare(ra, rb)
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -170,4 +171,17 @@ func flattenOrgs(orgs []*OrgNode) []string {
 		walk(o.Children, "  ")
 	}
 	return slices.Clip(out)
+}
+
+// TestCompareLowerMatchesToLower: the allocation-free comparison orders as
+// comparing strings.ToLower of both sides does.
+func TestCompareLowerMatchesToLower(t *testing.T) {
+	words := []string{"", "a", "A", "ab", "aB", "Ab", "b", "Z", "é", "É", "Ünit", "unit", "İstanbul", "istanbul",
+		"ß", "SS", "\xff", "\xffa", "Org 1", "org 10", "ΣΑΣ", "σας", "K", "\u212a"}
+	for _, a := range words {
+		for _, b := range words {
+			want := strings.Compare(strings.ToLower(a), strings.ToLower(b))
+			assert.Equal(t, want, compareLower(a, b), "%q vs %q", a, b)
+		}
+	}
 }
