@@ -1,11 +1,13 @@
 package mockserver
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/decision"
@@ -161,9 +163,9 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 // errRealmGone is the validation error for a missing or decommissioned realm.
 var errRealmGone = errors.New("realm not found or decommissioned")
 
-// verifyToken checks raw's signature by realm's current key, its issuer and
-// its expiry, and that the realm is live. Messages name the failed check
-// without echoing the token.
+// verifyToken checks raw's signature by realm's current key, its issuer,
+// its exp and nbf, and that the realm is live. Messages name the failed
+// check without echoing the token.
 func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims, error) {
 	// The realm's key never changes once it is installed: no lock is
 	// taken, so no work in any realm delays a token check.
@@ -173,9 +175,10 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	}
 	key, kid := rm.SigningKey.Public(), rm.KeyID
 	iss, now := issuer.RealmIssuer(s.issuerBase(r), realm), s.now()
-	if c, ok := s.auth.verified.get(raw, kid, iss); ok {
-		if c.Expiry == nil || !now.Before(c.Expiry.Time()) {
-			return nil, errors.New("token expired")
+	key256 := sha256.Sum256([]byte(raw))
+	if c, ok := s.auth.verified.get(key256, kid, iss); ok {
+		if err := c.CheckTime(now); err != nil {
+			return nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
 		}
 		return c, nil
 	}
@@ -183,17 +186,19 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
 	}
-	s.auth.verified.put(raw, kid, c)
+	s.auth.verified.Add(key256, verifiedToken{kid: kid, claims: c})
 	return c, nil
 }
 
-// verifiedTokens remembers tokens whose signature checked out, so that a
-// token used again skips the signature check. Everything else (realm live,
-// key current, issuer, expiry, DPoP binding) is checked on every use. It is
-// bounded: when full it starts over. Claims in it are shared and read-only.
+// verifiedTokens remembers tokens whose signature checked out, by the
+// SHA-256 of the token, so that a token used again skips the signature
+// check. Everything else (realm live, key current, issuer, exp and nbf,
+// DPoP binding) is checked on every use. It is a bounded LRU: when full it
+// forgets the least recently used token, one at a time, so more distinct
+// callers than it holds cost a signature check each for the ones forgotten,
+// never a check for everyone. Claims in it are shared and read-only.
 type verifiedTokens struct {
-	mu sync.RWMutex
-	m  map[string]verifiedToken
+	*lru.Cache[[sha256.Size]byte, verifiedToken]
 }
 
 type verifiedToken struct {
@@ -201,26 +206,23 @@ type verifiedToken struct {
 	claims *issuer.Claims
 }
 
-// maxVerifiedTokens bounds the verified-token cache.
-const maxVerifiedTokens = 10_000
+// maxVerifiedTokens bounds the verified-token cache: 2^17 entries of about
+// a kilobyte each at most.
+const maxVerifiedTokens = 1 << 17
 
-func (v *verifiedTokens) get(raw, kid, iss string) (*issuer.Claims, bool) {
-	v.mu.RLock()
-	e, ok := v.m[raw]
-	v.mu.RUnlock()
+func newVerifiedTokens() verifiedTokens {
+	c, _ := lru.New[[sha256.Size]byte, verifiedToken](maxVerifiedTokens) // fails only for a size below 1
+	return verifiedTokens{c}
+}
+
+// get returns the claims of a token verified before with key kid for
+// issuer iss.
+func (v verifiedTokens) get(key [sha256.Size]byte, kid, iss string) (*issuer.Claims, bool) {
+	e, ok := v.Get(key)
 	if !ok || e.kid != kid || e.claims.Issuer != iss {
 		return nil, false
 	}
 	return e.claims, true
-}
-
-func (v *verifiedTokens) put(raw, kid string, c *issuer.Claims) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.m == nil || len(v.m) >= maxVerifiedTokens {
-		v.m = make(map[string]verifiedToken)
-	}
-	v.m[raw] = verifiedToken{kid: kid, claims: c}
 }
 
 // issuerBase is the public base URL of the server: WithIssuer's, else the

@@ -2,15 +2,19 @@ package mockserver
 
 import (
 	"crypto"
+	"crypto/sha256"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/issuer"
@@ -103,6 +107,7 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 	alice := h.token(t, "acme", "alice")
 	expired := h.token(t, "acme", "alice", TokenLifetime(-time.Second))
 	gina := h.token(t, "globex", "gina")
+	notYet := h.signed(t, "acme", "alice", func(c *issuer.Claims) { c.NotBefore = jwt.NewNumericDate(h.clock().Add(time.Hour)) })
 
 	// A token minted by a server with another issuer base but the same key
 	// cannot be made here; a token signed for acme by another server is.
@@ -124,6 +129,7 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 		{"unknown scheme", "/probe/acme/any", "Basic abc", `Bearer realm="acme"`},
 		{"garbage", "/probe/acme/any", "Bearer abc.def.ghi", `error="invalid_token"`},
 		{"expired", "/probe/acme/any", "Bearer " + expired, `error="invalid_token", error_description="invalid token: token expired"`},
+		{"not yet valid", "/probe/acme/any", "Bearer " + notYet, `error="invalid_token", error_description="invalid token: token not yet valid"`},
 		{"wrong issuer", "/probe/acme/any", "Bearer " + wrongIss, `error_description="invalid token: token issued by another issuer"`},
 		{"other server's key", "/probe/acme/any", "Bearer " + foreign, `error="invalid_token"`},
 		{"other realm", "/probe/acme/any", "Bearer " + gina, `error="invalid_token"`},
@@ -228,6 +234,63 @@ func TestAuthClock(t *testing.T) {
 	h.now.Add(int64(time.Minute)) // the store clock now says expired
 	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+// TestAuthChecksNotBeforeOnEveryUse: a token whose nbf lies ahead is
+// refused, accepted once the clock reaches it, and refused again from the
+// verified-token cache if the clock goes back before it.
+func TestAuthChecksNotBeforeOnEveryUse(t *testing.T) {
+	h := newAuthHarness(t)
+	tok := h.signed(t, "acme", "alice", func(c *issuer.Claims) { c.NotBefore = jwt.NewNumericDate(h.clock().Add(time.Minute)) })
+	resp, _ := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	h.now.Add(int64(2 * time.Minute))
+	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	h.now.Add(-int64(2 * time.Minute))
+	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+// TestVerifiedTokensEvictOneAtATime: a full cache forgets its least recently
+// used token only; it used to forget every token at once.
+func TestVerifiedTokensEvictOneAtATime(t *testing.T) {
+	t.Parallel()
+	v := newVerifiedTokens()
+	c := &issuer.Claims{}
+	key := func(i int) [32]byte { return sha256.Sum256([]byte(strconv.Itoa(i))) }
+	for i := range maxVerifiedTokens + 1 {
+		v.Add(key(i), verifiedToken{kid: "k", claims: c})
+	}
+	require.Equal(t, maxVerifiedTokens, v.Len())
+	_, ok := v.get(key(0), "k", "")
+	require.False(t, ok, "the least recently used token is forgotten")
+	for _, i := range []int{1, maxVerifiedTokens / 2, maxVerifiedTokens} {
+		_, ok := v.get(key(i), "k", "")
+		require.True(t, ok, "token %d is still cached", i)
+	}
+	_, ok = v.get(key(1), "other-kid", "")
+	require.False(t, ok, "a token verified with another key does not count")
+}
+
+// clock returns the harness server's current time.
+func (h *authHarness) clock() time.Time { return time.Unix(0, h.now.Load()).UTC() }
+
+// signed mints a token of realm for user with claims changed by edit,
+// signed by the realm's key.
+func (h *authHarness) signed(t *testing.T, realm, user string, edit func(*issuer.Claims)) string {
+	t.Helper()
+	raw := h.token(t, realm, user)
+	rm, ok := h.s.store.Lookup(realm)
+	require.True(t, ok)
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{issuer.Algorithm})
+	require.NoError(t, err)
+	var c issuer.Claims
+	require.NoError(t, tok.Claims(rm.SigningKey.Public(), &c))
+	edit(&c)
+	out, err := issuer.Sign(rm.SigningKey, rm.KeyID, &c)
+	require.NoError(t, err)
+	return out
 }
 
 // mustKey returns a fresh signing key for a test realm.

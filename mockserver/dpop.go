@@ -75,7 +75,7 @@ func (n *nonceSource) rotate() {
 // which shares one replay cache between the token endpoint and every
 // protected route, and the nonce source.
 func newAuthState(s *Server) (*authState, error) {
-	a := &authState{}
+	a := &authState{verified: newVerifiedTokens()}
 	a.nonces = &nonceSource{now: s.now, required: s.nonceRequired}
 	v, err := dpop.NewVerifier(dpop.WithClock(s.now), dpop.WithNonces(a.nonces))
 	if err != nil {

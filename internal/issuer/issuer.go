@@ -34,6 +34,8 @@ var (
 	ErrIssuer = errors.New("issuer: token issued by another issuer")
 	// ErrExpired reports a token past its exp (or without one).
 	ErrExpired = errors.New("issuer: token expired")
+	// ErrNotYetValid reports a token used before its nbf.
+	ErrNotYetValid = errors.New("issuer: token not yet valid")
 )
 
 // Access is the roles block of realm_access and resource_access.
@@ -124,7 +126,7 @@ func Sign(key crypto.Signer, kid string, c *Claims) (string, error) {
 
 // Verify checks raw against the realm's current key (pub, kid), its issuer
 // URL and the time now, and returns its claims. The checks run in this
-// order: shape, key id, signature, issuer, expiry.
+// order: shape, key id, signature, issuer, then CheckTime.
 func Verify(raw string, pub crypto.PublicKey, kid, issuer string, now time.Time) (*Claims, error) {
 	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{Algorithm})
 	if err != nil || len(tok.Headers) != 1 {
@@ -140,10 +142,24 @@ func Verify(raw string, pub crypto.PublicKey, kid, issuer string, now time.Time)
 	if c.Issuer != issuer {
 		return nil, ErrIssuer
 	}
-	if c.Expiry == nil || !now.Before(c.Expiry.Time()) {
-		return nil, ErrExpired
+	if err := c.CheckTime(now); err != nil {
+		return nil, err
 	}
 	return &c, nil
+}
+
+// CheckTime reports ErrExpired unless now is before the token's exp (a
+// token without exp is expired) and ErrNotYetValid when now is before its
+// nbf. The issuer's own clock mints every token, so there is no leeway.
+// Callers that cache verified claims call it on every use.
+func (c *Claims) CheckTime(now time.Time) error {
+	if c.Expiry == nil || !now.Before(c.Expiry.Time()) {
+		return ErrExpired
+	}
+	if c.NotBefore != nil && now.Before(c.NotBefore.Time()) {
+		return ErrNotYetValid
+	}
+	return nil
 }
 
 // RealmIssuer returns the issuer URL of realm under the server's base URL.
