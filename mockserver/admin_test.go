@@ -284,6 +284,7 @@ func TestFaultInjection(t *testing.T) {
 		strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+alice)
+	req.Header.Set("Content-Type", "application/json")
 	began := time.Now()
 	_, err = srv.Client().Do(req)
 	require.ErrorIs(t, err, context.DeadlineExceeded)

@@ -2,7 +2,9 @@ package mockserver
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,4 +53,82 @@ func TestDepartmentTemplateNodeLimit(t *testing.T) {
 	tree = *body.Result
 	require.Len(t, tree, 1)
 	assert.Len(t, tree[0].Children, 999)
+}
+
+// TestBodiesAreReadStrictly: on every kind of body-taking route a member
+// given twice, or two members that differ only in case where the body is
+// decoded into a struct, is a 400, and a Content-Type other than
+// application/json is a 415. Map keys that differ in case are distinct
+// attributes and stay accepted.
+func TestBodiesAreReadStrictly(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	org := a.createOrg("Acme", "acme")
+	admin := a.token("master", "service-account-platform-admin")
+	routes := []struct {
+		name, method, path, token, valid string
+		validStatus                      int
+	}{
+		{"create organization", http.MethodPost, a.base, a.admin, `{"name":"O","alias":"o2"}`, http.StatusCreated},
+		{"update organization", http.MethodPut, a.base + "/" + org, a.admin, `{"name":"O"}`, http.StatusOK},
+		{"create department", http.MethodPost, a.base + "/" + org + "/departments", a.admin, `{"name":"D"}`, http.StatusCreated},
+		{"decision", http.MethodPost, a.url + "/realms/acme/authorization-decision-provider/authorize", a.admin,
+			`{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`, http.StatusOK},
+		{"organization context", http.MethodPost, a.url + "/realms/acme/authorization-decision-provider/get-organizations", a.admin,
+			`{"clientId":"orders-api"}`, http.StatusOK},
+		{"configuration", http.MethodPut, a.url + "/admin/config", admin, `{"maxPageSize":100}`, http.StatusOK},
+		{"tenant", http.MethodPost, a.url + "/admin/tenants", admin, `{"name":"strict","plan":"free","adminEmail":"a@strict.test"}`, http.StatusCreated},
+	}
+	for _, rt := range routes {
+		t.Run(rt.name, func(t *testing.T) {
+			dupFirst := strings.Replace(rt.valid, "{", `{"x":1,"x":2,`, 1)
+			folded := rt.valid[:len(rt.valid)-1] + "," + strings.ToUpper(rt.valid[1:strings.Index(rt.valid, ":")]) + ":null}"
+			cases := []struct {
+				name, contentType, body string
+				want                    int
+			}{
+				{"a member twice", "application/json", dupFirst, http.StatusBadRequest},
+				{"members differing in case", "application/json", folded, http.StatusBadRequest},
+				{"text/plain", "text/plain", rt.valid, http.StatusUnsupportedMediaType},
+				{"no content type", "", rt.valid, http.StatusUnsupportedMediaType},
+				{"form", "application/x-www-form-urlencoded", rt.valid, http.StatusUnsupportedMediaType},
+				{"latin-1", "application/json; charset=iso-8859-1", rt.valid, http.StatusUnsupportedMediaType},
+				{"utf-8 charset", "application/json; charset=UTF-8", rt.valid, rt.validStatus},
+			}
+			for _, tc := range cases {
+				r := a.sendRaw(rt.token, rt.method, rt.path, tc.contentType, tc.body)
+				require.Equal(t, tc.want, r.Status, "%s: %s -> %s", tc.name, tc.body, r.Body)
+				if tc.want >= 400 {
+					r.errBody(t, tc.want)
+				}
+			}
+		})
+	}
+	t.Run("attribute keys differing in case are distinct", func(t *testing.T) {
+		r := a.sendRaw(a.admin, http.MethodPost, a.base, "application/json",
+			`{"name":"Attrs","alias":"attrs","attributes":{"Region":["eu"],"region":["us"]}}`)
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+		r = a.sendRaw(a.admin, http.MethodPost, a.base, "application/json",
+			`{"name":"Attrs","alias":"attrs2","attributes":{"region":["eu"],"region":["us"]}}`)
+		r.errBody(t, http.StatusBadRequest)
+	})
+}
+
+// sendRaw sends body as is with the given Content-Type ("" for none).
+func (a *orgAPI) sendRaw(token, method, url, contentType, body string) *apiResp {
+	a.t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(a.t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := a.hc.Do(req)
+	require.NoError(a.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(a.t, err)
+	return &apiResp{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }

@@ -1,10 +1,7 @@
 package mockserver
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -29,11 +26,12 @@ const (
 	maxDecisionScopes    = 50
 )
 
-// authorizeRequest is the body of /authorize.
+// authorizeRequest is the body of /authorize. Context is required ({} when
+// the call has none); nil means missing or null.
 type authorizeRequest struct {
 	ClientID  string            `json:"clientId"`
 	Resources []resourceRequest `json:"resources"`
-	Context   json.RawMessage   `json:"context"`
+	Context   *decisionContext  `json:"context"`
 }
 
 type resourceRequest struct {
@@ -163,26 +161,12 @@ func (req *authorizeRequest) check() ([]decision.Resource, string, error) {
 		}
 		out[i] = decision.Resource{Name: *rr.Name, Scopes: rr.Scopes}
 	}
+	if req.Context == nil {
+		return nil, "", badField("context", "must be a JSON object ({} when the call has none)")
+	}
 	method := ""
-	if len(req.Context) > 0 {
-		raw := bytes.TrimSpace(req.Context)
-		if len(raw) == 0 || raw[0] != '{' {
-			return nil, "", badField("context", "must be a JSON object")
-		}
-		if string(raw) == "{}" { // no context, the usual case: nothing to decode
-			return out, "", nil
-		}
-		var dc decisionContext
-		if err := json.Unmarshal(raw, &dc); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) && te.Field != "" {
-				return nil, "", badField("context."+te.Field, "must be of type %s", jsonType(te.Type.Kind().String()))
-			}
-			return nil, "", badField("context", "must be a JSON object")
-		}
-		if dc.Attributes != nil {
-			method = dc.Attributes.Method
-		}
+	if req.Context.Attributes != nil {
+		method = req.Context.Attributes.Method
 	}
 	return out, method, nil
 }

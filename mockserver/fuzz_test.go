@@ -47,6 +47,7 @@ func FuzzDecisionBody(f *testing.F) {
 		}
 		req := httptest.NewRequest(http.MethodPost, "http://example.com"+path, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)
 		if rec.Code >= 500 {

@@ -151,6 +151,11 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "malformed form body"}
 	}
 	form := r.PostForm
+	for name, values := range form {
+		if len(values) > 1 { // RFC 6749 section 3.1: never more than once
+			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + name + " is given more than once"}
+		}
+	}
 	grantType := form.Get("grant_type")
 	switch grantType {
 	case "":

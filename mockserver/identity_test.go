@@ -184,6 +184,8 @@ func TestTokenEndpoint(t *testing.T) {
 			nil, 401, "invalid_client", ""},
 		{"wrong secret with HTTP Basic", url.Values{"grant_type": {"client_credentials"}}, basic("orders-api", "nope"), 401, "invalid_client", ""},
 		{"unknown client", url.Values{"grant_type": {"client_credentials"}, "client_id": {"ghost"}, "client_secret": {"x"}}, nil, 401, "invalid_client", ""},
+		{"a parameter twice", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob", "alice"}, "password": {"bob-pw"}},
+			nil, 400, "invalid_request", ""},
 		{"no client", url.Values{"grant_type": {"password"}, "username": {"bob"}, "password": {"bob-pw"}}, nil, 401, "invalid_client", ""},
 		{"confidential client without secret", url.Values{"grant_type": {"password"}, "client_id": {"orders-api"}, "username": {"bob"}, "password": {"bob-pw"}},
 			nil, 401, "invalid_client", ""},

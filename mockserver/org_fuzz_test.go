@@ -43,6 +43,7 @@ func FuzzOrganizationHandlers(f *testing.F) {
 		req := httptest.NewRequest(rt.method, "http://fuzz.test"+target, bytes.NewReader(body))
 		req.URL.RawQuery = query
 		req.Header.Set("Authorization", "Bearer "+a.admin)
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		a.s.ServeHTTP(rec, req)
 

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/orgauthz/orgauthz/internal/store"
 )
@@ -96,10 +99,15 @@ func writeErr(w http.ResponseWriter, err error) {
 	writeJSON(w, ae.status, errorBody{Error: http.StatusText(ae.status), Message: ae.message, Details: ae.details})
 }
 
-// decodeBody reads a JSON object from r into v through the 1 MiB limit.
-// Malformed JSON, wrong types, trailing data and oversized bodies are 400s
-// whose message says what is wrong. Unknown fields are ignored.
+// decodeBody reads a JSON object from r into v through the 1 MiB limit. A
+// Content-Type other than application/json is a 415. Malformed JSON, wrong
+// types, trailing data, oversized bodies and ambiguous members (given twice,
+// or differing only in case where a struct is decoded: checkMembers) are
+// 400s whose message says what is wrong. Unknown fields are ignored.
 func decodeBody(r *http.Request, v any) error {
+	if err := checkJSONContentType(r); err != nil {
+		return err
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
 		return errf(http.StatusBadRequest, "cannot read request body")
@@ -110,14 +118,46 @@ func decodeBody(r *http.Request, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errf(http.StatusBadRequest, "request body is empty; a JSON object is required")
 	}
+	if err := checkMembers(body, reflect.TypeOf(v).Elem()); err != nil {
+		var dup *errDuplicateMember
+		if errors.As(err, &dup) {
+			return badField(dup.field(), "%s", dup.problem())
+		}
+		return err
+	}
 	if err := json.Unmarshal(body, v); err != nil { // refuses trailing data too
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return badField(te.Field, "must be of type %s", jsonType(te.Type.Kind().String()))
+			return typeError(te.Field, te.Type)
 		}
 		return errf(http.StatusBadRequest, "malformed JSON body: %v", err)
 	}
 	return nil
+}
+
+// typeError is the 400 for a member of the wrong JSON type; want is the Go
+// type it decodes into.
+func typeError(field string, want reflect.Type) error {
+	if k := jsonType(want.Kind().String()); k != "object" {
+		return badField(field, "must be of type %s", k)
+	}
+	return badField(field, "must be a JSON object")
+}
+
+// checkJSONContentType answers 415 unless the request says its body is
+// application/json (parameters aside; a charset must be UTF-8).
+func checkJSONContentType(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	mt, params, err := mime.ParseMediaType(ct)
+	if err == nil && mt == "application/json" {
+		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
+			return nil
+		}
+	}
+	if ct == "" {
+		return errf(http.StatusUnsupportedMediaType, "the request body must be application/json; the request has no Content-Type")
+	}
+	return errf(http.StatusUnsupportedMediaType, "the request body must be application/json, not %q", ct)
 }
 
 // jsonType names a Go kind the way a JSON user would.
