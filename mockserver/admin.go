@@ -15,13 +15,13 @@ import (
 
 // adminRoutes registers platform administration (SERVICE.md section 7).
 // Every route needs the platform-admin role in a master realm token.
-func (s *Server) adminRoutes(mux *http.ServeMux) {
-	mux.Handle("POST /admin/tenants", s.platformAdmin("tenant.create", s.provisionTenant))
-	mux.Handle("DELETE /admin/tenants/{tenantId}", s.platformAdmin("tenant.decommission", s.decommissionTenant))
-	mux.Handle("GET /admin/health", s.platformAdmin("", s.health))
-	mux.Handle("GET /admin/config", s.platformAdmin("", s.getConfig))
-	mux.Handle("PUT /admin/config", s.platformAdmin("config.update", s.putConfig))
-	mux.Handle("GET /admin/audit", s.platformAdmin("", s.audit))
+func (s *Server) adminRoutes(m mux) {
+	m.Handle("POST /admin/tenants", s.platformAdmin("tenant.create", s.provisionTenant))
+	m.Handle("DELETE /admin/tenants/{tenantId}", s.platformAdmin("tenant.decommission", s.decommissionTenant))
+	m.Handle("GET /admin/health", s.platformAdmin("", s.health))
+	m.Handle("GET /admin/config", s.platformAdmin("", s.getConfig))
+	m.Handle("PUT /admin/config", s.platformAdmin("config.update", s.putConfig))
+	m.Handle("GET /admin/audit", s.platformAdmin("", s.audit))
 }
 
 var (

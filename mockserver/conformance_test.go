@@ -132,3 +132,32 @@ func (a *orgAPI) sendRaw(token, method, url, contentType, body string) *apiResp 
 	require.NoError(a.t, err)
 	return &apiResp{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
+
+// TestWrongMethodIs405WithAllow: a known path with a method it does not
+// take is a 405 naming the methods it does take, with the service's error
+// body; an unknown path stays a 404. Both used to be 404s.
+func TestWrongMethodIs405WithAllow(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	org := a.createOrg("Acme", "acme")
+	tests := []struct {
+		method, path, allow string
+	}{
+		{http.MethodPut, a.base, "GET, HEAD, POST"},
+		{http.MethodPatch, a.base + "/" + org, "DELETE, GET, HEAD, PUT"},
+		{http.MethodPut, a.base + "/" + org + "/departments", "GET, HEAD, POST"},
+		{http.MethodGet, a.url + "/realms/acme/authorization-decision-provider/authorize", "POST"},
+		{http.MethodGet, a.url + "/realms/acme/protocol/openid-connect/token", "POST"},
+		{http.MethodPost, a.url + "/realms/acme/protocol/openid-connect/certs", "GET, HEAD"},
+		{http.MethodDelete, a.url + "/admin/config", "GET, HEAD, PUT"},
+		{http.MethodPut, a.url + "/admin/tenants", "POST"},
+	}
+	for _, tt := range tests {
+		r := a.sendRaw(a.admin, tt.method, tt.path, "application/json", `{}`)
+		r.errBody(t, http.StatusMethodNotAllowed)
+		assert.Equal(t, tt.allow, r.Header.Get("Allow"), "%s %s", tt.method, tt.path)
+	}
+	for _, path := range []string{a.url + "/nowhere", a.base + "/" + org + "/nothing", a.url + "/admin/nothing"} {
+		a.sendRaw(a.admin, http.MethodGet, path, "", "").errBody(t, http.StatusNotFound)
+	}
+}

@@ -14,10 +14,10 @@ import (
 
 // decisionRoutes registers the authorization-decision-provider endpoints
 // (SERVICE.md section 6, ARCHITECTURE.md section 4).
-func (s *Server) decisionRoutes(mux *http.ServeMux) {
+func (s *Server) decisionRoutes(m mux) {
 	const base = "POST /realms/{realm}/authorization-decision-provider"
-	mux.Handle(base+"/authorize", s.authenticated(s.authorize))
-	mux.Handle(base+"/get-organizations", s.authenticated(s.getOrganizations))
+	m.Handle(base+"/authorize", s.authenticated(s.authorize))
+	m.Handle(base+"/get-organizations", s.authenticated(s.getOrganizations))
 }
 
 // Limits of a decision request (SERVICE.md section 8).

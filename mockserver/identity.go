@@ -17,10 +17,10 @@ import (
 
 // identityRoutes registers discovery, JWKS and the token endpoint
 // (SERVICE.md section 2).
-func (s *Server) identityRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.discovery)
-	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", s.certs)
-	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
+func (s *Server) identityRoutes(m mux) {
+	m.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.discovery)
+	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", s.certs)
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
 }
 
 // liveRealm runs fn on the named realm when it exists and is not

@@ -782,8 +782,11 @@ func TestDepartmentTemplates(t *testing.T) {
 	assert.Equal(t, "root.name", e.Details[0].Field)
 
 	// Immutable: no PUT or DELETE route.
-	assert.Equal(t, http.StatusNotFound, a.do(http.MethodPut, base+"/"+tmpl.ID, body).Status)
-	assert.Equal(t, http.StatusNotFound, a.do(http.MethodDelete, base+"/"+tmpl.ID, nil).Status)
+	for _, m := range []string{http.MethodPut, http.MethodDelete} {
+		r := a.do(m, base+"/"+tmpl.ID, body)
+		r.errBody(t, http.StatusMethodNotAllowed)
+		assert.Equal(t, "GET, HEAD", r.Header.Get("Allow"))
+	}
 
 	// Instantiation creates the whole subtree with the template roles.
 	top := result[deptJSON](a, http.StatusCreated, http.MethodPost, "/"+orgID+"/departments", map[string]any{"templateId": tmpl.ID})

@@ -46,17 +46,56 @@ func (s *Server) routes() http.Handler {
 	return top
 }
 
-// newMux returns a ServeMux whose unmatched requests get the service's JSON
-// error body rather than ServeMux's plain text.
-func newMux() *http.ServeMux {
-	m := http.NewServeMux()
-	m.HandleFunc("/", notFound)
-	return m
+// mux is a ServeMux whose own answers (no route: 404; a known path with
+// another method: 405 with Allow) carry the service's JSON error body
+// rather than ServeMux's plain text. Every pattern is registered with its
+// method, so that ServeMux tells the two apart; a catch-all "/" pattern
+// would turn every 405 into a 404.
+type mux struct{ *http.ServeMux }
+
+func newMux() mux { return mux{http.NewServeMux()} }
+
+func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := m.Handler(r)
+	if pattern != "" {
+		m.ServeMux.ServeHTTP(w, r) // sets the path values h reads
+		return
+	}
+	// ServeMux answers itself: capture its status and Allow header.
+	rec := &muxAnswer{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	switch {
+	case rec.status == http.StatusMethodNotAllowed:
+		allow := rec.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		writeErr(w, errf(http.StatusMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
+	case rec.status >= 300 && rec.status < 400:
+		// A redirect to the cleaned path (duplicate slashes, dot segments).
+		w.Header().Set("Location", rec.header.Get("Location"))
+		writeErr(w, errf(rec.status, "the canonical path is %s", rec.header.Get("Location")))
+	default:
+		writeErr(w, errf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	}
 }
 
-// notFound answers a request no route matches.
-func notFound(w http.ResponseWriter, r *http.Request) {
-	writeErr(w, errf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path))
+// muxAnswer records the status and headers of one of ServeMux's own
+// answers and discards its plain-text body.
+type muxAnswer struct {
+	header http.Header
+	status int
+}
+
+func (a *muxAnswer) Header() http.Header { return a.header }
+
+func (a *muxAnswer) WriteHeader(code int) {
+	if a.status == 0 {
+		a.status = code
+	}
+}
+
+func (a *muxAnswer) Write(b []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	return len(b), nil
 }
 
 // orgMuxes routes /admin/realms/{realm}/organizations/... by the segment
@@ -65,11 +104,11 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 // registered with their full path, e.g.
 // "GET /admin/realms/{realm}/organizations/{orgId}/roles" on org.
 type orgMuxes struct {
-	root   *http.ServeMux // ".../organizations" and ".../organizations/" exactly
-	alias  *http.ServeMux // ".../organizations/alias/..."
-	users  *http.ServeMux // ".../organizations/users/..."
-	global *http.ServeMux // ".../organizations/global/..."
-	org    *http.ServeMux // ".../organizations/{orgId}/..."
+	root   mux // ".../organizations" and ".../organizations/" exactly
+	alias  mux // ".../organizations/alias/..."
+	users  mux // ".../organizations/users/..."
+	global mux // ".../organizations/global/..."
+	org    mux // ".../organizations/{orgId}/..."
 }
 
 // orgPrefix is the path of the organization subtree, {realm} included.
