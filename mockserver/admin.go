@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/mail"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/orgauthz/orgauthz/internal/issuer"
@@ -17,10 +19,12 @@ import (
 // Every route needs the platform-admin role in a master realm token.
 func (s *Server) adminRoutes(m mux) {
 	m.Handle("POST /admin/tenants", s.platformAdmin("tenant.create", s.provisionTenant))
+	m.Handle("GET /admin/tenants/{tenantId}", s.platformAdmin("", s.getTenant))
 	m.Handle("DELETE /admin/tenants/{tenantId}", s.platformAdmin("tenant.decommission", s.decommissionTenant))
 	m.Handle("GET /admin/health", s.platformAdmin("", s.health))
 	m.Handle("GET /admin/config", s.platformAdmin("", s.getConfig))
 	m.Handle("PUT /admin/config", s.platformAdmin("config.update", s.putConfig))
+	m.Handle("PATCH /admin/config", s.platformAdmin("config.update", s.patchConfig))
 	m.Handle("GET /admin/audit", s.platformAdmin("", s.audit))
 }
 
@@ -96,6 +100,18 @@ func (s *Server) provisionTenant(w http.ResponseWriter, r *http.Request, c *call
 	s.logger.Info("tenant provisioned", "tenant", out.Name, "tenantId", out.TenantID)
 	w.Header().Set("Location", "/admin/tenants/"+out.TenantID)
 	writeResult(w, http.StatusCreated, out)
+}
+
+// getTenant answers a live tenant's record (the Location of a provisioned
+// tenant); a decommissioned tenant is a 404, as a second DELETE is.
+func (s *Server) getTenant(w http.ResponseWriter, r *http.Request, c *caller) {
+	info, err := s.store.LiveTenant(r.PathValue("tenantId"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeResult(w, http.StatusOK, tenantRecord{TenantID: info.ID, Name: info.Name, Plan: info.Plan,
+		AdminEmail: info.AdminEmail, Status: info.Status, CreatedAt: &info.CreatedAt})
 }
 
 // decommissionTenant marks a tenant's realm decommissioned; its tokens are
@@ -184,6 +200,19 @@ var configLimits = map[string][2]int{
 // putConfig replaces the configuration: keys the body omits take their
 // default values; an unknown key or a value out of range is a 400.
 func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *caller) {
+	s.changeConfig(w, r, c, func(store.Config) store.Config { return store.DefaultConfig() })
+}
+
+// patchConfig changes only the keys the body names; the others keep their
+// current values.
+func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request, c *caller) {
+	s.changeConfig(w, r, c, func(cur store.Config) store.Config { return cur })
+}
+
+// changeConfig sets the keys the body names on base(current configuration)
+// and installs the result, atomically with respect to other changes. An
+// unknown key or a value out of range is a 400 and changes nothing.
+func (s *Server) changeConfig(w http.ResponseWriter, r *http.Request, c *caller, base func(store.Config) store.Config) {
 	c.resourceID = "config"
 	var raw map[string]json.RawMessage
 	if err := decodeBody(r, &raw); err != nil {
@@ -194,8 +223,23 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *caller) {
 		writeErr(w, errf(http.StatusBadRequest, "the configuration must be a JSON object"))
 		return
 	}
-	cfg := store.DefaultConfig()
-	for key, v := range raw {
+	cfg, err := s.store.UpdateConfig(func(cur store.Config) (store.Config, error) {
+		cfg := base(cur)
+		return cfg, applyConfig(&cfg, raw)
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.logger.Info("configuration changed", "method", r.Method, "config", configBody(cfg))
+	writeResult(w, http.StatusOK, configBody(cfg))
+}
+
+// applyConfig sets the keys of raw on cfg, refusing an unknown key or a
+// value out of range.
+func applyConfig(cfg *store.Config, raw map[string]json.RawMessage) error {
+	for _, key := range slices.Sorted(maps.Keys(raw)) {
+		v := raw[key]
 		var err error
 		switch key {
 		case "tokenLifetimeSeconds":
@@ -216,13 +260,10 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *caller) {
 			err = badField(key, "unknown configuration key; known keys: tokenLifetimeSeconds, maxPageSize, dpopNonceRequired, decisionLatencyMs, decisionFailureRate")
 		}
 		if err != nil {
-			writeErr(w, err)
-			return
+			return err
 		}
 	}
-	s.store.SetConfig(cfg)
-	s.logger.Info("configuration replaced", "config", configBody(cfg))
-	writeResult(w, http.StatusOK, configBody(cfg))
+	return nil
 }
 
 func configInt(key string, v json.RawMessage, dst *int) error {

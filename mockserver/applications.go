@@ -165,7 +165,7 @@ func (s *Server) registerApplication(w http.ResponseWriter, r *http.Request, c *
 		fail(w, err)
 		return
 	}
-	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
+	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
 		a, err := rm.RegisterApplication(in.spec(), now)
 		if err != nil {
 			return "", nil, err

@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/store"
 )
 
 // TestOrganizationIDIsNotADepartment: /departments/{orgId}/sub-departments
@@ -149,7 +152,7 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 		{http.MethodGet, a.url + "/realms/acme/authorization-decision-provider/authorize", "POST"},
 		{http.MethodGet, a.url + "/realms/acme/protocol/openid-connect/token", "POST"},
 		{http.MethodPost, a.url + "/realms/acme/protocol/openid-connect/certs", "GET, HEAD"},
-		{http.MethodDelete, a.url + "/admin/config", "GET, HEAD, PUT"},
+		{http.MethodDelete, a.url + "/admin/config", "GET, HEAD, PATCH, PUT"},
 		{http.MethodPut, a.url + "/admin/tenants", "POST"},
 	}
 	for _, tt := range tests {
@@ -160,4 +163,84 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 	for _, path := range []string{a.url + "/nowhere", a.base + "/" + org + "/nothing", a.url + "/admin/nothing"} {
 		a.sendRaw(a.admin, http.MethodGet, path, "", "").errBody(t, http.StatusNotFound)
 	}
+}
+
+// TestLocationsAnswer: the Location of every 201 names a URL whose GET
+// answers 200 with the resource just created. Those of roles/create and of
+// /admin/tenants used to answer 404.
+func TestLocationsAnswer(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	admin := a.token("master", "service-account-platform-admin")
+	org := a.createOrg("Acme", "acme")
+	dept := a.createDept(org, "", "Root", "root")
+	tmpl := `{"name":"t","root":{"name":"Branch","children":[{"name":"Leaf"}]}}`
+	creates := []struct {
+		name, path, token, body, idField string
+	}{
+		{"organization", a.base, a.admin, `{"name":"Loc","alias":"loc"}`, "id"},
+		{"organization with a trailing slash", a.base + "/", a.admin, `{"name":"Loc 2","alias":"loc2"}`, "id"},
+		{"root department", a.base + "/" + org + "/departments", a.admin, `{"name":"D"}`, "id"},
+		{"sub-department", a.base + "/" + org + "/departments/" + dept + "/sub-departments", a.admin, `{"name":"S"}`, "id"},
+		{"role", a.base + "/" + org + "/roles/create", a.admin, `{"name":"located"}`, "id"},
+		{"property template", a.base + "/" + org + "/property-templates", a.admin, `{"name":"p","properties":[{"key":"k","type":"STRING"}]}`, "id"},
+		{"department template", a.base + "/" + org + "/department-templates", a.admin, tmpl, "id"},
+		{"catalog application", a.base + "/global/applications", a.admin, `{"clientId":"orders-api"}`, "id"},
+		{"tenant", a.url + "/admin/tenants", admin, `{"name":"located","plan":"free","adminEmail":"a@located.test"}`, "tenantId"},
+	}
+	for _, c := range creates {
+		t.Run(c.name, func(t *testing.T) {
+			created := a.sendRaw(c.token, http.MethodPost, c.path, "application/json", c.body)
+			require.Equal(t, http.StatusCreated, created.Status, "%s", created.Body)
+			loc := created.Header.Get("Location")
+			require.NotEmpty(t, loc)
+			got := a.sendRaw(c.token, http.MethodGet, a.url+loc, "", "")
+			require.Equal(t, http.StatusOK, got.Status, "GET %s: %s", loc, got.Body)
+			var want, have struct {
+				Result map[string]any `json:"result"`
+			}
+			created.into(t, &want)
+			got.into(t, &have)
+			require.Equal(t, want.Result[c.idField], have.Result[c.idField])
+		})
+	}
+	// A template instantiation's Location is its top department.
+	tm := result[deptTmplJSON](a, http.StatusCreated, http.MethodPost, "/"+org+"/department-templates", json.RawMessage(tmpl))
+	inst := a.do(http.MethodPost, "/"+org+"/departments", map[string]any{"templateId": tm.ID})
+	require.Equal(t, http.StatusCreated, inst.Status)
+	got := a.sendRaw(a.admin, http.MethodGet, a.url+inst.Header.Get("Location"), "", "")
+	require.Equal(t, http.StatusOK, got.Status)
+	require.Contains(t, string(got.Body), `"name":"Branch"`)
+}
+
+// TestOrgRoleAndTenantReads covers the two GET routes added for Locations:
+// a role linked to the organization (not one merely global or of the
+// realm), and a live tenant (not a decommissioned one).
+func TestOrgRoleAndTenantReads(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	org := a.createOrg("Acme", "acme")
+	editor, viewer := a.id("role", "editor"), a.id("role", "viewer")
+	a.do(http.MethodGet, "/"+org+"/roles/"+editor, nil).errBody(t, http.StatusNotFound)
+	result[roleJSON](a, http.StatusOK, http.MethodPost, "/"+org+"/roles", map[string]any{"roleId": editor})
+	assert.Equal(t, "editor", result[roleJSON](a, http.StatusOK, http.MethodGet, "/"+org+"/roles/"+editor, nil).Name)
+	a.do(http.MethodGet, "/"+org+"/roles/"+viewer, nil).errBody(t, http.StatusNotFound)
+	a.do(http.MethodGet, "/"+store.NewID()+"/roles/"+editor, nil).errBody(t, http.StatusNotFound)
+
+	admin := a.token("master", "service-account-platform-admin")
+	created := a.sendRaw(admin, http.MethodPost, a.url+"/admin/tenants", "application/json", `{"name":"readable","plan":"standard","adminEmail":"a@readable.test"}`)
+	require.Equal(t, http.StatusCreated, created.Status)
+	var rec struct {
+		Result tenantRecord `json:"result"`
+	}
+	created.into(t, &rec)
+	id := rec.Result.TenantID
+	got := a.sendRaw(admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "")
+	require.Equal(t, http.StatusOK, got.Status)
+	assert.Contains(t, string(got.Body), `"status":"ACTIVE"`)
+	assert.Contains(t, string(got.Body), `"plan":"standard"`)
+	assert.NotContains(t, string(got.Body), "initialPassword", "the one-time password is shown once")
+	a.sendRaw(a.admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "").errBody(t, http.StatusUnauthorized)
+	require.Equal(t, http.StatusOK, a.sendRaw(admin, http.MethodDelete, a.url+"/admin/tenants/"+id, "", "").Status)
+	a.sendRaw(admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "").errBody(t, http.StatusNotFound)
 }

@@ -117,7 +117,7 @@ func (s *Server) createDepartment(w http.ResponseWriter, r *http.Request, c *cal
 	orgID, parentID := r.PathValue("orgId"), r.PathValue("departmentId")
 	var in deptBody
 	derr := decodeBody(r, &in)
-	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
+	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
 		if err := parentExists(rm, orgID, parentID); err != nil {
 			return "", nil, err // 404 for the path first
 		}

@@ -30,6 +30,18 @@ func (r *Realm) LinkRole(orgID, roleID string) (created bool, err error) {
 	return true, nil
 }
 
+// OrgRole returns a role linked to an organization. Errors: ErrNotFound for
+// an unknown organization or a role not linked to it.
+func (r *Realm) OrgRole(orgID, roleID string) (*Role, error) {
+	if _, err := r.Organization(orgID); err != nil {
+		return nil, err
+	}
+	if _, ok := r.OrgRoles[orgID][roleID]; !ok {
+		return nil, NotFound("role %q is not linked to organization %q", roleID, orgID)
+	}
+	return r.Roles[roleID], nil
+}
+
 // UnlinkRole removes a role from an organization; the realm role stays.
 // Errors: ErrNotFound for an unknown organization or a role not linked.
 func (r *Realm) UnlinkRole(orgID, roleID string) error {
