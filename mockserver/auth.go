@@ -114,8 +114,18 @@ type authFailure struct {
 	nonce     string // the DPoP-Nonce to send with a use_dpop_nonce challenge
 }
 
-// refuse answers 401 with the challenge of f and the error body.
+// refuse answers 401 with the challenge of f and the error body. A request
+// without usable credentials gets both challenges, Bearer and DPoP with the
+// proof algorithms (RFC 9449 section 7.1), so that a client learns it may
+// use either.
 func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
+	algs := fmt.Sprintf("algs=%q", strings.Join(s.auth.dpop.Algorithms(), " "))
+	if f.code == "" && f.challenge == "" {
+		w.Header().Add("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
+		w.Header().Add("WWW-Authenticate", fmt.Sprintf("DPoP realm=%q, %s", realm, algs))
+		writeErr(w, errf(http.StatusUnauthorized, "%s", f.message))
+		return
+	}
 	ch := f.challenge
 	if ch == "" {
 		scheme := "Bearer"
@@ -124,7 +134,7 @@ func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
 		}
 		ch = fmt.Sprintf("%s realm=%q", scheme, realm)
 		if f.dpop {
-			ch += fmt.Sprintf(", algs=%q", strings.Join(s.auth.dpop.Algorithms(), " "))
+			ch += ", " + algs
 		}
 		if f.code != "" {
 			ch += fmt.Sprintf(", error=%q, error_description=%q", f.code, f.message)

@@ -125,8 +125,9 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 	cases := []struct {
 		name, path, authz, want string
 	}{
-		{"missing token", "/probe/acme/any", "", `Bearer realm="acme"`},
-		{"unknown scheme", "/probe/acme/any", "Basic abc", `Bearer realm="acme"`},
+		{"missing token", "/probe/acme/any", "", "Bearer realm=\"acme\"\nDPoP realm=\"acme\", algs=\"ES256 ES384 PS256 RS256 EdDSA Ed25519\""},
+		{"unknown scheme", "/probe/acme/any", "Basic abc", "Bearer realm=\"acme\"\nDPoP realm=\"acme\", algs="},
+		{"missing token on a platform route", "/probe/platform", "", "Bearer realm=\"master\"\nDPoP realm=\"master\", algs="},
 		{"garbage", "/probe/acme/any", "Bearer abc.def.ghi", `error="invalid_token"`},
 		{"expired", "/probe/acme/any", "Bearer " + expired, `error="invalid_token", error_description="invalid token: token expired"`},
 		{"not yet valid", "/probe/acme/any", "Bearer " + notYet, `error="invalid_token", error_description="invalid token: token not yet valid"`},
@@ -146,7 +147,7 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 			}
 			resp, body := h.do(t, method, tc.path, tc.authz)
 			require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
-			require.Contains(t, resp.Header.Get("WWW-Authenticate"), tc.want)
+			require.Contains(t, strings.Join(resp.Header.Values("WWW-Authenticate"), "\n"), tc.want)
 			require.Contains(t, body, `"error":"Unauthorized"`)
 			require.NotContains(t, body, "eyJ", "the body must not echo the token")
 		})
