@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto"
 	"sort"
 	"strings"
 )
@@ -20,6 +21,23 @@ const (
 	// MasterRealm is the realm of platform administration.
 	MasterRealm = "master"
 )
+
+// IDTokenKey returns the realm's key for ID tokens and its key id, made with
+// gen on first use: an RSA key costs tens of milliseconds to make and most
+// realms never sign an ID token. It is safe to call without the realm's
+// lock; a failed gen is tried again on the next call.
+func (r *Realm) IDTokenKey(gen func() (crypto.Signer, string, error)) (crypto.Signer, string, error) {
+	r.idKeyMu.Lock()
+	defer r.idKeyMu.Unlock()
+	if r.idKey == nil {
+		k, kid, err := gen()
+		if err != nil {
+			return nil, "", err
+		}
+		r.idKey, r.idKID = k, kid
+	}
+	return r.idKey, r.idKID, nil
+}
 
 // AddRole creates a realm role, or returns ErrConflict when the name is taken.
 func (r *Realm) AddRole(name, description string, attrs Attributes) (*Role, error) {

@@ -44,6 +44,11 @@ type Realm struct {
 	SigningKey crypto.Signer
 	KeyID      string
 
+	// idKey signs the realm's ID tokens; made on first use (IDTokenKey).
+	idKeyMu sync.Mutex
+	idKey   crypto.Signer
+	idKID   string
+
 	Users      map[string]*User
 	UserByName map[string]string // username -> id
 	Roles      map[string]*Role
