@@ -235,19 +235,6 @@ func (v verifiedTokens) get(key [sha256.Size]byte, kid, iss string) (*issuer.Cla
 	return e.claims, true
 }
 
-// issuerBase is the public base URL of the server: WithIssuer's, else the
-// request's scheme and Host.
-func (s *Server) issuerBase(r *http.Request) string {
-	if s.issuer != "" {
-		return s.issuer
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
-}
-
 // recordAudit appends the audit entry of a mutating call.
 func (s *Server) recordAudit(c *caller, action string, status int) {
 	outcome := store.OutcomeSuccess

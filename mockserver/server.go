@@ -3,6 +3,7 @@ package mockserver
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -17,8 +18,11 @@ type Server struct {
 	now     func() time.Time
 	logger  *slog.Logger
 	// issuer is the public base URL written into tokens; empty means it is
-	// derived from each request's scheme and Host.
+	// derived from each request (publicURL.go).
 	issuer string
+	// proxies are the trusted reverse proxies whose forwarding headers
+	// are read when issuer is empty.
+	proxies []netip.Prefix
 
 	auth *authState // token issuing and validation (auth.go)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -103,6 +104,8 @@ func TestRunRefusesBadInput(t *testing.T) {
 	for name, args := range map[string][]string{
 		"missing fixture": {"-addr", "127.0.0.1:0", "-fixture", "does-not-exist.json"},
 		"bad issuer":      {"-addr", "127.0.0.1:0", "-issuer", "ftp://x"},
+		"bad proxy":       {"-addr", "127.0.0.1:0", "-trusted-proxy", "10.0.0.0/8,nope"},
+		"zero timeout":    {"-addr", "127.0.0.1:0", "-read-timeout", "0s"},
 		"bad flag":        {"-nope"},
 		"stray argument":  {"-addr", "127.0.0.1:0", "extra"},
 	} {
@@ -110,4 +113,59 @@ func TestRunRefusesBadInput(t *testing.T) {
 			require.Error(t, run(t.Context(), args, io.Discard, io.Discard))
 		})
 	}
+}
+
+// TestRunBoundsSlowClients: a client that sends its headers and never its
+// body, or never finishes its headers, loses the connection once the read
+// timeouts pass. Only the header timeout was set, so a client that never
+// sent its body held a connection for ever. The connection's own deadline
+// only turns such a hang into a failure.
+func TestRunBoundsSlowClients(t *testing.T) {
+	base, stop := start(t, "-read-header-timeout", "200ms", "-read-timeout", "300ms")
+	defer func() { require.NoError(t, stop()) }()
+	addr := strings.TrimPrefix(base, "http://")
+	for name, req := range map[string]string{
+		"body never sent": "POST /realms/master/protocol/openid-connect/token HTTP/1.1\r\nHost: " + addr +
+			"\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ngrant_type=",
+		"headers never finished": "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: " + addr + "\r\nX-Slow: ",
+	} {
+		t.Run(name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			defer conn.Close()
+			require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
+			_, err = io.WriteString(conn, req)
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, conn) // returns once the server closes
+			require.NoError(t, err, "the server should close the connection, not the test's deadline")
+		})
+	}
+}
+
+// TestRunPublicURL: without -issuer the public URL is each request's own,
+// and forwarding headers count only from a -trusted-proxy.
+func TestRunPublicURL(t *testing.T) {
+	issuerOf := func(t *testing.T, base string, header http.Header) string {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/realms/acme/.well-known/openid-configuration", nil)
+		require.NoError(t, err)
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var doc map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+		return doc["issuer"].(string)
+	}
+	fwd := http.Header{"X-Forwarded-Proto": {"https"}, "X-Forwarded-Host": {"auth.public.test"}}
+
+	base, stop := start(t, "-fixture", "../../../examples/fixtures/acme.json")
+	require.Equal(t, base+"/realms/acme", issuerOf(t, base, nil))
+	require.Equal(t, base+"/realms/acme", issuerOf(t, base, fwd), "no trusted proxy: headers ignored")
+	require.NoError(t, stop())
+
+	base, stop = start(t, "-fixture", "../../../examples/fixtures/acme.json", "-trusted-proxy", "127.0.0.1,::1")
+	require.Equal(t, "https://auth.public.test/realms/acme", issuerOf(t, base, fwd))
+	require.NoError(t, stop())
 }
