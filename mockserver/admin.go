@@ -304,7 +304,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *caller) {
 		name string
 		dst  *time.Time
 	}{{"from", &f.From}, {"to", &f.To}} {
-		if v := q.Get(p.name); v != "" {
+		if v, ok := queryParam(q, p.name); ok {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
 				writeErr(w, badField(p.name, "must be an RFC 3339 timestamp"))

@@ -244,3 +244,18 @@ func TestOrgRoleAndTenantReads(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.sendRaw(admin, http.MethodDelete, a.url+"/admin/tenants/"+id, "", "").Status)
 	a.sendRaw(admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "").errBody(t, http.StatusNotFound)
 }
+
+// TestEmptyQueryValuesAreNotDefaults: ?offset= is not an integer and
+// ?sortOrder= is not ASC or DESC; they were read as absent.
+func TestEmptyQueryValuesAreNotDefaults(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	org := a.createOrg("Acme", "acme")
+	admin := a.token("master", "service-account-platform-admin")
+	for _, q := range []string{"?offset=", "?count=", "/" + org + "/applications?sortOrder=", "/" + org + "/applications?sortBy=",
+		"/" + org + "/roles?isGlobal=", "/" + org + "/roles/available?includeGlobal="} {
+		a.do(http.MethodGet, q, nil).errBody(t, http.StatusBadRequest)
+	}
+	a.sendRaw(admin, http.MethodGet, a.url+"/admin/audit?from=", "", "").errBody(t, http.StatusBadRequest)
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "?search=", nil).Status, "an empty search matches everything")
+}

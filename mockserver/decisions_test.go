@@ -231,6 +231,7 @@ func TestDecisionValidation(t *testing.T) {
 		{"context null", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":null}`, "context: must be a JSON object"},
 		{"context missing", `{"clientId":"orders-api","resources":[{"name":"orders"}]}`, "context: must be a JSON object"},
 		{"resources twice", `{"clientId":"orders-api","resources":[],"resources":[{"name":"orders"}],"context":{}}`, "resources: is given twice"},
+		{"Resources alone", `{"clientId":"orders-api","Resources":[{"name":"orders"}],"context":{}}`, `Resources: member names are case-sensitive: the field is "resources"`},
 		{"Resources beside resources", `{"clientId":"orders-api","resources":[{"name":"orders"}],"Resources":[],"context":{}}`, `Resources: differs only in case from "resources"`},
 		{"scope list twice in a resource", `{"clientId":"orders-api","resources":[{"name":"orders","scopes":[],"SCOPES":["read"]}],"context":{}}`, "resources[].SCOPES: differs only in case"},
 		{"method twice in the context", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{"attributes":{"method":"GET","Method":"POST"}}}`, "context.attributes.Method: differs only in case"},

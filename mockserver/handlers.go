@@ -214,9 +214,11 @@ func attrsJSON(a store.Attributes) map[string][]string {
 
 // boolParam reads an optional true/false query parameter.
 func boolParam(r *http.Request, name string) (bool, error) {
-	switch v := r.URL.Query().Get(name); v {
-	case "":
+	v, ok := queryParam(r.URL.Query(), name)
+	if !ok {
 		return false, nil
+	}
+	switch v {
 	case "true", "false":
 		return v == "true", nil
 	default:

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -102,8 +103,9 @@ func writeErr(w http.ResponseWriter, err error) {
 // decodeBody reads a JSON object from r into v through the 1 MiB limit. A
 // Content-Type other than application/json is a 415. Malformed JSON, wrong
 // types, trailing data, oversized bodies and ambiguous members (given twice,
-// or differing only in case where a struct is decoded: checkMembers) are
-// 400s whose message says what is wrong. Unknown fields are ignored.
+// or differing only in case, or naming a field in another case, where a
+// struct is decoded: checkMembers) are 400s whose message says what is
+// wrong. Unknown fields are ignored.
 func decodeBody(r *http.Request, v any) error {
 	if err := checkJSONContentType(r); err != nil {
 		return err
@@ -119,7 +121,7 @@ func decodeBody(r *http.Request, v any) error {
 		return errf(http.StatusBadRequest, "request body is empty; a JSON object is required")
 	}
 	if err := checkMembers(body, reflect.TypeOf(v).Elem()); err != nil {
-		var dup *errDuplicateMember
+		var dup *errAmbiguousMember
 		if errors.As(err, &dup) {
 			return badField(dup.field(), "%s", dup.problem())
 		}
@@ -190,14 +192,14 @@ type page struct {
 func parsePage(r *http.Request, def, max int) (page, error) {
 	p := page{Offset: 0, Count: def}
 	q := r.URL.Query()
-	if s := q.Get("offset"); s != "" {
+	if s, ok := queryParam(q, "offset"); ok {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
 			return p, badField("offset", "must be an integer of at least 0")
 		}
 		p.Offset = n
 	}
-	if s := q.Get("count"); s != "" {
+	if s, ok := queryParam(q, "count"); ok {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
 			return p, badField("count", "must be an integer of at least 1")
@@ -217,4 +219,15 @@ type listBody[T any] struct {
 		TotalRows         int  `json:"totalRows"`
 	} `json:"metaData"`
 	Results []T `json:"results"`
+}
+
+// queryParam returns the value of a query parameter and whether it is
+// present: an empty value (?offset=) is present, and is not taken as the
+// parameter's default.
+func queryParam(q url.Values, name string) (string, bool) {
+	v, ok := q[name]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	return v[0], true
 }

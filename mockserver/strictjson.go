@@ -17,24 +17,31 @@ import (
 // (encoding/json keeps the last, other readers the first), and so are two
 // members of an object decoded into a struct whose names differ only in case
 // ("resources" and "Resources"), because encoding/json matches struct fields
-// case-insensitively. checkMembers finds both before the body is decoded;
-// decodeBody is its only caller, so every JSON body of the server goes
-// through this one checker.
+// case-insensitively. For the same reason a member that names a field only
+// in another case ("Resources" alone) is refused, as the client refuses a
+// deciding member spelt in another case: the OpenAPI document, like any
+// case-sensitive reader, sees an unknown member there, where encoding/json
+// would quietly read it as the field. checkMembers finds all three before
+// the body is decoded; decodeBody is its only caller, so every JSON body of
+// the server goes through this one checker.
 //
 // It scans the bytes itself instead of using json.Decoder.Token, which
 // allocated for every token and doubled the cost of a decision; it
 // allocates nothing for bodies whose objects have at most smallObject
 // members and whose names carry no escapes.
 
-// errDuplicateMember reports an ambiguous member.
-type errDuplicateMember struct {
+// errAmbiguousMember reports an ambiguous member: given twice (other ==
+// name), differing only in case from an earlier one (other), or naming the
+// field other only in another case (variant).
+type errAmbiguousMember struct {
 	path, name, other string
+	variant           bool
 }
 
-func (e *errDuplicateMember) Error() string { return e.field() + ": " + e.problem() }
+func (e *errAmbiguousMember) Error() string { return e.field() + ": " + e.problem() }
 
 // field returns the JSON path of the duplicate member.
-func (e *errDuplicateMember) field() string {
+func (e *errAmbiguousMember) field() string {
 	if e.path == "" {
 		return e.name
 	}
@@ -42,7 +49,10 @@ func (e *errDuplicateMember) field() string {
 }
 
 // problem says what is wrong with the member.
-func (e *errDuplicateMember) problem() string {
+func (e *errAmbiguousMember) problem() string {
+	if e.variant {
+		return fmt.Sprintf("member names are case-sensitive: the field is %q", e.other)
+	}
 	if e.name == e.other {
 		return "is given twice"
 	}
@@ -71,10 +81,10 @@ type memberFrame struct {
 }
 
 // checkMembers scans data, a JSON value to be decoded into a value of type
-// t, and returns an *errDuplicateMember for the first ambiguous member: a
-// name given twice in any object, or two names equal under Unicode case
-// folding (bytes.EqualFold, as encoding/json matches fields) in an object
-// decoded into a struct. Objects decoded into maps keep case-distinct keys
+// t, and returns an *errAmbiguousMember for the first ambiguous member: a
+// name given twice in any object, or, in an object decoded into a struct,
+// two names equal under Unicode case folding (bytes.EqualFold, as
+// encoding/json matches fields) or a name that matches a field only so. Objects decoded into maps keep case-distinct keys
 // ("Region" and "region" are two attributes). Parts of the body that decode
 // into no struct field, into an interface or into a type with its own
 // UnmarshalJSON are checked for exact duplicates only. Malformed JSON is
@@ -175,10 +185,14 @@ func readName(data []byte, i *int, stack []memberFrame) (err error, ok bool) {
 	*i = j + 1
 	top := &stack[len(stack)-1]
 	if other, dup := top.seen(name); dup {
-		return &errDuplicateMember{path: framePath(stack), name: string(name), other: string(other)}, true
+		return &errAmbiguousMember{path: framePath(stack), name: string(name), other: string(other)}, true
 	}
 	if top.shape != nil {
-		top.next = top.shape.field(name)
+		t, variantOf := top.shape.field(name)
+		if variantOf != "" {
+			return &errAmbiguousMember{path: framePath(stack), name: string(name), other: variantOf, variant: true}, true
+		}
+		top.next = t
 	} else {
 		top.next = top.elem
 	}
@@ -281,21 +295,24 @@ func isDelimiter(c byte) bool {
 	return false
 }
 
-// structShape maps the JSON names of a struct's fields, exact and folded, to
-// the types of their values (nil for a field checked for exact duplicates
-// only).
+// structShape maps the JSON names of a struct's fields to the types of
+// their values (nil for a field checked for exact duplicates only), and
+// their folded names to the names.
 type structShape struct {
 	exact  map[string]reflect.Type
-	folded map[string]reflect.Type
+	folded map[string]string
 }
 
-// field returns the type of the field a member name matches, as
-// encoding/json matches it: the exact name first, else case-insensitively.
-func (s *structShape) field(name []byte) reflect.Type {
+// field returns the type of the field a member name matches as
+// encoding/json matches it: the exact name first, else case-insensitively,
+// and then the field's own name as variantOf. A member of no field has a
+// nil type and no variantOf.
+func (s *structShape) field(name []byte) (t reflect.Type, variantOf string) {
 	if t, ok := s.exact[string(name)]; ok {
-		return t
+		return t, ""
 	}
-	return s.folded[foldName(name)]
+	canonical := s.folded[foldName(name)]
+	return s.exact[canonical], canonical
 }
 
 var shapes sync.Map // reflect.Type -> *structShape
@@ -304,7 +321,7 @@ func shapeOf(t reflect.Type) *structShape {
 	if s, ok := shapes.Load(t); ok {
 		return s.(*structShape)
 	}
-	s := &structShape{exact: map[string]reflect.Type{}, folded: map[string]reflect.Type{}}
+	s := &structShape{exact: map[string]reflect.Type{}, folded: map[string]string{}}
 	addFields(s, t)
 	v, _ := shapes.LoadOrStore(t, s)
 	return v.(*structShape)
@@ -337,7 +354,7 @@ func addFields(s *structShape, t reflect.Type) {
 			name = f.Name
 		}
 		s.exact[name] = decodable(f.Type)
-		s.folded[foldName([]byte(name))] = decodable(f.Type)
+		s.folded[foldName([]byte(name))] = name
 	}
 }
 

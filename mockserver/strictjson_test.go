@@ -56,10 +56,13 @@ func TestCheckMembers(t *testing.T) {
 		{"raw message exact twice", `{"raw":{"x":1,"x":2}}`, "raw.x"},
 		{"unknown member folds not", `{"other":{"x":1,"X":2}}`, ""},
 		{"unknown members at the top fold", `{"other":1,"OTHER":2}`, "OTHER"},
+		{"a field named in another case", `{"Name":"x"}`, "Name"},
+		{"a field named in another case in an element", `{"items":[{"KEY":"a"}]}`, "items[].KEY"},
+		{"a map key in another case is a key", `{"attributes":{"NAME":["x"]}}`, ""},
 		{"any exact twice", `{"any":[{"a":1,"a":2}]}`, "any[].a"},
 		{"big object without duplicates", many("k", 40), ""},
 		{"big object with a late duplicate", many("k", 40)[:len(many("k", 40))-1] + `,"kaa":2}`, "kaa"},
-		{"big struct object with a folded duplicate", `{"name":"x",` + many("k", 20)[1:len(many("k", 20))-1] + `,"Name":"y"}`, "Name"},
+		{"big struct object with a folded duplicate", `{"name":"x",` + many("k", 20)[1:len(many("k", 20))-1] + `,"nAme":"y"}`, "nAme"},
 		{"strings holding delimiters", `{"name":"{\"name\":1,\"name\":2}","items":[{"key":"]}[{"}]}`, ""},
 		{"malformed", `{"name":"x",`, ""},
 		{"malformed name", `{"name" 1}`, ""},
@@ -71,7 +74,7 @@ func TestCheckMembers(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var dup *errDuplicateMember
+			var dup *errAmbiguousMember
 			require.ErrorAs(t, err, &dup)
 			require.Equal(t, tt.field, dup.field())
 		})
@@ -153,12 +156,16 @@ func referenceCheck(data []byte, t reflect.Type) error {
 				k = foldName([]byte(name))
 			}
 			if top.names[k] {
-				return &errDuplicateMember{name: name, other: name}
+				return &errAmbiguousMember{name: name, other: name}
 			}
 			top.names[k] = true
 			top.key = false
 			if top.shape != nil {
-				top.next = top.shape.field([]byte(name))
+				t, variantOf := top.shape.field([]byte(name))
+				if variantOf != "" {
+					return &errAmbiguousMember{name: name, other: variantOf, variant: true}
+				}
+				top.next = t
 			} else {
 				top.next = top.elem
 			}
