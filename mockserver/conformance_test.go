@@ -154,6 +154,7 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 		{http.MethodPost, a.url + "/realms/acme/protocol/openid-connect/certs", "GET, HEAD"},
 		{http.MethodDelete, a.url + "/admin/config", "GET, HEAD, PATCH, PUT"},
 		{http.MethodPut, a.url + "/admin/tenants", "POST"},
+		{http.MethodPost, a.url + "/openapi.json", "GET, HEAD"},
 	}
 	for _, tt := range tests {
 		r := a.sendRaw(a.admin, tt.method, tt.path, "application/json", `{}`)

@@ -1,13 +1,51 @@
 package mockserver
 
 import (
+	"flag"
+	"fmt"
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/orgauthz/orgauthz/internal/openapitest"
 )
 
-// TestMain checks that no test of the package leaks a goroutine. It is the
-// package's only TestMain.
+// traffic checks the exchanges of every server the tests build; fuzz
+// targets ask it after each input, so that a mismatch is a fuzz failure.
+var traffic *openapitest.Checker
+
+// TestMain checks every exchange of every server the package's tests build
+// against the OpenAPI document (openapi.json), then that no test leaked a
+// goroutine. An exchange the document does not describe fails the run,
+// with the exchange printed. Benchmarks run without the check, which would
+// be most of what they measure. It is the package's only TestMain.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	flag.Parse()
+	chk, err := openapitest.New(openAPIDocument)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	traffic = chk
+	if flag.Lookup("test.bench").Value.String() == "" {
+		wrapHandler = chk.Middleware
+	}
+	code := m.Run()
+	if testing.Verbose() {
+		fmt.Fprintln(os.Stderr, "openapitest: exchanges checked:", chk.Checked())
+	}
+	if code == 0 {
+		if err := chk.Err(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

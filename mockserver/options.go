@@ -138,6 +138,9 @@ func New(opts ...Option) (*Server, error) {
 	}
 	s.auth.adminSecret = secret
 	s.handler = s.routes()
+	if wrapHandler != nil {
+		s.handler = wrapHandler(s.handler)
+	}
 	return s, nil
 }
 

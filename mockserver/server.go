@@ -25,7 +25,15 @@ type Server struct {
 	proxies []netip.Prefix
 
 	auth *authState // token issuing and validation (auth.go)
+
+	// patterns are the routes' patterns, "METHOD /path", as registered.
+	patterns []string
 }
+
+// wrapHandler, when set, wraps the handler of every Server New builds. Only
+// the package's tests set it, in TestMain before any server exists, to
+// check all of their traffic against the OpenAPI document.
+var wrapHandler func(http.Handler) http.Handler
 
 // ServeHTTP serves the service's API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -38,15 +46,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // /{orgId}/roles both match /alias/roles, /users/{userId}/assignments and
 // /{orgId}/roles/{roleId} both match /users/roles/assignments.
 func (s *Server) routes() http.Handler {
+	newMux := func() mux { return mux{ServeMux: http.NewServeMux(), patterns: &s.patterns} }
 	top := newMux()
 	s.identityRoutes(top)
 	s.adminRoutes(top)
 	s.decisionRoutes(top)
+	s.openAPIRoutes(top)
 
 	om := orgMuxes{root: newMux(), alias: newMux(), users: newMux(), global: newMux(), org: newMux()}
 	s.organizationRoutes(om)
-	top.Handle(orgPrefix, om.root)
-	top.Handle(orgPrefix+"/", om)
+	top.ServeMux.Handle(orgPrefix, om.root)
+	top.ServeMux.Handle(orgPrefix+"/", om)
 	return top
 }
 
@@ -55,9 +65,21 @@ func (s *Server) routes() http.Handler {
 // rather than ServeMux's plain text. Every pattern is registered with its
 // method, so that ServeMux tells the two apart; a catch-all "/" pattern
 // would turn every 405 into a 404.
-type mux struct{ *http.ServeMux }
+type mux struct {
+	*http.ServeMux
+	patterns *[]string // every pattern registered, for the tests
+}
 
-func newMux() mux { return mux{http.NewServeMux()} }
+// Handle registers h for pattern, which names its method.
+func (m mux) Handle(pattern string, h http.Handler) {
+	*m.patterns = append(*m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+// HandleFunc registers h for pattern, which names its method.
+func (m mux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
 
 func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h, pattern := m.Handler(r)

@@ -4,19 +4,55 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/orgauthz/orgauthz/internal/openapitest"
+	"github.com/orgauthz/orgauthz/mockserver"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// checker checks the tests' HTTP exchanges with the binary against its
+// OpenAPI document; client sends them through it.
+var (
+	checker *openapitest.Checker
+	client  *http.Client
+)
+
+// TestMain fails the run when an exchange does not match the document or a
+// goroutine leaked.
+func TestMain(m *testing.M) {
+	c, err := openapitest.New(mockserver.OpenAPI())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	checker, client = c, &http.Client{Transport: c.Transport(nil)}
+	code := m.Run()
+	if code == 0 {
+		if err := checker.Err(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	client.CloseIdleConnections()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // start runs the binary's run on a free port and returns its base URL and a
 // function that stops it and returns run's error.
@@ -53,7 +89,7 @@ func get(t *testing.T, u string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
 	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
 	return resp
@@ -73,7 +109,7 @@ func TestRunWithAcmeFixture(t *testing.T) {
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/realms/master/protocol/openid-connect/token", strings.NewReader(form.Encode()))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	tr, err := http.DefaultClient.Do(req)
+	tr, err := client.Do(req)
 	require.NoError(t, err)
 	tr.Body.Close()
 	require.Equal(t, http.StatusOK, tr.StatusCode, "-admin-secret overrides the fixture's secret")
@@ -151,7 +187,7 @@ func TestRunPublicURL(t *testing.T) {
 		for k, v := range header {
 			req.Header[k] = v
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		var doc map[string]any
