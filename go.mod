@@ -3,6 +3,7 @@ module github.com/orgauthz/orgauthz
 go 1.25.0
 
 require (
+	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-jose/go-jose/v4 v4.1.8
 	github.com/hashicorp/go-retryablehttp v0.7.8
@@ -11,6 +12,7 @@ require (
 	github.com/lestrrat-go/jwx/v3 v3.2.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
+	golang.org/x/oauth2 v0.36.0
 	golang.org/x/sync v0.22.0
 )
 
