@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"path"
 	"strings"
 	"time"
 
@@ -62,7 +63,8 @@ func (s *Server) routes() http.Handler {
 
 // mux is a ServeMux whose own answers (no route: 404; a known path with
 // another method: 405 with Allow) carry the service's JSON error body
-// rather than ServeMux's plain text. Every pattern is registered with its
+// rather than ServeMux's plain text, and which answers a path that is not
+// canonical ("//x", "/a/../b") with a 404 rather than ServeMux's redirect. Every pattern is registered with its
 // method, so that ServeMux tells the two apart; a catch-all "/" pattern
 // would turn every 405 into a 404.
 type mux struct {
@@ -82,6 +84,12 @@ func (m mux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Reques
 }
 
 func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p != cleanPath(p) {
+		// ServeMux would redirect to the cleaned path in plain text; the
+		// service names its resources by canonical paths only.
+		writeErr(w, errf(http.StatusNotFound, "no route for %s %s: the path is not canonical (%s)", r.Method, p, cleanPath(p)))
+		return
+	}
 	h, pattern := m.Handler(r)
 	if pattern != "" {
 		m.ServeMux.ServeHTTP(w, r) // sets the path values h reads
@@ -95,13 +103,25 @@ func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		allow := rec.header.Get("Allow")
 		w.Header().Set("Allow", allow)
 		writeErr(w, errf(http.StatusMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
-	case rec.status >= 300 && rec.status < 400:
-		// A redirect to the cleaned path (duplicate slashes, dot segments).
-		w.Header().Set("Location", rec.header.Get("Location"))
-		writeErr(w, errf(rec.status, "the canonical path is %s", rec.header.Get("Location")))
 	default:
 		writeErr(w, errf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path))
 	}
+}
+
+// cleanPath is the canonical form of a request path as ServeMux computes
+// it: no empty or dot segments, the trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // muxAnswer records the status and headers of one of ServeMux's own

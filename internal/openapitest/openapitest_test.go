@@ -122,3 +122,23 @@ func TestNewRefusesOtherVersions(t *testing.T) {
 	_, err = New([]byte(`{"openapi":"3.1.0"`))
 	require.Error(t, err)
 }
+
+// TestTemplatedRouteForAnotherMethod: a request whose concrete path lacks
+// its method is checked against the templated path that has it, as Go's
+// ServeMux routes it (GET /things/batch -> GET /things/{id}).
+func TestTemplatedRouteForAnotherMethod(t *testing.T) {
+	t.Parallel()
+	doc := strings.Replace(testDoc, `"paths": {`, `"paths": {
+    "/things/batch": {"post": {"responses": {"204": {"description": "done"}}}},
+    "/things/{id}": {"parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "get": {"responses": {"404": {"description": "nf", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}}},`, 1)
+	chk, err := New([]byte(doc))
+	require.NoError(t, err)
+	req := httptest.NewRequest(http.MethodGet, "/things/batch", nil)
+	require.NoError(t, chk.Check(req, 404, http.Header{"Content-Type": {"application/json"}}, []byte(`{"error":"Not Found","message":"no thing batch"}`)))
+	require.Error(t, chk.Check(req, 200, http.Header{"Content-Type": {"application/json"}}, []byte(`{}`)), "200 is not documented for GET /things/{id}")
+	del := httptest.NewRequest(http.MethodDelete, "/things/batch", nil)
+	require.Error(t, chk.Check(del, 401, nil, nil), "no path has DELETE: only 404 or 405 will do")
+	head := httptest.NewRequest(http.MethodHead, "/things/x", nil)
+	require.NoError(t, chk.Check(head, 404, http.Header{"Content-Type": {"application/json"}}, nil), "HEAD is checked as GET, without a body")
+}
