@@ -17,11 +17,6 @@ const (
 // lock.
 func (r *Realm) Decommissioned() bool { return r.gone.Load() }
 
-// MarkDecommissioned marks a realm that is not yet in a store as
-// decommissioned (tests and fixtures build such realms); realms in a store
-// are decommissioned with Store.DecommissionTenant.
-func (r *Realm) MarkDecommissioned() { r.gone.Store(true) }
-
 // ProvisionTenant creates realm name for a new tenant, signed by key (kid),
 // with the default roles and client and an admin user (username adminEmail,
 // the given password) holding realm-admin. A realm of that name, live or
