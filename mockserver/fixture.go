@@ -228,6 +228,9 @@ func seedPlatformAdmins(master *store.Realm, admins []FixturePlatformAdmin, admi
 	if !ok {
 		return "", fixtureError("realm %q: client %q is the bootstrap platform administrator and needs a service account; make it confidential (give it a secret)", store.MasterRealm, bootstrapClient)
 	}
+	if sa.RoleIDs == nil {
+		sa.RoleIDs = store.Set{}
+	}
 	sa.RoleIDs[pa.ID] = struct{}{}
 	if adminSecret != "" {
 		c.Secret = adminSecret

@@ -143,7 +143,7 @@ func TestFixtureBuildsConsistentState(t *testing.T) {
 		require.Len(t, r.AssignmentsByUser[bob], 2)
 		require.Len(t, r.AssignmentsByDept[sales.ID], 2)
 		require.Len(t, r.Assignments, 3)
-		require.Equal(t, orgID, r.Assignments[store.AssignmentKey{UserID: bob, DepartmentID: inside.ID}].OrgID)
+		require.Equal(t, orgID, r.Depts[r.Assignments[store.AssignmentKey{UserID: bob, DepartmentID: inside.ID}].DepartmentID].OrgID)
 		return nil
 	}))
 }

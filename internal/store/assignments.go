@@ -20,8 +20,7 @@ func (r *Realm) lookupUser(id string) (*User, error) {
 // the original assignment with created false. Errors: ErrNotFound for an
 // unknown user or department.
 func (r *Realm) Assign(userID, deptID string, now time.Time) (a *Assignment, created bool, err error) {
-	d, ok := r.Depts[deptID]
-	if !ok {
+	if _, ok := r.Depts[deptID]; !ok {
 		return nil, false, NotFound("department %q", deptID)
 	}
 	if _, err := r.lookupUser(userID); err != nil {
@@ -31,7 +30,7 @@ func (r *Realm) Assign(userID, deptID string, now time.Time) (a *Assignment, cre
 	if a, ok := r.Assignments[key]; ok {
 		return a, false, nil
 	}
-	a = &Assignment{UserID: userID, OrgID: d.OrgID, DepartmentID: deptID, AssignedAt: now.UTC()}
+	a = &Assignment{UserID: userID, DepartmentID: deptID, AssignedAt: now.UTC()}
 	r.Assignments[key] = a
 	indexAdd(r.AssignmentsByUser, userID, deptID)
 	indexAdd(r.AssignmentsByDept, deptID, userID)

@@ -17,7 +17,7 @@ func TestAssignIsAdditiveAndIdempotent(t *testing.T) {
 	a, created, err := r.Assign("u-alice", d1.ID, t0)
 	require.NoError(t, err)
 	assert.True(t, created)
-	assert.Equal(t, o.ID, a.OrgID)
+	assert.Equal(t, o.ID, r.Depts[a.DepartmentID].OrgID)
 	later := t0.Add(time.Hour)
 	again, created, err := r.Assign("u-alice", d1.ID, later)
 	require.NoError(t, err)

@@ -107,8 +107,11 @@ func (r *Realm) AddUser(u User, roleIDs, groupIDs []string) (*User, error) {
 	if err != nil {
 		return nil, err
 	}
-	groups := make(Set, len(groupIDs))
+	var groups Set // nil when empty: most users of a large realm have none
 	for _, id := range groupIDs {
+		if groups == nil {
+			groups = make(Set, len(groupIDs))
+		}
 		if _, ok := r.Groups[id]; !ok {
 			return nil, NotFound("group %q", id)
 		}
@@ -214,8 +217,12 @@ func (r *Realm) RoleNames(ids Set) []string {
 	return out
 }
 
-// roleSet checks that every id names a role and returns them as a set.
+// roleSet checks that every id names a role and returns them as a set,
+// nil when there are none.
 func (r *Realm) roleSet(ids []string) (Set, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	set := make(Set, len(ids))
 	for _, id := range ids {
 		if _, ok := r.Roles[id]; !ok {

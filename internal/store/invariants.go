@@ -112,10 +112,8 @@ func (r *Realm) CheckInvariants() error {
 		if _, ok := r.Users[k.UserID]; !ok {
 			bad("assignment %v: user missing", k)
 		}
-		if d, ok := r.Depts[k.DepartmentID]; !ok {
+		if _, ok := r.Depts[k.DepartmentID]; !ok {
 			bad("assignment %v: department missing", k)
-		} else if d.OrgID != a.OrgID {
-			bad("assignment %v: organization %q, department's is %q", k, a.OrgID, d.OrgID)
 		}
 		if _, ok := r.AssignmentsByUser[k.UserID][k.DepartmentID]; !ok {
 			bad("assignment %v missing from AssignmentsByUser", k)

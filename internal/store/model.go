@@ -138,8 +138,8 @@ type User struct {
 	Username string
 	Email    string
 	Password string
-	RoleIDs  Set // direct realm roles
-	GroupIDs Set
+	RoleIDs  Set // direct realm roles; nil when none
+	GroupIDs Set // nil when none
 	// ServiceAccountOf is the client id (not clientId) whose service account
 	// this user is; empty for people.
 	ServiceAccountOf string
@@ -238,10 +238,10 @@ type AssignmentKey struct {
 	DepartmentID string
 }
 
-// Assignment places a user in a department.
+// Assignment places a user in a department (whose OrgID is the
+// assignment's organization).
 type Assignment struct {
 	UserID       string
-	OrgID        string
 	DepartmentID string
 	AssignedAt   time.Time
 }
