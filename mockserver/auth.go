@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unsafe"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
@@ -185,7 +186,9 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	}
 	key, kid := rm.SigningKey.Public(), rm.KeyID
 	iss, now := issuer.RealmIssuer(s.issuerBase(r), realm), s.now()
-	key256 := sha256.Sum256([]byte(raw))
+	// Hash the token's bytes in place: []byte(raw) copied ~700 bytes per
+	// request, the largest allocation of a decision. sha256 only reads them.
+	key256 := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw)))
 	if c, ok := s.auth.verified.get(key256, kid, iss); ok {
 		if err := c.CheckTime(now); err != nil {
 			return nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))

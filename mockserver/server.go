@@ -83,6 +83,8 @@ func (m mux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Reques
 	m.Handle(pattern, http.HandlerFunc(h))
 }
 
+// ServeHTTP routes r, answering a non-canonical path, a path no pattern
+// takes or a method the path does not take with the service's error body.
 func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.Path; p != cleanPath(p) {
 		// ServeMux would redirect to the cleaned path in plain text; the
@@ -131,14 +133,17 @@ type muxAnswer struct {
 	status int
 }
 
+// Header returns the recorded header.
 func (a *muxAnswer) Header() http.Header { return a.header }
 
+// WriteHeader records the first status written.
 func (a *muxAnswer) WriteHeader(code int) {
 	if a.status == 0 {
 		a.status = code
 	}
 }
 
+// Write discards b, recording status 200 if none was written.
 func (a *muxAnswer) Write(b []byte) (int, error) {
 	a.WriteHeader(http.StatusOK)
 	return len(b), nil

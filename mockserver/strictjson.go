@@ -38,6 +38,7 @@ type errAmbiguousMember struct {
 	variant           bool
 }
 
+// Error returns "<path of the member>: <what is wrong with it>".
 func (e *errAmbiguousMember) Error() string { return e.field() + ": " + e.problem() }
 
 // field returns the JSON path of the duplicate member.

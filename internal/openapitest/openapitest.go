@@ -140,6 +140,7 @@ func (c *Checker) Transport(base http.RoundTripper) http.RoundTripper {
 
 type roundTripper func(*http.Request) (*http.Response, error)
 
+// RoundTrip calls f.
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // Check validates one exchange, records a failure when it does not match

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"regexp"
 	"testing"
 	"time"
 
@@ -87,4 +88,17 @@ func TestTenantLifecycle(t *testing.T) {
 	_, err = s.LiveTenant(r.TenantID())
 	require.ErrorIs(t, err, ErrNotFound)
 	require.NoError(t, s.CheckInvariants())
+}
+
+// TestNewID: version 4, variant RFC 4122, lower-case hex, distinct.
+func TestNewID(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for range 1000 {
+		id := NewID()
+		require.Regexp(t, re, id)
+		require.False(t, seen[id])
+		seen[id] = true
+	}
 }

@@ -335,22 +335,67 @@ func (r *Realm) CreateDepartmentTemplate(orgID string, spec DeptTemplateSpec, no
 }
 
 // InstantiateTemplate creates the department subtree of template tmplID
-// under parentID ("" for a root department), atomically: an alias
-// clash (ErrConflict), a property-template violation or the depth limit
+// under parentID ("" for a root department), atomically: an alias clash
+// (ErrConflict), a property-template violation or the depth limit
 // (ErrInvalid) creates nothing. Each department records its node's roleIds
 // as TemplateRoleIDs. It returns the top department.
+//
+// The template's nodes were checked when it was stored and never change, so
+// they are not checked or copied again: only what depends on where they go
+// is (depth, aliases in use, property templates), and the departments share
+// the template's attribute maps and role lists, which nothing changes in
+// place (an update replaces a department's attributes). Instantiating costs
+// the template's size and allocates little beyond the departments.
 func (r *Realm) InstantiateTemplate(orgID, parentID, tmplID string, now time.Time) (*Department, error) {
 	t, err := r.DepartmentTemplate(orgID, tmplID)
 	if err != nil {
 		return nil, err
 	}
-	var conv func(n TemplateNode) DeptSpec
-	conv = func(n TemplateNode) DeptSpec {
-		s := DeptSpec{Name: n.Name, Alias: n.Alias, Attributes: n.Attributes, TemplateRoleIDs: n.RoleIDs}
-		for _, c := range n.Children {
-			s.Children = append(s.Children, conv(c))
-		}
-		return s
+	parentID, depth, err := r.parent(orgID, parentID)
+	if err != nil {
+		return nil, err
 	}
-	return r.CreateDepartment(orgID, parentID, conv(t.Root), now)
+	ix := r.orgIndex(orgID)
+	var fits func(n *TemplateNode, field string, depth int) error
+	fits = func(n *TemplateNode, field string, depth int) error {
+		if depth > MaxDepartmentDepth {
+			return Invalid("departments can be nested at most %d levels deep", MaxDepartmentDepth)
+		}
+		if err := r.checkPropertyAttributes(orgID, field+"attributes", n.Attributes); err != nil {
+			return err
+		}
+		if n.Alias != "" {
+			if _, taken := ix.aliases[n.Alias]; taken {
+				return Conflict("department alias %q already exists in organization %q", n.Alias, orgID)
+			}
+		}
+		for _, id := range n.RoleIDs {
+			if _, ok := r.Roles[id]; !ok {
+				return NotFound("role %q", id)
+			}
+		}
+		for i := range n.Children {
+			if err := fits(&n.Children[i], fmt.Sprintf("%schildren[%d].", field, i), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := fits(&t.Root, "root.", depth+1); err != nil {
+		return nil, err
+	}
+
+	// Nothing can fail from here on.
+	var create func(n *TemplateNode, parentID string, depth int) *Department
+	create = func(n *TemplateNode, parentID string, depth int) *Department {
+		d := &Department{ID: NewID(), OrgID: orgID, ParentID: parentID, Name: n.Name, Alias: n.Alias,
+			Attributes: n.Attributes, TemplateRoleIDs: n.RoleIDs, Depth: depth, CreatedAt: now.UTC()}
+		r.Depts[d.ID] = d
+		ix.link(d)
+		for i := range n.Children {
+			create(&n.Children[i], d.ID, depth+1)
+		}
+		return d
+	}
+	return create(&t.Root, parentID, depth+1), nil
 }
