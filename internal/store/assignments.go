@@ -127,9 +127,10 @@ func (r *Realm) AssignmentTree(userID string) ([]*OrgNode, error) {
 	// Walk up from each assigned department until a department already on
 	// the tree; each one on the way becomes a node hung under its parent's
 	// node, or under its organization's.
-	nodes := map[string]*DeptNode{}
-	orgs := map[string]*OrgNode{}
-	for did := range r.AssignmentsByUser[userID] {
+	assigned := r.AssignmentsByUser[userID]
+	nodes := make(map[string]*DeptNode, 2*len(assigned)) // sized: growing them was a third of the cost
+	orgs := make(map[string]*OrgNode, len(assigned))
+	for did := range assigned {
 		var child *DeptNode // made in the previous step, to hang under this one
 		for d := r.Depts[did]; d != nil; d = r.Depts[d.ParentID] {
 			n, seen := nodes[d.ID]
@@ -157,11 +158,15 @@ func (r *Realm) AssignmentTree(userID string) ([]*OrgNode, error) {
 	}
 	byDept := func(a, b *DeptNode) int { return cmpDept(a.Dept, b.Dept) }
 	for _, n := range nodes {
-		slices.SortFunc(n.Children, byDept)
+		if len(n.Children) > 1 {
+			slices.SortFunc(n.Children, byDept)
+		}
 	}
 	out := make([]*OrgNode, 0, len(orgs))
 	for _, o := range orgs {
-		slices.SortFunc(o.Children, byDept)
+		if len(o.Children) > 1 {
+			slices.SortFunc(o.Children, byDept)
+		}
 		out = append(out, o)
 	}
 	slices.SortFunc(out, func(a, b *OrgNode) int { return cmpOrg(a.Org, b.Org) })
