@@ -100,7 +100,7 @@ func Example() {
 	// Output:
 	// accepted: true key matches: true
 	// replay refused: true
-	// WWW-Authenticate: DPoP error="invalid_dpop_proof", error_description="proof replayed", algs="ES256 ES384 PS256 RS256 EdDSA"
+	// WWW-Authenticate: DPoP error="invalid_dpop_proof", error_description="proof replayed", algs="ES256 ES384 PS256 RS256 EdDSA Ed25519"
 }
 
 // serverNonces is a toy Nonces with a single current nonce. A real server

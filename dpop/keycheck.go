@@ -11,6 +11,12 @@ import (
 	"github.com/go-jose/go-jose/v4"
 )
 
+// algEd25519 is the fully-specified name of EdDSA with Ed25519 keys (RFC
+// 9864), which current clients such as oauth4webapi and openid-client put in
+// their proofs. go-jose does not know it, so the Verifier checks these
+// signatures itself (verifyEd25519).
+const algEd25519 = jose.SignatureAlgorithm("Ed25519")
+
 // supportedAlgorithms are the JWS algorithms a Verifier can be told to allow:
 // asymmetric signature algorithms only. "none" and HS* are absent by design and
 // cannot be added.
@@ -18,12 +24,13 @@ var supportedAlgorithms = []jose.SignatureAlgorithm{
 	jose.ES256, jose.ES384, jose.ES512,
 	jose.PS256, jose.PS384, jose.PS512,
 	jose.RS256, jose.RS384, jose.RS512,
-	jose.EdDSA,
+	jose.EdDSA, algEd25519,
 }
 
 // defaultAlgorithms are allowed by a Verifier built without WithAlgorithms.
+// Ed25519 keys are accepted under both of their names.
 var defaultAlgorithms = []jose.SignatureAlgorithm{
-	jose.ES256, jose.ES384, jose.PS256, jose.RS256, jose.EdDSA,
+	jose.ES256, jose.ES384, jose.PS256, jose.RS256, jose.EdDSA, algEd25519,
 }
 
 func isSupported(alg jose.SignatureAlgorithm) bool {
@@ -62,9 +69,9 @@ func keyFitsAlgorithm(alg jose.SignatureAlgorithm, pub crypto.PublicKey) error {
 		if bits := k.N.BitLen(); bits < minRSABits || bits > maxRSABits {
 			return fmt.Errorf("%w: rsa key of %d bits", ErrKey, bits)
 		}
-	case jose.EdDSA:
+	case jose.EdDSA, algEd25519:
 		if _, ok := pub.(ed25519.PublicKey); !ok {
-			return fmt.Errorf("%w: EdDSA needs an Ed25519 key", ErrKey)
+			return fmt.Errorf("%w: %s needs an Ed25519 key", ErrKey, alg)
 		}
 	default:
 		return fmt.Errorf("%w: %s", ErrAlgorithm, alg)

@@ -66,9 +66,11 @@ func defaultConfig() config {
 }
 
 // WithAlgorithms sets the JWS algorithms a proof may use; the default is
-// ES256, ES384, PS256, RS256 and EdDSA. Allowed values are ES256, ES384,
-// ES512, PS256, PS384, PS512, RS256, RS384, RS512 and EdDSA; "none", HMAC
-// algorithms and unknown names make NewVerifier fail, as does an empty list.
+// ES256, ES384, PS256, RS256, EdDSA and Ed25519 (EdDSA with an Ed25519 key
+// under its RFC 9864 name, which oauth4webapi and openid-client send).
+// Allowed values are ES256, ES384, ES512, PS256, PS384, PS512, RS256, RS384,
+// RS512, EdDSA and Ed25519; "none", HMAC algorithms and unknown names make
+// NewVerifier fail, as does an empty list.
 // The order is kept in [Verifier.Algorithms] and in the challenge's algs.
 func WithAlgorithms(algs ...string) Option {
 	return func(c *config) {

@@ -346,7 +346,9 @@ func TestVerifyRejects(t *testing.T) {
 			return forgeSign(t, "HS256", []byte(jwkJSON), mustJSON(t, h), mustJSON(t, f.claims()))
 		}, want: ErrAlgorithm},
 		{name: "alg missing", proof: mutated(func(h, _ map[string]any) { delete(h, "alg") }), want: ErrAlgorithm},
-		{name: "alg Ed25519 spelling", proof: mutated(func(h, _ map[string]any) { h["alg"] = "Ed25519" }), want: ErrAlgorithm},
+		{name: "alg Ed25519 with an EC key", proof: mutated(func(h, _ map[string]any) { h["alg"] = "Ed25519" }), want: ErrKey},
+		{name: "alg Ed25519 outside a narrowed list", proof: mutated(func(h, _ map[string]any) { h["alg"] = "Ed25519" }),
+			opts: []Option{WithAlgorithms("ES256", "EdDSA")}, want: ErrAlgorithm},
 		{name: "alg lower case", proof: mutated(func(h, _ map[string]any) { h["alg"] = "es256" }), want: ErrAlgorithm},
 		{name: "alg ES512 not allowed by default", proof: mutated(func(h, _ map[string]any) { h["alg"] = "ES512" }), want: ErrAlgorithm},
 		{name: "alg outside a narrowed list", proof: mutated(nil), opts: []Option{WithAlgorithms("EdDSA")}, want: ErrAlgorithm},
@@ -658,11 +660,11 @@ func TestNewVerifierOptions(t *testing.T) {
 		wantErr  string
 		wantAlgs []string
 	}{
-		{name: "defaults", wantAlgs: []string{"ES256", "ES384", "PS256", "RS256", "EdDSA"}},
+		{name: "defaults", wantAlgs: []string{"ES256", "ES384", "PS256", "RS256", "EdDSA", "Ed25519"}},
 		{name: "narrowed and deduplicated", opts: []Option{WithAlgorithms("EdDSA", "ES256", "EdDSA")}, wantAlgs: []string{"EdDSA", "ES256"}},
-		{name: "every supported algorithm", opts: []Option{WithAlgorithms("ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512", "EdDSA")},
-			wantAlgs: []string{"ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512", "EdDSA"}},
-		{name: "nil option ignored", opts: []Option{nil}, wantAlgs: []string{"ES256", "ES384", "PS256", "RS256", "EdDSA"}},
+		{name: "every supported algorithm", opts: []Option{WithAlgorithms("ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512", "EdDSA", "Ed25519")},
+			wantAlgs: []string{"ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512", "EdDSA", "Ed25519"}},
+		{name: "nil option ignored", opts: []Option{nil}, wantAlgs: []string{"ES256", "ES384", "PS256", "RS256", "EdDSA", "Ed25519"}},
 		{name: "none refused", opts: []Option{WithAlgorithms("ES256", "none")}, wantErr: `"none" is not an allowed DPoP algorithm`},
 		{name: "HS256 refused", opts: []Option{WithAlgorithms("HS256")}, wantErr: `"HS256" is not an allowed`},
 		{name: "unknown refused", opts: []Option{WithAlgorithms("ES256K")}, wantErr: `"ES256K" is not an allowed`},

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/mail"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/orgauthz/orgauthz/internal/issuer"
@@ -15,13 +17,15 @@ import (
 
 // adminRoutes registers platform administration (SERVICE.md section 7).
 // Every route needs the platform-admin role in a master realm token.
-func (s *Server) adminRoutes(mux *http.ServeMux) {
-	mux.Handle("POST /admin/tenants", s.platformAdmin("tenant.create", s.provisionTenant))
-	mux.Handle("DELETE /admin/tenants/{tenantId}", s.platformAdmin("tenant.decommission", s.decommissionTenant))
-	mux.Handle("GET /admin/health", s.platformAdmin("", s.health))
-	mux.Handle("GET /admin/config", s.platformAdmin("", s.getConfig))
-	mux.Handle("PUT /admin/config", s.platformAdmin("config.update", s.putConfig))
-	mux.Handle("GET /admin/audit", s.platformAdmin("", s.audit))
+func (s *Server) adminRoutes(m mux) {
+	m.Handle("POST /admin/tenants", s.platformAdmin("tenant.create", s.provisionTenant))
+	m.Handle("GET /admin/tenants/{tenantId}", s.platformAdmin("", s.getTenant))
+	m.Handle("DELETE /admin/tenants/{tenantId}", s.platformAdmin("tenant.decommission", s.decommissionTenant))
+	m.Handle("GET /admin/health", s.platformAdmin("", s.health))
+	m.Handle("GET /admin/config", s.platformAdmin("", s.getConfig))
+	m.Handle("PUT /admin/config", s.platformAdmin("config.update", s.putConfig))
+	m.Handle("PATCH /admin/config", s.platformAdmin("config.update", s.patchConfig))
+	m.Handle("GET /admin/audit", s.platformAdmin("", s.audit))
 }
 
 var (
@@ -84,25 +88,30 @@ func (s *Server) provisionTenant(w http.ResponseWriter, r *http.Request, c *call
 		return
 	}
 	password := randomSecret(18)
-	var out tenantRecord
-	err = s.store.Write(func(st *store.State) error {
-		rm, err := st.ProvisionTenant(req.Name, req.Plan, req.AdminEmail, password, key, kid)
-		if err != nil {
-			return err
-		}
-		t := rm.Tenant
-		out = tenantRecord{TenantID: t.ID, Name: rm.Name, Plan: t.Plan, AdminEmail: t.AdminEmail,
-			Status: store.TenantActive, CreatedAt: &t.CreatedAt, InitialPassword: password}
-		return nil
-	})
+	rm, err := s.store.ProvisionTenant(req.Name, req.Plan, req.AdminEmail, password, key, kid)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	t := rm.Tenant // immutable but for DecommissionedAt, which is not read
+	out := tenantRecord{TenantID: t.ID, Name: rm.Name, Plan: t.Plan, AdminEmail: t.AdminEmail,
+		Status: store.TenantActive, CreatedAt: &t.CreatedAt, InitialPassword: password}
 	c.resourceID, c.tenantID = out.TenantID, out.TenantID
 	s.logger.Info("tenant provisioned", "tenant", out.Name, "tenantId", out.TenantID)
 	w.Header().Set("Location", "/admin/tenants/"+out.TenantID)
 	writeResult(w, http.StatusCreated, out)
+}
+
+// getTenant answers a live tenant's record (the Location of a provisioned
+// tenant); a decommissioned tenant is a 404, as a second DELETE is.
+func (s *Server) getTenant(w http.ResponseWriter, r *http.Request, c *caller) {
+	info, err := s.store.LiveTenant(r.PathValue("tenantId"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeResult(w, http.StatusOK, tenantRecord{TenantID: info.ID, Name: info.Name, Plan: info.Plan,
+		AdminEmail: info.AdminEmail, Status: info.Status, CreatedAt: &info.CreatedAt})
 }
 
 // decommissionTenant marks a tenant's realm decommissioned; its tokens are
@@ -110,19 +119,12 @@ func (s *Server) provisionTenant(w http.ResponseWriter, r *http.Request, c *call
 func (s *Server) decommissionTenant(w http.ResponseWriter, r *http.Request, c *caller) {
 	id := r.PathValue("tenantId")
 	c.resourceID, c.tenantID = id, id
-	var out tenantRecord
-	err := s.store.Write(func(st *store.State) error {
-		rm, err := st.DecommissionTenant(id)
-		if err != nil {
-			return err
-		}
-		out = tenantRecord{TenantID: id, Status: store.TenantDecommissioned, DecommissionedAt: &rm.Tenant.DecommissionedAt}
-		return nil
-	})
+	at, err := s.store.DecommissionTenant(id)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	out := tenantRecord{TenantID: id, Status: store.TenantDecommissioned, DecommissionedAt: &at}
 	s.logger.Info("tenant decommissioned", "tenantId", id)
 	writeResult(w, http.StatusOK, out)
 }
@@ -148,27 +150,19 @@ type healthBody struct {
 // health reports the store, the token issuer and the decision endpoint.
 // Fault injection shows: a failure rate of 1 is DOWN, any other injected
 // fault DEGRADED. The overall status is the worst component's; DOWN is a 503.
+// The store refuses a realm without a signing key, so the issuer is up
+// whenever the server runs; no realm is visited.
 func (s *Server) health(w http.ResponseWriter, r *http.Request, c *caller) {
 	body := healthBody{Status: healthUp, CheckedAt: s.now().UTC()}
-	_ = s.store.Read(func(st *store.State) error {
-		body.Components = append(body.Components, healthComponent{"store", healthUp})
-		keys := healthUp
-		for _, rm := range st.Realms {
-			if !rm.Decommissioned && rm.SigningKey == nil {
-				keys = healthDown
-			}
-		}
-		body.Components = append(body.Components, healthComponent{"issuer", keys})
-		dec := healthUp
-		switch cfg := st.Config; {
-		case cfg.DecisionFailureRate >= 1:
-			dec = healthDown
-		case cfg.DecisionFailureRate > 0 || cfg.DecisionLatencyMs > 0:
-			dec = healthDegraded
-		}
-		body.Components = append(body.Components, healthComponent{"decisions", dec})
-		return nil
-	})
+	body.Components = append(body.Components, healthComponent{"store", healthUp}, healthComponent{"issuer", healthUp})
+	dec := healthUp
+	switch cfg := s.store.Config(); {
+	case cfg.DecisionFailureRate >= 1:
+		dec = healthDown
+	case cfg.DecisionFailureRate > 0 || cfg.DecisionLatencyMs > 0:
+		dec = healthDegraded
+	}
+	body.Components = append(body.Components, healthComponent{"decisions", dec})
 	for _, comp := range body.Components {
 		if comp.Status == healthDown {
 			body.Status = healthDown
@@ -193,9 +187,7 @@ type configBody struct {
 }
 
 func (s *Server) getConfig(w http.ResponseWriter, r *http.Request, c *caller) {
-	var cfg store.Config
-	_ = s.store.Read(func(st *store.State) error { cfg = st.Config; return nil })
-	writeResult(w, http.StatusOK, configBody(cfg))
+	writeResult(w, http.StatusOK, configBody(s.store.Config()))
 }
 
 // configLimits bound each integer key, inclusive.
@@ -208,6 +200,19 @@ var configLimits = map[string][2]int{
 // putConfig replaces the configuration: keys the body omits take their
 // default values; an unknown key or a value out of range is a 400.
 func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *caller) {
+	s.changeConfig(w, r, c, func(store.Config) store.Config { return store.DefaultConfig() })
+}
+
+// patchConfig changes only the keys the body names; the others keep their
+// current values.
+func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request, c *caller) {
+	s.changeConfig(w, r, c, func(cur store.Config) store.Config { return cur })
+}
+
+// changeConfig sets the keys the body names on base(current configuration)
+// and installs the result, atomically with respect to other changes. An
+// unknown key or a value out of range is a 400 and changes nothing.
+func (s *Server) changeConfig(w http.ResponseWriter, r *http.Request, c *caller, base func(store.Config) store.Config) {
 	c.resourceID = "config"
 	var raw map[string]json.RawMessage
 	if err := decodeBody(r, &raw); err != nil {
@@ -218,8 +223,23 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *caller) {
 		writeErr(w, errf(http.StatusBadRequest, "the configuration must be a JSON object"))
 		return
 	}
-	cfg := store.DefaultConfig()
-	for key, v := range raw {
+	cfg, err := s.store.UpdateConfig(func(cur store.Config) (store.Config, error) {
+		cfg := base(cur)
+		return cfg, applyConfig(&cfg, raw)
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.logger.Info("configuration changed", "method", r.Method, "config", configBody(cfg))
+	writeResult(w, http.StatusOK, configBody(cfg))
+}
+
+// applyConfig sets the keys of raw on cfg, refusing an unknown key or a
+// value out of range.
+func applyConfig(cfg *store.Config, raw map[string]json.RawMessage) error {
+	for _, key := range slices.Sorted(maps.Keys(raw)) {
+		v := raw[key]
 		var err error
 		switch key {
 		case "tokenLifetimeSeconds":
@@ -240,13 +260,10 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *caller) {
 			err = badField(key, "unknown configuration key; known keys: tokenLifetimeSeconds, maxPageSize, dpopNonceRequired, decisionLatencyMs, decisionFailureRate")
 		}
 		if err != nil {
-			writeErr(w, err)
-			return
+			return err
 		}
 	}
-	_ = s.store.Write(func(st *store.State) error { st.Config = cfg; return nil })
-	s.logger.Info("configuration replaced", "config", configBody(cfg))
-	writeResult(w, http.StatusOK, configBody(cfg))
+	return nil
 }
 
 func configInt(key string, v json.RawMessage, dst *int) error {
@@ -287,7 +304,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *caller) {
 		name string
 		dst  *time.Time
 	}{{"from", &f.From}, {"to", &f.To}} {
-		if v := q.Get(p.name); v != "" {
+		if v, ok := queryParam(q, p.name); ok {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
 				writeErr(w, badField(p.name, "must be an RFC 3339 timestamp"))
@@ -296,21 +313,18 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *caller) {
 			*p.dst = t
 		}
 	}
-	var (
-		all     []auditBody
-		maxPage int
-	)
-	_ = s.store.Read(func(st *store.State) error {
-		maxPage = st.Config.MaxPageSize
-		for _, e := range st.AuditEntries(f) {
-			all = append(all, auditBody(e))
-		}
-		return nil
-	})
-	pg, err := parsePage(r, defaultPageSize, maxPage)
+	pg, err := parsePage(r, defaultPageSize, s.store.Config().MaxPageSize)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writePage(w, pg, all)
+	entries, total := s.store.AuditPage(f, pg.Offset, pg.Count)
+	var body listBody[auditBody]
+	body.MetaData.CurrentPagination = pg
+	body.MetaData.TotalRows = total
+	body.Results = make([]auditBody, len(entries))
+	for i, e := range entries {
+		body.Results[i] = auditBody(e)
+	}
+	writeJSON(w, http.StatusOK, body)
 }

@@ -244,6 +244,36 @@ func TestConfig(t *testing.T) {
 	require.Contains(t, string(res.body), `"decisionFailureRate":0.25`, "a refused PUT changes nothing")
 }
 
+// TestPatchConfig: PATCH changes the keys it names and keeps the others;
+// PUT replaces the whole configuration; a refused PATCH changes nothing.
+func TestPatchConfig(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	admin := srv.AdminToken()
+	res := adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":60,"decisionLatencyMs":1}`)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	res = adminCall(t, srv, http.MethodPatch, "/admin/config", admin, `{"maxPageSize":10}`)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":10,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0}}`, string(res.body))
+	res = adminCall(t, srv, http.MethodPatch, "/admin/config", admin, `{}`)
+	require.Equal(t, http.StatusOK, res.status)
+	require.Contains(t, string(res.body), `"maxPageSize":10`, "an empty PATCH changes nothing")
+
+	for _, body := range []string{`{"maxPageSize":50,"bogus":1}`, `{"maxPageSize":0}`, `{"maxPageSize":20,"maxPageSize":30}`, `[]`, `null`} {
+		res := adminCall(t, srv, http.MethodPatch, "/admin/config", admin, body)
+		require.Equal(t, http.StatusBadRequest, res.status, body)
+	}
+	res = adminCall(t, srv, http.MethodGet, "/admin/config", admin, "")
+	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":10,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0}}`, string(res.body),
+		"a refused PATCH changes nothing")
+
+	res = adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"maxPageSize":20}`)
+	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":300,"maxPageSize":20,"dpopNonceRequired":false,"decisionLatencyMs":0,"decisionFailureRate":0}}`, string(res.body),
+		"PUT replaces: omitted keys take their defaults")
+	res = adminCall(t, srv, http.MethodPatch, "/admin/config", srv.Token("acme", "alice"), `{"maxPageSize":5}`)
+	require.Equal(t, http.StatusUnauthorized, res.status)
+}
+
 func TestFaultInjection(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
@@ -284,6 +314,7 @@ func TestFaultInjection(t *testing.T) {
 		strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+alice)
+	req.Header.Set("Content-Type", "application/json")
 	began := time.Now()
 	_, err = srv.Client().Do(req)
 	require.ErrorIs(t, err, context.DeadlineExceeded)

@@ -70,21 +70,24 @@ func (b appAssignBody) ref() (string, string) { return "clientId", b.ClientID }
 // sortOrder (ASC, DESC) and records the sorting in p.
 func appQuery(r *http.Request, p *page) (store.AppQuery, error) {
 	q := r.URL.Query()
-	aq := store.AppQuery{Search: q.Get("search"), Tag: q.Get("tag"), SortBy: q.Get("sortBy")}
-	switch aq.SortBy {
-	case "":
-		aq.SortBy = store.SortByName
-	case store.SortByName, store.SortByClientID, store.SortByCreatedAt:
-	default:
-		return aq, badField("sortBy", "must be name, clientId or createdAt")
+	aq := store.AppQuery{Search: q.Get("search"), Tag: q.Get("tag"), SortBy: store.SortByName}
+	if v, ok := queryParam(q, "sortBy"); ok {
+		switch v {
+		case store.SortByName, store.SortByClientID, store.SortByCreatedAt:
+			aq.SortBy = v
+		default:
+			return aq, badField("sortBy", "must be name, clientId or createdAt")
+		}
 	}
 	p.SortBy, p.SortOrder = aq.SortBy, "ASC"
-	switch q.Get("sortOrder") {
-	case "", "ASC":
-	case "DESC":
-		aq.Desc, p.SortOrder = true, "DESC"
-	default:
-		return aq, badField("sortOrder", "must be ASC or DESC")
+	if v, ok := queryParam(q, "sortOrder"); ok {
+		switch v {
+		case "ASC":
+		case "DESC":
+			aq.Desc, p.SortOrder = true, "DESC"
+		default:
+			return aq, badField("sortOrder", "must be ASC or DESC")
+		}
 	}
 	return aq, nil
 }
@@ -165,7 +168,7 @@ func (s *Server) registerApplication(w http.ResponseWriter, r *http.Request, c *
 		fail(w, err)
 		return
 	}
-	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
+	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
 		a, err := rm.RegisterApplication(in.spec(), now)
 		if err != nil {
 			return "", nil, err

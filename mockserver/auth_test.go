@@ -2,14 +2,19 @@ package mockserver
 
 import (
 	"crypto"
+	"crypto/sha256"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/issuer"
@@ -102,6 +107,7 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 	alice := h.token(t, "acme", "alice")
 	expired := h.token(t, "acme", "alice", TokenLifetime(-time.Second))
 	gina := h.token(t, "globex", "gina")
+	notYet := h.signed(t, "acme", "alice", func(c *issuer.Claims) { c.NotBefore = jwt.NewNumericDate(h.clock().Add(time.Hour)) })
 
 	// A token minted by a server with another issuer base but the same key
 	// cannot be made here; a token signed for acme by another server is.
@@ -119,10 +125,12 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 	cases := []struct {
 		name, path, authz, want string
 	}{
-		{"missing token", "/probe/acme/any", "", `Bearer realm="acme"`},
-		{"unknown scheme", "/probe/acme/any", "Basic abc", `Bearer realm="acme"`},
+		{"missing token", "/probe/acme/any", "", "Bearer realm=\"acme\"\nDPoP realm=\"acme\", algs=\"ES256 ES384 PS256 RS256 EdDSA Ed25519\""},
+		{"unknown scheme", "/probe/acme/any", "Basic abc", "Bearer realm=\"acme\"\nDPoP realm=\"acme\", algs="},
+		{"missing token on a platform route", "/probe/platform", "", "Bearer realm=\"master\"\nDPoP realm=\"master\", algs="},
 		{"garbage", "/probe/acme/any", "Bearer abc.def.ghi", `error="invalid_token"`},
 		{"expired", "/probe/acme/any", "Bearer " + expired, `error="invalid_token", error_description="invalid token: token expired"`},
+		{"not yet valid", "/probe/acme/any", "Bearer " + notYet, `error="invalid_token", error_description="invalid token: token not yet valid"`},
 		{"wrong issuer", "/probe/acme/any", "Bearer " + wrongIss, `error_description="invalid token: token issued by another issuer"`},
 		{"other server's key", "/probe/acme/any", "Bearer " + foreign, `error="invalid_token"`},
 		{"other realm", "/probe/acme/any", "Bearer " + gina, `error="invalid_token"`},
@@ -139,7 +147,7 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 			}
 			resp, body := h.do(t, method, tc.path, tc.authz)
 			require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
-			require.Contains(t, resp.Header.Get("WWW-Authenticate"), tc.want)
+			require.Contains(t, strings.Join(resp.Header.Values("WWW-Authenticate"), "\n"), tc.want)
 			require.Contains(t, body, `"error":"Unauthorized"`)
 			require.NotContains(t, body, "eyJ", "the body must not echo the token")
 		})
@@ -148,22 +156,15 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 
 func TestAuthDecommissionedRealm(t *testing.T) {
 	h := newAuthHarness(t)
-	var tenantRealm string
-	err := h.s.store.Write(func(st *store.State) error {
-		key, kid := h.s.mustKey(t)
-		r, err := st.ProvisionTenant("initech", "free", "admin@initech.test", "pw", key, kid)
-		tenantRealm = r.Name
-		return err
-	})
+	key, kid := h.s.mustKey(t)
+	r, err := h.s.store.ProvisionTenant("initech", "free", "admin@initech.test", "pw", key, kid)
 	require.NoError(t, err)
-	tok := h.token(t, tenantRealm, "admin@initech.test")
+	tok := h.token(t, r.Name, "admin@initech.test")
 	resp, _ := h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
-	require.NoError(t, h.s.store.Write(func(st *store.State) error {
-		_, err := st.DecommissionTenant(st.Realms["initech"].Tenant.ID)
-		return err
-	}))
+	_, err = h.s.store.DecommissionTenant(r.TenantID())
+	require.NoError(t, err)
 	resp, _ = h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
@@ -200,17 +201,16 @@ func TestAuthPermissionsAndAudit(t *testing.T) {
 		})
 	}
 
-	var entries []store.AuditEntry
-	require.NoError(t, h.s.store.Read(func(st *store.State) error {
-		entries = st.AuditEntries(store.AuditFilter{})
+	entries := auditEntries(h.s, store.AuditFilter{})
+	ids := map[string]string{}
+	require.NoError(t, h.s.store.Read("acme", func(rm *store.Realm) error {
+		ids["alice"] = rm.UserByName["alice"]
+		ids["bob"] = rm.UserByName["bob"]
 		return nil
 	}))
-	ids := map[string]string{}
-	require.NoError(t, h.s.store.Read(func(st *store.State) error {
-		ids["alice"] = st.Realms["acme"].UserByName["alice"]
-		ids["bob"] = st.Realms["acme"].UserByName["bob"]
-		ids["ops"] = st.Realms["master"].UserByName["service-account-ops"]
-		ids["boot"] = st.Realms["master"].UserByName["service-account-platform-admin"]
+	require.NoError(t, h.s.store.Read("master", func(rm *store.Realm) error {
+		ids["ops"] = rm.UserByName["service-account-ops"]
+		ids["boot"] = rm.UserByName["service-account-platform-admin"]
 		return nil
 	}))
 	type row struct{ actor, action, tenant, typ, resID, outcome string }
@@ -237,10 +237,73 @@ func TestAuthClock(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 }
 
+// TestAuthChecksNotBeforeOnEveryUse: a token whose nbf lies ahead is
+// refused, accepted once the clock reaches it, and refused again from the
+// verified-token cache if the clock goes back before it.
+func TestAuthChecksNotBeforeOnEveryUse(t *testing.T) {
+	h := newAuthHarness(t)
+	tok := h.signed(t, "acme", "alice", func(c *issuer.Claims) { c.NotBefore = jwt.NewNumericDate(h.clock().Add(time.Minute)) })
+	resp, _ := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	h.now.Add(int64(2 * time.Minute))
+	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	h.now.Add(-int64(2 * time.Minute))
+	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+// TestVerifiedTokensEvictOneAtATime: a full cache forgets its least recently
+// used token only; it used to forget every token at once.
+func TestVerifiedTokensEvictOneAtATime(t *testing.T) {
+	t.Parallel()
+	v := newVerifiedTokens()
+	c := &issuer.Claims{}
+	key := func(i int) [32]byte { return sha256.Sum256([]byte(strconv.Itoa(i))) }
+	for i := range maxVerifiedTokens + 1 {
+		v.Add(key(i), verifiedToken{kid: "k", claims: c})
+	}
+	require.Equal(t, maxVerifiedTokens, v.Len())
+	_, ok := v.get(key(0), "k", "")
+	require.False(t, ok, "the least recently used token is forgotten")
+	for _, i := range []int{1, maxVerifiedTokens / 2, maxVerifiedTokens} {
+		_, ok := v.get(key(i), "k", "")
+		require.True(t, ok, "token %d is still cached", i)
+	}
+	_, ok = v.get(key(1), "other-kid", "")
+	require.False(t, ok, "a token verified with another key does not count")
+}
+
+// clock returns the harness server's current time.
+func (h *authHarness) clock() time.Time { return time.Unix(0, h.now.Load()).UTC() }
+
+// signed mints a token of realm for user with claims changed by edit,
+// signed by the realm's key.
+func (h *authHarness) signed(t *testing.T, realm, user string, edit func(*issuer.Claims)) string {
+	t.Helper()
+	raw := h.token(t, realm, user)
+	rm, ok := h.s.store.Lookup(realm)
+	require.True(t, ok)
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{issuer.Algorithm})
+	require.NoError(t, err)
+	var c issuer.Claims
+	require.NoError(t, tok.Claims(rm.SigningKey.Public(), &c))
+	edit(&c)
+	out, err := issuer.Sign(rm.SigningKey, rm.KeyID, &c)
+	require.NoError(t, err)
+	return out
+}
+
 // mustKey returns a fresh signing key for a test realm.
 func (s *Server) mustKey(t *testing.T) (crypto.Signer, string) {
 	t.Helper()
 	k, kid, err := issuer.GenerateKey()
 	require.NoError(t, err)
 	return k, kid
+}
+
+// auditEntries returns every audit entry matching f, newest first.
+func auditEntries(s *Server, f store.AuditFilter) []store.AuditEntry {
+	entries, _ := s.store.AuditPage(f, 0, math.MaxInt)
+	return entries
 }

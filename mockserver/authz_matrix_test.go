@@ -171,13 +171,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 				return
 			}
 			alice := a.id("user", "alice")
-			require.NoError(t, a.s.store.Read(func(st *store.State) error {
-				entries := st.AuditEntries(store.AuditFilter{Action: rt.action, ActorID: alice})
-				require.NotEmpty(t, entries, "no audit entry for %s", rt.action)
-				assert.Equal(t, store.OutcomeSuccess, entries[0].Outcome)
-				assert.NotEmpty(t, entries[0].ResourceID)
-				return nil
-			}))
+			entries := auditEntries(a.s, store.AuditFilter{Action: rt.action, ActorID: alice})
+			require.NotEmpty(t, entries, "no audit entry for %s", rt.action)
+			assert.Equal(t, store.OutcomeSuccess, entries[0].Outcome)
+			assert.NotEmpty(t, entries[0].ResourceID)
 		})
 	}
 }

@@ -93,7 +93,7 @@ func TestDeleteOrganizationCascade(t *testing.T) {
 			assert.NotEqual(t, w.acme, d.OrgID, "department %s survived", d.Name)
 		}
 		for k, as := range rm.Assignments {
-			assert.NotEqual(t, w.acme, as.OrgID, "assignment %v survived", k)
+			assert.NotEqual(t, w.acme, rm.Depts[as.DepartmentID].OrgID, "assignment %v survived", k)
 		}
 		for _, id := range []string{w.sales, w.inside, w.deep, w.support, w.branch} {
 			assert.NotContains(t, rm.AssignmentsByDept, id)

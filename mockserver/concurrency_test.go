@@ -121,7 +121,7 @@ func TestConcurrentOrganizationWork(t *testing.T) {
 		}
 		assignPerOrg := map[string]int{}
 		for _, as := range rm.Assignments {
-			assignPerOrg[as.OrgID]++
+			assignPerOrg[rm.Depts[as.DepartmentID].OrgID]++
 		}
 		for w, org := range orgIDs {
 			if w%2 == 1 {

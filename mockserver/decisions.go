@@ -1,10 +1,7 @@
 package mockserver
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -17,10 +14,10 @@ import (
 
 // decisionRoutes registers the authorization-decision-provider endpoints
 // (SERVICE.md section 6, ARCHITECTURE.md section 4).
-func (s *Server) decisionRoutes(mux *http.ServeMux) {
+func (s *Server) decisionRoutes(m mux) {
 	const base = "POST /realms/{realm}/authorization-decision-provider"
-	mux.Handle(base+"/authorize", s.authenticated(s.authorize))
-	mux.Handle(base+"/get-organizations", s.authenticated(s.getOrganizations))
+	m.Handle(base+"/authorize", s.authenticated(s.authorize))
+	m.Handle(base+"/get-organizations", s.authenticated(s.getOrganizations))
 }
 
 // Limits of a decision request (SERVICE.md section 8).
@@ -29,11 +26,12 @@ const (
 	maxDecisionScopes    = 50
 )
 
-// authorizeRequest is the body of /authorize.
+// authorizeRequest is the body of /authorize. Context is required ({} when
+// the call has none); nil means missing or null.
 type authorizeRequest struct {
 	ClientID  string            `json:"clientId"`
 	Resources []resourceRequest `json:"resources"`
-	Context   json.RawMessage   `json:"context"`
+	Context   *decisionContext  `json:"context"`
 }
 
 type resourceRequest struct {
@@ -85,8 +83,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 		return
 	}
 	var res decision.Result
-	err = s.store.Read(func(st *store.State) error {
-		rm, client, err := decisionClient(st, c.realm, req.ClientID)
+	err = s.store.Read(c.realm, func(rm *store.Realm) error {
+		client, err := decisionClient(rm, req.ClientID)
 		if err != nil {
 			return err
 		}
@@ -163,42 +161,27 @@ func (req *authorizeRequest) check() ([]decision.Resource, string, error) {
 		}
 		out[i] = decision.Resource{Name: *rr.Name, Scopes: rr.Scopes}
 	}
+	if req.Context == nil {
+		return nil, "", badField("context", "must be a JSON object ({} when the call has none)")
+	}
 	method := ""
-	if len(req.Context) > 0 {
-		raw := bytes.TrimSpace(req.Context)
-		if len(raw) == 0 || raw[0] != '{' {
-			return nil, "", badField("context", "must be a JSON object")
-		}
-		if string(raw) == "{}" { // no context, the usual case: nothing to decode
-			return out, "", nil
-		}
-		var dc decisionContext
-		if err := json.Unmarshal(raw, &dc); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) && te.Field != "" {
-				return nil, "", badField("context."+te.Field, "must be of type %s", jsonType(te.Type.Kind().String()))
-			}
-			return nil, "", badField("context", "must be a JSON object")
-		}
-		if dc.Attributes != nil {
-			method = dc.Attributes.Method
-		}
+	if req.Context.Attributes != nil {
+		method = req.Context.Attributes.Method
 	}
 	return out, method, nil
 }
 
-// decisionClient returns the live realm and the client a decision request
-// names; an unknown client is a 400.
-func decisionClient(st *store.State, realm, clientID string) (*store.Realm, *store.Client, error) {
-	rm, ok := st.Realms[realm]
-	if !ok || rm.Decommissioned {
-		return nil, nil, store.NotFound("realm %q", realm)
+// decisionClient returns the client a decision request names in a live
+// realm; an unknown client is a 400.
+func decisionClient(rm *store.Realm, clientID string) (*store.Client, error) {
+	if rm.Decommissioned() {
+		return nil, store.NotFound("realm %q", rm.Name)
 	}
 	client, ok := rm.ClientNamed(clientID)
 	if !ok {
-		return nil, nil, badField("clientId", "unknown client %q", clientID)
+		return nil, badField("clientId", "unknown client %q", clientID)
 	}
-	return rm, client, nil
+	return client, nil
 }
 
 // getOrganizationsRequest is the body of /get-organizations.
@@ -245,9 +228,8 @@ func (s *Server) getOrganizations(w http.ResponseWriter, r *http.Request, c *cal
 		return
 	}
 	out := organizationContext{Status: true, Organization: organizationBody{UserID: c.subject, Tenants: []tenantBody{}}}
-	err := s.store.Read(func(st *store.State) error {
-		rm, _, err := decisionClient(st, c.realm, req.ClientID)
-		if err != nil {
+	err := s.store.Read(c.realm, func(rm *store.Realm) error {
+		if _, err := decisionClient(rm, req.ClientID); err != nil {
 			return err
 		}
 		for _, m := range rm.UserOrganizations(c.subject) {
@@ -270,8 +252,7 @@ func (s *Server) getOrganizations(w http.ResponseWriter, r *http.Request, c *cal
 // call: a delay of decisionLatencyMs (cut short when the request is
 // cancelled) and, with probability decisionFailureRate, a 503.
 func (s *Server) injectFaults(ctx context.Context) error {
-	var cfg store.Config
-	_ = s.store.Read(func(st *store.State) error { cfg = st.Config; return nil })
+	cfg := s.store.Config()
 	if cfg.DecisionLatencyMs > 0 {
 		t := time.NewTimer(time.Duration(cfg.DecisionLatencyMs) * time.Millisecond)
 		select {

@@ -85,7 +85,9 @@ func deptPath(rm *store.Realm, r *http.Request) (*store.Department, error) {
 }
 
 // listDepartments lists the root departments of an organization, or the
-// children of {departmentId} on the sub-departments path.
+// children of {departmentId} on the sub-departments path, where
+// {departmentId} must be a department of the organization (the
+// organization's own id is a 404).
 func (s *Server) listDepartments(w http.ResponseWriter, r *http.Request, _ *caller) {
 	listPage(s, w, r, defaultPageSize, func(rm *store.Realm) ([]*store.Department, error) {
 		return rm.Departments(r.PathValue("orgId"), r.PathValue("departmentId"))
@@ -115,7 +117,7 @@ func (s *Server) createDepartment(w http.ResponseWriter, r *http.Request, c *cal
 	orgID, parentID := r.PathValue("orgId"), r.PathValue("departmentId")
 	var in deptBody
 	derr := decodeBody(r, &in)
-	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
+	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
 		if err := parentExists(rm, orgID, parentID); err != nil {
 			return "", nil, err // 404 for the path first
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/issuer"
-	"github.com/orgauthz/orgauthz/internal/store"
 )
 
 // This file binds tokens to DPoP keys (RFC 9449): proofs at the token
@@ -76,7 +75,7 @@ func (n *nonceSource) rotate() {
 // which shares one replay cache between the token endpoint and every
 // protected route, and the nonce source.
 func newAuthState(s *Server) (*authState, error) {
-	a := &authState{}
+	a := &authState{verified: newVerifiedTokens()}
 	a.nonces = &nonceSource{now: s.now, required: s.nonceRequired}
 	v, err := dpop.NewVerifier(dpop.WithClock(s.now), dpop.WithNonces(a.nonces))
 	if err != nil {
@@ -88,9 +87,7 @@ func newAuthState(s *Server) (*authState, error) {
 
 // nonceRequired reports the configuration's dpopNonceRequired.
 func (s *Server) nonceRequired() bool {
-	var req bool
-	_ = s.store.Read(func(st *store.State) error { req = st.Config.DPoPNonceRequired; return nil })
-	return req
+	return s.store.Config().DPoPNonceRequired
 }
 
 // requestURL is the absolute URL of r as the client addressed it: the

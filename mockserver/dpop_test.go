@@ -1,6 +1,10 @@
 package mockserver_test
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -189,4 +193,49 @@ func TestDPoPNonceFlow(t *testing.T) {
 	res = call("")
 	require.Equal(t, http.StatusOK, res.status)
 	require.Empty(t, res.header.Get("DPoP-Nonce"))
+}
+
+// ed25519Proof is a proof as oauth4webapi and openid-client make it for an
+// Ed25519 key: the algorithm named "Ed25519" (RFC 9864), signed by hand.
+func ed25519Proof(t *testing.T, key ed25519.PrivateKey, method, u, token string) string {
+	t.Helper()
+	enc := func(v any) string {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	claims := map[string]any{"jti": rand.Text(),
+		"htm": method, "htu": u, "iat": time.Now().Unix()}
+	if token != "" {
+		claims["ath"] = dpop.TokenHash(token)
+	}
+	input := enc(map[string]any{"typ": "dpop+jwt", "alg": "Ed25519", "jwk": map[string]any{
+		"kty": "OKP", "crv": "Ed25519", "x": base64.RawURLEncoding.EncodeToString(key.Public().(ed25519.PublicKey))}}) + "." + enc(claims)
+	return input + "." + base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, []byte(input)))
+}
+
+// TestDPoPWithEd25519AlgorithmName: a client that names its Ed25519
+// algorithm "Ed25519" gets a bound token and uses it; the server advertises
+// both names in discovery and in its challenge. Such proofs were refused
+// with "algorithm not allowed".
+func TestDPoPWithEd25519AlgorithmName(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	_, key, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	res := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+		"username": {"alice"}, "password": {"alice-pw"}}, http.Header{"Dpop": {ed25519Proof(t, key, http.MethodPost, srv.URL+tokenPath, "")}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	body := res.json(t)
+	require.Equal(t, "DPoP", body["token_type"])
+	token := body["access_token"].(string)
+
+	res = decideDPoP(t, srv, "DPoP", token, ed25519Proof(t, key, http.MethodPost, srv.URL+authorizePath, token))
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, "GRANT", res.json(t)["status"])
+
+	doc := send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil).json(t)
+	require.Subset(t, doc["dpop_signing_alg_values_supported"], []any{"EdDSA", "Ed25519"})
+	res = decideDPoP(t, srv, "DPoP", token, "")
+	require.Contains(t, res.header.Get("WWW-Authenticate"), `algs="ES256 ES384 PS256 RS256 EdDSA Ed25519"`)
 }

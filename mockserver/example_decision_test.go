@@ -39,6 +39,7 @@ func Example() {
 	req := httptest.NewRequest(http.MethodPost, "http://example.com/realms/acme/authorization-decision-provider/authorize",
 		strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"orders","scopes":[]}],"context":{}}`))
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	srv.ServeHTTP(rec, req)
 	fmt.Println(rec.Code, rec.Body.String())

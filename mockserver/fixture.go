@@ -179,13 +179,14 @@ func (s *Server) load(f Fixture, adminSecret string) (string, error) {
 		return "", err
 	}
 
-	err = s.store.Write(func(st *store.State) error {
-		for name, r := range realms {
-			st.Realms[name] = r
-		}
-		return nil
-	})
-	return adminSecret, err
+	all := make([]*store.Realm, 0, len(realms))
+	for _, r := range realms {
+		all = append(all, r)
+	}
+	if err := s.store.Install(all...); err != nil {
+		return "", fixtureError("%v", err)
+	}
+	return adminSecret, nil
 }
 
 // seedPlatformAdmins adds the platform-admin role, the fixture's platform
@@ -226,6 +227,9 @@ func seedPlatformAdmins(master *store.Realm, admins []FixturePlatformAdmin, admi
 	sa, ok := master.Users[c.ServiceAccountUserID]
 	if !ok {
 		return "", fixtureError("realm %q: client %q is the bootstrap platform administrator and needs a service account; make it confidential (give it a secret)", store.MasterRealm, bootstrapClient)
+	}
+	if sa.RoleIDs == nil {
+		sa.RoleIDs = store.Set{}
 	}
 	sa.RoleIDs[pa.ID] = struct{}{}
 	if adminSecret != "" {
@@ -273,8 +277,7 @@ func buildRealm(fr *FixtureRealm, now time.Time) (*store.Realm, error) {
 		}
 		if def, ok := r.RoleNamed(ro.Name); ok && (ro.Name == store.RoleRealmAdmin || ro.Name == store.RoleOfflineAccess) {
 			// A fixture may restate the default roles, e.g. to describe them.
-			def.Description = ro.Description
-			def.Attributes = store.Attributes(ro.Attributes).Clone()
+			_ = r.DescribeRole(def.ID, ro.Description, ro.Attributes) // def exists
 			continue
 		}
 		if _, err := r.AddRole(ro.Name, ro.Description, ro.Attributes); err != nil {
@@ -464,11 +467,13 @@ func (b *realmBuilder) organization(fo FixtureOrganization) error {
 			return b.errorf("%s: application %q: %v", owner, clientID, err)
 		}
 	}
-	return b.departments(fo.Departments, org.ID, org.ID, owner)
+	return b.departments(fo.Departments, org.ID, "", owner)
 }
 
 // departments creates list, with their subtrees and assigned users, under
-// parentID in organization orgID; owner names the organization.
+// parentID ("" for the roots) in organization orgID; owner names the
+// organization. Each department costs its own checks: loading is linear in
+// the size of the fixture.
 func (b *realmBuilder) departments(list []FixtureDepartment, orgID, parentID, owner string) error {
 	for _, fd := range list {
 		do := fmt.Sprintf("%s: department %q", owner, fd.Alias)

@@ -92,25 +92,21 @@ func FuzzFixture(f *testing.F) {
 		if err := s.store.CheckInvariants(); err != nil {
 			t.Fatalf("the fixture loaded into an inconsistent store: %v\nfixture: %s", err, data)
 		}
-		err = s.store.Read(func(st *store.State) error {
-			if _, ok := st.Realms[store.MasterRealm]; !ok {
-				t.Fatalf("no master realm")
-			}
-			for _, fr := range lenient.Realms {
-				rm, ok := st.Realms[fr.Name]
-				if !ok {
-					t.Fatalf("realm %q of the fixture is missing", fr.Name)
-				}
+		if _, ok := s.store.Lookup(store.MasterRealm); !ok {
+			t.Fatalf("no master realm")
+		}
+		for _, fr := range lenient.Realms {
+			err = s.store.Read(fr.Name, func(rm *store.Realm) error {
 				for _, fo := range fr.Organizations {
 					if _, ok := rm.OrgByAlias[fo.Alias]; !ok {
 						t.Fatalf("realm %q: organization %q of the fixture is missing", fr.Name, fo.Alias)
 					}
 				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("realm %q of the fixture is missing: %v", fr.Name, err)
 			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
 		if s.AdminSecret() == "" {
 			t.Fatal("no bootstrap admin secret")

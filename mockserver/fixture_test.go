@@ -105,9 +105,8 @@ func TestFixtureBuildsConsistentState(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "boot", s.AdminSecret())
 	require.NoError(t, s.store.CheckInvariants())
-	require.NoError(t, s.store.Read(func(st *store.State) error {
-		require.Contains(t, st.Realms, "master")
-		r := st.Realms["acme"]
+	require.Contains(t, s.store.Realms(), "master")
+	require.NoError(t, s.store.Read("acme", func(r *store.Realm) error {
 		require.NotNil(t, r.SigningKey)
 		for _, n := range []string{"realm-admin", "offline_access", "viewer", "clerk"} {
 			require.Contains(t, r.RoleByName, n)
@@ -144,7 +143,7 @@ func TestFixtureBuildsConsistentState(t *testing.T) {
 		require.Len(t, r.AssignmentsByUser[bob], 2)
 		require.Len(t, r.AssignmentsByDept[sales.ID], 2)
 		require.Len(t, r.Assignments, 3)
-		require.Equal(t, orgID, r.Assignments[store.AssignmentKey{UserID: bob, DepartmentID: inside.ID}].OrgID)
+		require.Equal(t, orgID, r.Depts[r.Assignments[store.AssignmentKey{UserID: bob, DepartmentID: inside.ID}].DepartmentID].OrgID)
 		return nil
 	}))
 }

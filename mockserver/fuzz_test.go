@@ -47,13 +47,18 @@ func FuzzDecisionBody(f *testing.F) {
 		}
 		req := httptest.NewRequest(http.MethodPost, "http://example.com"+path, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
+		mark := traffic.Mark()
 		s.ServeHTTP(rec, req)
 		if rec.Code >= 500 {
 			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
 		}
 		if !json.Valid(rec.Body.Bytes()) {
 			t.Fatalf("status %d with a body that is not JSON: %q", rec.Code, rec.Body)
+		}
+		if err := traffic.ErrSince(mark); err != nil {
+			t.Fatal(err)
 		}
 		if rec.Code != http.StatusOK || orgs {
 			return

@@ -1,7 +1,7 @@
 package mockserver
 
 // Helpers shared by the handlers of the organization API: running a
-// handler's work on the path's realm under the store's lock, answering it,
+// handler's work on the path's realm under that realm's lock, answering it,
 // and the wire forms every resource uses. The handlers themselves live with
 // their resource (organizations.go, departments.go, ...).
 
@@ -14,30 +14,19 @@ import (
 	"github.com/orgauthz/orgauthz/internal/store"
 )
 
-// readRealm runs fn on the path's realm under the store's read lock, with
+// readRealm runs fn on the path's realm under that realm's read lock, with
 // the configured page size limit (the configuration's maxPageSize, from 1
 // to 100: PUT /admin/config refuses anything else).
 func (s *Server) readRealm(r *http.Request, fn func(rm *store.Realm, maxPage int) error) error {
-	return s.store.Read(func(st *store.State) error {
-		rm, err := st.Realm(r.PathValue("realm"))
-		if err != nil {
-			return err
-		}
-		return fn(rm, st.Config.MaxPageSize)
-	})
+	maxPage := s.store.Config().MaxPageSize
+	return s.store.Read(r.PathValue("realm"), func(rm *store.Realm) error { return fn(rm, maxPage) })
 }
 
-// writeRealm runs fn on the path's realm under the store's write lock, with
-// the store's current time. fn must check everything before its first
+// writeRealm runs fn on the path's realm under that realm's write lock,
+// with the store's current time. fn must check everything before its first
 // change.
 func (s *Server) writeRealm(r *http.Request, fn func(rm *store.Realm, now time.Time) error) error {
-	return s.store.Write(func(st *store.State) error {
-		rm, err := st.Realm(r.PathValue("realm"))
-		if err != nil {
-			return err
-		}
-		return fn(rm, st.Now())
-	})
+	return s.store.Write(r.PathValue("realm"), func(rm *store.Realm) error { return fn(rm, s.store.Now()) })
 }
 
 // getOne answers 200 {"result": conv(v)} with the v find returns under the
@@ -133,8 +122,9 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, fn func(rm *st
 
 // createOne answers 201 {"result": v} with the resource fn creates under
 // the write lock, or the error. fn returns the new resource's id and its
-// wire form v; the Location names id under collection (usually the
-// request's path), and the id becomes the audit entry's resource.
+// wire form v; the Location names id under collection (an escaped path,
+// usually the request's), where a GET answers the new resource, and the id
+// becomes the audit entry's resource.
 func (s *Server) createOne(w http.ResponseWriter, r *http.Request, c *caller, collection string,
 	fn func(rm *store.Realm, now time.Time) (id string, v any, err error)) {
 	var (
@@ -224,9 +214,11 @@ func attrsJSON(a store.Attributes) map[string][]string {
 
 // boolParam reads an optional true/false query parameter.
 func boolParam(r *http.Request, name string) (bool, error) {
-	switch v := r.URL.Query().Get(name); v {
-	case "":
+	v, ok := queryParam(r.URL.Query(), name)
+	if !ok {
 		return false, nil
+	}
+	switch v {
 	case "true", "false":
 		return v == "true", nil
 	default:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,72 +16,120 @@ import (
 	"github.com/orgauthz/orgauthz/internal/store"
 )
 
-// identityRoutes registers discovery, JWKS and the token endpoint
-// (SERVICE.md section 2).
-func (s *Server) identityRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.discovery)
-	mux.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", s.certs)
-	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
+// identityRoutes registers discovery (OpenID Connect and RFC 8414), JWKS
+// and the token endpoint (SERVICE.md section 2).
+func (s *Server) identityRoutes(m mux) {
+	m.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.discovery)
+	m.HandleFunc("GET /.well-known/oauth-authorization-server/realms/{realm}", s.authServerMetadata)
+	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", s.certs)
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
 }
 
 // liveRealm runs fn on the named realm when it exists and is not
 // decommissioned, else returns a 404.
 func (s *Server) liveRealm(name string, fn func(r *store.Realm) error) error {
-	return s.store.Read(func(st *store.State) error {
-		r, ok := st.Realms[name]
-		if !ok || r.Decommissioned {
+	return s.store.Read(name, func(r *store.Realm) error {
+		if r.Decommissioned() {
 			return store.NotFound("realm %q", name)
 		}
 		return fn(r)
 	})
 }
 
-// discoveryDoc is the OpenID Provider Metadata of a realm.
-type discoveryDoc struct {
+// lookupLive returns the named realm without taking its lock, when it
+// exists and is not decommissioned, else a 404. Only the fields that never
+// change may be read from it (see store.Store.Lookup).
+func (s *Server) lookupLive(name string) (*store.Realm, error) {
+	rm, ok := s.store.Lookup(name)
+	if !ok || rm.Decommissioned() {
+		return nil, store.NotFound("realm %q", name)
+	}
+	return rm, nil
+}
+
+// serverMetadata is the metadata of a realm: RFC 8414 authorization server
+// metadata, and with the OpenID fields set, OpenID Provider Metadata
+// (OpenID Connect Discovery 1.0 section 3). Every endpoint it names answers
+// and every value it lists works: there is no authorization endpoint (no
+// grant of the server uses one), so it names none and lists no response
+// type.
+type serverMetadata struct {
 	Issuer                            string   `json:"issuer"`
-	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
 	TokenEndpoint                     string   `json:"token_endpoint"`
 	JWKSURI                           string   `json:"jwks_uri"`
 	ResponseTypesSupported            []string `json:"response_types_supported"`
-	SubjectTypesSupported             []string `json:"subject_types_supported"`
-	IDTokenSigningAlgValuesSupported  []string `json:"id_token_signing_alg_values_supported"`
 	GrantTypesSupported               []string `json:"grant_types_supported"`
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
+	ScopesSupported                   []string `json:"scopes_supported"`
 	DPoPSigningAlgValuesSupported     []string `json:"dpop_signing_alg_values_supported"`
+
+	// OpenID Provider Metadata only.
+	SubjectTypesSupported            []string `json:"subject_types_supported,omitempty"`
+	IDTokenSigningAlgValuesSupported []string `json:"id_token_signing_alg_values_supported,omitempty"`
+	ClaimsSupported                  []string `json:"claims_supported,omitempty"`
 }
 
+// Scopes the token endpoint grants: openid asks for an ID token (password
+// grant only); profile and email name claims every ID token carries.
+var supportedScopes = []string{"openid", "profile", "email"}
+
+// metadata builds the RFC 8414 metadata of realm as the request sees the
+// server.
+func (s *Server) metadata(r *http.Request, realm string) serverMetadata {
+	iss := issuer.RealmIssuer(s.issuerBase(r), realm)
+	oidc := iss + "/protocol/openid-connect"
+	return serverMetadata{
+		Issuer:                            iss,
+		TokenEndpoint:                     oidc + "/token",
+		JWKSURI:                           oidc + "/certs",
+		ResponseTypesSupported:            []string{},
+		GrantTypesSupported:               []string{grantClientCredentials, grantPassword},
+		TokenEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post", "none"},
+		ScopesSupported:                   supportedScopes,
+		DPoPSigningAlgValuesSupported:     s.auth.dpop.Algorithms(),
+	}
+}
+
+// discovery serves the OpenID Provider Metadata of a realm.
 func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 	realm := r.PathValue("realm")
-	if err := s.liveRealm(realm, func(*store.Realm) error { return nil }); err != nil {
+	if _, err := s.lookupLive(realm); err != nil {
 		writeErr(w, err)
 		return
 	}
-	iss := issuer.RealmIssuer(s.issuerBase(r), realm)
-	oidc := iss + "/protocol/openid-connect"
-	writeJSON(w, http.StatusOK, discoveryDoc{
-		Issuer:                            iss,
-		AuthorizationEndpoint:             oidc + "/auth",
-		TokenEndpoint:                     oidc + "/token",
-		JWKSURI:                           oidc + "/certs",
-		ResponseTypesSupported:            []string{"code"},
-		SubjectTypesSupported:             []string{"public"},
-		IDTokenSigningAlgValuesSupported:  []string{string(issuer.Algorithm)},
-		GrantTypesSupported:               []string{grantClientCredentials, grantPassword},
-		TokenEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},
-		DPoPSigningAlgValuesSupported:     s.auth.dpop.Algorithms(),
-	})
+	doc := s.metadata(r, realm)
+	doc.SubjectTypesSupported = []string{"public"}
+	doc.IDTokenSigningAlgValuesSupported = []string{string(issuer.IDTokenAlgorithm)}
+	doc.ClaimsSupported = []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "azp", "preferred_username", "email"}
+	writeJSON(w, http.StatusOK, doc)
 }
 
+// authServerMetadata serves the RFC 8414 metadata of a realm, at the path
+// RFC 8414 section 3.1 derives from the issuer
+// (/.well-known/oauth-authorization-server/realms/{realm}).
+func (s *Server) authServerMetadata(w http.ResponseWriter, r *http.Request) {
+	realm := r.PathValue("realm")
+	if _, err := s.lookupLive(realm); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.metadata(r, realm))
+}
+
+// certs serves the realm's JWKS: the ES256 key of access tokens and the
+// RS256 key of ID tokens.
 func (s *Server) certs(w http.ResponseWriter, r *http.Request) {
-	var set jose.JSONWebKeySet
-	err := s.liveRealm(r.PathValue("realm"), func(rm *store.Realm) error {
-		set.Keys = []jose.JSONWebKey{issuer.PublicJWK(rm.SigningKey, rm.KeyID)}
-		return nil
-	})
+	rm, err := s.lookupLive(r.PathValue("realm"))
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	idKey, idKID, err := rm.IDTokenKey(issuer.GenerateIDTokenKey)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{issuer.PublicJWK(rm.SigningKey, rm.KeyID), issuer.IDTokenJWK(idKey, idKID)}}
 	b, err := json.Marshal(set)
 	if err != nil {
 		writeErr(w, err)
@@ -106,11 +155,14 @@ type oauthError struct {
 
 func (e *oauthError) Error() string { return e.code + ": " + e.description }
 
-// tokenResponse is an RFC 6749 section 5.1 answer.
+// tokenResponse is an RFC 6749 section 5.1 answer, with the ID token of
+// OpenID Connect Core 1.0 section 3.1.3.3 when openid was granted.
 type tokenResponse struct {
-	AccessToken string `json:"access_token"`
-	TokenType   string `json:"token_type"`
-	ExpiresIn   int    `json:"expires_in"`
+	AccessToken string  `json:"access_token"`
+	TokenType   string  `json:"token_type"`
+	ExpiresIn   int     `json:"expires_in"`
+	IDToken     string  `json:"id_token,omitempty"`
+	Scope       *string `json:"scope,omitempty"`
 }
 
 // token serves the token endpoint: client_credentials and password grants,
@@ -152,6 +204,11 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "malformed form body"}
 	}
 	form := r.PostForm
+	for name, values := range form {
+		if len(values) > 1 { // RFC 6749 section 3.1: never more than once
+			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + name + " is given more than once"}
+		}
+	}
 	grantType := form.Get("grant_type")
 	switch grantType {
 	case "":
@@ -207,7 +264,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		}
 		spec.jkt = jkt
 	}
-	raw, lifetime, err := s.mint(s.issuerBase(r), realm, username, spec)
+	raw, claims, err := s.mint(s.issuerBase(r), realm, username, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +272,32 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 	if spec.jkt != "" {
 		tt = "DPoP"
 	}
-	return &tokenResponse{AccessToken: raw, TokenType: tt, ExpiresIn: int(lifetime / time.Second)}, nil
+	out := &tokenResponse{AccessToken: raw, TokenType: tt, ExpiresIn: int(claims.Expiry.Time().Sub(claims.IssuedAt.Time()) / time.Second)}
+	if requested, ok := form["scope"]; ok {
+		granted := grantedScopes(requested[0], grantType)
+		out.Scope = &granted
+		if slices.Contains(strings.Fields(granted), "openid") {
+			if out.IDToken, err = s.idToken(realm, claims); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// grantedScopes returns the scopes of requested (space-separated) that the
+// server grants: those of supportedScopes, openid only with the password
+// grant (an ID token is about a user who authenticated); others are left
+// out, and the answer's scope says so (RFC 6749 section 5.1).
+func grantedScopes(requested, grantType string) string {
+	var out []string
+	for _, sc := range strings.Fields(requested) {
+		if slices.Contains(supportedScopes, sc) && !slices.Contains(out, sc) &&
+			(sc != "openid" || grantType == grantPassword) {
+			out = append(out, sc)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // clientCredentials reads the client's id and secret from HTTP Basic

@@ -77,26 +77,116 @@ func tokenRequest(t *testing.T, srv *mockservertest.Server, realm string, form u
 		"application/x-www-form-urlencoded", strings.NewReader(form.Encode()), header)
 }
 
+// TestDiscovery: the OpenID Provider Metadata and the RFC 8414 metadata
+// are truthful. Every endpoint they name answers (it used to name an
+// authorization endpoint that answered 404), they list no response type
+// (there is no authorization endpoint), and what Discovery 1.0 makes
+// mandatory for the ID tokens the server does issue is there, RS256
+// included (it listed only ES256).
 func TestDiscovery(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixture(identityFixture()))
-	res := send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil)
-	require.Equal(t, http.StatusOK, res.status)
-	doc := res.json(t)
 	iss := srv.URL + "/realms/acme"
-	require.Equal(t, iss, doc["issuer"])
-	require.Equal(t, iss+"/protocol/openid-connect/token", doc["token_endpoint"])
-	require.Equal(t, iss+"/protocol/openid-connect/certs", doc["jwks_uri"])
-	require.Equal(t, iss+"/protocol/openid-connect/auth", doc["authorization_endpoint"])
-	for _, f := range []string{"response_types_supported", "subject_types_supported", "id_token_signing_alg_values_supported",
-		"grant_types_supported", "dpop_signing_alg_values_supported"} {
-		require.NotEmpty(t, doc[f], f)
-	}
-	require.ElementsMatch(t, []any{"client_credentials", "password"}, doc["grant_types_supported"])
-	require.Contains(t, doc["dpop_signing_alg_values_supported"], "ES256")
+	oidc := send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil)
+	require.Equal(t, http.StatusOK, oidc.status)
+	oauth := send(t, srv, http.MethodGet, "/.well-known/oauth-authorization-server/realms/acme", "", nil, nil)
+	require.Equal(t, http.StatusOK, oauth.status)
 
-	res = send(t, srv, http.MethodGet, "/realms/nowhere/.well-known/openid-configuration", "", nil, nil)
-	require.Equal(t, http.StatusNotFound, res.status)
+	for name, doc := range map[string]map[string]any{"openid-configuration": oidc.json(t), "oauth-authorization-server": oauth.json(t)} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, iss, doc["issuer"])
+			require.Equal(t, iss+"/protocol/openid-connect/token", doc["token_endpoint"])
+			require.Equal(t, iss+"/protocol/openid-connect/certs", doc["jwks_uri"])
+			require.NotContains(t, doc, "authorization_endpoint", "no grant of the server uses one")
+			require.Equal(t, []any{}, doc["response_types_supported"])
+			require.ElementsMatch(t, []any{"client_credentials", "password"}, doc["grant_types_supported"])
+			require.ElementsMatch(t, []any{"client_secret_basic", "client_secret_post", "none"}, doc["token_endpoint_auth_methods_supported"])
+			require.Subset(t, doc["dpop_signing_alg_values_supported"], []any{"ES256", "EdDSA", "Ed25519"})
+			require.Contains(t, doc["scopes_supported"], "openid")
+			// Every URL the document names answers something other than 404.
+			for k, v := range doc {
+				u, ok := v.(string)
+				if !ok || !strings.HasPrefix(u, "http") || k == "issuer" {
+					continue
+				}
+				method := http.MethodGet
+				if k == "token_endpoint" {
+					method = http.MethodPost
+				}
+				res := send(t, srv, method, strings.TrimPrefix(u, srv.URL), "application/x-www-form-urlencoded", strings.NewReader(""), nil)
+				require.NotEqual(t, http.StatusNotFound, res.status, "%s %s", k, u)
+				require.NotEqual(t, http.StatusMethodNotAllowed, res.status, "%s %s", k, u)
+			}
+		})
+	}
+	doc := oidc.json(t)
+	require.Equal(t, []any{"public"}, doc["subject_types_supported"])
+	require.Equal(t, []any{"RS256"}, doc["id_token_signing_alg_values_supported"])
+	require.NotContains(t, oauth.json(t), "id_token_signing_alg_values_supported")
+
+	for _, path := range []string{"/realms/nowhere/.well-known/openid-configuration", "/.well-known/oauth-authorization-server/realms/nowhere"} {
+		res := send(t, srv, http.MethodGet, path, "", nil, nil)
+		require.Equal(t, http.StatusNotFound, res.status, path)
+	}
+}
+
+// TestIDTokens: the password grant with scope openid answers an RS256 ID
+// token that the JWKS verifies, about the same user as the access token;
+// without openid, or with client_credentials, there is none, and the
+// answer's scope says what was granted.
+func TestIDTokens(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(identityFixture()))
+	iss := srv.URL + "/realms/acme"
+	var set jose.JSONWebKeySet
+	require.NoError(t, json.Unmarshal(send(t, srv, http.MethodGet, "/realms/acme/protocol/openid-connect/certs", "", nil, nil).body, &set))
+
+	res := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+		"username": {"alice"}, "password": {"alice-pw"}, "scope": {"openid profile email phone"}}, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	body := res.json(t)
+	require.Equal(t, "openid profile email", body["scope"], "phone is not granted")
+	raw, ok := body["id_token"].(string)
+	require.True(t, ok, "an ID token: %s", res.body)
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+	require.NoError(t, err)
+	keys := set.Key(tok.Headers[0].KeyID)
+	require.Len(t, keys, 1)
+	require.Equal(t, "RS256", keys[0].Algorithm)
+	var id struct {
+		jwt.Claims
+		AZP      string `json:"azp"`
+		AuthTime int64  `json:"auth_time"`
+		Username string `json:"preferred_username"`
+		Email    string `json:"email"`
+	}
+	require.NoError(t, tok.Claims(keys[0].Key, &id))
+	require.NoError(t, id.Validate(jwt.Expected{Issuer: iss, AnyAudience: jwt.Audience{"admin-cli"}, Time: time.Now()}))
+	require.Equal(t, "admin-cli", id.AZP)
+	require.Equal(t, "alice", id.Username)
+	require.Equal(t, "alice@acme.test", id.Email)
+	require.NotZero(t, id.AuthTime)
+	access, err := jwt.ParseSigned(body["access_token"].(string), []jose.SignatureAlgorithm{jose.ES256})
+	require.NoError(t, err)
+	var at jwt.Claims
+	require.NoError(t, access.UnsafeClaimsWithoutVerification(&at))
+	require.Equal(t, at.Subject, id.Subject)
+	_, err = jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+	require.Error(t, err, "an ID token is never an access token's algorithm")
+	require.Equal(t, http.StatusUnauthorized, postJSON(t, srv, authorizePath, raw, `{"clientId":"orders-api","resources":[{"name":"x"}],"context":{}}`).status,
+		"an ID token is not accepted as an access token")
+
+	for name, form := range map[string]url.Values{
+		"password without openid": {"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob"}, "password": {"bob-pw"}, "scope": {"profile"}},
+		"client credentials":      {"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}, "scope": {"openid"}},
+	} {
+		res := tokenRequest(t, srv, "acme", form, nil)
+		require.Equal(t, http.StatusOK, res.status, name)
+		require.NotContains(t, res.json(t), "id_token", name)
+		require.NotContains(t, res.json(t)["scope"], "openid", name)
+	}
+	res = tokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}, nil)
+	require.NotContains(t, res.json(t), "scope", "no scope asked, none answered")
 }
 
 func TestJWKSVerifiesIssuedTokens(t *testing.T) {
@@ -106,8 +196,10 @@ func TestJWKSVerifiesIssuedTokens(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.status)
 	var set jose.JSONWebKeySet
 	require.NoError(t, json.Unmarshal(res.body, &set))
-	require.Len(t, set.Keys, 1)
-	require.True(t, set.Keys[0].IsPublic())
+	require.Len(t, set.Keys, 2, "the access-token key and the ID-token key")
+	for _, k := range set.Keys {
+		require.True(t, k.IsPublic())
+	}
 
 	for name, raw := range map[string]string{
 		"IssueToken": srv.Token("acme", "alice"),
@@ -184,6 +276,8 @@ func TestTokenEndpoint(t *testing.T) {
 			nil, 401, "invalid_client", ""},
 		{"wrong secret with HTTP Basic", url.Values{"grant_type": {"client_credentials"}}, basic("orders-api", "nope"), 401, "invalid_client", ""},
 		{"unknown client", url.Values{"grant_type": {"client_credentials"}, "client_id": {"ghost"}, "client_secret": {"x"}}, nil, 401, "invalid_client", ""},
+		{"a parameter twice", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob", "alice"}, "password": {"bob-pw"}},
+			nil, 400, "invalid_request", ""},
 		{"no client", url.Values{"grant_type": {"password"}, "username": {"bob"}, "password": {"bob-pw"}}, nil, 401, "invalid_client", ""},
 		{"confidential client without secret", url.Values{"grant_type": {"password"}, "client_id": {"orders-api"}, "username": {"bob"}, "password": {"bob-pw"}},
 			nil, 401, "invalid_client", ""},

@@ -26,6 +26,7 @@ type config struct {
 	now         func() time.Time
 	logger      *slog.Logger
 	adminSecret string
+	proxies     []string
 }
 
 // WithFixture seeds the server with f (SERVICE.md section 9). It replaces an
@@ -46,6 +47,19 @@ func WithFixtureFile(path string) Option {
 // unavailable.
 func WithIssuer(baseURL string) Option {
 	return func(c *config) { c.issuer = baseURL }
+}
+
+// WithTrustedProxies names the reverse proxies, by address ("10.0.0.7",
+// "::1") or network ("10.0.0.0/8"), whose X-Forwarded-Proto,
+// X-Forwarded-Host and X-Forwarded-Port, or Forwarded (RFC 7239) headers
+// say the public URL of a request: the one written into tokens and that
+// DPoP proofs must name. A request from any other address never has its
+// forwarding headers read. Where a header holds a list, the last entry (the
+// one the nearest proxy added) counts; the X-Forwarded-* headers come
+// before Forwarded. The option is ignored with WithIssuer, which fixes the
+// public URL. New fails on an entry that is not an address or network.
+func WithTrustedProxies(proxies ...string) Option {
+	return func(c *config) { c.proxies = append(c.proxies, proxies...) }
 }
 
 // WithClock sets the clock of tokens, timestamps and the audit log
@@ -90,6 +104,10 @@ func New(opts ...Option) (*Server, error) {
 		}
 		c.issuer = strings.TrimSuffix(c.issuer, "/")
 	}
+	proxies, err := parseProxies(c.proxies)
+	if err != nil {
+		return nil, err
+	}
 	fx := Fixture{}
 	switch {
 	case c.fixtureFile != "":
@@ -103,10 +121,11 @@ func New(opts ...Option) (*Server, error) {
 	}
 
 	s := &Server{
-		store:  store.New(c.now),
-		now:    c.now,
-		logger: c.logger,
-		issuer: c.issuer,
+		store:   store.New(c.now),
+		now:     c.now,
+		logger:  c.logger,
+		issuer:  c.issuer,
+		proxies: proxies,
 	}
 	auth, err := newAuthState(s)
 	if err != nil {
@@ -119,6 +138,9 @@ func New(opts ...Option) (*Server, error) {
 	}
 	s.auth.adminSecret = secret
 	s.handler = s.routes()
+	if wrapHandler != nil {
+		s.handler = wrapHandler(s.handler)
+	}
 	return s, nil
 }
 

@@ -43,7 +43,9 @@ func FuzzOrganizationHandlers(f *testing.F) {
 		req := httptest.NewRequest(rt.method, "http://fuzz.test"+target, bytes.NewReader(body))
 		req.URL.RawQuery = query
 		req.Header.Set("Authorization", "Bearer "+a.admin)
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
+		mark := traffic.Mark()
 		a.s.ServeHTTP(rec, req)
 
 		if rec.Code >= 500 {
@@ -57,6 +59,9 @@ func FuzzOrganizationHandlers(f *testing.F) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error != http.StatusText(rec.Code) || e.Message == "" {
 				t.Fatalf("%s %s: bad error body %q", rt.method, target, rec.Body)
 			}
+		}
+		if err := traffic.ErrSince(mark); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -213,8 +213,7 @@ func (a *orgAPI) createDept(orgID, parentID, name, alias string) string {
 func (a *orgAPI) id(kind, name string) string {
 	a.t.Helper()
 	var id string
-	require.NoError(a.t, a.s.store.Read(func(st *store.State) error {
-		rm := st.Realms["acme"]
+	require.NoError(a.t, a.s.store.Read("acme", func(rm *store.Realm) error {
 		switch kind {
 		case "user":
 			id = rm.UserByName[name]
@@ -236,10 +235,11 @@ func (a *orgAPI) id(kind, name string) string {
 // realm runs fn on acme's store state and then checks the invariants.
 func (a *orgAPI) realm(fn func(rm *store.Realm)) {
 	a.t.Helper()
-	require.NoError(a.t, a.s.store.Read(func(st *store.State) error {
-		fn(st.Realms["acme"])
-		return st.CheckInvariants()
+	require.NoError(a.t, a.s.store.Read("acme", func(rm *store.Realm) error {
+		fn(rm)
+		return nil
 	}))
+	require.NoError(a.t, a.s.store.CheckInvariants())
 }
 
 func TestOrganizationCRUD(t *testing.T) {
@@ -366,7 +366,9 @@ func TestPagination(t *testing.T) {
 	}
 
 	// The maximum follows the platform configuration.
-	require.NoError(t, a.s.store.Write(func(st *store.State) error { st.Config.MaxPageSize = 10; return nil }))
+	cfg := a.s.store.Config()
+	cfg.MaxPageSize = 10
+	a.s.store.SetConfig(cfg)
 	small := list[orgJSON](a, "?count=50")
 	assert.Equal(t, 10, small.MetaData.CurrentPagination.Count)
 	assert.Len(t, small.Results, 10)
@@ -780,8 +782,11 @@ func TestDepartmentTemplates(t *testing.T) {
 	assert.Equal(t, "root.name", e.Details[0].Field)
 
 	// Immutable: no PUT or DELETE route.
-	assert.Equal(t, http.StatusNotFound, a.do(http.MethodPut, base+"/"+tmpl.ID, body).Status)
-	assert.Equal(t, http.StatusNotFound, a.do(http.MethodDelete, base+"/"+tmpl.ID, nil).Status)
+	for _, m := range []string{http.MethodPut, http.MethodDelete} {
+		r := a.do(m, base+"/"+tmpl.ID, body)
+		r.errBody(t, http.StatusMethodNotAllowed)
+		assert.Equal(t, "GET, HEAD", r.Header.Get("Allow"))
+	}
 
 	// Instantiation creates the whole subtree with the template roles.
 	top := result[deptJSON](a, http.StatusCreated, http.MethodPost, "/"+orgID+"/departments", map[string]any{"templateId": tmpl.ID})

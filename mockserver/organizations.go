@@ -65,7 +65,7 @@ func (s *Server) createOrganization(w http.ResponseWriter, r *http.Request, c *c
 		fail(w, err)
 		return
 	}
-	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
+	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
 		o, err := rm.CreateOrganization(in.spec(), now)
 		if err != nil {
 			return "", nil, err

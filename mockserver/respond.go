@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
+	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/orgauthz/orgauthz/internal/store"
 )
@@ -96,10 +100,16 @@ func writeErr(w http.ResponseWriter, err error) {
 	writeJSON(w, ae.status, errorBody{Error: http.StatusText(ae.status), Message: ae.message, Details: ae.details})
 }
 
-// decodeBody reads a JSON object from r into v through the 1 MiB limit.
-// Malformed JSON, wrong types, trailing data and oversized bodies are 400s
-// whose message says what is wrong. Unknown fields are ignored.
+// decodeBody reads a JSON object from r into v through the 1 MiB limit. A
+// Content-Type other than application/json is a 415. Malformed JSON, wrong
+// types, trailing data, oversized bodies and ambiguous members (given twice,
+// or differing only in case, or naming a field in another case, where a
+// struct is decoded: checkMembers) are 400s whose message says what is
+// wrong. Unknown fields are ignored.
 func decodeBody(r *http.Request, v any) error {
+	if err := checkJSONContentType(r); err != nil {
+		return err
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
 		return errf(http.StatusBadRequest, "cannot read request body")
@@ -110,14 +120,49 @@ func decodeBody(r *http.Request, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errf(http.StatusBadRequest, "request body is empty; a JSON object is required")
 	}
+	if err := checkMembers(body, reflect.TypeOf(v).Elem()); err != nil {
+		var dup *errAmbiguousMember
+		if errors.As(err, &dup) {
+			return badField(dup.field(), "%s", dup.problem())
+		}
+		return err
+	}
 	if err := json.Unmarshal(body, v); err != nil { // refuses trailing data too
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return badField(te.Field, "must be of type %s", jsonType(te.Type.Kind().String()))
+			return typeError(te.Field, te.Type)
 		}
 		return errf(http.StatusBadRequest, "malformed JSON body: %v", err)
 	}
 	return nil
+}
+
+// typeError is the 400 for a member of the wrong JSON type; want is the Go
+// type it decodes into.
+func typeError(field string, want reflect.Type) error {
+	if k := jsonType(want.Kind().String()); k != "object" {
+		return badField(field, "must be of type %s", k)
+	}
+	return badField(field, "must be a JSON object")
+}
+
+// checkJSONContentType answers 415 unless the request says its body is
+// application/json (parameters aside; a charset must be UTF-8).
+func checkJSONContentType(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "application/json" { // what clients send; ParseMediaType allocates
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err == nil && mt == "application/json" {
+		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
+			return nil
+		}
+	}
+	if ct == "" {
+		return errf(http.StatusUnsupportedMediaType, "the request body must be application/json; the request has no Content-Type")
+	}
+	return errf(http.StatusUnsupportedMediaType, "the request body must be application/json, not %q", ct)
 }
 
 // jsonType names a Go kind the way a JSON user would.
@@ -150,14 +195,14 @@ type page struct {
 func parsePage(r *http.Request, def, max int) (page, error) {
 	p := page{Offset: 0, Count: def}
 	q := r.URL.Query()
-	if s := q.Get("offset"); s != "" {
+	if s, ok := queryParam(q, "offset"); ok {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
 			return p, badField("offset", "must be an integer of at least 0")
 		}
 		p.Offset = n
 	}
-	if s := q.Get("count"); s != "" {
+	if s, ok := queryParam(q, "count"); ok {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
 			return p, badField("count", "must be an integer of at least 1")
@@ -179,13 +224,13 @@ type listBody[T any] struct {
 	Results []T `json:"results"`
 }
 
-// writePage writes the window p of all (already sorted) as a paginated list.
-func writePage[T any](w http.ResponseWriter, p page, all []T) {
-	var body listBody[T]
-	body.MetaData.CurrentPagination = p
-	body.MetaData.TotalRows = len(all)
-	start := min(p.Offset, len(all))
-	end := min(start+p.Count, len(all))
-	body.Results = append(make([]T, 0, end-start), all[start:end]...)
-	writeJSON(w, http.StatusOK, body)
+// queryParam returns the value of a query parameter and whether it is
+// present: an empty value (?offset=) is present, and is not taken as the
+// parameter's default.
+func queryParam(q url.Values, name string) (string, bool) {
+	v, ok := q[name]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	return v[0], true
 }

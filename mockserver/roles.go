@@ -14,6 +14,7 @@ func (s *Server) roleRoutes(m orgMuxes) {
 	const roles = orgPrefix + "/{orgId}/roles"
 	m.org.Handle("GET "+roles, s.realmAdmin("", s.listOrgRoles))
 	m.org.Handle("GET "+roles+"/available", s.realmAdmin("", s.listAvailableRoles))
+	m.org.Handle("GET "+roles+"/{roleId}", s.realmAdmin("", s.getOrgRole))
 	m.org.Handle("POST "+roles, s.realmAdmin("role.link", s.linkRole))
 	m.org.Handle("POST "+roles+"/create", s.realmAdmin("role.create", s.createOrgRole))
 	m.org.Handle("DELETE "+roles+"/{roleId}", s.realmAdmin("role.unlink", s.unlinkRole))
@@ -109,7 +110,7 @@ func (s *Server) createOrgRole(w http.ResponseWriter, r *http.Request, c *caller
 	orgID := r.PathValue("orgId")
 	var in roleBody
 	derr := decodeBody(r, &in)
-	roles := strings.TrimSuffix(r.URL.Path, "/create")
+	roles := strings.TrimSuffix(r.URL.EscapedPath(), "/create")
 	s.createOne(w, r, c, roles, func(rm *store.Realm, _ time.Time) (string, any, error) {
 		if _, err := rm.Organization(orgID); err != nil {
 			return "", nil, err
@@ -123,6 +124,15 @@ func (s *Server) createOrgRole(w http.ResponseWriter, r *http.Request, c *caller
 		}
 		return role.ID, toRoleJSON(role), nil
 	})
+}
+
+// getOrgRole answers a role linked to the organization (the Location of a
+// role made with POST /roles/create); a role that is not linked, global or
+// not, is a 404.
+func (s *Server) getOrgRole(w http.ResponseWriter, r *http.Request, _ *caller) {
+	getOne(s, w, r, func(rm *store.Realm) (*store.Role, error) {
+		return rm.OrgRole(r.PathValue("orgId"), r.PathValue("roleId"))
+	}, toRoleJSON)
 }
 
 func (s *Server) unlinkRole(w http.ResponseWriter, r *http.Request, c *caller) {

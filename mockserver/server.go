@@ -3,6 +3,8 @@ package mockserver
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"path"
 	"strings"
 	"time"
 
@@ -17,11 +19,22 @@ type Server struct {
 	now     func() time.Time
 	logger  *slog.Logger
 	// issuer is the public base URL written into tokens; empty means it is
-	// derived from each request's scheme and Host.
+	// derived from each request (publicURL.go).
 	issuer string
+	// proxies are the trusted reverse proxies whose forwarding headers
+	// are read when issuer is empty.
+	proxies []netip.Prefix
 
 	auth *authState // token issuing and validation (auth.go)
+
+	// patterns are the routes' patterns, "METHOD /path", as registered.
+	patterns []string
 }
+
+// wrapHandler, when set, wraps the handler of every Server New builds. Only
+// the package's tests set it, in TestMain before any server exists, to
+// check all of their traffic against the OpenAPI document.
+var wrapHandler func(http.Handler) http.Handler
 
 // ServeHTTP serves the service's API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -34,29 +47,106 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // /{orgId}/roles both match /alias/roles, /users/{userId}/assignments and
 // /{orgId}/roles/{roleId} both match /users/roles/assignments.
 func (s *Server) routes() http.Handler {
+	newMux := func() mux { return mux{ServeMux: http.NewServeMux(), patterns: &s.patterns} }
 	top := newMux()
 	s.identityRoutes(top)
 	s.adminRoutes(top)
 	s.decisionRoutes(top)
+	s.openAPIRoutes(top)
 
 	om := orgMuxes{root: newMux(), alias: newMux(), users: newMux(), global: newMux(), org: newMux()}
 	s.organizationRoutes(om)
-	top.Handle(orgPrefix, om.root)
-	top.Handle(orgPrefix+"/", om)
+	top.ServeMux.Handle(orgPrefix, om.root)
+	top.ServeMux.Handle(orgPrefix+"/", om)
 	return top
 }
 
-// newMux returns a ServeMux whose unmatched requests get the service's JSON
-// error body rather than ServeMux's plain text.
-func newMux() *http.ServeMux {
-	m := http.NewServeMux()
-	m.HandleFunc("/", notFound)
-	return m
+// mux is a ServeMux whose own answers (no route: 404; a known path with
+// another method: 405 with Allow) carry the service's JSON error body
+// rather than ServeMux's plain text, and which answers a path that is not
+// canonical ("//x", "/a/../b") with a 404 rather than ServeMux's redirect. Every pattern is registered with its
+// method, so that ServeMux tells the two apart; a catch-all "/" pattern
+// would turn every 405 into a 404.
+type mux struct {
+	*http.ServeMux
+	patterns *[]string // every pattern registered, for the tests
 }
 
-// notFound answers a request no route matches.
-func notFound(w http.ResponseWriter, r *http.Request) {
-	writeErr(w, errf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path))
+// Handle registers h for pattern, which names its method.
+func (m mux) Handle(pattern string, h http.Handler) {
+	*m.patterns = append(*m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+// HandleFunc registers h for pattern, which names its method.
+func (m mux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
+// ServeHTTP routes r, answering a non-canonical path, a path no pattern
+// takes or a method the path does not take with the service's error body.
+func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p != cleanPath(p) {
+		// ServeMux would redirect to the cleaned path in plain text; the
+		// service names its resources by canonical paths only.
+		writeErr(w, errf(http.StatusNotFound, "no route for %s %s: the path is not canonical (%s)", r.Method, p, cleanPath(p)))
+		return
+	}
+	h, pattern := m.Handler(r)
+	if pattern != "" {
+		m.ServeMux.ServeHTTP(w, r) // sets the path values h reads
+		return
+	}
+	// ServeMux answers itself: capture its status and Allow header.
+	rec := &muxAnswer{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	switch {
+	case rec.status == http.StatusMethodNotAllowed:
+		allow := rec.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		writeErr(w, errf(http.StatusMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
+	default:
+		writeErr(w, errf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	}
+}
+
+// cleanPath is the canonical form of a request path as ServeMux computes
+// it: no empty or dot segments, the trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// muxAnswer records the status and headers of one of ServeMux's own
+// answers and discards its plain-text body.
+type muxAnswer struct {
+	header http.Header
+	status int
+}
+
+// Header returns the recorded header.
+func (a *muxAnswer) Header() http.Header { return a.header }
+
+// WriteHeader records the first status written.
+func (a *muxAnswer) WriteHeader(code int) {
+	if a.status == 0 {
+		a.status = code
+	}
+}
+
+// Write discards b, recording status 200 if none was written.
+func (a *muxAnswer) Write(b []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	return len(b), nil
 }
 
 // orgMuxes routes /admin/realms/{realm}/organizations/... by the segment
@@ -65,11 +155,11 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 // registered with their full path, e.g.
 // "GET /admin/realms/{realm}/organizations/{orgId}/roles" on org.
 type orgMuxes struct {
-	root   *http.ServeMux // ".../organizations" and ".../organizations/" exactly
-	alias  *http.ServeMux // ".../organizations/alias/..."
-	users  *http.ServeMux // ".../organizations/users/..."
-	global *http.ServeMux // ".../organizations/global/..."
-	org    *http.ServeMux // ".../organizations/{orgId}/..."
+	root   mux // ".../organizations" and ".../organizations/" exactly
+	alias  mux // ".../organizations/alias/..."
+	users  mux // ".../organizations/users/..."
+	global mux // ".../organizations/global/..."
+	org    mux // ".../organizations/{orgId}/..."
 }
 
 // orgPrefix is the path of the organization subtree, {realm} included.

@@ -125,7 +125,7 @@ func (s *Server) createPropertyTemplate(w http.ResponseWriter, r *http.Request, 
 	orgID := r.PathValue("orgId")
 	var in propTmplBody
 	derr := decodeBody(r, &in)
-	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
+	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
 		if _, err := rm.Organization(orgID); err != nil {
 			return "", nil, err
 		}
@@ -183,7 +183,7 @@ func (s *Server) createDepartmentTemplate(w http.ResponseWriter, r *http.Request
 	orgID := r.PathValue("orgId")
 	var in deptTmplBody
 	derr := decodeBody(r, &in)
-	s.createOne(w, r, c, r.URL.Path, func(rm *store.Realm, now time.Time) (string, any, error) {
+	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
 		if _, err := rm.Organization(orgID); err != nil {
 			return "", nil, err
 		}

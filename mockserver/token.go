@@ -71,19 +71,15 @@ func (s *Server) IssueToken(realm, username string, opts ...TokenOption) (string
 }
 
 // mint signs a token of realm for the user named username and returns it
-// with its lifetime.
-func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, time.Duration, error) {
+// with its claims.
+func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, *issuer.Claims, error) {
 	var (
-		claims   issuer.Claims
-		signed   string
-		lifetime time.Duration
+		claims issuer.Claims
+		signed string
 	)
-	err := s.store.Read(func(st *store.State) error {
-		r, err := st.Realm(realm)
-		if err != nil {
-			return err
-		}
-		if r.Decommissioned {
+	cfg := s.store.Config()
+	err := s.store.Read(realm, func(r *store.Realm) error {
+		if r.Decommissioned() {
 			return store.NotFound("realm %q is decommissioned", realm)
 		}
 		u, ok := r.UserNamed(username)
@@ -100,9 +96,9 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, tim
 		if _, ok := r.ClientNamed(clientID); !ok {
 			return store.NotFound("client %q in realm %q", clientID, realm)
 		}
-		lifetime = spec.lifetime
+		lifetime := spec.lifetime
 		if lifetime == 0 {
-			lifetime = time.Duration(st.Config.TokenLifetimeSeconds) * time.Second
+			lifetime = time.Duration(cfg.TokenLifetimeSeconds) * time.Second
 		}
 		claims = userClaims(r, u, clientID, s.now(), lifetime)
 		claims.Issuer = issuer.RealmIssuer(base, realm)
@@ -112,13 +108,38 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, tim
 		}
 		// Sign under the read lock: the key is immutable, signing is quick,
 		// and it keeps the realm's key and kid consistent.
+		var err error
 		signed, err = issuer.Sign(r.SigningKey, r.KeyID, &claims)
 		return err
 	})
 	if err != nil {
-		return "", 0, fmt.Errorf("mockserver: issue token: %w", err)
+		return "", nil, fmt.Errorf("mockserver: issue token: %w", err)
 	}
-	return signed, lifetime, nil
+	return signed, &claims, nil
+}
+
+// idToken mints the RS256 ID token (OpenID Connect Core 1.0 section 2) that
+// goes with the access token whose claims are at: same issuer, subject,
+// times and user, the client as audience and authorized party, signed by
+// the realm's ID-token key.
+func (s *Server) idToken(realm string, at *issuer.Claims) (string, error) {
+	rm, err := s.lookupLive(realm)
+	if err != nil {
+		return "", err
+	}
+	key, kid, err := rm.IDTokenKey(issuer.GenerateIDTokenKey)
+	if err != nil {
+		return "", err
+	}
+	c := issuer.IDClaims{
+		Claims: jwt.Claims{Issuer: at.Issuer, Subject: at.Subject, Audience: jwt.Audience{at.AuthorizedParty},
+			Expiry: at.Expiry, IssuedAt: at.IssuedAt, ID: store.NewID()},
+		AuthTime:          at.IssuedAt,
+		AuthorizedParty:   at.AuthorizedParty,
+		PreferredUsername: at.PreferredUsername,
+		Email:             at.Email,
+	}
+	return issuer.SignIDToken(key, kid, &c)
 }
 
 // userClaims builds the claims of u's token: effective realm roles (direct

@@ -1,6 +1,8 @@
-// Package issuer mints and validates the reference server's access tokens:
-// ES256 JWTs shaped like Keycloak's. It knows nothing of HTTP or of the
-// store; callers hand it keys, issuer URLs and the current time.
+// Package issuer mints and validates the reference server's access tokens,
+// ES256 JWTs shaped like Keycloak's, and mints its OpenID Connect ID tokens,
+// RS256 JWTs (the algorithm OpenID Connect Discovery 1.0 requires every
+// provider to support). It knows nothing of HTTP or of the store; callers
+// hand it keys, issuer URLs and the current time.
 package issuer
 
 import (
@@ -8,6 +10,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -18,8 +21,16 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 )
 
-// Algorithm is the signature algorithm of every token the issuer mints.
+// Algorithm is the signature algorithm of every access token the issuer
+// mints.
 const Algorithm = jose.ES256
+
+// IDTokenAlgorithm is the signature algorithm of every ID token the issuer
+// mints.
+const IDTokenAlgorithm = jose.RS256
+
+// idTokenKeyBits is the size of the RSA keys of ID tokens.
+const idTokenKeyBits = 2048
 
 // Errors Verify returns. Each names one failed check; all of them mean the
 // token must be refused.
@@ -34,6 +45,8 @@ var (
 	ErrIssuer = errors.New("issuer: token issued by another issuer")
 	// ErrExpired reports a token past its exp (or without one).
 	ErrExpired = errors.New("issuer: token expired")
+	// ErrNotYetValid reports a token used before its nbf.
+	ErrNotYetValid = errors.New("issuer: token not yet valid")
 )
 
 // Access is the roles block of realm_access and resource_access.
@@ -103,9 +116,56 @@ func GenerateKey() (crypto.Signer, string, error) {
 	return k, base64.RawURLEncoding.EncodeToString(tp), nil
 }
 
-// PublicJWK returns the public JWK of key, for a JWKS document.
+// GenerateIDTokenKey returns a new RSA key for signing ID tokens and its key
+// id (the RFC 7638 thumbprint of its public key).
+func GenerateIDTokenKey() (crypto.Signer, string, error) {
+	k, err := rsa.GenerateKey(rand.Reader, idTokenKeyBits)
+	if err != nil {
+		return nil, "", fmt.Errorf("issuer: generate RSA key: %w", err)
+	}
+	tp, err := (&jose.JSONWebKey{Key: k.Public()}).Thumbprint(crypto.SHA256)
+	if err != nil {
+		return nil, "", fmt.Errorf("issuer: thumbprint: %w", err)
+	}
+	return k, base64.RawURLEncoding.EncodeToString(tp), nil
+}
+
+// PublicJWK returns the public JWK of an access-token key, for a JWKS
+// document.
 func PublicJWK(key crypto.Signer, kid string) jose.JSONWebKey {
 	return jose.JSONWebKey{Key: key.Public(), KeyID: kid, Algorithm: string(Algorithm), Use: "sig"}
+}
+
+// IDTokenJWK returns the public JWK of an ID-token key, for a JWKS document.
+func IDTokenJWK(key crypto.Signer, kid string) jose.JSONWebKey {
+	return jose.JSONWebKey{Key: key.Public(), KeyID: kid, Algorithm: string(IDTokenAlgorithm), Use: "sig"}
+}
+
+// IDClaims are the claims of an ID token (OpenID Connect Core 1.0 section
+// 2): the subject, the client as audience and authorized party, the time of
+// authentication, and the user's name and email.
+type IDClaims struct {
+	jwt.Claims
+	AuthTime          *jwt.NumericDate `json:"auth_time,omitempty"`
+	AuthorizedParty   string           `json:"azp,omitempty"`
+	Nonce             string           `json:"nonce,omitempty"`
+	PreferredUsername string           `json:"preferred_username,omitempty"`
+	Email             string           `json:"email,omitempty"`
+}
+
+// SignIDToken mints an RS256 ID token of c with an RSA key from
+// GenerateIDTokenKey, naming kid in its header.
+func SignIDToken(key crypto.Signer, kid string, c *IDClaims) (string, error) {
+	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: IDTokenAlgorithm, Key: jose.JSONWebKey{Key: key, KeyID: kid}},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		return "", fmt.Errorf("issuer: signer: %w", err)
+	}
+	raw, err := jwt.Signed(sig).Claims(c).Serialize()
+	if err != nil {
+		return "", fmt.Errorf("issuer: sign: %w", err)
+	}
+	return raw, nil
 }
 
 // Sign mints a compact JWS of c with key, naming kid in its header.
@@ -124,7 +184,7 @@ func Sign(key crypto.Signer, kid string, c *Claims) (string, error) {
 
 // Verify checks raw against the realm's current key (pub, kid), its issuer
 // URL and the time now, and returns its claims. The checks run in this
-// order: shape, key id, signature, issuer, expiry.
+// order: shape, key id, signature, issuer, then CheckTime.
 func Verify(raw string, pub crypto.PublicKey, kid, issuer string, now time.Time) (*Claims, error) {
 	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{Algorithm})
 	if err != nil || len(tok.Headers) != 1 {
@@ -140,10 +200,24 @@ func Verify(raw string, pub crypto.PublicKey, kid, issuer string, now time.Time)
 	if c.Issuer != issuer {
 		return nil, ErrIssuer
 	}
-	if c.Expiry == nil || !now.Before(c.Expiry.Time()) {
-		return nil, ErrExpired
+	if err := c.CheckTime(now); err != nil {
+		return nil, err
 	}
 	return &c, nil
+}
+
+// CheckTime reports ErrExpired unless now is before the token's exp (a
+// token without exp is expired) and ErrNotYetValid when now is before its
+// nbf. The issuer's own clock mints every token, so there is no leeway.
+// Callers that cache verified claims call it on every use.
+func (c *Claims) CheckTime(now time.Time) error {
+	if c.Expiry == nil || !now.Before(c.Expiry.Time()) {
+		return ErrExpired
+	}
+	if c.NotBefore != nil && now.Before(c.NotBefore.Time()) {
+		return ErrNotYetValid
+	}
+	return nil
 }
 
 // RealmIssuer returns the issuer URL of realm under the server's base URL.

@@ -43,6 +43,15 @@ func TestSignVerify(t *testing.T) {
 	require.NoError(t, err)
 	otherKey, err := Sign(other, otherKid, claims)
 	require.NoError(t, err)
+	later := *claims
+	later.NotBefore = jwt.NewNumericDate(now.Add(time.Hour))
+	notYet, err := Sign(key, kid, &later)
+	require.NoError(t, err)
+	later.NotBefore = jwt.NewNumericDate(now)
+	validFromNow, err := Sign(key, kid, &later)
+	require.NoError(t, err)
+	_, err = Verify(validFromNow, key.Public(), kid, iss, now)
+	require.NoError(t, err, "nbf equal to now is valid")
 
 	cases := []struct {
 		name string
@@ -56,6 +65,7 @@ func TestSignVerify(t *testing.T) {
 		{"forged signature", forged, iss, now, ErrSignature},
 		{"other issuer", raw, RealmIssuer("http://localhost:8080", "other"), now, ErrIssuer},
 		{"expired", raw, iss, now.Add(time.Minute), ErrExpired},
+		{"not yet valid", notYet, iss, now, ErrNotYetValid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

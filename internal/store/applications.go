@@ -143,9 +143,10 @@ func (r *Realm) DeleteApplication(appID string) error {
 	if err != nil {
 		return err
 	}
-	for orgID := range r.OrgApps {
+	for orgID := range r.AppOrgs[appID] {
 		indexRemove(r.OrgApps, orgID, appID)
 	}
+	delete(r.AppOrgs, appID)
 	delete(r.AppByID, a.ClientID)
 	delete(r.Apps, appID)
 	return nil
@@ -173,6 +174,7 @@ func (r *Realm) AssignApplication(orgID, clientID string) (*Application, bool, e
 		return nil, false, invalidField("clientId", "application "+clientID+" is not assignable")
 	}
 	indexAdd(r.OrgApps, orgID, a.ID)
+	indexAdd(r.AppOrgs, a.ID, orgID)
 	return a, true, nil
 }
 
@@ -197,6 +199,7 @@ func (r *Realm) UnassignApplication(orgID, clientID string) (*Application, error
 		return nil, err
 	}
 	indexRemove(r.OrgApps, orgID, a.ID)
+	indexRemove(r.AppOrgs, a.ID, orgID)
 	return a, nil
 }
 

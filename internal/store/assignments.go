@@ -20,8 +20,7 @@ func (r *Realm) lookupUser(id string) (*User, error) {
 // the original assignment with created false. Errors: ErrNotFound for an
 // unknown user or department.
 func (r *Realm) Assign(userID, deptID string, now time.Time) (a *Assignment, created bool, err error) {
-	d, ok := r.Depts[deptID]
-	if !ok {
+	if _, ok := r.Depts[deptID]; !ok {
 		return nil, false, NotFound("department %q", deptID)
 	}
 	if _, err := r.lookupUser(userID); err != nil {
@@ -31,7 +30,7 @@ func (r *Realm) Assign(userID, deptID string, now time.Time) (a *Assignment, cre
 	if a, ok := r.Assignments[key]; ok {
 		return a, false, nil
 	}
-	a = &Assignment{UserID: userID, OrgID: d.OrgID, DepartmentID: deptID, AssignedAt: now.UTC()}
+	a = &Assignment{UserID: userID, DepartmentID: deptID, AssignedAt: now.UTC()}
 	r.Assignments[key] = a
 	indexAdd(r.AssignmentsByUser, userID, deptID)
 	indexAdd(r.AssignmentsByDept, deptID, userID)
@@ -119,37 +118,58 @@ type OrgNode struct {
 // its department tree pruned to the paths that lead to the user's
 // departments (the departments below an assigned one are left out unless
 // the user is assigned further down). Sorted by name then id at every level.
+// It costs the paths it returns (at most the depth limit per assignment),
+// whatever the size of the organizations.
 func (r *Realm) AssignmentTree(userID string) ([]*OrgNode, error) {
 	if _, err := r.lookupUser(userID); err != nil {
 		return nil, err
 	}
-	// keep holds every department on a path from a root to an assigned one.
-	keep := map[string]bool{}
-	orgs := map[string]bool{}
-	for did := range r.AssignmentsByUser[userID] {
-		d := r.Depts[did]
-		orgs[d.OrgID] = true
-		for d != nil && !keep[d.ID] {
-			keep[d.ID] = true
-			d = r.Depts[d.ParentID]
+	// Walk up from each assigned department until a department already on
+	// the tree; each one on the way becomes a node hung under its parent's
+	// node, or under its organization's.
+	assigned := r.AssignmentsByUser[userID]
+	nodes := make(map[string]*DeptNode, 2*len(assigned)) // sized: growing them was a third of the cost
+	orgs := make(map[string]*OrgNode, len(assigned))
+	for did := range assigned {
+		var child *DeptNode // made in the previous step, to hang under this one
+		for d := r.Depts[did]; d != nil; d = r.Depts[d.ParentID] {
+			n, seen := nodes[d.ID]
+			if !seen {
+				n = &DeptNode{Dept: d, Children: []*DeptNode{}}
+				nodes[d.ID] = n
+			}
+			if child != nil {
+				n.Children = append(n.Children, child)
+			}
+			if seen {
+				break
+			}
+			child = n
+			if d.ParentID == d.OrgID {
+				o, ok := orgs[d.OrgID]
+				if !ok {
+					o = &OrgNode{Org: r.Orgs[d.OrgID], Children: []*DeptNode{}}
+					orgs[d.OrgID] = o
+				}
+				o.Children = append(o.Children, n)
+				break
+			}
+		}
+	}
+	byDept := func(a, b *DeptNode) int { return cmpDept(a.Dept, b.Dept) }
+	for _, n := range nodes {
+		if len(n.Children) > 1 {
+			slices.SortFunc(n.Children, byDept)
 		}
 	}
 	out := make([]*OrgNode, 0, len(orgs))
-	for oid := range orgs {
-		children := r.childIndex(oid)
-		var build func(parent string) []*DeptNode
-		build = func(parent string) []*DeptNode {
-			nodes := []*DeptNode{}
-			for _, d := range children[parent] {
-				if keep[d.ID] {
-					nodes = append(nodes, &DeptNode{Dept: d, Children: build(d.ID)})
-				}
-			}
-			return nodes
+	for _, o := range orgs {
+		if len(o.Children) > 1 {
+			slices.SortFunc(o.Children, byDept)
 		}
-		out = append(out, &OrgNode{Org: r.Orgs[oid], Children: build(oid)})
+		out = append(out, o)
 	}
-	slices.SortFunc(out, func(a, b *OrgNode) int { return byName(a.Org.Name, a.Org.ID, b.Org.Name, b.Org.ID) })
+	slices.SortFunc(out, func(a, b *OrgNode) int { return cmpOrg(a.Org, b.Org) })
 	return out, nil
 }
 

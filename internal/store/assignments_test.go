@@ -17,7 +17,7 @@ func TestAssignIsAdditiveAndIdempotent(t *testing.T) {
 	a, created, err := r.Assign("u-alice", d1.ID, t0)
 	require.NoError(t, err)
 	assert.True(t, created)
-	assert.Equal(t, o.ID, a.OrgID)
+	assert.Equal(t, o.ID, r.Depts[a.DepartmentID].OrgID)
 	later := t0.Add(time.Hour)
 	again, created, err := r.Assign("u-alice", d1.ID, later)
 	require.NoError(t, err)
@@ -46,7 +46,7 @@ func TestAssignmentLists(t *testing.T) {
 	top := mustDept(t, r, a.ID, "", DeptSpec{Name: "Top", Children: []DeptSpec{{Name: "Sub"}, {Name: "Unrelated"}}})
 	mustDept(t, r, a.ID, "", DeptSpec{Name: "Empty"})
 	var sub *Department
-	for _, d := range r.childIndex(a.ID)[top.ID] {
+	for _, d := range r.orgIndex(a.ID).children[top.ID] {
 		if d.Name == "Sub" {
 			sub = d
 		}

@@ -2,29 +2,106 @@ package store
 
 import (
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// TestRecordAuditIsBounded: a full log drops its oldest entries in one step,
-// keeps the newest in order, and never holds more than maxAudit.
+func auditStore() *Store { return New(func() time.Time { return time.Unix(0, 0) }) }
+
+func resourceIDs(entries []AuditEntry) []int {
+	out := make([]int, len(entries))
+	for i, e := range entries {
+		out[i], _ = strconv.Atoi(e.ResourceID)
+	}
+	return out
+}
+
+// TestRecordAuditIsBounded: a full log drops its oldest chunk in one step,
+// keeps the newest entries contiguous and in order, and never holds more
+// than maxAudit.
 func TestRecordAuditIsBounded(t *testing.T) {
 	t.Parallel()
-	st := &State{Now: func() time.Time { return time.Unix(0, 0) }}
-	total := maxAudit + maxAudit/10 + 5
+	s := auditStore()
+	total := maxAudit + 3*auditChunk + 5
 	for i := range total {
-		st.RecordAudit(AuditEntry{ResourceID: strconv.Itoa(i)})
-		require.LessOrEqual(t, len(st.Audit), maxAudit)
+		s.RecordAudit(AuditEntry{ResourceID: strconv.Itoa(i)})
+		_, n := s.AuditPage(AuditFilter{}, 0, 1)
+		require.LessOrEqual(t, n, maxAudit)
 	}
-	last := st.Audit[len(st.Audit)-1]
-	require.Equal(t, strconv.Itoa(total-1), last.ResourceID, "the newest entry is kept")
-	for i := 1; i < len(st.Audit); i++ {
-		prev, _ := strconv.Atoi(st.Audit[i-1].ResourceID)
-		cur, _ := strconv.Atoi(st.Audit[i].ResourceID)
-		require.Equal(t, prev+1, cur, "entries stay contiguous and in order")
+	all, n := s.AuditPage(AuditFilter{}, 0, maxAudit)
+	require.Len(t, all, n)
+	require.Greater(t, n, maxAudit-auditChunk, "at most a chunk is dropped at once")
+	ids := resourceIDs(all)
+	require.Equal(t, total-1, ids[0], "the newest entry comes first")
+	for i := 1; i < len(ids); i++ {
+		require.Equal(t, ids[i-1]-1, ids[i], "entries stay contiguous and newest first")
 	}
-	require.Greater(t, len(st.Audit), maxAudit-maxAudit/10, "at most a tenth is dropped at once")
-	require.NotEmpty(t, last.ID)
+	require.NotEmpty(t, all[0].ID)
+}
+
+// TestAuditPage: pages without a filter are windows of the newest-first log;
+// with a filter, totalRows counts the matches and the page skips offset of
+// them.
+func TestAuditPage(t *testing.T) {
+	t.Parallel()
+	s := auditStore()
+	for i := range 2*auditChunk + 10 {
+		action := "even"
+		if i%2 == 1 {
+			action = "odd"
+		}
+		s.RecordAudit(AuditEntry{ResourceID: strconv.Itoa(i), Action: action})
+	}
+	last := 2*auditChunk + 9
+	tests := []struct {
+		name          string
+		f             AuditFilter
+		offset, count int
+		want          []int
+		total         int
+	}{
+		{"first page", AuditFilter{}, 0, 3, []int{last, last - 1, last - 2}, last + 1},
+		{"across a chunk boundary", AuditFilter{}, last - auditChunk - 1, 3, []int{auditChunk + 1, auditChunk, auditChunk - 1}, last + 1},
+		{"last entries", AuditFilter{}, last - 1, 5, []int{1, 0}, last + 1},
+		{"past the end", AuditFilter{}, last + 5, 5, []int{}, last + 1},
+		{"filtered", AuditFilter{Action: "odd"}, 1, 2, []int{last - 2, last - 4}, (last + 1) / 2},
+		{"filtered past the end", AuditFilter{Action: "odd"}, last, 2, []int{}, (last + 1) / 2},
+		{"no match", AuditFilter{ActorID: "nobody"}, 0, 2, []int{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, total := s.AuditPage(tt.f, tt.offset, tt.count)
+			require.Equal(t, tt.want, resourceIDs(got))
+			require.Equal(t, tt.total, total)
+		})
+	}
+}
+
+// TestAuditConcurrentAppendAndPage: readers page while writers append and
+// the log drops chunks; the race detector checks that readers never read a
+// slot being written.
+func TestAuditConcurrentAppendAndPage(t *testing.T) {
+	t.Parallel()
+	s := auditStore()
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := range maxAudit/2 + auditChunk {
+				s.RecordAudit(AuditEntry{ResourceID: strconv.Itoa(w*maxAudit + i), Action: "x"})
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 200 {
+			page, total := s.AuditPage(AuditFilter{}, 0, 20)
+			require.LessOrEqual(t, len(page), 20)
+			require.LessOrEqual(t, total, maxAudit)
+			_, _ = s.AuditPage(AuditFilter{Action: "x"}, 50, 20)
+		}
+	})
+	wg.Wait()
 }

@@ -27,7 +27,7 @@ type DeptNode struct {
 
 // Department returns the department deptID of organization orgID, at any
 // depth. A department of another organization is ErrNotFound, as is an
-// unknown organization.
+// unknown organization and the organization's own id.
 func (r *Realm) Department(orgID, deptID string) (*Department, error) {
 	if _, err := r.Organization(orgID); err != nil {
 		return nil, err
@@ -53,29 +53,26 @@ func (r *Realm) SubDepartment(orgID, parentID, subID string) (*Department, error
 }
 
 // Departments returns the direct children of parentID in organization orgID,
-// sorted by name then id; parentID "" or orgID lists the root departments.
-// Errors: ErrNotFound for an unknown organization or parent.
+// sorted by name then id; parentID "" lists the root departments. Any other
+// parentID must be a department of the organization (the organization's own
+// id is not). Errors: ErrNotFound for an unknown organization or parent. The
+// list is the organization's index: it costs nothing to get and must not be
+// changed.
 func (r *Realm) Departments(orgID, parentID string) ([]*Department, error) {
 	parentID, _, err := r.parent(orgID, parentID)
 	if err != nil {
 		return nil, err
 	}
-	var out []*Department
-	for _, d := range r.Depts {
-		if d.ParentID == parentID && d.OrgID == orgID {
-			out = append(out, d)
-		}
-	}
-	sortDepts(out)
-	return out, nil
+	return r.orgIndex(orgID).children[parentID], nil
 }
 
 // parent resolves where departments of organization orgID hang: parentID
-// "" or orgID is the organization itself, at depth 0; any other id must be
-// a department of it, at its depth. It returns the parent's id, never "".
-// Errors: ErrNotFound for an unknown organization or department.
+// "" is the organization itself, at depth 0; any other id must be a
+// department of it, at its depth. It returns the parent's id (the
+// organization's id for ""). Errors: ErrNotFound for an unknown
+// organization or department.
 func (r *Realm) parent(orgID, parentID string) (id string, depth int, err error) {
-	if parentID == "" || parentID == orgID {
+	if parentID == "" {
 		_, err := r.Organization(orgID)
 		return orgID, 0, err
 	}
@@ -87,12 +84,12 @@ func (r *Realm) parent(orgID, parentID string) (id string, depth int, err error)
 }
 
 // DepartmentTree returns the organization's root departments with their
-// subtrees.
+// subtrees. It costs the size of the organization's tree.
 func (r *Realm) DepartmentTree(orgID string) ([]*DeptNode, error) {
 	if _, err := r.Organization(orgID); err != nil {
 		return nil, err
 	}
-	children := r.childIndex(orgID)
+	children := r.orgIndex(orgID).children
 	var build func(parent string) []*DeptNode
 	build = func(parent string) []*DeptNode {
 		out := make([]*DeptNode, 0, len(children[parent]))
@@ -104,45 +101,28 @@ func (r *Realm) DepartmentTree(orgID string) ([]*DeptNode, error) {
 	return build(orgID), nil
 }
 
-// childIndex maps each parent id of the organization's departments to its
-// children, sorted.
-func (r *Realm) childIndex(orgID string) map[string][]*Department {
-	idx := map[string][]*Department{}
-	for _, d := range r.Depts {
-		if d.OrgID == orgID {
-			idx[d.ParentID] = append(idx[d.ParentID], d)
-		}
-	}
-	for _, ds := range idx {
-		sortDepts(ds)
-	}
-	return idx
-}
-
-// subtree returns deptID and all its descendants.
-func (r *Realm) subtree(deptID string) []string {
+// subtree returns deptID and all its descendants, parents before children.
+func (r *Realm) subtree(deptID string) []*Department {
 	d := r.Depts[deptID]
-	children := r.childIndex(d.OrgID)
-	out := []string{deptID}
+	children := r.orgIndex(d.OrgID).children
+	out := []*Department{d}
 	for i := 0; i < len(out); i++ {
-		for _, c := range children[out[i]] {
-			out = append(out, c.ID)
-		}
+		out = append(out, children[out[i].ID]...)
 	}
 	return out
 }
 
-func sortDepts(ds []*Department) {
-	slices.SortFunc(ds, func(a, b *Department) int { return byName(a.Name, a.ID, b.Name, b.ID) })
-}
+func sortDepts(ds []*Department) { slices.SortFunc(ds, cmpDept) }
 
 // CreateDepartment creates spec, with its children, under parentID in
-// organization orgID; parentID "" or orgID makes a root department. The
-// whole subtree is created or nothing is. Errors, in this order: ErrNotFound
-// (organization or parent), a *FieldError or ErrInvalid (a field, the
-// organization's property templates, the depth limit of 32), ErrNotFound for
-// an unknown template role, ErrConflict for an alias already used in the
-// organization or twice in spec. It returns the top department.
+// organization orgID; parentID "" makes a root department. The whole subtree
+// is created or nothing is. Errors, in this order: ErrNotFound (organization
+// or parent), a *FieldError or ErrInvalid (a field, the organization's
+// property templates, the depth limit of 32, more than MaxTemplateNodes
+// departments), ErrNotFound for an unknown template role, ErrConflict for an
+// alias already used in the organization or twice in spec. It returns the
+// top department. It costs the size of spec, plus the sibling lists it
+// inserts into; it never visits the rest of the realm.
 func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time.Time) (*Department, error) {
 	parentID, depth, err := r.parent(orgID, parentID)
 	if err != nil {
@@ -154,8 +134,12 @@ func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time
 		clean   func(s DeptSpec, field string, depth int) (DeptSpec, error)
 		aliases = map[string]bool{}
 		roles   []string
+		nodes   int
 	)
 	clean = func(s DeptSpec, field string, depth int) (DeptSpec, error) {
+		if nodes++; nodes > MaxTemplateNodes {
+			return s, Invalid("at most %d departments can be created at once", MaxTemplateNodes)
+		}
 		if depth > MaxDepartmentDepth {
 			return s, Invalid("departments can be nested at most %d levels deep", MaxDepartmentDepth)
 		}
@@ -198,15 +182,11 @@ func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time
 			return nil, NotFound("role %q", id)
 		}
 	}
-	for _, d := range r.Depts {
-		if d.OrgID == orgID && d.Alias != "" {
-			aliases[d.Alias] = true
-		}
-	}
+	ix := r.orgIndex(orgID)
 	var clash func(s DeptSpec) error
 	clash = func(s DeptSpec) error {
 		if s.Alias != "" {
-			if aliases[s.Alias] {
+			if _, taken := ix.aliases[s.Alias]; taken || aliases[s.Alias] {
 				return Conflict("department alias %q already exists in organization %q", s.Alias, orgID)
 			}
 			aliases[s.Alias] = true
@@ -238,6 +218,7 @@ func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time
 			CreatedAt:       now.UTC(),
 		}
 		r.Depts[d.ID] = d
+		ix.link(d)
 		for _, c := range s.Children {
 			create(c, d.ID, depth+1)
 		}
@@ -267,30 +248,40 @@ func (r *Realm) UpdateDepartment(orgID, deptID string, spec DeptSpec) (*Departme
 	if err := r.checkPropertyAttributes(orgID, "attributes", spec.Attributes); err != nil {
 		return nil, err
 	}
-	d.Name, d.Description, d.Attributes = name, spec.Description, spec.Attributes.Clone()
+	if name != d.Name {
+		r.orgIndex(orgID).rename(d, name)
+	}
+	d.Description, d.Attributes = spec.Description, spec.Attributes.Clone()
 	return d, nil
 }
 
 // DeleteDepartment removes a department, its whole subtree and every
 // assignment to them (so the template grants anchored to those assignments
-// go too). It returns the ids removed, the department first.
+// go too). It returns the ids removed, the department first. It costs the
+// size of the subtree and of its assignments.
 func (r *Realm) DeleteDepartment(orgID, deptID string) ([]string, error) {
 	if _, err := r.Department(orgID, deptID); err != nil {
 		return nil, err
 	}
-	ids := r.subtree(deptID)
-	for _, id := range ids {
-		r.removeDepartment(id)
+	sub := r.subtree(deptID)
+	ids := make([]string, len(sub))
+	for i, d := range sub {
+		ids[i] = d.ID
+	}
+	// Children first, so that each unlink finds its parent's list.
+	for i := len(sub) - 1; i >= 0; i-- {
+		r.removeDepartment(sub[i])
 	}
 	return ids, nil
 }
 
-// removeDepartment removes one department and its assignments. Its children
-// must be removed by the caller.
-func (r *Realm) removeDepartment(deptID string) {
-	for uid := range r.AssignmentsByDept[deptID] {
-		r.removeAssignment(uid, deptID)
+// removeDepartment removes one department, its assignments and its place in
+// the organization's index. Its children must be removed before it.
+func (r *Realm) removeDepartment(d *Department) {
+	for uid := range r.AssignmentsByDept[d.ID] {
+		r.removeAssignment(uid, d.ID)
 	}
-	delete(r.AssignmentsByDept, deptID)
-	delete(r.Depts, deptID)
+	delete(r.AssignmentsByDept, d.ID)
+	r.orgIndex(d.OrgID).unlink(d)
+	delete(r.Depts, d.ID)
 }

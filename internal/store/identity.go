@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto"
 	"sort"
 	"strings"
 )
@@ -21,24 +22,67 @@ const (
 	MasterRealm = "master"
 )
 
+// IDTokenKey returns the realm's key for ID tokens and its key id, made with
+// gen on first use: an RSA key costs tens of milliseconds to make and most
+// realms never sign an ID token. It is safe to call without the realm's
+// lock; a failed gen is tried again on the next call.
+func (r *Realm) IDTokenKey(gen func() (crypto.Signer, string, error)) (crypto.Signer, string, error) {
+	r.idKeyMu.Lock()
+	defer r.idKeyMu.Unlock()
+	if r.idKey == nil {
+		k, kid, err := gen()
+		if err != nil {
+			return nil, "", err
+		}
+		r.idKey, r.idKID = k, kid
+	}
+	return r.idKey, r.idKID, nil
+}
+
 // AddRole creates a realm role, or returns ErrConflict when the name is taken.
 func (r *Realm) AddRole(name, description string, attrs Attributes) (*Role, error) {
 	if _, ok := r.RoleByName[name]; ok {
 		return nil, Conflict("role %q already exists", name)
 	}
 	ro := &Role{ID: NewID(), Name: name, Description: description, Attributes: attrs.Clone()}
-	r.Roles[ro.ID] = ro
-	r.RoleByName[name] = ro.ID
+	r.addRole(ro)
 	return ro, nil
+}
+
+// addRole adds a new role to the realm's maps and lists.
+func (r *Realm) addRole(ro *Role) {
+	r.Roles[ro.ID] = ro
+	r.RoleByName[ro.Name] = ro.ID
+	r.roleList = insertSorted(r.roleList, ro, cmpRole)
+	if ro.IsGlobal() {
+		r.globalRoles[ro.ID] = struct{}{}
+	}
+}
+
+func cmpRole(a, b *Role) int { return byName(a.Name, a.ID, b.Name, b.ID) }
+
+// DescribeRole replaces the description and attributes of a role (the
+// fixture loader restates the default roles with it); the role may become
+// global or stop being global.
+func (r *Realm) DescribeRole(id, description string, attrs Attributes) error {
+	ro, ok := r.Roles[id]
+	if !ok {
+		return NotFound("role %q", id)
+	}
+	ro.Description, ro.Attributes = description, attrs.Clone()
+	if ro.IsGlobal() {
+		r.globalRoles[id] = struct{}{}
+	} else {
+		delete(r.globalRoles, id)
+	}
+	return nil
 }
 
 // AddGroup creates a realm group holding roleIDs. Group names are unique
 // within a realm (they are paths at the top level).
 func (r *Realm) AddGroup(name string, attrs Attributes, roleIDs []string) (*Group, error) {
-	for _, g := range r.Groups {
-		if g.Name == name {
-			return nil, Conflict("group %q already exists", name)
-		}
+	if _, taken := r.GroupByName[name]; taken {
+		return nil, Conflict("group %q already exists", name)
 	}
 	set, err := r.roleSet(roleIDs)
 	if err != nil {
@@ -46,6 +90,7 @@ func (r *Realm) AddGroup(name string, attrs Attributes, roleIDs []string) (*Grou
 	}
 	g := &Group{ID: NewID(), Name: name, Path: "/" + name, Attributes: attrs.Clone(), RoleIDs: set}
 	r.Groups[g.ID] = g
+	r.GroupByName[name] = g.ID
 	return g, nil
 }
 
@@ -62,8 +107,11 @@ func (r *Realm) AddUser(u User, roleIDs, groupIDs []string) (*User, error) {
 	if err != nil {
 		return nil, err
 	}
-	groups := make(Set, len(groupIDs))
+	var groups Set // nil when empty: most users of a large realm have none
 	for _, id := range groupIDs {
+		if groups == nil {
+			groups = make(Set, len(groupIDs))
+		}
 		if _, ok := r.Groups[id]; !ok {
 			return nil, NotFound("group %q", id)
 		}
@@ -169,8 +217,12 @@ func (r *Realm) RoleNames(ids Set) []string {
 	return out
 }
 
-// roleSet checks that every id names a role and returns them as a set.
+// roleSet checks that every id names a role and returns them as a set,
+// nil when there are none.
 func (r *Realm) roleSet(ids []string) (Set, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	set := make(Set, len(ids))
 	for _, id := range ids {
 		if _, ok := r.Roles[id]; !ok {

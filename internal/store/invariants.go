@@ -5,19 +5,35 @@ import (
 	"fmt"
 )
 
-// CheckInvariants checks, under the read lock, that every realm's
-// organization data is consistent (see (*Realm).CheckInvariants). Tests call
-// it after concurrent or cascading changes.
+// CheckInvariants checks that every realm's organization data is consistent
+// (see (*Realm).CheckInvariants), each realm under its own read lock, and
+// that the store's maps agree with the realms they hold. Tests call it after
+// concurrent or cascading changes.
 func (s *Store) CheckInvariants() error {
-	return s.Read(func(st *State) error { return st.CheckInvariants() })
-}
-
-// CheckInvariants checks every realm of the state.
-func (st *State) CheckInvariants() error {
 	var errs []error
-	for name, r := range st.Realms {
-		if err := r.CheckInvariants(); err != nil {
-			errs = append(errs, fmt.Errorf("realm %q: %w", name, err))
+	s.mu.RLock()
+	realms := make([]*Realm, 0, len(s.realms))
+	for name, r := range s.realms {
+		if r.Name != name {
+			errs = append(errs, fmt.Errorf("realm %q stored under %q", r.Name, name))
+		}
+		if r.Tenant != nil && s.tenants[r.Tenant.ID] != r {
+			errs = append(errs, fmt.Errorf("realm %q: tenant %q not indexed", name, r.Tenant.ID))
+		}
+		realms = append(realms, r)
+	}
+	for id, r := range s.tenants {
+		if r.Tenant == nil || r.Tenant.ID != id || s.realms[r.Name] != r {
+			errs = append(errs, fmt.Errorf("tenant %q: index names another realm", id))
+		}
+	}
+	s.mu.RUnlock()
+	for _, r := range realms {
+		r.mu.RLock()
+		err := r.CheckInvariants()
+		r.mu.RUnlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("realm %q: %w", r.Name, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -96,10 +112,8 @@ func (r *Realm) CheckInvariants() error {
 		if _, ok := r.Users[k.UserID]; !ok {
 			bad("assignment %v: user missing", k)
 		}
-		if d, ok := r.Depts[k.DepartmentID]; !ok {
+		if _, ok := r.Depts[k.DepartmentID]; !ok {
 			bad("assignment %v: department missing", k)
-		} else if d.OrgID != a.OrgID {
-			bad("assignment %v: organization %q, department's is %q", k, a.OrgID, d.OrgID)
 		}
 		if _, ok := r.AssignmentsByUser[k.UserID][k.DepartmentID]; !ok {
 			bad("assignment %v missing from AssignmentsByUser", k)
@@ -178,12 +192,141 @@ func (r *Realm) CheckInvariants() error {
 	for id, t := range r.PropTmpls {
 		if _, ok := r.Orgs[t.OrgID]; !ok {
 			bad("property template %q: organization %q missing", id, t.OrgID)
+		} else if _, ok := r.orgs[t.OrgID].propTmpls[id]; !ok {
+			bad("property template %q: not in its organization's index", id)
 		}
 	}
 	for id, t := range r.DeptTmpls {
 		if _, ok := r.Orgs[t.OrgID]; !ok {
 			bad("department template %q: organization %q missing", id, t.OrgID)
+		} else if _, ok := r.orgs[t.OrgID].deptTmpls[id]; !ok {
+			bad("department template %q: not in its organization's index", id)
 		}
 	}
+	for aid, orgs := range r.AppOrgs {
+		for oid := range orgs {
+			if _, ok := r.OrgApps[oid][aid]; !ok {
+				bad("AppOrgs[%q] lists %q but the organization does not", aid, oid)
+			}
+		}
+	}
+	for oid, apps := range r.OrgApps {
+		for aid := range apps {
+			if _, ok := r.AppOrgs[aid][oid]; !ok {
+				bad("OrgApps[%q] lists %q but AppOrgs does not", oid, aid)
+			}
+		}
+	}
+	for name, id := range r.GroupByName {
+		if g, ok := r.Groups[id]; !ok || g.Name != name {
+			bad("GroupByName[%q] = %q does not match a group", name, id)
+		}
+	}
+	for id, g := range r.Groups {
+		if r.GroupByName[g.Name] != id {
+			bad("group %q: name %q not indexed", id, g.Name)
+		}
+	}
+	r.checkLists(bad)
+	r.checkOrgIndexes(bad)
 	return errors.Join(errs...)
+}
+
+// checkLists checks the realm's sorted lists of organizations and roles and
+// its set of global roles against the maps they index.
+func (r *Realm) checkLists(bad func(string, ...any)) {
+	if len(r.orgList) != len(r.Orgs) {
+		bad("orgList holds %d organizations for %d", len(r.orgList), len(r.Orgs))
+	}
+	for i, o := range r.orgList {
+		if r.Orgs[o.ID] != o {
+			bad("orgList[%d] = %q is not an organization", i, o.ID)
+		}
+		if i > 0 && cmpOrg(r.orgList[i-1], o) >= 0 {
+			bad("orgList is not sorted at %d", i)
+		}
+	}
+	if len(r.roleList) != len(r.Roles) {
+		bad("roleList holds %d roles for %d", len(r.roleList), len(r.Roles))
+	}
+	for i, ro := range r.roleList {
+		if r.Roles[ro.ID] != ro {
+			bad("roleList[%d] = %q is not a role", i, ro.ID)
+		}
+		if i > 0 && cmpRole(r.roleList[i-1], ro) >= 0 {
+			bad("roleList is not sorted at %d", i)
+		}
+	}
+	for id, ro := range r.Roles {
+		if _, ok := r.globalRoles[id]; ok != ro.IsGlobal() {
+			bad("role %q: global %v but globalRoles says %v", id, ro.IsGlobal(), ok)
+		}
+	}
+}
+
+// checkOrgIndexes checks each organization's index against Depts: every
+// department sits once in its parent's sorted child list, aliases and counts
+// agree, and no index belongs to a missing organization.
+func (r *Realm) checkOrgIndexes(bad func(string, ...any)) {
+	for oid := range r.Orgs {
+		if _, ok := r.orgs[oid]; !ok {
+			bad("organization %q has no index", oid)
+		}
+	}
+	counts := map[string]int{}
+	for id, d := range r.Depts {
+		counts[d.OrgID]++
+		ix, ok := r.orgs[d.OrgID]
+		if !ok {
+			continue // reported above as a department of a missing organization
+		}
+		n := 0
+		for _, c := range ix.children[d.ParentID] {
+			if c == d {
+				n++
+			}
+		}
+		if n != 1 {
+			bad("department %q is %d times in its parent's child list", id, n)
+		}
+		if d.Alias != "" && ix.aliases[d.Alias] != id {
+			bad("department %q: alias %q not indexed", id, d.Alias)
+		}
+	}
+	for oid, ix := range r.orgs {
+		if _, ok := r.Orgs[oid]; !ok {
+			bad("index of a missing organization %q", oid)
+		}
+		if ix.depts != counts[oid] {
+			bad("organization %q: index counts %d departments for %d", oid, ix.depts, counts[oid])
+		}
+		for parent, kids := range ix.children {
+			if len(kids) == 0 {
+				bad("organization %q: empty child list of %q", oid, parent)
+			}
+			for i, d := range kids {
+				if r.Depts[d.ID] != d || d.OrgID != oid || d.ParentID != parent {
+					bad("organization %q: child list of %q holds %q", oid, parent, d.ID)
+				}
+				if i > 0 && cmpDept(kids[i-1], d) >= 0 {
+					bad("organization %q: child list of %q is not sorted at %d", oid, parent, i)
+				}
+			}
+		}
+		for alias, id := range ix.aliases {
+			if d, ok := r.Depts[id]; !ok || d.Alias != alias || d.OrgID != oid {
+				bad("organization %q: alias %q names %q", oid, alias, id)
+			}
+		}
+		for id := range ix.propTmpls {
+			if t, ok := r.PropTmpls[id]; !ok || t.OrgID != oid {
+				bad("organization %q: property template %q missing", oid, id)
+			}
+		}
+		for id := range ix.deptTmpls {
+			if t, ok := r.DeptTmpls[id]; !ok || t.OrgID != oid {
+				bad("organization %q: department template %q missing", oid, id)
+			}
+		}
+	}
 }

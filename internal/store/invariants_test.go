@@ -27,38 +27,69 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 		requireConsistent(t, r)
 		return r, o, d
 	}
-	corruptions := map[string]func(r *Realm, o *Organization, d *Department){
-		"org removed without its departments": func(r *Realm, o *Organization, _ *Department) { delete(r.Orgs, o.ID); delete(r.OrgByAlias, o.Alias) },
-		"stale alias index":                   func(r *Realm, o *Organization, _ *Department) { r.OrgByAlias["ghost"] = o.ID },
-		"department removed, child left": func(r *Realm, _ *Organization, d *Department) {
+	corruptions := map[string]func(t *testing.T, r *Realm, o *Organization, d *Department){
+		"org removed without its departments": func(_ *testing.T, r *Realm, o *Organization, _ *Department) {
+			delete(r.Orgs, o.ID)
+			delete(r.OrgByAlias, o.Alias)
+		},
+		"stale alias index": func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.OrgByAlias["ghost"] = o.ID },
+		"department removed, child left": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
 			delete(r.Depts, d.ID)
 			delete(r.AssignmentsByDept, d.ID)
 		},
-		"assignment missing from an index": func(r *Realm, _ *Organization, d *Department) { delete(r.AssignmentsByDept, d.ID) },
-		"assignment index without assignment": func(r *Realm, _ *Organization, d *Department) {
+		"assignment missing from an index": func(_ *testing.T, r *Realm, _ *Organization, d *Department) { delete(r.AssignmentsByDept, d.ID) },
+		"assignment index without assignment": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
 			delete(r.Assignments, AssignmentKey{UserID: "u-alice", DepartmentID: d.ID})
 		},
-		"wrong depth": func(r *Realm, _ *Organization, d *Department) { d.Depth = 2 },
-		"duplicate dept alias": func(r *Realm, o *Organization, d *Department) {
+		"wrong depth": func(_ *testing.T, r *Realm, _ *Organization, d *Department) { d.Depth = 2 },
+		"duplicate dept alias": func(_ *testing.T, r *Realm, o *Organization, d *Department) {
 			r.Depts["x"] = &Department{ID: "x", OrgID: o.ID, ParentID: o.ID, Name: "X", Alias: d.Alias, Depth: 1}
 		},
-		"group link one-sided": func(r *Realm, _ *Organization, _ *Department) { delete(r.GroupOrg, "g-eng") },
-		"role link to a missing role": func(r *Realm, o *Organization, _ *Department) {
+		"group link one-sided": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { delete(r.GroupOrg, "g-eng") },
+		"role link to a missing role": func(_ *testing.T, r *Realm, o *Organization, _ *Department) {
 			r.OrgRoles[o.ID]["r-ghost"] = struct{}{}
 		},
-		"app assigned but not in catalog": func(r *Realm, _ *Organization, _ *Department) {
+		"app assigned but not in catalog": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) {
 			for id := range r.Apps {
 				delete(r.Apps, id)
 			}
 		},
-		"template of a missing org": func(r *Realm, _ *Organization, _ *Department) {
+		"template of a missing org": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) {
 			r.PropTmpls["p"] = &PropertyTemplate{ID: "p", OrgID: "ghost"}
+		},
+		"template missing from its org's index": func(_ *testing.T, r *Realm, o *Organization, _ *Department) {
+			r.PropTmpls["p"] = &PropertyTemplate{ID: "p", OrgID: o.ID}
+		},
+		"department missing from its parent's child list": func(_ *testing.T, r *Realm, o *Organization, d *Department) {
+			delete(r.orgs[o.ID].children, o.ID)
+		},
+		"child list out of order": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
+			kids := r.orgs[d.OrgID].children[d.ID]
+			kids = append(kids, &Department{ID: "0", OrgID: d.OrgID, ParentID: d.ID, Name: "A", Depth: 2})
+			r.Depts["0"] = kids[len(kids)-1]
+			r.orgs[d.OrgID].children[d.ID] = kids
+			r.orgs[d.OrgID].depts++
+		},
+		"stale department alias": func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.orgs[o.ID].aliases["ghost"] = "x" },
+		"department count off":   func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.orgs[o.ID].depts++ },
+		"org list stale":         func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.orgList = nil },
+		"org renamed behind the list": func(t *testing.T, r *Realm, o *Organization, _ *Department) {
+			mustOrg(t, r, "B", "b")
+			o.Name = "Z"
+		},
+		"role list stale":        func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { r.roleList = r.roleList[1:] },
+		"global role not in set": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { delete(r.globalRoles, "r-viewer") },
+		"group name index stale": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { r.GroupByName["ghost"] = "g-eng" },
+		"application assignment one-sided": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) {
+			for id := range r.AppOrgs {
+				delete(r.AppOrgs, id)
+			}
 		},
 	}
 	for name, corrupt := range corruptions {
 		t.Run(name, func(t *testing.T) {
 			r, o, d := build(t)
-			corrupt(r, o, d)
+			corrupt(t, r, o, d)
 			assert.Error(t, r.CheckInvariants())
 		})
 	}

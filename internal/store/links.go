@@ -30,6 +30,18 @@ func (r *Realm) LinkRole(orgID, roleID string) (created bool, err error) {
 	return true, nil
 }
 
+// OrgRole returns a role linked to an organization. Errors: ErrNotFound for
+// an unknown organization or a role not linked to it.
+func (r *Realm) OrgRole(orgID, roleID string) (*Role, error) {
+	if _, err := r.Organization(orgID); err != nil {
+		return nil, err
+	}
+	if _, ok := r.OrgRoles[orgID][roleID]; !ok {
+		return nil, NotFound("role %q is not linked to organization %q", roleID, orgID)
+	}
+	return r.Roles[roleID], nil
+}
+
 // UnlinkRole removes a role from an organization; the realm role stays.
 // Errors: ErrNotFound for an unknown organization or a role not linked.
 func (r *Realm) UnlinkRole(orgID, roleID string) error {
@@ -64,23 +76,32 @@ func (r *Realm) CreateOrgRole(orgID string, spec RoleSpec) (*Role, error) {
 		return nil, Conflict("role %q already exists", name)
 	}
 	role := &Role{ID: NewID(), Name: name, Description: spec.Description, Attributes: spec.Attributes.Clone()}
-	r.Roles[role.ID] = role
-	r.RoleByName[role.Name] = role.ID
+	r.addRole(role)
 	indexAdd(r.OrgRoles, orgID, role.ID)
 	return role, nil
 }
 
 // OrgRoleList returns the roles linked to an organization, plus every global
-// role when withGlobal is set, sorted by name then id.
+// role when withGlobal is set, sorted by name then id. It costs the roles
+// it returns.
 func (r *Realm) OrgRoleList(orgID string, withGlobal bool) ([]*Role, error) {
 	if _, err := r.Organization(orgID); err != nil {
 		return nil, err
 	}
 	linked := r.OrgRoles[orgID]
-	return r.filterRoles(func(role *Role) bool {
-		_, ok := linked[role.ID]
-		return ok || withGlobal && role.IsGlobal()
-	}), nil
+	out := make([]*Role, 0, len(linked))
+	for id := range linked {
+		out = append(out, r.Roles[id])
+	}
+	if withGlobal {
+		for id := range r.globalRoles {
+			if _, ok := linked[id]; !ok {
+				out = append(out, r.Roles[id])
+			}
+		}
+	}
+	slices.SortFunc(out, cmpRole)
+	return out, nil
 }
 
 // AvailableRoles returns the realm roles not linked to an organization and
@@ -97,22 +118,27 @@ func (r *Realm) AvailableRoles(orgID string, includeGlobal bool) ([]*Role, error
 }
 
 // RealmRoles returns every realm role whose name contains search
-// (case-insensitive; empty matches all), sorted by name then id.
+// (case-insensitive; empty matches all), sorted by name then id. Without a
+// search the list is the realm's index: it costs nothing to get and must not
+// be changed.
 func (r *Realm) RealmRoles(search string) []*Role {
+	if search == "" {
+		return r.roleList
+	}
 	search = strings.ToLower(search)
 	return r.filterRoles(func(role *Role) bool {
 		return strings.Contains(strings.ToLower(role.Name), search)
 	})
 }
 
+// filterRoles returns the realm's roles that keep accepts, in list order.
 func (r *Realm) filterRoles(keep func(*Role) bool) []*Role {
 	out := []*Role{}
-	for _, role := range r.Roles {
+	for _, role := range r.roleList {
 		if keep(role) {
 			out = append(out, role)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Role) int { return byName(a.Name, a.ID, b.Name, b.ID) })
 	return out
 }
 

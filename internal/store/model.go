@@ -2,6 +2,8 @@ package store
 
 import (
 	"crypto"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,18 +24,30 @@ type Set map[string]struct{}
 
 // Realm is one tenant: its identity objects and its organization hierarchy.
 // Maps are keyed by id unless their name says otherwise.
+//
+// Once a realm is in a Store, its fields are read inside Store.Read and
+// written inside Store.Write, except those that never change after it is
+// installed: Name, CreatedAt, SigningKey, KeyID and the tenant's ID, which
+// the identity side reads without the realm's lock. Decommissioned is safe
+// to call at any time.
 type Realm struct {
+	mu   sync.RWMutex // the realm's lock, taken by Store.Read and Store.Write
+	gone atomic.Bool  // decommissioned
+
 	Name      string
 	CreatedAt time.Time
 
 	// Tenant is set for realms provisioned through platform administration.
 	Tenant *Tenant
-	// Decommissioned realms refuse every token; they keep their data.
-	Decommissioned bool
 
 	// SigningKey signs the realm's tokens; KeyID names it in the JWKS.
 	SigningKey crypto.Signer
 	KeyID      string
+
+	// idKey signs the realm's ID tokens; made on first use (IDTokenKey).
+	idKeyMu sync.Mutex
+	idKey   crypto.Signer
+	idKID   string
 
 	Users      map[string]*User
 	UserByName map[string]string // username -> id
@@ -45,7 +59,9 @@ type Realm struct {
 
 	Orgs       map[string]*Organization
 	OrgByAlias map[string]string // alias -> org id
-	Depts      map[string]*Department
+	// Depts holds every department of the realm by id; orgs indexes them
+	// per organization (see orgIndex).
+	Depts map[string]*Department
 	// Assignments by AssignmentKey; AssignmentsByUser and AssignmentsByDept
 	// index the same values.
 	Assignments       map[AssignmentKey]*Assignment
@@ -56,10 +72,22 @@ type Realm struct {
 	OrgGroups map[string]Set    // org id -> linked group ids
 	GroupOrg  map[string]string // group id -> the org it is linked to
 	OrgApps   map[string]Set    // org id -> assigned application ids
+	AppOrgs   map[string]Set    // application id -> the org ids it is assigned to
 	Apps      map[string]*Application
 	AppByID   map[string]string // clientId -> application id
 	PropTmpls map[string]*PropertyTemplate
 	DeptTmpls map[string]*DepartmentTemplate
+
+	// orgs holds each organization's index; orgList the organizations
+	// sorted by name then id.
+	orgs    map[string]*orgIndex
+	orgList []*Organization
+	// GroupByName maps a group name to its id.
+	GroupByName map[string]string
+	// roleList holds the realm roles sorted by name then id; globalRoles
+	// the ids of the global ones.
+	roleList    []*Role
+	globalRoles Set
 }
 
 // NewRealm returns an empty realm with every map allocated.
@@ -84,10 +112,14 @@ func NewRealm(name string, now time.Time) *Realm {
 		OrgGroups:         map[string]Set{},
 		GroupOrg:          map[string]string{},
 		OrgApps:           map[string]Set{},
+		AppOrgs:           map[string]Set{},
 		Apps:              map[string]*Application{},
 		AppByID:           map[string]string{},
 		PropTmpls:         map[string]*PropertyTemplate{},
 		DeptTmpls:         map[string]*DepartmentTemplate{},
+		orgs:              map[string]*orgIndex{},
+		GroupByName:       map[string]string{},
+		globalRoles:       Set{},
 	}
 }
 
@@ -106,8 +138,8 @@ type User struct {
 	Username string
 	Email    string
 	Password string
-	RoleIDs  Set // direct realm roles
-	GroupIDs Set
+	RoleIDs  Set // direct realm roles; nil when none
+	GroupIDs Set // nil when none
 	// ServiceAccountOf is the client id (not clientId) whose service account
 	// this user is; empty for people.
 	ServiceAccountOf string
@@ -206,10 +238,10 @@ type AssignmentKey struct {
 	DepartmentID string
 }
 
-// Assignment places a user in a department.
+// Assignment places a user in a department (whose OrgID is the
+// assignment's organization).
 type Assignment struct {
 	UserID       string
-	OrgID        string
 	DepartmentID string
 	AssignedAt   time.Time
 }

@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -159,17 +160,20 @@ func (r *Realm) OrganizationByAlias(alias string) (*Organization, error) {
 
 // Organizations returns the realm's organizations whose name or alias
 // contains search (case-insensitive; empty matches all), sorted by name then
-// id.
+// id. Without a search the list is the realm's index: it costs nothing to
+// get and must not be changed; a search costs one pass over the
+// organizations.
 func (r *Realm) Organizations(search string) []*Organization {
+	if search == "" {
+		return r.orgList
+	}
 	search = strings.ToLower(search)
-	out := make([]*Organization, 0, len(r.Orgs))
-	for _, o := range r.Orgs {
-		if search == "" || strings.Contains(strings.ToLower(o.Name), search) ||
-			strings.Contains(o.Alias, search) {
+	out := []*Organization{}
+	for _, o := range r.orgList {
+		if strings.Contains(strings.ToLower(o.Name), search) || strings.Contains(o.Alias, search) {
 			out = append(out, o)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Organization) int { return byName(a.Name, a.ID, b.Name, b.ID) })
 	return out
 }
 
@@ -194,6 +198,8 @@ func (r *Realm) CreateOrganization(spec OrgSpec, now time.Time) (*Organization, 
 	}
 	r.Orgs[o.ID] = o
 	r.OrgByAlias[o.Alias] = o.ID
+	r.orgs[o.ID] = newOrgIndex()
+	r.orgList = insertSorted(r.orgList, o, cmpOrg)
 	return o, nil
 }
 
@@ -209,22 +215,30 @@ func (r *Realm) UpdateOrganization(id string, spec OrgSpec) (*Organization, erro
 	if err != nil {
 		return nil, err
 	}
-	o.Name, o.Description, o.Attributes = spec.Name, spec.Description, spec.Attributes
+	if spec.Name != o.Name {
+		r.orgList = removeSorted(r.orgList, o, cmpOrg)
+		o.Name = spec.Name
+		r.orgList = insertSorted(r.orgList, o, cmpOrg)
+	}
+	o.Description, o.Attributes = spec.Description, spec.Attributes
 	return o, nil
 }
 
 // DeleteOrganization removes an organization with everything that hangs on
 // it: its departments and their assignments (and so the template grants
 // anchored to them), its role, group and application links, and its property
-// and department templates. Realm roles, groups, clients and users stay.
+// and department templates. Realm roles, groups, clients and users stay. It
+// costs the size of the organization, never of the realm.
 func (r *Realm) DeleteOrganization(id string) error {
 	o, err := r.Organization(id)
 	if err != nil {
 		return err
 	}
-	for deptID, d := range r.Depts {
-		if d.OrgID == id {
-			r.removeDepartment(deptID)
+	ix := r.orgIndex(id)
+	for _, root := range slices.Clone(ix.children[id]) {
+		sub := r.subtree(root.ID)
+		for i := len(sub) - 1; i >= 0; i-- {
+			r.removeDepartment(sub[i])
 		}
 	}
 	for gid := range r.OrgGroups[id] {
@@ -232,17 +246,18 @@ func (r *Realm) DeleteOrganization(id string) error {
 	}
 	delete(r.OrgGroups, id)
 	delete(r.OrgRoles, id)
+	for aid := range r.OrgApps[id] {
+		indexRemove(r.AppOrgs, aid, id)
+	}
 	delete(r.OrgApps, id)
-	for tid, t := range r.PropTmpls {
-		if t.OrgID == id {
-			delete(r.PropTmpls, tid)
-		}
+	for tid := range ix.propTmpls {
+		delete(r.PropTmpls, tid)
 	}
-	for tid, t := range r.DeptTmpls {
-		if t.OrgID == id {
-			delete(r.DeptTmpls, tid)
-		}
+	for tid := range ix.deptTmpls {
+		delete(r.DeptTmpls, tid)
 	}
+	delete(r.orgs, id)
+	r.orgList = removeSorted(r.orgList, o, cmpOrg)
 	delete(r.OrgByAlias, o.Alias)
 	delete(r.Orgs, id)
 	return nil
@@ -250,11 +265,41 @@ func (r *Realm) DeleteOrganization(id string) error {
 
 // byName orders by name (case-insensitive, then exact), then id.
 func byName(nameA, idA, nameB, idB string) int {
-	if c := cmp.Compare(strings.ToLower(nameA), strings.ToLower(nameB)); c != 0 {
+	if c := compareLower(nameA, nameB); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(nameA, nameB); c != 0 {
 		return c
 	}
 	return cmp.Compare(idA, idB)
+}
+
+// compareLower compares strings.ToLower(a) with strings.ToLower(b) without
+// building them: lists are sorted and searched with it on every change.
+func compareLower(a, b string) int {
+	for a != "" && b != "" {
+		var ra, rb rune
+		if c := a[0]; c < utf8.RuneSelf {
+			ra, a = rune(c), a[1:]
+			if 'A' <= ra && ra <= 'Z' {
+				ra += 'a' - 'A'
+			}
+		} else {
+			r, n := utf8.DecodeRuneInString(a)
+			ra, a = unicode.ToLower(r), a[n:]
+		}
+		if c := b[0]; c < utf8.RuneSelf {
+			rb, b = rune(c), b[1:]
+			if 'A' <= rb && rb <= 'Z' {
+				rb += 'a' - 'A'
+			}
+		} else {
+			r, n := utf8.DecodeRuneInString(b)
+			rb, b = unicode.ToLower(r), b[n:]
+		}
+		if ra != rb {
+			return cmp.Compare(ra, rb)
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }

@@ -26,10 +26,11 @@ func testRealm(t *testing.T) *Realm {
 		if name == "viewer" {
 			role.Attributes["global"] = []string{"true"}
 		}
-		r.Roles[role.ID], r.RoleByName[name] = role, role.ID
+		r.addRole(role)
 	}
 	for _, name := range []string{"eng", "ops"} {
 		r.Groups["g-"+name] = &Group{ID: "g-" + name, Name: name, Path: "/" + name}
+		r.GroupByName[name] = "g-" + name
 	}
 	for _, cid := range []string{"orders-api", "billing-api"} {
 		r.Clients["c-"+cid] = &Client{ID: "c-" + cid, ClientID: cid}
@@ -154,7 +155,7 @@ func TestDeleteOrganizationCascades(t *testing.T) {
 		TemplateRoleIDs: []string{"r-auditor"},
 		Children:        []DeptSpec{{Name: "Inside", Alias: "inside"}}})
 	kd := mustDept(t, r, keep.ID, "", DeptSpec{Name: "Kept"})
-	child := r.childIndex(o.ID)[d.ID][0]
+	child := r.orgIndex(o.ID).children[d.ID][0]
 	for _, did := range []string{d.ID, child.ID, kd.ID} {
 		_, _, err := r.Assign("u-alice", did, t0)
 		require.NoError(t, err)

@@ -2,18 +2,27 @@
 // users, roles, groups and clients, and the organization hierarchy built on
 // them. It knows nothing of HTTP.
 //
-// All state sits behind one lock. Readers use Read, writers use Write; a Write
-// function validates everything first and mutates only once nothing can fail,
-// so every change, a cascade delete or a template instantiation included, is
-// applied whole or not at all. Values handed out of the store are copies; the
-// pointers inside State are only valid inside the Read or Write call.
+// Realms are isolated: each has its own lock, so that no work in one realm (a
+// slow read, a burst of writes, a template instantiation) waits for another.
+// The store's own lock guards only the map of realms and is held for a map
+// lookup, never while a realm is read or written. The platform configuration
+// is an atomic value and the audit log has a lock of its own, held for an
+// append or for copying one page.
+//
+// Readers of a realm use Read, writers use Write; a Write function validates
+// everything first and mutates only once nothing can fail, so every change, a
+// cascade delete or a template instantiation included, is applied whole or
+// not at all. Values handed out of the store are copies; the pointers inside a
+// Realm are only valid inside the Read or Write call.
 package store
 
 import (
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,21 +56,15 @@ func Invalid(format string, args ...any) error {
 // Store is the in-memory state of the reference server. It is safe for
 // concurrent use.
 type Store struct {
-	mu sync.RWMutex
-	st State
-}
+	now func() time.Time
 
-// State is everything the store holds. It is reachable only inside Read and
-// Write.
-type State struct {
-	// Now is the store's clock.
-	Now func() time.Time
-	// Realms by name.
-	Realms map[string]*Realm
-	// Audit holds the audit log, oldest first.
-	Audit []AuditEntry
-	// Config is the platform configuration.
-	Config Config
+	// mu guards the two maps below, not the realms they hold.
+	mu      sync.RWMutex
+	realms  map[string]*Realm // by name
+	tenants map[string]*Realm // by tenant id, provisioned realms only
+
+	config atomic.Pointer[Config]
+	audit  auditLog
 }
 
 // New returns an empty store using now as its clock (time.Now when nil).
@@ -69,40 +72,142 @@ func New(now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{st: State{Now: now, Realms: map[string]*Realm{}, Config: DefaultConfig()}}
+	s := &Store{now: now, realms: map[string]*Realm{}, tenants: map[string]*Realm{}}
+	cfg := DefaultConfig()
+	s.config.Store(&cfg)
+	return s
 }
 
-// Read runs fn with shared access to the state. fn must not mutate it.
-func (s *Store) Read(fn func(st *State) error) error {
+// Now returns the store's clock.
+func (s *Store) Now() time.Time { return s.now() }
+
+// Lookup returns the named realm, live or decommissioned, without taking its
+// lock: only the fields that never change once the realm is installed (Name,
+// CreatedAt, SigningKey, KeyID, TenantID) and Decommissioned may be read from
+// it outside Read and Write.
+func (s *Store) Lookup(name string) (*Realm, bool) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return fn(&s.st)
+	r, ok := s.realms[name]
+	s.mu.RUnlock()
+	return r, ok
 }
 
-// Write runs fn with exclusive access to the state. fn must check every
-// precondition before its first mutation: a Write that returns an error must
-// have changed nothing.
-func (s *Store) Write(fn func(st *State) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return fn(&s.st)
-}
-
-// Realm returns the named realm, or ErrNotFound. A decommissioned realm is
-// still returned; callers that need a live realm check Decommissioned.
-func (st *State) Realm(name string) (*Realm, error) {
-	r, ok := st.Realms[name]
+// lookup is Lookup with ErrNotFound.
+func (s *Store) lookup(name string) (*Realm, error) {
+	r, ok := s.Lookup(name)
 	if !ok {
 		return nil, NotFound("realm %q", name)
 	}
 	return r, nil
 }
 
-// NewID returns a random RFC 4122 version 4 UUID.
+// Read runs fn on the named realm under that realm's read lock; fn must not
+// mutate it. A missing realm is ErrNotFound; a decommissioned realm is still
+// handed to fn, which checks Decommissioned when it needs a live one.
+func (s *Store) Read(realm string, fn func(r *Realm) error) error {
+	r, err := s.lookup(realm)
+	if err != nil {
+		return err
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return fn(r)
+}
+
+// Write runs fn on the named realm under that realm's write lock. fn must
+// check every precondition before its first mutation: a Write that returns an
+// error must have changed nothing. A missing realm is ErrNotFound.
+func (s *Store) Write(realm string, fn func(r *Realm) error) error {
+	r, err := s.lookup(realm)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fn(r)
+}
+
+// Install adds fully built realms to the store, all or none: a name already
+// in use, a name given twice, or a realm without a signing key is an error
+// and installs nothing. The realms must not be used by the caller afterwards
+// except through the store.
+func (s *Store) Install(realms ...*Realm) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make(map[string]bool, len(realms))
+	for _, r := range realms {
+		if r.SigningKey == nil || r.KeyID == "" {
+			return Invalid("realm %q has no signing key", r.Name)
+		}
+		if _, taken := s.realms[r.Name]; taken || seen[r.Name] {
+			return Conflict("realm %q already exists", r.Name)
+		}
+		if r.Tenant != nil {
+			if _, taken := s.tenants[r.Tenant.ID]; taken {
+				return Conflict("tenant %q already exists", r.Tenant.ID)
+			}
+		}
+		seen[r.Name] = true
+	}
+	for _, r := range realms {
+		s.realms[r.Name] = r
+		if r.Tenant != nil {
+			s.tenants[r.Tenant.ID] = r
+		}
+	}
+	return nil
+}
+
+// Realms returns the names of every realm, live or decommissioned, in no
+// particular order.
+func (s *Store) Realms() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.realms))
+	for name := range s.realms {
+		out = append(out, name)
+	}
+	return out
+}
+
+// Config returns the platform configuration.
+func (s *Store) Config() Config { return *s.config.Load() }
+
+// SetConfig replaces the platform configuration.
+func (s *Store) SetConfig(c Config) { s.config.Store(&c) }
+
+// UpdateConfig replaces the platform configuration with what fn returns for
+// the current one, atomically with respect to other updates; an error from
+// fn changes nothing.
+func (s *Store) UpdateConfig(fn func(Config) (Config, error)) (Config, error) {
+	for {
+		old := s.config.Load()
+		c, err := fn(*old)
+		if err != nil {
+			return *old, err
+		}
+		if s.config.CompareAndSwap(old, &c) {
+			return c, nil
+		}
+	}
+}
+
+// NewID returns a random RFC 4122 version 4 UUID. It allocates only the
+// string: every department, assignment and audit entry gets one.
 func NewID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], b[10:16])
+	return string(out[:])
 }

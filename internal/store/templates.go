@@ -25,6 +25,11 @@ const (
 // MaxProperties is the largest number of properties in one template.
 const MaxProperties = 100
 
+// MaxTemplateNodes is the largest number of departments in one department
+// template (SERVICE.md section 8), and so the most departments one
+// instantiation, or one CreateDepartment, can create.
+const MaxTemplateNodes = 1000
+
 // PropertyTemplateSpec is the caller-supplied part of a property template.
 type PropertyTemplateSpec struct {
 	Name        string
@@ -95,11 +100,10 @@ func (r *Realm) PropertyTemplates(orgID string) ([]*PropertyTemplate, error) {
 	if _, err := r.Organization(orgID); err != nil {
 		return nil, err
 	}
-	out := []*PropertyTemplate{}
-	for _, t := range r.PropTmpls {
-		if t.OrgID == orgID {
-			out = append(out, t)
-		}
+	ids := r.orgIndex(orgID).propTmpls
+	out := make([]*PropertyTemplate, 0, len(ids))
+	for id := range ids {
+		out = append(out, r.PropTmpls[id])
 	}
 	slices.SortFunc(out, func(a, b *PropertyTemplate) int { return byName(a.Name, a.ID, b.Name, b.ID) })
 	return out, nil
@@ -122,6 +126,7 @@ func (r *Realm) CreatePropertyTemplate(orgID string, spec PropertyTemplateSpec, 
 	t := &PropertyTemplate{ID: NewID(), OrgID: orgID, Name: spec.Name, Description: spec.Description,
 		Properties: spec.Properties, CreatedAt: now.UTC()}
 	r.PropTmpls[t.ID] = t
+	r.orgIndex(orgID).propTmpls[t.ID] = struct{}{}
 	return t, nil
 }
 
@@ -149,14 +154,16 @@ func (r *Realm) DeletePropertyTemplate(orgID, id string) error {
 		return err
 	}
 	delete(r.PropTmpls, id)
+	delete(r.orgIndex(orgID).propTmpls, id)
 	return nil
 }
 
 // checkKeysFree reports ErrConflict when another template of the
 // organization than except declares one of the keys of props.
 func (r *Realm) checkKeysFree(orgID, except string, props []Property) error {
-	for _, t := range r.PropTmpls {
-		if t.OrgID != orgID || t.ID == except {
+	for id := range r.orgIndex(orgID).propTmpls {
+		t := r.PropTmpls[id]
+		if t.ID == except {
 			continue
 		}
 		for _, p := range t.Properties {
@@ -176,10 +183,8 @@ func (r *Realm) checkKeysFree(orgID, except string, props []Property) error {
 // finite float, BOOLEAN true or false, DATE YYYY-MM-DD, EMAIL an address,
 // URL absolute, ENUM one of the allowed values). Undeclared keys are free.
 func (r *Realm) checkPropertyAttributes(orgID, field string, attrs Attributes) error {
-	for _, t := range r.PropTmpls {
-		if t.OrgID != orgID {
-			continue
-		}
+	for id := range r.orgIndex(orgID).propTmpls {
+		t := r.PropTmpls[id]
 		for _, p := range t.Properties {
 			values, ok := attrs[p.Key]
 			if !ok || len(values) == 0 {
@@ -248,11 +253,10 @@ func (r *Realm) DepartmentTemplates(orgID string) ([]*DepartmentTemplate, error)
 	if _, err := r.Organization(orgID); err != nil {
 		return nil, err
 	}
-	out := []*DepartmentTemplate{}
-	for _, t := range r.DeptTmpls {
-		if t.OrgID == orgID {
-			out = append(out, t)
-		}
+	ids := r.orgIndex(orgID).deptTmpls
+	out := make([]*DepartmentTemplate, 0, len(ids))
+	for id := range ids {
+		out = append(out, r.DeptTmpls[id])
 	}
 	slices.SortFunc(out, func(a, b *DepartmentTemplate) int { return byName(a.Name, a.ID, b.Name, b.ID) })
 	return out, nil
@@ -260,8 +264,9 @@ func (r *Realm) DepartmentTemplates(orgID string) ([]*DepartmentTemplate, error)
 
 // CreateDepartmentTemplate stores an immutable department template. Its tree
 // is checked as departments are (names, aliases unique within the template,
-// attributes, depth at most 32); property templates are checked when it is
-// instantiated. Errors: ErrNotFound (organization, a role), a *FieldError.
+// attributes, depth at most 32) and may hold at most MaxTemplateNodes
+// departments; property templates are checked when it is instantiated.
+// Errors: ErrNotFound (organization, a role), a *FieldError.
 func (r *Realm) CreateDepartmentTemplate(orgID string, spec DeptTemplateSpec, now time.Time) (*DepartmentTemplate, error) {
 	if _, err := r.Organization(orgID); err != nil {
 		return nil, err
@@ -275,8 +280,12 @@ func (r *Realm) CreateDepartmentTemplate(orgID string, spec DeptTemplateSpec, no
 	}
 	aliases := map[string]bool{}
 	var roles []string
+	nodes := 0
 	var clean func(n TemplateNode, field string, depth int) (TemplateNode, error)
 	clean = func(n TemplateNode, field string, depth int) (TemplateNode, error) {
+		if nodes++; nodes > MaxTemplateNodes {
+			return n, invalidField("root", fmt.Sprintf("a department template has at most %d departments", MaxTemplateNodes))
+		}
 		if depth > MaxDepartmentDepth {
 			return n, Invalid("department templates can be nested at most %d levels deep", MaxDepartmentDepth)
 		}
@@ -321,26 +330,72 @@ func (r *Realm) CreateDepartmentTemplate(orgID string, spec DeptTemplateSpec, no
 	t := &DepartmentTemplate{ID: NewID(), OrgID: orgID, Name: name, Description: spec.Description,
 		Root: root, CreatedAt: now.UTC()}
 	r.DeptTmpls[t.ID] = t
+	r.orgIndex(orgID).deptTmpls[t.ID] = struct{}{}
 	return t, nil
 }
 
 // InstantiateTemplate creates the department subtree of template tmplID
-// under parentID ("" or orgID for a root department), atomically: an alias
-// clash (ErrConflict), a property-template violation or the depth limit
+// under parentID ("" for a root department), atomically: an alias clash
+// (ErrConflict), a property-template violation or the depth limit
 // (ErrInvalid) creates nothing. Each department records its node's roleIds
 // as TemplateRoleIDs. It returns the top department.
+//
+// The template's nodes were checked when it was stored and never change, so
+// they are not checked or copied again: only what depends on where they go
+// is (depth, aliases in use, property templates), and the departments share
+// the template's attribute maps and role lists, which nothing changes in
+// place (an update replaces a department's attributes). Instantiating costs
+// the template's size and allocates little beyond the departments.
 func (r *Realm) InstantiateTemplate(orgID, parentID, tmplID string, now time.Time) (*Department, error) {
 	t, err := r.DepartmentTemplate(orgID, tmplID)
 	if err != nil {
 		return nil, err
 	}
-	var conv func(n TemplateNode) DeptSpec
-	conv = func(n TemplateNode) DeptSpec {
-		s := DeptSpec{Name: n.Name, Alias: n.Alias, Attributes: n.Attributes, TemplateRoleIDs: n.RoleIDs}
-		for _, c := range n.Children {
-			s.Children = append(s.Children, conv(c))
-		}
-		return s
+	parentID, depth, err := r.parent(orgID, parentID)
+	if err != nil {
+		return nil, err
 	}
-	return r.CreateDepartment(orgID, parentID, conv(t.Root), now)
+	ix := r.orgIndex(orgID)
+	var fits func(n *TemplateNode, field string, depth int) error
+	fits = func(n *TemplateNode, field string, depth int) error {
+		if depth > MaxDepartmentDepth {
+			return Invalid("departments can be nested at most %d levels deep", MaxDepartmentDepth)
+		}
+		if err := r.checkPropertyAttributes(orgID, field+"attributes", n.Attributes); err != nil {
+			return err
+		}
+		if n.Alias != "" {
+			if _, taken := ix.aliases[n.Alias]; taken {
+				return Conflict("department alias %q already exists in organization %q", n.Alias, orgID)
+			}
+		}
+		for _, id := range n.RoleIDs {
+			if _, ok := r.Roles[id]; !ok {
+				return NotFound("role %q", id)
+			}
+		}
+		for i := range n.Children {
+			if err := fits(&n.Children[i], fmt.Sprintf("%schildren[%d].", field, i), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := fits(&t.Root, "root.", depth+1); err != nil {
+		return nil, err
+	}
+
+	// Nothing can fail from here on.
+	var create func(n *TemplateNode, parentID string, depth int) *Department
+	create = func(n *TemplateNode, parentID string, depth int) *Department {
+		d := &Department{ID: NewID(), OrgID: orgID, ParentID: parentID, Name: n.Name, Alias: n.Alias,
+			Attributes: n.Attributes, TemplateRoleIDs: n.RoleIDs, Depth: depth, CreatedAt: now.UTC()}
+		r.Depts[d.ID] = d
+		ix.link(d)
+		for i := range n.Children {
+			create(&n.Children[i], d.ID, depth+1)
+		}
+		return d
+	}
+	return create(&t.Root, parentID, depth+1), nil
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"crypto"
+	"errors"
+	"time"
 )
 
 // Tenant statuses.
@@ -10,15 +12,21 @@ const (
 	TenantDecommissioned = "DECOMMISSIONED"
 )
 
+// Decommissioned reports whether the realm's tenant was decommissioned: its
+// tokens are refused from then on. It is safe to call without the realm's
+// lock.
+func (r *Realm) Decommissioned() bool { return r.gone.Load() }
+
 // ProvisionTenant creates realm name for a new tenant, signed by key (kid),
 // with the default roles and client and an admin user (username adminEmail,
 // the given password) holding realm-admin. A realm of that name, live or
-// decommissioned, is a conflict.
-func (st *State) ProvisionTenant(name, plan, adminEmail, password string, key crypto.Signer, kid string) (*Realm, error) {
-	if _, ok := st.Realms[name]; ok {
+// decommissioned, is a conflict. The realm is built before the store's lock
+// is taken, which is then held only to add it to the map.
+func (s *Store) ProvisionTenant(name, plan, adminEmail, password string, key crypto.Signer, kid string) (*Realm, error) {
+	if _, taken := s.Lookup(name); taken {
 		return nil, Conflict("tenant %q already exists", name)
 	}
-	now := st.Now().UTC()
+	now := s.now().UTC()
 	r := NewRealm(name, now)
 	r.SigningKey, r.KeyID = key, kid
 	r.Tenant = &Tenant{ID: NewID(), Plan: plan, AdminEmail: adminEmail, CreatedAt: now}
@@ -27,35 +35,56 @@ func (st *State) ProvisionTenant(name, plan, adminEmail, password string, key cr
 		[]string{r.RoleByName[RoleRealmAdmin]}, nil); err != nil {
 		return nil, err
 	}
-	st.Realms[name] = r
+	if err := s.Install(r); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil, Conflict("tenant %q already exists", name)
+		}
+		return nil, err
+	}
 	return r, nil
 }
 
-// TenantRealm returns the realm of a live tenant by tenant id.
-func (st *State) TenantRealm(tenantID string) (*Realm, error) {
-	for _, r := range st.Realms {
-		if r.Tenant != nil && r.Tenant.ID == tenantID && !r.Decommissioned {
-			return r, nil
-		}
+// TenantInfo is the platform-administration view of a tenant.
+type TenantInfo struct {
+	Tenant
+	Name   string // the realm's name
+	Status string // TenantActive or TenantDecommissioned
+}
+
+// LiveTenant returns the tenant with the given id while it is live; a
+// decommissioned or unknown tenant is ErrNotFound.
+func (s *Store) LiveTenant(tenantID string) (TenantInfo, error) {
+	s.mu.RLock()
+	r, ok := s.tenants[tenantID]
+	s.mu.RUnlock()
+	if !ok || r.Decommissioned() {
+		return TenantInfo{}, NotFound("tenant %q", tenantID)
 	}
-	return nil, NotFound("tenant %q", tenantID)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return TenantInfo{Tenant: *r.Tenant, Name: r.Name, Status: TenantActive}, nil
 }
 
 // DecommissionTenant marks a live tenant's realm decommissioned: from then on
-// every token of the realm is refused. A tenant already decommissioned is
-// not found.
-func (st *State) DecommissionTenant(tenantID string) (*Realm, error) {
-	r, err := st.TenantRealm(tenantID)
-	if err != nil {
-		return nil, err
+// every token of the realm is refused. A tenant already decommissioned, or
+// unknown, is ErrNotFound. It returns the time of decommissioning.
+func (s *Store) DecommissionTenant(tenantID string) (time.Time, error) {
+	s.mu.RLock()
+	r, ok := s.tenants[tenantID]
+	s.mu.RUnlock()
+	if !ok || !r.gone.CompareAndSwap(false, true) {
+		return time.Time{}, NotFound("tenant %q", tenantID)
 	}
-	r.Decommissioned = true
-	r.Tenant.DecommissionedAt = st.Now().UTC()
-	return r, nil
+	now := s.now().UTC()
+	r.mu.Lock()
+	r.Tenant.DecommissionedAt = now
+	r.mu.Unlock()
+	return now, nil
 }
 
 // TenantID returns the tenant id of a realm for audit entries: the tenant's
-// id for a provisioned realm, the realm name otherwise.
+// id for a provisioned realm, the realm name otherwise. It never changes, so
+// it is safe to call without the realm's lock.
 func (r *Realm) TenantID() string {
 	if r.Tenant != nil {
 		return r.Tenant.ID

@@ -27,6 +27,7 @@ func ExampleStart() {
 		t.Fatalf("%v", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+srv.Token("acme", "bob"))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatalf("%v", err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/openapitest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -17,10 +18,17 @@ func TestStart(t *testing.T) {
 	require.NotEmpty(t, srv.Token("acme", "alice"))
 	require.NotEmpty(t, srv.AdminToken())
 
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/no/such/route", nil)
+	// The exchanges are checked against the server's OpenAPI document.
+	chk, err := openapitest.New(mockserver.OpenAPI())
 	require.NoError(t, err)
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	client := &http.Client{Transport: chk.Transport(srv.Client().Transport)}
+	for path, want := range map[string]int{"/no/such/route": http.StatusNotFound, "/realms/acme/.well-known/openid-configuration": http.StatusOK} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode)
+	}
+	require.NoError(t, chk.Err())
 }

@@ -4,11 +4,17 @@
 //	go run ./mockserver/cmd/mockserver -addr 127.0.0.1:8080 -fixture examples/fixtures/acme.json
 //
 // Flags: -addr (default 127.0.0.1:8080), -fixture (a JSON fixture),
-// -issuer (the public base URL written into tokens, default http://<addr>),
-// -admin-secret (the secret of the master realm's platform-admin client;
-// generated and printed once when not given). It logs with log/slog to
-// standard error, prints its base URL on standard output, and shuts down
-// cleanly on SIGINT or SIGTERM.
+// -issuer (the public base URL written into tokens; without it each
+// request's own URL is the public one), -trusted-proxy (addresses or
+// networks, repeatable or comma-separated, of reverse proxies whose
+// X-Forwarded-Proto/-Host/-Port and Forwarded headers give the public URL
+// when -issuer is not set; never read from other peers), -admin-secret (the
+// secret of the master realm's platform-admin client; generated and printed
+// once when not given), and -read-header-timeout (10s), -read-timeout (30s,
+// headers and body together) and -idle-timeout (2m), which bound how long a
+// client may hold a connection without sending its request. It logs with
+// log/slog to standard error, prints its base URL on standard output, and
+// shuts down cleanly on SIGINT or SIGTERM.
 package main
 
 import (
@@ -49,8 +55,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	fixture := fs.String("fixture", "", "JSON fixture file to seed the server with (optional)")
-	issuer := fs.String("issuer", "", "public base URL written into tokens (default http://<addr>)")
+	issuer := fs.String("issuer", "", "public base URL written into tokens (default: each request's own, see -trusted-proxy)")
+	var proxies []string
+	fs.Func("trusted-proxy", "address or network (CIDR) of a reverse proxy whose X-Forwarded-* and Forwarded headers give the public URL; repeatable, comma-separated", func(v string) error {
+		proxies = append(proxies, v)
+		return nil
+	})
 	adminSecret := fs.String("admin-secret", "", "secret of the master realm's platform-admin client (default: generated)")
+	readHeader := fs.Duration("read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
+	read := fs.Duration("read-timeout", 30*time.Second, "how long a client may take to send a whole request, body included")
+	idle := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,11 +78,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
-	base := *issuer
-	if base == "" {
-		base = "http://" + ln.Addr().String()
+	if *readHeader <= 0 || *read <= 0 || *idle <= 0 {
+		return errors.New("timeouts must be positive")
 	}
-	opts := []mockserver.Option{mockserver.WithIssuer(base), mockserver.WithLogger(logger), mockserver.WithAdminSecret(*adminSecret)}
+	opts := []mockserver.Option{mockserver.WithLogger(logger), mockserver.WithAdminSecret(*adminSecret),
+		mockserver.WithTrustedProxies(proxies...)}
+	base := *issuer
+	if base != "" {
+		opts = append(opts, mockserver.WithIssuer(base))
+	} else {
+		base = "http://" + ln.Addr().String() // what to print; tokens follow each request's URL
+	}
 	if *fixture != "" {
 		opts = append(opts, mockserver.WithFixtureFile(*fixture))
 	}
@@ -77,14 +97,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: *readHeader,
+		ReadTimeout:       *read, // bounds the body too: a client that never sends it loses the connection
+		IdleTimeout:       *idle,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Fprintf(stdout, "mockserver listening on %s\n", base)
 	if *adminSecret == "" {
 		fmt.Fprintf(stdout, "platform-admin client secret (master realm): %s\n", srv.AdminSecret())
 	}
-	logger.Info("mockserver started", "addr", ln.Addr().String(), "issuer", base, "fixture", *fixture)
+	logger.Info("mockserver started", "addr", ln.Addr().String(), "issuer", *issuer, "trustedProxies", proxies, "fixture", *fixture)
 
 	select {
 	case err := <-served:

@@ -4,18 +4,55 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/orgauthz/orgauthz/internal/openapitest"
+	"github.com/orgauthz/orgauthz/mockserver"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// checker checks the tests' HTTP exchanges with the binary against its
+// OpenAPI document; client sends them through it.
+var (
+	checker *openapitest.Checker
+	client  *http.Client
+)
+
+// TestMain fails the run when an exchange does not match the document or a
+// goroutine leaked.
+func TestMain(m *testing.M) {
+	c, err := openapitest.New(mockserver.OpenAPI())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	checker, client = c, &http.Client{Transport: c.Transport(nil)}
+	code := m.Run()
+	if code == 0 {
+		if err := checker.Err(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	client.CloseIdleConnections()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // start runs the binary's run on a free port and returns its base URL and a
 // function that stops it and returns run's error.
@@ -52,7 +89,7 @@ func get(t *testing.T, u string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
 	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
 	return resp
@@ -72,7 +109,7 @@ func TestRunWithAcmeFixture(t *testing.T) {
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/realms/master/protocol/openid-connect/token", strings.NewReader(form.Encode()))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	tr, err := http.DefaultClient.Do(req)
+	tr, err := client.Do(req)
 	require.NoError(t, err)
 	tr.Body.Close()
 	require.Equal(t, http.StatusOK, tr.StatusCode, "-admin-secret overrides the fixture's secret")
@@ -103,6 +140,8 @@ func TestRunRefusesBadInput(t *testing.T) {
 	for name, args := range map[string][]string{
 		"missing fixture": {"-addr", "127.0.0.1:0", "-fixture", "does-not-exist.json"},
 		"bad issuer":      {"-addr", "127.0.0.1:0", "-issuer", "ftp://x"},
+		"bad proxy":       {"-addr", "127.0.0.1:0", "-trusted-proxy", "10.0.0.0/8,nope"},
+		"zero timeout":    {"-addr", "127.0.0.1:0", "-read-timeout", "0s"},
 		"bad flag":        {"-nope"},
 		"stray argument":  {"-addr", "127.0.0.1:0", "extra"},
 	} {
@@ -110,4 +149,59 @@ func TestRunRefusesBadInput(t *testing.T) {
 			require.Error(t, run(t.Context(), args, io.Discard, io.Discard))
 		})
 	}
+}
+
+// TestRunBoundsSlowClients: a client that sends its headers and never its
+// body, or never finishes its headers, loses the connection once the read
+// timeouts pass. Only the header timeout was set, so a client that never
+// sent its body held a connection for ever. The connection's own deadline
+// only turns such a hang into a failure.
+func TestRunBoundsSlowClients(t *testing.T) {
+	base, stop := start(t, "-read-header-timeout", "200ms", "-read-timeout", "300ms")
+	defer func() { require.NoError(t, stop()) }()
+	addr := strings.TrimPrefix(base, "http://")
+	for name, req := range map[string]string{
+		"body never sent": "POST /realms/master/protocol/openid-connect/token HTTP/1.1\r\nHost: " + addr +
+			"\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ngrant_type=",
+		"headers never finished": "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: " + addr + "\r\nX-Slow: ",
+	} {
+		t.Run(name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			defer conn.Close()
+			require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
+			_, err = io.WriteString(conn, req)
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, conn) // returns once the server closes
+			require.NoError(t, err, "the server should close the connection, not the test's deadline")
+		})
+	}
+}
+
+// TestRunPublicURL: without -issuer the public URL is each request's own,
+// and forwarding headers count only from a -trusted-proxy.
+func TestRunPublicURL(t *testing.T) {
+	issuerOf := func(t *testing.T, base string, header http.Header) string {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/realms/acme/.well-known/openid-configuration", nil)
+		require.NoError(t, err)
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var doc map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+		return doc["issuer"].(string)
+	}
+	fwd := http.Header{"X-Forwarded-Proto": {"https"}, "X-Forwarded-Host": {"auth.public.test"}}
+
+	base, stop := start(t, "-fixture", "../../../examples/fixtures/acme.json")
+	require.Equal(t, base+"/realms/acme", issuerOf(t, base, nil))
+	require.Equal(t, base+"/realms/acme", issuerOf(t, base, fwd), "no trusted proxy: headers ignored")
+	require.NoError(t, stop())
+
+	base, stop = start(t, "-fixture", "../../../examples/fixtures/acme.json", "-trusted-proxy", "127.0.0.1,::1")
+	require.Equal(t, "https://auth.public.test/realms/acme", issuerOf(t, base, fwd))
+	require.NoError(t, stop())
 }

@@ -1,0 +1,298 @@
+// Package openapitest checks HTTP traffic against an OpenAPI 3.1 document,
+// with kin-openapi's openapi3filter (JSON Schema 2020-12 for 3.1 documents).
+// The reference server's tests put a Checker around its handler
+// (Middleware) or their client's transport (Transport): every request and
+// answer that does not match the document is recorded, and the tests fail
+// on Err. It is imported by tests only.
+//
+// An exchange matches when:
+//   - its path and method are an operation of the document, or else the
+//     answer is the service's error body with 404 (unknown path) or 405
+//     (known path, other method; the server may also answer 404 where one
+//     of its patterns takes the path, as GET .../applications/assign);
+//   - the answer's status is documented for the operation, and its headers
+//     and body match that response;
+//   - a request the document refuses (a missing member, a wrong type, a
+//     Content-Type it does not list) is answered with a 4xx: the server
+//     never accepts what its document says it refuses.
+package openapitest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+)
+
+// maxBody bounds the request and answer bodies a Checker keeps; a larger
+// body is passed on unchecked.
+const maxBody = 4 << 20
+
+// Checker validates exchanges against one document. It is safe for
+// concurrent use. Mark, ErrSince, Err and Checked may be called on a nil
+// Checker, which has checked nothing.
+type Checker struct {
+	doc    *openapi3.T
+	router routers.Router
+	errSch *openapi3.Schema
+
+	mu       sync.Mutex
+	failures []string
+	checked  int
+}
+
+// New loads and validates doc, an OpenAPI 3.1 document in JSON, and
+// returns a Checker for it.
+func New(doc []byte) (*Checker, error) {
+	loader := openapi3.NewLoader()
+	d, err := loader.LoadFromData(doc)
+	if err != nil {
+		return nil, fmt.Errorf("openapitest: load: %w", err)
+	}
+	if !d.IsOpenAPI31OrLater() || d.IsOpenAPI32OrLater() {
+		return nil, fmt.Errorf("openapitest: the document is OpenAPI %s, not 3.1", d.OpenAPI)
+	}
+	if err := d.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("openapitest: invalid document: %w", err)
+	}
+	router, err := gorillamux.NewRouter(d)
+	if err != nil {
+		return nil, fmt.Errorf("openapitest: router: %w", err)
+	}
+	errRef := d.Components.Schemas["Error"]
+	if errRef == nil {
+		return nil, errors.New("openapitest: the document has no Error schema")
+	}
+	return &Checker{doc: d, router: router, errSch: errRef.Value}, nil
+}
+
+// Middleware returns next wrapped so that every exchange it serves is
+// checked. It buffers each answer, so it suits tests, not production.
+func (c *Checker) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil || len(body) > maxBody {
+			c.record(fmt.Sprintf("%s %s: request body not checked (%d bytes, %v)", r.Method, r.URL.Path, len(body), err))
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+			next.ServeHTTP(w, r)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		res := rec.Result()
+		check := r.Clone(r.Context())
+		check.Body = io.NopCloser(bytes.NewReader(body))
+		c.Check(check, res.StatusCode, res.Header, rec.Body.Bytes())
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
+// Transport returns base (http.DefaultTransport when nil) wrapped so that
+// every exchange a client makes through it is checked. Requests that fail
+// in transport are not checked.
+func (c *Checker) Transport(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		var body []byte
+		if req.Body != nil {
+			b, err := io.ReadAll(req.Body)
+			_ = req.Body.Close()
+			if err != nil {
+				return nil, err
+			}
+			body = b
+		}
+		out := req.Clone(req.Context())
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		resp, err := base.RoundTrip(out)
+		if err != nil {
+			return nil, err
+		}
+		respBody, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(respBody))
+		check := req.Clone(req.Context())
+		check.Body = io.NopCloser(bytes.NewReader(body))
+		check.URL.Scheme, check.URL.Host = "", "" // the document has no servers
+		c.Check(check, resp.StatusCode, resp.Header, respBody)
+		return resp, nil
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Check validates one exchange, records a failure when it does not match
+// the document, and returns it. req.Body must hold the request body.
+func (c *Checker) Check(req *http.Request, status int, header http.Header, body []byte) error {
+	err := c.check(req, status, header, body)
+	c.mu.Lock()
+	c.checked++
+	c.mu.Unlock()
+	if err != nil {
+		c.record(fmt.Sprintf("%s %s -> %d: %v\n\tanswer: %.400s", req.Method, req.URL.RequestURI(), status, err, body))
+	}
+	return err
+}
+
+func (c *Checker) check(req *http.Request, status int, header http.Header, body []byte) error {
+	ctx := context.Background()
+	head := req.Method == http.MethodHead
+	if head {
+		// net/http serves HEAD with the GET route and drops the body.
+		get := req.Clone(ctx)
+		get.Method = http.MethodGet
+		req = get
+		req.Body = http.NoBody
+	}
+	route, params, err := c.router.FindRoute(req)
+	if errors.Is(err, routers.ErrMethodNotAllowed) {
+		route, params, err = c.templatedRoute(req)
+	}
+	switch {
+	case errors.Is(err, routers.ErrPathNotFound):
+		return c.routingError(status, []int{http.StatusNotFound}, body)
+	case errors.Is(err, routers.ErrMethodNotAllowed):
+		if status == http.StatusMethodNotAllowed && header.Get("Allow") == "" {
+			return errors.New("a 405 without Allow")
+		}
+		return c.routingError(status, []int{http.StatusMethodNotAllowed, http.StatusNotFound}, body)
+	case err != nil:
+		return fmt.Errorf("finding the route: %w", err)
+	}
+	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true,
+		IncludeResponseStatus: true, ExcludeResponseBody: head && len(body) == 0}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
+	if reqErr := openapi3filter.ValidateRequest(ctx, in); reqErr != nil && status < 400 {
+		return fmt.Errorf("answered %d to a request the document refuses: %w", status, reqErr)
+	}
+	return openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in, Status: status, Header: header, Body: io.NopCloser(bytes.NewReader(body)), Options: opts,
+	})
+}
+
+// templatedRoute finds the operation of req's method on a templated path
+// when the concrete path that matches req lacks that method: Go's ServeMux
+// routes GET .../roles/create to GET .../roles/{roleId} (the only GET
+// pattern that matches), where OpenAPI matching stops at the concrete path
+// .../roles/create, which has only POST. It returns ErrMethodNotAllowed
+// when no templated path has the method.
+func (c *Checker) templatedRoute(req *http.Request) (*routers.Route, map[string]string, error) {
+	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	for path, item := range c.doc.Paths.Map() {
+		op := item.GetOperation(req.Method)
+		if op == nil || !strings.Contains(path, "{") {
+			continue
+		}
+		tmpl := strings.Split(strings.Trim(path, "/"), "/")
+		if len(tmpl) != len(segs) {
+			continue
+		}
+		params := map[string]string{}
+		for i, t := range tmpl {
+			switch {
+			case strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") && segs[i] != "":
+				params[t[1:len(t)-1]] = segs[i]
+			case t != segs[i]:
+				params = nil
+			}
+			if params == nil {
+				break
+			}
+		}
+		if params != nil {
+			return &routers.Route{Spec: c.doc, Path: path, PathItem: item, Method: req.Method, Operation: op}, params, nil
+		}
+	}
+	return nil, nil, routers.ErrMethodNotAllowed
+}
+
+// routingError checks an answer of the router itself: one of the statuses
+// in want, with the service's error body.
+func (c *Checker) routingError(status int, want []int, body []byte) error {
+	ok := false
+	for _, s := range want {
+		ok = ok || status == s
+	}
+	if !ok {
+		return fmt.Errorf("no operation of the document matches, yet the answer is %d (want %v)", status, want)
+	}
+	v, err := decodeJSON(body)
+	if err != nil {
+		return fmt.Errorf("the %d body is not JSON: %w", status, err)
+	}
+	if err := c.errSch.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+		return fmt.Errorf("the %d body is not the Error shape: %w", status, err)
+	}
+	return nil
+}
+
+func (c *Checker) record(f string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failures = append(c.failures, f)
+}
+
+// Checked returns how many exchanges were checked.
+func (c *Checker) Checked() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checked
+}
+
+// Err returns every failure recorded so far, joined, or nil.
+func (c *Checker) Err() error { return c.ErrSince(0) }
+
+// Mark returns a mark for ErrSince: the number of failures so far.
+func (c *Checker) Mark() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.failures)
+}
+
+// ErrSince returns the failures recorded after mark (from Mark), joined,
+// or nil: a fuzz target asks it for the exchanges of its own input.
+func (c *Checker) ErrSince(mark int) error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.failures) <= mark {
+		return nil
+	}
+	fs := c.failures[mark:]
+	errs := make([]error, len(fs))
+	for i, f := range fs {
+		errs[i] = errors.New(f)
+	}
+	return fmt.Errorf("openapitest: %d exchanges do not match the document:\n%w", len(fs), errors.Join(errs...))
+}

@@ -1,0 +1,144 @@
+package openapitest
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const testDoc = `{
+  "openapi": "3.1.0",
+  "info": {"title": "t", "version": "1"},
+  "paths": {
+    "/things": {
+      "post": {
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {
+          "type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "note": {"type": ["string", "null"]}}}}}},
+        "responses": {
+          "201": {"description": "created", "headers": {"Location": {"required": true, "schema": {"type": "string"}}},
+                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}}},
+          "400": {"description": "bad", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+        }
+      }
+    }
+  },
+  "components": {"schemas": {
+    "Thing": {"type": "object", "required": ["id"], "additionalProperties": false, "properties": {"id": {"type": "string"}, "kind": {"const": "thing"}}},
+    "Error": {"type": "object", "required": ["error", "message"], "properties": {"error": {"type": "string"}, "message": {"type": "string"}}}
+  }}
+}`
+
+// TestCheckerCatchesDrift: each kind of mismatch between the server and
+// its document is recorded, and a matching exchange is not.
+func TestCheckerCatchesDrift(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, method, path, contentType, body string
+		status                                int
+		header                                http.Header
+		answer                                string
+		bad                                   bool
+	}{
+		{"matching", "POST", "/things", "application/json", `{"name":"a","note":null}`, 201, http.Header{"Location": {"/things/1"}}, `{"id":"1","kind":"thing"}`, false},
+		{"undocumented status", "POST", "/things", "application/json", `{"name":"a"}`, 200, nil, `{"id":"1"}`, true},
+		{"extra member in the answer", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1","other":2}`, true},
+		{"wrong type in the answer", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":1}`, true},
+		{"const broken", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1","kind":"other"}`, true},
+		{"required header missing", "POST", "/things", "application/json", `{"name":"a"}`, 201, nil, `{"id":"1"}`, true},
+		{"refused request accepted", "POST", "/things", "application/json", `{"note":"no name"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1"}`, true},
+		{"refused request refused", "POST", "/things", "application/json", `{"note":"no name"}`, 400, nil, `{"error":"Bad Request","message":"name"}`, false},
+		{"wrong content type accepted", "POST", "/things", "text/plain", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1"}`, true},
+		{"unknown path, 404 error body", "GET", "/nowhere", "", "", 404, nil, `{"error":"Not Found","message":"no route"}`, false},
+		{"unknown path answered", "GET", "/nowhere", "", "", 200, nil, `{}`, true},
+		{"unknown path, not the error shape", "GET", "/nowhere", "", "", 404, nil, `not json`, true},
+		{"other method, 405 with Allow", "GET", "/things", "", "", 405, http.Header{"Allow": {"POST"}}, `{"error":"Method Not Allowed","message":"m"}`, false},
+		{"405 without Allow", "GET", "/things", "", "", 405, nil, `{"error":"Method Not Allowed","message":"m"}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			chk, err := New([]byte(testDoc))
+			require.NoError(t, err)
+			h := chk.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got, _ := io.ReadAll(r.Body)
+				require.Equal(t, tt.body, string(got), "the handler reads the body the client sent")
+				for k, v := range tt.header {
+					w.Header()[k] = v
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.answer)
+			}))
+			req := httptest.NewRequest(tt.method, "http://t.test"+tt.path, strings.NewReader(tt.body))
+			if tt.contentType != "" {
+				req.Header.Set("Content-Type", tt.contentType)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			require.Equal(t, tt.status, rec.Code, "the answer passes through")
+			require.Equal(t, tt.answer, rec.Body.String())
+			require.Equal(t, 1, chk.Checked())
+			if tt.bad {
+				require.Error(t, chk.Err())
+			} else {
+				require.NoError(t, chk.Err())
+			}
+		})
+	}
+}
+
+// TestTransport checks a client's exchanges the same way.
+func TestTransport(t *testing.T) {
+	t.Parallel()
+	chk, err := New([]byte(testDoc))
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error":"Not Found","message":"x"}`)
+	}))
+	t.Cleanup(srv.Close)
+	client := &http.Client{Transport: chk.Transport(srv.Client().Transport)}
+	resp, err := client.Get(srv.URL + "/nowhere")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.JSONEq(t, `{"error":"Not Found","message":"x"}`, string(b))
+	require.NoError(t, chk.Err())
+	resp, err = client.Post(srv.URL+"/things", "application/json", strings.NewReader(`{"name":"a"}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Error(t, chk.Err(), "404 is not documented for POST /things")
+}
+
+func TestNewRefusesOtherVersions(t *testing.T) {
+	t.Parallel()
+	_, err := New([]byte(strings.Replace(testDoc, `"3.1.0"`, `"3.0.3"`, 1)))
+	require.Error(t, err)
+	_, err = New([]byte(`{"openapi":"3.1.0"`))
+	require.Error(t, err)
+}
+
+// TestTemplatedRouteForAnotherMethod: a request whose concrete path lacks
+// its method is checked against the templated path that has it, as Go's
+// ServeMux routes it (GET /things/batch -> GET /things/{id}).
+func TestTemplatedRouteForAnotherMethod(t *testing.T) {
+	t.Parallel()
+	doc := strings.Replace(testDoc, `"paths": {`, `"paths": {
+    "/things/batch": {"post": {"responses": {"204": {"description": "done"}}}},
+    "/things/{id}": {"parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "get": {"responses": {"404": {"description": "nf", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}}},`, 1)
+	chk, err := New([]byte(doc))
+	require.NoError(t, err)
+	req := httptest.NewRequest(http.MethodGet, "/things/batch", nil)
+	require.NoError(t, chk.Check(req, 404, http.Header{"Content-Type": {"application/json"}}, []byte(`{"error":"Not Found","message":"no thing batch"}`)))
+	require.Error(t, chk.Check(req, 200, http.Header{"Content-Type": {"application/json"}}, []byte(`{}`)), "200 is not documented for GET /things/{id}")
+	del := httptest.NewRequest(http.MethodDelete, "/things/batch", nil)
+	require.Error(t, chk.Check(del, 401, nil, nil), "no path has DELETE: only 404 or 405 will do")
+	head := httptest.NewRequest(http.MethodHead, "/things/x", nil)
+	require.NoError(t, chk.Check(head, 404, http.Header{"Content-Type": {"application/json"}}, nil), "HEAD is checked as GET, without a body")
+}

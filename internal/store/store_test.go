@@ -1,0 +1,104 @@
+package store
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func keyedRealm(t *testing.T, name string) *Realm {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	r := NewRealm(name, t0)
+	r.SigningKey, r.KeyID = k, "kid-"+name
+	return r
+}
+
+// TestRealmsHaveTheirOwnLock: while one realm's write lock is held, another
+// realm can be read and written, looked up, and a realm can be installed.
+// With one lock for the whole store each of these waited.
+func TestRealmsHaveTheirOwnLock(t *testing.T) {
+	t.Parallel()
+	s := New(nil)
+	require.NoError(t, s.Install(keyedRealm(t, "a"), keyedRealm(t, "b")))
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- s.Write("b", func(*Realm) error {
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	<-entered
+	require.NoError(t, s.Read("a", func(r *Realm) error { _ = r.Orgs; return nil }))
+	require.NoError(t, s.Write("a", func(r *Realm) error {
+		_, err := r.CreateOrganization(OrgSpec{Name: "X", Alias: "x"}, t0)
+		return err
+	}))
+	_, ok := s.Lookup("b")
+	require.True(t, ok)
+	require.NoError(t, s.Install(keyedRealm(t, "c")))
+	s.RecordAudit(AuditEntry{Action: "x"})
+	close(release)
+	require.NoError(t, <-done)
+	require.NoError(t, s.CheckInvariants())
+}
+
+// TestInstallIsAllOrNothing: a clash or a realm without a key installs none
+// of the realms given.
+func TestInstallIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	s := New(nil)
+	require.NoError(t, s.Install(keyedRealm(t, "a")))
+	require.ErrorIs(t, s.Install(keyedRealm(t, "b"), keyedRealm(t, "a")), ErrConflict)
+	require.ErrorIs(t, s.Install(keyedRealm(t, "c"), keyedRealm(t, "c")), ErrConflict)
+	require.ErrorIs(t, s.Install(keyedRealm(t, "d"), NewRealm("nokey", t0)), ErrInvalid)
+	require.ElementsMatch(t, []string{"a"}, s.Realms())
+	require.ErrorIs(t, s.Read("b", func(*Realm) error { return nil }), ErrNotFound)
+}
+
+// TestTenantLifecycle: a provisioned tenant is found by id until it is
+// decommissioned, once.
+func TestTenantLifecycle(t *testing.T) {
+	t.Parallel()
+	s := New(func() time.Time { return t0 })
+	k := keyedRealm(t, "x")
+	r, err := s.ProvisionTenant("initech", "free", "a@initech.test", "pw", k.SigningKey, k.KeyID)
+	require.NoError(t, err)
+	info, err := s.LiveTenant(r.TenantID())
+	require.NoError(t, err)
+	require.Equal(t, "initech", info.Name)
+	require.Equal(t, TenantActive, info.Status)
+	_, err = s.ProvisionTenant("initech", "free", "a@initech.test", "pw", k.SigningKey, k.KeyID)
+	require.ErrorIs(t, err, ErrConflict)
+
+	at, err := s.DecommissionTenant(r.TenantID())
+	require.NoError(t, err)
+	require.Equal(t, t0, at)
+	require.True(t, r.Decommissioned())
+	_, err = s.DecommissionTenant(r.TenantID())
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = s.LiveTenant(r.TenantID())
+	require.ErrorIs(t, err, ErrNotFound)
+	require.NoError(t, s.CheckInvariants())
+}
+
+// TestNewID: version 4, variant RFC 4122, lower-case hex, distinct.
+func TestNewID(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for range 1000 {
+		id := NewID()
+		require.Regexp(t, re, id)
+		require.False(t, seen[id])
+		seen[id] = true
+	}
+}

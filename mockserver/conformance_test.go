@@ -1,0 +1,262 @@
+package mockserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// TestOrganizationIDIsNotADepartment: /departments/{orgId}/sub-departments
+// names no department; it used to answer the root departments.
+func TestOrganizationIDIsNotADepartment(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	org := a.createOrg("Acme", "acme")
+	a.createDept(org, "", "Root", "root")
+	sub := "/" + org + "/departments/" + org + "/sub-departments"
+	a.do(http.MethodGet, sub, nil).errBody(t, http.StatusNotFound)
+	a.do(http.MethodPost, sub, map[string]any{"name": "x"}).errBody(t, http.StatusNotFound)
+	a.do(http.MethodGet, "/"+org+"/departments/"+org, nil).errBody(t, http.StatusNotFound)
+	assert.Equal(t, 1, list[deptJSON](a, "/"+org+"/departments").MetaData.TotalRows)
+}
+
+// TestDepartmentTemplateNodeLimit: a template of more than 1,000 departments
+// is a 400 that names the limit; 1,000 is accepted and instantiates whole.
+func TestDepartmentTemplateNodeLimit(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	org := a.createOrg("Acme", "acme")
+	wide := func(n int) map[string]any {
+		kids := make([]map[string]any, n-1)
+		for i := range kids {
+			kids[i] = map[string]any{"name": fmt.Sprint("c", i)}
+		}
+		return map[string]any{"name": "root", "children": kids}
+	}
+	path := "/" + org + "/department-templates"
+	e := a.do(http.MethodPost, path, map[string]any{"name": "big", "root": wide(1001)}).errBody(t, http.StatusBadRequest)
+	assert.Contains(t, e.Message, "1000")
+	tmpl := result[deptTmplJSON](a, http.StatusCreated, http.MethodPost, path, map[string]any{"name": "max", "root": wide(1000)})
+	result[deptJSON](a, http.StatusCreated, http.MethodPost, "/"+org+"/departments", map[string]any{"templateId": tmpl.ID})
+	var tree []treeNodeJSON
+	r := a.do(http.MethodGet, "/"+org+"/departments/tenant-tree", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	var body struct {
+		Result *[]treeNodeJSON `json:"result"`
+	}
+	r.into(t, &body)
+	tree = *body.Result
+	require.Len(t, tree, 1)
+	assert.Len(t, tree[0].Children, 999)
+}
+
+// TestBodiesAreReadStrictly: on every kind of body-taking route a member
+// given twice, or two members that differ only in case where the body is
+// decoded into a struct, is a 400, and a Content-Type other than
+// application/json is a 415. Map keys that differ in case are distinct
+// attributes and stay accepted.
+func TestBodiesAreReadStrictly(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	org := a.createOrg("Acme", "acme")
+	admin := a.token("master", "service-account-platform-admin")
+	routes := []struct {
+		name, method, path, token, valid string
+		validStatus                      int
+	}{
+		{"create organization", http.MethodPost, a.base, a.admin, `{"name":"O","alias":"o2"}`, http.StatusCreated},
+		{"update organization", http.MethodPut, a.base + "/" + org, a.admin, `{"name":"O"}`, http.StatusOK},
+		{"create department", http.MethodPost, a.base + "/" + org + "/departments", a.admin, `{"name":"D"}`, http.StatusCreated},
+		{"decision", http.MethodPost, a.url + "/realms/acme/authorization-decision-provider/authorize", a.admin,
+			`{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`, http.StatusOK},
+		{"organization context", http.MethodPost, a.url + "/realms/acme/authorization-decision-provider/get-organizations", a.admin,
+			`{"clientId":"orders-api"}`, http.StatusOK},
+		{"configuration", http.MethodPut, a.url + "/admin/config", admin, `{"maxPageSize":100}`, http.StatusOK},
+		{"tenant", http.MethodPost, a.url + "/admin/tenants", admin, `{"name":"strict","plan":"free","adminEmail":"a@strict.test"}`, http.StatusCreated},
+	}
+	for _, rt := range routes {
+		t.Run(rt.name, func(t *testing.T) {
+			dupFirst := strings.Replace(rt.valid, "{", `{"x":1,"x":2,`, 1)
+			folded := rt.valid[:len(rt.valid)-1] + "," + strings.ToUpper(rt.valid[1:strings.Index(rt.valid, ":")]) + ":null}"
+			cases := []struct {
+				name, contentType, body string
+				want                    int
+			}{
+				{"a member twice", "application/json", dupFirst, http.StatusBadRequest},
+				{"members differing in case", "application/json", folded, http.StatusBadRequest},
+				{"text/plain", "text/plain", rt.valid, http.StatusUnsupportedMediaType},
+				{"no content type", "", rt.valid, http.StatusUnsupportedMediaType},
+				{"form", "application/x-www-form-urlencoded", rt.valid, http.StatusUnsupportedMediaType},
+				{"latin-1", "application/json; charset=iso-8859-1", rt.valid, http.StatusUnsupportedMediaType},
+				{"utf-8 charset", "application/json; charset=UTF-8", rt.valid, rt.validStatus},
+			}
+			for _, tc := range cases {
+				r := a.sendRaw(rt.token, rt.method, rt.path, tc.contentType, tc.body)
+				require.Equal(t, tc.want, r.Status, "%s: %s -> %s", tc.name, tc.body, r.Body)
+				if tc.want >= 400 {
+					r.errBody(t, tc.want)
+				}
+			}
+		})
+	}
+	t.Run("attribute keys differing in case are distinct", func(t *testing.T) {
+		r := a.sendRaw(a.admin, http.MethodPost, a.base, "application/json",
+			`{"name":"Attrs","alias":"attrs","attributes":{"Region":["eu"],"region":["us"]}}`)
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+		r = a.sendRaw(a.admin, http.MethodPost, a.base, "application/json",
+			`{"name":"Attrs","alias":"attrs2","attributes":{"region":["eu"],"region":["us"]}}`)
+		r.errBody(t, http.StatusBadRequest)
+	})
+}
+
+// sendRaw sends body as is with the given Content-Type ("" for none).
+func (a *orgAPI) sendRaw(token, method, url, contentType, body string) *apiResp {
+	a.t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(a.t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := a.hc.Do(req)
+	require.NoError(a.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(a.t, err)
+	return &apiResp{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// TestWrongMethodIs405WithAllow: a known path with a method it does not
+// take is a 405 naming the methods it does take, with the service's error
+// body; an unknown path stays a 404. Both used to be 404s.
+func TestWrongMethodIs405WithAllow(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	org := a.createOrg("Acme", "acme")
+	tests := []struct {
+		method, path, allow string
+	}{
+		{http.MethodPut, a.base, "GET, HEAD, POST"},
+		{http.MethodPatch, a.base + "/" + org, "DELETE, GET, HEAD, PUT"},
+		{http.MethodPut, a.base + "/" + org + "/departments", "GET, HEAD, POST"},
+		{http.MethodGet, a.url + "/realms/acme/authorization-decision-provider/authorize", "POST"},
+		{http.MethodGet, a.url + "/realms/acme/protocol/openid-connect/token", "POST"},
+		{http.MethodPost, a.url + "/realms/acme/protocol/openid-connect/certs", "GET, HEAD"},
+		{http.MethodDelete, a.url + "/admin/config", "GET, HEAD, PATCH, PUT"},
+		{http.MethodPut, a.url + "/admin/tenants", "POST"},
+		{http.MethodPost, a.url + "/openapi.json", "GET, HEAD"},
+	}
+	for _, tt := range tests {
+		r := a.sendRaw(a.admin, tt.method, tt.path, "application/json", `{}`)
+		r.errBody(t, http.StatusMethodNotAllowed)
+		assert.Equal(t, tt.allow, r.Header.Get("Allow"), "%s %s", tt.method, tt.path)
+	}
+	for _, path := range []string{a.url + "/nowhere", a.base + "/" + org + "/nothing", a.url + "/admin/nothing"} {
+		a.sendRaw(a.admin, http.MethodGet, path, "", "").errBody(t, http.StatusNotFound)
+	}
+}
+
+// TestLocationsAnswer: the Location of every 201 names a URL whose GET
+// answers 200 with the resource just created. Those of roles/create and of
+// /admin/tenants used to answer 404.
+func TestLocationsAnswer(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	admin := a.token("master", "service-account-platform-admin")
+	org := a.createOrg("Acme", "acme")
+	dept := a.createDept(org, "", "Root", "root")
+	tmpl := `{"name":"t","root":{"name":"Branch","children":[{"name":"Leaf"}]}}`
+	creates := []struct {
+		name, path, token, body, idField string
+	}{
+		{"organization", a.base, a.admin, `{"name":"Loc","alias":"loc"}`, "id"},
+		{"organization with a trailing slash", a.base + "/", a.admin, `{"name":"Loc 2","alias":"loc2"}`, "id"},
+		{"root department", a.base + "/" + org + "/departments", a.admin, `{"name":"D"}`, "id"},
+		{"sub-department", a.base + "/" + org + "/departments/" + dept + "/sub-departments", a.admin, `{"name":"S"}`, "id"},
+		{"role", a.base + "/" + org + "/roles/create", a.admin, `{"name":"located"}`, "id"},
+		{"property template", a.base + "/" + org + "/property-templates", a.admin, `{"name":"p","properties":[{"key":"k","type":"STRING"}]}`, "id"},
+		{"department template", a.base + "/" + org + "/department-templates", a.admin, tmpl, "id"},
+		{"catalog application", a.base + "/global/applications", a.admin, `{"clientId":"orders-api"}`, "id"},
+		{"tenant", a.url + "/admin/tenants", admin, `{"name":"located","plan":"free","adminEmail":"a@located.test"}`, "tenantId"},
+	}
+	for _, c := range creates {
+		t.Run(c.name, func(t *testing.T) {
+			created := a.sendRaw(c.token, http.MethodPost, c.path, "application/json", c.body)
+			require.Equal(t, http.StatusCreated, created.Status, "%s", created.Body)
+			loc := created.Header.Get("Location")
+			require.NotEmpty(t, loc)
+			got := a.sendRaw(c.token, http.MethodGet, a.url+loc, "", "")
+			require.Equal(t, http.StatusOK, got.Status, "GET %s: %s", loc, got.Body)
+			var want, have struct {
+				Result map[string]any `json:"result"`
+			}
+			created.into(t, &want)
+			got.into(t, &have)
+			require.Equal(t, want.Result[c.idField], have.Result[c.idField])
+		})
+	}
+	// A template instantiation's Location is its top department.
+	tm := result[deptTmplJSON](a, http.StatusCreated, http.MethodPost, "/"+org+"/department-templates", json.RawMessage(tmpl))
+	inst := a.do(http.MethodPost, "/"+org+"/departments", map[string]any{"templateId": tm.ID})
+	require.Equal(t, http.StatusCreated, inst.Status)
+	got := a.sendRaw(a.admin, http.MethodGet, a.url+inst.Header.Get("Location"), "", "")
+	require.Equal(t, http.StatusOK, got.Status)
+	require.Contains(t, string(got.Body), `"name":"Branch"`)
+}
+
+// TestOrgRoleAndTenantReads covers the two GET routes added for Locations:
+// a role linked to the organization (not one merely global or of the
+// realm), and a live tenant (not a decommissioned one).
+func TestOrgRoleAndTenantReads(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	org := a.createOrg("Acme", "acme")
+	editor, viewer := a.id("role", "editor"), a.id("role", "viewer")
+	a.do(http.MethodGet, "/"+org+"/roles/"+editor, nil).errBody(t, http.StatusNotFound)
+	result[roleJSON](a, http.StatusOK, http.MethodPost, "/"+org+"/roles", map[string]any{"roleId": editor})
+	assert.Equal(t, "editor", result[roleJSON](a, http.StatusOK, http.MethodGet, "/"+org+"/roles/"+editor, nil).Name)
+	a.do(http.MethodGet, "/"+org+"/roles/"+viewer, nil).errBody(t, http.StatusNotFound)
+	a.do(http.MethodGet, "/"+store.NewID()+"/roles/"+editor, nil).errBody(t, http.StatusNotFound)
+
+	admin := a.token("master", "service-account-platform-admin")
+	created := a.sendRaw(admin, http.MethodPost, a.url+"/admin/tenants", "application/json", `{"name":"readable","plan":"standard","adminEmail":"a@readable.test"}`)
+	require.Equal(t, http.StatusCreated, created.Status)
+	var rec struct {
+		Result tenantRecord `json:"result"`
+	}
+	created.into(t, &rec)
+	id := rec.Result.TenantID
+	got := a.sendRaw(admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "")
+	require.Equal(t, http.StatusOK, got.Status)
+	assert.Contains(t, string(got.Body), `"status":"ACTIVE"`)
+	assert.Contains(t, string(got.Body), `"plan":"standard"`)
+	assert.NotContains(t, string(got.Body), "initialPassword", "the one-time password is shown once")
+	a.sendRaw(a.admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "").errBody(t, http.StatusUnauthorized)
+	require.Equal(t, http.StatusOK, a.sendRaw(admin, http.MethodDelete, a.url+"/admin/tenants/"+id, "", "").Status)
+	a.sendRaw(admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "").errBody(t, http.StatusNotFound)
+}
+
+// TestEmptyQueryValuesAreNotDefaults: ?offset= is not an integer and
+// ?sortOrder= is not ASC or DESC; they were read as absent.
+func TestEmptyQueryValuesAreNotDefaults(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	org := a.createOrg("Acme", "acme")
+	admin := a.token("master", "service-account-platform-admin")
+	for _, q := range []string{"?offset=", "?count=", "/" + org + "/applications?sortOrder=", "/" + org + "/applications?sortBy=",
+		"/" + org + "/roles?isGlobal=", "/" + org + "/roles/available?includeGlobal="} {
+		a.do(http.MethodGet, q, nil).errBody(t, http.StatusBadRequest)
+	}
+	a.sendRaw(admin, http.MethodGet, a.url+"/admin/audit?from=", "", "").errBody(t, http.StatusBadRequest)
+	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "?search=", nil).Status, "an empty search matches everything")
+}

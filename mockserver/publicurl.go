@@ -1,0 +1,178 @@
+package mockserver
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The public URL of a request is what a client addressed: the issuer of the
+// tokens it is given and the htu its DPoP proofs must name. It is fixed by
+// WithIssuer; otherwise it is the request's own scheme and Host, or, for a
+// request that comes from a trusted reverse proxy (WithTrustedProxies),
+// what the proxy's forwarding headers say. Headers from any other peer are
+// never read: a client could otherwise choose the issuer its tokens are
+// checked against.
+
+// issuerBase is the public base URL of the server for r.
+func (s *Server) issuerBase(r *http.Request) string {
+	if s.issuer != "" {
+		return s.issuer
+	}
+	scheme, host := "http", r.Host
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if s.fromTrustedProxy(r) {
+		scheme, host = forwardedOrigin(r.Header, scheme, host)
+	}
+	return scheme + "://" + host
+}
+
+// fromTrustedProxy reports whether r's peer is one of the trusted proxies.
+func (s *Server) fromTrustedProxy(r *http.Request) bool {
+	if len(s.proxies) == 0 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	addr := ap.Addr().Unmap()
+	for _, p := range s.proxies {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardedOrigin returns the scheme and host the forwarding headers give,
+// each falling back to the one given: X-Forwarded-Proto, X-Forwarded-Host
+// (with X-Forwarded-Port when the host has no port), else the proto and
+// host of the last element of Forwarded. Values that are not an http(s)
+// scheme or a host[:port] are ignored.
+func forwardedOrigin(h http.Header, scheme, host string) (string, string) {
+	fwd := lastForwarded(h.Values("Forwarded"))
+	if p := strings.ToLower(lastValue(h.Values("X-Forwarded-Proto"))); p == "http" || p == "https" {
+		scheme = p
+	} else if p := strings.ToLower(fwd["proto"]); p == "http" || p == "https" {
+		scheme = p
+	}
+	if hv := lastValue(h.Values("X-Forwarded-Host")); validHost(hv) {
+		host = hv
+		if port := lastValue(h.Values("X-Forwarded-Port")); !hasPort(host) && validPort(port) {
+			host += ":" + port
+		}
+	} else if hv := fwd["host"]; validHost(hv) {
+		host = hv
+	}
+	return scheme, dropDefaultPort(scheme, host)
+}
+
+// lastValue returns the last entry of a comma-separated header that may
+// have several fields.
+func lastValue(fields []string) string {
+	if len(fields) == 0 {
+		return ""
+	}
+	last := fields[len(fields)-1]
+	if i := strings.LastIndexByte(last, ','); i >= 0 {
+		last = last[i+1:]
+	}
+	return strings.TrimSpace(last)
+}
+
+// lastForwarded parses the last element of a Forwarded header (RFC 7239
+// section 4) into its lower-cased parameter names and unquoted values.
+func lastForwarded(fields []string) map[string]string {
+	out := map[string]string{}
+	if len(fields) == 0 {
+		return out
+	}
+	elems := splitOutsideQuotes(fields[len(fields)-1], ',')
+	for _, pair := range splitOutsideQuotes(elems[len(elems)-1], ';') {
+		k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok {
+			continue
+		}
+		if uq, err := strconv.Unquote(v); err == nil && strings.HasPrefix(v, `"`) {
+			v = uq
+		}
+		out[strings.ToLower(k)] = v
+	}
+	return out
+}
+
+// splitOutsideQuotes splits s at sep where sep is not inside a quoted
+// string.
+func splitOutsideQuotes(s string, sep byte) []string {
+	var out []string
+	quoted, start := false, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && quoted:
+			i++
+		case s[i] == '"':
+			quoted = !quoted
+		case s[i] == sep && !quoted:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+var hostPattern = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$`)
+
+func validHost(h string) bool { return h != "" && len(h) <= 255 && hostPattern.MatchString(h) }
+
+func hasPort(host string) bool {
+	i := strings.LastIndexByte(host, ':')
+	return i >= 0 && !strings.Contains(host[i:], "]")
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n > 0 && n < 65536 && strconv.Itoa(n) == p
+}
+
+// dropDefaultPort removes :80 from an http host and :443 from an https one,
+// as clients write their URLs.
+func dropDefaultPort(scheme, host string) string {
+	switch {
+	case scheme == "http" && strings.HasSuffix(host, ":80"):
+		return strings.TrimSuffix(host, ":80")
+	case scheme == "https" && strings.HasSuffix(host, ":443"):
+		return strings.TrimSuffix(host, ":443")
+	}
+	return host
+}
+
+// parseProxies parses WithTrustedProxies' entries: addresses become
+// single-address networks.
+func parseProxies(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, e := range list {
+		for _, item := range strings.Split(e, ",") {
+			item = strings.TrimSpace(item)
+			if item == "" {
+				continue
+			}
+			if p, err := netip.ParsePrefix(item); err == nil {
+				out = append(out, p.Masked())
+				continue
+			}
+			a, err := netip.ParseAddr(item)
+			if err != nil {
+				return nil, fmt.Errorf("mockserver: WithTrustedProxies: %q is neither an address nor a network", item)
+			}
+			a = a.Unmap()
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return out, nil
+}

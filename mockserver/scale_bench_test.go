@@ -1,0 +1,374 @@
+package mockserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// The benchmarks of this file measure how the reference server's cost grows
+// with the size of a realm, and whether one realm's work slows another's
+// decisions (BENCHMARKS.md, "Reference server at scale and isolation").
+// Realms are generated here: scaleFixture(orgs) has orgs organizations of
+// scaleDepts departments (4 roots of 4 children each), 5 users assigned per
+// department from as many users as there are departments (so each user
+// holds 5 assignments, whatever the size), and two users of interest:
+// "everywhere", assigned to one department of every organization, and
+// "ten", assigned in the first ten organizations only. The sizes are the
+// issue's: 125, 1,000 and 4,000 organizations, that is 2.5k, 20k and 80k
+// departments and 12.5k, 100k and 400k assignments.
+
+const (
+	scaleDepts      = 20
+	scaleBase       = "http://scale.test"
+	scaleAuthorize  = "/realms/big/authorization-decision-provider/authorize"
+	scaleOrgsPrefix = "/admin/realms/big/organizations"
+	scaleDecision   = `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read","write"]}],"context":{}}`
+)
+
+// scaleSizes are the realm sizes measured, by number of organizations.
+var scaleSizes = []struct {
+	name string
+	orgs int
+}{{"2.5k", 125}, {"20k", 1000}, {"80k", 4000}}
+
+// scaleFixture builds realm "big" with orgs organizations (see above) and a
+// client whose permissions follow the users' organization roles.
+func scaleFixture(orgs int) Fixture {
+	scaleUsers := orgs * scaleDepts
+	users := make([]FixtureUser, 0, scaleUsers+3)
+	users = append(users,
+		FixtureUser{Username: "admin", Password: "admin", Roles: []string{"realm-admin"}},
+		FixtureUser{Username: "everywhere"}, FixtureUser{Username: "ten"})
+	for i := range scaleUsers {
+		users = append(users, FixtureUser{Username: fmt.Sprint("u", i)})
+	}
+	realm := FixtureRealm{
+		Name:  "big",
+		Roles: []FixtureRole{{Name: "member"}, {Name: "writer"}},
+		Users: users,
+		Clients: []FixtureClient{{
+			ClientID: "orders-api", Secret: "s",
+			Resources:   []FixtureResource{{Name: "orders", Scopes: []string{"read", "write"}}},
+			Permissions: []FixturePermission{{Name: "members read", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"member"}}},
+		}},
+	}
+	next := 0
+	assign := func(extra ...string) []string {
+		out := extra
+		for range 5 {
+			out = append(out, fmt.Sprint("u", next%scaleUsers))
+			next++
+		}
+		return out
+	}
+	for o := range orgs {
+		fo := FixtureOrganization{Name: fmt.Sprintf("Org %05d", o), Alias: fmt.Sprint("org-", o), Roles: []string{"member"}}
+		for r := range scaleDepts / 5 {
+			root := FixtureDepartment{Name: fmt.Sprint("Root ", r), Alias: fmt.Sprint("r", r), Users: assign()}
+			for c := range 4 {
+				root.Children = append(root.Children, FixtureDepartment{Name: fmt.Sprint("Child ", c), Alias: fmt.Sprintf("r%d-c%d", r, c), Users: assign()})
+			}
+			fo.Departments = append(fo.Departments, root)
+		}
+		fo.Departments[0].Children[0].Users = append(fo.Departments[0].Children[0].Users, "everywhere")
+		if o < 10 {
+			fo.Departments[1].Users = append(fo.Departments[1].Users, "ten")
+		}
+		realm.Organizations = append(realm.Organizations, fo)
+	}
+	return Fixture{Realms: []FixtureRealm{realm}}
+}
+
+// scaleServer loads fx into a new server.
+func scaleServer(tb testing.TB, fx Fixture) *Server {
+	tb.Helper()
+	s, err := New(WithFixture(fx), WithIssuer(scaleBase), WithAdminSecret("boot"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// serve runs one request in process and fails unless the status is want.
+// It builds the request with http.NewRequest: httptest.NewRequest parses a
+// request text through a fresh 4 KiB bufio.Reader, a third of all the bytes
+// the isolation benchmark allocated, whose garbage collections then showed
+// in the latencies measured.
+func serve(tb testing.TB, h http.Handler, method, path, token, body string, want int) *httptest.ResponseRecorder {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, scaleBase+path, rd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != want {
+		tb.Fatalf("%s %s: status %d, want %d: %.300s", method, path, rec.Code, want, rec.Body)
+	}
+	return rec
+}
+
+// realmIDs returns the ids of the organizations of realm big, in name order,
+// of the first root department of each, and the user ids of interest.
+func realmIDs(tb testing.TB, s *Server) (orgs, roots []string, users map[string]string) {
+	users = map[string]string{}
+	err := s.store.Read("big", func(rm *store.Realm) error {
+		for _, o := range rm.Organizations("") {
+			orgs = append(orgs, o.ID)
+			ds, err := rm.Departments(o.ID, "")
+			if err != nil {
+				return err
+			}
+			roots = append(roots, ds[0].ID)
+		}
+		for _, n := range []string{"everywhere", "ten", "u0"} {
+			users[n] = rm.UserByName[n]
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return orgs, roots, users
+}
+
+// BenchmarkScale measures, for each realm size, the fixture load and the
+// per-request costs of the issue's table: assignments-tree of a user in
+// every organization (also reported per organization in the answer) and
+// of a user in ten, creating a department, listing the departments of a
+// 20-department organization, a decision, and an audit page of 20 with
+// 100,000 entries in the log. Heap after loading is reported by the load.
+func BenchmarkScale(b *testing.B) {
+	for _, size := range scaleSizes {
+		fx := scaleFixture(size.orgs)
+		b.Run(size.name+"/fixture-load", func(b *testing.B) {
+			for b.Loop() {
+				scaleServer(b, fx)
+			}
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			s := scaleServer(b, fx)
+			runtime.GC()
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.HeapAlloc-min(after.HeapAlloc, before.HeapAlloc))/(1<<20), "heap-MiB")
+			runtime.KeepAlive(s)
+		})
+
+		s := scaleServer(b, fx)
+		admin, err := s.IssueToken("big", "admin")
+		if err != nil {
+			b.Fatal(err)
+		}
+		orgs, roots, users := realmIDs(b, s)
+		b.Run(size.name+"/assignments-tree-every-org", func(b *testing.B) {
+			for b.Loop() {
+				serve(b, s, http.MethodGet, scaleOrgsPrefix+"/users/"+users["everywhere"]+"/assignments-tree", admin, "", http.StatusOK)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(orgs)), "ns/org")
+		})
+		b.Run(size.name+"/assignments-tree-ten-orgs", func(b *testing.B) {
+			for b.Loop() {
+				serve(b, s, http.MethodGet, scaleOrgsPrefix+"/users/"+users["ten"]+"/assignments-tree", admin, "", http.StatusOK)
+			}
+		})
+		created := 0 // across the runs of the sub-benchmark: aliases stay unique
+		b.Run(size.name+"/department-create", func(b *testing.B) {
+			for b.Loop() {
+				i := created
+				// Round robin over the organizations' first root
+				// departments, so that no sibling list grows long.
+				k := i % len(roots)
+				serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+orgs[k]+"/departments/"+roots[k]+"/sub-departments", admin,
+					fmt.Sprintf(`{"name":"Bench %d","alias":"bench-%d"}`, i, i), http.StatusCreated)
+				created++
+			}
+		})
+		b.Run(size.name+"/department-list", func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				serve(b, s, http.MethodGet, scaleOrgsPrefix+"/"+orgs[i%len(orgs)]+"/departments", admin, "", http.StatusOK)
+				i++
+			}
+		})
+		b.Run(size.name+"/decision", func(b *testing.B) {
+			tok, err := s.IssueToken("big", "u0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				serve(b, s, http.MethodPost, scaleAuthorize, tok, scaleDecision, http.StatusOK)
+			}
+		})
+	}
+
+	b.Run("audit-page-100k", func(b *testing.B) {
+		s := scaleServer(b, Fixture{})
+		for i := range 100_000 {
+			s.store.RecordAudit(store.AuditEntry{ActorID: fmt.Sprint("actor-", i%7), Action: "organization.create", TenantID: "t"})
+		}
+		admin, err := s.IssueToken("master", "service-account-platform-admin")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			serve(b, s, http.MethodGet, "/admin/audit?count=20", admin, "", http.StatusOK)
+		}
+	})
+}
+
+// BenchmarkDecisionTokens measures decisions cycling through n distinct
+// tokens, each used once before the timer starts: the verified-token cache
+// must hold them all, with no cliff once it holds more than 10,000.
+func BenchmarkDecisionTokens(b *testing.B) {
+	s := scaleServer(b, scaleFixture(10))
+	for _, n := range []int{10, 1000, 10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			toks := make([]string, n)
+			for i := range toks {
+				tok, err := s.IssueToken("big", fmt.Sprint("u", i%200))
+				if err != nil {
+					b.Fatal(err)
+				}
+				toks[i] = tok
+				serve(b, s, http.MethodPost, scaleAuthorize, tok, scaleDecision, http.StatusOK)
+			}
+			runtime.GC() // the setup's garbage is not the decisions' cost
+			i := 0
+			for b.Loop() {
+				serve(b, s, http.MethodPost, scaleAuthorize, toks[i%n], scaleDecision, http.StatusOK)
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkRealmIsolation measures decision latency in realm small, first
+// quiet, then while realm big's admin instantiates a 1,000-department
+// template, deletes it again and creates departments, back to back from
+// one goroutine. It reports the p50, p99, p99.9 and maximum of each phase
+// and the ratio of the busy p99 to the quiet p99 (target: at most 2).
+func BenchmarkRealmIsolation(b *testing.B) {
+	fx := scaleFixture(1000)
+	fx.Realms = append(fx.Realms, FixtureRealm{
+		Name:  "small",
+		Roles: []FixtureRole{{Name: "member"}},
+		Users: []FixtureUser{{Username: "carol", Roles: []string{"member"}}},
+		Clients: []FixtureClient{{
+			ClientID: "orders-api", Secret: "s",
+			Resources:   []FixtureResource{{Name: "orders", Scopes: []string{"read", "write"}}},
+			Permissions: []FixturePermission{{Name: "members read", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"member"}}},
+		}},
+	})
+	s := scaleServer(b, fx)
+	admin, err := s.IssueToken("big", "admin")
+	if err != nil {
+		b.Fatal(err)
+	}
+	carol, err := s.IssueToken("small", "carol")
+	if err != nil {
+		b.Fatal(err)
+	}
+	orgs, _, _ := realmIDs(b, s)
+	kids := make([]map[string]any, store.MaxTemplateNodes-1)
+	for i := range kids {
+		kids[i] = map[string]any{"name": fmt.Sprint("Unit ", i)}
+	}
+	tmplBody := mustJSON(map[string]any{"name": "wide", "root": map[string]any{"name": "Division", "children": kids}})
+	rec := serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+orgs[0]+"/department-templates", admin, tmplBody, http.StatusCreated)
+	tmplID := idOf(b, rec)
+	const smallAuthorize = "/realms/small/authorization-decision-provider/authorize"
+
+	phase := func(n int) []time.Duration {
+		lat := make([]time.Duration, n)
+		for i := range lat {
+			start := time.Now()
+			serve(b, s, http.MethodPost, smallAuthorize, carol, scaleDecision, http.StatusOK)
+			lat[i] = time.Since(start)
+		}
+		slices.Sort(lat)
+		return lat
+	}
+	pct := func(lat []time.Duration, p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds())
+	}
+
+	for b.Loop() {
+		quiet := phase(20000)
+
+		var (
+			stop   atomic.Bool
+			writes atomic.Int64
+			wg     sync.WaitGroup
+		)
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				// The template belongs to orgs[0]; its 1,000 departments
+				// are deleted again so that the organization stays the
+				// same size. A plain department goes to another
+				// organization each round.
+				rec := serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+orgs[0]+"/departments", admin,
+					fmt.Sprintf(`{"templateId":%q}`, tmplID), http.StatusCreated)
+				serve(b, s, http.MethodDelete, scaleOrgsPrefix+"/"+orgs[0]+"/departments/"+idOf(b, rec), admin, "", http.StatusOK)
+				serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+orgs[1+i%(len(orgs)-1)]+"/departments", admin,
+					fmt.Sprintf(`{"name":"Busy %d"}`, i), http.StatusCreated)
+				writes.Add(3)
+			}
+		})
+		busy := phase(20000)
+		stop.Store(true)
+		wg.Wait()
+
+		b.ReportMetric(pct(quiet, 0.50), "quiet-p50-µs")
+		b.ReportMetric(pct(quiet, 0.99), "quiet-p99-µs")
+		b.ReportMetric(pct(quiet, 0.999), "quiet-p999-µs")
+		b.ReportMetric(pct(quiet, 1), "quiet-max-µs")
+		b.ReportMetric(pct(busy, 0.50), "busy-p50-µs")
+		b.ReportMetric(pct(busy, 0.99), "busy-p99-µs")
+		b.ReportMetric(pct(busy, 0.999), "busy-p999-µs")
+		b.ReportMetric(pct(busy, 1), "busy-max-µs")
+		b.ReportMetric(pct(busy, 0.99)/pct(quiet, 0.99), "p99-ratio")
+		b.ReportMetric(float64(writes.Load()), "writes-in-B")
+	}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// idOf returns result.id of a recorded answer.
+func idOf(tb testing.TB, rec *httptest.ResponseRecorder) string {
+	var out struct {
+		Result struct {
+			ID string `json:"id"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Result.ID == "" {
+		tb.Fatalf("no result.id in %.300s", rec.Body)
+	}
+	return out.Result.ID
+}
