@@ -113,6 +113,10 @@ type authFailure struct {
 
 	challenge string // a complete DPoP challenge from the proof verifier
 	nonce     string // the DPoP-Nonce to send with a use_dpop_nonce challenge
+
+	// unavailable marks a refusal that is the server's capacity, not the
+	// credentials' fault: a 503 with Retry-After, no challenge.
+	unavailable bool
 }
 
 // refuse answers 401 with the challenge of f and the error body. A request
@@ -120,6 +124,11 @@ type authFailure struct {
 // proof algorithms (RFC 9449 section 7.1), so that a client learns it may
 // use either.
 func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
+	if f.unavailable {
+		w.Header().Set("Retry-After", proofRetryAfter)
+		writeErr(w, errf(http.StatusServiceUnavailable, "%s", f.message))
+		return
+	}
 	algs := fmt.Sprintf("algs=%q", strings.Join(s.auth.dpop.Algorithms(), " "))
 	if f.code == "" && f.challenge == "" {
 		w.Header().Add("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
@@ -164,7 +173,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 	if err != nil {
 		return nil, &authFailure{code: "invalid_token", message: "invalid token: " + err.Error(), dpop: isDPoP}
 	}
-	if fail := s.checkBinding(w, r, raw, claims, isDPoP); fail != nil {
+	if fail := s.checkBinding(w, r, realm, raw, claims, isDPoP); fail != nil {
 		return nil, fail
 	}
 	return &caller{realm: realm, subject: claims.Subject, username: claims.PreferredUsername,
@@ -285,7 +294,8 @@ func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 type authState struct {
 	adminSecret string
 	policies    decision.Cache
-	dpop        *dpop.Verifier
+	dpop        *dpop.Verifier // algorithms and challenges; verifies no proof
+	proofs      realmVerifiers // verifies proofs, one replay cache per realm
 	nonces      *nonceSource
 	verified    verifiedTokens
 }

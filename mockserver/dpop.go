@@ -71,19 +71,61 @@ func (n *nonceSource) rotate() {
 	n.current, n.minted = randomSecret(18), now
 }
 
-// newAuthState builds the identity side's state for s: the DPoP verifier,
-// which shares one replay cache between the token endpoint and every
-// protected route, and the nonce source.
+// newAuthState builds the identity side's state for s: the DPoP verifiers,
+// one per realm, each shared by that realm's token endpoint and protected
+// routes, and the nonce source.
 func newAuthState(s *Server) (*authState, error) {
 	a := &authState{verified: newVerifiedTokens()}
 	a.nonces = &nonceSource{now: s.now, required: s.nonceRequired}
-	v, err := dpop.NewVerifier(dpop.WithClock(s.now), dpop.WithNonces(a.nonces))
+	opts := []dpop.Option{dpop.WithClock(s.now), dpop.WithNonces(a.nonces)}
+	v, err := dpop.NewVerifier(opts...)
 	if err != nil {
 		return nil, err
 	}
 	a.dpop = v
+	a.proofs = realmVerifiers{opts: opts, m: map[string]*dpop.Verifier{}}
 	return a, nil
 }
+
+// realmVerifiers gives every realm a DPoP verifier, and so a replay cache,
+// of its own. A replay cache refuses proofs when it is full rather than
+// forget one it recorded, so a shared one would let a flood of proofs in one
+// realm refuse DPoP in every realm. Verifiers are made on first use, only
+// for realms that exist: callers ask after the realm's token or the token
+// request's realm was checked.
+type realmVerifiers struct {
+	opts []dpop.Option
+
+	mu sync.RWMutex
+	m  map[string]*dpop.Verifier
+}
+
+// get returns realm's verifier, making it on first use.
+func (rv *realmVerifiers) get(realm string) (*dpop.Verifier, error) {
+	rv.mu.RLock()
+	v, ok := rv.m[realm]
+	rv.mu.RUnlock()
+	if ok {
+		return v, nil
+	}
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if v, ok := rv.m[realm]; ok {
+		return v, nil
+	}
+	v, err := dpop.NewVerifier(rv.opts...)
+	if err != nil {
+		return nil, err
+	}
+	rv.m[realm] = v
+	return v, nil
+}
+
+// proofRetryAfter is the Retry-After, in seconds, of the 503 that answers a
+// proof the realm's full replay cache cannot record: entries leave the
+// cache as their proofs age past the verifier's window, so room comes back
+// continuously.
+const proofRetryAfter = "1"
 
 // nonceRequired reports the configuration's dpopNonceRequired.
 func (s *Server) nonceRequired() bool {
@@ -100,7 +142,7 @@ func (s *Server) requestURL(r *http.Request) string {
 // must come with the DPoP scheme and a valid proof for this exact request
 // (method, URL, token hash, key thumbprint, fresh jti, nonce when
 // required); an unbound token must come as Bearer.
-func (s *Server) checkBinding(w http.ResponseWriter, r *http.Request, raw string, c *issuer.Claims, isDPoP bool) *authFailure {
+func (s *Server) checkBinding(w http.ResponseWriter, r *http.Request, realm, raw string, c *issuer.Claims, isDPoP bool) *authFailure {
 	jkt := c.JKT()
 	switch {
 	case jkt == "" && !isDPoP:
@@ -110,7 +152,11 @@ func (s *Server) checkBinding(w http.ResponseWriter, r *http.Request, raw string
 	case !isDPoP:
 		return &authFailure{code: "invalid_token", message: "the token is DPoP-bound; send it with the DPoP scheme and a proof", dpop: true}
 	}
-	_, err := s.auth.dpop.Verify(r.Context(), dpop.Request{
+	v, err := s.auth.proofs.get(realm)
+	if err != nil {
+		return &authFailure{unavailable: true, message: "the DPoP verifier is unavailable"}
+	}
+	_, err = v.Verify(r.Context(), dpop.Request{
 		Proofs: r.Header.Values("DPoP"), Method: r.Method, URL: s.requestURL(r), AccessToken: raw, JKT: jkt,
 	})
 	if err != nil {
@@ -121,8 +167,13 @@ func (s *Server) checkBinding(w http.ResponseWriter, r *http.Request, raw string
 }
 
 // proofFailure turns a Verify error into the 401 challenge of RFC 9449
-// sections 7.1 and 9.
+// sections 7.1 and 9, or into a 503 when the realm's replay cache is full:
+// that is the server's capacity, not the client's mistake, and a client
+// told invalid_dpop_proof would discard a good token.
 func (s *Server) proofFailure(err error) *authFailure {
+	if errors.Is(err, dpop.ErrReplayCacheFull) {
+		return &authFailure{unavailable: true, message: "too many DPoP proofs in this realm's replay window; retry shortly"}
+	}
 	f := &authFailure{dpop: true, challenge: s.auth.dpop.Challenge(err), message: dpop.ErrorDescription(err)}
 	var ne *dpop.NonceError
 	if errors.As(err, &ne) {
@@ -143,10 +194,19 @@ func (s *Server) sendNonce(w http.ResponseWriter, r *http.Request) {
 
 // tokenProofThumbprint checks the DPoP proof of a token request (no access
 // token yet) and returns the thumbprint of its key, the token's cnf.jkt.
-func (s *Server) tokenProofThumbprint(w http.ResponseWriter, r *http.Request) (string, *oauthError) {
-	res, err := s.auth.dpop.Verify(r.Context(), dpop.Request{
+func (s *Server) tokenProofThumbprint(w http.ResponseWriter, r *http.Request, realm string) (string, *oauthError) {
+	v, err := s.auth.proofs.get(realm)
+	if err != nil {
+		return "", &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: "the DPoP verifier is unavailable"}
+	}
+	res, err := v.Verify(r.Context(), dpop.Request{
 		Proofs: r.Header.Values("DPoP"), Method: r.Method, URL: s.requestURL(r),
 	})
+	if errors.Is(err, dpop.ErrReplayCacheFull) {
+		w.Header().Set("Retry-After", proofRetryAfter)
+		return "", &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable",
+			description: "too many DPoP proofs in this realm's replay window; retry shortly"}
+	}
 	if err != nil {
 		var ne *dpop.NonceError
 		if errors.As(err, &ne) && ne.Nonce != "" {

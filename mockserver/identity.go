@@ -258,7 +258,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 
 	spec := tokenSpec{clientID: clientID}
 	if r.Header.Get("DPoP") != "" {
-		jkt, oe := s.tokenProofThumbprint(w, r)
+		jkt, oe := s.tokenProofThumbprint(w, r, realm)
 		if oe != nil {
 			return nil, oe
 		}
