@@ -15,7 +15,8 @@ import (
 	"github.com/orgauthz/orgauthz/internal/store"
 )
 
-// Fixture is the seed of a server (SERVICE.md section 9): realms with their
+// Fixture is the seed of a server (the fixture format is the reference
+// server's own, not part of the service specification): realms with their
 // roles, groups, users, clients and organizations, and the platform
 // administration clients of the master realm. Users, groups, roles and
 // clients are referenced by name; the server assigns ids.
@@ -90,8 +91,12 @@ type FixturePermission struct {
 }
 
 // FixtureOrganization is an organization with its linked Roles and Groups,
-// the clients of its Applications (registered in the realm's catalog) and
-// its department tree.
+// the clients of its Applications (registered in the realm's catalog and
+// assigned to it) and its department tree. Its Roles are what users get
+// through it: every user assigned to any of its departments holds them in
+// decisions. Its Groups are links only and give nobody a role: a group's
+// members hold the group's roles through their own FixtureUser.Groups,
+// whether the group is linked or not.
 type FixtureOrganization struct {
 	Name         string              `json:"name"`
 	Alias        string              `json:"alias"`
@@ -105,7 +110,8 @@ type FixtureOrganization struct {
 
 // FixtureDepartment is a department with its assigned Users (by username),
 // the Roles its members receive (as a department made from a template
-// would), and its Children.
+// would; the service's API gives a department roles only through a
+// template, so Roles is an extension), and its Children.
 type FixtureDepartment struct {
 	Name        string              `json:"name"`
 	Alias       string              `json:"alias"`
