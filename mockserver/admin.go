@@ -15,7 +15,9 @@ import (
 	"github.com/orgauthz/orgauthz/internal/store"
 )
 
-// adminRoutes registers platform administration (SERVICE.md section 7).
+// adminRoutes registers platform administration. GET
+// /admin/tenants/{tenantId}, GET /admin/config and PATCH /admin/config are
+// extensions of the service specification.
 // Every route needs the platform-admin role in a master realm token.
 func (s *Server) adminRoutes(m mux) {
 	m.Handle("POST /admin/tenants", s.platformAdmin("tenant.create", s.provisionTenant))
@@ -103,7 +105,8 @@ func (s *Server) provisionTenant(w http.ResponseWriter, r *http.Request, c *call
 }
 
 // getTenant answers a live tenant's record (the Location of a provisioned
-// tenant); a decommissioned tenant is a 404, as a second DELETE is.
+// tenant); a decommissioned tenant is a 404, as a second DELETE is. It is
+// an extension of the specification.
 func (s *Server) getTenant(w http.ResponseWriter, r *http.Request, c *caller) {
 	info, err := s.store.LiveTenant(r.PathValue("tenantId"))
 	if err != nil {
@@ -186,6 +189,8 @@ type configBody struct {
 	DecisionFailureRate  float64 `json:"decisionFailureRate"`
 }
 
+// getConfig answers the configuration (an extension of the specification,
+// which has only PUT).
 func (s *Server) getConfig(w http.ResponseWriter, r *http.Request, c *caller) {
 	writeResult(w, http.StatusOK, configBody(s.store.Config()))
 }
@@ -204,7 +209,8 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *caller) {
 }
 
 // patchConfig changes only the keys the body names; the others keep their
-// current values.
+// current values. PATCH is an extension of the specification, which has
+// only PUT.
 func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request, c *caller) {
 	s.changeConfig(w, r, c, func(cur store.Config) store.Config { return cur })
 }

@@ -13,14 +13,14 @@ import (
 )
 
 // decisionRoutes registers the authorization-decision-provider endpoints
-// (SERVICE.md section 6, ARCHITECTURE.md section 4).
+// (authorize and get-organizations).
 func (s *Server) decisionRoutes(m mux) {
 	const base = "POST /realms/{realm}/authorization-decision-provider"
 	m.Handle(base+"/authorize", s.authenticated(s.authorize))
 	m.Handle(base+"/get-organizations", s.authenticated(s.getOrganizations))
 }
 
-// Limits of a decision request (SERVICE.md section 8).
+// Limits of a decision request.
 const (
 	maxDecisionResources = 100
 	maxDecisionScopes    = 50
@@ -133,7 +133,7 @@ func writeDecision(w http.ResponseWriter, res decision.Result) {
 	_, _ = w.Write(b)
 }
 
-// check validates the request (SERVICE.md section 6) and returns the
+// check validates the request and returns the
 // resources for the engine and the context's method.
 func (req *authorizeRequest) check() ([]decision.Resource, string, error) {
 	if req.ClientID == "" {
@@ -199,6 +199,9 @@ type organizationBody struct {
 	Tenants []tenantBody `json:"tenants"`
 }
 
+// tenantBody is one organization of the get-organizations answer.
+// Departments is an extension of the specification, whose tenants carry
+// only tenantId and tenantName.
 type tenantBody struct {
 	TenantID    string           `json:"tenantId"`
 	TenantName  string           `json:"tenantName"`

@@ -2,9 +2,99 @@
 // Authorization Service: organizations, departments, assignments, roles,
 // groups, applications, templates, authorization decisions, organization
 // context, platform administration and a small OIDC/DPoP token issuer, all in
-// memory.
+// memory and safe for concurrent use.
 //
 // Users run it in integration tests (see package mockservertest) or as a
-// binary (mockserver/cmd/mockserver). Its semantics follow the service
-// specification and, where that is silent, Keycloak's conventions.
+// binary (mockserver/cmd/mockserver). Where the service specification leaves
+// a behaviour open, the server follows Keycloak's conventions, since the real
+// service runs as a Keycloak extension. The module's docs/reference-server.md
+// describes every endpoint; this comment gives what a test writer needs.
+//
+// # Realms and tokens
+//
+// A realm is a tenant with its own users, roles, groups, clients,
+// organizations and signing keys. The realm "master" always exists and holds
+// the platform administrators; every realm has the roles realm-admin and
+// offline_access and the public client admin-cli.
+//
+// The token endpoint, POST /realms/{realm}/protocol/openid-connect/token,
+// answers the client_credentials grant (client_id and client_secret, in the
+// form or by HTTP Basic: a token for the client's service account,
+// "service-account-<clientId>") and the password grant (client_id admin-cli,
+// username, password). A request with a valid DPoP proof gets a token bound
+// to the proof's key, which must then be sent as "Authorization: DPoP" with a
+// fresh proof on every request; sent as Bearer it is refused.
+// Server.IssueToken mints the same tokens without a password. Every
+// protected route checks the signature, the issuer, the expiry and that the
+// realm is live; a failure is a 401 with a WWW-Authenticate challenge. A
+// token of another realm, or of a realm that does not exist, is a 401 too.
+//
+// The organization API (/admin/realms/{realm}/organizations/...) needs the
+// role realm-admin (or the client role realm-management/manage-realm) in a
+// token of that realm, else 403. The decision provider takes any valid token
+// of the realm. Platform administration (/admin/...) needs platform-admin in
+// a master token.
+//
+// # Decisions
+//
+// POST /realms/{realm}/authorization-decision-provider/authorize answers
+// each requested resource-scope pair, in request order without duplicates.
+// The subject's roles are its direct realm roles, its groups' roles and, for
+// each of its department assignments, the roles linked to that department's
+// organization plus the department's template roles; a token with an
+// organization claim counts only the assignments in that organization.
+// Roles are read from the store at decision time. A permission of the client
+// applies to a pair when it names the resource and the scope (no scopes: all
+// of the resource's); it grants when the subject has one of its roles, is in
+// one of its groups or is one of its users, and, when it lists methods, the
+// request context's method is one of them (a request without a context has
+// no method). A pair is GRANT when an applicable permission grants, DENY
+// when none does, ERROR when the client does not define the resource or
+// scope; the answer's status is DENY if any pair is DENY, else ERROR if any
+// is ERROR, else GRANT. A resource with no scopes means all of its scopes,
+// the resource "*" every resource of the client. Requests over 100 resources
+// or 50 scopes in a resource, an empty resource list or a missing context
+// are 400s.
+//
+// # Configuration and faults
+//
+// GET, PUT and PATCH /admin/config read and write the platform configuration:
+// tokenLifetimeSeconds (default 300), maxPageSize (100), dpopNonceRequired
+// (false), and the fault injection of decision-provider calls,
+// decisionLatencyMs (0 to 60000) and decisionFailureRate (0 to 1, the share
+// of calls answered 503). PUT replaces the whole configuration: a key the
+// body leaves out goes back to its default. PATCH changes only the keys it
+// names. An unknown key or a value out of range is a 400 and changes nothing.
+// mockservertest's PatchConfig, PutConfig and SetFaults send them.
+//
+// # Fixtures
+//
+// A Fixture seeds the server: realms with roles, groups, users, clients
+// (their resources and permissions) and organizations (their linked roles,
+// groups and applications, and department trees with assigned users), and
+// the platform administration clients of master. Everything is referred to
+// by name; the server chooses the ids. An organization's Roles are what
+// gives users roles through it: every user assigned to any of its
+// departments holds them. Its Groups are links only; a group's members hold
+// its roles through their own Groups, linked or not. ParseFixture reads a
+// JSON fixture strictly (an unknown field is an error; a syntax error is
+// reported by line and column), and New refuses a fixture that names
+// something it does not define.
+//
+// # Errors and limits
+//
+// Every non-2xx answer has the body {"error": "<reason phrase>", "message":
+// "..."}, with details naming the fields on a 400. Malformed or oversized
+// input is a 4xx, never a 500. A request body is at most 1 MiB, a page 100
+// items, a department tree 32 levels, a department template 1,000 nodes.
+//
+// # Extensions
+//
+// Beyond the service specification the server has: the identity endpoints
+// (discovery, JWKS, the token endpoint) and IssueToken; listing the
+// organizations of a realm; reading one linked role; departments in each
+// tenant of get-organizations; GET /admin/tenants/{tenantId};
+// GET and PATCH /admin/config and its fault-injection keys; GET
+// /openapi.json (see OpenAPI); and the fixture format itself. A client
+// that relies on them may not find them in every deployment of the service.
 package mockserver

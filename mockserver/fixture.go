@@ -3,9 +3,11 @@ package mockserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -13,7 +15,8 @@ import (
 	"github.com/orgauthz/orgauthz/internal/store"
 )
 
-// Fixture is the seed of a server (SERVICE.md section 9): realms with their
+// Fixture is the seed of a server (the fixture format is the reference
+// server's own, not part of the service specification): realms with their
 // roles, groups, users, clients and organizations, and the platform
 // administration clients of the master realm. Users, groups, roles and
 // clients are referenced by name; the server assigns ids.
@@ -88,8 +91,12 @@ type FixturePermission struct {
 }
 
 // FixtureOrganization is an organization with its linked Roles and Groups,
-// the clients of its Applications (registered in the realm's catalog) and
-// its department tree.
+// the clients of its Applications (registered in the realm's catalog and
+// assigned to it) and its department tree. Its Roles are what users get
+// through it: every user assigned to any of its departments holds them in
+// decisions. Its Groups are links only and give nobody a role: a group's
+// members hold the group's roles through their own FixtureUser.Groups,
+// whether the group is linked or not.
 type FixtureOrganization struct {
 	Name         string              `json:"name"`
 	Alias        string              `json:"alias"`
@@ -103,7 +110,8 @@ type FixtureOrganization struct {
 
 // FixtureDepartment is a department with its assigned Users (by username),
 // the Roles its members receive (as a department made from a template
-// would), and its Children.
+// would; the service's API gives a department roles only through a
+// template, so Roles is an extension), and its Children.
 type FixtureDepartment struct {
 	Name        string              `json:"name"`
 	Alias       string              `json:"alias"`
@@ -121,23 +129,133 @@ type FixturePlatformAdmin struct {
 	Secret   string `json:"secret"`
 }
 
-// LoadFixtureFile reads a JSON fixture. Unknown fields are refused, so that
-// a misspelt key does not silently seed less than intended.
+// LoadFixtureFile reads the JSON fixture at path and decodes it as
+// ParseFixture does; its errors name the file.
 func LoadFixtureFile(path string) (Fixture, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Fixture{}, fmt.Errorf("mockserver: fixture: %w", err)
 	}
+	return parseFixture(b, "fixture "+path)
+}
+
+// ParseFixture decodes a JSON fixture. Unknown fields are refused, so that
+// a misspelt key does not silently seed less than intended, and so is
+// anything after the fixture object. An error names where the JSON went
+// wrong by line and column (1-based, the column counted in bytes): a
+// syntax error, or a value of the wrong type, which it also names by its
+// path (realms.users.roles). It does not check that the names the fixture
+// refers to are defined; New does that.
+func ParseFixture(data []byte) (Fixture, error) {
+	return parseFixture(data, "fixture")
+}
+
+// parseFixture decodes data; what names the input in errors.
+func parseFixture(data []byte, what string) (Fixture, error) {
 	var f Fixture
-	dec := json.NewDecoder(bytes.NewReader(b))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return Fixture{}, fmt.Errorf("mockserver: fixture %s: %w", path, err)
+		return Fixture{}, fmt.Errorf("mockserver: %s: %s", what, describeJSONError(data, err))
 	}
+	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
-		return Fixture{}, fmt.Errorf("mockserver: fixture %s: data after the fixture object", path)
+		rest := data[end:]
+		end += int64(len(rest) - len(bytes.TrimLeft(rest, " \t\r\n")))
+		line, col := lineColumn(data, end)
+		return Fixture{}, fmt.Errorf("mockserver: %s: line %d, column %d: data after the fixture object", what, line, col)
 	}
 	return f, nil
+}
+
+// describeJSONError says what went wrong and where: a syntax error or a
+// value of the wrong type by line and column, other errors as they are,
+// without encoding/json's "json: " prefix.
+func describeJSONError(data []byte, err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		// Offset counts the bytes read, the offending one included.
+		line, col := lineColumn(data, syn.Offset-1)
+		return fmt.Sprintf("line %d, column %d: %s", line, col, strings.TrimPrefix(syn.Error(), "json: "))
+	case errors.As(err, &typ):
+		// Offset is where the value ends; name the line and column of
+		// its start when it can be found, else its last byte.
+		line, col := lineColumn(data, valueStart(data, typ.Offset))
+		field := typ.Field
+		if field == "" {
+			field = "the fixture"
+		}
+		return fmt.Sprintf("line %d, column %d: %s: a JSON %s where %s is expected", line, col, field, typ.Value, jsonKind(typ.Type))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		line, col := lineColumn(data, int64(len(data)))
+		return fmt.Sprintf("line %d, column %d: unexpected end of input (a closing bracket or brace missing?)", line, col)
+	case errors.Is(err, io.EOF):
+		return "empty input: a fixture is a JSON object"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// valueStart returns the offset of the first byte of the JSON value that
+// ends just before end: a scalar (a string, a number, true, false, null)
+// is found by walking back over it; for anything else end-1 is returned.
+func valueStart(data []byte, end int64) int64 {
+	if end <= 0 || end > int64(len(data)) {
+		return end - 1
+	}
+	i := end - 1
+	if data[i] == '"' { // a string: back to its opening quote
+		for j := i - 1; j >= 0; j-- {
+			if data[j] == '"' {
+				k := j - 1
+				for k >= 0 && data[k] == '\\' {
+					k--
+				}
+				if (j-1-k)%2 == 0 { // an even run of backslashes: not escaped
+					return j
+				}
+			}
+		}
+		return i
+	}
+	for i > 0 && strings.IndexByte("0123456789+-.eEtrufalsn", data[i-1]) >= 0 {
+		i--
+	}
+	return i
+}
+
+// lineColumn returns the 1-based line and byte column of data[off]; an
+// offset past the end names the position just after the last byte.
+func lineColumn(data []byte, off int64) (line, col int) {
+	off = max(0, min(off, int64(len(data))))
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte{'\n'})
+	col = int(off) - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+// jsonKind names what a Go type takes in JSON, for error messages.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return t.String()
 }
 
 // fixtureError names the fixture entry at fault.

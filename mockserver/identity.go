@@ -17,7 +17,8 @@ import (
 )
 
 // identityRoutes registers discovery (OpenID Connect and RFC 8414), JWKS
-// and the token endpoint (SERVICE.md section 2).
+// and the token endpoint. All of them are extensions of the service
+// specification, which leaves token issuance to the identity provider.
 func (s *Server) identityRoutes(m mux) {
 	m.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.discovery)
 	m.HandleFunc("GET /.well-known/oauth-authorization-server/realms/{realm}", s.authServerMetadata)

@@ -15,7 +15,8 @@ import (
 var openAPIDocument []byte
 
 // OpenAPI returns the server's OpenAPI 3.1 document (JSON), the one served
-// at GET /openapi.json. The caller must not change it.
+// at GET /openapi.json (an extension of the service specification). The
+// caller must not change it.
 func OpenAPI() []byte { return openAPIDocument }
 
 // openAPIRoutes registers GET /openapi.json.

@@ -29,7 +29,7 @@ type config struct {
 	proxies     []string
 }
 
-// WithFixture seeds the server with f (SERVICE.md section 9). It replaces an
+// WithFixture seeds the server with f (see Fixture). It replaces an
 // earlier WithFixture or WithFixtureFile.
 func WithFixture(f Fixture) Option {
 	return func(c *config) { c.fixture, c.fixtureFile = &f, "" }

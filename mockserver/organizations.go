@@ -53,6 +53,8 @@ func (b orgBody) spec() store.OrgSpec {
 	return store.OrgSpec{Name: b.Name, Alias: b.Alias, Description: b.Description, Attributes: b.Attributes}
 }
 
+// listOrganizations lists the realm's organizations, paginated. It is an
+// extension of the specification, which lists no GET on the collection.
 func (s *Server) listOrganizations(w http.ResponseWriter, r *http.Request, _ *caller) {
 	listPage(s, w, r, defaultPageSize, func(rm *store.Realm) ([]*store.Organization, error) {
 		return rm.Organizations(r.URL.Query().Get("search")), nil

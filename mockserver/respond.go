@@ -16,10 +16,11 @@ import (
 	"github.com/orgauthz/orgauthz/internal/store"
 )
 
-// maxBody is the largest request body the server reads (SERVICE.md section 8).
+// maxBody is the largest request body the server reads.
 const maxBody = 1 << 20
 
-// errorBody is the service's error shape (SERVICE.md section 3).
+// errorBody is the service's error shape; details name the fields at fault
+// on a 400 (an extension of the specification's shape).
 type errorBody struct {
 	Error   string       `json:"error"`
 	Message string       `json:"message"`
@@ -215,7 +216,7 @@ func parsePage(r *http.Request, def, max int) (page, error) {
 	return p, nil
 }
 
-// listBody is the paginated list shape of SERVICE.md section 3.
+// listBody is the service's paginated list shape.
 type listBody[T any] struct {
 	MetaData struct {
 		CurrentPagination page `json:"currentPagination"`

@@ -128,7 +128,7 @@ func (s *Server) createOrgRole(w http.ResponseWriter, r *http.Request, c *caller
 
 // getOrgRole answers a role linked to the organization (the Location of a
 // role made with POST /roles/create); a role that is not linked, global or
-// not, is a 404.
+// not, is a 404. It is an extension of the specification.
 func (s *Server) getOrgRole(w http.ResponseWriter, r *http.Request, _ *caller) {
 	getOne(s, w, r, func(rm *store.Realm) (*store.Role, error) {
 		return rm.OrgRole(r.PathValue("orgId"), r.PathValue("roleId"))

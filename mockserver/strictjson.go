@@ -12,11 +12,11 @@ import (
 	"unicode/utf8"
 )
 
-// The server reads request bodies as strictly as the client reads answers
-// (SERVICE.md section 3): a member given twice in one object is ambiguous
-// (encoding/json keeps the last, other readers the first), and so are two
-// members of an object decoded into a struct whose names differ only in case
-// ("resources" and "Resources"), because encoding/json matches struct fields
+// The server reads request bodies as strictly as the client reads answers:
+// a member given twice in one object is ambiguous (encoding/json keeps the
+// last, other readers the first), and so are two members of an object
+// decoded into a struct whose names differ only in case ("resources" and
+// "Resources"), because encoding/json matches struct fields
 // case-insensitively. For the same reason a member that names a field only
 // in another case ("Resources" alone) is refused, as the client refuses a
 // deciding member spelt in another case: the OpenAPI document, like any

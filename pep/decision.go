@@ -80,7 +80,7 @@ func (r Result) Allowed() bool {
 	return true
 }
 
-// overall computes Result.Status from per-pair decisions (ARCHITECTURE 3.6).
+// overall computes Result.Status from per-pair decisions (fail-closed rule 6).
 func overall(ds []Decision) Status {
 	if len(ds) == 0 {
 		return Deny

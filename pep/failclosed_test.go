@@ -68,7 +68,7 @@ func wantAnswer(status int, also ...error) func(*testing.T, error) {
 	}
 }
 
-// TestFailClosed names every path of ARCHITECTURE.md section 3 rule 2 (and
+// TestFailClosed names every path of fail-closed rule 2 of the README (and
 // 3xx, 5): each ends in DENY with a Cause and a nil error, caches nothing,
 // and the next call asks the gateway again. The gateway is the reference
 // server (alice may read orders) wherever it can make the fault: slow

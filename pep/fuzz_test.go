@@ -26,7 +26,7 @@ import (
 )
 
 // fzToken is the token of every fuzzed call; the gateway may echo it, and
-// no error text may then contain it (ARCHITECTURE.md section 3 rule 7).
+// no error text may then contain it (fail-closed rule 7 of the README).
 const fzToken = "fz-secret-token.eyJzdWIiOiJmdXp6In0.c2lnbmF0dXJl"
 
 // fzAsk is the fixed request of CheckMany: three pairs of two resources.

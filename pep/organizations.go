@@ -15,7 +15,10 @@ type OrganizationContext struct {
 	Tenants []Tenant
 }
 
-// Tenant is one organization the caller is assigned in.
+// Tenant is one organization the caller is assigned in. Departments, the
+// departments the caller is assigned to there, is an extension of the
+// service specification (whose tenants carry only an id and a name): it is
+// empty when the gateway does not send it.
 type Tenant struct {
 	ID          string
 	Name        string

@@ -338,8 +338,8 @@ func (g *reference) admin(t *testing.T, method, path, token, body string) *http.
 // decision call with a 503.
 const everyDecisionFails = `{"decisionFailureRate": 1}`
 
-// configure replaces the server's platform configuration (SERVICE.md
-// section 7), e.g. everyDecisionFails.
+// configure replaces the server's platform configuration (PUT
+// /admin/config), e.g. everyDecisionFails.
 func (g *reference) configure(t *testing.T, config string) {
 	t.Helper()
 	admin, err := g.srv.IssueToken("master", "service-account-platform-admin")

@@ -4,6 +4,9 @@
 //
 //	go run ./examples/dpop                                  # reference server in process
 //	go run ./examples/dpop -gateway http://127.0.0.1:8080   # a running mockserver
+//
+// The in-process server is seeded with the embedded example fixture
+// (package examples/fixtures), so it runs from any directory.
 package main
 
 import (
@@ -21,13 +24,14 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/examples/fixtures"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
 func main() {
 	gateway := flag.String("gateway", "", "base URL of a running reference server (default: start one in process)")
-	fixture := flag.String("fixture", "examples/fixtures/acme.json", "fixture for the in-process server")
+	fixture := flag.String("fixture", "", "fixture file for the in-process server (default: the embedded examples/fixtures/acme.json)")
 	flag.Parse()
 	if err := run(context.Background(), os.Stdout, *gateway, *fixture); err != nil {
 		fmt.Fprintln(os.Stderr, "dpop example:", err)
@@ -142,14 +146,24 @@ func boundToken(ctx context.Context, tokenURL string, signer *dpop.Signer, usern
 	return body.AccessToken, body.TokenType, nil
 }
 
-// startReferenceServer runs the reference server on a loopback port.
+// startReferenceServer runs the reference server on a loopback port,
+// seeded with the fixture file, or with the embedded acme fixture when
+// fixture is "".
 func startReferenceServer(fixture string) (string, func(), error) {
+	seed := mockserver.WithFixtureFile(fixture)
+	if fixture == "" {
+		f, err := mockserver.ParseFixture(fixtures.Acme())
+		if err != nil {
+			return "", nil, err
+		}
+		seed = mockserver.WithFixture(f)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	url := "http://" + ln.Addr().String()
-	srv, err := mockserver.New(mockserver.WithFixtureFile(fixture), mockserver.WithIssuer(url))
+	srv, err := mockserver.New(seed, mockserver.WithIssuer(url))
 	if err != nil {
 		_ = ln.Close()
 		return "", nil, err

@@ -1,6 +1,6 @@
-// Package decision is the reference server's authorization decision engine
-// (SERVICE.md section 6). It knows nothing of HTTP: the server hands it a
-// client of the store, the subject's live state and the requested pairs.
+// Package decision is the reference server's authorization decision
+// engine. It knows nothing of HTTP: the server hands it a client of the
+// store, the subject's live state and the requested pairs.
 //
 // A client's resources and permissions are compiled once into a Policy
 // (resource -> scope -> applicable permissions); a request then costs one

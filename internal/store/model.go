@@ -308,7 +308,7 @@ type AuditEntry struct {
 	Outcome      string
 }
 
-// Config is the platform configuration (SERVICE.md section 7).
+// Config is the platform configuration (GET, PUT and PATCH /admin/config).
 type Config struct {
 	TokenLifetimeSeconds int
 	MaxPageSize          int

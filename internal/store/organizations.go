@@ -35,7 +35,7 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of the organization API (SERVICE.md sections 3 and 8).
+// Limits of the organization API.
 const (
 	MaxNameLen         = 255
 	MaxDescriptionLen  = 2048

@@ -26,8 +26,8 @@ const (
 const MaxProperties = 100
 
 // MaxTemplateNodes is the largest number of departments in one department
-// template (SERVICE.md section 8), and so the most departments one
-// instantiation, or one CreateDepartment, can create.
+// template, and so the most departments one instantiation, or one
+// CreateDepartment, can create.
 const MaxTemplateNodes = 1000
 
 // PropertyTemplateSpec is the caller-supplied part of a property template.

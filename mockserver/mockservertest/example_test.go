@@ -2,6 +2,7 @@ package mockservertest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/orgauthz/orgauthz/pep"
 )
 
 // ExampleStart shows the shape of an integration test: start the reference
@@ -42,6 +44,65 @@ func ExampleStart() {
 	// Output:
 	// 200
 	// {"status":"DENY","permissions":[{"resource":"orders","scope":"read","status":"GRANT"},{"resource":"orders","scope":"delete","status":"DENY"}]}
+}
+
+// ExampleServer_Stop shows a test of what a service does while its
+// gateway is down: Stop makes the server unreachable, Restart brings it
+// back on the same URL with the same state, so the client needs nothing
+// new.
+func ExampleServer_Stop() {
+	t := &exampleT{}
+	defer t.finish()
+
+	gw := mockservertest.Start(t, mockserver.WithFixtureFile("../../examples/fixtures/acme.json"))
+	client, err := pep.New(gw.URL, "acme", "orders-api", pep.WithRetry(0, 0, 0), pep.WithBreaker(0, 0))
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	client.SetToken(gw.Token("acme", "bob"))
+	show := func(when string) {
+		d, err := client.Check(t.Context(), "orders", "read", pep.NoCache())
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		fmt.Printf("%s: %s (gateway unavailable: %t)\n", when, d.Status, errors.Is(d.Cause, pep.ErrUnavailable))
+	}
+
+	show("running")
+	gw.Stop()
+	show("stopped")
+	gw.Restart()
+	show("restarted")
+	// Output:
+	// running: GRANT (gateway unavailable: false)
+	// stopped: DENY (gateway unavailable: true)
+	// restarted: GRANT (gateway unavailable: false)
+}
+
+// ExampleServer_SetFaults shows fault injection: with a failure rate of 1
+// every decision call answers 503, and the client fails closed; the zero
+// Faults turns injection off again.
+func ExampleServer_SetFaults() {
+	t := &exampleT{}
+	defer t.finish()
+
+	gw := mockservertest.Start(t, mockserver.WithFixtureFile("../../examples/fixtures/acme.json"))
+	client, err := pep.New(gw.URL, "acme", "orders-api", pep.WithRetry(0, 0, 0), pep.WithBreaker(0, 0))
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	client.SetToken(gw.Token("acme", "bob"))
+
+	gw.SetFaults(mockservertest.Faults{DecisionFailureRate: 1})
+	d, _ := client.Check(t.Context(), "orders", "read")
+	fmt.Println(d.Status, d.Cause)
+
+	cfg := gw.SetFaults(mockservertest.Faults{})
+	d, _ = client.Check(t.Context(), "orders", "read")
+	fmt.Println(d.Status, d.Cause, cfg.DecisionFailureRate)
+	// Output:
+	// DENY pep: gateway answered 503 Service Unavailable: injected decision failure (decisionFailureRate 1)
+	// GRANT <nil> 0
 }
 
 // exampleT stands in for the *testing.T a real test passes to Start: it

@@ -1,13 +1,24 @@
 // Package mockservertest runs the reference server (package mockserver) on a
-// loopback httptest server for the length of a test, with helpers that mint
-// tokens for it.
+// loopback port for the length of a test, with helpers that mint tokens for
+// it, change its platform configuration (fault injection included) and make
+// it unreachable and reachable again on the same URL.
+//
+// Everything a helper does goes through the server's own HTTP API, with a
+// platform administrator's token, so a test sees the server as a client
+// would: PatchConfig is PATCH /admin/config, PutConfig is PUT /admin/config,
+// SetFaults is a PATCH of the fault-injection keys.
 package mockservertest
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/orgauthz/orgauthz/mockserver"
 )
@@ -15,13 +26,23 @@ import (
 // Server is a running reference server. It embeds the *mockserver.Server,
 // so IssueToken and AdminSecret are at hand; URL is its base URL (also the
 // issuer base of its tokens). It is closed by the test's cleanup.
+//
+// Its methods are safe for concurrent use, but those that fail the test
+// (Token, AdminToken, Config, PatchConfig, PutConfig, SetFaults, Restart)
+// must be called from the goroutine running the test, as t.Fatalf must.
 type Server struct {
 	*mockserver.Server
 	// URL is the base URL, e.g. http://127.0.0.1:41234, without a trailing slash.
 	URL string
 
-	t    testing.TB
-	http *httptest.Server
+	t      testing.TB
+	addr   string          // the address URL names, kept across Stop and Restart
+	client *http.Client    // keep-alive on loopback; its idle connections go with the server
+	tr     *http.Transport // client's transport
+
+	mu     sync.Mutex
+	hs     *http.Server  // nil while stopped
+	served chan struct{} // closed when hs.Serve has returned
 }
 
 // Start starts a reference server configured by opts on a loopback port and
@@ -40,15 +61,91 @@ func Start(t testing.TB, opts ...mockserver.Option) *Server {
 		_ = ln.Close()
 		t.Fatalf("mockservertest: %v", err)
 	}
-	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: srv}}
-	hs.Start()
-	t.Cleanup(hs.Close)
-	return &Server{Server: srv, URL: url, t: t, http: hs}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // loopback: never through a proxy from the environment
+	s := &Server{Server: srv, URL: url, t: t, addr: ln.Addr().String(), tr: tr, client: &http.Client{Transport: tr}}
+	s.serve(ln)
+	t.Cleanup(func() {
+		s.Stop()
+		tr.CloseIdleConnections()
+	})
+	return s
 }
 
-// Client returns an *http.Client for the server (keep-alive on loopback). It
-// is closed with the server.
-func (s *Server) Client() *http.Client { return s.http.Client() }
+// serve serves on ln until Stop.
+func (s *Server) serve(ln net.Listener) {
+	hs := &http.Server{Handler: s.Server, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	s.mu.Lock()
+	s.hs, s.served = hs, served
+	s.mu.Unlock()
+	go func() {
+		defer close(served)
+		_ = hs.Serve(ln) // returns http.ErrServerClosed on Stop
+	}()
+}
+
+// Client returns an *http.Client for the server (keep-alive on loopback).
+// Its idle connections are closed with the server.
+func (s *Server) Client() *http.Client { return s.client }
+
+// Stop makes the server unreachable, as a gateway that went down: it
+// closes the listener, so that new connections are refused, and every open
+// connection, so that requests in flight fail. The server's state (realms,
+// configuration, tokens) is kept for Restart. Stop returns once the server
+// has stopped serving; stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	hs, served := s.hs, s.served
+	s.hs = nil
+	s.mu.Unlock()
+	if hs == nil {
+		return
+	}
+	_ = hs.Close()
+	<-served
+	s.tr.CloseIdleConnections()
+}
+
+// Restart makes a stopped server reachable again on the same URL, with the
+// state it had, so tokens minted before Stop are still good. The port was
+// free a moment ago, but another process may take it meanwhile: Restart
+// tries to listen on it for about a second before it fails the test.
+// Restarting a running server does nothing.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.mu.Lock()
+	running := s.hs != nil
+	s.mu.Unlock()
+	if running {
+		return
+	}
+	ln, err := listenAgain(s.addr)
+	if err != nil {
+		s.t.Fatalf("mockservertest: restart on %s: %v", s.addr, err)
+	}
+	s.serve(ln)
+}
+
+// Restart's bounded retries: attempts, and the pause between two.
+const (
+	restartAttempts = 50
+	restartPause    = 20 * time.Millisecond
+)
+
+// listenAgain listens on addr, retrying a bounded number of times while the
+// address is in use.
+func listenAgain(addr string) (net.Listener, error) {
+	var err error
+	for range restartAttempts {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			return ln, nil
+		}
+		time.Sleep(restartPause) // a back-off between attempts, not a synchronisation
+	}
+	return nil, err
+}
 
 // Token mints an access token of realm for username (see
 // mockserver.Server.IssueToken) and fails the test on error.
@@ -66,4 +163,131 @@ func (s *Server) Token(realm, username string, opts ...mockserver.TokenOption) s
 func (s *Server) AdminToken() string {
 	s.t.Helper()
 	return s.Token("master", "service-account-platform-admin")
+}
+
+// Config is the reference server's platform configuration, as
+// GET, PUT and PATCH /admin/config answer it.
+type Config struct {
+	// TokenLifetimeSeconds is the lifetime of the tokens the server issues
+	// from then on (1 to 86400; default 300).
+	TokenLifetimeSeconds int `json:"tokenLifetimeSeconds"`
+	// MaxPageSize is the largest page a list returns (1 to 100; default
+	// 100).
+	MaxPageSize int `json:"maxPageSize"`
+	// DPoPNonceRequired makes every DPoP proof carry a nonce the server
+	// gave (default false).
+	DPoPNonceRequired bool `json:"dpopNonceRequired"`
+	// DecisionLatencyMs delays every decision call by that many
+	// milliseconds (0 to 60000; default 0).
+	DecisionLatencyMs int `json:"decisionLatencyMs"`
+	// DecisionFailureRate is the share of decision calls, 0 to 1, that
+	// answer 503 (default 0).
+	DecisionFailureRate float64 `json:"decisionFailureRate"`
+}
+
+// Config returns the server's current platform configuration (GET
+// /admin/config) and fails the test on error.
+func (s *Server) Config() Config {
+	s.t.Helper()
+	return s.config(http.MethodGet, nil)
+}
+
+// PatchConfig changes the configuration keys that keys names (PATCH
+// /admin/config, a partial update) and leaves the others as they are; it
+// returns the new configuration. Keys are the JSON names of Config's
+// fields, e.g. {"decisionFailureRate": 1}. An unknown key or a value out
+// of range is refused by the server with a 400, which changes nothing and
+// fails the test.
+func (s *Server) PatchConfig(keys map[string]any) Config {
+	s.t.Helper()
+	return s.config(http.MethodPatch, keys)
+}
+
+// PutConfig replaces the configuration (PUT /admin/config): the keys that
+// keys names take its values, and every key it does not name goes back to
+// its default, so PutConfig(nil) restores the defaults. It returns the new
+// configuration and fails the test as PatchConfig does.
+func (s *Server) PutConfig(keys map[string]any) Config {
+	s.t.Helper()
+	if keys == nil {
+		keys = map[string]any{}
+	}
+	return s.config(http.MethodPut, keys)
+}
+
+// Faults are the reference server's fault injection for the calls of the
+// authorization decision provider (POST
+// /realms/{realm}/authorization-decision-provider/authorize and
+// .../get-organizations), applied after the request was read and checked:
+// what a test sets to watch a client fail closed. The zero value injects
+// nothing.
+type Faults struct {
+	// DecisionLatency delays every decision call, in whole milliseconds
+	// (up to a minute). The delay ends early when the caller hangs up.
+	DecisionLatency time.Duration
+	// DecisionFailureRate is the share of decision calls, 0 to 1, that
+	// answer 503 Service Unavailable; 1 makes every call fail.
+	DecisionFailureRate float64
+}
+
+// SetFaults sets the server's fault injection to f, through PATCH
+// /admin/config, and leaves the rest of the configuration as it is.
+// SetFaults(Faults{}) turns fault injection off. It returns the new
+// configuration and fails the test when the server refuses f (a rate
+// outside 0 to 1, a latency outside 0 to 60 s).
+func (s *Server) SetFaults(f Faults) Config {
+	s.t.Helper()
+	return s.config(http.MethodPatch, map[string]any{
+		"decisionLatencyMs":   f.DecisionLatency.Milliseconds(),
+		"decisionFailureRate": f.DecisionFailureRate,
+	})
+}
+
+// config sends method to /admin/config with body (none when nil) and
+// returns the configuration the server answered.
+func (s *Server) config(method string, body map[string]any) Config {
+	s.t.Helper()
+	cfg, err := s.configCall(method, body)
+	if err != nil {
+		s.t.Fatalf("mockservertest: %s /admin/config: %v", method, err)
+	}
+	return cfg
+}
+
+func (s *Server) configCall(method string, body map[string]any) (Config, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return Config{}, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.URL+"/admin/config", r)
+	if err != nil {
+		return Config{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.AdminToken())
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return Config{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return Config{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Config{}, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(data))
+	}
+	var out struct {
+		Result Config `json:"result"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return Config{}, fmt.Errorf("the answer is not a configuration: %w", err)
+	}
+	return out.Result, nil
 }

@@ -14,7 +14,8 @@
 // headers and body together) and -idle-timeout (2m), which bound how long a
 // client may hold a connection without sending its request. It logs with
 // log/slog to standard error, prints its base URL on standard output, and
-// shuts down cleanly on SIGINT or SIGTERM.
+// shuts down cleanly on SIGINT or SIGTERM. -h prints a description, an
+// example and the flags.
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,15 +38,46 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "mockserver:", err)
-		}
-		stop()
-		os.Exit(2)
-	}
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(report(err, os.Stderr))
 }
+
+// report writes err to stderr as one line prefixed once with "mockserver:"
+// and returns the exit status: 0 for nil or a help request, 2 otherwise.
+func report(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "mockserver: ") { // the library's errors carry it already
+		msg = "mockserver: " + msg
+	}
+	fmt.Fprintln(stderr, msg)
+	return 2
+}
+
+// usageHead is what -h prints before the flags.
+const usageHead = `mockserver runs the reference server of the Organization and Authorization
+Service in memory: organizations, departments, assignments, roles, groups,
+applications, templates, authorization decisions, platform administration,
+and an OpenID Connect token issuer (password and client_credentials grants,
+Bearer and DPoP-bound tokens), seeded from a JSON fixture.
+
+Usage:
+  mockserver [flags]
+
+Example (from a clone of github.com/orgauthz/orgauthz):
+  go run ./mockserver/cmd/mockserver -addr 127.0.0.1:8080 -fixture examples/fixtures/acme.json
+  curl -s -d grant_type=password -d client_id=admin-cli -d username=alice -d password=alice \
+      http://127.0.0.1:8080/realms/acme/protocol/openid-connect/token
+
+It prints its base URL on standard output, logs to standard error, and stops
+cleanly on SIGINT or SIGTERM. The package documentation of
+github.com/orgauthz/orgauthz/mockserver describes what it does.
+
+Flags:
+`
 
 // shutdownTimeout bounds how long in-flight requests may finish on shutdown.
 const shutdownTimeout = 10 * time.Second
@@ -52,12 +85,11 @@ const shutdownTimeout = 10 * time.Second
 // run serves until ctx is done, then shuts the server down.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mockserver", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	fixture := fs.String("fixture", "", "JSON fixture file to seed the server with (optional)")
 	issuer := fs.String("issuer", "", "public base URL written into tokens (default: each request's own, see -trusted-proxy)")
 	var proxies []string
-	fs.Func("trusted-proxy", "address or network (CIDR) of a reverse proxy whose X-Forwarded-* and Forwarded headers give the public URL; repeatable, comma-separated", func(v string) error {
+	fs.Func("trusted-proxy", "`address` or network (CIDR) of a reverse proxy whose X-Forwarded-* and Forwarded headers give the public URL; repeatable, comma-separated", func(v string) error {
 		proxies = append(proxies, v)
 		return nil
 	})
@@ -65,11 +97,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	readHeader := fs.Duration("read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
 	read := fs.Duration("read-timeout", 30*time.Second, "how long a client may take to send a whole request, body included")
 	idle := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
+	fs.SetOutput(io.Discard) // report prints parse errors, once
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usageHead)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return err
+		}
+		return fmt.Errorf("%w (mockserver -h lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return fmt.Errorf("unexpected arguments %q (mockserver -h lists the flags)", fs.Args())
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 

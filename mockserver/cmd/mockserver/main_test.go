@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +149,63 @@ func TestRunRefusesBadInput(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.Error(t, run(t.Context(), args, io.Discard, io.Discard))
+		})
+	}
+}
+
+// TestRunHelp checks that -h describes the command and shows an example
+// invocation before the flags, on standard output, and exits 0.
+func TestRunHelp(t *testing.T) {
+	var out, errOut strings.Builder
+	err := run(t.Context(), []string{"-h"}, &out, &errOut)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Zero(t, report(err, &errOut))
+	require.Empty(t, errOut.String())
+	help := out.String()
+	require.True(t, strings.HasPrefix(help, "mockserver runs the reference server"), help)
+	example := strings.Index(help, "go run ./mockserver/cmd/mockserver -addr 127.0.0.1:8080 -fixture examples/fixtures/acme.json")
+	flags := strings.Index(help, "\nFlags:\n")
+	require.Positive(t, example)
+	require.Greater(t, flags, example, "the example comes before the flags")
+	for _, f := range []string{"-addr", "-fixture", "-issuer", "-trusted-proxy", "-admin-secret", "-read-header-timeout", "-read-timeout", "-idle-timeout"} {
+		require.Contains(t, help[flags:], "\n  "+f+" ")
+	}
+}
+
+// TestRunErrorsArePrefixedOnce checks the line the binary prints for each
+// kind of mistake: one "mockserver:" prefix, whether the error came from
+// the command line, the network or the mockserver package, and the line
+// and column of a fixture that is not valid JSON.
+func TestRunErrorsArePrefixedOnce(t *testing.T) {
+	broken := filepath.Join(t.TempDir(), "broken.json")
+	require.NoError(t, os.WriteFile(broken, []byte("{\n  \"realms\": [\n    {\"name\": \"acme\",}\n  ]\n}\n"), 0o600))
+	wrongType := filepath.Join(t.TempDir(), "wrong-type.json")
+	require.NoError(t, os.WriteFile(wrongType, []byte("{\"realms\": [{\"name\": \"acme\",\n  \"users\": {}}]}\n"), 0o600))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad flag", []string{"-nope"}, "mockserver: flag provided but not defined: -nope (mockserver -h lists the flags)\n"},
+		{"stray argument", []string{"-addr", "127.0.0.1:0", "extra"}, "mockserver: unexpected arguments [\"extra\"] (mockserver -h lists the flags)\n"},
+		{"missing fixture", []string{"-addr", "127.0.0.1:0", "-fixture", "does-not-exist.json"},
+			"mockserver: fixture: open does-not-exist.json: no such file or directory\n"},
+		{"fixture syntax", []string{"-addr", "127.0.0.1:0", "-fixture", broken},
+			"mockserver: fixture " + broken + ": line 3, column 21: invalid character '}' looking for beginning of object key string\n"},
+		{"fixture type", []string{"-addr", "127.0.0.1:0", "-fixture", wrongType},
+			"mockserver: fixture " + wrongType + ": line 2, column 12: realms.users: a JSON object where an array is expected\n"},
+		{"bad issuer", []string{"-addr", "127.0.0.1:0", "-issuer", "ftp://x"},
+			"mockserver: WithIssuer: \"ftp://x\" is not an absolute http(s) URL without query or fragment\n"},
+		{"bad port", []string{"-addr", "127.0.0.1:99999"}, "mockserver: listen tcp: address 99999: invalid port\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			err := run(t.Context(), tc.args, &stdout, &stderr)
+			require.Error(t, err)
+			require.Empty(t, stdout.String())
+			require.Empty(t, stderr.String(), "nothing is printed but the one line of report")
+			require.Equal(t, 2, report(err, &stderr))
+			require.Equal(t, tc.want, stderr.String())
 		})
 	}
 }

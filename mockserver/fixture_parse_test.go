@@ -1,0 +1,72 @@
+package mockserver_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+)
+
+// TestParseFixtureSaysWhere checks that a fixture that is not valid JSON,
+// or holds a value of the wrong type, is refused with the line and column a
+// person editing the file needs, and the path of the field at fault.
+func TestParseFixtureSaysWhere(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"bare word", "{\n  \"realms\": [\n    {\"name\": acme}\n  ]\n}",
+			"mockserver: fixture: line 3, column 14: invalid character 'a' looking for beginning of value"},
+		{"trailing comma", "{\n  \"realms\": [\n    {\"name\": \"acme\",}\n  ]\n}",
+			"mockserver: fixture: line 3, column 21: invalid character '}' looking for beginning of object key string"},
+		{"string for an array", "{\"realms\": [\n {\"name\": \"acme\",\n  \"users\": [{\"username\": \"u\", \"roles\": \"viewer\"}]}]}",
+			`mockserver: fixture: line 3, column 40: realms.users.roles: a JSON string where an array is expected`},
+		{"number for a string", "{\"realms\": [\n\t{\"name\": 12}]}",
+			"mockserver: fixture: line 2, column 11: realms.name: a JSON number where a string is expected"},
+		{"object for an array", "{\"realms\": [],\n \"platformAdmins\": {}}",
+			"mockserver: fixture: line 2, column 20: platformAdmins: a JSON object where an array is expected"},
+		{"not an object", "[]",
+			"mockserver: fixture: line 1, column 1: the fixture: a JSON array where an object is expected"},
+		{"truncated", "{\"realms\": [\n",
+			"mockserver: fixture: line 2, column 1: unexpected end of input (a closing bracket or brace missing?)"},
+		{"second object", "{}\n  {}",
+			"mockserver: fixture: line 2, column 3: data after the fixture object"},
+		{"unknown field", `{"realms": [{"nmae": "acme"}]}`,
+			`mockserver: fixture: unknown field "nmae"`},
+		{"empty", "",
+			"mockserver: fixture: empty input: a fixture is a JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := mockserver.ParseFixture([]byte(tc.in))
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+// TestParseFixtureReadsTheExample checks that the example fixture parses
+// into what it says.
+func TestParseFixtureReadsTheExample(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "examples", "fixtures", "acme.json"))
+	require.NoError(t, err)
+	f, err := mockserver.ParseFixture(data)
+	require.NoError(t, err)
+	require.Len(t, f.Realms, 1)
+	require.Equal(t, "acme", f.Realms[0].Name)
+	_, err = mockserver.New(mockserver.WithFixture(f))
+	require.NoError(t, err)
+}
+
+// TestWithFixtureFileSaysWhere checks that New, given a broken fixture
+// file, names the file, the line and the column.
+func TestWithFixtureFileSaysWhere(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "broken.json")
+	require.NoError(t, os.WriteFile(path, []byte("{\n  \"realms\": [\n    {\"name\": \"acme\"\n  ]\n}\n"), 0o600))
+	_, err := mockserver.New(mockserver.WithFixtureFile(path))
+	require.EqualError(t, err, "mockserver: fixture "+path+": line 4, column 3: invalid character ']' after object key:value pair")
+}
