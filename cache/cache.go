@@ -60,15 +60,22 @@ type Cache[G, K comparable, V any] struct {
 
 	// With the real clock, hits read coarse, the time since epoch as a
 	// ticker last read it, instead of the clock: ticking is set while the
-	// ticker runs, which is while the cache is in use (see clock).
+	// ticker runs, which is while the cache is in use (see clock). The
+	// ticker's timer runs late when the machine is busy, so coarse is
+	// trusted only for entries that expire more than margin after it;
+	// margin grows to four times the worst lateness seen (see fresh).
 	coarse   atomic.Int64
 	ticking  atomic.Bool
 	activity atomic.Uint64 // hits and misses at the ticker's last tick
+	margin   atomic.Int64
 }
 
-// tick is how often the coarse clock advances while the cache is in use:
-// a hit may serve an entry up to about two ticks past its time to live.
+// tick is how often the coarse clock advances while the cache is in use.
 const tick = time.Millisecond
+
+// minMargin is the least distance from its expiry at which an entry is
+// served on the coarse clock's word; closer to it, a hit reads the clock.
+const minMargin = time.Second
 
 // Group is a handle on one group of a cache, for reading its entries
 // without looking the group up by its value each time (a group value that
@@ -190,6 +197,7 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c.none = &Group[G, K, V]{c: c}
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.epoch = c.read()
+	c.margin.Store(int64(minMargin))
 	return c, nil
 }
 
@@ -244,7 +252,7 @@ func (c *Cache[G, K, V]) clock() time.Duration {
 		return time.Duration(c.coarse.Load())
 	}
 	now := time.Since(c.epoch)
-	c.coarse.Store(int64(now))
+	c.advance(now)
 	if c.ticking.CompareAndSwap(false, true) {
 		c.activity.Store(c.hits.Load() + c.misses.Load())
 		time.AfterFunc(tick, c.tick)
@@ -255,7 +263,13 @@ func (c *Cache[G, K, V]) clock() time.Duration {
 // tick advances the coarse clock, and re-arms unless no lookup came since
 // the last tick.
 func (c *Cache[G, K, V]) tick() {
-	c.coarse.Store(int64(time.Since(c.epoch)))
+	now := time.Since(c.epoch)
+	// A tick due one tick after the last reading that comes late shows how
+	// far coarse can fall behind: keep margin at four times that.
+	if late := now - time.Duration(c.coarse.Load()); 4*late > time.Duration(c.margin.Load()) {
+		c.margin.Store(int64(4 * late))
+	}
+	c.advance(now)
 	activity := c.hits.Load() + c.misses.Load()
 	if activity == c.activity.Load() {
 		c.ticking.Store(false)
@@ -263,6 +277,33 @@ func (c *Cache[G, K, V]) tick() {
 	}
 	c.activity.Store(activity)
 	time.AfterFunc(tick, c.tick)
+}
+
+// advance moves the coarse clock forward to now, never back: a reader that
+// was paused after reading the clock must not undo a later reading.
+func (c *Cache[G, K, V]) advance(now time.Duration) {
+	for {
+		old := c.coarse.Load()
+		if int64(now) <= old || c.coarse.CompareAndSwap(old, int64(now)) {
+			return
+		}
+	}
+}
+
+// fresh reports whether an entry that expires at expires is unexpired at
+// coarse, the time clock returned. The coarse clock lags the real one by as
+// long as its timer runs late, which on a starved machine is far more than a
+// tick; so only an entry that expires more than margin after coarse is
+// served on its word, and closer to its expiry a hit reads the clock. A
+// cache with an injected clock reads it exactly in clock.
+func (c *Cache[G, K, V]) fresh(expires, coarse time.Duration) bool {
+	if expires <= coarse {
+		return false
+	}
+	if c.now != nil || expires-coarse > time.Duration(c.margin.Load()) {
+		return true
+	}
+	return time.Since(c.epoch) < expires
 }
 
 // Get returns the value stored under group g and key k, and true when it is
@@ -315,7 +356,7 @@ func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	grp.mu.RLock()
 	e := grp.entries[k]
 	grp.mu.RUnlock()
-	if e != nil && now < e.expires && e.gen == grp.gen.Load() {
+	if e != nil && e.gen == grp.gen.Load() && c.fresh(e.expires, now) {
 		if !e.ref.Load() { // write the shared line only when it changes
 			e.ref.Store(true)
 		}

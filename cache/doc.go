@@ -24,10 +24,13 @@
 // goroutine of its own but its clock's timer, which stops when the cache
 // is idle.
 //
-// A hit does not read the clock: while the cache is in use, a timer advances
-// a coarse clock every millisecond, so a hit may serve an entry up to about
-// two milliseconds past its time to live; additions and misses read the
-// clock itself. An idle cache has no timer. An injectable clock
+// A hit reads the clock only near an entry's expiry: while the cache is in
+// use, a timer advances a coarse clock every millisecond, and a hit trusts it
+// for an entry that expires more than a margin after it (one second, or four
+// times the latest the timer was ever seen to run, if that is more). Closer
+// to its expiry, and for additions and misses, the cache reads the clock
+// itself, so a busy machine whose timer runs late cannot make an entry
+// outlive its time to live. An idle cache has no timer. An injectable clock
 // ([WithClock]) replaces all of this, so that tests can move time without
 // sleeping. A cache hit allocates nothing.
 package cache
