@@ -2,6 +2,7 @@ package pep
 
 import (
 	"crypto/sha256"
+	"strings"
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
@@ -98,7 +99,16 @@ func (d *decisionCache) pin(id tokenIdent) *cache.Group[tokenIdent, cacheKey, St
 	if d == nil || len(id.token) > maxCachedToken {
 		return nil
 	}
-	return d.lru.Pin(id)
+	return d.lru.Pin(owned(id))
+}
+
+// owned returns id with a token of its own. A token is often cut from a
+// larger string (a header, a configuration file); the cache keeps it as
+// long as its entries live and counts only its length, so it must not keep
+// what it was cut from.
+func owned(id tokenIdent) tokenIdent {
+	id.token = strings.Clone(id.token)
+	return id
 }
 
 // get returns a live cached status; it allocates nothing.
@@ -117,7 +127,7 @@ func (d *decisionCache) writer(cl *call) *cache.Writer[tokenIdent, cacheKey, Sta
 	if d == nil || len(cl.id.token) > maxCachedToken {
 		return nil
 	}
-	return d.lru.Writer(cl.id)
+	return d.lru.Writer(owned(cl.id))
 }
 
 // store keeps the gateway's GRANT and DENY answers through w: the pairs
@@ -141,7 +151,10 @@ func (d *decisionCache) store(w *cache.Writer[tokenIdent, cacheKey, Status], cl 
 			continue
 		}
 		size := int64(len(cl.id.token) + len(p.resource) + len(p.scope) + len(cl.ctxKey))
-		w.Add(cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey}, l.status, ttl, size)
+		// The names are the caller's, often cut from a request's path or
+		// headers: copies keep only the bytes the budget counts.
+		key := cacheKey{resource: strings.Clone(p.resource), scope: strings.Clone(p.scope), context: strings.Clone(cl.ctxKey)}
+		w.Add(key, l.status, ttl, size)
 	}
 }
 

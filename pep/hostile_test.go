@@ -69,6 +69,35 @@ func TestJunkTokensDoNotSwitchTheCacheOff(t *testing.T) {
 	assert.Positive(t, refused.Load(), "the junk tokens were refused meanwhile")
 }
 
+// Break 4, attack on the rewrite: a resource name cut from a larger string
+// (the middleware's RequireFunc cutting it from a long path) must not keep
+// that string alive in the cache, whose budget counts only the name.
+func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
+	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) { faultOK(w) })
+	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20))
+	require.NoError(t, err)
+	c.SetToken(aliceToken)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const calls = 100
+	for i := range calls {
+		path := fmt.Sprint("orders/", i, "/", strings.Repeat("x", 256<<10))
+		resource, _, _ := strings.Cut(path, "/") // shares path's bytes
+		d, err := c.Check(t.Context(), resource, "read",
+			pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint("/orders/", i)}))
+		require.NoError(t, err)
+		require.True(t, d.Allowed())
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	require.Equal(t, calls, c.Stats().CacheEntries, "every answer was cached")
+	// 100 entries keeping their 256 KiB paths would hold 25 MiB.
+	assert.Less(t, int64(after.HeapAlloc)-int64(before.HeapAlloc), int64(4<<20),
+		"the cache keeps copies of the names, not the strings they were cut from")
+}
+
 // Break 4: whatever the request context a caller sends, an entry costs a
 // bounded amount, and the cache stays within its byte bound.
 func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
