@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"time"
 	"weak"
@@ -137,7 +138,14 @@ func newTelemetry(c *Client, tp trace.TracerProvider, mp metric.MeterProvider, g
 		o.ObserveInt64(breaker, int64(s.Breaker), base)
 		return nil
 	}, decisions, hits, misses, evictions, breaker)
-	return t, err
+	if err != nil {
+		return nil, err
+	}
+	// The registration lives as long as the client: a service that makes
+	// clients as it goes (one per tenant, say) must not leave a callback
+	// and its memory in the meter provider for each client it dropped.
+	runtime.AddCleanup(c, func(r metric.Registration) { _ = r.Unregister() }, t.registration)
+	return t, nil
 }
 
 // startCall starts the span of a public call that goes to the gateway.

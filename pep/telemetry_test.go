@@ -4,13 +4,17 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -182,4 +186,61 @@ func TestCachedCheckAllocatesNothingWithTheSDK(t *testing.T) {
 		}
 	})
 	assert.Zero(t, allocs)
+}
+
+// countingMeters is a no-op MeterProvider that counts the callbacks
+// registered and not yet unregistered.
+type countingMeters struct {
+	noop.MeterProvider
+	live atomic.Int64
+}
+
+func (p *countingMeters) Meter(string, ...metric.MeterOption) metric.Meter {
+	return countingMeter{p: p}
+}
+
+type countingMeter struct {
+	noop.Meter
+	p *countingMeters
+}
+
+func (m countingMeter) RegisterCallback(metric.Callback, ...metric.Observable) (metric.Registration, error) {
+	m.p.live.Add(1)
+	return &countedRegistration{p: m.p}, nil
+}
+
+type countedRegistration struct {
+	noop.Registration
+	p    *countingMeters
+	once sync.Once
+}
+
+func (r *countedRegistration) Unregister() error {
+	r.once.Do(func() { r.p.live.Add(-1) })
+	return nil
+}
+
+// TestDroppedClientsLeaveNoCallbacks makes clients and drops them, as a
+// service that makes one per tenant does, and requires that the meter
+// provider is left with no callback of theirs: each held its client only
+// weakly, but the registration and its memory stayed for the life of the
+// process, and every collection ran every dropped client's callback.
+func TestDroppedClientsLeaveNoCallbacks(t *testing.T) {
+	mp := &countingMeters{}
+	const clients = 200
+	kept := make([]*pep.Client, 0, clients)
+	for range clients {
+		c, err := pep.New("http://127.0.0.1:1", testRealm, testClient, pep.WithMeterProvider(mp))
+		require.NoError(t, err)
+		kept = append(kept, c)
+	}
+	runtime.GC()
+	require.Equal(t, int64(clients), mp.live.Load(), "a live client keeps its callback")
+	runtime.KeepAlive(kept)
+	kept = nil
+	for i := 0; i < 100 && mp.live.Load() > 0; i++ {
+		runtime.GC()       // the clients are unreachable: their cleanups are queued
+		runtime.Gosched() // and run on the runtime's cleanup goroutine
+	}
+	assert.Zero(t, mp.live.Load(), "callbacks of collected clients are unregistered")
 }
