@@ -239,7 +239,7 @@ func TestDroppedClientsLeaveNoCallbacks(t *testing.T) {
 	runtime.KeepAlive(kept)
 	kept = nil
 	for i := 0; i < 100 && mp.live.Load() > 0; i++ {
-		runtime.GC()       // the clients are unreachable: their cleanups are queued
+		runtime.GC()      // the clients are unreachable: their cleanups are queued
 		runtime.Gosched() // and run on the runtime's cleanup goroutine
 	}
 	assert.Zero(t, mp.live.Load(), "callbacks of collected clients are unregistered")
