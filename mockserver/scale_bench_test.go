@@ -138,7 +138,7 @@ func realmIDs(tb testing.TB, s *Server) (orgs, roots []string, users map[string]
 			if err != nil {
 				return err
 			}
-			roots = append(roots, ds[0].ID)
+			roots = append(roots, ds.At(0).ID)
 		}
 		for _, n := range []string{"everywhere", "ten", "u0"} {
 			users[n] = rm.UserByName[n]
