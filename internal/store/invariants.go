@@ -322,10 +322,30 @@ func (r *Realm) checkOrgIndexes(bad func(string, ...any)) {
 				bad("organization %q: alias %q names %q", oid, alias, id)
 			}
 		}
+		props, required := 0, 0
 		for id := range ix.propTmpls {
-			if t, ok := r.PropTmpls[id]; !ok || t.OrgID != oid {
+			t, ok := r.PropTmpls[id]
+			if !ok || t.OrgID != oid {
 				bad("organization %q: property template %q missing", oid, id)
+				continue
 			}
+			for i := range t.Properties {
+				p := &t.Properties[i]
+				props++
+				if ref := ix.props[p.Key]; ref.tmpl != t || ref.prop != p {
+					bad("organization %q: property %q of template %q not indexed", oid, p.Key, id)
+				}
+				if _, ok := ix.required[p.Key]; ok != p.Required {
+					bad("organization %q: property %q required %v but the index says %v", oid, p.Key, p.Required, ok)
+				}
+				if p.Required {
+					required++
+				}
+			}
+		}
+		if len(ix.props) != props || len(ix.required) != required {
+			bad("organization %q: %d properties (%d required) indexed for %d (%d)",
+				oid, len(ix.props), len(ix.required), props, required)
 		}
 		for id := range ix.deptTmpls {
 			if t, ok := r.DeptTmpls[id]; !ok || t.OrgID != oid {

@@ -70,6 +70,12 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 			r.Depts["0"] = x
 			r.orgs[d.OrgID].depts++
 		},
+		"stale property key": func(t *testing.T, r *Realm, o *Organization, _ *Department) {
+			tmpl, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "P",
+				Properties: []Property{{Key: "cost-center", Type: PropString, Required: true}}}, t0)
+			require.NoError(t, err)
+			tmpl.Properties = []Property{{Key: "region", Type: PropString}}
+		},
 		"stale department alias": func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.orgs[o.ID].aliases["ghost"] = "x" },
 		"department count off":   func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.orgs[o.ID].depts++ },
 		"org list stale":         func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.orgList = nil },

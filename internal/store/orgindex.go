@@ -21,10 +21,46 @@ type orgIndex struct {
 	// department templates.
 	propTmpls Set
 	deptTmpls Set
+	// props maps each property key declared by the organization's property
+	// templates (keys are unique across them) to its template and property,
+	// and required holds the keys of the required ones: a department's
+	// attributes are checked in the time of the attributes, and a template's
+	// keys in the time of the template, however many templates the
+	// organization has.
+	props    map[string]propRef
+	required Set
+}
+
+// propRef is a property of a property template.
+type propRef struct {
+	tmpl *PropertyTemplate
+	prop *Property // in tmpl.Properties
 }
 
 func newOrgIndex() *orgIndex {
-	return &orgIndex{children: map[string]*SortedList[*Department]{}, aliases: map[string]string{}, propTmpls: Set{}, deptTmpls: Set{}}
+	return &orgIndex{children: map[string]*SortedList[*Department]{}, aliases: map[string]string{},
+		propTmpls: Set{}, deptTmpls: Set{}, props: map[string]propRef{}, required: Set{}}
+}
+
+// addProps indexes the properties of t, whose keys must be free.
+func (ix *orgIndex) addProps(t *PropertyTemplate) {
+	for i := range t.Properties {
+		p := &t.Properties[i]
+		ix.props[p.Key] = propRef{tmpl: t, prop: p}
+		if p.Required {
+			ix.required[p.Key] = struct{}{}
+		}
+	}
+}
+
+// removeProps removes the properties of t from the index.
+func (ix *orgIndex) removeProps(t *PropertyTemplate) {
+	for _, p := range t.Properties {
+		if ix.props[p.Key].tmpl == t {
+			delete(ix.props, p.Key)
+			delete(ix.required, p.Key)
+		}
+	}
 }
 
 // orgIndex returns the index of an organization known to exist.
