@@ -89,7 +89,7 @@ func deptPath(rm *store.Realm, r *http.Request) (*store.Department, error) {
 // {departmentId} must be a department of the organization (the
 // organization's own id is a 404).
 func (s *Server) listDepartments(w http.ResponseWriter, r *http.Request, _ *caller) {
-	listPage(s, w, r, defaultPageSize, func(rm *store.Realm) ([]*store.Department, error) {
+	listSorted(s, w, r, defaultPageSize, func(rm *store.Realm) (*store.SortedList[*store.Department], error) {
 		return rm.Departments(r.PathValue("orgId"), r.PathValue("departmentId"))
 	}, toDeptJSON)
 }

@@ -89,17 +89,44 @@ func listPage[T, U any](s *Server, w http.ResponseWriter, r *http.Request, def i
 	})
 }
 
+// listSorted is listPage for a list the store keeps sorted as a
+// store.SortedList, of which only the page is read: a page costs itself
+// (and a logarithm), however long the list.
+func listSorted[T comparable, U any](s *Server, w http.ResponseWriter, r *http.Request, def int,
+	find func(rm *store.Realm) (*store.SortedList[T], error), conv func(T) U) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		all, err := find(rm)
+		if err != nil {
+			return nil, err
+		}
+		p, err := parsePage(r, def, maxPage)
+		if err != nil {
+			return nil, err
+		}
+		return windowBody(p, all.Len(), all.Window, conv), nil
+	})
+}
+
 // pageBody builds the paginated body of the window p of all, converting only
 // the items on the page.
 func pageBody[T, U any](p page, all []T, conv func(T) U) listBody[U] {
+	return windowBody(p, len(all), func(lo, hi int) []T { return all[lo:hi] }, conv)
+}
+
+// windowBody builds the paginated body of the window p of a list of total
+// items, of which window returns those at positions [lo, hi), converting
+// only the items on the page.
+func windowBody[T, U any](p page, total int, window func(lo, hi int) []T, conv func(T) U) listBody[U] {
 	var body listBody[U]
 	body.MetaData.CurrentPagination = p
-	body.MetaData.TotalRows = len(all)
-	start := min(p.Offset, len(all))
-	end := min(start+p.Count, len(all))
+	body.MetaData.TotalRows = total
+	start := min(p.Offset, total)
+	end := min(start+p.Count, total)
 	body.Results = make([]U, 0, end-start)
-	for _, v := range all[start:end] {
-		body.Results = append(body.Results, conv(v))
+	if start < end {
+		for _, v := range window(start, end) {
+			body.Results = append(body.Results, conv(v))
+		}
 	}
 	return body
 }

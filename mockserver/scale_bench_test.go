@@ -91,6 +91,45 @@ func scaleFixture(orgs int) Fixture {
 	return Fixture{Realms: []FixtureRealm{realm}}
 }
 
+// flatFixture builds realm "big" with an admin and one organization "flat"
+// of n root departments, named in order, or in reverse order when reverse.
+func flatFixture(n int, reverse bool) Fixture {
+	ds := make([]FixtureDepartment, n)
+	for i := range ds {
+		k := i
+		if reverse {
+			k = n - i
+		}
+		ds[i] = FixtureDepartment{Name: fmt.Sprintf("Dept %07d", k)}
+	}
+	return Fixture{Realms: []FixtureRealm{{Name: "big",
+		Users:         []FixtureUser{{Username: "admin", Password: "admin", Roles: []string{"realm-admin"}}},
+		Organizations: []FixtureOrganization{{Name: "Flat", Alias: "flat", Departments: ds}}}}}
+}
+
+// flatOrgID returns the id of flatFixture's organization.
+func flatOrgID(tb testing.TB, s *Server) string {
+	var id string
+	err := s.store.Read("big", func(rm *store.Realm) error {
+		id = rm.OrgByAlias["flat"]
+		return nil
+	})
+	if err != nil || id == "" {
+		tb.Fatalf("no organization flat: %v", err)
+	}
+	return id
+}
+
+// propTemplateBody is a property template of MaxProperties STRING
+// properties whose keys start with name.
+func propTemplateBody(name string) string {
+	props := make([]map[string]any, store.MaxProperties)
+	for i := range props {
+		props[i] = map[string]any{"key": fmt.Sprintf("%s_%d", name, i), "label": "l", "type": "STRING"}
+	}
+	return mustJSON(map[string]any{"name": name, "properties": props})
+}
+
 // scaleServer loads fx into a new server.
 func scaleServer(tb testing.TB, fx Fixture) *Server {
 	tb.Helper()
@@ -138,7 +177,7 @@ func realmIDs(tb testing.TB, s *Server) (orgs, roots []string, users map[string]
 			if err != nil {
 				return err
 			}
-			roots = append(roots, ds[0].ID)
+			roots = append(roots, ds.At(0).ID)
 		}
 		for _, n := range []string{"everywhere", "ten", "u0"} {
 			users[n] = rm.UserByName[n]
@@ -210,6 +249,58 @@ func BenchmarkScale(b *testing.B) {
 				serve(b, s, http.MethodGet, scaleOrgsPrefix+"/"+orgs[i%len(orgs)]+"/departments", admin, "", http.StatusOK)
 				i++
 			}
+		})
+		depts := size.orgs * scaleDepts
+		b.Run(size.name+"/fixture-load-reversed", func(b *testing.B) {
+			// One organization of as many root departments, listed in
+			// reverse name order: each sibling list is built in
+			// O(n log n), not O(n²).
+			fx := flatFixture(depts, true)
+			for b.Loop() {
+				scaleServer(b, fx)
+			}
+		})
+		b.Run(size.name+"/org-delete", func(b *testing.B) {
+			// Deleting an organization of as many root departments
+			// costs its size (ns/dept stays flat across sizes). Each
+			// round loads a fresh one, untimed.
+			fx := flatFixture(depts, false)
+			for range b.N {
+				b.StopTimer()
+				fs := scaleServer(b, fx)
+				tok, err := fs.IssueToken("big", "admin")
+				if err != nil {
+					b.Fatal(err)
+				}
+				org := flatOrgID(b, fs)
+				b.StartTimer()
+				serve(b, fs, http.MethodDelete, scaleOrgsPrefix+"/"+org, tok, "", http.StatusOK)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(depts), "ns/dept")
+		})
+		b.Run(size.name+"/property-templates", func(b *testing.B) {
+			// An organization with as many properties as the realm has
+			// departments (100 per template): a department create checks
+			// its own attributes, and a template create its own keys,
+			// whatever the number of templates.
+			org := orgs[len(orgs)-1]
+			for t := range depts / store.MaxProperties {
+				serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+org+"/property-templates", admin, propTemplateBody(fmt.Sprint("t", t)), http.StatusCreated)
+			}
+			b.Run("department-create", func(b *testing.B) {
+				i := 0
+				for b.Loop() {
+					serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+org+"/departments", admin,
+						fmt.Sprintf(`{"name":"Prop %d","attributes":{"t0_0":["x"],"t1_1":["y"]}}`, i), http.StatusCreated)
+					i++
+				}
+			})
+			b.Run("template-create-delete", func(b *testing.B) {
+				for b.Loop() {
+					rec := serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+org+"/property-templates", admin, propTemplateBody("extra"), http.StatusCreated)
+					serve(b, s, http.MethodDelete, scaleOrgsPrefix+"/"+org+"/property-templates/"+idOf(b, rec), admin, "", http.StatusOK)
+				}
+			})
 		})
 		b.Run(size.name+"/decision", func(b *testing.B) {
 			tok, err := s.IssueToken("big", "u0")

@@ -46,7 +46,7 @@ func TestAssignmentLists(t *testing.T) {
 	top := mustDept(t, r, a.ID, "", DeptSpec{Name: "Top", Children: []DeptSpec{{Name: "Sub"}, {Name: "Unrelated"}}})
 	mustDept(t, r, a.ID, "", DeptSpec{Name: "Empty"})
 	var sub *Department
-	for _, d := range r.orgIndex(a.ID).children[top.ID] {
+	for d := range r.orgIndex(a.ID).children[top.ID].All() {
 		if d.Name == "Sub" {
 			sub = d
 		}

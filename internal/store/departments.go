@@ -56,9 +56,10 @@ func (r *Realm) SubDepartment(orgID, parentID, subID string) (*Department, error
 // sorted by name then id; parentID "" lists the root departments. Any other
 // parentID must be a department of the organization (the organization's own
 // id is not). Errors: ErrNotFound for an unknown organization or parent. The
-// list is the organization's index: it costs nothing to get and must not be
-// changed.
-func (r *Realm) Departments(orgID, parentID string) ([]*Department, error) {
+// list is the organization's index: it costs nothing to get, a page of it
+// costs the page (SortedList.Window), and it must be read under the realm's
+// lock.
+func (r *Realm) Departments(orgID, parentID string) (*SortedList[*Department], error) {
 	parentID, _, err := r.parent(orgID, parentID)
 	if err != nil {
 		return nil, err
@@ -92,8 +93,8 @@ func (r *Realm) DepartmentTree(orgID string) ([]*DeptNode, error) {
 	children := r.orgIndex(orgID).children
 	var build func(parent string) []*DeptNode
 	build = func(parent string) []*DeptNode {
-		out := make([]*DeptNode, 0, len(children[parent]))
-		for _, d := range children[parent] {
+		out := make([]*DeptNode, 0, children[parent].Len())
+		for d := range children[parent].All() {
 			out = append(out, &DeptNode{Dept: d, Children: build(d.ID)})
 		}
 		return out
@@ -107,7 +108,9 @@ func (r *Realm) subtree(deptID string) []*Department {
 	children := r.orgIndex(d.OrgID).children
 	out := []*Department{d}
 	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i].ID]...)
+		for c := range children[out[i].ID].All() {
+			out = append(out, c)
+		}
 	}
 	return out
 }
@@ -263,25 +266,40 @@ func (r *Realm) DeleteDepartment(orgID, deptID string) ([]string, error) {
 	if _, err := r.Department(orgID, deptID); err != nil {
 		return nil, err
 	}
-	sub := r.subtree(deptID)
+	sub := r.removeSubtree(deptID)
 	ids := make([]string, len(sub))
 	for i, d := range sub {
 		ids[i] = d.ID
 	}
-	// Children first, so that each unlink finds its parent's list.
-	for i := len(sub) - 1; i >= 0; i-- {
-		r.removeDepartment(sub[i])
-	}
 	return ids, nil
 }
 
-// removeDepartment removes one department, its assignments and its place in
-// the organization's index. Its children must be removed before it.
-func (r *Realm) removeDepartment(d *Department) {
+// removeSubtree removes department deptID with all its descendants, their
+// assignments and their places in the organization's index, and returns
+// them, parents before children. Only the top department is taken out of a
+// sibling list (its parent's); the child lists below it are dropped whole.
+// So it costs the size of the subtree and of its assignments, however wide
+// the subtree, and never the top department's siblings beyond a logarithm.
+func (r *Realm) removeSubtree(deptID string) []*Department {
+	sub := r.subtree(deptID)
+	ix := r.orgIndex(sub[0].OrgID)
+	ix.unlink(sub[0])
+	for _, d := range sub[1:] {
+		ix.drop(d)
+	}
+	for _, d := range sub {
+		r.forget(d)
+	}
+	return sub
+}
+
+// forget removes a department from Depts with its assignments (and so the
+// template grants anchored to them); its place in the organization's index
+// is the caller's to remove.
+func (r *Realm) forget(d *Department) {
 	for uid := range r.AssignmentsByDept[d.ID] {
 		r.removeAssignment(uid, d.ID)
 	}
 	delete(r.AssignmentsByDept, d.ID)
-	r.orgIndex(d.OrgID).unlink(d)
 	delete(r.Depts, d.ID)
 }

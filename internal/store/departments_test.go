@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,10 +32,10 @@ func TestDepartmentsResolveWithinTheirOrganization(t *testing.T) {
 
 	roots, err := r.Departments(a.ID, "")
 	require.NoError(t, err)
-	assert.Equal(t, []*Department{root}, roots)
+	assert.Equal(t, []*Department{root}, slices.Collect(roots.All()))
 	kids, err := r.Departments(a.ID, root.ID)
 	require.NoError(t, err)
-	assert.Equal(t, []*Department{sub}, kids)
+	assert.Equal(t, []*Department{sub}, slices.Collect(kids.All()))
 	_, err = r.Departments(b.ID, root.ID)
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = r.CreateDepartment(b.ID, root.ID, DeptSpec{Name: "x"}, t0)

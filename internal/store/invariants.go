@@ -273,6 +273,16 @@ func (r *Realm) checkOrgIndexes(bad func(string, ...any)) {
 			bad("organization %q has no index", oid)
 		}
 	}
+	// listed counts how many times each department sits in a child list,
+	// which must be once, in its parent's (checked below).
+	listed := map[*Department]int{}
+	for _, ix := range r.orgs {
+		for _, kids := range ix.children {
+			for d := range kids.All() {
+				listed[d]++
+			}
+		}
+	}
 	counts := map[string]int{}
 	for id, d := range r.Depts {
 		counts[d.OrgID]++
@@ -280,14 +290,8 @@ func (r *Realm) checkOrgIndexes(bad func(string, ...any)) {
 		if !ok {
 			continue // reported above as a department of a missing organization
 		}
-		n := 0
-		for _, c := range ix.children[d.ParentID] {
-			if c == d {
-				n++
-			}
-		}
-		if n != 1 {
-			bad("department %q is %d times in its parent's child list", id, n)
+		if n := listed[d]; n != 1 {
+			bad("department %q is %d times in a child list", id, n)
 		}
 		if d.Alias != "" && ix.aliases[d.Alias] != id {
 			bad("department %q: alias %q not indexed", id, d.Alias)
@@ -301,15 +305,15 @@ func (r *Realm) checkOrgIndexes(bad func(string, ...any)) {
 			bad("organization %q: index counts %d departments for %d", oid, ix.depts, counts[oid])
 		}
 		for parent, kids := range ix.children {
-			if len(kids) == 0 {
+			if kids.Len() == 0 {
 				bad("organization %q: empty child list of %q", oid, parent)
 			}
-			for i, d := range kids {
+			if err := kids.check(cmpDept); err != nil {
+				bad("organization %q: child list of %q: %v", oid, parent, err)
+			}
+			for d := range kids.All() {
 				if r.Depts[d.ID] != d || d.OrgID != oid || d.ParentID != parent {
 					bad("organization %q: child list of %q holds %q", oid, parent, d.ID)
-				}
-				if i > 0 && cmpDept(kids[i-1], d) >= 0 {
-					bad("organization %q: child list of %q is not sorted at %d", oid, parent, i)
 				}
 			}
 		}
@@ -318,10 +322,30 @@ func (r *Realm) checkOrgIndexes(bad func(string, ...any)) {
 				bad("organization %q: alias %q names %q", oid, alias, id)
 			}
 		}
+		props, required := 0, 0
 		for id := range ix.propTmpls {
-			if t, ok := r.PropTmpls[id]; !ok || t.OrgID != oid {
+			t, ok := r.PropTmpls[id]
+			if !ok || t.OrgID != oid {
 				bad("organization %q: property template %q missing", oid, id)
+				continue
 			}
+			for i := range t.Properties {
+				p := &t.Properties[i]
+				props++
+				if ref := ix.props[p.Key]; ref.tmpl != t || ref.prop != p {
+					bad("organization %q: property %q of template %q not indexed", oid, p.Key, id)
+				}
+				if _, ok := ix.required[p.Key]; ok != p.Required {
+					bad("organization %q: property %q required %v but the index says %v", oid, p.Key, p.Required, ok)
+				}
+				if p.Required {
+					required++
+				}
+			}
+		}
+		if len(ix.props) != props || len(ix.required) != required {
+			bad("organization %q: %d properties (%d required) indexed for %d (%d)",
+				oid, len(ix.props), len(ix.required), props, required)
 		}
 		for id := range ix.deptTmpls {
 			if t, ok := r.DeptTmpls[id]; !ok || t.OrgID != oid {

@@ -64,11 +64,17 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 			delete(r.orgs[o.ID].children, o.ID)
 		},
 		"child list out of order": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
-			kids := r.orgs[d.OrgID].children[d.ID]
-			kids = append(kids, &Department{ID: "0", OrgID: d.OrgID, ParentID: d.ID, Name: "A", Depth: 2})
-			r.Depts["0"] = kids[len(kids)-1]
-			r.orgs[d.OrgID].children[d.ID] = kids
+			// Added with an order that is not the lists' own.
+			x := &Department{ID: "0", OrgID: d.OrgID, ParentID: d.ID, Name: "Z", Depth: 2}
+			r.orgs[d.OrgID].children[d.ID].insert(x, func(a, b *Department) int { return -cmpDept(a, b) })
+			r.Depts["0"] = x
 			r.orgs[d.OrgID].depts++
+		},
+		"stale property key": func(t *testing.T, r *Realm, o *Organization, _ *Department) {
+			tmpl, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "P",
+				Properties: []Property{{Key: "cost-center", Type: PropString, Required: true}}}, t0)
+			require.NoError(t, err)
+			tmpl.Properties = []Property{{Key: "region", Type: PropString}}
 		},
 		"stale department alias": func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.orgs[o.ID].aliases["ghost"] = "x" },
 		"department count off":   func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.orgs[o.ID].depts++ },

@@ -28,7 +28,6 @@ package store
 import (
 	"cmp"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -235,10 +234,13 @@ func (r *Realm) DeleteOrganization(id string) error {
 		return err
 	}
 	ix := r.orgIndex(id)
-	for _, root := range slices.Clone(ix.children[id]) {
-		sub := r.subtree(root.ID)
-		for i := len(sub) - 1; i >= 0; i-- {
-			r.removeDepartment(sub[i])
+	// The index goes whole below: each department only leaves Depts and
+	// takes its assignments with it, with no sibling list to search or
+	// shift (removing the roots one by one from their list was quadratic
+	// in their number).
+	for root := range ix.children[id].All() {
+		for _, d := range r.subtree(root.ID) {
+			r.forget(d)
 		}
 	}
 	for gid := range r.OrgGroups[id] {

@@ -155,7 +155,7 @@ func TestDeleteOrganizationCascades(t *testing.T) {
 		TemplateRoleIDs: []string{"r-auditor"},
 		Children:        []DeptSpec{{Name: "Inside", Alias: "inside"}}})
 	kd := mustDept(t, r, keep.ID, "", DeptSpec{Name: "Kept"})
-	child := r.orgIndex(o.ID).children[d.ID][0]
+	child := r.orgIndex(o.ID).children[d.ID].At(0)
 	for _, did := range []string{d.ID, child.ID, kd.ID} {
 		_, _, err := r.Assign("u-alice", did, t0)
 		require.NoError(t, err)

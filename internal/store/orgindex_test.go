@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ func TestOrganizationIsNotItsOwnParent(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	roots, err := r.Departments(o.ID, "")
 	require.NoError(t, err)
-	require.Len(t, roots, 1)
+	require.Equal(t, 1, roots.Len())
 }
 
 // TestChildListsFollowRenames: sibling lists stay sorted by name then id
@@ -42,7 +43,7 @@ func TestChildListsFollowRenames(t *testing.T) {
 		list, err := r.Departments(o.ID, "")
 		require.NoError(t, err)
 		var out []string
-		for _, d := range list {
+		for d := range list.All() {
 			out = append(out, d.Name)
 		}
 		return out
@@ -184,4 +185,70 @@ func TestCompareLowerMatchesToLower(t *testing.T) {
 			assert.Equal(t, want, compareLower(a, b), "%q vs %q", a, b)
 		}
 	}
+}
+
+// countDeptCompares makes cmpDept count its calls until the test ends. The
+// test must not be parallel.
+func countDeptCompares(t *testing.T) *int {
+	n := new(int)
+	orig := cmpDept
+	cmpDept = func(a, b *Department) int { *n++; return orig(a, b) }
+	t.Cleanup(func() { cmpDept = orig })
+	return n
+}
+
+// TestWideDeletesSearchNoSiblingList: deleting an organization or a
+// department drops the child lists below it whole; only the deleted
+// department leaves its parent's list. So deleting costs the size of what
+// goes, however wide: removing many roots or children one by one
+// from their sorted list, as it used to, was quadratic in their number.
+func TestWideDeletesSearchNoSiblingList(t *testing.T) {
+	const n = MaxTemplateNodes - 1 // the widest department one create makes
+	r := testRealm(t)
+	o := mustOrg(t, r, "O", "o")
+	wide := DeptSpec{Name: "wide"}
+	for i := range n {
+		mustDept(t, r, o.ID, "", DeptSpec{Name: fmt.Sprint("root ", i), Children: []DeptSpec{{Name: "c"}}})
+		wide.Children = append(wide.Children, DeptSpec{Name: fmt.Sprint("child ", i)})
+	}
+	w := mustDept(t, r, o.ID, "", wide)
+	_, _, err := r.Assign("u-alice", r.orgIndex(o.ID).children[w.ID].At(0).ID, t0)
+	require.NoError(t, err)
+
+	compares := countDeptCompares(t)
+	ids, err := r.DeleteDepartment(o.ID, w.ID)
+	require.NoError(t, err)
+	require.Len(t, ids, n+1)
+	// Only w's own removal from the n+1 roots: about 3 log2 n compares.
+	assert.LessOrEqual(t, *compares, 5*bits.Len(n+1), "deleting a department of %d children", n)
+	assert.Empty(t, r.Assignments)
+	requireConsistent(t, r)
+
+	*compares = 0
+	require.NoError(t, r.DeleteOrganization(o.ID))
+	assert.Zero(t, *compares, "deleting an organization of %d roots", n)
+	assert.Empty(t, r.Depts)
+	requireConsistent(t, r)
+}
+
+// TestSiblingsInAnyOrderStayShallow: siblings created in reverse name order
+// (as a fixture may list them) keep their list a shallow tree, so that each
+// create costs O(log n) compares and no shifting, and a fixture of n
+// siblings loads in O(n log n) (a sorted slice cost O(n) per insert at its
+// front: quadratic).
+func TestSiblingsInAnyOrderStayShallow(t *testing.T) {
+	const n = 1 << 12
+	r := testRealm(t)
+	o := mustOrg(t, r, "O", "o")
+	compares := countDeptCompares(t)
+	for i := range n {
+		mustDept(t, r, o.ID, "", DeptSpec{Name: fmt.Sprintf("d%05d", n-i)})
+	}
+	roots, err := r.Departments(o.ID, "")
+	require.NoError(t, err)
+	require.Equal(t, n, roots.Len())
+	assert.LessOrEqual(t, treeDepth(roots.root), 5*bits.Len(n))
+	assert.LessOrEqual(t, *compares, n*5*bits.Len(n))
+	assert.Equal(t, "d00001", roots.At(0).Name)
+	requireConsistent(t, r)
 }

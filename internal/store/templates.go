@@ -126,7 +126,9 @@ func (r *Realm) CreatePropertyTemplate(orgID string, spec PropertyTemplateSpec, 
 	t := &PropertyTemplate{ID: NewID(), OrgID: orgID, Name: spec.Name, Description: spec.Description,
 		Properties: spec.Properties, CreatedAt: now.UTC()}
 	r.PropTmpls[t.ID] = t
-	r.orgIndex(orgID).propTmpls[t.ID] = struct{}{}
+	ix := r.orgIndex(orgID)
+	ix.propTmpls[t.ID] = struct{}{}
+	ix.addProps(t)
 	return t, nil
 }
 
@@ -144,34 +146,34 @@ func (r *Realm) UpdatePropertyTemplate(orgID, id string, spec PropertyTemplateSp
 	if err := r.checkKeysFree(orgID, id, spec.Properties); err != nil {
 		return nil, err
 	}
+	ix := r.orgIndex(orgID)
+	ix.removeProps(t)
 	t.Name, t.Description, t.Properties = spec.Name, spec.Description, spec.Properties
+	ix.addProps(t)
 	return t, nil
 }
 
 // DeletePropertyTemplate removes a property template.
 func (r *Realm) DeletePropertyTemplate(orgID, id string) error {
-	if _, err := r.PropertyTemplate(orgID, id); err != nil {
+	t, err := r.PropertyTemplate(orgID, id)
+	if err != nil {
 		return err
 	}
 	delete(r.PropTmpls, id)
-	delete(r.orgIndex(orgID).propTmpls, id)
+	ix := r.orgIndex(orgID)
+	delete(ix.propTmpls, id)
+	ix.removeProps(t)
 	return nil
 }
 
 // checkKeysFree reports ErrConflict when another template of the
-// organization than except declares one of the keys of props.
+// organization than except declares one of the keys of props. It costs
+// len(props) look-ups in the organization's index of keys.
 func (r *Realm) checkKeysFree(orgID, except string, props []Property) error {
-	for id := range r.orgIndex(orgID).propTmpls {
-		t := r.PropTmpls[id]
-		if t.ID == except {
-			continue
-		}
-		for _, p := range t.Properties {
-			for _, q := range props {
-				if p.Key == q.Key {
-					return Conflict("property key %q is already declared by template %q", q.Key, t.ID)
-				}
-			}
+	ix := r.orgIndex(orgID)
+	for _, q := range props {
+		if ref, ok := ix.props[q.Key]; ok && ref.tmpl.ID != except {
+			return Conflict("property key %q is already declared by template %q", q.Key, ref.tmpl.ID)
 		}
 	}
 	return nil
@@ -182,21 +184,26 @@ func (r *Realm) checkKeysFree(orgID, except string, props []Property) error {
 // value, and every value of a declared key parses as its type (NUMBER a
 // finite float, BOOLEAN true or false, DATE YYYY-MM-DD, EMAIL an address,
 // URL absolute, ENUM one of the allowed values). Undeclared keys are free.
+//
+// It costs the attributes, not the organization's templates: each attribute
+// is one look-up in the organization's index of keys, and the walk over the
+// required keys stops at the first one missing, so it makes at most one
+// look-up more than there are attributes.
 func (r *Realm) checkPropertyAttributes(orgID, field string, attrs Attributes) error {
-	for id := range r.orgIndex(orgID).propTmpls {
-		t := r.PropTmpls[id]
-		for _, p := range t.Properties {
-			values, ok := attrs[p.Key]
-			if !ok || len(values) == 0 {
-				if p.Required {
-					return invalidField(field+"."+p.Key, "is required by property template "+t.Name)
-				}
-				continue
-			}
-			for _, v := range values {
-				if !validValue(p, v) {
-					return invalidField(field+"."+p.Key, fmt.Sprintf("%q is not a valid %s", v, p.Type))
-				}
+	ix := r.orgIndex(orgID)
+	for key := range ix.required {
+		if len(attrs[key]) == 0 {
+			return invalidField(field+"."+key, "is required by property template "+ix.props[key].tmpl.Name)
+		}
+	}
+	for key, values := range attrs {
+		ref, ok := ix.props[key]
+		if !ok {
+			continue
+		}
+		for _, v := range values {
+			if !validValue(*ref.prop, v) {
+				return invalidField(field+"."+key, fmt.Sprintf("%q is not a valid %s", v, ref.prop.Type))
 			}
 		}
 	}

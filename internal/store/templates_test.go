@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -148,5 +149,59 @@ func TestDepartmentTemplates(t *testing.T) {
 	list, err := r.DepartmentTemplates(o.ID)
 	require.NoError(t, err)
 	assert.Len(t, list, 1)
+	requireConsistent(t, r)
+}
+
+// TestPropertyKeyIndexFollowsTemplates: the organization's index of
+// property keys, by which departments are checked in the time of their own
+// attributes and templates in the time of their own properties, follows
+// template creates, updates and deletes, with many templates.
+func TestPropertyKeyIndexFollowsTemplates(t *testing.T) {
+	r := testRealm(t)
+	o := mustOrg(t, r, "A", "a")
+	other := mustOrg(t, r, "B", "b")
+	var last *PropertyTemplate
+	for i := range 200 {
+		props := make([]Property, MaxProperties)
+		for p := range props {
+			props[p] = Property{Key: fmt.Sprintf("k%d_%d", i, p), Type: PropNumber}
+		}
+		var err error
+		last, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: fmt.Sprint("p", i), Properties: props}, t0)
+		require.NoError(t, err)
+	}
+	ix := r.orgIndex(o.ID)
+	require.Len(t, ix.props, 200*MaxProperties)
+	_, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "dup", Properties: []Property{{Key: "k7_7", Type: PropString}}}, t0)
+	require.ErrorIs(t, err, ErrConflict)
+	_, err = r.CreatePropertyTemplate(other.ID, PropertyTemplateSpec{Name: "dup", Properties: []Property{{Key: "k7_7", Type: PropString}}}, t0)
+	require.NoError(t, err, "keys are unique per organization only")
+
+	_, err = r.CreateDepartment(o.ID, "", DeptSpec{Name: "x", Attributes: Attributes{"k5_5": {"many"}}}, t0)
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Equal(t, "attributes.k5_5", fieldOf(err))
+	mustDept(t, r, o.ID, "", DeptSpec{Name: "x", Attributes: Attributes{"k5_5": {"5"}, "free": {"any"}}})
+
+	// The last template now declares one required key, then another.
+	_, err = r.UpdatePropertyTemplate(o.ID, last.ID, PropertyTemplateSpec{Name: "last",
+		Properties: []Property{{Key: "k199_0", Type: PropNumber}, {Key: "cost-center", Type: PropString, Required: true}}})
+	require.NoError(t, err)
+	require.Len(t, ix.props, 199*MaxProperties+2)
+	_, err = r.CreateDepartment(o.ID, "", DeptSpec{Name: "y"}, t0)
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Equal(t, "attributes.cost-center", fieldOf(err))
+	assert.Contains(t, err.Error(), "property template last")
+	_, err = r.UpdatePropertyTemplate(o.ID, last.ID, PropertyTemplateSpec{Name: "last",
+		Properties: []Property{{Key: "k3_3", Type: PropString}}})
+	require.ErrorIs(t, err, ErrConflict, "a key of another template")
+	mustDept(t, r, o.ID, "", DeptSpec{Name: "y", Attributes: Attributes{"cost-center": {"cc"}, "k199_50": {"free now"}}})
+	requireConsistent(t, r)
+
+	require.NoError(t, r.DeletePropertyTemplate(o.ID, last.ID))
+	require.Len(t, ix.props, 199*MaxProperties)
+	require.Empty(t, ix.required)
+	mustDept(t, r, o.ID, "", DeptSpec{Name: "z"})
+	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "again", Properties: []Property{{Key: "k199_0", Type: PropString}}}, t0)
+	require.NoError(t, err, "a deleted template's keys are free again")
 	requireConsistent(t, r)
 }
