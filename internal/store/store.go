@@ -6,8 +6,8 @@
 // slow read, a burst of writes, a template instantiation) waits for another.
 // The store's own lock guards only the map of realms and is held for a map
 // lookup, never while a realm is read or written. The platform configuration
-// is an atomic value and the audit log has a lock of its own, held for an
-// append or for copying one page.
+// is an atomic value, and each tenant's audit log has a lock of its own, held
+// for an append or for copying its list of chunks.
 //
 // Readers of a realm use Read, writers use Write; a Write function validates
 // everything first and mutates only once nothing can fail, so every change, a
@@ -64,7 +64,7 @@ type Store struct {
 	tenants map[string]*Realm // by tenant id, provisioned realms only
 
 	config atomic.Pointer[Config]
-	audit  auditLog
+	audit  auditLogs
 }
 
 // New returns an empty store using now as its clock (time.Now when nil).
