@@ -76,17 +76,13 @@ const defaultPageSize = 20
 // size. It is a function, not a method, because it is generic.
 func listPage[T, U any](s *Server, w http.ResponseWriter, r *http.Request, def int,
 	find func(rm *store.Realm) ([]T, error), conv func(T) U) {
-	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+	listWindow(s, w, r, def, func(rm *store.Realm) (int, func(lo, hi int) []T, error) {
 		all, err := find(rm)
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
-		p, err := parsePage(r, def, maxPage)
-		if err != nil {
-			return nil, err
-		}
-		return pageBody(p, all, conv), nil
-	})
+		return len(all), func(lo, hi int) []T { return all[lo:hi] }, nil
+	}, conv)
 }
 
 // listSorted is listPage for a list the store keeps sorted as a
@@ -94,8 +90,22 @@ func listPage[T, U any](s *Server, w http.ResponseWriter, r *http.Request, def i
 // (and a logarithm), however long the list.
 func listSorted[T comparable, U any](s *Server, w http.ResponseWriter, r *http.Request, def int,
 	find func(rm *store.Realm) (*store.SortedList[T], error), conv func(T) U) {
-	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+	listWindow(s, w, r, def, func(rm *store.Realm) (int, func(lo, hi int) []T, error) {
 		all, err := find(rm)
+		if err != nil {
+			return 0, nil, err
+		}
+		return all.Len(), all.Window, nil
+	}, conv)
+}
+
+// listWindow answers the page the request asks of a list that find
+// describes by its length and a window of its items; a missing list (an
+// error of find) comes before a bad offset or count.
+func listWindow[T, U any](s *Server, w http.ResponseWriter, r *http.Request, def int,
+	find func(rm *store.Realm) (int, func(lo, hi int) []T, error), conv func(T) U) {
+	s.readList(w, r, func(rm *store.Realm, maxPage int) (any, error) {
+		total, window, err := find(rm)
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +113,7 @@ func listSorted[T comparable, U any](s *Server, w http.ResponseWriter, r *http.R
 		if err != nil {
 			return nil, err
 		}
-		return windowBody(p, all.Len(), all.Window, conv), nil
+		return windowBody(p, total, window, conv), nil
 	})
 }
 

@@ -156,26 +156,23 @@ type IDClaims struct {
 // SignIDToken mints an RS256 ID token of c with an RSA key from
 // GenerateIDTokenKey, naming kid in its header.
 func SignIDToken(key crypto.Signer, kid string, c *IDClaims) (string, error) {
-	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: IDTokenAlgorithm, Key: jose.JSONWebKey{Key: key, KeyID: kid}},
-		(&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		return "", fmt.Errorf("issuer: signer: %w", err)
-	}
-	raw, err := jwt.Signed(sig).Claims(c).Serialize()
-	if err != nil {
-		return "", fmt.Errorf("issuer: sign: %w", err)
-	}
-	return raw, nil
+	return sign(IDTokenAlgorithm, key, kid, c)
 }
 
 // Sign mints a compact JWS of c with key, naming kid in its header.
 func Sign(key crypto.Signer, kid string, c *Claims) (string, error) {
-	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: Algorithm, Key: jose.JSONWebKey{Key: key, KeyID: kid}},
+	return sign(Algorithm, key, kid, c)
+}
+
+// sign mints a compact JWS of type JWT of claims with key and alg, naming
+// kid in its header.
+func sign(alg jose.SignatureAlgorithm, key crypto.Signer, kid string, claims any) (string, error) {
+	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}},
 		(&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
 		return "", fmt.Errorf("issuer: signer: %w", err)
 	}
-	raw, err := jwt.Signed(sig).Claims(c).Serialize()
+	raw, err := jwt.Signed(sig).Claims(claims).Serialize()
 	if err != nil {
 		return "", fmt.Errorf("issuer: sign: %w", err)
 	}
