@@ -8,3 +8,20 @@
 // It knows nothing of either wire format: a client encodes its request,
 // hands the bytes to an Exchanger, and decodes the 200 body it gets back.
 package transport
+
+import "time"
+
+// Defaults both clients apply, so that pep and authzen behave alike out of
+// the box.
+const (
+	DefaultTimeout         = 2 * time.Second
+	DefaultRetryMax        = 2
+	DefaultRetryMinWait    = 25 * time.Millisecond
+	DefaultRetryMaxWait    = 400 * time.Millisecond
+	DefaultCacheSize       = 10_000
+	DefaultCacheMaxBytes   = 32 << 20
+	DefaultAllowTTL        = 30 * time.Second
+	DefaultDenyTTL         = 10 * time.Second
+	DefaultBreakerFailures = 5
+	DefaultBreakerCoolDown = 5 * time.Second
+)
