@@ -1,6 +1,10 @@
 package pep
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/orgauthz/orgauthz/internal/strictjson"
+)
 
 // pair is one resource-scope pair as the caller asked for it. In
 // ListGranted a pair may be a query for many: an empty scope stands for
@@ -111,14 +115,14 @@ func decodeAnswer(body []byte, queries []pair) (*answer, error) {
 	r := newReader(body)
 	defer r.free()
 	var sawStatus, sawPermissions bool
-	err := r.object(authorizeMembers, func(i int) error {
+	err := r.Object(authorizeMembers, func(i int) error {
 		if i == 0 {
 			sawStatus = true
 			_, err := r.status()
 			return err
 		}
 		sawPermissions = true
-		return r.array(func() error {
+		return r.Array(func() error {
 			res, scope, s, err := r.permission()
 			if err != nil {
 				return err
@@ -132,7 +136,7 @@ func decodeAnswer(body []byte, queries []pair) (*answer, error) {
 	case !sawStatus || !sawPermissions:
 		return nil, malformed("the answer lacks status or permissions")
 	}
-	if err := r.end(); err != nil {
+	if err := r.End(); err != nil {
 		return nil, malformed("%s", jsonProblem(err))
 	}
 	return a, nil
@@ -194,28 +198,28 @@ func unsafeString(b []byte) string {
 // strings resource, scope and status.
 func (r *reader) permission() (res, scope []byte, s Status, err error) {
 	var seen [3]bool
-	err = r.object(permissionMembers, func(i int) error {
+	err = r.Object(permissionMembers, func(i int) error {
 		seen[i] = true // object refuses a second one
 		var err error
 		switch i {
 		case 0:
-			res, err = r.bytes(&r.resScratch)
+			res, err = r.Bytes(&r.resScratch)
 		case 1:
-			scope, err = r.bytes(&r.scopeScratch)
+			scope, err = r.Bytes(&r.scopeScratch)
 		default:
 			s, err = r.status()
 		}
 		return err
 	})
 	if err == nil && seen != [3]bool{true, true, true} {
-		err = errMissingMember
+		err = strictjson.ErrMissingMember
 	}
 	return res, scope, s, err
 }
 
 // status reads one of the three status strings.
 func (r *reader) status() (Status, error) {
-	b, err := r.bytes(&r.name)
+	b, err := r.Bytes(&r.statusScratch)
 	if err != nil {
 		return Deny, err
 	}

@@ -75,7 +75,7 @@ func contextKey(contextJSON string) string {
 
 // cacheable reports whether a call's token and a pair may be cached.
 func cacheable(id tokenIdent, p pair) bool {
-	return len(id.token) <= maxCachedToken && len(p.resource)+len(p.scope) <= maxCachedNames && !p.wildcard()
+	return len(id.Token) <= maxCachedToken && len(p.resource)+len(p.scope) <= maxCachedNames && !p.wildcard()
 }
 
 // group returns the handle through which a call reads its token's
@@ -84,7 +84,7 @@ func cacheable(id tokenIdent, p pair) bool {
 // cache.
 func (d *decisionCache) group(cl *call) *cache.Group[tokenIdent, cacheKey, Status] {
 	switch {
-	case d == nil || cl.noCache || len(cl.id.token) > maxCachedToken:
+	case d == nil || cl.noCache || len(cl.id.Token) > maxCachedToken:
 		return nil
 	case cl.state != nil && cl.state.group != nil:
 		return cl.state.group
@@ -96,7 +96,7 @@ func (d *decisionCache) group(cl *call) *cache.Group[tokenIdent, cacheKey, Statu
 // SetToken until the token is replaced (unpin), so that its hits never hash
 // the token. Nil for a disabled cache or a token too long to cache.
 func (d *decisionCache) pin(id tokenIdent) *cache.Group[tokenIdent, cacheKey, Status] {
-	if d == nil || len(id.token) > maxCachedToken {
+	if d == nil || len(id.Token) > maxCachedToken {
 		return nil
 	}
 	return d.lru.Pin(owned(id))
@@ -107,7 +107,7 @@ func (d *decisionCache) pin(id tokenIdent) *cache.Group[tokenIdent, cacheKey, St
 // long as its entries live and counts only its length, so it must not keep
 // what it was cut from.
 func owned(id tokenIdent) tokenIdent {
-	id.token = strings.Clone(id.token)
+	id.Token = strings.Clone(id.Token)
 	return id
 }
 
@@ -124,7 +124,7 @@ func (d *decisionCache) get(cl *call, p pair) (Status, bool) {
 // an answer in flight cannot bring a purged token's decisions back. Close it
 // when the request is over. A nil writer (disabled cache) stores nothing.
 func (d *decisionCache) writer(cl *call) *cache.Writer[tokenIdent, cacheKey, Status] {
-	if d == nil || len(cl.id.token) > maxCachedToken {
+	if d == nil || len(cl.id.Token) > maxCachedToken {
 		return nil
 	}
 	return d.lru.Writer(owned(cl.id))
@@ -150,7 +150,7 @@ func (d *decisionCache) store(w *cache.Writer[tokenIdent, cacheKey, Status], cl 
 		default:
 			continue
 		}
-		size := int64(len(cl.id.token) + len(p.resource) + len(p.scope) + len(cl.ctxKey))
+		size := int64(len(cl.id.Token) + len(p.resource) + len(p.scope) + len(cl.ctxKey))
 		// The names are the caller's, often cut from a request's path or
 		// headers: copies keep only the bytes the budget counts.
 		key := cacheKey{resource: strings.Clone(p.resource), scope: strings.Clone(p.scope), context: strings.Clone(cl.ctxKey)}

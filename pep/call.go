@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
+	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // call is what one public call carries on its way to the gateway.
@@ -43,7 +44,7 @@ func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
 		if tok == "" {
 			return fmt.Errorf("%w: WithToken was given an empty token", ErrNoToken)
 		}
-		cl.id = tokenIdent{scheme: schemeBearer, token: tok}
+		cl.id = tokenIdent{Scheme: schemeBearer, Token: tok}
 		cl.group = c.cache.group(cl)
 		return nil
 	}
@@ -58,13 +59,13 @@ func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
 
 // credential returns what attaches the call's token to a request.
 func (cl *call) credential() (credential, error) {
-	if !validToken(cl.id.token) {
+	if !transport.ValidToken(cl.id.Token) {
 		return nil, fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
 	}
 	if cl.state == nil {
-		return newBearer(cl.id.token), nil
+		return transport.NewBearer(cl.id.Token), nil
 	}
-	if err := cl.state.cred.usable(); err != nil {
+	if err := cl.state.cred.Usable(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoToken, err)
 	}
 	return cl.state.cred, nil

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // maxParallelChunks bounds the gateway requests one call has in flight.
-const maxParallelChunks = 4
+const maxParallelChunks = transport.MaxParallelChunks
 
 // Check asks whether the token may use scope on resource. The decision is
 // Allowed only for an explicit GRANT that the gateway returned for exactly

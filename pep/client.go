@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/stripe"
+	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // Client asks the gateway for authorization decisions and fails closed. It
@@ -25,14 +25,12 @@ type Client struct {
 	organizationsURL string
 	gatewayURL       string // the gateway's base URL, without a trailing slash
 
-	base      http.RoundTripper // the transport under the client's own layers
-	retry     retryPolicy
-	nonces    *nonceStore // the latest DPoP-Nonce per gateway origin
+	// x sends gateway requests: breaker, retries, credential, transport.
+	x         *transport.Exchanger
 	timeout   time.Duration
 	batchSize int
 	cache     *decisionCache
-	breaker   *breaker
-	flights   flights
+	flights   transport.Flights[*answer]
 	logger    *slog.Logger
 	emitter   *events.Emitter
 	now       func() time.Time
@@ -53,9 +51,9 @@ type Client struct {
 	// to are striped, so that cores do not contend on one word. A Check
 	// answered from the cache counts only in cachedGrants or cachedDenies,
 	// which count both its call and its decision.
-	calls, granted, denied, errored      stripe.Counter
-	cachedGrants, cachedDenies           stripe.Counter
-	sent, retries, coalesced, failClosed atomic.Uint64
+	calls, granted, denied, errored stripe.Counter
+	cachedGrants, cachedDenies      stripe.Counter
+	retries, coalesced, failClosed  atomic.Uint64
 }
 
 // New returns a client for the gateway at gatewayURL (an absolute http or
@@ -106,27 +104,26 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 		batchSize: cfg.batchSize,
 		logger:    logger,
 		now:       cfg.now,
-		flights:   flights{waitHook: cfg.flightWait},
+		flights:   transport.Flights[*answer]{WaitHook: cfg.flightWait},
 	}
 	prefix := base + "/realms/" + url.PathEscape(realm) + "/authorization-decision-provider"
 	c.authorizeURL = prefix + "/authorize"
 	c.organizationsURL = prefix + "/get-organizations"
 	c.gatewayURL = base
-	c.base = cfg.httpClient.Transport
-	if c.base == nil {
-		c.base = defaultTransport()
+	c.x = &transport.Exchanger{Peer: gateway, Base: cfg.httpClient.Transport, Logger: logger}
+	if c.x.Base == nil {
+		c.x.Base = transport.DefaultTransport()
 	}
-	c.retry = retryPolicy{
-		max: cfg.retryMax, minWait: cfg.retryMin, maxWait: cfg.retryMaxWait,
-		attemptTimeout: cfg.httpClient.Timeout, logger: logger, retries: &c.retries,
+	c.x.Retry = transport.RetryPolicy{
+		Max: cfg.retryMax, MinWait: cfg.retryMin, MaxWait: cfg.retryMaxWait,
+		AttemptTimeout: cfg.httpClient.Timeout, Logger: logger, Retries: &c.retries, Peer: gateway,
 	}
-	c.nonces = &nonceStore{}
 
 	var err error
 	if c.cache, err = newDecisionCache(cfg.cacheSize, cfg.cacheBytes, cfg.grantTTL, cfg.denyTTL, cacheClock); err != nil {
 		return nil, fmt.Errorf("pep: WithCache: %w", err)
 	}
-	c.breaker = newBreaker(cfg.breakerFailures, cfg.breakerCoolDown, cfg.now, func(from, to BreakerState) {
+	c.x.Breaker = transport.NewBreaker(cfg.breakerFailures, cfg.breakerCoolDown, cfg.now, func(from, to BreakerState) {
 		logger.Warn("pep: circuit breaker changed", "from", from.String(), "to", to.String())
 	})
 	c.emitter = events.NewEmitter(func(ev events.Event, recovered any) {
@@ -138,6 +135,7 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 	if c.tel, err = newTelemetry(c, cfg.tracerProvider, cfg.meterProvider, base); err != nil {
 		return nil, fmt.Errorf("pep: setting up telemetry: %w", err)
 	}
+	c.x.Observe = c.tel
 	return c, nil
 }
 
@@ -172,15 +170,15 @@ func (c *Client) SetToken(token string) {
 		c.ClearToken()
 		return
 	}
-	c.setCredential(newBearer(token))
+	c.setCredential(transport.NewBearer(token))
 }
 
 func (c *Client) setCredential(cred credential) {
-	st := &tokenState{cred: cred, id: cred.ident()}
+	st := &tokenState{cred: cred, id: cred.Ident()}
 	st.group = c.cache.pin(st.id)
 	c.tokenMu.Lock()
 	old := c.token.Swap(st)
-	c.enqueue(events.TokenSet, cred.ident().scheme, nil)
+	c.enqueue(events.TokenSet, cred.Ident().Scheme, nil)
 	c.tokenMu.Unlock()
 	if old != nil {
 		c.forget(old)
@@ -204,7 +202,7 @@ func (c *Client) ClearToken() {
 	c.tokenMu.Lock()
 	old := c.token.Swap(nil)
 	if old != nil {
-		c.enqueue(events.TokenCleared, old.id.scheme, nil)
+		c.enqueue(events.TokenCleared, old.id.Scheme, nil)
 	}
 	c.tokenMu.Unlock()
 	if old == nil {
@@ -270,7 +268,7 @@ func (c *Client) Stats() Stats {
 	cs, n, bytes := c.cache.stats()
 	return Stats{
 		Calls:           c.calls.Load() + c.cachedGrants.Load() + c.cachedDenies.Load(),
-		GatewayRequests: c.sent.Load(),
+		GatewayRequests: c.x.Sent.Load(),
 		Retries:         c.retries.Load(),
 		Coalesced:       c.coalesced.Load(),
 		CacheHits:       cs.Hits,
@@ -279,6 +277,6 @@ func (c *Client) Stats() Stats {
 		CacheEntries:    n,
 		CacheBytes:      bytes,
 		FailClosed:      c.failClosed.Load(),
-		Breaker:         c.breaker.current(),
+		Breaker:         c.x.Breaker.Current(),
 	}
 }

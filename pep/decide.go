@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // A call that the cache could not answer whole is decided here: its missing
@@ -33,7 +34,7 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 	outs, err := c.ask(ctx, cl, queries)
 	if err == nil {
 		for k, i := range missing {
-			ds[i] = outs[k].decide(queries[k])
+			ds[i] = decideFrom(outs[k], queries[k])
 		}
 	}
 	return c.settle(ctx, cl, ds, err)
@@ -42,20 +43,14 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 // chunkOutcome is the outcome of one gateway request: the answer, or the
 // error that is the Cause of every pair of the request. It may be shared by
 // coalesced callers and is never modified once made.
-type chunkOutcome struct {
-	ans *answer
-	err error
-	// leaderGone marks a failure caused by the context of the caller that
-	// sent the request ending, not by the gateway.
-	leaderGone bool
-}
+type chunkOutcome = transport.Outcome[*answer]
 
-// decide returns the decision for exactly the pair p.
-func (o *chunkOutcome) decide(p pair) Decision {
-	if o.err != nil {
-		return Decision{Resource: p.resource, Scope: p.scope, Status: Deny, Cause: o.err}
+// decideFrom returns the decision for exactly the pair p.
+func decideFrom(o *chunkOutcome, p pair) Decision {
+	if o.Err != nil {
+		return Decision{Resource: p.resource, Scope: p.scope, Status: Deny, Cause: o.Err}
 	}
-	return o.ans.decide(p)
+	return o.Value.decide(p)
 }
 
 // ask sends queries to the gateway in chunks of the batch size, several at
@@ -87,8 +82,8 @@ func (c *Client) ask(ctx context.Context, cl *call, queries []pair) ([]*chunkOut
 		_ = g.Wait() // chunks report failures as outcomes, never as errors
 	}
 	for _, o := range outs {
-		if errors.Is(o.err, ErrUnauthorized) || errors.Is(o.err, ErrProofRejected) {
-			return nil, o.err
+		if errors.Is(o.Err, ErrUnauthorized) || errors.Is(o.Err, ErrProofRejected) {
+			return nil, o.Err
 		}
 	}
 	return outs, nil
@@ -98,10 +93,10 @@ func (c *Client) ask(ctx context.Context, cl *call, queries []pair) ([]*chunkOut
 // identical concurrent one (same token and body; see flights).
 func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, queries []pair) *chunkOutcome {
 	if err := ctx.Err(); err != nil { // nothing is started for a caller who left
-		return &chunkOutcome{err: unavailable(err)}
+		return &chunkOutcome{Err: unavailable(err)}
 	}
 	body := authorizeBody(c.clientID, queries, cl.context)
-	out, shared := c.flights.do(ctx, flightKey(cl.id, body), func() *chunkOutcome {
+	out, shared := c.flights.Do(ctx, gateway, flightKey(cl.id, body), func() *chunkOutcome {
 		return c.fetch(ctx, cl, cred, queries, body)
 	})
 	if shared {
@@ -120,14 +115,14 @@ func (c *Client) fetch(ctx context.Context, cl *call, cred credential, queries [
 	}
 	data, err := c.exchange(ctx, cl, cred, c.authorizeURL, body)
 	if err != nil {
-		return &chunkOutcome{err: err}
+		return &chunkOutcome{Err: err}
 	}
 	ans, err := decodeAnswer(data, queries)
 	if err != nil {
-		return &chunkOutcome{err: err}
+		return &chunkOutcome{Err: err}
 	}
 	c.cache.store(w, cl, ans)
-	return &chunkOutcome{ans: ans}
+	return &chunkOutcome{Value: ans}
 }
 
 // settle counts and logs the fail-closed decisions of a call. When err (a
@@ -222,7 +217,7 @@ func (c *Client) refused(ctx context.Context, cl *call, err error) {
 	if !errors.As(err, &re) || !errors.Is(re, ErrUnauthorized) {
 		return
 	}
-	if re.dpop == dpopNonceOwed {
+	if transport.NonceOwed(re) {
 		return
 	}
 	c.cache.purge(cl.id)
@@ -233,7 +228,7 @@ func (c *Client) refused(ctx context.Context, cl *call, err error) {
 	current := c.token.Load() == cl.state && !cl.state.expired
 	if current {
 		cl.state.expired = true
-		c.enqueue(events.TokenExpired, cl.id.scheme, re)
+		c.enqueue(events.TokenExpired, cl.id.Scheme, re)
 	}
 	c.tokenMu.Unlock()
 	if current {
@@ -261,10 +256,10 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 	for k, i := range missing {
 		q, o := asked[k], outs[k]
 		switch {
-		case !q.wildcard() || o.err != nil:
-			answers[i] = []Decision{o.decide(q)}
+		case !q.wildcard() || o.Err != nil:
+			answers[i] = []Decision{decideFrom(o, q)}
 		default:
-			answers[i] = o.ans.covered(q)
+			answers[i] = o.Value.covered(q)
 		}
 		c.countFailed(answers[i])
 		for _, d := range answers[i] {
@@ -272,4 +267,11 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 		}
 	}
 	return nil
+}
+
+// exchange sends one POST to the gateway through the client's Exchanger
+// (breaker, retries, credential, transport) and returns the body of a 200
+// answer, or the fail-closed Cause.
+func (c *Client) exchange(ctx context.Context, cl *call, cred credential, url string, body []byte) ([]byte, error) {
+	return c.x.Post(ctx, cred, url, body, nil, cl.ownDeadline)
 }

@@ -1,6 +1,10 @@
 package pep
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/orgauthz/orgauthz/internal/transport"
+)
 
 // Status is the gateway's verdict on one resource-scope pair. The zero value
 // is [Deny], so a Status that was never set never grants.
@@ -173,3 +177,21 @@ func applyCallOptions(opts []CallOption) callConfig {
 	}
 	return cc
 }
+
+// BreakerState is the state of the client's circuit breaker, reported by
+// Stats: BreakerClosed (the zero value, also what a client without a
+// breaker reports), BreakerOpen or BreakerHalfOpen; its String is
+// "closed", "open" or "half-open". It is one type with
+// authzen.BreakerState.
+type BreakerState = transport.BreakerState
+
+// The breaker's states.
+const (
+	// BreakerClosed: requests go to the gateway.
+	BreakerClosed = transport.BreakerClosed
+	// BreakerOpen: requests are denied at once with ErrCircuitOpen.
+	BreakerOpen = transport.BreakerOpen
+	// BreakerHalfOpen: the cool-down is over; the next request is a probe
+	// (or one is under way) whose outcome closes or reopens the breaker.
+	BreakerHalfOpen = transport.BreakerHalfOpen
+)

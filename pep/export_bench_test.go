@@ -15,7 +15,7 @@ type CacheKey struct {
 // Bearer token and no request context looks up.
 func NewCacheKey(token, resource, scope string) CacheKey {
 	return CacheKey{
-		id:  tokenIdent{scheme: schemeBearer, token: token},
+		id:  tokenIdent{Scheme: schemeBearer, Token: token},
 		key: cacheKey{resource: resource, scope: scope},
 	}
 }

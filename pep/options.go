@@ -11,21 +11,23 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
-// Defaults applied by New before the options.
+// Defaults applied by New before the options (internal/transport's,
+// shared by pep and authzen).
 const (
-	DefaultTimeout         = 2 * time.Second
-	DefaultRetryMax        = 2
-	DefaultRetryMinWait    = 25 * time.Millisecond
-	DefaultRetryMaxWait    = 400 * time.Millisecond
-	DefaultCacheSize       = 10_000
-	DefaultCacheMaxBytes   = 32 << 20
-	DefaultGrantTTL        = 30 * time.Second
-	DefaultDenyTTL         = 10 * time.Second
+	DefaultTimeout         = transport.DefaultTimeout
+	DefaultRetryMax        = transport.DefaultRetryMax
+	DefaultRetryMinWait    = transport.DefaultRetryMinWait
+	DefaultRetryMaxWait    = transport.DefaultRetryMaxWait
+	DefaultCacheSize       = transport.DefaultCacheSize
+	DefaultCacheMaxBytes   = transport.DefaultCacheMaxBytes
+	DefaultGrantTTL        = transport.DefaultAllowTTL
+	DefaultDenyTTL         = transport.DefaultDenyTTL
 	DefaultBatchSize       = 100
-	DefaultBreakerFailures = 5
-	DefaultBreakerCoolDown = 5 * time.Second
+	DefaultBreakerFailures = transport.DefaultBreakerFailures
+	DefaultBreakerCoolDown = transport.DefaultBreakerCoolDown
 )
 
 // Option configures a Client in New. Options are applied in order (a later

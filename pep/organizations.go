@@ -1,11 +1,11 @@
 package pep
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
+
+	"github.com/orgauthz/orgauthz/internal/strictjson"
 )
 
 // OrganizationContext is the caller's organization context, as returned by
@@ -93,11 +93,11 @@ func decodeOrganizations(data []byte) (OrganizationContext, error) {
 	r.budget = maxOrganizationItems
 	var oc OrganizationContext
 	var status, sawStatus, sawOrganization bool
-	err := r.object(organizationsMembers, func(i int) error {
+	err := r.Object(organizationsMembers, func(i int) error {
 		var err error
 		if i == 0 {
 			sawStatus = true
-			status, err = r.boolean()
+			status, err = r.Boolean()
 			return err
 		}
 		sawOrganization = true
@@ -105,7 +105,7 @@ func decodeOrganizations(data []byte) (OrganizationContext, error) {
 		return err
 	})
 	if err == nil {
-		err = r.end()
+		err = r.End()
 	}
 	switch {
 	case err != nil:
@@ -121,14 +121,14 @@ func decodeOrganizations(data []byte) (OrganizationContext, error) {
 func (r *reader) organization() (OrganizationContext, error) {
 	oc := OrganizationContext{Tenants: []Tenant{}}
 	var sawTenants bool
-	err := r.object(organizationMembers, func(i int) error {
+	err := r.Object(organizationMembers, func(i int) error {
 		var err error
 		if i == 0 {
-			oc.UserID, err = r.str()
+			oc.UserID, err = r.Str()
 			return err
 		}
 		sawTenants = true
-		return r.array(func() error {
+		return r.Array(func() error {
 			if err := r.spend(); err != nil {
 				return err
 			}
@@ -138,22 +138,22 @@ func (r *reader) organization() (OrganizationContext, error) {
 		})
 	})
 	if err == nil && (oc.UserID == "" || !sawTenants) {
-		err = errMissingMember
+		err = strictjson.ErrMissingMember
 	}
 	return oc, err
 }
 
 func (r *reader) tenant() (Tenant, error) {
 	t := Tenant{Departments: []Department{}}
-	err := r.object(tenantMembers, func(i int) error {
+	err := r.Object(tenantMembers, func(i int) error {
 		var err error
 		switch i {
 		case 0:
-			t.ID, err = r.str()
+			t.ID, err = r.Str()
 		case 1:
-			t.Name, err = r.str()
+			t.Name, err = r.Str()
 		default:
-			err = r.array(func() error {
+			err = r.Array(func() error {
 				if err := r.spend(); err != nil {
 					return err
 				}
@@ -165,35 +165,24 @@ func (r *reader) tenant() (Tenant, error) {
 		return err
 	})
 	if err == nil && t.ID == "" {
-		err = errMissingMember
+		err = strictjson.ErrMissingMember
 	}
 	return t, err
 }
 
 func (r *reader) department() (Department, error) {
 	var d Department
-	err := r.object(departmentMembers, func(i int) error {
+	err := r.Object(departmentMembers, func(i int) error {
 		var err error
 		if i == 0 {
-			d.ID, err = r.str()
+			d.ID, err = r.Str()
 		} else {
-			d.Name, err = r.str()
+			d.Name, err = r.Str()
 		}
 		return err
 	})
 	if err == nil && d.ID == "" {
-		err = errMissingMember
+		err = strictjson.ErrMissingMember
 	}
 	return d, err
-}
-
-// newPost makes a JSON POST whose body can be replayed for retries.
-func newPost(ctx context.Context, url string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("pep: building the request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	return req, nil
 }

@@ -209,7 +209,7 @@ func outcomeOfErr(err error) string {
 
 // startRequest starts the client span of one gateway request; the caller
 // sends its trace context (propagation.TraceContext) with the request.
-func (t *telemetry) startRequest(ctx context.Context, url string, state BreakerState) (context.Context, trace.Span) {
+func (t *telemetry) StartRequest(ctx context.Context, url string, state BreakerState) (context.Context, trace.Span) {
 	ctx, span := t.tracer.Start(ctx, http.MethodPost, trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() {
 		span.SetAttributes(t.server...)
@@ -221,7 +221,7 @@ func (t *telemetry) startRequest(ctx context.Context, url string, state BreakerS
 
 // endRequest ends a gateway request's span and records its duration;
 // attributes are made only for what records.
-func (t *telemetry) endRequest(ctx context.Context, span trace.Span, start time.Time, status, retries int, err error) {
+func (t *telemetry) EndRequest(ctx context.Context, span trace.Span, start time.Time, status, retries int, err error) {
 	errType := errorType(status, err)
 	if t.duration.Inst().Enabled(ctx) {
 		attrs := make([]attribute.KeyValue, 0, len(t.server)+len(t.base)+2)
@@ -249,7 +249,7 @@ func (t *telemetry) endRequest(ctx context.Context, span trace.Span, start time.
 
 // activeAdd counts a gateway request in or out of
 // http.client.active_requests.
-func (t *telemetry) activeAdd(ctx context.Context, n int64) {
+func (t *telemetry) ActiveAdd(ctx context.Context, n int64) {
 	if t.active.Inst().Enabled(ctx) {
 		t.active.Inst().Add(ctx, n, t.activeOpt)
 	}

@@ -7,9 +7,8 @@ import (
 	"io"
 	"net/http"
 	neturl "net/url"
-	"strings"
 
-	"github.com/go-json-experiment/json"
+	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // Errors of Verify, each naming the setting of New to fix.
@@ -68,7 +67,7 @@ func (c *Client) Verify(ctx context.Context) (err error) {
 			return fmt.Errorf("%w: %w", ErrUnknownRealm, err)
 		}
 		return err
-	case re.StatusCode == http.StatusBadRequest && re.namesClient:
+	case re.StatusCode == http.StatusBadRequest && transport.NamesClient(re):
 		return fmt.Errorf("%w: %w", ErrUnknownClient, err)
 	}
 	return err
@@ -92,11 +91,11 @@ func (c *Client) realmKnown(ctx context.Context, realm string) realmVerdict {
 	if err != nil {
 		return realmUnsure
 	}
-	resp, err := c.base.RoundTrip(req)
+	resp, err := c.x.Base.RoundTrip(req)
 	if err != nil {
 		return realmUnsure
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, transport.MaxBody))
 	_ = resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
@@ -105,24 +104,4 @@ func (c *Client) realmKnown(ctx context.Context, realm string) realmVerdict {
 		return realmUnknown
 	}
 	return realmUnsure
-}
-
-// namesClient reports whether a 400 error body blames the clientId: the
-// service's shape names the field in details, other gateways in the message.
-func namesClient(body []byte) bool {
-	var eb struct {
-		Message string `json:"message"`
-		Details []struct {
-			Field string `json:"field"`
-		} `json:"details"`
-	}
-	if json.Unmarshal(body, &eb) != nil {
-		return false
-	}
-	for _, d := range eb.Details {
-		if strings.EqualFold(d.Field, "clientId") {
-			return true
-		}
-	}
-	return strings.Contains(strings.ToLower(eb.Message), "client")
 }

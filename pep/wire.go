@@ -2,15 +2,8 @@ package pep
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"strings"
 )
-
-// maxBody is the most of a response body the client reads; a 200 body that
-// is longer fails closed.
-const maxBody = 1 << 20
 
 // maxScopesPerResource is the most scopes one resource entry of a request
 // carries (the reference server's limit); more scopes for the same resource
@@ -31,11 +24,6 @@ type wireAttributes struct {
 	Path    string `json:"path,omitempty"`
 	Headers string `json:"headers,omitempty"`
 	Body    string `json:"body,omitempty"`
-}
-
-type wireErrorBody struct {
-	Error   string `json:"error"`
-	Message string `json:"message"`
 }
 
 // contextJSON is the canonical encoding of a request context: encoding/json
@@ -129,80 +117,14 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// readBody reads at most maxBody+1 bytes, so that an over-long body is seen.
-// A declared length (Content-Length) sizes the buffer at once instead of
-// growing it by doubling, up to initialBody: memory follows the bytes that
-// arrive, not what the gateway claims.
-func readBody(r io.Reader, declared int64) ([]byte, error) {
-	limited := io.LimitReader(r, maxBody+1)
-	if declared < 0 {
-		return io.ReadAll(limited)
-	}
-	data := make([]byte, 0, min(declared, initialBody)+1) // one more byte: room to see the end without growing
-	for {
-		n, err := limited.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		switch {
-		case err == io.EOF:
-			return data, nil
-		case err != nil:
-			return data, err
-		case len(data) == cap(data): // longer than the buffer
-			data = append(data, 0)[:len(data)]
-		}
-	}
-}
-
-// initialBody bounds the buffer a declared length makes at once.
-const initialBody = 64 << 10
-
-// responseError turns a non-200 answer into a *ResponseError whose texts
-// hold nothing of the token (redact). What the DPoP challenge says is read
-// from the raw header, and only for a DPoP request: a Bearer request cannot
-// have a rejected proof or owe a nonce.
-func responseError(resp *http.Response, body []byte, id tokenIdent) *ResponseError {
-	var eb wireErrorBody
-	_ = json.Unmarshal(body, &eb) // best effort: the status says enough
-	challenge := strings.Join(resp.Header.Values("WWW-Authenticate"), ", ")
-	e := &ResponseError{
-		StatusCode: resp.StatusCode,
-		ErrorName:  redact(eb.Error, id.token),
-		Message:    redact(eb.Message, id.token),
-		Challenge:  redact(challenge, id.token),
-	}
-	if id.scheme == schemeDPoP && resp.StatusCode == http.StatusUnauthorized {
-		switch dpopChallengeError(challenge) {
-		case "invalid_dpop_proof":
-			e.dpop = dpopProofRejected
-		case "use_dpop_nonce":
-			e.dpop = dpopNonceOwed
-		}
-	}
-	e.namesClient = resp.StatusCode == http.StatusBadRequest && namesClient(body)
-	if e.Message == "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		e.Message = "redirects are not followed"
-	}
-	return e
-}
-
-// malformed is the Cause of a pair (or a chunk) whose 200 answer was
-// unusable. Its arguments are the client's own words and numbers, never
-// text from the answer.
-func malformed(format string, args ...any) *ResponseError {
-	return &ResponseError{
-		StatusCode: http.StatusOK,
-		Err:        fmt.Errorf("%w: "+format, append([]any{ErrMalformedResponse}, args...)...),
-	}
-}
-
 // flightKey identifies identical requests for coalescing: scheme, the full
 // token and the exact body (client ID, pairs and context). Tokens hold no
 // newline (validToken), so the key is unambiguous.
 func flightKey(id tokenIdent, body []byte) string {
 	var b strings.Builder
-	b.Grow(2 + len(id.token) + len(body))
-	b.WriteByte(byte('0' + id.scheme))
-	b.WriteString(id.token)
+	b.Grow(2 + len(id.Token) + len(body))
+	b.WriteByte(byte('0' + id.Scheme))
+	b.WriteString(id.Token)
 	b.WriteByte('\n')
 	b.Write(body)
 	return b.String()

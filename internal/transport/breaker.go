@@ -1,4 +1,4 @@
-package pep
+package transport
 
 import (
 	"strconv"
@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// BreakerState is the state of the client's circuit breaker, reported by
-// Stats. The zero value is BreakerClosed, which is also what a client
-// without a breaker reports.
+// BreakerState is the state of a client's circuit breaker. The zero value
+// is BreakerClosed, which is also what a client without a breaker reports.
 type BreakerState uint8
 
 const (
@@ -34,22 +33,22 @@ func (s BreakerState) String() string {
 	return "BreakerState(" + strconv.Itoa(int(s)) + ")"
 }
 
-// outcome is what one gateway request says about the gateway's health.
+// outcome is what one request says about the server's health.
 type outcome uint8
 
 const (
-	// outcomeSuccess: the gateway answered (any 2xx, 3xx or 4xx).
+	// outcomeSuccess: the server answered (any 2xx, 3xx or 4xx).
 	outcomeSuccess outcome = iota
 	// outcomeFailure: a transport failure, a timeout or a 5xx.
 	outcomeFailure
-	// outcomeNeutral: the request failed before reaching the gateway for a
+	// outcomeNeutral: the request failed before reaching the server for a
 	// reason of the client's own (e.g. a proof could not be signed).
 	outcomeNeutral
 )
 
-// breaker is a consecutive-failure circuit breaker. A nil *breaker is a
+// Breaker is a consecutive-failure circuit breaker. A nil *Breaker is a
 // disabled one: it allows everything. It is safe for concurrent use.
-type breaker struct {
+type Breaker struct {
 	threshold int
 	coolDown  time.Duration
 	now       func() time.Time
@@ -63,17 +62,20 @@ type breaker struct {
 	probing     bool      // a half-open probe is under way
 }
 
-func newBreaker(threshold int, coolDown time.Duration, now func() time.Time, onChange func(from, to BreakerState)) *breaker {
+// NewBreaker returns a breaker that opens after threshold consecutive
+// failures for coolDown, reading the time from now and calling onChange
+// after every transition; nil (disabled) for threshold 0.
+func NewBreaker(threshold int, coolDown time.Duration, now func() time.Time, onChange func(from, to BreakerState)) *Breaker {
 	if threshold == 0 {
 		return nil
 	}
-	return &breaker{threshold: threshold, coolDown: coolDown, now: now, onChange: onChange}
+	return &Breaker{threshold: threshold, coolDown: coolDown, now: now, onChange: onChange}
 }
 
-// allow reports whether a request may go to the gateway now. probe is true
+// allow reports whether a request may go to the server now. probe is true
 // for the single request let through after the cool-down; its outcome must
 // be reported to done with probe set.
-func (b *breaker) allow() (ok, probe bool) {
+func (b *Breaker) allow() (ok, probe bool) {
 	if b == nil {
 		return true, false
 	}
@@ -102,7 +104,7 @@ func (b *breaker) allow() (ok, probe bool) {
 }
 
 // done records the outcome of a request that allow let through.
-func (b *breaker) done(probe bool, o outcome) {
+func (b *Breaker) done(probe bool, o outcome) {
 	if b == nil {
 		return
 	}
@@ -136,15 +138,15 @@ func (b *breaker) done(probe bool, o outcome) {
 	b.changed(from, to)
 }
 
-func (b *breaker) changed(from, to BreakerState) {
+func (b *Breaker) changed(from, to BreakerState) {
 	if from != to && b.onChange != nil {
 		b.onChange(from, to)
 	}
 }
 
-// current reports the state; an open breaker whose cool-down is over is
+// Current reports the state; an open breaker whose cool-down is over is
 // reported half-open, since the next request will be a probe.
-func (b *breaker) current() BreakerState {
+func (b *Breaker) Current() BreakerState {
 	if b == nil {
 		return BreakerClosed
 	}

@@ -1,4 +1,4 @@
-package pep
+package transport
 
 import (
 	"context"
@@ -66,7 +66,7 @@ func TestRedact(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := redact(tt.text, tt.token)
+			got := Redact(tt.text, tt.token)
 			if tt.withheld {
 				assert.Equal(t, redactedText, got)
 				return
@@ -78,10 +78,10 @@ func TestRedact(t *testing.T) {
 
 func TestRedactBoundsAndCleansText(t *testing.T) {
 	t.Parallel()
-	got := redact(strings.Repeat("déjà vu ", 100), "unrelated-token-value")
+	got := Redact(strings.Repeat("déjà vu ", 100), "unrelated-token-value")
 	assert.LessOrEqual(t, len(got), maxErrorText+3)
 	assert.True(t, strings.HasSuffix(got, "..."))
-	assert.Equal(t, "a b c", redact("a\nb\t\tc  ", "unrelated-token-value"))
+	assert.Equal(t, "a b c", Redact("a\nb\t\tc  ", "unrelated-token-value"))
 }
 
 func TestUnavailableKeepsNoText(t *testing.T) {
@@ -106,14 +106,14 @@ func TestUnavailableKeepsNoText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := unavailable(tt.err)
+			err := Peer("").Unavailable(tt.err)
 			assert.Equal(t, "pep: gateway unavailable: "+tt.kind, err.Error())
 			require.ErrorIs(t, err, ErrUnavailable)
 			assert.Equal(t, tt.deadline, errors.Is(err, context.DeadlineExceeded))
 			for e := err; e != nil; e = errors.Unwrap(e) {
 				assert.NotContains(t, e.Error(), secret, "nothing in the chain keeps the text")
 			}
-			assert.Same(t, err, unavailable(err), "a cause is not wrapped twice")
+			assert.Same(t, err, Peer("").Unavailable(err), "a cause is not wrapped twice")
 		})
 	}
 }
@@ -139,50 +139,7 @@ func TestDPoPChallengeError(t *testing.T) {
 		`,,, "`: "",
 	}
 	for header, want := range tests {
-		assert.Equal(t, want, dpopChallengeError(header), header)
-	}
-}
-
-// BenchmarkPurge purges a token of 10 entries from decision caches that
-// hold ever more entries of other tokens: the cost must not grow with them
-// (issue 11, break 3: a purge walked the whole cache under its lock).
-func BenchmarkPurge(b *testing.B) {
-	for _, others := range []int{0, 10_000, 100_000} {
-		b.Run(fmt.Sprintf("others=%d", others), func(b *testing.B) {
-			d, err := newDecisionCache(others+10, 1<<40, time.Hour, time.Hour, nil)
-			require.NoError(b, err)
-			granted := func(scopes ...string) *answer {
-				a := &answer{index: map[pair]int{}}
-				for _, s := range scopes {
-					p := pair{resource: "orders", scope: s}
-					a.index[p] = len(a.pairs)
-					a.pairs = append(a.pairs, p)
-					a.listings = append(a.listings, listing{status: Grant, count: 1})
-				}
-				return a
-			}
-			var ten []string
-			for i := range 10 {
-				ten = append(ten, fmt.Sprint("s", i))
-			}
-			ds := granted(ten...)
-			for i := range others {
-				cl := &call{id: tokenIdent{scheme: schemeBearer, token: fmt.Sprint("other-token-", i%1000)}, ctxKey: noContext}
-				w := d.writer(cl)
-				d.store(w, cl, granted(fmt.Sprint("s", i)))
-				w.Close()
-			}
-			victim := &call{id: tokenIdent{scheme: schemeBearer, token: "victim-token"}, ctxKey: noContext}
-			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				w := d.writer(victim)
-				d.store(w, victim, ds)
-				w.Close()
-				b.StartTimer()
-				d.purge(victim.id)
-			}
-		})
+		assert.Equal(t, want, DPoPChallengeError(header), header)
 	}
 }
 

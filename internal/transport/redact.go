@@ -1,4 +1,4 @@
-package pep
+package transport
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // gateway echoing the request, a malformed response quoted by net/http).
 // Two rules keep it out of every error string and log line:
 //
-//   - gateway text reaches an error only through redact, which withholds
+//   - gateway text reaches an error only through Redact, which withholds
 //     the whole text when it holds a fragment of the token (verbatim,
 //     escaped once or several times, truncated, quoted, in another case) or
 //     any long opaque run, which is what any other encoding of a token
@@ -45,12 +45,12 @@ const maxErrorText = 512
 // redactedText replaces gateway text that could hold the token.
 const redactedText = "[withheld: the gateway's text could hold the token]"
 
-// redact prepares text from the gateway for an error: withheld entirely
+// Redact prepares text from the gateway for an error: withheld entirely
 // when it is not plain text (invalid UTF-8, control characters other than
 // white space: nothing is removed from it, since what a removal joins could
 // be an echo) or could hold the token (see above); white space made plain
 // and the whole cut to maxErrorText bytes otherwise.
-func redact(text, token string) string {
+func Redact(text, token string) string {
 	if !utf8.ValidString(text) || strings.ContainsFunc(text, func(r rune) bool {
 		return (r < 0x20 || r == 0x7f) && r != '\t' && r != '\n' && r != '\r'
 	}) {
@@ -202,12 +202,13 @@ func escapeAt(s string) (rune, int) {
 // context's own error so that errors.Is(err, context.DeadlineExceeded)
 // works.
 type transportError struct {
+	who  Peer
 	kind string
 	ctx  error // context.Canceled or context.DeadlineExceeded, else nil
 }
 
 func (e *transportError) Error() string {
-	return "pep: gateway unavailable: " + e.kind
+	return e.who.String() + " unavailable: " + e.kind
 }
 
 // Unwrap returns ErrUnavailable and, for a timeout or cancellation, the
@@ -222,9 +223,9 @@ func (e *transportError) Unwrap() []error {
 // Timeout reports whether the request ran out of time, as net.Error does.
 func (e *transportError) Timeout() bool { return errors.Is(e.ctx, context.DeadlineExceeded) }
 
-// unavailable turns a transport or context failure into a fail-closed
-// Cause that keeps none of err's text.
-func unavailable(err error) error {
+// Unavailable turns a transport or context failure into a fail-closed
+// Cause that keeps none of err's text, naming p.
+func (p Peer) Unavailable(err error) error {
 	var te *transportError
 	if errors.As(err, &te) {
 		return te
@@ -240,27 +241,27 @@ func unavailable(err error) error {
 	)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &transportError{kind: "the call's deadline passed", ctx: context.DeadlineExceeded}
+		return &transportError{who: p, kind: "the call's deadline passed", ctx: context.DeadlineExceeded}
 	case errors.Is(err, context.Canceled):
-		return &transportError{kind: "the call was cancelled", ctx: context.Canceled}
+		return &transportError{who: p, kind: "the call was cancelled", ctx: context.Canceled}
 	case errors.As(err, &dnsErr):
-		return &transportError{kind: "the gateway's host name did not resolve"}
+		return &transportError{who: p, kind: "the gateway's host name did not resolve"}
 	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalid):
-		return &transportError{kind: "the gateway's TLS certificate was not accepted"}
+		return &transportError{who: p, kind: "the gateway's TLS certificate was not accepted"}
 	case errors.As(err, &recordErr):
-		return &transportError{kind: "the gateway did not speak TLS"}
+		return &transportError{who: p, kind: "the gateway did not speak TLS"}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return &transportError{kind: "the connection was refused"}
+		return &transportError{who: p, kind: "the connection was refused"}
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return &transportError{kind: "the connection was reset"}
+		return &transportError{who: p, kind: "the connection was reset"}
 	case errors.As(err, &netErr) && netErr.Timeout():
-		return &transportError{kind: "the request timed out", ctx: context.DeadlineExceeded}
+		return &transportError{who: p, kind: "the request timed out", ctx: context.DeadlineExceeded}
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return &transportError{kind: "the connection closed before the answer was complete"}
+		return &transportError{who: p, kind: "the connection closed before the answer was complete"}
 	case strings.Contains(err.Error(), "malformed HTTP"):
-		return &transportError{kind: "the gateway's answer was not valid HTTP"}
+		return &transportError{who: p, kind: "the gateway's answer was not valid HTTP"}
 	case errors.Is(err, http.ErrSchemeMismatch):
-		return &transportError{kind: "the gateway answered HTTP to an HTTPS request"}
+		return &transportError{who: p, kind: "the gateway answered HTTP to an HTTPS request"}
 	}
-	return &transportError{kind: "the request failed"}
+	return &transportError{who: p, kind: "the request failed"}
 }

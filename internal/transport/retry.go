@@ -1,4 +1,4 @@
-package pep
+package transport
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// Every gateway request goes through three http.RoundTripper layers,
+// Every request goes through three http.RoundTripper layers,
 // outermost first:
 //
 //	retrier     retries with backoff and jitter, within the call's deadline
@@ -30,44 +30,60 @@ import (
 // http.Client in the chain, so redirects reach the client (which denies)
 // and no cookie jar is consulted.
 
-// chain is the RoundTripper chain of one gateway request, in one
-// allocation.
-type chain struct {
+// Chain is the RoundTripper chain of one request, in one allocation. Its
+// RoundTrip is the retrier's.
+type Chain struct {
 	retrier    retrier
 	authorizer authorizer
 }
 
-// newChain binds cred into the client's transport.
-func (c *Client) newChain(cred credential) *chain {
-	ch := &chain{authorizer: authorizer{cred: cred, nonces: c.nonces, next: c.base, sent: &c.sent}}
-	ch.retrier = retrier{next: &ch.authorizer, policy: &c.retry}
+// NewChain binds cred into a chain over base: retries by policy, the
+// credential attached to every attempt (with the latest DPoP nonce of
+// nonces), and sent counted once per attempt sent.
+func NewChain(cred Credential, policy *RetryPolicy, nonces *NonceStore, base http.RoundTripper, sent *atomic.Uint64) *Chain {
+	ch := &Chain{authorizer: authorizer{cred: cred, nonces: nonces, next: base, sent: sent}}
+	ch.retrier = retrier{next: &ch.authorizer, policy: policy}
 	return ch
 }
 
-// defaultTransport is the base transport of clients made without
-// WithHTTPClient: Go's default transport, keeping idle connections for the
-// requests a CheckMany sends at once (Go's default keeps two per host).
-// Over HTTPS it speaks HTTP/2 when the gateway offers it, which multiplexes
-// those requests on one connection.
-var defaultTransport = sync.OnceValue(func() http.RoundTripper {
+// RoundTrip sends req through the chain; see retrier.RoundTrip.
+func (ch *Chain) RoundTrip(req *http.Request) (*http.Response, error) {
+	return ch.retrier.RoundTrip(req)
+}
+
+// Retried is how many retries the chain's request took.
+func (ch *Chain) Retried() int { return ch.retrier.retried }
+
+// DefaultTransport is the base transport of clients made without their own
+// *http.Client: Go's default transport, keeping idle connections for the
+// requests one call sends at once (Go's default keeps two per host). Over
+// HTTPS it speaks HTTP/2 when the server offers it, which multiplexes those
+// requests on one connection.
+var DefaultTransport = sync.OnceValue(func() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = defaultIdleConns
 	return t
 })
 
-// defaultIdleConns is how many idle connections per gateway the default
-// transport keeps: the chunks one call sends at once, for a few calls.
-const defaultIdleConns = 4 * maxParallelChunks
+// MaxParallelChunks bounds the requests one call has in flight.
+const MaxParallelChunks = 4
 
-// retryPolicy is the client's retry configuration, shared by its chains.
-type retryPolicy struct {
-	max              int
-	minWait, maxWait time.Duration
-	// attemptTimeout bounds each attempt (the Timeout of the *http.Client
-	// given with WithHTTPClient); 0 means none.
-	attemptTimeout time.Duration
-	logger         *slog.Logger
-	retries        *atomic.Uint64
+// defaultIdleConns is how many idle connections per server the default
+// transport keeps: the chunks one call sends at once, for a few calls.
+const defaultIdleConns = 4 * MaxParallelChunks
+
+// RetryPolicy is a client's retry configuration, shared by its chains.
+type RetryPolicy struct {
+	Max              int
+	MinWait, MaxWait time.Duration
+	// AttemptTimeout bounds each attempt (the Timeout of the caller's
+	// *http.Client); 0 means none.
+	AttemptTimeout time.Duration
+	Logger         *slog.Logger
+	// Retries counts the retries of every chain.
+	Retries *atomic.Uint64
+	// Peer names the server in log lines.
+	Peer Peer
 }
 
 // retrier retries a failed request: connection errors and 429, 502, 503 and
@@ -76,7 +92,7 @@ type retryPolicy struct {
 // time, so it reads the wall clock rather than the client's injectable one.
 type retrier struct {
 	next   http.RoundTripper
-	policy *retryPolicy
+	policy *RetryPolicy
 	// retried counts this request's retries, for its span.
 	retried int
 }
@@ -88,25 +104,25 @@ func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 	p, ctx := r.policy, req.Context()
 	for attempt := 0; ; attempt++ {
 		resp, err := r.attempt(req, attempt)
-		if attempt >= p.max || !retryable(ctx, resp, err) {
+		if attempt >= p.Max || !retryable(ctx, resp, err) {
 			return resp, err
 		}
 		wait, ok := p.backoff(attempt, resp)
 		deadline, hasDeadline := ctx.Deadline()
 		if !ok || hasDeadline && time.Until(deadline) <= wait {
-			p.logger.Debug("pep: not retrying: the wait would pass the deadline or exceeds the longest", "wait", wait)
+			p.Logger.Debug(p.Peer.pkg()+": not retrying: the wait would pass the deadline or exceeds the longest", "wait", wait)
 			return resp, err
 		}
-		why := "the gateway answered " + strconv.Itoa(statusOf(resp))
+		why := "the server answered " + strconv.Itoa(statusOf(resp))
 		if err != nil {
-			why = unavailable(err).Error()
+			why = p.Peer.Unavailable(err).Error()
 		} else {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody)) // keep the connection
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxBody)) // keep the connection
 			_ = resp.Body.Close()
 		}
-		p.retries.Add(1)
+		p.Retries.Add(1)
 		r.retried++
-		p.logger.Debug("pep: retrying", "retry", attempt+1, "wait", wait, "reason", why)
+		p.Logger.Debug(p.Peer.pkg()+": retrying", "retry", attempt+1, "wait", wait, "reason", why)
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -120,10 +136,10 @@ func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 // attempt sends attempt number n of req: the request itself first, a
 // clone with a fresh body after, under the per-attempt timeout if any.
 func (r *retrier) attempt(req *http.Request, n int) (*http.Response, error) {
-	if n > 0 || r.policy.attemptTimeout > 0 {
+	if n > 0 || r.policy.AttemptTimeout > 0 {
 		ctx, cancel := req.Context(), context.CancelFunc(func() {})
-		if r.policy.attemptTimeout > 0 {
-			ctx, cancel = context.WithTimeout(ctx, r.policy.attemptTimeout)
+		if r.policy.AttemptTimeout > 0 {
+			ctx, cancel = context.WithTimeout(ctx, r.policy.AttemptTimeout)
 		}
 		clone := req.Clone(ctx)
 		if req.GetBody != nil && n > 0 {
@@ -166,7 +182,7 @@ func retryable(ctx context.Context, resp *http.Response, err error) bool {
 	}
 	if err != nil {
 		var (
-			credErr      *credentialError
+			credErr      *CredentialError
 			verifyErr    *tls.CertificateVerificationError
 			unknownAuth  x509.UnknownAuthorityError
 			hostnameErr  x509.HostnameError
@@ -192,15 +208,15 @@ func retryable(ctx context.Context, resp *http.Response, err error) bool {
 // Retry-After of a 429 or 503 when it fits in maxWait (ok is false when it
 // does not), otherwise minWait doubled per attempt, capped at maxWait, with
 // jitter that keeps it in [d/2, d].
-func (p *retryPolicy) backoff(attempt int, resp *http.Response) (wait time.Duration, ok bool) {
+func (p *RetryPolicy) backoff(attempt int, resp *http.Response) (wait time.Duration, ok bool) {
 	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 		if d, has := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); has {
-			return d, d <= p.maxWait
+			return d, d <= p.MaxWait
 		}
 	}
-	d := p.maxWait
+	d := p.MaxWait
 	if attempt < 62 {
-		if exp := p.minWait << attempt; exp > 0 && exp < p.maxWait {
+		if exp := p.MinWait << attempt; exp > 0 && exp < p.MaxWait {
 			d = exp
 		}
 	}
@@ -235,13 +251,13 @@ func statusOf(resp *http.Response) int {
 	return resp.StatusCode
 }
 
-// credentialError wraps a failure to attach the credential (for example to
-// sign a proof). It is the client's fault, not the gateway's: it is not
+// CredentialError wraps a failure to attach the credential (for example to
+// sign a proof). It is the client's fault, not the server's: it is not
 // retried and does not count against the breaker.
-type credentialError struct{ err error }
+type CredentialError struct{ err error }
 
-func (e *credentialError) Error() string { return "pep: cannot attach the token: " + e.err.Error() }
-func (e *credentialError) Unwrap() error { return e.err }
+func (e *CredentialError) Error() string { return "pep: cannot attach the token: " + e.err.Error() }
+func (e *CredentialError) Unwrap() error { return e.err }
 
 // authorizer attaches its credential to a clone of every attempt and
 // delegates to next, like golang.org/x/oauth2's Transport. For a DPoP
@@ -250,8 +266,8 @@ func (e *credentialError) Unwrap() error { return e.err }
 // being below the retrier, that resend is not a retry, and one chain (one
 // gateway request, all its attempts) resends for a nonce at most once.
 type authorizer struct {
-	cred   credential
-	nonces *nonceStore
+	cred   Credential
+	nonces *NonceStore
 	next   http.RoundTripper
 	sent   *atomic.Uint64
 	// nonceResent is set once this request was resent for a nonce.
@@ -260,7 +276,7 @@ type authorizer struct {
 
 // RoundTrip implements http.RoundTripper.
 func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
-	if a.cred.ident().scheme != schemeDPoP {
+	if a.cred.Ident().Scheme != SchemeDPoP {
 		return a.send(req, "")
 	}
 	from := origin(req.URL)
@@ -282,7 +298,7 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, nil
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxBody))
 	_ = resp.Body.Close()
 	again := req.Clone(req.Context())
 	again.Body = body
@@ -293,9 +309,9 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 // it.
 func (a *authorizer) send(req *http.Request, nonce string) (*http.Response, error) {
 	r := req.Clone(req.Context())
-	if err := a.cred.authorize(r, nonce); err != nil {
+	if err := a.cred.Authorize(r, nonce); err != nil {
 		closeBody(req)
-		return nil, &credentialError{err: err}
+		return nil, &CredentialError{err: err}
 	}
 	a.sent.Add(1)
 	return a.next.RoundTrip(r)

@@ -1,0 +1,96 @@
+package authzen
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/orgauthz/orgauthz/internal/transport"
+)
+
+// wireMetadata is the part of the PDP metadata the client reads.
+type wireMetadata struct {
+	PDP            string `json:"policy_decision_point"`
+	Evaluation     string `json:"access_evaluation_endpoint"`
+	Evaluations    string `json:"access_evaluations_endpoint"`
+	SearchSubject  string `json:"search_subject_endpoint"`
+	SearchResource string `json:"search_resource_endpoint"`
+	SearchAction   string `json:"search_action_endpoint"`
+}
+
+// Discover reads the PDP's metadata from its
+// /.well-known/authzen-configuration (inserted between the host and the
+// path of the PDP URL, as the specification says) unless the endpoints
+// were given with WithEndpoints or already read. Calls do it themselves
+// when needed; Discover lets a service check the PDP at start-up. The
+// metadata must name the PDP URL given to New as policy_decision_point,
+// else it is not used (ErrDiscovery).
+func (c *Client) Discover(ctx context.Context) error {
+	_, err := c.resolveEndpoints(ctx)
+	return err
+}
+
+// resolveEndpoints returns the endpoints, discovering them once they are
+// needed. A failed discovery is tried again by the next call.
+func (c *Client) resolveEndpoints(ctx context.Context) (*Endpoints, error) {
+	if ep := c.endpoints.Load(); ep != nil {
+		return ep, nil
+	}
+	c.discoverMu.Lock()
+	defer c.discoverMu.Unlock()
+	if ep := c.endpoints.Load(); ep != nil {
+		return ep, nil
+	}
+	ep, err := c.discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.endpoints.Store(ep)
+	return ep, nil
+}
+
+func (c *Client) discover(ctx context.Context) (*Endpoints, error) {
+	u, _ := url.Parse(c.pdpURL) // checked by New
+	u.Path = "/.well-known/authzen-configuration" + u.Path
+	u.RawPath = ""
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDiscovery, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.x.Base.RoundTrip(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDiscovery, pdp.Unavailable(err))
+	}
+	defer resp.Body.Close()
+	data, err := transport.ReadBody(resp.Body, resp.ContentLength)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrDiscovery, pdp.Unavailable(err))
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("%w: %w", ErrDiscovery, pdp.NewResponseError(resp, data, transport.Ident{}))
+	case len(data) > transport.MaxBody:
+		return nil, fmt.Errorf("%w: the document exceeds %d bytes", ErrDiscovery, transport.MaxBody)
+	}
+	var m wireMetadata
+	// jsonv2 refuses duplicate member names; names are matched exactly.
+	if err := jsonv2.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w: the document is not a strict JSON object of strings", ErrDiscovery)
+	}
+	if m.PDP != c.pdpURL && m.PDP != c.pdpURL+"/" {
+		return nil, fmt.Errorf("%w: its policy_decision_point is not the PDP URL the client was given", ErrDiscovery)
+	}
+	e := Endpoints{Evaluation: m.Evaluation, Evaluations: m.Evaluations, SearchSubject: m.SearchSubject,
+		SearchResource: m.SearchResource, SearchAction: m.SearchAction}
+	for _, p := range []string{e.Evaluation, e.Evaluations, e.SearchSubject, e.SearchResource, e.SearchAction} {
+		if p != "" {
+			if _, err := parseURL(p); err != nil {
+				return nil, fmt.Errorf("%w: an endpoint is not an absolute http(s) URL", ErrDiscovery)
+			}
+		}
+	}
+	return &e, nil
+}

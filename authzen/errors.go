@@ -1,0 +1,76 @@
+package authzen
+
+import (
+	"errors"
+
+	"github.com/orgauthz/orgauthz/internal/transport"
+)
+
+// The sentinels that describe the PDP, the credential and the transport
+// are the very values of package pep (both re-export internal/transport's),
+// so errors.Is matches them across the two clients. Their texts are pep's.
+var (
+	// ErrUnauthorized is matched by the *ResponseError of a PDP 401: the
+	// PEP's credential was refused. The client purges the credential's
+	// cached decisions and, for its current credential, emits tokenExpired
+	// once.
+	ErrUnauthorized = transport.ErrUnauthorized
+	// ErrProofRejected is matched by the *ResponseError of a 401 whose DPoP
+	// challenge blames the proof rather than the token.
+	ErrProofRejected = transport.ErrProofRejected
+	// ErrNoToken is returned, without a request, when the client has no
+	// usable credential (SetToken, SetDPoPToken).
+	ErrNoToken = transport.ErrNoToken
+	// ErrUnavailable is matched by the Cause of a decision denied because
+	// the PDP could not be reached or did not answer in time (or its
+	// discovery document could not be read), by ErrCircuitOpen, and by a
+	// *ResponseError with a 5xx status.
+	ErrUnavailable = transport.ErrUnavailable
+	// ErrCircuitOpen is the Cause of a decision denied without a request
+	// because the circuit breaker is open. It matches ErrUnavailable.
+	ErrCircuitOpen = transport.ErrCircuitOpen
+	// ErrMalformedResponse is wrapped by the Err of a *ResponseError for a
+	// 200 answer the client could not use: it does not parse strictly, a
+	// decision is not a JSON boolean, it has more evaluations than asked,
+	// or fewer than the evaluation semantic allows.
+	ErrMalformedResponse = transport.ErrMalformedResponse
+)
+
+var (
+	// ErrInvalidArgument is matched by the error of a call the client
+	// refuses to send: a request without subject type and id, action name
+	// or resource type and id, no items, an unknown evaluation semantic.
+	// The decisions are denials and nothing is sent.
+	ErrInvalidArgument = errors.New("authzen: invalid argument")
+
+	// ErrEvaluationFailed is the Cause of a decision whose evaluation the
+	// PDP reported as failed: its context carries an "error" member (the
+	// decision's Context holds it). It never allows.
+	ErrEvaluationFailed = errors.New("authzen: the PDP reported an error for the evaluation")
+
+	// ErrNotEvaluated is the Cause of a batch item the PDP did not
+	// evaluate because an earlier item ended the batch under the
+	// deny_on_first_deny or permit_on_first_permit semantic. It never
+	// allows.
+	ErrNotEvaluated = errors.New("authzen: the item was not evaluated: an earlier item ended the batch")
+
+	// ErrDiscovery is matched by the error of New's discovery when the
+	// PDP's metadata cannot be used, and wrapped in the Cause of decisions
+	// denied for that reason.
+	ErrDiscovery = errors.New("authzen: the PDP's metadata (/.well-known/authzen-configuration) is unusable")
+)
+
+// ResponseError describes a PDP answer the client could not take as a
+// decision: any status other than 200, or a 200 whose body was unusable (Err
+// then wraps ErrMalformedResponse). It is one type with pep.ResponseError,
+// so one errors.As serves both clients; its Error text reads
+// "authzen: PDP answered <status>...". Text from the PDP that held any
+// part of the token is withheld.
+type ResponseError = transport.ResponseError
+
+// BreakerState is the state of the client's circuit breaker (Stats); one
+// type with pep.BreakerState.
+type BreakerState = transport.BreakerState
+
+// pdp names the PDP in errors and log lines.
+const pdp = transport.Peer("authzen: PDP")

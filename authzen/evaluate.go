@@ -1,0 +1,353 @@
+package authzen
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/orgauthz/orgauthz/internal/transport"
+)
+
+// CallOption changes one Evaluate or Evaluations call.
+type CallOption func(*callConfig)
+
+type callConfig struct {
+	semantic Semantic
+	noCache  bool
+}
+
+// WithSemantic sets the evaluations_semantic of an Evaluations call
+// (default ExecuteAll). Under DenyOnFirstDeny and PermitOnFirstPermit the
+// cache is not read (the PDP's order matters), only written.
+func WithSemantic(s Semantic) CallOption { return func(c *callConfig) { c.semantic = s } }
+
+// NoCache makes one call ask the PDP even for cached evaluations; the
+// fresh answers are still stored.
+func NoCache() CallOption { return func(c *callConfig) { c.noCache = true } }
+
+// Evaluate asks the PDP's Access Evaluation API whether req's subject may
+// perform its action on its resource. The decision is Allowed only for a
+// "decision": true that the PDP returned for this request in a 200 answer
+// read completely and strictly, with no error in its context (or a cached
+// one).
+//
+// Failing closed: when the PDP is unreachable, times out, answers 5xx
+// after retries, 400, 403, 404, a redirect or an unusable body, when its
+// metadata cannot be read, or when the circuit breaker is open, Evaluate
+// returns a denial whose Cause says why, and a nil error. It returns an
+// error, with a denial, only for a request it refuses to send
+// (ErrInvalidArgument), no usable credential (ErrNoToken) and a 401 (a
+// *ResponseError matching ErrUnauthorized or ErrProofRejected).
+func (c *Client) Evaluate(ctx context.Context, req Request, opts ...CallOption) (Decision, error) {
+	ds, err := c.evaluate(ctx, "evaluation", Request{}, []Request{req}, opts)
+	return ds[0], err
+}
+
+// Evaluations asks the PDP's Access Evaluations API for every item, each
+// completed from defaults (an item's zero Subject, Action or Resource and
+// nil Context are the defaults'), and returns one decision per item, in
+// order. Cached items are answered locally (ExecuteAll only); the others
+// are sent in requests of at most the batch size (WithBatchSize), several
+// at a time under ExecuteAll and one after the other otherwise, so that
+// the batch stops where the semantic says.
+//
+// Each item's decision is read from the answer's entry at its own
+// position. An answer with more entries than asked, or fewer when the
+// semantic does not allow it (under DenyOnFirstDeny the last entry must be
+// a denial, under PermitOnFirstPermit a permit), denies every item of its
+// request with a Cause; items the PDP did not reach are denied with
+// ErrNotEvaluated. The error rules are Evaluate's; an empty items slice is
+// refused.
+func (c *Client) Evaluations(ctx context.Context, defaults Request, items []Request, opts ...CallOption) ([]Decision, error) {
+	return c.evaluate(ctx, "evaluations", defaults, items, opts)
+}
+
+// evaluation is one item on its way: its merged form's key and JSON, and
+// its wire form as sent in a batch (partial, relative to the defaults).
+type evaluation struct {
+	key  string
+	body []byte // the merged request, for the Access Evaluation API
+	wire wireRequest
+}
+
+func (c *Client) evaluate(ctx context.Context, api string, defaults Request, reqs []Request, opts []CallOption) ([]Decision, error) {
+	c.calls.Add(1)
+	var cc callConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cc)
+		}
+	}
+	ds := make([]Decision, max(len(reqs), 1))
+	evs, err := prepare(defaults, reqs, cc.semantic)
+	if err != nil {
+		return c.failAll(ds, err), err
+	}
+	st, err := c.credential()
+	if err != nil {
+		return c.failAll(ds, err), err
+	}
+	id := st.cred.Ident()
+	var missing []int
+	for i, ev := range evs {
+		if !cc.noCache && cc.semantic == ExecuteAll {
+			if allowed, ok := c.cache.get(id, ev.key); ok {
+				ds[i] = Decision{allowed: allowed, Cached: true}
+				continue
+			}
+		}
+		missing = append(missing, i)
+	}
+	if len(missing) > 0 {
+		ctx, cancel, own := c.bound(ctx)
+		defer cancel()
+		if err := c.ask(ctx, api, st, own, defaults, cc.semantic, evs, missing, ds); err != nil {
+			c.refused(ctx, st, err)
+			return c.failAll(ds, err), err
+		}
+	}
+	for _, d := range ds {
+		if d.Cause != nil {
+			c.failClosed.Add(1)
+		}
+	}
+	c.evaluations.Add(uint64(len(ds)))
+	return ds, nil
+}
+
+// prepare checks every item, completed from the defaults, and encodes it.
+func prepare(defaults Request, reqs []Request, s Semantic) ([]evaluation, error) {
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("%w: at least one item is needed", ErrInvalidArgument)
+	}
+	if s > PermitOnFirstPermit {
+		return nil, fmt.Errorf("%w: unknown evaluation semantic %d", ErrInvalidArgument, s)
+	}
+	evs := make([]evaluation, len(reqs))
+	var errs []error
+	for i, r := range reqs {
+		m := merge(defaults, r)
+		if m.Subject.Type == "" || m.Subject.ID == "" || m.Action.Name == "" || m.Resource.Type == "" || m.Resource.ID == "" {
+			errs = append(errs, fmt.Errorf("item %d lacks a subject type or id, an action name or a resource type or id", i))
+			continue
+		}
+		body, err := encode(wireOf(m))
+		if err != nil {
+			return nil, err
+		}
+		evs[i] = evaluation{key: cacheKey(body), body: body, wire: wireOf(r)}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return evs, nil
+}
+
+// merge completes r from defaults, as the PDP does.
+func merge(defaults, r Request) Request {
+	if r.Subject.Type == "" && r.Subject.ID == "" && r.Subject.Properties == nil {
+		r.Subject = defaults.Subject
+	}
+	if r.Action.Name == "" && r.Action.Properties == nil {
+		r.Action = defaults.Action
+	}
+	if r.Resource.Type == "" && r.Resource.ID == "" && r.Resource.Properties == nil {
+		r.Resource = defaults.Resource
+	}
+	if r.Context == nil {
+		r.Context = defaults.Context
+	}
+	return r
+}
+
+func (c *Client) failAll(ds []Decision, err error) []Decision {
+	for i := range ds {
+		ds[i] = Decision{Cause: err}
+	}
+	c.failClosed.Add(uint64(len(ds)))
+	return ds
+}
+
+// ask sends the missing items in chunks and fills in their decisions. The
+// error is one that concerns the whole call: a refused credential (401).
+func (c *Client) ask(ctx context.Context, api string, st *tokenState, own bool, defaults Request, s Semantic, evs []evaluation, missing []int, ds []Decision) error {
+	ep, err := c.resolveEndpoints(ctx)
+	url := ""
+	if err == nil {
+		url = ep.Evaluations
+		if api == "evaluation" {
+			url = ep.Evaluation
+		}
+		if url == "" {
+			err = fmt.Errorf("%w: it names no %s endpoint", ErrDiscovery, api)
+		}
+	}
+	if err != nil {
+		for _, i := range missing {
+			ds[i] = Decision{Cause: err}
+		}
+		return nil
+	}
+	if api == "evaluation" {
+		out := c.send(ctx, st, own, url, evs[0].body, []string{evs[0].key}, ExecuteAll, true)
+		return c.fill(out, missing, ds)
+	}
+	var chunks [][]int
+	for start := 0; start < len(missing); start += c.batchSize {
+		chunks = append(chunks, missing[start:min(start+c.batchSize, len(missing))])
+	}
+	outs := make([]*transport.Outcome[[]item], len(chunks))
+	run := func(k int) {
+		chunk := chunks[k]
+		b := wireBatch{wireRequest: wireOf(defaults), Evaluations: make([]wireRequest, len(chunk))}
+		if s != ExecuteAll {
+			b.Options = &wireOptions{Semantic: s.String()}
+		}
+		keys := make([]string, len(chunk))
+		for j, i := range chunk {
+			b.Evaluations[j], keys[j] = evs[i].wire, evs[i].key
+		}
+		body, err := encode(b)
+		if err != nil {
+			outs[k] = &transport.Outcome[[]item]{Err: err}
+			return
+		}
+		outs[k] = c.send(ctx, st, own, url, body, keys, s, false)
+	}
+	if s == ExecuteAll && len(chunks) > 1 {
+		var g errgroup.Group
+		g.SetLimit(transport.MaxParallelChunks)
+		for k := range chunks {
+			g.Go(func() error { run(k); return nil })
+		}
+		_ = g.Wait()
+	} else {
+		for k := range chunks {
+			run(k)
+			if outs[k].Err != nil || stopped(outs[k].Value, len(chunks[k]), s) {
+				break
+			}
+		}
+	}
+	for k, chunk := range chunks {
+		if outs[k] == nil { // after the item that ended the batch
+			for _, i := range chunk {
+				ds[i] = Decision{Cause: ErrNotEvaluated}
+			}
+			continue
+		}
+		if err := c.fill(outs[k], chunk, ds); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopped reports whether a chunk's answer ended the batch under s.
+func stopped(items []item, asked int, s Semantic) bool {
+	if len(items) < asked {
+		return true
+	}
+	for _, it := range items {
+		if s.stops(decisionOf(it).Allowed()) {
+			return true
+		}
+	}
+	return false
+}
+
+// fill sets the decisions of the items at idx from their request's
+// outcome, each from the answer's entry at its own position.
+func (c *Client) fill(out *transport.Outcome[[]item], idx []int, ds []Decision) error {
+	if out.Err != nil {
+		if errors.Is(out.Err, ErrUnauthorized) || errors.Is(out.Err, ErrProofRejected) {
+			return out.Err
+		}
+		for _, i := range idx {
+			ds[i] = Decision{Cause: out.Err}
+		}
+		return nil
+	}
+	for k, i := range idx {
+		if k < len(out.Value) {
+			ds[i] = decisionOf(out.Value[k])
+		} else {
+			ds[i] = Decision{Cause: ErrNotEvaluated}
+		}
+	}
+	return nil
+}
+
+func decisionOf(it item) Decision {
+	return Decision{allowed: it.allowed && it.err == nil, Cause: it.err, Context: it.context}
+}
+
+// send posts one request, shared with identical concurrent ones (same
+// credential, endpoint and body), reads its answer strictly and stores its
+// decisions under keys.
+func (c *Client) send(ctx context.Context, st *tokenState, own bool, url string, body []byte, keys []string, s Semantic, single bool) *transport.Outcome[[]item] {
+	if err := ctx.Err(); err != nil {
+		return &transport.Outcome[[]item]{Err: pdp.Unavailable(err)}
+	}
+	id := st.cred.Ident()
+	out, shared := c.flights.Do(ctx, pdp, flightKey(id, url, body), func() *transport.Outcome[[]item] {
+		w := c.cache.writer(id)
+		if w != nil {
+			defer w.Close()
+		}
+		hdr := http.Header{"X-Request-Id": {newRequestID()}}
+		data, err := c.x.Post(ctx, st.cred, url, body, hdr, own)
+		if err != nil {
+			return &transport.Outcome[[]item]{Err: err}
+		}
+		var items []item
+		if single {
+			var it item
+			it, err = decodeEvaluation(data)
+			items = []item{it}
+		} else {
+			items, err = decodeEvaluations(data, len(keys))
+		}
+		if err == nil && len(items) < len(keys) && (s == ExecuteAll || len(items) == 0 || !s.stops(decisionOf(items[len(items)-1]).Allowed())) {
+			err = pdp.Malformed("the answer has %d evaluations for %d asked", len(items), len(keys))
+		}
+		if err != nil {
+			return &transport.Outcome[[]item]{Err: err}
+		}
+		for k, it := range items {
+			c.cache.store(w, id, keys[k], it)
+		}
+		return &transport.Outcome[[]item]{Value: items}
+	})
+	if shared {
+		c.coalesced.Add(1)
+	}
+	return out
+}
+
+// flightKey identifies identical requests: scheme, the full credential,
+// endpoint and body. Tokens and URLs hold no newline.
+func flightKey(id transport.Ident, url string, body []byte) string {
+	var b strings.Builder
+	b.Grow(3 + len(id.Token) + len(url) + len(body))
+	b.WriteByte(byte('0' + id.Scheme))
+	b.WriteString(id.Token)
+	b.WriteByte('\n')
+	b.WriteString(url)
+	b.WriteByte('\n')
+	b.Write(body)
+	return b.String()
+}
+
+// newRequestID returns a random X-Request-ID.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,312 @@
+package authzen_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+const pepToken = "pep-token-0123456789abcdef"
+
+// standIn starts a stand-in PDP that answers every request with h; it is
+// for faults a real PDP does not make on demand.
+func standIn(t *testing.T, h http.HandlerFunc, opts ...authzen.Option) (*authzen.Client, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		h(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	opts = append([]authzen.Option{
+		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation", Evaluations: "/access/v1/evaluations"}),
+		authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithTimeout(2 * time.Second),
+	}, opts...)
+	c, err := authzen.New(srv.URL, opts...)
+	require.NoError(t, err)
+	c.SetToken(pepToken)
+	return c, &n
+}
+
+func answer(status int, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}
+}
+
+var req = authzen.Request{
+	Subject:  authzen.Subject{Type: "user", ID: "alice"},
+	Action:   authzen.Action{Name: "can_read"},
+	Resource: authzen.Resource{Type: "document", ID: "1"},
+}
+
+// TestEvaluateFailsClosed names every path from a PDP answer to a denial.
+func TestEvaluateFailsClosed(t *testing.T) {
+	t.Parallel()
+	huge := `{"decision":true,"context":{"pad":"` + strings.Repeat("x", 2<<20) + `"}}`
+	tests := []struct {
+		name  string
+		pdp   http.HandlerFunc
+		cause error
+	}{
+		{"decision false", answer(200, `{"decision":false}`), nil},
+		{"decision as a string", answer(200, `{"decision":"true"}`), authzen.ErrMalformedResponse},
+		{"decision as a number", answer(200, `{"decision":1}`), authzen.ErrMalformedResponse},
+		{"decision null", answer(200, `{"decision":null}`), authzen.ErrMalformedResponse},
+		{"no decision", answer(200, `{"context":{}}`), authzen.ErrMalformedResponse},
+		{"decision twice", answer(200, `{"decision":false,"decision":true}`), authzen.ErrMalformedResponse},
+		{"decision in another case", answer(200, `{"Decision":true}`), authzen.ErrMalformedResponse},
+		{"trailing data", answer(200, `{"decision":true} {}`), authzen.ErrMalformedResponse},
+		{"not JSON", answer(200, `decision: true`), authzen.ErrMalformedResponse},
+		{"context not an object", answer(200, `{"decision":true,"context":[1]}`), authzen.ErrMalformedResponse},
+		{"context with a duplicate", answer(200, `{"decision":true,"context":{"a":1,"a":2}}`), authzen.ErrMalformedResponse},
+		{"context carries an error", answer(200, `{"decision":true,"context":{"error":{"status":500,"message":"boom"}}}`), authzen.ErrEvaluationFailed},
+		{"body over 1 MiB", answer(200, huge), authzen.ErrMalformedResponse},
+		{"400", answer(400, `{"error":"Bad Request","message":"bad id"}`), nil},
+		{"403", answer(403, `{}`), nil},
+		{"404", answer(404, `{}`), nil},
+		{"500", answer(500, `{}`), authzen.ErrUnavailable},
+		{"503", answer(503, `{}`), authzen.ErrUnavailable},
+		{"redirect", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := standIn(t, tt.pdp)
+			d, err := c.Evaluate(t.Context(), req)
+			require.NoError(t, err, "a PDP failure is a denial, not an error")
+			assert.False(t, d.Allowed())
+			if tt.name == "decision false" {
+				assert.NoError(t, d.Cause)
+				return
+			}
+			require.Error(t, d.Cause)
+			if tt.cause != nil {
+				require.ErrorIs(t, d.Cause, tt.cause)
+			} else {
+				var re *authzen.ResponseError
+				require.ErrorAs(t, d.Cause, &re)
+			}
+			assert.NotContains(t, d.Cause.Error(), pepToken)
+		})
+	}
+}
+
+func TestEvaluateAllowsOnlyTrue(t *testing.T) {
+	t.Parallel()
+	var got http.Header
+	c, _ := standIn(t, func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		answer(200, `{"decision":true,"unknown":[1,2]}`)(w, r)
+	})
+	d, err := c.Evaluate(t.Context(), req)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed())
+	assert.Equal(t, "Bearer "+pepToken, got.Get("Authorization"))
+	assert.NotEmpty(t, got.Get("X-Request-ID"))
+}
+
+func TestTimeoutAndUnreachableDeny(t *testing.T) {
+	t.Parallel()
+	block := make(chan struct{})
+	c, _ := standIn(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	})
+	t.Cleanup(func() { close(block) }) // before the server's Close, which waits for the handler
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	d, err := c.Evaluate(ctx, req)
+	require.NoError(t, err)
+	require.ErrorIs(t, d.Cause, authzen.ErrUnavailable)
+	require.ErrorIs(t, d.Cause, pep.ErrUnavailable, "one sentinel for both clients")
+
+	dead, err := authzen.New("http://127.0.0.1:1", authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/e"}), authzen.WithRetry(0, 0, 0))
+	require.NoError(t, err)
+	dead.SetToken(pepToken)
+	d, err = dead.Evaluate(t.Context(), req)
+	require.NoError(t, err)
+	require.ErrorIs(t, d.Cause, authzen.ErrUnavailable)
+}
+
+func TestUnauthorizedIsAnError(t *testing.T) {
+	t.Parallel()
+	c, _ := standIn(t, answer(401, `{"error":"Unauthorized"}`))
+	d, err := c.Evaluate(t.Context(), req)
+	require.ErrorIs(t, err, authzen.ErrUnauthorized)
+	require.ErrorIs(t, err, pep.ErrUnauthorized)
+	assert.False(t, d.Allowed())
+}
+
+func TestNoTokenSendsNothing(t *testing.T) {
+	t.Parallel()
+	c, n := standIn(t, answer(200, `{"decision":true}`))
+	c.ClearToken()
+	_, err := c.Evaluate(t.Context(), req)
+	require.ErrorIs(t, err, authzen.ErrNoToken)
+	assert.Zero(t, n.Load())
+}
+
+func TestIncompleteRequestIsRefused(t *testing.T) {
+	t.Parallel()
+	c, n := standIn(t, answer(200, `{"decision":true}`))
+	_, err := c.Evaluate(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user", ID: "a"}})
+	require.ErrorIs(t, err, authzen.ErrInvalidArgument)
+	assert.Zero(t, n.Load())
+}
+
+// TestEvaluationsCountMismatch: more or fewer items than asked deny them all.
+func TestEvaluationsCountMismatch(t *testing.T) {
+	t.Parallel()
+	items := []authzen.Request{{Resource: authzen.Resource{Type: "doc", ID: "1"}}, {Resource: authzen.Resource{Type: "doc", ID: "2"}}}
+	defaults := authzen.Request{Subject: req.Subject, Action: req.Action}
+	tests := map[string]string{
+		"fewer":          `{"evaluations":[{"decision":true}]}`,
+		"more":           `{"evaluations":[{"decision":true},{"decision":true},{"decision":true}]}`,
+		"none":           `{"evaluations":[]}`,
+		"missing member": `{}`,
+		"twice":          `{"evaluations":[{"decision":true},{"decision":true}],"evaluations":[]}`,
+	}
+	for name, body := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := standIn(t, answer(200, body))
+			ds, err := c.Evaluations(t.Context(), defaults, items)
+			require.NoError(t, err)
+			require.Len(t, ds, 2)
+			for _, d := range ds {
+				assert.False(t, d.Allowed())
+				require.ErrorIs(t, d.Cause, authzen.ErrMalformedResponse)
+			}
+		})
+	}
+}
+
+func TestEvaluationsItemErrorDeniesOnlyThatItem(t *testing.T) {
+	t.Parallel()
+	c, _ := standIn(t, answer(200, `{"evaluations":[{"decision":true},{"decision":false,"context":{"error":{"status":404,"message":"Resource not found"}}},{"decision":false}]}`))
+	ds, err := c.Evaluations(t.Context(), authzen.Request{Subject: req.Subject, Action: req.Action}, []authzen.Request{
+		{Resource: authzen.Resource{Type: "doc", ID: "1"}}, {Resource: authzen.Resource{Type: "doc", ID: "2"}}, {Resource: authzen.Resource{Type: "doc", ID: "3"}},
+	})
+	require.NoError(t, err)
+	assert.True(t, ds[0].Allowed())
+	require.ErrorIs(t, ds[1].Cause, authzen.ErrEvaluationFailed)
+	assert.NotNil(t, ds[1].Context["error"])
+	assert.False(t, ds[2].Allowed())
+	assert.NoError(t, ds[2].Cause)
+}
+
+func TestShortCircuitAnswers(t *testing.T) {
+	t.Parallel()
+	items := []authzen.Request{{Resource: authzen.Resource{Type: "doc", ID: "1"}}, {Resource: authzen.Resource{Type: "doc", ID: "2"}}, {Resource: authzen.Resource{Type: "doc", ID: "3"}}}
+	defaults := authzen.Request{Subject: req.Subject, Action: req.Action}
+	t.Run("deny_on_first_deny stops at a deny", func(t *testing.T) {
+		t.Parallel()
+		c, _ := standIn(t, answer(200, `{"evaluations":[{"decision":true},{"decision":false,"context":{"code":"200","reason":"deny_on_first_deny"}}]}`))
+		ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(authzen.DenyOnFirstDeny))
+		require.NoError(t, err)
+		assert.True(t, ds[0].Allowed())
+		assert.False(t, ds[1].Allowed())
+		require.ErrorIs(t, ds[2].Cause, authzen.ErrNotEvaluated)
+	})
+	t.Run("a short answer that ends in a permit is malformed", func(t *testing.T) {
+		t.Parallel()
+		c, _ := standIn(t, answer(200, `{"evaluations":[{"decision":true},{"decision":true}]}`))
+		ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(authzen.DenyOnFirstDeny))
+		require.NoError(t, err)
+		for _, d := range ds {
+			require.ErrorIs(t, d.Cause, authzen.ErrMalformedResponse)
+		}
+	})
+	t.Run("permit_on_first_permit stops at a permit", func(t *testing.T) {
+		t.Parallel()
+		c, _ := standIn(t, answer(200, `{"evaluations":[{"decision":false},{"decision":true}]}`))
+		ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(authzen.PermitOnFirstPermit))
+		require.NoError(t, err)
+		assert.False(t, ds[0].Allowed())
+		assert.True(t, ds[1].Allowed())
+		require.ErrorIs(t, ds[2].Cause, authzen.ErrNotEvaluated)
+	})
+}
+
+func TestBreakerOpensOnOutage(t *testing.T) {
+	t.Parallel()
+	c, n := standIn(t, answer(503, `{}`), authzen.WithBreaker(2, time.Hour), authzen.WithCache(0, 0, 0))
+	for range 2 {
+		d, err := c.Evaluate(t.Context(), req)
+		require.NoError(t, err)
+		require.ErrorIs(t, d.Cause, authzen.ErrUnavailable)
+	}
+	d, err := c.Evaluate(t.Context(), req)
+	require.NoError(t, err)
+	require.ErrorIs(t, d.Cause, authzen.ErrCircuitOpen)
+	assert.EqualValues(t, 2, n.Load(), "an open breaker sends nothing")
+	assert.Equal(t, authzen.BreakerState(pep.BreakerOpen), c.Stats().Breaker)
+}
+
+func TestCacheIsPerCredential(t *testing.T) {
+	t.Parallel()
+	c, n := standIn(t, func(w http.ResponseWriter, r *http.Request) {
+		allowed := r.Header.Get("Authorization") == "Bearer "+pepToken
+		answer(200, map[bool]string{true: `{"decision":true}`, false: `{"decision":false}`}[allowed])(w, r)
+	})
+	for range 3 {
+		d, err := c.Evaluate(t.Context(), req)
+		require.NoError(t, err)
+		assert.True(t, d.Allowed())
+	}
+	assert.EqualValues(t, 1, n.Load(), "later evaluations are answered from the cache")
+	c.SetToken("another-token-value")
+	d, err := c.Evaluate(t.Context(), req)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed(), "another credential never reads the first one's entry")
+	assert.False(t, d.Cached)
+}
+
+func TestDiscovery(t *testing.T) {
+	t.Parallel()
+	var srvURL string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/.well-known/authzen-configuration":
+			answer(200, `{"policy_decision_point":"`+srvURL+`","access_evaluation_endpoint":"`+srvURL+`/access/v1/evaluation"}`)(w, r)
+		case "/access/v1/evaluation":
+			answer(200, `{"decision":true}`)(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	srvURL = srv.URL
+	c, err := authzen.New(srv.URL)
+	require.NoError(t, err)
+	c.SetToken(pepToken)
+	require.NoError(t, c.Discover(t.Context()))
+	d, err := c.Evaluate(t.Context(), req)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed())
+
+	mixUp, err := authzen.New(srv.URL + "/other")
+	require.NoError(t, err)
+	mixUp.SetToken(pepToken)
+	d, err = mixUp.Evaluate(t.Context(), req)
+	require.NoError(t, err)
+	require.True(t, errors.Is(d.Cause, authzen.ErrDiscovery), "%v", d.Cause)
+}

@@ -1,0 +1,179 @@
+package authzen
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/orgauthz/orgauthz/internal/strictjson"
+)
+
+// The request side: encoding/json writes map keys sorted, so equal requests
+// encode to equal bytes, which serve as cache and coalescing keys.
+
+type wireEntity struct {
+	Type       string         `json:"type,omitempty"`
+	ID         string         `json:"id,omitempty"`
+	Name       string         `json:"name,omitempty"`
+	Properties map[string]any `json:"properties,omitempty"`
+}
+
+type wireRequest struct {
+	Subject  *wireEntity    `json:"subject,omitempty"`
+	Action   *wireEntity    `json:"action,omitempty"`
+	Resource *wireEntity    `json:"resource,omitempty"`
+	Context  map[string]any `json:"context,omitempty"`
+}
+
+type wireOptions struct {
+	Semantic string `json:"evaluations_semantic"`
+}
+
+type wireBatch struct {
+	wireRequest
+	Options     *wireOptions  `json:"options,omitempty"`
+	Evaluations []wireRequest `json:"evaluations"`
+}
+
+func wireOf(r Request) wireRequest {
+	var w wireRequest
+	if r.Subject.Type != "" || r.Subject.ID != "" || r.Subject.Properties != nil {
+		w.Subject = &wireEntity{Type: r.Subject.Type, ID: r.Subject.ID, Properties: r.Subject.Properties}
+	}
+	if r.Action.Name != "" || r.Action.Properties != nil {
+		w.Action = &wireEntity{Name: r.Action.Name, Properties: r.Action.Properties}
+	}
+	if r.Resource.Type != "" || r.Resource.ID != "" || r.Resource.Properties != nil {
+		w.Resource = &wireEntity{Type: r.Resource.Type, ID: r.Resource.ID, Properties: r.Resource.Properties}
+	}
+	w.Context = r.Context
+	return w
+}
+
+// encode returns the JSON of v; an error means a property or context value
+// that JSON cannot carry (a channel, a cycle, NaN).
+func encode(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: a property or context value cannot be encoded as JSON", ErrInvalidArgument)
+	}
+	return b, nil
+}
+
+// The answer side, read strictly (internal/strictjson): a member the client
+// reads named twice or in another case, a value of the wrong type (a
+// decision that is not exactly true or false), trailing data are errors.
+
+// item is what the PDP said about one evaluation.
+type item struct {
+	allowed bool
+	context map[string]any
+	// err is set when the item itself was unusable (no decision) or
+	// reported an error; the item is then denied with it as Cause.
+	err error
+}
+
+// readers keeps strict readers between answers.
+var readers = sync.Pool{New: func() any { return strictjson.New() }}
+
+var (
+	evaluationMembers  = []string{"decision", "context"}
+	evaluationsMembers = []string{"evaluations"}
+)
+
+// decodeEvaluation reads an Access Evaluation answer.
+func decodeEvaluation(body []byte) (item, error) {
+	r := readers.Get().(*strictjson.Reader)
+	defer func() { r.Release(); readers.Put(r) }()
+	r.Reset(body)
+	it, err := readItem(r)
+	if err == nil {
+		err = r.End()
+	}
+	if err != nil {
+		return item{}, pdp.Malformed("the body is not a valid evaluation answer: %s", strictjson.Problem(err, errTooManyItems, errBadContext))
+	}
+	return it, nil
+}
+
+// The decoder's own errors, with fixed texts.
+var (
+	errTooManyItems = errors.New("the answer has more evaluations than were asked")
+	errBadContext   = errors.New("a context names a member twice or is not valid UTF-8")
+)
+
+// decodeEvaluations reads an Access Evaluations answer for n items; it
+// refuses more than n (memory follows what was asked, not the body).
+func decodeEvaluations(body []byte, n int) ([]item, error) {
+	r := readers.Get().(*strictjson.Reader)
+	defer func() { r.Release(); readers.Put(r) }()
+	r.Reset(body)
+	var items []item
+	saw := false
+	err := r.Object(evaluationsMembers, func(int) error {
+		saw = true
+		items = make([]item, 0, n)
+		return r.Array(func() error {
+			if len(items) == n {
+				return errTooManyItems
+			}
+			it, err := readItem(r)
+			items = append(items, it)
+			return err
+		})
+	})
+	if err == nil {
+		err = r.End()
+	}
+	if err == nil && !saw {
+		err = strictjson.ErrMissingMember
+	}
+	if err != nil {
+		return nil, pdp.Malformed("the body is not a valid evaluations answer: %s", strictjson.Problem(err, errTooManyItems, errBadContext))
+	}
+	return items, nil
+}
+
+// readItem reads one evaluation object: a "decision" that is a JSON
+// boolean, and an optional "context" object. An item without a decision,
+// or whose context carries an "error" member, is kept with err set; a
+// structural fault is returned.
+func readItem(r *strictjson.Reader) (item, error) {
+	var it item
+	sawDecision := false
+	err := r.Object(evaluationMembers, func(i int) error {
+		if i == 0 {
+			sawDecision = true
+			var err error
+			it.allowed, err = r.Boolean()
+			return err
+		}
+		raw, err := r.Value()
+		if err != nil {
+			return err
+		}
+		if raw.Kind() == 'n' {
+			return nil
+		}
+		if raw.Kind() != '{' {
+			return fmt.Errorf("%w: the context is not an object", strictjson.ErrWrongType)
+		}
+		// jsonv2 refuses duplicate member names and invalid UTF-8.
+		if err := jsonv2.Unmarshal(raw, &it.context); err != nil {
+			return errBadContext
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return it, err
+	case !sawDecision:
+		it.allowed, it.err = false, pdp.Malformed("an evaluation has no decision")
+	case it.context["error"] != nil:
+		it.allowed, it.err = false, ErrEvaluationFailed
+	}
+	return it, nil
+}

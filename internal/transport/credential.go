@@ -1,0 +1,244 @@
+package transport
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/orgauthz/orgauthz/dpop"
+)
+
+// Scheme is the HTTP authorization scheme a token is sent with.
+type Scheme uint8
+
+// The schemes.
+const (
+	SchemeBearer Scheme = iota + 1
+	SchemeDPoP
+)
+
+// String returns the scheme as written in an Authorization header and in
+// events.Event.TokenType.
+func (s Scheme) String() string {
+	switch s {
+	case SchemeBearer:
+		return "Bearer"
+	case SchemeDPoP:
+		return "DPoP"
+	}
+	return ""
+}
+
+// Ident identifies a token for caching and coalescing: the full token
+// string and its scheme, compared exactly, so that two tokens never share a
+// cache entry or a request however their hashes fall.
+type Ident struct {
+	Scheme Scheme
+	Token  string
+}
+
+// Credential attaches a token to one outgoing attempt. Authorize is called
+// on a clone of the request for every attempt, retries included, so that a
+// proof-of-possession credential (DPoP) can make a fresh proof each time;
+// nonce is the latest DPoP-Nonce of the request's origin, "" if none.
+// Usable reports, before anything is sent, why the credential cannot work.
+type Credential interface {
+	Ident() Ident
+	Usable() error
+	Authorize(r *http.Request, nonce string) error
+}
+
+// bearer is an RFC 6750 bearer token with its Authorization header value,
+// made once rather than for every attempt.
+type bearer struct{ token, header string }
+
+// NewBearer returns the credential of a Bearer token.
+func NewBearer(token string) Credential { return &bearer{token: token, header: "Bearer " + token} }
+
+func (b *bearer) Ident() Ident { return Ident{Scheme: SchemeBearer, Token: b.token} }
+
+func (b *bearer) Usable() error { return nil }
+
+func (b *bearer) Authorize(r *http.Request, _ string) error {
+	r.Header.Set("Authorization", b.header)
+	return nil
+}
+
+// ValidToken reports whether token can be sent in an Authorization header:
+// non-empty visible ASCII without spaces (RFC 6750's token68 is a subset).
+func ValidToken(token string) bool {
+	if token == "" {
+		return false
+	}
+	for i := 0; i < len(token); i++ {
+		if token[i] < 0x21 || token[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// NewDPoP returns the credential of a DPoP-bound token (RFC 9449) and the
+// key it is bound to: each attempt carries "Authorization: DPoP <token>"
+// and a fresh proof. A nil signer is not Usable.
+func NewDPoP(token string, signer *dpop.Signer) Credential {
+	return &dpopCredential{token: token, signer: signer}
+}
+
+// dpopCredential is a DPoP-bound token and the key it is bound to.
+type dpopCredential struct {
+	token  string
+	signer *dpop.Signer
+}
+
+func (d *dpopCredential) Ident() Ident { return Ident{Scheme: SchemeDPoP, Token: d.token} }
+
+func (d *dpopCredential) Usable() error {
+	if d.signer == nil {
+		return errors.New("SetDPoPToken was given a nil signer")
+	}
+	return nil
+}
+
+func (d *dpopCredential) Authorize(r *http.Request, nonce string) error {
+	proof, err := d.signer.Proof(r.Method, r.URL.String(), d.token, nonce)
+	if err != nil {
+		return err
+	}
+	r.Header.Set("Authorization", "DPoP "+d.token)
+	r.Header.Set("DPoP", proof)
+	return nil
+}
+
+// NonceStore keeps the latest DPoP-Nonce each server origin sent. It is safe
+// for concurrent use; the zero value is empty and ready. A client talks to
+// one server and follows no redirects, so it holds one entry in practice;
+// it is bounded all the same.
+type NonceStore struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxNonceOrigins = 16
+
+func (s *NonceStore) get(origin string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[origin]
+}
+
+func (s *NonceStore) set(origin, nonce string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= maxNonceOrigins && s.m[origin] == "" {
+		s.m = make(map[string]string)
+	}
+	s.m[origin] = nonce
+}
+
+// origin returns the lower-cased scheme://host[:port] of u, without a
+// default port: nonces are per server origin.
+func origin(u *url.URL) string {
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host
+}
+
+// nonceChallenge returns the new nonce of a use_dpop_nonce challenge: a 401
+// or 400 whose WWW-Authenticate holds a DPoP challenge with that error, and
+// a DPoP-Nonce header. It returns "" for any other response.
+func nonceChallenge(resp *http.Response) string {
+	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusBadRequest {
+		return ""
+	}
+	nonce := resp.Header.Get("DPoP-Nonce")
+	if nonce == "" {
+		return ""
+	}
+	for _, v := range resp.Header.Values("WWW-Authenticate") {
+		if DPoPChallengeError(v) == "use_dpop_nonce" {
+			return nonce
+		}
+	}
+	return ""
+}
+
+// DPoPChallengeError returns the error parameter of the DPoP challenge in a
+// WWW-Authenticate value (RFC 9449 section 7.1), or "" when there is none.
+// The value may hold several challenges (Bearer and DPoP, say), each with
+// parameters whose values are tokens or quoted strings.
+func DPoPChallengeError(header string) string {
+	scheme, rest := "", header
+	for {
+		rest = strings.TrimLeft(rest, " \t,")
+		if rest == "" {
+			return ""
+		}
+		n := tokenLen(rest)
+		if n == 0 { // not a token: skip one character
+			rest = rest[1:]
+			continue
+		}
+		name := rest[:n]
+		rest = strings.TrimLeft(rest[n:], " \t")
+		afterEquals := strings.TrimLeft(rest, "=")
+		if afterEquals == rest { // a name without "=" is a scheme
+			scheme = strings.ToLower(name)
+			continue
+		}
+		if t := strings.TrimLeft(afterEquals, " \t"); t == "" || t[0] == ',' {
+			rest = afterEquals // a token68 such as "abc==": no parameter
+			continue
+		}
+		var value string
+		value, rest = paramValue(strings.TrimLeft(rest[1:], " \t"))
+		if scheme == "dpop" && strings.EqualFold(name, "error") {
+			return value
+		}
+	}
+}
+
+// tokenLen returns the length of the RFC 9110 token at the start of s.
+func tokenLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// paramValue reads a token or quoted-string parameter value at the start of
+// s and returns it with the rest of s.
+func paramValue(s string) (value, rest string) {
+	if !strings.HasPrefix(s, `"`) {
+		n := tokenLen(s)
+		return s[:n], s[n:]
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+			}
+		case '"':
+			return b.String(), s[i+1:]
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String(), ""
+}

@@ -1,0 +1,223 @@
+package transport
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+)
+
+// The sentinel errors of the decision clients. Package pep and package
+// authzen re-export these very values, so that errors.Is works across the
+// two clients (an error of either matches pep.ErrUnavailable and
+// authzen.ErrUnavailable alike). Their texts are pep's, which came first
+// and which users of pep already see.
+var (
+	// ErrUnauthorized is matched by the *ResponseError of a 401 that refuses
+	// the token.
+	ErrUnauthorized = errors.New("pep: unauthorized")
+	// ErrProofRejected is matched by the *ResponseError of a 401 whose DPoP
+	// challenge says error="invalid_dpop_proof".
+	ErrProofRejected = errors.New("pep: DPoP proof rejected")
+	// ErrNoToken is returned, without any request being sent, when a call
+	// has no usable token.
+	ErrNoToken = errors.New("pep: no token")
+	// ErrUnavailable is matched by the Cause of a decision denied because the
+	// server could not be reached or did not answer in time, by
+	// ErrCircuitOpen, and by a *ResponseError with a 5xx status.
+	ErrUnavailable = errors.New("pep: gateway unavailable")
+	// ErrCircuitOpen is the Cause of a decision denied without a request
+	// because the circuit breaker is open. It matches ErrUnavailable.
+	ErrCircuitOpen error = &chainedError{msg: "pep: circuit breaker open", parent: ErrUnavailable}
+	// ErrMalformedResponse is wrapped by the Err of a *ResponseError for a
+	// 200 answer the client could not use.
+	ErrMalformedResponse = errors.New("pep: malformed gateway response")
+)
+
+// chainedError is a sentinel that also matches a more general sentinel.
+type chainedError struct {
+	msg    string
+	parent error
+}
+
+func (e *chainedError) Error() string { return e.msg }
+func (e *chainedError) Unwrap() error { return e.parent }
+
+// Peer names the server a client talks to in the texts of its errors and
+// log lines: "pep: gateway", "authzen: PDP". The zero Peer is pep's
+// gateway, so that a ResponseError made by a user reads as it always did.
+type Peer string
+
+// String returns the peer's name, pep's gateway for the zero Peer.
+func (p Peer) String() string {
+	if p == "" {
+		return "pep: gateway"
+	}
+	return string(p)
+}
+
+// pkg returns the package part of the peer's name ("pep").
+func (p Peer) pkg() string {
+	s := p.String()
+	if i := strings.IndexByte(s, ':'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// ResponseError describes an answer the client could not take as a
+// decision: any status other than 200, or a 200 whose body was unusable (Err
+// then wraps [ErrMalformedResponse]). Inspect it with errors.As; errors.Is
+// matches [ErrUnauthorized] for a 401 (or [ErrProofRejected] when the 401
+// blames the DPoP proof) and [ErrUnavailable] for a 5xx.
+//
+// The text fields come from the server and are cut to a few hundred bytes;
+// a field that held any part of the request's token, in any escaping, is
+// withheld as a whole.
+type ResponseError struct {
+	// StatusCode is the HTTP status of the answer.
+	StatusCode int
+	// ErrorName is the "error" field of the error body, e.g.
+	// "Forbidden"; empty when the body had none.
+	ErrorName string
+	// Message is the "message" field of the error body, or what was wrong
+	// with a 200 body.
+	Message string
+	// Challenge is the WWW-Authenticate header of the answer, if any.
+	Challenge string
+	// Err is the reason a 200 answer was unusable; it wraps
+	// ErrMalformedResponse. Nil for other statuses.
+	Err error
+
+	// who names the server in Error.
+	who Peer
+	// dpop is what the DPoP challenge of a 401 to a DPoP request said.
+	dpop dpopVerdict
+	// namesClient is set for a 400 whose body blames the clientId.
+	namesClient bool
+}
+
+// dpopVerdict is what a 401's DPoP challenge blames.
+type dpopVerdict uint8
+
+const (
+	dpopNone          dpopVerdict = iota
+	dpopProofRejected             // error="invalid_dpop_proof": the proof, not the token
+	dpopNonceOwed                 // error="use_dpop_nonce", still owed after the one resend
+)
+
+// Error returns "<peer> answered <status>" followed by the error name and
+// message. It never contains a token.
+func (e *ResponseError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.who.String())
+	b.WriteString(" answered ")
+	b.WriteString(strconv.Itoa(e.StatusCode))
+	text := http.StatusText(e.StatusCode)
+	if text != "" {
+		b.WriteString(" " + text)
+	}
+	if e.ErrorName != "" && e.ErrorName != text {
+		b.WriteString(" (" + e.ErrorName + ")")
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	if e.Err != nil { // the package prefix is written once
+		b.WriteString(": " + strings.TrimPrefix(e.Err.Error(), "pep: "))
+	}
+	return b.String()
+}
+
+// Is reports whether the answer matches target: ErrUnauthorized for a 401
+// that refuses the token, ErrProofRejected for a 401 that refuses the DPoP
+// proof, ErrUnavailable for a 5xx.
+func (e *ResponseError) Is(target error) bool {
+	switch target {
+	case ErrUnauthorized:
+		return e.StatusCode == http.StatusUnauthorized && e.dpop != dpopProofRejected
+	case ErrProofRejected:
+		return e.StatusCode == http.StatusUnauthorized && e.dpop == dpopProofRejected
+	case ErrUnavailable:
+		return e.StatusCode >= 500 && e.StatusCode <= 599
+	}
+	return false
+}
+
+// Unwrap returns Err.
+func (e *ResponseError) Unwrap() error { return e.Err }
+
+// NonceOwed reports whether e is a 401 whose DPoP challenge still asks for
+// a nonce after the one resend: no verdict on the token.
+func NonceOwed(e *ResponseError) bool { return e.dpop == dpopNonceOwed }
+
+// NamesClient reports whether e is a 400 whose body blames the clientId.
+func NamesClient(e *ResponseError) bool { return e.namesClient }
+
+// namesClient reports whether a 400 error body blames the clientId: the
+// service's shape names the field in details, other gateways in the message.
+func namesClient(body []byte) bool {
+	var eb struct {
+		Message string `json:"message"`
+		Details []struct {
+			Field string `json:"field"`
+		} `json:"details"`
+	}
+	if jsonv2.Unmarshal(body, &eb) != nil {
+		return false
+	}
+	for _, d := range eb.Details {
+		if strings.EqualFold(d.Field, "clientId") {
+			return true
+		}
+	}
+	return strings.Contains(strings.ToLower(eb.Message), "client")
+}
+
+// NewResponseError turns a non-200 answer into a *ResponseError whose
+// texts hold nothing of the token (Redact). What the DPoP challenge says is
+// read from the raw header, and only for a DPoP request: a Bearer request
+// cannot have a rejected proof or owe a nonce.
+func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *ResponseError {
+	var eb struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(body, &eb) // best effort: the status says enough
+	challenge := strings.Join(resp.Header.Values("WWW-Authenticate"), ", ")
+	e := &ResponseError{
+		StatusCode: resp.StatusCode,
+		ErrorName:  Redact(eb.Error, id.Token),
+		Message:    Redact(eb.Message, id.Token),
+		Challenge:  Redact(challenge, id.Token),
+		who:        p,
+	}
+	if id.Scheme == SchemeDPoP && resp.StatusCode == http.StatusUnauthorized {
+		switch DPoPChallengeError(challenge) {
+		case "invalid_dpop_proof":
+			e.dpop = dpopProofRejected
+		case "use_dpop_nonce":
+			e.dpop = dpopNonceOwed
+		}
+	}
+	e.namesClient = resp.StatusCode == http.StatusBadRequest && namesClient(body)
+	if e.Message == "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		e.Message = "redirects are not followed"
+	}
+	return e
+}
+
+// Malformed is the Cause of a decision (or a request) whose 200 answer was
+// unusable. Its arguments are the client's own words and numbers, never
+// text from the answer.
+func (p Peer) Malformed(format string, args ...any) *ResponseError {
+	return &ResponseError{
+		StatusCode: http.StatusOK,
+		Err:        fmt.Errorf("%w: "+format, append([]any{ErrMalformedResponse}, args...)...),
+		who:        p,
+	}
+}

@@ -1,0 +1,180 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// MaxBody is the most of a response body a client reads; a 200 body that
+// is longer fails closed.
+const MaxBody = 1 << 20
+
+// Observer is told of every request an Exchanger sends: the client's
+// telemetry (spans and metrics).
+type Observer interface {
+	StartRequest(ctx context.Context, url string, state BreakerState) (context.Context, trace.Span)
+	ActiveAdd(ctx context.Context, n int64)
+	EndRequest(ctx context.Context, span trace.Span, start time.Time, status, retries int, err error)
+}
+
+// Exchanger sends a client's requests: through its circuit breaker, then
+// the chain of retries, credential and base transport, reading the answer
+// through the body limit. It is configured once and then safe for
+// concurrent use.
+type Exchanger struct {
+	Peer    Peer
+	Base    http.RoundTripper
+	Retry   RetryPolicy
+	Nonces  NonceStore
+	Breaker *Breaker
+	Logger  *slog.Logger
+	Observe Observer
+	// Sent counts the requests sent, every retry and DPoP nonce resend
+	// included.
+	Sent atomic.Uint64
+}
+
+// Post sends one POST of body to url with cred, passing the circuit
+// breaker and reporting the outcome to it, and returns the body of a 200
+// answer. header, when not nil, adds headers to the request. ownDeadline
+// says that ctx's deadline is the client's own timeout rather than an
+// earlier one of the caller's: only then does running out of time say
+// something about the server.
+//
+// Other outcomes are errors that serve as fail-closed Causes:
+// ErrCircuitOpen, ErrUnavailable for transport failures and timeouts,
+// *ResponseError for other statuses and over-long bodies, *CredentialError
+// when cred could not be attached. None of their texts holds anything of
+// the token.
+func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool) ([]byte, error) {
+	ok, probe := x.Breaker.allow()
+	if !ok {
+		return nil, ErrCircuitOpen
+	}
+	data, o, err := x.send(ctx, cred, url, body, header, ownDeadline)
+	x.Breaker.done(probe, o)
+	return data, err
+}
+
+// send performs the request and says what its outcome tells about the
+// server's health (rule 11): transport failures, 502, 503 and 504 are
+// failures, and so is running out of the client's own timeout; a caller's
+// cancellation (a client hanging up) or earlier deadline, a credential
+// that could not be attached and a 429 say nothing; any other answer shows
+// a working server.
+func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool) (_ []byte, _ outcome, err error) {
+	ctx, span := x.Observe.StartRequest(ctx, url, x.Breaker.Current())
+	req, err := NewPost(ctx, url, body)
+	if err != nil {
+		span.End()
+		return nil, outcomeNeutral, err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	start := time.Now()
+	x.Observe.ActiveAdd(ctx, 1)
+	ch := NewChain(cred, &x.Retry, &x.Nonces, x.Base, &x.Sent)
+	status := 0
+	defer func() {
+		x.Observe.ActiveAdd(ctx, -1)
+		x.Observe.EndRequest(ctx, span, start, status, ch.Retried(), err)
+	}()
+	who := x.Peer.String()
+	debug := x.Logger.Enabled(ctx, slog.LevelDebug)
+	resp, err := ch.RoundTrip(req)
+	if err != nil {
+		var credErr *CredentialError
+		if errors.As(err, &credErr) {
+			return nil, outcomeNeutral, credErr
+		}
+		cause := x.Peer.Unavailable(err)
+		x.Logger.Debug(who+" request failed", "url", url, "error", cause.Error())
+		return nil, callerOutcome(ctx, ownDeadline), cause
+	}
+	defer resp.Body.Close()
+	status = resp.StatusCode
+	data, err := ReadBody(resp.Body, resp.ContentLength)
+	if debug {
+		x.Logger.Debug(who+" answered", "url", url, "status", resp.StatusCode, "duration", time.Since(start))
+	}
+	if err != nil {
+		return nil, callerOutcome(ctx, ownDeadline), x.Peer.Unavailable(err)
+	}
+	token := cred.Ident()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if len(data) > MaxBody {
+			return nil, outcomeSuccess, x.Peer.Malformed("the body exceeds %d bytes", MaxBody)
+		}
+		return data, outcomeSuccess, nil
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return nil, outcomeFailure, x.Peer.NewResponseError(resp, data, token)
+	case http.StatusTooManyRequests:
+		return nil, outcomeNeutral, x.Peer.NewResponseError(resp, data, token)
+	}
+	return nil, outcomeSuccess, x.Peer.NewResponseError(resp, data, token)
+}
+
+// callerOutcome is what a request that got no answer says about the
+// server: nothing when the caller cancelled or its own earlier deadline
+// passed, a failure otherwise (the server could not be reached, or did not
+// answer within the client's own timeout).
+func callerOutcome(ctx context.Context, ownDeadline bool) outcome {
+	switch err := ctx.Err(); {
+	case err == nil:
+		return outcomeFailure
+	case errors.Is(err, context.DeadlineExceeded) && ownDeadline:
+		return outcomeFailure
+	}
+	return outcomeNeutral
+}
+
+// NewPost returns a JSON POST of body to url.
+func NewPost(ctx context.Context, url string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("pep: building the request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	return req, nil
+}
+
+// ReadBody reads at most MaxBody+1 bytes, so that an over-long body is seen.
+// A declared length (Content-Length) sizes the buffer at once instead of
+// growing it by doubling, up to initialBody: memory follows the bytes that
+// arrive, not what the server claims.
+func ReadBody(r io.Reader, declared int64) ([]byte, error) {
+	limited := io.LimitReader(r, MaxBody+1)
+	if declared < 0 {
+		return io.ReadAll(limited)
+	}
+	data := make([]byte, 0, min(declared, initialBody)+1) // one more byte: room to see the end without growing
+	for {
+		n, err := limited.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		switch {
+		case err == io.EOF:
+			return data, nil
+		case err != nil:
+			return data, err
+		case len(data) == cap(data): // longer than the buffer
+			data = append(data, 0)[:len(data)]
+		}
+	}
+}
+
+// initialBody bounds the buffer a declared length makes at once.
+const initialBody = 64 << 10

@@ -1,0 +1,93 @@
+package transport
+
+import (
+	"context"
+	"sync"
+)
+
+// Flights lets identical concurrent requests (same token, same body) share
+// one request. The first caller, the leader, sends the request
+// on its own goroutine under its own context; the others wait for its
+// outcome, each only until its own context ends. So every caller is bounded
+// by its own deadline (rule 10) and a flight needs no goroutine of its own.
+//
+// A flight that failed because its leader's context ended (the leader
+// cancelled, or its deadline was shorter) says nothing about the gateway: a
+// waiter that still has time then sends the request itself, without
+// sharing, so that other callers giving up can never deny it.
+type Flights[T any] struct {
+	mu sync.Mutex
+	m  map[string]*flight[T]
+	// WaitHook, when set, runs each time a caller has joined a flight (as
+	// its leader or a waiter) and is about to wait for it: a test seam.
+	WaitHook func()
+}
+
+type flight[T any] struct {
+	done chan struct{}
+	out  *Outcome[T] // set before done is closed
+}
+
+// Outcome is the outcome of one request: a value, or the error that is
+// the Cause of every decision the request was for. It may be shared by
+// coalesced callers and is never modified once made.
+type Outcome[T any] struct {
+	Value T
+	Err   error
+	// leaderGone marks a failure caused by the context of the caller that
+	// sent the request ending, not by the server.
+	leaderGone bool
+}
+
+// Do returns the outcome of the request identified by key, running send
+// itself unless an identical one is in flight. shared reports that the
+// outcome came from another caller's request. p names the server in the
+// Cause of a caller that left before the outcome came, or of a leader's
+// request that ended without one (a panic on its goroutine).
+func (f *Flights[T]) Do(ctx context.Context, p Peer, key string, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
+	f.mu.Lock()
+	fl, inFlight := f.m[key]
+	if !inFlight {
+		fl = &flight[T]{done: make(chan struct{})}
+		if f.m == nil {
+			f.m = make(map[string]*flight[T])
+		}
+		f.m[key] = fl
+	}
+	f.mu.Unlock()
+	if f.WaitHook != nil {
+		f.WaitHook()
+	}
+
+	if !inFlight {
+		defer func() {
+			f.mu.Lock()
+			delete(f.m, key)
+			f.mu.Unlock()
+			close(fl.done)
+		}()
+		fl.out = &Outcome[T]{Err: &transportError{who: p, kind: "the request ended without an answer"}} // in case send panics
+		fl.out = lead(ctx, send)
+		return fl.out, false
+	}
+
+	select {
+	case <-fl.done:
+	case <-ctx.Done():
+		return &Outcome[T]{Err: p.Unavailable(ctx.Err())}, false
+	}
+	if fl.out.leaderGone && ctx.Err() == nil {
+		return lead(ctx, send), false
+	}
+	return fl.out, true
+}
+
+// lead sends the request and marks an outcome that failed because the
+// leader's own context ended.
+func lead[T any](ctx context.Context, send func() *Outcome[T]) *Outcome[T] {
+	out := send()
+	if out.Err != nil && ctx.Err() != nil {
+		out.leaderGone = true
+	}
+	return out
+}
