@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -42,6 +41,10 @@ const maxOpaqueRun = 32
 // maxErrorText bounds each text field copied from a gateway answer.
 const maxErrorText = 512
 
+// maxScannedText is how much of a gateway text Redact reads: enough to fill
+// maxErrorText after runs of white space are made single.
+const maxScannedText = 4 * maxErrorText
+
 // redactedText replaces gateway text that could hold the token.
 const redactedText = "[withheld: the gateway's text could hold the token]"
 
@@ -51,6 +54,15 @@ const redactedText = "[withheld: the gateway's text could hold the token]"
 // be an echo) or could hold the token (see above); white space made plain
 // and the whole cut to maxErrorText bytes otherwise.
 func Redact(text, token string) string {
+	// Only what could be shown is examined, so that the cost is bounded
+	// whatever the gateway sends: words of the shown text, and the escapes
+	// and folds of it.
+	if len(text) > maxScannedText {
+		text = text[:maxScannedText]
+		for !utf8.ValidString(text) && len(text) > maxScannedText-utf8.UTFMax {
+			text = text[:len(text)-1] // a rune cut at the end is not the gateway's doing
+		}
+	}
 	if !utf8.ValidString(text) || strings.ContainsFunc(text, func(r rune) bool {
 		return (r < 0x20 || r == 0x7f) && r != '\t' && r != '\n' && r != '\r'
 	}) {
@@ -70,19 +82,41 @@ func Redact(text, token string) string {
 }
 
 // opaque reports whether text holds a run of more than maxOpaqueRun
-// characters without white space.
+// characters without white space, or words that read as pieces of one
+// encoding (a hex dump "42 65 61 72", base64 cut into short lines): a run
+// of words made of hex digits alone, or holding a digit, whose characters
+// add up to more than maxOpaqueRun. Human messages are made of words
+// without digits; what this withholds by mistake is a message quoting ids.
 func opaque(text string) bool {
-	run := 0
-	for _, r := range text {
-		if unicode.IsSpace(r) {
-			run = 0
+	coded := 0
+	for w := range strings.FieldsSeq(text) {
+		if len(w) > maxOpaqueRun {
+			return true
+		}
+		if !encodingPiece(w) {
+			coded = 0
 			continue
 		}
-		if run++; run > maxOpaqueRun {
+		if coded += len(w); coded > maxOpaqueRun {
 			return true
 		}
 	}
 	return false
+}
+
+// encodingPiece reports whether word could be a piece of an encoded token:
+// hex digits alone (with an optional 0x or \x), or a word with a digit.
+func encodingPiece(word string) bool {
+	w := strings.ToLower(word)
+	w = strings.TrimPrefix(strings.TrimPrefix(w, "0x"), `\x`)
+	hex, digit := w != "", false
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		isDigit := c >= '0' && c <= '9'
+		digit = digit || isDigit
+		hex = hex && (isDigit || c >= 'a' && c <= 'f')
+	}
+	return hex || digit
 }
 
 // echoes reports whether text, as it is or with its escapes undone, holds

@@ -46,6 +46,15 @@ func TestRedact(t *testing.T) {
 		{"base64", "token " + base64.StdEncoding.EncodeToString([]byte(token)) + " refused", token, true},
 		{"hex", "token " + hexOf(token), token, true},
 		{"character entities", entities(token), token, true},
+		{"a spaced hex dump", "bad header bytes: " + spaced(hexOf("Bearer "+token), 2), token, true},
+		{"base64 in short lines", spaced(base64.StdEncoding.EncodeToString([]byte(token)), 16), token, true},
+		{"decimal bytes", func() string {
+			var b strings.Builder
+			for i := 0; i < len(token); i++ {
+				fmt.Fprintf(&b, "%d ", token[i])
+			}
+			return b.String()
+		}(), token, true},
 		{"escapes broken by invalid UTF-8", strings.Join(strings.Split(url.PathEscape(token), "%"), "%\xff"), token, true},
 		{"every byte escaped, broken by invalid UTF-8", func() string {
 			var b strings.Builder
@@ -59,6 +68,7 @@ func TestRedact(t *testing.T) {
 		{"a token of escapes, verbatim", "got %41%42%43%44 here", "%41%42%43%44", true},
 		{"a token of symbols, verbatim", "got !#$&*+-.^_`|~ here", "!#$&*+-.^_`|~", true},
 		{"an honest message", "the resources array cannot be empty", token, false},
+		{"an honest message with a number", "at most 100 resources of 50 scopes each", token, false},
 		{"an honest challenge", `DPoP algs="ES256 EdDSA", error="invalid_dpop_proof", error_description="iat is in the future"`, token, false},
 		{"a short fragment", "Zq8 and 3Rm9", token, false},
 		{"empty", "", token, false},
@@ -74,6 +84,30 @@ func TestRedact(t *testing.T) {
 			assert.Equal(t, tt.text, got)
 		})
 	}
+}
+
+// spaced cuts s into pieces of n bytes separated by spaces.
+func spaced(s string, n int) string {
+	var pieces []string
+	for len(s) > n {
+		pieces, s = append(pieces, s[:n]), s[n:]
+	}
+	return strings.Join(append(pieces, s), " ")
+}
+
+// TestRedactReadsWhatItCouldShow: Redact examines only the part of a text
+// it could show, so that a megabyte of nested escapes costs what a short
+// text does; a token echoed past that part is never shown either.
+func TestRedactReadsWhatItCouldShow(t *testing.T) {
+	t.Parallel()
+	const token = "Zq8+Kd/v3Rm9xW2pL7tN4bY6cQ1hJ5sF0gE=="
+	prefix := strings.Repeat("the gateway says no ", maxScannedText/20+1)
+	got := Redact(prefix+token+strings.Repeat(" %25252541", 1<<16), token)
+	assert.True(t, strings.HasPrefix(got, "the gateway says no"), "the shown part is kept: %.60s", got)
+	assert.NotContains(t, got, token[:fragmentLen])
+	assert.LessOrEqual(t, len(got), maxErrorText+3)
+	assert.Equal(t, redactedText, Redact("x "+token+strings.Repeat(" y", 1<<20), token),
+		"an echo in the shown part withholds it")
 }
 
 func TestRedactBoundsAndCleansText(t *testing.T) {
