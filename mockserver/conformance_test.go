@@ -92,6 +92,8 @@ func TestBodiesAreReadStrictly(t *testing.T) {
 			}{
 				{"a member twice", "application/json", dupFirst, http.StatusBadRequest},
 				{"members differing in case", "application/json", folded, http.StatusBadRequest},
+				{"invalid UTF-8 in a name", "application/json", strings.Replace(rt.valid, "{", "{\"x\xff\":1,", 1), http.StatusBadRequest},
+				{"invalid UTF-8 in a value", "application/json", strings.Replace(rt.valid, "{", "{\"x\":\"\xed\xa0\x80\",", 1), http.StatusBadRequest},
 				{"text/plain", "text/plain", rt.valid, http.StatusUnsupportedMediaType},
 				{"no content type", "", rt.valid, http.StatusUnsupportedMediaType},
 				{"form", "application/x-www-form-urlencoded", rt.valid, http.StatusUnsupportedMediaType},
@@ -107,6 +109,16 @@ func TestBodiesAreReadStrictly(t *testing.T) {
 			}
 		})
 	}
+	// Keys that are not UTF-8 become U+FFFD when decoded, so two different
+	// ones were one key, and the last silently won.
+	t.Run("attribute keys that are not UTF-8", func(t *testing.T) {
+		for _, attrs := range []string{"{\"\xff\":[\"1\"],\"\xfe\":[\"2\"]}", "{\"\xff\":[\"1\"],\"\\ufffd\":[\"2\"]}", "{\"\xff\":[\"1\"]}"} {
+			r := a.sendRaw(a.admin, http.MethodPost, a.base+"/"+org+"/departments", "application/json",
+				`{"name":"x","attributes":`+attrs+`}`)
+			r.errBody(t, http.StatusBadRequest)
+			require.Contains(t, string(r.Body), "UTF-8", "%q", attrs)
+		}
+	})
 	t.Run("attribute keys differing in case are distinct", func(t *testing.T) {
 		r := a.sendRaw(a.admin, http.MethodPost, a.base, "application/json",
 			`{"name":"Attrs","alias":"attrs","attributes":{"Region":["eu"],"region":["us"]}}`)
