@@ -100,7 +100,7 @@ func (s *Server) provisionTenant(w http.ResponseWriter, r *http.Request, c *call
 		Status: store.TenantActive, CreatedAt: &t.CreatedAt, InitialPassword: password}
 	c.resourceID, c.tenantID = out.TenantID, out.TenantID
 	s.logger.Info("tenant provisioned", "tenant", out.Name, "tenantId", out.TenantID)
-	w.Header().Set("Location", "/admin/tenants/"+out.TenantID)
+	w.Header().Set("Location", s.publicURL(r, "/admin/tenants/"+out.TenantID))
 	writeResult(w, http.StatusCreated, out)
 }
 

@@ -52,7 +52,7 @@ func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
 	_, err := time.Parse(time.RFC3339, tenant["createdAt"].(string))
 	require.NoError(t, err)
 	id := tenant["tenantId"].(string)
-	require.Equal(t, "/admin/tenants/"+id, res.header.Get("Location"))
+	require.Equal(t, srv.URL+"/admin/tenants/"+id, res.header.Get("Location"))
 	password := tenant["initialPassword"].(string)
 	require.NotEmpty(t, password)
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -92,6 +94,8 @@ func TestBodiesAreReadStrictly(t *testing.T) {
 			}{
 				{"a member twice", "application/json", dupFirst, http.StatusBadRequest},
 				{"members differing in case", "application/json", folded, http.StatusBadRequest},
+				{"invalid UTF-8 in a name", "application/json", strings.Replace(rt.valid, "{", "{\"x\xff\":1,", 1), http.StatusBadRequest},
+				{"invalid UTF-8 in a value", "application/json", strings.Replace(rt.valid, "{", "{\"x\":\"\xed\xa0\x80\",", 1), http.StatusBadRequest},
 				{"text/plain", "text/plain", rt.valid, http.StatusUnsupportedMediaType},
 				{"no content type", "", rt.valid, http.StatusUnsupportedMediaType},
 				{"form", "application/x-www-form-urlencoded", rt.valid, http.StatusUnsupportedMediaType},
@@ -107,6 +111,16 @@ func TestBodiesAreReadStrictly(t *testing.T) {
 			}
 		})
 	}
+	// Keys that are not UTF-8 become U+FFFD when decoded, so two different
+	// ones were one key, and the last silently won.
+	t.Run("attribute keys that are not UTF-8", func(t *testing.T) {
+		for _, attrs := range []string{"{\"\xff\":[\"1\"],\"\xfe\":[\"2\"]}", "{\"\xff\":[\"1\"],\"\\ufffd\":[\"2\"]}", "{\"\xff\":[\"1\"]}"} {
+			r := a.sendRaw(a.admin, http.MethodPost, a.base+"/"+org+"/departments", "application/json",
+				`{"name":"x","attributes":`+attrs+`}`)
+			r.errBody(t, http.StatusBadRequest)
+			require.Contains(t, string(r.Body), "UTF-8", "%q", attrs)
+		}
+	})
 	t.Run("attribute keys differing in case are distinct", func(t *testing.T) {
 		r := a.sendRaw(a.admin, http.MethodPost, a.base, "application/json",
 			`{"name":"Attrs","alias":"attrs","attributes":{"Region":["eu"],"region":["us"]}}`)
@@ -194,8 +208,8 @@ func TestLocationsAnswer(t *testing.T) {
 			created := a.sendRaw(c.token, http.MethodPost, c.path, "application/json", c.body)
 			require.Equal(t, http.StatusCreated, created.Status, "%s", created.Body)
 			loc := created.Header.Get("Location")
-			require.NotEmpty(t, loc)
-			got := a.sendRaw(c.token, http.MethodGet, a.url+loc, "", "")
+			require.True(t, strings.HasPrefix(loc, a.url+"/"), "absolute, on the public URL: %s", loc)
+			got := a.sendRaw(c.token, http.MethodGet, loc, "", "")
 			require.Equal(t, http.StatusOK, got.Status, "GET %s: %s", loc, got.Body)
 			var want, have struct {
 				Result map[string]any `json:"result"`
@@ -209,9 +223,86 @@ func TestLocationsAnswer(t *testing.T) {
 	tm := result[deptTmplJSON](a, http.StatusCreated, http.MethodPost, "/"+org+"/department-templates", json.RawMessage(tmpl))
 	inst := a.do(http.MethodPost, "/"+org+"/departments", map[string]any{"templateId": tm.ID})
 	require.Equal(t, http.StatusCreated, inst.Status)
-	got := a.sendRaw(a.admin, http.MethodGet, a.url+inst.Header.Get("Location"), "", "")
+	got := a.sendRaw(a.admin, http.MethodGet, inst.Header.Get("Location"), "", "")
 	require.Equal(t, http.StatusOK, got.Status)
 	require.Contains(t, string(got.Body), `"name":"Branch"`)
+}
+
+// TestLocationsFollowThePublicURL: a Location is built on the public base
+// URL, as the issuer is, so it answers behind a proxy that serves the
+// server under a path prefix. It was the request's path alone, which
+// dropped the prefix of WithIssuer("https://idp.example/auth").
+func TestLocationsFollowThePublicURL(t *testing.T) {
+	t.Parallel()
+	serve := func(s *Server, target, token, contentType, body string, header http.Header) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, target, strings.NewReader(body))
+		r.RemoteAddr = "10.0.0.1:5000"
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		r.Header.Set("Content-Type", contentType)
+		for k, v := range header {
+			r.Header[k] = v
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		return w
+	}
+	// token asks the token endpoint, through the same proxy headers: the
+	// token's issuer must be the public URL the calls are checked against.
+	token := func(t *testing.T, s *Server, realm string, form url.Values, header http.Header) string {
+		t.Helper()
+		w := serve(s, "http://api.test:8080/realms/"+realm+"/protocol/openid-connect/token", "",
+			"application/x-www-form-urlencoded", form.Encode(), header)
+		require.Equal(t, http.StatusOK, w.Code, "%s", w.Body)
+		var out struct {
+			AccessToken string `json:"access_token"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out))
+		return out.AccessToken
+	}
+	create := func(t *testing.T, s *Server, target, token, body string, header http.Header) (loc, id string) {
+		t.Helper()
+		w := serve(s, target, token, "application/json", body, header)
+		require.Equal(t, http.StatusCreated, w.Code, "%s", w.Body)
+		var out struct {
+			Result struct {
+				ID       string `json:"id"`
+				TenantID string `json:"tenantId"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out))
+		return w.Header().Get("Location"), out.Result.ID + out.Result.TenantID
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   []Option
+		header http.Header
+		base   string
+	}{
+		{"issuer with a path prefix", []Option{WithIssuer("https://idp.example/auth")}, nil, "https://idp.example/auth"},
+		{"issuer with a path prefix and a slash", []Option{WithIssuer("https://idp.example/auth/")}, nil, "https://idp.example/auth"},
+		{"no issuer", nil, nil, "http://api.test:8080"},
+		{"no issuer, trusted proxy", []Option{WithTrustedProxies("10.0.0.0/8")},
+			http.Header{"X-Forwarded-Proto": {"https"}, "X-Forwarded-Host": {"public.test"}}, "https://public.test"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(append([]Option{WithFixture(orgFixture()), WithAdminSecret("boot")}, tc.opts...)...)
+			require.NoError(t, err)
+			alice := token(t, s, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+				"username": {"alice"}, "password": {"alice"}}, tc.header)
+			admin := token(t, s, "master", url.Values{"grant_type": {"client_credentials"},
+				"client_id": {"platform-admin"}, "client_secret": {"boot"}}, tc.header)
+			orgs := "http://api.test:8080/admin/realms/acme/organizations"
+			loc, org := create(t, s, orgs, alice, `{"name":"Loc","alias":"loc"}`, tc.header)
+			require.Equal(t, tc.base+"/admin/realms/acme/organizations/"+org, loc)
+			loc, dept := create(t, s, orgs+"/"+org+"/departments", alice, `{"name":"D"}`, tc.header)
+			require.Equal(t, tc.base+"/admin/realms/acme/organizations/"+org+"/departments/"+dept, loc)
+			loc, tenant := create(t, s, "http://api.test:8080/admin/tenants", admin,
+				`{"name":"located","plan":"free","adminEmail":"a@located.test"}`, tc.header)
+			require.Equal(t, tc.base+"/admin/tenants/"+tenant, loc)
+		})
+	}
 }
 
 // TestOrgRoleAndTenantReads covers the two GET routes added for Locations:

@@ -160,8 +160,8 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, fn func(rm *st
 // createOne answers 201 {"result": v} with the resource fn creates under
 // the write lock, or the error. fn returns the new resource's id and its
 // wire form v; the Location names id under collection (an escaped path,
-// usually the request's), where a GET answers the new resource, and the id
-// becomes the audit entry's resource.
+// usually the request's) at the public URL (publicURL), where a GET
+// answers the new resource, and the id becomes the audit entry's resource.
 func (s *Server) createOne(w http.ResponseWriter, r *http.Request, c *caller, collection string,
 	fn func(rm *store.Realm, now time.Time) (id string, v any, err error)) {
 	var (
@@ -178,7 +178,7 @@ func (s *Server) createOne(w http.ResponseWriter, r *http.Request, c *caller, co
 		return
 	}
 	c.resourceID = id
-	w.Header().Set("Location", strings.TrimSuffix(collection, "/")+"/"+id)
+	w.Header().Set("Location", s.publicURL(r, strings.TrimSuffix(collection, "/")+"/"+id))
 	writeResult(w, http.StatusCreated, out)
 }
 

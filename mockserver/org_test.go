@@ -254,7 +254,7 @@ func TestOrganizationCRUD(t *testing.T) {
 	assert.Len(t, org.ID, 36)
 	assert.Equal(t, orgJSON{ID: org.ID, Name: "Acme EU", Alias: "acme-eu", Description: "Europe",
 		Attributes: map[string][]string{"region": {"eu"}}}, org)
-	assert.Equal(t, "/admin/realms/acme/organizations/"+org.ID, r.Header.Get("Location"))
+	assert.Equal(t, a.url+"/admin/realms/acme/organizations/"+org.ID, r.Header.Get("Location"))
 	assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
 
 	// The spec's "POST /" with its trailing slash works too.
@@ -388,7 +388,7 @@ func TestDepartments(t *testing.T) {
 	sales := got.Result
 	assert.Equal(t, deptJSON{ID: sales.ID, Name: "Sales", Alias: "sales", Description: "sells", ParentID: orgID,
 		Attributes: map[string][]string{"floor": {"3"}}}, sales)
-	assert.Equal(t, "/admin/realms/acme/organizations/"+orgID+"/departments/"+sales.ID, r.Header.Get("Location"))
+	assert.Equal(t, a.url+"/admin/realms/acme/organizations/"+orgID+"/departments/"+sales.ID, r.Header.Get("Location"))
 
 	inside := a.createDept(orgID, sales.ID, "Inside Sales", "inside")
 	deep := a.createDept(orgID, inside, "Deep", "")
@@ -565,7 +565,7 @@ func TestRoles(t *testing.T) {
 	r.into(t, &made)
 	assert.Equal(t, "manager", made.Result.Name)
 	assert.Equal(t, "manages", made.Result.Description)
-	assert.Equal(t, "/admin/realms/acme/organizations/"+orgID+"/roles/"+made.Result.ID, r.Header.Get("Location"))
+	assert.Equal(t, a.url+"/admin/realms/acme/organizations/"+orgID+"/roles/"+made.Result.ID, r.Header.Get("Location"))
 	assert.Contains(t, names(list[roleJSON](a, "/"+orgID+"/roles")), "manager")
 	a.do(http.MethodPost, "/"+orgID+"/roles/create", map[string]any{"name": "editor"}).errBody(t, http.StatusConflict)
 	a.do(http.MethodPost, "/"+orgID+"/roles/create", map[string]any{"name": ""}).errBody(t, http.StatusBadRequest)
@@ -618,7 +618,7 @@ func TestApplications(t *testing.T) {
 	orders := reg.Result
 	assert.Equal(t, appJSON{ID: orders.ID, ClientID: "orders-api", Name: "Orders", Description: "Takes orders",
 		Tags: []string{"core", "sales"}, Status: "ACTIVE", Assignable: true, CreatedAt: "2030-05-01T12:00:00Z"}, orders)
-	assert.Equal(t, "/admin/realms/acme/organizations/global/applications/"+orders.ID, r.Header.Get("Location"))
+	assert.Equal(t, a.url+"/admin/realms/acme/organizations/global/applications/"+orders.ID, r.Header.Get("Location"))
 	a.advance(time.Minute)
 	billing := result[appJSON](a, http.StatusCreated, http.MethodPost, "/global/applications", map[string]any{"clientId": "billing-api"})
 	assert.Equal(t, "billing-api", billing.Name)
@@ -712,7 +712,7 @@ func TestPropertyTemplates(t *testing.T) {
 		{Key: "tier", Type: "ENUM", AllowedValues: []string{"gold", "silver"}},
 		{Key: "site", Type: "URL", AllowedValues: []string{}},
 	}}, pt)
-	assert.Equal(t, "/admin/realms/acme/organizations"+base+"/"+pt.ID, r.Header.Get("Location"))
+	assert.Equal(t, a.url+"/admin/realms/acme/organizations"+base+"/"+pt.ID, r.Header.Get("Location"))
 
 	a.do(http.MethodPost, base, map[string]any{"name": "again", "properties": []map[string]any{{"key": "cost", "type": "STRING"}}}).
 		errBody(t, http.StatusConflict)

@@ -32,6 +32,14 @@ func (s *Server) issuerBase(r *http.Request) string {
 	return scheme + "://" + host
 }
 
+// publicURL returns the absolute public URL of path, an escaped path of
+// this server ("/admin/tenants/..."), for r: what a Location names. The
+// request's path alone would drop a path prefix of the issuer
+// ("https://idp.example/auth"), under which a proxy serves the server.
+func (s *Server) publicURL(r *http.Request, path string) string {
+	return s.issuerBase(r) + path
+}
+
 // fromTrustedProxy reports whether r's peer is one of the trusted proxies.
 func (s *Server) fromTrustedProxy(r *http.Request) bool {
 	if len(s.proxies) == 0 {

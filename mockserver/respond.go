@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orgauthz/orgauthz/internal/store"
 )
@@ -103,10 +104,13 @@ func writeErr(w http.ResponseWriter, err error) {
 
 // decodeBody reads a JSON object from r into v through the 1 MiB limit. A
 // Content-Type other than application/json is a 415. Malformed JSON, wrong
-// types, trailing data, oversized bodies and ambiguous members (given twice,
-// or differing only in case, or naming a field in another case, where a
-// struct is decoded: checkMembers) are 400s whose message says what is
-// wrong. Unknown fields are ignored.
+// types, trailing data, oversized bodies, bodies that are not UTF-8 and
+// ambiguous members (given twice, or differing only in case, or naming a
+// field in another case, where a struct is decoded: checkMembers) are 400s
+// whose message says what is wrong. Unknown fields are ignored. UTF-8 is
+// checked first because encoding/json reads each bad byte as U+FFFD: two
+// names that differ in their bad bytes would be one name to the decoder
+// and two to checkMembers, and the last would silently win.
 func decodeBody(r *http.Request, v any) error {
 	if err := checkJSONContentType(r); err != nil {
 		return err
@@ -120,6 +124,9 @@ func decodeBody(r *http.Request, v any) error {
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errf(http.StatusBadRequest, "request body is empty; a JSON object is required")
+	}
+	if at, ok := invalidUTF8(body); ok {
+		return errf(http.StatusBadRequest, "request body is not valid UTF-8 (byte %d); JSON text must be (RFC 8259, section 8.1)", at)
 	}
 	if err := checkMembers(body, reflect.TypeOf(v).Elem()); err != nil {
 		var dup *errAmbiguousMember
@@ -234,4 +241,20 @@ func queryParam(q url.Values, name string) (string, bool) {
 		return "", false
 	}
 	return v[0], true
+}
+
+// invalidUTF8 returns the offset of the first byte of data that is not
+// part of valid UTF-8, and whether there is one.
+func invalidUTF8(data []byte) (int, bool) {
+	if utf8.Valid(data) {
+		return 0, false
+	}
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i, true
+		}
+		i += n
+	}
+	return 0, false // not reached: utf8.Valid was false
 }

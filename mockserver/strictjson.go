@@ -85,11 +85,15 @@ type memberFrame struct {
 // t, and returns an *errAmbiguousMember for the first ambiguous member: a
 // name given twice in any object, or, in an object decoded into a struct,
 // two names equal under Unicode case folding (bytes.EqualFold, as
-// encoding/json matches fields) or a name that matches a field only so. Objects decoded into maps keep case-distinct keys
+// encoding/json matches fields) or a name that matches a field only so.
+// Objects decoded into maps keep case-distinct keys
 // ("Region" and "region" are two attributes). Parts of the body that decode
 // into no struct field, into an interface or into a type with its own
 // UnmarshalJSON are checked for exact duplicates only. Malformed JSON is
-// left to the decoder: the checker then returns nil.
+// left to the decoder: the checker then returns nil. data must be valid
+// UTF-8 (decodeBody refuses anything else first): the checker compares
+// unescaped names as bytes, where encoding/json reads each bad byte as
+// U+FFFD.
 func checkMembers(data []byte, t reflect.Type) error {
 	var store [8]memberFrame
 	stack := store[:0]

@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -91,18 +92,26 @@ func TestCheckMembersAllocatesNothing(t *testing.T) {
 }
 
 // FuzzCheckMembers compares the scanner with a reference built on
-// json.Decoder.Token: on valid JSON both find a duplicate or neither does;
-// on anything else the scanner does not panic.
+// json.Decoder.Token: on valid JSON that decodeBody lets through (valid
+// UTF-8: the decoder reads bad bytes as U+FFFD, so "\xff" and "\xfe" are
+// one name to it) both find a duplicate or neither does; on anything else
+// the scanner does not panic, and invalidUTF8 finds what utf8.Valid does.
 func FuzzCheckMembers(f *testing.F) {
 	for _, seed := range []string{
 		`{"name":"x","NAME":"y"}`, `{"items":[{"key":"a","KEY":1}]}`, `{"attributes":{"a":[],"A":[]}}`,
 		`{"raw":{"x":{"y":1,"y":2}}}`, `[{"a":1}]`, `"str"`, `{"n\u0061me":1,"name":2}`, `{"\u017fx":1}`,
+		"{\"attributes\":{\"\xff\":[],\"\xfe\":[]}}", "{\"attributes\":{\"\xff\":[],\"\\ufffd\":[]}}",
+		`{"attributes":{"\ud800":[],"\udc00":[]}}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got := checkMembers(data, strictType)
-		if !json.Valid(data) {
+		at, bad := invalidUTF8(data)
+		if bad == utf8.Valid(data) || bad && (at >= len(data) || !utf8.Valid(data[:at]) || utf8.Valid(data[at:at+1])) {
+			t.Fatalf("invalidUTF8 = %d, %v on %q", at, bad, data)
+		}
+		if bad || !json.Valid(data) {
 			return
 		}
 		want := referenceCheck(data, strictType)

@@ -10,9 +10,12 @@
 // X-Forwarded-Proto/-Host/-Port and Forwarded headers give the public URL
 // when -issuer is not set; never read from other peers), -admin-secret (the
 // secret of the master realm's platform-admin client; generated and printed
-// once when not given), and -read-header-timeout (10s), -read-timeout (30s,
+// once when not given), -read-header-timeout (10s), -read-timeout (30s,
 // headers and body together) and -idle-timeout (2m), which bound how long a
-// client may hold a connection without sending its request. It logs with
+// client may hold a connection without sending its request, -write-timeout
+// (90s), which bounds how long a client may take to read its answer, and
+// -max-connections (1024), the number of connections served at once (more
+// wait until one closes). It logs with
 // log/slog to standard error, prints its base URL on standard output, and
 // shuts down cleanly on SIGINT or SIGTERM. -h prints a description, an
 // example and the flags.
@@ -97,6 +100,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	readHeader := fs.Duration("read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
 	read := fs.Duration("read-timeout", 30*time.Second, "how long a client may take to send a whole request, body included")
 	idle := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
+	// Above decisionLatencyMs's ceiling of 60 s, so that the slowest injected
+	// decision still reaches its client.
+	write := fs.Duration("write-timeout", 90*time.Second, "how long a client may take to read a response, from the end of its request's headers")
+	maxConns := fs.Int("max-connections", 1024, "how many connections are served at once; more wait until one closes")
 	fs.SetOutput(io.Discard) // report prints parse errors, once
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
@@ -118,8 +125,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
-	if *readHeader <= 0 || *read <= 0 || *idle <= 0 {
+	if *readHeader <= 0 || *read <= 0 || *idle <= 0 || *write <= 0 {
 		return errors.New("timeouts must be positive")
+	}
+	if *maxConns <= 0 {
+		return errors.New("-max-connections must be positive")
 	}
 	opts := []mockserver.Option{mockserver.WithLogger(logger), mockserver.WithAdminSecret(*adminSecret),
 		mockserver.WithTrustedProxies(proxies...)}
@@ -142,10 +152,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ReadHeaderTimeout: *readHeader,
 		ReadTimeout:       *read, // bounds the body too: a client that never sends it loses the connection
 		IdleTimeout:       *idle,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		// A client that never reads its answer would otherwise hold the
+		// answer's memory and its connection for ever.
+		WriteTimeout: *write,
+		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	// The cap bounds what clients that hold connections (and the answers
+	// written to them) can pin at once.
+	go func() { served <- hs.Serve(newLimitListener(ln, *maxConns)) }()
 	fmt.Fprintf(stdout, "mockserver listening on %s\n", base)
 	if *adminSecret == "" {
 		fmt.Fprintf(stdout, "platform-admin client secret (master realm): %s\n", srv.AdminSecret())

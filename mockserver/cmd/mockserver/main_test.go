@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -140,12 +141,14 @@ func TestRunPrintsGeneratedSecret(t *testing.T) {
 
 func TestRunRefusesBadInput(t *testing.T) {
 	for name, args := range map[string][]string{
-		"missing fixture": {"-addr", "127.0.0.1:0", "-fixture", "does-not-exist.json"},
-		"bad issuer":      {"-addr", "127.0.0.1:0", "-issuer", "ftp://x"},
-		"bad proxy":       {"-addr", "127.0.0.1:0", "-trusted-proxy", "10.0.0.0/8,nope"},
-		"zero timeout":    {"-addr", "127.0.0.1:0", "-read-timeout", "0s"},
-		"bad flag":        {"-nope"},
-		"stray argument":  {"-addr", "127.0.0.1:0", "extra"},
+		"missing fixture":    {"-addr", "127.0.0.1:0", "-fixture", "does-not-exist.json"},
+		"bad issuer":         {"-addr", "127.0.0.1:0", "-issuer", "ftp://x"},
+		"bad proxy":          {"-addr", "127.0.0.1:0", "-trusted-proxy", "10.0.0.0/8,nope"},
+		"zero timeout":       {"-addr", "127.0.0.1:0", "-read-timeout", "0s"},
+		"zero write timeout": {"-addr", "127.0.0.1:0", "-write-timeout", "0s"},
+		"no connections":     {"-addr", "127.0.0.1:0", "-max-connections", "0"},
+		"bad flag":           {"-nope"},
+		"stray argument":     {"-addr", "127.0.0.1:0", "extra"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.Error(t, run(t.Context(), args, io.Discard, io.Discard))
@@ -167,7 +170,7 @@ func TestRunHelp(t *testing.T) {
 	flags := strings.Index(help, "\nFlags:\n")
 	require.Positive(t, example)
 	require.Greater(t, flags, example, "the example comes before the flags")
-	for _, f := range []string{"-addr", "-fixture", "-issuer", "-trusted-proxy", "-admin-secret", "-read-header-timeout", "-read-timeout", "-idle-timeout"} {
+	for _, f := range []string{"-addr", "-fixture", "-issuer", "-trusted-proxy", "-admin-secret", "-read-header-timeout", "-read-timeout", "-idle-timeout", "-write-timeout", "-max-connections"} {
 		require.Contains(t, help[flags:], "\n  "+f+" ")
 	}
 }
@@ -263,4 +266,76 @@ func TestRunPublicURL(t *testing.T) {
 	base, stop = start(t, "-fixture", "../../../examples/fixtures/acme.json", "-trusted-proxy", "127.0.0.1,::1")
 	require.Equal(t, "https://auth.public.test/realms/acme", issuerOf(t, base, fwd))
 	require.NoError(t, stop())
+}
+
+// TestRunLimitsConnections: with -max-connections 1, a second connection
+// is not served while the first is open, and is served once it closes.
+// Without a cap, clients that hold connections could pin memory without
+// bound.
+func TestRunLimitsConnections(t *testing.T) {
+	base, stop := start(t, "-max-connections", "1")
+	defer func() { require.NoError(t, stop()) }()
+	addr := strings.TrimPrefix(base, "http://")
+	req := "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"
+	send := func(conn net.Conn) *bufio.Reader {
+		_, err := io.WriteString(conn, req)
+		require.NoError(t, err)
+		return bufio.NewReader(conn)
+	}
+
+	first, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer first.Close()
+	require.NoError(t, first.SetDeadline(time.Now().Add(10*time.Second)))
+	resp, err := http.ReadResponse(send(first), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the first connection is served and kept alive")
+
+	second, err := net.Dial("tcp", addr) // the kernel completes the handshake
+	require.NoError(t, err)
+	defer second.Close()
+	br := send(second)
+	require.NoError(t, second.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
+	_, err = br.Peek(1)
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "no answer while the first connection holds the only slot")
+	require.True(t, ne.Timeout(), "%v", err)
+
+	require.NoError(t, first.Close())
+	require.NoError(t, second.SetReadDeadline(time.Now().Add(10*time.Second)))
+	resp, err = http.ReadResponse(br, nil)
+	require.NoError(t, err, "served once the first connection closed")
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// TestRunBoundsNonReadingClients: a client that sends requests and never
+// reads the answers loses the connection once -write-timeout passes. Without
+// a write timeout the server held the connection, and the answers it could
+// not write, for ever.
+func TestRunBoundsNonReadingClients(t *testing.T) {
+	base, stop := start(t, "-write-timeout", "300ms")
+	defer func() { require.NoError(t, stop()) }()
+	addr := strings.TrimPrefix(base, "http://")
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(4096))
+	const n = 100 // answers far larger than the sockets' buffers
+	var reqs strings.Builder
+	for range n {
+		reqs.WriteString("GET /openapi.json HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")
+	}
+	_, err = io.WriteString(conn, reqs.String())
+	require.NoError(t, err)
+	time.Sleep(time.Second) // not reading
+
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	got, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the connection was still open after the write timeout (%d bytes read)", got)
+	}
+	require.Less(t, got, int64(n*len(mockserver.OpenAPI())), "the server gave up on the answers")
 }
