@@ -16,6 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
 
 // The AuthZEN working group's Todo scenario (testdata/todo/SOURCE.md),
@@ -144,6 +147,38 @@ func printTable(t *testing.T, rows []row) {
 	}
 	fmt.Fprintf(&b, "\n%d rows: %d PASS, %d PDP REFUSED, DENIED, %d FAIL\n", len(rows), counts["PASS"], counts["PDP REFUSED, DENIED"], counts["FAIL"])
 	t.Log(b.String())
+}
+
+// TestTodoReferenceServer runs the whole scenario against the reference
+// server's AuthZEN endpoints (testdata/todo/orgauthz-fixture.json models
+// it), discovered from its metadata, as Bearer and as DPoP: every decision
+// must match, with no refusal tolerated.
+func TestTodoReferenceServer(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		set  func(c *authzen.Client)
+	}{
+		{"Bearer", func(c *authzen.Client) { c.SetToken(srv.Token("todo", "service-account-todo-api")) }},
+		{"DPoP", func(c *authzen.Client) {
+			c.SetDPoPToken(srv.Token("todo", "service-account-todo-api", mockserver.TokenDPoPBinding(signer.Thumbprint())), signer)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := authzen.New(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()))
+			require.NoError(t, err)
+			tc.set(c)
+			require.NoError(t, c.Discover(t.Context()))
+			rows, _ := runTodoScenario(t, c)
+			for _, r := range rows {
+				require.Equal(t, "PASS", r.verdict, "%s: expected %s, got %s", r.name, r.expected, r.got)
+			}
+			require.Len(t, rows, 40+3*3*2)
+		})
+	}
 }
 
 // TestTodoInteropOpenFGA runs the scenario against a real OpenFGA, started

@@ -36,4 +36,11 @@
 //
 //	middleware.Require(client, "orders", "read").With(
 //		middleware.WithUnavailableHandler(middleware.ServiceUnavailable(5*time.Second)))
+//
+// RequireAuthZEN does the same with an AuthZEN PDP (an Evaluator such as
+// *authzen.Client, which asks with the service's own credential): a subject
+// function names the caller (401 when it cannot), a target function the
+// action and resource of each request (403 when incomplete), and the
+// decision fails closed by the same rules, an outage getting the
+// unavailable answer.
 package middleware

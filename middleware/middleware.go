@@ -145,20 +145,25 @@ func RequireFunc(c Checker, fn func(*http.Request) (resource string, scopes []st
 
 // With returns a middleware like m with opts applied after its own options:
 // the way to give options to Require. It panics at once on a nil option or
-// an option given a nil handler, and m must be made by Require or
-// RequireFunc.
+// an option given a nil handler, and m must be made by Require,
+// RequireFunc or RequireAuthZEN.
 func (m Middleware) With(opts ...Option) Middleware {
 	var probe config
 	mustApply(&probe, opts)
 	return func(next http.Handler) http.Handler {
-		g, ok := m(next).(*guard)
+		g, ok := m(next).(interface{ with([]Option) http.Handler })
 		if !ok {
-			panic("middleware: With applies only to middleware made by Require or RequireFunc")
+			panic("middleware: With applies only to middleware made by Require, RequireFunc or RequireAuthZEN")
 		}
-		cfg := g.cfg
-		mustApply(&cfg, opts)
-		return &guard{c: g.c, fn: g.fn, cfg: cfg, next: next}
+		return g.with(opts)
 	}
+}
+
+// with returns the guard with opts applied after its own options.
+func (g *guard) with(opts []Option) http.Handler {
+	cfg := g.cfg
+	mustApply(&cfg, opts)
+	return &guard{c: g.c, fn: g.fn, cfg: cfg, next: g.next}
 }
 
 // mustApply applies opts to cfg and panics on any wiring mistake.

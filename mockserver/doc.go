@@ -56,6 +56,19 @@
 // or 50 scopes in a resource, an empty resource list or a missing context
 // are 400s.
 //
+// # AuthZEN
+//
+// The same engine answers the OpenID AuthZEN Authorization API 1.0 (an
+// extension): POST /realms/{realm}/access/v1/evaluation and
+// /access/v1/evaluations (execute_all, deny_on_first_deny,
+// permit_on_first_permit), with metadata at
+// /realms/{realm}/.well-known/authzen-configuration and
+// /.well-known/authzen-configuration/realms/{realm}. The PEP is a client's
+// service account asking about that client's resources: subject {type
+// "user", id: a user id or username}, action {name: a scope}, resource
+// {type: a resource, id: the instance}. A permission's OwnerProperty names
+// the resource property that must hold the subject's username or email.
+//
 // # Configuration and faults
 //
 // GET, PUT and PATCH /admin/config read and write the platform configuration:

@@ -79,15 +79,20 @@ type FixtureResource struct {
 
 // FixturePermission grants Scopes of Resource (every scope when empty) to
 // Roles, Groups and Users (by name), only for the listed Methods of the
-// request context when Methods is set.
+// request context when Methods is set, and, when OwnerProperty is set, only
+// on a resource instance whose property of that name holds the subject's
+// username or email. Resource instances and their properties come only
+// with AuthZEN requests (docs/reference-server.md); on the authorize route
+// a permission with OwnerProperty never grants.
 type FixturePermission struct {
-	Name     string   `json:"name"`
-	Resource string   `json:"resource"`
-	Scopes   []string `json:"scopes"`
-	Roles    []string `json:"roles"`
-	Groups   []string `json:"groups"`
-	Users    []string `json:"users"`
-	Methods  []string `json:"methods"`
+	Name          string   `json:"name"`
+	Resource      string   `json:"resource"`
+	Scopes        []string `json:"scopes"`
+	Roles         []string `json:"roles"`
+	Groups        []string `json:"groups"`
+	Users         []string `json:"users"`
+	Methods       []string `json:"methods"`
+	OwnerProperty string   `json:"ownerProperty"`
 }
 
 // FixtureOrganization is an organization with its linked Roles and Groups,
@@ -527,7 +532,7 @@ func (b *realmBuilder) client(fc FixtureClient) (store.Client, error) {
 				return c, b.errorf("%s: scope %q is not defined on resource %q", po, sc, p.Resource)
 			}
 		}
-		cp := store.ClientPermission{Name: p.Name, Resource: p.Resource, Scopes: fxDedupe(p.Scopes), Methods: fxUpper(p.Methods)}
+		cp := store.ClientPermission{Name: p.Name, Resource: p.Resource, Scopes: fxDedupe(p.Scopes), Methods: fxUpper(p.Methods), OwnerProperty: p.OwnerProperty}
 		var err error
 		if cp.Roles, err = b.roleIDs(p.Roles, po); err != nil {
 			return c, err

@@ -52,6 +52,7 @@ func (s *Server) routes() http.Handler {
 	s.identityRoutes(top)
 	s.adminRoutes(top)
 	s.decisionRoutes(top)
+	s.authzenRoutes(top)
 	s.openAPIRoutes(top)
 
 	om := orgMuxes{root: newMux(), alias: newMux(), users: newMux(), global: newMux(), org: newMux()}

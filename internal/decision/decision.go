@@ -66,6 +66,9 @@ type compiledResource struct {
 type permRef struct {
 	roles, groups, users []string
 	methods              []string // upper case; empty: any method
+	// owner, when set, names the resource property that must hold the
+	// subject's username or email (ownership of one resource instance).
+	owner string
 }
 
 // Compile indexes c's resources and permissions. A permission naming a
@@ -92,7 +95,7 @@ func Compile(c *store.Client) *Policy {
 		if !ok {
 			continue
 		}
-		ref := &permRef{roles: cp.Roles, groups: cp.Groups, users: cp.Users}
+		ref := &permRef{roles: cp.Roles, groups: cp.Groups, users: cp.Users, owner: cp.OwnerProperty}
 		for _, m := range cp.Methods {
 			ref.methods = append(ref.methods, strings.ToUpper(m))
 		}
@@ -136,11 +139,13 @@ func (k *Cache) Policy(c *store.Client) *Policy {
 }
 
 // Subject is who a decision is about: a user's id, groups and effective
-// realm role ids.
+// realm role ids, and the names an ownership condition compares.
 type Subject struct {
 	UserID string
 	Groups store.Set
 	Roles  store.Set
+	// Username and Email are the user's; empty for an unknown user.
+	Username, Email string
 }
 
 // SubjectOf computes the subject's effective roles from the live realm: the
@@ -157,6 +162,7 @@ func SubjectOf(r *store.Realm, userID, org string) Subject {
 		return sub
 	}
 	sub.Groups = u.GroupIDs
+	sub.Username, sub.Email = u.Username, u.Email
 	r.AddEffectiveRoles(u, sub.Roles)
 	orgID := ""
 	if org != "" {
@@ -172,9 +178,13 @@ func SubjectOf(r *store.Realm, userID, org string) Subject {
 	return sub
 }
 
-// grants reports whether the permission grants to sub for the request method.
-func (p *permRef) grants(sub *Subject, method string) bool {
+// grants reports whether the permission grants to sub for the request
+// method and the resource instance's properties (nil: none known).
+func (p *permRef) grants(sub *Subject, method string, props map[string]any) bool {
 	if len(p.methods) > 0 && !containsFold(p.methods, method) {
+		return false
+	}
+	if p.owner != "" && !owns(sub, props[p.owner]) {
 		return false
 	}
 	for _, id := range p.roles {
@@ -193,6 +203,14 @@ func (p *permRef) grants(sub *Subject, method string) bool {
 		}
 	}
 	return false
+}
+
+// owns reports whether v, a resource property, names sub: it is a string
+// equal to sub's username or email. Nothing else is ownership: a missing
+// property, another type, an empty name.
+func owns(sub *Subject, v any) bool {
+	s, ok := v.(string)
+	return ok && s != "" && (s == sub.Username || s == sub.Email)
 }
 
 func containsFold(list []string, s string) bool {
@@ -263,11 +281,25 @@ func (p *Policy) Evaluate(sub *Subject, resources []Resource, method string) Res
 	return Result{Status: Overall(e.out), Permissions: e.out}
 }
 
+// Decide is the status of the one pair (resource, scope) for sub, as
+// Evaluate decides it, for a request whose method is method and whose
+// resource instance has the properties props (an AuthZEN resource's
+// properties; nil when the request names no instance, which no permission
+// with an ownership condition grants to). "*" is no resource here: ERROR.
+func (p *Policy) Decide(sub *Subject, resource, scope, method string, props map[string]any) Status {
+	e := evaluation{p: p, sub: sub, method: method, props: props}
+	if idx, ok := p.byName[resource]; ok && resource != Wildcard {
+		return e.decide(&p.resources[idx], scope)
+	}
+	return Error
+}
+
 // evaluation accumulates the pairs of one request.
 type evaluation struct {
 	p      *Policy
 	sub    *Subject
 	method string
+	props  map[string]any // the resource instance's properties; nil: none
 	out    []Permission
 	seen   map[[2]string]struct{} // used once out is too long to scan
 }
@@ -308,7 +340,7 @@ func (e *evaluation) decide(cr *compiledResource, scope string) Status {
 		return Error
 	}
 	for _, p := range perms {
-		if p.grants(e.sub, e.method) {
+		if p.grants(e.sub, e.method, e.props) {
 			return Grant
 		}
 	}

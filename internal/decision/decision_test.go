@@ -218,3 +218,46 @@ func BenchmarkEvaluate(b *testing.B) {
 		_ = p.Evaluate(&sub, res, "GET")
 	}
 }
+
+// TestDecideOwnership: a permission with an ownership condition grants only
+// on an instance whose named property holds the subject's username or
+// email, and never when the request names no instance (the authorize
+// route), whatever else matches.
+func TestDecideOwnership(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(0, 0)
+	r := store.NewRealm("acme", now)
+	editor, err := r.AddRole("editor", "", nil)
+	require.NoError(t, err)
+	morty, err := r.AddUser(store.User{Username: "morty", Email: "morty@citadel.test"}, []string{editor.ID}, nil)
+	require.NoError(t, err)
+	c, err := r.AddClient(store.Client{ClientID: "todo", Secret: "s",
+		Resources:   []store.ClientResource{{Name: "todo", Scopes: []string{"update"}}},
+		Permissions: []store.ClientPermission{{Name: "own", Resource: "todo", Roles: []string{editor.ID}, OwnerProperty: "ownerID"}}}, nil)
+	require.NoError(t, err)
+	p := Compile(c)
+	sub := SubjectOf(r, morty.ID, "")
+	cases := []struct {
+		name  string
+		props map[string]any
+		want  Status
+	}{
+		{"owner by email", map[string]any{"ownerID": "morty@citadel.test"}, Grant},
+		{"owner by username", map[string]any{"ownerID": "morty"}, Grant},
+		{"another owner", map[string]any{"ownerID": "rick@citadel.test"}, Deny},
+		{"case differs", map[string]any{"ownerID": "Morty@citadel.test"}, Deny},
+		{"not a string", map[string]any{"ownerID": []any{"morty"}}, Deny},
+		{"other property", map[string]any{"owner": "morty"}, Deny},
+		{"no instance", nil, Deny},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, p.Decide(&sub, "todo", "update", "GET", tc.props))
+		})
+	}
+	require.Equal(t, Deny, p.Evaluate(&sub, []Resource{{Name: "todo"}}, "GET").Status, "the authorize route names no instance")
+	require.Equal(t, Error, p.Decide(&sub, "todo", "delete", "", nil), "undefined scope")
+	require.Equal(t, Error, p.Decide(&sub, "*", "update", "", nil), "no wildcard in Decide")
+	nobody := SubjectOf(r, "no-such-id", "")
+	require.Equal(t, Deny, p.Decide(&nobody, "todo", "update", "", map[string]any{"ownerID": ""}), "an empty name owns nothing")
+}

@@ -203,6 +203,11 @@ type ClientPermission struct {
 	Groups   []string
 	Users    []string
 	Methods  []string
+	// OwnerProperty, when set, limits the permission to a resource
+	// instance whose property of that name holds the subject's username or
+	// email (AuthZEN resource properties; the authorize route names no
+	// instance, so such a permission never grants there).
+	OwnerProperty string
 }
 
 // Organization is a root container of departments inside a realm.

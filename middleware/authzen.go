@@ -1,0 +1,130 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/orgauthz/orgauthz/authzen"
+)
+
+// Evaluator asks an AuthZEN PDP for one decision. *authzen.Client
+// satisfies it; tests may supply their own.
+type Evaluator interface {
+	Evaluate(ctx context.Context, req authzen.Request, opts ...authzen.CallOption) (authzen.Decision, error)
+}
+
+var _ Evaluator = (*authzen.Client)(nil)
+
+// RequireAuthZEN returns middleware that lets a request through only when
+// the AuthZEN PDP behind e allows it. subject names who asks, from the
+// request (an upstream authentication's verified identity, such as a
+// verified token's sub); an error from it, or a subject without type or
+// id, is the unauthorized answer (401 by default) and nothing is sent.
+// target names the action and resource per request; an incomplete one (no
+// action name, no resource type or id) is the denied answer (403) and
+// nothing is sent. The request's method and path go as the AuthZEN context
+// {"method": ..., "path": ...}.
+//
+// The PEP's credential at the PDP is e's own (authzen.Client.SetToken):
+// the caller's token is not forwarded. So it fails closed as Require does
+// with WithClientToken: a decision that is not allowed is 403, unless it
+// was denied only for want of the PDP (its Cause matches
+// authzen.ErrUnavailable: unreachable, timed out, 5xx, breaker open),
+// which gets the unavailable answer (WithUnavailableHandler; 403 by
+// default); a 401 for e's credential is the service's own outage (the
+// unavailable answer); e with no credential is a 500 naming that mistake.
+// The same request checks as Require's run first (one Authorization header
+// at most, a canonical path). AuthZENDecisionFromContext gives the next
+// handler, and the answering handlers, the decision.
+//
+// A nil e, subject or target, or a nil option, is a wiring mistake:
+// RequireAuthZEN panics, as does the returned Middleware given a nil
+// handler. Options are Require's; WithClientToken changes nothing here.
+func RequireAuthZEN(e Evaluator, subject func(*http.Request) (authzen.Subject, error), target func(*http.Request) (authzen.Action, authzen.Resource), opts ...Option) Middleware {
+	cfg := config{denied: http.HandlerFunc(forbidden), unauthorized: http.HandlerFunc(unauthorized)}
+	if isNil(e) {
+		cfg.mistakes = append(cfg.mistakes, "the Evaluator is nil")
+	}
+	if subject == nil {
+		cfg.mistakes = append(cfg.mistakes, "the subject function is nil")
+	}
+	if target == nil {
+		cfg.mistakes = append(cfg.mistakes, "the target function is nil")
+	}
+	mustApply(&cfg, opts)
+	return func(next http.Handler) http.Handler {
+		if isNil(next) {
+			panic("middleware: the handler to protect is nil")
+		}
+		return &azGuard{e: e, subject: subject, target: target, cfg: cfg, next: next}
+	}
+}
+
+// azGuard is one handler protected by an AuthZEN PDP.
+type azGuard struct {
+	e       Evaluator
+	subject func(*http.Request) (authzen.Subject, error)
+	target  func(*http.Request) (authzen.Action, authzen.Resource)
+	cfg     config
+	next    http.Handler
+}
+
+// with returns the guard with opts applied after its own options.
+func (g *azGuard) with(opts []Option) http.Handler {
+	cfg := g.cfg
+	mustApply(&cfg, opts)
+	return &azGuard{e: g.e, subject: g.subject, target: g.target, cfg: cfg, next: g.next}
+}
+
+// azDecisionKey is the context key of an AuthZEN decision.
+type azDecisionKey struct{}
+
+// AuthZENDecisionFromContext returns the decision RequireAuthZEN made for
+// this request, and false when none was made (no such middleware ran, or
+// the caller or the target could not be named).
+func AuthZENDecisionFromContext(ctx context.Context) (authzen.Decision, bool) {
+	d, ok := ctx.Value(azDecisionKey{}).(authzen.Decision)
+	return d, ok
+}
+
+// ServeHTTP implements http.Handler.
+func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		writeError(w, http.StatusBadRequest, "the request has more than one Authorization header")
+		return
+	}
+	if !canonicalPath(r) {
+		writeError(w, http.StatusBadRequest, "the request path must be in canonical form (no dot segments, empty segments, encoded slashes or escapes left after decoding)")
+		return
+	}
+	sub, err := g.subject(r)
+	if err != nil || sub.Type == "" || sub.ID == "" {
+		g.cfg.unauthorized.ServeHTTP(w, r)
+		return
+	}
+	action, resource := g.target(r)
+	if action.Name == "" || resource.Type == "" || resource.ID == "" {
+		g.cfg.denied.ServeHTTP(w, r)
+		return
+	}
+	d, err := g.e.Evaluate(r.Context(), authzen.Request{Subject: sub, Action: action, Resource: resource,
+		Context: map[string]any{"method": r.Method, "path": r.URL.Path}})
+	r = r.WithContext(context.WithValue(r.Context(), azDecisionKey{}, d))
+	switch {
+	case errors.Is(err, authzen.ErrNoToken):
+		writeError(w, http.StatusInternalServerError, "the authorization client has no token")
+	case errors.Is(err, authzen.ErrInvalidArgument):
+		g.cfg.denied.ServeHTTP(w, r)
+	case err != nil:
+		// The PEP's own credential refused, a refused DPoP proof, or
+		// anything unforeseen: no decision, and not the caller's doing.
+		g.cfg.unavailableHandler().ServeHTTP(w, r)
+	case d.Allowed():
+		g.next.ServeHTTP(w, r)
+	case errors.Is(d.Cause, authzen.ErrUnavailable):
+		g.cfg.unavailableHandler().ServeHTTP(w, r)
+	default:
+		g.cfg.denied.ServeHTTP(w, r)
+	}
+}

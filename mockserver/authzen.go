@@ -1,0 +1,327 @@
+package mockserver
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/orgauthz/orgauthz/internal/decision"
+	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// The OpenID AuthZEN Authorization API 1.0 over the realm's own decision
+// engine, an extension of the service specification
+// (docs/reference-server.md, "AuthZEN"). The PEP is a client of the realm
+// that authenticates with its service account's token (client_credentials,
+// Bearer or DPoP); it asks about its own resources:
+//
+//	subject  {type: "user", id: a user id, else a username}
+//	action   {name: a scope}
+//	resource {type: a resource of the PEP's client, id: the instance,
+//	          properties: read by permissions with an ownerProperty}
+//	context  {method: read by permissions limited to methods}
+
+// authzenRoutes registers the AuthZEN endpoints and their metadata, at the
+// realm's path and at the path the AuthZEN specification derives from the
+// PDP identifier (the well-known segment between host and path, as
+// RFC 8414 does), which is where AuthZEN clients look.
+func (s *Server) authzenRoutes(m mux) {
+	m.Handle("POST /realms/{realm}/access/v1/evaluation", s.authenticated(s.accessEvaluation))
+	m.Handle("POST /realms/{realm}/access/v1/evaluations", s.authenticated(s.accessEvaluations))
+	m.HandleFunc("GET /realms/{realm}/.well-known/authzen-configuration", s.authzenMetadata)
+	m.HandleFunc("GET /.well-known/authzen-configuration/realms/{realm}", s.authzenMetadata)
+}
+
+// maxEvaluations bounds the items of one Access Evaluations request, as
+// maxDecisionResources bounds a decision request.
+const maxEvaluations = 100
+
+// authzenSubjectType is the one subject type the reference server knows.
+const authzenSubjectType = "user"
+
+// azEntity is an AuthZEN subject or resource; nil members are missing.
+type azEntity struct {
+	Type       *string        `json:"type"`
+	ID         *string        `json:"id"`
+	Properties map[string]any `json:"properties"`
+}
+
+// azAction is an AuthZEN action.
+type azAction struct {
+	Name       *string        `json:"name"`
+	Properties map[string]any `json:"properties"`
+}
+
+// azRequest is an Access Evaluation request, or a batch item (whose
+// missing members come from the batch's).
+type azRequest struct {
+	Subject  *azEntity      `json:"subject"`
+	Action   *azAction      `json:"action"`
+	Resource *azEntity      `json:"resource"`
+	Context  map[string]any `json:"context"`
+}
+
+// azBatch is an Access Evaluations request.
+type azBatch struct {
+	azRequest
+	Options     *azOptions  `json:"options"`
+	Evaluations []azRequest `json:"evaluations"`
+}
+
+type azOptions struct {
+	Semantic *string `json:"evaluations_semantic"`
+}
+
+// azDecision is one answer: the decision, and a context only when the
+// evaluation failed (an error object, AuthZEN 1.0's shape).
+type azDecision struct {
+	Decision bool       `json:"decision"`
+	Context  *azContext `json:"context,omitempty"`
+}
+
+type azContext struct {
+	Error azError `json:"error"`
+}
+
+type azError struct {
+	Status  int    `json:"status"`
+	Message string `json:"message"`
+}
+
+type azDecisions struct {
+	Evaluations []azDecision `json:"evaluations"`
+}
+
+// The evaluations semantics of AuthZEN 1.0.
+const (
+	semanticExecuteAll          = "execute_all"
+	semanticDenyOnFirstDeny     = "deny_on_first_deny"
+	semanticPermitOnFirstPermit = "permit_on_first_permit"
+)
+
+// authzenMetadata is the PDP metadata of a realm.
+type authzenMetadataBody struct {
+	PDP         string `json:"policy_decision_point"`
+	Evaluation  string `json:"access_evaluation_endpoint"`
+	Evaluations string `json:"access_evaluations_endpoint"`
+}
+
+// authzenMetadata serves the realm's PDP metadata: the PDP identifier is
+// the realm's issuer URL, and the endpoints are under it.
+func (s *Server) authzenMetadata(w http.ResponseWriter, r *http.Request) {
+	realm := r.PathValue("realm")
+	if _, err := s.lookupLive(realm); err != nil {
+		writeErr(w, err)
+		return
+	}
+	pdp := issuer.RealmIssuer(s.issuerBase(r), realm)
+	writeJSON(w, http.StatusOK, authzenMetadataBody{PDP: pdp,
+		Evaluation: pdp + "/access/v1/evaluation", Evaluations: pdp + "/access/v1/evaluations"})
+}
+
+// accessEvaluation answers the Access Evaluation API.
+func (s *Server) accessEvaluation(w http.ResponseWriter, r *http.Request, c *caller) {
+	if err := s.authzenCaller(c); err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req azRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := req.check(""); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.injectFaults(r.Context()); err != nil {
+		writeErr(w, err)
+		return
+	}
+	var out azDecision
+	err := s.authzenEvaluate(c, func(e *azEvaluator) { out = e.decide(&req) })
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// accessEvaluations answers the Access Evaluations API: each item
+// completed from the request's own subject, action, resource and context,
+// evaluated in order until the semantic says stop. With no items it is the
+// Access Evaluation API, as AuthZEN 1.0 says.
+func (s *Server) accessEvaluations(w http.ResponseWriter, r *http.Request, c *caller) {
+	if err := s.authzenCaller(c); err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req azBatch
+	if err := decodeBody(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	semantic := semanticExecuteAll
+	if req.Options != nil && req.Options.Semantic != nil {
+		semantic = *req.Options.Semantic
+		switch semantic {
+		case semanticExecuteAll, semanticDenyOnFirstDeny, semanticPermitOnFirstPermit:
+		default:
+			writeErr(w, badField("options.evaluations_semantic", "must be %s, %s or %s", semanticExecuteAll, semanticDenyOnFirstDeny, semanticPermitOnFirstPermit))
+			return
+		}
+	}
+	if len(req.Evaluations) > maxEvaluations {
+		writeErr(w, badField("evaluations", "at most %d evaluations per request, got %d", maxEvaluations, len(req.Evaluations)))
+		return
+	}
+	single := len(req.Evaluations) == 0
+	items := make([]azRequest, max(len(req.Evaluations), 1))
+	if single {
+		items[0] = req.azRequest
+	}
+	for i, it := range req.Evaluations {
+		items[i] = req.merge(it)
+	}
+	for i := range items {
+		prefix := ""
+		if !single {
+			prefix = fmt.Sprintf("evaluations[%d].", i)
+		}
+		if err := items[i].check(prefix); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	if err := s.injectFaults(r.Context()); err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := azDecisions{Evaluations: make([]azDecision, 0, len(items))}
+	err := s.authzenEvaluate(c, func(e *azEvaluator) {
+		for i := range items {
+			d := e.decide(&items[i])
+			out.Evaluations = append(out.Evaluations, d)
+			if semantic == semanticDenyOnFirstDeny && !d.Decision || semantic == semanticPermitOnFirstPermit && d.Decision {
+				break
+			}
+		}
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if single {
+		writeJSON(w, http.StatusOK, out.Evaluations[0])
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// merge completes item from the batch's own members: each of subject,
+// action, resource and context the item lacks is the batch's, whole.
+func (b *azBatch) merge(item azRequest) azRequest {
+	if item.Subject == nil {
+		item.Subject = b.Subject
+	}
+	if item.Action == nil {
+		item.Action = b.Action
+	}
+	if item.Resource == nil {
+		item.Resource = b.Resource
+	}
+	if item.Context == nil {
+		item.Context = b.Context
+	}
+	return item
+}
+
+// check refuses a request that lacks a subject type or id, an action name
+// or a resource type or id (empty strings included); prefix names the
+// batch item in the 400.
+func (req *azRequest) check(prefix string) error {
+	missing := func(p *string) bool { return p == nil || *p == "" }
+	switch {
+	case req.Subject == nil:
+		return badField(prefix+"subject", "is required")
+	case missing(req.Subject.Type):
+		return badField(prefix+"subject.type", "is required")
+	case missing(req.Subject.ID):
+		return badField(prefix+"subject.id", "is required")
+	case req.Action == nil:
+		return badField(prefix+"action", "is required")
+	case missing(req.Action.Name):
+		return badField(prefix+"action.name", "is required")
+	case req.Resource == nil:
+		return badField(prefix+"resource", "is required")
+	case missing(req.Resource.Type):
+		return badField(prefix+"resource.type", "is required")
+	case missing(req.Resource.ID):
+		return badField(prefix+"resource.id", "is required")
+	}
+	return nil
+}
+
+// authzenCaller refuses (403) a token that is not the service account of
+// its own client: the PEP asks as a client, about that client's resources.
+func (s *Server) authzenCaller(c *caller) error {
+	return s.store.Read(c.realm, func(rm *store.Realm) error {
+		if rm.Decommissioned() {
+			return store.NotFound("realm %q", rm.Name)
+		}
+		if cl, ok := rm.ClientNamed(c.clientID); !ok || cl.ServiceAccountUserID == "" || cl.ServiceAccountUserID != c.subject {
+			return errf(http.StatusForbidden, "the AuthZEN API answers a client's service account (a client_credentials token); this token is not one")
+		}
+		return nil
+	})
+}
+
+// azEvaluator decides AuthZEN requests for the PEP's client in one realm,
+// under the realm's read lock.
+type azEvaluator struct {
+	rm     *store.Realm
+	client *store.Client
+	policy *decision.Policy
+}
+
+// authzenEvaluate runs fn with an evaluator of the caller's client.
+func (s *Server) authzenEvaluate(c *caller, fn func(*azEvaluator)) error {
+	return s.store.Read(c.realm, func(rm *store.Realm) error {
+		client, err := decisionClient(rm, c.clientID)
+		if err != nil {
+			return err
+		}
+		fn(&azEvaluator{rm: rm, client: client, policy: s.auth.policies.Policy(client)})
+		return nil
+	})
+}
+
+// decide answers one checked request. A subject that is not a user of the
+// realm, and a resource type or action the client does not define, are
+// denials whose context carries an error (404); the engine decides the
+// rest.
+func (e *azEvaluator) decide(req *azRequest) azDecision {
+	fail := func(format string, args ...any) azDecision {
+		return azDecision{Context: &azContext{Error: azError{Status: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}}}
+	}
+	if *req.Subject.Type != authzenSubjectType {
+		return fail("subject type %q is unknown: the subjects are users (type %q)", *req.Subject.Type, authzenSubjectType)
+	}
+	userID := *req.Subject.ID
+	if _, ok := e.rm.Users[userID]; !ok {
+		id, ok := e.rm.UserByName[userID]
+		if !ok {
+			return fail("no user has the id or username %q", userID)
+		}
+		userID = id
+	}
+	method, _ := req.Context["method"].(string)
+	sub := decision.SubjectOf(e.rm, userID, "")
+	switch e.policy.Decide(&sub, *req.Resource.Type, *req.Action.Name, method, req.Resource.Properties) {
+	case decision.Grant:
+		return azDecision{Decision: true}
+	case decision.Error:
+		return fail("client %q defines no resource type %q with the action %q", e.client.ClientID, *req.Resource.Type, *req.Action.Name)
+	}
+	return azDecision{}
+}
