@@ -24,9 +24,10 @@ type Client struct {
 	pdpURL string // without a trailing slash
 
 	// endpoints are the PDP's, from WithEndpoints or discovery; nil until
-	// discovery succeeded. discoverMu makes one discovery at a time.
-	endpoints  atomic.Pointer[Endpoints]
-	discoverMu sync.Mutex
+	// discovery succeeded. discovering holds a token while a discovery
+	// runs: one at a time, and a waiter can give up.
+	endpoints   atomic.Pointer[Endpoints]
+	discovering chan struct{}
 
 	x         *transport.Exchanger
 	timeout   time.Duration
@@ -80,7 +81,8 @@ func New(pdpURL string, opts ...Option) (*Client, error) {
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
-	c := &Client{pdpURL: base, timeout: cfg.timeout, batchSize: cfg.batchSize, logger: logger, now: cfg.now}
+	c := &Client{pdpURL: base, timeout: cfg.timeout, batchSize: cfg.batchSize, logger: logger, now: cfg.now,
+		discovering: make(chan struct{}, 1)}
 	c.endpoints.Store(ep)
 	c.x = &transport.Exchanger{Peer: pdp, Base: cfg.httpClient.Transport, Logger: logger, Observe: newObserver(cfg.tracerProvider)}
 	if c.x.Base == nil {

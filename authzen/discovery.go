@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
@@ -26,8 +27,11 @@ type wireMetadata struct {
 // path of the PDP URL, as the specification says) unless the endpoints
 // were given with WithEndpoints or already read. Calls do it themselves
 // when needed; Discover lets a service check the PDP at start-up. The
-// metadata must name the PDP URL given to New as policy_decision_point,
-// else it is not used (ErrDiscovery).
+// metadata must name the PDP URL given to New as policy_decision_point, and
+// endpoints on the PDP URL's own scheme, host and port (the client sends
+// its credential there), else it is not used (ErrDiscovery). Discovery is
+// bounded by the client's timeout and by ctx; a caller waiting for another
+// caller's discovery stops waiting when its own ctx ends.
 func (c *Client) Discover(ctx context.Context) error {
 	_, err := c.resolveEndpoints(ctx)
 	return err
@@ -39,11 +43,17 @@ func (c *Client) resolveEndpoints(ctx context.Context) (*Endpoints, error) {
 	if ep := c.endpoints.Load(); ep != nil {
 		return ep, nil
 	}
-	c.discoverMu.Lock()
-	defer c.discoverMu.Unlock()
+	select {
+	case c.discovering <- struct{}{}: // one discovery at a time
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrDiscovery, pdp.Unavailable(ctx.Err()))
+	}
+	defer func() { <-c.discovering }()
 	if ep := c.endpoints.Load(); ep != nil {
 		return ep, nil
 	}
+	ctx, cancel, _ := c.bound(ctx)
+	defer cancel()
 	ep, err := c.discover(ctx)
 	if err != nil {
 		return nil, err
@@ -83,13 +93,22 @@ func (c *Client) discover(ctx context.Context) (*Endpoints, error) {
 	if m.PDP != c.pdpURL && m.PDP != c.pdpURL+"/" {
 		return nil, fmt.Errorf("%w: its policy_decision_point is not the PDP URL the client was given", ErrDiscovery)
 	}
+	pu, _ := url.Parse(c.pdpURL) // checked by New
 	e := Endpoints{Evaluation: m.Evaluation, Evaluations: m.Evaluations, SearchSubject: m.SearchSubject,
 		SearchResource: m.SearchResource, SearchAction: m.SearchAction}
 	for _, p := range []string{e.Evaluation, e.Evaluations, e.SearchSubject, e.SearchResource, e.SearchAction} {
-		if p != "" {
-			if _, err := parseURL(p); err != nil {
-				return nil, fmt.Errorf("%w: an endpoint is not an absolute http(s) URL", ErrDiscovery)
-			}
+		if p == "" {
+			continue
+		}
+		if _, err := parseURL(p); err != nil {
+			return nil, fmt.Errorf("%w: an endpoint is not an absolute http(s) URL", ErrDiscovery)
+		}
+		eu, _ := url.Parse(p) // parsed by parseURL
+		// The credential goes to every endpoint: a document that moved one
+		// to another origin (another host, or http for an https PDP) would
+		// hand it to whoever is there.
+		if !strings.EqualFold(eu.Scheme, pu.Scheme) || !strings.EqualFold(eu.Host, pu.Host) {
+			return nil, fmt.Errorf("%w: an endpoint is not on the PDP's own origin %s://%s; give endpoints elsewhere with WithEndpoints", ErrDiscovery, pu.Scheme, pu.Host)
 		}
 	}
 	return &e, nil

@@ -149,18 +149,21 @@ func prepare(defaults Request, reqs []Request, s Semantic) ([]evaluation, error)
 	return evs, nil
 }
 
-// merge completes r from defaults, as the PDP does.
+// merge completes r from defaults, as the PDP does with what r puts on
+// the wire: a part r leaves out (see the present methods, which wireOf
+// asks too) is the default's. The cache key is made of the result, so the
+// two must agree on what is left out, an empty map included.
 func merge(defaults, r Request) Request {
-	if r.Subject.Type == "" && r.Subject.ID == "" && r.Subject.Properties == nil {
+	if !r.Subject.present() {
 		r.Subject = defaults.Subject
 	}
-	if r.Action.Name == "" && r.Action.Properties == nil {
+	if !r.Action.present() {
 		r.Action = defaults.Action
 	}
-	if r.Resource.Type == "" && r.Resource.ID == "" && r.Resource.Properties == nil {
+	if !r.Resource.present() {
 		r.Resource = defaults.Resource
 	}
-	if r.Context == nil {
+	if len(r.Context) == 0 {
 		r.Context = defaults.Context
 	}
 	return r
@@ -313,6 +316,17 @@ func (c *Client) send(ctx context.Context, st *tokenState, own bool, url string,
 			items = []item{it}
 		} else {
 			items, err = decodeEvaluations(data, len(keys))
+		}
+		if err == nil && s != ExecuteAll {
+			// The batch ends at its first stopping item, whatever the PDP
+			// says of the items after it: they were not evaluated, so they
+			// are neither returned nor cached.
+			for k, it := range items {
+				if s.stops(decisionOf(it).Allowed()) {
+					items = items[:k+1]
+					break
+				}
+			}
 		}
 		if err == nil && len(items) < len(keys) && (s == ExecuteAll || len(items) == 0 || !s.stops(decisionOf(items[len(items)-1]).Allowed())) {
 			err = pdp.Malformed("the answer has %d evaluations for %d asked", len(items), len(keys))

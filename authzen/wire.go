@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -40,18 +41,25 @@ type wireBatch struct {
 
 func wireOf(r Request) wireRequest {
 	var w wireRequest
-	if r.Subject.Type != "" || r.Subject.ID != "" || r.Subject.Properties != nil {
+	if r.Subject.present() {
 		w.Subject = &wireEntity{Type: r.Subject.Type, ID: r.Subject.ID, Properties: r.Subject.Properties}
 	}
-	if r.Action.Name != "" || r.Action.Properties != nil {
+	if r.Action.present() {
 		w.Action = &wireEntity{Name: r.Action.Name, Properties: r.Action.Properties}
 	}
-	if r.Resource.Type != "" || r.Resource.ID != "" || r.Resource.Properties != nil {
+	if r.Resource.present() {
 		w.Resource = &wireEntity{Type: r.Resource.Type, ID: r.Resource.ID, Properties: r.Resource.Properties}
 	}
-	w.Context = r.Context
+	w.Context = r.Context // an empty map is left out, as omitempty does
 	return w
 }
+
+// present reports whether a part of a request goes on the wire; merge asks
+// the same question, so a cache key is made of what the PDP evaluates.
+// Empty properties are left out of the JSON, so they do not count.
+func (s Subject) present() bool  { return s.Type != "" || s.ID != "" || len(s.Properties) > 0 }
+func (a Action) present() bool   { return a.Name != "" || len(a.Properties) > 0 }
+func (r Resource) present() bool { return r.Type != "" || r.ID != "" || len(r.Properties) > 0 }
 
 // encode returns the JSON of v; an error means a property or context value
 // that JSON cannot carry (a channel, a cycle, NaN).
@@ -161,6 +169,12 @@ func readItem(r *strictjson.Reader) (item, error) {
 		if raw.Kind() != '{' {
 			return fmt.Errorf("%w: the context is not an object", strictjson.ErrWrongType)
 		}
+		if len(raw) > maxContextBytes {
+			// Decoded into maps, JSON costs tens of times its size: a
+			// context this large is not read, and its item grants nothing.
+			it.err = pdp.Malformed("an evaluation's context exceeds %d bytes", maxContextBytes)
+			return nil
+		}
 		// jsonv2 refuses duplicate member names and invalid UTF-8.
 		if err := jsonv2.Unmarshal(raw, &it.context); err != nil {
 			return errBadContext
@@ -170,10 +184,28 @@ func readItem(r *strictjson.Reader) (item, error) {
 	switch {
 	case err != nil:
 		return it, err
+	case it.err != nil:
+		it.allowed = false
 	case !sawDecision:
 		it.allowed, it.err = false, pdp.Malformed("an evaluation has no decision")
-	case it.context["error"] != nil:
+	case reportsError(it.context):
 		it.allowed, it.err = false, ErrEvaluationFailed
 	}
 	return it, nil
+}
+
+// maxContextBytes bounds the JSON of one evaluation's context.
+const maxContextBytes = 16 << 10
+
+// reportsError reports whether an evaluation's context carries an error: a
+// member named "error" in any case, whatever its value (null included), so
+// that no reader that matches names loosely sees an error where this one
+// sees none.
+func reportsError(context map[string]any) bool {
+	for k := range context {
+		if strings.EqualFold(k, "error") {
+			return true
+		}
+	}
+	return false
 }

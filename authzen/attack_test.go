@@ -1,0 +1,201 @@
+package authzen_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/authzen"
+)
+
+// The tests of this file hold what an attack on the first version of the
+// client found; each failed before its fix.
+
+// contextPDP allows exactly when the context the PDP ends up applying (an
+// item's own, else the batch's) says net=trusted, as the specification's
+// default values rule has it.
+func contextPDP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	var m struct {
+		Context     map[string]any   `json:"context"`
+		Evaluations []map[string]any `json:"evaluations"`
+	}
+	_ = json.Unmarshal(b, &m)
+	w.Header().Set("Content-Type", "application/json")
+	if strings.HasSuffix(r.URL.Path, "/evaluation") {
+		fmt.Fprintf(w, `{"decision":%t}`, m.Context["net"] == "trusted")
+		return
+	}
+	out := make([]string, len(m.Evaluations))
+	for i, ev := range m.Evaluations {
+		ctx := m.Context
+		if c, ok := ev["context"].(map[string]any); ok {
+			ctx = c
+		}
+		out[i] = fmt.Sprintf(`{"decision":%t}`, ctx["net"] == "trusted")
+	}
+	fmt.Fprintf(w, `{"evaluations":[%s]}`, strings.Join(out, ","))
+}
+
+// An item's empty context is left out of the JSON, so the PDP applies the
+// batch's; the cache key must say so, or the allow made under the batch's
+// context is served to a request with none.
+func TestEmptyItemContextIsTheDefaults(t *testing.T) {
+	t.Parallel()
+	c, _ := standIn(t, contextPDP)
+	item := req
+	item.Context = map[string]any{}
+	ds, err := c.Evaluations(t.Context(), authzen.Request{Context: map[string]any{"net": "trusted"}}, []authzen.Request{item})
+	require.NoError(t, err)
+	require.True(t, ds[0].Allowed(), "the PDP applied the batch's trusted context")
+
+	d, err := c.Evaluate(t.Context(), req)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed(), "without a context the PDP denies (cached: %v)", d.Cached)
+	ds, err = c.Evaluations(t.Context(), authzen.Request{Context: map[string]any{"net": "untrusted"}}, []authzen.Request{item})
+	require.NoError(t, err)
+	assert.False(t, ds[0].Allowed(), "under an untrusted batch context the PDP denies (cached: %v)", ds[0].Cached)
+}
+
+// Under a semantic that stops, nothing after the first stopping item of an
+// answer is returned or cached, whatever the PDP says of it: the result
+// must not depend on how the batch was cut into requests.
+func TestSemanticsStopWithinARequest(t *testing.T) {
+	t.Parallel()
+	items := []authzen.Request{
+		{Resource: authzen.Resource{Type: "doc", ID: "1"}},
+		{Resource: authzen.Resource{Type: "doc", ID: "2"}},
+		{Resource: authzen.Resource{Type: "doc", ID: "3"}},
+	}
+	defaults := authzen.Request{Subject: req.Subject, Action: req.Action}
+	tests := []struct {
+		name    string
+		s       authzen.Semantic
+		body    string
+		allowed []bool
+	}{
+		{"deny_on_first_deny, allows after a denial", authzen.DenyOnFirstDeny,
+			`{"evaluations":[{"decision":false},{"decision":true},{"decision":true}]}`, []bool{false, false, false}},
+		{"deny_on_first_deny, allows after an error", authzen.DenyOnFirstDeny,
+			`{"evaluations":[{"decision":true,"context":{"error":{"m":"x"}}},{"decision":true},{"decision":true}]}`, []bool{false, false, false}},
+		{"permit_on_first_permit, answers after a permit", authzen.PermitOnFirstPermit,
+			`{"evaluations":[{"decision":true},{"decision":false},{"decision":true}]}`, []bool{true, false, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := standIn(t, answer(200, tt.body))
+			ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(tt.s))
+			require.NoError(t, err)
+			for i, d := range ds {
+				assert.Equal(t, tt.allowed[i], d.Allowed(), "item %d", i)
+				if i > 0 {
+					assert.ErrorIs(t, d.Cause, authzen.ErrNotEvaluated, "item %d", i)
+				}
+			}
+			assert.LessOrEqual(t, c.Stats().CacheEntries, 1, "only the evaluated item may be cached")
+		})
+	}
+}
+
+// A caller waiting for another caller's discovery keeps its own deadline,
+// and Discover is bounded by the client's timeout.
+func TestDiscoveryKeepsDeadlines(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	c, err := authzen.New(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(time.Hour))
+	require.NoError(t, err)
+	c.SetToken(pepToken)
+	started := make(chan struct{})
+	go func() {
+		close(started)
+		_ = c.Discover(t.Context()) // holds the discovery until the test ends
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan authzen.Decision, 1)
+	go func() {
+		d, err := c.Evaluate(ctx, req)
+		assert.NoError(t, err)
+		done <- d
+	}()
+	var d authzen.Decision
+	select {
+	case d = <-done:
+	case <-time.After(10 * time.Second): // a failure, not a wait: the deadline is 50 ms
+		t.Fatal("Evaluate waited for another caller's discovery long past its deadline")
+	}
+	assert.False(t, d.Allowed())
+	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded, "Evaluate returned only once its deadline had passed")
+	assert.ErrorIs(t, d.Cause, authzen.ErrDiscovery)
+
+	short, err := authzen.New(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(50*time.Millisecond))
+	require.NoError(t, err)
+	assert.ErrorIs(t, short.Discover(t.Context()), authzen.ErrDiscovery, "Discover ends with the client's timeout")
+}
+
+// Discovery that moves an endpoint to another origin is refused: the
+// credential goes to every endpoint.
+func TestDiscoveryKeepsEndpointsOnThePDPsOrigin(t *testing.T) {
+	t.Parallel()
+	var leaked atomic.Value
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("Authorization"))
+		answer(200, `{"decision":true}`)(w, r)
+	}))
+	t.Cleanup(elsewhere.Close)
+	var pdpURL string
+	pdp := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answer(200, fmt.Sprintf(`{"policy_decision_point":%q,"access_evaluation_endpoint":%q}`,
+			pdpURL, elsewhere.URL+"/access/v1/evaluation"))(w, r)
+	}))
+	t.Cleanup(pdp.Close)
+	pdpURL = pdp.URL
+	c, err := authzen.New(pdp.URL, authzen.WithHTTPClient(pdp.Client()))
+	require.NoError(t, err)
+	c.SetToken(pepToken)
+	d, err := c.Evaluate(t.Context(), req)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed())
+	assert.ErrorIs(t, d.Cause, authzen.ErrDiscovery)
+	assert.Nil(t, leaked.Load(), "the credential went to another origin")
+}
+
+// An item's context carries an error whatever the case of its name or its
+// value; a context too large to decode cheaply grants nothing.
+func TestContextErrorsAndSize(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{"decision":true,"context":{"Error":{"m":"x"}}}`,
+		`{"decision":true,"context":{"ERROR":"x"}}`,
+		`{"decision":true,"context":{"error":null}}`,
+		`{"decision":true,"context":{"reason":[` + strings.Repeat(`{},`, 20<<10) + `{}]}}`,
+	} {
+		c, _ := standIn(t, answer(200, body))
+		d, err := c.Evaluate(t.Context(), req)
+		require.NoError(t, err)
+		assert.False(t, d.Allowed(), "%.60s", body)
+		assert.Error(t, d.Cause)
+		assert.False(t, errors.Is(d.Cause, authzen.ErrNotEvaluated))
+	}
+}
