@@ -86,7 +86,9 @@ type Group[G, K comparable, V any] struct {
 	c  *Cache[G, K, V]
 	id G
 
-	mu      sync.RWMutex
+	// mu guards entries; a hit takes one of its cells, so hits on
+	// different cores do not write one shared lock word.
+	mu      stripe.RWMutex
 	entries map[K]*entry[G, K, V]
 	// gen counts the group's removals; entries of an older generation are
 	// dead, and Writers made before the last removal no longer write.
@@ -353,9 +355,9 @@ func (grp *Group[G, K, V]) Unpin() {
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
 	now := c.clock()
-	grp.mu.RLock()
+	cell := grp.mu.RLock()
 	e := grp.entries[k]
-	grp.mu.RUnlock()
+	grp.mu.RUnlock(cell)
 	if e != nil && e.gen == grp.gen.Load() && c.fresh(e.expires, now) {
 		if !e.ref.Load() { // write the shared line only when it changes
 			e.ref.Store(true)

@@ -1,13 +1,15 @@
-// Package stripe is a counter that many cores add to without sharing a
-// cache line: each addition goes to one of several padded cells, picked by
-// the adding goroutine's stack address (goroutines run on distinct stacks,
-// so goroutines on different cores mostly pick different cells, and each
-// keeps to its own), and a read sums them. The cache counts its hits with it and the
-// pep client its calls and decisions, so that cached Checks on different
-// cores do not contend on one atomic word.
+// Package stripe holds what many cores use without sharing a cache line:
+// a counter whose additions go to one of several padded cells, and a
+// reader-writer lock whose readers lock one of several cells. A cell is
+// picked by the goroutine's stack address (goroutines run on distinct
+// stacks, so goroutines on different cores mostly pick different cells, and
+// each keeps to its own). The cache counts its hits and guards its groups
+// with them, and the pep client counts its calls and decisions, so that
+// cached Checks on different cores do not contend on one atomic word.
 package stripe
 
 import (
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -27,11 +29,51 @@ type Counter struct {
 
 // Add adds n.
 func (c *Counter) Add(n uint64) {
+	c.cells[cell()].n.Add(n)
+}
+
+// cell picks the calling goroutine's cell by the address of a variable on
+// its stack. The address only picks a cell; it is never dereferenced, and a
+// goroutine whose stack moves simply picks another one.
+func cell() int {
 	var here byte
-	// The address only picks a cell; it is never dereferenced, and a
-	// goroutine whose stack moves simply picks another one.
-	i := (uintptr(unsafe.Pointer(&here)) >> 12) % cells
-	c.cells[i].n.Add(n)
+	return int((uintptr(unsafe.Pointer(&here)) >> 12) % cells)
+}
+
+// RWMutex is a reader-writer lock for what is read far more often than it
+// is written: a reader locks one cell, so readers on different cores write
+// different cache lines, and a writer locks them all. The zero value is
+// unlocked; it must not be copied after first use.
+type RWMutex struct {
+	cells [cells]struct {
+		mu sync.RWMutex
+		_  [64 - unsafe.Sizeof(sync.RWMutex{})%64]byte
+	}
+}
+
+// RLock locks the calling goroutine's cell for reading and returns it, for
+// RUnlock.
+func (m *RWMutex) RLock() int {
+	i := cell()
+	m.cells[i].mu.RLock()
+	return i
+}
+
+// RUnlock unlocks the cell RLock returned.
+func (m *RWMutex) RUnlock(i int) { m.cells[i].mu.RUnlock() }
+
+// Lock locks every cell for writing, in order.
+func (m *RWMutex) Lock() {
+	for i := range m.cells {
+		m.cells[i].mu.Lock()
+	}
+}
+
+// Unlock unlocks every cell.
+func (m *RWMutex) Unlock() {
+	for i := range m.cells {
+		m.cells[i].mu.Unlock()
+	}
 }
 
 // Load returns the sum of every addition so far. It is not a snapshot:
