@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -162,15 +163,34 @@ func (r *Realm) AssignmentTree(userID string) ([]*OrgNode, error) {
 			slices.SortFunc(n.Children, byDept)
 		}
 	}
-	out := make([]*OrgNode, 0, len(orgs))
 	for _, o := range orgs {
 		if len(o.Children) > 1 {
 			slices.SortFunc(o.Children, byDept)
 		}
+	}
+	return r.inOrgOrder(orgs), nil
+}
+
+// inOrgOrder returns the nodes of orgs in the realm's order of
+// organizations, whichever costs less: sorting them (k log k name
+// comparisons for k nodes), or picking them from the realm's sorted list
+// (one lookup per organization of the realm), which is what a user in most
+// organizations costs.
+func (r *Realm) inOrgOrder(orgs map[string]*OrgNode) []*OrgNode {
+	out := make([]*OrgNode, 0, len(orgs))
+	if k := len(orgs); k*bits.Len(uint(k)) > len(r.orgList) {
+		for _, o := range r.orgList {
+			if n, ok := orgs[o.ID]; ok {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	for _, o := range orgs {
 		out = append(out, o)
 	}
 	slices.SortFunc(out, func(a, b *OrgNode) int { return cmpOrg(a.Org, b.Org) })
-	return out, nil
+	return out
 }
 
 // UserOrgRoleIDs returns the role ids a user holds through assignments: for
