@@ -140,7 +140,7 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 		redirectError(w, req, code, desc)
 		return
 	}
-	if r.Method == http.MethodGet {
+	if r.Method != http.MethodPost { // GET, or HEAD
 		s.loginForm(w, r, realm, req, "")
 		return
 	}
