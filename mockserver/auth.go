@@ -298,4 +298,5 @@ type authState struct {
 	proofs      realmVerifiers // verifies proofs, one replay cache per realm
 	nonces      *nonceSource
 	verified    verifiedTokens
+	codes       codeStore // unredeemed authorization codes (authcode.go)
 }

@@ -1,6 +1,9 @@
 package mockserver_test
 
 import (
+	"crypto/rand"
+	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -8,6 +11,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -66,4 +70,97 @@ func TestRealClients(t *testing.T) {
 	var re *oauth2.RetrieveError
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "invalid_client", re.ErrorCode)
+}
+
+// TestRealClientsAuthCode: the authorization code flow as x/oauth2 and
+// go-oidc drive it against the discovery document: AuthCodeURL with a
+// nonce and an S256 challenge, the login form posted as a browser would,
+// the redirect followed to the client, Exchange with the verifier, and
+// the ID token verified, its nonce included. A confidential client
+// exchanges with its secret, and a DPoP proof binds the token.
+func TestRealClientsAuthCode(t *testing.T) {
+	t.Parallel()
+	target := redirectTarget(t)
+	srv := mockservertest.Start(t, mockserver.WithFixture(authCodeFixture(target)))
+	ctx := oidc.ClientContext(t.Context(), srv.Client())
+	iss := srv.URL + "/realms/acme"
+	provider, err := oidc.NewProvider(ctx, iss)
+	require.NoError(t, err)
+	require.Equal(t, iss+"/protocol/openid-connect/auth", provider.Endpoint().AuthURL)
+
+	conf := oauth2.Config{ClientID: "web-app", Endpoint: provider.Endpoint(), RedirectURL: target,
+		Scopes: []string{oidc.ScopeOpenID, "profile", "email"}}
+	verifier, state, nonce := oauth2.GenerateVerifier(), "state-"+rand.Text(), rand.Text()
+	authURL := conf.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce))
+	back := signIn(t, srv.Client(), authURL, "alice", "alice-pw")
+	require.Equal(t, target, back.Scheme+"://"+back.Host+back.Path)
+	require.Equal(t, state, back.Query().Get("state"))
+	code := back.Query().Get("code")
+	require.NotEmpty(t, code)
+
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	require.NoError(t, err)
+	require.Equal(t, "Bearer", tok.TokenType)
+	rawID, ok := tok.Extra("id_token").(string)
+	require.True(t, ok, "an ID token")
+	id, err := provider.Verifier(&oidc.Config{ClientID: "web-app"}).Verify(ctx, rawID)
+	require.NoError(t, err)
+	require.Equal(t, nonce, id.Nonce)
+	var claims struct {
+		Username string `json:"preferred_username"`
+		AuthTime int64  `json:"auth_time"`
+	}
+	require.NoError(t, id.Claims(&claims))
+	require.Equal(t, "alice", claims.Username)
+	require.NotZero(t, claims.AuthTime)
+	res := postJSON(t, srv, authorizePath, tok.AccessToken, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
+	require.Equal(t, "GRANT", res.json(t)["status"])
+
+	_, err = conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	var re *oauth2.RetrieveError
+	require.ErrorAs(t, err, &re, "a code is redeemed once")
+	require.Equal(t, "invalid_grant", re.ErrorCode)
+
+	// A confidential client, with PKCE too, its secret in either place.
+	for _, style := range []oauth2.AuthStyle{oauth2.AuthStyleInHeader, oauth2.AuthStyleInParams} {
+		cc := oauth2.Config{ClientID: "orders-api", ClientSecret: "orders-secret", RedirectURL: target,
+			Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID}}
+		cc.Endpoint.AuthStyle = style
+		verifier := oauth2.GenerateVerifier()
+		back := signIn(t, srv.Client(), cc.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), "bob", "bob-pw")
+		tok, err := cc.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier))
+		require.NoError(t, err, "auth style %d", style)
+		id, err := provider.Verifier(&oidc.Config{ClientID: "orders-api"}).Verify(ctx, tok.Extra("id_token").(string))
+		require.NoError(t, err)
+		require.Empty(t, id.Nonce)
+	}
+	cc := oauth2.Config{ClientID: "orders-api", ClientSecret: "wrong", RedirectURL: target, Endpoint: provider.Endpoint()}
+	back = signIn(t, srv.Client(), cc.AuthCodeURL("s"), "bob", "bob-pw")
+	_, err = cc.Exchange(ctx, back.Query().Get("code"))
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, "invalid_client", re.ErrorCode)
+
+	// DPoP: a proof with the exchange binds the token to its key. With
+	// nonces required, the first attempt is told the nonce and the code
+	// survives it.
+	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{"dpopNonceRequired":true}`).status)
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	verifier = oauth2.GenerateVerifier()
+	back = signIn(t, srv.Client(), conf.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), "alice", "alice-pw")
+	exchange := func(nonce string) httpResult {
+		proof, err := signer.Proof(http.MethodPost, provider.Endpoint().TokenURL, "", nonce)
+		require.NoError(t, err)
+		return tokenRequest(t, srv, "acme", url.Values{"grant_type": {"authorization_code"}, "client_id": {"web-app"},
+			"code": {back.Query().Get("code")}, "redirect_uri": {target}, "code_verifier": {verifier}}, http.Header{"Dpop": {proof}})
+	}
+	dres := exchange("")
+	require.Equal(t, "use_dpop_nonce", dres.json(t)["error"])
+	dres = exchange(dres.header.Get("DPoP-Nonce"))
+	require.Equal(t, http.StatusOK, dres.status, string(dres.body))
+	require.Equal(t, "DPoP", dres.json(t)["token_type"])
+	require.Equal(t, "openid profile email", dres.json(t)["scope"])
+	bound := dres.json(t)["access_token"].(string)
+	require.Equal(t, http.StatusUnauthorized, postJSON(t, srv, authorizePath, bound, `{"clientId":"orders-api","resources":[],"context":{}}`).status,
+		"a DPoP-bound token sent as Bearer")
 }

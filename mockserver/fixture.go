@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,10 +64,16 @@ type FixtureUser struct {
 // FixtureClient is a client: confidential with a Secret (it then has a
 // service account holding ServiceAccountRoles), or Public. Resources and
 // Permissions are what the decision endpoint evaluates for it.
+// RedirectURIs are the client's registered redirection endpoints for the
+// authorization code flow (an extension): absolute http(s) URIs without a
+// fragment, which an authorization request's redirect_uri must equal
+// exactly (no wildcard, no normalization). A client without any cannot use
+// the authorization endpoint.
 type FixtureClient struct {
 	ClientID            string              `json:"clientId"`
 	Secret              string              `json:"secret"`
 	Public              bool                `json:"public"`
+	RedirectURIs        []string            `json:"redirectUris"`
 	ServiceAccountRoles []string            `json:"serviceAccountRoles"`
 	Resources           []FixtureResource   `json:"resources"`
 	Permissions         []FixturePermission `json:"permissions"`
@@ -503,6 +511,15 @@ func (b *realmBuilder) client(fc FixtureClient) (store.Client, error) {
 		return store.Client{}, b.errorf("%s: a confidential client needs a secret (or set public)", owner)
 	}
 	c := store.Client{ClientID: fc.ClientID, Secret: fc.Secret, Public: fc.Public}
+	for _, u := range fc.RedirectURIs {
+		if err := checkRedirectURI(u); err != nil {
+			return c, b.errorf("%s: redirect URI %q: %v", owner, u, err)
+		}
+		if slices.Contains(c.RedirectURIs, u) {
+			return c, b.errorf("%s: redirect URI %q is listed twice", owner, u)
+		}
+		c.RedirectURIs = append(c.RedirectURIs, u)
+	}
 	scopes := map[string]map[string]bool{}
 	for _, res := range fc.Resources {
 		if res.Name == "" || res.Name == "*" {
@@ -546,6 +563,36 @@ func (b *realmBuilder) client(fc FixtureClient) (store.Client, error) {
 		c.Permissions = append(c.Permissions, cp)
 	}
 	return c, nil
+}
+
+// checkRedirectURI refuses what cannot be a registered redirection
+// endpoint (RFC 6749 section 3.1.2): a URI that is not an absolute http or
+// https URL with a host, or that has a fragment or user information. Only
+// printable ASCII is allowed (a URI has no other characters, RFC 3986), and
+// no "*": registered URIs match exactly, so a wildcard would only mislead.
+func checkRedirectURI(raw string) error {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] <= ' ' || raw[i] >= 0x7f {
+			return errors.New("only printable ASCII without spaces is allowed")
+		}
+	}
+	if strings.Contains(raw, "*") {
+		return errors.New("wildcards are not supported: redirect URIs match exactly")
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return errors.New("not a URI")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("the scheme must be http or https")
+	case u.Host == "" || u.Opaque != "":
+		return errors.New("the URI must name a host")
+	case u.User != nil:
+		return errors.New("user information is not allowed")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return errors.New("a fragment is not allowed")
+	}
+	return nil
 }
 
 // organization adds an organization, its links and its department tree

@@ -57,6 +57,16 @@ func TestFixtureRefusesUndefinedNames(t *testing.T) {
 		}, `department "sales": conflict`},
 		{"duplicate realm", func(f *Fixture) { f.Realms = append(f.Realms, f.Realms[0]) }, `realm "acme" is defined twice`},
 		{"duplicate user", func(f *Fixture) { f.Realms[0].Users = append(f.Realms[0].Users, f.Realms[0].Users[0]) }, `user "alice"`},
+		{"relative redirect URI", func(f *Fixture) { f.Realms[0].Clients[0].RedirectURIs = []string{"/cb"} }, `redirect URI "/cb": the scheme must be http or https`},
+		{"redirect URI with fragment", func(f *Fixture) { f.Realms[0].Clients[0].RedirectURIs = []string{"https://app.test/cb#x"} }, `a fragment is not allowed`},
+		{"redirect URI wildcard", func(f *Fixture) { f.Realms[0].Clients[0].RedirectURIs = []string{"https://app.test/*"} }, `wildcards are not supported`},
+		{"redirect URI scheme", func(f *Fixture) { f.Realms[0].Clients[0].RedirectURIs = []string{"javascript:alert(1)"} }, `the scheme must be http or https`},
+		{"redirect URI space", func(f *Fixture) { f.Realms[0].Clients[0].RedirectURIs = []string{"https://app.test/c b"} }, `printable ASCII`},
+		{"redirect URI user", func(f *Fixture) { f.Realms[0].Clients[0].RedirectURIs = []string{"https://u@app.test/cb"} }, `user information`},
+		{"redirect URI empty", func(f *Fixture) { f.Realms[0].Clients[0].RedirectURIs = []string{""} }, `redirect URI ""`},
+		{"redirect URI twice", func(f *Fixture) {
+			f.Realms[0].Clients[0].RedirectURIs = []string{"https://app.test/cb", "https://app.test/cb"}
+		}, `redirect URI "https://app.test/cb" is listed twice`},
 		{"platform admin without secret", func(f *Fixture) { f.PlatformAdmins = []FixturePlatformAdmin{{ClientID: "ops"}} }, `platformAdmins[0]`},
 	}
 	for _, tc := range cases {

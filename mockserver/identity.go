@@ -51,15 +51,17 @@ func (s *Server) lookupLive(name string) (*store.Realm, error) {
 // serverMetadata is the metadata of a realm: RFC 8414 authorization server
 // metadata, and with the OpenID fields set, OpenID Provider Metadata
 // (OpenID Connect Discovery 1.0 section 3). Every endpoint it names answers
-// and every value it lists works: there is no authorization endpoint (no
-// grant of the server uses one), so it names none and lists no response
-// type.
+// and every value it lists works: the authorization endpoint serves the
+// code flow only (response type code, query response mode, PKCE with S256).
 type serverMetadata struct {
 	Issuer                            string   `json:"issuer"`
+	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
 	TokenEndpoint                     string   `json:"token_endpoint"`
 	JWKSURI                           string   `json:"jwks_uri"`
 	ResponseTypesSupported            []string `json:"response_types_supported"`
+	ResponseModesSupported            []string `json:"response_modes_supported"`
 	GrantTypesSupported               []string `json:"grant_types_supported"`
+	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
 	ScopesSupported                   []string `json:"scopes_supported"`
 	DPoPSigningAlgValuesSupported     []string `json:"dpop_signing_alg_values_supported"`
@@ -71,7 +73,7 @@ type serverMetadata struct {
 }
 
 // Scopes the token endpoint grants: openid asks for an ID token (password
-// grant only); profile and email name claims every ID token carries.
+// and authorization code grants only); profile and email name claims every ID token carries.
 var supportedScopes = []string{"openid", "profile", "email"}
 
 // metadata builds the RFC 8414 metadata of realm as the request sees the
@@ -81,10 +83,13 @@ func (s *Server) metadata(r *http.Request, realm string) serverMetadata {
 	oidc := iss + "/protocol/openid-connect"
 	return serverMetadata{
 		Issuer:                            iss,
+		AuthorizationEndpoint:             oidc + "/auth",
 		TokenEndpoint:                     oidc + "/token",
 		JWKSURI:                           oidc + "/certs",
-		ResponseTypesSupported:            []string{},
-		GrantTypesSupported:               []string{grantClientCredentials, grantPassword},
+		ResponseTypesSupported:            []string{"code"},
+		ResponseModesSupported:            []string{"query"},
+		GrantTypesSupported:               []string{grantAuthorizationCode, grantClientCredentials, grantPassword},
+		CodeChallengeMethodsSupported:     []string{"S256"},
 		TokenEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post", "none"},
 		ScopesSupported:                   supportedScopes,
 		DPoPSigningAlgValuesSupported:     s.auth.dpop.Algorithms(),
@@ -101,7 +106,7 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 	doc := s.metadata(r, realm)
 	doc.SubjectTypesSupported = []string{"public"}
 	doc.IDTokenSigningAlgValuesSupported = []string{string(issuer.IDTokenAlgorithm)}
-	doc.ClaimsSupported = []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "azp", "preferred_username", "email"}
+	doc.ClaimsSupported = []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "azp", "preferred_username", "email"}
 	writeJSON(w, http.StatusOK, doc)
 }
 
@@ -166,7 +171,8 @@ type tokenResponse struct {
 	Scope       *string `json:"scope,omitempty"`
 }
 
-// token serves the token endpoint: client_credentials and password grants,
+// token serves the token endpoint: authorization_code (authcode.go),
+// client_credentials and password grants,
 // with client authentication by HTTP Basic or form parameters, and DPoP
 // binding when the request carries a valid proof.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
@@ -214,7 +220,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 	switch grantType {
 	case "":
 		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "missing grant_type"}
-	case grantClientCredentials, grantPassword:
+	case grantClientCredentials, grantPassword, grantAuthorizationCode:
 	default:
 		return nil, &oauthError{status: http.StatusBadRequest, code: "unsupported_grant_type", description: "unsupported grant_type " + grantType}
 	}
@@ -224,7 +230,20 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		return nil, oe
 	}
 	badClient := &oauthError{status: http.StatusUnauthorized, code: "invalid_client", description: "invalid client or client credentials", basic: basic}
-	var username string
+	spec := tokenSpec{clientID: clientID}
+	if grantType == grantAuthorizationCode && r.Header.Get("DPoP") != "" {
+		// Before the code is redeemed: a client told to retry with the
+		// server's DPoP nonce must still hold a code to retry with.
+		jkt, oe := s.tokenProofThumbprint(w, r, realm)
+		if oe != nil {
+			return nil, oe
+		}
+		spec.jkt = jkt
+	}
+	var (
+		username string
+		code     *authCode
+	)
 	err := s.liveRealm(realm, func(rm *store.Realm) error {
 		c, ok := rm.ClientNamed(clientID)
 		if !ok {
@@ -250,6 +269,12 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 				return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: "invalid user credentials"}
 			}
 			username = u.Username
+		case grantAuthorizationCode:
+			var oe *oauthError
+			if code, oe = s.redeemCode(rm, form, clientID); oe != nil {
+				return oe
+			}
+			username = code.username
 		}
 		return nil
 	})
@@ -257,8 +282,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		return nil, err
 	}
 
-	spec := tokenSpec{clientID: clientID}
-	if r.Header.Get("DPoP") != "" {
+	if grantType != grantAuthorizationCode && r.Header.Get("DPoP") != "" {
 		jkt, oe := s.tokenProofThumbprint(w, r, realm)
 		if oe != nil {
 			return nil, oe
@@ -274,11 +298,17 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		tt = "DPoP"
 	}
 	out := &tokenResponse{AccessToken: raw, TokenType: tt, ExpiresIn: int(claims.Expiry.Time().Sub(claims.IssuedAt.Time()) / time.Second)}
-	if requested, ok := form["scope"]; ok {
+	requested, scopeGiven := form["scope"]
+	nonce, authTime := "", claims.IssuedAt.Time()
+	if code != nil { // the scope and nonce of the authorization request
+		requested, scopeGiven = []string{code.scope}, code.scopeGiven
+		nonce, authTime = code.nonce, code.authTime
+	}
+	if scopeGiven {
 		granted := grantedScopes(requested[0], grantType)
 		out.Scope = &granted
 		if slices.Contains(strings.Fields(granted), "openid") {
-			if out.IDToken, err = s.idToken(realm, claims); err != nil {
+			if out.IDToken, err = s.idToken(realm, claims, nonce, authTime); err != nil {
 				return nil, err
 			}
 		}
@@ -286,15 +316,54 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 	return out, nil
 }
 
+// redeemCode redeems the authorization code of a token request of
+// clientID in realm rm: the code must have been issued in that realm to
+// that client for that redirect_uri, not have expired, and the
+// code_verifier must match its PKCE challenge (and be absent when it had
+// none, so that PKCE cannot be downgraded). The code is spent whatever
+// the outcome, and the user must still be able to log in.
+func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID string) (*authCode, *oauthError) {
+	raw, redirectURI := form.Get("code"), form.Get("redirect_uri")
+	if raw == "" || redirectURI == "" {
+		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code and redirect_uri are required"}
+	}
+	bad := func(desc string) *oauthError {
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: desc}
+	}
+	c, ok := s.auth.codes.take(raw)
+	switch {
+	case !ok || c.realm != rm.Name || c.clientID != clientID:
+		return nil, bad("the code is unknown, already used, or not issued to this client")
+	case !s.now().Before(c.expires):
+		return nil, bad("the code has expired")
+	case redirectURI != c.redirectURI:
+		return nil, bad("redirect_uri differs from the authorization request's")
+	}
+	verifier, hasVerifier := form["code_verifier"]
+	switch {
+	case c.challenge == "" && hasVerifier:
+		return nil, bad("code_verifier given but the authorization request had no code_challenge")
+	case c.challenge != "" && !hasVerifier:
+		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code_verifier is required"}
+	case c.challenge != "" && !pkceMatches(verifier[0], c.challenge):
+		return nil, bad("code_verifier does not match the code_challenge")
+	}
+	if u, ok := rm.UserNamed(c.username); !ok || u.Password == "" {
+		return nil, bad("the user can no longer log in")
+	}
+	return c, nil
+}
+
 // grantedScopes returns the scopes of requested (space-separated) that the
 // server grants: those of supportedScopes, openid only with the password
-// grant (an ID token is about a user who authenticated); others are left
-// out, and the answer's scope says so (RFC 6749 section 5.1).
+// and authorization code grants (an ID token is about a user who
+// authenticated); others are left out, and the answer's scope says so
+// (RFC 6749 section 5.1).
 func grantedScopes(requested, grantType string) string {
 	var out []string
 	for _, sc := range strings.Fields(requested) {
 		if slices.Contains(supportedScopes, sc) && !slices.Contains(out, sc) &&
-			(sc != "openid" || grantType == grantPassword) {
+			(sc != "openid" || grantType == grantPassword || grantType == grantAuthorizationCode) {
 			out = append(out, sc)
 		}
 	}

@@ -79,10 +79,10 @@ func tokenRequest(t *testing.T, srv *mockservertest.Server, realm string, form u
 
 // TestDiscovery: the OpenID Provider Metadata and the RFC 8414 metadata
 // are truthful. Every endpoint they name answers (it used to name an
-// authorization endpoint that answered 404), they list no response type
-// (there is no authorization endpoint), and what Discovery 1.0 makes
-// mandatory for the ID tokens the server does issue is there, RS256
-// included (it listed only ES256).
+// authorization endpoint that answered 404), what Discovery 1.0 makes
+// mandatory is there (authorization_endpoint and response_types_supported
+// were missing or empty), RS256 included (it listed only ES256), and the
+// code flow they announce is the one the server implements (TestAuthCodeFlow).
 func TestDiscovery(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixture(identityFixture()))
@@ -97,9 +97,11 @@ func TestDiscovery(t *testing.T) {
 			require.Equal(t, iss, doc["issuer"])
 			require.Equal(t, iss+"/protocol/openid-connect/token", doc["token_endpoint"])
 			require.Equal(t, iss+"/protocol/openid-connect/certs", doc["jwks_uri"])
-			require.NotContains(t, doc, "authorization_endpoint", "no grant of the server uses one")
-			require.Equal(t, []any{}, doc["response_types_supported"])
-			require.ElementsMatch(t, []any{"client_credentials", "password"}, doc["grant_types_supported"])
+			require.Equal(t, iss+"/protocol/openid-connect/auth", doc["authorization_endpoint"])
+			require.Equal(t, []any{"code"}, doc["response_types_supported"])
+			require.Equal(t, []any{"query"}, doc["response_modes_supported"])
+			require.Equal(t, []any{"S256"}, doc["code_challenge_methods_supported"])
+			require.ElementsMatch(t, []any{"authorization_code", "client_credentials", "password"}, doc["grant_types_supported"])
 			require.ElementsMatch(t, []any{"client_secret_basic", "client_secret_post", "none"}, doc["token_endpoint_auth_methods_supported"])
 			require.Subset(t, doc["dpop_signing_alg_values_supported"], []any{"ES256", "EdDSA", "Ed25519"})
 			require.Contains(t, doc["scopes_supported"], "openid")
@@ -288,7 +290,9 @@ func TestTokenEndpoint(t *testing.T) {
 		{"service account by password", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"service-account-orders-api"}, "password": {""}},
 			nil, 400, "invalid_request", ""},
 		{"public client credentials", url.Values{"grant_type": {"client_credentials"}, "client_id": {"spa"}}, nil, 400, "unauthorized_client", ""},
-		{"unsupported grant", url.Values{"grant_type": {"authorization_code"}, "client_id": {"admin-cli"}}, nil, 400, "unsupported_grant_type", ""},
+		{"unsupported grant", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"}, "client_id": {"admin-cli"}}, nil, 400, "unsupported_grant_type", ""},
+		{"code grant without code", url.Values{"grant_type": {"authorization_code"}, "client_id": {"admin-cli"}, "redirect_uri": {"https://app.test/cb"}}, nil, 400, "invalid_request", ""},
+		{"unknown code", url.Values{"grant_type": {"authorization_code"}, "client_id": {"admin-cli"}, "code": {"nope"}, "redirect_uri": {"https://app.test/cb"}}, nil, 400, "invalid_grant", ""},
 		{"missing grant", url.Values{"client_id": {"admin-cli"}}, nil, 400, "invalid_request", ""},
 	}
 	for _, tc := range cases {

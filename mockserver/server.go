@@ -50,6 +50,7 @@ func (s *Server) routes() http.Handler {
 	newMux := func() mux { return mux{ServeMux: http.NewServeMux(), patterns: &s.patterns} }
 	top := newMux()
 	s.identityRoutes(top)
+	s.authorizeRoutes(top)
 	s.adminRoutes(top)
 	s.decisionRoutes(top)
 	s.authzenRoutes(top)

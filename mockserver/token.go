@@ -121,8 +121,9 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, *is
 // idToken mints the RS256 ID token (OpenID Connect Core 1.0 section 2) that
 // goes with the access token whose claims are at: same issuer, subject,
 // times and user, the client as audience and authorized party, signed by
-// the realm's ID-token key.
-func (s *Server) idToken(realm string, at *issuer.Claims) (string, error) {
+// the realm's ID-token key; with the authorization request's nonce, and
+// the time the user authenticated.
+func (s *Server) idToken(realm string, at *issuer.Claims, nonce string, authTime time.Time) (string, error) {
 	rm, err := s.lookupLive(realm)
 	if err != nil {
 		return "", err
@@ -134,8 +135,9 @@ func (s *Server) idToken(realm string, at *issuer.Claims) (string, error) {
 	c := issuer.IDClaims{
 		Claims: jwt.Claims{Issuer: at.Issuer, Subject: at.Subject, Audience: jwt.Audience{at.AuthorizedParty},
 			Expiry: at.Expiry, IssuedAt: at.IssuedAt, ID: store.NewID()},
-		AuthTime:          at.IssuedAt,
+		AuthTime:          jwt.NewNumericDate(authTime),
 		AuthorizedParty:   at.AuthorizedParty,
+		Nonce:             nonce,
 		PreferredUsername: at.PreferredUsername,
 		Email:             at.Email,
 	}

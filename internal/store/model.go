@@ -182,8 +182,11 @@ type Client struct {
 	Public   bool // public clients (admin-cli) have no secret
 	// ServiceAccountUserID is the user that client_credentials tokens name.
 	ServiceAccountUserID string
-	Resources            []ClientResource
-	Permissions          []ClientPermission
+	// RedirectURIs are the registered redirection endpoints of the
+	// authorization code flow; a redirect_uri must equal one exactly.
+	RedirectURIs []string
+	Resources    []ClientResource
+	Permissions  []ClientPermission
 }
 
 // ClientResource is a resource the client defines, with its scopes.

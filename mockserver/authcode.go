@@ -1,0 +1,373 @@
+package mockserver
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// The authorization code flow (RFC 6749 section 4.1, with PKCE, RFC 7636,
+// and OpenID Connect Core 1.0 section 3.1) is an extension: the service
+// leaves user login to its identity provider. There is no session and no
+// consent: every authorization request shows a minimal login form, whose
+// POST to the same endpoint authenticates the user and redirects with the
+// code. Tests drive it as a browser would, by posting the form.
+
+const (
+	grantAuthorizationCode = "authorization_code"
+
+	// codeLifetime is how long an authorization code may be redeemed,
+	// by the server's clock (RFC 6749 section 4.1.2 recommends at most
+	// ten minutes).
+	codeLifetime = 60 * time.Second
+	// maxCodes bounds the codes held at once, over all realms; expired
+	// ones are dropped first.
+	maxCodes = 10000
+	// maxAuthParam bounds each parameter of an authorization request, so
+	// that what a code holds stays small.
+	maxAuthParam = 2048
+)
+
+// authParams are the parameters of an authorization request that the
+// login form carries along as hidden fields.
+var authParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state", "nonce",
+	"code_challenge", "code_challenge_method", "response_mode", "prompt", "login_hint"}
+
+// authCode is what an authorization code stands for.
+type authCode struct {
+	realm, clientID, redirectURI string
+	username                     string
+	scope                        string // the requested scope, when scopeGiven
+	scopeGiven                   bool
+	nonce                        string
+	challenge                    string // S256 code_challenge, or empty
+	authTime, expires            time.Time
+}
+
+// codeStore holds the unredeemed authorization codes. It is safe for
+// concurrent use.
+type codeStore struct {
+	mu sync.Mutex
+	m  map[string]*authCode
+}
+
+// add stores c under a new code and returns it; false when the store is
+// full of live codes.
+func (cs *codeStore) add(now time.Time, c *authCode) (string, bool) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	code := base64.RawURLEncoding.EncodeToString(b[:])
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.m == nil {
+		cs.m = map[string]*authCode{}
+	}
+	if len(cs.m) >= maxCodes {
+		for k, v := range cs.m {
+			if !now.Before(v.expires) {
+				delete(cs.m, k)
+			}
+		}
+		if len(cs.m) >= maxCodes {
+			return "", false
+		}
+	}
+	cs.m[code] = c
+	return code, true
+}
+
+// take removes code and returns what it stands for: a code is redeemed at
+// most once, whatever the outcome of the attempt (RFC 6749 section 4.1.2).
+func (cs *codeStore) take(code string) (*authCode, bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, ok := cs.m[code]
+	delete(cs.m, code)
+	return c, ok
+}
+
+// authorizeRoutes registers the authorization endpoint at Keycloak's path.
+func (s *Server) authorizeRoutes(m mux) {
+	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", s.authorization)
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", s.authorization)
+}
+
+// authRequest is a validated authorization request.
+type authRequest struct {
+	params      url.Values // the authorization parameters, each given once
+	clientID    string
+	redirectURI string
+	public      bool
+}
+
+// authorization serves the authorization endpoint: GET shows the login form of
+// a valid request; POST of that form (the request's parameters and
+// username and password) redirects to the client with a code. A request
+// whose client or redirect_uri is not known is answered here with 400,
+// never redirected; any other error is redirected to the client (RFC 6749
+// section 4.1.2.1).
+func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
+	realm := r.PathValue("realm")
+	if _, err := s.lookupLive(realm); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	params, oe := authRequestParams(w, r)
+	if oe != nil {
+		writeOAuthError(w, oe)
+		return
+	}
+	req, oe := s.authClient(realm, params)
+	if oe != nil {
+		writeOAuthError(w, oe)
+		return
+	}
+	if code, desc := checkAuthRequest(req); code != "" {
+		redirectError(w, req, code, desc)
+		return
+	}
+	if r.Method != http.MethodPost { // GET, or HEAD
+		s.loginForm(w, r, realm, req, "")
+		return
+	}
+	username, password := params.Get("username"), params.Get("password")
+	var authTime time.Time
+	err := s.liveRealm(realm, func(rm *store.Realm) error {
+		u, ok := rm.UserNamed(username)
+		if !ok || u.ServiceAccountOf != "" || u.Password == "" || password == "" ||
+			subtle.ConstantTimeCompare([]byte(password), []byte(u.Password)) != 1 {
+			return errBadLogin
+		}
+		authTime = s.now()
+		return nil
+	})
+	if errors.Is(err, errBadLogin) {
+		s.loginForm(w, r, realm, req, "Invalid username or password.")
+		return
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	scope, scopeGiven := req.params["scope"]
+	c := &authCode{realm: realm, clientID: req.clientID, redirectURI: req.redirectURI, username: username,
+		scopeGiven: scopeGiven, nonce: req.params.Get("nonce"), challenge: req.params.Get("code_challenge"),
+		authTime: authTime, expires: authTime.Add(codeLifetime)}
+	if scopeGiven {
+		c.scope = scope[0]
+	}
+	code, ok := s.auth.codes.add(authTime, c)
+	if !ok {
+		redirectError(w, req, "temporarily_unavailable", "too many unredeemed authorization codes; retry shortly")
+		return
+	}
+	redirect(w, req, url.Values{"code": {code}})
+}
+
+// errBadLogin is a failed login in the form.
+var errBadLogin = errors.New("invalid username or password")
+
+// authRequestParams reads the parameters of an authorization request: the
+// query of a GET, the form body of a POST (its query is ignored). It
+// refuses a malformed body or query, and parameters over maxAuthParam.
+func authRequestParams(w http.ResponseWriter, r *http.Request) (url.Values, *oauthError) {
+	raw := r.URL.RawQuery
+	if r.Method == http.MethodPost {
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
+			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "the body must be application/x-www-form-urlencoded"}
+		}
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "the body is too large or unreadable"}
+		}
+		raw = string(b)
+	}
+	params, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "malformed parameters"}
+	}
+	for name, values := range params {
+		for _, v := range values {
+			if len(v) > maxAuthParam {
+				return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + name + " is too long"}
+			}
+		}
+	}
+	return params, nil
+}
+
+// authClient finds the client and checks the redirect URI of an
+// authorization request: what must hold before an error may be redirected.
+func (s *Server) authClient(realm string, params url.Values) (*authRequest, *oauthError) {
+	for _, name := range []string{"client_id", "redirect_uri"} {
+		switch len(params[name]) {
+		case 0:
+			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "missing " + name}
+		case 1:
+		default:
+			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + name + " is given more than once"}
+		}
+	}
+	req := &authRequest{params: params, clientID: params.Get("client_id"), redirectURI: params.Get("redirect_uri")}
+	var known, registered bool
+	_ = s.liveRealm(realm, func(rm *store.Realm) error {
+		c, ok := rm.ClientNamed(req.clientID)
+		if ok {
+			known, req.public = true, c.Public
+			registered = slices.Contains(c.RedirectURIs, req.redirectURI)
+		}
+		return nil
+	})
+	if !known {
+		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_client", description: "unknown client_id"}
+	}
+	if !registered {
+		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "redirect_uri is not registered for this client"}
+	}
+	return req, nil
+}
+
+// checkAuthRequest returns the RFC 6749 error code and description of a
+// request whose client and redirect URI are valid, or "" when it is valid.
+func checkAuthRequest(req *authRequest) (code, desc string) {
+	p := req.params
+	for _, name := range authParams {
+		if len(p[name]) > 1 {
+			return "invalid_request", "parameter " + name + " is given more than once"
+		}
+	}
+	switch rt, ok := p["response_type"]; {
+	case !ok:
+		return "invalid_request", "missing response_type"
+	case rt[0] != "code":
+		return "unsupported_response_type", "only response_type=code is supported"
+	}
+	if rm, ok := p["response_mode"]; ok && rm[0] != "query" {
+		return "invalid_request", "only response_mode=query is supported"
+	}
+	challenge, hasChallenge := p["code_challenge"]
+	method, hasMethod := p["code_challenge_method"]
+	switch {
+	case hasMethod && method[0] != "S256":
+		return "invalid_request", "only code_challenge_method=S256 is supported"
+	case hasMethod && !hasChallenge:
+		return "invalid_request", "code_challenge_method without code_challenge"
+	case hasChallenge && !hasMethod:
+		return "invalid_request", "code_challenge_method=S256 is required (plain is not supported)"
+	case hasChallenge && !pkceString(challenge[0]):
+		return "invalid_request", "code_challenge must be 43 to 128 characters of [A-Za-z0-9-._~]"
+	case !hasChallenge && req.public:
+		return "invalid_request", "a public client must use PKCE (code_challenge with code_challenge_method=S256)"
+	}
+	if slices.Contains(strings.Fields(p.Get("prompt")), "none") {
+		return "login_required", "the server keeps no login session: prompt=none cannot succeed"
+	}
+	return "", ""
+}
+
+// pkceString reports whether s is a valid code verifier or challenge
+// (RFC 7636 section 4.1): 43 to 128 unreserved characters.
+func pkceString(s string) bool {
+	if len(s) < 43 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
+}
+
+// pkceMatches reports whether verifier is the S256 code verifier of
+// challenge.
+func pkceMatches(verifier, challenge string) bool {
+	if !pkceString(verifier) {
+		return false
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	return subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(challenge)) == 1
+}
+
+// redirect answers 302 to the request's redirect URI with values and the
+// request's state added to its query.
+func redirect(w http.ResponseWriter, req *authRequest, values url.Values) {
+	if st, ok := req.params["state"]; ok && len(st) == 1 {
+		values.Set("state", st[0])
+	}
+	sep := "?"
+	if strings.Contains(req.redirectURI, "?") {
+		sep = "&"
+	}
+	w.Header().Set("Location", req.redirectURI+sep+values.Encode())
+	w.WriteHeader(http.StatusFound)
+}
+
+// redirectError redirects an RFC 6749 section 4.1.2.1 error to the client.
+func redirectError(w http.ResponseWriter, req *authRequest, code, desc string) {
+	redirect(w, req, url.Values{"error": {code}, "error_description": {desc}})
+}
+
+// writeOAuthError answers an error that cannot be redirected.
+func writeOAuthError(w http.ResponseWriter, oe *oauthError) {
+	writeJSON(w, oe.status, map[string]string{"error": oe.code, "error_description": oe.description})
+}
+
+// loginPage is the login form. It posts the authorization parameters back
+// as hidden fields with the user's name and password.
+var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>Sign in to {{.Realm}}</title></head>
+<body>
+<h1>Sign in to {{.Realm}}</h1>
+{{if .Error}}<p id="error" role="alert">{{.Error}}</p>
+{{end}}<form id="login" method="post" action="{{.Action}}">
+{{range .Hidden}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">
+{{end}}<label>Username <input name="username" value="{{.Username}}" autocomplete="username" required></label>
+<label>Password <input name="password" type="password" autocomplete="current-password" required></label>
+<button type="submit">Sign in</button>
+</form>
+</body>
+</html>
+`))
+
+type hiddenField struct{ Name, Value string }
+
+// loginForm renders the login form of req, with msg when a login failed.
+func (s *Server) loginForm(w http.ResponseWriter, r *http.Request, realm string, req *authRequest, msg string) {
+	data := struct {
+		Realm, Action, Error, Username string
+		Hidden                         []hiddenField
+	}{Realm: realm, Action: issuer.RealmIssuer(s.issuerBase(r), realm) + "/protocol/openid-connect/auth", Error: msg}
+	for _, name := range authParams {
+		if v, ok := req.params[name]; ok {
+			data.Hidden = append(data.Hidden, hiddenField{name, v[0]})
+		}
+	}
+	data.Username = req.params.Get("username")
+	if data.Username == "" {
+		data.Username = req.params.Get("login_hint")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(http.StatusOK)
+	_ = loginPage.Execute(w, data)
+}

@@ -1,0 +1,283 @@
+package mockserver_test
+
+import (
+	"html"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/oauth2"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+)
+
+const authPath = "/realms/acme/protocol/openid-connect/auth"
+
+// redirectTarget is a client's redirection endpoint: it records nothing
+// and answers 200, so that a client following the server's redirect ends
+// there with the code in its URL.
+func redirectTarget(t *testing.T) string {
+	t.Helper()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "signed in")
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/cb"
+}
+
+// authCodeFixture is dpopFixture with the public client web-app and the
+// confidential orders-api both registering redirect.
+func authCodeFixture(redirect string) mockserver.Fixture {
+	f := dpopFixture()
+	f.Realms[0].Clients[0].RedirectURIs = []string{redirect}
+	f.Realms[0].Clients = append(f.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web-app", Public: true,
+		RedirectURIs: []string{redirect, "https://app.test/cb?tenant=acme"}})
+	return f
+}
+
+var (
+	formAction  = regexp.MustCompile(`<form id="login" method="post" action="([^"]*)">`)
+	hiddenInput = regexp.MustCompile(`<input type="hidden" name="([^"]*)" value="([^"]*)">`)
+)
+
+// loginForm GETs authURL, which must answer the login form, and returns
+// the form's action and fields (the hidden ones).
+func loginForm(t *testing.T, client *http.Client, authURL string) (string, url.Values) {
+	t.Helper()
+	resp, err := client.Get(authURL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	require.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
+	m := formAction.FindSubmatch(b)
+	require.NotNil(t, m, string(b))
+	fields := url.Values{}
+	for _, h := range hiddenInput.FindAllSubmatch(b, -1) {
+		fields.Add(html.UnescapeString(string(h[1])), html.UnescapeString(string(h[2])))
+	}
+	return html.UnescapeString(string(m[1])), fields
+}
+
+// signIn posts the login form of authURL as a browser would, follows the
+// redirect to the client and returns the URL it ended at.
+func signIn(t *testing.T, client *http.Client, authURL, username, password string) *url.URL {
+	t.Helper()
+	action, fields := loginForm(t, client, authURL)
+	fields.Set("username", username)
+	fields.Set("password", password)
+	resp, err := client.PostForm(action, fields)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	require.Equal(t, "signed in", string(b), "the browser ended at the client")
+	return resp.Request.URL
+}
+
+// noRedirect is client not following redirects.
+func noRedirect(client *http.Client) *http.Client {
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+// authCodeRequest is a valid authorization request of web-app with PKCE.
+func authCodeRequest(redirect, verifier string) url.Values {
+	return url.Values{"response_type": {"code"}, "client_id": {"web-app"}, "redirect_uri": {redirect},
+		"scope": {"openid"}, "state": {"st-1"}, "nonce": {"n-1"},
+		"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}}
+}
+
+// getCode runs the authorization request q to its redirect and returns the
+// code.
+func getCode(t *testing.T, srv *mockservertest.Server, q url.Values) string {
+	t.Helper()
+	back := signIn(t, srv.Client(), srv.URL+authPath+"?"+q.Encode(), "alice", "alice-pw")
+	code := back.Query().Get("code")
+	require.NotEmpty(t, code, back.String())
+	return code
+}
+
+// TestAuthCodeErrors: what the authorization and token endpoints refuse in
+// the code flow, and how. An error is redirected only to a registered URI.
+func TestAuthCodeErrors(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	target := redirectTarget(t)
+	srv := mockservertest.Start(t, mockserver.WithFixture(authCodeFixture(target)), mockserver.WithClock(clock))
+	verifier := oauth2.GenerateVerifier()
+	exchange := func(form url.Values) httpResult {
+		t.Helper()
+		base := url.Values{"grant_type": {"authorization_code"}, "client_id": {"web-app"}, "redirect_uri": {target}, "code_verifier": {verifier}}
+		for k, v := range form {
+			base[k] = v
+		}
+		for k, v := range base {
+			if len(v) == 1 && v[0] == "-" {
+				delete(base, k)
+			}
+		}
+		return tokenRequest(t, srv, "acme", base, nil)
+	}
+	requireGrantError := func(res httpResult, status int, code string) {
+		t.Helper()
+		require.Equal(t, status, res.status, string(res.body))
+		require.Equal(t, code, res.json(t)["error"], string(res.body))
+	}
+
+	t.Run("wrong verifier spends the code", func(t *testing.T) {
+		code := getCode(t, srv, authCodeRequest(target, verifier))
+		requireGrantError(exchange(url.Values{"code": {code}, "code_verifier": {oauth2.GenerateVerifier()}}), 400, "invalid_grant")
+		requireGrantError(exchange(url.Values{"code": {code}}), 400, "invalid_grant")
+	})
+	t.Run("missing verifier", func(t *testing.T) {
+		code := getCode(t, srv, authCodeRequest(target, verifier))
+		requireGrantError(exchange(url.Values{"code": {code}, "code_verifier": {"-"}}), 400, "invalid_request")
+	})
+	t.Run("reused code", func(t *testing.T) {
+		code := getCode(t, srv, authCodeRequest(target, verifier))
+		require.Equal(t, 200, exchange(url.Values{"code": {code}}).status)
+		requireGrantError(exchange(url.Values{"code": {code}}), 400, "invalid_grant")
+	})
+	t.Run("expired code", func(t *testing.T) {
+		code := getCode(t, srv, authCodeRequest(target, verifier))
+		now.Add(int64(60 * time.Second))
+		requireGrantError(exchange(url.Values{"code": {code}}), 400, "invalid_grant")
+	})
+	t.Run("code within its 60 s", func(t *testing.T) {
+		code := getCode(t, srv, authCodeRequest(target, verifier))
+		now.Add(int64(59 * time.Second))
+		require.Equal(t, 200, exchange(url.Values{"code": {code}}).status)
+	})
+	t.Run("wrong redirect_uri at the token endpoint", func(t *testing.T) {
+		code := getCode(t, srv, authCodeRequest(target, verifier))
+		requireGrantError(exchange(url.Values{"code": {code}, "redirect_uri": {"https://app.test/cb?tenant=acme"}}), 400, "invalid_grant")
+		code = getCode(t, srv, authCodeRequest(target, verifier))
+		requireGrantError(exchange(url.Values{"code": {code}, "redirect_uri": {"-"}}), 400, "invalid_request")
+	})
+	t.Run("code of another client", func(t *testing.T) {
+		code := getCode(t, srv, authCodeRequest(target, verifier))
+		requireGrantError(exchange(url.Values{"code": {code}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}), 400, "invalid_grant")
+	})
+	t.Run("verifier without a challenge", func(t *testing.T) {
+		q := authCodeRequest(target, verifier)
+		q.Set("client_id", "orders-api")
+		q.Del("code_challenge")
+		q.Del("code_challenge_method")
+		code := getCode(t, srv, q)
+		requireGrantError(exchange(url.Values{"code": {code}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}), 400, "invalid_grant")
+	})
+	t.Run("confidential client must authenticate", func(t *testing.T) {
+		q := authCodeRequest(target, verifier)
+		q.Set("client_id", "orders-api")
+		code := getCode(t, srv, q)
+		requireGrantError(exchange(url.Values{"code": {code}, "client_id": {"orders-api"}}), 401, "invalid_client")
+	})
+
+	client := noRedirect(srv.Client())
+	get := func(q url.Values) *http.Response {
+		t.Helper()
+		resp, err := client.Get(srv.URL + authPath + "?" + q.Encode())
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		return resp
+	}
+	// Never redirected: the client or its redirect URI is not known.
+	for name, edit := range map[string]func(url.Values){
+		"unregistered redirect_uri": func(q url.Values) { q.Set("redirect_uri", "https://evil.test/cb") },
+		"redirect_uri by prefix":    func(q url.Values) { q.Set("redirect_uri", target+"/more") },
+		"redirect_uri of another":   func(q url.Values) { q.Set("client_id", "spa") },
+		"missing redirect_uri":      func(q url.Values) { q.Del("redirect_uri") },
+		"redirect_uri twice":        func(q url.Values) { q.Add("redirect_uri", target) },
+		"unknown client":            func(q url.Values) { q.Set("client_id", "ghost") },
+		"missing client":            func(q url.Values) { q.Del("client_id") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			q := authCodeRequest(target, verifier)
+			edit(q)
+			resp := get(q)
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+			require.Empty(t, resp.Header.Get("Location"))
+		})
+	}
+	// Redirected with an error and the state.
+	for name, tc := range map[string]struct {
+		edit func(url.Values)
+		want string
+	}{
+		"missing PKCE for a public client": {func(q url.Values) { q.Del("code_challenge"); q.Del("code_challenge_method") }, "invalid_request"},
+		"plain PKCE":                       {func(q url.Values) { q.Set("code_challenge_method", "plain") }, "invalid_request"},
+		"challenge without method":         {func(q url.Values) { q.Del("code_challenge_method") }, "invalid_request"},
+		"short challenge":                  {func(q url.Values) { q.Set("code_challenge", "abc") }, "invalid_request"},
+		"implicit flow":                    {func(q url.Values) { q.Set("response_type", "token") }, "unsupported_response_type"},
+		"missing response_type":            {func(q url.Values) { q.Del("response_type") }, "invalid_request"},
+		"fragment response mode":           {func(q url.Values) { q.Set("response_mode", "fragment") }, "invalid_request"},
+		"nonce twice":                      {func(q url.Values) { q.Add("nonce", "n-2") }, "invalid_request"},
+		"prompt none":                      {func(q url.Values) { q.Set("prompt", "none") }, "login_required"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q := authCodeRequest(target, verifier)
+			tc.edit(q)
+			resp := get(q)
+			require.Equal(t, http.StatusFound, resp.StatusCode)
+			loc, err := url.Parse(resp.Header.Get("Location"))
+			require.NoError(t, err)
+			require.Equal(t, target, loc.Scheme+"://"+loc.Host+loc.Path)
+			require.Equal(t, tc.want, loc.Query().Get("error"))
+			require.NotEmpty(t, loc.Query().Get("error_description"))
+			require.Equal(t, "st-1", loc.Query().Get("state"))
+			require.Empty(t, loc.Query().Get("code"))
+		})
+	}
+	t.Run("registered query is kept", func(t *testing.T) {
+		q := authCodeRequest("https://app.test/cb?tenant=acme", verifier)
+		q.Set("response_type", "token")
+		loc, err := url.Parse(get(q).Header.Get("Location"))
+		require.NoError(t, err)
+		require.Equal(t, "acme", loc.Query().Get("tenant"))
+		require.Equal(t, "unsupported_response_type", loc.Query().Get("error"))
+	})
+	t.Run("wrong password shows the form again", func(t *testing.T) {
+		action, fields := loginForm(t, client, srv.URL+authPath+"?"+authCodeRequest(target, verifier).Encode())
+		for _, user := range [][2]string{{"alice", "wrong"}, {"alice", ""}, {"", ""}, {"service-account-orders-api", ""}, {"zed", "x"}} {
+			fields.Set("username", user[0])
+			fields.Set("password", user[1])
+			resp, err := client.PostForm(action, fields)
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			require.NoError(t, resp.Body.Close())
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			require.Empty(t, resp.Header.Get("Location"))
+			require.Contains(t, string(b), "Invalid username or password.")
+		}
+	})
+	t.Run("malformed posts", func(t *testing.T) {
+		_, fields := loginForm(t, client, srv.URL+authPath+"?"+authCodeRequest(target, verifier).Encode())
+		fields.Set("username", "alice")
+		fields.Set("password", "alice-pw")
+		res := send(t, srv, http.MethodPost, authPath, "application/json", strings.NewReader(`{}`), nil)
+		require.Equal(t, http.StatusBadRequest, res.status)
+		res = send(t, srv, http.MethodPost, authPath, "application/x-www-form-urlencoded", strings.NewReader("%zz"), nil)
+		require.Equal(t, http.StatusBadRequest, res.status)
+		fields.Add("client_id", "web-app")
+		res = send(t, srv, http.MethodPost, authPath, "application/x-www-form-urlencoded", strings.NewReader(fields.Encode()), nil)
+		require.Equal(t, http.StatusBadRequest, res.status, "client_id twice")
+	})
+	t.Run("unknown realm", func(t *testing.T) {
+		res := send(t, srv, http.MethodGet, "/realms/nowhere/protocol/openid-connect/auth?"+authCodeRequest(target, verifier).Encode(), "", nil, nil)
+		require.Equal(t, http.StatusNotFound, res.status)
+	})
+}
