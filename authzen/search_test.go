@@ -180,6 +180,17 @@ func TestSearchIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, acts, 3)
 
+	// Properties are decoded into maps: those of a whole search are
+	// bounded, however the PDP spreads them over pages.
+	big := `{"results":[{"name":"a","properties":{"p":"` + strings.Repeat("x", 600<<10) + `"}}],"page":{"next_token":"t%d"}}`
+	i.Store(0)
+	c, _ = standIn(t, func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, big, i.Add(1))
+	}, searchEndpoints)
+	_, err = c.SearchAction(t.Context(), req)
+	require.ErrorIs(t, err, authzen.ErrMalformedResponse)
+	assert.EqualValues(t, 2, i.Load(), "the second page goes past the bound")
+
 	// A page token the client would have to keep is bounded too.
 	c, _ = standIn(t, answer(200, `{"results":[],"page":{"next_token":"`+strings.Repeat("x", 5000)+`"}}`), searchEndpoints)
 	_, err = c.SearchAction(t.Context(), req)
