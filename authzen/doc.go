@@ -1,7 +1,8 @@
 // Package authzen is a fail-closed client for any PDP that speaks the
 // OpenID AuthZEN Authorization API 1.0: the Access Evaluation API, the
 // Access Evaluations API (batches, with the execute_all,
-// deny_on_first_deny and permit_on_first_permit semantics) and discovery
+// deny_on_first_deny and permit_on_first_permit semantics), the Search
+// APIs (subject, resource, action) and discovery
 // through /.well-known/authzen-configuration, or endpoints given with
 // WithEndpoints (OpenFGA serves them under /stores/{store_id}).
 //
@@ -39,6 +40,18 @@
 // Decisions are cached per credential and canonical request (subject,
 // action, resource, context, with their properties); two credentials never
 // share an entry. Each request carries a fresh X-Request-ID.
+//
+// # Searches
+//
+// SearchSubject, SearchResource and SearchAction call the Search APIs and
+// follow the PDP's pages (page.next_token) to the end, within bounds
+// (MaxSearchPages, WithMaxResults, MaxSearchBytes; a repeated page token
+// is an error, never a loop). A search is not a decision: its results
+// grant nothing by themselves, and a PEP enforcing access must still
+// Evaluate. It cannot fail closed with a denial either, so any fault is an
+// error and no results at all, never the pages read before it. Pages are
+// read as strictly as decisions, through the same credential, retries,
+// breaker and redaction; results are not cached.
 //
 // A Client is safe for concurrent use.
 package authzen

@@ -139,3 +139,67 @@ func FuzzDecodeEvaluation(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSearchPage: a search page the client reads is one an exact,
+// duplicate-refusing reader (jsonv2 into a struct) reads the same, whenever
+// that reader reads it at all (it also refuses duplicates of members the
+// client skips); and the client never hands on a result without a type.
+func FuzzSearchPage(f *testing.F) {
+	for _, s := range []string{
+		`{"page":{"next_token":"t","count":2,"total":3},"results":[{"type":"user","id":"a"},{"type":"user","id":"b","properties":{"x":1}}]}`,
+		`{"results":[{"type":"user","type":"admin","id":"a"}]}`,
+		`{"results":[{"Type":"user","id":"a"}]}`,
+		`{"results":[{"name":"read"}],"page":{"next_token":""}}`,
+		`{"results":[],"page":{"next_token":"","count":1}}`,
+		`{"results":[{"type":"u","id":1}]}`,
+		`{"results":[]} []`,
+	} {
+		f.Add([]byte(s), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, k uint8) {
+		kind := searchKind(k % 3)
+		var got []entity
+		p := pageReader{kind: kind, maxResults: 50, add: func(e entity) { got = append(got, e) }}
+		next, err := p.read(body)
+		if err != nil {
+			if len(got) > 0 {
+				t.Fatalf("a failed page handed on %d results", len(got))
+			}
+			return
+		}
+		for _, e := range got {
+			if kind == searchAction && e.Name == "" || kind != searchAction && e.Type == "" {
+				t.Fatalf("a result without a type or name in %q", body)
+			}
+		}
+		var ref struct {
+			Results []struct {
+				Type string `json:"type"`
+				ID   string `json:"id"`
+				Name string `json:"name"`
+			} `json:"results"`
+			Page *struct {
+				NextToken string `json:"next_token"`
+			} `json:"page"`
+		}
+		if jsonv2.Unmarshal(body, &ref) != nil {
+			return
+		}
+		if len(ref.Results) != len(got) {
+			t.Fatalf("%q: the client read %d results, the reference %d", body, len(got), len(ref.Results))
+		}
+		for i, r := range ref.Results {
+			e := got[i]
+			want := entity{Type: r.Type, ID: r.ID}
+			if kind == searchAction {
+				want = entity{Name: r.Name}
+			}
+			if e.Type != want.Type || e.ID != want.ID || e.Name != want.Name {
+				t.Fatalf("%q: result %d is %+v to the client, %+v to the reference", body, i, e, want)
+			}
+		}
+		if ref.Page != nil && ref.Page.NextToken != next {
+			t.Fatalf("%q: the next token differs", body)
+		}
+	})
+}

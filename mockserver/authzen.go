@@ -28,6 +28,7 @@ import (
 func (s *Server) authzenRoutes(m mux) {
 	m.Handle("POST /realms/{realm}/access/v1/evaluation", s.authenticated(s.accessEvaluation))
 	m.Handle("POST /realms/{realm}/access/v1/evaluations", s.authenticated(s.accessEvaluations))
+	s.authzenSearchRoutes(m)
 	m.HandleFunc("GET /realms/{realm}/.well-known/authzen-configuration", s.authzenMetadata)
 	m.HandleFunc("GET /.well-known/authzen-configuration/realms/{realm}", s.authzenMetadata)
 }
@@ -101,9 +102,12 @@ const (
 
 // authzenMetadata is the PDP metadata of a realm.
 type authzenMetadataBody struct {
-	PDP         string `json:"policy_decision_point"`
-	Evaluation  string `json:"access_evaluation_endpoint"`
-	Evaluations string `json:"access_evaluations_endpoint"`
+	PDP            string `json:"policy_decision_point"`
+	Evaluation     string `json:"access_evaluation_endpoint"`
+	Evaluations    string `json:"access_evaluations_endpoint"`
+	SearchSubject  string `json:"search_subject_endpoint"`
+	SearchResource string `json:"search_resource_endpoint"`
+	SearchAction   string `json:"search_action_endpoint"`
 }
 
 // authzenMetadata serves the realm's PDP metadata: the PDP identifier is
@@ -116,7 +120,9 @@ func (s *Server) authzenMetadata(w http.ResponseWriter, r *http.Request) {
 	}
 	pdp := issuer.RealmIssuer(s.issuerBase(r), realm)
 	writeJSON(w, http.StatusOK, authzenMetadataBody{PDP: pdp,
-		Evaluation: pdp + "/access/v1/evaluation", Evaluations: pdp + "/access/v1/evaluations"})
+		Evaluation: pdp + "/access/v1/evaluation", Evaluations: pdp + "/access/v1/evaluations",
+		SearchSubject: pdp + "/access/v1/search/subject", SearchResource: pdp + "/access/v1/search/resource",
+		SearchAction: pdp + "/access/v1/search/action"})
 }
 
 // accessEvaluation answers the Access Evaluation API.
@@ -301,27 +307,22 @@ func (s *Server) authzenEvaluate(c *caller, fn func(*azEvaluator)) error {
 // denials whose context carries an error (404); the engine decides the
 // rest.
 func (e *azEvaluator) decide(req *azRequest) azDecision {
-	fail := func(format string, args ...any) azDecision {
-		return azDecision{Context: &azContext{Error: azError{Status: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}}}
-	}
-	if *req.Subject.Type != authzenSubjectType {
-		return fail("subject type %q is unknown: the subjects are users (type %q)", *req.Subject.Type, authzenSubjectType)
-	}
-	userID := *req.Subject.ID
-	if _, ok := e.rm.Users[userID]; !ok {
-		id, ok := e.rm.UserByName[userID]
-		if !ok {
-			return fail("no user has the id or username %q", userID)
-		}
-		userID = id
+	sub, d, ok := e.subject(req)
+	if !ok {
+		return d
 	}
 	method, _ := req.Context["method"].(string)
-	sub := decision.SubjectOf(e.rm, userID, "")
 	switch e.policy.Decide(&sub, *req.Resource.Type, *req.Action.Name, method, req.Resource.Properties) {
 	case decision.Grant:
 		return azDecision{Decision: true}
 	case decision.Error:
-		return fail("client %q defines no resource type %q with the action %q", e.client.ClientID, *req.Resource.Type, *req.Action.Name)
+		return azFailure("client %q defines no resource type %q with the action %q", e.client.ClientID, *req.Resource.Type, *req.Action.Name)
 	}
 	return azDecision{}
+}
+
+// azFailure is a denial whose context carries an error (404): what was
+// asked about is unknown.
+func azFailure(format string, args ...any) azDecision {
+	return azDecision{Context: &azContext{Error: azError{Status: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}}}
 }

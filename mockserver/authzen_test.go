@@ -146,6 +146,9 @@ func TestAuthZENMetadata(t *testing.T) {
 			"policy_decision_point":       srv.URL + "/realms/acme",
 			"access_evaluation_endpoint":  srv.URL + evaluationPath,
 			"access_evaluations_endpoint": srv.URL + evaluationsPath,
+			"search_subject_endpoint":     srv.URL + searchSubjectPath,
+			"search_resource_endpoint":    srv.URL + searchResourcePath,
+			"search_action_endpoint":      srv.URL + searchActionPath,
 		}, m)
 	}
 	res := send(t, srv, http.MethodGet, "/realms/nowhere/.well-known/authzen-configuration", "", nil, nil)

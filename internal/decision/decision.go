@@ -366,3 +366,23 @@ func Overall(perms []Permission) Status {
 	}
 	return st
 }
+
+// Resources returns the names of the client's resources, in the client's
+// order. The slice is new; the policy is not changed through it.
+func (p *Policy) Resources() []string {
+	out := make([]string, len(p.resources))
+	for i := range p.resources {
+		out[i] = p.resources[i].name
+	}
+	return out
+}
+
+// Scopes returns the scopes resource defines, in the client's order, and
+// whether the client defines resource at all.
+func (p *Policy) Scopes(resource string) ([]string, bool) {
+	idx, ok := p.byName[resource]
+	if !ok || resource == Wildcard {
+		return nil, false
+	}
+	return append([]string(nil), p.resources[idx].scopes...), true
+}

@@ -261,3 +261,24 @@ func TestDecideOwnership(t *testing.T) {
 	nobody := SubjectOf(r, "no-such-id", "")
 	require.Equal(t, Deny, p.Decide(&nobody, "todo", "update", "", map[string]any{"ownerID": ""}), "an empty name owns nothing")
 }
+
+// Resources and Scopes list what the client defines, for the AuthZEN
+// searches, and cannot change the policy.
+func TestResourcesAndScopes(t *testing.T) {
+	t.Parallel()
+	p := Compile(newWorld(t).client)
+	rs := p.Resources()
+	require.Equal(t, []string{"orders", "invoices"}, rs)
+	rs[0] = "changed"
+	require.Equal(t, []string{"orders", "invoices"}, p.Resources())
+	s, ok := p.Scopes("orders")
+	require.True(t, ok)
+	require.Equal(t, []string{"read", "write", "delete"}, s)
+	s[0] = "changed"
+	s, _ = p.Scopes("orders")
+	require.Equal(t, "read", s[0])
+	_, ok = p.Scopes("ghost")
+	require.False(t, ok)
+	_, ok = p.Scopes(Wildcard)
+	require.False(t, ok)
+}
