@@ -13,6 +13,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/stripe"
+	"github.com/orgauthz/orgauthz/internal/telemetry"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -45,7 +46,7 @@ type Client struct {
 	seenMu sync.Mutex
 	seen   map[string]struct{}
 
-	tel *telemetry
+	tel *telemetry.Telemetry
 
 	// Counters of Stats and of the metrics. Those every cached Check adds
 	// to are striped, so that cores do not contend on one word. A Check
