@@ -15,6 +15,7 @@ import (
 	"github.com/orgauthz/orgauthz/internal/stripe"
 	"github.com/orgauthz/orgauthz/internal/telemetry"
 	"github.com/orgauthz/orgauthz/internal/transport"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Client asks the gateway for authorization decisions and fails closed. It
@@ -133,7 +134,8 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 	for _, h := range cfg.handlers {
 		c.emitter.Subscribe(h)
 	}
-	if c.tel, err = newTelemetry(c, cfg.tracerProvider, cfg.meterProvider, base); err != nil {
+	if c.tel, err = telemetry.New(instrumentation, c, (*Client).counts, cfg.tracerProvider, cfg.meterProvider, base,
+		attribute.String("pep.realm", c.realm), attribute.String("pep.client", c.clientID)); err != nil {
 		return nil, fmt.Errorf("pep: setting up telemetry: %w", err)
 	}
 	c.x.Observe = c.tel

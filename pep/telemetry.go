@@ -3,10 +3,6 @@ package pep
 import (
 	"errors"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/orgauthz/orgauthz/internal/telemetry"
 )
 
@@ -28,34 +24,19 @@ import (
 // semantic conventions' http.client.request.duration and
 // http.client.active_requests for every gateway request.
 
-// scope is the client's instrumentation (see internal/telemetry, which
-// pep shares with authzen): its tracer and meter are named after the
-// package, its own metrics and attributes start with "pep." and a call
-// counts pairs.
-var scope = telemetry.Scope{
+// instrumentation is the client's instrumentation scope (see
+// internal/telemetry, which pep shares with authzen): its tracer and meter
+// are named after the package, its own metrics and attributes start with
+// "pep." and a call counts pairs.
+var instrumentation = telemetry.Scope{
 	Name:     "github.com/orgauthz/orgauthz/pep",
 	Prefix:   "pep.",
 	Items:    "pairs",
 	Outcomes: []string{"grant", "deny", "error", "fail_closed"},
 }
 
-// newTelemetry makes the client's instruments from the providers, the
-// global ones when tp or mp is nil, and registers its observable metrics
-// for as long as c lives.
-func newTelemetry(c *Client, tp trace.TracerProvider, mp metric.MeterProvider, gateway string) (*telemetry.Telemetry, error) {
-	t, err := telemetry.New(scope, tp, mp, gateway,
-		attribute.String("pep.realm", c.realm), attribute.String("pep.client", c.clientID))
-	if err != nil {
-		return nil, err
-	}
-	if err := telemetry.Observe(t, c, (*Client).counts); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
 // counts reads the client's counters for its observable metrics, the
-// decisions in the order of scope.Outcomes.
+// decisions in the order of instrumentation.Outcomes.
 func (c *Client) counts(n *telemetry.Counts) {
 	s := c.Stats()
 	n.Decisions[0] = int64(c.granted.Load() + c.cachedGrants.Load())

@@ -68,12 +68,13 @@ type Telemetry struct {
 	outcome, items, cached, retries, breaker attribute.Key
 }
 
-// New makes a client's tracer and HTTP client instruments from the
-// providers (the global ones when tp or mp is nil). endpoint is the URL of
-// the server the client sends its requests to (its host, port and scheme
-// become the requests' server attributes); base are attributes of every
-// span and metric of the client.
-func New(s Scope, tp trace.TracerProvider, mp metric.MeterProvider, endpoint string, base ...attribute.KeyValue) (*Telemetry, error) {
+// New makes the telemetry of client c from the providers (the global ones
+// when tp or mp is nil): its tracer, its HTTP client instruments and its
+// observable metrics, which read reads from c's counters (see observe for
+// how long they live). endpoint is the URL of the server the client sends
+// its requests to (its host, port and scheme become the requests' server
+// attributes); base are attributes of every span and metric of the client.
+func New[C any](s Scope, c *C, read func(*C, *Counts), tp trace.TracerProvider, mp metric.MeterProvider, endpoint string, base ...attribute.KeyValue) (*Telemetry, error) {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
@@ -108,6 +109,9 @@ func New(s Scope, tp trace.TracerProvider, mp metric.MeterProvider, endpoint str
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, err
 	}
+	if err := observe(t, c, read); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -122,7 +126,7 @@ type Counts struct {
 	Breaker transport.BreakerState
 }
 
-// Observe registers the client-level observable metrics of c with t's
+// observe registers the client-level observable metrics of c with t's
 // meter: Prefix+"decisions" by Prefix+"outcome", Prefix+"cache.hits",
 // Prefix+"cache.misses", Prefix+"cache.evictions" and
 // Prefix+"breaker.state", read by read from c's own counters when the
@@ -134,7 +138,7 @@ type Counts struct {
 // per tenant, say) does not leave a callback and its memory in the meter
 // provider for each client it dropped. read must therefore not hold c
 // itself (a method expression such as (*Client).counts does not).
-func Observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
+func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 	p, meter := t.scope.Prefix, t.meter
 	items := strings.ToUpper(t.scope.Items[:1]) + t.scope.Items[1:]
 	unit := metric.WithUnit("{" + strings.TrimSuffix(t.scope.Items, "s") + "}")
