@@ -3,8 +3,10 @@ package authzen_test
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"sync"
 	"testing"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -201,4 +203,21 @@ func TestTelemetry(t *testing.T) {
 	}
 	assert.Equal(t, posts, durations, "one duration per PDP request")
 	assert.Equal(t, 1, breaker)
+}
+
+// A client registered with a real meter provider is still collected once
+// dropped: its metrics' callback holds it only weakly.
+func TestDroppedClientIsCollected(t *testing.T) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	c, err := authzen.New("http://127.0.0.1:1", authzen.WithMeterProvider(mp))
+	require.NoError(t, err)
+	c.SetToken(pepToken)
+	w := weak.Make(c)
+	c = nil
+	for i := 0; i < 100 && w.Value() != nil; i++ {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	assert.Nil(t, w.Value(), "the meter provider does not keep a dropped client")
 }
