@@ -85,10 +85,9 @@ func (d *decisionCache) purge(id transport.Ident) {
 	}
 }
 
-func (d *decisionCache) stats() (hits, misses uint64, n int) {
+func (d *decisionCache) stats() (s cache.Stats, n int) {
 	if d == nil {
-		return 0, 0, 0
+		return cache.Stats{}, 0
 	}
-	s := d.lru.Stats()
-	return s.Hits, s.Misses, d.lru.Len()
+	return d.lru.Stats(), d.lru.Len()
 }

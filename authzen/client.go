@@ -13,6 +13,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/telemetry"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -41,7 +42,11 @@ type Client struct {
 	token   atomic.Pointer[tokenState]
 	tokenMu sync.Mutex
 
+	tel *telemetry.Telemetry
+
 	calls, evaluations, failClosed, coalesced, retries atomic.Uint64
+	// allowed and denied count the decisions without a Cause, by verdict.
+	allowed, denied atomic.Uint64
 }
 
 // tokenState is the client's current credential; a new one per SetToken.
@@ -84,7 +89,7 @@ func New(pdpURL string, opts ...Option) (*Client, error) {
 	c := &Client{pdpURL: base, timeout: cfg.timeout, batchSize: cfg.batchSize, logger: logger, now: cfg.now,
 		discovering: make(chan struct{}, 1)}
 	c.endpoints.Store(ep)
-	c.x = &transport.Exchanger{Peer: pdp, Base: cfg.httpClient.Transport, Logger: logger, Observe: newObserver(cfg.tracerProvider)}
+	c.x = &transport.Exchanger{Peer: pdp, Base: cfg.httpClient.Transport, Logger: logger}
 	if c.x.Base == nil {
 		c.x.Base = transport.DefaultTransport()
 	}
@@ -104,6 +109,10 @@ func New(pdpURL string, opts ...Option) (*Client, error) {
 	for _, h := range cfg.handlers {
 		c.emitter.Subscribe(h)
 	}
+	if c.tel, err = telemetry.New(instrumentation, c, (*Client).counts, cfg.tracerProvider, cfg.meterProvider, c.pdpURL); err != nil {
+		return nil, fmt.Errorf("authzen: setting up telemetry: %w", err)
+	}
+	c.x.Observe = c.tel
 	return c, nil
 }
 
@@ -269,10 +278,10 @@ type Stats struct {
 
 // Stats returns the client's counters; cheap and safe at any time.
 func (c *Client) Stats() Stats {
-	hits, misses, n := c.cache.stats()
+	cs, n := c.cache.stats()
 	return Stats{
 		Calls: c.calls.Load(), Evaluations: c.evaluations.Load(), PDPRequests: c.x.Sent.Load(),
-		Retries: c.retries.Load(), Coalesced: c.coalesced.Load(), CacheHits: hits, CacheMisses: misses,
+		Retries: c.retries.Load(), Coalesced: c.coalesced.Load(), CacheHits: cs.Hits, CacheMisses: cs.Misses,
 		CacheEntries: n, FailClosed: c.failClosed.Load(), Breaker: c.x.Breaker.Current(),
 	}
 }

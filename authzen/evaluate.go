@@ -76,7 +76,9 @@ type evaluation struct {
 	wire wireRequest
 }
 
-func (c *Client) evaluate(ctx context.Context, api string, defaults Request, reqs []Request, opts []CallOption) ([]Decision, error) {
+// evaluate is Evaluate and Evaluations (api names the PDP's API): the
+// call's span around decide.
+func (c *Client) evaluate(ctx context.Context, api string, defaults Request, reqs []Request, opts []CallOption) (ds []Decision, err error) {
 	c.calls.Add(1)
 	var cc callConfig
 	for _, o := range opts {
@@ -84,14 +86,35 @@ func (c *Client) evaluate(ctx context.Context, api string, defaults Request, req
 			o(&cc)
 		}
 	}
+	name := "authzen.Evaluate"
+	if api == "evaluations" {
+		name = "authzen.Evaluations"
+	}
+	ctx, span := c.tel.StartCall(ctx, name, len(reqs), 0)
+	cached := 0
+	defer func() {
+		if span.IsRecording() {
+			c.tel.Count(span, len(reqs), cached)
+			if api == "evaluations" {
+				span.SetAttributes(attrSemantic.String(cc.semantic.String()))
+			}
+		}
+		c.tel.EndCall(span, outcomeOf(ds), err)
+	}()
+	ds, cached, err = c.decide(ctx, api, defaults, reqs, cc)
+	return ds, err
+}
+
+// decide returns a decision per item, and how many came from the cache.
+func (c *Client) decide(ctx context.Context, api string, defaults Request, reqs []Request, cc callConfig) ([]Decision, int, error) {
 	ds := make([]Decision, max(len(reqs), 1))
 	evs, err := prepare(defaults, reqs, cc.semantic)
 	if err != nil {
-		return c.failAll(ds, err), err
+		return c.failAll(ds, err), 0, err
 	}
 	st, err := c.credential()
 	if err != nil {
-		return c.failAll(ds, err), err
+		return c.failAll(ds, err), 0, err
 	}
 	id := st.cred.Ident()
 	var missing []int
@@ -109,16 +132,21 @@ func (c *Client) evaluate(ctx context.Context, api string, defaults Request, req
 		defer cancel()
 		if err := c.ask(ctx, api, st, own, defaults, cc.semantic, evs, missing, ds); err != nil {
 			c.refused(ctx, st, err)
-			return c.failAll(ds, err), err
+			return c.failAll(ds, err), 0, err
 		}
 	}
 	for _, d := range ds {
-		if d.Cause != nil {
+		switch {
+		case d.Cause != nil:
 			c.failClosed.Add(1)
+		case d.allowed:
+			c.allowed.Add(1)
+		default:
+			c.denied.Add(1)
 		}
 	}
 	c.evaluations.Add(uint64(len(ds)))
-	return ds, nil
+	return ds, len(ds) - len(missing), nil
 }
 
 // prepare checks every item, completed from the defaults, and encodes it.

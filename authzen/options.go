@@ -9,6 +9,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/transport"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -48,6 +49,7 @@ type config struct {
 	breakerCoolDown   time.Duration
 	now               func() time.Time
 	tracerProvider    trace.TracerProvider
+	meterProvider     metric.MeterProvider
 }
 
 func defaultConfig() config {

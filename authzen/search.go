@@ -10,6 +10,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/orgauthz/orgauthz/internal/strictjson"
+	"github.com/orgauthz/orgauthz/internal/telemetry"
 )
 
 // The bounds of one search, all pages together. A PDP that goes past one
@@ -143,6 +144,11 @@ func (k searchKind) String() string {
 	return [...]string{"subject search", "resource search", "action search"}[k]
 }
 
+// span is the name of a search call's span.
+func (k searchKind) span() string {
+	return [...]string{"authzen.SearchSubject", "authzen.SearchResource", "authzen.SearchAction"}[k]
+}
+
 func (k searchKind) endpoint(ep *Endpoints) string {
 	return [...]string{ep.SearchSubject, ep.SearchResource, ep.SearchAction}[k]
 }
@@ -159,8 +165,17 @@ type wireSearch struct {
 
 // search reads every page of a search and hands each result to add; it
 // returns an error, and the caller drops what add collected, on any fault.
-func (c *Client) search(ctx context.Context, kind searchKind, w wireRequest, opts []SearchOption, add func(entity)) error {
+// Its span counts the results as the call's items.
+func (c *Client) search(ctx context.Context, kind searchKind, w wireRequest, opts []SearchOption, add func(entity)) (err error) {
 	c.calls.Add(1)
+	results := 0
+	ctx, span := c.tel.StartCall(ctx, kind.span(), 0, 0)
+	defer func() {
+		if span.IsRecording() {
+			c.tel.Count(span, results, 0)
+		}
+		c.tel.EndCall(span, telemetry.OutcomeOfErr(err), err)
+	}()
 	cfg := searchConfig{maxResults: DefaultMaxSearchResults}
 	for _, o := range opts {
 		if o != nil {
@@ -190,6 +205,7 @@ func (c *Client) search(ctx context.Context, kind searchKind, w wireRequest, opt
 	}
 	seen := make(map[string]struct{})
 	p := pageReader{kind: kind, maxResults: cfg.maxResults, add: add}
+	defer func() { results = p.results }()
 	for page := 1; ; page++ {
 		data, err := encode(body)
 		if err != nil {

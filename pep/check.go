@@ -50,7 +50,7 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 		} else {
 			c.cachedDenies.Add(1)
 		}
-		c.tel.cachedCall(ctx, "pep.Check", 1, statusOutcome(s))
+		c.tel.CachedCall(ctx, "pep.Check", 1, statusOutcome(s))
 		return d, nil
 	}
 	c.calls.Add(1)
@@ -133,7 +133,7 @@ func (c *Client) CheckMany(ctx context.Context, resources []Resource, opts ...Ca
 		for _, d := range ds {
 			c.tally(d)
 		}
-		c.tel.cachedCall(ctx, "pep.CheckMany", len(ds), outcomeOf(ds))
+		c.tel.CachedCall(ctx, "pep.CheckMany", len(ds), outcomeOf(ds))
 	}
 	return Result{Status: overall(ds), Decisions: ds}, err
 }
@@ -259,7 +259,7 @@ func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...
 			return nil, err
 		}
 	} else {
-		c.tel.cachedCall(ctx, "pep.ListGranted", len(queries), "listed")
+		c.tel.CachedCall(ctx, "pep.ListGranted", len(queries), "listed")
 	}
 
 	var perms []Permission

@@ -13,7 +13,9 @@ import (
 
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/stripe"
+	"github.com/orgauthz/orgauthz/internal/telemetry"
 	"github.com/orgauthz/orgauthz/internal/transport"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Client asks the gateway for authorization decisions and fails closed. It
@@ -45,7 +47,7 @@ type Client struct {
 	seenMu sync.Mutex
 	seen   map[string]struct{}
 
-	tel *telemetry
+	tel *telemetry.Telemetry
 
 	// Counters of Stats and of the metrics. Those every cached Check adds
 	// to are striped, so that cores do not contend on one word. A Check
@@ -132,7 +134,8 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 	for _, h := range cfg.handlers {
 		c.emitter.Subscribe(h)
 	}
-	if c.tel, err = newTelemetry(c, cfg.tracerProvider, cfg.meterProvider, base); err != nil {
+	if c.tel, err = telemetry.New(instrumentation, c, (*Client).counts, cfg.tracerProvider, cfg.meterProvider, base,
+		attribute.String("pep.realm", c.realm), attribute.String("pep.client", c.clientID)); err != nil {
 		return nil, fmt.Errorf("pep: setting up telemetry: %w", err)
 	}
 	c.x.Observe = c.tel

@@ -23,8 +23,8 @@ import (
 // decision of the call becomes a DENY carrying the error, cached ones
 // included, since the token behind them was just refused.
 func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision, missing []int) (err error) {
-	ctx, span := c.tel.startCall(ctx, op, len(ds), len(ds)-len(missing))
-	defer func() { endCall(span, outcomeOf(ds), err) }()
+	ctx, span := c.tel.StartCall(ctx, op, len(ds), len(ds)-len(missing))
+	defer func() { c.tel.EndCall(span, outcomeOf(ds), err) }()
 	ctx, cancel := c.bound(ctx, cl)
 	defer cancel()
 	queries := make([]pair, len(missing))
@@ -239,8 +239,8 @@ func (c *Client) refused(ctx context.Context, cl *call, err error) {
 // listMissing asks the gateway for queries[i] of every i in missing and
 // sets answers[i].
 func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, missing []int, answers [][]Decision) (err error) {
-	ctx, span := c.tel.startCall(ctx, "pep.ListGranted", len(queries), len(queries)-len(missing))
-	defer func() { endCall(span, "listed", err) }()
+	ctx, span := c.tel.StartCall(ctx, "pep.ListGranted", len(queries), len(queries)-len(missing))
+	defer func() { c.tel.EndCall(span, "listed", err) }()
 	ctx, cancel := c.bound(ctx, cl)
 	defer cancel()
 	asked := make([]pair, len(missing))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/orgauthz/orgauthz/internal/strictjson"
+	"github.com/orgauthz/orgauthz/internal/telemetry"
 )
 
 // OrganizationContext is the caller's organization context, as returned by
@@ -46,8 +47,8 @@ type wireOrganizationsRequest struct {
 // nor coalescing.
 func (c *Client) Organizations(ctx context.Context) (_ OrganizationContext, err error) {
 	c.calls.Add(1)
-	ctx, span := c.tel.startCall(ctx, "pep.Organizations", 0, 0)
-	defer func() { endCall(span, outcomeOfErr(err), err) }()
+	ctx, span := c.tel.StartCall(ctx, "pep.Organizations", 0, 0)
+	defer func() { c.tel.EndCall(span, telemetry.OutcomeOfErr(err), err) }()
 	var cl call
 	if err := c.newCall(ctx, &callConfig{}, &cl); err != nil {
 		return OrganizationContext{}, err

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	neturl "net/url"
 
+	"github.com/orgauthz/orgauthz/internal/telemetry"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -34,8 +35,8 @@ var (
 // when the realm exists but the token was refused. It needs the token the
 // calls will use: the client's, or a per-call one given with WithToken.
 func (c *Client) Verify(ctx context.Context) (err error) {
-	ctx, span := c.tel.startCall(ctx, "pep.Verify", 0, 0)
-	defer func() { endCall(span, outcomeOfErr(err), err) }()
+	ctx, span := c.tel.StartCall(ctx, "pep.Verify", 0, 0)
+	defer func() { c.tel.EndCall(span, telemetry.OutcomeOfErr(err), err) }()
 	var cl call
 	if err := c.newCall(ctx, &callConfig{noCache: true}, &cl); err != nil {
 		return err
