@@ -60,10 +60,10 @@ func TestToxics(t *testing.T) {
 	t.Cleanup(func() { logTable(t, rows) })
 	// The cases mostly wait, so they run at once, each a subtest on a
 	// goroutine of its own (t.Run may be called concurrently; t.Parallel
-	// would hold them to GOMAXPROCS at a time), six at most: a loaded
+	// would hold them to GOMAXPROCS at a time), four at most: a loaded
 	// 2-core machine must still keep the deadlines.
 	var g errgroup.Group
-	g.SetLimit(6)
+	g.SetLimit(4)
 	for _, tx := range toxics {
 		for _, stream := range []string{"upstream", "downstream"} {
 			g.Go(func() error {
@@ -120,7 +120,9 @@ func runToxic(t *testing.T, stalls *stallClock, toxicName, typ, attrs, stream st
 			cells = append(cells, &cell{call: cl, token: kind, ref: ref, c: c})
 		}
 	}
-	breakerClient, err := r.client("Bearer")
+	// The breaker client's breaker cools down for long enough that it is
+	// still open when the test looks, however slow the machine.
+	breakerClient, err := r.client("Bearer", pep.WithBreaker(2, 500*time.Millisecond))
 	if !assert.NoError(t, err) {
 		return nil
 	}
@@ -132,17 +134,18 @@ func runToxic(t *testing.T, stalls *stallClock, toxicName, typ, attrs, stream st
 	// Under the toxic: every cell once, one after the other (calls that
 	// all reach their deadline at the same instant would make a loaded
 	// machine late for all of them), and beside them the breaker client
-	// until its breaker opens (or, for a toxic that lets answers through,
-	// four times).
+	// until its breaker opens (or four times: a toxic that lets answers
+	// through, or whose failures end by the caller's own deadline, which
+	// says nothing about the gateway's health, leaves it closed).
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for _, c := range cells {
 			c.got, c.late = timed(ctx, stalls, c.call, c.c)
 			// A call back later than the bound allows is measured again,
-			// twice at most, each time by a fresh client under the same
+			// three times at most, each time by a fresh client under the same
 			// toxic; the last measure is the one checked. Every answer is
 			// judged.
-			for retry := 0; c.late.over() > slack && retry < 2; retry++ {
+			for retry := 0; c.late.over() > slack && retry < 3; retry++ {
 				if c.first == nil {
 					c.first = &lateness{late: c.late.late, stolen: c.late.stolen}
 				}
@@ -158,24 +161,15 @@ func runToxic(t *testing.T, stalls *stallClock, toxicName, typ, attrs, stream st
 		}
 	})
 	opened := false
+	var late []lateness // of the breaker client's calls, beyond the bound
 	for range 4 {
-		a, late := timed(ctx, stalls, checkCall, breakerClient, pep.NoCache())
-		// Measured again, as the cells are, by a client without a breaker.
-		for retry := 0; late.over() > slack && retry < 2; retry++ {
-			fresh, err := r.client("Bearer", pep.WithBreaker(0, 0))
-			if !assert.NoError(t, err) {
-				break
-			}
-			t.Logf("%s %s: breaker client %v past its deadline, measured again", toxicName, stream, late)
-			var b answer
-			b, late = timed(ctx, stalls, checkCall, fresh, pep.NoCache())
-			_, bad := verdict(cells[0].ref, b)
-			assert.Empty(t, bad, "breaker client, measured again")
-		}
-		assert.LessOrEqual(t, late.over(), slack, "breaker client: returned %v past its deadline", late)
+		a, l := timed(ctx, stalls, checkCall, breakerClient, pep.NoCache())
 		_, bad := verdict(cells[0].ref, a)
 		assert.Empty(t, bad, "breaker client")
-		if breakerClient.Stats().Breaker == pep.BreakerOpen {
+		if l.over() > slack {
+			late = append(late, l)
+		}
+		if breakerClient.Stats().Breaker != pep.BreakerClosed {
 			opened = true
 			break
 		}
@@ -186,6 +180,22 @@ func runToxic(t *testing.T, stalls *stallClock, toxicName, typ, attrs, stream st
 		_, all := refusedByBreaker(a)
 		assert.True(t, all, "the open breaker refuses: %+v", a.decisions)
 		assert.Equal(t, before, breakerClient.Stats().GatewayRequests, "the open breaker sends nothing")
+	}
+	// A breaker-client call back later than the bound is measured again,
+	// as the cells are, by fresh clients without a breaker.
+	for _, l := range late {
+		for retry := 0; l.over() > slack && retry < 3; retry++ {
+			fresh, err := r.client("Bearer", pep.WithBreaker(0, 0))
+			if !assert.NoError(t, err) {
+				break
+			}
+			t.Logf("%s %s: breaker client %v past its deadline, measured again", toxicName, stream, l)
+			var a answer
+			a, l = timed(ctx, stalls, checkCall, fresh, pep.NoCache())
+			_, bad := verdict(cells[0].ref, a)
+			assert.Empty(t, bad, "breaker client, measured again")
+		}
+		assert.LessOrEqual(t, l.over(), slack, "breaker client: returned %v past its deadline", l)
 	}
 	wg.Wait()
 
