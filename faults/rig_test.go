@@ -34,6 +34,12 @@ const (
 	slack = 50 * time.Millisecond
 	// coolDown is the breaker's.
 	coolDown = 50 * time.Millisecond
+	// breakerTimeout is the WithTimeout of the clients that watch the
+	// breaker: their faulted calls run out of it (which counts against the
+	// breaker, as a caller's earlier deadline does not), and their probe,
+	// the first clean call after the fault, must fit in it on a loaded
+	// machine (200 ms did not always).
+	breakerTimeout = 400 * time.Millisecond
 )
 
 // fixture is realm acme: alice is a clerk, who may read orders and invoices
@@ -236,12 +242,35 @@ func (m *stallClock) read() time.Duration {
 // and says how late it returned.
 func timed(ctx context.Context, m *stallClock, cl call, c *pep.Client, opts ...pep.CallOption) (answer, lateness) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	deadline, _ := ctx.Deadline()
+	defer cancel()
+	return measure(ctx, ctx, m, cl, c, opts...)
+}
+
+// timedByClient makes the call with a context without a deadline, for a
+// client whose own WithTimeout is breakerTimeout, and says how late it
+// returned. A call that runs out of the client's own timeout counts against
+// the breaker; one cut short by the caller's earlier deadline does not.
+func timedByClient(ctx context.Context, m *stallClock, cl call, c *pep.Client, opts ...pep.CallOption) (answer, lateness) {
+	clock, cancel := context.WithTimeout(ctx, breakerTimeout)
+	defer cancel()
+	return measure(ctx, clock, m, cl, c, opts...)
+}
+
+// measure makes the call with ctx and measures it against clock's deadline.
+func measure(ctx, clock context.Context, m *stallClock, cl call, c *pep.Client, opts ...pep.CallOption) (answer, lateness) {
+	deadline, _ := clock.Deadline()
+	stop := make(chan struct{})
 	atDeadline := make(chan time.Duration, 1)
-	go func() { <-ctx.Done(); atDeadline <- m.read() }()
+	go func() {
+		select {
+		case <-clock.Done():
+		case <-stop:
+		}
+		atDeadline <- m.read()
+	}()
 	a := cl.do(ctx, c, opts...)
 	returned := time.Now()
-	cancel()
+	close(stop)
 	stolenBefore := <-atDeadline // at the deadline, or at the return if earlier
 	l := lateness{late: returned.Sub(deadline)}
 	if l.late > 0 {

@@ -25,7 +25,7 @@ var toxics = []struct {
 	name, typ, attrs string
 }{
 	{"latency 20±10ms", "latency", `{"latency": 20, "jitter": 10}`},
-	{"latency 300±50ms", "latency", `{"latency": 300, "jitter": 50}`},
+	{"latency 500±50ms", "latency", `{"latency": 500, "jitter": 50}`},
 	{"bandwidth 1KB/s", "bandwidth", `{"rate": 1}`},
 	{"slow_close 500ms", "slow_close", `{"delay": 500}`},
 	{"timeout 0 (black hole)", "timeout", `{"timeout": 0}`},
@@ -120,9 +120,11 @@ func runToxic(t *testing.T, stalls *stallClock, toxicName, typ, attrs, stream st
 			cells = append(cells, &cell{call: cl, token: kind, ref: ref, c: c})
 		}
 	}
-	// The breaker client's breaker cools down for long enough that it is
-	// still open when the test looks, however slow the machine.
-	breakerClient, err := r.client("Bearer", pep.WithBreaker(2, 500*time.Millisecond))
+	// The breaker client's calls are bounded by its own timeout (a
+	// timeout then counts against the breaker), and its breaker cools down
+	// for long enough that it is still open when the test looks, however
+	// slow the machine.
+	breakerClient, err := r.client("Bearer", pep.WithTimeout(breakerTimeout), pep.WithBreaker(2, 500*time.Millisecond))
 	if !assert.NoError(t, err) {
 		return nil
 	}
@@ -134,9 +136,8 @@ func runToxic(t *testing.T, stalls *stallClock, toxicName, typ, attrs, stream st
 	// Under the toxic: every cell once, one after the other (calls that
 	// all reach their deadline at the same instant would make a loaded
 	// machine late for all of them), and beside them the breaker client
-	// until its breaker opens (or four times: a toxic that lets answers
-	// through, or whose failures end by the caller's own deadline, which
-	// says nothing about the gateway's health, leaves it closed).
+	// until its breaker opens (or four times, for a toxic that lets
+	// answers through).
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for _, c := range cells {
@@ -163,7 +164,7 @@ func runToxic(t *testing.T, stalls *stallClock, toxicName, typ, attrs, stream st
 	opened := false
 	var late []lateness // of the breaker client's calls, beyond the bound
 	for range 4 {
-		a, l := timed(ctx, stalls, checkCall, breakerClient, pep.NoCache())
+		a, l := timedByClient(ctx, stalls, checkCall, breakerClient, pep.NoCache())
 		_, bad := verdict(cells[0].ref, a)
 		assert.Empty(t, bad, "breaker client")
 		if l.over() > slack {
@@ -176,7 +177,7 @@ func runToxic(t *testing.T, stalls *stallClock, toxicName, typ, attrs, stream st
 	}
 	if opened { // an open breaker refuses at once, without a request
 		before := breakerClient.Stats().GatewayRequests
-		a, _ := timed(ctx, stalls, checkCall, breakerClient, pep.NoCache())
+		a, _ := timedByClient(ctx, stalls, checkCall, breakerClient, pep.NoCache())
 		_, all := refusedByBreaker(a)
 		assert.True(t, all, "the open breaker refuses: %+v", a.decisions)
 		assert.Equal(t, before, breakerClient.Stats().GatewayRequests, "the open breaker sends nothing")
@@ -185,13 +186,13 @@ func runToxic(t *testing.T, stalls *stallClock, toxicName, typ, attrs, stream st
 	// as the cells are, by fresh clients without a breaker.
 	for _, l := range late {
 		for retry := 0; l.over() > slack && retry < 3; retry++ {
-			fresh, err := r.client("Bearer", pep.WithBreaker(0, 0))
+			fresh, err := r.client("Bearer", pep.WithTimeout(breakerTimeout), pep.WithBreaker(0, 0))
 			if !assert.NoError(t, err) {
 				break
 			}
 			t.Logf("%s %s: breaker client %v past its deadline, measured again", toxicName, stream, l)
 			var a answer
-			a, l = timed(ctx, stalls, checkCall, fresh, pep.NoCache())
+			a, l = timedByClient(ctx, stalls, checkCall, fresh, pep.NoCache())
 			_, bad := verdict(cells[0].ref, a)
 			assert.Empty(t, bad, "breaker client, measured again")
 		}
@@ -254,7 +255,7 @@ func runToxic(t *testing.T, stalls *stallClock, toxicName, typ, attrs, stream st
 		if assert.NoError(t, err, "%s %s breaker", toxicName, stream) {
 			outcome, bad := verdict(cells[0].ref, a)
 			assert.Empty(t, bad)
-			assert.Equal(t, "answered", outcome, "the probe")
+			assert.Equal(t, "answered", outcome, "the probe: %+v", a.decisions)
 			st := breakerClient.Stats()
 			assert.Equal(t, before+1, st.GatewayRequests, "one probe")
 			assert.Equal(t, pep.BreakerClosed, st.Breaker, "the probe's success closes the breaker")
