@@ -1,5 +1,9 @@
 package mockserver
 
+// Run the fuzzer longer than its seeds (which every `go test` runs) with:
+//
+//	go test -run '^$' -fuzz '^FuzzWriteDecision$' -fuzztime 10m -parallel=1 ./mockserver
+
 import (
 	"net/http/httptest"
 	"strconv"

@@ -1,5 +1,9 @@
 package pep
 
+// Run the fuzzer longer than its seeds (which every `go test` runs) with:
+//
+//	go test -run '^$' -fuzz '^FuzzAuthorizeBody$' -fuzztime 10m -parallel=1 ./pep
+
 import (
 	"encoding/json"
 	"fmt"

@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,20 +25,33 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/mockserver"
-	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
 var (
 	soakDuration = flag.Duration("soak.duration", 3*time.Second, "how long TestSoak sends load")
-	soakWorkers  = flag.Int("soak.workers", 16, "how many concurrent clients TestSoak runs")
+	soakWorkers  = flag.Int("soak.workers", 16, "how many concurrent writers TestSoak runs in the realm under test")
+	soakUsers    = flag.Int("soak.users", 10_000, "how many users the realm under test holds")
 )
 
 const (
 	soakRealm  = "acme"
 	soakClient = "orders-api"
-	soakUsers  = 8 // u0..u7; the even ones are viewers
+	// soakActive is how many of acme's users hold a token in the soak (the
+	// others only make the realm large): minting a token costs a
+	// millisecond under the race detector.
+	soakActive = 64
+	// soakNoisyRealm is the second tenant, written to by soakNoisyWorkers
+	// writers with its own admin, among soakNoisyUsers users.
+	soakNoisyRealm   = "noisy"
+	soakNoisyWorkers = 4
+	soakNoisyUsers   = 16
+	// soakDeciders ask for decisions with the active users' tokens, each
+	// through its own cached client; soakJunkCallers send refused tokens.
+	soakDeciders    = 4
+	soakJunkCallers = 2
 	// soakMaxLiveOrgs bounds the organizations a worker keeps at once.
 	soakMaxLiveOrgs = 4
 	// soakMaxDepth bounds the department trees the workers grow.
@@ -46,22 +62,29 @@ const (
 	soakMaxAliasReuse = 1000
 )
 
-// soakFixture: viewers may read orders and invoices; nobody may write or
-// pay. No role is linked to an organization, so the organization writes of
-// the soak never change a decision: every decision has one right answer.
-func soakFixture() mockserver.Fixture {
-	users := []mockserver.FixtureUser{{Username: "admin", Roles: []string{"realm-admin"}}}
-	for i := range soakUsers {
+// soakFixture: realm acme holds users u0..u(users-1), of whom the even ones
+// are viewers, who may read orders and invoices; nobody may write or pay.
+// No role is linked to an organization, so the organization writes of the
+// soak never change a decision: every decision has one right answer. Realm
+// noisy holds n0..n(soakNoisyUsers-1) and its admin; its writers never touch
+// acme.
+func soakFixture(users int) mockserver.Fixture {
+	acme := []mockserver.FixtureUser{{Username: "admin", Roles: []string{"realm-admin"}}}
+	for i := range users {
 		u := mockserver.FixtureUser{Username: fmt.Sprint("u", i)}
 		if i%2 == 0 {
 			u.Roles = []string{"viewer"}
 		}
-		users = append(users, u)
+		acme = append(acme, u)
+	}
+	noisy := []mockserver.FixtureUser{{Username: "admin", Roles: []string{"realm-admin"}}}
+	for i := range soakNoisyUsers {
+		noisy = append(noisy, mockserver.FixtureUser{Username: fmt.Sprint("n", i)})
 	}
 	return mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 		Name:  soakRealm,
 		Roles: []mockserver.FixtureRole{{Name: "viewer"}},
-		Users: users,
+		Users: acme,
 		Clients: []mockserver.FixtureClient{{
 			ClientID: soakClient, Secret: "orders-secret",
 			Resources: []mockserver.FixtureResource{
@@ -73,6 +96,9 @@ func soakFixture() mockserver.Fixture {
 				{Name: "viewers read invoices", Resource: "invoices", Scopes: []string{"read"}, Roles: []string{"viewer"}},
 			},
 		}},
+	}, {
+		Name:  soakNoisyRealm,
+		Users: noisy,
 	}}}
 }
 
@@ -89,22 +115,67 @@ var (
 )
 
 // soakCounter counts every HTTP exchange of the soak, API and pep alike,
-// and remembers the 5xx answers.
+// and remembers the 5xx answers. A transport failure is the restart's doing
+// when the gateway was down as the request started or failed, or when the
+// request went out on a connection made before the restart (the stopped
+// server closed it; the client had not noticed yet). Any other is counted
+// apart, and the first few are kept.
 type soakCounter struct {
 	base       http.RoundTripper
+	env        *soakEnv
 	requests   atomic.Int64
-	failures   atomic.Int64 // transport errors
+	failures   atomic.Int64 // transport errors, the restart's included
+	unexpected atomic.Int64 // transport errors that are not the restart's
 	mu         sync.Mutex
 	serverErrs []string
+	oddErrs    []string
+}
+
+// soakConn is a connection that knows how many restarts had completed when
+// it was made.
+type soakConn struct {
+	net.Conn
+	restarts int64
+}
+
+// dial makes the counter's connections, marked with their generation.
+func (c *soakCounter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	restarts := c.env.restarts.Load()
+	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &soakConn{Conn: conn, restarts: restarts}, nil
 }
 
 func (c *soakCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	method, path := r.Method, r.URL.Path
+	downBefore := c.env.down.Load()
+	connRestarts := int64(-1)
+	r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if sc, ok := info.Conn.(*soakConn); ok {
+				connRestarts = sc.restarts
+			}
+		},
+	}))
 	resp, err := c.base.RoundTrip(r)
 	c.requests.Add(1)
 	switch {
 	case err != nil:
 		c.failures.Add(1)
+		stale := connRestarts >= 0 && connRestarts < c.env.restarts.Load()
+		if stale {
+			err = &staleConnError{err}
+		}
+		if !downBefore && !c.env.down.Load() && !stale {
+			c.unexpected.Add(1)
+			c.mu.Lock()
+			if len(c.oddErrs) < 10 {
+				c.oddErrs = append(c.oddErrs, fmt.Sprintf("%s %s (connection of generation %d): %v", method, path, connRestarts, err))
+			}
+			c.mu.Unlock()
+		}
 	case resp.StatusCode >= 500:
 		c.mu.Lock()
 		c.serverErrs = append(c.serverErrs, fmt.Sprintf("%s %s: %d", method, path, resp.StatusCode))
@@ -148,7 +219,7 @@ func (a *soakAPI) call(ctx context.Context, want int, method, path string, body,
 	}
 	resp, err := a.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return &transportError{fmt.Errorf("%s %s: %w", method, path, err)}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
@@ -165,6 +236,23 @@ func (a *soakAPI) call(ctx context.Context, want int, method, path string, body,
 	}
 	return nil
 }
+
+// staleConnError is a request that went out on a connection the gateway
+// closed when it stopped for its restart.
+type staleConnError struct{ err error }
+
+func (e *staleConnError) Error() string {
+	return "on a connection closed by the restart: " + e.err.Error()
+}
+func (e *staleConnError) Unwrap() error { return e.err }
+
+// transportError is an API call that got no answer. While the gateway
+// restarts, such a write was not applied: the server stops gracefully, so
+// every request it read is answered before its connection closes.
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
 
 // idResult is the {"result": {"id": ...}} of a create.
 type idResult struct {
@@ -214,6 +302,11 @@ func (d *soakDept) markDeleted() {
 type soakTally struct {
 	orgCreates, deptCreates, assigns, unassigns, deptDeletes, orgDeletes, reads atomic.Int64
 	decisionCalls, decisionPairs, organizationsCalls                            atomic.Int64
+	junkCalls, junkRefused                                                      atomic.Int64
+	// gapRefusals counts API writes refused in transport while the gateway
+	// was down (not applied, not in the model); gapDenials decisions and
+	// gapErrors get-organizations calls that failed closed then.
+	gapRefusals, gapDenials, gapErrors atomic.Int64
 }
 
 func (t *soakTally) writes() int64 {
@@ -221,19 +314,24 @@ func (t *soakTally) writes() int64 {
 		t.deptDeletes.Load() + t.orgDeletes.Load()
 }
 
-// soakWorker is one concurrent client: organization writes with the admin
-// token, decisions and get-organizations with its user's token.
+// soakWorker is one concurrent writer of a realm: organization writes with
+// the realm admin's token and, in acme, get-organizations with its user's
+// token.
 type soakWorker struct {
 	n       int
 	rng     *rand.Rand
 	api     *soakAPI
-	client  *pep.Client
-	viewer  bool
-	userID  string   // the worker's user
-	userIDs []string // every user, for assignments
+	client  *pep.Client // nil for the noisy tenant's writers
+	userID  string      // the worker's user
+	userIDs []string    // the realm's active users, for assignments
 	tally   *soakTally
 	orgs    []*soakOrg
 	created int // for unique aliases
+
+	env *soakEnv
+	// apiGap and pepGap follow the worker's API calls and pep client
+	// through the gateway's restart.
+	apiGap, pepGap soakGap
 }
 
 func (w *soakWorker) liveOrgs() []*soakOrg {
@@ -258,40 +356,62 @@ func liveDepts(o *soakOrg) []*soakDept {
 
 func pick[T any](rng *rand.Rand, list []T) T { return list[rng.IntN(len(list))] }
 
-// step does one operation chosen at random.
+// step does one operation chosen at random. An API call that got no answer
+// is tolerated only while the worker is in the restart's gap; it was not
+// applied, and the model is left as it was.
 func (w *soakWorker) step(ctx context.Context) error {
+	restarted := w.env.restarts.Load()
+	organizations, err := w.op(ctx)
+	if organizations {
+		return err // judged by organizations itself
+	}
+	var (
+		te    *transportError
+		stale *staleConnError
+	)
+	if errors.As(err, &te) && (w.apiGap.tolerates() || errors.As(err, &stale)) {
+		w.tally.gapRefusals.Add(1)
+		return nil
+	}
+	if err == nil {
+		w.apiGap.answered(restarted)
+	}
+	return err
+}
+
+// op does one operation chosen at random and says whether it was
+// get-organizations rather than an API call.
+func (w *soakWorker) op(ctx context.Context) (organizations bool, err error) {
 	live := w.liveOrgs()
 	if len(live) == 0 {
-		return w.createOrg(ctx)
+		return false, w.createOrg(ctx)
 	}
 	org := pick(w.rng, live)
 	depts := liveDepts(org)
 	switch r := w.rng.IntN(20); {
 	case r < 1:
 		if len(live) < soakMaxLiveOrgs {
-			return w.createOrg(ctx)
+			return false, w.createOrg(ctx)
 		}
-		return w.deleteOrg(ctx, org)
+		return false, w.deleteOrg(ctx, org)
 	case r < 2:
 		if len(live) > 1 {
-			return w.deleteOrg(ctx, org)
+			return false, w.deleteOrg(ctx, org)
 		}
-		return w.createOrg(ctx)
-	case r < 5 || len(depts) == 0:
-		return w.createDept(ctx, org, depts)
-	case r < 8:
-		return w.assign(ctx, pick(w.rng, depts))
-	case r < 9:
-		return w.unassign(ctx, pick(w.rng, depts))
+		return false, w.createOrg(ctx)
+	case r < 6 || len(depts) == 0:
+		return false, w.createDept(ctx, org, depts)
 	case r < 10:
-		return w.deleteDept(ctx, pick(w.rng, depts))
+		return false, w.assign(ctx, pick(w.rng, depts))
 	case r < 11:
+		return false, w.unassign(ctx, pick(w.rng, depts))
+	case r < 12:
+		return false, w.deleteDept(ctx, pick(w.rng, depts))
+	case r < 15 || w.client == nil:
 		w.tally.reads.Add(1)
-		return w.api.call(ctx, http.StatusOK, http.MethodGet, "/"+org.id+"/departments/tenant-tree", nil, nil)
-	case r < 17:
-		return w.decide(ctx, r == 16)
+		return false, w.api.call(ctx, http.StatusOK, http.MethodGet, "/"+org.id+"/departments/tenant-tree", nil, nil)
 	default:
-		return w.organizations(ctx)
+		return true, w.organizations(ctx)
 	}
 }
 
@@ -399,44 +519,19 @@ func (w *soakWorker) deleteDept(ctx context.Context, d *soakDept) error {
 	return nil
 }
 
-// decide asks for the four pairs (bypassing the cache when fresh is set)
-// and checks every answer: the policy never changes during the soak.
-func (w *soakWorker) decide(ctx context.Context, fresh bool) error {
-	var opts []pep.CallOption
-	if fresh {
-		opts = append(opts, pep.NoCache())
-	}
-	res, err := w.client.CheckMany(ctx, soakAsk, opts...)
-	if err != nil {
-		return fmt.Errorf("CheckMany: %w", err)
-	}
-	w.tally.decisionCalls.Add(1)
-	w.tally.decisionPairs.Add(int64(len(res.Decisions)))
-	if len(res.Decisions) != len(soakWant) {
-		return fmt.Errorf("CheckMany: %d decisions, want %d", len(res.Decisions), len(soakWant))
-	}
-	for _, d := range res.Decisions {
-		if d.Cause != nil {
-			return fmt.Errorf("CheckMany: %s/%s failed closed: %w", d.Resource, d.Scope, d.Cause)
-		}
-		want := pep.Deny
-		if w.viewer {
-			want = soakWant[d.Resource+"/"+d.Scope]
-		}
-		if d.Status != want {
-			return fmt.Errorf("CheckMany: %s/%s is %v, want %v (viewer %v)", d.Resource, d.Scope, d.Status, want, w.viewer)
-		}
-	}
-	return nil
-}
-
 // organizations calls get-organizations: the subject is the worker's user,
 // and every organization listed holds at least one of its departments.
 func (w *soakWorker) organizations(ctx context.Context) error {
+	restarted := w.env.restarts.Load()
 	oc, err := w.client.Organizations(ctx)
 	if err != nil {
+		if w.pepGap.tolerates() && errors.Is(err, pep.ErrUnavailable) {
+			w.tally.gapErrors.Add(1)
+			return nil
+		}
 		return fmt.Errorf("Organizations: %w", err)
 	}
+	w.pepGap.answered(restarted)
 	w.tally.organizationsCalls.Add(1)
 	if oc.UserID != w.userID {
 		return fmt.Errorf("Organizations: user %q, want %q", oc.UserID, w.userID)
@@ -464,9 +559,9 @@ func TestSoak(t *testing.T) {
 	goroutinesBefore := runtime.NumGoroutine()
 	heapBefore := soakHeap()
 	var s soakSummary
-	t.Run("load", func(t *testing.T) { s = soakLoad(t, *soakDuration, *soakWorkers) })
-	if t.Failed() {
-		return
+	t.Run("load", func(t *testing.T) { s = soakLoad(t, *soakDuration, *soakWorkers, *soakUsers) })
+	if s.tally == nil {
+		return // the load stopped early
 	}
 
 	// The server and the connections are closed; the goroutines that
@@ -490,15 +585,20 @@ func TestSoak(t *testing.T) {
 		return heapAfter.Load() <= heapLimit
 	}, 10*time.Second, 100*time.Millisecond, "heap did not return below %d B (before: %d B)", heapLimit, heapBefore)
 
-	t.Logf("soak: %v with %d workers: %d requests, %d errors (%d 5xx, %d transport), "+
+	tl := s.tally
+	t.Logf("soak: %v, realm of %d users (%d active), %d writers + %d noisy-tenant writers, %d deciders, %d junk callers: "+
+		"%d requests, %d 5xx, %d transport errors (%d while the gateway was up); "+
 		"%d writes acknowledged and verified (%d org creates, %d dept creates, %d assignments, %d unassignments, %d dept deletes, %d org deletes), "+
-		"%d objects checked in %v, %d reads, %d decision calls (%d pairs), %d get-organizations; "+
+		"%d objects checked in %v, %d reads, %d decision calls (%d pairs, cache hit ratio %.4f), %d get-organizations, "+
+		"%d junk calls (%d refused with 401); restart: gap %v, %d writes refused, %d pairs and %d get-organizations failed closed in the gap, 0 false GRANTs; "+
 		"goroutines %d -> %d; heap %.1f MiB -> %.1f MiB at the end of the load -> %.1f MiB after",
-		s.elapsed.Round(time.Millisecond), s.workers, s.requests, s.fiveXX+s.transport, s.fiveXX, s.transport,
-		s.tally.writes(), s.tally.orgCreates.Load(), s.tally.deptCreates.Load(), s.tally.assigns.Load(),
-		s.tally.unassigns.Load(), s.tally.deptDeletes.Load(), s.tally.orgDeletes.Load(),
-		s.checked, s.verifyTime.Round(time.Millisecond), s.tally.reads.Load(), s.tally.decisionCalls.Load(), s.tally.decisionPairs.Load(),
-		s.tally.organizationsCalls.Load(),
+		s.elapsed.Round(time.Millisecond), s.users, soakActive, s.workers, soakNoisyWorkers, soakDeciders, soakJunkCallers,
+		s.requests, s.fiveXX, s.transport, s.unexpected,
+		tl.writes(), tl.orgCreates.Load(), tl.deptCreates.Load(), tl.assigns.Load(),
+		tl.unassigns.Load(), tl.deptDeletes.Load(), tl.orgDeletes.Load(),
+		s.checked, s.verifyTime.Round(time.Millisecond), tl.reads.Load(), tl.decisionCalls.Load(), tl.decisionPairs.Load(), s.hitRatio,
+		tl.organizationsCalls.Load(), tl.junkCalls.Load(), tl.junkRefused.Load(),
+		s.gap.Round(time.Millisecond), tl.gapRefusals.Load(), tl.gapDenials.Load(), tl.gapErrors.Load(),
 		goroutinesBefore, goroutinesAfter, mib(heapBefore), mib(s.heapLoaded), mib(heapAfter.Load()))
 }
 
@@ -506,90 +606,219 @@ func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
 // soakSummary is what the load phase reports.
 type soakSummary struct {
-	elapsed           time.Duration
-	workers           int
-	requests          int64
-	fiveXX, transport int64
-	checked           int64
-	verifyTime        time.Duration
-	heapLoaded        uint64
-	tally             *soakTally
+	elapsed        time.Duration
+	workers, users int
+	requests       int64
+	fiveXX         int64
+	transport      int64
+	unexpected     int64
+	checked        int64
+	verifyTime     time.Duration
+	heapLoaded     uint64
+	hitRatio       float64
+	gap            time.Duration
+	tally          *soakTally
 }
 
-func soakLoad(t *testing.T, duration time.Duration, workers int) soakSummary {
-	srv := mockservertest.Start(t, mockserver.WithFixture(soakFixture()))
-	tr := &http.Transport{MaxIdleConnsPerHost: 2 * workers}
+// soakClientOptions are the options of every pep client of the soak: a
+// loaded machine is slow, not down (a long timeout), and the breaker cools
+// down quickly so that the clients recover from the restart in a short run.
+func soakClientOptions(hc *http.Client, extra ...pep.Option) []pep.Option {
+	return append([]pep.Option{pep.WithHTTPClient(hc), pep.WithTimeout(time.Minute),
+		pep.WithBreaker(3, 20*time.Millisecond)}, extra...)
+}
+
+func soakLoad(t *testing.T, duration time.Duration, workers, users int) soakSummary {
+	require.GreaterOrEqual(t, users, soakActive, "-soak.users")
+	env := &soakEnv{}
+	gw, ln := gatewaytest.Listen(t)
+	srv, err := mockserver.New(mockserver.WithFixture(soakFixture(users)), mockserver.WithIssuer(gw.URL))
+	require.NoError(t, err)
+	gw.Serve(ln, srv)
+	tr := &http.Transport{MaxIdleConnsPerHost: 4 * workers}
 	t.Cleanup(tr.CloseIdleConnections)
-	counter := &soakCounter{base: tr}
+	counter := &soakCounter{env: env}
+	tr.DialContext = counter.dial
+	counter.base = tr
 	hc := &http.Client{Transport: counter}
 	// Tokens outlive the longest soak: the default lifetime is 5 minutes.
 	life := mockserver.TokenLifetime(duration + time.Hour)
-	api := &soakAPI{hc: hc, base: srv.URL + "/admin/realms/" + soakRealm + "/organizations", token: srv.Token(soakRealm, "admin", life)}
+	token := func(realm, user string, opts ...mockserver.TokenOption) string {
+		tok, err := srv.IssueToken(realm, user, opts...)
+		require.NoError(t, err)
+		return tok
+	}
+	orgs := "/admin/realms/%s/organizations"
+	api := &soakAPI{hc: hc, base: gw.URL + fmt.Sprintf(orgs, soakRealm), token: token(soakRealm, "admin", life)}
+	noisyAPI := &soakAPI{hc: hc, base: gw.URL + fmt.Sprintf(orgs, soakNoisyRealm), token: token(soakNoisyRealm, "admin", life)}
 
-	// One pep client per user learns the user's id from get-organizations.
-	clients := make([]*pep.Client, soakUsers)
-	userIDs := make([]string, soakUsers)
-	for i := range soakUsers {
-		c, err := pep.New(srv.URL, soakRealm, soakClient, pep.WithHTTPClient(hc),
-			pep.WithTimeout(time.Minute), // a loaded machine is slow, not down
-			pep.WithCache(1000, time.Second, time.Second))
+	// The active users are spread over the realm, viewers and not
+	// alternately; the others are there only to make the realm large.
+	active := make([]soakUser, soakActive)
+	activeIDs := make([]string, soakActive)
+	stride := users / soakActive
+	for i := range active {
+		n := (i*stride)&^1 + i%2
+		u := soakUser{name: fmt.Sprint("u", n), viewer: n%2 == 0}
+		u.token = token(soakRealm, u.name, life)
+		u.id, err = subject(u.token)
 		require.NoError(t, err)
-		c.SetToken(srv.Token(soakRealm, fmt.Sprint("u", i), life))
-		oc, err := c.Organizations(t.Context())
+		active[i], activeIDs[i] = u, u.id
+	}
+	noisyIDs := make([]string, soakNoisyUsers)
+	for i := range noisyIDs {
+		noisyIDs[i], err = subject(token(soakNoisyRealm, fmt.Sprint("n", i), life))
 		require.NoError(t, err)
-		require.NotEmpty(t, oc.UserID)
-		clients[i], userIDs[i] = c, oc.UserID
 	}
 
 	tally := &soakTally{}
+	newClient := func(opts ...pep.Option) *pep.Client {
+		c, err := pep.New(gw.URL, soakRealm, soakClient, soakClientOptions(hc, opts...)...)
+		require.NoError(t, err)
+		return c
+	}
+	var steps []func(context.Context) error
+	// The writers of acme: each with its own pep client for
+	// get-organizations, with the token of an active user.
 	ws := make([]*soakWorker, workers)
-	for n := range workers {
-		u := n % soakUsers
-		c := clients[u]
-		if n >= soakUsers { // the second half asks without a cache
-			var err error
-			c, err = pep.New(srv.URL, soakRealm, soakClient, pep.WithHTTPClient(hc),
-				pep.WithTimeout(time.Minute), pep.WithCache(0, 0, 0))
-			require.NoError(t, err)
-			c.SetToken(srv.Token(soakRealm, fmt.Sprint("u", u), life))
+	for n := range ws {
+		u := active[n%soakActive]
+		c := newClient(pep.WithCache(0, 0, 0))
+		c.SetToken(u.token)
+		w := &soakWorker{n: n, rng: rand.New(rand.NewPCG(uint64(n), 0x50a4)), api: api, client: c,
+			userID: u.id, userIDs: activeIDs, tally: tally, env: env}
+		ws[n] = w
+		env.gaps = append(env.gaps, &w.apiGap, &w.pepGap)
+		steps = append(steps, w.step)
+	}
+	// The noisy tenant's writers: API only.
+	noisy := make([]*soakWorker, soakNoisyWorkers)
+	for n := range noisy {
+		w := &soakWorker{n: 1000 + n, rng: rand.New(rand.NewPCG(uint64(1000+n), 0x50a4)), api: noisyAPI,
+			userIDs: noisyIDs, tally: tally, env: env}
+		noisy[n] = w
+		env.gaps = append(env.gaps, &w.apiGap)
+		steps = append(steps, w.step)
+	}
+	// The legitimate services: a cached client each (the defaults: 30 s
+	// for a GRANT, 10 s for a DENY), serving a share of the active users.
+	deciders := make([]*soakDecider, soakDeciders)
+	for n := range deciders {
+		d := &soakDecider{n: n, rng: rand.New(rand.NewPCG(uint64(n), 0xdec1)), client: newClient(),
+			tally: tally, env: env}
+		for i := n; i < soakActive; i += soakDeciders {
+			d.users = append(d.users, active[i])
 		}
-		ws[n] = &soakWorker{
-			n: n, rng: rand.New(rand.NewPCG(uint64(n), 0x50a4)), api: api, client: c,
-			viewer: u%2 == 0, userID: userIDs[u], userIDs: userIDs, tally: tally,
+		deciders[n] = d
+		env.gaps = append(env.gaps, &d.gap)
+		steps = append(steps, d.step)
+	}
+	// The junk callers: every token is refused with a 401.
+	real := active[0].token
+	forged := real[:len(real)-4] + strings.Map(func(r rune) rune {
+		if r == 'A' {
+			return 'B'
 		}
+		return 'A'
+	}, real[len(real)-4:])
+	junkTokens := []string{
+		"not-a-token", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.", forged,
+		token(soakRealm, "u1", mockserver.TokenLifetime(-time.Minute)), // expired
+		token(soakNoisyRealm, "n0", life),                              // another realm's
+	}
+	junk := make([]*soakJunk, soakJunkCallers)
+	for n := range junk {
+		j := &soakJunk{n: n, rng: rand.New(rand.NewPCG(uint64(n), 0x7a4c)), client: newClient(),
+			tokens: junkTokens, tally: tally, env: env}
+		junk[n] = j
+		env.gaps = append(env.gaps, &j.gap)
+		steps = append(steps, j.step)
 	}
 
 	start := time.Now()
 	end := start.Add(duration)
 	var g errgroup.Group
-	for _, w := range ws {
+	for _, step := range steps {
 		g.Go(func() error {
 			for time.Now().Before(end) {
-				if err := w.step(t.Context()); err != nil {
-					return fmt.Errorf("worker %d: %w", w.n, err)
+				if err := step(t.Context()); err != nil {
+					return err
 				}
 			}
 			return nil
 		})
 	}
+	// One restart, half-way through.
+	var gap time.Duration
+	g.Go(func() error {
+		select {
+		case <-time.After(duration / 2):
+		case <-t.Context().Done():
+			return nil
+		}
+		var err error
+		// Down until a write was refused and a pep call failed closed.
+		gap, err = env.restart(t.Context(), gw, func() bool {
+			return tally.gapRefusals.Load() > 0 && tally.gapDenials.Load()+tally.gapErrors.Load() > 0
+		})
+		return err
+	})
 	require.NoError(t, g.Wait())
 	elapsed := time.Since(start)
 	heapLoaded := soakHeap()
+	require.EqualValues(t, 1, env.restarts.Load(), "the gateway restarted once")
+
+	// Every client recovered without being rebuilt: a fresh answer from
+	// the gateway, right and clean.
+	for _, d := range deciders {
+		u := d.users[0]
+		res, err := d.client.CheckMany(pep.WithToken(t.Context(), u.token), soakAsk, pep.NoCache())
+		require.NoError(t, err)
+		for _, dec := range res.Decisions {
+			want := pep.Deny
+			if u.viewer {
+				want = soakWant[dec.Resource+"/"+dec.Scope]
+			}
+			require.NoError(t, dec.Cause, "decider %d recovered", d.n)
+			require.Equal(t, want, dec.Status, "decider %d: %s/%s", d.n, dec.Resource, dec.Scope)
+		}
+	}
+	for _, w := range ws {
+		_, err := w.client.Organizations(t.Context())
+		require.NoError(t, err, "writer %d recovered", w.n)
+	}
+	for _, j := range junk {
+		_, err := j.client.CheckMany(pep.WithToken(t.Context(), junkTokens[0]), soakAsk)
+		require.ErrorIs(t, err, pep.ErrUnauthorized, "junk caller %d", j.n)
+		st := j.client.Stats()
+		assert.Zero(t, st.CacheHits, "a refused token is never answered from the cache")
+		assert.Zero(t, st.CacheEntries, "nothing is cached for a refused token")
+	}
 
 	verifyStart := time.Now()
-	checked, err := soakVerify(t.Context(), api, ws, userIDs)
+	checked, err := soakVerify(t.Context(), api, ws, activeIDs)
+	require.NoError(t, err)
+	checkedNoisy, err := soakVerify(t.Context(), noisyAPI, noisy, noisyIDs)
 	require.NoError(t, err)
 	require.NoError(t, srv.CheckInvariants(), "no index disagrees and nothing is orphaned")
 	verifyTime := time.Since(verifyStart)
 	assert.Empty(t, counter.fiveXX(), "no request may get a 5xx")
-	assert.Zero(t, counter.failures.Load(), "no request may fail in transport")
-	for _, c := range clients {
-		assert.Zero(t, c.Stats().FailClosed, "no decision may fail closed")
+	counter.mu.Lock()
+	assert.Zero(t, counter.unexpected.Load(), "no request may fail in transport while the gateway is up: %q", counter.oddErrs)
+	counter.mu.Unlock()
+	assert.Positive(t, tally.junkRefused.Load(), "junk tokens were sent and refused")
+
+	var hits, misses uint64
+	for _, d := range deciders {
+		st := d.client.Stats()
+		hits, misses = hits+st.CacheHits, misses+st.CacheMisses
 	}
+	ratio := float64(hits) / float64(max(hits+misses, 1))
+	assert.GreaterOrEqual(t, ratio, 0.9, "the legitimate callers' cache hit ratio (%d hits, %d misses)", hits, misses)
 	return soakSummary{
-		elapsed: elapsed, workers: workers, requests: counter.requests.Load(),
-		fiveXX: int64(len(counter.fiveXX())), transport: counter.failures.Load(),
-		checked: checked, verifyTime: verifyTime, heapLoaded: heapLoaded, tally: tally,
+		elapsed: elapsed, workers: workers, users: users, requests: counter.requests.Load(),
+		fiveXX: int64(len(counter.fiveXX())), transport: counter.failures.Load(), unexpected: counter.unexpected.Load(),
+		checked: checked + checkedNoisy, verifyTime: verifyTime, heapLoaded: heapLoaded, hitRatio: ratio, gap: gap, tally: tally,
 	}
 }
 
