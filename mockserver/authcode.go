@@ -33,8 +33,9 @@ const (
 	// by the server's clock (RFC 6749 section 4.1.2 recommends at most
 	// ten minutes).
 	codeLifetime = 60 * time.Second
-	// maxCodes bounds the codes held at once, over all realms; expired
-	// ones are dropped first.
+	// maxCodes bounds the codes one realm holds at once; expired ones are
+	// dropped first. Each realm has its own: a realm that fills its store
+	// refuses only its own sign-ins.
 	maxCodes = 10000
 	// maxAuthParam bounds each parameter of an authorization request, so
 	// that what a code holds stays small.
@@ -57,11 +58,11 @@ type authCode struct {
 	authTime, expires            time.Time
 }
 
-// codeStore holds the unredeemed authorization codes. It is safe for
-// concurrent use.
+// codeStore holds the unredeemed authorization codes, by realm. It is safe
+// for concurrent use.
 type codeStore struct {
-	mu sync.Mutex
-	m  map[string]*authCode
+	mu      sync.Mutex
+	byRealm map[string]map[string]*authCode
 }
 
 // add stores c under a new code and returns it; false when the store is
@@ -72,30 +73,37 @@ func (cs *codeStore) add(now time.Time, c *authCode) (string, bool) {
 	code := base64.RawURLEncoding.EncodeToString(b[:])
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if cs.m == nil {
-		cs.m = map[string]*authCode{}
+	if cs.byRealm == nil {
+		cs.byRealm = map[string]map[string]*authCode{}
 	}
-	if len(cs.m) >= maxCodes {
-		for k, v := range cs.m {
+	m := cs.byRealm[c.realm]
+	if m == nil {
+		m = map[string]*authCode{}
+		cs.byRealm[c.realm] = m
+	}
+	if len(m) >= maxCodes {
+		for k, v := range m {
 			if !now.Before(v.expires) {
-				delete(cs.m, k)
+				delete(m, k)
 			}
 		}
-		if len(cs.m) >= maxCodes {
+		if len(m) >= maxCodes {
 			return "", false
 		}
 	}
-	cs.m[code] = c
+	m[code] = c
 	return code, true
 }
 
-// take removes code and returns what it stands for: a code is redeemed at
-// most once, whatever the outcome of the attempt (RFC 6749 section 4.1.2).
-func (cs *codeStore) take(code string) (*authCode, bool) {
+// take removes realm's code and returns what it stands for: a code is
+// redeemed at most once, whatever the outcome of the attempt (RFC 6749
+// section 4.1.2). Another realm's code is not found, and stays unspent.
+func (cs *codeStore) take(realm, code string) (*authCode, bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	c, ok := cs.m[code]
-	delete(cs.m, code)
+	m := cs.byRealm[realm]
+	c, ok := m[code]
+	delete(m, code)
 	return c, ok
 }
 

@@ -330,7 +330,7 @@ func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID string) (
 	bad := func(desc string) *oauthError {
 		return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: desc}
 	}
-	c, ok := s.auth.codes.take(raw)
+	c, ok := s.auth.codes.take(rm.Name, raw)
 	switch {
 	case !ok || c.realm != rm.Name || c.clientID != clientID:
 		return nil, bad("the code is unknown, already used, or not issued to this client")
