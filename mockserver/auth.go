@@ -293,6 +293,7 @@ func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 // state.
 type authState struct {
 	adminSecret string
+	pageKey     []byte // signs AuthZEN search page tokens (authzensearch.go)
 	policies    decision.Cache
 	dpop        *dpop.Verifier // algorithms and challenges; verifies no proof
 	proofs      realmVerifiers // verifies proofs, one replay cache per realm

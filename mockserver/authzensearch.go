@@ -1,12 +1,15 @@
 package mockserver
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/orgauthz/orgauthz/internal/decision"
 )
@@ -98,11 +101,11 @@ func (s *Server) searchHandler(kind searchKind) handlerFunc {
 		if req.Page != nil && req.Page.Limit != nil && *req.Page.Limit > 0 {
 			limit = min(*req.Page.Limit, maxPage)
 		}
-		digest := req.digest()
+		scope := c.realm + "\x00" + c.clientID + "\x00" + req.digest()
 		offset := 0
 		if req.Page != nil && req.Page.Token != nil && *req.Page.Token != "" {
 			var ok bool
-			if offset, ok = readPageToken(*req.Page.Token, digest); !ok {
+			if offset, ok = readPageToken(s.auth.pageKey, *req.Page.Token, scope); !ok {
 				writeErr(w, badField("page.token", "is not a token this server gave for this very request (subject, action, resource, context and page limit must stay as they were)"))
 				return
 			}
@@ -123,7 +126,7 @@ func (s *Server) searchHandler(kind searchKind) handlerFunc {
 			end := min(offset+limit, len(all))
 			out.Results = all[offset:end]
 			if end < len(all) {
-				out.Page.NextToken = pageToken(end, digest)
+				out.Page.NextToken = pageToken(s.auth.pageKey, scope, end)
 			}
 		}
 		out.Page.Count = len(out.Results)
@@ -173,30 +176,37 @@ func (req *azSearch) digest() string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// pageToken is the opaque token of the page that starts at offset.
-func pageToken(offset int, digest string) string {
-	b, _ := json.Marshal(struct {
-		O int    `json:"o"`
-		D string `json:"d"`
-	}{offset, digest})
-	return base64.RawURLEncoding.EncodeToString(b)
+// pageToken is the opaque token of the page that starts at offset of the
+// search scope names (the realm, the PEP's client and the request's
+// digest): the offset and an HMAC of both under the server's own key, so
+// that a token is good only for the search it was given for, and only at
+// an offset the server gave.
+func pageToken(key []byte, scope string, offset int) string {
+	o := strconv.Itoa(offset)
+	return o + "." + base64.RawURLEncoding.EncodeToString(pageMAC(key, scope, o))
 }
 
-// readPageToken returns the offset of a token given for the search whose
-// digest is digest.
-func readPageToken(token, digest string) (int, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil {
+// readPageToken returns the offset of a token given for the search scope
+// names.
+func readPageToken(key []byte, token, scope string) (int, bool) {
+	o, mac, ok := strings.Cut(token, ".")
+	if !ok || len(o) > 10 {
 		return 0, false
 	}
-	var t struct {
-		O int    `json:"o"`
-		D string `json:"d"`
-	}
-	if err := json.Unmarshal(b, &t); err != nil || t.D != digest || t.O <= 0 {
+	offset, err := strconv.Atoi(o)
+	got, err2 := base64.RawURLEncoding.DecodeString(mac)
+	if err != nil || err2 != nil || offset <= 0 || strconv.Itoa(offset) != o || !hmac.Equal(got, pageMAC(key, scope, o)) {
 		return 0, false
 	}
-	return t.O, true
+	return offset, true
+}
+
+func pageMAC(key []byte, scope, offset string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(scope))
+	m.Write([]byte{0})
+	m.Write([]byte(offset))
+	return m.Sum(nil)[:16]
 }
 
 // search returns every result of a checked search, in order, or none and

@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"net/http"
 	"sync"
@@ -75,7 +76,8 @@ func (n *nonceSource) rotate() {
 // one per realm, each shared by that realm's token endpoint and protected
 // routes, and the nonce source.
 func newAuthState(s *Server) (*authState, error) {
-	a := &authState{verified: newVerifiedTokens()}
+	a := &authState{verified: newVerifiedTokens(), pageKey: make([]byte, 32)}
+	_, _ = rand.Read(a.pageKey)
 	a.nonces = &nonceSource{now: s.now, required: s.nonceRequired}
 	opts := []dpop.Option{dpop.WithClock(s.now), dpop.WithNonces(a.nonces)}
 	v, err := dpop.NewVerifier(opts...)
