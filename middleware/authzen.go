@@ -90,12 +90,7 @@ func AuthZENDecisionFromContext(ctx context.Context) (authzen.Decision, bool) {
 
 // ServeHTTP implements http.Handler.
 func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if len(r.Header.Values("Authorization")) > 1 {
-		writeError(w, http.StatusBadRequest, "the request has more than one Authorization header")
-		return
-	}
-	if !canonicalPath(r) {
-		writeError(w, http.StatusBadRequest, "the request path must be in canonical form (no dot segments, empty segments, encoded slashes or escapes left after decoding)")
+	if refusedAsMalformed(w, r) {
 		return
 	}
 	sub, err := g.subject(r)

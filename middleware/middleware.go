@@ -202,12 +202,7 @@ type guard struct {
 
 // ServeHTTP implements http.Handler.
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if len(r.Header.Values("Authorization")) > 1 {
-		writeError(w, http.StatusBadRequest, "the request has more than one Authorization header")
-		return
-	}
-	if !canonicalPath(r) {
-		writeError(w, http.StatusBadRequest, "the request path must be in canonical form (no dot segments, empty segments, encoded slashes or escapes left after decoding)")
+	if refusedAsMalformed(w, r) {
 		return
 	}
 	ctx := r.Context()
@@ -269,6 +264,23 @@ func outage(res pep.Result) bool {
 		some = true
 	}
 	return some
+}
+
+// refusedAsMalformed answers 400 to a request no guard may decide on, and
+// reports whether it did: more than one Authorization header (a handler
+// reading another than the one checked would act on an unchecked token),
+// or a path that is not in canonical form (a policy and a handler could
+// read it differently).
+func refusedAsMalformed(w http.ResponseWriter, r *http.Request) bool {
+	switch {
+	case len(r.Header.Values("Authorization")) > 1:
+		writeError(w, http.StatusBadRequest, "the request has more than one Authorization header")
+	case !canonicalPath(r):
+		writeError(w, http.StatusBadRequest, "the request path must be in canonical form (no dot segments, empty segments, encoded slashes or escapes left after decoding)")
+	default:
+		return false
+	}
+	return true
 }
 
 // canonicalPath reports whether the request path is one that every reader
