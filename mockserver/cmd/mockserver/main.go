@@ -64,8 +64,9 @@ func report(err error, stderr io.Writer) int {
 const usageHead = `mockserver runs the reference server of the Organization and Authorization
 Service in memory: organizations, departments, assignments, roles, groups,
 applications, templates, authorization decisions, platform administration,
-and an OpenID Connect token issuer (password and client_credentials grants,
-Bearer and DPoP-bound tokens), seeded from a JSON fixture.
+an OpenID Connect token issuer (password, client_credentials and
+authorization code with PKCE; Bearer and DPoP-bound tokens) and an AuthZEN 1.0
+decision point, seeded from a JSON fixture.
 
 Usage:
   mockserver [flags]
