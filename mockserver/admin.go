@@ -121,12 +121,15 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request, c *caller) {
 // refused from then on.
 func (s *Server) decommissionTenant(w http.ResponseWriter, r *http.Request, c *caller) {
 	id := r.PathValue("tenantId")
-	c.resourceID, c.tenantID = id, id
+	c.resourceID = id
 	at, err := s.store.DecommissionTenant(id)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	// Only a tenant that exists gets the entry in its own audit log: an
+	// unknown id is the caller's, and each would make a log of its own.
+	c.tenantID = id
 	out := tenantRecord{TenantID: id, Status: store.TenantDecommissioned, DecommissionedAt: &at}
 	s.logger.Info("tenant decommissioned", "tenantId", id)
 	writeResult(w, http.StatusOK, out)
