@@ -3,7 +3,9 @@ package pep
 import (
 	"crypto/sha256"
 	"strings"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/orgauthz/orgauthz/cache"
 )
@@ -26,12 +28,35 @@ const (
 	maxExactContext = 512
 )
 
-// cacheKey is the part of an entry's key below its token.
-type cacheKey struct {
-	resource, scope string
-	// context is contextKey's form of the request context.
-	context string
+// cacheKey is the part of an entry's key below its token: the pair and the
+// request context (contextKey's form of it) in one string, so that a hit
+// hashes and compares one string rather than three. It holds the lengths
+// of the resource and the scope (two bytes each, big-endian; both are at
+// most maxCachedNames) and then the three texts, so that no two keys run
+// together: ("ab", "c") and ("a", "bc") differ in their first bytes.
+type cacheKey string
+
+// keyLen is the length of the cache key of p under a request context key.
+func keyLen(p pair, ctxKey string) int {
+	return 4 + len(p.resource) + len(p.scope) + len(ctxKey)
 }
+
+// appendKey appends the cache key of p under a request context key to b.
+func appendKey(b []byte, p pair, ctxKey string) []byte {
+	b = append(b, byte(len(p.resource)>>8), byte(len(p.resource)), byte(len(p.scope)>>8), byte(len(p.scope)))
+	b = append(b, p.resource...)
+	b = append(b, p.scope...)
+	return append(b, ctxKey...)
+}
+
+// hitKeyBytes is the length of the key a lookup builds on its stack; a
+// longer one borrows a buffer from longKeys, so that no lookup allocates.
+const hitKeyBytes = 128
+
+var longKeys = sync.Pool{New: func() any {
+	b := make([]byte, 0, 4+maxCachedNames+maxExactContext)
+	return &b
+}}
 
 // decisionCache wraps the generic cache with the rules above. A nil
 // *decisionCache is a disabled cache.
@@ -116,7 +141,22 @@ func (d *decisionCache) get(cl *call, p pair) (Status, bool) {
 	if cl.group == nil || !cacheable(cl.id, p) {
 		return Deny, false
 	}
-	return cl.group.Get(cacheKey{resource: p.resource, scope: p.scope, context: cl.ctxKey})
+	if keyLen(p, cl.ctxKey) > hitKeyBytes {
+		bp := longKeys.Get().(*[]byte)
+		*bp = appendKey((*bp)[:0], p, cl.ctxKey)
+		s, ok := cl.group.Get(transient(*bp))
+		longKeys.Put(bp)
+		return s, ok
+	}
+	var buf [hitKeyBytes]byte
+	return cl.group.Get(transient(appendKey(buf[:0], p, cl.ctxKey)))
+}
+
+// transient returns a key that shares b's bytes, for a lookup, which keeps
+// no key (cache.Group.Get): the bytes are on the caller's stack or go back
+// to a pool once the lookup returns.
+func transient(b []byte) cacheKey {
+	return cacheKey(unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
 // writer returns what stores a request's answers for cl's token: it stores
@@ -150,11 +190,11 @@ func (d *decisionCache) store(w *cache.Writer[tokenIdent, cacheKey, Status], cl 
 		default:
 			continue
 		}
-		size := int64(len(cl.id.Token) + len(p.resource) + len(p.scope) + len(cl.ctxKey))
-		// The names are the caller's, often cut from a request's path or
-		// headers: copies keep only the bytes the budget counts.
-		key := cacheKey{resource: strings.Clone(p.resource), scope: strings.Clone(p.scope), context: strings.Clone(cl.ctxKey)}
-		w.Add(key, l.status, ttl, size)
+		// The key is a string of its own: the names are the caller's,
+		// often cut from a request's path or headers, and must not keep
+		// more than the bytes the budget counts.
+		key := cacheKey(appendKey(make([]byte, 0, keyLen(p, cl.ctxKey)), p, cl.ctxKey))
+		w.Add(key, l.status, ttl, int64(len(cl.id.Token)+len(key)))
 	}
 }
 

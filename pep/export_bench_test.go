@@ -16,6 +16,6 @@ type CacheKey struct {
 func NewCacheKey(token, resource, scope string) CacheKey {
 	return CacheKey{
 		id:  tokenIdent{Scheme: schemeBearer, Token: token},
-		key: cacheKey{resource: resource, scope: scope},
+		key: cacheKey(appendKey(nil, pair{resource: resource, scope: scope}, "")),
 	}
 }
