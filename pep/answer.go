@@ -100,7 +100,7 @@ const maxListed = 10_000
 // does not parse, lacks status or permissions, has an entry without its
 // three strings, or names a status other than GRANT, DENY and ERROR.
 func decodeAnswer(body []byte, queries []pair) (*answer, error) {
-	a := &answer{index: make(map[pair]int, len(queries))}
+	a := &answer{index: make(map[pair]int, len(queries)), pairs: make([]pair, 0, len(queries))}
 	var wild []pair
 	for _, q := range queries {
 		if q.wildcard() {

