@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
+
+	"github.com/orgauthz/orgauthz/internal/store"
 )
 
 const (
@@ -50,8 +53,8 @@ func BenchmarkAuthZENSubjectSearchPage(b *testing.B) {
 			if err := json.Unmarshal([]byte(searchBenchBody), &req); err != nil {
 				b.Fatal(err)
 			}
-			scope := "big\x00orders-api\x00" + req.digest()
-			page := pageToken(s.auth.pageKey, scope, n/4) // the middle of n/2 results
+			scope := "big\x00orders-api\x00subject\x00" + req.digest()
+			page := pageToken(s.auth.pageKey, scope, middleUserID(b, s))
 			body := fmt.Sprintf(`{"subject":{"type":"user"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"},"page":{"limit":10,"token":%q}}`, page)
 			rec := serve(b, s, http.MethodPost, searchBenchPath, tok, body, http.StatusOK)
 			var got azSearchAnswer
@@ -63,4 +66,17 @@ func BenchmarkAuthZENSubjectSearchPage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// middleUserID returns the id in the middle of realm big's user ids.
+func middleUserID(tb testing.TB, s *Server) string {
+	var ids []string
+	err := s.store.Read("big", func(rm *store.Realm) error {
+		ids = slices.Collect(rm.UserIDsAfter(""))
+		return nil
+	})
+	if err != nil || len(ids) == 0 {
+		tb.Fatalf("no users in realm big: %v", err)
+	}
+	return ids[len(ids)/2]
 }
