@@ -1,9 +1,13 @@
 package mockserver_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -123,7 +127,40 @@ func TestAuthZENSearchPages(t *testing.T) {
 	require.Equal(t, http.StatusOK, next.status, string(next.body))
 	require.JSONEq(t, `{"page":{"next_token":"","count":1,"total":2},"results":[{"name":"write"}]}`, string(next.body))
 
+	// A body that serves the subject search (subject.id is ignored) and
+	// the action search (action is ignored) alike; the token of one does
+	// not serve the other.
+	full := func(page string) string {
+		return `{"subject":{"type":"user","id":"carol"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"},"page":` + page + `}`
+	}
+	nextOf := func(path string) string {
+		res := postJSON(t, srv, path, tok, full(`{"limit":1}`))
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		var p struct {
+			Page map[string]json.RawMessage
+		}
+		require.NoError(t, json.Unmarshal(res.body, &p))
+		var next string
+		require.NoError(t, json.Unmarshal(p.Page["next_token"], &next))
+		require.NotEmpty(t, next, "%s: %s", path, res.body)
+		return next
+	}
+	subjectNext, actionNext := nextOf(searchSubjectPath), nextOf(searchActionPath)
+	// Alice and carol read orders: the second page is one of them, the
+	// last, with no total.
+	res = postJSON(t, srv, searchSubjectPath, tok, full(`{"limit":1,"token":"`+subjectNext+`"}`))
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	ids := []string{subjectOf(t, srv.Token("acme", "alice")), subjectOf(t, srv.Token("acme", "carol"))}
+	slices.Sort(ids)
+	require.JSONEq(t, `{"page":{"next_token":"","count":1},"results":[{"type":"user","id":"`+ids[1]+`"}]}`, string(res.body))
+	_, mac, _ := strings.Cut(subjectNext, ".")
+	swapped := base64.RawURLEncoding.EncodeToString([]byte(subjectOf(t, srv.Token("acme", "bob")))) + "." + mac
+
 	cases := []struct{ name, path, body, field string }{
+		{"subject token with another action", searchSubjectPath, `{"subject":{"type":"user","id":"carol"},"action":{"name":"write"},"resource":{"type":"orders","id":"1"},"page":{"limit":1,"token":"` + subjectNext + `"}}`, "page.token"},
+		{"subject token with its cursor swapped", searchSubjectPath, full(`{"limit":1,"token":"` + swapped + `"}`), "page.token"},
+		{"subject token at the action search", searchActionPath, full(`{"limit":1,"token":"` + subjectNext + `"}`), "page.token"},
+		{"action token at the subject search", searchSubjectPath, full(`{"limit":1,"token":"` + actionNext + `"}`), "page.token"},
 		{"token with another limit", searchActionPath, body(`{"limit":2,"token":"` + first.Page.NextToken + `"}`), "page.token"},
 		{"token for another subject", searchActionPath, `{"subject":{"type":"user","id":"alice"},"resource":{"type":"orders","id":"1"},"page":{"limit":1,"token":"` + first.Page.NextToken + `"}}`, "page.token"},
 		{"token from another search", searchSubjectPath, `{"subject":{"type":"user"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"},"page":{"token":"` + first.Page.NextToken + `"}}`, "page.token"},
@@ -164,4 +201,201 @@ func TestAuthZENSearchPages(t *testing.T) {
 	// A user's token is refused as on the other AuthZEN endpoints.
 	res = postJSON(t, srv, searchActionPath, srv.Token("acme", "alice"), body(`{}`))
 	require.Equal(t, http.StatusForbidden, res.status)
+}
+
+// pagingFixture is realm acme with 40 users, p00 to p39, who may write
+// orders in every way a permission grants: p00, p04, ... hold the role
+// editor; p00, p03, ... are in the group writers; p00, p05, ... are in the
+// department staff, whose organization gives editor; p07 is named by a
+// permission. Nobody may delete orders until assigned to the department
+// bin, whose organization gives the role deleter.
+func pagingFixture() mockserver.Fixture {
+	users := []mockserver.FixtureUser{{Username: "admin", Password: "admin", Roles: []string{"realm-admin"}}}
+	var staff []string
+	for i := range 40 {
+		u := mockserver.FixtureUser{Username: fmt.Sprintf("p%02d", i)}
+		if i%4 == 0 {
+			u.Roles = []string{"editor"}
+		}
+		if i%3 == 0 {
+			u.Groups = []string{"writers"}
+		}
+		if i%5 == 0 {
+			staff = append(staff, u.Username)
+		}
+		users = append(users, u)
+	}
+	return mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+		Name:   "acme",
+		Roles:  []mockserver.FixtureRole{{Name: "editor"}, {Name: "deleter"}},
+		Groups: []mockserver.FixtureGroup{{Name: "writers"}},
+		Users:  users,
+		Clients: []mockserver.FixtureClient{{
+			ClientID: "orders-api", Secret: "orders-secret",
+			Resources: []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"read", "write", "delete"}}},
+			Permissions: []mockserver.FixturePermission{
+				{Name: "editors write", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"editor"}},
+				{Name: "writers write", Resource: "orders", Scopes: []string{"write"}, Groups: []string{"writers"}},
+				{Name: "p07 writes", Resource: "orders", Scopes: []string{"write"}, Users: []string{"p07"}},
+				{Name: "deleters delete", Resource: "orders", Scopes: []string{"delete"}, Roles: []string{"deleter"}},
+			},
+		}},
+		Organizations: []mockserver.FixtureOrganization{
+			{Name: "Paging", Alias: "paging", Roles: []string{"editor"},
+				Departments: []mockserver.FixtureDepartment{{Name: "Staff", Alias: "staff", Users: staff}}},
+			{Name: "Deleters", Alias: "deleters", Roles: []string{"deleter"},
+				Departments: []mockserver.FixtureDepartment{{Name: "Bin", Alias: "bin"}}},
+		},
+	}}}
+}
+
+// pagingUsers returns the ids of pagingFixture's users p00 to p39 by name.
+func pagingUsers(t *testing.T, srv *mockservertest.Server) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	for i := range 40 {
+		name := fmt.Sprintf("p%02d", i)
+		ids[name] = subjectOf(t, srv.Token("acme", name))
+	}
+	return ids
+}
+
+// pageSubjects reads a subject search of orders for action, limit results
+// a page (0: no limit given), to its last page, and returns the ids page by
+// page; between runs after each page but the last. Every page must be well
+// formed: as many results as its count, at most limit, all users; no
+// total; an empty next_token on the last page only.
+func pageSubjects(t *testing.T, srv *mockservertest.Server, action string, limit int, between func(page int, ids []string)) [][]string {
+	t.Helper()
+	tok := pepToken(srv)
+	var (
+		pages [][]string
+		next  string
+	)
+	for {
+		page := map[string]any{}
+		if limit > 0 {
+			page["limit"] = limit
+		}
+		if next != "" {
+			page["token"] = next
+		}
+		body, err := json.Marshal(map[string]any{"subject": map[string]string{"type": "user"}, "action": map[string]string{"name": action},
+			"resource": map[string]string{"type": "orders", "id": "1"}, "page": page})
+		require.NoError(t, err)
+		res := postJSON(t, srv, searchSubjectPath, tok, string(body))
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		var out struct {
+			Page    map[string]json.RawMessage
+			Results []map[string]string
+		}
+		require.NoError(t, json.Unmarshal(res.body, &out), string(res.body))
+		require.NotContains(t, out.Page, "total", "a subject search has no total")
+		var count int
+		require.NoError(t, json.Unmarshal(out.Page["count"], &count))
+		require.NoError(t, json.Unmarshal(out.Page["next_token"], &next))
+		require.Len(t, out.Results, count)
+		if limit > 0 {
+			require.LessOrEqual(t, count, limit)
+		}
+		ids := make([]string, 0, count)
+		for _, r := range out.Results {
+			require.Equal(t, "user", r["type"])
+			ids = append(ids, r["id"])
+		}
+		pages = append(pages, ids)
+		if next == "" {
+			return pages
+		}
+		require.NotEmpty(t, ids, "a page before the last is not empty")
+		if between != nil {
+			between(len(pages), ids)
+		}
+	}
+}
+
+// TestAuthZENSubjectSearchPagesByCursor: whatever the page size, paging
+// through a subject search lists exactly the users an evaluation allows,
+// once each, in id order, in as few pages as the limit allows (a token
+// promises a result after it); and the client's search reads the same.
+func TestAuthZENSubjectSearchPagesByCursor(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(pagingFixture()))
+	c := searchClient(t, srv)
+	var want []string
+	for name, id := range pagingUsers(t, srv) {
+		d, err := c.Evaluate(t.Context(), authzen.Request{Subject: user(name), Action: authzen.Action{Name: "write"}, Resource: authzen.Resource{Type: "orders", ID: "1"}})
+		require.NoError(t, err)
+		if d.Allowed() {
+			want = append(want, id)
+		}
+	}
+	slices.Sort(want)
+	require.Len(t, want, 25, "p07, and p00 to p39 by 3, 4 or 5")
+
+	for _, limit := range []int{1, 2, 3, 7, 24, 25, 26, 0} {
+		pages := pageSubjects(t, srv, "write", limit, nil)
+		assert.Equal(t, want, slices.Concat(pages...), "limit %d", limit)
+		if limit > 0 {
+			assert.Len(t, pages, (len(want)+limit-1)/limit, "limit %d", limit)
+		}
+	}
+	subs, err := c.SearchSubject(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user"}, Action: authzen.Action{Name: "write"},
+		Resource: authzen.Resource{Type: "orders", ID: "1"}}, authzen.WithPageLimit(5))
+	require.NoError(t, err)
+	var got []string
+	for _, s := range subs {
+		got = append(got, s.ID)
+	}
+	assert.Equal(t, want, got)
+
+	// No match at all: one empty last page.
+	assert.Equal(t, [][]string{{}}, pageSubjects(t, srv, "delete", 3, nil))
+}
+
+// TestAuthZENSubjectSearchBetweenPages: a page resumes after the last id
+// the page before it returned, so a change between pages repeats nothing
+// and skips no user who still matches. Users who stop matching before the
+// cursor change nothing (with offsets, the next page would have skipped a
+// match); after it, they are not listed. New matches after the cursor are
+// listed; before it, they are not (with offsets, a result would have been
+// listed twice).
+func TestAuthZENSubjectSearchBetweenPages(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(pagingFixture()))
+	admin := srv.Token("acme", "admin")
+	users := pagingUsers(t, srv)
+	ids := slices.Sorted(maps.Values(users))
+	org := adminGet(t, srv, admin, "/alias/deleters")["result"].(map[string]any)["id"].(string)
+	bin := adminGet(t, srv, admin, "/"+org+"/departments")["results"].([]any)[0].(map[string]any)["id"].(string)
+	binPath := "/admin/realms/acme/organizations/" + org + "/departments/" + bin + "/users"
+	auth := http.Header{"Authorization": {"Bearer " + admin}}
+	assign := func(id string) {
+		res := send(t, srv, http.MethodPost, binPath, "application/json", strings.NewReader(`{"userId":"`+id+`"}`), auth)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+	}
+	unassign := func(id string) {
+		res := send(t, srv, http.MethodDelete, binPath+"/"+id, "", nil, auth)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+	}
+	// Every user may delete but ids[5] and ids[30]; the first page of
+	// ten ends at ids[10].
+	for i, id := range ids {
+		if i != 5 && i != 30 {
+			assign(id)
+		}
+	}
+	pages := pageSubjects(t, srv, "delete", 10, func(page int, got []string) {
+		switch page {
+		case 1:
+			require.Equal(t, slices.Concat(ids[:5], ids[6:11]), got)
+			unassign(ids[2])  // before the cursor: ids[11] still comes next
+			unassign(ids[20]) // after it
+			assign(ids[30])   // after it
+		case 2:
+			require.Equal(t, slices.Concat(ids[11:20], ids[21:22]), got)
+			assign(ids[5]) // before the cursor: ids[21] does not come again
+		}
+	})
+	assert.Equal(t, [][]string{ids[22:32], ids[32:]}, pages[2:], "the pages after the changes")
 }

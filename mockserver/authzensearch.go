@@ -28,10 +28,27 @@ import (
 //	action search    the scopes of the resource (in the client's order)
 //	                 the subject may do
 //
-// Pages are slices of the ordered results; page.token is opaque (an offset
-// and a digest of the rest of the request, which must not change while
-// paging). The results are computed afresh for each page, so a change in
+// A subject search pages by cursor: a page walks the realm's user ids in
+// order from just after the last id the page before it returned
+// (store.Realm.UserIDsAfter), evaluates each, and stops at the first match
+// past its limit, which only tells that there is a next page. A page thus
+// costs the users it passes (O(log n + users read)), not the realm, and
+// paging through every result costs one pass over the users. Its page has
+// no total: counting the matches would evaluate every user of the realm,
+// the cost the cursor avoids, and AuthZEN 1.0 makes total OPTIONAL. Between
+// pages, a user who stops matching (or goes) before the cursor changes
+// nothing, after it is just not listed; a new match after the cursor is
+// listed, before it is not; nothing is listed twice.
+//
+// Resource and action searches are bounded by the PEP's client (its
+// resources, a resource's scopes): each page computes the whole list afresh
+// and answers a slice of it at an offset, with the total. A change in
 // between may repeat or skip a result, as the specification allows.
+//
+// page.next_token is opaque: the position of the next page (the cursor id
+// or the offset) and an HMAC of it, the realm, the PEP's client, the search
+// and a digest of the rest of the request, which must not change while
+// paging, under a key of the server's own (pageToken).
 
 // searchKind is what a search returns.
 type searchKind int
@@ -62,10 +79,12 @@ type azSearchAnswer struct {
 	Results []azResult `json:"results"`
 }
 
+// azPage is an answer's page; Total is nil for a subject search (see
+// above).
 type azPage struct {
 	NextToken string `json:"next_token"`
 	Count     int    `json:"count"`
-	Total     int    `json:"total"`
+	Total     *int   `json:"total,omitempty"`
 }
 
 // azResult is a subject {type, id}, a resource {type} or an action {name}.
@@ -101,11 +120,11 @@ func (s *Server) searchHandler(kind searchKind) handlerFunc {
 		if req.Page != nil && req.Page.Limit != nil && *req.Page.Limit > 0 {
 			limit = min(*req.Page.Limit, maxPage)
 		}
-		scope := c.realm + "\x00" + c.clientID + "\x00" + req.digest()
-		offset := 0
+		scope := c.realm + "\x00" + c.clientID + "\x00" + searchNames[kind] + "\x00" + req.digest()
+		pos := ""
 		if req.Page != nil && req.Page.Token != nil && *req.Page.Token != "" {
 			var ok bool
-			if offset, ok = readPageToken(s.auth.pageKey, *req.Page.Token, scope); !ok {
+			if pos, ok = readPageToken(s.auth.pageKey, *req.Page.Token, scope); !ok {
 				writeErr(w, badField("page.token", "is not a token this server gave for this very request (subject, action, resource, context and page limit must stay as they were)"))
 				return
 			}
@@ -114,22 +133,18 @@ func (s *Server) searchHandler(kind searchKind) handlerFunc {
 			writeErr(w, err)
 			return
 		}
-		var all []azResult
-		var fail *azContext
-		err := s.authzenEvaluate(c, func(e *azEvaluator) { all, fail = e.search(kind, &req.azRequest) })
+		var (
+			out  azSearchAnswer
+			next string
+		)
+		err := s.authzenEvaluate(c, func(e *azEvaluator) { out, next = e.search(kind, &req.azRequest, pos, limit) })
 		if err != nil {
 			writeErr(w, err)
 			return
 		}
-		out := azSearchAnswer{Context: fail, Results: []azResult{}, Page: azPage{Total: len(all)}}
-		if offset < len(all) {
-			end := min(offset+limit, len(all))
-			out.Results = all[offset:end]
-			if end < len(all) {
-				out.Page.NextToken = pageToken(s.auth.pageKey, scope, end)
-			}
+		if next != "" {
+			out.Page.NextToken = pageToken(s.auth.pageKey, scope, next)
 		}
-		out.Page.Count = len(out.Results)
 		writeJSON(w, http.StatusOK, out)
 	}
 }
@@ -176,69 +191,116 @@ func (req *azSearch) digest() string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// pageToken is the opaque token of the page that starts at offset of the
-// search scope names (the realm, the PEP's client and the request's
-// digest): the offset and an HMAC of both under the server's own key, so
-// that a token is good only for the search it was given for, and only at
-// an offset the server gave.
-func pageToken(key []byte, scope string, offset int) string {
-	o := strconv.Itoa(offset)
-	return o + "." + base64.RawURLEncoding.EncodeToString(pageMAC(key, scope, o))
+// searchNames name the searches in their page tokens' scope.
+var searchNames = [...]string{searchSubjects: "subject", searchResources: "resource", searchActions: "action"}
+
+// maxPageToken bounds the page tokens read: the server's own are under 100
+// bytes.
+const maxPageToken = 256
+
+// pageTokenEncoding encodes the parts of a page token; strict, so that a
+// token has one spelling.
+var pageTokenEncoding = base64.RawURLEncoding.Strict()
+
+// pageToken is the opaque token of the page at pos (a user id after which
+// a subject search resumes, or an offset) of the search scope names (the
+// realm, the PEP's client, the search and the request's digest): pos and
+// an HMAC of both under the server's own key, so that a token is good only
+// for the search it was given for, and only at a position the server gave.
+func pageToken(key []byte, scope, pos string) string {
+	return pageTokenEncoding.EncodeToString([]byte(pos)) + "." + pageTokenEncoding.EncodeToString(pageMAC(key, scope, pos))
 }
 
-// readPageToken returns the offset of a token given for the search scope
+// readPageToken returns the position of a token given for the search scope
 // names.
-func readPageToken(key []byte, token, scope string) (int, bool) {
-	o, mac, ok := strings.Cut(token, ".")
-	if !ok || len(o) > 10 {
-		return 0, false
+func readPageToken(key []byte, token, scope string) (string, bool) {
+	p, m, ok := strings.Cut(token, ".")
+	if !ok || len(token) > maxPageToken {
+		return "", false
 	}
-	offset, err := strconv.Atoi(o)
-	got, err2 := base64.RawURLEncoding.DecodeString(mac)
-	if err != nil || err2 != nil || offset <= 0 || strconv.Itoa(offset) != o || !hmac.Equal(got, pageMAC(key, scope, o)) {
-		return 0, false
+	pos, err := pageTokenEncoding.DecodeString(p)
+	mac, err2 := pageTokenEncoding.DecodeString(m)
+	if err != nil || err2 != nil || len(pos) == 0 || !hmac.Equal(mac, pageMAC(key, scope, string(pos))) {
+		return "", false
 	}
-	return offset, true
+	return string(pos), true
 }
 
-func pageMAC(key []byte, scope, offset string) []byte {
+func pageMAC(key []byte, scope, pos string) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(scope))
 	m.Write([]byte{0})
-	m.Write([]byte(offset))
+	m.Write([]byte(pos))
 	return m.Sum(nil)[:16]
 }
 
-// search returns every result of a checked search, in order, or none and
-// an error context when the subject type, the subject, the resource type
-// or the action is unknown (as an evaluation of them would be false with
-// that error).
-func (e *azEvaluator) search(kind searchKind, req *azRequest) ([]azResult, *azContext) {
+// search answers the page of a checked search at pos ("" for the first),
+// of at most limit (1 or more) results, and returns the position of the
+// next page, "" after the last. A search of an unknown subject type,
+// subject, resource type or action has no results and an error context
+// (as an evaluation of them would be false with that error).
+func (e *azEvaluator) search(kind searchKind, req *azRequest, pos string, limit int) (azSearchAnswer, string) {
+	var (
+		out  = azSearchAnswer{Results: []azResult{}}
+		next string
+	)
+	if kind == searchSubjects {
+		var results []azResult
+		results, next, out.Context = e.searchSubjects(req, pos, limit)
+		out.Results = append(out.Results, results...)
+	} else {
+		var all []azResult
+		all, out.Context = e.searchAll(kind, req)
+		// pos is one this server signed for this search: an offset it
+		// wrote.
+		offset, _ := strconv.Atoi(pos)
+		if offset < len(all) {
+			end := min(offset+limit, len(all))
+			out.Results = all[offset:end]
+			if end < len(all) {
+				next = strconv.Itoa(end)
+			}
+		}
+		total := len(all)
+		out.Page.Total = &total
+	}
+	out.Page.Count = len(out.Results)
+	return out, next
+}
+
+// searchSubjects returns the page of a subject search that starts after
+// the user id after ("" for the first page), in id order, and the id the
+// next page starts after, "" when no user after the page matches. It
+// evaluates the users from there to the first match past the page.
+func (e *azEvaluator) searchSubjects(req *azRequest, after string, limit int) ([]azResult, string, *azContext) {
+	if *req.Subject.Type != authzenSubjectType {
+		return nil, "", azFailure("subject type %q is unknown: the subjects are users (type %q)", *req.Subject.Type, authzenSubjectType).Context
+	}
+	if scopes, _ := e.policy.Scopes(*req.Resource.Type); !slices.Contains(scopes, *req.Action.Name) {
+		return nil, "", azFailure("client %q defines no resource type %q with the action %q", e.client.ClientID, *req.Resource.Type, *req.Action.Name).Context
+	}
+	method, _ := req.Context["method"].(string)
+	var out []azResult
+	for id := range e.rm.UserIDsAfter(after) {
+		sub := decision.SubjectOf(e.rm, id, "")
+		if e.policy.Decide(&sub, *req.Resource.Type, *req.Action.Name, method, req.Resource.Properties) != decision.Grant {
+			continue
+		}
+		if len(out) == limit {
+			return out, out[limit-1].ID, nil
+		}
+		out = append(out, azResult{Type: authzenSubjectType, ID: id})
+	}
+	return out, "", nil
+}
+
+// searchAll returns every result of a checked resource or action search,
+// in the client's order, or none and an error context when the subject
+// type, the subject or the resource type is unknown.
+func (e *azEvaluator) searchAll(kind searchKind, req *azRequest) ([]azResult, *azContext) {
 	fail := func(d azDecision) ([]azResult, *azContext) { return nil, d.Context }
 	method, _ := req.Context["method"].(string)
 	props := req.Resource.Properties
-	switch kind {
-	case searchSubjects:
-		if *req.Subject.Type != authzenSubjectType {
-			return fail(azFailure("subject type %q is unknown: the subjects are users (type %q)", *req.Subject.Type, authzenSubjectType))
-		}
-		if scopes, _ := e.policy.Scopes(*req.Resource.Type); !slices.Contains(scopes, *req.Action.Name) {
-			return fail(azFailure("client %q defines no resource type %q with the action %q", e.client.ClientID, *req.Resource.Type, *req.Action.Name))
-		}
-		ids := make([]string, 0, len(e.rm.Users))
-		for id := range e.rm.Users {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		var out []azResult
-		for _, id := range ids {
-			sub := decision.SubjectOf(e.rm, id, "")
-			if e.policy.Decide(&sub, *req.Resource.Type, *req.Action.Name, method, props) == decision.Grant {
-				out = append(out, azResult{Type: authzenSubjectType, ID: id})
-			}
-		}
-		return out, nil
-	}
 	sub, d, ok := e.subject(req)
 	if !ok {
 		return fail(d)

@@ -69,6 +69,17 @@
 // {type: a resource, id: the instance}. A permission's OwnerProperty names
 // the resource property that must hold the subject's username or email.
 //
+// The Search APIs (/access/v1/search/subject, /resource and /action) list
+// what an evaluation of each result would allow, a page at a time: a page
+// token is opaque, signed by the server and good only for the very request
+// it was given for. A subject search lists users in id order and pages by
+// cursor: each page resumes after the last id of the page before, so a page
+// costs the users it reads, not the realm, and a change between pages
+// lists nothing twice and skips no user who still matches. Its page has no
+// total, which would cost an evaluation of every user (AuthZEN 1.0 makes it
+// optional); resource and action searches, bounded by the client's
+// resources and scopes, give it.
+//
 // # Configuration and faults
 //
 // GET, PUT and PATCH /admin/config read and write the platform configuration:

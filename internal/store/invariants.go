@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // CheckInvariants checks that every realm's organization data is consistent
@@ -232,9 +233,20 @@ func (r *Realm) CheckInvariants() error {
 	return errors.Join(errs...)
 }
 
-// checkLists checks the realm's sorted lists of organizations and roles and
-// its set of global roles against the maps they index.
+// checkLists checks the realm's sorted lists of organizations, roles and
+// user ids and its set of global roles against the maps they index.
 func (r *Realm) checkLists(bad func(string, ...any)) {
+	if r.userIDs.Len() != len(r.Users) {
+		bad("userIDs holds %d ids for %d users", r.userIDs.Len(), len(r.Users))
+	}
+	if err := r.userIDs.check(strings.Compare); err != nil {
+		bad("userIDs: %v", err)
+	}
+	for id := range r.userIDs.All() {
+		if u, ok := r.Users[id]; !ok || u.ID != id {
+			bad("userIDs holds %q, which is no user", id)
+		}
+	}
 	if len(r.orgList) != len(r.Orgs) {
 		bad("orgList holds %d organizations for %d", len(r.orgList), len(r.Orgs))
 	}

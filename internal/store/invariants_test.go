@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,7 +84,14 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 			mustOrg(t, r, "B", "b")
 			o.Name = "Z"
 		},
-		"role list stale":        func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { r.roleList = r.roleList[1:] },
+		"role list stale": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { r.roleList = r.roleList[1:] },
+		"user missing from the ordered ids": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) {
+			r.Users["u-carol"], r.UserByName["carol"] = &User{ID: "u-carol", Username: "carol"}, "u-carol"
+		},
+		"ordered ids keep a removed user": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) {
+			r.Users["u-carol"], r.UserByName["carol"] = &User{ID: "u-carol", Username: "carol"}, "u-carol"
+			r.userIDs.insert("u-dave", strings.Compare)
+		},
 		"global role not in set": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { delete(r.globalRoles, "r-viewer") },
 		"group name index stale": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { r.GroupByName["ghost"] = "g-eng" },
 		"application assignment one-sided": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) {

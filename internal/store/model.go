@@ -49,6 +49,8 @@ type Realm struct {
 	idKey   crypto.Signer
 	idKID   string
 
+	// Users is written only by AddUser, which also keeps userIDs, the
+	// same ids in order.
 	Users      map[string]*User
 	UserByName map[string]string // username -> id
 	Roles      map[string]*Role
@@ -88,6 +90,10 @@ type Realm struct {
 	// the ids of the global ones.
 	roleList    []*Role
 	globalRoles Set
+	// userIDs holds the keys of Users in byte order (UserIDsAfter), so
+	// that a subject search reads a page from a cursor instead of sorting
+	// every id of the realm for each page.
+	userIDs SortedList[string]
 }
 
 // NewRealm returns an empty realm with every map allocated.

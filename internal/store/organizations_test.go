@@ -18,8 +18,7 @@ func testRealm(t *testing.T) *Realm {
 	t.Helper()
 	r := NewRealm("acme", t0)
 	for _, name := range []string{"alice", "bob"} {
-		u := &User{ID: "u-" + name, Username: name, RoleIDs: Set{}, GroupIDs: Set{}}
-		r.Users[u.ID], r.UserByName[name] = u, u.ID
+		r.addUser(&User{ID: "u-" + name, Username: name, RoleIDs: Set{}, GroupIDs: Set{}})
 	}
 	for _, name := range []string{"viewer", "editor", "auditor"} {
 		role := &Role{ID: "r-" + name, Name: name, Attributes: Attributes{}}

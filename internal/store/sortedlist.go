@@ -106,6 +106,31 @@ func walk[T comparable](t *treapNode[T], yield func(T) bool) bool {
 	return true
 }
 
+// After yields, in order, the values that cmp places after v, which need
+// not be in the list: a page read from a cursor. Finding the first costs
+// O(log n), and each further value O(1) amortised, so k values cost
+// O(log n + k) whatever the length of the list.
+func (s *SortedList[T]) After(v T, cmp func(a, b T) int) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		if s != nil {
+			walkAfter(s.root, v, cmp, yield)
+		}
+	}
+}
+
+func walkAfter[T comparable](t *treapNode[T], v T, cmp func(a, b T) int, yield func(T) bool) bool {
+	// Down the right spine past t and its left subtree while t is not
+	// after v; at the first t that is, its left subtree may still hold
+	// values after v, and its right subtree is after v whole.
+	for t != nil && cmp(t.v, v) <= 0 {
+		t = t.r
+	}
+	if t == nil {
+		return true
+	}
+	return walkAfter(t.l, v, cmp, yield) && yield(t.v) && walk(t.r, yield)
+}
+
 // insert adds v, which must not be in the list, at its place by cmp.
 func (s *SortedList[T]) insert(v T, cmp func(a, b T) int) {
 	s.root = treapInsert(s.root, &treapNode[T]{v: v, n: 1, prio: rand.Uint32()}, cmp)

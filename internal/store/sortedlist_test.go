@@ -38,6 +38,21 @@ func TestSortedListMatchesSortedSlice(t *testing.T) {
 				require.Equal(t, v, list.At(i))
 			}
 		}
+		// After a value, in the list or not, early stop included.
+		after := rng.IntN(520) - 10
+		start, _ := slices.BinarySearch(ref, after+1)
+		k := rng.IntN(4)
+		if step%50 == 0 {
+			k = len(ref)
+		}
+		var got []int
+		for v := range list.After(after, cmp.Compare[int]) {
+			if len(got) == k {
+				break
+			}
+			got = append(got, v)
+		}
+		require.Equal(t, append([]int{}, ref[start:min(start+k, len(ref))]...), append([]int{}, got...), "step %d: %d after %d", step, k, after)
 		lo, hi := rng.IntN(len(ref)+3)-1, rng.IntN(len(ref)+3)-1
 		from := min(max(lo, 0), len(ref))
 		want := ref[from:max(min(hi, len(ref)), from)]
@@ -50,6 +65,7 @@ func TestSortedListMatchesSortedSlice(t *testing.T) {
 	require.Zero(t, empty.Len())
 	require.Empty(t, empty.Window(0, 10))
 	require.Empty(t, slices.Collect(empty.All()))
+	require.Empty(t, slices.Collect(empty.After(0, cmp.Compare[int])))
 }
 
 // TestSortedListStaysShallow: whatever the order values arrive in (here

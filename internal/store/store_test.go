@@ -4,7 +4,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"fmt"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -101,4 +103,29 @@ func TestNewID(t *testing.T) {
 		require.False(t, seen[id])
 		seen[id] = true
 	}
+}
+
+// TestUserIDsAfter: the realm's user ids come in byte order from any
+// cursor, a user's own id or one that is no user's, as users are added.
+func TestUserIDsAfter(t *testing.T) {
+	t.Parallel()
+	r := NewRealm("acme", t0)
+	var ids []string
+	for i := range 300 {
+		u, err := r.AddUser(User{Username: fmt.Sprint("u", i)}, nil, nil)
+		require.NoError(t, err)
+		ids = append(ids, u.ID)
+		if i%60 == 0 {
+			slices.Sort(ids)
+			require.Equal(t, ids, slices.Collect(r.UserIDsAfter("")))
+		}
+	}
+	slices.Sort(ids)
+	require.NoError(t, r.CheckInvariants())
+	for i, id := range ids {
+		require.Equal(t, ids[i+1:], append([]string{}, slices.Collect(r.UserIDsAfter(id))...), "after user %d", i)
+		between := id + "\x00" // no user's id, just after this one
+		require.Equal(t, ids[i+1:], append([]string{}, slices.Collect(r.UserIDsAfter(between))...), "after %q", between)
+	}
+	require.Empty(t, slices.Collect(r.UserIDsAfter("~")), "after every id")
 }
