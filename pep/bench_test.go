@@ -139,12 +139,14 @@ func mustGrant(b *testing.B, d pep.Decision, err error) {
 }
 
 // BenchmarkCachedCheck compares a cached Check with bare lookups of the same
-// key shape (the full token, resource, scope and context), built from the
-// same strings (the token is a real access token of the reference server):
-// a golang-lru lookup, a map behind a sync.Mutex and a map behind a
-// sync.RWMutex, serially and in parallel. Run it with -cpu 1,2: the
-// parallel speed-up from one core to two is compared with the RWMutex
-// map's.
+// key shape (the full token, then one string of the resource, scope and
+// context), built from the same strings (the token is a real access token
+// of the reference server): a golang-lru lookup, a map behind a sync.Mutex
+// and a map behind a sync.RWMutex, serially and in parallel; and a map
+// behind a sync.Mutex keyed by the token, resource, scope and context as
+// fields (mutexmap-fields), the key shape before it became one string.
+// Run it with -cpu 1,2: the parallel speed-up from one core to two is
+// compared with the RWMutex map's.
 func BenchmarkCachedCheck(b *testing.B) {
 	g := startBenchGateway(b, nil)
 	tok := g.token(b)
@@ -174,6 +176,13 @@ func BenchmarkCachedCheck(b *testing.B) {
 		mu.Unlock()
 		return ok && s == pep.Grant
 	}
+	fm := map[pep.FieldsKey]pep.Status{pep.NewFieldsKey(tok, "orders", "read"): pep.Grant}
+	mutexMapFields := func() bool {
+		mu.Lock()
+		s, ok := fm[pep.NewFieldsKey(tok, "orders", "read")]
+		mu.Unlock()
+		return ok && s == pep.Grant
+	}
 	rwMap := func() bool {
 		rw.RLock()
 		s, ok := m[pep.NewCacheKey(tok, "orders", "read")]
@@ -188,7 +197,7 @@ func BenchmarkCachedCheck(b *testing.B) {
 		for _, sub := range []struct {
 			name string
 			hit  func() bool
-		}{{"lru", lookup}, {"mutexmap", mutexMap}, {"rwmap", rwMap}, {"client", check}} {
+		}{{"lru", lookup}, {"mutexmap", mutexMap}, {"mutexmap-fields", mutexMapFields}, {"rwmap", rwMap}, {"client", check}} {
 			b.Run(mode+"/"+sub.name, func(b *testing.B) {
 				b.ReportAllocs()
 				if mode == "serial" {

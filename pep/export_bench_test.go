@@ -19,3 +19,17 @@ func NewCacheKey(token, resource, scope string) CacheKey {
 		key: cacheKey(appendKey(nil, pair{resource: resource, scope: scope}, "")),
 	}
 }
+
+// FieldsKey is the key shape the client used before its key became one
+// string: the token, then the resource, scope and context as fields. The
+// benchmark keeps a map of it as a second baseline.
+type FieldsKey struct {
+	id                       tokenIdent
+	resource, scope, context string
+}
+
+// NewFieldsKey returns the FieldsKey of (resource, scope) with the Bearer
+// token and no request context.
+func NewFieldsKey(token, resource, scope string) FieldsKey {
+	return FieldsKey{id: tokenIdent{Scheme: schemeBearer, Token: token}, resource: resource, scope: scope}
+}
