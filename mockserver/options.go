@@ -137,7 +137,7 @@ func New(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s.auth.adminSecret = secret
-	s.handler = s.routes()
+	s.handler = readBodyFirst(s.routes())
 	if wrapHandler != nil {
 		s.handler = wrapHandler(s.handler)
 	}

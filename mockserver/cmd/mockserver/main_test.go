@@ -339,3 +339,106 @@ func TestRunBoundsNonReadingClients(t *testing.T) {
 	}
 	require.Less(t, got, int64(n*len(mockserver.OpenAPI())), "the server gave up on the answers")
 }
+
+// TestRunReadsBodiesItRefuses: the server reads a request's whole body
+// before it answers, also when it refuses the request without needing the
+// body (a 401, a 415) or after reading only the first 1 MiB (the 400 of an
+// oversized body). It used to answer and close the connection with most of
+// the body unread, and the kernel then reset the connection: a client that
+// writes its whole request before it reads, as a reverse proxy does, lost
+// the answer, and nginx turned a 401 into a 502 Bad Gateway. The test's
+// connection has a small send buffer, so it writes its body only as fast as
+// the server reads it.
+func TestRunReadsBodiesItRefuses(t *testing.T) {
+	base, stop := start(t, "-admin-secret", "s3cret")
+	defer func() { require.NoError(t, stop()) }()
+	addr := strings.TrimPrefix(base, "http://")
+	token := adminToken(t, base, "s3cret")
+	const decision = "/realms/master/authorization-decision-provider/authorize"
+	for _, tc := range []struct {
+		name, auth, contentType string
+		size                    int
+		want                    int
+	}{
+		{"no credentials", "", "application/json", 600 << 10, http.StatusUnauthorized},
+		{"refused token", "Bearer not-a-token", "application/json", 2 << 20, http.StatusUnauthorized},
+		{"wrong content type", "Bearer " + token, "text/plain", 600 << 10, http.StatusUnsupportedMediaType},
+		{"oversized body", "Bearer " + token, "application/json", 4 << 20, http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			defer conn.Close()
+			require.NoError(t, conn.(*net.TCPConn).SetWriteBuffer(64<<10))
+			require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+			head := "POST " + decision + " HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: " + tc.contentType +
+				"\r\nContent-Length: " + fmt.Sprint(tc.size) + "\r\n"
+			if tc.auth != "" {
+				head += "Authorization: " + tc.auth + "\r\n"
+			}
+			body := `{"clientId":"x","resources":[{"name":"r"}],"context":{"attributes":{"pad":"` +
+				strings.Repeat("a", tc.size-len(`{"clientId":"x","resources":[{"name":"r"}],"context":{"attributes":{"pad":""}}}`)) + `"}}}`
+			written := make(chan error, 1)
+			go func() {
+				_, err := io.WriteString(conn, head+"\r\n"+body)
+				written <- err
+			}()
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			require.NoError(t, err, "the answer arrives whole")
+			_, err = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, tc.want, resp.StatusCode)
+			require.NoError(t, <-written, "the server reads the whole body rather than reset the connection")
+
+			// The body was read as a body: the connection carries the next
+			// request, or says it closes.
+			if resp.Close {
+				_, err = io.Copy(io.Discard, br)
+				require.NoError(t, err)
+				return
+			}
+			_, err = io.WriteString(conn, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
+			require.NoError(t, err)
+			resp, err = http.ReadResponse(br, nil)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+		})
+	}
+
+	// A client that waits for 100 Continue is answered without being asked
+	// for its body, and the connection closes.
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+	_, err = io.WriteString(conn, "POST "+decision+" HTTP/1.1\r\nHost: "+addr+
+		"\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n")
+	require.NoError(t, err)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "not 100 Continue")
+	require.True(t, resp.Close)
+}
+
+// adminToken gets a master token of the platform-admin client.
+func adminToken(t *testing.T, base, secret string) string {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {secret}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/realms/master/protocol/openid-connect/token", strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tok))
+	return tok.AccessToken
+}

@@ -1,0 +1,105 @@
+package mockserver
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// maxDrain bounds how much of a request body the server reads and throws
+// away so that it can answer a request it refused without reading its body
+// (a 401, a 415, the 400 of an oversized body) cleanly. A client that sends
+// more loses the connection after the answer.
+const maxDrain = 16 << 20
+
+// readBodyFirst wraps h so that an answer is written only once the
+// request's body has been read to its end (at most maxDrain bytes past
+// what h read).
+//
+// A handler that refuses a request without reading its body, or after
+// reading only maxBody of it, would otherwise answer and close the
+// connection with the rest unread, and the kernel answers unread data with
+// a reset that may destroy the answer before the client reads it (RFC 9112
+// section 9.6). A reverse proxy writes the whole request before it reads
+// the answer, so behind nginx such a 401 became a 502 Bad Gateway. Go's
+// server itself discards only up to 256 KiB of an unread body.
+//
+// A client that sent Expect: 100-continue and whose body no handler
+// started to read has not sent it: it is not asked for, and the connection
+// is closed after the answer, as Go's server does with a body of its own.
+func readBodyFirst(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			h.ServeHTTP(w, r)
+			return
+		}
+		b := &watchedBody{ReadCloser: r.Body}
+		r.Body = b
+		expect := r.ProtoAtLeast(1, 1) && strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+		dw := &drainingWriter{ResponseWriter: w, body: b, expectContinue: expect}
+		h.ServeHTTP(dw, r)
+		dw.drain() // a handler that wrote nothing still gets a 200
+	})
+}
+
+// watchedBody is a request body that remembers whether it was read.
+type watchedBody struct {
+	io.ReadCloser
+	started bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	b.started = true
+	return b.ReadCloser.Read(p)
+}
+
+// drainingWriter reads the rest of the request body before the answer's
+// header is written.
+type drainingWriter struct {
+	http.ResponseWriter
+	body           *watchedBody
+	expectContinue bool
+	drained        bool
+}
+
+// drain reads the rest of the body, once. When the body is longer than
+// maxDrain, or cannot be read to its end (a read timeout, a malformed
+// chunk), the answer says the connection closes.
+func (w *drainingWriter) drain() {
+	if w.drained {
+		return
+	}
+	w.drained = true
+	if w.expectContinue && !w.body.started {
+		// Go's server would otherwise try to discard the body it never
+		// asked for: r.Body is no longer its own, so it cannot tell.
+		w.Header().Set("Connection", "close")
+		return
+	}
+	_, err := io.CopyN(io.Discard, w.body.ReadCloser, maxDrain)
+	if err == nil || (!errors.Is(err, io.EOF) && !errors.Is(err, http.ErrBodyReadAfterClose)) {
+		w.Header().Set("Connection", "close")
+	}
+}
+
+func (w *drainingWriter) WriteHeader(code int) {
+	if code >= 200 { // an informational answer is no answer yet
+		w.drain()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *drainingWriter) Write(p []byte) (int, error) {
+	w.drain()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush drains before it sends what was written.
+func (w *drainingWriter) Flush() {
+	w.drain()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *drainingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
