@@ -100,6 +100,7 @@ func TestBodiesAreReadStrictly(t *testing.T) {
 				{"no content type", "", rt.valid, http.StatusUnsupportedMediaType},
 				{"form", "application/x-www-form-urlencoded", rt.valid, http.StatusUnsupportedMediaType},
 				{"latin-1", "application/json; charset=iso-8859-1", rt.valid, http.StatusUnsupportedMediaType},
+				{"two types", "application/json\ntext/plain", rt.valid, http.StatusUnsupportedMediaType},
 				{"utf-8 charset", "application/json; charset=UTF-8", rt.valid, rt.validStatus},
 			}
 			for _, tc := range cases {
@@ -131,7 +132,8 @@ func TestBodiesAreReadStrictly(t *testing.T) {
 	})
 }
 
-// sendRaw sends body as is with the given Content-Type ("" for none).
+// sendRaw sends body as is with the given Content-Type ("" for none; lines
+// of it become header lines of their own).
 func (a *orgAPI) sendRaw(token, method, url, contentType, body string) *apiResp {
 	a.t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -140,7 +142,9 @@ func (a *orgAPI) sendRaw(token, method, url, contentType, body string) *apiResp 
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+		for _, ct := range strings.Split(contentType, "\n") {
+			req.Header.Add("Content-Type", ct)
+		}
 	}
 	resp, err := a.hc.Do(req)
 	require.NoError(a.t, err)

@@ -155,8 +155,12 @@ func typeError(field string, want reflect.Type) error {
 }
 
 // checkJSONContentType answers 415 unless the request says its body is
-// application/json (parameters aside; a charset must be UTF-8).
+// application/json (parameters aside; a charset must be UTF-8), once: a
+// request that names two types has no one type its body is in.
 func checkJSONContentType(r *http.Request) error {
+	if len(r.Header.Values("Content-Type")) > 1 {
+		return errf(http.StatusUnsupportedMediaType, "the request names more than one Content-Type; send exactly one, application/json")
+	}
 	ct := r.Header.Get("Content-Type")
 	if ct == "application/json" { // what clients send; ParseMediaType allocates
 		return nil
