@@ -162,7 +162,7 @@ func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time
 		if err := CheckAttributes(field+"attributes", s.Attributes); err != nil {
 			return s, err
 		}
-		if err := r.checkPropertyAttributes(orgID, field+"attributes", s.Attributes); err != nil {
+		if err := r.checkPropertyAttributes(orgID, func() string { return field + "attributes" }, s.Attributes); err != nil {
 			return s, err
 		}
 		s.Attributes = s.Attributes.Clone()
@@ -248,7 +248,7 @@ func (r *Realm) UpdateDepartment(orgID, deptID string, spec DeptSpec) (*Departme
 	if err := CheckAttributes("attributes", spec.Attributes); err != nil {
 		return nil, err
 	}
-	if err := r.checkPropertyAttributes(orgID, "attributes", spec.Attributes); err != nil {
+	if err := r.checkPropertyAttributes(orgID, func() string { return "attributes" }, spec.Attributes); err != nil {
 		return nil, err
 	}
 	if name != d.Name {
