@@ -36,8 +36,10 @@ type authorizeRequest struct {
 	Context   *decisionContext  `json:"context"`
 }
 
+// resourceRequest is one resource of an authorize request. A missing, null
+// or empty name are one error, so Name needs no pointer to tell them apart.
 type resourceRequest struct {
-	Name   *string  `json:"name"`
+	Name   string   `json:"name"`
 	Scopes []string `json:"scopes"`
 }
 
@@ -165,7 +167,7 @@ func (req *authorizeRequest) check() ([]decision.Resource, string, error) {
 	}
 	out := make([]decision.Resource, len(req.Resources))
 	for i, rr := range req.Resources {
-		if rr.Name == nil || *rr.Name == "" {
+		if rr.Name == "" {
 			return nil, "", badField(fmt.Sprintf("resources[%d].name", i), "is required")
 		}
 		if len(rr.Scopes) > maxDecisionScopes {
@@ -176,7 +178,7 @@ func (req *authorizeRequest) check() ([]decision.Resource, string, error) {
 				return nil, "", badField(fmt.Sprintf("resources[%d].scopes[%d]", i, j), "must not be empty")
 			}
 		}
-		out[i] = decision.Resource{Name: *rr.Name, Scopes: rr.Scopes}
+		out[i] = decision.Resource{Name: rr.Name, Scopes: rr.Scopes}
 	}
 	if req.Context == nil {
 		return nil, "", badField("context", "must be a JSON object ({} when the call has none)")
