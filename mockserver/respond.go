@@ -81,7 +81,13 @@ func appendJSONString(b []byte, s string) []byte {
 
 // writeResult writes {"result": v}.
 func writeResult(w http.ResponseWriter, status int, v any) {
-	writeJSON(w, status, map[string]any{"result": v})
+	writeJSON(w, status, resultBody{Result: v})
+}
+
+// resultBody is the envelope of a single resource's answer. A struct, not a
+// map: the same bytes without a map to allocate and sort.
+type resultBody struct {
+	Result any `json:"result"`
 }
 
 // writeErr writes err as the service's error body. Store errors map to 404,
