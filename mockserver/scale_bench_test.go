@@ -354,12 +354,19 @@ func BenchmarkDecisionTokens(b *testing.B) {
 	}
 }
 
-// BenchmarkRealmIsolation measures decision latency in realm small, first
-// quiet, then while realm big's admin instantiates a 1,000-department
-// template, deletes it again and creates departments, back to back from
-// one goroutine. It reports the p50, p99, p99.9 and maximum of each phase
-// and the ratio of the busy p99 to the quiet p99 (target: at most 2).
-func BenchmarkRealmIsolation(b *testing.B) {
+// isolationSetup is the server of BenchmarkRealmIsolation: realm big of
+// scaleFixture(1000), realm small with user carol, and in big a template of
+// store.MaxTemplateNodes departments in the first organization.
+type isolationSetup struct {
+	s            *Server
+	admin, carol string
+	orgs         []string
+	tmplID       string
+}
+
+const smallAuthorize = "/realms/small/authorization-decision-provider/authorize"
+
+func newIsolationSetup(b *testing.B) *isolationSetup {
 	fx := scaleFixture(1000)
 	fx.Realms = append(fx.Realms, FixtureRealm{
 		Name:  "small",
@@ -387,14 +394,60 @@ func BenchmarkRealmIsolation(b *testing.B) {
 	}
 	tmplBody := mustJSON(map[string]any{"name": "wide", "root": map[string]any{"name": "Division", "children": kids}})
 	rec := serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+orgs[0]+"/department-templates", admin, tmplBody, http.StatusCreated)
-	tmplID := idOf(b, rec)
-	const smallAuthorize = "/realms/small/authorization-decision-provider/authorize"
+	return &isolationSetup{s: s, admin: admin, carol: carol, orgs: orgs, tmplID: idOf(b, rec)}
+}
+
+// writeRound is one round of the busy admin of BenchmarkRealmIsolation:
+// the template instantiated in the first organization and deleted again,
+// so that the organization stays the same size, and a plain department
+// in another organization each round.
+func (is *isolationSetup) writeRound(b *testing.B, i int) {
+	rec := serve(b, is.s, http.MethodPost, scaleOrgsPrefix+"/"+is.orgs[0]+"/departments", is.admin,
+		fmt.Sprintf(`{"templateId":%q}`, is.tmplID), http.StatusCreated)
+	serve(b, is.s, http.MethodDelete, scaleOrgsPrefix+"/"+is.orgs[0]+"/departments/"+idOf(b, rec), is.admin, "", http.StatusOK)
+	serve(b, is.s, http.MethodPost, scaleOrgsPrefix+"/"+is.orgs[1+i%(len(is.orgs)-1)]+"/departments", is.admin,
+		fmt.Sprintf(`{"name":"Busy %d"}`, i), http.StatusCreated)
+}
+
+// decide is one decision of BenchmarkRealmIsolation, in realm small.
+func (is *isolationSetup) decide(b *testing.B) {
+	serve(b, is.s, http.MethodPost, smallAuthorize, is.carol, scaleDecision, http.StatusOK)
+}
+
+// BenchmarkIsolationParts measures, alone, the two sides of
+// BenchmarkRealmIsolation: one round of the busy writer and one decision
+// in realm small, so that their allocations can be read per operation.
+func BenchmarkIsolationParts(b *testing.B) {
+	is := newIsolationSetup(b)
+	b.Run("write-round", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			is.writeRound(b, i)
+			i++
+		}
+	})
+	b.Run("decision", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			is.decide(b)
+		}
+	})
+}
+
+// BenchmarkRealmIsolation measures decision latency in realm small, first
+// quiet, then while realm big's admin instantiates a 1,000-department
+// template, deletes it again and creates departments, back to back from
+// one goroutine. It reports the p50, p99, p99.9 and maximum of each phase
+// and the ratio of the busy p99 to the quiet p99 (target: at most 2).
+func BenchmarkRealmIsolation(b *testing.B) {
+	is := newIsolationSetup(b)
 
 	phase := func(n int) []time.Duration {
 		lat := make([]time.Duration, n)
 		for i := range lat {
 			start := time.Now()
-			serve(b, s, http.MethodPost, smallAuthorize, carol, scaleDecision, http.StatusOK)
+			is.decide(b)
 			lat[i] = time.Since(start)
 		}
 		slices.Sort(lat)
@@ -414,15 +467,7 @@ func BenchmarkRealmIsolation(b *testing.B) {
 		)
 		wg.Go(func() {
 			for i := 0; !stop.Load(); i++ {
-				// The template belongs to orgs[0]; its 1,000 departments
-				// are deleted again so that the organization stays the
-				// same size. A plain department goes to another
-				// organization each round.
-				rec := serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+orgs[0]+"/departments", admin,
-					fmt.Sprintf(`{"templateId":%q}`, tmplID), http.StatusCreated)
-				serve(b, s, http.MethodDelete, scaleOrgsPrefix+"/"+orgs[0]+"/departments/"+idOf(b, rec), admin, "", http.StatusOK)
-				serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+orgs[1+i%(len(orgs)-1)]+"/departments", admin,
-					fmt.Sprintf(`{"name":"Busy %d"}`, i), http.StatusCreated)
+				is.writeRound(b, i)
 				writes.Add(3)
 			}
 		})

@@ -155,11 +155,20 @@ type Subject struct {
 // the token's organization claim) counts only assignments in that
 // organization; an org that names no organization counts none. An unknown
 // user has no roles and no groups.
+//
+// It is small enough to be inlined, so that a caller whose Subject does not
+// escape (a decision) holds the role set on its stack, not on the heap.
 func SubjectOf(r *store.Realm, userID, org string) Subject {
 	sub := Subject{UserID: userID, Roles: make(store.Set, 8)}
-	u, ok := r.Users[userID]
+	sub.load(r, org)
+	return sub
+}
+
+// load fills in the groups, names and roles of sub.UserID.
+func (sub *Subject) load(r *store.Realm, org string) {
+	u, ok := r.Users[sub.UserID]
 	if !ok {
-		return sub
+		return
 	}
 	sub.Groups = u.GroupIDs
 	sub.Username, sub.Email = u.Username, u.Email
@@ -171,11 +180,10 @@ func SubjectOf(r *store.Realm, userID, org string) Subject {
 		} else if id, ok := r.OrgByAlias[org]; ok {
 			orgID = id
 		} else {
-			return sub
+			return
 		}
 	}
-	r.AddOrgRoles(userID, orgID, sub.Roles)
-	return sub
+	r.AddOrgRoles(sub.UserID, orgID, sub.Roles)
 }
 
 // grants reports whether the permission grants to sub for the request
@@ -240,20 +248,24 @@ func (p *Policy) Evaluate(sub *Subject, resources []Resource, method string) Res
 	for _, r := range resources {
 		n += max(len(r.Scopes), 1)
 	}
-	e := evaluation{p: p, sub: sub, method: method, out: make([]Permission, 0, n)}
+	// The pairs are kept beside the evaluation, not in it: a slice stored
+	// through the evaluation would make everything it points to, the
+	// subject included, escape to the heap.
+	e := evaluation{p: p, sub: sub, method: method}
+	out := make([]Permission, 0, n)
 	for _, r := range resources {
 		if r.Name == Wildcard {
 			for i := range p.resources {
 				cr := &p.resources[i]
 				if len(r.Scopes) == 0 {
 					for _, s := range cr.scopes {
-						e.add(cr, cr.name, s)
+						out = e.add(out, cr, cr.name, s)
 					}
 					continue
 				}
 				for _, s := range r.Scopes {
 					if _, ok := cr.byScope[s]; ok {
-						e.add(cr, cr.name, s)
+						out = e.add(out, cr, cr.name, s)
 					}
 				}
 			}
@@ -262,10 +274,10 @@ func (p *Policy) Evaluate(sub *Subject, resources []Resource, method string) Res
 		idx, ok := p.byName[r.Name]
 		if !ok {
 			if len(r.Scopes) == 0 {
-				e.add(nil, r.Name, "")
+				out = e.add(out, nil, r.Name, "")
 			}
 			for _, s := range r.Scopes {
-				e.add(nil, r.Name, s)
+				out = e.add(out, nil, r.Name, s)
 			}
 			continue
 		}
@@ -275,10 +287,10 @@ func (p *Policy) Evaluate(sub *Subject, resources []Resource, method string) Res
 			scopes = cr.scopes
 		}
 		for _, s := range scopes {
-			e.add(cr, r.Name, s)
+			out = e.add(out, cr, r.Name, s)
 		}
 	}
-	return Result{Status: Overall(e.out), Permissions: e.out}
+	return Result{Status: Overall(out), Permissions: out}
 }
 
 // Decide is the status of the one pair (resource, scope) for sub, as
@@ -294,13 +306,13 @@ func (p *Policy) Decide(sub *Subject, resource, scope, method string, props map[
 	return Error
 }
 
-// evaluation accumulates the pairs of one request.
+// evaluation is the state of one request's pairs: who they are for, and
+// the set of pairs seen once there are too many to scan.
 type evaluation struct {
 	p      *Policy
 	sub    *Subject
 	method string
-	props  map[string]any // the resource instance's properties; nil: none
-	out    []Permission
+	props  map[string]any         // the resource instance's properties; nil: none
 	seen   map[[2]string]struct{} // used once out is too long to scan
 }
 
@@ -308,27 +320,29 @@ type evaluation struct {
 // linear scan rather than a map.
 const dedupeScan = 16
 
-func (e *evaluation) add(cr *compiledResource, resource, scope string) {
+// add appends the pair (resource, scope) to out, decided, unless out holds
+// it already.
+func (e *evaluation) add(out []Permission, cr *compiledResource, resource, scope string) []Permission {
 	key := [2]string{resource, scope}
-	if len(e.out) < dedupeScan {
-		for _, q := range e.out {
+	if len(out) < dedupeScan {
+		for _, q := range out {
 			if q.Resource == resource && q.Scope == scope {
-				return
+				return out
 			}
 		}
 	} else {
 		if e.seen == nil {
-			e.seen = make(map[[2]string]struct{}, 2*len(e.out))
-			for _, q := range e.out {
+			e.seen = make(map[[2]string]struct{}, 2*len(out))
+			for _, q := range out {
 				e.seen[[2]string{q.Resource, q.Scope}] = struct{}{}
 			}
 		}
 		if _, dup := e.seen[key]; dup {
-			return
+			return out
 		}
 		e.seen[key] = struct{}{}
 	}
-	e.out = append(e.out, Permission{Resource: resource, Scope: scope, Status: e.decide(cr, scope)})
+	return append(out, Permission{Resource: resource, Scope: scope, Status: e.decide(cr, scope)})
 }
 
 func (e *evaluation) decide(cr *compiledResource, scope string) Status {

@@ -208,6 +208,19 @@ func TestCache(t *testing.T) {
 	require.Same(t, c.Policy(w.client), c.Policy(w.client))
 }
 
+// TestEvaluateAllocatesOnlyItsResult: a decision's subject and role set
+// stay on the caller's stack (SubjectOf is inlined, and Evaluate does not
+// let the subject escape); the pairs it returns are its one allocation.
+func TestEvaluateAllocatesOnlyItsResult(t *testing.T) {
+	w := newWorld(t)
+	p := Compile(w.client)
+	res := []Resource{{Name: "orders", Scopes: []string{"read", "write"}}, {Name: "invoices", Scopes: []string{"read"}}}
+	require.Equal(t, 1.0, testing.AllocsPerRun(100, func() {
+		sub := SubjectOf(w.r, w.ids["carol"], "")
+		_ = p.Evaluate(&sub, res, "GET")
+	}))
+}
+
 func BenchmarkEvaluate(b *testing.B) {
 	w := newWorld(b)
 	p := Compile(w.client)

@@ -106,7 +106,10 @@ func (r *Realm) DepartmentTree(orgID string) ([]*DeptNode, error) {
 func (r *Realm) subtree(deptID string) []*Department {
 	d := r.Depts[deptID]
 	children := r.orgIndex(d.OrgID).children
-	out := []*Department{d}
+	// Sized for the department and its children: all of a wide subtree,
+	// such as a template's, in one allocation.
+	out := make([]*Department, 1, 1+children[deptID].Len())
+	out[0] = d
 	for i := 0; i < len(out); i++ {
 		for c := range children[out[i].ID].All() {
 			out = append(out, c)
@@ -162,7 +165,7 @@ func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time
 		if err := CheckAttributes(field+"attributes", s.Attributes); err != nil {
 			return s, err
 		}
-		if err := r.checkPropertyAttributes(orgID, field+"attributes", s.Attributes); err != nil {
+		if err := r.checkPropertyAttributes(orgID, func() string { return field + "attributes" }, s.Attributes); err != nil {
 			return s, err
 		}
 		s.Attributes = s.Attributes.Clone()
@@ -248,7 +251,7 @@ func (r *Realm) UpdateDepartment(orgID, deptID string, spec DeptSpec) (*Departme
 	if err := CheckAttributes("attributes", spec.Attributes); err != nil {
 		return nil, err
 	}
-	if err := r.checkPropertyAttributes(orgID, "attributes", spec.Attributes); err != nil {
+	if err := r.checkPropertyAttributes(orgID, func() string { return "attributes" }, spec.Attributes); err != nil {
 		return nil, err
 	}
 	if name != d.Name {
@@ -260,18 +263,13 @@ func (r *Realm) UpdateDepartment(orgID, deptID string, spec DeptSpec) (*Departme
 
 // DeleteDepartment removes a department, its whole subtree and every
 // assignment to them (so the template grants anchored to those assignments
-// go too). It returns the ids removed, the department first. It costs the
-// size of the subtree and of its assignments.
-func (r *Realm) DeleteDepartment(orgID, deptID string) ([]string, error) {
+// go too). It returns the departments removed, the department first, parents
+// before children. It costs the size of the subtree and of its assignments.
+func (r *Realm) DeleteDepartment(orgID, deptID string) ([]*Department, error) {
 	if _, err := r.Department(orgID, deptID); err != nil {
 		return nil, err
 	}
-	sub := r.removeSubtree(deptID)
-	ids := make([]string, len(sub))
-	for i, d := range sub {
-		ids[i] = d.ID
-	}
-	return ids, nil
+	return r.removeSubtree(deptID), nil
 }
 
 // removeSubtree removes department deptID with all its descendants, their

@@ -122,10 +122,10 @@ func TestDeleteDepartmentRemovesSubtreeAndAssignments(t *testing.T) {
 	_, _, err := r.Assign("u-bob", top.ID, t0)
 	require.NoError(t, err)
 
-	ids, err := r.DeleteDepartment(o.ID, top.ID)
+	gone, err := r.DeleteDepartment(o.ID, top.ID)
 	require.NoError(t, err)
-	assert.Len(t, ids, 3)
-	assert.Equal(t, top.ID, ids[0])
+	assert.Len(t, gone, 3)
+	assert.Equal(t, top, gone[0])
 	assert.Len(t, r.Depts, 1)
 	assert.Len(t, r.Assignments, 1)
 	assert.Equal(t, Set{other.ID: {}}, r.AssignmentsByUser["u-alice"])

@@ -188,12 +188,14 @@ func (r *Realm) checkKeysFree(orgID, except string, props []Property) error {
 // It costs the attributes, not the organization's templates: each attribute
 // is one look-up in the organization's index of keys, and the walk over the
 // required keys stops at the first one missing, so it makes at most one
-// look-up more than there are attributes.
-func (r *Realm) checkPropertyAttributes(orgID, field string, attrs Attributes) error {
+// look-up more than there are attributes. field names the attributes in an
+// error; it is called only for one, so that a caller checking many
+// departments builds no names for the valid ones.
+func (r *Realm) checkPropertyAttributes(orgID string, field func() string, attrs Attributes) error {
 	ix := r.orgIndex(orgID)
 	for key := range ix.required {
 		if len(attrs[key]) == 0 {
-			return invalidField(field+"."+key, "is required by property template "+ix.props[key].tmpl.Name)
+			return invalidField(field()+"."+key, "is required by property template "+ix.props[key].tmpl.Name)
 		}
 	}
 	for key, values := range attrs {
@@ -203,7 +205,7 @@ func (r *Realm) checkPropertyAttributes(orgID, field string, attrs Attributes) e
 		}
 		for _, v := range values {
 			if !validValue(*ref.prop, v) {
-				return invalidField(field+"."+key, fmt.Sprintf("%q is not a valid %s", v, ref.prop.Type))
+				return invalidField(field()+"."+key, fmt.Sprintf("%q is not a valid %s", v, ref.prop.Type))
 			}
 		}
 	}
@@ -363,12 +365,24 @@ func (r *Realm) InstantiateTemplate(orgID, parentID, tmplID string, now time.Tim
 		return nil, err
 	}
 	ix := r.orgIndex(orgID)
-	var fits func(n *TemplateNode, field string, depth int) error
-	fits = func(n *TemplateNode, field string, depth int) error {
+	// path holds the child indexes from the template's root down to the node
+	// being checked. The node's field name ("root.children[3].attributes")
+	// is built from it only for an error: building it for every node was
+	// two allocations per department of every instantiation.
+	path := make([]int, 0, MaxDepartmentDepth)
+	attrsField := func() string {
+		b := []byte("root.")
+		for _, i := range path {
+			b = fmt.Appendf(b, "children[%d].", i)
+		}
+		return string(append(b, "attributes"...))
+	}
+	var fits func(n *TemplateNode, depth int) error
+	fits = func(n *TemplateNode, depth int) error {
 		if depth > MaxDepartmentDepth {
 			return Invalid("departments can be nested at most %d levels deep", MaxDepartmentDepth)
 		}
-		if err := r.checkPropertyAttributes(orgID, field+"attributes", n.Attributes); err != nil {
+		if err := r.checkPropertyAttributes(orgID, attrsField, n.Attributes); err != nil {
 			return err
 		}
 		if n.Alias != "" {
@@ -382,13 +396,15 @@ func (r *Realm) InstantiateTemplate(orgID, parentID, tmplID string, now time.Tim
 			}
 		}
 		for i := range n.Children {
-			if err := fits(&n.Children[i], fmt.Sprintf("%schildren[%d].", field, i), depth+1); err != nil {
+			path = append(path, i)
+			if err := fits(&n.Children[i], depth+1); err != nil {
 				return err
 			}
+			path = path[:len(path)-1]
 		}
 		return nil
 	}
-	if err := fits(&t.Root, "root.", depth+1); err != nil {
+	if err := fits(&t.Root, depth+1); err != nil {
 		return nil, err
 	}
 

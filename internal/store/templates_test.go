@@ -142,6 +142,7 @@ func TestDepartmentTemplates(t *testing.T) {
 	require.NoError(t, err)
 	_, err = r.InstantiateTemplate(o.ID, "", tmpl.ID, t0)
 	require.ErrorIs(t, err, ErrInvalid)
+	assert.Equal(t, "root.attributes.cost", fieldOf(err))
 	assert.Empty(t, r.Depts)
 
 	_, err = r.InstantiateTemplate(o.ID, "", "ghost", t0)
@@ -150,6 +151,32 @@ func TestDepartmentTemplates(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, list, 1)
 	requireConsistent(t, r)
+}
+
+// TestInstantiateNamesTheNodeAtFault: a department of a template that a
+// property template added later refuses is named by its place in the
+// template, however deep, and the template's other nodes do not change it.
+func TestInstantiateNamesTheNodeAtFault(t *testing.T) {
+	r := testRealm(t)
+	o := mustOrg(t, r, "A", "a")
+	tmpl, err := r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "deep", Root: TemplateNode{
+		Name: "R", Attributes: Attributes{"cost": {"1"}},
+		Children: []TemplateNode{
+			{Name: "A", Attributes: Attributes{"cost": {"2"}}, Children: []TemplateNode{{Name: "A0", Attributes: Attributes{"cost": {"3"}}}}},
+			{Name: "B", Attributes: Attributes{"cost": {"4"}}, Children: []TemplateNode{
+				{Name: "B0", Attributes: Attributes{"cost": {"5"}}},
+				{Name: "B1", Attributes: Attributes{"cost": {"six"}}},
+			}},
+		},
+	}}, t0)
+	require.NoError(t, err)
+	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "p",
+		Properties: []Property{{Key: "cost", Type: PropNumber}}}, t0)
+	require.NoError(t, err)
+	_, err = r.InstantiateTemplate(o.ID, "", tmpl.ID, t0)
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Equal(t, "root.children[1].children[1].attributes.cost", fieldOf(err))
+	assert.Empty(t, r.Depts)
 }
 
 // TestPropertyKeyIndexFollowsTemplates: the organization's index of
