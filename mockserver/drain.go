@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // maxDrain bounds how much of a request body the server reads and throws
@@ -12,6 +13,12 @@ import (
 // (a 401, a 415, the 400 of an oversized body) cleanly. A client that sends
 // more loses the connection after the answer.
 const maxDrain = 16 << 20
+
+// drainTime bounds how long the server waits for the rest of a body it
+// refused: a client that trickles it loses the connection after the
+// answer rather than holding the request (and a graceful shutdown) until
+// the read timeout.
+const drainTime = 2 * time.Second
 
 // readBodyFirst wraps h so that an answer is written only once the
 // request's body has been read to its end (at most maxDrain bytes past
@@ -37,7 +44,10 @@ func readBodyFirst(h http.Handler) http.Handler {
 		b := &watchedBody{ReadCloser: r.Body}
 		r.Body = b
 		expect := r.ProtoAtLeast(1, 1) && strings.EqualFold(r.Header.Get("Expect"), "100-continue")
-		dw := &drainingWriter{ResponseWriter: w, body: b, expectContinue: expect}
+		// A body declared longer than maxDrain is never drained: its
+		// connection closes after the answer whatever the client sends.
+		tooLong := r.ContentLength > maxDrain
+		dw := &drainingWriter{ResponseWriter: w, body: b, expectContinue: expect, tooLong: tooLong}
 		h.ServeHTTP(dw, r)
 		dw.drain() // a handler that wrote nothing still gets a 200
 	})
@@ -60,23 +70,30 @@ type drainingWriter struct {
 	http.ResponseWriter
 	body           *watchedBody
 	expectContinue bool
+	tooLong        bool
 	drained        bool
 }
 
-// drain reads the rest of the body, once. When the body is longer than
-// maxDrain, or cannot be read to its end (a read timeout, a malformed
-// chunk), the answer says the connection closes.
+// drain reads the rest of the body, once, for at most drainTime. When the
+// body is longer than maxDrain, or cannot be read to its end in time (a
+// trickling client, a malformed chunk), the answer says the connection
+// closes.
 func (w *drainingWriter) drain() {
 	if w.drained {
 		return
 	}
 	w.drained = true
-	if w.expectContinue && !w.body.started {
-		// Go's server would otherwise try to discard the body it never
-		// asked for: r.Body is no longer its own, so it cannot tell.
+	if w.tooLong || (w.expectContinue && !w.body.started) {
+		// A body the server would never read whole, or one it never asked
+		// for: Go's server would otherwise try to discard it, since r.Body
+		// is no longer its own and it cannot tell.
 		w.Header().Set("Connection", "close")
 		return
 	}
+	// Not every writer has a connection (a test's recorder): then the
+	// server's own read timeout is the only bound.
+	rc := http.NewResponseController(w.ResponseWriter)
+	_ = rc.SetReadDeadline(time.Now().Add(drainTime))
 	_, err := io.CopyN(io.Discard, w.body.ReadCloser, maxDrain)
 	if err == nil || (!errors.Is(err, io.EOF) && !errors.Is(err, http.ErrBodyReadAfterClose)) {
 		w.Header().Set("Connection", "close")

@@ -442,3 +442,38 @@ func adminToken(t *testing.T, base, secret string) string {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tok))
 	return tok.AccessToken
 }
+
+// TestRunDoesNotWaitForBodiesItRefuses: a refused request whose body the
+// server will not read whole gets its answer without waiting for the body,
+// and its connection closes: a body declared longer than the server ever
+// drains is answered at once, and one that trickles is given up on after
+// a short while, long before the read timeout (an hour here), so that such
+// a client holds neither its request nor a graceful shutdown. The
+// connection's deadline only keeps a regression from hanging the test.
+func TestRunDoesNotWaitForBodiesItRefuses(t *testing.T) {
+	base, stop := start(t, "-read-timeout", "1h")
+	addr := strings.TrimPrefix(base, "http://")
+	for _, tc := range []struct {
+		name   string
+		length int
+	}{
+		{"declared past what is ever drained", 1 << 30},
+		{"trickling", 1_000_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			defer conn.Close()
+			require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
+			_, err = io.WriteString(conn, "POST /realms/master/authorization-decision-provider/authorize HTTP/1.1\r\nHost: "+addr+
+				"\r\nContent-Type: application/json\r\nContent-Length: "+fmt.Sprint(tc.length)+"\r\n\r\n{\"a\":")
+			require.NoError(t, err)
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			require.NoError(t, err, "the answer comes without the rest of the body")
+			resp.Body.Close()
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+			require.True(t, resp.Close, "the connection closes after the answer")
+		})
+	}
+	require.NoError(t, stop(), "a clean shutdown: no refused request is left waiting for its body")
+}
