@@ -31,5 +31,5 @@ type FieldsKey struct {
 // NewFieldsKey returns the FieldsKey of (resource, scope) with the Bearer
 // token and no request context.
 func NewFieldsKey(token, resource, scope string) FieldsKey {
-	return FieldsKey{id: tokenIdent{Scheme: schemeBearer, Token: token}, resource: resource, scope: scope}
+	return FieldsKey{id: tokenIdent{Scheme: schemeBearer, Token: token}, resource: resource, scope: scope, context: ""}
 }
