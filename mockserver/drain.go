@@ -41,13 +41,14 @@ func readBodyFirst(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		b := &watchedBody{ReadCloser: r.Body}
-		r.Body = b
 		expect := r.ProtoAtLeast(1, 1) && strings.EqualFold(r.Header.Get("Expect"), "100-continue")
 		// A body declared longer than maxDrain is never drained: its
 		// connection closes after the answer whatever the client sends.
 		tooLong := r.ContentLength > maxDrain
-		dw := &drainingWriter{ResponseWriter: w, body: b, expectContinue: expect, tooLong: tooLong}
+		// One allocation for the writer and the body it watches: this
+		// runs for every request with a body, decisions included.
+		dw := &drainingWriter{ResponseWriter: w, body: watchedBody{ReadCloser: r.Body}, expectContinue: expect, tooLong: tooLong}
+		r.Body = &dw.body
 		h.ServeHTTP(dw, r)
 		dw.drain() // a handler that wrote nothing still gets a 200
 	})
@@ -68,7 +69,7 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 // header is written.
 type drainingWriter struct {
 	http.ResponseWriter
-	body           *watchedBody
+	body           watchedBody
 	expectContinue bool
 	tooLong        bool
 	drained        bool
