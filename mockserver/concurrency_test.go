@@ -120,8 +120,8 @@ func TestConcurrentOrganizationWork(t *testing.T) {
 			perOrg[d.OrgID]++
 		}
 		assignPerOrg := map[string]int{}
-		for _, as := range rm.Assignments {
-			assignPerOrg[rm.Depts[as.DepartmentID].OrgID]++
+		for did, users := range rm.AssignmentsByDept {
+			assignPerOrg[rm.Depts[did].OrgID] += len(users)
 		}
 		for w, org := range orgIDs {
 			if w%2 == 1 {

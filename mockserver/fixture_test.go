@@ -152,8 +152,10 @@ func TestFixtureBuildsConsistentState(t *testing.T) {
 		bob := r.UserByName["bob"]
 		require.Len(t, r.AssignmentsByUser[bob], 2)
 		require.Len(t, r.AssignmentsByDept[sales.ID], 2)
-		require.Len(t, r.Assignments, 3)
-		require.Equal(t, orgID, r.Depts[r.Assignments[store.AssignmentKey{UserID: bob, DepartmentID: inside.ID}].DepartmentID].OrgID)
+		require.Equal(t, 3, r.AssignmentCount())
+		a, ok := r.Assignment(bob, inside.ID)
+		require.True(t, ok)
+		require.Equal(t, orgID, r.Depts[a.DepartmentID].OrgID)
 		return nil
 	}))
 }

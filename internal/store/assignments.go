@@ -20,45 +20,63 @@ func (r *Realm) lookupUser(id string) (*User, error) {
 // a user keeps every other assignment. A repeat changes nothing and returns
 // the original assignment with created false. Errors: ErrNotFound for an
 // unknown user or department.
-func (r *Realm) Assign(userID, deptID string, now time.Time) (a *Assignment, created bool, err error) {
+func (r *Realm) Assign(userID, deptID string, now time.Time) (a Assignment, created bool, err error) {
 	if _, ok := r.Depts[deptID]; !ok {
-		return nil, false, NotFound("department %q", deptID)
+		return Assignment{}, false, NotFound("department %q", deptID)
 	}
 	if _, err := r.lookupUser(userID); err != nil {
-		return nil, false, err
+		return Assignment{}, false, err
 	}
-	key := AssignmentKey{UserID: userID, DepartmentID: deptID}
-	if a, ok := r.Assignments[key]; ok {
+	if a, ok := r.Assignment(userID, deptID); ok {
 		return a, false, nil
 	}
-	a = &Assignment{UserID: userID, DepartmentID: deptID, AssignedAt: now.UTC()}
-	r.Assignments[key] = a
-	indexAdd(r.AssignmentsByUser, userID, deptID)
-	indexAdd(r.AssignmentsByDept, deptID, userID)
-	return a, true, nil
+	at := now.UnixMicro()
+	heldAdd(r.AssignmentsByUser, userID, deptID, at)
+	heldAdd(r.AssignmentsByDept, deptID, userID, at)
+	r.assignments++
+	return assignment(userID, deptID, at), true, nil
+}
+
+// Assignment returns the assignment of userID to deptID, if there is one.
+func (r *Realm) Assignment(userID, deptID string) (Assignment, bool) {
+	at, ok := r.AssignmentsByUser[userID][deptID]
+	if !ok {
+		return Assignment{}, false
+	}
+	return assignment(userID, deptID, at), true
+}
+
+// assignment builds the Assignment of userID to deptID made at Unix
+// microsecond at (which spans years -290,000 to 294,000, the zero
+// time.Time included).
+func assignment(userID, deptID string, at int64) Assignment {
+	return Assignment{UserID: userID, DepartmentID: deptID, AssignedAt: time.UnixMicro(at).UTC()}
 }
 
 // Unassign removes the assignment of userID to deptID, or returns
 // ErrNotFound when there is none.
 func (r *Realm) Unassign(userID, deptID string) error {
-	if _, ok := r.Assignments[AssignmentKey{UserID: userID, DepartmentID: deptID}]; !ok {
+	if _, ok := r.AssignmentsByUser[userID][deptID]; !ok {
 		return NotFound("user %q is not assigned to department %q", userID, deptID)
 	}
 	r.removeAssignment(userID, deptID)
 	return nil
 }
 
-// removeAssignment removes one assignment from the primary map and both
-// indexes, dropping empty index sets.
+// removeAssignment removes one assignment from both indexes, dropping
+// emptied sets.
 func (r *Realm) removeAssignment(userID, deptID string) {
-	delete(r.Assignments, AssignmentKey{UserID: userID, DepartmentID: deptID})
-	indexRemove(r.AssignmentsByUser, userID, deptID)
-	indexRemove(r.AssignmentsByDept, deptID, userID)
+	heldRemove(r.AssignmentsByUser, userID, deptID)
+	heldRemove(r.AssignmentsByDept, deptID, userID)
+	r.assignments--
 }
+
+// AssignmentCount returns how many assignments the realm holds.
+func (r *Realm) AssignmentCount() int { return r.assignments }
 
 // DepartmentUser is an assignment with the user's name.
 type DepartmentUser struct {
-	*Assignment
+	Assignment
 	Username string
 }
 
@@ -69,13 +87,12 @@ func (r *Realm) DepartmentUsers(orgID, deptID string) ([]DepartmentUser, error) 
 		return nil, err
 	}
 	out := make([]DepartmentUser, 0, len(r.AssignmentsByDept[deptID]))
-	for uid := range r.AssignmentsByDept[deptID] {
-		a := r.Assignments[AssignmentKey{UserID: uid, DepartmentID: deptID}]
+	for uid, at := range r.AssignmentsByDept[deptID] {
 		name := ""
 		if u, ok := r.Users[uid]; ok {
 			name = u.Username
 		}
-		out = append(out, DepartmentUser{Assignment: a, Username: name})
+		out = append(out, DepartmentUser{Assignment: assignment(uid, deptID, at), Username: name})
 	}
 	slices.SortFunc(out, func(a, b DepartmentUser) int {
 		return cmp.Or(cmp.Compare(a.Username, b.Username), cmp.Compare(a.UserID, b.UserID))
@@ -85,7 +102,7 @@ func (r *Realm) DepartmentUsers(orgID, deptID string) ([]DepartmentUser, error) 
 
 // UserAssignment is an assignment with its organization and department.
 type UserAssignment struct {
-	*Assignment
+	Assignment
 	Org  *Organization
 	Dept *Department
 }
@@ -97,10 +114,9 @@ func (r *Realm) UserAssignments(userID string) ([]UserAssignment, error) {
 		return nil, err
 	}
 	out := make([]UserAssignment, 0, len(r.AssignmentsByUser[userID]))
-	for did := range r.AssignmentsByUser[userID] {
-		a := r.Assignments[AssignmentKey{UserID: userID, DepartmentID: did}]
+	for did, at := range r.AssignmentsByUser[userID] {
 		d := r.Depts[did]
-		out = append(out, UserAssignment{Assignment: a, Org: r.Orgs[d.OrgID], Dept: d})
+		out = append(out, UserAssignment{Assignment: assignment(userID, did, at), Org: r.Orgs[d.OrgID], Dept: d})
 	}
 	slices.SortFunc(out, func(a, b UserAssignment) int {
 		return cmp.Or(byName(a.Org.Name, a.Org.ID, b.Org.Name, b.Org.ID),
@@ -264,6 +280,27 @@ func indexRemove(m map[string]Set, k, v string) {
 	if s, ok := m[k]; ok {
 		delete(s, v)
 		if len(s) == 0 {
+			delete(m, k)
+		}
+	}
+}
+
+// heldAdd records in m[k] the assignment to v made at at, allocating the
+// set when needed.
+func heldAdd(m map[string]Held, k, v string, at int64) {
+	h, ok := m[k]
+	if !ok {
+		h = Held{}
+		m[k] = h
+	}
+	h[v] = at
+}
+
+// heldRemove removes v from m[k] and drops m[k] once empty.
+func heldRemove(m map[string]Held, k, v string) {
+	if h, ok := m[k]; ok {
+		delete(h, v)
+		if len(h) == 0 {
 			delete(m, k)
 		}
 	}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,7 +36,7 @@ func TestAssignIsAdditiveAndIdempotent(t *testing.T) {
 
 	require.NoError(t, r.Unassign("u-alice", d1.ID))
 	require.ErrorIs(t, r.Unassign("u-alice", d1.ID), ErrNotFound)
-	assert.Equal(t, Set{d2.ID: {}}, r.AssignmentsByUser["u-alice"])
+	assert.Equal(t, []string{d2.ID}, slices.Collect(maps.Keys(r.AssignmentsByUser["u-alice"])))
 	requireConsistent(t, r)
 }
 
@@ -111,4 +113,23 @@ func TestUserOrgRoleIDs(t *testing.T) {
 	require.NoError(t, r.Unassign("u-alice", da.ID))
 	assert.Equal(t, Set{"r-viewer": {}}, r.UserOrgRoleIDs("u-alice", ""), "removing the assignment drops its grants")
 	assert.Empty(t, r.UserOrgRoleIDs("u-bob", ""))
+}
+
+// TestAssignmentTimeAnyClock: an assignment keeps the time its clock gave,
+// to the microsecond, whatever the year (mockserver.WithClock takes any
+// function, the zero time included).
+func TestAssignmentTimeAnyClock(t *testing.T) {
+	for _, at := range []time.Time{{}, time.Date(2999, 12, 31, 23, 59, 59, 123456000, time.UTC), time.Date(2030, 5, 1, 14, 0, 0, 0, time.FixedZone("x", 2*3600))} {
+		r := testRealm(t)
+		o := mustOrg(t, r, "A", "a")
+		d := mustDept(t, r, o.ID, "", DeptSpec{Name: "One"})
+		a, created, err := r.Assign("u-alice", d.ID, at)
+		require.NoError(t, err)
+		require.True(t, created)
+		assert.True(t, at.Equal(a.AssignedAt), "assigned at %v, got %v", at, a.AssignedAt)
+		got, ok := r.Assignment("u-alice", d.ID)
+		require.True(t, ok)
+		assert.True(t, at.Equal(got.AssignedAt), "read back %v, got %v", at, got.AssignedAt)
+		assert.Equal(t, time.UTC, got.AssignedAt.Location())
+	}
 }

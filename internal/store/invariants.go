@@ -106,48 +106,40 @@ func (r *Realm) CheckInvariants() error {
 		}
 	}
 
-	for k, a := range r.Assignments {
-		if a.UserID != k.UserID || a.DepartmentID != k.DepartmentID {
-			bad("assignment %v holds %q/%q", k, a.UserID, a.DepartmentID)
-		}
-		if _, ok := r.Users[k.UserID]; !ok {
-			bad("assignment %v: user missing", k)
-		}
-		if _, ok := r.Depts[k.DepartmentID]; !ok {
-			bad("assignment %v: department missing", k)
-		}
-		if _, ok := r.AssignmentsByUser[k.UserID][k.DepartmentID]; !ok {
-			bad("assignment %v missing from AssignmentsByUser", k)
-		}
-		if _, ok := r.AssignmentsByDept[k.DepartmentID][k.UserID]; !ok {
-			bad("assignment %v missing from AssignmentsByDept", k)
-		}
-	}
-	// checkIndex checks one of the two assignment indexes against
-	// Assignments; key builds the assignment key of an index entry.
-	checkIndex := func(name, kind string, idx map[string]Set, exists func(string) bool, key func(k, v string) AssignmentKey) {
-		n := 0
-		for k, vs := range idx {
-			if !exists(k) && len(vs) == 0 {
-				bad("%s[%q]: empty set of a missing %s", name, k, kind)
+	// checkHeld checks one of the two assignment indexes: each entry names
+	// an existing user and department, no set is empty, and the other index
+	// holds the same assignment with the same time.
+	checkHeld := func(name string, idx, other map[string]Held, users bool) {
+		for k, h := range idx {
+			if len(h) == 0 {
+				bad("%s[%q]: empty set", name, k)
 			}
-			for v := range vs {
-				n++
-				if _, ok := r.Assignments[key(k, v)]; !ok {
-					bad("%s[%q] has %q without an assignment", name, k, v)
+			for v, at := range h {
+				uid, did := k, v
+				if !users {
+					uid, did = v, k
+				}
+				if _, ok := r.Users[uid]; !ok {
+					bad("%s: assignment of %q to %q: user missing", name, uid, did)
+				}
+				if _, ok := r.Depts[did]; !ok {
+					bad("%s: assignment of %q to %q: department missing", name, uid, did)
+				}
+				if oat, ok := other[v][k]; !ok || oat != at {
+					bad("%s: assignment of %q to %q not mirrored in the other index", name, uid, did)
 				}
 			}
 		}
-		if n != len(r.Assignments) {
-			bad("%s holds %d entries for %d assignments", name, n, len(r.Assignments))
-		}
 	}
-	checkIndex("AssignmentsByUser", "user", r.AssignmentsByUser,
-		func(id string) bool { _, ok := r.Users[id]; return ok },
-		func(uid, did string) AssignmentKey { return AssignmentKey{UserID: uid, DepartmentID: did} })
-	checkIndex("AssignmentsByDept", "department", r.AssignmentsByDept,
-		func(id string) bool { _, ok := r.Depts[id]; return ok },
-		func(did, uid string) AssignmentKey { return AssignmentKey{UserID: uid, DepartmentID: did} })
+	checkHeld("AssignmentsByUser", r.AssignmentsByUser, r.AssignmentsByDept, true)
+	checkHeld("AssignmentsByDept", r.AssignmentsByDept, r.AssignmentsByUser, false)
+	n := 0
+	for _, h := range r.AssignmentsByUser {
+		n += len(h)
+	}
+	if n != r.assignments {
+		bad("AssignmentCount says %d, the indexes hold %d", r.assignments, n)
+	}
 
 	checkLinks := func(name string, m map[string]Set, exists func(string) bool) {
 		for oid, ids := range m {

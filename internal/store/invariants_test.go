@@ -39,10 +39,14 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 			delete(r.AssignmentsByDept, d.ID)
 		},
 		"assignment missing from an index": func(_ *testing.T, r *Realm, _ *Organization, d *Department) { delete(r.AssignmentsByDept, d.ID) },
-		"assignment index without assignment": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
-			delete(r.Assignments, AssignmentKey{UserID: "u-alice", DepartmentID: d.ID})
+		"assignment in one index only": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
+			delete(r.AssignmentsByUser["u-alice"], d.ID)
 		},
-		"wrong depth": func(_ *testing.T, r *Realm, _ *Organization, d *Department) { d.Depth = 2 },
+		"assignment times differ": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
+			r.AssignmentsByDept[d.ID]["u-alice"]++
+		},
+		"assignment count off": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { r.assignments++ },
+		"wrong depth":          func(_ *testing.T, r *Realm, _ *Organization, d *Department) { d.Depth = 2 },
 		"duplicate dept alias": func(_ *testing.T, r *Realm, o *Organization, d *Department) {
 			r.Depts["x"] = &Department{ID: "x", OrgID: o.ID, ParentID: o.ID, Name: "X", Alias: d.Alias, Depth: 1}
 		},

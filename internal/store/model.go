@@ -64,11 +64,14 @@ type Realm struct {
 	// Depts holds every department of the realm by id; orgs indexes them
 	// per organization (see orgIndex).
 	Depts map[string]*Department
-	// Assignments by AssignmentKey; AssignmentsByUser and AssignmentsByDept
-	// index the same values.
-	Assignments       map[AssignmentKey]*Assignment
-	AssignmentsByUser map[string]Set // user id -> department ids
-	AssignmentsByDept map[string]Set // department id -> user ids
+	// AssignmentsByUser and AssignmentsByDept hold every assignment twice,
+	// once from each end, with the time it was made: one map entry per side
+	// and no pointer of its own, because at 100,000 assignments they are
+	// most of a large realm's heap, which the garbage collector marks
+	// while other realms' decisions run.
+	AssignmentsByUser map[string]Held // user id -> department id -> assigned at
+	AssignmentsByDept map[string]Held // department id -> user id -> assigned at
+	assignments       int             // how many, for AssignmentCount
 
 	OrgRoles  map[string]Set    // org id -> linked role ids
 	OrgGroups map[string]Set    // org id -> linked group ids
@@ -111,9 +114,8 @@ func NewRealm(name string, now time.Time) *Realm {
 		Orgs:              map[string]*Organization{},
 		OrgByAlias:        map[string]string{},
 		Depts:             map[string]*Department{},
-		Assignments:       map[AssignmentKey]*Assignment{},
-		AssignmentsByUser: map[string]Set{},
-		AssignmentsByDept: map[string]Set{},
+		AssignmentsByUser: map[string]Held{},
+		AssignmentsByDept: map[string]Held{},
 		OrgRoles:          map[string]Set{},
 		OrgGroups:         map[string]Set{},
 		GroupOrg:          map[string]string{},
@@ -246,14 +248,14 @@ type Department struct {
 	CreatedAt       time.Time
 }
 
-// AssignmentKey identifies one assignment of a user to a department.
-type AssignmentKey struct {
-	UserID       string
-	DepartmentID string
-}
+// Held maps the ids at the other end of one user's (or one department's)
+// assignments to the time each was made, in Unix microseconds (see
+// Realm.Assignment).
+type Held map[string]int64
 
 // Assignment places a user in a department (whose OrgID is the
-// assignment's organization).
+// assignment's organization). The realm stores it in its two indexes and
+// builds this value when it is read.
 type Assignment struct {
 	UserID       string
 	DepartmentID string
