@@ -198,7 +198,8 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	// Hash the token's bytes in place: []byte(raw) copied ~700 bytes per
 	// request, the largest allocation of a decision. sha256 only reads them.
 	key256 := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw)))
-	if c, ok := s.auth.verified.get(key256, kid, iss); ok {
+	cache, _ := s.auth.verified.get(realm) // its values are made without error
+	if c, ok := cache.get(key256, kid, iss); ok {
 		if err := c.CheckTime(now); err != nil {
 			return nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
 		}
@@ -208,7 +209,7 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
 	}
-	s.auth.verified.Add(key256, verifiedToken{kid: kid, claims: c})
+	cache.Add(key256, verifiedToken{kid: kid, claims: c})
 	return c, nil
 }
 
@@ -228,8 +229,9 @@ type verifiedToken struct {
 	claims *issuer.Claims
 }
 
-// maxVerifiedTokens bounds the verified-token cache: 2^17 entries of about
-// a kilobyte each at most.
+// maxVerifiedTokens bounds each realm's verified-token cache: 2^17 entries
+// of about a kilobyte each at most. Only tokens the realm's key signed get
+// in, so filling it takes a realm's own credentials.
 const maxVerifiedTokens = 1 << 17
 
 func newVerifiedTokens() verifiedTokens {
@@ -296,8 +298,15 @@ type authState struct {
 	pageKey     []byte // signs AuthZEN search page tokens (authzensearch.go)
 	policies    decision.Cache
 	dpop        *dpop.Verifier // algorithms and challenges; verifies no proof
-	proofs      realmVerifiers // verifies proofs, one replay cache per realm
-	nonces      *nonceSource
-	verified    verifiedTokens
-	codes       codeStore // unredeemed authorization codes (authcode.go)
+	// proofs verifies DPoP proofs, one verifier (and so one replay cache)
+	// per realm: a replay cache refuses proofs when it is full rather than
+	// forget one it recorded, so a shared one would let a flood of proofs
+	// in one realm refuse DPoP in every realm. proofOpts configure them.
+	proofs    *perRealm[*dpop.Verifier]
+	proofOpts []dpop.Option
+	nonces    *nonceSource
+	// verified remembers verified tokens, one cache per realm, so that no
+	// realm's callers evict another realm's tokens or wait on its lock.
+	verified *perRealm[verifiedTokens]
+	codes    codeStore // unredeemed authorization codes (authcode.go)
 }

@@ -307,3 +307,26 @@ func auditEntries(s *Server, f store.AuditFilter) []store.AuditEntry {
 	entries, _ := s.store.AuditPage(f, 0, math.MaxInt)
 	return entries
 }
+
+// TestVerifiedTokensArePerRealm: a realm whose callers present more
+// distinct tokens than its cache holds evicts none of another realm's
+// verified tokens (which would cost each of that realm's callers a
+// signature check again).
+func TestVerifiedTokensArePerRealm(t *testing.T) {
+	h := newAuthHarness(t)
+	tok := h.token(t, "acme", "alice")
+	resp, _ := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	flood, err := h.s.auth.verified.get("globex")
+	require.NoError(t, err)
+	c := &issuer.Claims{}
+	for i := range maxVerifiedTokens + 1 {
+		flood.Add(sha256.Sum256([]byte(strconv.Itoa(i))), verifiedToken{kid: "k", claims: c})
+	}
+	require.Equal(t, maxVerifiedTokens, flood.Len())
+
+	acme, err := h.s.auth.verified.get("acme")
+	require.NoError(t, err)
+	require.True(t, acme.Contains(sha256.Sum256([]byte(tok))), "acme's verified token is still cached")
+}

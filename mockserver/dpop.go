@@ -74,53 +74,20 @@ func (n *nonceSource) rotate() {
 
 // newAuthState builds the identity side's state for s: the DPoP verifiers,
 // one per realm, each shared by that realm's token endpoint and protected
-// routes, and the nonce source.
+// routes, the verified-token caches, one per realm, and the nonce source.
 func newAuthState(s *Server) (*authState, error) {
-	a := &authState{verified: newVerifiedTokens(), pageKey: make([]byte, 32)}
+	a := &authState{pageKey: make([]byte, 32)}
 	_, _ = rand.Read(a.pageKey)
 	a.nonces = &nonceSource{now: s.now, required: s.nonceRequired}
-	opts := []dpop.Option{dpop.WithClock(s.now), dpop.WithNonces(a.nonces)}
-	v, err := dpop.NewVerifier(opts...)
+	a.proofOpts = []dpop.Option{dpop.WithClock(s.now), dpop.WithNonces(a.nonces)}
+	v, err := dpop.NewVerifier(a.proofOpts...)
 	if err != nil {
 		return nil, err
 	}
 	a.dpop = v
-	a.proofs = realmVerifiers{opts: opts, m: map[string]*dpop.Verifier{}}
+	a.proofs = newPerRealm(func() (*dpop.Verifier, error) { return dpop.NewVerifier(a.proofOpts...) })
+	a.verified = newPerRealm(func() (verifiedTokens, error) { return newVerifiedTokens(), nil })
 	return a, nil
-}
-
-// realmVerifiers gives every realm a DPoP verifier, and so a replay cache,
-// of its own. A replay cache refuses proofs when it is full rather than
-// forget one it recorded, so a shared one would let a flood of proofs in one
-// realm refuse DPoP in every realm. Verifiers are made on first use, only
-// for realms that exist: callers ask after the realm's token or the token
-// request's realm was checked.
-type realmVerifiers struct {
-	opts []dpop.Option
-
-	mu sync.RWMutex
-	m  map[string]*dpop.Verifier
-}
-
-// get returns realm's verifier, making it on first use.
-func (rv *realmVerifiers) get(realm string) (*dpop.Verifier, error) {
-	rv.mu.RLock()
-	v, ok := rv.m[realm]
-	rv.mu.RUnlock()
-	if ok {
-		return v, nil
-	}
-	rv.mu.Lock()
-	defer rv.mu.Unlock()
-	if v, ok := rv.m[realm]; ok {
-		return v, nil
-	}
-	v, err := dpop.NewVerifier(rv.opts...)
-	if err != nil {
-		return nil, err
-	}
-	rv.m[realm] = v
-	return v, nil
 }
 
 // proofRetryAfter is the Retry-After, in seconds, of the 503 that answers a

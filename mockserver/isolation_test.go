@@ -92,7 +92,7 @@ func TestRealmWorkDoesNotBlockOtherRealms(t *testing.T) {
 func TestDPoPReplayCachesArePerRealm(t *testing.T) {
 	a := newOrgAPI(t)
 	a.now.Store(time.Now().UnixNano()) // proofs carry the wall clock's iat
-	a.s.auth.proofs.opts = append(a.s.auth.proofs.opts, dpop.WithReplayCacheSize(3))
+	a.s.auth.proofOpts = append(a.s.auth.proofOpts, dpop.WithReplayCacheSize(3))
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	get := func(realm, user string) *http.Response {
