@@ -122,11 +122,14 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request, c *caller) {
 func (s *Server) decommissionTenant(w http.ResponseWriter, r *http.Request, c *caller) {
 	id := r.PathValue("tenantId")
 	c.resourceID = id
-	at, err := s.store.DecommissionTenant(id)
+	realm, at, err := s.store.DecommissionTenant(id)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	// Its tokens are refused from now on: what remembers them goes.
+	s.auth.verified.forget(realm)
+	s.auth.proofs.drop(realm)
 	// Only a tenant that exists gets the entry in its own audit log: an
 	// unknown id is the caller's, and each would make a log of its own.
 	c.tenantID = id

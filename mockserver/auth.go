@@ -8,8 +8,6 @@ import (
 	"strings"
 	"unsafe"
 
-	lru "github.com/hashicorp/golang-lru/v2"
-
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/decision"
 	"github.com/orgauthz/orgauthz/internal/issuer"
@@ -198,8 +196,7 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	// Hash the token's bytes in place: []byte(raw) copied ~700 bytes per
 	// request, the largest allocation of a decision. sha256 only reads them.
 	key256 := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw)))
-	cache, _ := s.auth.verified.get(realm) // its values are made without error
-	if c, ok := cache.get(key256, kid, iss); ok {
+	if c, ok := s.auth.verified.get(realm, key256, kid, iss); ok {
 		if err := c.CheckTime(now); err != nil {
 			return nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
 		}
@@ -209,44 +206,8 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
 	}
-	cache.Add(key256, verifiedToken{kid: kid, claims: c})
+	s.auth.verified.add(realm, key256, verifiedToken{kid: kid, claims: c})
 	return c, nil
-}
-
-// verifiedTokens remembers tokens whose signature checked out, by the
-// SHA-256 of the token, so that a token used again skips the signature
-// check. Everything else (realm live, key current, issuer, exp and nbf,
-// DPoP binding) is checked on every use. It is a bounded LRU: when full it
-// forgets the least recently used token, one at a time, so more distinct
-// callers than it holds cost a signature check each for the ones forgotten,
-// never a check for everyone. Claims in it are shared and read-only.
-type verifiedTokens struct {
-	*lru.Cache[[sha256.Size]byte, verifiedToken]
-}
-
-type verifiedToken struct {
-	kid    string
-	claims *issuer.Claims
-}
-
-// maxVerifiedTokens bounds each realm's verified-token cache: 2^17 entries
-// of about a kilobyte each at most. Only tokens the realm's key signed get
-// in, so filling it takes a realm's own credentials.
-const maxVerifiedTokens = 1 << 17
-
-func newVerifiedTokens() verifiedTokens {
-	c, _ := lru.New[[sha256.Size]byte, verifiedToken](maxVerifiedTokens) // fails only for a size below 1
-	return verifiedTokens{c}
-}
-
-// get returns the claims of a token verified before with key kid for
-// issuer iss.
-func (v verifiedTokens) get(key [sha256.Size]byte, kid, iss string) (*issuer.Claims, bool) {
-	e, ok := v.Get(key)
-	if !ok || e.kid != kid || e.claims.Issuer != iss {
-		return nil, false
-	}
-	return e.claims, true
 }
 
 // recordAudit appends the audit entry of a mutating call.
@@ -305,8 +266,6 @@ type authState struct {
 	proofs    *perRealm[*dpop.Verifier]
 	proofOpts []dpop.Option
 	nonces    *nonceSource
-	// verified remembers verified tokens, one cache per realm, so that no
-	// realm's callers evict another realm's tokens or wait on its lock.
-	verified *perRealm[verifiedTokens]
+	verified *verifiedTokens // tokens whose signature checked out (tokencache.go)
 	codes    codeStore // unredeemed authorization codes (authcode.go)
 }

@@ -3,6 +3,7 @@ package mockserver
 import (
 	"crypto"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/issuer"
@@ -75,6 +77,7 @@ func newAuthHarness(t *testing.T) *authHarness {
 	mux.Handle("POST /probe/platform", s.platformAdmin("config.update", func(w http.ResponseWriter, r *http.Request, c *caller) {
 		writeResult(w, http.StatusOK, map[string]string{})
 	}))
+	mux.Handle("/", s) // the server's own routes
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return h
@@ -163,8 +166,14 @@ func TestAuthDecommissionedRealm(t *testing.T) {
 	resp, _ := h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
-	_, err = h.s.store.DecommissionTenant(r.TenantID())
-	require.NoError(t, err)
+	_, ok := h.s.auth.verified.realms.lookup("initech")
+	require.True(t, ok, "initech's token is remembered")
+
+	resp, body := h.do(t, http.MethodDelete, "/admin/tenants/"+r.TenantID(), "Bearer "+h.token(t, "master", "service-account-ops"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	_, ok = h.s.auth.verified.realms.lookup("initech")
+	require.False(t, ok, "a decommissioned realm's verified tokens are forgotten")
+	require.Equal(t, remembered(h.s.auth.verified), h.s.auth.verified.total.Load(), "and given back to the budget")
 	resp, _ = h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
@@ -257,22 +266,75 @@ func TestAuthChecksNotBeforeOnEveryUse(t *testing.T) {
 // used token only; it used to forget every token at once.
 func TestVerifiedTokensEvictOneAtATime(t *testing.T) {
 	t.Parallel()
-	v := newVerifiedTokens()
+	const budget = 64
+	v := newVerifiedTokens(budget)
 	c := &issuer.Claims{}
-	key := func(i int) [32]byte { return sha256.Sum256([]byte(strconv.Itoa(i))) }
-	for i := range maxVerifiedTokens + 1 {
-		v.Add(key(i), verifiedToken{kid: "k", claims: c})
+	for i := range budget + 1 {
+		v.add("acme", tokenKey(i), verifiedToken{kid: "k", claims: c})
 	}
-	require.Equal(t, maxVerifiedTokens, v.Len())
-	_, ok := v.get(key(0), "k", "")
+	require.EqualValues(t, budget, v.total.Load())
+	_, ok := v.get("acme", tokenKey(0), "k", "")
 	require.False(t, ok, "the least recently used token is forgotten")
-	for _, i := range []int{1, maxVerifiedTokens / 2, maxVerifiedTokens} {
-		_, ok := v.get(key(i), "k", "")
+	for _, i := range []int{1, budget / 2, budget} {
+		_, ok := v.get("acme", tokenKey(i), "k", "")
 		require.True(t, ok, "token %d is still cached", i)
 	}
-	_, ok = v.get(key(1), "other-kid", "")
+	_, ok = v.get("acme", tokenKey(1), "other-kid", "")
 	require.False(t, ok, "a token verified with another key does not count")
+	_, ok = v.get("globex", tokenKey(1), "k", "")
+	require.False(t, ok, "a token verified in another realm does not count")
 }
+
+// TestVerifiedTokensShareABudgetFairly: the realms' caches hold the budget
+// in all, however many realms there are, and a realm within its fair share
+// of the budget keeps its tokens while other realms' callers present more
+// distinct tokens than the budget holds.
+func TestVerifiedTokensShareABudgetFairly(t *testing.T) {
+	t.Parallel()
+	const budget = 60
+	v := newVerifiedTokens(budget)
+	c := &issuer.Claims{}
+	add := func(realm string, from, n int) {
+		for i := from; i < from+n; i++ {
+			v.add(realm, tokenKey(i), verifiedToken{kid: "k", claims: c})
+			require.LessOrEqual(t, v.total.Load(), int64(budget), "after %s's token %d", realm, i)
+		}
+	}
+	cached := func(realm string, from, n int) (k int) {
+		for i := from; i < from+n; i++ {
+			if _, ok := v.get(realm, tokenKey(i), "k", ""); ok {
+				k++
+			}
+		}
+		return k
+	}
+	add("acme", 0, 10)
+	add("globex", 1000, 10*budget) // a flood, in a second realm
+	require.Equal(t, 10, cached("acme", 0, 10), "acme holds less than its fair share (30)")
+	require.Equal(t, budget-10, cached("globex", 1000+10*budget-(budget-10), budget-10),
+		"globex keeps its most recent tokens in the rest of the budget")
+
+	for r := range 100 { // many realms: the budget still holds
+		add(fmt.Sprint("tenant-", r), 5000+10*r, 10)
+	}
+	require.LessOrEqual(t, v.total.Load(), int64(budget))
+	require.Equal(t, remembered(v), v.total.Load(), "the count is the caches' sizes")
+
+	v.forget("globex")
+	_, ok := v.realms.lookup("globex")
+	require.False(t, ok)
+	require.Equal(t, remembered(v), v.total.Load(), "a forgotten realm's entries go back to the budget")
+}
+
+// remembered counts the entries of every realm's verified-token cache.
+func remembered(v *verifiedTokens) int64 {
+	var n int64
+	v.realms.each(func(_ string, l *lru.Cache[[sha256.Size]byte, verifiedToken]) { n += int64(l.Len()) })
+	return n
+}
+
+// tokenKey is the cache key of a made-up token number i.
+func tokenKey(i int) [sha256.Size]byte { return sha256.Sum256([]byte(strconv.Itoa(i))) }
 
 // clock returns the harness server's current time.
 func (h *authHarness) clock() time.Time { return time.Unix(0, h.now.Load()).UTC() }
@@ -306,27 +368,4 @@ func (s *Server) mustKey(t *testing.T) (crypto.Signer, string) {
 func auditEntries(s *Server, f store.AuditFilter) []store.AuditEntry {
 	entries, _ := s.store.AuditPage(f, 0, math.MaxInt)
 	return entries
-}
-
-// TestVerifiedTokensArePerRealm: a realm whose callers present more
-// distinct tokens than its cache holds evicts none of another realm's
-// verified tokens (which would cost each of that realm's callers a
-// signature check again).
-func TestVerifiedTokensArePerRealm(t *testing.T) {
-	h := newAuthHarness(t)
-	tok := h.token(t, "acme", "alice")
-	resp, _ := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-
-	flood, err := h.s.auth.verified.get("globex")
-	require.NoError(t, err)
-	c := &issuer.Claims{}
-	for i := range maxVerifiedTokens + 1 {
-		flood.Add(sha256.Sum256([]byte(strconv.Itoa(i))), verifiedToken{kid: "k", claims: c})
-	}
-	require.Equal(t, maxVerifiedTokens, flood.Len())
-
-	acme, err := h.s.auth.verified.get("acme")
-	require.NoError(t, err)
-	require.True(t, acme.Contains(sha256.Sum256([]byte(tok))), "acme's verified token is still cached")
 }

@@ -86,7 +86,7 @@ func newAuthState(s *Server) (*authState, error) {
 	}
 	a.dpop = v
 	a.proofs = newPerRealm(func() (*dpop.Verifier, error) { return dpop.NewVerifier(a.proofOpts...) })
-	a.verified = newPerRealm(func() (verifiedTokens, error) { return newVerifiedTokens(), nil })
+	a.verified = newVerifiedTokens(maxVerifiedTokens)
 	return a, nil
 }
 

@@ -5,8 +5,7 @@ import "sync"
 // perRealm gives every realm a value of its own, made by newValue on the
 // realm's first use, so that what one realm does to its value (fill it,
 // lock it) never reaches another realm's. Callers ask only for realms that
-// exist: the realm of a token or request already checked. A decommissioned
-// realm's value stays, like the realm itself.
+// exist: the realm of a token or request already checked.
 type perRealm[T any] struct {
 	newValue func() (T, error)
 
@@ -38,4 +37,38 @@ func (p *perRealm[T]) get(realm string) (T, error) {
 	}
 	p.m[realm] = v
 	return v, nil
+}
+
+// lookup returns realm's value if it was made.
+func (p *perRealm[T]) lookup(realm string) (T, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	v, ok := p.m[realm]
+	return v, ok
+}
+
+// len returns how many realms have a value.
+func (p *perRealm[T]) len() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.m)
+}
+
+// each calls f with every realm's value, under a read lock: f must not
+// call p's other methods.
+func (p *perRealm[T]) each(f func(realm string, v T)) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for realm, v := range p.m {
+		f(realm, v)
+	}
+}
+
+// drop removes realm's value and returns it.
+func (p *perRealm[T]) drop(realm string) (T, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.m[realm]
+	delete(p.m, realm)
+	return v, ok
 }

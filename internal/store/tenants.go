@@ -67,19 +67,20 @@ func (s *Store) LiveTenant(tenantID string) (TenantInfo, error) {
 
 // DecommissionTenant marks a live tenant's realm decommissioned: from then on
 // every token of the realm is refused. A tenant already decommissioned, or
-// unknown, is ErrNotFound. It returns the time of decommissioning.
-func (s *Store) DecommissionTenant(tenantID string) (time.Time, error) {
+// unknown, is ErrNotFound. It returns the realm's name and the time of
+// decommissioning.
+func (s *Store) DecommissionTenant(tenantID string) (realm string, at time.Time, err error) {
 	s.mu.RLock()
 	r, ok := s.tenants[tenantID]
 	s.mu.RUnlock()
 	if !ok || !r.gone.CompareAndSwap(false, true) {
-		return time.Time{}, NotFound("tenant %q", tenantID)
+		return "", time.Time{}, NotFound("tenant %q", tenantID)
 	}
 	now := s.now().UTC()
 	r.mu.Lock()
 	r.Tenant.DecommissionedAt = now
 	r.mu.Unlock()
-	return now, nil
+	return r.Name, now, nil
 }
 
 // TenantID returns the tenant id of a realm for audit entries: the tenant's
