@@ -30,7 +30,7 @@ func (r *Realm) Assign(userID, deptID string, now time.Time) (a Assignment, crea
 	if a, ok := r.Assignment(userID, deptID); ok {
 		return a, false, nil
 	}
-	at := now.UnixMicro()
+	at := now.Unix()
 	heldAdd(r.AssignmentsByUser, userID, deptID, at)
 	heldAdd(r.AssignmentsByDept, deptID, userID, at)
 	r.assignments++
@@ -46,11 +46,10 @@ func (r *Realm) Assignment(userID, deptID string) (Assignment, bool) {
 	return assignment(userID, deptID, at), true
 }
 
-// assignment builds the Assignment of userID to deptID made at Unix
-// microsecond at (which spans years -290,000 to 294,000, the zero
-// time.Time included).
+// assignment builds the Assignment of userID to deptID made at Unix second
+// at.
 func assignment(userID, deptID string, at int64) Assignment {
-	return Assignment{UserID: userID, DepartmentID: deptID, AssignedAt: time.UnixMicro(at).UTC()}
+	return Assignment{UserID: userID, DepartmentID: deptID, AssignedAt: time.Unix(at, 0).UTC()}
 }
 
 // Unassign removes the assignment of userID to deptID, or returns

@@ -249,7 +249,8 @@ type Department struct {
 }
 
 // Held maps the ids at the other end of one user's (or one department's)
-// assignments to the time each was made, in Unix microseconds (see
+// assignments to the time each was made, in Unix seconds: the precision of
+// the wire's assignedAt, for any year a time.Time holds (see
 // Realm.Assignment).
 type Held map[string]int64
 
