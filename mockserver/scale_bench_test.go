@@ -358,7 +358,10 @@ func BenchmarkDecisionTokens(b *testing.B) {
 // scaleFixture(1000), realm small with user carol, and in big a template of
 // store.MaxTemplateNodes departments in the first organization.
 type isolationSetup struct {
-	s            *Server
+	s *Server
+	// h serves the benchmark's requests: s itself, in process, or
+	// overHTTP.
+	h            http.Handler
 	admin, carol string
 	orgs         []string
 	tmplID       string
@@ -394,7 +397,7 @@ func newIsolationSetup(b *testing.B) *isolationSetup {
 	}
 	tmplBody := mustJSON(map[string]any{"name": "wide", "root": map[string]any{"name": "Division", "children": kids}})
 	rec := serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+orgs[0]+"/department-templates", admin, tmplBody, http.StatusCreated)
-	return &isolationSetup{s: s, admin: admin, carol: carol, orgs: orgs, tmplID: idOf(b, rec)}
+	return &isolationSetup{s: s, h: s, admin: admin, carol: carol, orgs: orgs, tmplID: idOf(b, rec)}
 }
 
 // writeRound is one round of the busy admin of BenchmarkRealmIsolation:
@@ -402,16 +405,16 @@ func newIsolationSetup(b *testing.B) *isolationSetup {
 // so that the organization stays the same size, and a plain department
 // in another organization each round.
 func (is *isolationSetup) writeRound(b *testing.B, i int) {
-	rec := serve(b, is.s, http.MethodPost, scaleOrgsPrefix+"/"+is.orgs[0]+"/departments", is.admin,
+	rec := serve(b, is.h, http.MethodPost, scaleOrgsPrefix+"/"+is.orgs[0]+"/departments", is.admin,
 		fmt.Sprintf(`{"templateId":%q}`, is.tmplID), http.StatusCreated)
-	serve(b, is.s, http.MethodDelete, scaleOrgsPrefix+"/"+is.orgs[0]+"/departments/"+idOf(b, rec), is.admin, "", http.StatusOK)
-	serve(b, is.s, http.MethodPost, scaleOrgsPrefix+"/"+is.orgs[1+i%(len(is.orgs)-1)]+"/departments", is.admin,
+	serve(b, is.h, http.MethodDelete, scaleOrgsPrefix+"/"+is.orgs[0]+"/departments/"+idOf(b, rec), is.admin, "", http.StatusOK)
+	serve(b, is.h, http.MethodPost, scaleOrgsPrefix+"/"+is.orgs[1+i%(len(is.orgs)-1)]+"/departments", is.admin,
 		fmt.Sprintf(`{"name":"Busy %d"}`, i), http.StatusCreated)
 }
 
 // decide is one decision of BenchmarkRealmIsolation, in realm small.
 func (is *isolationSetup) decide(b *testing.B) {
-	serve(b, is.s, http.MethodPost, smallAuthorize, is.carol, scaleDecision, http.StatusOK)
+	serve(b, is.h, http.MethodPost, smallAuthorize, is.carol, scaleDecision, http.StatusOK)
 }
 
 // BenchmarkIsolationParts measures, alone, the two sides of
@@ -438,19 +441,33 @@ func BenchmarkIsolationParts(b *testing.B) {
 // BenchmarkRealmIsolation measures decision latency in realm small, quiet
 // and while realm big's admin instantiates a 1,000-department template,
 // deletes it again and creates departments, back to back from one
-// goroutine. The two phases alternate in isolationWindows windows of
-// equal length, so that whatever else the machine does weighs on both
-// alike. It reports the p50, p99, p99.9 and maximum of each phase and the
-// ratio of the busy p99 to the quiet p99 (target: at most 2).
+// goroutine: in process, and over loopback HTTP connections (one for the
+// decisions, one for the admin), as a client of the binary would see it.
+// The two phases alternate in windows of equal length, so that whatever
+// else the machine does weighs on both alike. It reports the p50, p99,
+// p99.9 and maximum of each phase and the ratio of the busy p99 to the
+// quiet p99 (target: at most 2).
 func BenchmarkRealmIsolation(b *testing.B) {
-	const (
-		isolationWindows = 10
-		perWindow        = 2000
-	)
 	is := newIsolationSetup(b)
+	b.Run("in-process", func(b *testing.B) { is.measure(b) })
+	b.Run("http", func(b *testing.B) {
+		srv := httptest.NewServer(is.s)
+		defer srv.Close()
+		remote := *is
+		remote.h = overHTTP{client: srv.Client(), base: srv.URL}
+		remote.measure(b)
+	})
+}
+
+// measure runs BenchmarkRealmIsolation's windows through is.h.
+func (is *isolationSetup) measure(b *testing.B) {
+	const (
+		windows   = 10
+		perWindow = 2000
+	)
 	for b.Loop() {
-		quiet := make([]time.Duration, 0, isolationWindows*perWindow)
-		busy := make([]time.Duration, 0, isolationWindows*perWindow)
+		quiet := make([]time.Duration, 0, windows*perWindow)
+		busy := make([]time.Duration, 0, windows*perWindow)
 		var writes int64
 		window := func(lat []time.Duration) []time.Duration {
 			for range perWindow {
@@ -460,7 +477,7 @@ func BenchmarkRealmIsolation(b *testing.B) {
 			}
 			return lat
 		}
-		for range isolationWindows {
+		for range windows {
 			quiet = window(quiet)
 
 			var (
@@ -495,6 +512,33 @@ func BenchmarkRealmIsolation(b *testing.B) {
 		b.ReportMetric(pct(busy, 0.99)/pct(quiet, 0.99), "p99-ratio")
 		b.ReportMetric(float64(writes), "writes-in-B")
 	}
+}
+
+// overHTTP is an http.Handler that sends each request on to the server at
+// base over real connections and copies its answer back, so that serve's
+// requests can cross the loopback interface.
+type overHTTP struct {
+	client *http.Client
+	base   string
+}
+
+func (o overHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, o.base+r.URL.RequestURI(), r.Body)
+	if err != nil {
+		panic(err) // the benchmark built r: a bug, not a measurement
+	}
+	out.Header = r.Header
+	resp, err := o.client.Do(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
 }
 
 func mustJSON(v any) string {
