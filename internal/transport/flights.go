@@ -15,9 +15,12 @@ import (
 // cancelled, or its deadline was shorter) says nothing about the gateway: a
 // waiter that still has time then sends the request itself, without
 // sharing, so that other callers giving up can never deny it.
-type Flights[T any] struct {
+//
+// K is the key that identifies identical requests; it must hold everything
+// that makes two requests differ (the full credential, the body).
+type Flights[K comparable, T any] struct {
 	mu sync.Mutex
-	m  map[string]*flight[T]
+	m  map[K]*flight[T]
 	// WaitHook, when set, runs each time a caller has joined a flight (as
 	// its leader or a waiter) and is about to wait for it: a test seam.
 	WaitHook func()
@@ -44,13 +47,13 @@ type Outcome[T any] struct {
 // outcome came from another caller's request. p names the server in the
 // Cause of a caller that left before the outcome came, or of a leader's
 // request that ended without one (a panic on its goroutine).
-func (f *Flights[T]) Do(ctx context.Context, p Peer, key string, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
+func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
 	f.mu.Lock()
 	fl, inFlight := f.m[key]
 	if !inFlight {
 		fl = &flight[T]{done: make(chan struct{})}
 		if f.m == nil {
-			f.m = make(map[string]*flight[T])
+			f.m = make(map[K]*flight[T])
 		}
 		f.m[key] = fl
 	}
@@ -61,12 +64,14 @@ func (f *Flights[T]) Do(ctx context.Context, p Peer, key string, send func() *Ou
 
 	if !inFlight {
 		defer func() {
+			if fl.out == nil { // send panicked: the waiters fail closed
+				fl.out = &Outcome[T]{Err: &transportError{who: p, kind: "the request ended without an answer"}}
+			}
 			f.mu.Lock()
 			delete(f.m, key)
 			f.mu.Unlock()
 			close(fl.done)
 		}()
-		fl.out = &Outcome[T]{Err: &transportError{who: p, kind: "the request ended without an answer"}} // in case send panics
 		fl.out = lead(ctx, send)
 		return fl.out, false
 	}
