@@ -157,10 +157,10 @@ func NewPost(ctx context.Context, url string, body []byte) (*http.Request, error
 // growing it by doubling, up to initialBody: memory follows the bytes that
 // arrive, not what the server claims.
 func ReadBody(r io.Reader, declared int64) ([]byte, error) {
-	limited := io.LimitReader(r, MaxBody+1)
 	if declared < 0 {
-		return io.ReadAll(limited)
+		return io.ReadAll(io.LimitReader(r, MaxBody+1))
 	}
+	limited := io.LimitedReader{R: r, N: MaxBody + 1} // on the stack: only its Read is called
 	data := make([]byte, 0, min(declared, initialBody)+1) // one more byte: room to see the end without growing
 	for {
 		n, err := limited.Read(data[len(data):cap(data)])
