@@ -178,6 +178,7 @@ func (c *Client) SetToken(token string) {
 
 func (c *Client) setCredential(cred credential) {
 	st := &tokenState{cred: cred, id: cred.Ident()}
+	st.sendable = transport.ValidToken(st.id.Token)
 	st.group = c.cache.pin(st.id)
 	c.tokenMu.Lock()
 	old := c.token.Swap(st)
