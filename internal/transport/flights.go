@@ -27,6 +27,9 @@ type Flights[K comparable, T any] struct {
 }
 
 type flight[T any] struct {
+	// done is made by the first waiter (a flight nobody joins, as most
+	// are, needs none) and closed by the leader once out is set; it is
+	// read and made under Flights.mu.
 	done chan struct{}
 	out  *Outcome[T] // set before done is closed
 }
@@ -50,8 +53,14 @@ type Outcome[T any] struct {
 func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
 	f.mu.Lock()
 	fl, inFlight := f.m[key]
-	if !inFlight {
-		fl = &flight[T]{done: make(chan struct{})}
+	var done chan struct{}
+	if inFlight {
+		if fl.done == nil {
+			fl.done = make(chan struct{})
+		}
+		done = fl.done
+	} else {
+		fl = &flight[T]{}
 		if f.m == nil {
 			f.m = make(map[K]*flight[T])
 		}
@@ -69,15 +78,18 @@ func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outc
 			}
 			f.mu.Lock()
 			delete(f.m, key)
+			done := fl.done
 			f.mu.Unlock()
-			close(fl.done)
+			if done != nil {
+				close(done)
+			}
 		}()
 		fl.out = lead(ctx, send)
 		return fl.out, false
 	}
 
 	select {
-	case <-fl.done:
+	case <-done:
 	case <-ctx.Done():
 		return &Outcome[T]{Err: p.Unavailable(ctx.Err())}, false
 	}
