@@ -170,9 +170,8 @@ func (x *Exchanger) newPost(ctx context.Context, url string, body []byte) (*http
 		}
 	}
 	req := parsed.(*http.Request).WithContext(ctx)
-	req.Header = make(http.Header)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	// Keys in canonical form, so nothing canonicalizes them again.
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
 	// The body as http.NewRequest makes it: a *bytes.Reader lets the
 	// transport write headers and body in one go, and GetBody replays it.
 	req.Body = io.NopCloser(bytes.NewReader(body))
