@@ -85,15 +85,11 @@ func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body 
 // a working server.
 func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool) (_ []byte, _ outcome, err error) {
 	ctx, span := x.Observe.StartRequest(ctx, url, x.Breaker.Current())
-	req, err := x.newPost(ctx, url, body)
+	req, err := x.newPost(ctx, url, body, header)
 	if err != nil {
 		span.End()
 		return nil, outcomeNeutral, err
 	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	start := time.Now()
 	x.Observe.ActiveAdd(ctx, 1)
 	ch := NewChain(cred, &x.Retry, &x.Nonces, x.Base, &x.Sent)
@@ -152,17 +148,22 @@ func callerOutcome(ctx context.Context, ownDeadline bool) outcome {
 	return outcomeNeutral
 }
 
-// newPost returns a JSON POST of body to url. The URL is parsed once per
+// newPost returns a JSON POST of body to url with header added, and the
+// W3C trace context of ctx when it has one. The URL is parsed once per
 // Exchanger: every request to it starts as a shallow copy of the same
-// parsed request and shares its *url.URL, which nothing changes (each
-// RoundTripper of the chain sends a clone, see authorizer).
-func (x *Exchanger) newPost(ctx context.Context, url string, body []byte) (*http.Request, error) {
+// parsed request and shares its *url.URL and, when nothing is added to
+// them, its headers (Content-Type and Accept). Nothing changes either:
+// each RoundTripper of the chain sends a clone (see authorizer), and
+// headers are added here only to a copy.
+func (x *Exchanger) newPost(ctx context.Context, url string, body []byte, header http.Header) (*http.Request, error) {
 	parsed, ok := x.posts.Load(url)
 	if !ok {
 		r, err := http.NewRequest(http.MethodPost, url, nil)
 		if err != nil {
 			return nil, fmt.Errorf("pep: building the request: %w", err)
 		}
+		// Keys in canonical form, so nothing canonicalizes them again.
+		r.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
 		if x.urls.Add(1) <= maxPostURLs {
 			parsed, _ = x.posts.LoadOrStore(url, r)
 		} else {
@@ -170,8 +171,14 @@ func (x *Exchanger) newPost(ctx context.Context, url string, body []byte) (*http
 		}
 	}
 	req := parsed.(*http.Request).WithContext(ctx)
-	// Keys in canonical form, so nothing canonicalizes them again.
-	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
+	// Inject adds headers only for a valid span context.
+	if len(header) > 0 || trace.SpanContextFromContext(ctx).IsValid() {
+		req.Header = req.Header.Clone()
+		for k, vs := range header {
+			req.Header[k] = vs
+		}
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	}
 	// The body as http.NewRequest makes it: a *bytes.Reader lets the
 	// transport write headers and body in one go, and GetBody replays it.
 	req.Body = io.NopCloser(bytes.NewReader(body))
