@@ -33,7 +33,7 @@ type Client struct {
 	x         *transport.Exchanger
 	timeout   time.Duration
 	batchSize int
-	flights   transport.Flights[[]item]
+	flights   transport.Flights[string, []item]
 	cache     *decisionCache
 	logger    *slog.Logger
 	emitter   *events.Emitter

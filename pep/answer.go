@@ -28,21 +28,61 @@ func (q pair) covers(p pair) bool {
 // other code turns an answer into a decision, so no pair can inherit,
 // borrow or be renamed from another's entry.
 type answer struct {
-	// index finds a pair's listing; pairs[i] and listings[i] are the pair
-	// and its entries. Pairs asked for are there from the start, with no
-	// entry; pairs only a wildcard covers join as the gateway lists them.
-	index    map[pair]int
-	pairs    []pair
-	listings []listing
+	// entries holds a pair and its listing each. Pairs asked for are there
+	// from the start, with no listing; pairs only a wildcard covers join as
+	// the gateway lists them. index finds a pair's entry once there are
+	// more than scanEntries (a scan of a few is cheaper than hashing, and
+	// an answer for a Check has one entry).
+	entries []entry
+	index   map[pair]int
 	// order holds the pairs a wildcard query covers, in the order the
 	// gateway first listed them.
 	order []pair
 }
 
+// entry is one pair of an answer and its listing.
+type entry struct {
+	p pair
+	l listing
+}
+
+// scanEntries is the most entries an answer finds by a scan.
+const scanEntries = 8
+
 // listing counts the entries for one pair.
 type listing struct {
 	status Status
 	count  int
+}
+
+// find returns the position of p's entry.
+func (a *answer) find(p pair) (int, bool) {
+	if a.index != nil {
+		i, ok := a.index[p]
+		return i, ok
+	}
+	for i := range a.entries {
+		if a.entries[i].p == p {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// add appends an entry for p, without a listing, and returns its position.
+func (a *answer) add(p pair) int {
+	i := len(a.entries)
+	a.entries = append(a.entries, entry{p: p})
+	switch {
+	case a.index != nil:
+		a.index[p] = i
+	case len(a.entries) > scanEntries:
+		a.index = make(map[pair]int, 2*len(a.entries))
+		for k, e := range a.entries {
+			a.index[e.p] = k
+		}
+	}
+	return i
 }
 
 // decide returns the decision for exactly the pair p: the status of its one
@@ -51,8 +91,8 @@ type listing struct {
 func (a *answer) decide(p pair) Decision {
 	d := Decision{Resource: p.resource, Scope: p.scope}
 	var l listing
-	if i, ok := a.index[p]; ok {
-		l = a.listings[i]
+	if i, ok := a.find(p); ok {
+		l = a.entries[i].l
 	}
 	switch l.count {
 	case 1:
@@ -100,17 +140,18 @@ const maxListed = 10_000
 // does not parse, lacks status or permissions, has an entry without its
 // three strings, or names a status other than GRANT, DENY and ERROR.
 func decodeAnswer(body []byte, queries []pair) (*answer, error) {
-	a := &answer{index: make(map[pair]int, len(queries)), pairs: make([]pair, 0, len(queries))}
+	a := &answer{entries: make([]entry, 0, len(queries))}
+	if len(queries) > scanEntries {
+		a.index = make(map[pair]int, len(queries))
+	}
 	var wild []pair
 	for _, q := range queries {
 		if q.wildcard() {
 			wild = append(wild, q)
-		} else if _, dup := a.index[q]; !dup {
-			a.index[q] = len(a.pairs)
-			a.pairs = append(a.pairs, q)
+		} else if _, dup := a.find(q); !dup {
+			a.add(q)
 		}
 	}
-	a.listings = make([]listing, len(a.pairs), max(len(a.pairs), 8))
 
 	r := newReader(body)
 	defer r.free()
@@ -151,7 +192,7 @@ func (a *answer) note(res, scope []byte, s Status, wild []pair) error {
 	if view.wildcard() {
 		return nil // an entry no pair can match
 	}
-	i, ok := a.index[view]
+	i, ok := a.find(view)
 	if !ok {
 		covered := false
 		for _, q := range wild {
@@ -163,24 +204,21 @@ func (a *answer) note(res, scope []byte, s Status, wild []pair) error {
 		if !covered {
 			return nil
 		}
-		if len(a.pairs) == maxListed {
+		if len(a.entries) == maxListed {
 			return errTooManyPairs
 		}
 		p := pair{resource: string(res), scope: string(scope)}
-		i = len(a.pairs)
-		a.index[p] = i
-		a.pairs = append(a.pairs, p)
-		a.listings = append(a.listings, listing{})
+		i = a.add(p)
 		a.order = append(a.order, p)
-	} else if a.listings[i].count == 0 && len(wild) > 0 {
+	} else if a.entries[i].l.count == 0 && len(wild) > 0 {
 		for _, q := range wild { // asked for, and covered too
 			if q.covers(view) {
-				a.order = append(a.order, a.pairs[i])
+				a.order = append(a.order, a.entries[i].p)
 				break
 			}
 		}
 	}
-	a.listings[i] = listing{status: s, count: a.listings[i].count + 1}
+	a.entries[i].l = listing{status: s, count: a.entries[i].l.count + 1}
 	return nil
 }
 

@@ -176,8 +176,8 @@ func (d *decisionCache) store(w *cache.Writer[tokenIdent, cacheKey, Status], cl 
 	if w == nil {
 		return
 	}
-	for i, l := range a.listings {
-		p := a.pairs[i]
+	for _, e := range a.entries {
+		p, l := e.p, e.l
 		if l.count != 1 || !cacheable(cl.id, p) {
 			continue
 		}

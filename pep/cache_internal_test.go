@@ -17,12 +17,10 @@ func BenchmarkPurge(b *testing.B) {
 			d, err := newDecisionCache(others+10, 1<<40, time.Hour, time.Hour, nil)
 			require.NoError(b, err)
 			granted := func(scopes ...string) *answer {
-				a := &answer{index: map[pair]int{}}
+				a := &answer{}
 				for _, s := range scopes {
-					p := pair{resource: "orders", scope: s}
-					a.index[p] = len(a.pairs)
-					a.pairs = append(a.pairs, p)
-					a.listings = append(a.listings, listing{status: Grant, count: 1})
+					i := a.add(pair{resource: "orders", scope: s})
+					a.entries[i].l = listing{status: Grant, count: 1}
 				}
 				return a
 			}

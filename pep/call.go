@@ -59,11 +59,17 @@ func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
 
 // credential returns what attaches the call's token to a request.
 func (cl *call) credential() (credential, error) {
-	if !transport.ValidToken(cl.id.Token) {
-		return nil, fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
+	unsendable := func() error {
+		return fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
 	}
-	if cl.state == nil {
+	if cl.state == nil { // a per-call token, checked on each call
+		if !transport.ValidToken(cl.id.Token) {
+			return nil, unsendable()
+		}
 		return transport.NewBearer(cl.id.Token), nil
+	}
+	if !cl.state.sendable {
+		return nil, unsendable()
 	}
 	if err := cl.state.cred.Usable(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoToken, err)

@@ -32,7 +32,7 @@ type Client struct {
 	timeout   time.Duration
 	batchSize int
 	cache     *decisionCache
-	flights   transport.Flights[*answer]
+	flights   transport.Flights[flightKey, *answer]
 	logger    *slog.Logger
 	emitter   *events.Emitter
 	now       func() time.Time
@@ -106,7 +106,7 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 		batchSize: cfg.batchSize,
 		logger:    logger,
 		now:       cfg.now,
-		flights:   transport.Flights[*answer]{WaitHook: cfg.flightWait},
+		flights:   transport.Flights[flightKey, *answer]{WaitHook: cfg.flightWait},
 	}
 	prefix := base + "/realms/" + url.PathEscape(realm) + "/authorization-decision-provider"
 	c.authorizeURL = prefix + "/authorize"
@@ -178,6 +178,7 @@ func (c *Client) SetToken(token string) {
 
 func (c *Client) setCredential(cred credential) {
 	st := &tokenState{cred: cred, id: cred.Ident()}
+	st.sendable = transport.ValidToken(st.id.Token)
 	st.group = c.cache.pin(st.id)
 	c.tokenMu.Lock()
 	old := c.token.Swap(st)

@@ -25,6 +25,9 @@ const (
 type tokenState struct {
 	cred credential
 	id   tokenIdent
+	// sendable is transport.ValidToken(id.Token), checked once by SetToken
+	// rather than on every call.
+	sendable bool
 	// group is the token's pinned handle in the decision cache (nil
 	// without one), unpinned when the token is replaced.
 	group *cache.Group[tokenIdent, cacheKey, Status]

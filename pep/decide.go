@@ -65,29 +65,41 @@ func (c *Client) ask(ctx context.Context, cl *call, queries []pair, got func(k i
 	if err != nil {
 		return err
 	}
-	outs := make([]*chunkOutcome, (len(queries)+c.batchSize-1)/c.batchSize)
-	run := func(start int) {
-		end := min(start+c.batchSize, len(queries))
-		o := c.runChunk(ctx, cl, cred, queries[start:end])
-		outs[start/c.batchSize] = o
-		for k := start; k < end; k++ {
+	if len(queries) <= c.batchSize { // one chunk, on the caller's goroutine
+		o := c.runChunk(ctx, cl, cred, queries)
+		for k := range queries {
 			got(k, o)
 		}
+		return refusal(o)
 	}
-	if len(queries) <= c.batchSize {
-		run(0)
-	} else {
-		var g errgroup.Group
-		g.SetLimit(maxParallelChunks)
-		for start := 0; start < len(queries); start += c.batchSize {
-			g.Go(func() error { run(start); return nil })
-		}
-		_ = g.Wait() // chunks report failures as outcomes, never as errors
+	outs := make([]*chunkOutcome, (len(queries)+c.batchSize-1)/c.batchSize)
+	var g errgroup.Group
+	g.SetLimit(maxParallelChunks)
+	for start := 0; start < len(queries); start += c.batchSize {
+		g.Go(func() error {
+			end := min(start+c.batchSize, len(queries))
+			o := c.runChunk(ctx, cl, cred, queries[start:end])
+			outs[start/c.batchSize] = o
+			for k := start; k < end; k++ {
+				got(k, o)
+			}
+			return nil
+		})
 	}
+	_ = g.Wait() // chunks report failures as outcomes, never as errors
 	for _, o := range outs {
-		if errors.Is(o.Err, ErrUnauthorized) || errors.Is(o.Err, ErrProofRejected) {
-			return o.Err
+		if err := refusal(o); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// refusal returns the error of an outcome that concerns the whole call
+// rather than the gateway's health: a refused token or proof (401).
+func refusal(o *chunkOutcome) error {
+	if errors.Is(o.Err, ErrUnauthorized) || errors.Is(o.Err, ErrProofRejected) {
+		return o.Err
 	}
 	return nil
 }
@@ -99,7 +111,7 @@ func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, querie
 		return &chunkOutcome{Err: unavailable(err)}
 	}
 	body := authorizeBody(c.clientID, queries, cl.context)
-	out, shared := c.flights.Do(ctx, gateway, flightKey(cl.id, body), func() *chunkOutcome {
+	out, shared := c.flights.Do(ctx, gateway, flightKey{id: cl.id, body: string(body)}, func() *chunkOutcome {
 		return c.fetch(ctx, cl, cred, queries, body)
 	})
 	if shared {

@@ -2,7 +2,6 @@ package pep
 
 import (
 	"encoding/json"
-	"strings"
 )
 
 // maxScopesPerResource is the most scopes one resource entry of a request
@@ -117,15 +116,10 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// flightKey identifies identical requests for coalescing: scheme, the full
-// token and the exact body (client ID, pairs and context). Tokens hold no
-// newline (validToken), so the key is unambiguous.
-func flightKey(id tokenIdent, body []byte) string {
-	var b strings.Builder
-	b.Grow(2 + len(id.Token) + len(body))
-	b.WriteByte(byte('0' + id.Scheme))
-	b.WriteString(id.Token)
-	b.WriteByte('\n')
-	b.Write(body)
-	return b.String()
+// flightKey identifies identical requests for coalescing: the scheme and
+// full token, and the exact body (client ID, pairs and context), compared
+// whole.
+type flightKey struct {
+	id   tokenIdent
+	body string
 }

@@ -64,6 +64,9 @@ type Telemetry struct {
 	// server those of its requests (semantic conventions).
 	base, server []attribute.KeyValue
 	activeOpt    metric.AddOption
+	// requestOpts start a request's span; made once, since a variadic
+	// slice passed through the Tracer interface is allocated per call.
+	requestOpts []trace.SpanStartOption
 	// The client's own attribute keys.
 	outcome, items, cached, retries, breaker attribute.Key
 }
@@ -91,6 +94,8 @@ func New[C any](s Scope, c *C, read func(*C, *Counts), tp trace.TracerProvider, 
 		cached:  attribute.Key(s.Prefix + s.Items + ".cached"),
 		retries: attribute.Key(s.Prefix + "retries"),
 		breaker: attribute.Key(s.Prefix + "breaker.state"),
+
+		requestOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 	}
 	if u, err := url.Parse(endpoint); err == nil {
 		port, _ := strconv.Atoi(u.Port())
@@ -239,7 +244,7 @@ func OutcomeOfErr(err error) string {
 // StartRequest starts the client span of one request (transport.Observer);
 // the Exchanger sends its W3C trace context with the request.
 func (t *Telemetry) StartRequest(ctx context.Context, url string, state transport.BreakerState) (context.Context, trace.Span) {
-	ctx, span := t.tracer.Start(ctx, http.MethodPost, trace.WithSpanKind(trace.SpanKindClient))
+	ctx, span := t.tracer.Start(ctx, http.MethodPost, t.requestOpts...)
 	if span.IsRecording() {
 		span.SetAttributes(t.server...)
 		span.SetAttributes(t.base...)
@@ -287,12 +292,21 @@ func (t *Telemetry) ActiveAdd(ctx context.Context, n int64) {
 // errorType is the semantic conventions' error.type of a request: the
 // status code of an error answer, or the kind of transport failure.
 func errorType(status int, err error) string {
-	var netErr net.Error
 	switch {
 	case status >= 400:
 		return strconv.Itoa(status)
 	case err == nil:
 		return ""
+	}
+	return failureType(err)
+}
+
+// failureType is errorType for a request that failed: kept apart so that a
+// request that did not fail allocates nothing here (errors.As makes netErr
+// escape).
+func failureType(err error) string {
+	var netErr net.Error
+	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return "timeout"
 	case errors.Is(err, context.Canceled):

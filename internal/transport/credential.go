@@ -62,7 +62,7 @@ func (b *bearer) Ident() Ident { return Ident{Scheme: SchemeBearer, Token: b.tok
 func (b *bearer) Usable() error { return nil }
 
 func (b *bearer) Authorize(r *http.Request, _ string) error {
-	r.Header.Set("Authorization", b.header)
+	r.Header["Authorization"] = []string{b.header} // canonical key: no Set needed
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,7 +43,17 @@ type Exchanger struct {
 	// Sent counts the requests sent, every retry and DPoP nonce resend
 	// included.
 	Sent atomic.Uint64
+
+	// posts holds the parsed request of each URL posted to (newPost), at
+	// most maxPostURLs of them; urls counts them.
+	posts sync.Map // string -> *http.Request
+	urls  atomic.Int32
 }
+
+// maxPostURLs bounds the URLs whose parsed requests an Exchanger keeps. A
+// client posts to a few fixed endpoints; a URL past the bound is parsed
+// for every request.
+const maxPostURLs = 16
 
 // Post sends one POST of body to url with cred, passing the circuit
 // breaker and reporting the outcome to it, and returns the body of a 200
@@ -74,15 +85,11 @@ func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body 
 // a working server.
 func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool) (_ []byte, _ outcome, err error) {
 	ctx, span := x.Observe.StartRequest(ctx, url, x.Breaker.Current())
-	req, err := NewPost(ctx, url, body)
+	req, err := x.newPost(ctx, url, body, header)
 	if err != nil {
 		span.End()
 		return nil, outcomeNeutral, err
 	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	start := time.Now()
 	x.Observe.ActiveAdd(ctx, 1)
 	ch := NewChain(cred, &x.Retry, &x.Nonces, x.Base, &x.Sent)
@@ -141,14 +148,45 @@ func callerOutcome(ctx context.Context, ownDeadline bool) outcome {
 	return outcomeNeutral
 }
 
-// NewPost returns a JSON POST of body to url.
-func NewPost(ctx context.Context, url string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("pep: building the request: %w", err)
+// newPost returns a JSON POST of body to url with header added, and the
+// W3C trace context of ctx when it has one. The URL is parsed once per
+// Exchanger: every request to it starts as a shallow copy of the same
+// parsed request and shares its *url.URL and, when nothing is added to
+// them, its headers (Content-Type and Accept). Nothing changes either:
+// each RoundTripper of the chain sends a clone (see authorizer), and
+// headers are added here only to a copy.
+func (x *Exchanger) newPost(ctx context.Context, url string, body []byte, header http.Header) (*http.Request, error) {
+	parsed, ok := x.posts.Load(url)
+	if !ok {
+		r, err := http.NewRequest(http.MethodPost, url, nil)
+		if err != nil {
+			return nil, fmt.Errorf("pep: building the request: %w", err)
+		}
+		// Keys in canonical form, so nothing canonicalizes them again.
+		r.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
+		if x.urls.Add(1) <= maxPostURLs {
+			parsed, _ = x.posts.LoadOrStore(url, r)
+		} else {
+			parsed = r
+		}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	req := parsed.(*http.Request).WithContext(ctx)
+	// Inject adds headers only for a valid span context.
+	if len(header) > 0 || trace.SpanContextFromContext(ctx).IsValid() {
+		req.Header = req.Header.Clone()
+		for k, vs := range header {
+			req.Header[k] = vs
+		}
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	}
+	// The body as http.NewRequest makes it: a *bytes.Reader lets the
+	// transport write headers and body in one go, and GetBody replays it.
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.ContentLength = int64(len(body))
+	if len(body) == 0 {
+		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
 	return req, nil
 }
 
@@ -157,10 +195,10 @@ func NewPost(ctx context.Context, url string, body []byte) (*http.Request, error
 // growing it by doubling, up to initialBody: memory follows the bytes that
 // arrive, not what the server claims.
 func ReadBody(r io.Reader, declared int64) ([]byte, error) {
-	limited := io.LimitReader(r, MaxBody+1)
 	if declared < 0 {
-		return io.ReadAll(limited)
+		return io.ReadAll(io.LimitReader(r, MaxBody+1))
 	}
+	limited := io.LimitedReader{R: r, N: MaxBody + 1}     // on the stack: only its Read is called
 	data := make([]byte, 0, min(declared, initialBody)+1) // one more byte: room to see the end without growing
 	for {
 		n, err := limited.Read(data[len(data):cap(data)])

@@ -15,15 +15,21 @@ import (
 // cancelled, or its deadline was shorter) says nothing about the gateway: a
 // waiter that still has time then sends the request itself, without
 // sharing, so that other callers giving up can never deny it.
-type Flights[T any] struct {
+//
+// K is the key that identifies identical requests; it must hold everything
+// that makes two requests differ (the full credential, the body).
+type Flights[K comparable, T any] struct {
 	mu sync.Mutex
-	m  map[string]*flight[T]
+	m  map[K]*flight[T]
 	// WaitHook, when set, runs each time a caller has joined a flight (as
 	// its leader or a waiter) and is about to wait for it: a test seam.
 	WaitHook func()
 }
 
 type flight[T any] struct {
+	// done is made by the first waiter (a flight nobody joins, as most
+	// are, needs none) and closed by the leader once out is set; it is
+	// read and made under Flights.mu.
 	done chan struct{}
 	out  *Outcome[T] // set before done is closed
 }
@@ -44,13 +50,19 @@ type Outcome[T any] struct {
 // outcome came from another caller's request. p names the server in the
 // Cause of a caller that left before the outcome came, or of a leader's
 // request that ended without one (a panic on its goroutine).
-func (f *Flights[T]) Do(ctx context.Context, p Peer, key string, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
+func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
 	f.mu.Lock()
 	fl, inFlight := f.m[key]
-	if !inFlight {
-		fl = &flight[T]{done: make(chan struct{})}
+	var done chan struct{}
+	if inFlight {
+		if fl.done == nil {
+			fl.done = make(chan struct{})
+		}
+		done = fl.done
+	} else {
+		fl = &flight[T]{}
 		if f.m == nil {
-			f.m = make(map[string]*flight[T])
+			f.m = make(map[K]*flight[T])
 		}
 		f.m[key] = fl
 	}
@@ -61,18 +73,23 @@ func (f *Flights[T]) Do(ctx context.Context, p Peer, key string, send func() *Ou
 
 	if !inFlight {
 		defer func() {
+			if fl.out == nil { // send panicked: the waiters fail closed
+				fl.out = &Outcome[T]{Err: &transportError{who: p, kind: "the request ended without an answer"}}
+			}
 			f.mu.Lock()
 			delete(f.m, key)
+			done := fl.done
 			f.mu.Unlock()
-			close(fl.done)
+			if done != nil {
+				close(done)
+			}
 		}()
-		fl.out = &Outcome[T]{Err: &transportError{who: p, kind: "the request ended without an answer"}} // in case send panics
 		fl.out = lead(ctx, send)
 		return fl.out, false
 	}
 
 	select {
-	case <-fl.done:
+	case <-done:
 	case <-ctx.Done():
 		return &Outcome[T]{Err: p.Unavailable(ctx.Err())}, false
 	}
