@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -44,10 +45,14 @@ type Cache[G, K comparable, V any] struct {
 	// of the sizes callers give.
 	entryCost, groupCost int64
 
+	// seed hashes keys in the groups' indexes, whose removed slots hold
+	// tomb.
+	seed maphash.Seed
+	tomb *entry[G, K, V]
+
 	// mu guards the index of groups, the recency list, the counts, and
-	// each group's pins and writers. A group's entries are written with
-	// both mu and the group's own lock held, and read with either: hits
-	// take only the group's read lock.
+	// each group's pins and writers; a group's entries are written with mu
+	// held, and read without it: hits take no lock (see index).
 	mu     sync.RWMutex
 	groups map[G]*Group[G, K, V]
 	none   *Group[G, K, V] // what Lookup returns for a group the cache does not hold
@@ -86,10 +91,8 @@ type Group[G, K comparable, V any] struct {
 	c  *Cache[G, K, V]
 	id G
 
-	// mu guards entries; a hit takes one of its cells, so hits on
-	// different cores do not write one shared lock word.
-	mu      stripe.RWMutex
-	entries map[K]*entry[G, K, V]
+	// entries are read without a lock, and written under c.mu.
+	entries index[G, K, V]
 	// gen counts the group's removals; entries of an older generation are
 	// dead, and Writers made before the last removal no longer write.
 	gen atomic.Uint64
@@ -195,8 +198,11 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 		groups:     make(map[G]*Group[G, K, V]),
 		entryCost:  entryCost[G, K, V](),
 		groupCost:  groupCost[G, K, V](),
+		seed:       maphash.MakeSeed(),
+		tomb:       new(entry[G, K, V]),
 	}
 	c.none = &Group[G, K, V]{c: c}
+	c.none.entries.init(c.seed, c.tomb)
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.epoch = c.read()
 	c.margin.Store(int64(minMargin))
@@ -204,24 +210,22 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 }
 
 // entryCost estimates the memory of one entry's bookkeeping: the entry
-// itself and its slot in its group's map, counted with its control byte at
-// a load of 2/3, about where a map that doubles as it grows sits on
-// average. TestBytesTrackRealMemory holds the estimate to what the heap
-// really grows by.
+// itself and its slots in its group's index (see indexEntryCost).
+// TestBytesTrackRealMemory holds the estimate to what the heap really grows
+// by.
 func entryCost[G, K comparable, V any]() int64 {
 	var e entry[G, K, V]
-	var k K
-	return int64(unsafe.Sizeof(e) + (unsafe.Sizeof(k)+8+1)*3/2)
+	return int64(unsafe.Sizeof(e)) + indexEntryCost
 }
 
 // groupCost estimates the memory of one group's bookkeeping: the group, its
-// slot in the cache's index of groups, and its map with room for its first
-// eight entries (a map's first allocation).
+// slot in the cache's index of groups (a map, counted with its control byte
+// at a load of 2/3, about where a map that doubles as it grows sits on
+// average), and its index's first table.
 func groupCost[G, K comparable, V any]() int64 {
 	var g G
-	var k K
 	var grp Group[G, K, V]
-	return int64(unsafe.Sizeof(grp) + (unsafe.Sizeof(g)+8+1)*3/2 + 48 + 8*(unsafe.Sizeof(k)+8+1) + 8)
+	return int64(unsafe.Sizeof(grp)+(unsafe.Sizeof(g)+8+1)*3/2) + tableBytes
 }
 
 // read returns the time from the cache's clock.
@@ -350,16 +354,13 @@ func (grp *Group[G, K, V]) Unpin() {
 }
 
 // Get returns the value the group holds under k, and true when it is
-// present, live and unexpired. A hit takes only the group's read lock and
-// allocates nothing; a miss drops what it found expired and sweeps. Get
-// keeps no reference to k, so a caller may look up a key whose bytes it
-// reuses afterwards.
+// present, live and unexpired. A hit takes no lock and allocates nothing;
+// a miss drops what it found expired and sweeps. Get keeps no reference to
+// k, so a caller may look up a key whose bytes it reuses afterwards.
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
 	now := c.clock()
-	cell := grp.mu.RLock()
-	e := grp.entries[k]
-	grp.mu.RUnlock(cell)
+	e := grp.entries.get(k)
 	if e != nil && e.gen == grp.gen.Load() && c.fresh(e.expires, now) {
 		if !e.ref.Load() { // write the shared line only when it changes
 			e.ref.Store(true)
@@ -415,7 +416,7 @@ func (c *Cache[G, K, V]) Remove(g G, k K) bool {
 	if grp == nil {
 		return false
 	}
-	e := grp.entries[k]
+	e := grp.entries.get(k)
 	if e != nil {
 		c.remove(e)
 	}
@@ -435,15 +436,15 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 		c.mu.Unlock()
 		return 0
 	}
-	grp.mu.Lock()
-	dead := grp.entries
-	grp.entries = make(map[K]*entry[G, K, V])
 	grp.gen.Add(1)
-	grp.mu.Unlock()
+	n := grp.entries.len()
+	dead := grp.entries.tab.Load()
+	grp.entries.init(c.seed, c.tomb)
 	c.release(grp)
 	c.mu.Unlock()
 
-	batch := make([]*entry[G, K, V], 0, min(len(dead), freeBatch))
+	// Nobody writes dead any more: it is no group's table.
+	batch := make([]*entry[G, K, V], 0, min(n, freeBatch))
 	free := func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -454,13 +455,17 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 		}
 		batch = batch[:0]
 	}
-	for _, e := range dead {
+	for i := range dead.slots {
+		e := dead.slots[i].Load()
+		if e == nil || e == dead.tomb {
+			continue
+		}
 		if batch = append(batch, e); len(batch) == freeBatch {
 			free()
 		}
 	}
 	free()
-	return len(dead)
+	return n
 }
 
 // Purge deletes every entry, as RemoveGroup does for each group. Counters
@@ -476,10 +481,8 @@ func (c *Cache[G, K, V]) Purge() {
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.length = 0
 	for _, grp := range c.groups {
-		grp.mu.Lock()
-		clear(grp.entries)
 		grp.gen.Add(1)
-		grp.mu.Unlock()
+		grp.entries.init(c.seed, c.tomb)
 		if grp.pins == 0 && grp.writers == 0 {
 			delete(c.groups, grp.id)
 		}
@@ -563,7 +566,8 @@ func (w *Writer[G, K, V]) Close() {
 func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 	grp := c.groups[g]
 	if grp == nil {
-		grp = &Group[G, K, V]{c: c, id: g, entries: make(map[K]*entry[G, K, V])}
+		grp = &Group[G, K, V]{c: c, id: g}
+		grp.entries.init(c.seed, c.tomb)
 		c.groups[g] = grp
 		c.bytes += c.groupCost
 	}
@@ -573,7 +577,7 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 // release forgets a group that has no entries, pins or writers. c.mu must
 // be held.
 func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
-	if len(grp.entries) == 0 && grp.pins == 0 && grp.writers == 0 && c.groups[grp.id] == grp {
+	if grp.entries.len() == 0 && grp.pins == 0 && grp.writers == 0 && c.groups[grp.id] == grp {
 		delete(c.groups, grp.id)
 		c.bytes -= c.groupCost
 	}
@@ -583,7 +587,7 @@ func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
 func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, ttl time.Duration, size int64) bool {
 	size = max(size, 0) + c.entryCost
 	if ttl <= 0 || size+c.groupCost > c.maxBytes {
-		if e := grp.entries[k]; e != nil {
+		if e := grp.entries.get(k); e != nil {
 			c.remove(e)
 		}
 		c.release(grp)
@@ -594,11 +598,7 @@ func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, ttl time.Du
 		expires = now + ttl
 	}
 	e := &entry[G, K, V]{key: k, grp: grp, value: value, expires: expires, size: size, gen: grp.gen.Load()}
-	grp.mu.Lock()
-	old := grp.entries[k]
-	grp.entries[k] = e
-	grp.mu.Unlock()
-	if old != nil {
+	if old := grp.entries.put(e); old != nil {
 		c.unlink(old)
 	}
 	c.link(e)
@@ -657,12 +657,8 @@ func (c *Cache[G, K, V]) sweep(now time.Duration) {
 // entry for its key, from the group. c.mu must be held.
 func (c *Cache[G, K, V]) remove(e *entry[G, K, V]) {
 	c.unlink(e)
-	grp := e.grp
-	if grp.entries[e.key] == e {
-		grp.mu.Lock()
-		delete(grp.entries, e.key)
-		grp.mu.Unlock()
-		c.release(grp)
+	if e.grp.entries.remove(e) {
+		c.release(e.grp)
 	}
 }
 
