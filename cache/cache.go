@@ -32,11 +32,8 @@ import (
 // contend on a shared lock. Create it with [New]; the zero value is not
 // usable.
 type Cache[G, K comparable, V any] struct {
-	// Expiry times are kept as durations since epoch, the cache's creation.
-	// With the real clock (now is nil) the time since epoch reads only the
-	// monotonic clock.
-	epoch time.Time
-	now   func() time.Time
+	// clk reads the time; expiry times are durations since its epoch.
+	clk clock
 
 	maxEntries int
 	maxBytes   int64
@@ -62,25 +59,7 @@ type Cache[G, K comparable, V any] struct {
 
 	hits, misses           stripe.Counter
 	evictions, expirations uint64 // under mu
-
-	// With the real clock, hits read coarse, the time since epoch as a
-	// ticker last read it, instead of the clock: ticking is set while the
-	// ticker runs, which is while the cache is in use (see clock). The
-	// ticker's timer runs late when the machine is busy, so coarse is
-	// trusted only for entries that expire more than margin after it;
-	// margin grows to four times the worst lateness seen (see fresh).
-	coarse   atomic.Int64
-	ticking  atomic.Bool
-	activity atomic.Uint64 // hits and misses at the ticker's last tick
-	margin   atomic.Int64
 }
-
-// tick is how often the coarse clock advances while the cache is in use.
-const tick = time.Millisecond
-
-// minMargin is the least distance from its expiry at which an entry is
-// served on the coarse clock's word; closer to it, a hit reads the clock.
-const minMargin = time.Second
 
 // Group is a handle on one group of a cache, for reading its entries
 // without looking the group up by its value each time (a group value that
@@ -192,7 +171,6 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 		cfg.maxBytes = math.MaxInt64
 	}
 	c := &Cache[G, K, V]{
-		now:        cfg.now,
 		maxEntries: maxEntries,
 		maxBytes:   cfg.maxBytes,
 		groups:     make(map[G]*Group[G, K, V]),
@@ -204,8 +182,7 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c.none = &Group[G, K, V]{c: c}
 	c.none.entries.init(c.seed, c.tomb)
 	c.list.next, c.list.prev = &c.list, &c.list
-	c.epoch = c.read()
-	c.margin.Store(int64(minMargin))
+	c.clk.init(cfg.now, func() uint64 { return c.hits.Load() + c.misses.Load() })
 	return c, nil
 }
 
@@ -226,90 +203,6 @@ func groupCost[G, K comparable, V any]() int64 {
 	var g G
 	var grp Group[G, K, V]
 	return int64(unsafe.Sizeof(grp)+(unsafe.Sizeof(g)+8+1)*3/2) + tableBytes
-}
-
-// read returns the time from the cache's clock.
-func (c *Cache[G, K, V]) read() time.Time {
-	if c.now == nil {
-		return time.Now()
-	}
-	return c.now()
-}
-
-// elapsed returns the time since the cache's epoch.
-func (c *Cache[G, K, V]) elapsed() time.Duration {
-	if c.now == nil {
-		return time.Since(c.epoch) // monotonic only
-	}
-	return c.now().Sub(c.epoch)
-}
-
-// clock returns the time since the cache's epoch for a hit: with the real
-// clock, the coarse time while the ticker runs, so that a hit does not
-// read the clock (on some machines the costliest part of a hit); the first
-// hit of an idle cache reads the clock and starts the ticker. The ticker
-// is a timer that re-arms itself only while lookups arrive: an idle cache
-// has no timer and no goroutine.
-func (c *Cache[G, K, V]) clock() time.Duration {
-	if c.now != nil {
-		return c.now().Sub(c.epoch)
-	}
-	if c.ticking.Load() {
-		return time.Duration(c.coarse.Load())
-	}
-	now := time.Since(c.epoch)
-	c.advance(now)
-	if c.ticking.CompareAndSwap(false, true) {
-		c.activity.Store(c.hits.Load() + c.misses.Load())
-		time.AfterFunc(tick, c.tick)
-	}
-	return now
-}
-
-// tick advances the coarse clock, and re-arms unless no lookup came since
-// the last tick.
-func (c *Cache[G, K, V]) tick() {
-	now := time.Since(c.epoch)
-	// A tick due one tick after the last reading that comes late shows how
-	// far coarse can fall behind: keep margin at four times that.
-	if late := now - time.Duration(c.coarse.Load()); 4*late > time.Duration(c.margin.Load()) {
-		c.margin.Store(int64(4 * late))
-	}
-	c.advance(now)
-	activity := c.hits.Load() + c.misses.Load()
-	if activity == c.activity.Load() {
-		c.ticking.Store(false)
-		return
-	}
-	c.activity.Store(activity)
-	time.AfterFunc(tick, c.tick)
-}
-
-// advance moves the coarse clock forward to now, never back: a reader that
-// was paused after reading the clock must not undo a later reading.
-func (c *Cache[G, K, V]) advance(now time.Duration) {
-	for {
-		old := c.coarse.Load()
-		if int64(now) <= old || c.coarse.CompareAndSwap(old, int64(now)) {
-			return
-		}
-	}
-}
-
-// fresh reports whether an entry that expires at expires is unexpired at
-// coarse, the time clock returned. The coarse clock lags the real one by as
-// long as its timer runs late, which on a starved machine is far more than a
-// tick; so only an entry that expires more than margin after coarse is
-// served on its word, and closer to its expiry a hit reads the clock. A
-// cache with an injected clock reads it exactly in clock.
-func (c *Cache[G, K, V]) fresh(expires, coarse time.Duration) bool {
-	if expires <= coarse {
-		return false
-	}
-	if c.now != nil || expires-coarse > time.Duration(c.margin.Load()) {
-		return true
-	}
-	return time.Since(c.epoch) < expires
 }
 
 // Get returns the value stored under group g and key k, and true when it is
@@ -359,17 +252,23 @@ func (grp *Group[G, K, V]) Unpin() {
 // k, so a caller may look up a key whose bytes it reuses afterwards.
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
-	now := c.clock()
 	e := grp.entries.get(k)
-	if e != nil && e.gen == grp.gen.Load() && c.fresh(e.expires, now) {
+	if e != nil && e.gen == grp.gen.Load() && c.clk.unexpired(e.expires) {
 		if !e.ref.Load() { // write the shared line only when it changes
 			e.ref.Store(true)
 		}
 		c.hits.Add(1)
 		return e.value, true
 	}
+	c.miss(e)
+	return value, false
+}
+
+// miss counts a miss, drops e (what the lookup found, or nil) when it has
+// expired, and sweeps.
+func (c *Cache[G, K, V]) miss(e *entry[G, K, V]) {
 	c.misses.Add(1)
-	now = c.elapsed() // a miss may drop entries: it reads the clock itself
+	now := c.clk.elapsed() // a miss may drop entries: it reads the clock itself
 	if e != nil || c.due(now) {
 		c.mu.Lock()
 		if e != nil && e.next != nil && now >= e.expires {
@@ -379,7 +278,6 @@ func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 		c.sweep(now)
 		c.mu.Unlock()
 	}
-	return value, false
 }
 
 // due reports, without taking c.mu exclusively, whether the oldest entry
@@ -401,7 +299,7 @@ func (c *Cache[G, K, V]) due(now time.Duration) bool {
 // byte bound, stores nothing and removes any earlier value, so that a caller
 // never reads an old answer in place of the one it chose not to keep.
 func (c *Cache[G, K, V]) Add(g G, k K, value V, ttl time.Duration, size int64) bool {
-	now := c.elapsed()
+	now := c.clk.elapsed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.add(c.group(g), k, value, now, ttl, size)
@@ -540,7 +438,7 @@ func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool 
 		return false
 	}
 	c := w.grp.c
-	now := c.elapsed()
+	now := c.clk.elapsed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w.grp.gen.Load() != w.gen {
