@@ -87,8 +87,16 @@ func statusOutcome(s Status) string {
 }
 
 // checkPair refuses what Check and CheckMany never send: an empty name and
-// the wildcard resource, whose answer lists other pairs (rule 8).
+// the wildcard resource, whose answer lists other pairs (rule 8). It is
+// inlined; pairError, which makes the error, is not.
 func checkPair(resource, scope string) error {
+	if resource != "" && scope != "" && resource != "*" {
+		return nil
+	}
+	return pairError(resource, scope)
+}
+
+func pairError(resource, scope string) error {
 	switch {
 	case resource == "" || scope == "":
 		return fmt.Errorf("%w: a check needs a resource and a scope", ErrInvalidArgument)
