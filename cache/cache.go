@@ -3,7 +3,6 @@ package cache
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -42,9 +41,9 @@ type Cache[G, K comparable, V any] struct {
 	// of the sizes callers give.
 	entryCost, groupCost int64
 
-	// seed hashes keys in the groups' indexes, whose removed slots hold
+	// hash hashes keys in the groups' indexes, whose removed slots hold
 	// tomb.
-	seed maphash.Seed
+	hash hasher
 	tomb *entry[G, K, V]
 
 	// mu guards the index of groups, the recency list, the counts, and
@@ -176,11 +175,11 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 		groups:     make(map[G]*Group[G, K, V]),
 		entryCost:  entryCost[G, K, V](),
 		groupCost:  groupCost[G, K, V](),
-		seed:       maphash.MakeSeed(),
+		hash:       newHasher[K](),
 		tomb:       new(entry[G, K, V]),
 	}
 	c.none = &Group[G, K, V]{c: c}
-	c.none.entries.init(c.seed, c.tomb)
+	c.none.entries.init(&c.hash, c.tomb)
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.clk.init(cfg.now, func() uint64 { return c.hits.Load() + c.misses.Load() })
 	return c, nil
@@ -337,7 +336,7 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 	grp.gen.Add(1)
 	n := grp.entries.len()
 	dead := grp.entries.tab.Load()
-	grp.entries.init(c.seed, c.tomb)
+	grp.entries.init(&c.hash, c.tomb)
 	c.release(grp)
 	c.mu.Unlock()
 
@@ -380,7 +379,7 @@ func (c *Cache[G, K, V]) Purge() {
 	c.length = 0
 	for _, grp := range c.groups {
 		grp.gen.Add(1)
-		grp.entries.init(c.seed, c.tomb)
+		grp.entries.init(&c.hash, c.tomb)
 		if grp.pins == 0 && grp.writers == 0 {
 			delete(c.groups, grp.id)
 		}
@@ -465,7 +464,7 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 	grp := c.groups[g]
 	if grp == nil {
 		grp = &Group[G, K, V]{c: c, id: g}
-		grp.entries.init(c.seed, c.tomb)
+		grp.entries.init(&c.hash, c.tomb)
 		c.groups[g] = grp
 		c.bytes += c.groupCost
 	}

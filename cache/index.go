@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"hash/maphash"
 	"sync/atomic"
 	"unsafe"
 )
@@ -25,7 +24,7 @@ type index[G, K comparable, V any] struct {
 
 // table is one generation of an index's slots.
 type table[G, K comparable, V any] struct {
-	seed  maphash.Seed
+	h     *hasher
 	mask  uint64
 	tomb  *entry[G, K, V] // marks a removed entry's slot
 	slots []atomic.Pointer[entry[G, K, V]]
@@ -47,19 +46,19 @@ const (
 )
 
 // init gives x an empty table.
-func (x *index[G, K, V]) init(seed maphash.Seed, tomb *entry[G, K, V]) {
-	x.tab.Store(newTable(seed, tomb, minSlots))
+func (x *index[G, K, V]) init(h *hasher, tomb *entry[G, K, V]) {
+	x.tab.Store(newTable(h, tomb, minSlots))
 	x.live, x.used = 0, 0
 }
 
-func newTable[G, K comparable, V any](seed maphash.Seed, tomb *entry[G, K, V], n int) *table[G, K, V] {
-	return &table[G, K, V]{seed: seed, mask: uint64(n - 1), tomb: tomb, slots: make([]atomic.Pointer[entry[G, K, V]], n)}
+func newTable[G, K comparable, V any](h *hasher, tomb *entry[G, K, V], n int) *table[G, K, V] {
+	return &table[G, K, V]{h: h, mask: uint64(n - 1), tomb: tomb, slots: make([]atomic.Pointer[entry[G, K, V]], n)}
 }
 
 // get returns the entry stored under k, or nil. It takes no lock.
 func (x *index[G, K, V]) get(k K) *entry[G, K, V] {
 	t := x.tab.Load()
-	for i := maphash.Comparable(t.seed, k); ; i++ {
+	for i := hash(t.h, k); ; i++ {
 		e := t.slots[i&t.mask].Load()
 		if e == nil {
 			return nil
@@ -78,7 +77,7 @@ func (x *index[G, K, V]) len() int { return x.live }
 func (x *index[G, K, V]) put(e *entry[G, K, V]) (old *entry[G, K, V]) {
 	t := x.tab.Load()
 	free := -1 // the first tombstone on the way, reused for a new key
-	for i := maphash.Comparable(t.seed, e.key); ; i++ {
+	for i := hash(t.h, e.key); ; i++ {
 		s := &t.slots[i&t.mask]
 		switch o := s.Load(); {
 		case o == nil:
@@ -109,7 +108,7 @@ func (x *index[G, K, V]) put(e *entry[G, K, V]) (old *entry[G, K, V]) {
 // reports whether it was; writers only.
 func (x *index[G, K, V]) remove(e *entry[G, K, V]) bool {
 	t := x.tab.Load()
-	for i := maphash.Comparable(t.seed, e.key); ; i++ {
+	for i := hash(t.h, e.key); ; i++ {
 		s := &t.slots[i&t.mask]
 		switch o := s.Load(); {
 		case o == nil:
@@ -138,7 +137,7 @@ func (x *index[G, K, V]) rehash(n int) {
 	for size/2 < n {
 		size *= 2
 	}
-	t := newTable(old.seed, old.tomb, size)
+	t := newTable(old.h, old.tomb, size)
 	x.used = 0
 	for i := range old.slots {
 		if e := old.slots[i].Load(); e != nil && e != old.tomb {
@@ -152,7 +151,7 @@ func (x *index[G, K, V]) rehash(n int) {
 // insert stores e, whose key t does not hold, in an empty slot of t, which
 // has room.
 func (t *table[G, K, V]) insert(e *entry[G, K, V]) {
-	for i := maphash.Comparable(t.seed, e.key); ; i++ {
+	for i := hash(t.h, e.key); ; i++ {
 		if s := &t.slots[i&t.mask]; s.Load() == nil {
 			s.Store(e)
 			return

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"hash/maphash"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -12,7 +11,8 @@ import (
 
 func newIndex() *index[int, string, int] {
 	x := new(index[int, string, int])
-	x.init(maphash.MakeSeed(), new(entry[int, string, int]))
+	h := newHasher[string]()
+	x.init(&h, new(entry[int, string, int]))
 	return x
 }
 
