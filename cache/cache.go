@@ -31,11 +31,8 @@ import (
 // contend on a shared lock. Create it with [New]; the zero value is not
 // usable.
 type Cache[G, K comparable, V any] struct {
-	// Expiry times are kept as durations since epoch, the cache's creation.
-	// With the real clock (now is nil) the time since epoch reads only the
-	// monotonic clock.
-	epoch time.Time
-	now   func() time.Time
+	// clk reads the time; expiry times are durations since its epoch.
+	clk clock
 
 	maxEntries int
 	maxBytes   int64
@@ -44,10 +41,14 @@ type Cache[G, K comparable, V any] struct {
 	// of the sizes callers give.
 	entryCost, groupCost int64
 
+	// hash hashes keys in the groups' indexes, whose removed slots hold
+	// tomb.
+	hash hasher
+	tomb *entry[G, K, V]
+
 	// mu guards the index of groups, the recency list, the counts, and
-	// each group's pins and writers. A group's entries are written with
-	// both mu and the group's own lock held, and read with either: hits
-	// take only the group's read lock.
+	// each group's pins and writers; a group's entries are written with mu
+	// held, and read without it: hits take no lock (see index).
 	mu     sync.RWMutex
 	groups map[G]*Group[G, K, V]
 	none   *Group[G, K, V] // what Lookup returns for a group the cache does not hold
@@ -57,25 +58,7 @@ type Cache[G, K comparable, V any] struct {
 
 	hits, misses           stripe.Counter
 	evictions, expirations uint64 // under mu
-
-	// With the real clock, hits read coarse, the time since epoch as a
-	// ticker last read it, instead of the clock: ticking is set while the
-	// ticker runs, which is while the cache is in use (see clock). The
-	// ticker's timer runs late when the machine is busy, so coarse is
-	// trusted only for entries that expire more than margin after it;
-	// margin grows to four times the worst lateness seen (see fresh).
-	coarse   atomic.Int64
-	ticking  atomic.Bool
-	activity atomic.Uint64 // hits and misses at the ticker's last tick
-	margin   atomic.Int64
 }
-
-// tick is how often the coarse clock advances while the cache is in use.
-const tick = time.Millisecond
-
-// minMargin is the least distance from its expiry at which an entry is
-// served on the coarse clock's word; closer to it, a hit reads the clock.
-const minMargin = time.Second
 
 // Group is a handle on one group of a cache, for reading its entries
 // without looking the group up by its value each time (a group value that
@@ -86,10 +69,8 @@ type Group[G, K comparable, V any] struct {
 	c  *Cache[G, K, V]
 	id G
 
-	// mu guards entries; a hit takes one of its cells, so hits on
-	// different cores do not write one shared lock word.
-	mu      stripe.RWMutex
-	entries map[K]*entry[G, K, V]
+	// entries are read without a lock, and written under c.mu.
+	entries index[G, K, V]
 	// gen counts the group's removals; entries of an older generation are
 	// dead, and Writers made before the last removal no longer write.
 	gen atomic.Uint64
@@ -189,123 +170,38 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 		cfg.maxBytes = math.MaxInt64
 	}
 	c := &Cache[G, K, V]{
-		now:        cfg.now,
 		maxEntries: maxEntries,
 		maxBytes:   cfg.maxBytes,
 		groups:     make(map[G]*Group[G, K, V]),
 		entryCost:  entryCost[G, K, V](),
 		groupCost:  groupCost[G, K, V](),
+		hash:       newHasher[K](),
+		tomb:       new(entry[G, K, V]),
 	}
 	c.none = &Group[G, K, V]{c: c}
+	c.none.entries.init(&c.hash, c.tomb)
 	c.list.next, c.list.prev = &c.list, &c.list
-	c.epoch = c.read()
-	c.margin.Store(int64(minMargin))
+	c.clk.init(cfg.now, func() uint64 { return c.hits.Load() + c.misses.Load() })
 	return c, nil
 }
 
 // entryCost estimates the memory of one entry's bookkeeping: the entry
-// itself and its slot in its group's map, counted with its control byte at
-// a load of 2/3, about where a map that doubles as it grows sits on
-// average. TestBytesTrackRealMemory holds the estimate to what the heap
-// really grows by.
+// itself and its slots in its group's index (see indexEntryCost).
+// TestBytesTrackRealMemory holds the estimate to what the heap really grows
+// by.
 func entryCost[G, K comparable, V any]() int64 {
 	var e entry[G, K, V]
-	var k K
-	return int64(unsafe.Sizeof(e) + (unsafe.Sizeof(k)+8+1)*3/2)
+	return int64(unsafe.Sizeof(e)) + indexEntryCost
 }
 
 // groupCost estimates the memory of one group's bookkeeping: the group, its
-// slot in the cache's index of groups, and its map with room for its first
-// eight entries (a map's first allocation).
+// slot in the cache's index of groups (a map, counted with its control byte
+// at a load of 2/3, about where a map that doubles as it grows sits on
+// average), and its index's first table.
 func groupCost[G, K comparable, V any]() int64 {
 	var g G
-	var k K
 	var grp Group[G, K, V]
-	return int64(unsafe.Sizeof(grp) + (unsafe.Sizeof(g)+8+1)*3/2 + 48 + 8*(unsafe.Sizeof(k)+8+1) + 8)
-}
-
-// read returns the time from the cache's clock.
-func (c *Cache[G, K, V]) read() time.Time {
-	if c.now == nil {
-		return time.Now()
-	}
-	return c.now()
-}
-
-// elapsed returns the time since the cache's epoch.
-func (c *Cache[G, K, V]) elapsed() time.Duration {
-	if c.now == nil {
-		return time.Since(c.epoch) // monotonic only
-	}
-	return c.now().Sub(c.epoch)
-}
-
-// clock returns the time since the cache's epoch for a hit: with the real
-// clock, the coarse time while the ticker runs, so that a hit does not
-// read the clock (on some machines the costliest part of a hit); the first
-// hit of an idle cache reads the clock and starts the ticker. The ticker
-// is a timer that re-arms itself only while lookups arrive: an idle cache
-// has no timer and no goroutine.
-func (c *Cache[G, K, V]) clock() time.Duration {
-	if c.now != nil {
-		return c.now().Sub(c.epoch)
-	}
-	if c.ticking.Load() {
-		return time.Duration(c.coarse.Load())
-	}
-	now := time.Since(c.epoch)
-	c.advance(now)
-	if c.ticking.CompareAndSwap(false, true) {
-		c.activity.Store(c.hits.Load() + c.misses.Load())
-		time.AfterFunc(tick, c.tick)
-	}
-	return now
-}
-
-// tick advances the coarse clock, and re-arms unless no lookup came since
-// the last tick.
-func (c *Cache[G, K, V]) tick() {
-	now := time.Since(c.epoch)
-	// A tick due one tick after the last reading that comes late shows how
-	// far coarse can fall behind: keep margin at four times that.
-	if late := now - time.Duration(c.coarse.Load()); 4*late > time.Duration(c.margin.Load()) {
-		c.margin.Store(int64(4 * late))
-	}
-	c.advance(now)
-	activity := c.hits.Load() + c.misses.Load()
-	if activity == c.activity.Load() {
-		c.ticking.Store(false)
-		return
-	}
-	c.activity.Store(activity)
-	time.AfterFunc(tick, c.tick)
-}
-
-// advance moves the coarse clock forward to now, never back: a reader that
-// was paused after reading the clock must not undo a later reading.
-func (c *Cache[G, K, V]) advance(now time.Duration) {
-	for {
-		old := c.coarse.Load()
-		if int64(now) <= old || c.coarse.CompareAndSwap(old, int64(now)) {
-			return
-		}
-	}
-}
-
-// fresh reports whether an entry that expires at expires is unexpired at
-// coarse, the time clock returned. The coarse clock lags the real one by as
-// long as its timer runs late, which on a starved machine is far more than a
-// tick; so only an entry that expires more than margin after coarse is
-// served on its word, and closer to its expiry a hit reads the clock. A
-// cache with an injected clock reads it exactly in clock.
-func (c *Cache[G, K, V]) fresh(expires, coarse time.Duration) bool {
-	if expires <= coarse {
-		return false
-	}
-	if c.now != nil || expires-coarse > time.Duration(c.margin.Load()) {
-		return true
-	}
-	return time.Since(c.epoch) < expires
+	return int64(unsafe.Sizeof(grp)+(unsafe.Sizeof(g)+8+1)*3/2) + tableBytes
 }
 
 // Get returns the value stored under group g and key k, and true when it is
@@ -350,25 +246,28 @@ func (grp *Group[G, K, V]) Unpin() {
 }
 
 // Get returns the value the group holds under k, and true when it is
-// present, live and unexpired. A hit takes only the group's read lock and
-// allocates nothing; a miss drops what it found expired and sweeps. Get
-// keeps no reference to k, so a caller may look up a key whose bytes it
-// reuses afterwards.
+// present, live and unexpired. A hit takes no lock and allocates nothing;
+// a miss drops what it found expired and sweeps. Get keeps no reference to
+// k, so a caller may look up a key whose bytes it reuses afterwards.
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
-	now := c.clock()
-	cell := grp.mu.RLock()
-	e := grp.entries[k]
-	grp.mu.RUnlock(cell)
-	if e != nil && e.gen == grp.gen.Load() && c.fresh(e.expires, now) {
+	e := grp.entries.get(k)
+	if e != nil && e.gen == grp.gen.Load() && c.clk.unexpired(e.expires) {
 		if !e.ref.Load() { // write the shared line only when it changes
 			e.ref.Store(true)
 		}
 		c.hits.Add(1)
 		return e.value, true
 	}
+	c.miss(e)
+	return value, false
+}
+
+// miss counts a miss, drops e (what the lookup found, or nil) when it has
+// expired, and sweeps.
+func (c *Cache[G, K, V]) miss(e *entry[G, K, V]) {
 	c.misses.Add(1)
-	now = c.elapsed() // a miss may drop entries: it reads the clock itself
+	now := c.clk.elapsed() // a miss may drop entries: it reads the clock itself
 	if e != nil || c.due(now) {
 		c.mu.Lock()
 		if e != nil && e.next != nil && now >= e.expires {
@@ -378,7 +277,6 @@ func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 		c.sweep(now)
 		c.mu.Unlock()
 	}
-	return value, false
 }
 
 // due reports, without taking c.mu exclusively, whether the oldest entry
@@ -400,7 +298,7 @@ func (c *Cache[G, K, V]) due(now time.Duration) bool {
 // byte bound, stores nothing and removes any earlier value, so that a caller
 // never reads an old answer in place of the one it chose not to keep.
 func (c *Cache[G, K, V]) Add(g G, k K, value V, ttl time.Duration, size int64) bool {
-	now := c.elapsed()
+	now := c.clk.elapsed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.add(c.group(g), k, value, now, ttl, size)
@@ -415,7 +313,7 @@ func (c *Cache[G, K, V]) Remove(g G, k K) bool {
 	if grp == nil {
 		return false
 	}
-	e := grp.entries[k]
+	e := grp.entries.get(k)
 	if e != nil {
 		c.remove(e)
 	}
@@ -435,15 +333,15 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 		c.mu.Unlock()
 		return 0
 	}
-	grp.mu.Lock()
-	dead := grp.entries
-	grp.entries = make(map[K]*entry[G, K, V])
 	grp.gen.Add(1)
-	grp.mu.Unlock()
+	n := grp.entries.len()
+	dead := grp.entries.tab.Load()
+	grp.entries.init(&c.hash, c.tomb)
 	c.release(grp)
 	c.mu.Unlock()
 
-	batch := make([]*entry[G, K, V], 0, min(len(dead), freeBatch))
+	// Nobody writes dead any more: it is no group's table.
+	batch := make([]*entry[G, K, V], 0, min(n, freeBatch))
 	free := func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -454,13 +352,17 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 		}
 		batch = batch[:0]
 	}
-	for _, e := range dead {
+	for i := range dead.slots {
+		e := dead.slots[i].Load()
+		if e == nil || e == dead.tomb {
+			continue
+		}
 		if batch = append(batch, e); len(batch) == freeBatch {
 			free()
 		}
 	}
 	free()
-	return len(dead)
+	return n
 }
 
 // Purge deletes every entry, as RemoveGroup does for each group. Counters
@@ -476,10 +378,8 @@ func (c *Cache[G, K, V]) Purge() {
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.length = 0
 	for _, grp := range c.groups {
-		grp.mu.Lock()
-		clear(grp.entries)
 		grp.gen.Add(1)
-		grp.mu.Unlock()
+		grp.entries.init(&c.hash, c.tomb)
 		if grp.pins == 0 && grp.writers == 0 {
 			delete(c.groups, grp.id)
 		}
@@ -537,7 +437,7 @@ func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool 
 		return false
 	}
 	c := w.grp.c
-	now := c.elapsed()
+	now := c.clk.elapsed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w.grp.gen.Load() != w.gen {
@@ -563,7 +463,8 @@ func (w *Writer[G, K, V]) Close() {
 func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 	grp := c.groups[g]
 	if grp == nil {
-		grp = &Group[G, K, V]{c: c, id: g, entries: make(map[K]*entry[G, K, V])}
+		grp = &Group[G, K, V]{c: c, id: g}
+		grp.entries.init(&c.hash, c.tomb)
 		c.groups[g] = grp
 		c.bytes += c.groupCost
 	}
@@ -573,7 +474,7 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 // release forgets a group that has no entries, pins or writers. c.mu must
 // be held.
 func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
-	if len(grp.entries) == 0 && grp.pins == 0 && grp.writers == 0 && c.groups[grp.id] == grp {
+	if grp.entries.len() == 0 && grp.pins == 0 && grp.writers == 0 && c.groups[grp.id] == grp {
 		delete(c.groups, grp.id)
 		c.bytes -= c.groupCost
 	}
@@ -583,7 +484,7 @@ func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
 func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, ttl time.Duration, size int64) bool {
 	size = max(size, 0) + c.entryCost
 	if ttl <= 0 || size+c.groupCost > c.maxBytes {
-		if e := grp.entries[k]; e != nil {
+		if e := grp.entries.get(k); e != nil {
 			c.remove(e)
 		}
 		c.release(grp)
@@ -594,11 +495,7 @@ func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, ttl time.Du
 		expires = now + ttl
 	}
 	e := &entry[G, K, V]{key: k, grp: grp, value: value, expires: expires, size: size, gen: grp.gen.Load()}
-	grp.mu.Lock()
-	old := grp.entries[k]
-	grp.entries[k] = e
-	grp.mu.Unlock()
-	if old != nil {
+	if old := grp.entries.put(e); old != nil {
 		c.unlink(old)
 	}
 	c.link(e)
@@ -657,12 +554,8 @@ func (c *Cache[G, K, V]) sweep(now time.Duration) {
 // entry for its key, from the group. c.mu must be held.
 func (c *Cache[G, K, V]) remove(e *entry[G, K, V]) {
 	c.unlink(e)
-	grp := e.grp
-	if grp.entries[e.key] == e {
-		grp.mu.Lock()
-		delete(grp.entries, e.key)
-		grp.mu.Unlock()
-		c.release(grp)
+	if e.grp.entries.remove(e) {
+		c.release(e.grp)
 	}
 }
 

@@ -2,10 +2,10 @@
 // own expiry and size, and belong to a group.
 //
 // Entries are found through their group: a [Group] handle (from
-// [Cache.Pin] or [Cache.Lookup]) reads a group's entries under the group's
-// own read lock, so hits on different cores do not contend on the cache's
-// lock, and a group value that holds a long token is hashed once per
-// handle, not once per lookup. Eviction is least recently used, in the CLOCK
+// [Cache.Pin] or [Cache.Lookup]) reads a group's entries without taking a
+// lock (writers publish the group's hash table with atomic stores), so hits
+// on different cores do not contend on any lock word, and a group value
+// that holds a long token is hashed once per handle, not once per lookup. Eviction is least recently used, in the CLOCK
 // approximation: a hit only marks its entry, and a marked entry at the old
 // end gets a second chance instead of being evicted. (golang-lru's lists
 // move an entry to the front on every hit, under one lock for all cores.)

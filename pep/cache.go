@@ -100,21 +100,24 @@ func contextKey(contextJSON string) string {
 
 // cacheable reports whether a call's token and a pair may be cached.
 func cacheable(id tokenIdent, p pair) bool {
-	return len(id.Token) <= maxCachedToken && len(p.resource)+len(p.scope) <= maxCachedNames && !p.wildcard()
+	return len(id.Token) <= maxCachedToken && cacheablePair(p)
 }
 
-// group returns the handle through which a call reads its token's
-// entries: the client token's pinned one, else a lookup (one hash of the
-// token per call, not per pair). Nil when the call reads nothing from the
-// cache.
-func (d *decisionCache) group(cl *call) *cache.Group[tokenIdent, cacheKey, Status] {
-	switch {
-	case d == nil || cl.noCache || len(cl.id.Token) > maxCachedToken:
+// cacheablePair reports whether a pair may be cached (for a token that may
+// be: lookup, pin and writer return nil for one that may not).
+func cacheablePair(p pair) bool {
+	return len(p.resource)+len(p.scope) <= maxCachedNames && !p.wildcard()
+}
+
+// lookup returns the handle through which a call with a per-call token
+// reads the token's entries (one hash of the token per call, not per
+// pair); nil for a disabled cache or a token too long to cache. The
+// client's own token has its pinned handle instead (pin).
+func (d *decisionCache) lookup(id tokenIdent) *cache.Group[tokenIdent, cacheKey, Status] {
+	if d == nil || len(id.Token) > maxCachedToken {
 		return nil
-	case cl.state != nil && cl.state.group != nil:
-		return cl.state.group
 	}
-	return d.lru.Lookup(cl.id)
+	return d.lru.Lookup(id)
 }
 
 // pin returns a handle on the entries of the client's own token, held from
@@ -138,7 +141,7 @@ func owned(id tokenIdent) tokenIdent {
 
 // get returns a live cached status; it allocates nothing.
 func (d *decisionCache) get(cl *call, p pair) (Status, bool) {
-	if cl.group == nil || !cacheable(cl.id, p) {
+	if cl.group == nil || !cacheablePair(p) {
 		return Deny, false
 	}
 	if keyLen(p, cl.ctxKey) > hitKeyBytes {

@@ -19,7 +19,7 @@ type call struct {
 	ctxKey  string
 	noCache bool
 	// group reads the token's cached decisions; nil when the call reads
-	// nothing from the cache.
+	// nothing from the cache, and always nil for a token too long to cache.
 	group *cache.Group[tokenIdent, cacheKey, Status]
 	// ownDeadline is set when the call's deadline is the client's timeout
 	// rather than an earlier one of the caller's: only then does running
@@ -45,7 +45,9 @@ func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
 			return fmt.Errorf("%w: WithToken was given an empty token", ErrNoToken)
 		}
 		cl.id = tokenIdent{Scheme: schemeBearer, Token: tok}
-		cl.group = c.cache.group(cl)
+		if !cl.noCache {
+			cl.group = c.cache.lookup(cl.id)
+		}
 		return nil
 	}
 	st := c.token.Load()
@@ -53,7 +55,9 @@ func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
 		return fmt.Errorf("%w: call SetToken or pass a token with WithToken", ErrNoToken)
 	}
 	cl.id, cl.state = st.id, st
-	cl.group = c.cache.group(cl)
+	if !cl.noCache {
+		cl.group = st.group // nil when the token's entries are not cached (pin)
+	}
 	return nil
 }
 

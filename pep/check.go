@@ -29,10 +29,9 @@ const maxParallelChunks = transport.MaxParallelChunks
 //
 // A cached answer is returned without a request and without allocating.
 func (c *Client) Check(ctx context.Context, resource, scope string, opts ...CallOption) (Decision, error) {
-	d := Decision{Resource: resource, Scope: scope}
 	if err := checkPair(resource, scope); err != nil {
 		c.calls.Add(1)
-		return c.refuse(d, err)
+		return c.refuse(Decision{Resource: resource, Scope: scope}, err)
 	}
 	var cc callConfig
 	if len(opts) > 0 {
@@ -41,10 +40,9 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	var cl call
 	if err := c.newCall(ctx, &cc, &cl); err != nil {
 		c.calls.Add(1)
-		return c.refuse(d, err)
+		return c.refuse(Decision{Resource: resource, Scope: scope}, err)
 	}
 	if s, ok := c.cache.get(&cl, pair{resource: resource, scope: scope}); ok {
-		d.Status, d.Cached = s, true
 		// One count makes both the call and its decision (see Stats).
 		if s == Grant {
 			c.cachedGrants.Add(1)
@@ -52,8 +50,11 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 			c.cachedDenies.Add(1)
 		}
 		c.tel.CachedCall(ctx, "pep.Check", 1, statusOutcome(s))
-		return d, nil
+		// The decision is made only here and on the miss path, so that a
+		// hit does not carry and copy one across its calls.
+		return Decision{Resource: resource, Scope: scope, Status: s, Cached: true}, nil
 	}
+	d := Decision{Resource: resource, Scope: scope}
 	c.calls.Add(1)
 	miss := cl // only the miss path moves the call to the heap
 	ds := []Decision{d}
@@ -87,8 +88,16 @@ func statusOutcome(s Status) string {
 }
 
 // checkPair refuses what Check and CheckMany never send: an empty name and
-// the wildcard resource, whose answer lists other pairs (rule 8).
+// the wildcard resource, whose answer lists other pairs (rule 8). It is
+// inlined; pairError, which makes the error, is not.
 func checkPair(resource, scope string) error {
+	if resource != "" && scope != "" && resource != "*" {
+		return nil
+	}
+	return pairError(resource, scope)
+}
+
+func pairError(resource, scope string) error {
 	switch {
 	case resource == "" || scope == "":
 		return fmt.Errorf("%w: a check needs a resource and a scope", ErrInvalidArgument)

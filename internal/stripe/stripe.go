@@ -1,15 +1,13 @@
 // Package stripe holds what many cores use without sharing a cache line:
-// a counter whose additions go to one of several padded cells, and a
-// reader-writer lock whose readers lock one of several cells. A cell is
+// a counter whose additions go to one of several padded cells. A cell is
 // picked by the goroutine's stack address (goroutines run on distinct
 // stacks, so goroutines on different cores mostly pick different cells, and
-// each keeps to its own). The cache counts its hits and guards its groups
-// with them, and the pep client counts its calls and decisions, so that
-// cached Checks on different cores do not contend on one atomic word.
+// each keeps to its own). The cache counts its hits with it, and the pep
+// client its calls and decisions, so that cached Checks on different cores
+// do not contend on one atomic word.
 package stripe
 
 import (
-	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -38,42 +36,6 @@ func (c *Counter) Add(n uint64) {
 func cell() int {
 	var here byte
 	return int((uintptr(unsafe.Pointer(&here)) >> 12) % cells)
-}
-
-// RWMutex is a reader-writer lock for what is read far more often than it
-// is written: a reader locks one cell, so readers on different cores write
-// different cache lines, and a writer locks them all. The zero value is
-// unlocked; it must not be copied after first use.
-type RWMutex struct {
-	cells [cells]struct {
-		mu sync.RWMutex
-		_  [64 - unsafe.Sizeof(sync.RWMutex{})%64]byte
-	}
-}
-
-// RLock locks the calling goroutine's cell for reading and returns it, for
-// RUnlock.
-func (m *RWMutex) RLock() int {
-	i := cell()
-	m.cells[i].mu.RLock()
-	return i
-}
-
-// RUnlock unlocks the cell RLock returned.
-func (m *RWMutex) RUnlock(i int) { m.cells[i].mu.RUnlock() }
-
-// Lock locks every cell for writing, in order.
-func (m *RWMutex) Lock() {
-	for i := range m.cells {
-		m.cells[i].mu.Lock()
-	}
-}
-
-// Unlock unlocks every cell.
-func (m *RWMutex) Unlock() {
-	for i := range m.cells {
-		m.cells[i].mu.Unlock()
-	}
 }
 
 // Load returns the sum of every addition so far. It is not a snapshot:
