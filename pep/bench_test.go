@@ -322,6 +322,43 @@ func BenchmarkUncachedCheck(b *testing.B) {
 	})
 }
 
+// BenchmarkUncachedCheckPaired is BenchmarkUncachedCheck's cancellable
+// context case measured in pairs: blocks of calls of the client and of the
+// hand-written baseline alternate within one loop, so that the machine's
+// drift weighs on both alike (sub-benchmarks run one after the other, and
+// on a shared machine the baseline's median moved by 25 % between them).
+// It reports each side's time per call and their ratio.
+func BenchmarkUncachedCheckPaired(b *testing.B) {
+	const block = 20
+	g := startBenchGateway(b, nil)
+	tok := g.token(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	post := handWritten(g, "Bearer "+tok)
+	c := g.newClient(b, uncached)
+	c.SetToken(tok)
+	var base, client time.Duration
+	calls := 0
+	for b.Loop() {
+		start := time.Now()
+		for range block {
+			if ok, err := post(ctx); err != nil || !ok {
+				b.Fatalf("want a grant, got %v, %v", ok, err)
+			}
+		}
+		mid := time.Now()
+		for range block {
+			d, err := c.Check(ctx, "orders", "read")
+			mustGrant(b, d, err)
+		}
+		base, client = base+mid.Sub(start), client+time.Since(mid)
+		calls += block
+	}
+	b.ReportMetric(float64(base.Nanoseconds())/float64(calls)/1e3, "nethttp-µs/call")
+	b.ReportMetric(float64(client.Nanoseconds())/float64(calls)/1e3, "client-µs/call")
+	b.ReportMetric(float64(client)/float64(base), "client/nethttp")
+}
+
 // BenchmarkUncachedCheckDPoP compares an uncached Check with a DPoP-bound
 // token (a fresh ES256 proof per request, verified by the server) with the
 // same Check with a Bearer token.
