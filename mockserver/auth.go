@@ -266,6 +266,6 @@ type authState struct {
 	proofs    *perRealm[*dpop.Verifier]
 	proofOpts []dpop.Option
 	nonces    *nonceSource
-	verified *verifiedTokens // tokens whose signature checked out (tokencache.go)
-	codes    codeStore // unredeemed authorization codes (authcode.go)
+	verified  *verifiedTokens // tokens whose signature checked out (tokencache.go)
+	codes     codeStore       // unredeemed authorization codes (authcode.go)
 }
