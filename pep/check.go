@@ -56,10 +56,15 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	}
 	d := Decision{Resource: resource, Scope: scope}
 	c.calls.Add(1)
-	miss := cl // only the miss path moves the call to the heap
-	ds := []Decision{d}
-	err := c.decide(ctx, "pep.Check", &miss, ds, []int{0})
-	return ds[0], err
+	// Only the miss path moves the call to the heap, together with its
+	// one decision, in one allocation.
+	miss := &struct {
+		cl      call
+		ds      [1]Decision
+		missing [1]int
+	}{cl: cl, ds: [1]Decision{d}}
+	err := c.decide(ctx, "pep.Check", &miss.cl, miss.ds[:], miss.missing[:])
+	return miss.ds[0], err
 }
 
 // tally counts a decision the gateway made (fail-closed ones are counted
