@@ -1,8 +1,11 @@
 package dpop
 
 import (
+	"bytes"
+	"encoding/asn1"
 	"encoding/json"
 	"errors"
+	"math/big"
 	"os"
 	"testing"
 	"time"
@@ -128,4 +131,55 @@ func FuzzVerifySigned(f *testing.F) {
 			t.Fatalf("thumbprint %q, want %q", res.Thumbprint, fx.jkt)
 		}
 	})
+}
+
+// FuzzECDSADERToJWS checks the hand-written DER reader of ecdsaDERToJWS
+// against encoding/asn1 and math/big: for any input both accept or both
+// refuse, and where they accept they give the same R||S.
+func FuzzECDSADERToJWS(f *testing.F) {
+	for _, seed := range [][]byte{
+		{0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x02},                                                  // r=1, s=2
+		{0x30, 0x06, 0x02, 0x01, 0xff, 0x02, 0x01, 0x02},                                                  // r negative
+		{0x30, 0x07, 0x02, 0x02, 0x00, 0x01, 0x02, 0x01, 0x02},                                            // r not minimal
+		{0x30, 0x07, 0x02, 0x02, 0x00, 0x80, 0x02, 0x01, 0x02},                                            // r=128, sign byte
+		{0x30, 0x81, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x02},                                            // long form below 128
+		{0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x02, 0x00},                                            // trailing byte
+		{0x30, 0x06, 0x02, 0x01, 0x00, 0x02, 0x01, 0x02},                                                  // r zero
+		{0x30, 0x05, 0x02, 0x00, 0x02, 0x01, 0x02},                                                        // r empty
+		append([]byte{0x30, 0x26, 0x02, 0x21, 0x00, 0x80}, append(make([]byte, 31), 0x02, 0x01, 0x01)...), // 32-byte r, high bit
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, der []byte) {
+		got, err := ecdsaDERToJWS(der, 32)
+		want, wantErr := asn1ECDSAToJWS(der, 32)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%x: hand-written reader says %v, encoding/asn1 %v", der, err, wantErr)
+		}
+		if err == nil && !bytes.Equal(got, want) {
+			t.Fatalf("%x: R||S %x, encoding/asn1 %x", der, got, want)
+		}
+	})
+}
+
+// asn1ECDSAToJWS is the reference of FuzzECDSADERToJWS: the conversion as
+// encoding/asn1 and math/big do it, accepting only the canonical DER of the
+// two integers (encoding/asn1 alone ignores bytes after the last field of
+// a SEQUENCE, which the hand-written reader refuses).
+func asn1ECDSAToJWS(der []byte, size int) ([]byte, error) {
+	var sig struct{ R, S *big.Int }
+	rest, err := asn1.Unmarshal(der, &sig)
+	if err != nil || len(rest) != 0 {
+		return nil, errors.New("malformed")
+	}
+	if canonical, err := asn1.Marshal(sig); err != nil || !bytes.Equal(canonical, der) {
+		return nil, errors.New("not canonical")
+	}
+	if sig.R.Sign() <= 0 || sig.S.Sign() <= 0 || sig.R.BitLen() > 8*size || sig.S.BitLen() > 8*size {
+		return nil, errors.New("out of range")
+	}
+	out := make([]byte, 2*size)
+	sig.R.FillBytes(out[:size])
+	sig.S.FillBytes(out[size:])
+	return out, nil
 }

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -28,11 +30,40 @@ const jtiBytes = 16
 // keys are). The zero value is not usable: build one with [NewSigner] or
 // [GenerateKey].
 type Signer struct {
-	alg        jose.SignatureAlgorithm
-	jose       jose.Signer
+	alg jose.SignatureAlgorithm
+	key crypto.Signer
+	// header is the base64url form of the protected header, the same for
+	// every proof of the key: encoded once, in NewSigner.
+	header     string
+	sigSize    int             // bytes of one signature
 	jwk        jose.JSONWebKey // public key only
 	thumbprint string
 	now        func() time.Time
+	memo       *proofMemo // shared with the copies WithClock makes
+}
+
+// proofMemo remembers the last url's htu and the last access token's ath: a
+// client sends its proofs to one endpoint with one token, and parsing the
+// url and hashing a token of a kilobyte are a tenth of a proof's own cost.
+// Each entry is immutable and replaced whole, so concurrent proofs with
+// other inputs only cost a recomputation, never a wrong value.
+type proofMemo struct {
+	htu, ath atomic.Pointer[memoEntry]
+}
+
+// memoEntry is one input and the value computed from it.
+type memoEntry struct{ in, out string }
+
+// remember returns f(in), from m when it holds in, and keeps it in m.
+func remember(m *atomic.Pointer[memoEntry], in string, f func(string) (string, error)) (string, error) {
+	if e := m.Load(); e != nil && e.in == in {
+		return e.out, nil
+	}
+	out, err := f(in)
+	if err == nil {
+		m.Store(&memoEntry{in, out})
+	}
+	return out, err
 }
 
 // NewSigner returns a Signer for key. The algorithm follows from the key: ES256
@@ -59,18 +90,19 @@ func NewSigner(key crypto.Signer) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dpop: thumbprint: %w", err)
 	}
-	opaque := &opaqueSigner{key: key, alg: alg, jwk: &jose.JSONWebKey{Key: pub}}
-	opts := (&jose.SignerOptions{EmbedJWK: true}).WithType(proofType)
-	js, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: opaque}, opts)
+	header, err := proofHeader(alg, jwk)
 	if err != nil {
-		return nil, fmt.Errorf("dpop: %w", err)
+		return nil, err
 	}
 	return &Signer{
 		alg:        alg,
-		jose:       js,
+		key:        key,
+		header:     header,
+		sigSize:    signatureSize(alg, pub),
 		jwk:        jwk,
 		thumbprint: base64.RawURLEncoding.EncodeToString(tp),
 		now:        time.Now,
+		memo:       new(proofMemo),
 	}, nil
 }
 
@@ -113,14 +145,18 @@ func (s *Signer) Thumbprint() string { return s.thumbprint }
 // shared with s: callers must not modify it.
 func (s *Signer) PublicJWK() jose.JSONWebKey { return s.jwk }
 
-// proofClaims is the claim set of a proof, in the order RFC 9449 lists it.
-type proofClaims struct {
-	JTI   string `json:"jti"`
-	HTM   string `json:"htm"`
-	HTU   string `json:"htu"`
-	IAT   int64  `json:"iat"`
-	ATH   string `json:"ath,omitempty"`
-	Nonce string `json:"nonce,omitempty"`
+// proofHeader returns the base64url-encoded protected header of every
+// proof made with jwk: typ "dpop+jwt", alg and the public jwk.
+func proofHeader(alg jose.SignatureAlgorithm, jwk jose.JSONWebKey) (string, error) {
+	h, err := json.Marshal(struct {
+		Typ string          `json:"typ"`
+		Alg string          `json:"alg"`
+		JWK jose.JSONWebKey `json:"jwk"`
+	}{proofType, string(alg), jwk})
+	if err != nil {
+		return "", fmt.Errorf("dpop: encoding the proof header: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(h), nil
 }
 
 // Proof returns a DPoP proof for one HTTP request, to send as the value of its
@@ -136,13 +172,13 @@ type proofClaims struct {
 // failure of the underlying key. Error messages never contain accessToken.
 // Proof is safe for concurrent use.
 func (s *Signer) Proof(method, url, accessToken, nonce string) (string, error) {
-	if s == nil || s.jose == nil {
+	if s == nil || s.key == nil {
 		return "", errors.New("dpop: Signer not initialised: use NewSigner")
 	}
 	if method == "" {
 		return "", errors.New("dpop: empty http method")
 	}
-	htu, err := HTU(url)
+	htu, err := remember(&s.memo.htu, url, HTU)
 	if err != nil {
 		return "", err
 	}
@@ -150,27 +186,42 @@ func (s *Signer) Proof(method, url, accessToken, nonce string) (string, error) {
 	if _, err := rand.Read(id[:]); err != nil {
 		return "", fmt.Errorf("dpop: jti: %w", err)
 	}
-	c := proofClaims{
-		JTI:   base64.RawURLEncoding.EncodeToString(id[:]),
-		HTM:   method,
-		HTU:   htu,
-		IAT:   s.now().Unix(),
-		Nonce: nonce,
-	}
+
+	// The claims, in the order RFC 9449 section 4.2 lists them, on a
+	// stack buffer that the common proof fits in.
+	var buf [512]byte
+	claims := append(buf[:0], `{"jti":"`...)
+	claims = base64.RawURLEncoding.AppendEncode(claims, id[:])
+	claims = append(claims, `","htm":`...)
+	claims = appendJSONString(claims, method)
+	claims = append(claims, `,"htu":`...)
+	claims = appendJSONString(claims, htu)
+	claims = append(claims, `,"iat":`...)
+	claims = strconv.AppendInt(claims, s.now().Unix(), 10)
 	if accessToken != "" {
-		c.ATH = TokenHash(accessToken)
+		ath, _ := remember(&s.memo.ath, accessToken, func(t string) (string, error) { return TokenHash(t), nil })
+		claims = append(claims, `,"ath":"`...)
+		claims = append(claims, ath...)
+		claims = append(claims, '"')
 	}
-	payload, err := json.Marshal(c)
+	if nonce != "" {
+		claims = append(claims, `,"nonce":`...)
+		claims = appendJSONString(claims, nonce)
+	}
+	claims = append(claims, '}')
+
+	// header.claims, signed, then .signature: one allocation for the
+	// proof itself, sized for the largest signature of the algorithm.
+	enc := base64.RawURLEncoding
+	jws := make([]byte, 0, len(s.header)+1+enc.EncodedLen(len(claims))+1+enc.EncodedLen(s.sigSize))
+	jws = append(jws, s.header...)
+	jws = append(jws, '.')
+	jws = enc.AppendEncode(jws, claims)
+	sig, err := sign(s.key, s.alg, jws)
 	if err != nil {
-		return "", fmt.Errorf("dpop: encoding claims: %w", err)
+		return "", err
 	}
-	jws, err := s.jose.Sign(payload)
-	if err != nil {
-		return "", fmt.Errorf("dpop: signing proof: %w", err)
-	}
-	out, err := jws.CompactSerialize()
-	if err != nil {
-		return "", fmt.Errorf("dpop: serialising proof: %w", err)
-	}
-	return out, nil
+	jws = append(jws, '.')
+	jws = enc.AppendEncode(jws, sig)
+	return string(jws), nil
 }

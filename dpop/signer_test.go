@@ -11,8 +11,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,11 +131,19 @@ func TestProofContents(t *testing.T) {
 					name: "with nonce", method: "PATCH", url: "http://localhost:8080/a/b", nonce: "eyJ7S_zG.eyJH0-Z.HX4w-7v",
 					wantHTU: "http://localhost:8080/a/b", wantNonce: true, wantNonceValue: "eyJ7S_zG.eyJH0-Z.HX4w-7v",
 				},
+				{
+					// Strings a proof must escape: the claims stay valid
+					// JSON and carry the caller's values exactly.
+					name: "strings to escape", method: "M\"\\\u00e9\x01", url: "http://localhost/\u00fcber",
+					nonce: "n\"\\\x7f\xff", wantHTU: "http://localhost/%C3%BCber",
+					wantNonce: true, wantNonceValue: "n\"\\\x7f\ufffd",
+				},
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					proof, err := s.Proof(tt.method, tt.url, tt.token, tt.nonce)
 					require.NoError(t, err)
+					require.NoError(t, verifyWithGoJose(proof))
 					header, claims := decodeProof(t, proof)
 
 					assert.Equal(t, "dpop+jwt", header["typ"])
@@ -264,14 +274,24 @@ func TestSignerConcurrentUse(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := mustSigner(t, key)
+			// Goroutines alternate between URLs and tokens, so that the
+			// signer's memo of the last htu and ath is replaced under
+			// them: every proof must still carry its own request's values.
+			urls := []string{"https://example.com/r", "https://EXAMPLE.com:443/s?q=1", "http://other.example/t"}
+			wantHTU := []string{"https://example.com/r", "https://example.com/s", "http://other.example/t"}
+			tokens := []string{"tok", "another-token", ""}
 			var wg sync.WaitGroup
 			errs := make(chan error, 32)
-			for range 8 {
+			for g := range 8 {
 				wg.Go(func() {
-					for range 4 {
-						proof, err := s.Proof("GET", "https://example.com/r", "tok", "")
+					for i := range 12 {
+						u, tok := (g+i)%len(urls), (g+2*i)%len(tokens)
+						proof, err := s.Proof("GET", urls[u], tokens[tok], "")
 						if err == nil {
 							err = verifyWithGoJose(proof)
+						}
+						if err == nil {
+							err = checkBinding(proof, wantHTU[u], tokens[tok])
 						}
 						if err != nil {
 							errs <- err
@@ -287,6 +307,28 @@ func TestSignerConcurrentUse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkBinding reports whether proof's htu is htu and its ath the hash of
+// token (no ath for no token).
+func checkBinding(proof, htu, token string) error {
+	parts := strings.Split(proof, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return err
+	}
+	var c struct{ HTU, ATH string }
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	wantATH := ""
+	if token != "" {
+		wantATH = TokenHash(token)
+	}
+	if c.HTU != htu || c.ATH != wantATH {
+		return fmt.Errorf("proof for %s with token %q carries htu %s, ath %s", htu, token, c.HTU, c.ATH)
+	}
+	return nil
 }
 
 func TestECDSADERToJWS(t *testing.T) {
