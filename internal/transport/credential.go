@@ -84,12 +84,13 @@ func ValidToken(token string) bool {
 // key it is bound to: each attempt carries "Authorization: DPoP <token>"
 // and a fresh proof. A nil signer is not Usable.
 func NewDPoP(token string, signer *dpop.Signer) Credential {
-	return &dpopCredential{token: token, signer: signer}
+	return &dpopCredential{token: token, header: "DPoP " + token, signer: signer}
 }
 
 // dpopCredential is a DPoP-bound token and the key it is bound to.
 type dpopCredential struct {
 	token  string
+	header string // "DPoP " + token, made once
 	signer *dpop.Signer
 }
 
@@ -107,8 +108,8 @@ func (d *dpopCredential) Authorize(r *http.Request, nonce string) error {
 	if err != nil {
 		return err
 	}
-	r.Header.Set("Authorization", "DPoP "+d.token)
-	r.Header.Set("DPoP", proof)
+	r.Header["Authorization"] = []string{d.header} // canonical keys: no Set needed
+	r.Header["Dpop"] = []string{proof}
 	return nil
 }
 
@@ -118,40 +119,48 @@ func (d *dpopCredential) Authorize(r *http.Request, nonce string) error {
 // it is bounded all the same.
 type NonceStore struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[originKey]string
 }
 
 const maxNonceOrigins = 16
 
-func (s *NonceStore) get(origin string) string {
+func (s *NonceStore) get(origin originKey) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[origin]
 }
 
-func (s *NonceStore) set(origin, nonce string) {
+func (s *NonceStore) set(origin originKey, nonce string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil || len(s.m) >= maxNonceOrigins && s.m[origin] == "" {
-		s.m = make(map[string]string)
+		s.m = make(map[originKey]string)
 	}
 	s.m[origin] = nonce
 }
 
-// origin returns the lower-cased scheme://host[:port] of u, without a
-// default port: nonces are per server origin.
-func origin(u *url.URL) string {
+// originKey is a server origin: lower-cased scheme and host, and the port
+// unless it is the scheme's default. Nonces are per origin.
+type originKey struct{ scheme, host, port string }
+
+// origin returns u's origin. It allocates nothing for a URL already in
+// lower case: its parts are u's own strings.
+func origin(u *url.URL) originKey {
 	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
 	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
 		port = ""
 	}
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
+	return originKey{scheme, host, port}
+}
+
+// dpopNonce returns resp's DPoP-Nonce header, read by its canonical key
+// ("Dpop-Nonce"): Header.Get would canonicalise "DPoP-Nonce" anew, with an
+// allocation, on every response.
+func dpopNonce(resp *http.Response) string {
+	if v := resp.Header["Dpop-Nonce"]; len(v) > 0 {
+		return v[0]
 	}
-	if port != "" {
-		host += ":" + port
-	}
-	return scheme + "://" + host
+	return ""
 }
 
 // nonceChallenge returns the new nonce of a use_dpop_nonce challenge: a 401
@@ -161,7 +170,7 @@ func nonceChallenge(resp *http.Response) string {
 	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusBadRequest {
 		return ""
 	}
-	nonce := resp.Header.Get("DPoP-Nonce")
+	nonce := dpopNonce(resp)
 	if nonce == "" {
 		return ""
 	}

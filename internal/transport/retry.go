@@ -285,7 +285,7 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	if n := resp.Header.Get("DPoP-Nonce"); n != "" {
+	if n := dpopNonce(resp); n != "" {
 		a.nonces.set(from, n)
 	}
 	fresh := nonceChallenge(resp)
