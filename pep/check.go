@@ -33,6 +33,22 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 		c.calls.Add(1)
 		return c.refuse(Decision{Resource: resource, Scope: scope}, err)
 	}
+	p := pair{resource: resource, scope: scope}
+	// The commonest Check, by the client's own token (ctx has no per-call
+	// one) and without options, asks its token's pinned group first: a hit
+	// needs nothing else, and its call is not made. A miss there is the
+	// call's: the call made next does not ask the cache again.
+	asked := false
+	if len(opts) == 0 && ctx.Value(tokenKey{}) == nil {
+		if st := c.token.Load(); st != nil {
+			s, ok := c.cache.get(st.group, "", p)
+			if ok {
+				c.cachedCheck(ctx, s)
+				return Decision{Resource: resource, Scope: scope, Status: s, Cached: true}, nil
+			}
+			asked = true
+		}
+	}
 	var cc callConfig
 	if len(opts) > 0 {
 		cc = applyCallOptions(opts)
@@ -42,17 +58,11 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 		c.calls.Add(1)
 		return c.refuse(Decision{Resource: resource, Scope: scope}, err)
 	}
-	if s, ok := c.cache.get(&cl, pair{resource: resource, scope: scope}); ok {
-		// One count makes both the call and its decision (see Stats).
-		if s == Grant {
-			c.cachedGrants.Add(1)
-		} else {
-			c.cachedDenies.Add(1)
+	if !asked {
+		if s, ok := c.cache.get(cl.group, cl.ctxKey, p); ok {
+			c.cachedCheck(ctx, s)
+			return Decision{Resource: resource, Scope: scope, Status: s, Cached: true}, nil
 		}
-		c.tel.CachedCall(ctx, "pep.Check", 1, statusOutcome(s))
-		// The decision is made only here and on the miss path, so that a
-		// hit does not carry and copy one across its calls.
-		return Decision{Resource: resource, Scope: scope, Status: s, Cached: true}, nil
 	}
 	d := Decision{Resource: resource, Scope: scope}
 	c.calls.Add(1)
@@ -65,6 +75,19 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	}{cl: cl, ds: [1]Decision{d}}
 	err := c.decide(ctx, "pep.Check", &miss.cl, miss.ds[:], miss.missing[:])
 	return miss.ds[0], err
+}
+
+// cachedCheck counts a Check answered from the cache, whose status is s,
+// and records it for telemetry. One count makes both the call and its
+// decision (see Stats). The caller makes the decision where it returns it,
+// so that a hit does not carry and copy one across its calls.
+func (c *Client) cachedCheck(ctx context.Context, s Status) {
+	if s == Grant {
+		c.cachedGrants.Add(1)
+	} else {
+		c.cachedDenies.Add(1)
+	}
+	c.tel.CachedCall(ctx, "pep.Check", 1, statusOutcome(s))
 }
 
 // tally counts a decision the gateway made (fail-closed ones are counted
@@ -257,7 +280,7 @@ func distinct(resources []Resource) bool {
 // others.
 func (c *Client) lookup(cl *call, pairs []pair, ds []Decision) (missing []int) {
 	for i, p := range pairs {
-		if s, ok := c.cache.get(cl, p); ok {
+		if s, ok := c.cache.get(cl.group, cl.ctxKey, p); ok {
 			ds[i].Status, ds[i].Cached = s, true
 			continue
 		}
@@ -307,7 +330,7 @@ func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...
 	answers := make([][]Decision, len(queries))
 	var missing []int
 	for i, q := range queries {
-		if s, ok := c.cache.get(&cl, q); ok {
+		if s, ok := c.cache.get(cl.group, cl.ctxKey, q); ok {
 			answers[i] = []Decision{{Resource: q.resource, Scope: q.scope, Status: s, Cached: true}}
 			continue
 		}

@@ -353,6 +353,51 @@ func TestCacheDisabled(t *testing.T) {
 	assert.Equal(t, pep.Stats{Calls: 3, GatewayRequests: 3}, c.Stats())
 }
 
+// A cached Check reads only the entry of its own token, pair and request
+// context, however it reads the cache: the client token's hit without
+// options goes straight to the token's entries, and must not answer a
+// per-call token, an empty per-call token, a request context or NoCache,
+// nor be answered by a per-call token's entry.
+func TestCachedCheckReadsOnlyItsOwnEntry(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	c := g.newClient(t)
+	c.SetToken(g.token(t, "alice")) // a clerk: reads orders
+	ctx := t.Context()
+	d, err := c.Check(ctx, "orders", "read")
+	require.NoError(t, err)
+	requireGatewayDecision(t, d, pep.Grant)
+	sent := g.count()
+
+	dave := pep.WithToken(ctx, g.token(t, "dave")) // no role: reads nothing
+	d, err = c.Check(dave, "orders", "read")
+	require.NoError(t, err)
+	requireGatewayDecision(t, d, pep.Deny)
+	assert.False(t, d.Cached, "a per-call token is not answered from the client token's entry")
+	assert.Equal(t, sent+1, g.count())
+
+	_, err = c.Check(pep.WithToken(ctx, ""), "orders", "read")
+	require.ErrorIs(t, err, pep.ErrNoToken, "an empty per-call token does not fall back to the client token's entry")
+
+	d, err = c.Check(ctx, "orders", "read", pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: "/orders"}))
+	require.NoError(t, err)
+	assert.False(t, d.Cached, "a request context has entries of its own")
+	d, err = c.Check(ctx, "orders", "read", pep.NoCache())
+	require.NoError(t, err)
+	assert.False(t, d.Cached, "NoCache asks the gateway")
+	assert.Equal(t, sent+3, g.count())
+
+	d, err = c.Check(ctx, "orders", "read")
+	require.NoError(t, err)
+	assert.True(t, d.Cached)
+	assert.True(t, d.Allowed(), "the client token's entry, not dave's")
+	d, err = c.Check(dave, "orders", "read")
+	require.NoError(t, err)
+	assert.True(t, d.Cached)
+	assert.False(t, d.Allowed(), "dave's entry, not the client token's")
+	assert.Equal(t, sent+3, g.count())
+}
+
 func TestCheckHitAllocatesNothing(t *testing.T) {
 	g := startReference(t)
 	c := g.newClient(t)
