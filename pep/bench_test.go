@@ -197,11 +197,21 @@ func BenchmarkCachedCheck(b *testing.B) {
 		d, err := c.Check(ctx, "orders", "read")
 		return err == nil && d.Cached && d.Allowed()
 	}
+	// The middleware's way: the request's own token, by WithToken, on a
+	// client without a token of its own.
+	perCall := g.newClient(b, pep.WithCache(pep.DefaultCacheSize, time.Hour, time.Hour))
+	tokCtx := pep.WithToken(ctx, tok)
+	d, err = perCall.Check(tokCtx, "orders", "read")
+	mustGrant(b, d, err)
+	checkWithToken := func() bool {
+		d, err := perCall.Check(tokCtx, "orders", "read")
+		return err == nil && d.Cached && d.Allowed()
+	}
 	for _, mode := range []string{"serial", "parallel"} {
 		for _, sub := range []struct {
 			name string
 			hit  func() bool
-		}{{"lru", lookup}, {"mutexmap", mutexMap}, {"mutexmap-fields", mutexMapFields}, {"rwmap", rwMap}, {"client", check}} {
+		}{{"lru", lookup}, {"mutexmap", mutexMap}, {"mutexmap-fields", mutexMapFields}, {"rwmap", rwMap}, {"client", check}, {"client-withtoken", checkWithToken}} {
 			b.Run(mode+"/"+sub.name, func(b *testing.B) {
 				b.ReportAllocs()
 				if mode == "serial" {

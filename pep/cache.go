@@ -36,6 +36,9 @@ const (
 // together: ("ab", "c") and ("a", "bc") differ in their first bytes.
 type cacheKey string
 
+// tokenEntries is a handle on one token's entries in the decision cache.
+type tokenEntries = cache.Group[tokenIdent, cacheKey, Status]
+
 // keyLen is the length of the cache key of p under a request context key.
 func keyLen(p pair, ctxKey string) int {
 	return 4 + len(p.resource) + len(p.scope) + len(ctxKey)
@@ -113,7 +116,7 @@ func cacheablePair(p pair) bool {
 // reads the token's entries (one hash of the token per call, not per
 // pair); nil for a disabled cache or a token too long to cache. The
 // client's own token has its pinned handle instead (pin).
-func (d *decisionCache) lookup(id tokenIdent) *cache.Group[tokenIdent, cacheKey, Status] {
+func (d *decisionCache) lookup(id tokenIdent) *tokenEntries {
 	if d == nil || len(id.Token) > maxCachedToken {
 		return nil
 	}
@@ -123,7 +126,7 @@ func (d *decisionCache) lookup(id tokenIdent) *cache.Group[tokenIdent, cacheKey,
 // pin returns a handle on the entries of the client's own token, held from
 // SetToken until the token is replaced (unpin), so that its hits never hash
 // the token. Nil for a disabled cache or a token too long to cache.
-func (d *decisionCache) pin(id tokenIdent) *cache.Group[tokenIdent, cacheKey, Status] {
+func (d *decisionCache) pin(id tokenIdent) *tokenEntries {
 	if d == nil || len(id.Token) > maxCachedToken {
 		return nil
 	}
@@ -142,7 +145,7 @@ func owned(id tokenIdent) tokenIdent {
 // get returns the live status cached for p under a request context key
 // (contextKey), read through a call's group (nil reads nothing); it
 // allocates nothing.
-func (d *decisionCache) get(g *cache.Group[tokenIdent, cacheKey, Status], ctxKey string, p pair) (Status, bool) {
+func (d *decisionCache) get(g *tokenEntries, ctxKey string, p pair) (Status, bool) {
 	if g == nil || !cacheablePair(p) {
 		return Deny, false
 	}
@@ -158,7 +161,7 @@ func (d *decisionCache) get(g *cache.Group[tokenIdent, cacheKey, Status], ctxKey
 
 // getKey is get for any key: with a request context, or longer than a
 // lookup builds on its stack.
-func getKey(g *cache.Group[tokenIdent, cacheKey, Status], ctxKey string, p pair) (Status, bool) {
+func getKey(g *tokenEntries, ctxKey string, p pair) (Status, bool) {
 	if keyLen(p, ctxKey) > hitKeyBytes {
 		bp := longKeys.Get().(*[]byte)
 		*bp = appendKey((*bp)[:0], p, ctxKey)

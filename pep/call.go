@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/orgauthz/orgauthz/cache"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -20,7 +19,7 @@ type call struct {
 	noCache bool
 	// group reads the token's cached decisions; nil when the call reads
 	// nothing from the cache, and always nil for a token too long to cache.
-	group *cache.Group[tokenIdent, cacheKey, Status]
+	group *tokenEntries
 	// ownDeadline is set when the call's deadline is the client's timeout
 	// rather than an earlier one of the caller's: only then does running
 	// out of time say something about the gateway (the breaker's concern).

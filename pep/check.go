@@ -34,15 +34,13 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 		return c.refuse(Decision{Resource: resource, Scope: scope}, err)
 	}
 	p := pair{resource: resource, scope: scope}
-	// The commonest Check, by the client's own token (ctx has no per-call
-	// one) and without options, asks its token's pinned group first: a hit
-	// needs nothing else, and its call is not made. A miss there is the
-	// call's: the call made next does not ask the cache again.
+	// A Check without options, the commonest, asks the cache before it
+	// makes its call: a hit needs nothing else. A miss there is the call's:
+	// the call made next does not ask the cache again.
 	asked := false
-	if len(opts) == 0 && ctx.Value(tokenKey{}) == nil {
-		if st := c.token.Load(); st != nil {
-			s, ok := c.cache.get(st.group, "", p)
-			if ok {
+	if len(opts) == 0 {
+		if g, ok := c.tokenGroup(ctx); ok {
+			if s, hit := c.cache.get(g, "", p); hit {
 				c.cachedCheck(ctx, s)
 				return Decision{Resource: resource, Scope: scope, Status: s, Cached: true}, nil
 			}
@@ -75,6 +73,26 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	}{cl: cl, ds: [1]Decision{d}}
 	err := c.decide(ctx, "pep.Check", &miss.cl, miss.ds[:], miss.missing[:])
 	return miss.ds[0], err
+}
+
+// tokenGroup returns the cache group of the token a call in ctx is made
+// with, as newCall would find it, without making the call: the group the
+// client's own token pinned in SetToken, or the one the cache holds for a
+// per-call token (nil, which reads nothing, when it holds none). It reports
+// false when there is no token to read by (none set, or an empty per-call
+// one): newCall says why.
+func (c *Client) tokenGroup(ctx context.Context) (*tokenEntries, bool) {
+	switch v := ctx.Value(tokenKey{}).(type) {
+	case nil:
+		if st := c.token.Load(); st != nil {
+			return st.group, true
+		}
+	case string:
+		if v != "" {
+			return c.cache.lookup(tokenIdent{Scheme: schemeBearer, Token: v}), true
+		}
+	}
+	return nil, false
 }
 
 // cachedCheck counts a Check answered from the cache, whose status is s,

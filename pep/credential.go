@@ -3,7 +3,6 @@ package pep
 import (
 	"context"
 
-	"github.com/orgauthz/orgauthz/cache"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -30,7 +29,7 @@ type tokenState struct {
 	sendable bool
 	// group is the token's pinned handle in the decision cache (nil
 	// without one), unpinned when the token is replaced.
-	group *cache.Group[tokenIdent, cacheKey, Status]
+	group *tokenEntries
 	// expired is set, under the client's tokenMu, by the first 401 for
 	// this token: it makes tokenExpired fire once, however many calls the
 	// gateway refuses.
