@@ -17,8 +17,22 @@ import (
 // crypto.Signer (a software key, an HSM or KMS handle, a key that cannot be
 // exported). PS256 uses a salt as long as the hash, as RFC 7518 section 3.5
 // requires (go-jose's cryptosigner uses the maximum length, which strict
-// verifiers reject), and an ECDSA signature's values are checked for size.
-func sign(key crypto.Signer, alg jose.SignatureAlgorithm, input []byte) ([]byte, error) {
+// verifiers reject). A signature must be size bytes (the algorithm's, or
+// the RSA modulus's) and an ECDSA signature's values fit the curve: a
+// crypto.Signer of another key or a broken one fails here, clearly, rather
+// than at the server.
+func sign(key crypto.Signer, alg jose.SignatureAlgorithm, size int, input []byte) ([]byte, error) {
+	sig, err := signWith(key, alg, input)
+	if err == nil && len(sig) != size {
+		// A crypto.Signer of another key, or a broken one: a proof that
+		// no server would accept is an error here, where it is clear.
+		return nil, fmt.Errorf("dpop: signer returned a %d-byte %s signature, want %d bytes", len(sig), alg, size)
+	}
+	return sig, err
+}
+
+// signWith is sign without the size check.
+func signWith(key crypto.Signer, alg jose.SignatureAlgorithm, input []byte) ([]byte, error) {
 	switch alg {
 	case jose.ES256:
 		digest := sha256.Sum256(input)

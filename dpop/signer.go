@@ -5,11 +5,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -39,31 +41,28 @@ type Signer struct {
 	jwk        jose.JSONWebKey // public key only
 	thumbprint string
 	now        func() time.Time
-	memo       *proofMemo // shared with the copies WithClock makes
+	lastHTU    *atomic.Pointer[htuMemo] // shared with the copies WithClock makes
 }
 
-// proofMemo remembers the last url's htu and the last access token's ath: a
-// client sends its proofs to one endpoint with one token, and parsing the
-// url and hashing a token of a kilobyte are a tenth of a proof's own cost.
-// Each entry is immutable and replaced whole, so concurrent proofs with
-// other inputs only cost a recomputation, never a wrong value.
-type proofMemo struct {
-	htu, ath atomic.Pointer[memoEntry]
-}
+// htuMemo is the last url a Signer normalised and its htu: a client sends
+// its proofs to one endpoint, and parsing the url is a tenth of a proof's
+// own cost beside the signature. It is immutable and replaced whole, so a
+// concurrent proof for another url costs a recomputation, never a wrong
+// value. The url is kept as a copy of its own, never as a slice of the
+// caller's larger string. Access tokens are not remembered: hashing one
+// is cheaper than a Signer that holds a token after the client forgot it.
+type htuMemo struct{ url, htu string }
 
-// memoEntry is one input and the value computed from it.
-type memoEntry struct{ in, out string }
-
-// remember returns f(in), from m when it holds in, and keeps it in m.
-func remember(m *atomic.Pointer[memoEntry], in string, f func(string) (string, error)) (string, error) {
-	if e := m.Load(); e != nil && e.in == in {
-		return e.out, nil
+// htu returns HTU(url), remembered for the next proof.
+func (s *Signer) htu(url string) (string, error) {
+	if m := s.lastHTU.Load(); m != nil && m.url == url {
+		return m.htu, nil
 	}
-	out, err := f(in)
+	htu, err := HTU(url)
 	if err == nil {
-		m.Store(&memoEntry{in, out})
+		s.lastHTU.Store(&htuMemo{url: strings.Clone(url), htu: htu})
 	}
-	return out, err
+	return htu, err
 }
 
 // NewSigner returns a Signer for key. The algorithm follows from the key: ES256
@@ -102,7 +101,7 @@ func NewSigner(key crypto.Signer) (*Signer, error) {
 		jwk:        jwk,
 		thumbprint: base64.RawURLEncoding.EncodeToString(tp),
 		now:        time.Now,
-		memo:       new(proofMemo),
+		lastHTU:    new(atomic.Pointer[htuMemo]),
 	}, nil
 }
 
@@ -178,7 +177,7 @@ func (s *Signer) Proof(method, url, accessToken, nonce string) (string, error) {
 	if method == "" {
 		return "", errors.New("dpop: empty http method")
 	}
-	htu, err := remember(&s.memo.htu, url, HTU)
+	htu, err := s.htu(url)
 	if err != nil {
 		return "", err
 	}
@@ -199,9 +198,9 @@ func (s *Signer) Proof(method, url, accessToken, nonce string) (string, error) {
 	claims = append(claims, `,"iat":`...)
 	claims = strconv.AppendInt(claims, s.now().Unix(), 10)
 	if accessToken != "" {
-		ath, _ := remember(&s.memo.ath, accessToken, func(t string) (string, error) { return TokenHash(t), nil })
+		ath := sha256.Sum256([]byte(accessToken))
 		claims = append(claims, `,"ath":"`...)
-		claims = append(claims, ath...)
+		claims = base64.RawURLEncoding.AppendEncode(claims, ath[:])
 		claims = append(claims, '"')
 	}
 	if nonce != "" {
@@ -217,7 +216,7 @@ func (s *Signer) Proof(method, url, accessToken, nonce string) (string, error) {
 	jws = append(jws, s.header...)
 	jws = append(jws, '.')
 	jws = enc.AppendEncode(jws, claims)
-	sig, err := sign(s.key, s.alg, jws)
+	sig, err := sign(s.key, s.alg, s.sigSize, jws)
 	if err != nil {
 		return "", err
 	}

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/stretchr/testify/assert"
@@ -228,6 +229,12 @@ func TestProofErrors(t *testing.T) {
 	garbage := opaqueKey{pub: testP256.Public(), sign: func(io.Reader, []byte, crypto.SignerOpts) ([]byte, error) {
 		return []byte{0x30, 0x01}, nil
 	}}
+	short := func(key crypto.Signer, cut int) crypto.Signer {
+		return opaqueKey{pub: key.Public(), sign: func(r io.Reader, d []byte, o crypto.SignerOpts) ([]byte, error) {
+			sig, err := key.Sign(r, d, o)
+			return sig[:len(sig)-cut], err
+		}}
+	}
 	const token = "secret-token-value"
 	tests := []struct {
 		name    string
@@ -243,6 +250,8 @@ func TestProofErrors(t *testing.T) {
 		{name: "unparsable url", key: testP256, method: "GET", url: "https://exa mple.com/%zz", wantIs: ErrURL},
 		{name: "key fails", key: failing, method: "GET", url: "https://example.com/", wantMsg: "hsm unplugged"},
 		{name: "key returns garbage", key: garbage, method: "GET", url: "https://example.com/", wantMsg: "malformed ecdsa signature"},
+		{name: "short Ed25519 signature", key: short(testEd, 1), method: "GET", url: "https://example.com/", wantMsg: "63-byte EdDSA signature, want 64"},
+		{name: "short RSA signature", key: short(testRSA, 1), method: "GET", url: "https://example.com/", wantMsg: "signature, want"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,6 +268,21 @@ func TestProofErrors(t *testing.T) {
 			assert.Regexp(t, `^dpop: `, err.Error())
 		})
 	}
+
+	t.Run("url remembered as a copy", func(t *testing.T) {
+		t.Parallel()
+		// The signer remembers the last url's htu; it must not keep the
+		// caller's larger string alive (a header, a whole config file).
+		s := mustSigner(t, testP256)
+		page := "https://example.com/orders" + strings.Repeat(" ", 1<<16)
+		url := page[:len("https://example.com/orders")]
+		_, err := s.Proof("GET", url, token, "")
+		require.NoError(t, err)
+		m := s.lastHTU.Load()
+		require.NotNil(t, m)
+		assert.Equal(t, url, m.url)
+		assert.NotSame(t, unsafe.StringData(page), unsafe.StringData(m.url))
+	})
 
 	t.Run("zero Signer", func(t *testing.T) {
 		t.Parallel()
