@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math/big"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -182,4 +183,47 @@ func asn1ECDSAToJWS(der []byte, size int) ([]byte, error) {
 	sig.R.FillBytes(out[:size])
 	sig.S.FillBytes(out[size:])
 	return out, nil
+}
+
+// FuzzProof makes proofs from arbitrary method, url, token and nonce: each
+// is an error that does not repeat the token, or a proof go-jose verifies
+// whose claims carry the inputs (as JSON carries them: invalid UTF-8
+// becomes U+FFFD) and whose ath is the token's.
+func FuzzProof(f *testing.F) {
+	f.Add("GET", "https://h/a", "tok", "n")
+	f.Add("\x00", "http://[::1]/", "", "\xff")
+	f.Add("M\"\\", "https://EXAMPLE.com:443/a/../b/%7e?x=1#f", "t", "n\"\\\x01\x7f<>&\u2028")
+	f.Fuzz(func(t *testing.T, method, url, token, nonce string) {
+		loadKeys(t)
+		s := mustSigner(t, testEd)
+		proof, err := s.Proof(method, url, token, nonce)
+		if err != nil {
+			if len(token) > 3 && strings.Contains(err.Error(), token) {
+				t.Fatalf("token in error %v", err)
+			}
+			return
+		}
+		if err := verifyWithGoJose(proof); err != nil {
+			t.Fatalf("go-jose: %v", err)
+		}
+		_, claims := decodeProof(t, proof)
+		htu, _ := HTU(url)
+		if claims["htm"] != asJSON(method) || claims["htu"] != htu {
+			t.Fatalf("htm %q htu %q for %q %q", claims["htm"], claims["htu"], method, url)
+		}
+		if nonce != "" && claims["nonce"] != asJSON(nonce) || nonce == "" && claims["nonce"] != nil {
+			t.Fatalf("nonce %q for %q", claims["nonce"], nonce)
+		}
+		if token != "" && claims["ath"] != TokenHash(token) || token == "" && claims["ath"] != nil {
+			t.Fatalf("ath %q for a token of %d bytes", claims["ath"], len(token))
+		}
+	})
+}
+
+// asJSON is s after a trip through a JSON string.
+func asJSON(s string) string {
+	b, _ := json.Marshal(s)
+	var out string
+	_ = json.Unmarshal(b, &out)
+	return out
 }
