@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -632,9 +633,11 @@ func BenchmarkDPoPClientCost(b *testing.B) {
 		}
 	})
 	// paired runs the four in alternating blocks within one loop, so that
-	// the machine's drift weighs on all alike, and reports the client's
-	// own DPoP cost beyond the Bearer call and the signature (the
-	// target's measure, at most 10 us) and beyond the whole proof.
+	// the machine's drift weighs on all alike, and reports the median over
+	// rounds of each side's time per call and of the client's own DPoP
+	// cost beyond the Bearer call and the signature (the target's measure,
+	// at most 10 us) and beyond the whole proof: medians of paired rounds,
+	// so that a round another process interrupts does not move them.
 	b.Run("paired", func(b *testing.B) {
 		const block = 10
 		bearer, bound := newClient(b), newClient(b)
@@ -650,25 +653,32 @@ func BenchmarkDPoPClientCost(b *testing.B) {
 				}
 			},
 		}
-		spent := make([]time.Duration, len(sides))
-		calls := 0
+		var rounds [][4]float64 // µs per call of each side, per round
 		for b.Loop() {
+			var r [4]float64
 			for i, side := range sides {
 				start := time.Now()
 				for range block {
 					side()
 				}
-				spent[i] += time.Since(start)
+				r[i] = float64(time.Since(start).Nanoseconds()) / block / 1e3
 			}
-			calls += block
+			rounds = append(rounds, r)
 		}
-		us := func(i int) float64 { return float64(spent[i].Nanoseconds()) / float64(calls) / 1e3 }
-		b.ReportMetric(us(0), "bearer-µs/call")
-		b.ReportMetric(us(1), "dpop-µs/call")
-		b.ReportMetric(us(2), "sign-µs")
-		b.ReportMetric(us(3), "proof-µs")
-		b.ReportMetric(us(1)-us(0)-us(2), "dpop-bearer-sign-µs")
-		b.ReportMetric(us(1)-us(0)-us(3), "dpop-bearer-proof-µs")
+		median := func(f func(r [4]float64) float64) float64 {
+			v := make([]float64, len(rounds))
+			for i, r := range rounds {
+				v[i] = f(r)
+			}
+			slices.Sort(v)
+			return v[len(v)/2]
+		}
+		b.ReportMetric(median(func(r [4]float64) float64 { return r[0] }), "bearer-µs/call")
+		b.ReportMetric(median(func(r [4]float64) float64 { return r[1] }), "dpop-µs/call")
+		b.ReportMetric(median(func(r [4]float64) float64 { return r[2] }), "sign-µs")
+		b.ReportMetric(median(func(r [4]float64) float64 { return r[3] }), "proof-µs")
+		b.ReportMetric(median(func(r [4]float64) float64 { return r[1] - r[0] - r[2] }), "dpop-bearer-sign-µs")
+		b.ReportMetric(median(func(r [4]float64) float64 { return r[1] - r[0] - r[3] }), "dpop-bearer-proof-µs")
 	})
 }
 
