@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -436,6 +437,16 @@ func BenchmarkIsolationParts(b *testing.B) {
 			is.decide(b)
 		}
 	})
+	b.Run("decision-http", func(b *testing.B) {
+		srv := httptest.NewServer(is.s)
+		defer srv.Close()
+		remote := *is
+		remote.h = overHTTP{client: srv.Client(), base: srv.URL}
+		b.ReportAllocs()
+		for b.Loop() {
+			remote.decide(b)
+		}
+	})
 }
 
 // BenchmarkRealmIsolation measures decision latency in realm small, quiet
@@ -469,16 +480,19 @@ func (is *isolationSetup) measure(b *testing.B) {
 		quiet := make([]time.Duration, 0, windows*perWindow)
 		busy := make([]time.Duration, 0, windows*perWindow)
 		var writes int64
-		window := func(lat []time.Duration) []time.Duration {
+		var gcs [2]uint64 // garbage collections begun in the quiet and the busy windows
+		window := func(lat []time.Duration, phase int) []time.Duration {
+			before := gcCycles()
 			for range perWindow {
 				start := time.Now()
 				is.decide(b)
 				lat = append(lat, time.Since(start))
 			}
+			gcs[phase] += gcCycles() - before
 			return lat
 		}
 		for range windows {
-			quiet = window(quiet)
+			quiet = window(quiet, 0)
 
 			var (
 				stop atomic.Bool
@@ -491,7 +505,7 @@ func (is *isolationSetup) measure(b *testing.B) {
 					n.Add(3)
 				}
 			})
-			busy = window(busy)
+			busy = window(busy, 1)
 			stop.Store(true)
 			wg.Wait()
 			writes += n.Load()
@@ -511,7 +525,29 @@ func (is *isolationSetup) measure(b *testing.B) {
 		b.ReportMetric(pct(busy, 1), "busy-max-µs")
 		b.ReportMetric(pct(busy, 0.99)/pct(quiet, 0.99), "p99-ratio")
 		b.ReportMetric(float64(writes), "writes-in-B")
+		b.ReportMetric(float64(gcs[0]), "quiet-gcs")
+		b.ReportMetric(float64(gcs[1]), "busy-gcs")
 	}
+}
+
+// gcCycles returns how many garbage collections the process has completed.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// BenchmarkRealmMark measures one forced garbage collection with realm big
+// of scaleFixture(1000) loaded and nothing else running: the collector's
+// marking of the realm, which every cycle pays while other realms' decisions
+// run (BenchmarkRealmIsolation).
+func BenchmarkRealmMark(b *testing.B) {
+	s := scaleServer(b, scaleFixture(1000))
+	runtime.GC()
+	for b.Loop() {
+		runtime.GC()
+	}
+	runtime.KeepAlive(s)
 }
 
 // overHTTP is an http.Handler that sends each request on to the server at
