@@ -223,7 +223,7 @@ func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time
 			Depth:           depth,
 			CreatedAt:       now.UTC(),
 		}
-		r.Depts[d.ID] = d
+		r.addDept(d)
 		ix.link(d)
 		for _, c := range s.Children {
 			create(c, d.ID, depth+1)
@@ -295,9 +295,8 @@ func (r *Realm) removeSubtree(deptID string) []*Department {
 // template grants anchored to them); its place in the organization's index
 // is the caller's to remove.
 func (r *Realm) forget(d *Department) {
-	for uid := range r.AssignmentsByDept[d.ID] {
-		r.removeAssignment(uid, d.ID)
+	for uh := range r.holdersOf(d) {
+		r.removeAssignment(uh, d.h)
 	}
-	delete(r.AssignmentsByDept, d.ID)
-	delete(r.Depts, d.ID)
+	r.removeDept(d)
 }

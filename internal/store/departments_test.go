@@ -129,8 +129,8 @@ func TestDeleteDepartmentRemovesSubtreeAndAssignments(t *testing.T) {
 	assert.Equal(t, top, gone[0])
 	assert.Len(t, r.Depts, 1)
 	assert.Equal(t, 1, r.AssignmentCount())
-	assert.Equal(t, []string{other.ID}, slices.Collect(maps.Keys(r.AssignmentsByUser["u-alice"])))
-	assert.NotContains(t, r.AssignmentsByUser, "u-bob")
+	assert.Equal(t, []string{other.ID}, slices.Collect(maps.Keys(r.AssignmentsByUser()["u-alice"])))
+	assert.NotContains(t, r.AssignmentsByUser(), "u-bob")
 	requireConsistent(t, r)
 
 	// The aliases are free again.

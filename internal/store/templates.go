@@ -413,7 +413,7 @@ func (r *Realm) InstantiateTemplate(orgID, parentID, tmplID string, now time.Tim
 	create = func(n *TemplateNode, parentID string, depth int) *Department {
 		d := &Department{ID: NewID(), OrgID: orgID, ParentID: parentID, Name: n.Name, Alias: n.Alias,
 			Attributes: n.Attributes, TemplateRoleIDs: n.RoleIDs, Depth: depth, CreatedAt: now.UTC()}
-		r.Depts[d.ID] = d
+		r.addDept(d)
 		ix.link(d)
 		for i := range n.Children {
 			create(&n.Children[i], d.ID, depth+1)
