@@ -81,7 +81,7 @@ func (r *Realm) parent(orgID, parentID string) (id string, depth int, err error)
 	if err != nil {
 		return "", 0, err
 	}
-	return parentID, p.Depth, nil
+	return parentID, int(p.Depth), nil
 }
 
 // DepartmentTree returns the organization's root departments with their
@@ -220,7 +220,7 @@ func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time
 			Description:     s.Description,
 			Attributes:      s.Attributes,
 			TemplateRoleIDs: s.TemplateRoleIDs,
-			Depth:           depth,
+			Depth:           int32(depth),
 			CreatedAt:       now.UTC(),
 		}
 		r.addDept(d)

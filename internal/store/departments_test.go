@@ -17,8 +17,8 @@ func TestDepartmentsResolveWithinTheirOrganization(t *testing.T) {
 	root := mustDept(t, r, a.ID, "", DeptSpec{Name: "Root", Alias: "root"})
 	sub := mustDept(t, r, a.ID, root.ID, DeptSpec{Name: "Sub"})
 	deep := mustDept(t, r, a.ID, sub.ID, DeptSpec{Name: "Deep"})
-	assert.Equal(t, 1, root.Depth)
-	assert.Equal(t, 3, deep.Depth)
+	assert.EqualValues(t, 1, root.Depth)
+	assert.EqualValues(t, 3, deep.Depth)
 	assert.Equal(t, a.ID, root.ParentID)
 
 	got, err := r.Department(a.ID, deep.ID)
