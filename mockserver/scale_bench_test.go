@@ -480,15 +480,15 @@ func (is *isolationSetup) measure(b *testing.B) {
 		quiet := make([]time.Duration, 0, windows*perWindow)
 		busy := make([]time.Duration, 0, windows*perWindow)
 		var writes int64
-		var gcs [2]uint64 // garbage collections begun in the quiet and the busy windows
+		var rt [2]runtimeCounters // the runtime's view of the quiet and the busy windows
 		window := func(lat []time.Duration, phase int) []time.Duration {
-			before := gcCycles()
+			before := readRuntimeCounters()
 			for range perWindow {
 				start := time.Now()
 				is.decide(b)
 				lat = append(lat, time.Since(start))
 			}
-			gcs[phase] += gcCycles() - before
+			rt[phase].add(readRuntimeCounters(), before)
 			return lat
 		}
 		for range windows {
@@ -525,16 +525,85 @@ func (is *isolationSetup) measure(b *testing.B) {
 		b.ReportMetric(pct(busy, 1), "busy-max-µs")
 		b.ReportMetric(pct(busy, 0.99)/pct(quiet, 0.99), "p99-ratio")
 		b.ReportMetric(float64(writes), "writes-in-B")
-		b.ReportMetric(float64(gcs[0]), "quiet-gcs")
-		b.ReportMetric(float64(gcs[1]), "busy-gcs")
+		for i, phase := range []string{"quiet", "busy"} {
+			b.ReportMetric(float64(rt[i].gcs), phase+"-gcs")
+			b.ReportMetric(rt[i].assist*1e3, phase+"-assist-ms")
+			b.ReportMetric(rt[i].mark*1e3, phase+"-mark-ms")
+			b.ReportMetric(rt[i].pauses.quantile(0.99)*1e6, phase+"-pause-p99-µs")
+			b.ReportMetric(rt[i].sched.quantile(0.99)*1e6, phase+"-sched-p99-µs")
+		}
 	}
 }
 
-// gcCycles returns how many garbage collections the process has completed.
-func gcCycles() uint64 {
-	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+// runtimeCounters are what the runtime reports of one phase of
+// BenchmarkRealmIsolation: garbage collections begun, CPU seconds of mark
+// assists (goroutines made to mark as they allocate) and of all marking,
+// and the distributions of stop-the-world pauses and of the time
+// goroutines waited to run. Differences of readRuntimeCounters add up in
+// it.
+type runtimeCounters struct {
+	gcs           uint64
+	assist, mark  float64
+	pauses, sched histogram
+}
+
+// histogram is a runtime/metrics histogram, its counts per bucket.
+type histogram struct {
+	counts  []uint64
+	buckets []float64
+}
+
+// quantile returns the upper bound of the bucket that holds quantile q,
+// or 0 when the histogram is empty.
+func (h histogram) quantile(q float64) float64 {
+	var total uint64
+	for _, c := range h.counts {
+		total += c
+	}
+	if total == 0 {
+		return 0
+	}
+	var seen uint64
+	for i, c := range h.counts {
+		seen += c
+		if float64(seen) >= q*float64(total) {
+			return h.buckets[i+1]
+		}
+	}
+	return h.buckets[len(h.buckets)-1]
+}
+
+var runtimeSamples = []string{"/gc/cycles/total:gc-cycles", "/cpu/classes/gc/mark/assist:cpu-seconds",
+	"/cpu/classes/gc/total:cpu-seconds", "/sched/pauses/total/gc:seconds", "/sched/latencies:seconds"}
+
+// readRuntimeCounters reads the runtime's counters since the process began.
+func readRuntimeCounters() runtimeCounters {
+	s := make([]metrics.Sample, len(runtimeSamples))
+	for i, name := range runtimeSamples {
+		s[i].Name = name
+	}
 	metrics.Read(s)
-	return s[0].Value.Uint64()
+	hist := func(v metrics.Value) histogram {
+		h := v.Float64Histogram()
+		return histogram{counts: slices.Clone(h.Counts), buckets: h.Buckets}
+	}
+	return runtimeCounters{gcs: s[0].Value.Uint64(), assist: s[1].Value.Float64(), mark: s[2].Value.Float64(),
+		pauses: hist(s[3].Value), sched: hist(s[4].Value)}
+}
+
+// add adds to c the difference of two readings, now and before.
+func (c *runtimeCounters) add(now, before runtimeCounters) {
+	c.gcs += now.gcs - before.gcs
+	c.assist += now.assist - before.assist
+	c.mark += now.mark - before.mark
+	for _, h := range []struct{ into, now, before *histogram }{{&c.pauses, &now.pauses, &before.pauses}, {&c.sched, &now.sched, &before.sched}} {
+		if h.into.counts == nil {
+			h.into.counts, h.into.buckets = make([]uint64, len(h.now.counts)), h.now.buckets
+		}
+		for i := range h.now.counts {
+			h.into.counts[i] += h.now.counts[i] - h.before.counts[i]
+		}
+	}
 }
 
 // BenchmarkRealmMark measures one forced garbage collection with realm big
