@@ -92,13 +92,13 @@ func TestDeleteOrganizationCascade(t *testing.T) {
 		for _, d := range rm.Depts {
 			assert.NotEqual(t, w.acme, d.OrgID, "department %s survived", d.Name)
 		}
-		for did, users := range rm.AssignmentsByDept {
+		for did, users := range rm.AssignmentsByDept() {
 			assert.NotEqual(t, w.acme, rm.Depts[did].OrgID, "assignments %v of %s survived", users, did)
 		}
 		for _, id := range []string{w.sales, w.inside, w.deep, w.support, w.branch} {
-			assert.NotContains(t, rm.AssignmentsByDept, id)
+			assert.NotContains(t, rm.AssignmentsByDept(), id)
 		}
-		assert.NotContains(t, rm.AssignmentsByUser, w.carol)
+		assert.NotContains(t, rm.AssignmentsByUser(), w.carol)
 		assert.NotContains(t, rm.OrgRoles, w.acme)
 		assert.NotContains(t, rm.OrgGroups, w.acme)
 		assert.NotContains(t, rm.OrgApps, w.acme)
@@ -135,8 +135,8 @@ func TestDeleteDepartmentCascade(t *testing.T) {
 	a.realm(func(rm *store.Realm) {
 		for _, id := range []string{w.sales, w.inside, w.deep, w.branch} {
 			assert.NotContains(t, rm.Depts, id)
-			assert.NotContains(t, rm.AssignmentsByDept, id)
-			assert.NotContains(t, rm.AssignmentsByUser[w.bob], id)
+			assert.NotContains(t, rm.AssignmentsByDept(), id)
+			assert.NotContains(t, rm.AssignmentsByUser()[w.bob], id)
 		}
 		assert.Equal(t, store.Set{w.editor: {}, w.viewer: {}}, rm.UserOrgRoleIDs(w.bob, ""), "the auditor template grant is gone")
 		assert.Equal(t, 2, rm.AssignmentCount())

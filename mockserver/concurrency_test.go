@@ -120,7 +120,7 @@ func TestConcurrentOrganizationWork(t *testing.T) {
 			perOrg[d.OrgID]++
 		}
 		assignPerOrg := map[string]int{}
-		for did, users := range rm.AssignmentsByDept {
+		for did, users := range rm.AssignmentsByDept() {
 			assignPerOrg[rm.Depts[did].OrgID] += len(users)
 		}
 		for w, org := range orgIDs {

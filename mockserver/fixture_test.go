@@ -145,13 +145,13 @@ func TestFixtureBuildsConsistentState(t *testing.T) {
 			}
 		}
 		require.Equal(t, orgID, sales.ParentID)
-		require.Equal(t, 1, sales.Depth)
+		require.EqualValues(t, 1, sales.Depth)
 		require.Equal(t, sales.ID, inside.ParentID)
-		require.Equal(t, 2, inside.Depth)
+		require.EqualValues(t, 2, inside.Depth)
 		require.Equal(t, []string{r.RoleByName["clerk"]}, sales.TemplateRoleIDs)
 		bob := r.UserByName["bob"]
-		require.Len(t, r.AssignmentsByUser[bob], 2)
-		require.Len(t, r.AssignmentsByDept[sales.ID], 2)
+		require.Len(t, r.AssignmentsByUser()[bob], 2)
+		require.Len(t, r.AssignmentsByDept()[sales.ID], 2)
 		require.Equal(t, 3, r.AssignmentCount())
 		a, ok := r.Assignment(bob, inside.ID)
 		require.True(t, ok)

@@ -21,25 +21,31 @@ func (r *Realm) lookupUser(id string) (*User, error) {
 // the original assignment with created false. Errors: ErrNotFound for an
 // unknown user or department.
 func (r *Realm) Assign(userID, deptID string, now time.Time) (a Assignment, created bool, err error) {
-	if _, ok := r.Depts[deptID]; !ok {
+	d, ok := r.Depts[deptID]
+	if !ok {
 		return Assignment{}, false, NotFound("department %q", deptID)
 	}
-	if _, err := r.lookupUser(userID); err != nil {
+	u, err := r.lookupUser(userID)
+	if err != nil {
 		return Assignment{}, false, err
 	}
-	if a, ok := r.Assignment(userID, deptID); ok {
-		return a, false, nil
+	if at, ok := r.heldOf(u)[d.h]; ok {
+		return assignment(userID, deptID, at), false, nil
 	}
 	at := now.Unix()
-	heldAdd(r.AssignmentsByUser, userID, deptID, at)
-	heldAdd(r.AssignmentsByDept, deptID, userID, at)
+	setAdd(r.h.byUser, u.h, d.h, at)
+	setAdd(r.h.byDept, d.h, u.h, at)
 	r.assignments++
 	return assignment(userID, deptID, at), true, nil
 }
 
 // Assignment returns the assignment of userID to deptID, if there is one.
 func (r *Realm) Assignment(userID, deptID string) (Assignment, bool) {
-	at, ok := r.AssignmentsByUser[userID][deptID]
+	u, d := r.Users[userID], r.Depts[deptID]
+	if u == nil || d == nil {
+		return Assignment{}, false
+	}
+	at, ok := r.heldOf(u)[d.h]
 	if !ok {
 		return Assignment{}, false
 	}
@@ -55,18 +61,18 @@ func assignment(userID, deptID string, at int64) Assignment {
 // Unassign removes the assignment of userID to deptID, or returns
 // ErrNotFound when there is none.
 func (r *Realm) Unassign(userID, deptID string) error {
-	if _, ok := r.AssignmentsByUser[userID][deptID]; !ok {
+	if _, ok := r.Assignment(userID, deptID); !ok {
 		return NotFound("user %q is not assigned to department %q", userID, deptID)
 	}
-	r.removeAssignment(userID, deptID)
+	r.removeAssignment(r.Users[userID].h, r.Depts[deptID].h)
 	return nil
 }
 
-// removeAssignment removes one assignment from both indexes, dropping
-// emptied sets.
-func (r *Realm) removeAssignment(userID, deptID string) {
-	heldRemove(r.AssignmentsByUser, userID, deptID)
-	heldRemove(r.AssignmentsByDept, deptID, userID)
+// removeAssignment removes the assignment of user handle uh to department
+// handle dh from both indexes, dropping emptied sets.
+func (r *Realm) removeAssignment(uh, dh uint32) {
+	setRemove(r.h.byUser, uh, dh)
+	setRemove(r.h.byDept, dh, uh)
 	r.assignments--
 }
 
@@ -82,16 +88,15 @@ type DepartmentUser struct {
 // DepartmentUsers returns the assignments of department deptID of
 // organization orgID, sorted by username then user id.
 func (r *Realm) DepartmentUsers(orgID, deptID string) ([]DepartmentUser, error) {
-	if _, err := r.Department(orgID, deptID); err != nil {
+	d, err := r.Department(orgID, deptID)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]DepartmentUser, 0, len(r.AssignmentsByDept[deptID]))
-	for uid, at := range r.AssignmentsByDept[deptID] {
-		name := ""
-		if u, ok := r.Users[uid]; ok {
-			name = u.Username
-		}
-		out = append(out, DepartmentUser{Assignment: assignment(uid, deptID, at), Username: name})
+	holders := r.holdersOf(d)
+	out := make([]DepartmentUser, 0, len(holders))
+	for uh, at := range holders {
+		u := r.h.users[uh]
+		out = append(out, DepartmentUser{Assignment: assignment(u.ID, deptID, at), Username: u.Username})
 	}
 	slices.SortFunc(out, func(a, b DepartmentUser) int {
 		return cmp.Or(cmp.Compare(a.Username, b.Username), cmp.Compare(a.UserID, b.UserID))
@@ -109,13 +114,15 @@ type UserAssignment struct {
 // UserAssignments returns the assignments of a user, sorted by organization
 // name, department name, then ids. Errors: ErrNotFound for an unknown user.
 func (r *Realm) UserAssignments(userID string) ([]UserAssignment, error) {
-	if _, err := r.lookupUser(userID); err != nil {
+	u, err := r.lookupUser(userID)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]UserAssignment, 0, len(r.AssignmentsByUser[userID]))
-	for did, at := range r.AssignmentsByUser[userID] {
-		d := r.Depts[did]
-		out = append(out, UserAssignment{Assignment: assignment(userID, did, at), Org: r.Orgs[d.OrgID], Dept: d})
+	held := r.heldOf(u)
+	out := make([]UserAssignment, 0, len(held))
+	for dh, at := range held {
+		d := r.h.depts[dh]
+		out = append(out, UserAssignment{Assignment: assignment(userID, d.ID, at), Org: r.Orgs[d.OrgID], Dept: d})
 	}
 	slices.SortFunc(out, func(a, b UserAssignment) int {
 		return cmp.Or(byName(a.Org.Name, a.Org.ID, b.Org.Name, b.Org.ID),
@@ -137,18 +144,19 @@ type OrgNode struct {
 // It costs the paths it returns (at most the depth limit per assignment),
 // whatever the size of the organizations.
 func (r *Realm) AssignmentTree(userID string) ([]*OrgNode, error) {
-	if _, err := r.lookupUser(userID); err != nil {
+	u, err := r.lookupUser(userID)
+	if err != nil {
 		return nil, err
 	}
 	// Walk up from each assigned department until a department already on
 	// the tree; each one on the way becomes a node hung under its parent's
 	// node, or under its organization's.
-	assigned := r.AssignmentsByUser[userID]
+	assigned := r.heldOf(u)
 	nodes := make(map[string]*DeptNode, 2*len(assigned)) // sized: growing them was a third of the cost
 	orgs := make(map[string]*OrgNode, len(assigned))
-	for did := range assigned {
+	for dh := range assigned {
 		var child *DeptNode // made in the previous step, to hang under this one
-		for d := r.Depts[did]; d != nil; d = r.Depts[d.ParentID] {
+		for d := r.h.depts[dh]; d != nil; d = r.Depts[d.ParentID] {
 			n, seen := nodes[d.ID]
 			if !seen {
 				n = &DeptNode{Dept: d, Children: []*DeptNode{}}
@@ -225,9 +233,13 @@ func (r *Realm) UserOrgRoleIDs(userID, orgID string) Set {
 // template roles. The decision engine calls it on every decision, so it
 // allocates nothing of its own.
 func (r *Realm) AddOrgRoles(userID, orgID string, into Set) {
-	for did := range r.AssignmentsByUser[userID] {
-		d, ok := r.Depts[did]
-		if !ok || (orgID != "" && d.OrgID != orgID) {
+	u, ok := r.Users[userID]
+	if !ok {
+		return
+	}
+	for dh := range r.heldOf(u) {
+		d := r.h.depts[dh]
+		if orgID != "" && d.OrgID != orgID {
 			continue
 		}
 		for rid := range r.OrgRoles[d.OrgID] {
@@ -251,9 +263,11 @@ type Membership struct {
 // sorted the same way. An unknown user or one without assignments gets none.
 func (r *Realm) UserOrganizations(userID string) []Membership {
 	byOrg := map[string][]*Department{}
-	for did := range r.AssignmentsByUser[userID] {
-		d := r.Depts[did]
-		byOrg[d.OrgID] = append(byOrg[d.OrgID], d)
+	if u, ok := r.Users[userID]; ok {
+		for dh := range r.heldOf(u) {
+			d := r.h.depts[dh]
+			byOrg[d.OrgID] = append(byOrg[d.OrgID], d)
+		}
 	}
 	out := make([]Membership, 0, len(byOrg))
 	for oid, ds := range byOrg {
@@ -279,27 +293,6 @@ func indexRemove(m map[string]Set, k, v string) {
 	if s, ok := m[k]; ok {
 		delete(s, v)
 		if len(s) == 0 {
-			delete(m, k)
-		}
-	}
-}
-
-// heldAdd records in m[k] the assignment to v made at at, allocating the
-// set when needed.
-func heldAdd(m map[string]Held, k, v string, at int64) {
-	h, ok := m[k]
-	if !ok {
-		h = Held{}
-		m[k] = h
-	}
-	h[v] = at
-}
-
-// heldRemove removes v from m[k] and drops m[k] once empty.
-func heldRemove(m map[string]Held, k, v string) {
-	if h, ok := m[k]; ok {
-		delete(h, v)
-		if len(h) == 0 {
 			delete(m, k)
 		}
 	}

@@ -27,7 +27,7 @@ func TestAssignIsAdditiveAndIdempotent(t *testing.T) {
 	assert.Equal(t, t0, again.AssignedAt, "a repeat keeps the original assignedAt")
 	_, _, err = r.Assign("u-alice", d2.ID, later)
 	require.NoError(t, err)
-	assert.Len(t, r.AssignmentsByUser["u-alice"], 2, "adding one never removes another")
+	assert.Len(t, r.AssignmentsByUser()["u-alice"], 2, "adding one never removes another")
 
 	_, _, err = r.Assign("nobody", d1.ID, t0)
 	require.ErrorIs(t, err, ErrNotFound)
@@ -36,7 +36,7 @@ func TestAssignIsAdditiveAndIdempotent(t *testing.T) {
 
 	require.NoError(t, r.Unassign("u-alice", d1.ID))
 	require.ErrorIs(t, r.Unassign("u-alice", d1.ID), ErrNotFound)
-	assert.Equal(t, []string{d2.ID}, slices.Collect(maps.Keys(r.AssignmentsByUser["u-alice"])))
+	assert.Equal(t, []string{d2.ID}, slices.Collect(maps.Keys(r.AssignmentsByUser()["u-alice"])))
 	requireConsistent(t, r)
 }
 

@@ -81,7 +81,7 @@ func (r *Realm) parent(orgID, parentID string) (id string, depth int, err error)
 	if err != nil {
 		return "", 0, err
 	}
-	return parentID, p.Depth, nil
+	return parentID, int(p.Depth), nil
 }
 
 // DepartmentTree returns the organization's root departments with their
@@ -220,10 +220,10 @@ func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time
 			Description:     s.Description,
 			Attributes:      s.Attributes,
 			TemplateRoleIDs: s.TemplateRoleIDs,
-			Depth:           depth,
+			Depth:           int32(depth),
 			CreatedAt:       now.UTC(),
 		}
-		r.Depts[d.ID] = d
+		r.addDept(d)
 		ix.link(d)
 		for _, c := range s.Children {
 			create(c, d.ID, depth+1)
@@ -295,9 +295,8 @@ func (r *Realm) removeSubtree(deptID string) []*Department {
 // template grants anchored to them); its place in the organization's index
 // is the caller's to remove.
 func (r *Realm) forget(d *Department) {
-	for uid := range r.AssignmentsByDept[d.ID] {
-		r.removeAssignment(uid, d.ID)
+	for uh := range r.holdersOf(d) {
+		r.removeAssignment(uh, d.h)
 	}
-	delete(r.AssignmentsByDept, d.ID)
-	delete(r.Depts, d.ID)
+	r.removeDept(d)
 }

@@ -17,8 +17,8 @@ func TestDepartmentsResolveWithinTheirOrganization(t *testing.T) {
 	root := mustDept(t, r, a.ID, "", DeptSpec{Name: "Root", Alias: "root"})
 	sub := mustDept(t, r, a.ID, root.ID, DeptSpec{Name: "Sub"})
 	deep := mustDept(t, r, a.ID, sub.ID, DeptSpec{Name: "Deep"})
-	assert.Equal(t, 1, root.Depth)
-	assert.Equal(t, 3, deep.Depth)
+	assert.EqualValues(t, 1, root.Depth)
+	assert.EqualValues(t, 3, deep.Depth)
 	assert.Equal(t, a.ID, root.ParentID)
 
 	got, err := r.Department(a.ID, deep.ID)
@@ -129,8 +129,8 @@ func TestDeleteDepartmentRemovesSubtreeAndAssignments(t *testing.T) {
 	assert.Equal(t, top, gone[0])
 	assert.Len(t, r.Depts, 1)
 	assert.Equal(t, 1, r.AssignmentCount())
-	assert.Equal(t, []string{other.ID}, slices.Collect(maps.Keys(r.AssignmentsByUser["u-alice"])))
-	assert.NotContains(t, r.AssignmentsByUser, "u-bob")
+	assert.Equal(t, []string{other.ID}, slices.Collect(maps.Keys(r.AssignmentsByUser()["u-alice"])))
+	assert.NotContains(t, r.AssignmentsByUser(), "u-bob")
 	requireConsistent(t, r)
 
 	// The aliases are free again.

@@ -128,6 +128,7 @@ func (r *Realm) AddUser(u User, roleIDs, groupIDs []string) (*User, error) {
 
 // addUser adds a new user to the realm's maps and its ordered ids.
 func (r *Realm) addUser(u *User) {
+	r.addUserHandle(u)
 	r.Users[u.ID] = u
 	r.UserByName[u.Username] = u.ID
 	r.userIDs.insert(u.ID, strings.Compare)

@@ -106,40 +106,7 @@ func (r *Realm) CheckInvariants() error {
 		}
 	}
 
-	// checkHeld checks one of the two assignment indexes: each entry names
-	// an existing user and department, no set is empty, and the other index
-	// holds the same assignment with the same time.
-	checkHeld := func(name string, idx, other map[string]Held, users bool) {
-		for k, h := range idx {
-			if len(h) == 0 {
-				bad("%s[%q]: empty set", name, k)
-			}
-			for v, at := range h {
-				uid, did := k, v
-				if !users {
-					uid, did = v, k
-				}
-				if _, ok := r.Users[uid]; !ok {
-					bad("%s: assignment of %q to %q: user missing", name, uid, did)
-				}
-				if _, ok := r.Depts[did]; !ok {
-					bad("%s: assignment of %q to %q: department missing", name, uid, did)
-				}
-				if oat, ok := other[v][k]; !ok || oat != at {
-					bad("%s: assignment of %q to %q not mirrored in the other index", name, uid, did)
-				}
-			}
-		}
-	}
-	checkHeld("AssignmentsByUser", r.AssignmentsByUser, r.AssignmentsByDept, true)
-	checkHeld("AssignmentsByDept", r.AssignmentsByDept, r.AssignmentsByUser, false)
-	n := 0
-	for _, h := range r.AssignmentsByUser {
-		n += len(h)
-	}
-	if n != r.assignments {
-		bad("AssignmentCount says %d, the indexes hold %d", r.assignments, n)
-	}
+	r.checkHandles(bad)
 
 	checkLinks := func(name string, m map[string]Set, exists func(string) bool) {
 		for oid, ids := range m {
@@ -356,5 +323,114 @@ func (r *Realm) checkOrgIndexes(bad func(string, ...any)) {
 				bad("organization %q: department template %q missing", oid, id)
 			}
 		}
+	}
+}
+
+// checkHandles checks the handle tables and the assignment indexes
+// (handles.go): user and department handles are bijective with Users and
+// Depts, the free list holds exactly the unused department handles, once
+// each, and holds none with an assignment left, every assignment names a
+// live user and department and is mirrored with the same time in the other
+// index, no set is empty, and AssignmentCount counts them.
+func (r *Realm) checkHandles(bad func(string, ...any)) {
+	h := &r.h
+	if len(h.users) != len(h.byUser) || len(h.depts) != len(h.byDept) {
+		bad("handle tables of %d users / %d sets, %d departments / %d sets",
+			len(h.users), len(h.byUser), len(h.depts), len(h.byDept))
+		return
+	}
+	if len(h.users) > 0 && h.users[0] != nil || len(h.depts) > 0 && h.depts[0] != nil {
+		bad("handle 0 is given out")
+	}
+	users := 0
+	for uh, u := range h.users {
+		if u == nil {
+			continue
+		}
+		users++
+		if u.h != uint32(uh) || r.Users[u.ID] != u {
+			bad("user handle %d names user %q (handle %d), not the realm's", uh, u.ID, u.h)
+		}
+	}
+	if users != len(r.Users) {
+		bad("%d user handles for %d users", users, len(r.Users))
+	}
+	for id, u := range r.Users {
+		if u.h == 0 || int(u.h) >= len(h.users) || h.users[u.h] != u {
+			bad("user %q: handle %d does not name it", id, u.h)
+		}
+	}
+	depts := 0
+	for dh, d := range h.depts {
+		if d == nil {
+			continue
+		}
+		depts++
+		if d.h != uint32(dh) || r.Depts[d.ID] != d {
+			bad("department handle %d names department %q (handle %d), not the realm's", dh, d.ID, d.h)
+		}
+	}
+	if depts != len(r.Depts) {
+		bad("%d department handles for %d departments", depts, len(r.Depts))
+	}
+	for id, d := range r.Depts {
+		if d.h == 0 || int(d.h) >= len(h.depts) || h.depts[d.h] != d {
+			bad("department %q: handle %d does not name it", id, d.h)
+		}
+	}
+	freed := make(map[uint32]bool, len(h.free))
+	for _, dh := range h.free {
+		switch {
+		case dh == 0 || int(dh) >= len(h.depts):
+			bad("free department handle %d out of range", dh)
+			continue
+		case freed[dh]:
+			bad("department handle %d free twice", dh)
+		case h.depts[dh] != nil:
+			bad("department handle %d is free and names department %q", dh, h.depts[dh].ID)
+		case h.byDept[dh] != nil:
+			bad("free department handle %d holds %d assignments", dh, len(h.byDept[dh]))
+		}
+		freed[dh] = true
+	}
+	if unused := len(h.depts) - min(len(h.depts), 1) - depts; unused != len(freed) {
+		bad("%d unused department handles, %d on the free list", unused, len(freed))
+	}
+
+	// check checks one of the two assignment indexes against the other.
+	check := func(name string, sets, other []handleSet, users bool) int {
+		n := 0
+		for k, s := range sets {
+			if s == nil {
+				continue
+			}
+			if len(s) == 0 {
+				bad("%s[%d]: empty set", name, k)
+			}
+			for v, at := range s {
+				n++
+				uh, dh := uint32(k), v
+				if !users {
+					uh, dh = v, uint32(k)
+				}
+				if int(uh) >= len(h.users) || h.users[uh] == nil {
+					bad("%s: assignment of user handle %d to %d: user missing", name, uh, dh)
+				}
+				if int(dh) >= len(h.depts) || h.depts[dh] == nil {
+					bad("%s: assignment of user handle %d to %d: department missing", name, uh, dh)
+				}
+				if int(v) >= len(other) {
+					bad("%s: assignment of user handle %d to %d not mirrored", name, uh, dh)
+				} else if oat, ok := other[v][uint32(k)]; !ok || oat != at {
+					bad("%s: assignment of user handle %d to %d not mirrored in the other index", name, uh, dh)
+				}
+			}
+		}
+		return n
+	}
+	n := check("byUser", h.byUser, h.byDept, true)
+	check("byDept", h.byDept, h.byUser, false)
+	if n != r.assignments {
+		bad("AssignmentCount says %d, the indexes hold %d", r.assignments, n)
 	}
 }

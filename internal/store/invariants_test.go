@@ -35,20 +35,54 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 		},
 		"stale alias index": func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.OrgByAlias["ghost"] = o.ID },
 		"department removed, child left": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
-			delete(r.Depts, d.ID)
-			delete(r.AssignmentsByDept, d.ID)
+			r.h.byDept[d.h] = nil
+			r.removeDept(d)
 		},
-		"assignment missing from an index": func(_ *testing.T, r *Realm, _ *Organization, d *Department) { delete(r.AssignmentsByDept, d.ID) },
+		"assignment missing from an index": func(_ *testing.T, r *Realm, _ *Organization, d *Department) { r.h.byDept[d.h] = nil },
 		"assignment in one index only": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
-			delete(r.AssignmentsByUser["u-alice"], d.ID)
+			delete(r.h.byUser[r.Users["u-alice"].h], d.h)
 		},
 		"assignment times differ": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
-			r.AssignmentsByDept[d.ID]["u-alice"]++
+			r.h.byDept[d.h][r.Users["u-alice"].h]++
+		},
+		"freed department handle keeps its assignments": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
+			held := r.h.byDept[d.h]
+			h := d.h
+			r.removeDept(d) // without forget: the assignment stays behind
+			r.h.byDept[h] = held
+		},
+		"user assigned through a freed department handle": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
+			r.removeDept(d) // the user's set still names the handle
+		},
+		"department handle both free and live": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
+			r.h.free = append(r.h.free, d.h)
+		},
+		"department handle free twice": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
+			h := d.h
+			r.h.byDept[h] = nil
+			r.removeDept(d)
+			r.h.free = append(r.h.free, h)
+		},
+		"unused department handle off the free list": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) {
+			r.h.depts = append(r.h.depts, nil)
+			r.h.byDept = append(r.h.byDept, nil)
+		},
+		"department handle names another department": func(_ *testing.T, r *Realm, _ *Organization, d *Department) {
+			for _, other := range r.Depts {
+				if other != d {
+					d.h, other.h = other.h, d.h
+					return
+				}
+			}
+		},
+		"user handle names another user": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) {
+			a, b := r.Users["u-alice"], r.Users["u-bob"]
+			a.h, b.h = b.h, a.h
 		},
 		"assignment count off": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { r.assignments++ },
 		"wrong depth":          func(_ *testing.T, r *Realm, _ *Organization, d *Department) { d.Depth = 2 },
 		"duplicate dept alias": func(_ *testing.T, r *Realm, o *Organization, d *Department) {
-			r.Depts["x"] = &Department{ID: "x", OrgID: o.ID, ParentID: o.ID, Name: "X", Alias: d.Alias, Depth: 1}
+			r.addDept(&Department{ID: "x", OrgID: o.ID, ParentID: o.ID, Name: "X", Alias: d.Alias, Depth: 1})
 		},
 		"group link one-sided": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { delete(r.GroupOrg, "g-eng") },
 		"role link to a missing role": func(_ *testing.T, r *Realm, o *Organization, _ *Department) {
@@ -72,7 +106,7 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 			// Added with an order that is not the lists' own.
 			x := &Department{ID: "0", OrgID: d.OrgID, ParentID: d.ID, Name: "Z", Depth: 2}
 			r.orgs[d.OrgID].children[d.ID].insert(x, func(a, b *Department) int { return -cmpDept(a, b) })
-			r.Depts["0"] = x
+			r.addDept(x)
 			r.orgs[d.OrgID].depts++
 		},
 		"stale property key": func(t *testing.T, r *Realm, o *Organization, _ *Department) {
@@ -90,10 +124,18 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 		},
 		"role list stale": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { r.roleList = r.roleList[1:] },
 		"user missing from the ordered ids": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) {
+			u := &User{ID: "u-carol", Username: "carol"}
+			r.addUserHandle(u)
+			r.Users["u-carol"], r.UserByName["carol"] = u, "u-carol"
+		},
+		"user without a handle": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) {
 			r.Users["u-carol"], r.UserByName["carol"] = &User{ID: "u-carol", Username: "carol"}, "u-carol"
+			r.userIDs.insert("u-carol", strings.Compare)
 		},
 		"ordered ids keep a removed user": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) {
-			r.Users["u-carol"], r.UserByName["carol"] = &User{ID: "u-carol", Username: "carol"}, "u-carol"
+			u := &User{ID: "u-carol", Username: "carol"}
+			r.addUserHandle(u)
+			r.Users["u-carol"], r.UserByName["carol"] = u, "u-carol"
 			r.userIDs.insert("u-dave", strings.Compare)
 		},
 		"global role not in set": func(_ *testing.T, r *Realm, _ *Organization, _ *Department) { delete(r.globalRoles, "r-viewer") },

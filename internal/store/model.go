@@ -64,14 +64,14 @@ type Realm struct {
 	// Depts holds every department of the realm by id; orgs indexes them
 	// per organization (see orgIndex).
 	Depts map[string]*Department
-	// AssignmentsByUser and AssignmentsByDept hold every assignment twice,
-	// once from each end, with the time it was made: one map entry per side
-	// and no pointer of its own, because at 100,000 assignments they are
-	// most of a large realm's heap, which the garbage collector marks
-	// while other realms' decisions run.
-	AssignmentsByUser map[string]Held // user id -> department id -> assigned at
-	AssignmentsByDept map[string]Held // department id -> user id -> assigned at
-	assignments       int             // how many, for AssignmentCount
+	// h holds every assignment twice, once from each end, with the time
+	// it was made, between user and department handles (handles.go): at
+	// 100,000 assignments they are most of a large realm's heap, which
+	// the garbage collector marks while other realms' decisions run, so
+	// they hold no pointer. AssignmentsByUser and AssignmentsByDept copy
+	// them out by id.
+	h           handles
+	assignments int // how many, for AssignmentCount
 
 	OrgRoles  map[string]Set    // org id -> linked role ids
 	OrgGroups map[string]Set    // org id -> linked group ids
@@ -102,32 +102,30 @@ type Realm struct {
 // NewRealm returns an empty realm with every map allocated.
 func NewRealm(name string, now time.Time) *Realm {
 	return &Realm{
-		Name:              name,
-		CreatedAt:         now,
-		Users:             map[string]*User{},
-		UserByName:        map[string]string{},
-		Roles:             map[string]*Role{},
-		RoleByName:        map[string]string{},
-		Groups:            map[string]*Group{},
-		Clients:           map[string]*Client{},
-		ClientByID:        map[string]string{},
-		Orgs:              map[string]*Organization{},
-		OrgByAlias:        map[string]string{},
-		Depts:             map[string]*Department{},
-		AssignmentsByUser: map[string]Held{},
-		AssignmentsByDept: map[string]Held{},
-		OrgRoles:          map[string]Set{},
-		OrgGroups:         map[string]Set{},
-		GroupOrg:          map[string]string{},
-		OrgApps:           map[string]Set{},
-		AppOrgs:           map[string]Set{},
-		Apps:              map[string]*Application{},
-		AppByID:           map[string]string{},
-		PropTmpls:         map[string]*PropertyTemplate{},
-		DeptTmpls:         map[string]*DepartmentTemplate{},
-		orgs:              map[string]*orgIndex{},
-		GroupByName:       map[string]string{},
-		globalRoles:       Set{},
+		Name:        name,
+		CreatedAt:   now,
+		Users:       map[string]*User{},
+		UserByName:  map[string]string{},
+		Roles:       map[string]*Role{},
+		RoleByName:  map[string]string{},
+		Groups:      map[string]*Group{},
+		Clients:     map[string]*Client{},
+		ClientByID:  map[string]string{},
+		Orgs:        map[string]*Organization{},
+		OrgByAlias:  map[string]string{},
+		Depts:       map[string]*Department{},
+		OrgRoles:    map[string]Set{},
+		OrgGroups:   map[string]Set{},
+		GroupOrg:    map[string]string{},
+		OrgApps:     map[string]Set{},
+		AppOrgs:     map[string]Set{},
+		Apps:        map[string]*Application{},
+		AppByID:     map[string]string{},
+		PropTmpls:   map[string]*PropertyTemplate{},
+		DeptTmpls:   map[string]*DepartmentTemplate{},
+		orgs:        map[string]*orgIndex{},
+		GroupByName: map[string]string{},
+		globalRoles: Set{},
 	}
 }
 
@@ -152,6 +150,8 @@ type User struct {
 	// this user is; empty for people.
 	ServiceAccountOf string
 	CreatedAt        time.Time
+
+	h uint32 // the user's handle in its realm (handles.go); 0 until added
 }
 
 // Role is a realm role. A global role carries the attribute global=["true"].
@@ -244,14 +244,20 @@ type Department struct {
 	// TemplateRoleIDs are granted to users assigned here when the department
 	// was made from a department template.
 	TemplateRoleIDs []string
-	Depth           int // 1 for a root department
 	CreatedAt       time.Time
+	// Depth is 1 for a root department. An int32 beside the handle, so
+	// that a department stays in the allocator's 160-byte class: templates
+	// make them by the thousand.
+	Depth int32
+
+	h uint32 // the department's handle in its realm (handles.go); 0 once removed
 }
 
 // Held maps the ids at the other end of one user's (or one department's)
 // assignments to the time each was made, in Unix seconds: the precision of
 // the wire's assignedAt, for any year a time.Time holds (see
-// Realm.Assignment).
+// Realm.Assignment). Realm.AssignmentsByUser and Realm.AssignmentsByDept
+// return them; the realm itself keeps handles (handles.go).
 type Held map[string]int64
 
 // Assignment places a user in a department (whose OrgID is the

@@ -184,7 +184,7 @@ func TestDeleteOrganizationCascades(t *testing.T) {
 	assert.NotContains(t, r.OrgByAlias, "acme")
 	assert.Len(t, r.Depts, 1, "only the other organization's department is left")
 	assert.Equal(t, 1, r.AssignmentCount())
-	assert.Equal(t, []string{kd.ID}, slices.Collect(maps.Keys(r.AssignmentsByUser["u-alice"])))
+	assert.Equal(t, []string{kd.ID}, slices.Collect(maps.Keys(r.AssignmentsByUser()["u-alice"])))
 	assert.NotContains(t, r.OrgRoles, o.ID)
 	assert.NotContains(t, r.OrgGroups, o.ID)
 	assert.NotContains(t, r.GroupOrg, "g-eng")

@@ -412,8 +412,8 @@ func (r *Realm) InstantiateTemplate(orgID, parentID, tmplID string, now time.Tim
 	var create func(n *TemplateNode, parentID string, depth int) *Department
 	create = func(n *TemplateNode, parentID string, depth int) *Department {
 		d := &Department{ID: NewID(), OrgID: orgID, ParentID: parentID, Name: n.Name, Alias: n.Alias,
-			Attributes: n.Attributes, TemplateRoleIDs: n.RoleIDs, Depth: depth, CreatedAt: now.UTC()}
-		r.Depts[d.ID] = d
+			Attributes: n.Attributes, TemplateRoleIDs: n.RoleIDs, Depth: int32(depth), CreatedAt: now.UTC()}
+		r.addDept(d)
 		ix.link(d)
 		for i := range n.Children {
 			create(&n.Children[i], d.ID, depth+1)
