@@ -332,6 +332,31 @@ func (r *Realm) checkOrgIndexes(bad func(string, ...any)) {
 // each, and holds none with an assignment left, every assignment names a
 // live user and department and is mirrored with the same time in the other
 // index, no set is empty, and AssignmentCount counts them.
+// checkHandleTable checks that a handle table and the map by id name the
+// same things, each under its own handle, and returns how many handles are
+// in use.
+func checkHandleTable[T any](bad func(string, ...any), kind string, table []*T, byID map[string]*T, idh func(*T) (string, uint32)) int {
+	n := 0
+	for h, x := range table {
+		if x == nil {
+			continue
+		}
+		n++
+		if id, xh := idh(x); xh != uint32(h) || byID[id] != x {
+			bad("%s handle %d names %s %q (handle %d), not the realm's", kind, h, kind, id, xh)
+		}
+	}
+	if n != len(byID) {
+		bad("%d %s handles for %d %ss", n, kind, len(byID), kind)
+	}
+	for id, x := range byID {
+		if _, xh := idh(x); xh == 0 || int(xh) >= len(table) || table[xh] != x {
+			bad("%s %q: handle %d does not name it", kind, id, xh)
+		}
+	}
+	return n
+}
+
 func (r *Realm) checkHandles(bad func(string, ...any)) {
 	h := &r.h
 	if len(h.users) != len(h.byUser) || len(h.depts) != len(h.byDept) {
@@ -342,42 +367,8 @@ func (r *Realm) checkHandles(bad func(string, ...any)) {
 	if len(h.users) > 0 && h.users[0] != nil || len(h.depts) > 0 && h.depts[0] != nil {
 		bad("handle 0 is given out")
 	}
-	users := 0
-	for uh, u := range h.users {
-		if u == nil {
-			continue
-		}
-		users++
-		if u.h != uint32(uh) || r.Users[u.ID] != u {
-			bad("user handle %d names user %q (handle %d), not the realm's", uh, u.ID, u.h)
-		}
-	}
-	if users != len(r.Users) {
-		bad("%d user handles for %d users", users, len(r.Users))
-	}
-	for id, u := range r.Users {
-		if u.h == 0 || int(u.h) >= len(h.users) || h.users[u.h] != u {
-			bad("user %q: handle %d does not name it", id, u.h)
-		}
-	}
-	depts := 0
-	for dh, d := range h.depts {
-		if d == nil {
-			continue
-		}
-		depts++
-		if d.h != uint32(dh) || r.Depts[d.ID] != d {
-			bad("department handle %d names department %q (handle %d), not the realm's", dh, d.ID, d.h)
-		}
-	}
-	if depts != len(r.Depts) {
-		bad("%d department handles for %d departments", depts, len(r.Depts))
-	}
-	for id, d := range r.Depts {
-		if d.h == 0 || int(d.h) >= len(h.depts) || h.depts[d.h] != d {
-			bad("department %q: handle %d does not name it", id, d.h)
-		}
-	}
+	checkHandleTable(bad, "user", h.users, r.Users, func(u *User) (string, uint32) { return u.ID, u.h })
+	depts := checkHandleTable(bad, "department", h.depts, r.Depts, func(d *Department) (string, uint32) { return d.ID, d.h })
 	freed := make(map[uint32]bool, len(h.free))
 	for _, dh := range h.free {
 		switch {
