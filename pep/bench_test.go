@@ -342,7 +342,9 @@ func BenchmarkUncachedCheck(b *testing.B) {
 // hand-written baseline alternate within one loop, so that the machine's
 // drift weighs on both alike (sub-benchmarks run one after the other, and
 // on a shared machine the baseline's median moved by 25 % between them).
-// It reports each side's time per call and their ratio.
+// It reports the medians over rounds of each side's time per call and of
+// the per-round ratio, so that a round another process interrupts does not
+// move them.
 func BenchmarkUncachedCheckPaired(b *testing.B) {
 	const block = 20
 	g := startBenchGateway(b, nil)
@@ -352,8 +354,7 @@ func BenchmarkUncachedCheckPaired(b *testing.B) {
 	post := handWritten(g, "Bearer "+tok)
 	c := g.newClient(b, uncached)
 	c.SetToken(tok)
-	var base, client time.Duration
-	calls := 0
+	var base, client, ratio []float64
 	for b.Loop() {
 		start := time.Now()
 		for range block {
@@ -366,12 +367,18 @@ func BenchmarkUncachedCheckPaired(b *testing.B) {
 			d, err := c.Check(ctx, "orders", "read")
 			mustGrant(b, d, err)
 		}
-		base, client = base+mid.Sub(start), client+time.Since(mid)
-		calls += block
+		nb, nc := float64(mid.Sub(start).Nanoseconds()), float64(time.Since(mid).Nanoseconds())
+		base, client, ratio = append(base, nb/block/1e3), append(client, nc/block/1e3), append(ratio, nc/nb)
 	}
-	b.ReportMetric(float64(base.Nanoseconds())/float64(calls)/1e3, "nethttp-µs/call")
-	b.ReportMetric(float64(client.Nanoseconds())/float64(calls)/1e3, "client-µs/call")
-	b.ReportMetric(float64(client)/float64(base), "client/nethttp")
+	b.ReportMetric(median(base), "nethttp-µs/call")
+	b.ReportMetric(median(client), "client-µs/call")
+	b.ReportMetric(median(ratio), "client/nethttp")
+}
+
+// median returns the median of v, which it sorts.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // BenchmarkUncachedCheckDPoP compares an uncached Check with a DPoP-bound
@@ -670,8 +677,7 @@ func BenchmarkDPoPClientCost(b *testing.B) {
 			for i, r := range rounds {
 				v[i] = f(r)
 			}
-			slices.Sort(v)
-			return v[len(v)/2]
+			return median(v)
 		}
 		b.ReportMetric(median(func(r [4]float64) float64 { return r[0] }), "bearer-µs/call")
 		b.ReportMetric(median(func(r [4]float64) float64 { return r[1] }), "dpop-µs/call")
