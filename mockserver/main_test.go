@@ -22,8 +22,12 @@ var traffic *openapitest.Checker
 // with the exchange printed. Benchmarks run without the check, which would
 // be most of what they measure, and without even loading the document,
 // whose few megabytes of live heap would change the garbage collector's
-// pace in every benchmark. It is the package's only TestMain.
+// pace in every benchmark. It is the package's only TestMain; it also
+// starts the server process of BenchmarkRealmIsolation/http-process.
 func TestMain(m *testing.M) {
+	if os.Getenv(isolationServerEnv) != "" {
+		os.Exit(runIsolationServer())
+	}
 	flag.Parse()
 	if flag.Lookup("test.bench").Value.String() == "" {
 		chk, err := openapitest.New(openAPIDocument)

@@ -371,6 +371,17 @@ type isolationSetup struct {
 const smallAuthorize = "/realms/small/authorization-decision-provider/authorize"
 
 func newIsolationSetup(b *testing.B) *isolationSetup {
+	is, err := buildIsolationSetup()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return is
+}
+
+// buildIsolationSetup is newIsolationSetup without a testing.TB, so that
+// the test binary can also build it as a server process of its own
+// (runIsolationServer).
+func buildIsolationSetup() (*isolationSetup, error) {
 	fx := scaleFixture(1000)
 	fx.Realms = append(fx.Realms, FixtureRealm{
 		Name:  "small",
@@ -382,23 +393,49 @@ func newIsolationSetup(b *testing.B) *isolationSetup {
 			Permissions: []FixturePermission{{Name: "members read", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"member"}}},
 		}},
 	})
-	s := scaleServer(b, fx)
+	s, err := New(WithFixture(fx), WithIssuer(scaleBase), WithAdminSecret("boot"))
+	if err != nil {
+		return nil, err
+	}
 	admin, err := s.IssueToken("big", "admin")
 	if err != nil {
-		b.Fatal(err)
+		return nil, err
 	}
 	carol, err := s.IssueToken("small", "carol")
 	if err != nil {
-		b.Fatal(err)
+		return nil, err
 	}
-	orgs, _, _ := realmIDs(b, s)
+	var orgs []string
+	if err := s.store.Read("big", func(rm *store.Realm) error {
+		for _, o := range rm.Organizations("") {
+			orgs = append(orgs, o.ID)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	kids := make([]map[string]any, store.MaxTemplateNodes-1)
 	for i := range kids {
 		kids[i] = map[string]any{"name": fmt.Sprint("Unit ", i)}
 	}
 	tmplBody := mustJSON(map[string]any{"name": "wide", "root": map[string]any{"name": "Division", "children": kids}})
-	rec := serve(b, s, http.MethodPost, scaleOrgsPrefix+"/"+orgs[0]+"/department-templates", admin, tmplBody, http.StatusCreated)
-	return &isolationSetup{s: s, h: s, admin: admin, carol: carol, orgs: orgs, tmplID: idOf(b, rec)}
+	req, err := http.NewRequest(http.MethodPost, scaleBase+scaleOrgsPrefix+"/"+orgs[0]+"/department-templates", strings.NewReader(tmplBody))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+admin)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	var out struct {
+		Result struct {
+			ID string `json:"id"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); rec.Code != http.StatusCreated || err != nil {
+		return nil, fmt.Errorf("creating the template: %d %.300s", rec.Code, rec.Body)
+	}
+	return &isolationSetup{s: s, h: s, admin: admin, carol: carol, orgs: orgs, tmplID: out.Result.ID}, nil
 }
 
 // writeRound is one round of the busy admin of BenchmarkRealmIsolation:
@@ -452,9 +489,11 @@ func BenchmarkIsolationParts(b *testing.B) {
 // BenchmarkRealmIsolation measures decision latency in realm small, quiet
 // and while realm big's admin instantiates a 1,000-department template,
 // deletes it again and creates departments, back to back from one
-// goroutine: in process, and over loopback HTTP connections (one for the
-// decisions, one for the admin), as a client of the binary would see it.
-// The two phases alternate in windows of equal length, so that whatever
+// goroutine: in process; over loopback HTTP connections (one for the
+// decisions, one for the admin) to a server in this process, whose
+// scheduler then also runs the clients' goroutines; and over loopback to
+// the server in a process of its own (the test binary started again, see
+// runIsolationServer), as clients of the binary see it. The two phases alternate in windows of equal length, so that whatever
 // else the machine does weighs on both alike. It reports the p50, p99,
 // p99.9 and maximum of each phase and the ratio of the busy p99 to the
 // quiet p99 (target: at most 2).
@@ -468,9 +507,14 @@ func BenchmarkRealmIsolation(b *testing.B) {
 		remote.h = overHTTP{client: srv.Client(), base: srv.URL}
 		remote.measure(b)
 	})
+	b.Run("http-process", func(b *testing.B) {
+		startIsolationServer(b).measure(b)
+	})
 }
 
-// measure runs BenchmarkRealmIsolation's windows through is.h.
+// measure runs BenchmarkRealmIsolation's windows through is.h. The
+// runtime's counters are reported when the server runs in this process
+// (is.s is set).
 func (is *isolationSetup) measure(b *testing.B) {
 	const (
 		windows   = 10
@@ -526,6 +570,9 @@ func (is *isolationSetup) measure(b *testing.B) {
 		b.ReportMetric(pct(busy, 0.99)/pct(quiet, 0.99), "p99-ratio")
 		b.ReportMetric(float64(writes), "writes-in-B")
 		for i, phase := range []string{"quiet", "busy"} {
+			if is.s == nil {
+				break // the server's runtime is another process's
+			}
 			b.ReportMetric(float64(rt[i].gcs), phase+"-gcs")
 			b.ReportMetric(rt[i].assist*1e3, phase+"-assist-ms")
 			b.ReportMetric(rt[i].mark*1e3, phase+"-mark-ms")
