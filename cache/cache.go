@@ -49,12 +49,17 @@ type Cache[G, K comparable, V any] struct {
 	// mu guards the index of groups, the recency list, the counts, and
 	// each group's pins and writers; a group's entries are written with mu
 	// held, and read without it: hits take no lock (see index).
-	mu     sync.RWMutex
-	groups map[G]*Group[G, K, V]
-	none   *Group[G, K, V] // what Lookup returns for a group the cache does not hold
-	list   entry[G, K, V]  // sentinel: list.next is the newest, list.prev the oldest
-	length int
-	bytes  int64
+	mu sync.RWMutex
+	// groups is written with both mu and groupsMu held, and read with
+	// either: Lookup, on every hit of a caller without a pinned handle,
+	// reads it under one cell of groupsMu, which readers on other cores
+	// do not share.
+	groups   map[G]*Group[G, K, V]
+	groupsMu stripe.RWMutex
+	none     *Group[G, K, V] // what Lookup returns for a group the cache does not hold
+	list     entry[G, K, V]  // sentinel: list.next is the newest, list.prev the oldest
+	length   int
+	bytes    int64
 
 	hits, misses           stripe.Counter
 	evictions, expirations uint64 // under mu
@@ -216,9 +221,9 @@ func (c *Cache[G, K, V]) Get(g G, k K) (value V, ok bool) {
 // either once the group has been removed and forgotten; use Pin to keep one
 // valid.
 func (c *Cache[G, K, V]) Lookup(g G) *Group[G, K, V] {
-	c.mu.RLock()
+	cell := c.groupsMu.RLock()
 	grp := c.groups[g]
-	c.mu.RUnlock()
+	c.groupsMu.RUnlock(cell)
 	if grp == nil {
 		return c.none
 	}
@@ -377,6 +382,7 @@ func (c *Cache[G, K, V]) Purge() {
 	}
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.length = 0
+	c.groupsMu.Lock()
 	for _, grp := range c.groups {
 		grp.gen.Add(1)
 		grp.entries.init(&c.hash, c.tomb)
@@ -384,6 +390,7 @@ func (c *Cache[G, K, V]) Purge() {
 			delete(c.groups, grp.id)
 		}
 	}
+	c.groupsMu.Unlock()
 	c.bytes = int64(len(c.groups)) * c.groupCost // groups that handles keep
 }
 
@@ -465,7 +472,9 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 	if grp == nil {
 		grp = &Group[G, K, V]{c: c, id: g}
 		grp.entries.init(&c.hash, c.tomb)
+		c.groupsMu.Lock()
 		c.groups[g] = grp
+		c.groupsMu.Unlock()
 		c.bytes += c.groupCost
 	}
 	return grp
@@ -475,7 +484,9 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 // be held.
 func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
 	if grp.entries.len() == 0 && grp.pins == 0 && grp.writers == 0 && c.groups[grp.id] == grp {
+		c.groupsMu.Lock()
 		delete(c.groups, grp.id)
+		c.groupsMu.Unlock()
 		c.bytes -= c.groupCost
 	}
 }

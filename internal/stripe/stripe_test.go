@@ -33,3 +33,58 @@ func BenchmarkAdd(b *testing.B) {
 		}
 	})
 }
+
+// Readers on any cell see a writer's changes whole, never half made; the
+// race detector checks that every access is ordered by the lock.
+func TestRWMutexExcludesWritersFromEveryCell(t *testing.T) {
+	t.Parallel()
+	var (
+		m    stripe.RWMutex
+		x, y int // a writer keeps them equal
+		wg   sync.WaitGroup
+	)
+	for w := range 2 {
+		wg.Go(func() {
+			for i := range 500 {
+				m.Lock()
+				x = w*1000 + i
+				y = x
+				m.Unlock()
+			}
+		})
+	}
+	for range 8 {
+		wg.Go(func() {
+			for range 2000 {
+				cell := m.RLock()
+				a, b := x, y
+				m.RUnlock(cell)
+				if a != b {
+					t.Errorf("a reader saw %d and %d", a, b)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func BenchmarkRWMutexRLock(b *testing.B) {
+	var m stripe.RWMutex
+	var std sync.RWMutex
+	b.Run("stripe", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.RUnlock(m.RLock())
+			}
+		})
+	})
+	b.Run("sync", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				std.RLock()
+				std.RUnlock()
+			}
+		})
+	})
+}
