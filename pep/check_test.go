@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -434,4 +435,67 @@ func BenchmarkCheckCached(b *testing.B) {
 			b.Fatal("expected a cache hit")
 		}
 	}
+}
+
+// Cached Checks by per-call tokens and by the client's own token, racing
+// SetToken, ClearToken and 401s that purge one token's entries, never allow
+// a token that may not: dave (no role), an expired token, or the client's
+// token while it is dave's. Run with -race, it also checks that the hits'
+// lock-free paths are ordered with the cache's writers.
+func TestCachedChecksRaceTokenChanges(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	c := g.newClient(t, pep.WithCache(64, time.Minute, time.Minute))
+	aliceTok, bobTok, daveTok := g.token(t, "alice"), g.token(t, "bob"), g.token(t, "dave")
+	expired := g.expiredToken(t, "alice")
+	g.setHook(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		if n%7 == 0 && r.Header.Get("Authorization") == "Bearer "+bobTok {
+			writeError(w, http.StatusUnauthorized, "token revoked")
+			return true
+		}
+		return false
+	})
+	ctx := t.Context()
+	denied := map[string]context.Context{"dave": pep.WithToken(ctx, daveTok), "expired": pep.WithToken(ctx, expired)}
+	others := []context.Context{pep.WithToken(ctx, aliceTok), pep.WithToken(ctx, bobTok)}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			for i := range 400 {
+				scope := []string{"read", "write"}[(i/4)%2]
+				if (w+i)%2 == 0 {
+					_, _ = c.Check(others[(w+i)/2%2], "orders", scope)
+					continue
+				}
+				name := []string{"dave", "expired"}[(w+i)/2%2]
+				if d, err := c.Check(denied[name], "orders", scope); d.Allowed() {
+					t.Errorf("%s may %s orders: cached %v, %v", name, scope, d.Cached, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 300 {
+			// A Check of its own each round paces the changes with the
+			// workers' calls, so that tokens change while entries exist.
+			_, _ = c.Check(others[i%2], "orders", "read")
+			switch i % 3 {
+			case 0:
+				c.SetToken(aliceTok)
+			case 1:
+				c.SetToken(bobTok)
+			case 2:
+				c.ClearToken()
+			}
+			if i%5 == 0 { // only this goroutine sets the client's token
+				c.SetToken(daveTok)
+				if d, err := c.Check(ctx, "orders", "read"); d.Allowed() {
+					t.Errorf("the client's token is dave's, and it may read orders: cached %v, %v", d.Cached, err)
+					return
+				}
+			}
+		}
+	})
+	wg.Wait()
 }
