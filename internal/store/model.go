@@ -33,6 +33,7 @@ type Set map[string]struct{}
 type Realm struct {
 	mu   sync.RWMutex // the realm's lock, taken by Store.Read and Store.Write
 	gone atomic.Bool  // decommissioned
+	pace pace         // the realm's account with its store's pacer (fair.go)
 
 	Name      string
 	CreatedAt time.Time

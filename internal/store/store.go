@@ -65,6 +65,7 @@ type Store struct {
 
 	config atomic.Pointer[Config]
 	audit  auditLogs
+	pacer  *pacer // paces a realm's writes while other realms are served (fair.go)
 }
 
 // New returns an empty store using now as its clock (time.Now when nil).
@@ -72,7 +73,7 @@ func New(now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{now: now, realms: map[string]*Realm{}, tenants: map[string]*Realm{}}
+	s := &Store{now: now, realms: map[string]*Realm{}, tenants: map[string]*Realm{}, pacer: newPacer()}
 	cfg := DefaultConfig()
 	s.config.Store(&cfg)
 	return s
@@ -92,12 +93,14 @@ func (s *Store) Lookup(name string) (*Realm, bool) {
 	return r, ok
 }
 
-// lookup is Lookup with ErrNotFound.
+// lookup is Lookup with ErrNotFound, for Read and Write: it notes the
+// realm as in use (fair.go).
 func (s *Store) lookup(name string) (*Realm, error) {
 	r, ok := s.Lookup(name)
 	if !ok {
 		return nil, NotFound("realm %q", name)
 	}
+	s.pacer.note(r)
 	return r, nil
 }
 
@@ -117,13 +120,23 @@ func (s *Store) Read(realm string, fn func(r *Realm) error) error {
 // Write runs fn on the named realm under that realm's write lock. fn must
 // check every precondition before its first mutation: a Write that returns an
 // error must have changed nothing. A missing realm is ErrNotFound.
+//
+// While other realms are being served, a realm whose writes have held its
+// lock for more than their share waits before it takes the lock (fair.go):
+// at most 20 ms of lock time at once, then a twentieth of the wall clock per
+// processor.
 func (s *Store) Write(realm string, fn func(r *Realm) error) error {
 	r, err := s.lookup(realm)
 	if err != nil {
 		return err
 	}
+	s.pacer.wait(r)
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	began := s.pacer.clock()
+	defer func() {
+		s.pacer.charge(r, s.pacer.clock()-began)
+		r.mu.Unlock()
+	}()
 	return fn(r)
 }
 

@@ -1,0 +1,150 @@
+package store
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Writes of one realm are paced while other realms are served, so that an
+// admin who writes back to back (instantiating 1,000-department templates,
+// deleting them, again and again) cannot take the processors from another
+// realm's decisions. Realm locks keep the realms from waiting for each
+// other; they do not keep them from sharing the machine, and a busy writer
+// takes a processor for a millisecond at a time and, with its garbage, sets
+// the collector's pace for every realm. On two cores that alone doubled the
+// tail latency of an unrelated realm's decisions.
+//
+// The rule: the time a realm's writes hold its lock is charged to the realm.
+// Its credit refills at writeShare of the wall clock per processor, up to
+// writeBurst, and a debt is never deeper than writeBurst. A write that finds
+// its realm in debt waits until the debt is paid, but only while another
+// realm has been served in the last activeWindow: a realm alone writes at
+// full speed, and reads never wait. The longest wait is
+// writeBurst/(writeShare·GOMAXPROCS): 200 ms on two processors.
+const (
+	// writeShare is the share of the wall clock, per processor, that one
+	// realm's writes may hold its lock for while other realms are served.
+	writeShare = 0.05
+	// writeBurst is the lock time a realm may take at once before it is
+	// paced, and the deepest debt it can run up.
+	writeBurst = 20 * time.Millisecond
+	// activeWindow is how recently another realm must have been read or
+	// written for a realm's writes to be paced.
+	activeWindow = 100 * time.Millisecond
+)
+
+// pacer keeps the accounts of writeShare for a store: each realm's credit
+// (pace) and the two realms used last, which tell whether a realm is alone.
+type pacer struct {
+	// clock returns a monotonic time and sleep waits; only the tests
+	// replace them.
+	clock func() time.Duration
+	sleep func(time.Duration)
+	// share is the credit a realm earns per unit of wall time:
+	// writeShare times the processors there were when the store was made.
+	share float64
+
+	// last and prev are the two realms most recently read or written,
+	// last the latest; they are never the same realm (note).
+	last, prev atomic.Pointer[Realm]
+}
+
+// pace is one realm's account with its store's pacer.
+type pace struct {
+	// seen is when the realm was last read or written (pacer.clock), kept
+	// to a millisecond so that a stream of reads rarely writes it.
+	seen atomic.Int64
+
+	mu     sync.Mutex
+	credit time.Duration // in [-writeBurst, writeBurst]
+	at     time.Duration // when credit was last brought up to date
+	fresh  bool          // at and credit have been set
+}
+
+// start is the origin of the pacer's default clock.
+var start = time.Now()
+
+// newPacer returns the pacer of a new store.
+func newPacer() *pacer {
+	return &pacer{
+		clock: func() time.Duration { return time.Since(start) },
+		sleep: time.Sleep,
+		share: writeShare * float64(runtime.GOMAXPROCS(0)),
+	}
+}
+
+// note records that r is being read or written now. It writes shared
+// memory at most once a millisecond per realm: a stream of decisions costs
+// a clock reading and an atomic load each.
+func (p *pacer) note(r *Realm) {
+	now := p.clock()
+	if now-time.Duration(r.pace.seen.Load()) < time.Millisecond {
+		return
+	}
+	r.pace.seen.Store(int64(now))
+	if last := p.last.Load(); last != r {
+		// Not one atomic step: two realms noting at once may leave one of
+		// them out until it notes again, a millisecond later.
+		p.prev.Store(p.last.Swap(r))
+	}
+}
+
+// others reports whether a realm other than r was read or written within
+// activeWindow of now.
+func (p *pacer) others(r *Realm, now time.Duration) bool {
+	for _, o := range [2]*Realm{p.last.Load(), p.prev.Load()} {
+		if o != nil && o != r && now-time.Duration(o.pace.seen.Load()) < activeWindow {
+			return true
+		}
+	}
+	return false
+}
+
+// refill brings a's credit up to date at now. a.mu is held.
+func (p *pacer) refill(a *pace, now time.Duration) {
+	if !a.fresh {
+		a.credit, a.at, a.fresh = writeBurst, now, true
+		return
+	}
+	if now > a.at {
+		earned := time.Duration(float64(now-a.at) * p.share)
+		a.credit = min(writeBurst, a.credit+earned)
+		a.at = now
+	}
+}
+
+// delay returns how long a write of r must wait, at now, before it may take
+// the realm's lock: 0 when r is in credit or alone.
+func (p *pacer) delay(r *Realm, now time.Duration) time.Duration {
+	a := &r.pace
+	a.mu.Lock()
+	p.refill(a, now)
+	credit := a.credit
+	a.mu.Unlock()
+	if credit >= 0 || !p.others(r, now) {
+		return 0
+	}
+	return time.Duration(float64(-credit)/p.share) + 1
+}
+
+// charge debits r with d of lock time, down to -writeBurst at most.
+func (p *pacer) charge(r *Realm, d time.Duration) {
+	a := &r.pace
+	a.mu.Lock()
+	p.refill(a, p.clock())
+	a.credit = max(-writeBurst, a.credit-d)
+	a.mu.Unlock()
+}
+
+// wait blocks until a write of r may take the realm's lock.
+func (p *pacer) wait(r *Realm) {
+	for {
+		d := p.delay(r, p.clock())
+		if d <= 0 {
+			return
+		}
+		p.sleep(d)
+	}
+}
