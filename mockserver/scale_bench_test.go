@@ -493,10 +493,14 @@ func BenchmarkIsolationParts(b *testing.B) {
 // decisions, one for the admin) to a server in this process, whose
 // scheduler then also runs the clients' goroutines; and over loopback to
 // the server in a process of its own (the test binary started again, see
-// runIsolationServer), as clients of the binary see it. The two phases alternate in windows of equal length, so that whatever
-// else the machine does weighs on both alike. It reports the p50, p99,
-// p99.9 and maximum of each phase and the ratio of the busy p99 to the
-// quiet p99 (target: at most 2).
+// runIsolationServer), as clients of the binary see it. The two phases
+// alternate in windows of equal length, so that whatever else the machine
+// does weighs on both alike. It reports the p50, p99, p99.9 and maximum of
+// each phase, the ratio of the busy p99 to the quiet p99 (target: at most
+// 2), and the writes realm big made (writes-in-B): while realm small is
+// served, the store paces big's writes to their share of the machine
+// (internal/store/fair.go), so that figure is what the pacing left the
+// admin.
 func BenchmarkRealmIsolation(b *testing.B) {
 	is := newIsolationSetup(b)
 	b.Run("in-process", func(b *testing.B) { is.measure(b) })
