@@ -24,9 +24,15 @@ func (s *Server) readRealm(r *http.Request, fn func(rm *store.Realm, maxPage int
 
 // writeRealm runs fn on the path's realm under that realm's write lock,
 // with the store's current time. fn must check everything before its first
-// change.
+// change. A realm whose writes took more than their share while other
+// realms are served waits for its turn first (store.Store.WriteContext); a
+// client that goes away meanwhile gets a 503 and nothing is written.
 func (s *Server) writeRealm(r *http.Request, fn func(rm *store.Realm, now time.Time) error) error {
-	return s.store.Write(r.PathValue("realm"), func(rm *store.Realm) error { return fn(rm, s.store.Now()) })
+	err := s.store.WriteContext(r.Context(), r.PathValue("realm"), func(rm *store.Realm) error { return fn(rm, s.store.Now()) })
+	if ctxErr := r.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return errf(http.StatusServiceUnavailable, "the request ended while it waited for its realm's turn to write; nothing was written")
+	}
+	return err
 }
 
 // getOne answers 200 {"result": conv(v)} with the v find returns under the

@@ -138,3 +138,51 @@ func TestDPoPReplayCachesArePerRealm(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "master's token endpoint: %s", b)
 	require.Contains(t, string(b), `"token_type":"DPoP"`)
 }
+
+// TestOnlyAuthenticatedRequestsPaceOtherRealms: a realm's writes are paced
+// while another realm serves callers (internal/store/fair.go), and only a
+// request whose token was verified makes a realm a served one. Anonymous
+// and badly authenticated requests to globex (the token endpoint with a bad
+// grant, JWKS, discovery, decisions with no token, acme's token or a forged
+// one) never do, so that nobody can slow acme's admin with junk; gina's
+// decision does, and so do acme's own verified requests for acme.
+func TestOnlyAuthenticatedRequestsPaceOtherRealms(t *testing.T) {
+	a := newOrgAPI(t)
+	do := func(method, path, token, contentType, body string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, a.url+path, strings.NewReader(body))
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := a.hc.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	const decide = "/realms/globex/authorization-decision-provider/authorize"
+	const decision = `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
+	forged := strings.Join([]string{"eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9", "eyJpc3MiOiJ4Iiwic3ViIjoieCJ9", "AAAA"}, ".")
+
+	do(http.MethodGet, "/admin/realms/acme/organizations", a.admin, "", "")
+	require.Equal(t, []string{"acme"}, a.s.store.LastServing())
+	for _, junk := range []struct{ method, path, token, contentType, body string }{
+		{http.MethodPost, "/realms/globex/protocol/openid-connect/token", "", "application/x-www-form-urlencoded", "grant_type=nope"},
+		{http.MethodPost, "/realms/globex/protocol/openid-connect/token", "", "application/x-www-form-urlencoded",
+			url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"gina"}, "password": {"wrong"}}.Encode()},
+		{http.MethodGet, "/realms/globex/protocol/openid-connect/certs", "", "", ""},
+		{http.MethodGet, "/realms/globex/.well-known/openid-configuration", "", "", ""},
+		{http.MethodPost, decide, "", "application/json", decision},
+		{http.MethodPost, decide, a.admin, "application/json", decision},
+		{http.MethodPost, decide, forged, "application/json", decision},
+		{http.MethodGet, "/admin/realms/globex/organizations", a.admin, "", ""},
+	} {
+		do(junk.method, junk.path, junk.token, junk.contentType, junk.body)
+		require.NotContains(t, a.s.store.LastServing(), "globex", "%s %s", junk.method, junk.path)
+	}
+	do(http.MethodPost, decide, a.token("globex", "gina"), "application/json", decision)
+	require.Equal(t, "globex", a.s.store.LastServing()[0])
+}

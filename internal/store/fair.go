@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -18,33 +19,40 @@ import (
 //
 // The rule: the time a realm's writes hold its lock is charged to the realm.
 // Its credit refills at writeShare of the wall clock per processor, up to
-// writeBurst, and a debt is never deeper than writeBurst. A write that finds
-// its realm in debt waits until the debt is paid, but only while another
-// realm has been served in the last activeWindow: a realm alone writes at
-// full speed, and reads never wait. The longest wait is
-// writeBurst/(writeShare·GOMAXPROCS): 200 ms on two processors.
+// writeBurst, and its debt is never deeper than writeDebt. A write that
+// finds its realm in debt waits until the debt is paid, but only while
+// another realm has served an authenticated request (Store.Serving) in the
+// last activeWindow: a realm alone writes at full speed, and reads never
+// wait. A realm's writes pass the pacer one at a time, as they take its
+// lock, so that concurrent writers cannot all pass on one credit. The
+// longest wait is writeDebt/(writeShare·GOMAXPROCS): 2 s on two processors,
+// after a write that held the lock for 200 ms. From 20 processors on, the
+// share is the whole wall clock and nothing waits: a realm's writes take
+// one processor at most, and there are plenty more.
 const (
 	// writeShare is the share of the wall clock, per processor, that one
 	// realm's writes may hold its lock for while other realms are served.
 	writeShare = 0.05
 	// writeBurst is the lock time a realm may take at once before it is
-	// paced, and the deepest debt it can run up.
+	// paced.
 	writeBurst = 20 * time.Millisecond
-	// activeWindow is how recently another realm must have been read or
-	// written for a realm's writes to be paced.
+	// writeDebt is the deepest debt a realm can run up: a longer write is
+	// charged this much.
+	writeDebt = 200 * time.Millisecond
+	// activeWindow is how recently another realm must have served an
+	// authenticated request for a realm's writes to be paced.
 	activeWindow = 100 * time.Millisecond
 )
 
 // pacer keeps the accounts of writeShare for a store: each realm's credit
 // (pace) and the two realms used last, which tell whether a realm is alone.
 type pacer struct {
-	// clock returns a monotonic time and sleep waits; only the tests
-	// replace them.
+	// clock returns a monotonic time, sleep waits for d or until ctx is
+	// done, and share returns the credit a realm earns per unit of wall
+	// time (writeShare times GOMAXPROCS); only the tests replace them.
 	clock func() time.Duration
-	sleep func(time.Duration)
-	// share is the credit a realm earns per unit of wall time:
-	// writeShare times the processors there were when the store was made.
-	share float64
+	sleep func(ctx context.Context, d time.Duration) error
+	share func() float64
 
 	// last and prev are the two realms most recently read or written,
 	// last the latest; they are never the same realm (note).
@@ -57,8 +65,12 @@ type pace struct {
 	// to a millisecond so that a stream of reads rarely writes it.
 	seen atomic.Int64
 
+	// turn is held by the realm's one write between the pacer and its
+	// charge (Store.WriteContext).
+	turn sync.Mutex
+
 	mu     sync.Mutex
-	credit time.Duration // in [-writeBurst, writeBurst]
+	credit time.Duration // in [-writeDebt, writeBurst]
 	at     time.Duration // when credit was last brought up to date
 	fresh  bool          // at and credit have been set
 }
@@ -70,14 +82,26 @@ var start = time.Now()
 func newPacer() *pacer {
 	return &pacer{
 		clock: func() time.Duration { return time.Since(start) },
-		sleep: time.Sleep,
-		share: writeShare * float64(runtime.GOMAXPROCS(0)),
+		sleep: sleep,
+		share: func() float64 { return writeShare * float64(runtime.GOMAXPROCS(0)) },
 	}
 }
 
-// note records that r is being read or written now. It writes shared
-// memory at most once a millisecond per realm: a stream of decisions costs
-// a clock reading and an atomic load each.
+// sleep waits for d, or until ctx is done, whose error it then returns.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// note records that r serves a request now. It writes shared memory at
+// most once a millisecond per realm: a stream of decisions costs a clock
+// reading and an atomic load each.
 func (p *pacer) note(r *Realm) {
 	now := p.clock()
 	if now-time.Duration(r.pace.seen.Load()) < time.Millisecond {
@@ -91,7 +115,7 @@ func (p *pacer) note(r *Realm) {
 	}
 }
 
-// others reports whether a realm other than r was read or written within
+// others reports whether a realm other than r served a request within
 // activeWindow of now.
 func (p *pacer) others(r *Realm, now time.Duration) bool {
 	for _, o := range [2]*Realm{p.last.Load(), p.prev.Load()} {
@@ -102,49 +126,64 @@ func (p *pacer) others(r *Realm, now time.Duration) bool {
 	return false
 }
 
-// refill brings a's credit up to date at now. a.mu is held.
-func (p *pacer) refill(a *pace, now time.Duration) {
+// refill brings a's credit up to date at now, earning share per unit of
+// time. a.mu is held.
+func (p *pacer) refill(a *pace, now time.Duration, share float64) {
 	if !a.fresh {
 		a.credit, a.at, a.fresh = writeBurst, now, true
 		return
 	}
-	if now > a.at {
-		earned := time.Duration(float64(now-a.at) * p.share)
-		a.credit = min(writeBurst, a.credit+earned)
-		a.at = now
+	if now <= a.at {
+		return
 	}
+	// In floats, and compared before it is added: a realm idle for years
+	// must not overflow its credit into a debt.
+	if earned := float64(now-a.at) * share; earned >= float64(writeBurst-a.credit) {
+		a.credit = writeBurst
+	} else {
+		a.credit += time.Duration(earned)
+	}
+	a.at = now
 }
 
 // delay returns how long a write of r must wait, at now, before it may take
 // the realm's lock: 0 when r is in credit or alone.
 func (p *pacer) delay(r *Realm, now time.Duration) time.Duration {
+	share := p.share()
 	a := &r.pace
 	a.mu.Lock()
-	p.refill(a, now)
+	p.refill(a, now, share)
 	credit := a.credit
 	a.mu.Unlock()
 	if credit >= 0 || !p.others(r, now) {
 		return 0
 	}
-	return time.Duration(float64(-credit)/p.share) + 1
+	return time.Duration(float64(-credit)/share) + 1
 }
 
-// charge debits r with d of lock time, down to -writeBurst at most.
+// charge debits r with d of lock time, down to -writeDebt at most.
 func (p *pacer) charge(r *Realm, d time.Duration) {
 	a := &r.pace
 	a.mu.Lock()
-	p.refill(a, p.clock())
-	a.credit = max(-writeBurst, a.credit-d)
+	p.refill(a, p.clock(), p.share())
+	a.credit = max(-writeDebt, a.credit-d)
 	a.mu.Unlock()
 }
 
-// wait blocks until a write of r may take the realm's lock.
-func (p *pacer) wait(r *Realm) {
+// wait blocks until a write of r may take the realm's lock, or until ctx
+// is done, whose error it then returns (at once if ctx is done already).
+// r.pace.turn is held.
+func (p *pacer) wait(ctx context.Context, r *Realm) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	for {
 		d := p.delay(r, p.clock())
 		if d <= 0 {
-			return
+			return nil
 		}
-		p.sleep(d)
+		if err := p.sleep(ctx, d); err != nil {
+			return err
+		}
 	}
 }

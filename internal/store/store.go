@@ -17,6 +17,7 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -93,15 +94,32 @@ func (s *Store) Lookup(name string) (*Realm, bool) {
 	return r, ok
 }
 
-// lookup is Lookup with ErrNotFound, for Read and Write: it notes the
-// realm as in use (fair.go).
+// lookup is Lookup with ErrNotFound.
 func (s *Store) lookup(name string) (*Realm, error) {
 	r, ok := s.Lookup(name)
 	if !ok {
 		return nil, NotFound("realm %q", name)
 	}
-	s.pacer.note(r)
 	return r, nil
+}
+
+// Serving records that r is serving an authenticated request now. While a
+// realm is, other realms' writes are paced to their share of the machine
+// (fair.go); callers note only requests whose credentials were checked, so
+// that no anonymous request can slow a realm's writes.
+func (s *Store) Serving(r *Realm) { s.pacer.note(r) }
+
+// LastServing returns the names of the (at most two) realms that Serving
+// noted last, the latest first: whether a realm's writes are paced depends
+// on them. It is for diagnostics and tests.
+func (s *Store) LastServing() []string {
+	var out []string
+	for _, r := range [2]*Realm{s.pacer.last.Load(), s.pacer.prev.Load()} {
+		if r != nil {
+			out = append(out, r.Name)
+		}
+	}
+	return out
 }
 
 // Read runs fn on the named realm under that realm's read lock; fn must not
@@ -119,18 +137,26 @@ func (s *Store) Read(realm string, fn func(r *Realm) error) error {
 
 // Write runs fn on the named realm under that realm's write lock. fn must
 // check every precondition before its first mutation: a Write that returns an
-// error must have changed nothing. A missing realm is ErrNotFound.
-//
-// While other realms are being served, a realm whose writes have held its
-// lock for more than their share waits before it takes the lock (fair.go):
-// at most 20 ms of lock time at once, then a twentieth of the wall clock per
-// processor.
+// error must have changed nothing. A missing realm is ErrNotFound. It is
+// WriteContext without a context to end its wait.
 func (s *Store) Write(realm string, fn func(r *Realm) error) error {
+	return s.WriteContext(context.Background(), realm, fn)
+}
+
+// WriteContext is Write whose wait for its turn ends with ctx. While other
+// realms are being served, a realm whose writes have held its lock for more
+// than their share waits before it takes the lock (fair.go); if ctx ends
+// first, WriteContext returns ctx's error and fn does not run.
+func (s *Store) WriteContext(ctx context.Context, realm string, fn func(r *Realm) error) error {
 	r, err := s.lookup(realm)
 	if err != nil {
 		return err
 	}
-	s.pacer.wait(r)
+	r.pace.turn.Lock()
+	defer r.pace.turn.Unlock()
+	if err := s.pacer.wait(ctx, r); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	began := s.pacer.clock()
 	defer func() {
