@@ -25,14 +25,18 @@ import (
 // last activeWindow: a realm alone writes at full speed, and reads never
 // wait. A realm's writes pass the pacer one at a time, as they take its
 // lock, so that concurrent writers cannot all pass on one credit. The
-// longest wait is writeDebt/(writeShare·GOMAXPROCS): 2 s on two processors,
-// after a write that held the lock for 200 ms. From 20 processors on, the
-// share is the whole wall clock and nothing waits: a realm's writes take
-// one processor at most, and there are plenty more.
+// longest wait is writeDebt/(writeShare·GOMAXPROCS): 4 s on two
+// processors, after a write that held the lock for 200 ms (after a
+// 1,000-department template, about 1 ms, the next write waits 20 ms). From
+// 40 processors on, the share is the whole wall clock and nothing waits: a
+// realm's writes take one processor at most, and there are plenty more.
 const (
 	// writeShare is the share of the wall clock, per processor, that one
 	// realm's writes may hold its lock for while other realms are served.
-	writeShare = 0.05
+	// On two processors, 5%: at 10% a busy admin over HTTP still raised
+	// another realm's decision p99 1.6-1.9x, at 5% 1.05-1.35x
+	// (BenchmarkRealmIsolation, BENCHMARKS.md).
+	writeShare = 0.025
 	// writeBurst is the lock time a realm may take at once before it is
 	// paced.
 	writeBurst = 20 * time.Millisecond
