@@ -167,13 +167,17 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 	if !isDPoP && !strings.EqualFold(scheme, "Bearer") {
 		return nil, &authFailure{message: "unsupported authorization scheme"}
 	}
-	claims, err := s.verifyToken(r, realm, raw)
+	claims, rm, err := s.verifyToken(r, realm, raw)
 	if err != nil {
 		return nil, &authFailure{code: "invalid_token", message: "invalid token: " + err.Error(), dpop: isDPoP}
 	}
 	if fail := s.checkBinding(w, r, realm, raw, claims, isDPoP); fail != nil {
 		return nil, fail
 	}
+	// A realm serving an authenticated caller paces other realms' writes
+	// (store.Store.Serving); an anonymous request, a bad token or a bound
+	// token without its proof never does.
+	s.store.Serving(rm)
 	return &caller{realm: realm, subject: claims.Subject, username: claims.PreferredUsername,
 		clientID: claims.AuthorizedParty, org: claims.Organization, claims: claims}, nil
 }
@@ -182,14 +186,14 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 var errRealmGone = errors.New("realm not found or decommissioned")
 
 // verifyToken checks raw's signature by realm's current key, its issuer,
-// its exp and nbf, and that the realm is live. Messages name the failed
-// check without echoing the token.
-func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims, error) {
+// its exp and nbf, and that the realm is live, whose store entry it
+// returns. Messages name the failed check without echoing the token.
+func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims, *store.Realm, error) {
 	// The realm's key never changes once it is installed: no lock is
 	// taken, so no work in any realm delays a token check.
 	rm, ok := s.store.Lookup(realm)
 	if !ok || rm.Decommissioned() {
-		return nil, errRealmGone
+		return nil, nil, errRealmGone
 	}
 	key, kid := rm.SigningKey.Public(), rm.KeyID
 	iss, now := issuer.RealmIssuer(s.issuerBase(r), realm), s.now()
@@ -198,20 +202,16 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	key256 := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw)))
 	if c, ok := s.auth.verified.get(realm, key256, kid, iss); ok {
 		if err := c.CheckTime(now); err != nil {
-			return nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
+			return nil, nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
 		}
-		s.store.Serving(rm)
-		return c, nil
+		return c, rm, nil
 	}
 	c, err := issuer.Verify(raw, key, kid, iss, now)
 	if err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
+		return nil, nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
 	}
 	s.auth.verified.add(realm, key256, verifiedToken{kid: kid, claims: c})
-	// A realm serving a caller with a valid token paces other realms'
-	// writes (store.Store.Serving); an anonymous request never does.
-	s.store.Serving(rm)
-	return c, nil
+	return c, rm, nil
 }
 
 // recordAudit appends the audit entry of a mutating call.

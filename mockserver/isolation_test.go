@@ -144,8 +144,10 @@ func TestDPoPReplayCachesArePerRealm(t *testing.T) {
 // request whose token was verified makes a realm a served one. Anonymous
 // and badly authenticated requests to globex (the token endpoint with a bad
 // grant, JWKS, discovery, decisions with no token, acme's token or a forged
-// one) never do, so that nobody can slow acme's admin with junk; gina's
-// decision does, and so do acme's own verified requests for acme.
+// one, gina's DPoP-bound token without its proof) never do, so that nobody
+// can slow acme's admin with junk or a stolen bound token; gina's request
+// with token and proof does, and acme's own verified requests make acme
+// one.
 func TestOnlyAuthenticatedRequestsPaceOtherRealms(t *testing.T) {
 	a := newOrgAPI(t)
 	do := func(method, path, token, contentType, body string) {
@@ -183,6 +185,28 @@ func TestOnlyAuthenticatedRequestsPaceOtherRealms(t *testing.T) {
 		do(junk.method, junk.path, junk.token, junk.contentType, junk.body)
 		require.NotContains(t, a.s.store.LastServing(), "globex", "%s %s", junk.method, junk.path)
 	}
-	do(http.MethodPost, decide, a.token("globex", "gina"), "application/json", decision)
+
+	// gina's DPoP-bound token without its proof verifies (and is cached)
+	// but is refused: a stolen bound token serves nobody. With its proof,
+	// the token's second verification comes from the cache, and counts.
+	a.now.Store(time.Now().UnixNano()) // proofs carry the wall clock's iat
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	bound, err := a.s.IssueToken("globex", "gina", TokenDPoPBinding(signer.Thumbprint()))
+	require.NoError(t, err)
+	orgs := "/admin/realms/globex/organizations"
+	do(http.MethodGet, orgs, bound, "", "")
+	require.NotContains(t, a.s.store.LastServing(), "globex", "a bound token without its proof")
+	proof, err := signer.Proof(http.MethodGet, a.url+orgs, bound, "")
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, a.url+orgs, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "DPoP "+bound)
+	req.Header.Set("DPoP", proof)
+	resp, err := a.hc.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 	require.Equal(t, "globex", a.s.store.LastServing()[0])
 }

@@ -24,12 +24,16 @@ import (
 // another realm has served an authenticated request (Store.Serving) in the
 // last activeWindow: a realm alone writes at full speed, and reads never
 // wait. A realm's writes pass the pacer one at a time, as they take its
-// lock, so that concurrent writers cannot all pass on one credit. The
-// longest wait is writeDebt/(writeShare·GOMAXPROCS): 4 s on two
-// processors, after a write that held the lock for 200 ms (after a
-// 1,000-department template, about 1 ms, the next write waits 20 ms). From
-// 40 processors on, the share is the whole wall clock and nothing waits: a
-// realm's writes take one processor at most, and there are plenty more.
+// lock anyway, so that concurrent writers cannot all pass on one credit; a
+// write queued behind others gives up when its request ends.
+//
+// The longest wait is writeDebt/(writeShare·GOMAXPROCS), counting at least
+// two processors: 4 s on two, after a write that held the lock for 200 ms
+// (after a 1,000-department template, about 1 ms, the next write waits
+// 20 ms). From 40 processors on, the share is the whole wall clock and
+// nothing waits: a realm's writes take one processor at most, and there
+// are plenty more. The charge is wall-clock time under the lock, not
+// processor time: on a loaded machine a write costs its realm more.
 const (
 	// writeShare is the share of the wall clock, per processor, that one
 	// realm's writes may hold its lock for while other realms are served.
@@ -58,8 +62,9 @@ type pacer struct {
 	sleep func(ctx context.Context, d time.Duration) error
 	share func() float64
 
-	// last and prev are the two realms most recently read or written,
-	// last the latest; they are never the same realm (note).
+	// last and prev are the two realms that served a request most
+	// recently, last the latest (note). Two realms noting at once may
+	// leave the same realm in both until the other notes again.
 	last, prev atomic.Pointer[Realm]
 }
 
@@ -69,9 +74,11 @@ type pace struct {
 	// to a millisecond so that a stream of reads rarely writes it.
 	seen atomic.Int64
 
-	// turn is held by the realm's one write between the pacer and its
-	// charge (Store.WriteContext).
-	turn sync.Mutex
+	// turn holds a token while one of the realm's writes is between the
+	// pacer and its charge (Store.WriteContext): a channel, not a mutex,
+	// so that a write queued behind others gives up when its request ends.
+	turn     chan struct{}
+	turnOnce sync.Once
 
 	mu     sync.Mutex
 	credit time.Duration // in [-writeDebt, writeBurst]
@@ -87,7 +94,7 @@ func newPacer() *pacer {
 	return &pacer{
 		clock: func() time.Duration { return time.Since(start) },
 		sleep: sleep,
-		share: func() float64 { return writeShare * float64(runtime.GOMAXPROCS(0)) },
+		share: func() float64 { return writeShare * float64(max(2, runtime.GOMAXPROCS(0))) },
 	}
 }
 
@@ -113,9 +120,7 @@ func (p *pacer) note(r *Realm) {
 	}
 	r.pace.seen.Store(int64(now))
 	if last := p.last.Load(); last != r {
-		// Not one atomic step: two realms noting at once may leave one of
-		// them out until it notes again, a millisecond later.
-		p.prev.Store(p.last.Swap(r))
+		p.prev.Store(p.last.Swap(r)) // not one atomic step: see last
 	}
 }
 
@@ -174,19 +179,35 @@ func (p *pacer) charge(r *Realm, d time.Duration) {
 	a.mu.Unlock()
 }
 
-// wait blocks until a write of r may take the realm's lock, or until ctx
-// is done, whose error it then returns (at once if ctx is done already).
-// r.pace.turn is held.
-func (p *pacer) wait(ctx context.Context, r *Realm) error {
+// take waits for the realm's turn to write, or until ctx is done, whose
+// error it then returns. The caller gives the turn back with give.
+func (a *pace) take(ctx context.Context) error {
+	a.turnOnce.Do(func() { a.turn = make(chan struct{}, 1) })
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	select {
+	case a.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// give gives back the turn take took.
+func (a *pace) give() { <-a.turn }
+
+// wait blocks until a write of r may take the realm's lock, or until ctx
+// is done, whose error it then returns. The caller holds r's turn. It
+// sleeps at most activeWindow at a time, so that a wait ends soon after
+// the other realms fall quiet.
+func (p *pacer) wait(ctx context.Context, r *Realm) error {
 	for {
 		d := p.delay(r, p.clock())
 		if d <= 0 {
 			return nil
 		}
-		if err := p.sleep(ctx, d); err != nil {
+		if err := p.sleep(ctx, min(d, activeWindow)); err != nil {
 			return err
 		}
 	}

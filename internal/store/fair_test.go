@@ -14,15 +14,22 @@ import (
 
 // pacedStore returns a store of realms a and b whose pacer earns a share
 // of 0.1 on a clock the test moves: sleeping moves it, and so does a write
-// that "takes" a duration (hold).
+// that "takes" a duration (hold). While a write of a sleeps, b goes on
+// serving requests.
 func pacedStore(t *testing.T) (s *Store, now *time.Duration, slept *time.Duration) {
 	t.Helper()
 	s = New(nil)
 	require.NoError(t, s.Install(keyedRealm(t, "a"), keyedRealm(t, "b")))
+	b, _ := s.Lookup("b")
 	now, slept = new(time.Duration), new(time.Duration)
 	*now = time.Hour // far from 0, so that no realm looks recently served
 	s.pacer.clock = func() time.Duration { return *now }
-	s.pacer.sleep = func(_ context.Context, d time.Duration) error { *now += d; *slept += d; return nil }
+	s.pacer.sleep = func(_ context.Context, d time.Duration) error {
+		*now += d
+		*slept += d
+		s.Serving(b)
+		return nil
+	}
 	s.pacer.share = func() float64 { return 0.1 }
 	return s, now, slept
 }
@@ -79,7 +86,7 @@ func TestWritesPacedWhileAnotherRealmIsServed(t *testing.T) {
 	serving(t, s, "b")
 	start := *now
 	hold(t, s, now, "a", time.Millisecond)
-	require.Equal(t, 10*writeDebt, *slept-time.Nanosecond, "waited")
+	require.InDelta(t, float64(10*writeDebt), float64(*slept), float64(time.Microsecond), "waited")
 	require.Equal(t, start+*slept+time.Millisecond, *now)
 
 	// Reads of a never wait, in debt or not.
@@ -106,6 +113,19 @@ func TestWritesPacedWhileAnotherRealmIsServed(t *testing.T) {
 	hold(t, s, now, "a", time.Second)
 	hold(t, s, now, "a", time.Second)
 	require.Zero(t, *slept)
+}
+
+// TestPacedWriteEndsWhenOthersFallQuiet: a write in debt waits only while
+// another realm is served: when b served one request and no more, a's
+// write waits until that request is activeWindow old, not for its debt.
+func TestPacedWriteEndsWhenOthersFallQuiet(t *testing.T) {
+	t.Parallel()
+	s, now, slept := pacedStore(t)
+	s.pacer.sleep = func(_ context.Context, d time.Duration) error { *now += d; *slept += d; return nil }
+	hold(t, s, now, "a", time.Second) // the deepest debt: 2 s to pay at 0.1
+	serving(t, s, "b")
+	hold(t, s, now, "a", time.Millisecond)
+	require.Equal(t, activeWindow, *slept)
 }
 
 // TestPacerTracksTheTwoLatestRealms: a realm is alone only when neither
@@ -211,22 +231,48 @@ func TestPacedWriteEndsWithItsContext(t *testing.T) {
 	require.False(t, ran)
 }
 
-// TestPacedWriteProceeds: on the real clock, a write of a realm in debt,
-// while another realm is served, still happens, after it has waited for
-// the debt to be paid.
+// TestPacedWriteProceeds: on the real clock, a write of a realm in debt
+// while another realm is served still happens: once the other realm has
+// been quiet for activeWindow, if not before.
 func TestPacedWriteProceeds(t *testing.T) {
 	t.Parallel()
 	s := New(nil)
 	require.NoError(t, s.Install(keyedRealm(t, "a"), keyedRealm(t, "b")))
 	a, _ := s.Lookup("a")
-	s.pacer.charge(a, 2*writeBurst) // the credit starts at writeBurst
+	s.pacer.charge(a, writeDebt+writeBurst) // the credit starts at writeBurst
 	serving(t, s, "b")
-	debt := time.Duration(float64(writeBurst) / s.pacer.share())
 	began := s.pacer.clock()
 	wrote := false
 	require.NoError(t, s.Write("a", func(*Realm) error { wrote = true; return nil }))
 	require.True(t, wrote)
-	// A lower bound only: the pacer sleeps at least what it must. The
-	// debt earns credit while the test runs, hence the millisecond.
-	require.GreaterOrEqual(t, s.pacer.clock()-began, debt-time.Millisecond)
+	// A lower bound only: the pacer sleeps at least what it must.
+	require.GreaterOrEqual(t, s.pacer.clock()-began, activeWindow-time.Millisecond)
+}
+
+// TestQueuedWriteEndsWithItsContext: a write queued behind another write of
+// its realm gives up when its context ends, without waiting for the write
+// ahead of it, and changes nothing.
+func TestQueuedWriteEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	s := New(nil)
+	require.NoError(t, s.Install(keyedRealm(t, "a")))
+	entered, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.Write("a", func(*Realm) error {
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	<-entered
+	ctx, cancel := context.WithCancel(context.Background())
+	queued := make(chan error, 1)
+	ran := false
+	go func() { queued <- s.WriteContext(ctx, "a", func(*Realm) error { ran = true; return nil }) }()
+	cancel()
+	require.ErrorIs(t, <-queued, context.Canceled, "the queued write returned while the first still held the realm")
+	require.False(t, ran)
+	close(release)
+	require.NoError(t, <-first)
 }

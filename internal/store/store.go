@@ -152,8 +152,10 @@ func (s *Store) WriteContext(ctx context.Context, realm string, fn func(r *Realm
 	if err != nil {
 		return err
 	}
-	r.pace.turn.Lock()
-	defer r.pace.turn.Unlock()
+	if err := r.pace.take(ctx); err != nil {
+		return err
+	}
+	defer r.pace.give()
 	if err := s.pacer.wait(ctx, r); err != nil {
 		return err
 	}
