@@ -53,11 +53,13 @@ const (
 )
 
 // pacer keeps the accounts of writeShare for a store: each realm's credit
-// (pace) and the two realms used last, which tell whether a realm is alone.
+// (pace) and the two realms that served requests last, which tell whether
+// a realm is alone.
 type pacer struct {
 	// clock returns a monotonic time, sleep waits for d or until ctx is
 	// done, and share returns the credit a realm earns per unit of wall
-	// time (writeShare times GOMAXPROCS); only the tests replace them.
+	// time (writeShare times GOMAXPROCS, counting at least two); only the
+	// tests replace them.
 	clock func() time.Duration
 	sleep func(ctx context.Context, d time.Duration) error
 	share func() float64
@@ -70,8 +72,9 @@ type pacer struct {
 
 // pace is one realm's account with its store's pacer.
 type pace struct {
-	// seen is when the realm was last read or written (pacer.clock), kept
-	// to a millisecond so that a stream of reads rarely writes it.
+	// seen is when the realm last served a request (Store.Serving, on
+	// pacer.clock), kept to a millisecond so that a stream of requests
+	// rarely writes it.
 	seen atomic.Int64
 
 	// turn holds a token while one of the realm's writes is between the

@@ -3,7 +3,9 @@
 // them. It knows nothing of HTTP.
 //
 // Realms are isolated: each has its own lock, so that no work in one realm (a
-// slow read, a burst of writes, a template instantiation) waits for another.
+// slow read, a burst of writes, a template instantiation) waits for another,
+// and while other realms serve callers a realm's writes are paced to their
+// share of the machine (fair.go), so that they do not take its processors.
 // The store's own lock guards only the map of realms and is held for a map
 // lookup, never while a realm is read or written. The platform configuration
 // is an atomic value, and each tenant's audit log has a lock of its own, held
