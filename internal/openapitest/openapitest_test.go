@@ -91,6 +91,31 @@ func TestCheckerCatchesDrift(t *testing.T) {
 	}
 }
 
+// TestMiddlewareTakesANilBody: a request built with http.NewRequest and no
+// body, as tests hand straight to a handler, is checked like an empty one
+// instead of crashing the middleware.
+func TestMiddlewareTakesANilBody(t *testing.T) {
+	t.Parallel()
+	chk, err := New([]byte(testDoc))
+	require.NoError(t, err)
+	h := chk.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, err := io.ReadAll(r.Body)
+		require.NoError(t, err)
+		require.Empty(t, got)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error":"Not Found","message":"no route"}`)
+	}))
+	req, err := http.NewRequest(http.MethodGet, "http://t.test/nowhere", nil)
+	require.NoError(t, err)
+	require.Nil(t, req.Body)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusNotFound, rec.Code)
+	require.Equal(t, 1, chk.Checked())
+	require.NoError(t, chk.Err())
+}
+
 // TestTransport checks a client's exchanges the same way.
 func TestTransport(t *testing.T) {
 	t.Parallel()
