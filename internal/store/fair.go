@@ -80,8 +80,8 @@ type pace struct {
 	// turn holds a token while one of the realm's writes is between the
 	// pacer and its charge (Store.WriteContext): a channel, not a mutex,
 	// so that a write queued behind others gives up when its request ends.
-	turn     chan struct{}
-	turnOnce sync.Once
+	// NewRealm makes it.
+	turn chan struct{}
 
 	mu     sync.Mutex
 	credit time.Duration // in [-writeDebt, writeBurst]
@@ -185,7 +185,6 @@ func (p *pacer) charge(r *Realm, d time.Duration) {
 // take waits for the realm's turn to write, or until ctx is done, whose
 // error it then returns. The caller gives the turn back with give.
 func (a *pace) take(ctx context.Context) error {
-	a.turnOnce.Do(func() { a.turn = make(chan struct{}, 1) })
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -103,6 +103,7 @@ type Realm struct {
 // NewRealm returns an empty realm with every map allocated.
 func NewRealm(name string, now time.Time) *Realm {
 	return &Realm{
+		pace:        pace{turn: make(chan struct{}, 1)},
 		Name:        name,
 		CreatedAt:   now,
 		Users:       map[string]*User{},
