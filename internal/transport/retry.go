@@ -260,9 +260,10 @@ func (e *CredentialError) Error() string { return "pep: cannot attach the token:
 func (e *CredentialError) Unwrap() error { return e.err }
 
 // authorizer attaches its credential to a clone of every attempt and
-// delegates to next, like golang.org/x/oauth2's Transport. For a DPoP
-// credential it also keeps the latest DPoP-Nonce per origin and answers a
-// nonce challenge by sending the request once more with the new nonce;
+// delegates to next, like golang.org/x/oauth2's Transport. It keeps the
+// latest DPoP-Nonce per origin from every answer (send), and for a DPoP
+// credential answers a nonce challenge by sending the request once more
+// with the new nonce;
 // being below the retrier, that resend is not a retry, and one chain (one
 // gateway request, all its attempts) resends for a nonce at most once.
 type authorizer struct {
@@ -285,9 +286,6 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	if n := dpopNonce(resp); n != "" {
-		a.nonces.set(from, n)
-	}
 	fresh := nonceChallenge(resp)
 	// Resend once, and never for the nonce that was just refused: a server
 	// repeating it would otherwise be asked forever.
@@ -306,7 +304,12 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // send authorizes a clone of req with the credential and nonce, and sends
-// it.
+// it. Every attempt, the nonce resend included, is sent here and every
+// answer comes back through here: this is the one place where an answer's
+// DPoP-Nonce becomes its origin's latest, whatever the answer's status and
+// wherever in the retry chain it arrives (RFC 9449 section 8 lets a server
+// rotate its nonce on any answer; a nonce left unread is a proof refused
+// next time).
 func (a *authorizer) send(req *http.Request, nonce string) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	if err := a.cred.Authorize(r, nonce); err != nil {
@@ -314,7 +317,13 @@ func (a *authorizer) send(req *http.Request, nonce string) (*http.Response, erro
 		return nil, &CredentialError{err: err}
 	}
 	a.sent.Add(1)
-	return a.next.RoundTrip(r)
+	resp, err := a.next.RoundTrip(r)
+	if err == nil {
+		if n := dpopNonce(resp); n != "" {
+			a.nonces.set(origin(req.URL), n)
+		}
+	}
+	return resp, err
 }
 
 func closeBody(r *http.Request) {
