@@ -33,6 +33,7 @@ type Client struct {
 	x         *transport.Exchanger
 	timeout   time.Duration
 	batchSize int
+	maxToken  int // WithMaxTokenBytes
 	flights   transport.Flights[string, []item]
 	cache     *decisionCache
 	logger    *slog.Logger
@@ -86,7 +87,7 @@ func New(pdpURL string, opts ...Option) (*Client, error) {
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
-	c := &Client{pdpURL: base, timeout: cfg.timeout, batchSize: cfg.batchSize, logger: logger, now: cfg.now,
+	c := &Client{pdpURL: base, timeout: cfg.timeout, batchSize: cfg.batchSize, maxToken: cfg.maxTokenBytes, logger: logger, now: cfg.now,
 		discovering: make(chan struct{}, 1)}
 	c.endpoints.Store(ep)
 	c.x = &transport.Exchanger{Peer: pdp, Base: cfg.httpClient.Transport, Logger: logger}
@@ -233,11 +234,11 @@ func (c *Client) refused(ctx context.Context, st *tokenState, err error) {
 // credential returns the client's credential, or why there is none usable.
 func (c *Client) credential() (*tokenState, error) {
 	st := c.token.Load()
-	switch {
-	case st == nil:
+	if st == nil {
 		return nil, fmt.Errorf("%w: call SetToken or SetDPoPToken", ErrNoToken)
-	case !transport.ValidToken(st.cred.Ident().Token):
-		return nil, fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
+	}
+	if err := transport.CheckToken(st.cred.Ident().Token, c.maxToken); err != nil {
+		return nil, err
 	}
 	if err := st.cred.Usable(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoToken, err)

@@ -19,7 +19,8 @@ var (
 	// challenge blames the proof rather than the token.
 	ErrProofRejected = transport.ErrProofRejected
 	// ErrNoToken is returned, without a request, when the client has no
-	// usable credential (SetToken, SetDPoPToken).
+	// usable credential (SetToken, SetDPoPToken): none, one an HTTP header
+	// cannot carry, or one longer than WithMaxTokenBytes allows.
 	ErrNoToken = transport.ErrNoToken
 	// ErrUnavailable is matched by the Cause of a decision denied because
 	// the PDP could not be reached or did not answer in time (or its

@@ -3,6 +3,7 @@ package authzen_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -162,6 +163,41 @@ func TestNoTokenSendsNothing(t *testing.T) {
 	_, err := c.Evaluate(t.Context(), req)
 	require.ErrorIs(t, err, authzen.ErrNoToken)
 	assert.Zero(t, n.Load())
+}
+
+// TestOversizedTokenLeavesTheBreakerClosed: a PDP behind a front that
+// resets connections on large headers (the stand-in resets them itself)
+// must not see three calls with a 256 KiB token open the breaker
+// (WithBreaker(3, ...)): the token is refused before it is sent.
+func TestOversizedTokenLeavesTheBreakerClosed(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("eyJhbGciOiJFUzI1NiJ9.", 256<<10/21+1)[:256<<10]
+	c, n := standIn(t, func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Get("Authorization")) > 64<<10 {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.(*net.TCPConn).SetLinger(0) // a reset, not a close
+				_ = conn.Close()
+			}
+			return
+		}
+		answer(200, `{"decision":true}`)(w, r)
+	}, authzen.WithBreaker(3, time.Hour), authzen.WithCache(0, 0, 0))
+	c.SetToken(huge)
+	for range 3 {
+		d, err := c.Evaluate(t.Context(), req)
+		require.ErrorIs(t, err, authzen.ErrNoToken)
+		assert.False(t, d.Allowed())
+		assert.Contains(t, err.Error(), "WithMaxTokenBytes", "the error names the setting")
+		assert.NotContains(t, err.Error(), huge[:16], "the error holds nothing of the token")
+	}
+	assert.Equal(t, authzen.BreakerState(pep.BreakerClosed), c.Stats().Breaker)
+	assert.Zero(t, n.Load(), "nothing was sent")
+
+	c.SetToken(pepToken)
+	d, err := c.Evaluate(t.Context(), req)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed())
 }
 
 func TestIncompleteRequestIsRefused(t *testing.T) {

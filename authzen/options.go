@@ -27,6 +27,7 @@ const (
 	DefaultBatchSize       = 50 // OpenFGA's limit; the spec sets none
 	DefaultBreakerFailures = transport.DefaultBreakerFailures
 	DefaultBreakerCoolDown = transport.DefaultBreakerCoolDown
+	DefaultMaxTokenBytes   = transport.DefaultMaxTokenBytes
 )
 
 // Option configures a Client in New. Options are applied in order (a later
@@ -43,6 +44,7 @@ type config struct {
 	cacheBytes        int64
 	allowTTL, denyTTL time.Duration
 	batchSize         int
+	maxTokenBytes     int
 	logger            *slog.Logger
 	handlers          []events.Handler
 	breakerFailures   int
@@ -57,7 +59,7 @@ func defaultConfig() config {
 		httpClient: &http.Client{}, retryMax: DefaultRetryMax, retryMin: DefaultRetryMinWait,
 		retryMx: DefaultRetryMaxWait, timeout: DefaultTimeout, cacheSize: DefaultCacheSize,
 		cacheBytes: DefaultCacheMaxBytes, allowTTL: DefaultAllowTTL, denyTTL: DefaultDenyTTL,
-		batchSize: DefaultBatchSize, breakerFailures: DefaultBreakerFailures,
+		batchSize: DefaultBatchSize, maxTokenBytes: DefaultMaxTokenBytes, breakerFailures: DefaultBreakerFailures,
 		breakerCoolDown: DefaultBreakerCoolDown,
 	}
 }
@@ -102,6 +104,13 @@ func WithCache(size int, allowTTL, denyTTL time.Duration) Option {
 // at most (default 50, OpenFGA's limit); larger batches are split.
 func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
 
+// WithMaxTokenBytes bounds the token the client sends to n bytes: a longer
+// one (SetToken, SetDPoPToken) makes calls fail with ErrNoToken without
+// sending anything, so that it never reaches a front that resets
+// connections on large headers and never counts against the breaker.
+// Default 16 KiB. n must be positive.
+func WithMaxTokenBytes(n int) Option { return func(c *config) { c.maxTokenBytes = n } }
+
 // WithLogger sets the logger (default: none).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
@@ -134,6 +143,9 @@ func (c *config) validate() error {
 	}
 	if c.batchSize < 1 {
 		add("authzen: WithBatchSize: the batch size must be at least 1, got %d", c.batchSize)
+	}
+	if c.maxTokenBytes <= 0 {
+		add("authzen: WithMaxTokenBytes: the bound must be positive, got %d", c.maxTokenBytes)
 	}
 	if c.breakerFailures < 0 || c.breakerFailures > 0 && c.breakerCoolDown <= 0 {
 		add("authzen: WithBreaker: failures must be 0 or more, and coolDown positive")

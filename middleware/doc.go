@@ -14,7 +14,8 @@
 //     path-prefix policy could read it otherwise than the router): 400, and
 //     no gateway call;
 //   - no Bearer token, or one the client cannot send (BearerToken says
-//     which): 401 with WWW-Authenticate, and no gateway call;
+//     which, or it is longer than the client's pep.WithMaxTokenBytes): 401
+//     with WWW-Authenticate, and no gateway call;
 //   - the gateway refused the token (pep.ErrUnauthorized): 401 with
 //     WWW-Authenticate;
 //   - a resource the client refuses to check (empty, or the wildcard "*")

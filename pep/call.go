@@ -60,19 +60,18 @@ func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
 	return nil
 }
 
-// credential returns what attaches the call's token to a request.
-func (cl *call) credential() (credential, error) {
-	unsendable := func() error {
-		return fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
-	}
+// credential returns what attaches the call's token to a request, or why
+// the token cannot be sent (ErrNoToken): characters an HTTP header cannot
+// carry, or more than maxToken bytes (WithMaxTokenBytes).
+func (cl *call) credential(maxToken int) (credential, error) {
 	if cl.state == nil { // a per-call token, checked on each call
-		if !transport.ValidToken(cl.id.Token) {
-			return nil, unsendable()
+		if err := transport.CheckToken(cl.id.Token, maxToken); err != nil {
+			return nil, err
 		}
 		return transport.NewBearer(cl.id.Token), nil
 	}
-	if !cl.state.sendable {
-		return nil, unsendable()
+	if cl.state.unusable != nil {
+		return nil, cl.state.unusable
 	}
 	if err := cl.state.cred.Usable(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoToken, err)

@@ -31,6 +31,7 @@ type Client struct {
 	x         *transport.Exchanger
 	timeout   time.Duration
 	batchSize int
+	maxToken  int // WithMaxTokenBytes
 	cache     *decisionCache
 	flights   transport.Flights[flightKey, *answer]
 	logger    *slog.Logger
@@ -104,6 +105,7 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 		clientID:  clientID,
 		timeout:   cfg.timeout,
 		batchSize: cfg.batchSize,
+		maxToken:  cfg.maxTokenBytes,
 		logger:    logger,
 		now:       cfg.now,
 		flights:   transport.Flights[flightKey, *answer]{WaitHook: cfg.flightWait},
@@ -178,8 +180,9 @@ func (c *Client) SetToken(token string) {
 
 func (c *Client) setCredential(cred credential) {
 	st := &tokenState{cred: cred, id: cred.Ident()}
-	st.sendable = transport.ValidToken(st.id.Token)
-	st.group = c.cache.pin(st.id)
+	if st.unusable = transport.CheckToken(st.id.Token, c.maxToken); st.unusable == nil {
+		st.group = c.cache.pin(st.id) // a token never sent has nothing to cache
+	}
 	c.tokenMu.Lock()
 	old := c.token.Swap(st)
 	c.enqueue(events.TokenSet, cred.Ident().Scheme, nil)

@@ -24,9 +24,10 @@ const (
 type tokenState struct {
 	cred credential
 	id   tokenIdent
-	// sendable is transport.ValidToken(id.Token), checked once by SetToken
-	// rather than on every call.
-	sendable bool
+	// unusable is why the token cannot be sent (transport.CheckToken:
+	// characters a header cannot carry, or longer than WithMaxTokenBytes),
+	// found once by SetToken rather than on every call; nil when it can.
+	unusable error
 	// group is the token's pinned handle in the decision cache (nil
 	// without one), unpinned when the token is replaced.
 	group *tokenEntries

@@ -61,7 +61,7 @@ func decideFrom(o *chunkOutcome, p pair) Decision {
 // cannot be sent; then got may not have been called for every query. ctx
 // must carry the call's deadline (bound).
 func (c *Client) ask(ctx context.Context, cl *call, queries []pair, got func(k int, o *chunkOutcome)) error {
-	cred, err := cl.credential()
+	cred, err := cl.credential(c.maxToken)
 	if err != nil {
 		return err
 	}

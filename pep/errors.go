@@ -36,7 +36,9 @@ var (
 
 	// ErrNoToken is returned, without any request being sent, when a call
 	// has no usable token: neither the client's (SetToken) nor a per-call
-	// one (WithToken), or the token cannot be sent in an HTTP header.
+	// one (WithToken), or the token cannot be sent in an HTTP header, or it
+	// is longer than WithMaxTokenBytes allows. Its text says which, never
+	// quoting the token.
 	ErrNoToken = transport.ErrNoToken
 
 	// ErrUnavailable is matched by the Cause of a decision the client denied

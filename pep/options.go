@@ -28,6 +28,7 @@ const (
 	DefaultBatchSize       = 100
 	DefaultBreakerFailures = transport.DefaultBreakerFailures
 	DefaultBreakerCoolDown = transport.DefaultBreakerCoolDown
+	DefaultMaxTokenBytes   = transport.DefaultMaxTokenBytes
 )
 
 // Option configures a Client in New. Options are applied in order (a later
@@ -54,6 +55,8 @@ type config struct {
 	grantTTL, denyTTL time.Duration
 
 	batchSize int
+
+	maxTokenBytes int
 
 	logger   *slog.Logger
 	handlers []events.Handler
@@ -84,6 +87,7 @@ func defaultConfig() config {
 		grantTTL:        DefaultGrantTTL,
 		denyTTL:         DefaultDenyTTL,
 		batchSize:       DefaultBatchSize,
+		maxTokenBytes:   DefaultMaxTokenBytes,
 		breakerFailures: DefaultBreakerFailures,
 		breakerCoolDown: DefaultBreakerCoolDown,
 	}
@@ -161,6 +165,17 @@ func WithCacheMaxBytes(n int64) Option {
 // request. It must be positive.
 func WithBatchSize(pairs int) Option {
 	return optionFunc(func(c *config) { c.batchSize = pairs })
+}
+
+// WithMaxTokenBytes bounds the tokens the client sends to n bytes: a
+// token longer than that, the client's own (SetToken, SetDPoPToken) or a
+// per-call one (WithToken), is refused with ErrNoToken, like a token an
+// HTTP header cannot carry, and nothing is sent. So a caller's oversized
+// token never reaches a front that resets connections on large headers,
+// where its failures would count against the circuit breaker every caller
+// shares. Default 16 KiB, several times a real JWT. n must be positive.
+func WithMaxTokenBytes(n int) Option {
+	return optionFunc(func(c *config) { c.maxTokenBytes = n })
 }
 
 // WithLogger makes the client log to l: requests and retries at Debug,
@@ -245,6 +260,9 @@ func (c *config) validate() error {
 	}
 	if c.batchSize <= 0 {
 		add("pep: WithBatchSize: the batch size must be positive, got %d", c.batchSize)
+	}
+	if c.maxTokenBytes <= 0 {
+		add("pep: WithMaxTokenBytes: the bound must be positive, got %d", c.maxTokenBytes)
 	}
 	if c.breakerFailures < 0 {
 		add("pep: WithBreaker: failures must be 0 (no breaker) or more, got %d", c.breakerFailures)

@@ -52,6 +52,8 @@ func TestNewValidates(t *testing.T) {
 			wantErrs: []string{"pep: WithCache: TTLs must not be negative"}},
 		{name: "zero batch", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithBatchSize(0)},
 			wantErrs: []string{"pep: WithBatchSize: the batch size must be positive, got 0"}},
+		{name: "zero token bound", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithMaxTokenBytes(0)},
+			wantErrs: []string{"pep: WithMaxTokenBytes: the bound must be positive, got 0"}},
 		{name: "negative breaker", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithBreaker(-1, time.Second)},
 			wantErrs: []string{"pep: WithBreaker: failures must be 0 (no breaker) or more, got -1"}},
 		{name: "breaker without cool-down", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithBreaker(3, 0)},

@@ -53,7 +53,7 @@ func (c *Client) Organizations(ctx context.Context) (_ OrganizationContext, err 
 	if err := c.newCall(ctx, &callConfig{}, &cl); err != nil {
 		return OrganizationContext{}, err
 	}
-	cred, err := cl.credential()
+	cred, err := cl.credential(c.maxToken)
 	if err != nil {
 		return OrganizationContext{}, err
 	}

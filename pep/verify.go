@@ -41,7 +41,7 @@ func (c *Client) Verify(ctx context.Context) (err error) {
 	if err := c.newCall(ctx, &callConfig{noCache: true}, &cl); err != nil {
 		return err
 	}
-	cred, err := cl.credential()
+	cred, err := cl.credential(c.maxToken)
 	if err != nil {
 		return err
 	}

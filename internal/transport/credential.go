@@ -2,6 +2,7 @@ package transport
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -78,6 +79,24 @@ func ValidToken(token string) bool {
 		}
 	}
 	return true
+}
+
+// CheckToken returns why token cannot be sent, as an error matching
+// ErrNoToken that says what to fix and holds nothing of the token: it
+// holds characters an HTTP header cannot carry (ValidToken), or it is
+// longer than max bytes. A token over the bound is refused before it is
+// sent, so that a front that resets connections on large headers never
+// sees it and one caller's oversized token never counts against the
+// breaker every caller shares. nil when the token can be sent.
+func CheckToken(token string, max int) error {
+	switch {
+	case len(token) > max:
+		return fmt.Errorf("%w: the token is %d bytes, more than the %d the client sends (WithMaxTokenBytes); "+
+			"an access token is a few KiB: check what is passed as the token, or raise the bound", ErrNoToken, len(token), max)
+	case !ValidToken(token):
+		return fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
+	}
+	return nil
 }
 
 // NewDPoP returns the credential of a DPoP-bound token (RFC 9449) and the

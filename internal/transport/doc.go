@@ -24,4 +24,7 @@ const (
 	DefaultDenyTTL         = 10 * time.Second
 	DefaultBreakerFailures = 5
 	DefaultBreakerCoolDown = 5 * time.Second
+	// DefaultMaxTokenBytes bounds the token a client sends: a real JWT,
+	// DPoP-bound or not, is a few KiB at most.
+	DefaultMaxTokenBytes = 16 << 10
 )
