@@ -34,7 +34,7 @@ type Client struct {
 	timeout   time.Duration
 	batchSize int
 	maxToken  int // WithMaxTokenBytes
-	flights   transport.Flights[string, []item]
+	flights   transport.Flights[flightKey, []item]
 	cache     *decisionCache
 	logger    *slog.Logger
 	emitter   *events.Emitter
@@ -52,7 +52,9 @@ type Client struct {
 
 // tokenState is the client's current credential; a new one per SetToken.
 type tokenState struct {
-	cred transport.Credential
+	// cred is released (before the purge) when the credential is replaced
+	// or cleared, which stops the calls still using it (ErrTokenChanged).
+	cred *transport.Held
 	// expired is set, under tokenMu, by the first 401 for this credential.
 	expired bool
 }
@@ -153,8 +155,9 @@ func (e Endpoints) resolve(base string) (Endpoints, error) {
 }
 
 // SetToken makes token the Bearer token the PEP sends to the PDP. It purges
-// the previous credential's cached decisions and emits tokenSet.
-// SetToken("") is ClearToken().
+// the previous credential's cached decisions and emits tokenSet; calls
+// still under way with the previous credential fail closed at their next
+// step (ErrTokenChanged). SetToken("") is ClearToken().
 func (c *Client) SetToken(token string) {
 	if token == "" {
 		c.ClearToken()
@@ -176,17 +179,27 @@ func (c *Client) SetDPoPToken(token string, signer *dpop.Signer) {
 
 func (c *Client) setCredential(cred transport.Credential) {
 	c.tokenMu.Lock()
-	old := c.token.Swap(&tokenState{cred: cred})
+	old := c.token.Swap(&tokenState{cred: transport.Hold(cred)})
 	c.enqueue(events.TokenSet, cred.Ident().Scheme)
 	c.tokenMu.Unlock()
 	if old != nil {
-		c.cache.purge(old.cred.Ident())
+		c.forget(old)
 	}
 	c.emitter.Deliver(context.Background())
 }
 
+// forget drops a credential that is no longer the client's: the calls
+// still using it stop (ErrTokenChanged), then its cached decisions go. The
+// release comes first: the purge fences the cache writers of requests made
+// before it, and the release stops the requests made after it.
+func (c *Client) forget(old *tokenState) {
+	old.cred.Release()
+	c.cache.purge(old.cred.Ident())
+}
+
 // ClearToken removes the credential, purges its cached decisions and emits
-// tokenCleared; later calls fail with ErrNoToken.
+// tokenCleared; calls under way with it fail closed (ErrTokenChanged), and
+// later calls fail with ErrNoToken.
 func (c *Client) ClearToken() {
 	c.tokenMu.Lock()
 	old := c.token.Swap(nil)
@@ -195,7 +208,7 @@ func (c *Client) ClearToken() {
 	}
 	c.tokenMu.Unlock()
 	if old != nil {
-		c.cache.purge(old.cred.Ident())
+		c.forget(old)
 		c.emitter.Deliver(context.Background())
 	}
 }

@@ -32,7 +32,10 @@
 // decision that is not a JSON boolean, trailing data, an item whose context
 // carries an "error" (ErrEvaluationFailed), an answer with more items than
 // asked, or fewer than the semantic allows, items the PDP did not reach
-// (ErrNotEvaluated), an open breaker, unusable metadata (ErrDiscovery).
+// (ErrNotEvaluated), an open breaker, unusable metadata (ErrDiscovery),
+// the credential replaced or cleared while the call was under way
+// (ErrTokenChanged: no retry goes out with it, no answer to it is used or
+// cached).
 // A 401 is returned as an error (ErrUnauthorized), purges the credential's
 // cached decisions and emits tokenExpired once; a missing credential is
 // ErrNoToken and sends nothing.

@@ -35,6 +35,14 @@ var (
 	// decision is not a JSON boolean, it has more evaluations than asked,
 	// or fewer than the evaluation semantic allows.
 	ErrMalformedResponse = transport.ErrMalformedResponse
+	// ErrTokenChanged is the Cause of a decision denied because the
+	// client's credential was replaced or cleared (SetToken, SetDPoPToken,
+	// ClearToken) while the call that used it was under way: no retry or
+	// nonce resend goes out with the old credential, an answer arriving
+	// after the change is not used, and nothing is cached. The error is
+	// nil; ask again. It does not match ErrUnavailable and does not count
+	// against the breaker.
+	ErrTokenChanged = transport.ErrTokenChanged
 )
 
 var (

@@ -327,7 +327,7 @@ func (c *Client) send(ctx context.Context, st *tokenState, own bool, url string,
 		return &transport.Outcome[[]item]{Err: pdp.Unavailable(err)}
 	}
 	id := st.cred.Ident()
-	out, shared := c.flights.Do(ctx, pdp, flightKey(id, url, body), func() *transport.Outcome[[]item] {
+	out, shared := c.flights.Do(ctx, pdp, newFlightKey(st, url, body), func() *transport.Outcome[[]item] {
 		w := c.cache.writer(id)
 		if w != nil {
 			defer w.Close()
@@ -373,18 +373,22 @@ func (c *Client) send(ctx context.Context, st *tokenState, own bool, url string,
 	return out
 }
 
-// flightKey identifies identical requests: scheme, the full credential,
-// endpoint and body. Tokens and URLs hold no newline.
-func flightKey(id transport.Ident, url string, body []byte) string {
+// flightKey identifies identical requests: the credential, by the client's
+// token state that holds it (one per SetToken, so a call whose credential
+// was replaced under it never decides a call made after the change),
+// endpoint and body. URLs hold no newline.
+type flightKey struct {
+	st  *tokenState
+	req string
+}
+
+func newFlightKey(st *tokenState, url string, body []byte) flightKey {
 	var b strings.Builder
-	b.Grow(3 + len(id.Token) + len(url) + len(body))
-	b.WriteByte(byte('0' + id.Scheme))
-	b.WriteString(id.Token)
-	b.WriteByte('\n')
+	b.Grow(1 + len(url) + len(body))
 	b.WriteString(url)
 	b.WriteByte('\n')
 	b.Write(body)
-	return b.String()
+	return flightKey{st: st, req: b.String()}
 }
 
 // newRequestID returns a random X-Request-ID.

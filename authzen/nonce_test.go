@@ -8,12 +8,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/pep"
 )
 
 // proofNonce returns the nonce claim of a request's DPoP proof, "" if none.
@@ -73,4 +75,61 @@ func TestDPoPNonceRotatedByTheResendsAnswer(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"", "n1", "n2"}, sent, "challenge, resend, retry with the resend's nonce")
+}
+
+// TestTokenChangeStopsTheCall: when the client's credential is replaced or
+// cleared while a call is under way, the call fails closed at its next
+// step (a retry, or the answer on its way): a denial with ErrTokenChanged
+// and a nil error, not counted by the breaker, nothing cached.
+func TestTokenChangeStopsTheCall(t *testing.T) {
+	t.Parallel()
+	changes := []struct {
+		name   string
+		change func(c *authzen.Client)
+	}{
+		{"SetToken", func(c *authzen.Client) { c.SetToken("another-" + pepToken) }},
+		{"ClearToken", func(c *authzen.Client) { c.ClearToken() }},
+	}
+	moments := []struct {
+		name   string
+		status int // the answer to the request during which the token changes
+	}{
+		{"before the retry", http.StatusServiceUnavailable},
+		{"while the answer is on its way", http.StatusOK},
+	}
+	for _, ch := range changes {
+		for _, m := range moments {
+			t.Run(ch.name+"/"+m.name, func(t *testing.T) {
+				t.Parallel()
+				var (
+					c     *authzen.Client
+					armed atomic.Bool
+				)
+				c, n := standIn(t, func(w http.ResponseWriter, r *http.Request) {
+					if armed.CompareAndSwap(true, false) {
+						ch.change(c)
+						answer(m.status, `{"decision":true}`)(w, r)
+						return
+					}
+					answer(http.StatusOK, `{"decision":true}`)(w, r)
+				}, authzen.WithRetry(2, time.Millisecond, 2*time.Millisecond), authzen.WithBreaker(1, time.Hour))
+				armed.Store(true)
+
+				d, err := c.Evaluate(t.Context(), req)
+				require.NoError(t, err, "a fail-closed denial, not an error")
+				assert.False(t, d.Allowed())
+				require.ErrorIs(t, d.Cause, authzen.ErrTokenChanged)
+				assert.NotErrorIs(t, d.Cause, authzen.ErrUnavailable)
+				assert.EqualValues(t, 1, n.Load(), "nothing is sent after the change")
+				assert.Equal(t, authzen.BreakerState(pep.BreakerClosed), c.Stats().Breaker)
+				assert.Zero(t, c.Stats().CacheEntries)
+
+				c.SetToken(pepToken) // the old credential again: nothing cached for it
+				d, err = c.Evaluate(t.Context(), req)
+				require.NoError(t, err)
+				assert.True(t, d.Allowed())
+				assert.False(t, d.Cached)
+			})
+		}
+	}
 }

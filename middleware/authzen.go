@@ -30,7 +30,9 @@ var _ Evaluator = (*authzen.Client)(nil)
 // the caller's token is not forwarded. So it fails closed as Require does
 // with WithClientToken: a decision that is not allowed is 403, unless it
 // was denied only for want of the PDP (its Cause matches
-// authzen.ErrUnavailable: unreachable, timed out, 5xx, breaker open),
+// authzen.ErrUnavailable: unreachable, timed out, 5xx, breaker open) or
+// because e's credential was replaced during the call
+// (authzen.ErrTokenChanged),
 // which gets the unavailable answer (WithUnavailableHandler; 403 by
 // default); a 401 for e's credential is the service's own outage (the
 // unavailable answer); e with no credential is a 500 naming that mistake.
@@ -117,7 +119,7 @@ func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.cfg.unavailableHandler().ServeHTTP(w, r)
 	case d.Allowed():
 		g.next.ServeHTTP(w, r)
-	case errors.Is(d.Cause, authzen.ErrUnavailable):
+	case noDecision(d.Cause): // authzen's sentinels are pep's
 		g.cfg.unavailableHandler().ServeHTTP(w, r)
 	default:
 		g.cfg.denied.ServeHTTP(w, r)

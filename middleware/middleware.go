@@ -72,7 +72,9 @@ func WithUnauthorizedHandler(h http.Handler) Option {
 // WithUnavailableHandler picks the answer given when the request was denied
 // only because no decision could be had: the gateway was unreachable, timed
 // out, answered 5xx, or the client's circuit breaker was open (every denied
-// pair's Cause matches pep.ErrUnavailable). By default that answer is the
+// pair's Cause matches pep.ErrUnavailable), or the client's own token
+// (WithClientToken) was replaced while the call was under way
+// (pep.ErrTokenChanged). By default that answer is the
 // denied one, a 403; ServiceUnavailable makes it a 503 with Retry-After.
 // DecisionFromContext gives the handler the result.
 func WithUnavailableHandler(h http.Handler) Option {
@@ -251,19 +253,28 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // outage reports whether every pair that was not granted failed closed for
-// want of the gateway (pep.ErrUnavailable), none because it said no.
+// want of a decision (noDecision), none because the gateway said no.
 func outage(res pep.Result) bool {
 	some := false
 	for _, d := range res.Decisions {
 		if d.Allowed() {
 			continue
 		}
-		if !errors.Is(d.Cause, pep.ErrUnavailable) {
+		if !noDecision(d.Cause) {
 			return false
 		}
 		some = true
 	}
 	return some
+}
+
+// noDecision reports whether a fail-closed Cause says that no decision
+// could be had, through no fault of the caller's: the gateway unreachable,
+// slow, 5xx or the breaker open (ErrUnavailable), or the client's own token
+// replaced while the call was under way (ErrTokenChanged; asking again
+// decides it).
+func noDecision(cause error) bool {
+	return errors.Is(cause, pep.ErrUnavailable) || errors.Is(cause, pep.ErrTokenChanged)
 }
 
 // refusedAsMalformed answers 400 to a request no guard may decide on, and

@@ -236,6 +236,12 @@ func TestRequireFuncOptions(t *testing.T) {
 
 		got = serve(t, middleware.RequireFunc(&fakeChecker{res: down}, byPath)(reached), http.MethodGet, "Bearer tok")
 		assert.Equal(t, http.StatusForbidden, got.status, "an outage is 403 by default")
+
+		// The client's own token replaced while the call was under way: no
+		// decision, not the caller's doing; asking again decides it.
+		changed := result(pep.Deny, pep.ErrTokenChanged)
+		got = serve(t, middleware.RequireFunc(&fakeChecker{res: changed}, byPath, middleware.WithClientToken(), unavailable)(reached), http.MethodGet, "")
+		assert.Equal(t, http.StatusServiceUnavailable, got.status, "a token change is no decision")
 	})
 }
 

@@ -169,7 +169,10 @@ func parseGatewayURL(raw string) (string, error) {
 // SetToken makes token the Bearer token of every later call that has no
 // per-call token. It purges the cached decisions of the previous token and
 // then emits tokenSet (after releasing the client's locks, so handlers may
-// call back into the client). SetToken("") is ClearToken().
+// call back into the client). Calls still under way with the previous
+// token fail closed at their next step (ErrTokenChanged): no retry goes
+// out with it and no answer to it is used or cached. SetToken("") is
+// ClearToken().
 func (c *Client) SetToken(token string) {
 	if token == "" {
 		c.ClearToken()
@@ -179,7 +182,7 @@ func (c *Client) SetToken(token string) {
 }
 
 func (c *Client) setCredential(cred credential) {
-	st := &tokenState{cred: cred, id: cred.Ident()}
+	st := &tokenState{cred: transport.Hold(cred), id: cred.Ident()}
 	if st.unusable = transport.CheckToken(st.id.Token, c.maxToken); st.unusable == nil {
 		st.group = c.cache.pin(st.id) // a token never sent has nothing to cache
 	}
@@ -193,9 +196,13 @@ func (c *Client) setCredential(cred credential) {
 	c.emitter.Deliver(context.Background())
 }
 
-// forget drops a token that is no longer the client's: its cached
-// decisions and its pin on them.
+// forget drops a token that is no longer the client's: the calls still
+// using it stop (ErrTokenChanged), then its cached decisions and its pin on
+// them go. The order matters: the purge fences the cache writers of
+// requests made before it, and a request made after it is stopped by the
+// release (transport.Held).
 func (c *Client) forget(old *tokenState) {
+	old.cred.Release()
 	c.cache.purge(old.id)
 	if old.group != nil {
 		old.group.Unpin()
@@ -203,8 +210,10 @@ func (c *Client) forget(old *tokenState) {
 }
 
 // ClearToken removes the client's token, purges its cached decisions and
-// emits tokenCleared. Later calls without a per-call token fail with
-// ErrNoToken. It does nothing, and emits nothing, when there is no token.
+// emits tokenCleared. Calls still under way with it fail closed
+// (ErrTokenChanged, as for SetToken); later calls without a per-call token
+// fail with ErrNoToken. It does nothing, and emits nothing, when there is
+// no token.
 func (c *Client) ClearToken() {
 	c.tokenMu.Lock()
 	old := c.token.Swap(nil)

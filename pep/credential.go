@@ -22,7 +22,9 @@ const (
 // tokenState is the client's current token. A new one is made by every
 // SetToken, so that expired marks exactly one token's lifetime.
 type tokenState struct {
-	cred credential
+	// cred is released (before the purge) when the token is replaced or
+	// cleared, which stops the calls still using it (ErrTokenChanged).
+	cred *transport.Held
 	id   tokenIdent
 	// unusable is why the token cannot be sent (transport.CheckToken:
 	// characters a header cannot carry, or longer than WithMaxTokenBytes),

@@ -111,7 +111,7 @@ func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, querie
 		return &chunkOutcome{Err: unavailable(err)}
 	}
 	body := authorizeBody(c.clientID, queries, cl.context)
-	out, shared := c.flights.Do(ctx, gateway, flightKey{id: cl.id, body: string(body)}, func() *chunkOutcome {
+	out, shared := c.flights.Do(ctx, gateway, flightKey{id: cl.id, own: cl.state, body: string(body)}, func() *chunkOutcome {
 		return c.fetch(ctx, cl, cred, queries, body)
 	})
 	if shared {

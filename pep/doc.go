@@ -20,7 +20,9 @@
 // slow, a 5xx after retries, a 400 or 403, a redirect, a body that does not
 // parse, exceeds 1 MiB, names a member twice or in another case, or has a
 // value of the wrong type, a pair missing from the answer or listed twice,
-// an open circuit breaker. These denials carry a Cause
+// an open circuit breaker, the client's own token replaced or cleared while
+// the call was under way (ErrTokenChanged: no retry goes out with the old
+// token and no answer to it is used or cached). These denials carry a Cause
 // (errors.Is(cause, ErrUnavailable) for transport failures, timeouts and the
 // breaker; a *ResponseError for gateway answers) and come with a nil error.
 //
@@ -65,8 +67,9 @@
 // # Tokens and events
 //
 // The client's token is set with SetToken (Bearer) or SetDPoPToken (DPoP,
-// RFC 9449: every attempt carries a fresh proof, the latest DPoP-Nonce of
-// the gateway is used, and a use_dpop_nonce challenge is answered once) and
+// RFC 9449: every attempt carries a fresh proof, the DPoP-Nonce of the
+// gateway's latest answer, whatever its status, is used, and a
+// use_dpop_nonce challenge is answered once) and
 // removed with ClearToken; a per-call Bearer token can be given with
 // WithToken. Token lifecycle events (package events) are delivered to
 // handlers registered with WithEventHandler or Subscribe, in the order they

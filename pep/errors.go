@@ -56,6 +56,18 @@ var (
 	// or exceeds 1 MiB, an unknown status value, a requested pair that is
 	// missing, or a pair returned twice with different statuses.
 	ErrMalformedResponse = transport.ErrMalformedResponse
+
+	// ErrTokenChanged is the Cause of a decision denied because the
+	// client's own token was replaced or cleared (SetToken, SetDPoPToken,
+	// ClearToken) while the call that used it was under way. The call
+	// fails closed at its next step: no retry or DPoP nonce resend is sent
+	// with the old token, an answer that arrives after the change is not
+	// used, and nothing is cached for either token. The error is nil, as
+	// for every fail-closed denial; ask again to be decided with the new
+	// token. It does not match ErrUnavailable (the gateway is not at fault)
+	// and does not count against the circuit breaker. Calls with a per-call
+	// token (WithToken) are never stopped this way.
+	ErrTokenChanged = transport.ErrTokenChanged
 )
 
 // ResponseError describes a gateway answer the client could not take as a

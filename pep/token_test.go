@@ -457,8 +457,11 @@ func TestAnswerArrivingAfterAPurgeIsNotCached(t *testing.T) {
 	c.SetToken(g.token(t, "bob")) // purges alice's entries while her request is out
 	close(release)
 	d := <-done
-	requireGatewayDecision(t, d, pep.Grant) // the caller still gets its answer
-	assert.Equal(t, 0, c.Stats().CacheEntries, "but it is not stored after the purge")
+	// The answer is for a token the client no longer holds: not used
+	// (TestTokenChangeStopsTheCall has the other moments) and not stored.
+	assert.False(t, d.Allowed())
+	require.ErrorIs(t, d.Cause, pep.ErrTokenChanged)
+	assert.Equal(t, 0, c.Stats().CacheEntries, "nothing is stored after the purge")
 
 	d, err := c.Check(pep.WithToken(t.Context(), alice), "orders", "read")
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/orgauthz/orgauthz/dpop"
 )
@@ -97,6 +98,42 @@ func CheckToken(token string, max int) error {
 		return fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
 	}
 	return nil
+}
+
+// Held is the credential of a client's own token (SetToken,
+// SetDPoPToken), held until the client lets go of it (Release) because the
+// token was replaced or cleared. From then on it attaches to nothing: an
+// attempt of a call still under way, a retry or a nonce resend, fails with
+// ErrTokenChanged instead of being sent with a token the client no longer
+// holds, and the Exchanger uses no answer to it that arrives after. A
+// client's cache purge of the token, made after Release, fences the
+// writers made before it; a writer made after it belongs to a request
+// that Release stops. So a call in flight can neither return nor cache a
+// decision for a token that is no longer the client's.
+type Held struct {
+	Credential
+	released atomic.Bool
+}
+
+// Hold returns cred held for a client.
+func Hold(cred Credential) *Held { return &Held{Credential: cred} }
+
+// Release lets go of the credential; it must be called before the
+// token's cached decisions are purged. Calling it again does nothing.
+func (h *Held) Release() { h.released.Store(true) }
+
+// Authorize attaches the credential, unless it was released.
+func (h *Held) Authorize(r *http.Request, nonce string) error {
+	if h.released.Load() {
+		return ErrTokenChanged
+	}
+	return h.Credential.Authorize(r, nonce)
+}
+
+// released reports whether cred is a Held credential that was released.
+func released(cred Credential) bool {
+	h, ok := cred.(*Held)
+	return ok && h.released.Load()
 }
 
 // NewDPoP returns the credential of a DPoP-bound token (RFC 9449) and the

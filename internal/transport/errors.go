@@ -36,6 +36,11 @@ var (
 	// ErrMalformedResponse is wrapped by the Err of a *ResponseError for a
 	// 200 answer the client could not use.
 	ErrMalformedResponse = errors.New("pep: malformed gateway response")
+	// ErrTokenChanged is the Cause of a decision denied because the
+	// client's own token was replaced or cleared while the call that used
+	// it was under way (see Held). It does not match ErrUnavailable: the
+	// server is not at fault, and the breaker does not count it.
+	ErrTokenChanged = errors.New("pep: the client's token changed while the call was under way; ask again")
 )
 
 // chainedError is a sentinel that also matches a more general sentinel.

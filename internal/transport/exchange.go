@@ -65,8 +65,9 @@ const maxPostURLs = 16
 // Other outcomes are errors that serve as fail-closed Causes:
 // ErrCircuitOpen, ErrUnavailable for transport failures and timeouts,
 // *ResponseError for other statuses and over-long bodies, *CredentialError
-// when cred could not be attached. None of their texts holds anything of
-// the token.
+// when cred could not be attached, ErrTokenChanged when cred is a Held
+// credential released before an attempt or before its 200 answer was
+// used. None of their texts holds anything of the token.
 func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool) ([]byte, error) {
 	ok, probe := x.Breaker.allow()
 	if !ok {
@@ -103,7 +104,11 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 	resp, err := ch.RoundTrip(req)
 	if err != nil {
 		var credErr *CredentialError
-		if errors.As(err, &credErr) {
+		switch {
+		case errors.Is(err, ErrTokenChanged): // no attempt after the change
+			x.Logger.Debug(who+" request stopped: the client's token changed", "url", url)
+			return nil, outcomeNeutral, ErrTokenChanged
+		case errors.As(err, &credErr):
 			return nil, outcomeNeutral, credErr
 		}
 		cause := x.Peer.Unavailable(err)
@@ -124,6 +129,9 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 	case http.StatusOK:
 		if len(data) > MaxBody {
 			return nil, outcomeSuccess, x.Peer.Malformed("the body exceeds %d bytes", MaxBody)
+		}
+		if released(cred) { // an answer for a token the client let go of meanwhile
+			return nil, outcomeSuccess, ErrTokenChanged
 		}
 		return data, outcomeSuccess, nil
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
