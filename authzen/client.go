@@ -94,7 +94,7 @@ func New(pdpURL string, opts ...Option) (*Client, error) {
 	c.endpoints.Store(ep)
 	c.x = &transport.Exchanger{Peer: pdp, Base: cfg.httpClient.Transport, Logger: logger}
 	if c.x.Base == nil {
-		c.x.Base = transport.DefaultTransport()
+		c.x.Base, c.x.OwnsBase = transport.NewDefaultTransport(), true
 	}
 	c.x.Retry = transport.RetryPolicy{
 		Max: cfg.retryMax, MinWait: cfg.retryMin, MaxWait: cfg.retryMx,
@@ -213,6 +213,18 @@ func (c *Client) ClearToken() {
 	}
 }
 
+// Close releases the client's connections: every call made after it
+// (Evaluate, Evaluations, the searches, Discover) fails with ErrClosed
+// without sending anything; calls under way finish, and their connections
+// are closed as they end. Close does not wait for them. It closes only the
+// connections of the transport New made; one given with WithHTTPClient is
+// the caller's to close. It always returns nil; calling it again does
+// nothing more.
+func (c *Client) Close() error {
+	c.x.Close()
+	return nil
+}
+
 // Subscribe adds h to the handlers of the client's token lifecycle events
 // and returns a function that removes it (see pep.Client.Subscribe for the
 // delivery rules, which are the same).
@@ -244,8 +256,12 @@ func (c *Client) refused(ctx context.Context, st *tokenState, err error) {
 	}
 }
 
-// credential returns the client's credential, or why there is none usable.
+// credential returns the client's credential, or why there is none usable
+// (ErrClosed after Close).
 func (c *Client) credential() (*tokenState, error) {
+	if c.x.Closed() {
+		return nil, ErrClosed
+	}
 	st := c.token.Load()
 	if st == nil {
 		return nil, fmt.Errorf("%w: call SetToken or SetDPoPToken", ErrNoToken)

@@ -33,6 +33,9 @@ type wireMetadata struct {
 // bounded by the client's timeout and by ctx; a caller waiting for another
 // caller's discovery stops waiting when its own ctx ends.
 func (c *Client) Discover(ctx context.Context) error {
+	if c.x.Closed() {
+		return ErrClosed
+	}
 	_, err := c.resolveEndpoints(ctx)
 	return err
 }
@@ -71,7 +74,7 @@ func (c *Client) discover(ctx context.Context) (*Endpoints, error) {
 		return nil, fmt.Errorf("%w: %w", ErrDiscovery, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.x.Base.RoundTrip(req)
+	resp, err := c.x.Fetch(req)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDiscovery, pdp.Unavailable(err))
 	}

@@ -35,6 +35,9 @@ var (
 	// decision is not a JSON boolean, it has more evaluations than asked,
 	// or fewer than the evaluation semantic allows.
 	ErrMalformedResponse = transport.ErrMalformedResponse
+	// ErrClosed is returned, with denials and without any request, by
+	// every call made after Close.
+	ErrClosed = transport.ErrClosed
 	// ErrTokenChanged is the Cause of a decision denied because the
 	// client's credential was replaced or cleared (SetToken, SetDPoPToken,
 	// ClearToken) while the call that used it was under way: no retry or

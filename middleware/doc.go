@@ -25,7 +25,9 @@
 //     picks another answer (ServiceUnavailable: 503 with Retry-After) for a
 //     denial that came only from an outage;
 //   - WithClientToken on a client that has no token: 500, the service's own
-//     mistake; a 401 for that token is the unavailable answer, not the caller's.
+//     mistake; a 401 for that token is the unavailable answer, not the caller's;
+//   - a client that was closed (pep.ErrClosed, a service shutting down):
+//     the unavailable answer.
 //
 // Nothing a caller sends makes the middleware answer 500 or panic. Wiring
 // mistakes do panic, when the middleware is built rather than on the first

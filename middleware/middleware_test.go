@@ -242,6 +242,10 @@ func TestRequireFuncOptions(t *testing.T) {
 		changed := result(pep.Deny, pep.ErrTokenChanged)
 		got = serve(t, middleware.RequireFunc(&fakeChecker{res: changed}, byPath, middleware.WithClientToken(), unavailable)(reached), http.MethodGet, "")
 		assert.Equal(t, http.StatusServiceUnavailable, got.status, "a token change is no decision")
+
+		// A closed client (a service shutting down) decides nothing.
+		got = serve(t, middleware.RequireFunc(&fakeChecker{res: result(pep.Deny, pep.ErrClosed), err: pep.ErrClosed}, byPath, unavailable)(reached), http.MethodGet, "Bearer tok")
+		assert.Equal(t, http.StatusServiceUnavailable, got.status, "a closed client is no decision")
 	})
 }
 

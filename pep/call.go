@@ -33,6 +33,9 @@ type call struct {
 // a whole call through the pointer costs more than the rest of a cached
 // Check.
 func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
+	if c.x.Closed() {
+		return ErrClosed
+	}
 	cl.context, cl.noCache = noContext, cc.noCache
 	if cc.reqCtx != nil {
 		cl.context = contextJSON(cc.reqCtx)

@@ -80,8 +80,11 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 // client's own token pinned in SetToken, or the one the cache holds for a
 // per-call token (nil, which reads nothing, when it holds none). It reports
 // false when there is no token to read by (none set, or an empty per-call
-// one): newCall says why.
+// one, or the client is closed): newCall says why.
 func (c *Client) tokenGroup(ctx context.Context) (*tokenEntries, bool) {
+	if c.x.Closed() { // newCall says so
+		return nil, false
+	}
 	switch v := ctx.Value(tokenKey{}).(type) {
 	case nil:
 		if st := c.token.Load(); st != nil {

@@ -116,7 +116,7 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 	c.gatewayURL = base
 	c.x = &transport.Exchanger{Peer: gateway, Base: cfg.httpClient.Transport, Logger: logger}
 	if c.x.Base == nil {
-		c.x.Base = transport.DefaultTransport()
+		c.x.Base, c.x.OwnsBase = transport.NewDefaultTransport(), true
 	}
 	c.x.Retry = transport.RetryPolicy{
 		Max: cfg.retryMax, MinWait: cfg.retryMin, MaxWait: cfg.retryMaxWait,
@@ -226,6 +226,24 @@ func (c *Client) ClearToken() {
 	}
 	c.forget(old)
 	c.emitter.Deliver(context.Background())
+}
+
+// Close releases the client's connections. Every call made after it
+// (Check, CheckMany, ListGranted, Organizations, Verify), cached answers
+// included, fails with ErrClosed, with DENY decisions and nothing sent.
+// Calls under way finish as they would have; their connections are closed
+// as they end, so that once they have, the client keeps no connection and
+// no goroutine (what goleak.VerifyTestMain checks). Close does not wait for
+// them. It always returns nil; calling it again does nothing more.
+//
+// Close closes the connections of the client's own transport, the one New
+// makes when WithHTTPClient is not given. A transport given with
+// WithHTTPClient is the caller's: Close leaves its connections alone (close
+// them with that *http.Client's CloseIdleConnections), and only stops the
+// client from using it.
+func (c *Client) Close() error {
+	c.x.Close()
+	return nil
 }
 
 // Subscribe adds h to the handlers of the client's token lifecycle events

@@ -57,6 +57,13 @@ var (
 	// missing, or a pair returned twice with different statuses.
 	ErrMalformedResponse = transport.ErrMalformedResponse
 
+	// ErrClosed is returned, with DENY decisions and without any request
+	// being sent, by every call made after Close: a misuse, like a call
+	// without a token. It matches neither ErrNoToken (the caller's token
+	// is not at fault; the middleware gives it the unavailable answer) nor
+	// ErrUnavailable.
+	ErrClosed = transport.ErrClosed
+
 	// ErrTokenChanged is the Cause of a decision denied because the
 	// client's own token was replaced or cleared (SetToken, SetDPoPToken,
 	// ClearToken) while the call that used it was under way. The call

@@ -100,8 +100,9 @@ func defaultConfig() config {
 // sent, so that one caller's gateway cookie cannot ride along with another
 // caller's request. hc is never modified. A nil hc is an error.
 //
-// Without this option the client uses a copy of http.DefaultTransport that
-// keeps up to 16 idle connections per gateway, enough for the requests a
+// Without this option the client uses its own copy of http.DefaultTransport
+// (Close closes its connections), which keeps up to 16 idle connections per
+// gateway, enough for the requests a
 // CheckMany sends at once (Go's default keeps two); over HTTPS it speaks
 // HTTP/2 when the gateway offers it, which carries those requests on one
 // connection.

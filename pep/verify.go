@@ -92,7 +92,7 @@ func (c *Client) realmKnown(ctx context.Context, realm string) realmVerdict {
 	if err != nil {
 		return realmUnsure
 	}
-	resp, err := c.x.Base.RoundTrip(req)
+	resp, err := c.x.Fetch(req)
 	if err != nil {
 		return realmUnsure
 	}

@@ -36,6 +36,8 @@ var (
 	// ErrMalformedResponse is wrapped by the Err of a *ResponseError for a
 	// 200 answer the client could not use.
 	ErrMalformedResponse = errors.New("pep: malformed gateway response")
+	// ErrClosed is returned by every call of a client after its Close.
+	ErrClosed = errors.New("pep: the client is closed; calls after Close fail, make a new client with New")
 	// ErrTokenChanged is the Cause of a decision denied because the
 	// client's own token was replaced or cleared while the call that used
 	// it was under way (see Held). It does not match ErrUnavailable: the

@@ -43,6 +43,16 @@ type Exchanger struct {
 	// Sent counts the requests sent, every retry and DPoP nonce resend
 	// included.
 	Sent atomic.Uint64
+	// OwnsBase says that Base was made for this Exchanger
+	// (NewDefaultTransport), so that Close closes its idle connections. A
+	// transport the user gave is the user's to close.
+	OwnsBase bool
+
+	// closed is set by Close; active counts the requests under way (Post,
+	// Fetch), so that the last one to end after Close closes the
+	// connections it leaves idle.
+	closed atomic.Bool
+	active atomic.Int64
 
 	// posts holds the parsed request of each URL posted to (newPost), at
 	// most maxPostURLs of them; urls counts them.
@@ -65,10 +75,15 @@ const maxPostURLs = 16
 // Other outcomes are errors that serve as fail-closed Causes:
 // ErrCircuitOpen, ErrUnavailable for transport failures and timeouts,
 // *ResponseError for other statuses and over-long bodies, *CredentialError
-// when cred could not be attached, ErrTokenChanged when cred is a Held
+// when cred could not be attached, ErrClosed after Close (nothing is
+// sent), ErrTokenChanged when cred is a Held
 // credential released before an attempt or before its 200 answer was
 // used. None of their texts holds anything of the token.
 func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool) ([]byte, error) {
+	if err := x.enter(); err != nil {
+		return nil, err
+	}
+	defer x.leave()
 	ok, probe := x.Breaker.allow()
 	if !ok {
 		return nil, ErrCircuitOpen
@@ -76,6 +91,76 @@ func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body 
 	data, o, err := x.send(ctx, cred, url, body, header, ownDeadline)
 	x.Breaker.done(probe, o)
 	return data, err
+}
+
+// Fetch sends req, a request that carries no credential (a discovery
+// document, say), through the base transport, without retries or the
+// breaker. It fails with ErrClosed once the Exchanger is closed. Close the
+// response's body, as with any RoundTrip.
+func (x *Exchanger) Fetch(req *http.Request) (*http.Response, error) {
+	if err := x.enter(); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	resp, err := x.Base.RoundTrip(req)
+	if err != nil {
+		x.leave()
+		return nil, err
+	}
+	resp.Body = &leaveOnClose{ReadCloser: resp.Body, x: x}
+	return resp, nil
+}
+
+// leaveOnClose ends a Fetch when its body is closed.
+type leaveOnClose struct {
+	io.ReadCloser
+	x    *Exchanger
+	once sync.Once
+}
+
+func (b *leaveOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.x.leave)
+	return err
+}
+
+// Close makes every later request fail with ErrClosed and, when the
+// Exchanger owns its base transport, closes its idle connections: at once,
+// and again when the last request under way ends, so that no connection is
+// left open once they have. It does not wait for them. Calling it again
+// does nothing more.
+func (x *Exchanger) Close() {
+	x.closed.Store(true)
+	x.closeIdle()
+}
+
+// Closed reports whether Close was called.
+func (x *Exchanger) Closed() bool { return x.closed.Load() }
+
+// enter registers a request, or refuses it once the Exchanger is closed.
+func (x *Exchanger) enter() error {
+	x.active.Add(1)
+	if x.closed.Load() {
+		x.leave()
+		return ErrClosed
+	}
+	return nil
+}
+
+// leave ends a request. The last one to end after Close closes the idle
+// connections: a request under way when Close ran may have dialled a new
+// one, and http.Transport closes a connection that goes idle after
+// CloseIdleConnections only until the next request asks for one.
+func (x *Exchanger) leave() {
+	if x.active.Add(-1) == 0 && x.closed.Load() {
+		x.closeIdle()
+	}
+}
+
+func (x *Exchanger) closeIdle() {
+	if c, ok := x.Base.(interface{ CloseIdleConnections() }); ok && x.OwnsBase {
+		c.CloseIdleConnections()
+	}
 }
 
 // send performs the request and says what its outcome tells about the

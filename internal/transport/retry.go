@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -54,16 +53,18 @@ func (ch *Chain) RoundTrip(req *http.Request) (*http.Response, error) {
 // Retried is how many retries the chain's request took.
 func (ch *Chain) Retried() int { return ch.retrier.retried }
 
-// DefaultTransport is the base transport of clients made without their own
-// *http.Client: Go's default transport, keeping idle connections for the
-// requests one call sends at once (Go's default keeps two per host). Over
-// HTTPS it speaks HTTP/2 when the server offers it, which multiplexes those
-// requests on one connection.
-var DefaultTransport = sync.OnceValue(func() http.RoundTripper {
+// NewDefaultTransport returns the base transport of a client made without
+// its own *http.Client: a copy of Go's default transport, keeping idle
+// connections for the requests one call sends at once (Go's default keeps
+// two per host). Over HTTPS it speaks HTTP/2 when the server offers it,
+// which multiplexes those requests on one connection. Each client gets its
+// own, so that its Close can close its idle connections without touching
+// another client's.
+func NewDefaultTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = defaultIdleConns
 	return t
-})
+}
 
 // MaxParallelChunks bounds the requests one call has in flight.
 const MaxParallelChunks = 4

@@ -1,0 +1,78 @@
+package authzen_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+)
+
+// todoRead is an evaluation the Todo scenario allows.
+var todoRead = authzen.Request{
+	Subject:  authzen.Subject{Type: "user", ID: "CiRmZDA2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs"},
+	Action:   authzen.Action{Name: "can_read_todos"},
+	Resource: authzen.Resource{Type: "todo", ID: "todo-1"},
+}
+
+// TestCloseReleasesConnections: a client on its default transport keeps
+// idle keep-alive connections to a PDP that is still up; Close closes them
+// (no goroutine is left), and every call after it fails with ErrClosed,
+// a cached answer included, sending nothing. Not parallel: goleak looks at
+// every goroutine.
+func TestCloseReleasesConnections(t *testing.T) {
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
+	before := goleak.IgnoreCurrent()
+	c, err := authzen.New(srv.URL + "/realms/todo")
+	require.NoError(t, err)
+	c.SetToken(srv.Token("todo", "service-account-todo-api"))
+	d, err := c.Evaluate(t.Context(), todoRead) // discovery, then the evaluation
+	require.NoError(t, err)
+	require.True(t, d.Allowed())
+	sent := c.Stats().PDPRequests
+
+	require.NoError(t, c.Close())
+	goleak.VerifyNone(t, before)
+
+	d, err = c.Evaluate(t.Context(), todoRead)
+	require.ErrorIs(t, err, authzen.ErrClosed)
+	assert.False(t, d.Allowed())
+	require.ErrorIs(t, d.Cause, authzen.ErrClosed)
+	_, err = c.Evaluations(t.Context(), authzen.Request{}, []authzen.Request{todoRead})
+	require.ErrorIs(t, err, authzen.ErrClosed)
+	_, err = c.SearchAction(t.Context(), authzen.Request{Subject: todoRead.Subject, Resource: todoRead.Resource})
+	require.ErrorIs(t, err, authzen.ErrClosed)
+	require.ErrorIs(t, c.Discover(t.Context()), authzen.ErrClosed)
+	assert.Equal(t, sent, c.Stats().PDPRequests, "nothing is sent after Close")
+	require.NoError(t, c.Close(), "closing twice is harmless")
+}
+
+// TestCloseLeavesTheCallersTransport: a transport given with
+// WithHTTPClient is the caller's; Close leaves its connections alone.
+func TestCloseLeavesTheCallersTransport(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
+	rt := &idleRecorder{RoundTripper: srv.Client().Transport}
+	c, err := authzen.New(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: rt}))
+	require.NoError(t, err)
+	c.SetToken(srv.Token("todo", "service-account-todo-api"))
+	d, err := c.Evaluate(t.Context(), todoRead)
+	require.NoError(t, err)
+	require.True(t, d.Allowed())
+	require.NoError(t, c.Close())
+	assert.False(t, rt.closed)
+}
+
+// idleRecorder is a caller's transport that records whether its idle
+// connections were closed.
+type idleRecorder struct {
+	http.RoundTripper
+	closed bool
+}
+
+func (r *idleRecorder) CloseIdleConnections() { r.closed = true }
