@@ -23,8 +23,9 @@ var _ Evaluator = (*authzen.Client)(nil)
 // id, is the unauthorized answer (401 by default) and nothing is sent.
 // target names the action and resource per request; an incomplete one (no
 // action name, no resource type or id) is the denied answer (403) and
-// nothing is sent. The request's method and path go as the AuthZEN context
-// {"method": ..., "path": ...}.
+// nothing is sent. The request's method (the trusted override's with
+// WithMethodOverride, which target then sees too) and path go as the
+// AuthZEN context {"method": ..., "path": ...}.
 //
 // The PEP's credential at the PDP is e's own (authzen.Client.SetToken):
 // the caller's token is not forwarded. So it fails closed as Require does
@@ -37,7 +38,7 @@ var _ Evaluator = (*authzen.Client)(nil)
 // default); a 401 for e's credential is the service's own outage (the
 // unavailable answer); e with no credential is a 500 naming that mistake.
 // The same request checks as Require's run first (one Authorization header
-// at most, a canonical path). AuthZENDecisionFromContext gives the next
+// at most, a canonical path, no method override header it does not trust). AuthZENDecisionFromContext gives the next
 // handler, and the answering handlers, the decision.
 //
 // A nil e, subject or target, or a nil option, is a wiring mistake:
@@ -92,7 +93,8 @@ func AuthZENDecisionFromContext(ctx context.Context) (authzen.Decision, bool) {
 
 // ServeHTTP implements http.Handler.
 func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if refusedAsMalformed(w, r) {
+	method, ok := g.cfg.admit(w, r)
+	if !ok {
 		return
 	}
 	sub, err := g.subject(r)
@@ -100,13 +102,13 @@ func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.cfg.unauthorized.ServeHTTP(w, r)
 		return
 	}
-	action, resource := g.target(r)
+	action, resource := g.target(withMethod(r, method))
 	if action.Name == "" || resource.Type == "" || resource.ID == "" {
 		g.cfg.denied.ServeHTTP(w, r)
 		return
 	}
 	d, err := g.e.Evaluate(r.Context(), authzen.Request{Subject: sub, Action: action, Resource: resource,
-		Context: map[string]any{"method": r.Method, "path": r.URL.Path}})
+		Context: map[string]any{"method": method, "path": r.URL.Path}})
 	r = r.WithContext(context.WithValue(r.Context(), azDecisionKey{}, d))
 	switch {
 	case errors.Is(err, authzen.ErrNoToken):

@@ -4,7 +4,8 @@
 //	mux.Handle("GET /orders", middleware.Require(client, "orders", "read")(ordersHandler))
 //
 // The caller's Bearer token is forwarded to the gateway (pep.WithToken), and
-// the request's method and path are sent as the decision context. The next
+// the request's method (see WithMethodOverride) and path are sent as the
+// decision context. The next
 // handler runs only when every scope is granted; it can read the decision
 // with DecisionFromContext. Otherwise the middleware answers in the
 // service's error shape, {"error": "...", "message": "..."}:
@@ -13,6 +14,11 @@
 //     canonical form (dot segments, empty segments, encoded slashes: a
 //     path-prefix policy could read it otherwise than the router): 400, and
 //     no gateway call;
+//   - a method override header (X-HTTP-Method-Override, X-HTTP-Method,
+//     X-Method-Override: a stack honouring it would perform another method
+//     than the one checked): 400, and no gateway call, unless
+//     WithMethodOverride names the header to trust, whose method is then
+//     the one checked and sent;
 //   - no Bearer token, or one the client cannot send (BearerToken says
 //     which, or it is longer than the client's pep.WithMaxTokenBytes): 401
 //     with WWW-Authenticate, and no gateway call;
