@@ -76,8 +76,9 @@ var (
 // decision: any status other than 200, or a 200 whose body was unusable (Err
 // then wraps ErrMalformedResponse). It is one type with pep.ResponseError,
 // so one errors.As serves both clients; its Error text reads
-// "authzen: PDP answered <status>...". Text from the PDP that held any
-// part of the token is withheld.
+// "authzen: PDP answered <status>...". Text from the PDP that held 8 or
+// more consecutive characters of the token, escaped or not, or a long
+// opaque run, is withheld as a whole (see pep.ResponseError).
 type ResponseError = transport.ResponseError
 
 // BreakerState is the state of the client's circuit breaker (Stats); one

@@ -38,7 +38,9 @@
 // client's timeout) plus a few milliseconds, whatever the callers it shares
 // a gateway request with do. A token never appears in an error or a log
 // line: transport failures are described in fixed words, and text from the
-// gateway that holds any fragment of the token is withheld.
+// gateway that holds 8 or more consecutive characters of the token
+// (escaped or not, in any case) or a long opaque run is withheld whole; at
+// most 7 characters of the token can show.
 //
 // # Transport
 //

@@ -85,9 +85,12 @@ var (
 // reads "pep: gateway answered <status>...".
 //
 // The text fields (StatusCode int; ErrorName, Message, Challenge string;
-// Err error) come from the gateway and are cut to a few hundred bytes; a
-// field that held any part of the request's token, in any escaping, is
-// withheld as a whole.
+// Err error) come from the gateway and are cut to 512 bytes; a field that
+// held 8 or more consecutive characters of the request's token (verbatim,
+// escaped, or on its letters and digits in any case), or a run of more
+// than 32 characters without white space (what any other encoding of it
+// looks like), is withheld as a whole. A fragment of at most 7 characters
+// can show.
 //
 // It is one type with authzen.ResponseError, so that one errors.As serves
 // both clients.

@@ -82,9 +82,11 @@ func (p Peer) pkg() string {
 // matches [ErrUnauthorized] for a 401 (or [ErrProofRejected] when the 401
 // blames the DPoP proof) and [ErrUnavailable] for a 5xx.
 //
-// The text fields come from the server and are cut to a few hundred bytes;
-// a field that held any part of the request's token, in any escaping, is
-// withheld as a whole.
+// The text fields come from the server and are cut to 512 bytes; a field
+// that held 8 or more consecutive characters of the request's token
+// (verbatim, escaped, or on its letters and digits in any case) or a long
+// opaque run (any other encoding of it) is withheld as a whole (Redact
+// states the rule), so at most 7 characters of the token can show.
 type ResponseError struct {
 	// StatusCode is the HTTP status of the answer.
 	StatusCode int

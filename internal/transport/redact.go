@@ -19,16 +19,24 @@ import (
 // Two rules keep it out of every error string and log line:
 //
 //   - gateway text reaches an error only through Redact, which withholds
-//     the whole text when it holds a fragment of the token (verbatim,
-//     escaped once or several times, truncated, quoted, in another case) or
-//     any long opaque run, which is what any other encoding of a token
-//     (base64, hex, character entities) looks like;
+//     the whole text (Redact says exactly when) if it holds 8 consecutive
+//     characters of the token (verbatim, escaped once or several times,
+//     truncated, quoted, in another case) or any long opaque run, which is
+//     what any other encoding of a token (base64, hex, character entities)
+//     looks like;
 //   - transport errors reach an error only as a fixed description of their
 //     kind (transportError); their own text is never kept.
+//
+// What can pass is a fragment of at most 7 characters of the token, in a
+// text with no long opaque run: a few dozen bits of a token of hundreds of
+// characters, never enough to use it. Withholding shorter fragments would
+// withhold honest messages: 4 characters of a token match an English word
+// often.
 
 // fragmentLen is the shortest run of the token that counts as an echo of
 // it. Eight characters of a token make a false match in a 512-byte text
-// about once in ten million, and a false match only hides a message.
+// about once in ten million, and a false match only hides a message. The
+// README and ResponseError's documentation state this number.
 const fragmentLen = 8
 
 // maxOpaqueRun is the longest run of characters without white space that
@@ -48,11 +56,27 @@ const maxScannedText = 4 * maxErrorText
 // redactedText replaces gateway text that could hold the token.
 const redactedText = "[withheld: the gateway's text could hold the token]"
 
-// Redact prepares text from the gateway for an error: withheld entirely
-// when it is not plain text (invalid UTF-8, control characters other than
-// white space: nothing is removed from it, since what a removal joins could
-// be an echo) or could hold the token (see above); white space made plain
-// and the whole cut to maxErrorText bytes otherwise.
+// Redact prepares text from the gateway for an error. It examines the
+// first maxScannedText (2048) bytes and returns the fixed redactedText
+// instead of the text when any of these holds:
+//
+//   - it is not plain text: invalid UTF-8, or control characters other
+//     than tab, CR and LF (nothing is removed from it, since what a
+//     removal joins could be an echo);
+//   - it holds fragmentLen (8) consecutive characters of the token, or all
+//     of a token shorter than that, compared two ways: exactly, and on
+//     ASCII letters and digits alone without case (so "Ab-Cd" in the token
+//     matches "abcd" anywhere in the text's letters and digits), in the
+//     text as it is and with up to four layers of %XX, \xXX, \uXXXX and
+//     &#...; escapes undone;
+//   - it holds a run of more than maxOpaqueRun (32) characters without
+//     white space, or consecutive words that look like pieces of an
+//     encoding (hex digits alone, or any word with a digit) adding up to
+//     more than 32 characters.
+//
+// Otherwise runs of white space become one space and the text is cut to
+// maxErrorText (512) bytes. So a fragment of up to 7 characters of the
+// token can be shown; nothing longer.
 func Redact(text, token string) string {
 	// Only what could be shown is examined, so that the cost is bounded
 	// whatever the gateway sends: words of the shown text, and the escapes

@@ -202,3 +202,31 @@ func TestParseRetryAfter(t *testing.T) {
 		assert.Equal(t, tt.want, got, tt.in)
 	}
 }
+
+// TestRedactFragmentRule pins the documented rule: a text holding 8
+// consecutive characters of the token, as they are or escaped, or 8
+// consecutive letters and digits of it in any case, is withheld; one
+// holding 7 is shown. The texts hold nothing else a fragment could join.
+func TestRedactFragmentRule(t *testing.T) {
+	t.Parallel()
+	const (
+		token = "Zq8+Kd/v3Rm9xW2pL7tN4bY6cQ1hJ5sF0gE=="
+		// alnum is its letters and digits, lower-cased.
+		alnum = "zq8kdv3rm9xw2pl7tn4by6cq1hj5sf0ge"
+	)
+	for i := 0; i+8 <= len(token); i++ {
+		seven, eight := token[i:i+7], token[i:i+8]
+		assert.Equal(t, `"`+seven+`"`, Redact(`"`+seven+`"`, token), "7 characters at %d are shown", i)
+		assert.Equal(t, redactedText, Redact(`"`+eight+`"`, token), "8 characters at %d", i)
+		assert.Equal(t, redactedText, Redact(`"`+url.QueryEscape(eight)+`"`, token), "8 characters at %d, escaped", i)
+	}
+	for i := 0; i+8 <= len(alnum); i++ {
+		seven, eight := alnum[i:i+7], alnum[i:i+8]
+		assert.Equal(t, `"`+strings.ToUpper(seven)+`"`, Redact(`"`+strings.ToUpper(seven)+`"`, token), "7 letters and digits at %d are shown", i)
+		assert.Equal(t, redactedText, Redact(`"`+strings.ToUpper(eight)+`"`, token), "8 letters and digits at %d, in another case", i)
+		assert.Equal(t, redactedText, Redact(`"`+eight[:3]+`" "`+eight[3:]+`"`, token), "8 letters and digits at %d, cut in two", i)
+	}
+	// A token shorter than 8 characters is withheld whole, and only whole.
+	assert.Equal(t, redactedText, Redact("got ab-12", "ab-12"))
+	assert.Equal(t, "got ab-1", Redact("got ab-1", "ab-12"))
+}
