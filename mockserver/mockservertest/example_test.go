@@ -9,10 +9,67 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
 )
+
+// Example is a consumer's integration test to copy: the reference server
+// with a fixture, a user who may and one who may not, a DPoP-bound token,
+// and the gateway down. The client's cache is off, as it should be in
+// such tests: a GRANT cached in the last 30 s (the default) would answer
+// while the gateway is down. In a real test, t is the test's *testing.T
+// and the server closes itself through t.Cleanup.
+func Example() {
+	t := &exampleT{}
+	defer t.finish()
+
+	gw := mockservertest.Start(t, mockserver.WithFixtureFile("../../examples/fixtures/acme.json"))
+	client, err := pep.New(gw.URL, "acme", "orders-api",
+		pep.WithCache(0, 0, 0), // no cached answer stands in for the gateway
+		pep.WithRetry(0, 0, 0)) // an outage fails at once
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() { _ = client.Close() }) // no connection outlives the test
+
+	// Per-call tokens, as the middleware forwards each caller's.
+	for _, user := range []string{"bob", "erin"} {
+		ctx := pep.WithToken(t.Context(), gw.Token("acme", user))
+		d, err := client.Check(ctx, "orders", "read")
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		fmt.Printf("%s may read orders: %t\n", user, d.Allowed())
+	}
+
+	// A DPoP-bound token: the server binds it to the key's thumbprint and
+	// checks every request's proof against it.
+	signer, err := dpop.GenerateKey()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	client.SetDPoPToken(gw.Token("acme", "bob", mockserver.TokenDPoPBinding(signer.Thumbprint())), signer)
+	d, err := client.Check(t.Context(), "orders", "read")
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	fmt.Println("bob, DPoP-bound:", d.Status)
+
+	// The gateway down: the call fails closed, with a Cause and no error.
+	gw.Stop()
+	d, err = client.Check(t.Context(), "orders", "read")
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	fmt.Printf("gateway down: %s (unavailable: %t)\n", d.Status, errors.Is(d.Cause, pep.ErrUnavailable))
+	// Output:
+	// bob may read orders: true
+	// erin may read orders: false
+	// bob, DPoP-bound: GRANT
+	// gateway down: DENY (unavailable: true)
+}
 
 // ExampleStart shows the shape of an integration test: start the reference
 // server for the test, mint a token, call it over HTTP. In a real test, t is

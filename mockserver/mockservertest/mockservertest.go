@@ -7,6 +7,16 @@
 // platform administrator's token, so a test sees the server as a client
 // would: PatchConfig is PATCH /admin/config, PutConfig is PUT /admin/config,
 // SetFaults is a PATCH of the fault-injection keys.
+//
+// The package Example is a consumer's test to copy: a fixture, a user who
+// may and one who may not, a DPoP-bound token (mockserver.TokenDPoPBinding),
+// and the gateway down. In a test of what your service does during an
+// outage, turn the client's cache off (pep.WithCache(0, 0, 0)) or skip it
+// per call (pep.NoCache()): with the default cache, a GRANT the gateway
+// gave in the last 30 s is still answered while it is down, so "gateway
+// down, my service answers 503" would get a 200. Close the client in the
+// test's cleanup (pep.Client.Close), so that goleak finds none of its
+// connections.
 package mockservertest
 
 import (
