@@ -21,12 +21,25 @@ func TestMisconfigurations(t *testing.T) {
 	t.Parallel()
 	e := startE2E(t)
 	token := e.gw.Token("corp", "uma")
+	// A gateway that hangs up on every connection. A port closed here
+	// could be taken by another parallel test's server before the client
+	// dials it; this listener keeps it.
 	closed := func() string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		addr := ln.Addr().String()
-		require.NoError(t, ln.Close())
-		return "http://" + addr
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_ = c.Close()
+			}
+		}()
+		t.Cleanup(func() { _ = ln.Close(); <-done })
+		return "http://" + ln.Addr().String()
 	}()
 	tests := []struct {
 		name             string
