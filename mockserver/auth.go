@@ -195,7 +195,10 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	if !ok || rm.Decommissioned() {
 		return nil, nil, errRealmGone
 	}
-	key, kid := rm.SigningKey.Public(), rm.KeyID
+	key, kid, ok := s.accessVerificationKey(rm)
+	if !ok { // the realm has signed no token yet
+		return nil, nil, errors.New(strings.TrimPrefix(issuer.ErrKey.Error(), "issuer: "))
+	}
 	iss, now := issuer.RealmIssuer(s.issuerBase(r), realm), s.now()
 	// Hash the token's bytes in place: []byte(raw) copied ~700 bytes per
 	// request, the largest allocation of a decision. sha256 only reads them.

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-
 	"github.com/orgauthz/orgauthz/internal/issuer"
 	"github.com/orgauthz/orgauthz/internal/store"
 )
@@ -105,7 +103,7 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 	}
 	doc := s.metadata(r, realm)
 	doc.SubjectTypesSupported = []string{"public"}
-	doc.IDTokenSigningAlgValuesSupported = []string{string(issuer.IDTokenAlgorithm)}
+	doc.IDTokenSigningAlgValuesSupported = s.signingAlgorithms()
 	doc.ClaimsSupported = []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "azp", "preferred_username", "email"}
 	writeJSON(w, http.StatusOK, doc)
 }
@@ -122,20 +120,19 @@ func (s *Server) authServerMetadata(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.metadata(r, realm))
 }
 
-// certs serves the realm's JWKS: the ES256 key of access tokens and the
-// RS256 key of ID tokens.
+// certs serves the realm's JWKS: every key its tokens are signed with, each
+// with its alg and kid (publicKeys).
 func (s *Server) certs(w http.ResponseWriter, r *http.Request) {
 	rm, err := s.lookupLive(r.PathValue("realm"))
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	idKey, idKID, err := rm.IDTokenKey(issuer.GenerateIDTokenKey)
+	set, err := s.publicKeys(rm)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{issuer.PublicJWK(rm.SigningKey, rm.KeyID), issuer.IDTokenJWK(idKey, idKID)}}
 	b, err := json.Marshal(set)
 	if err != nil {
 		writeErr(w, err)

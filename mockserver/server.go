@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+
 	"github.com/orgauthz/orgauthz/internal/store"
 )
 
@@ -24,6 +26,9 @@ type Server struct {
 	// proxies are the trusted reverse proxies whose forwarding headers
 	// are read when issuer is empty.
 	proxies []netip.Prefix
+	// accessAlg is the algorithm of the access tokens it mints
+	// (WithAccessTokenAlgorithm; keys.go).
+	accessAlg jose.SignatureAlgorithm
 
 	auth *authState // token issuing and validation (auth.go)
 

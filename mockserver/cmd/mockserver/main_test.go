@@ -122,6 +122,29 @@ func TestRunWithAcmeFixture(t *testing.T) {
 	require.Error(t, err)
 }
 
+// TestRunAccessTokenAlgorithm: access tokens are RS256 by default, as
+// Keycloak's are, and ES256 with -access-token-alg ES256; discovery lists
+// the algorithms the server signs with.
+func TestRunAccessTokenAlgorithm(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		wantAlgs []any
+	}{
+		{nil, []any{"RS256"}},
+		{[]string{"-access-token-alg", "ES256"}, []any{"RS256", "ES256"}},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			base, stop := start(t, append([]string{"-fixture", "../../../examples/fixtures/acme.json"}, tc.args...)...)
+			resp := get(t, base+"/realms/acme/.well-known/openid-configuration")
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			var doc map[string]any
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+			require.Equal(t, tc.wantAlgs, doc["id_token_signing_alg_values_supported"])
+			require.NoError(t, stop())
+		})
+	}
+}
+
 func TestRunPrintsGeneratedSecret(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var out strings.Builder
@@ -147,6 +170,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		"zero timeout":       {"-addr", "127.0.0.1:0", "-read-timeout", "0s"},
 		"zero write timeout": {"-addr", "127.0.0.1:0", "-write-timeout", "0s"},
 		"no connections":     {"-addr", "127.0.0.1:0", "-max-connections", "0"},
+		"bad algorithm":      {"-addr", "127.0.0.1:0", "-access-token-alg", "HS256"},
 		"bad flag":           {"-nope"},
 		"stray argument":     {"-addr", "127.0.0.1:0", "extra"},
 	} {
@@ -170,7 +194,7 @@ func TestRunHelp(t *testing.T) {
 	flags := strings.Index(help, "\nFlags:\n")
 	require.Positive(t, example)
 	require.Greater(t, flags, example, "the example comes before the flags")
-	for _, f := range []string{"-addr", "-fixture", "-issuer", "-trusted-proxy", "-admin-secret", "-read-header-timeout", "-read-timeout", "-idle-timeout", "-write-timeout", "-max-connections"} {
+	for _, f := range []string{"-addr", "-fixture", "-issuer", "-trusted-proxy", "-admin-secret", "-access-token-alg", "-read-header-timeout", "-read-timeout", "-idle-timeout", "-write-timeout", "-max-connections"} {
 		require.Contains(t, help[flags:], "\n  "+f+" ")
 	}
 }
