@@ -36,6 +36,7 @@ func authFixture() Fixture {
 					{Username: "bob", Password: "bob", Roles: []string{"viewer"}},
 					{Username: "dora", Password: "dora", Groups: []string{"admins"}},
 				},
+				Clients: []FixtureClient{{ClientID: "spa", Public: true}},
 			},
 			{Name: "globex", Users: []FixtureUser{{Username: "gina", Roles: []string{"realm-admin"}}}},
 		},

@@ -105,6 +105,11 @@ func TestDiscovery(t *testing.T) {
 			require.ElementsMatch(t, []any{"client_secret_basic", "client_secret_post", "none"}, doc["token_endpoint_auth_methods_supported"])
 			require.Subset(t, doc["dpop_signing_alg_values_supported"], []any{"ES256", "EdDSA", "Ed25519"})
 			require.Contains(t, doc["scopes_supported"], "openid")
+			require.Equal(t, iss+"/protocol/openid-connect/revoke", doc["revocation_endpoint"])
+			require.Equal(t, iss+"/protocol/openid-connect/token/introspect", doc["introspection_endpoint"])
+			require.ElementsMatch(t, []any{"client_secret_basic", "client_secret_post", "none"}, doc["revocation_endpoint_auth_methods_supported"])
+			require.ElementsMatch(t, []any{"client_secret_basic", "client_secret_post"}, doc["introspection_endpoint_auth_methods_supported"],
+				"a public client may not introspect")
 			// Every URL the document names answers something other than 404.
 			for k, v := range doc {
 				u, ok := v.(string)
@@ -112,7 +117,8 @@ func TestDiscovery(t *testing.T) {
 					continue
 				}
 				method := http.MethodGet
-				if k == "token_endpoint" {
+				switch k {
+				case "token_endpoint", "revocation_endpoint", "introspection_endpoint":
 					method = http.MethodPost
 				}
 				res := send(t, srv, method, strings.TrimPrefix(u, srv.URL), "application/x-www-form-urlencoded", strings.NewReader(""), nil)
@@ -123,6 +129,8 @@ func TestDiscovery(t *testing.T) {
 	}
 	doc := oidc.json(t)
 	require.Equal(t, []any{"public"}, doc["subject_types_supported"])
+	require.Equal(t, iss+"/protocol/openid-connect/userinfo", doc["userinfo_endpoint"])
+	require.NotContains(t, oauth.json(t), "userinfo_endpoint", "an OpenID Connect endpoint")
 	require.Equal(t, []any{"RS256"}, doc["id_token_signing_alg_values_supported"])
 	require.NotContains(t, oauth.json(t), "id_token_signing_alg_values_supported")
 

@@ -1,8 +1,10 @@
 package mockserver_test
 
 import (
+	"encoding/base64"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -92,4 +94,62 @@ func TestAccessTokenAlgorithmOption(t *testing.T) {
 	}
 }
 
-var _ = url.Values{}
+// TestGoOIDCUserInfo: go-oidc's UserInfo reads the userinfo endpoint
+// discovery names, with tokens x/oauth2 got by the password and client
+// credentials grants, and x/oauth2's token is refused everywhere once the
+// client revokes it at the revocation endpoint discovery names (x/oauth2
+// has no revocation call of its own: the form is RFC 7009's). go-oidc
+// used to fail with "user info endpoint is not supported by this
+// provider".
+func TestGoOIDCUserInfo(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	ctx := oidc.ClientContext(t.Context(), srv.Client())
+	provider, err := oidc.NewProvider(ctx, srv.URL+"/realms/acme")
+	require.NoError(t, err)
+	require.Equal(t, srv.URL+"/realms/acme/protocol/openid-connect/userinfo", provider.UserInfoEndpoint())
+	var meta struct {
+		Revocation    string `json:"revocation_endpoint"`
+		Introspection string `json:"introspection_endpoint"`
+	}
+	require.NoError(t, provider.Claims(&meta))
+
+	conf := oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "email"}}
+	user, err := conf.PasswordCredentialsToken(ctx, "alice", "alice-pw")
+	require.NoError(t, err)
+	info, err := provider.UserInfo(ctx, oauth2.StaticTokenSource(user))
+	require.NoError(t, err)
+	require.Equal(t, "alice@acme.test", info.Email)
+	id, err := provider.Verifier(&oidc.Config{ClientID: "admin-cli"}).Verify(ctx, user.Extra("id_token").(string))
+	require.NoError(t, err)
+	require.Equal(t, id.Subject, info.Subject, "the ID token's subject")
+	var claims struct {
+		Username string `json:"preferred_username"`
+	}
+	require.NoError(t, info.Claims(&claims))
+	require.Equal(t, "alice", claims.Username)
+
+	sa, err := (&clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: provider.Endpoint().TokenURL}).Token(ctx)
+	require.NoError(t, err)
+	info, err = provider.UserInfo(ctx, oauth2.StaticTokenSource(sa))
+	require.NoError(t, err)
+	require.NoError(t, info.Claims(&claims))
+	require.Equal(t, "service-account-orders-api", claims.Username)
+
+	// The client revokes its token: userinfo refuses it, introspection
+	// calls it inactive.
+	res := formPost(t, srv, strings.TrimPrefix(meta.Revocation, srv.URL), url.Values{"client_id": {"admin-cli"}, "token": {user.AccessToken}}, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	_, err = provider.UserInfo(ctx, oauth2.StaticTokenSource(user))
+	require.ErrorContains(t, err, "401")
+	res = formPost(t, srv, strings.TrimPrefix(meta.Introspection, srv.URL), url.Values{"token": {user.AccessToken}},
+		http.Header{"Authorization": {"Basic " + basicCredentials("orders-api", "orders-secret")}})
+	require.Equal(t, map[string]any{"active": false}, res.json(t))
+	_, err = provider.UserInfo(ctx, oauth2.StaticTokenSource(sa))
+	require.NoError(t, err, "another token is untouched")
+}
+
+// basicCredentials is the HTTP Basic credentials of id and secret.
+func basicCredentials(id, secret string) string {
+	return base64.StdEncoding.EncodeToString([]byte(id + ":" + secret))
+}
