@@ -178,6 +178,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 	// (store.Store.Serving); an anonymous request, a bad token or a bound
 	// token without its proof never does.
 	s.store.Serving(rm)
+	noteCORSClient(r, realm, claims.AuthorizedParty)
 	return &caller{realm: realm, subject: claims.Subject, username: claims.PreferredUsername,
 		clientID: claims.AuthorizedParty, org: claims.Organization, claims: claims}, nil
 }

@@ -260,6 +260,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		if !ok {
 			return badClient
 		}
+		noteCORSClient(r, realm, clientID)
 		switch grantType {
 		case grantClientCredentials:
 			if c.Public || c.ServiceAccountUserID == "" {

@@ -151,6 +151,9 @@ func New(opts ...Option) (*Server, error) {
 		proxies:   proxies,
 		accessAlg: accessAlg,
 	}
+	if s.cors, err = newCORSPolicy(fx, c.corsOrigins); err != nil {
+		return nil, err
+	}
 	auth, err := newAuthState(s)
 	if err != nil {
 		return nil, fmt.Errorf("mockserver: %w", err)
@@ -161,7 +164,7 @@ func New(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s.auth.adminSecret = secret
-	s.handler = readBodyFirst(s.routes())
+	s.handler = s.withCORS(readBodyFirst(s.routes()))
 	if wrapHandler != nil {
 		s.handler = wrapHandler(s.handler)
 	}

@@ -76,6 +76,7 @@ func (s *Server) authenticateClient(r *http.Request, realm string) (string, erro
 		if _, ok := authenticClient(rm, clientID, secret); !ok {
 			return &oauthError{status: http.StatusUnauthorized, code: "invalid_client", description: "invalid client or client credentials", basic: basic}
 		}
+		noteCORSClient(r, realm, clientID)
 		return nil
 	})
 }
