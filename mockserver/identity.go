@@ -256,7 +256,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		code     *authCode
 	)
 	err := s.liveRealm(realm, func(rm *store.Realm) error {
-		c, ok := authenticClient(rm, clientID, secret)
+		c, ok := checkClient(rm, clientID, secret)
 		if !ok {
 			return badClient
 		}
@@ -399,10 +399,10 @@ func readOAuthForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthEr
 	return r.PostForm, nil
 }
 
-// authenticClient returns the client of rm named clientID when secret is
+// checkClient returns the client of rm named clientID when secret is
 // its secret; a public client needs none (it is identified, not
 // authenticated, as Keycloak does). Read it under rm's lock.
-func authenticClient(rm *store.Realm, clientID, secret string) (*store.Client, bool) {
+func checkClient(rm *store.Realm, clientID, secret string) (*store.Client, bool) {
 	c, ok := rm.ClientNamed(clientID)
 	if !ok {
 		return nil, false

@@ -28,7 +28,7 @@ type revokedTokens struct {
 
 // realmRevocations are one realm's revoked tokens.
 type realmRevocations struct {
-	mu    sync.Mutex
+	mu    sync.RWMutex         // written by revoke, read by every token check
 	byJTI map[string]time.Time // jti -> exp
 	order expiries             // the same entries, soonest exp first
 }
@@ -71,8 +71,8 @@ func (v *revokedTokens) revoked(realm, jti string) bool {
 	if !ok {
 		return false
 	}
-	rr.mu.Lock()
-	defer rr.mu.Unlock()
+	rr.mu.RLock()
+	defer rr.mu.RUnlock()
 	_, ok = rr.byJTI[jti]
 	return ok
 }

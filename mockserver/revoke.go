@@ -73,7 +73,7 @@ func (s *Server) authenticateClient(r *http.Request, realm string) (string, erro
 		return "", oe
 	}
 	return clientID, s.liveRealm(realm, func(rm *store.Realm) error {
-		if _, ok := authenticClient(rm, clientID, secret); !ok {
+		if _, ok := checkClient(rm, clientID, secret); !ok {
 			return &oauthError{status: http.StatusUnauthorized, code: "invalid_client", description: "invalid client or client credentials", basic: basic}
 		}
 		noteCORSClient(r, realm, clientID)
