@@ -130,6 +130,7 @@ func (s *Server) decommissionTenant(w http.ResponseWriter, r *http.Request, c *c
 	// Its tokens are refused from now on: what remembers them goes.
 	s.auth.verified.forget(realm)
 	s.auth.proofs.drop(realm)
+	s.auth.revoked.forget(realm)
 	// Only a tenant that exists gets the entry in its own audit log: an
 	// unknown id is the caller's, and each would make a log of its own.
 	c.tenantID = id

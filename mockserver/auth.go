@@ -178,6 +178,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 	// (store.Store.Serving); an anonymous request, a bad token or a bound
 	// token without its proof never does.
 	s.store.Serving(rm)
+	noteCORSClient(r, realm, claims.AuthorizedParty)
 	return &caller{realm: realm, subject: claims.Subject, username: claims.PreferredUsername,
 		clientID: claims.AuthorizedParty, org: claims.Organization, claims: claims}, nil
 }
@@ -186,8 +187,10 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 var errRealmGone = errors.New("realm not found or decommissioned")
 
 // verifyToken checks raw's signature by realm's current key, its issuer,
-// its exp and nbf, and that the realm is live, whose store entry it
-// returns. Messages name the failed check without echoing the token.
+// its type (an access token), its exp and nbf, that it was not revoked
+// (revocation.go), and that the realm is live, whose store entry it
+// returns. Every route's token check is this one. Messages name the failed
+// check without echoing the token.
 func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims, *store.Realm, error) {
 	// The realm's key never changes once it is installed: no lock is
 	// taken, so no work in any realm delays a token check.
@@ -195,24 +198,45 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	if !ok || rm.Decommissioned() {
 		return nil, nil, errRealmGone
 	}
-	key, kid := rm.SigningKey.Public(), rm.KeyID
+	key, kid, ok := s.accessVerificationKey(rm)
+	if !ok { // the realm has signed no token yet
+		return nil, nil, checkError{issuer.ErrKey}
+	}
 	iss, now := issuer.RealmIssuer(s.issuerBase(r), realm), s.now()
 	// Hash the token's bytes in place: []byte(raw) copied ~700 bytes per
 	// request, the largest allocation of a decision. sha256 only reads them.
 	key256 := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw)))
-	if c, ok := s.auth.verified.get(realm, key256, kid, iss); ok {
+	c, ok := s.auth.verified.get(realm, key256, kid, iss)
+	if ok {
 		if err := c.CheckTime(now); err != nil {
-			return nil, nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
+			return nil, nil, checkError{err}
 		}
-		return c, rm, nil
+	} else {
+		var err error
+		if c, err = issuer.Verify(raw, key, kid, iss, now); err != nil {
+			return nil, nil, checkError{err}
+		}
 	}
-	c, err := issuer.Verify(raw, key, kid, iss, now)
-	if err != nil {
-		return nil, nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
+	// Checked after the cache as well as after a signature check: a
+	// verification remembered before a revocation does not outlive it.
+	if s.auth.revoked.revoked(realm, c.ID) {
+		return nil, nil, errRevoked
 	}
-	s.auth.verified.add(realm, key256, verifiedToken{kid: kid, claims: c})
+	if !ok {
+		s.auth.verified.add(realm, key256, verifiedToken{kid: kid, claims: c})
+	}
 	return c, rm, nil
 }
+
+// errRevoked is the validation error for a revoked token.
+var errRevoked = errors.New("token revoked")
+
+// checkError is a failed check of issuer.Verify, its message without the
+// package's prefix; errors.Is sees the issuer's error.
+type checkError struct{ err error }
+
+func (e checkError) Error() string { return strings.TrimPrefix(e.err.Error(), "issuer: ") }
+func (e checkError) Unwrap() error { return e.err }
 
 // recordAudit appends the audit entry of a mutating call.
 func (s *Server) recordAudit(c *caller, action string, status int) {
@@ -271,5 +295,6 @@ type authState struct {
 	proofOpts []dpop.Option
 	nonces    *nonceSource
 	verified  *verifiedTokens // tokens whose signature checked out (tokencache.go)
+	revoked   *revokedTokens  // tokens revoked at the revocation endpoint (revocation.go)
 	codes     codeStore       // unredeemed authorization codes (authcode.go)
 }

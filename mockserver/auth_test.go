@@ -36,6 +36,7 @@ func authFixture() Fixture {
 					{Username: "bob", Password: "bob", Roles: []string{"viewer"}},
 					{Username: "dora", Password: "dora", Groups: []string{"admins"}},
 				},
+				Clients: []FixtureClient{{ClientID: "spa", Public: true}},
 			},
 			{Name: "globex", Users: []FixtureUser{{Username: "gina", Roles: []string{"realm-admin"}}}},
 		},
@@ -346,12 +347,14 @@ func (h *authHarness) signed(t *testing.T, realm, user string, edit func(*issuer
 	raw := h.token(t, realm, user)
 	rm, ok := h.s.store.Lookup(realm)
 	require.True(t, ok)
-	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{issuer.Algorithm})
+	key, kid, err := h.s.accessKey(rm)
+	require.NoError(t, err)
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{issuer.AlgorithmOf(key.Public())})
 	require.NoError(t, err)
 	var c issuer.Claims
-	require.NoError(t, tok.Claims(rm.SigningKey.Public(), &c))
+	require.NoError(t, tok.Claims(key.Public(), &c))
 	edit(&c)
-	out, err := issuer.Sign(rm.SigningKey, rm.KeyID, &c)
+	out, err := issuer.Sign(key, kid, &c)
 	require.NoError(t, err)
 	return out
 }

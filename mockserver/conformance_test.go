@@ -164,15 +164,15 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 	tests := []struct {
 		method, path, allow string
 	}{
-		{http.MethodPut, a.base, "GET, HEAD, POST"},
-		{http.MethodPatch, a.base + "/" + org, "DELETE, GET, HEAD, PUT"},
-		{http.MethodPut, a.base + "/" + org + "/departments", "GET, HEAD, POST"},
-		{http.MethodGet, a.url + "/realms/acme/authorization-decision-provider/authorize", "POST"},
-		{http.MethodGet, a.url + "/realms/acme/protocol/openid-connect/token", "POST"},
-		{http.MethodPost, a.url + "/realms/acme/protocol/openid-connect/certs", "GET, HEAD"},
-		{http.MethodDelete, a.url + "/admin/config", "GET, HEAD, PATCH, PUT"},
-		{http.MethodPut, a.url + "/admin/tenants", "POST"},
-		{http.MethodPost, a.url + "/openapi.json", "GET, HEAD"},
+		{http.MethodPut, a.base, "GET, HEAD, OPTIONS, POST"},
+		{http.MethodPatch, a.base + "/" + org, "DELETE, GET, HEAD, OPTIONS, PUT"},
+		{http.MethodPut, a.base + "/" + org + "/departments", "GET, HEAD, OPTIONS, POST"},
+		{http.MethodGet, a.url + "/realms/acme/authorization-decision-provider/authorize", "OPTIONS, POST"},
+		{http.MethodGet, a.url + "/realms/acme/protocol/openid-connect/token", "OPTIONS, POST"},
+		{http.MethodPost, a.url + "/realms/acme/protocol/openid-connect/certs", "GET, HEAD, OPTIONS"},
+		{http.MethodDelete, a.url + "/admin/config", "GET, HEAD, OPTIONS, PATCH, PUT"},
+		{http.MethodPut, a.url + "/admin/tenants", "OPTIONS, POST"},
+		{http.MethodPost, a.url + "/openapi.json", "GET, HEAD, OPTIONS"},
 	}
 	for _, tt := range tests {
 		r := a.sendRaw(a.admin, tt.method, tt.path, "application/json", `{}`)

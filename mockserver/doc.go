@@ -24,10 +24,25 @@
 // username, password). A request with a valid DPoP proof gets a token bound
 // to the proof's key, which must then be sent as "Authorization: DPoP" with a
 // fresh proof on every request; sent as Bearer it is refused.
-// Server.IssueToken mints the same tokens without a password. Every
-// protected route checks the signature, the issuer, the expiry and that the
-// realm is live; a failure is a 401 with a WWW-Authenticate challenge. A
-// token of another realm, or of a realm that does not exist, is a 401 too.
+// Server.IssueToken mints the same tokens without a password. Access tokens
+// are RS256, as Keycloak's (WithAccessTokenAlgorithm("ES256") makes them
+// ES256); discovery lists the algorithms and the JWKS the keys, so that
+// go-oidc's Verifier checks them. Every protected route checks the
+// signature, the issuer, that it is an access token, the expiry, that it
+// was not revoked and that the realm is live; a failure is a 401 with a
+// WWW-Authenticate challenge. A token of another realm, or of a realm that
+// does not exist, is a 401 too.
+//
+// Keycloak's userinfo (.../protocol/openid-connect/userinfo), revocation
+// (.../revoke, RFC 7009) and introspection (.../token/introspect, RFC 7662)
+// endpoints answer as Keycloak's do: a client revokes an access token
+// issued to it and every route refuses it until it expires; only a
+// confidential client introspects.
+//
+// Browsers may call the server from the origins a fixture client lists in
+// WebOrigins and those of WithCORSOrigins (CORS): every path answers
+// OPTIONS, preflights from such an origin with the CORS headers, others
+// with 403.
 //
 // The organization API (/admin/realms/{realm}/organizations/...) needs the
 // role realm-admin (or the client role realm-management/manage-realm) in a
@@ -115,7 +130,8 @@
 // # Extensions
 //
 // Beyond the service specification the server has: the identity endpoints
-// (discovery, JWKS, the token endpoint) and IssueToken; listing the
+// (discovery, JWKS, the authorization, token, userinfo, revocation and
+// introspection endpoints) and IssueToken; CORS; listing the
 // organizations of a realm; reading one linked role; departments in each
 // tenant of get-organizations; GET /admin/tenants/{tenantId};
 // GET and PATCH /admin/config and its fault-injection keys; GET

@@ -87,6 +87,7 @@ func newAuthState(s *Server) (*authState, error) {
 	a.dpop = v
 	a.proofs = newPerRealm(func() (*dpop.Verifier, error) { return dpop.NewVerifier(a.proofOpts...) })
 	a.verified = newVerifiedTokens(maxVerifiedTokens)
+	a.revoked = newRevokedTokens()
 	return a, nil
 }
 

@@ -64,7 +64,7 @@ func TestDPoPBoundTokens(t *testing.T) {
 	body := res.json(t)
 	require.Equal(t, "DPoP", body["token_type"])
 	token := body["access_token"].(string)
-	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
+	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
 	require.NoError(t, err)
 	var claims struct {
 		Cnf struct {

@@ -68,12 +68,16 @@ type FixtureUser struct {
 // authorization code flow (an extension): absolute http(s) URIs without a
 // fragment, which an authorization request's redirect_uri must equal
 // exactly (no wildcard, no normalization). A client without any cannot use
-// the authorization endpoint.
+// the authorization endpoint. WebOrigins are the origins browsers may call
+// the realm from on the client's behalf (CORS), as Keycloak's webOrigins:
+// an origin scheme://host[:port] (lower case, no path), "+" for the
+// origins of its RedirectURIs, "*" for any origin.
 type FixtureClient struct {
 	ClientID            string              `json:"clientId"`
 	Secret              string              `json:"secret"`
 	Public              bool                `json:"public"`
 	RedirectURIs        []string            `json:"redirectUris"`
+	WebOrigins          []string            `json:"webOrigins"`
 	ServiceAccountRoles []string            `json:"serviceAccountRoles"`
 	Resources           []FixtureResource   `json:"resources"`
 	Permissions         []FixturePermission `json:"permissions"`

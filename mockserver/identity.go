@@ -10,20 +10,23 @@ import (
 	"strings"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-
 	"github.com/orgauthz/orgauthz/internal/issuer"
 	"github.com/orgauthz/orgauthz/internal/store"
 )
 
-// identityRoutes registers discovery (OpenID Connect and RFC 8414), JWKS
-// and the token endpoint. All of them are extensions of the service
+// identityRoutes registers discovery (OpenID Connect and RFC 8414), JWKS,
+// the token endpoint, userinfo (userinfo.go), revocation (revoke.go) and
+// introspection (introspect.go). All of them are extensions of the service
 // specification, which leaves token issuance to the identity provider.
 func (s *Server) identityRoutes(m mux) {
 	m.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.discovery)
 	m.HandleFunc("GET /.well-known/oauth-authorization-server/realms/{realm}", s.authServerMetadata)
 	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", s.certs)
 	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
+	m.Handle("GET /realms/{realm}/protocol/openid-connect/userinfo", s.authenticated(s.userinfo))
+	m.Handle("POST /realms/{realm}/protocol/openid-connect/userinfo", s.authenticated(s.userinfo))
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/revoke", s.revoke)
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token/introspect", s.introspect)
 }
 
 // liveRealm runs fn on the named realm when it exists and is not
@@ -63,10 +66,15 @@ type serverMetadata struct {
 	GrantTypesSupported               []string `json:"grant_types_supported"`
 	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
+	RevocationEndpoint                string   `json:"revocation_endpoint"`
+	RevocationAuthMethodsSupported    []string `json:"revocation_endpoint_auth_methods_supported"`
+	IntrospectionEndpoint             string   `json:"introspection_endpoint"`
+	IntrospectionAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported"`
 	ScopesSupported                   []string `json:"scopes_supported"`
 	DPoPSigningAlgValuesSupported     []string `json:"dpop_signing_alg_values_supported"`
 
 	// OpenID Provider Metadata only.
+	UserinfoEndpoint                 string   `json:"userinfo_endpoint,omitempty"`
 	SubjectTypesSupported            []string `json:"subject_types_supported,omitempty"`
 	IDTokenSigningAlgValuesSupported []string `json:"id_token_signing_alg_values_supported,omitempty"`
 	ClaimsSupported                  []string `json:"claims_supported,omitempty"`
@@ -91,6 +99,11 @@ func (s *Server) metadata(r *http.Request, realm string) serverMetadata {
 		GrantTypesSupported:               []string{grantAuthorizationCode, grantClientCredentials, grantPassword},
 		CodeChallengeMethodsSupported:     []string{"S256"},
 		TokenEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post", "none"},
+		RevocationEndpoint:                oidc + "/revoke",
+		RevocationAuthMethodsSupported:    []string{"client_secret_basic", "client_secret_post", "none"},
+		IntrospectionEndpoint:             oidc + "/token/introspect",
+		// A public client may not introspect (as Keycloak).
+		IntrospectionAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},
 		ScopesSupported:                   supportedScopes,
 		DPoPSigningAlgValuesSupported:     s.auth.dpop.Algorithms(),
 	}
@@ -104,8 +117,9 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc := s.metadata(r, realm)
+	doc.UserinfoEndpoint = doc.Issuer + "/protocol/openid-connect/userinfo"
 	doc.SubjectTypesSupported = []string{"public"}
-	doc.IDTokenSigningAlgValuesSupported = []string{string(issuer.IDTokenAlgorithm)}
+	doc.IDTokenSigningAlgValuesSupported = s.signingAlgorithms()
 	doc.ClaimsSupported = []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "azp", "preferred_username", "email"}
 	writeJSON(w, http.StatusOK, doc)
 }
@@ -122,20 +136,19 @@ func (s *Server) authServerMetadata(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.metadata(r, realm))
 }
 
-// certs serves the realm's JWKS: the ES256 key of access tokens and the
-// RS256 key of ID tokens.
+// certs serves the realm's JWKS: every key its tokens are signed with, each
+// with its alg and kid (publicKeys).
 func (s *Server) certs(w http.ResponseWriter, r *http.Request) {
 	rm, err := s.lookupLive(r.PathValue("realm"))
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	idKey, idKID, err := rm.IDTokenKey(issuer.GenerateIDTokenKey)
+	set, err := s.publicKeys(rm)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{issuer.PublicJWK(rm.SigningKey, rm.KeyID), issuer.IDTokenJWK(idKey, idKID)}}
 	b, err := json.Marshal(set)
 	if err != nil {
 		writeErr(w, err)
@@ -161,6 +174,22 @@ type oauthError struct {
 
 func (e *oauthError) Error() string { return e.code + ": " + e.description }
 
+// writeOAuthAnswer answers err: an *oauthError as RFC 6749 section 5.2 says
+// (a Basic challenge when a client that authenticated with HTTP Basic
+// failed), anything else as the service's error body.
+func writeOAuthAnswer(w http.ResponseWriter, realm string, err error) {
+	var oe *oauthError
+	if !errors.As(err, &oe) {
+		writeErr(w, err)
+		return
+	}
+	if oe.basic && oe.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+realm+`"`)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, oe.status, map[string]string{"error": oe.code, "error_description": oe.description})
+}
+
 // tokenResponse is an RFC 6749 section 5.1 answer, with the ID token of
 // OpenID Connect Core 1.0 section 3.1.3.3 when openid was granted.
 type tokenResponse struct {
@@ -183,16 +212,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, err := s.grant(w, r, realm)
 	if err != nil {
-		var oe *oauthError
-		if !errors.As(err, &oe) {
-			writeErr(w, err)
-			return
-		}
-		if oe.basic && oe.status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Basic realm="`+realm+`"`)
-		}
-		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, oe.status, map[string]string{"error": oe.code, "error_description": oe.description})
+		writeOAuthAnswer(w, realm, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -203,18 +223,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 // grant authenticates the client and the user of a token request and mints
 // the token.
 func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*tokenResponse, error) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
-		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "the body must be application/x-www-form-urlencoded"}
-	}
-	if err := r.ParseForm(); err != nil {
-		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "malformed form body"}
-	}
-	form := r.PostForm
-	for name, values := range form {
-		if len(values) > 1 { // RFC 6749 section 3.1: never more than once
-			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + name + " is given more than once"}
-		}
+	form, oe := readOAuthForm(w, r)
+	if oe != nil {
+		return nil, oe
 	}
 	grantType := form.Get("grant_type")
 	switch grantType {
@@ -245,13 +256,11 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		code     *authCode
 	)
 	err := s.liveRealm(realm, func(rm *store.Realm) error {
-		c, ok := rm.ClientNamed(clientID)
+		c, ok := checkClient(rm, clientID, secret)
 		if !ok {
 			return badClient
 		}
-		if !c.Public && (secret == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1) {
-			return badClient
-		}
+		noteCORSClient(r, realm, clientID)
 		switch grantType {
 		case grantClientCredentials:
 			if c.Public || c.ServiceAccountUserID == "" {
@@ -368,6 +377,40 @@ func grantedScopes(requested, grantType string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// readOAuthForm reads the form body of a request to one of the OAuth
+// endpoints (token, revoke, introspect), at most maxBody bytes, and refuses
+// another Content-Type, a malformed body or a parameter given more than
+// once (RFC 6749 section 3.1).
+func readOAuthForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthError) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
+		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "the body must be application/x-www-form-urlencoded"}
+	}
+	if err := r.ParseForm(); err != nil {
+		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "malformed form body"}
+	}
+	for name, values := range r.PostForm {
+		if len(values) > 1 {
+			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + name + " is given more than once"}
+		}
+	}
+	return r.PostForm, nil
+}
+
+// checkClient returns the client of rm named clientID when secret is
+// its secret; a public client needs none (it is identified, not
+// authenticated, as Keycloak does). Read it under rm's lock.
+func checkClient(rm *store.Realm, clientID, secret string) (*store.Client, bool) {
+	c, ok := rm.ClientNamed(clientID)
+	if !ok {
+		return nil, false
+	}
+	if !c.Public && (secret == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1) {
+		return nil, false
+	}
+	return c, true
 }
 
 // clientCredentials reads the client's id and secret from HTTP Basic

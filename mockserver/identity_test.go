@@ -105,6 +105,11 @@ func TestDiscovery(t *testing.T) {
 			require.ElementsMatch(t, []any{"client_secret_basic", "client_secret_post", "none"}, doc["token_endpoint_auth_methods_supported"])
 			require.Subset(t, doc["dpop_signing_alg_values_supported"], []any{"ES256", "EdDSA", "Ed25519"})
 			require.Contains(t, doc["scopes_supported"], "openid")
+			require.Equal(t, iss+"/protocol/openid-connect/revoke", doc["revocation_endpoint"])
+			require.Equal(t, iss+"/protocol/openid-connect/token/introspect", doc["introspection_endpoint"])
+			require.ElementsMatch(t, []any{"client_secret_basic", "client_secret_post", "none"}, doc["revocation_endpoint_auth_methods_supported"])
+			require.ElementsMatch(t, []any{"client_secret_basic", "client_secret_post"}, doc["introspection_endpoint_auth_methods_supported"],
+				"a public client may not introspect")
 			// Every URL the document names answers something other than 404.
 			for k, v := range doc {
 				u, ok := v.(string)
@@ -112,7 +117,8 @@ func TestDiscovery(t *testing.T) {
 					continue
 				}
 				method := http.MethodGet
-				if k == "token_endpoint" {
+				switch k {
+				case "token_endpoint", "revocation_endpoint", "introspection_endpoint":
 					method = http.MethodPost
 				}
 				res := send(t, srv, method, strings.TrimPrefix(u, srv.URL), "application/x-www-form-urlencoded", strings.NewReader(""), nil)
@@ -123,6 +129,8 @@ func TestDiscovery(t *testing.T) {
 	}
 	doc := oidc.json(t)
 	require.Equal(t, []any{"public"}, doc["subject_types_supported"])
+	require.Equal(t, iss+"/protocol/openid-connect/userinfo", doc["userinfo_endpoint"])
+	require.NotContains(t, oauth.json(t), "userinfo_endpoint", "an OpenID Connect endpoint")
 	require.Equal(t, []any{"RS256"}, doc["id_token_signing_alg_values_supported"])
 	require.NotContains(t, oauth.json(t), "id_token_signing_alg_values_supported")
 
@@ -157,6 +165,7 @@ func TestIDTokens(t *testing.T) {
 	require.Equal(t, "RS256", keys[0].Algorithm)
 	var id struct {
 		jwt.Claims
+		Type     string `json:"typ"`
 		AZP      string `json:"azp"`
 		AuthTime int64  `json:"auth_time"`
 		Username string `json:"preferred_username"`
@@ -168,13 +177,15 @@ func TestIDTokens(t *testing.T) {
 	require.Equal(t, "alice", id.Username)
 	require.Equal(t, "alice@acme.test", id.Email)
 	require.NotZero(t, id.AuthTime)
-	access, err := jwt.ParseSigned(body["access_token"].(string), []jose.SignatureAlgorithm{jose.ES256})
+	access, err := jwt.ParseSigned(body["access_token"].(string), []jose.SignatureAlgorithm{jose.RS256})
 	require.NoError(t, err)
 	var at jwt.Claims
 	require.NoError(t, access.UnsafeClaimsWithoutVerification(&at))
 	require.Equal(t, at.Subject, id.Subject)
-	_, err = jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
-	require.Error(t, err, "an ID token is never an access token's algorithm")
+	require.Equal(t, "ID", id.Type, "an ID token says so (Keycloak's typ)")
+	// The ID token is signed by the key that signs access tokens: its typ
+	// alone keeps it from being one.
+	require.Equal(t, access.Headers[0].KeyID, tok.Headers[0].KeyID)
 	require.Equal(t, http.StatusUnauthorized, postJSON(t, srv, authorizePath, raw, `{"clientId":"orders-api","resources":[{"name":"x"}],"context":{}}`).status,
 		"an ID token is not accepted as an access token")
 
@@ -191,59 +202,84 @@ func TestIDTokens(t *testing.T) {
 	require.NotContains(t, res.json(t), "scope", "no scope asked, none answered")
 }
 
+// TestJWKSVerifiesIssuedTokens: the JWKS lists every key in use, each with
+// its alg and kid, and verifies the access tokens of the server's
+// algorithm, RS256 by default (as Keycloak signs them) or ES256 with
+// WithAccessTokenAlgorithm.
 func TestJWKSVerifiesIssuedTokens(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(identityFixture()))
-	res := send(t, srv, http.MethodGet, "/realms/acme/protocol/openid-connect/certs", "", nil, nil)
-	require.Equal(t, http.StatusOK, res.status)
-	var set jose.JSONWebKeySet
-	require.NoError(t, json.Unmarshal(res.body, &set))
-	require.Len(t, set.Keys, 2, "the access-token key and the ID-token key")
-	for _, k := range set.Keys {
-		require.True(t, k.IsPublic())
-	}
-
-	for name, raw := range map[string]string{
-		"IssueToken": srv.Token("acme", "alice"),
-		"password grant": tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
-			"username": {"alice"}, "password": {"alice-pw"}}, nil).json(t)["access_token"].(string),
+	for _, tc := range []struct {
+		alg      string
+		opts     []mockserver.Option
+		wantAlgs []string // the JWKS's keys' algorithms
+	}{
+		{"RS256", nil, []string{"RS256"}},
+		{"ES256", []mockserver.Option{mockserver.WithAccessTokenAlgorithm("ES256")}, []string{"RS256", "ES256"}},
 	} {
-		t.Run(name, func(t *testing.T) {
-			tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
-			require.NoError(t, err)
-			keys := set.Key(tok.Headers[0].KeyID)
-			require.Len(t, keys, 1)
-			var claims struct {
-				jwt.Claims
-				AZP               string `json:"azp"`
-				PreferredUsername string `json:"preferred_username"`
-				RealmAccess       struct {
-					Roles []string `json:"roles"`
-				} `json:"realm_access"`
-				ResourceAccess map[string]struct {
-					Roles []string `json:"roles"`
-				} `json:"resource_access"`
+		t.Run(tc.alg, func(t *testing.T) {
+			t.Parallel()
+			srv := mockservertest.Start(t, append(tc.opts, mockserver.WithFixture(identityFixture()))...)
+			res := send(t, srv, http.MethodGet, "/realms/acme/protocol/openid-connect/certs", "", nil, nil)
+			require.Equal(t, http.StatusOK, res.status)
+			var set jose.JSONWebKeySet
+			require.NoError(t, json.Unmarshal(res.body, &set))
+			var algs []string
+			for _, k := range set.Keys {
+				require.True(t, k.IsPublic())
+				require.NotEmpty(t, k.KeyID)
+				require.Equal(t, "sig", k.Use)
+				algs = append(algs, k.Algorithm)
 			}
-			require.NoError(t, tok.Claims(keys[0].Key, &claims))
-			require.NoError(t, claims.Validate(jwt.Expected{Issuer: srv.URL + "/realms/acme", Time: time.Now()}))
-			require.NotEmpty(t, claims.Subject)
-			require.NotEmpty(t, claims.ID)
-			require.NotNil(t, claims.IssuedAt)
-			require.Equal(t, "admin-cli", claims.AZP)
-			require.Equal(t, "alice", claims.PreferredUsername)
-			require.Contains(t, claims.RealmAccess.Roles, "realm-admin")
-			require.Equal(t, []string{"manage-realm"}, claims.ResourceAccess["realm-management"].Roles)
+			require.ElementsMatch(t, tc.wantAlgs, algs, "the keys in use: ID tokens are RS256")
+
+			for name, raw := range map[string]string{
+				"IssueToken": srv.Token("acme", "alice"),
+				"password grant": tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+					"username": {"alice"}, "password": {"alice-pw"}}, nil).json(t)["access_token"].(string),
+			} {
+				t.Run(name, func(t *testing.T) {
+					tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.SignatureAlgorithm(tc.alg)})
+					require.NoError(t, err)
+					keys := set.Key(tok.Headers[0].KeyID)
+					require.Len(t, keys, 1)
+					require.Equal(t, tc.alg, keys[0].Algorithm)
+					var claims struct {
+						jwt.Claims
+						Type              string `json:"typ"`
+						AZP               string `json:"azp"`
+						PreferredUsername string `json:"preferred_username"`
+						RealmAccess       struct {
+							Roles []string `json:"roles"`
+						} `json:"realm_access"`
+						ResourceAccess map[string]struct {
+							Roles []string `json:"roles"`
+						} `json:"resource_access"`
+					}
+					require.NoError(t, tok.Claims(keys[0].Key, &claims))
+					require.NoError(t, claims.Validate(jwt.Expected{Issuer: srv.URL + "/realms/acme", Time: time.Now()}))
+					require.NotEmpty(t, claims.Subject)
+					require.NotEmpty(t, claims.ID)
+					require.NotNil(t, claims.IssuedAt)
+					require.Equal(t, "Bearer", claims.Type)
+					require.Equal(t, "admin-cli", claims.AZP)
+					require.Equal(t, "alice", claims.PreferredUsername)
+					require.Contains(t, claims.RealmAccess.Roles, "realm-admin")
+					require.Equal(t, []string{"manage-realm"}, claims.ResourceAccess["realm-management"].Roles)
+				})
+			}
+
+			// Another realm's keys do not verify acme's tokens.
+			other := send(t, srv, http.MethodGet, "/realms/master/protocol/openid-connect/certs", "", nil, nil)
+			var otherSet jose.JSONWebKeySet
+			require.NoError(t, json.Unmarshal(other.body, &otherSet))
+			tok, err := jwt.ParseSigned(srv.Token("acme", "bob"), []jose.SignatureAlgorithm{jose.SignatureAlgorithm(tc.alg)})
+			require.NoError(t, err)
+			for _, k := range otherSet.Keys {
+				var c jwt.Claims
+				require.Error(t, tok.Claims(k.Key, &c))
+			}
 		})
 	}
-
-	// Another realm's key does not verify acme's tokens.
-	other := send(t, srv, http.MethodGet, "/realms/master/protocol/openid-connect/certs", "", nil, nil)
-	var otherSet jose.JSONWebKeySet
-	require.NoError(t, json.Unmarshal(other.body, &otherSet))
-	tok, err := jwt.ParseSigned(srv.Token("acme", "bob"), []jose.SignatureAlgorithm{jose.ES256})
-	require.NoError(t, err)
-	var c jwt.Claims
-	require.Error(t, tok.Claims(otherSet.Keys[0].Key, &c))
 }
 
 func TestTokenEndpoint(t *testing.T) {
@@ -316,7 +352,7 @@ func TestTokenEndpoint(t *testing.T) {
 			require.Equal(t, "Bearer", body["token_type"])
 			require.EqualValues(t, 300, body["expires_in"])
 			raw := body["access_token"].(string)
-			tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+			tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
 			require.NoError(t, err)
 			var c struct {
 				PreferredUsername string `json:"preferred_username"`

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orgauthz/orgauthz/internal/issuer"
 	"github.com/orgauthz/orgauthz/internal/store"
 )
 
@@ -27,6 +28,8 @@ type config struct {
 	logger      *slog.Logger
 	adminSecret string
 	proxies     []string
+	accessAlg   string
+	corsOrigins []string
 }
 
 // WithFixture seeds the server with f (see Fixture). It replaces an
@@ -81,6 +84,18 @@ func WithAdminSecret(secret string) Option {
 	return func(c *config) { c.adminSecret = secret }
 }
 
+// WithAccessTokenAlgorithm sets the signature algorithm of the access
+// tokens the server mints: "RS256" (the default, as Keycloak's realms sign
+// them), with the realm's RSA key, which also signs ID tokens; or "ES256",
+// with a P-256 key of the realm's own. Discovery lists every algorithm the
+// server signs with in id_token_signing_alg_values_supported, and the JWKS
+// every key in use, so that an OpenID Connect library that verifies access
+// tokens by the provider's metadata (go-oidc's Verifier) accepts either.
+// New fails on any other value.
+func WithAccessTokenAlgorithm(alg string) Option {
+	return func(c *config) { c.accessAlg = alg }
+}
+
 // New returns a Server configured by opts. It fails when an option is
 // invalid or the fixture is unreadable or names something undefined; loading
 // a fixture is all or nothing.
@@ -108,6 +123,14 @@ func New(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	accessAlg := issuer.RS256
+	switch c.accessAlg {
+	case "", string(issuer.RS256):
+	case string(issuer.ES256):
+		accessAlg = issuer.ES256
+	default:
+		return nil, fmt.Errorf("mockserver: WithAccessTokenAlgorithm: %q is not RS256 or ES256", c.accessAlg)
+	}
 	fx := Fixture{}
 	switch {
 	case c.fixtureFile != "":
@@ -121,11 +144,15 @@ func New(opts ...Option) (*Server, error) {
 	}
 
 	s := &Server{
-		store:   store.New(c.now),
-		now:     c.now,
-		logger:  c.logger,
-		issuer:  c.issuer,
-		proxies: proxies,
+		store:     store.New(c.now),
+		now:       c.now,
+		logger:    c.logger,
+		issuer:    c.issuer,
+		proxies:   proxies,
+		accessAlg: accessAlg,
+	}
+	if s.cors, err = newCORSPolicy(fx, c.corsOrigins); err != nil {
+		return nil, err
 	}
 	auth, err := newAuthState(s)
 	if err != nil {
@@ -137,7 +164,7 @@ func New(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s.auth.adminSecret = secret
-	s.handler = readBodyFirst(s.routes())
+	s.handler = s.withCORS(readBodyFirst(s.routes()))
 	if wrapHandler != nil {
 		s.handler = wrapHandler(s.handler)
 	}

@@ -785,7 +785,7 @@ func TestDepartmentTemplates(t *testing.T) {
 	for _, m := range []string{http.MethodPut, http.MethodDelete} {
 		r := a.do(m, base+"/"+tmpl.ID, body)
 		r.errBody(t, http.StatusMethodNotAllowed)
-		assert.Equal(t, "GET, HEAD", r.Header.Get("Allow"))
+		assert.Equal(t, "GET, HEAD, OPTIONS", r.Header.Get("Allow"))
 	}
 
 	// Instantiation creates the whole subtree with the template roles.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+
 	"github.com/orgauthz/orgauthz/internal/store"
 )
 
@@ -24,8 +26,12 @@ type Server struct {
 	// proxies are the trusted reverse proxies whose forwarding headers
 	// are read when issuer is empty.
 	proxies []netip.Prefix
+	// accessAlg is the algorithm of the access tokens it mints
+	// (WithAccessTokenAlgorithm; keys.go).
+	accessAlg jose.SignatureAlgorithm
 
-	auth *authState // token issuing and validation (auth.go)
+	auth *authState  // token issuing and validation (auth.go)
+	cors *corsPolicy // the origins browsers may call from (cors.go)
 
 	// patterns are the routes' patterns, "METHOD /path", as registered.
 	patterns []string
@@ -47,7 +53,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // /{orgId}/roles both match /alias/roles, /users/{userId}/assignments and
 // /{orgId}/roles/{roleId} both match /users/roles/assignments.
 func (s *Server) routes() http.Handler {
-	newMux := func() mux { return mux{ServeMux: http.NewServeMux(), patterns: &s.patterns} }
+	preflights := &preflightRoutes{s: s, methods: map[*http.ServeMux]map[string]*[]string{}}
+	newMux := func() mux { return mux{ServeMux: http.NewServeMux(), patterns: &s.patterns, preflights: preflights} }
 	top := newMux()
 	s.identityRoutes(top)
 	s.authorizeRoutes(top)
@@ -69,15 +76,45 @@ func (s *Server) routes() http.Handler {
 // canonical ("//x", "/a/../b") with a 404 rather than ServeMux's redirect. Every pattern is registered with its
 // method, so that ServeMux tells the two apart; a catch-all "/" pattern
 // would turn every 405 into a 404.
+//
+// Every path it routes also answers OPTIONS, CORS preflights included
+// (cors.go).
 type mux struct {
 	*http.ServeMux
-	patterns *[]string // every pattern registered, for the tests
+	patterns   *[]string // every pattern registered, for the tests
+	preflights *preflightRoutes
 }
 
-// Handle registers h for pattern, which names its method.
+// preflightRoutes remembers the methods registered for each path of each
+// mux, which its OPTIONS route answers.
+type preflightRoutes struct {
+	s       *Server
+	methods map[*http.ServeMux]map[string]*[]string // mux -> path -> methods
+}
+
+// Handle registers h for pattern, which names its method, and, on the
+// path's first pattern, the path's OPTIONS route.
 func (m mux) Handle(pattern string, h http.Handler) {
 	*m.patterns = append(*m.patterns, pattern)
 	m.ServeMux.Handle(pattern, h)
+	method, path, _ := strings.Cut(pattern, " ")
+	paths := m.preflights.methods[m.ServeMux]
+	if paths == nil {
+		paths = map[string]*[]string{}
+		m.preflights.methods[m.ServeMux] = paths
+	}
+	methods, ok := paths[path]
+	if !ok {
+		methods = &[]string{}
+		paths[path] = methods
+		options := http.MethodOptions + " " + path
+		*m.patterns = append(*m.patterns, options)
+		m.ServeMux.Handle(options, m.preflights.s.preflight(methods))
+	}
+	*methods = append(*methods, method)
+	if method == http.MethodGet {
+		*methods = append(*methods, http.MethodHead)
+	}
 }
 
 // HandleFunc registers h for pattern, which names its method.

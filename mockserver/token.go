@@ -71,14 +71,21 @@ func (s *Server) IssueToken(realm, username string, opts ...TokenOption) (string
 }
 
 // mint signs a token of realm for the user named username and returns it
-// with its claims.
+// with its claims. The claims are built under the realm's read lock and
+// signed after it: an RS256 signature takes a millisecond or more, which
+// the realm's writers need not wait for (the key never changes).
 func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, *issuer.Claims, error) {
-	var (
-		claims issuer.Claims
-		signed string
-	)
+	rm, err := s.lookupLive(realm)
+	if err != nil {
+		return "", nil, fmt.Errorf("mockserver: issue token: %w", err)
+	}
+	key, kid, err := s.accessKey(rm)
+	if err != nil {
+		return "", nil, fmt.Errorf("mockserver: issue token: %w", err)
+	}
+	var claims issuer.Claims
 	cfg := s.store.Config()
-	err := s.store.Read(realm, func(r *store.Realm) error {
+	err = s.store.Read(realm, func(r *store.Realm) error {
 		if r.Decommissioned() {
 			return store.NotFound("realm %q is decommissioned", realm)
 		}
@@ -106,12 +113,12 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, *is
 		if spec.jkt != "" {
 			claims.Confirmation = &issuer.Confirmation{JKT: spec.jkt}
 		}
-		// Sign under the read lock: the key is immutable, signing is quick,
-		// and it keeps the realm's key and kid consistent.
-		var err error
-		signed, err = issuer.Sign(r.SigningKey, r.KeyID, &claims)
-		return err
+		return nil
 	})
+	if err != nil {
+		return "", nil, fmt.Errorf("mockserver: issue token: %w", err)
+	}
+	signed, err := issuer.Sign(key, kid, &claims)
 	if err != nil {
 		return "", nil, fmt.Errorf("mockserver: issue token: %w", err)
 	}
@@ -121,14 +128,14 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, *is
 // idToken mints the RS256 ID token (OpenID Connect Core 1.0 section 2) that
 // goes with the access token whose claims are at: same issuer, subject,
 // times and user, the client as audience and authorized party, signed by
-// the realm's ID-token key; with the authorization request's nonce, and
+// the realm's RSA key; with the authorization request's nonce, and
 // the time the user authenticated.
 func (s *Server) idToken(realm string, at *issuer.Claims, nonce string, authTime time.Time) (string, error) {
 	rm, err := s.lookupLive(realm)
 	if err != nil {
 		return "", err
 	}
-	key, kid, err := rm.IDTokenKey(issuer.GenerateIDTokenKey)
+	key, kid, err := rm.RSAKey(issuer.GenerateRSAKey)
 	if err != nil {
 		return "", err
 	}
@@ -158,7 +165,7 @@ func userClaims(r *store.Realm, u *store.User, clientID string, now time.Time, l
 			Expiry:   jwt.NewNumericDate(now.Add(lifetime)),
 			ID:       store.NewID(),
 		},
-		Type:              "Bearer",
+		Type:              issuer.TypeAccess,
 		AuthorizedParty:   clientID,
 		PreferredUsername: u.Username,
 		Email:             u.Email,

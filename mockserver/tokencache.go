@@ -89,6 +89,19 @@ func (v *verifiedTokens) add(realm string, key [sha256.Size]byte, t verifiedToke
 	}
 }
 
+// remove forgets one token of realm (it was revoked). The check that
+// refuses a revoked token does not depend on it: it only gives the entry
+// back to the budget.
+func (v *verifiedTokens) remove(realm string, key [sha256.Size]byte) {
+	c, ok := v.realms.lookup(realm)
+	if !ok {
+		return
+	}
+	if c.Remove(key) {
+		v.total.Add(-1)
+	}
+}
+
 // forget drops a realm's cache (its tenant was decommissioned: its tokens
 // are refused from then on) and gives its entries back to the budget. A
 // token of the realm verified while it is forgotten may stay counted: the

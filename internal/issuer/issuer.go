@@ -1,8 +1,9 @@
 // Package issuer mints and validates the reference server's access tokens,
-// ES256 JWTs shaped like Keycloak's, and mints its OpenID Connect ID tokens,
-// RS256 JWTs (the algorithm OpenID Connect Discovery 1.0 requires every
-// provider to support). It knows nothing of HTTP or of the store; callers
-// hand it keys, issuer URLs and the current time.
+// JWTs shaped like Keycloak's, and mints its OpenID Connect ID tokens. A
+// token's algorithm is its key's: RS256 for an RSA key (Keycloak's default,
+// and the algorithm OpenID Connect Discovery 1.0 requires every provider to
+// support), ES256 for a P-256 key. It knows nothing of HTTP or of the
+// store; callers hand it keys, issuer URLs and the current time.
 package issuer
 
 import (
@@ -21,16 +22,24 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 )
 
-// Algorithm is the signature algorithm of every access token the issuer
-// mints.
-const Algorithm = jose.ES256
+// The algorithms of the keys the issuer makes: RS256 for RSA keys
+// (GenerateRSAKey), ES256 for P-256 keys (GenerateKey).
+const (
+	RS256 = jose.RS256
+	ES256 = jose.ES256
+)
 
-// IDTokenAlgorithm is the signature algorithm of every ID token the issuer
-// mints.
-const IDTokenAlgorithm = jose.RS256
+// Token types (the typ claim), as Keycloak writes them: an access token is
+// "Bearer" (DPoP-bound ones too), an ID token "ID". Verify accepts only
+// access tokens, so that an ID token signed by the same key is never taken
+// for one.
+const (
+	TypeAccess = "Bearer"
+	TypeID     = "ID"
+)
 
-// idTokenKeyBits is the size of the RSA keys of ID tokens.
-const idTokenKeyBits = 2048
+// rsaKeyBits is the size of the RSA keys GenerateRSAKey makes.
+const rsaKeyBits = 2048
 
 // Errors Verify returns. Each names one failed check; all of them mean the
 // token must be refused.
@@ -43,6 +52,9 @@ var (
 	ErrSignature = errors.New("issuer: invalid token signature")
 	// ErrIssuer reports an iss claim other than the realm's issuer.
 	ErrIssuer = errors.New("issuer: token issued by another issuer")
+	// ErrType reports a token of the realm (signature and issuer verified)
+	// that is not an access token: an ID token (typ "ID").
+	ErrType = errors.New("issuer: not an access token")
 	// ErrExpired reports a token past its exp (or without one).
 	ErrExpired = errors.New("issuer: token expired")
 	// ErrNotYetValid reports a token used before its nbf.
@@ -102,43 +114,55 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// GenerateKey returns a new P-256 signing key and its key id (the RFC 7638
-// thumbprint of its public key).
+// GenerateKey returns a new P-256 signing key, for ES256 tokens, and its
+// key id (the RFC 7638 thumbprint of its public key).
 func GenerateKey() (crypto.Signer, string, error) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, "", fmt.Errorf("issuer: generate key: %w", err)
 	}
-	tp, err := (&jose.JSONWebKey{Key: k.Public()}).Thumbprint(crypto.SHA256)
-	if err != nil {
-		return nil, "", fmt.Errorf("issuer: thumbprint: %w", err)
-	}
-	return k, base64.RawURLEncoding.EncodeToString(tp), nil
+	kid, err := thumbprint(k.Public())
+	return k, kid, err
 }
 
-// GenerateIDTokenKey returns a new RSA key for signing ID tokens and its key
-// id (the RFC 7638 thumbprint of its public key).
-func GenerateIDTokenKey() (crypto.Signer, string, error) {
-	k, err := rsa.GenerateKey(rand.Reader, idTokenKeyBits)
+// GenerateRSAKey returns a new 2048-bit RSA signing key, for RS256 tokens,
+// and its key id (the RFC 7638 thumbprint of its public key). It costs tens
+// of milliseconds.
+func GenerateRSAKey() (crypto.Signer, string, error) {
+	k, err := rsa.GenerateKey(rand.Reader, rsaKeyBits)
 	if err != nil {
 		return nil, "", fmt.Errorf("issuer: generate RSA key: %w", err)
 	}
-	tp, err := (&jose.JSONWebKey{Key: k.Public()}).Thumbprint(crypto.SHA256)
+	kid, err := thumbprint(k.Public())
+	return k, kid, err
+}
+
+func thumbprint(pub crypto.PublicKey) (string, error) {
+	tp, err := (&jose.JSONWebKey{Key: pub}).Thumbprint(crypto.SHA256)
 	if err != nil {
-		return nil, "", fmt.Errorf("issuer: thumbprint: %w", err)
+		return "", fmt.Errorf("issuer: thumbprint: %w", err)
 	}
-	return k, base64.RawURLEncoding.EncodeToString(tp), nil
+	return base64.RawURLEncoding.EncodeToString(tp), nil
 }
 
-// PublicJWK returns the public JWK of an access-token key, for a JWKS
-// document.
+// AlgorithmOf returns the algorithm of tokens signed by pub's private key:
+// RS256 for an RSA key, ES256 for a P-256 key, "" for any other key.
+func AlgorithmOf(pub crypto.PublicKey) jose.SignatureAlgorithm {
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		return RS256
+	case *ecdsa.PublicKey:
+		if k.Curve == elliptic.P256() {
+			return ES256
+		}
+	}
+	return ""
+}
+
+// PublicJWK returns the public JWK of a signing key, with its algorithm and
+// key id, for a JWKS document.
 func PublicJWK(key crypto.Signer, kid string) jose.JSONWebKey {
-	return jose.JSONWebKey{Key: key.Public(), KeyID: kid, Algorithm: string(Algorithm), Use: "sig"}
-}
-
-// IDTokenJWK returns the public JWK of an ID-token key, for a JWKS document.
-func IDTokenJWK(key crypto.Signer, kid string) jose.JSONWebKey {
-	return jose.JSONWebKey{Key: key.Public(), KeyID: kid, Algorithm: string(IDTokenAlgorithm), Use: "sig"}
+	return jose.JSONWebKey{Key: key.Public(), KeyID: kid, Algorithm: string(AlgorithmOf(key.Public())), Use: "sig"}
 }
 
 // IDClaims are the claims of an ID token (OpenID Connect Core 1.0 section
@@ -146,6 +170,7 @@ func IDTokenJWK(key crypto.Signer, kid string) jose.JSONWebKey {
 // authentication, and the user's name and email.
 type IDClaims struct {
 	jwt.Claims
+	Type              string           `json:"typ,omitempty"` // set to TypeID by SignIDToken
 	AuthTime          *jwt.NumericDate `json:"auth_time,omitempty"`
 	AuthorizedParty   string           `json:"azp,omitempty"`
 	Nonce             string           `json:"nonce,omitempty"`
@@ -153,20 +178,31 @@ type IDClaims struct {
 	Email             string           `json:"email,omitempty"`
 }
 
-// SignIDToken mints an RS256 ID token of c with an RSA key from
-// GenerateIDTokenKey, naming kid in its header.
+// SignIDToken mints an ID token of c (its typ set to "ID") with key, an RSA
+// key from GenerateRSAKey (OpenID Connect Discovery 1.0 requires RS256 ID
+// tokens), naming kid in its header.
 func SignIDToken(key crypto.Signer, kid string, c *IDClaims) (string, error) {
-	return sign(IDTokenAlgorithm, key, kid, c)
+	if AlgorithmOf(key.Public()) != RS256 {
+		return "", errors.New("issuer: ID tokens are signed with an RSA key")
+	}
+	c.Type = TypeID
+	return sign(key, kid, c)
 }
 
-// Sign mints a compact JWS of c with key, naming kid in its header.
+// Sign mints a compact JWS of c with key, in the key's algorithm
+// (AlgorithmOf), naming kid in its header. Callers set c.Type: Verify
+// accepts only TypeAccess.
 func Sign(key crypto.Signer, kid string, c *Claims) (string, error) {
-	return sign(Algorithm, key, kid, c)
+	return sign(key, kid, c)
 }
 
-// sign mints a compact JWS of type JWT of claims with key and alg, naming
-// kid in its header.
-func sign(alg jose.SignatureAlgorithm, key crypto.Signer, kid string, claims any) (string, error) {
+// sign mints a compact JWS of type JWT of claims with key in its
+// algorithm, naming kid in its header.
+func sign(key crypto.Signer, kid string, claims any) (string, error) {
+	alg := AlgorithmOf(key.Public())
+	if alg == "" {
+		return "", errors.New("issuer: the key is neither RSA nor P-256")
+	}
 	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}},
 		(&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
@@ -180,10 +216,16 @@ func sign(alg jose.SignatureAlgorithm, key crypto.Signer, kid string, claims any
 }
 
 // Verify checks raw against the realm's current key (pub, kid), its issuer
-// URL and the time now, and returns its claims. The checks run in this
-// order: shape, key id, signature, issuer, then CheckTime.
+// URL and the time now, and returns its claims. Only the key's algorithm
+// (AlgorithmOf) is accepted. The checks run in this order: shape, key id,
+// signature, issuer, type (an access token: ErrType for an ID token), then
+// CheckTime.
 func Verify(raw string, pub crypto.PublicKey, kid, issuer string, now time.Time) (*Claims, error) {
-	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{Algorithm})
+	alg := AlgorithmOf(pub)
+	if alg == "" {
+		return nil, ErrKey
+	}
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{alg})
 	if err != nil || len(tok.Headers) != 1 {
 		return nil, ErrMalformed
 	}
@@ -196,6 +238,9 @@ func Verify(raw string, pub crypto.PublicKey, kid, issuer string, now time.Time)
 	}
 	if c.Issuer != issuer {
 		return nil, ErrIssuer
+	}
+	if c.Type != TypeAccess {
+		return nil, ErrType
 	}
 	if err := c.CheckTime(now); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"crypto"
 	"testing"
 	"time"
 
@@ -8,78 +9,134 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// keyMakers are the issuer's two kinds of key, by the algorithm of their
+// tokens.
+var keyMakers = []struct {
+	alg string
+	gen func() (crypto.Signer, string, error)
+}{
+	{"RS256", GenerateRSAKey},
+	{"ES256", GenerateKey},
+}
+
 func TestSignVerify(t *testing.T) {
 	t.Parallel()
-	key, kid, err := GenerateKey()
-	require.NoError(t, err)
-	other, otherKid, err := GenerateKey()
-	require.NoError(t, err)
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	iss := RealmIssuer("http://localhost:8080/", "acme")
-	require.Equal(t, "http://localhost:8080/realms/acme", iss)
+	for _, km := range keyMakers {
+		t.Run(km.alg, func(t *testing.T) {
+			t.Parallel()
+			key, kid, err := km.gen()
+			require.NoError(t, err)
+			other, otherKid, err := km.gen()
+			require.NoError(t, err)
+			now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+			iss := RealmIssuer("http://localhost:8080/", "acme")
+			require.Equal(t, "http://localhost:8080/realms/acme", iss)
 
-	claims := &Claims{
-		Claims:            jwt.Claims{Issuer: iss, Subject: "u1", Expiry: jwt.NewNumericDate(now.Add(time.Minute)), IssuedAt: jwt.NewNumericDate(now)},
-		AuthorizedParty:   "admin-cli",
-		PreferredUsername: "alice",
-		RealmAccess:       &Access{Roles: []string{"realm-admin"}},
-		ResourceAccess:    map[string]Access{"realm-management": {Roles: []string{"manage-realm"}}},
-		Organization:      "org1",
-		Confirmation:      &Confirmation{JKT: "thumb"},
-	}
-	raw, err := Sign(key, kid, claims)
-	require.NoError(t, err)
+			claims := &Claims{
+				Claims:            jwt.Claims{Issuer: iss, Subject: "u1", Expiry: jwt.NewNumericDate(now.Add(time.Minute)), IssuedAt: jwt.NewNumericDate(now)},
+				Type:              TypeAccess,
+				AuthorizedParty:   "admin-cli",
+				PreferredUsername: "alice",
+				RealmAccess:       &Access{Roles: []string{"realm-admin"}},
+				ResourceAccess:    map[string]Access{"realm-management": {Roles: []string{"manage-realm"}}},
+				Organization:      "org1",
+				Confirmation:      &Confirmation{JKT: "thumb"},
+			}
+			raw, err := Sign(key, kid, claims)
+			require.NoError(t, err)
 
-	got, err := Verify(raw, key.Public(), kid, iss, now)
-	require.NoError(t, err)
-	require.Equal(t, "u1", got.Subject)
-	require.True(t, got.HasRealmRole("realm-admin"))
-	require.False(t, got.HasRealmRole("viewer"))
-	require.True(t, got.HasClientRole("realm-management", "manage-realm"))
-	require.Equal(t, "org1", got.Organization)
-	require.Equal(t, "thumb", got.JKT())
+			got, err := Verify(raw, key.Public(), kid, iss, now)
+			require.NoError(t, err)
+			require.Equal(t, "u1", got.Subject)
+			require.True(t, got.HasRealmRole("realm-admin"))
+			require.False(t, got.HasRealmRole("viewer"))
+			require.True(t, got.HasClientRole("realm-management", "manage-realm"))
+			require.Equal(t, "org1", got.Organization)
+			require.Equal(t, "thumb", got.JKT())
 
-	forged, err := Sign(other, kid, claims) // right kid, wrong key
-	require.NoError(t, err)
-	otherKey, err := Sign(other, otherKid, claims)
-	require.NoError(t, err)
-	later := *claims
-	later.NotBefore = jwt.NewNumericDate(now.Add(time.Hour))
-	notYet, err := Sign(key, kid, &later)
-	require.NoError(t, err)
-	later.NotBefore = jwt.NewNumericDate(now)
-	validFromNow, err := Sign(key, kid, &later)
-	require.NoError(t, err)
-	_, err = Verify(validFromNow, key.Public(), kid, iss, now)
-	require.NoError(t, err, "nbf equal to now is valid")
+			forged, err := Sign(other, kid, claims) // right kid, wrong key
+			require.NoError(t, err)
+			otherKey, err := Sign(other, otherKid, claims)
+			require.NoError(t, err)
+			later := *claims
+			later.NotBefore = jwt.NewNumericDate(now.Add(time.Hour))
+			notYet, err := Sign(key, kid, &later)
+			require.NoError(t, err)
+			later.NotBefore = jwt.NewNumericDate(now)
+			validFromNow, err := Sign(key, kid, &later)
+			require.NoError(t, err)
+			_, err = Verify(validFromNow, key.Public(), kid, iss, now)
+			require.NoError(t, err, "nbf equal to now is valid")
+			untyped := *claims
+			untyped.Type = ""
+			noType, err := Sign(key, kid, &untyped)
+			require.NoError(t, err)
 
-	cases := []struct {
-		name string
-		raw  string
-		iss  string
-		now  time.Time
-		want error
-	}{
-		{"garbage", "not-a-token", iss, now, ErrMalformed},
-		{"other key id", otherKey, iss, now, ErrKey},
-		{"forged signature", forged, iss, now, ErrSignature},
-		{"other issuer", raw, RealmIssuer("http://localhost:8080", "other"), now, ErrIssuer},
-		{"expired", raw, iss, now.Add(time.Minute), ErrExpired},
-		{"not yet valid", notYet, iss, now, ErrNotYetValid},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Verify(tc.raw, key.Public(), kid, tc.iss, tc.now)
-			require.ErrorIs(t, err, tc.want)
+			cases := []struct {
+				name string
+				raw  string
+				iss  string
+				now  time.Time
+				want error
+			}{
+				{"garbage", "not-a-token", iss, now, ErrMalformed},
+				{"other key id", otherKey, iss, now, ErrKey},
+				{"forged signature", forged, iss, now, ErrSignature},
+				{"other issuer", raw, RealmIssuer("http://localhost:8080", "other"), now, ErrIssuer},
+				{"not an access token", noType, iss, now, ErrType},
+				{"expired", raw, iss, now.Add(time.Minute), ErrExpired},
+				{"not yet valid", notYet, iss, now, ErrNotYetValid},
+			}
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					_, err := Verify(tc.raw, key.Public(), kid, tc.iss, tc.now)
+					require.ErrorIs(t, err, tc.want)
+				})
+			}
 		})
 	}
+}
+
+// TestVerifyAcceptsOnlyTheKeysAlgorithm: a token is checked in its key's
+// algorithm only, so a token of the other algorithm is malformed, whatever
+// its kid.
+func TestVerifyAcceptsOnlyTheKeysAlgorithm(t *testing.T) {
+	t.Parallel()
+	rsaKey, kid, err := GenerateRSAKey()
+	require.NoError(t, err)
+	ecKey, _, err := GenerateKey()
+	require.NoError(t, err)
+	now := time.Now()
+	c := &Claims{Claims: jwt.Claims{Issuer: "i", Expiry: jwt.NewNumericDate(now.Add(time.Minute))}, Type: TypeAccess}
+	es, err := Sign(ecKey, kid, c) // the RSA key's kid
+	require.NoError(t, err)
+	_, err = Verify(es, rsaKey.Public(), kid, "i", now)
+	require.ErrorIs(t, err, ErrMalformed)
+}
+
+// TestIDTokenIsNotAnAccessToken: an ID token, signed by the key that signs
+// RS256 access tokens, is refused as an access token.
+func TestIDTokenIsNotAnAccessToken(t *testing.T) {
+	t.Parallel()
+	key, kid, err := GenerateRSAKey()
+	require.NoError(t, err)
+	now := time.Now()
+	raw, err := SignIDToken(key, kid, &IDClaims{Claims: jwt.Claims{Issuer: "i", Subject: "u1", Expiry: jwt.NewNumericDate(now.Add(time.Minute))}})
+	require.NoError(t, err)
+	_, err = Verify(raw, key.Public(), kid, "i", now)
+	require.ErrorIs(t, err, ErrType)
+
+	ec, eckid, err := GenerateKey()
+	require.NoError(t, err)
+	_, err = SignIDToken(ec, eckid, &IDClaims{})
+	require.Error(t, err, "ID tokens are RS256")
 }
 
 func TestVerifyRejectsMissingExpiry(t *testing.T) {
 	t.Parallel()
 	key, kid, err := GenerateKey()
 	require.NoError(t, err)
-	raw, err := Sign(key, kid, &Claims{Claims: jwt.Claims{Issuer: "i"}})
+	raw, err := Sign(key, kid, &Claims{Claims: jwt.Claims{Issuer: "i"}, Type: TypeAccess})
 	require.NoError(t, err)
 	_, err = Verify(raw, key.Public(), kid, "i", time.Now())
 	require.ErrorIs(t, err, ErrExpired)
@@ -87,10 +144,56 @@ func TestVerifyRejectsMissingExpiry(t *testing.T) {
 
 func TestPublicJWK(t *testing.T) {
 	t.Parallel()
-	key, kid, err := GenerateKey()
-	require.NoError(t, err)
-	jwk := PublicJWK(key, kid)
-	require.True(t, jwk.IsPublic())
-	require.Equal(t, "ES256", jwk.Algorithm)
-	require.Equal(t, kid, jwk.KeyID)
+	for _, km := range keyMakers {
+		key, kid, err := km.gen()
+		require.NoError(t, err)
+		jwk := PublicJWK(key, kid)
+		require.True(t, jwk.IsPublic())
+		require.Equal(t, km.alg, jwk.Algorithm)
+		require.Equal(t, kid, jwk.KeyID)
+		require.Equal(t, "sig", jwk.Use)
+	}
+}
+
+// BenchmarkVerify measures one uncached token check by algorithm: what a
+// request with a token the verified-token cache does not hold costs.
+func BenchmarkVerify(b *testing.B) {
+	for _, km := range keyMakers {
+		b.Run(km.alg, func(b *testing.B) {
+			key, kid, err := km.gen()
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := time.Now()
+			raw, err := Sign(key, kid, &Claims{Claims: jwt.Claims{Issuer: "i", Expiry: jwt.NewNumericDate(now.Add(time.Hour))}, Type: TypeAccess})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Verify(raw, key.Public(), kid, "i", now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSign measures minting one access token by algorithm.
+func BenchmarkSign(b *testing.B) {
+	for _, km := range keyMakers {
+		b.Run(km.alg, func(b *testing.B) {
+			key, kid, err := km.gen()
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := &Claims{Claims: jwt.Claims{Issuer: "i", Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour))}, Type: TypeAccess}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Sign(key, kid, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

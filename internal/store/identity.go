@@ -23,21 +23,44 @@ const (
 	MasterRealm = "master"
 )
 
-// IDTokenKey returns the realm's key for ID tokens and its key id, made with
-// gen on first use: an RSA key costs tens of milliseconds to make and most
-// realms never sign an ID token. It is safe to call without the realm's
-// lock; a failed gen is tried again on the next call.
-func (r *Realm) IDTokenKey(gen func() (crypto.Signer, string, error)) (crypto.Signer, string, error) {
-	r.idKeyMu.Lock()
-	defer r.idKeyMu.Unlock()
-	if r.idKey == nil {
-		k, kid, err := gen()
-		if err != nil {
-			return nil, "", err
-		}
-		r.idKey, r.idKID = k, kid
+// RSAKey returns the realm's RSA signing key and its key id, made with gen
+// on first use: an RSA key costs tens of milliseconds to make, and a realm
+// whose tokens are ES256 and that never signs an ID token never needs one.
+// It signs the realm's ID tokens and, by default, its access tokens. It is
+// safe to call without the realm's lock; a failed gen is tried again on the
+// next call. Once made, the key never changes.
+func (r *Realm) RSAKey(gen func() (crypto.Signer, string, error)) (crypto.Signer, string, error) {
+	if k := r.rsaKey.Load(); k != nil {
+		return k.signer, k.kid, nil
 	}
-	return r.idKey, r.idKID, nil
+	r.rsaKeyMu.Lock()
+	defer r.rsaKeyMu.Unlock()
+	if k := r.rsaKey.Load(); k != nil {
+		return k.signer, k.kid, nil
+	}
+	k, kid, err := gen()
+	if err != nil {
+		return nil, "", err
+	}
+	r.rsaKey.Store(&keyPair{signer: k, kid: kid})
+	return k, kid, nil
+}
+
+// LoadRSAKey returns the realm's RSA signing key and its key id if RSAKey
+// made it, without ever making it (a token check must not make a key for
+// a token that names it): ok is false before. It takes no lock.
+func (r *Realm) LoadRSAKey() (key crypto.Signer, kid string, ok bool) {
+	k := r.rsaKey.Load()
+	if k == nil {
+		return nil, "", false
+	}
+	return k.signer, k.kid, true
+}
+
+// keyPair is a signing key and its key id.
+type keyPair struct {
+	signer crypto.Signer
+	kid    string
 }
 
 // AddRole creates a realm role, or returns ErrConflict when the name is taken.

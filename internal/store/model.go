@@ -41,14 +41,15 @@ type Realm struct {
 	// Tenant is set for realms provisioned through platform administration.
 	Tenant *Tenant
 
-	// SigningKey signs the realm's tokens; KeyID names it in the JWKS.
+	// SigningKey is the realm's P-256 key, which signs its access tokens
+	// when they are ES256; KeyID names it in the JWKS.
 	SigningKey crypto.Signer
 	KeyID      string
 
-	// idKey signs the realm's ID tokens; made on first use (IDTokenKey).
-	idKeyMu sync.Mutex
-	idKey   crypto.Signer
-	idKID   string
+	// rsaKey signs the realm's ID tokens and its RS256 access tokens;
+	// made on first use (RSAKey) under rsaKeyMu, then never changed.
+	rsaKeyMu sync.Mutex
+	rsaKey   atomic.Pointer[keyPair]
 
 	// Users is written only by AddUser, which also keeps userIDs, the
 	// same ids in order.

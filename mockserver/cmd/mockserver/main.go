@@ -10,7 +10,10 @@
 // X-Forwarded-Proto/-Host/-Port and Forwarded headers give the public URL
 // when -issuer is not set; never read from other peers), -admin-secret (the
 // secret of the master realm's platform-admin client; generated and printed
-// once when not given), -read-header-timeout (10s), -read-timeout (30s,
+// once when not given), -access-token-alg (RS256, the default, as Keycloak
+// signs access tokens, or ES256), -cors-origin (origins, repeatable or
+// comma-separated, that browsers may call every realm from, beside each
+// fixture client's webOrigins; "*" for any), -read-header-timeout (10s), -read-timeout (30s,
 // headers and body together) and -idle-timeout (2m), which bound how long a
 // client may hold a connection without sending its request, -write-timeout
 // (90s), which bounds how long a client may take to read its answer, and
@@ -98,6 +101,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	})
 	adminSecret := fs.String("admin-secret", "", "secret of the master realm's platform-admin client (default: generated)")
+	accessAlg := fs.String("access-token-alg", "RS256", "signature algorithm of access tokens: RS256 (as Keycloak) or ES256")
+	var corsOrigins []string
+	fs.Func("cors-origin", "`origin` (scheme://host[:port], or * for any) that browsers may call every realm from, beside each client's webOrigins; repeatable, comma-separated", func(v string) error {
+		for o := range strings.SplitSeq(v, ",") {
+			corsOrigins = append(corsOrigins, strings.TrimSpace(o))
+		}
+		return nil
+	})
 	readHeader := fs.Duration("read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
 	read := fs.Duration("read-timeout", 30*time.Second, "how long a client may take to send a whole request, body included")
 	idle := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
@@ -133,7 +144,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("-max-connections must be positive")
 	}
 	opts := []mockserver.Option{mockserver.WithLogger(logger), mockserver.WithAdminSecret(*adminSecret),
-		mockserver.WithTrustedProxies(proxies...)}
+		mockserver.WithTrustedProxies(proxies...), mockserver.WithAccessTokenAlgorithm(*accessAlg),
+		mockserver.WithCORSOrigins(corsOrigins...)}
 	base := *issuer
 	if base != "" {
 		opts = append(opts, mockserver.WithIssuer(base))
@@ -166,7 +178,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *adminSecret == "" {
 		fmt.Fprintf(stdout, "platform-admin client secret (master realm): %s\n", srv.AdminSecret())
 	}
-	logger.Info("mockserver started", "addr", ln.Addr().String(), "issuer", *issuer, "trustedProxies", proxies, "fixture", *fixture)
+	logger.Info("mockserver started", "addr", ln.Addr().String(), "issuer", *issuer, "trustedProxies", proxies, "fixture", *fixture,
+		"accessTokenAlg", *accessAlg, "corsOrigins", corsOrigins)
 
 	select {
 	case err := <-served:

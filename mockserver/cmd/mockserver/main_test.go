@@ -122,6 +122,72 @@ func TestRunWithAcmeFixture(t *testing.T) {
 	require.Error(t, err)
 }
 
+// TestRunAccessTokenAlgorithm: access tokens are RS256 by default, as
+// Keycloak's are, and ES256 with -access-token-alg ES256; discovery lists
+// the algorithms the server signs with.
+func TestRunAccessTokenAlgorithm(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		wantAlgs []any
+	}{
+		{nil, []any{"RS256"}},
+		{[]string{"-access-token-alg", "ES256"}, []any{"RS256", "ES256"}},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			base, stop := start(t, append([]string{"-fixture", "../../../examples/fixtures/acme.json"}, tc.args...)...)
+			resp := get(t, base+"/realms/acme/.well-known/openid-configuration")
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			var doc map[string]any
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+			require.Equal(t, tc.wantAlgs, doc["id_token_signing_alg_values_supported"])
+			require.NoError(t, stop())
+		})
+	}
+}
+
+// TestRunCORSOrigin: a browser application at an origin given with
+// -cors-origin (repeatable, comma-separated) gets its preflight answered
+// and reads the answers, in every realm; another origin does not. The
+// binary used to answer every preflight 405.
+func TestRunCORSOrigin(t *testing.T) {
+	base, stop := start(t, "-fixture", "../../../examples/fixtures/acme.json",
+		"-cors-origin", "http://localhost:5173, http://localhost:3000", "-cors-origin", "https://app.example")
+	for _, origin := range []string{"http://localhost:5173", "http://localhost:3000", "https://app.example", "https://evil.example"} {
+		for _, path := range []string{"/realms/acme/protocol/openid-connect/token", "/realms/acme/authorization-decision-provider/authorize", "/admin/tenants"} {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodOptions, base+path, nil)
+			require.NoError(t, err)
+			req.Header.Set("Origin", origin)
+			req.Header.Set("Access-Control-Request-Method", http.MethodPost)
+			req.Header.Set("Access-Control-Request-Headers", "authorization, content-type, dpop")
+			resp, err := client.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			if origin == "https://evil.example" {
+				require.Equal(t, http.StatusForbidden, resp.StatusCode, path)
+				require.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"), path)
+				continue
+			}
+			require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s %s", origin, path)
+			require.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
+			require.Contains(t, resp.Header.Get("Access-Control-Allow-Methods"), http.MethodPost)
+			require.Equal(t, "Authorization, Content-Type, DPoP", resp.Header.Get("Access-Control-Allow-Headers"))
+		}
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/realms/acme/.well-known/openid-configuration", nil)
+		require.NoError(t, err)
+		req.Header.Set("Origin", origin)
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		if origin == "https://evil.example" {
+			require.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+		} else {
+			require.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
+		}
+	}
+	require.NoError(t, stop())
+}
+
 func TestRunPrintsGeneratedSecret(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var out strings.Builder
@@ -147,6 +213,8 @@ func TestRunRefusesBadInput(t *testing.T) {
 		"zero timeout":       {"-addr", "127.0.0.1:0", "-read-timeout", "0s"},
 		"zero write timeout": {"-addr", "127.0.0.1:0", "-write-timeout", "0s"},
 		"no connections":     {"-addr", "127.0.0.1:0", "-max-connections", "0"},
+		"bad algorithm":      {"-addr", "127.0.0.1:0", "-access-token-alg", "HS256"},
+		"bad CORS origin":    {"-addr", "127.0.0.1:0", "-cors-origin", "http://a.test,localhost:3000"},
 		"bad flag":           {"-nope"},
 		"stray argument":     {"-addr", "127.0.0.1:0", "extra"},
 	} {
@@ -170,7 +238,7 @@ func TestRunHelp(t *testing.T) {
 	flags := strings.Index(help, "\nFlags:\n")
 	require.Positive(t, example)
 	require.Greater(t, flags, example, "the example comes before the flags")
-	for _, f := range []string{"-addr", "-fixture", "-issuer", "-trusted-proxy", "-admin-secret", "-read-header-timeout", "-read-timeout", "-idle-timeout", "-write-timeout", "-max-connections"} {
+	for _, f := range []string{"-addr", "-fixture", "-issuer", "-trusted-proxy", "-admin-secret", "-access-token-alg", "-cors-origin", "-read-header-timeout", "-read-timeout", "-idle-timeout", "-write-timeout", "-max-connections"} {
 		require.Contains(t, help[flags:], "\n  "+f+" ")
 	}
 }

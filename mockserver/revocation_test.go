@@ -1,0 +1,86 @@
+package mockserver
+
+import (
+	"crypto/sha256"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/issuer"
+)
+
+// revoke posts a revocation of token by the public client admin-cli.
+func (h *authHarness) revoke(t *testing.T, form url.Values) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.url+"/realms/acme/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestRevocationStoresOnlyAuthenticatedRequests: a revocation is recorded
+// only for a token whose signature verified, that is live and that was
+// issued to the client that authenticated; nothing else a request sends
+// is stored, whatever it answers.
+func TestRevocationStoresOnlyAuthenticatedRequests(t *testing.T) {
+	h := newAuthHarness(t)
+	alice := h.token(t, "acme", "alice")
+	forged := h.signed(t, "acme", "alice", func(c *issuer.Claims) { c.ID = "forged" })
+	forged = forged[:len(forged)-4] + "AAAA" // its signature broken
+	for name, form := range map[string]url.Values{
+		"unknown client":   {"client_id": {"nobody"}, "token": {alice}},
+		"garbage token":    {"client_id": {"admin-cli"}, "token": {"x.y.z"}},
+		"broken signature": {"client_id": {"admin-cli"}, "token": {forged}},
+		"expired token":    {"client_id": {"admin-cli"}, "token": {h.token(t, "acme", "alice", TokenLifetime(-time.Second))}},
+		"another realm's":  {"client_id": {"admin-cli"}, "token": {h.token(t, "globex", "gina")}},
+		"another client's": {"client_id": {"spa"}, "token": {alice}},
+	} {
+		h.revoke(t, form)
+		require.Zero(t, h.s.auth.revoked.total.Load(), name)
+	}
+	resp, _ := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+alice)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	cache, ok := h.s.auth.verified.realms.lookup("acme")
+	require.True(t, ok)
+	require.True(t, cache.Contains(sha256.Sum256([]byte(alice))), "a used token is remembered")
+	require.Equal(t, http.StatusOK, h.revoke(t, url.Values{"client_id": {"admin-cli"}, "token": {alice}}))
+	require.EqualValues(t, 1, h.s.auth.revoked.total.Load())
+	require.False(t, cache.Contains(sha256.Sum256([]byte(alice))), "a revoked token is forgotten by the verified-token cache")
+}
+
+// TestRevocationsLastUntilExpiry: a revoked token is refused until its exp
+// and then forgotten, so the revocations held are at most the live tokens:
+// after the clock jumps past their exp (a process frozen for an hour), the
+// next revocation forgets them, and they are still refused, as expired.
+func TestRevocationsLastUntilExpiry(t *testing.T) {
+	h := newAuthHarness(t)
+	var revoked []string
+	for range 5 {
+		tok := h.token(t, "acme", "alice", TokenLifetime(time.Minute))
+		require.Equal(t, http.StatusOK, h.revoke(t, url.Values{"client_id": {"admin-cli"}, "token": {tok}}))
+		revoked = append(revoked, tok)
+	}
+	require.EqualValues(t, 5, h.s.auth.revoked.total.Load())
+	h.now.Add(int64(59 * time.Second))
+	for _, tok := range revoked {
+		resp, body := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.Contains(t, body, "revoked")
+	}
+
+	h.now.Add(int64(time.Hour))
+	long := h.token(t, "acme", "alice", TokenLifetime(2*time.Hour))
+	require.Equal(t, http.StatusOK, h.revoke(t, url.Values{"client_id": {"admin-cli"}, "token": {long}}))
+	require.EqualValues(t, 1, h.s.auth.revoked.total.Load(), "the expired ones are forgotten")
+	for _, tok := range append(revoked, long) {
+		resp, _ := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	}
+}

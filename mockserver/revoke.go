@@ -1,0 +1,82 @@
+package mockserver
+
+import (
+	"crypto/sha256"
+	"errors"
+	"net/http"
+
+	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/internal/store"
+)
+
+// revoke serves Keycloak's token revocation endpoint (RFC 7009). The client
+// authenticates as at the token endpoint: a confidential one with its
+// secret (HTTP Basic or the form), a public one by its client_id. An access
+// token of the realm issued to that client is revoked: every route refuses
+// it from then on (revocation.go). As RFC 7009 section 2.2 says, a token
+// the server cannot use (malformed, signed by another key, expired,
+// revoked already) is answered 200 as a revoked one is, and nothing is
+// recorded; a refresh token, which the server never issues, is one such.
+// token_type_hint is ignored (section 2.1 allows it; Keycloak does). An ID
+// token is 400 unsupported_token_type, a token of another client 400
+// invalid_request, as Keycloak answers them.
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
+	realm := r.PathValue("realm")
+	if _, err := s.lookupLive(realm); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.revokeToken(w, r, realm); err != nil {
+		writeOAuthAnswer(w, realm, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+}
+
+// revokeToken authenticates the client of a revocation request and revokes
+// its token.
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, realm string) error {
+	form, oe := readOAuthForm(w, r)
+	if oe != nil {
+		return oe
+	}
+	clientID, err := s.authenticateClient(r, realm)
+	if err != nil {
+		return err
+	}
+	raw := form.Get("token")
+	if raw == "" {
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "token is required"}
+	}
+	claims, _, err := s.verifyToken(r, realm, raw)
+	switch {
+	case errors.Is(err, issuer.ErrType):
+		return &oauthError{status: http.StatusBadRequest, code: "unsupported_token_type", description: "only access tokens are revoked"}
+	case err != nil:
+		return nil // RFC 7009 section 2.2: an invalid token is not an error
+	case claims.AuthorizedParty != clientID:
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "the token was not issued to this client"}
+	}
+	s.auth.revoked.revoke(realm, claims.ID, claims.Expiry.Time(), s.now())
+	s.auth.verified.remove(realm, sha256.Sum256([]byte(raw)))
+	s.logger.Info("token revoked", "realm", realm, "client", clientID, "jti", claims.ID)
+	return nil
+}
+
+// authenticateClient authenticates the client of a request to the
+// revocation or introspection endpoint as the token endpoint does and
+// returns its clientId; a failure is 401 invalid_client.
+func (s *Server) authenticateClient(r *http.Request, realm string) (string, error) {
+	clientID, secret, basic, oe := clientCredentials(r)
+	if oe != nil {
+		return "", oe
+	}
+	return clientID, s.liveRealm(realm, func(rm *store.Realm) error {
+		if _, ok := checkClient(rm, clientID, secret); !ok {
+			return &oauthError{status: http.StatusUnauthorized, code: "invalid_client", description: "invalid client or client credentials", basic: basic}
+		}
+		noteCORSClient(r, realm, clientID)
+		return nil
+	})
+}
