@@ -74,10 +74,11 @@ type mux struct {
 	patterns *[]string // every pattern registered, for the tests
 }
 
-// Handle registers h for pattern, which names its method.
+// Handle registers h for pattern, which names its method. A request
+// whose query does not decode never reaches h (wellFormedQuery).
 func (m mux) Handle(pattern string, h http.Handler) {
 	*m.patterns = append(*m.patterns, pattern)
-	m.ServeMux.Handle(pattern, h)
+	m.ServeMux.Handle(pattern, wellFormedQuery(pattern, h))
 }
 
 // HandleFunc registers h for pattern, which names its method.
