@@ -264,9 +264,11 @@ type authState struct {
 	policies    decision.Cache
 	dpop        *dpop.Verifier // algorithms and challenges; verifies no proof
 	// proofs verifies DPoP proofs, one verifier (and so one replay cache)
-	// per realm: a replay cache refuses proofs when it is full rather than
-	// forget one it recorded, so a shared one would let a flood of proofs
-	// in one realm refuse DPoP in every realm. proofOpts configure them.
+	// per realm: a full replay cache shortens its window, so a shared one
+	// would let a flood of proofs in one realm shorten every realm's.
+	// Proofs are recorded only for authenticated callers (checkBinding
+	// after the token, recordTokenProof after the client). proofOpts
+	// configure them.
 	proofs    *perRealm[*dpop.Verifier]
 	proofOpts []dpop.Option
 	nonces    *nonceSource
