@@ -167,13 +167,16 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 	if !isDPoP && !strings.EqualFold(scheme, "Bearer") {
 		return nil, &authFailure{message: "unsupported authorization scheme"}
 	}
-	claims, rm, err := s.verifyToken(r, realm, raw)
+	claims, rm, remember, err := s.verifyToken(r, realm, raw)
 	if err != nil {
 		return nil, &authFailure{code: "invalid_token", message: "invalid token: " + err.Error(), dpop: isDPoP}
 	}
 	if fail := s.checkBinding(w, r, realm, raw, claims, isDPoP); fail != nil {
 		return nil, fail
 	}
+	// Only now is the caller authenticated: a bound token sent without its
+	// proof is remembered by no cache.
+	remember()
 	// A realm serving an authenticated caller paces other realms' writes
 	// (store.Store.Serving); an anonymous request, a bad token or a bound
 	// token without its proof never does.
@@ -188,12 +191,15 @@ var errRealmGone = errors.New("realm not found or decommissioned")
 // verifyToken checks raw's signature by realm's current key, its issuer,
 // its exp and nbf, and that the realm is live, whose store entry it
 // returns. Messages name the failed check without echoing the token.
-func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims, *store.Realm, error) {
+// remember adds a token whose signature was checked to the verified-token
+// cache; call it once the request is authenticated (its DPoP binding
+// checked too).
+func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Claims, rm *store.Realm, remember func(), err error) {
 	// The realm's key never changes once it is installed: no lock is
 	// taken, so no work in any realm delays a token check.
 	rm, ok := s.store.Lookup(realm)
 	if !ok || rm.Decommissioned() {
-		return nil, nil, errRealmGone
+		return nil, nil, nil, errRealmGone
 	}
 	key, kid := rm.SigningKey.Public(), rm.KeyID
 	iss, now := issuer.RealmIssuer(s.issuerBase(r), realm), s.now()
@@ -202,16 +208,15 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims
 	key256 := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw)))
 	if c, ok := s.auth.verified.get(realm, key256, kid, iss); ok {
 		if err := c.CheckTime(now); err != nil {
-			return nil, nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
+			return nil, nil, nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
 		}
-		return c, rm, nil
+		return c, rm, func() {}, nil
 	}
-	c, err := issuer.Verify(raw, key, kid, iss, now)
+	c, err = issuer.Verify(raw, key, kid, iss, now)
 	if err != nil {
-		return nil, nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
+		return nil, nil, nil, errors.New(strings.TrimPrefix(err.Error(), "issuer: "))
 	}
-	s.auth.verified.add(realm, key256, verifiedToken{kid: kid, claims: c})
-	return c, rm, nil
+	return c, rm, func() { s.auth.verified.add(realm, key256, verifiedToken{kid: kid, claims: c}) }, nil
 }
 
 // recordAudit appends the audit entry of a mutating call.

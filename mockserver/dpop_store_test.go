@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"crypto/sha256"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/issuer"
 )
 
 // TestUnauthenticatedTokenRequestsStoreNoProof floods acme's token endpoint
@@ -68,4 +70,56 @@ func TestUnauthenticatedTokenRequestsStoreNoProof(t *testing.T) {
 		"username": {"bob"}, "password": {"bob"}})
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, `"token_type":"DPoP"`)
+}
+
+// TestUnauthenticatedRequestsLeaveNoVerifiedToken: a DPoP-bound token sent
+// without its proof, or with a proof of another key, is refused and not
+// remembered as verified; the same token with its proof is. The token used
+// to be remembered once its signature checked out, before its binding: a
+// request that failed authentication stored its token.
+func TestUnauthenticatedRequestsLeaveNoVerifiedToken(t *testing.T) {
+	a := newOrgAPI(t)
+	clock := func() time.Time { return time.Unix(0, a.now.Load()) }
+	key, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	other, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	tok, err := a.s.IssueToken("acme", "alice", TokenDPoPBinding(key.Thumbprint()))
+	require.NoError(t, err)
+	rm, ok := a.s.store.Lookup("acme")
+	require.True(t, ok)
+	remembered := func() bool {
+		_, ok := a.s.auth.verified.get("acme", sha256.Sum256([]byte(tok)), rm.KeyID, issuer.RealmIssuer(a.url, "acme"))
+		return ok
+	}
+	u := a.url + "/admin/realms/acme/organizations"
+	get := func(t *testing.T, scheme string, signer *dpop.Signer) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", scheme+" "+tok)
+		if signer != nil {
+			proof, err := signer.WithClock(clock).Proof(http.MethodGet, u, tok, "")
+			require.NoError(t, err)
+			req.Header.Set("DPoP", proof)
+		}
+		resp, err := a.hc.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for name, send := range map[string]func(t *testing.T) int{
+		"as Bearer":             func(t *testing.T) int { return get(t, "Bearer", nil) },
+		"without a proof":       func(t *testing.T) int { return get(t, "DPoP", nil) },
+		"with another key's":    func(t *testing.T) int { return get(t, "DPoP", other) },
+		"as Bearer with proofs": func(t *testing.T) int { return get(t, "Bearer", key) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, http.StatusUnauthorized, send(t))
+			require.False(t, remembered(), "a refused request stored its token")
+		})
+	}
+	require.Equal(t, http.StatusOK, get(t, "DPoP", key))
+	require.True(t, remembered(), "an authenticated request's token is remembered")
 }

@@ -190,9 +190,9 @@ func TestOnlyAuthenticatedRequestsPaceOtherRealms(t *testing.T) {
 		require.NotContains(t, a.s.store.LastServing(), "globex", "%s %s", junk.method, junk.path)
 	}
 
-	// gina's DPoP-bound token without its proof verifies (and is cached)
-	// but is refused: a stolen bound token serves nobody. With its proof,
-	// the token's second verification comes from the cache, and counts.
+	// gina's DPoP-bound token without its proof verifies but is refused
+	// (and not remembered): a stolen bound token serves nobody. With its
+	// proof, it counts.
 	a.now.Store(time.Now().UnixNano()) // proofs carry the wall clock's iat
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
