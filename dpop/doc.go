@@ -15,7 +15,13 @@
 // token) and the key binding of section 7 (the key's thumbprint equals the
 // token's cnf.jkt). Each failure is a distinct error value; [ErrorCode],
 // [ErrorDescription] and [Verifier.Challenge] turn it into the OAuth error code
-// and WWW-Authenticate challenge a server answers with.
+// and WWW-Authenticate challenge a server answers with. Verify records the
+// proof's jti, so call it once the caller is authenticated; where it is not
+// yet (a token endpoint, before the client or code is checked),
+// [Verifier.Check] runs the same checks without recording and
+// [Verifier.Record] records once the caller is: nothing an unauthenticated
+// request sends is stored. A full replay cache forgets its oldest proofs,
+// never accepting their replays, rather than refuse every proof.
 //
 // [HTU] and [TokenHash] compute the normalised "htu" and the "ath" value, so
 // both sides derive them the same way.

@@ -61,10 +61,13 @@ var (
 	// ErrReplay means a proof with the same key and "jti" was already accepted and
 	// is still inside its validity window.
 	ErrReplay = errors.New("dpop: proof replayed")
-	// ErrReplayCacheFull means the verifier's replay cache holds as many unexpired
-	// proofs as it may, so it cannot record this one and refuses it rather than
-	// risk accepting a replay. This is a server capacity condition, not a client
-	// mistake: a server should answer 503 with Retry-After.
+	// ErrReplayCacheFull means the verifier's replay cache is full of proofs
+	// at least as new as this one (all of them, or those of this proof's key:
+	// see [WithReplayCacheSize] and [WithReplayKeyLimit]), so it cannot record
+	// this one without forgetting a newer one, and refuses it rather than risk
+	// accepting a replay. This is a server capacity condition, not a client
+	// mistake: a server should answer 503 with Retry-After; a fresh proof
+	// usually passes.
 	ErrReplayCacheFull = errors.New("dpop: replay cache full")
 	// ErrUseNonce is the parent of [ErrNonceRequired] and [ErrNonceStale]:
 	// errors.Is(err, ErrUseNonce) holds for both, and the server should answer

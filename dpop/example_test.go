@@ -159,3 +159,45 @@ func ExampleVerifier_Challenge() {
 	// DPoP error="invalid_dpop_proof", error_description="proof is too old", algs="ES256 EdDSA"
 	// DPoP error="invalid_token", error_description="proof key does not match the token binding", algs="ES256 EdDSA"
 }
+
+// A token endpoint checks the proof before it knows who the client is, and
+// records it only once the client has authenticated: a request with a
+// made-up client leaves nothing in the replay cache.
+func ExampleVerifier_Check() {
+	verifier, err := dpop.NewVerifier()
+	if err != nil {
+		panic(err)
+	}
+	signer, err := dpop.GenerateKey()
+	if err != nil {
+		panic(err)
+	}
+	const tokenURL = "https://as.example.com/token"
+	proof, err := signer.Proof("POST", tokenURL, "", "")
+	if err != nil {
+		panic(err)
+	}
+	req := dpop.Request{Proofs: []string{proof}, Method: "POST", URL: tokenURL}
+	authenticate := func(clientSecret string) bool { return clientSecret == "s3cret" }
+
+	for _, secret := range []string{"wrong", "s3cret", "s3cret"} {
+		res, err := verifier.Check(context.Background(), req)
+		if err != nil {
+			fmt.Println("proof refused:", errors.Is(err, dpop.ErrReplay))
+			continue
+		}
+		if !authenticate(secret) {
+			fmt.Println("invalid_client; nothing recorded")
+			continue
+		}
+		if err := verifier.Record(res); err != nil {
+			fmt.Println("proof refused:", err)
+			continue
+		}
+		fmt.Println("token bound to", res.Thumbprint == signer.Thumbprint())
+	}
+	// Output:
+	// invalid_client; nothing recorded
+	// token bound to true
+	// proof refused: true
+}

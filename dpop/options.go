@@ -17,10 +17,15 @@ const (
 	// for clients whose clocks run ahead.
 	DefaultMaxSkew = 10 * time.Second
 	// DefaultReplayCacheSize is how many unexpired proofs a Verifier
-	// remembers. With the default window of 70 s it sustains about 1,400
-	// accepted proofs per second; a full cache takes about 5 MB (some 53
-	// bytes per entry).
+	// remembers. With the default window of 70 s it holds every proof of
+	// about 1,400 accepted per second; past that its window shortens (see
+	// [WithReplayCacheSize]). A full cache takes about 10 MB (some 104 bytes
+	// per entry).
 	DefaultReplayCacheSize = 100_000
+	// DefaultReplayKeyLimit is how many unexpired proofs of one key a
+	// Verifier remembers: about 140 accepted per second over the default
+	// window.
+	DefaultReplayKeyLimit = 10_000
 )
 
 // Nonces is the server's source of DPoP nonces (RFC 9449 sections 8 and 9),
@@ -51,6 +56,7 @@ type config struct {
 	maxSkew   time.Duration
 	now       func() time.Time
 	cacheSize int
+	keyLimit  int
 	nonces    Nonces
 	errs      []error
 }
@@ -62,6 +68,7 @@ func defaultConfig() config {
 		maxSkew:   DefaultMaxSkew,
 		now:       time.Now,
 		cacheSize: DefaultReplayCacheSize,
+		keyLimit:  DefaultReplayKeyLimit,
 	}
 }
 
@@ -125,10 +132,15 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithReplayCacheSize sets how many unexpired proofs the Verifier remembers to
-// detect replays (default [DefaultReplayCacheSize]); n must be positive. When
-// the cache is full of unexpired entries, Verify refuses new proofs with
-// [ErrReplayCacheFull] until entries expire: it never forgets a proof early,
-// which would let that proof be replayed.
+// detect replays (default [DefaultReplayCacheSize]); n must be positive. Size
+// it for the rate of accepted proofs times the window (maxAge plus maxSkew of
+// [WithIATWindow]). A full cache makes room for a new proof by forgetting its
+// oldest one, and refuses, with [ErrReplayCacheFull], a proof no newer than
+// the one it would forget; so it never accepts the replay of a proof it
+// forgot (it holds n proofs at least as new until that one expires). A full
+// cache thus shortens the window in which it accepts proofs to what it can
+// hold, rather than refuse every proof: a caller's fresh proof is refused
+// only when the cache holds n proofs issued within the same second.
 func WithReplayCacheSize(n int) Option {
 	return func(c *config) {
 		if n <= 0 {
@@ -136,6 +148,24 @@ func WithReplayCacheSize(n int) Option {
 			return
 		}
 		c.cacheSize = n
+	}
+}
+
+// WithReplayKeyLimit sets how many unexpired proofs of one key (one
+// thumbprint) the replay cache remembers (default [DefaultReplayKeyLimit], and
+// never more than the cache's size); n must be positive. A key at its limit
+// has its own oldest proof forgotten to make room, and its own proofs no
+// newer than that one refused with [ErrReplayCacheFull]: one caller that
+// sends proofs faster than its share of the cache shortens its own window,
+// and cannot fill the cache for the others. A key is a caller where proofs
+// are recorded only once the caller is authenticated (see [Verifier.Check]).
+func WithReplayKeyLimit(n int) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.errs = append(c.errs, errors.New("dpop: WithReplayKeyLimit: limit must be positive"))
+			return
+		}
+		c.keyLimit = n
 	}
 }
 

@@ -51,8 +51,8 @@ type Verifier struct {
 
 // NewVerifier returns a Verifier configured by opts. Without options it allows
 // ES256, ES384, PS256, RS256, EdDSA and Ed25519, accepts an iat from 60 s in the past
-// to 10 s in the future by time.Now, remembers up to 100,000 proofs, and
-// requires no nonce. It fails if an option was given an invalid value.
+// to 10 s in the future by time.Now, remembers up to 100,000 proofs (10,000
+// of one key), and requires no nonce. It fails if an option was given an invalid value.
 func NewVerifier(opts ...Option) (*Verifier, error) {
 	c := defaultConfig()
 	for _, opt := range opts {
@@ -74,7 +74,7 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 		maxSkew: c.maxSkew,
 		now:     c.now,
 		nonces:  c.nonces,
-		replay:  newReplayCache(c.cacheSize),
+		replay:  newReplayCache(c.cacheSize, c.keyLimit),
 	}, nil
 }
 
@@ -139,7 +139,15 @@ type Claims struct {
 // thumbprint equal to req.JKT (which must be set when a token is given, else
 // [ErrKeyMismatch]), the nonce when [WithNonces] is set,
 // and last the replay check, which records the proof. A proof that fails any
-// earlier check is not recorded.
+// earlier check is not recorded. Verify is [Verifier.Check] followed by
+// [Verifier.Record].
+//
+// Call Verify only for a request whose caller is already authenticated: an
+// access token you verified, whose cnf.jkt is req.JKT. Where the caller is
+// not authenticated yet (a token endpoint, before the client's credentials
+// or code are checked), call Check, and Record once the caller is: a
+// request that fails authentication must store nothing, or a flood of them
+// would fill the replay cache on the caller's behalf.
 //
 // On success it returns the proof's thumbprint and claims. On failure the
 // error matches exactly one of the package's sentinel errors under errors.Is
@@ -147,6 +155,23 @@ type Claims struct {
 // error each one maps to. Errors never contain the access token. ctx is
 // passed to the [Nonces].
 func (v *Verifier) Verify(ctx context.Context, req Request) (*Result, error) {
+	res, err := v.Check(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.Record(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Check runs every check of [Verifier.Verify] and records nothing: the
+// replay check only looks the proof up, refusing one already recorded
+// ([ErrReplay]) or one the cache can no longer tell from a replay
+// ([ErrReplayCacheFull]). Call [Verifier.Record] with its Result once the
+// request's caller is authenticated; until then the proof may be presented
+// again. Its errors are those of Verify.
+func (v *Verifier) Check(ctx context.Context, req Request) (*Result, error) {
 	if v == nil || v.replay == nil {
 		return nil, errors.New("dpop: Verifier not initialised: use NewVerifier")
 	}
@@ -239,10 +264,7 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (*Result, error) {
 		return nil, nerr
 	}
 
-	// The proof is good; record it. It stays recorded until its iat is too
-	// old for the window, after which the iat check rejects it anyway.
-	expires := claims.IssuedAt.Add(v.maxAge)
-	if err := v.replay.add(newReplayKey(jkt, claims.ID), expires, now); err != nil {
+	if err := v.replay.check(newReplayKey(jkt, claims.ID), newOwnerKey(jkt), claims.IssuedAt.Add(v.maxAge), now); err != nil {
 		return nil, err
 	}
 	return &Result{
@@ -251,6 +273,30 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (*Result, error) {
 		PublicKey:  jwk.Key,
 		Claims:     claims,
 	}, nil
+}
+
+// Record records the proof res describes, a Result of [Verifier.Check], as
+// used: from then on, until its iat is too old for the window (after which
+// the iat check refuses it anyway), the same key and jti are refused with
+// [ErrReplay]. It returns ErrReplay if the proof was recorded since it was
+// checked, [ErrReplayCacheFull] if the cache cannot tell it from a replay,
+// and [ErrIATTooOld] if it has grown too old since, and records nothing
+// then. Record the proof of a request only once its caller is
+// authenticated (see Verify). It is safe for concurrent use: of two
+// requests with one proof, exactly one records it.
+func (v *Verifier) Record(res *Result) error {
+	if v == nil || v.replay == nil {
+		return errors.New("dpop: Verifier not initialised: use NewVerifier")
+	}
+	if res == nil || res.Thumbprint == "" || res.Claims.ID == "" {
+		return errors.New("dpop: Record needs the Result of a successful Check")
+	}
+	now := v.clock()
+	expires := res.Claims.IssuedAt.Add(v.maxAge)
+	if expires.Before(now) {
+		return ErrIATTooOld
+	}
+	return v.replay.add(newReplayKey(res.Thumbprint, res.Claims.ID), newOwnerKey(res.Thumbprint), expires, now)
 }
 
 // clock returns the current time, never earlier than a time it returned

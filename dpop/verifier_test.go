@@ -7,8 +7,10 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	mathrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -515,31 +517,156 @@ func TestVerifyClockStepBack(t *testing.T) {
 	requireOnly(t, err, ErrIATTooOld)
 }
 
-func TestVerifyReplayCacheFull(t *testing.T) {
+// otherFixture is a fixture around a fresh P-256 key of its own.
+func otherFixture(t testing.TB) fixture {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	return fixture{key: k, jkt: thumbprintOf(t, k.Public())}
+}
+
+// at returns a proof of f issued at iat.
+func (f fixture) at(t testing.TB, iat time.Time) string {
+	return f.proof(t, func(_, c map[string]any) { c["iat"] = iat.Unix() })
+}
+
+// TestVerifyFullReplayCacheForgetsTheOldest: a full cache forgets its
+// oldest proof and refuses what it can no longer tell from a replay (that
+// proof, and any other no newer), never more: a newer proof of any key is
+// accepted. It used to refuse every proof until entries expired, so
+// whoever filled it denied DPoP to every caller for a minute.
+func TestVerifyFullReplayCacheForgetsTheOldest(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
 	clock := newManualClock(testNow)
 	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(3))
 	require.NoError(t, err)
-	var proofs []string
+	a, b := otherFixture(t), otherFixture(t)
+	var olds []string
 	for range 3 {
-		p := f.proof(t, nil)
-		proofs = append(proofs, p)
-		_, err := v.Verify(t.Context(), f.request(p))
+		p := a.at(t, testNow)
+		olds = append(olds, p)
+		_, err := v.Verify(t.Context(), a.request(p))
 		require.NoError(t, err)
 	}
-	// Full of unexpired entries: fail closed, for new proofs and replays alike.
-	_, err = v.Verify(t.Context(), f.request(f.proof(t, nil)))
-	requireOnly(t, err, ErrReplayCacheFull)
-	_, err = v.Verify(t.Context(), f.request(proofs[0]))
-	requireOnly(t, err, ErrReplay)
 
-	// Once the entries expire there is room again.
+	clock.Advance(time.Second)
+	_, err = v.Verify(t.Context(), b.request(b.at(t, clock.Now())))
+	require.NoError(t, err, "a newer proof of another key is accepted")
+	_, err = v.Verify(t.Context(), a.request(a.at(t, clock.Now())))
+	require.NoError(t, err, "so is a newer proof of the key that filled the cache")
+	assert.Equal(t, 3, v.replay.len(), "within its size")
+
+	for _, p := range olds { // two forgotten, one still recorded
+		_, err = v.Verify(t.Context(), a.request(p))
+		require.Error(t, err, "a replay is never accepted")
+		require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "%v", err)
+	}
+	_, err = v.Verify(t.Context(), a.request(a.at(t, testNow)))
+	requireOnly(t, err, ErrReplayCacheFull) // as old as a forgotten one: cannot tell
+	_, err = v.Verify(t.Context(), b.request(b.at(t, testNow)))
+	requireOnly(t, err, ErrReplayCacheFull) // older than every proof kept
+
+	// Once the entries expire the cache is whole again.
 	clock.Advance(DefaultMaxAge + time.Second)
-	fresh := f.proof(t, func(_, c map[string]any) { c["iat"] = clock.Now().Unix() })
-	_, err = v.Verify(t.Context(), f.request(fresh))
+	_, err = v.Verify(t.Context(), a.request(a.at(t, clock.Now())))
 	require.NoError(t, err)
 	assert.Equal(t, 1, v.replay.len())
+}
+
+// TestVerifyReplayKeyLimit: one key past its share of the cache forgets
+// its own oldest proofs and refuses its own proofs no newer than them;
+// another key's proofs of the very same second are accepted, however many
+// the first key sends.
+func TestVerifyReplayKeyLimit(t *testing.T) {
+	t.Parallel()
+	clock := newManualClock(testNow)
+	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(3))
+	require.NoError(t, err)
+	flooder, other := otherFixture(t), otherFixture(t)
+	first := flooder.at(t, testNow)
+	_, err = v.Verify(t.Context(), flooder.request(first))
+	require.NoError(t, err)
+	for range 2 {
+		_, err = v.Verify(t.Context(), flooder.request(flooder.at(t, testNow)))
+		require.NoError(t, err)
+	}
+	_, err = v.Verify(t.Context(), flooder.request(flooder.at(t, testNow)))
+	requireOnly(t, err, ErrReplayCacheFull) // its limit is reached within one second
+
+	for range 10 {
+		clock.Advance(time.Second)
+		_, err = v.Verify(t.Context(), flooder.request(flooder.at(t, clock.Now())))
+		require.NoError(t, err, "past its limit a key forgets its own oldest proofs")
+	}
+	assert.Equal(t, 3, v.replay.len())
+	_, err = v.Verify(t.Context(), flooder.request(first))
+	requireOnly(t, err, ErrReplayCacheFull) // forgotten, so refused
+
+	for range 3 {
+		_, err = v.Verify(t.Context(), other.request(other.at(t, testNow)))
+		require.NoError(t, err, "another key keeps its whole window")
+	}
+}
+
+// TestVerifyReplayCacheOfOneProofPerKey: when every key holds one proof
+// the cache forgets the oldest key's, and from then on refuses every proof
+// no newer than it, whatever its key, and only those.
+func TestVerifyReplayCacheOfOneProofPerKey(t *testing.T) {
+	t.Parallel()
+	clock := newManualClock(testNow)
+	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(3))
+	require.NoError(t, err)
+	keys := []fixture{otherFixture(t), otherFixture(t), otherFixture(t), otherFixture(t)}
+	var firsts []string
+	for _, k := range keys[:3] {
+		p := k.at(t, testNow)
+		firsts = append(firsts, p)
+		_, err := v.Verify(t.Context(), k.request(p))
+		require.NoError(t, err)
+	}
+	clock.Advance(time.Second)
+	_, err = v.Verify(t.Context(), keys[3].request(keys[3].at(t, clock.Now())))
+	require.NoError(t, err)
+	for i, p := range firsts {
+		_, err = v.Verify(t.Context(), keys[i].request(p))
+		require.Error(t, err, "a replay is never accepted")
+	}
+	_, err = v.Verify(t.Context(), keys[3].request(keys[3].at(t, testNow)))
+	requireOnly(t, err, ErrReplayCacheFull)
+	_, err = v.Verify(t.Context(), keys[0].request(keys[0].at(t, clock.Now())))
+	require.NoError(t, err)
+}
+
+// TestCheckRecordsNothing: Check runs Verify's checks without recording,
+// so a proof checked for a request whose caller then fails authentication
+// may come again; Record records it once, and then both refuse it.
+func TestCheckRecordsNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	clock := newManualClock(testNow)
+	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(1))
+	require.NoError(t, err)
+	proof := f.proof(t, nil)
+	for range 3 {
+		_, err := v.Check(t.Context(), f.request(proof))
+		require.NoError(t, err)
+	}
+	_, err = v.Check(t.Context(), f.request(f.proof(t, nil)))
+	require.NoError(t, err, "nothing checked filled the cache of one")
+	assert.Zero(t, v.replay.len())
+
+	res, err := v.Check(t.Context(), f.request(proof))
+	require.NoError(t, err)
+	late, err := v.Check(t.Context(), f.request(f.proof(t, nil)))
+	require.NoError(t, err)
+	require.NoError(t, v.Record(res))
+	requireOnly(t, v.Record(res), ErrReplay)
+	_, err = v.Check(t.Context(), f.request(proof))
+	requireOnly(t, err, ErrReplay)
+
+	clock.Advance(DefaultMaxAge + time.Second)
+	requireOnly(t, v.Record(late), ErrIATTooOld)
+	require.Error(t, v.Record(nil))
+	require.Error(t, v.Record(&Result{}))
 }
 
 func TestVerifyConcurrentReplay(t *testing.T) {
@@ -673,6 +800,7 @@ func TestNewVerifierOptions(t *testing.T) {
 		{name: "negative skew refused", opts: []Option{WithIATWindow(time.Second, -time.Second)}, wantErr: "maxAge must be positive"},
 		{name: "nil clock refused", opts: []Option{WithClock(nil)}, wantErr: "nil clock"},
 		{name: "zero cache refused", opts: []Option{WithReplayCacheSize(0)}, wantErr: "size must be positive"},
+		{name: "zero key limit refused", opts: []Option{WithReplayKeyLimit(0)}, wantErr: "limit must be positive"},
 		{name: "nil nonces refused", opts: []Option{WithNonces(nil)}, wantErr: "nil Nonces"},
 		{name: "all errors reported", opts: []Option{WithClock(nil), WithReplayCacheSize(-1)}, wantErr: "nil clock\ndpop: WithReplayCacheSize"},
 	}
@@ -741,4 +869,68 @@ func TestChallengeAndErrorCode(t *testing.T) {
 			assert.NotContains(t, d, "dpop: ")
 		}
 	})
+}
+
+// TestReplayCacheNeverForgetsAReplay drives caches of a few entries with
+// random proofs of a few keys, issued at random times around a clock that
+// moves in steps and lulls, so that they evict all the time, and replays
+// the proofs they forgot while those are inside their window: every
+// replay is refused, and a cache keeps within both bounds.
+func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
+	t.Parallel()
+	type proof struct {
+		owner   ownerKey
+		expires int64
+	}
+	replays := 0
+	for seed := range uint64(2000) {
+		rng := mathrand.New(mathrand.NewPCG(seed, 1))
+		max, perKey := 1+rng.IntN(6), 1+rng.IntN(4)
+		c := newReplayCache(max, perKey)
+		recorded := map[replayKey]proof{} // every proof accepted, until it expires
+		now := testNow
+		for i := range 300 {
+			switch rng.IntN(20) {
+			case 0: // a lull: part of the cache expires
+				now = now.Add(time.Duration(rng.IntN(40)) * time.Second)
+			case 1, 2, 3:
+				now = now.Add(time.Duration(rng.IntN(3)) * time.Second)
+			}
+			for k, p := range recorded {
+				if p.expires < now.UnixNano() {
+					delete(recorded, k) // the iat check refuses it from now on
+				}
+			}
+			owner := ownerKey(min(rng.IntN(5), rng.IntN(5))) // some keys busier
+			expires := now.Add(time.Duration(rng.IntN(70)-10) * time.Second)
+			if expires.Before(now) {
+				continue // the iat check refuses it before the cache sees it
+			}
+			var key replayKey
+			binary.BigEndian.PutUint64(key[:], uint64(i+1))
+			replay := false
+			if rng.IntN(3) == 0 {
+				for k, p := range recorded {
+					if _, kept := c.seen[k]; !kept {
+						key, owner, expires, replay = k, p.owner, time.Unix(0, p.expires), true
+						break
+					}
+				}
+			}
+			err := c.add(key, owner, expires, now)
+			if replay {
+				replays++
+				require.Error(t, err, "seed %d step %d: a forgotten proof was accepted again", seed, i)
+				continue
+			}
+			if err == nil {
+				recorded[key] = proof{owner, expires.UnixNano()}
+			}
+			require.LessOrEqual(t, len(c.heap), max)
+			for _, o := range c.owners {
+				require.LessOrEqual(t, len(o.entries), perKey)
+			}
+		}
+	}
+	require.Greater(t, replays, 10_000, "the test replays forgotten proofs")
 }

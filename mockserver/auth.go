@@ -167,13 +167,16 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 	if !isDPoP && !strings.EqualFold(scheme, "Bearer") {
 		return nil, &authFailure{message: "unsupported authorization scheme"}
 	}
-	claims, rm, err := s.verifyToken(r, realm, raw)
+	claims, rm, remember, err := s.verifyToken(r, realm, raw)
 	if err != nil {
 		return nil, &authFailure{code: "invalid_token", message: "invalid token: " + err.Error(), dpop: isDPoP}
 	}
 	if fail := s.checkBinding(w, r, realm, raw, claims, isDPoP); fail != nil {
 		return nil, fail
 	}
+	// Only now is the caller authenticated: a bound token sent without its
+	// proof is remembered by no cache.
+	remember()
 	// A realm serving an authenticated caller paces other realms' writes
 	// (store.Store.Serving); an anonymous request, a bad token or a bound
 	// token without its proof never does.
@@ -190,42 +193,43 @@ var errRealmGone = errors.New("realm not found or decommissioned")
 // its type (an access token), its exp and nbf, that it was not revoked
 // (revocation.go), and that the realm is live, whose store entry it
 // returns. Every route's token check is this one. Messages name the failed
-// check without echoing the token.
-func (s *Server) verifyToken(r *http.Request, realm, raw string) (*issuer.Claims, *store.Realm, error) {
+// check without echoing the token. remember adds a token whose signature
+// was checked to the verified-token cache; call it once the request is
+// authenticated (its DPoP binding checked too).
+func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Claims, rm *store.Realm, remember func(), err error) {
 	// The realm's key never changes once it is installed: no lock is
 	// taken, so no work in any realm delays a token check.
 	rm, ok := s.store.Lookup(realm)
 	if !ok || rm.Decommissioned() {
-		return nil, nil, errRealmGone
+		return nil, nil, nil, errRealmGone
 	}
 	key, kid, ok := s.accessVerificationKey(rm)
 	if !ok { // the realm has signed no token yet
-		return nil, nil, checkError{issuer.ErrKey}
+		return nil, nil, nil, checkError{issuer.ErrKey}
 	}
 	iss, now := issuer.RealmIssuer(s.issuerBase(r), realm), s.now()
 	// Hash the token's bytes in place: []byte(raw) copied ~700 bytes per
 	// request, the largest allocation of a decision. sha256 only reads them.
 	key256 := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw)))
-	c, ok := s.auth.verified.get(realm, key256, kid, iss)
+	c, ok = s.auth.verified.get(realm, key256, kid, iss)
 	if ok {
 		if err := c.CheckTime(now); err != nil {
-			return nil, nil, checkError{err}
+			return nil, nil, nil, checkError{err}
 		}
 	} else {
-		var err error
 		if c, err = issuer.Verify(raw, key, kid, iss, now); err != nil {
-			return nil, nil, checkError{err}
+			return nil, nil, nil, checkError{err}
 		}
 	}
 	// Checked after the cache as well as after a signature check: a
 	// verification remembered before a revocation does not outlive it.
 	if s.auth.revoked.revoked(realm, c.ID) {
-		return nil, nil, errRevoked
+		return nil, nil, nil, errRevoked
 	}
-	if !ok {
-		s.auth.verified.add(realm, key256, verifiedToken{kid: kid, claims: c})
+	if ok {
+		return c, rm, func() {}, nil
 	}
-	return c, rm, nil
+	return c, rm, func() { s.auth.verified.add(realm, key256, verifiedToken{kid: kid, claims: c}) }, nil
 }
 
 // errRevoked is the validation error for a revoked token.
@@ -288,9 +292,11 @@ type authState struct {
 	policies    decision.Cache
 	dpop        *dpop.Verifier // algorithms and challenges; verifies no proof
 	// proofs verifies DPoP proofs, one verifier (and so one replay cache)
-	// per realm: a replay cache refuses proofs when it is full rather than
-	// forget one it recorded, so a shared one would let a flood of proofs
-	// in one realm refuse DPoP in every realm. proofOpts configure them.
+	// per realm: a full replay cache shortens its window, so a shared one
+	// would let a flood of proofs in one realm shorten every realm's.
+	// Proofs are recorded only for authenticated callers (checkBinding
+	// after the token, recordTokenProof after the client). proofOpts
+	// configure them.
 	proofs    *perRealm[*dpop.Verifier]
 	proofOpts []dpop.Option
 	nonces    *nonceSource

@@ -43,17 +43,27 @@ type resourceRequest struct {
 	Scopes []string `json:"scopes"`
 }
 
-// decisionContext is the part of the request context the engine reads.
+// decisionContext is the request context: attributes and nothing else.
 // The attributes are strings (spec section 4.9); decoding them as such
-// refuses any other type with a 400 naming the field.
+// refuses any other type with a 400 naming the field. Both objects are
+// closed: a member of neither ({"context": {"method": "DELETE"}}, an
+// attribute "verb") is a 400 naming it, because ignoring it would decide
+// as if the call had no method, a silent DENY where the caller meant a
+// method.
 type decisionContext struct {
-	Attributes *struct {
-		Method  string `json:"method"`
-		Path    string `json:"path"`
-		Headers string `json:"headers"`
-		Body    string `json:"body"`
-	} `json:"attributes"`
+	Attributes *decisionAttributes `json:"attributes"`
 }
+
+// decisionAttributes are the context attributes of spec section 4.9.
+type decisionAttributes struct {
+	Method  string `json:"method"`
+	Path    string `json:"path"`
+	Headers string `json:"headers"`
+	Body    string `json:"body"`
+}
+
+func (decisionContext) closedJSONObject()    {}
+func (decisionAttributes) closedJSONObject() {}
 
 // authorizeResponse is the answer of /authorize, as writeDecision writes it.
 type authorizeResponse struct {

@@ -267,6 +267,44 @@ func TestDecisionValidation(t *testing.T) {
 	})
 }
 
+// TestDecisionContextTakesOnlyItsMembers: a member of the context, or of
+// its attributes, that the service does not define is a 400 naming it.
+// {"context": {"method": "DELETE"}} used to be read as a context without
+// a method, so a permission limited to DELETE silently denied; the method
+// belongs under attributes.
+func TestDecisionContextTakesOnlyItsMembers(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	dave := srv.Token("acme", "dave") // may delete orders, with the method DELETE only
+	for _, tc := range []struct {
+		name, context, field, message string
+	}{
+		{"method beside attributes", `{"method":"DELETE"}`, "context.method", `unknown member: context takes only "attributes"`},
+		{"misspelt attributes", `{"attribute":{"method":"DELETE"}}`, "context.attribute", `unknown member: context takes only "attributes"`},
+		{"unknown attribute", `{"attributes":{"verb":"DELETE"}}`, "context.attributes.verb",
+			`unknown member: context.attributes takes only "method", "path", "headers" and "body"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := postJSON(t, srv, authorizePath, dave, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete"]}],"context":`+tc.context+`}`)
+			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+			var body struct {
+				Error, Message string
+				Details        []struct{ Field, Message string }
+			}
+			require.NoError(t, json.Unmarshal(res.body, &body))
+			require.Equal(t, "Bad Request", body.Error)
+			require.Equal(t, tc.field+": "+tc.message, body.Message)
+			require.Equal(t, []struct{ Field, Message string }{{tc.field, tc.message}}, body.Details)
+		})
+	}
+	t.Run("the method under attributes decides", func(t *testing.T) {
+		t.Parallel()
+		status, _ := decide(t, srv, dave, `[{"name":"orders","scopes":["delete"]}]`, `{"attributes":{"method":"DELETE"}}`)
+		require.Equal(t, "GRANT", status)
+	})
+}
+
 func TestDecisionsNeedAValidToken(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))

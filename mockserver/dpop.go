@@ -79,7 +79,8 @@ func newAuthState(s *Server) (*authState, error) {
 	a := &authState{pageKey: make([]byte, 32)}
 	_, _ = rand.Read(a.pageKey)
 	a.nonces = &nonceSource{now: s.now, required: s.nonceRequired}
-	a.proofOpts = []dpop.Option{dpop.WithClock(s.now), dpop.WithNonces(a.nonces)}
+	a.proofOpts = []dpop.Option{dpop.WithClock(s.now), dpop.WithNonces(a.nonces),
+		dpop.WithReplayCacheSize(replayCacheSize), dpop.WithReplayKeyLimit(replayKeyLimit)}
 	v, err := dpop.NewVerifier(a.proofOpts...)
 	if err != nil {
 		return nil, err
@@ -91,10 +92,20 @@ func newAuthState(s *Server) (*authState, error) {
 	return a, nil
 }
 
+// Each realm's replay cache holds every proof of 2,800 accepted per second
+// over the proofs' 70 s window (some 21 MB when full), 20,000 of them of
+// one key (285 per second). Only authenticated callers' proofs are
+// recorded. Past either bound the cache forgets the oldest proof (the
+// key's own, or the realm's) and refuses only proofs no newer than it: the
+// window shortens (to 200,000 / rate), it never closes for everyone.
+const (
+	replayCacheSize = 200_000
+	replayKeyLimit  = 20_000
+)
+
 // proofRetryAfter is the Retry-After, in seconds, of the 503 that answers a
-// proof the realm's full replay cache cannot record: entries leave the
-// cache as their proofs age past the verifier's window, so room comes back
-// continuously.
+// proof the realm's full replay cache cannot record (it holds as many
+// proofs at least as new): a proof made a second later passes.
 const proofRetryAfter = "1"
 
 // nonceRequired reports the configuration's dpopNonceRequired.
@@ -162,28 +173,50 @@ func (s *Server) sendNonce(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// tokenProofThumbprint checks the DPoP proof of a token request (no access
-// token yet) and returns the thumbprint of its key, the token's cnf.jkt.
-func (s *Server) tokenProofThumbprint(w http.ResponseWriter, r *http.Request, realm string) (string, *oauthError) {
+// checkTokenProof checks the DPoP proof of a token request (no access
+// token yet) and records nothing: the client is not authenticated yet.
+// recordTokenProof records it once the client (and the user or code) is;
+// its thumbprint is then the token's cnf.jkt.
+func (s *Server) checkTokenProof(w http.ResponseWriter, r *http.Request, realm string) (*dpop.Result, *oauthError) {
 	v, err := s.auth.proofs.get(realm)
 	if err != nil {
-		return "", &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: "the DPoP verifier is unavailable"}
+		return nil, &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: "the DPoP verifier is unavailable"}
 	}
-	res, err := v.Verify(r.Context(), dpop.Request{
+	res, err := v.Check(r.Context(), dpop.Request{
 		Proofs: r.Header.Values("DPoP"), Method: r.Method, URL: s.requestURL(r),
 	})
-	if errors.Is(err, dpop.ErrReplayCacheFull) {
-		w.Header().Set("Retry-After", proofRetryAfter)
-		return "", &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable",
-			description: "too many DPoP proofs in this realm's replay window; retry shortly"}
-	}
 	if err != nil {
-		var ne *dpop.NonceError
-		if errors.As(err, &ne) && ne.Nonce != "" {
-			w.Header().Set("DPoP-Nonce", ne.Nonce)
-		}
-		return "", &oauthError{status: http.StatusBadRequest, code: dpop.ErrorCode(err), description: dpop.ErrorDescription(err)}
+		return nil, tokenProofError(w, err)
+	}
+	return res, nil
+}
+
+// recordTokenProof records the proof checkTokenProof accepted, for a
+// request whose client is authenticated, and sends the next nonce.
+func (s *Server) recordTokenProof(w http.ResponseWriter, r *http.Request, realm string, res *dpop.Result) *oauthError {
+	v, err := s.auth.proofs.get(realm)
+	if err != nil {
+		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: "the DPoP verifier is unavailable"}
+	}
+	if err := v.Record(res); err != nil {
+		return tokenProofError(w, err)
 	}
 	s.sendNonce(w, r)
-	return res.Thumbprint, nil
+	return nil
+}
+
+// tokenProofError is the token endpoint's answer to a proof Check or
+// Record refused: a 503 when the realm's replay cache cannot record it,
+// the RFC 9449 error otherwise (with the nonce to use).
+func tokenProofError(w http.ResponseWriter, err error) *oauthError {
+	if errors.Is(err, dpop.ErrReplayCacheFull) {
+		w.Header().Set("Retry-After", proofRetryAfter)
+		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable",
+			description: "too many DPoP proofs in this realm's replay window; retry shortly"}
+	}
+	var ne *dpop.NonceError
+	if errors.As(err, &ne) && ne.Nonce != "" {
+		w.Header().Set("DPoP-Nonce", ne.Nonce)
+	}
+	return &oauthError{status: http.StatusBadRequest, code: dpop.ErrorCode(err), description: dpop.ErrorDescription(err)}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/issuer"
 	"github.com/orgauthz/orgauthz/internal/store"
 )
@@ -242,14 +243,14 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 	}
 	badClient := &oauthError{status: http.StatusUnauthorized, code: "invalid_client", description: "invalid client or client credentials", basic: basic}
 	spec := tokenSpec{clientID: clientID}
+	var proof *dpop.Result
 	if grantType == grantAuthorizationCode && r.Header.Get("DPoP") != "" {
-		// Before the code is redeemed: a client told to retry with the
-		// server's DPoP nonce must still hold a code to retry with.
-		jkt, oe := s.tokenProofThumbprint(w, r, realm)
-		if oe != nil {
+		// Checked before the code is redeemed (a client told to retry with
+		// the server's DPoP nonce must still hold a code to retry with), but
+		// recorded only once the client and code are.
+		if proof, oe = s.checkTokenProof(w, r, realm); oe != nil {
 			return nil, oe
 		}
-		spec.jkt = jkt
 	}
 	var (
 		username string
@@ -291,12 +292,16 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		return nil, err
 	}
 
-	if grantType != grantAuthorizationCode && r.Header.Get("DPoP") != "" {
-		jkt, oe := s.tokenProofThumbprint(w, r, realm)
-		if oe != nil {
+	if proof == nil && r.Header.Get("DPoP") != "" {
+		if proof, oe = s.checkTokenProof(w, r, realm); oe != nil {
 			return nil, oe
 		}
-		spec.jkt = jkt
+	}
+	if proof != nil { // the client, and the user or code, are authenticated
+		if oe := s.recordTokenProof(w, r, realm, proof); oe != nil {
+			return nil, oe
+		}
+		spec.jkt = proof.Thumbprint
 	}
 	raw, claims, err := s.mint(s.issuerBase(r), realm, username, spec)
 	if err != nil {

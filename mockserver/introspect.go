@@ -65,7 +65,7 @@ func (s *Server) introspection(w http.ResponseWriter, r *http.Request, realm str
 	if raw == "" {
 		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "token is required"}
 	}
-	claims, _, err := s.verifyToken(r, realm, raw)
+	claims, _, _, err := s.verifyToken(r, realm, raw)
 	if err != nil {
 		return inactive, nil
 	}

@@ -83,44 +83,28 @@ func TestRealmWorkDoesNotBlockOtherRealms(t *testing.T) {
 }
 
 // TestDPoPReplayCachesArePerRealm fills acme's replay cache, made small
-// here, with alice's proofs, and requires that acme then answers 503 with
-// Retry-After (the server's capacity, not a bad proof: a client told
-// invalid_dpop_proof would throw its token away), while globex's DPoP
-// requests and the master realm's DPoP token requests go on working. With
-// one replay cache for the whole server, a flood of proofs in one realm
-// refused DPoP in every realm.
+// here, with alice's proofs of one second, and requires that acme then
+// answers a proof of that same second (which the full cache cannot tell
+// from a replay) 503 with Retry-After, not a challenge: the server's
+// capacity, not a bad proof, and a client told invalid_dpop_proof would
+// throw its token away. Globex's DPoP requests and the master realm's DPoP
+// token requests go on working. With one replay cache for the whole
+// server, a flood of proofs in one realm refused DPoP in every realm.
 func TestDPoPReplayCachesArePerRealm(t *testing.T) {
 	a := newOrgAPI(t)
-	a.now.Store(time.Now().UnixNano()) // proofs carry the wall clock's iat
 	a.s.auth.proofOpts = append(a.s.auth.proofOpts, dpop.WithReplayCacheSize(3))
-	signer, err := dpop.GenerateKey()
+	key, err := dpop.GenerateKey()
 	require.NoError(t, err)
-	get := func(realm, user string) *http.Response {
-		t.Helper()
-		tok, err := a.s.IssueToken(realm, user, TokenDPoPBinding(signer.Thumbprint()))
-		require.NoError(t, err)
-		u := a.url + "/admin/realms/" + realm + "/organizations"
-		proof, err := signer.Proof(http.MethodGet, u, tok, "")
-		require.NoError(t, err)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "DPoP "+tok)
-		req.Header.Set("DPoP", proof)
-		resp, err := a.hc.Do(req)
-		require.NoError(t, err)
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
-	}
+	signer := key.WithClock(func() time.Time { return time.Unix(0, a.now.Load()) }) // the server's second
 	for range 3 {
-		require.Equal(t, http.StatusOK, get("acme", "alice").StatusCode)
+		require.Equal(t, http.StatusOK, a.dpopGet(t, signer, "acme", "alice").StatusCode)
 	}
-	full := get("acme", "alice")
-	require.Equal(t, http.StatusServiceUnavailable, full.StatusCode, "acme's replay cache is full")
-	require.Equal(t, proofRetryAfter, full.Header.Get("Retry-After"))
-	require.Empty(t, full.Header.Get("WWW-Authenticate"), "a full cache is no challenge to the token")
+	resp := a.dpopGet(t, signer, "acme", "alice")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "acme's replay cache is full of proofs as new")
+	require.Equal(t, proofRetryAfter, resp.Header.Get("Retry-After"))
+	require.Empty(t, resp.Header.Get("WWW-Authenticate"), "a full cache is no challenge to the token")
 
-	require.Equal(t, http.StatusOK, get("globex", "gina").StatusCode, "globex has a replay cache of its own")
+	require.Equal(t, http.StatusOK, a.dpopGet(t, signer, "globex", "gina").StatusCode, "globex has a replay cache of its own")
 
 	tokenURL := a.url + "/realms/master/protocol/openid-connect/token"
 	proof, err := signer.Proof(http.MethodPost, tokenURL, "", "")
@@ -131,12 +115,32 @@ func TestDPoPReplayCachesArePerRealm(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("DPoP", proof)
 	req.SetBasicAuth("platform-admin", "boot") // newOrgAPI's WithAdminSecret
+	tr, err := a.hc.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(tr.Body)
+	tr.Body.Close()
+	require.Equal(t, http.StatusOK, tr.StatusCode, "master's token endpoint: %s", b)
+	require.Contains(t, string(b), `"token_type":"DPoP"`)
+}
+
+// dpopGet lists realm's organizations as user, with a token bound to
+// signer's key and a proof signer makes.
+func (a *orgAPI) dpopGet(t *testing.T, signer *dpop.Signer, realm, user string) *http.Response {
+	t.Helper()
+	tok, err := a.s.IssueToken(realm, user, TokenDPoPBinding(signer.Thumbprint()))
+	require.NoError(t, err)
+	u := a.url + "/admin/realms/" + realm + "/organizations"
+	proof, err := signer.Proof(http.MethodGet, u, tok, "")
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "DPoP "+tok)
+	req.Header.Set("DPoP", proof)
 	resp, err := a.hc.Do(req)
 	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "master's token endpoint: %s", b)
-	require.Contains(t, string(b), `"token_type":"DPoP"`)
+	return resp
 }
 
 // TestOnlyAuthenticatedRequestsPaceOtherRealms: a realm's writes are paced
@@ -186,9 +190,9 @@ func TestOnlyAuthenticatedRequestsPaceOtherRealms(t *testing.T) {
 		require.NotContains(t, a.s.store.LastServing(), "globex", "%s %s", junk.method, junk.path)
 	}
 
-	// gina's DPoP-bound token without its proof verifies (and is cached)
-	// but is refused: a stolen bound token serves nobody. With its proof,
-	// the token's second verification comes from the cache, and counts.
+	// gina's DPoP-bound token without its proof verifies but is refused
+	// (and not remembered): a stolen bound token serves nobody. With its
+	// proof, it counts.
 	a.now.Store(time.Now().UnixNano()) // proofs carry the wall clock's iat
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)

@@ -49,7 +49,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, realm strin
 	if raw == "" {
 		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "token is required"}
 	}
-	claims, _, err := s.verifyToken(r, realm, raw)
+	claims, _, _, err := s.verifyToken(r, realm, raw)
 	switch {
 	case errors.Is(err, issuer.ErrType):
 		return &oauthError{status: http.StatusBadRequest, code: "unsupported_token_type", description: "only access tokens are revoked"}

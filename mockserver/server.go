@@ -93,10 +93,11 @@ type preflightRoutes struct {
 }
 
 // Handle registers h for pattern, which names its method, and, on the
-// path's first pattern, the path's OPTIONS route.
+// path's first pattern, the path's OPTIONS route. A request whose query
+// does not decode never reaches h (wellFormedQuery).
 func (m mux) Handle(pattern string, h http.Handler) {
 	*m.patterns = append(*m.patterns, pattern)
-	m.ServeMux.Handle(pattern, h)
+	m.ServeMux.Handle(pattern, wellFormedQuery(pattern, h))
 	method, path, _ := strings.Cut(pattern, " ")
 	paths := m.preflights.methods[m.ServeMux]
 	if paths == nil {

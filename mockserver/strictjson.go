@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -32,10 +33,12 @@ import (
 
 // errAmbiguousMember reports an ambiguous member: given twice (other ==
 // name), differing only in case from an earlier one (other), or naming the
-// field other only in another case (variant).
+// field other only in another case (variant); or a member of a closed
+// object that names none of its fields (known lists them).
 type errAmbiguousMember struct {
 	path, name, other string
 	variant           bool
+	known             []string
 }
 
 // Error returns "<path of the member>: <what is wrong with it>".
@@ -51,6 +54,13 @@ func (e *errAmbiguousMember) field() string {
 
 // problem says what is wrong with the member.
 func (e *errAmbiguousMember) problem() string {
+	if e.known != nil {
+		where := e.path
+		if where == "" {
+			where = "the body"
+		}
+		return fmt.Sprintf("unknown member: %s takes only %s", where, quoteList(e.known))
+	}
 	if e.variant {
 		return fmt.Sprintf("member names are case-sensitive: the field is %q", e.other)
 	}
@@ -59,6 +69,28 @@ func (e *errAmbiguousMember) problem() string {
 	}
 	return fmt.Sprintf("differs only in case from %q: members are matched case-insensitively", e.other)
 }
+
+// quoteList joins names as "a", "b" and "c".
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+}
+
+// closedObject marks a struct type whose JSON object takes only its own
+// fields: checkMembers refuses any other member of it, where encoding/json
+// would ignore it. It is for objects where a misplaced member would
+// silently change an answer (a decision's context, whose method a
+// permission reads), not for every body: the service ignores unknown
+// members in general.
+type closedObject interface{ closedJSONObject() }
+
+var closedObjectType = reflect.TypeFor[closedObject]()
 
 // smallObject is the number of member names an object frame keeps in a
 // list before it switches to a map.
@@ -85,7 +117,8 @@ type memberFrame struct {
 // t, and returns an *errAmbiguousMember for the first ambiguous member: a
 // name given twice in any object, or, in an object decoded into a struct,
 // two names equal under Unicode case folding (bytes.EqualFold, as
-// encoding/json matches fields) or a name that matches a field only so.
+// encoding/json matches fields) or a name that matches a field only so;
+// and, in an object of a closedObject type, a name of none of its fields.
 // Objects decoded into maps keep case-distinct keys
 // ("Region" and "region" are two attributes). Parts of the body that decode
 // into no struct field, into an interface or into a type with its own
@@ -197,6 +230,9 @@ func readName(data []byte, i *int, stack []memberFrame) (err error, ok bool) {
 		if variantOf != "" {
 			return &errAmbiguousMember{path: framePath(stack), name: string(name), other: variantOf, variant: true}, true
 		}
+		if _, known := top.shape.exact[string(name)]; top.shape.closed && !known {
+			return &errAmbiguousMember{path: framePath(stack), name: string(name), known: top.shape.names}, true
+		}
 		top.next = t
 	} else {
 		top.next = top.elem
@@ -302,10 +338,13 @@ func isDelimiter(c byte) bool {
 
 // structShape maps the JSON names of a struct's fields to the types of
 // their values (nil for a field checked for exact duplicates only), and
-// their folded names to the names.
+// their folded names to the names. A closed shape (closedObject) takes no
+// other member; names are its fields' names, in order, for messages.
 type structShape struct {
 	exact  map[string]reflect.Type
 	folded map[string]string
+	closed bool
+	names  []string
 }
 
 // field returns the type of the field a member name matches as
@@ -326,7 +365,8 @@ func shapeOf(t reflect.Type) *structShape {
 	if s, ok := shapes.Load(t); ok {
 		return s.(*structShape)
 	}
-	s := &structShape{exact: map[string]reflect.Type{}, folded: map[string]string{}}
+	s := &structShape{exact: map[string]reflect.Type{}, folded: map[string]string{},
+		closed: t.Implements(closedObjectType) || reflect.PointerTo(t).Implements(closedObjectType)}
 	addFields(s, t)
 	v, _ := shapes.LoadOrStore(t, s)
 	return v.(*structShape)
@@ -360,6 +400,7 @@ func addFields(s *structShape, t reflect.Type) {
 		}
 		s.exact[name] = decodable(f.Type)
 		s.folded[foldName([]byte(name))] = name
+		s.names = append(s.names, name)
 	}
 }
 

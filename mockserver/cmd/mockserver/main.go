@@ -17,8 +17,11 @@
 // headers and body together) and -idle-timeout (2m), which bound how long a
 // client may hold a connection without sending its request, -write-timeout
 // (90s), which bounds how long a client may take to read its answer, and
-// -max-connections (1024), the number of connections served at once (more
-// wait until one closes). It logs with
+// -max-connections (1024), the number of connections served at once: at
+// the limit a newcomer takes the slot of an idle keep-alive connection, or
+// else of one that has not finished sending its request's headers (from
+// the peer address holding the most such), and waits only while every
+// connection carries a request. It logs with
 // log/slog to standard error, prints its base URL on standard output, and
 // shuts down cleanly on SIGINT or SIGTERM. -h prints a description, an
 // example and the flags.
@@ -115,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Above decisionLatencyMs's ceiling of 60 s, so that the slowest injected
 	// decision still reaches its client.
 	write := fs.Duration("write-timeout", 90*time.Second, "how long a client may take to read a response, from the end of its request's headers")
-	maxConns := fs.Int("max-connections", 1024, "how many connections are served at once; more wait until one closes")
+	maxConns := fs.Int("max-connections", 1024, "how many connections are served at once; at the limit an idle or silent connection (of the peer holding most) is closed for a newcomer, which waits only while every connection carries a request")
 	fs.SetOutput(io.Discard) // report prints parse errors, once
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
@@ -160,8 +163,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	limited := newLimitListener(ln, *maxConns)
 	hs := &http.Server{
 		Handler:           srv,
+		ConnState:         limited.track,
 		ReadHeaderTimeout: *readHeader,
 		ReadTimeout:       *read, // bounds the body too: a client that never sends it loses the connection
 		IdleTimeout:       *idle,
@@ -172,8 +177,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	served := make(chan error, 1)
 	// The cap bounds what clients that hold connections (and the answers
-	// written to them) can pin at once.
-	go func() { served <- hs.Serve(newLimitListener(ln, *maxConns)) }()
+	// written to them) can pin at once; idle and silent connections give
+	// their slots to newcomers (limitListener).
+	go func() { served <- hs.Serve(limited) }()
 	fmt.Fprintf(stdout, "mockserver listening on %s\n", base)
 	if *adminSecret == "" {
 		fmt.Fprintf(stdout, "platform-admin client secret (master realm): %s\n", srv.AdminSecret())

@@ -337,45 +337,120 @@ func TestRunPublicURL(t *testing.T) {
 }
 
 // TestRunLimitsConnections: with -max-connections 1, a second connection
-// is not served while the first is open, and is served once it closes.
-// Without a cap, clients that hold connections could pin memory without
-// bound.
+// is not served while the first carries a request (its body still
+// arriving), and is served once that request is answered. Without a cap,
+// clients that hold connections could pin memory without bound.
 func TestRunLimitsConnections(t *testing.T) {
-	base, stop := start(t, "-max-connections", "1")
+	base, stop := start(t, "-max-connections", "1", "-read-timeout", "10m")
 	defer func() { require.NoError(t, stop()) }()
 	addr := strings.TrimPrefix(base, "http://")
-	req := "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"
-	send := func(conn net.Conn) *bufio.Reader {
-		_, err := io.WriteString(conn, req)
-		require.NoError(t, err)
-		return bufio.NewReader(conn)
-	}
 
 	first, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer first.Close()
-	require.NoError(t, first.SetDeadline(time.Now().Add(10*time.Second)))
-	resp, err := http.ReadResponse(send(first), nil)
+	require.NoError(t, first.SetDeadline(time.Now().Add(time.Minute)))
+	body := "grant_type=client_credentials&client_id=nobody"
+	_, err = io.WriteString(first, "POST /realms/master/protocol/openid-connect/token HTTP/1.1\r\nHost: "+addr+
+		"\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: "+fmt.Sprint(len(body))+
+		"\r\nExpect: 100-continue\r\n\r\n")
 	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "the first connection is served and kept alive")
+	fr := bufio.NewReader(first)
+	resp, err := http.ReadResponse(fr, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusContinue, resp.StatusCode, "the handler reads the body: the request is in progress")
+	_, err = io.WriteString(first, body[:10])
+	require.NoError(t, err)
 
 	second, err := net.Dial("tcp", addr) // the kernel completes the handshake
 	require.NoError(t, err)
 	defer second.Close()
-	br := send(second)
+	_, err = io.WriteString(second, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
+	require.NoError(t, err)
+	br := bufio.NewReader(second)
 	require.NoError(t, second.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
 	_, err = br.Peek(1)
 	var ne net.Error
-	require.ErrorAs(t, err, &ne, "no answer while the first connection holds the only slot")
+	require.ErrorAs(t, err, &ne, "no answer while the first connection's request holds the only slot")
 	require.True(t, ne.Timeout(), "%v", err)
 
-	require.NoError(t, first.Close())
-	require.NoError(t, second.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = io.WriteString(first, body[10:])
+	require.NoError(t, err)
+	resp, err = http.ReadResponse(fr, nil)
+	require.NoError(t, err, "the first request is answered whole")
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	require.NoError(t, second.SetReadDeadline(time.Now().Add(time.Minute)))
 	resp, err = http.ReadResponse(br, nil)
-	require.NoError(t, err, "served once the first connection closed")
+	require.NoError(t, err, "served once the first connection had no request")
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// TestRunIdleAndSilentConnectionsGiveWay fills every slot of
+// -max-connections 8 with connections that carry no request: keep-alive
+// connections left idle after a request, connections that never send a
+// byte, and both; then another client's request is answered. The slots
+// used to be held until the idle or read-header timeout (ten minutes
+// here), so every other client waited that long, and the holder could
+// start again. The request's deadline, well under those timeouts, only
+// turns such a wait into a failure; nothing here measures speed.
+func TestRunIdleAndSilentConnectionsGiveWay(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		silent, idle int
+	}{
+		{"idle keep-alive connections", 0, 8},
+		{"silent connections", 8, 0},
+		{"both", 4, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, stop := start(t, "-max-connections", "8", "-read-header-timeout", "10m", "-read-timeout", "10m", "-idle-timeout", "10m")
+			defer func() { require.NoError(t, stop()) }()
+			addr := strings.TrimPrefix(base, "http://")
+			var held []net.Conn
+			defer func() { // before stop: a shutdown waits 5 s for a silent connection
+				for _, c := range held {
+					c.Close()
+				}
+			}()
+			dial := func() net.Conn {
+				conn, err := net.Dial("tcp", addr)
+				require.NoError(t, err)
+				held = append(held, conn)
+				return conn
+			}
+			// The silent ones first: the server accepts in order, so they
+			// hold their slots before the idle ones are answered.
+			for range tc.silent {
+				dial()
+			}
+			for range tc.idle {
+				conn := dial()
+				require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
+				_, err := io.WriteString(conn, "GET /openapi.json HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
+				require.NoError(t, err)
+				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				require.NoError(t, err)
+				_, err = io.Copy(io.Discard, resp.Body)
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.False(t, resp.Close, "the connection is kept alive")
+			}
+
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			c := &http.Client{Transport: checker.Transport(&http.Transport{DisableKeepAlives: true})}
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/realms/master/.well-known/openid-configuration", nil)
+			require.NoError(t, err)
+			resp, err := c.Do(req)
+			require.NoError(t, err, "another client is served while every slot is held by a connection without a request")
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+		})
+	}
 }
 
 // TestRunBoundsNonReadingClients: a client that sends requests and never

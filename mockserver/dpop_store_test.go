@@ -1,0 +1,127 @@
+package mockserver
+
+import (
+	"crypto/sha256"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/issuer"
+)
+
+// TestUnauthenticatedTokenRequestsStoreNoProof floods acme's token endpoint
+// with authorization-code requests that carry valid DPoP proofs, each of a
+// key of its own, and a made-up client or code; then a verified caller's
+// proof of that very second must be accepted, at a protected route and at
+// the token endpoint. The endpoint used to record each proof before it
+// checked the client, so the flood filled the realm's replay cache (made
+// small here) and every DPoP user of the realm got 503. A full cache
+// cannot tell a proof of the same second from a replay, so this passes only
+// if the flood stored nothing.
+func TestUnauthenticatedTokenRequestsStoreNoProof(t *testing.T) {
+	a := newOrgAPI(t)
+	a.s.auth.proofOpts = append(a.s.auth.proofOpts, dpop.WithReplayCacheSize(3))
+	clock := func() time.Time { return time.Unix(0, a.now.Load()) } // every proof of the server's second
+	tokenURL := a.url + "/realms/acme/protocol/openid-connect/token"
+	post := func(t *testing.T, signer *dpop.Signer, form url.Values) (int, string) {
+		t.Helper()
+		proof, err := signer.Proof(http.MethodPost, tokenURL, "", "")
+		require.NoError(t, err)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("DPoP", proof)
+		resp, err := a.hc.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	newSigner := func(t *testing.T) *dpop.Signer {
+		key, err := dpop.GenerateKey()
+		require.NoError(t, err)
+		return key.WithClock(clock)
+	}
+
+	for i := range 12 {
+		form := url.Values{"grant_type": {"authorization_code"}, "code": {"made-up"},
+			"redirect_uri": {"https://app.test/cb"}, "code_verifier": {strings.Repeat("v", 43)}}
+		want := http.StatusBadRequest // invalid_grant: no such code
+		if i%2 == 0 {
+			form.Set("client_id", "nobody")
+			want = http.StatusUnauthorized // invalid_client
+		} else {
+			form.Set("client_id", "admin-cli") // public: only the code authenticates it
+		}
+		status, body := post(t, newSigner(t), form)
+		require.Equal(t, want, status, body)
+	}
+
+	alice := newSigner(t)
+	require.Equal(t, http.StatusOK, a.dpopGet(t, alice, "acme", "alice").StatusCode, "a verified DPoP caller is served")
+	status, body := post(t, newSigner(t), url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+		"username": {"bob"}, "password": {"bob"}})
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, `"token_type":"DPoP"`)
+}
+
+// TestUnauthenticatedRequestsLeaveNoVerifiedToken: a DPoP-bound token sent
+// without its proof, or with a proof of another key, is refused and not
+// remembered as verified; the same token with its proof is. The token used
+// to be remembered once its signature checked out, before its binding: a
+// request that failed authentication stored its token.
+func TestUnauthenticatedRequestsLeaveNoVerifiedToken(t *testing.T) {
+	a := newOrgAPI(t)
+	clock := func() time.Time { return time.Unix(0, a.now.Load()) }
+	key, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	other, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	tok, err := a.s.IssueToken("acme", "alice", TokenDPoPBinding(key.Thumbprint()))
+	require.NoError(t, err)
+	rm, ok := a.s.store.Lookup("acme")
+	require.True(t, ok)
+	_, kid, ok := a.s.accessVerificationKey(rm)
+	require.True(t, ok, "the realm has signed a token")
+	remembered := func() bool {
+		_, ok := a.s.auth.verified.get("acme", sha256.Sum256([]byte(tok)), kid, issuer.RealmIssuer(a.url, "acme"))
+		return ok
+	}
+	u := a.url + "/admin/realms/acme/organizations"
+	get := func(t *testing.T, scheme string, signer *dpop.Signer) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", scheme+" "+tok)
+		if signer != nil {
+			proof, err := signer.WithClock(clock).Proof(http.MethodGet, u, tok, "")
+			require.NoError(t, err)
+			req.Header.Set("DPoP", proof)
+		}
+		resp, err := a.hc.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for name, send := range map[string]func(t *testing.T) int{
+		"as Bearer":             func(t *testing.T) int { return get(t, "Bearer", nil) },
+		"without a proof":       func(t *testing.T) int { return get(t, "DPoP", nil) },
+		"with another key's":    func(t *testing.T) int { return get(t, "DPoP", other) },
+		"as Bearer with proofs": func(t *testing.T) int { return get(t, "Bearer", key) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, http.StatusUnauthorized, send(t))
+			require.False(t, remembered(), "a refused request stored its token")
+		})
+	}
+	require.Equal(t, http.StatusOK, get(t, "DPoP", key))
+	require.True(t, remembered(), "an authenticated request's token is remembered")
+}
