@@ -37,6 +37,10 @@ const (
 	// dropped first. Each realm has its own: a realm that fills its store
 	// refuses only its own sign-ins.
 	maxCodes = 10000
+	// maxCodesPerUser bounds the unredeemed codes of one user of a realm:
+	// a newer code replaces the user's oldest, so that one user cannot
+	// fill the realm's store.
+	maxCodesPerUser = 32
 	// maxAuthParam bounds each parameter of an authorization request, so
 	// that what a code holds stays small.
 	maxAuthParam = 2048
@@ -62,11 +66,21 @@ type authCode struct {
 // for concurrent use.
 type codeStore struct {
 	mu      sync.Mutex
-	byRealm map[string]map[string]*authCode
+	byRealm map[string]*realmCodes
 }
 
-// add stores c under a new code and returns it; false when the store is
-// full of live codes.
+// realmCodes are one realm's unredeemed codes, and each user's of them,
+// oldest first: a user holds at most maxCodesPerUser, so that no one
+// signed-in user can fill the realm's store and lock its other users out
+// of signing in.
+type realmCodes struct {
+	codes  map[string]*authCode
+	byUser map[string][]string
+}
+
+// add stores c under a new code and returns it; false when the realm's
+// store is full of live codes. A user's code beyond maxCodesPerUser
+// replaces that user's oldest.
 func (cs *codeStore) add(now time.Time, c *authCode) (string, bool) {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
@@ -74,24 +88,28 @@ func (cs *codeStore) add(now time.Time, c *authCode) (string, bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.byRealm == nil {
-		cs.byRealm = map[string]map[string]*authCode{}
+		cs.byRealm = map[string]*realmCodes{}
 	}
-	m := cs.byRealm[c.realm]
-	if m == nil {
-		m = map[string]*authCode{}
-		cs.byRealm[c.realm] = m
+	rc := cs.byRealm[c.realm]
+	if rc == nil {
+		rc = &realmCodes{codes: map[string]*authCode{}, byUser: map[string][]string{}}
+		cs.byRealm[c.realm] = rc
 	}
-	if len(m) >= maxCodes {
-		for k, v := range m {
+	if mine := rc.byUser[c.username]; len(mine) >= maxCodesPerUser {
+		rc.drop(mine[0])
+	}
+	if len(rc.codes) >= maxCodes {
+		for k, v := range rc.codes {
 			if !now.Before(v.expires) {
-				delete(m, k)
+				rc.drop(k)
 			}
 		}
-		if len(m) >= maxCodes {
+		if len(rc.codes) >= maxCodes {
 			return "", false
 		}
 	}
-	m[code] = c
+	rc.codes[code] = c
+	rc.byUser[c.username] = append(rc.byUser[c.username], code)
 	return code, true
 }
 
@@ -101,10 +119,31 @@ func (cs *codeStore) add(now time.Time, c *authCode) (string, bool) {
 func (cs *codeStore) take(realm, code string) (*authCode, bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	m := cs.byRealm[realm]
-	c, ok := m[code]
-	delete(m, code)
+	rc := cs.byRealm[realm]
+	if rc == nil {
+		return nil, false
+	}
+	c, ok := rc.codes[code]
+	rc.drop(code)
 	return c, ok
+}
+
+// drop forgets code, if held, from the realm's codes and its user's.
+func (rc *realmCodes) drop(code string) {
+	c, ok := rc.codes[code]
+	if !ok {
+		return
+	}
+	delete(rc.codes, code)
+	mine := rc.byUser[c.username]
+	if i := slices.Index(mine, code); i >= 0 {
+		mine = slices.Delete(mine, i, i+1)
+	}
+	if len(mine) == 0 {
+		delete(rc.byUser, c.username)
+	} else {
+		rc.byUser[c.username] = mine
+	}
 }
 
 // authorizeRoutes registers the authorization endpoint at Keycloak's path.

@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -13,7 +14,11 @@ import (
 func TestCodeStoresArePerRealm(t *testing.T) {
 	var cs codeStore
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	live := func(realm string) *authCode { return &authCode{realm: realm, expires: now.Add(codeLifetime)} }
+	user := 0
+	live := func(realm string) *authCode {
+		user++ // one code per user: a user alone cannot fill a store
+		return &authCode{realm: realm, username: strconv.Itoa(user), expires: now.Add(codeLifetime)}
+	}
 	for range maxCodes {
 		if _, ok := cs.add(now, live("a")); !ok {
 			t.Fatal("realm a refused a code before its store was full")
@@ -34,5 +39,47 @@ func TestCodeStoresArePerRealm(t *testing.T) {
 	}
 	if _, ok := cs.add(now.Add(codeLifetime), live("a")); !ok {
 		t.Fatal("realm a's expired codes were not dropped to make room")
+	}
+}
+
+// TestOneUserCannotFillTheRealmsCodes has one signed-in user ask for codes
+// without redeeming them, as a script can, and requires that another user
+// of the realm still signs in, and that the first user's newest codes stay
+// redeemable while its oldest make room. With one bound for the realm
+// only, one user's 10,000 unredeemed codes locked every other user of the
+// realm out of signing in for the codes' lifetime.
+func TestOneUserCannotFillTheRealmsCodes(t *testing.T) {
+	var cs codeStore
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	code := func(username string) *authCode {
+		return &authCode{realm: "a", username: username, expires: now.Add(codeLifetime)}
+	}
+	var mallory []string
+	for range maxCodes {
+		c, ok := cs.add(now, code("mallory"))
+		if !ok {
+			t.Fatal("a user was refused a code of its own")
+		}
+		mallory = append(mallory, c)
+	}
+	alice, ok := cs.add(now, code("alice"))
+	if !ok {
+		t.Fatal("one user's unredeemed codes locked another user out of signing in")
+	}
+	if c, ok := cs.take("a", alice); !ok || c.username != "alice" {
+		t.Fatal("alice's code was not redeemable")
+	}
+	if _, ok := cs.take("a", mallory[0]); ok {
+		t.Fatal("a user's oldest code outlived its newer ones beyond the bound")
+	}
+	newest := mallory[len(mallory)-1]
+	if c, ok := cs.take("a", newest); !ok || c.username != "mallory" {
+		t.Fatal("a user's newest code was not redeemable")
+	}
+	cs.mu.Lock()
+	held := len(cs.byRealm["a"].codes)
+	cs.mu.Unlock()
+	if held != maxCodesPerUser-1 {
+		t.Fatalf("the realm holds %d codes after two were redeemed; want the bound less one, %d", held, maxCodesPerUser-1)
 	}
 }
