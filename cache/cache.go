@@ -121,8 +121,10 @@ type config struct {
 	bytesSet bool
 }
 
-// WithClock makes the cache read the time from now instead of time.Now. now
-// must be safe for concurrent use. A nil now is an error in New.
+// WithClock makes the cache read the time from now instead of the real
+// clock (the monotonic clock), for tests that move time without sleeping:
+// every lookup and addition calls now. now must be safe for
+// concurrent use. A nil now is an error in New.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.now, c.clockSet = now, true }
 }
@@ -186,7 +188,7 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c.none = &Group[G, K, V]{c: c}
 	c.none.entries.init(&c.hash, c.tomb)
 	c.list.next, c.list.prev = &c.list, &c.list
-	c.clk.init(cfg.now, func() uint64 { return c.hits.Load() + c.misses.Load() })
+	c.clk.init(cfg.now)
 	return c, nil
 }
 
@@ -257,7 +259,9 @@ func (grp *Group[G, K, V]) Unpin() {
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
 	e := grp.entries.get(k)
-	if e != nil && e.gen == grp.gen.Load() && c.clk.unexpired(e.expires) {
+	// The clock is read here, for this lookup: nothing else may say that
+	// an entry is unexpired (see clock).
+	if e != nil && e.gen == grp.gen.Load() && c.clk.elapsed() < e.expires {
 		if !e.ref.Load() { // write the shared line only when it changes
 			e.ref.Store(true)
 		}
@@ -306,7 +310,7 @@ func (c *Cache[G, K, V]) Add(g G, k K, value V, ttl time.Duration, size int64) b
 	now := c.clk.elapsed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.add(c.group(g), k, value, now, ttl, size)
+	return c.add(c.group(g), k, value, now, expiry(now, ttl), size)
 }
 
 // Remove deletes the entry under group g and key k and reports whether there
@@ -450,7 +454,7 @@ func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool 
 	if w.grp.gen.Load() != w.gen {
 		return false
 	}
-	return c.add(w.grp, k, value, now, ttl, size)
+	return c.add(w.grp, k, value, now, expiry(now, ttl), size)
 }
 
 // Close releases the writer. Closing it again does nothing.
@@ -491,19 +495,16 @@ func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
 	}
 }
 
-// add stores an entry of grp; c.mu must be held.
-func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, ttl time.Duration, size int64) bool {
+// add stores an entry of grp that expires at expires, unless that is not
+// after now; c.mu must be held.
+func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, expires time.Duration, size int64) bool {
 	size = max(size, 0) + c.entryCost
-	if ttl <= 0 || size+c.groupCost > c.maxBytes {
+	if expires <= now || size+c.groupCost > c.maxBytes {
 		if e := grp.entries.get(k); e != nil {
 			c.remove(e)
 		}
 		c.release(grp)
 		return false
-	}
-	expires := time.Duration(math.MaxInt64) // saturate: the entry never expires
-	if now <= math.MaxInt64-ttl {
-		expires = now + ttl
 	}
 	e := &entry[G, K, V]{key: k, grp: grp, value: value, expires: expires, size: size, gen: grp.gen.Load()}
 	if old := grp.entries.put(e); old != nil {

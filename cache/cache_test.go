@@ -252,6 +252,34 @@ func TestWriterIsFencedByRemoval(t *testing.T) {
 	w.Close()
 }
 
+// With the real clock, an entry is served until its expiry and not after,
+// however hard it is read: every lookup that ended before the time to live
+// (counted from before Add) is a hit, and the first one begun after it
+// (counted from after Add) is a miss.
+func TestRealClockExpiresAnEntryInUse(t *testing.T) {
+	t.Parallel()
+	const ttl = 50 * time.Millisecond
+	c, err := cache.New[string, string, bool](4)
+	require.NoError(t, err)
+	before := time.Now()
+	require.True(t, c.Add("alice", "orders", true, ttl, 1))
+	after := time.Now()
+	h := c.Pin("alice")
+	defer h.Unpin()
+	for {
+		began := time.Now()
+		_, ok := h.Get("orders")
+		ended := time.Now()
+		if late := began.Sub(after) - ttl; late >= 0 {
+			require.False(t, ok, "a lookup begun %v after the entry expired found it", late)
+			return
+		}
+		if early := ttl - ended.Sub(before); early > 0 {
+			require.True(t, ok, "a lookup ended %v before the entry expired missed it", early)
+		}
+	}
+}
+
 func TestWriterWithoutEntriesLeavesNothing(t *testing.T) {
 	t.Parallel()
 	c := newCache[string](t, 8, newClock())
