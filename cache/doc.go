@@ -20,8 +20,10 @@
 // proportional to their number, making them invisible at once and freeing
 // them a batch at a time, and a [Writer] drops what it would store after
 // such a removal, so that an answer fetched before a group was removed
-// never comes back after it. A Cache needs no Close: it starts no goroutine
-// and no timer.
+// never comes back after it; the time to live of what a Writer stores
+// counts from when the writer was made, before the fetch, so that an answer
+// is never kept longer than its time to live after it was asked for. A
+// Cache needs no Close: it starts no goroutine and no timer.
 //
 // Every lookup reads the clock and compares it with its entry's expiry:
 // no entry is served past its time to live, however long the process was
