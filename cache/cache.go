@@ -253,8 +253,8 @@ func (grp *Group[G, K, V]) Unpin() {
 }
 
 // Get returns the value the group holds under k, and true when it is
-// present, live and unexpired. A hit takes no lock and allocates nothing;
-// a miss drops what it found expired and sweeps. Get keeps no reference to
+// present, live and unexpired by the clock, which it reads. A hit takes no
+// lock and allocates nothing; a miss drops what it found expired and sweeps. Get keeps no reference to
 // k, so a caller may look up a key whose bytes it reuses afterwards.
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
