@@ -62,8 +62,9 @@ const (
 	// freeze) right after a check, just after its goroutine went through
 	// the scheduler; the parent resumes it. Where a freeze lands decides
 	// what a clock-based shortcut gets away with: here the child's first
-	// checks after the freeze come before any timer of the runtime's can
-	// run, every time.
+	// checks after the freeze come before the runtime can run any timer
+	// (a cache that trusted a timer-driven clock served expired GRANTs
+	// in 24 runs of 24 so, and in 8 of 24 stopped by the parent).
 	stopsItself freezeMode = "stops itself"
 )
 
@@ -323,9 +324,10 @@ func freezeChild() int {
 // stopSelf stops the whole process, as SIGSTOP from outside does, from the
 // calling thread, which stops before it runs another instruction; it
 // returns once the process is continued. It goes through the scheduler
-// first, so that the runtime's monitor, which preempts a goroutine it has
-// seen running for 10 ms, does not preempt the caller the moment it
-// resumes.
+// first: the runtime's monitor preempts a goroutine it has seen in the same
+// scheduling round for 10 ms, and a freeze counts; after warmFor of checks
+// the monitor looks only every 10 ms or so, so it has not seen the round
+// that begins here, and the caller is not preempted the moment it resumes.
 func stopSelf() {
 	runtime.Gosched()
 	_, _, _ = syscall.RawSyscall(syscall.SYS_TGKILL, uintptr(syscall.Getpid()), uintptr(syscall.Gettid()), uintptr(syscall.SIGSTOP))
