@@ -94,7 +94,9 @@ func WithRetry(max int, minWait, maxWait time.Duration) Option {
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 // WithCache sets the decision cache: size entries (0 disables), the time a
-// PDP true or false is kept. Only decisions without a response context are
+// PDP true or false is kept, counted from when the request was sent (an
+// answer is served only while the monotonic clock, read on every hit, says
+// it is within that time). Only decisions without a response context are
 // cached. Entries are per credential: two credentials never share one.
 func WithCache(size int, allowTTL, denyTTL time.Duration) Option {
 	return func(c *config) { c.cacheSize, c.allowTTL, c.denyTTL = size, allowTTL, denyTTL }

@@ -121,8 +121,10 @@ type config struct {
 	bytesSet bool
 }
 
-// WithClock makes the cache read the time from now instead of time.Now. now
-// must be safe for concurrent use. A nil now is an error in New.
+// WithClock makes the cache read the time from now instead of the real
+// clock (the monotonic clock), for tests that move time without sleeping:
+// every lookup, addition and Writer calls now. now must be safe for
+// concurrent use. A nil now is an error in New.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.now, c.clockSet = now, true }
 }
@@ -186,7 +188,7 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c.none = &Group[G, K, V]{c: c}
 	c.none.entries.init(&c.hash, c.tomb)
 	c.list.next, c.list.prev = &c.list, &c.list
-	c.clk.init(cfg.now, func() uint64 { return c.hits.Load() + c.misses.Load() })
+	c.clk.init(cfg.now)
 	return c, nil
 }
 
@@ -251,13 +253,15 @@ func (grp *Group[G, K, V]) Unpin() {
 }
 
 // Get returns the value the group holds under k, and true when it is
-// present, live and unexpired. A hit takes no lock and allocates nothing;
-// a miss drops what it found expired and sweeps. Get keeps no reference to
+// present, live and unexpired by the clock, which it reads. A hit takes no
+// lock and allocates nothing; a miss drops what it found expired and sweeps. Get keeps no reference to
 // k, so a caller may look up a key whose bytes it reuses afterwards.
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
 	e := grp.entries.get(k)
-	if e != nil && e.gen == grp.gen.Load() && c.clk.unexpired(e.expires) {
+	// The clock is read here, for this lookup: nothing else may say that
+	// an entry is unexpired (see clock).
+	if e != nil && e.gen == grp.gen.Load() && c.clk.elapsed() < e.expires {
 		if !e.ref.Load() { // write the shared line only when it changes
 			e.ref.Store(true)
 		}
@@ -306,7 +310,7 @@ func (c *Cache[G, K, V]) Add(g G, k K, value V, ttl time.Duration, size int64) b
 	now := c.clk.elapsed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.add(c.group(g), k, value, now, ttl, size)
+	return c.add(c.group(g), k, value, now, expiry(now, ttl), size)
 }
 
 // Remove deletes the entry under group g and key k and reports whether there
@@ -418,27 +422,35 @@ func (c *Cache[G, K, V]) Stats() Stats {
 
 // Writer adds entries to one group unless the group is removed after the
 // writer was made: a value fetched before a removal never comes back after
-// it. Make one with [Cache.Writer] before fetching, and Close it when done.
-// A Writer is not safe for concurrent use.
+// it. The time to live of what it adds counts from when it was made, so
+// that a value is never kept longer than its time to live after it was
+// asked for, however long the fetch took or the process stalled before
+// storing it. Make one with [Cache.Writer] just before fetching, and Close
+// it when done. A Writer is not safe for concurrent use.
 type Writer[G, K comparable, V any] struct {
 	grp    *Group[G, K, V]
 	gen    uint64
+	made   time.Duration // since the cache's epoch
 	closed bool
 }
 
-// Writer returns a writer for group g. Until it is closed, the cache keeps
-// g's bookkeeping even when g has no entries.
+// Writer returns a writer for group g, made now: the time to live of what
+// it adds counts from this call. Until it is closed, the cache keeps g's
+// bookkeeping even when g has no entries.
 func (c *Cache[G, K, V]) Writer(g G) *Writer[G, K, V] {
+	made := c.clk.elapsed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	grp := c.group(g)
 	grp.writers++
-	return &Writer[G, K, V]{grp: grp, gen: grp.gen.Load()}
+	return &Writer[G, K, V]{grp: grp, gen: grp.gen.Load(), made: made}
 }
 
-// Add is Cache.Add for the writer's group, except that it stores nothing,
-// and reports false, once the group has been removed since the writer was
-// made, or after Close.
+// Add is Cache.Add for the writer's group, except that ttl counts from when
+// the writer was made, not from this call, and that it stores nothing, and
+// reports false, once the group has been removed since the writer was made,
+// or after Close. A ttl that has run out already stores nothing and removes
+// any earlier value, as a ttl that is not positive does.
 func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool {
 	if w.closed {
 		return false
@@ -450,7 +462,7 @@ func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool 
 	if w.grp.gen.Load() != w.gen {
 		return false
 	}
-	return c.add(w.grp, k, value, now, ttl, size)
+	return c.add(w.grp, k, value, now, expiry(w.made, ttl), size)
 }
 
 // Close releases the writer. Closing it again does nothing.
@@ -491,19 +503,16 @@ func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
 	}
 }
 
-// add stores an entry of grp; c.mu must be held.
-func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, ttl time.Duration, size int64) bool {
+// add stores an entry of grp that expires at expires, unless that is not
+// after now; c.mu must be held.
+func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, expires time.Duration, size int64) bool {
 	size = max(size, 0) + c.entryCost
-	if ttl <= 0 || size+c.groupCost > c.maxBytes {
+	if expires <= now || size+c.groupCost > c.maxBytes {
 		if e := grp.entries.get(k); e != nil {
 			c.remove(e)
 		}
 		c.release(grp)
 		return false
-	}
-	expires := time.Duration(math.MaxInt64) // saturate: the entry never expires
-	if now <= math.MaxInt64-ttl {
-		expires = now + ttl
 	}
 	e := &entry[G, K, V]{key: k, grp: grp, value: value, expires: expires, size: size, gen: grp.gen.Load()}
 	if old := grp.entries.put(e); old != nil {

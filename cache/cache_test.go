@@ -252,6 +252,72 @@ func TestWriterIsFencedByRemoval(t *testing.T) {
 	w.Close()
 }
 
+// A writer's entries live for their time to live from when the writer was
+// made, before the fetch, not from when the answer was stored: a slow
+// answer, or a process frozen between the answer and its storing, must not
+// keep it past its time to live after it was asked for.
+func TestWriterTTLCountsFromItsMaking(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		fetch     time.Duration // between the writer's making and Add
+		then      time.Duration // between Add and Get
+		wantStore bool
+		wantHit   bool
+	}{
+		{"read back within the ttl", 40 * time.Second, 19 * time.Second, true, true},
+		{"read back at the ttl since the making", 40 * time.Second, 20 * time.Second, true, false},
+		{"stored past the ttl", time.Minute, 0, false, false},
+		{"stored past the ttl, much later", time.Hour, 0, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			c := newCache[string](t, 4, clk)
+			c.Add("alice", "orders", "an older answer", time.Hour, 1)
+			w := c.Writer("alice")
+			defer w.Close()
+			clk.advance(tt.fetch)
+			assert.Equal(t, tt.wantStore, w.Add("orders", "the answer", time.Minute, 1))
+			clk.advance(tt.then)
+			got, ok := c.Get("alice", "orders")
+			assert.Equal(t, tt.wantHit, ok, "got %q", got)
+			if !tt.wantStore {
+				assert.Equal(t, 0, c.Len(), "the older answer must not stand in for one that was not kept")
+			}
+		})
+	}
+}
+
+// With the real clock, an entry is served until its expiry and not after,
+// however hard it is read: every lookup that ended before the time to live
+// (counted from before Add) is a hit, and the first one begun after it
+// (counted from after Add) is a miss.
+func TestRealClockExpiresAnEntryInUse(t *testing.T) {
+	t.Parallel()
+	const ttl = 50 * time.Millisecond
+	c, err := cache.New[string, string, bool](4)
+	require.NoError(t, err)
+	before := time.Now()
+	require.True(t, c.Add("alice", "orders", true, ttl, 1))
+	after := time.Now()
+	h := c.Pin("alice")
+	defer h.Unpin()
+	for {
+		began := time.Now()
+		_, ok := h.Get("orders")
+		ended := time.Now()
+		if late := began.Sub(after) - ttl; late >= 0 {
+			require.False(t, ok, "a lookup begun %v after the entry expired found it", late)
+			return
+		}
+		if early := ttl - ended.Sub(before); early > 0 {
+			require.True(t, ok, "a lookup ended %v before the entry expired missed it", early)
+		}
+	}
+}
+
 func TestWriterWithoutEntriesLeavesNothing(t *testing.T) {
 	t.Parallel()
 	c := newCache[string](t, 8, newClock())

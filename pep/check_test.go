@@ -189,6 +189,52 @@ func TestCacheTTLs(t *testing.T) {
 	}
 }
 
+// A gateway answer is kept for its TTL from when the client asked for it,
+// not from when the answer came: an answer that was long in coming (a slow
+// gateway, or a client process stalled before it stored the answer) must
+// not be served past its TTL after the question.
+func TestCacheTTLCountsFromTheRequest(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		inFlight  time.Duration // how long the first request takes, by the client's clock
+		then      time.Duration // from its answer to the second call
+		wantFetch bool          // the second call reaches the gateway
+	}{
+		{"read back within grantTTL of the request", 20 * time.Second, 9 * time.Second, false},
+		{"read back at grantTTL after the request", 20 * time.Second, 10 * time.Second, true},
+		{"answered after grantTTL", 31 * time.Second, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := newManualClock()
+			g := startReference(t)
+			g.setHook(func(_ http.ResponseWriter, _ *http.Request, n int) bool {
+				if n == 1 {
+					clk.Advance(tt.inFlight) // the request is at the gateway
+				}
+				return false // the reference server answers
+			})
+			c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(100, 30*time.Second, 10*time.Second))
+			c.SetToken(g.token(t, "alice"))
+			d, err := c.Check(t.Context(), "orders", "read")
+			require.NoError(t, err)
+			requireGatewayDecision(t, d, pep.Grant)
+			clk.Advance(tt.then)
+			d, err = c.Check(t.Context(), "orders", "read")
+			require.NoError(t, err)
+			requireGatewayDecision(t, d, pep.Grant)
+			assert.Equal(t, !tt.wantFetch, d.Cached)
+			want := 1
+			if tt.wantFetch {
+				want = 2
+			}
+			assert.Equal(t, want, g.count())
+		})
+	}
+}
+
 func TestCacheKeepsOnlyGatewayGrantAndDeny(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -90,8 +90,8 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 
-	// The cache reads the real clock its own, cheaper way unless a test
-	// gave the client a clock.
+	// The cache reads the real clock its own, cheaper way (the monotonic
+	// clock alone, on every hit) unless a test gave the client a clock.
 	cacheClock := cfg.now
 	if cfg.now == nil {
 		cfg.now = time.Now

@@ -138,9 +138,12 @@ func WithTimeout(d time.Duration) Option {
 
 // WithCache sets the decision cache: at most size entries (0 disables the
 // cache), gateway GRANT answers kept for grantTTL and DENY answers for
-// denyTTL (a zero TTL keeps none of that kind). ERROR answers and fail-closed
-// denials are never cached. Defaults: 10,000 entries, 30 s, 10 s. Negative
-// values are errors.
+// denyTTL (a zero TTL keeps none of that kind). A TTL counts from when the
+// request was sent, and a cached answer is served only while the monotonic
+// clock, read on every hit, says it is within it: no answer outlives its
+// TTL, however slow its request or however long the process was frozen.
+// ERROR answers and fail-closed denials are never cached. Defaults: 10,000
+// entries, 30 s, 10 s. Negative values are errors.
 func WithCache(size int, grantTTL, denyTTL time.Duration) Option {
 	return optionFunc(func(c *config) {
 		c.cacheSize, c.grantTTL, c.denyTTL = size, grantTTL, denyTTL
