@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Flights lets identical concurrent requests (same token, same body) share
@@ -15,6 +16,14 @@ import (
 // cancelled, or its deadline was shorter) says nothing about the gateway: a
 // waiter that still has time then sends the request itself, without
 // sharing, so that other callers giving up can never deny it.
+//
+// A flight is joined only before its leader's deadline, read on the
+// monotonic clock when a caller arrives. A flight's answer may have been
+// made at any time since its request was sent; while the process runs,
+// that is within the leader's deadline of now, but a process frozen (a
+// paused VM or container, SIGSTOP) with a flight under way can wake with
+// its answer an hour old. A caller that begins after the deadline sends
+// its own request.
 //
 // K is the key that identifies identical requests; it must hold everything
 // that makes two requests differ (the full credential, the body).
@@ -32,6 +41,10 @@ type flight[T any] struct {
 	// read and made under Flights.mu.
 	done chan struct{}
 	out  *Outcome[T] // set before done is closed
+	// deadline is the leader's, if its context has one: past it, the
+	// flight is not joined.
+	deadline    time.Time
+	hasDeadline bool
 }
 
 // Outcome is the outcome of one request: a value, or the error that is
@@ -53,6 +66,9 @@ type Outcome[T any] struct {
 func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
 	f.mu.Lock()
 	fl, inFlight := f.m[key]
+	if inFlight && fl.hasDeadline && !time.Now().Before(fl.deadline) {
+		inFlight = false // too old to join: this caller leads a new flight
+	}
 	var done chan struct{}
 	if inFlight {
 		if fl.done == nil {
@@ -61,6 +77,7 @@ func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outc
 		done = fl.done
 	} else {
 		fl = &flight[T]{}
+		fl.deadline, fl.hasDeadline = ctx.Deadline()
 		if f.m == nil {
 			f.m = make(map[K]*flight[T])
 		}
@@ -77,7 +94,9 @@ func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outc
 				fl.out = &Outcome[T]{Err: &transportError{who: p, kind: "the request ended without an answer"}}
 			}
 			f.mu.Lock()
-			delete(f.m, key)
+			if f.m[key] == fl { // not replaced by a newer flight
+				delete(f.m, key)
+			}
 			done := fl.done
 			f.mu.Unlock()
 			if done != nil {

@@ -1,0 +1,79 @@
+package transport
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestFlightPastItsDeadlineIsNotJoined holds a leader's request after its
+// deadline has passed, as a process frozen with a request under way would,
+// and requires that a caller arriving then sends its own request instead
+// of taking an answer that may be as old as the freeze; and that the
+// stale flight, when it ends, leaves the newer one in place.
+func TestFlightPastItsDeadlineIsNotJoined(t *testing.T) {
+	joins := make(chan struct{}, 3) // one per caller, once it has joined or led
+	f := Flights[string, string]{WaitHook: func() { joins <- struct{}{} }}
+	leaderCtx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
+	defer cancel()
+	started, release := make(chan struct{}), make(chan struct{})
+	leaderDone := make(chan *Outcome[string])
+	go func() {
+		out, _ := f.Do(leaderCtx, "test", "k", func() *Outcome[string] {
+			close(started)
+			<-release // an answer held back, ignoring the leader's context
+			return &Outcome[string]{Value: "before the freeze"}
+		})
+		leaderDone <- out
+	}()
+	<-started
+	<-leaderCtx.Done() // the leader's deadline has passed; its flight is still open
+
+	<-joins // the leader's
+	secondRelease := make(chan struct{})
+	secondDone := make(chan *Outcome[string])
+	go func() {
+		out, shared := f.Do(t.Context(), "test", "k", func() *Outcome[string] {
+			<-secondRelease
+			return &Outcome[string]{Value: "fresh"}
+		})
+		if shared {
+			t.Error("a caller arriving after the flight's deadline shared its answer")
+		}
+		secondDone <- out
+	}()
+	<-joins // the second caller has joined a flight, or led one
+	f.mu.Lock()
+	joinedStale := f.m["k"].done != nil // a waiter made the flight's done
+	f.mu.Unlock()
+	if joinedStale {
+		close(release)
+		close(secondRelease)
+		t.Fatalf("a caller arriving after the flight's deadline joined it and got %q", (<-secondDone).Value)
+	}
+	close(release)
+	if out := <-leaderDone; out.Value != "before the freeze" {
+		t.Fatalf("the leader got %q", out.Value)
+	}
+
+	// The newer flight is still joinable: a third caller shares it.
+	third := make(chan *Outcome[string])
+	go func() {
+		out, shared := f.Do(t.Context(), "test", "k", func() *Outcome[string] {
+			return &Outcome[string]{Value: "third's own"}
+		})
+		if !shared {
+			t.Error("the stale flight's end removed the newer flight")
+		}
+		third <- out
+	}()
+	<-joins // the third caller has joined
+
+	close(secondRelease)
+	if out := <-secondDone; out.Value != "fresh" {
+		t.Fatalf("the second caller got %q", out.Value)
+	}
+	if out := <-third; out.Value != "fresh" {
+		t.Fatalf("the third caller got %q", out.Value)
+	}
+}
