@@ -2,6 +2,8 @@ package mockserver
 
 import (
 	"crypto"
+	"errors"
+	"net/http"
 
 	jose "github.com/go-jose/go-jose/v4"
 
@@ -65,4 +67,20 @@ func (s *Server) signingAlgorithms() []string {
 		algs = append(algs, string(issuer.ES256))
 	}
 	return algs
+}
+
+// isIDToken reports whether raw is an ID token of realm: signed by the
+// realm's RSA key, whatever key signs its access tokens, with its issuer,
+// and of type ID. It makes no key.
+func (s *Server) isIDToken(r *http.Request, realm, raw string) bool {
+	rm, ok := s.store.Lookup(realm)
+	if !ok {
+		return false
+	}
+	k, kid, ok := rm.LoadRSAKey()
+	if !ok {
+		return false
+	}
+	_, err := issuer.Verify(raw, k.Public(), kid, issuer.RealmIssuer(s.issuerBase(r), realm), s.now())
+	return errors.Is(err, issuer.ErrType)
 }

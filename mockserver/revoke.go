@@ -50,6 +50,9 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, realm strin
 		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "token is required"}
 	}
 	claims, _, _, err := s.verifyToken(r, realm, raw)
+	if err != nil && s.isIDToken(r, realm, raw) {
+		err = issuer.ErrType // with ES256 access tokens, an ID token is under another key
+	}
 	switch {
 	case errors.Is(err, issuer.ErrType):
 		return &oauthError{status: http.StatusBadRequest, code: "unsupported_token_type", description: "only access tokens are revoked"}
