@@ -153,3 +153,35 @@ func TestGoOIDCUserInfo(t *testing.T) {
 func basicCredentials(id, secret string) string {
 	return base64.StdEncoding.EncodeToString([]byte(id + ":" + secret))
 }
+
+// TestGoOIDCResourceServerChecksTyp: go-oidc's Verifier checks a token's
+// signature, issuer, audience and expiry, not its type: it takes the ID
+// token of a sign-in as it takes the access token, as it does with
+// Keycloak's tokens. The check docs/reference-server.md gives a resource
+// server, typ "Bearer" after Verify, tells the two apart: the server's own
+// routes refuse the ID token too.
+func TestGoOIDCResourceServerChecksTyp(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	ctx := oidc.ClientContext(t.Context(), srv.Client())
+	provider, err := oidc.NewProvider(ctx, srv.URL+"/realms/acme")
+	require.NoError(t, err)
+	tok, err := (&oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID}}).
+		PasswordCredentialsToken(ctx, "alice", "alice-pw")
+	require.NoError(t, err)
+	verifier := provider.Verifier(&oidc.Config{ClientID: "admin-cli"})
+	typ := func(raw string) string {
+		t.Helper()
+		verified, err := verifier.Verify(ctx, raw)
+		require.NoError(t, err, "go-oidc's Verifier takes both kinds of token")
+		var claims struct {
+			Typ string `json:"typ"`
+		}
+		require.NoError(t, verified.Claims(&claims))
+		return claims.Typ
+	}
+	require.Equal(t, "Bearer", typ(tok.AccessToken))
+	idToken := tok.Extra("id_token").(string)
+	require.Equal(t, "ID", typ(idToken), "the typ check refuses the ID token")
+	require.Equal(t, http.StatusUnauthorized, bearerGet(t, srv, userinfoPath, idToken).status)
+}
