@@ -73,6 +73,10 @@ type replayOwner struct {
 // caller's fresh proof (iat now) is refused only when the cache holds max
 // proofs issued within the same second.
 //
+// The cache's clock never goes back: calls may reach the lock in another
+// order than they read the clock, and a proof purged as expired by a
+// later time must not be taken again by a call that read an earlier one.
+//
 // Entries are kept in two min-heaps by expiry, the cache's (purging and
 // eviction) and their key's (eviction at the per-key bound): each
 // operation costs O(log n).
@@ -80,6 +84,7 @@ type replayCache struct {
 	mu     sync.Mutex
 	max    int
 	perKey int
+	now    int64 // the latest time the cache was given, unix ns
 	seen   map[replayKey]*replayEntry
 	heap   []*replayEntry
 	owners map[ownerKey]*replayOwner
@@ -101,8 +106,9 @@ func (c *replayCache) check(key replayKey, owner ownerKey, expires, now time.Tim
 
 // add records key, a proof of owner's, until expires, forgetting the proof
 // victim names to make room. It returns ErrReplay if key is recorded and
-// unexpired, ErrReplayCacheFull if the proof is no newer than the one it
-// would have to forget, and records nothing then.
+// unexpired, ErrIATTooOld if it expired by the cache's clock,
+// ErrReplayCacheFull if the proof is no newer than the one it would have
+// to forget, and records nothing then.
 func (c *replayCache) add(key replayKey, owner ownerKey, expires, now time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -129,11 +135,14 @@ func (c *replayCache) add(key replayKey, owner ownerKey, expires, now time.Time)
 
 // victim returns the proof recording key would forget (nil when there is
 // room), or the error refusing key: ErrReplay if it is recorded,
-// ErrReplayCacheFull if it expires no later than the proof it would make
-// go.
+// ErrIATTooOld if it expired, ErrReplayCacheFull if it expires no later
+// than the proof it would make go.
 func (c *replayCache) victim(key replayKey, owner ownerKey, exp int64) (*replayEntry, error) {
 	if _, ok := c.seen[key]; ok {
 		return nil, ErrReplay
+	}
+	if exp < c.now {
+		return nil, ErrIATTooOld
 	}
 	var v *replayEntry
 	if o := c.owners[owner]; o != nil && len(o.entries) >= c.perKey {
@@ -165,9 +174,11 @@ func (c *replayCache) len() int {
 	return len(c.heap)
 }
 
-// purge drops every entry that expired before now.
+// purge moves the cache's clock to now unless it is later already, and
+// drops every entry that expired before then.
 func (c *replayCache) purge(now int64) {
-	for len(c.heap) > 0 && c.heap[0].expires < now {
+	c.now = max(c.now, now)
+	for len(c.heap) > 0 && c.heap[0].expires < c.now {
 		c.remove(c.heap[0])
 	}
 	// Give memory back after a burst: the maps shrink on their own only

@@ -934,3 +934,25 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 	}
 	require.Greater(t, replays, 10_000, "the test replays forgotten proofs")
 }
+
+// TestReplayCacheClockNeverGoesBack: calls reach the cache's lock in
+// another order than they read the clock, so the cache may be given a
+// time earlier than one it was given before, by a call whose iat check
+// let a proof through at that earlier time. A proof the cache purged as
+// expired by the later time must still be refused. The cache used to
+// purge by whatever time it was given, and took such a proof again.
+func TestReplayCacheClockNeverGoesBack(t *testing.T) {
+	t.Parallel()
+	c := newReplayCache(10, 10)
+	a, b := newOwnerKey("a"), newOwnerKey("b")
+	first := newReplayKey("a", "first")
+	expires := testNow.Add(DefaultMaxAge)
+	require.NoError(t, c.add(first, a, expires, testNow))
+	require.NoError(t, c.add(newReplayKey("b", "later"), b, expires.Add(2*time.Second), expires.Add(time.Second)))
+	require.Equal(t, 1, c.len(), "the first proof expired and was purged")
+
+	// A call that read the clock at the end of the first proof's window,
+	// where the iat check lets it through, replays it.
+	requireOnly(t, c.check(first, a, expires, expires), ErrIATTooOld)
+	requireOnly(t, c.add(first, a, expires, expires), ErrIATTooOld)
+}
