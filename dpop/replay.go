@@ -68,10 +68,10 @@ type replayOwner struct {
 // to the ahead part, which is small (a tenth of the main part's size, at
 // least one) and never forgets a proof: one leaves it only as soon as it
 // is dated at most aheadTolerance ahead, for the main part, which takes it
-// as it takes a proof recorded then (it is at least as new as any proof
-// there, which came in when it was still dated further ahead than them;
-// so it is forgotten at once only if its expiry equals that of the proof
-// it would replace). A proof dated ahead is refused, with
+// as it takes a proof recorded then. (It is at least as new as every proof
+// there: each came in while it was dated further ahead than that proof
+// could be; so the main part forgets it at once only if it expires when
+// the proof it would replace does.) A proof dated ahead is refused, with
 // ErrReplayCacheFull, when the ahead part or its key's share of it (a
 // tenth of the key's limit, at least one) is full.
 //
@@ -198,7 +198,7 @@ func (c *replayCache) place(key replayKey, owner ownerKey, exp int64) (victim *r
 }
 
 // mainVictim returns the proof the main part forgets to take a proof of o
-// (nil for a key with no proof held), nil when it has room.
+// (o is nil for a key that holds none), or nil when it has room.
 func (c *replayCache) mainVictim(o *replayOwner) *replayEntry {
 	if o != nil && len(o.entries) >= c.perKey {
 		return o.entries[0]
@@ -293,8 +293,8 @@ func (c *replayCache) len() int {
 	return len(c.main) + len(c.ahead)
 }
 
-// atCache and atOwner return the field holding an entry's position in the
-// cache's heap and in its owner's.
+// atCache and atOwner return the field holding an entry's position in its
+// part's heap and in its owner's.
 func atCache(e *replayEntry) *int { return &e.at }
 func atOwner(e *replayEntry) *int { return &e.own }
 
