@@ -62,12 +62,14 @@ var (
 	// is still inside its validity window.
 	ErrReplay = errors.New("dpop: proof replayed")
 	// ErrReplayCacheFull means the verifier's replay cache is full of proofs
-	// at least as new as this one (all of them, or those of this proof's key:
-	// see [WithReplayCacheSize] and [WithReplayKeyLimit]), so it cannot record
-	// this one without forgetting a newer one, and refuses it rather than risk
-	// accepting a replay. This is a server capacity condition, not a client
-	// mistake: a server should answer 503 with Retry-After; a fresh proof
-	// usually passes.
+	// at least as new as this one (all of them, or those of this proof's
+	// key), so it cannot record this one without forgetting a newer one; or,
+	// for a proof dated more than a second ahead, that the cache's room for
+	// such proofs, or this key's share of it, is full (see
+	// [WithReplayCacheSize] and [WithReplayKeyLimit]). It refuses the proof
+	// rather than risk accepting a replay. This is a server capacity
+	// condition, not a client mistake: a server should answer 503 with
+	// Retry-After; a fresh proof usually passes.
 	ErrReplayCacheFull = errors.New("dpop: replay cache full")
 	// ErrUseNonce is the parent of [ErrNonceRequired] and [ErrNonceStale]:
 	// errors.Is(err, ErrUseNonce) holds for both, and the server should answer

@@ -17,14 +17,15 @@ const (
 	// for clients whose clocks run ahead.
 	DefaultMaxSkew = 10 * time.Second
 	// DefaultReplayCacheSize is how many unexpired proofs a Verifier
-	// remembers. With the default window of 70 s it holds every proof of
-	// about 1,400 accepted per second; past that its window shortens (see
-	// [WithReplayCacheSize]). A full cache takes about 10 MB (some 104 bytes
-	// per entry).
+	// remembers, besides up to a tenth as many dated more than a second
+	// ahead, which it holds apart (see [WithReplayCacheSize]). With the
+	// default window of 70 s it holds every proof of about 1,400 accepted
+	// per second; past that its window shortens. A full cache takes about
+	// 11 MB (some 104 bytes per entry).
 	DefaultReplayCacheSize = 100_000
 	// DefaultReplayKeyLimit is how many unexpired proofs of one key a
-	// Verifier remembers: about 140 accepted per second over the default
-	// window.
+	// Verifier remembers (about 140 accepted per second over the default
+	// window), besides up to a tenth as many dated more than a second ahead.
 	DefaultReplayKeyLimit = 10_000
 )
 
@@ -139,8 +140,22 @@ func WithClock(now func() time.Time) Option {
 // the one it would forget; so it never accepts the replay of a proof it
 // forgot (it holds n proofs at least as new until that one expires). A full
 // cache thus shortens the window in which it accepts proofs to what it can
-// hold, rather than refuse every proof: a caller's fresh proof is refused
-// only when the cache holds n proofs issued within the same second.
+// hold, rather than refuse every proof.
+//
+// So that no caller can make its proofs look newer than the others' by
+// dating them ahead, a proof dated more than a second ahead of the
+// Verifier's clock is held apart until it is dated at most a second ahead,
+// and only then joins the n proofs. At most n/10 proofs (at least one) are
+// held apart, of one key at most a tenth of its limit (at least one; see
+// [WithReplayKeyLimit]); none of them is forgotten, and a proof dated ahead
+// past either bound is refused with ErrReplayCacheFull. The cache thus
+// holds up to n + n/10 proofs.
+//
+// The rule, then: a proof dated at most a second ahead (a fresh one) is
+// refused with ErrReplayCacheFull only when the cache holds n proofs, or
+// its key its limit, dated no earlier than it, each of which joined the n
+// no earlier than a second before that date: each was recorded then, or
+// was held apart until then.
 func WithReplayCacheSize(n int) Option {
 	return func(c *config) {
 		if n <= 0 {
@@ -157,8 +172,12 @@ func WithReplayCacheSize(n int) Option {
 // has its own oldest proof forgotten to make room, and its own proofs no
 // newer than that one refused with [ErrReplayCacheFull]: one caller that
 // sends proofs faster than its share of the cache shortens its own window,
-// and cannot fill the cache for the others. A key is a caller where proofs
-// are recorded only once the caller is authenticated (see [Verifier.Check]).
+// and cannot fill the cache for the others. Of the proofs dated more than a
+// second ahead, which the cache holds apart (see [WithReplayCacheSize]), a
+// key may have n/10 (at least one) held; its further such proofs are
+// refused with ErrReplayCacheFull until some of those are dated at most a
+// second ahead. A key is a caller where proofs are recorded only once the
+// caller is authenticated (see [Verifier.Check]).
 func WithReplayKeyLimit(n int) Option {
 	return func(c *config) {
 		if n <= 0 {

@@ -3,6 +3,7 @@ package dpop
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"math"
 	"sync"
 	"time"
 )
@@ -33,60 +34,104 @@ func newOwnerKey(jkt string) ownerKey {
 	return ownerKey(binary.BigEndian.Uint64(sum[:8]))
 }
 
-// replayEntry is one recorded proof, in the cache's heap and in its key's.
+// aheadTolerance is how far ahead of the cache's clock a proof may be dated
+// and still be kept with the proofs of the present: iat counts whole
+// seconds, and a client's clock may run a little ahead.
+const aheadTolerance = time.Second
+
+// replayEntry is one recorded proof: in the main part's heap and its key's,
+// or in the ahead part's heap.
 type replayEntry struct {
 	expires int64 // unix nanoseconds after which the proof is too old anyway
 	key     replayKey
 	owner   *replayOwner
-	at, own int // positions in the cache's heap and in owner's
+	at, own int // positions in its part's heap and in owner's; own is -1 in the ahead part
 }
 
 // replayOwner holds the recorded proofs of one key.
 type replayOwner struct {
 	id      ownerKey
-	entries []*replayEntry // min-heap by expiry
+	entries []*replayEntry // its proofs in the main part, min-heap by expiry
+	ahead   int            // its proofs in the ahead part
 }
 
 // replayCache remembers accepted proofs until they would fail the iat check
-// anyway, within two bounds: max entries in all, and perKey entries of one
-// key (the thumbprint of the proof's key: callers record only proofs whose
-// key is bound to a verified token or presented by an authenticated
-// client, so a key is an authenticated caller).
+// anyway. Callers record only proofs whose key is bound to a verified token
+// or presented by an authenticated client, so a key (the thumbprint of the
+// proof's key) is an authenticated caller.
 //
-// At a bound it makes room for a new proof by forgetting the oldest one
-// (its key's own at the per-key bound, the whole cache's at max), and it
-// refuses, with ErrReplayCacheFull, a proof no newer than the one it would
-// forget. That never lets a forgotten proof be replayed: once the cache
-// forgot the oldest proof of a key that holds perKey proofs, the key holds
-// perKey proofs at least as new until the forgotten one expires (a proof
-// of the key leaves earlier only as the whole cache's oldest, when every
-// proof held is at least as new); once it forgot the whole cache's oldest,
-// it holds max proofs at least as new until the forgotten one expires
-// (every proof it takes while full is newer than the one it forgets, and
-// it is no longer full only once a proof newer than the forgotten one
-// expired). Either way the replay is no newer than the proof the cache
-// would forget for it, and is refused.
+// The cache has two parts, because a caller must not choose how new its
+// proofs look: a proof dated ahead (by up to maxSkew) is kept longer than
+// a fresh one, and the eviction rule below would take it for a newer one.
+// The main part holds only proofs dated at most aheadTolerance ahead of
+// the cache's clock when they came in. A proof dated further ahead goes
+// to the ahead part, which is small (a tenth of the main part's size, at
+// least one) and never forgets a proof: one leaves it only as soon as it
+// is dated at most aheadTolerance ahead, for the main part, which takes it
+// as it takes a proof recorded then. (It is at least as new as every proof
+// there: each came in while it was dated further ahead than that proof
+// could be; so the main part forgets it at once only if it expires when
+// the proof it would replace does.) A proof dated ahead is refused, with
+// ErrReplayCacheFull, when the ahead part or its key's share of it (a
+// tenth of the key's limit, at least one) is full.
 //
-// So a full cache shortens the window it accepts proofs in to what it can
-// hold, rather than refuse every proof until entries expire; one key
-// sending faster than its share shortens only its own window; and a
-// caller's fresh proof (iat now) is refused only when the cache holds max
-// proofs issued within the same second.
+// The main part holds at most max proofs, and perKey of one key. At a
+// bound it makes room for a new proof by forgetting the oldest one (its
+// key's own at the per-key bound, the part's at max), and it refuses, with
+// ErrReplayCacheFull, a proof no newer than the one it would forget. That
+// never lets a forgotten proof be replayed: once the main part forgot the
+// oldest proof of a key that holds perKey proofs, the key holds perKey
+// proofs at least as new until the forgotten one expires (a proof of the
+// key leaves earlier only as the part's oldest, when every proof held is
+// at least as new); once it forgot the part's oldest, it holds max proofs
+// at least as new until the forgotten one expires (every proof it takes
+// while full is newer than the one it forgets, and it is no longer full
+// only once a proof newer than the forgotten one expired). A proof the
+// main part forgot was dated at most aheadTolerance ahead of the cache's
+// clock then, so its replay, any time later, goes to the main part too:
+// it is no newer than the proof the main part would forget for it, and
+// is refused. A proof in the ahead part is still held, and its replay is
+// found. The cache's clock never goes back (calls may reach the lock in
+// another order than they read the clock), or the replay of a proof the
+// main part forgot could go to the ahead part, and a proof purged as
+// expired could be taken again.
 //
-// Entries are kept in two min-heaps by expiry, the cache's (purging and
-// eviction) and their key's (eviction at the per-key bound): each
-// operation costs O(log n).
+// So a full main part shortens the window it accepts proofs in to what it
+// can hold, rather than refuse every proof until entries expire; one key
+// sending faster than its share shortens only its own window; and a proof
+// dated at most aheadTolerance ahead is refused only when its key holds
+// perKey proofs, or the main part max proofs, dated no earlier than it:
+// proofs that each came into the main part no earlier than aheadTolerance
+// before that date.
+//
+// Entries are kept in min-heaps by expiry: each part's (purging, eviction,
+// and moving proofs out of the ahead part) and each key's main-part
+// proofs (eviction at the per-key bound). Each operation costs O(log n),
+// plus O(log n) for each proof that expired or moved since the last one.
 type replayCache struct {
-	mu     sync.Mutex
-	max    int
-	perKey int
-	seen   map[replayKey]*replayEntry
-	heap   []*replayEntry
-	owners map[ownerKey]*replayOwner
+	mu       sync.Mutex
+	max      int   // proofs in the main part
+	perKey   int   // proofs of one key in the main part
+	aheadMax int   // proofs in the ahead part
+	aheadKey int   // proofs of one key in the ahead part
+	horizon  int64 // maxAge + aheadTolerance in ns: a proof expiring later than now + horizon is dated ahead
+	now      int64 // the latest time the cache was given, unix ns
+	seen     map[replayKey]*replayEntry
+	main     []*replayEntry // min-heap by expiry
+	ahead    []*replayEntry // min-heap by expiry
+	owners   map[ownerKey]*replayOwner
 }
 
-func newReplayCache(max, perKey int) *replayCache {
-	return &replayCache{max: max, perKey: min(perKey, max),
+// newReplayCache returns a cache of size proofs in its main part (perKey
+// of one key) for proofs accepted until iat + maxAge.
+func newReplayCache(size, perKey int, maxAge time.Duration) *replayCache {
+	perKey = min(perKey, size)
+	horizon := int64(math.MaxInt64)
+	if maxAge <= math.MaxInt64-aheadTolerance {
+		horizon = int64(maxAge + aheadTolerance)
+	}
+	return &replayCache{max: size, perKey: perKey,
+		aheadMax: max(1, size/10), aheadKey: max(1, perKey/10), horizon: horizon,
 		seen: make(map[replayKey]*replayEntry), owners: make(map[ownerKey]*replayOwner)}
 }
 
@@ -94,93 +139,162 @@ func newReplayCache(max, perKey int) *replayCache {
 func (c *replayCache) check(key replayKey, owner ownerKey, expires, now time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.purge(now.UnixNano())
-	_, err := c.victim(key, owner, expires.UnixNano())
+	c.advance(now.UnixNano())
+	_, _, err := c.place(key, owner, expires.UnixNano())
 	return err
 }
 
 // add records key, a proof of owner's, until expires, forgetting the proof
-// victim names to make room. It returns ErrReplay if key is recorded and
-// unexpired, ErrReplayCacheFull if the proof is no newer than the one it
-// would have to forget, and records nothing then.
+// place names to make room. It returns ErrReplay if key is recorded and
+// unexpired, ErrIATTooOld if it expired by the cache's clock,
+// ErrReplayCacheFull if its part cannot take it, and records nothing then.
 func (c *replayCache) add(key replayKey, owner ownerKey, expires, now time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.purge(now.UnixNano())
+	c.advance(now.UnixNano())
 	exp := expires.UnixNano()
-	victim, err := c.victim(key, owner, exp)
+	victim, ahead, err := c.place(key, owner, exp)
 	if err != nil {
 		return err
 	}
 	if victim != nil {
-		c.remove(victim)
+		c.forget(victim)
 	}
 	o := c.owners[owner]
 	if o == nil {
 		o = &replayOwner{id: owner}
-		c.owners[owner] = o
 	}
 	e := &replayEntry{expires: exp, key: key, owner: o}
 	c.seen[key] = e
-	pushEntry(&c.heap, e, atCache)
-	pushEntry(&o.entries, e, atOwner)
+	c.attach(e, ahead)
 	return nil
 }
 
-// victim returns the proof recording key would forget (nil when there is
-// room), or the error refusing key: ErrReplay if it is recorded,
-// ErrReplayCacheFull if it expires no later than the proof it would make
-// go.
-func (c *replayCache) victim(key replayKey, owner ownerKey, exp int64) (*replayEntry, error) {
+// place returns the part recording key would put it in (ahead or main),
+// the proof it would forget (nil when there is room), or the error
+// refusing key: ErrReplay if it is recorded, ErrIATTooOld if it expired,
+// ErrReplayCacheFull if it is dated ahead and the ahead part or owner's
+// share of it is full, or if it expires no later than the proof it would
+// make go.
+func (c *replayCache) place(key replayKey, owner ownerKey, exp int64) (victim *replayEntry, ahead bool, err error) {
 	if _, ok := c.seen[key]; ok {
-		return nil, ErrReplay
+		return nil, false, ErrReplay
 	}
-	var v *replayEntry
-	if o := c.owners[owner]; o != nil && len(o.entries) >= c.perKey {
-		v = o.entries[0]
-	} else if len(c.heap) >= c.max {
-		v = c.heap[0]
+	if exp < c.now {
+		return nil, false, ErrIATTooOld
 	}
+	o := c.owners[owner]
+	if exp-c.now > c.horizon {
+		if len(c.ahead) >= c.aheadMax || o != nil && o.ahead >= c.aheadKey {
+			return nil, true, ErrReplayCacheFull
+		}
+		return nil, true, nil
+	}
+	v := c.mainVictim(o)
 	if v != nil && exp <= v.expires {
-		return nil, ErrReplayCacheFull
+		return nil, false, ErrReplayCacheFull
 	}
-	return v, nil
+	return v, false, nil
 }
 
-// remove forgets e, and its owner once the owner holds nothing.
-func (c *replayCache) remove(e *replayEntry) {
-	removeEntry(&c.heap, e.at, atCache)
+// mainVictim returns the proof the main part forgets to take a proof of o
+// (o is nil for a key that holds none), or nil when it has room.
+func (c *replayCache) mainVictim(o *replayOwner) *replayEntry {
+	if o != nil && len(o.entries) >= c.perKey {
+		return o.entries[0]
+	}
+	if len(c.main) >= c.max {
+		return c.main[0]
+	}
+	return nil
+}
+
+// advance moves the cache's clock to now unless it is later already, drops
+// the proofs expired by then, and moves those dated at most aheadTolerance
+// ahead by then from the ahead part to the main part. There a proof takes
+// the place of the one mainVictim names if it is newer, and is forgotten
+// otherwise, as the main part refuses a new proof no newer.
+func (c *replayCache) advance(now int64) {
+	c.now = max(c.now, now)
+	for len(c.main) > 0 && c.main[0].expires < c.now {
+		c.forget(c.main[0])
+	}
+	for len(c.ahead) > 0 && c.ahead[0].expires-c.now <= c.horizon {
+		e := c.ahead[0]
+		c.detach(e)
+		if e.expires < c.now {
+			c.drop(e)
+			continue
+		}
+		v := c.mainVictim(e.owner)
+		if v != nil && e.expires <= v.expires {
+			c.drop(e)
+			continue
+		}
+		if v != nil {
+			c.forget(v)
+		}
+		c.attach(e, false)
+	}
+	// Give memory back after a burst: the maps shrink on their own only
+	// when rebuilt, the slices when reallocated.
+	if len(c.main) == 0 && len(c.ahead) == 0 && cap(c.main)+cap(c.ahead) > 1024 {
+		c.main, c.ahead = nil, nil
+		c.seen = make(map[replayKey]*replayEntry)
+		c.owners = make(map[ownerKey]*replayOwner)
+	}
+}
+
+// attach puts e, in seen already, in the ahead part or the main part.
+func (c *replayCache) attach(e *replayEntry, ahead bool) {
 	o := e.owner
+	c.owners[o.id] = o
+	if ahead {
+		pushEntry(&c.ahead, e, atCache)
+		e.own = -1
+		o.ahead++
+		return
+	}
+	pushEntry(&c.main, e, atCache)
+	pushEntry(&o.entries, e, atOwner)
+}
+
+// detach takes e out of its part, leaving it in seen.
+func (c *replayCache) detach(e *replayEntry) {
+	o := e.owner
+	if e.own < 0 {
+		removeEntry(&c.ahead, e.at, atCache)
+		o.ahead--
+		return
+	}
+	removeEntry(&c.main, e.at, atCache)
 	removeEntry(&o.entries, e.own, atOwner)
+}
+
+// drop forgets e, detached already, and its owner once the owner holds
+// nothing.
+func (c *replayCache) drop(e *replayEntry) {
 	delete(c.seen, e.key)
-	if len(o.entries) == 0 {
+	if o := e.owner; len(o.entries) == 0 && o.ahead == 0 {
 		delete(c.owners, o.id)
 	}
+}
+
+// forget forgets e.
+func (c *replayCache) forget(e *replayEntry) {
+	c.detach(e)
+	c.drop(e)
 }
 
 // len returns the number of entries, expired ones included.
 func (c *replayCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.heap)
+	return len(c.main) + len(c.ahead)
 }
 
-// purge drops every entry that expired before now.
-func (c *replayCache) purge(now int64) {
-	for len(c.heap) > 0 && c.heap[0].expires < now {
-		c.remove(c.heap[0])
-	}
-	// Give memory back after a burst: the maps shrink on their own only
-	// when rebuilt, the slice when reallocated.
-	if len(c.heap) == 0 && cap(c.heap) > 1024 {
-		c.heap = nil
-		c.seen = make(map[replayKey]*replayEntry)
-		c.owners = make(map[ownerKey]*replayOwner)
-	}
-}
-
-// atCache and atOwner return the field holding an entry's position in the
-// cache's heap and in its owner's.
+// atCache and atOwner return the field holding an entry's position in its
+// part's heap and in its owner's.
 func atCache(e *replayEntry) *int { return &e.at }
 func atOwner(e *replayEntry) *int { return &e.own }
 

@@ -52,7 +52,8 @@ type Verifier struct {
 // NewVerifier returns a Verifier configured by opts. Without options it allows
 // ES256, ES384, PS256, RS256, EdDSA and Ed25519, accepts an iat from 60 s in the past
 // to 10 s in the future by time.Now, remembers up to 100,000 proofs (10,000
-// of one key), and requires no nonce. It fails if an option was given an invalid value.
+// of one key) and 10,000 more dated over a second ahead (1,000 of one key),
+// and requires no nonce. It fails if an option was given an invalid value.
 func NewVerifier(opts ...Option) (*Verifier, error) {
 	c := defaultConfig()
 	for _, opt := range opts {
@@ -74,7 +75,7 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 		maxSkew: c.maxSkew,
 		now:     c.now,
 		nonces:  c.nonces,
-		replay:  newReplayCache(c.cacheSize, c.keyLimit),
+		replay:  newReplayCache(c.cacheSize, c.keyLimit, c.maxAge),
 	}, nil
 }
 

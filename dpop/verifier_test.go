@@ -7,10 +7,8 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
-	mathrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -869,68 +867,4 @@ func TestChallengeAndErrorCode(t *testing.T) {
 			assert.NotContains(t, d, "dpop: ")
 		}
 	})
-}
-
-// TestReplayCacheNeverForgetsAReplay drives caches of a few entries with
-// random proofs of a few keys, issued at random times around a clock that
-// moves in steps and lulls, so that they evict all the time, and replays
-// the proofs they forgot while those are inside their window: every
-// replay is refused, and a cache keeps within both bounds.
-func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
-	t.Parallel()
-	type proof struct {
-		owner   ownerKey
-		expires int64
-	}
-	replays := 0
-	for seed := range uint64(2000) {
-		rng := mathrand.New(mathrand.NewPCG(seed, 1))
-		max, perKey := 1+rng.IntN(6), 1+rng.IntN(4)
-		c := newReplayCache(max, perKey)
-		recorded := map[replayKey]proof{} // every proof accepted, until it expires
-		now := testNow
-		for i := range 300 {
-			switch rng.IntN(20) {
-			case 0: // a lull: part of the cache expires
-				now = now.Add(time.Duration(rng.IntN(40)) * time.Second)
-			case 1, 2, 3:
-				now = now.Add(time.Duration(rng.IntN(3)) * time.Second)
-			}
-			for k, p := range recorded {
-				if p.expires < now.UnixNano() {
-					delete(recorded, k) // the iat check refuses it from now on
-				}
-			}
-			owner := ownerKey(min(rng.IntN(5), rng.IntN(5))) // some keys busier
-			expires := now.Add(time.Duration(rng.IntN(70)-10) * time.Second)
-			if expires.Before(now) {
-				continue // the iat check refuses it before the cache sees it
-			}
-			var key replayKey
-			binary.BigEndian.PutUint64(key[:], uint64(i+1))
-			replay := false
-			if rng.IntN(3) == 0 {
-				for k, p := range recorded {
-					if _, kept := c.seen[k]; !kept {
-						key, owner, expires, replay = k, p.owner, time.Unix(0, p.expires), true
-						break
-					}
-				}
-			}
-			err := c.add(key, owner, expires, now)
-			if replay {
-				replays++
-				require.Error(t, err, "seed %d step %d: a forgotten proof was accepted again", seed, i)
-				continue
-			}
-			if err == nil {
-				recorded[key] = proof{owner, expires.UnixNano()}
-			}
-			require.LessOrEqual(t, len(c.heap), max)
-			for _, o := range c.owners {
-				require.LessOrEqual(t, len(o.entries), perKey)
-			}
-		}
-	}
-	require.Greater(t, replays, 10_000, "the test replays forgotten proofs")
 }

@@ -93,11 +93,13 @@ func newAuthState(s *Server) (*authState, error) {
 }
 
 // Each realm's replay cache holds every proof of 2,800 accepted per second
-// over the proofs' 70 s window (some 21 MB when full), 20,000 of them of
-// one key (285 per second). Only authenticated callers' proofs are
-// recorded. Past either bound the cache forgets the oldest proof (the
-// key's own, or the realm's) and refuses only proofs no newer than it: the
-// window shortens (to 200,000 / rate), it never closes for everyone.
+// over the proofs' 70 s window (some 23 MB when full, with the 20,000 it
+// holds apart for proofs dated over a second ahead), 20,000 of them of one
+// key (285 per second). Only authenticated callers' proofs are recorded.
+// Past either bound the cache forgets the oldest proof (the key's own, or
+// the realm's) and refuses only proofs no newer than it: the window
+// shortens (to 200,000 / rate), it never closes for everyone, and dating
+// proofs ahead does not make them newer (see dpop.WithReplayCacheSize).
 const (
 	replayCacheSize = 200_000
 	replayKeyLimit  = 20_000
@@ -105,7 +107,9 @@ const (
 
 // proofRetryAfter is the Retry-After, in seconds, of the 503 that answers a
 // proof the realm's full replay cache cannot record (it holds as many
-// proofs at least as new): a proof made a second later passes.
+// proofs at least as new): a proof made a second later passes (one dated
+// over a second ahead, once the proofs held apart begin to come due, at
+// most 9 s later).
 const proofRetryAfter = "1"
 
 // nonceRequired reports the configuration's dpopNonceRequired.

@@ -1,0 +1,319 @@
+package dpop
+
+import (
+	"encoding/binary"
+	"errors"
+	mathrand "math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestVerifyFutureDatedProofsLeaveFreshOnesIn: proofs may be dated up to
+// maxSkew (10 s) ahead and are remembered until iat + maxAge, so proofs
+// dated ahead look newer than any fresh one. Callers (one key each: the
+// key limit does not help) send n proofs spread over ten seconds, each
+// dated 10 s ahead; then another caller's fresh proof must be accepted,
+// and every one of theirs must stay refused as a replay for as long as
+// its iat is inside the window, also once it is no longer dated ahead.
+// The cache used to keep the proofs dated ahead with the others, so n of
+// them spread over 10 s filled a cache of n with proofs newer than any
+// fresh one, and every fresh proof was refused with ErrReplayCacheFull (a
+// 503 at the reference server) for as long as n/10 of them came a second,
+// not the n a second the cache's promise implied.
+func TestVerifyFutureDatedProofsLeaveFreshOnesIn(t *testing.T) {
+	t.Parallel()
+	const n = 100
+	T := testNow
+	clock := newManualClock(T.Add(-10 * time.Second))
+	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(n), WithReplayKeyLimit(n))
+	require.NoError(t, err)
+	type sent struct {
+		f     fixture
+		proof string
+	}
+	var accepted []sent
+	for i := range n {
+		clock.Set(T.Add(-10*time.Second + time.Duration(i)*10*time.Second/n + 50*time.Millisecond))
+		f := otherFixture(t)
+		p := f.at(t, clock.Now().Add(DefaultMaxSkew))
+		_, err := v.Verify(t.Context(), f.request(p))
+		if err != nil {
+			requireOnly(t, err, ErrReplayCacheFull) // the room for proofs dated ahead is full
+			continue
+		}
+		accepted = append(accepted, sent{f, p})
+	}
+	require.GreaterOrEqual(t, len(accepted), n/10)
+
+	clock.Set(T)
+	honest := otherFixture(t)
+	_, err = v.Verify(t.Context(), honest.request(honest.at(t, T)))
+	require.NoError(t, err, "a fresh proof is refused after %d proofs spread over 10 s, each dated 10 s ahead", n)
+
+	// Replays stay refused while each proof is dated ahead, once it is
+	// not, and to the end of its window, however the cache moved it.
+	for _, step := range []time.Duration{0, 5 * time.Second, 10 * time.Second, DefaultMaxAge} {
+		clock.Set(T.Add(step))
+		_, err = v.Verify(t.Context(), honest.request(honest.at(t, clock.Now())))
+		require.NoError(t, err)
+		for _, s := range accepted {
+			_, err = v.Verify(t.Context(), s.f.request(s.proof))
+			require.Error(t, err, "a replay is never accepted (at T+%v)", step)
+			require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "%v", err)
+		}
+	}
+}
+
+// TestVerifyProofsDatedAheadHaveAPartOfTheirOwn: a proof dated more than
+// a second ahead is held apart until it is dated at most a second ahead,
+// within a tenth of the cache's size and a tenth of the key's limit; past
+// either it is refused as the cache being full, while fresh proofs are
+// accepted as before. Once it moved in with the others its replay is
+// still refused, to the end of its window.
+func TestVerifyProofsDatedAheadHaveAPartOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	clock := newManualClock(testNow)
+	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(30), WithReplayKeyLimit(20))
+	require.NoError(t, err)
+	a, b, c := otherFixture(t), otherFixture(t), otherFixture(t)
+	ahead := testNow.Add(5 * time.Second)
+	var early []string
+	for range 2 {
+		p := a.at(t, ahead)
+		early = append(early, p)
+		_, err = v.Verify(t.Context(), a.request(p))
+		require.NoError(t, err)
+	}
+	_, err = v.Verify(t.Context(), a.request(a.at(t, ahead)))
+	requireOnly(t, err, ErrReplayCacheFull) // a tenth of its limit of 20
+	_, err = v.Verify(t.Context(), b.request(b.at(t, ahead)))
+	require.NoError(t, err, "another key has a share of its own")
+	_, err = v.Verify(t.Context(), c.request(c.at(t, ahead)))
+	requireOnly(t, err, ErrReplayCacheFull) // a tenth of the size of 30
+	for range 3 {
+		_, err = v.Verify(t.Context(), a.request(a.at(t, testNow.Add(time.Second))))
+		require.NoError(t, err, "proofs dated at most a second ahead are taken with the fresh ones")
+	}
+
+	clock.Set(ahead.Add(-time.Second)) // dated a second ahead now
+	for _, p := range early {
+		_, err = v.Verify(t.Context(), a.request(p))
+		requireOnly(t, err, ErrReplay)
+	}
+	_, err = v.Verify(t.Context(), c.request(c.at(t, clock.Now().Add(5*time.Second))))
+	require.NoError(t, err, "the proofs that came due left room")
+	_, err = v.Verify(t.Context(), a.request(a.at(t, clock.Now().Add(5*time.Second))))
+	require.NoError(t, err, "and so did the key's")
+
+	clock.Set(ahead.Add(DefaultMaxAge))
+	for _, p := range early {
+		_, err = v.Verify(t.Context(), a.request(p))
+		requireOnly(t, err, ErrReplay)
+	}
+	clock.Advance(time.Second)
+	_, err = v.Verify(t.Context(), a.request(early[0]))
+	requireOnly(t, err, ErrIATTooOld)
+}
+
+// TestReplayCacheClockNeverGoesBack: calls reach the cache's lock in
+// another order than they read the clock, so the cache may be given a
+// time earlier than one it was given before, by a call whose iat check
+// let a proof through at that earlier time. It must refuse a proof it
+// already dropped by the later time: one it purged as expired (the cache
+// used to purge by whatever time it was given, and took such a proof
+// again), and one its main part forgot, whose replay must not go to the
+// part for proofs dated ahead.
+func TestReplayCacheClockNeverGoesBack(t *testing.T) {
+	t.Parallel()
+	a, b := newOwnerKey("a"), newOwnerKey("b")
+	tests := []struct {
+		name    string
+		size    int
+		first   time.Time // iat of the proof replayed
+		drop    time.Time // iat of the proof whose recording drops it
+		dropAt  time.Time // when that proof is recorded
+		replay  time.Time // when the call replaying it read the clock
+		wantErr error
+	}{
+		{
+			name: "purged as expired", size: 10,
+			first: testNow, drop: testNow.Add(DefaultMaxAge), dropAt: testNow.Add(DefaultMaxAge + time.Second),
+			replay: testNow.Add(DefaultMaxAge), wantErr: ErrIATTooOld,
+		},
+		{
+			name: "forgotten for a newer proof", size: 1,
+			first: testNow.Add(time.Second), drop: testNow.Add(2 * time.Second), dropAt: testNow.Add(time.Second),
+			replay: testNow.Add(-time.Second / 2), wantErr: ErrReplayCacheFull,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newReplayCache(tt.size, tt.size, DefaultMaxAge)
+			first := newReplayKey("a", "first")
+			require.NoError(t, c.add(first, a, tt.first.Add(DefaultMaxAge), testNow))
+			require.NoError(t, c.add(newReplayKey("b", "drop"), b, tt.drop.Add(DefaultMaxAge), tt.dropAt))
+			require.Equal(t, 1, c.len(), "the first proof is no longer held")
+
+			// The iat check, at the time the call read, lets the replay through.
+			require.False(t, tt.first.Before(tt.replay.Add(-DefaultMaxAge)))
+			require.False(t, tt.first.After(tt.replay.Add(DefaultMaxSkew)))
+			requireOnly(t, c.check(first, a, tt.first.Add(DefaultMaxAge), tt.replay), tt.wantErr)
+			requireOnly(t, c.add(first, a, tt.first.Add(DefaultMaxAge), tt.replay), tt.wantErr)
+		})
+	}
+}
+
+// TestReplayCacheNeverForgetsAReplay drives caches of a few entries with
+// random proofs of a few keys, dated (in whole seconds) anywhere in the
+// window around a clock that moves in steps and lulls, some of them dated
+// well ahead, and given to the cache by calls that may have read the
+// clock a little late (as calls that reach the lock in another order than
+// they read the clock), so that the caches evict all the time and move
+// proofs dated ahead into their main part. It replays the proofs they
+// hold and, mostly, those they forgot, whenever the iat check would let
+// them through, also after that move: every replay is refused, by check
+// and by add. It also requires that check answers as add does, that a
+// cache keeps within its bounds, and that it refuses a proof as full only
+// as WithReplayCacheSize and WithReplayKeyLimit say: when it holds n
+// proofs (or the key's limit) dated no earlier and at most a second ahead
+// of its clock; for a proof dated further ahead, when it holds a tenth of
+// those (or of the key's limit; at least one) dated further ahead too.
+func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
+	t.Parallel()
+	const (
+		maxAge   = DefaultMaxAge
+		maxSkew  = DefaultMaxSkew
+		maxStale = 3 * time.Second // how late a call may have read the clock
+	)
+	horizon := maxAge + aheadTolerance // a proof expiring later than the clock plus this is dated ahead
+	type proof struct {
+		owner   ownerKey
+		expires time.Time
+		ahead   bool // dated more than aheadTolerance ahead when accepted
+	}
+	var replays, crossReplays, aheadAccepted int
+	for seed := range uint64(1000) {
+		rng := mathrand.New(mathrand.NewPCG(seed, 1))
+		size := 1 + rng.IntN(6)
+		if rng.IntN(2) == 0 {
+			size = 7 + rng.IntN(30)
+		}
+		perKey := min(size, 1+rng.IntN(25))
+		aheadMax, aheadKey := max(1, size/10), max(1, perKey/10)
+		c := newReplayCache(size, perKey, maxAge)
+		recorded := map[replayKey]proof{} // every proof accepted, until no call's iat check lets it through
+		clock, latest := testNow, time.Time{}
+		for i := range 400 {
+			switch rng.IntN(20) {
+			case 0: // a lull: part of the cache expires
+				clock = clock.Add(time.Duration(rng.IntN(40)) * time.Second)
+			case 1, 2, 3:
+				clock = clock.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+			}
+			now := clock
+			if rng.IntN(4) == 0 {
+				now = now.Add(-time.Duration(rng.Int64N(int64(maxStale))))
+			}
+			for k, p := range recorded {
+				if p.expires.Before(clock.Add(-maxStale)) {
+					delete(recorded, k)
+				}
+			}
+			owner := ownerKey(min(rng.IntN(5), rng.IntN(5))) // some keys busier
+			// The proof is dated offset seconds from the call's clock.
+			var offset int
+			switch rng.IntN(4) {
+			case 0, 1: // about now, as most callers date them
+				offset = rng.IntN(5) - 2
+			case 2: // anywhere
+				offset = rng.IntN(72) - 61
+			case 3: // well ahead
+				offset = 2 + rng.IntN(9)
+			}
+			iat := now.Truncate(time.Second).Add(time.Duration(offset) * time.Second)
+			if iat.Before(now.Add(-maxAge)) || iat.After(now.Add(maxSkew)) {
+				continue // the iat check refuses it before the cache sees it
+			}
+			expires := iat.Add(maxAge)
+			var key replayKey
+			binary.BigEndian.PutUint64(key[:], uint64(i+1))
+			replay, cross := false, false
+			if rng.IntN(3) == 0 {
+				forgotten := rng.IntN(4) > 0 // else any, held ones too
+				for k, p := range recorded {
+					_, kept := c.seen[k]
+					if kept && forgotten || p.expires.Before(now) || p.expires.Add(-maxAge).After(now.Add(maxSkew)) {
+						continue // not the kind wanted, or refused by the iat check
+					}
+					key, owner, expires, replay, cross = k, p.owner, p.expires, true, p.ahead && !kept
+					break
+				}
+			}
+			if now.After(latest) {
+				latest = now // the latest time the cache was given
+			}
+			checked := c.check(key, owner, expires, now)
+			err := c.add(key, owner, expires, now)
+			if checked != err {
+				t.Fatalf("seed %d step %d: check answered %v, add %v", seed, i, checked, err)
+			}
+			if replay {
+				replays++
+				if cross {
+					crossReplays++
+				}
+				if err != ErrReplay && err != ErrReplayCacheFull && err != ErrIATTooOld {
+					t.Fatalf("seed %d step %d: a replay was answered %v", seed, i, err)
+				}
+				continue
+			}
+			dated := expires.Sub(latest) > horizon // dated ahead
+			switch {
+			case err == nil:
+				recorded[key] = proof{owner, expires, dated}
+				if dated {
+					aheadAccepted++
+				}
+			case errors.Is(err, ErrIATTooOld):
+				require.True(t, expires.Before(latest), "seed %d step %d: refused as expired inside the window", seed, i)
+			case errors.Is(err, ErrReplayCacheFull):
+				all, own := 0, 0 // proofs held that leave no room for it
+				for k, p := range recorded {
+					if _, kept := c.seen[k]; !kept || dated != (p.expires.Sub(latest) > horizon) ||
+						!dated && p.expires.Before(expires) {
+						continue
+					}
+					all++
+					if p.owner == owner {
+						own++
+					}
+				}
+				if dated {
+					require.True(t, all >= aheadMax || own >= aheadKey,
+						"seed %d step %d: a proof dated ahead refused with %d such proofs held, %d of its key", seed, i, all, own)
+				} else {
+					require.True(t, all >= size || own >= perKey,
+						"seed %d step %d: refused with %d proofs as new held, %d of its key", seed, i, all, own)
+				}
+			default:
+				require.NoError(t, err, "seed %d step %d", seed, i)
+			}
+			// Plain comparisons: testify's cost a lot, this often.
+			if len(c.main) > size || len(c.ahead) > aheadMax {
+				t.Fatalf("seed %d step %d: %d proofs held, %d dated ahead", seed, i, len(c.main), len(c.ahead))
+			}
+			for _, o := range c.owners {
+				if len(o.entries) > perKey || o.ahead > aheadKey {
+					t.Fatalf("seed %d step %d: %d proofs of one key held, %d dated ahead", seed, i, len(o.entries), o.ahead)
+				}
+			}
+		}
+	}
+	require.Greater(t, replays, 10_000, "the test replays forgotten proofs")
+	require.Greater(t, aheadAccepted, 1_000, "the test records proofs dated ahead")
+	require.Greater(t, crossReplays, 500, "the test replays proofs recorded as dated ahead and forgotten since")
+	t.Logf("%d replays, %d of proofs recorded as dated ahead; %d proofs recorded as dated ahead", replays, crossReplays, aheadAccepted)
+}
