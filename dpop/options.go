@@ -121,7 +121,10 @@ func WithIATWindow(maxAge, maxSkew time.Duration) Option {
 }
 
 // WithClock sets the clock the Verifier reads the current time from; the
-// default is time.Now. A nil clock makes NewVerifier fail.
+// default is time.Now. A nil clock makes NewVerifier fail. The clock may
+// step back or be wrong ahead for a while: no replay is accepted either
+// way, and a reading wrong ahead costs the proofs it found too old, not
+// every proof until the real time passes it.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) {
 		if now == nil {

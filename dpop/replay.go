@@ -53,6 +53,11 @@ type replayOwner struct {
 	id      ownerKey
 	entries []*replayEntry // its proofs in the main part, min-heap by expiry
 	ahead   int            // its proofs in the ahead part
+	// forgot is the latest expiry of a proof of the key the main part
+	// forgot at the key's bound; while the key holds proofs (an owner with
+	// none is dropped), it holds perKey proofs at least as new until that
+	// one expires, or the cache's watermarks cover it.
+	forgot int64
 }
 
 // replayCache remembers accepted proofs until they would fail the iat check
@@ -91,10 +96,22 @@ type replayOwner struct {
 // clock then, so its replay, any time later, goes to the main part too:
 // it is no newer than the proof the main part would forget for it, and
 // is refused. A proof in the ahead part is still held, and its replay is
-// found. The cache's clock never goes back (calls may reach the lock in
-// another order than they read the clock), or the replay of a proof the
-// main part forgot could go to the ahead part, and a proof purged as
-// expired could be taken again.
+// found.
+//
+// The cache's clock is the time each call read, which may go back: calls
+// reach the lock in another order than they read the clock, and a wall
+// clock steps back after it was wrong ahead. Two watermarks keep replays
+// out whatever it does: no proof expiring no later than one the cache
+// dropped as expired (purged), or than one it forgot to make room
+// (forgot, and its key's own forgot for a proof forgotten at the key's
+// bound), is taken. So a proof once recorded is refused until it is too
+// old by every clock reading the cache has since been given, and one
+// wrong reading ahead costs fresh proofs only until the real time passes
+// the expiry of the proofs that reading purged (at most maxAge + maxSkew
+// after the proofs came in), not until the real time passes the wrong
+// reading. Latching the latest reading instead refused every proof for
+// as long as the clock had been wrong ahead: an hour's step, corrected at
+// once, refused every DPoP caller for an hour.
 //
 // So a full main part shortens the window it accepts proofs in to what it
 // can hold, rather than refuse every proof until entries expire; one key
@@ -115,7 +132,9 @@ type replayCache struct {
 	aheadMax int   // proofs in the ahead part
 	aheadKey int   // proofs of one key in the ahead part
 	horizon  int64 // maxAge + aheadTolerance in ns: a proof expiring later than now + horizon is dated ahead
-	now      int64 // the latest time the cache was given, unix ns
+	now      int64 // the time the current call read, unix ns
+	purged   int64 // the latest expiry of a proof dropped as expired
+	forgot   int64 // the latest expiry of a proof forgotten to make room
 	seen     map[replayKey]*replayEntry
 	main     []*replayEntry // min-heap by expiry
 	ahead    []*replayEntry // min-heap by expiry
@@ -140,7 +159,7 @@ func (c *replayCache) check(key replayKey, owner ownerKey, expires, now time.Tim
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.advance(now.UnixNano())
-	_, _, err := c.place(key, owner, expires.UnixNano())
+	_, _, _, err := c.place(key, owner, expires.UnixNano())
 	return err
 }
 
@@ -153,16 +172,18 @@ func (c *replayCache) add(key replayKey, owner ownerKey, expires, now time.Time)
 	defer c.mu.Unlock()
 	c.advance(now.UnixNano())
 	exp := expires.UnixNano()
-	victim, ahead, err := c.place(key, owner, exp)
+	victim, atBound, ahead, err := c.place(key, owner, exp)
 	if err != nil {
 		return err
 	}
-	if victim != nil {
-		c.forget(victim)
-	}
+	// The owner is taken before the victim goes: forgetting the key's last
+	// proof drops its owner, and with it the watermark the victim raised.
 	o := c.owners[owner]
 	if o == nil {
 		o = &replayOwner{id: owner}
+	}
+	if victim != nil {
+		c.forgetForRoom(victim, atBound)
 	}
 	e := &replayEntry{expires: exp, key: key, owner: o}
 	c.seen[key] = e
@@ -171,68 +192,85 @@ func (c *replayCache) add(key replayKey, owner ownerKey, expires, now time.Time)
 }
 
 // place returns the part recording key would put it in (ahead or main),
-// the proof it would forget (nil when there is room), or the error
+// the proof it would forget (nil when there is room) and the key at whose
+// bound it goes (nil when the part is full; see mainVictim), or the error
 // refusing key: ErrReplay if it is recorded, ErrIATTooOld if it expired,
 // ErrReplayCacheFull if it is dated ahead and the ahead part or owner's
 // share of it is full, or if it expires no later than the proof it would
 // make go.
-func (c *replayCache) place(key replayKey, owner ownerKey, exp int64) (victim *replayEntry, ahead bool, err error) {
+func (c *replayCache) place(key replayKey, owner ownerKey, exp int64) (victim *replayEntry, atBound *replayOwner, ahead bool, err error) {
 	if _, ok := c.seen[key]; ok {
-		return nil, false, ErrReplay
+		return nil, nil, false, ErrReplay
 	}
-	if exp < c.now {
-		return nil, false, ErrIATTooOld
+	if exp < c.now || exp <= c.purged {
+		return nil, nil, false, ErrIATTooOld
 	}
 	o := c.owners[owner]
+	if c.forgotten(o, exp) {
+		return nil, nil, false, ErrReplayCacheFull
+	}
 	if exp-c.now > c.horizon {
 		if len(c.ahead) >= c.aheadMax || o != nil && o.ahead >= c.aheadKey {
-			return nil, true, ErrReplayCacheFull
+			return nil, nil, true, ErrReplayCacheFull
 		}
-		return nil, true, nil
+		return nil, nil, true, nil
 	}
-	v := c.mainVictim(o)
+	v, atBound := c.mainVictim(o)
 	if v != nil && exp <= v.expires {
-		return nil, false, ErrReplayCacheFull
+		return nil, nil, false, ErrReplayCacheFull
 	}
-	return v, false, nil
+	return v, atBound, false, nil
+}
+
+// forgotten reports whether a proof of o (nil for a key holding none)
+// that expires at exp is no newer than one the cache forgot to make room.
+func (c *replayCache) forgotten(o *replayOwner, exp int64) bool {
+	return exp <= c.forgot || o != nil && exp <= o.forgot
 }
 
 // mainVictim returns the proof the main part forgets to take a proof of o
-// (o is nil for a key that holds none), or nil when it has room.
-func (c *replayCache) mainVictim(o *replayOwner) *replayEntry {
+// (o is nil for a key that holds none), or nil when it has room; atBound
+// is o when the proof goes because o is at its bound, nil when because
+// the part is full.
+func (c *replayCache) mainVictim(o *replayOwner) (victim *replayEntry, atBound *replayOwner) {
 	if o != nil && len(o.entries) >= c.perKey {
-		return o.entries[0]
+		return o.entries[0], o
 	}
 	if len(c.main) >= c.max {
-		return c.main[0]
+		return c.main[0], nil
 	}
-	return nil
+	return nil, nil
 }
 
-// advance moves the cache's clock to now unless it is later already, drops
-// the proofs expired by then, and moves those dated at most aheadTolerance
-// ahead by then from the ahead part to the main part. There a proof takes
-// the place of the one mainVictim names if it is newer, and is forgotten
-// otherwise, as the main part refuses a new proof no newer.
+// advance sets the cache's clock to now, drops the proofs expired by then,
+// and moves those dated at most aheadTolerance ahead by then from the
+// ahead part to the main part. There a proof takes the place of the one
+// mainVictim names if it is newer, and is forgotten otherwise, as the main
+// part refuses a new proof no newer.
 func (c *replayCache) advance(now int64) {
-	c.now = max(c.now, now)
+	c.now = now
 	for len(c.main) > 0 && c.main[0].expires < c.now {
-		c.forget(c.main[0])
+		c.purge(c.main[0])
 	}
 	for len(c.ahead) > 0 && c.ahead[0].expires-c.now <= c.horizon {
 		e := c.ahead[0]
-		c.detach(e)
 		if e.expires < c.now {
-			c.drop(e)
+			c.purge(e)
 			continue
 		}
-		v := c.mainVictim(e.owner)
+		c.detach(e)
+		v, atBound := c.mainVictim(e.owner)
+		if c.forgotten(e.owner, e.expires) {
+			c.drop(e) // its replay is refused as the forgotten one's is
+			continue
+		}
 		if v != nil && e.expires <= v.expires {
+			c.raiseForgot(atBound, e.expires)
 			c.drop(e)
 			continue
 		}
 		if v != nil {
-			c.forget(v)
+			c.forgetForRoom(v, atBound)
 		}
 		c.attach(e, false)
 	}
@@ -284,6 +322,31 @@ func (c *replayCache) drop(e *replayEntry) {
 func (c *replayCache) forget(e *replayEntry) {
 	c.detach(e)
 	c.drop(e)
+}
+
+// purge forgets e, expired by the cache's clock, and raises the purged
+// watermark to its expiry.
+func (c *replayCache) purge(e *replayEntry) {
+	c.purged = max(c.purged, e.expires)
+	c.forget(e)
+}
+
+// forgetForRoom forgets e, unexpired, to make room for a newer proof, and
+// raises the forgot watermark to its expiry: that of atBound, the key at
+// whose bound e goes, or the cache's when atBound is nil.
+func (c *replayCache) forgetForRoom(e *replayEntry, atBound *replayOwner) {
+	c.raiseForgot(atBound, e.expires)
+	c.forget(e)
+}
+
+// raiseForgot raises to exp the forgot watermark of o, the key a proof
+// was forgotten at the bound of, or the cache's when o is nil.
+func (c *replayCache) raiseForgot(o *replayOwner, exp int64) {
+	if o != nil {
+		o.forgot = max(o.forgot, exp)
+		return
+	}
+	c.forgot = max(c.forgot, exp)
 }
 
 // len returns the number of entries, expired ones included.

@@ -117,15 +117,15 @@ func TestVerifyProofsDatedAheadHaveAPartOfTheirOwn(t *testing.T) {
 	requireOnly(t, err, ErrIATTooOld)
 }
 
-// TestReplayCacheClockNeverGoesBack: calls reach the cache's lock in
-// another order than they read the clock, so the cache may be given a
-// time earlier than one it was given before, by a call whose iat check
-// let a proof through at that earlier time. It must refuse a proof it
-// already dropped by the later time: one it purged as expired (the cache
-// used to purge by whatever time it was given, and took such a proof
-// again), and one its main part forgot, whose replay must not go to the
-// part for proofs dated ahead.
-func TestReplayCacheClockNeverGoesBack(t *testing.T) {
+// TestReplayCacheRefusesWhenTheClockGoesBack: calls reach the cache's
+// lock in another order than they read the clock, and a wall clock steps
+// back, so the cache may be given a time earlier than one it was given
+// before, by a call whose iat check let a proof through at that earlier
+// time. It must refuse a proof it already dropped by the later time: one
+// it purged as expired (the cache used to purge by whatever time it was
+// given, and took such a proof again), and one its main part forgot,
+// whose replay must not go to the part for proofs dated ahead.
+func TestReplayCacheRefusesWhenTheClockGoesBack(t *testing.T) {
 	t.Parallel()
 	a, b := newOwnerKey("a"), newOwnerKey("b")
 	tests := []struct {
@@ -171,13 +171,15 @@ func TestReplayCacheClockNeverGoesBack(t *testing.T) {
 // window around a clock that moves in steps and lulls, some of them dated
 // well ahead, and given to the cache by calls that may have read the
 // clock a little late (as calls that reach the lock in another order than
-// they read the clock), so that the caches evict all the time and move
+// they read the clock, or by a wall clock wrong ahead or behind for one
+// reading), so that the caches evict all the time and move
 // proofs dated ahead into their main part. It replays the proofs they
 // hold and, mostly, those they forgot, whenever the iat check would let
 // them through, also after that move: every replay is refused, by check
 // and by add. It also requires that check answers as add does, that a
 // cache keeps within its bounds, and that it refuses a proof as full only
-// as WithReplayCacheSize and WithReplayKeyLimit say: when it holds n
+// as WithReplayCacheSize and WithReplayKeyLimit say: when it forgot, to
+// make room, a proof expiring no earlier, or when it holds n
 // proofs (or the key's limit) dated no earlier and at most a second ahead
 // of its clock; for a proof dated further ahead, when it holds a tenth of
 // those (or of the key's limit; at least one) dated further ahead too.
@@ -214,8 +216,13 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 				clock = clock.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
 			}
 			now := clock
-			if rng.IntN(4) == 0 {
+			switch rng.IntN(40) {
+			case 0, 1, 2, 3, 4, 5, 6, 7, 8, 9:
 				now = now.Add(-time.Duration(rng.Int64N(int64(maxStale))))
+			case 10: // a wall clock wrong ahead for one reading
+				now = now.Add(time.Duration(1+rng.IntN(3600)) * time.Second)
+			case 11: // a wall clock wrong behind for one reading
+				now = now.Add(-time.Duration(1+rng.IntN(120)) * time.Second)
 			}
 			for k, p := range recorded {
 				if p.expires.Before(clock.Add(-maxStale)) {
@@ -255,6 +262,12 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 			if now.After(latest) {
 				latest = now // the latest time the cache was given
 			}
+			// A proof no newer than one the cache forgot to make room is
+			// refused as full, whatever it holds now (its watermarks).
+			forgotBefore := time.Unix(0, c.forgot)
+			if o := c.owners[owner]; o != nil && o.forgot > c.forgot {
+				forgotBefore = time.Unix(0, o.forgot)
+			}
 			checked := c.check(key, owner, expires, now)
 			err := c.add(key, owner, expires, now)
 			if checked != err {
@@ -270,7 +283,7 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 				}
 				continue
 			}
-			dated := expires.Sub(latest) > horizon // dated ahead
+			dated := expires.Sub(now) > horizon // dated ahead of the call's clock
 			switch {
 			case err == nil:
 				recorded[key] = proof{owner, expires, dated}
@@ -280,10 +293,13 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 			case errors.Is(err, ErrIATTooOld):
 				require.True(t, expires.Before(latest), "seed %d step %d: refused as expired inside the window", seed, i)
 			case errors.Is(err, ErrReplayCacheFull):
+				if !expires.After(forgotBefore) {
+					break
+				}
 				all, own := 0, 0 // proofs held that leave no room for it
 				for k, p := range recorded {
-					if _, kept := c.seen[k]; !kept || dated != (p.expires.Sub(latest) > horizon) ||
-						!dated && p.expires.Before(expires) {
+					e, kept := c.seen[k]
+					if !kept || dated != (e.own < 0) || !dated && p.expires.Before(expires) {
 						continue
 					}
 					all++

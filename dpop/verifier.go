@@ -12,7 +12,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -46,7 +45,6 @@ type Verifier struct {
 	now     func() time.Time
 	nonces  Nonces
 	replay  *replayCache
-	latest  atomic.Int64 // latest time seen, unix nanoseconds
 }
 
 // NewVerifier returns a Verifier configured by opts. Without options it allows
@@ -300,22 +298,10 @@ func (v *Verifier) Record(res *Result) error {
 	return v.replay.add(newReplayKey(res.Thumbprint, res.Claims.ID), newOwnerKey(res.Thumbprint), expires, now)
 }
 
-// clock returns the current time, never earlier than a time it returned
-// before. If the wall clock steps back, a proof already purged from the replay
-// cache as too old could otherwise pass the iat check again.
-func (v *Verifier) clock() time.Time {
-	now := v.now()
-	n := now.UnixNano()
-	for {
-		latest := v.latest.Load()
-		if latest >= n {
-			return time.Unix(0, latest)
-		}
-		if v.latest.CompareAndSwap(latest, n) {
-			return now
-		}
-	}
-}
+// clock returns the current time. It may go back when the wall clock
+// steps back; the replay cache's watermarks keep a proof it dropped as
+// expired from passing again then (replay.go).
+func (v *Verifier) clock() time.Time { return v.now() }
 
 // singleProof returns the one DPoP header value of a request.
 func singleProof(values []string) (string, error) {

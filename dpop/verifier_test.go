@@ -515,6 +515,34 @@ func TestVerifyClockStepBack(t *testing.T) {
 	requireOnly(t, err, ErrIATTooOld)
 }
 
+// TestVerifyOneWrongClockReadingAhead: a wall clock read once while it was
+// wrong ahead (a VM resumed before NTP corrected it, an operator's mistake
+// undone at once) costs the proofs it made too old for that reading, not
+// every proof until the real time passes it. The Verifier used to keep the
+// latest reading as "now": an hour's step ahead, corrected at once,
+// refused every DPoP caller for an hour. The proof that reading purged
+// stays refused when the clock is right again.
+func TestVerifyOneWrongClockReadingAhead(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	clock := newManualClock(testNow)
+	v, err := NewVerifier(WithClock(clock.Now))
+	require.NoError(t, err)
+	first := f.at(t, testNow)
+	_, err = v.Verify(t.Context(), f.request(first))
+	require.NoError(t, err)
+
+	clock.Set(testNow.Add(time.Hour)) // one request verified while the clock is an hour ahead
+	_, err = v.Verify(t.Context(), f.request(f.at(t, testNow)))
+	requireOnly(t, err, ErrIATTooOld)
+
+	clock.Set(testNow.Add(time.Second)) // the clock is right again
+	_, err = v.Verify(t.Context(), f.request(f.at(t, testNow.Add(time.Second))))
+	require.NoError(t, err, "a fresh proof after the clock was corrected")
+	_, err = v.Verify(t.Context(), f.request(first))
+	require.Error(t, err, "the proof the wrong reading purged is not taken again")
+}
+
 // otherFixture is a fixture around a fresh P-256 key of its own.
 func otherFixture(t testing.TB) fixture {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
