@@ -17,10 +17,12 @@ import (
 // its proof is made on a goroutine of its own, which the call waits for
 // only until its context ends (rule 10). A call that gives up fails closed
 // with a signingError, not as a gateway failure: nothing was sent, and the
-// breaker does not count it.
+// breaker does not count it. A key that panics there fails its call with
+// errKeyPanicked rather than end the process.
 //
 // A signature a call gave up on is abandoned: its goroutine runs until
-// the key returns. So that a key that hangs cannot pile up goroutines
+// the key returns. A key here is a *dpop.Signer, counted across every
+// client and credential that uses it. So that a key that hangs cannot pile up goroutines
 // without end, a key with maxAbandoned abandoned signatures outstanding is
 // taken as hung: no signature is asked of it until one of them returns,
 // and calls fail at once. The goroutines a hung key holds are then the
@@ -84,17 +86,15 @@ func prove(ctx context.Context, s *dpop.Signer, method, url, token, nonce string
 	}
 	sig := &signature{done: make(chan struct{})}
 	go func() {
-		proof, err := s.Proof(method, url, token, nonce)
-		abandoned.Lock()
-		sig.proof, sig.err, sig.finished = proof, err, true
-		if o := abandoned.keys[s]; sig.given {
-			if o.n--; o.n == 0 {
-				delete(abandoned.keys, s)
-				close(o.returned)
-			}
-		}
-		abandoned.Unlock()
-		close(sig.done)
+		var proof string
+		err := errKeyPanicked
+		defer func() {
+			// A key that panics fails its call closed: on a goroutine of
+			// the client's own, its panic would end the process.
+			_ = recover()
+			sig.finish(s, proof, err)
+		}()
+		proof, err = s.Proof(method, url, token, nonce)
 	}()
 	select {
 	case <-sig.done:
@@ -117,6 +117,24 @@ func prove(ctx context.Context, s *dpop.Signer, method, url, token, nonce string
 		return "", &signingError{msg: "the DPoP key did not sign the proof before the call's deadline", ctx: err}
 	}
 	return "", &signingError{msg: "the call was cancelled while the DPoP key signed the proof", ctx: err}
+}
+
+// errKeyPanicked is the error of a signature whose key panicked.
+var errKeyPanicked = errors.New("dpop: the key panicked while signing")
+
+// finish records the signature's outcome, counts an abandoned one as
+// returned, and wakes the call if it still waits.
+func (sig *signature) finish(s *dpop.Signer, proof string, err error) {
+	abandoned.Lock()
+	sig.proof, sig.err, sig.finished = proof, err, true
+	if o := abandoned.keys[s]; sig.given {
+		if o.n--; o.n == 0 {
+			delete(abandoned.keys, s)
+			close(o.returned)
+		}
+	}
+	abandoned.Unlock()
+	close(sig.done)
 }
 
 // signingError is why a DPoP proof could not be had from a key that may

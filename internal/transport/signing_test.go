@@ -89,3 +89,26 @@ func TestHungKeyHoldsBoundedSignatures(t *testing.T) {
 	assert.NotEmpty(t, proof)
 	assert.Zero(t, stuck(s))
 }
+
+// panickingKey is a crypto.Signer whose Sign panics: a broken KMS client.
+type panickingKey struct{ *ecdsa.PrivateKey }
+
+func (panickingKey) Sign(io.Reader, []byte, crypto.SignerOpts) ([]byte, error) {
+	panic("the KMS client broke")
+}
+
+// TestPanickingKeyFailsTheCallClosed: a key that is not held in memory
+// signs on a goroutine of the client's own, where a panic would end the
+// process; a key that panics instead fails its call with an error, which
+// the Exchanger turns into a fail-closed Cause.
+func TestPanickingKeyFailsTheCallClosed(t *testing.T) {
+	t.Parallel()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	s, err := dpop.NewSigner(panickingKey{priv})
+	require.NoError(t, err)
+	proof, err := prove(t.Context(), s, "POST", "https://gateway.example/authorize", "a-token", "")
+	assert.Empty(t, proof)
+	require.ErrorIs(t, err, errKeyPanicked)
+	assert.Zero(t, stuck(s))
+}
