@@ -169,6 +169,13 @@ func (c *Client) SetToken(token string) {
 // SetDPoPToken makes token a DPoP-bound token (RFC 9449) bound to signer's
 // key: every attempt carries a fresh proof and the PDP's latest DPoP-Nonce.
 // Otherwise as SetToken; a nil signer makes calls fail with ErrNoToken.
+//
+// A key that is not held in memory (signer.InMemory false: a KMS, an HSM)
+// signs under the call's context: a call waits for it only until its
+// deadline and is then denied with a Cause matching ErrUnavailable and
+// context.DeadlineExceeded, nothing sent and the breaker not counting it.
+// A key with 4 signatures outstanding that calls gave up on is taken as
+// hung: calls fail at once (ErrUnavailable) until one of them returns.
 func (c *Client) SetDPoPToken(token string, signer *dpop.Signer) {
 	if token == "" {
 		c.ClearToken()

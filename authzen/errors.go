@@ -23,9 +23,11 @@ var (
 	// cannot carry, or one longer than WithMaxTokenBytes allows.
 	ErrNoToken = transport.ErrNoToken
 	// ErrUnavailable is matched by the Cause of a decision denied because
-	// the PDP could not be reached or did not answer in time (or its
-	// discovery document could not be read), by ErrCircuitOpen, and by a
-	// *ResponseError with a 5xx status.
+	// the PDP could not be reached or did not answer in time (its answer
+	// read after the call's deadline included; or its discovery document
+	// could not be read), or because a DPoP key not held in memory did not
+	// sign the proof in time (see SetDPoPToken), by ErrCircuitOpen, and by
+	// a *ResponseError with a 5xx status.
 	ErrUnavailable = transport.ErrUnavailable
 	// ErrCircuitOpen is the Cause of a decision denied without a request
 	// because the circuit breaker is open. It matches ErrUnavailable.

@@ -323,7 +323,7 @@ func decisionOf(it item) Decision {
 // credential, endpoint and body), reads its answer strictly and stores its
 // decisions under keys.
 func (c *Client) send(ctx context.Context, st *tokenState, own bool, url string, body []byte, keys []string, s Semantic, single bool) *transport.Outcome[[]item] {
-	if err := ctx.Err(); err != nil {
+	if err := transport.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
 		return &transport.Outcome[[]item]{Err: pdp.Unavailable(err)}
 	}
 	id := st.cred.Ident()

@@ -90,7 +90,9 @@ func WithRetry(max int, minWait, maxWait time.Duration) Option {
 }
 
 // WithTimeout bounds a call whose context has no earlier deadline (default
-// 2 s).
+// 2 s). A call's deadline, this one or its context's, is read on the clock
+// when an answer is taken: an answer read after it (a process frozen
+// meanwhile) is not used, and the call fails closed with ErrUnavailable.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 // WithCache sets the decision cache: size entries (0 disables), the time a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/internal/strictjson"
 	"github.com/orgauthz/orgauthz/internal/telemetry"
+	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // The bounds of one search, all pages together. A PDP that goes past one
@@ -211,7 +212,7 @@ func (c *Client) search(ctx context.Context, kind searchKind, w wireRequest, opt
 		if err != nil {
 			return err
 		}
-		if err := ctx.Err(); err != nil {
+		if err := transport.Late(ctx); err != nil {
 			return pdp.Unavailable(err)
 		}
 		answer, err := c.x.Post(ctx, st.cred, url, data, http.Header{"X-Request-Id": {newRequestID()}}, own)

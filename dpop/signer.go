@@ -3,8 +3,10 @@ package dpop
 import (
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -42,6 +44,7 @@ type Signer struct {
 	thumbprint string
 	now        func() time.Time
 	lastHTU    *atomic.Pointer[htuMemo] // shared with the copies WithClock makes
+	inMemory   bool                     // key is a standard library private key
 }
 
 // htuMemo is the last url a Signer normalised and its htu: a client sends
@@ -102,7 +105,18 @@ func NewSigner(key crypto.Signer) (*Signer, error) {
 		thumbprint: base64.RawURLEncoding.EncodeToString(tp),
 		now:        time.Now,
 		lastHTU:    new(atomic.Pointer[htuMemo]),
+		inMemory:   inMemory(key),
 	}, nil
+}
+
+// inMemory reports whether key is one of the standard library's private
+// keys, whose Sign computes in this process.
+func inMemory(key crypto.Signer) bool {
+	switch key.(type) {
+	case *ecdsa.PrivateKey, ed25519.PrivateKey, *ed25519.PrivateKey, *rsa.PrivateKey:
+		return true
+	}
+	return false
 }
 
 // GenerateKey returns a Signer for a new ECDSA P-256 key (ES256) generated from
@@ -136,6 +150,16 @@ func (s *Signer) Algorithm() string { return string(s.alg) }
 // base64url-encoded without padding: the value an authorization server puts in
 // a bound token's cnf.jkt and the dpop_jkt authorization request parameter.
 func (s *Signer) Thumbprint() string { return s.thumbprint }
+
+// InMemory reports whether s's key is a private key held in this process's
+// memory: an *ecdsa.PrivateKey (as GenerateKey makes), an
+// ed25519.PrivateKey or an *rsa.PrivateKey, whose signatures take
+// microseconds and cannot block. It is false for any other crypto.Signer
+// (an HSM, a KMS, a platform key store, or any type that wraps a key):
+// its Sign may wait on a device or the network and takes no context, so a
+// caller with a deadline, as the pep and authzen clients are, signs with
+// it on a goroutine of its own and waits only until the deadline.
+func (s *Signer) InMemory() bool { return s.inMemory }
 
 // PublicJWK returns s's public key as a go-jose JSON Web Key; json.Marshal
 // turns it into the JWK that is embedded in every proof (kty and the public

@@ -40,10 +40,12 @@ func TestNewSigner(t *testing.T) {
 		key     crypto.Signer
 		wantAlg string
 		wantErr string
+		// inMemory: a standard library private key, which cannot block
+		inMemory bool
 	}{
-		{name: "P-256", key: testP256, wantAlg: "ES256"},
-		{name: "Ed25519", key: testEd, wantAlg: "EdDSA"},
-		{name: "RSA 2048", key: testRSA, wantAlg: "PS256"},
+		{name: "P-256", key: testP256, wantAlg: "ES256", inMemory: true},
+		{name: "Ed25519", key: testEd, wantAlg: "EdDSA", inMemory: true},
+		{name: "RSA 2048", key: testRSA, wantAlg: "PS256", inMemory: true},
 		{name: "P-256 non-exportable", key: hide(testP256), wantAlg: "ES256"},
 		{name: "Ed25519 non-exportable", key: hide(testEd), wantAlg: "EdDSA"},
 		{name: "RSA non-exportable", key: hide(testRSA), wantAlg: "PS256"},
@@ -70,6 +72,7 @@ func TestNewSigner(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantAlg, s.Algorithm())
+			assert.Equal(t, tt.inMemory, s.InMemory(), "InMemory")
 
 			want := jose.JSONWebKey{Key: tt.key.Public()}
 			tp, err := want.Thumbprint(crypto.SHA256)
@@ -97,6 +100,7 @@ func TestGenerateKey(t *testing.T) {
 	b, err := GenerateKey()
 	require.NoError(t, err)
 	assert.Equal(t, "ES256", a.Algorithm())
+	assert.True(t, a.InMemory())
 	assert.NotEqual(t, a.Thumbprint(), b.Thumbprint())
 	assert.Len(t, a.Thumbprint(), 43)
 }

@@ -36,7 +36,8 @@ var _ Evaluator = (*authzen.Client)(nil)
 // (authzen.ErrTokenChanged),
 // which gets the unavailable answer (WithUnavailableHandler; 403 by
 // default); a 401 for e's credential is the service's own outage (the
-// unavailable answer); e with no credential is a 500 naming that mistake.
+// unavailable answer), and so is e with no credential (before its first
+// SetToken, or between the ClearToken and the SetToken of a refresh).
 // The same request checks as Require's run first (one Authorization header
 // at most, a canonical path, no method override header it does not trust). AuthZENDecisionFromContext gives the next
 // handler, and the answering handlers, the decision.
@@ -112,7 +113,10 @@ func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), azDecisionKey{}, d))
 	switch {
 	case errors.Is(err, authzen.ErrNoToken):
-		writeError(w, http.StatusInternalServerError, "the authorization client has no token")
+		// The PEP has no usable credential of its own (not set yet, or
+		// cleared by a refresh written as ClearToken then SetToken): no
+		// decision could be had, and not by the caller's doing.
+		g.cfg.unavailableHandler().ServeHTTP(w, r)
 	case errors.Is(err, authzen.ErrInvalidArgument):
 		g.cfg.denied.ServeHTTP(w, r)
 	case err != nil:

@@ -96,8 +96,8 @@ func TestRequireAuthZENDecides(t *testing.T) {
 }
 
 // TestRequireAuthZENFailsClosed: an outage of the PDP gets the unavailable
-// answer, the service's own refused or missing credential never lets a
-// request through.
+// answer, and so does the service's own refused or missing credential:
+// none lets a request through.
 func TestRequireAuthZENFailsClosed(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
@@ -124,8 +124,8 @@ func TestRequireAuthZENFailsClosed(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, azServe(h, http.MethodGet, "/orders/1", "ann").Code, "the PDP's 403 is a denial")
 	})
 	t.Run("no token", func(t *testing.T) {
-		h, _ := azApp(t, gw, "")
-		require.Equal(t, http.StatusInternalServerError, azServe(h, http.MethodGet, "/orders/1", "ann").Code)
+		h, _ := azApp(t, gw, "", unavailable)
+		require.Equal(t, http.StatusServiceUnavailable, azServe(h, http.MethodGet, "/orders/1", "ann").Code)
 	})
 }
 

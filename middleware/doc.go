@@ -30,8 +30,10 @@
 //   - any denial, a fail-closed one included: 403; WithUnavailableHandler
 //     picks another answer (ServiceUnavailable: 503 with Retry-After) for a
 //     denial that came only from an outage;
-//   - WithClientToken on a client that has no token: 500, the service's own
-//     mistake; a 401 for that token is the unavailable answer, not the caller's;
+//   - WithClientToken on a client that has no token (not set yet, or
+//     cleared by a refresh: ClearToken then SetToken), or a 401 for that
+//     token: the unavailable answer, the service's own state, not the
+//     caller's doing;
 //   - a client that was closed (pep.ErrClosed, a service shutting down):
 //     the unavailable answer.
 //

@@ -88,7 +88,9 @@ func WithUnavailableHandler(h http.Handler) Option {
 // SetToken or SetDPoPToken) instead of forwarding the caller's. Requests
 // without an Authorization header are then checked too, and a 401 for the
 // client's token is the service's own outage, not the caller's: it gets the
-// unavailable answer (WithUnavailableHandler; 403 by default).
+// unavailable answer (WithUnavailableHandler; 403 by default). So does a
+// request while the client has no usable token (before its first
+// SetToken, or between the ClearToken and the SetToken of a refresh).
 func WithClientToken() Option {
 	return func(c *config) { c.useClientToken = true }
 }
@@ -325,8 +327,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, pep.ErrInvalidArgument):
 		g.cfg.denied.ServeHTTP(w, r)
 	case errors.Is(err, pep.ErrNoToken) && g.cfg.useClientToken:
-		// The service itself has no usable token: its own mistake.
-		writeError(w, http.StatusInternalServerError, "the authorization client has no token")
+		// The service has no usable token of its own (not set yet, or
+		// cleared by a refresh written as ClearToken then SetToken): no
+		// decision could be had, and not by the caller's doing.
+		g.cfg.unavailableHandler().ServeHTTP(w, r)
 	case errors.Is(err, pep.ErrNoToken):
 		g.cfg.unauthorized.ServeHTTP(w, r)
 	case err != nil:

@@ -181,12 +181,14 @@ func TestRequireFuncOptions(t *testing.T) {
 		assert.Equal(t, http.StatusServiceUnavailable, got.status)
 		assert.Empty(t, got.challenge)
 	})
-	t.Run("client token missing is 500, not the caller's fault", func(t *testing.T) {
+	t.Run("client token missing is no decision, not the caller's fault", func(t *testing.T) {
 		t.Parallel()
 		fc := &fakeChecker{err: pep.ErrNoToken}
-		mw := middleware.RequireFunc(fc, byPath, middleware.WithClientToken())
+		mw := middleware.RequireFunc(fc, byPath, middleware.WithClientToken(),
+			middleware.WithUnavailableHandler(middleware.ServiceUnavailable(time.Second)))
 		got := serve(t, mw(reached), http.MethodGet, "")
-		assert.Equal(t, http.StatusInternalServerError, got.status)
+		assert.Equal(t, http.StatusServiceUnavailable, got.status)
+		assert.Empty(t, got.challenge)
 		errorBody(t, got.body)
 	})
 	t.Run("a func naming nothing checkable is 403 without a gateway call", func(t *testing.T) {

@@ -107,7 +107,7 @@ func refusal(o *chunkOutcome) error {
 // runChunk gets the outcome for one chunk, sharing the gateway request of an
 // identical concurrent one (same token and body; see flights).
 func (c *Client) runChunk(ctx context.Context, cl *call, cred credential, queries []pair) *chunkOutcome {
-	if err := ctx.Err(); err != nil { // nothing is started for a caller who left
+	if err := transport.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
 		return &chunkOutcome{Err: unavailable(err)}
 	}
 	body := authorizeBody(c.clientID, queries, cl.context)

@@ -14,6 +14,17 @@ import (
 // request once more with the new nonce; that does not count against the
 // retry budget and emits no event.
 //
+// A key held in memory (signer.InMemory: dpop.GenerateKey's, or an ECDSA,
+// Ed25519 or RSA private key) signs on the call's goroutine. Any other key
+// (a KMS, an HSM, whose crypto.Signer takes no context) signs on a
+// goroutine of its own that the call waits for only until its deadline:
+// a call whose proof is not signed in time is DENY with a Cause matching
+// ErrUnavailable and context.DeadlineExceeded; nothing is sent and the
+// breaker does not count it. A key with 4 signatures outstanding that
+// calls gave up on is taken as hung: calls fail at once (ErrUnavailable)
+// until one of them returns, so a hung key holds a bounded number of
+// goroutines.
+//
 // Like SetToken, it purges the previous token's cached decisions and then
 // emits tokenSet, with TokenType "DPoP". An empty token is ClearToken(); a
 // nil signer makes later calls fail with ErrNoToken without sending

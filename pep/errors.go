@@ -42,8 +42,12 @@ var (
 	ErrNoToken = transport.ErrNoToken
 
 	// ErrUnavailable is matched by the Cause of a decision the client denied
-	// because the gateway could not be reached or did not answer in time, by
-	// [ErrCircuitOpen], and by a *ResponseError with a 5xx status.
+	// because the gateway could not be reached or did not answer in time
+	// (its answer read after the call's deadline included), or because a
+	// DPoP key not held in memory did not sign the proof in time (see
+	// SetDPoPToken), by [ErrCircuitOpen], and by a *ResponseError with a 5xx
+	// status. A Cause of a passed deadline also matches
+	// context.DeadlineExceeded.
 	ErrUnavailable = transport.ErrUnavailable
 
 	// ErrCircuitOpen is the Cause of a decision denied without calling the

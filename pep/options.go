@@ -131,7 +131,10 @@ func WithRetry(max int, minWait, maxWait time.Duration) Option {
 }
 
 // WithTimeout bounds every call whose context has no earlier deadline,
-// retries included. Default 2 s. It must be positive.
+// retries included. Default 2 s. It must be positive. A call's deadline,
+// this one or its context's, is read on the clock when an answer is taken:
+// an answer read after it (a process frozen meanwhile) is not used (README
+// rule 10).
 func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.timeout = d })
 }

@@ -45,6 +45,8 @@ type Ident struct {
 // on a clone of the request for every attempt, retries included, so that a
 // proof-of-possession credential (DPoP) can make a fresh proof each time;
 // nonce is the latest DPoP-Nonce of the request's origin, "" if none.
+// Authorize must return by the time the request's context ends: anything
+// it runs that can block (a signer) runs under that context.
 // Usable reports, before anything is sent, why the credential cannot work.
 type Credential interface {
 	Ident() Ident
@@ -159,8 +161,11 @@ func (d *dpopCredential) Usable() error {
 	return nil
 }
 
+// Authorize signs the attempt's proof under its context (prove): a key
+// that is not held in memory is waited for only until the call's context
+// ends.
 func (d *dpopCredential) Authorize(r *http.Request, nonce string) error {
-	proof, err := d.signer.Proof(r.Method, r.URL.String(), d.token, nonce)
+	proof, err := prove(r.Context(), d.signer, r.Method, r.URL.String(), d.token, nonce)
 	if err != nil {
 		return err
 	}

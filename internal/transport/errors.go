@@ -27,7 +27,8 @@ var (
 	// has no usable token.
 	ErrNoToken = errors.New("pep: no token")
 	// ErrUnavailable is matched by the Cause of a decision denied because the
-	// server could not be reached or did not answer in time, by
+	// server could not be reached or did not answer in time (Late), or a
+	// DPoP key not held in memory did not sign in time (signingError), by
 	// ErrCircuitOpen, and by a *ResponseError with a 5xx status.
 	ErrUnavailable = errors.New("pep: gateway unavailable")
 	// ErrCircuitOpen is the Cause of a decision denied without a request

@@ -72,6 +72,13 @@ const maxPostURLs = 16
 // earlier one of the caller's: only then does running out of time say
 // something about the server.
 //
+// No answer is returned once ctx's deadline has passed, read on the clock
+// when the body has been read (Late), even before ctx's timer fires: a
+// process frozen while its request was answered wakes with its timers
+// unfired. Such an answer is an ErrUnavailable Cause that matches
+// context.DeadlineExceeded, a failure for the breaker only when the
+// deadline was the client's own.
+//
 // Other outcomes are errors that serve as fail-closed Causes:
 // ErrCircuitOpen, ErrUnavailable for transport failures and timeouts,
 // *ResponseError for other statuses and over-long bodies, *CredentialError
@@ -188,13 +195,19 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 	debug := x.Logger.Enabled(ctx, slog.LevelDebug)
 	resp, err := ch.RoundTrip(req)
 	if err != nil {
-		var credErr *CredentialError
+		var (
+			credErr *CredentialError
+			late    *notSent
+		)
 		switch {
 		case errors.Is(err, ErrTokenChanged): // no attempt after the change
 			x.Logger.Debug(who+" request stopped: the client's token changed", "url", url)
 			return nil, outcomeNeutral, ErrTokenChanged
 		case errors.As(err, &credErr):
 			return nil, outcomeNeutral, credErr
+		case errors.As(err, &late): // out of time before an attempt went out
+			x.Logger.Debug(who+" request not sent: the call's deadline passed or it was cancelled", "url", url)
+			return nil, outcomeNeutral, x.Peer.Unavailable(late.late)
 		}
 		cause := x.Peer.Unavailable(err)
 		x.Logger.Debug(who+" request failed", "url", url, "error", cause.Error())
@@ -208,6 +221,14 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 	}
 	if err != nil {
 		return nil, callerOutcome(ctx, ownDeadline), x.Peer.Unavailable(err)
+	}
+	// The one place an answer is taken: none is used once the call's
+	// deadline has passed, read on the clock (Late), whatever the status.
+	// The context's timer may not have fired yet: the process may have
+	// been frozen while the answer arrived.
+	if late := Late(ctx); late != nil {
+		x.Logger.Debug(who+" answered after the call's deadline: the answer is not used", "url", url, "status", resp.StatusCode)
+		return nil, timeOutcome(late, ownDeadline), x.Peer.Unavailable(late)
 	}
 	token := cred.Ident()
 	switch resp.StatusCode {
@@ -229,16 +250,13 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 
 // callerOutcome is what a request that got no answer says about the
 // server: nothing when the caller cancelled or its own earlier deadline
-// passed, a failure otherwise (the server could not be reached, or did not
-// answer within the client's own timeout).
+// passed (read on the clock, Late), a failure otherwise (the server could
+// not be reached, or did not answer within the client's own timeout).
 func callerOutcome(ctx context.Context, ownDeadline bool) outcome {
-	switch err := ctx.Err(); {
-	case err == nil:
-		return outcomeFailure
-	case errors.Is(err, context.DeadlineExceeded) && ownDeadline:
-		return outcomeFailure
+	if late := Late(ctx); late != nil {
+		return timeOutcome(late, ownDeadline)
 	}
-	return outcomeNeutral
+	return outcomeFailure
 }
 
 // newPost returns a JSON POST of body to url with header added, and the

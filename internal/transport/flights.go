@@ -25,6 +25,14 @@ import (
 // its answer an hour old. A caller that begins after the deadline sends
 // its own request.
 //
+// An outcome is handed to each caller only while that caller's own
+// deadline has not passed, read on the clock at the hand-over (Late): the
+// leader's after its request and the decoding of its answer, each waiter's
+// when it wakes. The same freeze can leave a context's timer unfired when
+// the answer arrives; and a waiter's deadline may be earlier than the
+// leader's. A caller out of time gets the Cause of a passed deadline
+// (ErrUnavailable, context.DeadlineExceeded) instead of the value.
+//
 // K is the key that identifies identical requests; it must hold everything
 // that makes two requests differ (the full credential, the body).
 type Flights[K comparable, T any] struct {
@@ -61,8 +69,9 @@ type Outcome[T any] struct {
 // Do returns the outcome of the request identified by key, running send
 // itself unless an identical one is in flight. shared reports that the
 // outcome came from another caller's request. p names the server in the
-// Cause of a caller that left before the outcome came, or of a leader's
-// request that ended without one (a panic on its goroutine).
+// Cause of a caller that left before the outcome came or whose deadline
+// passed before it was handed over, or of a leader's request that ended
+// without one (a panic on its goroutine).
 func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
 	f.mu.Lock()
 	fl, inFlight := f.m[key]
@@ -104,7 +113,7 @@ func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outc
 			}
 		}()
 		fl.out = lead(ctx, send)
-		return fl.out, false
+		return inTime(ctx, p, fl.out), false
 	}
 
 	select {
@@ -112,18 +121,33 @@ func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outc
 	case <-ctx.Done():
 		return &Outcome[T]{Err: p.Unavailable(ctx.Err())}, false
 	}
-	if fl.out.leaderGone && ctx.Err() == nil {
-		return lead(ctx, send), false
+	if fl.out.leaderGone && Late(ctx) == nil {
+		return inTime(ctx, p, lead(ctx, send)), false
 	}
-	return fl.out, true
+	return inTime(ctx, p, fl.out), true
 }
 
 // lead sends the request and marks an outcome that failed because the
-// leader's own context ended.
+// leader's own context ended, or its deadline passed (Late).
 func lead[T any](ctx context.Context, send func() *Outcome[T]) *Outcome[T] {
 	out := send()
-	if out.Err != nil && ctx.Err() != nil {
+	if out.Err != nil && Late(ctx) != nil {
 		out.leaderGone = true
+	}
+	return out
+}
+
+// inTime returns out for a caller whose deadline has not passed, read on
+// the clock now: the moment out becomes the caller's decisions. A caller
+// out of time gets the Cause of a passed deadline in place of a value; an
+// outcome that is an error already fails closed and is returned as it is.
+// out itself, which other callers may share, is not changed.
+func inTime[T any](ctx context.Context, p Peer, out *Outcome[T]) *Outcome[T] {
+	if out.Err != nil {
+		return out
+	}
+	if late := Late(ctx); late != nil {
+		return &Outcome[T]{Err: p.Unavailable(late)}
 	}
 	return out
 }

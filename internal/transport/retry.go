@@ -260,6 +260,14 @@ type CredentialError struct{ err error }
 func (e *CredentialError) Error() string { return "pep: cannot attach the token: " + e.err.Error() }
 func (e *CredentialError) Unwrap() error { return e.err }
 
+// notSent is the error of an attempt not sent because the call was out
+// of time (Late): it says nothing about the server, so it does not count
+// against the breaker. It matches the context error.
+type notSent struct{ late error }
+
+func (e *notSent) Error() string { return "not sent: " + e.late.Error() }
+func (e *notSent) Unwrap() error { return e.late }
+
 // authorizer attaches its credential to a clone of every attempt and
 // delegates to next, like golang.org/x/oauth2's Transport. It keeps the
 // latest DPoP-Nonce per origin from every answer (send), and for a DPoP
@@ -311,11 +319,24 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 // wherever in the retry chain it arrives (RFC 9449 section 8 lets a server
 // rotate its nonce on any answer; a nonce left unread is a proof refused
 // next time).
+//
+// Nothing is sent for a call out of time, read on the clock (Late) before
+// the credential is attached and after: its context's timer may not have
+// fired (a process that was frozen), and a DPoP key may have taken the
+// rest of the call's time to sign.
 func (a *authorizer) send(req *http.Request, nonce string) (*http.Response, error) {
+	if err := Late(req.Context()); err != nil {
+		closeBody(req)
+		return nil, &notSent{late: err}
+	}
 	r := req.Clone(req.Context())
 	if err := a.cred.Authorize(r, nonce); err != nil {
 		closeBody(req)
 		return nil, &CredentialError{err: err}
+	}
+	if err := Late(req.Context()); err != nil {
+		closeBody(req)
+		return nil, &notSent{late: err}
 	}
 	a.sent.Add(1)
 	resp, err := a.next.RoundTrip(r)

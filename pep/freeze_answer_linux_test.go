@@ -1,0 +1,150 @@
+package pep_test
+
+// An answer that reaches a frozen process. The gateway answers GRANT while
+// the client's process is stopped (SIGSTOP, as a VM or container pause
+// does); the process resumes past the call's deadline and past any time to
+// live the cache would have given the answer. The context's timer has not
+// fired yet when the answer is read: the call must still not use it. The
+// client runs in a child process of the test binary (see TestMain and
+// freeze_linux_test.go).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+func init() { children["late-answer"] = lateAnswerChild }
+
+// The fault: the child's calls have lateTimeout (WithTimeout) and would
+// cache a GRANT for lateGrantTTL; it is frozen for lateFreeze, longer than
+// both, while the gateway answers. lateRounds rounds: on the tree before
+// the fix, 5 or 6 of 8 returned the answer as a fresh GRANT.
+const (
+	lateTimeout  = 300 * time.Millisecond
+	lateGrantTTL = 500 * time.Millisecond
+	lateFreeze   = 1500 * time.Millisecond
+	lateRounds   = 8
+)
+
+type lateConfig struct{ URL, Token string }
+
+// lateReport is what one of the child's Checks returned.
+type lateReport struct {
+	Allowed, Cached bool
+	// Unavailable and Deadline report whether the Cause matches
+	// pep.ErrUnavailable and context.DeadlineExceeded.
+	Unavailable, Deadline bool
+	Cause                 string
+	Elapsed               time.Duration
+}
+
+// TestNoAnswerUsedPastTheDeadlineAfterAFreeze: the child checks
+// orders/read (a GRANT for alice) with WithTimeout(300ms) and a 500 ms
+// grant TTL; the gateway holds its answer until the child is stopped, then
+// answers GRANT; the child is resumed 1.5 s later. Every Check must return
+// DENY with the Cause of a passed deadline (pep.ErrUnavailable,
+// context.DeadlineExceeded): an answer is used only while its call's
+// deadline has not passed, read on the clock when it is taken, whatever
+// the context's timer did.
+func TestNoAnswerUsedPastTheDeadlineAfterAFreeze(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	tok := g.token(t, "alice") // a clerk: reads orders
+	arrived, release := make(chan struct{}), make(chan struct{})
+	g.setHook(func(http.ResponseWriter, *http.Request, int) bool {
+		select {
+		case arrived <- struct{}{}:
+		case <-g.closing:
+			return true
+		}
+		select {
+		case <-release:
+		case <-g.closing:
+			return true
+		}
+		return false // the reference server answers: GRANT
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	k := startChild(ctx, t, "late-answer")
+	cfg, err := json.Marshal(lateConfig{URL: g.URL, Token: tok})
+	require.NoError(t, err)
+	k.tell(t, string(cfg))
+
+	for i := range lateRounds {
+		k.tell(t, "check")
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			t.Fatal("the child's request never arrived")
+		}
+		require.NoError(t, k.cmd.Process.Signal(syscall.SIGSTOP))
+		waitStopped(t, k.cmd.Process.Pid)
+		release <- struct{}{}  // the gateway answers GRANT while the child is frozen
+		time.Sleep(lateFreeze) // the fault's length, not a synchronisation
+		require.NoError(t, k.cmd.Process.Signal(syscall.SIGCONT))
+		var rep lateReport
+		require.NoError(t, json.Unmarshal([]byte(k.next(t, "its report")), &rep))
+		t.Logf("round %d: %+v", i, rep)
+		assert.False(t, rep.Allowed, "round %d: Check returned GRANT %v after it began, past its %v deadline and the %v grant TTL",
+			i, rep.Elapsed, lateTimeout, lateGrantTTL)
+		assert.False(t, rep.Cached, "round %d", i)
+		assert.True(t, rep.Unavailable && rep.Deadline, "round %d: the Cause is not a passed deadline: %q", i, rep.Cause)
+	}
+	k.tell(t, "stop")
+	require.NoError(t, k.wait())
+}
+
+// lateAnswerChild is the child process: it reads its lateConfig from
+// stdin, then on each "check" checks orders/read, bypassing the cache, and
+// writes its lateReport as one JSON line.
+func lateAnswerChild() int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "late-answer child: "+format+"\n", args...)
+		return 1
+	}
+	in := bufio.NewScanner(os.Stdin)
+	if !in.Scan() {
+		return fail("no configuration on stdin: %v", in.Err())
+	}
+	var cfg lateConfig
+	if err := json.Unmarshal(in.Bytes(), &cfg); err != nil {
+		return fail("configuration: %v", err)
+	}
+	c, err := pep.New(cfg.URL, testRealm, testClient, pep.WithTimeout(lateTimeout), noRetry,
+		pep.WithBreaker(0, 0), pep.WithCache(100, lateGrantTTL, lateGrantTTL))
+	if err != nil {
+		return fail("pep.New: %v", err)
+	}
+	defer c.Close()
+	c.SetToken(cfg.Token)
+	for in.Scan() && in.Text() == "check" {
+		began := time.Now()
+		d, err := c.Check(context.Background(), "orders", "read", pep.NoCache())
+		if err != nil {
+			return fail("Check: %v", err)
+		}
+		rep := lateReport{Allowed: d.Allowed(), Cached: d.Cached, Elapsed: time.Since(began),
+			Unavailable: errors.Is(d.Cause, pep.ErrUnavailable), Deadline: errors.Is(d.Cause, context.DeadlineExceeded)}
+		if d.Cause != nil {
+			rep.Cause = d.Cause.Error()
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+			return fail("report: %v", err)
+		}
+	}
+	return 0
+}
