@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,15 +29,30 @@ var postShop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 	}},
 }}}
 
-// overriding is a handler stack that honours X-HTTP-Method-Override on
-// POST, as gorilla/handlers.HTTPMethodOverrideHandler does, and answers
-// with the method it performed.
-var overriding = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	if m := r.Header.Get("X-HTTP-Method-Override"); r.Method == http.MethodPost && m != "" {
-		r.Method = strings.ToUpper(m)
-	}
+// gorillaOverriding is a handler stack behind the middleware that
+// overrides the method exactly as gorilla/handlers v1.5.2's
+// HTTPMethodOverrideHandler does: on a POST only, from the form key
+// "_method" (r.FormValue: the URL query, or a urlencoded or multipart
+// body), else from the X-HTTP-Method-Override header, and only to PUT,
+// PATCH or DELETE, compared as sent. It answers with the method it
+// performed.
+var gorillaOverriding = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	gorillaOverride(r)
 	_, _ = io.WriteString(w, "performed "+r.Method)
 })
+
+// gorillaOverride is the body of gorilla/handlers' HTTPMethodOverrideHandler.
+func gorillaOverride(r *http.Request) {
+	if r.Method == http.MethodPost {
+		om := r.FormValue("_method")
+		if om == "" {
+			om = r.Header.Get("X-HTTP-Method-Override")
+		}
+		if om == http.MethodPut || om == http.MethodPatch || om == http.MethodDelete {
+			r.Method = om
+		}
+	}
+}
 
 // TestMethodOverride: the middleware checks the method the stack behind it
 // performs. Without WithMethodOverride a request with any override header
@@ -49,8 +63,8 @@ func TestMethodOverride(t *testing.T) {
 	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	dan := gw.Token("shop", "dan")
-	plain := middleware.Require(client, "orders", "write")(overriding)
-	trusting := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(overriding)
+	plain := middleware.Require(client, "orders", "write")(gorillaOverriding)
+	trusting := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
 
 	tests := []struct {
 		name    string
