@@ -20,14 +20,19 @@ var discard = http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 // requests whose form the rules read.
 func BenchmarkRequire(b *testing.B) {
 	fc := &fakeChecker{res: result(pep.Grant, nil)}
-	h := middleware.Require(fc, "orders", "read")(discard)
+	plain := middleware.Require(fc, "orders", "read")(discard)
+	trusting := middleware.Require(fc, "orders", "read").With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(discard)
+	const multipartBody = "--b\r\nContent-Disposition: form-data; name=\"qty\"\r\n\r\n1\r\n--b--\r\n"
 	for _, bc := range []struct {
 		name, method, target, contentType, body string
+		h                                       http.Handler
 	}{
-		{"GET", http.MethodGet, "/orders/42", "", ""},
-		{"GET with a query", http.MethodGet, "/orders/42?page=2&size=50", "", ""},
-		{"POST JSON", http.MethodPost, "/orders/42", "application/json", `{"qty":1}`},
-		{"POST form", http.MethodPost, "/orders/42", "application/x-www-form-urlencoded", "qty=1&note=hi"},
+		{"GET", http.MethodGet, "/orders/42", "", "", plain},
+		{"GET, an override trusted", http.MethodGet, "/orders/42", "", "", trusting},
+		{"GET with a query", http.MethodGet, "/orders/42?page=2&size=50", "", "", plain},
+		{"POST JSON", http.MethodPost, "/orders/42", "application/json", `{"qty":1}`, plain},
+		{"POST form", http.MethodPost, "/orders/42", "application/x-www-form-urlencoded", "qty=1&note=hi", plain},
+		{"POST multipart", http.MethodPost, "/orders/42", "multipart/form-data; boundary=b", multipartBody, plain},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			body := strings.NewReader(bc.body)
@@ -44,7 +49,7 @@ func BenchmarkRequire(b *testing.B) {
 				if bc.body != "" {
 					req.Body = readCloser{body}
 				}
-				h.ServeHTTP(w, req)
+				bc.h.ServeHTTP(w, req)
 			}
 		})
 	}
