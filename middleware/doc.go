@@ -14,11 +14,17 @@
 //     canonical form (dot segments, empty segments, encoded slashes: a
 //     path-prefix policy could read it otherwise than the router): 400, and
 //     no gateway call;
-//   - a method override header (X-HTTP-Method-Override, X-HTTP-Method,
-//     X-Method-Override: a stack honouring it would perform another method
-//     than the one checked): 400, and no gateway call, unless
-//     WithMethodOverride names the header to trust, whose method is then
-//     the one checked and sent;
+//   - a method override (a header X-HTTP-Method-Override, X-HTTP-Method or
+//     X-Method-Override, or the form key _method in the query, a urlencoded
+//     POST body or a form parsed already: a stack honouring it would
+//     perform another method than the one checked): 400, and no gateway
+//     call, unless WithMethodOverride names it as one to trust, whose
+//     method is then the one checked and sent. A multipart POST body is not
+//     read: it streams to the handler, whose read fails with
+//     ErrFormMethodOverride where it names a part _method;
+//   - a urlencoded POST body over 10 MB (the middleware reads it, to give
+//     it back whole, as net/http's form parser would): 413; a form body
+//     with a Content-Encoding: 415; and no gateway call;
 //   - no Bearer token, or one the client cannot send (BearerToken says
 //     which, or it is longer than the client's pep.WithMaxTokenBytes): 401
 //     with WWW-Authenticate, and no gateway call;

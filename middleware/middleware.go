@@ -34,9 +34,11 @@ type Option func(*config)
 type config struct {
 	denied, unauthorized, unavailable http.Handler
 	useClientToken                    bool
-	// methodOverride is the canonical name of the method override header
-	// to trust (WithMethodOverride); "" trusts none.
-	methodOverride string
+	// trustedHeaders are the canonical names of the method override
+	// headers to trust, and trustForm whether the form key _method is
+	// trusted (WithMethodOverride); none is by default.
+	trustedHeaders []string
+	trustForm      bool
 	mistakes       []string
 }
 
@@ -93,91 +95,6 @@ func WithUnavailableHandler(h http.Handler) Option {
 // SetToken, or between the ClearToken and the SetToken of a refresh).
 func WithClientToken() Option {
 	return func(c *config) { c.useClientToken = true }
-}
-
-// WithMethodOverride names the method override header that the handler
-// stack behind the middleware honours (X-HTTP-Method-Override, say), so
-// that the method checked, sent as the decision context and seen by
-// RequireFunc's function is the one the stack performs. Without it, a
-// request that carries X-HTTP-Method-Override, X-HTTP-Method or
-// X-Method-Override is refused with 400: the middleware would check its
-// method while the stack performed another (a DELETE under a POST-only
-// grant).
-//
-// With it, the named header, when present, must appear once and hold a
-// method token (RFC 9110; compared as sent, methods are case-sensitive),
-// and the request's own method must be POST (the method a client tunnels
-// through, and the only one gorilla/handlers, Rack and Express override)
-// or already that method (an override applied before the middleware);
-// otherwise the answer is 400. The other override headers are still
-// refused. An empty name, or one that is not a header field name, is a
-// wiring mistake.
-func WithMethodOverride(header string) Option {
-	return func(c *config) {
-		if !isToken(header) {
-			c.mistakes = append(c.mistakes, "WithMethodOverride needs a header name, such as X-HTTP-Method-Override")
-			return
-		}
-		c.methodOverride = http.CanonicalHeaderKey(header)
-	}
-}
-
-// overrideHeaders are the method override headers that handler stacks
-// commonly honour.
-var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
-
-// method returns the method a request is checked as: its own, or the
-// value of the trusted override header (WithMethodOverride). It returns
-// why the request is refused instead, when it carries an override header
-// that is not trusted, or a trusted one the middleware cannot take.
-func (c *config) method(r *http.Request) (string, string) {
-	for _, h := range overrideHeaders {
-		if h != c.methodOverride && len(r.Header[h]) > 0 {
-			return "", "the request carries " + h + ", which this service does not honour; send the method itself"
-		}
-	}
-	if c.methodOverride == "" {
-		return r.Method, ""
-	}
-	switch vs := r.Header[c.methodOverride]; {
-	case len(vs) == 0:
-		return r.Method, ""
-	case len(vs) > 1 || !isToken(vs[0]):
-		return "", c.methodOverride + " must appear once and hold one method"
-	case r.Method != http.MethodPost && r.Method != vs[0]:
-		return "", c.methodOverride + " is honoured on POST requests only"
-	default:
-		return vs[0], ""
-	}
-}
-
-// isToken reports whether s is an RFC 9110 token, which methods and header
-// field names are.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// withMethod returns r as RequireFunc's function sees it: r itself, or a
-// shallow copy with the checked method when an override changed it.
-func withMethod(r *http.Request, method string) *http.Request {
-	if method == r.Method {
-		return r
-	}
-	c := r.WithContext(r.Context())
-	c.Method = method
-	return c
 }
 
 // ServiceUnavailable returns a handler that answers 503 in the service's
@@ -370,26 +287,32 @@ func noDecision(cause error) bool {
 	return errors.Is(cause, pep.ErrUnavailable) || errors.Is(cause, pep.ErrTokenChanged)
 }
 
-// admit answers 400 to a request no guard may decide on, or returns the
-// method it is checked as (config.method): more than one Authorization
-// header (a handler reading another than the one checked would act on an
-// unchecked token), a path that is not in canonical form (a policy and a
-// handler could read it differently), or a method override header the
-// middleware cannot take (the stack could perform another method than the
-// one checked).
+// admit answers a request no guard may decide on itself, or returns the
+// method it is checked as: 400 for more than one Authorization header (a
+// handler reading another than the one checked would act on an unchecked
+// token) or a path that is not in canonical form (a policy and a handler
+// could read it differently); then config.method's answer to a method
+// override the middleware cannot take (the stack could perform another
+// method than the one checked) or a form it cannot read. Only a request
+// that passed the checks before has its body read.
 func (c *config) admit(w http.ResponseWriter, r *http.Request) (method string, ok bool) {
-	method, refusal := c.method(r)
 	switch {
 	case len(r.Header.Values("Authorization")) > 1:
 		writeError(w, http.StatusBadRequest, "the request has more than one Authorization header")
+		return "", false
 	case !canonicalPath(r):
 		writeError(w, http.StatusBadRequest, "the request path must be in canonical form (no dot segments, empty segments, encoded slashes or escapes left after decoding)")
-	case refusal != "":
-		writeError(w, http.StatusBadRequest, refusal)
-	default:
-		return method, true
+		return "", false
 	}
-	return "", false
+	method, ref := c.method(r)
+	if ref != nil {
+		if ref.header[0] != "" {
+			w.Header().Set(ref.header[0], ref.header[1])
+		}
+		writeError(w, ref.status, ref.message)
+		return "", false
+	}
+	return method, true
 }
 
 // canonicalPath reports whether the request path is one that every reader

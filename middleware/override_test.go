@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -30,15 +32,30 @@ var postShop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 	}},
 }}}
 
-// overriding is a handler stack that honours X-HTTP-Method-Override on
-// POST, as gorilla/handlers.HTTPMethodOverrideHandler does, and answers
-// with the method it performed.
-var overriding = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	if m := r.Header.Get("X-HTTP-Method-Override"); r.Method == http.MethodPost && m != "" {
-		r.Method = strings.ToUpper(m)
-	}
+// gorillaOverriding is a handler stack behind the middleware that
+// overrides the method exactly as gorilla/handlers v1.5.2's
+// HTTPMethodOverrideHandler does: on a POST only, from the form key
+// "_method" (r.FormValue: the URL query, or a urlencoded or multipart
+// body), else from the X-HTTP-Method-Override header, and only to PUT,
+// PATCH or DELETE, compared as sent. It answers with the method it
+// performed.
+var gorillaOverriding = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	gorillaOverride(r)
 	_, _ = io.WriteString(w, "performed "+r.Method)
 })
+
+// gorillaOverride is the body of gorilla/handlers' HTTPMethodOverrideHandler.
+func gorillaOverride(r *http.Request) {
+	if r.Method == http.MethodPost {
+		om := r.FormValue("_method")
+		if om == "" {
+			om = r.Header.Get("X-HTTP-Method-Override")
+		}
+		if om == http.MethodPut || om == http.MethodPatch || om == http.MethodDelete {
+			r.Method = om
+		}
+	}
+}
 
 // TestMethodOverride: the middleware checks the method the stack behind it
 // performs. Without WithMethodOverride a request with any override header
@@ -49,8 +66,8 @@ func TestMethodOverride(t *testing.T) {
 	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	dan := gw.Token("shop", "dan")
-	plain := middleware.Require(client, "orders", "write")(overriding)
-	trusting := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(overriding)
+	plain := middleware.Require(client, "orders", "write")(gorillaOverriding)
+	trusting := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
 
 	tests := []struct {
 		name    string
@@ -71,6 +88,9 @@ func TestMethodOverride(t *testing.T) {
 		{"trusted: applied before the middleware", trusting, "DELETE", map[string][]string{"X-HTTP-Method-Override": {"DELETE"}}, 403, ""},
 		{"trusted: only on POST", trusting, "PUT", map[string][]string{"X-HTTP-Method-Override": {"DELETE"}}, 400, ""},
 		{"trusted: not a method", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {"DEL ETE"}}, 400, ""},
+		{"trusted: a method gorilla does not apply", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {"GET"}}, 400, ""},
+		{"trusted: in lower case, which gorilla does not apply", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {"delete"}}, 400, ""},
+		{"trusted: the request's own method", trusting, "PUT", map[string][]string{"X-HTTP-Method-Override": {"PUT"}}, 200, "performed PUT"},
 		{"trusted: empty", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {""}}, 400, ""},
 		{"trusted: twice", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {"PUT", "DELETE"}}, 400, ""},
 		{"trusted: the other headers are still refused", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {"PUT"}, "X-HTTP-Method": {"DELETE"}}, 400, ""},
@@ -100,37 +120,61 @@ func TestMethodOverride(t *testing.T) {
 
 // TestMethodOverrideReachesTheResourceFunction: RequireFunc's function
 // sees the method that is checked, so a method-to-scope mapping follows the
-// override.
+// override, from a trusted header or a trusted form key.
 func TestMethodOverrideReachesTheResourceFunction(t *testing.T) {
 	t.Parallel()
-	fc := &fakeChecker{res: result(pep.Grant, nil)}
-	var seen string
-	byMethod := func(r *http.Request) (string, []string) {
-		seen = r.Method
-		return "orders", []string{"write"}
+	for _, tc := range []struct {
+		name, target, contentType, body string
+		header                          string
+	}{
+		{"header", "/orders/42", "", "", "DELETE"},
+		{"query", "/orders/42?_method=DELETE", "", "", ""},
+		{"body", "/orders/42", "application/x-www-form-urlencoded", "_method=DELETE", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fc := &fakeChecker{res: result(pep.Grant, nil)}
+			var seen string
+			byMethod := func(r *http.Request) (string, []string) {
+				seen = r.Method
+				return "orders", []string{"write"}
+			}
+			h := middleware.RequireFunc(fc, byMethod, middleware.WithMethodOverride("X-HTTP-Method-Override", "_method"))(reached)
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, tc.target, strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer tok")
+			if tc.header != "" {
+				req.Header.Set("X-HTTP-Method-Override", tc.header)
+			}
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			require.Equal(t, http.StatusOK, rec.Code)
+			assert.Equal(t, "DELETE", seen)
+		})
 	}
-	h := middleware.RequireFunc(fc, byMethod, middleware.WithMethodOverride("X-HTTP-Method-Override"))(reached)
-	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/42", nil)
-	req.Header.Set("Authorization", "Bearer tok")
-	req.Header.Set("X-HTTP-Method-Override", "DELETE")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	require.Equal(t, http.StatusOK, rec.Code)
-	assert.Equal(t, "DELETE", seen)
 }
 
-func TestWithMethodOverrideNeedsAHeaderName(t *testing.T) {
+// TestWithMethodOverrideNeedsNames: WithMethodOverride takes header names
+// and the form key _method; no name, or a name that is neither, is a
+// wiring mistake.
+func TestWithMethodOverrideNeedsNames(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"", "X Override", "X-Override:"} {
+	for _, names := range [][]string{nil, {""}, {"X Override"}, {"X-Override:"}, {"_method", "X Override"}} {
 		assert.Panics(t, func() {
-			middleware.Require(&fakeChecker{}, "orders", "read").With(middleware.WithMethodOverride(name))
-		}, "%q", name)
+			middleware.Require(&fakeChecker{}, "orders", "read").With(middleware.WithMethodOverride(names...))
+		}, "%q", names)
 	}
+	assert.NotPanics(t, func() {
+		middleware.Require(&fakeChecker{}, "orders", "read").With(middleware.WithMethodOverride("X-HTTP-Method-Override", "_method", "X-Custom-Method"))
+	})
 }
 
 // TestRequireAuthZENMethodOverride: RequireAuthZEN refuses override
-// headers alike, and with WithMethodOverride sends the trusted method as
-// the AuthZEN context and hands it to the target function.
+// headers and the form key _method alike, and with WithMethodOverride
+// sends the trusted method as the AuthZEN context and hands it to the
+// target function.
 func TestRequireAuthZENMethodOverride(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
@@ -148,4 +192,50 @@ func TestRequireAuthZENMethodOverride(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, serveOverride(plain, "cat", "DELETE"))
 	assert.Equal(t, http.StatusOK, serveOverride(trusting, "cat", "DELETE"), "the manager deletes, with DELETE checked")
 	assert.Equal(t, http.StatusForbidden, serveOverride(trusting, "ann", "DELETE"), "a viewer may not")
+}
+
+// TestRequireAuthZENFormMethodOverride: the same for the form key _method.
+// The target asks to delete whatever the method, and cat may delete only
+// with DELETE, so a grant shows that the PDP got the trusted _method as the
+// method, and the target function saw it.
+func TestRequireAuthZENFormMethodOverride(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	c, err := authzen.New(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	c.SetToken(gw.Token("shop", "service-account-orders-api"))
+	var seen atomic.Value
+	deleting := func(r *http.Request) (authzen.Action, authzen.Resource) {
+		seen.Store(r.Method)
+		return authzen.Action{Name: "delete"}, authzen.Resource{Type: "orders", ID: "1"}
+	}
+	plain := middleware.RequireAuthZEN(c, headerSubject, deleting)(performed)
+	trusting := middleware.RequireAuthZEN(c, headerSubject, deleting, middleware.WithMethodOverride("_method"))(performed)
+
+	for _, tc := range []struct {
+		name         string
+		h            http.Handler
+		target, body string
+		status       int
+	}{
+		{"untrusted, in the query", plain, "/orders/1?_method=DELETE", "", 400},
+		{"untrusted, in the body", plain, "/orders/1", "_method=DELETE", 400},
+		{"no override: a POST", trusting, "/orders/1", "qty=1", 403},
+		{"trusted, in the query", trusting, "/orders/1?_method=DELETE", "", 200},
+		{"trusted, in the body", trusting, "/orders/1", "_method=DELETE", 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, tc.target, strings.NewReader(tc.body))
+			req.Header.Set(userHeader, "cat")
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			rec := httptest.NewRecorder()
+			tc.h.ServeHTTP(rec, req)
+			require.Equal(t, tc.status, rec.Code, rec.Body.String())
+			if tc.status == http.StatusOK {
+				assert.Equal(t, "performed POST", rec.Body.String(), "the handler gets the request as sent; the stack overrides it")
+				assert.Equal(t, "DELETE", seen.Load())
+			}
+		})
+	}
 }

@@ -1,0 +1,294 @@
+package middleware
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// maxFormBytes bounds the urlencoded POST body the middleware reads:
+// net/http's own bound on such a form (r.ParseForm refuses a larger one).
+const maxFormBytes = 10 << 20
+
+// Kinds of request body, as r.ParseForm and r.ParseMultipartForm tell
+// them by Content-Type.
+const (
+	noForm = iota
+	urlencodedForm
+	multipartForm
+)
+
+// formOverride finds the form key _method wherever a stack behind the
+// middleware may read it (see the comment at the top of override.go). When
+// _method is trusted, it returns the values r.FormValue reads; otherwise
+// nil, once it found none. It returns why the request is refused instead.
+func (c *config) formOverride(r *http.Request) ([]string, *refusal) {
+	queryExact, lookalike := 0, 0
+	if r.URL.RawQuery != "" {
+		queryExact, lookalike = formKeys(r.URL.RawQuery)
+	}
+	parsed := len(r.Form[formKey]) > 0 || len(r.PostForm[formKey]) > 0 ||
+		r.MultipartForm != nil && len(r.MultipartForm.Value[formKey]) > 0
+	if ref := c.formRefusal(queryExact, lookalike, parsed); ref != nil {
+		return nil, ref
+	}
+
+	var body []byte
+	bodyExact := 0
+	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+		switch kind := formKind(r.Header.Get("Content-Type")); {
+		case kind == noForm,
+			kind == urlencodedForm && r.PostForm != nil,
+			kind == multipartForm && r.MultipartForm != nil:
+			// No form, or one parsed already: its values are in the maps.
+		case contentEncoded(r.Header):
+			return nil, &refusal{
+				status:  http.StatusUnsupportedMediaType,
+				message: "a form body must be sent without Content-Encoding, so that the method it may name is the one checked",
+				header:  [2]string{"Accept-Encoding", "identity"},
+			}
+		case kind == urlencodedForm:
+			var ref *refusal
+			if body, ref = bufferBody(r); ref != nil {
+				return nil, ref
+			}
+			var bodyLookalike int
+			bodyExact, bodyLookalike = formKeys(body)
+			if ref := c.formRefusal(bodyExact, bodyLookalike, false); ref != nil {
+				return nil, ref
+			}
+		default:
+			// Not read: a part named _method fails the handler's read.
+			r.Body = &formGuard{body: r.Body}
+		}
+	}
+
+	switch {
+	case !c.trustForm:
+		return nil, nil
+	case r.Form != nil && bodyExact > 0:
+		// A form set by hand, and a body r.ParseForm would read into
+		// r.PostForm only: which one names the method?
+		return nil, badRequest("the request carries the form key " + formKey + " in a body its parsed form does not hold; send the method once")
+	case r.Form != nil:
+		return r.Form[formKey], nil
+	}
+	// What r.ParseForm would make of the form, without parsing it into r.
+	var values []string
+	if r.PostForm != nil {
+		values = r.PostForm[formKey]
+	} else if bodyExact > 0 {
+		f, _ := url.ParseQuery(string(body))
+		values = f[formKey]
+	}
+	if queryExact > 0 {
+		q, _ := url.ParseQuery(r.URL.RawQuery)
+		values = slices.Concat(values, q[formKey])
+	}
+	return values, nil
+}
+
+// formRefusal returns why a request whose form has exact and lookalike
+// _method keys (formKeys), or _method in a form parsed already, is
+// refused, or nil: any of them without trust, a lookalike with it.
+func (c *config) formRefusal(exact, lookalike int, parsed bool) *refusal {
+	switch {
+	case !c.trustForm && (exact > 0 || lookalike > 0 || parsed):
+		return badRequest("the request carries the form key " + formKey + ", which this service does not honour; send the method itself")
+	case lookalike > 0:
+		return badRequest("the request carries a form key the handler may read otherwise than " + formKey +
+			" (another case, a ';' separator, a bad escape); send " + formKey + " as it is")
+	}
+	return nil
+}
+
+// formKind tells the form r.ParseForm or r.ParseMultipartForm would read
+// from a body of this Content-Type, erring on the side of a form:
+// mime.ParseMediaType's media type in any case, and any multipart type.
+func formKind(contentType string) int {
+	const multipartPrefix = "multipart/"
+	base, _, _ := strings.Cut(contentType, ";")
+	base = strings.TrimSpace(base)
+	switch {
+	case strings.EqualFold(base, "application/x-www-form-urlencoded"):
+		return urlencodedForm
+	case len(base) >= len(multipartPrefix) && strings.EqualFold(base[:len(multipartPrefix)], multipartPrefix):
+		return multipartForm
+	}
+	return noForm
+}
+
+// contentEncoded reports whether the body has a Content-Encoding other
+// than identity: what net/http parses is then not what a handler stack
+// that decodes it would read.
+func contentEncoded(h http.Header) bool {
+	for _, v := range h["Content-Encoding"] {
+		for coding := range strings.SplitSeq(v, ",") {
+			if c := strings.TrimSpace(coding); c != "" && !strings.EqualFold(c, "identity") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// bufferBody reads a urlencoded POST body, up to maxFormBytes, and gives
+// it back to r: r.Body then reads the same bytes and closes the original
+// body. A body the middleware cannot read whole is refused: 413 when it is
+// too large (or larger than an http.MaxBytesReader allows), 400 otherwise.
+func bufferBody(r *http.Request) ([]byte, *refusal) {
+	b, err := readBody(r.Body, r.ContentLength)
+	switch {
+	case tooLarge(err):
+		return nil, &refusal{status: http.StatusRequestEntityTooLarge, message: "the request body is larger than this service accepts"}
+	case err != nil:
+		return nil, badRequest("the request body could not be read")
+	case len(b) > maxFormBytes:
+		return nil, &refusal{status: http.StatusRequestEntityTooLarge, message: "a urlencoded form body must not exceed 10 MB"}
+	}
+	rb := &replayBody{body: r.Body}
+	rb.Reset(b)
+	r.Body = rb
+	return b, nil
+}
+
+// readBody reads body to its end or to one byte past maxFormBytes, sized
+// by the declared length when there is one.
+func readBody(body io.Reader, length int64) ([]byte, error) {
+	size := int64(512)
+	if 0 < length && length <= maxFormBytes {
+		size = length + 1 // to see the end without growing
+	}
+	b := make([]byte, 0, size)
+	for int64(len(b)) <= maxFormBytes {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := body.Read(b[len(b):min(cap(b), maxFormBytes+1)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		} else if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// replayBody is a request body the middleware read, given back whole.
+type replayBody struct {
+	bytes.Reader
+	body io.ReadCloser // the original, which Close closes
+}
+
+func (b *replayBody) Close() error { return b.body.Close() }
+
+// tooLarge reports whether a body could not be read for its size.
+func tooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+// formKeys counts the pairs of a urlencoded form, a query or a body, whose
+// key is _method: exact ones, which url.ParseQuery (so r.FormValue) reads
+// as _method, and lookalikes, which another reader could take for it: the
+// key in another case, or in a pair with a ';' (which url.ParseQuery skips
+// and older parsers split on), or with a value that is not validly
+// escaped (which url.ParseQuery skips).
+func formKeys[S string | []byte](s S) (exact, lookalike int) {
+	for len(s) > 0 {
+		pair := s
+		if i := indexByte(s, '&'); i >= 0 {
+			pair, s = s[:i], s[i+1:]
+		} else {
+			s = s[len(s):]
+		}
+		semicolon := indexByte(pair, ';') >= 0
+		for len(pair) > 0 {
+			part := pair
+			if i := indexByte(pair, ';'); i >= 0 {
+				part, pair = pair[:i], pair[i+1:]
+			} else {
+				pair = pair[len(pair):]
+			}
+			key, value := part, part[len(part):]
+			if i := indexByte(part, '='); i >= 0 {
+				key, value = part[:i], part[i+1:]
+			}
+			switch match, asIs := isFormKey(key); {
+			case !match:
+			case asIs && !semicolon && validEscapes(value):
+				exact++
+			default:
+				lookalike++
+			}
+		}
+	}
+	return exact, lookalike
+}
+
+// isFormKey reports whether a urlencoded key decodes to _method in any
+// case, and whether it decodes to _method itself.
+func isFormKey[S string | []byte](key S) (match, asIs bool) {
+	asIs = true
+	j := 0
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c == '%' && i+2 < len(key) && isHex(key[i+1]) && isHex(key[i+2]) {
+			c = unhex(key[i+1])<<4 | unhex(key[i+2])
+			i += 2
+		}
+		if j == len(formKey) || lower(c) != formKey[j] {
+			return false, false
+		}
+		asIs = asIs && c == formKey[j]
+		j++
+	}
+	return j == len(formKey), asIs
+}
+
+// validEscapes reports whether url.QueryUnescape takes s: every '%' starts
+// an escape of two hex digits.
+func validEscapes[S string | []byte](s S) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' {
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return false
+			}
+			i += 2
+		}
+	}
+	return true
+}
+
+func indexByte[S string | []byte](s S, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+// lower is c in lower case, for ASCII letters.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}

@@ -1,0 +1,397 @@
+package middleware_test
+
+import (
+	"errors"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/middleware"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// TestFormMethodOverrideIsNotAHole is the attack on the client half
+// (atk-client, TestAtkFormMethodOverrideIsNotChecked): gorilla/handlers,
+// Rack and Express take the method from the form key _method too, before
+// the header, so a middleware that refused only the override headers
+// checked POST /orders/42?_method=DELETE, or a form body _method=DELETE,
+// as a POST while the stack performed a DELETE; with the header trusted, a
+// header PUT and a _method DELETE was checked as PUT. dan may write orders
+// with POST or PUT only: each of these requests is refused (400) before the
+// stack runs.
+func TestFormMethodOverrideIsNotAHole(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
+	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	dan := gw.Token("shop", "dan")
+	plain := middleware.Require(client, "orders", "write")(gorillaOverriding)
+	trusting := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
+
+	for _, tc := range []struct {
+		name   string
+		h      http.Handler
+		target string
+		body   string
+		header string
+	}{
+		{"_method in the query", plain, "/orders/42?_method=DELETE", "", ""},
+		{"_method in a form body", plain, "/orders/42", "_method=DELETE", ""},
+		{"trusted header PUT, _method DELETE in the query", trusting, "/orders/42?_method=DELETE", "", "PUT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, tc.target, strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+dan)
+			if tc.body != "" {
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			}
+			if tc.header != "" {
+				req.Header.Set("X-HTTP-Method-Override", tc.header)
+			}
+			rec := httptest.NewRecorder()
+			tc.h.ServeHTTP(rec, req)
+			require.NotEqual(t, "performed DELETE", rec.Body.String(),
+				"a DELETE was performed under a grant limited to POST and PUT (%d)", rec.Code)
+			require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+			name, message := errorBody(t, rec.Body.String())
+			assert.Equal(t, "Bad Request", name)
+			assert.Contains(t, message, "_method")
+		})
+	}
+}
+
+// formRequest is a request to the orders API as dan sends it: target,
+// Content-Type and body, and headers added.
+type formRequest struct {
+	method, target, contentType, body string
+	headers                           map[string]string
+}
+
+func (f formRequest) serve(t *testing.T, h http.Handler, token string) *httptest.ResponseRecorder {
+	t.Helper()
+	method := f.method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req := httptest.NewRequestWithContext(t.Context(), method, f.target, strings.NewReader(f.body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	if f.contentType != "" {
+		req.Header.Set("Content-Type", f.contentType)
+	}
+	for k, v := range f.headers {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+const urlencoded = "application/x-www-form-urlencoded"
+
+// multipartBody is a multipart/form-data body of fields, in order, and its
+// Content-Type.
+func multipartBody(t *testing.T, fields ...string) (contentType, body string) {
+	t.Helper()
+	var b strings.Builder
+	mw := multipart.NewWriter(&b)
+	for i := 0; i+1 < len(fields); i += 2 {
+		require.NoError(t, mw.WriteField(fields[i], fields[i+1]))
+	}
+	fw, err := mw.CreateFormFile("receipt", "receipt.txt")
+	require.NoError(t, err)
+	_, err = io.WriteString(fw, "a file\r\nwith lines\r\n")
+	require.NoError(t, err)
+	require.NoError(t, mw.Close())
+	return mw.FormDataContentType(), b.String()
+}
+
+// TestFormMethodOverride: against the reference server, with a stack that
+// overrides the method as gorilla/handlers does behind the middleware, the
+// method performed is the one checked, wherever _method is: refused
+// without WithMethodOverride, checked with it. dan may write orders with
+// POST or PUT only.
+func TestFormMethodOverride(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
+	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	dan := gw.Token("shop", "dan")
+	guard := middleware.Require(client, "orders", "write")
+	plain := guard(gorillaOverriding)
+	headerOnly := guard.With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
+	gorilla := guard.With(middleware.WithMethodOverride("X-HTTP-Method-Override", "_method"))(gorillaOverriding)
+	formOnly := guard.With(middleware.WithMethodOverride("_method"))(gorillaOverriding)
+	mpDelete, bodyDelete := multipartBody(t, "qty", "1", "_method", "DELETE")
+	mpPut, bodyPut := multipartBody(t, "_method", "PUT", "qty", "1")
+	mpPlain, bodyPlain := multipartBody(t, "qty", "1")
+
+	tests := []struct {
+		name   string
+		h      http.Handler
+		req    formRequest
+		status int
+		body   string // the answer when status is 200
+	}{
+		{"no override", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1"}, 200, "performed POST"},
+		{"_method in the query", plain, formRequest{target: "/orders/42?_method=DELETE"}, 400, ""},
+		{"_method escaped in the query", plain, formRequest{target: "/orders/42?%5Fmethod=DELETE"}, 400, ""},
+		{"_method in another case", plain, formRequest{target: "/orders/42?_METHOD=DELETE"}, 400, ""},
+		{"_method after a ';'", plain, formRequest{target: "/orders/42?a=1;_method=DELETE"}, 400, ""},
+		{"_method in the query of a GET", plain, formRequest{method: "GET", target: "/orders/42?_method=DELETE"}, 400, ""},
+		{"_method in a urlencoded body", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 400, ""},
+		{"_method in a urlencoded body with parameters", plain, formRequest{target: "/orders/42", contentType: "Application/X-WWW-Form-Urlencoded; charset=utf-8", body: "_method=DELETE"}, 400, ""},
+		{"_method in a multipart body: the stack cannot read it", plain, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete}, 200, "performed POST"},
+		{"a multipart body without _method", plain, formRequest{target: "/orders/42", contentType: mpPlain, body: bodyPlain}, 200, "performed POST"},
+		{"a compressed form body", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "x", headers: map[string]string{"Content-Encoding": "gzip"}}, 415, ""},
+
+		{"header trusted: _method still refused", headerOnly, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 400, ""},
+		{"header trusted: multipart _method not taken", headerOnly, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete, headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
+
+		{"trusted: _method in the query is checked", gorilla, formRequest{target: "/orders/42?_method=DELETE"}, 403, ""},
+		{"trusted: a granted _method in the query", gorilla, formRequest{target: "/orders/42?_method=PUT"}, 200, "performed PUT"},
+		{"trusted: _method in a urlencoded body is checked", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 403, ""},
+		{"trusted: a granted _method in a urlencoded body", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=PUT"}, 200, "performed PUT"},
+		{"trusted: _method in a multipart body is not taken", gorilla, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete}, 200, "performed POST"},
+		{"trusted: nor a granted one", gorilla, formRequest{target: "/orders/42", contentType: mpPut, body: bodyPut}, 200, "performed POST"},
+		{"trusted: header and _method agree", gorilla, formRequest{target: "/orders/42?_method=PUT", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
+		{"trusted: header and _method disagree", gorilla, formRequest{target: "/orders/42?_method=DELETE", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 400, ""},
+		{"trusted: header PUT, _method DELETE in a multipart body", gorilla, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete, headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
+		{"trusted: _method in the query and the body", gorilla, formRequest{target: "/orders/42?_method=PUT", contentType: urlencoded, body: "_method=PUT"}, 400, ""},
+		{"trusted: _method GET, which gorilla ignores", gorilla, formRequest{target: "/orders/42?_method=GET"}, 400, ""},
+		{"trusted: _method in lower case, which gorilla ignores", gorilla, formRequest{target: "/orders/42?_method=delete"}, 400, ""},
+		{"trusted: an empty _method", gorilla, formRequest{target: "/orders/42?_method=", headers: map[string]string{"X-HTTP-Method-Override": "DELETE"}}, 400, ""},
+		{"trusted: _method in another case", gorilla, formRequest{target: "/orders/42?_Method=DELETE"}, 400, ""},
+		{"trusted: _method after a ';'", gorilla, formRequest{target: "/orders/42?_method=PUT;_method=DELETE"}, 400, ""},
+		{"trusted: _method with a bad escape", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT&_method=DELETE%zz"}, 400, ""},
+		{"trusted: only on POST", gorilla, formRequest{method: "PATCH", target: "/orders/42?_method=DELETE"}, 400, ""},
+		{"trusted: X-HTTP-Method is still refused", gorilla, formRequest{target: "/orders/42?_method=PUT", headers: map[string]string{"X-HTTP-Method": "DELETE"}}, 400, ""},
+
+		{"form key trusted: the header is refused", formOnly, formRequest{target: "/orders/42", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 400, ""},
+		{"form key trusted: _method is checked", formOnly, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE"}, 403, ""},
+		{"form key trusted: a granted _method", formOnly, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT"}, 200, "performed PUT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := tt.req.serve(t, tt.h, dan)
+			require.Equal(t, tt.status, rec.Code, rec.Body.String())
+			if tt.status == http.StatusOK {
+				assert.Equal(t, tt.body, rec.Body.String())
+				return
+			}
+			name, _ := errorBody(t, rec.Body.String())
+			assert.Equal(t, http.StatusText(tt.status), name)
+		})
+	}
+}
+
+// gorillaOutside wraps h in gorilla/handlers' HTTPMethodOverrideHandler:
+// the override applied before the middleware, as when the handler wraps
+// the whole mux.
+func gorillaOutside(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gorillaOverride(r)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// performed is a protected handler that answers with the method it got.
+var performed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.WriteString(w, "performed "+r.Method)
+})
+
+// TestFormMethodOverrideAppliedBefore: with gorilla's handler outside the
+// middleware, the request reaches it with the method already overridden and
+// _method still in the form, parsed: trusted, the method checked is the
+// overridden one; untrusted, the request is refused as a form override
+// behind the middleware would be.
+func TestFormMethodOverrideAppliedBefore(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
+	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	dan := gw.Token("shop", "dan")
+	guard := middleware.Require(client, "orders", "write")
+	plain := gorillaOutside(guard(performed))
+	trusting := gorillaOutside(guard.With(middleware.WithMethodOverride("_method"))(performed))
+	mpPut, bodyPut := multipartBody(t, "_method", "PUT")
+
+	tests := []struct {
+		name   string
+		h      http.Handler
+		req    formRequest
+		status int
+		body   string
+	}{
+		{"untrusted", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT"}, 400, ""},
+		{"trusted: a DELETE", trusting, formRequest{target: "/orders/42?_method=DELETE"}, 403, ""},
+		{"trusted: a PUT from the body", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT"}, 200, "performed PUT"},
+		{"trusted: a PUT from a multipart body", trusting, formRequest{target: "/orders/42", contentType: mpPut, body: bodyPut}, 200, "performed PUT"},
+		{"trusted: a GET gorilla did not apply", trusting, formRequest{target: "/orders/42?_method=GET"}, 400, ""},
+		{"trusted: no override", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1"}, 200, "performed POST"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := tt.req.serve(t, tt.h, dan)
+			require.Equal(t, tt.status, rec.Code, rec.Body.String())
+			if tt.status == http.StatusOK {
+				assert.Equal(t, tt.body, rec.Body.String())
+				return
+			}
+			name, _ := errorBody(t, rec.Body.String())
+			assert.Equal(t, http.StatusText(tt.status), name)
+		})
+	}
+}
+
+// TestFormBodyReachesTheHandlerWhole: a handler that reads the raw body
+// (to check a webhook's signature over it, say) gets the bytes that were
+// sent after the middleware looked for _method in them, urlencoded or
+// multipart, trusted or not; and one that parses the form gets its fields.
+func TestFormBodyReachesTheHandlerWhole(t *testing.T) {
+	t.Parallel()
+	fc := &fakeChecker{res: result(pep.Grant, nil)}
+	raw := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusTeapot)
+			return
+		}
+		_, _ = w.Write(b)
+	})
+	parsed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.FormValue("text")+"|"+r.FormValue("_method"))
+	})
+	mp, mpBody := multipartBody(t, "text", "a+b c%20d", "token", "xoxb")
+	for _, opts := range [][]middleware.Option{nil, {middleware.WithMethodOverride("X-HTTP-Method-Override", "_method")}} {
+		guard := middleware.RequireFunc(fc, middleware.Static("orders", "write"), opts...)
+		for _, tc := range []struct{ contentType, body string }{
+			{urlencoded, "token=xoxb&text=a%2Bb+c%2520d&team_id=T1"},
+			{mp, mpBody},
+		} {
+			rec := formRequest{target: "/hooks", contentType: tc.contentType, body: tc.body}.serve(t, guard(raw), "tok")
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			assert.Equal(t, tc.body, rec.Body.String(), "trusted %v", opts != nil)
+
+			rec = formRequest{target: "/hooks", contentType: tc.contentType, body: tc.body}.serve(t, guard(parsed), "tok")
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			assert.Equal(t, "a+b c%20d|", rec.Body.String(), "trusted %v", opts != nil)
+		}
+	}
+}
+
+// TestFormBodyTooLarge: a urlencoded POST body the middleware would have to
+// read beyond 10 MB (net/http's own bound for such a form), or beyond an
+// http.MaxBytesReader an outer handler set, is 413, and nothing is checked.
+// Never a 500.
+func TestFormBodyTooLarge(t *testing.T) {
+	t.Parallel()
+	fc := &fakeChecker{res: result(pep.Grant, nil)}
+	plain := middleware.RequireFunc(fc, middleware.Static("orders", "write"))(performed)
+	trusting := middleware.RequireFunc(fc, middleware.Static("orders", "write"), middleware.WithMethodOverride("_method"))(performed)
+	bounded := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, 1<<10)
+			h.ServeHTTP(w, r)
+		})
+	}
+	tests := []struct {
+		name string
+		h    http.Handler
+		req  formRequest
+	}{
+		{"over 10 MB", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 10<<20)}},
+		{"over 10 MB, trusted", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 10<<20)}},
+		{"over an outer bound", bounded(plain), formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 2<<10)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := tt.req.serve(t, tt.h, "tok")
+			require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
+			name, _ := errorBody(t, rec.Body.String())
+			assert.Equal(t, http.StatusText(http.StatusRequestEntityTooLarge), name)
+		})
+	}
+	assert.Zero(t, fc.calls.Load(), "nothing was checked")
+
+	rec := formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 10<<20-5)}.serve(t, plain, "tok")
+	assert.Equal(t, http.StatusOK, rec.Code, "a 10 MB form is read")
+}
+
+// TestMultipartFormMethodOverrideIsNeverRead: a multipart POST body
+// streams to the handler unread, and however its part named _method is
+// spelt (each body below is one mime/multipart reads a _method value
+// from), a handler cannot read it: r.FormValue gets no _method, so a
+// stack like gorilla's performs the POST that was checked, and
+// r.ParseMultipartForm fails with ErrFormMethodOverride, when the body
+// arrives whole or a byte at a time.
+func TestMultipartFormMethodOverrideIsNeverRead(t *testing.T) {
+	t.Parallel()
+	const boundary = "b0undary"
+	part := func(header string) string {
+		return "--" + boundary + "\r\n" + header + "\r\n\r\nDELETE\r\n--" + boundary + "--\r\n"
+	}
+	bodies := map[string]string{
+		"quoted":            part(`Content-Disposition: form-data; name="_method"`),
+		"a token":           part(`Content-Disposition: form-data; name=_method`),
+		"lower case":        part(`content-disposition: form-data; name="_method"`),
+		"upper case":        part(`CONTENT-DISPOSITION: FORM-DATA; NAME="_method"`),
+		"no blanks":         part(`Content-Disposition:form-data;name=_method`),
+		"RFC 2231":          part(`Content-Disposition: form-data; name*=UTF-8''%5Fmethod`),
+		"RFC 2231 sections": part(`Content-Disposition: form-data; name*0="_me"; name*1="thod"`),
+		"folded":            part("Content-Disposition: form-data;\r\n name=\"_method\""),
+		"folded twice":      part("Content-Disposition:\r\n\tform-data;\r\n  name=\"_method\""),
+		"after a header":    part("Content-Type: text/plain\r\nContent-Disposition: form-data; name=\"_method\""),
+		"after a preamble":  "preamble\r\n" + part(`Content-Disposition: form-data; name="_method"`),
+		"after a part": "--" + boundary + "\r\nContent-Disposition: form-data; name=\"qty\"\r\n\r\n1\r\n" +
+			part(`Content-Disposition: form-data; name="_method"`),
+		"bare line feeds": "--" + boundary + "\nContent-Disposition: form-data; name=\"_method\"\n\nDELETE\n--" + boundary + "--\n",
+	}
+	parse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := r.ParseMultipartForm(1 << 20)
+		if errors.Is(err, middleware.ErrFormMethodOverride) {
+			http.Error(w, "refused", http.StatusBadRequest)
+			return
+		}
+		_, _ = io.WriteString(w, "parsed "+r.FormValue("_method"))
+	})
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			form, err := multipart.NewReader(strings.NewReader(body), boundary).ReadForm(1 << 20)
+			require.NoError(t, err)
+			require.Equal(t, []string{"DELETE"}, form.Value["_method"], "mime/multipart reads _method from this body")
+			guard := middleware.RequireFunc(&fakeChecker{res: result(pep.Grant, nil)}, middleware.Static("orders", "write"))
+			gorilla, parser := guard(gorillaOverriding), guard(parse)
+
+			for _, whole := range []bool{true, false} {
+				for h, want := range map[http.Handler]string{gorilla: "performed POST", parser: "refused\n"} {
+					var r io.Reader = strings.NewReader(body)
+					if !whole {
+						r = iotest.OneByteReader(r)
+					}
+					req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/42", r)
+					req.Header.Set("Authorization", "Bearer tok")
+					req.Header.Set("Content-Type", "multipart/form-data; boundary="+boundary)
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					assert.Equal(t, want, rec.Body.String(), "whole %v", whole)
+				}
+			}
+		})
+	}
+}
