@@ -17,11 +17,14 @@
 // headers and body together) and -idle-timeout (2m), which bound how long a
 // client may hold a connection without sending its request, -write-timeout
 // (90s), which bounds how long a client may take to read its answer, and
-// -max-connections (1024), the number of connections served at once: at
-// the limit a newcomer takes the slot of an idle keep-alive connection, or
-// else of one that has not finished sending its request's headers (from
-// the peer address holding the most such), and waits only while every
-// connection carries a request. It logs with
+// -max-connections (1024), the number of connections served at once,
+// shared between peer addresses: at the limit a newcomer takes the slot of
+// an idle keep-alive connection, else of a silent one (its request's
+// headers not finished) of its own address or of an address holding at
+// least two more connections than its own, else of the request in
+// progress longest of an address holding at least two more (each from the
+// address holding the most); otherwise it waits, without holding up
+// other addresses' newcomers. It logs with
 // log/slog to standard error, prints its base URL on standard output, and
 // shuts down cleanly on SIGINT or SIGTERM. -h prints a description, an
 // example and the flags.
@@ -118,7 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Above decisionLatencyMs's ceiling of 60 s, so that the slowest injected
 	// decision still reaches its client.
 	write := fs.Duration("write-timeout", 90*time.Second, "how long a client may take to read a response, from the end of its request's headers")
-	maxConns := fs.Int("max-connections", 1024, "how many connections are served at once; at the limit an idle or silent connection (of the peer holding most) is closed for a newcomer, which waits only while every connection carries a request")
+	maxConns := fs.Int("max-connections", 1024, "how many connections are served at once, shared between peer addresses: at the limit a newcomer takes the slot of an idle connection, else of a silent one of its address or of one holding 2 more, else of the longest request in progress of an address holding 2 more; otherwise it waits")
 	fs.SetOutput(io.Discard) // report prints parse errors, once
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
@@ -177,8 +180,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	served := make(chan error, 1)
 	// The cap bounds what clients that hold connections (and the answers
-	// written to them) can pin at once; idle and silent connections give
-	// their slots to newcomers (limitListener).
+	// written to them) can pin at once; the slots are shared between peer
+	// addresses (limitListener).
 	go func() { served <- hs.Serve(limited) }()
 	fmt.Fprintf(stdout, "mockserver listening on %s\n", base)
 	if *adminSecret == "" {
