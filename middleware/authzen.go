@@ -94,13 +94,16 @@ func AuthZENDecisionFromContext(ctx context.Context) (authzen.Decision, bool) {
 
 // ServeHTTP implements http.Handler.
 func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	method, ok := g.cfg.admit(w, r)
-	if !ok {
+	if !g.cfg.admit(w, r) {
 		return
 	}
 	sub, err := g.subject(r)
 	if err != nil || sub.Type == "" || sub.ID == "" {
 		g.cfg.unauthorized.ServeHTTP(w, r)
+		return
+	}
+	method, ok := g.cfg.checkedMethod(w, r)
+	if !ok {
 		return
 	}
 	action, resource := g.target(withMethod(r, method))

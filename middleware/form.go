@@ -141,7 +141,7 @@ func contentEncoded(h http.Header) bool {
 // body. A body the middleware cannot read whole is refused: 413 when it is
 // too large (or larger than an http.MaxBytesReader allows), 400 otherwise.
 func bufferBody(r *http.Request) ([]byte, *refusal) {
-	b, err := readBody(r.Body, r.ContentLength)
+	b, err := readBody(r.Body)
 	switch {
 	case tooLarge(err):
 		return nil, &refusal{status: http.StatusRequestEntityTooLarge, message: "the request body is larger than this service accepts"}
@@ -156,14 +156,12 @@ func bufferBody(r *http.Request) ([]byte, *refusal) {
 	return b, nil
 }
 
-// readBody reads body to its end or to one byte past maxFormBytes, sized
-// by the declared length when there is one.
-func readBody(body io.Reader, length int64) ([]byte, error) {
-	size := int64(512)
-	if 0 < length && length <= maxFormBytes {
-		size = length + 1 // to see the end without growing
-	}
-	b := make([]byte, 0, size)
+// readBody reads body to its end or to one byte past maxFormBytes. Its
+// buffer grows with the bytes that arrive, never with the length the
+// request declares: a client that declares 10 MB and sends nothing costs
+// what it sent.
+func readBody(body io.Reader) ([]byte, error) {
+	b := make([]byte, 0, 512)
 	for int64(len(b)) <= maxFormBytes {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]

@@ -211,8 +211,7 @@ type guard struct {
 
 // ServeHTTP implements http.Handler.
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	method, ok := g.cfg.admit(w, r)
-	if !ok {
+	if !g.cfg.admit(w, r) {
 		return
 	}
 	ctx := r.Context()
@@ -223,6 +222,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ctx = pep.WithToken(ctx, token)
+	}
+	// Only a request that carries a token the gateway can be asked about
+	// has its body read (for a method override in its form).
+	method, ok := g.cfg.checkedMethod(w, r)
+	if !ok {
+		return
 	}
 	resource, scopes := g.fn(withMethod(r, method))
 	if resource == "" || resource == "*" || len(scopes) == 0 || contains(scopes, "") {
@@ -287,23 +292,30 @@ func noDecision(cause error) bool {
 	return errors.Is(cause, pep.ErrUnavailable) || errors.Is(cause, pep.ErrTokenChanged)
 }
 
-// admit answers a request no guard may decide on itself, or returns the
-// method it is checked as: 400 for more than one Authorization header (a
+// admit answers a request no guard may decide on itself, and reports
+// whether it may go on: 400 for more than one Authorization header (a
 // handler reading another than the one checked would act on an unchecked
 // token) or a path that is not in canonical form (a policy and a handler
-// could read it differently); then config.method's answer to a method
-// override the middleware cannot take (the stack could perform another
-// method than the one checked) or a form it cannot read. Only a request
-// that passed the checks before has its body read.
-func (c *config) admit(w http.ResponseWriter, r *http.Request) (method string, ok bool) {
+// could read it differently).
+func (c *config) admit(w http.ResponseWriter, r *http.Request) bool {
 	switch {
 	case len(r.Header.Values("Authorization")) > 1:
 		writeError(w, http.StatusBadRequest, "the request has more than one Authorization header")
-		return "", false
+		return false
 	case !canonicalPath(r):
 		writeError(w, http.StatusBadRequest, "the request path must be in canonical form (no dot segments, empty segments, encoded slashes or escapes left after decoding)")
-		return "", false
+		return false
 	}
+	return true
+}
+
+// checkedMethod returns the method a request admitted is checked as, or
+// answers it with config.method's refusal: a method override the
+// middleware cannot take (the stack could perform another method than the
+// one checked) or a form it cannot read. The guards call it once the
+// caller's token has been read, so that a request without one never has
+// its body read.
+func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method string, ok bool) {
 	method, ref := c.method(r)
 	if ref != nil {
 		if ref.header[0] != "" {
