@@ -174,8 +174,9 @@ func (c *Client) SetToken(token string) {
 // signs under the call's context: a call waits for it only until its
 // deadline and is then denied with a Cause matching ErrUnavailable and
 // context.DeadlineExceeded, nothing sent and the breaker not counting it.
-// A key with 4 signatures outstanding that calls gave up on is taken as
-// hung: calls fail at once (ErrUnavailable) until one of them returns.
+// A key makes at most 16 signatures at once (a call waits for a slot only
+// until its deadline); one whose every slot has been taken for over 10 s
+// is taken as hung: calls fail at once (ErrUnavailable) until one returns.
 func (c *Client) SetDPoPToken(token string, signer *dpop.Signer) {
 	if token == "" {
 		c.ClearToken()

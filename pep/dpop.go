@@ -20,10 +20,12 @@ import (
 // goroutine of its own that the call waits for only until its deadline:
 // a call whose proof is not signed in time is DENY with a Cause matching
 // ErrUnavailable and context.DeadlineExceeded; nothing is sent and the
-// breaker does not count it. A key with 4 signatures outstanding that
-// calls gave up on is taken as hung: calls fail at once (ErrUnavailable)
-// until one of them returns, so a hung key holds a bounded number of
-// goroutines.
+// breaker does not count it. A key makes at most 16 signatures at once,
+// across every client using it: a call waits for a slot only until its
+// deadline, and a slot comes back when the key answers, so a hung key
+// holds at most 16 goroutines and callers hanging up cost no other caller
+// anything. A key whose every slot has been taken for over 10 s is taken
+// as hung: calls fail at once (ErrUnavailable) until one returns.
 //
 // Like SetToken, it purges the previous token's cached decisions and then
 // emits tokenSet, with TokenType "DPoP". An empty token is ClearToken(); a

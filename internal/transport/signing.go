@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
 )
@@ -20,44 +21,86 @@ import (
 // breaker does not count it. A key that panics there fails its call with
 // errKeyPanicked rather than end the process.
 //
-// A signature a call gave up on is abandoned: its goroutine runs until
-// the key returns. A key here is a *dpop.Signer, counted across every
-// client and credential that uses it. So that a key that hangs cannot pile up goroutines
-// without end, a key with maxAbandoned abandoned signatures outstanding is
-// taken as hung: no signature is asked of it until one of them returns,
-// and calls fail at once. The goroutines a hung key holds are then the
-// signatures begun before it was taken as hung: a bound set by the calls
-// under way within one deadline, which does not grow while the key hangs.
-// A few abandoned signatures are tolerated, not one, so that callers who
-// hang up while a slow but working key signs do not fail the others.
+// A key here is a *dpop.Signer, counted across every client and credential
+// that uses it. It makes at most maxSigning signatures at once: a call
+// takes one of the key's slots for its signature, waiting for one, when
+// every slot is taken, only until its context ends; the slot comes back
+// when the key returns, whether the call still waited for it or gave up.
+// So a key that hangs holds at most maxSigning goroutines, however many
+// calls ask it, and a call that hangs up costs no other call anything: a
+// working key, however slow, gives its slot back when it answers. (It used
+// to be taken as hung after four calls gave up on it, so that any four
+// callers hanging up locked a slow but working key out for everyone.) A
+// key whose every slot has been taken for longer than hungAfter is taken
+// as hung: calls fail at once rather than wait their whole deadline for a
+// slot, until one of its signatures returns.
 
-// maxAbandoned is how many abandoned signatures a key may have outstanding
-// before it is taken as hung.
-const maxAbandoned = 4
+const (
+	// maxSigning bounds the signatures one key makes at once.
+	maxSigning = 16
+	// hungAfter is how long every slot of a key must have been taken for
+	// the key to be taken as hung. No caller can make a working key's
+	// signatures take longer than the key takes.
+	hungAfter = 10 * time.Second
+)
 
-// abandoned holds, per key, the signatures outstanding that their calls
-// gave up on. A key is in the map only while it has some.
-var abandoned = struct {
+// keys holds the keys that sign, or are waited for, now. A key is in the
+// map only while some call holds or waits for one of its slots.
+var keys = struct {
 	sync.Mutex
-	keys map[*dpop.Signer]*outstanding
-}{keys: make(map[*dpop.Signer]*outstanding)}
+	m map[*dpop.Signer]*keySigning
+}{m: make(map[*dpop.Signer]*keySigning)}
 
-// outstanding counts one key's abandoned signatures.
-type outstanding struct {
-	n int
-	// returned is closed when the last of them returns and the key
-	// leaves the map.
-	returned chan struct{}
+// keySigning is one key's signatures under way.
+type keySigning struct {
+	slots chan struct{} // a value per signature under way
+	// users counts the calls holding or waiting for a slot, and began
+	// holds when each signature under way began; both under keys' lock.
+	users int
+	began map[*signature]time.Time
+	// idle is closed when the key leaves the map: no call holds or waits
+	// for a slot.
+	idle chan struct{}
 }
 
-// stuck returns how many abandoned signatures s has outstanding.
-func stuck(s *dpop.Signer) int {
-	abandoned.Lock()
-	defer abandoned.Unlock()
-	if o := abandoned.keys[s]; o != nil {
-		return o.n
+// enterKey returns s's signatures under way, counting the call as a user.
+func enterKey(s *dpop.Signer) *keySigning {
+	keys.Lock()
+	defer keys.Unlock()
+	ks := keys.m[s]
+	if ks == nil {
+		ks = &keySigning{slots: make(chan struct{}, maxSigning), began: make(map[*signature]time.Time), idle: make(chan struct{})}
+		keys.m[s] = ks
 	}
-	return 0
+	ks.users++
+	return ks
+}
+
+// leave ends a user's hold or wait, and takes the key out of the map once
+// it has none.
+func (ks *keySigning) leave(s *dpop.Signer) {
+	keys.Lock()
+	defer keys.Unlock()
+	if ks.users--; ks.users == 0 {
+		delete(keys.m, s)
+		close(ks.idle)
+	}
+}
+
+// hung reports whether every slot has been taken, at now, for longer than
+// hungAfter.
+func (ks *keySigning) hung(now time.Time) bool {
+	keys.Lock()
+	defer keys.Unlock()
+	if len(ks.began) < maxSigning {
+		return false
+	}
+	for _, began := range ks.began {
+		if now.Sub(began) <= hungAfter {
+			return false
+		}
+	}
+	return true
 }
 
 // signature is one proof made on a goroutine of its own.
@@ -65,26 +108,33 @@ type signature struct {
 	done  chan struct{} // closed once proof and err are set
 	proof string
 	err   error
-	// finished and given are read and written under abandoned's lock:
-	// finished once the key has returned, given once the call gave up
-	// (then the signature is counted in abandoned.n until it finishes).
-	finished, given bool
 }
 
 // prove returns s's proof for one request, made under ctx: on the call's
-// goroutine for a key held in memory, else on a goroutine of its own that
-// the call waits for only until ctx ends, and not at all while the key is
-// taken as hung. The error of a proof not had in time is a signingError
-// matching ErrUnavailable.
+// goroutine for a key held in memory, else on a goroutine of its own, in
+// one of the key's slots, that the call waits for (and for the slot) only
+// until ctx ends, and not at all while the key is taken as hung. The error
+// of a proof not had in time is a signingError matching ErrUnavailable.
 func prove(ctx context.Context, s *dpop.Signer, method, url, token, nonce string) (string, error) {
 	if s == nil || s.InMemory() { // a nil Signer's Proof says what is wrong at once
 		return s.Proof(method, url, token, nonce)
 	}
-	if n := stuck(s); n >= maxAbandoned {
-		return "", &signingError{msg: "the DPoP key has not returned " + strconv.Itoa(n) +
-			" signatures that calls gave up on; it is asked for no other until one returns"}
+	ks := enterKey(s)
+	if ks.hung(time.Now()) {
+		ks.leave(s)
+		return "", &signingError{msg: "the DPoP key has not returned any of its last " + strconv.Itoa(maxSigning) +
+			" signatures for over " + hungAfter.String() + "; it is asked for no other until one returns"}
+	}
+	select {
+	case ks.slots <- struct{}{}:
+	case <-ctx.Done():
+		ks.leave(s)
+		return "", gaveUp(ctx, "the DPoP key was signing as many proofs as it may at once")
 	}
 	sig := &signature{done: make(chan struct{})}
+	keys.Lock()
+	ks.began[sig] = time.Now()
+	keys.Unlock()
 	go func() {
 		var proof string
 		err := errKeyPanicked
@@ -92,7 +142,13 @@ func prove(ctx context.Context, s *dpop.Signer, method, url, token, nonce string
 			// A key that panics fails its call closed: on a goroutine of
 			// the client's own, its panic would end the process.
 			_ = recover()
-			sig.finish(s, proof, err)
+			keys.Lock()
+			delete(ks.began, sig)
+			keys.Unlock()
+			<-ks.slots
+			ks.leave(s)
+			sig.proof, sig.err = proof, err
+			close(sig.done)
 		}()
 		proof, err = s.Proof(method, url, token, nonce)
 	}()
@@ -100,42 +156,22 @@ func prove(ctx context.Context, s *dpop.Signer, method, url, token, nonce string
 	case <-sig.done:
 		return sig.proof, sig.err
 	case <-ctx.Done():
+		return "", gaveUp(ctx, "the DPoP key did not sign the proof")
 	}
-	abandoned.Lock()
-	if !sig.finished {
-		sig.given = true
-		o := abandoned.keys[s]
-		if o == nil {
-			o = &outstanding{returned: make(chan struct{})}
-			abandoned.keys[s] = o
-		}
-		o.n++
-	}
-	abandoned.Unlock()
+}
+
+// gaveUp is the signingError of a call whose context ended while it waited
+// for what: before its deadline when it was cancelled.
+func gaveUp(ctx context.Context, what string) error {
 	err := ctx.Err()
 	if errors.Is(err, context.DeadlineExceeded) {
-		return "", &signingError{msg: "the DPoP key did not sign the proof before the call's deadline", ctx: err}
+		return &signingError{msg: what + " before the call's deadline", ctx: err}
 	}
-	return "", &signingError{msg: "the call was cancelled while the DPoP key signed the proof", ctx: err}
+	return &signingError{msg: what + " when the call was cancelled", ctx: err}
 }
 
 // errKeyPanicked is the error of a signature whose key panicked.
 var errKeyPanicked = errors.New("dpop: the key panicked while signing")
-
-// finish records the signature's outcome, counts an abandoned one as
-// returned, and wakes the call if it still waits.
-func (sig *signature) finish(s *dpop.Signer, proof string, err error) {
-	abandoned.Lock()
-	sig.proof, sig.err, sig.finished = proof, err, true
-	if o := abandoned.keys[s]; sig.given {
-		if o.n--; o.n == 0 {
-			delete(abandoned.keys, s)
-			close(o.returned)
-		}
-	}
-	abandoned.Unlock()
-	close(sig.done)
-}
 
 // signingError is why a DPoP proof could not be had from a key that may
 // block: it did not sign before the call's context ended, or it is taken

@@ -6,9 +6,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"errors"
 	"io"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,15 +36,17 @@ func (k hangingKey) Sign(r io.Reader, digest []byte, opts crypto.SignerOpts) ([]
 }
 
 // TestHungKeyHoldsBoundedSignatures: a DPoP key that hangs holds each call
-// that asks it for a proof only until the call gives up. Once maxAbandoned
-// signatures that calls gave up on are outstanding, the key is asked for
-// no other: later calls fail at once, matching ErrUnavailable, so a hung
-// KMS cannot pile up goroutines. When they return, the key is asked again.
+// that asks it for a proof only until the call gives up, and makes at most
+// maxSigning signatures at once: a call finding every slot taken waits for
+// one only until its context ends, and the key is asked for nothing more,
+// so a hung KMS cannot pile up goroutines. Once every slot has been taken
+// for longer than hungAfter, calls fail at once. When the key returns, it
+// is asked again.
 func TestHungKeyHoldsBoundedSignatures(t *testing.T) {
 	t.Parallel()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
-	release, started := make(chan struct{}), make(chan struct{}, maxAbandoned+2)
+	release, started := make(chan struct{}), make(chan struct{}, maxSigning+2)
 	var asked atomic.Int32
 	s, err := dpop.NewSigner(hangingKey{PrivateKey: priv, release: release, started: started, asked: &asked})
 	require.NoError(t, err)
@@ -55,7 +59,7 @@ func TestHungKeyHoldsBoundedSignatures(t *testing.T) {
 	})
 
 	const url = "https://gateway.example/authorize"
-	for i := range maxAbandoned {
+	for i := range maxSigning {
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() {
 			<-started
@@ -67,27 +71,72 @@ func TestHungKeyHoldsBoundedSignatures(t *testing.T) {
 		require.ErrorIs(t, err, ErrUnavailable, "signature %d", i)
 		require.ErrorIs(t, err, context.Canceled, "signature %d", i)
 	}
-	require.Equal(t, int32(maxAbandoned), asked.Load())
+	require.Equal(t, int32(maxSigning), asked.Load())
 
-	for range 2 {
-		proof, err := prove(t.Context(), s, "POST", url, "a-token", "")
-		assert.Empty(t, proof)
-		require.ErrorIs(t, err, ErrUnavailable)
-		require.NotErrorIs(t, err, context.Canceled, "the call waited for a key taken as hung")
-	}
-	assert.Equal(t, int32(maxAbandoned), asked.Load(), "a key taken as hung was asked for another signature")
+	// Every slot is taken: a call waits for one until its context ends.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	proof, err := prove(ctx, s, "POST", url, "a-token", "")
+	assert.Empty(t, proof)
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, int32(maxSigning), asked.Load(), "a key with every slot taken was asked for another signature")
 
-	abandoned.Lock()
-	returned := abandoned.keys[s].returned
-	abandoned.Unlock()
+	keys.Lock()
+	ks := keys.m[s]
+	keys.Unlock()
+	require.NotNil(t, ks)
+	assert.False(t, ks.hung(time.Now()), "a key is taken as hung only once every slot was taken for hungAfter")
+	assert.True(t, ks.hung(time.Now().Add(hungAfter+time.Second)), "a key whose every slot was taken for hungAfter is hung")
+
 	close(release)
 	released = true
-	<-returned // every abandoned signature has returned
+	<-ks.idle // every signature has returned
 
-	proof, err := prove(t.Context(), s, "POST", url, "a-token", "")
+	proof, err = prove(t.Context(), s, "POST", url, "a-token", "")
 	require.NoError(t, err)
 	assert.NotEmpty(t, proof)
-	assert.Zero(t, stuck(s))
+}
+
+// TestHangUpsDoNotLockOutASlowKey: callers hanging up while a slow but
+// working key signs cost no other caller anything: their signatures give
+// their slots back when the key answers, and a caller that waits gets its
+// proof. Four hang-ups used to make the key "taken as hung", and every
+// caller refused at once, for as long as anyone kept hanging up.
+func TestHangUpsDoNotLockOutASlowKey(t *testing.T) {
+	t.Parallel()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	release, started := make(chan struct{}), make(chan struct{}, 8)
+	var asked atomic.Int32
+	s, err := dpop.NewSigner(hangingKey{PrivateKey: priv, release: release, started: started, asked: &asked})
+	require.NoError(t, err)
+	const url = "https://gateway.example/authorize"
+	for range 4 {
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			<-started
+			cancel()
+		}()
+		_, err := prove(ctx, s, "POST", url, "a-token", "")
+		cancel()
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	got := make(chan error, 1)
+	go func() {
+		proof, err := prove(t.Context(), s, "POST", url, "a-token", "")
+		if err == nil && proof == "" {
+			err = errors.New("no proof")
+		}
+		got <- err
+	}()
+	select {
+	case <-started: // the waiting caller's signature began: it was not refused
+	case err := <-got:
+		t.Fatalf("a caller was refused after others hung up: %v", err)
+	}
+	close(release)
+	require.NoError(t, <-got)
 }
 
 // panickingKey is a crypto.Signer whose Sign panics: a broken KMS client.
@@ -110,5 +159,8 @@ func TestPanickingKeyFailsTheCallClosed(t *testing.T) {
 	proof, err := prove(t.Context(), s, "POST", "https://gateway.example/authorize", "a-token", "")
 	assert.Empty(t, proof)
 	require.ErrorIs(t, err, errKeyPanicked)
-	assert.Zero(t, stuck(s))
+	keys.Lock()
+	_, held := keys.m[s]
+	keys.Unlock()
+	assert.False(t, held, "the key's slot came back")
 }
