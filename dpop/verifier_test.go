@@ -17,9 +17,6 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -228,37 +225,6 @@ func TestVerifyAcceptsSignerProofs(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, name, res.Algorithm)
 			assert.Equal(t, s.Thumbprint(), res.Thumbprint)
-		})
-	}
-}
-
-// TestVerifyAcceptsJWXProofs: proofs made by an independent implementation
-// (lestrrat-go/jwx) pass the Verifier.
-func TestVerifyAcceptsJWXProofs(t *testing.T) {
-	t.Parallel()
-	for name, key := range testKeys(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			priv, err := jwk.Import(key)
-			require.NoError(t, err)
-			pub, err := jwk.PublicKeyOf(priv)
-			require.NoError(t, err)
-			hdr := jws.NewHeaders()
-			require.NoError(t, hdr.Set(jws.TypeKey, "dpop+jwt"))
-			require.NoError(t, hdr.Set(jws.JWKKey, pub))
-			alg, ok := jwa.LookupSignatureAlgorithm(name)
-			require.True(t, ok)
-			claims := mustJSON(t, map[string]any{
-				"jti": randomJTI(), "htm": "POST", "htu": "https://as.example.com/token", "iat": testNow.Unix(),
-			})
-			proof, err := jws.Sign(claims, jws.WithKey(alg, priv, jws.WithProtectedHeaders(hdr)))
-			require.NoError(t, err)
-
-			res, err := newTestVerifier(t).Verify(t.Context(), Request{
-				Proofs: []string{string(proof)}, Method: "POST", URL: "https://as.example.com/token",
-			})
-			require.NoError(t, err)
-			assert.Equal(t, thumbprintOf(t, key.Public()), res.Thumbprint)
 		})
 	}
 }

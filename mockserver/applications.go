@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // applicationRoutes registers the realm's application catalog and the

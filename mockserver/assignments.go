@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // assignmentRoutes registers user assignments (spec 4.4).

@@ -9,9 +9,9 @@ import (
 	"unsafe"
 
 	"github.com/orgauthz/orgauthz/dpop"
-	"github.com/orgauthz/orgauthz/internal/decision"
-	"github.com/orgauthz/orgauthz/internal/issuer"
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // This file is the authentication seam: token validation, permission checks

@@ -19,8 +19,8 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/issuer"
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // authFixture has a realm admin, a plain user and a second realm.

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/orgauthz/orgauthz/internal/issuer"
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // The authorization code flow (RFC 6749 section 4.1, with PKCE, RFC 7636,

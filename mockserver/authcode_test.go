@@ -1,6 +1,9 @@
 package mockserver_test
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"html"
 	"io"
 	"net/http"
@@ -13,7 +16,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/oauth2"
 
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -91,11 +93,26 @@ func noRedirect(client *http.Client) *http.Client {
 	return &c
 }
 
+// newVerifier returns a PKCE code verifier (RFC 7636 section 4.1): 32
+// random bytes, base64url without padding (43 characters).
+func newVerifier() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never returns an error
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// s256Challenge is the S256 code challenge of verifier (RFC 7636 section
+// 4.2): BASE64URL(SHA256(ASCII(verifier))).
+func s256Challenge(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
 // authCodeRequest is a valid authorization request of web-app with PKCE.
 func authCodeRequest(redirect, verifier string) url.Values {
 	return url.Values{"response_type": {"code"}, "client_id": {"web-app"}, "redirect_uri": {redirect},
 		"scope": {"openid"}, "state": {"st-1"}, "nonce": {"n-1"},
-		"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}}
+		"code_challenge": {s256Challenge(verifier)}, "code_challenge_method": {"S256"}}
 }
 
 // getCode runs the authorization request q to its redirect and returns the
@@ -117,7 +134,7 @@ func TestAuthCodeErrors(t *testing.T) {
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
 	target := redirectTarget(t)
 	srv := mockservertest.Start(t, mockserver.WithFixture(authCodeFixture(target)), mockserver.WithClock(clock))
-	verifier := oauth2.GenerateVerifier()
+	verifier := newVerifier()
 	exchange := func(form url.Values) httpResult {
 		t.Helper()
 		base := url.Values{"grant_type": {"authorization_code"}, "client_id": {"web-app"}, "redirect_uri": {target}, "code_verifier": {verifier}}
@@ -139,7 +156,7 @@ func TestAuthCodeErrors(t *testing.T) {
 
 	t.Run("wrong verifier spends the code", func(t *testing.T) {
 		code := getCode(t, srv, authCodeRequest(target, verifier))
-		requireGrantError(exchange(url.Values{"code": {code}, "code_verifier": {oauth2.GenerateVerifier()}}), 400, "invalid_grant")
+		requireGrantError(exchange(url.Values{"code": {code}, "code_verifier": {newVerifier()}}), 400, "invalid_grant")
 		requireGrantError(exchange(url.Values{"code": {code}}), 400, "invalid_grant")
 	})
 	t.Run("missing verifier", func(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/orgauthz/orgauthz/internal/decision"
-	"github.com/orgauthz/orgauthz/internal/issuer"
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // The OpenID AuthZEN Authorization API 1.0 over the realm's own decision

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/orgauthz/orgauthz/internal/decision"
+	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
 )
 
 // The AuthZEN 1.0 Search APIs over the realm's decision engine

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // expect sends a request from any goroutine and returns an error unless the

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // This file answers browsers (CORS, the Fetch standard) as Keycloak does

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/orgauthz/orgauthz/internal/decision"
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // decisionRoutes registers the authorization-decision-provider endpoints

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/orgauthz/orgauthz/internal/decision"
+	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
 )
 
 // writeDecisionReference is the authorize answer written by reflection, as

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // departmentRoutes registers departments (spec 4.2) and sub-departments

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
-	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 )
 
 // This file binds tokens to DPoP keys (RFC 9449): proofs at the token

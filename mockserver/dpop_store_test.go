@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
-	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 )
 
 // TestUnauthenticatedTokenRequestsStoreNoProof floods acme's token endpoint

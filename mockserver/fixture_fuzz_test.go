@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // FuzzFixture feeds arbitrary bytes to the fixture loader, both as a file

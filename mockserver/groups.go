@@ -3,7 +3,7 @@ package mockserver
 import (
 	"net/http"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // groupRoutes registers organization groups (spec 4.6). A realm group is

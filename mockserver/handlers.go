@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // readRealm runs fn on the path's realm under that realm's read lock, with

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // TestRealmWorkDoesNotBlockOtherRealms holds globex's write lock, as a long
@@ -144,7 +144,7 @@ func (a *orgAPI) dpopGet(t *testing.T, signer *dpop.Signer, realm, user string) 
 }
 
 // TestOnlyAuthenticatedRequestsPaceOtherRealms: a realm's writes are paced
-// while another realm serves callers (internal/store/fair.go), and only a
+// while another realm serves callers (mockserver/internal/store/fair.go), and only a
 // request whose token was verified makes a realm a served one. Anonymous
 // and badly authenticated requests to globex (the token endpoint with a bad
 // grant, JWKS, discovery, decisions with no token, acme's token or a forged

@@ -7,8 +7,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/orgauthz/orgauthz/internal/issuer"
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // This file says which key signs what. Every realm has an RSA key, made on

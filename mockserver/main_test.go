@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/orgauthz/orgauthz/internal/openapitest"
+	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 )
 
 // traffic checks the exchanges of every server the tests build; fuzz

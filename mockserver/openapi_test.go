@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/openapitest"
+	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 )
 
 // TestOpenAPIDocumentsEveryRoute: the document's operations are exactly

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orgauthz/orgauthz/internal/issuer"
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // Option configures a Server. Options are applied in order by New, which

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // organizationRoutes registers the organization API of spec sections 4.1 to

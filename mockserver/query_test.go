@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/openapitest"
+	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 )
 
 // TestEveryRouteRefusesAMalformedQuery sends every route a query that

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 )
 
 // revoke posts a revocation of token by the public client admin-cli.

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/orgauthz/orgauthz/internal/issuer"
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // revoke serves Keycloak's token revocation endpoint (RFC 7009). The client

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // roleRoutes registers organization roles and the realm's global role list

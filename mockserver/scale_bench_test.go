@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // The benchmarks of this file measure how the reference server's cost grows
@@ -499,7 +499,7 @@ func BenchmarkIsolationParts(b *testing.B) {
 // each phase, the ratio of the busy p99 to the quiet p99 (target: at most
 // 2), and the writes realm big made (writes-in-B): while realm small is
 // served, the store paces big's writes to their share of the machine
-// (internal/store/fair.go), so that figure is what the pacing left the
+// (mockserver/internal/store/fair.go), so that figure is what the pacing left the
 // admin.
 func BenchmarkRealmIsolation(b *testing.B) {
 	is := newIsolationSetup(b)

@@ -10,7 +10,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // Server is the reference server: the service's whole API in memory. It is an

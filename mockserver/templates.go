@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // templateRoutes registers property templates and department templates

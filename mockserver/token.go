@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-jose/go-jose/v4/jwt"
 
-	"github.com/orgauthz/orgauthz/internal/issuer"
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // TokenOption varies a token minted by IssueToken.

@@ -6,7 +6,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
-	"github.com/orgauthz/orgauthz/internal/issuer"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 )
 
 // maxVerifiedTokens is the verified-token caches' budget, shared by every

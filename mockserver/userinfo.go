@@ -3,7 +3,7 @@ package mockserver
 import (
 	"net/http"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // userInfo is the answer of the userinfo endpoint (OpenID Connect Core 1.0

@@ -30,8 +30,6 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orgauthz/orgauthz/dpop"
@@ -306,22 +304,8 @@ func BenchmarkUncachedCheck(b *testing.B) {
 			mustGrant(b, d, err)
 		}
 	})
-	// The same with OpenTelemetry's SDK installed: every call sampled and
-	// recorded (two spans, the request's metrics), metrics read by a
-	// ManualReader nobody collects. What telemetry costs an uncached call.
-	b.Run("client-otel-sdk", func(b *testing.B) {
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
-		defer tp.Shutdown(ctx)
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		defer mp.Shutdown(ctx)
-		c := g.newClient(b, uncached, pep.WithTracerProvider(tp), pep.WithMeterProvider(mp))
-		c.SetToken(tok)
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := c.Check(ctx, "orders", "read")
-			mustGrant(b, d, err)
-		}
-	})
+	// client-otel-sdk, the same with OpenTelemetry's SDK installed, is in
+	// integration/telemetry (BenchmarkUncachedCheck there), with the SDK.
 	// The same with a context that can be cancelled, as an HTTP server's
 	// request context.
 	b.Run("client-cancellable-ctx", func(b *testing.B) {

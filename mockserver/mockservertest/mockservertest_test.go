@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/openapitest"
 	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
 

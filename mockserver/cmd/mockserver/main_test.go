@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/orgauthz/orgauthz/internal/openapitest"
 	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 )
 
 // checker checks the tests' HTTP exchanges with the binary against its

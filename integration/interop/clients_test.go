@@ -1,4 +1,4 @@
-package mockserver_test
+package interop_test
 
 import (
 	"crypto/rand"

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/orgauthz/orgauthz/internal/store"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // Status is the outcome of one resource-scope pair, or of a whole request.

@@ -1,4 +1,4 @@
-// Package soak holds the module's soak test and nothing else: TestSoak runs
+// Package soak holds the soak test and nothing else: TestSoak runs
 // many concurrent callers against the reference server on loopback, in a
 // realm of 10,000 users:
 //
@@ -19,9 +19,9 @@
 // least 90 % of their pairs while every junk token was refused, and that
 // goroutines and heap return to their baseline.
 //
-// It runs for 3 s in every `go test ./...`; run it longer with
+// It runs for 3 s in every run of the README's test command; run it longer with
 //
-//	go test ./soak -run TestSoak -timeout 40m -v -soak.duration 20m -soak.users 10000
+//	go test ./integration/soak -run TestSoak -timeout 40m -v -soak.duration 20m -soak.users 10000
 //
 // (-soak.workers changes the number of concurrent writers, 16 by default;
 // -soak.users the size of the realm, 10,000 by default). RELIABILITY.md

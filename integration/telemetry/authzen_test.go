@@ -1,4 +1,4 @@
-package authzen_test
+package telemetry_test
 
 import (
 	"context"
@@ -71,9 +71,9 @@ func assertAttrs(t *testing.T, s sdktrace.ReadOnlySpan, want map[attribute.Key]a
 	assert.Equal(t, want, got, "attributes of span %s", s.Name())
 }
 
-func TestTelemetry(t *testing.T) {
+func TestAuthZENTelemetry(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile("../../authzen/testdata/todo/orgauthz-fixture.json"))
 	token := srv.Token("todo", "service-account-todo-api")
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))

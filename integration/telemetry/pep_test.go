@@ -1,4 +1,4 @@
-package pep_test
+package telemetry_test
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func startOTelGateway(t *testing.T) (*otelGateway, string) {
 	return g, token
 }
 
-func TestTelemetry(t *testing.T) {
+func TestPEPTelemetry(t *testing.T) {
 	t.Parallel()
 	g, token := startOTelGateway(t)
 	spans := tracetest.NewSpanRecorder()

@@ -1,4 +1,4 @@
-// Package faults holds the module's fault-injection tests and nothing else:
+// Package faults holds the fault-injection tests and nothing else:
 // pep clients talk to the reference server through Toxiproxy (its server run
 // in process as a Go library, proxies on 127.0.0.1 only), and the tests
 // check the fail-closed rules of pep under each toxic, upstream and
@@ -9,5 +9,5 @@
 // A second test stops the gateway and starts it again on the same address
 // in the middle of a run.
 //
-//	go test -race ./faults -v   # prints the toxic × call × outcome table
+//	go test -race ./integration/faults -v   # prints the toxic × call × outcome table
 package faults

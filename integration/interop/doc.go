@@ -1,0 +1,7 @@
+// Package interop holds tests only: the library against independent
+// implementations of the standards it speaks. The reference server's
+// tokens verified by go-oidc and fetched by golang.org/x/oauth2 (password,
+// client credentials and authorization code with PKCE), and dpop's proofs
+// checked by lestrrat-go/jwx both ways. It lives in the integration module
+// so that those libraries stay out of the library's own go.mod.
+package interop
