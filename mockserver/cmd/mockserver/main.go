@@ -19,12 +19,13 @@
 // (90s), which bounds how long a client may take to read its answer, and
 // -max-connections (1024), the number of connections served at once,
 // shared between peer addresses: at the limit a newcomer takes the slot of
-// an idle keep-alive connection, else of a silent one (its request's
-// headers not finished) of its own address or of an address holding at
-// least two more connections than its own, else of the request in
-// progress longest of an address holding at least two more (each from the
-// address holding the most); otherwise it waits, without holding up
-// other addresses' newcomers. It logs with
+// an idle keep-alive connection, else of a silent one (nothing sent) of
+// its own address or of an address holding at least two more connections
+// than its own, each only once the server has waited five seconds for its
+// request and none came, else of the request in progress longest of an
+// address holding at least two more (each from the address holding the
+// most); otherwise it waits, without holding up other addresses'
+// newcomers. It logs with
 // log/slog to standard error, prints its base URL on standard output, and
 // shuts down cleanly on SIGINT or SIGTERM. -h prints a description, an
 // example and the flags.
@@ -121,7 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Above decisionLatencyMs's ceiling of 60 s, so that the slowest injected
 	// decision still reaches its client.
 	write := fs.Duration("write-timeout", 90*time.Second, "how long a client may take to read a response, from the end of its request's headers")
-	maxConns := fs.Int("max-connections", 1024, "how many connections are served at once, shared between peer addresses: at the limit a newcomer takes the slot of an idle connection, else of a silent one of its address or of one holding 2 more, else of the longest request in progress of an address holding 2 more; otherwise it waits")
+	maxConns := fs.Int("max-connections", 1024, "how many connections are served at once, shared between peer addresses: at the limit a newcomer takes the slot of an idle connection, else of a silent one of its address or of one holding 2 more (either only after 5s without a byte), else of the longest request in progress of an address holding 2 more; otherwise it waits")
 	fs.SetOutput(io.Discard) // report prints parse errors, once
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {

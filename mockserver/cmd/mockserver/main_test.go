@@ -407,6 +407,7 @@ func TestRunIdleAndSilentConnectionsGiveWay(t *testing.T) {
 		{"both", 4, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each waits for a grace, on its own server
 			base, stop := start(t, "-max-connections", "8", "-read-header-timeout", "10m", "-read-timeout", "10m", "-idle-timeout", "10m")
 			defer func() { require.NoError(t, stop()) }()
 			addr := strings.TrimPrefix(base, "http://")
