@@ -8,7 +8,9 @@ import (
 
 // The sentinels that describe the gateway, the token and the transport
 // are internal/transport's values, shared with package authzen: errors.Is
-// matches them across the two clients.
+// matches them across the two clients. The errors the client returns say
+// that pep spoke ("pep: circuit breaker open") and match them; compare
+// with errors.Is, not ==.
 var (
 	// ErrUnauthorized is matched (with errors.Is) by the *ResponseError of a
 	// gateway 401: the token was refused. The client purges the token's

@@ -48,8 +48,10 @@ type Scope struct {
 	// attributes Prefix+Items and Prefix+Items+".cached".
 	Items string
 	// Outcomes are the values of the decisions metric's Prefix+"outcome"
-	// attribute, in the order Counts.Decisions gives their counts.
-	Outcomes []string
+	// attribute for the counts of Counts.Decisions: allowed, denied, not
+	// evaluated, failed closed. An empty one is an outcome the client
+	// does not have, which is not reported.
+	Outcomes [4]string
 }
 
 // Telemetry is a client's tracer and instruments. It is the client's
@@ -124,7 +126,7 @@ func New[C any](s Scope, c *C, read func(*C, *Counts), tp trace.TracerProvider, 
 // Counters only grow; Breaker is the state now.
 type Counts struct {
 	// Decisions holds a count per Scope.Outcomes, in their order.
-	Decisions []int64
+	Decisions [4]int64
 	// CacheHits, CacheMisses and CacheEvictions are the decision cache's.
 	CacheHits, CacheMisses, CacheEvictions uint64
 	// Breaker is the circuit breaker's state.
@@ -147,8 +149,14 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 	p, meter := t.scope.Prefix, t.meter
 	items := strings.ToUpper(t.scope.Items[:1]) + t.scope.Items[1:]
 	unit := metric.WithUnit("{" + strings.TrimSuffix(t.scope.Items, "s") + "}")
+	var names []string
+	for _, o := range t.scope.Outcomes {
+		if o != "" {
+			names = append(names, o)
+		}
+	}
 	decisions, err1 := meter.Int64ObservableCounter(p+"decisions",
-		metric.WithDescription("Decisions the client returned, by outcome: "+strings.Join(t.scope.Outcomes, ", ")+"."),
+		metric.WithDescription("Decisions the client returned, by outcome: "+strings.Join(names, ", ")+"."),
 		metric.WithUnit("{decision}"))
 	hits, err2 := meter.Int64ObservableCounter(p+"cache.hits",
 		metric.WithDescription(items+" answered from the decision cache."), unit)
@@ -162,9 +170,11 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 		return err
 	}
 	base := metric.WithAttributeSet(attribute.NewSet(t.base...))
-	outcomes := make([]metric.ObserveOption, len(t.scope.Outcomes))
+	var outcomes [4]metric.ObserveOption
 	for i, o := range t.scope.Outcomes {
-		outcomes[i] = metric.WithAttributeSet(attribute.NewSet(append([]attribute.KeyValue{t.outcome.String(o)}, t.base...)...))
+		if o != "" {
+			outcomes[i] = metric.WithAttributeSet(attribute.NewSet(append([]attribute.KeyValue{t.outcome.String(o)}, t.base...)...))
+		}
 	}
 	client := weak.Make(c)
 	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -172,10 +182,12 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 		if c == nil {
 			return nil
 		}
-		n := Counts{Decisions: make([]int64, len(outcomes))}
+		var n Counts
 		read(c, &n)
 		for i, opt := range outcomes {
-			o.ObserveInt64(decisions, n.Decisions[i], opt)
+			if opt != nil {
+				o.ObserveInt64(decisions, n.Decisions[i], opt)
+			}
 		}
 		o.ObserveInt64(hits, int64(n.CacheHits), base)
 		o.ObserveInt64(misses, int64(n.CacheMisses), base)

@@ -93,7 +93,7 @@ func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body 
 	defer x.leave()
 	ok, probe := x.Breaker.allow()
 	if !ok {
-		return nil, ErrCircuitOpen
+		return nil, x.Peer.Err(ErrCircuitOpen)
 	}
 	data, o, err := x.send(ctx, cred, url, body, header, ownDeadline)
 	x.Breaker.done(probe, o)
@@ -149,7 +149,7 @@ func (x *Exchanger) enter() error {
 	x.active.Add(1)
 	if x.closed.Load() {
 		x.leave()
-		return ErrClosed
+		return x.Peer.Err(ErrClosed)
 	}
 	return nil
 }
@@ -202,8 +202,9 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 		switch {
 		case errors.Is(err, ErrTokenChanged): // no attempt after the change
 			x.Logger.Debug(who+" request stopped: the client's token changed", "url", url)
-			return nil, outcomeNeutral, ErrTokenChanged
+			return nil, outcomeNeutral, x.Peer.Err(ErrTokenChanged)
 		case errors.As(err, &credErr):
+			credErr.who = x.Peer
 			return nil, outcomeNeutral, credErr
 		case errors.As(err, &late): // out of time before an attempt went out
 			x.Logger.Debug(who+" request not sent: the call's deadline passed or it was cancelled", "url", url)
@@ -237,7 +238,7 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 			return nil, outcomeSuccess, x.Peer.Malformed("the body exceeds %d bytes", MaxBody)
 		}
 		if released(cred) { // an answer for a token the client let go of meanwhile
-			return nil, outcomeSuccess, ErrTokenChanged
+			return nil, outcomeSuccess, x.Peer.Err(ErrTokenChanged)
 		}
 		return data, outcomeSuccess, nil
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
@@ -271,7 +272,7 @@ func (x *Exchanger) newPost(ctx context.Context, url string, body []byte, header
 	if !ok {
 		r, err := http.NewRequest(http.MethodPost, url, nil)
 		if err != nil {
-			return nil, fmt.Errorf("pep: building the request: %w", err)
+			return nil, fmt.Errorf("%s: building the request: %w", x.Peer.Pkg(), err)
 		}
 		// Keys in canonical form, so nothing canonicalizes them again.
 		r.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
