@@ -27,9 +27,6 @@ type Client struct {
 	// runs: one at a time, and a waiter can give up.
 	endpoints   atomic.Pointer[Endpoints]
 	discovering chan struct{}
-
-	// items sends evaluation requests, coalescing identical ones.
-	items *core.Requests[[]item]
 }
 
 // New returns a client for the PDP at pdpURL (an absolute http or https
@@ -65,7 +62,6 @@ func New(pdpURL string, opts ...Option) (*Client, error) {
 	}); err != nil {
 		return nil, err
 	}
-	c.items = core.NewRequests[[]item](&c.core)
 	return c, nil
 }
 

@@ -259,7 +259,7 @@ func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transp
 		for j, i := range chunk {
 			b.Evaluations[j], keys[j] = evs[i].wire, evs[i].key
 		}
-		out := &transport.Outcome[[]item]{}
+		out := &outcome{}
 		if body, err := encode(b); err != nil {
 			out.Err = err
 		} else {
@@ -287,7 +287,7 @@ func stopped(items []item, asked int, s Semantic) bool {
 
 // fill sets the decisions of the items at idx from their request's
 // outcome, each from the answer's entry at its own position.
-func fill(out *transport.Outcome[[]item], idx []int, ds []Decision) error {
+func fill(out *outcome, idx []int, ds []Decision) error {
 	if out.Err != nil {
 		if core.Refusal(out.Err) {
 			return out.Err
@@ -312,44 +312,53 @@ func decisionOf(it item) Decision {
 }
 
 // send posts one request, shared with identical concurrent ones (same
-// credential, endpoint and body), reads its answer strictly and stores its
-// decisions without a response context or error under keys.
-func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credential, url string, body []byte, keys []string, s Semantic, single bool) *transport.Outcome[[]item] {
-	hdr := http.Header{"X-Request-Id": {newRequestID()}}
-	return c.items.Send(ctx, cl, cred, url, body, hdr, func(data []byte, w *core.Writer) ([]item, error) {
-		var items []item
-		var err error
-		if single {
-			var it item
-			it, err = decodeEvaluation(data)
-			items = []item{it}
-		} else {
-			items, err = decodeEvaluations(data, len(keys))
-		}
-		if err == nil && s != ExecuteAll {
-			// The batch ends at its first stopping item, whatever the PDP
-			// says of the items after it: they were not evaluated, so they
-			// are neither returned nor cached.
-			for k, it := range items {
-				if s.stops(decisionOf(it).Allowed()) {
-					items = items[:k+1]
-					break
-				}
-			}
-		}
-		if err == nil && len(items) < len(keys) && (s == ExecuteAll || len(items) == 0 || !s.stops(decisionOf(items[len(items)-1]).Allowed())) {
-			err = pdp.Malformed("the answer has %d evaluations for %d asked", len(items), len(keys))
-		}
-		if err != nil {
-			return nil, err
-		}
+// credential, endpoint and body; core.Send), reads its answer strictly
+// and, when the request was its own, stores its decisions without a
+// response context or error under keys.
+func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credential, url string, body []byte, keys []string, s Semantic, single bool) *outcome {
+	data, w, err := c.core.Send(ctx, cl, cred, url, body, http.Header{"X-Request-Id": {newRequestID()}})
+	defer w.Close()
+	if err != nil {
+		return &outcome{Err: err}
+	}
+	var items []item
+	if single {
+		var it item
+		it, err = decodeEvaluation(data)
+		items = []item{it}
+	} else {
+		items, err = decodeEvaluations(data, len(keys))
+	}
+	if err == nil && s != ExecuteAll {
+		// The batch ends at its first stopping item, whatever the PDP says
+		// of the items after it: they were not evaluated, so they are
+		// neither returned nor cached.
 		for k, it := range items {
-			if it.err == nil && len(it.context) == 0 {
-				w.Add(keys[k], it.allowed)
+			if s.stops(decisionOf(it).Allowed()) {
+				items = items[:k+1]
+				break
 			}
 		}
-		return items, nil
-	})
+	}
+	if err == nil && len(items) < len(keys) && (s == ExecuteAll || len(items) == 0 || !s.stops(decisionOf(items[len(items)-1]).Allowed())) {
+		err = pdp.Malformed("the answer has %d evaluations for %d asked", len(items), len(keys))
+	}
+	if err != nil {
+		return &outcome{Err: err}
+	}
+	for k, it := range items {
+		if it.err == nil && len(it.context) == 0 {
+			w.Add(keys[k], it.allowed)
+		}
+	}
+	return &outcome{Value: items}
+}
+
+// outcome is the outcome of one PDP request: its items, or the error that
+// is the Cause of every item of the request.
+type outcome struct {
+	Value []item
+	Err   error
 }
 
 // newRequestID returns a random X-Request-ID.

@@ -40,19 +40,3 @@ func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
 	}
 	return c.core.PerCall(&cl.Call, tok, cl.noCache)
 }
-
-// tokenGroup returns the cache entries of the token a call in ctx is made
-// with, as newCall would find them, without making the call. It reports
-// false when there is no token to read by (none set, or an empty per-call
-// one, or the client is closed): newCall says why.
-func (c *Client) tokenGroup(ctx context.Context) (*core.Group, bool) {
-	switch v := ctx.Value(tokenKey{}).(type) {
-	case nil:
-		return c.core.OwnGroup()
-	case string:
-		if v != "" {
-			return c.core.Lookup(v)
-		}
-	}
-	return nil, false
-}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/orgauthz/orgauthz/internal/core"
 )
 
 // Check asks whether the token may use scope on resource. The decision is
@@ -68,6 +70,22 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	}{cl: cl, ds: [1]Decision{d}}
 	err := c.decide(ctx, "pep.Check", &miss.cl, miss.ds[:], miss.missing[:])
 	return miss.ds[0], err
+}
+
+// tokenGroup returns the cache entries of the token a call in ctx is made
+// with, as newCall would find them, without making the call. It reports
+// false when there is no token to read by (none set, or an empty per-call
+// one, or the client is closed): newCall says why.
+func (c *Client) tokenGroup(ctx context.Context) (*core.Group, bool) {
+	switch v := ctx.Value(tokenKey{}).(type) {
+	case nil:
+		return c.core.OwnGroup()
+	case string:
+		if v != "" {
+			return c.core.Lookup(v)
+		}
+	}
+	return nil, false
 }
 
 // checkPair refuses what Check and CheckMany never send: an empty name and

@@ -23,8 +23,6 @@ type Client struct {
 	authorizeURL     string
 	organizationsURL string
 	gatewayURL       string // the gateway's base URL, without a trailing slash
-	// answers sends authorize requests, coalescing identical ones.
-	answers *core.Requests[*answer]
 }
 
 // New returns a client for the gateway at gatewayURL (an absolute http or
@@ -62,7 +60,6 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 	}); err != nil {
 		return nil, err
 	}
-	c.answers = core.NewRequests[*answer](&c.core)
 	return c, nil
 }
 

@@ -11,9 +11,9 @@ import (
 // A call that the cache could not answer whole is decided here: its missing
 // pairs are asked in chunks of the batch size (ask), each chunk shared with
 // identical concurrent ones and sent through the breaker and the transport
-// (internal/core's Requests); each pair's decision is read from its own
-// entry of the answer (answer.go); then the call is settled: decisions
-// counted and failures logged, a refused token handled.
+// (internal/core's Send); each pair's decision is read from its own entry
+// of the answer (answer.go); then the call is settled: decisions counted
+// and failures logged, a refused token handled.
 
 // decide asks the gateway for ds[i] of every i in missing and fills each in
 // from the answer's entries for exactly that pair. On a refused token every
@@ -39,9 +39,12 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 }
 
 // chunkOutcome is the outcome of one gateway request: the answer, or the
-// error that is the Cause of every pair of the request. It may be shared by
-// coalesced callers and is never modified once made.
-type chunkOutcome = transport.Outcome[*answer]
+// error that is the Cause of every pair of the request. It is never
+// modified once made.
+type chunkOutcome struct {
+	Value *answer
+	Err   error
+}
 
 // decideFrom returns the decision for exactly the pair p.
 func decideFrom(o *chunkOutcome, p pair) Decision {
@@ -76,16 +79,20 @@ func (c *Client) ask(ctx context.Context, cl *call, queries []pair, got func(k i
 }
 
 // runChunk gets the outcome for one chunk, sharing the gateway request of
-// an identical concurrent one, and caches the gateway's decisions.
+// an identical concurrent one (core.Send), and caches the gateway's
+// decisions when the request was its own.
 func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credential, queries []pair) *chunkOutcome {
-	body := authorizeBody(c.clientID, queries, cl.context)
-	return c.answers.Send(ctx, &cl.Call, cred, c.authorizeURL, body, nil, func(data []byte, w *core.Writer) (*answer, error) {
-		a, err := decodeAnswer(data, queries)
-		if err == nil {
-			store(w, cl, a)
-		}
-		return a, err
-	})
+	data, w, err := c.core.Send(ctx, &cl.Call, cred, c.authorizeURL, authorizeBody(c.clientID, queries, cl.context), nil)
+	defer w.Close()
+	if err != nil {
+		return &chunkOutcome{Err: err}
+	}
+	a, err := decodeAnswer(data, queries)
+	if err != nil {
+		return &chunkOutcome{Err: err}
+	}
+	store(w, cl, a)
+	return &chunkOutcome{Value: a}
 }
 
 // settle counts the decisions of a call and logs its failures. When err (a

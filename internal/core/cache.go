@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -116,7 +117,9 @@ func (w *Writer) Add(key string, allowed bool) {
 	w.w.Add(key, allowed, ttl, int64(w.tok+len(key)))
 }
 
-func (w *Writer) close() {
+// Close releases the writer; closing it again, or a nil one, does
+// nothing.
+func (w *Writer) Close() {
 	if w != nil {
 		w.w.Close()
 	}
@@ -137,4 +140,41 @@ func Get(g *Group, key string) (allowed, ok bool) {
 		return false, false
 	}
 	return g.Get(key)
+}
+
+// OwnGroup returns the cache entries of the client's own token, as Own
+// would find them, without making a call: for a call that asks the cache
+// before anything else. It reports false when Own would fail; the group
+// is nil when the token's decisions are not cached.
+func (c *Core) OwnGroup() (*Group, bool) {
+	if c.x.Closed() {
+		return nil, false
+	}
+	if st := c.token.Load(); st != nil {
+		return st.group, true
+	}
+	return nil, false
+}
+
+// Lookup returns the cache entries of a per-call Bearer token, as PerCall
+// would find them; false after Close.
+func (c *Core) Lookup(token string) (*Group, bool) {
+	if c.x.Closed() {
+		return nil, false
+	}
+	return c.cache.lookup(transport.Ident{Scheme: transport.SchemeBearer, Token: token}), true
+}
+
+// Hit counts a call of one decision answered from the cache, both the
+// call and its decision, and records it for telemetry as op. It allocates
+// nothing.
+func (c *Core) Hit(ctx context.Context, op string, allowed bool) {
+	outcome := c.who.Scope.Outcomes[1]
+	if allowed {
+		c.hitAllowed.Add(1)
+		outcome = c.who.Scope.Outcomes[0]
+	} else {
+		c.hitDenied.Add(1)
+	}
+	c.tel.CachedCall(ctx, op, 1, outcome)
 }

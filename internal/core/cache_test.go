@@ -24,7 +24,7 @@ func BenchmarkPurge(b *testing.B) {
 			for i := range others {
 				w := d.writer(bearer(fmt.Sprint("other-token-", i%1000)))
 				w.Add(fmt.Sprint("s", i), true)
-				w.close()
+				w.Close()
 			}
 			victim := bearer("victim-token")
 			b.ReportAllocs()
@@ -34,7 +34,7 @@ func BenchmarkPurge(b *testing.B) {
 				for i := range 10 {
 					w.Add(fmt.Sprint("s", i), true)
 				}
-				w.close()
+				w.Close()
 				b.StartTimer()
 				d.purge(victim)
 			}

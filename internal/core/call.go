@@ -64,29 +64,6 @@ func (c *Core) PerCall(cl *Call, token string, noCache bool) error {
 	return nil
 }
 
-// OwnGroup returns the cache entries of the client's own token, as Own
-// would find them, without making a call: for a call that asks the cache
-// before anything else. It reports false when Own would fail; the group
-// is nil when the token's decisions are not cached.
-func (c *Core) OwnGroup() (*Group, bool) {
-	if c.x.Closed() {
-		return nil, false
-	}
-	if st := c.token.Load(); st != nil {
-		return st.group, true
-	}
-	return nil, false
-}
-
-// Lookup returns the cache entries of a per-call Bearer token, as PerCall
-// would find them; false after Close.
-func (c *Core) Lookup(token string) (*Group, bool) {
-	if c.x.Closed() {
-		return nil, false
-	}
-	return c.cache.lookup(transport.Ident{Scheme: transport.SchemeBearer, Token: token}), true
-}
-
 // Credential returns what attaches the call's token to a request, or why
 // the token cannot be sent (ErrNoToken): characters an HTTP header cannot
 // carry, more than WithMaxTokenBytes, a DPoP token without a signer.
@@ -131,14 +108,6 @@ func (c *Core) Late(ctx context.Context) error {
 	return nil
 }
 
-// Requests sends a client's requests of one kind, whose answers decode to
-// a T, sharing one request among identical concurrent calls (same token
-// state, URL and body; see transport.Flights). Make it with NewRequests.
-type Requests[T any] struct {
-	core    *Core
-	flights transport.Flights[flightKey, T]
-}
-
 // flightKey identifies identical requests: the full token and the client's
 // token state that holds it (nil for a per-call token), so that a call
 // whose token was replaced under it never decides a call made after the
@@ -150,43 +119,33 @@ type flightKey struct {
 	url, body string
 }
 
-// NewRequests returns the requests of c decoded to T.
-func NewRequests[T any](c *Core) *Requests[T] {
-	r := &Requests[T]{core: c}
-	r.flights.WaitHook = c.wait
-	return r
-}
-
 // Send posts body to url for the call (Post), unless an identical request
-// is in flight, whose outcome it then shares; a caller out of time sends
-// nothing. decode reads a 200 answer and stores what may be cached through
-// w, which stores nothing once the token's entries were purged after the
-// request was made. Outcomes that are errors are the call's fail-closed
-// Causes.
-func (r *Requests[T]) Send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header,
-	decode func(data []byte, w *Writer) (T, error)) *transport.Outcome[T] {
-	c := r.core
+// is in flight, whose answer it then shares (Flights); a caller out of time
+// sends nothing. It returns the body of a 200 answer, or the call's
+// fail-closed Cause. The caller whose request it was, not one that shared
+// it, also gets the writer of the request's decisions, made just before the
+// request was sent (so that their TTL counts from then, and that a purge
+// of the token meanwhile fences them): it stores what it decodes through w
+// and closes it. w is nil for a caller that shared, and when the token's
+// decisions are not cached; its methods are safe on nil.
+func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, w *Writer, err error) {
 	if err := c.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
-		return &transport.Outcome[T]{Err: err}
+		return nil, nil, err
 	}
 	key := flightKey{id: cl.ID, own: cl.Token, url: url, body: string(body)}
-	out, shared := r.flights.Do(ctx, c.who.Peer, key, func() *transport.Outcome[T] {
-		w := c.cache.writer(cl.ID)
-		defer w.close()
+	out, shared := c.flights.Do(ctx, c.who.Peer, key, func() *Outcome[[]byte] {
+		w = c.cache.writer(cl.ID)
 		data, err := c.Post(ctx, cl, cred, url, body, header)
-		if err != nil {
-			return &transport.Outcome[T]{Err: err}
-		}
-		v, err := decode(data, w)
-		if err != nil {
-			return &transport.Outcome[T]{Err: err}
-		}
-		return &transport.Outcome[T]{Value: v}
+		return &Outcome[[]byte]{Value: data, Err: err}
 	})
 	if shared {
 		c.coalesced.Add(1)
 	}
-	return out
+	if out.Err != nil {
+		w.Close()
+		return nil, nil, out.Err
+	}
+	return out.Value, w, nil
 }
 
 // MaxParallelChunks bounds the requests one call has in flight.

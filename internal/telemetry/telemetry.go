@@ -7,7 +7,9 @@
 // instrumentation scope and the prefix of the client's own metric and
 // attribute names ("pep.", "authzen.").
 //
-// It uses the OpenTelemetry API only; the application installs the SDK.
+// It uses the OpenTelemetry API only (the application installs the SDK)
+// and nothing of the clients' own packages, so that the transport and the
+// core only ever call down into it.
 // Nothing here records a token, a subject or a resource name: attributes
 // are low-cardinality (counts, outcome, status, retries, breaker state, and
 // the base attributes a client chooses).
@@ -32,8 +34,6 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/semconv/v1.43.0/httpconv"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // Scope names a client's instrumentation.
@@ -129,8 +129,9 @@ type Counts struct {
 	Decisions [4]int64
 	// CacheHits, CacheMisses and CacheEvictions are the decision cache's.
 	CacheHits, CacheMisses, CacheEvictions uint64
-	// Breaker is the circuit breaker's state.
-	Breaker transport.BreakerState
+	// Breaker is the circuit breaker's state: 0 closed, 1 open, 2
+	// half-open.
+	Breaker int64
 }
 
 // observe registers the client-level observable metrics of c with t's
@@ -192,7 +193,7 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 		o.ObserveInt64(hits, int64(n.CacheHits), base)
 		o.ObserveInt64(misses, int64(n.CacheMisses), base)
 		o.ObserveInt64(evictions, int64(n.CacheEvictions), base)
-		o.ObserveInt64(breaker, int64(n.Breaker), base)
+		o.ObserveInt64(breaker, n.Breaker, base)
 		return nil
 	}, decisions, hits, misses, evictions, breaker)
 	if err != nil {
@@ -255,12 +256,12 @@ func OutcomeOfErr(err error) string {
 
 // StartRequest starts the client span of one request (transport.Observer);
 // the Exchanger sends its W3C trace context with the request.
-func (t *Telemetry) StartRequest(ctx context.Context, url string, state transport.BreakerState) (context.Context, trace.Span) {
+func (t *Telemetry) StartRequest(ctx context.Context, url, breaker string) (context.Context, trace.Span) {
 	ctx, span := t.tracer.Start(ctx, http.MethodPost, t.requestOpts...)
 	if span.IsRecording() {
 		span.SetAttributes(t.server...)
 		span.SetAttributes(t.base...)
-		span.SetAttributes(semconv.URLFull(url), t.breaker.String(state.String()))
+		span.SetAttributes(semconv.URLFull(url), t.breaker.String(breaker))
 	}
 	return ctx, span
 }
@@ -323,8 +324,6 @@ func failureType(err error) string {
 		return "timeout"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
-	case errors.Is(err, transport.ErrCircuitOpen):
-		return "circuit_open"
 	}
 	return "_OTHER"
 }

@@ -281,6 +281,12 @@ func (e *transportError) Unwrap() []error {
 // Timeout reports whether the request ran out of time, as net.Error does.
 func (e *transportError) Timeout() bool { return errors.Is(e.ctx, context.DeadlineExceeded) }
 
+// NoAnswer is the Cause of a request that ended without an answer or an
+// error (a panic on the goroutine that sent it), naming p.
+func (p Peer) NoAnswer() error {
+	return &transportError{who: p, kind: "the request ended without an answer"}
+}
+
 // Unavailable turns a transport or context failure into a fail-closed
 // Cause that keeps none of err's text, naming p.
 func (p Peer) Unavailable(err error) error {
