@@ -105,10 +105,6 @@ type ResponseError = transport.ResponseError
 // gateway names the gateway in pep's errors and log lines.
 const gateway = transport.Peer("pep: gateway")
 
-// unavailable turns a transport or context failure into a fail-closed
-// Cause that keeps none of err's text.
-func unavailable(err error) error { return gateway.Unavailable(err) }
-
 // malformed is the Cause of a pair (or a chunk) whose 200 answer was
 // unusable. Its arguments are the client's own words and numbers, never
 // text from the answer.

@@ -142,28 +142,18 @@ func (c *Core) Close() { c.x.Close() }
 // after Close. Close the response's body.
 func (c *Core) Fetch(req *http.Request) (*http.Response, error) { return c.x.Fetch(req) }
 
-// Counts are a snapshot of a client's counters, for its Stats. Counters
-// only grow.
+// Counts are a snapshot of a client's counters, for its Stats, whose
+// fields say what each counts (Requests is pep's GatewayRequests and
+// authzen's PDPRequests; Decisions authzen's Evaluations, every decision
+// returned). Counters only grow; the cache's entries and bytes and the
+// breaker's state are those of now.
 type Counts struct {
-	// Calls counts the public calls; Decisions the decisions they
-	// returned, fail-closed ones included.
-	Calls, Decisions uint64
-	// Requests counts the requests sent, every retry and DPoP nonce
-	// resend included; Retries the retries among them.
-	Requests, Retries uint64
-	// Coalesced counts the calls that shared an identical concurrent
-	// call's request instead of sending their own.
-	Coalesced uint64
-	// CacheHits, CacheMisses and CacheEvictions are the decision cache's
-	// (one lookup per decision; evictions of live entries from a full
-	// cache); CacheEntries and CacheBytes what it holds now.
-	CacheHits, CacheMisses, CacheEvictions uint64
-	CacheEntries                           int
-	CacheBytes                             int64
-	// FailClosed counts the decisions the client denied itself.
-	FailClosed uint64
-	// Breaker is the circuit breaker's state now.
-	Breaker transport.BreakerState
+	Calls, Decisions, Requests, Retries, Coalesced uint64
+	CacheHits, CacheMisses, CacheEvictions         uint64
+	CacheEntries                                   int
+	CacheBytes                                     int64
+	FailClosed                                     uint64
+	Breaker                                        transport.BreakerState
 }
 
 // Counts returns the client's counters. It is cheap and safe at any time.

@@ -61,7 +61,7 @@ type Settings struct {
 
 	// Test seams, set only by the clients' tests. A nil Now is the real
 	// clock; FlightWait runs each time a caller starts waiting for a
-	// request (transport.Flights.WaitHook).
+	// request (Flights.WaitHook).
 	Now        func() time.Time
 	FlightWait func()
 }
