@@ -32,14 +32,14 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 	// Each chunk's pairs are decided on its own goroutine as soon as its
 	// answer arrives, while later chunks are still on the wire; a refused
 	// token then overrides every decision (settle).
-	err = c.ask(ctx, cl, queries, func(k int, o *chunkOutcome) {
+	err = c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
 		ds[missing[k]] = decideFrom(o, queries[k])
 	})
 	return c.settle(ctx, cl, ds, err)
 }
 
 // chunkOutcome is the outcome of one gateway request: the answer, or the
-// error that is the Cause of every pair of the request. It is never
+// error that is the Cause of every pair of the request. The answer is never
 // modified once made.
 type chunkOutcome struct {
 	Value *answer
@@ -47,7 +47,7 @@ type chunkOutcome struct {
 }
 
 // decideFrom returns the decision for exactly the pair p.
-func decideFrom(o *chunkOutcome, p pair) Decision {
+func decideFrom(o chunkOutcome, p pair) Decision {
 	if o.Err != nil {
 		return Decision{Resource: p.resource, Scope: p.scope, Status: Deny, Cause: o.Err}
 	}
@@ -61,10 +61,20 @@ func decideFrom(o *chunkOutcome, p pair) Decision {
 // the gateway's health: a refused token or proof (401), the first in the
 // order of the queries, or a token that cannot be sent; then got may not
 // have been called for every query. ctx must carry the call's deadline.
-func (c *Client) ask(ctx context.Context, cl *call, queries []pair, got func(k int, o *chunkOutcome)) error {
+func (c *Client) ask(ctx context.Context, cl *call, queries []pair, got func(k int, o chunkOutcome)) error {
 	cred, err := c.core.Credential(&cl.Call)
 	if err != nil {
 		return err
+	}
+	if len(queries) <= c.core.BatchSize() { // one chunk, on the caller's goroutine
+		o := c.runChunk(ctx, cl, cred, queries)
+		for k := range queries {
+			got(k, o)
+		}
+		if core.Refusal(o.Err) {
+			return o.Err
+		}
+		return nil
 	}
 	return c.core.Batches(len(queries), false, func(start, end int) (bool, error) {
 		o := c.runChunk(ctx, cl, cred, queries[start:end])
@@ -81,18 +91,18 @@ func (c *Client) ask(ctx context.Context, cl *call, queries []pair, got func(k i
 // runChunk gets the outcome for one chunk, sharing the gateway request of
 // an identical concurrent one (core.Send), and caches the gateway's
 // decisions when the request was its own.
-func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credential, queries []pair) *chunkOutcome {
+func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credential, queries []pair) chunkOutcome {
 	data, w, err := c.core.Send(ctx, &cl.Call, cred, c.authorizeURL, authorizeBody(c.clientID, queries, cl.context), nil)
 	defer w.Close()
 	if err != nil {
-		return &chunkOutcome{Err: err}
+		return chunkOutcome{Err: err}
 	}
 	a, err := decodeAnswer(data, queries)
 	if err != nil {
-		return &chunkOutcome{Err: err}
+		return chunkOutcome{Err: err}
 	}
 	store(w, cl, a)
-	return &chunkOutcome{Value: a}
+	return chunkOutcome{Value: a}
 }
 
 // settle counts the decisions of a call and logs its failures. When err (a
@@ -162,8 +172,8 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 	for k, i := range missing {
 		asked[k] = queries[i]
 	}
-	outs := make([]*chunkOutcome, len(asked))
-	if err := c.ask(ctx, cl, asked, func(k int, o *chunkOutcome) { outs[k] = o }); err != nil {
+	outs := make([]chunkOutcome, len(asked))
+	if err := c.ask(ctx, cl, asked, func(k int, o chunkOutcome) { outs[k] = o }); err != nil {
 		_ = c.settle(ctx, cl, nil, err)
 		c.core.FailAll(len(missing))
 		return err

@@ -148,6 +148,9 @@ func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, ur
 	return out.Value, w, nil
 }
 
+// BatchSize returns the most items one request carries (WithBatchSize).
+func (c *Core) BatchSize() int { return c.batch }
+
 // MaxParallelChunks bounds the requests one call has in flight.
 const MaxParallelChunks = transport.MaxParallelChunks
 
