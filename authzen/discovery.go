@@ -9,6 +9,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
+	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -33,8 +34,8 @@ type wireMetadata struct {
 // bounded by the client's timeout and by ctx; a caller waiting for another
 // caller's discovery stops waiting when its own ctx ends.
 func (c *Client) Discover(ctx context.Context) error {
-	if c.x.Closed() {
-		return ErrClosed
+	if c.core.Closed() {
+		return pdp.Err(transport.ErrClosed)
 	}
 	_, err := c.resolveEndpoints(ctx)
 	return err
@@ -55,7 +56,7 @@ func (c *Client) resolveEndpoints(ctx context.Context) (*Endpoints, error) {
 	if ep := c.endpoints.Load(); ep != nil {
 		return ep, nil
 	}
-	ctx, cancel, _ := c.bound(ctx)
+	ctx, cancel := context.WithTimeout(ctx, c.core.Timeout())
 	defer cancel()
 	ep, err := c.discover(ctx)
 	if err != nil {
@@ -74,7 +75,7 @@ func (c *Client) discover(ctx context.Context) (*Endpoints, error) {
 		return nil, fmt.Errorf("%w: %w", ErrDiscovery, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.x.Fetch(req)
+	resp, err := c.core.Fetch(req)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDiscovery, pdp.Unavailable(err))
 	}
@@ -103,10 +104,10 @@ func (c *Client) discover(ctx context.Context) (*Endpoints, error) {
 		if p == "" {
 			continue
 		}
-		if _, err := parseURL(p); err != nil {
+		if _, err := core.ParseURL(p, pdp); err != nil {
 			return nil, fmt.Errorf("%w: an endpoint is not an absolute http(s) URL", ErrDiscovery)
 		}
-		eu, _ := url.Parse(p) // parsed by parseURL
+		eu, _ := url.Parse(p) // parsed by core.ParseURL
 		// The credential goes to every endpoint: a document that moved one
 		// to another origin (another host, or http for an https PDP) would
 		// hand it to whoever is there.

@@ -15,11 +15,13 @@
 //	})
 //	if !d.Allowed() { ... deny }
 //
-// It is built on pep's machinery (internal/transport): the same retries,
-// credential chain (Bearer or DPoP), circuit breaker, coalescing of
-// identical requests, body limit and redaction, the same sentinel errors
-// (errors.Is(err, authzen.ErrUnavailable) and pep.ErrUnavailable are one
-// test) and the same cache package.
+// It is built on the client core pep is built on (internal/core and
+// internal/transport): the same settings and options, token lifecycle and
+// events, retries, credential chain (Bearer or DPoP), circuit breaker,
+// coalescing of identical requests, body limit, redaction, decision cache
+// and counters, and the same sentinel errors (errors.Is(err,
+// authzen.ErrUnavailable) and pep.ErrUnavailable are one test), which its
+// errors say in its own name ("authzen: circuit breaker open").
 //
 // # Failing closed
 //

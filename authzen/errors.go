@@ -8,7 +8,9 @@ import (
 
 // The sentinels that describe the PDP, the credential and the transport
 // are the very values of package pep (both re-export internal/transport's),
-// so errors.Is matches them across the two clients. Their texts are pep's.
+// so errors.Is matches them across the two clients. The errors the client
+// returns say that authzen spoke ("authzen: circuit breaker open") and
+// match them.
 var (
 	// ErrUnauthorized is matched by the *ResponseError of a PDP 401: the
 	// PEP's credential was refused. The client purges the credential's

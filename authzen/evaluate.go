@@ -7,29 +7,33 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
-	"golang.org/x/sync/errgroup"
-
+	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // CallOption changes one Evaluate or Evaluations call.
-type CallOption func(*callConfig)
+type CallOption interface {
+	applyCall(*callConfig)
+}
 
 type callConfig struct {
 	semantic Semantic
 	noCache  bool
 }
 
+type callOption func(*callConfig)
+
+func (f callOption) applyCall(c *callConfig) { f(c) }
+
 // WithSemantic sets the evaluations_semantic of an Evaluations call
 // (default ExecuteAll). Under DenyOnFirstDeny and PermitOnFirstPermit the
 // cache is not read (the PDP's order matters), only written.
-func WithSemantic(s Semantic) CallOption { return func(c *callConfig) { c.semantic = s } }
+func WithSemantic(s Semantic) CallOption { return callOption(func(c *callConfig) { c.semantic = s }) }
 
 // NoCache makes one call ask the PDP even for cached evaluations; the
 // fresh answers are still stored.
-func NoCache() CallOption { return func(c *callConfig) { c.noCache = true } }
+func NoCache() CallOption { return callOption(func(c *callConfig) { c.noCache = true }) }
 
 // Evaluate asks the PDP's Access Evaluation API whether req's subject may
 // perform its action on its resource. The decision is Allowed only for a
@@ -79,74 +83,86 @@ type evaluation struct {
 // evaluate is Evaluate and Evaluations (api names the PDP's API): the
 // call's span around decide.
 func (c *Client) evaluate(ctx context.Context, api string, defaults Request, reqs []Request, opts []CallOption) (ds []Decision, err error) {
-	c.calls.Add(1)
+	c.core.CountCall()
 	var cc callConfig
 	for _, o := range opts {
 		if o != nil {
-			o(&cc)
+			o.applyCall(&cc)
 		}
 	}
 	name := "authzen.Evaluate"
 	if api == "evaluations" {
 		name = "authzen.Evaluations"
 	}
-	ctx, span := c.tel.StartCall(ctx, name, len(reqs), 0)
+	tel := c.core.Telemetry()
+	ctx, span := tel.StartCall(ctx, name, len(reqs), 0)
 	cached := 0
 	defer func() {
 		if span.IsRecording() {
-			c.tel.Count(span, len(reqs), cached)
+			tel.Count(span, len(reqs), cached)
 			if api == "evaluations" {
 				span.SetAttributes(attrSemantic.String(cc.semantic.String()))
 			}
 		}
-		c.tel.EndCall(span, outcomeOf(ds), err)
+		tel.EndCall(span, outcomeOf(ds), err)
 	}()
 	ds, cached, err = c.decide(ctx, api, defaults, reqs, cc)
 	return ds, err
 }
 
 // decide returns a decision per item, and how many came from the cache.
+// Under a semantic other than ExecuteAll the cache is not read: the PDP's
+// order matters.
 func (c *Client) decide(ctx context.Context, api string, defaults Request, reqs []Request, cc callConfig) ([]Decision, int, error) {
 	ds := make([]Decision, max(len(reqs), 1))
 	evs, err := prepare(defaults, reqs, cc.semantic)
 	if err != nil {
 		return c.failAll(ds, err), 0, err
 	}
-	st, err := c.credential()
+	var cl core.Call
+	if err := c.core.Own(&cl, cc.noCache || cc.semantic != ExecuteAll); err != nil {
+		return c.failAll(ds, err), 0, err
+	}
+	cred, err := c.core.Credential(&cl)
 	if err != nil {
 		return c.failAll(ds, err), 0, err
 	}
-	id := st.cred.Ident()
 	var missing []int
 	for i, ev := range evs {
-		if !cc.noCache && cc.semantic == ExecuteAll {
-			if allowed, ok := c.cache.get(id, ev.key); ok {
-				ds[i] = Decision{allowed: allowed, Cached: true}
-				continue
-			}
+		if allowed, ok := core.Get(cl.Group, ev.key); ok {
+			ds[i] = Decision{allowed: allowed, Cached: true}
+			continue
 		}
 		missing = append(missing, i)
 	}
 	if len(missing) > 0 {
-		ctx, cancel, own := c.bound(ctx)
+		ctx, cancel := c.core.Bound(ctx, &cl)
 		defer cancel()
-		if err := c.ask(ctx, api, st, own, defaults, cc.semantic, evs, missing, ds); err != nil {
-			c.refused(ctx, st, err)
+		if err := c.ask(ctx, api, &cl, cred, defaults, cc.semantic, evs, missing, ds); err != nil {
+			c.core.Refused(ctx, &cl, err)
 			return c.failAll(ds, err), 0, err
 		}
 	}
+	var t core.Tally
 	for _, d := range ds {
-		switch {
-		case d.Cause != nil:
-			c.failClosed.Add(1)
-		case d.allowed:
-			c.allowed.Add(1)
-		default:
-			c.denied.Add(1)
-		}
+		t.Add(verdict(d), d.Cause)
 	}
-	c.evaluations.Add(uint64(len(ds)))
+	c.core.Record(&t)
 	return ds, len(ds) - len(missing), nil
+}
+
+// verdict is what a decision amounts to for the counters: an item the PDP
+// did not reach (ErrNotEvaluated) is not a failure.
+func verdict(d Decision) core.Verdict {
+	switch {
+	case errors.Is(d.Cause, ErrNotEvaluated):
+		return core.Errored
+	case d.Cause != nil:
+		return core.FailedClosed
+	case d.allowed:
+		return core.Allowed
+	}
+	return core.Denied
 }
 
 // prepare checks every item, completed from the defaults, and encodes it.
@@ -201,13 +217,13 @@ func (c *Client) failAll(ds []Decision, err error) []Decision {
 	for i := range ds {
 		ds[i] = Decision{Cause: err}
 	}
-	c.failClosed.Add(uint64(len(ds)))
+	c.core.FailAll(len(ds))
 	return ds
 }
 
 // ask sends the missing items in chunks and fills in their decisions. The
 // error is one that concerns the whole call: a refused credential (401).
-func (c *Client) ask(ctx context.Context, api string, st *tokenState, own bool, defaults Request, s Semantic, evs []evaluation, missing []int, ds []Decision) error {
+func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transport.Credential, defaults Request, s Semantic, evs []evaluation, missing []int, ds []Decision) error {
 	ep, err := c.resolveEndpoints(ctx)
 	url := ""
 	if err == nil {
@@ -226,16 +242,15 @@ func (c *Client) ask(ctx context.Context, api string, st *tokenState, own bool, 
 		return nil
 	}
 	if api == "evaluation" {
-		out := c.send(ctx, st, own, url, evs[0].body, []string{evs[0].key}, ExecuteAll, true)
-		return c.fill(out, missing, ds)
+		out := c.send(ctx, cl, cred, url, evs[0].body, []string{evs[0].key}, ExecuteAll, true)
+		return fill(out, missing, ds)
 	}
-	var chunks [][]int
-	for start := 0; start < len(missing); start += c.batchSize {
-		chunks = append(chunks, missing[start:min(start+c.batchSize, len(missing))])
+	// Items after the one that ended the batch under s are not sent.
+	for _, i := range missing {
+		ds[i] = Decision{Cause: ErrNotEvaluated}
 	}
-	outs := make([]*transport.Outcome[[]item], len(chunks))
-	run := func(k int) {
-		chunk := chunks[k]
+	return c.core.Batches(len(missing), s != ExecuteAll, func(start, end int) (bool, error) {
+		chunk := missing[start:end]
 		b := wireBatch{wireRequest: wireOf(defaults), Evaluations: make([]wireRequest, len(chunk))}
 		if s != ExecuteAll {
 			b.Options = &wireOptions{Semantic: s.String()}
@@ -244,40 +259,17 @@ func (c *Client) ask(ctx context.Context, api string, st *tokenState, own bool, 
 		for j, i := range chunk {
 			b.Evaluations[j], keys[j] = evs[i].wire, evs[i].key
 		}
-		body, err := encode(b)
-		if err != nil {
-			outs[k] = &transport.Outcome[[]item]{Err: err}
-			return
+		out := &outcome{}
+		if body, err := encode(b); err != nil {
+			out.Err = err
+		} else {
+			out = c.send(ctx, cl, cred, url, body, keys, s, false)
 		}
-		outs[k] = c.send(ctx, st, own, url, body, keys, s, false)
-	}
-	if s == ExecuteAll && len(chunks) > 1 {
-		var g errgroup.Group
-		g.SetLimit(transport.MaxParallelChunks)
-		for k := range chunks {
-			g.Go(func() error { run(k); return nil })
+		if err := fill(out, chunk, ds); err != nil {
+			return true, err
 		}
-		_ = g.Wait()
-	} else {
-		for k := range chunks {
-			run(k)
-			if outs[k].Err != nil || stopped(outs[k].Value, len(chunks[k]), s) {
-				break
-			}
-		}
-	}
-	for k, chunk := range chunks {
-		if outs[k] == nil { // after the item that ended the batch
-			for _, i := range chunk {
-				ds[i] = Decision{Cause: ErrNotEvaluated}
-			}
-			continue
-		}
-		if err := c.fill(outs[k], chunk, ds); err != nil {
-			return err
-		}
-	}
-	return nil
+		return out.Err != nil || stopped(out.Value, len(chunk), s), nil
+	})
 }
 
 // stopped reports whether a chunk's answer ended the batch under s.
@@ -295,9 +287,9 @@ func stopped(items []item, asked int, s Semantic) bool {
 
 // fill sets the decisions of the items at idx from their request's
 // outcome, each from the answer's entry at its own position.
-func (c *Client) fill(out *transport.Outcome[[]item], idx []int, ds []Decision) error {
+func fill(out *outcome, idx []int, ds []Decision) error {
 	if out.Err != nil {
-		if errors.Is(out.Err, ErrUnauthorized) || errors.Is(out.Err, ErrProofRejected) {
+		if core.Refusal(out.Err) {
 			return out.Err
 		}
 		for _, i := range idx {
@@ -320,75 +312,53 @@ func decisionOf(it item) Decision {
 }
 
 // send posts one request, shared with identical concurrent ones (same
-// credential, endpoint and body), reads its answer strictly and stores its
-// decisions under keys.
-func (c *Client) send(ctx context.Context, st *tokenState, own bool, url string, body []byte, keys []string, s Semantic, single bool) *transport.Outcome[[]item] {
-	if err := transport.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
-		return &transport.Outcome[[]item]{Err: pdp.Unavailable(err)}
+// credential, endpoint and body; core.Send), reads its answer strictly
+// and, when the request was its own, stores its decisions without a
+// response context or error under keys.
+func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credential, url string, body []byte, keys []string, s Semantic, single bool) *outcome {
+	data, w, err := c.core.Send(ctx, cl, cred, url, body, http.Header{"X-Request-Id": {newRequestID()}})
+	defer w.Close()
+	if err != nil {
+		return &outcome{Err: err}
 	}
-	id := st.cred.Ident()
-	out, shared := c.flights.Do(ctx, pdp, newFlightKey(st, url, body), func() *transport.Outcome[[]item] {
-		w := c.cache.writer(id)
-		if w != nil {
-			defer w.Close()
-		}
-		hdr := http.Header{"X-Request-Id": {newRequestID()}}
-		data, err := c.x.Post(ctx, st.cred, url, body, hdr, own)
-		if err != nil {
-			return &transport.Outcome[[]item]{Err: err}
-		}
-		var items []item
-		if single {
-			var it item
-			it, err = decodeEvaluation(data)
-			items = []item{it}
-		} else {
-			items, err = decodeEvaluations(data, len(keys))
-		}
-		if err == nil && s != ExecuteAll {
-			// The batch ends at its first stopping item, whatever the PDP
-			// says of the items after it: they were not evaluated, so they
-			// are neither returned nor cached.
-			for k, it := range items {
-				if s.stops(decisionOf(it).Allowed()) {
-					items = items[:k+1]
-					break
-				}
+	var items []item
+	if single {
+		var it item
+		it, err = decodeEvaluation(data)
+		items = []item{it}
+	} else {
+		items, err = decodeEvaluations(data, len(keys))
+	}
+	if err == nil && s != ExecuteAll {
+		// The batch ends at its first stopping item, whatever the PDP says
+		// of the items after it: they were not evaluated, so they are
+		// neither returned nor cached.
+		for k, it := range items {
+			if s.stops(decisionOf(it).Allowed()) {
+				items = items[:k+1]
+				break
 			}
 		}
-		if err == nil && len(items) < len(keys) && (s == ExecuteAll || len(items) == 0 || !s.stops(decisionOf(items[len(items)-1]).Allowed())) {
-			err = pdp.Malformed("the answer has %d evaluations for %d asked", len(items), len(keys))
-		}
-		if err != nil {
-			return &transport.Outcome[[]item]{Err: err}
-		}
-		for k, it := range items {
-			c.cache.store(w, id, keys[k], it)
-		}
-		return &transport.Outcome[[]item]{Value: items}
-	})
-	if shared {
-		c.coalesced.Add(1)
 	}
-	return out
+	if err == nil && len(items) < len(keys) && (s == ExecuteAll || len(items) == 0 || !s.stops(decisionOf(items[len(items)-1]).Allowed())) {
+		err = pdp.Malformed("the answer has %d evaluations for %d asked", len(items), len(keys))
+	}
+	if err != nil {
+		return &outcome{Err: err}
+	}
+	for k, it := range items {
+		if it.err == nil && len(it.context) == 0 {
+			w.Add(keys[k], it.allowed)
+		}
+	}
+	return &outcome{Value: items}
 }
 
-// flightKey identifies identical requests: the credential, by the client's
-// token state that holds it (one per SetToken, so a call whose credential
-// was replaced under it never decides a call made after the change),
-// endpoint and body. URLs hold no newline.
-type flightKey struct {
-	st  *tokenState
-	req string
-}
-
-func newFlightKey(st *tokenState, url string, body []byte) flightKey {
-	var b strings.Builder
-	b.Grow(1 + len(url) + len(body))
-	b.WriteString(url)
-	b.WriteByte('\n')
-	b.Write(body)
-	return flightKey{st: st, req: b.String()}
+// outcome is the outcome of one PDP request: its items, or the error that
+// is the Cause of every item of the request.
+type outcome struct {
+	Value []item
+	Err   error
 }
 
 // newRequestID returns a random X-Request-ID.

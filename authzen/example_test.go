@@ -31,7 +31,7 @@ func ExampleClient_Evaluate() {
 	fmt.Println(d.Cause)
 	// Output:
 	// false <nil>
-	// authzen: PDP answered 200 OK: malformed gateway response: the body is not a valid evaluation answer: a value has the wrong type
+	// authzen: PDP answered 200 OK: malformed PDP response: the body is not a valid evaluation answer: a value has the wrong type
 }
 
 // A PEP lists the documents a user may read, page after page; the list

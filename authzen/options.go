@@ -1,68 +1,51 @@
 package authzen
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/orgauthz/orgauthz/events"
-	"github.com/orgauthz/orgauthz/internal/transport"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/core"
 )
 
-// Defaults applied by New before the options (internal/transport's,
-// shared by pep and authzen).
+// Defaults applied by New before the options (internal/core's, shared
+// by pep and authzen, but for the batch size).
 const (
-	DefaultTimeout         = transport.DefaultTimeout
-	DefaultRetryMax        = transport.DefaultRetryMax
-	DefaultRetryMinWait    = transport.DefaultRetryMinWait
-	DefaultRetryMaxWait    = transport.DefaultRetryMaxWait
-	DefaultCacheSize       = transport.DefaultCacheSize
-	DefaultCacheMaxBytes   = transport.DefaultCacheMaxBytes
-	DefaultAllowTTL        = transport.DefaultAllowTTL
-	DefaultDenyTTL         = transport.DefaultDenyTTL
+	DefaultTimeout         = core.DefaultTimeout
+	DefaultRetryMax        = core.DefaultRetryMax
+	DefaultRetryMinWait    = core.DefaultRetryMinWait
+	DefaultRetryMaxWait    = core.DefaultRetryMaxWait
+	DefaultCacheSize       = core.DefaultCacheSize
+	DefaultCacheMaxBytes   = core.DefaultCacheMaxBytes
+	DefaultAllowTTL        = core.DefaultAllowTTL
+	DefaultDenyTTL         = core.DefaultDenyTTL
 	DefaultBatchSize       = 50 // OpenFGA's limit; the spec sets none
-	DefaultBreakerFailures = transport.DefaultBreakerFailures
-	DefaultBreakerCoolDown = transport.DefaultBreakerCoolDown
-	DefaultMaxTokenBytes   = transport.DefaultMaxTokenBytes
+	DefaultBreakerFailures = core.DefaultBreakerFailures
+	DefaultBreakerCoolDown = core.DefaultBreakerCoolDown
+	DefaultMaxTokenBytes   = core.DefaultMaxTokenBytes
 )
 
 // Option configures a Client in New. Options are applied in order (a later
-// one wins) and the result is validated once.
-type Option func(*config)
+// one wins) and the result is validated once; an invalid value makes New
+// return an error that names the option.
+type Option interface {
+	apply(*config)
+}
 
+// config is what the options set: the settings of internal/core and the
+// PDP's endpoints.
 type config struct {
-	httpClient        *http.Client
-	endpoints         *Endpoints
-	retryMax          int
-	retryMin, retryMx time.Duration
-	timeout           time.Duration
-	cacheSize         int
-	cacheBytes        int64
-	allowTTL, denyTTL time.Duration
-	batchSize         int
-	maxTokenBytes     int
-	logger            *slog.Logger
-	handlers          []events.Handler
-	breakerFailures   int
-	breakerCoolDown   time.Duration
-	now               func() time.Time
-	tracerProvider    trace.TracerProvider
-	meterProvider     metric.MeterProvider
+	core.Settings
+	endpoints *Endpoints
 }
 
-func defaultConfig() config {
-	return config{
-		httpClient: &http.Client{}, retryMax: DefaultRetryMax, retryMin: DefaultRetryMinWait,
-		retryMx: DefaultRetryMaxWait, timeout: DefaultTimeout, cacheSize: DefaultCacheSize,
-		cacheBytes: DefaultCacheMaxBytes, allowTTL: DefaultAllowTTL, denyTTL: DefaultDenyTTL,
-		batchSize: DefaultBatchSize, maxTokenBytes: DefaultMaxTokenBytes, breakerFailures: DefaultBreakerFailures,
-		breakerCoolDown: DefaultBreakerCoolDown,
-	}
-}
+type option func(*config)
+
+func (f option) apply(c *config) { f(c) }
 
 // Endpoints are the PDP's API endpoints: absolute URLs, or paths that
 // start with "/" and are resolved against the PDP URL given to New. An
@@ -76,83 +59,104 @@ type Endpoints struct {
 // WithEndpoints gives the PDP's endpoints instead of reading them from its
 // /.well-known/authzen-configuration (OpenFGA serves them under
 // /stores/{store_id}/access/v1/ and its metadata elsewhere).
-func WithEndpoints(e Endpoints) Option { return func(c *config) { c.endpoints = &e } }
+func WithEndpoints(e Endpoints) Option { return option(func(c *config) { c.endpoints = &e }) }
 
-// WithHTTPClient makes the client send through hc's Transport (and bound
-// each attempt by hc.Timeout). hc is not modified; its redirect policy and
-// cookie jar are not used: redirects deny and cookies are never kept.
-func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+// WithHTTPClient makes the client send its requests through hc's Transport
+// (nil means the client's own copy of http.DefaultTransport, whose
+// connections Close closes), bounding each attempt by hc's Timeout when it
+// is set. Nothing else of hc is used: redirects are never followed (a 3xx
+// denies) and cookies are never stored or sent. hc is never modified. A
+// nil hc is an error.
+func WithHTTPClient(hc *http.Client) Option { return option(func(c *config) { c.HTTPClient = hc }) }
 
-// WithRetry sets the retries of connection errors, 429, 502, 503 and 504:
-// at most max (0 disables), waiting from minWait doubling to maxWait.
+// WithRetry sets how often a failed PDP request is retried (max, 0
+// disables retrying) and the bounds of the exponential backoff with jitter
+// between attempts. Only connection errors and the statuses 429, 502, 503
+// and 504 are retried; a Retry-After up to maxWait is waited out exactly.
+// No retry starts when its wait would run past the call's deadline.
+// Defaults: 2 retries, 25 ms to 400 ms. max must not be negative; when it
+// is positive, minWait must be positive and maxWait at least minWait.
 func WithRetry(max int, minWait, maxWait time.Duration) Option {
-	return func(c *config) { c.retryMax, c.retryMin, c.retryMx = max, minWait, maxWait }
+	return option(func(c *config) { c.RetryMax, c.RetryMinWait, c.RetryMaxWait = max, minWait, maxWait })
 }
 
-// WithTimeout bounds a call whose context has no earlier deadline (default
-// 2 s). A call's deadline, this one or its context's, is read on the clock
-// when an answer is taken: an answer read after it (a process frozen
-// meanwhile) is not used, and the call fails closed with ErrUnavailable.
-func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+// WithTimeout bounds every call whose context has no earlier deadline,
+// retries included (default 2 s; it must be positive). A call's deadline,
+// this one or its context's, is read on the clock when an answer is taken:
+// an answer read after it (a process frozen meanwhile) is not used, and
+// the call fails closed with ErrUnavailable.
+func WithTimeout(d time.Duration) Option { return option(func(c *config) { c.Timeout = d }) }
 
-// WithCache sets the decision cache: size entries (0 disables), the time a
-// PDP true or false is kept, counted from when the request was sent (an
+// WithCache sets the decision cache: at most size entries (0 disables the
+// cache), a PDP true kept for allowTTL and a false for denyTTL (a zero TTL
+// keeps none of that kind), counted from when the request was sent: an
 // answer is served only while the monotonic clock, read on every hit, says
-// it is within that time). Only decisions without a response context are
-// cached. Entries are per credential: two credentials never share one.
+// it is within its TTL. Only decisions without a response context are
+// cached; entries are per credential, two credentials never share one.
+// Defaults: 10,000 entries, 30 s, 10 s. Negative values are errors.
 func WithCache(size int, allowTTL, denyTTL time.Duration) Option {
-	return func(c *config) { c.cacheSize, c.allowTTL, c.denyTTL = size, allowTTL, denyTTL }
+	return option(func(c *config) { c.CacheSize, c.AllowTTL, c.DenyTTL = size, allowTTL, denyTTL })
 }
+
+// WithCacheMaxBytes bounds the memory of the decision cache to about n
+// bytes, besides its entry count (WithCache). Each entry counts its
+// credential and its evaluation's canonical JSON (a JSON longer than 512
+// bytes is kept as its SHA-256 digest), plus a fixed overhead of a few
+// hundred bytes; a credential longer than 8 KiB is never cached. Default
+// 32 MiB. n must be positive.
+func WithCacheMaxBytes(n int64) Option { return option(func(c *config) { c.CacheMaxBytes = n }) }
 
 // WithBatchSize sets how many items one Access Evaluations request carries
-// at most (default 50, OpenFGA's limit); larger batches are split.
-func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
+// at most (default 50, OpenFGA's limit); larger batches are split into
+// several requests. It must be positive.
+func WithBatchSize(n int) Option { return option(func(c *config) { c.BatchSize = n }) }
 
 // WithMaxTokenBytes bounds the token the client sends to n bytes: a longer
 // one (SetToken, SetDPoPToken) makes calls fail with ErrNoToken without
 // sending anything, so that it never reaches a front that resets
 // connections on large headers and never counts against the breaker.
 // Default 16 KiB. n must be positive.
-func WithMaxTokenBytes(n int) Option { return func(c *config) { c.maxTokenBytes = n } }
+func WithMaxTokenBytes(n int) Option { return option(func(c *config) { c.MaxTokenBytes = n }) }
 
-// WithLogger sets the logger (default: none).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+// WithLogger makes the client log to l: requests and retries at Debug,
+// fail-closed decisions and breaker changes at Warn, a PDP that refuses
+// the client's requests as a whole (400, 404) and panicking event handlers
+// at Error. Tokens are never logged. A nil l (and the default) logs
+// nothing.
+func WithLogger(l *slog.Logger) Option { return option(func(c *config) { c.Logger = l }) }
 
-// WithEventHandler subscribes h to the client's token lifecycle events.
+// WithEventHandler subscribes h to the client's token lifecycle events from
+// the start (see Client.Subscribe). It may be given several times. A nil h
+// is an error.
 func WithEventHandler(h events.Handler) Option {
-	return func(c *config) { c.handlers = append(c.handlers, h) }
+	return option(func(c *config) { c.Handlers = append(c.Handlers, h) })
 }
 
-// WithBreaker sets the circuit breaker: after failures consecutive
-// failures (transport failures, timeouts, 502/503/504) the client fails
-// closed for coolDown without calling the PDP. 0 disables it.
+// WithBreaker sets the circuit breaker: after failures consecutive failed
+// PDP requests (transport failures, timeouts, 502, 503 and 504, counted
+// after retries; never a denial or a 4xx) the client denies at once, with
+// Cause ErrCircuitOpen and without calling the PDP, for coolDown; then one
+// request is let through as a probe. Defaults: 5 failures, 5 s. failures 0
+// disables the breaker; otherwise coolDown must be positive.
 func WithBreaker(failures int, coolDown time.Duration) Option {
-	return func(c *config) { c.breakerFailures, c.breakerCoolDown = failures, coolDown }
+	return option(func(c *config) { c.BreakerFailures, c.BreakerCoolDown = failures, coolDown })
 }
 
-func (c *config) validate() error {
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.httpClient == nil {
-		add("authzen: WithHTTPClient: the client is nil")
-	}
-	if c.retryMax < 0 || c.retryMax > 0 && (c.retryMin <= 0 || c.retryMx < c.retryMin) {
-		add("authzen: WithRetry: max must be 0 or more, and 0 < minWait <= maxWait")
-	}
-	if c.timeout <= 0 {
-		add("authzen: WithTimeout: the timeout must be positive, got %v", c.timeout)
-	}
-	if c.cacheSize < 0 || c.cacheSize > 0 && (c.allowTTL <= 0 || c.denyTTL <= 0) {
-		add("authzen: WithCache: size must be 0 (no cache) or more, and the TTLs positive")
-	}
-	if c.batchSize < 1 {
-		add("authzen: WithBatchSize: the batch size must be at least 1, got %d", c.batchSize)
-	}
-	if c.maxTokenBytes <= 0 {
-		add("authzen: WithMaxTokenBytes: the bound must be positive, got %d", c.maxTokenBytes)
-	}
-	if c.breakerFailures < 0 || c.breakerFailures > 0 && c.breakerCoolDown <= 0 {
-		add("authzen: WithBreaker: failures must be 0 or more, and coolDown positive")
-	}
-	return errors.Join(errs...)
+// WithTracerProvider makes the client trace with tp: a span per public
+// call and a client span per PDP request, whose W3C trace context the PDP
+// receives. The default, and a nil tp, is the global provider
+// (otel.GetTracerProvider), which traces nothing until the application
+// installs an SDK.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return option(func(c *config) { c.TracerProvider = tp })
+}
+
+// WithMeterProvider makes the client report metrics through mp: decisions
+// by outcome, cache hits, misses and evictions, breaker state, and the
+// HTTP client duration and active requests of its PDP requests. The
+// default, and a nil mp, is the global provider (otel.GetMeterProvider),
+// which measures nothing until the application installs an SDK. A client
+// registers its observable instruments with mp once, in New.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return option(func(c *config) { c.MeterProvider = mp })
 }

@@ -9,9 +9,9 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
+	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/strictjson"
 	"github.com/orgauthz/orgauthz/internal/telemetry"
-	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // The bounds of one search, all pages together. A PDP that goes past one
@@ -35,20 +35,30 @@ const (
 )
 
 // SearchOption changes one search call.
-type SearchOption func(*searchConfig)
+type SearchOption interface {
+	applySearch(*searchConfig)
+}
 
 type searchConfig struct {
 	pageLimit  int
 	maxResults int
 }
 
+type searchOption func(*searchConfig)
+
+func (f searchOption) applySearch(c *searchConfig) { f(c) }
+
 // WithPageLimit asks the PDP for at most n results per page (page.limit);
 // 0, the default, leaves the page size to the PDP.
-func WithPageLimit(n int) SearchOption { return func(c *searchConfig) { c.pageLimit = n } }
+func WithPageLimit(n int) SearchOption {
+	return searchOption(func(c *searchConfig) { c.pageLimit = n })
+}
 
 // WithMaxResults sets the most results one search may return (default
 // DefaultMaxSearchResults); a PDP that returns more makes the search fail.
-func WithMaxResults(n int) SearchOption { return func(c *searchConfig) { c.maxResults = n } }
+func WithMaxResults(n int) SearchOption {
+	return searchOption(func(c *searchConfig) { c.maxResults = n })
+}
 
 // SearchSubject asks the PDP's Subject Search API which subjects of type
 // req.Subject.Type may perform req.Action on req.Resource (req.Subject.ID
@@ -168,78 +178,77 @@ type wireSearch struct {
 // returns an error, and the caller drops what add collected, on any fault.
 // Its span counts the results as the call's items.
 func (c *Client) search(ctx context.Context, kind searchKind, w wireRequest, opts []SearchOption, add func(entity)) (err error) {
-	c.calls.Add(1)
-	results := 0
-	ctx, span := c.tel.StartCall(ctx, kind.span(), 0, 0)
+	c.core.CountCall()
+	tel := c.core.Telemetry()
+	p := pageReader{kind: kind, add: add}
+	ctx, span := tel.StartCall(ctx, kind.span(), 0, 0)
 	defer func() {
 		if span.IsRecording() {
-			c.tel.Count(span, results, 0)
+			tel.Count(span, p.results, 0)
 		}
-		c.tel.EndCall(span, telemetry.OutcomeOfErr(err), err)
+		tel.EndCall(span, telemetry.OutcomeOfErr(err), err)
 	}()
 	cfg := searchConfig{maxResults: DefaultMaxSearchResults}
 	for _, o := range opts {
 		if o != nil {
-			o(&cfg)
+			o.applySearch(&cfg)
 		}
 	}
 	if cfg.pageLimit < 0 || cfg.maxResults < 1 {
 		return fmt.Errorf("%w: the page limit must be 0 or more and the most results at least 1", ErrInvalidArgument)
 	}
-	st, err := c.credential()
-	if err != nil {
+	p.maxResults = cfg.maxResults
+	var cl core.Call
+	if err := c.core.Own(&cl, true); err != nil {
 		return err
 	}
-	ctx, cancel, own := c.bound(ctx)
-	defer cancel()
-	ep, err := c.resolveEndpoints(ctx)
-	if err != nil {
-		return err
-	}
-	url := kind.endpoint(ep)
-	if url == "" {
-		return fmt.Errorf("%w: it names no %s endpoint", ErrDiscovery, kind)
-	}
-	body := wireSearch{wireRequest: w}
-	if cfg.pageLimit > 0 {
-		body.Page = &wirePage{Limit: cfg.pageLimit}
-	}
-	seen := make(map[string]struct{})
-	p := pageReader{kind: kind, maxResults: cfg.maxResults, add: add}
-	defer func() { results = p.results }()
-	for page := 1; ; page++ {
-		data, err := encode(body)
+	return c.core.Exchange(ctx, &cl, func(ctx context.Context, post core.Poster) error {
+		ep, err := c.resolveEndpoints(ctx)
 		if err != nil {
 			return err
 		}
-		if err := transport.Late(ctx); err != nil {
-			return pdp.Unavailable(err)
+		url := kind.endpoint(ep)
+		if url == "" {
+			return fmt.Errorf("%w: it names no %s endpoint", ErrDiscovery, kind)
 		}
-		answer, err := c.x.Post(ctx, st.cred, url, data, http.Header{"X-Request-Id": {newRequestID()}}, own)
-		if err != nil {
-			c.refused(ctx, st, err)
-			return err
+		body := wireSearch{wireRequest: w}
+		if cfg.pageLimit > 0 {
+			body.Page = &wirePage{Limit: cfg.pageLimit}
 		}
-		next, err := p.read(answer)
-		switch {
-		case err != nil:
-			return err
-		case next == "":
-			return nil
-		case page == MaxSearchPages:
-			return pdp.Malformed("the search has more than %d pages", MaxSearchPages)
-		case len(next) > maxPageToken:
-			return pdp.Malformed("a page token exceeds %d bytes", maxPageToken)
+		seen := make(map[string]struct{})
+		for page := 1; ; page++ {
+			data, err := encode(body)
+			if err != nil {
+				return err
+			}
+			if err := c.core.Late(ctx); err != nil {
+				return err
+			}
+			answer, err := post(url, data, http.Header{"X-Request-Id": {newRequestID()}})
+			if err != nil {
+				return err
+			}
+			next, err := p.read(answer)
+			switch {
+			case err != nil:
+				return err
+			case next == "":
+				return nil
+			case page == MaxSearchPages:
+				return pdp.Malformed("the search has more than %d pages", MaxSearchPages)
+			case len(next) > maxPageToken:
+				return pdp.Malformed("a page token exceeds %d bytes", maxPageToken)
+			}
+			if _, dup := seen[next]; dup {
+				return pdp.Malformed("the PDP repeated a page token: the search would not end")
+			}
+			seen[next] = struct{}{}
+			if body.Page == nil {
+				body.Page = &wirePage{}
+			}
+			body.Page.Token = next // everything else stays as it was, as the specification asks
 		}
-		if _, dup := seen[next]; dup {
-			return pdp.Malformed("the PDP repeated a page token: the search would not end")
-		}
-		seen[next] = struct{}{}
-		if body.Page == nil {
-			body.Page = &wirePage{}
-		}
-		body.Page.Token = next // everything else stays as it was, as the specification asks
-	}
+	})
 }
 
 // entity is one search result as read.

@@ -1,7 +1,17 @@
 package pep_test
 
+// The breaker's rules (what counts as a failure, the probe, the cool-down)
+// are internal/transport's and tested there (breaker_test.go,
+// outcome_test.go); these tests hold the promises the client makes with
+// it: WithBreaker and its defaults, every call refused without a request
+// while it is open, its changes logged, and a caller's own deadline never
+// counted against it.
+
 import (
+	"context"
+	"log/slog"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,117 +68,6 @@ func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 	assert.Equal(t, 3, g.count())
 }
 
-func TestBreakerProbe(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name      string
-		healthy   bool // the gateway's state when the probe goes out
-		wantState pep.BreakerState
-		wantNext  int // gateway requests made by 2 calls after the probe
-	}{
-		{"successful probe closes", true, pep.BreakerClosed, 2},
-		{"failed probe reopens", false, pep.BreakerOpen, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			clk := newManualClock()
-			g := startReference(t)
-			g.configure(t, everyDecisionFails)
-			c := breakerClient(t, g, clk)
-			for range 3 {
-				_, _ = c.Check(t.Context(), "orders", "read")
-			}
-			require.Equal(t, pep.BreakerOpen, c.Stats().Breaker)
-
-			clk.Advance(4 * time.Second)
-			d, _ := c.Check(t.Context(), "orders", "read")
-			require.ErrorIs(t, d.Cause, pep.ErrCircuitOpen, "still cooling down")
-
-			clk.Advance(time.Second)
-			assert.Equal(t, pep.BreakerHalfOpen, c.Stats().Breaker)
-			if tt.healthy {
-				g.configure(t, `{}`)
-			}
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
-			assert.Equal(t, tt.healthy, d.Allowed())
-			assert.Equal(t, 4, g.count(), "exactly one probe")
-			assert.Equal(t, tt.wantState, c.Stats().Breaker)
-
-			for range 2 {
-				_, _ = c.Check(t.Context(), "orders", "read")
-			}
-			assert.Equal(t, 4+tt.wantNext, g.count())
-		})
-	}
-}
-
-// TestBreakerIgnoresAnswers: answers are not failures, whoever gives them:
-// the server's DENY, its 400 for an unknown client and its 401 for an
-// expired token, and a 403 and an unparseable 200 from the hook (the server
-// gives neither).
-func TestBreakerIgnoresAnswers(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name     string
-		clientID string // orders-api when empty
-		expired  bool   // alice's token has expired
-		hook     gwHook
-	}{
-		{name: "DENY"},
-		{name: "400", clientID: "no-such-client"},
-		{name: "403", hook: statusHook(http.StatusForbidden)},
-		{name: "401", expired: true},
-		{name: "unparseable 200", hook: bodyHook("nope")},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := startReference(t)
-			g.setHook(tt.hook)
-			clientID := testClient
-			if tt.clientID != "" {
-				clientID = tt.clientID
-			}
-			c := g.newClientOf(t, clientID, breakerOptions(newManualClock())...)
-			if tt.expired {
-				c.SetToken(g.expiredToken(t, "alice"))
-			} else {
-				c.SetToken(g.token(t, "alice"))
-			}
-			for range 10 {
-				d, _ := c.Check(t.Context(), "orders", "write")
-				assert.False(t, d.Allowed())
-			}
-			assert.Equal(t, 10, g.count())
-			assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
-		})
-	}
-}
-
-// TestBreakerCountsOnlyConsecutiveFailures: the hook fails two requests of
-// every three, the server answers the third.
-func TestBreakerCountsOnlyConsecutiveFailures(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	// fail, fail, succeed, fail, fail, succeed...: never 3 in a row
-	g.setHook(func(w http.ResponseWriter, _ *http.Request, n int) bool {
-		if n%3 == 0 {
-			return false
-		}
-		writeError(w, http.StatusServiceUnavailable, "flaky")
-		return true
-	})
-	c := breakerClient(t, g, newManualClock())
-	for i := range 12 {
-		d, _ := c.Check(t.Context(), "orders", "read")
-		assert.Equal(t, i%3 == 2, d.Allowed(), "call %d", i+1)
-	}
-	assert.Equal(t, 12, g.count())
-	assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
-}
-
 func TestBreakerDisabled(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
@@ -199,11 +98,104 @@ func TestBreakerDefaults(t *testing.T) {
 	assert.Equal(t, pep.BreakerHalfOpen, c.Stats().Breaker, "after 5 s")
 }
 
-func TestBreakerStateString(t *testing.T) {
-	t.Parallel()
-	for state, want := range map[pep.BreakerState]string{
-		pep.BreakerClosed: "closed", pep.BreakerOpen: "open", pep.BreakerHalfOpen: "half-open", 9: "BreakerState(9)",
-	} {
-		assert.Equal(t, want, state.String())
+// failFirst answers the first len(statuses) requests with those statuses
+// (and headers), then lets the gateway answer.
+func failFirst(header http.Header, statuses ...int) gwHook {
+	return func(w http.ResponseWriter, _ *http.Request, n int) bool {
+		if n > len(statuses) {
+			return false
+		}
+		for k, v := range header {
+			w.Header()[k] = v
+		}
+		writeError(w, statuses[n-1], "injected")
+		return true
 	}
+}
+
+// breakerLog records the client's "circuit breaker changed" lines.
+type breakerLog struct {
+	mu      sync.Mutex
+	changes [][2]string // from, to
+	levels  []slog.Level
+}
+
+func (l *breakerLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *breakerLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *breakerLog) WithGroup(string) slog.Handler            { return l }
+func (l *breakerLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "pep: circuit breaker changed" {
+		return nil
+	}
+	var from, to string
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "from":
+			from = a.Value.String()
+		case "to":
+			to = a.Value.String()
+		}
+		return true
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.changes = append(l.changes, [2]string{from, to})
+	l.levels = append(l.levels, r.Level)
+	return nil
+}
+
+func TestBreakerTransitionsAreLogged(t *testing.T) {
+	t.Parallel()
+	clk := newManualClock()
+	g := startReference(t)
+	g.configure(t, everyDecisionFails)
+	log := &breakerLog{}
+	c := g.newClient(t, noRetry, pep.WithBreaker(1, 5*time.Second), pep.WithClock(clk.Now),
+		pep.WithCache(0, 0, 0), pep.WithLogger(slog.New(log)))
+	c.SetToken(g.token(t, "alice"))
+
+	_, _ = c.Check(t.Context(), "orders", "read") // closed -> open
+	clk.Advance(5 * time.Second)
+	_, _ = c.Check(t.Context(), "orders", "read") // open -> half-open -> open
+	clk.Advance(5 * time.Second)
+	g.configure(t, `{}`)
+	d, err := c.Check(t.Context(), "orders", "read") // open -> half-open -> closed
+	require.NoError(t, err)
+	requireGatewayDecision(t, d, pep.Grant)
+
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	assert.Equal(t, [][2]string{
+		{"closed", "open"},
+		{"open", "half-open"}, {"half-open", "open"},
+		{"open", "half-open"}, {"half-open", "closed"},
+	}, log.changes)
+	for _, l := range log.levels {
+		assert.Equal(t, slog.LevelWarn, l, "breaker changes are logged at Warn")
+	}
+}
+
+// Rule 11: a caller whose own deadline is shorter than the client's timeout
+// says nothing about the gateway when it runs out, so callers in a hurry
+// cannot open the breaker for everyone else.
+func TestBreakerIgnoresCallersOwnDeadlines(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	g.configure(t, slowDecisions)
+	c := g.newClient(t, append(breakerOptions(newManualClock()), pep.WithTimeout(time.Minute))...)
+	c.SetToken(g.token(t, "alice"))
+	for range 5 {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		d, err := c.Check(ctx, "orders", "read")
+		cancel()
+		require.NoError(t, err)
+		assert.False(t, d.Allowed())
+		require.ErrorIs(t, d.Cause, context.DeadlineExceeded)
+	}
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	for range 3 {
+		_, _ = c.Check(cancelled, "orders", "read")
+	}
+	assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
 }

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/orgauthz/orgauthz/internal/transport"
+	"github.com/orgauthz/orgauthz/internal/core"
 )
-
-// maxParallelChunks bounds the gateway requests one call has in flight.
-const maxParallelChunks = transport.MaxParallelChunks
 
 // Check asks whether the token may use scope on resource. The decision is
 // Allowed only for an explicit GRANT that the gateway returned for exactly
@@ -30,7 +27,7 @@ const maxParallelChunks = transport.MaxParallelChunks
 // A cached answer is returned without a request and without allocating.
 func (c *Client) Check(ctx context.Context, resource, scope string, opts ...CallOption) (Decision, error) {
 	if err := checkPair(resource, scope); err != nil {
-		c.calls.Add(1)
+		c.core.CountCall()
 		return c.refuse(Decision{Resource: resource, Scope: scope}, err)
 	}
 	p := pair{resource: resource, scope: scope}
@@ -40,8 +37,8 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	asked := false
 	if len(opts) == 0 {
 		if g, ok := c.tokenGroup(ctx); ok {
-			if s, hit := c.cache.get(g, "", p); hit {
-				c.cachedCheck(ctx, s)
+			if s, hit := get(g, "", p); hit {
+				c.core.Hit(ctx, "pep.Check", s == Grant)
 				return Decision{Resource: resource, Scope: scope, Status: s, Cached: true}, nil
 			}
 			asked = true
@@ -53,17 +50,17 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	}
 	var cl call
 	if err := c.newCall(ctx, &cc, &cl); err != nil {
-		c.calls.Add(1)
+		c.core.CountCall()
 		return c.refuse(Decision{Resource: resource, Scope: scope}, err)
 	}
 	if !asked {
-		if s, ok := c.cache.get(cl.group, cl.ctxKey, p); ok {
-			c.cachedCheck(ctx, s)
+		if s, ok := get(cl.Group, cl.ctxKey, p); ok {
+			c.core.Hit(ctx, "pep.Check", s == Grant)
 			return Decision{Resource: resource, Scope: scope, Status: s, Cached: true}, nil
 		}
 	}
 	d := Decision{Resource: resource, Scope: scope}
-	c.calls.Add(1)
+	c.core.CountCall()
 	// Only the miss path moves the call to the heap, together with its
 	// one decision, in one allocation.
 	miss := &struct {
@@ -75,65 +72,20 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 	return miss.ds[0], err
 }
 
-// tokenGroup returns the cache group of the token a call in ctx is made
-// with, as newCall would find it, without making the call: the group the
-// client's own token pinned in SetToken, or the one the cache holds for a
-// per-call token (nil, which reads nothing, when it holds none). It reports
+// tokenGroup returns the cache entries of the token a call in ctx is made
+// with, as newCall would find them, without making the call. It reports
 // false when there is no token to read by (none set, or an empty per-call
 // one, or the client is closed): newCall says why.
-func (c *Client) tokenGroup(ctx context.Context) (*tokenEntries, bool) {
-	if c.x.Closed() { // newCall says so
-		return nil, false
-	}
+func (c *Client) tokenGroup(ctx context.Context) (*core.Group, bool) {
 	switch v := ctx.Value(tokenKey{}).(type) {
 	case nil:
-		if st := c.token.Load(); st != nil {
-			return st.group, true
-		}
+		return c.core.OwnGroup()
 	case string:
 		if v != "" {
-			return c.cache.lookup(tokenIdent{Scheme: schemeBearer, Token: v}), true
+			return c.core.Lookup(v)
 		}
 	}
 	return nil, false
-}
-
-// cachedCheck counts a Check answered from the cache, whose status is s,
-// and records it for telemetry. One count makes both the call and its
-// decision (see Stats). The caller makes the decision where it returns it,
-// so that a hit does not carry and copy one across its calls.
-func (c *Client) cachedCheck(ctx context.Context, s Status) {
-	if s == Grant {
-		c.cachedGrants.Add(1)
-	} else {
-		c.cachedDenies.Add(1)
-	}
-	c.tel.CachedCall(ctx, "pep.Check", 1, statusOutcome(s))
-}
-
-// tally counts a decision the gateway made (fail-closed ones are counted
-// apart).
-func (c *Client) tally(d Decision) {
-	switch {
-	case d.Cause != nil && !errors.Is(d.Cause, ErrNotEvaluated):
-	case d.Status == Grant:
-		c.granted.Add(1)
-	case d.Status == Deny:
-		c.denied.Add(1)
-	case d.Status == Error:
-		c.errored.Add(1)
-	}
-}
-
-// statusOutcome names a status for telemetry.
-func statusOutcome(s Status) string {
-	switch s {
-	case Grant:
-		return "grant"
-	case Error:
-		return "error"
-	}
-	return "deny"
 }
 
 // checkPair refuses what Check and CheckMany never send: an empty name and
@@ -158,7 +110,7 @@ func pairError(resource, scope string) error {
 
 func (c *Client) refuse(d Decision, err error) (Decision, error) {
 	d.Status, d.Cause = Deny, err
-	c.failClosed.Add(1)
+	c.core.FailAll(1)
 	return d, err
 }
 
@@ -170,7 +122,7 @@ func (c *Client) refuse(d Decision, err error) (Decision, error) {
 // of Check; in addition an empty resources slice or a resource without
 // scopes is refused (ErrInvalidArgument) and sends nothing.
 func (c *Client) CheckMany(ctx context.Context, resources []Resource, opts ...CallOption) (Result, error) {
-	c.calls.Add(1)
+	c.core.CountCall()
 	pairs, err := expand(resources, false)
 	if err != nil {
 		return Result{Status: Deny, Decisions: failedPairs(pairs, err)}, err
@@ -185,14 +137,12 @@ func (c *Client) CheckMany(ctx context.Context, resources []Resource, opts ...Ca
 		c.failAll(ds, err)
 		return Result{Status: Deny, Decisions: ds}, err
 	}
-	missing := c.lookup(&cl, pairs, ds)
+	missing := lookup(&cl, pairs, ds)
 	if len(missing) > 0 {
 		err = c.decide(ctx, "pep.CheckMany", &cl, ds, missing)
 	} else {
-		for _, d := range ds {
-			c.tally(d)
-		}
-		c.tel.CachedCall(ctx, "pep.CheckMany", len(ds), outcomeOf(ds))
+		c.record(ds)
+		c.core.Telemetry().CachedCall(ctx, "pep.CheckMany", len(ds), outcomeOf(ds))
 	}
 	return Result{Status: overall(ds), Decisions: ds}, err
 }
@@ -299,9 +249,9 @@ func distinct(resources []Resource) bool {
 
 // lookup answers the pairs the cache holds and returns the indexes of the
 // others.
-func (c *Client) lookup(cl *call, pairs []pair, ds []Decision) (missing []int) {
+func lookup(cl *call, pairs []pair, ds []Decision) (missing []int) {
 	for i, p := range pairs {
-		if s, ok := c.cache.get(cl.group, cl.ctxKey, p); ok {
+		if s, ok := get(cl.Group, cl.ctxKey, p); ok {
 			ds[i].Status, ds[i].Cached = s, true
 			continue
 		}
@@ -332,7 +282,7 @@ func (c *Client) lookup(cl *call, pairs []pair, ds []Decision) (missing []int) {
 // since an incomplete list cannot be told from a short one. A 401 or a
 // missing token return no permissions and the error.
 func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...CallOption) ([]Permission, error) {
-	c.calls.Add(1)
+	c.core.CountCall()
 	if resources == nil {
 		resources = []Resource{{Name: "*"}}
 	}
@@ -343,7 +293,7 @@ func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...
 	cc := applyCallOptions(opts)
 	var cl call
 	if err := c.newCall(ctx, &cc, &cl); err != nil {
-		c.failClosed.Add(uint64(len(queries)))
+		c.core.FailAll(len(queries))
 		return nil, err
 	}
 	// answers holds, per query, the decisions it yields: one for a
@@ -351,7 +301,7 @@ func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...
 	answers := make([][]Decision, len(queries))
 	var missing []int
 	for i, q := range queries {
-		if s, ok := c.cache.get(cl.group, cl.ctxKey, q); ok {
+		if s, ok := get(cl.Group, cl.ctxKey, q); ok {
 			answers[i] = []Decision{{Resource: q.resource, Scope: q.scope, Status: s, Cached: true}}
 			continue
 		}
@@ -362,7 +312,7 @@ func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...
 			return nil, err
 		}
 	} else {
-		c.tel.CachedCall(ctx, "pep.ListGranted", len(queries), "listed")
+		c.core.Telemetry().CachedCall(ctx, "pep.ListGranted", len(queries), "listed")
 	}
 
 	var perms []Permission

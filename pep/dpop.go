@@ -1,9 +1,6 @@
 package pep
 
-import (
-	"github.com/orgauthz/orgauthz/dpop"
-	"github.com/orgauthz/orgauthz/internal/transport"
-)
+import "github.com/orgauthz/orgauthz/dpop"
 
 // SetDPoPToken makes token a DPoP-bound token (RFC 9449) for every later
 // call that has no per-call token: each attempt, retries included, is sent
@@ -31,10 +28,4 @@ import (
 // emits tokenSet, with TokenType "DPoP". An empty token is ClearToken(); a
 // nil signer makes later calls fail with ErrNoToken without sending
 // anything.
-func (c *Client) SetDPoPToken(token string, signer *dpop.Signer) {
-	if token == "" {
-		c.ClearToken()
-		return
-	}
-	c.setCredential(transport.NewDPoP(token, signer))
-}
+func (c *Client) SetDPoPToken(token string, signer *dpop.Signer) { c.core.SetDPoP(token, signer) }

@@ -8,7 +8,9 @@ import (
 
 // The sentinels that describe the gateway, the token and the transport
 // are internal/transport's values, shared with package authzen: errors.Is
-// matches them across the two clients.
+// matches them across the two clients. The errors the client returns say
+// that pep spoke ("pep: circuit breaker open") and match them; compare
+// with errors.Is, not ==.
 var (
 	// ErrUnauthorized is matched (with errors.Is) by the *ResponseError of a
 	// gateway 401: the token was refused. The client purges the token's
@@ -102,10 +104,6 @@ type ResponseError = transport.ResponseError
 
 // gateway names the gateway in pep's errors and log lines.
 const gateway = transport.Peer("pep: gateway")
-
-// unavailable turns a transport or context failure into a fail-closed
-// Cause that keeps none of err's text.
-func unavailable(err error) error { return gateway.Unavailable(err) }
 
 // malformed is the Cause of a pair (or a chunk) whose 200 answer was
 // unusable. Its arguments are the client's own words and numbers, never

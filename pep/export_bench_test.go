@@ -1,5 +1,7 @@
 package pep
 
+import "github.com/orgauthz/orgauthz/internal/transport"
+
 // Benchmark seams, visible only to this package's tests.
 
 // CacheKey has the shape of the key under which the client's decision cache
@@ -7,16 +9,16 @@ package pep
 // a benchmark can compare a cached Check with a bare golang-lru lookup on
 // the very same key shape.
 type CacheKey struct {
-	id  tokenIdent
-	key cacheKey
+	id  transport.Ident
+	key string
 }
 
 // NewCacheKey returns the key a cached Check of (resource, scope) with the
 // Bearer token and no request context looks up.
 func NewCacheKey(token, resource, scope string) CacheKey {
 	return CacheKey{
-		id:  tokenIdent{Scheme: schemeBearer, Token: token},
-		key: cacheKey(appendKey(nil, pair{resource: resource, scope: scope}, "")),
+		id:  transport.Ident{Scheme: transport.SchemeBearer, Token: token},
+		key: string(appendKey(nil, pair{resource: resource, scope: scope}, "")),
 	}
 }
 
@@ -24,12 +26,12 @@ func NewCacheKey(token, resource, scope string) CacheKey {
 // string: the token, then the resource, scope and context as fields. The
 // benchmark keeps a map of it as a second baseline.
 type FieldsKey struct {
-	id                       tokenIdent
+	id                       transport.Ident
 	resource, scope, context string
 }
 
 // NewFieldsKey returns the FieldsKey of (resource, scope) with the Bearer
 // token and no request context.
 func NewFieldsKey(token, resource, scope string) FieldsKey {
-	return FieldsKey{id: tokenIdent{Scheme: schemeBearer, Token: token}, resource: resource, scope: scope, context: ""}
+	return FieldsKey{id: transport.Ident{Scheme: transport.SchemeBearer, Token: token}, resource: resource, scope: scope, context: ""}
 }

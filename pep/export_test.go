@@ -7,11 +7,11 @@ import "time"
 // WithClock makes the client read time (cache expiry, breaker cool-down,
 // event times) from now.
 func WithClock(now func() time.Time) Option {
-	return optionFunc(func(c *config) { c.now = now })
+	return option(func(c *config) { c.Now = now })
 }
 
 // WithFlightWaitHook calls f each time a caller starts waiting for a
 // gateway request, its own or a coalesced one.
 func WithFlightWaitHook(f func()) Option {
-	return optionFunc(func(c *config) { c.flightWait = f })
+	return option(func(c *config) { c.FlightWait = f })
 }

@@ -2,15 +2,13 @@ package pep_test
 
 import (
 	"context"
-	"errors"
+	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,6 +17,16 @@ import (
 
 // fastRetry keeps retry tests quick: 2 retries, 1-2 ms apart.
 var fastRetry = pep.WithRetry(2, time.Millisecond, 2*time.Millisecond)
+
+const (
+	// failDeadline is the caller's deadline in every case of TestFailClosed;
+	// the slow gateways hold on past it.
+	failDeadline = 300 * time.Millisecond
+	// failMargin is how late after its deadline a call may return: the
+	// scheduling slack of a loaded machine under -race, not a performance
+	// bound.
+	failMargin = 2 * time.Second
+)
 
 // bodyHook answers every request with 200 and body.
 func bodyHook(body string) gwHook {
@@ -29,145 +37,182 @@ func bodyHook(body string) gwHook {
 	}
 }
 
-// mockGateway returns a client whose transport is an httpmock transport
-// answering the authorize URL with responder.
-func mockGateway(t *testing.T, responder httpmock.Responder, opts ...pep.Option) *pep.Client {
-	t.Helper()
-	mock := httpmock.NewMockTransport()
-	mock.RegisterResponder(http.MethodPost,
-		"https://gateway.test/realms/acme/authorization-decision-provider/authorize", responder)
-	all := append([]pep.Option{pep.WithHTTPClient(&http.Client{Transport: mock})}, opts...)
-	c, err := pep.New("https://gateway.test", testRealm, testClient, all...)
-	require.NoError(t, err)
-	return c
-}
-
-// wantUnavailable checks the Cause of a transport failure or timeout.
-func wantUnavailable(also ...error) func(*testing.T, error) {
-	return func(t *testing.T, cause error) {
-		t.Helper()
-		require.ErrorIs(t, cause, pep.ErrUnavailable)
-		for _, e := range also {
-			require.ErrorIs(t, cause, e)
-		}
-		var re *pep.ResponseError
-		assert.False(t, errors.As(cause, &re), "a transport failure is not a gateway answer")
-	}
-}
-
-// wantAnswer checks the Cause of an unusable gateway answer.
-func wantAnswer(status int, also ...error) func(*testing.T, error) {
-	return func(t *testing.T, cause error) {
-		t.Helper()
-		var re *pep.ResponseError
-		require.ErrorAs(t, cause, &re)
-		assert.Equal(t, status, re.StatusCode)
-		for _, e := range also {
-			require.ErrorIs(t, cause, e)
-		}
-	}
-}
-
 // TestFailClosed names every path of fail-closed rule 2 of the README (and
-// 3xx, 5): each ends in DENY with a Cause and a nil error, caches nothing,
-// and the next call asks the gateway again. The gateway is the reference
-// server (alice may read orders) wherever it can make the fault: slow
-// decisions, a 503 for each, a 400 for an unknown client, a 404 for a path
-// it does not serve; a hook in front of it makes the others.
+// 3xx, 5, 7, 10): each ends in DENY with a Cause that says why
+// (ErrUnavailable for transport failures and timeouts, a *ResponseError for
+// unusable answers), a nil error, nothing cached, no token in the Cause, a
+// return within the caller's deadline; and the next call asks the gateway
+// again. The gateway is the reference server (alice may read orders)
+// wherever it can make the fault: slow decisions, a 503 for each, a 400 for
+// an unknown client, a 404 for a path it does not serve; a hook in front
+// of it makes the others, a closed port the unreachable one. Run it under
+// the race detector.
 func TestFailClosed(t *testing.T) {
 	t.Parallel()
 	const asked = `{"resource":"orders","scope":"read","status":"GRANT"}`
-	tests := []struct {
+	padding := strings.Repeat("x", 1<<20)
+	type failCase struct {
 		name string
-		// setup returns a client holding a token.
-		setup        func(t *testing.T) *pep.Client
-		wantRequests uint64 // gateway requests made by one call
+		// setup returns a client holding token, with fastRetry.
+		setup        func(t *testing.T) (c *pep.Client, token string)
+		wantRequests uint64 // gateway requests made by one call, retries included
 		wantCause    func(*testing.T, error)
-	}{
+		// deadline replaces failDeadline for a case whose point is not
+		// time: reading a megabyte under -race on a loaded machine can
+		// take longer than failDeadline.
+		deadline time.Duration
+	}
+	tests := []failCase{
 		{
 			name: "gateway unreachable",
-			setup: func(t *testing.T) *pep.Client {
-				closed := httptest.NewServer(http.NotFoundHandler())
-				closed.Close()
-				c, err := pep.New(closed.URL, testRealm, testClient, fastRetry)
+			setup: func(t *testing.T) (*pep.Client, string) {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
 				require.NoError(t, err)
-				c.SetToken("opaque-token")
-				return c
+				url := "http://" + ln.Addr().String()
+				require.NoError(t, ln.Close())
+				c, err := pep.New(url, testRealm, testClient, fastRetry)
+				require.NoError(t, err)
+				c.SetToken(faultToken)
+				return c, faultToken
 			},
 			wantRequests: 3, // connection errors are retried
 			wantCause:    wantUnavailable(),
 		},
 		{
-			name: "connection reset",
-			setup: func(t *testing.T) *pep.Client {
-				c := mockGateway(t, httpmock.NewErrorResponder(errors.New("connection reset by peer")), fastRetry)
-				c.SetToken("opaque-token")
-				return c
-			},
+			name: "connection closed before any answer",
+			setup: referenceWith(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+					_ = conn.Close()
+				}
+				return true
+			}),
 			wantRequests: 3,
 			wantCause:    wantUnavailable(),
 		},
 		{
-			name:         "timeout",
-			setup:        referenceConfigured(slowDecisions, pep.WithTimeout(20*time.Millisecond), fastRetry),
+			name: "connection reset mid-body",
+			setup: referenceWith(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				conn, buf, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					return true
+				}
+				_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n" +
+					faultGrant[:len(faultGrant)/2])
+				_ = buf.Flush()
+				if tc, ok := conn.(*net.TCPConn); ok {
+					_ = tc.SetLinger(0) // close with a RST
+				}
+				_ = conn.Close()
+				return true
+			}),
+			wantRequests: 1, // the answer had begun: a body failure is not retried
+			wantCause:    wantUnavailable(),
+		},
+		{
+			name:         "the client's timeout",
+			setup:        referenceConfigured(slowDecisions, pep.WithTimeout(20*time.Millisecond)),
 			wantRequests: 1, // a timeout is not retried
 			wantCause:    wantUnavailable(context.DeadlineExceeded),
 		},
 		{
+			name:         "the caller's deadline",
+			setup:        referenceConfigured(slowDecisions),
+			wantRequests: 1,
+			wantCause:    wantUnavailable(context.DeadlineExceeded),
+		},
+		{
+			name: "body trickles past the deadline",
+			setup: referenceHeld(func(g *reference, w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				_, _ = io.WriteString(w, faultGrant[:len(faultGrant)-1])
+				rc := http.NewResponseController(w)
+				_ = rc.Flush()
+				tick := time.NewTicker(5 * time.Millisecond) // the gateway's pace, not the test's synchronisation
+				defer tick.Stop()
+				for {
+					select {
+					case <-r.Context().Done():
+						return
+					case <-g.closing:
+						return
+					case <-tick.C:
+						if _, err := io.WriteString(w, " "); err != nil || rc.Flush() != nil {
+							return
+						}
+					}
+				}
+			}),
+			wantRequests: 1,
+			wantCause:    wantUnavailable(context.DeadlineExceeded),
+		},
+		{
 			name:         "500 is not retried",
-			setup:        referenceWith(statusHook(http.StatusInternalServerError), fastRetry),
+			setup:        referenceWith(statusHook(http.StatusInternalServerError)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusInternalServerError, pep.ErrUnavailable),
 		},
 		{
+			name: "500 with a body over the limit",
+			setup: referenceWith(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				faultAnswer(w, http.StatusInternalServerError, "text/plain", padding+padding)
+				return true
+			}),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusInternalServerError),
+			deadline:     10 * time.Second,
+		},
+		{
 			name:         "502 after retries",
-			setup:        referenceWith(statusHook(http.StatusBadGateway), fastRetry),
+			setup:        referenceWith(statusHook(http.StatusBadGateway)),
 			wantRequests: 3,
-			wantCause:    wantAnswer(http.StatusBadGateway, pep.ErrUnavailable),
+			wantCause:    wantAnswer(http.StatusBadGateway),
 		},
 		{
 			name:         "503 after retries",
-			setup:        referenceConfigured(everyDecisionFails, fastRetry),
+			setup:        referenceConfigured(everyDecisionFails),
 			wantRequests: 3,
-			wantCause:    wantAnswer(http.StatusServiceUnavailable, pep.ErrUnavailable),
+			wantCause:    wantAnswer(http.StatusServiceUnavailable),
 		},
 		{
 			name:         "504 after retries",
-			setup:        referenceWith(statusHook(http.StatusGatewayTimeout), fastRetry),
+			setup:        referenceWith(statusHook(http.StatusGatewayTimeout)),
 			wantRequests: 3,
-			wantCause:    wantAnswer(http.StatusGatewayTimeout, pep.ErrUnavailable),
+			wantCause:    wantAnswer(http.StatusGatewayTimeout),
 		},
 		{
 			name:         "429 after retries",
-			setup:        referenceWith(statusHook(http.StatusTooManyRequests), fastRetry),
+			setup:        referenceWith(statusHook(http.StatusTooManyRequests)),
 			wantRequests: 3,
 			wantCause:    wantAnswer(http.StatusTooManyRequests),
 		},
 		{
 			name: "400 for an unknown client",
-			setup: func(t *testing.T) *pep.Client {
+			setup: func(t *testing.T) (*pep.Client, string) {
 				g := startReference(t)
 				c := g.newClientOf(t, "no-such-client", fastRetry)
-				c.SetToken(g.token(t, "alice"))
-				return c
+				token := g.token(t, "alice")
+				c.SetToken(token)
+				return c, token
 			},
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusBadRequest),
 		},
 		{
 			name:         "403",
-			setup:        referenceWith(statusHook(http.StatusForbidden), fastRetry),
+			setup:        referenceWith(statusHook(http.StatusForbidden)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusForbidden),
 		},
 		{
 			name: "404 for a path the gateway does not serve",
-			setup: func(t *testing.T) *pep.Client {
+			setup: func(t *testing.T) (*pep.Client, string) {
 				g := startReference(t)
 				c, err := pep.New(g.URL+"/no-such-prefix", testRealm, testClient, pep.WithHTTPClient(g.Client()), fastRetry)
 				require.NoError(t, err)
-				c.SetToken(g.token(t, "alice"))
-				return c
+				token := g.token(t, "alice")
+				c.SetToken(token)
+				return c, token
 			},
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusNotFound),
@@ -187,6 +232,12 @@ func TestFailClosed(t *testing.T) {
 		{
 			name:         "wrong JSON types",
 			setup:        referenceWith(bodyHook(`{"status":"GRANT","permissions":{"orders":"read"}}`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
+			name:         "200 with an error body",
+			setup:        referenceWith(bodyHook(`{"error":"Forbidden","message":"not allowed"}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
@@ -215,6 +266,12 @@ func TestFailClosed(t *testing.T) {
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
 		{
+			name:         "no permissions",
+			setup:        referenceWith(bodyHook(`{"status":"GRANT"}`)),
+			wantRequests: 1,
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+		},
+		{
 			name: "only pairs that were not asked for",
 			setup: referenceWith(bodyHook(`{"status":"GRANT","permissions":[` +
 				`{"resource":"orders","scope":"write","status":"GRANT"},` +
@@ -236,32 +293,67 @@ func TestFailClosed(t *testing.T) {
 				strings.Repeat(" ", 1<<20) + `}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+			deadline:     10 * time.Second,
 		},
 		{
-			name:         "redirect (302)",
-			setup:        redirectingGateway(http.StatusFound),
+			name: "endless body",
+			setup: referenceHeld(func(g *reference, w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"status":"GRANT","permissions":[`)
+				chunk := strings.Repeat(`{"resource":"orders","scope":"read","status":"GRANT"},`, 1000)
+				for {
+					select {
+					case <-r.Context().Done():
+						return
+					case <-g.closing:
+						return
+					default:
+					}
+					if _, err := io.WriteString(w, chunk); err != nil {
+						return
+					}
+				}
+			}),
 			wantRequests: 1,
-			wantCause:    wantAnswer(http.StatusFound),
+			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
+			deadline:     10 * time.Second,
 		},
-		{
-			name:         "redirect (307)",
-			setup:        redirectingGateway(http.StatusTemporaryRedirect),
+	}
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		tests = append(tests, failCase{
+			name:         "redirect " + http.StatusText(status) + " to another host",
+			setup:        redirectingGateway(status),
 			wantRequests: 1,
-			wantCause:    wantAnswer(http.StatusTemporaryRedirect),
-		},
+			wantCause:    wantAnswer(status),
+		})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := tt.setup(t)
+			c, token := tt.setup(t)
+			deadline := failDeadline
+			if tt.deadline > 0 {
+				deadline = tt.deadline
+			}
+			check := func() pep.Decision {
+				ctx, cancel := context.WithTimeout(t.Context(), deadline)
+				defer cancel()
+				due, _ := ctx.Deadline()
+				d, err := c.Check(ctx, "orders", "read")
+				returned := time.Now()
+				require.NoError(t, err, "failing closed is not an error")
+				assert.True(t, returned.Before(due.Add(failMargin)), "returned %v after the caller's deadline", returned.Sub(due))
+				return d
+			}
 
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err, "failing closed is not an error")
+			d := check()
 			assert.False(t, d.Allowed())
 			assert.Equal(t, pep.Deny, d.Status)
 			assert.False(t, d.Cached)
 			require.Error(t, d.Cause)
 			tt.wantCause(t, d.Cause)
+			assert.NotContains(t, d.Cause.Error(), token)
 
 			s := c.Stats()
 			assert.Equal(t, tt.wantRequests, s.GatewayRequests)
@@ -269,14 +361,15 @@ func TestFailClosed(t *testing.T) {
 			assert.Equal(t, uint64(1), s.FailClosed)
 
 			// The next call asks the gateway again and fails closed again.
-			d, err = c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d = check()
 			assert.False(t, d.Allowed())
 			assert.False(t, d.Cached)
 			assert.Equal(t, 2*tt.wantRequests, c.Stats().GatewayRequests)
 
 			// The same holds for CheckMany.
-			r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read"}}})
+			ctx, cancel := context.WithTimeout(t.Context(), deadline)
+			defer cancel()
+			r, err := c.CheckMany(ctx, []pep.Resource{{Name: "orders", Scopes: []string{"read"}}})
 			require.NoError(t, err)
 			assert.False(t, r.Allowed())
 			assert.Equal(t, pep.Deny, r.Status)
@@ -291,63 +384,85 @@ func TestFailClosed(t *testing.T) {
 const slowDecisions = `{"decisionLatencyMs": 5000}`
 
 // referenceWith returns a setup: a client of alice's on the reference
-// server, with hook answering in the server's place.
-func referenceWith(hook gwHook, opts ...pep.Option) func(t *testing.T) *pep.Client {
-	return func(t *testing.T) *pep.Client {
+// server, with fastRetry and opts, and hook answering in the server's
+// place.
+func referenceWith(hook gwHook, opts ...pep.Option) func(t *testing.T) (*pep.Client, string) {
+	return func(t *testing.T) (*pep.Client, string) {
 		g := startReference(t)
 		g.setHook(hook)
-		c := g.newClient(t, opts...)
-		c.SetToken(g.token(t, "alice"))
-		return c
+		c := g.newClient(t, append([]pep.Option{fastRetry}, opts...)...)
+		token := g.token(t, "alice")
+		c.SetToken(token)
+		return c, token
+	}
+}
+
+// referenceHeld is referenceWith for a hook that answers every request and
+// needs the server, to let go of a request when the test ends.
+func referenceHeld(h func(g *reference, w http.ResponseWriter, r *http.Request)) func(t *testing.T) (*pep.Client, string) {
+	return func(t *testing.T) (*pep.Client, string) {
+		g := startReference(t)
+		g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+			h(g, w, r)
+			return true
+		})
+		c := g.newClient(t, fastRetry)
+		token := g.token(t, "alice")
+		c.SetToken(token)
+		return c, token
 	}
 }
 
 // referenceConfigured returns a setup: a client of alice's on the reference
-// server, configured with config.
-func referenceConfigured(config string, opts ...pep.Option) func(t *testing.T) *pep.Client {
-	return func(t *testing.T) *pep.Client {
+// server, configured with config, with fastRetry and opts.
+func referenceConfigured(config string, opts ...pep.Option) func(t *testing.T) (*pep.Client, string) {
+	return func(t *testing.T) (*pep.Client, string) {
 		g := startReference(t)
 		g.configure(t, config)
-		c := g.newClient(t, opts...)
-		c.SetToken(g.token(t, "alice"))
-		return c
+		c := g.newClient(t, append([]pep.Option{fastRetry}, opts...)...)
+		token := g.token(t, "alice")
+		c.SetToken(token)
+		return c, token
 	}
 }
 
 // redirectingGateway answers with a redirect to a server that would grant
-// everything; the test fails if that server is ever asked. The reference
-// server never redirects: the hook does.
-func redirectingGateway(status int) func(t *testing.T) *pep.Client {
-	return func(t *testing.T) *pep.Client {
-		var followed atomic.Int64
-		permissive := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			followed.Add(1)
-			_, _ = w.Write([]byte(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`))
-		}))
-		t.Cleanup(permissive.Close)
-		t.Cleanup(func() { assert.Zero(t, followed.Load(), "the redirect was followed") })
+// everything; the test fails if that server is ever asked, or receives the
+// token. The reference server never redirects: the hook does.
+func redirectingGateway(status int) func(t *testing.T) (*pep.Client, string) {
+	return func(t *testing.T) (*pep.Client, string) {
+		target := newRedirectTarget(t)
+		t.Cleanup(func() {
+			target.mu.Lock()
+			defer target.mu.Unlock()
+			assert.Zero(t, target.requests, "the redirect was followed")
+			assert.Empty(t, target.authorizations, "the token reached another host")
+		})
 		return referenceWith(func(w http.ResponseWriter, r *http.Request, _ int) bool {
-			http.Redirect(w, r, permissive.URL+r.URL.Path, status)
+			http.Redirect(w, r, target.URL+r.URL.Path, status)
 			return true
 		})(t)
 	}
 }
 
-// TestCallerDeadlineFailsClosed: the server holds the decision past the
-// caller's deadline.
-func TestCallerDeadlineFailsClosed(t *testing.T) {
+// TestContentTypeIsNotChecked: the client decides by status and body, so
+// a 200 whose body is a valid decision is used whatever its content type
+// says (documented behaviour).
+func TestContentTypeIsNotChecked(t *testing.T) {
 	t.Parallel()
-	g := startReference(t)
-	g.configure(t, slowDecisions)
-	c := g.newClient(t) // default 2 s timeout: the caller's deadline is earlier
-	c.SetToken(g.token(t, "alice"))
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	d, err := c.Check(ctx, "orders", "read")
-	require.NoError(t, err)
-	assert.False(t, d.Allowed())
-	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
-	require.ErrorIs(t, d.Cause, context.DeadlineExceeded)
+	for _, contentType := range []string{"text/html; charset=utf-8", ""} {
+		t.Run(contentType, func(t *testing.T) {
+			t.Parallel()
+			c, _ := referenceWith(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				faultAnswer(w, http.StatusOK, contentType, faultGrant)
+				return true
+			})(t)
+			d, err := c.Check(t.Context(), "orders", "read")
+			require.NoError(t, err)
+			requireGatewayDecision(t, d, pep.Grant)
+			assert.Equal(t, 1, c.Stats().CacheEntries, "a gateway GRANT is cached")
+		})
+	}
 }
 
 func TestCancelledContextFailsClosedWithoutRequest(t *testing.T) {

@@ -142,9 +142,9 @@ func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
 
 func TestCacheByteBoundEvicts(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	c := g.newClient(t, pep.WithCacheMaxBytes(16<<10))
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	for i := range 100 {
 		_, err := c.Check(t.Context(), "orders", "read",
 			pep.WithRequestContext(pep.RequestContext{Path: fmt.Sprint("/orders/", i)}))
@@ -159,9 +159,9 @@ func TestCacheByteBoundEvicts(t *testing.T) {
 func TestExpiredEntriesLeave(t *testing.T) {
 	t.Parallel()
 	clk := newManualClock()
-	g := newGateway(t)
+	g := startReference(t)
 	c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(1000, time.Minute, time.Minute))
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	for i := range 30 {
 		_, err := c.Check(t.Context(), "orders", "read",
 			pep.WithRequestContext(pep.RequestContext{Path: fmt.Sprint("/orders/", i)}))
@@ -435,7 +435,7 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 // refresh handler replace the new token (rule 9).
 func TestLate401ForAReplacedTokenEmitsNothing(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	arrived := make(chan struct{})
 	release := make(chan struct{})
 	g.setHook(func(w http.ResponseWriter, r *http.Request, n int) bool {
@@ -449,14 +449,14 @@ func TestLate401ForAReplacedTokenEmitsNothing(t *testing.T) {
 	})
 	rec := &recorder{}
 	c := g.newClient(t, noRetry, pep.WithEventHandler(rec.handle))
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	done := make(chan error)
 	go func() {
 		_, err := c.Check(t.Context(), "orders", "read")
 		done <- err
 	}()
 	<-arrived
-	c.SetToken(bobToken) // refreshed while alice's request is out
+	c.SetToken(g.token(t, "bob")) // refreshed while alice's request is out
 	close(release)
 	require.ErrorIs(t, <-done, pep.ErrUnauthorized, "the caller still learns of the 401")
 	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenSet}, rec.kinds(), "no tokenExpired for a replaced token")
@@ -470,7 +470,7 @@ func TestLate401ForAReplacedTokenEmitsNothing(t *testing.T) {
 // same: a nonce means nothing to a Bearer client.
 func TestBearerRefusedWithANonceChallengeExpires(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
 		w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce"`)
 		w.Header().Set("DPoP-Nonce", "n-1")
@@ -479,7 +479,7 @@ func TestBearerRefusedWithANonceChallengeExpires(t *testing.T) {
 	})
 	rec := &recorder{}
 	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	_, err := c.Check(t.Context(), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
 	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
@@ -490,7 +490,8 @@ func TestBearerRefusedWithANonceChallengeExpires(t *testing.T) {
 // not an expired token: nothing is purged and nothing emitted.
 func TestRejectedProofIsNotAnExpiredToken(t *testing.T) {
 	t.Parallel()
-	g, c, rec := dpopGateway(t)
+	g := startReference(t)
+	c, rec, _ := g.dpopClient(t, "alice", nil)
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	require.True(t, d.Allowed())
@@ -544,17 +545,17 @@ func (j *memoryJar) Cookies(*url.URL) []*http.Cookie {
 // in the order they happened.
 func TestSubscribersSeeEventsInOrder(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
-	g.revoke(aliceToken)
+	g := startReference(t)
+	bob := g.token(t, "bob")
 	c := g.newClient(t, noRetry)
 	c.Subscribe(func(ev events.Event) {
 		if ev.Kind == events.TokenExpired {
-			c.SetToken(bobToken)
+			c.SetToken(bob)
 		}
 	})
 	observer := &recorder{}
 	c.Subscribe(observer.handle)
-	c.SetToken(aliceToken)
+	c.SetToken(g.expiredToken(t, "alice"))
 	_, err := c.Check(t.Context(), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
 	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired, events.TokenSet}, observer.kinds())
@@ -568,8 +569,7 @@ func TestSubscribersSeeEventsInOrder(t *testing.T) {
 // the call's deadline.
 func TestSlowHandlerDoesNotHoldTheCall(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
-	g.revoke(aliceToken)
+	g := startReference(t)
 	release := make(chan struct{})
 	handled := make(chan struct{})
 	c := g.newClient(t, noRetry, pep.WithEventHandler(func(ev events.Event) {
@@ -578,7 +578,7 @@ func TestSlowHandlerDoesNotHoldTheCall(t *testing.T) {
 			close(handled)
 		}
 	}))
-	c.SetToken(aliceToken)
+	c.SetToken(g.expiredToken(t, "alice"))
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	_, err := c.Check(ctx, "orders", "read")
@@ -737,7 +737,7 @@ func TestWaiterOutlivesLeadersThatGiveUp(t *testing.T) {
 // the client sent: it is a plain refusal of the token.
 func TestBearer401WithAProofChallengeExpires(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t)
+	g := startReference(t)
 	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
 		w.Header().Set("WWW-Authenticate", `DPoP algs="ES256", error="invalid_dpop_proof"`)
 		writeError(w, http.StatusUnauthorized, "invalid DPoP proof")
@@ -745,7 +745,7 @@ func TestBearer401WithAProofChallengeExpires(t *testing.T) {
 	})
 	rec := &recorder{}
 	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken(aliceToken)
+	c.SetToken(g.token(t, "alice"))
 	_, err := c.Check(t.Context(), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
 	require.NotErrorIs(t, err, pep.ErrProofRejected)

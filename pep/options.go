@@ -1,8 +1,6 @@
 package pep
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -11,24 +9,24 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orgauthz/orgauthz/events"
-	"github.com/orgauthz/orgauthz/internal/transport"
+	"github.com/orgauthz/orgauthz/internal/core"
 )
 
-// Defaults applied by New before the options (internal/transport's,
-// shared by pep and authzen).
+// Defaults applied by New before the options (internal/core's, shared
+// by pep and authzen, but for the batch size).
 const (
-	DefaultTimeout         = transport.DefaultTimeout
-	DefaultRetryMax        = transport.DefaultRetryMax
-	DefaultRetryMinWait    = transport.DefaultRetryMinWait
-	DefaultRetryMaxWait    = transport.DefaultRetryMaxWait
-	DefaultCacheSize       = transport.DefaultCacheSize
-	DefaultCacheMaxBytes   = transport.DefaultCacheMaxBytes
-	DefaultGrantTTL        = transport.DefaultAllowTTL
-	DefaultDenyTTL         = transport.DefaultDenyTTL
+	DefaultTimeout         = core.DefaultTimeout
+	DefaultRetryMax        = core.DefaultRetryMax
+	DefaultRetryMinWait    = core.DefaultRetryMinWait
+	DefaultRetryMaxWait    = core.DefaultRetryMaxWait
+	DefaultCacheSize       = core.DefaultCacheSize
+	DefaultCacheMaxBytes   = core.DefaultCacheMaxBytes
+	DefaultGrantTTL        = core.DefaultAllowTTL
+	DefaultDenyTTL         = core.DefaultDenyTTL
 	DefaultBatchSize       = 100
-	DefaultBreakerFailures = transport.DefaultBreakerFailures
-	DefaultBreakerCoolDown = transport.DefaultBreakerCoolDown
-	DefaultMaxTokenBytes   = transport.DefaultMaxTokenBytes
+	DefaultBreakerFailures = core.DefaultBreakerFailures
+	DefaultBreakerCoolDown = core.DefaultBreakerCoolDown
+	DefaultMaxTokenBytes   = core.DefaultMaxTokenBytes
 )
 
 // Option configures a Client in New. Options are applied in order (a later
@@ -38,60 +36,12 @@ type Option interface {
 	apply(*config)
 }
 
-type optionFunc func(*config)
+// config is what the options set: the settings of internal/core.
+type config = core.Settings
 
-func (f optionFunc) apply(c *config) { f(c) }
+type option func(*config)
 
-type config struct {
-	httpClient *http.Client
-
-	retryMax               int
-	retryMin, retryMaxWait time.Duration
-
-	timeout time.Duration
-
-	cacheSize         int
-	cacheBytes        int64
-	grantTTL, denyTTL time.Duration
-
-	batchSize int
-
-	maxTokenBytes int
-
-	logger   *slog.Logger
-	handlers []events.Handler
-
-	breakerFailures int
-	breakerCoolDown time.Duration
-
-	tracerProvider trace.TracerProvider
-	meterProvider  metric.MeterProvider
-
-	// Test seams, set only from export_test.go. A nil now is the real
-	// clock (time.Now).
-	now        func() time.Time
-	flightWait func()
-
-	errs []error
-}
-
-func defaultConfig() config {
-	return config{
-		httpClient:      &http.Client{},
-		retryMax:        DefaultRetryMax,
-		retryMin:        DefaultRetryMinWait,
-		retryMaxWait:    DefaultRetryMaxWait,
-		timeout:         DefaultTimeout,
-		cacheSize:       DefaultCacheSize,
-		cacheBytes:      DefaultCacheMaxBytes,
-		grantTTL:        DefaultGrantTTL,
-		denyTTL:         DefaultDenyTTL,
-		batchSize:       DefaultBatchSize,
-		maxTokenBytes:   DefaultMaxTokenBytes,
-		breakerFailures: DefaultBreakerFailures,
-		breakerCoolDown: DefaultBreakerCoolDown,
-	}
-}
+func (f option) apply(c *config) { f(c) }
 
 // WithHTTPClient makes the client send its requests through hc's Transport
 // (nil means the client's default, see below), bounding each attempt by
@@ -107,13 +57,7 @@ func defaultConfig() config {
 // HTTP/2 when the gateway offers it, which carries those requests on one
 // connection.
 func WithHTTPClient(hc *http.Client) Option {
-	return optionFunc(func(c *config) {
-		if hc == nil {
-			c.errs = append(c.errs, errors.New("pep: WithHTTPClient: the *http.Client is nil; omit the option to use the default"))
-			return
-		}
-		c.httpClient = hc
-	})
+	return option(func(c *config) { c.HTTPClient = hc })
 }
 
 // WithRetry sets how often a failed gateway request is retried (max, 0
@@ -125,9 +69,7 @@ func WithHTTPClient(hc *http.Client) Option {
 // 400 ms. max must not be negative; when it is positive, minWait must be
 // positive and maxWait at least minWait.
 func WithRetry(max int, minWait, maxWait time.Duration) Option {
-	return optionFunc(func(c *config) {
-		c.retryMax, c.retryMin, c.retryMaxWait = max, minWait, maxWait
-	})
+	return option(func(c *config) { c.RetryMax, c.RetryMinWait, c.RetryMaxWait = max, minWait, maxWait })
 }
 
 // WithTimeout bounds every call whose context has no earlier deadline,
@@ -136,7 +78,7 @@ func WithRetry(max int, minWait, maxWait time.Duration) Option {
 // an answer read after it (a process frozen meanwhile) is not used (README
 // rule 10).
 func WithTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.timeout = d })
+	return option(func(c *config) { c.Timeout = d })
 }
 
 // WithCache sets the decision cache: at most size entries (0 disables the
@@ -148,9 +90,7 @@ func WithTimeout(d time.Duration) Option {
 // ERROR answers and fail-closed denials are never cached. Defaults: 10,000
 // entries, 30 s, 10 s. Negative values are errors.
 func WithCache(size int, grantTTL, denyTTL time.Duration) Option {
-	return optionFunc(func(c *config) {
-		c.cacheSize, c.grantTTL, c.denyTTL = size, grantTTL, denyTTL
-	})
+	return option(func(c *config) { c.CacheSize, c.AllowTTL, c.DenyTTL = size, grantTTL, denyTTL })
 }
 
 // WithCacheMaxBytes bounds the memory of the decision cache to about n
@@ -162,7 +102,7 @@ func WithCache(size int, grantTTL, denyTTL time.Duration) Option {
 // exceed 512 bytes are never cached (each such call asks the gateway).
 // Default 32 MiB. n must be positive.
 func WithCacheMaxBytes(n int64) Option {
-	return optionFunc(func(c *config) { c.cacheBytes = n })
+	return option(func(c *config) { c.CacheMaxBytes = n })
 }
 
 // WithBatchSize sets how many resource-scope pairs go into one gateway
@@ -171,7 +111,7 @@ func WithCacheMaxBytes(n int64) Option {
 // which is also the most resources the reference server accepts in one
 // request. It must be positive.
 func WithBatchSize(pairs int) Option {
-	return optionFunc(func(c *config) { c.batchSize = pairs })
+	return option(func(c *config) { c.BatchSize = pairs })
 }
 
 // WithMaxTokenBytes bounds the tokens the client sends to n bytes: a
@@ -182,7 +122,7 @@ func WithBatchSize(pairs int) Option {
 // where its failures would count against the circuit breaker every caller
 // shares. Default 16 KiB, several times a real JWT. n must be positive.
 func WithMaxTokenBytes(n int) Option {
-	return optionFunc(func(c *config) { c.maxTokenBytes = n })
+	return option(func(c *config) { c.MaxTokenBytes = n })
 }
 
 // WithLogger makes the client log to l: requests and retries at Debug,
@@ -190,20 +130,14 @@ func WithMaxTokenBytes(n int) Option {
 // handlers at Error. Tokens are never logged. A nil l (and the default) logs
 // nothing.
 func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(c *config) { c.logger = l })
+	return option(func(c *config) { c.Logger = l })
 }
 
 // WithEventHandler subscribes h to the client's token lifecycle events from
 // the start (see Client.Subscribe). It may be given several times. A nil h
 // is an error.
 func WithEventHandler(h events.Handler) Option {
-	return optionFunc(func(c *config) {
-		if h == nil {
-			c.errs = append(c.errs, errors.New("pep: WithEventHandler: the handler is nil"))
-			return
-		}
-		c.handlers = append(c.handlers, h)
-	})
+	return option(func(c *config) { c.Handlers = append(c.Handlers, h) })
 }
 
 // WithBreaker sets the circuit breaker: after failures consecutive failed
@@ -214,9 +148,7 @@ func WithEventHandler(h events.Handler) Option {
 // while its failure opens it for another coolDown. Defaults: 5 failures, 5 s.
 // failures 0 disables the breaker; otherwise coolDown must be positive.
 func WithBreaker(failures int, coolDown time.Duration) Option {
-	return optionFunc(func(c *config) {
-		c.breakerFailures, c.breakerCoolDown = failures, coolDown
-	})
+	return option(func(c *config) { c.BreakerFailures, c.BreakerCoolDown = failures, coolDown })
 }
 
 // WithTracerProvider makes the client trace with tp: a span per public call
@@ -225,7 +157,7 @@ func WithBreaker(failures int, coolDown time.Duration) Option {
 // default, and a nil tp, is the global provider (otel.GetTracerProvider),
 // which traces nothing until the application installs an SDK.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return optionFunc(func(c *config) { c.tracerProvider = tp })
+	return option(func(c *config) { c.TracerProvider = tp })
 }
 
 // WithMeterProvider makes the client report metrics through mp: decisions
@@ -235,47 +167,5 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // which measures nothing until the application installs an SDK. A client
 // registers its observable instruments with mp once, in New.
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *config) { c.meterProvider = mp })
-}
-
-// validate reports every invalid setting at once.
-func (c *config) validate() error {
-	errs := c.errs
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.retryMax < 0 {
-		add("pep: WithRetry: max must be 0 (no retries) or more, got %d", c.retryMax)
-	}
-	if c.retryMax > 0 {
-		if c.retryMin <= 0 {
-			add("pep: WithRetry: minWait must be positive when retrying, got %v", c.retryMin)
-		}
-		if c.retryMaxWait < c.retryMin {
-			add("pep: WithRetry: maxWait (%v) must be at least minWait (%v)", c.retryMaxWait, c.retryMin)
-		}
-	}
-	if c.timeout <= 0 {
-		add("pep: WithTimeout: the timeout must be positive, got %v", c.timeout)
-	}
-	if c.cacheSize < 0 {
-		add("pep: WithCache: size must be 0 (no cache) or more, got %d", c.cacheSize)
-	}
-	if c.cacheBytes <= 0 {
-		add("pep: WithCacheMaxBytes: the byte bound must be positive, got %d", c.cacheBytes)
-	}
-	if c.grantTTL < 0 || c.denyTTL < 0 {
-		add("pep: WithCache: TTLs must not be negative, got grant %v and deny %v", c.grantTTL, c.denyTTL)
-	}
-	if c.batchSize <= 0 {
-		add("pep: WithBatchSize: the batch size must be positive, got %d", c.batchSize)
-	}
-	if c.maxTokenBytes <= 0 {
-		add("pep: WithMaxTokenBytes: the bound must be positive, got %d", c.maxTokenBytes)
-	}
-	if c.breakerFailures < 0 {
-		add("pep: WithBreaker: failures must be 0 (no breaker) or more, got %d", c.breakerFailures)
-	}
-	if c.breakerFailures > 0 && c.breakerCoolDown <= 0 {
-		add("pep: WithBreaker: coolDown must be positive, got %v", c.breakerCoolDown)
-	}
-	return errors.Join(errs...)
+	return option(func(c *config) { c.MeterProvider = mp })
 }

@@ -13,6 +13,9 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
+// TestNewValidates: New refuses what it cannot use and says what to fix,
+// for every argument at once. The rules of each option are internal/core's
+// (settings_test.go); a row here shows that they reach pep's New.
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	const url = "https://gateway.example.com"
@@ -38,28 +41,8 @@ func TestNewValidates(t *testing.T) {
 		{name: "all three at once", wantErrs: []string{"gateway URL is empty", "realm is empty", "client ID is empty"}},
 		{name: "nil http client", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithHTTPClient(nil)},
 			wantErrs: []string{"pep: WithHTTPClient: the *http.Client is nil"}},
-		{name: "negative retries", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithRetry(-1, 0, 0)},
-			wantErrs: []string{"pep: WithRetry: max must be 0 (no retries) or more, got -1"}},
-		{name: "zero minWait", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithRetry(2, 0, time.Second)},
-			wantErrs: []string{"pep: WithRetry: minWait must be positive"}},
-		{name: "maxWait below minWait", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithRetry(2, time.Second, time.Millisecond)},
-			wantErrs: []string{"pep: WithRetry: maxWait (1ms) must be at least minWait (1s)"}},
 		{name: "zero timeout", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithTimeout(0)},
 			wantErrs: []string{"pep: WithTimeout: the timeout must be positive, got 0s"}},
-		{name: "negative cache size", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithCache(-1, time.Second, time.Second)},
-			wantErrs: []string{"pep: WithCache: size must be 0 (no cache) or more, got -1"}},
-		{name: "negative TTL", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithCache(10, -time.Second, time.Second)},
-			wantErrs: []string{"pep: WithCache: TTLs must not be negative"}},
-		{name: "zero batch", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithBatchSize(0)},
-			wantErrs: []string{"pep: WithBatchSize: the batch size must be positive, got 0"}},
-		{name: "zero token bound", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithMaxTokenBytes(0)},
-			wantErrs: []string{"pep: WithMaxTokenBytes: the bound must be positive, got 0"}},
-		{name: "negative breaker", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithBreaker(-1, time.Second)},
-			wantErrs: []string{"pep: WithBreaker: failures must be 0 (no breaker) or more, got -1"}},
-		{name: "breaker without cool-down", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithBreaker(3, 0)},
-			wantErrs: []string{"pep: WithBreaker: coolDown must be positive, got 0s"}},
-		{name: "nil event handler", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithEventHandler(nil)},
-			wantErrs: []string{"pep: WithEventHandler: the handler is nil"}},
 		{name: "a later option wins", gateway: url, realm: "acme", clnt: "c",
 			opts: []pep.Option{pep.WithBatchSize(0), pep.WithBatchSize(10)}},
 	}

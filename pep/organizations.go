@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/strictjson"
 	"github.com/orgauthz/orgauthz/internal/telemetry"
 )
@@ -45,30 +46,31 @@ type wireOrganizationsRequest struct {
 // ErrMalformedResponse (so does one listing more than 10,000 tenants and
 // departments); a missing token is ErrNoToken. It uses neither the cache
 // nor coalescing.
-func (c *Client) Organizations(ctx context.Context) (_ OrganizationContext, err error) {
-	c.calls.Add(1)
-	ctx, span := c.tel.StartCall(ctx, "pep.Organizations", 0, 0)
-	defer func() { c.tel.EndCall(span, telemetry.OutcomeOfErr(err), err) }()
+func (c *Client) Organizations(ctx context.Context) (oc OrganizationContext, err error) {
+	c.core.CountCall()
+	tel := c.core.Telemetry()
+	ctx, span := tel.StartCall(ctx, "pep.Organizations", 0, 0)
+	defer func() { tel.EndCall(span, telemetry.OutcomeOfErr(err), err) }()
 	var cl call
 	if err := c.newCall(ctx, &callConfig{}, &cl); err != nil {
 		return OrganizationContext{}, err
 	}
-	cred, err := cl.credential(c.maxToken)
+	err = c.core.Exchange(ctx, &cl.Call, func(_ context.Context, post core.Poster) error {
+		body, err := json.Marshal(wireOrganizationsRequest{ClientID: c.clientID})
+		if err != nil {
+			return fmt.Errorf("pep: encoding the request: %w", err)
+		}
+		data, err := post(c.organizationsURL, body, nil)
+		if err != nil {
+			return err
+		}
+		oc, err = decodeOrganizations(data)
+		return err
+	})
 	if err != nil {
 		return OrganizationContext{}, err
 	}
-	ctx, cancel := c.bound(ctx, &cl)
-	defer cancel()
-	body, err := json.Marshal(wireOrganizationsRequest{ClientID: c.clientID})
-	if err != nil {
-		return OrganizationContext{}, fmt.Errorf("pep: encoding the request: %w", err)
-	}
-	data, err := c.exchange(ctx, &cl, cred, c.organizationsURL, body)
-	if err != nil {
-		c.refused(ctx, &cl, err)
-		return OrganizationContext{}, err
-	}
-	return decodeOrganizations(data)
+	return oc, nil
 }
 
 // The members of a get-organizations answer the client reads, per object.

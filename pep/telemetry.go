@@ -32,19 +32,7 @@ var instrumentation = telemetry.Scope{
 	Name:     "github.com/orgauthz/orgauthz/pep",
 	Prefix:   "pep.",
 	Items:    "pairs",
-	Outcomes: []string{"grant", "deny", "error", "fail_closed"},
-}
-
-// counts reads the client's counters for its observable metrics, the
-// decisions in the order of instrumentation.Outcomes.
-func (c *Client) counts(n *telemetry.Counts) {
-	s := c.Stats()
-	n.Decisions[0] = int64(c.granted.Load() + c.cachedGrants.Load())
-	n.Decisions[1] = int64(c.denied.Load() + c.cachedDenies.Load())
-	n.Decisions[2] = int64(c.errored.Load())
-	n.Decisions[3] = int64(s.FailClosed)
-	n.CacheHits, n.CacheMisses, n.CacheEvictions = s.CacheHits, s.CacheMisses, s.CacheEvictions
-	n.Breaker = s.Breaker
+	Outcomes: [4]string{"grant", "deny", "error", "fail_closed"},
 }
 
 // outcomeOf names the outcome of a call's decisions for its span: the

@@ -35,20 +35,21 @@ var (
 // when the realm exists but the token was refused. It needs the token the
 // calls will use: the client's, or a per-call one given with WithToken.
 func (c *Client) Verify(ctx context.Context) (err error) {
-	ctx, span := c.tel.StartCall(ctx, "pep.Verify", 0, 0)
-	defer func() { c.tel.EndCall(span, telemetry.OutcomeOfErr(err), err) }()
+	tel := c.core.Telemetry()
+	ctx, span := tel.StartCall(ctx, "pep.Verify", 0, 0)
+	defer func() { tel.EndCall(span, telemetry.OutcomeOfErr(err), err) }()
 	var cl call
 	if err := c.newCall(ctx, &callConfig{noCache: true}, &cl); err != nil {
 		return err
 	}
-	cred, err := cl.credential(c.maxToken)
+	cred, err := c.core.Credential(&cl.Call)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := c.bound(ctx, &cl)
+	ctx, cancel := c.core.Bound(ctx, &cl.Call)
 	defer cancel()
 	all := []pair{{resource: "*"}}
-	data, err := c.exchange(ctx, &cl, cred, c.authorizeURL, authorizeBody(c.clientID, all, noContext))
+	data, err := c.core.Post(ctx, &cl.Call, cred, c.authorizeURL, authorizeBody(c.clientID, all, noContext), nil)
 	var re *ResponseError
 	switch {
 	case err == nil:
@@ -92,7 +93,7 @@ func (c *Client) realmKnown(ctx context.Context, realm string) realmVerdict {
 	if err != nil {
 		return realmUnsure
 	}
-	resp, err := c.x.Fetch(req)
+	resp, err := c.core.Fetch(req)
 	if err != nil {
 		return realmUnsure
 	}

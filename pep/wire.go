@@ -115,16 +115,3 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
-
-// flightKey identifies identical requests for coalescing: the scheme and
-// full token, and the exact body (client ID, pairs and context), compared
-// whole. A call with the client's own token shares only with calls of the
-// same token state (own; nil for a per-call token), so that a call whose
-// token was replaced under it (ErrTokenChanged) never decides a call made
-// after the change or with a per-call token of the same string, nor the
-// other way round.
-type flightKey struct {
-	id   tokenIdent
-	own  *tokenState
-	body string
-}

@@ -7,7 +7,9 @@
 // instrumentation scope and the prefix of the client's own metric and
 // attribute names ("pep.", "authzen.").
 //
-// It uses the OpenTelemetry API only; the application installs the SDK.
+// It uses the OpenTelemetry API only (the application installs the SDK)
+// and nothing of the clients' own packages, so that the transport and the
+// core only ever call down into it.
 // Nothing here records a token, a subject or a resource name: attributes
 // are low-cardinality (counts, outcome, status, retries, breaker state, and
 // the base attributes a client chooses).
@@ -32,8 +34,6 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/semconv/v1.43.0/httpconv"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // Scope names a client's instrumentation.
@@ -48,8 +48,10 @@ type Scope struct {
 	// attributes Prefix+Items and Prefix+Items+".cached".
 	Items string
 	// Outcomes are the values of the decisions metric's Prefix+"outcome"
-	// attribute, in the order Counts.Decisions gives their counts.
-	Outcomes []string
+	// attribute for the counts of Counts.Decisions: allowed, denied, not
+	// evaluated, failed closed. An empty one is an outcome the client
+	// does not have, which is not reported.
+	Outcomes [4]string
 }
 
 // Telemetry is a client's tracer and instruments. It is the client's
@@ -124,11 +126,12 @@ func New[C any](s Scope, c *C, read func(*C, *Counts), tp trace.TracerProvider, 
 // Counters only grow; Breaker is the state now.
 type Counts struct {
 	// Decisions holds a count per Scope.Outcomes, in their order.
-	Decisions []int64
+	Decisions [4]int64
 	// CacheHits, CacheMisses and CacheEvictions are the decision cache's.
 	CacheHits, CacheMisses, CacheEvictions uint64
-	// Breaker is the circuit breaker's state.
-	Breaker transport.BreakerState
+	// Breaker is the circuit breaker's state: 0 closed, 1 open, 2
+	// half-open.
+	Breaker int64
 }
 
 // observe registers the client-level observable metrics of c with t's
@@ -147,8 +150,14 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 	p, meter := t.scope.Prefix, t.meter
 	items := strings.ToUpper(t.scope.Items[:1]) + t.scope.Items[1:]
 	unit := metric.WithUnit("{" + strings.TrimSuffix(t.scope.Items, "s") + "}")
+	var names []string
+	for _, o := range t.scope.Outcomes {
+		if o != "" {
+			names = append(names, o)
+		}
+	}
 	decisions, err1 := meter.Int64ObservableCounter(p+"decisions",
-		metric.WithDescription("Decisions the client returned, by outcome: "+strings.Join(t.scope.Outcomes, ", ")+"."),
+		metric.WithDescription("Decisions the client returned, by outcome: "+strings.Join(names, ", ")+"."),
 		metric.WithUnit("{decision}"))
 	hits, err2 := meter.Int64ObservableCounter(p+"cache.hits",
 		metric.WithDescription(items+" answered from the decision cache."), unit)
@@ -162,9 +171,11 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 		return err
 	}
 	base := metric.WithAttributeSet(attribute.NewSet(t.base...))
-	outcomes := make([]metric.ObserveOption, len(t.scope.Outcomes))
+	var outcomes [4]metric.ObserveOption
 	for i, o := range t.scope.Outcomes {
-		outcomes[i] = metric.WithAttributeSet(attribute.NewSet(append([]attribute.KeyValue{t.outcome.String(o)}, t.base...)...))
+		if o != "" {
+			outcomes[i] = metric.WithAttributeSet(attribute.NewSet(append([]attribute.KeyValue{t.outcome.String(o)}, t.base...)...))
+		}
 	}
 	client := weak.Make(c)
 	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -172,15 +183,17 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 		if c == nil {
 			return nil
 		}
-		n := Counts{Decisions: make([]int64, len(outcomes))}
+		var n Counts
 		read(c, &n)
 		for i, opt := range outcomes {
-			o.ObserveInt64(decisions, n.Decisions[i], opt)
+			if opt != nil {
+				o.ObserveInt64(decisions, n.Decisions[i], opt)
+			}
 		}
 		o.ObserveInt64(hits, int64(n.CacheHits), base)
 		o.ObserveInt64(misses, int64(n.CacheMisses), base)
 		o.ObserveInt64(evictions, int64(n.CacheEvictions), base)
-		o.ObserveInt64(breaker, int64(n.Breaker), base)
+		o.ObserveInt64(breaker, n.Breaker, base)
 		return nil
 	}, decisions, hits, misses, evictions, breaker)
 	if err != nil {
@@ -243,12 +256,12 @@ func OutcomeOfErr(err error) string {
 
 // StartRequest starts the client span of one request (transport.Observer);
 // the Exchanger sends its W3C trace context with the request.
-func (t *Telemetry) StartRequest(ctx context.Context, url string, state transport.BreakerState) (context.Context, trace.Span) {
+func (t *Telemetry) StartRequest(ctx context.Context, url, breaker string) (context.Context, trace.Span) {
 	ctx, span := t.tracer.Start(ctx, http.MethodPost, t.requestOpts...)
 	if span.IsRecording() {
 		span.SetAttributes(t.server...)
 		span.SetAttributes(t.base...)
-		span.SetAttributes(semconv.URLFull(url), t.breaker.String(state.String()))
+		span.SetAttributes(semconv.URLFull(url), t.breaker.String(breaker))
 	}
 	return ctx, span
 }
@@ -311,8 +324,6 @@ func failureType(err error) string {
 		return "timeout"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
-	case errors.Is(err, transport.ErrCircuitOpen):
-		return "circuit_open"
 	}
 	return "_OTHER"
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // timeoutErr is a net.Error that timed out.
@@ -30,7 +28,6 @@ func TestErrorType(t *testing.T) {
 		{0, fmt.Errorf("dial: %w", context.DeadlineExceeded), "timeout"},
 		{0, fmt.Errorf("read: %w", timeoutErr{}), "timeout"},
 		{0, context.Canceled, "canceled"},
-		{0, transport.ErrCircuitOpen, "circuit_open"},
 		{0, errors.New("connection refused"), "_OTHER"},
 	} {
 		assert.Equal(t, tc.want, errorType(tc.status, tc.err), "%d %v", tc.status, tc.err)

@@ -91,13 +91,13 @@ func ValidToken(token string) bool {
 // sent, so that a front that resets connections on large headers never
 // sees it and one caller's oversized token never counts against the
 // breaker every caller shares. nil when the token can be sent.
-func CheckToken(token string, max int) error {
+func (p Peer) CheckToken(token string, max int) error {
 	switch {
 	case len(token) > max:
 		return fmt.Errorf("%w: the token is %d bytes, more than the %d the client sends (WithMaxTokenBytes); "+
-			"an access token is a few KiB: check what is passed as the token, or raise the bound", ErrNoToken, len(token), max)
+			"an access token is a few KiB: check what is passed as the token, or raise the bound", p.Err(ErrNoToken), len(token), max)
 	case !ValidToken(token):
-		return fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", ErrNoToken)
+		return fmt.Errorf("%w: the token holds characters an HTTP header cannot carry", p.Err(ErrNoToken))
 	}
 	return nil
 }

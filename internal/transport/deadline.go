@@ -18,7 +18,8 @@ import (
 //   - an answer read after the deadline is not used (Exchanger.send, after
 //     the body is read): the call gets the Cause of a passed deadline;
 //   - a shared outcome is handed to each caller only while that caller has
-//     time (Flights.Do), whatever the deadline of the caller who sent it.
+//     time (internal/core's Flights.Do), whatever the deadline of the caller
+//     who sent it.
 
 // Late returns why a call may no longer use anything: its context's error,
 // or context.DeadlineExceeded once its deadline has passed, read now, even

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -111,44 +110,4 @@ func TestNothingIsSentPastTheDeadline(t *testing.T) {
 	assert.Zero(t, reached.Load(), "a request was sent past its deadline")
 	assert.Zero(t, x.Sent.Load())
 	assert.Equal(t, BreakerClosed, x.Breaker.Current())
-}
-
-// TestWaiterPastItsOwnDeadlineGetsNoValue: a caller waiting for a shared
-// request whose own deadline passes meanwhile (earlier than the leader's,
-// with its timer not yet fired, as when the process was frozen) does not
-// get the value the leader gets in time, but the Cause of its passed
-// deadline.
-func TestWaiterPastItsOwnDeadlineGetsNoValue(t *testing.T) {
-	t.Parallel()
-	joins := make(chan struct{}, 2)
-	f := Flights[string, string]{WaitHook: func() { joins <- struct{}{} }}
-	release := make(chan struct{})
-	leaderDone := make(chan *Outcome[string])
-	go func() {
-		out, _ := f.Do(t.Context(), "test", "k", func() *Outcome[string] {
-			<-release
-			return &Outcome[string]{Value: "GRANT"}
-		})
-		leaderDone <- out
-	}()
-	<-joins // the leader's
-
-	waiterCtx := newUnfired(time.Hour)
-	waiterDone := make(chan *Outcome[string])
-	go func() {
-		out, _ := f.Do(waiterCtx, "test", "k", func() *Outcome[string] {
-			return &Outcome[string]{Err: errors.New("the waiter sent a request of its own")}
-		})
-		waiterDone <- out
-	}()
-	<-joins // the waiter has joined the leader's flight
-	waiterCtx.pass()
-	close(release)
-
-	if out := <-leaderDone; out.Err != nil || out.Value != "GRANT" {
-		t.Fatalf("the leader, in time, got %q, %v", out.Value, out.Err)
-	}
-	out := <-waiterDone
-	assert.Empty(t, out.Value, "a waiter past its deadline got the shared value")
-	requireDeadlineCause(t, out.Err)
 }

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -14,50 +13,72 @@ import (
 // The sentinel errors of the decision clients. Package pep and package
 // authzen re-export these very values, so that errors.Is works across the
 // two clients (an error of either matches pep.ErrUnavailable and
-// authzen.ErrUnavailable alike). Their texts are pep's, which came first
-// and which users of pep already see.
+// authzen.ErrUnavailable alike). Their own texts name no client: a client
+// never returns one bare, but as its Peer says it (Peer.Err), in a text
+// that names the client and its server ("pep: circuit breaker open",
+// "authzen: PDP unavailable: ...") and that matches the sentinel.
 var (
 	// ErrUnauthorized is matched by the *ResponseError of a 401 that refuses
 	// the token.
-	ErrUnauthorized = errors.New("pep: unauthorized")
+	ErrUnauthorized error = &sentinel{format: "unauthorized"}
 	// ErrProofRejected is matched by the *ResponseError of a 401 whose DPoP
 	// challenge says error="invalid_dpop_proof".
-	ErrProofRejected = errors.New("pep: DPoP proof rejected")
+	ErrProofRejected error = &sentinel{format: "DPoP proof rejected"}
 	// ErrNoToken is returned, without any request being sent, when a call
 	// has no usable token.
-	ErrNoToken = errors.New("pep: no token")
+	ErrNoToken error = &sentinel{format: "no token"}
 	// ErrUnavailable is matched by the Cause of a decision denied because the
 	// server could not be reached or did not answer in time (Late), or a
 	// DPoP key not held in memory did not sign in time (signingError), by
 	// ErrCircuitOpen, and by a *ResponseError with a 5xx status.
-	ErrUnavailable = errors.New("pep: gateway unavailable")
+	ErrUnavailable error = &sentinel{format: "%s unavailable"}
 	// ErrCircuitOpen is the Cause of a decision denied without a request
 	// because the circuit breaker is open. It matches ErrUnavailable.
-	ErrCircuitOpen error = &chainedError{msg: "pep: circuit breaker open", parent: ErrUnavailable}
+	ErrCircuitOpen error = &sentinel{format: "circuit breaker open", parent: ErrUnavailable}
 	// ErrMalformedResponse is wrapped by the Err of a *ResponseError for a
 	// 200 answer the client could not use.
-	ErrMalformedResponse = errors.New("pep: malformed gateway response")
+	ErrMalformedResponse error = &sentinel{format: "malformed %s response"}
 	// ErrClosed is returned by every call of a client after its Close.
-	ErrClosed = errors.New("pep: the client is closed; calls after Close fail, make a new client with New")
+	ErrClosed error = &sentinel{format: "the client is closed; calls after Close fail, make a new client with New"}
 	// ErrTokenChanged is the Cause of a decision denied because the
 	// client's own token was replaced or cleared while the call that used
 	// it was under way (see Held). It does not match ErrUnavailable: the
 	// server is not at fault, and the breaker does not count it.
-	ErrTokenChanged = errors.New("pep: the client's token changed while the call was under way; ask again")
+	ErrTokenChanged error = &sentinel{format: "the client's token changed while the call was under way; ask again"}
 )
 
-// chainedError is a sentinel that also matches a more general sentinel.
-type chainedError struct {
-	msg    string
+// sentinel is a shared sentinel error. format is its text with %s standing
+// for the server ("server" in the sentinel's own text, a Peer's server in
+// what the Peer says); parent is a more general sentinel it also matches.
+type sentinel struct {
+	format string
 	parent error
 }
 
-func (e *chainedError) Error() string { return e.msg }
-func (e *chainedError) Unwrap() error { return e.parent }
+func (e *sentinel) Error() string { return e.text("server") }
+func (e *sentinel) Unwrap() error { return e.parent }
 
-// Peer names the server a client talks to in the texts of its errors and
-// log lines: "pep: gateway", "authzen: PDP". The zero Peer is pep's
-// gateway, so that a ResponseError made by a user reads as it always did.
+func (e *sentinel) text(server string) string {
+	if strings.Contains(e.format, "%s") {
+		return fmt.Sprintf(e.format, server)
+	}
+	return e.format
+}
+
+// spoken is a sentinel as a Peer says it: its text names the client and
+// its server, and it matches the sentinel.
+type spoken struct {
+	text     string
+	sentinel error
+}
+
+func (e *spoken) Error() string { return e.text }
+func (e *spoken) Unwrap() error { return e.sentinel }
+
+// Peer names the server a client talks to, and the package that speaks of
+// it, in the texts of its errors and log lines: "pep: gateway",
+// "authzen: PDP". The zero Peer is pep's gateway, so that a ResponseError
+// made by a user reads as it always did.
 type Peer string
 
 // String returns the peer's name, pep's gateway for the zero Peer.
@@ -68,13 +89,27 @@ func (p Peer) String() string {
 	return string(p)
 }
 
-// pkg returns the package part of the peer's name ("pep").
-func (p Peer) pkg() string {
-	s := p.String()
-	if i := strings.IndexByte(s, ':'); i >= 0 {
-		return s[:i]
+// Pkg returns the package part of the peer's name ("pep").
+func (p Peer) Pkg() string {
+	pkg, _, _ := strings.Cut(p.String(), ": ")
+	return pkg
+}
+
+// Server returns the server part of the peer's name ("gateway").
+func (p Peer) Server() string {
+	_, server, _ := strings.Cut(p.String(), ": ")
+	return server
+}
+
+// Err returns err, one of this package's sentinels, as p says it: "pep:
+// circuit breaker open", "authzen: PDP unavailable". It matches err (and
+// what err matches); any other err is returned as it is.
+func (p Peer) Err(err error) error {
+	s, ok := err.(*sentinel)
+	if !ok {
+		return err
 	}
-	return s
+	return &spoken{text: p.Pkg() + ": " + s.text(p.Server()), sentinel: err}
 }
 
 // ResponseError describes an answer the client could not take as a
@@ -138,7 +173,7 @@ func (e *ResponseError) Error() string {
 		b.WriteString(": " + e.Message)
 	}
 	if e.Err != nil { // the package prefix is written once
-		b.WriteString(": " + strings.TrimPrefix(e.Err.Error(), "pep: "))
+		b.WriteString(": " + strings.TrimPrefix(e.Err.Error(), e.who.Pkg()+": "))
 	}
 	return b.String()
 }
@@ -227,7 +262,7 @@ func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *Resp
 func (p Peer) Malformed(format string, args ...any) *ResponseError {
 	return &ResponseError{
 		StatusCode: http.StatusOK,
-		Err:        fmt.Errorf("%w: "+format, append([]any{ErrMalformedResponse}, args...)...),
+		Err:        fmt.Errorf("%w: "+format, append([]any{p.Err(ErrMalformedResponse)}, args...)...),
 		who:        p,
 	}
 }

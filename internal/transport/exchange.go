@@ -23,7 +23,7 @@ const MaxBody = 1 << 20
 // Observer is told of every request an Exchanger sends: the client's
 // telemetry (spans and metrics).
 type Observer interface {
-	StartRequest(ctx context.Context, url string, state BreakerState) (context.Context, trace.Span)
+	StartRequest(ctx context.Context, url, breaker string) (context.Context, trace.Span)
 	ActiveAdd(ctx context.Context, n int64)
 	EndRequest(ctx context.Context, span trace.Span, start time.Time, status, retries int, err error)
 }
@@ -93,7 +93,7 @@ func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body 
 	defer x.leave()
 	ok, probe := x.Breaker.allow()
 	if !ok {
-		return nil, ErrCircuitOpen
+		return nil, x.Peer.Err(ErrCircuitOpen)
 	}
 	data, o, err := x.send(ctx, cred, url, body, header, ownDeadline)
 	x.Breaker.done(probe, o)
@@ -149,7 +149,7 @@ func (x *Exchanger) enter() error {
 	x.active.Add(1)
 	if x.closed.Load() {
 		x.leave()
-		return ErrClosed
+		return x.Peer.Err(ErrClosed)
 	}
 	return nil
 }
@@ -177,7 +177,7 @@ func (x *Exchanger) closeIdle() {
 // that could not be attached and a 429 say nothing; any other answer shows
 // a working server.
 func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool) (_ []byte, _ outcome, err error) {
-	ctx, span := x.Observe.StartRequest(ctx, url, x.Breaker.Current())
+	ctx, span := x.Observe.StartRequest(ctx, url, x.Breaker.Current().String())
 	req, err := x.newPost(ctx, url, body, header)
 	if err != nil {
 		span.End()
@@ -191,7 +191,6 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 		x.Observe.ActiveAdd(ctx, -1)
 		x.Observe.EndRequest(ctx, span, start, status, ch.Retried(), err)
 	}()
-	who := x.Peer.String()
 	debug := x.Logger.Enabled(ctx, slog.LevelDebug)
 	resp, err := ch.RoundTrip(req)
 	if err != nil {
@@ -201,23 +200,24 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 		)
 		switch {
 		case errors.Is(err, ErrTokenChanged): // no attempt after the change
-			x.Logger.Debug(who+" request stopped: the client's token changed", "url", url)
-			return nil, outcomeNeutral, ErrTokenChanged
+			x.Logger.Debug(x.Peer.String()+" request stopped: the client's token changed", "url", url)
+			return nil, outcomeNeutral, x.Peer.Err(ErrTokenChanged)
 		case errors.As(err, &credErr):
+			credErr.who = x.Peer
 			return nil, outcomeNeutral, credErr
 		case errors.As(err, &late): // out of time before an attempt went out
-			x.Logger.Debug(who+" request not sent: the call's deadline passed or it was cancelled", "url", url)
+			x.Logger.Debug(x.Peer.String()+" request not sent: the call's deadline passed or it was cancelled", "url", url)
 			return nil, outcomeNeutral, x.Peer.Unavailable(late.late)
 		}
 		cause := x.Peer.Unavailable(err)
-		x.Logger.Debug(who+" request failed", "url", url, "error", cause.Error())
+		x.Logger.Debug(x.Peer.String()+" request failed", "url", url, "error", cause.Error())
 		return nil, callerOutcome(ctx, ownDeadline), cause
 	}
 	defer resp.Body.Close()
 	status = resp.StatusCode
 	data, err := ReadBody(resp.Body, resp.ContentLength)
 	if debug {
-		x.Logger.Debug(who+" answered", "url", url, "status", resp.StatusCode, "duration", time.Since(start))
+		x.Logger.Debug(x.Peer.String()+" answered", "url", url, "status", resp.StatusCode, "duration", time.Since(start))
 	}
 	if err != nil {
 		return nil, callerOutcome(ctx, ownDeadline), x.Peer.Unavailable(err)
@@ -227,7 +227,7 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 	// The context's timer may not have fired yet: the process may have
 	// been frozen while the answer arrived.
 	if late := Late(ctx); late != nil {
-		x.Logger.Debug(who+" answered after the call's deadline: the answer is not used", "url", url, "status", resp.StatusCode)
+		x.Logger.Debug(x.Peer.String()+" answered after the call's deadline: the answer is not used", "url", url, "status", resp.StatusCode)
 		return nil, timeOutcome(late, ownDeadline), x.Peer.Unavailable(late)
 	}
 	token := cred.Ident()
@@ -237,7 +237,7 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 			return nil, outcomeSuccess, x.Peer.Malformed("the body exceeds %d bytes", MaxBody)
 		}
 		if released(cred) { // an answer for a token the client let go of meanwhile
-			return nil, outcomeSuccess, ErrTokenChanged
+			return nil, outcomeSuccess, x.Peer.Err(ErrTokenChanged)
 		}
 		return data, outcomeSuccess, nil
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
@@ -271,7 +271,7 @@ func (x *Exchanger) newPost(ctx context.Context, url string, body []byte, header
 	if !ok {
 		r, err := http.NewRequest(http.MethodPost, url, nil)
 		if err != nil {
-			return nil, fmt.Errorf("pep: building the request: %w", err)
+			return nil, fmt.Errorf("%s: building the request: %w", x.Peer.Pkg(), err)
 		}
 		// Keys in canonical form, so nothing canonicalizes them again.
 		r.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}

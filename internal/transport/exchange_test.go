@@ -18,7 +18,7 @@ import (
 // quietObserver records nothing.
 type quietObserver struct{}
 
-func (quietObserver) StartRequest(ctx context.Context, _ string, _ BreakerState) (context.Context, trace.Span) {
+func (quietObserver) StartRequest(ctx context.Context, _, _ string) (context.Context, trace.Span) {
 	return ctx, trace.SpanFromContext(ctx)
 }
 func (quietObserver) ActiveAdd(context.Context, int64) {}

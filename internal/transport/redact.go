@@ -281,6 +281,12 @@ func (e *transportError) Unwrap() []error {
 // Timeout reports whether the request ran out of time, as net.Error does.
 func (e *transportError) Timeout() bool { return errors.Is(e.ctx, context.DeadlineExceeded) }
 
+// NoAnswer is the Cause of a request that ended without an answer or an
+// error (a panic on the goroutine that sent it), naming p.
+func (p Peer) NoAnswer() error {
+	return &transportError{who: p, kind: "the request ended without an answer"}
+}
+
 // Unavailable turns a transport or context failure into a fail-closed
 // Cause that keeps none of err's text, naming p.
 func (p Peer) Unavailable(err error) error {
@@ -303,11 +309,11 @@ func (p Peer) Unavailable(err error) error {
 	case errors.Is(err, context.Canceled):
 		return &transportError{who: p, kind: "the call was cancelled", ctx: context.Canceled}
 	case errors.As(err, &dnsErr):
-		return &transportError{who: p, kind: "the gateway's host name did not resolve"}
+		return &transportError{who: p, kind: "the " + p.Server() + "'s host name did not resolve"}
 	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalid):
-		return &transportError{who: p, kind: "the gateway's TLS certificate was not accepted"}
+		return &transportError{who: p, kind: "the " + p.Server() + "'s TLS certificate was not accepted"}
 	case errors.As(err, &recordErr):
-		return &transportError{who: p, kind: "the gateway did not speak TLS"}
+		return &transportError{who: p, kind: "the " + p.Server() + " did not speak TLS"}
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return &transportError{who: p, kind: "the connection was refused"}
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
@@ -317,9 +323,9 @@ func (p Peer) Unavailable(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return &transportError{who: p, kind: "the connection closed before the answer was complete"}
 	case strings.Contains(err.Error(), "malformed HTTP"):
-		return &transportError{who: p, kind: "the gateway's answer was not valid HTTP"}
+		return &transportError{who: p, kind: "the " + p.Server() + "'s answer was not valid HTTP"}
 	case errors.Is(err, http.ErrSchemeMismatch):
-		return &transportError{who: p, kind: "the gateway answered HTTP to an HTTPS request"}
+		return &transportError{who: p, kind: "the " + p.Server() + " answered HTTP to an HTTPS request"}
 	}
 	return &transportError{who: p, kind: "the request failed"}
 }

@@ -111,7 +111,7 @@ func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 		wait, ok := p.backoff(attempt, resp)
 		deadline, hasDeadline := ctx.Deadline()
 		if !ok || hasDeadline && time.Until(deadline) <= wait {
-			p.Logger.Debug(p.Peer.pkg()+": not retrying: the wait would pass the deadline or exceeds the longest", "wait", wait)
+			p.Logger.Debug(p.Peer.Pkg()+": not retrying: the wait would pass the deadline or exceeds the longest", "wait", wait)
 			return resp, err
 		}
 		why := "the server answered " + strconv.Itoa(statusOf(resp))
@@ -123,7 +123,7 @@ func (r *retrier) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		p.Retries.Add(1)
 		r.retried++
-		p.Logger.Debug(p.Peer.pkg()+": retrying", "retry", attempt+1, "wait", wait, "reason", why)
+		p.Logger.Debug(p.Peer.Pkg()+": retrying", "retry", attempt+1, "wait", wait, "reason", why)
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -255,9 +255,14 @@ func statusOf(resp *http.Response) int {
 // CredentialError wraps a failure to attach the credential (for example to
 // sign a proof). It is the client's fault, not the server's: it is not
 // retried and does not count against the breaker.
-type CredentialError struct{ err error }
+type CredentialError struct {
+	who Peer
+	err error
+}
 
-func (e *CredentialError) Error() string { return "pep: cannot attach the token: " + e.err.Error() }
+func (e *CredentialError) Error() string {
+	return e.who.Pkg() + ": cannot attach the token: " + e.err.Error()
+}
 func (e *CredentialError) Unwrap() error { return e.err }
 
 // notSent is the error of an attempt not sent because the call was out

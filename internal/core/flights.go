@@ -1,13 +1,15 @@
-package transport
+package core
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // Flights lets identical concurrent requests (same token, same body) share
-// one request. The first caller, the leader, sends the request
+// one request: the coalescing of the call wrapper. The first caller, the leader, sends the request
 // on its own goroutine under its own context; the others wait for its
 // outcome, each only until its own context ends. So every caller is bounded
 // by its own deadline (rule 10) and a flight needs no goroutine of its own.
@@ -72,7 +74,7 @@ type Outcome[T any] struct {
 // Cause of a caller that left before the outcome came or whose deadline
 // passed before it was handed over, or of a leader's request that ended
 // without one (a panic on its goroutine).
-func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
+func (f *Flights[K, T]) Do(ctx context.Context, p transport.Peer, key K, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
 	f.mu.Lock()
 	fl, inFlight := f.m[key]
 	if inFlight && fl.hasDeadline && !time.Now().Before(fl.deadline) {
@@ -100,7 +102,7 @@ func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outc
 	if !inFlight {
 		defer func() {
 			if fl.out == nil { // send panicked: the waiters fail closed
-				fl.out = &Outcome[T]{Err: &transportError{who: p, kind: "the request ended without an answer"}}
+				fl.out = &Outcome[T]{Err: p.NoAnswer()}
 			}
 			f.mu.Lock()
 			if f.m[key] == fl { // not replaced by a newer flight
@@ -121,7 +123,7 @@ func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outc
 	case <-ctx.Done():
 		return &Outcome[T]{Err: p.Unavailable(ctx.Err())}, false
 	}
-	if fl.out.leaderGone && Late(ctx) == nil {
+	if fl.out.leaderGone && transport.Late(ctx) == nil {
 		return inTime(ctx, p, lead(ctx, send)), false
 	}
 	return inTime(ctx, p, fl.out), true
@@ -131,7 +133,7 @@ func (f *Flights[K, T]) Do(ctx context.Context, p Peer, key K, send func() *Outc
 // leader's own context ended, or its deadline passed (Late).
 func lead[T any](ctx context.Context, send func() *Outcome[T]) *Outcome[T] {
 	out := send()
-	if out.Err != nil && Late(ctx) != nil {
+	if out.Err != nil && transport.Late(ctx) != nil {
 		out.leaderGone = true
 	}
 	return out
@@ -142,11 +144,11 @@ func lead[T any](ctx context.Context, send func() *Outcome[T]) *Outcome[T] {
 // out of time gets the Cause of a passed deadline in place of a value; an
 // outcome that is an error already fails closed and is returned as it is.
 // out itself, which other callers may share, is not changed.
-func inTime[T any](ctx context.Context, p Peer, out *Outcome[T]) *Outcome[T] {
+func inTime[T any](ctx context.Context, p transport.Peer, out *Outcome[T]) *Outcome[T] {
 	if out.Err != nil {
 		return out
 	}
-	if late := Late(ctx); late != nil {
+	if late := transport.Late(ctx); late != nil {
 		return &Outcome[T]{Err: p.Unavailable(late)}
 	}
 	return out

@@ -1,0 +1,180 @@
+package core
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/orgauthz/orgauthz/cache"
+	"github.com/orgauthz/orgauthz/internal/transport"
+)
+
+// The decision cache holds the server's allow and deny answers (true and
+// false), grouped by token so that a token's entries go together
+// (SetToken, ClearToken, a 401) in time proportional to their number. Keys
+// below the token are each client's: what identifies a decision on its
+// wire. Memory is bounded in entries and in bytes (cache.WithMaxBytes),
+// and no caller chooses what one entry costs: a token longer than
+// MaxCachedToken is never cached, and each client bounds its keys. Tokens
+// are compared whole, never by hash: two tokens never share an entry.
+
+// MaxCachedToken is the longest token whose decisions are cached.
+const MaxCachedToken = 8 << 10
+
+// Group is a handle on one token's entries: its Get allocates nothing.
+type Group = cache.Group[transport.Ident, string, bool]
+
+// decisions is the cache; nil when caching is disabled.
+type decisions struct {
+	lru               *cache.Cache[transport.Ident, string, bool]
+	allowTTL, denyTTL time.Duration
+}
+
+func newDecisions(s *Settings) (*decisions, error) {
+	if s.CacheSize == 0 {
+		return nil, nil
+	}
+	opts := []cache.Option{cache.WithMaxBytes(s.CacheMaxBytes)}
+	if s.Now != nil { // else the cache reads the monotonic clock its own, cheaper way
+		opts = append(opts, cache.WithClock(s.Now))
+	}
+	lru, err := cache.New[transport.Ident, string, bool](s.CacheSize, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &decisions{lru: lru, allowTTL: s.AllowTTL, denyTTL: s.DenyTTL}, nil
+}
+
+// cached reports whether id's decisions may be cached.
+func (d *decisions) cached(id transport.Ident) bool {
+	return d != nil && len(id.Token) <= MaxCachedToken
+}
+
+// pin returns a handle on the entries of the client's own token, held
+// until the token is replaced (Group.Unpin), so that its hits never hash
+// the token; nil when they are not cached.
+func (d *decisions) pin(id transport.Ident) *Group {
+	if !d.cached(id) {
+		return nil
+	}
+	return d.lru.Pin(owned(id))
+}
+
+// lookup returns the handle through which a call with a per-call token
+// reads its entries (one hash of the token per call, not per decision);
+// nil when they are not cached.
+func (d *decisions) lookup(id transport.Ident) *Group {
+	if !d.cached(id) {
+		return nil
+	}
+	return d.lru.Lookup(id)
+}
+
+// owned returns id with a token of its own. A token is often cut from a
+// request's header: a key kept in the cache must not hold the whole
+// request's bytes, which the byte bound does not count.
+func owned(id transport.Ident) transport.Ident {
+	id.Token = strings.Clone(id.Token)
+	return id
+}
+
+func (d *decisions) purge(id transport.Ident) {
+	if d != nil {
+		d.lru.RemoveGroup(id)
+	}
+}
+
+// Writer stores the decisions of one request for one token. It stores
+// nothing once the token's entries were purged after it was made, so that
+// an answer in flight cannot bring a purged token's decisions back. A nil
+// *Writer (no cache, or a token too long to cache) stores nothing.
+type Writer struct {
+	w   *cache.Writer[transport.Ident, string, bool]
+	d   *decisions
+	tok int // the token's length, counted in every entry's bytes
+}
+
+func (d *decisions) writer(id transport.Ident) *Writer {
+	if !d.cached(id) {
+		return nil
+	}
+	return &Writer{w: d.lru.Writer(owned(id)), d: d, tok: len(id.Token)}
+}
+
+// Add stores the server's verdict on key: allowed for the allow TTL,
+// denied for the deny TTL. key must be a
+// string of its own, not a view of a caller's bytes: it is kept.
+func (w *Writer) Add(key string, allowed bool) {
+	if w == nil {
+		return
+	}
+	ttl := w.d.denyTTL
+	if allowed {
+		ttl = w.d.allowTTL
+	}
+	// A zero TTL stores nothing and removes an earlier answer: no old
+	// verdict is served in place of the one not kept.
+	w.w.Add(key, allowed, ttl, int64(w.tok+len(key)))
+}
+
+// Close releases the writer; closing it again, or a nil one, does
+// nothing.
+func (w *Writer) Close() {
+	if w != nil {
+		w.w.Close()
+	}
+}
+
+// cacheStats are the cache's counters, entries and bytes.
+func (d *decisions) stats() (s cache.Stats, n int, bytes int64) {
+	if d == nil {
+		return cache.Stats{}, 0, 0
+	}
+	return d.lru.Stats(), d.lru.Len(), d.lru.Bytes()
+}
+
+// Get returns the live verdict cached under key in g; a nil g holds
+// nothing. It allocates nothing.
+func Get(g *Group, key string) (allowed, ok bool) {
+	if g == nil {
+		return false, false
+	}
+	return g.Get(key)
+}
+
+// OwnGroup returns the cache entries of the client's own token, as Own
+// would find them, without making a call: for a call that asks the cache
+// before anything else. It reports false when Own would fail; the group
+// is nil when the token's decisions are not cached.
+func (c *Core) OwnGroup() (*Group, bool) {
+	if c.x.Closed() {
+		return nil, false
+	}
+	if st := c.token.Load(); st != nil {
+		return st.group, true
+	}
+	return nil, false
+}
+
+// Lookup returns the cache entries of a per-call Bearer token, as PerCall
+// would find them; false after Close.
+func (c *Core) Lookup(token string) (*Group, bool) {
+	if c.x.Closed() {
+		return nil, false
+	}
+	return c.cache.lookup(transport.Ident{Scheme: transport.SchemeBearer, Token: token}), true
+}
+
+// Hit counts a call of one decision answered from the cache, both the
+// call and its decision, and records it for telemetry as op. It allocates
+// nothing.
+func (c *Core) Hit(ctx context.Context, op string, allowed bool) {
+	outcome := c.who.Scope.Outcomes[1]
+	if allowed {
+		c.hitAllowed.Add(1)
+		outcome = c.who.Scope.Outcomes[0]
+	} else {
+		c.hitDenied.Add(1)
+	}
+	c.tel.CachedCall(ctx, op, 1, outcome)
+}

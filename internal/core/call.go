@@ -1,0 +1,222 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/orgauthz/orgauthz/internal/transport"
+)
+
+// Call is what one public call carries on its way to the server: its
+// token, the cache entries it reads and whose deadline it has. A client
+// fills one in with Own or PerCall, usually on its stack.
+type Call struct {
+	// ID is the call's token.
+	ID transport.Ident
+	// Token is the client's token state the call uses; nil for a
+	// per-call token.
+	Token *Token
+	// Group reads the token's cached decisions; nil reads nothing (no
+	// cache, NoCache, or a token too long to cache).
+	Group *Group
+	// Own is set (Bound) when the call's deadline is the client's
+	// timeout rather than an earlier one of the caller's: only then does
+	// running out of time say something about the server (the breaker's
+	// concern).
+	Own bool
+}
+
+// Own fills cl in with the client's own token; with noCache it reads no
+// cached decision. It fails with ErrClosed after Close and with ErrNoToken
+// without a token. It does not allocate on success.
+func (c *Core) Own(cl *Call, noCache bool) error {
+	if c.x.Closed() {
+		return c.who.Peer.Err(transport.ErrClosed)
+	}
+	st := c.token.Load()
+	if st == nil {
+		return fmt.Errorf("%w: %s", c.who.Peer.Err(transport.ErrNoToken), c.who.NoToken)
+	}
+	cl.ID, cl.Token = st.id, st
+	if !noCache {
+		cl.Group = st.group // nil when the token's entries are not cached
+	}
+	return nil
+}
+
+// PerCall fills cl in with a per-call Bearer token, which the caller has
+// checked is not empty; with noCache it reads no cached decision. It fails
+// with ErrClosed after Close. The token is checked when it is about to be
+// sent (Credential).
+func (c *Core) PerCall(cl *Call, token string, noCache bool) error {
+	if c.x.Closed() {
+		return c.who.Peer.Err(transport.ErrClosed)
+	}
+	cl.ID = transport.Ident{Scheme: transport.SchemeBearer, Token: token}
+	if !noCache {
+		cl.Group = c.cache.lookup(cl.ID)
+	}
+	return nil
+}
+
+// Credential returns what attaches the call's token to a request, or why
+// the token cannot be sent (ErrNoToken): characters an HTTP header cannot
+// carry, more than WithMaxTokenBytes, a DPoP token without a signer.
+func (c *Core) Credential(cl *Call) (transport.Credential, error) {
+	if cl.Token == nil { // a per-call token, checked on each call
+		if err := c.who.Peer.CheckToken(cl.ID.Token, c.maxToken); err != nil {
+			return nil, err
+		}
+		return transport.NewBearer(cl.ID.Token), nil
+	}
+	if cl.Token.unusable != nil {
+		return nil, cl.Token.unusable
+	}
+	if err := cl.Token.cred.Usable(); err != nil {
+		return nil, fmt.Errorf("%w: %w", c.who.Peer.Err(transport.ErrNoToken), err)
+	}
+	return cl.Token.cred, nil
+}
+
+// Bound returns ctx limited by the client's timeout, and records in cl
+// whether that timeout, not the caller's own deadline, is the call's.
+func (c *Core) Bound(ctx context.Context, cl *Call) (context.Context, context.CancelFunc) {
+	deadline, has := ctx.Deadline()
+	cl.Own = !has || time.Until(deadline) >= c.timeout
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// Post sends one POST of body to url for the call, with cred, through the
+// breaker, retries and transport (transport.Exchanger.Post), and returns
+// the body of a 200 answer or the fail-closed Cause. ctx must carry the
+// call's deadline (Bound).
+func (c *Core) Post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) ([]byte, error) {
+	return c.x.Post(ctx, cred, url, body, header, cl.Own)
+}
+
+// Late returns the Cause of a call out of time (transport.Late), said by
+// the client, or nil while it has time.
+func (c *Core) Late(ctx context.Context) error {
+	if err := transport.Late(ctx); err != nil {
+		return c.who.Peer.Unavailable(err)
+	}
+	return nil
+}
+
+// flightKey identifies identical requests: the full token and the client's
+// token state that holds it (nil for a per-call token), so that a call
+// whose token was replaced under it never decides a call made after the
+// change, nor one with a per-call token of the same string; then the URL
+// and the exact body.
+type flightKey struct {
+	id        transport.Ident
+	own       *Token
+	url, body string
+}
+
+// Send posts body to url for the call (Post), unless an identical request
+// is in flight, whose answer it then shares (Flights); a caller out of time
+// sends nothing. It returns the body of a 200 answer, or the call's
+// fail-closed Cause. The caller whose request it was, not one that shared
+// it, also gets the writer of the request's decisions, made just before the
+// request was sent (so that their TTL counts from then, and that a purge
+// of the token meanwhile fences them): it stores what it decodes through w
+// and closes it. w is nil for a caller that shared, and when the token's
+// decisions are not cached; its methods are safe on nil.
+func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, w *Writer, err error) {
+	if err := c.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
+		return nil, nil, err
+	}
+	key := flightKey{id: cl.ID, own: cl.Token, url: url, body: string(body)}
+	out, shared := c.flights.Do(ctx, c.who.Peer, key, func() *Outcome[[]byte] {
+		w = c.cache.writer(cl.ID)
+		data, err := c.Post(ctx, cl, cred, url, body, header)
+		return &Outcome[[]byte]{Value: data, Err: err}
+	})
+	if shared {
+		c.coalesced.Add(1)
+	}
+	if out.Err != nil {
+		w.Close()
+		return nil, nil, out.Err
+	}
+	return out.Value, w, nil
+}
+
+// BatchSize returns the most items one request carries (WithBatchSize).
+func (c *Core) BatchSize() int { return c.batch }
+
+// MaxParallelChunks bounds the requests one call has in flight.
+const MaxParallelChunks = transport.MaxParallelChunks
+
+// Batches splits n items into chunks of the batch size (WithBatchSize) and
+// runs run(start, end) for each. One chunk runs on the caller's goroutine;
+// several run in parallel, at most MaxParallelChunks at a time, unless
+// sequential is set: then they run in order until one reports stop or an
+// error. run's error is one that concerns the whole call (a refused token,
+// Refusal); Batches returns the first in the order of the chunks.
+func (c *Core) Batches(n int, sequential bool, run func(start, end int) (stop bool, err error)) error {
+	if n <= c.batch {
+		_, err := run(0, n)
+		return err
+	}
+	if sequential {
+		for start := 0; start < n; start += c.batch {
+			if stop, err := run(start, min(start+c.batch, n)); stop || err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, (n+c.batch-1)/c.batch)
+	var g errgroup.Group
+	g.SetLimit(MaxParallelChunks)
+	for start := 0; start < n; start += c.batch {
+		g.Go(func() error {
+			_, errs[start/c.batch] = run(start, min(start+c.batch, n))
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Refusal reports whether err concerns a whole call rather than the
+// server's health: a refused token or DPoP proof (401).
+func Refusal(err error) bool {
+	return errors.Is(err, transport.ErrUnauthorized) || errors.Is(err, transport.ErrProofRejected)
+}
+
+// Exchange runs the exchanges of a call that is neither cached nor
+// coalesced (pep's Organizations, authzen's searches): it gets the call's
+// credential, bounds ctx by the client's timeout, and runs send under it
+// with post, which posts (Post) with the credential and handles a refused
+// token (Refused).
+func (c *Core) Exchange(ctx context.Context, cl *Call, send func(ctx context.Context, post Poster) error) error {
+	cred, err := c.Credential(cl)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.Bound(ctx, cl)
+	defer cancel()
+	return send(ctx, func(url string, body []byte, header http.Header) ([]byte, error) {
+		data, err := c.Post(ctx, cl, cred, url, body, header)
+		if err != nil {
+			c.Refused(ctx, cl, err)
+		}
+		return data, err
+	})
+}
+
+// Poster posts body to url for a call (Exchange).
+type Poster func(url string, body []byte, header http.Header) ([]byte, error)

@@ -1,0 +1,140 @@
+package core
+
+import (
+	"context"
+	"errors"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/transport"
+)
+
+// Token is the client's own token. A new one is made by every SetToken,
+// so that expired marks exactly one token's lifetime.
+type Token struct {
+	// cred is released (before the purge) when the token is replaced or
+	// cleared, which stops the calls still using it (ErrTokenChanged).
+	cred *transport.Held
+	id   transport.Ident
+	// unusable is why the token cannot be sent (Peer.CheckToken:
+	// characters a header cannot carry, or longer than WithMaxTokenBytes),
+	// found once when it is set rather than on every call; nil when it
+	// can.
+	unusable error
+	// group is the token's pinned handle in the decision cache (nil
+	// without one), unpinned when the token is replaced.
+	group *Group
+	// expired is set, under Core.tokenMu, by the first 401 for this
+	// token: it makes tokenExpired fire once, however many calls the
+	// server refuses.
+	expired bool
+}
+
+// SetBearer makes token the client's Bearer token for every later call;
+// see set. An empty token is ClearToken.
+func (c *Core) SetBearer(token string) {
+	if token == "" {
+		c.ClearToken()
+		return
+	}
+	c.set(transport.NewBearer(token))
+}
+
+// SetDPoP makes token the client's DPoP-bound token for every later call,
+// bound to signer's key (a nil signer makes every call fail with
+// ErrNoToken); see set. An empty token is ClearToken.
+func (c *Core) SetDPoP(token string, signer *dpop.Signer) {
+	if token == "" {
+		c.ClearToken()
+		return
+	}
+	c.set(transport.NewDPoP(token, signer))
+}
+
+// set makes cred the client's token. It stops the calls still using the
+// previous token (ErrTokenChanged), purges that token's cached decisions,
+// and then emits tokenSet once the client's locks are released, so that
+// handlers may call back into the client.
+func (c *Core) set(cred transport.Credential) {
+	st := &Token{cred: transport.Hold(cred), id: cred.Ident()}
+	if st.unusable = c.who.Peer.CheckToken(st.id.Token, c.maxToken); st.unusable == nil {
+		st.group = c.cache.pin(st.id) // a token never sent has nothing to cache
+	}
+	c.tokenMu.Lock()
+	old := c.token.Swap(st)
+	c.enqueue(events.TokenSet, st.id.Scheme, nil)
+	c.tokenMu.Unlock()
+	if old != nil {
+		c.forget(old)
+	}
+	c.emitter.Deliver(context.Background())
+}
+
+// ClearToken removes the client's token, as SetCredential replaces it,
+// and emits tokenCleared; it does nothing, and emits nothing, when there
+// is no token.
+func (c *Core) ClearToken() {
+	c.tokenMu.Lock()
+	old := c.token.Swap(nil)
+	if old != nil {
+		c.enqueue(events.TokenCleared, old.id.Scheme, nil)
+	}
+	c.tokenMu.Unlock()
+	if old == nil {
+		return
+	}
+	c.forget(old)
+	c.emitter.Deliver(context.Background())
+}
+
+// forget drops a token that is no longer the client's: the calls still
+// using it stop (ErrTokenChanged), then its cached decisions and its pin
+// on them go. The order matters: the purge fences the cache writers of
+// requests made before it, and a request made after it is stopped by the
+// release (transport.Held).
+func (c *Core) forget(old *Token) {
+	old.cred.Release()
+	c.cache.purge(old.id)
+	if old.group != nil {
+		old.group.Unpin()
+	}
+}
+
+// Subscribe adds h to the handlers of the token lifecycle events and
+// returns a function that removes it (see pep.Client.Subscribe for the
+// delivery rules).
+func (c *Core) Subscribe(h events.Handler) (unsubscribe func()) { return c.emitter.Subscribe(h) }
+
+// enqueue queues an event; c.tokenMu must be held, so that events are
+// queued in the order of the token changes they report.
+func (c *Core) enqueue(kind events.Kind, s transport.Scheme, err error) {
+	c.emitter.Enqueue(events.Event{Kind: kind, Time: c.now(), TokenType: s.String(), Err: err})
+}
+
+// Refused handles the error of a call's request: for a 401 that refuses
+// the call's token, the token's cached decisions go and, if it is still
+// the client's own current token, tokenExpired is emitted once, its
+// delivery bounded by ctx (the call's deadline). A 401 that blames the
+// DPoP proof (ErrProofRejected), or a nonce challenge still refused after
+// its one resend, is no verdict on the token: nothing happens; nor for a
+// per-call token beyond the purge, since the client's own is unaffected.
+func (c *Core) Refused(ctx context.Context, cl *Call, err error) {
+	var re *transport.ResponseError
+	if !errors.As(err, &re) || !errors.Is(re, transport.ErrUnauthorized) || transport.NonceOwed(re) {
+		return
+	}
+	c.cache.purge(cl.ID)
+	if cl.Token == nil {
+		return
+	}
+	c.tokenMu.Lock()
+	current := c.token.Load() == cl.Token && !cl.Token.expired
+	if current {
+		cl.Token.expired = true
+		c.enqueue(events.TokenExpired, cl.ID.Scheme, re)
+	}
+	c.tokenMu.Unlock()
+	if current {
+		c.emitter.Deliver(ctx)
+	}
+}

@@ -1,0 +1,120 @@
+package transport
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPeersSayTheSentinels: each client returns a shared sentinel in words
+// that name it and its server, and the error matches the one sentinel value
+// both clients export; the sentinels' own texts name no client.
+func TestPeersSayTheSentinels(t *testing.T) {
+	t.Parallel()
+	pep, authzen := Peer("pep: gateway"), Peer("authzen: PDP")
+	tests := []struct {
+		sentinel          error
+		own, pep, authzen string
+	}{
+		{ErrUnauthorized, "unauthorized", "pep: unauthorized", "authzen: unauthorized"},
+		{ErrProofRejected, "DPoP proof rejected", "pep: DPoP proof rejected", "authzen: DPoP proof rejected"},
+		{ErrNoToken, "no token", "pep: no token", "authzen: no token"},
+		{ErrUnavailable, "server unavailable", "pep: gateway unavailable", "authzen: PDP unavailable"},
+		{ErrCircuitOpen, "circuit breaker open", "pep: circuit breaker open", "authzen: circuit breaker open"},
+		{ErrMalformedResponse, "malformed server response", "pep: malformed gateway response", "authzen: malformed PDP response"},
+		{ErrClosed, "the client is closed; calls after Close fail, make a new client with New",
+			"pep: the client is closed; calls after Close fail, make a new client with New",
+			"authzen: the client is closed; calls after Close fail, make a new client with New"},
+		{ErrTokenChanged, "the client's token changed while the call was under way; ask again",
+			"pep: the client's token changed while the call was under way; ask again",
+			"authzen: the client's token changed while the call was under way; ask again"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.own, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.own, tt.sentinel.Error())
+			for p, want := range map[Peer]string{pep: tt.pep, authzen: tt.authzen, "": tt.pep} {
+				err := p.Err(tt.sentinel)
+				assert.Equal(t, want, err.Error())
+				require.ErrorIs(t, err, tt.sentinel)
+				assert.Equal(t, tt.sentinel == ErrCircuitOpen || tt.sentinel == ErrUnavailable, errors.Is(err, ErrUnavailable))
+			}
+		})
+	}
+	other := errors.New("not a sentinel")
+	assert.Same(t, other, pep.Err(other), "any other error is returned as it is")
+}
+
+// TestResponseError: what a non-200 answer matches and says, for each
+// client.
+func TestResponseError(t *testing.T) {
+	t.Parallel()
+	answer := func(status int, header http.Header) *http.Response {
+		if header == nil {
+			header = http.Header{}
+		}
+		return &http.Response{StatusCode: status, Header: header, Body: io.NopCloser(strings.NewReader(""))}
+	}
+	dpop := Ident{Scheme: SchemeDPoP, Token: "tok"}
+	bearer := Ident{Scheme: SchemeBearer, Token: "tok"}
+	proofRejected := http.Header{"Www-Authenticate": {`DPoP error="invalid_dpop_proof"`}}
+	nonceOwed := http.Header{"Www-Authenticate": {`DPoP error="use_dpop_nonce"`}}
+	tests := []struct {
+		name        string
+		resp        *http.Response
+		body        string
+		id          Ident
+		is          []error
+		isNot       []error
+		text        string
+		nonceOwed   bool
+		namesClient bool
+	}{
+		{name: "401", resp: answer(401, nil), body: `{"error":"Unauthorized","message":"expired"}`, id: bearer,
+			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected, ErrUnavailable},
+			text: "authzen: PDP answered 401 Unauthorized: expired"},
+		{name: "401 blaming the proof", resp: answer(401, proofRejected), id: dpop,
+			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
+		{name: "401 blaming a Bearer request's proof is the token's", resp: answer(401, proofRejected), id: bearer,
+			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "401 still owing a nonce", resp: answer(401, nonceOwed), id: dpop, is: []error{ErrUnauthorized}, nonceOwed: true},
+		{name: "503", resp: answer(503, nil), body: `{"error":"Service Unavailable"}`, id: bearer,
+			is: []error{ErrUnavailable}, isNot: []error{ErrUnauthorized}, text: "authzen: PDP answered 503 Service Unavailable"},
+		{name: "400 naming the client", resp: answer(400, nil), body: `{"error":"Bad Request","message":"invalid body","details":[{"field":"clientId"}]}`,
+			id: bearer, isNot: []error{ErrUnavailable}, namesClient: true},
+		{name: "400 on another field", resp: answer(400, nil), body: `{"error":"Bad Request","details":[{"field":"resources"}]}`, id: bearer},
+		{name: "a redirect", resp: answer(302, nil), id: bearer, text: "authzen: PDP answered 302 Found: redirects are not followed"},
+		{name: "an error name of the server's own", resp: answer(418, nil), body: `{"error":"teapot"}`, id: bearer,
+			text: "authzen: PDP answered 418 I'm a teapot (teapot)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := Peer("authzen: PDP").NewResponseError(tt.resp, []byte(tt.body), tt.id)
+			for _, want := range tt.is {
+				assert.ErrorIs(t, e, want)
+			}
+			for _, not := range tt.isNot {
+				assert.NotErrorIs(t, e, not)
+			}
+			if tt.text != "" {
+				assert.Equal(t, tt.text, e.Error())
+			}
+			assert.Equal(t, tt.nonceOwed, NonceOwed(e))
+			assert.Equal(t, tt.namesClient, NamesClient(e))
+		})
+	}
+
+	m := Peer("authzen: PDP").Malformed("the answer has %d evaluations for %d asked", 1, 2)
+	require.ErrorIs(t, m, ErrMalformedResponse)
+	assert.Equal(t, "authzen: PDP answered 200 OK: malformed PDP response: the answer has 1 evaluations for 2 asked", m.Error(),
+		"the client's name is written once")
+	var zero ResponseError
+	zero.StatusCode = 503
+	assert.Equal(t, "pep: gateway answered 503 Service Unavailable", zero.Error(), "a ResponseError a user makes reads as pep's")
+}
