@@ -71,6 +71,8 @@ func TestEvaluateFailsClosed(t *testing.T) {
 		{"decision twice", answer(200, `{"decision":false,"decision":true}`), authzen.ErrMalformedResponse},
 		{"decision in another case", answer(200, `{"Decision":true}`), authzen.ErrMalformedResponse},
 		{"trailing data", answer(200, `{"decision":true} {}`), authzen.ErrMalformedResponse},
+		{"two unread members differing only in case", answer(200, `{"decision":true,"reason":"a","Reason":"b"}`), authzen.ErrMalformedResponse},
+		{"a member twice inside an unread member", answer(200, `{"decision":true,"trace":{"a":1,"a":2}}`), authzen.ErrMalformedResponse},
 		{"not JSON", answer(200, `decision: true`), authzen.ErrMalformedResponse},
 		{"context not an object", answer(200, `{"decision":true,"context":[1]}`), authzen.ErrMalformedResponse},
 		{"context with a duplicate", answer(200, `{"decision":true,"context":{"a":1,"a":2}}`), authzen.ErrMalformedResponse},
