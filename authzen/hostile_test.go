@@ -341,6 +341,22 @@ func TestDiscovery(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, d.Allowed())
 
+	// The document is read by the one strict rule (internal/strictjson):
+	// an endpoint named again in another case, or named only in another
+	// case, is no document to trust.
+	for _, doc := range []string{
+		`{"policy_decision_point":"` + srvURL + `","access_evaluation_endpoint":"` + srvURL + `/access/v1/evaluation","Access_Evaluation_Endpoint":"` + srvURL + `/other"}`,
+		`{"Policy_Decision_Point":"` + srvURL + `","access_evaluation_endpoint":"` + srvURL + `/access/v1/evaluation"}`,
+	} {
+		strict := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			answer(200, strings.ReplaceAll(doc, srvURL, "http://"+r.Host))(w, r)
+		}))
+		t.Cleanup(strict.Close)
+		sc, err := authzen.New(strict.URL)
+		require.NoError(t, err)
+		require.ErrorIs(t, sc.Discover(t.Context()), authzen.ErrDiscovery, "%s", doc)
+	}
+
 	mixUp, err := authzen.New(srv.URL + "/other")
 	require.NoError(t, err)
 	mixUp.SetToken(pepToken)
