@@ -11,10 +11,10 @@ import (
 )
 
 // A node is what the rule knows of the Go type a JSON value decodes into.
-// A nil *node is a value the walk does not enter (a string, a number, an
-// interface, a type that decodes itself, a container of nothing else):
-// only the decoder's own checks apply inside it, duplicate names among
-// them.
+// A nil *node is a value it knows nothing of (a string, a number, an
+// interface, a type that decodes itself, a container of nothing else, a
+// member no field takes): in it the walk checks only that no object names
+// a member twice.
 type node struct {
 	shape *shape // a struct: its fields
 	elem  *node  // a map or a slice: its elements; nil when not entered
@@ -43,8 +43,8 @@ type field struct {
 // member would silently change a decision, not for every body.
 type Closed interface{ ClosedJSONObject() }
 
-// nodes caches the node of each type; building holds the types being
-// built, so that a recursive type refers to itself.
+// nodes caches the node of each type; buildMutex lets one goroutine at a
+// time build the nodes of new types.
 var (
 	nodes      sync.Map // reflect.Type → *node
 	buildMutex sync.Mutex

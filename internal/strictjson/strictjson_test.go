@@ -317,6 +317,8 @@ func TestProblem(t *testing.T) {
 		`{"name":1}`:              ErrWrongType.Error(),
 		`{"name":"x"} 1`:          ErrTrailingData.Error(),
 		`{"name":`:                "the body ends before the JSON value does",
+		"":                        "the body ends before the JSON value does",
+		" \n":                     "the body ends before the JSON value does",
 		`{"name" "x"}`:            "the body is not well-formed JSON",
 	} {
 		assert.Equal(t, want, Problem(Unmarshal([]byte(body), &v)), body)

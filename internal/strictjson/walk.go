@@ -99,7 +99,9 @@ func (w *walker) closeNames() { w.objects-- }
 // check reads one JSON value of node root and then the end of the text.
 func (u *unmarshaler) check(root *node) error {
 	u.stack = u.stack[:0]
-	if err := u.value(root); err != nil {
+	if err := u.value(root); err == io.EOF { // nothing but white space
+		return &jsontext.SyntacticError{ByteOffset: int64(len(u.input)), Err: io.ErrUnexpectedEOF}
+	} else if err != nil {
 		return err
 	}
 	end := u.dec.InputOffset()
