@@ -58,17 +58,27 @@ var decoderOptions = jsontext.AllowDuplicateNames(true)
 
 func getUnmarshaler(data []byte) *unmarshaler {
 	u := unmarshalers.Get().(*unmarshaler)
-	u.input = data
-	u.buf = *bytes.NewBuffer(data)
-	u.dec.Reset(&u.buf, decoderOptions)
+	u.start(data)
 	return u
 }
 
 func (u *unmarshaler) release() {
+	u.stop()
+	unmarshalers.Put(u)
+}
+
+// start makes u read data.
+func (u *unmarshaler) start(data []byte) {
+	u.input = data
+	u.buf = *bytes.NewBuffer(data)
+	u.dec.Reset(&u.buf, decoderOptions)
+}
+
+// stop drops u's reference to its input.
+func (u *unmarshaler) stop() {
 	u.input, u.buf = nil, bytes.Buffer{}
 	u.dec.Reset(&u.buf)
 	u.reset()
-	unmarshalers.Put(u)
 }
 
 // reset readies w for another text.
