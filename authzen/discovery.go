@@ -7,9 +7,8 @@ import (
 	"net/url"
 	"strings"
 
-	jsonv2 "github.com/go-json-experiment/json"
-
 	"github.com/orgauthz/orgauthz/internal/core"
+	"github.com/orgauthz/orgauthz/internal/strictjson"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -90,8 +89,7 @@ func (c *Client) discover(ctx context.Context) (*Endpoints, error) {
 		return nil, fmt.Errorf("%w: the document exceeds %d bytes", ErrDiscovery, transport.MaxBody)
 	}
 	var m wireMetadata
-	// jsonv2 refuses duplicate member names; names are matched exactly.
-	if err := jsonv2.Unmarshal(data, &m); err != nil {
+	if err := strictjson.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%w: the document is not a strict JSON object of strings", ErrDiscovery)
 	}
 	if m.PDP != c.pdpURL && m.PDP != c.pdpURL+"/" {

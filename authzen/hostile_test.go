@@ -71,6 +71,8 @@ func TestEvaluateFailsClosed(t *testing.T) {
 		{"decision twice", answer(200, `{"decision":false,"decision":true}`), authzen.ErrMalformedResponse},
 		{"decision in another case", answer(200, `{"Decision":true}`), authzen.ErrMalformedResponse},
 		{"trailing data", answer(200, `{"decision":true} {}`), authzen.ErrMalformedResponse},
+		{"two unread members differing only in case", answer(200, `{"decision":true,"reason":"a","Reason":"b"}`), authzen.ErrMalformedResponse},
+		{"a member twice inside an unread member", answer(200, `{"decision":true,"trace":{"a":1,"a":2}}`), authzen.ErrMalformedResponse},
 		{"not JSON", answer(200, `decision: true`), authzen.ErrMalformedResponse},
 		{"context not an object", answer(200, `{"decision":true,"context":[1]}`), authzen.ErrMalformedResponse},
 		{"context with a duplicate", answer(200, `{"decision":true,"context":{"a":1,"a":2}}`), authzen.ErrMalformedResponse},
@@ -338,6 +340,22 @@ func TestDiscovery(t *testing.T) {
 	d, err := c.Evaluate(t.Context(), req)
 	require.NoError(t, err)
 	assert.True(t, d.Allowed())
+
+	// The document is read by the one strict rule (internal/strictjson):
+	// an endpoint named again in another case, or named only in another
+	// case, is no document to trust.
+	for _, doc := range []string{
+		`{"policy_decision_point":"` + srvURL + `","access_evaluation_endpoint":"` + srvURL + `/access/v1/evaluation","Access_Evaluation_Endpoint":"` + srvURL + `/other"}`,
+		`{"Policy_Decision_Point":"` + srvURL + `","access_evaluation_endpoint":"` + srvURL + `/access/v1/evaluation"}`,
+	} {
+		strict := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			answer(200, strings.ReplaceAll(doc, srvURL, "http://"+r.Host))(w, r)
+		}))
+		t.Cleanup(strict.Close)
+		sc, err := authzen.New(strict.URL)
+		require.NoError(t, err)
+		require.ErrorIs(t, sc.Discover(t.Context()), authzen.ErrDiscovery, "%s", doc)
+	}
 
 	mixUp, err := authzen.New(srv.URL + "/other")
 	require.NoError(t, err)

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strconv"
 
-	jsonv2 "github.com/go-json-experiment/json"
-
 	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/strictjson"
 	"github.com/orgauthz/orgauthz/internal/telemetry"
@@ -382,7 +380,7 @@ func (p *pageReader) readEntity(r *strictjson.Reader) (entity, error) {
 			if err := p.spend(len(raw)); err != nil {
 				return err
 			}
-			if err := jsonv2.Unmarshal(raw, &e.Properties); err != nil {
+			if err := strictjson.Unmarshal(raw, &e.Properties); err != nil {
 				return errBadProperties
 			}
 			return nil

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	jsonv2 "github.com/go-json-experiment/json"
-
 	"github.com/orgauthz/orgauthz/internal/strictjson"
 )
 
@@ -71,9 +69,11 @@ func encode(v any) ([]byte, error) {
 	return b, nil
 }
 
-// The answer side, read strictly (internal/strictjson): a member the client
-// reads named twice or in another case, a value of the wrong type (a
-// decision that is not exactly true or false), trailing data are errors.
+// The answer side, read by the module's one strict rule (internal/strictjson):
+// a member named twice in any object, two members whose names differ only
+// in case, a member the client reads named in another case, a value of the
+// wrong type (a decision that is not exactly true or false), trailing data
+// are errors.
 
 // item is what the PDP said about one evaluation.
 type item struct {
@@ -175,8 +175,8 @@ func readItem(r *strictjson.Reader) (item, error) {
 			it.err = pdp.Malformed("an evaluation's context exceeds %d bytes", maxContextBytes)
 			return nil
 		}
-		// jsonv2 refuses duplicate member names and invalid UTF-8.
-		if err := jsonv2.Unmarshal(raw, &it.context); err != nil {
+		// Names are data here: only a name given twice is refused.
+		if err := strictjson.Unmarshal(raw, &it.context); err != nil {
 			return errBadContext
 		}
 		return nil

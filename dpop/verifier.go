@@ -6,11 +6,8 @@ import (
 	"crypto/ed25519"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,10 +21,6 @@ const maxProofSize = 8 << 10
 // b64 decodes the parts of a compact JWS: base64url without padding, with
 // canonical trailing bits, so one proof has exactly one encoding.
 var b64 = base64.RawURLEncoding.Strict()
-
-// privateMembers are JWK members that carry private or secret key material
-// (RFC 7518 section 6, RFC 8037, and "priv" of the AKP key type).
-var privateMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k", "priv"}
 
 // Verifier checks DPoP proofs on the server side (RFC 9449 sections 4.3 and
 // 7). Build it with [NewVerifier]; it is immutable apart from its replay cache
@@ -335,21 +328,22 @@ func (v *Verifier) checkHeader(proof string) (jose.SignatureAlgorithm, *jose.JSO
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: header is not base64url", ErrMalformed)
 	}
-	header, err := parseObject(raw)
-	if err != nil {
+	var header headerJSON
+	if err := decodeObject(raw, &header); err != nil {
 		return "", nil, fmt.Errorf("%w: header: %w", ErrMalformed, err)
 	}
-	for _, name := range []string{"crit", "b64"} {
-		if _, ok := header[name]; ok {
-			return "", nil, fmt.Errorf("%w: header parameter %q not supported", ErrMalformed, name)
-		}
+	if len(header.Crit) > 0 {
+		return "", nil, fmt.Errorf("%w: header parameter %q not supported", ErrMalformed, "crit")
+	}
+	if len(header.B64) > 0 {
+		return "", nil, fmt.Errorf("%w: header parameter %q not supported", ErrMalformed, "b64")
 	}
 
-	if typ, err := stringMember(header, "typ"); err != nil || typ != proofType {
+	if typ, err := stringValue(header.Typ, "typ"); err != nil || typ != proofType {
 		return "", nil, ErrType
 	}
 
-	name, err := stringMember(header, "alg")
+	name, err := stringValue(header.Alg, "alg")
 	if err != nil || name == "" {
 		return "", nil, fmt.Errorf("%w: alg missing", ErrAlgorithm)
 	}
@@ -358,20 +352,18 @@ func (v *Verifier) checkHeader(proof string) (jose.SignatureAlgorithm, *jose.JSO
 		return "", nil, ErrAlgorithm
 	}
 
-	rawJWK, ok := header["jwk"]
-	if !ok {
+	rawJWK := header.JWK
+	if len(rawJWK) == 0 {
 		return "", nil, fmt.Errorf("%w: jwk missing", ErrKey)
 	}
-	members, err := parseObject(rawJWK)
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: jwk is not a JSON object", ErrKey)
+	var key keyJSON
+	if err := decodeObject(rawJWK, &key); err != nil {
+		return "", nil, fmt.Errorf("%w: jwk: %w", ErrKey, err)
 	}
-	for _, m := range privateMembers {
-		if _, ok := members[m]; ok {
-			return "", nil, ErrPrivateKey
-		}
+	if key.private() {
+		return "", nil, ErrPrivateKey
 	}
-	if kty, _ := stringMember(members, "kty"); kty == "oct" {
+	if kty, _ := stringValue(key.Kty, "kty"); kty == "oct" {
 		return "", nil, fmt.Errorf("%w: symmetric jwk", ErrKey)
 	}
 	var jwk jose.JSONWebKey
@@ -397,77 +389,6 @@ func (v *Verifier) allows(alg jose.SignatureAlgorithm) bool {
 		}
 	}
 	return false
-}
-
-// stringMember returns the string value of member name; an absent member is
-// "" with no error, a member of another JSON type an error.
-func stringMember(m map[string]json.RawMessage, name string) (string, error) {
-	raw, ok := m[name]
-	if !ok {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", fmt.Errorf("%s is not a string", name)
-	}
-	return s, nil
-}
-
-// parseClaims decodes the verified payload and checks the presence and JSON
-// types of the claims.
-func parseClaims(payload []byte) (Claims, error) {
-	m, err := parseObject(payload)
-	if err != nil {
-		return Claims{}, fmt.Errorf("%w: claims: %w", ErrMalformed, err)
-	}
-	var c Claims
-	for _, f := range []struct {
-		name     string
-		dst      *string
-		required bool
-	}{
-		{"jti", &c.ID, true},
-		{"htm", &c.Method, true},
-		{"htu", &c.URL, true},
-		{"nonce", &c.Nonce, false},
-		{"ath", &c.AccessTokenHash, false},
-	} {
-		s, err := stringMember(m, f.name)
-		if err != nil {
-			return Claims{}, fmt.Errorf("%w: %w", ErrMalformed, err)
-		}
-		if f.required && s == "" {
-			return Claims{}, fmt.Errorf("%w: %s", ErrMissingClaim, f.name)
-		}
-		*f.dst = s
-	}
-	raw, ok := m["iat"]
-	if !ok {
-		return Claims{}, fmt.Errorf("%w: iat", ErrMissingClaim)
-	}
-	c.IssuedAt, err = numericDate(raw)
-	if err != nil {
-		return Claims{}, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	return c, nil
-}
-
-// numericDate decodes a JWT NumericDate (RFC 7519 section 2): a JSON number
-// of seconds since the epoch, possibly with a fraction.
-func numericDate(raw json.RawMessage) (time.Time, error) {
-	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil || len(raw) == 0 || raw[0] == '"' {
-		return time.Time{}, errors.New("iat is not a number")
-	}
-	if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
-		return time.Unix(i, 0), nil
-	}
-	f, err := strconv.ParseFloat(n.String(), 64)
-	if err != nil || math.IsNaN(f) || math.Abs(f) > 1e12 {
-		return time.Time{}, errors.New("iat is out of range")
-	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)), nil
 }
 
 // Challenge returns the value of a WWW-Authenticate header for a resource

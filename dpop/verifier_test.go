@@ -368,7 +368,19 @@ func TestVerifyRejects(t *testing.T) {
 		{name: "htm missing", proof: mutated(func(_, c map[string]any) { delete(c, "htm") }), want: ErrMissingClaim},
 		{name: "htu missing", proof: mutated(func(_, c map[string]any) { delete(c, "htu") }), want: ErrMissingClaim},
 		{name: "iat missing", proof: mutated(func(_, c map[string]any) { delete(c, "iat") }), want: ErrMissingClaim},
-		{name: "jti in upper case only", proof: mutated(func(_, c map[string]any) { c["JTI"] = c["jti"]; delete(c, "jti") }), want: ErrMissingClaim},
+
+		// One strict JSON rule (internal/strictjson): a member named in
+		// another case is no member of the proof's to read, and beside
+		// the member it makes the proof mean two things.
+		{name: "jti in upper case only", proof: mutated(func(_, c map[string]any) { c["JTI"] = c["jti"]; delete(c, "jti") }), want: ErrMalformed},
+		{name: "htm beside HTM", proof: mutated(func(_, c map[string]any) { c["HTM"] = "POST" }), want: ErrMalformed},
+		{name: "htu beside hTU", proof: mutated(func(_, c map[string]any) { c["hTU"] = "https://evil.example.com/" }), want: ErrMalformed},
+		{name: "typ beside Typ", proof: mutated(func(h, _ map[string]any) { h["Typ"] = "jwt" }), want: ErrMalformed},
+		{name: "alg in upper case only", proof: mutated(func(h, _ map[string]any) { h["ALG"] = h["alg"]; delete(h, "alg") }), want: ErrMalformed},
+		{name: "two unknown claims differing in case", proof: mutated(func(_, c map[string]any) { c["scope"] = "a"; c["Scope"] = "b" }), want: ErrMalformed},
+		{name: "kty beside KTY in the jwk", proof: mutated(func(h, _ map[string]any) { h["jwk"].(map[string]any)["KTY"] = "oct" }), want: ErrKey},
+		{name: "kty beside a Kelvin-sign variant in the jwk", proof: mutated(func(h, _ map[string]any) { h["jwk"].(map[string]any)["\u212aty"] = "oct" }), want: ErrKey},
+		{name: "a private member in another case", proof: mutated(func(h, _ map[string]any) { h["jwk"].(map[string]any)["D"] = "AA" }), want: ErrKey},
 
 		// htm, htu.
 		{name: "htm other method", proof: mutated(func(_, c map[string]any) { c["htm"] = "POST" }), want: ErrMethod},

@@ -62,8 +62,11 @@ type decisionAttributes struct {
 	Body    string `json:"body"`
 }
 
-func (decisionContext) closedJSONObject()    {}
-func (decisionAttributes) closedJSONObject() {}
+// ClosedJSONObject marks the context closed (strictjson.Closed).
+func (decisionContext) ClosedJSONObject() {}
+
+// ClosedJSONObject marks the attributes closed (strictjson.Closed).
+func (decisionAttributes) ClosedJSONObject() {}
 
 // authorizeResponse is the answer of /authorize, as writeDecision writes it.
 type authorizeResponse struct {

@@ -116,9 +116,9 @@
 // gives users roles through it: every user assigned to any of its
 // departments holds them. Its Groups are links only; a group's members hold
 // its roles through their own Groups, linked or not. ParseFixture reads a
-// JSON fixture strictly (an unknown field is an error; a syntax error is
-// reported by line and column), and New refuses a fixture that names
-// something it does not define.
+// JSON fixture strictly (an unknown field, a member given twice or named in
+// another case is an error; every error is reported by line and column),
+// and New refuses a fixture that names something it does not define.
 //
 // # Errors and limits
 //

@@ -2,7 +2,6 @@ package mockserver
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/orgauthz/orgauthz/internal/strictjson"
 	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -156,90 +158,59 @@ func LoadFixtureFile(path string) (Fixture, error) {
 	return parseFixture(b, "fixture "+path)
 }
 
-// ParseFixture decodes a JSON fixture. Unknown fields are refused, so that
-// a misspelt key does not silently seed less than intended, and so is
-// anything after the fixture object. An error names where the JSON went
-// wrong by line and column (1-based, the column counted in bytes): a
-// syntax error, or a value of the wrong type, which it also names by its
-// path (realms.users.roles). It does not check that the names the fixture
-// refers to are defined; New does that.
+// ParseFixture decodes a JSON fixture, as strictly as the server reads
+// request bodies (internal/strictjson): a member given twice, two members
+// whose names differ only in case, a member that names a field in another
+// case, an unknown member (so that a misspelt key does not silently seed
+// less than intended) and anything after the fixture object are refused.
+// An error names where the JSON went wrong by line and column (1-based,
+// the column counted in bytes) and, for a member or a value of the wrong
+// type, by its path (realms[].users[].roles). It does not check that the
+// names the fixture refers to are defined; New does that.
 func ParseFixture(data []byte) (Fixture, error) {
 	return parseFixture(data, "fixture")
 }
 
 // parseFixture decodes data; what names the input in errors.
 func parseFixture(data []byte, what string) (Fixture, error) {
-	var f Fixture
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return Fixture{}, fmt.Errorf("mockserver: %s: %s", what, describeJSONError(data, err))
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Fixture{}, fmt.Errorf("mockserver: %s: empty input: a fixture is a JSON object", what)
 	}
-	end := dec.InputOffset()
-	if _, err := dec.Token(); err != io.EOF {
-		rest := data[end:]
-		end += int64(len(rest) - len(bytes.TrimLeft(rest, " \t\r\n")))
-		line, col := lineColumn(data, end)
-		return Fixture{}, fmt.Errorf("mockserver: %s: line %d, column %d: data after the fixture object", what, line, col)
+	var f Fixture
+	if err := strictjson.Unmarshal(data, &f, strictjson.RejectUnknownMembers()); err != nil {
+		return Fixture{}, fmt.Errorf("mockserver: %s: %s", what, describeJSONError(data, err))
 	}
 	return f, nil
 }
 
-// describeJSONError says what went wrong and where: a syntax error or a
-// value of the wrong type by line and column, other errors as they are,
-// without encoding/json's "json: " prefix.
+// describeJSONError says what went wrong and where, by line and column.
 func describeJSONError(data []byte, err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
+	var (
+		me  *strictjson.MemberError
+		te  *strictjson.TypeError
+		syn *jsontext.SyntacticError
+	)
+	at := func(off int64) string {
+		line, col := lineColumn(data, off)
+		return fmt.Sprintf("line %d, column %d: ", line, col)
+	}
 	switch {
-	case errors.As(err, &syn):
-		// Offset counts the bytes read, the offending one included.
-		line, col := lineColumn(data, syn.Offset-1)
-		return fmt.Sprintf("line %d, column %d: %s", line, col, strings.TrimPrefix(syn.Error(), "json: "))
-	case errors.As(err, &typ):
-		// Offset is where the value ends; name the line and column of
-		// its start when it can be found, else its last byte.
-		line, col := lineColumn(data, valueStart(data, typ.Offset))
-		field := typ.Field
+	case errors.As(err, &me):
+		return at(me.Offset) + me.Error()
+	case errors.As(err, &te):
+		field := te.Path
 		if field == "" {
 			field = "the fixture"
 		}
-		return fmt.Sprintf("line %d, column %d: %s: a JSON %s where %s is expected", line, col, field, typ.Value, jsonKind(typ.Type))
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		line, col := lineColumn(data, int64(len(data)))
-		return fmt.Sprintf("line %d, column %d: unexpected end of input (a closing bracket or brace missing?)", line, col)
-	case errors.Is(err, io.EOF):
-		return "empty input: a fixture is a JSON object"
+		return at(te.Offset) + fmt.Sprintf("%s: a JSON %s where %s is expected", field, strictjson.KindName(te.Found), jsonKind(te.Want))
+	case errors.As(err, &syn) && errors.Is(syn.Err, strictjson.ErrTrailingData):
+		return at(syn.ByteOffset) + "data after the fixture object"
+	case errors.As(err, &syn) && errors.Is(syn.Err, io.ErrUnexpectedEOF):
+		return at(int64(len(data))) + "unexpected end of input (a closing bracket or brace missing?)"
+	case errors.As(err, &syn) && syn.Err != nil:
+		return at(syn.ByteOffset) + syn.Err.Error()
 	}
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-// valueStart returns the offset of the first byte of the JSON value that
-// ends just before end: a scalar (a string, a number, true, false, null)
-// is found by walking back over it; for anything else end-1 is returned.
-func valueStart(data []byte, end int64) int64 {
-	if end <= 0 || end > int64(len(data)) {
-		return end - 1
-	}
-	i := end - 1
-	if data[i] == '"' { // a string: back to its opening quote
-		for j := i - 1; j >= 0; j-- {
-			if data[j] == '"' {
-				k := j - 1
-				for k >= 0 && data[k] == '\\' {
-					k--
-				}
-				if (j-1-k)%2 == 0 { // an even run of backslashes: not escaped
-					return j
-				}
-			}
-		}
-		return i
-	}
-	for i > 0 && strings.IndexByte("0123456789+-.eEtrufalsn", data[i-1]) >= 0 {
-		i--
-	}
-	return i
+	return strings.TrimPrefix(err.Error(), "jsontext: ")
 }
 
 // lineColumn returns the 1-based line and byte column of data[off]; an

@@ -19,13 +19,13 @@ func TestParseFixtureSaysWhere(t *testing.T) {
 		name, in, want string
 	}{
 		{"bare word", "{\n  \"realms\": [\n    {\"name\": acme}\n  ]\n}",
-			"mockserver: fixture: line 3, column 14: invalid character 'a' looking for beginning of value"},
+			"mockserver: fixture: line 3, column 14: invalid character 'a' at start of value"},
 		{"trailing comma", "{\n  \"realms\": [\n    {\"name\": \"acme\",}\n  ]\n}",
-			"mockserver: fixture: line 3, column 21: invalid character '}' looking for beginning of object key string"},
+			"mockserver: fixture: line 3, column 20: invalid character ',' at start of value"},
 		{"string for an array", "{\"realms\": [\n {\"name\": \"acme\",\n  \"users\": [{\"username\": \"u\", \"roles\": \"viewer\"}]}]}",
-			`mockserver: fixture: line 3, column 40: realms.users.roles: a JSON string where an array is expected`},
+			`mockserver: fixture: line 3, column 40: realms[].users[].roles: a JSON string where an array is expected`},
 		{"number for a string", "{\"realms\": [\n\t{\"name\": 12}]}",
-			"mockserver: fixture: line 2, column 11: realms.name: a JSON number where a string is expected"},
+			"mockserver: fixture: line 2, column 11: realms[].name: a JSON number where a string is expected"},
 		{"object for an array", "{\"realms\": [],\n \"platformAdmins\": {}}",
 			"mockserver: fixture: line 2, column 20: platformAdmins: a JSON object where an array is expected"},
 		{"not an object", "[]",
@@ -35,7 +35,17 @@ func TestParseFixtureSaysWhere(t *testing.T) {
 		{"second object", "{}\n  {}",
 			"mockserver: fixture: line 2, column 3: data after the fixture object"},
 		{"unknown field", `{"realms": [{"nmae": "acme"}]}`,
-			`mockserver: fixture: unknown field "nmae"`},
+			`mockserver: fixture: line 1, column 14: realms[].nmae: unknown member: realms[] takes only "name", "roles", "groups", "users", "clients" and "organizations"`},
+		// The one strict JSON rule of the module (internal/strictjson): a
+		// case-insensitive reader would take these for other fixtures.
+		{"a member twice", "{\"realms\": [{\"name\": \"acme\",\n  \"name\": \"initech\"}]}",
+			`mockserver: fixture: line 2, column 3: realms[].name: is given twice`},
+		{"a field in another case", `{"Realms": [{"name": "acme"}]}`,
+			`mockserver: fixture: line 1, column 2: Realms: member names are case-sensitive: the field is "realms"`},
+		{"two members differing only in case", `{"realms": [{"name": "acme", "users": [], "uſers": [{"username": "mallory"}]}]}`,
+			`mockserver: fixture: line 1, column 43: realms[].uſers: differs only in case from "users": members are matched case-insensitively`},
+		{"a map key twice", `{"realms": [{"name": "acme", "roles": [{"name": "r", "attributes": {"k": ["a"], "k": ["b"]}}]}]}`,
+			`mockserver: fixture: line 1, column 81: realms[].roles[].attributes.k: is given twice`},
 		{"empty", "",
 			"mockserver: fixture: empty input: a fixture is a JSON object"},
 	} {
@@ -68,5 +78,5 @@ func TestWithFixtureFileSaysWhere(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "broken.json")
 	require.NoError(t, os.WriteFile(path, []byte("{\n  \"realms\": [\n    {\"name\": \"acme\"\n  ]\n}\n"), 0o600))
 	_, err := mockserver.New(mockserver.WithFixtureFile(path))
-	require.EqualError(t, err, "mockserver: fixture "+path+": line 4, column 3: invalid character ']' after object key:value pair")
+	require.EqualError(t, err, "mockserver: fixture "+path+": line 4, column 3: invalid character ']' after object value (expecting ',' or '}')")
 }

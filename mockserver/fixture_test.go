@@ -176,7 +176,7 @@ func TestFixtureFile(t *testing.T) {
 	typo := filepath.Join(dir, "typo.json")
 	require.NoError(t, os.WriteFile(typo, []byte(`{"realms":[{"name":"acme","user":[]}]}`), 0o600))
 	_, err = New(WithFixtureFile(typo))
-	require.ErrorContains(t, err, `unknown field "user"`)
+	require.ErrorContains(t, err, `realms[].user: unknown member`)
 
 	_, err = New(WithFixtureFile(filepath.Join(dir, "missing.json")))
 	require.Error(t, err)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/orgauthz/orgauthz/internal/strictjson"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
@@ -112,12 +113,12 @@ func writeErr(w http.ResponseWriter, err error) {
 // decodeBody reads a JSON object from r into v through the 1 MiB limit. A
 // Content-Type other than application/json is a 415. Malformed JSON, wrong
 // types, trailing data, oversized bodies, bodies that are not UTF-8 and
-// ambiguous members (given twice, or differing only in case, or naming a
-// field in another case, where a struct is decoded: checkMembers) are 400s
-// whose message says what is wrong. Unknown fields are ignored. UTF-8 is
-// checked first because encoding/json reads each bad byte as U+FFFD: two
-// names that differ in their bad bytes would be one name to the decoder
-// and two to checkMembers, and the last would silently win.
+// the members the module's one strict JSON rule refuses (internal/strictjson:
+// given twice, or differing only in case, or naming a field in another
+// case; any member of no field in a closed object) are 400s whose message
+// says what is wrong, with details naming the member or value at fault.
+// Unknown members are otherwise ignored. UTF-8 is checked first, to name
+// the first bad byte.
 func decodeBody(r *http.Request, v any) error {
 	if err := checkJSONContentType(r); err != nil {
 		return err
@@ -137,26 +138,23 @@ func decodeBody(r *http.Request, v any) error {
 	if at, ok := invalidUTF8(body); ok {
 		return errf(http.StatusBadRequest, "request body is not valid UTF-8 (byte %d); JSON text must be (RFC 8259, section 8.1)", at)
 	}
-	if err := checkMembers(body, reflect.TypeOf(v).Elem()); err != nil {
-		var dup *errAmbiguousMember
-		if errors.As(err, &dup) {
-			return badField(dup.field(), "%s", dup.problem())
+	if err := strictjson.Unmarshal(body, v); err != nil {
+		var me *strictjson.MemberError
+		var te *strictjson.TypeError
+		switch {
+		case errors.As(err, &me):
+			return badField(me.Field(), "%s", me.Problem())
+		case errors.As(err, &te) && te.Path != "":
+			return typeError(te.Path, te.Want)
 		}
-		return err
-	}
-	if err := json.Unmarshal(body, v); err != nil { // refuses trailing data too
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return typeError(te.Field, te.Type)
-		}
-		return errf(http.StatusBadRequest, "malformed JSON body: %v", err)
+		return errf(http.StatusBadRequest, "malformed JSON body: %s", strings.TrimPrefix(err.Error(), "jsontext: "))
 	}
 	return nil
 }
 
 // bodyReader reads a request body into a buffer that is used again for
-// another request's: the body is only scanned (checkMembers) and decoded
-// (json.Unmarshal copies out every string it keeps), never kept. io.ReadAll
+// another request's: the body is only read (strictjson.Unmarshal copies
+// out every string it keeps), never kept. io.ReadAll
 // allocated at least 512 bytes per request and grew from there, the largest
 // allocation of a decision.
 type bodyReader struct {

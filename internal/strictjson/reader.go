@@ -1,29 +1,24 @@
-// Package strictjson reads the answers of decision servers strictly, so
-// that no two JSON readers can take one answer for two different things: a member the client reads
-// named twice in one object, a member whose name differs from one the
-// client reads only in case (encoding/json would read "Status" as "status",
-// and folds "ſ" to "s"), a value of the wrong type, invalid UTF-8 or
-// anything after the answer are all errors. Members the client does not
-// read are skipped, repeated or not (they cannot change what it reads);
-// memory is spent only on the values it keeps.
 package strictjson
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Reader reads one JSON answer. Its zero value is not usable: make one with
-// New, and Reset it for each answer (a client keeps Readers in a
-// sync.Pool, with their decoders' buffers).
+// Reader reads one JSON answer as a stream, under the package's rule, for
+// a client that keeps only part of it: the caller names the members it
+// reads in each object (Object) and the Reader skips the others, so memory
+// follows what the caller keeps, not the size of the answer. Its errors
+// match this package's sentinels or are the decoder's; Problem describes
+// either without quoting the answer. Its zero value is not usable: make one
+// with New, and Reset it for each answer (a client keeps Readers in a
+// sync.Pool, with their buffers). A Reader is not safe for concurrent use.
 type Reader struct {
-	dec  *jsontext.Decoder
-	body bytes.Reader
-	name []byte // scratch space for unescaping member names
+	walker              // skips the members the caller does not read, checking them
+	body   bytes.Buffer // reads the answer without copying it
 }
 
 // New returns a Reader; Reset it before use.
@@ -33,58 +28,32 @@ func New() *Reader {
 	return r
 }
 
-// Reset makes r read body. jsontext's own duplicate-name check is off (it
-// keeps a map per object): Object refuses a name it reads given twice, and
-// the others do not matter.
+// Reset makes r read body, which must not change until r is reset again
+// or released.
 func (r *Reader) Reset(body []byte) {
-	r.body.Reset(body)
-	r.dec.Reset(&r.body, jsontext.AllowDuplicateNames(true))
+	r.input, r.body = body, *bytes.NewBuffer(body)
+	r.dec.Reset(&r.body, decoderOptions)
+	r.reset()
 }
 
 // Release drops r's reference to the last body, before r goes back to a
 // pool.
 func (r *Reader) Release() {
-	r.body.Reset(nil)
+	r.input, r.body = nil, bytes.Buffer{}
 	r.dec.Reset(&r.body)
+	r.reset()
 }
 
-// The Reader's own errors. Their texts are fixed: nothing the server wrote
-// reaches them (jsontext's errors quote member names, so they are never
-// shown either; see Problem).
-var (
-	ErrAmbiguousMember = errors.New("a member's name differs from an expected one only in case")
-	ErrDuplicateMember = errors.New("a member is named twice in one object")
-	ErrMissingMember   = errors.New("an object lacks a member the client needs")
-	ErrWrongType       = errors.New("a value has the wrong type")
-	ErrTrailingData    = errors.New("data follows the answer")
-)
-
-// Problem describes why an answer could not be read, in words that hold
-// nothing of the answer itself: the text of the first of the Reader's
-// errors or of own (the caller's fixed-text errors) that err matches.
-func Problem(err error, own ...error) string {
-	for _, e := range append([]error{ErrAmbiguousMember, ErrDuplicateMember, ErrMissingMember, ErrWrongType, ErrTrailingData}, own...) {
-		if errors.Is(err, e) {
-			return e.Error()
-		}
-	}
-	switch {
-	case errors.Is(err, jsontext.ErrDuplicateName):
-		return "a member is named twice in one object"
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return "the body ends before the answer does"
-	}
-	return "the body is not well-formed JSON"
-}
-
-// Object reads an object whose members the client may read are names. It
+// Object reads an object whose members the caller may read are names. It
 // calls member with the index of each such member, which must read its
-// value. Other members are skipped, unless their name folds to one of names.
+// value; other members are skipped. A member named twice, two members
+// whose names differ only in case and a member that names one of names in
+// another case are errors.
 func (r *Reader) Object(names []string, member func(i int) error) error {
 	if err := r.delim('{'); err != nil {
 		return err
 	}
-	var seen uint64 // the names read so far; objects read at most 64
+	set := r.openNames()
 	for r.dec.PeekKind() != '}' {
 		raw, err := r.dec.ReadValue()
 		if err != nil {
@@ -94,24 +63,26 @@ func (r *Reader) Object(names []string, member func(i int) error) error {
 		if err != nil {
 			return err
 		}
-		i := index(names, name)
-		switch {
-		case i >= 0:
-			if seen&(1<<i) != 0 {
+		if other, clash := set.add(name, r.dec.InputOffset()-int64(len(raw)), r.input, true); clash {
+			if bytes.Equal(other, name) {
 				return ErrDuplicateMember
 			}
-			seen |= 1 << i
+			return ErrAmbiguousMember
+		}
+		switch i := index(names, name); {
+		case i >= 0:
 			if err := member(i); err != nil {
 				return err
 			}
 		case foldsToOne(names, name):
 			return ErrAmbiguousMember
 		default:
-			if err := r.dec.SkipValue(); err != nil {
+			if err := r.value(nil); err != nil {
 				return err
 			}
 		}
 	}
+	r.closeNames()
 	return r.delim('}')
 }
 
@@ -146,9 +117,9 @@ func (r *Reader) Str() (string, error) {
 	return string(b), err
 }
 
-// Bytes reads a string value and returns its contents in *scratch, valid
-// until the next read into the same scratch space (the decoder's own
-// buffer may change at the next read of any value).
+// Bytes reads a string value and returns its contents: the answer's own
+// bytes, or, for a string with escapes, *scratch, valid until the next
+// read into the same scratch space.
 func (r *Reader) Bytes(scratch *[]byte) ([]byte, error) {
 	raw, err := r.dec.ReadValue()
 	if err != nil {
@@ -158,8 +129,7 @@ func (r *Reader) Bytes(scratch *[]byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: found %v where a string was expected", ErrWrongType, raw.Kind())
 	}
 	if bytes.IndexByte(raw, '\\') < 0 {
-		*scratch = append((*scratch)[:0], raw[1:len(raw)-1]...)
-		return *scratch, nil
+		return raw[1 : len(raw)-1], nil // the body's bytes: the decoder does not copy a bytes.Buffer
 	}
 	*scratch, err = jsontext.AppendUnquote((*scratch)[:0], raw)
 	return *scratch, err
@@ -215,9 +185,9 @@ func foldsToOne(names []string, name []byte) bool {
 	return false
 }
 
-// Value reads the next value whole, checked for well-formedness (member
-// names given twice are left to the caller, which should decode the value
-// with a reader that refuses them). The value is valid until the next read.
+// Value reads the next value whole, checked for well-formedness only:
+// decode it with Unmarshal, which applies the rule. The value is valid
+// until the Reader is reset.
 func (r *Reader) Value() (jsontext.Value, error) { return r.dec.ReadValue() }
 
 // Kind returns the kind of the next value without reading it.

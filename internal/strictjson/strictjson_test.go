@@ -1,0 +1,491 @@
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// target is a body shape with a struct inside a slice, a map of slices,
+// opaque members and a closed object.
+type target struct {
+	Name   string              `json:"name"`
+	Items  []item              `json:"items"`
+	Attrs  map[string][]string `json:"attributes"`
+	Raw    json.RawMessage     `json:"raw"`
+	Any    any                 `json:"any"`
+	Closed *closedPart         `json:"closed"`
+	Skip   string              `json:"-"`
+	embedded
+}
+
+type item struct {
+	Key   string `json:"key"`
+	Value int    `json:"value"`
+}
+
+type embedded struct {
+	Note string `json:"note"`
+}
+
+type closedPart struct {
+	Method string `json:"method"`
+}
+
+func (closedPart) ClosedJSONObject() {}
+
+// TestUnmarshalRule names each part of the rule: what it refuses, where,
+// and what it lets through.
+func TestUnmarshalRule(t *testing.T) {
+	t.Parallel()
+	many := func(prefix string, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, `"%s%d":1,`, prefix, i)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name, body string
+		field      string // the member at fault; "" when the body is read
+		is         error
+	}{
+		{"plain", `{"name":"x","items":[{"key":"a","value":1}],"attributes":{"a":["b"]},"raw":{"x":1},"any":[1],"closed":{"method":"GET"},"note":"n"}`, "", nil},
+		{"empty objects", `{"items":[{},{}],"attributes":{}}`, "", nil},
+		{"unknown members are ignored", `{"other":{"x":1,"X":2},"name":"x"}`, "", nil},
+		{"exact twice", `{"name":"x","name":"y"}`, "name", ErrDuplicateMember},
+		{"escaped twice", `{"name":"x","n\u0061me":"y"}`, "name", ErrDuplicateMember},
+		{"folded at the top", `{"name":"x","NAME":"y"}`, "NAME", ErrAmbiguousMember},
+		{"long s folds like s", "{\"items\":[],\"item\u017f\":[]}", "itemſ", ErrAmbiguousMember},
+		{"the Kelvin sign folds like k", "{\"items\":[{\"key\":\"a\",\"\u212aey\":\"b\"}]}", "items[].\u212aey", ErrAmbiguousMember},
+		{"folded in a slice element", `{"items":[{"key":"a"},{"key":"a","Key":"b"}]}`, "items[].Key", ErrAmbiguousMember},
+		{"a field named in another case", `{"Name":"x"}`, "Name", ErrAmbiguousMember},
+		{"a field named in another case in an element", `{"items":[{"KEY":"a"}]}`, "items[].KEY", ErrAmbiguousMember},
+		{"an embedded field in another case", `{"NOTE":"x"}`, "NOTE", ErrAmbiguousMember},
+		{"a skipped field is unknown, in any case", `{"Skip":"x","skip":"y","SKIP":"z"}`, "skip", ErrAmbiguousMember},
+		{"unknown members at the top fold", `{"other":1,"OTHER":2}`, "OTHER", ErrAmbiguousMember},
+		{"map keys differing in case", `{"attributes":{"Region":["eu"],"region":["us"]}}`, "", nil},
+		{"a map key naming a field", `{"attributes":{"NAME":["x"]}}`, "", nil},
+		{"map key twice", `{"attributes":{"region":["eu"],"region":["us"]}}`, "attributes.region", ErrDuplicateMember},
+		{"raw message folds not", `{"raw":{"x":1,"X":2}}`, "", nil},
+		{"raw message exact twice", `{"raw":{"x":1,"x":2}}`, "raw.x", ErrDuplicateMember},
+		{"any exact twice", `{"any":[{"a":1,"a":2}]}`, "any[].a", ErrDuplicateMember},
+		{"unknown member's value exact twice", `{"other":{"x":{"y":1,"y":2}}}`, "other.x.y", ErrDuplicateMember},
+		{"closed object: its own members", `{"closed":{"method":"GET"}}`, "", nil},
+		{"closed object: another member", `{"closed":{"method":"GET","verb":"POST"}}`, "closed.verb", ErrUnknownMember},
+		{"closed object: a field in another case", `{"closed":{"Method":"GET"}}`, "closed.Method", ErrAmbiguousMember},
+		{"big object without clashes", `{` + many("k", 100) + `"name":"x"}`, "", nil},
+		{"big object with a late exact duplicate", `{` + many("k", 100) + `"k7":2}`, "k7", ErrDuplicateMember},
+		{"big struct object with a late folded duplicate", `{"name":"x",` + many("k", 100) + `"nAme":"y"}`, "nAme", ErrAmbiguousMember},
+		{"big struct object with late unknown names that fold", `{` + many("k", 100) + `"K77":"y"}`, "K77", ErrAmbiguousMember},
+		{"strings holding delimiters", `{"name":"{\"name\":1,\"name\":2}","items":[{"key":"]}[{"}]}`, "", nil},
+		{"a type mismatch is not entered", `{"items":{"key":1,"KEY":2}}`, "", ErrWrongType},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var v target
+			err := Unmarshal([]byte(tt.body), &v)
+			switch {
+			case tt.is == nil:
+				require.NoError(t, err)
+			case tt.field == "":
+				require.ErrorIs(t, err, tt.is)
+			default:
+				require.ErrorIs(t, err, tt.is)
+				var me *MemberError
+				require.ErrorAs(t, err, &me)
+				assert.Equal(t, tt.field, me.Field())
+				assert.Equal(t, byte('"'), tt.body[me.Offset], "the offset is where the name starts")
+				assert.Equal(t, target{}, v, "nothing is decoded from a refused body")
+			}
+		})
+	}
+}
+
+// TestUnmarshalErrorsSayWhere: every refusal names its place, so a server
+// can answer with details and a file loader with a line and column.
+func TestUnmarshalErrorsSayWhere(t *testing.T) {
+	t.Parallel()
+	var v target
+	err := Unmarshal([]byte(`{"items":[{"key":"a","value":"one"}]}`), &v)
+	var te *TypeError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "items[].value", te.Path)
+	assert.Equal(t, int64(strings.Index(`{"items":[{"key":"a","value":"one"}]}`, `"one"`)), te.Offset)
+	assert.Equal(t, "string", KindName(te.Found))
+	require.ErrorIs(t, err, ErrWrongType)
+
+	err = Unmarshal([]byte(`{"attributes":{"a":"b"}}`), &v)
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "attributes.a", te.Path)
+
+	err = Unmarshal([]byte(`{"closed":{"verb":"POST"}}`), &v)
+	var me *MemberError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, `closed.verb: unknown member: closed takes only "method"`, me.Error())
+
+	for _, body := range []string{`{"name":"x"} {}`, "{\"name\":\"x\"}\n  x", `{"name":"x"}}`} {
+		err = Unmarshal([]byte(body), &v)
+		var se *jsontext.SyntacticError
+		require.ErrorAs(t, err, &se, body)
+		require.ErrorIs(t, err, ErrTrailingData, body)
+		assert.Equal(t, int64(len(`{"name":"x"}`)+strings.Count(body, "\n")+strings.Count(body, " ")), se.ByteOffset, body)
+	}
+
+	err = Unmarshal([]byte(`{"name":`), &v)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	require.Error(t, Unmarshal([]byte("{\"name\":\"\xff\"}"), &v), "invalid UTF-8")
+	require.Error(t, Unmarshal([]byte(`{}`), v), "not a pointer")
+}
+
+// TestUnmarshalRejectUnknownMembers closes every struct, as a fixture
+// loader wants.
+func TestUnmarshalRejectUnknownMembers(t *testing.T) {
+	t.Parallel()
+	var v target
+	require.NoError(t, Unmarshal([]byte(`{"name":"x","attributes":{"any":["key"]}}`), &v, RejectUnknownMembers()))
+	err := Unmarshal([]byte(`{"items":[{"key":"a","kye":1}]}`), &v, RejectUnknownMembers())
+	var me *MemberError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, "items[].kye", me.Field())
+	assert.Equal(t, []string{"key", "value"}, me.Known)
+	require.NoError(t, Unmarshal([]byte(`{"items":[{"key":"a","kye":1}]}`), &v), "ignored without the option")
+}
+
+// TestWalkAllocatesNothing: the rule costs a typical decision body no
+// allocation; only json v2's decoding of it allocates.
+func TestWalkAllocatesNothing(t *testing.T) {
+	type attrs struct {
+		Method string `json:"method"`
+		Path   string `json:"path"`
+	}
+	type body struct {
+		ClientID  string `json:"clientId"`
+		Resources []struct {
+			Name   string   `json:"name"`
+			Scopes []string `json:"scopes"`
+		} `json:"resources"`
+		Context *struct {
+			Attributes *attrs `json:"attributes"`
+		} `json:"context"`
+	}
+	data := []byte(`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read","write"]},{"name":"invoices","scopes":["read"]}],"context":{"attributes":{"method":"GET","path":"/orders/1"}}}`)
+	n := nodeOf(reflect.TypeFor[body]())
+	u := new(unmarshaler) // one, not the pool's: the race detector drops pooled values at random
+	u.dec = jsontext.NewDecoder(&u.buf)
+	check := func() {
+		u.start(data)
+		if err := u.check(n); err != nil {
+			t.Fatal(err)
+		}
+		u.stop()
+	}
+	check()
+	require.Zero(t, testing.AllocsPerRun(100, check))
+}
+
+// TestHostileObjectsCostTheirSize: a 1 MiB object of distinct names, and
+// one nested 1 MiB deep, cost memory in proportion to their size.
+func TestHostileObjectsCostTheirSize(t *testing.T) {
+	const size = 1 << 20
+	var names strings.Builder
+	names.WriteString(`{"name":"x"`)
+	for i := 0; names.Len() < size; i++ {
+		fmt.Fprintf(&names, `,"k%d":0`, i)
+	}
+	names.WriteString(`}`)
+	bodies := map[string]struct {
+		body string
+		ok   bool
+	}{
+		"distinct names in a struct object": {names.String(), true},
+		"open brackets":                     {strings.Repeat("[", size), false},
+		"open objects":                      {strings.Repeat(`{"any":`, size/7), false},
+	}
+	for name, b := range bodies {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var v target
+			err := Unmarshal([]byte(b.body), &v)
+			runtime.ReadMemStats(&after)
+			if b.ok {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+			}
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16*size))
+		})
+	}
+}
+
+// TestReaderRule: the streaming reader keeps the same rule for the members
+// it is told to read.
+func TestReaderRule(t *testing.T) {
+	t.Parallel()
+	names := []string{"status", "permissions"}
+	read := func(body string) (status string, err error) {
+		r := New()
+		r.Reset([]byte(body))
+		defer r.Release()
+		err = r.Object(names, func(i int) error {
+			if i == 0 {
+				var err error
+				status, err = r.Str()
+				return err
+			}
+			return r.Array(func() error { _, err := r.Value(); return err })
+		})
+		if err == nil {
+			err = r.End()
+		}
+		return status, err
+	}
+	tests := []struct {
+		name, body string
+		want       error // nil: read
+	}{
+		{"plain", `{"status":"GRANT","permissions":[]}`, nil},
+		{"an unknown member", `{"status":"GRANT","reason":{"why":"role"}}`, nil},
+		{"escaped names", `{"st\u0061tus":"GRANT"}`, nil},
+		{"status twice", `{"status":"DENY","status":"GRANT"}`, ErrDuplicateMember},
+		{"status twice, escaped", `{"status":"DENY","st\u0061tus":"GRANT"}`, ErrDuplicateMember},
+		{"status in another case", `{"Status":"GRANT"}`, ErrAmbiguousMember},
+		{"status beside its variant", `{"status":"DENY","ſtatus":"GRANT"}`, ErrAmbiguousMember},
+		{"two unknown members differing in case", `{"status":"GRANT","reason":"a","REASON":"b"}`, ErrAmbiguousMember},
+		{"an unknown member twice", `{"status":"GRANT","reason":"a","reason":"b"}`, ErrDuplicateMember},
+		{"twice inside an unknown member", `{"status":"GRANT","reason":{"a":1,"a":2}}`, ErrDuplicateMember},
+		{"twice deep inside an unknown member", `{"status":"GRANT","reason":[{"a":[{"b":1,"b":2}]}]}`, ErrDuplicateMember},
+		{"trailing data", `{"status":"GRANT"} {}`, ErrTrailingData},
+		{"a number for a string", `{"status":1}`, ErrWrongType},
+		{"an array for the object", `["status"]`, ErrWrongType},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			status, err := read(tt.body)
+			if tt.want == nil {
+				require.NoError(t, err)
+				assert.Equal(t, "GRANT", status)
+				return
+			}
+			require.ErrorIs(t, err, tt.want)
+			assert.NotContains(t, Problem(err), "status", "Problem quotes nothing of the answer")
+		})
+	}
+}
+
+// TestReaderBytesAliasTheAnswer: a string without escapes is the answer's
+// own bytes, read without a copy; one with escapes is unescaped into the
+// scratch space.
+func TestReaderBytesAliasTheAnswer(t *testing.T) {
+	t.Parallel()
+	body := []byte(`["orders","\u006frders"]`)
+	r := New()
+	r.Reset(body)
+	var scratch []byte
+	var got [][]byte
+	require.NoError(t, r.Array(func() error {
+		b, err := r.Bytes(&scratch)
+		got = append(got, b)
+		return err
+	}))
+	require.Len(t, got, 2)
+	assert.Equal(t, "orders", string(got[0]))
+	assert.Equal(t, &body[2], &got[0][0], "no copy")
+	assert.Equal(t, "orders", string(got[1]))
+	assert.Equal(t, &scratch[0], &got[1][0])
+}
+
+func TestProblem(t *testing.T) {
+	t.Parallel()
+	var v target
+	for body, want := range map[string]string{
+		`{"name":"x","name":"y"}`: ErrDuplicateMember.Error(),
+		`{"name":"x","Name":"y"}`: ErrAmbiguousMember.Error(),
+		`{"closed":{"verb":"x"}}`: ErrUnknownMember.Error(),
+		`{"name":1}`:              ErrWrongType.Error(),
+		`{"name":"x"} 1`:          ErrTrailingData.Error(),
+		`{"name":`:                "the body ends before the JSON value does",
+		"":                        "the body ends before the JSON value does",
+		" \n":                     "the body ends before the JSON value does",
+		`{"name" "x"}`:            "the body is not well-formed JSON",
+	} {
+		assert.Equal(t, want, Problem(Unmarshal([]byte(body), &v)), body)
+	}
+	own := errors.New("own")
+	assert.Equal(t, "own", Problem(fmt.Errorf("wrapped: %w", own), own))
+}
+
+// FuzzUnmarshal compares the walker with reference, the rule written
+// plainly on encoding/json's Token: on valid JSON both refuse or neither
+// does; whatever Unmarshal reads, encoding/json reads the same; on any
+// input nothing panics and a refusal is a *MemberError, a
+// *jsontext.SyntacticError or a *TypeError. Run it longer than its seeds
+// with:
+//
+//	go test -run '^$' -fuzz '^FuzzUnmarshal$' -fuzztime 10m ./internal/strictjson
+func FuzzUnmarshal(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"x","NAME":"y"}`, `{"items":[{"key":"a","KEY":1}]}`, `{"attributes":{"a":[],"A":[]}}`,
+		`{"raw":{"x":{"y":1,"y":2}}}`, `[{"a":1}]`, `"str"`, `{"n\u0061me":1,"name":2}`, `{"\u017fx":1}`,
+		"{\"items\":[],\"item\u017f\":1}", "{\"items\":[{\"\u212aey\":1}]}", `{"closed":{"method":"GET","verb":1}}`,
+		"{\"attributes\":{\"\xff\":[],\"\xfe\":[]}}", `{"attributes":{"\ud800":[],"\udc00":[]}}`,
+		`{"note":"n","Note":"m"}`, `{"items":[{"value":1.5}]}`, `{"any":{"a":{"b":[{"c":1,"c":2}]}}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got target
+		err := Unmarshal(data, &got)
+		var (
+			me *MemberError
+			se *jsontext.SyntacticError
+			te *TypeError
+		)
+		if err != nil && !errors.As(err, &me) && !errors.As(err, &se) && !errors.As(err, &te) {
+			t.Fatalf("unclassified error %T %v on %q", err, err, data)
+		}
+		if !json.Valid(data) || !utf8.Valid(data) || se != nil {
+			return // encoding/json takes lone surrogates ("\\ud800") for U+FFFD; jsontext refuses them
+		}
+		if refused := reference(data); refused != (me != nil) {
+			t.Fatalf("walker %v, reference refuses %v, on %q", err, refused, data)
+		}
+		var want target
+		if err == nil && json.Unmarshal(data, &want) == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("read %+v, encoding/json reads %+v, from %q", got, want, data)
+		}
+	})
+}
+
+// reference reports whether data, valid JSON, breaks the rule when read as
+// a target: it keeps every name of every object, and knows target's fields
+// by heart.
+func reference(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	fields := map[string][]string{
+		"target": {"name", "items", "attributes", "raw", "any", "closed", "note"},
+		"item":   {"key", "value"},
+		"closed": {"method"},
+	}
+	type frame struct {
+		object bool
+		kind   string // "target", "item", "closed" for a struct object; "items" for the items array
+		names  []string
+		key    bool
+		next   string // the kind of the value after the name just read
+	}
+	var stack []*frame
+	kindOfNext := func() string {
+		if len(stack) == 0 {
+			return "target"
+		}
+		top := stack[len(stack)-1]
+		if top.object {
+			top.key = true
+			return top.next
+		}
+		if top.kind == "items" {
+			return "item"
+		}
+		return ""
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].key {
+			top := stack[n-1]
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:n-1]
+				continue
+			}
+			name := tok.(string)
+			top.key, top.next = false, ""
+			known := fields[top.kind]
+			for _, other := range top.names {
+				if other == name || known != nil && strings.EqualFold(other, name) {
+					return true
+				}
+			}
+			top.names = append(top.names, name)
+			if known == nil {
+				continue
+			}
+			isField := false
+			for _, f := range known {
+				if f == name {
+					isField = true
+				} else if strings.EqualFold(f, name) {
+					return true
+				}
+			}
+			switch {
+			case !isField && top.kind == "closed":
+				return true
+			case top.kind == "target" && (name == "items" || name == "closed"):
+				top.next = name
+			}
+			continue
+		}
+		switch d, _ := tok.(json.Delim); d {
+		case '{':
+			k := kindOfNext()
+			if k == "items" {
+				k = ""
+			}
+			stack = append(stack, &frame{object: true, key: true, kind: k})
+		case '[':
+			k := kindOfNext()
+			if k != "items" {
+				k = ""
+			}
+			stack = append(stack, &frame{kind: k})
+		case ']':
+			stack = stack[:len(stack)-1]
+		default:
+			kindOfNext()
+		}
+	}
+}
+
+// TestNameSetSurvivesAHashCollision: two names with one hash are both
+// kept, and a repeat of either is found. A collision is made by hand, since
+// the seed is random.
+func TestNameSetSurvivesAHashCollision(t *testing.T) {
+	t.Parallel()
+	var input bytes.Buffer
+	var s nameSet
+	add := func(name string) bool { // name as written in the input
+		off := int64(input.Len())
+		input.WriteString(`"` + name + `",`)
+		unquoted, err := jsontext.AppendUnquote(nil, `"`+name+`"`)
+		require.NoError(t, err)
+		_, clash := s.add(unquoted, off, input.Bytes(), true)
+		return clash
+	}
+	for i := range linearNames + 1 {
+		require.False(t, add(fmt.Sprint("n", i)))
+	}
+	require.NotNil(t, s.index)
+	s.index[s.hash([]byte("late"), true)] = s.offs[3] // "late" hashes as "n3" does
+	require.False(t, add("late"), "another name with the same hash")
+	require.True(t, add("LATE"), "found among the names whose hash was taken")
+	require.True(t, add("N3"), "the name that holds the hash")
+	require.False(t, add("n\\u0033x"))
+	require.True(t, add("N3X"), "a name read again is unescaped")
+}
