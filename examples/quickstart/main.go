@@ -125,7 +125,7 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 	if err := showFailClosed(ctx, p, gateway, cfg.adminSecret, tokens["bob"]); err != nil {
 		return err
 	}
-	p.section("Done. In a clone of the repository, run the tests with: go test -race ./...")
+	p.section("Done. In a clone of the repository, run the tests with: go test -race github.com/orgauthz/orgauthz/...")
 	return nil
 }
 
