@@ -3,43 +3,15 @@ package pep_test
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/frozentest"
 	"github.com/orgauthz/orgauthz/pep"
 )
-
-// unfired is a context whose deadline a test moves into the past without
-// its timer firing: Done never closes and Err stays nil. It is what a call
-// sees when a frozen process (SIGSTOP, a paused VM) resumes, before the
-// runtime runs its timers. A client whose WithTimeout is longer than the
-// time left keeps reading this deadline (context.WithTimeout then wraps
-// without a timer of its own).
-type unfired struct {
-	context.Context
-	deadline atomic.Pointer[time.Time]
-}
-
-// newUnfired returns an unfired context whose deadline is d from now.
-func newUnfired(d time.Duration) *unfired {
-	c := &unfired{Context: context.Background()}
-	at := time.Now().Add(d)
-	c.deadline.Store(&at)
-	return c
-}
-
-func (c *unfired) Deadline() (time.Time, bool) { return *c.deadline.Load(), true }
-
-// pass makes the deadline now: from here on it has passed, and the
-// context's timer has still not fired.
-func (c *unfired) pass() {
-	now := time.Now()
-	c.deadline.Store(&now)
-}
 
 // requireDeadlineDenial asserts that d failed closed because its call's
 // deadline passed.
@@ -60,9 +32,9 @@ func requireDeadlineDenial(t *testing.T, d pep.Decision) {
 func TestAnswerPastTheDeadlineIsNotUsed(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
-	ctx := newUnfired(time.Minute)
+	ctx := frozentest.NewUnfired(time.Minute)
 	g.setHook(func(http.ResponseWriter, *http.Request, int) bool {
-		ctx.pass()   // the call's time runs out while the gateway answers
+		ctx.Pass()   // the call's time runs out while the gateway answers
 		return false // the reference server answers: GRANT
 	})
 	c := g.newClient(t, pep.WithTimeout(time.Hour), pep.WithBreaker(1, time.Hour), noRetry)
@@ -112,7 +84,7 @@ func TestCoalescedWaiterPastItsDeadlineGetsNoGrant(t *testing.T) {
 	<-waiting // the leader waits on its request
 	<-arrived
 
-	waiterCtx := newUnfired(time.Minute)
+	waiterCtx := frozentest.NewUnfired(time.Minute)
 	waiter := make(chan pep.Decision)
 	go func() {
 		d, err := c.Check(waiterCtx, "orders", "read")
@@ -120,7 +92,7 @@ func TestCoalescedWaiterPastItsDeadlineGetsNoGrant(t *testing.T) {
 		waiter <- d
 	}()
 	<-waiting // the waiter joined the same request
-	waiterCtx.pass()
+	waiterCtx.Pass()
 	close(release)
 
 	requireGatewayDecision(t, <-leader, pep.Grant)

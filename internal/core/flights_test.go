@@ -3,13 +3,13 @@ package core
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/frozentest"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -106,7 +106,7 @@ func TestWaiterPastItsOwnDeadlineGetsNoValue(t *testing.T) {
 	}()
 	<-joins // the leader's
 
-	waiterCtx := newUnfired(time.Hour)
+	waiterCtx := frozentest.NewUnfired(time.Hour)
 	waiterDone := make(chan *Outcome[string])
 	go func() {
 		out, _ := f.Do(waiterCtx, "pep: gateway", "k", func() *Outcome[string] {
@@ -115,7 +115,7 @@ func TestWaiterPastItsOwnDeadlineGetsNoValue(t *testing.T) {
 		waiterDone <- out
 	}()
 	<-joins // the waiter has joined the leader's flight
-	waiterCtx.pass()
+	waiterCtx.Pass()
 	close(release)
 
 	if out := <-leaderDone; out.Err != nil || out.Value != "GRANT" {
@@ -124,28 +124,6 @@ func TestWaiterPastItsOwnDeadlineGetsNoValue(t *testing.T) {
 	out := <-waiterDone
 	assert.Empty(t, out.Value, "a waiter past its deadline got the shared value")
 	requireDeadlineCause(t, out.Err)
-}
-
-// unfired is a context whose deadline a test moves into the past without
-// its timer firing, as a frozen process sees it when it resumes.
-type unfired struct {
-	context.Context
-	deadline atomic.Pointer[time.Time]
-}
-
-func newUnfired(d time.Duration) *unfired {
-	c := &unfired{Context: context.Background()}
-	at := time.Now().Add(d)
-	c.deadline.Store(&at)
-	return c
-}
-
-func (c *unfired) Deadline() (time.Time, bool) { return *c.deadline.Load(), true }
-
-// pass makes the deadline now.
-func (c *unfired) pass() {
-	now := time.Now()
-	c.deadline.Store(&now)
 }
 
 func requireDeadlineCause(t *testing.T, err error) {

@@ -11,33 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/frozentest"
 )
-
-// unfired is a context whose deadline a test moves into the past without
-// its timer firing: Done never closes and Err stays nil. It is what a call
-// sees when a frozen process (SIGSTOP, a paused VM) resumes, before the
-// runtime runs its timers.
-type unfired struct {
-	context.Context
-	deadline atomic.Pointer[time.Time]
-}
-
-// newUnfired returns an unfired context whose deadline is d from now.
-func newUnfired(d time.Duration) *unfired {
-	c := &unfired{Context: context.Background()}
-	at := time.Now().Add(d)
-	c.deadline.Store(&at)
-	return c
-}
-
-func (c *unfired) Deadline() (time.Time, bool) { return *c.deadline.Load(), true }
-
-// pass makes the deadline now: from here on it has passed, and the
-// context's timer has still not fired.
-func (c *unfired) pass() {
-	now := time.Now()
-	c.deadline.Store(&now)
-}
 
 // requireDeadlineCause fails the test unless err is the fail-closed Cause
 // of a passed deadline.
@@ -74,9 +50,9 @@ func TestAnswerAfterTheDeadlineIsNotUsed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := newUnfired(time.Hour)
+			ctx := frozentest.NewUnfired(time.Hour)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				ctx.pass() // the answer is made; the caller's time runs out before it is read
+				ctx.Pass() // the answer is made; the caller's time runs out before it is read
 				_, _ = w.Write([]byte(`{"decision":"GRANT"}`))
 			}))
 			t.Cleanup(srv.Close)
@@ -102,8 +78,8 @@ func TestNothingIsSentPastTheDeadline(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	x := newTestExchanger(srv)
-	ctx := newUnfired(time.Hour)
-	ctx.pass()
+	ctx := frozentest.NewUnfired(time.Hour)
+	ctx.Pass()
 	data, err := x.Post(ctx, &stampCredential{}, srv.URL, []byte(`{}`), nil, true)
 	requireDeadlineCause(t, err)
 	assert.Nil(t, data)
