@@ -21,7 +21,7 @@ type Server struct {
 	now     func() time.Time
 	logger  *slog.Logger
 	// issuer is the public base URL written into tokens; empty means it is
-	// derived from each request (publicURL.go).
+	// derived from each request (publicurl.go).
 	issuer string
 	// proxies are the trusted reverse proxies whose forwarding headers
 	// are read when issuer is empty.

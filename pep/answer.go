@@ -14,9 +14,9 @@ type pair struct{ resource, scope string }
 // wildcard reports whether the pair is a query for many pairs.
 func (p pair) wildcard() bool { return p.scope == "" || p.resource == "*" }
 
-// covers reports whether the query q asks for the pair p.
-func (q pair) covers(p pair) bool {
-	return (q.resource == "*" || q.resource == p.resource) && (q.scope == "" || q.scope == p.scope)
+// covers reports whether p, a query, asks for the pair other.
+func (p pair) covers(other pair) bool {
+	return (p.resource == "*" || p.resource == other.resource) && (p.scope == "" || p.scope == other.scope)
 }
 
 // answer is what one authorize answer said about the pairs a request asked

@@ -12,7 +12,7 @@
 //     (call.go);
 //   - the decision cache, grouped by token (cache.go);
 //   - the counters behind Stats and the metrics, and the log lines of
-//     fail-closed decisions (tally.go).
+//     fail-closed decisions (core.go: Tally, Record).
 //
 // A client embeds a Core, sets it up once in its New (Init) and calls it;
 // the core never calls back into a client, and knows neither wire format.
