@@ -508,15 +508,7 @@ func TestRunNoAddressHoldsEverySlot(t *testing.T) {
 				}
 			}
 
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			c := &http.Client{Transport: checker.Transport(&http.Transport{DisableKeepAlives: true})}
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/realms/master/.well-known/openid-configuration", nil)
-			require.NoError(t, err)
-			resp, err := c.Do(req)
-			require.NoError(t, err, "another address is served while one holds every slot")
-			resp.Body.Close()
-			require.Equal(t, http.StatusOK, resp.StatusCode)
+			requireServed(t, base, 30*time.Second, "another address is served while one holds every slot")
 		})
 	}
 }

@@ -441,15 +441,7 @@ func TestRunIdleAndSilentConnectionsGiveWay(t *testing.T) {
 				require.False(t, resp.Close, "the connection is kept alive")
 			}
 
-			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-			defer cancel()
-			c := &http.Client{Transport: checker.Transport(&http.Transport{DisableKeepAlives: true})}
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/realms/master/.well-known/openid-configuration", nil)
-			require.NoError(t, err)
-			resp, err := c.Do(req)
-			require.NoError(t, err, "another client is served while every slot is held by a connection without a request")
-			resp.Body.Close()
-			require.Equal(t, http.StatusOK, resp.StatusCode)
+			requireServed(t, base, time.Minute, "another client is served while every slot is held by a connection without a request")
 		})
 	}
 }
@@ -620,4 +612,20 @@ func TestRunDoesNotWaitForBodiesItRefuses(t *testing.T) {
 		})
 	}
 	require.NoError(t, stop(), "a clean shutdown: no refused request is left waiting for its body")
+}
+
+// requireServed requires that a new client, on a connection of its own,
+// gets an answer from the server at base within within: a bound far above
+// what an answer takes, which only turns a wait for a slot into a failure.
+func requireServed(t *testing.T, base string, within time.Duration, msg string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	c := &http.Client{Transport: checker.Transport(&http.Transport{DisableKeepAlives: true})}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/realms/master/.well-known/openid-configuration", nil)
+	require.NoError(t, err)
+	resp, err := c.Do(req)
+	require.NoError(t, err, msg)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
