@@ -1,0 +1,184 @@
+// Package redistest starts a Redis server for a test: a real redis-server
+// (or valkey-server) on a free loopback port with persistence off, stopped
+// when the test ends.
+//
+// Where neither binary is on PATH, Start falls back to
+// github.com/alicebob/miniredis/v2 in process and says so in the test log;
+// with ORGAUTHZ_REQUIRE_REDIS=1 in the environment (as .ci/run sets it) the
+// absence of a real server fails the test instead, so CI proves the real one.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// RequireEnv names the environment variable that, set to 1, makes a missing
+// redis-server a test failure rather than a fallback to miniredis.
+const RequireEnv = "ORGAUTHZ_REQUIRE_REDIS"
+
+// startTimeout bounds how long Start and Restart wait for the server to
+// answer PING.
+const startTimeout = 15 * time.Second
+
+// Server is a Redis server owned by one test. Its methods are safe for
+// concurrent use.
+type Server struct {
+	t    testing.TB
+	addr string
+	bin  string // the real binary's path; empty when in process
+	mini *miniredis.Miniredis
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start starts a server for t and stops it in t's cleanup. It fails t when
+// no server can be started.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := binary()
+	if bin == "" {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("redistest: neither redis-server nor valkey-server is on PATH and %s=1 requires a real server (apt-get install redis-server)", RequireEnv)
+		}
+		t.Logf("redistest: redis-server is not on PATH: using miniredis in process; CI (.ci/run) runs the real server")
+		mini := miniredis.RunT(t)
+		return &Server{t: t, addr: mini.Addr(), mini: mini}
+	}
+	s := &Server{t: t, bin: bin}
+	var err error
+	for range 3 { // a free port can be taken between probe and bind
+		if s.addr, err = freePort(); err != nil {
+			continue
+		}
+		if err = s.run(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Real reports whether the server is a real redis-server or valkey-server
+// process rather than miniredis.
+func (s *Server) Real() bool { return s.bin != "" }
+
+// Addr returns the server's host:port on 127.0.0.1.
+func (s *Server) Addr() string { return s.addr }
+
+// URL returns the server's address as a redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.addr }
+
+// Client returns a new client of the server, closed in the test's cleanup.
+func (s *Server) Client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.addr})
+	s.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Stop stops the server; its data is gone. Stop is idempotent.
+func (s *Server) Stop() {
+	if s.mini != nil {
+		s.mini.Close()
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
+}
+
+// Restart stops the server and starts it again on the same address, empty
+// (persistence is off), as a crashed and restarted Redis comes back.
+func (s *Server) Restart() {
+	s.t.Helper()
+	if s.mini != nil {
+		s.mini.FlushAll()
+		s.mini.Restart()
+		return
+	}
+	s.Stop()
+	if err := s.run(); err != nil {
+		s.t.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+func (s *Server) run() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, port, _ := net.SplitHostPort(s.addr)
+	cmd := exec.Command(s.bin,
+		"--bind", "127.0.0.1", "--port", port,
+		"--save", "", "--appendonly", "no",
+		"--protected-mode", "no", "--loglevel", "warning")
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", s.bin, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	if err := waitReady(s.addr, done); err != nil {
+		_ = cmd.Process.Kill()
+		<-done
+		return err
+	}
+	s.cmd, s.done = cmd, done
+	return nil
+}
+
+func waitReady(addr string, exited <-chan struct{}) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if c.Ping(ctx).Err() == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server on %s exited before answering PING (port taken?)", addr)
+		case <-ctx.Done():
+			return fmt.Errorf("redis-server on %s did not answer PING within %v", addr, startTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+func binary() string {
+	for _, name := range []string{"redis-server", "valkey-server"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+}
