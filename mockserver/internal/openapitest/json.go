@@ -2,16 +2,12 @@ package openapitest
 
 import (
 	"bytes"
-	"encoding/json"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// decodeJSON decodes a body as openapi3 schemas visit it (numbers as
-// float64).
+// decodeJSON decodes a body as the schemas visit it: one JSON value, numbers
+// kept exact.
 func decodeJSON(b []byte) (any, error) {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
 }

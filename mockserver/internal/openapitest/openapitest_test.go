@@ -167,3 +167,67 @@ func TestTemplatedRouteForAnotherMethod(t *testing.T) {
 	head := httptest.NewRequest(http.MethodHead, "/things/x", nil)
 	require.NoError(t, chk.Check(head, 404, http.Header{"Content-Type": {"application/json"}}, nil), "HEAD is checked as GET, without a body")
 }
+
+// TestParametersAndForms: a parameter is read as its schema's type, a
+// urlencoded form as an object of its schema's member types, and a status
+// range ("4XX") documents every status in it.
+func TestParametersAndForms(t *testing.T) {
+	t.Parallel()
+	doc := strings.Replace(testDoc, `"paths": {`, `"paths": {
+    "/list": {"get": {
+      "parameters": [
+        {"name": "max", "in": "query", "schema": {"type": "integer", "minimum": 1}},
+        {"name": "brief", "in": "query", "schema": {"type": "boolean"}},
+        {"name": "X-Tenant", "in": "header", "required": true, "schema": {"type": "string", "minLength": 2}}],
+      "responses": {"200": {"description": "ok"},
+        "4XX": {"description": "refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}}},
+    "/token": {"post": {
+      "requestBody": {"required": true, "content": {"application/x-www-form-urlencoded": {"schema": {
+        "type": "object", "required": ["grant_type"], "properties": {"grant_type": {"enum": ["password"]}, "n": {"type": "integer"}}}}}},
+      "responses": {"200": {"description": "ok"}, "400": {"description": "bad", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}}},`, 1)
+	chk, err := New([]byte(doc))
+	require.NoError(t, err)
+	errBody := []byte(`{"error":"Bad Request","message":"m"}`)
+	jsonHeader := http.Header{"Content-Type": {"application/json"}}
+	tests := []struct {
+		name, method, target, contentType, body string
+		header                                  http.Header
+		status                                  int
+		bad                                     bool
+	}{
+		{"parameters as declared", "GET", "/list?max=3&brief=true", "", "", http.Header{"X-Tenant": {"ab"}}, 200, false},
+		{"integer parameter not a number, accepted", "GET", "/list?max=three", "", "", http.Header{"X-Tenant": {"ab"}}, 200, true},
+		{"integer parameter below its minimum, accepted", "GET", "/list?max=0", "", "", http.Header{"X-Tenant": {"ab"}}, 200, true},
+		{"empty integer parameter, accepted", "GET", "/list?max=", "", "", http.Header{"X-Tenant": {"ab"}}, 200, true},
+		{"boolean parameter not a boolean, accepted", "GET", "/list?brief=maybe", "", "", http.Header{"X-Tenant": {"ab"}}, 200, true},
+		{"required header missing, accepted", "GET", "/list", "", "", nil, 200, true},
+		{"header too short, accepted", "GET", "/list", "", "", http.Header{"X-Tenant": {"a"}}, 200, true},
+		{"refused request refused with a status of the range", "GET", "/list?max=0", "", "", nil, 422, false},
+		{"form as declared", "POST", "/token", "application/x-www-form-urlencoded", "grant_type=password&n=2", nil, 200, false},
+		{"form member outside its enum, accepted", "POST", "/token", "application/x-www-form-urlencoded", "grant_type=code", nil, 200, true},
+		{"form member of the wrong type, accepted", "POST", "/token", "application/x-www-form-urlencoded", "grant_type=password&n=x", nil, 200, true},
+		{"form missing, accepted", "POST", "/token", "application/x-www-form-urlencoded", "", nil, 200, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req := httptest.NewRequest(tt.method, tt.target, strings.NewReader(tt.body))
+			for k, v := range tt.header {
+				req.Header[k] = v
+			}
+			if tt.contentType != "" {
+				req.Header.Set("Content-Type", tt.contentType)
+			}
+			header, body := http.Header(nil), []byte(nil)
+			if tt.status >= 400 {
+				header, body = jsonHeader, errBody
+			}
+			err := chk.Check(req, tt.status, header, body)
+			if tt.bad {
+				require.Error(t, err)
+			} else {
+				require.NoError(t, err)
+			}
+		})
+	}
+}
