@@ -6,7 +6,14 @@
 // Everything a helper does goes through the server's own HTTP API, with a
 // platform administrator's token, so a test sees the server as a client
 // would: PatchConfig is PATCH /admin/config, PutConfig is PUT /admin/config,
-// SetFaults is a PATCH of the fault-injection keys.
+// SetFaults is a PATCH of the fault-injection keys. Explain is the one
+// exception: it asks the server in process (mockserver's ExplainDecision,
+// what the policy evaluation route answers), because that route needs a
+// realm administrator's token and a fixture need not have one.
+//
+// Why was a call denied? LogDenials, an option of Start, writes the
+// explanation of every DENY and ERROR the server decides to the test's
+// log; Explain returns it for any user and pair.
 //
 // The package Example is a consumer's test to copy: a fixture, a user who
 // may and one who may not, a DPoP-bound token (mockserver.TokenDPoPBinding),
