@@ -368,9 +368,10 @@ func (s *Server) Explain(realm, username, resource, scope string, opts ...Explai
 }
 
 // LogDenials is an option for Start that writes to t's log the
-// explanation of every decision of /authorize that is DENY or ERROR (see
-// mockserver.WithDenialLog and Explain), so that a test that fails on an
-// unexpected denial shows why:
+// explanation of every decision of /authorize that is DENY or ERROR, and
+// of every AuthZEN evaluation that is false (see mockserver.WithDenialLog
+// and Explain), so that a test that fails on an unexpected denial shows
+// why:
 //
 //	gw := mockservertest.Start(t, mockserver.WithFixtureFile("acme.json"), mockservertest.LogDenials(t))
 //
