@@ -385,3 +385,34 @@ func TestDenialLogAuthZEN(t *testing.T) {
 	require.Contains(t, lines[1], "role order-manager: not held")
 	require.Equal(t, `mockserver: POST /realms/acme/access/v1/evaluations: DENY: no user has the id or username "zed"`, lines[2])
 }
+
+// TestExplainDecisionErrors: each misuse of ExplainDecision is an error
+// that names what is unknown or missing; "*" without a client explains
+// every client that defines resources.
+func TestExplainDecisionErrors(t *testing.T) {
+	t.Parallel()
+	srv, err := mockserver.New(mockserver.WithFixtureFile(acmeFixture))
+	require.NoError(t, err)
+	cases := []struct {
+		name, realm string
+		q           mockserver.DecisionQuery
+		want        string
+	}{
+		{"no user", "acme", mockserver.DecisionQuery{Resource: "orders"}, "User and Resource are required"},
+		{"no resource", "acme", mockserver.DecisionQuery{User: "bob"}, "User and Resource are required"},
+		{"unknown realm", "nowhere", mockserver.DecisionQuery{User: "bob", Resource: "orders"}, `"nowhere"`},
+		{"unknown user", "acme", mockserver.DecisionQuery{User: "zed", Resource: "orders"}, `user "zed" in realm "acme"`},
+		{"unknown client", "acme", mockserver.DecisionQuery{User: "bob", Resource: "orders", Client: "ghost-api"}, `client "ghost-api" in realm "acme"`},
+		{"no client defines the resource", "acme", mockserver.DecisionQuery{User: "bob", Resource: "ghost"}, `a client of realm "acme" that defines resource "ghost"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := srv.ExplainDecision(tc.realm, tc.q)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	text, err := srv.ExplainDecision("acme", mockserver.DecisionQuery{User: "erin", Resource: "*"})
+	require.NoError(t, err)
+	require.Contains(t, text, "DENY for erin on client orders-api")
+	require.Contains(t, text, "invoices#read: GRANT")
+}

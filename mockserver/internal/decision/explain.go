@@ -132,6 +132,7 @@ func (f *SubjectFacts) finish() {
 	if f.Groups == nil {
 		f.Groups = []Named{}
 	}
+	f.byRole = nil
 }
 
 var kindOrder = map[SourceKind]int{FromRealmRole: 0, FromGroup: 1, FromOrganization: 2, FromTemplate: 3}
