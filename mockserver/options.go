@@ -30,6 +30,7 @@ type config struct {
 	proxies     []string
 	accessAlg   string
 	corsOrigins []string
+	denialLog   func(format string, args ...any)
 }
 
 // WithFixture seeds the server with f (see Fixture). It replaces an
@@ -96,6 +97,21 @@ func WithAccessTokenAlgorithm(alg string) Option {
 	return func(c *config) { c.accessAlg = alg }
 }
 
+// WithDenialLog has the server write, through logf, the explanation of
+// every decision of POST /realms/{realm}/authorization-decision-provider/authorize
+// whose status is DENY or ERROR, as ExplainDecision writes it: each pair
+// with its reason, the permissions that apply with the facts they matched
+// or missed, and the subject's roles with their sources; and of every
+// AuthZEN evaluation (access/v1/evaluation and evaluations, not the
+// searches) that is false, one line per evaluation. The default logs
+// none. logf is called from the request's goroutine, after the answer is
+// decided and before it is written, so it must be safe for concurrent
+// use; testing.TB's Logf is (mockservertest.LogDenials wraps it so that a
+// request late after the test ends logs nothing). It sees no token.
+func WithDenialLog(logf func(format string, args ...any)) Option {
+	return func(c *config) { c.denialLog = logf }
+}
+
 // New returns a Server configured by opts. It fails when an option is
 // invalid or the fixture is unreadable or names something undefined; loading
 // a fixture is all or nothing.
@@ -150,6 +166,7 @@ func New(opts ...Option) (*Server, error) {
 		issuer:    c.issuer,
 		proxies:   proxies,
 		accessAlg: accessAlg,
+		denialLog: c.denialLog,
 	}
 	if s.cors, err = newCORSPolicy(fx, c.corsOrigins); err != nil {
 		return nil, err
