@@ -32,6 +32,7 @@ type Server struct {
 
 	auth *authState  // token issuing and validation (auth.go)
 	cors *corsPolicy // the origins browsers may call from (cors.go)
+	ui   *webUI      // the web UI's state; nil when it is off (webui.go)
 
 	// patterns are the routes' patterns, "METHOD /path", as registered.
 	patterns []string
@@ -62,6 +63,9 @@ func (s *Server) routes() http.Handler {
 	s.decisionRoutes(top)
 	s.authzenRoutes(top)
 	s.openAPIRoutes(top)
+	if s.ui != nil {
+		s.webUIRoutes(top)
+	}
 
 	om := orgMuxes{root: newMux(), alias: newMux(), users: newMux(), global: newMux(), org: newMux()}
 	s.organizationRoutes(om)
