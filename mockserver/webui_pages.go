@@ -288,12 +288,13 @@ type uiEvalPage struct {
 	Users, Clients []uiLink
 	Methods        []string
 	// The request: the subject's username, the client's clientId, the
-	// resource, the scope and the method ("" for none).
-	Subject, Client, Resource, Scope, Method string
-	Evaluated, Granted                       bool
-	Decision                                 string   // GRANT, DENY, ...
-	Reasons                                  []string // what the deciding code saw
-	Problem                                  string   // why the request could not be evaluated
+	// resource, the scope, the method ("" for none) and the organization
+	// (id or alias, as a token's organization claim; "" for none).
+	Subject, Client, Resource, Scope, Method, Organization string
+	Evaluated, Granted                                     bool
+	Decision                                               string   // GRANT, DENY, ...
+	Reasons                                                []string // what the deciding code saw
+	Problem                                                string   // why the request could not be evaluated
 }
 
 // evalMethods are the methods the evaluator offers; empty means none.
@@ -327,7 +328,9 @@ func (s *Server) uiEvaluateForm(w http.ResponseWriter, _ *http.Request, ss *uiSe
 }
 
 // uiEvaluate decides the form's one pair (resource, scope) for the form's
-// user, client and method with the decision engine /authorize uses, and
+// user, client, method and organization (as a token's organization claim:
+// only the user's assignments there count) with the decision engine
+// /authorize uses, and
 // shows the form again with the decision. An unknown user or client is a
 // 404 showing the form with the problem; an undefined resource or scope is
 // the engine's ERROR.
@@ -335,6 +338,7 @@ func (s *Server) uiEvaluate(w http.ResponseWriter, _ *http.Request, ss *uiSessio
 	p := s.evalForm(ss)
 	f := ss.form
 	p.Subject, p.Client, p.Resource, p.Scope, p.Method = f.Get("user"), f.Get("client"), f.Get("resource"), f.Get("scope"), f.Get("method")
+	p.Organization = f.Get("organization")
 	if !slices.Contains(evalMethods, p.Method) {
 		p.Problem = "method must be one of " + strings.Join(evalMethods[1:], ", ") + ", or none"
 		s.uiRender(w, http.StatusBadRequest, "evaluate", p)
@@ -351,7 +355,7 @@ func (s *Server) uiEvaluate(w http.ResponseWriter, _ *http.Request, ss *uiSessio
 			p.Problem = "no client " + strconv.Quote(p.Client) + " in realm " + ss.realm
 			return nil
 		}
-		sub := decision.SubjectOf(rm, u.ID, "")
+		sub := decision.SubjectOf(rm, u.ID, p.Organization)
 		st := s.auth.policies.Policy(c).Decide(&sub, p.Resource, p.Scope, p.Method, nil)
 		p.Evaluated, p.Granted, p.Decision = true, st == decision.Grant, string(st)
 		return nil

@@ -24,7 +24,7 @@ import (
 func uiFixture() Fixture {
 	return Fixture{Realms: []FixtureRealm{{
 		Name:   "acme",
-		Roles:  []FixtureRole{{Name: "viewer"}, {Name: `<b>bold</b>-role`}},
+		Roles:  []FixtureRole{{Name: "viewer"}, {Name: "clerk"}, {Name: `<b>bold</b>-role`}},
 		Groups: []FixtureGroup{{Name: "support", Roles: []string{"viewer"}}},
 		Users: []FixtureUser{
 			{Username: "alice", Password: "alice-pw", Email: "alice@acme.test", Roles: []string{"realm-admin"}},
@@ -33,14 +33,15 @@ func uiFixture() Fixture {
 		},
 		Clients: []FixtureClient{{
 			ClientID: "orders-api", Secret: "s",
-			Resources: []FixtureResource{{Name: "orders", Scopes: []string{"read", "write"}}},
+			Resources: []FixtureResource{{Name: "orders", Scopes: []string{"read", "write", "delete"}}},
 			Permissions: []FixturePermission{
 				{Name: "viewers read orders", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"viewer"}},
+				{Name: "clerks delete orders", Resource: "orders", Scopes: []string{"delete"}, Roles: []string{"clerk"}, Methods: []string{"DELETE"}},
 				{Name: `"><img src=x onerror=alert(2)>`, Resource: "orders", Scopes: []string{"write"}, Users: []string{`eve<script>alert(1)</script>`}},
 			},
 		}},
 		Organizations: []FixtureOrganization{{
-			Name: `Acme <i>EU</i>`, Alias: "acme-eu", Description: `</p><script>alert(3)</script>`,
+			Name: `Acme <i>EU</i>`, Alias: "acme-eu", Description: `</p><script>alert(3)</script>`, Roles: []string{"clerk"},
 			Departments: []FixtureDepartment{
 				{Name: "Sales", Alias: "sales", Users: []string{"bob"},
 					Children: []FixtureDepartment{{Name: "Inside Sales", Alias: "inside-sales", Users: []string{"alice"}}}},
@@ -553,19 +554,24 @@ func TestWebUIEvaluatorDecidesAsAuthorize(t *testing.T) {
 	c := u.admin()
 	csrf := u.csrf(c, "/ui/realms/acme/evaluate")
 	eve := `eve<script>alert(1)</script>`
+	seen := map[string]bool{}
 	for _, tc := range []struct {
-		user, resource, scope, method string
+		user, resource, scope, method, org string
 	}{
-		{"bob", "orders", "read", ""},
-		{"bob", "orders", "write", "POST"},
-		{eve, "orders", "write", ""},
-		{"alice", "orders", "read", "GET"},
-		{"bob", "nope", "read", ""},
-		{"bob", "orders", "fly", ""},
+		{"bob", "orders", "read", "", ""},
+		{"bob", "orders", "write", "POST", ""},
+		{eve, "orders", "write", "", ""},
+		{"alice", "orders", "read", "GET", ""},
+		{"bob", "nope", "read", "", ""},
+		{"bob", "orders", "fly", "", ""},
+		{"bob", "orders", "delete", "DELETE", ""},
+		{"bob", "orders", "delete", "GET", ""},
+		{"bob", "orders", "delete", "DELETE", "acme-eu"},
+		{"bob", "orders", "delete", "DELETE", "other-org"},
 	} {
-		t.Run(tc.user+" "+tc.resource+" "+tc.scope+" "+tc.method, func(t *testing.T) {
+		t.Run(tc.user+" "+tc.resource+" "+tc.scope+" "+tc.method+" "+tc.org, func(t *testing.T) {
 			// What /authorize answers for a token of the user.
-			tok, err := u.s.IssueToken("acme", tc.user)
+			tok, err := u.s.IssueToken("acme", tc.user, TokenOrganization(tc.org))
 			require.NoError(t, err)
 			body := `{"clientId":"orders-api","resources":[{"name":"` + tc.resource + `","scopes":["` + tc.scope + `"]}],"context":{"attributes":{"method":"` + tc.method + `"}}}`
 			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, u.url+"/realms/acme/authorization-decision-provider/authorize", strings.NewReader(body))
@@ -578,13 +584,15 @@ func TestWebUIEvaluatorDecidesAsAuthorize(t *testing.T) {
 			resp.Body.Close()
 			require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 			want := regexp.MustCompile(`"status":"([A-Z]+)"`).FindStringSubmatch(string(b))[1]
+			seen[want] = true
 
 			p := u.do(c, http.MethodPost, "/ui/realms/acme/evaluate", url.Values{"csrf": {csrf}, "user": {tc.user},
-				"client": {"orders-api"}, "resource": {tc.resource}, "scope": {tc.scope}, "method": {tc.method}})
+				"client": {"orders-api"}, "resource": {tc.resource}, "scope": {tc.scope}, "method": {tc.method}, "organization": {tc.org}})
 			require.Equal(t, http.StatusOK, p.status, p.body)
 			require.Regexp(t, `id="decision" class="[a-z]+">`+want+`<`, p.body)
 		})
 	}
+	require.Equal(t, map[string]bool{"GRANT": true, "DENY": true, "ERROR": true}, seen, "the cases cover every status")
 	for _, tc := range []struct {
 		name   string
 		form   url.Values
