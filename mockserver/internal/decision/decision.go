@@ -64,6 +64,7 @@ type compiledResource struct {
 
 // permRef is a permission ready to test against a subject.
 type permRef struct {
+	name                 string
 	roles, groups, users []string
 	methods              []string // upper case; empty: any method
 	// owner, when set, names the resource property that must hold the
@@ -95,7 +96,7 @@ func Compile(c *store.Client) *Policy {
 		if !ok {
 			continue
 		}
-		ref := &permRef{roles: cp.Roles, groups: cp.Groups, users: cp.Users, owner: cp.OwnerProperty}
+		ref := &permRef{name: cp.Name, roles: cp.Roles, groups: cp.Groups, users: cp.Users, owner: cp.OwnerProperty}
 		for _, m := range cp.Methods {
 			ref.methods = append(ref.methods, strings.ToUpper(m))
 		}
@@ -160,19 +161,25 @@ type Subject struct {
 // escape (a decision) holds the role set on its stack, not on the heap.
 func SubjectOf(r *store.Realm, userID, org string) Subject {
 	sub := Subject{UserID: userID, Roles: make(store.Set, 8)}
-	sub.load(r, org)
+	sub.load(r, org, nil)
 	return sub
 }
 
-// load fills in the groups, names and roles of sub.UserID.
-func (sub *Subject) load(r *store.Realm, org string) {
+// load fills in the groups, names and roles of sub.UserID. When f is not
+// nil it also records there what it found and how the user holds each
+// role (an explanation); the roles it adds are the same either way.
+func (sub *Subject) load(r *store.Realm, org string, f *SubjectFacts) {
 	u, ok := r.Users[sub.UserID]
 	if !ok {
 		return
 	}
 	sub.Groups = u.GroupIDs
 	sub.Username, sub.Email = u.Username, u.Email
-	r.AddEffectiveRoles(u, sub.Roles)
+	var trace store.RoleTracer
+	if f != nil {
+		trace = f.known(r, u)
+	}
+	r.TraceEffectiveRoles(u, sub.Roles, trace)
 	orgID := ""
 	if org != "" {
 		if _, ok := r.Orgs[org]; ok {
@@ -180,37 +187,96 @@ func (sub *Subject) load(r *store.Realm, org string) {
 		} else if id, ok := r.OrgByAlias[org]; ok {
 			orgID = id
 		} else {
+			if f != nil {
+				f.OrganizationUnknown = true
+			}
 			return
 		}
 	}
-	r.AddOrgRoles(sub.UserID, orgID, sub.Roles)
+	if f != nil {
+		f.OrganizationID = orgID
+	}
+	r.TraceOrgRoles(sub.UserID, orgID, sub.Roles, trace)
 }
 
 // grants reports whether the permission grants to sub for the request
 // method and the resource instance's properties (nil: none known).
-func (p *permRef) grants(sub *Subject, method string, props map[string]any) bool {
-	if len(p.methods) > 0 && !containsFold(p.methods, method) {
-		return false
+//
+// With a non-nil pc it records there every condition it tests and its
+// outcome, and tests them all rather than stopping at the first that
+// settles the answer; the answer is the same. This is the only test of a
+// permission: an explanation is what it recorded, not a second opinion.
+// It records only the permission's own data and outcomes, never the
+// method, the properties or anything of sub: a decision's evaluation holds
+// them, and recording them would move the subject of every decision, not
+// only of an explained one, to the heap (Explain adds them).
+func (p *permRef) grants(sub *Subject, method string, props map[string]any, pc *PermissionCheck) bool {
+	ok := true
+	if len(p.methods) > 0 {
+		m := containsFold(p.methods, method)
+		if pc != nil {
+			pc.Method = &MethodCheck{Allowed: append([]string(nil), p.methods...), Matched: m}
+		}
+		if !m {
+			if pc == nil {
+				return false
+			}
+			ok = false
+		}
 	}
-	if p.owner != "" && !owns(sub, props[p.owner]) {
-		return false
+	if p.owner != "" {
+		o := owns(sub, props[p.owner])
+		if pc != nil {
+			pc.Owner = &OwnerCheck{Property: p.owner, Matched: o}
+		}
+		if !o {
+			if pc == nil {
+				return false
+			}
+			ok = false
+		}
 	}
+	named := false
 	for _, id := range p.roles {
-		if _, ok := sub.Roles[id]; ok {
-			return true
+		_, held := sub.Roles[id]
+		if pc != nil {
+			pc.Roles = append(pc.Roles, FactCheck{ID: id, Matched: held})
+		}
+		if held {
+			if pc == nil {
+				return true
+			}
+			named = true
 		}
 	}
 	for _, id := range p.groups {
-		if _, ok := sub.Groups[id]; ok {
-			return true
+		_, in := sub.Groups[id]
+		if pc != nil {
+			pc.Groups = append(pc.Groups, FactCheck{ID: id, Matched: in})
+		}
+		if in {
+			if pc == nil {
+				return true
+			}
+			named = true
 		}
 	}
 	for _, id := range p.users {
-		if id == sub.UserID {
-			return true
+		is := id == sub.UserID
+		if pc != nil {
+			pc.Users = append(pc.Users, FactCheck{ID: id, Matched: is})
+		}
+		if is {
+			if pc == nil {
+				return true
+			}
+			named = true
 		}
 	}
-	return false
+	if pc != nil {
+		pc.Matched = ok && named
+	}
+	return ok && named
 }
 
 // owns reports whether v, a resource property, names sub: it is a string
@@ -244,6 +310,12 @@ func containsFold(list []string, s string) bool {
 // DENY, else ERROR if any is ERROR, else GRANT; a request that expands to no
 // pair at all is DENY.
 func (p *Policy) Evaluate(sub *Subject, resources []Resource, method string) Result {
+	return p.evaluate(sub, resources, method, nil)
+}
+
+// evaluate is Evaluate, recording each pair and its reasons in tr when tr
+// is not nil.
+func (p *Policy) evaluate(sub *Subject, resources []Resource, method string, tr *tracer) Result {
 	n := 0
 	for _, r := range resources {
 		n += max(len(r.Scopes), 1)
@@ -259,13 +331,13 @@ func (p *Policy) Evaluate(sub *Subject, resources []Resource, method string) Res
 				cr := &p.resources[i]
 				if len(r.Scopes) == 0 {
 					for _, s := range cr.scopes {
-						out = e.add(out, cr, cr.name, s)
+						out = e.add(out, cr, cr.name, s, tr)
 					}
 					continue
 				}
 				for _, s := range r.Scopes {
 					if _, ok := cr.byScope[s]; ok {
-						out = e.add(out, cr, cr.name, s)
+						out = e.add(out, cr, cr.name, s, tr)
 					}
 				}
 			}
@@ -274,10 +346,10 @@ func (p *Policy) Evaluate(sub *Subject, resources []Resource, method string) Res
 		idx, ok := p.byName[r.Name]
 		if !ok {
 			if len(r.Scopes) == 0 {
-				out = e.add(out, nil, r.Name, "")
+				out = e.add(out, nil, r.Name, "", tr)
 			}
 			for _, s := range r.Scopes {
-				out = e.add(out, nil, r.Name, s)
+				out = e.add(out, nil, r.Name, s, tr)
 			}
 			continue
 		}
@@ -287,7 +359,7 @@ func (p *Policy) Evaluate(sub *Subject, resources []Resource, method string) Res
 			scopes = cr.scopes
 		}
 		for _, s := range scopes {
-			out = e.add(out, cr, r.Name, s)
+			out = e.add(out, cr, r.Name, s, tr)
 		}
 	}
 	return Result{Status: Overall(out), Permissions: out}
@@ -299,15 +371,29 @@ func (p *Policy) Evaluate(sub *Subject, resources []Resource, method string) Res
 // properties; nil when the request names no instance, which no permission
 // with an ownership condition grants to). "*" is no resource here: ERROR.
 func (p *Policy) Decide(sub *Subject, resource, scope, method string, props map[string]any) Status {
+	return p.decidePair(sub, resource, scope, method, props, nil)
+}
+
+// decidePair is Decide, recording the pair and its reasons in tr when tr
+// is not nil.
+func (p *Policy) decidePair(sub *Subject, resource, scope, method string, props map[string]any, tr *tracer) Status {
 	e := evaluation{p: p, sub: sub, method: method, props: props}
+	var cr *compiledResource
 	if idx, ok := p.byName[resource]; ok && resource != Wildcard {
-		return e.decide(&p.resources[idx], scope)
+		cr = &p.resources[idx]
 	}
-	return Error
+	st := e.decide(cr, scope, tr)
+	if tr != nil {
+		tr.pair(resource, scope, st)
+	}
+	return st
 }
 
 // evaluation is the state of one request's pairs: who they are for, and
-// the set of pairs seen once there are too many to scan.
+// the set of pairs seen once there are too many to scan. The tracer of an
+// explanation is passed beside it, never kept in it: escape analysis does
+// not tell an evaluation's fields apart, so a tracer in it, whose records
+// go to the heap, would send the subject there on every decision.
 type evaluation struct {
 	p      *Policy
 	sub    *Subject
@@ -321,8 +407,8 @@ type evaluation struct {
 const dedupeScan = 16
 
 // add appends the pair (resource, scope) to out, decided, unless out holds
-// it already.
-func (e *evaluation) add(out []Permission, cr *compiledResource, resource, scope string) []Permission {
+// it already, recording it in tr when tr is not nil.
+func (e *evaluation) add(out []Permission, cr *compiledResource, resource, scope string, tr *tracer) []Permission {
 	key := [2]string{resource, scope}
 	if len(out) < dedupeScan {
 		for _, q := range out {
@@ -342,23 +428,44 @@ func (e *evaluation) add(out []Permission, cr *compiledResource, resource, scope
 		}
 		e.seen[key] = struct{}{}
 	}
-	return append(out, Permission{Resource: resource, Scope: scope, Status: e.decide(cr, scope)})
+	st := e.decide(cr, scope, tr)
+	if tr != nil {
+		tr.pair(resource, scope, st)
+	}
+	return append(out, Permission{Resource: resource, Scope: scope, Status: st})
 }
 
-func (e *evaluation) decide(cr *compiledResource, scope string) Status {
+// decide is the status of the pair (cr, scope); cr is nil for a resource
+// the client does not define. When explaining (tr is not nil), it tests every permission
+// that applies, recording each, instead of stopping at the first grant.
+func (e *evaluation) decide(cr *compiledResource, scope string, tr *tracer) Status {
 	if cr == nil {
+		if tr != nil {
+			tr.undefined = undefinedResource
+		}
 		return Error
 	}
 	perms, ok := cr.byScope[scope]
 	if !ok {
+		if tr != nil {
+			tr.undefined = undefinedScope
+		}
 		return Error
 	}
+	st := Deny
 	for _, p := range perms {
-		if p.grants(e.sub, e.method, e.props) {
-			return Grant
+		var pc *PermissionCheck
+		if tr != nil {
+			pc = tr.check(p.name)
+		}
+		if p.grants(e.sub, e.method, e.props, pc) {
+			if pc == nil {
+				return Grant
+			}
+			st = Grant
 		}
 	}
-	return Deny
+	return st
 }
 
 // Overall derives a request's status from its pairs: DENY if any is DENY,

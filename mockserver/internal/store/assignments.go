@@ -233,6 +233,15 @@ func (r *Realm) UserOrgRoleIDs(userID, orgID string) Set {
 // template roles. The decision engine calls it on every decision, so it
 // allocates nothing of its own.
 func (r *Realm) AddOrgRoles(userID, orgID string, into Set) {
+	r.TraceOrgRoles(userID, orgID, into, nil)
+}
+
+// TraceOrgRoles is AddOrgRoles telling trace, when it is not nil, each role
+// it adds with the department whose assignment brings it (RoleVia.Dept) and
+// whether it is that department's template role or one linked to its
+// organization. It is the one walk of a user's roles through assignments:
+// AddOrgRoles is this walk untraced.
+func (r *Realm) TraceOrgRoles(userID, orgID string, into Set, trace RoleTracer) {
 	u, ok := r.Users[userID]
 	if !ok {
 		return
@@ -244,9 +253,15 @@ func (r *Realm) AddOrgRoles(userID, orgID string, into Set) {
 		}
 		for rid := range r.OrgRoles[d.OrgID] {
 			into[rid] = struct{}{}
+			if trace != nil {
+				trace(rid, RoleVia{Dept: d})
+			}
 		}
 		for _, rid := range d.TemplateRoleIDs {
 			into[rid] = struct{}{}
+			if trace != nil {
+				trace(rid, RoleVia{Dept: d, Template: true})
+			}
 		}
 	}
 }

@@ -232,18 +232,47 @@ func (r *Realm) RoleNamed(name string) (*Role, bool) {
 
 // AddEffectiveRoles adds to dst the user's direct realm roles and the roles
 // of the user's groups.
-func (r *Realm) AddEffectiveRoles(u *User, dst Set) {
+func (r *Realm) AddEffectiveRoles(u *User, dst Set) { r.TraceEffectiveRoles(u, dst, nil) }
+
+// TraceEffectiveRoles is AddEffectiveRoles telling trace, when it is not
+// nil, each role it adds and how the user holds it (a direct role: the
+// zero RoleVia; a group's: Via.Group). A role held two ways is told twice.
+// It is the one walk of a user's realm and group roles: AddEffectiveRoles
+// is this walk untraced, so that an explanation of a decision tells the
+// roles the decision counted.
+func (r *Realm) TraceEffectiveRoles(u *User, dst Set, trace RoleTracer) {
 	for id := range u.RoleIDs {
 		dst[id] = struct{}{}
+		if trace != nil {
+			trace(id, RoleVia{})
+		}
 	}
 	for gid := range u.GroupIDs {
 		if g, ok := r.Groups[gid]; ok {
 			for id := range g.RoleIDs {
 				dst[id] = struct{}{}
+				if trace != nil {
+					trace(id, RoleVia{Group: g})
+				}
 			}
 		}
 	}
 }
+
+// RoleVia is how a user holds a role: directly (the zero RoleVia), as a
+// member of Group, or through an assignment to Dept, whose organization
+// (Dept.OrgID) links the role, or, when Template is set, whose template
+// grants it.
+type RoleVia struct {
+	Group    *Group
+	Dept     *Department
+	Template bool
+}
+
+// RoleTracer is told each role a walk of a user's roles adds, with how the
+// user holds it (TraceEffectiveRoles, TraceOrgRoles). It runs under the
+// realm's lock and must not keep the pointers of via past it.
+type RoleTracer func(roleID string, via RoleVia)
 
 // RoleNames returns the names of the roles in ids, sorted.
 func (r *Realm) RoleNames(ids Set) []string {
