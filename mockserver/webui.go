@@ -28,7 +28,7 @@ var uiFiles embed.FS
 // uiPages are the UI's pages by name, each its own template set: the
 // layout (webui/layout.html) and the page's file, which defines "content".
 var uiPages = func() map[string]*template.Template {
-	funcs := template.FuncMap{"seg": url.PathEscape}
+	funcs := template.FuncMap{"seg": url.PathEscape, "source": describeSource}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(uiFiles, "webui/layout.html"))
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"realm", "home", "organization", "user", "client", "evaluate", "error"} {

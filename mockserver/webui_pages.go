@@ -189,6 +189,10 @@ type uiUserPage struct {
 	ID, Username, Email string
 	Roles, Groups       []string
 	Memberships         []uiMembership
+	// Effective are the roles a decision counts for the user (no
+	// organization claim), each with every way the user holds it, from
+	// the decision engine's own walk of the realm.
+	Effective []decision.EffectiveRole
 }
 
 func (s *Server) uiUser(w http.ResponseWriter, r *http.Request, ss *uiSession) {
@@ -207,6 +211,7 @@ func (s *Server) uiUser(w http.ResponseWriter, r *http.Request, ss *uiSession) {
 			}
 		}
 		slices.Sort(p.Groups)
+		p.Effective = decision.EffectiveRoles(rm, u.ID, "")
 		for _, m := range rm.UserOrganizations(u.ID) {
 			um := uiMembership{OrgID: m.Org.ID, OrgName: m.Org.Name}
 			for _, d := range m.Depts {
@@ -291,10 +296,10 @@ type uiEvalPage struct {
 	// resource, the scope, the method ("" for none) and the organization
 	// (id or alias, as a token's organization claim; "" for none).
 	Subject, Client, Resource, Scope, Method, Organization string
-	Evaluated, Granted                                     bool
-	Decision                                               string   // GRANT, DENY, ...
-	Reasons                                                []string // what the deciding code saw
-	Problem                                                string   // why the request could not be evaluated
+	Problem                                                string // why the request could not be evaluated
+	// Explanation is the decision with its reasons, as the deciding
+	// code recorded them; nil before an evaluation.
+	Explanation *decision.Explanation
 }
 
 // evalMethods are the methods the evaluator offers; empty means none.
@@ -327,13 +332,14 @@ func (s *Server) uiEvaluateForm(w http.ResponseWriter, _ *http.Request, ss *uiSe
 	s.uiRender(w, http.StatusOK, "evaluate", s.evalForm(ss))
 }
 
-// uiEvaluate decides the form's one pair (resource, scope) for the form's
-// user, client, method and organization (as a token's organization claim:
-// only the user's assignments there count) with the decision engine
-// /authorize uses, and
-// shows the form again with the decision. An unknown user or client is a
-// 404 showing the form with the problem; an undefined resource or scope is
-// the engine's ERROR.
+// uiEvaluate decides the form's resource and scope for the form's user,
+// client, method and organization (as a token's organization claim: only
+// the user's assignments there count) as /authorize decides them (a "*"
+// resource is every resource defining the scope), and shows the form again
+// with the decision and its explanation, both from the decision engine
+// (decision.Policy.Explain). An unknown user or client is a 404 showing the
+// form with the problem; an undefined resource or scope is the engine's
+// ERROR.
 func (s *Server) uiEvaluate(w http.ResponseWriter, _ *http.Request, ss *uiSession) {
 	p := s.evalForm(ss)
 	f := ss.form
@@ -355,9 +361,10 @@ func (s *Server) uiEvaluate(w http.ResponseWriter, _ *http.Request, ss *uiSessio
 			p.Problem = "no client " + strconv.Quote(p.Client) + " in realm " + ss.realm
 			return nil
 		}
-		sub := decision.SubjectOf(rm, u.ID, p.Organization)
-		st := s.auth.policies.Policy(c).Decide(&sub, p.Resource, p.Scope, p.Method, nil)
-		p.Evaluated, p.Granted, p.Decision = true, st == decision.Grant, string(st)
+		ex := s.auth.policies.Policy(c).Explain(rm, decision.Request{UserID: u.ID, Organization: p.Organization,
+			Resources: []decision.Resource{{Name: p.Resource, Scopes: []string{p.Scope}}}, Method: p.Method})
+		ex.Client = c.ClientID
+		p.Explanation = &ex
 		return nil
 	})
 	status := http.StatusOK
@@ -365,4 +372,19 @@ func (s *Server) uiEvaluate(w http.ResponseWriter, _ *http.Request, ss *uiSessio
 		status = http.StatusNotFound
 	}
 	s.uiRender(w, status, "evaluate", p)
+}
+
+// describeSource says how a role is held, for the pages.
+func describeSource(src decision.RoleSource) string {
+	switch src.Kind {
+	case decision.FromRealmRole:
+		return "assigned directly"
+	case decision.FromGroup:
+		return "through group " + src.Group
+	case decision.FromOrganization:
+		return "through organization " + src.Organization + " (department " + src.Department + ")"
+	case decision.FromTemplate:
+		return "from the template of department " + src.Department + " in " + src.Organization
+	}
+	return string(src.Kind)
 }

@@ -612,3 +612,70 @@ func TestWebUIEvaluatorDecidesAsAuthorize(t *testing.T) {
 		})
 	}
 }
+
+// TestWebUIUserShowsEffectiveRolesWithSources: a user's page lists the
+// roles a decision counts, each with every way the user holds it.
+func TestWebUIUserShowsEffectiveRolesWithSources(t *testing.T) {
+	t.Parallel()
+	u := newUIServer(t)
+	c := u.admin()
+	p := u.do(c, http.MethodGet, "/ui/realms/acme/users/"+u.id("user", "bob"), nil)
+	require.Equal(t, http.StatusOK, p.status)
+	rows := regexp.MustCompile(`(?s)<tr><td class="role-name">(.*?)</td><td>(.*?)</td></tr>`).FindAllStringSubmatch(p.body, -1)
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r[1]] = r[2]
+	}
+	// bob: viewer through group support; clerk through Acme EU, where he
+	// is in Sales.
+	require.Equal(t, map[string]string{
+		"viewer": `<ul class="sources"><li>through group support</li></ul>`,
+		"clerk":  `<ul class="sources"><li>through organization Acme &lt;i&gt;EU&lt;/i&gt; (department Sales)</li></ul>`,
+	}, got)
+
+	p = u.do(c, http.MethodGet, "/ui/realms/acme/users/"+u.id("user", "alice"), nil)
+	require.Contains(t, p.body, `<td class="role-name">realm-admin</td><td><ul class="sources"><li>assigned directly</li></ul>`)
+}
+
+// TestWebUIEvaluatorShowsTheReasons: the evaluator shows, for each pair,
+// the permissions that apply, which matched and on what facts.
+func TestWebUIEvaluatorShowsTheReasons(t *testing.T) {
+	t.Parallel()
+	u := newUIServer(t)
+	c := u.admin()
+	csrf := u.csrf(c, "/ui/realms/acme/evaluate")
+	for _, tc := range []struct {
+		name                          string
+		user, resource, scope, method string
+		says                          []string
+	}{
+		{"granted through an organization role", "bob", "orders", "delete", "DELETE", []string{
+			`>GRANT<`,
+			`permission &#34;clerks delete orders&#34; grants it.`,
+			`<li>methods DELETE: the request's DELETE is one</li>`,
+			`<li>role clerk: held, through organization Acme &lt;i&gt;EU&lt;/i&gt; (department Sales)</li>`,
+		}},
+		{"refused by a method limit", "bob", "orders", "delete", "GET", []string{
+			`>DENY<`,
+			`none of the 1 permissions that apply grants it.`,
+			`<li>methods DELETE: the request's GET is not one</li>`,
+		}},
+		{"no role named", "bob", "orders", "write", "", []string{
+			`>DENY<`,
+			`<li>user eve&lt;script&gt;alert(1)&lt;/script&gt;: another user</li>`,
+		}},
+		{"undefined resource", "bob", "invoices", "read", "", []string{
+			`>ERROR<`,
+			`the client defines no resource &#34;invoices&#34;.`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := u.do(c, http.MethodPost, "/ui/realms/acme/evaluate", url.Values{"csrf": {csrf}, "user": {tc.user},
+				"client": {"orders-api"}, "resource": {tc.resource}, "scope": {tc.scope}, "method": {tc.method}})
+			require.Equal(t, http.StatusOK, p.status)
+			for _, want := range tc.says {
+				require.Contains(t, p.body, want)
+			}
+		})
+	}
+}
