@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +136,16 @@ func TestWebUIInChromium(t *testing.T) {
 	require.Equal(t, "Members: dave", finance)
 	run("screenshot tree", screenshot("tree", shots))
 
+	// bob's effective roles, each with where it comes from.
+	run("open bob",
+		chromedp.Click(chromedp.Search(`//ul[@id="tree"]/li[span[@class="dept-name"]="Sales"]/div[@class="members"]/a[text()="bob"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#effective`)))
+	require.Equal(t, "bob", text(`#user-name`))
+	require.Equal(t, "through group support", text(`//table[@id="effective"]//tr[td[@class="role-name"]="viewer"]/td[2]`))
+	require.Contains(t, text(`//table[@id="effective"]//tr[td[@class="role-name"]="order-clerk"]/td[2]`),
+		"through organization Acme EU (department Sales)")
+	run("screenshot user", screenshot("user", shots))
+
 	run("open orders-api",
 		chromedp.Click(chromedp.CSS(`#nav-home`)),
 		chromedp.WaitVisible(chromedp.CSS(`#clients`)),
@@ -160,8 +171,11 @@ func TestWebUIInChromium(t *testing.T) {
 			chromedp.Submit(chromedp.CSS(`#evaluate`)),
 			chromedp.WaitVisible(chromedp.CSS(`#decision`)))
 		require.Equal(t, tc.want, text(`#decision`), "%+v", tc)
+		run("screenshot evaluator", screenshot("evaluate-"+strings.ToLower(tc.want), shots))
 	}
-	run("screenshot evaluator", screenshot("evaluate", shots))
+	// The reasons of the last one: which permission granted, on what.
+	require.Equal(t, `permission "clerks read and write orders" grants it.`, text(`.reason`))
+	require.Contains(t, text(`.checks > li.matched`), "role order-clerk: held, through organization Acme EU (department Sales)")
 
 	// Signing out ends the session: the realm's pages lead to the login
 	// form again.
