@@ -65,6 +65,14 @@ type decisionAttributes struct {
 // ClosedJSONObject marks the context closed (strictjson.Closed).
 func (decisionContext) ClosedJSONObject() {}
 
+// path is the context's path; "" when there are no attributes.
+func (a *decisionAttributes) path() string {
+	if a == nil {
+		return ""
+	}
+	return a.Path
+}
+
 // ClosedJSONObject marks the attributes closed (strictjson.Closed).
 func (decisionAttributes) ClosedJSONObject() {}
 
@@ -100,6 +108,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 		return
 	}
 	var res decision.Result
+	var denial string
 	err = s.store.Read(c.realm, func(rm *store.Realm) error {
 		client, err := decisionClient(rm, req.ClientID)
 		if err != nil {
@@ -107,11 +116,17 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 		}
 		sub := decision.SubjectOf(rm, c.subject, c.org)
 		res = s.auth.policies.Policy(client).Evaluate(&sub, resources, method)
+		if s.denialLog != nil && res.Status != decision.Grant {
+			denial = s.logDenial(rm, client, c, resources, method, req.Context.Attributes.path())
+		}
 		return nil
 	})
 	if err != nil {
 		writeErr(w, err)
 		return
+	}
+	if denial != "" {
+		s.denialLog("%s", denial)
 	}
 	writeDecision(w, res)
 }
@@ -171,27 +186,9 @@ func (req *authorizeRequest) check() ([]decision.Resource, string, error) {
 	if req.ClientID == "" {
 		return nil, "", badField("clientId", "is required")
 	}
-	if len(req.Resources) == 0 {
-		return nil, "", &apiError{status: http.StatusBadRequest, message: "the resources array cannot be empty",
-			details: []fieldError{{Field: "resources", Message: "the resources array cannot be empty"}}}
-	}
-	if len(req.Resources) > maxDecisionResources {
-		return nil, "", badField("resources", "at most %d resources per request, got %d", maxDecisionResources, len(req.Resources))
-	}
-	out := make([]decision.Resource, len(req.Resources))
-	for i, rr := range req.Resources {
-		if rr.Name == "" {
-			return nil, "", badField(fmt.Sprintf("resources[%d].name", i), "is required")
-		}
-		if len(rr.Scopes) > maxDecisionScopes {
-			return nil, "", badField(fmt.Sprintf("resources[%d].scopes", i), "at most %d scopes per resource, got %d", maxDecisionScopes, len(rr.Scopes))
-		}
-		for j, sc := range rr.Scopes {
-			if sc == "" {
-				return nil, "", badField(fmt.Sprintf("resources[%d].scopes[%d]", i, j), "must not be empty")
-			}
-		}
-		out[i] = decision.Resource{Name: rr.Name, Scopes: rr.Scopes}
+	out, err := checkResources(req.Resources)
+	if err != nil {
+		return nil, "", err
 	}
 	if req.Context == nil {
 		return nil, "", badField("context", "must be a JSON object ({} when the call has none)")
@@ -201,6 +198,35 @@ func (req *authorizeRequest) check() ([]decision.Resource, string, error) {
 		method = req.Context.Attributes.Method
 	}
 	return out, method, nil
+}
+
+// checkResources validates the resources of a decision request (/authorize
+// and the policy evaluation route take the same) and returns them for the
+// engine.
+func checkResources(rs []resourceRequest) ([]decision.Resource, error) {
+	if len(rs) == 0 {
+		return nil, &apiError{status: http.StatusBadRequest, message: "the resources array cannot be empty",
+			details: []fieldError{{Field: "resources", Message: "the resources array cannot be empty"}}}
+	}
+	if len(rs) > maxDecisionResources {
+		return nil, badField("resources", "at most %d resources per request, got %d", maxDecisionResources, len(rs))
+	}
+	out := make([]decision.Resource, len(rs))
+	for i, rr := range rs {
+		if rr.Name == "" {
+			return nil, badField(fmt.Sprintf("resources[%d].name", i), "is required")
+		}
+		if len(rr.Scopes) > maxDecisionScopes {
+			return nil, badField(fmt.Sprintf("resources[%d].scopes", i), "at most %d scopes per resource, got %d", maxDecisionScopes, len(rr.Scopes))
+		}
+		for j, sc := range rr.Scopes {
+			if sc == "" {
+				return nil, badField(fmt.Sprintf("resources[%d].scopes[%d]", i, j), "must not be empty")
+			}
+		}
+		out[i] = decision.Resource{Name: rr.Name, Scopes: rr.Scopes}
+	}
+	return out, nil
 }
 
 // decisionClient returns the client a decision request names in a live

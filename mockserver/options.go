@@ -31,6 +31,7 @@ type config struct {
 	accessAlg   string
 	corsOrigins []string
 	webUI       bool
+	denialLog   func(format string, args ...any)
 }
 
 // WithFixture seeds the server with f (see Fixture). It replaces an
@@ -108,6 +109,19 @@ func WithWebUI() Option {
 	return func(c *config) { c.webUI = true }
 }
 
+// WithDenialLog has the server write, through logf, the explanation of
+// every decision of POST /realms/{realm}/authorization-decision-provider/authorize
+// whose status is DENY or ERROR, as ExplainDecision writes it: each pair
+// with its reason, the permissions that apply with the facts they matched
+// or missed, and the subject's roles with their sources. The default logs
+// none. logf is called from the request's goroutine, after the answer is
+// decided and before it is written, so it must be safe for concurrent
+// use; testing.TB's Logf is (mockservertest.LogDenials wraps it so that a
+// request late after the test ends logs nothing). It sees no token.
+func WithDenialLog(logf func(format string, args ...any)) Option {
+	return func(c *config) { c.denialLog = logf }
+}
+
 // New returns a Server configured by opts. It fails when an option is
 // invalid or the fixture is unreadable or names something undefined; loading
 // a fixture is all or nothing.
@@ -162,6 +176,7 @@ func New(opts ...Option) (*Server, error) {
 		issuer:    c.issuer,
 		proxies:   proxies,
 		accessAlg: accessAlg,
+		denialLog: c.denialLog,
 	}
 	if s.cors, err = newCORSPolicy(fx, c.corsOrigins); err != nil {
 		return nil, err

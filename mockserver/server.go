@@ -33,6 +33,9 @@ type Server struct {
 	auth *authState  // token issuing and validation (auth.go)
 	cors *corsPolicy // the origins browsers may call from (cors.go)
 	ui   *webUI      // the web UI's state; nil when it is off (webui.go)
+	// denialLog, when set, is given the explanation of every decision
+	// that is not GRANT (WithDenialLog; explain.go).
+	denialLog func(format string, args ...any)
 
 	// patterns are the routes' patterns, "METHOD /path", as registered.
 	patterns []string
@@ -61,6 +64,7 @@ func (s *Server) routes() http.Handler {
 	s.authorizeRoutes(top)
 	s.adminRoutes(top)
 	s.decisionRoutes(top)
+	s.explainRoutes(top)
 	s.authzenRoutes(top)
 	s.openAPIRoutes(top)
 	if s.ui != nil {

@@ -301,3 +301,97 @@ func (s *Server) configCall(method string, body map[string]any) (Config, error) 
 	}
 	return out.Result, nil
 }
+
+// ExplainOption sets the context of a decision Explain explains.
+type ExplainOption func(*mockserver.DecisionQuery)
+
+// ExplainClient names the client (its clientId). Without it, Explain
+// explains the decision of every client of the realm that defines the
+// resource.
+func ExplainClient(clientID string) ExplainOption {
+	return func(q *mockserver.DecisionQuery) { q.Client = clientID }
+}
+
+// ExplainMethod sets the request's method (/authorize's
+// context.attributes.method), which a permission with methods needs.
+func ExplainMethod(method string) ExplainOption {
+	return func(q *mockserver.DecisionQuery) { q.Method = method }
+}
+
+// ExplainPath sets the request's path (context.attributes.path); the
+// explanation shows it, no permission reads it.
+func ExplainPath(path string) ExplainOption {
+	return func(q *mockserver.DecisionQuery) { q.Path = path }
+}
+
+// ExplainOrganization decides as for a token with that organization claim
+// (an organization's id or alias, as mockserver.TokenOrganization): only
+// the user's assignments there count.
+func ExplainOrganization(org string) ExplainOption {
+	return func(q *mockserver.DecisionQuery) { q.Organization = org }
+}
+
+// Explain says, as text for the test's reader, how the server decides
+// whether username of realm may use scope of resource (an empty scope:
+// every scope of it): the status, the reason for each pair, every
+// permission that applies to a pair that is not GRANT with the facts it
+// matched or missed (roles, groups, users, method limit, ownership rule),
+// and the user's roles, each with where it comes from (realm role, group,
+// organization role through a department, department template). opts set
+// the client and the request context; without ExplainMethod the request
+// has no method. It is the explanation of the policy evaluation route,
+// from the code that decides /authorize. An unknown realm, user, client
+// or resource fails the test; call it from the test's goroutine.
+func (s *Server) Explain(realm, username, resource, scope string, opts ...ExplainOption) string {
+	s.t.Helper()
+	q := mockserver.DecisionQuery{User: username, Resource: resource}
+	if scope != "" {
+		q.Scopes = []string{scope}
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&q)
+		}
+	}
+	text, err := s.ExplainDecision(realm, q)
+	if err != nil {
+		s.t.Fatalf("mockservertest: Explain: %v", err)
+	}
+	return text
+}
+
+// LogDenials is an option for Start that writes to t's log the
+// explanation of every decision of /authorize that is DENY or ERROR (see
+// mockserver.WithDenialLog and Explain), so that a test that fails on an
+// unexpected denial shows why:
+//
+//	gw := mockservertest.Start(t, mockserver.WithFixtureFile("acme.json"), mockservertest.LogDenials(t))
+//
+// A decision made after the test's cleanup began (a request still in
+// flight as the server stops) is not logged: t's log is closed by then.
+func LogDenials(t testing.TB) mockserver.Option {
+	l := &denialLog{t: t}
+	t.Cleanup(l.close)
+	return mockserver.WithDenialLog(l.logf)
+}
+
+// denialLog passes lines to t.Logf until the test's cleanup.
+type denialLog struct {
+	mu     sync.Mutex
+	t      testing.TB
+	closed bool
+}
+
+func (l *denialLog) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.t.Logf(format, args...)
+	}
+}
+
+func (l *denialLog) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+}

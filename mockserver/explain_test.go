@@ -1,0 +1,354 @@
+package mockserver_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+)
+
+const acmeFixture = "../examples/fixtures/acme.json"
+
+const evaluatePath = "/admin/realms/acme/clients/%s/authz/resource-server/policy/evaluate"
+
+// evaluation is the answer of the policy evaluation route, as a client
+// reads it.
+type evaluation struct {
+	ClientID string `json:"clientId"`
+	Status   string `json:"status"`
+	Subject  struct {
+		Username string `json:"username"`
+		Roles    []struct {
+			Name    string         `json:"name"`
+			Sources []roleSourceWA `json:"sources"`
+		} `json:"roles"`
+	} `json:"subject"`
+	Results []struct {
+		Resource, Scope, Status, Reason, Undefined string
+		Policies                                   []struct {
+			Name    string `json:"name"`
+			Matched bool   `json:"matched"`
+			Method  *struct {
+				Allowed []string `json:"allowed"`
+				Method  string   `json:"method"`
+				Matched bool     `json:"matched"`
+			} `json:"method"`
+			Roles, Groups, Users []policyFact
+		} `json:"policies"`
+	} `json:"results"`
+}
+
+type policyFact struct {
+	Name    string `json:"name"`
+	Matched bool   `json:"matched"`
+}
+
+func matchedFact(f policyFact) bool { return f.Matched }
+
+type roleSourceWA struct {
+	Kind, Group, Organization, Department string
+}
+
+func evaluate(t *testing.T, srv *mockservertest.Server, token, client, body string) evaluation {
+	t.Helper()
+	res := postJSON(t, srv, fmt.Sprintf(evaluatePath, client), token, body)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var ev evaluation
+	require.NoError(t, json.Unmarshal(res.body, &ev))
+	return ev
+}
+
+// fixtureOracle answers, from the fixture's text alone, what the
+// explanation must say: which permissions apply to a pair, and every way
+// a user holds a role.
+type fixtureOracle struct {
+	realm  mockserver.FixtureRealm
+	client mockserver.FixtureClient
+}
+
+// applies returns the names of the client's permissions that apply to
+// (resource, scope), in the fixture's order.
+func (o *fixtureOracle) applies(resource, scope string) []string {
+	var out []string
+	for _, p := range o.client.Permissions {
+		if p.Resource == resource && (len(p.Scopes) == 0 || slices.Contains(p.Scopes, scope)) {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+func (o *fixtureOracle) permission(name string) mockserver.FixturePermission {
+	i := slices.IndexFunc(o.client.Permissions, func(p mockserver.FixturePermission) bool { return p.Name == name })
+	if i < 0 {
+		panic("no permission " + name)
+	}
+	return o.client.Permissions[i]
+}
+
+// sources returns "role: kind group organization department" for every
+// way username holds a role, under the organization claim org (an alias,
+// "" for all).
+func (o *fixtureOracle) sources(username, org string) []string {
+	var out []string
+	add := func(role string, s roleSourceWA) {
+		out = append(out, role+": "+s.Kind+" "+s.Group+" "+s.Organization+" "+s.Department)
+	}
+	var groups []string
+	for _, u := range o.realm.Users {
+		if u.Username == username {
+			for _, r := range u.Roles {
+				add(r, roleSourceWA{Kind: "realm-role"})
+			}
+			groups = u.Groups
+		}
+	}
+	for _, c := range o.realm.Clients {
+		if "service-account-"+c.ClientID == username {
+			for _, r := range c.ServiceAccountRoles {
+				add(r, roleSourceWA{Kind: "realm-role"})
+			}
+		}
+	}
+	for _, g := range o.realm.Groups {
+		if slices.Contains(groups, g.Name) {
+			for _, r := range g.Roles {
+				add(r, roleSourceWA{Kind: "group", Group: g.Name})
+			}
+		}
+	}
+	for _, org2 := range o.realm.Organizations {
+		if org != "" && org != org2.Alias {
+			continue
+		}
+		var walk func(ds []mockserver.FixtureDepartment)
+		walk = func(ds []mockserver.FixtureDepartment) {
+			for _, d := range ds {
+				if slices.Contains(d.Users, username) {
+					for _, r := range org2.Roles {
+						add(r, roleSourceWA{Kind: "organization", Organization: org2.Name, Department: d.Name})
+					}
+					for _, r := range d.Roles {
+						add(r, roleSourceWA{Kind: "template", Organization: org2.Name, Department: d.Name})
+					}
+				}
+				walk(d.Children)
+			}
+		}
+		walk(org2.Departments)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TestExplainMatchesAuthorizeOnAcme walks every decision of the README's
+// fixture (each user, organization claim and method, every pair of the
+// client, an undefined scope and resource): the explanation's statuses are
+// /authorize's, each pair lists exactly the permissions the fixture makes
+// apply to it, every fact names what the fixture says, and the subject's
+// roles are those the fixture gives, each with the sources the fixture
+// gives.
+func TestExplainMatchesAuthorizeOnAcme(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture))
+	fx, err := mockserver.LoadFixtureFile(acmeFixture)
+	require.NoError(t, err)
+	o := &fixtureOracle{realm: fx.Realms[0], client: fx.Realms[0].Clients[0]}
+	require.Equal(t, "orders-api", o.client.ClientID)
+	admin := srv.Token("acme", "alice")
+
+	var resources []string
+	for _, r := range o.client.Resources {
+		resources = append(resources, fmt.Sprintf(`{"name":%q}`, r.Name))
+	}
+	resources = append(resources, `{"name":"orders","scopes":["fly"]}`, `{"name":"ghost"}`)
+	asked := "[" + strings.Join(resources, ",") + "]"
+
+	users := []string{"service-account-orders-api"}
+	for _, u := range o.realm.Users {
+		users = append(users, u.Username)
+	}
+	decisions := 0
+	for _, user := range users {
+		for _, org := range []string{"", "acme-eu", "acme-us"} {
+			for _, method := range []string{"", "GET", "DELETE"} {
+				var opts []mockserver.TokenOption
+				if org != "" {
+					opts = append(opts, mockserver.TokenOrganization(org))
+				}
+				ctx := `{"attributes":{"method":"` + method + `"}}`
+				status, pairs := decide(t, srv, srv.Token("acme", user, opts...), asked, ctx)
+				ev := evaluate(t, srv, admin, "orders-api", `{"username":"`+user+`","resources":`+asked+
+					`,"context":{"attributes":{"method":"`+method+`"},"organization":"`+org+`"}}`)
+				where := fmt.Sprintf("%s in %q with %q", user, org, method)
+				require.Equal(t, status, ev.Status, where)
+				require.Equal(t, user, ev.Subject.Username, where)
+				require.Len(t, ev.Results, len(pairs), where)
+
+				var got []string
+				for _, r := range ev.Subject.Roles {
+					for _, s := range r.Sources {
+						got = append(got, r.Name+": "+s.Kind+" "+s.Group+" "+s.Organization+" "+s.Department)
+					}
+				}
+				slices.Sort(got)
+				require.Equal(t, o.sources(user, org), got, where)
+				held := map[string]bool{}
+				for _, r := range ev.Subject.Roles {
+					held[r.Name] = true
+				}
+
+				for i, pr := range ev.Results {
+					decisions++
+					pw := fmt.Sprintf("%s: %s/%s", where, pr.Resource, pr.Scope)
+					require.Equal(t, pairs[i], pr.Resource+"/"+pr.Scope+"="+pr.Status, pw)
+					require.NotEmpty(t, pr.Reason, pw)
+					var names []string
+					for _, pc := range pr.Policies {
+						names = append(names, pc.Name)
+						fp := o.permission(pc.Name)
+						var roles, groups, usersNamed []string
+						for _, f := range pc.Roles {
+							roles = append(roles, f.Name)
+							require.Equal(t, held[f.Name], f.Matched, "%s: role %s", pw, f.Name)
+						}
+						for _, f := range pc.Groups {
+							groups = append(groups, f.Name)
+							inGroup := slices.ContainsFunc(o.realm.Users, func(u mockserver.FixtureUser) bool {
+								return u.Username == user && slices.Contains(u.Groups, f.Name)
+							})
+							require.Equal(t, inGroup, f.Matched, "%s: group %s", pw, f.Name)
+						}
+						for _, f := range pc.Users {
+							usersNamed = append(usersNamed, f.Name)
+							require.Equal(t, f.Name == user, f.Matched, "%s: user %s", pw, f.Name)
+						}
+						require.ElementsMatch(t, fp.Roles, roles, pw)
+						require.ElementsMatch(t, fp.Groups, groups, pw)
+						require.ElementsMatch(t, fp.Users, usersNamed, pw)
+						methodOK := true
+						if len(fp.Methods) > 0 {
+							require.NotNil(t, pc.Method, pw)
+							require.Equal(t, fp.Methods, pc.Method.Allowed, pw)
+							require.Equal(t, method, pc.Method.Method, pw)
+							methodOK = slices.Contains(fp.Methods, method)
+							require.Equal(t, methodOK, pc.Method.Matched, pw)
+						} else {
+							require.Nil(t, pc.Method, pw)
+						}
+						anyFact := slices.ContainsFunc(pc.Roles, matchedFact) || slices.ContainsFunc(pc.Groups, matchedFact) || slices.ContainsFunc(pc.Users, matchedFact)
+						require.Equal(t, methodOK && anyFact, pc.Matched, "%s: permission %q", pw, pc.Name)
+						if pc.Matched {
+							require.Equal(t, "GRANT", pr.Status, pw)
+						}
+					}
+					switch pr.Resource + "/" + pr.Scope {
+					case "orders/fly":
+						require.Equal(t, "scope", pr.Undefined, pw)
+					case "ghost/":
+						require.Equal(t, "resource", pr.Undefined, pw)
+					default:
+						require.Empty(t, pr.Undefined, pw)
+					}
+					require.Equal(t, o.applies(pr.Resource, pr.Scope), names, pw)
+				}
+			}
+		}
+	}
+	require.Equal(t, 6*3*3*7, decisions, "every user, claim, method and pair was walked")
+}
+
+// TestPolicyEvaluateRefusals: a malformed body is a 400 with the error
+// body naming the field; an unknown client or user a 404; a token without
+// realm management a 403; the client is found by clientId or id.
+func TestPolicyEvaluateRefusals(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture))
+	admin := srv.Token("acme", "alice")
+	const orders = `[{"name":"orders","scopes":["read"]}]`
+	cases := []struct {
+		name, client, token, body string
+		status                    int
+		field                     string
+	}{
+		{"no subject", "orders-api", admin, `{"resources":` + orders + `}`, http.StatusBadRequest, "userId"},
+		{"two subjects", "orders-api", admin, `{"userId":"x","username":"bob","resources":` + orders + `}`, http.StatusBadRequest, "username"},
+		{"no resources", "orders-api", admin, `{"username":"bob"}`, http.StatusBadRequest, "resources"},
+		{"empty resources", "orders-api", admin, `{"username":"bob","resources":[]}`, http.StatusBadRequest, "resources"},
+		{"nameless resource", "orders-api", admin, `{"username":"bob","resources":[{"scopes":["read"]}]}`, http.StatusBadRequest, "resources[0].name"},
+		{"empty scope", "orders-api", admin, `{"username":"bob","resources":[{"name":"orders","scopes":[""]}]}`, http.StatusBadRequest, "resources[0].scopes[0]"},
+		{"misspelt member", "orders-api", admin, `{"user":"bob","resources":` + orders + `}`, http.StatusBadRequest, "user"},
+		{"method outside attributes", "orders-api", admin, `{"username":"bob","resources":` + orders + `,"context":{"method":"GET"}}`, http.StatusBadRequest, "context.method"},
+		{"organization not a string", "orders-api", admin, `{"username":"bob","resources":` + orders + `,"context":{"organization":1}}`, http.StatusBadRequest, "context.organization"},
+		{"not JSON", "orders-api", admin, `{"username":`, http.StatusBadRequest, ""},
+		{"unknown user", "orders-api", admin, `{"username":"nobody","resources":` + orders + `}`, http.StatusNotFound, ""},
+		{"unknown user id", "orders-api", admin, `{"userId":"nobody","resources":` + orders + `}`, http.StatusNotFound, ""},
+		{"unknown client", "ghost-api", admin, `{"username":"bob","resources":` + orders + `}`, http.StatusNotFound, ""},
+		{"no realm management", "orders-api", srv.Token("acme", "bob"), `{"username":"bob","resources":` + orders + `}`, http.StatusForbidden, ""},
+		{"no token", "orders-api", "", `{"username":"bob","resources":` + orders + `}`, http.StatusUnauthorized, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := postJSON(t, srv, fmt.Sprintf(evaluatePath, tc.client), tc.token, tc.body)
+			require.Equal(t, tc.status, res.status, string(res.body))
+			body := res.json(t)
+			require.Equal(t, http.StatusText(tc.status), body["error"])
+			require.NotEmpty(t, body["message"])
+			if tc.field != "" {
+				require.Equal(t, tc.field, body["details"].([]any)[0].(map[string]any)["field"], string(res.body))
+			}
+		})
+	}
+
+}
+
+// TestDenialLog: with WithDenialLog, each DENY or ERROR of /authorize
+// writes its explanation once, naming the permission and the fact that
+// failed; a GRANT writes nothing; no token is in the log.
+func TestDenialLog(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var lines []string
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(logf))
+	tok := srv.Token("acme", "carol")
+	status, _ := decide(t, srv, tok, `[{"name":"orders","scopes":["read"]}]`, `{}`)
+	require.Equal(t, "GRANT", status)
+	mu.Lock()
+	require.Empty(t, lines, "a GRANT is not logged")
+	mu.Unlock()
+
+	status, _ = decide(t, srv, tok, `[{"name":"orders","scopes":["delete"]}]`, `{"attributes":{"method":"GET","path":"/orders/7"}}`)
+	require.Equal(t, "DENY", status)
+	status, _ = decide(t, srv, tok, `[{"name":"orders","scopes":["fly"]}]`, `{}`)
+	require.Equal(t, "ERROR", status)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, lines, 2)
+	for _, want := range []string{
+		"DENY for carol on client orders-api (method GET, path /orders/7",
+		"orders#delete: DENY",
+		`permission "managers delete orders, only with DELETE" does not match`,
+		"method GET is not one it allows (DELETE)",
+		"role order-manager: held (organization role of Acme US, through department Operations)",
+	} {
+		require.Contains(t, lines[0], want)
+	}
+	require.Contains(t, lines[1], `orders#fly: ERROR, resource "orders" defines no scope "fly"`)
+	for _, l := range lines {
+		require.NotContains(t, l, tok)
+	}
+}
