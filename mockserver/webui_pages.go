@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
@@ -333,13 +332,13 @@ func (s *Server) uiEvaluateForm(w http.ResponseWriter, _ *http.Request, ss *uiSe
 }
 
 // uiEvaluate decides the form's resource and scope for the form's user,
-// client, method and organization (as a token's organization claim: only
-// the user's assignments there count) as /authorize decides them (a "*"
-// resource is every resource defining the scope), and shows the form again
-// with the decision and its explanation, both from the decision engine
-// (decision.Policy.Explain). An unknown user or client is a 404 showing the
-// form with the problem; an undefined resource or scope is the engine's
-// ERROR.
+// client (by clientId or id), method and organization (as a token's
+// organization claim: only the user's assignments there count) as
+// /authorize decides them (a "*" resource is every resource defining the
+// scope), and shows the form again with the decision and its explanation,
+// as the policy evaluation route gives them (Server.explain). An unknown
+// user or client is a 404 showing the form with the problem; an undefined
+// resource or scope is the engine's ERROR.
 func (s *Server) uiEvaluate(w http.ResponseWriter, _ *http.Request, ss *uiSession) {
 	p := s.evalForm(ss)
 	f := ss.form
@@ -350,26 +349,24 @@ func (s *Server) uiEvaluate(w http.ResponseWriter, _ *http.Request, ss *uiSessio
 		s.uiRender(w, http.StatusBadRequest, "evaluate", p)
 		return
 	}
-	_ = s.liveRealm(ss.realm, func(rm *store.Realm) error {
-		u, ok := rm.UserNamed(p.Subject)
-		if !ok {
-			p.Problem = "no user " + strconv.Quote(p.Subject) + " in realm " + ss.realm
-			return nil
+	if p.Subject == "" || p.Client == "" {
+		p.Problem = "name a user and a client"
+		s.uiRender(w, http.StatusBadRequest, "evaluate", p)
+		return
+	}
+	q := explainQuery{client: p.Client, username: p.Subject, org: p.Organization,
+		resources: []decision.Resource{{Name: p.Resource, Scopes: []string{p.Scope}}}, method: p.Method}
+	err := s.liveRealm(ss.realm, func(rm *store.Realm) error {
+		ex, err := s.explain(rm, q)
+		if err == nil {
+			p.Explanation = &ex[0]
 		}
-		c, ok := rm.ClientNamed(p.Client)
-		if !ok {
-			p.Problem = "no client " + strconv.Quote(p.Client) + " in realm " + ss.realm
-			return nil
-		}
-		ex := s.auth.policies.Policy(c).Explain(rm, decision.Request{UserID: u.ID, Organization: p.Organization,
-			Resources: []decision.Resource{{Name: p.Resource, Scopes: []string{p.Scope}}}, Method: p.Method})
-		ex.Client = c.ClientID
-		p.Explanation = &ex
-		return nil
+		return err
 	})
 	status := http.StatusOK
-	if p.Problem != "" {
-		status = http.StatusNotFound
+	if err != nil {
+		ae := asAPIError(err)
+		p.Problem, status = ae.message, ae.status
 	}
 	s.uiRender(w, status, "evaluate", p)
 }
