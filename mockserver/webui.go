@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -105,8 +106,7 @@ func (s *Server) uiPage(h uiHandler) http.Handler {
 				return errNoUser
 			}
 			ss.username = u.Username
-			c := userClaims(rm, u, store.ClientAdminCLI, s.now(), 0)
-			if !hasRealmManagement(&c) {
+			if !managesRealm(rm, u, s.now()) {
 				return errf(http.StatusForbidden, "%s lacks realm management (realm-admin or realm-management/manage-realm)", u.Username)
 			}
 			return nil
@@ -129,6 +129,14 @@ func (s *Server) uiPage(h uiHandler) http.Handler {
 		h(w, r, ss)
 	})
 	return s.sameOrigin(page)
+}
+
+// managesRealm reports whether u may use the UI: whether a token of u
+// would hold realm management, the permission the admin API requires
+// (hasRealmManagement of the claims the token endpoint would write).
+func managesRealm(rm *store.Realm, u *store.User, now time.Time) bool {
+	c := userClaims(rm, u, store.ClientAdminCLI, now, 0)
+	return hasRealmManagement(&c)
 }
 
 // errNoUser is a session whose user no longer exists.
@@ -310,8 +318,7 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		c := userClaims(rm, u, store.ClientAdminCLI, s.now(), 0)
-		if !hasRealmManagement(&c) {
+		if !managesRealm(rm, u, s.now()) {
 			return errLacksManagement
 		}
 		userID = u.ID
