@@ -232,6 +232,11 @@ func TestWebUIPagesWithoutSessionRedirectToLogin(t *testing.T) {
 		p := u.do(c, http.MethodGet, "/ui/realms/acme/home", nil)
 		require.Equal(t, http.StatusSeeOther, p.status)
 		require.Equal(t, "/ui/realms/acme/login", p.header.Get("Location"))
+		// The user ids of two realms differ, which refuses it too; the
+		// session itself names its realm, which refuses it whatever the
+		// ids.
+		_, ok := u.s.ui.parse(v, "acme", time.Unix(0, u.now.Load()))
+		require.False(t, ok, "a session of realm other is valid in acme")
 	})
 }
 
