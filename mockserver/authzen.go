@@ -145,7 +145,7 @@ func (s *Server) accessEvaluation(w http.ResponseWriter, r *http.Request, c *cal
 		return
 	}
 	var out azDecision
-	err := s.authzenEvaluate(c, func(e *azEvaluator) { out = e.decide(&req) })
+	err := s.authzenEvaluate(c, "evaluation", func(e *azEvaluator) { out = e.decide(&req) })
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -204,7 +204,7 @@ func (s *Server) accessEvaluations(w http.ResponseWriter, r *http.Request, c *ca
 		return
 	}
 	out := azDecisions{Evaluations: make([]azDecision, 0, len(items))}
-	err := s.authzenEvaluate(c, func(e *azEvaluator) {
+	err := s.authzenEvaluate(c, "evaluations", func(e *azEvaluator) {
 		for i := range items {
 			d := e.decide(&items[i])
 			out.Evaluations = append(out.Evaluations, d)
@@ -288,18 +288,32 @@ type azEvaluator struct {
 	rm     *store.Realm
 	client *store.Client
 	policy *decision.Policy
+	// denials collects the explanation of each denial when the server has
+	// a denial log (WithDenialLog); nil otherwise.
+	denials *[]string
 }
 
-// authzenEvaluate runs fn with an evaluator of the caller's client.
-func (s *Server) authzenEvaluate(c *caller, fn func(*azEvaluator)) error {
-	return s.store.Read(c.realm, func(rm *store.Realm) error {
+// authzenEvaluate runs fn with an evaluator of the caller's client, then
+// writes the explanations of its denials to the denial log, if any (route
+// names the route in the log).
+func (s *Server) authzenEvaluate(c *caller, route string, fn func(*azEvaluator)) error {
+	var denials []string
+	err := s.store.Read(c.realm, func(rm *store.Realm) error {
 		client, err := decisionClient(rm, c.clientID)
 		if err != nil {
 			return err
 		}
-		fn(&azEvaluator{rm: rm, client: client, policy: s.auth.policies.Policy(client)})
+		e := &azEvaluator{rm: rm, client: client, policy: s.auth.policies.Policy(client)}
+		if s.denialLog != nil {
+			e.denials = &denials
+		}
+		fn(e)
 		return nil
 	})
+	for _, d := range denials {
+		s.denialLog("mockserver: POST /realms/%s/access/v1/%s: %s", c.realm, route, d)
+	}
+	return err
 }
 
 // decide answers one checked request. A subject that is not a user of the
@@ -309,10 +323,20 @@ func (s *Server) authzenEvaluate(c *caller, fn func(*azEvaluator)) error {
 func (e *azEvaluator) decide(req *azRequest) azDecision {
 	sub, d, ok := e.subject(req)
 	if !ok {
+		if e.denials != nil {
+			*e.denials = append(*e.denials, "DENY: "+d.Context.Error.Message)
+		}
 		return d
 	}
 	method, _ := req.Context["method"].(string)
-	switch e.policy.Decide(&sub, *req.Resource.Type, *req.Action.Name, method, req.Resource.Properties) {
+	st := e.policy.Decide(&sub, *req.Resource.Type, *req.Action.Name, method, req.Resource.Properties)
+	if st != decision.Grant && e.denials != nil {
+		ex := e.policy.Explain(e.rm, decision.Request{UserID: sub.UserID, ByPair: true, Method: method, Properties: req.Resource.Properties,
+			Resources: []decision.Resource{{Name: *req.Resource.Type, Scopes: []string{*req.Action.Name}}}})
+		ex.Client = e.client.ClientID
+		*e.denials = append(*e.denials, ex.Text())
+	}
+	switch st {
 	case decision.Grant:
 		return azDecision{Decision: true}
 	case decision.Error:

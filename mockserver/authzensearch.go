@@ -137,7 +137,7 @@ func (s *Server) searchHandler(kind searchKind) handlerFunc {
 			out  azSearchAnswer
 			next string
 		)
-		err := s.authzenEvaluate(c, func(e *azEvaluator) { out, next = e.search(kind, &req.azRequest, pos, limit) })
+		err := s.authzenEvaluate(c, "search", func(e *azEvaluator) { out, next = e.search(kind, &req.azRequest, pos, limit) })
 		if err != nil {
 			writeErr(w, err)
 			return

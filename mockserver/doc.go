@@ -71,6 +71,15 @@
 // or 50 scopes in a resource, an empty resource list or a missing context
 // are 400s.
 //
+// Why was a decision denied? POST
+// /admin/realms/{realm}/clients/{client}/authz/resource-server/policy/evaluate
+// (realm management; Keycloak's policy evaluation path) explains one for any
+// user: each pair's status, every permission that applies with the facts it
+// matched or missed, and the user's roles with their sources. The code that
+// decides /authorize records it as it decides, so it is what the decision
+// saw. ExplainDecision gives it as text, and WithDenialLog logs it for every
+// DENY and ERROR of /authorize.
+//
 // # AuthZEN
 //
 // The same engine answers the OpenID AuthZEN Authorization API 1.0 (an

@@ -135,7 +135,9 @@ func (s *Server) explain(rm *store.Realm, q explainQuery) ([]decision.Explanatio
 		clients = append(clients, cl)
 	} else {
 		for _, cl := range rm.Clients {
-			if _, ok := s.auth.policies.Policy(cl).Scopes(q.resources[0].Name); ok {
+			p := s.auth.policies.Policy(cl)
+			_, defines := p.Scopes(q.resources[0].Name)
+			if defines || q.resources[0].Name == decision.Wildcard && len(p.Resources()) > 0 {
 				clients = append(clients, cl)
 			}
 		}

@@ -352,3 +352,67 @@ func TestDenialLog(t *testing.T) {
 		require.NotContains(t, l, tok)
 	}
 }
+
+// TestDenialLogAuthZEN: the AuthZEN evaluation routes log their denials
+// as /authorize does, an unknown subject included; searches log nothing.
+func TestDenialLogAuthZEN(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var lines []string
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(logf))
+	pdp := srv.Token("acme", "service-account-orders-api")
+	ask := func(path, body string) {
+		t.Helper()
+		res := postJSON(t, srv, "/realms/acme/access/v1/"+path, pdp, body)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+	}
+	ask("evaluation", `{"subject":{"type":"user","id":"bob"},"action":{"name":"read"},"resource":{"type":"orders","id":"7"}}`)
+	ask("evaluations", `{"subject":{"type":"user","id":"erin"},"resource":{"type":"orders","id":"7"},"context":{"method":"DELETE"},
+		"evaluations":[{"action":{"name":"read"}},{"action":{"name":"delete"}},{"subject":{"type":"user","id":"zed"},"action":{"name":"read"}}]}`)
+	ask("search/subject", `{"subject":{"type":"user"},"action":{"name":"delete"},"resource":{"type":"orders","id":"7"}}`)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, lines, 3, "bob may read; erin's two denials and zed's")
+	require.Contains(t, lines[0], "mockserver: POST /realms/acme/access/v1/evaluations: DENY for erin on client orders-api (method DELETE")
+	require.Contains(t, lines[0], "orders#read: DENY")
+	require.Contains(t, lines[1], `permission "managers delete orders, only with DELETE" does not match:`)
+	require.Contains(t, lines[1], "method DELETE is allowed (DELETE)")
+	require.Contains(t, lines[1], "role order-manager: not held")
+	require.Equal(t, `mockserver: POST /realms/acme/access/v1/evaluations: DENY: no user has the id or username "zed"`, lines[2])
+}
+
+// TestExplainDecisionErrors: each misuse of ExplainDecision is an error
+// that names what is unknown or missing; "*" without a client explains
+// every client that defines resources.
+func TestExplainDecisionErrors(t *testing.T) {
+	t.Parallel()
+	srv, err := mockserver.New(mockserver.WithFixtureFile(acmeFixture))
+	require.NoError(t, err)
+	cases := []struct {
+		name, realm string
+		q           mockserver.DecisionQuery
+		want        string
+	}{
+		{"no user", "acme", mockserver.DecisionQuery{Resource: "orders"}, "User and Resource are required"},
+		{"no resource", "acme", mockserver.DecisionQuery{User: "bob"}, "User and Resource are required"},
+		{"unknown realm", "nowhere", mockserver.DecisionQuery{User: "bob", Resource: "orders"}, `"nowhere"`},
+		{"unknown user", "acme", mockserver.DecisionQuery{User: "zed", Resource: "orders"}, `user "zed" in realm "acme"`},
+		{"unknown client", "acme", mockserver.DecisionQuery{User: "bob", Resource: "orders", Client: "ghost-api"}, `client "ghost-api" in realm "acme"`},
+		{"no client defines the resource", "acme", mockserver.DecisionQuery{User: "bob", Resource: "ghost"}, `a client of realm "acme" that defines resource "ghost"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := srv.ExplainDecision(tc.realm, tc.q)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	text, err := srv.ExplainDecision("acme", mockserver.DecisionQuery{User: "erin", Resource: "*"})
+	require.NoError(t, err)
+	require.Contains(t, text, "DENY for erin on client orders-api")
+	require.Contains(t, text, "invoices#read: GRANT")
+}

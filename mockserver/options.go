@@ -113,7 +113,9 @@ func WithWebUI() Option {
 // every decision of POST /realms/{realm}/authorization-decision-provider/authorize
 // whose status is DENY or ERROR, as ExplainDecision writes it: each pair
 // with its reason, the permissions that apply with the facts they matched
-// or missed, and the subject's roles with their sources. The default logs
+// or missed, and the subject's roles with their sources; and of every
+// AuthZEN evaluation (access/v1/evaluation and evaluations, not the
+// searches) that is false, one line per evaluation. The default logs
 // none. logf is called from the request's goroutine, after the answer is
 // decided and before it is written, so it must be safe for concurrent
 // use; testing.TB's Logf is (mockservertest.LogDenials wraps it so that a

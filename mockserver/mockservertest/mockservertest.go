@@ -6,7 +6,14 @@
 // Everything a helper does goes through the server's own HTTP API, with a
 // platform administrator's token, so a test sees the server as a client
 // would: PatchConfig is PATCH /admin/config, PutConfig is PUT /admin/config,
-// SetFaults is a PATCH of the fault-injection keys.
+// SetFaults is a PATCH of the fault-injection keys. Explain is the one
+// exception: it asks the server in process (mockserver's ExplainDecision,
+// what the policy evaluation route answers), because that route needs a
+// realm administrator's token and a fixture need not have one.
+//
+// Why was a call denied? LogDenials, an option of Start, writes the
+// explanation of every DENY and ERROR the server decides to the test's
+// log; Explain returns it for any user and pair.
 //
 // The package Example is a consumer's test to copy: a fixture, a user who
 // may and one who may not, a DPoP-bound token (mockserver.TokenDPoPBinding),
@@ -361,9 +368,10 @@ func (s *Server) Explain(realm, username, resource, scope string, opts ...Explai
 }
 
 // LogDenials is an option for Start that writes to t's log the
-// explanation of every decision of /authorize that is DENY or ERROR (see
-// mockserver.WithDenialLog and Explain), so that a test that fails on an
-// unexpected denial shows why:
+// explanation of every decision of /authorize that is DENY or ERROR, and
+// of every AuthZEN evaluation that is false (see mockserver.WithDenialLog
+// and Explain), so that a test that fails on an unexpected denial shows
+// why:
 //
 //	gw := mockservertest.Start(t, mockserver.WithFixtureFile("acme.json"), mockservertest.LogDenials(t))
 //

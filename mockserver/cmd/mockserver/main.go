@@ -44,6 +44,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -118,6 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	})
 	webUI := fs.Bool("webui", false, "serve the web UI at /ui/ (a realm's organizations, users, clients and a decision evaluator, for users holding realm management)")
+	logDenials := fs.Bool("log-denials", false, "write to stderr why each decision that is not GRANT was made: the permissions that apply, the facts each matched or missed, and the subject's roles with their sources")
 	readHeader := fs.Duration("read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
 	read := fs.Duration("read-timeout", 30*time.Second, "how long a client may take to send a whole request, body included")
 	idle := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
@@ -166,6 +168,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *webUI {
 		opts = append(opts, mockserver.WithWebUI())
+	}
+	if *logDenials {
+		var mu sync.Mutex // one explanation at a time, never interleaved
+		opts = append(opts, mockserver.WithDenialLog(func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stderr, format+"\n", args...)
+		}))
 	}
 	srv, err := mockserver.New(opts...)
 	if err != nil {

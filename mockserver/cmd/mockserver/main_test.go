@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -665,4 +667,92 @@ func TestRunWebUI(t *testing.T) {
 			require.NoError(t, stop())
 		})
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines and the
+// test's.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunLogDenials: with -log-denials, a DENY of /authorize is explained
+// on standard error, and a GRANT is not; without it nothing is.
+func TestRunLogDenials(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprint("log-denials=", on), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			pr, pw := io.Pipe()
+			var stderr syncBuffer
+			args := []string{"-addr", "127.0.0.1:0", "-fixture", "../../../examples/fixtures/acme.json"}
+			if on {
+				args = append(args, "-log-denials")
+			}
+			done := make(chan error, 1)
+			go func() {
+				done <- run(ctx, args, pw, &stderr)
+				pw.Close()
+			}()
+			sc := bufio.NewScanner(pr)
+			require.True(t, sc.Scan())
+			base := strings.TrimPrefix(sc.Text(), "mockserver listening on ")
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+
+			form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"erin"}, "password": {"erin"}}
+			tok := postForm(t, base+"/realms/acme/protocol/openid-connect/token", form)["access_token"].(string)
+			for _, scope := range []string{"read", "write"} { // erin may read invoices, not orders
+				resource := map[string]string{"read": "invoices", "write": "orders"}[scope]
+				body := `{"clientId":"orders-api","resources":[{"name":"` + resource + `","scopes":["` + scope + `"]}],"context":{}}`
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/realms/acme/authorization-decision-provider/authorize", strings.NewReader(body))
+				require.NoError(t, err)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+tok)
+				resp, err := client.Do(req)
+				require.NoError(t, err)
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+				require.NoError(t, resp.Body.Close())
+			}
+			cancel()
+			require.NoError(t, <-done)
+			logged := stderr.String()
+			if !on {
+				require.NotContains(t, logged, "DENY")
+				return
+			}
+			require.Equal(t, 1, strings.Count(logged, "authorization-decision-provider/authorize: "), logged)
+			require.Contains(t, logged, "DENY for erin on client orders-api")
+			require.Contains(t, logged, `permission "clerks read and write orders" does not match:`)
+			require.Contains(t, logged, "role order-clerk: not held")
+			require.NotContains(t, logged, tok)
+		})
+	}
+}
+
+func postForm(t *testing.T, u string, form url.Values) map[string]any {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, u, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var out map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out
 }

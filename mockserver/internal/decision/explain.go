@@ -132,6 +132,7 @@ func (f *SubjectFacts) finish() {
 	if f.Groups == nil {
 		f.Groups = []Named{}
 	}
+	f.byRole = nil
 }
 
 var kindOrder = map[SourceKind]int{FromRealmRole: 0, FromGroup: 1, FromOrganization: 2, FromTemplate: 3}
@@ -263,14 +264,17 @@ func (t *tracer) pair(resource, scope string, st Status) {
 
 // Request is a decision to explain: the subject's user id and organization
 // claim, the pairs as Evaluate takes them, the request context's method
-// and path (no permission reads the path; it is recorded), and the
-// resource instance's properties (AuthZEN; nil: no instance).
+// and path (no permission reads the path; it is recorded). ByPair
+// explains each listed pair as Decide decides it (AuthZEN: "*" is no
+// resource, a resource without scopes no pair), for the resource instance
+// whose properties are Properties (nil: no instance).
 type Request struct {
 	UserID       string
 	Organization string
 	Resources    []Resource
 	Method       string
 	Path         string
+	ByPair       bool
 	Properties   map[string]any
 }
 
@@ -286,7 +290,7 @@ type Explanation struct {
 	Pairs   []PairExplanation `json:"results"`
 }
 
-// Explain decides req as Evaluate does (or, with Properties, each pair as
+// Explain decides req as Evaluate does (or, with ByPair, each pair as
 // Decide does) and records why: every permission that applies to each
 // pair, whether it matched and the facts it matched on or missed, and the
 // subject's effective roles with their sources. Names are read from r;
@@ -295,7 +299,7 @@ func (p *Policy) Explain(r *store.Realm, req Request) Explanation {
 	sub, facts := ExplainSubject(r, req.UserID, req.Organization)
 	tr := &tracer{}
 	var st Status
-	if req.Properties != nil {
+	if req.ByPair {
 		perms := make([]Permission, 0, len(req.Resources))
 		for _, rs := range req.Resources {
 			for _, s := range rs.Scopes {

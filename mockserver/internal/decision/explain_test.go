@@ -141,12 +141,17 @@ func TestExplainOwnership(t *testing.T) {
 	require.NoError(t, err)
 	p := Compile(c)
 	ask := []Resource{{Name: "doc", Scopes: []string{"edit"}}}
-	got := p.Explain(r, Request{UserID: u.ID, Resources: ask, Properties: map[string]any{"owner": "bea"}})
+	got := p.Explain(r, Request{UserID: u.ID, Resources: ask, ByPair: true, Properties: map[string]any{"owner": "bea"}})
 	require.Equal(t, Deny, got.Status)
 	require.Equal(t, &OwnerCheck{Property: "owner", Instance: true, Value: "bea", Present: true}, got.Pairs[0].Permissions[0].Owner)
-	got = p.Explain(r, Request{UserID: u.ID, Resources: ask, Properties: map[string]any{"owner": "ann@x.test"}})
+	got = p.Explain(r, Request{UserID: u.ID, Resources: ask, ByPair: true, Properties: map[string]any{"owner": "ann@x.test"}})
 	require.Equal(t, Grant, got.Status)
-	got = p.Explain(r, Request{UserID: u.ID, Resources: ask})
-	require.Equal(t, Deny, got.Status, "no instance: an ownership rule never grants")
-	require.Equal(t, &OwnerCheck{Property: "owner"}, got.Pairs[0].Permissions[0].Owner)
+	for _, byPair := range []bool{true, false} {
+		got = p.Explain(r, Request{UserID: u.ID, Resources: ask, ByPair: byPair})
+		require.Equal(t, Deny, got.Status, "no instance: an ownership rule never grants")
+		require.Equal(t, &OwnerCheck{Property: "owner"}, got.Pairs[0].Permissions[0].Owner)
+	}
+	got = p.Explain(r, Request{UserID: u.ID, Resources: []Resource{{Name: Wildcard, Scopes: []string{"edit"}}}, ByPair: true})
+	require.Equal(t, Error, got.Status, "to Decide, * is no resource")
+	require.Equal(t, undefinedResource, got.Pairs[0].Undefined)
 }
