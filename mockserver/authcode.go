@@ -194,10 +194,8 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 	username, password := params.Get("username"), params.Get("password")
 	var authTime time.Time
 	err := s.liveRealm(realm, func(rm *store.Realm) error {
-		u, ok := rm.UserNamed(username)
-		if !ok || u.ServiceAccountOf != "" || u.Password == "" || password == "" ||
-			subtle.ConstantTimeCompare([]byte(password), []byte(u.Password)) != 1 {
-			return errBadLogin
+		if _, err := checkPassword(rm, username, password); err != nil {
+			return err
 		}
 		authTime = s.now()
 		return nil
@@ -227,6 +225,19 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 
 // errBadLogin is a failed login in the form.
 var errBadLogin = errors.New("invalid username or password")
+
+// checkPassword returns the user of rm that username and password sign in
+// as, or errBadLogin: the one password check of every login form (the
+// authorization endpoint's and the web UI's). A service account, a user
+// without a password and an empty password never sign in.
+func checkPassword(rm *store.Realm, username, password string) (*store.User, error) {
+	u, ok := rm.UserNamed(username)
+	if !ok || u.ServiceAccountOf != "" || u.Password == "" || password == "" ||
+		subtle.ConstantTimeCompare([]byte(password), []byte(u.Password)) != 1 {
+		return nil, errBadLogin
+	}
+	return u, nil
+}
 
 // authRequestParams reads the parameters of an authorization request: the
 // query of a GET, the form body of a POST (its query is ignored). It
@@ -395,12 +406,15 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 
 type hiddenField struct{ Name, Value string }
 
+// loginData is what the login form shows.
+type loginData struct {
+	Realm, Action, Error, Username string
+	Hidden                         []hiddenField
+}
+
 // loginForm renders the login form of req, with msg when a login failed.
 func (s *Server) loginForm(w http.ResponseWriter, r *http.Request, realm string, req *authRequest, msg string) {
-	data := struct {
-		Realm, Action, Error, Username string
-		Hidden                         []hiddenField
-	}{Realm: realm, Action: issuer.RealmIssuer(s.issuerBase(r), realm) + "/protocol/openid-connect/auth", Error: msg}
+	data := loginData{Realm: realm, Action: issuer.RealmIssuer(s.issuerBase(r), realm) + "/protocol/openid-connect/auth", Error: msg}
 	for _, name := range authParams {
 		if v, ok := req.params[name]; ok {
 			data.Hidden = append(data.Hidden, hiddenField{name, v[0]})
@@ -410,11 +424,17 @@ func (s *Server) loginForm(w http.ResponseWriter, r *http.Request, realm string,
 	if data.Username == "" {
 		data.Username = req.params.Get("login_hint")
 	}
+	writeLoginPage(w, http.StatusOK, data)
+}
+
+// writeLoginPage answers status with the login form showing data, with
+// headers that keep it out of frames and other origins' reach.
+func writeLoginPage(w http.ResponseWriter, status int, data loginData) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	_ = loginPage.Execute(w, data)
 }

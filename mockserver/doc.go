@@ -129,10 +129,23 @@
 // another case is an error; every error is reported by line and column),
 // and New refuses a fixture that names something it does not define.
 //
+// # Web UI
+//
+// WithWebUI (the binary's -webui) serves server-rendered pages under /ui/
+// for a realm's administrators: the organizations as department trees with
+// their members, users with their effective roles and where each comes
+// from, clients' resources and permissions, and an evaluator that shows a
+// decision with its reasons, both from the decision engine. A user signs in
+// through the server's login form and must hold realm management; the
+// session is a signed cookie (HttpOnly, SameSite=Strict, Secure over
+// https), forms carry a CSRF token, and cross-origin posts are refused.
+// docs/reference-server.md describes it.
+//
 // # Errors and limits
 //
 // Every non-2xx answer has the body {"error": "<reason phrase>", "message":
-// "..."}, with details naming the fields on a 400. Malformed or oversized
+// "..."}, with details naming the fields on a 400 (a web UI page answers a
+// browser the same as an HTML page). Malformed or oversized
 // input is a 4xx, never a 500. A request body is at most 1 MiB, a page 100
 // items, a department tree 32 levels, a department template 1,000 nodes.
 //
@@ -144,6 +157,6 @@
 // organizations of a realm; reading one linked role; departments in each
 // tenant of get-organizations; GET /admin/tenants/{tenantId};
 // GET and PATCH /admin/config and its fault-injection keys; GET
-// /openapi.json (see OpenAPI); and the fixture format itself. A client
+// /openapi.json (see OpenAPI); the web UI; and the fixture format itself. A client
 // that relies on them may not find them in every deployment of the service.
 package mockserver

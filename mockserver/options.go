@@ -30,6 +30,7 @@ type config struct {
 	proxies     []string
 	accessAlg   string
 	corsOrigins []string
+	webUI       bool
 	denialLog   func(format string, args ...any)
 }
 
@@ -95,6 +96,17 @@ func WithAdminSecret(secret string) Option {
 // New fails on any other value.
 func WithAccessTokenAlgorithm(alg string) Option {
 	return func(c *config) { c.accessAlg = alg }
+}
+
+// WithWebUI serves the web UI under /ui/: a realm's organizations as
+// department trees with their members, its users with their roles and
+// memberships, its clients' resources and permissions, and an evaluator of
+// decisions. Only a user of the realm holding realm management
+// (realm-admin or realm-management/manage-realm), signed in through the
+// server's login form, sees any of it. The UI is off by default: without
+// this option no /ui/ route exists.
+func WithWebUI() Option {
+	return func(c *config) { c.webUI = true }
 }
 
 // WithDenialLog has the server write, through logf, the explanation of
@@ -176,6 +188,9 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("mockserver: %w", err)
 	}
 	s.auth = auth
+	if c.webUI {
+		s.ui = newWebUI()
+	}
 	secret, err := s.load(fx, c.adminSecret)
 	if err != nil {
 		return nil, err

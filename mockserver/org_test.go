@@ -66,7 +66,9 @@ func newOrgAPI(t testing.TB) *orgAPI {
 	var h http.Handler = http.NotFoundHandler()
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	a.url = "http://" + ts.Listener.Addr().String()
-	s, err := New(WithFixture(orgFixture()), WithIssuer(a.url), WithClock(clock), WithAdminSecret("boot"))
+	// The web UI is on, so that the tests that walk every route walk its
+	// routes too.
+	s, err := New(WithFixture(orgFixture()), WithIssuer(a.url), WithClock(clock), WithAdminSecret("boot"), WithWebUI())
 	require.NoError(t, err)
 	h, a.s = s, s
 	ts.Start()

@@ -95,6 +95,12 @@ type resultBody struct {
 // 409 and 400; an apiError keeps its status; anything else is a 500 whose
 // message does not leak internals.
 func writeErr(w http.ResponseWriter, err error) {
+	ae := asAPIError(err)
+	writeJSON(w, ae.status, errorBody{Error: http.StatusText(ae.status), Message: ae.message, Details: ae.details})
+}
+
+// asAPIError is the status and message writeErr answers err with.
+func asAPIError(err error) *apiError {
 	var ae *apiError
 	switch {
 	case errors.As(err, &ae):
@@ -107,7 +113,7 @@ func writeErr(w http.ResponseWriter, err error) {
 	default:
 		ae = &apiError{status: http.StatusInternalServerError, message: "internal error"}
 	}
-	writeJSON(w, ae.status, errorBody{Error: http.StatusText(ae.status), Message: ae.message, Details: ae.details})
+	return ae
 }
 
 // decodeBody reads a JSON object from r into v through the 1 MiB limit. A

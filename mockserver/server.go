@@ -32,6 +32,7 @@ type Server struct {
 
 	auth *authState  // token issuing and validation (auth.go)
 	cors *corsPolicy // the origins browsers may call from (cors.go)
+	ui   *webUI      // the web UI's state; nil when it is off (webui.go)
 	// denialLog, when set, is given the explanation of every decision
 	// that is not GRANT (WithDenialLog; explain.go).
 	denialLog func(format string, args ...any)
@@ -66,6 +67,9 @@ func (s *Server) routes() http.Handler {
 	s.explainRoutes(top)
 	s.authzenRoutes(top)
 	s.openAPIRoutes(top)
+	if s.ui != nil {
+		s.webUIRoutes(top)
+	}
 
 	om := orgMuxes{root: newMux(), alias: newMux(), users: newMux(), global: newMux(), org: newMux()}
 	s.organizationRoutes(om)

@@ -13,7 +13,8 @@
 // once when not given), -access-token-alg (RS256, the default, as Keycloak
 // signs access tokens, or ES256), -cors-origin (origins, repeatable or
 // comma-separated, that browsers may call every realm from, beside each
-// fixture client's webOrigins; "*" for any), -read-header-timeout (10s), -read-timeout (30s,
+// fixture client's webOrigins; "*" for any), -webui (serve the web UI at
+// /ui/, for users holding realm management; off by default), -read-header-timeout (10s), -read-timeout (30s,
 // headers and body together) and -idle-timeout (2m), which bound how long a
 // client may hold a connection without sending its request, -write-timeout
 // (90s), which bounds how long a client may take to read its answer, and
@@ -117,6 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	})
+	webUI := fs.Bool("webui", false, "serve the web UI at /ui/ (a realm's organizations, users, clients and a decision evaluator, for users holding realm management)")
 	logDenials := fs.Bool("log-denials", false, "write to stderr why each decision that is not GRANT was made: the permissions that apply, the facts each matched or missed, and the subject's roles with their sources")
 	readHeader := fs.Duration("read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
 	read := fs.Duration("read-timeout", 30*time.Second, "how long a client may take to send a whole request, body included")
@@ -164,6 +166,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *fixture != "" {
 		opts = append(opts, mockserver.WithFixtureFile(*fixture))
 	}
+	if *webUI {
+		opts = append(opts, mockserver.WithWebUI())
+	}
 	if *logDenials {
 		var mu sync.Mutex // one explanation at a time, never interleaved
 		opts = append(opts, mockserver.WithDenialLog(func(format string, args ...any) {
@@ -198,8 +203,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *adminSecret == "" {
 		fmt.Fprintf(stdout, "platform-admin client secret (master realm): %s\n", srv.AdminSecret())
 	}
+	if *webUI {
+		fmt.Fprintf(stdout, "web UI: %s/ui/\n", base)
+	}
 	logger.Info("mockserver started", "addr", ln.Addr().String(), "issuer", *issuer, "trustedProxies", proxies, "fixture", *fixture,
-		"accessTokenAlg", *accessAlg, "corsOrigins", corsOrigins)
+		"accessTokenAlg", *accessAlg, "corsOrigins", corsOrigins, "webUI", *webUI)
 
 	select {
 	case err := <-served:

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -630,6 +631,42 @@ func requireServed(t *testing.T, base string, within time.Duration, msg string) 
 	require.NoError(t, err, msg)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// TestRunWebUI: the web UI is served only with -webui, and there a realm
+// administrator signs in through the login form and sees the realm.
+func TestRunWebUI(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint("webui=", on), func(t *testing.T) {
+			args := []string{"-fixture", "../../../examples/fixtures/acme.json"}
+			if on {
+				args = append(args, "-webui")
+			}
+			base, stop := start(t, args...)
+			resp := get(t, base+"/ui/realms/acme/login")
+			if !on {
+				require.Equal(t, http.StatusNotFound, resp.StatusCode)
+				require.NoError(t, stop())
+				return
+			}
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			jar, err := cookiejar.New(nil)
+			require.NoError(t, err)
+			browser := &http.Client{Transport: client.Transport, Jar: jar}
+			form := url.Values{"username": {"alice"}, "password": {"alice"}}
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/ui/realms/acme/login", strings.NewReader(form.Encode()))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			home, err := browser.Do(req) // follows the redirect to the realm's first page
+			require.NoError(t, err)
+			b, err := io.ReadAll(home.Body)
+			home.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, home.StatusCode)
+			require.Contains(t, string(b), "Acme EU")
+			require.NoError(t, stop())
+		})
+	}
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's goroutines and the
