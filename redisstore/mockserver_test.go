@@ -28,9 +28,18 @@ import (
 
 var (
 	buildOnce sync.Once
+	binDir    string
 	binPath   string
 	buildErr  error
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // mockserverBinary builds the reference server once per test run.
 func mockserverBinary(t *testing.T) string {
@@ -41,7 +50,7 @@ func mockserverBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "mockserver")
+		binDir, binPath = dir, filepath.Join(dir, "mockserver")
 		// Built in the root module, whose go.sum covers the binary, with
 		// or without the workspace.
 		build := exec.Command("go", "build", "-o", binPath, "./mockserver/cmd/mockserver")
