@@ -135,7 +135,7 @@ type Claims struct {
 // [ErrKeyMismatch]), the nonce when [WithNonces] is set,
 // and last the replay check, which records the proof. A proof that fails any
 // earlier check is not recorded. Verify is [Verifier.Check] followed by
-// [Verifier.Record].
+// [Verifier.RecordContext].
 //
 // Call Verify only for a request whose caller is already authenticated: an
 // access token you verified, whose cnf.jkt is req.JKT. Where the caller is
