@@ -210,9 +210,14 @@ func TestReplayAttackThroughRedisFaults(t *testing.T) {
 	ok, _ = round(2, faulted)
 	require.Zero(t, ok, "Redis down: nothing accepted")
 	srv.Restart()
-	ok, unavailable := round(2, faulted)
+	// Seconds per call, so that the calls not made on a connection the
+	// restart cut reach Redis and find its keyspace new.
+	ok, unavailable := round(2, clean)
 	require.Zero(t, ok, "Redis restarted empty: nothing it may have forgotten is accepted")
 	require.Positive(t, unavailable)
+	n, err := srv.Client().Exists(t.Context(), marker.since).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "the replicas marked when the keyspace began")
 
 	// 71 s later, the same replicas and clients serve fresh proofs; the
 	// old ones are refused as too old (round counts them as neither).

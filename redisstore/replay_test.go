@@ -56,7 +56,7 @@ func TestReplayStoreRemember(t *testing.T) {
 	pttl, err := c.PTTL(ctx, "t:a").Result()
 	require.NoError(t, err)
 	require.Greater(t, pttl, 59*time.Minute)
-	require.LessOrEqual(t, pttl, time.Until(until)+2*time.Millisecond)
+	require.LessOrEqual(t, pttl, time.Until(until)+time.Second) // Redis reads its clock once per event loop turn
 	if srv.Real() {
 		at, err := c.Do(ctx, "PEXPIRETIME", "t:a").Int64()
 		require.NoError(t, err)
