@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
 )
@@ -200,4 +201,24 @@ func ExampleVerifier_Check() {
 	// invalid_client; nothing recorded
 	// token bound to true
 	// proof refused: true
+}
+
+// Replicas that share a nonce secret accept each other's nonces: a client
+// told use_dpop_nonce by one replica may send its retry to another.
+func ExampleNewHMACNonces() {
+	secret := []byte("0123456789abcdef0123456789abcdef") // at least 32 random bytes, the same on every replica
+	replicaA, err := dpop.NewHMACNonces(secret, 2*time.Minute)
+	if err != nil {
+		panic(err)
+	}
+	replicaB, err := dpop.NewHMACNonces(secret, 2*time.Minute)
+	if err != nil {
+		panic(err)
+	}
+	nonce, _ := replicaA.Next(context.Background())
+	fmt.Println(replicaB.Valid(context.Background(), nonce))
+	fmt.Println(replicaB.Valid(context.Background(), "made-up"))
+	// Output:
+	// true
+	// false
 }

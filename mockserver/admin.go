@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
@@ -84,7 +83,7 @@ func (s *Server) provisionTenant(w http.ResponseWriter, r *http.Request, c *call
 		writeErr(w, err)
 		return
 	}
-	key, kid, err := issuer.GenerateKey()
+	key, kid, err := s.keys.signing(req.Name)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -299,7 +299,7 @@ type authState struct {
 	// configure them.
 	proofs    *perRealm[*dpop.Verifier]
 	proofOpts []dpop.Option
-	nonces    *nonceSource
+	nonces    dpop.Nonces
 	verified  *verifiedTokens // tokens whose signature checked out (tokencache.go)
 	revoked   *revokedTokens  // tokens revoked at the revocation endpoint (revocation.go)
 	codes     codeStore       // unredeemed authorization codes (authcode.go)

@@ -72,6 +72,19 @@ func (n *nonceSource) rotate() {
 	n.current, n.minted = randomSecret(18), now
 }
 
+// sharedNonces are the nonces of WithNonces, required only while the
+// configuration's dpopNonceRequired is set.
+type sharedNonces struct {
+	dpop.Nonces
+	required func() bool
+}
+
+// Valid accepts any proof while nonces are not required; otherwise those
+// the shared nonces accept.
+func (n sharedNonces) Valid(ctx context.Context, nonce string) bool {
+	return !n.required() || n.Nonces.Valid(ctx, nonce)
+}
+
 // newAuthState builds the identity side's state for s: the DPoP verifiers,
 // one per realm, each shared by that realm's token endpoint and protected
 // routes, the verified-token caches, one per realm, and the nonce source.
@@ -79,8 +92,14 @@ func newAuthState(s *Server) (*authState, error) {
 	a := &authState{pageKey: make([]byte, 32)}
 	_, _ = rand.Read(a.pageKey)
 	a.nonces = &nonceSource{now: s.now, required: s.nonceRequired}
+	if s.nonces != nil {
+		a.nonces = sharedNonces{Nonces: s.nonces, required: s.nonceRequired}
+	}
 	a.proofOpts = []dpop.Option{dpop.WithClock(s.now), dpop.WithNonces(a.nonces),
 		dpop.WithReplayCacheSize(replayCacheSize), dpop.WithReplayKeyLimit(replayKeyLimit)}
+	if s.replay != nil {
+		a.proofOpts = append(a.proofOpts, dpop.WithReplayStore(s.replay))
+	}
 	v, err := dpop.NewVerifier(a.proofOpts...)
 	if err != nil {
 		return nil, err
@@ -152,12 +171,13 @@ func (s *Server) checkBinding(w http.ResponseWriter, r *http.Request, realm, raw
 }
 
 // proofFailure turns a Verify error into the 401 challenge of RFC 9449
-// sections 7.1 and 9, or into a 503 when the realm's replay cache is full:
-// that is the server's capacity, not the client's mistake, and a client
-// told invalid_dpop_proof would discard a good token.
+// sections 7.1 and 9, or into a 503 when the realm's replay cache is full
+// or the shared replay store fails: that is the server's capacity, not the
+// client's mistake, and a client told invalid_dpop_proof would discard a
+// good token.
 func (s *Server) proofFailure(err error) *authFailure {
-	if errors.Is(err, dpop.ErrReplayCacheFull) {
-		return &authFailure{unavailable: true, message: "too many DPoP proofs in this realm's replay window; retry shortly"}
+	if msg, ok := replayUnavailable(err); ok {
+		return &authFailure{unavailable: true, message: msg}
 	}
 	f := &authFailure{dpop: true, challenge: s.auth.dpop.Challenge(err), message: dpop.ErrorDescription(err)}
 	var ne *dpop.NonceError
@@ -202,21 +222,33 @@ func (s *Server) recordTokenProof(w http.ResponseWriter, r *http.Request, realm 
 	if err != nil {
 		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: "the DPoP verifier is unavailable"}
 	}
-	if err := v.Record(res); err != nil {
+	if err := v.RecordContext(r.Context(), res); err != nil {
 		return tokenProofError(w, err)
 	}
 	s.sendNonce(w, r)
 	return nil
 }
 
+// replayUnavailable returns the message of a 503 for a proof refused
+// because the replay check could not be made (a full replay cache, a
+// failing replay store), and whether err is one.
+func replayUnavailable(err error) (string, bool) {
+	switch {
+	case errors.Is(err, dpop.ErrReplayCacheFull):
+		return "too many DPoP proofs in this realm's replay window; retry shortly", true
+	case errors.Is(err, dpop.ErrReplayStoreUnavailable):
+		return "the DPoP replay store is unavailable; retry shortly with a new proof", true
+	}
+	return "", false
+}
+
 // tokenProofError is the token endpoint's answer to a proof Check or
-// Record refused: a 503 when the realm's replay cache cannot record it,
+// Record refused: a 503 when the replay check cannot be made (replayUnavailable),
 // the RFC 9449 error otherwise (with the nonce to use).
 func tokenProofError(w http.ResponseWriter, err error) *oauthError {
-	if errors.Is(err, dpop.ErrReplayCacheFull) {
+	if msg, ok := replayUnavailable(err); ok {
 		w.Header().Set("Retry-After", proofRetryAfter)
-		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable",
-			description: "too many DPoP proofs in this realm's replay window; retry shortly"}
+		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: msg}
 	}
 	var ne *dpop.NonceError
 	if errors.As(err, &ne) && ne.Nonce != "" {

@@ -15,7 +15,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/orgauthz/orgauthz/internal/strictjson"
-	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
@@ -264,7 +263,7 @@ func (s *Server) load(f Fixture, adminSecret string) (string, error) {
 		if _, dup := realms[fr.Name]; dup {
 			return "", fixtureError("realm %q is defined twice", fr.Name)
 		}
-		r, err := buildRealm(fr, now)
+		r, err := buildRealm(fr, now, s.keys)
 		if err != nil {
 			return "", err
 		}
@@ -273,7 +272,7 @@ func (s *Server) load(f Fixture, adminSecret string) (string, error) {
 
 	master, ok := realms[store.MasterRealm]
 	if !ok {
-		r, err := newKeyedRealm(store.MasterRealm, now)
+		r, err := newKeyedRealm(store.MasterRealm, now, s.keys)
 		if err != nil {
 			return "", err
 		}
@@ -287,6 +286,7 @@ func (s *Server) load(f Fixture, adminSecret string) (string, error) {
 
 	all := make([]*store.Realm, 0, len(realms))
 	for _, r := range realms {
+		r.SeedIDs(nil)
 		all = append(all, r)
 	}
 	if err := s.store.Install(all...); err != nil {
@@ -347,15 +347,19 @@ func seedPlatformAdmins(master *store.Realm, admins []FixturePlatformAdmin, admi
 // bootstrapClient is the platform administration client every server has.
 const bootstrapClient = "platform-admin"
 
-// newKeyedRealm returns an empty realm with a fresh signing key and the
-// defaults every realm has.
-func newKeyedRealm(name string, now time.Time) (*store.Realm, error) {
-	key, kid, err := issuer.GenerateKey()
+// newKeyedRealm returns an empty realm with a signing key from keys and
+// the defaults every realm has.
+func newKeyedRealm(name string, now time.Time, keys keySource) (*store.Realm, error) {
+	key, kid, err := keys.signing(name)
 	if err != nil {
 		return nil, err
 	}
 	r := store.NewRealm(name, now)
 	r.SigningKey, r.KeyID = key, kid
+	// With a key seed, replicas loading one fixture give everything in it
+	// the same ids (a token's sub names the same user at each); load
+	// returns to random ids before the realm serves.
+	r.SeedIDs(keys.seed)
 	r.EnsureDefaults()
 	return r, nil
 }
@@ -370,8 +374,8 @@ type realmBuilder struct {
 
 // buildRealm builds one realm of a fixture, refusing any name it cannot
 // resolve.
-func buildRealm(fr *FixtureRealm, now time.Time) (*store.Realm, error) {
-	r, err := newKeyedRealm(fr.Name, now)
+func buildRealm(fr *FixtureRealm, now time.Time, keys keySource) (*store.Realm, error) {
+	r, err := newKeyedRealm(fr.Name, now, keys)
 	if err != nil {
 		return nil, err
 	}

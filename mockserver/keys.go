@@ -17,34 +17,70 @@ import (
 // tokens instead with WithAccessTokenAlgorithm("ES256"). The JWKS lists
 // the keys in use, discovery their algorithms.
 
+// keySource makes the realms' signing keys: random ones, or, with a seed
+// (WithKeySeed), ones derived from it and the realm's name.
+type keySource struct {
+	seed []byte
+}
+
+// signing returns a P-256 signing key for realm and its key id.
+func (k keySource) signing(realm string) (crypto.Signer, string, error) {
+	if k.seed == nil {
+		return issuer.GenerateKey()
+	}
+	return issuer.SeededKey(k.seed, realm)
+}
+
+// rsa returns the function that makes realm's RSA key on first use.
+func (k keySource) rsa(realm string) func() (crypto.Signer, string, error) {
+	if k.seed == nil {
+		return issuer.GenerateRSAKey
+	}
+	return func() (crypto.Signer, string, error) { return issuer.SeededRSAKey(k.seed, realm) }
+}
+
 // accessKey returns the key that signs rm's access tokens and its key id,
 // making the RSA key if this is the realm's first RS256 token.
 func (s *Server) accessKey(rm *store.Realm) (crypto.Signer, string, error) {
 	if s.accessAlg == issuer.ES256 {
 		return rm.SigningKey, rm.KeyID, nil
 	}
-	return rm.RSAKey(issuer.GenerateRSAKey)
+	return rm.RSAKey(s.keys.rsa(rm.Name))
 }
 
 // accessVerificationKey returns the public key that rm's access tokens
-// must be signed by and its key id. It never makes a key: before rm's
-// first RS256 token there is none, and ok is false (no token can verify).
-// It takes no lock.
+// must be signed by and its key id. Without a key seed it never makes a
+// key: before rm's first RS256 token there is none, and ok is false (no
+// token can verify); it takes no lock. With a seed (WithKeySeed) another
+// replica may have signed with the key this one has not derived yet: it
+// derives it, once per realm, as signing would.
 func (s *Server) accessVerificationKey(rm *store.Realm) (pub crypto.PublicKey, kid string, ok bool) {
 	if s.accessAlg == issuer.ES256 {
 		return rm.SigningKey.Public(), rm.KeyID, true
 	}
-	k, kid, ok := rm.LoadRSAKey()
+	k, kid, ok := s.loadRSAKey(rm)
 	if !ok {
 		return nil, "", false
 	}
 	return k.Public(), kid, true
 }
 
+// loadRSAKey returns rm's RSA key if it was made, or, with a key seed, once
+// derived (see accessVerificationKey).
+func (s *Server) loadRSAKey(rm *store.Realm) (crypto.Signer, string, bool) {
+	k, kid, ok := rm.LoadRSAKey()
+	if !ok && s.keys.seed != nil {
+		var err error
+		k, kid, err = rm.RSAKey(s.keys.rsa(rm.Name))
+		ok = err == nil
+	}
+	return k, kid, ok
+}
+
 // publicKeys returns rm's JWKS: the RSA key (ID tokens, and access tokens
 // by default) and, when access tokens are ES256, the P-256 key.
 func (s *Server) publicKeys(rm *store.Realm) (jose.JSONWebKeySet, error) {
-	k, kid, err := rm.RSAKey(issuer.GenerateRSAKey)
+	k, kid, err := rm.RSAKey(s.keys.rsa(rm.Name))
 	if err != nil {
 		return jose.JSONWebKeySet{}, err
 	}
@@ -77,7 +113,7 @@ func (s *Server) isIDToken(r *http.Request, realm, raw string) bool {
 	if !ok {
 		return false
 	}
-	k, kid, ok := rm.LoadRSAKey()
+	k, kid, ok := s.loadRSAKey(rm)
 	if !ok {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -32,6 +33,12 @@ type config struct {
 	corsOrigins []string
 	webUI       bool
 	denialLog   func(format string, args ...any)
+	replay      dpop.ReplayStore
+	nonces      dpop.Nonces
+	keySeed     []byte
+	replayGiven bool
+	noncesGiven bool
+	seedGiven   bool
 }
 
 // WithFixture seeds the server with f (see Fixture). It replaces an
@@ -124,6 +131,35 @@ func WithDenialLog(logf func(format string, args ...any)) Option {
 	return func(c *config) { c.denialLog = logf }
 }
 
+// WithReplayStore makes every realm's DPoP verifier record proofs in
+// store (see dpop.WithReplayStore) instead of in the server's memory, so
+// that servers sharing it (replicas behind one front) accept a proof once
+// between them. While the store fails, requests with DPoP proofs are
+// answered 503 with Retry-After. A nil store makes New fail.
+func WithReplayStore(store dpop.ReplayStore) Option {
+	return func(c *config) { c.replay = store; c.replayGiven = true }
+}
+
+// WithNonces makes the server mint and check DPoP nonces with n (for
+// example dpop.NewHMACNonces with a secret the replicas share) instead of
+// its own random ones, which only the server that made them accepts.
+// Nonces are still required only while the configuration's
+// dpopNonceRequired is set. A nil n makes New fail.
+func WithNonces(n dpop.Nonces) Option {
+	return func(c *config) { c.nonces = n; c.noncesGiven = true }
+}
+
+// WithKeySeed derives every realm's signing keys (the P-256 and the RSA
+// key) from seed and the realm's name, instead of making random ones:
+// servers given the same seed sign with the same keys, so a token issued
+// by one verifies at the others (replicas behind one front; give them the
+// same fixture too). seed must hold at least 16 bytes; keep it secret, as
+// it is every realm's private keys. The RSA key of a realm takes a few
+// hundred milliseconds to derive, on first use as without a seed.
+func WithKeySeed(seed []byte) Option {
+	return func(c *config) { c.keySeed = append([]byte(nil), seed...); c.seedGiven = true }
+}
+
 // New returns a Server configured by opts. It fails when an option is
 // invalid or the fixture is unreadable or names something undefined; loading
 // a fixture is all or nothing.
@@ -136,6 +172,15 @@ func New(opts ...Option) (*Server, error) {
 	}
 	if c.now == nil {
 		return nil, errors.New("mockserver: WithClock: nil clock")
+	}
+	if c.replayGiven && c.replay == nil {
+		return nil, errors.New("mockserver: WithReplayStore: nil store")
+	}
+	if c.noncesGiven && c.nonces == nil {
+		return nil, errors.New("mockserver: WithNonces: nil Nonces")
+	}
+	if c.seedGiven && len(c.keySeed) < issuer.MinSeedSize {
+		return nil, fmt.Errorf("mockserver: WithKeySeed: the seed is %d bytes: use at least %d random bytes", len(c.keySeed), issuer.MinSeedSize)
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -179,6 +224,9 @@ func New(opts ...Option) (*Server, error) {
 		proxies:   proxies,
 		accessAlg: accessAlg,
 		denialLog: c.denialLog,
+		keys:      keySource{seed: c.keySeed},
+		replay:    c.replay,
+		nonces:    c.nonces,
 	}
 	if s.cors, err = newCORSPolicy(fx, c.corsOrigins); err != nil {
 		return nil, err

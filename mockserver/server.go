@@ -10,6 +10,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
@@ -29,6 +30,13 @@ type Server struct {
 	// accessAlg is the algorithm of the access tokens it mints
 	// (WithAccessTokenAlgorithm; keys.go).
 	accessAlg jose.SignatureAlgorithm
+
+	// keys makes the realms' signing keys (keys.go).
+	keys keySource
+	// replay and nonces, when set, replace the DPoP verifiers' in-memory
+	// replay caches and the server's own nonces (dpop.go).
+	replay dpop.ReplayStore
+	nonces dpop.Nonces
 
 	auth *authState  // token issuing and validation (auth.go)
 	cors *corsPolicy // the origins browsers may call from (cors.go)

@@ -135,7 +135,7 @@ func (s *Server) idToken(realm string, at *issuer.Claims, nonce string, authTime
 	if err != nil {
 		return "", err
 	}
-	key, kid, err := rm.RSAKey(issuer.GenerateRSAKey)
+	key, kid, err := rm.RSAKey(s.keys.rsa(rm.Name))
 	if err != nil {
 		return "", err
 	}

@@ -6,4 +6,13 @@
 // user of pep, dpop or middleware alone never downloads a Redis client.
 // Every constructor takes a redis.UniversalClient: a single server, a
 // Sentinel-managed primary or a Cluster serve alike.
+//
+// [ReplayStore] is a dpop.ReplayStore: replicas whose dpop.Verifiers share
+// one accept each DPoP proof once between them:
+//
+//	store := redisstore.NewReplayStore(rdb, "orders-api:dpop:")
+//	v, err := dpop.NewVerifier(dpop.WithReplayStore(store))
+//
+// A Redis that fails, or lost its keys, makes the Verifier refuse proofs
+// (dpop.ErrReplayStoreUnavailable) rather than accept a replay.
 package redisstore

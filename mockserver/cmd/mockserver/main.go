@@ -26,7 +26,17 @@
 // request and none came, else of the request in progress longest of an
 // address holding at least two more (each from the address holding the
 // most); otherwise it waits, without holding up other addresses'
-// newcomers. It logs with
+// newcomers. Replicas behind one front (a load balancer) act as one with
+// -key-seed (at least 16 bytes: every realm's signing keys, and the ids of
+// what the fixture holds, derive from it, so a token of one replica is
+// served by every other; give them the same -fixture and -admin-secret
+// too), -redis (redis://[[user]:password@]host[:port][/db]: DPoP proofs
+// are recorded there, so a proof accepted by one replica is a replay at
+// every other; while Redis fails, requests with proofs get 503) with
+// -redis-prefix (its key prefix, default orgauthz:mockserver:dpop:), and
+// -nonce-secret (at least 32 bytes: DPoP nonces, when the configuration
+// requires them, are accepted by every replica holding the secret). It
+// logs with
 // log/slog to standard error, prints its base URL on standard output, and
 // shuts down cleanly on SIGINT or SIGTERM. -h prints a description, an
 // example and the flags.
@@ -49,6 +59,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/internal/redisreplay"
 )
 
 func main() {
@@ -126,6 +137,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Above decisionLatencyMs's ceiling of 60 s, so that the slowest injected
 	// decision still reaches its client.
 	write := fs.Duration("write-timeout", 90*time.Second, "how long a client may take to read a response, from the end of its request's headers")
+	keySeed := fs.String("key-seed", "", "secret (16+ bytes) every realm's signing keys and the fixture's ids derive from, the same for every replica (default: random keys)")
+	redisURL := fs.String("redis", "", "`URL` of a Redis or Valkey server (redis://[[user]:password@]host[:port][/db]) where replicas share the DPoP proofs they accepted (default: in memory)")
+	redisPrefix := fs.String("redis-prefix", redisreplay.DefaultPrefix, "key prefix of the DPoP proofs in Redis")
+	nonceSecret := fs.String("nonce-secret", "", "secret (32+ bytes) of DPoP nonces that every replica holding it accepts (default: nonces of this process only)")
 	maxConns := fs.Int("max-connections", 1024, "how many connections are served at once, shared between peer addresses: at the limit a newcomer takes the slot of an idle connection, else of a silent one of its address or of one holding 2 more (either only after 5s without a byte), else of the longest request in progress of an address holding 2 more; otherwise it waits")
 	fs.SetOutput(io.Discard) // report prints parse errors, once
 	fs.Usage = func() {}
@@ -177,6 +192,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, format+"\n", args...)
 		}))
 	}
+	shared, closeShared, err := replicaOptions(*keySeed, *redisURL, *redisPrefix, *nonceSecret)
+	if err != nil {
+		return err
+	}
+	defer closeShared()
+	opts = append(opts, shared...)
 	srv, err := mockserver.New(opts...)
 	if err != nil {
 		return err
@@ -207,7 +228,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "web UI: %s/ui/\n", base)
 	}
 	logger.Info("mockserver started", "addr", ln.Addr().String(), "issuer", *issuer, "trustedProxies", proxies, "fixture", *fixture,
-		"accessTokenAlg", *accessAlg, "corsOrigins", corsOrigins, "webUI", *webUI)
+		"accessTokenAlg", *accessAlg, "corsOrigins", corsOrigins, "webUI", *webUI,
+		"keySeed", *keySeed != "", "redis", redactedURL(*redisURL), "nonceSecret", *nonceSecret != "")
 
 	select {
 	case err := <-served:

@@ -756,3 +756,72 @@ func postForm(t *testing.T, u string, form url.Values) map[string]any {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 	return out
 }
+
+// TestRunRefusesBadReplicaFlags: each replica flag's mistake is refused
+// at start with a message naming the flag and what to fix, and the Redis
+// password never appears in it.
+func TestRunRefusesBadReplicaFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"short key seed", []string{"-key-seed", "short"}, "-key-seed is 5 bytes: use at least 16"},
+		{"short nonce secret", []string{"-nonce-secret", "short"}, "-nonce-secret: dpop: NewHMACNonces: the secret is 5 bytes: use at least 32"},
+		{"TLS redis", []string{"-redis", "rediss://:hunter2@h:6380"}, "-redis: redis URL: rediss (TLS) is not supported"},
+		{"not a redis URL", []string{"-redis", "http://:hunter2@h:6380"}, "the scheme must be redis://"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := run(t.Context(), append([]string{"-addr", "127.0.0.1:0"}, tc.args...), io.Discard, io.Discard)
+			require.ErrorContains(t, err, tc.want)
+			require.NotContains(t, err.Error(), "hunter2")
+		})
+	}
+}
+
+// TestRunReplicasShareKeys: two binaries given one fixture and one
+// -key-seed behind one front (requests name the front's host) serve each
+// other's tokens: the platform administrator's token of one changes the
+// other's configuration. Without the seed the other refuses it.
+func TestRunReplicasShareKeys(t *testing.T) {
+	const fixture = "../../../examples/fixtures/acme.json"
+	call := func(t *testing.T, method, base, path, token, ctype, body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Host = "front.test"
+		req.Header.Set("Content-Type", ctype)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"same seed", []string{"-key-seed", "0123456789abcdef-replicas"}, http.StatusOK},
+		{"no seed", nil, http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-fixture", fixture}, tc.args...)
+			a, stopA := start(t, args...)
+			b, stopB := start(t, args...)
+			form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {"admin-secret"}}
+			resp := call(t, http.MethodPost, a, "/realms/master/protocol/openid-connect/token", "", "application/x-www-form-urlencoded", form.Encode())
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			var tok struct {
+				AccessToken string `json:"access_token"`
+			}
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&tok))
+			resp = call(t, http.MethodPatch, b, "/admin/config", tok.AccessToken, "application/json", `{"maxPageSize":50}`)
+			require.Equal(t, tc.want, resp.StatusCode)
+			require.NoError(t, stopA())
+			require.NoError(t, stopB())
+		})
+	}
+}

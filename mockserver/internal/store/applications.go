@@ -85,7 +85,7 @@ func (r *Realm) RegisterApplication(spec AppSpec, now time.Time) (*Application, 
 		return nil, Conflict("client %q is already in the application catalog", spec.ClientID)
 	}
 	app := &Application{
-		ID:          NewID(),
+		ID:          r.newID(),
 		ClientID:    spec.ClientID,
 		Name:        spec.Name,
 		Description: spec.Description,

@@ -212,7 +212,7 @@ func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time
 	var create func(s DeptSpec, parentID string, depth int) *Department
 	create = func(s DeptSpec, parentID string, depth int) *Department {
 		d := &Department{
-			ID:              NewID(),
+			ID:              r.newID(),
 			OrgID:           orgID,
 			ParentID:        parentID,
 			Name:            s.Name,

@@ -50,6 +50,9 @@ type Realm struct {
 	// made on first use (RSAKey) under rsaKeyMu, then never changed.
 	rsaKeyMu sync.Mutex
 	rsaKey   atomic.Pointer[keyPair]
+	// ids makes the ids the realm assigns while it is built from a
+	// seeded fixture (SeedIDs); nil means random ones (NewID).
+	ids *idSeq
 
 	// Users is written only by AddUser, which also keeps userIDs, the
 	// same ids in order.

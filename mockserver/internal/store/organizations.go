@@ -188,7 +188,7 @@ func (r *Realm) CreateOrganization(spec OrgSpec, now time.Time) (*Organization, 
 		return nil, Conflict("organization alias %q already exists", spec.Alias)
 	}
 	o := &Organization{
-		ID:          NewID(),
+		ID:          r.newID(),
 		Name:        spec.Name,
 		Alias:       spec.Alias,
 		Description: spec.Description,

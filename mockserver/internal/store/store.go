@@ -240,6 +240,12 @@ func (s *Store) UpdateConfig(fn func(Config) (Config, error)) (Config, error) {
 func NewID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return formatID(b)
+}
+
+// formatID formats 16 bytes as a version 4 UUID, setting its version and
+// variant bits.
+func formatID(b [16]byte) string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	var out [36]byte

@@ -1,0 +1,320 @@
+package redisreplay
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// fakeRedis is a RESP2 server on loopback that answers each command with
+// what answer returns (a raw RESP reply), and counts connections. The
+// real server is exercised from redisstore's tests (the mockserver binary
+// with -redis against redis-server).
+type fakeRedis struct {
+	addr   string
+	answer func(cmd []string) string
+
+	mu       sync.Mutex
+	cmds     [][]string
+	open     int
+	maxOpen  int
+	hold     chan struct{} // when set, replies wait for it to close
+	accepted chan struct{}
+}
+
+func startFake(t *testing.T, answer func(cmd []string) string) *fakeRedis {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	f := &fakeRedis{addr: ln.Addr().String(), answer: answer, accepted: make(chan struct{}, 1000)}
+	var wg sync.WaitGroup
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			conns = append(conns, c)
+			f.open++
+			f.maxOpen = max(f.maxOpen, f.open)
+			f.mu.Unlock()
+			f.accepted <- struct{}{}
+			wg.Go(func() { f.serve(c) })
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		f.mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		f.mu.Unlock()
+		wg.Wait()
+	})
+	return f
+}
+
+func (f *fakeRedis) serve(c net.Conn) {
+	defer func() {
+		f.mu.Lock()
+		f.open--
+		f.mu.Unlock()
+	}()
+	r := bufio.NewReader(c)
+	for {
+		cmd, err := readCommand(r)
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		f.cmds = append(f.cmds, cmd)
+		hold := f.hold
+		f.mu.Unlock()
+		if hold != nil {
+			<-hold
+		}
+		if _, err := io.WriteString(c, f.answer(cmd)); err != nil {
+			return
+		}
+	}
+}
+
+func readCommand(r *bufio.Reader) ([]string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
+	if err != nil {
+		return nil, err
+	}
+	cmd := make([]string, n)
+	for i := range cmd {
+		if _, err := r.ReadString('\n'); err != nil {
+			return nil, err
+		}
+		arg, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		cmd[i] = strings.TrimSuffix(arg, "\r\n")
+	}
+	return cmd, nil
+}
+
+func (f *fakeRedis) commands() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]string(nil), f.cmds...)
+}
+
+// redisLike answers as a Redis server would: SET NX sets once, GET reads.
+func redisLike() func(cmd []string) string {
+	var mu sync.Mutex
+	keys := map[string]string{}
+	return func(cmd []string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		switch strings.ToUpper(cmd[0]) {
+		case "AUTH", "SELECT":
+			return "+OK\r\n"
+		case "SET":
+			if _, ok := keys[cmd[1]]; ok {
+				return "$-1\r\n"
+			}
+			keys[cmd[1]] = cmd[2]
+			return "+OK\r\n"
+		case "GET":
+			v, ok := keys[cmd[1]]
+			if !ok {
+				return "$-1\r\n"
+			}
+			return "$" + strconv.Itoa(len(v)) + "\r\n" + v + "\r\n"
+		}
+		return "-ERR unknown command\r\n"
+	}
+}
+
+// settledStore opens a store on f whose keyspace marker is an hour old.
+func settledStore(t *testing.T, rawURL string) *Store {
+	t.Helper()
+	s, err := Open(rawURL, "p:")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	at := time.Now().Add(-time.Hour)
+	s.now = func() time.Time { return at }
+	return s
+}
+
+func TestOpenURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		url, addr, user, pass string
+		db                    int
+		err                   string
+	}{
+		{url: "redis://127.0.0.1:6380", addr: "127.0.0.1:6380"},
+		{url: "redis://localhost", addr: "localhost:6379"},
+		{url: "redis://:pw@h:1/2", addr: "h:1", pass: "pw", db: 2},
+		{url: "redis://u:pw@h:1", addr: "h:1", user: "u", pass: "pw"},
+		{url: "redis://pw@h:1", addr: "h:1", pass: "pw"},
+		{url: "rediss://h:1", err: "TLS) is not supported"},
+		{url: "http://h:1", err: "the scheme must be redis://"},
+		{url: "redis:///0", err: "the host is missing"},
+		{url: "redis://h/x", err: "the path must be a database number"},
+		{url: "redis://h/?db=1", err: "a query or fragment is not supported"},
+		{url: "redis://u:secret@h/x", err: "redis://u:xxxxx@h/x"},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			t.Parallel()
+			s, err := Open(tc.url, "")
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				require.NotContains(t, err.Error(), "secret")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.addr, s.addr)
+			require.Equal(t, tc.user, s.username)
+			require.Equal(t, tc.pass, s.password)
+			require.Equal(t, tc.db, s.db)
+			require.Equal(t, DefaultPrefix, s.prefix)
+		})
+	}
+}
+
+// TestRememberSpeaksRESP: the store authenticates and selects the
+// database once per connection, sends SET NX PXAT with until rounded up to
+// the millisecond, and reports first, not first, and the server's errors.
+func TestRememberSpeaksRESP(t *testing.T) {
+	t.Parallel()
+	f := startFake(t, redisLike())
+	s := settledStore(t, "redis://u:pw@"+f.addr+"/3")
+	until := time.UnixMilli(4_000_000_000_000).Add(time.Microsecond)
+	for i, want := range []bool{true, false} {
+		first, err := s.Remember(t.Context(), "k", until)
+		require.NoError(t, err, "call %d", i)
+		require.Equal(t, want, first, "call %d", i)
+	}
+	cmds := f.commands()
+	require.Equal(t, []string{"AUTH", "u", "pw"}, cmds[0])
+	require.Equal(t, []string{"SELECT", "3"}, cmds[1])
+	require.Equal(t, []string{"SET", "p:k", "1", "NX", "PXAT", "4000000000001"}, cmds[2])
+	require.Equal(t, []string{"SET", "p:since", strconv.FormatInt(ceilMilli(s.now()), 10), "NX"}, cmds[3])
+	require.Equal(t, []string{"GET", "p:since"}, cmds[4])
+	require.Len(t, cmds, 8, "one connection: AUTH and SELECT once")
+
+	for _, tc := range []struct {
+		name, reply, err string
+	}{
+		{"error reply", "-OOM command not allowed\r\n", "redis: OOM command not allowed"},
+		{"garbage", "!!\r\n", "protocol error"},
+		{"huge bulk", "$100000\r\n", "protocol error"},
+		{"unterminated", "+OK\n", "protocol error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := startFake(t, func([]string) string { return tc.reply })
+			s := settledStore(t, "redis://"+f.addr)
+			first, err := s.Remember(t.Context(), "k", until)
+			require.ErrorContains(t, err, tc.err)
+			require.False(t, first)
+		})
+	}
+}
+
+// TestRememberRefusesWhileTheKeyspaceIsNew: the marker the store finds
+// decides, as in redisstore: a proof that may have been accepted before it
+// is refused.
+func TestRememberRefusesWhileTheKeyspaceIsNew(t *testing.T) {
+	t.Parallel()
+	f := startFake(t, redisLike())
+	s, err := Open("redis://"+f.addr, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	began := time.Now().Truncate(time.Millisecond)
+	s.now = func() time.Time { return began }
+	window := func(iat time.Time) time.Time { return iat.Add(60*time.Second + time.Minute) }
+	_, err = s.Remember(t.Context(), "a", window(began))
+	require.ErrorIs(t, err, errKeyspaceNew)
+	first, err := s.Remember(t.Context(), "b", window(began.Add(10*time.Second+time.Minute)))
+	require.NoError(t, err)
+	require.True(t, first)
+}
+
+// TestRememberStopsAtTheContext: a server that never answers holds a
+// call only until its context ends; the connection is not reused.
+func TestRememberStopsAtTheContext(t *testing.T) {
+	t.Parallel()
+	f := startFake(t, redisLike())
+	release := make(chan struct{})
+	f.mu.Lock()
+	f.hold = release
+	f.mu.Unlock()
+	t.Cleanup(func() { close(release) })
+	s := settledStore(t, "redis://"+f.addr)
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-f.accepted
+		cancel()
+	}()
+	_, err := s.Remember(ctx, "k", time.Now().Add(time.Hour))
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, s.idle, "a connection cut mid-reply went back to the pool")
+}
+
+// TestPoolIsBounded: many concurrent calls share at most MaxConns
+// connections.
+func TestPoolIsBounded(t *testing.T) {
+	t.Parallel()
+	f := startFake(t, redisLike())
+	s := settledStore(t, "redis://"+f.addr)
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for i := range 4 * MaxConns {
+		wg.Go(func() {
+			if _, err := s.Remember(t.Context(), "k"+strconv.Itoa(i), time.Now().Add(time.Hour)); err != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.Zero(t, failed.Load())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.LessOrEqual(t, f.maxOpen, MaxConns)
+}
+
+// TestRememberRedialsAClosedIdleConnection: an idle connection the server
+// closed (a restart) costs no refused proof: the call retries once on a
+// new connection.
+func TestRememberRedialsAClosedIdleConnection(t *testing.T) {
+	t.Parallel()
+	f := startFake(t, redisLike())
+	s := settledStore(t, "redis://"+f.addr)
+	first, err := s.Remember(t.Context(), "a", time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.True(t, first)
+	c := <-s.idle
+	_ = c.nc.Close() // as the server's end closing: the next write or read fails
+	s.idle <- c
+	first, err = s.Remember(t.Context(), "b", time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.True(t, first)
+}

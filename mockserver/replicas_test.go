@@ -1,0 +1,223 @@
+package mockserver_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/mockserver"
+)
+
+// sharedStore is a dpop.ReplayStore in memory that replicas of a test
+// share, as they would share Redis; fail makes it fail.
+type sharedStore struct {
+	mu   sync.Mutex
+	keys map[string]time.Time
+	fail error
+}
+
+func (s *sharedStore) Remember(_ context.Context, key string, until time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return false, s.fail
+	}
+	if u, ok := s.keys[key]; ok && time.Now().Before(u) {
+		return false, nil
+	}
+	s.keys[key] = until
+	return true, nil
+}
+
+func (s *sharedStore) setFail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail = err
+}
+
+// front is a load balancer in front of replicas: the X-Replica header
+// says which one serves a request. Every replica sees the front's URL.
+type front struct {
+	t        *testing.T
+	URL      string
+	replicas map[string]*mockserver.Server
+}
+
+func startFront(t *testing.T, names []string, opts ...mockserver.Option) *front {
+	t.Helper()
+	f := &front{t: t, replicas: map[string]*mockserver.Server{}}
+	for _, n := range names {
+		s, err := mockserver.New(opts...)
+		require.NoError(t, err)
+		f.replicas[n] = s
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.replicas[r.Header.Get("X-Replica")].ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	f.URL = hs.URL
+	return f
+}
+
+// do sends a request to replica through the front.
+func (f *front) do(replica, method, path, contentType, body string, header http.Header) httpResult {
+	f.t.Helper()
+	req, err := http.NewRequestWithContext(f.t.Context(), method, f.URL+path, strings.NewReader(body))
+	require.NoError(f.t, err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("X-Replica", replica)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(f.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(f.t, err)
+	return httpResult{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// dpopToken gets alice a token bound to signer from replica.
+func (f *front) dpopToken(replica string, signer *dpop.Signer, nonce string) httpResult {
+	f.t.Helper()
+	p, err := signer.Proof(http.MethodPost, f.URL+tokenPath, "", nonce)
+	require.NoError(f.t, err)
+	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}
+	return f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), http.Header{"Dpop": {p}})
+}
+
+// decide asks replica for a decision with token and proof.
+func (f *front) decide(replica, token, proof string) httpResult {
+	f.t.Helper()
+	return f.do(replica, http.MethodPost, authorizePath, "application/json",
+		`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`,
+		http.Header{"Authorization": {"DPoP " + token}, "Dpop": {proof}})
+}
+
+var keySeed = bytes.Repeat([]byte("k"), 32)
+
+// TestReplicasActAsOne: reference servers given one fixture, one key
+// seed, one replay store and one nonce secret, behind one front, act as
+// one: a token from one is served by the other (same keys, and the same
+// ids for the fixture's users), a proof accepted by one is a replay at
+// the other, a nonce from one is accepted by the other. Without the key
+// seed the other replica refused the token (random keys, random ids).
+func TestReplicasActAsOne(t *testing.T) {
+	t.Parallel()
+	for _, alg := range []string{"RS256", "ES256"} {
+		t.Run(alg, func(t *testing.T) {
+			t.Parallel()
+			testReplicasActAsOne(t, alg)
+		})
+	}
+}
+
+func testReplicasActAsOne(t *testing.T, alg string) {
+	nonces, err := dpop.NewHMACNonces(bytes.Repeat([]byte("n"), 32), time.Minute)
+	require.NoError(t, err)
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startFront(t, []string{"a", "b"}, mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed),
+		mockserver.WithReplayStore(store), mockserver.WithNonces(nonces), mockserver.WithAccessTokenAlgorithm(alg))
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+
+	res := f.dpopToken("a", signer, "")
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	token := res.json(t)["access_token"].(string)
+
+	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
+	require.NoError(t, err)
+	res = f.decide("b", token, proof)
+	require.Equal(t, http.StatusOK, res.status, "a token of replica a at replica b: %s", res.body)
+	require.Equal(t, "GRANT", res.json(t)["status"])
+	for _, r := range []string{"a", "b"} {
+		res = f.decide(r, token, proof)
+		require.Equal(t, http.StatusUnauthorized, res.status, "replay at replica %s: %s", r, res.body)
+		require.Contains(t, res.header.Get("WWW-Authenticate"), `error="invalid_dpop_proof"`)
+	}
+
+	// Nonces: required on both; one minted by a is accepted by b.
+	admin := f.do("a", http.MethodPost, "/realms/master/protocol/openid-connect/token", "application/x-www-form-urlencoded",
+		url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {"admin-secret"}}.Encode(), nil)
+	require.Equal(t, http.StatusOK, admin.status, string(admin.body))
+	adminToken := admin.json(t)["access_token"].(string)
+	for _, r := range []string{"a", "b"} {
+		res = f.do(r, http.MethodPatch, "/admin/config", "application/json", `{"dpopNonceRequired":true}`,
+			http.Header{"Authorization": {"Bearer " + adminToken}})
+		require.Equal(t, http.StatusOK, res.status, "replica %s: %s", r, res.body)
+	}
+	res = f.dpopToken("a", signer, "")
+	require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+	require.Equal(t, "use_dpop_nonce", res.json(t)["error"])
+	nonce := res.header.Get("DPoP-Nonce")
+	require.NotEmpty(t, nonce)
+	res = f.dpopToken("b", signer, nonce)
+	require.Equal(t, http.StatusOK, res.status, "a nonce of replica a at replica b: %s", res.body)
+}
+
+// TestReplayStoreDownIsUnavailable: while the shared replay store fails,
+// a request with a proof is answered 503 with Retry-After (the server's
+// condition, not the client's mistake), at the token endpoint and at a
+// protected route; once it is back, a fresh proof passes.
+func TestReplayStoreDownIsUnavailable(t *testing.T) {
+	t.Parallel()
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startFront(t, []string{"a"}, mockserver.WithFixture(dpopFixture()), mockserver.WithReplayStore(store))
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	res := f.dpopToken("a", signer, "")
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	token := res.json(t)["access_token"].(string)
+
+	store.setFail(errors.New("connection refused"))
+	res = f.dpopToken("a", signer, "")
+	require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
+	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
+	require.NotEmpty(t, res.header.Get("Retry-After"))
+
+	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
+	require.NoError(t, err)
+	res = f.decide("a", token, proof)
+	require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
+	require.Equal(t, "Service Unavailable", res.json(t)["error"])
+	require.NotEmpty(t, res.header.Get("Retry-After"))
+	require.NotContains(t, string(res.body), token)
+
+	store.setFail(nil)
+	proof, err = signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
+	require.NoError(t, err)
+	res = f.decide("a", token, proof)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+}
+
+func TestReplicaOptionsRefuseMisuse(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opt  mockserver.Option
+		want string
+	}{
+		{"nil replay store", mockserver.WithReplayStore(nil), "WithReplayStore: nil store"},
+		{"nil nonces", mockserver.WithNonces(nil), "WithNonces: nil Nonces"},
+		{"short key seed", mockserver.WithKeySeed([]byte("short")), "WithKeySeed: the seed is 5 bytes: use at least 16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := mockserver.New(tc.opt)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}

@@ -1,0 +1,184 @@
+package redisstore
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+// The reference server binary talks to Redis with a RESP2 client of its
+// own (mockserver/internal/redisreplay), since the root module must not
+// require go-redis. These tests run the binary against a real
+// redis-server: two replicas behind one front act as one.
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	binPath   string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// mockserverBinary builds the reference server once per test run.
+func mockserverBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mockserver-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binDir, binPath = dir, filepath.Join(dir, "mockserver")
+		// Built in the root module, whose go.sum covers the binary, with
+		// or without the workspace.
+		build := exec.Command("go", "build", "-o", binPath, "./mockserver/cmd/mockserver")
+		build.Dir = ".."
+		out, err := build.CombinedOutput()
+		if err != nil {
+			buildErr = err
+			binPath = string(out)
+		}
+	})
+	require.NoError(t, buildErr, binPath)
+	return binPath
+}
+
+// startMockserver runs the binary with args on a free loopback port and
+// returns its base URL; it is stopped (SIGTERM) when the test ends.
+func startMockserver(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(mockserverBinary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = io.Discard
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	sc := bufio.NewScanner(stdout)
+	require.True(t, sc.Scan(), "the binary prints its base URL")
+	base := strings.TrimPrefix(sc.Text(), "mockserver listening on ")
+	go func() {
+		for sc.Scan() { // drain
+		}
+	}()
+	return base
+}
+
+const frontHost = "front.test"
+
+// frontCall sends a request to the replica at base as if through the
+// front: the Host is the front's, which every replica takes as its public
+// URL (proofs name it).
+func frontCall(t *testing.T, base, method, path string, header http.Header, ctype, body string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Host = frontHost
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, b
+}
+
+// TestMockserverReplicasShareRedis: two reference servers with one
+// fixture, one -key-seed and one -redis act as one. A proof accepted by
+// one is a replay at the other; Redis down answers 503; Redis restarted
+// empty refuses what it may have forgotten, then serves again without a
+// replica restarting.
+func TestMockserverReplicasShareRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client()
+	const prefix = "orgauthz:mockserver:dpop:"
+	settle := func() {
+		require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
+	}
+	settle()
+	args := []string{"-fixture", "../examples/fixtures/acme.json", "-key-seed", "redisstore-test-seed-0123", "-redis", srv.URL()}
+	a, b := startMockserver(t, args...), startMockserver(t, args...)
+	front := "http://" + frontHost
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+
+	const tokenPath = "/realms/acme/protocol/openid-connect/token"
+	p, err := signer.Proof(http.MethodPost, front+tokenPath, "", "")
+	require.NoError(t, err)
+	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}
+	status, _, body := frontCall(t, a, http.MethodPost, tokenPath, http.Header{"Dpop": {p}}, "application/x-www-form-urlencoded", form.Encode())
+	require.Equal(t, http.StatusOK, status, string(body))
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.Unmarshal(body, &tok))
+
+	const decide = "/realms/acme/authorization-decision-provider/authorize"
+	proof := func() string {
+		p, err := signer.Proof(http.MethodPost, front+decide, tok.AccessToken, "")
+		require.NoError(t, err)
+		return p
+	}
+	call := func(base, p string) (int, []byte) {
+		status, _, body := frontCall(t, base, http.MethodPost, decide,
+			http.Header{"Authorization": {"DPoP " + tok.AccessToken}, "Dpop": {p}}, "application/json",
+			`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
+		return status, body
+	}
+	p1 := proof()
+	status, body = call(b, p1)
+	require.Equal(t, http.StatusOK, status, "a token of replica a at replica b: %s", body)
+	for name, base := range map[string]string{"a": a, "b": b} {
+		status, body = call(base, p1)
+		require.Equal(t, http.StatusUnauthorized, status, "the replay at replica %s: %s", name, body)
+	}
+	keys, err := c.Keys(t.Context(), prefix+"*").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 3, "the token request's proof, the decision's, and the marker: %v", keys)
+	for _, k := range keys {
+		require.LessOrEqual(t, len(k), len(prefix)+64)
+		require.NotContains(t, k, tok.AccessToken)
+	}
+
+	srv.Stop()
+	status, body = call(a, proof())
+	require.Equal(t, http.StatusServiceUnavailable, status, "Redis down: %s", body)
+
+	srv.Restart()
+	status, body = call(b, p1)
+	require.Equal(t, http.StatusServiceUnavailable, status, "Redis restarted empty: the replay it forgot is refused: %s", body)
+	status, body = call(a, proof())
+	require.Equal(t, http.StatusServiceUnavailable, status, "Redis restarted empty: a proof it cannot vouch for is refused: %s", body)
+	settle() // as 70 s later
+	status, body = call(a, proof())
+	require.Equal(t, http.StatusOK, status, "served again without restarting a replica: %s", body)
+}
