@@ -150,7 +150,7 @@ func Cases() []Case {
 		{Name: "a DPoP scheme", Authorization: []string{"DPoP {ann}"}, Operation: OpRead, Want: Unauthenticated},
 		{Name: "the scheme alone", Authorization: []string{"Bearer"}, Operation: OpRead, Want: Unauthenticated},
 		{Name: "an empty value", Authorization: []string{""}, Operation: OpRead, Want: Unauthenticated},
-		{Name: "a tab after the scheme", Authorization: []string{"Bearer\t{ann}"}, Operation: OpRead, Want: Unauthenticated},
+		{Name: "padding inside the token", Authorization: []string{"Bearer {ann}=x"}, Operation: OpRead, Want: Unauthenticated},
 		{Name: "a token with a space", Authorization: []string{"Bearer {ann} x"}, Operation: OpRead, Want: Unauthenticated},
 		{Name: "two tokens in one value", Authorization: []string{"Bearer {ann},Bearer {ben}"}, Operation: OpRead, Want: Unauthenticated},
 		{Name: "a token of padding only", Authorization: []string{"Bearer =="}, Operation: OpRead, Want: Unauthenticated},
