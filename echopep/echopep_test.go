@@ -34,10 +34,11 @@ func rule(c echo.Context) (string, []string) {
 func service(_ *testing.T, c adaptertest.Checker) http.Handler {
 	e := echo.New()
 	e.GET("/orders/:op", func(c echo.Context) error {
+		body := adaptertest.Ran + c.Param("op")
 		if _, ok := echopep.Decision(c); !ok {
-			return c.String(http.StatusTeapot, "no decision")
+			body += adaptertest.NoDecision
 		}
-		return c.String(http.StatusOK, adaptertest.Ran+c.Param("op"))
+		return c.String(http.StatusOK, body)
 	}, echopep.RequireFunc(c, rule, middleware.WithUnavailableHandler(middleware.ServiceUnavailable(time.Second))))
 	return e
 }

@@ -30,11 +30,11 @@ func service(_ *testing.T, c adaptertest.Checker) http.Handler {
 	r.GET("/orders/:op",
 		ginpep.RequireFunc(c, rule, middleware.WithUnavailableHandler(middleware.ServiceUnavailable(time.Second))),
 		func(c *gin.Context) {
+			body := adaptertest.Ran + c.Param("op")
 			if _, ok := ginpep.Decision(c); !ok {
-				c.String(http.StatusTeapot, "no decision")
-				return
+				body += adaptertest.NoDecision
 			}
-			c.String(http.StatusOK, adaptertest.Ran+c.Param("op"))
+			c.String(http.StatusOK, body)
 		})
 	return r
 }

@@ -29,7 +29,11 @@ func TestAdapterTable(t *testing.T) {
 			middleware.WithUnavailableHandler(middleware.ServiceUnavailable(time.Second)))
 		mux := http.NewServeMux()
 		mux.Handle("GET /orders/{op}", mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.WriteString(w, adaptertest.Ran+r.PathValue("op"))
+			body := adaptertest.Ran + r.PathValue("op")
+			if _, ok := middleware.DecisionFromContext(r.Context()); !ok {
+				body += adaptertest.NoDecision
+			}
+			_, _ = io.WriteString(w, body)
 		})))
 		return mux
 	})

@@ -13,6 +13,10 @@ import (
 // with, followed by the operation: proof that it ran.
 const Ran = "ran "
 
+// NoDecision is what the protected handler of an HTTP adapter's test
+// appends when it runs without a decision in its request.
+const NoDecision = " without a decision"
+
 // Path is the path of operation op in an HTTP adapter's test: GET
 // /orders/{op}. The router serves all three operations; the adapter's map
 // names only OpRead and OpWrite.
@@ -22,7 +26,8 @@ func Path(op string) string { return "/orders/" + op }
 // framework under test serving GET Path(op) for the three operations, each
 // protected by the adapter with the map of Operations (by path), answering
 // an outage with a 503 (middleware.ServiceUnavailable), and a protected
-// handler that writes Ran and the operation.
+// handler that writes Ran and the operation whenever it runs, followed by
+// NoDecision when the request does not carry the adapter's decision.
 type BuildHTTP func(t *testing.T, c Checker) http.Handler
 
 // RunHTTP runs every case of Cases against the services build makes, each
@@ -84,9 +89,14 @@ func RunHTTP(t *testing.T, env *Env, build BuildHTTP) {
 
 // CheckErrorBody checks that body is the service's error shape,
 // {"error": "<reason phrase of status>", "message": "..."}, and nothing
-// else.
+// else: no other member, and nothing after it (a handler that ran after
+// the answer was written would have appended its own).
 func CheckErrorBody(t *testing.T, status int, body []byte) {
 	t.Helper()
+	if !json.Valid(body) {
+		t.Errorf("body %q is not one JSON value", body)
+		return
+	}
 	var e struct {
 		Error   string `json:"error"`
 		Message string `json:"message"`
