@@ -79,9 +79,15 @@ func TestCallerDeadlineBoundsTheDecision(t *testing.T) {
 			sp := newSpy(client)
 			svc := &orders{}
 			conn := serve(t, svc, guarded(sp)...)
+			// A call without a token connects the client (it never reaches
+			// the Checker), so that the deadline below is spent on the
+			// decision, not on dialing: a call that gave up before it was
+			// sent would never reach the spy.
+			_, err := call(t.Context(), conn, adaptertest.OpRead, stream)
+			require.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
 			ctx, cancel := context.WithTimeout(bearer(t.Context(), tokens["ann"]), 200*time.Millisecond)
 			defer cancel()
-			_, err := call(ctx, conn, adaptertest.OpRead, stream)
+			_, err = call(ctx, conn, adaptertest.OpRead, stream)
 			require.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
 			got := <-sp.done
 			assert.True(t, got.hasDeadline, "the decision call carries the caller's deadline")
