@@ -27,6 +27,10 @@ type Client struct {
 	// runs: one at a time, and a waiter can give up.
 	endpoints   atomic.Pointer[Endpoints]
 	discovering chan struct{}
+
+	// noCredential is WithoutCredentials: the client sends none, and a
+	// token given to it is refused.
+	noCredential bool
 }
 
 // New returns a client for the PDP at pdpURL (an absolute http or https
@@ -53,16 +57,27 @@ func New(pdpURL string, opts ...Option) (*Client, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	c := &Client{pdpURL: base, discovering: make(chan struct{}, 1)}
+	c := &Client{pdpURL: base, discovering: make(chan struct{}, 1), noCredential: cfg.noCredential}
 	c.endpoints.Store(ep)
 	if err := c.core.Init(cfg.Settings, core.Identity{
 		Peer: pdp, Scope: instrumentation, URL: base,
-		NoToken:       "call SetToken or SetDPoPToken",
+		NoToken:       "call SetToken or SetDPoPToken (or make the client WithoutCredentials, for a PDP that takes none)",
 		Misconfigured: "check the PDP URL and its endpoints (WithEndpoints, or its metadata)",
 	}); err != nil {
 		return nil, err
 	}
+	if c.noCredential {
+		c.core.SetNone()
+	}
 	return c, nil
+}
+
+// refuseCredential makes every later call of a client made
+// WithoutCredentials fail, saying what to fix: it was given a token too
+// (by method, "SetToken" or "SetDPoPToken").
+func (c *Client) refuseCredential(method string) {
+	c.core.Refuse(fmt.Errorf("%w: the client was made WithoutCredentials and then given a token (%s): "+
+		"drop WithoutCredentials to send a token, or do not call %s", pdp.Err(ErrNoToken), method, method))
 }
 
 // resolve makes every endpoint absolute against base.
@@ -92,12 +107,21 @@ func (e Endpoints) resolve(base string) (Endpoints, error) {
 // still under way with the previous credential fail closed at their next
 // step (ErrTokenChanged). A token longer than WithMaxTokenBytes, or one an
 // HTTP header cannot carry, is refused by every call (ErrNoToken) without
-// sending anything. SetToken("") is ClearToken().
-func (c *Client) SetToken(token string) { c.core.SetBearer(token) }
+// sending anything. SetToken("") is ClearToken(). On a client made
+// WithoutCredentials it is a wiring mistake: every later call fails with
+// an error matching ErrNoToken that says so.
+func (c *Client) SetToken(token string) {
+	if c.noCredential {
+		c.refuseCredential("SetToken")
+		return
+	}
+	c.core.SetBearer(token)
+}
 
 // SetDPoPToken makes token a DPoP-bound token (RFC 9449) bound to signer's
 // key: every attempt carries a fresh proof and the PDP's latest DPoP-Nonce.
-// Otherwise as SetToken; a nil signer makes calls fail with ErrNoToken.
+// Otherwise as SetToken (a wiring mistake on a client made
+// WithoutCredentials); a nil signer makes calls fail with ErrNoToken.
 //
 // A key that is not held in memory (signer.InMemory false: a KMS, an HSM)
 // signs under the call's context: a call waits for it only until its
@@ -106,13 +130,24 @@ func (c *Client) SetToken(token string) { c.core.SetBearer(token) }
 // A key makes at most 16 signatures at once (a call waits for a slot only
 // until its deadline); one whose every slot has been taken for over 10 s
 // is taken as hung: calls fail at once (ErrUnavailable) until one returns.
-func (c *Client) SetDPoPToken(token string, signer *dpop.Signer) { c.core.SetDPoP(token, signer) }
+func (c *Client) SetDPoPToken(token string, signer *dpop.Signer) {
+	if c.noCredential {
+		c.refuseCredential("SetDPoPToken")
+		return
+	}
+	c.core.SetDPoP(token, signer)
+}
 
 // ClearToken removes the credential, purges its cached decisions and emits
 // tokenCleared; calls under way with it fail closed (ErrTokenChanged), and
 // later calls fail with ErrNoToken. It does nothing, and emits nothing,
-// when there is no credential.
-func (c *Client) ClearToken() { c.core.ClearToken() }
+// when there is no credential, nor on a client made WithoutCredentials.
+func (c *Client) ClearToken() {
+	if c.noCredential {
+		return
+	}
+	c.core.ClearToken()
+}
 
 // Close releases the client's connections: every call made after it
 // (Evaluate, Evaluations, the searches, Discover) fails with ErrClosed

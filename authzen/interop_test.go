@@ -1,17 +1,11 @@
 package authzen_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,10 +66,12 @@ func (w wireReq) request() authzen.Request {
 // row is one line of the interop table.
 type row struct{ name, expected, got, verdict string }
 
-// runTodoScenario sends every decision of the scenario through c and
-// returns the table and whether every row passed: a decision that matches,
-// or a PDP refusal (4xx) that the client turned into a denial with a Cause.
-func runTodoScenario(t *testing.T, c *authzen.Client) ([]row, bool) {
+// runTodoScenario sends every decision of the scenario through c, each
+// request passed through enrich first when it is not nil (what a PEP adds
+// for a stateless PDP), and returns the table and whether every row
+// passed: a decision that matches, or a PDP refusal (4xx) that the client
+// turned into a denial with a Cause.
+func runTodoScenario(t *testing.T, c *authzen.Client, enrich func(authzen.Request) authzen.Request) ([]row, bool) {
 	t.Helper()
 	data, err := os.ReadFile("testdata/todo/decisions-authorization-api-1_0-02.json")
 	require.NoError(t, err)
@@ -94,8 +90,11 @@ func runTodoScenario(t *testing.T, c *authzen.Client) ([]row, bool) {
 		ok = false
 		return fmt.Sprintf("%v (cause: %v)", d.Allowed(), d.Cause), "FAIL"
 	}
+	if enrich == nil {
+		enrich = func(r authzen.Request) authzen.Request { return r }
+	}
 	for i, e := range sc.Evaluation {
-		r := e.Request.request()
+		r := enrich(e.Request.request())
 		d, err := c.Evaluate(t.Context(), r, authzen.NoCache())
 		require.NoError(t, err)
 		got, v := verdict(d, e.Expected)
@@ -105,9 +104,13 @@ func runTodoScenario(t *testing.T, c *authzen.Client) ([]row, bool) {
 		items := make([]authzen.Request, len(b.Request.Evaluations))
 		for k, w := range b.Request.Evaluations {
 			items[k] = w.request()
+			if items[k].Subject.ID != "" {
+				items[k] = enrich(items[k])
+			}
 		}
+		defaults := enrich(b.Request.request())
 		for _, s := range []authzen.Semantic{authzen.ExecuteAll, authzen.DenyOnFirstDeny, authzen.PermitOnFirstPermit} {
-			ds, err := c.Evaluations(t.Context(), b.Request.request(), items, authzen.WithSemantic(s), authzen.NoCache())
+			ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(s), authzen.NoCache())
 			require.NoError(t, err)
 			stopped := false
 			for k, d := range ds {
@@ -137,18 +140,6 @@ func short(id string) string {
 	return id
 }
 
-func printTable(t *testing.T, rows []row) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n| decision | expected | got | result |\n|---|---|---|---|\n")
-	counts := map[string]int{}
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.name, r.expected, r.got, r.verdict)
-		counts[r.verdict]++
-	}
-	fmt.Fprintf(&b, "\n%d rows: %d PASS, %d PDP REFUSED, DENIED, %d FAIL\n", len(rows), counts["PASS"], counts["PDP REFUSED, DENIED"], counts["FAIL"])
-	t.Log(b.String())
-}
-
 // TestTodoReferenceServer runs the whole scenario against the reference
 // server's AuthZEN endpoints (testdata/todo/orgauthz-fixture.json models
 // it), discovered from its metadata, as Bearer and as DPoP: every decision
@@ -172,92 +163,11 @@ func TestTodoReferenceServer(t *testing.T) {
 			require.NoError(t, err)
 			tc.set(c)
 			require.NoError(t, c.Discover(t.Context()))
-			rows, _ := runTodoScenario(t, c)
+			rows, _ := runTodoScenario(t, c, nil)
 			for _, r := range rows {
 				require.Equal(t, "PASS", r.verdict, "%s: expected %s, got %s", r.name, r.expected, r.got)
 			}
 			require.Len(t, rows, 40+3*3*2)
 		})
-	}
-}
-
-// TestTodoInteropOpenFGA runs the scenario against a real OpenFGA, started
-// here, when AUTHZEN_OPENFGA_BIN names its binary
-// (scripts/authzen-interop.sh builds it and sets it).
-func TestTodoInteropOpenFGA(t *testing.T) {
-	bin := os.Getenv("AUTHZEN_OPENFGA_BIN")
-	if bin == "" {
-		t.Skip("AUTHZEN_OPENFGA_BIN is not set; scripts/authzen-interop.sh runs this test against OpenFGA")
-	}
-	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)
-	base := "http://" + httpAddr
-	cmd := exec.Command(bin, "run", "--datastore-engine=memory", "--experimentals=authzen",
-		"--http-addr="+httpAddr, "--grpc-addr="+grpcAddr, "--authzen-base-url="+base,
-		"--playground-enabled=false", "--metrics-enabled=false", "--log-level=warn")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitHealthy(t, base+"/healthz")
-
-	var store struct{ ID string }
-	post(t, base+"/stores", `{"name":"authzen-todo"}`, &store)
-	model, err := os.ReadFile("testdata/todo/model.json")
-	require.NoError(t, err)
-	post(t, base+"/stores/"+store.ID+"/authorization-models", string(model), nil)
-	tuples, err := os.ReadFile("testdata/todo/tuples.json")
-	require.NoError(t, err)
-	post(t, base+"/stores/"+store.ID+"/write", `{"writes":`+string(tuples)+`}`, nil)
-
-	prefix := "/stores/" + store.ID + "/access/v1/"
-	c, err := authzen.New(base, authzen.WithEndpoints(authzen.Endpoints{
-		Evaluation: prefix + "evaluation", Evaluations: prefix + "evaluations",
-	}), authzen.WithTimeout(10*time.Second))
-	require.NoError(t, err)
-	c.SetToken("openfga-runs-without-authentication")
-	rows, ok := runTodoScenario(t, c)
-	printTable(t, rows)
-	require.True(t, ok, "every decision matches, or the PDP refused it and the client denied")
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// waitHealthy polls OpenFGA's health check until it answers 200, for at
-// most a minute: the process gives no other sign that it is ready.
-func waitHealthy(t *testing.T, url string) {
-	t.Helper()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(time.Minute)
-	for {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case <-deadline:
-			t.Fatal("OpenFGA did not become healthy within a minute")
-		case <-tick.C:
-		}
-	}
-}
-
-func post(t *testing.T, url, body string, out any) {
-	t.Helper()
-	resp, err := http.Post(url, "application/json", bytes.NewBufferString(body))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	require.Less(t, resp.StatusCode, 300, "%s: %s", url, buf.String())
-	if out != nil {
-		require.NoError(t, json.Unmarshal(buf.Bytes(), out))
 	}
 }

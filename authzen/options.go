@@ -40,7 +40,8 @@ type Option interface {
 // PDP's endpoints.
 type config struct {
 	core.Settings
-	endpoints *Endpoints
+	endpoints    *Endpoints
+	noCredential bool
 }
 
 type option func(*config)
@@ -60,6 +61,19 @@ type Endpoints struct {
 // /.well-known/authzen-configuration (OpenFGA serves them under
 // /stores/{store_id}/access/v1/ and its metadata elsewhere).
 func WithEndpoints(e Endpoints) Option { return option(func(c *config) { c.endpoints = &e }) }
+
+// WithoutCredentials makes a client that sends no credential to the PDP:
+// for a PDP that takes none, such as a sidecar on the loopback interface
+// (Cerbos, OpenFGA without authentication). Without this option a client
+// sends nothing until it is given a token (SetToken, SetDPoPToken): every
+// call fails with ErrNoToken, so that a missing credential is never
+// mistaken for a PDP that needs none. With it, calls are sent without an
+// Authorization header from the start, and their decisions are cached as
+// any credential's. Giving such a client a token (SetToken,
+// SetDPoPToken) is a wiring mistake: every call from then on fails with an
+// error matching ErrNoToken that says to drop one or the other;
+// ClearToken does nothing.
+func WithoutCredentials() Option { return option(func(c *config) { c.noCredential = true }) }
 
 // WithHTTPClient makes the client send its requests through hc's Transport
 // (nil means the client's own copy of http.DefaultTransport, whose

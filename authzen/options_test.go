@@ -239,7 +239,7 @@ func TestErrorsSayAuthzen(t *testing.T) {
 	c.ClearToken()
 	_, err = c.Evaluate(t.Context(), todoRead)
 	require.ErrorIs(t, err, pep.ErrNoToken)
-	assert.Equal(t, "authzen: no token: call SetToken or SetDPoPToken", err.Error())
+	assert.Equal(t, "authzen: no token: call SetToken or SetDPoPToken (or make the client WithoutCredentials, for a PDP that takes none)", err.Error())
 	c.SetToken("a token\nwith a newline")
 	_, err = c.Evaluate(t.Context(), todoRead)
 	require.ErrorIs(t, err, authzen.ErrNoToken)

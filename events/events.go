@@ -44,7 +44,8 @@ type Event struct {
 	// Time is when it happened. Emit fills it with time.Now when it is zero.
 	Time time.Time
 	// TokenType is the authorization scheme of the token concerned, "Bearer"
-	// or "DPoP"; empty when unknown.
+	// or "DPoP"; empty when unknown, and for a client that sends no
+	// credential (authzen.WithoutCredentials).
 	TokenType string
 	// Err is the reason for a TokenExpired event (the gateway's refusal);
 	// nil for the other kinds.

@@ -3,9 +3,11 @@ module github.com/orgauthz/orgauthz/integration
 go 1.26.0
 
 require (
+	connectrpc.com/connect v1.21.1
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/coreos/go-oidc/v3 v3.21.0
+	github.com/go-chi/chi/v5 v5.5.0
 	github.com/lestrrat-go/jwx/v3 v3.2.0
 	github.com/orgauthz/orgauthz v0.0.0
 	github.com/rs/zerolog v1.28.0
@@ -18,6 +20,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	golang.org/x/oauth2 v0.36.0
 	golang.org/x/sync v0.22.0
+	google.golang.org/protobuf v1.36.11
 )
 
 require (
@@ -55,7 +58,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
-	google.golang.org/protobuf v1.28.1 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )
 

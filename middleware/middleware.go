@@ -230,7 +230,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resource, scopes := g.fn(withMethod(r, method))
-	if resource == "" || resource == "*" || len(scopes) == 0 || contains(scopes, "") {
+	if !Checkable(resource, scopes) {
 		// Nothing a Checker could be asked about: refuse without a call,
 		// whatever Checker this is.
 		g.cfg.denied.ServeHTTP(w, r)
@@ -239,28 +239,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res, err := g.c.CheckMany(ctx, []pep.Resource{{Name: resource, Scopes: scopes}},
 		pep.WithRequestContext(pep.RequestContext{Method: method, Path: r.URL.Path}))
 	r = r.WithContext(context.WithValue(r.Context(), resultKey{}, res))
-	switch {
-	case errors.Is(err, pep.ErrUnauthorized) && g.cfg.useClientToken:
-		// The service's own token was refused: not the caller's doing, and
-		// its refresh (on tokenExpired) is under way.
-		g.cfg.unavailableHandler().ServeHTTP(w, r)
-	case errors.Is(err, pep.ErrUnauthorized):
-		g.cfg.unauthorized.ServeHTTP(w, r)
-	case errors.Is(err, pep.ErrInvalidArgument):
-		g.cfg.denied.ServeHTTP(w, r)
-	case errors.Is(err, pep.ErrNoToken) && g.cfg.useClientToken:
-		// The service has no usable token of its own (not set yet, or
-		// cleared by a refresh written as ClearToken then SetToken): no
-		// decision could be had, and not by the caller's doing.
-		g.cfg.unavailableHandler().ServeHTTP(w, r)
-	case errors.Is(err, pep.ErrNoToken):
-		g.cfg.unauthorized.ServeHTTP(w, r)
-	case err != nil:
-		// A refused DPoP proof or anything unforeseen: no decision.
-		g.cfg.unavailableHandler().ServeHTTP(w, r)
-	case res.Allowed():
+	switch Classify(res, err, g.cfg.useClientToken) {
+	case AnswerGrant:
 		g.next.ServeHTTP(w, r)
-	case outage(res):
+	case AnswerUnauthorized:
+		g.cfg.unauthorized.ServeHTTP(w, r)
+	case AnswerUnavailable:
 		g.cfg.unavailableHandler().ServeHTTP(w, r)
 	default:
 		g.cfg.denied.ServeHTTP(w, r)
@@ -392,7 +376,16 @@ var (
 // case-insensitive, and the token must be an RFC 6750 b64token, so that the
 // pep client can always send it. Its errors never quote the header.
 func BearerToken(r *http.Request) (string, error) {
-	values := r.Header.Values("Authorization")
+	return BearerFromValues(r.Header.Values("Authorization"))
+}
+
+// BearerFromValues is BearerToken's rule applied to the values of a
+// request's authorization field, in any protocol (gRPC's authorization
+// metadata, for one): none is ErrNoBearerToken, more than one
+// ErrMultipleAuthorization, and the one value must be "Bearer" (in any
+// case), spaces, and an RFC 6750 b64token, or ErrMalformedBearer. Its
+// errors never quote a value.
+func BearerFromValues(values []string) (string, error) {
 	switch len(values) {
 	case 0:
 		return "", ErrNoBearerToken

@@ -70,6 +70,33 @@ func (c *Core) set(cred transport.Credential) {
 	c.emitter.Deliver(context.Background())
 }
 
+// SetNone makes the client send no credential on every later call, for
+// good, without an event: a client made to go without (its decisions are
+// cached under the one Ident of SchemeNone).
+func (c *Core) SetNone() {
+	id := transport.Ident{Scheme: transport.SchemeNone}
+	c.replace(&Token{cred: transport.Hold(transport.NewNone()), id: id, group: c.cache.pin(id)})
+}
+
+// Refuse makes every later call fail with err, which must match
+// ErrNoToken and say what to fix, without an event: a credential given
+// to a client made to go without one. Calls under way stop
+// (ErrTokenChanged).
+func (c *Core) Refuse(err error) {
+	c.replace(&Token{cred: transport.Hold(transport.NewNone()), id: transport.Ident{Scheme: transport.SchemeNone}, unusable: err})
+}
+
+// replace makes st the client's token without an event, and forgets the
+// previous one.
+func (c *Core) replace(st *Token) {
+	c.tokenMu.Lock()
+	old := c.token.Swap(st)
+	c.tokenMu.Unlock()
+	if old != nil {
+		c.forget(old)
+	}
+}
+
 // ClearToken removes the client's token, as SetCredential replaces it,
 // and emits tokenCleared; it does nothing, and emits nothing, when there
 // is no token.

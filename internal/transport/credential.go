@@ -19,10 +19,13 @@ type Scheme uint8
 const (
 	SchemeBearer Scheme = iota + 1
 	SchemeDPoP
+	// SchemeNone is a client's explicit choice to send no credential
+	// (authzen.WithoutCredentials): its Ident's Token is "".
+	SchemeNone
 )
 
 // String returns the scheme as written in an Authorization header and in
-// events.Event.TokenType.
+// events.Event.TokenType; "" for SchemeNone, which writes no header.
 func (s Scheme) String() string {
 	switch s {
 	case SchemeBearer:
@@ -69,6 +72,19 @@ func (b *bearer) Authorize(r *http.Request, _ string) error {
 	r.Header["Authorization"] = []string{b.header} // canonical key: no Set needed
 	return nil
 }
+
+// none is the credential of a client that sends none.
+type none struct{}
+
+// NewNone returns the credential of a client made to send no credential:
+// it attaches nothing to a request.
+func NewNone() Credential { return none{} }
+
+func (none) Ident() Ident { return Ident{Scheme: SchemeNone} }
+
+func (none) Usable() error { return nil }
+
+func (none) Authorize(*http.Request, string) error { return nil }
 
 // ValidToken reports whether token can be sent in an Authorization header:
 // non-empty visible ASCII without spaces (RFC 6750's token68 is a subset).

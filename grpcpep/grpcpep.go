@@ -1,0 +1,277 @@
+// Package grpcpep protects gRPC services with decisions from a pep client:
+// unary and stream server interceptors that apply the rules of package
+// middleware to every call.
+//
+//	guard := grpcpep.Map(map[string]grpcpep.Rule{
+//		"/orders.v1.Orders/Get":  {Resource: "orders", Scopes: []string{"read"}},
+//		"/orders.v1.Orders/Tail": {Resource: "orders", Scopes: []string{"read"}},
+//	})
+//	srv := grpc.NewServer(
+//		grpc.ChainUnaryInterceptor(grpcpep.UnaryServerInterceptor(client, guard)),
+//		grpc.ChainStreamInterceptor(grpcpep.StreamServerInterceptor(client, guard)))
+//
+// The resource and scopes of a call come from a Func of its full method name
+// ("/package.Service/Method"); Map makes one from a map, naming nothing for
+// a method it does not list. The caller's token is read from the one
+// "authorization" metadata value ("Bearer <token>", by
+// middleware.BearerFromValues) and forwarded to the gateway (pep.WithToken),
+// and the decision context is the call as HTTP/2 carries it: the method
+// POST and the full method name as the path. The handler runs only when
+// every scope is granted; it can read the decision with
+// DecisionFromContext. Otherwise the call ends with a status whose code
+// says why, by middleware.Classify, the middleware's own rule:
+//
+//   - more than one authorization value: InvalidArgument (the middleware's
+//     400), and no gateway call;
+//   - no authorization value, one that is not a Bearer token, a token the
+//     client cannot send (longer than its pep.WithMaxTokenBytes), or one
+//     the gateway refused: Unauthenticated (the middleware's 401);
+//   - a method the Func names nothing for (not in Map's map), and any
+//     denial: PermissionDenied (403);
+//   - a denial that came only from an outage (the gateway unreachable,
+//     slow, 5xx, the breaker open, the client closed) or any error the
+//     client did not foresee: Unavailable, or the code WithUnavailableCode
+//     picks.
+//
+// The caller's deadline and cancellation bound the decision call: a call
+// whose caller gave up is not decided, and its handler never runs. Status
+// messages never quote the token. Nothing a caller sends makes an
+// interceptor answer Internal or panic; wiring mistakes (a nil Checker or
+// Func, a map entry without resource or scope, an option choosing OK) panic
+// when the interceptor is built.
+//
+// gRPC's own server answers a method no service registers with
+// Unimplemented before any interceptor runs, unless
+// grpc.UnknownServiceHandler is set; the stream interceptor then guards
+// that handler too, and Map names nothing for it.
+package grpcpep
+
+import (
+	"context"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/orgauthz/orgauthz/middleware"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// Checker asks for decisions. *pep.Client satisfies it; tests may supply
+// their own.
+type Checker interface {
+	CheckMany(ctx context.Context, resources []pep.Resource, opts ...pep.CallOption) (pep.Result, error)
+}
+
+var _ Checker = (*pep.Client)(nil)
+
+// Func names the resource and scopes a call needs, from its full method
+// name ("/package.Service/Method"). A resource the client refuses to check
+// ("" or the wildcard "*") or no scope, or an empty one, makes the answer
+// PermissionDenied without a gateway call. It must be safe for concurrent
+// use.
+type Func func(fullMethod string) (resource string, scopes []string)
+
+// Rule is the resource and scopes of one method in Map's map.
+type Rule struct {
+	Resource string
+	Scopes   []string
+}
+
+// Map returns a Func that looks the full method name up in rules (copied,
+// so later changes to it do nothing): a method it does not list names
+// nothing, and its calls get PermissionDenied without a gateway call.
+// A key that is not a full method name ("/package.Service/Method"), a
+// resource "" or "*", or a rule without scopes or with an empty one is a
+// wiring mistake: Map panics, naming the key.
+func Map(rules map[string]Rule) Func {
+	copied := make(map[string]Rule, len(rules))
+	for method, r := range rules {
+		service, name, ok := strings.Cut(strings.TrimPrefix(method, "/"), "/")
+		switch {
+		case !strings.HasPrefix(method, "/") || !ok || service == "" || name == "" || strings.Contains(name, "/"):
+			panic("grpcpep: Map's key " + quote(method) + ` is not a full method name "/package.Service/Method"`)
+		case !middleware.Checkable(r.Resource, r.Scopes):
+			panic("grpcpep: Map's rule for " + quote(method) + ` needs a resource other than "" and "*" and at least one scope, none of them empty`)
+		}
+		copied[method] = Rule{Resource: r.Resource, Scopes: append([]string(nil), r.Scopes...)}
+	}
+	return func(fullMethod string) (string, []string) {
+		r, ok := copied[fullMethod]
+		if !ok {
+			return "", nil
+		}
+		return r.Resource, append([]string(nil), r.Scopes...)
+	}
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// Option changes how an interceptor answers. A nil Option is a wiring
+// mistake: the interceptor panics when it is built.
+type Option func(*config)
+
+type config struct {
+	unavailable    codes.Code
+	useClientToken bool
+	mistakes       []string
+}
+
+// WithUnavailableCode picks the code of the answer given when no decision
+// could be had (the outage answer of middleware.WithUnavailableHandler):
+// Unavailable by default; PermissionDenied hides an outage from callers.
+// codes.OK is a wiring mistake (it would let the call through), as is a
+// code gRPC does not define.
+func WithUnavailableCode(code codes.Code) Option {
+	return func(c *config) {
+		if code == codes.OK || code > codes.Unauthenticated {
+			c.mistakes = append(c.mistakes, "WithUnavailableCode needs a code other than OK, one gRPC defines")
+			return
+		}
+		c.unavailable = code
+	}
+}
+
+// WithClientToken makes the interceptors use the client's own token (set
+// with SetToken or SetDPoPToken) instead of forwarding the caller's, as
+// middleware.WithClientToken does: calls without authorization metadata are
+// then checked too, and a refused or missing client token is the service's
+// own outage (the unavailable answer), not the caller's.
+func WithClientToken() Option {
+	return func(c *config) { c.useClientToken = true }
+}
+
+// guard is what both interceptors share.
+type guard struct {
+	c   Checker
+	fn  Func
+	cfg config
+}
+
+func newGuard(c Checker, fn Func, opts []Option) *guard {
+	g := &guard{c: c, fn: fn, cfg: config{unavailable: codes.Unavailable}}
+	if isNil(c) {
+		g.cfg.mistakes = append(g.cfg.mistakes, "the Checker is nil")
+	}
+	if fn == nil {
+		g.cfg.mistakes = append(g.cfg.mistakes, "the Func is nil")
+	}
+	for _, o := range opts {
+		if o == nil {
+			g.cfg.mistakes = append(g.cfg.mistakes, "an Option is nil")
+			continue
+		}
+		o(&g.cfg)
+	}
+	if len(g.cfg.mistakes) > 0 {
+		panic("grpcpep: " + strings.Join(g.cfg.mistakes, "; "))
+	}
+	return g
+}
+
+// UnaryServerInterceptor returns an interceptor that lets a unary call
+// through only when the caller holds every scope fn names for its method,
+// answering as the package documentation describes. It is safe for
+// concurrent use; it panics on a wiring mistake (a nil c or fn, a nil or
+// wrong option).
+func UnaryServerInterceptor(c Checker, fn Func, opts ...Option) grpc.UnaryServerInterceptor {
+	g := newGuard(c, fn, opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx, err := g.decide(ctx, info.FullMethod)
+		if err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+// StreamServerInterceptor returns an interceptor that lets a stream
+// through only when the caller holds every scope fn names for its method,
+// decided once, before the handler runs and before any message is read.
+// It answers as the package documentation describes, is safe for
+// concurrent use, and panics on a wiring mistake.
+func StreamServerInterceptor(c Checker, fn Func, opts ...Option) grpc.StreamServerInterceptor {
+	g := newGuard(c, fn, opts)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx, err := g.decide(ss.Context(), info.FullMethod)
+		if err != nil {
+			return err
+		}
+		return handler(srv, &decidedStream{ServerStream: ss, ctx: ctx})
+	}
+}
+
+// decidedStream is a stream whose context carries the decision.
+type decidedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+// Context returns the stream's context with the decision.
+func (s *decidedStream) Context() context.Context { return s.ctx }
+
+// decide asks for the call of fullMethod and returns the handler's context
+// (with the decision) or the status error that ends the call.
+func (g *guard) decide(ctx context.Context, fullMethod string) (context.Context, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	values := md.Get("authorization")
+	if len(values) > 1 {
+		return nil, status.Error(codes.InvalidArgument, "the call has more than one authorization metadata value")
+	}
+	callCtx := ctx
+	if !g.cfg.useClientToken {
+		token, err := middleware.BearerFromValues(values)
+		if err != nil {
+			return nil, unauthenticated
+		}
+		callCtx = pep.WithToken(ctx, token)
+	}
+	resource, scopes := g.fn(fullMethod)
+	if !middleware.Checkable(resource, scopes) {
+		return nil, denied
+	}
+	res, err := g.c.CheckMany(callCtx, []pep.Resource{{Name: resource, Scopes: scopes}},
+		pep.WithRequestContext(pep.RequestContext{Method: http.MethodPost, Path: fullMethod}))
+	switch middleware.Classify(res, err, g.cfg.useClientToken) {
+	case middleware.AnswerGrant:
+		return context.WithValue(ctx, resultKey{}, res), nil
+	case middleware.AnswerUnauthorized:
+		return nil, unauthenticated
+	case middleware.AnswerUnavailable:
+		return nil, status.Error(g.cfg.unavailable, "no authorization decision could be had; try again later")
+	default:
+		return nil, denied
+	}
+}
+
+var (
+	unauthenticated = status.Error(codes.Unauthenticated, `a valid "authorization: Bearer <token>" metadata value is required`)
+	denied          = status.Error(codes.PermissionDenied, "the caller is not allowed to do this")
+)
+
+// resultKey is the context key of the decision.
+type resultKey struct{}
+
+// DecisionFromContext returns the decision that let the call through, and
+// false when no interceptor of this package decided it.
+func DecisionFromContext(ctx context.Context) (pep.Result, bool) {
+	res, ok := ctx.Value(resultKey{}).(pep.Result)
+	return res, ok
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer,
+// map, function, channel or slice (a typed nil, such as a nil *pep.Client).
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}

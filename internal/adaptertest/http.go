@@ -1,0 +1,113 @@
+package adaptertest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// Ran is the body the protected handler of an HTTP adapter's test answers
+// with, followed by the operation: proof that it ran.
+const Ran = "ran "
+
+// NoDecision is what the protected handler of an HTTP adapter's test
+// appends when it runs without a decision in its request.
+const NoDecision = " without a decision"
+
+// Path is the path of operation op in an HTTP adapter's test: GET
+// /orders/{op}. The router serves all three operations; the adapter's map
+// names only OpRead and OpWrite.
+func Path(op string) string { return "/orders/" + op }
+
+// BuildHTTP builds an HTTP adapter's test service around c: a router of the
+// framework under test serving GET Path(op) for the three operations, each
+// protected by the adapter with the map of Operations (by path), answering
+// an outage with a 503 (middleware.ServiceUnavailable), and a protected
+// handler that writes Ran and the operation whenever it runs, followed by
+// NoDecision when the request does not carry the adapter's decision.
+type BuildHTTP func(t *testing.T, c Checker) http.Handler
+
+// RunHTTP runs every case of Cases against the services build makes, each
+// on its own loopback server, and checks the class of each answer: the
+// status, the service's error body, WWW-Authenticate on a 401, that the
+// protected handler ran only when granted, and that the gateway was asked
+// only when the case says so.
+func RunHTTP(t *testing.T, env *Env, build BuildHTTP) {
+	t.Helper()
+	for _, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			checker := env.CheckerFor(c)
+			srv := httptest.NewServer(build(t, checker))
+			t.Cleanup(srv.Close)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+Path(c.Operation), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range c.Values(env.Tokens) {
+				req.Header.Add("Authorization", v)
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatalf("the request failed: %v", err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := resp.StatusCode, c.Want.HTTPStatus(); got != want {
+				t.Fatalf("status %d, want %d (%s); body %q", got, want, c.Want, body)
+			}
+			if asked := checker.Calls() > 0; asked != c.Asks {
+				t.Errorf("gateway asked: %v, want %v", asked, c.Asks)
+			}
+			if c.Want == Granted {
+				if string(body) != Ran+c.Operation {
+					t.Errorf("body %q: the protected handler did not run", body)
+				}
+				return
+			}
+			if strings.Contains(string(body), Ran) {
+				t.Errorf("body %q: the protected handler ran", body)
+			}
+			CheckErrorBody(t, resp.StatusCode, body)
+			if c.Want == Unauthenticated && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("a 401 without a Bearer challenge: %q", resp.Header.Get("WWW-Authenticate"))
+			}
+			for name, tok := range env.Tokens {
+				if strings.Contains(string(body), tok) {
+					t.Errorf("the answer quotes %s's token", name)
+				}
+			}
+		})
+	}
+}
+
+// CheckErrorBody checks that body is the service's error shape,
+// {"error": "<reason phrase of status>", "message": "..."}, and nothing
+// else: no other member, and nothing after it (a handler that ran after
+// the answer was written would have appended its own).
+func CheckErrorBody(t *testing.T, status int, body []byte) {
+	t.Helper()
+	if !json.Valid(body) {
+		t.Errorf("body %q is not one JSON value", body)
+		return
+	}
+	var e struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		t.Errorf("body %q is not the service's error shape: %v", body, err)
+		return
+	}
+	if e.Error != http.StatusText(status) || e.Message == "" {
+		t.Errorf("body %q: want error %q and a message", body, http.StatusText(status))
+	}
+}
