@@ -37,7 +37,7 @@ func BenchmarkVerify(b *testing.B) {
 				}
 				proofs[i] = p
 			}
-			v := newTestVerifier(b, WithReplayCacheSize(b.N+1))
+			v := newTestVerifier(b, WithReplayCacheSize(b.N+1), WithReplayKeyLimit(b.N+1))
 			req := Request{Method: "GET", URL: benchURL, AccessToken: testToken, JKT: s.Thumbprint()}
 			b.ReportAllocs()
 			b.ResetTimer()

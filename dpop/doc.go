@@ -34,5 +34,8 @@
 // both sides derive them the same way.
 //
 // The package depends only on the standard library and go-jose
-// (github.com/go-jose/go-jose/v4).
+// (github.com/go-jose/go-jose/v4), which signs proofs. The Verifier reads a
+// proof once, itself: the header, the jwk and the claims by the module's
+// strict JSON reader, the key under the rules go-jose applies to a public
+// JWK, the signature by crypto/ecdsa, crypto/rsa and crypto/ed25519.
 package dpop

@@ -13,8 +13,8 @@ import (
 
 // algEd25519 is the fully-specified name of EdDSA with Ed25519 keys (RFC
 // 9864), which current clients such as oauth4webapi and openid-client put in
-// their proofs. go-jose does not know it, so the Verifier checks these
-// signatures itself (verifyEd25519).
+// their proofs. go-jose does not know it; the Verifier checks the
+// signatures of both names itself (verifySignature).
 const algEd25519 = jose.SignatureAlgorithm("Ed25519")
 
 // supportedAlgorithms are the JWS algorithms a Verifier can be told to allow:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -14,97 +15,157 @@ import (
 
 // The JSON of a proof is read by internal/strictjson, the module's one
 // strict reader: a member given twice at any depth, two members whose
-// names differ only in case, or a member that names one of the fields below
-// in another case ("HTM", "ſtm") makes the proof malformed. JSON parsers
-// disagree on duplicates (first wins, last wins, error) and encoding/json
-// matches names case-insensitively, so such a proof could mean one thing
-// to this package and another to go-jose or to a log reader; RFC 7515
-// section 4 allows refusing duplicates.
+// names differ only in case, or a member that names one of the members
+// read here in another case ("HTM", "ſtm") makes the proof malformed. JSON
+// parsers disagree on duplicates (first wins, last wins, error) and
+// encoding/json matches names case-insensitively, so such a proof could
+// mean one thing to this package and another to a log reader; RFC 7515
+// section 4 allows refusing duplicates. The header, the jwk and the claims
+// are each read once, by this one reader: no second parser looks at them.
 
-// headerJSON is the protected header: the members Verify reads or
-// refuses, each kept as JSON and judged by its own rule.
-type headerJSON struct {
-	Typ  jsontext.Value `json:"typ"`
-	Alg  jsontext.Value `json:"alg"`
-	JWK  jsontext.Value `json:"jwk"`
-	Crit jsontext.Value `json:"crit"` // refused: no extension is understood
-	B64  jsontext.Value `json:"b64"`  // refused: RFC 7797 payloads are not proofs
+// headerNames are the members of the protected header Verify reads or
+// refuses; crit (no extension is understood) and b64 (RFC 7797 payloads
+// are not proofs) are refused.
+var headerNames = []string{"typ", "alg", "jwk", "crit", "b64"}
+
+const (
+	hdrTyp = iota
+	hdrAlg
+	hdrJWK
+	hdrCrit
+	hdrB64
+	hdrMembers // how many
+)
+
+// claimNames are the claims of a proof (RFC 9449 section 4.2).
+var claimNames = []string{"jti", "htm", "htu", "nonce", "ath", "iat"}
+
+const (
+	clmJTI = iota
+	clmHTM
+	clmHTU
+	clmNonce
+	clmATH
+	clmIAT
+)
+
+// scratch is the space one Check works in: the readers and the decoded
+// parts of the proof. Checks take one from a pool and give it back before
+// they return, so nothing in it outlives a Check: every string a Result
+// holds is copied out of it.
+type scratch struct {
+	r       *strictjson.Reader
+	header  []byte
+	payload []byte
+	sig     []byte
+	input   []byte // the signing input, header.payload
+	der     []byte // the ECDSA signature in ASN.1
+	str     []byte // scratch space for a string with escapes
+	members [hdrMembers]jsontext.Value
+	jwk     jwkFields
 }
 
-// keyJSON is the embedded key as Verify looks at it before go-jose reads
-// it: its type, and the members that carry private or secret key material
-// (RFC 7518 section 6, RFC 8037, and "priv" of the AKP key type).
-type keyJSON struct {
-	Kty  jsontext.Value `json:"kty"`
-	D    jsontext.Value `json:"d"`
-	P    jsontext.Value `json:"p"`
-	Q    jsontext.Value `json:"q"`
-	DP   jsontext.Value `json:"dp"`
-	DQ   jsontext.Value `json:"dq"`
-	QI   jsontext.Value `json:"qi"`
-	Oth  jsontext.Value `json:"oth"`
-	K    jsontext.Value `json:"k"`
-	Priv jsontext.Value `json:"priv"`
-}
+var scratches = sync.Pool{New: func() any { return &scratch{r: strictjson.New()} }}
 
-// private reports whether the key carries a private member, whatever its
-// value.
-func (k *keyJSON) private() bool {
-	for _, v := range []jsontext.Value{k.D, k.P, k.Q, k.DP, k.DQ, k.QI, k.Oth, k.K, k.Priv} {
-		if len(v) > 0 {
-			return true
+// maxPooledBuffer is the largest buffer a scratch keeps when it goes back
+// to the pool.
+const maxPooledBuffer = 2 * maxProofSize
+
+func getScratch() *scratch { return scratches.Get().(*scratch) }
+
+func (s *scratch) release() {
+	s.r.Release()
+	s.members = [hdrMembers]jsontext.Value{}
+	for _, b := range []*[]byte{&s.header, &s.payload, &s.sig, &s.input, &s.der, &s.str,
+		&s.jwk.kty, &s.jwk.crv, &s.jwk.x, &s.jwk.y, &s.jwk.n, &s.jwk.e, &s.jwk.unquote, &s.jwk.thumbprintBuf} {
+		if cap(*b) > maxPooledBuffer {
+			*b = nil
 		}
 	}
-	return false
+	scratches.Put(s)
 }
 
-// claimsJSON are the claims of a proof (RFC 9449 section 4.2); a missing
-// or null string claim is "".
-type claimsJSON struct {
-	ID              string         `json:"jti"`
-	Method          string         `json:"htm"`
-	URL             string         `json:"htu"`
-	Nonce           string         `json:"nonce"`
-	AccessTokenHash string         `json:"ath"`
-	IssuedAt        jsontext.Value `json:"iat"`
-}
-
-// decodeObject decodes data, which must be one JSON object, into v.
-func decodeObject(data []byte, v any) error {
-	if jsontext.Value(data).Kind() != '{' {
-		return errors.New("not a JSON object")
+// readHeader reads the decoded protected header s.header under the strict
+// rule, keeping the text of each member of headerNames in s.members.
+func (s *scratch) readHeader() error {
+	s.members = [hdrMembers]jsontext.Value{}
+	s.r.Reset(s.header)
+	err := s.r.Object(headerNames, func(i int) error {
+		v, err := s.r.Checked()
+		s.members[i] = v
+		return err
+	})
+	if err == nil {
+		err = s.r.End()
 	}
-	return strictjson.Unmarshal(data, v)
+	return err
 }
 
-// stringValue returns the string v holds: "" when the member is absent or
-// null, an error when it holds another kind of value.
-func stringValue(v jsontext.Value, name string) (string, error) {
-	var s string
-	if len(v) > 0 && strictjson.Unmarshal(v, &s) != nil {
-		return "", fmt.Errorf("%s is not a string", name)
+// stringMember returns the string v holds: "" when the member is absent
+// or null, an error when it holds another kind of value. The bytes are
+// valid until the next call.
+func (s *scratch) stringMember(v jsontext.Value) ([]byte, error) {
+	switch v.Kind() {
+	case 0, 'n':
+		return nil, nil
+	case '"':
+		var err error
+		s.str, err = jsontext.AppendUnquote(s.str[:0], v)
+		return s.str, err
 	}
-	return s, nil
+	return nil, errors.New("not a string")
 }
 
-// parseClaims decodes the verified payload and checks the presence and JSON
-// types of the claims.
-func parseClaims(payload []byte) (Claims, error) {
-	var pc claimsJSON
-	if err := decodeObject(payload, &pc); err != nil {
-		return Claims{}, fmt.Errorf("%w: claims: %w", ErrMalformed, err)
+// readClaims reads the verified payload s.payload and checks the presence
+// and JSON types of the claims; a missing or null string claim is "".
+func (s *scratch) readClaims() (Claims, error) {
+	var c Claims
+	var iat jsontext.Value
+	s.r.Reset(s.payload)
+	err := s.r.Object(claimNames, func(i int) error {
+		if i == clmIAT {
+			var err error
+			iat, err = s.r.Checked()
+			return err
+		}
+		if s.r.Kind() == 'n' {
+			_, err := s.r.Checked()
+			return err
+		}
+		b, err := s.r.Bytes(&s.str)
+		if err != nil {
+			return err
+		}
+		v := string(b)
+		switch i {
+		case clmJTI:
+			c.ID = v
+		case clmHTM:
+			c.Method = v
+		case clmHTU:
+			c.URL = v
+		case clmNonce:
+			c.Nonce = v
+		case clmATH:
+			c.AccessTokenHash = v
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.r.End()
 	}
-	c := Claims{ID: pc.ID, Method: pc.Method, URL: pc.URL, Nonce: pc.Nonce, AccessTokenHash: pc.AccessTokenHash}
+	if err != nil {
+		return Claims{}, fmt.Errorf("%w: claims: %s", ErrMalformed, strictjson.Problem(err))
+	}
 	for _, f := range []struct{ name, value string }{{"jti", c.ID}, {"htm", c.Method}, {"htu", c.URL}} {
 		if f.value == "" {
 			return Claims{}, fmt.Errorf("%w: %s", ErrMissingClaim, f.name)
 		}
 	}
-	if len(pc.IssuedAt) == 0 {
+	if len(iat) == 0 {
 		return Claims{}, fmt.Errorf("%w: iat", ErrMissingClaim)
 	}
-	var err error
-	if c.IssuedAt, err = numericDate(pc.IssuedAt); err != nil {
+	if c.IssuedAt, err = numericDate(iat); err != nil {
 		return Claims{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return c, nil

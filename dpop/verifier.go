@@ -3,7 +3,7 @@ package dpop
 import (
 	"context"
 	"crypto"
-	"crypto/ed25519"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/orgauthz/orgauthz/internal/strictjson"
 )
 
 // maxProofSize bounds the DPoP header value Verify looks at. An RSA-8192 proof
@@ -175,49 +177,30 @@ func (v *Verifier) Check(ctx context.Context, req Request) (*Result, error) {
 	if v == nil || v.replay == nil {
 		return nil, errors.New("dpop: Verifier not initialised: use NewVerifier")
 	}
+	s := getScratch()
+	defer s.release()
+	return v.check(ctx, req, s)
+}
+
+// check is Check working in s.
+func (v *Verifier) check(ctx context.Context, req Request, s *scratch) (*Result, error) {
 	proof, err := singleProof(req.Proofs)
 	if err != nil {
 		return nil, err
 	}
-	alg, jwk, err := v.checkHeader(proof)
+	alg, pub, jkt, err := v.checkHeader(s, proof)
 	if err != nil {
 		return nil, err
 	}
-
-	jws, err := jose.ParseSignedCompact(proof, []jose.SignatureAlgorithm{alg})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	if len(jws.Signatures) != 1 || jws.Signatures[0].Protected.Algorithm != string(alg) {
-		return nil, fmt.Errorf("%w: inconsistent protected header", ErrMalformed)
-	}
-	var payload []byte
-	if alg == algEd25519 {
-		payload, err = verifyEd25519(proof, jws, jwk)
-	} else {
-		payload, err = jws.Verify(jwk)
-	}
-	if err != nil {
-		return nil, ErrSignature
-	}
-
-	claims, err := parseClaims(payload)
+	claims, err := s.verifiedClaims(proof, alg, pub)
 	if err != nil {
 		return nil, err
 	}
 	if claims.Method != req.Method {
 		return nil, ErrMethod
 	}
-	wantURL, err := HTU(req.URL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: the request url cannot be normalised", ErrURL)
-	}
-	gotURL, err := HTU(claims.URL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: htu cannot be normalised", ErrURL)
-	}
-	if gotURL != wantURL {
-		return nil, ErrURL
+	if err := sameURL(req.URL, claims.URL); err != nil {
+		return nil, err
 	}
 
 	now := v.clock()
@@ -234,16 +217,11 @@ func (v *Verifier) Check(ctx context.Context, req Request) (*Result, error) {
 		if claims.AccessTokenHash == "" {
 			return nil, fmt.Errorf("%w: ath missing", ErrTokenHash)
 		}
-		if subtle.ConstantTimeCompare([]byte(claims.AccessTokenHash), []byte(TokenHash(req.AccessToken))) != 1 {
+		if !tokenHashIs(claims.AccessTokenHash, req.AccessToken) {
 			return nil, ErrTokenHash
 		}
 	}
 
-	tp, err := jwk.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return nil, fmt.Errorf("%w: thumbprint: %w", ErrKey, err)
-	}
-	jkt := base64.RawURLEncoding.EncodeToString(tp)
 	if req.JKT == "" && req.AccessToken != "" {
 		// Fail closed: a token presented with a proof must be bound to a key.
 		return nil, fmt.Errorf("%w: access token given without its cnf.jkt", ErrKeyMismatch)
@@ -272,7 +250,7 @@ func (v *Verifier) Check(ctx context.Context, req Request) (*Result, error) {
 	return &Result{
 		Thumbprint: jkt,
 		Algorithm:  string(alg),
-		PublicKey:  jwk.Key,
+		PublicKey:  pub,
 		Claims:     claims,
 	}, nil
 }
@@ -345,77 +323,116 @@ func singleProof(values []string) (string, error) {
 }
 
 // checkHeader decodes and checks the protected header: typ, alg and jwk. It
-// returns the algorithm and the embedded public key.
-func (v *Verifier) checkHeader(proof string) (jose.SignatureAlgorithm, *jose.JSONWebKey, error) {
+// returns the algorithm, the embedded public key and its thumbprint.
+func (v *Verifier) checkHeader(s *scratch, proof string) (jose.SignatureAlgorithm, crypto.PublicKey, string, error) {
 	encHeader, rest, ok := strings.Cut(proof, ".")
 	if !ok || strings.Count(rest, ".") != 1 {
-		return "", nil, fmt.Errorf("%w: not a compact JWS", ErrMalformed)
+		return "", nil, "", fmt.Errorf("%w: not a compact JWS", ErrMalformed)
 	}
-	raw, err := b64.DecodeString(encHeader)
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: header is not base64url", ErrMalformed)
+	var err error
+	if s.header, err = b64.AppendDecode(s.header[:0], []byte(encHeader)); err != nil {
+		return "", nil, "", fmt.Errorf("%w: header is not base64url", ErrMalformed)
 	}
-	var header headerJSON
-	if err := decodeObject(raw, &header); err != nil {
-		return "", nil, fmt.Errorf("%w: header: %w", ErrMalformed, err)
+	if err := s.readHeader(); err != nil {
+		return "", nil, "", fmt.Errorf("%w: header: %s", ErrMalformed, strictjson.Problem(err))
 	}
-	if len(header.Crit) > 0 {
-		return "", nil, fmt.Errorf("%w: header parameter %q not supported", ErrMalformed, "crit")
+	if len(s.members[hdrCrit]) > 0 {
+		return "", nil, "", fmt.Errorf("%w: header parameter %q not supported", ErrMalformed, "crit")
 	}
-	if len(header.B64) > 0 {
-		return "", nil, fmt.Errorf("%w: header parameter %q not supported", ErrMalformed, "b64")
-	}
-
-	if typ, err := stringValue(header.Typ, "typ"); err != nil || typ != proofType {
-		return "", nil, ErrType
+	if len(s.members[hdrB64]) > 0 {
+		return "", nil, "", fmt.Errorf("%w: header parameter %q not supported", ErrMalformed, "b64")
 	}
 
-	name, err := stringValue(header.Alg, "alg")
-	if err != nil || name == "" {
-		return "", nil, fmt.Errorf("%w: alg missing", ErrAlgorithm)
-	}
-	alg := jose.SignatureAlgorithm(name)
-	if !v.allows(alg) {
-		return "", nil, ErrAlgorithm
+	if typ, err := s.stringMember(s.members[hdrTyp]); err != nil || string(typ) != proofType {
+		return "", nil, "", ErrType
 	}
 
-	rawJWK := header.JWK
+	name, err := s.stringMember(s.members[hdrAlg])
+	if err != nil || len(name) == 0 {
+		return "", nil, "", fmt.Errorf("%w: alg missing", ErrAlgorithm)
+	}
+	alg, ok := v.allowed(name)
+	if !ok {
+		return "", nil, "", ErrAlgorithm
+	}
+
+	rawJWK := s.members[hdrJWK]
 	if len(rawJWK) == 0 {
-		return "", nil, fmt.Errorf("%w: jwk missing", ErrKey)
+		return "", nil, "", fmt.Errorf("%w: jwk missing", ErrKey)
 	}
-	var key keyJSON
-	if err := decodeObject(rawJWK, &key); err != nil {
-		return "", nil, fmt.Errorf("%w: jwk: %w", ErrKey, err)
+	if err := readJWK(s.r, rawJWK, &s.jwk); err != nil {
+		return "", nil, "", err
 	}
-	if key.private() {
-		return "", nil, ErrPrivateKey
+	pub, jkt, err := s.jwk.publicKey()
+	if err != nil {
+		return "", nil, "", err
 	}
-	if kty, _ := stringValue(key.Kty, "kty"); kty == "oct" {
-		return "", nil, fmt.Errorf("%w: symmetric jwk", ErrKey)
+	if err := keyFitsAlgorithm(alg, pub); err != nil {
+		return "", nil, "", err
 	}
-	var jwk jose.JSONWebKey
-	if err := jwk.UnmarshalJSON(rawJWK); err != nil {
-		return "", nil, fmt.Errorf("%w: %w", ErrKey, err)
-	}
-	if !jwk.Valid() {
-		return "", nil, fmt.Errorf("%w: invalid jwk", ErrKey)
-	}
-	if !jwk.IsPublic() {
-		return "", nil, ErrPrivateKey
-	}
-	if err := keyFitsAlgorithm(alg, jwk.Key); err != nil {
-		return "", nil, err
-	}
-	return alg, &jwk, nil
+	return alg, pub, jkt, nil
 }
 
-func (v *Verifier) allows(alg jose.SignatureAlgorithm) bool {
+// verifiedClaims checks the signature of proof, whose header checkHeader
+// has accepted, and returns its claims.
+func (s *scratch) verifiedClaims(proof string, alg jose.SignatureAlgorithm, pub crypto.PublicKey) (Claims, error) {
+	dot := strings.LastIndexByte(proof, '.')
+	input := proof[:dot]
+	encPayload := input[strings.IndexByte(input, '.')+1:]
+	// The payload and the signature are decoded as go-jose decoded them
+	// (unpadded, trailing bits not checked): the signature covers the
+	// payload's text, and a signature of the wrong length fails below.
+	var err error
+	if s.payload, err = base64.RawURLEncoding.AppendDecode(s.payload[:0], []byte(encPayload)); err != nil {
+		return Claims{}, fmt.Errorf("%w: payload is not base64url", ErrMalformed)
+	}
+	if s.sig, err = base64.RawURLEncoding.AppendDecode(s.sig[:0], []byte(proof[dot+1:])); err != nil {
+		return Claims{}, fmt.Errorf("%w: signature is not base64url", ErrMalformed)
+	}
+	s.input = append(s.input[:0], input...)
+	if !verifySignature(alg, pub, s.input, s.sig, &s.der) {
+		return Claims{}, ErrSignature
+	}
+	return s.readClaims()
+}
+
+// allowed returns the algorithm named name if v allows it.
+func (v *Verifier) allowed(name []byte) (jose.SignatureAlgorithm, bool) {
 	for _, a := range v.algs {
-		if a == alg {
-			return true
+		if string(a) == string(name) {
+			return a, true
 		}
 	}
-	return false
+	return "", false
+}
+
+// sameURL checks that htu, a proof's claim, names the request URL url
+// after [HTU].
+func sameURL(url, htu string) error {
+	wantURL, err := HTU(url)
+	if err != nil {
+		return fmt.Errorf("%w: the request url cannot be normalised", ErrURL)
+	}
+	if htu == url {
+		return nil // one text, one normal form
+	}
+	gotURL, err := HTU(htu)
+	if err != nil {
+		return fmt.Errorf("%w: htu cannot be normalised", ErrURL)
+	}
+	if gotURL != wantURL {
+		return ErrURL
+	}
+	return nil
+}
+
+// tokenHashIs reports, in constant time, whether ath is [TokenHash] of
+// token.
+func tokenHashIs(ath, token string) bool {
+	sum := sha256.Sum256([]byte(token))
+	var want [43]byte // base64url of 32 bytes, unpadded
+	base64.RawURLEncoding.Encode(want[:], sum[:])
+	return subtle.ConstantTimeCompare([]byte(ath), want[:]) == 1
 }
 
 // Challenge returns the value of a WWW-Authenticate header for a resource
@@ -437,20 +454,4 @@ func (v *Verifier) Challenge(err error) string {
 	}
 	b.WriteString(`algs="` + v.algList + `"`)
 	return b.String()
-}
-
-// verifyEd25519 checks the signature of a proof whose alg is "Ed25519",
-// which go-jose refuses to verify (it knows the algorithm only as "EdDSA"):
-// the same Ed25519 signature over the same signing input (RFC 9864 section
-// 2.2). checkHeader has made sure jwk holds an Ed25519 public key.
-func verifyEd25519(proof string, jws *jose.JSONWebSignature, jwk *jose.JSONWebKey) ([]byte, error) {
-	pub, ok := jwk.Key.(ed25519.PublicKey)
-	if !ok {
-		return nil, ErrKey
-	}
-	input := proof[:strings.LastIndexByte(proof, '.')]
-	if !ed25519.Verify(pub, []byte(input), jws.Signatures[0].Signature) {
-		return nil, ErrSignature
-	}
-	return jws.UnsafePayloadWithoutVerification(), nil
 }

@@ -54,15 +54,21 @@ func readBodyFirst(h http.Handler) http.Handler {
 	})
 }
 
-// watchedBody is a request body that remembers whether it was read.
+// watchedBody is a request body that remembers whether it was read, and
+// whether to its end.
 type watchedBody struct {
 	io.ReadCloser
 	started bool
+	ended   bool // a Read returned io.EOF: there is nothing left to drain
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	b.started = true
-	return b.ReadCloser.Read(p)
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.ended = true
+	}
+	return n, err
 }
 
 // drainingWriter reads the rest of the request body before the answer's
@@ -89,6 +95,12 @@ func (w *drainingWriter) drain() {
 		// for: Go's server would otherwise try to discard it, since r.Body
 		// is no longer its own and it cannot tell.
 		w.Header().Set("Connection", "close")
+		return
+	}
+	if w.body.ended {
+		// The handler read the body to its end, as every decision does:
+		// draining would read nothing and find io.EOF again, so it need
+		// not arm a read deadline for it.
 		return
 	}
 	// Not every writer has a connection (a test's recorder): then the

@@ -144,6 +144,9 @@ func decodeBody(r *http.Request, v any) error {
 	if at, ok := invalidUTF8(body); ok {
 		return errf(http.StatusBadRequest, "request body is not valid UTF-8 (byte %d); JSON text must be (RFC 8259, section 8.1)", at)
 	}
+	if fb, ok := v.(fastBody); ok && fb.decodeFast(body) {
+		return nil
+	}
 	if err := strictjson.Unmarshal(body, v); err != nil {
 		var me *strictjson.MemberError
 		var te *strictjson.TypeError

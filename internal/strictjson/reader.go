@@ -190,5 +190,20 @@ func foldsToOne(names []string, name []byte) bool {
 // until the Reader is reset.
 func (r *Reader) Value() (jsontext.Value, error) { return r.dec.ReadValue() }
 
+// Checked reads the next value whole under the rule (a member given twice
+// in any object inside it is refused; names are otherwise not compared, as
+// in an object read as a map) and returns its text, without leading white
+// space, valid until the Reader is reset. A caller reads the value again
+// with another Reader or with Unmarshal, which add the case rule of the Go
+// type they read into.
+func (r *Reader) Checked() (jsontext.Value, error) {
+	start := r.dec.InputOffset()
+	if err := r.value(nil); err != nil {
+		return nil, err
+	}
+	raw := r.input[start:r.dec.InputOffset()]
+	return jsontext.Value(bytes.TrimLeft(raw, " \t\r\n:,")), nil
+}
+
 // Kind returns the kind of the next value without reading it.
 func (r *Reader) Kind() jsontext.Kind { return r.dec.PeekKind() }

@@ -489,3 +489,45 @@ func TestNameSetSurvivesAHashCollision(t *testing.T) {
 	require.False(t, add("n\\u0033x"))
 	require.True(t, add("N3X"), "a name read again is unescaped")
 }
+
+// TestReaderChecked: Checked returns a member's value as it was sent, and
+// refuses a name given twice anywhere inside it (names of one case and
+// another are data there, as in a map).
+func TestReaderChecked(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		want       string // the value of "v"
+		err        error
+	}{
+		{"a string", `{"v": "a\u0062"}`, `"a\u0062"`, nil},
+		{"a number after white space", "{\"v\" :\n\t 12.5e1 }", `12.5e1`, nil},
+		{"an object", `{"v":{"a":[1,{"b":null}],"A":2}}`, `{"a":[1,{"b":null}],"A":2}`, nil},
+		{"a name twice inside", `{"v":{"a":1,"a":2}}`, "", ErrDuplicateMember},
+		{"a name twice deep inside", `{"v":[{"a":[{"b":1,"b":2}]}]}`, "", ErrDuplicateMember},
+		{"malformed inside", `{"v":{"a":}}`, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := New()
+			r.Reset([]byte(tt.body))
+			defer r.Release()
+			var got []byte
+			err := r.Object([]string{"v"}, func(int) error {
+				v, err := r.Checked()
+				got = v
+				return err
+			})
+			switch {
+			case tt.err != nil:
+				require.ErrorIs(t, err, tt.err)
+			case tt.want == "":
+				require.Error(t, err)
+			default:
+				require.NoError(t, err)
+				require.Equal(t, tt.want, string(got))
+			}
+		})
+	}
+}
