@@ -84,6 +84,23 @@ func (d *decisions) purge(id transport.Ident) {
 	}
 }
 
+// purgeDigest drops the decisions of every token whose digest
+// (tokenDigest) is dg, under either scheme. It hashes the token of each
+// group the cache holds.
+func (d *decisions) purgeDigest(dg [digestBytes]byte) {
+	if d != nil {
+		d.lru.RemoveGroups(func(id transport.Ident) bool { return tokenDigest(id.Token) == dg })
+	}
+}
+
+// purgeAll drops every cached decision; Writers made before it store
+// nothing.
+func (d *decisions) purgeAll() {
+	if d != nil {
+		d.lru.Purge()
+	}
+}
+
 // Writer stores the decisions of one request for one token. It stores
 // nothing once the token's entries were purged after it was made, so that
 // an answer in flight cannot bring a purged token's decisions back. A nil
@@ -145,12 +162,16 @@ func Get(g *Group, key string) (allowed, ok bool) {
 // OwnGroup returns the cache entries of the client's own token, as Own
 // would find them, without making a call: for a call that asks the cache
 // before anything else. It reports false when Own would fail; the group
-// is nil when the token's decisions are not cached.
+// is nil when the token's decisions are not cached, or when the cache is
+// not trusted now (an invalidation channel without a fresh heartbeat).
 func (c *Core) OwnGroup() (*Group, bool) {
 	if c.x.Closed() {
 		return nil, false
 	}
 	if st := c.token.Load(); st != nil {
+		if !c.trusted() {
+			return nil, true
+		}
 		return st.group, true
 	}
 	return nil, false
@@ -161,6 +182,9 @@ func (c *Core) OwnGroup() (*Group, bool) {
 func (c *Core) Lookup(token string) (*Group, bool) {
 	if c.x.Closed() {
 		return nil, false
+	}
+	if !c.trusted() {
+		return nil, true
 	}
 	return c.cache.lookup(transport.Ident{Scheme: transport.SchemeBearer, Token: token}), true
 }

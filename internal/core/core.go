@@ -52,6 +52,8 @@ type Core struct {
 	emitter  *events.Emitter
 	now      func() time.Time
 	tel      *telemetry.Telemetry
+	// replicas is the invalidation channel's state; nil without one.
+	replicas *replicas
 	// flights coalesces identical requests (Send).
 	flights Flights[flightKey, []byte]
 
@@ -116,7 +118,7 @@ func (c *Core) Init(s Settings, who Identity) error {
 		return fmt.Errorf("%s: setting up telemetry: %w", pkg, err)
 	}
 	c.x.Observe = c.tel
-	return nil
+	return c.initReplicas(s.Invalidator)
 }
 
 // Telemetry returns the client's telemetry, for the spans of its calls.
@@ -134,8 +136,12 @@ func (c *Core) Closed() bool { return c.x.Closed() }
 
 // Close makes every later call fail with ErrClosed and closes the
 // connections of the transport Init made (not one the user gave): at once,
-// and again as the requests under way end. It does not wait for them.
-func (c *Core) Close() { c.x.Close() }
+// and again as the requests under way end. It does not wait for them; it
+// does wait for the invalidation channel's subscription to end.
+func (c *Core) Close() {
+	c.x.Close()
+	c.closeReplicas()
+}
 
 // Fetch sends a request that carries no credential (a discovery document)
 // through the base transport, without retries or the breaker; ErrClosed

@@ -1,0 +1,308 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/orgauthz/orgauthz/internal/transport"
+	"github.com/orgauthz/orgauthz/invalidation"
+)
+
+// Invalidation across replicas (WithInvalidator): a purge of one client
+// (Purge, PurgeAll, a 401) is published on the channel, and every replica's
+// client applies what it receives. The cache is trusted only while the
+// channel is known to be current:
+//
+//   - the Invalidator reports heartbeats that travel the same ordered
+//     stream as the purges, each stamped with when its request was sent;
+//   - a cached decision is served only while the clock, read on that
+//     lookup, is before the latest heartbeat's send time plus the trust
+//     window (trustUntil: one atomic load and the clock's reading);
+//   - otherwise the call goes to the server, as without a cache.
+//
+// So a replica whose channel is down, slow, or that was frozen (SIGSTOP: its
+// last heartbeat is as old as the freeze) serves no cached decision until
+// a heartbeat sent after the stall arrives, and that heartbeat arrives after
+// every purge published before it was sent, which have then been applied. A
+// channel that broke may have lost purges: the first heartbeat after Lost
+// purges the whole cache before it is trusted again.
+//
+// Messages carry a digest of the token (tokenDigest), never the token:
+// a version byte, a kind byte and, for one token, its 32-byte digest.
+// Anything else is counted as malformed and ignored: a message can only
+// remove cached decisions.
+const (
+	msgVersion  = 1
+	msgToken    = 't' // purge one token's decisions: followed by its digest
+	msgAll      = 'a' // purge every cached decision
+	digestBytes = sha256.Size
+)
+
+// digestDomain separates the tokens' digests from any other SHA-256 of
+// them.
+const digestDomain = "orgauthz/invalidation/v1\x00"
+
+// tokenDigest is what a message says of a token.
+func tokenDigest(token string) [digestBytes]byte {
+	h := sha256.New()
+	h.Write([]byte(digestDomain))
+	h.Write([]byte(token))
+	var d [digestBytes]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// tokenMessage is the message that purges token's decisions everywhere.
+func tokenMessage(token string) []byte {
+	d := tokenDigest(token)
+	return append([]byte{msgVersion, msgToken}, d[:]...)
+}
+
+// allMessage is the message that purges every replica's whole cache.
+var allMessage = []byte{msgVersion, msgAll}
+
+// replicas is the state of a client's invalidation channel; nil without
+// an Invalidator.
+type replicas struct {
+	inv   invalidation.Invalidator
+	trust time.Duration // the trust window
+	// epoch is the origin of trustUntil, read from the client's clock.
+	epoch time.Time
+	// trustUntil is when, as time since epoch, the cache stops being
+	// trusted: the latest heartbeat's send time plus the trust window;
+	// math.MinInt64 while the channel is down or before its first
+	// heartbeat.
+	trustUntil atomic.Int64
+	// gap is set by Lost (and at the start): the next heartbeat purges the
+	// whole cache first. Written by the receiving goroutine only.
+	gap bool
+	// downSince is when the channel last went down, for the log line
+	// that says it is back; lostAt the same as time since epoch: a
+	// heartbeat sent before it says nothing of what the gap lost.
+	downSince time.Time
+	lostAt    time.Duration
+
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+
+	received, malformed, gaps, recoveries, publishFailures atomic.Uint64
+}
+
+// initReplicas starts the subscription of inv, when there is one.
+func (c *Core) initReplicas(inv invalidation.Invalidator) error {
+	if inv == nil {
+		return nil
+	}
+	r := &replicas{inv: inv, trust: invalidation.DefaultTrust, epoch: c.now(), gap: true}
+	if w, ok := inv.(invalidation.Window); ok {
+		if r.trust = w.TrustWindow(); r.trust <= 0 {
+			return fmt.Errorf("%s: WithInvalidator: the invalidator's trust window must be positive, got %v", c.who.Peer.Pkg(), r.trust)
+		}
+	}
+	r.trustUntil.Store(math.MinInt64)
+	r.downSince, r.lostAt = r.epoch, -1 // a heartbeat sent from the start counts
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	c.replicas = r
+	r.done.Go(func() { c.subscribe(ctx) })
+	return nil
+}
+
+// trusted reports whether a cached decision may be served now: always
+// without an Invalidator; with one, while the last heartbeat is fresh. It
+// reads the clock on every call: no earlier reading stands in for it,
+// since the process may have been frozen in between.
+func (c *Core) trusted() bool {
+	r := c.replicas
+	return r == nil || c.now().Sub(r.epoch) < time.Duration(r.trustUntil.Load())
+}
+
+// subscribe runs the Invalidator's Subscribe until Close, calling it again,
+// after a pause, when it gives up.
+func (c *Core) subscribe(ctx context.Context) {
+	r := c.replicas
+	rc := receiver{c}
+	pause := resubscribeMin
+	for ctx.Err() == nil {
+		err := r.inv.Subscribe(ctx, rc)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("Subscribe returned")
+		}
+		rc.Lost(err)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, resubscribeMax)
+	}
+}
+
+// The pauses between calls of an Invalidator's Subscribe that returned
+// before Close.
+const (
+	resubscribeMin = 100 * time.Millisecond
+	resubscribeMax = 5 * time.Second
+)
+
+// closeReplicas stops the subscription and waits for it to end.
+func (c *Core) closeReplicas() {
+	if r := c.replicas; r != nil {
+		r.cancel()
+		r.done.Wait()
+	}
+}
+
+// receiver is what the client's Invalidator reports to.
+type receiver struct{ c *Core }
+
+// Message applies a purge from the channel; see the package comment for
+// the format.
+func (rc receiver) Message(msg []byte) {
+	c := rc.c
+	r := c.replicas
+	switch {
+	case len(msg) == 2+digestBytes && msg[0] == msgVersion && msg[1] == msgToken:
+		r.received.Add(1)
+		d := [digestBytes]byte(msg[2:])
+		c.cache.purgeDigest(d)
+	case len(msg) == 2 && msg[0] == msgVersion && msg[1] == msgAll:
+		r.received.Add(1)
+		c.cache.purgeAll()
+	default:
+		if r.malformed.Add(1) == 1 {
+			c.logger.Warn(c.who.Peer.Pkg()+": ignoring a malformed message on the invalidation channel (counted in Stats; later ones are not logged)", "bytes", len(msg))
+		}
+	}
+}
+
+// Heartbeat extends the trust in the cache to sent plus the trust window;
+// after a gap it first purges everything cached.
+func (rc receiver) Heartbeat(sent time.Time) {
+	c := rc.c
+	r := c.replicas
+	sentAt := sent.Sub(r.epoch)
+	if r.gap {
+		if sentAt <= r.lostAt {
+			return
+		}
+		c.cache.purgeAll()
+		r.gap = false
+		if r.recoveries.Add(1) > 1 || r.gaps.Load() > 0 {
+			c.logger.Info(c.who.Peer.Pkg()+": the invalidation channel is back; purged the cache, which is trusted again",
+				"down", c.now().Sub(r.downSince).String())
+		}
+	}
+	until := int64(sentAt + r.trust)
+	for {
+		old := r.trustUntil.Load()
+		if until <= old || r.trustUntil.CompareAndSwap(old, until) {
+			return
+		}
+	}
+}
+
+// Lost stops trusting the cache until the next heartbeat, which purges it.
+func (rc receiver) Lost(err error) {
+	c := rc.c
+	r := c.replicas
+	r.trustUntil.Store(math.MinInt64)
+	if r.gap {
+		return // still down: logged once
+	}
+	r.gap = true
+	r.downSince = c.now()
+	r.lostAt = r.downSince.Sub(r.epoch)
+	r.gaps.Add(1)
+	cause := "unknown"
+	if err != nil {
+		cause = err.Error()
+	}
+	c.logger.Warn(c.who.Peer.Pkg()+": the invalidation channel is down; no cached decision is served until it is back", "cause", cause)
+}
+
+// Purge drops every cached decision of token, under either scheme, and
+// publishes the purge to the other replicas when there is an Invalidator.
+// The local purge is done whatever the error, which says the other
+// replicas may not have heard of it.
+func (c *Core) Purge(ctx context.Context, token string) error {
+	if token == "" {
+		return fmt.Errorf("%s: Purge: the token is empty; pass the token whose decisions to drop", c.who.Peer.Pkg())
+	}
+	for _, s := range []transport.Scheme{transport.SchemeBearer, transport.SchemeDPoP} {
+		c.cache.purge(transport.Ident{Scheme: s, Token: token})
+	}
+	return c.publish(ctx, "Purge", tokenMessage(token))
+}
+
+// PurgeAll drops every cached decision and publishes that to the other
+// replicas when there is an Invalidator.
+func (c *Core) PurgeAll(ctx context.Context) error {
+	c.cache.purgeAll()
+	return c.publish(ctx, "PurgeAll", allMessage)
+}
+
+// publish sends msg on the channel, if there is one.
+func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
+	r := c.replicas
+	if r == nil {
+		return nil
+	}
+	if err := r.inv.Publish(ctx, msg); err != nil {
+		r.publishFailures.Add(1)
+		return fmt.Errorf("%s: %s: purged here, but publishing to the other replicas failed: %w", c.who.Peer.Pkg(), op, err)
+	}
+	return nil
+}
+
+// publishRefused publishes the purge of a token the server refused (401),
+// bounded by ctx, the call's; a failure is logged, not returned: the call
+// fails on its own account.
+func (c *Core) publishRefused(ctx context.Context, token string) {
+	if c.replicas == nil {
+		return
+	}
+	if err := c.publish(ctx, "a 401", tokenMessage(token)); err != nil {
+		c.logger.Warn(c.who.Peer.Pkg()+": could not tell the other replicas of a refused token", "cause", err.Error())
+	}
+}
+
+// ReplicaCounts are the counters of the invalidation channel, for Stats.
+type ReplicaCounts struct {
+	// Received counts well-formed messages applied; Malformed those
+	// ignored.
+	Received, Malformed uint64
+	// Gaps counts the times the channel went down; Recoveries the
+	// heartbeats that ended a gap (the first one included) and purged the
+	// cache.
+	Gaps, Recoveries uint64
+	// PublishFailures counts purges other replicas may not have heard of.
+	PublishFailures uint64
+	// Trusted reports whether the cache is served now.
+	Trusted bool
+}
+
+// ReplicaCounts returns the channel's counters; zero without an
+// Invalidator (Trusted then true).
+func (c *Core) ReplicaCounts() ReplicaCounts {
+	r := c.replicas
+	if r == nil {
+		return ReplicaCounts{Trusted: true}
+	}
+	return ReplicaCounts{
+		Received: r.received.Load(), Malformed: r.malformed.Load(),
+		Gaps: r.gaps.Load(), Recoveries: r.recoveries.Load(),
+		PublishFailures: r.publishFailures.Load(), Trusted: c.trusted(),
+	}
+}
