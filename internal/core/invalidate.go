@@ -80,8 +80,9 @@ type replicas struct {
 	// heartbeat.
 	trustUntil atomic.Int64
 	// gap is set by Lost (and at the start): the next heartbeat purges the
-	// whole cache first. Written by the receiving goroutine only.
-	gap bool
+	// whole cache first. down is set by Lost, for a log line per break.
+	// Both are written by the receiving goroutine only.
+	gap, down bool
 	// downSince is when the channel last went down, for the log line
 	// that says it is back; lostAt the same as time since epoch: a
 	// heartbeat sent before it says nothing of what the gap lost.
@@ -174,12 +175,11 @@ func (rc receiver) Message(msg []byte) {
 	r := c.replicas
 	switch {
 	case len(msg) == 2+digestBytes && msg[0] == msgVersion && msg[1] == msgToken:
-		r.received.Add(1)
-		d := [digestBytes]byte(msg[2:])
-		c.cache.purgeDigest(d)
+		c.cache.purgeDigest([digestBytes]byte(msg[2:]))
+		r.received.Add(1) // counted once applied: Stats shows no purge as done before it is
 	case len(msg) == 2 && msg[0] == msgVersion && msg[1] == msgAll:
-		r.received.Add(1)
 		c.cache.purgeAll()
+		r.received.Add(1)
 	default:
 		if r.malformed.Add(1) == 1 {
 			c.logger.Warn(c.who.Peer.Pkg()+": ignoring a malformed message on the invalidation channel (counted in Stats; later ones are not logged)", "bytes", len(msg))
@@ -199,7 +199,9 @@ func (rc receiver) Heartbeat(sent time.Time) {
 		}
 		c.cache.purgeAll()
 		r.gap = false
-		if r.recoveries.Add(1) > 1 || r.gaps.Load() > 0 {
+		r.recoveries.Add(1)
+		if r.down {
+			r.down = false
 			c.logger.Info(c.who.Peer.Pkg()+": the invalidation channel is back; purged the cache, which is trusted again",
 				"down", c.now().Sub(r.downSince).String())
 		}
@@ -218,12 +220,14 @@ func (rc receiver) Lost(err error) {
 	c := rc.c
 	r := c.replicas
 	r.trustUntil.Store(math.MinInt64)
-	if r.gap {
+	r.gap = true
+	now := c.now()
+	r.lostAt = now.Sub(r.epoch)
+	if r.down {
 		return // still down: logged once
 	}
-	r.gap = true
-	r.downSince = c.now()
-	r.lostAt = r.downSince.Sub(r.epoch)
+	r.down = true
+	r.downSince = now
 	r.gaps.Add(1)
 	cause := "unknown"
 	if err != nil {
