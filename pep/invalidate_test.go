@@ -356,3 +356,31 @@ func TestPurgeWithoutAChannel(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedTokenIsPublishedOncePerQuietPeriod: a revoked token sent
+// again and again publishes one purge, not one per request, until a
+// second has passed.
+func TestRefusedTokenIsPublishedOncePerQuietPeriod(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	clk := newManualClock()
+	b := newBus()
+	c := b.client(t, g, pep.WithClock(clk.Now))
+	b.beat(clk.Now())
+	bob := g.token(t, "bob", mockserver.TokenClient(testClient))
+	g.revoke(t, bob)
+	published := func() int {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.published)
+	}
+	for range 20 {
+		_, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "read")
+		require.ErrorIs(t, err, pep.ErrUnauthorized)
+	}
+	require.Equal(t, 1, published())
+	clk.Advance(time.Second)
+	_, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "read")
+	require.ErrorIs(t, err, pep.ErrUnauthorized)
+	require.Equal(t, 2, published())
+}

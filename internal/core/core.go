@@ -118,7 +118,7 @@ func (c *Core) Init(s Settings, who Identity) error {
 		return fmt.Errorf("%s: setting up telemetry: %w", pkg, err)
 	}
 	c.x.Observe = c.tel
-	return c.initReplicas(s.Invalidator)
+	return c.initReplicas(s.Invalidator, s.CacheSize)
 }
 
 // Telemetry returns the client's telemetry, for the spans of its calls.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orgauthz/orgauthz/cache"
 	"github.com/orgauthz/orgauthz/internal/transport"
 	"github.com/orgauthz/orgauthz/invalidation"
 )
@@ -89,6 +90,11 @@ type replicas struct {
 	downSince time.Time
 	lostAt    time.Duration
 
+	// refused holds when each refused token's purge was last published
+	// (publishRefused).
+	refusedMu sync.Mutex
+	refused   map[[digestBytes]byte]time.Time
+
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 
@@ -96,15 +102,19 @@ type replicas struct {
 }
 
 // initReplicas starts the subscription of inv, when there is one.
-func (c *Core) initReplicas(inv invalidation.Invalidator) error {
+func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int) error {
 	if inv == nil {
 		return nil
 	}
-	r := &replicas{inv: inv, trust: invalidation.DefaultTrust, epoch: c.now(), gap: true}
+	r := &replicas{inv: inv, trust: invalidation.DefaultTrust, epoch: c.now(), gap: true,
+		refused: make(map[[digestBytes]byte]time.Time)}
 	if w, ok := inv.(invalidation.Window); ok {
 		if r.trust = w.TrustWindow(); r.trust <= 0 {
 			return fmt.Errorf("%s: WithInvalidator: the invalidator's trust window must be positive, got %v", c.who.Peer.Pkg(), r.trust)
 		}
+	}
+	if c.cache != nil {
+		c.cache.digests = newDigestIndex(cacheSize)
 	}
 	r.trustUntil.Store(math.MinInt64)
 	r.downSince, r.lostAt = r.epoch, -1 // a heartbeat sent from the start counts
@@ -273,14 +283,46 @@ func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
 // publishRefused publishes the purge of a token the server refused (401),
 // bounded by ctx, the call's; a failure is logged, not returned: the call
 // fails on its own account.
+//
+// A token refused again within refusalQuiet of its last publication is
+// not published again: a revoked token that a caller keeps sending would
+// otherwise publish a purge per request, which every replica applies.
 func (c *Core) publishRefused(ctx context.Context, token string) {
-	if c.replicas == nil {
+	r := c.replicas
+	if r == nil {
 		return
 	}
-	if err := c.publish(ctx, "a 401", tokenMessage(token)); err != nil {
+	msg := tokenMessage(token)
+	dg := [digestBytes]byte(msg[2:])
+	now := c.now()
+	r.refusedMu.Lock()
+	last, seen := r.refused[dg]
+	quiet := seen && now.Sub(last) < refusalQuiet && now.Sub(last) >= 0
+	if !quiet {
+		if len(r.refused) >= maxRefused {
+			clear(r.refused)
+		}
+		r.refused[dg] = now
+	}
+	r.refusedMu.Unlock()
+	if quiet {
+		return
+	}
+	if err := c.publish(ctx, "a 401", msg); err != nil {
+		r.refusedMu.Lock()
+		delete(r.refused, dg) // the next refusal tries again
+		r.refusedMu.Unlock()
 		c.logger.Warn(c.who.Peer.Pkg()+": could not tell the other replicas of a refused token", "cause", err.Error())
 	}
 }
+
+// refusalQuiet is how long after a refused token was published a refusal
+// of it is not published again; maxRefused bounds the tokens remembered
+// (when full, the memory starts over).
+const (
+	refusalQuiet = time.Second
+	maxRefused   = 1024
+)
 
 // ReplicaCounts are the counters of the invalidation channel, for Stats.
 type ReplicaCounts struct {
@@ -309,4 +351,76 @@ func (c *Core) ReplicaCounts() ReplicaCounts {
 		Gaps: r.gaps.Load(), Recoveries: r.recoveries.Load(),
 		PublishFailures: r.publishFailures.Load(), Trusted: c.trusted(),
 	}
+}
+
+// digestIndex maps the digests of the tokens whose decisions the cache
+// may hold to their groups, so that a purge from another replica costs a
+// lookup, not a hash of every token cached (which a flood of purges would
+// turn into a denial of service). A token is indexed when a Writer is
+// made for it, before anything of it is stored; groups the cache no longer
+// holds are pruned when the index has grown past twice the cache's
+// entries, so that its size stays in proportion to the cache's.
+type digestIndex struct {
+	mu    sync.Mutex
+	ids   map[transport.Ident][digestBytes]byte
+	byDig map[[digestBytes]byte][]transport.Ident
+	limit int // the size that triggers a pruning
+	floor int // the cache's entry bound: the least limit
+}
+
+func newDigestIndex(entries int) *digestIndex {
+	return &digestIndex{
+		ids:   make(map[transport.Ident][digestBytes]byte),
+		byDig: make(map[[digestBytes]byte][]transport.Ident),
+		limit: 2 * entries, floor: entries,
+	}
+}
+
+// add indexes id, whose group lru holds (a Writer of it is open).
+func (x *digestIndex) add(id transport.Ident, lru *cache.Cache[transport.Ident, string, bool]) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.ids[id]; ok {
+		return
+	}
+	if len(x.ids) >= x.limit {
+		for old, dg := range x.ids {
+			if !lru.Holds(old) {
+				x.drop(old, dg)
+			}
+		}
+		x.limit = max(2*len(x.ids), 2*x.floor)
+	}
+	dg := tokenDigest(id.Token)
+	x.ids[id] = dg
+	x.byDig[dg] = append(x.byDig[dg], id)
+}
+
+// drop forgets id; x.mu must be held.
+func (x *digestIndex) drop(id transport.Ident, dg [digestBytes]byte) {
+	delete(x.ids, id)
+	list := x.byDig[dg]
+	for i, v := range list {
+		if v == id {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(x.byDig, dg)
+	} else {
+		x.byDig[dg] = list
+	}
+}
+
+// take forgets and returns the groups of the tokens whose digest is dg.
+func (x *digestIndex) take(dg [digestBytes]byte) []transport.Ident {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	list := x.byDig[dg]
+	delete(x.byDig, dg)
+	for _, id := range list {
+		delete(x.ids, id)
+	}
+	return list
 }
