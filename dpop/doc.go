@@ -23,6 +23,13 @@
 // request sends is stored. A full replay cache forgets its oldest proofs,
 // never accepting their replays, rather than refuse every proof.
 //
+// Replicas of one service share what they must: [WithReplayStore] puts the
+// replay check in a [ReplayStore] they all use (redisstore has one on
+// Redis), so a proof accepted by one replica is a replay at every other,
+// and a store that fails refuses proofs ([ErrReplayStoreUnavailable]);
+// [NewHMACNonces] makes nonces every replica holding the same secret
+// accepts, with no shared state.
+//
 // [HTU] and [TokenHash] compute the normalised "htu" and the "ath" value, so
 // both sides derive them the same way.
 //

@@ -71,6 +71,15 @@ var (
 	// condition, not a client mistake: a server should answer 503 with
 	// Retry-After; a fresh proof usually passes.
 	ErrReplayCacheFull = errors.New("dpop: replay cache full")
+	// ErrReplayStoreUnavailable means the Verifier's [ReplayStore] failed,
+	// or did not answer within the request's context (or
+	// [ReplayStoreTimeout]), so it cannot tell the proof from a replay and
+	// refuses it. The error wraps the store's error (never the proof or a
+	// token). Like [ErrReplayCacheFull] it is a server condition, not a
+	// client mistake: a server should answer 503 with Retry-After; a fresh
+	// proof passes once the store is back (the refused one may have been
+	// recorded before the store failed to answer).
+	ErrReplayStoreUnavailable = errors.New("dpop: replay store unavailable")
 	// ErrUseNonce is the parent of [ErrNonceRequired] and [ErrNonceStale]:
 	// errors.Is(err, ErrUseNonce) holds for both, and the server should answer
 	// "use_dpop_nonce" with a DPoP-Nonce header (RFC 9449 sections 8 and 9). The
@@ -159,7 +168,7 @@ var describedErrors = []error{
 	ErrKeyMismatch,
 	ErrMissingProof, ErrMultipleProofs, ErrMalformed, ErrType, ErrAlgorithm,
 	ErrKey, ErrPrivateKey, ErrSignature, ErrMissingClaim, ErrMethod, ErrURL,
-	ErrIATTooOld, ErrIATInFuture, ErrReplay, ErrReplayCacheFull, ErrTokenHash,
+	ErrIATTooOld, ErrIATInFuture, ErrReplay, ErrReplayCacheFull, ErrReplayStoreUnavailable, ErrTokenHash,
 }
 
 // ErrorDescription returns a short human-readable description for an error

@@ -59,6 +59,7 @@ type config struct {
 	cacheSize int
 	keyLimit  int
 	nonces    Nonces
+	store     ReplayStore
 	errs      []error
 }
 

@@ -29,7 +29,8 @@ var b64 = base64.RawURLEncoding.Strict()
 // accepted by one is a replay at every other.
 //
 // The replay cache lives in memory: several server replicas each need their
-// own Verifier and detect replays only among the proofs they saw themselves.
+// own Verifier and detect replays only among the proofs they saw themselves,
+// unless they share a [ReplayStore] ([WithReplayStore]).
 type Verifier struct {
 	algs    []jose.SignatureAlgorithm
 	algList string // space-separated, for the challenge
@@ -38,6 +39,7 @@ type Verifier struct {
 	now     func() time.Time
 	nonces  Nonces
 	replay  *replayCache
+	store   ReplayStore // replaces replay when set (replaystore.go)
 }
 
 // NewVerifier returns a Verifier configured by opts. Without options it allows
@@ -67,6 +69,7 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 		now:     c.now,
 		nonces:  c.nonces,
 		replay:  newReplayCache(c.cacheSize, c.keyLimit, c.maxAge),
+		store:   c.store,
 	}, nil
 }
 
@@ -145,13 +148,13 @@ type Claims struct {
 // error matches exactly one of the package's sentinel errors under errors.Is
 // (plus [ErrUseNonce] for the nonce causes); see [ErrorCode] for the OAuth
 // error each one maps to. Errors never contain the access token. ctx is
-// passed to the [Nonces].
+// passed to the [Nonces] and bounds the [ReplayStore] if there is one.
 func (v *Verifier) Verify(ctx context.Context, req Request) (*Result, error) {
 	res, err := v.Check(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if err := v.Record(res); err != nil {
+	if err := v.RecordContext(ctx, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -163,6 +166,11 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (*Result, error) {
 // ([ErrReplayCacheFull]). Call [Verifier.Record] with its Result once the
 // request's caller is authenticated; until then the proof may be presented
 // again. Its errors are those of Verify.
+//
+// With a [ReplayStore] ([WithReplayStore]) Check does not look the proof
+// up: the store can only check a proof by recording it. Record then makes
+// the replay check, and a Result of Check is not an accepted proof until
+// Record returned nil.
 func (v *Verifier) Check(ctx context.Context, req Request) (*Result, error) {
 	if v == nil || v.replay == nil {
 		return nil, errors.New("dpop: Verifier not initialised: use NewVerifier")
@@ -256,8 +264,10 @@ func (v *Verifier) Check(ctx context.Context, req Request) (*Result, error) {
 		return nil, nerr
 	}
 
-	if err := v.replay.check(newReplayKey(jkt, claims.ID), newOwnerKey(jkt), claims.IssuedAt.Add(v.maxAge), now); err != nil {
-		return nil, err
+	if v.store == nil {
+		if err := v.replay.check(newReplayKey(jkt, claims.ID), newOwnerKey(jkt), claims.IssuedAt.Add(v.maxAge), now); err != nil {
+			return nil, err
+		}
 	}
 	return &Result{
 		Thumbprint: jkt,
@@ -276,7 +286,21 @@ func (v *Verifier) Check(ctx context.Context, req Request) (*Result, error) {
 // then. Record the proof of a request only once its caller is
 // authenticated (see Verify). It is safe for concurrent use: of two
 // requests with one proof, exactly one records it.
+//
+// With a [ReplayStore], Record is RecordContext with a background context:
+// the call is bounded by [ReplayStoreTimeout] only. Use RecordContext to
+// bound it by the request's context.
 func (v *Verifier) Record(res *Result) error {
+	return v.RecordContext(context.Background(), res)
+}
+
+// RecordContext is [Verifier.Record] bounded by ctx: with a [ReplayStore]
+// ([WithReplayStore]) it records the proof there, atomically across the
+// replicas sharing the store, and returns [ErrReplay] if any of them
+// recorded it first, or [ErrReplayStoreUnavailable] if the store failed or
+// did not answer before ctx ended (or [ReplayStoreTimeout] passed). Without
+// a store ctx is not used.
+func (v *Verifier) RecordContext(ctx context.Context, res *Result) error {
 	if v == nil || v.replay == nil {
 		return errors.New("dpop: Verifier not initialised: use NewVerifier")
 	}
@@ -287,6 +311,9 @@ func (v *Verifier) Record(res *Result) error {
 	expires := res.Claims.IssuedAt.Add(v.maxAge)
 	if expires.Before(now) {
 		return ErrIATTooOld
+	}
+	if v.store != nil {
+		return v.recordInStore(ctx, res, expires)
 	}
 	return v.replay.add(newReplayKey(res.Thumbprint, res.Claims.ID), newOwnerKey(res.Thumbprint), expires, now)
 }

@@ -39,7 +39,7 @@ func newTestVerifier(t testing.TB, opts ...Option) *Verifier {
 var sentinels = []error{
 	ErrMissingProof, ErrMultipleProofs, ErrMalformed, ErrType, ErrAlgorithm, ErrKey,
 	ErrPrivateKey, ErrSignature, ErrMissingClaim, ErrMethod, ErrURL, ErrIATTooOld,
-	ErrIATInFuture, ErrReplay, ErrReplayCacheFull, ErrUseNonce, ErrNonceRequired,
+	ErrIATInFuture, ErrReplay, ErrReplayCacheFull, ErrReplayStoreUnavailable, ErrUseNonce, ErrNonceRequired,
 	ErrNonceStale, ErrTokenHash, ErrKeyMismatch,
 }
 

@@ -1,0 +1,126 @@
+package dpop
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ReplayStore records accepted proofs where every replica of a service sees
+// them, so that a proof accepted by one replica is a replay at all the
+// others (RFC 9449 section 11.1). Give one to a Verifier with
+// [WithReplayStore]; github.com/orgauthz/orgauthz/redisstore has one on
+// Redis or Valkey. Implementations must be safe for concurrent use.
+type ReplayStore interface {
+	// Remember records key until the instant until and reports whether it
+	// was not recorded already (first is true for exactly one of any number
+	// of concurrent calls with one key, on any replica sharing the store).
+	// A key recorded earlier whose until has passed counts as not recorded.
+	// It must honour ctx's deadline and cancellation; on any error the
+	// Verifier refuses the proof, whatever first says.
+	//
+	// key is at most 64 bytes of base64url text: a digest of the proof's
+	// key thumbprint and jti, from which neither can be recovered.
+	Remember(ctx context.Context, key string, until time.Time) (first bool, err error)
+}
+
+// ReplayStoreTimeout bounds each call of a [ReplayStore], whatever the
+// caller's context allows: a store that does not answer in time refuses
+// the proof with [ErrReplayStoreUnavailable] rather than hold the request.
+const ReplayStoreTimeout = 2 * time.Second
+
+// ReplayStoreMargin is how long a [ReplayStore] keeps a proof past the end
+// of its iat window (maxAge after iat, see [WithIATWindow]). The store's
+// clock decides when a key expires, each replica's clock whether an iat is
+// in the window; the margin covers replicas whose clocks run behind the
+// store's by up to this much. A replica further behind could accept the
+// replay of a proof whose key the store has let go.
+const ReplayStoreMargin = time.Minute
+
+// WithReplayStore makes the Verifier record accepted proofs in s instead of
+// its in-memory replay cache, so that replicas sharing s detect each
+// other's replays. A nil s makes NewVerifier fail. With a store,
+// [WithReplayCacheSize] and [WithReplayKeyLimit] have no effect and
+// [ErrReplayCacheFull] is never returned; [ErrReplayStoreUnavailable] is,
+// whenever the store fails or does not answer within its context (bounded
+// by [ReplayStoreTimeout]). A proof is recorded until maxAge after its iat
+// plus [ReplayStoreMargin].
+//
+// The store's atomic Remember is the replay check and the record in one:
+// [Verifier.Check] cannot look a proof up without recording it, so with a
+// store it leaves the replay check to [Verifier.Record] (or
+// [Verifier.RecordContext]), which refuses a replay with [ErrReplay].
+// [Verifier.Verify] does both, so no proof is accepted unchecked.
+func WithReplayStore(s ReplayStore) Option {
+	return func(c *config) {
+		if s == nil {
+			c.errs = append(c.errs, errors.New("dpop: WithReplayStore: nil ReplayStore"))
+			return
+		}
+		c.store = s
+	}
+}
+
+// storeKey returns the key a proof of the key with thumbprint jkt and the
+// given jti is recorded under in a ReplayStore: base64url of
+// SHA-256(jkt || 0 || jti), 43 bytes. It bounds the key's size whatever the
+// client puts in jti and carries nothing a reader of the store could reuse.
+func storeKey(jkt, jti string) string {
+	h := sha256.New()
+	h.Write([]byte(jkt))
+	h.Write([]byte{0})
+	h.Write([]byte(jti))
+	var sum [sha256.Size]byte
+	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
+}
+
+// rememberResult is what one call of ReplayStore.Remember returned.
+type rememberResult struct {
+	first bool
+	err   error
+}
+
+// recordInStore records the proof res describes in v's store, refusing it
+// with ErrReplay if the store had it, ErrReplayStoreUnavailable if the
+// store failed or did not answer within ctx (bounded by
+// ReplayStoreTimeout), and ErrIATTooOld if the proof's window ended while
+// the store was being asked.
+func (v *Verifier) recordInStore(ctx context.Context, res *Result, expires time.Time) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, ReplayStoreTimeout)
+	defer cancel()
+	// The store runs in its own goroutine so that one ignoring ctx still
+	// cannot hold the request past it; the buffered channel lets that
+	// goroutine finish whenever the store returns.
+	done := make(chan rememberResult, 1)
+	key, until := storeKey(res.Thumbprint, res.Claims.ID), expires.Add(ReplayStoreMargin)
+	go func() {
+		first, err := v.store.Remember(ctx, key, until)
+		done <- rememberResult{first, err}
+	}()
+	var r rememberResult
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrReplayStoreUnavailable, context.Cause(ctx))
+	}
+	switch {
+	case r.err != nil:
+		return fmt.Errorf("%w: %w", ErrReplayStoreUnavailable, r.err)
+	case !r.first:
+		return ErrReplay
+	}
+	// The clock is read again after the store answered: a process frozen
+	// (or starved) between the iat check and the store's answer may have
+	// let the store forget another replica's record of this proof, which
+	// happens only once the proof's window, and the margin, are over.
+	if v.clock().After(expires) {
+		return ErrIATTooOld
+	}
+	return nil
+}

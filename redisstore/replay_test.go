@@ -1,0 +1,244 @@
+package redisstore
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+const testURL = "https://api.example.test/orders"
+
+// settled marks the keyspace of s as holding every proof for an hour, as
+// a keyspace in use for that long does: a new one refuses proofs for the
+// first 70 s (TestReplayStoreRefusesWhileTheKeyspaceIsNew).
+func settled(t *testing.T, c redis.UniversalClient, s *ReplayStore) {
+	t.Helper()
+	require.NoError(t, c.Set(t.Context(), s.since, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
+}
+
+// clockAt is a clock a test sets; safe for concurrent use.
+type clockAt struct{ ns atomic.Int64 }
+
+func newClockAt(t time.Time) *clockAt { c := &clockAt{}; c.Set(t); return c }
+func (c *clockAt) Set(t time.Time)    { c.ns.Store(t.UnixNano()) }
+func (c *clockAt) Now() time.Time     { return time.Unix(0, c.ns.Load()) }
+
+func TestReplayStoreRemember(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	s := NewReplayStore(c, "t:")
+	settled(t, c, s)
+	ctx := t.Context()
+	until := time.Now().Add(time.Hour).Truncate(time.Millisecond).Add(1500 * time.Microsecond)
+
+	first, err := s.Remember(ctx, "a", until)
+	require.NoError(t, err)
+	require.True(t, first, "a new key is first")
+	first, err = s.Remember(ctx, "a", until)
+	require.NoError(t, err)
+	require.False(t, first, "a recorded key is not first")
+	first, err = s.Remember(ctx, "b", until)
+	require.NoError(t, err)
+	require.True(t, first, "another key is first")
+
+	// Kept until until, rounded up to the millisecond, under the prefix.
+	pttl, err := c.PTTL(ctx, "t:a").Result()
+	require.NoError(t, err)
+	require.Greater(t, pttl, 59*time.Minute)
+	require.LessOrEqual(t, pttl, time.Until(until)+2*time.Millisecond)
+	if srv.Real() {
+		at, err := c.Do(ctx, "PEXPIRETIME", "t:a").Int64()
+		require.NoError(t, err)
+		require.Equal(t, until.Add(time.Millisecond).Truncate(time.Millisecond).UnixMilli(), at)
+	}
+
+	// A key whose until has passed is gone: the next Remember is first.
+	past := time.Now().Add(-time.Second)
+	for range 2 {
+		first, err = s.Remember(ctx, "expired", past)
+		require.NoError(t, err)
+		require.True(t, first)
+	}
+}
+
+// TestReplayStoreOneFirstUnderRace: goroutines on several clients (as on
+// several replicas) race one key; exactly one is first.
+func TestReplayStoreOneFirstUnderRace(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	stores := make([]*ReplayStore, 3)
+	for i := range stores {
+		stores[i] = NewReplayStore(srv.Client(), "")
+	}
+	settled(t, srv.Client(), stores[0])
+	until := time.Now().Add(time.Minute)
+	for round := range 20 {
+		key := "k" + strconv.Itoa(round)
+		var firsts atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 24 {
+			wg.Go(func() {
+				first, err := stores[i%len(stores)].Remember(t.Context(), key, until)
+				if err != nil {
+					t.Error(err)
+				}
+				if first {
+					firsts.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		require.EqualValues(t, 1, firsts.Load(), "round %d", round)
+	}
+}
+
+// replica is one service replica: a Verifier on the shared store.
+func replica(t *testing.T, s dpop.ReplayStore, now func() time.Time) *dpop.Verifier {
+	t.Helper()
+	v, err := dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithClock(now))
+	require.NoError(t, err)
+	return v
+}
+
+func proofAt(t *testing.T, signer *dpop.Signer, at time.Time) dpop.Request {
+	t.Helper()
+	p, err := signer.WithClock(func() time.Time { return at }).Proof("GET", testURL, "", "")
+	require.NoError(t, err)
+	return dpop.Request{Proofs: []string{p}, Method: "GET", URL: testURL}
+}
+
+// TestReplayAcrossReplicasOnRedis: a proof accepted by one replica is a
+// replay at every other; Redis stopped refuses every proof with
+// ErrReplayStoreUnavailable; Redis restarted empty refuses the proofs it
+// may have forgotten, and accepts fresh ones once the iat window and the
+// margin have passed since it came back, without restarting a replica.
+func TestReplayAcrossReplicasOnRedis(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	storeClock := newClockAt(time.Now())
+	s := NewReplayStore(c, "")
+	s.now = storeClock.Now
+	settled(t, c, s)
+	clock := newClockAt(time.Now())
+	a, b := replica(t, s, clock.Now), replica(t, s, clock.Now)
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+
+	req := proofAt(t, signer, clock.Now())
+	_, err = a.Verify(t.Context(), req)
+	require.NoError(t, err)
+	for name, v := range map[string]*dpop.Verifier{"other": b, "same": a} {
+		_, err = v.Verify(t.Context(), req)
+		require.ErrorIs(t, err, dpop.ErrReplay, "replay at the %s replica", name)
+	}
+
+	srv.Stop()
+	_, err = b.Verify(t.Context(), proofAt(t, signer, clock.Now()))
+	require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable, "Redis down")
+	require.NotErrorIs(t, err, dpop.ErrReplay)
+
+	srv.Restart()
+	back := clock.Now()
+	storeClock.Set(back)
+	_, err = b.Verify(t.Context(), req)
+	require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable, "the replay of a proof Redis forgot")
+	_, err = a.Verify(t.Context(), proofAt(t, signer, clock.Now()))
+	require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable, "a proof that could have been accepted before the restart")
+
+	clock.Set(back.Add(dpop.DefaultMaxSkew + dpop.ReplayStoreMargin + time.Second))
+	fresh := proofAt(t, signer, clock.Now())
+	_, err = a.Verify(t.Context(), fresh)
+	require.NoError(t, err, "a fresh proof once the window has passed since the restart")
+	_, err = b.Verify(t.Context(), fresh)
+	require.ErrorIs(t, err, dpop.ErrReplay)
+}
+
+// TestReplayStoreRefusesWhileTheKeyspaceIsNew: on an empty keyspace the
+// store cannot know which proofs were accepted before it (a Redis that
+// lost its keys looks like a new one): it refuses each proof that could
+// have been accepted before the marker it writes, a proof dated ahead
+// included.
+func TestReplayStoreRefusesWhileTheKeyspaceIsNew(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := NewReplayStore(srv.Client(), "")
+	began := time.Now().Truncate(time.Millisecond)
+	s.now = func() time.Time { return began }
+	edge := began.Add(dpop.DefaultMaxSkew + dpop.ReplayStoreMargin)
+	for _, tc := range []struct {
+		name string
+		iat  time.Time
+		ok   bool
+	}{
+		{"iat at the marker", began, false},
+		{"iat just inside", edge.Add(-time.Millisecond), false},
+		{"iat at the edge", edge, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first, err := s.Remember(t.Context(), tc.name, tc.iat.Add(dpop.DefaultMaxAge+dpop.ReplayStoreMargin))
+			if !tc.ok {
+				require.ErrorIs(t, err, errKeyspaceNew)
+				return
+			}
+			require.NoError(t, err)
+			require.True(t, first)
+		})
+	}
+}
+
+// TestReplayStoreHungRedis: a Redis that takes connections and never
+// answers holds Verify only until the request's context ends.
+func TestReplayStoreHungRedis(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	v := replica(t, NewReplayStore(c, ""), time.Now)
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err = v.Verify(ctx, proofAt(t, signer, time.Now()))
+	require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable)
+}
+
+func TestNewReplayStoreNilClient(t *testing.T) {
+	t.Parallel()
+	require.PanicsWithValue(t, "redisstore: NewReplayStore: nil client", func() { NewReplayStore(nil, "") })
+}
