@@ -178,4 +178,3 @@ func revokeAt(t *testing.T, gw *mockservertest.Server, tok string) {
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
-
