@@ -99,6 +99,20 @@ func (d *decisions) purgeDigest(dg [digestBytes]byte) {
 	}
 }
 
+// serveUntil makes the cache serve nothing from t on (cache.ServeUntil);
+// stopServing at once.
+func (d *decisions) serveUntil(t time.Time) {
+	if d != nil {
+		d.lru.ServeUntil(t)
+	}
+}
+
+func (d *decisions) stopServing() {
+	if d != nil {
+		d.lru.StopServing()
+	}
+}
+
 // purgeAll drops every cached decision; Writers made before it store
 // nothing.
 func (d *decisions) purgeAll() {
@@ -173,16 +187,12 @@ func Get(g *Group, key string) (allowed, ok bool) {
 // OwnGroup returns the cache entries of the client's own token, as Own
 // would find them, without making a call: for a call that asks the cache
 // before anything else. It reports false when Own would fail; the group
-// is nil when the token's decisions are not cached, or when the cache is
-// not trusted now (an invalidation channel without a fresh heartbeat).
+// is nil when the token's decisions are not cached.
 func (c *Core) OwnGroup() (*Group, bool) {
 	if c.x.Closed() {
 		return nil, false
 	}
 	if st := c.token.Load(); st != nil {
-		if !c.trusted() {
-			return nil, true
-		}
 		return st.group, true
 	}
 	return nil, false
@@ -193,9 +203,6 @@ func (c *Core) OwnGroup() (*Group, bool) {
 func (c *Core) Lookup(token string) (*Group, bool) {
 	if c.x.Closed() {
 		return nil, false
-	}
-	if !c.trusted() {
-		return nil, true
 	}
 	return c.cache.lookup(transport.Ident{Scheme: transport.SchemeBearer, Token: token}), true
 }

@@ -22,8 +22,7 @@ type Call struct {
 	// per-call token.
 	Token *Token
 	// Group reads the token's cached decisions; nil reads nothing (no
-	// cache, NoCache, a token too long to cache, or a cache not trusted
-	// when the call was made: see trusted).
+	// cache, NoCache, or a token too long to cache).
 	Group *Group
 	// Own is set (Bound) when the call's deadline is the client's
 	// timeout rather than an earlier one of the caller's: only then does
@@ -44,7 +43,7 @@ func (c *Core) Own(cl *Call, noCache bool) error {
 		return fmt.Errorf("%w: %s", c.who.Peer.Err(transport.ErrNoToken), c.who.NoToken)
 	}
 	cl.ID, cl.Token = st.id, st
-	if !noCache && c.trusted() {
+	if !noCache {
 		cl.Group = st.group // nil when the token's entries are not cached
 	}
 	return nil
@@ -59,7 +58,7 @@ func (c *Core) PerCall(cl *Call, token string, noCache bool) error {
 		return c.who.Peer.Err(transport.ErrClosed)
 	}
 	cl.ID = transport.Ident{Scheme: transport.SchemeBearer, Token: token}
-	if !noCache && c.trusted() {
+	if !noCache {
 		cl.Group = c.cache.lookup(cl.ID)
 	}
 	return nil

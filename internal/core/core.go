@@ -87,6 +87,7 @@ func (c *Core) Init(s Settings, who Identity) error {
 	if c.cache, err = newDecisions(&s); err != nil {
 		return fmt.Errorf("%s: WithCache: %w", pkg, err)
 	}
+	testClock := s.Now != nil
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -118,7 +119,7 @@ func (c *Core) Init(s Settings, who Identity) error {
 		return fmt.Errorf("%s: setting up telemetry: %w", pkg, err)
 	}
 	c.x.Observe = c.tel
-	return c.initReplicas(s.Invalidator, s.CacheSize)
+	return c.initReplicas(s.Invalidator, s.CacheSize, testClock)
 }
 
 // Telemetry returns the client's telemetry, for the spans of its calls.

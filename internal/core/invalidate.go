@@ -24,7 +24,9 @@ import (
 //     stream as the purges, each stamped with when its request was sent;
 //   - a cached decision is served only while the clock, read on that
 //     lookup, is before the latest heartbeat's send time plus the trust
-//     window (trustUntil: one atomic load and the clock's reading);
+//     window: the cache's horizon (cache.ServeUntil), which costs a hit
+//     one atomic load, the clock being the one the hit reads for the
+//     entry's expiry;
 //   - otherwise the call goes to the server, as without a cache.
 //
 // So a replica whose channel is down, slow, or that was frozen (SIGSTOP: its
@@ -73,8 +75,11 @@ var allMessage = []byte{msgVersion, msgAll}
 type replicas struct {
 	inv   invalidation.Invalidator
 	trust time.Duration // the trust window
-	// epoch is the origin of trustUntil, read from the client's clock.
-	epoch time.Time
+	// epoch is the origin of trustUntil, read from the client's clock;
+	// testClock is set when that is a test's (Settings.Now), not the real
+	// one.
+	epoch     time.Time
+	testClock bool
 	// trustUntil is when, as time since epoch, the cache stops being
 	// trusted: the latest heartbeat's send time plus the trust window;
 	// math.MinInt64 while the channel is down or before its first
@@ -102,12 +107,12 @@ type replicas struct {
 }
 
 // initReplicas starts the subscription of inv, when there is one.
-func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int) error {
+func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int, testClock bool) error {
 	if inv == nil {
 		return nil
 	}
 	r := &replicas{inv: inv, trust: invalidation.DefaultTrust, epoch: c.now(), gap: true,
-		refused: make(map[[digestBytes]byte]time.Time)}
+		refused: make(map[[digestBytes]byte]time.Time), testClock: testClock}
 	if w, ok := inv.(invalidation.Window); ok {
 		if r.trust = w.TrustWindow(); r.trust <= 0 {
 			return fmt.Errorf("%s: WithInvalidator: the invalidator's trust window must be positive, got %v", c.who.Peer.Pkg(), r.trust)
@@ -117,6 +122,7 @@ func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int) error {
 		c.cache.digests = newDigestIndex(cacheSize)
 	}
 	r.trustUntil.Store(math.MinInt64)
+	c.cache.stopServing()
 	r.downSince, r.lostAt = r.epoch, -1 // a heartbeat sent from the start counts
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -125,13 +131,21 @@ func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int) error {
 	return nil
 }
 
-// trusted reports whether a cached decision may be served now: always
-// without an Invalidator; with one, while the last heartbeat is fresh. It
-// reads the clock on every call: no earlier reading stands in for it,
-// since the process may have been frozen in between.
+// trusted reports whether a cached decision may be served now, for Stats:
+// always without an Invalidator; with one, while the last heartbeat is
+// fresh. (The cache's horizon decides each hit.)
 func (c *Core) trusted() bool {
 	r := c.replicas
-	return r == nil || c.now().Sub(r.epoch) < time.Duration(r.trustUntil.Load())
+	return r == nil || r.elapsed(c) < time.Duration(r.trustUntil.Load())
+}
+
+// elapsed returns the time since epoch, read now: with the real clock, on
+// the monotonic clock alone (time.Since).
+func (r *replicas) elapsed(c *Core) time.Duration {
+	if r.testClock {
+		return c.now().Sub(r.epoch)
+	}
+	return time.Since(r.epoch)
 }
 
 // subscribe runs the Invalidator's Subscribe until Close, calling it again,
@@ -216,12 +230,10 @@ func (rc receiver) Heartbeat(sent time.Time) {
 				"down", c.now().Sub(r.downSince).String())
 		}
 	}
-	until := int64(sentAt + r.trust)
-	for {
-		old := r.trustUntil.Load()
-		if until <= old || r.trustUntil.CompareAndSwap(old, until) {
-			return
-		}
+	// Only the receiving goroutine writes trustUntil and the horizon.
+	if until := int64(sentAt + r.trust); until > r.trustUntil.Load() {
+		r.trustUntil.Store(until)
+		c.cache.serveUntil(sent.Add(r.trust))
 	}
 }
 
@@ -229,6 +241,7 @@ func (rc receiver) Heartbeat(sent time.Time) {
 func (rc receiver) Lost(err error) {
 	c := rc.c
 	r := c.replicas
+	c.cache.stopServing()
 	r.trustUntil.Store(math.MinInt64)
 	r.gap = true
 	now := c.now()
