@@ -115,11 +115,17 @@ func (c *Core) Init(s Settings, who Identity) error {
 	for _, h := range s.Handlers {
 		c.emitter.Subscribe(h)
 	}
+	// The invalidation channel before the telemetry, whose metrics read
+	// it from another goroutine.
+	if err := c.initReplicas(s.Invalidator, s.CacheSize, testClock); err != nil {
+		return err
+	}
 	if c.tel, err = telemetry.New(who.Scope, c, (*Core).counts, s.TracerProvider, s.MeterProvider, who.URL, who.Attributes...); err != nil {
+		c.closeReplicas()
 		return fmt.Errorf("%s: setting up telemetry: %w", pkg, err)
 	}
 	c.x.Observe = c.tel
-	return c.initReplicas(s.Invalidator, s.CacheSize, testClock)
+	return nil
 }
 
 // Telemetry returns the client's telemetry, for the spans of its calls.
@@ -196,6 +202,9 @@ func (c *Core) counts(n *telemetry.Counts) {
 	}
 	n.CacheHits, n.CacheMisses, n.CacheEvictions = cs.Hits, cs.Misses, cs.Evictions
 	n.Breaker = int64(c.x.Breaker.Current())
+	if r := c.replicas; r != nil {
+		n.Replicas, n.Invalidations, n.InvalidationGaps = true, r.received.Load(), r.gaps.Load()
+	}
 }
 
 // ParseURL checks the URL of the client's server (an absolute http or
