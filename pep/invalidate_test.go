@@ -307,12 +307,12 @@ func FuzzInvalidationMessage(f *testing.F) {
 	f.Add(append([]byte{1, 't'}, make([]byte, 32)...))
 	f.Add([]byte("GRANT"))
 	g := startReference(f)
-	b := newBus()
+	b := longTrust{newBus()}
 	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithInvalidator(b))
 	require.NoError(f, err)
 	f.Cleanup(func() { _ = c.Close() })
 	<-b.joined
-	b.beat(time.Now().Add(time.Hour)) // trusted throughout
+	b.beat(time.Now()) // trusted throughout
 	dave := g.token(f, "dave")
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		b.deliver(msg)
@@ -383,4 +383,22 @@ func TestRefusedTokenIsPublishedOncePerQuietPeriod(t *testing.T) {
 	_, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
 	require.Equal(t, 2, published())
+}
+
+// TestHeartbeatFromTheFutureVouchesForNow: a heartbeat stamped later than
+// now is trusted from now, for the trust window only.
+func TestHeartbeatFromTheFutureVouchesForNow(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	clk := newManualClock()
+	b := newBus()
+	c := b.client(t, g, pep.WithClock(clk.Now))
+	tok := g.token(t, "carol")
+	b.beat(clk.Now().Add(time.Hour))
+	checkServed(t, g, c, tok)
+	_, asked := checkServed(t, g, c, tok)
+	require.False(t, asked)
+	clk.Advance(invalidation.DefaultTrust)
+	_, asked = checkServed(t, g, c, tok)
+	require.True(t, asked, "a heartbeat from the future kept the cache trusted")
 }

@@ -211,12 +211,16 @@ func (rc receiver) Message(msg []byte) {
 	}
 }
 
-// Heartbeat extends the trust in the cache to sent plus the trust window;
-// after a gap it first purges everything cached.
+// Heartbeat extends the trust in the cache to sent (or now, if sent is
+// later) plus the trust window; after a gap it first purges everything
+// cached.
 func (rc receiver) Heartbeat(sent time.Time) {
 	c := rc.c
 	r := c.replicas
 	sentAt := sent.Sub(r.epoch)
+	if now := r.elapsed(c); sentAt > now {
+		sentAt, sent = now, sent.Add(now-sentAt) // no heartbeat vouches for the future
+	}
 	if r.gap {
 		if sentAt <= r.lostAt {
 			return
