@@ -131,6 +131,9 @@ func (v *Invalidator) session(ctx context.Context, r invalidation.Receiver) (bea
 	sctx, stop := context.WithCancel(ctx)
 	defer wg.Wait()
 	defer stop()
+	// A read waits for its timeout, not for ctx: closing the
+	// subscription ends it at once.
+	context.AfterFunc(sctx, func() { _ = ps.Close() })
 	ping := func() error {
 		mu.Lock()
 		if len(pending) >= maxPending {
