@@ -19,7 +19,7 @@ func BenchmarkCachedCheckInvalidator(b *testing.B) {
 	ctx := context.Background()
 	plain := g.newClient(b, pep.WithCache(pep.DefaultCacheSize, time.Hour, time.Hour))
 	b.Cleanup(func() { _ = plain.Close() })
-	bus := longTrust{newBus()}
+	bus := newLongBus()
 	withInv := g.newClient(b, pep.WithCache(pep.DefaultCacheSize, time.Hour, time.Hour), pep.WithInvalidator(bus))
 	b.Cleanup(func() { _ = withInv.Close() })
 	<-bus.joined
@@ -72,9 +72,3 @@ func BenchmarkCachedCheckInvalidator(b *testing.B) {
 		}
 	}
 }
-
-// longTrust is a bus whose heartbeats are good for an hour
-// (invalidation.Window).
-type longTrust struct{ *bus }
-
-func (longTrust) TrustWindow() time.Duration { return time.Hour }

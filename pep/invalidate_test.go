@@ -22,6 +22,10 @@ import (
 // the test makes: it delivers every publication, heartbeat and break to
 // every subscriber, one at a time, in order.
 type bus struct {
+	// trust is the trust window of its heartbeats (invalidation.Window):
+	// invalidation.DefaultTrust unless set. A test on the real clock sets
+	// it long, so that a loaded machine does not outrun the window.
+	trust      time.Duration
 	mu         sync.Mutex
 	subs       []invalidation.Receiver
 	joined     chan struct{}
@@ -30,6 +34,20 @@ type bus struct {
 }
 
 func newBus() *bus { return &bus{joined: make(chan struct{}, 16)} }
+
+// newLongBus returns a bus whose heartbeats are good for an hour.
+func newLongBus() *bus {
+	b := newBus()
+	b.trust = time.Hour
+	return b
+}
+
+func (b *bus) TrustWindow() time.Duration {
+	if b.trust > 0 {
+		return b.trust
+	}
+	return invalidation.DefaultTrust
+}
 
 func (b *bus) Publish(_ context.Context, msg []byte) error {
 	b.mu.Lock()
@@ -229,7 +247,7 @@ func TestPurgeReachesEveryReplica(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			g := startReference(t)
-			b := newBus()
+			b := newLongBus()
 			a, r := b.client(t, g), b.client(t, g)
 			b.beat(time.Now())
 			carol, alice := g.token(t, "carol", mockserver.TokenClient(testClient)), g.token(t, "alice")
@@ -247,6 +265,8 @@ func TestPurgeReachesEveryReplica(t *testing.T) {
 			case "401": // a's next request for carol meets the revocation
 				_, err := a.Check(pep.WithToken(t.Context(), carol), "invoices", "read")
 				require.ErrorIs(t, err, pep.ErrUnauthorized)
+				// published on a goroutine of its own
+				eventually(t, "the purge reaches the other replica", func() bool { return r.Stats().Invalidations > 0 })
 			}
 			for _, c := range []*pep.Client{a, r} {
 				s, asked := checkServed(t, g, c, carol)
@@ -273,7 +293,7 @@ func TestPurgeReachesEveryReplica(t *testing.T) {
 func TestMalformedInvalidationsAreIgnored(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
-	b := newBus()
+	b := newLongBus()
 	c := b.client(t, g)
 	b.beat(time.Now())
 	carol, dave := g.token(t, "carol"), g.token(t, "dave")
@@ -307,7 +327,7 @@ func FuzzInvalidationMessage(f *testing.F) {
 	f.Add(append([]byte{1, 't'}, make([]byte, 32)...))
 	f.Add([]byte("GRANT"))
 	g := startReference(f)
-	b := longTrust{newBus()}
+	b := newLongBus()
 	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithInvalidator(b))
 	require.NoError(f, err)
 	f.Cleanup(func() { _ = c.Close() })
@@ -327,7 +347,7 @@ func FuzzInvalidationMessage(f *testing.F) {
 func TestPurgeWithoutAChannel(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
-	b := newBus()
+	b := newLongBus()
 	b.publishErr = errors.New("channel closed")
 	for name, c := range map[string]*pep.Client{"none": g.newClient(t), "failing": b.client(t, g)} {
 		t.Run(name, func(t *testing.T) {
@@ -378,11 +398,32 @@ func TestRefusedTokenIsPublishedOncePerQuietPeriod(t *testing.T) {
 		_, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "read")
 		require.ErrorIs(t, err, pep.ErrUnauthorized)
 	}
+	// The publication runs on a goroutine of its own, started (or not)
+	// before Check returned.
+	eventually(t, "the refusal is published", func() bool { return published() >= 1 })
 	require.Equal(t, 1, published())
 	clk.Advance(time.Second)
 	_, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
+	eventually(t, "the refusal is published again", func() bool { return published() >= 2 })
 	require.Equal(t, 2, published())
+}
+
+// eventually polls cond every few milliseconds, failing the test after
+// ten seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	limit := time.NewTimer(10 * time.Second)
+	defer limit.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-limit.C:
+			t.Fatalf("%s: not within 10 s", what)
+		}
+	}
 }
 
 // TestHeartbeatFromTheFutureVouchesForNow: a heartbeat stamped later than

@@ -96,9 +96,15 @@ type replicas struct {
 	lostAt    time.Duration
 
 	// refused holds when each refused token's purge was last published
-	// (publishRefused).
+	// (publishRefused); inFlight counts the publications under way, pubs
+	// waits for them, and closed stops new ones (Close).
 	refusedMu sync.Mutex
 	refused   map[[digestBytes]byte]time.Time
+	inFlight  int
+	closed    bool
+	pubs      sync.WaitGroup
+	// ctx ends at Close.
+	ctx context.Context
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -125,7 +131,7 @@ func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int, testClo
 	c.cache.stopServing()
 	r.downSince, r.lostAt = r.epoch, -1 // a heartbeat sent from the start counts
 	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
+	r.ctx, r.cancel = ctx, cancel
 	c.replicas = r
 	r.done.Go(func() { c.subscribe(ctx) })
 	return nil
@@ -181,11 +187,16 @@ const (
 	resubscribeMax = 5 * time.Second
 )
 
-// closeReplicas stops the subscription and waits for it to end.
+// closeReplicas stops the subscription and the publications of refused
+// tokens, and waits for them to end.
 func (c *Core) closeReplicas() {
 	if r := c.replicas; r != nil {
+		r.refusedMu.Lock()
+		r.closed = true
+		r.refusedMu.Unlock()
 		r.cancel()
 		r.done.Wait()
+		r.pubs.Wait()
 	}
 }
 
@@ -297,14 +308,17 @@ func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
 	return nil
 }
 
-// publishRefused publishes the purge of a token the server refused (401),
-// bounded by ctx, the call's; a failure is logged, not returned: the call
-// fails on its own account.
+// publishRefused publishes the purge of a token the server refused (401)
+// on a goroutine of its own, so that the call, which fails on its own
+// account, never waits for the channel past its deadline (a Redis client
+// may not honour a context's deadline); a failure is counted and logged.
 //
 // A token refused again within refusalQuiet of its last publication is
 // not published again: a revoked token that a caller keeps sending would
-// otherwise publish a purge per request, which every replica applies.
-func (c *Core) publishRefused(ctx context.Context, token string) {
+// otherwise publish a purge per request, which every replica applies. At
+// most maxRefusedInFlight publications run at once; a refusal beyond them
+// is not published (counted as a failure), and the token's next one is.
+func (c *Core) publishRefused(token string) {
 	r := c.replicas
 	if r == nil {
 		return
@@ -314,31 +328,49 @@ func (c *Core) publishRefused(ctx context.Context, token string) {
 	now := c.now()
 	r.refusedMu.Lock()
 	last, seen := r.refused[dg]
-	quiet := seen && now.Sub(last) < refusalQuiet && now.Sub(last) >= 0
-	if !quiet {
+	publish := !r.closed && !(seen && now.Sub(last) < refusalQuiet && now.Sub(last) >= 0)
+	if publish && r.inFlight >= maxRefusedInFlight {
+		publish = false
+		r.publishFailures.Add(1)
+	}
+	if publish {
 		if len(r.refused) >= maxRefused {
 			clear(r.refused)
 		}
 		r.refused[dg] = now
+		r.inFlight++
+		r.pubs.Add(1)
 	}
 	r.refusedMu.Unlock()
-	if quiet {
+	if !publish {
 		return
 	}
-	if err := c.publish(ctx, "a 401", msg); err != nil {
+	go func() {
+		defer r.pubs.Done()
+		ctx, cancel := context.WithTimeout(r.ctx, refusedPublishTimeout)
+		err := c.publish(ctx, "a 401", msg)
+		cancel()
 		r.refusedMu.Lock()
-		delete(r.refused, dg) // the next refusal tries again
+		r.inFlight--
+		if err != nil {
+			delete(r.refused, dg) // the next refusal tries again
+		}
 		r.refusedMu.Unlock()
-		c.logger.Warn(c.who.Peer.Pkg()+": could not tell the other replicas of a refused token", "cause", err.Error())
-	}
+		if err != nil {
+			c.logger.Warn(c.who.Peer.Pkg()+": could not tell the other replicas of a refused token", "cause", err.Error())
+		}
+	}()
 }
 
 // refusalQuiet is how long after a refused token was published a refusal
 // of it is not published again; maxRefused bounds the tokens remembered
-// (when full, the memory starts over).
+// (when full, the memory starts over); maxRefusedInFlight bounds the
+// publications under way, each of which refusedPublishTimeout bounds.
 const (
-	refusalQuiet = time.Second
-	maxRefused   = 1024
+	refusalQuiet          = time.Second
+	maxRefused            = 1024
+	maxRefusedInFlight    = 64
+	refusedPublishTimeout = invalidation.DefaultTrust
 )
 
 // ReplicaCounts are the counters of the invalidation channel, for Stats.

@@ -113,7 +113,7 @@ func (c *Core) enqueue(kind events.Kind, s transport.Scheme, err error) {
 
 // Refused handles the error of a call's request: for a 401 that refuses
 // the call's token, the token's cached decisions go, here and (with an
-// Invalidator, published within ctx) on every replica, and, if it is still
+// Invalidator, published on a goroutine of its own) on every replica, and, if it is still
 // the client's own current token, tokenExpired is emitted once, its
 // delivery bounded by ctx (the call's deadline). A 401 that blames the
 // DPoP proof (ErrProofRejected), or a nonce challenge still refused after
@@ -125,7 +125,7 @@ func (c *Core) Refused(ctx context.Context, cl *Call, err error) {
 		return
 	}
 	c.cache.purge(cl.ID)
-	c.publishRefused(ctx, cl.ID.Token)
+	c.publishRefused(cl.ID.Token)
 	if cl.Token == nil {
 		return
 	}
