@@ -73,6 +73,8 @@ var _ invalidation.Invalidator = (*Invalidator)(nil)
 var errNoClient = errors.New("redisstore: the Invalidator has no Redis client; pass one to NewInvalidator")
 
 // Publish publishes msg on the channel and returns once Redis answered.
+// It honours ctx's deadline only if the client was made with
+// ContextTimeoutEnabled (otherwise go-redis waits for its ReadTimeout).
 func (v *Invalidator) Publish(ctx context.Context, msg []byte) error {
 	if v.client == nil {
 		return errNoClient
