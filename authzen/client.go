@@ -196,16 +196,35 @@ type Stats struct {
 	FailClosed uint64
 	// Breaker is the circuit breaker's state now.
 	Breaker BreakerState
+	// Invalidations counts the purges received from the invalidation
+	// channel (WithInvalidator) and applied; MalformedInvalidations the
+	// messages on it that were ignored as malformed.
+	Invalidations, MalformedInvalidations uint64
+	// InvalidationGaps counts the times the channel went down (no cached
+	// decision was served until it was back); InvalidationRecoveries the
+	// times it came back, the first subscription included, each of which
+	// purged the whole cache.
+	InvalidationGaps, InvalidationRecoveries uint64
+	// InvalidationPublishFailures counts the purges (Purge, PurgeAll, a
+	// 401) that could not be published to the other replicas.
+	InvalidationPublishFailures uint64
+	// CacheBypassed reports whether cached decisions are not served now
+	// (every call goes to the server): with an invalidator whose
+	// heartbeat is not fresh; always false without one.
+	CacheBypassed bool
 }
 
 // Stats returns the client's counters. It is cheap and safe to call at any
 // time.
 func (c *Client) Stats() Stats {
-	n := c.core.Counts()
+	n, r := c.core.Counts(), c.core.ReplicaCounts()
 	return Stats{
 		Calls: n.Calls, Evaluations: n.Decisions, PDPRequests: n.Requests, Retries: n.Retries,
 		Coalesced: n.Coalesced, CacheHits: n.CacheHits, CacheMisses: n.CacheMisses,
 		CacheEvictions: n.CacheEvictions, CacheEntries: n.CacheEntries, CacheBytes: n.CacheBytes,
 		FailClosed: n.FailClosed, Breaker: n.Breaker,
+		Invalidations: r.Received, MalformedInvalidations: r.Malformed,
+		InvalidationGaps: r.Gaps, InvalidationRecoveries: r.Recoveries,
+		InvalidationPublishFailures: r.PublishFailures, CacheBypassed: !r.Trusted,
 	}
 }

@@ -63,6 +63,10 @@ type Cache[G, K comparable, V any] struct {
 
 	hits, misses           stripe.Counter
 	evictions, expirations uint64 // under mu
+
+	// horizon is when, as time since the epoch, Get stops serving (see
+	// ServeUntil); math.MaxInt64 unless set.
+	horizon atomic.Int64
 }
 
 // Group is a handle on one group of a cache, for reading its entries
@@ -185,6 +189,7 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 		hash:       newHasher[K](),
 		tomb:       new(entry[G, K, V]),
 	}
+	c.horizon.Store(math.MaxInt64)
 	c.none = &Group[G, K, V]{c: c}
 	c.none.entries.init(&c.hash, c.tomb)
 	c.list.next, c.list.prev = &c.list, &c.list
@@ -260,8 +265,8 @@ func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
 	e := grp.entries.get(k)
 	// The clock is read here, for this lookup: nothing else may say that
-	// an entry is unexpired (see clock).
-	if e != nil && e.gen == grp.gen.Load() && c.clk.elapsed() < e.expires {
+	// an entry is unexpired (see clock), or that the horizon is ahead.
+	if now := c.clk.elapsed(); e != nil && e.gen == grp.gen.Load() && now < e.expires && now < time.Duration(c.horizon.Load()) {
 		if !e.ref.Load() { // write the shared line only when it changes
 			e.ref.Store(true)
 		}

@@ -10,6 +10,8 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/lestrrat-go/jwx/v3 v3.2.0
 	github.com/orgauthz/orgauthz v0.0.0
+	github.com/orgauthz/orgauthz/redisstore v0.0.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rs/zerolog v1.28.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
@@ -24,6 +26,7 @@ require (
 )
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
@@ -53,8 +56,10 @@ require (
 	github.com/rs/xid v1.4.0 // indirect
 	github.com/segmentio/asm v1.2.1 // indirect
 	github.com/valyala/fastjson v1.6.10 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
@@ -62,3 +67,5 @@ require (
 )
 
 replace github.com/orgauthz/orgauthz => ../
+
+replace github.com/orgauthz/orgauthz/redisstore => ../redisstore

@@ -64,7 +64,11 @@
 // batches, several at a time. Identical concurrent requests share one
 // gateway request, which each caller waits for only until its own deadline.
 // SetToken, ClearToken and a 401 purge that token's entries, and only
-// those.
+// those; Purge and PurgeAll purge on demand. Replicas of a service share
+// their purges with WithInvalidator (redisstore.NewInvalidator): a 401 or a
+// Purge on one reaches every one, and a replica serves its cache only while
+// the channel's heartbeat is fresh, so that no purge is outrun by a
+// channel that is down or slow, or by a freeze.
 //
 // # Tokens and events
 //

@@ -33,12 +33,12 @@ var (
 	buildErr  error
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
+// RemoveBuiltBinaries removes what mockserverBinary built; TestMain
+// (main_test.go) calls it once the tests have run.
+func RemoveBuiltBinaries() {
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
-	os.Exit(code)
 }
 
 // mockserverBinary builds the reference server once per test run.

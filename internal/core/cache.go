@@ -28,6 +28,9 @@ type Group = cache.Group[transport.Ident, string, bool]
 type decisions struct {
 	lru               *cache.Cache[transport.Ident, string, bool]
 	allowTTL, denyTTL time.Duration
+	// digests finds a token's groups by its digest, for the purges of
+	// other replicas; nil without an Invalidator.
+	digests *digestIndex
 }
 
 func newDecisions(s *Settings) (*decisions, error) {
@@ -84,6 +87,40 @@ func (d *decisions) purge(id transport.Ident) {
 	}
 }
 
+// purgeDigest drops the decisions of every token whose digest
+// (tokenDigest) is dg, under either scheme: those the digest index knows,
+// which are all the cache may hold entries of.
+func (d *decisions) purgeDigest(dg [digestBytes]byte) {
+	if d == nil || d.digests == nil {
+		return
+	}
+	for _, id := range d.digests.take(dg) {
+		d.lru.RemoveGroup(id)
+	}
+}
+
+// serveUntil makes the cache serve nothing from t on (cache.ServeUntil);
+// stopServing at once.
+func (d *decisions) serveUntil(t time.Time) {
+	if d != nil {
+		d.lru.ServeUntil(t)
+	}
+}
+
+func (d *decisions) stopServing() {
+	if d != nil {
+		d.lru.StopServing()
+	}
+}
+
+// purgeAll drops every cached decision; Writers made before it store
+// nothing.
+func (d *decisions) purgeAll() {
+	if d != nil {
+		d.lru.Purge()
+	}
+}
+
 // Writer stores the decisions of one request for one token. It stores
 // nothing once the token's entries were purged after it was made, so that
 // an answer in flight cannot bring a purged token's decisions back. A nil
@@ -98,7 +135,12 @@ func (d *decisions) writer(id transport.Ident) *Writer {
 	if !d.cached(id) {
 		return nil
 	}
-	return &Writer{w: d.lru.Writer(owned(id)), d: d, tok: len(id.Token)}
+	id = owned(id)
+	w := &Writer{w: d.lru.Writer(id), d: d, tok: len(id.Token)}
+	if d.digests != nil { // after the Writer: the group is held while it is indexed
+		d.digests.add(id, d.lru)
+	}
+	return w
 }
 
 // Add stores the server's verdict on key: allowed for the allow TTL,

@@ -52,6 +52,8 @@ type Core struct {
 	emitter  *events.Emitter
 	now      func() time.Time
 	tel      *telemetry.Telemetry
+	// replicas is the invalidation channel's state; nil without one.
+	replicas *replicas
 	// flights coalesces identical requests (Send).
 	flights Flights[flightKey, []byte]
 
@@ -85,6 +87,7 @@ func (c *Core) Init(s Settings, who Identity) error {
 	if c.cache, err = newDecisions(&s); err != nil {
 		return fmt.Errorf("%s: WithCache: %w", pkg, err)
 	}
+	testClock := s.Now != nil
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -112,7 +115,13 @@ func (c *Core) Init(s Settings, who Identity) error {
 	for _, h := range s.Handlers {
 		c.emitter.Subscribe(h)
 	}
+	// The invalidation channel before the telemetry, whose metrics read
+	// it from another goroutine.
+	if err := c.initReplicas(s.Invalidator, s.CacheSize, testClock); err != nil {
+		return err
+	}
 	if c.tel, err = telemetry.New(who.Scope, c, (*Core).counts, s.TracerProvider, s.MeterProvider, who.URL, who.Attributes...); err != nil {
+		c.closeReplicas()
 		return fmt.Errorf("%s: setting up telemetry: %w", pkg, err)
 	}
 	c.x.Observe = c.tel
@@ -134,8 +143,12 @@ func (c *Core) Closed() bool { return c.x.Closed() }
 
 // Close makes every later call fail with ErrClosed and closes the
 // connections of the transport Init made (not one the user gave): at once,
-// and again as the requests under way end. It does not wait for them.
-func (c *Core) Close() { c.x.Close() }
+// and again as the requests under way end. It does not wait for them; it
+// does wait for the invalidation channel's subscription to end.
+func (c *Core) Close() {
+	c.x.Close()
+	c.closeReplicas()
+}
 
 // Fetch sends a request that carries no credential (a discovery document)
 // through the base transport, without retries or the breaker; ErrClosed
@@ -189,6 +202,9 @@ func (c *Core) counts(n *telemetry.Counts) {
 	}
 	n.CacheHits, n.CacheMisses, n.CacheEvictions = cs.Hits, cs.Misses, cs.Evictions
 	n.Breaker = int64(c.x.Breaker.Current())
+	if r := c.replicas; r != nil {
+		n.Replicas, n.Invalidations, n.InvalidationGaps = true, r.received.Load(), r.gaps.Load()
+	}
 }
 
 // ParseURL checks the URL of the client's server (an absolute http or

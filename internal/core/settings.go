@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/invalidation"
 )
 
 // The defaults both clients apply, so that pep and authzen behave alike
@@ -58,6 +59,10 @@ type Settings struct {
 
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+
+	// Invalidator carries purges between replicas (WithInvalidator); nil
+	// for none.
+	Invalidator invalidation.Invalidator
 
 	// Test seams, set only by the clients' tests. A nil Now is the real
 	// clock; FlightWait runs each time a caller starts waiting for a

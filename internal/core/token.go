@@ -139,7 +139,8 @@ func (c *Core) enqueue(kind events.Kind, s transport.Scheme, err error) {
 }
 
 // Refused handles the error of a call's request: for a 401 that refuses
-// the call's token, the token's cached decisions go and, if it is still
+// the call's token, the token's cached decisions go, here and (with an
+// Invalidator, published on a goroutine of its own) on every replica, and, if it is still
 // the client's own current token, tokenExpired is emitted once, its
 // delivery bounded by ctx (the call's deadline). A 401 that blames the
 // DPoP proof (ErrProofRejected), or a nonce challenge still refused after
@@ -151,6 +152,7 @@ func (c *Core) Refused(ctx context.Context, cl *Call, err error) {
 		return
 	}
 	c.cache.purge(cl.ID)
+	c.publishRefused(cl.ID.Token)
 	if cl.Token == nil {
 		return
 	}

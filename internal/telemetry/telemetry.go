@@ -132,12 +132,18 @@ type Counts struct {
 	// Breaker is the circuit breaker's state: 0 closed, 1 open, 2
 	// half-open.
 	Breaker int64
+	// Replicas is set for a client with an invalidation channel, whose
+	// Invalidations (purges received and applied) and InvalidationGaps
+	// (the times the channel went down) are observed.
+	Replicas                        bool
+	Invalidations, InvalidationGaps uint64
 }
 
 // observe registers the client-level observable metrics of c with t's
 // meter: Prefix+"decisions" by Prefix+"outcome", Prefix+"cache.hits",
-// Prefix+"cache.misses", Prefix+"cache.evictions" and
-// Prefix+"breaker.state", read by read from c's own counters when the
+// Prefix+"cache.misses", Prefix+"cache.evictions",
+// Prefix+"breaker.state", and, for a client with an invalidation channel,
+// Prefix+"cache.invalidations" and Prefix+"cache.invalidation.gaps", read by read from c's own counters when the
 // metric reader collects (nothing is recorded on a call's path).
 //
 // The callback holds c weakly, so a client nobody uses any more is
@@ -167,7 +173,11 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 		metric.WithDescription("Live decisions pushed out of a full cache."), unit)
 	breaker, err5 := meter.Int64ObservableGauge(p+"breaker.state",
 		metric.WithDescription("The circuit breaker's state: 0 closed, 1 open, 2 half-open."))
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	invalidations, err6 := meter.Int64ObservableCounter(p+"cache.invalidations",
+		metric.WithDescription("Purges received from the other replicas' invalidation channel and applied."), metric.WithUnit("{purge}"))
+	gaps, err7 := meter.Int64ObservableCounter(p+"cache.invalidation.gaps",
+		metric.WithDescription("Times the invalidation channel went down (the cache was bypassed until it was back, then purged)."), metric.WithUnit("{gap}"))
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
 		return err
 	}
 	base := metric.WithAttributeSet(attribute.NewSet(t.base...))
@@ -194,8 +204,12 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 		o.ObserveInt64(misses, int64(n.CacheMisses), base)
 		o.ObserveInt64(evictions, int64(n.CacheEvictions), base)
 		o.ObserveInt64(breaker, n.Breaker, base)
+		if n.Replicas {
+			o.ObserveInt64(invalidations, int64(n.Invalidations), base)
+			o.ObserveInt64(gaps, int64(n.InvalidationGaps), base)
+		}
 		return nil
-	}, decisions, hits, misses, evictions, breaker)
+	}, decisions, hits, misses, evictions, breaker, invalidations, gaps)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/orgauthz/orgauthz/pep"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+// TestLogoutReachesEveryReplica runs two replicas of the example against
+// the reference server (the acme fixture its comment uses) and one Redis:
+// after POST /logout on one, the other no longer answers that token from
+// its cache.
+func TestLogoutReachesEveryReplica(t *testing.T) {
+	gw := mockservertest.Start(t, mockserver.WithFixtureFile("../fixtures/acme.json"))
+	rs := redistest.Start(t)
+	var replicas []http.Handler
+	var clients []*pep.Client
+	for range 2 {
+		c, err := newClient(gw.URL, "acme", "orders-api", rs.Client(), "test", pep.WithHTTPClient(gw.Client()))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
+		replicas = append(replicas, routes(c))
+	}
+	require.Eventually(t, func() bool {
+		for _, c := range clients {
+			if c.Stats().CacheBypassed {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "the replicas did not subscribe")
+
+	token := gw.Token("acme", "carol")
+	get := func(h http.Handler, method, path string) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(t.Context(), method, path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	get(replicas[1], "GET", "/orders/42")
+	rec := get(replicas[1], "GET", "/orders/42")
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.True(t, strings.Contains(rec.Body.String(), "cached: true"), rec.Body.String())
+
+	require.Equal(t, http.StatusNoContent, get(replicas[0], "POST", "/logout").Code)
+	require.Eventually(t, func() bool { return clients[1].Stats().Invalidations > 0 }, 10*time.Second, 5*time.Millisecond)
+	rec = get(replicas[1], "GET", "/orders/42")
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Contains(t, rec.Body.String(), "cached: false")
+}

@@ -1,0 +1,185 @@
+package faults_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/orgauthz/orgauthz/pep"
+	"github.com/orgauthz/orgauthz/redisstore"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+// redisRig is a Redis server behind a Toxiproxy proxy, and two replicas'
+// clients that share cache purges through it (redisstore.Invalidator),
+// before a reference server.
+type redisRig struct {
+	redis *redistest.Server
+	tp    *toxiproxy.ApiServer
+	proxy *toxiproxy.Proxy
+	gw    *mockservertest.Server
+	peps  []*pep.Client
+}
+
+func newRedisRig(t *testing.T) *redisRig {
+	t.Helper()
+	r := &redisRig{redis: redistest.Start(t), gw: mockservertest.Start(t, mockserver.WithFixture(fixture))}
+	r.tp = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	r.proxy = toxiproxy.NewProxy(r.tp, "redis", "127.0.0.1:0", r.redis.Addr())
+	require.NoError(t, r.tp.Collection.Add(r.proxy, true))
+	t.Cleanup(func() { _ = r.tp.Collection.Clear() })
+	for range 2 {
+		rdb := redis.NewClient(&redis.Options{Addr: r.proxy.Listen, MaxRetries: -1})
+		t.Cleanup(func() { _ = rdb.Close() })
+		c, err := pep.New(r.gw.URL, realm, clientID, pep.WithHTTPClient(r.gw.Client()), pep.WithRetry(0, 0, 0),
+			pep.WithInvalidator(redisstore.NewInvalidator(rdb, "faults")))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		r.peps = append(r.peps, c)
+	}
+	return r
+}
+
+// heal replaces the proxy by one without toxics on the same address (see
+// rig.heal for why not RemoveToxic).
+func (r *redisRig) heal(t *testing.T) {
+	t.Helper()
+	_ = r.tp.Collection.Remove(r.proxy.Name) // absent when the fault removed it
+	proxy := toxiproxy.NewProxy(r.tp, r.proxy.Name, r.proxy.Listen, r.proxy.Upstream)
+	require.NoError(t, r.tp.Collection.Add(proxy, true))
+	r.proxy = proxy
+}
+
+// until polls cond every few milliseconds, failing the test after limit.
+func until(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+	}
+}
+
+// every reports whether cond holds for every replica.
+func (r *redisRig) every(cond func(pep.Stats) bool) func() bool {
+	return func() bool {
+		for _, c := range r.peps {
+			if !cond(c.Stats()) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// check checks orders/read for tok on c, and reports the status and
+// whether the gateway was asked.
+func check(t *testing.T, c *pep.Client, tok string) (pep.Status, bool) {
+	t.Helper()
+	before := c.Stats().GatewayRequests
+	d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
+	asked := c.Stats().GatewayRequests > before
+	if err != nil {
+		return pep.Deny, asked
+	}
+	return d.Status, asked
+}
+
+// TestInvalidationChannelFaults: between the replicas and Redis, the
+// channel goes down, slow (past the trust window), reset, or Redis
+// restarts. Meanwhile no replica serves a cached decision, and a token
+// revoked and purged during the fault is granted by none afterwards; once
+// the fault is gone every replica caches again, none restarted.
+func TestInvalidationChannelFaults(t *testing.T) {
+	t.Parallel()
+	faults := []struct {
+		name  string
+		apply func(t *testing.T, r *redisRig)
+	}{
+		{"down", func(t *testing.T, r *redisRig) { require.NoError(t, r.tp.Collection.Remove(r.proxy.Name)) }},
+		{"slow", func(t *testing.T, r *redisRig) {
+			_, err := r.proxy.Toxics.AddToxicJson(strings.NewReader(`{"name": "slow", "type": "latency", "stream": "downstream", "toxicity": 1, "attributes": {"latency": 3000}}`))
+			require.NoError(t, err)
+		}},
+		{"reset", func(t *testing.T, r *redisRig) {
+			_, err := r.proxy.Toxics.AddToxicJson(strings.NewReader(`{"name": "reset", "type": "reset_peer", "stream": "downstream", "toxicity": 1, "attributes": {"timeout": 0}}`))
+			require.NoError(t, err)
+		}},
+		// Redis stops, and heal starts it again, empty, on its address.
+		{"restarted", func(t *testing.T, r *redisRig) { r.redis.Stop() }},
+	}
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRedisRig(t)
+			until(t, "every replica trusts its cache", 10*time.Second, r.every(func(s pep.Stats) bool { return !s.CacheBypassed }))
+			alice, other := r.gw.Token(realm, "alice", mockserver.TokenClient(clientID)), r.gw.Token(realm, "alice")
+			for _, c := range r.peps {
+				for _, tok := range []string{alice, other} {
+					check(t, c, tok)
+					_, asked := check(t, c, tok)
+					require.False(t, asked)
+				}
+			}
+
+			f.apply(t, r)
+			until(t, "every replica bypasses its cache", 10*time.Second, r.every(func(s pep.Stats) bool { return s.CacheBypassed }))
+			for i, c := range r.peps {
+				s, asked := check(t, c, other)
+				require.True(t, asked, "replica %d served a cached decision during the fault", i)
+				require.Equal(t, pep.Grant, s)
+			}
+			// alice's token is revoked and purged on replica 0 during the
+			// fault: the purge may be lost or late.
+			revokeAt(t, r.gw, alice)
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			_ = r.peps[0].Purge(ctx, alice)
+			cancel()
+
+			if f.name == "restarted" {
+				r.redis.Restart() // the proxy had no toxic: it stays
+			} else {
+				r.heal(t)
+			}
+			until(t, "every replica trusts its cache again", 15*time.Second, r.every(func(s pep.Stats) bool { return !s.CacheBypassed }))
+			for i, c := range r.peps {
+				s, _ := check(t, c, alice)
+				require.NotEqual(t, pep.Grant, s, "replica %d granted the token revoked during the fault", i)
+				check(t, c, other)
+				_, asked := check(t, c, other)
+				assert.False(t, asked, "replica %d does not cache again after the fault", i)
+			}
+		})
+	}
+}
+
+// revokeAt revokes tok at the reference server's revocation endpoint (RFC
+// 7009), as orders-api.
+func revokeAt(t *testing.T, gw *mockservertest.Server, tok string) {
+	t.Helper()
+	form := url.Values{"client_id": {clientID}, "client_secret": {"orders-secret"}, "token": {tok}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+"/realms/"+realm+"/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := gw.Client().Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}

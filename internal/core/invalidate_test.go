@@ -1,0 +1,85 @@
+package core
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/transport"
+)
+
+// indexed returns a decision cache of size entries with a digest index,
+// as a client with an Invalidator has.
+func indexed(t testing.TB, size int) *decisions {
+	d, err := newDecisions(&Settings{CacheSize: size, CacheMaxBytes: 1 << 40, AllowTTL: time.Hour, DenyTTL: time.Hour})
+	require.NoError(t, err)
+	d.digests = newDigestIndex(size)
+	return d
+}
+
+func bearer(token string) transport.Ident {
+	return transport.Ident{Scheme: transport.SchemeBearer, Token: token}
+}
+
+// store caches one GRANT of token under key.
+func store(d *decisions, id transport.Ident, key string) {
+	w := d.writer(id)
+	w.Add(key, true)
+	w.Close()
+}
+
+// TestDigestPurgeFindsEveryScheme: a purge by digest drops the token's
+// decisions under both schemes and no other token's.
+func TestDigestPurgeFindsEveryScheme(t *testing.T) {
+	d := indexed(t, 100)
+	dp := transport.Ident{Scheme: transport.SchemeDPoP, Token: "tok"}
+	store(d, bearer("tok"), "k")
+	store(d, dp, "k")
+	store(d, bearer("other"), "k")
+	d.purgeDigest(tokenDigest("tok"))
+	for id, want := range map[transport.Ident]bool{bearer("tok"): false, dp: false, bearer("other"): true} {
+		_, ok := d.lru.Get(id, "k")
+		require.Equal(t, want, ok, "%v", id)
+	}
+	store(d, bearer("tok"), "k") // indexed again once cached again
+	d.purgeDigest(tokenDigest("tok"))
+	_, ok := d.lru.Get(bearer("tok"), "k")
+	require.False(t, ok)
+}
+
+// TestDigestIndexStaysInProportionToTheCache: tokens whose decisions the
+// cache evicted leave the index, which stays within twice the cache's
+// entries, while those still cached stay findable.
+func TestDigestIndexStaysInProportionToTheCache(t *testing.T) {
+	const size = 50
+	d := indexed(t, size)
+	for i := range 20 * size {
+		store(d, bearer(fmt.Sprint("token-", i)), "k")
+	}
+	require.LessOrEqual(t, len(d.digests.ids), 2*size)
+	last := fmt.Sprint("token-", 20*size-1)
+	d.purgeDigest(tokenDigest(last))
+	_, ok := d.lru.Get(bearer(last), "k")
+	require.False(t, ok, "a cached token was pruned from the index")
+}
+
+// BenchmarkDigestPurge applies a purge from another replica to caches of
+// ever more tokens: its cost must not grow with them (a purge that hashed
+// every cached token made a flood of purges a denial of service).
+func BenchmarkDigestPurge(b *testing.B) {
+	for _, tokens := range []int{10, 10_000} {
+		b.Run(fmt.Sprint("tokens=", tokens), func(b *testing.B) {
+			d := indexed(b, tokens+1)
+			for i := range tokens {
+				store(d, bearer(fmt.Sprintf("%01000d", i)), "k")
+			}
+			dg := tokenDigest("absent")
+			b.ReportAllocs()
+			for b.Loop() {
+				d.purgeDigest(dg)
+			}
+		})
+	}
+}

@@ -1,0 +1,445 @@
+package pep_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/invalidation"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// bus is an in-process invalidation channel whose heartbeats and breaks
+// the test makes: it delivers every publication, heartbeat and break to
+// every subscriber, one at a time, in order.
+type bus struct {
+	// trust is the trust window of its heartbeats (invalidation.Window):
+	// invalidation.DefaultTrust unless set. A test on the real clock sets
+	// it long, so that a loaded machine does not outrun the window.
+	trust      time.Duration
+	mu         sync.Mutex
+	subs       []invalidation.Receiver
+	joined     chan struct{}
+	published  [][]byte
+	publishErr error
+}
+
+func newBus() *bus { return &bus{joined: make(chan struct{}, 16)} }
+
+// newLongBus returns a bus whose heartbeats are good for an hour.
+func newLongBus() *bus {
+	b := newBus()
+	b.trust = time.Hour
+	return b
+}
+
+func (b *bus) TrustWindow() time.Duration {
+	if b.trust > 0 {
+		return b.trust
+	}
+	return invalidation.DefaultTrust
+}
+
+func (b *bus) Publish(_ context.Context, msg []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.publishErr != nil {
+		return b.publishErr
+	}
+	b.published = append(b.published, append([]byte(nil), msg...))
+	for _, r := range b.subs {
+		r.Message(msg)
+	}
+	return nil
+}
+
+func (b *bus) Subscribe(ctx context.Context, r invalidation.Receiver) error {
+	b.mu.Lock()
+	b.subs = append(b.subs, r)
+	b.mu.Unlock()
+	b.joined <- struct{}{}
+	<-ctx.Done()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, s := range b.subs {
+		if s == r {
+			b.subs = append(b.subs[:i], b.subs[i+1:]...)
+			break
+		}
+	}
+	return ctx.Err()
+}
+
+// client returns a client of g on b, once it has subscribed.
+func (b *bus) client(t *testing.T, g *reference, opts ...pep.Option) *pep.Client {
+	t.Helper()
+	c := g.newClient(t, append([]pep.Option{pep.WithInvalidator(b)}, opts...)...)
+	t.Cleanup(func() { _ = c.Close() })
+	select {
+	case <-b.joined:
+	case <-t.Context().Done():
+		t.Fatal("the client did not subscribe")
+	}
+	return c
+}
+
+// beat reports a heartbeat sent at sent to every subscriber.
+func (b *bus) beat(sent time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range b.subs {
+		r.Heartbeat(sent)
+	}
+}
+
+// lose reports a break to every subscriber.
+func (b *bus) lose(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range b.subs {
+		r.Lost(err)
+	}
+}
+
+// deliver reports msg, as if another process had published it.
+func (b *bus) deliver(msg []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range b.subs {
+		r.Message(msg)
+	}
+}
+
+// checkServed checks orders/read for tok and reports the status and
+// whether the gateway was asked.
+func checkServed(t *testing.T, g *reference, c *pep.Client, tok string) (pep.Status, bool) {
+	t.Helper()
+	before := g.count()
+	d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
+	if err != nil {
+		return pep.Deny, g.count() > before
+	}
+	return d.Status, g.count() > before
+}
+
+// revoke revokes tok at the reference server's revocation endpoint (RFC
+// 7009), as orders-api.
+func (g *reference) revoke(t *testing.T, tok string) {
+	t.Helper()
+	form := url.Values{"client_id": {testClient}, "client_secret": {"orders-secret"}, "token": {tok}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, g.URL+"/realms/acme/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := g.Client().Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// TestInvalidatorTrustsTheCacheOnlyWhileItsHeartbeatIsFresh: with an
+// invalidator, a cached decision is served only within the trust window
+// after a heartbeat was sent; before the first one, and once it is stale
+// (a stalled channel, a frozen process), every Check asks the gateway.
+func TestInvalidatorTrustsTheCacheOnlyWhileItsHeartbeatIsFresh(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	clk := newManualClock()
+	b := newBus()
+	c := b.client(t, g, pep.WithClock(clk.Now))
+	tok := g.token(t, "carol")
+
+	for range 2 { // no heartbeat yet: nothing cached is served
+		s, asked := checkServed(t, g, c, tok)
+		require.Equal(t, pep.Grant, s)
+		require.True(t, asked, "a cached decision was served before the first heartbeat")
+	}
+	assert.True(t, c.Stats().CacheBypassed)
+
+	b.beat(clk.Now())
+	require.False(t, c.Stats().CacheBypassed)
+	_, asked := checkServed(t, g, c, tok)
+	require.True(t, asked, "the first heartbeat purges what was cached before it")
+	_, asked = checkServed(t, g, c, tok)
+	require.False(t, asked, "a fresh heartbeat: the cache is served")
+
+	clk.Advance(invalidation.DefaultTrust - time.Nanosecond)
+	_, asked = checkServed(t, g, c, tok)
+	require.False(t, asked, "within the trust window")
+
+	clk.Advance(time.Nanosecond) // the heartbeat is as old as the window: stale
+	s, asked := checkServed(t, g, c, tok)
+	require.Equal(t, pep.Grant, s)
+	require.True(t, asked, "a stale heartbeat: the gateway is asked")
+	assert.True(t, c.Stats().CacheBypassed)
+
+	b.beat(clk.Now().Add(-invalidation.DefaultTrust)) // an answer that waited as long as the window: still stale
+	_, asked = checkServed(t, g, c, tok)
+	require.True(t, asked, "a heartbeat counts from when it was sent, not when it arrived")
+
+	b.beat(clk.Now())
+	_, asked = checkServed(t, g, c, tok)
+	require.False(t, asked, "no break, so no purge: the cache is served again")
+	st := c.Stats()
+	assert.Equal(t, uint64(1), st.InvalidationRecoveries)
+	assert.Zero(t, st.InvalidationGaps)
+}
+
+// TestInvalidatorBreakPurgesEverythingCachedBeforeIt: when the channel
+// breaks, purges may have been lost: nothing cached is served until a
+// heartbeat sent after the break, which purges the whole cache first; a
+// heartbeat sent before the break does not end it.
+func TestInvalidatorBreakPurgesEverythingCachedBeforeIt(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	clk := newManualClock()
+	b := newBus()
+	c := b.client(t, g, pep.WithClock(clk.Now))
+	carol, alice := g.token(t, "carol", mockserver.TokenClient(testClient)), g.token(t, "alice")
+	b.beat(clk.Now())
+	for _, tok := range []string{carol, alice} {
+		checkServed(t, g, c, tok)
+		_, asked := checkServed(t, g, c, tok)
+		require.False(t, asked)
+	}
+	before := clk.Now()
+	clk.Advance(time.Millisecond)
+	b.lose(errors.New("connection reset"))
+
+	// carol's GRANT is revoked while the channel is down; her purge is
+	// lost with it.
+	g.revoke(t, carol)
+	s, asked := checkServed(t, g, c, carol)
+	require.True(t, asked, "the channel is down: the gateway is asked")
+	require.Equal(t, pep.Deny, s)
+	_, asked = checkServed(t, g, c, alice)
+	require.True(t, asked)
+
+	b.beat(before) // sent before the break: says nothing of what it lost
+	_, asked = checkServed(t, g, c, alice)
+	require.True(t, asked, "a heartbeat sent before the break ended it")
+
+	clk.Advance(time.Millisecond)
+	b.beat(clk.Now())
+	assert.Zero(t, c.Stats().CacheEntries, "the heartbeat after a break purges the whole cache")
+	s, asked = checkServed(t, g, c, carol)
+	require.True(t, asked)
+	require.Equal(t, pep.Deny, s)
+	st := c.Stats()
+	assert.Equal(t, uint64(1), st.InvalidationGaps)
+	assert.Equal(t, uint64(2), st.InvalidationRecoveries)
+}
+
+// TestPurgeReachesEveryReplica: a Purge on one replica, and a 401 seen by
+// one, drop the token's cached decisions on every replica and no other
+// token's; the messages carry a digest, never the token.
+func TestPurgeReachesEveryReplica(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"Purge", "401"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			g := startReference(t)
+			b := newLongBus()
+			a, r := b.client(t, g), b.client(t, g)
+			b.beat(time.Now())
+			carol, alice := g.token(t, "carol", mockserver.TokenClient(testClient)), g.token(t, "alice")
+			for _, c := range []*pep.Client{a, r} {
+				for _, tok := range []string{carol, alice} {
+					checkServed(t, g, c, tok)
+					_, asked := checkServed(t, g, c, tok)
+					require.False(t, asked)
+				}
+			}
+			g.revoke(t, carol)
+			switch how {
+			case "Purge":
+				require.NoError(t, a.Purge(t.Context(), carol))
+			case "401": // a's next request for carol meets the revocation
+				_, err := a.Check(pep.WithToken(t.Context(), carol), "invoices", "read")
+				require.ErrorIs(t, err, pep.ErrUnauthorized)
+				// published on a goroutine of its own
+				eventually(t, "the purge reaches the other replica", func() bool { return r.Stats().Invalidations > 0 })
+			}
+			for _, c := range []*pep.Client{a, r} {
+				s, asked := checkServed(t, g, c, carol)
+				require.True(t, asked, "carol's cached GRANT outlived the purge")
+				require.NotEqual(t, pep.Grant, s)
+				_, asked = checkServed(t, g, c, alice)
+				require.False(t, asked, "the purge of carol dropped alice's decisions")
+				assert.Positive(t, c.Stats().Invalidations)
+			}
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			require.NotEmpty(t, b.published)
+			for _, m := range b.published {
+				assert.NotContains(t, string(m), carol)
+				assert.Len(t, m, 34, "a version, a kind and a SHA-256 digest")
+			}
+		})
+	}
+}
+
+// TestMalformedInvalidationsAreIgnored: nothing on the channel but a
+// well-formed purge removes anything, nothing on it grants, and garbage is
+// counted.
+func TestMalformedInvalidationsAreIgnored(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	b := newLongBus()
+	c := b.client(t, g)
+	b.beat(time.Now())
+	carol, dave := g.token(t, "carol"), g.token(t, "dave")
+	for _, tok := range []string{carol, dave} {
+		checkServed(t, g, c, tok)
+	}
+	bad := [][]byte{
+		nil, {}, {1}, {1, 't'}, {2, 'a'}, {1, 'x'}, {1, 'a', 0},
+		append([]byte{1, 't'}, make([]byte, 31)...), append([]byte{1, 't'}, make([]byte, 33)...),
+		append([]byte{2, 't'}, make([]byte, 32)...), []byte(carol), []byte("GRANT"),
+	}
+	for _, m := range bad {
+		b.deliver(m)
+	}
+	st := c.Stats()
+	assert.Equal(t, uint64(len(bad)), st.MalformedInvalidations)
+	assert.Zero(t, st.Invalidations)
+	for tok, want := range map[string]pep.Status{carol: pep.Grant, dave: pep.Deny} {
+		s, asked := checkServed(t, g, c, tok)
+		assert.False(t, asked, "a malformed message removed a cached decision")
+		assert.Equal(t, want, s)
+	}
+	b.deliver(append([]byte{1, 't'}, make([]byte, 32)...)) // well formed, no such token
+	_, asked := checkServed(t, g, c, carol)
+	assert.False(t, asked)
+}
+
+// FuzzInvalidationMessage: no message turns a DENY into a GRANT or panics.
+func FuzzInvalidationMessage(f *testing.F) {
+	f.Add([]byte{1, 'a'})
+	f.Add(append([]byte{1, 't'}, make([]byte, 32)...))
+	f.Add([]byte("GRANT"))
+	g := startReference(f)
+	b := newLongBus()
+	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithInvalidator(b))
+	require.NoError(f, err)
+	f.Cleanup(func() { _ = c.Close() })
+	<-b.joined
+	b.beat(time.Now()) // trusted throughout
+	dave := g.token(f, "dave")
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		b.deliver(msg)
+		d, err := c.Check(pep.WithToken(t.Context(), dave), "orders", "read")
+		require.NoError(t, err)
+		require.Equal(t, pep.Deny, d.Status)
+	})
+}
+
+// TestPurgeWithoutAChannel: Purge and PurgeAll work on a client without an
+// invalidator; a failed publication still purges here and says so.
+func TestPurgeWithoutAChannel(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	b := newLongBus()
+	b.publishErr = errors.New("channel closed")
+	for name, c := range map[string]*pep.Client{"none": g.newClient(t), "failing": b.client(t, g)} {
+		t.Run(name, func(t *testing.T) {
+			if name == "failing" {
+				b.beat(time.Now())
+			}
+			tok := g.token(t, "carol")
+			checkServed(t, g, c, tok)
+			_, asked := checkServed(t, g, c, tok)
+			require.False(t, asked)
+			err := c.Purge(t.Context(), tok)
+			_, asked = checkServed(t, g, c, tok)
+			require.True(t, asked, "Purge left the token's decisions")
+			err2 := c.PurgeAll(t.Context())
+			assert.Zero(t, c.Stats().CacheEntries)
+			if name == "none" {
+				require.NoError(t, err)
+				require.NoError(t, err2)
+			} else {
+				require.ErrorIs(t, err, b.publishErr)
+				require.ErrorIs(t, err2, b.publishErr)
+				assert.NotContains(t, err.Error(), tok)
+				assert.Equal(t, uint64(2), c.Stats().InvalidationPublishFailures)
+			}
+			require.ErrorContains(t, c.Purge(t.Context(), ""), "empty")
+		})
+	}
+}
+
+// TestRefusedTokenIsPublishedOncePerQuietPeriod: a revoked token sent
+// again and again publishes one purge, not one per request, until a
+// second has passed.
+func TestRefusedTokenIsPublishedOncePerQuietPeriod(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	clk := newManualClock()
+	b := newBus()
+	c := b.client(t, g, pep.WithClock(clk.Now))
+	b.beat(clk.Now())
+	bob := g.token(t, "bob", mockserver.TokenClient(testClient))
+	g.revoke(t, bob)
+	published := func() int {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.published)
+	}
+	for range 20 {
+		_, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "read")
+		require.ErrorIs(t, err, pep.ErrUnauthorized)
+	}
+	// The publication runs on a goroutine of its own, started (or not)
+	// before Check returned.
+	eventually(t, "the refusal is published", func() bool { return published() >= 1 })
+	require.Equal(t, 1, published())
+	clk.Advance(time.Second)
+	_, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "read")
+	require.ErrorIs(t, err, pep.ErrUnauthorized)
+	eventually(t, "the refusal is published again", func() bool { return published() >= 2 })
+	require.Equal(t, 2, published())
+}
+
+// eventually polls cond every few milliseconds, failing the test after
+// ten seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	limit := time.NewTimer(10 * time.Second)
+	defer limit.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-limit.C:
+			t.Fatalf("%s: not within 10 s", what)
+		}
+	}
+}
+
+// TestHeartbeatFromTheFutureVouchesForNow: a heartbeat stamped later than
+// now is trusted from now, for the trust window only.
+func TestHeartbeatFromTheFutureVouchesForNow(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	clk := newManualClock()
+	b := newBus()
+	c := b.client(t, g, pep.WithClock(clk.Now))
+	tok := g.token(t, "carol")
+	b.beat(clk.Now().Add(time.Hour))
+	checkServed(t, g, c, tok)
+	_, asked := checkServed(t, g, c, tok)
+	require.False(t, asked)
+	clk.Advance(invalidation.DefaultTrust)
+	_, asked = checkServed(t, g, c, tok)
+	require.True(t, asked, "a heartbeat from the future kept the cache trusted")
+}

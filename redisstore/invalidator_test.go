@@ -1,0 +1,266 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/orgauthz/orgauthz/pep"
+	"github.com/orgauthz/orgauthz/redisstore"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+// The reference server's fixture: in realm acme, bob may read orders
+// (group support, role viewer), erin may not.
+const (
+	fixture = "../examples/fixtures/acme.json"
+	realm   = "acme"
+	app     = "orders-api"
+	secret  = "orders-secret"
+)
+
+// startGateway starts the reference server with the fixture.
+func startGateway(t testing.TB) *mockservertest.Server {
+	t.Helper()
+	return mockservertest.Start(t, mockserver.WithFixtureFile(fixture))
+}
+
+// revocable mints a token of user that orders-api may revoke (RFC 7009).
+func revocable(gw *mockservertest.Server, user string) string {
+	return gw.Token(realm, user, mockserver.TokenClient(app))
+}
+
+// revoke revokes tok at the reference server's revocation endpoint.
+func revoke(t *testing.T, gw *mockservertest.Server, tok string) {
+	t.Helper()
+	form := url.Values{"client_id": {app}, "client_secret": {secret}, "token": {tok}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+"/realms/acme/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := gw.Client().Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// replica is one replica's client, on its own Redis connection.
+func replica(t *testing.T, gw *mockservertest.Server, rdb redis.UniversalClient, channel string) *pep.Client {
+	t.Helper()
+	c, err := pep.New(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
+		pep.WithInvalidator(redisstore.NewInvalidator(rdb, channel)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// waitFor polls cond until it holds, failing the test after limit.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+	}
+}
+
+// trusted reports whether every client serves its cache.
+func trusted(cs ...*pep.Client) func() bool {
+	return func() bool {
+		for _, c := range cs {
+			if c.Stats().CacheBypassed {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// served checks orders/read for tok on c and reports the status and
+// whether the gateway was asked.
+func served(t *testing.T, c *pep.Client, tok string) (pep.Status, bool) {
+	t.Helper()
+	before := c.Stats().GatewayRequests
+	d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
+	asked := c.Stats().GatewayRequests > before
+	if err != nil {
+		return pep.Deny, asked
+	}
+	return d.Status, asked
+}
+
+// cache has each client cache tok's decision and checks it is served
+// from the cache.
+func cache(t *testing.T, tok string, cs ...*pep.Client) {
+	t.Helper()
+	for _, c := range cs {
+		served(t, c, tok)
+		_, asked := served(t, c, tok)
+		require.False(t, asked, "the decision was not cached")
+	}
+}
+
+// TestInvalidatorPurgesEveryReplica: three replicas on one Redis channel;
+// a token revoked at the server and purged on one replica (Purge), or
+// refused there (a 401), is no longer granted by any replica once each
+// has received the purge, and another token's decisions stay cached.
+func TestInvalidatorPurgesEveryReplica(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"Purge", "401"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			rs := redistest.Start(t)
+			gw := startGateway(t)
+			var cs []*pep.Client
+			for range 3 {
+				cs = append(cs, replica(t, gw, rs.Client(), "test:"+how))
+			}
+			waitFor(t, "every replica trusts its cache", 10*time.Second, trusted(cs...))
+			bob, erin := revocable(gw, "bob"), gw.Token(realm, "erin")
+			cache(t, bob, cs...)
+			cache(t, erin, cs...)
+
+			revoke(t, gw, bob)
+			switch how {
+			case "Purge":
+				require.NoError(t, cs[0].Purge(t.Context(), bob))
+			case "401":
+				_, err := cs[0].Check(pep.WithToken(t.Context(), bob), "invoices", "read")
+				require.ErrorIs(t, err, pep.ErrUnauthorized)
+			}
+			for i, c := range cs {
+				waitFor(t, "the purge reaches every replica", 10*time.Second, func() bool { return c.Stats().Invalidations > 0 })
+				s, asked := served(t, c, bob)
+				require.True(t, asked, "replica %d served bob's purged decision", i)
+				require.Equal(t, pep.Deny, s)
+				_, asked = served(t, c, erin)
+				require.False(t, asked, "replica %d lost erin's decision to bob's purge", i)
+			}
+		})
+	}
+}
+
+// TestInvalidatorThroughARedisRestart: while Redis is down no replica
+// serves a cached decision (a purge published then is lost); once it is
+// back, every replica purges what it cached before and caches again, and
+// no replica was restarted.
+func TestInvalidatorThroughARedisRestart(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	if !rs.Real() {
+		t.Log("miniredis: its restart keeps connections open, so only the heartbeat's staleness shows the gap")
+	}
+	gw := startGateway(t)
+	var cs []*pep.Client
+	for range 3 {
+		cs = append(cs, replica(t, gw, rs.Client(), "test:restart"))
+	}
+	waitFor(t, "every replica trusts its cache", 10*time.Second, trusted(cs...))
+	bob, erin := revocable(gw, "bob"), gw.Token(realm, "erin")
+	cache(t, bob, cs...)
+	cache(t, erin, cs...)
+
+	rs.Stop()
+	waitFor(t, "every replica bypasses its cache", 10*time.Second, func() bool {
+		for _, c := range cs {
+			if !c.Stats().CacheBypassed {
+				return false
+			}
+		}
+		return true
+	})
+	revoke(t, gw, bob)
+	err := cs[0].Purge(t.Context(), bob)
+	require.Error(t, err, "Purge says the other replicas may not have heard")
+	assert.NotContains(t, err.Error(), bob)
+	for i, c := range cs {
+		s, asked := served(t, c, bob)
+		require.True(t, asked, "replica %d served a cached decision while Redis was down", i)
+		require.Equal(t, pep.Deny, s)
+		_, asked = served(t, c, erin)
+		require.True(t, asked, "replica %d served a cached decision while Redis was down", i)
+	}
+	assert.Positive(t, cs[1].Stats().InvalidationGaps)
+
+	rs.Restart()
+	waitFor(t, "every replica trusts its cache again", 15*time.Second, trusted(cs...))
+	bob2 := revocable(gw, "bob")
+	for i, c := range cs {
+		assert.GreaterOrEqual(t, c.Stats().InvalidationRecoveries, uint64(2), "replica %d", i)
+		s, _ := served(t, c, bob)
+		require.Equal(t, pep.Deny, s, "replica %d granted the token revoked while Redis was down", i)
+	}
+	cache(t, bob2, cs...) // caching resumed
+	require.NoError(t, cs[2].Purge(t.Context(), bob2))
+	for i, c := range cs {
+		// bob2's is the only decision cached (bob's 401s purged bob's).
+		waitFor(t, "the purge after the restart reaches every replica", 10*time.Second, func() bool { return c.Stats().CacheEntries == 0 })
+		_, asked := served(t, c, bob2)
+		require.True(t, asked, "replica %d served bob2's purged decision", i)
+	}
+}
+
+// TestInvalidatorWithoutAClient: an Invalidator made with a nil client
+// fails every Publish and Subscribe with an error that says what to fix,
+// and a client on it never serves its cache.
+func TestInvalidatorWithoutAClient(t *testing.T) {
+	t.Parallel()
+	inv := redisstore.NewInvalidator(nil, "")
+	err := inv.Publish(t.Context(), []byte{1, 'a'})
+	require.ErrorContains(t, err, "NewInvalidator")
+	gw := startGateway(t)
+	c, err := pep.New(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithInvalidator(inv))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	bob := gw.Token(realm, "bob")
+	for range 2 {
+		_, asked := served(t, c, bob)
+		require.True(t, asked)
+	}
+	require.Error(t, c.PurgeAll(t.Context()))
+	waitFor(t, "the failed subscription is counted", 10*time.Second, func() bool { return c.Stats().InvalidationGaps > 0 })
+}
+
+// TestInvalidatorSubscribeEndsWithItsContext: Subscribe returns the
+// context's error once it is done.
+func TestInvalidatorSubscribeEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	inv := redisstore.NewInvalidator(rs.Client(), "")
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &beats{first: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- inv.Subscribe(ctx, r) }()
+	<-r.first
+	cancel()
+	require.True(t, errors.Is(<-done, context.Canceled))
+}
+
+// beats is a Receiver that says when the first heartbeat came.
+type beats struct {
+	first chan struct{}
+	n     int
+}
+
+func (b *beats) Message([]byte) {}
+func (b *beats) Lost(error)     {}
+func (b *beats) Heartbeat(time.Time) {
+	if b.n++; b.n == 1 {
+		close(b.first)
+	}
+}
