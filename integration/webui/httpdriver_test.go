@@ -41,6 +41,8 @@ func newHTTPDriver(t *testing.T, base string) *httpDriver {
 // requires until on it.
 func (d *httpDriver) load(what string, req *http.Request, until sel) {
 	d.t.Helper()
+	// A browser's Accept: the server answers errors with a page too.
+	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
 	resp, err := d.client.Do(req)
 	require.NoError(d.t, err, what)
 	defer resp.Body.Close()
