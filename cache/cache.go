@@ -80,7 +80,7 @@ type Group[G, K comparable, V any] struct {
 	// dead, and Writers made before the last removal no longer write.
 	gen atomic.Uint64
 
-	pins, writers int // under c.mu
+	pins, writers int32 // under c.mu
 }
 
 // entry is one stored value, linked into the cache's recency list.
@@ -345,7 +345,7 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 	grp.gen.Add(1)
 	n := grp.entries.len()
 	dead := grp.entries.tab.Load()
-	grp.entries.init(&c.hash, c.tomb)
+	grp.entries.reset()
 	c.release(grp)
 	c.mu.Unlock()
 
@@ -362,8 +362,8 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 		batch = batch[:0]
 	}
 	for i := range dead.slots {
-		e := dead.slots[i].Load()
-		if e == nil || e == dead.tomb {
+		e := dead.slots[i].e.Load()
+		if e == nil || e == c.tomb {
 			continue
 		}
 		if batch = append(batch, e); len(batch) == freeBatch {
@@ -389,7 +389,7 @@ func (c *Cache[G, K, V]) Purge() {
 	c.groupsMu.Lock()
 	for _, grp := range c.groups {
 		grp.gen.Add(1)
-		grp.entries.init(&c.hash, c.tomb)
+		grp.entries.reset()
 		if grp.pins == 0 && grp.writers == 0 {
 			delete(c.groups, grp.id)
 		}
