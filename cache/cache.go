@@ -41,10 +41,9 @@ type Cache[G, K comparable, V any] struct {
 	// of the sizes callers give.
 	entryCost, groupCost int64
 
-	// hash hashes keys in the groups' indexes, whose removed slots hold
-	// tomb.
-	hash hasher
-	tomb *entry[G, K, V]
+	// keys hashes keys in the groups' indexes, and marks their removed
+	// slots.
+	keys keying[G, K, V]
 
 	// mu guards the index of groups, the recency list, the counts, and
 	// each group's pins and writers; a group's entries are written with mu
@@ -182,11 +181,10 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 		groups:     make(map[G]*Group[G, K, V]),
 		entryCost:  entryCost[G, K, V](),
 		groupCost:  groupCost[G, K, V](),
-		hash:       newHasher[K](),
-		tomb:       new(entry[G, K, V]),
+		keys:       keying[G, K, V]{hash: newHasher[K](), tomb: new(entry[G, K, V])},
 	}
 	c.none = &Group[G, K, V]{c: c}
-	c.none.entries.init(&c.hash, c.tomb)
+	c.none.entries.init(&c.keys)
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.clk.init(cfg.now)
 	return c, nil
@@ -201,14 +199,14 @@ func entryCost[G, K comparable, V any]() int64 {
 	return int64(unsafe.Sizeof(e)) + indexEntryCost
 }
 
-// groupCost estimates the memory of one group's bookkeeping: the group, its
-// slot in the cache's index of groups (a map, counted with its control byte
-// at a load of 2/3, about where a map that doubles as it grows sits on
-// average), and its index's first table.
+// groupCost estimates the memory of one group's bookkeeping: the group,
+// its index's first table included, and its slot in the cache's index of
+// groups (a map, counted with its control byte at a load of 2/3, about
+// where a map that doubles as it grows sits on average).
 func groupCost[G, K comparable, V any]() int64 {
 	var g G
 	var grp Group[G, K, V]
-	return int64(unsafe.Sizeof(grp)+(unsafe.Sizeof(g)+8+1)*3/2) + tableBytes
+	return int64(unsafe.Sizeof(grp) + (unsafe.Sizeof(g)+8+1)*3/2)
 }
 
 // Get returns the value stored under group g and key k, and true when it is
@@ -363,7 +361,7 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 	}
 	for i := range dead.slots {
 		e := dead.slots[i].e.Load()
-		if e == nil || e == c.tomb {
+		if e == nil || e == c.keys.tomb {
 			continue
 		}
 		if batch = append(batch, e); len(batch) == freeBatch {
@@ -483,7 +481,7 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 	grp := c.groups[g]
 	if grp == nil {
 		grp = &Group[G, K, V]{c: c, id: g}
-		grp.entries.init(&c.hash, c.tomb)
+		grp.entries.init(&c.keys)
 		c.groupsMu.Lock()
 		c.groups[g] = grp
 		c.groupsMu.Unlock()

@@ -23,12 +23,24 @@ import (
 // only filters: the key is always compared whole, so that two keys with
 // one hash are never taken for each other.
 type index[G, K comparable, V any] struct {
-	tab  atomic.Pointer[table[G, K, V]]
-	h    *hasher
-	tomb *entry[G, K, V] // marks a removed entry's slot
+	tab atomic.Pointer[table[G, K, V]]
+	k   *keying[G, K, V]
 	// live counts entries and used the slots that are not empty (entries
 	// and tombstones) of the current table; writers only.
 	live, used int
+	// first is the index's first table, with its slots, in the index
+	// itself: a group of one entry, the commonest in a cache of many
+	// tokens, costs no allocation and no memory access beyond its group.
+	// Once replaced it is never written again (see reset).
+	first      table[G, K, V]
+	firstSlots [minSlots]slot[G, K, V]
+}
+
+// keying is what a cache's indexes share: the hasher of keys, and the
+// tombstone, which marks a removed entry's slot.
+type keying[G, K comparable, V any] struct {
+	hash hasher
+	tomb *entry[G, K, V]
 }
 
 // table is one generation of an index's slots.
@@ -59,23 +71,24 @@ const minSlots = 2
 // slotBytes is what a slot takes.
 const slotBytes = int64(unsafe.Sizeof(slot[int, int, int]{}))
 
-// tableBytes estimates what an index costs beside its entries: its first
-// table, and for each entry, the slots of a table between a quarter and a
-// half full (three slots on average).
+// indexEntryCost estimates what an index costs for each entry beyond the
+// first table, which is part of the index: the slots of a table between a
+// quarter and a half full (three slots on average).
 const (
-	tableBytes     = int64(unsafe.Sizeof(table[int, int, int]{})) + minSlots*slotBytes
 	slotsPerEntry  = 3
 	indexEntryCost = slotsPerEntry * slotBytes
 )
 
-// init gives x its hasher and tombstone, and an empty table.
-func (x *index[G, K, V]) init(h *hasher, tomb *entry[G, K, V]) {
-	x.h, x.tomb = h, tomb
-	x.reset()
+// init gives x its keying and its first, empty, table: the one in x.
+func (x *index[G, K, V]) init(k *keying[G, K, V]) {
+	x.k = k
+	x.first = table[G, K, V]{mask: minSlots - 1, slots: x.firstSlots[:]}
+	x.tab.Store(&x.first)
+	x.live, x.used = 0, 0
 }
 
-// reset gives x a new empty table; writers only. Readers that loaded the
-// old one go on reading it.
+// reset gives x a new empty table, never the first one again, which
+// readers and the caller may still be reading; writers only.
 func (x *index[G, K, V]) reset() {
 	x.tab.Store(newTable[G, K, V](minSlots))
 	x.live, x.used = 0, 0
@@ -88,14 +101,14 @@ func newTable[G, K comparable, V any](n int) *table[G, K, V] {
 // get returns the entry stored under k, or nil. It takes no lock.
 func (x *index[G, K, V]) get(k K) *entry[G, K, V] {
 	t := x.tab.Load()
-	h := hash(x.h, k)
+	h := hash(&x.k.hash, k)
 	for i := h; ; i++ {
 		s := &t.slots[i&t.mask]
 		e := s.e.Load()
 		if e == nil {
 			return nil
 		}
-		if s.hash.Load() == h && e != x.tomb && e.key == k {
+		if s.hash.Load() == h && e != x.k.tomb && e.key == k {
 			return e
 		}
 	}
@@ -108,7 +121,7 @@ func (x *index[G, K, V]) len() int { return x.live }
 // writers only.
 func (x *index[G, K, V]) put(e *entry[G, K, V]) (old *entry[G, K, V]) {
 	t := x.tab.Load()
-	h := hash(x.h, e.key)
+	h := hash(&x.k.hash, e.key)
 	free := -1 // the first tombstone on the way, reused for a new key
 	for i := h; ; i++ {
 		s := &t.slots[i&t.mask]
@@ -126,7 +139,7 @@ func (x *index[G, K, V]) put(e *entry[G, K, V]) (old *entry[G, K, V]) {
 			}
 			x.live++
 			return nil
-		case o == x.tomb:
+		case o == x.k.tomb:
 			if free < 0 {
 				free = int(i & t.mask)
 			}
@@ -141,14 +154,14 @@ func (x *index[G, K, V]) put(e *entry[G, K, V]) (old *entry[G, K, V]) {
 // reports whether it was; writers only.
 func (x *index[G, K, V]) remove(e *entry[G, K, V]) bool {
 	t := x.tab.Load()
-	h := hash(x.h, e.key)
+	h := hash(&x.k.hash, e.key)
 	for i := h; ; i++ {
 		s := &t.slots[i&t.mask]
 		switch o := s.e.Load(); {
 		case o == nil:
 			return false
 		case o == e:
-			s.e.Store(x.tomb)
+			s.e.Store(x.k.tomb)
 			x.live--
 			// A table that removals left mostly empty is replaced by a
 			// smaller one, so that a group that shrank does not keep the
@@ -157,7 +170,7 @@ func (x *index[G, K, V]) remove(e *entry[G, K, V]) bool {
 				x.rehash(x.live)
 			}
 			return true
-		case o != x.tomb && s.hash.Load() == h && o.key == e.key:
+		case o != x.k.tomb && s.hash.Load() == h && o.key == e.key:
 			return false // e was replaced
 		}
 	}
@@ -175,7 +188,7 @@ func (x *index[G, K, V]) rehash(n int) {
 	x.used = 0
 	for i := range old.slots {
 		s := &old.slots[i]
-		if e := s.e.Load(); e != nil && e != x.tomb {
+		if e := s.e.Load(); e != nil && e != x.k.tomb {
 			t.insert(s.hash.Load(), e)
 			x.used++
 		}
@@ -198,7 +211,7 @@ func (t *table[G, K, V]) insert(h uint64, e *entry[G, K, V]) {
 func (x *index[G, K, V]) all(f func(*entry[G, K, V])) {
 	t := x.tab.Load()
 	for i := range t.slots {
-		if e := t.slots[i].e.Load(); e != nil && e != x.tomb {
+		if e := t.slots[i].e.Load(); e != nil && e != x.k.tomb {
 			f(e)
 		}
 	}

@@ -11,8 +11,7 @@ import (
 
 func newIndex() *index[int, string, int] {
 	x := new(index[int, string, int])
-	h := newHasher[string]()
-	x.init(&h, new(entry[int, string, int]))
+	x.init(&keying[int, string, int]{hash: newHasher[string](), tomb: new(entry[int, string, int])})
 	return x
 }
 
@@ -134,7 +133,7 @@ func TestIndexComparesWholeKeys(t *testing.T) {
 	x := newIndex()
 	alice := &entry[int, string, int]{key: "alice/orders/read", value: 1}
 	x.put(alice)
-	collide := hash(x.h, "mallory/orders/read")
+	collide := hash(&x.k.hash, "mallory/orders/read")
 	tab := x.tab.Load()
 	found := false
 	for i := range tab.slots {
