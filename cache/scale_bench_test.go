@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,20 +76,26 @@ func BenchmarkCacheScale(b *testing.B) {
 	for _, sc := range []struct{ entries, tokens int }{
 		{1_000, 1}, {100_000, 1}, {1_000_000, 1}, {100_000, 100_000},
 	} {
-		set := scaleSet(sc.entries, sc.tokens)
-		// probes are the keys in one random order, copies laid out in
-		// that order, so that reading the next probe costs neither
-		// structure a cache miss of its own.
-		probes := make([]scaleKey, len(set))
-		for i, j := range rand.New(rand.NewPCG(3, 4)).Perm(len(set)) {
-			tok := set[j].g.token
-			if sc.tokens > 1 {
-				tok = clone(tok)
+		// The keys are made when a sub-benchmark of the size first runs,
+		// so that a -bench pattern that skips a size does not pay for it.
+		keys := sync.OnceValues(func() (set, probes []scaleKey) {
+			set = scaleSet(sc.entries, sc.tokens)
+			// probes are the keys in one random order, copies laid out
+			// in that order, so that reading the next probe costs
+			// neither structure a cache miss of its own.
+			probes = make([]scaleKey, len(set))
+			for i, j := range rand.New(rand.NewPCG(3, 4)).Perm(len(set)) {
+				tok := set[j].g.token
+				if sc.tokens > 1 {
+					tok = clone(tok)
+				}
+				probes[i] = scaleKey{ident{set[j].g.scheme, tok}, clone(set[j].k)}
 			}
-			probes[i] = scaleKey{ident{set[j].g.scheme, tok}, clone(set[j].k)}
-		}
+			return set, probes
+		})
 		name := fmt.Sprintf("entries=%d/tokens=%d", sc.entries, sc.tokens)
 		b.Run(name+"/map", func(b *testing.B) {
+			set, probes := keys()
 			before := heapAfter()
 			m := make(map[scaleKey]bool)
 			own := make(map[string]string) // one copy of each token, as the cache keeps
@@ -114,6 +121,7 @@ func BenchmarkCacheScale(b *testing.B) {
 			runtime.KeepAlive(m)
 		})
 		b.Run(name+"/cache", func(b *testing.B) {
+			set, probes := keys()
 			before := heapAfter()
 			c, err := cache.New[ident, string, bool](len(set))
 			if err != nil {
@@ -142,6 +150,7 @@ func BenchmarkCacheScale(b *testing.B) {
 			continue
 		}
 		b.Run(name+"/map-keys", func(b *testing.B) {
+			set, probes := keys()
 			m := make(map[string]bool)
 			for _, k := range set {
 				m[clone(k.k)] = true
@@ -157,6 +166,7 @@ func BenchmarkCacheScale(b *testing.B) {
 			}
 		})
 		b.Run(name+"/pinned", func(b *testing.B) {
+			set, probes := keys()
 			c, err := cache.New[ident, string, bool](len(set))
 			if err != nil {
 				b.Fatal(err)
