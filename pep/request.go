@@ -59,17 +59,7 @@ func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Resu
 		c.failAll(ds, err)
 		return err
 	}
-	var missing []int
-	for i := range ds {
-		if s, ok := get(cl.Group, ctxKey, pair{resource: ds[i].Resource, scope: ds[i].Scope}); ok {
-			ds[i].Status, ds[i].Cached = s, true
-			continue
-		}
-		if missing == nil {
-			missing = make([]int, 0, len(ds)-i)
-		}
-		missing = append(missing, i)
-	}
+	missing := lookup(cl.Group, ctxKey, ds)
 	if len(missing) == 0 {
 		c.record(ds)
 		c.core.Telemetry().CachedCall(ctx, "pep.CheckMany", len(ds), outcomeOf(ds))
