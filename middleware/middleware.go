@@ -325,7 +325,7 @@ func noDecision(cause error) bool {
 // could read it differently).
 func (c *config) admit(w http.ResponseWriter, r *http.Request) bool {
 	switch {
-	case len(r.Header.Values("Authorization")) > 1:
+	case len(r.Header["Authorization"]) > 1: // the key is canonical: no Values, which canonicalizes it per call
 		writeError(w, http.StatusBadRequest, "the request has more than one Authorization header")
 		return false
 	case !canonicalPath(r):
@@ -438,7 +438,7 @@ var (
 // case-insensitive, and the token must be an RFC 6750 b64token, so that the
 // pep client can always send it. Its errors never quote the header.
 func BearerToken(r *http.Request) (string, error) {
-	values := r.Header.Values("Authorization")
+	values := r.Header["Authorization"] // as Values reads it, without canonicalizing a canonical key
 	switch len(values) {
 	case 0:
 		return "", ErrNoBearerToken
