@@ -41,10 +41,9 @@ type Cache[G, K comparable, V any] struct {
 	// of the sizes callers give.
 	entryCost, groupCost int64
 
-	// hash hashes keys in the groups' indexes, whose removed slots hold
-	// tomb.
-	hash hasher
-	tomb *entry[G, K, V]
+	// keys hashes keys in the groups' indexes, and marks their removed
+	// slots.
+	keys keying[G, K, V]
 
 	// mu guards the index of groups, the recency list, the counts, and
 	// each group's pins and writers; a group's entries are written with mu
@@ -84,7 +83,7 @@ type Group[G, K comparable, V any] struct {
 	// dead, and Writers made before the last removal no longer write.
 	gen atomic.Uint64
 
-	pins, writers int // under c.mu
+	pins, writers int32 // under c.mu
 }
 
 // entry is one stored value, linked into the cache's recency list.
@@ -186,12 +185,11 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 		groups:     make(map[G]*Group[G, K, V]),
 		entryCost:  entryCost[G, K, V](),
 		groupCost:  groupCost[G, K, V](),
-		hash:       newHasher[K](),
-		tomb:       new(entry[G, K, V]),
+		keys:       keying[G, K, V]{hash: newHasher[K](), tomb: new(entry[G, K, V])},
 	}
 	c.horizon.Store(math.MaxInt64)
 	c.none = &Group[G, K, V]{c: c}
-	c.none.entries.init(&c.hash, c.tomb)
+	c.none.entries.init(&c.keys)
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.clk.init(cfg.now)
 	return c, nil
@@ -206,14 +204,14 @@ func entryCost[G, K comparable, V any]() int64 {
 	return int64(unsafe.Sizeof(e)) + indexEntryCost
 }
 
-// groupCost estimates the memory of one group's bookkeeping: the group, its
-// slot in the cache's index of groups (a map, counted with its control byte
-// at a load of 2/3, about where a map that doubles as it grows sits on
-// average), and its index's first table.
+// groupCost estimates the memory of one group's bookkeeping: the group,
+// its index's first table included, and its slot in the cache's index of
+// groups (a map, counted with its control byte at a load of 2/3, about
+// where a map that doubles as it grows sits on average).
 func groupCost[G, K comparable, V any]() int64 {
 	var g G
 	var grp Group[G, K, V]
-	return int64(unsafe.Sizeof(grp)+(unsafe.Sizeof(g)+8+1)*3/2) + tableBytes
+	return int64(unsafe.Sizeof(grp) + (unsafe.Sizeof(g)+8+1)*3/2)
 }
 
 // Get returns the value stored under group g and key k, and true when it is
@@ -350,7 +348,7 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 	grp.gen.Add(1)
 	n := grp.entries.len()
 	dead := grp.entries.tab.Load()
-	grp.entries.init(&c.hash, c.tomb)
+	grp.entries.reset()
 	c.release(grp)
 	c.mu.Unlock()
 
@@ -367,8 +365,8 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 		batch = batch[:0]
 	}
 	for i := range dead.slots {
-		e := dead.slots[i].Load()
-		if e == nil || e == dead.tomb {
+		e := dead.slots[i].e.Load()
+		if e == nil || e == c.keys.tomb {
 			continue
 		}
 		if batch = append(batch, e); len(batch) == freeBatch {
@@ -394,7 +392,7 @@ func (c *Cache[G, K, V]) Purge() {
 	c.groupsMu.Lock()
 	for _, grp := range c.groups {
 		grp.gen.Add(1)
-		grp.entries.init(&c.hash, c.tomb)
+		grp.entries.reset()
 		if grp.pins == 0 && grp.writers == 0 {
 			delete(c.groups, grp.id)
 		}
@@ -488,7 +486,7 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 	grp := c.groups[g]
 	if grp == nil {
 		grp = &Group[G, K, V]{c: c, id: g}
-		grp.entries.init(&c.hash, c.tomb)
+		grp.entries.init(&c.keys)
 		c.groupsMu.Lock()
 		c.groups[g] = grp
 		c.groupsMu.Unlock()

@@ -11,8 +11,7 @@ import (
 
 func newIndex() *index[int, string, int] {
 	x := new(index[int, string, int])
-	h := newHasher[string]()
-	x.init(&h, new(entry[int, string, int]))
+	x.init(&keying[int, string, int]{hash: newHasher[string](), tomb: new(entry[int, string, int])})
 	return x
 }
 
@@ -123,4 +122,40 @@ func TestIndexReadersNeverMissALiveKey(t *testing.T) {
 	}
 	done.Store(true)
 	wg.Wait()
+}
+
+// TestIndexComparesWholeKeys gives a key's slot the hash of another key,
+// as a collision of the two would: the slot's hash only spares probes a
+// look at entries, and the index answers the other key with nothing, never
+// with the entry it does not hold. (A decision cache keyed this way would
+// otherwise serve one key's answer for the other.)
+func TestIndexComparesWholeKeys(t *testing.T) {
+	x := newIndex()
+	alice := &entry[int, string, int]{key: "alice/orders/read", value: 1}
+	x.put(alice)
+	collide := hash(&x.k.hash, "mallory/orders/read")
+	tab := x.tab.Load()
+	found := false
+	for i := range tab.slots {
+		if s := &tab.slots[i]; s.e.Load() == alice {
+			s.hash.Store(collide)
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the entry is in no slot")
+	}
+	if e := x.get("mallory/orders/read"); e != nil {
+		t.Fatalf("get of a key the index does not hold, whose hash its entry's slot carries, = %v", e)
+	}
+	other := &entry[int, string, int]{key: "mallory/orders/read", value: 2}
+	if old := x.put(other); old != nil {
+		t.Fatalf("put of a new key whose hash collides replaced %v", old)
+	}
+	if e := x.get("mallory/orders/read"); e != other {
+		t.Fatalf("get(mallory) = %v, want its own entry", e)
+	}
+	if x.len() != 2 {
+		t.Fatalf("len() = %d, want 2", x.len())
+	}
 }

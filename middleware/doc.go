@@ -3,9 +3,13 @@
 //
 //	mux.Handle("GET /orders", middleware.Require(client, "orders", "read")(ordersHandler))
 //
-// The caller's Bearer token is forwarded to the gateway (pep.WithToken), and
-// the request's method (see WithMethodOverride) and path are sent as the
-// decision context. The next
+// The caller's Bearer token is forwarded to the gateway as a per-call token
+// (as pep.WithToken sends it), and the request's method (see
+// WithMethodOverride) and path are sent as the decision context. A
+// *pep.Client is asked without going through its public call options, so
+// that a request whose decisions it has cached allocates twice in the
+// middleware (the request's context with the decision, and the request
+// copy that carries it) and sends nothing. The next
 // handler runs only when every scope is granted; it can read the decision
 // with DecisionFromContext. Otherwise the middleware answers in the
 // service's error shape, {"error": "...", "message": "..."}:

@@ -137,7 +137,7 @@ func (c *Client) CheckMany(ctx context.Context, resources []Resource, opts ...Ca
 		c.failAll(ds, err)
 		return Result{Status: Deny, Decisions: ds}, err
 	}
-	missing := lookup(&cl, pairs, ds)
+	missing := lookup(cl.Group, cl.ctxKey, ds)
 	if len(missing) > 0 {
 		err = c.decide(ctx, "pep.CheckMany", &cl, ds, missing)
 	} else {
@@ -247,16 +247,18 @@ func distinct(resources []Resource) bool {
 	return true
 }
 
-// lookup answers the pairs the cache holds and returns the indexes of the
-// others.
-func lookup(cl *call, pairs []pair, ds []Decision) (missing []int) {
-	for i, p := range pairs {
-		if s, ok := get(cl.Group, cl.ctxKey, p); ok {
+// lookup answers the decisions of ds (their pairs) that the cache holds,
+// read through g under a request context key, and returns the indexes of
+// the others. CheckMany and the middleware's requests (checkRequest) ask
+// the cache through it.
+func lookup(g *core.Group, ctxKey string, ds []Decision) (missing []int) {
+	for i := range ds {
+		if s, ok := get(g, ctxKey, pair{resource: ds[i].Resource, scope: ds[i].Scope}); ok {
 			ds[i].Status, ds[i].Cached = s, true
 			continue
 		}
 		if missing == nil {
-			missing = make([]int, 0, len(pairs)-i)
+			missing = make([]int, 0, len(ds)-i)
 		}
 		missing = append(missing, i)
 	}

@@ -1,0 +1,30 @@
+// Package fastcheck is how middleware asks a *pep.Client for one protected
+// request's decisions without what the public API costs per call: the
+// context WithToken makes, the request context option, the resources
+// slice. A request answered from the cache then allocates nothing in pep.
+//
+// pep sets Check when it is initialized; middleware, which imports pep,
+// finds it set. Nothing else uses it.
+package fastcheck
+
+import "context"
+
+// Query is one protected request's question: every scope of Scopes on
+// Resource, asked with the request context {Method, Path}.
+type Query struct {
+	// Token is the caller's Bearer token, sent as pep.WithToken sends it;
+	// with Own, the client's own token is used and Token is ignored.
+	Token    string
+	Own      bool
+	Resource string
+	Scopes   []string
+	Method   string
+	Path     string
+}
+
+// Check answers q for client, which must be a *pep.Client, into res, which
+// must be a *pep.Result: res.Decisions' backing array is reused when it
+// has room for the decisions. It returns what CheckMany with WithToken(q.Token)
+// and WithRequestContext({Method, Path}) would return, and counts and
+// records the call as CheckMany does. It is nil until pep is initialized.
+var Check func(ctx context.Context, client any, q Query, res any) error

@@ -1,0 +1,173 @@
+package middleware_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/middleware"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// TestCachedRequestAllocatesLittle serves a request whose decision the
+// client has cached, against the reference server, and counts what the
+// middleware allocates on top of the handler alone: the request's new
+// context with the decision (one allocation) and the request copy that
+// carries it (one). It used to build the token's context, the option, the
+// resources slice and the request context's JSON per request: 15 to 17
+// more.
+func TestCachedRequestAllocatesLittle(t *testing.T) {
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	client, err := pep.New(gw.URL, "shop", "orders-api")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	own, err := pep.New(gw.URL, "shop", "orders-api")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = own.Close() })
+	tok := gw.Token("shop", "ann")
+	own.SetToken(tok)
+
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/orders/42", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	allocs := func(h http.Handler) float64 {
+		serve := func() {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		}
+		serve() // the decision is cached from here on
+		return testing.AllocsPerRun(100, serve)
+	}
+	handler := allocs(orderHandler)
+	tests := []struct {
+		name string
+		h    http.Handler
+	}{
+		{"the caller's token", middleware.Require(client, "orders", "read")(orderHandler)},
+		{"the client's own token", middleware.Require(own, "orders", "read").With(middleware.WithClientToken())(orderHandler)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			protected := allocs(tt.h)
+			t.Logf("handler %.0f allocations, protected %.0f", handler, protected)
+			assert.LessOrEqual(t, protected-handler, 2.0)
+		})
+	}
+	assert.Equal(t, uint64(1), client.Stats().GatewayRequests, "one request, then the cache")
+}
+
+// viaCheckMany hides a *pep.Client behind another type, so that the
+// middleware asks it through CheckMany, as it asks any Checker.
+type viaCheckMany struct{ *pep.Client }
+
+// TestFastPathAnswersAndCountsAsCheckMany sends the same requests through
+// two clients of the reference server, one asked the way the middleware
+// asks a *pep.Client and one through the public CheckMany, and requires
+// the same answers, the same decisions in the handler's context and the
+// same counters, cache misses and hits included.
+func TestFastPathAnswersAndCountsAsCheckMany(t *testing.T) {
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	newClient := func() *pep.Client {
+		c, err := pep.New(gw.URL, "shop", "orders-api")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	fast, slow := newClient(), newClient()
+	tokens := map[string]string{"ann": gw.Token("shop", "ann"), "cat": gw.Token("shop", "cat")}
+	type seen struct {
+		status  int
+		decided bool
+		res     pep.Result
+	}
+	serve := func(c middleware.Checker, user, method, path string, scopes ...string) seen {
+		var s seen
+		h := middleware.RequireFunc(c, middleware.Static("orders", scopes...))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.res, s.decided = middleware.DecisionFromContext(r.Context())
+		}))
+		h = middleware.Middleware(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				next.ServeHTTP(w, r)
+				if !s.decided { // a refusal: its handler reads the context too
+					s.res, s.decided = middleware.DecisionFromContext(r.Context())
+				}
+			})
+		})(h)
+		req := httptest.NewRequestWithContext(t.Context(), method, path, nil)
+		if user != "" {
+			req.Header.Set("Authorization", "Bearer "+tokens[user])
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		s.status = w.Code
+		return s
+	}
+	steps := []struct {
+		user, method, path string
+		scopes             []string
+	}{
+		{"ann", "GET", "/orders/1", []string{"read"}},          // miss, GRANT
+		{"ann", "GET", "/orders/1", []string{"read"}},          // hit
+		{"ann", "GET", "/orders/1", []string{"read", "read"}},  // a repeated scope is asked once
+		{"ann", "GET", "/orders/2", []string{"read"}},          // another path is another context
+		{"ann", "PUT", "/orders/1", []string{"read", "write"}}, // miss, DENY for write
+		{"ann", "PUT", "/orders/1", []string{"read", "write"}}, // both cached
+		{"cat", "PUT", "/orders/1", []string{"read", "write"}}, // another token shares nothing
+		{"cat", "DELETE", "/orders/1", []string{"delete"}},
+		{"cat", "POST", "/orders/1", []string{"delete", "read"}}, // one cached, one not
+		{"", "GET", "/orders/1", []string{"read"}},               // no token: never asked
+	}
+	for i, st := range steps {
+		got := serve(fast, st.user, st.method, st.path, st.scopes...)
+		want := serve(viaCheckMany{slow}, st.user, st.method, st.path, st.scopes...)
+		require.Equal(t, want, got, "step %d: %+v", i, st)
+		f, s := fast.Stats(), slow.Stats()
+		require.Equal(t, s, f, "step %d: %+v", i, st)
+	}
+	assert.NotZero(t, fast.Stats().CacheHits)
+}
+
+// TestBearerTokenMatchesTheGrammar compares BearerToken's reading of
+// tokens, at every length around the eight bytes it checks at a step and
+// with every byte in every position, with RFC 6750's b64token grammar.
+func TestBearerTokenMatchesTheGrammar(t *testing.T) {
+	grammar := regexp.MustCompile(`^[A-Za-z0-9\-._~+/]+=*$`)
+	check := func(tok string) {
+		t.Helper()
+		r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		got, err := middleware.BearerToken(r)
+		if grammar.MatchString(tok) {
+			if err != nil || got != tok {
+				t.Fatalf("BearerToken refused the b64token %q: %v", tok, err)
+			}
+			return
+		}
+		if err == nil {
+			t.Fatalf("BearerToken took %q, which is not a b64token", tok)
+		}
+	}
+	base := "abcdefghijklmnopqrstu-._~+/XYZ0189"
+	for n := 1; n <= 20; n++ {
+		for pos := range n {
+			for c := range 256 {
+				if c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == 0 {
+					continue // cut or refused by the header itself
+				}
+				b := []byte(base[:n])
+				b[pos] = byte(c)
+				check(string(b))
+				check(string(b) + "==")
+			}
+		}
+		check(base[:n] + "=")
+		check(base[:n] + "=a")
+		check("=" + base[:n])
+	}
+}
