@@ -6,6 +6,7 @@ package mockserver
 // session. Each test asserts the promise: it FAILS while the break exists.
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -168,4 +169,39 @@ func TestAttackUILogoutRefusedOnceDemoted(t *testing.T) {
 	setAdmin(true)
 	p = u.do(c, http.MethodGet, "/ui/realms/acme/home", nil)
 	require.NotEqual(t, http.StatusOK, p.status, "the session whose sign-out was refused is live again")
+}
+
+// TestAttackEvaluateAPIStaleAdmin records that the policy evaluation route
+// (like every realmAdmin route) trusts the token's roles: an administrator
+// demoted, or deleted, after the token was issued still gets explanations
+// until the token expires, while the UI, which reads the user's live
+// roles, refuses the same user at once. The two admin surfaces answer the
+// same person differently.
+func TestAttackEvaluateAPIStaleAdmin(t *testing.T) {
+	t.Parallel()
+	u := newUIServer(t)
+	tr, err := http.PostForm(u.url+"/realms/acme/protocol/openid-connect/token", url.Values{"grant_type": {"password"},
+		"client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}})
+	require.NoError(t, err)
+	var tb struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.NewDecoder(tr.Body).Decode(&tb))
+	_ = tr.Body.Close()
+	tok := tb.AccessToken
+	require.NotEmpty(t, tok)
+	require.NoError(t, u.s.store.Write("acme", func(rm *store.Realm) error {
+		delete(rm.Users[rm.UserByName["alice"]].RoleIDs, rm.RoleByName[store.RoleRealmAdmin])
+		return nil
+	}))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, u.url+"/admin/realms/acme/clients/orders-api/authz/resource-server/policy/evaluate",
+		strings.NewReader(`{"username":"bob","resources":[{"name":"orders"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	t.Logf("evaluate with the demoted admin's token: %d", resp.StatusCode)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "documented token semantics (Keycloak): held until exp")
 }
