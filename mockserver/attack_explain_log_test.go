@@ -12,9 +12,11 @@ package mockserver_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,4 +56,44 @@ func TestAttackDenialLogForgedLines(t *testing.T) {
 			assert.NotContains(t, l, "\x1b", "%s: a terminal escape from the caller reaches the log", tc.name)
 		}
 	}
+}
+
+// TestAttackLogDenialsRacesCleanup: denied decisions in flight while the
+// test that owns the log ends (its cleanup stops the server and closes the
+// log). A t.Logf after the test completed would panic; run with -race.
+// HELD: denialLog drops lines after close, and close waits for a line in
+// progress.
+func TestAttackLogDenialsRacesCleanup(t *testing.T) {
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for round := range 5 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture), mockservertest.LogDenials(t))
+			tok := srv.Token("acme", "bob")
+			client := &http.Client{}
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < 400; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						req, _ := http.NewRequest(http.MethodPost, srv.URL+"/realms/acme/authorization-decision-provider/authorize",
+							strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete"]}],"context":{}}`))
+						req.Header.Set("Authorization", "Bearer "+tok)
+						req.Header.Set("Content-Type", "application/json")
+						if resp, err := client.Do(req); err == nil {
+							_ = resp.Body.Close()
+						}
+					}
+				}()
+			}
+			time.Sleep(20 * time.Millisecond) // let requests be in flight as the subtest ends
+		})
+	}
+	close(stop)
+	wg.Wait()
 }

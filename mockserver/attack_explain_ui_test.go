@@ -205,3 +205,28 @@ func TestAttackEvaluateAPIStaleAdmin(t *testing.T) {
 	t.Logf("evaluate with the demoted admin's token: %d", resp.StatusCode)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "documented token semantics (Keycloak): held until exp")
 }
+
+// TestAttackUIUnauthenticatedStoresNothing: logins (wrong, right but
+// without realm management), forged and foreign cookies, logouts without a
+// session, pages of unknown realms: none may leave anything in the UI's
+// state. HELD.
+func TestAttackUIUnauthenticatedStoresNothing(t *testing.T) {
+	t.Parallel()
+	u := newUIServer(t)
+	c := u.admin()
+	base, _ := url.Parse(u.url + "/ui/realms/acme/home")
+	good := c.Jar.Cookies(base)[0].Value
+	for i := range 300 {
+		b := u.browser()
+		realm := []string{"acme", "other", fmt.Sprintf("r%d", i)}[i%3]
+		u.login(b, realm, "alice", fmt.Sprintf("pw%d", i))
+		u.login(b, realm, "bob", "bob-pw")
+		forged := good[:len(good)-2] + fmt.Sprintf("%02d", i%100)
+		b.Jar.SetCookies(base, []*http.Cookie{{Name: sessionCookie, Value: forged, Path: "/ui/realms/acme"}})
+		u.do(b, http.MethodPost, "/ui/realms/"+realm+"/logout", url.Values{"csrf": {"x"}})
+		u.do(b, http.MethodGet, "/ui/realms/"+realm+"/home", nil)
+		u.do(b, http.MethodGet, "/ui/?realm="+realm, nil)
+	}
+	require.Zero(t, u.s.ui.loggedOut.total.Load())
+	require.Zero(t, u.s.ui.loggedOut.realms.len())
+}
