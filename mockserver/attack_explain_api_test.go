@@ -90,3 +90,19 @@ func TestAttackEvaluateHostileBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackExplainUnknownResourceWithClient: mockservertest.Explain
+// promises "An unknown realm, user, client or resource fails the test",
+// but with ExplainClient an unknown resource is explained as an ERROR
+// (Server.explain checks the resource only when no client is named), so a
+// test that misspells the resource gets an explanation of a decision about
+// nothing instead of a failure. Low. FAILS while it holds.
+func TestAttackExplainUnknownResourceWithClient(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture))
+	_, errNoClient := srv.ExplainDecision("acme", mockserver.DecisionQuery{User: "bob", Resource: "ordres", Scopes: []string{"read"}})
+	require.Error(t, errNoClient, "without a client an unknown resource is an error")
+	text, err := srv.ExplainDecision("acme", mockserver.DecisionQuery{Client: "orders-api", User: "bob", Resource: "ordres", Scopes: []string{"read"}})
+	t.Logf("with a client: err=%v text=%q", err, text)
+	require.Error(t, err, "with a client an unknown resource is explained, not refused")
+}
