@@ -366,13 +366,13 @@ func name(r *store.Realm, f *SubjectFacts, pc *PermissionCheck) {
 func reason(pe *PairExplanation) string {
 	switch {
 	case pe.Undefined == undefinedResource:
-		return fmt.Sprintf("the client defines no resource %q", pe.Resource)
+		return fmt.Sprintf("the client defines no resource %s", quoted(pe.Resource))
 	case pe.Undefined == undefinedScope:
-		return fmt.Sprintf("resource %q defines no scope %q", pe.Resource, pe.Scope)
+		return fmt.Sprintf("resource %s defines no scope %s", quoted(pe.Resource), quoted(pe.Scope))
 	case pe.Status == Grant:
 		for _, pc := range pe.Permissions {
 			if pc.Matched {
-				return fmt.Sprintf("permission %q grants it", pc.Name)
+				return fmt.Sprintf("permission %s grants it", quoted(pc.Name))
 			}
 		}
 	case len(pe.Permissions) == 0:
