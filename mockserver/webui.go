@@ -59,7 +59,7 @@ func (s *Server) webUIRoutes(m mux) {
 	m.HandleFunc("GET "+uiPrefix+"/style.css", serveUIStyle)
 	m.HandleFunc("GET "+realm+"/login", s.uiLoginForm)
 	m.Handle("POST "+realm+"/login", s.sameOrigin(http.HandlerFunc(s.uiLogin)))
-	m.Handle("POST "+realm+"/logout", s.uiPage(s.uiLogout))
+	m.Handle("POST "+realm+"/logout", s.uiGuard(uiSignedIn, s.uiLogout))
 	m.Handle("GET "+realm+"/home", s.uiPage(s.uiHome))
 	m.Handle("GET "+realm+"/organizations/{orgId}", s.uiPage(s.uiOrganization))
 	m.Handle("GET "+realm+"/users/{userId}", s.uiPage(s.uiUser))
@@ -71,14 +71,33 @@ func (s *Server) webUIRoutes(m mux) {
 // uiHandler is a page that runs once the session checked out.
 type uiHandler func(w http.ResponseWriter, r *http.Request, ss *uiSession)
 
-// uiPage protects a page: the path's realm must be live (404), the request
-// must carry a valid session of that realm (else a redirect to its login
-// page), whose user still exists and holds realm management, as the
-// admin API requires of a token (403 otherwise); a POST must come from the
-// UI's own origin and carry the session's CSRF token (403 otherwise).
+// uiAccess is what a UI route requires of its session.
+type uiAccess int
+
+const (
+	// uiManages: a valid session whose user still exists and holds realm
+	// management, read on every request. Every page that shows or
+	// evaluates the realm.
+	uiManages uiAccess = iota
+	// uiSignedIn: a valid signed session of the realm, whoever its user
+	// is now. Signing out only: a user who lost realm management, or was
+	// deleted, must still be able to end the session.
+	uiSignedIn
+)
+
+// uiPage protects a page that shows or evaluates the realm:
+// uiGuard(uiManages, h).
+func (s *Server) uiPage(h uiHandler) http.Handler { return s.uiGuard(uiManages, h) }
+
+// uiGuard protects a UI route: the path's realm must be live (404), the
+// request must carry a valid session of that realm (else a redirect to its
+// login page); with uiManages its user must still exist (else a redirect to
+// the login page) and hold realm management, as the admin API requires of
+// a token (403 otherwise); a POST must come from the UI's own origin and
+// carry the session's CSRF token (403 otherwise), whatever the access.
 // The user's roles are read on every request: a user who loses realm
-// management loses the UI at once.
-func (s *Server) uiPage(h uiHandler) http.Handler {
+// management loses the UI at once, but can still sign out.
+func (s *Server) uiGuard(access uiAccess, h uiHandler) http.Handler {
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		realm := r.PathValue("realm")
 		if _, err := s.lookupLive(realm); err != nil {
@@ -101,6 +120,9 @@ func (s *Server) uiPage(h uiHandler) http.Handler {
 			return
 		}
 		err := s.liveRealm(realm, func(rm *store.Realm) error {
+			if access == uiSignedIn {
+				return nil
+			}
 			u, ok := rm.Users[ss.userID]
 			if !ok {
 				return errNoUser

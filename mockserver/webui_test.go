@@ -275,6 +275,9 @@ func TestWebUIPagesRefuseUsersWithoutRealmManagement(t *testing.T) {
 		return nil
 	}))
 	for _, pg := range u.pages() {
+		if strings.HasSuffix(pg.path, "/logout") {
+			continue // signing out needs no realm management: TestWebUILogoutWithoutRealmManagement
+		}
 		t.Run(pg.method+" "+pg.path, func(t *testing.T) {
 			p := u.do(c, pg.method, pg.path, url.Values{"csrf": {csrf}})
 			require.Equal(t, http.StatusForbidden, p.status)
@@ -684,4 +687,34 @@ func TestWebUIEvaluatorShowsTheReasons(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWebUILogoutWithoutRealmManagement: an administrator who lost realm
+// management can still sign out (logout needs a valid session and its
+// CSRF token only), and the session stays refused when realm management is
+// given back (issue 28).
+func TestWebUILogoutWithoutRealmManagement(t *testing.T) {
+	t.Parallel()
+	u := newUIServer(t)
+	c := u.admin()
+	csrf := u.csrf(c, "/ui/realms/acme/home")
+	var adminRole string
+	setAdmin := func(on bool) {
+		require.NoError(t, u.s.store.Write("acme", func(rm *store.Realm) error {
+			adminRole = rm.RoleByName[store.RoleRealmAdmin]
+			roles := rm.Users[rm.UserByName["alice"]].RoleIDs
+			if on {
+				roles[adminRole] = struct{}{}
+			} else {
+				delete(roles, adminRole)
+			}
+			return nil
+		}))
+	}
+	setAdmin(false)
+	p := u.do(c, http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusSeeOther, p.status, "a session whose user lost realm management can still sign out")
+	setAdmin(true)
+	p = u.do(c, http.MethodGet, "/ui/realms/acme/home", nil)
+	require.NotEqual(t, http.StatusOK, p.status, "the session whose sign-out was refused is live again")
 }
