@@ -501,3 +501,20 @@ func TestDenialLogRacesCleanup(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestExplainDecisionRefusesUnknownResource: an unknown resource is an
+// error whether a client is named or not (mockservertest.Explain
+// promises that it fails the test); an undefined scope is explained as
+// ERROR (issue 28).
+func TestExplainDecisionRefusesUnknownResource(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture))
+	_, errNoClient := srv.ExplainDecision("acme", mockserver.DecisionQuery{User: "bob", Resource: "ordres", Scopes: []string{"read"}})
+	require.Error(t, errNoClient, "without a client an unknown resource is an error")
+	text, err := srv.ExplainDecision("acme", mockserver.DecisionQuery{Client: "orders-api", User: "bob", Resource: "ordres", Scopes: []string{"read"}})
+	require.Error(t, err, "with a client an unknown resource is explained, not refused: %s", text)
+	require.ErrorContains(t, err, `resource "ordres"`)
+	text, err = srv.ExplainDecision("acme", mockserver.DecisionQuery{Client: "orders-api", User: "bob", Resource: "orders", Scopes: []string{"fly"}})
+	require.NoError(t, err, "an undefined scope is explained")
+	require.Contains(t, text, "orders#fly: ERROR")
+}
