@@ -110,6 +110,9 @@ type explainQuery struct {
 	// sets it. Without it the engine explains the pair as ERROR, as
 	// /authorize decides it (the policy evaluation route, the UI).
 	strict bool
+	// maxPairs bounds the pairs explained (decision.Request.MaxPairs; 0:
+	// every pair): the web UI's.
+	maxPairs int
 }
 
 // explain explains q in rm, once per client it names (one, or each that
@@ -157,7 +160,7 @@ func (s *Server) explain(rm *store.Realm, q explainQuery) ([]decision.Explanatio
 	out := make([]decision.Explanation, len(clients))
 	for i, cl := range clients {
 		out[i] = s.auth.policies.Policy(cl).Explain(rm, decision.Request{UserID: userID, Organization: q.org,
-			Resources: q.resources, Method: q.method, Path: q.path})
+			Resources: q.resources, Method: q.method, Path: q.path, MaxPairs: q.maxPairs})
 		out[i].Client = cl.ClientID
 	}
 	return out, nil
