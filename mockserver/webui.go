@@ -6,7 +6,9 @@ import (
 	"errors"
 	"html/template"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -53,19 +55,61 @@ var uiStyle = func() []byte {
 // POST is refused when it comes from another origin (Sec-Fetch-Site,
 // Origin) and, but for the login itself, when its CSRF token is not the
 // session's.
+//
+// Every UI route first checks the request's Host (uiHost): DNS rebinding
+// must not let a web page reach a UI on a loopback address.
 func (s *Server) webUIRoutes(m mux) {
 	const realm = uiPrefix + "/realms/{realm}"
-	m.HandleFunc("GET "+uiPrefix+"/{$}", s.uiRealmChooser)
-	m.HandleFunc("GET "+uiPrefix+"/style.css", serveUIStyle)
-	m.HandleFunc("GET "+realm+"/login", s.uiLoginForm)
-	m.Handle("POST "+realm+"/login", s.sameOrigin(http.HandlerFunc(s.uiLogin)))
-	m.Handle("POST "+realm+"/logout", s.uiGuard(uiSignedIn, s.uiLogout))
-	m.Handle("GET "+realm+"/home", s.uiPage(s.uiHome))
-	m.Handle("GET "+realm+"/organizations/{orgId}", s.uiPage(s.uiOrganization))
-	m.Handle("GET "+realm+"/users/{userId}", s.uiPage(s.uiUser))
-	m.Handle("GET "+realm+"/clients/{clientId}", s.uiPage(s.uiClient))
-	m.Handle("GET "+realm+"/evaluate", s.uiPage(s.uiEvaluateForm))
-	m.Handle("POST "+realm+"/evaluate", s.uiPage(s.uiEvaluate))
+	handle := func(pattern string, h http.Handler) { m.Handle(pattern, s.uiHost(h)) }
+	handle("GET "+uiPrefix+"/{$}", http.HandlerFunc(s.uiRealmChooser))
+	handle("GET "+uiPrefix+"/style.css", http.HandlerFunc(serveUIStyle))
+	handle("GET "+realm+"/login", http.HandlerFunc(s.uiLoginForm))
+	handle("POST "+realm+"/login", s.sameOrigin(http.HandlerFunc(s.uiLogin)))
+	handle("POST "+realm+"/logout", s.uiGuard(uiSignedIn, s.uiLogout))
+	handle("GET "+realm+"/home", s.uiPage(s.uiHome))
+	handle("GET "+realm+"/organizations/{orgId}", s.uiPage(s.uiOrganization))
+	handle("GET "+realm+"/users/{userId}", s.uiPage(s.uiUser))
+	handle("GET "+realm+"/clients/{clientId}", s.uiPage(s.uiClient))
+	handle("GET "+realm+"/evaluate", s.uiPage(s.uiEvaluateForm))
+	handle("POST "+realm+"/evaluate", s.uiPage(s.uiEvaluate))
+}
+
+// uiHost refuses (403) a UI request whose Host is neither a loopback
+// host (localhost, 127.0.0.0/8, ::1, any port) nor the host of the
+// server's public URL (WithIssuer, -issuer), unless it comes from a
+// trusted proxy (WithTrustedProxies), whose own configuration decides the
+// hosts it serves. A web page that rebinds its own name to 127.0.0.1 sends
+// its own name as Host, so it never reaches the UI of a local server.
+func (s *Server) uiHost(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.uiHostAllowed(r) {
+			s.uiError(w, r, errf(http.StatusForbidden, "the web UI answers only requests for a loopback host (localhost, 127.0.0.1, [::1]) or the server's public URL (WithIssuer, -issuer): open it by one of those"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// uiHostAllowed reports whether r's Host is one uiHost lets through.
+func (s *Server) uiHostAllowed(r *http.Request) bool {
+	if s.fromTrustedProxy(r) {
+		return true
+	}
+	if s.issuer != "" {
+		if u, err := url.Parse(s.issuer); err == nil && strings.EqualFold(u.Host, r.Host) {
+			return true
+		}
+	}
+	name := r.Host
+	if h, _, err := net.SplitHostPort(name); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(name)
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }
 
 // uiHandler is a page that runs once the session checked out.
