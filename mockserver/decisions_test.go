@@ -412,3 +412,15 @@ func TestAcmeExampleFixture(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthorizeNoPairIsDeny: a "*" resource whose scopes no resource
+// defines expands to no pair: DENY with no permissions, which
+// openapi.json allows (permissions may be empty, then status is DENY) and
+// the package's conformance check (main_test.go) verifies (issue 28).
+func TestAuthorizeNoPairIsDeny(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture))
+	status, pairs := decide(t, srv, srv.Token("acme", "alice"), `[{"name":"*","scopes":["no-such-scope"]}]`, `{}`)
+	require.Equal(t, "DENY", status)
+	require.Empty(t, pairs)
+}

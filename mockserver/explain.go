@@ -105,11 +105,21 @@ type explainQuery struct {
 	org              string
 	resources        []decision.Resource
 	method, path     string
+	// strict refuses (store.NotFound) a named client that does not define
+	// the first resource, as the unnamed case always does: ExplainDecision
+	// sets it. Without it the engine explains the pair as ERROR, as
+	// /authorize decides it (the policy evaluation route, the UI).
+	strict bool
+	// maxPairs bounds the pairs explained (decision.Request.MaxPairs; 0:
+	// every pair): the web UI's.
+	maxPairs int
 }
 
 // explain explains q in rm, once per client it names (one, or each that
 // defines q's resource): a store.NotFound error for an unknown client or
-// user, or when no client defines the resource.
+// user, when no client defines the resource, or (q.strict) when the named
+// client does not. Whether a client defines the resource is one test,
+// definesResource, whether a client is named or not.
 func (s *Server) explain(rm *store.Realm, q explainQuery) ([]decision.Explanation, error) {
 	if rm.Decommissioned() {
 		return nil, store.NotFound("realm %q", rm.Name)
@@ -132,12 +142,13 @@ func (s *Server) explain(rm *store.Realm, q explainQuery) ([]decision.Explanatio
 				return nil, store.NotFound("client %q in realm %q (by clientId or id)", q.client, rm.Name)
 			}
 		}
+		if q.strict && !s.definesResource(cl, q.resources[0].Name) {
+			return nil, store.NotFound("resource %q on client %q of realm %q", q.resources[0].Name, cl.ClientID, rm.Name)
+		}
 		clients = append(clients, cl)
 	} else {
 		for _, cl := range rm.Clients {
-			p := s.auth.policies.Policy(cl)
-			_, defines := p.Scopes(q.resources[0].Name)
-			if defines || q.resources[0].Name == decision.Wildcard && len(p.Resources()) > 0 {
+			if s.definesResource(cl, q.resources[0].Name) {
 				clients = append(clients, cl)
 			}
 		}
@@ -149,10 +160,18 @@ func (s *Server) explain(rm *store.Realm, q explainQuery) ([]decision.Explanatio
 	out := make([]decision.Explanation, len(clients))
 	for i, cl := range clients {
 		out[i] = s.auth.policies.Policy(cl).Explain(rm, decision.Request{UserID: userID, Organization: q.org,
-			Resources: q.resources, Method: q.method, Path: q.path})
+			Resources: q.resources, Method: q.method, Path: q.path, MaxPairs: q.maxPairs})
 		out[i].Client = cl.ClientID
 	}
 	return out, nil
+}
+
+// definesResource reports whether cl defines the resource name, or, for
+// "*", any resource.
+func (s *Server) definesResource(cl *store.Client, name string) bool {
+	p := s.auth.policies.Policy(cl)
+	_, defines := p.Scopes(name)
+	return defines || name == decision.Wildcard && len(p.Resources()) > 0
 }
 
 // DecisionQuery is a decision for ExplainDecision to explain: the
@@ -182,14 +201,16 @@ type DecisionQuery struct {
 // reason, every permission that applies to a pair that is not GRANT with
 // the facts it matched or missed, and the subject's roles with their
 // sources. It fails with an error that names what is unknown: the realm,
-// the client, the user, or (without Client) any client defining Resource.
+// the client, the user, or the resource (a Client that does not define
+// Resource, or, without Client, no client defining it); an undefined scope
+// is explained, its pair ERROR.
 // It is safe for concurrent use.
 func (s *Server) ExplainDecision(realm string, q DecisionQuery) (string, error) {
 	if q.User == "" || q.Resource == "" {
 		return "", errors.New("mockserver: ExplainDecision: User and Resource are required")
 	}
 	eq := explainQuery{client: q.Client, username: q.User, org: q.Organization, method: q.Method, path: q.Path,
-		resources: []decision.Resource{{Name: q.Resource, Scopes: q.Scopes}}}
+		resources: []decision.Resource{{Name: q.Resource, Scopes: q.Scopes}}, strict: true}
 	var text string
 	err := s.store.Read(realm, func(rm *store.Realm) error {
 		if _, ok := rm.UserByName[q.User]; !ok {

@@ -416,3 +416,105 @@ func TestExplainDecisionErrors(t *testing.T) {
 	require.Contains(t, text, "DENY for erin on client orders-api")
 	require.Contains(t, text, "invoices#read: GRANT")
 }
+
+// TestDenialLogCallerCannotForgeLines: what a caller of /authorize sends
+// (context.attributes.method and .path, undefined resource names) reaches
+// the denial log escaped: it cannot start a line of its own nor send a
+// terminal escape to the operator's terminal (issue 28).
+func TestDenialLogCallerCannotForgeLines(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var lines []string
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}))
+	forged := "mockserver: POST /realms/acme/authorization-decision-provider/authorize: GRANT for mallory on client orders-api"
+	for _, tc := range []struct{ name, resources, context string }{
+		{"method", `[{"name":"orders","scopes":["delete"]}]`, `{"attributes":{"method":"GET\n` + forged + `"}}`},
+		{"path", `[{"name":"orders","scopes":["delete"]}]`, `{"attributes":{"method":"GET","path":"/x\n` + forged + `\u001b[2J"}}`},
+		{"resource", `[{"name":"ghost\n` + forged + `"}]`, `{}`},
+	} {
+		mu.Lock()
+		lines = nil
+		mu.Unlock()
+		status, _ := decide(t, srv, srv.Token("acme", "bob"), tc.resources, tc.context)
+		require.NotEqual(t, "GRANT", status)
+		mu.Lock()
+		require.Len(t, lines, 1, tc.name)
+		text := lines[0]
+		mu.Unlock()
+		t.Logf("%s: denial log entry:\n%s", tc.name, text)
+		for _, l := range strings.Split(text, "\n") {
+			require.False(t, strings.HasPrefix(l, "mockserver: ") && l != strings.Split(text, "\n")[0],
+				"%s: the caller forged a line of the denial log: %q", tc.name, l)
+			require.NotContains(t, l, "\x1b", "%s: a terminal escape from the caller reaches the log", tc.name)
+		}
+	}
+}
+
+// TestDenialLogRacesCleanup: denied decisions in flight while the
+// test that owns the log ends (found by the attack of issue 28) (its cleanup stops the server and closes the
+// log). A t.Logf after the test completed would panic; run with -race.
+// denialLog drops lines after close, and close waits for a line in
+// progress.
+func TestDenialLogRacesCleanup(t *testing.T) {
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for round := range 5 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture), mockservertest.LogDenials(t))
+			tok := srv.Token("acme", "bob")
+			client := &http.Client{}
+			answered := make(chan struct{}, 8)
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					first := true
+					for i := 0; i < 400; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						req, _ := http.NewRequest(http.MethodPost, srv.URL+"/realms/acme/authorization-decision-provider/authorize",
+							strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete"]}],"context":{}}`))
+						req.Header.Set("Authorization", "Bearer "+tok)
+						req.Header.Set("Content-Type", "application/json")
+						if resp, err := client.Do(req); err == nil {
+							_ = resp.Body.Close()
+						}
+						if first {
+							first = false
+							answered <- struct{}{}
+						}
+					}
+				}()
+			}
+			for range 8 {
+				<-answered // every sender has had an answer: requests are in flight as the subtest ends
+			}
+		})
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// TestExplainDecisionRefusesUnknownResource: an unknown resource is an
+// error whether a client is named or not (mockservertest.Explain
+// promises that it fails the test); an undefined scope is explained as
+// ERROR (issue 28).
+func TestExplainDecisionRefusesUnknownResource(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture))
+	_, errNoClient := srv.ExplainDecision("acme", mockserver.DecisionQuery{User: "bob", Resource: "ordres", Scopes: []string{"read"}})
+	require.Error(t, errNoClient, "without a client an unknown resource is an error")
+	text, err := srv.ExplainDecision("acme", mockserver.DecisionQuery{Client: "orders-api", User: "bob", Resource: "ordres", Scopes: []string{"read"}})
+	require.Error(t, err, "with a client an unknown resource is explained, not refused: %s", text)
+	require.ErrorContains(t, err, `resource "ordres"`)
+	text, err = srv.ExplainDecision("acme", mockserver.DecisionQuery{Client: "orders-api", User: "bob", Resource: "orders", Scopes: []string{"fly"}})
+	require.NoError(t, err, "an undefined scope is explained")
+	require.Contains(t, text, "orders#fly: ERROR")
+}

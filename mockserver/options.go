@@ -110,8 +110,11 @@ func WithAccessTokenAlgorithm(alg string) Option {
 // memberships, its clients' resources and permissions, and an evaluator of
 // decisions. Only a user of the realm holding realm management
 // (realm-admin or realm-management/manage-realm), signed in through the
-// server's login form, sees any of it. The UI is off by default: without
-// this option no /ui/ route exists.
+// server's login form, sees any of it. It answers only requests whose Host
+// is a loopback host or the host of WithIssuer's URL (or that come from a
+// trusted proxy): others, as DNS rebinding sends, are 403. Every list a
+// page shows has at most 500 entries and says how many it left out. The
+// UI is off by default: without this option no /ui/ route exists.
 func WithWebUI() Option {
 	return func(c *config) { c.webUI = true }
 }

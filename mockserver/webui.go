@@ -6,7 +6,9 @@ import (
 	"errors"
 	"html/template"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -53,32 +55,93 @@ var uiStyle = func() []byte {
 // POST is refused when it comes from another origin (Sec-Fetch-Site,
 // Origin) and, but for the login itself, when its CSRF token is not the
 // session's.
+//
+// Every UI route first checks the request's Host (uiHost): DNS rebinding
+// must not let a web page reach a UI on a loopback address.
 func (s *Server) webUIRoutes(m mux) {
 	const realm = uiPrefix + "/realms/{realm}"
-	m.HandleFunc("GET "+uiPrefix+"/{$}", s.uiRealmChooser)
-	m.HandleFunc("GET "+uiPrefix+"/style.css", serveUIStyle)
-	m.HandleFunc("GET "+realm+"/login", s.uiLoginForm)
-	m.Handle("POST "+realm+"/login", s.sameOrigin(http.HandlerFunc(s.uiLogin)))
-	m.Handle("POST "+realm+"/logout", s.uiPage(s.uiLogout))
-	m.Handle("GET "+realm+"/home", s.uiPage(s.uiHome))
-	m.Handle("GET "+realm+"/organizations/{orgId}", s.uiPage(s.uiOrganization))
-	m.Handle("GET "+realm+"/users/{userId}", s.uiPage(s.uiUser))
-	m.Handle("GET "+realm+"/clients/{clientId}", s.uiPage(s.uiClient))
-	m.Handle("GET "+realm+"/evaluate", s.uiPage(s.uiEvaluateForm))
-	m.Handle("POST "+realm+"/evaluate", s.uiPage(s.uiEvaluate))
+	handle := func(pattern string, h http.Handler) { m.Handle(pattern, s.uiHost(h)) }
+	handle("GET "+uiPrefix+"/{$}", http.HandlerFunc(s.uiRealmChooser))
+	handle("GET "+uiPrefix+"/style.css", http.HandlerFunc(serveUIStyle))
+	handle("GET "+realm+"/login", http.HandlerFunc(s.uiLoginForm))
+	handle("POST "+realm+"/login", s.sameOrigin(http.HandlerFunc(s.uiLogin)))
+	handle("POST "+realm+"/logout", s.uiGuard(uiSignedIn, s.uiLogout))
+	handle("GET "+realm+"/home", s.uiPage(s.uiHome))
+	handle("GET "+realm+"/organizations/{orgId}", s.uiPage(s.uiOrganization))
+	handle("GET "+realm+"/users/{userId}", s.uiPage(s.uiUser))
+	handle("GET "+realm+"/clients/{clientId}", s.uiPage(s.uiClient))
+	handle("GET "+realm+"/evaluate", s.uiPage(s.uiEvaluateForm))
+	handle("POST "+realm+"/evaluate", s.uiPage(s.uiEvaluate))
+}
+
+// uiHost refuses (403) a UI request whose Host is neither a loopback
+// host (localhost, 127.0.0.0/8, ::1, any port) nor the host of the
+// server's public URL (WithIssuer, -issuer), unless it comes from a
+// trusted proxy (WithTrustedProxies), whose own configuration decides the
+// hosts it serves. A web page that rebinds its own name to 127.0.0.1 sends
+// its own name as Host, so it never reaches the UI of a local server.
+func (s *Server) uiHost(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.uiHostAllowed(r) {
+			s.uiError(w, r, errf(http.StatusForbidden, "the web UI answers only requests for a loopback host (localhost, 127.0.0.1, [::1]) or the server's public URL (WithIssuer, -issuer): open it by one of those"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// uiHostAllowed reports whether r's Host is one uiHost lets through.
+func (s *Server) uiHostAllowed(r *http.Request) bool {
+	if s.fromTrustedProxy(r) {
+		return true
+	}
+	if s.issuer != "" {
+		if u, err := url.Parse(s.issuer); err == nil && strings.EqualFold(u.Host, r.Host) {
+			return true
+		}
+	}
+	name := r.Host
+	if h, _, err := net.SplitHostPort(name); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(name)
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }
 
 // uiHandler is a page that runs once the session checked out.
 type uiHandler func(w http.ResponseWriter, r *http.Request, ss *uiSession)
 
-// uiPage protects a page: the path's realm must be live (404), the request
-// must carry a valid session of that realm (else a redirect to its login
-// page), whose user still exists and holds realm management, as the
-// admin API requires of a token (403 otherwise); a POST must come from the
-// UI's own origin and carry the session's CSRF token (403 otherwise).
+// uiAccess is what a UI route requires of its session.
+type uiAccess int
+
+const (
+	// uiManages: a valid session whose user still exists and holds realm
+	// management, read on every request. Every page that shows or
+	// evaluates the realm.
+	uiManages uiAccess = iota
+	// uiSignedIn: a valid signed session of the realm, whoever its user
+	// is now. Signing out only: a user who lost realm management, or was
+	// deleted, must still be able to end the session.
+	uiSignedIn
+)
+
+// uiPage protects a page that shows or evaluates the realm:
+// uiGuard(uiManages, h).
+func (s *Server) uiPage(h uiHandler) http.Handler { return s.uiGuard(uiManages, h) }
+
+// uiGuard protects a UI route: the path's realm must be live (404), the
+// request must carry a valid session of that realm (else a redirect to its
+// login page); with uiManages its user must still exist (else a redirect to
+// the login page) and hold realm management, as the admin API requires of
+// a token (403 otherwise); a POST must come from the UI's own origin and
+// carry the session's CSRF token (403 otherwise), whatever the access.
 // The user's roles are read on every request: a user who loses realm
-// management loses the UI at once.
-func (s *Server) uiPage(h uiHandler) http.Handler {
+// management loses the UI at once, but can still sign out.
+func (s *Server) uiGuard(access uiAccess, h uiHandler) http.Handler {
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		realm := r.PathValue("realm")
 		if _, err := s.lookupLive(realm); err != nil {
@@ -101,6 +164,9 @@ func (s *Server) uiPage(h uiHandler) http.Handler {
 			return
 		}
 		err := s.liveRealm(realm, func(rm *store.Realm) error {
+			if access == uiSignedIn {
+				return nil
+			}
 			u, ok := rm.Users[ss.userID]
 			if !ok {
 				return errNoUser

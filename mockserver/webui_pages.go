@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"cmp"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,9 +15,9 @@ import (
 // what it shows out of the realm under the realm's read lock, into values
 // of its own, and renders them after the lock is released.
 
-// maxUIRows bounds each list a page shows (organizations, users, clients,
-// departments of a tree, members of a department); a longer list says how
-// many it left out.
+// maxUIRows bounds each list a page shows (every list is a bounded, nested
+// lists and an evaluation's pairs included; a tree has at most maxUIRows
+// departments in all); a longer list says how many it left out.
 const maxUIRows = 500
 
 // uiFrame is what the layout shows around every page: the realm, the
@@ -34,20 +35,6 @@ func (s *Server) frame(ss *uiSession, title string) uiFrame {
 
 // uiLink is a named link to one of the realm's objects, by id.
 type uiLink struct{ ID, Name, Note string }
-
-// uiList is a bounded list: its first maxUIRows entries and how many more
-// there are.
-type uiList struct {
-	Rows []uiLink
-	More int
-}
-
-func boundedList(rows []uiLink) uiList {
-	if len(rows) > maxUIRows {
-		return uiList{Rows: rows[:maxUIRows], More: len(rows) - maxUIRows}
-	}
-	return uiList{Rows: rows}
-}
 
 // uiHomePage is the realm's first page: its organizations, users and
 // clients.
@@ -99,9 +86,9 @@ func sortLinks(ls []uiLink) {
 // uiDept is a department of the tree with its members.
 type uiDept struct {
 	ID, Name, Alias string
-	Roles           []string // the roles its template grants members
+	Roles           bounded[string] // the roles its template grants members
 	Members         uiList
-	Children        []*uiDept
+	Children        bounded[*uiDept]
 }
 
 // uiOrgPage is an organization's department tree with each department's
@@ -109,9 +96,9 @@ type uiDept struct {
 type uiOrgPage struct {
 	uiFrame
 	ID, Name, Alias, Description string
-	Roles, Groups                []string // linked to the organization
-	Tree                         []*uiDept
-	Omitted                      int // departments left out past maxUIRows
+	Roles, Groups                bounded[string] // linked to the organization
+	Tree                         bounded[*uiDept]
+	Omitted                      int // departments left out past maxUIRows, at any depth
 }
 
 func (s *Server) uiOrganization(w http.ResponseWriter, r *http.Request, ss *uiSession) {
@@ -127,24 +114,27 @@ func (s *Server) uiOrganization(w http.ResponseWriter, r *http.Request, ss *uiSe
 			return err
 		}
 		p = uiOrgPage{uiFrame: s.frame(ss, "Organization "+o.Name), ID: o.ID, Name: o.Name, Alias: o.Alias, Description: o.Description,
-			Roles: rm.RoleNames(rm.OrgRoles[o.ID])}
+			Roles: bound(rm.RoleNames(rm.OrgRoles[o.ID]))}
+		var groups []string
 		for gid := range rm.OrgGroups[o.ID] {
 			if g, ok := rm.Groups[gid]; ok {
-				p.Groups = append(p.Groups, g.Name)
+				groups = append(groups, g.Name)
 			}
 		}
-		slices.Sort(p.Groups)
+		slices.Sort(groups)
+		p.Groups = bound(groups)
 		shown := 0
-		var build func(ns []*store.DeptNode) []*uiDept
-		build = func(ns []*store.DeptNode) []*uiDept {
-			var out []*uiDept
+		var build func(ns []*store.DeptNode) bounded[*uiDept]
+		build = func(ns []*store.DeptNode) bounded[*uiDept] {
+			var out bounded[*uiDept]
 			for _, n := range ns {
 				if shown >= maxUIRows {
 					p.Omitted++
+					out.More++
 					continue
 				}
 				shown++
-				d := &uiDept{ID: n.Dept.ID, Name: n.Dept.Name, Alias: n.Dept.Alias, Roles: roleNames(rm, n.Dept.TemplateRoleIDs)}
+				d := &uiDept{ID: n.Dept.ID, Name: n.Dept.Name, Alias: n.Dept.Alias, Roles: bound(roleNames(rm, n.Dept.TemplateRoleIDs))}
 				users, _ := rm.DepartmentUsers(orgID, n.Dept.ID)
 				members := make([]uiLink, 0, len(users))
 				for _, u := range users {
@@ -152,7 +142,7 @@ func (s *Server) uiOrganization(w http.ResponseWriter, r *http.Request, ss *uiSe
 				}
 				d.Members = boundedList(members)
 				d.Children = build(n.Children)
-				out = append(out, d)
+				out.Rows = append(out.Rows, d)
 			}
 			return out
 		}
@@ -178,7 +168,7 @@ func roleNames(rm *store.Realm, ids []string) []string {
 // uiMembership is a user's departments in one organization.
 type uiMembership struct {
 	OrgID, OrgName string
-	Depts          []string
+	Depts          bounded[string]
 }
 
 // uiUserPage is a user: the direct roles, the groups, the organizations
@@ -186,12 +176,12 @@ type uiMembership struct {
 type uiUserPage struct {
 	uiFrame
 	ID, Username, Email string
-	Roles, Groups       []string
-	Memberships         []uiMembership
+	Roles, Groups       bounded[string]
+	Memberships         bounded[uiMembership]
 	// Effective are the roles a decision counts for the user (no
 	// organization claim), each with every way the user holds it, from
 	// the decision engine's own walk of the realm.
-	Effective []decision.EffectiveRole
+	Effective bounded[uiRole]
 }
 
 func (s *Server) uiUser(w http.ResponseWriter, r *http.Request, ss *uiSession) {
@@ -203,21 +193,25 @@ func (s *Server) uiUser(w http.ResponseWriter, r *http.Request, ss *uiSession) {
 			return store.NotFound("user %q", userID)
 		}
 		p = uiUserPage{uiFrame: s.frame(ss, "User "+u.Username), ID: u.ID, Username: u.Username, Email: u.Email,
-			Roles: rm.RoleNames(u.RoleIDs)}
+			Roles: bound(rm.RoleNames(u.RoleIDs))}
+		var groups []string
 		for gid := range u.GroupIDs {
 			if g, ok := rm.Groups[gid]; ok {
-				p.Groups = append(p.Groups, g.Name)
+				groups = append(groups, g.Name)
 			}
 		}
-		slices.Sort(p.Groups)
-		p.Effective = decision.EffectiveRoles(rm, u.ID, "")
+		slices.Sort(groups)
+		p.Groups = bound(groups)
+		p.Effective = uiRoles(decision.EffectiveRoles(rm, u.ID, ""))
+		var ms []uiMembership
 		for _, m := range rm.UserOrganizations(u.ID) {
-			um := uiMembership{OrgID: m.Org.ID, OrgName: m.Org.Name}
+			var depts []string
 			for _, d := range m.Depts {
-				um.Depts = append(um.Depts, d.Name)
+				depts = append(depts, d.Name)
 			}
-			p.Memberships = append(p.Memberships, um)
+			ms = append(ms, uiMembership{OrgID: m.Org.ID, OrgName: m.Org.Name, Depts: bound(depts)})
 		}
+		p.Memberships = bound(ms)
 		return nil
 	})
 	if err != nil {
@@ -230,14 +224,14 @@ func (s *Server) uiUser(w http.ResponseWriter, r *http.Request, ss *uiSession) {
 // uiResource is a client resource with its scopes.
 type uiResource struct {
 	Name   string
-	Scopes []string
+	Scopes bounded[string]
 }
 
 // uiPermission is a client permission, its grantees by name.
 type uiPermission struct {
 	Name, Resource, OwnerProperty string
-	Scopes, Methods               []string
-	Roles, Groups, Users          []string
+	Scopes, Methods               bounded[string]
+	Roles, Groups, Users          bounded[string]
 }
 
 // uiClientPage is a client's resources and permissions.
@@ -245,8 +239,8 @@ type uiClientPage struct {
 	uiFrame
 	ClientID    string
 	Public      bool
-	Resources   []uiResource
-	Permissions []uiPermission
+	Resources   bounded[uiResource]
+	Permissions bounded[uiPermission]
 }
 
 func (s *Server) uiClient(w http.ResponseWriter, r *http.Request, ss *uiSession) {
@@ -258,24 +252,26 @@ func (s *Server) uiClient(w http.ResponseWriter, r *http.Request, ss *uiSession)
 			return store.NotFound("client %q", clientID)
 		}
 		p = uiClientPage{uiFrame: s.frame(ss, "Client "+c.ClientID), ClientID: c.ClientID, Public: c.Public}
-		for _, res := range c.Resources {
-			p.Resources = append(p.Resources, uiResource{Name: res.Name, Scopes: slices.Clone(res.Scopes)})
-		}
-		for _, pm := range c.Permissions {
+		p.Resources = boundMap(c.Resources, func(res *store.ClientResource) uiResource {
+			return uiResource{Name: res.Name, Scopes: bound(slices.Clone(res.Scopes))}
+		})
+		p.Permissions = boundMap(c.Permissions, func(pm *store.ClientPermission) uiPermission {
 			up := uiPermission{Name: pm.Name, Resource: pm.Resource, OwnerProperty: pm.OwnerProperty,
-				Scopes: slices.Clone(pm.Scopes), Methods: slices.Clone(pm.Methods), Roles: roleNames(rm, pm.Roles)}
+				Scopes: bound(slices.Clone(pm.Scopes)), Methods: bound(slices.Clone(pm.Methods)), Roles: bound(roleNames(rm, pm.Roles))}
+			var groups, users []string
 			for _, id := range pm.Groups {
 				if g, ok := rm.Groups[id]; ok {
-					up.Groups = append(up.Groups, g.Name)
+					groups = append(groups, g.Name)
 				}
 			}
 			for _, id := range pm.Users {
 				if u, ok := rm.Users[id]; ok {
-					up.Users = append(up.Users, u.Username)
+					users = append(users, u.Username)
 				}
 			}
-			p.Permissions = append(p.Permissions, up)
-		}
+			up.Groups, up.Users = bound(groups), bound(users)
+			return up
+		})
 		return nil
 	})
 	if err != nil {
@@ -289,39 +285,47 @@ func (s *Server) uiClient(w http.ResponseWriter, r *http.Request, ss *uiSession)
 // with its reasons.
 type uiEvalPage struct {
 	uiFrame
-	Users, Clients []uiLink
-	Methods        []string
+	Users, Clients uiList
+	Methods        bounded[string]
 	// The request: the subject's username, the client's clientId, the
 	// resource, the scope, the method ("" for none) and the organization
 	// (id or alias, as a token's organization claim; "" for none).
 	Subject, Client, Resource, Scope, Method, Organization string
 	Problem                                                string // why the request could not be evaluated
 	// Explanation is the decision with its reasons, as the deciding
-	// code recorded them; nil before an evaluation.
-	Explanation *decision.Explanation
+	// code recorded them (at most maxUIRows pairs); nil before an
+	// evaluation.
+	Explanation *uiExplanation
 }
+
+// maxNoteNames bounds the resource names the evaluator's client choice
+// shows of each client.
+const maxNoteNames = 10
 
 // evalMethods are the methods the evaluator offers; empty means none.
 var evalMethods = []string{"", http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
 // evalForm returns the evaluator's form with its choices filled in.
 func (s *Server) evalForm(ss *uiSession) uiEvalPage {
-	p := uiEvalPage{uiFrame: s.frame(ss, "Evaluator"), Methods: evalMethods}
+	p := uiEvalPage{uiFrame: s.frame(ss, "Evaluator"), Methods: bound(evalMethods)}
 	_ = s.liveRealm(ss.realm, func(rm *store.Realm) error {
-		users := realmUsers(rm)
-		p.Users = users[:min(len(users), maxUIRows)]
+		p.Users = boundedList(realmUsers(rm))
 		var clients []uiLink
 		for _, c := range rm.Clients {
 			if len(c.Resources) > 0 {
 				var names []string
-				for _, res := range c.Resources {
+				for _, res := range c.Resources[:min(len(c.Resources), maxNoteNames)] {
 					names = append(names, res.Name)
 				}
-				clients = append(clients, uiLink{ID: c.ClientID, Name: c.ClientID, Note: strings.Join(names, ", ")})
+				note := strings.Join(names, ", ")
+				if more := len(c.Resources) - len(names); more > 0 {
+					note += fmt.Sprintf(" and %d more", more)
+				}
+				clients = append(clients, uiLink{ID: c.ClientID, Name: c.ClientID, Note: note})
 			}
 		}
 		sortLinks(clients)
-		p.Clients = clients[:min(len(clients), maxUIRows)]
+		p.Clients = boundedList(clients)
 		return nil
 	})
 	return p
@@ -355,11 +359,11 @@ func (s *Server) uiEvaluate(w http.ResponseWriter, _ *http.Request, ss *uiSessio
 		return
 	}
 	q := explainQuery{client: p.Client, username: p.Subject, org: p.Organization,
-		resources: []decision.Resource{{Name: p.Resource, Scopes: []string{p.Scope}}}, method: p.Method}
+		resources: []decision.Resource{{Name: p.Resource, Scopes: []string{p.Scope}}}, method: p.Method, maxPairs: maxUIRows}
 	err := s.liveRealm(ss.realm, func(rm *store.Realm) error {
 		ex, err := s.explain(rm, q)
 		if err == nil {
-			p.Explanation = &ex[0]
+			p.Explanation = newUIExplanation(&ex[0])
 		}
 		return err
 	})

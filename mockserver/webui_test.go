@@ -275,6 +275,9 @@ func TestWebUIPagesRefuseUsersWithoutRealmManagement(t *testing.T) {
 		return nil
 	}))
 	for _, pg := range u.pages() {
+		if strings.HasSuffix(pg.path, "/logout") {
+			continue // signing out needs no realm management: TestWebUILogoutWithoutRealmManagement
+		}
 		t.Run(pg.method+" "+pg.path, func(t *testing.T) {
 			p := u.do(c, pg.method, pg.path, url.Values{"csrf": {csrf}})
 			require.Equal(t, http.StatusForbidden, p.status)
@@ -681,6 +684,82 @@ func TestWebUIEvaluatorShowsTheReasons(t *testing.T) {
 			require.Equal(t, http.StatusOK, p.status)
 			for _, want := range tc.says {
 				require.Contains(t, p.body, want)
+			}
+		})
+	}
+}
+
+// TestWebUILogoutWithoutRealmManagement: an administrator who lost realm
+// management can still sign out (logout needs a valid session and its
+// CSRF token only), and the session stays refused when realm management is
+// given back (issue 28).
+func TestWebUILogoutWithoutRealmManagement(t *testing.T) {
+	t.Parallel()
+	u := newUIServer(t)
+	c := u.admin()
+	csrf := u.csrf(c, "/ui/realms/acme/home")
+	var adminRole string
+	setAdmin := func(on bool) {
+		require.NoError(t, u.s.store.Write("acme", func(rm *store.Realm) error {
+			adminRole = rm.RoleByName[store.RoleRealmAdmin]
+			roles := rm.Users[rm.UserByName["alice"]].RoleIDs
+			if on {
+				roles[adminRole] = struct{}{}
+			} else {
+				delete(roles, adminRole)
+			}
+			return nil
+		}))
+	}
+	setAdmin(false)
+	p := u.do(c, http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusSeeOther, p.status, "a session whose user lost realm management can still sign out")
+	setAdmin(true)
+	p = u.do(c, http.MethodGet, "/ui/realms/acme/home", nil)
+	require.NotEqual(t, http.StatusOK, p.status, "the session whose sign-out was refused is live again")
+}
+
+// TestWebUIRefusesForeignHost: the UI answers a request for a loopback
+// host or the server's public URL only; any other Host (a page that
+// rebound its own name to 127.0.0.1, DNS rebinding) is a 403, a valid
+// session cookie or not (issue 28).
+func TestWebUIRefusesForeignHost(t *testing.T) {
+	t.Parallel()
+	u := newUIServer(t, WithIssuer("https://idp.example/auth"))
+	base, err := url.Parse(u.url + "/ui/realms/acme/home")
+	require.NoError(t, err)
+	cookie := u.admin().Jar.Cookies(base)[0]
+	for _, tc := range []struct {
+		host string
+		want int
+	}{
+		{"evil.example", http.StatusForbidden},
+		{"evil.example:" + base.Port(), http.StatusForbidden},
+		{"127.0.0.1.evil.example", http.StatusForbidden},
+		{"localhost.evil.example", http.StatusForbidden},
+		{"idp.example:8443", http.StatusForbidden},
+		{"10.0.0.1", http.StatusForbidden},
+		{"idp.example", http.StatusOK},
+		{"localhost:" + base.Port(), http.StatusOK},
+		{"127.0.0.2", http.StatusOK},
+		{"[::1]:8080", http.StatusOK},
+	} {
+		t.Run(tc.host, func(t *testing.T) {
+			for _, path := range []string{"/ui/realms/acme/home", "/ui/", "/ui/style.css", "/ui/realms/acme/login"} {
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u.url+path, nil)
+				require.NoError(t, err)
+				req.Host = tc.host
+				req.AddCookie(cookie)
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				body, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				_ = resp.Body.Close()
+				require.Equal(t, tc.want, resp.StatusCode, "%s %s: %s", tc.host, path, body)
+				if tc.want == http.StatusForbidden {
+					require.Contains(t, string(body), "loopback host")
+					require.NotContains(t, string(body), "Inside Sales")
+				}
 			}
 		})
 	}

@@ -382,6 +382,7 @@ func (p *Policy) decidePair(sub *Subject, resource, scope, method string, props 
 	if idx, ok := p.byName[resource]; ok && resource != Wildcard {
 		cr = &p.resources[idx]
 	}
+	tr = tr.next()
 	st := e.decide(cr, scope, tr)
 	if tr != nil {
 		tr.pair(resource, scope, st)
@@ -428,6 +429,7 @@ func (e *evaluation) add(out []Permission, cr *compiledResource, resource, scope
 		}
 		e.seen[key] = struct{}{}
 	}
+	tr = tr.next()
 	st := e.decide(cr, scope, tr)
 	if tr != nil {
 		tr.pair(resource, scope, st)

@@ -241,9 +241,22 @@ type PairExplanation struct {
 
 // tracer records a request's pairs as the evaluation decides them.
 type tracer struct {
+	max       int // pairs recorded at most; 0: every pair
+	more      int // pairs decided past max, not recorded
 	pairs     []PairExplanation
 	checks    []PermissionCheck // of the pair being decided
 	undefined Undefined         // of the pair being decided
+}
+
+// next is the tracer that records the next pair: t, or nil (the pair is
+// decided, not recorded, and counted in more) once t holds max pairs.
+// A nil t stays nil.
+func (t *tracer) next() *tracer {
+	if t == nil || t.max <= 0 || len(t.pairs) < t.max {
+		return t
+	}
+	t.more++
+	return nil
 }
 
 // check starts the record of permission name for the current pair.
@@ -276,6 +289,12 @@ type Request struct {
 	Path         string
 	ByPair       bool
 	Properties   map[string]any
+	// MaxPairs bounds the pairs explained (0: every pair): past it each
+	// pair is still decided, so Status is the whole request's, but not
+	// recorded, only counted in MorePairs. The web UI sets it, so that a
+	// "*" over a large client costs a bounded record under the realm's
+	// lock.
+	MaxPairs int
 }
 
 // Explanation is a decision with its reasons. Status and Pairs' statuses
@@ -288,6 +307,9 @@ type Explanation struct {
 	Method  string            `json:"method"`
 	Path    string            `json:"path,omitempty"`
 	Pairs   []PairExplanation `json:"results"`
+	// MorePairs is the number of pairs decided past Request.MaxPairs and
+	// not explained; always 0 without MaxPairs.
+	MorePairs int `json:"-"`
 }
 
 // Explain decides req as Evaluate does (or, with ByPair, each pair as
@@ -297,7 +319,7 @@ type Explanation struct {
 // call it inside the realm's read lock. Client is left for the caller.
 func (p *Policy) Explain(r *store.Realm, req Request) Explanation {
 	sub, facts := ExplainSubject(r, req.UserID, req.Organization)
-	tr := &tracer{}
+	tr := &tracer{max: req.MaxPairs}
 	var st Status
 	if req.ByPair {
 		perms := make([]Permission, 0, len(req.Resources))
@@ -330,7 +352,7 @@ func (p *Policy) Explain(r *store.Realm, req Request) Explanation {
 	if tr.pairs == nil {
 		tr.pairs = []PairExplanation{}
 	}
-	return Explanation{Status: st, Subject: facts, Method: req.Method, Path: req.Path, Pairs: tr.pairs}
+	return Explanation{Status: st, Subject: facts, Method: req.Method, Path: req.Path, Pairs: tr.pairs, MorePairs: tr.more}
 }
 
 // name fills in the names of the roles, groups and users pc names, and
@@ -366,13 +388,13 @@ func name(r *store.Realm, f *SubjectFacts, pc *PermissionCheck) {
 func reason(pe *PairExplanation) string {
 	switch {
 	case pe.Undefined == undefinedResource:
-		return fmt.Sprintf("the client defines no resource %q", pe.Resource)
+		return fmt.Sprintf("the client defines no resource %s", quoted(pe.Resource))
 	case pe.Undefined == undefinedScope:
-		return fmt.Sprintf("resource %q defines no scope %q", pe.Resource, pe.Scope)
+		return fmt.Sprintf("resource %s defines no scope %s", quoted(pe.Resource), quoted(pe.Scope))
 	case pe.Status == Grant:
 		for _, pc := range pe.Permissions {
 			if pc.Matched {
-				return fmt.Sprintf("permission %q grants it", pc.Name)
+				return fmt.Sprintf("permission %s grants it", quoted(pc.Name))
 			}
 		}
 	case len(pe.Permissions) == 0:

@@ -155,3 +155,24 @@ func TestExplainOwnership(t *testing.T) {
 	require.Equal(t, Error, got.Status, "to Decide, * is no resource")
 	require.Equal(t, undefinedResource, got.Pairs[0].Undefined)
 }
+
+// TestExplainMaxPairs: past MaxPairs the pairs are decided but not
+// recorded, only counted; the status is still the whole request's, a DENY
+// past the bound included (issue 28: the web UI's bounded evaluation).
+func TestExplainMaxPairs(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := Compile(w.client)
+	ask := []Resource{{Name: "orders", Scopes: []string{"write", "delete"}}}
+	for _, byPair := range []bool{false, true} {
+		full := p.Explain(w.r, Request{UserID: w.ids["carol"], Resources: ask, ByPair: byPair})
+		require.Len(t, full.Pairs, 2)
+		require.Equal(t, Grant, full.Pairs[0].Status)
+		require.Equal(t, Deny, full.Pairs[1].Status)
+		got := p.Explain(w.r, Request{UserID: w.ids["carol"], Resources: ask, ByPair: byPair, MaxPairs: 1})
+		require.Equal(t, Deny, got.Status, "the status counts the pair past the bound")
+		require.Equal(t, full.Pairs[:1], got.Pairs)
+		require.Equal(t, 1, got.MorePairs)
+		require.Zero(t, full.MorePairs)
+	}
+}
