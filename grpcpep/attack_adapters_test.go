@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,4 +133,34 @@ func serveWith(t *testing.T, svc *orders, register func(*grpc.Server), opts ...g
 		<-done
 	})
 	return conn
+}
+
+// grpc-go 1.85 calls a registered StreamDesc with neither ServerStreams
+// nor ClientStreams set directly, "as a unary RPC": the stream interceptor
+// is skipped, and the unary one is never called either (only
+// wrapUnaryHandler, for a MethodDesc, calls it). A hand-written or
+// generated-by-other-tools ServiceDesc (a proxy's, a test's) with such a
+// stream runs its handler with no decision at all, under the README's
+// wiring of both interceptors.
+func TestAttackStreamDescWithoutFlagsSkipsBothInterceptors(t *testing.T) {
+	env := adaptertest.Start(t)
+	var ran atomic.Bool
+	sd := &grpc.ServiceDesc{ServiceName: "bare.v1.Bare", HandlerType: (*any)(nil), Streams: []grpc.StreamDesc{{
+		StreamName: "Do",
+		Handler: func(_ any, ss grpc.ServerStream) error {
+			ran.Store(true)
+			in := new(wrapperspb.StringValue)
+			if err := ss.RecvMsg(in); err != nil {
+				return err
+			}
+			return ss.SendMsg(wrapperspb.String("ran without a decision"))
+		},
+	}}}
+	// Map does not name the method: every call must be PermissionDenied
+	// (and this one carries no token: Unauthenticated comes first).
+	conn := serveWith(t, &orders{}, func(s *grpc.Server) { s.RegisterService(sd, struct{}{}) }, guarded(env.Client)...)
+	out := new(wrapperspb.StringValue)
+	err := conn.Invoke(t.Context(), "/bare.v1.Bare/Do", wrapperspb.String("x"), out)
+	require.False(t, ran.Load(), "the handler ran without any interceptor (answer %q, err %v)", out.GetValue(), err)
+	require.Error(t, err)
 }
