@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -39,7 +40,10 @@ type config struct {
 	// trusted (WithMethodOverride); none is by default.
 	trustedHeaders []string
 	trustForm      bool
-	mistakes       []string
+	// logger logs a user callback that panicked (WithLogger); nil is
+	// slog.Default().
+	logger   *slog.Logger
+	mistakes []string
 }
 
 // unavailableHandler is the outage answer: the denied one unless an option
@@ -211,6 +215,15 @@ type guard struct {
 
 // ServeHTTP implements http.Handler.
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// callback names the user's callback running now (the resource
+	// function, the Checker): a panic in it is recovered and denied
+	// (config.recovered); one anywhere else, a handler's, is not ours.
+	var callback string
+	defer func() {
+		if callback != "" {
+			g.cfg.recovered(w, r, callback, recover())
+		}
+	}()
 	if !g.cfg.admit(w, r) {
 		return
 	}
@@ -229,15 +242,19 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	callback = "the resource function"
 	resource, scopes := g.fn(withMethod(r, method))
+	callback = ""
 	if !Checkable(resource, scopes) {
 		// Nothing a Checker could be asked about: refuse without a call,
 		// whatever Checker this is.
 		g.cfg.denied.ServeHTTP(w, r)
 		return
 	}
+	callback = "the Checker"
 	res, err := g.c.CheckMany(ctx, []pep.Resource{{Name: resource, Scopes: scopes}},
 		pep.WithRequestContext(pep.RequestContext{Method: method, Path: r.URL.Path}))
+	callback = ""
 	r = r.WithContext(context.WithValue(r.Context(), resultKey{}, res))
 	switch Classify(res, err, g.cfg.useClientToken) {
 	case AnswerGrant:
