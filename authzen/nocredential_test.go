@@ -134,7 +134,8 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 }
 
 // Against the reference server, which wants the PEP's credential, a
-// client without one is refused and fails closed.
+// client without one is refused and fails closed, with an error that
+// says what to fix.
 func TestWithoutCredentialsAgainstAPDPThatWantsOne(t *testing.T) {
 	t.Parallel()
 	srv, _ := startTodo(t)
@@ -148,6 +149,9 @@ func TestWithoutCredentialsAgainstAPDPThatWantsOne(t *testing.T) {
 	})
 	require.ErrorIs(t, err, authzen.ErrUnauthorized)
 	assert.False(t, d.Allowed())
+	require.ErrorIs(t, d.Cause, authzen.ErrUnauthorized)
+	assert.Contains(t, err.Error(), "no credential", "the error says what to fix")
+	assert.Contains(t, err.Error(), "drop WithoutCredentials")
 }
 
 // A client made WithoutCredentials has no token to expire: a 401 from its
