@@ -107,10 +107,15 @@ func (e Endpoints) resolve(base string) (Endpoints, error) {
 // still under way with the previous credential fail closed at their next
 // step (ErrTokenChanged). A token longer than WithMaxTokenBytes, or one an
 // HTTP header cannot carry, is refused by every call (ErrNoToken) without
-// sending anything. SetToken("") is ClearToken(). On a client made
-// WithoutCredentials it is a wiring mistake: every later call fails with
-// an error matching ErrNoToken that says so.
+// sending anything. SetToken("") is ClearToken(), on every client. On a
+// client made WithoutCredentials any other token is a wiring mistake:
+// every later call fails with an error matching ErrNoToken that says so,
+// until ClearToken.
 func (c *Client) SetToken(token string) {
+	if token == "" {
+		c.ClearToken()
+		return
+	}
 	if c.noCredential {
 		c.refuseCredential("SetToken")
 		return
@@ -120,8 +125,9 @@ func (c *Client) SetToken(token string) {
 
 // SetDPoPToken makes token a DPoP-bound token (RFC 9449) bound to signer's
 // key: every attempt carries a fresh proof and the PDP's latest DPoP-Nonce.
-// Otherwise as SetToken (a wiring mistake on a client made
-// WithoutCredentials); a nil signer makes calls fail with ErrNoToken.
+// Otherwise as SetToken (SetDPoPToken("", signer) is ClearToken(); any
+// other token is a wiring mistake on a client made WithoutCredentials); a
+// nil signer makes calls fail with ErrNoToken.
 //
 // A key that is not held in memory (signer.InMemory false: a KMS, an HSM)
 // signs under the call's context: a call waits for it only until its
@@ -131,6 +137,10 @@ func (c *Client) SetToken(token string) {
 // until its deadline); one whose every slot has been taken for over 10 s
 // is taken as hung: calls fail at once (ErrUnavailable) until one returns.
 func (c *Client) SetDPoPToken(token string, signer *dpop.Signer) {
+	if token == "" {
+		c.ClearToken()
+		return
+	}
 	if c.noCredential {
 		c.refuseCredential("SetDPoPToken")
 		return
@@ -141,9 +151,13 @@ func (c *Client) SetDPoPToken(token string, signer *dpop.Signer) {
 // ClearToken removes the credential, purges its cached decisions and emits
 // tokenCleared; calls under way with it fail closed (ErrTokenChanged), and
 // later calls fail with ErrNoToken. It does nothing, and emits nothing,
-// when there is no credential, nor on a client made WithoutCredentials.
+// when there is no credential. On a client made WithoutCredentials it
+// emits nothing either: it undoes the refusal a token given to it caused
+// (SetToken, SetDPoPToken), so that the client again sends no credential,
+// and otherwise does nothing.
 func (c *Client) ClearToken() {
 	if c.noCredential {
+		c.core.Unrefuse()
 		return
 	}
 	c.core.ClearToken()

@@ -40,7 +40,9 @@
 // cached).
 // A 401 is returned as an error (ErrUnauthorized), purges the credential's
 // cached decisions and emits tokenExpired once; a missing credential is
-// ErrNoToken and sends nothing.
+// ErrNoToken and sends nothing. A client made WithoutCredentials sent no
+// credential to refuse: its 401 is only the call's error (ErrUnauthorized),
+// with no purge and no event.
 //
 // Decisions are cached per credential and canonical request (subject,
 // action, resource, context, with their properties); two credentials never

@@ -4,13 +4,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/events"
 )
 
 // sidecar is a PDP that takes no credential (Cerbos, OpenFGA without
@@ -87,8 +90,9 @@ func TestNoCredentialIsNeverTheDefault(t *testing.T) {
 }
 
 // A token given to a client made WithoutCredentials is a wiring mistake:
-// every later call fails closed, sends nothing, and says what to fix;
-// ClearToken does not undo it. The token is never quoted.
+// every later call fails closed, sends nothing, and says what to fix,
+// until ClearToken makes the client send no credential again. The token
+// is never quoted.
 func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 	t.Parallel()
 	signer, err := dpop.GenerateKey()
@@ -112,7 +116,6 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 			_, err = c.Evaluate(t.Context(), readDoc)
 			require.NoError(t, err)
 			tt.give(c)
-			c.ClearToken()
 			d, err := c.Evaluate(t.Context(), readDoc)
 			require.ErrorIs(t, err, authzen.ErrNoToken)
 			assert.False(t, d.Allowed())
@@ -120,12 +123,19 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.method)
 			assert.NotContains(t, err.Error(), "secret-token")
 			assert.Len(t, pdp.requests(), 1, "nothing sent after the mistake; not even the cached grant is served")
+
+			c.ClearToken() // undoes the mistake: the client sends none again
+			d, err = c.Evaluate(t.Context(), readDoc)
+			require.NoError(t, err)
+			assert.True(t, d.Allowed())
+			assert.Equal(t, [][]string{nil, nil}, pdp.requests(), "asked again, still without an Authorization header")
 		})
 	}
 }
 
 // Against the reference server, which wants the PEP's credential, a
-// client without one is refused and fails closed.
+// client without one is refused and fails closed, with an error that
+// says what to fix.
 func TestWithoutCredentialsAgainstAPDPThatWantsOne(t *testing.T) {
 	t.Parallel()
 	srv, _ := startTodo(t)
@@ -139,4 +149,99 @@ func TestWithoutCredentialsAgainstAPDPThatWantsOne(t *testing.T) {
 	})
 	require.ErrorIs(t, err, authzen.ErrUnauthorized)
 	assert.False(t, d.Allowed())
+	require.ErrorIs(t, d.Cause, authzen.ErrUnauthorized)
+	assert.Contains(t, err.Error(), "no credential", "the error says what to fix")
+	assert.Contains(t, err.Error(), "drop WithoutCredentials")
+}
+
+// A client made WithoutCredentials has no token to expire: a 401 from its
+// PDP (a proxy restarting in front of it) is that call's error and emits
+// no token lifecycle event, so the README's refresh handler (SetToken on
+// tokenExpired) is never run for it, and the next call is answered.
+func TestWithoutCredentialsNeverEmitsTokenExpired(t *testing.T) {
+	t.Parallel()
+	var blip atomic.Bool
+	blip.Store(true)
+	pdp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if blip.Swap(false) {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"decision":true}`))
+	}))
+	t.Cleanup(pdp.Close)
+	c, err := authzen.New(pdp.URL, authzen.WithoutCredentials(), authzen.WithRetry(0, time.Millisecond, time.Millisecond),
+		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	var mu sync.Mutex
+	var got []events.Kind
+	c.Subscribe(func(e events.Event) {
+		mu.Lock()
+		got = append(got, e.Kind)
+		mu.Unlock()
+		if e.Kind == events.TokenExpired {
+			c.SetToken("refreshed-token") // the README's refresh handler
+		}
+	})
+	// A call that causes an event returns once it is delivered (its
+	// context can still be done): no wait is needed to see it.
+	d, err := c.Evaluate(t.Context(), readDoc)
+	require.ErrorIs(t, err, authzen.ErrUnauthorized)
+	assert.False(t, d.Allowed())
+	mu.Lock()
+	assert.Empty(t, got, "a client without a credential emitted a token lifecycle event")
+	mu.Unlock()
+
+	d, err = c.Evaluate(t.Context(), readDoc, authzen.NoCache())
+	require.NoError(t, err, "one 401 refused the client for good")
+	assert.True(t, d.Allowed())
+}
+
+// SetToken("") and SetDPoPToken("", signer) are ClearToken() on every
+// client: on one made WithoutCredentials they do nothing (a token read
+// from an empty setting does not brick it), on one with a token they
+// remove it.
+func TestSetEmptyTokenIsClearToken(t *testing.T) {
+	t.Parallel()
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	clears := []struct {
+		name  string
+		clear func(*authzen.Client)
+	}{
+		{"SetToken", func(c *authzen.Client) { c.SetToken("") }},
+		{"SetDPoPToken", func(c *authzen.Client) { c.SetDPoPToken("", signer) }},
+	}
+	for _, tt := range clears {
+		t.Run(tt.name+"/WithoutCredentials", func(t *testing.T) {
+			t.Parallel()
+			pdp := startSidecar(t)
+			c, err := authzen.New(pdp.URL, authzen.WithoutCredentials(),
+				authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			tt.clear(c)
+			d, err := c.Evaluate(t.Context(), readDoc)
+			require.NoError(t, err)
+			assert.True(t, d.Allowed())
+		})
+		t.Run(tt.name+"/WithAToken", func(t *testing.T) {
+			t.Parallel()
+			pdp := startSidecar(t)
+			c, err := authzen.New(pdp.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			var kinds []events.Kind
+			c.Subscribe(func(e events.Event) { kinds = append(kinds, e.Kind) })
+			c.SetToken("a-token")
+			tt.clear(c)
+			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenCleared}, kinds)
+			_, err = c.Evaluate(t.Context(), readDoc)
+			require.ErrorIs(t, err, authzen.ErrNoToken)
+			assert.Empty(t, pdp.requests())
+		})
+	}
 }

@@ -70,9 +70,12 @@ func WithEndpoints(e Endpoints) Option { return option(func(c *config) { c.endpo
 // mistaken for a PDP that needs none. With it, calls are sent without an
 // Authorization header from the start, and their decisions are cached as
 // any credential's. Giving such a client a token (SetToken,
-// SetDPoPToken) is a wiring mistake: every call from then on fails with an
-// error matching ErrNoToken that says to drop one or the other;
-// ClearToken does nothing.
+// SetDPoPToken, other than "") is a wiring mistake: every call from then
+// on fails with an error matching ErrNoToken that says to drop one or the
+// other, until ClearToken makes the client send none again. SetToken("")
+// is ClearToken, as on every client. Such a client never emits a token
+// lifecycle event: a 401 from its PDP is the call's error
+// (ErrUnauthorized) and nothing more.
 func WithoutCredentials() Option { return option(func(c *config) { c.noCredential = true }) }
 
 // WithHTTPClient makes the client send its requests through hc's Transport

@@ -14,6 +14,9 @@
 // the service's error shape) is written, the next handler does not run and
 // nil is returned. Nothing a caller sends makes it answer 500 or panic;
 // wiring mistakes panic when the middleware is built.
+// A resource function (or Checker) that panics is recovered by the
+// middleware: the request gets its 403 and the panic is logged at Error
+// (middleware.WithLogger), with or without echo's Recover middleware.
 //
 // Use it on routes or groups: as Echo-wide middleware (e.Use) it also runs
 // for requests that match no route, which then get its 403 (their

@@ -14,6 +14,9 @@
 // answer, in the service's error shape) is written and the chain is
 // aborted. Nothing a caller sends makes it answer 500 or panic; wiring
 // mistakes panic when the handler is built.
+// A resource function (or Checker) that panics is recovered by the
+// middleware: the request gets its 403 and the panic is logged at Error
+// (middleware.WithLogger), with or without gin's Recovery middleware.
 //
 // Use it on routes or groups: as engine-wide middleware (r.Use) it also
 // runs for requests that match no route, which then get its 403 (their

@@ -6,9 +6,13 @@
 //		"/orders.v1.Orders/Get":  {Resource: "orders", Scopes: []string{"read"}},
 //		"/orders.v1.Orders/Tail": {Resource: "orders", Scopes: []string{"read"}},
 //	})
+//	public := grpcpep.WithPublicMethods(grpcpep.HealthMethods...) // probes
 //	srv := grpc.NewServer(
-//		grpc.ChainUnaryInterceptor(grpcpep.UnaryServerInterceptor(client, guard)),
-//		grpc.ChainStreamInterceptor(grpcpep.StreamServerInterceptor(client, guard)))
+//		grpc.ChainUnaryInterceptor(grpcpep.UnaryServerInterceptor(client, guard, public)),
+//		grpc.ChainStreamInterceptor(grpcpep.StreamServerInterceptor(client, guard, public)))
+//	reg := grpcpep.CheckedRegistrar(srv)
+//	orderspb.RegisterOrdersServer(reg, impl)
+//	healthpb.RegisterHealthServer(reg, health.NewServer())
 //
 // The resource and scopes of a call come from a Func of its full method name
 // ("/package.Service/Method"); Map makes one from a map, naming nothing for
@@ -37,8 +41,25 @@
 // whose caller gave up is not decided, and its handler never runs. Status
 // messages never quote the token. Nothing a caller sends makes an
 // interceptor answer Internal or panic; wiring mistakes (a nil Checker or
-// Func, a map entry without resource or scope, an option choosing OK) panic
-// when the interceptor is built.
+// Func, a map entry without resource or scope, an option choosing OK, a
+// public method that is not an exact full method name) panic when the
+// interceptor is built. A Func or Checker that panics on a call is the
+// user's bug, not the caller's: the interceptor recovers it (grpc-go does
+// not, and the process would die), logs it at Error and answers
+// PermissionDenied, keeping the table above (fail closed, never Internal).
+//
+// A stream's grant has a lifetime (WithStreamRedecide, 30 s by default):
+// once it is older, the stream's next message waits for a new decision,
+// and a stream whose token expired, was revoked or lost the scope ends
+// with the code a new call would get.
+//
+// The only way past the interceptors is WithPublicMethods, which names
+// methods served to anyone (health probes: HealthMethods) by their exact
+// full names. grpc-go (v1.85) runs a stream whose grpc.StreamDesc sets
+// neither ServerStreams nor ClientStreams past both interceptors;
+// protoc-gen-go-grpc never makes one, and CheckedRegistrar (or
+// CheckServiceDesc) refuses to register one, since the server's
+// GetServiceInfo cannot tell it from a unary method.
 //
 // gRPC's own server answers a method no service registers with
 // Unimplemented before any interceptor runs, unless
@@ -48,9 +69,13 @@ package grpcpep
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"reflect"
+	"runtime/debug"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -73,7 +98,8 @@ var _ Checker = (*pep.Client)(nil)
 // name ("/package.Service/Method"). A resource the client refuses to check
 // ("" or the wildcard "*") or no scope, or an empty one, makes the answer
 // PermissionDenied without a gateway call. It must be safe for concurrent
-// use.
+// use. A Func that panics costs only its call: the interceptor recovers,
+// logs the panic at Error (WithLogger) and answers PermissionDenied.
 type Func func(fullMethod string) (resource string, scopes []string)
 
 // Rule is the resource and scopes of one method in Map's map.
@@ -91,9 +117,8 @@ type Rule struct {
 func Map(rules map[string]Rule) Func {
 	copied := make(map[string]Rule, len(rules))
 	for method, r := range rules {
-		service, name, ok := strings.Cut(strings.TrimPrefix(method, "/"), "/")
 		switch {
-		case !strings.HasPrefix(method, "/") || !ok || service == "" || name == "" || strings.Contains(name, "/"):
+		case !isFullMethod(method):
 			panic("grpcpep: Map's key " + quote(method) + ` is not a full method name "/package.Service/Method"`)
 		case !middleware.Checkable(r.Resource, r.Scopes):
 			panic("grpcpep: Map's rule for " + quote(method) + ` needs a resource other than "" and "*" and at least one scope, none of them empty`)
@@ -109,6 +134,13 @@ func Map(rules map[string]Rule) Func {
 	}
 }
 
+// isFullMethod reports whether method is a full method name,
+// "/package.Service/Method".
+func isFullMethod(method string) bool {
+	service, name, ok := strings.Cut(strings.TrimPrefix(method, "/"), "/")
+	return strings.HasPrefix(method, "/") && ok && service != "" && name != "" && !strings.Contains(name, "/")
+}
+
 func quote(s string) string { return `"` + s + `"` }
 
 // Option changes how an interceptor answers. A nil Option is a wiring
@@ -118,7 +150,50 @@ type Option func(*config)
 type config struct {
 	unavailable    codes.Code
 	useClientToken bool
-	mistakes       []string
+	// public are the full methods of WithPublicMethods.
+	public map[string]bool
+	// redecide is the lifetime of a stream's grant (WithStreamRedecide).
+	redecide time.Duration
+	logger   *slog.Logger
+	mistakes []string
+}
+
+// DefaultStreamRedecide is how long a stream's grant lasts before the
+// stream's next message has it decided again (WithStreamRedecide).
+const DefaultStreamRedecide = 30 * time.Second
+
+// WithStreamRedecide sets the lifetime of a stream's grant: once the last
+// decision of an open stream is older than interval (on the monotonic
+// clock, so time the process spent frozen counts), its next message, sent
+// or received, waits for a new decision of the same method and caller's
+// token, asked of the gateway past the client's cache (pep.NoCache); a
+// stream whose new decision is not a grant ends with the code that
+// decision gets on a new call (Unauthenticated for an expired or revoked
+// token, PermissionDenied, the unavailable code). DefaultStreamRedecide
+// (30 s) by default. An interval that is not positive is a wiring mistake.
+// Only the stream interceptor uses it.
+func WithStreamRedecide(interval time.Duration) Option {
+	return func(c *config) {
+		if interval <= 0 {
+			c.mistakes = append(c.mistakes, "WithStreamRedecide needs a positive interval")
+			return
+		}
+		c.redecide = interval
+	}
+}
+
+// WithLogger sets the logger of the interceptors' one log line: a Func or
+// Checker that panicked (at Error, with the method, the panic and its
+// stack; never the token). slog.Default() by default; a nil logger is a
+// wiring mistake.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			c.mistakes = append(c.mistakes, "WithLogger was given a nil logger")
+			return
+		}
+		c.logger = l
+	}
 }
 
 // WithUnavailableCode picks the code of the answer given when no decision
@@ -153,7 +228,7 @@ type guard struct {
 }
 
 func newGuard(c Checker, fn Func, opts []Option) *guard {
-	g := &guard{c: c, fn: fn, cfg: config{unavailable: codes.Unavailable}}
+	g := &guard{c: c, fn: fn, cfg: config{unavailable: codes.Unavailable, redecide: DefaultStreamRedecide, logger: slog.Default()}}
 	if isNil(c) {
 		g.cfg.mistakes = append(g.cfg.mistakes, "the Checker is nil")
 	}
@@ -181,6 +256,9 @@ func newGuard(c Checker, fn Func, opts []Option) *guard {
 func UnaryServerInterceptor(c Checker, fn Func, opts ...Option) grpc.UnaryServerInterceptor {
 	g := newGuard(c, fn, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if g.cfg.public[info.FullMethod] {
+			return handler(ctx, req)
+		}
 		ctx, err := g.decide(ctx, info.FullMethod)
 		if err != nil {
 			return nil, err
@@ -191,32 +269,40 @@ func UnaryServerInterceptor(c Checker, fn Func, opts ...Option) grpc.UnaryServer
 
 // StreamServerInterceptor returns an interceptor that lets a stream
 // through only when the caller holds every scope fn names for its method,
-// decided once, before the handler runs and before any message is read.
-// It answers as the package documentation describes, is safe for
-// concurrent use, and panics on a wiring mistake.
+// decided before the handler runs and before any message is read, and
+// decided again once the grant is older than WithStreamRedecide's
+// interval (see there). It answers as the package documentation
+// describes, is safe for concurrent use, and panics on a wiring mistake.
 func StreamServerInterceptor(c Checker, fn Func, opts ...Option) grpc.StreamServerInterceptor {
 	g := newGuard(c, fn, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if g.cfg.public[info.FullMethod] {
+			return handler(srv, ss)
+		}
+		decided := time.Now()
 		ctx, err := g.decide(ss.Context(), info.FullMethod)
 		if err != nil {
 			return err
 		}
-		return handler(srv, &decidedStream{ServerStream: ss, ctx: ctx})
+		ds := newDecidedStream(g, ss, ctx, info.FullMethod, decided)
+		defer ds.cancel(nil)
+		return handler(srv, ds)
 	}
 }
 
-// decidedStream is a stream whose context carries the decision.
-type decidedStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-// Context returns the stream's context with the decision.
-func (s *decidedStream) Context() context.Context { return s.ctx }
-
 // decide asks for the call of fullMethod and returns the handler's context
-// (with the decision) or the status error that ends the call.
-func (g *guard) decide(ctx context.Context, fullMethod string) (context.Context, error) {
+// (with the decision) or the status error that ends the call. The Func and
+// the Checker are the user's code: a panic in either is recovered, logged
+// and answered PermissionDenied, so that one call's bug never takes the
+// server (grpc-go does not recover) or another call down.
+func (g *guard) decide(ctx context.Context, fullMethod string, extra ...pep.CallOption) (_ context.Context, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.cfg.logger.ErrorContext(ctx, "grpcpep: the Func or the Checker panicked; the call is refused with PermissionDenied",
+				slog.String("method", fullMethod), slog.String("panic", panicText(r)), slog.String("stack", string(debug.Stack())))
+			err = denied
+		}
+	}()
 	md, _ := metadata.FromIncomingContext(ctx)
 	values := md.Get("authorization")
 	if len(values) > 1 {
@@ -234,8 +320,8 @@ func (g *guard) decide(ctx context.Context, fullMethod string) (context.Context,
 	if !middleware.Checkable(resource, scopes) {
 		return nil, denied
 	}
-	res, err := g.c.CheckMany(callCtx, []pep.Resource{{Name: resource, Scopes: scopes}},
-		pep.WithRequestContext(pep.RequestContext{Method: http.MethodPost, Path: fullMethod}))
+	opts := append([]pep.CallOption{pep.WithRequestContext(pep.RequestContext{Method: http.MethodPost, Path: fullMethod})}, extra...)
+	res, err := g.c.CheckMany(callCtx, []pep.Resource{{Name: resource, Scopes: scopes}}, opts...)
 	switch middleware.Classify(res, err, g.cfg.useClientToken) {
 	case middleware.AnswerGrant:
 		return context.WithValue(ctx, resultKey{}, res), nil
@@ -253,11 +339,23 @@ var (
 	denied          = status.Error(codes.PermissionDenied, "the caller is not allowed to do this")
 )
 
+// panicText is what a recovered panic value says; a value whose String or
+// Error method panics too says so.
+func panicText(r any) (text string) {
+	defer func() {
+		if recover() != nil {
+			text = fmt.Sprintf("a %T whose text panicked", r)
+		}
+	}()
+	return fmt.Sprint(r)
+}
+
 // resultKey is the context key of the decision.
 type resultKey struct{}
 
-// DecisionFromContext returns the decision that let the call through, and
-// false when no interceptor of this package decided it.
+// DecisionFromContext returns the decision that let the call through (for
+// a stream, its first), and false when no interceptor of this package
+// decided it (a method of WithPublicMethods, for one).
 func DecisionFromContext(ctx context.Context) (pep.Result, bool) {
 	res, ok := ctx.Value(resultKey{}).(pep.Result)
 	return res, ok

@@ -94,10 +94,18 @@ func AuthZENDecisionFromContext(ctx context.Context) (authzen.Decision, bool) {
 
 // ServeHTTP implements http.Handler.
 func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var callback string // as guard.ServeHTTP's
+	defer func() {
+		if callback != "" {
+			g.cfg.recovered(w, r, callback, recover())
+		}
+	}()
 	if !g.cfg.admit(w, r) {
 		return
 	}
+	callback = "the subject function"
 	sub, err := g.subject(r)
+	callback = ""
 	if err != nil || sub.Type == "" || sub.ID == "" {
 		g.cfg.unauthorized.ServeHTTP(w, r)
 		return
@@ -106,13 +114,17 @@ func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	callback = "the target function"
 	action, resource := g.target(withMethod(r, method))
+	callback = ""
 	if action.Name == "" || resource.Type == "" || resource.ID == "" {
 		g.cfg.denied.ServeHTTP(w, r)
 		return
 	}
+	callback = "the Evaluator"
 	d, err := g.e.Evaluate(r.Context(), authzen.Request{Subject: sub, Action: action, Resource: resource,
 		Context: map[string]any{"method": method, "path": r.URL.Path}})
+	callback = ""
 	r = r.WithContext(context.WithValue(r.Context(), azDecisionKey{}, d))
 	switch {
 	case errors.Is(err, authzen.ErrNoToken):

@@ -50,6 +50,13 @@
 // Nothing a caller sends makes the middleware answer 500 or panic. Wiring
 // mistakes do panic, when the middleware is built rather than on the first
 // request: a nil Checker or function, no scope, a nil option or handler.
+// A user callback the middleware calls on a request (the resource,
+// subject or target function, the Checker or Evaluator) that panics is
+// the user's bug: it is recovered, logged at Error (WithLogger) and the
+// request gets the denied answer (403), so the middleware fails closed
+// with an answer under any router, whether it recovers panics or not. A
+// panic in a handler (the protected one, or an answer's) is not
+// recovered.
 //
 // Require and RequireFunc return a Middleware, a plain
 // func(http.Handler) http.Handler that composes with any router or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -40,7 +41,10 @@ type config struct {
 	// trusted (WithMethodOverride); none is by default.
 	trustedHeaders []string
 	trustForm      bool
-	mistakes       []string
+	// logger logs a user callback that panicked (WithLogger); nil is
+	// slog.Default().
+	logger   *slog.Logger
+	mistakes []string
 }
 
 // unavailableHandler is the outage answer: the denied one unless an option
@@ -212,6 +216,15 @@ type guard struct {
 
 // ServeHTTP implements http.Handler.
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// callback names the user's callback running now (the resource
+	// function, the Checker): a panic in it is recovered and denied
+	// (config.recovered); one anywhere else, a handler's, is not ours.
+	var callback string
+	defer func() {
+		if callback != "" {
+			g.cfg.recovered(w, r, callback, recover())
+		}
+	}()
 	if !g.cfg.admit(w, r) {
 		return
 	}
@@ -229,7 +242,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	callback = "the resource function"
 	resource, scopes := g.fn(withMethod(r, method))
+	callback = ""
 	if !Checkable(resource, scopes) {
 		// Nothing a Checker could be asked about: refuse without a call,
 		// whatever Checker this is.
@@ -240,7 +255,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// one allocation with room for the decisions of a few scopes.
 	d := &decided{Context: r.Context()}
 	d.res.Decisions = d.ds[:0]
+	callback = "the Checker"
 	err := g.check(r, token, method, resource, scopes, &d.res)
+	callback = ""
 	r = r.WithContext(d)
 	switch Classify(d.res, err, g.cfg.useClientToken) {
 	case AnswerGrant:

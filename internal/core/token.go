@@ -86,6 +86,30 @@ func (c *Core) Refuse(err error) {
 	c.replace(&Token{cred: transport.Hold(transport.NewNone()), id: transport.Ident{Scheme: transport.SchemeNone}, unusable: err})
 }
 
+// Unrefuse undoes Refuse: when the client's token is a refusal (and only
+// then) it becomes SetNone's again, without an event. It reports whether
+// it did.
+func (c *Core) Unrefuse() bool {
+	id := transport.Ident{Scheme: transport.SchemeNone}
+	st := &Token{cred: transport.Hold(transport.NewNone()), id: id, group: c.cache.pin(id)}
+	c.tokenMu.Lock()
+	cur := c.token.Load()
+	refused := cur != nil && cur.id.Scheme == transport.SchemeNone && cur.unusable != nil
+	if refused {
+		c.token.Store(st)
+	}
+	c.tokenMu.Unlock()
+	if !refused {
+		st.cred.Release()
+		if st.group != nil {
+			st.group.Unpin()
+		}
+		return false
+	}
+	c.forget(cur)
+	return true
+}
+
 // replace makes st the client's token without an event, and forgets the
 // previous one.
 func (c *Core) replace(st *Token) {
@@ -146,9 +170,14 @@ func (c *Core) enqueue(kind events.Kind, s transport.Scheme, err error) {
 // DPoP proof (ErrProofRejected), or a nonce challenge still refused after
 // its one resend, is no verdict on the token: nothing happens; nor for a
 // per-call token beyond the purge, since the client's own is unaffected.
+// Only a credential the call sent can be refused: a 401 to a call that
+// sent none (SchemeNone, a client made to go without) is the call's error
+// and nothing more, with no purge and no event, so that no refresh
+// handler is ever asked to replace a token the client does not have.
 func (c *Core) Refused(ctx context.Context, cl *Call, err error) {
 	var re *transport.ResponseError
-	if !errors.As(err, &re) || !errors.Is(re, transport.ErrUnauthorized) || transport.NonceOwed(re) {
+	if !errors.As(err, &re) || !errors.Is(re, transport.ErrUnauthorized) || transport.NonceOwed(re) ||
+		cl.ID.Scheme == transport.SchemeNone {
 		return
 	}
 	c.cache.purge(cl.ID)

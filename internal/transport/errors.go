@@ -144,6 +144,9 @@ type ResponseError struct {
 	dpop dpopVerdict
 	// namesClient is set for a 400 whose body blames the clientId.
 	namesClient bool
+	// sentNone is set for a 401 to a request that carried no credential
+	// (SchemeNone): Error says what to fix.
+	sentNone bool
 }
 
 // dpopVerdict is what a 401's DPoP challenge blames.
@@ -174,6 +177,10 @@ func (e *ResponseError) Error() string {
 	}
 	if e.Err != nil { // the package prefix is written once
 		b.WriteString(": " + strings.TrimPrefix(e.Err.Error(), e.who.Pkg()+": "))
+	}
+	if e.sentNone {
+		b.WriteString("; the request carried no credential (the client was made WithoutCredentials) and the " +
+			e.who.Server() + " wants one: drop WithoutCredentials and give the client a token")
 	}
 	return b.String()
 }
@@ -250,6 +257,7 @@ func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *Resp
 		}
 	}
 	e.namesClient = resp.StatusCode == http.StatusBadRequest && namesClient(body)
+	e.sentNone = resp.StatusCode == http.StatusUnauthorized && id.Scheme == SchemeNone
 	if e.Message == "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		e.Message = "redirects are not followed"
 	}

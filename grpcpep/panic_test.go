@@ -1,0 +1,76 @@
+package grpcpep_test
+
+import (
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/orgauthz/orgauthz/grpcpep"
+	"github.com/orgauthz/orgauthz/internal/adaptertest"
+)
+
+const panicChildEnv = "GRPCPEP_PANIC_CHILD"
+
+// A Func or Checker that panics (the user's bug) costs only its own call:
+// grpc-go does not recover, so without the interceptor's recover one call
+// would take the whole server process down. The call is refused with
+// PermissionDenied, the handler does not run, the panic is logged at
+// Error without the token, and the server goes on serving. The cases run
+// in a child process, so that a panic that escapes fails this test rather
+// than ending the test binary.
+func TestPanickingUserCallbackCostsOnlyItsCall(t *testing.T) {
+	if os.Getenv(panicChildEnv) != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPanickingUserCallbackCostsOnlyItsCall$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), panicChildEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "the server process died, or a case failed:\n%s", tail(out, 3000))
+		require.Contains(t, string(out), "--- PASS: TestPanickingUserCallbackCostsOnlyItsCall")
+		return
+	}
+	env := adaptertest.Start(t)
+	buggyFunc := func(full string) (string, []string) {
+		return strings.Split(full, "/")[5], []string{"read"} // out of range
+	}
+	tests := []struct {
+		name    string
+		checker grpcpep.Checker
+		fn      grpcpep.Func
+	}{
+		{"Func", env.Client, buggyFunc},
+		{"Checker", panickingChecker{}, grpcpep.Map(rules())},
+	}
+	for _, tt := range tests {
+		for _, stream := range []bool{false, true} {
+			t.Run(tt.name+map[bool]string{false: "/unary", true: "/stream"}[stream], func(t *testing.T) {
+				logs := &lockedBuffer{}
+				opts := []grpcpep.Option{
+					grpcpep.WithLogger(slog.New(slog.NewTextHandler(logs, nil))),
+					grpcpep.WithPublicMethods(grpcpep.HealthMethods...),
+				}
+				svc := &orders{}
+				conn := serveWith(t, svc, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, health.NewServer()) },
+					grpc.ChainUnaryInterceptor(grpcpep.UnaryServerInterceptor(tt.checker, tt.fn, opts...)),
+					grpc.ChainStreamInterceptor(grpcpep.StreamServerInterceptor(tt.checker, tt.fn, opts...)))
+				_, err := call(bearer(t.Context(), env.Tokens["ann"]), conn, adaptertest.OpRead, stream)
+				require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+				assert.Zero(t, svc.ran.Load())
+				assert.Contains(t, logs.String(), "level=ERROR")
+				assert.Contains(t, logs.String(), method(adaptertest.OpRead, stream))
+				assert.NotContains(t, logs.String(), env.Tokens["ann"])
+				// The server is still up.
+				_, err = healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{})
+				require.NoError(t, err)
+			})
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package grpcpep_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/orgauthz/orgauthz/grpcpep"
+	"github.com/orgauthz/orgauthz/internal/adaptertest"
+	"github.com/orgauthz/orgauthz/mockserver"
+)
+
+// revoke revokes token at the reference server's RFC 7009 endpoint, as
+// the client it was issued to.
+func revoke(t *testing.T, env *adaptertest.Env, token string) {
+	t.Helper()
+	form := url.Values{"client_id": {adaptertest.ClientID}, "client_secret": {"s3cret"}, "token": {token}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost,
+		env.Gateway.URL+"/realms/"+adaptertest.Realm+"/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, err := env.Gateway.Client().Do(req)
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	require.Equal(t, http.StatusOK, res.StatusCode)
+}
+
+// A stream's grant has a lifetime: once it is older than the interval,
+// the stream's next message is decided again, past the client's cache,
+// and a stream whose token was revoked meanwhile ends with the code a new
+// call gets (Unauthenticated). The interval here is a nanosecond, so every
+// message is re-decided and no wait is needed.
+func TestStreamGrantIsDecidedAgain(t *testing.T) {
+	t.Parallel()
+	env := adaptertest.Start(t)
+	svc := &orders{}
+	conn := serve(t, svc, guarded(env.Client, grpcpep.WithStreamRedecide(time.Nanosecond))...)
+	token := env.Gateway.Token(adaptertest.Realm, "ann", mockserver.TokenClient(adaptertest.ClientID))
+	ctx := bearer(t.Context(), token)
+	cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
+	require.NoError(t, err)
+	ping := func() error {
+		if err := cs.SendMsg(wrapperspb.String("x")); err != nil {
+			return err
+		}
+		return cs.RecvMsg(new(wrapperspb.StringValue))
+	}
+	require.NoError(t, ping())
+	require.NoError(t, ping(), "a re-decided grant lets the stream go on")
+
+	revoke(t, env, token)
+	_, err = call(ctx, conn, adaptertest.OpRead, false)
+	require.Equal(t, codes.Unauthenticated, status.Code(err), "the revoked token on a new call")
+	err = ping()
+	require.Equal(t, codes.Unauthenticated, status.Code(err), "the open stream kept serving its revoked token: %v", err)
+}
+
+// Within the interval a stream's messages are not decided again: one
+// decision serves them all (the default interval is 30 s).
+func TestStreamGrantLastsItsInterval(t *testing.T) {
+	t.Parallel()
+	env := adaptertest.Start(t)
+	counter := &adaptertest.Counter{Checker: env.Client}
+	conn := serve(t, &orders{}, guarded(counter)...)
+	cs, err := conn.NewStream(bearer(t.Context(), env.Tokens["ann"]),
+		&grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
+	require.NoError(t, err)
+	for range 5 {
+		require.NoError(t, cs.SendMsg(wrapperspb.String("x")))
+		require.NoError(t, cs.RecvMsg(new(wrapperspb.StringValue)))
+	}
+	require.NoError(t, cs.CloseSend())
+	assert.Equal(t, int64(1), counter.Calls())
+}
+
+// WithStreamRedecide needs a positive interval.
+func TestStreamRedecideNeedsAPositiveInterval(t *testing.T) {
+	t.Parallel()
+	for _, d := range []time.Duration{0, -time.Second} {
+		require.PanicsWithValue(t, "grpcpep: WithStreamRedecide needs a positive interval", func() {
+			grpcpep.StreamServerInterceptor(panickingChecker{}, grpcpep.Map(rules()), grpcpep.WithStreamRedecide(d))
+		})
+	}
+}

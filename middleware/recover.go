@@ -1,0 +1,54 @@
+package middleware
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+)
+
+// WithLogger sets the logger of the middleware's one log line: a user
+// callback it calls (the resource, subject or target function, the
+// Checker or Evaluator) that panicked, at Error, with the request's method
+// and path, the panic and its stack; never the token. slog.Default() by
+// default; a nil logger is a wiring mistake.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			c.mistakes = append(c.mistakes, "WithLogger was given a nil logger")
+			return
+		}
+		c.logger = l
+	}
+}
+
+// recovered answers a request whose user callback (named by callback)
+// panicked with v: the callback's bug is logged at Error and the request
+// is refused with the denied answer, no decision in its context, so that
+// it fails closed with an answer (net/http would only drop the connection,
+// and a router run elsewhere may not recover at all). A nil v (no panic)
+// does nothing.
+func (c *config) recovered(w http.ResponseWriter, r *http.Request, callback string, v any) {
+	if v == nil {
+		return
+	}
+	logger := c.logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.ErrorContext(r.Context(), "middleware: "+callback+" panicked; the request is refused with the denied answer",
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.String("panic", panicText(v)), slog.String("stack", string(debug.Stack())))
+	c.denied.ServeHTTP(w, r)
+}
+
+// panicText is what a recovered panic value says; a value whose String or
+// Error method panics too says so.
+func panicText(v any) (text string) {
+	defer func() {
+		if recover() != nil {
+			text = fmt.Sprintf("a %T whose text panicked", v)
+		}
+	}()
+	return fmt.Sprint(v)
+}
