@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"net"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -36,6 +37,19 @@ func TestAttackReplayAfterFailoverToLaggingReplica(t *testing.T) {
 	link := startFaultProxy(t, a.Addr())
 	host, port, _ := net.SplitHostPort(link.addr)
 	ctx := t.Context()
+	// redistest starts redis-server in the package directory without
+	// --dir: a replica writes the RDB of its full sync there as dump.rdb,
+	// which every later redistest server would then load (an "empty"
+	// Redis that is not: the marker of this test, an hour old). Sync
+	// through memory only.
+	require.NoError(t, a.Client().ConfigSet(ctx, "repl-diskless-sync", "yes").Err())
+	require.NoError(t, a.Client().ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err())
+	require.NoError(t, b.Client().ConfigSet(ctx, "repl-diskless-load", "on-empty-db").Err())
+	t.Cleanup(func() {
+		if _, err := os.Stat("dump.rdb"); err == nil {
+			t.Errorf("dump.rdb was left in the package directory")
+		}
+	})
 	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", host, port).Err())
 
 	var primary atomic.Value
