@@ -57,5 +57,6 @@ func TestAttackRSAVerifyCost(t *testing.T) {
 	}
 	base := cost(2048, 65537)
 	big := cost(8192, 1<<31-1)
+	t.Logf("8192-bit e=65537: %v; 4096-bit e=2^31-1: %v", cost(8192, 65537), cost(4096, 1<<31-1))
 	t.Logf("2048-bit e=65537: %v per proof; 8192-bit e=2^31-1: %v per proof (x%.0f)", base, big, float64(big)/float64(base))
 }
