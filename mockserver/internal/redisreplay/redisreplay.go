@@ -64,21 +64,22 @@ var _ dpop.ReplayStore = (*Store)(nil)
 // Open returns a Store for the server rawURL names,
 // redis://[[user]:password@]host[:port][/db], with keys under prefix
 // (DefaultPrefix when empty), for Verifiers of the default iat window. It
-// connects lazily: a server that is down makes calls fail, not Open.
+// connects lazily: a server that is down makes calls fail, not Open. Its
+// errors never hold the URL's password (nor its user information).
 func Open(rawURL, prefix string) (*Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL: %w", err)
+		return nil, fmt.Errorf("redis URL: %s", parseProblem(err))
 	}
 	switch {
 	case u.Scheme == "rediss":
 		return nil, errors.New("redis URL: rediss (TLS) is not supported by the reference server; reach Redis on a private network or through a TLS tunnel")
 	case u.Scheme != "redis":
-		return nil, fmt.Errorf("redis URL %q: the scheme must be redis://", u.Redacted())
+		return nil, fmt.Errorf("redis URL %q: the scheme must be redis://", redacted(u))
 	case u.Hostname() == "":
-		return nil, fmt.Errorf("redis URL %q: the host is missing (redis://host:6379)", u.Redacted())
+		return nil, fmt.Errorf("redis URL %q: the host is missing (redis://host:6379)", redacted(u))
 	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("redis URL %q: a query or fragment is not supported", u.Redacted())
+		return nil, fmt.Errorf("redis URL %q: a query or fragment is not supported", redacted(u))
 	}
 	s := &Store{addr: u.Host, prefix: prefix, now: time.Now,
 		lifetime: dpop.DefaultMaxAge + dpop.DefaultMaxSkew + 2*dpop.ReplayStoreMargin,
@@ -98,7 +99,7 @@ func Open(rawURL, prefix string) (*Store, error) {
 	}
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		if s.db, err = strconv.Atoi(p); err != nil || s.db < 0 {
-			return nil, fmt.Errorf("redis URL %q: the path must be a database number", u.Redacted())
+			return nil, fmt.Errorf("redis URL %q: the path must be a database number", redacted(u))
 		}
 	}
 	return s, nil
