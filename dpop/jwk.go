@@ -108,11 +108,9 @@ func readJWK(r *strictjson.Reader, raw jsontext.Value, f *jwkFields) error {
 }
 
 // decodeMember decodes the base64url value of a key member into dst, as
-// go-jose does: trailing padding is ignored.
+// go-jose does: unpadded (RFC 7515 section 2), so a trailing '=' makes the
+// member undecodable; line breaks are ignored, as by encoding/base64.
 func decodeMember(dst, b []byte, failed bool) ([]byte, bool) {
-	for len(b) > 0 && b[len(b)-1] == '=' {
-		b = b[:len(b)-1]
-	}
 	out, err := base64.RawURLEncoding.AppendDecode(dst[:0], b)
 	return out, failed || err != nil
 }
