@@ -20,7 +20,8 @@ import (
 // RFC 7638 thumbprint, under the same rules go-jose applies to a public
 // JWK (RFC 7517, 7518 section 6, RFC 8037): EC coordinates of exactly the
 // curve's size and on the curve, an Ed25519 key of 32 bytes that is not of
-// small order, an RSA exponent from 2 to 2^31-1. The thumbprint is
+// small order, an RSA exponent from 2 to 2^31-1 (the Verifier then takes
+// 65537 only, and bounds the modulus: keyFitsAlgorithm). The thumbprint is
 // computed from the decoded key, so two encodings of one key have one
 // thumbprint. Nothing is cached: the key is a function of the proof alone.
 
