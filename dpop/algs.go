@@ -14,11 +14,24 @@ import (
 
 // RSA modulus sizes accepted for signing and verifying. RFC 7518 sections 3.3
 // and 3.5 require at least 2048 bits; the upper bound keeps the cost of one
-// verification bounded.
+// verification bounded. A Verifier takes up to DefaultMaxRSABits unless
+// WithMaxRSABits raises its bound to at most maxRSABits.
 const (
 	minRSABits = 2048
 	maxRSABits = 8192
 )
+
+// DefaultMaxRSABits is the largest RSA modulus, in bits, a Verifier accepts
+// without [WithMaxRSABits] (go-jose's bound): an unauthenticated proof's
+// key sets the cost of its verification, and a modulus of 8,192 bits costs
+// about eight times one of 4,096.
+const DefaultMaxRSABits = 4096
+
+// rsaExponent is the one RSA public exponent signed and verified: every
+// common key generator's (crypto/rsa, OpenSSL, WebCrypto's default). A
+// larger one multiplies the cost of a verification (2^31-1 takes 61
+// modular multiplications where 65537 takes 17).
+const rsaExponent = 65537
 
 // signerAlgorithm picks the algorithm a Signer uses for pub: ES256 for
 // P-256, EdDSA for Ed25519, PS256 for RSA of 2048 to 8192 bits.
@@ -46,6 +59,9 @@ func signerAlgorithm(pub crypto.PublicKey) (jose.SignatureAlgorithm, error) {
 		}
 		if bits := k.N.BitLen(); bits < minRSABits || bits > maxRSABits {
 			return "", fmt.Errorf("dpop: rsa key of %d bits: want %d to %d bits", bits, minRSABits, maxRSABits)
+		}
+		if k.E != rsaExponent {
+			return "", fmt.Errorf("dpop: rsa key with public exponent %d: want %d, the only one a Verifier accepts", k.E, rsaExponent)
 		}
 		return jose.PS256, nil
 	case nil:

@@ -20,7 +20,8 @@ import (
 // RFC 7638 thumbprint, under the same rules go-jose applies to a public
 // JWK (RFC 7517, 7518 section 6, RFC 8037): EC coordinates of exactly the
 // curve's size and on the curve, an Ed25519 key of 32 bytes that is not of
-// small order, an RSA exponent from 2 to 2^31-1. The thumbprint is
+// small order, an RSA exponent from 2 to 2^31-1 (the Verifier then takes
+// 65537 only, and bounds the modulus: keyFitsAlgorithm). The thumbprint is
 // computed from the decoded key, so two encodings of one key have one
 // thumbprint. Nothing is cached: the key is a function of the proof alone.
 
@@ -108,11 +109,9 @@ func readJWK(r *strictjson.Reader, raw jsontext.Value, f *jwkFields) error {
 }
 
 // decodeMember decodes the base64url value of a key member into dst, as
-// go-jose does: trailing padding is ignored.
+// go-jose does: unpadded (RFC 7515 section 2), so a trailing '=' makes the
+// member undecodable; line breaks are ignored, as by encoding/base64.
 func decodeMember(dst, b []byte, failed bool) ([]byte, bool) {
-	for len(b) > 0 && b[len(b)-1] == '=' {
-		b = b[:len(b)-1]
-	}
 	out, err := base64.RawURLEncoding.AppendDecode(dst[:0], b)
 	return out, failed || err != nil
 }

@@ -12,10 +12,12 @@ import (
 )
 
 // TestVerifyAcceptsRSAKeysUpToTheSignersBound: a Signer signs with RSA keys
-// of up to 8,192 bits (maxRSABits), and the Verifier accepts their proofs.
-// It refused any key over 4,096 bits while go-jose read the jwk (its
-// MaxRSAModulusBits), so a Signer's proof could fail at its own Verifier.
-// The key is a fixed test key: generating one this large takes seconds.
+// of up to 8,192 bits (maxRSABits), and a Verifier made with
+// WithMaxRSABits(8192) accepts their proofs; one made without refuses a
+// key over DefaultMaxRSABits (4,096) as a key error, so no proof of a
+// Signer fails at a Verifier for another reason than that documented
+// bound. The key is a fixed test key: generating one this large takes
+// seconds.
 func TestVerifyAcceptsRSAKeysUpToTheSignersBound(t *testing.T) {
 	t.Parallel()
 	data, err := os.ReadFile("testdata/rsa4608-test-key.pem")
@@ -30,11 +32,15 @@ func TestVerifyAcceptsRSAKeysUpToTheSignersBound(t *testing.T) {
 	s := mustSigner(t, key).WithClock(fixedClock(testNow))
 	proof, err := s.Proof("GET", testURL, testToken, "")
 	require.NoError(t, err)
-	res, err := newTestVerifier(t).Verify(t.Context(), Request{Proofs: []string{proof}, Method: "GET", URL: testURL,
-		AccessToken: testToken, JKT: s.Thumbprint()})
+	req := Request{Proofs: []string{proof}, Method: "GET", URL: testURL, AccessToken: testToken, JKT: s.Thumbprint()}
+	res, err := newTestVerifier(t, WithMaxRSABits(8192)).Verify(t.Context(), req)
 	require.NoError(t, err)
 	require.Equal(t, "PS256", res.Algorithm)
 	require.Equal(t, s.Thumbprint(), res.Thumbprint)
+
+	_, err = newTestVerifier(t).Verify(t.Context(), req)
+	require.ErrorIs(t, err, ErrKey, "over the default bound")
+	require.ErrorContains(t, err, "WithMaxRSABits")
 }
 
 // TestVerifyRejectsSmallOrderEd25519Keys: an Ed25519 "key" of small order

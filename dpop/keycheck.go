@@ -43,8 +43,9 @@ func isSupported(alg jose.SignatureAlgorithm) bool {
 }
 
 // keyFitsAlgorithm reports whether pub may verify signatures made with alg:
-// the key type, curve and size all have to fit.
-func keyFitsAlgorithm(alg jose.SignatureAlgorithm, pub crypto.PublicKey) error {
+// the key type, curve and size all have to fit; an RSA modulus at most
+// maxBits, and its exponent 65537.
+func keyFitsAlgorithm(alg jose.SignatureAlgorithm, pub crypto.PublicKey, maxBits int) error {
 	switch alg {
 	case jose.ES256, jose.ES384, jose.ES512:
 		k, ok := pub.(*ecdsa.PublicKey)
@@ -66,8 +67,11 @@ func keyFitsAlgorithm(alg jose.SignatureAlgorithm, pub crypto.PublicKey) error {
 		if !ok {
 			return fmt.Errorf("%w: %s needs an RSA key", ErrKey, alg)
 		}
-		if bits := k.N.BitLen(); bits < minRSABits || bits > maxRSABits {
-			return fmt.Errorf("%w: rsa key of %d bits", ErrKey, bits)
+		if bits := k.N.BitLen(); bits < minRSABits || bits > maxBits {
+			return fmt.Errorf("%w: rsa key of %d bits: want %d to %d (WithMaxRSABits)", ErrKey, bits, minRSABits, maxBits)
+		}
+		if k.E != rsaExponent {
+			return fmt.Errorf("%w: rsa public exponent other than %d", ErrKey, rsaExponent)
 		}
 	case jose.EdDSA, algEd25519:
 		if _, ok := pub.(ed25519.PublicKey); !ok {

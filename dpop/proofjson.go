@@ -16,7 +16,8 @@ import (
 // The JSON of a proof is read by internal/strictjson, the module's one
 // strict reader: a member given twice at any depth, two members whose
 // names differ only in case, or a member that names one of the members
-// read here in another case ("HTM", "ſtm") makes the proof malformed. JSON
+// read here in another case ("HTM", or "jwK" with the Kelvin sign U+212A,
+// which Unicode folds to k) makes the proof malformed. JSON
 // parsers disagree on duplicates (first wins, last wins, error) and
 // encoding/json matches names case-insensitively, so such a proof could
 // mean one thing to this package and another to a log reader; RFC 7515

@@ -42,13 +42,16 @@ type Verifier struct {
 	nonces  Nonces
 	replay  *replayCache
 	store   ReplayStore // replaces replay when set (replaystore.go)
+	// maxRSABits bounds an RSA key's modulus (WithMaxRSABits).
+	maxRSABits int
 }
 
 // NewVerifier returns a Verifier configured by opts. Without options it allows
 // ES256, ES384, PS256, RS256, EdDSA and Ed25519, accepts an iat from 60 s in the past
 // to 10 s in the future by time.Now, remembers up to 100,000 proofs (10,000
 // of one key) and 10,000 more dated over a second ahead (1,000 of one key),
-// and requires no nonce. It fails if an option was given an invalid value.
+// takes RSA keys of 2,048 to 4,096 bits (DefaultMaxRSABits) with exponent
+// 65537, and requires no nonce. It fails if an option was given an invalid value.
 func NewVerifier(opts ...Option) (*Verifier, error) {
 	c := defaultConfig()
 	for _, opt := range opts {
@@ -72,6 +75,8 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 		nonces:  c.nonces,
 		replay:  newReplayCache(c.cacheSize, c.keyLimit, c.maxAge),
 		store:   c.store,
+
+		maxRSABits: c.maxRSA,
 	}, nil
 }
 
@@ -367,7 +372,7 @@ func (v *Verifier) checkHeader(s *scratch, proof string) (jose.SignatureAlgorith
 	if err != nil {
 		return "", nil, "", err
 	}
-	if err := keyFitsAlgorithm(alg, pub); err != nil {
+	if err := keyFitsAlgorithm(alg, pub, v.maxRSABits); err != nil {
 		return "", nil, "", err
 	}
 	return alg, pub, jkt, nil

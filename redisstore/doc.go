@@ -14,5 +14,10 @@
 //	v, err := dpop.NewVerifier(dpop.WithReplayStore(store))
 //
 // A Redis that fails, or lost its keys, makes the Verifier refuse proofs
-// (dpop.ErrReplayStoreUnavailable) rather than accept a replay.
+// (dpop.ErrReplayStoreUnavailable) rather than accept a replay. A failover
+// to an asynchronous replica that missed the newest records accepts their
+// proofs again, unless the store waits for replicas ([WithReplicas]):
+//
+//	store := redisstore.NewReplayStore(rdb, "orders-api:dpop:",
+//		redisstore.WithReplicas(2, 300*time.Millisecond))
 package redisstore

@@ -29,26 +29,38 @@ const SinceKey = "since"
 // Sentinel-managed primary and a Cluster alike. It is safe for concurrent
 // use.
 //
-// A Redis that loses its keys (restarted without persistence, flushed,
-// failed over to a replica that missed the last writes of a single
-// server) would let proofs accepted before the loss be replayed. So the
-// store keeps a marker, prefix + [SinceKey], holding when the keyspace
-// began: written, if missing, by the first Remember that finds it missing,
-// with the replica's clock. A proof that could have been accepted before
-// that time (iat earlier than the marker plus maxSkew, plus
-// [dpop.ReplayStoreMargin] for the replicas' clocks) is refused with an
-// error, which the Verifier reports as [dpop.ErrReplayStoreUnavailable].
-// After a loss, and on a keyspace's first use, proofs are refused for
-// maxSkew + dpop.ReplayStoreMargin (70 s with the Verifier's defaults);
-// then the service is whole again, without restarting anything. An
-// operator who knows a new keyspace never held proofs may set the marker
-// to an earlier time. The record and the marker are read in one pipeline,
-// in that order, so the marker read is one the record's server had when
-// it took the record.
+// A Redis that loses all its keys (restarted without persistence,
+// flushed, failed over to a replica that never synced) would let proofs
+// accepted before the loss be replayed. So the store keeps a marker,
+// prefix + [SinceKey], holding when the keyspace began by Redis's own
+// clock (TIME): written by the first Remember that finds it missing. A
+// proof that could have been accepted before that time (iat earlier than
+// the marker plus maxSkew, plus [dpop.ReplayStoreMargin] for the replicas'
+// clocks) is refused with an error, which the Verifier reports as
+// [dpop.ErrReplayStoreUnavailable]. After a loss, and on a keyspace's
+// first use, proofs are refused for maxSkew + dpop.ReplayStoreMargin (70 s
+// with the Verifier's defaults); then the service is whole again, without
+// restarting anything. A marker dated after Redis's clock by more than
+// dpop.ReplayStoreMargin (written by hand, or by an older version from a
+// replica whose clock ran ahead) cannot be right: the next Remember
+// rewrites it from TIME, which opens the same 70 s. An operator who knows
+// a new keyspace never held proofs may set the marker to an earlier time.
+// The record, the marker and TIME are read in one pipeline, in that order,
+// so the marker read is one the record's server had when it took the
+// record.
+//
+// The marker does not detect a failover to a replica that missed only
+// the newest writes: Redis replicates asynchronously, so the replica has
+// the marker (written long ago) but not the records of the proofs
+// accepted just before the failover, and those proofs are accepted again.
+// [WithReplicas] closes that window: the store counts a proof as first
+// only once that many replicas hold its record (WAIT). On a Cluster the
+// marker lives on one shard and detects the loss of that shard only, and
+// WithReplicas is not supported: a shard failed over to a lagging replica
+// forgets the newest records of its slots.
 //
 // Configure Redis with maxmemory-policy noeviction (the default): an
-// evicted key is a forgotten proof. On a Cluster the marker lives on one
-// shard and detects the loss of that shard only.
+// evicted key is a forgotten proof.
 //
 // Remember honours ctx's deadline only if the client was made with
 // ContextTimeoutEnabled (otherwise go-redis waits for its ReadTimeout);
@@ -60,7 +72,12 @@ type ReplayStore struct {
 	// lifetime is how long before its until a record may have been
 	// taken: maxAge + maxSkew, plus twice the margin.
 	lifetime time.Duration
-	now      func() time.Time // the clock of the marker
+	// replicas is how many replicas must acknowledge a record (WAIT)
+	// before it counts as first, within wait; 0 for none.
+	replicas int
+	wait     time.Duration
+	// optErr is the misuse of an option that NewReplayStore reports.
+	optErr string
 }
 
 var _ dpop.ReplayStore = (*ReplayStore)(nil)
@@ -82,10 +99,44 @@ func WithIATWindow(maxAge, maxSkew time.Duration) ReplayOption {
 	}
 }
 
+// WithReplicas makes the store count a proof as first only once at least
+// n replicas of the Redis primary acknowledged its record: after the SET,
+// on the same connection, it sends WAIT n timeout, and refuses the proof
+// (the Verifier reports dpop.ErrReplayStoreUnavailable) when fewer than n
+// acknowledged within timeout (rounded up to the millisecond). A proof
+// accepted is then on n replicas, so a failover to any of them (with n
+// the number of replicas, to whichever Sentinel promotes) still refuses
+// its replay. Without it (the default), a failover to an asynchronous
+// replica that missed the newest records accepts their proofs again.
+//
+// Each proof then waits for the replicas' acknowledgement (about one
+// round trip between the primary and its replicas); a replica down or
+// lagging makes proofs refused, up to timeout each, until it is back or n
+// is lowered. timeout must be shorter than dpop.ReplayStoreTimeout (2 s),
+// which bounds each Remember; a few hundred milliseconds suit most
+// deployments. It needs a *redis.Client (a single server, or
+// redis.NewFailoverClient for Sentinel): a Cluster or a Ring spreads a
+// pipeline over servers. NewReplayStore panics when n < 1, timeout <= 0
+// or timeout >= dpop.ReplayStoreTimeout, or the client is not a
+// *redis.Client.
+func WithReplicas(n int, timeout time.Duration) ReplayOption {
+	return func(s *ReplayStore) {
+		if n < 1 || timeout <= 0 {
+			s.optErr = fmt.Sprintf("WithReplicas(%d, %v): give n >= 1 replicas and a timeout > 0", n, timeout)
+			return
+		}
+		if timeout >= dpop.ReplayStoreTimeout {
+			s.optErr = fmt.Sprintf("WithReplicas(%d, %v): give a timeout shorter than dpop.ReplayStoreTimeout (%v), which bounds each Remember", n, timeout, dpop.ReplayStoreTimeout)
+			return
+		}
+		s.replicas, s.wait = n, (timeout + time.Millisecond - 1).Truncate(time.Millisecond)
+	}
+}
+
 // NewReplayStore returns a ReplayStore keeping its keys under prefix
 // ([DefaultReplayPrefix] when empty; give replicas of one service the same
 // prefix and other services other ones) in client. It panics if client is
-// nil.
+// nil, or an option is misused ([WithReplicas] says how).
 func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayOption) *ReplayStore {
 	if client == nil {
 		panic("redisstore: NewReplayStore: nil client")
@@ -94,11 +145,17 @@ func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayO
 		prefix = DefaultReplayPrefix
 	}
 	s := &ReplayStore{client: client, prefix: prefix, since: prefix + SinceKey,
-		lifetime: dpop.DefaultMaxAge + dpop.DefaultMaxSkew + 2*dpop.ReplayStoreMargin, now: time.Now}
+		lifetime: dpop.DefaultMaxAge + dpop.DefaultMaxSkew + 2*dpop.ReplayStoreMargin}
 	for _, o := range opts {
 		if o != nil {
 			o(s)
 		}
+	}
+	if s.optErr != "" {
+		panic("redisstore: NewReplayStore: " + s.optErr)
+	}
+	if _, single := client.(*redis.Client); s.replicas > 0 && !single {
+		panic(fmt.Sprintf("redisstore: NewReplayStore: WithReplicas needs a *redis.Client (a single server or Sentinel's failover client), not a %T: WAIT must follow the SET on its connection", client))
 	}
 	return s
 }
@@ -107,18 +164,26 @@ func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayO
 // could have been accepted before the keyspace's marker.
 var errKeyspaceNew = errors.New("redisstore: the replay keyspace is younger than the proof's window (Redis lost its keys, or is new)")
 
+// errNotReplicated is the error of a proof whose record too few replicas
+// acknowledged (WithReplicas).
+var errNotReplicated = errors.New("redisstore: too few replicas acknowledged the proof's record")
+
 // Remember records key until until with SET NX PXAT and reports whether it
 // was not recorded already. It fails, whatever SET answered, when the
 // keyspace began too late to hold every earlier record of the proof (see
-// ReplayStore), and on any Redis error.
+// ReplayStore), when fewer replicas than [WithReplicas] asks acknowledged
+// the record, and on any Redis error.
 func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
-	// Round up: the key must not expire before until, nor the marker
-	// claim an earlier time than it was written.
+	// Round up: the key must not expire before until.
 	ms := ceilMilli(until)
 	pipe := s.client.Pipeline()
 	set := pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ms)
-	pipe.SetNX(ctx, s.since, ceilMilli(s.now()), 0)
+	var wait *redis.Cmd
+	if s.replicas > 0 {
+		wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
+	}
 	since := pipe.Get(ctx, s.since)
+	clock := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
@@ -126,14 +191,39 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	if err != nil || !first {
 		return false, err
 	}
+	if wait != nil {
+		n, err := wait.Int64()
+		if err != nil {
+			return false, fmt.Errorf("redisstore: WAIT: %w", err)
+		}
+		if n < int64(s.replicas) {
+			return false, fmt.Errorf("%w: %d of %d within %v", errNotReplicated, n, s.replicas, s.wait)
+		}
+	}
+	if clock.Err() != nil {
+		return false, fmt.Errorf("redisstore: TIME: %w", clock.Err())
+	}
+	now := ceilMilli(clock.Val())
 	began, err := strconv.ParseInt(since.Val(), 10, 64)
-	if since.Err() != nil || err != nil {
-		return false, fmt.Errorf("redisstore: the replay keyspace's marker %q is unreadable", s.since)
+	switch {
+	case errors.Is(since.Err(), redis.Nil):
+		// A new keyspace, or one that lost its keys: it begins now.
+		if err := s.client.SetNX(ctx, s.since, now, 0).Err(); err != nil {
+			return false, fmt.Errorf("redisstore: writing the replay keyspace's marker: %w", err)
+		}
+		return false, errKeyspaceNew
+	case since.Err() != nil || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds():
+		// A marker that is not a time, or dated after Redis's clock,
+		// cannot be right: the keyspace begins again now.
+		if err := s.client.Set(ctx, s.since, now, 0).Err(); err != nil {
+			return false, fmt.Errorf("redisstore: rewriting the replay keyspace's marker: %w", err)
+		}
+		return false, errKeyspaceNew
 	}
 	if ms < began+s.lifetime.Milliseconds() {
 		return false, errKeyspaceNew
 	}
-	return first, nil
+	return true, nil
 }
 
 // setResult reads the answer to SET NX: OK when the key was set, nil when

@@ -127,9 +127,7 @@ func TestReplayAcrossReplicasOnRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
-	storeClock := newClockAt(time.Now())
 	s := NewReplayStore(c, "")
-	s.now = storeClock.Now
 	settled(t, c, s)
 	clock := newClockAt(time.Now())
 	a, b := replica(t, s, clock.Now), replica(t, s, clock.Now)
@@ -150,14 +148,14 @@ func TestReplayAcrossReplicasOnRedis(t *testing.T) {
 	require.NotErrorIs(t, err, dpop.ErrReplay)
 
 	srv.Restart()
-	back := clock.Now()
-	storeClock.Set(back)
 	_, err = b.Verify(t.Context(), req)
 	require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable, "the replay of a proof Redis forgot")
 	_, err = a.Verify(t.Context(), proofAt(t, signer, clock.Now()))
 	require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable, "a proof that could have been accepted before the restart")
 
-	clock.Set(back.Add(dpop.DefaultMaxSkew + dpop.ReplayStoreMargin + time.Second))
+	// The marker is Redis's time of the first proof after the restart,
+	// which the replicas' clocks agree with.
+	clock.Set(time.Now().Add(dpop.DefaultMaxSkew + dpop.ReplayStoreMargin + time.Second))
 	fresh := proofAt(t, signer, clock.Now())
 	_, err = a.Verify(t.Context(), fresh)
 	require.NoError(t, err, "a fresh proof once the window has passed since the restart")
@@ -167,15 +165,27 @@ func TestReplayAcrossReplicasOnRedis(t *testing.T) {
 
 // TestReplayStoreRefusesWhileTheKeyspaceIsNew: on an empty keyspace the
 // store cannot know which proofs were accepted before it (a Redis that
-// lost its keys looks like a new one): it refuses each proof that could
-// have been accepted before the marker it writes, a proof dated ahead
-// included.
+// lost its keys looks like a new one): it refuses the proof that finds it
+// empty, marks the keyspace's beginning with Redis's clock, and refuses
+// each proof that could have been accepted before the marker, a proof
+// dated ahead included.
 func TestReplayStoreRefusesWhileTheKeyspaceIsNew(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	s := NewReplayStore(srv.Client(), "")
-	began := time.Now().Truncate(time.Millisecond)
-	s.now = func() time.Time { return began }
+	c := srv.Client()
+	s := NewReplayStore(c, "")
+	before, err := c.Time(t.Context()).Result()
+	require.NoError(t, err)
+	_, err = s.Remember(t.Context(), "first", time.Now().Add(time.Hour))
+	require.ErrorIs(t, err, errKeyspaceNew, "the proof that finds the keyspace empty")
+	after, err := c.Time(t.Context()).Result()
+	require.NoError(t, err)
+	ms, err := c.Get(t.Context(), s.since).Int64()
+	require.NoError(t, err)
+	began := time.UnixMilli(ms)
+	require.False(t, began.Before(before.Truncate(time.Millisecond)), "the marker is Redis's time")
+	require.False(t, began.After(after.Add(time.Millisecond)), "the marker is Redis's time")
+
 	edge := began.Add(dpop.DefaultMaxSkew + dpop.ReplayStoreMargin)
 	for _, tc := range []struct {
 		name string
@@ -194,6 +204,59 @@ func TestReplayStoreRefusesWhileTheKeyspaceIsNew(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.True(t, first)
+		})
+	}
+}
+
+// TestReplayStoreRewritesAMarkerThatCannotBeRight: a marker dated after
+// Redis's clock (written by a replica whose clock ran a day ahead, as an
+// older version did, or by hand) or that is not a time would refuse every
+// proof until someone deleted it. The store rewrites it from Redis's
+// clock: the proof that finds it is refused, and proofs are accepted
+// again once the keyspace's 70 s have passed, by replicas with a correct
+// clock, none restarted. A marker a little ahead (a failover to a server
+// whose clock is behind, within the margin) is kept.
+func TestReplayStoreRewritesAMarkerThatCannotBeRight(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name      string
+		marker    func(redisNow time.Time) string
+		rewritten bool
+	}{
+		{"a day ahead", func(n time.Time) string { return strconv.FormatInt(n.Add(24*time.Hour).UnixMilli(), 10) }, true},
+		{"not a time", func(time.Time) string { return "yesterday" }, true},
+		{"within the margin ahead", func(n time.Time) string {
+			return strconv.FormatInt(n.Add(dpop.ReplayStoreMargin/2).UnixMilli(), 10)
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewReplayStore(c, "t:"+tc.name+":")
+			redisNow, err := c.Time(t.Context()).Result()
+			require.NoError(t, err)
+			mk := tc.marker(redisNow)
+			require.NoError(t, c.Set(t.Context(), s.since, mk, 0).Err())
+
+			_, err = replica(t, s, time.Now).Verify(t.Context(), proofAt(t, signer, time.Now()))
+			require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable, "the proof that finds the marker")
+			got, err := c.Get(t.Context(), s.since).Result()
+			require.NoError(t, err)
+			if !tc.rewritten {
+				require.Equal(t, mk, got, "kept")
+				return
+			}
+			ms, err := strconv.ParseInt(got, 10, 64)
+			require.NoError(t, err, "rewritten as a time")
+			after, err := c.Time(t.Context()).Result()
+			require.NoError(t, err)
+			require.False(t, time.UnixMilli(ms).After(after.Add(time.Millisecond)), "rewritten from Redis's clock")
+
+			later := time.Now().Add(10 * time.Minute)
+			_, err = replica(t, s, func() time.Time { return later }).Verify(t.Context(), proofAt(t, signer, later))
+			require.NoError(t, err, "accepted once the keyspace's window has passed")
 		})
 	}
 }

@@ -1,6 +1,9 @@
 // Package redistest starts a Redis server for a test: a real redis-server
 // (or valkey-server) on a free loopback port with persistence off, stopped
-// when the test ends.
+// when the test ends. Each run of a server (Start, Restart) has a directory
+// of its own under the test's t.TempDir, so the RDB file a replica writes
+// during a full sync never lands in the package directory, and every server
+// starts empty.
 //
 // Where neither binary is on PATH, Start falls back to
 // github.com/alicebob/miniredis/v2 in process and says so in the test log;
@@ -126,8 +129,11 @@ func (s *Server) run() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, port, _ := net.SplitHostPort(s.addr)
+	// A directory per run: a replica's full sync writes an RDB file, which
+	// a later server started in the same directory would load.
 	cmd := exec.Command(s.bin,
 		"--bind", "127.0.0.1", "--port", port,
+		"--dir", s.t.TempDir(), "--dbfilename", "redistest.rdb",
 		"--save", "", "--appendonly", "no",
 		"--protected-mode", "no", "--loglevel", "warning")
 	if err := cmd.Start(); err != nil {

@@ -770,6 +770,9 @@ func TestRunRefusesBadReplicaFlags(t *testing.T) {
 		{"short nonce secret", []string{"-nonce-secret", "short"}, "-nonce-secret: dpop: NewHMACNonces: the secret is 5 bytes: use at least 32"},
 		{"TLS redis", []string{"-redis", "rediss://:hunter2@h:6380"}, "-redis: redis URL: rediss (TLS) is not supported"},
 		{"not a redis URL", []string{"-redis", "http://:hunter2@h:6380"}, "the scheme must be redis://"},
+		{"unparsable redis URL", []string{"-redis", "redis://u:hunter2%zz@h:6380"}, "-redis: redis URL: an invalid %-escape"},
+		{"a slash in the password", []string{"-redis", "redis://u:hunter2/x@h:6380"}, "-redis: redis URL"},
+		{"password alone, bad database", []string{"-redis", "redis://hunter2@h:6380/x"}, "the path must be a database number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := run(t.Context(), append([]string{"-addr", "127.0.0.1:0"}, tc.args...), io.Discard, io.Discard)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
@@ -48,14 +47,5 @@ func replicaOptions(keySeed, redisURL, redisPrefix, nonceSecret string) ([]mocks
 	return opts, closeAll, nil
 }
 
-// redactedURL returns rawURL without its password, for the log.
-func redactedURL(rawURL string) string {
-	if rawURL == "" {
-		return ""
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "(unparsable)"
-	}
-	return u.Redacted()
-}
+// redactedURL returns rawURL without its user information, for the log.
+func redactedURL(rawURL string) string { return redisreplay.Redacted(rawURL) }

@@ -1,6 +1,6 @@
 // Package redisreplay is the reference server binary's dpop.ReplayStore on
 // Redis or Valkey: a minimal RESP2 client that speaks only what the store
-// needs (AUTH, SELECT, SET NX PXAT, GET), so that the root module, which
+// needs (AUTH, SELECT, SET NX PXAT, GET, TIME), so that the root module, which
 // holds the binary, requires no Redis client (users of pep must not
 // download one). Services use github.com/orgauthz/orgauthz/redisstore,
 // which runs on go-redis; this package keeps the same keys and rules
@@ -53,7 +53,6 @@ type Store struct {
 	// lifetime is how long before its until a record may have been
 	// taken (the Verifier's maxAge + maxSkew, plus twice the margin).
 	lifetime time.Duration
-	now      func() time.Time
 
 	slots chan struct{} // one per connection open or being opened
 	idle  chan *conn
@@ -64,23 +63,24 @@ var _ dpop.ReplayStore = (*Store)(nil)
 // Open returns a Store for the server rawURL names,
 // redis://[[user]:password@]host[:port][/db], with keys under prefix
 // (DefaultPrefix when empty), for Verifiers of the default iat window. It
-// connects lazily: a server that is down makes calls fail, not Open.
+// connects lazily: a server that is down makes calls fail, not Open. Its
+// errors never hold the URL's password (nor its user information).
 func Open(rawURL, prefix string) (*Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL: %w", err)
+		return nil, fmt.Errorf("redis URL: %s", parseProblem(err))
 	}
 	switch {
 	case u.Scheme == "rediss":
 		return nil, errors.New("redis URL: rediss (TLS) is not supported by the reference server; reach Redis on a private network or through a TLS tunnel")
 	case u.Scheme != "redis":
-		return nil, fmt.Errorf("redis URL %q: the scheme must be redis://", u.Redacted())
+		return nil, fmt.Errorf("redis URL %q: the scheme must be redis://", redacted(u))
 	case u.Hostname() == "":
-		return nil, fmt.Errorf("redis URL %q: the host is missing (redis://host:6379)", u.Redacted())
+		return nil, fmt.Errorf("redis URL %q: the host is missing (redis://host:6379)", redacted(u))
 	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("redis URL %q: a query or fragment is not supported", u.Redacted())
+		return nil, fmt.Errorf("redis URL %q: a query or fragment is not supported", redacted(u))
 	}
-	s := &Store{addr: u.Host, prefix: prefix, now: time.Now,
+	s := &Store{addr: u.Host, prefix: prefix,
 		lifetime: dpop.DefaultMaxAge + dpop.DefaultMaxSkew + 2*dpop.ReplayStoreMargin,
 		slots:    make(chan struct{}, MaxConns), idle: make(chan *conn, MaxConns)}
 	if u.Port() == "" {
@@ -98,7 +98,7 @@ func Open(rawURL, prefix string) (*Store, error) {
 	}
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		if s.db, err = strconv.Atoi(p); err != nil || s.db < 0 {
-			return nil, fmt.Errorf("redis URL %q: the path must be a database number", u.Redacted())
+			return nil, fmt.Errorf("redis URL %q: the path must be a database number", redacted(u))
 		}
 	}
 	return s, nil
@@ -123,8 +123,10 @@ var errKeyspaceNew = errors.New("redis: the replay keyspace is younger than the 
 
 // Remember records key until until with SET NX PXAT and reports whether it
 // was not recorded already; it fails when the keyspace is younger than the
-// proof's window could reach back (redisstore.ReplayStore explains), and on
-// any error of the connection or the server.
+// proof's window could reach back, by the marker and Redis's own clock
+// (TIME), rewriting a marker that is missing or dated after that clock
+// (redisstore.ReplayStore explains), and on any error of the connection or
+// the server.
 func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -134,20 +136,21 @@ func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool
 	ms := ceilMilli(until)
 	cmds := [][]string{
 		{"SET", s.prefix + key, "1", "NX", "PXAT", strconv.FormatInt(ms, 10)},
-		{"SET", s.prefix + sinceKey, strconv.FormatInt(ceilMilli(s.now()), 10), "NX"},
 		{"GET", s.prefix + sinceKey},
+		{"TIME"},
 	}
 	var replies []reply
+	var c *conn
 	for attempt := 0; ; attempt++ {
-		c, reused, err := s.get(ctx)
-		if err != nil {
+		var reused bool
+		var err error
+		if c, reused, err = s.get(ctx); err != nil {
 			return false, err
 		}
-		replies, err = c.do(ctx, cmds...)
-		s.put(c, err == nil)
-		if err == nil {
+		if replies, err = c.do(ctx, cmds...); err == nil {
 			break
 		}
+		s.put(c, false)
 		// An idle connection the server closed (a restart, its timeout)
 		// fails at once: try once more on a new one. Had the first try
 		// reached the server, the second finds the key and the proof is
@@ -156,25 +159,80 @@ func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool
 			return false, err
 		}
 	}
+	first, err := s.judge(ctx, c, replies, ms)
+	s.put(c, err == nil || !errors.Is(err, errConn))
+	return first, err
+}
+
+// errConn marks an error of the connection (not of the server's answer):
+// the connection is out of step and must be closed.
+var errConn = errors.New("redis: connection")
+
+// judge reads the replies to SET NX, GET of the marker and TIME. A
+// missing marker, one that is not a number, or one dated after the
+// server's TIME by more than dpop.ReplayStoreMargin is (re)written from
+// TIME on c, and the proof refused: the keyspace begins now.
+func (s *Store) judge(ctx context.Context, c *conn, replies []reply, ms int64) (bool, error) {
+	set, since, clock := replies[0], replies[1], replies[2]
 	for _, r := range replies {
 		if r.err != nil {
 			return false, r.err
 		}
 	}
 	switch {
-	case replies[0].null:
+	case set.arr == nil && set.null:
 		return false, nil
-	case replies[0].s != "OK":
-		return false, fmt.Errorf("redis: SET answered %q", replies[0].s)
+	case set.arr != nil || set.s != "OK":
+		return false, fmt.Errorf("redis: SET answered %q", set.s)
 	}
-	began, err := strconv.ParseInt(replies[2].s, 10, 64)
-	if replies[2].null || err != nil {
-		return false, errors.New("redis: the replay keyspace's marker is unreadable")
+	now, err := redisTime(clock)
+	if err != nil {
+		return false, err
 	}
-	if ms < began+s.lifetime.Milliseconds() {
+	var began int64
+	if since.arr == nil && !since.null {
+		began, err = strconv.ParseInt(since.s, 10, 64)
+	}
+	switch {
+	case since.arr == nil && since.null:
+		err = s.writeMarker(ctx, c, now, "NX")
+	case since.arr != nil || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds():
+		err = s.writeMarker(ctx, c, now)
+	case ms < began+s.lifetime.Milliseconds():
 		return false, errKeyspaceNew
+	default:
+		return true, nil
 	}
-	return true, nil
+	if err != nil {
+		return false, err
+	}
+	return false, errKeyspaceNew
+}
+
+// writeMarker sets the keyspace's marker to now (Unix milliseconds) on c.
+func (s *Store) writeMarker(ctx context.Context, c *conn, now int64, opts ...string) error {
+	replies, err := c.do(ctx, append([]string{"SET", s.prefix + sinceKey, strconv.FormatInt(now, 10)}, opts...))
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w", errConn, err)
+	case replies[0].err != nil:
+		return replies[0].err
+	}
+	return nil
+}
+
+// redisTime reads TIME's answer (seconds and microseconds) in Unix
+// milliseconds, rounded up.
+func redisTime(r reply) (int64, error) {
+	if len(r.arr) != 2 {
+		return 0, errors.New("redis: TIME answered no time")
+	}
+	sec, err1 := strconv.ParseInt(r.arr[0], 10, 64)
+	usec, err2 := strconv.ParseInt(r.arr[1], 10, 64)
+	if err1 != nil || err2 != nil || sec < 0 || usec < 0 || usec >= 1_000_000 || sec > 1<<40 {
+		return 0, errors.New("redis: TIME answered no time")
+	}
+	return sec*1000 + (usec+999)/1000, nil
 }
 
 // ceilMilli returns t in Unix milliseconds, rounded up.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,8 +125,13 @@ func (f *fakeRedis) commands() [][]string {
 	return append([][]string(nil), f.cmds...)
 }
 
-// redisLike answers as a Redis server would: SET NX sets once, GET reads.
-func redisLike() func(cmd []string) string {
+// redisLike answers as a Redis server would: SET NX sets once, SET sets,
+// GET reads,
+// TIME is the wall clock.
+func redisLike() func(cmd []string) string { return redisLikeAt(time.Now) }
+
+// redisLikeAt is redisLike with a server clock of its own.
+func redisLikeAt(clock func() time.Time) func(cmd []string) string {
 	var mu sync.Mutex
 	keys := map[string]string{}
 	return func(cmd []string) string {
@@ -135,7 +141,7 @@ func redisLike() func(cmd []string) string {
 		case "AUTH", "SELECT":
 			return "+OK\r\n"
 		case "SET":
-			if _, ok := keys[cmd[1]]; ok {
+			if _, ok := keys[cmd[1]]; ok && slices.Contains(cmd, "NX") {
 				return "$-1\r\n"
 			}
 			keys[cmd[1]] = cmd[2]
@@ -146,19 +152,30 @@ func redisLike() func(cmd []string) string {
 				return "$-1\r\n"
 			}
 			return "$" + strconv.Itoa(len(v)) + "\r\n" + v + "\r\n"
+		case "TIME":
+			return timeReply(clock())
 		}
 		return "-ERR unknown command\r\n"
 	}
 }
 
-// settledStore opens a store on f whose keyspace marker is an hour old.
+// timeReply is TIME's answer at t.
+func timeReply(t time.Time) string {
+	sec, usec := strconv.FormatInt(t.Unix(), 10), strconv.Itoa(t.Nanosecond()/1000)
+	return "*2\r\n$" + strconv.Itoa(len(sec)) + "\r\n" + sec + "\r\n$" + strconv.Itoa(len(usec)) + "\r\n" + usec + "\r\n"
+}
+
+// settledStore opens a store on rawURL and, through it, marks its
+// keyspace as an hour old (unless the server refuses).
 func settledStore(t *testing.T, rawURL string) *Store {
 	t.Helper()
 	s, err := Open(rawURL, "p:")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	at := time.Now().Add(-time.Hour)
-	s.now = func() time.Time { return at }
+	c, _, err := s.get(t.Context())
+	require.NoError(t, err)
+	_, err = c.do(t.Context(), []string{"SET", "p:since", strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)})
+	s.put(c, err == nil)
 	return s
 }
 
@@ -179,7 +196,7 @@ func TestOpenURL(t *testing.T) {
 		{url: "redis:///0", err: "the host is missing"},
 		{url: "redis://h/x", err: "the path must be a database number"},
 		{url: "redis://h/?db=1", err: "a query or fragment is not supported"},
-		{url: "redis://u:secret@h/x", err: "redis://u:xxxxx@h/x"},
+		{url: "redis://u:secret@h/x", err: "redis://redacted@h/x"},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			t.Parallel()
@@ -215,10 +232,11 @@ func TestRememberSpeaksRESP(t *testing.T) {
 	cmds := f.commands()
 	require.Equal(t, []string{"AUTH", "u", "pw"}, cmds[0])
 	require.Equal(t, []string{"SELECT", "3"}, cmds[1])
-	require.Equal(t, []string{"SET", "p:k", "1", "NX", "PXAT", "4000000000001"}, cmds[2])
-	require.Equal(t, []string{"SET", "p:since", strconv.FormatInt(ceilMilli(s.now()), 10), "NX"}, cmds[3])
+	require.Equal(t, "p:since", cmds[2][1], "settledStore's marker")
+	require.Equal(t, []string{"SET", "p:k", "1", "NX", "PXAT", "4000000000001"}, cmds[3])
 	require.Equal(t, []string{"GET", "p:since"}, cmds[4])
-	require.Len(t, cmds, 8, "one connection: AUTH and SELECT once")
+	require.Equal(t, []string{"TIME"}, cmds[5])
+	require.Len(t, cmds, 9, "one connection: AUTH and SELECT once")
 
 	for _, tc := range []struct {
 		name, reply, err string
@@ -239,23 +257,67 @@ func TestRememberSpeaksRESP(t *testing.T) {
 	}
 }
 
-// TestRememberRefusesWhileTheKeyspaceIsNew: the marker the store finds
-// decides, as in redisstore: a proof that may have been accepted before it
-// is refused.
+// TestRememberRefusesWhileTheKeyspaceIsNew: the marker decides, as in
+// redisstore: the proof that finds the keyspace empty is refused and the
+// marker written from the server's clock (TIME), not the replica's; a
+// proof that may have been accepted before it is refused.
 func TestRememberRefusesWhileTheKeyspaceIsNew(t *testing.T) {
 	t.Parallel()
-	f := startFake(t, redisLike())
+	began := time.Now().Add(-time.Hour).Truncate(time.Millisecond) // the server's clock, an hour behind the replica's
+	f := startFake(t, redisLikeAt(func() time.Time { return began }))
 	s, err := Open("redis://"+f.addr, "")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	began := time.Now().Truncate(time.Millisecond)
-	s.now = func() time.Time { return began }
 	window := func(iat time.Time) time.Time { return iat.Add(60*time.Second + time.Minute) }
-	_, err = s.Remember(t.Context(), "a", window(began))
+	_, err = s.Remember(t.Context(), "a", window(time.Now()))
 	require.ErrorIs(t, err, errKeyspaceNew)
-	first, err := s.Remember(t.Context(), "b", window(began.Add(10*time.Second+time.Minute)))
+	cmds := f.commands()
+	require.Equal(t, []string{"SET", DefaultPrefix + sinceKey, strconv.FormatInt(began.UnixMilli(), 10), "NX"}, cmds[len(cmds)-1])
+
+	_, err = s.Remember(t.Context(), "b", window(began.Add(10*time.Second+time.Minute-time.Millisecond)))
+	require.ErrorIs(t, err, errKeyspaceNew, "just inside the window")
+	first, err := s.Remember(t.Context(), "c", window(began.Add(10*time.Second+time.Minute)))
 	require.NoError(t, err)
 	require.True(t, first)
+}
+
+// TestRememberRewritesAMarkerThatCannotBeRight: a marker dated after the
+// server's clock (beyond the margin) or that is not a number is rewritten
+// from TIME, and the keyspace's window starts again: no replica's clock
+// locks the others out. One within the margin is kept.
+func TestRememberRewritesAMarkerThatCannotBeRight(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Millisecond)
+	for _, tc := range []struct {
+		name, marker string
+		rewritten    bool
+	}{
+		{"a day ahead", strconv.FormatInt(now.Add(24*time.Hour).UnixMilli(), 10), true},
+		{"not a number", "yesterday", true},
+		{"within the margin", strconv.FormatInt(now.Add(30*time.Second).UnixMilli(), 10), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			answer := redisLikeAt(func() time.Time { return now })
+			answer([]string{"SET", "p:since", tc.marker})
+			f := startFake(t, answer)
+			s, err := Open("redis://"+f.addr, "p:")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			_, err = s.Remember(t.Context(), "a", now.Add(2*time.Minute))
+			require.ErrorIs(t, err, errKeyspaceNew)
+			cmds := f.commands()
+			last := cmds[len(cmds)-1]
+			if !tc.rewritten {
+				require.Equal(t, []string{"TIME"}, last)
+				return
+			}
+			require.Equal(t, []string{"SET", "p:since", strconv.FormatInt(now.UnixMilli(), 10)}, last)
+			first, err := s.Remember(t.Context(), "b", now.Add(11*time.Minute))
+			require.NoError(t, err)
+			require.True(t, first, "accepted once the window has passed since the rewrite")
+		})
+	}
 }
 
 // TestRememberStopsAtTheContext: a server that never answers holds a
@@ -263,12 +325,14 @@ func TestRememberRefusesWhileTheKeyspaceIsNew(t *testing.T) {
 func TestRememberStopsAtTheContext(t *testing.T) {
 	t.Parallel()
 	f := startFake(t, redisLike())
+	s := settledStore(t, "redis://"+f.addr)
+	<-f.accepted                  // settledStore's connection,
+	require.NoError(t, s.Close()) // closed: the call below dials
 	release := make(chan struct{})
 	f.mu.Lock()
 	f.hold = release
 	f.mu.Unlock()
 	t.Cleanup(func() { close(release) })
-	s := settledStore(t, "redis://"+f.addr)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
 		<-f.accepted

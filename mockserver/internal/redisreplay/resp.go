@@ -19,12 +19,17 @@ type conn struct {
 }
 
 // reply is one RESP2 reply: a simple string or bulk string (s), a null
-// bulk string (null), an integer (as s), or an error reply (err).
+// bulk string (null), an integer (as s), an error reply (err), or an array
+// of at most maxArray strings (arr, non-nil; TIME's answer).
 type reply struct {
 	s    string
 	null bool
 	err  error
+	arr  []string
 }
+
+// maxArray bounds the elements of an array reply the store reads.
+const maxArray = 2
 
 // do writes cmds in one go and reads one reply each, within ctx: its
 // deadline becomes the connection's, and its cancellation ends the wait.
@@ -65,12 +70,40 @@ func (c *conn) do(ctx context.Context, cmds ...[]string) (replies []reply, err e
 // errProtocol is the error of a reply the client does not understand.
 var errProtocol = errors.New("redis: protocol error")
 
-// read reads one reply: simple string, error, integer or bulk string.
+// read reads one reply: simple string, error, integer, bulk string, or an
+// array of at most maxArray bulk strings.
 func (c *conn) read() (reply, error) {
 	line, err := c.line()
 	if err != nil {
 		return reply{}, err
 	}
+	if len(line) == 0 || line[0] != '*' {
+		return c.scalar(line)
+	}
+	n, err := strconv.Atoi(line[1:])
+	if err != nil || n < 0 || n > maxArray {
+		return reply{}, fmt.Errorf("%w: bad array length", errProtocol)
+	}
+	r := reply{arr: make([]string, n)}
+	for i := range r.arr {
+		if line, err = c.line(); err != nil {
+			return reply{}, err
+		}
+		e, err := c.scalar(line)
+		switch {
+		case err != nil:
+			return reply{}, err
+		case e.err != nil || e.null || len(line) == 0 || line[0] != '$':
+			return reply{}, fmt.Errorf("%w: an array element is not a bulk string", errProtocol)
+		}
+		r.arr[i] = e.s
+	}
+	return r, nil
+}
+
+// scalar reads the reply that line begins: simple string, error, integer
+// or bulk string.
+func (c *conn) scalar(line string) (reply, error) {
 	if len(line) == 0 {
 		return reply{}, fmt.Errorf("%w: empty line", errProtocol)
 	}

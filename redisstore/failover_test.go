@@ -1,0 +1,156 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+// TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica: Redis
+// replicates asynchronously, so a replica promoted after a failover may
+// miss the newest records while holding the keyspace's marker (written
+// long ago). With WithReplicas, a proof counts as first only once a
+// replica holds its record: no proof is accepted twice across the
+// failover, whether the link to the replica was up (the proof accepted,
+// its replay refused by the promoted replica) or stalled (the proof
+// refused, as the store cannot vouch for it).
+//
+// Setup: primary A, replica B replicating through a proxy (the network
+// between them); the service replicas reach "the primary" through a
+// dialer that the failover switches from A to B (what Sentinel or a DNS
+// name does).
+func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) {
+	a, b := redistest.Start(t), redistest.Start(t)
+	if !a.Real() {
+		t.Skip("miniredis has no replication: CI (.ci/run) runs the real server")
+	}
+	link := startFaultProxy(t, a.Addr())
+	host, port, _ := net.SplitHostPort(link.addr)
+	ctx := t.Context()
+	for _, srv := range []*redistest.Server{a, b} { // full syncs start at once
+		require.NoError(t, srv.Client().ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err())
+	}
+	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", host, port).Err())
+
+	var primary atomic.Value
+	primary.Store(a.Addr())
+	store := func() *ReplayStore {
+		c := redis.NewClient(&redis.Options{ContextTimeoutEnabled: true, MaxRetries: -1,
+			Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, primary.Load().(string))
+			}})
+		t.Cleanup(func() { _ = c.Close() })
+		return NewReplayStore(c, "", WithReplicas(1, time.Second))
+	}
+	s1, s2 := store(), store()
+	settled(t, a.Client(), s1) // the keyspace has been in use for an hour
+
+	// B has caught up with A (marker included).
+	require.Eventually(t, func() bool {
+		info, err := b.Client().Info(ctx, "replication").Result()
+		if err != nil || !strings.Contains(info, "master_link_status:up") {
+			return false
+		}
+		n, err := b.Client().Exists(ctx, s1.since).Result()
+		return err == nil && n == 1
+	}, 15*time.Second, 20*time.Millisecond)
+
+	v1, v2 := replica(t, s1, time.Now), replica(t, s2, time.Now)
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	accepted := map[string]int{}
+	verify := func(v *dpop.Verifier, req dpop.Request) error {
+		_, err := v.Verify(ctx, req)
+		if err == nil {
+			accepted[req.Proofs[0]]++
+		}
+		return err
+	}
+
+	// The link is up: a proof is accepted once B holds its record.
+	up := proofAt(t, signer, time.Now())
+	require.NoError(t, verify(v1, up), "accepted once the replica acknowledged it")
+	require.ErrorIs(t, verify(v2, up), dpop.ErrReplay)
+
+	// The link A->B stalls: A records the proof, B does not; refused.
+	link.set(blackhole)
+	stalled := proofAt(t, signer, time.Now())
+	require.ErrorIs(t, verify(v1, stalled), dpop.ErrReplayStoreUnavailable, "no replica acknowledged it")
+
+	// A dies; B is promoted, and C made its replica (as Sentinel
+	// reconfigures the others); the service follows.
+	a.Stop()
+	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", "NO", "ONE").Err())
+	c := redistest.Start(t)
+	bHost, bPort, _ := net.SplitHostPort(b.Addr())
+	require.NoError(t, c.Client().Do(ctx, "REPLICAOF", bHost, bPort).Err())
+	require.Eventually(t, func() bool {
+		info, err := c.Client().Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, 15*time.Second, 20*time.Millisecond)
+	primary.Store(b.Addr())
+
+	require.ErrorIs(t, verify(v2, up), dpop.ErrReplay, "the proof accepted before the failover is a replay after it")
+	for _, v := range []*dpop.Verifier{v1, v2, v1} {
+		for _, req := range []dpop.Request{up, stalled} {
+			err := verify(v, req)
+			require.True(t, err == nil || errors.Is(err, dpop.ErrReplay) || errors.Is(err, dpop.ErrReplayStoreUnavailable), "%v", err)
+		}
+	}
+	for p, n := range accepted {
+		require.Equal(t, 1, n, "a proof accepted %d times across the failover (%s...)", n, p[:16])
+	}
+}
+
+// TestNewReplayStoreRefusesMisusedWithReplicas: WithReplicas's mistakes
+// are refused at construction with what to fix.
+func TestNewReplayStoreRefusesMisusedWithReplicas(t *testing.T) {
+	t.Parallel()
+	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = single.Close(); _ = cluster.Close() })
+	for _, tc := range []struct {
+		name   string
+		client redis.UniversalClient
+		opt    ReplayOption
+		want   string
+	}{
+		{"no replicas", single, WithReplicas(0, time.Second), "give n >= 1 replicas and a timeout > 0"},
+		{"no timeout", single, WithReplicas(1, 0), "give n >= 1 replicas and a timeout > 0"},
+		{"a timeout the Verifier cuts", single, WithReplicas(1, dpop.ReplayStoreTimeout), "shorter than dpop.ReplayStoreTimeout"},
+		{"a Cluster", cluster, WithReplicas(1, time.Second), "WithReplicas needs a *redis.Client"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				require.NotNil(t, r)
+				require.Contains(t, r, tc.want)
+			}()
+			NewReplayStore(tc.client, "", tc.opt)
+		})
+	}
+}
+
+// TestReplayStoreWithReplicasRefusesWithoutReplicas: a primary without
+// the replicas WithReplicas asks for refuses every proof (fail closed).
+func TestReplayStoreWithReplicasRefusesWithoutReplicas(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := NewReplayStore(srv.Client(), "", WithReplicas(1, 50*time.Millisecond))
+	settled(t, srv.Client(), s)
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	_, err = replica(t, s, time.Now).Verify(t.Context(), proofAt(t, signer, time.Now()))
+	require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable)
+}
