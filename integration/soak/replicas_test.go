@@ -116,21 +116,26 @@ func (s *replicaService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type purgeWatch struct {
 	mu     sync.Mutex
 	purges map[string]*purgeTrack // by message
-	lat    []time.Duration        // from Purge's call to a replica having applied it
 }
 
-// purgeTrack is one purge: when Purge was called, and which replicas have
-// applied its message.
+// purgeTrack is one purge: when Purge was called and returned, and when
+// each replica applied its message (zero: not yet).
 type purgeTrack struct {
-	start time.Time
-	seen  [replicasCount]bool
-	n     int
+	start, returned time.Time
+	applied         [replicasCount]time.Time
+	n               int
 }
 
 func (p *purgeWatch) begin(token string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.purges[string(purgeMessage(token))] = &purgeTrack{start: time.Now()}
+}
+
+func (p *purgeWatch) returned(token string, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.purges[string(purgeMessage(token))].returned = at
 }
 
 // purgeMessage is the message a client publishes to purge token's
@@ -147,27 +152,59 @@ func (p *purgeWatch) message(replica int, msg []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pt := p.purges[string(msg)]
-	if pt == nil || pt.seen[replica] {
+	if pt == nil || !pt.applied[replica].IsZero() {
 		return // a 401's purge of the same token, again
 	}
-	pt.seen[replica] = true
+	pt.applied[replica] = time.Now()
 	pt.n++
-	p.lat = append(p.lat, time.Since(pt.start))
 }
 
-// missed counts the purges begun before until that some replica never
-// applied (their message was lost while the channel was down; the
-// replica purged its whole cache when the channel came back).
-func (p *purgeWatch) missed(until time.Time) int {
+// purgeFigures are the purges' timings, sorted.
+type purgeFigures struct {
+	lat       []time.Duration // from Purge's call to a replica having applied it
+	calls     []time.Duration // Purge's own duration
+	lateMax   time.Duration   // the longest from Purge's return to a replica applying it
+	lateCount int             // arrivals after Purge returned
+	missed    int             // purges some replica never applied
+}
+
+// figures sums up the purges begun before until (missed: their message
+// was lost while the channel was down; the replica purged its whole cache
+// when the channel came back).
+func (p *purgeWatch) figures(until time.Time) purgeFigures {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := 0
+	var f purgeFigures
 	for _, pt := range p.purges {
-		if pt.n < replicasCount && pt.start.Before(until) {
-			n++
+		if pt.returned.IsZero() || !pt.start.Before(until) {
+			continue
+		}
+		f.calls = append(f.calls, pt.returned.Sub(pt.start))
+		if pt.n < replicasCount {
+			f.missed++
+		}
+		for _, at := range pt.applied {
+			if at.IsZero() {
+				continue
+			}
+			f.lat = append(f.lat, at.Sub(pt.start))
+			if late := at.Sub(pt.returned); late > 0 {
+				f.lateCount++
+				f.lateMax = max(f.lateMax, late)
+			}
 		}
 	}
-	return n
+	slices.Sort(f.lat)
+	slices.Sort(f.calls)
+	return f
+}
+
+// percentile returns the p-th percentile of sorted ds (0 for none).
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	return ds[min(len(ds)-1, len(ds)*p/100)]
 }
 
 // watchedInvalidator is redisstore's Invalidator with each message
@@ -466,8 +503,7 @@ func replicasRevoke(ctx context.Context, hc *http.Client, gwURL, tok string) err
 type replicasSummary struct {
 	elapsed    time.Duration
 	tally      *replicasTally
-	lat        []time.Duration
-	missed     int
+	purges     purgeFigures
 	restarts   []time.Duration // from each Restart's call to every replica trusting its cache again
 	recoveries []uint64
 	gaps       []uint64
@@ -513,13 +549,8 @@ func TestReplicasSoak(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond, "heap did not return below %d B (before: %d B)", heapLimit, heapBefore)
 
 	tl := s.tally
-	slices.Sort(s.lat)
-	pct := func(p int) time.Duration {
-		if len(s.lat) == 0 {
-			return 0
-		}
-		return s.lat[min(len(s.lat)-1, len(s.lat)*p/100)]
-	}
+	pf := s.purges
+	round := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
 	var restartMax, restartSum time.Duration
 	for _, d := range s.restarts {
 		restartMax = max(restartMax, d)
@@ -534,7 +565,8 @@ func TestReplicasSoak(t *testing.T) {
 		"%d requests through the front (%.0f/s; %d nonce retries), %d GRANTs (%d cached), %d DENYs (%d on a decision error: the gateway's 401 to a revoked token), "+
 		"%d replays sent to other replicas, %d accepted (%d refused for another reason than replay); "+
 		"%d revocations (%d Purge errors), %d requests with a revoked token (%d sent after Purge returned + %v), GRANTs of one: %d before Purge returned, %d within the bound, %d after it; "+
-		"purge propagation (Purge's call to applied, %d arrivals) p50 %v, p99 %v, max %v, %d purges missed by a replica; "+
+		"purge propagation (Purge's call to applied, %d arrivals) p50 %v, p99 %v, max %v; Purge's call p50 %v, p99 %v, max %v; "+
+		"%d arrivals after Purge returned, the latest %v after it; %d purges missed by a replica; "+
 		"%d restarts of the purges' Redis, cache bypassed after each for mean %v, max %v; recoveries per replica %v, channel gaps per replica %v; "+
 		"%d false DENYs, %d fresh proofs refused, %d 5xx, %d transport errors; goroutines %d -> %d; heap %.1f MiB -> %.1f MiB at the end of the load -> %.1f MiB after",
 		s.elapsed.Round(time.Millisecond), replicasCount, replicasUsers, replicasCallers,
@@ -542,7 +574,9 @@ func TestReplicasSoak(t *testing.T) {
 		tl.replays.Load(), tl.replaysAccepted.Load(), tl.replaysOther.Load(),
 		tl.revocations.Load(), tl.purgeErrs.Load(), tl.probes.Load(), tl.probesAfterBound.Load(), replicasBound,
 		tl.grantsBeforePurge.Load(), tl.grantsInBound.Load(), tl.lateGrants.Load(),
-		len(s.lat), pct(50).Round(10*time.Microsecond), pct(99).Round(10*time.Microsecond), pct(100).Round(10*time.Microsecond), s.missed,
+		len(pf.lat), round(percentile(pf.lat, 50)), round(percentile(pf.lat, 99)), round(percentile(pf.lat, 100)),
+		round(percentile(pf.calls, 50)), round(percentile(pf.calls, 99)), round(percentile(pf.calls, 100)),
+		pf.lateCount, round(pf.lateMax), pf.missed,
 		len(s.restarts), restartMean.Round(time.Millisecond), restartMax.Round(time.Millisecond), s.recoveries, s.gaps,
 		tl.falseDenies.Load(), tl.proofsRefused.Load(), tl.serverErrors.Load(), tl.transportErrors.Load(),
 		goroutinesBefore, goroutinesAfter, mib(heapBefore), mib(s.heapLoaded), mib(heapAfter.Load()))
@@ -690,6 +724,7 @@ func replicasLoad(t *testing.T, duration, redisEvery time.Duration) replicasSumm
 			watch.begin(old)
 			perr := peps[rng.IntN(len(peps))].Purge(gctx, old)
 			returned := time.Now()
+			watch.returned(old, returned)
 			tally.revocations.Add(1)
 			if perr != nil {
 				tally.purgeErrs.Add(1)
@@ -741,10 +776,7 @@ func replicasLoad(t *testing.T, duration, redisEvery time.Duration) replicasSumm
 	elapsed := time.Since(start)
 
 	s := replicasSummary{elapsed: elapsed, tally: tally, restarts: restarts, heapLoaded: soakHeap()}
-	s.missed = watch.missed(time.Now().Add(-replicasBound))
-	watch.mu.Lock()
-	s.lat = slices.Clone(watch.lat)
-	watch.mu.Unlock()
+	s.purges = watch.figures(time.Now().Add(-replicasBound))
 	for _, c := range peps {
 		st := c.Stats()
 		s.recoveries = append(s.recoveries, st.InvalidationRecoveries)
