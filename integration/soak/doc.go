@@ -26,4 +26,19 @@
 // (-soak.workers changes the number of concurrent writers, 16 by default;
 // -soak.users the size of the realm, 10,000 by default). RELIABILITY.md
 // records the long run's figures.
+//
+// TestReplicasSoak is the long form of redisstore's TestReplicasBehindAFront
+// (issue 24): three replicas of a service behind a round-robin front, each
+// with its own pep.Client (purges shared through one Redis) and
+// dpop.Verifier (replay checks in a second Redis, HMAC nonces under one
+// secret), under steady traffic from 32 users; a token revoked at the
+// reference server and purged on a random replica every 100 ms, accepted
+// proofs replayed to the other replicas, the purges' Redis restarted. It
+// checks that no replay is accepted and no revoked token is granted later
+// than Purge's return plus the propagation bound, and reports throughput,
+// purge propagation and how long each restart kept the caches bypassed.
+// It runs for 5 s in every run (at least 5 s, whatever -soak.duration says,
+// with one restart a quarter of the way); run it longer with
+//
+//	go test ./integration/soak -run TestReplicasSoak -timeout 20m -v -soak.duration 5m -soak.redis-restart 30s
 package soak
