@@ -237,3 +237,13 @@ func TestAttackClusterPublishOutrunsNoHeartbeat(t *testing.T) {
 		time.Since(purged).Round(time.Millisecond), b.Stats().Invalidations, len(toks), stale, b.Stats().CacheBypassed)
 	require.Zero(t, stale, "BREAK: replica B served revoked tokens' cached GRANTs %v after Purge returned, with its heartbeat fresh", time.Since(purged).Round(time.Millisecond))
 }
+
+// cut closes every connection the proxy forwards: the replicas reconnect.
+func (p *busProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.cs {
+		_ = c.Close()
+	}
+	p.cs = nil
+}
