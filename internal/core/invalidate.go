@@ -210,10 +210,10 @@ func (rc receiver) Message(msg []byte) {
 	r := c.replicas
 	switch {
 	case len(msg) == 2+digestBytes && msg[0] == msgVersion && msg[1] == msgToken:
-		c.cache.purgeDigest([digestBytes]byte(msg[2:]))
+		c.purgeDigest([digestBytes]byte(msg[2:]))
 		r.received.Add(1) // counted once applied: Stats shows no purge as done before it is
 	case len(msg) == 2 && msg[0] == msgVersion && msg[1] == msgAll:
-		c.cache.purgeAll()
+		c.purgeAll()
 		r.received.Add(1)
 	default:
 		if r.malformed.Add(1) == 1 {
@@ -236,7 +236,7 @@ func (rc receiver) Heartbeat(sent time.Time) {
 		if sentAt <= r.lostAt {
 			return
 		}
-		c.cache.purgeAll()
+		c.purgeAll()
 		r.gap = false
 		r.recoveries.Add(1)
 		if r.down {
@@ -283,7 +283,7 @@ func (c *Core) Purge(ctx context.Context, token string) error {
 		return fmt.Errorf("%s: Purge: the token is empty; pass the token whose decisions to drop", c.who.Peer.Pkg())
 	}
 	for _, s := range []transport.Scheme{transport.SchemeBearer, transport.SchemeDPoP} {
-		c.cache.purge(transport.Ident{Scheme: s, Token: token})
+		c.purge(transport.Ident{Scheme: s, Token: token})
 	}
 	return c.publish(ctx, "Purge", tokenMessage(token))
 }
@@ -291,7 +291,7 @@ func (c *Core) Purge(ctx context.Context, token string) error {
 // PurgeAll drops every cached decision and publishes that to the other
 // replicas when there is an Invalidator.
 func (c *Core) PurgeAll(ctx context.Context) error {
-	c.cache.purgeAll()
+	c.purgeAll()
 	return c.publish(ctx, "PurgeAll", allMessage)
 }
 

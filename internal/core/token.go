@@ -121,7 +121,7 @@ func (c *Core) ClearToken() {
 // release (transport.Held).
 func (c *Core) forget(old *Token) {
 	old.cred.Release()
-	c.cache.purge(old.id)
+	c.purge(old.id)
 	if old.group != nil {
 		old.group.Unpin()
 	}
@@ -151,7 +151,7 @@ func (c *Core) Refused(ctx context.Context, cl *Call, err error) {
 	if !errors.As(err, &re) || !errors.Is(re, transport.ErrUnauthorized) || transport.NonceOwed(re) {
 		return
 	}
-	c.cache.purge(cl.ID)
+	c.purge(cl.ID)
 	c.publishRefused(cl.ID.Token)
 	if cl.Token == nil {
 		return
