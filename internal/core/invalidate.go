@@ -279,6 +279,9 @@ func (rc receiver) Lost(err error) {
 // The local purge is done whatever the error, which says the other
 // replicas may not have heard of it.
 func (c *Core) Purge(ctx context.Context, token string) error {
+	if c.x.Closed() {
+		return c.who.Peer.Err(transport.ErrClosed)
+	}
 	if token == "" {
 		return fmt.Errorf("%s: Purge: the token is empty; pass the token whose decisions to drop", c.who.Peer.Pkg())
 	}
@@ -291,16 +294,31 @@ func (c *Core) Purge(ctx context.Context, token string) error {
 // PurgeAll drops every cached decision and publishes that to the other
 // replicas when there is an Invalidator.
 func (c *Core) PurgeAll(ctx context.Context) error {
+	if c.x.Closed() {
+		return c.who.Peer.Err(transport.ErrClosed)
+	}
 	c.purgeAll()
 	return c.publish(ctx, "PurgeAll", allMessage)
 }
 
-// publish sends msg on the channel, if there is one.
+// publish sends msg on the channel, if there is one; after Close (which
+// waits for the publications under way) it sends nothing and fails with
+// ErrClosed.
 func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
 	r := c.replicas
 	if r == nil {
 		return nil
 	}
+	r.refusedMu.Lock()
+	closed := r.closed
+	if !closed {
+		r.pubs.Add(1)
+	}
+	r.refusedMu.Unlock()
+	if closed {
+		return c.who.Peer.Err(transport.ErrClosed)
+	}
+	defer r.pubs.Done()
 	if err := r.inv.Publish(ctx, msg); err != nil {
 		r.publishFailures.Add(1)
 		return fmt.Errorf("%s: %s: purged here, but publishing to the other replicas failed: %w", c.who.Peer.Pkg(), op, err)
