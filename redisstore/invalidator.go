@@ -157,28 +157,15 @@ func (v *Invalidator) Publish(ctx context.Context, msg []byte) error {
 }
 
 // publish sends msg on channel, the purges and the heartbeats alike, and
-// returns by ctx's deadline: go-redis honours it only when the client was
-// made with ContextTimeoutEnabled, so the command runs on a goroutine that
-// ends when go-redis gives up (its ReadTimeout).
+// returns by ctx's deadline (bounded).
 func (v *Invalidator) publish(ctx context.Context, channel string, msg []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	payload := string(msg) // a copy: msg is the caller's once this returns
-	done := make(chan error, 1)
-	go func() {
+	return bounded(ctx, func() error {
 		if v.sharded {
-			done <- v.client.SPublish(ctx, channel, payload).Err()
-		} else {
-			done <- v.client.Publish(ctx, channel, payload).Err()
+			return v.client.SPublish(ctx, channel, payload).Err()
 		}
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+		return v.client.Publish(ctx, channel, payload).Err()
+	})
 }
 
 // Subscribe subscribes to the channel and reports its messages and
@@ -234,18 +221,24 @@ func (v *Invalidator) session(ctx context.Context, r invalidation.Receiver) (bea
 	} else {
 		ps = v.client.Subscribe(sctx)
 	}
+	// Subscribing dials, and may wait for a frozen Redis past ctx
+	// (bounded) holding the subscription's lock, which Close takes: a
+	// subscription given up on is closed on a goroutine, which ends when
+	// go-redis gives up.
+	err = bounded(sctx, func() error {
+		if v.sharded {
+			return ps.SSubscribe(sctx, v.channel, hb)
+		}
+		return ps.Subscribe(sctx, v.channel, hb)
+	})
+	if err != nil {
+		go func() { _ = ps.Close() }()
+		return false, fmt.Errorf("redisstore: subscribing to the invalidation channel: %w", err)
+	}
 	defer func() { _ = ps.Close() }()
 	// A read waits for its timeout, not for ctx: closing the
 	// subscription ends it at once.
 	context.AfterFunc(sctx, func() { _ = ps.Close() })
-	if v.sharded {
-		err = ps.SSubscribe(sctx, v.channel, hb)
-	} else {
-		err = ps.Subscribe(sctx, v.channel, hb)
-	}
-	if err != nil {
-		return false, fmt.Errorf("redisstore: subscribing to the invalidation channel: %w", err)
-	}
 	// A heartbeat published before Redis took the subscription would
 	// never come back: wait for both confirmations first.
 	for subscribed := 0; subscribed < 2; {

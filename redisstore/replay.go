@@ -50,9 +50,10 @@ const SinceKey = "since"
 // evicted key is a forgotten proof. On a Cluster the marker lives on one
 // shard and detects the loss of that shard only.
 //
-// Remember honours ctx's deadline only if the client was made with
-// ContextTimeoutEnabled (otherwise go-redis waits for its ReadTimeout);
-// the Verifier stops waiting at the deadline either way.
+// Remember returns by ctx's deadline whatever the client's configuration
+// (ContextTimeoutEnabled or not): the commands run on a goroutine of their
+// own, which ends when go-redis gives up. A ReplayStore is safe for
+// concurrent use.
 type ReplayStore struct {
 	client redis.UniversalClient
 	prefix string
@@ -115,11 +116,18 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	// Round up: the key must not expire before until, nor the marker
 	// claim an earlier time than it was written.
 	ms := ceilMilli(until)
-	pipe := s.client.Pipeline()
-	set := pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ms)
-	pipe.SetNX(ctx, s.since, ceilMilli(s.now()), 0)
-	since := pipe.Get(ctx, s.since)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	now := ceilMilli(s.now())
+	var set *redis.Cmd
+	var since *redis.StringCmd
+	err := bounded(ctx, func() error {
+		pipe := s.client.Pipeline()
+		set = pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ms)
+		pipe.SetNX(ctx, s.since, now, 0)
+		since = pipe.Get(ctx, s.since)
+		_, err := pipe.Exec(ctx)
+		return err
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
 	first, err := setResult(set)
