@@ -75,6 +75,7 @@ func TestBlockingCallsReturnByTheirDeadlineWhenRedisFreezes(t *testing.T) {
 	require.Error(t, err, "the keyspace is new: the store refuses, having answered")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGCONT) }) // before the replica's Close, on failure
 	for _, tc := range []struct {
 		name string
 		call func(ctx context.Context) error
