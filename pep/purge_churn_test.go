@@ -1,6 +1,6 @@
 package pep_test
 
-// Attack (a-replicas): Purge, PurgeAll, SetToken, ClearToken, Close, and
+// Purge, PurgeAll, SetToken, ClearToken, Close, and
 // a channel that delivers purges, floods, malformed messages, heartbeats
 // and breaks, all at once, under -race. Oracle: after Purge(tok) returns
 // (tok revoked at the gateway first), no Check that starts later returns a
@@ -20,7 +20,7 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-func TestAttackPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
+func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 	g := startReference(t)
 	b := newLongBus()
 	c := b.client(t, g)
@@ -93,10 +93,9 @@ func TestAttackPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 	require.Zero(t, breaks.Load(), "a cached GRANT of a purged, revoked token was served")
 }
 
-// TestAttackPurgeAfterCloseStillPublishes: the README says every call after
-// Close fails with ErrClosed, nothing sent; Purge and PurgeAll after Close
-// still publish on the channel and return nil.
-func TestAttackPurgeAfterCloseStillPublishes(t *testing.T) {
+// TestPurgeAfterCloseFailsAndPublishesNothing: the README says every call
+// after Close fails with ErrClosed, nothing sent; Purge and PurgeAll too.
+func TestPurgeAfterCloseFailsAndPublishesNothing(t *testing.T) {
 	g := startReference(t)
 	b := newLongBus()
 	c := b.client(t, g)
@@ -108,5 +107,6 @@ func TestAttackPurgeAfterCloseStillPublishes(t *testing.T) {
 	b.mu.Unlock()
 	t.Logf("after Close: Purge=%v PurgeAll=%v, %d messages published", errPurge, errAll, n)
 	require.ErrorIs(t, errPurge, pep.ErrClosed, "Purge after Close")
+	require.ErrorIs(t, errAll, pep.ErrClosed, "PurgeAll after Close")
 	require.Zero(t, n, "a closed client published")
 }

@@ -1,6 +1,6 @@
 package redisstore_test
 
-// Attack (a-replicas): a purge published while a replica is reconnecting
+// A purge published while a replica is reconnecting
 // (its connection cut, or hung and then cut), at many offsets around the
 // moment it comes back. Oracle: B serves no cached GRANT of the revoked
 // token later than 2 s after A's Purge returned (the README's bound).
@@ -21,7 +21,7 @@ import (
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
-func TestAttackPurgeWhileReconnecting(t *testing.T) {
+func TestPurgeWhileAReplicaReconnectsArrivesWithinTheBound(t *testing.T) {
 	rs := redistest.Start(t)
 	if !rs.Real() {
 		t.Skip("needs the real redis-server")

@@ -1,12 +1,10 @@
 package redisstore_test
 
-// Attack (a-replicas): Purge fences the cache writers of requests in
-// flight, but not the flights themselves. A Check that begins after the
-// purge reached this replica (and after the token was revoked) joins an
-// identical request sent before, and returns the GRANT the gateway decided
-// before the revocation: for as long as that request is joinable (the
-// leader's deadline, WithTimeout), not "the channel's delivery, at worst
-// 2 s".
+// A purge fences the flights as well as the cache writers of the requests
+// in flight: a Check that begins after the purge reached this replica
+// never joins an identical request sent before it. (Found by the attack of
+// issue 24: such a Check shared the GRANT the gateway decided before the
+// revocation, for as long as that request was joinable.)
 
 import (
 	"bytes"
@@ -52,12 +50,12 @@ func (s *slowAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// TestAttackCheckAfterPurgeJoinsPreRevocationFlight: replicas A and B on
+// TestCheckAfterAPurgeFromAnotherReplicaJoinsNoEarlierFlight: replicas A and B on
 // one Redis; B's answers are slow (4 s, within a 10 s WithTimeout). A Check
 // on B is in flight when the token is revoked and Purged on A; once B has
-// applied the purge, a new Check on B, begun after all that, returns the
-// GRANT decided before the revocation.
-func TestAttackCheckAfterPurgeJoinsPreRevocationFlight(t *testing.T) {
+// applied the purge, a new Check on B, begun after all that, is denied: it
+// sent a request of its own.
+func TestCheckAfterAPurgeFromAnotherReplicaJoinsNoEarlierFlight(t *testing.T) {
 	rs := redistest.Start(t)
 	gw := startGateway(t)
 	slow := &slowAnswers{base: gw.Client().Transport, release: make(chan struct{}), sent: make(chan struct{}, 1)}
@@ -95,5 +93,5 @@ func TestAttackCheckAfterPurgeJoinsPreRevocationFlight(t *testing.T) {
 	d := <-late
 	t.Logf("a Check begun after B applied the purge returned %v (Cached=%v, Coalesced=%d) %v after it",
 		d.Status, d.Cached, b.Stats().Coalesced, time.Since(purged).Round(time.Millisecond))
-	require.False(t, d.Allowed(), "BREAK: a Check begun after the token was revoked and purged everywhere was GRANTed by a flight sent before")
+	require.False(t, d.Allowed(), "a Check begun after the token was revoked and purged everywhere was GRANTed by a flight sent before")
 }
