@@ -216,7 +216,7 @@ func TestClusterPurgeIsNeverOutrunByTheHeartbeat(t *testing.T) {
 	}
 	purged := time.Now()
 
-	time.Sleep(3 * time.Second) // past the promised bound of 2 s
+	time.Sleep(3 * time.Second)         // past the promised bound of 2 s
 	received := b.Stats().Invalidations // before the Checks, whose 401s publish more
 	var stale int
 	for _, tok := range toks {
