@@ -54,7 +54,8 @@ type Receiver interface {
 
 	// Heartbeat reports that every message published on the channel
 	// before sent has been reported: sent is when the Invalidator sent a
-	// request (a Redis PING on the subscription's connection) whose answer
+	// request (redisstore's: a heartbeat published through the same route
+	// as the purges, on a channel the same Redis process orders) whose answer
 	// arrived, in order, after them. sent must be read with time.Now (its
 	// monotonic reading is what counts) just before the request is
 	// written, never when its answer arrives: an answer that waited in a

@@ -45,9 +45,14 @@ func WithInvalidator(inv Invalidator) Option {
 // of it (they purge their whole cache when their own channel comes back
 // from a break, but not when only this replica's publishing failed), and
 // an empty token is an error. Decisions of token being fetched while
-// Purge runs are not cached.
+// Purge runs are not cached, and no call that begins after Purge returned
+// (nor after this client applied another replica's purge) shares the
+// answer of a request sent before it. With redisstore's Invalidator,
+// Purge returns by ctx's deadline (the local purge done). After Close it
+// fails with ErrClosed, purging and sending nothing.
 func (c *Client) Purge(ctx context.Context, token string) error { return c.core.Purge(ctx, token) }
 
 // PurgeAll drops every cached decision and, with an invalidator, has
-// every replica do the same; its errors are Purge's.
+// every replica do the same; its errors, deadline and sharing rule are
+// Purge's.
 func (c *Client) PurgeAll(ctx context.Context) error { return c.core.PurgeAll(ctx) }

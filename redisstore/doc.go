@@ -5,7 +5,10 @@
 // It is a module of its own (github.com/orgauthz/orgauthz/redisstore), so a
 // user of pep, dpop or middleware alone never downloads a Redis client.
 // Every constructor takes a redis.UniversalClient: a single server, a
-// Sentinel-managed primary or a Cluster serve alike.
+// Sentinel-managed primary or a Cluster. [Invalidator] uses sharded pub/sub
+// on a Cluster and refuses a redis.Ring (see its documentation). Every
+// call returns by its context's deadline whatever the client's
+// configuration (ContextTimeoutEnabled or not).
 //
 // [ReplayStore] is a dpop.ReplayStore: replicas whose dpop.Verifiers share
 // one accept each DPoP proof once between them:
@@ -20,4 +23,12 @@
 //
 //	store := redisstore.NewReplayStore(rdb, "orders-api:dpop:",
 //		redisstore.WithReplicas(2, 300*time.Millisecond))
+//
+// [Invalidator] is a pep.Invalidator (and authzen's): the cache purges of
+// one replica reach every replica, and a replica serves its cache only
+// while a heartbeat that travels the same route as the purges comes back
+// fresh:
+//
+//	inv := redisstore.NewInvalidator(rdb, "orders-api:invalidations")
+//	client, err := pep.New(gatewayURL, "acme", "orders-api", pep.WithInvalidator(inv))
 package redisstore

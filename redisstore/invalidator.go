@@ -2,9 +2,12 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,14 +20,14 @@ import (
 // channel name uses.
 const DefaultChannel = "orgauthz:invalidations"
 
-// The Invalidator's heartbeat: a PING on the subscription's connection
-// every heartbeatEvery, at most maxPending unanswered. A subscription that
-// reads nothing for readTimeout (eight heartbeats) is taken as broken and
-// made again.
+// The Invalidator's heartbeat: a publication on the session's own
+// heartbeat channel every heartbeatEvery, at most maxPending unanswered. A
+// session whose oldest unanswered heartbeat is older than lostAfter, or
+// that reads nothing for lostAfter, is taken as broken and made again.
 const (
 	heartbeatEvery = 250 * time.Millisecond
 	maxPending     = 64
-	readTimeout    = 8 * heartbeatEvery
+	lostAfter      = invalidation.DefaultTrust
 	// The pauses between attempts to subscribe after a break.
 	retryMin = 50 * time.Millisecond
 	retryMax = 2 * time.Second
@@ -32,39 +35,89 @@ const (
 
 // Invalidator carries the cache purges of pep and authzen clients between
 // replicas over Redis pub/sub (pep.WithInvalidator,
-// authzen.WithInvalidator): Publish is a PUBLISH on the channel, and
-// Subscribe keeps a subscription to it, sending a PING on the
-// subscription's own connection every 250 ms. Redis answers a PING after
-// every message it pushed to that connection before it, so a PONG says
-// that every purge published before the PING was sent has been received:
-// that is the heartbeat (invalidation.Receiver.Heartbeat), stamped with
-// when the PING was sent. A client trusts its cache for
-// invalidation.DefaultTrust (2 s) after a heartbeat was sent.
+// authzen.WithInvalidator).
 //
-// A subscription that fails, or that reads nothing for 2 s, is reported
-// lost (the client stops serving its cache) and made again, after a pause
-// that grows from 50 ms to 2 s; Redis restarting, or failing over under
-// Sentinel, needs nothing of the replicas. It works with any
-// redis.UniversalClient: a single server, Sentinel, or a Cluster (whose
-// classic pub/sub reaches every node's subscribers).
+// Publish sends a purge on the channel. Subscribe subscribes, on one
+// connection, to the channel and to a heartbeat channel of its own
+// ("<channel>:hb:<nonce>", in the channel's cluster slot), and publishes
+// on the latter, every 250 ms and through the same client call as the
+// purges, a heartbeat carrying a random per-subscription nonce and a
+// sequence number whose send time it keeps. Both channels are ordered by
+// the one Redis process that takes the purges, so a heartbeat that comes
+// back says that every purge published before it was sent has been
+// received: that is invalidation.Receiver.Heartbeat, stamped with the send
+// time (read before the publication, on the monotonic clock). A client
+// trusts its cache for invalidation.DefaultTrust (2 s) after a heartbeat
+// was sent. A PING would not do: it proves that the subscriber's own node
+// is current, not that the node the purges were published on has passed
+// them on.
+//
+// A subscription that fails, whose heartbeat does not come back within
+// 2 s, or that reads nothing for 2 s, is reported lost (the client stops
+// serving its cache) and made again, after a pause that grows from 50 ms
+// to 2 s; the next heartbeat purges the whole cache before it is trusted.
+// So Redis restarting needs nothing of the replicas, and after a Sentinel
+// failover (go-redis leaves subscriptions on the old master) the
+// subscription moves to the new master within 2 s, the cache untrusted
+// meanwhile.
+//
+// The topologies:
+//
+//   - a single server or a Sentinel-managed primary (redis.NewClient,
+//     redis.NewFailoverClient): PUBLISH and SUBSCRIBE;
+//   - a Cluster (redis.NewClusterClient, including ReadOnly, RouteByLatency
+//     and RouteRandomly): sharded pub/sub, SPUBLISH and SSUBSCRIBE (Redis
+//     7 or later), which sends the purges and the heartbeats to the
+//     channel's slot master, and a subscription on one of its replicas
+//     receives both through the same replication stream. A channel name
+//     with a '}' but no hash tag is refused (its heartbeat channel could
+//     not share its slot);
+//   - a redis.Ring, or any other redis.UniversalClient, is refused: its
+//     channels may sit on servers that do not order each other's
+//     messages. Every Publish and Subscribe of such an Invalidator fails
+//     with an error that says what to use, and the clients never trust
+//     their caches.
+//
+// Every Publish returns by ctx's deadline whatever the client's
+// configuration (ContextTimeoutEnabled or not): the command runs on a
+// goroutine of its own, which ends when go-redis gives up.
 //
 // An Invalidator is safe for concurrent use, and one may serve several
 // clients, each Subscribe call holding a connection of its own.
 type Invalidator struct {
 	client  redis.UniversalClient
 	channel string
+	sharded bool  // a Cluster: SPUBLISH and SSUBSCRIBE
+	err     error // why the client or channel is refused
 }
 
 // NewInvalidator returns an Invalidator on channel (DefaultChannel when
 // empty) through client, which the caller keeps and closes. Every replica
 // of a service must use the same channel; services whose caches must not
-// purge each other use different ones. A nil client makes every Publish and
-// Subscribe fail.
+// purge each other use different ones. client must be a *redis.Client
+// (single server, Sentinel) or a *redis.ClusterClient; with a nil client,
+// a redis.Ring or any other type, every Publish and Subscribe fails with
+// an error that says what to use.
 func NewInvalidator(client redis.UniversalClient, channel string) *Invalidator {
 	if channel == "" {
 		channel = DefaultChannel
 	}
-	return &Invalidator{client: client, channel: channel}
+	v := &Invalidator{client: client, channel: channel}
+	switch client.(type) {
+	case nil:
+		v.err = errNoClient
+	case *redis.Client:
+	case *redis.ClusterClient:
+		v.sharded = true
+		if !hasHashTag(channel) && strings.Contains(channel, "}") {
+			v.err = fmt.Errorf("redisstore: NewInvalidator: the channel %q has a '}' but no hash tag, so its heartbeat channel cannot share its Cluster slot; give it a hash tag (\"{orders-api}:invalidations\") or drop the '}'", channel)
+		}
+	case *redis.Ring:
+		v.err = errors.New("redisstore: NewInvalidator: a redis.Ring spreads channels over servers that do not order each other's messages, so no heartbeat could vouch for the purges; use a redis.Client (one server, or Sentinel's redis.NewFailoverClient) or a redis.ClusterClient")
+	default:
+		v.err = fmt.Errorf("redisstore: NewInvalidator: unsupported Redis client %T; use a *redis.Client (one server, or Sentinel's redis.NewFailoverClient) or a *redis.ClusterClient", client)
+	}
+	return v
 }
 
 var _ invalidation.Invalidator = (*Invalidator)(nil)
@@ -72,25 +125,56 @@ var _ invalidation.Invalidator = (*Invalidator)(nil)
 // errNoClient is the error of an Invalidator without a client.
 var errNoClient = errors.New("redisstore: the Invalidator has no Redis client; pass one to NewInvalidator")
 
-// Publish publishes msg on the channel and returns once Redis answered.
-// It honours ctx's deadline only if the client was made with
-// ContextTimeoutEnabled (otherwise go-redis waits for its ReadTimeout).
-func (v *Invalidator) Publish(ctx context.Context, msg []byte) error {
-	if v.client == nil {
-		return errNoClient
+// hasHashTag reports whether a Cluster hashes name by a hash tag: a '{'
+// followed, not at once, by a '}'.
+func hasHashTag(name string) bool {
+	i := strings.IndexByte(name, '{')
+	if i < 0 {
+		return false
 	}
-	if err := v.client.Publish(ctx, v.channel, msg).Err(); err != nil {
+	return strings.IndexByte(name[i+1:], '}') > 0
+}
+
+// heartbeatChannel is the channel of a session's heartbeats: the same
+// Cluster slot as the purges' channel.
+func (v *Invalidator) heartbeatChannel(nonce string) string {
+	if !v.sharded || hasHashTag(v.channel) {
+		return v.channel + ":hb:" + nonce
+	}
+	return "{" + v.channel + "}:hb:" + nonce
+}
+
+// Publish publishes msg on the channel and returns once Redis answered, or
+// with ctx's error once ctx is done, whatever the client's configuration.
+func (v *Invalidator) Publish(ctx context.Context, msg []byte) error {
+	if v.err != nil {
+		return v.err
+	}
+	if err := v.publish(ctx, v.channel, msg); err != nil {
 		return fmt.Errorf("redisstore: publishing an invalidation: %w", err)
 	}
 	return nil
 }
 
+// publish sends msg on channel, the purges and the heartbeats alike, and
+// returns by ctx's deadline (bounded).
+func (v *Invalidator) publish(ctx context.Context, channel string, msg []byte) error {
+	payload := string(msg) // a copy: msg is the caller's once this returns
+	return bounded(ctx, func() error {
+		if v.sharded {
+			return v.client.SPublish(ctx, channel, payload).Err()
+		}
+		return v.client.Publish(ctx, channel, payload).Err()
+	})
+}
+
 // Subscribe subscribes to the channel and reports its messages and
 // heartbeats to r until ctx is done, making the subscription again, after
-// r.Lost, whenever it breaks. It returns ctx's error.
+// r.Lost, whenever it breaks. It returns ctx's error, or at once the error
+// of a refused client.
 func (v *Invalidator) Subscribe(ctx context.Context, r invalidation.Receiver) error {
-	if v.client == nil {
-		return errNoClient
+	if v.err != nil {
+		return v.err
 	}
 	pause := retryMin
 	for ctx.Err() == nil {
@@ -113,87 +197,148 @@ func (v *Invalidator) Subscribe(ctx context.Context, r invalidation.Receiver) er
 	return ctx.Err()
 }
 
+// The heartbeat's message: a version byte, hbKind, the session's nonce
+// and a big-endian sequence number.
+const (
+	hbVersion  = 1
+	hbKind     = 'h'
+	nonceBytes = 16
+	hbBytes    = 2 + nonceBytes + 8
+)
+
 // session runs one subscription until it breaks or ctx is done, and
 // reports why it ended and whether it delivered a heartbeat.
 func (v *Invalidator) session(ctx context.Context, r invalidation.Receiver) (beat bool, err error) {
-	ps := v.client.Subscribe(ctx)
-	defer func() { _ = ps.Close() }()
-	if err := ps.Subscribe(ctx, v.channel); err != nil {
+	var nonce [nonceBytes]byte
+	_, _ = rand.Read(nonce[:])
+	hb := v.heartbeatChannel(hex.EncodeToString(nonce[:]))
+
+	sctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var ps *redis.PubSub
+	if v.sharded {
+		ps = v.client.SSubscribe(sctx)
+	} else {
+		ps = v.client.Subscribe(sctx)
+	}
+	// Subscribing dials, and may wait for a frozen Redis past ctx
+	// (bounded) holding the subscription's lock, which Close takes: a
+	// subscription given up on is closed on a goroutine, which ends when
+	// go-redis gives up.
+	err = bounded(sctx, func() error {
+		if v.sharded {
+			return ps.SSubscribe(sctx, v.channel, hb)
+		}
+		return ps.Subscribe(sctx, v.channel, hb)
+	})
+	if err != nil {
+		go func() { _ = ps.Close() }()
 		return false, fmt.Errorf("redisstore: subscribing to the invalidation channel: %w", err)
 	}
+	defer func() { _ = ps.Close() }()
+	// A read waits for its timeout, not for ctx: closing the
+	// subscription ends it at once.
+	context.AfterFunc(sctx, func() { _ = ps.Close() })
+	// A heartbeat published before Redis took the subscription would
+	// never come back: wait for both confirmations first.
+	for subscribed := 0; subscribed < 2; {
+		m, err := ps.ReceiveTimeout(sctx, lostAfter)
+		if err != nil {
+			return false, fmt.Errorf("redisstore: subscribing to the invalidation channel: %w", err)
+		}
+		if s, ok := m.(*redis.Subscription); ok && (s.Kind == "subscribe" || s.Kind == "ssubscribe") {
+			subscribed++
+		}
+	}
 
-	// pending maps the payload of each unanswered PING to when it was
-	// sent; the pinger stops when the session ends.
+	// pending maps the sequence number of each heartbeat not yet back to
+	// when it was sent; the sender stops when the session ends.
 	var (
 		mu      sync.Mutex
 		pending = make(map[uint64]time.Time)
 		seq     uint64
 		wg      sync.WaitGroup
 	)
-	sctx, stop := context.WithCancel(ctx)
-	defer wg.Wait()
-	defer stop()
-	// A read waits for its timeout, not for ctx: closing the
-	// subscription ends it at once.
-	context.AfterFunc(sctx, func() { _ = ps.Close() })
-	ping := func() error {
+	defer func() { stop(nil); wg.Wait() }()
+	send := func() error {
 		mu.Lock()
+		for _, sent := range pending {
+			if time.Since(sent) > lostAfter {
+				mu.Unlock()
+				return fmt.Errorf("redisstore: a heartbeat did not come back within %v", lostAfter)
+			}
+		}
 		if len(pending) >= maxPending {
 			mu.Unlock()
-			return nil // the answers are late: the heartbeat goes stale on its own
+			return nil // the echoes are late: the heartbeat goes stale on its own
 		}
 		seq++
 		n := seq
-		// The time is read before the PING is written: its answer comes
-		// after every message Redis pushed before it read the PING.
+		// The time is read before the publication: its echo comes after
+		// every purge Redis took before it.
 		pending[n] = time.Now()
 		mu.Unlock()
-		return ps.Ping(sctx, strconv.FormatUint(n, 10))
-	}
-	if err := ping(); err != nil {
-		return false, fmt.Errorf("redisstore: pinging the invalidation channel: %w", err)
+		msg := make([]byte, 0, hbBytes)
+		msg = append(append(append(msg, hbVersion, hbKind), nonce[:]...), binary.BigEndian.AppendUint64(nil, n)...)
+		pctx, cancel := context.WithTimeout(sctx, lostAfter)
+		defer cancel()
+		if err := v.publish(pctx, hb, msg); err != nil {
+			return fmt.Errorf("redisstore: publishing a heartbeat: %w", err)
+		}
+		return nil
 	}
 	wg.Go(func() {
 		t := time.NewTicker(heartbeatEvery)
 		defer t.Stop()
 		for {
+			if err := send(); err != nil {
+				stop(err) // the receiving loop ends, saying why
+				return
+			}
 			select {
 			case <-sctx.Done():
 				return
 			case <-t.C:
-				if ping() != nil {
-					return // the receiving loop sees the break
-				}
 			}
 		}
 	})
 
 	for {
-		m, err := ps.ReceiveTimeout(sctx, readTimeout)
+		m, err := ps.ReceiveTimeout(sctx, lostAfter)
+		if cause := context.Cause(sctx); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
+			return beat, cause
+		}
 		if err != nil {
 			return beat, fmt.Errorf("redisstore: receiving from the invalidation channel: %w", err)
 		}
 		switch m := m.(type) {
 		case *redis.Message:
-			if m.Channel == v.channel {
+			switch m.Channel {
+			case v.channel:
 				r.Message([]byte(m.Payload))
-			}
-		case *redis.Pong:
-			n, err := strconv.ParseUint(m.Payload, 10, 64)
-			if err != nil {
-				continue
-			}
-			mu.Lock()
-			sent, ok := pending[n]
-			for k := range pending { // answers come in order: older ones are gone
-				if k <= n {
-					delete(pending, k)
+			case hb:
+				p := m.Payload
+				if len(p) != hbBytes || p[0] != hbVersion || p[1] != hbKind || p[2:2+nonceBytes] != string(nonce[:]) {
+					continue
+				}
+				n := binary.BigEndian.Uint64([]byte(p[2+nonceBytes:]))
+				mu.Lock()
+				sent, ok := pending[n]
+				for k := range pending { // echoes come in order: older ones are gone
+					if k <= n {
+						delete(pending, k)
+					}
+				}
+				mu.Unlock()
+				if ok {
+					r.Heartbeat(sent)
+					beat = true
 				}
 			}
-			mu.Unlock()
-			if ok {
-				r.Heartbeat(sent)
-				beat = true
+		case *redis.Subscription:
+			if m.Kind == "unsubscribe" || m.Kind == "sunsubscribe" {
+				// Redis dropped the subscription (a Cluster's slot moved).
+				return beat, fmt.Errorf("redisstore: Redis ended the subscription to %s", m.Channel)
 			}
 		}
 	}

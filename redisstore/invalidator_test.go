@@ -264,3 +264,33 @@ func (b *beats) Heartbeat(time.Time) {
 		close(b.first)
 	}
 }
+
+// TestInvalidatorRefusesTopologiesItCannotVouchFor: a redis.Ring (whose
+// channels may sit on servers that do not order each other's messages),
+// and a Cluster channel whose heartbeat channel could not share its slot,
+// make every Publish and Subscribe fail with an error that says what to
+// use.
+func TestInvalidatorRefusesTopologiesItCannotVouchFor(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"one": rs.Addr()}})
+	t.Cleanup(func() { _ = ring.Close() })
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{rs.Addr()}})
+	t.Cleanup(func() { _ = cluster.Close() })
+	for _, tc := range []struct {
+		name    string
+		client  redis.UniversalClient
+		channel string
+		says    string
+	}{
+		{"Ring", ring, "", "use a redis.Client"},
+		{"Cluster channel with a '}' and no hash tag", cluster, "orders}invalidations", "hash tag"},
+		{"Cluster channel with an empty hash tag", cluster, "orders{}invalidations", "hash tag"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inv := redisstore.NewInvalidator(tc.client, tc.channel)
+			require.ErrorContains(t, inv.Publish(t.Context(), []byte{1, 'a'}), tc.says)
+			require.ErrorContains(t, inv.Subscribe(t.Context(), &beats{first: make(chan struct{})}), tc.says)
+		})
+	}
+}

@@ -62,9 +62,10 @@ const SinceKey = "since"
 // Configure Redis with maxmemory-policy noeviction (the default): an
 // evicted key is a forgotten proof.
 //
-// Remember honours ctx's deadline only if the client was made with
-// ContextTimeoutEnabled (otherwise go-redis waits for its ReadTimeout);
-// the Verifier stops waiting at the deadline either way.
+// Remember returns by ctx's deadline whatever the client's configuration
+// (ContextTimeoutEnabled or not): the commands run on a goroutine of their
+// own, which ends when go-redis gives up. A ReplayStore is safe for
+// concurrent use.
 type ReplayStore struct {
 	client redis.UniversalClient
 	prefix string
@@ -176,15 +177,23 @@ var errNotReplicated = errors.New("redisstore: too few replicas acknowledged the
 func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
 	// Round up: the key must not expire before until.
 	ms := ceilMilli(until)
-	pipe := s.client.Pipeline()
-	set := pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ms)
-	var wait *redis.Cmd
-	if s.replicas > 0 {
-		wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
-	}
-	since := pipe.Get(ctx, s.since)
-	clock := pipe.Time(ctx)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	var set, wait *redis.Cmd
+	var since *redis.StringCmd
+	var clock *redis.TimeCmd
+	// bounded: the call returns by ctx's deadline whatever the client's
+	// configuration (a frozen Redis, no ContextTimeoutEnabled).
+	err := bounded(ctx, func() error {
+		pipe := s.client.Pipeline()
+		set = pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ms)
+		if s.replicas > 0 {
+			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
+		}
+		since = pipe.Get(ctx, s.since)
+		clock = pipe.Time(ctx)
+		_, err := pipe.Exec(ctx)
+		return err
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
 	first, err := setResult(set)

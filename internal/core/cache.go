@@ -81,6 +81,25 @@ func owned(id transport.Ident) transport.Ident {
 	return id
 }
 
+// purge, purgeDigest and purgeAll drop cached decisions and count the
+// purge (Core.purges) before it is done, so that a call that begins once a
+// purge is under way shares no request sent before it; every purge of the
+// client goes through them.
+func (c *Core) purge(id transport.Ident) {
+	c.purges.Add(1)
+	c.cache.purge(id)
+}
+
+func (c *Core) purgeDigest(dg [digestBytes]byte) {
+	c.purges.Add(1)
+	c.cache.purgeDigest(dg)
+}
+
+func (c *Core) purgeAll() {
+	c.purges.Add(1)
+	c.cache.purgeAll()
+}
+
 func (d *decisions) purge(id transport.Ident) {
 	if d != nil {
 		d.lru.RemoveGroup(id)

@@ -29,6 +29,10 @@ type Call struct {
 	// running out of time say something about the server (the breaker's
 	// concern).
 	Own bool
+	// epoch is the count of purges when the call began (Own, PerCall):
+	// the call shares only requests of callers that began after the same
+	// purges (flightKey).
+	epoch uint64
 }
 
 // Own fills cl in with the client's own token; with noCache it reads no
@@ -42,7 +46,7 @@ func (c *Core) Own(cl *Call, noCache bool) error {
 	if st == nil {
 		return fmt.Errorf("%w: %s", c.who.Peer.Err(transport.ErrNoToken), c.who.NoToken)
 	}
-	cl.ID, cl.Token = st.id, st
+	cl.ID, cl.Token, cl.epoch = st.id, st, c.purges.Load()
 	if !noCache {
 		cl.Group = st.group // nil when the token's entries are not cached
 	}
@@ -58,6 +62,7 @@ func (c *Core) PerCall(cl *Call, token string, noCache bool) error {
 		return c.who.Peer.Err(transport.ErrClosed)
 	}
 	cl.ID = transport.Ident{Scheme: transport.SchemeBearer, Token: token}
+	cl.epoch = c.purges.Load()
 	if !noCache {
 		cl.Group = c.cache.lookup(cl.ID)
 	}
@@ -111,11 +116,15 @@ func (c *Core) Late(ctx context.Context) error {
 // flightKey identifies identical requests: the full token and the client's
 // token state that holds it (nil for a per-call token), so that a call
 // whose token was replaced under it never decides a call made after the
-// change, nor one with a per-call token of the same string; then the URL
-// and the exact body.
+// change, nor one with a per-call token of the same string; the count of
+// purges when the call began, so that a call that began after a purge
+// (of any token: here, from another replica, after the channel came back)
+// never gets the answer of a request sent before it; then the URL and the
+// exact body.
 type flightKey struct {
 	id        transport.Ident
 	own       *Token
+	epoch     uint64
 	url, body string
 }
 
@@ -132,7 +141,7 @@ func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, ur
 	if err := c.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
 		return nil, nil, err
 	}
-	key := flightKey{id: cl.ID, own: cl.Token, url: url, body: string(body)}
+	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, url: url, body: string(body)}
 	out, shared := c.flights.Do(ctx, c.who.Peer, key, func() *Outcome[[]byte] {
 		w = c.cache.writer(cl.ID)
 		data, err := c.Post(ctx, cl, cred, url, body, header)

@@ -56,6 +56,11 @@ type Core struct {
 	replicas *replicas
 	// flights coalesces identical requests (Send).
 	flights Flights[flightKey, []byte]
+	// purges counts the purges of cached decisions (purge, purgeDigest,
+	// purgeAll): a call reads it when it starts (Own, PerCall), and it is
+	// part of the key that coalesces requests, so that no call that began
+	// after a purge shares the answer of a request sent before it.
+	purges atomic.Uint64
 
 	// token is the client's current token, read without a lock by every
 	// call. tokenMu orders its changes and the events that report them, so

@@ -210,10 +210,10 @@ func (rc receiver) Message(msg []byte) {
 	r := c.replicas
 	switch {
 	case len(msg) == 2+digestBytes && msg[0] == msgVersion && msg[1] == msgToken:
-		c.cache.purgeDigest([digestBytes]byte(msg[2:]))
+		c.purgeDigest([digestBytes]byte(msg[2:]))
 		r.received.Add(1) // counted once applied: Stats shows no purge as done before it is
 	case len(msg) == 2 && msg[0] == msgVersion && msg[1] == msgAll:
-		c.cache.purgeAll()
+		c.purgeAll()
 		r.received.Add(1)
 	default:
 		if r.malformed.Add(1) == 1 {
@@ -236,7 +236,7 @@ func (rc receiver) Heartbeat(sent time.Time) {
 		if sentAt <= r.lostAt {
 			return
 		}
-		c.cache.purgeAll()
+		c.purgeAll()
 		r.gap = false
 		r.recoveries.Add(1)
 		if r.down {
@@ -279,11 +279,14 @@ func (rc receiver) Lost(err error) {
 // The local purge is done whatever the error, which says the other
 // replicas may not have heard of it.
 func (c *Core) Purge(ctx context.Context, token string) error {
+	if c.x.Closed() {
+		return c.who.Peer.Err(transport.ErrClosed)
+	}
 	if token == "" {
 		return fmt.Errorf("%s: Purge: the token is empty; pass the token whose decisions to drop", c.who.Peer.Pkg())
 	}
 	for _, s := range []transport.Scheme{transport.SchemeBearer, transport.SchemeDPoP} {
-		c.cache.purge(transport.Ident{Scheme: s, Token: token})
+		c.purge(transport.Ident{Scheme: s, Token: token})
 	}
 	return c.publish(ctx, "Purge", tokenMessage(token))
 }
@@ -291,16 +294,31 @@ func (c *Core) Purge(ctx context.Context, token string) error {
 // PurgeAll drops every cached decision and publishes that to the other
 // replicas when there is an Invalidator.
 func (c *Core) PurgeAll(ctx context.Context) error {
-	c.cache.purgeAll()
+	if c.x.Closed() {
+		return c.who.Peer.Err(transport.ErrClosed)
+	}
+	c.purgeAll()
 	return c.publish(ctx, "PurgeAll", allMessage)
 }
 
-// publish sends msg on the channel, if there is one.
+// publish sends msg on the channel, if there is one; after Close (which
+// waits for the publications under way) it sends nothing and fails with
+// ErrClosed.
 func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
 	r := c.replicas
 	if r == nil {
 		return nil
 	}
+	r.refusedMu.Lock()
+	closed := r.closed
+	if !closed {
+		r.pubs.Add(1)
+	}
+	r.refusedMu.Unlock()
+	if closed {
+		return c.who.Peer.Err(transport.ErrClosed)
+	}
+	defer r.pubs.Done()
 	if err := r.inv.Publish(ctx, msg); err != nil {
 		r.publishFailures.Add(1)
 		return fmt.Errorf("%s: %s: purged here, but publishing to the other replicas failed: %w", c.who.Peer.Pkg(), op, err)

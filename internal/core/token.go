@@ -145,7 +145,7 @@ func (c *Core) ClearToken() {
 // release (transport.Held).
 func (c *Core) forget(old *Token) {
 	old.cred.Release()
-	c.cache.purge(old.id)
+	c.purge(old.id)
 	if old.group != nil {
 		old.group.Unpin()
 	}
@@ -180,7 +180,7 @@ func (c *Core) Refused(ctx context.Context, cl *Call, err error) {
 		cl.ID.Scheme == transport.SchemeNone {
 		return
 	}
-	c.cache.purge(cl.ID)
+	c.purge(cl.ID)
 	c.publishRefused(cl.ID.Token)
 	if cl.Token == nil {
 		return

@@ -1,0 +1,112 @@
+package pep_test
+
+// Purge, PurgeAll, SetToken, ClearToken, Close, and
+// a channel that delivers purges, floods, malformed messages, heartbeats
+// and breaks, all at once, under -race. Oracle: after Purge(tok) returns
+// (tok revoked at the gateway first), no Check that starts later returns a
+// cached GRANT for tok; no panic, no race, no hang.
+
+import (
+	"context"
+	"crypto/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
+	g := startReference(t)
+	b := newLongBus()
+	c := b.client(t, g)
+	b.beat(time.Now())
+	own := g.token(t, "alice")
+	c.SetToken(own)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var breaks atomic.Int64
+	var rounds atomic.Int64
+
+	// Rounds: cache a fresh revocable token's GRANT, revoke it, Purge it,
+	// and check it from several goroutines after Purge returned.
+	for w := range 2 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				tok := g.token(t, "bob", mockserver.TokenClient(testClient))
+				for range 2 {
+					_, _ = c.Check(pep.WithToken(ctx, tok), "orders", "read")
+				}
+				g.revoke(t, tok)
+				if w == 0 {
+					_ = c.Purge(ctx, tok)
+				} else {
+					_ = c.PurgeAll(ctx)
+				}
+				var inner sync.WaitGroup
+				for range 4 {
+					inner.Go(func() {
+						d, err := c.Check(pep.WithToken(ctx, tok), "orders", "read")
+						if err == nil && d.Allowed() && d.Cached {
+							breaks.Add(1)
+						}
+					})
+				}
+				inner.Wait()
+				rounds.Add(1)
+			}
+		})
+	}
+	// The client's own token: replaced, cleared, checked.
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			c.SetToken(own)
+			_, _ = c.Check(ctx, "orders", "read")
+			c.ClearToken()
+		}
+	})
+	// The channel: floods of random digests, malformed messages,
+	// PurgeAlls, heartbeats and breaks.
+	wg.Go(func() {
+		msg := make([]byte, 34)
+		for ctx.Err() == nil {
+			_, _ = rand.Read(msg)
+			msg[0], msg[1] = 1, 't'
+			b.deliver(msg)
+			b.deliver(msg[:7])
+			b.deliver([]byte{1, 'a'})
+			b.beat(time.Now())
+			b.lose(nil)
+			b.beat(time.Now())
+			time.Sleep(5 * time.Millisecond) // let the cache fill between floods
+		}
+	})
+	wg.Wait()
+	require.NoError(t, c.Close())
+	t.Logf("rounds %d, stats %+v", rounds.Load(), c.Stats())
+	require.Zero(t, breaks.Load(), "a cached GRANT of a purged, revoked token was served")
+}
+
+// TestPurgeAfterCloseFailsAndPublishesNothing: the README says every call
+// after Close fails with ErrClosed, nothing sent; Purge and PurgeAll too.
+func TestPurgeAfterCloseFailsAndPublishesNothing(t *testing.T) {
+	g := startReference(t)
+	b := newLongBus()
+	c := b.client(t, g)
+	require.NoError(t, c.Close())
+	errPurge := c.Purge(t.Context(), "some-token")
+	errAll := c.PurgeAll(t.Context())
+	b.mu.Lock()
+	n := len(b.published)
+	b.mu.Unlock()
+	t.Logf("after Close: Purge=%v PurgeAll=%v, %d messages published", errPurge, errAll, n)
+	require.ErrorIs(t, errPurge, pep.ErrClosed, "Purge after Close")
+	require.ErrorIs(t, errAll, pep.ErrClosed, "PurgeAll after Close")
+	require.Zero(t, n, "a closed client published")
+}

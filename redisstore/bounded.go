@@ -1,0 +1,26 @@
+package redisstore
+
+import "context"
+
+// bounded runs cmd, which sends Redis commands under ctx, and returns its
+// error, or ctx's once ctx is done, whichever comes first: go-redis honours
+// a context's deadline only when the client was made with
+// ContextTimeoutEnabled, and otherwise waits for its ReadTimeout (3 s by
+// default, more when Redis is frozen and the client retries). cmd runs on
+// a goroutine of its own, which ends when go-redis gives up; what it
+// writes must not be read unless bounded returned its error, and it must
+// not use the caller's memory that the caller may change after bounded
+// returns.
+func bounded(ctx context.Context, cmd func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,79 @@
+package redisstore_test
+
+// A purge published while a replica is reconnecting
+// (its connection cut, or hung and then cut), at many offsets around the
+// moment it comes back. Oracle: B serves no cached GRANT of the revoked
+// token later than 2 s after A's Purge returned (the README's bound).
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/invalidation"
+	"github.com/orgauthz/orgauthz/pep"
+	"github.com/orgauthz/orgauthz/redisstore"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+func TestPurgeWhileAReplicaReconnectsArrivesWithinTheBound(t *testing.T) {
+	rs := redistest.Start(t)
+	if !rs.Real() {
+		t.Skip("needs the real redis-server")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	proxy := startBusProxy(t, ln, rs.Addr())
+	gw := startGateway(t)
+	a := replica(t, gw, rs.Client(), "attack:reconnect")
+	rdbB := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdbB.Close() })
+	b, err := pep.New(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
+		pep.WithInvalidator(redisstore.NewInvalidator(rdbB, "attack:reconnect")))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+
+	stale := 0
+	var worst time.Duration
+	for i := range 10 {
+		waitFor(t, "both trust their caches", 15*time.Second, trusted(a, b))
+		tok := revocable(gw, "bob")
+		cache(t, tok, a, b)
+		hung := i%2 == 1
+		if hung {
+			proxy.drop.Store(true)
+		}
+		proxy.cut()
+		// Publish at an offset around the replica's reconnection.
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+		revoke(t, gw, tok)
+		if hung {
+			go func() {
+				time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+				proxy.drop.Store(false)
+				proxy.cut()
+			}()
+		}
+		require.NoError(t, a.Purge(t.Context(), tok))
+		purged := time.Now()
+		for time.Since(purged) < 4*time.Second {
+			before := b.Stats().GatewayRequests
+			d, err := b.Check(pep.WithToken(context.Background(), tok), "orders", "read")
+			if err == nil && d.Allowed() && d.Cached && b.Stats().GatewayRequests == before {
+				late := time.Since(purged)
+				worst = max(worst, late)
+				if late > invalidation.DefaultTrust {
+					stale++
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Logf("B: %+v; the latest cached GRANT of a purged token came %v after Purge returned", b.Stats(), worst)
+	require.Zero(t, stale)
+}
