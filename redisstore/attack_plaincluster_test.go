@@ -114,4 +114,3 @@ func TestAttackPlainClientOnClusterNodesOutrunByHeartbeat(t *testing.T) {
 	require.Zero(t, stale, "replica B served revoked tokens' cached GRANTs %v after Purge returned", time.Since(purged).Round(time.Millisecond))
 	require.EqualValues(t, len(toks), received, "the purges reach the slot master B subscribes on, whatever the bus does")
 }
-
