@@ -1,13 +1,16 @@
 package redisstore_test
 
-// Attack (round 2, a-replicas2): Close waits for the publications under
+// TestCloseDoesNotWaitForAPurgeWithoutDeadline (issue 24, found by the
+// second attack). Before the fix: Close waits for the publications under
 // way (core.closeReplicas: r.pubs.Wait), and a Purge's publication lasts
 // as long as the caller's ctx, which may have no deadline. With Redis
 // frozen (a listener that accepts and never answers) and a client whose
 // timeouts are off, Purge(context.Background()) never returns, and Close,
 // called by the service's shutdown, never returns either. pep's Close
 // says it does not wait for the calls under way. (With go-redis's default
-// timeouts, Close waits about 4.8 s, until go-redis gives up.)
+// timeouts, Close waits about 4.8 s, until go-redis gives up.) Promise:
+// every publication is bounded by the client's timeout (WithTimeout,
+// 2 s by default) even when ctx has no deadline.
 
 import (
 	"context"
@@ -22,7 +25,7 @@ import (
 	"github.com/orgauthz/orgauthz/redisstore"
 )
 
-func TestAttackCloseWaitsForAPurgeWithoutDeadline(t *testing.T) {
+func TestCloseDoesNotWaitForAPurgeWithoutDeadline(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var conns []net.Conn
