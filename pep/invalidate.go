@@ -48,7 +48,9 @@ func WithInvalidator(inv Invalidator) Option {
 // Purge runs are not cached, and no call that begins after Purge returned
 // (nor after this client applied another replica's purge) shares the
 // answer of a request sent before it. With redisstore's Invalidator,
-// Purge returns by ctx's deadline (the local purge done). After Close it
+// Purge returns by ctx's deadline or the client's timeout (WithTimeout),
+// whichever comes first, even when ctx has no deadline (the local purge
+// done), so Close never waits long for a Purge under way. After Close it
 // fails with ErrClosed, purging and sending nothing.
 func (c *Client) Purge(ctx context.Context, token string) error { return c.core.Purge(ctx, token) }
 

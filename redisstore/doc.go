@@ -6,7 +6,9 @@
 // user of pep, dpop or middleware alone never downloads a Redis client.
 // Every constructor takes a redis.UniversalClient: a single server, a
 // Sentinel-managed primary or a Cluster. [Invalidator] uses sharded pub/sub
-// on a Cluster and refuses a redis.Ring (see its documentation). Every
+// on a Cluster, refuses a redis.Ring, and checks the server at every
+// subscription (a *redis.Client must reach a primary that is not a Cluster
+// node; see its documentation). Every
 // call returns by its context's deadline whatever the client's
 // configuration (ContextTimeoutEnabled or not).
 //

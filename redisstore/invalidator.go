@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -41,8 +40,11 @@ const (
 // connection, to the channel and to a heartbeat channel of its own
 // ("<channel>:hb:<nonce>", in the channel's cluster slot), and publishes
 // on the latter, every 250 ms and through the same client call as the
-// purges, a heartbeat carrying a random per-subscription nonce and a
-// sequence number whose send time it keeps. Both channels are ordered by
+// purges, a heartbeat carrying a fresh random 128-bit token whose send
+// time it keeps. Only the echo of a token sent and not yet back counts
+// (the nonce is in the channel's name, which anyone may list): an echo
+// that matches nothing is ignored, and can neither vouch for the channel
+// nor hide a heartbeat that did not come back. Both channels are ordered by
 // the one Redis process that takes the purges, so a heartbeat that comes
 // back says that every purge published before it was sent has been
 // received: that is invalidation.Receiver.Heartbeat, stamped with the send
@@ -61,10 +63,19 @@ const (
 // subscription moves to the new master within 2 s, the cache untrusted
 // meanwhile.
 //
-// The topologies:
+// The topologies (the client's type says which; each subscription also
+// asks the server, through the client's ordinary command path, before it
+// subscribes):
 //
 //   - a single server or a Sentinel-managed primary (redis.NewClient,
-//     redis.NewFailoverClient): PUBLISH and SUBSCRIBE;
+//     redis.NewFailoverClient): PUBLISH and SUBSCRIBE. The server must
+//     answer ROLE with master and must not be a Cluster node (INFO
+//     cluster): a Sentinel client made with ReplicaOnly or RouteRandomly
+//     lands on replicas, where a publication reaches only that replica's
+//     subscribers, and a Cluster carries classic pub/sub over its bus,
+//     unordered with the heartbeats. Otherwise the subscription fails,
+//     reported lost with an error that says what to use, and the clients
+//     never trust their caches (fail closed);
 //   - a Cluster (redis.NewClusterClient, including ReadOnly, RouteByLatency
 //     and RouteRandomly): sharded pub/sub, SPUBLISH and SSUBSCRIBE (Redis
 //     7 or later), which sends the purges and the heartbeats to the
@@ -197,18 +208,24 @@ func (v *Invalidator) Subscribe(ctx context.Context, r invalidation.Receiver) er
 	return ctx.Err()
 }
 
-// The heartbeat's message: a version byte, hbKind, the session's nonce
-// and a big-endian sequence number.
+// The heartbeat's message: a version byte, hbKind and a fresh random
+// 128-bit token. The nonce names the session's heartbeat channel, which
+// anyone may list (PUBSUB CHANNELS): it is no secret, and only the token,
+// which nothing sends before the heartbeat itself, makes an echo count.
 const (
-	hbVersion  = 1
+	hbVersion  = 2
 	hbKind     = 'h'
 	nonceBytes = 16
-	hbBytes    = 2 + nonceBytes + 8
+	tokenBytes = 16
+	hbBytes    = 2 + tokenBytes
 )
 
 // session runs one subscription until it breaks or ctx is done, and
 // reports why it ended and whether it delivered a heartbeat.
 func (v *Invalidator) session(ctx context.Context, r invalidation.Receiver) (beat bool, err error) {
+	if err := v.checkTopology(ctx); err != nil {
+		return false, err
+	}
 	var nonce [nonceBytes]byte
 	_, _ = rand.Read(nonce[:])
 	hb := v.heartbeatChannel(hex.EncodeToString(nonce[:]))
@@ -251,12 +268,15 @@ func (v *Invalidator) session(ctx context.Context, r invalidation.Receiver) (bea
 		}
 	}
 
-	// pending maps the sequence number of each heartbeat not yet back to
-	// when it was sent; the sender stops when the session ends.
+	// pending maps the token of each heartbeat not yet back to when it
+	// was sent; the sender stops when the session ends. Only an echo of a
+	// pending token counts, and it removes its own entry only: an echo
+	// that matches nothing (forged, or from another session) is ignored,
+	// so it can neither vouch for the channel nor hide a heartbeat that
+	// did not come back.
 	var (
 		mu      sync.Mutex
-		pending = make(map[uint64]time.Time)
-		seq     uint64
+		pending = make(map[[tokenBytes]byte]time.Time)
 		wg      sync.WaitGroup
 	)
 	defer func() { stop(nil); wg.Wait() }()
@@ -272,14 +292,13 @@ func (v *Invalidator) session(ctx context.Context, r invalidation.Receiver) (bea
 			mu.Unlock()
 			return nil // the echoes are late: the heartbeat goes stale on its own
 		}
-		seq++
-		n := seq
+		var token [tokenBytes]byte
+		_, _ = rand.Read(token[:])
 		// The time is read before the publication: its echo comes after
 		// every purge Redis took before it.
-		pending[n] = time.Now()
+		pending[token] = time.Now()
 		mu.Unlock()
-		msg := make([]byte, 0, hbBytes)
-		msg = append(append(append(msg, hbVersion, hbKind), nonce[:]...), binary.BigEndian.AppendUint64(nil, n)...)
+		msg := append([]byte{hbVersion, hbKind}, token[:]...)
 		pctx, cancel := context.WithTimeout(sctx, lostAfter)
 		defer cancel()
 		if err := v.publish(pctx, hb, msg); err != nil {
@@ -318,17 +337,13 @@ func (v *Invalidator) session(ctx context.Context, r invalidation.Receiver) (bea
 				r.Message([]byte(m.Payload))
 			case hb:
 				p := m.Payload
-				if len(p) != hbBytes || p[0] != hbVersion || p[1] != hbKind || p[2:2+nonceBytes] != string(nonce[:]) {
+				if len(p) != hbBytes || p[0] != hbVersion || p[1] != hbKind {
 					continue
 				}
-				n := binary.BigEndian.Uint64([]byte(p[2+nonceBytes:]))
+				token := [tokenBytes]byte([]byte(p[2:]))
 				mu.Lock()
-				sent, ok := pending[n]
-				for k := range pending { // echoes come in order: older ones are gone
-					if k <= n {
-						delete(pending, k)
-					}
-				}
+				sent, ok := pending[token]
+				delete(pending, token)
 				mu.Unlock()
 				if ok {
 					r.Heartbeat(sent)

@@ -301,9 +301,9 @@ func (c *Core) PurgeAll(ctx context.Context) error {
 	return c.publish(ctx, "PurgeAll", allMessage)
 }
 
-// publish sends msg on the channel, if there is one; after Close (which
-// waits for the publications under way) it sends nothing and fails with
-// ErrClosed.
+// publish sends msg on the channel, if there is one, for at most the
+// client's timeout (whatever ctx's deadline); after Close (which waits for
+// the publications under way) it sends nothing and fails with ErrClosed.
 func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
 	r := c.replicas
 	if r == nil {
@@ -319,6 +319,11 @@ func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
 		return c.who.Peer.Err(transport.ErrClosed)
 	}
 	defer r.pubs.Done()
+	// Every publication is bounded by the client's timeout (WithTimeout),
+	// whatever ctx's deadline: Close waits for the publications under way,
+	// and must not wait forever behind a ctx without one.
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	if err := r.inv.Publish(ctx, msg); err != nil {
 		r.publishFailures.Add(1)
 		return fmt.Errorf("%s: %s: purged here, but publishing to the other replicas failed: %w", c.who.Peer.Pkg(), op, err)

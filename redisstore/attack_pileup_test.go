@@ -1,0 +1,70 @@
+package redisstore_test
+
+// Attack (round 2, a-replicas2): bounded() leaves each command it gave up
+// on running on a goroutine until go-redis gives up. With Redis frozen (a
+// listener that accepts and never answers), every Publish (and Remember)
+// under a short deadline returns at once, but leaves a goroutine behind:
+// how many pile up is the call rate times go-redis's give-up time (the
+// pool's wait, PoolTimeout, 30 s when ReadTimeout is disabled), with no
+// cap of the library's own. This measures it; it reports, and fails when
+// more than 1000 goroutines are left behind.
+
+import (
+	"context"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/redisstore"
+)
+
+func TestAttackBoundedPilesUpGoroutinesWhileRedisIsFrozen(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var conns []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // never answers: a frozen Redis
+		}
+	}()
+	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ReadTimeout: -1, WriteTimeout: -1})
+	inv := redisstore.NewInvalidator(rdb, "attack:pileup")
+	base := runtime.NumGoroutine()
+	start := time.Now()
+	var over time.Duration
+	for time.Since(start) < 2*time.Second {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		t0 := time.Now()
+		_ = inv.Publish(ctx, []byte("purge"))
+		over = max(over, time.Since(t0))
+		cancel()
+	}
+	time.Sleep(100 * time.Millisecond)
+	left := runtime.NumGoroutine() - base
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("after 2 s of Publish calls against a frozen Redis: %d goroutines left behind (stacks %d KiB); slowest Publish %v", left, ms.StackInuse/1024, over)
+	// Clean up: closing the client and the listener ends them.
+	_ = rdb.Close()
+	_ = ln.Close()
+	<-accepted
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	deadline := time.Now().Add(40 * time.Second)
+	for runtime.NumGoroutine() > base+5 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("after closing the client: %d left", runtime.NumGoroutine()-base)
+	require.LessOrEqual(t, left, 1000, "goroutines left behind by bounded() while Redis is frozen")
+}
