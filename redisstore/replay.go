@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/replaymarker"
 )
 
 // DefaultReplayPrefix is the key prefix of a ReplayStore made with an empty
@@ -43,7 +44,14 @@ const SinceKey = "since"
 // restarting anything. A marker dated after Redis's clock by more than
 // dpop.ReplayStoreMargin (written by hand, or by an older version from a
 // replica whose clock ran ahead) cannot be right: the next Remember
-// rewrites it from TIME, which opens the same 70 s. An operator who knows
+// rewrites it from TIME, which opens the same 70 s. A marker that is
+// missing, not a time, or in the future is decided on the server in one
+// atomic step with its own clock (an EVAL script on the marker's key that
+// reads TIME and the marker and writes TIME only when the marker is still
+// missing, not a time, or in the future), and the store uses the marker
+// the script leaves: a write delivered late (its process paused, its
+// bytes held in a partitioned connection) can never move a newer marker,
+// written after a loss, earlier. An operator who knows
 // a new keyspace never held proofs may set the marker to an earlier time.
 // The record, the marker and TIME are read in one pipeline, in that order,
 // so the marker read is one the record's server had when it took the
@@ -214,25 +222,46 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	}
 	now := ceilMilli(clock.Val())
 	began, err := strconv.ParseInt(since.Val(), 10, 64)
-	switch {
-	case errors.Is(since.Err(), redis.Nil):
-		// A new keyspace, or one that lost its keys: it begins now.
-		if err := s.client.SetNX(ctx, s.since, now, 0).Err(); err != nil {
-			return false, fmt.Errorf("redisstore: writing the replay keyspace's marker: %w", err)
+	if since.Err() != nil || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds() {
+		// A marker that is missing (a new keyspace, or one that lost its
+		// keys), not a time, or dated after Redis's clock cannot be
+		// right. The server decides it again, in one step, with its own
+		// clock (never a SET of the TIME read above: one delivered late
+		// would move a newer marker earlier).
+		var wrote bool
+		if began, wrote, err = s.decideMarker(ctx); err != nil {
+			return false, err
 		}
-		return false, errKeyspaceNew
-	case since.Err() != nil || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds():
-		// A marker that is not a time, or dated after Redis's clock,
-		// cannot be right: the keyspace begins again now.
-		if err := s.client.Set(ctx, s.since, now, 0).Err(); err != nil {
-			return false, fmt.Errorf("redisstore: rewriting the replay keyspace's marker: %w", err)
+		if wrote {
+			return false, errKeyspaceNew // the keyspace begins now
 		}
-		return false, errKeyspaceNew
 	}
 	if ms < began+s.lifetime.Milliseconds() {
 		return false, errKeyspaceNew
 	}
 	return true, nil
+}
+
+// decideMarker runs [replaymarker.Script] on the marker, within ctx
+// (bounded), and returns the marker it leaves and whether it wrote it.
+func (s *ReplayStore) decideMarker(ctx context.Context) (began int64, wrote bool, err error) {
+	var res []any
+	err = bounded(ctx, func() error {
+		var err error
+		res, err = s.client.Eval(ctx, replaymarker.Script, []string{s.since}, dpop.ReplayStoreMargin.Milliseconds()).Slice()
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("redisstore: deciding the replay keyspace's marker: %w", err)
+	}
+	if len(res) == 2 {
+		v, _ := res[0].(string)
+		w, _ := res[1].(string)
+		if began, err = strconv.ParseInt(v, 10, 64); err == nil && (w == "0" || w == "1") {
+			return began, w == "1", nil
+		}
+	}
+	return 0, false, fmt.Errorf("redisstore: deciding the replay keyspace's marker: the script answered %v", res)
 }
 
 // setResult reads the answer to SET NX: OK when the key was set, nil when

@@ -12,7 +12,7 @@ import (
 // land: a *redis.Client must reach a primary (ROLE master; a Sentinel
 // client made with ReplicaOnly or RouteRandomly lands on replicas, where a
 // PUBLISH reaches that replica's subscribers only) that is not a Cluster
-// node (INFO cluster; classic pub/sub crosses a Cluster over its bus, which
+// node (INFO's cluster_enabled; classic pub/sub crosses a Cluster over its bus, which
 // nothing orders with the heartbeats). A *redis.ClusterClient is not
 // checked: go-redis sends SPUBLISH to the channel's slot master, and a
 // subscription on one of its replicas is meant. An error fails the session
@@ -32,7 +32,9 @@ func (v *Invalidator) checkTopology(ctx context.Context) error {
 		if len(r) > 0 {
 			role, _ = r[0].(string)
 		}
-		info, err = v.client.Info(cctx, "cluster").Result()
+		// INFO's default sections hold "cluster_enabled" on every Redis
+		// and Valkey that has the section.
+		info, err = v.client.Info(cctx).Result()
 		return err
 	})
 	if err != nil {

@@ -18,11 +18,13 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -58,6 +60,7 @@ func Start(t testing.TB) *Server {
 		}
 		t.Logf("redistest: redis-server is not on PATH: using miniredis in process; CI (.ci/run) runs the real server")
 		mini := miniredis.RunT(t)
+		addRole(t, mini)
 		return &Server{t: t, addr: mini.Addr(), mini: mini}
 	}
 	s := &Server{t: t, bin: bin}
@@ -117,6 +120,7 @@ func (s *Server) Restart() {
 	if s.mini != nil {
 		s.mini.FlushAll()
 		s.mini.Restart()
+		addRole(s.t, s.mini)
 		return
 	}
 	s.Stop()
@@ -148,6 +152,22 @@ func (s *Server) run() error {
 	}
 	s.cmd, s.done = cmd, done
 	return nil
+}
+
+// addRole gives miniredis the ROLE command it lacks: a single server is its
+// own primary, which redisstore.Invalidator checks before it trusts a
+// session. A restarted miniredis needs it again.
+func addRole(t testing.TB, mini *miniredis.Miniredis) {
+	t.Helper()
+	err := mini.Server().Register("ROLE", func(c *server.Peer, _ string, _ []string) {
+		c.WriteLen(3)
+		c.WriteBulk("master")
+		c.WriteInt(0)
+		c.WriteLen(0)
+	})
+	if err != nil && !strings.Contains(err.Error(), "already registered") {
+		t.Fatalf("redistest: %v", err)
+	}
 }
 
 func waitReady(addr string, exited <-chan struct{}) error {

@@ -1,8 +1,8 @@
 // Package redisreplay is the reference server binary's dpop.ReplayStore on
 // Redis or Valkey: a minimal RESP2 client that speaks only what the store
-// needs (AUTH, SELECT, SET NX PXAT, GET, TIME), so that the root module, which
-// holds the binary, requires no Redis client (users of pep must not
-// download one). Services use github.com/orgauthz/orgauthz/redisstore,
+// needs (AUTH, SELECT, SET NX PXAT, GET, TIME, and EVAL of the marker's
+// script), so that the root module, which holds the binary, requires no
+// Redis client (users of pep must not download one). Services use github.com/orgauthz/orgauthz/redisstore,
 // which runs on go-redis; this package keeps the same keys and rules
 // (redisstore.ReplayStore documents them) for one server at a time: no
 // Cluster, Sentinel or TLS.
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/replaymarker"
 )
 
 // Defaults of a Store.
@@ -124,7 +125,8 @@ var errKeyspaceNew = errors.New("redis: the replay keyspace is younger than the 
 // Remember records key until until with SET NX PXAT and reports whether it
 // was not recorded already; it fails when the keyspace is younger than the
 // proof's window could reach back, by the marker and Redis's own clock
-// (TIME), rewriting a marker that is missing or dated after that clock
+// (TIME), having the server decide again (EVAL, in one atomic step) a
+// marker that is missing or dated after that clock
 // (redisstore.ReplayStore explains), and on any error of the connection or
 // the server.
 func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
@@ -170,8 +172,9 @@ var errConn = errors.New("redis: connection")
 
 // judge reads the replies to SET NX, GET of the marker and TIME. A
 // missing marker, one that is not a number, or one dated after the
-// server's TIME by more than dpop.ReplayStoreMargin is (re)written from
-// TIME on c, and the proof refused: the keyspace begins now.
+// server's TIME by more than dpop.ReplayStoreMargin is decided again on
+// the server (decideMarker, on c), and the proof judged by the marker it
+// leaves: refused when the script wrote it (the keyspace begins now).
 func (s *Store) judge(ctx context.Context, c *conn, replies []reply, ms int64) (bool, error) {
 	set, since, clock := replies[0], replies[1], replies[2]
 	for _, r := range replies {
@@ -193,32 +196,42 @@ func (s *Store) judge(ctx context.Context, c *conn, replies []reply, ms int64) (
 	if since.arr == nil && !since.null {
 		began, err = strconv.ParseInt(since.s, 10, 64)
 	}
-	switch {
-	case since.arr == nil && since.null:
-		err = s.writeMarker(ctx, c, now, "NX")
-	case since.arr != nil || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds():
-		err = s.writeMarker(ctx, c, now)
-	case ms < began+s.lifetime.Milliseconds():
+	if since.arr != nil || since.null || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds() {
+		var wrote bool
+		if began, wrote, err = s.decideMarker(ctx, c); err != nil {
+			return false, err
+		}
+		if wrote {
+			return false, errKeyspaceNew
+		}
+	}
+	if ms < began+s.lifetime.Milliseconds() {
 		return false, errKeyspaceNew
-	default:
-		return true, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	return false, errKeyspaceNew
+	return true, nil
 }
 
-// writeMarker sets the keyspace's marker to now (Unix milliseconds) on c.
-func (s *Store) writeMarker(ctx context.Context, c *conn, now int64, opts ...string) error {
-	replies, err := c.do(ctx, append([]string{"SET", s.prefix + sinceKey, strconv.FormatInt(now, 10)}, opts...))
-	switch {
-	case err != nil:
-		return fmt.Errorf("%w: %w", errConn, err)
-	case replies[0].err != nil:
-		return replies[0].err
+// decideMarker runs replaymarker.Script (EVAL) on the marker, on c: the
+// server decides the marker in one atomic step with its own clock, so a
+// write delivered late never moves a newer marker earlier (as a SET of
+// the TIME read before would). It returns the marker the script leaves
+// and whether it wrote it.
+func (s *Store) decideMarker(ctx context.Context, c *conn) (began int64, wrote bool, err error) {
+	replies, err := c.do(ctx, []string{"EVAL", replaymarker.Script, "1", s.prefix + sinceKey,
+		strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10)})
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: %w", errConn, err)
 	}
-	return nil
+	r := replies[0]
+	if r.err != nil {
+		return 0, false, r.err
+	}
+	if len(r.arr) == 2 && (r.arr[1] == "0" || r.arr[1] == "1") {
+		if began, err = strconv.ParseInt(r.arr[0], 10, 64); err == nil {
+			return began, r.arr[1] == "1", nil
+		}
+	}
+	return 0, false, errors.New("redis: the marker's script answered no marker")
 }
 
 // redisTime reads TIME's answer (seconds and microseconds) in Unix

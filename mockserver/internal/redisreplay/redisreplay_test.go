@@ -3,6 +3,7 @@ package redisreplay
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"slices"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/replaymarker"
 )
 
 func TestMain(m *testing.M) {
@@ -107,14 +111,19 @@ func readCommand(r *bufio.Reader) ([]string, error) {
 	}
 	cmd := make([]string, n)
 	for i := range cmd {
-		if _, err := r.ReadString('\n'); err != nil {
-			return nil, err
-		}
-		arg, err := r.ReadString('\n')
+		head, err := r.ReadString('\n')
 		if err != nil {
 			return nil, err
 		}
-		cmd[i] = strings.TrimSuffix(arg, "\r\n")
+		l, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+		if err != nil || l < 0 || l > 1<<16 {
+			return nil, errors.New("bad bulk length")
+		}
+		arg := make([]byte, l+2) // bulk strings may hold newlines (the script)
+		if _, err := io.ReadFull(r, arg); err != nil {
+			return nil, err
+		}
+		cmd[i] = string(arg[:l])
 	}
 	return cmd, nil
 }
@@ -126,8 +135,7 @@ func (f *fakeRedis) commands() [][]string {
 }
 
 // redisLike answers as a Redis server would: SET NX sets once, SET sets,
-// GET reads,
-// TIME is the wall clock.
+// GET reads, TIME is the wall clock, EVAL runs the marker's script.
 func redisLike() func(cmd []string) string { return redisLikeAt(time.Now) }
 
 // redisLikeAt is redisLike with a server clock of its own.
@@ -154,10 +162,34 @@ func redisLikeAt(clock func() time.Time) func(cmd []string) string {
 			return "$" + strconv.Itoa(len(v)) + "\r\n" + v + "\r\n"
 		case "TIME":
 			return timeReply(clock())
+		case "EVAL": // the marker's script, as Redis runs it: atomically, by its clock
+			if cmd[1] != replaymarker.Script || cmd[2] != "1" {
+				return "-NOSCRIPT unknown script\r\n"
+			}
+			margin, _ := strconv.ParseInt(cmd[4], 10, 64)
+			now := ceilMilli(clock())
+			v, ok := keys[cmd[3]]
+			if m, err := strconv.ParseInt(v, 10, 64); ok && err == nil && len(v) <= 16 && m <= now+margin {
+				return bulkArray(v, "0")
+			}
+			keys[cmd[3]] = strconv.FormatInt(now, 10)
+			return bulkArray(keys[cmd[3]], "1")
 		}
 		return "-ERR unknown command\r\n"
 	}
 }
+
+// bulkArray is an array reply of bulk strings.
+func bulkArray(elems ...string) string {
+	r := "*" + strconv.Itoa(len(elems)) + "\r\n"
+	for _, e := range elems {
+		r += "$" + strconv.Itoa(len(e)) + "\r\n" + e + "\r\n"
+	}
+	return r
+}
+
+// bulk is a bulk string reply.
+func bulk(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
 
 // timeReply is TIME's answer at t.
 func timeReply(t time.Time) string {
@@ -272,7 +304,8 @@ func TestRememberRefusesWhileTheKeyspaceIsNew(t *testing.T) {
 	_, err = s.Remember(t.Context(), "a", window(time.Now()))
 	require.ErrorIs(t, err, errKeyspaceNew)
 	cmds := f.commands()
-	require.Equal(t, []string{"SET", DefaultPrefix + sinceKey, strconv.FormatInt(began.UnixMilli(), 10), "NX"}, cmds[len(cmds)-1])
+	require.Equal(t, "EVAL", cmds[len(cmds)-1][0], "the server decides the marker")
+	require.Equal(t, bulk(strconv.FormatInt(began.UnixMilli(), 10)), f.answer([]string{"GET", DefaultPrefix + sinceKey}), "from its clock")
 
 	_, err = s.Remember(t.Context(), "b", window(began.Add(10*time.Second+time.Minute-time.Millisecond)))
 	require.ErrorIs(t, err, errKeyspaceNew, "just inside the window")
@@ -312,7 +345,8 @@ func TestRememberRewritesAMarkerThatCannotBeRight(t *testing.T) {
 				require.Equal(t, []string{"TIME"}, last)
 				return
 			}
-			require.Equal(t, []string{"SET", "p:since", strconv.FormatInt(now.UnixMilli(), 10)}, last)
+			require.Equal(t, "EVAL", last[0], "the server decides the marker")
+			require.Equal(t, bulk(strconv.FormatInt(now.UnixMilli(), 10)), answer([]string{"GET", "p:since"}), "from its clock")
 			first, err := s.Remember(t.Context(), "b", now.Add(11*time.Minute))
 			require.NoError(t, err)
 			require.True(t, first, "accepted once the window has passed since the rewrite")
@@ -381,4 +415,50 @@ func TestRememberRedialsAClosedIdleConnection(t *testing.T) {
 	first, err = s.Remember(t.Context(), "b", time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	require.True(t, first)
+}
+
+// TestRememberLateMarkerWriteNeverMovesMarkerEarlier: a replica finds a
+// marker dated in the future and its write of the marker is delivered
+// late, after Redis lost its keys and another replica wrote a newer
+// marker (T3). The marker stays T3, and a proof that only the older
+// marker would let through is refused (issue 24).
+func TestRememberLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now().Truncate(time.Millisecond)
+	var clock atomic.Int64
+	clock.Store(t0.UnixNano())
+	redis := redisLikeAt(func() time.Time { return time.Unix(0, clock.Load()) })
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	f := startFake(t, func(cmd []string) string {
+		if w := strings.ToUpper(cmd[0]); (w == "SET" && !slices.Contains(cmd, "NX") || w == "EVAL") && slices.Contains(cmd, "p:since") {
+			once.Do(func() { close(held); <-release })
+		}
+		return redis(cmd)
+	})
+	redis([]string{"SET", "p:since", strconv.FormatInt(t0.Add(time.Hour).UnixMilli(), 10)})
+	s, err := Open("redis://"+f.addr, "p:")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Remember(context.Background(), "y", t0.Add(time.Hour))
+		done <- err
+	}()
+	<-held // the replica read the future marker and TIME (T0); its write is in flight
+	// Redis loses its keys, its clock moves on, another replica writes
+	// the marker T3.
+	t3 := t0.Add(time.Minute)
+	clock.Store(t3.UnixNano())
+	redis([]string{"SET", "p:since", strconv.FormatInt(t3.UnixMilli(), 10)})
+	close(release)
+	<-done
+	require.Equal(t, bulk(strconv.FormatInt(t3.UnixMilli(), 10)), redis([]string{"GET", "p:since"}),
+		"the late write must not move the marker earlier than T3")
+
+	lifetime := dpop.DefaultMaxAge + dpop.DefaultMaxSkew + 2*dpop.ReplayStoreMargin // the default iat window
+	first, err := s.Remember(t.Context(), "p", t0.Add(lifetime+time.Second))
+	require.ErrorIs(t, err, errKeyspaceNew, "a proof only a marker before T3 would accept is refused")
+	require.False(t, first)
 }

@@ -1,0 +1,186 @@
+package redisstore_test
+
+// The keyspace's marker is decided on the server, in one atomic step, with
+// the server's clock (issue 24). A marker write that lands late (its
+// process paused, or its bytes held in a partitioned TCP connection and
+// delivered on retransmission) must not overwrite a newer marker, one
+// written after Redis lost its keys, with an older time: the proofs
+// accepted before the loss would become acceptable again. The late write
+// is modelled by a go-redis hook that holds the marker's write (a SET of
+// the marker, or the EVAL that decides it) until released.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/redisstore"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+// holdMarkerWrite holds a write of the marker (SET key ... or EVAL script
+// 1 key ...) until release is closed, whatever the command's context.
+type holdMarkerWrite struct {
+	key     string
+	held    chan struct{}
+	release chan struct{}
+}
+
+func newHoldMarkerWrite(key string) *holdMarkerWrite {
+	return &holdMarkerWrite{key: key, held: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *holdMarkerWrite) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *holdMarkerWrite) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *holdMarkerWrite) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		a := cmd.Args()
+		if len(a) >= 2 && a[0] == "set" && a[1] == h.key || len(a) >= 4 && a[0] == "eval" && a[3] == h.key {
+			close(h.held)
+			<-h.release
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// TestReplayLateMarkerWriteNeverMovesMarkerEarlier: replica Y finds a
+// marker dated in the future and its write of the marker is held; the
+// marker is rewritten by X, a proof P accepted, Redis loses its keys and
+// X writes a newer marker; then Y's write lands. The marker stays the
+// newer one and P is refused, not accepted a second time.
+func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
+	rs := redistest.Start(t)
+	const prefix = "marker:late:"
+	marker := prefix + redisstore.SinceKey
+	admin := rs.Client()
+	t.Cleanup(func() { _ = admin.Close() })
+	ctx := t.Context()
+	future := time.Now().Add(time.Hour).UnixMilli()
+	require.NoError(t, admin.Set(ctx, marker, future, 0).Err())
+
+	// Y: a replica whose rewrite of the future marker lands late.
+	rdbY := rs.Client()
+	t.Cleanup(func() { _ = rdbY.Close() })
+	hold := newHoldMarkerWrite(marker)
+	rdbY.AddHook(hold)
+	y := redisstore.NewReplayStore(rdbY, prefix)
+	yDone := make(chan error, 1)
+	go func() {
+		_, err := y.Remember(context.Background(), "y-proof", time.Now().Add(time.Hour))
+		yDone <- err
+	}()
+	<-hold.held // Y read the future marker and TIME (T0); its write is in flight
+
+	// X: another replica, on time.
+	rdbX := rs.Client()
+	t.Cleanup(func() { _ = rdbX.Close() })
+	x := redisstore.NewReplayStore(rdbX, prefix)
+	_, err := x.Remember(ctx, "x-first", time.Now().Add(time.Hour))
+	require.Error(t, err, "the future marker is rewritten: the keyspace begins now (T1)")
+	t1, err := admin.Get(ctx, marker).Int64()
+	require.NoError(t, err)
+	require.Less(t, t1, future)
+
+	// Proof P, accepted: its until is past T1 + lifetime.
+	until := time.UnixMilli(t1 + dpopLifetime().Milliseconds() + 20)
+	ok, err := x.Remember(ctx, "proof-P", until)
+	require.NoError(t, err)
+	require.True(t, ok, "P is accepted")
+
+	// Redis's clock passes T1 + 20 ms, so that a marker written from now
+	// on refuses P; Redis loses its keys and the next Remember writes a
+	// new marker (T3).
+	waitRedisClock(t, admin, t1+50)
+	require.NoError(t, admin.FlushAll(ctx).Err())
+	_, err = x.Remember(ctx, "x-after-loss", time.Now().Add(time.Hour))
+	require.Error(t, err)
+	t3, err := admin.Get(ctx, marker).Int64()
+	require.NoError(t, err)
+	ok, err = x.Remember(ctx, "proof-P-check", until)
+	require.False(t, ok && err == nil, "control: a proof with P's until is refused under the new marker")
+
+	// Y's late write lands.
+	close(hold.release)
+	<-yDone
+	after, err := admin.Get(ctx, marker).Int64()
+	require.NoError(t, err)
+	require.Equal(t, t3, after, "the late write must not move the marker (T1=%d, T3=%d)", t1, t3)
+
+	ok, err = x.Remember(ctx, "proof-P", until)
+	require.False(t, ok && err == nil, "P, accepted before the loss, must not be accepted again")
+}
+
+// TestReplayMarkerWriteReturnsByTheContext: Remember returns by its
+// context even while the marker's write is stuck (a frozen Redis, a client
+// without ContextTimeoutEnabled), like the rest of its commands.
+func TestReplayMarkerWriteReturnsByTheContext(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		marker any // nil: missing
+	}{
+		{"missing", nil},
+		{"in the future", time.Now().Add(time.Hour).UnixMilli()},
+		{"not a time", "yesterday"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := redistest.Start(t)
+			const prefix = "marker:bounded:"
+			marker := prefix + redisstore.SinceKey
+			if tc.marker != nil {
+				admin := rs.Client()
+				require.NoError(t, admin.Set(t.Context(), marker, tc.marker, 0).Err())
+				require.NoError(t, admin.Close())
+			}
+			rdb := rs.Client()
+			hold := newHoldMarkerWrite(marker)
+			rdb.AddHook(hold)
+			t.Cleanup(func() {
+				close(hold.release)
+				_ = rdb.Close()
+			})
+			s := redisstore.NewReplayStore(rdb, prefix)
+
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Remember(ctx, "proof", time.Now().Add(time.Hour))
+				done <- err
+			}()
+			<-hold.held
+			cancel()
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, context.Canceled)
+			case <-t.Context().Done(): // not reached: the test's own end
+			case <-time.After(10 * time.Second): // a hang guard, not a threshold
+				t.Fatal("Remember did not return after its context was cancelled")
+			}
+		})
+	}
+}
+
+// waitRedisClock waits until Redis's clock (TIME) reaches ms (Unix
+// milliseconds), asking it; bounded.
+func waitRedisClock(t *testing.T, c *redis.Client, ms int64) {
+	t.Helper()
+	for range 1_000_000 {
+		now, err := c.Time(t.Context()).Result()
+		require.NoError(t, err)
+		if now.UnixMilli() >= ms {
+			return
+		}
+	}
+	t.Fatalf("Redis's clock did not reach %d", ms)
+}
+
+// dpopLifetime is the store's default lifetime (replay.go):
+// maxAge + maxSkew + 2 margins.
+func dpopLifetime() time.Duration {
+	return dpop.DefaultMaxAge + dpop.DefaultMaxSkew + 2*dpop.ReplayStoreMargin
+}
