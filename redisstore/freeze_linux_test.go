@@ -118,7 +118,12 @@ func TestFrozenReplicaReadsThePurgeBeforeItsCache(t *testing.T) {
 			t.Logf("child: %d checks, %d after the bound, first after it: %s; stats %+v", rep.Checks, rep.AfterBound, rep.FirstAfterBound, rep.Stats)
 			require.GreaterOrEqual(t, rep.AfterBound, minAfterBound, "the child did not check after the freeze")
 			assert.Zero(t, rep.StaleGrants, "the resumed replica granted the purged token")
-			assert.Positive(t, rep.Stats.Invalidations, "the child never read the purge")
+			// On resume the child either reads the purge Redis kept in its
+			// socket, or first finds its heartbeats overdue, counts a gap and
+			// purges everything: either way nothing cached before the freeze
+			// is served.
+			assert.True(t, rep.Stats.Invalidations > 0 || rep.Stats.InvalidationGaps > 0,
+				"the child neither read the purge nor purged its cache after the freeze")
 		})
 	}
 }
