@@ -64,7 +64,7 @@ func TestSentinelFailoverNeverLeavesAReplicaTrustingAStaleCache(t *testing.T) {
 		"port %d\nbind 127.0.0.1\nsentinel monitor mymaster 127.0.0.1 %d 1\nsentinel down-after-milliseconds mymaster 60000\nsentinel failover-timeout mymaster 60000\n",
 		ps, pm)), 0o600))
 	s := startRedisArgs(t, ps, conf, "--sentinel")
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // Sentinel learns its replicas from INFO every 10 s
 	for {
 		info, _ := r.Info(ctx, "replication").Result()
 		rs, _ := s.Do(ctx, "sentinel", "replicas", "mymaster").Slice()

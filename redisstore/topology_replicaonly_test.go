@@ -41,7 +41,7 @@ func TestInvalidatorRefusesReplicaOnlySentinelClient(t *testing.T) {
 		"port %d\nbind 127.0.0.1\nsentinel monitor mymaster 127.0.0.1 %d 1\nsentinel down-after-milliseconds mymaster 60000\nsentinel failover-timeout mymaster 60000\n",
 		ps, pm)), 0o600))
 	s := startRedisArgs(t, ps, conf, "--sentinel")
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // Sentinel learns its replicas from INFO every 10 s
 	for {
 		i1, _ := r1.Info(ctx, "replication").Result()
 		i2, _ := r2.Info(ctx, "replication").Result()
