@@ -148,49 +148,8 @@ func startClusterNode(t *testing.T, port int, extra ...string) *redis.Client {
 // tokens' GRANTs from its cache.
 func TestClusterPurgeIsNeverOutrunByTheHeartbeat(t *testing.T) {
 	ctx := t.Context()
-	px, py := freeClusterPort(t), freeClusterPort(t)
-	// Y announces a bus port that is the proxy's; the proxy forwards to
-	// Y's real bus port.
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	proxyPort := pln.Addr().(*net.TCPAddr).Port
-	proxy := startBusProxy(t, pln, "127.0.0.1:"+strconv.Itoa(py+10000))
-	x := startClusterNode(t, px)
-	y := startClusterNode(t, py, "--cluster-announce-bus-port", strconv.Itoa(proxyPort))
-
-	require.NoError(t, x.Do(ctx, "cluster", "addslotsrange", 0, 8191).Err())
-	require.NoError(t, y.Do(ctx, "cluster", "addslotsrange", 8192, 16383).Err())
-	require.NoError(t, x.Do(ctx, "cluster", "meet", "127.0.0.1", py, proxyPort).Err())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		okx, _ := x.ClusterInfo(ctx).Result()
-		oky, _ := y.ClusterInfo(ctx).Result()
-		if strings.Contains(okx, "cluster_state:ok") && strings.Contains(oky, "cluster_state:ok") &&
-			strings.Contains(okx, "cluster_known_nodes:2") && strings.Contains(oky, "cluster_known_nodes:2") {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the cluster did not form: %s / %s", okx, oky)
-		time.Sleep(50 * time.Millisecond)
-	}
-	// A channel whose slot is Y's: the replicas' subscriptions go to Y.
-	var channel string
-	for i := 0; ; i++ {
-		channel = fmt.Sprintf("orders-api:invalidations:%d", i)
-		slot, err := x.ClusterKeySlot(ctx, channel).Result()
-		require.NoError(t, err)
-		if slot >= 8192 {
-			break
-		}
-	}
-	// Sanity: the cluster delivers a PUBLISH on X to a subscriber on Y.
-	sub := y.Subscribe(ctx, channel)
-	_, err = sub.Receive(ctx)
-	require.NoError(t, err)
-	require.NoError(t, x.Publish(ctx, channel, "hello").Err())
-	m, err := sub.ReceiveTimeout(ctx, 5*time.Second)
-	require.NoError(t, err, "a PUBLISH on X reaches Y's subscribers over the bus")
-	require.Equal(t, "hello", m.(*redis.Message).Payload)
-	_ = sub.Close()
+	c := startTwoNodeCluster(t)
+	px, py, proxy, channel := c.px, c.py, c.proxy, c.channel
 
 	addrs := []string{"127.0.0.1:" + strconv.Itoa(px), "127.0.0.1:" + strconv.Itoa(py)}
 	cluster := func() *redis.ClusterClient {
@@ -241,4 +200,64 @@ func (p *busProxy) cut() {
 		_ = c.Close()
 	}
 	p.cs = nil
+}
+
+// twoNodeCluster is a formed two-master Redis Cluster on loopback: node X
+// holds slots 0-8191, node Y the rest; Y's bus port is announced as a
+// proxy's, so a test can cut X's bus link to Y; channel's slot is Y's.
+type twoNodeCluster struct {
+	px, py  int
+	x, y    *redis.Client
+	proxy   *busProxy
+	channel string
+}
+
+// startTwoNodeCluster forms the cluster and checks that a PUBLISH on X
+// reaches a subscriber on Y over the bus.
+func startTwoNodeCluster(t *testing.T) twoNodeCluster {
+	ctx := t.Context()
+	px, py := freeClusterPort(t), freeClusterPort(t)
+	// Y announces a bus port that is the proxy's; the proxy forwards to
+	// Y's real bus port.
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	proxyPort := pln.Addr().(*net.TCPAddr).Port
+	proxy := startBusProxy(t, pln, "127.0.0.1:"+strconv.Itoa(py+10000))
+	x := startClusterNode(t, px)
+	y := startClusterNode(t, py, "--cluster-announce-bus-port", strconv.Itoa(proxyPort))
+
+	require.NoError(t, x.Do(ctx, "cluster", "addslotsrange", 0, 8191).Err())
+	require.NoError(t, y.Do(ctx, "cluster", "addslotsrange", 8192, 16383).Err())
+	require.NoError(t, x.Do(ctx, "cluster", "meet", "127.0.0.1", py, proxyPort).Err())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		okx, _ := x.ClusterInfo(ctx).Result()
+		oky, _ := y.ClusterInfo(ctx).Result()
+		if strings.Contains(okx, "cluster_state:ok") && strings.Contains(oky, "cluster_state:ok") &&
+			strings.Contains(okx, "cluster_known_nodes:2") && strings.Contains(oky, "cluster_known_nodes:2") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the cluster did not form: %s / %s", okx, oky)
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A channel whose slot is Y's: the replicas' subscriptions go to Y.
+	var channel string
+	for i := 0; ; i++ {
+		channel = fmt.Sprintf("orders-api:invalidations:%d", i)
+		slot, err := x.ClusterKeySlot(ctx, channel).Result()
+		require.NoError(t, err)
+		if slot >= 8192 {
+			break
+		}
+	}
+	// Sanity: the cluster delivers a PUBLISH on X to a subscriber on Y.
+	sub := y.Subscribe(ctx, channel)
+	_, err = sub.Receive(ctx)
+	require.NoError(t, err)
+	require.NoError(t, x.Publish(ctx, channel, "hello").Err())
+	m, err := sub.ReceiveTimeout(ctx, 5*time.Second)
+	require.NoError(t, err, "a PUBLISH on X reaches Y's subscribers over the bus")
+	require.Equal(t, "hello", m.(*redis.Message).Payload)
+	_ = sub.Close()
+	return twoNodeCluster{px: px, py: py, x: x, y: y, proxy: proxy, channel: channel}
 }

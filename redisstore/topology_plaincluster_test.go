@@ -13,12 +13,8 @@ package redisstore_test
 // Scaffolding: cluster_test.go.
 
 import (
-	"fmt"
-	"net"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -28,49 +24,8 @@ import (
 
 func TestInvalidatorRefusesPlainClientOnClusterNode(t *testing.T) {
 	ctx := t.Context()
-	px, py := freeClusterPort(t), freeClusterPort(t)
-	// Y announces a bus port that is the proxy's; the proxy forwards to
-	// Y's real bus port.
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	proxyPort := pln.Addr().(*net.TCPAddr).Port
-	proxy := startBusProxy(t, pln, "127.0.0.1:"+strconv.Itoa(py+10000))
-	x := startClusterNode(t, px)
-	y := startClusterNode(t, py, "--cluster-announce-bus-port", strconv.Itoa(proxyPort))
-
-	require.NoError(t, x.Do(ctx, "cluster", "addslotsrange", 0, 8191).Err())
-	require.NoError(t, y.Do(ctx, "cluster", "addslotsrange", 8192, 16383).Err())
-	require.NoError(t, x.Do(ctx, "cluster", "meet", "127.0.0.1", py, proxyPort).Err())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		okx, _ := x.ClusterInfo(ctx).Result()
-		oky, _ := y.ClusterInfo(ctx).Result()
-		if strings.Contains(okx, "cluster_state:ok") && strings.Contains(oky, "cluster_state:ok") &&
-			strings.Contains(okx, "cluster_known_nodes:2") && strings.Contains(oky, "cluster_known_nodes:2") {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the cluster did not form: %s / %s", okx, oky)
-		time.Sleep(50 * time.Millisecond)
-	}
-	// A channel whose slot is Y's: the replicas' subscriptions go to Y.
-	var channel string
-	for i := 0; ; i++ {
-		channel = fmt.Sprintf("orders-api:invalidations:%d", i)
-		slot, err := x.ClusterKeySlot(ctx, channel).Result()
-		require.NoError(t, err)
-		if slot >= 8192 {
-			break
-		}
-	}
-	// Sanity: the cluster delivers a PUBLISH on X to a subscriber on Y.
-	sub := y.Subscribe(ctx, channel)
-	_, err = sub.Receive(ctx)
-	require.NoError(t, err)
-	require.NoError(t, x.Publish(ctx, channel, "hello").Err())
-	m, err := sub.ReceiveTimeout(ctx, 5*time.Second)
-	require.NoError(t, err, "a PUBLISH on X reaches Y's subscribers over the bus")
-	require.Equal(t, "hello", m.(*redis.Message).Payload)
-	_ = sub.Close()
+	c := startTwoNodeCluster(t)
+	px, py, proxy, channel := c.px, c.py, c.proxy, c.channel
 
 	// Each replica uses a plain *redis.Client on one cluster node (a
 	// per-node endpoint, or a load balancer in front of the nodes): the
