@@ -1,7 +1,6 @@
 package echopep_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -141,7 +140,7 @@ func TestHandlerErrorIsReturned(t *testing.T) {
 	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/orders/1", nil)
 	req.Header.Set("Authorization", "Bearer tok")
 	c := e.NewContext(req, httptest.NewRecorder())
-	err := echopep.Require(granter{}, "orders", "read")(func(echo.Context) error { return errTeapot })(c)
+	err := echopep.Require(adaptertest.Granter{}, "orders", "read")(func(echo.Context) error { return errTeapot })(c)
 	require.True(t, errors.Is(err, errTeapot), "%v", err)
 }
 
@@ -151,7 +150,7 @@ func TestRequireFuncSeesTheCheckedMethod(t *testing.T) {
 	var seen string
 	e := echo.New()
 	e.POST("/orders", func(c echo.Context) error { return c.String(http.StatusOK, "ok") },
-		echopep.RequireFunc(granter{}, func(c echo.Context) (string, []string) {
+		echopep.RequireFunc(adaptertest.Granter{}, func(c echo.Context) (string, []string) {
 			seen = c.Request().Method
 			return "orders", []string{"delete"}
 		}, middleware.WithMethodOverride("X-HTTP-Method-Override")))
@@ -170,19 +169,6 @@ func TestRequireFuncSeesTheCheckedMethod(t *testing.T) {
 	assert.Equal(t, "DELETE", seen)
 }
 
-// granter grants every pair it is asked about.
-type granter struct{}
-
-func (granter) CheckMany(_ context.Context, resources []pep.Resource, _ ...pep.CallOption) (pep.Result, error) {
-	res := pep.Result{Status: pep.Grant}
-	for _, r := range resources {
-		for _, s := range r.Scopes {
-			res.Decisions = append(res.Decisions, pep.Decision{Resource: r.Name, Scope: s, Status: pep.Grant})
-		}
-	}
-	return res, nil
-}
-
 // Wiring mistakes panic when the middleware is built, saying what to fix.
 func TestWiringMistakesPanic(t *testing.T) {
 	t.Parallel()
@@ -194,9 +180,11 @@ func TestWiringMistakesPanic(t *testing.T) {
 	}{
 		{"Wrap(nil)", func() { echopep.Wrap(nil) }, "not nil"},
 		{"a nil checker", func() { echopep.Require(nilClient, "orders", "read") }, "the Checker is nil"},
-		{"no scope", func() { echopep.Require(granter{}, "orders") }, "at least one scope"},
-		{"a nil function", func() { echopep.RequireFunc(granter{}, nil) }, "not nil"},
-		{"a nil option", func() { echopep.RequireFunc(granter{}, func(echo.Context) (string, []string) { return "", nil }, nil) }, "an Option is nil"},
+		{"no scope", func() { echopep.Require(adaptertest.Granter{}, "orders") }, "at least one scope"},
+		{"a nil function", func() { echopep.RequireFunc(adaptertest.Granter{}, nil) }, "not nil"},
+		{"a nil option", func() {
+			echopep.RequireFunc(adaptertest.Granter{}, func(echo.Context) (string, []string) { return "", nil }, nil)
+		}, "an Option is nil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package ginpep_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -97,7 +96,7 @@ func TestChain(t *testing.T) {
 // context's own request is back as it was afterwards.
 func TestRequireFuncSeesTheCheckedMethod(t *testing.T) {
 	t.Parallel()
-	fc := &granter{}
+	fc := adaptertest.Granter{}
 	var seen string
 	r := gin.New()
 	r.POST("/orders", ginpep.RequireFunc(fc, func(c *gin.Context) (string, []string) {
@@ -121,19 +120,6 @@ func TestRequireFuncSeesTheCheckedMethod(t *testing.T) {
 	assert.Equal(t, "DELETE", seen)
 }
 
-// granter grants every pair it is asked about.
-type granter struct{}
-
-func (granter) CheckMany(_ context.Context, resources []pep.Resource, _ ...pep.CallOption) (pep.Result, error) {
-	res := pep.Result{Status: pep.Grant}
-	for _, r := range resources {
-		for _, s := range r.Scopes {
-			res.Decisions = append(res.Decisions, pep.Decision{Resource: r.Name, Scope: s, Status: pep.Grant})
-		}
-	}
-	return res, nil
-}
-
 // Wiring mistakes panic when the handler is built, saying what to fix.
 func TestWiringMistakesPanic(t *testing.T) {
 	t.Parallel()
@@ -145,9 +131,11 @@ func TestWiringMistakesPanic(t *testing.T) {
 	}{
 		{"Wrap(nil)", func() { ginpep.Wrap(nil) }, "not nil"},
 		{"a nil checker", func() { ginpep.Require(nilClient, "orders", "read") }, "the Checker is nil"},
-		{"no scope", func() { ginpep.Require(granter{}, "orders") }, "at least one scope"},
-		{"a nil function", func() { ginpep.RequireFunc(granter{}, nil) }, "not nil"},
-		{"a nil option", func() { ginpep.RequireFunc(granter{}, func(*gin.Context) (string, []string) { return "", nil }, nil) }, "an Option is nil"},
+		{"no scope", func() { ginpep.Require(adaptertest.Granter{}, "orders") }, "at least one scope"},
+		{"a nil function", func() { ginpep.RequireFunc(adaptertest.Granter{}, nil) }, "not nil"},
+		{"a nil option", func() {
+			ginpep.RequireFunc(adaptertest.Granter{}, func(*gin.Context) (string, []string) { return "", nil }, nil)
+		}, "an Option is nil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
