@@ -1,6 +1,12 @@
 package redisstore
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
 
 // bounded runs cmd, which sends Redis commands under ctx, and returns its
 // error, or ctx's once ctx is done, whichever comes first: go-redis honours
@@ -19,6 +25,14 @@ func bounded(ctx context.Context, cmd func() error) error {
 	go func() { done <- cmd() }()
 	select {
 	case err := <-done:
+		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+				// A client made with ContextTimeoutEnabled puts ctx's
+				// deadline on the connection, and the network poller can
+				// see it pass before ctx's own timer fires: it was ctx's.
+				return fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
+			}
+		}
 		return err
 	case <-ctx.Done():
 		return ctx.Err()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"time"
 )
@@ -45,8 +46,15 @@ func (c *conn) do(ctx context.Context, cmds ...[]string) (replies []reply, err e
 		if !stop() && err == nil {
 			err = fmt.Errorf("redis: %w", context.Cause(ctx)) // the deadline may have cut the reply
 		}
-		if err != nil && ctx.Err() != nil {
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
 			err = fmt.Errorf("redis: %w (%w)", context.Cause(ctx), err)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// The connection's only deadline is ctx's: the network poller
+			// can see it pass before ctx's own timer has fired, so say
+			// which deadline it was.
+			err = fmt.Errorf("redis: %w (%w)", context.DeadlineExceeded, err)
 		}
 	}()
 	for _, cmd := range cmds {
