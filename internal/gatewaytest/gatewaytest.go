@@ -6,10 +6,10 @@
 //
 //   - Start serves a handler of the test, for the faults no real gateway
 //     makes on demand: it counts requests, records their Authorization
-//     headers, reads every request body before the handler runs (the
-//     handler may still read it), and can hold a request until the client
-//     gives up or the test ends (Hold). Answer and Raw are the canned
-//     answers; WithTLS serves HTTPS.
+//     headers (WithAuthorizations), reads every request body before the
+//     handler runs (the handler may still read it), and can hold a request
+//     until the client gives up or the test ends (Hold). Answer and Raw are
+//     the canned answers; WithTLS serves HTTPS.
 //   - Listen and Serve run a real handler (the reference server) as it is,
 //     on an address known before the handler exists, that a test can Stop
 //     and Restart to play a gateway restart: clients keep the same URL,
@@ -54,9 +54,10 @@ type Server struct {
 	closed   bool
 	handlers sync.WaitGroup
 
-	requests atomic.Int64
-	authMu   sync.Mutex
-	auths    [][]string
+	requests    atomic.Int64
+	recordAuths bool
+	authMu      sync.Mutex
+	auths       [][]string
 
 	mu      sync.Mutex
 	handler http.Handler
@@ -71,6 +72,13 @@ type Option func(*Server)
 // server's Client trusts.
 func WithTLS() Option {
 	return func(s *Server) { s.tls = serverTLS() }
+}
+
+// WithAuthorizations records the Authorization header of every request
+// that reaches a server made by Start (Authorizations). It is off by
+// default: a test that measures the heap must not count the records.
+func WithAuthorizations() Option {
+	return func(s *Server) { s.recordAuths = true }
 }
 
 // Listen reserves a loopback address (127.0.0.1, a free port) for a server

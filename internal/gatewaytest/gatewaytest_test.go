@@ -21,7 +21,10 @@ func TestStartRecordsWhatReachedIt(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts []gatewaytest.Option
-	}{{"http", nil}, {"https", []gatewaytest.Option{gatewaytest.WithTLS()}}} {
+	}{
+		{"http", []gatewaytest.Option{gatewaytest.WithAuthorizations()}},
+		{"https", []gatewaytest.Option{gatewaytest.WithAuthorizations(), gatewaytest.WithTLS()}},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {

@@ -10,17 +10,19 @@ import (
 
 // Start serves h on a new loopback address until the test ends, as a
 // stand-in gateway: before h runs, the request is counted (Requests), its
-// Authorization header values are recorded (Authorizations), and its body
-// is read whole (h may read it again), so that an answer h writes early
-// never stalls a client still sending.
+// Authorization header values are recorded WithAuthorizations, and its
+// body is read whole (h may read it again), so that an answer h writes
+// early never stalls a client still sending.
 func Start(t testing.TB, h http.HandlerFunc, opts ...Option) *Server {
 	t.Helper()
 	s, ln := Listen(t, opts...)
 	s.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
-		s.authMu.Lock()
-		s.auths = append(s.auths, r.Header.Values("Authorization"))
-		s.authMu.Unlock()
+		if s.recordAuths {
+			s.authMu.Lock()
+			s.auths = append(s.auths, r.Header.Values("Authorization"))
+			s.authMu.Unlock()
+		}
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			return // the client went away mid-body
@@ -35,7 +37,8 @@ func Start(t testing.TB, h http.HandlerFunc, opts ...Option) *Server {
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Authorizations returns, for each request that reached a server made by
-// Start, in order, the values of its Authorization header (nil for none).
+// Start WithAuthorizations, in order, the values of its Authorization
+// header (nil for none).
 func (s *Server) Authorizations() [][]string {
 	s.authMu.Lock()
 	defer s.authMu.Unlock()
