@@ -200,7 +200,8 @@ func (s *Server) Restart() error {
 }
 
 // Close stops the server at once: it closes every connection, ends every
-// request's context, and returns when every handler has returned. The
+// request's context, and returns when every handler has returned; then it
+// closes the idle connections of Client and of http.DefaultTransport. The
 // test's cleanup calls it; a closed server is a no-op to close again.
 func (s *Server) Close() {
 	s.mu.Lock()
@@ -216,4 +217,10 @@ func (s *Server) Close() {
 	s.hmu.Unlock()
 	s.handlers.Wait()
 	s.client.CloseIdleConnections()
+	// Clients of the default transport keep idle connections too; as
+	// httptest does, close them so that no reader goroutine outlives the
+	// test.
+	if tr, ok := http.DefaultTransport.(*http.Transport); ok {
+		tr.CloseIdleConnections()
+	}
 }
