@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"testing"
-	"time"
 )
 
 // Start serves h on a new loopback address until the test ends, as a
@@ -48,19 +47,6 @@ func (s *Server) Authorizations() [][]string {
 // Hold blocks until the client gives up on r or the server closes (the
 // test ends); a handler calls it to play a gateway that never answers.
 func Hold(r *http.Request) { <-r.Context().Done() }
-
-// HoldFor blocks like Hold, or until d has passed, and reports whether d
-// passed: a handler answers then, to play a slow gateway.
-func HoldFor(r *http.Request, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-		return false
-	}
-}
 
 // Answer returns a handler that answers every request with status, the
 // content type (none when empty) and body.
