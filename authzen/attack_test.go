@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
 
 // The tests of this file hold what an attack on the first version of the
@@ -113,15 +112,7 @@ func TestSemanticsStopWithinARequest(t *testing.T) {
 // and Discover is bounded by the client's timeout.
 func TestDiscoveryKeepsDeadlines(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(release) })
+	srv := gatewaytest.Start(t, func(_ http.ResponseWriter, r *http.Request) { gatewaytest.Hold(r) })
 	c, err := authzen.New(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(time.Hour))
 	require.NoError(t, err)
 	c.SetToken(pepToken)
@@ -158,18 +149,12 @@ func TestDiscoveryKeepsDeadlines(t *testing.T) {
 // credential goes to every endpoint.
 func TestDiscoveryKeepsEndpointsOnThePDPsOrigin(t *testing.T) {
 	t.Parallel()
-	var leaked atomic.Value
-	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		leaked.Store(r.Header.Get("Authorization"))
-		answer(200, `{"decision":true}`)(w, r)
-	}))
-	t.Cleanup(elsewhere.Close)
+	elsewhere := gatewaytest.Start(t, answer(200, `{"decision":true}`))
 	var pdpURL string
-	pdp := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	pdp := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 		answer(200, fmt.Sprintf(`{"policy_decision_point":%q,"access_evaluation_endpoint":%q}`,
 			pdpURL, elsewhere.URL+"/access/v1/evaluation"))(w, r)
-	}))
-	t.Cleanup(pdp.Close)
+	}, gatewaytest.WithTLS())
 	pdpURL = pdp.URL
 	c, err := authzen.New(pdp.URL, authzen.WithHTTPClient(pdp.Client()))
 	require.NoError(t, err)
@@ -178,7 +163,7 @@ func TestDiscoveryKeepsEndpointsOnThePDPsOrigin(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, d.Allowed())
 	assert.ErrorIs(t, d.Cause, authzen.ErrDiscovery)
-	assert.Nil(t, leaked.Load(), "the credential went to another origin")
+	assert.Zero(t, elsewhere.Requests(), "the credential went to another origin")
 }
 
 // An item's context carries an error whatever the case of its name or its

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,21 +13,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
 const pepToken = "pep-token-0123456789abcdef"
 
-// standIn starts a stand-in PDP that answers every request with h; it is
-// for faults a real PDP does not make on demand.
-func standIn(t *testing.T, h http.HandlerFunc, opts ...authzen.Option) (*authzen.Client, *atomic.Int64) {
+// standIn starts a stand-in PDP (internal/gatewaytest) that answers every
+// request with h, and a client of it; it is for faults a real PDP does not
+// make on demand.
+func standIn(t *testing.T, h http.HandlerFunc, opts ...authzen.Option) (*authzen.Client, *gatewaytest.Server) {
 	t.Helper()
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		h(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv := gatewaytest.Start(t, h)
 	opts = append([]authzen.Option{
 		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation", Evaluations: "/access/v1/evaluations"}),
 		authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithTimeout(2 * time.Second),
@@ -37,15 +32,12 @@ func standIn(t *testing.T, h http.HandlerFunc, opts ...authzen.Option) (*authzen
 	c, err := authzen.New(srv.URL, opts...)
 	require.NoError(t, err)
 	c.SetToken(pepToken)
-	return c, &n
+	return c, srv
 }
 
+// answer answers every request with status and a JSON body.
 func answer(status int, body string) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}
+	return gatewaytest.Answer(status, "application/json", body)
 }
 
 var req = authzen.Request{
@@ -164,7 +156,7 @@ func TestNoTokenSendsNothing(t *testing.T) {
 	c.ClearToken()
 	_, err := c.Evaluate(t.Context(), req)
 	require.ErrorIs(t, err, authzen.ErrNoToken)
-	assert.Zero(t, n.Load())
+	assert.Zero(t, n.Requests())
 }
 
 // TestOversizedTokenLeavesTheBreakerClosed: a PDP behind a front that
@@ -194,7 +186,7 @@ func TestOversizedTokenLeavesTheBreakerClosed(t *testing.T) {
 		assert.NotContains(t, err.Error(), huge[:16], "the error holds nothing of the token")
 	}
 	assert.Equal(t, authzen.BreakerState(pep.BreakerClosed), c.Stats().Breaker)
-	assert.Zero(t, n.Load(), "nothing was sent")
+	assert.Zero(t, n.Requests(), "nothing was sent")
 
 	c.SetToken(pepToken)
 	d, err := c.Evaluate(t.Context(), req)
@@ -207,7 +199,7 @@ func TestIncompleteRequestIsRefused(t *testing.T) {
 	c, n := standIn(t, answer(200, `{"decision":true}`))
 	_, err := c.Evaluate(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user", ID: "a"}})
 	require.ErrorIs(t, err, authzen.ErrInvalidArgument)
-	assert.Zero(t, n.Load())
+	assert.Zero(t, n.Requests())
 }
 
 // TestEvaluationsCountMismatch: more or fewer items than asked deny them all.
@@ -295,7 +287,7 @@ func TestBreakerOpensOnOutage(t *testing.T) {
 	d, err := c.Evaluate(t.Context(), req)
 	require.NoError(t, err)
 	require.ErrorIs(t, d.Cause, authzen.ErrCircuitOpen)
-	assert.EqualValues(t, 2, n.Load(), "an open breaker sends nothing")
+	assert.EqualValues(t, 2, n.Requests(), "an open breaker sends nothing")
 	assert.Equal(t, authzen.BreakerState(pep.BreakerOpen), c.Stats().Breaker)
 }
 
@@ -310,7 +302,7 @@ func TestCacheIsPerCredential(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, d.Allowed())
 	}
-	assert.EqualValues(t, 1, n.Load(), "later evaluations are answered from the cache")
+	assert.EqualValues(t, 1, n.Requests(), "later evaluations are answered from the cache")
 	c.SetToken("another-token-value")
 	d, err := c.Evaluate(t.Context(), req)
 	require.NoError(t, err)
@@ -321,7 +313,7 @@ func TestCacheIsPerCredential(t *testing.T) {
 func TestDiscovery(t *testing.T) {
 	t.Parallel()
 	var srvURL string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/.well-known/authzen-configuration":
 			answer(200, `{"policy_decision_point":"`+srvURL+`","access_evaluation_endpoint":"`+srvURL+`/access/v1/evaluation"}`)(w, r)
@@ -330,8 +322,7 @@ func TestDiscovery(t *testing.T) {
 		default:
 			http.NotFound(w, r)
 		}
-	}))
-	t.Cleanup(srv.Close)
+	})
 	srvURL = srv.URL
 	c, err := authzen.New(srv.URL)
 	require.NoError(t, err)
@@ -348,10 +339,9 @@ func TestDiscovery(t *testing.T) {
 		`{"policy_decision_point":"` + srvURL + `","access_evaluation_endpoint":"` + srvURL + `/access/v1/evaluation","Access_Evaluation_Endpoint":"` + srvURL + `/other"}`,
 		`{"Policy_Decision_Point":"` + srvURL + `","access_evaluation_endpoint":"` + srvURL + `/access/v1/evaluation"}`,
 	} {
-		strict := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		strict := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 			answer(200, strings.ReplaceAll(doc, srvURL, "http://"+r.Host))(w, r)
-		}))
-		t.Cleanup(strict.Close)
+		})
 		sc, err := authzen.New(strict.URL)
 		require.NoError(t, err)
 		require.ErrorIs(t, sc.Discover(t.Context()), authzen.ErrDiscovery, "%s", doc)

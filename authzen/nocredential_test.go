@@ -2,7 +2,6 @@ package authzen_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,35 +13,15 @@ import (
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
 
-// sidecar is a PDP that takes no credential (Cerbos, OpenFGA without
-// authentication: the reference server always wants one): it grants
-// everything and records the Authorization header of every request.
-type sidecar struct {
-	*httptest.Server
-	mu    sync.Mutex
-	auths [][]string
-}
-
-func startSidecar(t *testing.T) *sidecar {
+// startSidecar starts a PDP that takes no credential (Cerbos, OpenFGA
+// without authentication: the reference server always wants one): it
+// grants everything and records the Authorization header of every request.
+func startSidecar(t *testing.T) *gatewaytest.Server {
 	t.Helper()
-	s := &sidecar{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.auths = append(s.auths, r.Header.Values("Authorization"))
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"decision":true}`))
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *sidecar) requests() [][]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([][]string(nil), s.auths...)
+	return gatewaytest.Start(t, answer(http.StatusOK, `{"decision":true}`), gatewaytest.WithAuthorizations())
 }
 
 var readDoc = authzen.Request{
@@ -65,7 +44,7 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, d.Allowed(), "cause %v", d.Cause)
 	}
-	require.Equal(t, [][]string{nil}, pdp.requests(), "one request, without an Authorization header")
+	require.Equal(t, [][]string{nil}, pdp.Authorizations(), "one request, without an Authorization header")
 	assert.Equal(t, uint64(1), c.Stats().CacheHits)
 	c.ClearToken() // nothing to clear: the client still sends none
 	_, err = c.Evaluate(t.Context(), readDoc, authzen.NoCache())
@@ -86,7 +65,7 @@ func TestNoCredentialIsNeverTheDefault(t *testing.T) {
 	assert.False(t, d.Allowed())
 	assert.Contains(t, err.Error(), "SetToken")
 	assert.Contains(t, err.Error(), "WithoutCredentials")
-	assert.Empty(t, pdp.requests())
+	assert.Empty(t, pdp.Authorizations())
 }
 
 // A token given to a client made WithoutCredentials is a wiring mistake:
@@ -122,13 +101,13 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 			assert.Contains(t, err.Error(), "WithoutCredentials")
 			assert.Contains(t, err.Error(), tt.method)
 			assert.NotContains(t, err.Error(), "secret-token")
-			assert.Len(t, pdp.requests(), 1, "nothing sent after the mistake; not even the cached grant is served")
+			assert.Len(t, pdp.Authorizations(), 1, "nothing sent after the mistake; not even the cached grant is served")
 
 			c.ClearToken() // undoes the mistake: the client sends none again
 			d, err = c.Evaluate(t.Context(), readDoc)
 			require.NoError(t, err)
 			assert.True(t, d.Allowed())
-			assert.Equal(t, [][]string{nil, nil}, pdp.requests(), "asked again, still without an Authorization header")
+			assert.Equal(t, [][]string{nil, nil}, pdp.Authorizations(), "asked again, still without an Authorization header")
 		})
 	}
 }
@@ -162,15 +141,13 @@ func TestWithoutCredentialsNeverEmitsTokenExpired(t *testing.T) {
 	t.Parallel()
 	var blip atomic.Bool
 	blip.Store(true)
-	pdp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	pdp := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 		if blip.Swap(false) {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"decision":true}`))
-	}))
-	t.Cleanup(pdp.Close)
+		answer(http.StatusOK, `{"decision":true}`)(w, r)
+	})
 	c, err := authzen.New(pdp.URL, authzen.WithoutCredentials(), authzen.WithRetry(0, time.Millisecond, time.Millisecond),
 		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 	require.NoError(t, err)
@@ -241,7 +218,7 @@ func TestSetEmptyTokenIsClearToken(t *testing.T) {
 			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenCleared}, kinds)
 			_, err = c.Evaluate(t.Context(), readDoc)
 			require.ErrorIs(t, err, authzen.ErrNoToken)
-			assert.Empty(t, pdp.requests())
+			assert.Empty(t, pdp.Authorizations())
 		})
 	}
 }

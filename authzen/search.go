@@ -295,43 +295,27 @@ func (p *pageReader) read(body []byte) (string, error) {
 		count    = -1
 		sawItems bool
 	)
-	err := r.Object(searchMembers, func(i int) error {
-		if i == 0 {
+	err := r.Object()
+	for i, ok := r.Next(searchMembers, &err); ok; i, ok = r.Next(searchMembers, &err) {
+		switch {
+		case i == 0:
 			sawItems = true
-			return r.Array(func() error {
+			err = r.Array()
+			for r.More(&err) {
 				if p.results+len(page) >= p.maxResults {
-					return errTooManyResults
+					err = errTooManyResults
+					break
 				}
-				e, err := p.readEntity(r)
+				var e entity
+				e, err = p.readEntity(r)
 				page = append(page, e)
-				return err
-			})
-		}
-		if r.Kind() == 'n' {
-			_, err := r.Value()
-			return err
-		}
-		sawNext := false
-		err := r.Object(pageMembers, func(j int) error {
-			switch j {
-			case 0:
-				sawNext = true
-				var err error
-				next, err = r.Str()
-				return err
-			case 1:
-				n, err := readCount(r)
-				count = n
-				return err
 			}
-			_, err := readCount(r)
-			return err
-		})
-		if err == nil && !sawNext {
-			err = strictjson.ErrMissingMember
+		case r.Kind() == 'n':
+			_, err = r.Value()
+		default:
+			next, count, err = readPage(r)
 		}
-		return err
-	})
+	}
 	if err == nil {
 		err = r.End()
 	}
@@ -352,6 +336,29 @@ func (p *pageReader) read(body []byte) (string, error) {
 	return next, nil
 }
 
+// readPage reads the page object of a search answer: its next_token, which
+// must be there, and its counts, of which count is returned (-1 for none).
+func readPage(r *strictjson.Reader) (next string, count int, err error) {
+	count = -1
+	sawNext := false
+	err = r.Object()
+	for j, ok := r.Next(pageMembers, &err); ok; j, ok = r.Next(pageMembers, &err) {
+		switch j {
+		case 0:
+			sawNext = true
+			next, err = r.Str()
+		case 1:
+			count, err = readCount(r)
+		default:
+			_, err = readCount(r)
+		}
+	}
+	if err == nil && !sawNext {
+		err = strictjson.ErrMissingMember
+	}
+	return next, count, err
+}
+
 // readEntity reads one result: type, id and properties for a subject or a
 // resource, name and properties for an action.
 func (p *pageReader) readEntity(r *strictjson.Reader) (entity, error) {
@@ -360,7 +367,7 @@ func (p *pageReader) readEntity(r *strictjson.Reader) (entity, error) {
 	if p.kind == searchAction {
 		names, props = actionMembers, 1
 	}
-	err := r.Object(names, func(i int) error {
+	member := func(i int) error {
 		if i == props {
 			raw, err := r.Value()
 			switch {
@@ -401,7 +408,11 @@ func (p *pageReader) readEntity(r *strictjson.Reader) (entity, error) {
 			e.Name = s
 		}
 		return nil
-	})
+	}
+	err := r.Object()
+	for i, ok := r.Next(names, &err); ok; i, ok = r.Next(names, &err) {
+		err = member(i)
+	}
 	if err == nil && (p.kind == searchAction && e.Name == "" || p.kind != searchAction && e.Type == "") {
 		err = errNoType
 	}

@@ -56,7 +56,7 @@ func TestSearchFollowsPages(t *testing.T) {
 	subs, err := c.SearchSubject(t.Context(), req, authzen.WithPageLimit(2))
 	require.NoError(t, err)
 	assert.Equal(t, []authzen.Subject{{Type: "user", ID: "alice"}, {Type: "user", ID: "bob", Properties: map[string]any{"dept": "eng"}}, {Type: "user", ID: "carol"}}, subs)
-	assert.EqualValues(t, 2, n.Load())
+	assert.EqualValues(t, 2, n.Requests())
 	// The subject's id is not sent; everything but the token stays.
 	assert.Equal(t, map[string]any{"type": "user"}, (*seen)[0]["subject"])
 	assert.Equal(t, map[string]any{"limit": 2.0}, (*seen)[0]["page"])
@@ -170,7 +170,7 @@ func TestSearchIsBounded(t *testing.T) {
 	acts, err := c.SearchAction(t.Context(), req)
 	require.ErrorIs(t, err, authzen.ErrMalformedResponse)
 	assert.Nil(t, acts)
-	assert.EqualValues(t, authzen.MaxSearchPages, n.Load())
+	assert.EqualValues(t, authzen.MaxSearchPages, n.Requests())
 
 	c, _ = standIn(t, answer(200, `{"results":[{"name":"a"},{"name":"b"},{"name":"c"}]}`), searchEndpoints)
 	acts, err = c.SearchAction(t.Context(), req, authzen.WithMaxResults(2))
@@ -230,5 +230,5 @@ func TestSearchRefusesBeforeSending(t *testing.T) {
 	c.ClearToken()
 	_, err = c.SearchSubject(t.Context(), req)
 	assert.ErrorIs(t, err, authzen.ErrNoToken)
-	assert.Zero(t, n.Load())
+	assert.Zero(t, n.Requests())
 }

@@ -121,18 +121,21 @@ func decodeEvaluations(body []byte, n int) ([]item, error) {
 	r.Reset(body)
 	var items []item
 	saw := false
-	err := r.Object(evaluationsMembers, func(int) error {
+	err := r.Object()
+	for _, ok := r.Next(evaluationsMembers, &err); ok; _, ok = r.Next(evaluationsMembers, &err) {
 		saw = true
 		items = make([]item, 0, n)
-		return r.Array(func() error {
+		err = r.Array()
+		for r.More(&err) {
 			if len(items) == n {
-				return errTooManyItems
+				err = errTooManyItems
+				break
 			}
-			it, err := readItem(r)
+			var it item
+			it, err = readItem(r)
 			items = append(items, it)
-			return err
-		})
-	})
+		}
+	}
 	if err == nil {
 		err = r.End()
 	}
@@ -152,7 +155,7 @@ func decodeEvaluations(body []byte, n int) ([]item, error) {
 func readItem(r *strictjson.Reader) (item, error) {
 	var it item
 	sawDecision := false
-	err := r.Object(evaluationMembers, func(i int) error {
+	member := func(i int) error {
 		if i == 0 {
 			sawDecision = true
 			var err error
@@ -180,7 +183,11 @@ func readItem(r *strictjson.Reader) (item, error) {
 			return errBadContext
 		}
 		return nil
-	})
+	}
+	err := r.Object()
+	for i, ok := r.Next(evaluationMembers, &err); ok; i, ok = r.Next(evaluationMembers, &err) {
+		err = member(i)
+	}
 	switch {
 	case err != nil:
 		return it, err

@@ -54,6 +54,40 @@ type jwkFields struct {
 	thumbprintBuf []byte
 }
 
+// member reads the value of jwk member jwkNames[i] into f.
+func (f *jwkFields) member(r *strictjson.Reader, i int) error {
+	if i >= jwkPrivate {
+		f.private = true
+		_, err := r.Checked()
+		return err
+	}
+	f.present[i] = true
+	if r.Kind() != '"' {
+		f.notString = true
+		_, err := r.Checked()
+		return err
+	}
+	b, err := r.Bytes(&f.unquote)
+	if err != nil {
+		return err
+	}
+	switch i {
+	case jwkKty:
+		f.kty = append(f.kty[:0], b...)
+	case jwkCrv:
+		f.crv = append(f.crv[:0], b...)
+	case jwkX:
+		f.x, f.undecodable = decodeMember(f.x, b, f.undecodable)
+	case jwkY:
+		f.y, f.undecodable = decodeMember(f.y, b, f.undecodable)
+	case jwkN:
+		f.n, f.undecodable = decodeMember(f.n, b, f.undecodable)
+	case jwkE:
+		f.e, f.undecodable = decodeMember(f.e, b, f.undecodable)
+	}
+	return nil
+}
+
 // readJWK reads raw, a jwk the header walk has checked for duplicate
 // members, under the case rule, into f. Its errors are ErrKey (a member in
 // another case, a value of the wrong type) or ErrPrivateKey.
@@ -64,38 +98,10 @@ func readJWK(r *strictjson.Reader, raw jsontext.Value, f *jwkFields) error {
 	*f = jwkFields{kty: f.kty[:0], crv: f.crv[:0], x: f.x[:0], y: f.y[:0], n: f.n[:0], e: f.e[:0],
 		unquote: f.unquote[:0], thumbprintBuf: f.thumbprintBuf[:0]}
 	r.Reset(raw)
-	err := r.Object(jwkNames, func(i int) error {
-		if i >= jwkPrivate {
-			f.private = true
-			_, err := r.Checked()
-			return err
-		}
-		f.present[i] = true
-		if r.Kind() != '"' {
-			f.notString = true
-			_, err := r.Checked()
-			return err
-		}
-		b, err := r.Bytes(&f.unquote)
-		if err != nil {
-			return err
-		}
-		switch i {
-		case jwkKty:
-			f.kty = append(f.kty[:0], b...)
-		case jwkCrv:
-			f.crv = append(f.crv[:0], b...)
-		case jwkX:
-			f.x, f.undecodable = decodeMember(f.x, b, f.undecodable)
-		case jwkY:
-			f.y, f.undecodable = decodeMember(f.y, b, f.undecodable)
-		case jwkN:
-			f.n, f.undecodable = decodeMember(f.n, b, f.undecodable)
-		case jwkE:
-			f.e, f.undecodable = decodeMember(f.e, b, f.undecodable)
-		}
-		return nil
-	})
+	err := r.Object()
+	for i, ok := r.Next(jwkNames, &err); ok; i, ok = r.Next(jwkNames, &err) {
+		err = f.member(r, i)
+	}
 	if err == nil {
 		err = r.End()
 	}

@@ -91,11 +91,10 @@ func (s *scratch) release() {
 func (s *scratch) readHeader() error {
 	s.members = [hdrMembers]jsontext.Value{}
 	s.r.Reset(s.header)
-	err := s.r.Object(headerNames, func(i int) error {
-		v, err := s.r.Checked()
-		s.members[i] = v
-		return err
-	})
+	err := s.r.Object()
+	for i, ok := s.r.Next(headerNames, &err); ok; i, ok = s.r.Next(headerNames, &err) {
+		s.members[i], err = s.r.Checked()
+	}
 	if err == nil {
 		err = s.r.End()
 	}
@@ -123,7 +122,7 @@ func (s *scratch) readClaims() (Claims, error) {
 	var c Claims
 	var iat jsontext.Value
 	s.r.Reset(s.payload)
-	err := s.r.Object(claimNames, func(i int) error {
+	member := func(i int) error {
 		if i == clmIAT {
 			var err error
 			iat, err = s.r.Checked()
@@ -151,7 +150,11 @@ func (s *scratch) readClaims() (Claims, error) {
 			c.AccessTokenHash = v
 		}
 		return nil
-	})
+	}
+	err := s.r.Object()
+	for i, ok := s.r.Next(claimNames, &err); ok; i, ok = s.r.Next(claimNames, &err) {
+		err = member(i)
+	}
 	if err == nil {
 		err = s.r.End()
 	}

@@ -156,21 +156,23 @@ func decodeAnswer(body []byte, queries []pair) (*answer, error) {
 	r := newReader(body)
 	defer r.free()
 	var sawStatus, sawPermissions bool
-	err := r.Object(authorizeMembers, func(i int) error {
+	err := r.Object()
+	for i, ok := r.Next(authorizeMembers, &err); ok; i, ok = r.Next(authorizeMembers, &err) {
 		if i == 0 {
 			sawStatus = true
-			_, err := r.status()
-			return err
+			_, err = r.status()
+			continue
 		}
 		sawPermissions = true
-		return r.Array(func() error {
-			res, scope, s, err := r.permission()
-			if err != nil {
-				return err
+		err = r.Array()
+		for r.More(&err) {
+			var res, scope []byte
+			var s Status
+			if res, scope, s, err = r.permission(); err == nil {
+				err = a.note(res, scope, s, wild)
 			}
-			return a.note(res, scope, s, wild)
-		})
-	})
+		}
+	}
 	switch {
 	case err != nil:
 		return nil, malformed("the body is not a valid answer: %s", jsonProblem(err))
@@ -236,9 +238,9 @@ func unsafeString(b []byte) string {
 // strings resource, scope and status.
 func (r *reader) permission() (res, scope []byte, s Status, err error) {
 	var seen [3]bool
-	err = r.Object(permissionMembers, func(i int) error {
-		seen[i] = true // object refuses a second one
-		var err error
+	err = r.Object()
+	for i, ok := r.Next(permissionMembers, &err); ok; i, ok = r.Next(permissionMembers, &err) {
+		seen[i] = true // Next refuses a second one
 		switch i {
 		case 0:
 			res, err = r.Bytes(&r.resScratch)
@@ -247,8 +249,7 @@ func (r *reader) permission() (res, scope []byte, s Status, err error) {
 		default:
 			s, err = r.status()
 		}
-		return err
-	})
+	}
 	if err == nil && seen != [3]bool{true, true, true} {
 		err = strictjson.ErrMissingMember
 	}

@@ -20,9 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,6 +31,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -94,12 +93,8 @@ type benchGateway struct {
 // not nil, on a loopback port until the benchmark ends.
 func startBenchGateway(b *testing.B, wrap func(http.Handler) http.Handler) *benchGateway {
 	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String()
-	srv, err := mockserver.New(mockserver.WithFixture(benchFixture()), mockserver.WithIssuer(url))
+	gw, ln := gatewaytest.Listen(b)
+	srv, err := mockserver.New(mockserver.WithFixture(benchFixture()), mockserver.WithIssuer(gw.URL))
 	if err != nil {
 		_ = ln.Close()
 		b.Fatal(err)
@@ -108,10 +103,8 @@ func startBenchGateway(b *testing.B, wrap func(http.Handler) http.Handler) *benc
 	if wrap != nil {
 		h = wrap(srv)
 	}
-	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: h}}
-	hs.Start()
-	b.Cleanup(hs.Close)
-	return &benchGateway{srv: srv, url: url, client: hs.Client()}
+	gw.Serve(ln, h)
+	return &benchGateway{srv: srv, url: gw.URL, client: gw.Client()}
 }
 
 func (g *benchGateway) token(b *testing.B, opts ...mockserver.TokenOption) string {

@@ -1,6 +1,7 @@
 package pep
 
 import (
+	"errors"
 	"strconv"
 
 	"github.com/orgauthz/orgauthz/internal/transport"
@@ -102,6 +103,23 @@ func overall(ds []Decision) Status {
 		return Error
 	}
 	return Grant
+}
+
+// outcomeOf names the outcome of a call's decisions for its span: the
+// overall status, or fail_closed when any pair failed closed.
+func outcomeOf(ds []Decision) string {
+	for _, d := range ds {
+		if d.Cause != nil && !errors.Is(d.Cause, ErrNotEvaluated) {
+			return "fail_closed"
+		}
+	}
+	switch overall(ds) {
+	case Grant:
+		return "grant"
+	case Error:
+		return "error"
+	}
+	return "deny"
 }
 
 // Resource names a resource and the scopes asked for on it.

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -361,11 +361,10 @@ func TestE2EFailClosed(t *testing.T) {
 
 func TestE2EStoppedServer(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewUnstartedServer(nil)
-	ref, err := mockserver.New(mockserver.WithFixture(corp), mockserver.WithIssuer("http://"+srv.Listener.Addr().String()))
+	srv, ln := gatewaytest.Listen(t)
+	ref, err := mockserver.New(mockserver.WithFixture(corp), mockserver.WithIssuer(srv.URL))
 	require.NoError(t, err)
-	srv.Config.Handler = ref
-	srv.Start()
+	srv.Serve(ln, ref)
 	token, err := ref.IssueToken("corp", "uma")
 	require.NoError(t, err)
 	c, err := pep.New(srv.URL, "corp", "docs-api", pep.WithRetry(1, time.Millisecond, 2*time.Millisecond))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -155,7 +156,7 @@ func TestFailClosed(t *testing.T) {
 		{
 			name: "500 with a body over the limit",
 			setup: referenceWith(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-				faultAnswer(w, http.StatusInternalServerError, "text/plain", padding+padding)
+				gatewaytest.Answer(http.StatusInternalServerError, "text/plain", padding+padding)(w, nil)
 				return true
 			}),
 			wantRequests: 1,
@@ -456,12 +457,10 @@ func referenceConfigured(config string, opts ...pep.Option) func(t *testing.T) (
 // token. The reference server never redirects: the hook does.
 func redirectingGateway(status int) func(t *testing.T) (*pep.Client, string) {
 	return func(t *testing.T) (*pep.Client, string) {
-		target := newRedirectTarget(t)
+		target := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) }, gatewaytest.WithAuthorizations())
 		t.Cleanup(func() {
-			target.mu.Lock()
-			defer target.mu.Unlock()
-			assert.Zero(t, target.requests, "the redirect was followed")
-			assert.Empty(t, target.authorizations, "the token reached another host")
+			assert.Zero(t, target.Requests(), "the redirect was followed")
+			assert.Empty(t, target.Authorizations(), "the token reached another host")
 		})
 		return referenceWith(func(w http.ResponseWriter, r *http.Request, _ int) bool {
 			http.Redirect(w, r, target.URL+r.URL.Path, status)
@@ -479,7 +478,7 @@ func TestContentTypeIsNotChecked(t *testing.T) {
 		t.Run(contentType, func(t *testing.T) {
 			t.Parallel()
 			c, _ := referenceWith(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-				faultAnswer(w, http.StatusOK, contentType, faultGrant)
+				gatewaytest.Answer(http.StatusOK, contentType, faultGrant)(w, nil)
 				return true
 			})(t)
 			d, err := c.Check(t.Context(), "orders", "read")

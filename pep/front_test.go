@@ -127,7 +127,7 @@ func TestOversizedTokenLeavesTheBreakerClosed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := startReference(t)
-			front := resettingFront(t, g.Listener.Addr().String(), 64<<10)
+			front := resettingFront(t, g.Addr, 64<<10)
 			c, err := pep.New(front, testRealm, testClient, noRetry, pep.WithBreaker(3, time.Minute))
 			require.NoError(t, err)
 			for range 3 {

@@ -4,7 +4,6 @@ package pep_test
 // that an outside attack found, and fails on the code before its fix.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -12,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -26,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -73,7 +72,7 @@ func TestJunkTokensDoNotSwitchTheCacheOff(t *testing.T) {
 // (the middleware's RequireFunc cutting it from a long path) must not keep
 // that string alive in the cache, whose budget counts only the name.
 func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
-	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) { faultOK(w) })
+	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
 	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
@@ -101,7 +100,7 @@ func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 // Break 4: whatever the request context a caller sends, an entry costs a
 // bounded amount, and the cache stays within its byte bound.
 func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
-	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) { faultOK(w) })
+	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
 	const budget = 4 << 20
 	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget))
 	require.NoError(t, err)
@@ -190,13 +189,13 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 	partial := secret[5:25]
 
 	rawAnswer := func(resp string) func(t *testing.T) string {
-		return func(t *testing.T) string { return rawGateway(t, resp) }
+		return func(t *testing.T) string { return gatewaytest.Start(t, gatewaytest.Raw(resp)).URL }
 	}
 	body := func(status int, b string) func(t *testing.T) string {
 		return func(t *testing.T) string {
-			return newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) {
+			return gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="`+partial+`"`)
-				faultAnswer(w, status, "application/json", b)
+				gatewaytest.Answer(status, "application/json", b)(w, nil)
 			}).URL
 		}
 	}
@@ -224,9 +223,9 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 				h := fmt.Sprintf("%02X", secret[i])
 				b.WriteString("%" + h[:1] + "\xff" + h[1:])
 			}
-			return newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) {
+			return gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="`+b.String()+`"`)
-				faultAnswer(w, http.StatusUnauthorized, "application/json", `{"error":"Unauthorized"}`)
+				gatewaytest.Answer(http.StatusUnauthorized, "application/json", `{"error":"Unauthorized"}`)(w, nil)
 			}).URL
 		}},
 	}
@@ -275,34 +274,6 @@ func requireNoEcho(t *testing.T, s, token string) {
 	}
 }
 
-// rawGateway is a TCP server that answers every connection with resp,
-// whatever it is, and closes it.
-func rawGateway(t *testing.T, resp string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer conn.Close()
-				_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-				req, err := http.ReadRequest(bufio.NewReader(conn))
-				if err == nil {
-					_ = req.Body.Close()
-				}
-				_, _ = conn.Write([]byte(resp))
-			})
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
-
 // watchDeadline starts a timer of d and returns what reports when a
 // goroutine waiting for it woke: the moment the scheduler let a goroutine
 // act on a deadline of d, which a loaded machine makes later than d. It
@@ -324,7 +295,7 @@ func watchDeadline(d time.Duration) func() time.Time {
 // request that another, later caller started.
 func TestEveryCallerKeepsItsOwnDeadline(t *testing.T) {
 	t.Parallel()
-	g := newFaultGateway(t, func(g *faultGateway, _ http.ResponseWriter, r *http.Request) { g.hold(r) })
+	g := gatewaytest.Start(t, func(_ http.ResponseWriter, r *http.Request) { gatewaytest.Hold(r) })
 	const timeout = 300 * time.Millisecond
 	c, err := pep.New(g.URL, testRealm, testClient, noRetry, pep.WithTimeout(timeout), pep.WithHTTPClient(g.Client()))
 	require.NoError(t, err)
@@ -415,8 +386,8 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 	}
 	for name, b := range bodies {
 		t.Run(name, func(t *testing.T) {
-			g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) {
-				faultAnswer(w, http.StatusOK, "application/json", b)
+			g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) {
+				gatewaytest.Answer(http.StatusOK, "application/json", b)(w, nil)
 			})
 			c, err := pep.New(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()), pep.WithCache(0, 0, 0))
 			require.NoError(t, err)
@@ -526,7 +497,7 @@ func TestCookiesAreNeverSent(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var cookies []string
-	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, r *http.Request) {
+	g := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		cookies = append(cookies, r.Header.Get("Cookie"))
 		mu.Unlock()
@@ -603,7 +574,7 @@ func TestSlowHandlerDoesNotHoldTheCall(t *testing.T) {
 // per caller's token: the heap grows by about what Stats counts, not
 // several times more.
 func TestCacheBytesAreHonest(t *testing.T) {
-	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) { faultOK(w) })
+	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
 	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCache(100_000, time.Hour, time.Hour))
 	require.NoError(t, err)
 	tokens := make([]string, 3000)
@@ -634,7 +605,7 @@ func TestCacheBytesAreHonest(t *testing.T) {
 // A length the gateway declares is not memory the client spends: a body
 // that claims 1 MiB and holds 5 bytes costs what arrives.
 func TestDeclaredLengthIsNotTrusted(t *testing.T) {
-	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) {
+	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Length", fmt.Sprint(1<<20))
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte(`{"st`))
@@ -660,10 +631,10 @@ func TestCallersHangingUpDoNotOpenTheBreaker(t *testing.T) {
 	arrived := make(chan struct{}, 16)
 	var hold atomic.Bool
 	hold.Store(true)
-	g := newFaultGateway(t, func(g *faultGateway, w http.ResponseWriter, r *http.Request) {
+	g := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 		if hold.Load() {
 			arrived <- struct{}{}
-			g.hold(r)
+			gatewaytest.Hold(r)
 			return
 		}
 		faultOK(w)
@@ -705,13 +676,12 @@ func TestWaiterOutlivesLeadersThatGiveUp(t *testing.T) {
 	t.Parallel()
 	arrived := make(chan struct{}, 16)
 	release := make(chan struct{})
-	g := newFaultGateway(t, func(g *faultGateway, w http.ResponseWriter, r *http.Request) {
+	g := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
 		select {
 		case <-release:
 			faultOK(w)
 		case <-r.Context().Done():
-		case <-g.closing:
 		}
 	})
 	joined := make(chan struct{}, 16)
@@ -771,12 +741,11 @@ func TestPatientCallerAmongImpatientOnes(t *testing.T) {
 	for trial := range 6 {
 		t.Run(fmt.Sprint("trial ", trial), func(t *testing.T) {
 			t.Parallel()
-			g := newFaultGateway(t, func(g *faultGateway, w http.ResponseWriter, r *http.Request) {
+			g := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 				select { // a slow gateway, which answers after 400 ms
 				case <-time.After(400 * time.Millisecond):
 					faultOK(w)
 				case <-r.Context().Done():
-				case <-g.closing:
 				}
 			})
 			c, err := pep.New(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()),

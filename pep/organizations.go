@@ -96,17 +96,16 @@ func decodeOrganizations(data []byte) (OrganizationContext, error) {
 	r.budget = maxOrganizationItems
 	var oc OrganizationContext
 	var status, sawStatus, sawOrganization bool
-	err := r.Object(organizationsMembers, func(i int) error {
-		var err error
+	err := r.Object()
+	for i, ok := r.Next(organizationsMembers, &err); ok; i, ok = r.Next(organizationsMembers, &err) {
 		if i == 0 {
 			sawStatus = true
 			status, err = r.Boolean()
-			return err
+		} else {
+			sawOrganization = true
+			oc, err = r.organization()
 		}
-		sawOrganization = true
-		oc, err = r.organization()
-		return err
-	})
+	}
 	if err == nil {
 		err = r.End()
 	}
@@ -124,22 +123,22 @@ func decodeOrganizations(data []byte) (OrganizationContext, error) {
 func (r *reader) organization() (OrganizationContext, error) {
 	oc := OrganizationContext{Tenants: []Tenant{}}
 	var sawTenants bool
-	err := r.Object(organizationMembers, func(i int) error {
-		var err error
+	err := r.Object()
+	for i, ok := r.Next(organizationMembers, &err); ok; i, ok = r.Next(organizationMembers, &err) {
 		if i == 0 {
 			oc.UserID, err = r.Str()
-			return err
+			continue
 		}
 		sawTenants = true
-		return r.Array(func() error {
-			if err := r.spend(); err != nil {
-				return err
+		err = r.Array()
+		for r.More(&err) {
+			if err = r.spend(); err == nil {
+				var t Tenant
+				t, err = r.tenant()
+				oc.Tenants = append(oc.Tenants, t)
 			}
-			t, err := r.tenant()
-			oc.Tenants = append(oc.Tenants, t)
-			return err
-		})
-	})
+		}
+	}
 	if err == nil && (oc.UserID == "" || !sawTenants) {
 		err = strictjson.ErrMissingMember
 	}
@@ -148,25 +147,24 @@ func (r *reader) organization() (OrganizationContext, error) {
 
 func (r *reader) tenant() (Tenant, error) {
 	t := Tenant{Departments: []Department{}}
-	err := r.Object(tenantMembers, func(i int) error {
-		var err error
+	err := r.Object()
+	for i, ok := r.Next(tenantMembers, &err); ok; i, ok = r.Next(tenantMembers, &err) {
 		switch i {
 		case 0:
 			t.ID, err = r.Str()
 		case 1:
 			t.Name, err = r.Str()
 		default:
-			err = r.Array(func() error {
-				if err := r.spend(); err != nil {
-					return err
+			err = r.Array()
+			for r.More(&err) {
+				if err = r.spend(); err == nil {
+					var d Department
+					d, err = r.department()
+					t.Departments = append(t.Departments, d)
 				}
-				d, err := r.department()
-				t.Departments = append(t.Departments, d)
-				return err
-			})
+			}
 		}
-		return err
-	})
+	}
 	if err == nil && t.ID == "" {
 		err = strictjson.ErrMissingMember
 	}
@@ -175,15 +173,14 @@ func (r *reader) tenant() (Tenant, error) {
 
 func (r *reader) department() (Department, error) {
 	var d Department
-	err := r.Object(departmentMembers, func(i int) error {
-		var err error
+	err := r.Object()
+	for i, ok := r.Next(departmentMembers, &err); ok; i, ok = r.Next(departmentMembers, &err) {
 		if i == 0 {
 			d.ID, err = r.Str()
 		} else {
 			d.Name, err = r.Str()
 		}
-		return err
-	})
+	}
 	if err == nil && d.ID == "" {
 		err = strictjson.ErrMissingMember
 	}

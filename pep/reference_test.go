@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -112,9 +112,10 @@ func bulkScopes(n int) []string {
 	return out
 }
 
-// reference is a running reference server with the shop fixture.
+// reference is a running reference server with the shop fixture, on a
+// loopback server of internal/gatewaytest.
 type reference struct {
-	*httptest.Server
+	*gatewaytest.Server
 	srv *mockserver.Server
 	// clock is the server's: it decides when tokens expire.
 	clock *shiftedClock
@@ -175,17 +176,17 @@ func (c *shiftedClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 func startReference(t testing.TB) *reference {
 	t.Helper()
 	g := &reference{clock: &shiftedClock{}, closing: make(chan struct{})}
-	g.Server = httptest.NewUnstartedServer(http.HandlerFunc(g.serve))
+	gw, ln := gatewaytest.Listen(t)
+	g.Server = gw
 	srv, err := mockserver.New(mockserver.WithFixture(shop), mockserver.WithClock(g.clock.Now),
-		mockserver.WithIssuer("http://"+g.Listener.Addr().String()))
+		mockserver.WithIssuer(g.URL))
 	if err != nil {
-		_ = g.Listener.Close()
+		_ = ln.Close()
 		t.Fatal(err)
 	}
 	g.srv = srv
-	g.Start()
-	t.Cleanup(g.Close)
-	t.Cleanup(func() { close(g.closing) }) // runs first
+	g.Serve(ln, http.HandlerFunc(g.serve))
+	t.Cleanup(func() { close(g.closing) }) // runs before the server closes
 	return g
 }
 

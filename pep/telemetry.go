@@ -1,8 +1,6 @@
 package pep
 
 import (
-	"errors"
-
 	"github.com/orgauthz/orgauthz/internal/telemetry"
 )
 
@@ -33,21 +31,4 @@ var instrumentation = telemetry.Scope{
 	Prefix:   "pep.",
 	Items:    "pairs",
 	Outcomes: [4]string{"grant", "deny", "error", "fail_closed"},
-}
-
-// outcomeOf names the outcome of a call's decisions for its span: the
-// overall status, or fail_closed when any pair failed closed.
-func outcomeOf(ds []Decision) string {
-	for _, d := range ds {
-		if d.Cause != nil && !errors.Is(d.Cause, ErrNotEvaluated) {
-			return "fail_closed"
-		}
-	}
-	switch overall(ds) {
-	case Grant:
-		return "grant"
-	case Error:
-		return "error"
-	}
-	return "deny"
 }

@@ -82,7 +82,7 @@ http {
       client_body_timeout 10s; # the server's -read-timeout (5s) answers first
     }
     # X-Forwarded-Prefix is not one of the headers the server reads
-    # (SERVICE.md section 2): a prefix comes from -issuer (server $prefixed).
+    # (docs/reference-server.md, the public URL): a prefix comes from -issuer (server $prefixed).
     location /auth/ {
       proxy_pass http://127.0.0.1:$direct/;
       # A location's proxy_set_header replaces all the server's.

@@ -30,7 +30,7 @@ const (
 	// long enough for a loaded machine to answer a clean call.
 	clientTimeout = 2 * time.Second
 	// slack is how late past its deadline a call may return
-	// (ARCHITECTURE.md, section 3, rule 10).
+	// (the README's fail-closed rule 10).
 	slack = 50 * time.Millisecond
 	// coolDown is the breaker's.
 	coolDown = 50 * time.Millisecond

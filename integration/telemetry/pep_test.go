@@ -3,7 +3,6 @@ package telemetry_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -28,27 +28,25 @@ import (
 // otelGateway is the reference server with the corp fixture behind a
 // handler that records the traceparent header of each decision request.
 type otelGateway struct {
-	*httptest.Server
+	*gatewaytest.Server
 	mu          sync.Mutex
 	traceparent []string
 }
 
 func startOTelGateway(t *testing.T) (*otelGateway, string) {
 	t.Helper()
-	g := &otelGateway{}
-	g.Server = httptest.NewUnstartedServer(nil)
-	srv, err := mockserver.New(mockserver.WithFixture(corp), mockserver.WithIssuer("http://"+g.Listener.Addr().String()))
+	gw, ln := gatewaytest.Listen(t)
+	g := &otelGateway{Server: gw}
+	srv, err := mockserver.New(mockserver.WithFixture(corp), mockserver.WithIssuer(g.URL))
 	require.NoError(t, err)
-	g.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/authorize") {
 			g.mu.Lock()
 			g.traceparent = append(g.traceparent, r.Header.Get("Traceparent"))
 			g.mu.Unlock()
 		}
 		srv.ServeHTTP(w, r)
-	})
-	g.Start()
-	t.Cleanup(g.Close)
+	}))
 	token, err := srv.IssueToken("corp", "uma")
 	require.NoError(t, err)
 	return g, token

@@ -10,7 +10,7 @@ import (
 
 // Reader reads one JSON answer as a stream, under the package's rule, for
 // a client that keeps only part of it: the caller names the members it
-// reads in each object (Object) and the Reader skips the others, so memory
+// reads in each object (Next) and the Reader skips the others, so memory
 // follows what the caller keeps, not the size of the answer. Its errors
 // match this package's sentinels or are the decoder's; Problem describes
 // either without quoting the answer. Its zero value is not usable: make one
@@ -44,59 +44,97 @@ func (r *Reader) Release() {
 	r.reset()
 }
 
-// Object reads an object whose members the caller may read are names. It
-// calls member with the index of each such member, which must read its
-// value; other members are skipped. A member named twice, two members
-// whose names differ only in case and a member that names one of names in
-// another case are errors.
-func (r *Reader) Object(names []string, member func(i int) error) error {
+// Object reads the opening brace of an object; then Next reads its
+// members, one call each, until it reports that none is left. The caller
+// reads each value itself, between the calls, and no callback of its runs
+// inside the Reader: the object is read by a loop of the caller's.
+//
+//	err := r.Object()
+//	for i, ok := r.Next(names, &err); ok; i, ok = r.Next(names, &err) {
+//		err = ... // read the value of names[i]
+//	}
+func (r *Reader) Object() error {
 	if err := r.delim('{'); err != nil {
 		return err
 	}
-	set := r.openNames()
+	r.openNames()
+	return nil
+}
+
+// Next reads up to the next member of the open object whose name is one of
+// names, and returns its index and true; the caller must read its value
+// next. Other members are skipped, checked. After the last member it reads
+// the closing brace and returns false. It returns false at once when *err
+// is set, and sets *err and returns false when the object is not valid: a
+// member named twice, two members whose names differ only in case and a
+// member that names one of names in another case are errors.
+func (r *Reader) Next(names []string, err *error) (int, bool) {
+	if *err != nil {
+		return 0, false
+	}
+	i, e := r.member(names)
+	if e != nil || i < 0 {
+		*err = e
+		return 0, false
+	}
+	return i, true
+}
+
+// member reads up to the next member to read, or returns -1 after the
+// closing brace.
+func (r *Reader) member(names []string) (int, error) {
+	set := r.sets[r.objects-1]
 	for r.dec.PeekKind() != '}' {
 		raw, err := r.dec.ReadValue()
 		if err != nil {
-			return err
+			return -1, err
 		}
 		name, err := r.unquote(raw)
 		if err != nil {
-			return err
+			return -1, err
 		}
 		if other, clash := set.add(name, r.dec.InputOffset()-int64(len(raw)), r.input, true); clash {
 			if bytes.Equal(other, name) {
-				return ErrDuplicateMember
+				return -1, ErrDuplicateMember
 			}
-			return ErrAmbiguousMember
+			return -1, ErrAmbiguousMember
 		}
 		switch i := index(names, name); {
 		case i >= 0:
-			if err := member(i); err != nil {
-				return err
-			}
+			return i, nil
 		case foldsToOne(names, name):
-			return ErrAmbiguousMember
+			return -1, ErrAmbiguousMember
 		default:
 			if err := r.value(nil); err != nil {
-				return err
+				return -1, err
 			}
 		}
 	}
 	r.closeNames()
-	return r.delim('}')
+	return -1, r.delim('}')
 }
 
-// Array reads an array, calling elem to read each element.
-func (r *Reader) Array(elem func() error) error {
-	if err := r.delim('['); err != nil {
-		return err
+// Array reads the opening bracket of an array; then each call of More
+// reports whether an element follows, which the caller must read:
+//
+//	err := r.Array()
+//	for r.More(&err) {
+//		err = ... // read an element
+//	}
+func (r *Reader) Array() error { return r.delim('[') }
+
+// More reports whether another element of the open array follows. When
+// none does it reads the closing bracket, setting *err if that fails, and
+// returns false; it returns false at once when *err is set.
+func (r *Reader) More(err *error) bool {
+	if *err != nil {
+		return false
 	}
-	for r.dec.PeekKind() != ']' {
-		if err := elem(); err != nil {
-			return err
-		}
+	if r.dec.PeekKind() != ']' {
+		return true
 	}
-	return r.delim(']')
+	*err = r.delim(']')
+	return false
 }
 
 // delim reads the delimiter d.

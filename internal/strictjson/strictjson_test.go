@@ -240,14 +240,17 @@ func TestReaderRule(t *testing.T) {
 		r := New()
 		r.Reset([]byte(body))
 		defer r.Release()
-		err = r.Object(names, func(i int) error {
+		err = r.Object()
+		for i, ok := r.Next(names, &err); ok; i, ok = r.Next(names, &err) {
 			if i == 0 {
-				var err error
 				status, err = r.Str()
-				return err
+				continue
 			}
-			return r.Array(func() error { _, err := r.Value(); return err })
-		})
+			err = r.Array()
+			for r.More(&err) {
+				_, err = r.Value()
+			}
+		}
 		if err == nil {
 			err = r.End()
 		}
@@ -297,11 +300,13 @@ func TestReaderBytesAliasTheAnswer(t *testing.T) {
 	r.Reset(body)
 	var scratch []byte
 	var got [][]byte
-	require.NoError(t, r.Array(func() error {
-		b, err := r.Bytes(&scratch)
+	err := r.Array()
+	for r.More(&err) {
+		var b []byte
+		b, err = r.Bytes(&scratch)
 		got = append(got, b)
-		return err
-	}))
+	}
+	require.NoError(t, err)
 	require.Len(t, got, 2)
 	assert.Equal(t, "orders", string(got[0]))
 	assert.Equal(t, &body[2], &got[0][0], "no copy")
@@ -514,11 +519,10 @@ func TestReaderChecked(t *testing.T) {
 			r.Reset([]byte(tt.body))
 			defer r.Release()
 			var got []byte
-			err := r.Object([]string{"v"}, func(int) error {
-				v, err := r.Checked()
-				got = v
-				return err
-			})
+			err := r.Object()
+			for _, ok := r.Next([]string{"v"}, &err); ok; _, ok = r.Next([]string{"v"}, &err) {
+				got, err = r.Checked()
+			}
 			switch {
 			case tt.err != nil:
 				require.ErrorIs(t, err, tt.err)
@@ -530,4 +534,43 @@ func TestReaderChecked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReaderCallsNothingBack: the Reader is read by the caller's own loop
+// (Object, Next, Array, More); no method of it takes a function to call
+// back, so that a client's decoding never climbs back up the import order
+// from this package into the client's code.
+func TestReaderCallsNothingBack(t *testing.T) {
+	t.Parallel()
+	rt := reflect.TypeFor[*Reader]()
+	for i := range rt.NumMethod() {
+		m := rt.Method(i)
+		for j := range m.Type.NumIn() {
+			assert.NotEqual(t, reflect.Func, m.Type.In(j).Kind(), "Reader.%s takes a function", m.Name)
+		}
+	}
+}
+
+// TestNextAndMoreStopAtTheCallersError: a loop whose body sets the error
+// ends at once; nothing more of the object or array is read.
+func TestNextAndMoreStopAtTheCallersError(t *testing.T) {
+	t.Parallel()
+	stop := errors.New("the caller's own error")
+	r := New()
+	r.Reset([]byte(`{"a":[1,2],"b":2}`))
+	defer r.Release()
+	var seen []int
+	err := r.Object()
+	for i, ok := r.Next([]string{"a", "b"}, &err); ok; i, ok = r.Next([]string{"a", "b"}, &err) {
+		seen = append(seen, i)
+		err = r.Array()
+		for r.More(&err) {
+			_, err = r.Value()
+			if err == nil {
+				err = stop
+			}
+		}
+	}
+	require.ErrorIs(t, err, stop)
+	assert.Equal(t, []int{0}, seen, "the member after the error was read")
 }

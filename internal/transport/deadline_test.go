@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/frozentest"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
 
 // requireDeadlineCause fails the test unless err is the fail-closed Cause
@@ -25,7 +25,7 @@ func requireDeadlineCause(t *testing.T, err error) {
 
 // newTestExchanger returns an Exchanger for srv without retries, with a
 // breaker that opens on the first failure.
-func newTestExchanger(srv *httptest.Server) *Exchanger {
+func newTestExchanger(srv *gatewaytest.Server) *Exchanger {
 	logger := slog.New(slog.DiscardHandler)
 	return &Exchanger{Base: srv.Client().Transport, Logger: logger, Observe: quietObserver{},
 		Retry:   RetryPolicy{Logger: logger, Retries: new(atomic.Uint64)},
@@ -51,11 +51,10 @@ func TestAnswerAfterTheDeadlineIsNotUsed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := frozentest.NewUnfired(time.Hour)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			srv := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 				ctx.Pass() // the answer is made; the caller's time runs out before it is read
-				_, _ = w.Write([]byte(`{"decision":"GRANT"}`))
-			}))
-			t.Cleanup(srv.Close)
+				gatewaytest.Answer(http.StatusOK, "", `{"decision":"GRANT"}`)(w, r)
+			})
 			x := newTestExchanger(srv)
 			data, err := x.Post(ctx, &stampCredential{}, srv.URL, []byte(`{}`), nil, tc.ownDeadline)
 			requireDeadlineCause(t, err)
@@ -71,19 +70,14 @@ func TestAnswerAfterTheDeadlineIsNotUsed(t *testing.T) {
 // does not count it even when the deadline was the client's own.
 func TestNothingIsSentPastTheDeadline(t *testing.T) {
 	t.Parallel()
-	var reached atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		reached.Add(1)
-		_, _ = w.Write([]byte(`{}`))
-	}))
-	t.Cleanup(srv.Close)
+	srv := gatewaytest.Start(t, gatewaytest.Answer(http.StatusOK, "", `{}`))
 	x := newTestExchanger(srv)
 	ctx := frozentest.NewUnfired(time.Hour)
 	ctx.Pass()
 	data, err := x.Post(ctx, &stampCredential{}, srv.URL, []byte(`{}`), nil, true)
 	requireDeadlineCause(t, err)
 	assert.Nil(t, data)
-	assert.Zero(t, reached.Load(), "a request was sent past its deadline")
+	assert.Zero(t, srv.Requests(), "a request was sent past its deadline")
 	assert.Zero(t, x.Sent.Load())
 	assert.Equal(t, BreakerClosed, x.Breaker.Current())
 }

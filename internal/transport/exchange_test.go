@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
 
 // quietObserver records nothing.
@@ -48,13 +49,12 @@ func TestPostsShareNothingTheyAdd(t *testing.T) {
 		mu   sync.Mutex
 		seen []http.Header
 	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen = append(seen, r.Header.Clone())
 		mu.Unlock()
-		_, _ = w.Write([]byte(`{}`))
-	}))
-	t.Cleanup(srv.Close)
+		gatewaytest.Answer(http.StatusOK, "", `{}`)(w, r)
+	})
 	logger := slog.New(slog.DiscardHandler)
 	x := &Exchanger{Base: srv.Client().Transport, Logger: logger, Observe: quietObserver{},
 		Retry: RetryPolicy{Logger: logger, Retries: new(atomic.Uint64)}}

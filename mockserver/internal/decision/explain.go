@@ -17,7 +17,8 @@ import (
 // SourceKind names how a subject holds a role.
 type SourceKind string
 
-// The ways a subject holds a role (SERVICE.md section 6, effective roles).
+// The ways a subject holds a role (docs/reference-server.md, "Why was it
+// denied?": the effective roles and their sources).
 const (
 	// FromRealmRole is a realm role assigned to the user directly.
 	FromRealmRole SourceKind = "realm-role"
