@@ -36,13 +36,14 @@ func newCache[V any](t testing.TB, size int, clk *clock, opts ...cache.Option) *
 }
 
 // overhead learns what the cache's own bookkeeping counts for an entry and
-// for a group of string keys, from its Bytes.
-func overhead(t testing.TB) (entry, group int64) {
+// for a group of string keys and values V, from its Bytes.
+func overhead[V any](t testing.TB) (entry, group int64) {
 	t.Helper()
-	c := newCache[int](t, 8, newClock())
-	c.Add("g", "a", 1, time.Minute, 0)
+	c := newCache[V](t, 8, newClock())
+	var v V
+	c.Add("g", "a", v, time.Minute, 0)
 	one := c.Bytes()
-	c.Add("g", "b", 1, time.Minute, 0)
+	c.Add("g", "b", v, time.Minute, 0)
 	entry = c.Bytes() - one
 	require.Positive(t, entry)
 	require.Positive(t, one-entry)
@@ -161,7 +162,7 @@ func TestLeastRecentlyUsedIsEvicted(t *testing.T) {
 
 func TestReplacingDoesNotEvict(t *testing.T) {
 	t.Parallel()
-	entry, group := overhead(t)
+	entry, group := overhead[int](t)
 	c := newCache[int](t, 2, newClock(), cache.WithMaxBytes(10+2*entry+group))
 	c.Add("g", "a", 1, time.Minute, 5)
 	c.Add("g", "b", 2, time.Minute, 5)
@@ -176,7 +177,7 @@ func TestReplacingDoesNotEvict(t *testing.T) {
 
 func TestByteBound(t *testing.T) {
 	t.Parallel()
-	entry, group := overhead(t)
+	entry, group := overhead[int](t)
 	unit := 30 + entry // what a 30-byte entry counts
 	c := newCache[int](t, 100, newClock(), cache.WithMaxBytes(group+3*unit+unit/2))
 	for i := range 10 {
@@ -219,7 +220,7 @@ func TestRemoveGroup(t *testing.T) {
 	_, ok = c.Get("bob", "orders")
 	assert.True(t, ok, "another group's entries stay")
 	assert.Equal(t, 1, c.Len())
-	entry, group := overhead(t)
+	entry, group := overhead[bool](t)
 	assert.Equal(t, 1+entry+group, c.Bytes(), "alice's group is gone; bob's stays")
 }
 
@@ -347,7 +348,7 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 	}
 	assert.Equal(t, 3, c.Len(), "every expired entry was swept")
 	assert.Equal(t, uint64(40), c.Stats().Expirations)
-	entry, group := overhead(t)
+	entry, group := overhead[int](t)
 	assert.Equal(t, 3+3*entry+group, c.Bytes())
 }
 
@@ -387,7 +388,7 @@ func TestHitAllocatesNothing(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	entry, group := overhead(t)
+	entry, group := overhead[int](t)
 	budget := 3*group + 50*(10+entry)
 	c := newCache[int](t, 64, clk, cache.WithMaxBytes(budget))
 	var wg sync.WaitGroup
