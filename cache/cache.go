@@ -48,18 +48,16 @@ type Cache[G, K comparable, V any] struct {
 	// and read without it: hits take no lock (see index).
 	idx index[G, K, V]
 
-	// mu guards the index of groups, the recency list, the counts, each
-	// group's member list and holds, and the writes of idx.
+	// mu guards the recency list, the counts, each group's member list
+	// and holds, and the writes of idx and groups.
 	mu sync.RWMutex
-	// groups is written with both mu and groupsMu held, and read with
-	// either: Lookup reads it under one cell of groupsMu, which readers
-	// on other cores do not share. Hits do not read it.
-	groups   map[G]*Group[G, K, V]
-	groupsMu stripe.RWMutex
-	none     *Group[G, K, V] // what Lookup returns for a group the cache does not hold
-	list     entry[G, K, V]  // sentinel: list.next is the newest, list.prev the oldest
-	length   int
-	bytes    int64
+	// groups holds the groups by value, for Lookup and writers; hits do
+	// not read it. It is written under mu, and read without it.
+	groups groupIndex[G, K, V]
+	none   *Group[G, K, V] // what Lookup returns for a group the cache does not hold
+	list   entry[G, K, V]  // sentinel: list.next is the newest, list.prev the oldest
+	length int
+	bytes  int64
 
 	hits, misses           stripe.Counter
 	evictions, expirations uint64 // under mu
@@ -175,7 +173,6 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c := &Cache[G, K, V]{
 		maxEntries: maxEntries,
 		maxBytes:   cfg.maxBytes,
-		groups:     make(map[G]*Group[G, K, V]),
 		entryCost:  entryCost[G, K, V](),
 		groupCost:  groupCost[G, K, V](),
 		keys:       newHasher[K](),
@@ -185,6 +182,7 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	// its size in 32 bits).
 	c.maxSize = min(c.maxBytes-c.groupCost, math.MaxUint32)
 	c.idx.init()
+	c.groups.init()
 	c.horizon.Store(math.MaxInt64)
 	c.none = &Group[G, K, V]{c: c}
 	c.list.next, c.list.prev = &c.list, &c.list
@@ -202,13 +200,10 @@ func entryCost[G, K comparable, V any]() int64 {
 }
 
 // groupCost estimates the memory of one group's bookkeeping: the group and
-// its slot in the cache's index of groups (a map, counted with its control
-// byte at a load of 2/3, about where a map that doubles as it grows sits on
-// average).
+// its slots in the cache's index of groups (see groupIndexCost).
 func groupCost[G, K comparable, V any]() int64 {
-	var g G
 	var grp Group[G, K, V]
-	return allocSize(unsafe.Sizeof(grp)) + int64((unsafe.Sizeof(g)+8+1)*3/2)
+	return allocSize(unsafe.Sizeof(grp)) + groupIndexCost
 }
 
 // sizeClasses are the Go runtime's allocation sizes of small objects up to
@@ -263,11 +258,9 @@ func (c *Cache[G, K, V]) serves(e *entry[G, K, V]) bool {
 // Lookup returns a handle on group g for reading; for a group the cache
 // holds nothing of, a handle that reads nothing. The handle reads nothing
 // either once the group has been removed and forgotten; use Pin to keep one
-// valid.
+// valid. Lookup hashes g, takes no lock and allocates nothing.
 func (c *Cache[G, K, V]) Lookup(g G) *Group[G, K, V] {
-	cell := c.groupsMu.RLock()
-	grp := c.groups[g]
-	c.groupsMu.RUnlock(cell)
+	grp := c.groups.get(groupHash(&c.keys, g), g)
 	if grp == nil {
 		return c.none
 	}
@@ -321,7 +314,7 @@ func (c *Cache[G, K, V]) Add(g G, k K, value V, ttl time.Duration, size int64) b
 func (c *Cache[G, K, V]) Remove(g G, k K) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	grp := c.groups[g]
+	grp := c.groups.get(groupHash(&c.keys, g), g)
 	if grp == nil {
 		return false
 	}
@@ -341,7 +334,7 @@ func (c *Cache[G, K, V]) Remove(g G, k K) bool {
 // store nothing from then on; Group handles stay valid.
 func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 	c.mu.Lock()
-	grp := c.groups[g]
+	grp := c.groups.get(groupHash(&c.keys, g), g)
 	if grp == nil {
 		c.mu.Unlock()
 		return 0
@@ -389,16 +382,13 @@ func (c *Cache[G, K, V]) Purge() {
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.length = 0
 	c.idx.reset()
-	c.groupsMu.Lock()
-	for _, grp := range c.groups {
+	// Groups that handles keep stay, with no entries.
+	c.groups.retain(0, func(grp *Group[G, K, V]) bool {
 		grp.gen.Add(1)
 		grp.head = nil
-		if grp.holds == 0 {
-			delete(c.groups, grp.id)
-		}
-	}
-	c.groupsMu.Unlock()
-	c.bytes = int64(len(c.groups)) * c.groupCost // groups that handles keep
+		return grp.holds > 0
+	})
+	c.bytes = int64(c.groups.live) * c.groupCost
 }
 
 // Len returns the number of entries, expired ones not yet dropped included.

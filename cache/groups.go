@@ -88,12 +88,11 @@ func (c *Cache[G, K, V]) StopServing() {
 
 // group returns g's handle, making it if needed. c.mu must be held.
 func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
-	grp := c.groups[g]
+	h := groupHash(&c.keys, g)
+	grp := c.groups.get(h, g)
 	if grp == nil {
-		grp = &Group[G, K, V]{c: c, id: g, seed: groupHash(&c.keys, g)}
-		c.groupsMu.Lock()
-		c.groups[g] = grp
-		c.groupsMu.Unlock()
+		grp = &Group[G, K, V]{c: c, id: g, seed: h}
+		c.groups.put(grp)
 		c.bytes += c.groupCost
 	}
 	return grp
@@ -102,10 +101,8 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 // release forgets a group that has no entries, pins or writers. c.mu must
 // be held.
 func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
-	if grp.head == nil && grp.holds == 0 && c.groups[grp.id] == grp {
-		c.groupsMu.Lock()
-		delete(c.groups, grp.id)
-		c.groupsMu.Unlock()
+	if grp.head == nil && grp.holds == 0 && c.groups.get(grp.seed, grp.id) == grp {
+		c.groups.remove(grp)
 		c.bytes -= c.groupCost
 	}
 }
