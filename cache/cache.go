@@ -428,7 +428,12 @@ func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, expires tim
 	e := &entry[G, K, V]{key: k, grp: grp, value: value, expires: expires, size: uint32(size + c.entryCost)}
 	e.state.Store(grp.gen.Load() << 1)
 	if old := c.idx.put(h, e); old != nil {
-		c.drop(old)
+		// Not drop: the group keeps e, and must not be forgotten between
+		// losing old and gaining e.
+		c.unlink(old)
+		if old.gen() == grp.gen.Load() {
+			grp.unlinkMember(old)
+		}
 	}
 	c.link(e)
 	c.evict(now, e)
