@@ -225,13 +225,15 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.cfg.recovered(w, r, callback, recover())
 		}
 	}()
-	if !g.cfg.admit(w, r) {
+	auth := r.Header["Authorization"] // the key is canonical: no Values, which canonicalizes it per call
+	if !g.cfg.admit(w, r, auth) {
 		return
 	}
 	var token string
+	checked := false // the token's grammar was checked, not known
 	if !g.cfg.useClientToken {
 		var err error
-		if token, err = BearerToken(r); err != nil {
+		if token, checked, err = callerToken(auth); err != nil {
 			g.cfg.unauthorized.ServeHTTP(w, r)
 			return
 		}
@@ -261,6 +263,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(d)
 	switch Classify(d.res, err, g.cfg.useClientToken) {
 	case AnswerGrant:
+		if checked {
+			remember(token)
+		}
 		g.next.ServeHTTP(w, r)
 	case AnswerUnauthorized:
 		g.cfg.unauthorized.ServeHTTP(w, r)
@@ -322,10 +327,11 @@ func noDecision(cause error) bool {
 // whether it may go on: 400 for more than one Authorization header (a
 // handler reading another than the one checked would act on an unchecked
 // token) or a path that is not in canonical form (a policy and a handler
-// could read it differently).
-func (c *config) admit(w http.ResponseWriter, r *http.Request) bool {
+// could read it differently). auth is the request's Authorization
+// header, r.Header["Authorization"].
+func (c *config) admit(w http.ResponseWriter, r *http.Request, auth []string) bool {
 	switch {
-	case len(r.Header["Authorization"]) > 1: // the key is canonical: no Values, which canonicalizes it per call
+	case len(auth) > 1:
 		writeError(w, http.StatusBadRequest, "the request has more than one Authorization header")
 		return false
 	case !canonicalPath(r):
@@ -507,15 +513,31 @@ func BearerFromValues(values []string) (string, error) {
 	default:
 		return "", ErrMultipleAuthorization
 	}
-	scheme, token, ok := strings.Cut(values[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", ErrMalformedBearer
-	}
-	token = strings.TrimLeft(token, " ")
-	if !b64token(token) {
+	token, ok := cutBearer(values[0])
+	if !ok || !b64token(token) {
 		return "", ErrMalformedBearer
 	}
 	return token, nil
+}
+
+// cutBearer returns what follows the scheme "Bearer" (in any case) and
+// the spaces after it in an authorization value, and false when the value
+// has another scheme. The token is not checked.
+func cutBearer(value string) (token string, ok bool) {
+	// strings.Cut at the first space and strings.EqualFold with "Bearer",
+	// spelled out: no Unicode letter folds to one of "Bearer"'s, and
+	// c|0x20 is a lower-case ASCII letter only for that letter in either
+	// case.
+	if len(value) < 7 || value[6] != ' ' ||
+		value[0]|0x20 != 'b' || value[1]|0x20 != 'e' || value[2]|0x20 != 'a' ||
+		value[3]|0x20 != 'r' || value[4]|0x20 != 'e' || value[5]|0x20 != 'r' {
+		return "", false
+	}
+	i := 7
+	for i < len(value) && value[i] == ' ' {
+		i++
+	}
+	return value[i:], true
 }
 
 // b64token reports whether s matches RFC 6750's
