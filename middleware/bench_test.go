@@ -153,6 +153,62 @@ func BenchmarkProtected(b *testing.B) {
 	}
 }
 
+// BenchmarkProtectedRatio is BenchmarkProtected's handler and protected
+// requests in one loop: blocks of 256 requests to each in turn, each block
+// timed, so that the load other programs put on the machine falls on both
+// alike. One op is one request to each. It reports each side's time per
+// request (handler-ns, protected-ns), their ratio over the run (ratio,
+// target ≤ 1.3) and the median of the block pairs' ratios (median-ratio).
+func BenchmarkProtectedRatio(b *testing.B) {
+	gw := mockservertest.Start(b, mockserver.WithFixture(shop))
+	client, err := pep.New(gw.URL, "shop", "orders-api")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	auth := "Bearer " + gw.Token("shop", "ann")
+	route := func(h http.Handler) http.Handler {
+		mux := http.NewServeMux()
+		mux.Handle("GET /orders/{id}", h)
+		return mux
+	}
+	handler, protected := route(orderHandler), route(middleware.Require(client, "orders", "read")(orderHandler))
+	req := httptest.NewRequest(http.MethodGet, "/orders/42", nil)
+	req.Header.Set("Authorization", auth)
+	const block = 256
+	run := func(h http.Handler) time.Duration {
+		start := time.Now()
+		for range block {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusOK {
+				b.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+		}
+		return time.Since(start)
+	}
+	run(handler) // warms the cache
+	run(protected)
+	var hSum, pSum time.Duration
+	var ratios []float64
+	b.ResetTimer()
+	for n := 0; n < b.N; n += block {
+		h, p := run(handler), run(protected)
+		hSum, pSum = hSum+h, pSum+p
+		ratios = append(ratios, float64(p)/float64(h))
+	}
+	b.StopTimer()
+	slices.Sort(ratios)
+	requests := float64(len(ratios) * block)
+	b.ReportMetric(float64(hSum)/requests, "handler-ns")
+	b.ReportMetric(float64(pSum)/requests, "protected-ns")
+	b.ReportMetric(float64(pSum)/float64(hSum), "ratio")
+	b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
+	if s := client.Stats(); s.GatewayRequests != 1 {
+		b.Fatalf("the client made %d gateway requests, want 1: the benchmark measured misses", s.GatewayRequests)
+	}
+}
+
 // BenchmarkProtectedLoopback serves orderHandler over loopback HTTP, alone
 // ("handler") and behind middleware.Require with a warm cache
 // ("protected"), to a Go load generator in the same process: conns
