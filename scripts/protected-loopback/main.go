@@ -5,7 +5,8 @@
 // granted orders read to -token-file (mode 0600; never to its output),
 // prints "ready HANDLER_PORT PROTECTED_PORT" once both ports serve, and
 // runs until it is killed. At exit it prints the client's gateway
-// requests (1 when every request was a cache hit but the first).
+// requests: 1, or 2 when the first requests, sent together, missed
+// together; more means that measured requests missed.
 package main
 
 import (
