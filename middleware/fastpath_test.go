@@ -17,11 +17,11 @@ import (
 
 // TestCachedRequestAllocatesLittle serves a request whose decision the
 // client has cached, against the reference server, and counts what the
-// middleware allocates on top of the handler alone: the request's new
-// context with the decision (one allocation) and the request copy that
-// carries it (one). It used to build the token's context, the option, the
-// resources slice and the request context's JSON per request: 15 to 17
-// more.
+// middleware allocates on top of the handler alone: the request copy that
+// carries the decision and its new context, in one allocation (two, the
+// context and the copy, before they were made one). It used to build the
+// token's context, the option, the resources slice and the request
+// context's JSON per request: 15 to 17 more.
 func TestCachedRequestAllocatesLittle(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
 	client, err := pep.New(gw.URL, "shop", "orders-api")
@@ -56,7 +56,7 @@ func TestCachedRequestAllocatesLittle(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			protected := allocs(tt.h)
 			t.Logf("handler %.0f allocations, protected %.0f", handler, protected)
-			assert.LessOrEqual(t, protected-handler, 2.0)
+			assert.LessOrEqual(t, protected-handler, 1.0)
 		})
 	}
 	assert.Equal(t, uint64(1), client.Stats().GatewayRequests, "one request, then the cache")
