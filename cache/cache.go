@@ -23,12 +23,12 @@ import (
 //
 // Groups exist so that related entries can be found and dropped together:
 // [Cache.RemoveGroup] costs time in proportion to the group's entries, not
-// to the cache, and a [Group] handle reads a group's entries without looking
-// the group up again. A [Writer] fences writes against removals: what it
-// adds after its group was removed is dropped.
+// to the cache, and a [Group] handle reads a group's entries without
+// hashing the group value again. A [Writer] fences writes against
+// removals: what it adds after its group was removed is dropped.
 //
-// A Cache is safe for concurrent use; hits on different cores do not
-// contend on a shared lock. Create it with [New]; the zero value is not
+// A Cache is safe for concurrent use; hits take no lock and, on different
+// cores, write no shared word. Create it with [New]; the zero value is not
 // usable.
 type Cache[G, K comparable, V any] struct {
 	// clk reads the time; expiry times are durations since its epoch.
@@ -38,27 +38,26 @@ type Cache[G, K comparable, V any] struct {
 	maxBytes   int64
 	// entryCost and groupCost are what the cache's own bookkeeping takes
 	// for an entry and for a group, counted against the byte bound on top
-	// of the sizes callers give.
-	entryCost, groupCost int64
+	// of the sizes callers give; maxSize is the largest size an entry may
+	// count, its bookkeeping included.
+	entryCost, groupCost, maxSize int64
 
-	// keys hashes keys in the groups' indexes, and marks their removed
-	// slots.
-	keys keying[G, K, V]
+	// keys hashes (group, key) pairs for idx.
+	keys hasher
+	// idx holds every entry by its group and key. It is written under mu,
+	// and read without it: hits take no lock (see index).
+	idx index[G, K, V]
 
-	// mu guards the index of groups, the recency list, the counts, and
-	// each group's pins and writers; a group's entries are written with mu
-	// held, and read without it: hits take no lock (see index).
+	// mu guards the recency list, the counts, each group's member list
+	// and holds, and the writes of idx and groups.
 	mu sync.RWMutex
-	// groups is written with both mu and groupsMu held, and read with
-	// either: Lookup, on every hit of a caller without a pinned handle,
-	// reads it under one cell of groupsMu, which readers on other cores
-	// do not share.
-	groups   map[G]*Group[G, K, V]
-	groupsMu stripe.RWMutex
-	none     *Group[G, K, V] // what Lookup returns for a group the cache does not hold
-	list     entry[G, K, V]  // sentinel: list.next is the newest, list.prev the oldest
-	length   int
-	bytes    int64
+	// groups holds the groups by value, for Lookup and writers; hits do
+	// not read it. It is written under mu, and read without it.
+	groups groupIndex[G, K, V]
+	none   *Group[G, K, V] // what Lookup returns for a group the cache does not hold
+	list   entry[G, K, V]  // sentinel: list.next is the newest, list.prev the oldest
+	length int
+	bytes  int64
 
 	hits, misses           stripe.Counter
 	evictions, expirations uint64 // under mu
@@ -68,37 +67,29 @@ type Cache[G, K comparable, V any] struct {
 	horizon atomic.Int64
 }
 
-// Group is a handle on one group of a cache, for reading its entries
-// without looking the group up by its value each time (a group value that
-// holds a long token costs a hash of the token per lookup). A Group from
-// [Cache.Pin] stays valid until Unpin, even while it has no entries; one
-// from [Cache.Lookup] reads nothing once its group has been forgotten.
-type Group[G, K comparable, V any] struct {
-	c  *Cache[G, K, V]
-	id G
-
-	// entries are read without a lock, and written under c.mu.
-	entries index[G, K, V]
-	// gen counts the group's removals; entries of an older generation are
-	// dead, and Writers made before the last removal no longer write.
-	gen atomic.Uint64
-
-	pins, writers int32 // under c.mu
-}
-
-// entry is one stored value, linked into the cache's recency list.
+// entry is one stored value, linked into the cache's recency list and its
+// group's member list. Its key, grp, expires, size and value never change
+// once it is in the index, which readers find it through; an entry is
+// never reused for another pair.
 type entry[G, K comparable, V any] struct {
 	key     K
 	grp     *Group[G, K, V]
-	value   V
 	expires time.Duration // since the cache's epoch
-	size    int64         // the caller's size plus entryCost
-	gen     uint64        // the group's generation when stored
-	// ref is set by hits and cleared when the entry gets its second chance.
-	ref atomic.Bool
 	// prev and next link the recency list, under c.mu; nil when unlinked.
 	prev, next *entry[G, K, V]
+	// gprev and gnext link the member list of grp (or, after a removal of
+	// grp, the list RemoveGroup frees), under c.mu.
+	gprev, gnext *entry[G, K, V]
+	// state is the group's generation when the entry was stored, shifted
+	// left by one, and in its low bit the reference mark, which hits set
+	// and eviction clears when it gives the entry its second chance.
+	state atomic.Uint64
+	size  uint32 // the caller's size plus entryCost
+	value V
 }
+
+// gen returns the generation of its group that e was stored in.
+func (e *entry[G, K, V]) gen() uint64 { return e.state.Load() >> 1 }
 
 // Stats is a snapshot of a cache's counters, which only grow.
 type Stats struct {
@@ -182,97 +173,98 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c := &Cache[G, K, V]{
 		maxEntries: maxEntries,
 		maxBytes:   cfg.maxBytes,
-		groups:     make(map[G]*Group[G, K, V]),
 		entryCost:  entryCost[G, K, V](),
 		groupCost:  groupCost[G, K, V](),
-		keys:       keying[G, K, V]{hash: newHasher[K](), tomb: new(entry[G, K, V])},
+		keys:       newHasher[K](),
 	}
+	// An entry that does not fit beside its group's bookkeeping never
+	// fits; one of 4 GiB or more is not stored either (an entry counts
+	// its size in 32 bits).
+	c.maxSize = min(c.maxBytes-c.groupCost, math.MaxUint32)
+	c.idx.init()
+	c.groups.init()
 	c.horizon.Store(math.MaxInt64)
 	c.none = &Group[G, K, V]{c: c}
-	c.none.entries.init(&c.keys)
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.clk.init(cfg.now)
 	return c, nil
 }
 
 // entryCost estimates the memory of one entry's bookkeeping: the entry
-// itself and its slots in its group's index (see indexEntryCost).
+// itself and its slots in the index (see indexEntryCost).
 // TestBytesTrackRealMemory holds the estimate to what the heap really grows
 // by.
 func entryCost[G, K comparable, V any]() int64 {
 	var e entry[G, K, V]
-	return int64(unsafe.Sizeof(e)) + indexEntryCost
+	return allocSize(unsafe.Sizeof(e)) + indexEntryCost
 }
 
-// groupCost estimates the memory of one group's bookkeeping: the group,
-// its index's first table included, and its slot in the cache's index of
-// groups (a map, counted with its control byte at a load of 2/3, about
-// where a map that doubles as it grows sits on average).
+// groupCost estimates the memory of one group's bookkeeping: the group and
+// its slots in the cache's index of groups (see groupIndexCost).
 func groupCost[G, K comparable, V any]() int64 {
-	var g G
 	var grp Group[G, K, V]
-	return int64(unsafe.Sizeof(grp) + (unsafe.Sizeof(g)+8+1)*3/2)
+	return allocSize(unsafe.Sizeof(grp)) + groupIndexCost
+}
+
+// sizeClasses are the Go runtime's allocation sizes of small objects up to
+// 1 KiB (internal/runtime/gc/sizeclasses.go): an object takes the first
+// that holds it.
+var sizeClasses = [...]uintptr{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256,
+	288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024}
+
+// allocSize returns the memory an object of n bytes takes on the heap.
+func allocSize(n uintptr) int64 {
+	for _, c := range sizeClasses {
+		if n <= c {
+			return int64(c)
+		}
+	}
+	return int64(n)
 }
 
 // Get returns the value stored under group g and key k, and true when it is
-// present and has not expired. It looks g up; a caller that reads a group
-// often holds a Group handle instead. Get allocates nothing.
+// present and has not expired. It hashes g and then k, and probes the
+// cache's index once; a caller that reads a group often holds a Group
+// handle instead, which hashes k alone. Get takes no lock and allocates
+// nothing.
 func (c *Cache[G, K, V]) Get(g G, k K) (value V, ok bool) {
-	return c.Lookup(g).Get(k)
+	e := c.idx.find(keyHash(&c.keys, groupHash(&c.keys, g), k), g, k)
+	// find returns an entry of its group's current generation only.
+	if e != nil && c.serves(e) {
+		return e.value, true
+	}
+	c.miss(e)
+	return value, false
+}
+
+// serves reports whether the cache serves e (found by a lookup) now, and
+// counts the hit when it does: e is of its group's current generation,
+// unexpired by the clock, which serves reads, and the horizon is ahead.
+func (c *Cache[G, K, V]) serves(e *entry[G, K, V]) bool {
+	st := e.state.Load()
+	// The clock is read here, for this lookup: nothing else may say that
+	// an entry is unexpired (see clock), or that the horizon is ahead.
+	now := c.clk.elapsed()
+	if st>>1 != e.grp.gen.Load() || now >= e.expires || now >= time.Duration(c.horizon.Load()) {
+		return false
+	}
+	if st&1 == 0 { // write the entry's line only when the mark changes
+		e.state.Store(st | 1)
+	}
+	c.hits.Add(1)
+	return true
 }
 
 // Lookup returns a handle on group g for reading; for a group the cache
 // holds nothing of, a handle that reads nothing. The handle reads nothing
 // either once the group has been removed and forgotten; use Pin to keep one
-// valid.
+// valid. Lookup hashes g, takes no lock and allocates nothing.
 func (c *Cache[G, K, V]) Lookup(g G) *Group[G, K, V] {
-	cell := c.groupsMu.RLock()
-	grp := c.groups[g]
-	c.groupsMu.RUnlock(cell)
+	grp := c.groups.get(groupHash(&c.keys, g), g)
 	if grp == nil {
 		return c.none
 	}
 	return grp
-}
-
-// Pin returns a handle on group g that stays valid, and keeps g's
-// bookkeeping, until Unpin is called: what a long-lived reader such as a
-// client's own token holds.
-func (c *Cache[G, K, V]) Pin(g G) *Group[G, K, V] {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	grp := c.group(g)
-	grp.pins++
-	return grp
-}
-
-// Unpin releases a handle from Pin. Each Pin needs exactly one Unpin.
-func (grp *Group[G, K, V]) Unpin() {
-	c := grp.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	grp.pins--
-	c.release(grp)
-}
-
-// Get returns the value the group holds under k, and true when it is
-// present, live and unexpired by the clock, which it reads. A hit takes no
-// lock and allocates nothing; a miss drops what it found expired and sweeps. Get keeps no reference to
-// k, so a caller may look up a key whose bytes it reuses afterwards.
-func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
-	c := grp.c
-	e := grp.entries.get(k)
-	// The clock is read here, for this lookup: nothing else may say that
-	// an entry is unexpired (see clock), or that the horizon is ahead.
-	if now := c.clk.elapsed(); e != nil && e.gen == grp.gen.Load() && now < e.expires && now < time.Duration(c.horizon.Load()) {
-		if !e.ref.Load() { // write the shared line only when it changes
-			e.ref.Store(true)
-		}
-		c.hits.Add(1)
-		return e.value, true
-	}
-	c.miss(e)
-	return value, false
 }
 
 // miss counts a miss, drops e (what the lookup found, or nil) when it has
@@ -297,7 +289,7 @@ func (c *Cache[G, K, V]) due(now time.Duration) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	oldest := c.list.prev
-	return oldest != &c.list && (now >= oldest.expires || oldest.gen != oldest.grp.gen.Load())
+	return oldest != &c.list && (now >= oldest.expires || oldest.gen() != oldest.grp.gen.Load())
 }
 
 // Add stores value under group g and key k for ttl, replacing any earlier
@@ -307,8 +299,9 @@ func (c *Cache[G, K, V]) due(now time.Duration) bool {
 // with the cache's own bookkeeping. Least recently used entries are evicted
 // until the cache is within its bounds. Add reports whether the value was
 // stored: a ttl that is zero or negative, or an entry larger than the whole
-// byte bound, stores nothing and removes any earlier value, so that a caller
-// never reads an old answer in place of the one it chose not to keep.
+// byte bound or of 4 GiB or more, stores nothing and removes any earlier
+// value, so that a caller never reads an old answer in place of the one it
+// chose not to keep.
 func (c *Cache[G, K, V]) Add(g G, k K, value V, ttl time.Duration, size int64) bool {
 	now := c.clk.elapsed()
 	c.mu.Lock()
@@ -321,15 +314,16 @@ func (c *Cache[G, K, V]) Add(g G, k K, value V, ttl time.Duration, size int64) b
 func (c *Cache[G, K, V]) Remove(g G, k K) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	grp := c.groups[g]
+	grp := c.groups.get(groupHash(&c.keys, g), g)
 	if grp == nil {
 		return false
 	}
-	e := grp.entries.get(k)
-	if e != nil {
-		c.remove(e)
+	e := c.idx.get(keyHash(&c.keys, grp.seed, k), grp, k)
+	if e == nil || e.gen() != grp.gen.Load() { // one RemoveGroup removed is freeing
+		return false
 	}
-	return e != nil
+	c.remove(e)
+	return true
 }
 
 // RemoveGroup deletes every entry of group g, live or expired, and returns
@@ -340,40 +334,38 @@ func (c *Cache[G, K, V]) Remove(g G, k K) bool {
 // store nothing from then on; Group handles stay valid.
 func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 	c.mu.Lock()
-	grp := c.groups[g]
+	grp := c.groups.get(groupHash(&c.keys, g), g)
 	if grp == nil {
 		c.mu.Unlock()
 		return 0
 	}
+	// The new generation hides the entries from every lookup at once; the
+	// member list, taken whole, is this call's alone to free: nothing else
+	// changes the member links of an entry of an older generation.
 	grp.gen.Add(1)
-	n := grp.entries.len()
-	dead := grp.entries.tab.Load()
-	grp.entries.reset()
+	dead := grp.head
+	grp.head = nil
 	c.release(grp)
 	c.mu.Unlock()
 
-	// Nobody writes dead any more: it is no group's table.
-	batch := make([]*entry[G, K, V], 0, min(n, freeBatch))
-	free := func() {
+	n := 0
+	for dead != nil {
 		c.mu.Lock()
-		defer c.mu.Unlock()
-		for _, e := range batch {
-			if e.next != nil { // not evicted or swept meanwhile
+		for range freeBatch {
+			if dead == nil {
+				break
+			}
+			e := dead
+			dead, e.gnext = e.gnext, nil
+			e.gprev = nil
+			if e.next != nil { // not evicted, swept or purged meanwhile
+				c.idx.remove(c.hashOf(e), e)
 				c.unlink(e)
 			}
+			n++
 		}
-		batch = batch[:0]
+		c.mu.Unlock()
 	}
-	for i := range dead.slots {
-		e := dead.slots[i].e.Load()
-		if e == nil || e == c.keys.tomb {
-			continue
-		}
-		if batch = append(batch, e); len(batch) == freeBatch {
-			free()
-		}
-	}
-	free()
 	return n
 }
 
@@ -389,16 +381,14 @@ func (c *Cache[G, K, V]) Purge() {
 	}
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.length = 0
-	c.groupsMu.Lock()
-	for _, grp := range c.groups {
+	c.idx.reset()
+	// Groups that handles keep stay, with no entries.
+	c.groups.retain(0, func(grp *Group[G, K, V]) bool {
 		grp.gen.Add(1)
-		grp.entries.reset()
-		if grp.pins == 0 && grp.writers == 0 {
-			delete(c.groups, grp.id)
-		}
-	}
-	c.groupsMu.Unlock()
-	c.bytes = int64(len(c.groups)) * c.groupCost // groups that handles keep
+		grp.head = nil
+		return grp.holds > 0
+	})
+	c.bytes = int64(c.groups.live) * c.groupCost
 }
 
 // Len returns the number of entries, expired ones not yet dropped included.
@@ -423,103 +413,27 @@ func (c *Cache[G, K, V]) Stats() Stats {
 	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions, Expirations: c.expirations}
 }
 
-// Writer adds entries to one group unless the group is removed after the
-// writer was made: a value fetched before a removal never comes back after
-// it. The time to live of what it adds counts from when it was made, so
-// that a value is never kept longer than its time to live after it was
-// asked for, however long the fetch took or the process stalled before
-// storing it. Make one with [Cache.Writer] just before fetching, and Close
-// it when done. A Writer is not safe for concurrent use.
-type Writer[G, K comparable, V any] struct {
-	grp    *Group[G, K, V]
-	gen    uint64
-	made   time.Duration // since the cache's epoch
-	closed bool
-}
-
-// Writer returns a writer for group g, made now: the time to live of what
-// it adds counts from this call. Until it is closed, the cache keeps g's
-// bookkeeping even when g has no entries.
-func (c *Cache[G, K, V]) Writer(g G) *Writer[G, K, V] {
-	made := c.clk.elapsed()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	grp := c.group(g)
-	grp.writers++
-	return &Writer[G, K, V]{grp: grp, gen: grp.gen.Load(), made: made}
-}
-
-// Add is Cache.Add for the writer's group, except that ttl counts from when
-// the writer was made, not from this call, and that it stores nothing, and
-// reports false, once the group has been removed since the writer was made,
-// or after Close. A ttl that has run out already stores nothing and removes
-// any earlier value, as a ttl that is not positive does.
-func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool {
-	if w.closed {
-		return false
-	}
-	c := w.grp.c
-	now := c.clk.elapsed()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if w.grp.gen.Load() != w.gen {
-		return false
-	}
-	return c.add(w.grp, k, value, now, expiry(w.made, ttl), size)
-}
-
-// Close releases the writer. Closing it again does nothing.
-func (w *Writer[G, K, V]) Close() {
-	if w.closed {
-		return
-	}
-	w.closed = true
-	c := w.grp.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w.grp.writers--
-	c.release(w.grp)
-}
-
-// group returns g's handle, making it if needed. c.mu must be held.
-func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
-	grp := c.groups[g]
-	if grp == nil {
-		grp = &Group[G, K, V]{c: c, id: g}
-		grp.entries.init(&c.keys)
-		c.groupsMu.Lock()
-		c.groups[g] = grp
-		c.groupsMu.Unlock()
-		c.bytes += c.groupCost
-	}
-	return grp
-}
-
-// release forgets a group that has no entries, pins or writers. c.mu must
-// be held.
-func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
-	if grp.entries.len() == 0 && grp.pins == 0 && grp.writers == 0 && c.groups[grp.id] == grp {
-		c.groupsMu.Lock()
-		delete(c.groups, grp.id)
-		c.groupsMu.Unlock()
-		c.bytes -= c.groupCost
-	}
-}
-
 // add stores an entry of grp that expires at expires, unless that is not
 // after now; c.mu must be held.
 func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, expires time.Duration, size int64) bool {
-	size = max(size, 0) + c.entryCost
-	if expires <= now || size+c.groupCost > c.maxBytes {
-		if e := grp.entries.get(k); e != nil {
+	size = max(size, 0)
+	h := keyHash(&c.keys, grp.seed, k)
+	if expires <= now || size > c.maxSize-c.entryCost {
+		if e := c.idx.get(h, grp, k); e != nil {
 			c.remove(e)
 		}
 		c.release(grp)
 		return false
 	}
-	e := &entry[G, K, V]{key: k, grp: grp, value: value, expires: expires, size: size, gen: grp.gen.Load()}
-	if old := grp.entries.put(e); old != nil {
+	e := &entry[G, K, V]{key: k, grp: grp, value: value, expires: expires, size: uint32(size + c.entryCost)}
+	e.state.Store(grp.gen.Load() << 1)
+	if old := c.idx.put(h, e); old != nil {
+		// Not drop: the group keeps e, and must not be forgotten between
+		// losing old and gaining e.
 		c.unlink(old)
+		if old.gen() == grp.gen.Load() {
+			grp.unlinkMember(old)
+		}
 	}
 	c.link(e)
 	c.evict(now, e)
@@ -539,10 +453,13 @@ func (c *Cache[G, K, V]) evict(now time.Duration, keep *entry[G, K, V]) {
 			c.pushFront(e)
 			continue
 		}
-		live := now < e.expires && e.gen == e.grp.gen.Load()
-		if live && chances > 0 && e.ref.Load() {
+		st := e.state.Load()
+		live := now < e.expires && st>>1 == e.grp.gen.Load()
+		if live && chances > 0 && st&1 != 0 {
 			chances--
-			e.ref.Store(false)
+			// A hit racing this store may set the mark again: the entry
+			// then keeps it, as it would have a moment later.
+			e.state.Store(st &^ 1)
 			c.unlinkOnly(e)
 			c.pushFront(e)
 			continue
@@ -563,7 +480,7 @@ func (c *Cache[G, K, V]) evict(now time.Duration, keep *entry[G, K, V]) {
 func (c *Cache[G, K, V]) sweep(now time.Duration) {
 	for range sweepBatch {
 		e := c.list.prev
-		if e == &c.list || (now < e.expires && e.gen == e.grp.gen.Load()) {
+		if e == &c.list || (now < e.expires && e.gen() == e.grp.gen.Load()) {
 			return
 		}
 		if now >= e.expires {
@@ -573,27 +490,45 @@ func (c *Cache[G, K, V]) sweep(now time.Duration) {
 	}
 }
 
-// remove deletes one entry from the list and, when it is still its group's
-// entry for its key, from the group. c.mu must be held.
+// hashOf returns the hash e is stored under in the index.
+func (c *Cache[G, K, V]) hashOf(e *entry[G, K, V]) uint64 {
+	return keyHash(&c.keys, e.grp.seed, e.key)
+}
+
+// remove deletes e, which is in the recency list, from the index and the
+// lists. c.mu must be held.
 func (c *Cache[G, K, V]) remove(e *entry[G, K, V]) {
+	c.idx.remove(c.hashOf(e), e)
+	c.drop(e)
+}
+
+// drop takes e, which the index no longer holds, out of the lists and the
+// counts, and forgets its group when that leaves it empty and unheld. An
+// entry of an older generation of its group stays in the list RemoveGroup
+// frees. c.mu must be held.
+func (c *Cache[G, K, V]) drop(e *entry[G, K, V]) {
 	c.unlink(e)
-	if e.grp.entries.remove(e) {
-		c.release(e.grp)
+	if grp := e.grp; e.gen() == grp.gen.Load() {
+		grp.unlinkMember(e)
+		c.release(grp)
 	}
 }
 
-// link adds a new entry at the front and counts it; c.mu must be held.
+// link adds a new entry at the front of the recency list and of its
+// group's members, and counts it; c.mu must be held.
 func (c *Cache[G, K, V]) link(e *entry[G, K, V]) {
 	c.pushFront(e)
+	e.grp.linkMember(e)
 	c.length++
-	c.bytes += e.size
+	c.bytes += int64(e.size)
 }
 
-// unlink takes an entry out of the list and the counts; c.mu must be held.
+// unlink takes an entry out of the recency list and the counts; c.mu must
+// be held.
 func (c *Cache[G, K, V]) unlink(e *entry[G, K, V]) {
 	c.unlinkOnly(e)
 	c.length--
-	c.bytes -= e.size
+	c.bytes -= int64(e.size)
 }
 
 func (c *Cache[G, K, V]) pushFront(e *entry[G, K, V]) {

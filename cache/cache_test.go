@@ -36,13 +36,14 @@ func newCache[V any](t testing.TB, size int, clk *clock, opts ...cache.Option) *
 }
 
 // overhead learns what the cache's own bookkeeping counts for an entry and
-// for a group of string keys, from its Bytes.
-func overhead(t testing.TB) (entry, group int64) {
+// for a group of string keys and values V, from its Bytes.
+func overhead[V any](t testing.TB) (entry, group int64) {
 	t.Helper()
-	c := newCache[int](t, 8, newClock())
-	c.Add("g", "a", 1, time.Minute, 0)
+	c := newCache[V](t, 8, newClock())
+	var v V
+	c.Add("g", "a", v, time.Minute, 0)
 	one := c.Bytes()
-	c.Add("g", "b", 1, time.Minute, 0)
+	c.Add("g", "b", v, time.Minute, 0)
 	entry = c.Bytes() - one
 	require.Positive(t, entry)
 	require.Positive(t, one-entry)
@@ -161,7 +162,7 @@ func TestLeastRecentlyUsedIsEvicted(t *testing.T) {
 
 func TestReplacingDoesNotEvict(t *testing.T) {
 	t.Parallel()
-	entry, group := overhead(t)
+	entry, group := overhead[int](t)
 	c := newCache[int](t, 2, newClock(), cache.WithMaxBytes(10+2*entry+group))
 	c.Add("g", "a", 1, time.Minute, 5)
 	c.Add("g", "b", 2, time.Minute, 5)
@@ -176,7 +177,7 @@ func TestReplacingDoesNotEvict(t *testing.T) {
 
 func TestByteBound(t *testing.T) {
 	t.Parallel()
-	entry, group := overhead(t)
+	entry, group := overhead[int](t)
 	unit := 30 + entry // what a 30-byte entry counts
 	c := newCache[int](t, 100, newClock(), cache.WithMaxBytes(group+3*unit+unit/2))
 	for i := range 10 {
@@ -219,8 +220,24 @@ func TestRemoveGroup(t *testing.T) {
 	_, ok = c.Get("bob", "orders")
 	assert.True(t, ok, "another group's entries stay")
 	assert.Equal(t, 1, c.Len())
-	entry, group := overhead(t)
+	entry, group := overhead[bool](t)
 	assert.Equal(t, 1+entry+group, c.Bytes(), "alice's group is gone; bob's stays")
+}
+
+// A replaced entry leaves its group holding the new one: removing the
+// group then removes the new entry too (a token's purge must not leave a
+// decision stored after its first one).
+func TestReplacedEntryStaysInItsGroup(t *testing.T) {
+	t.Parallel()
+	c := newCache[string](t, 8, newClock())
+	c.Add("alice", "orders", "DENY", time.Minute, 1)
+	c.Add("alice", "orders", "GRANT", time.Minute, 1)
+	require.True(t, c.Holds("alice"))
+	require.Equal(t, 1, c.RemoveGroup("alice"))
+	_, ok := c.Get("alice", "orders")
+	require.False(t, ok, "the replacing entry outlived its group's removal")
+	require.Equal(t, 0, c.Len())
+	require.Equal(t, int64(0), c.Bytes())
 }
 
 func TestWriterIsFencedByRemoval(t *testing.T) {
@@ -347,7 +364,7 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 	}
 	assert.Equal(t, 3, c.Len(), "every expired entry was swept")
 	assert.Equal(t, uint64(40), c.Stats().Expirations)
-	entry, group := overhead(t)
+	entry, group := overhead[int](t)
 	assert.Equal(t, 3+3*entry+group, c.Bytes())
 }
 
@@ -387,7 +404,7 @@ func TestHitAllocatesNothing(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	entry, group := overhead(t)
+	entry, group := overhead[int](t)
 	budget := 3*group + 50*(10+entry)
 	c := newCache[int](t, 64, clk, cache.WithMaxBytes(budget))
 	var wg sync.WaitGroup
@@ -414,6 +431,55 @@ func TestConcurrentUse(t *testing.T) {
 	assert.LessOrEqual(t, c.Bytes(), budget)
 	s := c.Stats()
 	assert.Equal(t, uint64(8000), s.Hits+s.Misses)
+}
+
+// Lock-free readers racing writers that add, replace, evict, remove groups
+// and purge read only their own group's values, by value and through
+// handles: every value names the group it was stored in (and -race checks
+// that entries are published whole).
+func TestConcurrentReadersSeeOnlyTheirGroup(t *testing.T) {
+	t.Parallel()
+	c, err := cache.New[string, int, int](200)
+	require.NoError(t, err)
+	const groups, keys = 4, 64
+	name := func(g int) string { return fmt.Sprint("token-", g) }
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for r := range 4 {
+		wg.Go(func() {
+			h := c.Pin(name(r))
+			defer h.Unpin()
+			for i := 0; !done.Load(); i++ {
+				g, k := i%groups, i%keys
+				if v, ok := c.Get(name(g), k); ok && v/1000 != g {
+					t.Errorf("group %d reads group %d's value", g, v/1000)
+					return
+				}
+				if v, ok := h.Get(k); ok && v/1000 != r {
+					t.Errorf("a handle of group %d reads group %d's value", r, v/1000)
+					return
+				}
+				if v, ok := c.Lookup(name(g)).Get(k); ok && v/1000 != g {
+					t.Errorf("a Lookup of group %d reads group %d's value", g, v/1000)
+					return
+				}
+			}
+		})
+	}
+	for i := range 20_000 {
+		g := i % groups
+		c.Add(name(g), i%keys, g*1000+i%1000, time.Minute, 0)
+		switch {
+		case i%997 == 0:
+			c.Purge()
+		case i%101 == 0:
+			c.RemoveGroup(name(g))
+		case i%7 == 0:
+			c.Remove(name(g), i%keys)
+		}
+	}
+	done.Store(true)
+	wg.Wait()
 }
 
 func BenchmarkGetHit(b *testing.B) {

@@ -1,14 +1,18 @@
 // Package cache is a generic, bounded cache whose entries each carry their
 // own expiry and size, and belong to a group.
 //
-// Entries are found through their group: a [Group] handle (from
-// [Cache.Pin] or [Cache.Lookup]) reads a group's entries without taking a
-// lock (writers publish the group's hash table with atomic stores), so hits
-// on different cores do not contend on any lock word, and a group value
-// that holds a long token is hashed once per handle, not once per lookup. Eviction is least recently used, in the CLOCK
-// approximation: a hit only marks its entry, and a marked entry at the old
-// end gets a second chance instead of being evicted. (golang-lru's lists
-// move an entry to the front on every hit, under one lock for all cores.)
+// Entries are found through one index of the whole cache by their group
+// and key: a hit hashes the group value (or takes its hash from a [Group]
+// handle, from [Cache.Pin] or [Cache.Lookup]) and the key, probes the
+// index once, and compares the entry's group and key whole, so that no
+// hash collision ever serves one group's or key's value for another's.
+// Readers take no lock (writers publish the index with atomic stores), so
+// hits on different cores do not contend on any lock word, and a group
+// value that holds a long token is hashed once per handle, not once per
+// lookup. Eviction is least recently used, in the CLOCK approximation: a
+// hit only marks its entry, and a marked entry at the old end gets a
+// second chance instead of being evicted. (golang-lru's lists move an
+// entry to the front on every hit, under one lock for all cores.)
 //
 // The cache is bounded in entries and, with [WithMaxBytes], in bytes: each
 // entry counts the size its caller gives plus the cache's own bookkeeping,
@@ -31,8 +35,8 @@
 // that may be stale stands in for the clock. The real clock is read as
 // the time since the cache's creation on the monotonic clock alone (the
 // runtime's nanotime), which keeps counting while the process is frozen
-// and which changes of the wall clock do not move; this reading is about
-// a third of a hit's cost on the benchmark machine. An injectable clock
+// and which changes of the wall clock do not move; this reading is the
+// largest part of a hit's cost on the benchmark machine (BenchmarkHitParts). An injectable clock
 // ([WithClock]) replaces it, so that tests can move time without sleeping.
 // A cache hit allocates nothing.
 package cache

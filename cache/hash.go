@@ -9,14 +9,20 @@ import (
 	"unsafe"
 )
 
-// hasher hashes the keys of a cache's group indexes, seeded once per cache
-// so that nobody can choose keys that collide.
+// hasher hashes the (group, key) pairs of a cache's index, seeded once per
+// cache so that nobody can choose pairs that collide.
+//
+// A pair's hash is its key's hash seeded with its group's hash (groupHash,
+// the runtime's own hash of the group's type through maphash.Comparable):
+// a [Group] handle keeps its group's hash, so that a hit through it hashes
+// the key alone, and a lookup by group value hashes the group once and
+// then the key.
 //
 // Keys whose type is a string hash with strHash, the Go runtime's own
 // string hash for machines without AES instructions (memhashFallback in
 // runtime/hash64.go, a wyhash), which on short keys costs about a third of
 // hash/maphash's AES-based one: a hit hashes its key on its critical path.
-// Other keys hash with maphash.Comparable.
+// Other keys hash with maphash.Comparable, mixed with the group's hash.
 type hasher struct {
 	strings bool
 	keys    [4]uint64
@@ -31,28 +37,33 @@ func newHasher[K comparable]() hasher {
 	return h
 }
 
-// hash returns k's hash.
-func hash[K comparable](h *hasher, k K) uint64 {
+// groupHash returns g's hash, the seed of its keys' hashes.
+func groupHash[G comparable](h *hasher, g G) uint64 {
+	return maphash.Comparable(h.seed, g)
+}
+
+// keyHash returns the hash of key k in the group whose hash is gh.
+func keyHash[K comparable](h *hasher, gh uint64, k K) uint64 {
 	if h.strings {
 		// K is a string type: its value is a string.
-		return strHash(*(*string)(unsafe.Pointer(&k)), &h.keys)
+		return strHash(*(*string)(unsafe.Pointer(&k)), gh, &h.keys)
 	}
-	return maphash.Comparable(h.seed, k)
+	return mix(maphash.Comparable(h.seed, k)^h.keys[1], gh^h.keys[2])
 }
 
 // m5 is the runtime's constant of the same name.
 const m5 = 0x1d8e4e27c47d124f
 
 // strHash is memhashFallback of runtime/hash64.go (Go 1.26) over s, with
-// keys in place of the runtime's hashkey and a zero seed; the runtime's
+// keys in place of the runtime's hashkey and seed as the runtime's seed; the runtime's
 // reads of unaligned words are binary.LittleEndian's here. That code is
 // Copyright 2014 The Go Authors, under the BSD-style license at
 // https://go.dev/LICENSE, and is inspired by wyhash
 // (https://github.com/wangyi-fudan/wyhash).
-func strHash(s string, keys *[4]uint64) uint64 {
+func strHash(s string, seed uint64, keys *[4]uint64) uint64 {
 	p := unsafe.Slice(unsafe.StringData(s), len(s))
 	n := uint64(len(s))
-	seed := keys[0]
+	seed ^= keys[0]
 	var a, b uint64
 	switch {
 	case n == 0:

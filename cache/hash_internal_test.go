@@ -18,13 +18,13 @@ func TestStrHashSeesEveryByte(t *testing.T) {
 		for i := range b {
 			b[i] = byte(r.Uint32())
 		}
-		want := strHash(string(b), &h.keys)
-		if again := strHash(string(b), &h.keys); again != want {
+		want := strHash(string(b), 0, &h.keys)
+		if again := strHash(string(b), 0, &h.keys); again != want {
 			t.Fatalf("length %d: the same string hashes to %x and %x", n, want, again)
 		}
 		for i := range b {
 			b[i] ^= 1 << (i % 8)
-			if strHash(string(b), &h.keys) == want {
+			if strHash(string(b), 0, &h.keys) == want {
 				t.Fatalf("length %d: changing byte %d leaves the hash as it was", n, i)
 			}
 			b[i] ^= 1 << (i % 8)
@@ -40,7 +40,7 @@ func TestStrHashSpreadsKeys(t *testing.T) {
 	h := newHasher[string]()
 	var low, high [buckets]int
 	for i := range keys {
-		v := strHash(fmt.Sprintf("\x00\x06\x00\x04orders-%d/read", i), &h.keys)
+		v := strHash(fmt.Sprintf("\x00\x06\x00\x04orders-%d/read", i), 0, &h.keys)
 		low[v%buckets]++
 		high[v>>54]++
 	}
@@ -58,7 +58,7 @@ func TestStrHashSpreadsKeys(t *testing.T) {
 func TestHashIsSeededPerCache(t *testing.T) {
 	a, b := newHasher[string](), newHasher[string]()
 	k := strings.Repeat("k", 20)
-	if hash(&a, k) == hash(&b, k) {
+	if keyHash(&a, 0, k) == keyHash(&b, 0, k) || groupHash(&a, k) == groupHash(&b, k) {
 		t.Fatal("two hashers agree on a key")
 	}
 }
@@ -69,13 +69,31 @@ type named string
 // as strings, and other keys by maphash.
 func TestHashOfStringTypes(t *testing.T) {
 	s := newHasher[named]()
-	if !s.strings || hash(&s, named("orders")) != strHash("orders", &s.keys) {
+	if !s.strings || keyHash(&s, 0, named("orders")) != strHash("orders", 0, &s.keys) {
 		t.Error("a named string type does not hash as a string")
 	}
 	type pair struct{ a, b string }
 	p := newHasher[pair]()
 	xy, yx := pair{"x", "y"}, pair{"y", "x"}
-	if p.strings || hash(&p, xy) != hash(&p, pair{"x", strings.ToLower("Y")}) || hash(&p, xy) == hash(&p, yx) {
+	if p.strings || keyHash(&p, 0, xy) != keyHash(&p, 0, pair{"x", strings.ToLower("Y")}) || keyHash(&p, 0, xy) == keyHash(&p, 0, yx) {
 		t.Error("a struct key does not hash by its value")
+	}
+}
+
+// TestGroupSeedsKeyHash requires a key's hash to depend on its group's:
+// the keys of two groups do not share their places in the cache's index.
+func TestGroupSeedsKeyHash(t *testing.T) {
+	for _, h := range []hasher{newHasher[string](), newHasher[int]()} {
+		a, b := groupHash(&h, "alice"), groupHash(&h, "bob")
+		if a == b {
+			t.Fatal("two groups hash alike")
+		}
+		if h.strings {
+			if keyHash(&h, a, "orders/read") == keyHash(&h, b, "orders/read") {
+				t.Error("a string key hashes alike in two groups")
+			}
+		} else if keyHash(&h, a, 7) == keyHash(&h, b, 7) {
+			t.Error("an int key hashes alike in two groups")
+		}
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"unsafe"
 )
 
-// index holds one group's entries by key. Readers take no lock: they load
+// index holds every entry of a cache by its (group, key) pair: one table
+// for the whole cache, so that a hit probes one table once, whichever
+// group it reads, and a group of one entry, the commonest in a cache of
+// many tokens, costs no table of its own. Readers take no lock: they load
 // the current table and probe it with atomic loads, so a hit writes no
 // shared word. Writers hold the cache's mu, so there is one at a time; they
 // change a slot with atomic stores and, when a table fills up with entries
@@ -14,33 +17,21 @@ import (
 // so a probe ends at an empty slot; writers never empty a used slot of a
 // published table (a removed entry leaves a tombstone), so a reader that
 // probes an old table finds every entry that was in it when it loaded it,
-// or a later one stored under the same key.
+// or a later one stored under the same pair.
 //
-// Each slot keeps its entry's whole hash beside the pointer, so that a
-// probe dereferences only the entry whose hash is the key's: the slots it
-// passes on the way cost no memory access beyond their own cache line, and
-// an entry far away in memory is read once, for the hit itself. The hash
-// only filters: the key is always compared whole, so that two keys with
-// one hash are never taken for each other.
+// Each slot keeps its entry's whole hash (keyHash) beside the pointer, so
+// that a probe dereferences only the entry whose hash is the pair's: the
+// slots it passes on the way cost no memory access beyond their own cache
+// line. The hash only filters: the entry's group and key are always
+// compared whole, so that two pairs with one hash, of one group or of two,
+// are never taken for each other.
 type index[G, K comparable, V any] struct {
 	tab atomic.Pointer[table[G, K, V]]
-	k   *keying[G, K, V]
+	// tomb marks a removed entry's slot; its grp is nil.
+	tomb *entry[G, K, V]
 	// live counts entries and used the slots that are not empty (entries
 	// and tombstones) of the current table; writers only.
 	live, used int
-	// first is the index's first table, with its slots, in the index
-	// itself: a group of one entry, the commonest in a cache of many
-	// tokens, costs no allocation and no memory access beyond its group.
-	// Once replaced it is never written again (see reset).
-	first      table[G, K, V]
-	firstSlots [minSlots]slot[G, K, V]
-}
-
-// keying is what a cache's indexes share: the hasher of keys, and the
-// tombstone, which marks a removed entry's slot.
-type keying[G, K comparable, V any] struct {
-	hash hasher
-	tomb *entry[G, K, V]
 }
 
 // table is one generation of an index's slots.
@@ -52,43 +43,39 @@ type table[G, K comparable, V any] struct {
 // slot is one place of a table: empty while e is nil. A writer stores the
 // hash before the entry, so that a reader that loads an entry loads its
 // hash, or, while the slot changes from a tombstone to a new entry, the
-// old one's, which only makes it compare a key it need not have.
+// old one's, which only makes it compare a pair it need not have.
 type slot[G, K comparable, V any] struct {
 	hash atomic.Uint64
 	e    atomic.Pointer[entry[G, K, V]]
 }
 
-// store puts e, whose key hashes to h, in s.
+// store puts e, whose pair hashes to h, in s.
 func (s *slot[G, K, V]) store(h uint64, e *entry[G, K, V]) {
 	s.hash.Store(h)
 	s.e.Store(e)
 }
 
-// minSlots is the size of a group's first table: room for one entry, the
-// size of most groups of a cache of many tokens.
-const minSlots = 2
+// minSlots is the size of an empty index's table.
+const minSlots = 16
 
 // slotBytes is what a slot takes.
 const slotBytes = int64(unsafe.Sizeof(slot[int, int, int]{}))
 
-// indexEntryCost estimates what an index costs for each entry beyond the
-// first table, which is part of the index: the slots of a table between a
-// quarter and a half full (three slots on average).
+// indexEntryCost estimates what the index costs for each entry: the slots
+// of a table between a quarter and a half full (three slots on average).
 const (
 	slotsPerEntry  = 3
 	indexEntryCost = slotsPerEntry * slotBytes
 )
 
-// init gives x its keying and its first, empty, table: the one in x.
-func (x *index[G, K, V]) init(k *keying[G, K, V]) {
-	x.k = k
-	x.first = table[G, K, V]{mask: minSlots - 1, slots: x.firstSlots[:]}
-	x.tab.Store(&x.first)
-	x.live, x.used = 0, 0
+// init gives x its first, empty, table.
+func (x *index[G, K, V]) init() {
+	x.tomb = new(entry[G, K, V])
+	x.reset()
 }
 
-// reset gives x a new empty table, never the first one again, which
-// readers and the caller may still be reading; writers only.
+// reset gives x a new empty table, which readers may still be reading;
+// writers only.
 func (x *index[G, K, V]) reset() {
 	x.tab.Store(newTable[G, K, V](minSlots))
 	x.live, x.used = 0, 0
@@ -98,17 +85,38 @@ func newTable[G, K comparable, V any](n int) *table[G, K, V] {
 	return &table[G, K, V]{mask: uint64(n - 1), slots: make([]slot[G, K, V], n)}
 }
 
-// get returns the entry stored under k, or nil. It takes no lock.
-func (x *index[G, K, V]) get(k K) *entry[G, K, V] {
+// get returns the entry of group grp stored under k, which hashes to h in
+// grp (keyHash of grp.seed), or nil: the entry may be of an older
+// generation of grp. It takes no lock.
+func (x *index[G, K, V]) get(h uint64, grp *Group[G, K, V], k K) *entry[G, K, V] {
 	t := x.tab.Load()
-	h := hash(&x.k.hash, k)
 	for i := h; ; i++ {
 		s := &t.slots[i&t.mask]
 		e := s.e.Load()
 		if e == nil {
 			return nil
 		}
-		if s.hash.Load() == h && e != x.k.tomb && e.key == k {
+		// A tombstone's grp is nil, never grp.
+		if s.hash.Load() == h && e.grp == grp && e.key == k {
+			return e
+		}
+	}
+}
+
+// find returns the entry of the current generation of the group whose
+// value is g, stored under k, which hashes to h (keyHash of g's groupHash),
+// or nil. The group is compared by value: a group forgotten and made again
+// since is the same group, and the entries of its older handles are of an
+// older generation. It takes no lock.
+func (x *index[G, K, V]) find(h uint64, g G, k K) *entry[G, K, V] {
+	t := x.tab.Load()
+	for i := h; ; i++ {
+		s := &t.slots[i&t.mask]
+		e := s.e.Load()
+		if e == nil {
+			return nil
+		}
+		if s.hash.Load() == h && e != x.tomb && e.key == k && e.grp.id == g && e.gen() == e.grp.gen.Load() {
 			return e
 		}
 	}
@@ -117,12 +125,11 @@ func (x *index[G, K, V]) get(k K) *entry[G, K, V] {
 // len returns the number of entries; writers only.
 func (x *index[G, K, V]) len() int { return x.live }
 
-// put stores e under its key and returns the entry it replaces, or nil;
-// writers only.
-func (x *index[G, K, V]) put(e *entry[G, K, V]) (old *entry[G, K, V]) {
+// put stores e, whose pair hashes to h, and returns the entry of the same
+// group handle and key it replaces, or nil; writers only.
+func (x *index[G, K, V]) put(h uint64, e *entry[G, K, V]) (old *entry[G, K, V]) {
 	t := x.tab.Load()
-	h := hash(&x.k.hash, e.key)
-	free := -1 // the first tombstone on the way, reused for a new key
+	free := -1 // the first tombstone on the way, reused for a new pair
 	for i := h; ; i++ {
 		s := &t.slots[i&t.mask]
 		switch o := s.e.Load(); {
@@ -139,39 +146,36 @@ func (x *index[G, K, V]) put(e *entry[G, K, V]) (old *entry[G, K, V]) {
 			}
 			x.live++
 			return nil
-		case o == x.k.tomb:
+		case o == x.tomb:
 			if free < 0 {
 				free = int(i & t.mask)
 			}
-		case s.hash.Load() == h && o.key == e.key:
+		case s.hash.Load() == h && o.grp == e.grp && o.key == e.key:
 			s.e.Store(e)
 			return o
 		}
 	}
 }
 
-// remove removes e, when it is the entry stored under its key, and
-// reports whether it was; writers only.
-func (x *index[G, K, V]) remove(e *entry[G, K, V]) bool {
+// remove removes e, whose pair hashes to h, when it is the entry stored
+// under its pair, and reports whether it was; writers only.
+func (x *index[G, K, V]) remove(h uint64, e *entry[G, K, V]) bool {
 	t := x.tab.Load()
-	h := hash(&x.k.hash, e.key)
 	for i := h; ; i++ {
 		s := &t.slots[i&t.mask]
 		switch o := s.e.Load(); {
 		case o == nil:
 			return false
 		case o == e:
-			s.e.Store(x.k.tomb)
+			s.e.Store(x.tomb)
 			x.live--
 			// A table that removals left mostly empty is replaced by a
-			// smaller one, so that a group that shrank does not keep the
+			// smaller one, so that a cache that shrank does not keep the
 			// memory of its largest size.
 			if len(t.slots) > minSlots && x.live < len(t.slots)/8 {
 				x.rehash(x.live)
 			}
 			return true
-		case o != x.k.tomb && s.hash.Load() == h && o.key == e.key:
-			return false // e was replaced
 		}
 	}
 }
@@ -188,7 +192,7 @@ func (x *index[G, K, V]) rehash(n int) {
 	x.used = 0
 	for i := range old.slots {
 		s := &old.slots[i]
-		if e := s.e.Load(); e != nil && e != x.k.tomb {
+		if e := s.e.Load(); e != nil && e != x.tomb {
 			t.insert(s.hash.Load(), e)
 			x.used++
 		}
@@ -196,23 +200,13 @@ func (x *index[G, K, V]) rehash(n int) {
 	x.tab.Store(t)
 }
 
-// insert stores e, whose key hashes to h and which t does not hold, in an
+// insert stores e, whose pair hashes to h and which t does not hold, in an
 // empty slot of t, which has room.
 func (t *table[G, K, V]) insert(h uint64, e *entry[G, K, V]) {
 	for i := h; ; i++ {
 		if s := &t.slots[i&t.mask]; s.e.Load() == nil {
 			s.store(h, e)
 			return
-		}
-	}
-}
-
-// all calls f for each entry; writers only.
-func (x *index[G, K, V]) all(f func(*entry[G, K, V])) {
-	t := x.tab.Load()
-	for i := range t.slots {
-		if e := t.slots[i].e.Load(); e != nil && e != x.k.tomb {
-			f(e)
 		}
 	}
 }

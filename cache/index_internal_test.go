@@ -7,75 +7,120 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
-func newIndex() *index[int, string, int] {
-	x := new(index[int, string, int])
-	x.init(&keying[int, string, int]{hash: newHasher[string](), tomb: new(entry[int, string, int])})
+// testIndex is an index of entries of a few groups of one hasher, for the
+// tests of the index alone.
+type testIndex struct {
+	index[string, string, int]
+	h      hasher
+	groups map[string]*Group[string, string, int]
+}
+
+func newIndex() *testIndex {
+	x := &testIndex{h: newHasher[string](), groups: map[string]*Group[string, string, int]{}}
+	x.init()
 	return x
 }
 
-// TestIndexMatchesAMap puts, replaces and removes keys at random and
-// requires the index to answer as a map does, through growth, tombstones
-// and shrinking.
+func (x *testIndex) group(g string) *Group[string, string, int] {
+	grp := x.groups[g]
+	if grp == nil {
+		grp = &Group[string, string, int]{id: g, seed: groupHash(&x.h, g)}
+		x.groups[g] = grp
+	}
+	return grp
+}
+
+func (x *testIndex) entry(g, k string, v int) *entry[string, string, int] {
+	return &entry[string, string, int]{key: k, grp: x.group(g), value: v}
+}
+
+func (x *testIndex) hashOf(e *entry[string, string, int]) uint64 {
+	return keyHash(&x.h, e.grp.seed, e.key)
+}
+
+func (x *testIndex) put(e *entry[string, string, int]) *entry[string, string, int] {
+	return x.index.put(x.hashOf(e), e)
+}
+
+func (x *testIndex) remove(e *entry[string, string, int]) bool {
+	return x.index.remove(x.hashOf(e), e)
+}
+
+// get looks (g, k) up both ways, through the group's handle and by the
+// group's value, and fails t when the two disagree.
+func (x *testIndex) get(t *testing.T, g, k string) *entry[string, string, int] {
+	t.Helper()
+	grp := x.group(g)
+	e := x.index.get(keyHash(&x.h, grp.seed, k), grp, k)
+	if by := x.find(keyHash(&x.h, groupHash(&x.h, g), k), g, k); by != e {
+		t.Fatalf("(%q, %q): the handle finds %p, the group's value %p", g, k, e, by)
+	}
+	return e
+}
+
+// TestIndexMatchesAMap puts, replaces and removes pairs of several groups at
+// random and requires the index to answer as a map does, through growth,
+// tombstones and shrinking.
 func TestIndexMatchesAMap(t *testing.T) {
 	x := newIndex()
-	want := map[string]*entry[int, string, int]{}
+	type pair struct{ g, k string }
+	want := map[pair]*entry[string, string, int]{}
 	r := rand.New(rand.NewPCG(1, 2))
 	largest := 0
 	for i := range 200_000 {
-		// Grow to about 2,000 keys, then shrink to a few.
+		// Grow to about 2,000 keys in each of three groups, then shrink
+		// to a few.
 		keys := 2000
 		if i >= 120_000 {
 			keys = 20
 		}
 		if i == 120_000 {
-			for k, e := range want {
-				if n, _ := strconv.Atoi(k[1:]); n >= keys {
+			for p, e := range want {
+				if n, _ := strconv.Atoi(p.k[1:]); n >= keys {
 					x.remove(e)
-					delete(want, k)
+					delete(want, p)
 				}
 			}
 		}
-		k := fmt.Sprint("k", r.IntN(keys))
-		switch old := want[k]; {
+		p := pair{fmt.Sprint("g", r.IntN(3)), fmt.Sprint("k", r.IntN(keys))}
+		switch old := want[p]; {
 		case r.IntN(3) == 0 && old != nil:
 			if !x.remove(old) {
-				t.Fatalf("remove(%q) found nothing", k)
+				t.Fatalf("remove(%v) found nothing", p)
 			}
-			delete(want, k)
+			delete(want, p)
 		case r.IntN(3) == 0 && old != nil:
-			// A replaced entry is no longer removed under its key.
-			e := &entry[int, string, int]{key: k, value: i}
+			// A replaced entry is no longer removed under its pair.
+			e := x.entry(p.g, p.k, i)
 			if got := x.put(e); got != old {
-				t.Fatalf("put(%q) replaced %p, want %p", k, got, old)
+				t.Fatalf("put(%v) replaced %p, want %p", p, got, old)
 			}
 			if x.remove(old) {
-				t.Fatalf("remove of the replaced entry of %q removed something", k)
+				t.Fatalf("remove of the replaced entry of %v removed something", p)
 			}
-			want[k] = e
+			want[p] = e
 		default:
-			e := &entry[int, string, int]{key: k, value: i}
+			e := x.entry(p.g, p.k, i)
 			if got := x.put(e); got != old {
-				t.Fatalf("put(%q) replaced %p, want %p", k, got, old)
+				t.Fatalf("put(%v) replaced %p, want %p", p, got, old)
 			}
-			want[k] = e
+			want[p] = e
 		}
 		largest = max(largest, len(x.tab.Load().slots))
 		if i%1000 == 0 || i > 199_000 {
 			if x.len() != len(want) {
 				t.Fatalf("len() = %d, want %d", x.len(), len(want))
 			}
-			for j := range keys {
-				k := fmt.Sprint("k", j)
-				if got := x.get(k); got != want[k] {
-					t.Fatalf("get(%q) = %p, want %p", k, got, want[k])
+			for g := range 3 {
+				for j := range keys {
+					p := pair{fmt.Sprint("g", g), fmt.Sprint("k", j)}
+					if got := x.get(t, p.g, p.k); got != want[p] {
+						t.Fatalf("get(%v) = %p, want %p", p, got, want[p])
+					}
 				}
-			}
-			n := 0
-			x.all(func(*entry[int, string, int]) { n++ })
-			if n != len(want) {
-				t.Fatalf("all() visits %d entries, want %d", n, len(want))
 			}
 		}
 	}
@@ -84,34 +129,42 @@ func TestIndexMatchesAMap(t *testing.T) {
 	}
 }
 
-// TestIndexReadersNeverMissALiveKey has readers look up keys that are
+// TestIndexReadersNeverMissALiveKey has readers look up pairs that are
 // never removed while a writer adds, replaces and removes others, making
 // the table grow, fill with tombstones and shrink: a lock-free reader must
-// find every key that is there throughout (and -race checks the
+// find every pair that is there throughout (and -race checks the
 // publication of tables and entries).
 func TestIndexReadersNeverMissALiveKey(t *testing.T) {
 	x := newIndex()
 	const stable = 16
 	for i := range stable {
-		x.put(&entry[int, string, int]{key: fmt.Sprint("stable-", i), value: i})
+		x.put(x.entry(fmt.Sprint("g", i%2), fmt.Sprint("stable-", i), i))
 	}
+	// The readers share the groups, made before they start.
+	x.group("churn")
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
 			for i := 0; !done.Load(); i++ {
-				k := fmt.Sprint("stable-", i%stable)
-				if e := x.get(k); e == nil || e.value != i%stable {
-					t.Errorf("get(%q) = %v during writes", k, e)
+				g, k := fmt.Sprint("g", i%stable%2), fmt.Sprint("stable-", i%stable)
+				grp := x.groups[g]
+				e := x.index.get(keyHash(&x.h, grp.seed, k), grp, k)
+				if e == nil || e.value != i%stable {
+					t.Errorf("get(%q, %q) = %v during writes", g, k, e)
+					return
+				}
+				if by := x.find(keyHash(&x.h, groupHash(&x.h, g), k), g, k); by != e {
+					t.Errorf("find(%q, %q) = %v during writes, want %v", g, k, by, e)
 					return
 				}
 			}
 		})
 	}
-	churn := make([]*entry[int, string, int], 0, 2000)
+	churn := make([]*entry[string, string, int], 0, 2000)
 	for round := range 10 {
 		for i := range cap(churn) {
-			e := &entry[int, string, int]{key: fmt.Sprint("churn-", round, "-", i)}
+			e := x.entry("churn", fmt.Sprint("churn-", round, "-", i), i)
 			x.put(e)
 			churn = append(churn, e)
 		}
@@ -124,38 +177,91 @@ func TestIndexReadersNeverMissALiveKey(t *testing.T) {
 	wg.Wait()
 }
 
-// TestIndexComparesWholeKeys gives a key's slot the hash of another key,
-// as a collision of the two would: the slot's hash only spares probes a
-// look at entries, and the index answers the other key with nothing, never
-// with the entry it does not hold. (A decision cache keyed this way would
-// otherwise serve one key's answer for the other.)
-func TestIndexComparesWholeKeys(t *testing.T) {
-	x := newIndex()
-	alice := &entry[int, string, int]{key: "alice/orders/read", value: 1}
-	x.put(alice)
-	collide := hash(&x.k.hash, "mallory/orders/read")
-	tab := x.tab.Load()
-	found := false
+// TestIndexComparesGroupsAndKeysWhole gives a pair's slot the hash of other
+// pairs, as a collision would: another key of the same group, the same key
+// of another group, another key of another group. The slot's hash only
+// spares probes a look at entries; the index answers the other pairs with
+// nothing, never with the entry it does not hold. (A decision cache keyed
+// this way would otherwise serve one token's answer to another.)
+func TestIndexComparesGroupsAndKeysWhole(t *testing.T) {
+	for _, other := range []struct{ g, k string }{
+		{"alice", "orders/delete"},
+		{"mallory", "orders/read"},
+		{"mallory", "orders/delete"},
+	} {
+		t.Run(other.g+"/"+other.k, func(t *testing.T) {
+			x := newIndex()
+			alice := x.entry("alice", "orders/read", 1)
+			x.put(alice)
+			grp := x.group(other.g)
+			collide := keyHash(&x.h, grp.seed, other.k)
+			if byValue := keyHash(&x.h, groupHash(&x.h, other.g), other.k); byValue != collide {
+				t.Fatal("a group's handle and its value hash a key differently")
+			}
+			tab := x.tab.Load()
+			found := false
+			for i := range tab.slots {
+				if s := &tab.slots[i]; s.e.Load() == alice {
+					s.hash.Store(collide)
+					found = true
+				}
+			}
+			if !found {
+				t.Fatal("the entry is in no slot")
+			}
+			if e := x.get(t, other.g, other.k); e != nil {
+				t.Fatalf("get of a pair the index does not hold, whose hash its entry's slot carries, = %v", e)
+			}
+			mine := x.entry(other.g, other.k, 2)
+			if old := x.put(mine); old != nil {
+				t.Fatalf("put of a new pair whose hash collides replaced %v", old)
+			}
+			if e := x.get(t, other.g, other.k); e != mine {
+				t.Fatalf("get = %v, want its own entry", e)
+			}
+			if x.len() != 2 {
+				t.Fatalf("len() = %d, want 2", x.len())
+			}
+		})
+	}
+}
+
+// TestCollidingGroupsServeNothingOfEachOther is the same through a whole
+// cache: two tokens' entries forced into one hash, read both ways, by
+// value and through handles, are each a miss for the other.
+func TestCollidingGroupsServeNothingOfEachOther(t *testing.T) {
+	c, err := New[string, string, string](16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Add("alice", "orders/read", "GRANT", time.Hour, 0)
+	mallory := c.Pin("mallory")
+	defer mallory.Unpin()
+	collide := keyHash(&c.keys, mallory.seed, "orders/read")
+	tab := c.idx.tab.Load()
 	for i := range tab.slots {
-		if s := &tab.slots[i]; s.e.Load() == alice {
+		if s := &tab.slots[i]; s.e.Load() != nil {
 			s.hash.Store(collide)
-			found = true
 		}
 	}
-	if !found {
-		t.Fatal("the entry is in no slot")
+	if v, ok := c.Get("mallory", "orders/read"); ok {
+		t.Fatalf("mallory reads alice's %q by value", v)
 	}
-	if e := x.get("mallory/orders/read"); e != nil {
-		t.Fatalf("get of a key the index does not hold, whose hash its entry's slot carries, = %v", e)
+	if v, ok := mallory.Get("orders/read"); ok {
+		t.Fatalf("mallory reads alice's %q through a handle", v)
 	}
-	other := &entry[int, string, int]{key: "mallory/orders/read", value: 2}
-	if old := x.put(other); old != nil {
-		t.Fatalf("put of a new key whose hash collides replaced %v", old)
+	c.Add("mallory", "orders/read", "DENY", time.Hour, 0)
+	for name, get := range map[string]func() (string, bool){
+		"by value":       func() (string, bool) { return c.Get("mallory", "orders/read") },
+		"through handle": func() (string, bool) { return mallory.Get("orders/read") },
+	} {
+		if v, ok := get(); !ok || v != "DENY" {
+			t.Errorf("mallory %s reads %q, %v, want DENY", name, v, ok)
+		}
 	}
-	if e := x.get("mallory/orders/read"); e != other {
-		t.Fatalf("get(mallory) = %v, want its own entry", e)
-	}
-	if x.len() != 2 {
-		t.Fatalf("len() = %d, want 2", x.len())
+	// Alice's slot carries mallory's hash now: her lookup may miss, and
+	// must not read mallory's entry.
+	if v, ok := c.Get("alice", "orders/read"); ok && v != "GRANT" {
+		t.Errorf("alice reads %q", v)
 	}
 }

@@ -50,6 +50,15 @@ func (a Answer) String() string {
 // AnswerGrant; an error it does not know is AnswerUnavailable (no
 // decision), never a grant. It is safe for concurrent use.
 func Classify(res pep.Result, err error, clientToken bool) Answer {
+	if err == nil { // every request answered, the cached ones too
+		switch {
+		case res.Allowed():
+			return AnswerGrant
+		case outage(res):
+			return AnswerUnavailable
+		}
+		return AnswerDenied
+	}
 	switch {
 	case errors.Is(err, pep.ErrUnauthorized) && clientToken:
 		// The service's own token was refused: not the caller's doing, and
@@ -66,15 +75,9 @@ func Classify(res pep.Result, err error, clientToken bool) Answer {
 		return AnswerUnavailable
 	case errors.Is(err, pep.ErrNoToken):
 		return AnswerUnauthorized
-	case err != nil:
+	default:
 		// A refused DPoP proof or anything unforeseen: no decision.
 		return AnswerUnavailable
-	case res.Allowed():
-		return AnswerGrant
-	case outage(res):
-		return AnswerUnavailable
-	default:
-		return AnswerDenied
 	}
 }
 

@@ -100,7 +100,7 @@ func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.cfg.recovered(w, r, callback, recover())
 		}
 	}()
-	if !g.cfg.admit(w, r) {
+	if !g.cfg.admit(w, r, r.Header["Authorization"]) {
 		return
 	}
 	callback = "the subject function"

@@ -225,13 +225,15 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.cfg.recovered(w, r, callback, recover())
 		}
 	}()
-	if !g.cfg.admit(w, r) {
+	auth := r.Header["Authorization"] // the key is canonical: no Values, which canonicalizes it per call
+	if !g.cfg.admit(w, r, auth) {
 		return
 	}
 	var token string
+	checked := false // the token's grammar was checked, not known
 	if !g.cfg.useClientToken {
 		var err error
-		if token, err = BearerToken(r); err != nil {
+		if token, checked, err = callerToken(auth); err != nil {
 			g.cfg.unauthorized.ServeHTTP(w, r)
 			return
 		}
@@ -261,6 +263,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(d)
 	switch Classify(d.res, err, g.cfg.useClientToken) {
 	case AnswerGrant:
+		if checked {
+			remember(token)
+		}
 		g.next.ServeHTTP(w, r)
 	case AnswerUnauthorized:
 		g.cfg.unauthorized.ServeHTTP(w, r)
@@ -322,10 +327,11 @@ func noDecision(cause error) bool {
 // whether it may go on: 400 for more than one Authorization header (a
 // handler reading another than the one checked would act on an unchecked
 // token) or a path that is not in canonical form (a policy and a handler
-// could read it differently).
-func (c *config) admit(w http.ResponseWriter, r *http.Request) bool {
+// could read it differently). auth is the request's Authorization
+// header, r.Header["Authorization"].
+func (c *config) admit(w http.ResponseWriter, r *http.Request, auth []string) bool {
 	switch {
-	case len(r.Header["Authorization"]) > 1: // the key is canonical: no Values, which canonicalizes it per call
+	case len(auth) > 1:
 		writeError(w, http.StatusBadRequest, "the request has more than one Authorization header")
 		return false
 	case !canonicalPath(r):
@@ -361,43 +367,94 @@ func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method s
 // ("..;" is ".." to Tomcat, ".. " to IIS). A path-prefix policy could read
 // any other one differently from the router (/files/public%2F..%2Fsecret is
 // /files/secret to some).
+//
+// Every protected request's path is read here, in one pass over its bytes
+// without allocating. An encoded separator can only be in the path as sent
+// (RawPath): a path net/url decoded without one (RawPath empty) escapes
+// back without one, since '/' is not escaped and a backslash is refused.
 func canonicalPath(r *http.Request) bool {
 	p := r.URL.Path
-	if p == "" || p[0] != '/' || !utf8.ValidString(p) {
+	if p == "" || p[0] != '/' {
 		return false
 	}
-	for i := 0; i < len(p); i++ {
-		switch c := p[i]; {
-		case c < 0x20 || c == 0x7f || c == '\\':
-			return false
-		case c == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]):
-			return false
-		}
-	}
-	if encodedSeparator(r.URL.EscapedPath()) {
-		return false
-	}
-	// The segments, read without allocating: a protected request that
-	// is admitted pays for no slice of them.
-	rest := p[1:]
-	for {
-		s, after, more := strings.Cut(rest, "/")
-		if s == "" {
-			if more {
-				return false // an empty segment (//) other than a trailing slash
+	ascii := true
+	// seg is where the current segment starts; name is set while its
+	// name (the part before a ';') holds only dots and spaces so far.
+	seg, name, params := 1, true, false
+	for i := 1; i < len(p); i++ {
+		switch c := p[i]; pathClass[c] {
+		case pathPlain:
+			if !params {
+				name = false
 			}
-			return true
+		case pathDot: // '.' and ' '
+		case pathSlash:
+			if i == seg || !params && name {
+				return false // an empty segment, or ., .., ..;, ".. " and the like
+			}
+			seg, name, params = i+1, true, false
+		case pathSemicolon:
+			if !params && name {
+				return false // a name of dots and spaces (or none) before a ';'
+			}
+			params = true
+		case pathPercent:
+			if i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
+				return false // an escape left after decoding
+			}
+			if !params {
+				name = false
+			}
+		case pathHigh:
+			ascii = false
+			if !params {
+				name = false
+			}
+		default: // a control character, DEL or a backslash
+			return false
 		}
-		name, _, _ := strings.Cut(s, ";")
-		if strings.Trim(name, ". ") == "" {
-			return false // ., .., ..;, ".. " and the like
-		}
-		if !more {
-			return true
-		}
-		rest = after
 	}
+	if seg < len(p) && !params && name {
+		return false // the last segment is ., .. or the like
+	}
+	if !ascii && !utf8.ValidString(p) {
+		return false
+	}
+	return r.URL.RawPath == "" || !encodedSeparator(r.URL.EscapedPath())
 }
+
+// The classes of a path's bytes for canonicalPath.
+const (
+	pathBad = iota // a control character, DEL, a backslash
+	pathPlain
+	pathDot // '.' or ' ', of which no segment name may be made alone
+	pathSlash
+	pathSemicolon
+	pathPercent
+	pathHigh // a byte of a multi-byte UTF-8 sequence
+)
+
+var pathClass = func() (t [256]byte) {
+	for c := range 256 {
+		switch {
+		case c < 0x20 || c == 0x7f || c == '\\':
+			t[c] = pathBad
+		case c >= 0x80:
+			t[c] = pathHigh
+		case c == '.' || c == ' ':
+			t[c] = pathDot
+		case c == '/':
+			t[c] = pathSlash
+		case c == ';':
+			t[c] = pathSemicolon
+		case c == '%':
+			t[c] = pathPercent
+		default:
+			t[c] = pathPlain
+		}
+	}
+	return t
+}()
 
 // encodedSeparator reports whether an escaped path holds an encoded slash
 // or backslash (%2f or %5c, in either case).
@@ -456,15 +513,31 @@ func BearerFromValues(values []string) (string, error) {
 	default:
 		return "", ErrMultipleAuthorization
 	}
-	scheme, token, ok := strings.Cut(values[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", ErrMalformedBearer
-	}
-	token = strings.TrimLeft(token, " ")
-	if !b64token(token) {
+	token, ok := cutBearer(values[0])
+	if !ok || !b64token(token) {
 		return "", ErrMalformedBearer
 	}
 	return token, nil
+}
+
+// cutBearer returns what follows the scheme "Bearer" (in any case) and
+// the spaces after it in an authorization value, and false when the value
+// has another scheme. The token is not checked.
+func cutBearer(value string) (token string, ok bool) {
+	// strings.Cut at the first space and strings.EqualFold with "Bearer",
+	// spelled out: no Unicode letter folds to one of "Bearer"'s, and
+	// c|0x20 is a lower-case ASCII letter only for that letter in either
+	// case.
+	if len(value) < 7 || value[6] != ' ' ||
+		value[0]|0x20 != 'b' || value[1]|0x20 != 'e' || value[2]|0x20 != 'a' ||
+		value[3]|0x20 != 'r' || value[4]|0x20 != 'e' || value[5]|0x20 != 'r' {
+		return "", false
+	}
+	i := 7
+	for i < len(value) && value[i] == ' ' {
+		i++
+	}
+	return value[i:], true
 }
 
 // b64token reports whether s matches RFC 6750's

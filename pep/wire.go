@@ -2,6 +2,7 @@ package pep
 
 import (
 	"encoding/json"
+	"strings"
 )
 
 // maxScopesPerResource is the most scopes one resource entry of a request
@@ -103,7 +104,7 @@ func authorizeBody(clientID string, pairs []pair, context string) []byte {
 // through json.Marshal.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !jsonPlain[s[i]] {
 			q, err := json.Marshal(s)
 			if err != nil { // a string always encodes
 				panic("pep: encoding a string: " + err.Error())
@@ -115,3 +116,13 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// jsonPlain holds true for the bytes encoding/json writes as they are: the
+// printable ASCII other than '"', '\\' and its HTML escapes <, > and &.
+// Every protected request's path is read against it (appendRequestContext).
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = strings.IndexByte(`"\<>&`, byte(c)) < 0
+	}
+	return t
+}()

@@ -274,9 +274,17 @@ func (t *Tally) Add(v Verdict, cause error) {
 // does not know, a route it does not have), since every later call
 // repeats it; at Warn otherwise.
 func (c *Core) Record(t *Tally) {
-	c.denied.Add(t.n[Denied])
-	c.allowed.Add(t.n[Allowed])
-	c.errored.Add(t.n[Errored])
+	// A counter is written only when it changes: every cached call is
+	// recorded, and an atomic add of zero still writes the counter's cell.
+	if n := t.n[Denied]; n != 0 {
+		c.denied.Add(n)
+	}
+	if n := t.n[Allowed]; n != 0 {
+		c.allowed.Add(n)
+	}
+	if n := t.n[Errored]; n != 0 {
+		c.errored.Add(n)
+	}
 	failed := t.n[FailedClosed]
 	if failed == 0 {
 		return
