@@ -1,0 +1,55 @@
+package cache_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/orgauthz/orgauthz/cache"
+)
+
+// churnBytesPerAdd fills a cache bounded at max entries with distinct
+// (group, key) pairs, one group each as a cache of many callers holds,
+// then measures the heap allocated per Add while every Add evicts one.
+func churnBytesPerAdd(t *testing.T, max int) float64 {
+	c, err := cache.New[string, string, bool](max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 3*max+8000)
+	for i := range names {
+		names[i] = fmt.Sprintf("tok-%09d", i)
+	}
+	for i := 0; i < 2*max; i++ {
+		c.Add(names[i], "k", true, time.Hour, 0)
+	}
+	const adds = 4000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < adds; i++ {
+		c.Add(names[2*max+i], "k", true, time.Hour, 0)
+	}
+	runtime.ReadMemStats(&after)
+	if c.Len() != max {
+		t.Fatalf("Len = %d, want %d", c.Len(), max)
+	}
+	return float64(after.TotalAlloc-before.TotalAlloc) / adds
+}
+
+// TestAttackHotRehashEveryAddAtCapacity: a cache whose entry count sits at
+// 2^k-1 (a bound of 1023, 4095, 16383 ... or a byte bound that a caller's
+// key lengths steer there) publishes a fresh index table and a fresh group
+// table on EVERY Add at capacity: rehash(n) sizes the table with zero slack
+// (size/2 == n), the eviction that follows the put leaves a tombstone, so
+// the next put finds used+1 > len/2 again. Each Add then allocates and
+// copies O(capacity) slots under the cache's mutex.
+func TestAttackHotRehashEveryAddAtCapacity(t *testing.T) {
+	good := churnBytesPerAdd(t, 4096)
+	bad := churnBytesPerAdd(t, 4095)
+	t.Logf("bytes allocated per Add at capacity: bound 4096: %.0f, bound 4095: %.0f", good, bad)
+	if bad > 4*good+1024 {
+		t.Errorf("an Add to a full cache of 4095 entries allocates %.0f bytes (%.0fx a cache of 4096): every Add rehashes the whole index", bad, bad/good)
+	}
+}
