@@ -17,20 +17,22 @@ func churnBytesPerAdd(t *testing.T, max int) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := make([]string, 3*max+8000)
+	names := make([]string, 2*max+1000)
 	for i := range names {
 		names[i] = fmt.Sprintf("tok-%09d", i)
 	}
 	for i := 0; i < 2*max; i++ {
 		c.Add(names[i], "k", true, time.Hour, 0)
 	}
-	const adds = 4000
+	const adds = 1000
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	start := time.Now()
 	for i := 0; i < adds; i++ {
 		c.Add(names[2*max+i], "k", true, time.Hour, 0)
 	}
+	t.Logf("bound %d: %v per Add at capacity", max, time.Since(start)/adds)
 	runtime.ReadMemStats(&after)
 	if c.Len() != max {
 		t.Fatalf("Len = %d, want %d", c.Len(), max)
@@ -51,5 +53,47 @@ func TestAttackHotRehashEveryAddAtCapacity(t *testing.T) {
 	t.Logf("bytes allocated per Add at capacity: bound 4096: %.0f, bound 4095: %.0f", good, bad)
 	if bad > 4*good+1024 {
 		t.Errorf("an Add to a full cache of 4095 entries allocates %.0f bytes (%.0fx a cache of 4096): every Add rehashes the whole index", bad, bad/good)
+	}
+}
+
+// TestAttackHotRehashEveryAddByteBound is the same cliff reached through
+// the byte bound, by one caller: pep caches DENY answers too, under a key
+// that holds the request's path, and counts the key's length in the
+// entry's size. One token, paths of one length chosen so that the bound
+// holds 4095 entries: every further request (everyone's miss) rehashes the
+// 8192-slot index under the cache's lock.
+func TestAttackHotRehashEveryAddByteBound(t *testing.T) {
+	entryCost, groupCost := overhead[bool](t)
+	const keyLen = 300
+	perEntry := entryCost + keyLen
+	run := func(fit int64) float64 {
+		c, err := cache.New[string, string, bool](1<<20, cache.WithMaxBytes(groupCost+fit*perEntry+perEntry/2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := func(i int) string { return fmt.Sprintf("%0*d", keyLen, i) }
+		for i := 0; i < int(2*fit); i++ {
+			c.Add("one-token", key(i), false, time.Hour, keyLen)
+		}
+		if int64(c.Len()) != fit {
+			t.Fatalf("Len = %d, want %d", c.Len(), fit)
+		}
+		keys := make([]string, 1000)
+		for i := range keys {
+			keys[i] = key(int(2*fit) + i)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for _, k := range keys {
+			c.Add("one-token", k, false, time.Hour, keyLen)
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.TotalAlloc-before.TotalAlloc) / float64(len(keys))
+	}
+	good, bad := run(4096), run(4095)
+	t.Logf("bytes allocated per Add at the byte bound: 4096 entries fit: %.0f, 4095 fit: %.0f", good, bad)
+	if bad > 4*good+1024 {
+		t.Errorf("an Add to a cache whose byte bound holds 4095 entries allocates %.0f bytes (%.0fx one that holds 4096)", bad, bad/good)
 	}
 }
