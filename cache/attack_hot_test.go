@@ -17,20 +17,20 @@ func churnBytesPerAdd(t *testing.T, max int) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := make([]string, 2*max+1000)
+	names := make([]string, max+16+200)
 	for i := range names {
 		names[i] = fmt.Sprintf("tok-%09d", i)
 	}
-	for i := 0; i < 2*max; i++ {
+	for i := 0; i < max+16; i++ {
 		c.Add(names[i], "k", true, time.Hour, 0)
 	}
-	const adds = 1000
+	const adds = 200
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	start := time.Now()
 	for i := 0; i < adds; i++ {
-		c.Add(names[2*max+i], "k", true, time.Hour, 0)
+		c.Add(names[max+16+i], "k", true, time.Hour, 0)
 	}
 	t.Logf("bound %d: %v per Add at capacity", max, time.Since(start)/adds)
 	runtime.ReadMemStats(&after)
@@ -72,15 +72,15 @@ func TestAttackHotRehashEveryAddByteBound(t *testing.T) {
 			t.Fatal(err)
 		}
 		key := func(i int) string { return fmt.Sprintf("%0*d", keyLen, i) }
-		for i := 0; i < int(2*fit); i++ {
+		for i := 0; i < int(fit)+16; i++ {
 			c.Add("one-token", key(i), false, time.Hour, keyLen)
 		}
 		if int64(c.Len()) != fit {
 			t.Fatalf("Len = %d, want %d", c.Len(), fit)
 		}
-		keys := make([]string, 1000)
+		keys := make([]string, 200)
 		for i := range keys {
-			keys[i] = key(int(2*fit) + i)
+			keys[i] = key(int(fit) + 16 + i)
 		}
 		var before, after runtime.MemStats
 		runtime.GC()
