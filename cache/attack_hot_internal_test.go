@@ -1,0 +1,48 @@
+package cache
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestAttackHotTablesShrinkBack: after a burst of 50,000 one-entry groups
+// that then expire, are removed or purged, both tables come back to a
+// size in proportion to what is left (tombstones reclaimed, the group
+// table shrinking too).
+func TestAttackHotTablesShrinkBack(t *testing.T) {
+	var ns int64 = 1 << 40
+	now := func() time.Time { return time.Unix(0, ns) }
+	c, err := New[string, string, int](100_000, WithClock(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range []string{"expiry", "RemoveGroup", "Remove"} {
+		for i := range 50_000 {
+			c.Add("g"+strconv.Itoa(i), "k", i, time.Second, 0)
+		}
+		c.Add("keep", "k", 1, time.Hour, 0)
+		switch how {
+		case "expiry":
+			ns += int64(2 * time.Second)
+			for range 50_000 / sweepBatch {
+				c.Get("nobody", "k") // each miss sweeps a batch
+			}
+		case "RemoveGroup":
+			for i := range 50_000 {
+				c.RemoveGroup("g" + strconv.Itoa(i))
+			}
+		case "Remove":
+			for i := range 50_000 {
+				c.Remove("g"+strconv.Itoa(i), "k")
+			}
+		}
+		c.mu.RLock()
+		idx, grp, n := len(c.idx.tab.Load().slots), len(c.groups.tab.Load().slots), c.length
+		c.mu.RUnlock()
+		t.Logf("after %s: %d entries, index %d slots, groups %d slots", how, n, idx, grp)
+		if n > 1 || idx > 4*minSlots || grp > 4*minSlots {
+			t.Errorf("after %s: %d entries left, index of %d slots, group table of %d", how, n, idx, grp)
+		}
+	}
+}

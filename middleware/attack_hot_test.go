@@ -1,0 +1,84 @@
+package middleware_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/middleware"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// TestAttackHotNoDecisionCrossesTokens drives the middleware's fast path
+// (kept tokens, the cache's lock-free hits) with many tokens of a granted
+// and a denied user at once, through a cache of a few entries (evictions,
+// group forgetting and re-making on every few requests), while purges of
+// single tokens and of everything run alongside: ben is never let through
+// and ann is never refused.
+func TestAttackHotNoDecisionCrossesTokens(t *testing.T) {
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithCache(10, time.Minute, time.Minute))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	h := middleware.Require(client, "orders", "read")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	}))
+	var anns, bens []string
+	for range 6 {
+		anns = append(anns, gw.Token("shop", "ann"))
+		bens = append(bens, gw.Token("shop", "ben"))
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	var wg sync.WaitGroup
+	var bad, served atomic.Int64
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for time.Now().Before(deadline) {
+				isAnn := r.IntN(2) == 0
+				tok := bens[r.IntN(len(bens))]
+				if isAnn {
+					tok = anns[r.IntN(len(anns))]
+				}
+				req := httptest.NewRequestWithContext(context.Background(), http.MethodGet, fmt.Sprintf("/orders/%d", r.IntN(3)), nil)
+				req.Header.Set("Authorization", "Bearer "+tok)
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				served.Add(1)
+				if isAnn && rec.Code != http.StatusOK || !isAnn && rec.Code != http.StatusForbidden {
+					if bad.Add(1) <= 5 {
+						t.Errorf("ann=%v got %d", isAnn, rec.Code)
+					}
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; time.Now().Before(deadline); i++ {
+			if i%5 == 0 {
+				_ = client.PurgeAll(context.Background())
+			} else {
+				_ = client.Purge(context.Background(), anns[i%len(anns)])
+				_ = client.Purge(context.Background(), bens[i%len(bens)])
+			}
+			time.Sleep(3 * time.Millisecond)
+		}
+	}()
+	wg.Wait()
+	st := client.Stats()
+	t.Logf("%d requests, %d gateway requests, %d hits", served.Load(), st.GatewayRequests, st.CacheHits)
+}

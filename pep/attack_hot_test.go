@@ -1,0 +1,73 @@
+package pep_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// TestAttackHotOneCallerRehashesTheCacheOnEveryMiss: one caller with one
+// ordinary token steers the size of the decision cache's entries through
+// the length of the request context (method and path, up to 512 bytes
+// kept exactly) of calls that are denied, which the cache keeps too. With
+// entries of a length such that the byte bound holds 2^k-1 of them, every
+// further miss (the attacker's, and every other caller's) makes the cache
+// publish a whole new index table under its lock (cache.index.rehash with
+// no slack): measured here as the heap a Check allocates.
+func TestAttackHotOneCallerRehashesTheCacheOnEveryMiss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("thousands of gateway requests")
+	}
+	g := startReference(t)
+	tok := g.token(t, "dave") // dave may do nothing: every answer is a DENY, cached
+	ctx := pep.WithToken(context.Background(), tok)
+	const pathLen = 400
+	path := func(i int) string { return fmt.Sprintf("/orders/%0*d", pathLen-8, i) }
+	check := func(c *pep.Client, i int) {
+		d, err := c.Check(ctx, "orders", "read", pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: path(i)}))
+		require.NoError(t, err)
+		require.False(t, d.Allowed())
+	}
+	// What one entry and the token's group count against the byte bound.
+	probe := g.newClient(t, noRetry, pep.WithCache(pep.DefaultCacheSize, time.Hour, time.Hour))
+	check(probe, 0)
+	one := probe.Stats().CacheBytes
+	check(probe, 1)
+	perEntry := probe.Stats().CacheBytes - one
+	groupCost := one - perEntry
+	t.Logf("an entry counts %d bytes, the token's group %d", perEntry, groupCost)
+
+	run := func(fit int64) float64 {
+		c := g.newClient(t, noRetry, pep.WithCache(pep.DefaultCacheSize, time.Hour, time.Hour),
+			pep.WithCacheMaxBytes(groupCost+fit*perEntry+perEntry/2))
+		n := int(fit) + 64
+		for i := range n {
+			check(c, i)
+		}
+		require.EqualValues(t, fit, c.Stats().CacheEntries)
+		const measured = 200
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		for i := range measured {
+			check(c, n+i)
+		}
+		elapsed := time.Since(start) / measured
+		runtime.ReadMemStats(&after)
+		perCheck := float64(after.TotalAlloc-before.TotalAlloc) / measured
+		t.Logf("%d entries fit: %.0f bytes and %v a denied Check", fit, perCheck, elapsed)
+		return perCheck
+	}
+	good, bad := run(4096), run(4095)
+	if bad > 3*good {
+		t.Errorf("with one caller's entries sized so that 4095 fit, a miss allocates %.0f bytes (%.1fx %.0f with 4096): the cache rehashes its index on every miss",
+			bad, bad/good, good)
+	}
+}
