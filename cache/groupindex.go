@@ -125,11 +125,7 @@ func (x *groupIndex[G, K, V]) retain(n int, keep func(*Group[G, K, V]) bool) {
 			kept = append(kept, grp)
 		}
 	}
-	size := minSlots
-	for size/2 < max(n, len(kept)) {
-		size *= 2
-	}
-	t := newGroupTable[G, K, V](size)
+	t := newGroupTable[G, K, V](tableSize(max(n, len(kept))))
 	for _, grp := range kept {
 		t.insert(grp)
 	}

@@ -184,11 +184,7 @@ func (x *index[G, K, V]) remove(h uint64, e *entry[G, K, V]) bool {
 // entries and no tombstones, once it holds them all; writers only.
 func (x *index[G, K, V]) rehash(n int) {
 	old := x.tab.Load()
-	size := minSlots
-	for size/2 < n {
-		size *= 2
-	}
-	t := newTable[G, K, V](size)
+	t := newTable[G, K, V](tableSize(n))
 	x.used = 0
 	for i := range old.slots {
 		s := &old.slots[i]
@@ -198,6 +194,24 @@ func (x *index[G, K, V]) rehash(n int) {
 		}
 	}
 	x.tab.Store(t)
+}
+
+// tableSize returns the number of slots of a table rebuilt for n entries
+// (or groups): the smallest power of two, at least minSlots, that n fills
+// to at most three eighths. A table is rebuilt when its used slots would
+// pass half, so a rebuilt table takes an eighth of its slots' worth of new
+// pairs (or a halving of its live ones) before the next rebuild: each
+// rebuild, which costs the table's size, is paid for by as many operations
+// in proportion, however entries come and go. (Sized to half full, a
+// cache holding 2^k-1 entries rebuilt its whole index on every Add: the
+// eviction each Add makes leaves a tombstone, and the next Add found the
+// table full again.)
+func tableSize(n int) int {
+	size := minSlots
+	for size*3/8 < n {
+		size *= 2
+	}
+	return size
 }
 
 // insert stores e, whose pair hashes to h and which t does not hold, in an
