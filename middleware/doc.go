@@ -9,12 +9,11 @@
 // *pep.Client is asked without going through its public call options, so
 // that a request whose decisions it has cached allocates once in the
 // middleware (the request copy that carries the decision, together with
-// its context) and sends nothing. The token of a request the
-// middleware granted is kept (a copy, in a table of 128 tokens of 16 bytes
-// to 8 KiB, at most 1 MiB, shared by every guard of the process), so that
-// the next request with the same token is not checked against RFC 6750's
-// grammar again: it is compared with the kept one whole. Nothing is kept
-// of a request that was not granted. The next
+// its context) and sends nothing. A digest of the token of a request the
+// middleware granted is kept (a keyed hash, in a table of 128 words shared
+// by every guard of the process; never the token's bytes), so that the
+// next request with the same token is not checked against RFC 6750's
+// grammar again. Nothing is kept of a request that was not granted. The next
 // handler runs only when every scope is granted; it can read the decision
 // with DecisionFromContext. Otherwise the middleware answers in the
 // service's error shape, {"error": "...", "message": "..."}:

@@ -1,7 +1,7 @@
 package middleware
 
 import (
-	"strings"
+	"hash/maphash"
 	"sync/atomic"
 )
 
@@ -9,68 +9,61 @@ import (
 // (b64token), byte by byte: for a JWT of a kilobyte, three times what the
 // rest of a cached request costs the middleware. The answer depends on the
 // token's bytes alone, so the guards remember the tokens of the requests
-// they granted, and read a request whose token is one of them by comparing
-// it whole with the remembered one, which is a fraction of the check.
+// they granted, and read a request whose token is one of them by its
+// digest, which costs a fraction of the check.
 //
-// knownTokens holds them: a table of knownSlots tokens, a token's slot
-// chosen by its length and two of its words (for a JWT, in its claims and
-// in its signature), the newest granted token of a slot replacing the one
-// before. A token is taken as checked only when it equals, byte for byte,
-// the one its slot holds, which passed the check when it was put there:
-// what a slot is chosen by decides how often the check is skipped, never
-// what is accepted. Only tokens a granted request carried are kept (not
-// what an unauthenticated request sends), of minKnownToken to
-// maxKnownToken bytes (a shorter one is checked as fast as it is compared),
-// so the table holds at most knownSlots × maxKnownToken bytes. It is safe
-// for concurrent use: each slot is one atomic pointer to a string of its
-// own.
-var knownTokens [knownSlots]atomic.Pointer[string]
+// knownTokens holds them: a table of knownSlots digests, a token's slot
+// chosen by its digest, the newest granted token of a slot replacing the
+// one before. A digest is maphash's of the token under a seed made at
+// random for the process: the table holds no byte of any token (a revoked
+// bearer token must not stay in memory, core dumps or heap profiles for as
+// long as the process runs), and nobody outside the process can make a
+// token whose digest is another's. A token whose digest a slot holds is
+// taken as one that passed the check; were two digests ever equal by
+// chance (one pair in 2^64), the token would skip only the grammar check,
+// which decides no answer: pep sends the token, and nothing but the
+// gateway's GRANT lets it through. Only tokens a granted request carried
+// are kept (not what an unauthenticated request sends), of minKnownToken
+// bytes or more (a shorter one is checked as fast as it is hashed). It is
+// safe for concurrent use: each slot is one atomic word.
+var knownTokens [knownSlots]atomic.Uint64
+
+// knownSeed is the digests' seed, one per process.
+var knownSeed = maphash.MakeSeed()
 
 const (
 	knownSlots    = 128
 	knownBits     = 7 // log2(knownSlots)
 	minKnownToken = 16
-	maxKnownToken = 8 << 10
 )
 
-// knownSlot returns the slot of tok, which is at least minKnownToken
-// bytes long.
-func knownSlot(tok string) *atomic.Pointer[string] {
-	n := len(tok)
-	h := (word(tok, n/2) ^ word(tok, n-8)<<1 ^ uint64(n)) * 0x9e3779b97f4a7c15
-	return &knownTokens[h>>(64-knownBits)]
-}
-
-// word returns the eight bytes of s from i on, little-endian.
-func word(s string, i int) uint64 {
-	s = s[i : i+8]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+// knownDigest returns tok's digest, never zero (an empty slot's value),
+// and its slot.
+func knownDigest(tok string) (uint64, *atomic.Uint64) {
+	h := maphash.String(knownSeed, tok) | 1
+	return h, &knownTokens[h>>(64-knownBits)]
 }
 
 // known reports whether tok is a token a granted request carried, which
 // passed b64token then.
 func known(tok string) bool {
-	if len(tok) < minKnownToken || len(tok) > maxKnownToken {
+	if len(tok) < minKnownToken {
 		return false
 	}
-	p := knownSlot(tok).Load()
-	return p != nil && *p == tok
+	h, slot := knownDigest(tok)
+	return slot.Load() == h
 }
 
-// remember keeps tok, the token of a request that was granted, which
-// BearerFromValues took; a copy, so that the table never holds a request's
-// bytes.
+// remember keeps the digest of tok, the token of a request that was
+// granted, which BearerFromValues took.
 func remember(tok string) {
-	if len(tok) < minKnownToken || len(tok) > maxKnownToken {
+	if len(tok) < minKnownToken {
 		return
 	}
-	slot := knownSlot(tok)
-	if p := slot.Load(); p != nil && *p == tok {
-		return
+	h, slot := knownDigest(tok)
+	if slot.Load() != h { // write the shared line only when it changes
+		slot.Store(h)
 	}
-	own := strings.Clone(tok)
-	slot.Store(&own)
 }
 
 // callerToken returns the caller's token as BearerFromValues reads the

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 
@@ -25,8 +24,7 @@ func (c checker) CheckMany(context.Context, []pep.Resource, ...pep.CallOption) (
 
 // TestOnlyGrantedTokensAreKept: a token is kept only once a request that
 // carried it was granted, never for a denial, a 401, an outage or a
-// request refused before the call; and a kept token is a copy, not a view
-// of the request's header.
+// request refused before the call.
 func TestOnlyGrantedTokensAreKept(t *testing.T) {
 	t.Parallel()
 	deny := pep.Result{Status: pep.Deny, Decisions: []pep.Decision{{Resource: "orders", Scope: "read", Status: pep.Deny}}}
@@ -48,29 +46,21 @@ func TestOnlyGrantedTokensAreKept(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tok := strings.Repeat("k", 40) + "." + strings.Repeat(string(rune('a'+i)), 40) // one per test
-			header := "Bearer " + tok
 			req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, tt.target, nil)
-			req.Header.Set("Authorization", header)
+			req.Header.Set("Authorization", "Bearer "+tok)
 			Require(tt.c, "orders", "read")(http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), req)
 			assert.Equal(t, tt.kept, known(tok))
-			if tt.kept {
-				p := knownSlot(tok).Load()
-				inHeader := uintptr(unsafe.Pointer(unsafe.StringData(header[len("Bearer "):])))
-				assert.NotEqual(t, inHeader, uintptr(unsafe.Pointer(unsafe.StringData(*p))), "the table holds a copy")
-			}
 		})
 	}
 }
 
-// TestTokensOutsideTheBoundsAreNotKept: a token shorter than
-// minKnownToken or longer than maxKnownToken is never kept, so that the
-// table holds at most knownSlots × maxKnownToken bytes.
-func TestTokensOutsideTheBoundsAreNotKept(t *testing.T) {
+// TestShortTokensAreNotKept: a token shorter than minKnownToken, which
+// is checked as fast as it is hashed, is never kept.
+func TestShortTokensAreNotKept(t *testing.T) {
 	t.Parallel()
-	for _, tok := range []string{strings.Repeat("s", minKnownToken-1), strings.Repeat("L", maxKnownToken+1)} {
-		remember(tok)
-		assert.False(t, known(tok), "a token of %d bytes", len(tok))
-	}
+	tok := strings.Repeat("s", minKnownToken-1)
+	remember(tok)
+	assert.False(t, known(tok))
 }
 
 // FuzzCutBearer holds cutBearer to what BearerFromValues read before it:
