@@ -66,7 +66,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // /{orgId}/roles/{roleId} both match /users/roles/assignments.
 func (s *Server) routes() http.Handler {
 	preflights := &preflightRoutes{s: s, methods: map[*http.ServeMux]map[string]*[]string{}}
-	newMux := func() mux { return mux{ServeMux: http.NewServeMux(), patterns: &s.patterns, preflights: preflights} }
+	newMux := func() mux {
+		m := mux{ServeMux: http.NewServeMux(), unrouted: http.NewServeMux(), patterns: &s.patterns, preflights: preflights}
+		m.ServeMux.Handle("/", http.HandlerFunc(m.noRoute))
+		return m
+	}
 	top := newMux()
 	s.identityRoutes(top)
 	s.authorizeRoutes(top)
@@ -81,24 +85,38 @@ func (s *Server) routes() http.Handler {
 
 	om := orgMuxes{root: newMux(), alias: newMux(), users: newMux(), global: newMux(), org: newMux()}
 	s.organizationRoutes(om)
-	top.ServeMux.Handle(orgPrefix, om.root)
-	top.ServeMux.Handle(orgPrefix+"/", om)
+	top.route(orgPrefix, om.root)
+	top.route(orgPrefix+"/", om)
 	return top
 }
 
 // mux is a ServeMux whose own answers (no route: 404; a known path with
 // another method: 405 with Allow) carry the service's JSON error body
 // rather than ServeMux's plain text, and which answers a path that is not
-// canonical ("//x", "/a/../b") with a 404 rather than ServeMux's redirect. Every pattern is registered with its
-// method, so that ServeMux tells the two apart; a catch-all "/" pattern
-// would turn every 405 into a 404.
+// canonical ("//x", "/a/../b") with a 404 rather than ServeMux's redirect.
+// Every pattern is registered with its method, so that ServeMux tells the
+// two apart.
+//
+// A request is routed once: the ServeMux holds every pattern and, below
+// them all, the catch-all "/", which takes exactly the requests no pattern
+// takes. Only those are routed a second time, by unrouted, which holds the
+// same patterns without the catch-all, to learn whether ServeMux would
+// answer 404 or 405 and with which Allow. (A catch-all alone would turn
+// every 405 into a 404.)
 //
 // Every path it routes also answers OPTIONS, CORS preflights included
 // (cors.go).
 type mux struct {
 	*http.ServeMux
-	patterns   *[]string // every pattern registered, for the tests
+	unrouted   *http.ServeMux // the same patterns, no catch-all: ServeMux's own answers
+	patterns   *[]string      // every pattern registered, for the tests
 	preflights *preflightRoutes
+}
+
+// route registers h for pattern on both ServeMuxes.
+func (m mux) route(pattern string, h http.Handler) {
+	m.ServeMux.Handle(pattern, h)
+	m.unrouted.Handle(pattern, h)
 }
 
 // preflightRoutes remembers the methods registered for each path of each
@@ -113,7 +131,7 @@ type preflightRoutes struct {
 // does not decode never reaches h (wellFormedQuery).
 func (m mux) Handle(pattern string, h http.Handler) {
 	*m.patterns = append(*m.patterns, pattern)
-	m.ServeMux.Handle(pattern, wellFormedQuery(pattern, h))
+	m.route(pattern, wellFormedQuery(pattern, h))
 	method, path, _ := strings.Cut(pattern, " ")
 	paths := m.preflights.methods[m.ServeMux]
 	if paths == nil {
@@ -126,7 +144,7 @@ func (m mux) Handle(pattern string, h http.Handler) {
 		paths[path] = methods
 		options := http.MethodOptions + " " + path
 		*m.patterns = append(*m.patterns, options)
-		m.ServeMux.Handle(options, m.preflights.s.preflight(methods))
+		m.route(options, m.preflights.s.preflight(methods))
 	}
 	*methods = append(*methods, method)
 	if method == http.MethodGet {
@@ -142,18 +160,20 @@ func (m mux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Reques
 // ServeHTTP routes r, answering a non-canonical path, a path no pattern
 // takes or a method the path does not take with the service's error body.
 func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p := r.URL.Path; p != cleanPath(p) {
+	if p := r.URL.Path; !isCleanPath(p) {
 		// ServeMux would redirect to the cleaned path in plain text; the
 		// service names its resources by canonical paths only.
 		writeErr(w, errf(http.StatusNotFound, "no route for %s %s: the path is not canonical (%s)", r.Method, p, cleanPath(p)))
 		return
 	}
-	h, pattern := m.Handler(r)
-	if pattern != "" {
-		m.ServeMux.ServeHTTP(w, r) // sets the path values h reads
-		return
-	}
+	m.ServeMux.ServeHTTP(w, r) // sets the path values the handler reads
+}
+
+// noRoute answers a request no pattern takes, the catch-all's: 405 with
+// Allow where ServeMux would answer 405, else 404.
+func (m mux) noRoute(w http.ResponseWriter, r *http.Request) {
 	// ServeMux answers itself: capture its status and Allow header.
+	h, _ := m.unrouted.Handler(r)
 	rec := &muxAnswer{header: http.Header{}}
 	h.ServeHTTP(rec, r)
 	switch {
@@ -163,6 +183,30 @@ func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errf(http.StatusMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
 	default:
 		writeErr(w, errf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	}
+}
+
+// isCleanPath reports whether p is its own cleanPath, without cleaning
+// it: it starts with a slash and has no empty segment but a last one and
+// no "." or ".." segment.
+func isCleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	for rest := p[1:]; ; {
+		seg, after, more := strings.Cut(rest, "/")
+		switch seg {
+		case ".", "..":
+			return false
+		case "":
+			if more { // "//"
+				return false
+			}
+		}
+		if !more {
+			return true
+		}
+		rest = after
 	}
 }
 
