@@ -285,7 +285,8 @@ type authState struct {
 	adminSecret string
 	pageKey     []byte // signs AuthZEN search page tokens (authzensearch.go)
 	policies    decision.Cache
-	dpop        *dpop.Verifier // algorithms and challenges; verifies no proof
+	subjects    decision.SubjectCache // the subjects of /authorize's decisions
+	dpop        *dpop.Verifier        // algorithms and challenges; verifies no proof
 	// proofs verifies DPoP proofs, one verifier (and so one replay cache)
 	// per realm: a full replay cache shortens its window, so a shared one
 	// would let a flood of proofs in one realm shorten every realm's.

@@ -114,8 +114,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 		if err != nil {
 			return err
 		}
-		sub := decision.SubjectOf(rm, c.subject, c.org)
-		res = s.auth.policies.Policy(client).Evaluate(&sub, resources, method)
+		sub := s.auth.subjects.Of(rm, c.subject, c.org)
+		res = s.auth.policies.Policy(client).Evaluate(sub, resources, method)
 		if s.denialLog != nil && res.Status != decision.Grant {
 			denial = s.logDenial(rm, client, c, resources, method, req.Context.Attributes.path())
 		}

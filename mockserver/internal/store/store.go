@@ -162,6 +162,7 @@ func (s *Store) WriteContext(ctx context.Context, realm string, fn func(r *Realm
 		return err
 	}
 	r.mu.Lock()
+	r.gen++ // before fn: a write that fails or panics half-way counts too
 	began := s.pacer.clock()
 	defer func() {
 		s.pacer.charge(r, s.pacer.clock()-began)
@@ -169,6 +170,13 @@ func (s *Store) WriteContext(ctx context.Context, realm string, fn func(r *Realm
 	}()
 	return fn(r)
 }
+
+// Generation returns a number that every write of the realm changes (each
+// Write, whether fn fails or not, and decommissioning): what was computed
+// from the realm under one generation still holds while Generation returns
+// it. Call it inside Read or Write only; it is the realm's, not the store's,
+// and a realm of the same name made again starts a count of its own.
+func (r *Realm) Generation() uint64 { return r.gen }
 
 // Install adds fully built realms to the store, all or none: a name already
 // in use, a name given twice, or a realm without a signing key is an error
