@@ -156,7 +156,7 @@ func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
 // authenticate validates the request's access token for realm and returns
 // the caller.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm string) (*caller, *authFailure) {
-	scheme, raw, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	scheme, raw, ok := strings.Cut(headerValue(r.Header, "Authorization"), " ")
 	raw = strings.TrimSpace(raw)
 	if !ok || raw == "" {
 		return nil, &authFailure{message: "an access token is required"}

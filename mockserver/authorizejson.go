@@ -1,5 +1,7 @@
 package mockserver
 
+import "bytes"
+
 // The body of /authorize, the server's hottest request, is first read by
 // a small scanner that knows only the plain form of that body: the
 // members of authorizeRequest, resourceRequest, decisionContext and
@@ -23,12 +25,23 @@ type fastBody interface {
 }
 
 func (req *authorizeRequest) decodeFast(body []byte) bool {
-	sc := scanner{b: body, text: string(body)}
+	room := new(authorizeRoom)
+	sc := scanner{b: body, text: string(body), room: room, scopes: room.scopes[:0]}
 	if !sc.authorize(req) || !sc.end() {
 		*req = authorizeRequest{}
 		return false
 	}
 	return true
+}
+
+// authorizeRoom is where the scanner puts what a usual authorize body
+// holds, in one allocation: the context and its attributes, and the first
+// resources and scopes (more go to slices of their own).
+type authorizeRoom struct {
+	ctx       decisionContext
+	attrs     decisionAttributes
+	resources [4]resourceRequest
+	scopes    [8]string
 }
 
 // scanner reads the plain form of an authorize body; every method reports
@@ -37,7 +50,20 @@ type scanner struct {
 	b    []byte
 	text string // b as a string: every string read is a piece of it, one allocation for all
 	i    int
+	room *authorizeRoom
+	// scopes holds every resource's scopes one after the other; each
+	// resource's Scopes is its piece.
+	scopes []string
 }
+
+// plainByte reports the bytes a plain string holds: printable ASCII but
+// the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '\\'
+	}
+	return t
+}()
 
 func (s *scanner) space() {
 	for s.i < len(s.b) {
@@ -74,16 +100,18 @@ func (s *scanner) raw() ([]byte, int, bool) {
 		return nil, 0, false
 	}
 	start := s.i
-	for ; s.i < len(s.b); s.i++ {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			s.i++
-			return s.b[start : s.i-1], start, true
-		case c == '\\' || c < 0x20 || c > 0x7e:
+	n := bytes.IndexByte(s.b[start:], '"')
+	if n < 0 {
+		return nil, 0, false
+	}
+	str := s.b[start : start+n]
+	for _, c := range str {
+		if !plainByte[c] {
 			return nil, 0, false
 		}
 	}
-	return nil, 0, false
+	s.i = start + n + 1
+	return str, start, true
 }
 
 func (s *scanner) str(dst *string) bool {
@@ -169,7 +197,7 @@ func (s *scanner) authorize(req *authorizeRequest) bool {
 			if !s.peek('[') {
 				return false
 			}
-			req.Resources = make([]resourceRequest, 0, 4)
+			req.Resources = s.room.resources[:0]
 			return s.array(func() bool {
 				var rr resourceRequest
 				ok := s.resource(&rr)
@@ -177,9 +205,9 @@ func (s *scanner) authorize(req *authorizeRequest) bool {
 				return ok
 			})
 		default:
-			req.Context = &decisionContext{}
+			req.Context = &s.room.ctx
 			return s.object(contextNames, func(int) bool {
-				req.Context.Attributes = &decisionAttributes{}
+				req.Context.Attributes = &s.room.attrs
 				return s.attributes(req.Context.Attributes)
 			})
 		}
@@ -194,13 +222,15 @@ func (s *scanner) resource(rr *resourceRequest) bool {
 		if !s.peek('[') {
 			return false
 		}
-		rr.Scopes = make([]string, 0, 4)
-		return s.array(func() bool {
+		start := len(s.scopes)
+		ok := s.array(func() bool {
 			var sc string
 			ok := s.str(&sc)
-			rr.Scopes = append(rr.Scopes, sc)
+			s.scopes = append(s.scopes, sc)
 			return ok
 		})
+		rr.Scopes = s.scopes[start:len(s.scopes):len(s.scopes)]
+		return ok
 	})
 }
 

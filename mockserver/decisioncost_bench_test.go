@@ -3,14 +3,17 @@ package mockserver_test
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
 
 // BenchmarkDecisionHandler measures what the reference server does for one
@@ -74,6 +77,38 @@ func BenchmarkDecisionHandler(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				serve(h.h, w)
+			}
+		})
+	}
+
+	// The same over loopback, one connection, client and server in this
+	// process: what BenchmarkDecisionRate times, one side at a time, so
+	// that callgrind counts each side's instructions per request.
+	ms := mockservertest.Start(b, mockserver.WithFixture(decisionFixture()),
+		mockserver.WithKeySeed([]byte("decision-handler-benchmark-seed")))
+	msToken := ms.Token("acme", "carol")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	hs := &http.Server{Handler: trivial, ReadHeaderTimeout: 10 * time.Second} // as mockservertest's
+	go func() { _ = hs.Serve(ln) }()
+	b.Cleanup(func() { _ = hs.Close() })
+	for _, side := range []struct{ name, url string }{{"loopback/mockserver", ms.URL}, {"loopback/trivial", "http://" + ln.Addr().String()}} {
+		b.Run(side.name, func(b *testing.B) {
+			tr := &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, DisableCompression: true}
+			b.Cleanup(tr.CloseIdleConnections)
+			client := &http.Client{Transport: tr}
+			reqBody := []byte(benchBody)
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := post(client, side.url, msToken, reqBody)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
 			}
 		})
 	}
