@@ -32,6 +32,7 @@ type caller struct {
 	tenantID string
 
 	claims *issuer.Claims
+	rm     *store.Realm // the store's realm of the token (store.ReadRealm)
 }
 
 // handlerFunc is a handler that runs after authentication.
@@ -181,7 +182,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 	s.store.Serving(rm)
 	noteCORSClient(r, realm, claims.AuthorizedParty)
 	return &caller{realm: realm, subject: claims.Subject, username: claims.PreferredUsername,
-		clientID: claims.AuthorizedParty, org: claims.Organization, claims: claims}, nil
+		clientID: claims.AuthorizedParty, org: claims.Organization, claims: claims, rm: rm}, nil
 }
 
 // errRealmGone is the validation error for a missing or decommissioned realm.
@@ -224,7 +225,8 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Clai
 	if ok {
 		return c, rm, func() {}, nil
 	}
-	return c, rm, func() { s.auth.verified.add(realm, raw, kid, c) }, nil
+	claims := c // c itself, captured, would go to the heap on every call
+	return c, rm, func() { s.auth.verified.add(realm, raw, kid, claims) }, nil
 }
 
 // errRevoked is the validation error for a revoked token.

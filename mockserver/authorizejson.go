@@ -1,7 +1,5 @@
 package mockserver
 
-import "bytes"
-
 // The body of /authorize, the server's hottest request, is first read by
 // a small scanner that knows only the plain form of that body: the
 // members of authorizeRequest, resourceRequest, decisionContext and
@@ -56,14 +54,20 @@ type scanner struct {
 	scopes []string
 }
 
-// plainByte reports the bytes a plain string holds: printable ASCII but
-// the backslash.
-var plainByte = func() (t [256]bool) {
+// stringByte classes the bytes of a string: plain (printable ASCII but
+// the quote and the backslash), its end (the quote), or neither.
+var stringByte = func() (t [256]uint8) {
 	for c := 0x20; c <= 0x7e; c++ {
-		t[c] = c != '\\'
+		t[c] = plain
 	}
+	t['"'], t['\\'] = quote, 0
 	return t
 }()
+
+const (
+	plain = 1 + iota
+	quote
+)
 
 func (s *scanner) space() {
 	for s.i < len(s.b) {
@@ -100,18 +104,17 @@ func (s *scanner) raw() ([]byte, int, bool) {
 		return nil, 0, false
 	}
 	start := s.i
-	n := bytes.IndexByte(s.b[start:], '"')
-	if n < 0 {
-		return nil, 0, false
-	}
-	str := s.b[start : start+n]
-	for _, c := range str {
-		if !plainByte[c] {
+	for i := start; i < len(s.b); i++ {
+		switch stringByte[s.b[i]] {
+		case plain:
+		case quote:
+			s.i = i + 1
+			return s.b[start:i], start, true
+		default:
 			return nil, 0, false
 		}
 	}
-	s.i = start + n + 1
-	return str, start, true
+	return nil, 0, false
 }
 
 func (s *scanner) str(dst *string) bool {

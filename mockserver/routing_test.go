@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestOddPathsAndMethods sends odd paths with every method and three kinds
@@ -68,17 +70,21 @@ func TestMuxAnswersAsServeMux(t *testing.T) {
 		"GET /a", "POST /a", "DELETE /a/{id}", "GET /a/{id}/b", "PUT /a/{id}/b",
 		"GET /files/{path...}", "POST /dir/", "GET /exact/{$}", "GET /x/{v}/y/{w}",
 	}
-	m := mux{ServeMux: http.NewServeMux(), unrouted: http.NewServeMux(), patterns: &[]string{},
-		preflights: &preflightRoutes{s: &Server{}, methods: map[*http.ServeMux]map[string]*[]string{}}}
-	m.ServeMux.Handle("/", http.HandlerFunc(m.noRoute))
+	m := newMux(&[]string{}, &preflightRoutes{s: &Server{}, methods: map[*http.ServeMux]map[string]*[]string{}})
 	ref := http.NewServeMux()
 	options := map[string]bool{}
+	direct := map[string]bool{"PUT /a/{id}/b": true, "GET /x/{v}/y/{w}": true, "GET /a": true} // HandleDirect
 	for _, p := range patterns {
-		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("X-Pattern", p)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Pattern", r.Pattern)
 			w.Header().Set("X-Values", r.PathValue("id")+"|"+r.PathValue("path")+"|"+r.PathValue("v")+"|"+r.PathValue("w"))
 			w.WriteHeader(299)
 		})
+		if direct[p] {
+			m.HandleDirect(p, h)
+		} else {
+			m.Handle(p, h)
+		}
 		ref.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
 		if o := http.MethodOptions + " " + strings.SplitN(p, " ", 2)[1]; !options[o] {
 			options[o] = true
@@ -133,4 +139,75 @@ func FuzzIsCleanPath(f *testing.F) {
 			t.Fatalf("isCleanPath(%q) = %v, cleanPath gives %q", p, got, cleanPath(p))
 		}
 	})
+}
+
+// TestDirectRoutesAgreeWithServeMux: every direct route of the server
+// (HandleDirect) takes only requests ServeMux routes to its pattern, with
+// the same path values. ServeMux prefers a pattern with a literal where a
+// direct route has a wildcard; a path is tried with, for each wildcard,
+// every literal any pattern has, and one that none has, which is all
+// ServeMux's precedence can tell apart. The check itself finds a literal
+// pattern that a direct route would shadow.
+func TestDirectRoutesAgreeWithServeMux(t *testing.T) {
+	t.Parallel()
+	a := newOrgAPI(t)
+	top, ok := a.s.routes().(mux)
+	require.True(t, ok)
+	require.NotEmpty(t, *top.direct)
+	require.Empty(t, directRouteConflicts(top))
+
+	shadowing := newMux(&[]string{}, &preflightRoutes{s: &Server{}, methods: map[*http.ServeMux]map[string]*[]string{}})
+	shadowing.HandleDirect("POST /realms/{realm}/decide", http.NotFoundHandler())
+	shadowing.Handle("POST /realms/master/decide", http.NotFoundHandler())
+	require.Equal(t, []string{"POST /realms/master/decide: direct route POST /realms/{realm}/decide, ServeMux POST /realms/master/decide"},
+		directRouteConflicts(shadowing))
+}
+
+// directRouteConflicts returns the requests m's direct routes take that
+// ServeMux routes elsewhere or with other path values.
+func directRouteConflicts(m mux) []string {
+	literals := []string{"no-pattern-has-this-literal"}
+	for _, p := range *m.patterns {
+		_, path, _ := strings.Cut(p, " ")
+		for seg := range strings.SplitSeq(path, "/") {
+			if seg != "" && !strings.Contains(seg, "{") && !slices.Contains(literals, seg) {
+				literals = append(literals, seg)
+			}
+		}
+	}
+	var out []string
+	for _, d := range *m.direct {
+		// Every wildcard in turn takes every literal, the others a value
+		// no pattern has.
+		for w := range d.segments {
+			if d.wild[w] == "" {
+				continue
+			}
+			for _, lit := range literals {
+				segs := make([]string, len(d.segments))
+				for i, s := range d.segments {
+					switch {
+					case i == w:
+						segs[i] = lit
+					case d.wild[i] != "":
+						segs[i] = "no-pattern-has-this-literal"
+					default:
+						segs[i] = s
+					}
+				}
+				path := "/" + strings.Join(segs, "/")
+				req := httptest.NewRequest(d.method, "http://x.test"+path, nil)
+				_, pattern := m.ServeMux.Handler(req)
+				if pattern != d.pattern {
+					out = append(out, d.method+" "+path+": direct route "+d.pattern+", ServeMux "+pattern)
+					continue
+				}
+				req = httptest.NewRequest(d.method, "http://x.test"+path, nil)
+				if !d.take(req) || req.PathValue(d.wild[w]) != lit {
+					out = append(out, d.method+" "+path+": the direct route does not take it with "+d.wild[w]+"="+lit)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -66,11 +66,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // /{orgId}/roles/{roleId} both match /users/roles/assignments.
 func (s *Server) routes() http.Handler {
 	preflights := &preflightRoutes{s: s, methods: map[*http.ServeMux]map[string]*[]string{}}
-	newMux := func() mux {
-		m := mux{ServeMux: http.NewServeMux(), unrouted: http.NewServeMux(), patterns: &s.patterns, preflights: preflights}
-		m.ServeMux.Handle("/", http.HandlerFunc(m.noRoute))
-		return m
-	}
+	newMux := func() mux { return newMux(&s.patterns, preflights) }
 	top := newMux()
 	s.identityRoutes(top)
 	s.authorizeRoutes(top)
@@ -109,8 +105,18 @@ func (s *Server) routes() http.Handler {
 type mux struct {
 	*http.ServeMux
 	unrouted   *http.ServeMux // the same patterns, no catch-all: ServeMux's own answers
+	direct     *[]directRoute // routes taken before ServeMux (HandleDirect)
 	patterns   *[]string      // every pattern registered, for the tests
 	preflights *preflightRoutes
+}
+
+// newMux returns an empty mux that records its patterns in patterns and
+// its paths' methods in preflights.
+func newMux(patterns *[]string, preflights *preflightRoutes) mux {
+	m := mux{ServeMux: http.NewServeMux(), unrouted: http.NewServeMux(), direct: &[]directRoute{},
+		patterns: patterns, preflights: preflights}
+	m.ServeMux.Handle("/", http.HandlerFunc(m.noRoute))
+	return m
 }
 
 // route registers h for pattern on both ServeMuxes.
@@ -152,6 +158,21 @@ func (m mux) Handle(pattern string, h http.Handler) {
 	}
 }
 
+// HandleDirect registers h for pattern as Handle does, and also as a
+// direct route, which the mux takes before ServeMux: a request of the
+// pattern's method whose path, clean and without a percent sign (escaped
+// or not), has the pattern's literal segments and a non-empty segment for
+// each wildcard goes to h at once, with the path values set. That is the route ServeMux
+// would pick only while no other pattern of the mux takes such a path
+// more specifically (a literal where the pattern has a wildcard):
+// TestDirectRoutesAgreeWithServeMux checks every direct route of the
+// server against ServeMux. The pattern has literal and single-segment
+// wildcard segments only, and no trailing slash.
+func (m mux) HandleDirect(pattern string, h http.Handler) {
+	m.Handle(pattern, h)
+	*m.direct = append(*m.direct, newDirectRoute(pattern, wellFormedQuery(pattern, h)))
+}
+
 // HandleFunc registers h for pattern, which names its method.
 func (m mux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
 	m.Handle(pattern, http.HandlerFunc(h))
@@ -166,7 +187,74 @@ func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errf(http.StatusNotFound, "no route for %s %s: the path is not canonical (%s)", r.Method, p, cleanPath(p)))
 		return
 	}
+	// A path that is its escaped form (RawPath empty) and has no percent
+	// sign has segments that ServeMux, which routes by the escaped path
+	// and unescapes each segment, reads as they are.
+	if r.URL.RawPath == "" && strings.IndexByte(r.URL.Path, '%') < 0 {
+		for i := range *m.direct {
+			if d := &(*m.direct)[i]; d.method == r.Method && d.take(r) {
+				d.h.ServeHTTP(w, r)
+				return
+			}
+		}
+	}
 	m.ServeMux.ServeHTTP(w, r) // sets the path values the handler reads
+}
+
+// directRoute is a route of HandleDirect.
+type directRoute struct {
+	pattern, method string
+	segments        []string // the path's, after its leading slash
+	wild            []string // the wildcard's name for each segment; "" for a literal
+	h               http.Handler
+}
+
+// newDirectRoute parses pattern; it panics on a pattern HandleDirect does
+// not take, as ServeMux does on a malformed one.
+func newDirectRoute(pattern string, h http.Handler) directRoute {
+	method, path, _ := strings.Cut(pattern, " ")
+	d := directRoute{pattern: pattern, method: method, h: h}
+	if method == "" || !strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") {
+		panic("mockserver: direct route " + pattern + ": a method and a path without a trailing slash are required")
+	}
+	for seg := range strings.SplitSeq(path[1:], "/") {
+		name := ""
+		if strings.HasPrefix(seg, "{") {
+			name = strings.TrimSuffix(strings.TrimPrefix(seg, "{"), "}")
+			if name == "" || strings.ContainsAny(name, "{}.$") || len(name)+2 != len(seg) {
+				panic("mockserver: direct route " + pattern + ": only {name} wildcards are taken")
+			}
+		} else if seg == "" || strings.ContainsAny(seg, "{}%") {
+			panic("mockserver: direct route " + pattern + ": segment " + seg + " is not a literal")
+		}
+		d.segments = append(d.segments, seg)
+		d.wild = append(d.wild, name)
+	}
+	return d
+}
+
+// take reports whether r's path, clean and without a percent sign, is one
+// of the route's, and if so sets r's pattern and path values as ServeMux
+// would.
+func (d *directRoute) take(r *http.Request) bool {
+	p := r.URL.Path[1:]
+	for i, lit := range d.segments {
+		seg, rest, more := strings.Cut(p, "/")
+		if more != (i < len(d.segments)-1) || (d.wild[i] == "" && seg != lit) || seg == "" {
+			return false
+		}
+		p = rest
+	}
+	p = r.URL.Path[1:]
+	for i := range d.segments {
+		seg, rest, _ := strings.Cut(p, "/")
+		if d.wild[i] != "" {
+			r.SetPathValue(d.wild[i], seg)
+		}
+		p = rest
+	}
+	r.Pattern = d.pattern
+	return true
 }
 
 // noRoute answers a request no pattern takes, the catch-all's: 405 with

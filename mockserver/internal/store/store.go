@@ -137,6 +137,15 @@ func (s *Store) Read(realm string, fn func(r *Realm) error) error {
 	return fn(r)
 }
 
+// ReadRealm is Read of r, a realm Lookup returned, for a caller that has
+// it already: a name never names another realm once installed, so it
+// spares the lookup, not a check.
+func (s *Store) ReadRealm(r *Realm, fn func(r *Realm) error) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return fn(r)
+}
+
 // Write runs fn on the named realm under that realm's write lock. fn must
 // check every precondition before its first mutation: a Write that returns an
 // error must have changed nothing. A missing realm is ErrNotFound. It is
