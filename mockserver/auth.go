@@ -77,8 +77,19 @@ const (
 // permission allowed (nil: any valid token), runs h and, for a non-empty
 // action, records the outcome in the audit log (403s included).
 func (s *Server) protect(realmOf func(*http.Request) string, allowed func(*issuer.Claims) bool, need, action string, h handlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		realm := realmOf(r)
+	serve := s.protectIn(allowed, need, action, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(w, r, realmOf(r)) })
+}
+
+// authenticatedIn is authenticated for a route that passes the realm
+// itself (mux.HandleDirect).
+func (s *Server) authenticatedIn(h handlerFunc) func(http.ResponseWriter, *http.Request, string) {
+	return s.protectIn(nil, "", "", h)
+}
+
+// protectIn is protect against the realm it is given.
+func (s *Server) protectIn(allowed func(*issuer.Claims) bool, need, action string, h handlerFunc) func(http.ResponseWriter, *http.Request, string) {
+	return func(w http.ResponseWriter, r *http.Request, realm string) {
 		c, fail := s.authenticate(w, r, realm)
 		if fail != nil {
 			s.refuse(w, realm, fail)
@@ -99,7 +110,7 @@ func (s *Server) protect(realmOf func(*http.Request) string, allowed func(*issue
 			h(rec, r, c)
 		}
 		s.recordAudit(c, action, rec.status)
-	})
+	}
 }
 
 // authFailure is a refused token: the challenge error code and the message.

@@ -19,7 +19,7 @@ import (
 func (s *Server) decisionRoutes(m mux) {
 	const base = "POST /realms/{realm}/authorization-decision-provider"
 	// The hottest route: taken before ServeMux (HandleDirect).
-	m.HandleDirect(base+"/authorize", s.authenticated(s.authorize))
+	m.HandleDirect(base+"/authorize", s.authenticatedIn(s.authorize))
 	m.Handle(base+"/get-organizations", s.authenticated(s.getOrganizations))
 }
 

@@ -73,17 +73,17 @@ func TestMuxAnswersAsServeMux(t *testing.T) {
 	m := newMux(&[]string{}, &preflightRoutes{s: &Server{}, methods: map[*http.ServeMux]map[string]*[]string{}})
 	ref := http.NewServeMux()
 	options := map[string]bool{}
-	direct := map[string]bool{"PUT /a/{id}/b": true, "GET /x/{v}/y/{w}": true, "GET /a": true} // HandleDirect
+	direct := map[string]bool{"PUT /a/{id}/b": true, "DELETE /a/{id}": true} // HandleDirect
 	for _, p := range patterns {
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := func(w http.ResponseWriter, r *http.Request, id string) {
 			w.Header().Set("X-Pattern", r.Pattern)
-			w.Header().Set("X-Values", r.PathValue("id")+"|"+r.PathValue("path")+"|"+r.PathValue("v")+"|"+r.PathValue("w"))
+			w.Header().Set("X-Values", id+"|"+r.PathValue("path")+"|"+r.PathValue("v")+"|"+r.PathValue("w"))
 			w.WriteHeader(299)
-		})
+		}
 		if direct[p] {
 			m.HandleDirect(p, h)
 		} else {
-			m.Handle(p, h)
+			m.Handle(p, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, r.PathValue("id")) }))
 		}
 		ref.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
 		if o := http.MethodOptions + " " + strings.SplitN(p, " ", 2)[1]; !options[o] {
@@ -157,7 +157,7 @@ func TestDirectRoutesAgreeWithServeMux(t *testing.T) {
 	require.Empty(t, directRouteConflicts(top))
 
 	shadowing := newMux(&[]string{}, &preflightRoutes{s: &Server{}, methods: map[*http.ServeMux]map[string]*[]string{}})
-	shadowing.HandleDirect("POST /realms/{realm}/decide", http.NotFoundHandler())
+	shadowing.HandleDirect("POST /realms/{realm}/decide", func(http.ResponseWriter, *http.Request, string) {})
 	shadowing.Handle("POST /realms/master/decide", http.NotFoundHandler())
 	require.Equal(t, []string{"POST /realms/master/decide: direct route POST /realms/{realm}/decide, ServeMux POST /realms/master/decide"},
 		directRouteConflicts(shadowing))
@@ -177,35 +177,19 @@ func directRouteConflicts(m mux) []string {
 	}
 	var out []string
 	for _, d := range *m.direct {
-		// Every wildcard in turn takes every literal, the others a value
-		// no pattern has.
-		for w := range d.segments {
-			if d.wild[w] == "" {
+		// The wildcard takes every literal, and one no pattern has.
+		for _, lit := range literals {
+			segs := slices.Clone(d.segments)
+			segs[d.wild] = lit
+			path := "/" + strings.Join(segs, "/")
+			req := httptest.NewRequest(d.method, "http://x.test"+path, nil)
+			_, pattern := m.ServeMux.Handler(req)
+			if pattern != d.pattern {
+				out = append(out, d.method+" "+path+": direct route "+d.pattern+", ServeMux "+pattern)
 				continue
 			}
-			for _, lit := range literals {
-				segs := make([]string, len(d.segments))
-				for i, s := range d.segments {
-					switch {
-					case i == w:
-						segs[i] = lit
-					case d.wild[i] != "":
-						segs[i] = "no-pattern-has-this-literal"
-					default:
-						segs[i] = s
-					}
-				}
-				path := "/" + strings.Join(segs, "/")
-				req := httptest.NewRequest(d.method, "http://x.test"+path, nil)
-				_, pattern := m.ServeMux.Handler(req)
-				if pattern != d.pattern {
-					out = append(out, d.method+" "+path+": direct route "+d.pattern+", ServeMux "+pattern)
-					continue
-				}
-				req = httptest.NewRequest(d.method, "http://x.test"+path, nil)
-				if !d.take(req) || req.PathValue(d.wild[w]) != lit {
-					out = append(out, d.method+" "+path+": the direct route does not take it with "+d.wild[w]+"="+lit)
-				}
+			if value, ok := d.take(path); !ok || value != lit {
+				out = append(out, d.method+" "+path+": the direct route does not take it with "+d.name+"="+lit)
 			}
 		}
 	}

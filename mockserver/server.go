@@ -158,19 +158,22 @@ func (m mux) Handle(pattern string, h http.Handler) {
 	}
 }
 
-// HandleDirect registers h for pattern as Handle does, and also as a
-// direct route, which the mux takes before ServeMux: a request of the
-// pattern's method whose path, clean and without a percent sign (escaped
-// or not), has the pattern's literal segments and a non-empty segment for
-// each wildcard goes to h at once, with the path values set. That is the route ServeMux
-// would pick only while no other pattern of the mux takes such a path
-// more specifically (a literal where the pattern has a wildcard):
+// HandleDirect registers h for pattern, whose one wildcard's value h
+// is given, as Handle does, and also as a direct route, which the mux
+// takes before ServeMux: a request of the pattern's method without a query
+// whose path, clean and without a percent sign (escaped or not), has the
+// pattern's literal segments and a non-empty segment for the wildcard goes
+// to h at once, with that segment. That is the route ServeMux would pick
+// only while no other pattern of the mux takes such a path more
+// specifically (a literal where the pattern has its wildcard):
 // TestDirectRoutesAgreeWithServeMux checks every direct route of the
-// server against ServeMux. The pattern has literal and single-segment
-// wildcard segments only, and no trailing slash.
-func (m mux) HandleDirect(pattern string, h http.Handler) {
-	m.Handle(pattern, h)
-	*m.direct = append(*m.direct, newDirectRoute(pattern, wellFormedQuery(pattern, h)))
+// server against ServeMux. The pattern has literal segments and one
+// single-segment wildcard, and no trailing slash. h does not read path
+// values: a direct route sets none (Request.SetPathValue makes a map).
+func (m mux) HandleDirect(pattern string, h func(w http.ResponseWriter, r *http.Request, value string)) {
+	d := newDirectRoute(pattern, h)
+	m.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, r.PathValue(d.name)) }))
+	*m.direct = append(*m.direct, d)
 }
 
 // HandleFunc registers h for pattern, which names its method.
@@ -190,11 +193,16 @@ func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A path that is its escaped form (RawPath empty) and has no percent
 	// sign has segments that ServeMux, which routes by the escaped path
 	// and unescapes each segment, reads as they are.
-	if r.URL.RawPath == "" && strings.IndexByte(r.URL.Path, '%') < 0 {
+	// No query either: wellFormedQuery checks one on the way through
+	// ServeMux.
+	if r.URL.RawPath == "" && r.URL.RawQuery == "" && strings.IndexByte(r.URL.Path, '%') < 0 {
 		for i := range *m.direct {
-			if d := &(*m.direct)[i]; d.method == r.Method && d.take(r) {
-				d.h.ServeHTTP(w, r)
-				return
+			if d := &(*m.direct)[i]; d.method == r.Method {
+				if value, ok := d.take(r.URL.Path); ok {
+					r.Pattern = d.pattern
+					d.h(w, r, value)
+					return
+				}
 			}
 		}
 	}
@@ -205,56 +213,52 @@ func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type directRoute struct {
 	pattern, method string
 	segments        []string // the path's, after its leading slash
-	wild            []string // the wildcard's name for each segment; "" for a literal
-	h               http.Handler
+	wild            int      // the index of the wildcard's segment
+	name            string   // the wildcard's name
+	h               func(http.ResponseWriter, *http.Request, string)
 }
 
 // newDirectRoute parses pattern; it panics on a pattern HandleDirect does
 // not take, as ServeMux does on a malformed one.
-func newDirectRoute(pattern string, h http.Handler) directRoute {
+func newDirectRoute(pattern string, h func(http.ResponseWriter, *http.Request, string)) directRoute {
 	method, path, _ := strings.Cut(pattern, " ")
-	d := directRoute{pattern: pattern, method: method, h: h}
+	d := directRoute{pattern: pattern, method: method, wild: -1, h: h}
 	if method == "" || !strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") {
 		panic("mockserver: direct route " + pattern + ": a method and a path without a trailing slash are required")
 	}
 	for seg := range strings.SplitSeq(path[1:], "/") {
-		name := ""
 		if strings.HasPrefix(seg, "{") {
-			name = strings.TrimSuffix(strings.TrimPrefix(seg, "{"), "}")
-			if name == "" || strings.ContainsAny(name, "{}.$") || len(name)+2 != len(seg) {
-				panic("mockserver: direct route " + pattern + ": only {name} wildcards are taken")
+			name := strings.TrimSuffix(strings.TrimPrefix(seg, "{"), "}")
+			if d.wild >= 0 || name == "" || strings.ContainsAny(name, "{}.$") || len(name)+2 != len(seg) {
+				panic("mockserver: direct route " + pattern + ": one {name} wildcard is taken")
 			}
+			d.wild, d.name = len(d.segments), name
 		} else if seg == "" || strings.ContainsAny(seg, "{}%") {
 			panic("mockserver: direct route " + pattern + ": segment " + seg + " is not a literal")
 		}
 		d.segments = append(d.segments, seg)
-		d.wild = append(d.wild, name)
+	}
+	if d.wild < 0 {
+		panic("mockserver: direct route " + pattern + ": one {name} wildcard is required")
 	}
 	return d
 }
 
-// take reports whether r's path, clean and without a percent sign, is one
-// of the route's, and if so sets r's pattern and path values as ServeMux
-// would.
-func (d *directRoute) take(r *http.Request) bool {
-	p := r.URL.Path[1:]
+// take reports whether path, clean and without a percent sign, is one of
+// the route's, and returns its wildcard's value.
+func (d *directRoute) take(path string) (value string, ok bool) {
+	p := path[1:]
 	for i, lit := range d.segments {
 		seg, rest, more := strings.Cut(p, "/")
-		if more != (i < len(d.segments)-1) || (d.wild[i] == "" && seg != lit) || seg == "" {
-			return false
+		if more != (i < len(d.segments)-1) || seg == "" || (i != d.wild && seg != lit) {
+			return "", false
+		}
+		if i == d.wild {
+			value = seg
 		}
 		p = rest
 	}
-	p = r.URL.Path[1:]
-	for i := range d.segments {
-		seg, rest, _ := strings.Cut(p, "/")
-		if d.wild[i] != "" {
-			r.SetPathValue(d.wild[i], seg)
-		}
-		p = rest
-	}
-	r.Pattern = d.pattern
-	return true
+	return value, true
 }
 
 // noRoute answers a request no pattern takes, the catch-all's: 405 with

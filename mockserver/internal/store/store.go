@@ -65,6 +65,10 @@ type Store struct {
 	mu      sync.RWMutex
 	realms  map[string]*Realm // by name
 	tenants map[string]*Realm // by tenant id, provisioned realms only
+	// byName is realms again, for Lookup: a sync.Map reads without a
+	// lock, where mu's read lock was a write to memory every core shares,
+	// on every request. Install adds to both under mu.
+	byName sync.Map // name -> *Realm
 
 	config atomic.Pointer[Config]
 	audit  auditLogs
@@ -90,10 +94,11 @@ func (s *Store) Now() time.Time { return s.now() }
 // CreatedAt, SigningKey, KeyID, TenantID) and Decommissioned may be read from
 // it outside Read and Write.
 func (s *Store) Lookup(name string) (*Realm, bool) {
-	s.mu.RLock()
-	r, ok := s.realms[name]
-	s.mu.RUnlock()
-	return r, ok
+	r, ok := s.byName.Load(name)
+	if !ok {
+		return nil, false
+	}
+	return r.(*Realm), true
 }
 
 // lookup is Lookup with ErrNotFound.
@@ -211,6 +216,7 @@ func (s *Store) Install(realms ...*Realm) error {
 	}
 	for _, r := range realms {
 		s.realms[r.Name] = r
+		s.byName.Store(r.Name, r)
 		if r.Tenant != nil {
 			s.tenants[r.Tenant.ID] = r
 		}
