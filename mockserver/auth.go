@@ -1,12 +1,10 @@
 package mockserver
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"unsafe"
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
@@ -34,6 +32,7 @@ type caller struct {
 	tenantID string
 
 	claims *issuer.Claims
+	rm     *store.Realm // the store's realm of the token (store.ReadRealm)
 }
 
 // handlerFunc is a handler that runs after authentication.
@@ -78,8 +77,19 @@ const (
 // permission allowed (nil: any valid token), runs h and, for a non-empty
 // action, records the outcome in the audit log (403s included).
 func (s *Server) protect(realmOf func(*http.Request) string, allowed func(*issuer.Claims) bool, need, action string, h handlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		realm := realmOf(r)
+	serve := s.protectIn(allowed, need, action, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(w, r, realmOf(r)) })
+}
+
+// authenticatedIn is authenticated for a route that passes the realm
+// itself (mux.HandleDirect).
+func (s *Server) authenticatedIn(h handlerFunc) func(http.ResponseWriter, *http.Request, string) {
+	return s.protectIn(nil, "", "", h)
+}
+
+// protectIn is protect against the realm it is given.
+func (s *Server) protectIn(allowed func(*issuer.Claims) bool, need, action string, h handlerFunc) func(http.ResponseWriter, *http.Request, string) {
+	return func(w http.ResponseWriter, r *http.Request, realm string) {
 		c, fail := s.authenticate(w, r, realm)
 		if fail != nil {
 			s.refuse(w, realm, fail)
@@ -100,7 +110,7 @@ func (s *Server) protect(realmOf func(*http.Request) string, allowed func(*issue
 			h(rec, r, c)
 		}
 		s.recordAudit(c, action, rec.status)
-	})
+	}
 }
 
 // authFailure is a refused token: the challenge error code and the message.
@@ -158,7 +168,7 @@ func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
 // authenticate validates the request's access token for realm and returns
 // the caller.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm string) (*caller, *authFailure) {
-	scheme, raw, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	scheme, raw, ok := strings.Cut(headerValue(r.Header, "Authorization"), " ")
 	raw = strings.TrimSpace(raw)
 	if !ok || raw == "" {
 		return nil, &authFailure{message: "an access token is required"}
@@ -183,7 +193,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 	s.store.Serving(rm)
 	noteCORSClient(r, realm, claims.AuthorizedParty)
 	return &caller{realm: realm, subject: claims.Subject, username: claims.PreferredUsername,
-		clientID: claims.AuthorizedParty, org: claims.Organization, claims: claims}, nil
+		clientID: claims.AuthorizedParty, org: claims.Organization, claims: claims, rm: rm}, nil
 }
 
 // errRealmGone is the validation error for a missing or decommissioned realm.
@@ -207,17 +217,14 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Clai
 	if !ok { // the realm has signed no token yet
 		return nil, nil, nil, checkError{issuer.ErrKey}
 	}
-	iss, now := issuer.RealmIssuer(s.issuerBase(r), realm), s.now()
-	// Hash the token's bytes in place: []byte(raw) copied ~700 bytes per
-	// request, the largest allocation of a decision. sha256 only reads them.
-	key256 := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw)))
-	c, ok = s.auth.verified.get(realm, key256, kid, iss)
+	base, now := s.issuerBase(r), s.now()
+	c, ok = s.auth.verified.get(realm, raw, kid, base)
 	if ok {
 		if err := c.CheckTime(now); err != nil {
 			return nil, nil, nil, checkError{err}
 		}
 	} else {
-		if c, err = issuer.Verify(raw, key, kid, iss, now); err != nil {
+		if c, err = issuer.Verify(raw, key, kid, issuer.RealmIssuer(base, realm), now); err != nil {
 			return nil, nil, nil, checkError{err}
 		}
 	}
@@ -229,7 +236,8 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Clai
 	if ok {
 		return c, rm, func() {}, nil
 	}
-	return c, rm, func() { s.auth.verified.add(realm, key256, verifiedToken{kid: kid, claims: c}) }, nil
+	claims := c // c itself, captured, would go to the heap on every call
+	return c, rm, func() { s.auth.verified.add(realm, raw, kid, claims) }, nil
 }
 
 // errRevoked is the validation error for a revoked token.
@@ -290,7 +298,8 @@ type authState struct {
 	adminSecret string
 	pageKey     []byte // signs AuthZEN search page tokens (authzensearch.go)
 	policies    decision.Cache
-	dpop        *dpop.Verifier // algorithms and challenges; verifies no proof
+	subjects    decision.SubjectCache // the subjects of /authorize's decisions
+	dpop        *dpop.Verifier        // algorithms and challenges; verifies no proof
 	// proofs verifies DPoP proofs, one verifier (and so one replay cache)
 	// per realm: a full replay cache shortens its window, so a shared one
 	// would let a flood of proofs in one realm shorten every realm's.

@@ -2,7 +2,6 @@ package mockserver
 
 import (
 	"crypto"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"math"
@@ -269,21 +268,47 @@ func TestVerifiedTokensEvictOneAtATime(t *testing.T) {
 	t.Parallel()
 	const budget = 64
 	v := newVerifiedTokens(budget)
-	c := &issuer.Claims{}
+	c := claimsOf("acme")
 	for i := range budget + 1 {
-		v.add("acme", tokenKey(i), verifiedToken{kid: "k", claims: c})
+		v.add("acme", tokenOf(i), "k", c)
 	}
 	require.EqualValues(t, budget, v.total.Load())
-	_, ok := v.get("acme", tokenKey(0), "k", "")
+	_, ok := v.get("acme", tokenOf(0), "k", "")
 	require.False(t, ok, "the least recently used token is forgotten")
 	for _, i := range []int{1, budget / 2, budget} {
-		_, ok := v.get("acme", tokenKey(i), "k", "")
+		_, ok := v.get("acme", tokenOf(i), "k", "")
 		require.True(t, ok, "token %d is still cached", i)
 	}
-	_, ok = v.get("acme", tokenKey(1), "other-kid", "")
+	_, ok = v.get("acme", tokenOf(1), "other-kid", "")
 	require.False(t, ok, "a token verified with another key does not count")
-	_, ok = v.get("globex", tokenKey(1), "k", "")
+	_, ok = v.get("globex", tokenOf(1), "k", "")
 	require.False(t, ok, "a token verified in another realm does not count")
+}
+
+// TestVerifiedTokensCompareTheWholeToken: the cache finds a token by a
+// hash of it, and a token that hashes like a remembered one is not taken
+// for it: every hash collides here, and only the token remembered is
+// found, never another one, however alike.
+func TestVerifiedTokensCompareTheWholeToken(t *testing.T) {
+	t.Parallel()
+	v := newVerifiedTokens(64)
+	v.hash = func(string) uint64 { return 42 }
+	c := claimsOf("acme")
+	v.add("acme", "header.claims.signature", "k", c)
+	got, ok := v.get("acme", "header.claims.signature", "k", "")
+	require.True(t, ok)
+	require.Same(t, c, got)
+	for _, other := range []string{"header.claims.signaturf", "header.forged.signature", "header.claims.signatur", ""} {
+		_, ok := v.get("acme", other, "k", "")
+		require.False(t, ok, "%q is not the token remembered", other)
+	}
+	v.add("acme", "another.token.altogether", "k", claimsOf("acme"))
+	_, ok = v.get("acme", "another.token.altogether", "k", "")
+	require.False(t, ok, "a colliding token is not remembered in another's place")
+	v.remove("acme", "another.token.altogether")
+	_, ok = v.get("acme", "header.claims.signature", "k", "")
+	require.True(t, ok, "removing a colliding token leaves the one remembered")
+	require.EqualValues(t, 1, v.total.Load())
 }
 
 // TestVerifiedTokensShareABudgetFairly: the realms' caches hold the budget
@@ -294,16 +319,16 @@ func TestVerifiedTokensShareABudgetFairly(t *testing.T) {
 	t.Parallel()
 	const budget = 60
 	v := newVerifiedTokens(budget)
-	c := &issuer.Claims{}
 	add := func(realm string, from, n int) {
+		c := claimsOf(realm)
 		for i := from; i < from+n; i++ {
-			v.add(realm, tokenKey(i), verifiedToken{kid: "k", claims: c})
+			v.add(realm, tokenOf(i), "k", c)
 			require.LessOrEqual(t, v.total.Load(), int64(budget), "after %s's token %d", realm, i)
 		}
 	}
 	cached := func(realm string, from, n int) (k int) {
 		for i := from; i < from+n; i++ {
-			if _, ok := v.get(realm, tokenKey(i), "k", ""); ok {
+			if _, ok := v.get(realm, tokenOf(i), "k", ""); ok {
 				k++
 			}
 		}
@@ -330,12 +355,18 @@ func TestVerifiedTokensShareABudgetFairly(t *testing.T) {
 // remembered counts the entries of every realm's verified-token cache.
 func remembered(v *verifiedTokens) int64 {
 	var n int64
-	v.realms.each(func(_ string, l *lru.Cache[[sha256.Size]byte, verifiedToken]) { n += int64(l.Len()) })
+	v.realms.each(func(_ string, l *lru.Cache[uint64, verifiedToken]) { n += int64(l.Len()) })
 	return n
 }
 
-// tokenKey is the cache key of a made-up token number i.
-func tokenKey(i int) [sha256.Size]byte { return sha256.Sum256([]byte(strconv.Itoa(i))) }
+// tokenOf is a made-up token number i.
+func tokenOf(i int) string { return "token-" + strconv.Itoa(i) }
+
+// claimsOf are made-up claims of a token of realm, issued under the base
+// URL "" (what the verified-token cache tests look tokens up with).
+func claimsOf(realm string) *issuer.Claims {
+	return &issuer.Claims{Claims: jwt.Claims{Issuer: issuer.RealmIssuer("", realm)}}
+}
 
 // clock returns the harness server's current time.
 func (h *authHarness) clock() time.Time { return time.Unix(0, h.now.Load()).UTC() }

@@ -23,12 +23,23 @@ type fastBody interface {
 }
 
 func (req *authorizeRequest) decodeFast(body []byte) bool {
-	sc := scanner{b: body, text: string(body)}
+	room := new(authorizeRoom)
+	sc := scanner{b: body, text: string(body), room: room, scopes: room.scopes[:0]}
 	if !sc.authorize(req) || !sc.end() {
 		*req = authorizeRequest{}
 		return false
 	}
 	return true
+}
+
+// authorizeRoom is where the scanner puts what a usual authorize body
+// holds, in one allocation: the context and its attributes, and the first
+// resources and scopes (more go to slices of their own).
+type authorizeRoom struct {
+	ctx       decisionContext
+	attrs     decisionAttributes
+	resources [4]resourceRequest
+	scopes    [8]string
 }
 
 // scanner reads the plain form of an authorize body; every method reports
@@ -37,7 +48,20 @@ type scanner struct {
 	b    []byte
 	text string // b as a string: every string read is a piece of it, one allocation for all
 	i    int
+	room *authorizeRoom
+	// scopes holds every resource's scopes one after the other; each
+	// resource's Scopes is its piece.
+	scopes []string
 }
+
+// plainByte reports the bytes a plain string holds: printable ASCII but
+// the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func (s *scanner) space() {
 	for s.i < len(s.b) {
@@ -60,91 +84,53 @@ func (s *scanner) byte(c byte) bool {
 	return false
 }
 
-// peek reports whether the next token starts with c, consuming nothing
-// but white space.
-func (s *scanner) peek(c byte) bool {
+// quoted reads a string of printable ASCII without escapes, after white
+// space, and returns where its contents start and end in b (and text).
+func (s *scanner) quoted() (start, end int, ok bool) {
 	s.space()
-	return s.i < len(s.b) && s.b[s.i] == c
-}
-
-// raw returns the contents of a string of printable ASCII without
-// escapes, and where they start.
-func (s *scanner) raw() ([]byte, int, bool) {
-	if !s.byte('"') {
-		return nil, 0, false
+	b, i := s.b, s.i // in registers for the loop
+	if i >= len(b) || b[i] != '"' {
+		return 0, 0, false
 	}
-	start := s.i
-	for ; s.i < len(s.b); s.i++ {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			s.i++
-			return s.b[start : s.i-1], start, true
-		case c == '\\' || c < 0x20 || c > 0x7e:
-			return nil, 0, false
+	i++
+	start = i
+	for ; i < len(b); i++ {
+		if c := b[i]; !plainByte[c] {
+			if c != '"' {
+				return 0, 0, false
+			}
+			s.i = i + 1
+			return start, i, true
 		}
 	}
-	return nil, 0, false
+	return 0, 0, false
 }
 
+// str reads a string into dst, a piece of text.
 func (s *scanner) str(dst *string) bool {
-	b, at, ok := s.raw()
+	start, end, ok := s.quoted()
 	if ok {
-		*dst = s.text[at : at+len(b)]
+		*dst = s.text[start:end]
 	}
 	return ok
 }
 
-// object reads an object whose members are all among names, each at most
-// once, calling member with the index of each.
-func (s *scanner) object(names []string, member func(i int) bool) bool {
-	if !s.byte('{') {
-		return false
+// name reads a member's name and its colon.
+func (s *scanner) name() (string, bool) {
+	start, end, ok := s.quoted()
+	if !ok || !s.byte(':') {
+		return "", false
 	}
-	if s.byte('}') {
-		return true
-	}
-	var seen uint64
-	for {
-		name, _, ok := s.raw()
-		if !ok || !s.byte(':') {
-			return false
-		}
-		i := 0
-		for i < len(names) && names[i] != string(name) {
-			i++
-		}
-		if i == len(names) || seen&(1<<i) != 0 || !member(i) {
-			return false
-		}
-		seen |= 1 << i
-		if s.byte('}') {
-			return true
-		}
-		if !s.byte(',') {
-			return false
-		}
-	}
+	return s.text[start:end], true
 }
 
-// array reads an array, calling elem for each element.
-func (s *scanner) array(elem func() bool) bool {
-	if !s.byte('[') {
-		return false
+// next reads what follows a member or an element: last (the object's
+// or the array's end: done) or a comma (another one comes).
+func (s *scanner) next(last byte) (done, ok bool) {
+	if s.byte(last) {
+		return true, true
 	}
-	if s.byte(']') {
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		if s.byte(']') {
-			return true
-		}
-		if !s.byte(',') {
-			return false
-		}
-	}
+	return false, s.byte(',')
 }
 
 // end reports whether nothing but white space is left.
@@ -153,68 +139,177 @@ func (s *scanner) end() bool {
 	return s.i == len(s.b)
 }
 
-var (
-	authorizeNames  = []string{"clientId", "resources", "context"}
-	resourceNames   = []string{"name", "scopes"}
-	contextNames    = []string{"attributes"}
-	attributesNames = []string{"method", "path", "headers", "body"}
-)
+// Each object below is read member by member, a member's name checked
+// against the object's own (a switch, not a list) and its bit in seen, so
+// that a name given twice is given up on.
 
 func (s *scanner) authorize(req *authorizeRequest) bool {
-	return s.object(authorizeNames, func(i int) bool {
-		switch i {
-		case 0:
-			return s.str(&req.ClientID)
-		case 1:
-			if !s.peek('[') {
-				return false
-			}
-			req.Resources = make([]resourceRequest, 0, 4)
-			return s.array(func() bool {
-				var rr resourceRequest
-				ok := s.resource(&rr)
-				req.Resources = append(req.Resources, rr)
-				return ok
-			})
-		default:
-			req.Context = &decisionContext{}
-			return s.object(contextNames, func(int) bool {
-				req.Context.Attributes = &decisionAttributes{}
-				return s.attributes(req.Context.Attributes)
-			})
+	if !s.byte('{') {
+		return false
+	}
+	if s.byte('}') {
+		return true
+	}
+	var seen uint8
+	for {
+		name, ok := s.name()
+		if !ok {
+			return false
 		}
-	})
+		var bit uint8
+		switch name {
+		case "clientId":
+			bit = 1
+		case "resources":
+			bit = 2
+		case "context":
+			bit = 4
+		}
+		if bit == 0 || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		switch bit {
+		case 1:
+			ok = s.str(&req.ClientID)
+		case 2:
+			ok = s.resources(req)
+		default:
+			ok = s.context(req)
+		}
+		if !ok {
+			return false
+		}
+		if done, ok := s.next('}'); done || !ok {
+			return ok
+		}
+	}
+}
+
+func (s *scanner) resources(req *authorizeRequest) bool {
+	if !s.byte('[') {
+		return false
+	}
+	req.Resources = s.room.resources[:0]
+	if s.byte(']') {
+		return true
+	}
+	for {
+		var rr resourceRequest
+		if !s.resource(&rr) {
+			return false
+		}
+		req.Resources = append(req.Resources, rr)
+		if done, ok := s.next(']'); done || !ok {
+			return ok
+		}
+	}
 }
 
 func (s *scanner) resource(rr *resourceRequest) bool {
-	return s.object(resourceNames, func(i int) bool {
-		if i == 0 {
-			return s.str(&rr.Name)
-		}
-		if !s.peek('[') {
+	if !s.byte('{') {
+		return false
+	}
+	if s.byte('}') {
+		return true
+	}
+	var seen uint8
+	for {
+		name, ok := s.name()
+		if !ok {
 			return false
 		}
-		rr.Scopes = make([]string, 0, 4)
-		return s.array(func() bool {
-			var sc string
-			ok := s.str(&sc)
-			rr.Scopes = append(rr.Scopes, sc)
+		switch {
+		case name == "name" && seen&1 == 0:
+			seen |= 1
+			ok = s.str(&rr.Name)
+		case name == "scopes" && seen&2 == 0:
+			seen |= 2
+			ok = s.scopeList(rr)
+		default:
+			return false
+		}
+		if !ok {
+			return false
+		}
+		if done, ok := s.next('}'); done || !ok {
 			return ok
-		})
-	})
+		}
+	}
+}
+
+// scopeList reads a resource's scopes into the scanner's list of every
+// resource's scopes, and the resource's piece of it.
+func (s *scanner) scopeList(rr *resourceRequest) bool {
+	if !s.byte('[') {
+		return false
+	}
+	start := len(s.scopes)
+	if !s.byte(']') {
+		for {
+			var sc string
+			if !s.str(&sc) {
+				return false
+			}
+			s.scopes = append(s.scopes, sc)
+			if done, ok := s.next(']'); !ok {
+				return false
+			} else if done {
+				break
+			}
+		}
+	}
+	rr.Scopes = s.scopes[start:len(s.scopes):len(s.scopes)]
+	return true
+}
+
+// context reads the context: an object of attributes, once, at most.
+func (s *scanner) context(req *authorizeRequest) bool {
+	if !s.byte('{') {
+		return false
+	}
+	req.Context = &s.room.ctx
+	if s.byte('}') {
+		return true
+	}
+	if name, ok := s.name(); !ok || name != "attributes" {
+		return false
+	}
+	req.Context.Attributes = &s.room.attrs
+	return s.attributes(req.Context.Attributes) && s.byte('}') // a second member is unknown or given twice
 }
 
 func (s *scanner) attributes(a *decisionAttributes) bool {
-	return s.object(attributesNames, func(i int) bool {
-		switch i {
-		case 0:
-			return s.str(&a.Method)
-		case 1:
-			return s.str(&a.Path)
-		case 2:
-			return s.str(&a.Headers)
-		default:
-			return s.str(&a.Body)
+	if !s.byte('{') {
+		return false
+	}
+	if s.byte('}') {
+		return true
+	}
+	var seen uint8
+	for {
+		name, ok := s.name()
+		if !ok {
+			return false
 		}
-	})
+		var bit uint8
+		var dst *string
+		switch name {
+		case "method":
+			bit, dst = 1, &a.Method
+		case "path":
+			bit, dst = 2, &a.Path
+		case "headers":
+			bit, dst = 4, &a.Headers
+		case "body":
+			bit, dst = 8, &a.Body
+		}
+		if bit == 0 || seen&bit != 0 || !s.str(dst) {
+			return false
+		}
+		seen |= bit
+		if done, ok := s.next('}'); done || !ok {
+			return ok
+		}
+	}
 }

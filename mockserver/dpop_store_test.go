@@ -1,7 +1,6 @@
 package mockserver
 
 import (
-	"crypto/sha256"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
-	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 )
 
 // TestUnauthenticatedTokenRequestsStoreNoProof floods acme's token endpoint
@@ -91,7 +89,7 @@ func TestUnauthenticatedRequestsLeaveNoVerifiedToken(t *testing.T) {
 	_, kid, ok := a.s.accessVerificationKey(rm)
 	require.True(t, ok, "the realm has signed a token")
 	remembered := func() bool {
-		_, ok := a.s.auth.verified.get("acme", sha256.Sum256([]byte(tok)), kid, issuer.RealmIssuer(a.url, "acme"))
+		_, ok := a.s.auth.verified.get("acme", tok, kid, a.url)
 		return ok
 	}
 	u := a.url + "/admin/realms/acme/organizations"

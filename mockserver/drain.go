@@ -41,7 +41,7 @@ func readBodyFirst(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		expect := r.ProtoAtLeast(1, 1) && strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+		expect := r.ProtoAtLeast(1, 1) && strings.EqualFold(headerValue(r.Header, "Expect"), "100-continue")
 		// A body declared longer than maxDrain is never drained: its
 		// connection closes after the answer whatever the client sends.
 		tooLong := r.ContentLength > maxDrain

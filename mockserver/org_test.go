@@ -63,7 +63,7 @@ func newOrgAPI(t testing.TB) *orgAPI {
 	a := &orgAPI{t: t}
 	a.now.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, a.now.Load()).UTC() }
-	var h http.Handler = http.NotFoundHandler()
+	h := http.NotFoundHandler()
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	a.url = "http://" + ts.Listener.Addr().String()
 	// The web UI is on, so that the tests that walk every route walk its

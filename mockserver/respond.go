@@ -70,7 +70,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // through json.Marshal.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !verbatimJSON[s[i]] {
 			q, _ := json.Marshal(s) // a string always encodes
 			return append(b, q...)
 		}
@@ -79,6 +79,16 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// verbatimJSON reports the bytes encoding/json writes as they are in a
+// string: printable ASCII but the quote, the backslash and the HTML
+// characters it escapes.
+var verbatimJSON = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = !strings.ContainsRune(`"\<>&`, rune(c))
+	}
+	return t
+}()
 
 // writeResult writes {"result": v}.
 func writeResult(w http.ResponseWriter, status int, v any) {
@@ -215,10 +225,14 @@ func typeError(field string, want reflect.Type) error {
 // application/json (parameters aside; a charset must be UTF-8), once: a
 // request that names two types has no one type its body is in.
 func checkJSONContentType(r *http.Request) error {
-	if len(r.Header.Values("Content-Type")) > 1 {
+	cts := r.Header["Content-Type"] // canonical (headerValue)
+	if len(cts) > 1 {
 		return errf(http.StatusUnsupportedMediaType, "the request names more than one Content-Type; send exactly one, application/json")
 	}
-	ct := r.Header.Get("Content-Type")
+	ct := ""
+	if len(cts) == 1 {
+		ct = cts[0]
+	}
 	if ct == "application/json" { // what clients send; ParseMediaType allocates
 		return nil
 	}
@@ -318,4 +332,17 @@ func invalidUTF8(data []byte) (int, bool) {
 		i += n
 	}
 	return 0, false // not reached: utf8.Valid was false
+}
+
+// headerValue is h.Get(key) for a canonical key (textproto
+// CanonicalMIMEHeaderKey's form, such as "Content-Type"): it looks the key
+// up as it is, where Get canonicalizes it on every call. A request's
+// header holds canonical keys only: net/http's server canonicalizes what
+// it reads, and Header.Set and Add what a caller sets
+// (TestHeaderValueIsGet).
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

@@ -1,6 +1,8 @@
 package mockserver
 
 import (
+	"bufio"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -18,5 +20,30 @@ func TestBodyReaderReuse(t *testing.T) {
 		want := body[:min(len(body), maxBody+1)]
 		require.Equal(t, want, string(got))
 		br.release()
+	}
+}
+
+// TestHeaderValueIsGet: headerValue, given the canonical keys the server
+// reads by it, finds what Header.Get finds, in a header set by Set, by Add,
+// by net/http's reading of a request, and in one holding a key that is not
+// canonical (which Get does not find either).
+func TestHeaderValueIsGet(t *testing.T) {
+	t.Parallel()
+	keys := []string{"Authorization", "Content-Type", "Expect"}
+	for _, k := range keys {
+		require.Equal(t, http.CanonicalHeaderKey(k), k, "headerValue needs the canonical key")
+	}
+	read, err := http.ReadRequest(bufio.NewReader(strings.NewReader(
+		"POST / HTTP/1.1\r\nHost: x\r\nauthorization: Bearer a\r\ncontent-TYPE: application/json\r\nEXPECT: 100-continue\r\nContent-Length: 0\r\n\r\n")))
+	require.NoError(t, err)
+	set := http.Header{}
+	set.Set("authorization", "Bearer b")
+	set.Add("content-type", "text/plain")
+	set.Add("Content-Type", "application/json")
+	odd := http.Header{"authorization": {"Bearer c"}, "expect": {"100-continue"}}
+	for name, h := range map[string]http.Header{"read": read.Header, "set": set, "not canonical": odd, "empty": {}} {
+		for _, k := range keys {
+			require.Equal(t, h.Get(k), headerValue(h, k), "%s: %s", name, k)
+		}
 	}
 }

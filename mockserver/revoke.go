@@ -1,7 +1,6 @@
 package mockserver
 
 import (
-	"crypto/sha256"
 	"errors"
 	"net/http"
 
@@ -62,7 +61,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, realm strin
 		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "the token was not issued to this client"}
 	}
 	s.auth.revoked.revoke(realm, claims.ID, claims.Expiry.Time(), s.now())
-	s.auth.verified.remove(realm, sha256.Sum256([]byte(raw)))
+	s.auth.verified.remove(realm, raw)
 	s.logger.Info("token revoked", "realm", realm, "client", clientID, "jti", claims.ID)
 	return nil
 }

@@ -66,7 +66,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // /{orgId}/roles/{roleId} both match /users/roles/assignments.
 func (s *Server) routes() http.Handler {
 	preflights := &preflightRoutes{s: s, methods: map[*http.ServeMux]map[string]*[]string{}}
-	newMux := func() mux { return mux{ServeMux: http.NewServeMux(), patterns: &s.patterns, preflights: preflights} }
+	newMux := func() mux { return newMux(&s.patterns, preflights) }
 	top := newMux()
 	s.identityRoutes(top)
 	s.authorizeRoutes(top)
@@ -81,24 +81,48 @@ func (s *Server) routes() http.Handler {
 
 	om := orgMuxes{root: newMux(), alias: newMux(), users: newMux(), global: newMux(), org: newMux()}
 	s.organizationRoutes(om)
-	top.ServeMux.Handle(orgPrefix, om.root)
-	top.ServeMux.Handle(orgPrefix+"/", om)
+	top.route(orgPrefix, om.root)
+	top.route(orgPrefix+"/", om)
 	return top
 }
 
 // mux is a ServeMux whose own answers (no route: 404; a known path with
 // another method: 405 with Allow) carry the service's JSON error body
 // rather than ServeMux's plain text, and which answers a path that is not
-// canonical ("//x", "/a/../b") with a 404 rather than ServeMux's redirect. Every pattern is registered with its
-// method, so that ServeMux tells the two apart; a catch-all "/" pattern
-// would turn every 405 into a 404.
+// canonical ("//x", "/a/../b") with a 404 rather than ServeMux's redirect.
+// Every pattern is registered with its method, so that ServeMux tells the
+// two apart.
+//
+// A request is routed once: the ServeMux holds every pattern and, below
+// them all, the catch-all "/", which takes exactly the requests no pattern
+// takes. Only those are routed a second time, by unrouted, which holds the
+// same patterns without the catch-all, to learn whether ServeMux would
+// answer 404 or 405 and with which Allow. (A catch-all alone would turn
+// every 405 into a 404.)
 //
 // Every path it routes also answers OPTIONS, CORS preflights included
 // (cors.go).
 type mux struct {
 	*http.ServeMux
-	patterns   *[]string // every pattern registered, for the tests
+	unrouted   *http.ServeMux // the same patterns, no catch-all: ServeMux's own answers
+	direct     *[]directRoute // routes taken before ServeMux (HandleDirect)
+	patterns   *[]string      // every pattern registered, for the tests
 	preflights *preflightRoutes
+}
+
+// newMux returns an empty mux that records its patterns in patterns and
+// its paths' methods in preflights.
+func newMux(patterns *[]string, preflights *preflightRoutes) mux {
+	m := mux{ServeMux: http.NewServeMux(), unrouted: http.NewServeMux(), direct: &[]directRoute{},
+		patterns: patterns, preflights: preflights}
+	m.ServeMux.Handle("/", http.HandlerFunc(m.noRoute))
+	return m
+}
+
+// route registers h for pattern on both ServeMuxes.
+func (m mux) route(pattern string, h http.Handler) {
+	m.ServeMux.Handle(pattern, h)
+	m.unrouted.Handle(pattern, h)
 }
 
 // preflightRoutes remembers the methods registered for each path of each
@@ -113,7 +137,7 @@ type preflightRoutes struct {
 // does not decode never reaches h (wellFormedQuery).
 func (m mux) Handle(pattern string, h http.Handler) {
 	*m.patterns = append(*m.patterns, pattern)
-	m.ServeMux.Handle(pattern, wellFormedQuery(pattern, h))
+	m.route(pattern, wellFormedQuery(pattern, h))
 	method, path, _ := strings.Cut(pattern, " ")
 	paths := m.preflights.methods[m.ServeMux]
 	if paths == nil {
@@ -126,12 +150,30 @@ func (m mux) Handle(pattern string, h http.Handler) {
 		paths[path] = methods
 		options := http.MethodOptions + " " + path
 		*m.patterns = append(*m.patterns, options)
-		m.ServeMux.Handle(options, m.preflights.s.preflight(methods))
+		m.route(options, m.preflights.s.preflight(methods))
 	}
 	*methods = append(*methods, method)
 	if method == http.MethodGet {
 		*methods = append(*methods, http.MethodHead)
 	}
+}
+
+// HandleDirect registers h for pattern, whose one wildcard's value h
+// is given, as Handle does, and also as a direct route, which the mux
+// takes before ServeMux: a request of the pattern's method without a query
+// whose path, clean and without a percent sign (escaped or not), has the
+// pattern's literal segments and a non-empty segment for the wildcard goes
+// to h at once, with that segment. That is the route ServeMux would pick
+// only while no other pattern of the mux takes such a path more
+// specifically (a literal where the pattern has its wildcard):
+// TestDirectRoutesAgreeWithServeMux checks every direct route of the
+// server against ServeMux. The pattern has literal segments and one
+// single-segment wildcard, and no trailing slash. h does not read path
+// values: a direct route sets none (Request.SetPathValue makes a map).
+func (m mux) HandleDirect(pattern string, h func(w http.ResponseWriter, r *http.Request, value string)) {
+	d := newDirectRoute(pattern, h)
+	m.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, r.PathValue(d.name)) }))
+	*m.direct = append(*m.direct, d)
 }
 
 // HandleFunc registers h for pattern, which names its method.
@@ -142,18 +184,88 @@ func (m mux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Reques
 // ServeHTTP routes r, answering a non-canonical path, a path no pattern
 // takes or a method the path does not take with the service's error body.
 func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p := r.URL.Path; p != cleanPath(p) {
+	if p := r.URL.Path; !isCleanPath(p) {
 		// ServeMux would redirect to the cleaned path in plain text; the
 		// service names its resources by canonical paths only.
 		writeErr(w, errf(http.StatusNotFound, "no route for %s %s: the path is not canonical (%s)", r.Method, p, cleanPath(p)))
 		return
 	}
-	h, pattern := m.Handler(r)
-	if pattern != "" {
-		m.ServeMux.ServeHTTP(w, r) // sets the path values h reads
-		return
+	// A path that is its escaped form (RawPath empty) and has no percent
+	// sign has segments that ServeMux, which routes by the escaped path
+	// and unescapes each segment, reads as they are.
+	// No query either: wellFormedQuery checks one on the way through
+	// ServeMux.
+	if r.URL.RawPath == "" && r.URL.RawQuery == "" && strings.IndexByte(r.URL.Path, '%') < 0 {
+		for i := range *m.direct {
+			if d := &(*m.direct)[i]; d.method == r.Method {
+				if value, ok := d.take(r.URL.Path); ok {
+					r.Pattern = d.pattern
+					d.h(w, r, value)
+					return
+				}
+			}
+		}
 	}
+	m.ServeMux.ServeHTTP(w, r) // sets the path values the handler reads
+}
+
+// directRoute is a route of HandleDirect.
+type directRoute struct {
+	pattern, method string
+	segments        []string // the path's, after its leading slash
+	wild            int      // the index of the wildcard's segment
+	name            string   // the wildcard's name
+	h               func(http.ResponseWriter, *http.Request, string)
+}
+
+// newDirectRoute parses pattern; it panics on a pattern HandleDirect does
+// not take, as ServeMux does on a malformed one.
+func newDirectRoute(pattern string, h func(http.ResponseWriter, *http.Request, string)) directRoute {
+	method, path, _ := strings.Cut(pattern, " ")
+	d := directRoute{pattern: pattern, method: method, wild: -1, h: h}
+	if method == "" || !strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") {
+		panic("mockserver: direct route " + pattern + ": a method and a path without a trailing slash are required")
+	}
+	for seg := range strings.SplitSeq(path[1:], "/") {
+		if strings.HasPrefix(seg, "{") {
+			name := strings.TrimSuffix(strings.TrimPrefix(seg, "{"), "}")
+			if d.wild >= 0 || name == "" || strings.ContainsAny(name, "{}.$") || len(name)+2 != len(seg) {
+				panic("mockserver: direct route " + pattern + ": one {name} wildcard is taken")
+			}
+			d.wild, d.name = len(d.segments), name
+		} else if seg == "" || strings.ContainsAny(seg, "{}%") {
+			panic("mockserver: direct route " + pattern + ": segment " + seg + " is not a literal")
+		}
+		d.segments = append(d.segments, seg)
+	}
+	if d.wild < 0 {
+		panic("mockserver: direct route " + pattern + ": one {name} wildcard is required")
+	}
+	return d
+}
+
+// take reports whether path, clean and without a percent sign, is one of
+// the route's, and returns its wildcard's value.
+func (d *directRoute) take(path string) (value string, ok bool) {
+	p := path[1:]
+	for i, lit := range d.segments {
+		seg, rest, more := strings.Cut(p, "/")
+		if more != (i < len(d.segments)-1) || seg == "" || (i != d.wild && seg != lit) {
+			return "", false
+		}
+		if i == d.wild {
+			value = seg
+		}
+		p = rest
+	}
+	return value, true
+}
+
+// noRoute answers a request no pattern takes, the catch-all's: 405 with
+// Allow where ServeMux would answer 405, else 404.
+func (m mux) noRoute(w http.ResponseWriter, r *http.Request) {
 	// ServeMux answers itself: capture its status and Allow header.
+	h, _ := m.unrouted.Handler(r)
 	rec := &muxAnswer{header: http.Header{}}
 	h.ServeHTTP(rec, r)
 	switch {
@@ -163,6 +275,30 @@ func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errf(http.StatusMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
 	default:
 		writeErr(w, errf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	}
+}
+
+// isCleanPath reports whether p is its own cleanPath, without cleaning
+// it: it starts with a slash and has no empty segment but a last one and
+// no "." or ".." segment.
+func isCleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	for rest := p[1:]; ; {
+		seg, after, more := strings.Cut(rest, "/")
+		switch seg {
+		case ".", "..":
+			return false
+		case "":
+			if more { // "//"
+				return false
+			}
+		}
+		if !more {
+			return true
+		}
+		rest = after
 	}
 }
 

@@ -1,7 +1,7 @@
 package mockserver
 
 import (
-	"crypto/sha256"
+	"hash/maphash"
 	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -10,14 +10,22 @@ import (
 )
 
 // maxVerifiedTokens is the verified-token caches' budget, shared by every
-// realm: 2^17 entries of about a kilobyte and a quarter each at most.
+// realm: 2^17 entries of about two kilobytes each at most (the claims and
+// the token).
 const maxVerifiedTokens = 1 << 17
 
-// verifiedTokens remembers tokens whose signature checked out, by the
-// SHA-256 of the token, so that a token used again skips the signature
-// check. Everything else (realm live, key current, issuer, exp and nbf,
-// DPoP binding) is checked on every use. Claims in it are shared and
-// read-only.
+// verifiedTokens remembers tokens whose signature checked out, so that a
+// token used again skips the signature check. Everything else (realm live,
+// key current, issuer, exp and nbf, DPoP binding) is checked on every use.
+// Claims in it are shared and read-only.
+//
+// An entry is found by a 64-bit hash of the token under a seed of the
+// process's own (hash/maphash: a tenth of a SHA-256's time) and holds the
+// token itself, which a lookup compares whole: two tokens that hash alike
+// are two tokens, never one taken for the other, and a token that merely
+// hashes like a remembered one is checked as if it were new. Only the
+// token's bytes are compared: they are the signed header, claims and
+// signature, so equal bytes are the token verified before.
 //
 // Each realm has an LRU of its own, so no realm's callers wait on another
 // realm's lock, and all of them share one budget of entries, so the memory
@@ -32,45 +40,54 @@ const maxVerifiedTokens = 1 << 17
 type verifiedTokens struct {
 	budget int
 	total  atomic.Int64 // entries in all realms' caches
-	realms *perRealm[*lru.Cache[[sha256.Size]byte, verifiedToken]]
+	// hash is where a token is looked up: maphash under a seed of the
+	// process's own (tests make it collide).
+	hash   func(token string) uint64
+	realms *perRealm[*lru.Cache[uint64, verifiedToken]]
 }
 
 type verifiedToken struct {
+	token  string // the whole token, compared on every lookup
 	kid    string
 	claims *issuer.Claims
 }
 
 // newVerifiedTokens returns empty caches that hold budget entries in all.
 func newVerifiedTokens(budget int) *verifiedTokens {
-	return &verifiedTokens{budget: budget, realms: newPerRealm(func() (*lru.Cache[[sha256.Size]byte, verifiedToken], error) {
+	seed := maphash.MakeSeed()
+	hash := func(token string) uint64 { return maphash.String(seed, token) }
+	return &verifiedTokens{budget: budget, hash: hash, realms: newPerRealm(func() (*lru.Cache[uint64, verifiedToken], error) {
 		// Sized to the whole budget: the shared budget, not the LRU's
 		// own size, decides what is forgotten.
-		return lru.New[[sha256.Size]byte, verifiedToken](budget)
+		return lru.New[uint64, verifiedToken](budget)
 	})}
 }
 
-// get returns the claims of a token of realm verified before with key kid
-// for issuer iss.
-func (v *verifiedTokens) get(realm string, key [sha256.Size]byte, kid, iss string) (*issuer.Claims, bool) {
+// get returns the claims of token, of realm, verified before with key kid
+// for the issuer of realm under base (issuer.IsRealmIssuer).
+func (v *verifiedTokens) get(realm, token, kid, base string) (*issuer.Claims, bool) {
 	c, ok := v.realms.lookup(realm)
 	if !ok {
 		return nil, false
 	}
-	e, ok := c.Get(key)
-	if !ok || e.kid != kid || e.claims.Issuer != iss {
+	e, ok := c.Get(v.hash(token))
+	if !ok || e.token != token || e.kid != kid || !issuer.IsRealmIssuer(e.claims.Issuer, base, realm) {
 		return nil, false
 	}
 	return e.claims, true
 }
 
-// add remembers a token of realm whose signature checked out, and forgets
-// one other token when that takes the caches over their budget.
-func (v *verifiedTokens) add(realm string, key [sha256.Size]byte, t verifiedToken) {
+// add remembers token, of realm, whose signature checked out with key kid,
+// and forgets one other token when that takes the caches over their
+// budget. A token that hashes like one remembered already is not
+// remembered.
+func (v *verifiedTokens) add(realm, token, kid string, claims *issuer.Claims) {
 	c, err := v.realms.get(realm)
 	if err != nil { // only for a budget below 1: remember nothing
 		return
 	}
-	if had, evicted := c.ContainsOrAdd(key, t); had || evicted {
+	t := verifiedToken{token: token, kid: kid, claims: claims}
+	if had, evicted := c.ContainsOrAdd(v.hash(token), t); had || evicted {
 		return // there already, or one of the realm's own made room
 	}
 	if v.total.Add(1) <= int64(v.budget) {
@@ -78,7 +95,7 @@ func (v *verifiedTokens) add(realm string, key [sha256.Size]byte, t verifiedToke
 	}
 	victim := c
 	if n := v.realms.len(); c.Len()*n < v.budget {
-		v.realms.each(func(_ string, o *lru.Cache[[sha256.Size]byte, verifiedToken]) {
+		v.realms.each(func(_ string, o *lru.Cache[uint64, verifiedToken]) {
 			if o.Len() > victim.Len() {
 				victim = o
 			}
@@ -89,15 +106,15 @@ func (v *verifiedTokens) add(realm string, key [sha256.Size]byte, t verifiedToke
 	}
 }
 
-// remove forgets one token of realm (it was revoked). The check that
-// refuses a revoked token does not depend on it: it only gives the entry
-// back to the budget.
-func (v *verifiedTokens) remove(realm string, key [sha256.Size]byte) {
+// remove forgets token, of realm (it was revoked). The check that refuses
+// a revoked token does not depend on it: it only gives the entry back to
+// the budget.
+func (v *verifiedTokens) remove(realm, token string) {
 	c, ok := v.realms.lookup(realm)
 	if !ok {
 		return
 	}
-	if c.Remove(key) {
+	if e, ok := c.Peek(v.hash(token)); ok && e.token == token && c.Remove(v.hash(token)) {
 		v.total.Add(-1)
 	}
 }

@@ -266,3 +266,12 @@ func (c *Claims) CheckTime(now time.Time) error {
 func RealmIssuer(base, realm string) string {
 	return strings.TrimSuffix(base, "/") + "/realms/" + realm
 }
+
+// IsRealmIssuer reports whether iss is RealmIssuer(base, realm), without
+// building it.
+func IsRealmIssuer(iss, base, realm string) bool {
+	base = strings.TrimSuffix(base, "/")
+	const mid = "/realms/"
+	return len(iss) == len(base)+len(mid)+len(realm) && strings.HasPrefix(iss, base) &&
+		iss[len(base):len(base)+len(mid)] == mid && iss[len(base)+len(mid):] == realm
+}

@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"crypto"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,5 +196,27 @@ func BenchmarkSign(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestIsRealmIssuer: IsRealmIssuer is RealmIssuer's equality, for bases
+// with and without a trailing slash, and nothing near it.
+func TestIsRealmIssuer(t *testing.T) {
+	t.Parallel()
+	bases := []string{"", "/", "http://localhost:8080", "http://localhost:8080/", "https://idp.example/auth"}
+	realms := []string{"acme", "", "a/b", "realms"}
+	var candidates []string
+	for _, b := range bases {
+		for _, r := range realms {
+			iss := RealmIssuer(b, r)
+			candidates = append(candidates, iss, iss+"x", iss+"/", "x"+iss, strings.Replace(iss, "/realms/", "/realm/", 1), strings.ToUpper(iss))
+		}
+	}
+	for _, b := range bases {
+		for _, r := range realms {
+			for _, iss := range candidates {
+				require.Equal(t, iss == RealmIssuer(b, r), IsRealmIssuer(iss, b, r), "iss %q base %q realm %q", iss, b, r)
+			}
+		}
 	}
 }

@@ -33,7 +33,10 @@ type Set map[string]struct{}
 type Realm struct {
 	mu   sync.RWMutex // the realm's lock, taken by Store.Read and Store.Write
 	gone atomic.Bool  // decommissioned
-	pace pace         // the realm's account with its store's pacer (fair.go)
+	// gen counts the realm's writes (Generation); it changes under mu
+	// only.
+	gen  uint64
+	pace pace // the realm's account with its store's pacer (fair.go)
 
 	Name      string
 	CreatedAt time.Time

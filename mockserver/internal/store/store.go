@@ -65,6 +65,10 @@ type Store struct {
 	mu      sync.RWMutex
 	realms  map[string]*Realm // by name
 	tenants map[string]*Realm // by tenant id, provisioned realms only
+	// byName is realms again, for Lookup: a sync.Map reads without a
+	// lock, where mu's read lock was a write to memory every core shares,
+	// on every request. Install adds to both under mu.
+	byName sync.Map // name -> *Realm
 
 	config atomic.Pointer[Config]
 	audit  auditLogs
@@ -90,10 +94,11 @@ func (s *Store) Now() time.Time { return s.now() }
 // CreatedAt, SigningKey, KeyID, TenantID) and Decommissioned may be read from
 // it outside Read and Write.
 func (s *Store) Lookup(name string) (*Realm, bool) {
-	s.mu.RLock()
-	r, ok := s.realms[name]
-	s.mu.RUnlock()
-	return r, ok
+	r, ok := s.byName.Load(name)
+	if !ok {
+		return nil, false
+	}
+	return r.(*Realm), true
 }
 
 // lookup is Lookup with ErrNotFound.
@@ -137,6 +142,15 @@ func (s *Store) Read(realm string, fn func(r *Realm) error) error {
 	return fn(r)
 }
 
+// ReadRealm is Read of r, a realm Lookup returned, for a caller that has
+// it already: a name never names another realm once installed, so it
+// spares the lookup, not a check.
+func (s *Store) ReadRealm(r *Realm, fn func(r *Realm) error) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return fn(r)
+}
+
 // Write runs fn on the named realm under that realm's write lock. fn must
 // check every precondition before its first mutation: a Write that returns an
 // error must have changed nothing. A missing realm is ErrNotFound. It is
@@ -162,6 +176,7 @@ func (s *Store) WriteContext(ctx context.Context, realm string, fn func(r *Realm
 		return err
 	}
 	r.mu.Lock()
+	r.gen++ // before fn: a write that fails or panics half-way counts too
 	began := s.pacer.clock()
 	defer func() {
 		s.pacer.charge(r, s.pacer.clock()-began)
@@ -169,6 +184,13 @@ func (s *Store) WriteContext(ctx context.Context, realm string, fn func(r *Realm
 	}()
 	return fn(r)
 }
+
+// Generation returns a number that every write of the realm changes (each
+// Write, whether fn fails or not, and decommissioning): what was computed
+// from the realm under one generation still holds while Generation returns
+// it. Call it inside Read or Write only; it is the realm's, not the store's,
+// and a realm of the same name made again starts a count of its own.
+func (r *Realm) Generation() uint64 { return r.gen }
 
 // Install adds fully built realms to the store, all or none: a name already
 // in use, a name given twice, or a realm without a signing key is an error
@@ -194,6 +216,7 @@ func (s *Store) Install(realms ...*Realm) error {
 	}
 	for _, r := range realms {
 		s.realms[r.Name] = r
+		s.byName.Store(r.Name, r)
 		if r.Tenant != nil {
 			s.tenants[r.Tenant.ID] = r
 		}

@@ -93,6 +93,39 @@ func TestTenantLifecycle(t *testing.T) {
 	require.NoError(t, s.CheckInvariants())
 }
 
+// TestGenerationCountsEveryWrite: every write of a realm changes its
+// generation, one that fails and decommissioning included; a read, or a
+// write of another realm, does not.
+func TestGenerationCountsEveryWrite(t *testing.T) {
+	t.Parallel()
+	s := New(func() time.Time { return t0 })
+	k := keyedRealm(t, "x")
+	r, err := s.ProvisionTenant("initech", "free", "a@initech.test", "pw", k.SigningKey, k.KeyID)
+	require.NoError(t, err)
+	require.NoError(t, s.Install(keyedRealm(t, "other")))
+	gen := func() (g uint64) {
+		require.NoError(t, s.Read(r.Name, func(r *Realm) error { g = r.Generation(); return nil }))
+		return g
+	}
+	seen := map[uint64]bool{gen(): true}
+	changes := func(what string) {
+		t.Helper()
+		g := gen()
+		require.False(t, seen[g], "%s changes the generation", what)
+		seen[g] = true
+	}
+	require.NoError(t, s.Write(r.Name, func(*Realm) error { return nil }))
+	changes("a write")
+	require.Error(t, s.Write(r.Name, func(*Realm) error { return ErrInvalid }))
+	changes("a write that fails")
+	require.NoError(t, s.Read(r.Name, func(*Realm) error { return nil }))
+	require.NoError(t, s.Write("other", func(*Realm) error { return nil }))
+	require.True(t, seen[gen()], "a read, or another realm's write, does not")
+	_, _, err = s.DecommissionTenant(r.TenantID())
+	require.NoError(t, err)
+	changes("decommissioning")
+}
+
 // TestNewID: version 4, variant RFC 4122, lower-case hex, distinct.
 func TestNewID(t *testing.T) {
 	t.Parallel()

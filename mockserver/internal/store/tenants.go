@@ -78,6 +78,7 @@ func (s *Store) DecommissionTenant(tenantID string) (realm string, at time.Time,
 	}
 	now := s.now().UTC()
 	r.mu.Lock()
+	r.gen++
 	r.Tenant.DecommissionedAt = now
 	r.mu.Unlock()
 	return r.Name, now, nil
