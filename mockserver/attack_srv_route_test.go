@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -168,4 +169,35 @@ func TestAttackDirectRouteAnswersAsServeMux(t *testing.T) {
 		}
 	}
 	t.Logf("%d request pairs compared", n)
+}
+
+// TestAttackDirectRouteLeavesPatternWithoutPathValue: a middleware of an
+// embedder that reads, after the handler, the request's Pattern and its
+// path values (as Go 1.22+ metrics and per-tenant accounting middleware
+// do: ServeMux sets both on the request it was given) sees, for a decision
+// only, the pattern "POST /realms/{realm}/..." with PathValue("realm")
+// empty: the direct route sets r.Pattern but no path value (server.go
+// mux.ServeHTTP, directRoute), where ServeMux sets both, as it still does
+// for every other route (get-organizations here).
+func TestAttackDirectRouteLeavesPatternWithoutPathValue(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
+	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }))
+	require.NoError(t, err)
+	inner := readBodyFirst(s.routes()) // what New serves (no CORS origins: withCORS is h)
+	alice, err := s.IssueToken("acme", "alice")
+	require.NoError(t, err)
+	for _, tt := range []struct{ path, body string }{
+		{"/realms/acme/authorization-decision-provider/get-organizations", `{"clientId":"orders-api"}`},
+		{"/realms/acme/authorization-decision-provider/authorize", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`},
+	} {
+		r := httptest.NewRequest("POST", "http://srv.test"+tt.path, strings.NewReader(tt.body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "Bearer "+alice)
+		w := httptest.NewRecorder()
+		inner.ServeHTTP(w, r)
+		require.Equal(t, 200, w.Code, w.Body.String())
+		require.Contains(t, r.Pattern, "{realm}", tt.path)
+		assert.Equal(t, "acme", r.PathValue("realm"), "%s: pattern %q but no realm path value", tt.path, r.Pattern)
+	}
 }
