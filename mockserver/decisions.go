@@ -160,39 +160,38 @@ func writeDecision(w http.ResponseWriter, res decision.Result) {
 		b = append(b, '}')
 	}
 	b = append(b, "]}\n"...)
-	// Set by their canonical keys, the values shared (contentLength):
-	// Header.Set canonicalized each key and allocated each value.
+	// Set by their canonical keys (Header.Set canonicalized each key), the
+	// two values in one allocation of the answer's own: a header value is
+	// the caller's to change in place (a middleware around the server may),
+	// so no slice is shared between answers. Declared, a long answer is not
+	// sent chunked, and the client can size its buffer at once.
 	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	// Declared, a long answer is not sent chunked, and the client can size
-	// its buffer at once.
-	h["Content-Length"] = contentLength(len(b))
+	vals := make([]string, 2)
+	vals[0], vals[1] = "application/json", contentLength(len(b))
+	h["Content-Type"] = vals[0:1:1]
+	h["Content-Length"] = vals[1:2:2]
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b) // a Writer keeps nothing of b (io.Writer)
 	*bp = b
 }
 
-// jsonContentType is the Content-Type value of a decision, shared by every
-// answer: nothing changes a header value in place.
-var jsonContentType = []string{"application/json"}
-
-// contentLengths are the Content-Length values of the answers shorter
-// than maxSharedLength, shared by every answer as jsonContentType is.
-var contentLengths = func() (t [maxSharedLength][]string) {
+// contentLengths are the Content-Length texts of the answers shorter
+// than maxSharedLength, made once.
+var contentLengths = func() (t [maxSharedLength]string) {
 	for n := range t {
-		t[n] = []string{strconv.Itoa(n)}
+		t[n] = strconv.Itoa(n)
 	}
 	return t
 }()
 
 const maxSharedLength = 1024
 
-// contentLength is the Content-Length value of an answer of n bytes.
-func contentLength(n int) []string {
+// contentLength is the Content-Length text of an answer of n bytes.
+func contentLength(n int) string {
 	if n < maxSharedLength {
 		return contentLengths[n]
 	}
-	return []string{strconv.Itoa(n)}
+	return strconv.Itoa(n)
 }
 
 // answerBuffers holds the buffers decisions are written into.

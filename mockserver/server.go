@@ -169,7 +169,8 @@ func (m mux) Handle(pattern string, h http.Handler) {
 // TestDirectRoutesAgreeWithServeMux checks every direct route of the
 // server against ServeMux. The pattern has literal segments and one
 // single-segment wildcard, and no trailing slash. h does not read path
-// values: a direct route sets none (Request.SetPathValue makes a map).
+// values, though a direct route sets them as ServeMux would, for whatever
+// wraps the server.
 func (m mux) HandleDirect(pattern string, h func(w http.ResponseWriter, r *http.Request, value string)) {
 	d := newDirectRoute(pattern, h)
 	m.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, r.PathValue(d.name)) }))
@@ -199,7 +200,10 @@ func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for i := range *m.direct {
 			if d := &(*m.direct)[i]; d.method == r.Method {
 				if value, ok := d.take(r.URL.Path); ok {
+					// As ServeMux leaves it: a middleware around the
+					// server reads the pattern and its values after.
 					r.Pattern = d.pattern
+					r.SetPathValue(d.name, value)
 					d.h(w, r, value)
 					return
 				}

@@ -171,15 +171,13 @@ func TestAttackDirectRouteAnswersAsServeMux(t *testing.T) {
 	t.Logf("%d request pairs compared", n)
 }
 
-// TestAttackDirectRouteLeavesPatternWithoutPathValue: a middleware of an
-// embedder that reads, after the handler, the request's Pattern and its
-// path values (as Go 1.22+ metrics and per-tenant accounting middleware
-// do: ServeMux sets both on the request it was given) sees, for a decision
-// only, the pattern "POST /realms/{realm}/..." with PathValue("realm")
-// empty: the direct route sets r.Pattern but no path value (server.go
-// mux.ServeHTTP, directRoute), where ServeMux sets both, as it still does
-// for every other route (get-organizations here).
-func TestAttackDirectRouteLeavesPatternWithoutPathValue(t *testing.T) {
+// TestDirectRouteSetsPatternAndPathValue: a middleware around the server
+// that reads, after the handler, the request's Pattern and its path values
+// (as Go 1.22+ metrics and per-tenant accounting middleware do: ServeMux
+// sets both on the request it was given) sees a decision's realm as it
+// sees every other route's. The attack on the first direct route found
+// the pattern set with the realm's path value empty.
+func TestDirectRouteSetsPatternAndPathValue(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
 	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }))
