@@ -48,12 +48,12 @@ func attackFixture() Fixture {
 	}}
 }
 
-// TestAttackDirectRouteAnswersAsServeMux sends the same odd requests to the
+// TestDirectRouteAnswersAsServeMux sends the same odd requests to the
 // server's handler with and without its direct routes (HandleDirect) and
 // requires byte-identical answers: the direct route must skip nothing
 // ServeMux's route applied (405/Allow, 404, path checks, query check,
 // CORS, body and content-type checks, authentication).
-func TestAttackDirectRouteAnswersAsServeMux(t *testing.T) {
+func TestDirectRouteAnswersAsServeMux(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
 	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }))

@@ -19,13 +19,13 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// TestAttackHotNoDecisionCrossesTokens drives the middleware's fast path
+// TestNoDecisionCrossesTokensUnderEvictionsAndPurges drives the middleware's fast path
 // (kept tokens, the cache's lock-free hits) with many tokens of a granted
 // and a denied user at once, through a cache of a few entries (evictions,
 // group forgetting and re-making on every few requests), while purges of
 // single tokens and of everything run alongside: ben is never let through
 // and ann is never refused.
-func TestAttackHotNoDecisionCrossesTokens(t *testing.T) {
+func TestNoDecisionCrossesTokensUnderEvictionsAndPurges(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
 	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithCache(10, time.Minute, time.Minute))
 	require.NoError(t, err)

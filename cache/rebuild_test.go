@@ -40,14 +40,14 @@ func churnBytesPerAdd(t *testing.T, max int) float64 {
 	return float64(after.TotalAlloc-before.TotalAlloc) / adds
 }
 
-// TestAttackHotRehashEveryAddAtCapacity: a cache whose entry count sits at
+// TestNoRebuildOnEveryAddAtCapacity: a cache whose entry count sits at
 // 2^k-1 (a bound of 1023, 4095, 16383 ... or a byte bound that a caller's
 // key lengths steer there) publishes a fresh index table and a fresh group
 // table on EVERY Add at capacity: rehash(n) sizes the table with zero slack
 // (size/2 == n), the eviction that follows the put leaves a tombstone, so
 // the next put finds used+1 > len/2 again. Each Add then allocates and
 // copies O(capacity) slots under the cache's mutex.
-func TestAttackHotRehashEveryAddAtCapacity(t *testing.T) {
+func TestNoRebuildOnEveryAddAtCapacity(t *testing.T) {
 	good := churnBytesPerAdd(t, 4096)
 	bad := churnBytesPerAdd(t, 4095)
 	t.Logf("bytes allocated per Add at capacity: bound 4096: %.0f, bound 4095: %.0f", good, bad)
@@ -56,13 +56,13 @@ func TestAttackHotRehashEveryAddAtCapacity(t *testing.T) {
 	}
 }
 
-// TestAttackHotRehashEveryAddByteBound is the same cliff reached through
+// TestNoRebuildOnEveryAddAtTheByteBound is the same cliff reached through
 // the byte bound, by one caller: pep caches DENY answers too, under a key
 // that holds the request's path, and counts the key's length in the
 // entry's size. One token, paths of one length chosen so that the bound
 // holds 4095 entries: every further request (everyone's miss) rehashes the
 // 8192-slot index under the cache's lock.
-func TestAttackHotRehashEveryAddByteBound(t *testing.T) {
+func TestNoRebuildOnEveryAddAtTheByteBound(t *testing.T) {
 	entryCost, groupCost := overhead[bool](t)
 	const keyLen = 300
 	perEntry := entryCost + keyLen

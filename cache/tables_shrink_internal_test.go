@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// TestAttackHotTablesShrinkBack: after a burst of 50,000 one-entry groups
+// TestTablesShrinkBackAfterABurst: after a burst of 50,000 one-entry groups
 // that then expire, are removed or purged, both tables come back to a
 // size in proportion to what is left (tombstones reclaimed, the group
 // table shrinking too).
-func TestAttackHotTablesShrinkBack(t *testing.T) {
+func TestTablesShrinkBackAfterABurst(t *testing.T) {
 	var ns int64 = 1 << 40
 	now := func() time.Time { return time.Unix(0, ns) }
 	c, err := New[string, string, int](100_000, WithClock(now))

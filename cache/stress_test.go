@@ -13,13 +13,13 @@ import (
 	"github.com/orgauthz/orgauthz/cache"
 )
 
-// TestAttackHotStressAllOps mixes every operation on a small cache (so that
+// TestEveryOperationAtOnceServesOnlyLiveOwnValues mixes every operation on a small cache (so that
 // evictions, sweeps, rehashes of both indexes, group forgetting and
 // re-making happen all the time) from many goroutines under a stepped
 // clock, and checks on every hit that the value is the pair's own and not
 // expired, and on private groups that RemoveGroup, Purge and Writer fences
 // hold at once.
-func TestAttackHotStressAllOps(t *testing.T) {
+func TestEveryOperationAtOnceServesOnlyLiveOwnValues(t *testing.T) {
 	var ns atomic.Int64
 	ns.Store(1 << 40)
 	now := func() time.Time { return time.Unix(0, ns.Load()) }

@@ -12,7 +12,7 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// TestAttackHotOneCallerRehashesTheCacheOnEveryMiss: one caller with one
+// TestNoCallerSteersTheCacheIntoRebuildingOnEveryMiss: one caller with one
 // ordinary token steers the size of the decision cache's entries through
 // the length of the request context (method and path, up to 512 bytes
 // kept exactly) of calls that are denied, which the cache keeps too. With
@@ -20,7 +20,7 @@ import (
 // further miss (the attacker's, and every other caller's) makes the cache
 // publish a whole new index table under its lock (cache.index.rehash with
 // no slack): measured here as the heap a Check allocates.
-func TestAttackHotOneCallerRehashesTheCacheOnEveryMiss(t *testing.T) {
+func TestNoCallerSteersTheCacheIntoRebuildingOnEveryMiss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("thousands of gateway requests")
 	}

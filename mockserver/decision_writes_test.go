@@ -48,12 +48,12 @@ func (a attackSrv) decide(token, resource, scope string) string {
 	return out.Status
 }
 
-// TestAttackDecisionFollowsWritesUnderLoad: while other goroutines keep
+// TestDecisionFollowsWritesUnderLoad: while other goroutines keep
 // the subject cache warm with carol's and alice's decisions, carol is
 // assigned to and unassigned from a department of EU (which links editor:
 // orders/write) and a group grants/loses a role; the decision right after
 // each write returns must reflect it.
-func TestAttackDecisionFollowsWritesUnderLoad(t *testing.T) {
+func TestDecisionFollowsWritesUnderLoad(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
 	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }))
