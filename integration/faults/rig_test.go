@@ -40,6 +40,9 @@ const (
 	// the first clean call after the fault, must fit in it on a loaded
 	// machine (200 ms did not always).
 	breakerTimeout = 400 * time.Millisecond
+	// restartCallTimeout bounds TestGatewayRestart's calls: a hang guard,
+	// not a deadline any call should meet.
+	restartCallTimeout = 10 * time.Second
 )
 
 // fixture is realm acme: alice is a clerk, who may read orders and invoices
