@@ -74,7 +74,7 @@ func TestJunkTokensDoNotSwitchTheCacheOff(t *testing.T) {
 // that string alive in the cache, whose budget counts only the name.
 func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) { faultOK(w) })
-	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20))
+	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20), pep.WithTimeout(testTimeout))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
 
@@ -103,7 +103,7 @@ func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
 	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) { faultOK(w) })
 	const budget = 4 << 20
-	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget))
+	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget), pep.WithTimeout(testTimeout))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
 	longPath := "/orders/" + strings.Repeat("x", 100<<10)
@@ -628,7 +628,7 @@ func TestSlowHandlerDoesNotHoldTheCall(t *testing.T) {
 // several times more.
 func TestCacheBytesAreHonest(t *testing.T) {
 	g := newFaultGateway(t, func(_ *faultGateway, w http.ResponseWriter, _ *http.Request) { faultOK(w) })
-	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCache(100_000, time.Hour, time.Hour))
+	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCache(100_000, time.Hour, time.Hour), pep.WithTimeout(testTimeout))
 	require.NoError(t, err)
 	tokens := make([]string, 3000)
 	for i := range tokens {
