@@ -384,6 +384,21 @@ func refusedByBreaker(a answer) (some, all bool) {
 	return n > 0, n > 0 && n == len(a.decisions)
 }
 
+// ranOutOfTime reports whether every decision of a failed closed for its
+// call's deadline (a call without decisions: whether its error matches
+// context.DeadlineExceeded).
+func ranOutOfTime(a answer) bool {
+	if a.decisions == nil {
+		return errors.Is(a.err, context.DeadlineExceeded)
+	}
+	for _, d := range a.decisions {
+		if !errors.Is(d.Cause, context.DeadlineExceeded) {
+			return false
+		}
+	}
+	return true
+}
+
 // untilPastBreaker calls cl every 5 ms until no part of the answer is the
 // breaker's refusal, for at most 5 s, and returns that answer, how many
 // gateway requests the client had sent before it, and the pairs
