@@ -56,7 +56,7 @@ var readDoc = authzen.Request{
 func TestWithoutCredentialsSendsNone(t *testing.T) {
 	t.Parallel()
 	pdp := startSidecar(t)
-	c, err := authzen.New(pdp.URL, authzen.WithoutCredentials(),
+	c, err := newTestClient(pdp.URL, authzen.WithoutCredentials(),
 		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
@@ -78,7 +78,7 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 func TestNoCredentialIsNeverTheDefault(t *testing.T) {
 	t.Parallel()
 	pdp := startSidecar(t)
-	c, err := authzen.New(pdp.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
+	c, err := newTestClient(pdp.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	d, err := c.Evaluate(t.Context(), readDoc)
@@ -109,7 +109,7 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
-			c, err := authzen.New(pdp.URL, authzen.WithoutCredentials(),
+			c, err := newTestClient(pdp.URL, authzen.WithoutCredentials(),
 				authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
@@ -139,7 +139,7 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 func TestWithoutCredentialsAgainstAPDPThatWantsOne(t *testing.T) {
 	t.Parallel()
 	srv, _ := startTodo(t)
-	c, err := authzen.New(srv.URL+"/realms/todo", authzen.WithoutCredentials(), authzen.WithHTTPClient(srv.Client()))
+	c, err := newTestClient(srv.URL+"/realms/todo", authzen.WithoutCredentials(), authzen.WithHTTPClient(srv.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	d, err := c.Evaluate(t.Context(), authzen.Request{
@@ -171,7 +171,7 @@ func TestWithoutCredentialsNeverEmitsTokenExpired(t *testing.T) {
 		_, _ = w.Write([]byte(`{"decision":true}`))
 	}))
 	t.Cleanup(pdp.Close)
-	c, err := authzen.New(pdp.URL, authzen.WithoutCredentials(), authzen.WithRetry(0, time.Millisecond, time.Millisecond),
+	c, err := newTestClient(pdp.URL, authzen.WithoutCredentials(), authzen.WithRetry(0, time.Millisecond, time.Millisecond),
 		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
@@ -219,7 +219,7 @@ func TestSetEmptyTokenIsClearToken(t *testing.T) {
 		t.Run(tt.name+"/WithoutCredentials", func(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
-			c, err := authzen.New(pdp.URL, authzen.WithoutCredentials(),
+			c, err := newTestClient(pdp.URL, authzen.WithoutCredentials(),
 				authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
@@ -231,7 +231,7 @@ func TestSetEmptyTokenIsClearToken(t *testing.T) {
 		t.Run(tt.name+"/WithAToken", func(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
-			c, err := authzen.New(pdp.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
+			c, err := newTestClient(pdp.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
 			var kinds []events.Kind
