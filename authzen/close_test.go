@@ -28,7 +28,7 @@ var todoRead = authzen.Request{
 func TestCloseReleasesConnections(t *testing.T) {
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
 	before := goleak.IgnoreCurrent()
-	c, err := authzen.New(srv.URL + "/realms/todo")
+	c, err := newTestClient(srv.URL + "/realms/todo")
 	require.NoError(t, err)
 	c.SetToken(srv.Token("todo", "service-account-todo-api"))
 	d, err := c.Evaluate(t.Context(), todoRead) // discovery, then the evaluation
@@ -58,7 +58,7 @@ func TestCloseLeavesTheCallersTransport(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
 	rt := &idleRecorder{RoundTripper: srv.Client().Transport}
-	c, err := authzen.New(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: rt}))
+	c, err := newTestClient(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: rt}))
 	require.NoError(t, err)
 	c.SetToken(srv.Token("todo", "service-account-todo-api"))
 	d, err := c.Evaluate(t.Context(), todoRead)

@@ -56,7 +56,7 @@ func TestTodoInteropOpenFGA(t *testing.T) {
 	post(t, base+"/stores/"+store.ID+"/write", `{"writes":`+string(tuples)+`}`, nil)
 
 	prefix := "/stores/" + store.ID + "/access/v1/"
-	c, err := authzen.New(base, authzen.WithEndpoints(authzen.Endpoints{
+	c, err := newTestClient(base, authzen.WithEndpoints(authzen.Endpoints{
 		Evaluation: prefix + "evaluation", Evaluations: prefix + "evaluations",
 	}), authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
 	require.NoError(t, err)
@@ -96,7 +96,7 @@ telemetry:
 	base := "http://" + httpAddr
 	waitHealthy(t, base+"/_cerbos/health")
 
-	c, err := authzen.New(base, authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
+	c, err := newTestClient(base, authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Discover(t.Context()))

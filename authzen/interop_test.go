@@ -159,7 +159,7 @@ func TestTodoReferenceServer(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := authzen.New(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()))
+			c, err := newTestClient(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()))
 			require.NoError(t, err)
 			tc.set(c)
 			require.NoError(t, c.Discover(t.Context()))

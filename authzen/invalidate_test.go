@@ -58,7 +58,7 @@ func TestInvalidatorAcrossPEPs(t *testing.T) {
 	ch := &channel{joined: make(chan struct{}, 2)}
 	srv, a := startTodo(t, authzen.WithInvalidator(ch))
 	t.Cleanup(func() { _ = a.Close() })
-	b, err := authzen.New(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
+	b, err := newTestClient(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	tok := srv.Token("todo", "service-account-todo-api")

@@ -25,7 +25,7 @@ import (
 func startTodo(t *testing.T, opts ...authzen.Option) (*mockservertest.Server, *authzen.Client) {
 	t.Helper()
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
-	c, err := authzen.New(srv.URL+"/realms/todo", append([]authzen.Option{authzen.WithHTTPClient(srv.Client())}, opts...)...)
+	c, err := newTestClient(srv.URL+"/realms/todo", append([]authzen.Option{authzen.WithHTTPClient(srv.Client())}, opts...)...)
 	require.NoError(t, err)
 	c.SetToken(srv.Token("todo", "service-account-todo-api"))
 	return srv, c
@@ -116,7 +116,7 @@ func TestEventHandler(t *testing.T) {
 			got = append(got, name+" "+ev.Kind.String()+" "+ev.TokenType)
 		}
 	}
-	c, err := authzen.New("https://pdp.example.com", authzen.WithEventHandler(record("a")), authzen.WithEventHandler(record("b")))
+	c, err := newTestClient("https://pdp.example.com", authzen.WithEventHandler(record("a")), authzen.WithEventHandler(record("b")))
 	require.NoError(t, err)
 	c.SetToken("token-1")
 	c.SetDPoPToken("token-2", nil)

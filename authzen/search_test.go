@@ -1,6 +1,7 @@
 package authzen_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -207,11 +208,14 @@ func TestSearchTimesOut(t *testing.T) {
 		}
 	}, searchEndpoints, authzen.WithTimeout(100*time.Millisecond))
 	t.Cleanup(func() { close(block) }) // before the server's Close, which waits for the handler
-	start := time.Now()
+	// The PDP answers only when the test ends: the search returns at all
+	// only on the client's timeout, which its error names. (A wall-clock
+	// bound on the return, as the test had, is a threshold a loaded
+	// machine can overrun.)
 	subs, err := c.SearchSubject(t.Context(), req)
 	require.ErrorIs(t, err, authzen.ErrUnavailable)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Nil(t, subs)
-	assert.Less(t, time.Since(start), time.Second)
 }
 
 func TestSearchRefusesBeforeSending(t *testing.T) {

@@ -85,11 +85,22 @@ func TestCallerDeadlineBoundsTheDecision(t *testing.T) {
 			// sent would never reach the spy.
 			_, err := call(t.Context(), conn, adaptertest.OpRead, stream)
 			require.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
-			ctx, cancel := context.WithTimeout(bearer(t.Context(), tokens["ann"]), 200*time.Millisecond)
+			// The deadline must pass after the call reaches the server
+			// (a call that gave up before it was sent never reaches the
+			// spy) and before the gateway's minute. 200 ms, as it was, is
+			// a stall that a loaded 2-core machine makes under -race
+			// (400 ms calls of the fault suite ran out beside a CPU hog);
+			// 3 s leaves room and costs 3 s.
+			ctx, cancel := context.WithTimeout(bearer(t.Context(), tokens["ann"]), 3*time.Second)
 			defer cancel()
 			_, err = call(ctx, conn, adaptertest.OpRead, stream)
 			require.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
-			got := <-sp.done
+			var got spied
+			select {
+			case got = <-sp.done:
+			case <-time.After(time.Minute): // a hang guard, not a threshold
+				t.Fatal("the call never reached the decision: it gave up before it was sent")
+			}
 			assert.True(t, got.hasDeadline, "the decision call carries the caller's deadline")
 			// Ended by the caller: its deadline, or the cancellation its
 			// client sends when the deadline passes, whichever the server

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"errors"
 	"io"
 	"testing"
 	"time"
@@ -99,7 +100,19 @@ func TestSlowDPoPKeyIsBoundByTheDeadline(t *testing.T) {
 	assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker, "a slow DPoP key counted against the breaker")
 
 	release()
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	// The same client, whose timeout is 200 ms, answers clean calls again.
+	// A call that a loaded machine holds past those 200 ms fails closed for
+	// its deadline, which says nothing about the key: such a call is made
+	// again, a bounded number of times; any other outcome is the answer.
+	var d pep.Decision
+	for range 20 {
+		var err error
+		d, err = c.Check(t.Context(), "orders", "read")
+		require.NoError(t, err)
+		if !errors.Is(d.Cause, context.DeadlineExceeded) {
+			break
+		}
+		t.Logf("a clean call ran out of the client's %v on this machine: made again", timeout)
+	}
 	requireGatewayDecision(t, d, pep.Grant)
 }

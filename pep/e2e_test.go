@@ -78,10 +78,11 @@ func startE2E(t *testing.T) *e2e {
 	return &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corp))}
 }
 
-// client returns a docs-api client holding user's token of the given kind.
+// client returns a docs-api client holding user's token of the given kind,
+// with testTimeout and then opts.
 func (e *e2e) client(user, kind string, opts ...pep.Option) *pep.Client {
 	e.t.Helper()
-	c, err := pep.New(e.gw.URL, "corp", "docs-api", opts...)
+	c, err := pep.New(e.gw.URL, "corp", "docs-api", append([]pep.Option{pep.WithTimeout(testTimeout)}, opts...)...)
 	require.NoError(e.t, err)
 	switch kind {
 	case "Bearer":

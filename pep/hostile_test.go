@@ -73,7 +73,7 @@ func TestJunkTokensDoNotSwitchTheCacheOff(t *testing.T) {
 // that string alive in the cache, whose budget counts only the name.
 func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
-	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20))
+	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20), pep.WithTimeout(testTimeout))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
 
@@ -102,7 +102,7 @@ func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
 	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
 	const budget = 4 << 20
-	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget))
+	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget), pep.WithTimeout(testTimeout))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
 	longPath := "/orders/" + strings.Repeat("x", 100<<10)
@@ -548,24 +548,48 @@ func TestSubscribersSeeEventsInOrder(t *testing.T) {
 }
 
 // A slow tokenExpired handler does not hold the call that caused it past
-// the call's deadline.
+// the end of the call's context.
+//
+// The context ends when the test says so, once the handler runs (the 401
+// has come back), not on a timer: a 50 ms deadline, as the test had, passed
+// on a loaded machine before the 401 arrived, and the call failed closed
+// on its deadline without ever meeting the handler.
 func TestSlowHandlerDoesNotHoldTheCall(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
+	entered := make(chan struct{})
 	release := make(chan struct{})
 	handled := make(chan struct{})
 	c := g.newClient(t, noRetry, pep.WithEventHandler(func(ev events.Event) {
 		if ev.Kind == events.TokenExpired {
+			close(entered)
 			<-release // as long as the test wants
 			close(handled)
 		}
 	}))
 	c.SetToken(g.expiredToken(t, "alice"))
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	_, err := c.Check(ctx, "orders", "read")
+	returned := make(chan error, 1)
+	go func() {
+		_, err := c.Check(ctx, "orders", "read")
+		returned <- err
+	}()
+	<-entered // the gateway refused the token; the call is delivering tokenExpired
+	cancel()  // the call's context ends, as its deadline passing would end it
+	var err error
+	select {
+	case err = <-returned:
+	case <-time.After(time.Minute): // a hang guard, not a threshold
+		close(release)
+		t.Fatal("Check did not return when its context ended: the slow handler holds it")
+	}
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
-	require.Error(t, ctx.Err(), "Check returned once its deadline passed, with the handler still running")
+	select {
+	case <-handled:
+		t.Fatal("the handler finished before Check returned")
+	default:
+	}
 	close(release)
 	<-handled
 }
@@ -748,8 +772,13 @@ func TestPatientCallerAmongImpatientOnes(t *testing.T) {
 				case <-r.Context().Done():
 				}
 			})
+			// The patient caller is bound by the client's timeout alone: a
+			// minute, a hang guard. With the default 2 s (and a 3 s
+			// deadline of its own, as the test had) it ran out beside a CPU
+			// hog before the gateway's 400 ms answer came back, and failed
+			// for its own deadline, which is not what the test is about.
 			c, err := pep.New(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()),
-				pep.WithCache(0, 0, 0), pep.WithBreaker(0, 0))
+				pep.WithCache(0, 0, 0), pep.WithBreaker(0, 0), pep.WithTimeout(time.Minute))
 			require.NoError(t, err)
 			c.SetToken(aliceToken)
 			var wg sync.WaitGroup
@@ -760,9 +789,7 @@ func TestPatientCallerAmongImpatientOnes(t *testing.T) {
 					_, _ = c.Check(ctx, "orders", "read")
 				})
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-			defer cancel()
-			d, err := c.Check(ctx, "orders", "read")
+			d, err := c.Check(t.Context(), "orders", "read")
 			wg.Wait()
 			require.NoError(t, err)
 			require.NoError(t, d.Cause, "the patient caller was denied for others' deadlines")

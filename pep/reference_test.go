@@ -292,8 +292,16 @@ func (g *reference) expiredToken(t testing.TB, user string) string {
 	return g.token(t, user, mockserver.TokenLifetime(-time.Minute))
 }
 
+// testTimeout is the own timeout (WithTimeout) of the clients newClient
+// makes, unless a test gives its own: a hang guard. The default, 2 s, is
+// a production figure; a clean call beside the rest of the suite under
+// -race on a loaded 2-core machine has taken longer, and then failed
+// closed for its deadline in a test about something else.
+const testTimeout = time.Minute
+
 // newClient returns an orders-api client using the server's own
-// *http.Client, so that its connections close with the server.
+// *http.Client, so that its connections close with the server, with
+// testTimeout and then opts.
 func (g *reference) newClient(t testing.TB, opts ...pep.Option) *pep.Client {
 	t.Helper()
 	return g.newClientOf(t, testClient, opts...)
@@ -302,7 +310,7 @@ func (g *reference) newClient(t testing.TB, opts ...pep.Option) *pep.Client {
 // newClientOf is newClient for another client ID.
 func (g *reference) newClientOf(t testing.TB, clientID string, opts ...pep.Option) *pep.Client {
 	t.Helper()
-	c, err := pep.New(g.URL, testRealm, clientID, append([]pep.Option{pep.WithHTTPClient(g.Client())}, opts...)...)
+	c, err := pep.New(g.URL, testRealm, clientID, append([]pep.Option{pep.WithHTTPClient(g.Client()), pep.WithTimeout(testTimeout)}, opts...)...)
 	require.NoError(t, err)
 	return c
 }

@@ -24,6 +24,11 @@ import (
 // ErrUnavailable (a cached answer given during the gap is the gateway's own
 // and fine), and after the restart each one gets a clean answer from the
 // gateway again and its breaker closes.
+//
+// The callers' calls are bounded by restartCallTimeout, a hang guard: what
+// fails them in the gap is the refused connection, at once, and a short
+// deadline (callTimeout, as the test had) failed a clean call before the
+// restart beside a CPU hog, which the test then took for the gateway's.
 func TestGatewayRestart(t *testing.T) {
 	gw, ln := gatewaytest.Listen(t)
 	srv, err := mockserver.New(mockserver.WithFixture(fixture), mockserver.WithIssuer(gw.URL))
@@ -60,7 +65,7 @@ func TestGatewayRestart(t *testing.T) {
 			require.NoError(t, ref.err)
 			cr.refs = append(cr.refs, ref)
 		}
-		cr.c, err = r.client(kind)
+		cr.c, err = r.client(kind, pep.WithTimeout(restartCallTimeout))
 		require.NoError(t, err)
 		callers = append(callers, cr)
 	}
@@ -80,7 +85,7 @@ func TestGatewayRestart(t *testing.T) {
 					opts = append(opts, pep.NoCache())
 				}
 				restarted, wasDown := restarts.Load(), down.Load()
-				callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+				callCtx, cancel := context.WithTimeout(ctx, restartCallTimeout)
 				a := calls[i].do(callCtx, cr.c, opts...)
 				cancel()
 				cr.calls.Add(1)

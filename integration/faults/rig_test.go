@@ -40,6 +40,9 @@ const (
 	// the first clean call after the fault, must fit in it on a loaded
 	// machine (200 ms did not always).
 	breakerTimeout = 400 * time.Millisecond
+	// restartCallTimeout bounds TestGatewayRestart's calls: a hang guard,
+	// not a deadline any call should meet.
+	restartCallTimeout = 10 * time.Second
 )
 
 // fixture is realm acme: alice is a clerk, who may read orders and invoices
@@ -379,6 +382,21 @@ func refusedByBreaker(a answer) (some, all bool) {
 		}
 	}
 	return n > 0, n > 0 && n == len(a.decisions)
+}
+
+// ranOutOfTime reports whether every decision of a failed closed for its
+// call's deadline (a call without decisions: whether its error matches
+// context.DeadlineExceeded).
+func ranOutOfTime(a answer) bool {
+	if a.decisions == nil {
+		return errors.Is(a.err, context.DeadlineExceeded)
+	}
+	for _, d := range a.decisions {
+		if !errors.Is(d.Cause, context.DeadlineExceeded) {
+			return false
+		}
+	}
+	return true
 }
 
 // untilPastBreaker calls cl every 5 ms until no part of the answer is the

@@ -16,7 +16,8 @@
 // request got a 5xx, that no decision was a GRANT the policy does not give,
 // that a call failed only in the restart's gap and every client recovered
 // without being rebuilt, that the legitimate callers' cache answered at
-// least 90 % of their pairs while every junk token was refused, and that
+// least 90 % of their pairs (each user's first lookup, which no cache can
+// answer, left out) while every junk token was refused, and that
 // goroutines and heap return to their baseline.
 //
 // It runs for 3 s in every run of the README's test command; run it longer with
