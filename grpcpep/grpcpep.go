@@ -35,7 +35,10 @@
 //   - a denial that came only from an outage (the gateway unreachable,
 //     slow, 5xx, the breaker open, the client closed) or any error the
 //     client did not foresee: Unavailable, or the code WithUnavailableCode
-//     picks.
+//     picks;
+//   - a decision that ended because the caller's deadline passed or the
+//     caller cancelled: DeadlineExceeded or Canceled, the caller's own
+//     reason (no client retries what it gave up on).
 //
 // The caller's deadline and cancellation bound the decision call: a call
 // whose caller gave up is not decided, and its handler never runs. Status
@@ -328,10 +331,30 @@ func (g *guard) decide(ctx context.Context, fullMethod string, extra ...pep.Call
 	case middleware.AnswerUnauthorized:
 		return nil, unauthenticated
 	case middleware.AnswerUnavailable:
+		if err := callerGaveUp(ctx); err != nil {
+			return nil, err
+		}
 		return nil, status.Error(g.cfg.unavailable, "no authorization decision could be had; try again later")
 	default:
 		return nil, denied
 	}
+}
+
+// callerGaveUp returns the status of a call whose caller's deadline has
+// passed (DeadlineExceeded) or which the caller cancelled (Canceled), else
+// nil. A decision that ended with the caller's deadline is the caller's
+// timeout, not an outage: answered Unavailable, the code would race the
+// client's own timer for the same deadline, and a client that retries
+// Unavailable would retry what it gave up on. The deadline is read on the
+// clock too, since the context's timer may not have fired yet.
+func callerGaveUp(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return status.FromContextError(context.DeadlineExceeded).Err()
+	}
+	return nil
 }
 
 var (

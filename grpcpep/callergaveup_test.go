@@ -1,0 +1,78 @@
+package grpcpep_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/orgauthz/orgauthz/grpcpep"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// outage answers every call as the client does when no decision could be
+// had, whatever the call's context.
+type outage struct{}
+
+func (outage) CheckMany(context.Context, []pep.Resource, ...pep.CallOption) (pep.Result, error) {
+	return pep.Result{Status: pep.Deny, Decisions: []pep.Decision{{Resource: "orders", Scope: "read", Status: pep.Deny, Cause: pep.ErrUnavailable}}}, nil
+}
+
+// TestCallerWhoGaveUpGetsItsOwnCode: a decision that ended because the
+// caller's deadline passed, or because the caller cancelled, ends the call
+// with DeadlineExceeded or Canceled, not Unavailable: answered as an
+// outage, the code raced the client's own timer for the same deadline
+// (beside a CPU hog the server's Unavailable won), and a client that
+// retries Unavailable would retry what it gave up on. The deadline counts
+// as passed by the clock even before the context's timer has fired.
+func TestCallerWhoGaveUpGetsItsOwnCode(t *testing.T) {
+	t.Parallel()
+	intercept := grpcpep.UnaryServerInterceptor(outage{}, grpcpep.Map(map[string]grpcpep.Rule{
+		"/orders.Orders/Read": {Resource: "orders", Scopes: []string{"read"}},
+	}))
+	info := &grpc.UnaryServerInfo{FullMethod: "/orders.Orders/Read"}
+	ran := false
+	handler := func(context.Context, any) (any, error) { ran = true; return nil, nil }
+	withToken := func(ctx context.Context) context.Context {
+		return metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", "Bearer abc.def.ghi"))
+	}
+
+	expired, cancel := context.WithDeadline(withToken(context.Background()), time.Now().Add(-time.Second))
+	defer cancel()
+	cancelled, cancel2 := context.WithCancel(withToken(context.Background()))
+	cancel2()
+	// A deadline that has passed by the clock, whose timer has not fired:
+	// a context whose Deadline says so but whose Err is still nil.
+	unfired := deadlineOnly{Context: withToken(context.Background()), d: time.Now().Add(-time.Second)}
+
+	for _, tt := range []struct {
+		name string
+		ctx  context.Context
+		want codes.Code
+	}{
+		{"deadline passed", expired, codes.DeadlineExceeded},
+		{"cancelled", cancelled, codes.Canceled},
+		{"deadline passed, timer unfired", unfired, codes.DeadlineExceeded},
+		{"an outage within the deadline", withToken(t.Context()), codes.Unavailable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := intercept(tt.ctx, nil, info, handler)
+			require.Equal(t, tt.want, status.Code(err), "%v", err)
+			require.False(t, ran, "the handler ran")
+		})
+	}
+}
+
+// deadlineOnly is a context whose deadline has passed by the clock while
+// its Err is still nil, as a frozen process finds its contexts on waking.
+type deadlineOnly struct {
+	context.Context
+	d time.Time
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.d, true }
