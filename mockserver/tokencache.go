@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"hash/maphash"
+	"math/rand/v2"
 	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -31,7 +32,8 @@ const maxVerifiedTokens = 1 << 17
 // realm's lock, and all of them share one budget of entries, so the memory
 // they take is bounded however many realms there are. When the budget is
 // full, a new entry costs one old one: the adding realm's least recently
-// used token if the realm holds its fair share (the budget divided by the
+// used token (a hit marks its token used once in recencyEvery, on
+// average) if the realm holds its fair share (the budget divided by the
 // realms holding tokens) or more, else that of the realm holding the most.
 // A realm within its fair share so loses no token to another realm's
 // callers, however many distinct tokens they present; more distinct
@@ -70,12 +72,23 @@ func (v *verifiedTokens) get(realm, token, kid, base string) (*issuer.Claims, bo
 	if !ok {
 		return nil, false
 	}
-	e, ok := c.Get(v.hash(token))
+	h := v.hash(token)
+	e, ok := c.Peek(h) // under the LRU's read lock, which callers share
 	if !ok || e.token != token || e.kid != kid || !issuer.IsRealmIssuer(e.claims.Issuer, base, realm) {
 		return nil, false
 	}
+	if rand.Uint32()%recencyEvery == 0 {
+		c.Get(h) // mark it recently used, under the LRU's exclusive lock
+	}
 	return e.claims, true
 }
+
+// recencyEvery is how many hits, on average, mark their token recently
+// used once: marking takes the realm's LRU's exclusive lock, which every
+// decision on every core would otherwise take in turn. A token in use is
+// marked within a few dozen of its hits, so the LRU still forgets the
+// tokens nobody uses first; one it forgets early costs a signature check.
+const recencyEvery = 16
 
 // add remembers token, of realm, whose signature checked out with key kid,
 // and forgets one other token when that takes the caches over their
