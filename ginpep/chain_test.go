@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -105,18 +104,8 @@ func TestRequireFuncSeesTheCheckedMethod(t *testing.T) {
 	}, middleware.WithMethodOverride("X-HTTP-Method-Override")), func(c *gin.Context) {
 		c.String(http.StatusOK, c.Request.Method)
 	})
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders", strings.NewReader(""))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer tok")
-	req.Header.Set("X-HTTP-Method-Override", "DELETE")
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	status, body := adaptertest.PostOverridden(t, r)
+	assert.Equal(t, http.StatusOK, status, body)
 	assert.Equal(t, "DELETE", seen)
 }
 

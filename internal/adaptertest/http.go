@@ -111,3 +111,29 @@ func CheckErrorBody(t *testing.T, status int, body []byte) {
 		t.Errorf("body %q: want error %q and a message", body, http.StatusText(status))
 	}
 }
+
+// PostOverridden sends POST /orders to h, on a loopback server of its own,
+// with a Bearer token and X-HTTP-Method-Override: DELETE, and returns the
+// status and body: what an adapter's test of a trusted method override
+// asks.
+func PostOverridden(t *testing.T, h http.Handler) (int, string) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders", strings.NewReader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("X-HTTP-Method-Override", "DELETE")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
