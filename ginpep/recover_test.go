@@ -4,12 +4,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/ginpep"
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
@@ -28,17 +26,8 @@ func TestPanickingResourceFunctionIsDenied(t *testing.T) {
 		var scopes []string
 		return "orders", scopes[:1] // a user's bug: out of range
 	}, middleware.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))), func(*gin.Context) { ran = true })
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/orders/read", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+env.Tokens["ann"])
-	res, err := srv.Client().Do(req)
-	require.NoError(t, err, "the request got no answer")
-	body, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	require.NoError(t, res.Body.Close())
-	assert.Equal(t, http.StatusForbidden, res.StatusCode)
-	adaptertest.CheckErrorBody(t, res.StatusCode, body)
+	status, body := adaptertest.GetAs(t, r, "/orders/read", env.Tokens["ann"])
+	assert.Equal(t, http.StatusForbidden, status)
+	adaptertest.CheckErrorBody(t, status, body)
 	assert.False(t, ran)
 }

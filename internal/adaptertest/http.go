@@ -137,3 +137,27 @@ func PostOverridden(t *testing.T, h http.Handler) (int, string) {
 	}
 	return resp.StatusCode, string(body)
 }
+
+// GetAs sends GET path to h, on a loopback server of its own, with token
+// as a Bearer token, and returns the status and body; no answer fails the
+// test.
+func GetAs(t *testing.T, h http.Handler, path, token string) (int, []byte) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("the request got no answer: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
