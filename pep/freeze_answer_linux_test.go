@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/frozentest"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -79,33 +80,33 @@ func TestNoAnswerUsedPastTheDeadlineAfterAFreeze(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	k := startChild(ctx, t, "late-answer")
+	k := frozentest.StartChild(ctx, t, childEnv, "late-answer")
 	cfg, err := json.Marshal(lateConfig{URL: g.URL, Token: tok})
 	require.NoError(t, err)
-	k.tell(t, string(cfg))
+	k.Tell(t, string(cfg))
 
 	for i := range lateRounds {
-		k.tell(t, "check")
+		k.Tell(t, "check")
 		select {
 		case <-arrived:
 		case <-ctx.Done():
 			t.Fatal("the child's request never arrived")
 		}
-		require.NoError(t, k.cmd.Process.Signal(syscall.SIGSTOP))
-		waitStopped(t, k.cmd.Process.Pid)
+		require.NoError(t, k.Process().Signal(syscall.SIGSTOP))
+		frozentest.WaitStopped(t, k.Pid())
 		release <- struct{}{}  // the gateway answers GRANT while the child is frozen
 		time.Sleep(lateFreeze) // the fault's length, not a synchronisation
-		require.NoError(t, k.cmd.Process.Signal(syscall.SIGCONT))
+		require.NoError(t, k.Process().Signal(syscall.SIGCONT))
 		var rep lateReport
-		require.NoError(t, json.Unmarshal([]byte(k.next(t, "its report")), &rep))
+		require.NoError(t, json.Unmarshal([]byte(k.Next(t, "its report")), &rep))
 		t.Logf("round %d: %+v", i, rep)
 		assert.False(t, rep.Allowed, "round %d: Check returned GRANT %v after it began, past its %v deadline and the %v grant TTL",
 			i, rep.Elapsed, lateTimeout, lateGrantTTL)
 		assert.False(t, rep.Cached, "round %d", i)
 		assert.True(t, rep.Unavailable && rep.Deadline, "round %d: the Cause is not a passed deadline: %q", i, rep.Cause)
 	}
-	k.tell(t, "stop")
-	require.NoError(t, k.wait())
+	k.Tell(t, "stop")
+	require.NoError(t, k.Wait())
 }
 
 // lateAnswerChild is the child process: it reads its lateConfig from

@@ -12,11 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -25,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/frozentest"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -44,7 +41,7 @@ const (
 // checks began after the cached GRANT expired, or after childLoopLimit
 // whatever happened. warmFor is well within the time to live; checking for
 // that long before a freeze lets the runtime's monitor settle into its
-// slowest pace (see stopSelf).
+// slowest pace (see frozentest.StopSelf).
 const (
 	warmFor             = 60 * time.Millisecond
 	minChecksAfterBound = 1000
@@ -114,12 +111,12 @@ func TestNoGrantPastItsTTLAfterAFreeze(t *testing.T) {
 			tok := g.token(t, "carol")
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			k := startChild(ctx, t, "freeze", "GOMAXPROCS=1")
+			k := frozentest.StartChild(ctx, t, childEnv, "freeze", "GOMAXPROCS=1")
 
 			cfg, err := json.Marshal(freezeConfig{URL: g.URL, Token: tok, Mode: mode})
 			require.NoError(t, err)
-			k.tell(t, string(cfg))
-			require.Equal(t, "cached", k.next(t, `"cached"`))
+			k.Tell(t, string(cfg))
+			require.Equal(t, "cached", k.Next(t, `"cached"`))
 
 			// The gateway changes its mind: carol loses the role that let
 			// her read orders. A client without a cache sees it at once.
@@ -128,19 +125,19 @@ func TestNoGrantPastItsTTLAfterAFreeze(t *testing.T) {
 			require.NoError(t, err)
 			requireGatewayDecision(t, d, pep.Deny)
 
-			k.tell(t, "loop")
-			require.Equal(t, "looping", k.next(t, `"looping"`))
+			k.Tell(t, "loop")
+			require.Equal(t, "looping", k.Next(t, `"looping"`))
 			if mode == stoppedByParent {
-				require.NoError(t, k.cmd.Process.Signal(syscall.SIGSTOP))
+				require.NoError(t, k.Process().Signal(syscall.SIGSTOP))
 			}
-			waitStopped(t, k.cmd.Process.Pid)
+			frozentest.WaitStopped(t, k.Pid())
 			time.Sleep(freezeFor) // the fault's length, not a synchronisation
-			require.NoError(t, k.cmd.Process.Signal(syscall.SIGCONT))
-			k.tell(t, "resumed")
+			require.NoError(t, k.Process().Signal(syscall.SIGCONT))
+			k.Tell(t, "resumed")
 
 			var rep freezeReport
-			require.NoError(t, json.Unmarshal([]byte(k.next(t, "its report")), &rep))
-			require.NoError(t, k.wait())
+			require.NoError(t, json.Unmarshal([]byte(k.Next(t, "its report")), &rep))
+			require.NoError(t, k.Wait())
 			t.Logf("the child's report: %+v", rep)
 
 			require.True(t, rep.PauseSpansBound, "the freeze (%v) did not span the cached GRANT's expiry", rep.LongestPause)
@@ -153,75 +150,6 @@ func TestNoGrantPastItsTTLAfterAFreeze(t *testing.T) {
 				rep.StaleGrants, rep.AfterBound, rep.FirstStale, rep.WorstStale)
 		})
 	}
-}
-
-// child is a child process of the test binary (see TestMain), spoken to in
-// lines on its stdin and stdout. Its stderr is the test binary's.
-type child struct {
-	cmd    *exec.Cmd
-	stdin  io.Writer
-	lines  *bufio.Scanner
-	waited bool
-}
-
-// startChild starts the child name with env added to the environment. It
-// is killed when ctx ends, and when the test ends unless wait was called.
-func startChild(ctx context.Context, t *testing.T, name string, env ...string) *child {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), childEnv+"="+name), env...)
-	cmd.Stderr = os.Stderr
-	cmd.WaitDelay = 5 * time.Second
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	k := &child{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout)}
-	t.Cleanup(func() {
-		if !k.waited {
-			_ = cmd.Process.Kill() // a stopped process is killed too
-			_ = cmd.Wait()
-		}
-	})
-	return k
-}
-
-// next returns the child's next line, what it is expected to say; the test
-// fails if the child ended instead.
-func (k *child) next(t *testing.T, what string) string {
-	t.Helper()
-	require.True(t, k.lines.Scan(), "the child ended before it said %s (its stderr is above): %v", what, k.lines.Err())
-	return k.lines.Text()
-}
-
-// tell writes line to the child.
-func (k *child) tell(t *testing.T, line string) {
-	t.Helper()
-	_, err := io.WriteString(k.stdin, line+"\n")
-	require.NoError(t, err)
-}
-
-// wait waits for the child to exit.
-func (k *child) wait() error {
-	k.waited = true
-	return k.cmd.Wait()
-}
-
-// waitStopped returns once process pid is stopped, as /proc says.
-func waitStopped(t *testing.T, pid int) {
-	t.Helper()
-	for range 5000 {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		require.NoError(t, err)
-		// "pid (comm) state ...": comm may hold spaces and parentheses.
-		s := string(stat)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 && strings.HasPrefix(s[i:], ") T") {
-			return
-		}
-		time.Sleep(time.Millisecond) // a poll's interval; the loop bounds the wait
-	}
-	t.Fatal("the child did not stop")
 }
 
 // freezeChild is the child process: it reads its freezeConfig from stdin,
@@ -311,7 +239,7 @@ func freezeChild() int {
 			warm = false
 			fmt.Println("looping")
 			if cfg.Mode == stopsItself {
-				stopSelf()
+				frozentest.StopSelf()
 			}
 		}
 	}
@@ -319,16 +247,4 @@ func freezeChild() int {
 		return fail("report: %v", err)
 	}
 	return 0
-}
-
-// stopSelf stops the whole process, as SIGSTOP from outside does, from the
-// calling thread, which stops before it runs another instruction; it
-// returns once the process is continued. It goes through the scheduler
-// first: the runtime's monitor preempts a goroutine it has seen in the same
-// scheduling round for 10 ms, and a freeze counts; after warmFor of checks
-// the monitor looks only every 10 ms or so, so it has not seen the round
-// that begins here, and the caller is not preempted the moment it resumes.
-func stopSelf() {
-	runtime.Gosched()
-	_, _, _ = syscall.RawSyscall(syscall.SYS_TGKILL, uintptr(syscall.Getpid()), uintptr(syscall.Gettid()), uintptr(syscall.SIGSTOP))
 }

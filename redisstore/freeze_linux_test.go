@@ -13,10 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/frozentest"
 	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/pep"
 	"github.com/orgauthz/orgauthz/redisstore"
@@ -70,13 +68,13 @@ const (
 	// stoppedByParent: the parent sends SIGSTOP while the child checks.
 	stoppedByParent freezeMode = "stopped by the parent"
 	// stopsItself: the child stops its process right after a check (see
-	// stopSelf), so that its first checks after the freeze run before the
+	// frozentest.StopSelf), so that its first checks after the freeze run before the
 	// runtime polls the network: what would read the purge.
 	stopsItself freezeMode = "stops itself"
 )
 
 // warmFor is how long the child checks before it stops itself, so that
-// the runtime's monitor settles into its slowest pace (see stopSelf).
+// the runtime's monitor settles into its slowest pace (see frozentest.StopSelf).
 const warmFor = 60 * time.Millisecond
 
 // TestFrozenReplicaReadsThePurgeBeforeItsCache: a replica that cached
@@ -96,25 +94,25 @@ func TestFrozenReplicaReadsThePurgeBeforeItsCache(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			k := startChild(ctx, t, "freeze", "GOMAXPROCS=1")
+			k := frozentest.StartChild(ctx, t, childEnv, "freeze", "GOMAXPROCS=1")
 			cfg, err := json.Marshal(freezeConfig{Gateway: gw.URL, Redis: rs.Addr(), Channel: channel, Token: bob, Mode: mode})
 			require.NoError(t, err)
-			k.tell(t, string(cfg))
-			require.Equal(t, "looping", k.next(t, "that it checks from its cache"))
+			k.Tell(t, string(cfg))
+			require.Equal(t, "looping", k.Next(t, "that it checks from its cache"))
 			if mode == stoppedByParent {
-				require.NoError(t, k.cmd.Process.Signal(syscall.SIGSTOP))
+				require.NoError(t, k.Process().Signal(syscall.SIGSTOP))
 			}
-			waitStopped(t, k.cmd.Process.Pid)
+			frozentest.WaitStopped(t, k.Pid())
 			revoke(t, gw, bob)
 			require.NoError(t, other.Purge(t.Context(), bob)) // Redis has pushed it to the frozen child's socket
 			bound := time.Now().Add(invalidation.DefaultTrust)
 			time.Sleep(time.Until(bound) + freezeMargin) // the freeze itself, not a synchronisation
-			require.NoError(t, k.cmd.Process.Signal(syscall.SIGCONT))
-			k.tell(t, strconv.FormatInt(bound.UnixNano(), 10))
+			require.NoError(t, k.Process().Signal(syscall.SIGCONT))
+			k.Tell(t, strconv.FormatInt(bound.UnixNano(), 10))
 
 			var rep freezeReport
-			require.NoError(t, json.Unmarshal([]byte(k.next(t, "its report")), &rep))
-			require.NoError(t, k.wait())
+			require.NoError(t, json.Unmarshal([]byte(k.Next(t, "its report")), &rep))
+			require.NoError(t, k.Wait())
 			t.Logf("child: %d checks, %d after the bound, first after it: %s; stats %+v", rep.Checks, rep.AfterBound, rep.FirstAfterBound, rep.Stats)
 			require.GreaterOrEqual(t, rep.AfterBound, minAfterBound, "the child did not check after the freeze")
 			assert.Zero(t, rep.StaleGrants, "the resumed replica granted the purged token")
@@ -196,7 +194,7 @@ func freezeChild() int {
 	for time.Since(start) < childLoopLimit && after < minAfterBound && len(checks) < maxChecks {
 		if cfg.Mode == stopsItself && !warm.IsZero() && time.Since(warm) >= warmFor {
 			warm = time.Time{}
-			stopSelf()
+			frozentest.StopSelf()
 		}
 		if limit < 0 {
 			select {
@@ -231,84 +229,4 @@ func freezeChild() int {
 	out, _ := json.Marshal(rep)
 	fmt.Println(string(out))
 	return 0
-}
-
-// child is a child process of the test binary (see TestMain), spoken to in
-// lines on its stdin and stdout. Its stderr is the test binary's.
-type child struct {
-	cmd    *exec.Cmd
-	stdin  io.Writer
-	lines  *bufio.Scanner
-	waited bool
-}
-
-// startChild starts the child name with env added to the environment. It
-// is killed when ctx ends, and when the test ends unless wait was called.
-func startChild(ctx context.Context, t *testing.T, name string, env ...string) *child {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), childEnv+"="+name), env...)
-	cmd.Stderr = os.Stderr
-	cmd.WaitDelay = 5 * time.Second
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	k := &child{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout)}
-	t.Cleanup(func() {
-		if !k.waited {
-			_ = cmd.Process.Kill() // a stopped process is killed too
-			_ = cmd.Wait()
-		}
-	})
-	return k
-}
-
-// next returns the child's next line, what it is expected to say.
-func (k *child) next(t *testing.T, what string) string {
-	t.Helper()
-	require.True(t, k.lines.Scan(), "the child ended before it said %s (its stderr is above): %v", what, k.lines.Err())
-	return k.lines.Text()
-}
-
-// tell writes line to the child.
-func (k *child) tell(t *testing.T, line string) {
-	t.Helper()
-	_, err := io.WriteString(k.stdin, line+"\n")
-	require.NoError(t, err)
-}
-
-// wait waits for the child to exit.
-func (k *child) wait() error {
-	k.waited = true
-	return k.cmd.Wait()
-}
-
-// waitStopped returns once process pid is stopped, as /proc says.
-func waitStopped(t *testing.T, pid int) {
-	t.Helper()
-	for range 5000 {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		require.NoError(t, err)
-		// "pid (comm) state ...": comm may hold spaces and parentheses.
-		s := string(stat)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 && strings.HasPrefix(s[i:], ") T") {
-			return
-		}
-		time.Sleep(time.Millisecond) // a poll's interval; the loop bounds the wait
-	}
-	t.Fatal("the child did not stop")
-}
-
-// stopSelf stops the whole process, as SIGSTOP from outside does, from the
-// calling thread, which stops before it runs another instruction; it
-// returns once the process is continued. It goes through the scheduler
-// first: the runtime's monitor preempts a goroutine it has seen in the same
-// scheduling round for 10 ms, and a freeze counts; after warmFor of checks
-// the monitor looks only every 10 ms or so, so it has not seen the round
-// that begins here, and the caller is not preempted the moment it resumes.
-func stopSelf() {
-	runtime.Gosched()
-	_, _, _ = syscall.RawSyscall(syscall.SYS_TGKILL, uintptr(syscall.Getpid()), uintptr(syscall.Gettid()), uintptr(syscall.SIGSTOP))
 }
