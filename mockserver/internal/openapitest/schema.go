@@ -1,0 +1,413 @@
+package openapitest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/big"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The JSON Schema 2020-12 validator the Checker uses: exactly the keywords
+// mockserver/openapi.json uses, nothing else. A schema holding any other
+// keyword (or a keyword with a value of the wrong shape) fails the load, so
+// an edit to the document cannot leave part of it silently unchecked: a new
+// keyword is implemented here first.
+//
+// Assertions: type, enum, const, required, properties, additionalProperties
+// (false or a schema), items, minimum, maximum, minLength, minItems,
+// maxItems, pattern, anyOf, if/then, $ref (local: "#/..."), and format
+// "date-time", which is asserted (RFC 3339 section 5.6, as the server parses
+// its from and to parameters; any other format fails the load). Annotations,
+// which assert nothing: description, default, title, examples, $comment.
+//
+// An error names the instance's JSON pointer, the keyword, and the schema's
+// place in the document.
+
+// schema is a compiled schema: the checks of its keywords.
+type schema struct {
+	checks []check
+}
+
+// check validates the instance v, found at the JSON pointer at, adding what
+// fails to errs.
+type check func(v any, at string, errs *[]error)
+
+// validate checks a whole instance: nil, or every failure joined.
+func (s *schema) validate(v any) error {
+	var errs []error
+	s.check(v, "", &errs)
+	return errors.Join(errs...)
+}
+
+func (s *schema) check(v any, at string, errs *[]error) {
+	for _, c := range s.checks {
+		c(v, at, errs)
+	}
+}
+
+// matches reports whether v passes s, for anyOf and if.
+func (s *schema) matches(v any, at string) (bool, []error) {
+	var errs []error
+	s.check(v, at, &errs)
+	return len(errs) == 0, errs
+}
+
+// compiler compiles the document's schemas once each, by JSON pointer, so
+// that a $ref cycle ends at the schema under construction.
+type compiler struct {
+	doc   *document
+	built map[string]*schema
+}
+
+func (c *compiler) compile(ptr string) (*schema, error) {
+	if s, ok := c.built[ptr]; ok {
+		return s, nil
+	}
+	s := &schema{}
+	c.built[ptr] = s
+	switch v := c.doc.at(ptr).(type) {
+	case bool:
+		if !v {
+			s.checks = []check{func(_ any, at string, errs *[]error) {
+				*errs = append(*errs, fmt.Errorf("at %q: the schema %s is false: no value is allowed", at, ptr))
+			}}
+		}
+		return s, nil
+	case map[string]any:
+		for _, kw := range slices.Sorted(maps.Keys(v)) {
+			chk, err := c.keyword(kw, v, ptr)
+			if err != nil {
+				return nil, fmt.Errorf("schema %s: keyword %q: %w", ptr, kw, err)
+			}
+			if chk != nil {
+				s.checks = append(s.checks, chk)
+			}
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("%s is not a schema", ptr)
+}
+
+// compileAll compiles the schemas at ptr+"/"+name for each name.
+func (c *compiler) compileAll(ptr string, names []string) ([]*schema, error) {
+	out := make([]*schema, len(names))
+	for i, name := range names {
+		s, err := c.compile(ptr + "/" + escapeToken(name))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+func fail(errs *[]error, at, ptr, kw, format string, args ...any) {
+	*errs = append(*errs, fmt.Errorf("at %q: %s: %s (schema %s/%s)", at, kw, fmt.Sprintf(format, args...), ptr, kw))
+}
+
+// nested is the failure of an applicator (anyOf, then) with the failures
+// under it, indented.
+func nested(at, ptr, what string, under []error) error {
+	return fmt.Errorf("at %q: %s (schema %s):\n\t%s", at, what, ptr,
+		strings.ReplaceAll(errors.Join(under...).Error(), "\n", "\n\t"))
+}
+
+var typeNames = []string{"null", "boolean", "object", "array", "number", "integer", "string"}
+
+// keyword compiles one keyword of the schema obj at ptr: a nil check for an
+// annotation, an error for a keyword this validator does not implement.
+func (c *compiler) keyword(kw string, obj map[string]any, ptr string) (check, error) {
+	val, sub := obj[kw], ptr+"/"+escapeToken(kw)
+	switch kw {
+	case "description", "default", "title", "examples", "$comment":
+		return nil, nil // annotations
+	case "then": // read by if
+		if _, ok := obj["if"]; !ok {
+			return nil, errors.New("then without if asserts nothing")
+		}
+		return nil, nil
+	case "type":
+		types, ok := stringList(val)
+		if t, isStr := val.(string); isStr {
+			types, ok = []string{t}, true
+		}
+		if !ok || len(types) == 0 || slices.ContainsFunc(types, func(t string) bool { return !slices.Contains(typeNames, t) }) {
+			return nil, fmt.Errorf("not a type or list of types: %v", val)
+		}
+		return func(v any, at string, errs *[]error) {
+			if !slices.ContainsFunc(types, func(t string) bool { return hasType(v, t) }) {
+				fail(errs, at, ptr, kw, "%s is not %s", typeOf(v), strings.Join(types, " or "))
+			}
+		}, nil
+	case "$ref":
+		ref, _ := val.(string)
+		if !strings.HasPrefix(ref, "#/") {
+			return nil, fmt.Errorf("only local $refs (#/...) are read, not %q", ref)
+		}
+		target, err := c.compile(ref[1:])
+		return func(v any, at string, errs *[]error) { target.check(v, at, errs) }, err
+	case "properties":
+		props, ok := val.(map[string]any)
+		if !ok {
+			return nil, errors.New("not an object")
+		}
+		names := slices.Sorted(maps.Keys(props))
+		subs, err := c.compileAll(sub, names)
+		return objectCheck(func(o map[string]any, at string, errs *[]error) {
+			for i, name := range names {
+				if m, ok := o[name]; ok {
+					subs[i].check(m, at+"/"+escapeToken(name), errs)
+				}
+			}
+		}), err
+	case "required":
+		names, ok := stringList(val)
+		if !ok {
+			return nil, errors.New("not a list of names")
+		}
+		return objectCheck(func(o map[string]any, at string, errs *[]error) {
+			for _, name := range names {
+				if _, ok := o[name]; !ok {
+					fail(errs, at, ptr, kw, "member %q is missing", name)
+				}
+			}
+		}), nil
+	case "additionalProperties":
+		declared, _ := obj["properties"].(map[string]any)
+		s, err := c.compile(sub)
+		return objectCheck(func(o map[string]any, at string, errs *[]error) {
+			for _, name := range slices.Sorted(maps.Keys(o)) {
+				if _, ok := declared[name]; ok {
+					continue
+				}
+				if val == false {
+					fail(errs, at, ptr, kw, "member %q is not allowed", name)
+				} else {
+					s.check(o[name], at+"/"+escapeToken(name), errs)
+				}
+			}
+		}), err
+	case "items":
+		s, err := c.compile(sub)
+		return func(v any, at string, errs *[]error) {
+			list, _ := v.([]any)
+			for i, item := range list {
+				s.check(item, at+"/"+strconv.Itoa(i), errs)
+			}
+		}, err
+	case "enum":
+		values, ok := val.([]any)
+		if !ok || len(values) == 0 {
+			return nil, errors.New("not a non-empty list")
+		}
+		return func(v any, at string, errs *[]error) {
+			if !slices.ContainsFunc(values, func(e any) bool { return equal(v, e) }) {
+				fail(errs, at, ptr, kw, "%s is not one of %s", show(v), show(values))
+			}
+		}, nil
+	case "const":
+		return func(v any, at string, errs *[]error) {
+			if !equal(v, val) {
+				fail(errs, at, ptr, kw, "%s is not %s", show(v), show(val))
+			}
+		}, nil
+	case "minimum", "maximum":
+		bound := number(val)
+		if bound == nil {
+			return nil, errors.New("not a number")
+		}
+		sign, word := -1, "below" // the comparison that fails
+		if kw == "maximum" {
+			sign, word = 1, "above"
+		}
+		return func(v any, at string, errs *[]error) {
+			if n := number(v); n != nil && n.Cmp(bound) == sign {
+				fail(errs, at, ptr, kw, "%s is %s %s", v, word, val)
+			}
+		}, nil
+	case "minLength", "minItems", "maxItems":
+		limit, err := strconv.Atoi(fmt.Sprint(val))
+		if _, isNum := val.(json.Number); !isNum || err != nil || limit < 0 {
+			return nil, errors.New("not a non-negative integer")
+		}
+		return func(v any, at string, errs *[]error) {
+			n := -1
+			if s, ok := v.(string); ok && kw == "minLength" {
+				n = utf8.RuneCountInString(s)
+			} else if list, ok := v.([]any); ok && kw != "minLength" {
+				n = len(list)
+			}
+			switch {
+			case n < 0:
+			case kw == "maxItems" && n > limit:
+				fail(errs, at, ptr, kw, "length %d, want at most %d", n, limit)
+			case kw != "maxItems" && n < limit:
+				fail(errs, at, ptr, kw, "length %d, want at least %d", n, limit)
+			}
+		}, nil
+	case "pattern":
+		src, _ := val.(string)
+		re, err := regexp.Compile(src)
+		return func(v any, at string, errs *[]error) {
+			if s, ok := v.(string); ok && !re.MatchString(s) {
+				fail(errs, at, ptr, kw, "%q does not match %s", s, src)
+			}
+		}, err
+	case "format":
+		if val != "date-time" {
+			return nil, fmt.Errorf("format %v is not checked; only date-time is", val)
+		}
+		return func(v any, at string, errs *[]error) {
+			if s, ok := v.(string); ok && !isDateTime(s) {
+				fail(errs, at, ptr, kw, "%q is not an RFC 3339 date-time", s)
+			}
+		}, nil
+	case "anyOf":
+		list, ok := val.([]any)
+		if !ok || len(list) == 0 {
+			return nil, errors.New("not a non-empty list of schemas")
+		}
+		names := make([]string, len(list))
+		for i := range list {
+			names[i] = strconv.Itoa(i)
+		}
+		branches, err := c.compileAll(sub, names)
+		return func(v any, at string, errs *[]error) {
+			var all []error
+			for _, b := range branches {
+				ok, bErrs := b.matches(v, at)
+				if ok {
+					return
+				}
+				all = append(all, bErrs...)
+			}
+			*errs = append(*errs, nested(at, sub, "anyOf: no branch matches", all))
+		}, err
+	case "if":
+		cond, err := c.compile(sub)
+		if err != nil {
+			return nil, err
+		}
+		then := &schema{}
+		if _, ok := obj["then"]; ok {
+			then, err = c.compile(ptr + "/then")
+		}
+		return func(v any, at string, errs *[]error) {
+			if ok, _ := cond.matches(v, at); !ok {
+				return
+			}
+			if ok, thenErrs := then.matches(v, at); !ok {
+				*errs = append(*errs, nested(at, ptr+"/then", "then: the value matches if, but", thenErrs))
+			}
+		}, err
+	}
+	return nil, errors.New("not implemented by this validator (schema.go)")
+}
+
+// objectCheck applies f to objects and lets any other value pass, as the
+// object keywords do.
+func objectCheck(f func(o map[string]any, at string, errs *[]error)) check {
+	return func(v any, at string, errs *[]error) {
+		if o, ok := v.(map[string]any); ok {
+			f(o, at, errs)
+		}
+	}
+}
+
+// stringList reads a JSON list of strings.
+func stringList(v any) ([]string, bool) {
+	list, ok := v.([]any)
+	out := make([]string, len(list))
+	for i, x := range list {
+		if out[i], ok = x.(string); !ok {
+			return nil, false
+		}
+	}
+	return out, ok
+}
+
+// number reads a JSON number exactly; nil for any other value, and for a
+// number with an exponent beyond 10^±1e6 (math/big's limit).
+func number(v any) *big.Rat {
+	n, ok := v.(json.Number)
+	if !ok {
+		return nil
+	}
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+func hasType(v any, t string) bool {
+	switch t {
+	case "integer":
+		n := number(v)
+		return n != nil && n.IsInt()
+	case "number":
+		return number(v) != nil
+	}
+	return typeOf(v) == t
+}
+
+// typeOf names an instance's JSON type.
+func typeOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case json.Number:
+		return "number"
+	case string:
+		return "string"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// equal is JSON equality: numbers by value, objects and arrays member by
+// member.
+func equal(a, b any) bool {
+	switch a := a.(type) {
+	case json.Number:
+		x, y := number(a), number(b)
+		return x != nil && y != nil && x.Cmp(y) == 0
+	case []any:
+		b, ok := b.([]any)
+		return ok && slices.EqualFunc(a, b, equal)
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		return ok && maps.EqualFunc(a, b, equal)
+	}
+	return a == b // string, bool or nil: b of another type is not equal
+}
+
+func show(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// dateTime is RFC 3339's date-time grammar; isDateTime checks the ranges
+// (month, day of month, hour...) with time.Parse, which takes only upper
+// case T and Z. A leap second (:60) is refused, as the server refuses it.
+var dateTime = regexp.MustCompile(`^\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)$`)
+
+func isDateTime(s string) bool {
+	if !dateTime.MatchString(s) {
+		return false
+	}
+	_, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
+	return err == nil
+}
