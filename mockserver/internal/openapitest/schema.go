@@ -16,7 +16,7 @@ import (
 
 // The JSON Schema 2020-12 validator the Checker uses: exactly the keywords
 // mockserver/openapi.json uses, nothing else. A schema holding any other
-// keyword (or a keyword with a value of the wrong shape) fails the load, so
+// keyword, or a keyword whose value has the wrong shape, fails the load, so
 // an edit to the document cannot leave part of it silently unchecked: a new
 // keyword is implemented here first.
 //
@@ -27,8 +27,8 @@ import (
 // its from and to parameters; any other format fails the load). Annotations,
 // which assert nothing: description, default, title, examples, $comment.
 //
-// An error names the instance's JSON pointer, the keyword, and the schema's
-// place in the document.
+// A failure names the instance's JSON pointer, the keyword, and where the
+// keyword is in the document.
 
 // schema is a compiled schema: the checks of its keywords.
 type schema struct {
@@ -41,9 +41,7 @@ type check func(v any, at string, errs *[]error)
 
 // validate checks a whole instance: nil, or every failure joined.
 func (s *schema) validate(v any) error {
-	var errs []error
-	s.check(v, "", &errs)
-	return errors.Join(errs...)
+	return errors.Join(s.failures(v, "")...)
 }
 
 func (s *schema) check(v any, at string, errs *[]error) {
@@ -52,11 +50,10 @@ func (s *schema) check(v any, at string, errs *[]error) {
 	}
 }
 
-// matches reports whether v passes s, for anyOf and if.
-func (s *schema) matches(v any, at string) (bool, []error) {
+func (s *schema) failures(v any, at string) []error {
 	var errs []error
 	s.check(v, at, &errs)
-	return len(errs) == 0, errs
+	return errs
 }
 
 // compiler compiles the document's schemas once each, by JSON pointer, so
@@ -99,13 +96,22 @@ func (c *compiler) compile(ptr string) (*schema, error) {
 func (c *compiler) compileAll(ptr string, names []string) ([]*schema, error) {
 	out := make([]*schema, len(names))
 	for i, name := range names {
-		s, err := c.compile(ptr + "/" + escapeToken(name))
-		if err != nil {
+		var err error
+		if out[i], err = c.compile(ptr + "/" + escapeToken(name)); err != nil {
 			return nil, err
 		}
-		out[i] = s
 	}
 	return out, nil
+}
+
+// on returns a check that applies f to instances of JSON type T and lets
+// any other pass, as every keyword but type, enum and const does.
+func on[T any](f func(v T, at string, errs *[]error)) check {
+	return func(v any, at string, errs *[]error) {
+		if t, ok := v.(T); ok {
+			f(t, at, errs)
+		}
+	}
 }
 
 func fail(errs *[]error, at, ptr, kw, format string, args ...any) {
@@ -127,7 +133,7 @@ func (c *compiler) keyword(kw string, obj map[string]any, ptr string) (check, er
 	val, sub := obj[kw], ptr+"/"+escapeToken(kw)
 	switch kw {
 	case "description", "default", "title", "examples", "$comment":
-		return nil, nil // annotations
+		return nil, nil
 	case "then": // read by if
 		if _, ok := obj["if"]; !ok {
 			return nil, errors.New("then without if asserts nothing")
@@ -146,13 +152,27 @@ func (c *compiler) keyword(kw string, obj map[string]any, ptr string) (check, er
 				fail(errs, at, ptr, kw, "%s is not %s", typeOf(v), strings.Join(types, " or "))
 			}
 		}, nil
+	case "enum", "const":
+		values, ok := val.([]any)
+		word := "one of "
+		if kw == "const" {
+			values, ok, word = []any{val}, true, ""
+		}
+		if !ok || len(values) == 0 {
+			return nil, errors.New("not a non-empty list")
+		}
+		return func(v any, at string, errs *[]error) {
+			if !slices.ContainsFunc(values, func(e any) bool { return equal(v, e) }) {
+				fail(errs, at, ptr, kw, "%s is not %s%s", show(v), word, show(val))
+			}
+		}, nil
 	case "$ref":
 		ref, _ := val.(string)
 		if !strings.HasPrefix(ref, "#/") {
 			return nil, fmt.Errorf("only local $refs (#/...) are read, not %q", ref)
 		}
 		target, err := c.compile(ref[1:])
-		return func(v any, at string, errs *[]error) { target.check(v, at, errs) }, err
+		return target.check, err
 	case "properties":
 		props, ok := val.(map[string]any)
 		if !ok {
@@ -160,7 +180,7 @@ func (c *compiler) keyword(kw string, obj map[string]any, ptr string) (check, er
 		}
 		names := slices.Sorted(maps.Keys(props))
 		subs, err := c.compileAll(sub, names)
-		return objectCheck(func(o map[string]any, at string, errs *[]error) {
+		return on(func(o map[string]any, at string, errs *[]error) {
 			for i, name := range names {
 				if m, ok := o[name]; ok {
 					subs[i].check(m, at+"/"+escapeToken(name), errs)
@@ -172,7 +192,7 @@ func (c *compiler) keyword(kw string, obj map[string]any, ptr string) (check, er
 		if !ok {
 			return nil, errors.New("not a list of names")
 		}
-		return objectCheck(func(o map[string]any, at string, errs *[]error) {
+		return on(func(o map[string]any, at string, errs *[]error) {
 			for _, name := range names {
 				if _, ok := o[name]; !ok {
 					fail(errs, at, ptr, kw, "member %q is missing", name)
@@ -182,7 +202,7 @@ func (c *compiler) keyword(kw string, obj map[string]any, ptr string) (check, er
 	case "additionalProperties":
 		declared, _ := obj["properties"].(map[string]any)
 		s, err := c.compile(sub)
-		return objectCheck(func(o map[string]any, at string, errs *[]error) {
+		return on(func(o map[string]any, at string, errs *[]error) {
 			for _, name := range slices.Sorted(maps.Keys(o)) {
 				if _, ok := declared[name]; ok {
 					continue
@@ -196,28 +216,11 @@ func (c *compiler) keyword(kw string, obj map[string]any, ptr string) (check, er
 		}), err
 	case "items":
 		s, err := c.compile(sub)
-		return func(v any, at string, errs *[]error) {
-			list, _ := v.([]any)
+		return on(func(list []any, at string, errs *[]error) {
 			for i, item := range list {
 				s.check(item, at+"/"+strconv.Itoa(i), errs)
 			}
-		}, err
-	case "enum":
-		values, ok := val.([]any)
-		if !ok || len(values) == 0 {
-			return nil, errors.New("not a non-empty list")
-		}
-		return func(v any, at string, errs *[]error) {
-			if !slices.ContainsFunc(values, func(e any) bool { return equal(v, e) }) {
-				fail(errs, at, ptr, kw, "%s is not one of %s", show(v), show(values))
-			}
-		}, nil
-	case "const":
-		return func(v any, at string, errs *[]error) {
-			if !equal(v, val) {
-				fail(errs, at, ptr, kw, "%s is not %s", show(v), show(val))
-			}
-		}, nil
+		}), err
 	case "minimum", "maximum":
 		bound := number(val)
 		if bound == nil {
@@ -227,48 +230,44 @@ func (c *compiler) keyword(kw string, obj map[string]any, ptr string) (check, er
 		if kw == "maximum" {
 			sign, word = 1, "above"
 		}
-		return func(v any, at string, errs *[]error) {
-			if n := number(v); n != nil && n.Cmp(bound) == sign {
-				fail(errs, at, ptr, kw, "%s is %s %s", v, word, val)
+		return on(func(n json.Number, at string, errs *[]error) {
+			if x := number(n); x != nil && x.Cmp(bound) == sign {
+				fail(errs, at, ptr, kw, "%s is %s %s", n, word, val)
 			}
-		}, nil
+		}), nil
 	case "minLength", "minItems", "maxItems":
 		limit, err := strconv.Atoi(fmt.Sprint(val))
 		if _, isNum := val.(json.Number); !isNum || err != nil || limit < 0 {
 			return nil, errors.New("not a non-negative integer")
 		}
-		return func(v any, at string, errs *[]error) {
-			n := -1
-			if s, ok := v.(string); ok && kw == "minLength" {
-				n = utf8.RuneCountInString(s)
-			} else if list, ok := v.([]any); ok && kw != "minLength" {
-				n = len(list)
-			}
-			switch {
-			case n < 0:
-			case kw == "maxItems" && n > limit:
-				fail(errs, at, ptr, kw, "length %d, want at most %d", n, limit)
-			case kw != "maxItems" && n < limit:
+		failLength := func(n int, at string, errs *[]error) {
+			if kw == "maxItems" && n > limit {
+				fail(errs, at, ptr, kw, "%d items, want at most %d", n, limit)
+			} else if kw != "maxItems" && n < limit {
 				fail(errs, at, ptr, kw, "length %d, want at least %d", n, limit)
 			}
-		}, nil
+		}
+		if kw == "minLength" {
+			return on(func(s string, at string, errs *[]error) { failLength(utf8.RuneCountInString(s), at, errs) }), nil
+		}
+		return on(func(list []any, at string, errs *[]error) { failLength(len(list), at, errs) }), nil
 	case "pattern":
 		src, _ := val.(string)
 		re, err := regexp.Compile(src)
-		return func(v any, at string, errs *[]error) {
-			if s, ok := v.(string); ok && !re.MatchString(s) {
+		return on(func(s string, at string, errs *[]error) {
+			if !re.MatchString(s) {
 				fail(errs, at, ptr, kw, "%q does not match %s", s, src)
 			}
-		}, err
+		}), err
 	case "format":
 		if val != "date-time" {
 			return nil, fmt.Errorf("format %v is not checked; only date-time is", val)
 		}
-		return func(v any, at string, errs *[]error) {
-			if s, ok := v.(string); ok && !isDateTime(s) {
+		return on(func(s string, at string, errs *[]error) {
+			if !isDateTime(s) {
 				fail(errs, at, ptr, kw, "%q is not an RFC 3339 date-time", s)
 			}
-		}, nil
+		}), nil
 	case "anyOf":
 		list, ok := val.([]any)
 		if !ok || len(list) == 0 {
@@ -282,8 +281,8 @@ func (c *compiler) keyword(kw string, obj map[string]any, ptr string) (check, er
 		return func(v any, at string, errs *[]error) {
 			var all []error
 			for _, b := range branches {
-				ok, bErrs := b.matches(v, at)
-				if ok {
+				bErrs := b.failures(v, at)
+				if len(bErrs) == 0 {
 					return
 				}
 				all = append(all, bErrs...)
@@ -292,33 +291,20 @@ func (c *compiler) keyword(kw string, obj map[string]any, ptr string) (check, er
 		}, err
 	case "if":
 		cond, err := c.compile(sub)
-		if err != nil {
-			return nil, err
-		}
 		then := &schema{}
-		if _, ok := obj["then"]; ok {
+		if _, ok := obj["then"]; ok && err == nil {
 			then, err = c.compile(ptr + "/then")
 		}
 		return func(v any, at string, errs *[]error) {
-			if ok, _ := cond.matches(v, at); !ok {
+			if len(cond.failures(v, at)) > 0 {
 				return
 			}
-			if ok, thenErrs := then.matches(v, at); !ok {
+			if thenErrs := then.failures(v, at); len(thenErrs) > 0 {
 				*errs = append(*errs, nested(at, ptr+"/then", "then: the value matches if, but", thenErrs))
 			}
 		}, err
 	}
 	return nil, errors.New("not implemented by this validator (schema.go)")
-}
-
-// objectCheck applies f to objects and lets any other value pass, as the
-// object keywords do.
-func objectCheck(f func(o map[string]any, at string, errs *[]error)) check {
-	return func(v any, at string, errs *[]error) {
-		if o, ok := v.(map[string]any); ok {
-			f(o, at, errs)
-		}
-	}
 }
 
 // stringList reads a JSON list of strings.
@@ -336,15 +322,12 @@ func stringList(v any) ([]string, bool) {
 // number reads a JSON number exactly; nil for any other value, and for a
 // number with an exponent beyond 10^±1e6 (math/big's limit).
 func number(v any) *big.Rat {
-	n, ok := v.(json.Number)
-	if !ok {
-		return nil
+	if n, ok := v.(json.Number); ok {
+		if r, ok := new(big.Rat).SetString(string(n)); ok {
+			return r
+		}
 	}
-	r, ok := new(big.Rat).SetString(string(n))
-	if !ok {
-		return nil
-	}
-	return r
+	return nil
 }
 
 func hasType(v any, t string) bool {
