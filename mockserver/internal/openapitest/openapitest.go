@@ -50,7 +50,9 @@ type Checker struct {
 }
 
 // New loads doc, an OpenAPI 3.1 document in JSON, compiles every schema it
-// holds, and returns a Checker for it.
+// holds, and returns a Checker for it. It fails when doc is not OpenAPI 3.1,
+// has no Error schema, or holds a schema keyword the validator does not
+// check (the error names the keyword and the schema's JSON pointer).
 func New(doc []byte) (*Checker, error) {
 	d, err := load(doc)
 	if err != nil {
