@@ -11,30 +11,25 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // The parts of an OpenAPI 3.1 document the Checker reads: paths (with
 // whole-segment templates), operations, parameters in path, query and
 // header (style simple or form, one value each), request bodies (JSON or
 // urlencoded forms), responses by code, range ("4XX") or default, with
-// headers and content. Every schema is compiled when the document loads.
+// headers and content. Every schema (those under components/schemas and
+// those in place) is compiled when the document loads (schema.go).
 
 var (
 	errPathNotFound     = errors.New("no path of the document matches")
 	errMethodNotAllowed = errors.New("the path has no operation for the method")
 )
 
-// docURL names the document for the schema compiler; schemas are compiled
-// at their JSON pointers inside it, so their $refs resolve as written.
-const docURL = "mem:///openapi.json"
-
 type document struct {
 	raw       map[string]any
-	compiler  *jsonschema.Compiler
+	compiler  *compiler
 	paths     []*pathItem
-	errSchema *jsonschema.Schema
+	errSchema *schema
 }
 
 type pathItem struct {
@@ -55,7 +50,7 @@ type param struct {
 	name, in string
 	required bool
 	typ      string // the schema's type, for reading the string form
-	schema   *jsonschema.Schema
+	schema   *schema
 }
 
 type requestBody struct {
@@ -64,8 +59,8 @@ type requestBody struct {
 }
 
 type media struct {
-	schema *jsonschema.Schema // nil: no schema to check
-	props  map[string]string  // a form's member types, by name
+	schema *schema           // nil: no schema to check
+	props  map[string]string // a form's member types, by name
 }
 
 type response struct {
@@ -85,14 +80,21 @@ func load(raw []byte) (*document, error) {
 	if ver, _ := root["openapi"].(string); !strings.HasPrefix(ver, "3.1.") {
 		return nil, fmt.Errorf("the document is OpenAPI %q, not 3.1", ver)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource(docURL, root); err != nil {
-		return nil, fmt.Errorf("load: %w", err)
+	d := &document{raw: root}
+	d.compiler = &compiler{doc: d, built: map[string]*schema{}}
+	components, _ := root["components"].(map[string]any)
+	schemas, _ := components["schemas"].(map[string]any)
+	if _, ok := schemas["Error"]; !ok {
+		return nil, errors.New("the document has no Error schema")
 	}
-	d := &document{raw: root, compiler: c}
-	if d.errSchema, err = d.schemaAt("/components/schemas/Error"); err != nil || d.errSchema == nil {
-		return nil, fmt.Errorf("the document has no Error schema: %v", err)
+	for _, name := range slices.Sorted(maps.Keys(schemas)) {
+		s, err := d.schemaAt("/components/schemas/" + escapeToken(name))
+		if err != nil {
+			return nil, fmt.Errorf("invalid document: %w", err)
+		}
+		if name == "Error" {
+			d.errSchema = s
+		}
 	}
 	paths, _ := root["paths"].(map[string]any)
 	if len(paths) == 0 {
@@ -286,24 +288,31 @@ func (d *document) resolve(v any, ptr string) (map[string]any, string, error) {
 	return nil, "", fmt.Errorf("%s: $refs nested too deep", ptr)
 }
 
+// at returns the value at a JSON pointer ("/a/0/b"), nil when there is none.
 func (d *document) at(ptr string) any {
 	var v any = d.raw
+	if ptr == "" {
+		return v
+	}
 	for _, tok := range strings.Split(ptr[1:], "/") {
-		obj, ok := v.(map[string]any)
-		if !ok {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
 			return nil
 		}
-		v = obj[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
 	}
 	return v
 }
 
-func (d *document) schemaAt(ptr string) (*jsonschema.Schema, error) {
-	toks := strings.Split(ptr[1:], "/")
-	for i, t := range toks {
-		toks[i] = url.PathEscape(t)
-	}
-	return d.compiler.Compile(docURL + "#/" + strings.Join(toks, "/"))
+func (d *document) schemaAt(ptr string) (*schema, error) {
+	return d.compiler.compile(ptr)
 }
 
 // typeOf returns a schema's JSON type for reading a parameter's string
@@ -430,7 +439,7 @@ func (p *param) check(raw string, present bool) error {
 	if err != nil {
 		return err
 	}
-	return p.schema.Validate(v)
+	return p.schema.validate(v)
 }
 
 // typed reads a parameter's string form as its schema's type.
@@ -498,7 +507,7 @@ func (b *requestBody) check(contentType string, body []byte) error {
 	default:
 		return nil
 	}
-	return m.schema.Validate(v)
+	return m.schema.validate(v)
 }
 
 func (op *operation) checkResponse(status int, header http.Header, body []byte, noBody bool) error {
@@ -542,7 +551,7 @@ func (r *response) checkBody(contentType string, body []byte) error {
 	if err != nil {
 		return fmt.Errorf("response body is not JSON: %w", err)
 	}
-	if err := m.schema.Validate(v); err != nil {
+	if err := m.schema.validate(v); err != nil {
 		return fmt.Errorf("response body: %w", err)
 	}
 	return nil

@@ -2,12 +2,22 @@ package openapitest
 
 import (
 	"bytes"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"encoding/json"
+	"errors"
+	"io"
 )
 
 // decodeJSON decodes a body as the schemas visit it: one JSON value, numbers
-// kept exact.
+// kept exact (json.Number), nothing after it.
 func decodeJSON(b []byte) (any, error) {
-	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more after the JSON value")
+	}
+	return v, nil
 }

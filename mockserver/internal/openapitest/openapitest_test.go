@@ -47,6 +47,7 @@ func TestCheckerCatchesDrift(t *testing.T) {
 		{"undocumented status", "POST", "/things", "application/json", `{"name":"a"}`, 200, nil, `{"id":"1"}`, true},
 		{"extra member in the answer", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1","other":2}`, true},
 		{"wrong type in the answer", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":1}`, true},
+		{"two JSON values in the answer", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1"} {"id":"2"}`, true},
 		{"const broken", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1","kind":"other"}`, true},
 		{"required header missing", "POST", "/things", "application/json", `{"name":"a"}`, 201, nil, `{"id":"1"}`, true},
 		{"refused request accepted", "POST", "/things", "application/json", `{"note":"no name"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1"}`, true},
