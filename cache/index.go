@@ -1,6 +1,11 @@
 package cache
 
 import (
+	"encoding/binary"
+	"hash/maphash"
+	"math/bits"
+	"math/rand/v2"
+	"reflect"
 	"sync/atomic"
 	"unsafe"
 )
@@ -223,4 +228,248 @@ func (t *table[G, K, V]) insert(h uint64, e *entry[G, K, V]) {
 			return
 		}
 	}
+}
+
+// groupIndex holds a cache's groups by their value, for Lookup, Holds and
+// writers (hits do not read it: they find entries in the cache's index). It
+// is built as index is: readers take no lock, writers hold the cache's mu,
+// a table is open-addressed with linear probing and at most half of its
+// slots used, and a removed group leaves a tombstone. A slot is the group's
+// pointer alone: the group keeps its hash (seed), which a probe compares
+// before the group's value and a rehash reads.
+type groupIndex[G, K comparable, V any] struct {
+	tab atomic.Pointer[groupTable[G, K, V]]
+	// tomb marks a removed group's slot; no group hashes to its seed
+	// without its value being compared too.
+	tomb *Group[G, K, V]
+	// live counts groups and used the slots that are not empty (groups
+	// and tombstones) of the current table; writers only.
+	live, used int
+}
+
+type groupTable[G, K comparable, V any] struct {
+	mask  uint64
+	slots []atomic.Pointer[Group[G, K, V]]
+}
+
+// groupSlotBytes is what a slot of a groupTable takes.
+const groupSlotBytes = int64(unsafe.Sizeof(atomic.Pointer[int]{}))
+
+// groupIndexCost estimates what the index of groups costs for each group:
+// the slots of a table between a quarter and a half full.
+const groupIndexCost = slotsPerEntry * groupSlotBytes
+
+func (x *groupIndex[G, K, V]) init() {
+	x.tomb = new(Group[G, K, V])
+	x.reset()
+}
+
+// reset gives x a new empty table; writers only.
+func (x *groupIndex[G, K, V]) reset() {
+	x.tab.Store(newGroupTable[G, K, V](minSlots))
+	x.live, x.used = 0, 0
+}
+
+func newGroupTable[G, K comparable, V any](n int) *groupTable[G, K, V] {
+	return &groupTable[G, K, V]{mask: uint64(n - 1), slots: make([]atomic.Pointer[Group[G, K, V]], n)}
+}
+
+// get returns the group whose value is g and whose hash is h, or nil. It
+// takes no lock.
+func (x *groupIndex[G, K, V]) get(h uint64, g G) *Group[G, K, V] {
+	t := x.tab.Load()
+	for i := h; ; i++ {
+		grp := t.slots[i&t.mask].Load()
+		if grp == nil {
+			return nil
+		}
+		if grp.seed == h && grp != x.tomb && grp.id == g {
+			return grp
+		}
+	}
+}
+
+// put stores grp, which x does not hold; writers only.
+func (x *groupIndex[G, K, V]) put(grp *Group[G, K, V]) {
+	t := x.tab.Load()
+	for i := grp.seed; ; i++ {
+		s := &t.slots[i&t.mask]
+		switch o := s.Load(); o {
+		case nil:
+			if x.used+1 > len(t.slots)/2 {
+				x.rehash(x.live + 1)
+				x.tab.Load().insert(grp)
+			} else {
+				s.Store(grp)
+			}
+			x.used++
+			x.live++
+			return
+		case x.tomb:
+			s.Store(grp)
+			x.live++
+			return
+		}
+	}
+}
+
+// remove removes grp, which x holds; writers only.
+func (x *groupIndex[G, K, V]) remove(grp *Group[G, K, V]) {
+	t := x.tab.Load()
+	for i := grp.seed; ; i++ {
+		s := &t.slots[i&t.mask]
+		switch s.Load() {
+		case nil:
+			return
+		case grp:
+			s.Store(x.tomb)
+			x.live--
+			if len(t.slots) > minSlots && x.live < len(t.slots)/8 {
+				x.rehash(x.live)
+			}
+			return
+		}
+	}
+}
+
+// rehash publishes a new table for n groups that holds the current groups
+// and no tombstones, once it holds them all; writers only.
+func (x *groupIndex[G, K, V]) rehash(n int) {
+	x.retain(n, func(*Group[G, K, V]) bool { return true })
+}
+
+// retain publishes a new table for n groups that holds the current groups
+// for which keep returns true, once it holds them all, and no tombstones;
+// writers only. A reader finds every group kept, in the old table or the
+// new one.
+func (x *groupIndex[G, K, V]) retain(n int, keep func(*Group[G, K, V]) bool) {
+	old := x.tab.Load()
+	var kept []*Group[G, K, V]
+	for i := range old.slots {
+		if grp := old.slots[i].Load(); grp != nil && grp != x.tomb && keep(grp) {
+			kept = append(kept, grp)
+		}
+	}
+	t := newGroupTable[G, K, V](tableSize(max(n, len(kept))))
+	for _, grp := range kept {
+		t.insert(grp)
+	}
+	x.live, x.used = len(kept), len(kept)
+	x.tab.Store(t)
+}
+
+// insert stores grp, which t does not hold, in an empty slot of t, which
+// has room.
+func (t *groupTable[G, K, V]) insert(grp *Group[G, K, V]) {
+	for i := grp.seed; ; i++ {
+		if s := &t.slots[i&t.mask]; s.Load() == nil {
+			s.Store(grp)
+			return
+		}
+	}
+}
+
+// hasher hashes the (group, key) pairs of a cache's index, seeded once per
+// cache so that nobody can choose pairs that collide.
+//
+// A pair's hash is its key's hash seeded with its group's hash (groupHash,
+// the runtime's own hash of the group's type through maphash.Comparable):
+// a [Group] handle keeps its group's hash, so that a hit through it hashes
+// the key alone, and a lookup by group value hashes the group once and
+// then the key.
+//
+// Keys whose type is a string hash with strHash, the Go runtime's own
+// string hash for machines without AES instructions (memhashFallback in
+// runtime/hash64.go, a wyhash), which on short keys costs about a third of
+// hash/maphash's AES-based one: a hit hashes its key on its critical path.
+// Other keys hash with maphash.Comparable, mixed with the group's hash.
+type hasher struct {
+	strings bool
+	keys    [4]uint64
+	seed    maphash.Seed
+}
+
+func newHasher[K comparable]() hasher {
+	h := hasher{strings: reflect.TypeFor[K]().Kind() == reflect.String, seed: maphash.MakeSeed()}
+	for i := range h.keys {
+		h.keys[i] = rand.Uint64()
+	}
+	return h
+}
+
+// groupHash returns g's hash, the seed of its keys' hashes.
+func groupHash[G comparable](h *hasher, g G) uint64 {
+	return maphash.Comparable(h.seed, g)
+}
+
+// keyHash returns the hash of key k in the group whose hash is gh.
+func keyHash[K comparable](h *hasher, gh uint64, k K) uint64 {
+	if h.strings {
+		// K is a string type: its value is a string.
+		return strHash(*(*string)(unsafe.Pointer(&k)), gh, &h.keys)
+	}
+	return mix(maphash.Comparable(h.seed, k)^h.keys[1], gh^h.keys[2])
+}
+
+// m5 is the runtime's constant of the same name.
+const m5 = 0x1d8e4e27c47d124f
+
+// strHash is memhashFallback of runtime/hash64.go (Go 1.26) over s, with
+// keys in place of the runtime's hashkey and seed as the runtime's seed; the runtime's
+// reads of unaligned words are binary.LittleEndian's here. That code is
+// Copyright 2014 The Go Authors, under the BSD-style license at
+// https://go.dev/LICENSE, and is inspired by wyhash
+// (https://github.com/wangyi-fudan/wyhash).
+func strHash(s string, seed uint64, keys *[4]uint64) uint64 {
+	p := unsafe.Slice(unsafe.StringData(s), len(s))
+	n := uint64(len(s))
+	seed ^= keys[0]
+	var a, b uint64
+	switch {
+	case n == 0:
+		return seed
+	case n < 4:
+		a = uint64(p[0]) | uint64(p[n>>1])<<8 | uint64(p[n-1])<<16
+	case n == 4:
+		a = r4(p, 0)
+		b = a
+	case n < 8:
+		a = r4(p, 0)
+		b = r4(p, n-4)
+	case n == 8:
+		a = r8(p, 0)
+		b = a
+	case n <= 16:
+		a = r8(p, 0)
+		b = r8(p, n-8)
+	default:
+		// i is where the bytes not yet mixed in start, and l their number.
+		i, l := uint64(0), n
+		if l > 48 {
+			seed1, seed2 := seed, seed
+			for ; l > 48; l -= 48 {
+				seed = mix(r8(p, i)^keys[1], r8(p, i+8)^seed)
+				seed1 = mix(r8(p, i+16)^keys[2], r8(p, i+24)^seed1)
+				seed2 = mix(r8(p, i+32)^keys[3], r8(p, i+40)^seed2)
+				i += 48
+			}
+			seed ^= seed1 ^ seed2
+		}
+		for ; l > 16; l -= 16 {
+			seed = mix(r8(p, i)^keys[1], r8(p, i+8)^seed)
+			i += 16
+		}
+		// The last 16 bytes, some of them mixed in already.
+		a = r8(p, n-16)
+		b = r8(p, n-8)
+	}
+	return mix(m5^n, mix(a^keys[1], b^seed))
+}
+
+func r4(p []byte, i uint64) uint64 { return uint64(binary.LittleEndian.Uint32(p[i:])) }
+func r8(p []byte, i uint64) uint64 { return binary.LittleEndian.Uint64(p[i:]) }
+
+func mix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
 }
