@@ -186,14 +186,14 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 	}
 	start := time.Now()
 	x.Observe.ActiveAdd(ctx, 1)
-	ch := NewChain(cred, &x.Retry, &x.Nonces, x.Base, &x.Sent)
+	ch := newChain(cred, &x.Retry, &x.Nonces, x.Base, &x.Sent)
 	status := 0
 	defer func() {
 		x.Observe.ActiveAdd(ctx, -1)
-		x.Observe.EndRequest(ctx, span, start, status, ch.Retried(), err)
+		x.Observe.EndRequest(ctx, span, start, status, ch.retrier.retried, err)
 	}()
 	debug := x.Logger.Enabled(ctx, slog.LevelDebug)
-	resp, err := ch.RoundTrip(req)
+	resp, err := ch.retrier.RoundTrip(req)
 	if err != nil {
 		var (
 			credErr *CredentialError

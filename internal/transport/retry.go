@@ -29,29 +29,22 @@ import (
 // http.Client in the chain, so redirects reach the client (which denies)
 // and no cookie jar is consulted.
 
-// Chain is the RoundTripper chain of one request, in one allocation. Its
-// RoundTrip is the retrier's.
-type Chain struct {
+// chain is the RoundTripper chain of one request, in one allocation: its
+// retrier, whose RoundTrip sends the request and which counts its
+// retries, over its authorizer.
+type chain struct {
 	retrier    retrier
 	authorizer authorizer
 }
 
-// NewChain binds cred into a chain over base: retries by policy, the
+// newChain binds cred into a chain over base: retries by policy, the
 // credential attached to every attempt (with the latest DPoP nonce of
 // nonces), and sent counted once per attempt sent.
-func NewChain(cred Credential, policy *RetryPolicy, nonces *NonceStore, base http.RoundTripper, sent *atomic.Uint64) *Chain {
-	ch := &Chain{authorizer: authorizer{cred: cred, nonces: nonces, next: base, sent: sent}}
+func newChain(cred Credential, policy *RetryPolicy, nonces *NonceStore, base http.RoundTripper, sent *atomic.Uint64) *chain {
+	ch := &chain{authorizer: authorizer{cred: cred, nonces: nonces, next: base, sent: sent}}
 	ch.retrier = retrier{next: &ch.authorizer, policy: policy}
 	return ch
 }
-
-// RoundTrip sends req through the chain; see retrier.RoundTrip.
-func (ch *Chain) RoundTrip(req *http.Request) (*http.Response, error) {
-	return ch.retrier.RoundTrip(req)
-}
-
-// Retried is how many retries the chain's request took.
-func (ch *Chain) Retried() int { return ch.retrier.retried }
 
 // NewDefaultTransport returns the base transport of a client made without
 // its own *http.Client: a copy of Go's default transport, keeping idle
