@@ -3,7 +3,6 @@ package authzen_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -159,41 +158,6 @@ func TestNoTokenSendsNothing(t *testing.T) {
 	assert.Zero(t, n.Requests())
 }
 
-// TestOversizedTokenLeavesTheBreakerClosed: a PDP behind a front that
-// resets connections on large headers (the stand-in resets them itself)
-// must not see three calls with a 256 KiB token open the breaker
-// (WithBreaker(3, ...)): the token is refused before it is sent.
-func TestOversizedTokenLeavesTheBreakerClosed(t *testing.T) {
-	t.Parallel()
-	huge := strings.Repeat("eyJhbGciOiJFUzI1NiJ9.", 256<<10/21+1)[:256<<10]
-	c, n := standIn(t, func(w http.ResponseWriter, r *http.Request) {
-		if len(r.Header.Get("Authorization")) > 64<<10 {
-			conn, _, err := http.NewResponseController(w).Hijack()
-			if err == nil {
-				_ = conn.(*net.TCPConn).SetLinger(0) // a reset, not a close
-				_ = conn.Close()
-			}
-			return
-		}
-		answer(200, `{"decision":true}`)(w, r)
-	}, authzen.WithBreaker(3, time.Hour), authzen.WithCache(0, 0, 0))
-	c.SetToken(huge)
-	for range 3 {
-		d, err := c.Evaluate(t.Context(), req)
-		require.ErrorIs(t, err, authzen.ErrNoToken)
-		assert.False(t, d.Allowed())
-		assert.Contains(t, err.Error(), "WithMaxTokenBytes", "the error names the setting")
-		assert.NotContains(t, err.Error(), huge[:16], "the error holds nothing of the token")
-	}
-	assert.Equal(t, authzen.BreakerState(pep.BreakerClosed), c.Stats().Breaker)
-	assert.Zero(t, n.Requests(), "nothing was sent")
-
-	c.SetToken(pepToken)
-	d, err := c.Evaluate(t.Context(), req)
-	require.NoError(t, err)
-	assert.True(t, d.Allowed())
-}
-
 func TestIncompleteRequestIsRefused(t *testing.T) {
 	t.Parallel()
 	c, n := standIn(t, answer(200, `{"decision":true}`))
@@ -274,40 +238,6 @@ func TestShortCircuitAnswers(t *testing.T) {
 		assert.True(t, ds[1].Allowed())
 		require.ErrorIs(t, ds[2].Cause, authzen.ErrNotEvaluated)
 	})
-}
-
-func TestBreakerOpensOnOutage(t *testing.T) {
-	t.Parallel()
-	c, n := standIn(t, answer(503, `{}`), authzen.WithBreaker(2, time.Hour), authzen.WithCache(0, 0, 0))
-	for range 2 {
-		d, err := c.Evaluate(t.Context(), req)
-		require.NoError(t, err)
-		require.ErrorIs(t, d.Cause, authzen.ErrUnavailable)
-	}
-	d, err := c.Evaluate(t.Context(), req)
-	require.NoError(t, err)
-	require.ErrorIs(t, d.Cause, authzen.ErrCircuitOpen)
-	assert.EqualValues(t, 2, n.Requests(), "an open breaker sends nothing")
-	assert.Equal(t, authzen.BreakerState(pep.BreakerOpen), c.Stats().Breaker)
-}
-
-func TestCacheIsPerCredential(t *testing.T) {
-	t.Parallel()
-	c, n := standIn(t, func(w http.ResponseWriter, r *http.Request) {
-		allowed := r.Header.Get("Authorization") == "Bearer "+pepToken
-		answer(200, map[bool]string{true: `{"decision":true}`, false: `{"decision":false}`}[allowed])(w, r)
-	})
-	for range 3 {
-		d, err := c.Evaluate(t.Context(), req)
-		require.NoError(t, err)
-		assert.True(t, d.Allowed())
-	}
-	assert.EqualValues(t, 1, n.Requests(), "later evaluations are answered from the cache")
-	c.SetToken("another-token-value")
-	d, err := c.Evaluate(t.Context(), req)
-	require.NoError(t, err)
-	assert.False(t, d.Allowed(), "another credential never reads the first one's entry")
-	assert.False(t, d.Cached)
 }
 
 func TestDiscovery(t *testing.T) {

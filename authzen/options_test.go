@@ -235,6 +235,7 @@ func TestErrorsSayAuthzen(t *testing.T) {
 	require.ErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 	require.ErrorIs(t, d.Cause, authzen.ErrCircuitOpen)
 	assert.Equal(t, "authzen: circuit breaker open", d.Cause.Error())
+	assert.Equal(t, authzen.BreakerState(pep.BreakerOpen), c.Stats().Breaker, "Stats reports the breaker")
 
 	c.ClearToken()
 	_, err = c.Evaluate(t.Context(), todoRead)
