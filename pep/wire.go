@@ -2,7 +2,6 @@ package pep
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 
@@ -85,43 +84,6 @@ func (r Result) Allowed() bool {
 		}
 	}
 	return true
-}
-
-// overall computes Result.Status from per-pair decisions (fail-closed rule 6).
-func overall(ds []Decision) Status {
-	if len(ds) == 0 {
-		return Deny
-	}
-	sawError := false
-	for _, d := range ds {
-		switch {
-		case d.Status == Error:
-			sawError = true
-		case d.Status != Grant || d.Cause != nil:
-			return Deny
-		}
-	}
-	if sawError {
-		return Error
-	}
-	return Grant
-}
-
-// outcomeOf names the outcome of a call's decisions for its span: the
-// overall status, or fail_closed when any pair failed closed.
-func outcomeOf(ds []Decision) string {
-	for _, d := range ds {
-		if d.Cause != nil && !errors.Is(d.Cause, ErrNotEvaluated) {
-			return "fail_closed"
-		}
-	}
-	switch overall(ds) {
-	case Grant:
-		return "grant"
-	case Error:
-		return "error"
-	}
-	return "deny"
 }
 
 // Resource names a resource and the scopes asked for on it.
