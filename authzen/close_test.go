@@ -1,7 +1,6 @@
 package authzen_test
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,28 +50,3 @@ func TestCloseReleasesConnections(t *testing.T) {
 	assert.Equal(t, sent, c.Stats().PDPRequests, "nothing is sent after Close")
 	require.NoError(t, c.Close(), "closing twice is harmless")
 }
-
-// TestCloseLeavesTheCallersTransport: a transport given with
-// WithHTTPClient is the caller's; Close leaves its connections alone.
-func TestCloseLeavesTheCallersTransport(t *testing.T) {
-	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
-	rt := &idleRecorder{RoundTripper: srv.Client().Transport}
-	c, err := newTestClient(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: rt}))
-	require.NoError(t, err)
-	c.SetToken(srv.Token("todo", "service-account-todo-api"))
-	d, err := c.Evaluate(t.Context(), todoRead)
-	require.NoError(t, err)
-	require.True(t, d.Allowed())
-	require.NoError(t, c.Close())
-	assert.False(t, rt.closed)
-}
-
-// idleRecorder is a caller's transport that records whether its idle
-// connections were closed.
-type idleRecorder struct {
-	http.RoundTripper
-	closed bool
-}
-
-func (r *idleRecorder) CloseIdleConnections() { r.closed = true }

@@ -91,31 +91,3 @@ func TestInvalidatorAcrossPEPs(t *testing.T) {
 	require.True(t, cached(a))
 	require.False(t, a.Stats().CacheBypassed)
 }
-
-// countingChannel counts what is published on it.
-type countingChannel struct {
-	channel
-	published int
-}
-
-func (ch *countingChannel) Publish(ctx context.Context, msg []byte) error {
-	ch.mu.Lock()
-	ch.published++
-	ch.mu.Unlock()
-	return ch.channel.Publish(ctx, msg)
-}
-
-// TestPurgeAfterCloseFailsAndPublishesNothing: like every call, Purge and
-// PurgeAll after Close fail with ErrClosed and send nothing.
-func TestPurgeAfterCloseFailsAndPublishesNothing(t *testing.T) {
-	t.Parallel()
-	ch := &countingChannel{channel: channel{joined: make(chan struct{}, 1)}}
-	_, c := startTodo(t, authzen.WithInvalidator(ch))
-	<-ch.joined
-	require.NoError(t, c.Close())
-	require.ErrorIs(t, c.Purge(t.Context(), "some-token"), authzen.ErrClosed)
-	require.ErrorIs(t, c.PurgeAll(t.Context()), authzen.ErrClosed)
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	require.Zero(t, ch.published, "a closed client published")
-}

@@ -235,6 +235,7 @@ func TestErrorsSayAuthzen(t *testing.T) {
 	require.ErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 	require.ErrorIs(t, d.Cause, authzen.ErrCircuitOpen)
 	assert.Equal(t, "authzen: circuit breaker open", d.Cause.Error())
+	assert.Equal(t, authzen.BreakerState(pep.BreakerOpen), c.Stats().Breaker, "Stats reports the breaker")
 
 	c.ClearToken()
 	_, err = c.Evaluate(t.Context(), todoRead)
@@ -249,4 +250,28 @@ func TestErrorsSayAuthzen(t *testing.T) {
 	_, err = c.Evaluate(t.Context(), todoRead)
 	require.ErrorIs(t, err, pep.ErrClosed)
 	assert.True(t, strings.HasPrefix(err.Error(), "authzen: the client is closed"), err.Error())
+}
+
+// TestMaxTokenBytes: a token of exactly WithMaxTokenBytes is sent; one
+// byte more is refused with ErrNoToken, naming the setting, before
+// anything is sent.
+func TestMaxTokenBytes(t *testing.T) {
+	t.Parallel()
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
+	tok := srv.Token("todo", "service-account-todo-api")
+	c, err := newTestClient(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()),
+		authzen.WithMaxTokenBytes(len(tok)), authzen.WithCache(0, 0, 0))
+	require.NoError(t, err)
+	c.SetToken(tok)
+	d, err := c.Evaluate(t.Context(), todoRead)
+	require.NoError(t, err)
+	require.True(t, d.Allowed())
+	sent := c.Stats().PDPRequests
+
+	c.SetToken(tok + "x")
+	d, err = c.Evaluate(t.Context(), todoRead)
+	require.ErrorIs(t, err, authzen.ErrNoToken)
+	assert.Contains(t, err.Error(), "WithMaxTokenBytes")
+	assert.False(t, d.Allowed())
+	assert.Equal(t, sent, c.Stats().PDPRequests, "nothing was sent")
 }

@@ -1,9 +1,14 @@
 package cache
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
+	"math/bits"
+	"math/rand/v2"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -540,4 +545,339 @@ func (c *Cache[G, K, V]) pushFront(e *entry[G, K, V]) {
 func (c *Cache[G, K, V]) unlinkOnly(e *entry[G, K, V]) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
+}
+
+// Group is a handle on one group of a cache, for reading its entries
+// without hashing the group value each time (a group value that holds a
+// long token costs a hash of the token per lookup): the handle keeps the
+// group's hash, and a hit through it hashes the key alone. A Group from
+// [Cache.Pin] stays valid until Unpin, even while it has no entries; one
+// from [Cache.Lookup] reads nothing once its group has been forgotten. A
+// Group is safe for concurrent use.
+type Group[G, K comparable, V any] struct {
+	c  *Cache[G, K, V]
+	id G
+	// seed is the group's hash (groupHash), from which its keys' hashes
+	// start.
+	seed uint64
+	// gen counts the group's removals; entries of an older generation are
+	// dead, and Writers made before the last removal no longer write.
+	gen atomic.Uint64
+	// head starts the list of the group's entries of the current
+	// generation, linked by gprev and gnext, for RemoveGroup; under c.mu.
+	head *entry[G, K, V]
+	// holds counts the pins and the open writers; under c.mu.
+	holds int
+}
+
+// Pin returns a handle on group g that stays valid, and keeps g's
+// bookkeeping, until Unpin is called: what a long-lived reader such as a
+// client's own token holds.
+func (c *Cache[G, K, V]) Pin(g G) *Group[G, K, V] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	grp := c.group(g)
+	grp.holds++
+	return grp
+}
+
+// Unpin releases a handle from Pin. Each Pin needs exactly one Unpin.
+func (grp *Group[G, K, V]) Unpin() {
+	c := grp.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	grp.holds--
+	c.release(grp)
+}
+
+// Get returns the value the group holds under k, and true when it is
+// present, live and unexpired by the clock, which it reads. A hit hashes k
+// (not the group), probes the cache's index once, takes no lock and
+// allocates nothing; a miss drops what it found expired and sweeps. Get
+// keeps no reference to k, so a caller may look up a key whose bytes it
+// reuses afterwards.
+func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
+	c := grp.c
+	e := c.idx.get(keyHash(&c.keys, grp.seed, k), grp, k)
+	if e != nil && c.serves(e) {
+		return e.value, true
+	}
+	c.miss(e)
+	return value, false
+}
+
+// Holds reports whether the cache keeps group g: it has entries, or a pin
+// or a writer holds it. A group it does not keep has no entries.
+func (c *Cache[G, K, V]) Holds(g G) bool {
+	return c.Lookup(g) != c.none
+}
+
+// ServeUntil makes Get serve nothing once the cache's clock, read on each
+// lookup, reaches t (a time of the clock WithClock gave, or of time.Now);
+// the entries are kept, and additions go on, for when a later call moves
+// the horizon. The last call wins. Without it Get serves until entries
+// expire. It costs a hit one atomic load: the clock is the one read for
+// the entry's expiry.
+func (c *Cache[G, K, V]) ServeUntil(t time.Time) {
+	c.horizon.Store(int64(t.Sub(c.clk.epoch)))
+}
+
+// StopServing makes Get serve nothing until ServeUntil is called.
+func (c *Cache[G, K, V]) StopServing() {
+	c.horizon.Store(math.MinInt64)
+}
+
+// group returns g's handle, making it if needed. c.mu must be held.
+func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
+	h := groupHash(&c.keys, g)
+	grp := c.groups.get(h, g)
+	if grp == nil {
+		grp = &Group[G, K, V]{c: c, id: g, seed: h}
+		c.groups.put(grp)
+		c.bytes += c.groupCost
+	}
+	return grp
+}
+
+// release forgets a group that has no entries, pins or writers. c.mu must
+// be held.
+func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
+	if grp.head == nil && grp.holds == 0 && c.groups.get(grp.seed, grp.id) == grp {
+		c.groups.remove(grp)
+		c.bytes -= c.groupCost
+	}
+}
+
+// linkMember adds e, of the group's current generation, to its members;
+// c.mu must be held.
+func (grp *Group[G, K, V]) linkMember(e *entry[G, K, V]) {
+	e.gprev, e.gnext = nil, grp.head
+	if grp.head != nil {
+		grp.head.gprev = e
+	}
+	grp.head = e
+}
+
+// unlinkMember takes e, of the group's current generation, out of its
+// members; c.mu must be held.
+func (grp *Group[G, K, V]) unlinkMember(e *entry[G, K, V]) {
+	if e.gprev != nil {
+		e.gprev.gnext = e.gnext
+	} else {
+		grp.head = e.gnext
+	}
+	if e.gnext != nil {
+		e.gnext.gprev = e.gprev
+	}
+	e.gprev, e.gnext = nil, nil
+}
+
+// Writer adds entries to one group unless the group is removed after the
+// writer was made: a value fetched before a removal never comes back after
+// it. The time to live of what it adds counts from when it was made, so
+// that a value is never kept longer than its time to live after it was
+// asked for, however long the fetch took or the process stalled before
+// storing it. Make one with [Cache.Writer] just before fetching, and Close
+// it when done. A Writer is not safe for concurrent use.
+type Writer[G, K comparable, V any] struct {
+	grp    *Group[G, K, V]
+	gen    uint64
+	made   time.Duration // since the cache's epoch
+	closed bool
+}
+
+// Writer returns a writer for group g, made now: the time to live of what
+// it adds counts from this call. Until it is closed, the cache keeps g's
+// bookkeeping even when g has no entries.
+func (c *Cache[G, K, V]) Writer(g G) *Writer[G, K, V] {
+	made := c.clk.elapsed()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	grp := c.group(g)
+	grp.holds++
+	return &Writer[G, K, V]{grp: grp, gen: grp.gen.Load(), made: made}
+}
+
+// Add is Cache.Add for the writer's group, except that ttl counts from when
+// the writer was made, not from this call, and that it stores nothing, and
+// reports false, once the group has been removed since the writer was made,
+// or after Close. A ttl that has run out already stores nothing and removes
+// any earlier value, as a ttl that is not positive does.
+func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool {
+	if w.closed {
+		return false
+	}
+	c := w.grp.c
+	now := c.clk.elapsed()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w.grp.gen.Load() != w.gen {
+		return false
+	}
+	return c.add(w.grp, k, value, now, expiry(w.made, ttl), size)
+}
+
+// Close releases the writer. Closing it again does nothing.
+func (w *Writer[G, K, V]) Close() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	c := w.grp.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w.grp.holds--
+	c.release(w.grp)
+}
+
+// clock is a cache's time, read as the time since epoch, the cache's
+// creation: expiry times are durations since the epoch.
+//
+// The clock is read whenever a time is needed, every hit included, and no
+// reading is kept to stand in for a later one: a remembered "now" is as
+// old as the longest stall between its reading and its use, and a process
+// that is frozen (SIGSTOP, a paused VM or container) or starved stalls for
+// as long as that lasts. With the real clock (now is nil) the time since
+// the epoch reads only the monotonic clock (the runtime's nanotime, no wall
+// clock), which keeps counting while the process is frozen and which
+// changes of the wall clock do not move.
+type clock struct {
+	epoch time.Time
+	now   func() time.Time
+}
+
+// init starts the clock: now reads the time, nil for the real clock.
+func (k *clock) init(now func() time.Time) {
+	k.now = now
+	if now == nil {
+		k.epoch = time.Now() // with a monotonic reading, which Since uses
+	} else {
+		k.epoch = now()
+	}
+}
+
+// elapsed returns the time since the epoch, read now.
+func (k *clock) elapsed() time.Duration {
+	if k.now == nil {
+		return time.Since(k.epoch) // monotonic only
+	}
+	return k.now().Sub(k.epoch)
+}
+
+// expiry returns when an entry stored for ttl from the time from expires:
+// never (the largest duration) when that is past the largest duration,
+// and at once (the smallest) when ttl is zero or negative.
+func expiry(from, ttl time.Duration) time.Duration {
+	switch {
+	case ttl <= 0:
+		return math.MinInt64
+	case from > math.MaxInt64-ttl:
+		return math.MaxInt64
+	}
+	return from + ttl
+}
+
+// hasher hashes the (group, key) pairs of a cache's index, seeded once per
+// cache so that nobody can choose pairs that collide.
+//
+// A pair's hash is its key's hash seeded with its group's hash (groupHash,
+// the runtime's own hash of the group's type through maphash.Comparable):
+// a [Group] handle keeps its group's hash, so that a hit through it hashes
+// the key alone, and a lookup by group value hashes the group once and
+// then the key.
+//
+// Keys whose type is a string hash with strHash, the Go runtime's own
+// string hash for machines without AES instructions (memhashFallback in
+// runtime/hash64.go, a wyhash), which on short keys costs about a third of
+// hash/maphash's AES-based one: a hit hashes its key on its critical path.
+// Other keys hash with maphash.Comparable, mixed with the group's hash.
+type hasher struct {
+	strings bool
+	keys    [4]uint64
+	seed    maphash.Seed
+}
+
+func newHasher[K comparable]() hasher {
+	h := hasher{strings: reflect.TypeFor[K]().Kind() == reflect.String, seed: maphash.MakeSeed()}
+	for i := range h.keys {
+		h.keys[i] = rand.Uint64()
+	}
+	return h
+}
+
+// groupHash returns g's hash, the seed of its keys' hashes.
+func groupHash[G comparable](h *hasher, g G) uint64 {
+	return maphash.Comparable(h.seed, g)
+}
+
+// keyHash returns the hash of key k in the group whose hash is gh.
+func keyHash[K comparable](h *hasher, gh uint64, k K) uint64 {
+	if h.strings {
+		// K is a string type: its value is a string.
+		return strHash(*(*string)(unsafe.Pointer(&k)), gh, &h.keys)
+	}
+	return mix(maphash.Comparable(h.seed, k)^h.keys[1], gh^h.keys[2])
+}
+
+// m5 is the runtime's constant of the same name.
+const m5 = 0x1d8e4e27c47d124f
+
+// strHash is memhashFallback of runtime/hash64.go (Go 1.26) over s, with
+// keys in place of the runtime's hashkey and seed as the runtime's seed; the runtime's
+// reads of unaligned words are binary.LittleEndian's here. That code is
+// Copyright 2014 The Go Authors, under the BSD-style license at
+// https://go.dev/LICENSE, and is inspired by wyhash
+// (https://github.com/wangyi-fudan/wyhash).
+func strHash(s string, seed uint64, keys *[4]uint64) uint64 {
+	p := unsafe.Slice(unsafe.StringData(s), len(s))
+	n := uint64(len(s))
+	seed ^= keys[0]
+	var a, b uint64
+	switch {
+	case n == 0:
+		return seed
+	case n < 4:
+		a = uint64(p[0]) | uint64(p[n>>1])<<8 | uint64(p[n-1])<<16
+	case n == 4:
+		a = r4(p, 0)
+		b = a
+	case n < 8:
+		a = r4(p, 0)
+		b = r4(p, n-4)
+	case n == 8:
+		a = r8(p, 0)
+		b = a
+	case n <= 16:
+		a = r8(p, 0)
+		b = r8(p, n-8)
+	default:
+		// i is where the bytes not yet mixed in start, and l their number.
+		i, l := uint64(0), n
+		if l > 48 {
+			seed1, seed2 := seed, seed
+			for ; l > 48; l -= 48 {
+				seed = mix(r8(p, i)^keys[1], r8(p, i+8)^seed)
+				seed1 = mix(r8(p, i+16)^keys[2], r8(p, i+24)^seed1)
+				seed2 = mix(r8(p, i+32)^keys[3], r8(p, i+40)^seed2)
+				i += 48
+			}
+			seed ^= seed1 ^ seed2
+		}
+		for ; l > 16; l -= 16 {
+			seed = mix(r8(p, i)^keys[1], r8(p, i+8)^seed)
+			i += 16
+		}
+		// The last 16 bytes, some of them mixed in already.
+		a = r8(p, n-16)
+		b = r8(p, n-8)
+	}
+	return mix(m5^n, mix(a^keys[1], b^seed))
+}
+
+func r4(p []byte, i uint64) uint64 { return uint64(binary.LittleEndian.Uint32(p[i:])) }
+func r8(p []byte, i uint64) uint64 { return binary.LittleEndian.Uint64(p[i:]) }
+
+func mix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
 }

@@ -97,6 +97,36 @@ func (f formRequest) serve(t *testing.T, h http.Handler, token string) *httptest
 	return rec
 }
 
+// formCase is a request to a protected handler and the answer it must
+// get: a status, and for a 200 the body.
+type formCase struct {
+	name   string
+	h      http.Handler
+	req    formRequest
+	status int
+	body   string // the answer when status is 200
+}
+
+// runFormCases serves each case's request with token, in parallel, and
+// checks its answer: the body of a 200, the error body's reason phrase
+// otherwise.
+func runFormCases(t *testing.T, tests []formCase, token string) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := tt.req.serve(t, tt.h, token)
+			require.Equal(t, tt.status, rec.Code, rec.Body.String())
+			if tt.status == http.StatusOK {
+				assert.Equal(t, tt.body, rec.Body.String())
+				return
+			}
+			name, _ := errorBody(t, rec.Body.String())
+			assert.Equal(t, http.StatusText(tt.status), name)
+		})
+	}
+}
+
 const urlencoded = "application/x-www-form-urlencoded"
 
 // multipartBody is a multipart/form-data body of fields, in order, and its
@@ -137,13 +167,7 @@ func TestFormMethodOverride(t *testing.T) {
 	mpPut, bodyPut := multipartBody(t, "_method", "PUT", "qty", "1")
 	mpPlain, bodyPlain := multipartBody(t, "qty", "1")
 
-	tests := []struct {
-		name   string
-		h      http.Handler
-		req    formRequest
-		status int
-		body   string // the answer when status is 200
-	}{
+	tests := []formCase{
 		{"no override", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1"}, 200, "performed POST"},
 		{"_method in the query", plain, formRequest{target: "/orders/42?_method=DELETE"}, 400, ""},
 		{"_method escaped in the query", plain, formRequest{target: "/orders/42?%5Fmethod=DELETE"}, 400, ""},
@@ -182,19 +206,7 @@ func TestFormMethodOverride(t *testing.T) {
 		{"form key trusted: _method is checked", formOnly, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE"}, 403, ""},
 		{"form key trusted: a granted _method", formOnly, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT"}, 200, "performed PUT"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			rec := tt.req.serve(t, tt.h, dan)
-			require.Equal(t, tt.status, rec.Code, rec.Body.String())
-			if tt.status == http.StatusOK {
-				assert.Equal(t, tt.body, rec.Body.String())
-				return
-			}
-			name, _ := errorBody(t, rec.Body.String())
-			assert.Equal(t, http.StatusText(tt.status), name)
-		})
-	}
+	runFormCases(t, tests, dan)
 }
 
 // gorillaOutside wraps h in gorilla/handlers' HTTPMethodOverrideHandler:
@@ -229,13 +241,7 @@ func TestFormMethodOverrideAppliedBefore(t *testing.T) {
 	trusting := gorillaOutside(guard.With(middleware.WithMethodOverride("_method"))(performed))
 	mpPut, bodyPut := multipartBody(t, "_method", "PUT")
 
-	tests := []struct {
-		name   string
-		h      http.Handler
-		req    formRequest
-		status int
-		body   string
-	}{
+	tests := []formCase{
 		{"untrusted", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT"}, 400, ""},
 		{"trusted: a DELETE", trusting, formRequest{target: "/orders/42?_method=DELETE"}, 403, ""},
 		{"trusted: a PUT from the body", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT"}, 200, "performed PUT"},
@@ -243,19 +249,7 @@ func TestFormMethodOverrideAppliedBefore(t *testing.T) {
 		{"trusted: a GET gorilla did not apply", trusting, formRequest{target: "/orders/42?_method=GET"}, 400, ""},
 		{"trusted: no override", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1"}, 200, "performed POST"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			rec := tt.req.serve(t, tt.h, dan)
-			require.Equal(t, tt.status, rec.Code, rec.Body.String())
-			if tt.status == http.StatusOK {
-				assert.Equal(t, tt.body, rec.Body.String())
-				return
-			}
-			name, _ := errorBody(t, rec.Body.String())
-			assert.Equal(t, http.StatusText(tt.status), name)
-		})
-	}
+	runFormCases(t, tests, dan)
 }
 
 // TestFormBodyReachesTheHandlerWhole: a handler that reads the raw body

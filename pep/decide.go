@@ -13,7 +13,8 @@ import (
 // identical concurrent ones and sent through the breaker and the transport
 // (internal/core's Send); each pair's decision is read from its own entry
 // of the answer (answer.go); then the call is settled: decisions counted
-// and failures logged, a refused token handled.
+// and failures logged, a refused token handled, and its decisions summed
+// up (overall, outcomeOf).
 
 // decide asks the gateway for ds[i] of every i in missing and fills each in
 // from the answer's entries for exactly that pair. On a refused token every
@@ -151,6 +152,43 @@ func verdict(d Decision) core.Verdict {
 		return core.Errored
 	}
 	return core.Denied
+}
+
+// overall computes Result.Status from per-pair decisions (fail-closed rule 6).
+func overall(ds []Decision) Status {
+	if len(ds) == 0 {
+		return Deny
+	}
+	sawError := false
+	for _, d := range ds {
+		switch {
+		case d.Status == Error:
+			sawError = true
+		case d.Status != Grant || d.Cause != nil:
+			return Deny
+		}
+	}
+	if sawError {
+		return Error
+	}
+	return Grant
+}
+
+// outcomeOf names the outcome of a call's decisions for its span: the
+// overall status, or fail_closed when any pair failed closed.
+func outcomeOf(ds []Decision) string {
+	for _, d := range ds {
+		if d.Cause != nil && !errors.Is(d.Cause, ErrNotEvaluated) {
+			return "fail_closed"
+		}
+	}
+	switch overall(ds) {
+	case Grant:
+		return "grant"
+	case Error:
+		return "error"
+	}
+	return "deny"
 }
 
 func (c *Client) failAll(ds []Decision, err error) {

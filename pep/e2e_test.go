@@ -9,7 +9,6 @@ package pep_test
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -282,82 +281,6 @@ func TestE2ELiveAssignments(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, pep.Deny, d.Status)
 	assert.NoError(t, d.Cause, "a gateway DENY, not a fail-closed one")
-}
-
-func TestE2EFailClosed(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name  string
-		setup func(e *e2e) *pep.Client
-		// unavailable: the Cause matches ErrUnavailable; otherwise it is a
-		// *ResponseError with this status.
-		unavailable bool
-		status      int
-	}{
-		{
-			name: "every decision call answers 503",
-			setup: func(e *e2e) *pep.Client {
-				e.configure(`{"decisionFailureRate": 1}`)
-				return e.client("uma", "Bearer", pep.WithRetry(1, time.Millisecond, 2*time.Millisecond))
-			},
-			unavailable: true, status: http.StatusServiceUnavailable,
-		},
-		{
-			name: "decision latency past the client's timeout",
-			setup: func(e *e2e) *pep.Client {
-				e.configure(`{"decisionLatencyMs": 5000}`)
-				return e.client("uma", "Bearer", pep.WithTimeout(50*time.Millisecond))
-			},
-			unavailable: true,
-		},
-		{
-			name: "an unknown client is a 400",
-			setup: func(e *e2e) *pep.Client {
-				c, err := pep.New(e.gw.URL, "corp", "no-such-client")
-				require.NoError(e.t, err)
-				c.SetToken(e.gw.Token("corp", "uma"))
-				return c
-			},
-			status: http.StatusBadRequest,
-		},
-		{
-			name: "DPoP proof for a token bound to another key",
-			setup: func(e *e2e) *pep.Client {
-				other, err := dpop.GenerateKey()
-				require.NoError(e.t, err)
-				c := e.client("uma", "Bearer")
-				signer, err := dpop.GenerateKey()
-				require.NoError(e.t, err)
-				c.SetDPoPToken(e.gw.Token("corp", "uma", mockserver.TokenDPoPBinding(other.Thumbprint())), signer)
-				return c
-			},
-			status: http.StatusUnauthorized,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			e := startE2E(t)
-			c := tt.setup(e)
-			d, err := c.Check(t.Context(), "docs", "read") // uma is granted this when all is well
-			if tt.status == http.StatusUnauthorized {
-				require.ErrorIs(t, err, pep.ErrUnauthorized)
-				assert.False(t, d.Allowed())
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, pep.Deny, d.Status)
-			assert.False(t, d.Allowed())
-			require.Error(t, d.Cause)
-			assert.Equal(t, tt.unavailable, errors.Is(d.Cause, pep.ErrUnavailable), "cause: %v", d.Cause)
-			if tt.status != 0 {
-				var re *pep.ResponseError
-				require.ErrorAs(t, d.Cause, &re)
-				assert.Equal(t, tt.status, re.StatusCode)
-			}
-			assert.Zero(t, c.Stats().CacheEntries, "a fail-closed answer is never cached")
-		})
-	}
 }
 
 func TestE2EStoppedServer(t *testing.T) {

@@ -102,31 +102,6 @@ func TestUnauthorized(t *testing.T) {
 	}
 }
 
-func TestTokenExpiredHandlerMaySetToken(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	bob := g.token(t, "bob")
-	c := g.newClient(t)
-	var expired int
-	c.Subscribe(func(ev events.Event) {
-		if ev.Kind == events.TokenExpired {
-			expired++
-			c.SetToken(bob) // must not deadlock
-		}
-	})
-	c.SetToken(g.expiredToken(t, "alice"))
-
-	d, err := c.Check(t.Context(), "orders", "write")
-	require.ErrorIs(t, err, pep.ErrUnauthorized)
-	assert.False(t, d.Allowed())
-	assert.Equal(t, 1, expired)
-
-	d, err = c.Check(t.Context(), "orders", "write")
-	require.NoError(t, err)
-	requireGatewayDecision(t, d, pep.Grant)
-	assert.Equal(t, "Bearer "+bob, g.last(t).Authorization, "the next call carries the new token")
-}
-
 func TestConcurrentRefusalsEmitOnce(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)

@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -327,4 +328,111 @@ func paramValue(s string) (value, rest string) {
 		}
 	}
 	return b.String(), ""
+}
+
+// CredentialError wraps a failure to attach the credential (for example to
+// sign a proof). It is the client's fault, not the server's: it is not
+// retried and does not count against the breaker.
+type CredentialError struct {
+	who Peer
+	err error
+}
+
+func (e *CredentialError) Error() string {
+	return e.who.Pkg() + ": cannot attach the token: " + e.err.Error()
+}
+func (e *CredentialError) Unwrap() error { return e.err }
+
+// notSent is the error of an attempt not sent because the call was out
+// of time (Late): it says nothing about the server, so it does not count
+// against the breaker. It matches the context error.
+type notSent struct{ late error }
+
+func (e *notSent) Error() string { return "not sent: " + e.late.Error() }
+func (e *notSent) Unwrap() error { return e.late }
+
+// authorizer attaches its credential to a clone of every attempt and
+// delegates to next, like golang.org/x/oauth2's Transport. It keeps the
+// latest DPoP-Nonce per origin from every answer (send), and for a DPoP
+// credential answers a nonce challenge by sending the request once more
+// with the new nonce;
+// being below the retrier, that resend is not a retry, and one chain (one
+// gateway request, all its attempts) resends for a nonce at most once.
+type authorizer struct {
+	cred   Credential
+	nonces *NonceStore
+	next   http.RoundTripper
+	sent   *atomic.Uint64
+	// nonceResent is set once this request was resent for a nonce.
+	nonceResent atomic.Bool
+}
+
+// RoundTrip implements http.RoundTripper.
+func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if a.cred.Ident().Scheme != SchemeDPoP {
+		return a.send(req, "")
+	}
+	from := origin(req.URL)
+	used := a.nonces.get(from)
+	resp, err := a.send(req, used)
+	if err != nil {
+		return resp, err
+	}
+	fresh := nonceChallenge(resp)
+	// Resend once, and never for the nonce that was just refused: a server
+	// repeating it would otherwise be asked forever.
+	if fresh == "" || fresh == used || req.GetBody == nil || !a.nonceResent.CompareAndSwap(false, true) {
+		return resp, nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return resp, nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxBody))
+	_ = resp.Body.Close()
+	again := req.Clone(req.Context())
+	again.Body = body
+	return a.send(again, fresh)
+}
+
+// send authorizes a clone of req with the credential and nonce, and sends
+// it. Every attempt, the nonce resend included, is sent here and every
+// answer comes back through here: this is the one place where an answer's
+// DPoP-Nonce becomes its origin's latest, whatever the answer's status and
+// wherever in the retry chain it arrives (RFC 9449 section 8 lets a server
+// rotate its nonce on any answer; a nonce left unread is a proof refused
+// next time).
+//
+// Nothing is sent for a call out of time, read on the clock (Late) before
+// the credential is attached and after: its context's timer may not have
+// fired (a process that was frozen), and a DPoP key may have taken the
+// rest of the call's time to sign.
+func (a *authorizer) send(req *http.Request, nonce string) (*http.Response, error) {
+	if err := Late(req.Context()); err != nil {
+		closeBody(req)
+		return nil, &notSent{late: err}
+	}
+	r := req.Clone(req.Context())
+	if err := a.cred.Authorize(r, nonce); err != nil {
+		closeBody(req)
+		return nil, &CredentialError{err: err}
+	}
+	if err := Late(req.Context()); err != nil {
+		closeBody(req)
+		return nil, &notSent{late: err}
+	}
+	a.sent.Add(1)
+	resp, err := a.next.RoundTrip(r)
+	if err == nil {
+		if n := dpopNonce(resp); n != "" {
+			a.nonces.set(origin(req.URL), n)
+		}
+	}
+	return resp, err
+}
+
+func closeBody(r *http.Request) {
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
 }

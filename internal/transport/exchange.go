@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -185,14 +186,14 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 	}
 	start := time.Now()
 	x.Observe.ActiveAdd(ctx, 1)
-	ch := NewChain(cred, &x.Retry, &x.Nonces, x.Base, &x.Sent)
+	ch := newChain(cred, &x.Retry, &x.Nonces, x.Base, &x.Sent)
 	status := 0
 	defer func() {
 		x.Observe.ActiveAdd(ctx, -1)
-		x.Observe.EndRequest(ctx, span, start, status, ch.Retried(), err)
+		x.Observe.EndRequest(ctx, span, start, status, ch.retrier.retried, err)
 	}()
 	debug := x.Logger.Enabled(ctx, slog.LevelDebug)
-	resp, err := ch.RoundTrip(req)
+	resp, err := ch.retrier.RoundTrip(req)
 	if err != nil {
 		var (
 			credErr *CredentialError
@@ -327,3 +328,198 @@ func ReadBody(r io.Reader, declared int64) ([]byte, error) {
 
 // initialBody bounds the buffer a declared length makes at once.
 const initialBody = 64 << 10
+
+// A call's deadline is read on the clock, not only through its context's
+// timer. A process that was frozen (SIGSTOP, a paused VM or container, a
+// starved container) wakes with its timers unfired: for a moment ctx.Err()
+// is nil and ctx.Done() open although the deadline passed an hour ago, and
+// an answer read then would be used as if it were fresh. So the steps that
+// hand something to a call read its deadline themselves (Late):
+//
+//   - nothing is sent for a call out of time (authorizer.send, before and
+//     after the credential is attached, so a slow DPoP key counts too);
+//   - an answer read after the deadline is not used (Exchanger.send, after
+//     the body is read): the call gets the Cause of a passed deadline;
+//   - a shared outcome is handed to each caller only while that caller has
+//     time (internal/core's Flights.Do), whatever the deadline of the caller
+//     who sent it.
+
+// Late returns why a call may no longer use anything: its context's error,
+// or context.DeadlineExceeded once its deadline has passed, read now, even
+// though the context's timer has not fired yet. The comparison is on the
+// monotonic clock whenever the deadline carries a reading, as every
+// deadline context.WithTimeout makes does (a client's own timeout always);
+// a deadline the caller built from a wall-clock time is compared as such.
+// nil while the call has time.
+func Late(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// timeOutcome is what a call running out of time (late, from Late) says
+// about the server: a failure only when the deadline was the client's own
+// timeout (rule 11); a caller's earlier deadline or cancellation says
+// nothing.
+func timeOutcome(late error, ownDeadline bool) outcome {
+	if ownDeadline && errors.Is(late, context.DeadlineExceeded) {
+		return outcomeFailure
+	}
+	return outcomeNeutral
+}
+
+// BreakerState is the state of a client's circuit breaker. The zero value
+// is BreakerClosed, which is also what a client without a breaker reports.
+type BreakerState uint8
+
+const (
+	// BreakerClosed: requests go to the gateway.
+	BreakerClosed BreakerState = iota
+	// BreakerOpen: requests are denied at once with ErrCircuitOpen.
+	BreakerOpen
+	// BreakerHalfOpen: the cool-down is over; the next request is a probe
+	// (or one is under way) whose outcome closes or reopens the breaker.
+	BreakerHalfOpen
+)
+
+// String returns "closed", "open" or "half-open".
+func (s BreakerState) String() string {
+	switch s {
+	case BreakerClosed:
+		return "closed"
+	case BreakerOpen:
+		return "open"
+	case BreakerHalfOpen:
+		return "half-open"
+	}
+	return "BreakerState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// outcome is what one request says about the server's health.
+type outcome uint8
+
+const (
+	// outcomeSuccess: the server answered (any 2xx, 3xx or 4xx).
+	outcomeSuccess outcome = iota
+	// outcomeFailure: a transport failure, a timeout or a 5xx.
+	outcomeFailure
+	// outcomeNeutral: the request failed before reaching the server for a
+	// reason of the client's own (e.g. a proof could not be signed).
+	outcomeNeutral
+)
+
+// Breaker is a consecutive-failure circuit breaker. A nil *Breaker is a
+// disabled one: it allows everything. It is safe for concurrent use.
+type Breaker struct {
+	threshold int
+	coolDown  time.Duration
+	now       func() time.Time
+	// onChange is called, without the lock held, after every transition.
+	onChange func(from, to BreakerState)
+
+	mu          sync.Mutex
+	state       BreakerState
+	consecutive int       // consecutive failures while closed
+	openedAt    time.Time // when the breaker last opened
+	probing     bool      // a half-open probe is under way
+}
+
+// NewBreaker returns a breaker that opens after threshold consecutive
+// failures for coolDown, reading the time from now and calling onChange
+// after every transition; nil (disabled) for threshold 0.
+func NewBreaker(threshold int, coolDown time.Duration, now func() time.Time, onChange func(from, to BreakerState)) *Breaker {
+	if threshold == 0 {
+		return nil
+	}
+	return &Breaker{threshold: threshold, coolDown: coolDown, now: now, onChange: onChange}
+}
+
+// allow reports whether a request may go to the server now. probe is true
+// for the single request let through after the cool-down; its outcome must
+// be reported to done with probe set.
+func (b *Breaker) allow() (ok, probe bool) {
+	if b == nil {
+		return true, false
+	}
+	b.mu.Lock()
+	from := b.state
+	switch b.state {
+	case BreakerClosed:
+		b.mu.Unlock()
+		return true, false
+	case BreakerOpen:
+		if b.now().Sub(b.openedAt) < b.coolDown {
+			b.mu.Unlock()
+			return false, false
+		}
+		b.state = BreakerHalfOpen
+	}
+	// Half-open: exactly one probe at a time.
+	if b.probing {
+		b.mu.Unlock()
+		return false, false
+	}
+	b.probing = true
+	b.mu.Unlock()
+	b.changed(from, BreakerHalfOpen)
+	return true, true
+}
+
+// done records the outcome of a request that allow let through.
+func (b *Breaker) done(probe bool, o outcome) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	from := b.state
+	switch {
+	case probe:
+		b.probing = false
+		switch o {
+		case outcomeSuccess:
+			b.state, b.consecutive = BreakerClosed, 0
+		case outcomeFailure:
+			b.state, b.openedAt = BreakerOpen, b.now()
+		}
+		// A neutral probe leaves the breaker half-open for the next one.
+	case b.state == BreakerClosed:
+		switch o {
+		case outcomeSuccess:
+			b.consecutive = 0
+		case outcomeFailure:
+			b.consecutive++
+			if b.consecutive >= b.threshold {
+				b.state, b.openedAt, b.consecutive = BreakerOpen, b.now(), 0
+			}
+		}
+		// Requests that were already under way when the breaker opened
+		// do not change it; only the probe decides.
+	}
+	to := b.state
+	b.mu.Unlock()
+	b.changed(from, to)
+}
+
+func (b *Breaker) changed(from, to BreakerState) {
+	if from != to && b.onChange != nil {
+		b.onChange(from, to)
+	}
+}
+
+// Current reports the state; an open breaker whose cool-down is over is
+// reported half-open, since the next request will be a probe.
+func (b *Breaker) Current() BreakerState {
+	if b == nil {
+		return BreakerClosed
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == BreakerOpen && b.now().Sub(b.openedAt) >= b.coolDown {
+		return BreakerHalfOpen
+	}
+	return b.state
+}
