@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"io"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -251,4 +255,27 @@ func loneSurrogate(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// TestStandsOnTheStandardLibrary: the strict reader every client shares
+// imports the standard library only, so that reading JSON adds no module
+// to a user's graph (issue 25: a pep-only program's module graph).
+func TestStandsOnTheStandardLibrary(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		require.NoError(t, err)
+		for _, imp := range f.Imports {
+			path, err := strconv.Unquote(imp.Path.Value)
+			require.NoError(t, err)
+			first, _, _ := strings.Cut(path, "/")
+			assert.NotContains(t, first, ".", "%s imports %s, which is not in the standard library", name, path)
+		}
+	}
 }

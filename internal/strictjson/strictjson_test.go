@@ -576,3 +576,50 @@ func TestNextAndMoreStopAtTheCallersError(t *testing.T) {
 	require.ErrorIs(t, err, stop)
 	assert.Equal(t, []int{0}, seen, "the member after the error was read")
 }
+
+// TestUnmarshalLeavesTheValueOnATypeError: a value of the wrong JSON kind
+// or out of its type's range is refused before anything is decoded, so a
+// server never acts on half a body: the walk checks every value's kind and
+// range as encoding/json would read it, ahead of encoding/json.
+func TestUnmarshalLeavesTheValueOnATypeError(t *testing.T) {
+	t.Parallel()
+	type ranged struct {
+		Name  string  `json:"name"`
+		Small int8    `json:"small"`
+		Count uint16  `json:"count"`
+		Ratio float32 `json:"ratio"`
+		On    bool    `json:"on"`
+		List  []int   `json:"list"`
+	}
+	tests := []struct {
+		name, body, path string
+		found            Kind
+	}{
+		{"a string for an int", `{"name":"x","small":"1"}`, "small", '"'},
+		{"past int8", `{"name":"x","small":128}`, "small", '0'},
+		{"a fraction for an int", `{"name":"x","small":1.5}`, "small", '0'},
+		{"a negative uint", `{"name":"x","count":-1}`, "count", '0'},
+		{"past float32", `{"name":"x","ratio":1e39}`, "ratio", '0'},
+		{"a number for a bool", `{"name":"x","on":1}`, "on", '0'},
+		{"an object for a list", `{"name":"x","list":{}}`, "list", '{'},
+		{"a string in a list", `{"name":"x","list":[1,"2"]}`, "list[]", '"'},
+		{"an array for the object", `[{"name":"x"}]`, "", '['},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var v ranged
+			err := Unmarshal([]byte(tt.body), &v)
+			var te *TypeError
+			require.ErrorAs(t, err, &te)
+			require.ErrorIs(t, err, ErrWrongType)
+			assert.Equal(t, tt.path, te.Path)
+			assert.Equal(t, tt.found, te.Found)
+			assert.Equal(t, ranged{}, v, "nothing is decoded from a refused body")
+		})
+	}
+	var v ranged
+	require.NoError(t, Unmarshal([]byte(`{"name":"x","small":-128,"count":65535,"ratio":3.4e38,"on":false,"list":[1,null]}`), &v),
+		"the edges of each range")
+	assert.Equal(t, ranged{Name: "x", Small: -128, Count: 65535, Ratio: 3.4e38, List: []int{1, 0}}, v)
+}
