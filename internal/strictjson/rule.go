@@ -14,8 +14,9 @@ import (
 // following the Go type the text decodes into. In every object it refuses
 // a name given twice; in each object decoded into a struct it also refuses
 // two names that differ only in case, a name that names a field in another
-// case and, in a closed object, a name of no field; and it refuses a value
-// of a JSON kind its Go type cannot take, or a number out of its range.
+// case and, in a closed object, a name of no field; and, once it has read
+// the whole text, the first value of a JSON kind its Go type cannot take,
+// or a number out of its range.
 // The objects and arrays open are the scanner's stack, not the call stack.
 type walker struct {
 	scanner
@@ -24,6 +25,7 @@ type walker struct {
 	nameBuf []byte     // scratch space for unescaped names
 	fold    []byte     // scratch space for folded names
 	closed  bool       // every struct is closed (RejectUnknownMembers)
+	wrong   *TypeError // the first value of a kind or range its type does not take
 }
 
 // walkers keeps Unmarshal's walkers between calls.
@@ -35,7 +37,7 @@ func (w *walker) start(data []byte) {
 	if len(w.sets) > maxPooledLevels {
 		w.sets = w.sets[:maxPooledLevels:maxPooledLevels]
 	}
-	w.objects, w.closed = 0, false
+	w.objects, w.closed, w.wrong = 0, false, nil
 }
 
 // stop drops w's reference to its input.
@@ -56,6 +58,9 @@ func (w *walker) openNames() *nameSet {
 func (w *walker) closeNames() { w.objects-- }
 
 // check reads one JSON value of node root and then the end of the text.
+// A value its type does not take is reported only when the whole text is
+// well-formed and keeps the rule, as encoding/json reports a syntax error
+// anywhere before a type error.
 func (w *walker) check(root *node) error {
 	if err := w.value(root); err != nil {
 		return err
@@ -63,7 +68,18 @@ func (w *walker) check(root *node) error {
 	if off, ok := w.end(); !ok {
 		return &SyntacticError{ByteOffset: int64(off), Err: ErrTrailingData}
 	}
+	if w.wrong != nil {
+		return w.wrong
+	}
 	return nil
+}
+
+// mistyped records a value of kind k that n's type does not take, at off
+// (Err says why, if more is known), unless one was recorded already.
+func (w *walker) mistyped(n *node, k Kind, off int64, err error) {
+	if w.wrong == nil {
+		w.wrong = &TypeError{Offset: off, Path: w.path(w.depth()), Found: k, Want: n.typ, Err: err}
+	}
 }
 
 // value reads the next value, of node n, whole.
@@ -91,14 +107,15 @@ func (w *walker) enter(n *node) error {
 		return err
 	}
 	if n != nil && k != 'n' && !n.takes(k) {
-		return &TypeError{Offset: w.offset(), Path: w.path(w.depth()), Found: k, Want: n.typ}
+		w.mistyped(n, k, w.offset(), nil)
+		n = nil // read on, for the syntax and the rule
 	}
 	if k != '{' && k != '[' {
 		off := w.offset()
 		raw, _, err := w.scalar()
 		if err == nil && n != nil && k == '0' && n.number != 0 {
 			if err := n.inRange(raw); err != nil {
-				return &TypeError{Offset: off, Path: w.path(w.depth()), Found: k, Want: n.typ, Err: err}
+				w.mistyped(n, k, off, err)
 			}
 		}
 		return err

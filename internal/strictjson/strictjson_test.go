@@ -364,12 +364,11 @@ func FuzzUnmarshal(f *testing.F) {
 		if !json.Valid(data) || !utf8.Valid(data) || se != nil {
 			return // encoding/json takes lone surrogates ("\\ud800") for U+FFFD; the scanner refuses them
 		}
-		refused := reference(data)
-		switch {
-		case me != nil && !refused, err == nil && refused:
+		if refused := reference(data); refused != (me != nil) {
 			t.Fatalf("walker %v, reference refuses %v, on %q", err, refused, data)
-		case te != nil && !refused && json.Unmarshal(data, new(target)) == nil:
-			t.Fatalf("walker %v, encoding/json reads %q", err, data) // a member error may come after a type error
+		}
+		if te != nil && json.Unmarshal(data, new(target)) == nil {
+			t.Fatalf("walker %v, encoding/json reads %q", err, data)
 		}
 		var want target
 		if err == nil && json.Unmarshal(data, &want) == nil && !reflect.DeepEqual(got, want) {
@@ -622,4 +621,34 @@ func TestUnmarshalLeavesTheValueOnATypeError(t *testing.T) {
 	require.NoError(t, Unmarshal([]byte(`{"name":"x","small":-128,"count":65535,"ratio":3.4e38,"on":false,"list":[1,null]}`), &v),
 		"the edges of each range")
 	assert.Equal(t, ranged{Name: "x", Small: -128, Count: 65535, Ratio: 3.4e38, List: []int{1, 0}}, v)
+}
+
+// TestTypeErrorsComeLast: a value of the wrong kind is reported only when
+// the whole text is well-formed and keeps the rule, as encoding/json and
+// json v2 report malformed JSON anywhere first: a body is malformed, or
+// breaks the rule, before any of its values is of the wrong type.
+func TestTypeErrorsComeLast(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]error{
+		`"x`:                                io.ErrUnexpectedEOF, // an unterminated string where an object belongs
+		`{"name":1,"items":[}`:              nil,                 // malformed after the wrong type
+		`{"name":1,"name":"x"}`:             ErrDuplicateMember,
+		`{"items":[{"value":"a","Key":1}]}`: ErrAmbiguousMember,
+		`{"name":1} x`:                      ErrTrailingData,
+		`{"name":1,"items":"x"}`:            ErrWrongType,
+	} {
+		var v target
+		err := Unmarshal([]byte(body), &v)
+		switch want {
+		case nil:
+			var se *SyntacticError
+			require.ErrorAs(t, err, &se, body)
+		case ErrWrongType:
+			var te *TypeError
+			require.ErrorAs(t, err, &te, body)
+			assert.Equal(t, "name", te.Path, "the first of two")
+		default:
+			require.ErrorIs(t, err, want, body)
+		}
+	}
 }
