@@ -652,3 +652,27 @@ func TestTypeErrorsComeLast(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmarshalTypesThatJudgeThemselves: a value the walk leaves to its
+// type (a base64 string, a map key that must be a number, a type with its
+// own UnmarshalJSON) is judged by encoding/json, and its refusal is a
+// *TypeError too.
+func TestUnmarshalTypesThatJudgeThemselves(t *testing.T) {
+	t.Parallel()
+	type judged struct {
+		Bytes []byte          `json:"bytes"`
+		ByID  map[int]string  `json:"byId"`
+		Raw   json.RawMessage `json:"raw"`
+		Num   json.Number     `json:"num"`
+	}
+	for _, body := range []string{`{"bytes":"!!"}`, `{"byId":{"x":"y"}}`, `{"num":"x"}`, `{"num":true}`} {
+		var v judged
+		err := Unmarshal([]byte(body), &v)
+		var te *TypeError
+		require.ErrorAs(t, err, &te, body)
+		require.ErrorIs(t, err, ErrWrongType, body)
+	}
+	var v judged
+	require.NoError(t, Unmarshal([]byte(`{"bytes":"AQI=","byId":{"7":"y"},"raw":{"a":[1]},"num":12.5}`), &v))
+	assert.Equal(t, judged{Bytes: []byte{1, 2}, ByID: map[int]string{7: "y"}, Raw: json.RawMessage(`{"a":[1]}`), Num: "12.5"}, v)
+}
