@@ -84,7 +84,10 @@ type SyntacticError struct {
 // Error returns "<what is wrong>[ within <pointer>][ after offset <n>]",
 // the words of json v2's errors.
 func (e *SyntacticError) Error() string {
-	b := []byte(e.Err.Error())
+	b := []byte("syntactic error")
+	if e.Err != nil {
+		b = []byte(e.Err.Error())
+	}
 	if e.JSONPointer != "" {
 		b = strconv.AppendQuote(append(b, " within "...), truncate(e.JSONPointer, 100))
 	}
@@ -108,10 +111,11 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
+// errMaxDepth refuses an object or array opened inside maxDepth others.
 var errMaxDepth = errors.New("exceeded max depth")
 
-// invalidChar is the error for byte c (the start of a rune) where it does
-// not belong.
+// invalidChar is the error for the rune at the start of b, which does not
+// belong where it is; where says what the grammar takes there.
 func invalidChar(b []byte, where string) error {
 	r, n := utf8.DecodeRune(b)
 	what := strconv.QuoteRune(r)
