@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"math/big"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/orgauthz/orgauthz/internal/strictjson"
 )
 
@@ -91,7 +89,7 @@ func (f *jwkFields) member(r *strictjson.Reader, i int) error {
 // readJWK reads raw, a jwk the header walk has checked for duplicate
 // members, under the case rule, into f. Its errors are ErrKey (a member in
 // another case, a value of the wrong type) or ErrPrivateKey.
-func readJWK(r *strictjson.Reader, raw jsontext.Value, f *jwkFields) error {
+func readJWK(r *strictjson.Reader, raw strictjson.Value, f *jwkFields) error {
 	if raw.Kind() != '{' {
 		return fmt.Errorf("%w: jwk: not a JSON object", ErrKey)
 	}

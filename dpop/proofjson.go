@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/orgauthz/orgauthz/internal/strictjson"
 )
 
@@ -62,7 +60,7 @@ type scratch struct {
 	input   []byte // the signing input, header.payload
 	der     []byte // the ECDSA signature in ASN.1
 	str     []byte // scratch space for a string with escapes
-	members [hdrMembers]jsontext.Value
+	members [hdrMembers]strictjson.Value
 	jwk     jwkFields
 }
 
@@ -76,7 +74,7 @@ func getScratch() *scratch { return scratches.Get().(*scratch) }
 
 func (s *scratch) release() {
 	s.r.Release()
-	s.members = [hdrMembers]jsontext.Value{}
+	s.members = [hdrMembers]strictjson.Value{}
 	for _, b := range []*[]byte{&s.header, &s.payload, &s.sig, &s.input, &s.der, &s.str,
 		&s.jwk.kty, &s.jwk.crv, &s.jwk.x, &s.jwk.y, &s.jwk.n, &s.jwk.e, &s.jwk.unquote, &s.jwk.thumbprintBuf} {
 		if cap(*b) > maxPooledBuffer {
@@ -89,7 +87,7 @@ func (s *scratch) release() {
 // readHeader reads the decoded protected header s.header under the strict
 // rule, keeping the text of each member of headerNames in s.members.
 func (s *scratch) readHeader() error {
-	s.members = [hdrMembers]jsontext.Value{}
+	s.members = [hdrMembers]strictjson.Value{}
 	s.r.Reset(s.header)
 	err := s.r.Object()
 	for i, ok := s.r.Next(headerNames, &err); ok; i, ok = s.r.Next(headerNames, &err) {
@@ -104,13 +102,13 @@ func (s *scratch) readHeader() error {
 // stringMember returns the string v holds: "" when the member is absent
 // or null, an error when it holds another kind of value. The bytes are
 // valid until the next call.
-func (s *scratch) stringMember(v jsontext.Value) ([]byte, error) {
+func (s *scratch) stringMember(v strictjson.Value) ([]byte, error) {
 	switch v.Kind() {
 	case 0, 'n':
 		return nil, nil
 	case '"':
 		var err error
-		s.str, err = jsontext.AppendUnquote(s.str[:0], v)
+		s.str, err = strictjson.AppendUnquote(s.str[:0], v)
 		return s.str, err
 	}
 	return nil, errors.New("not a string")
@@ -120,7 +118,7 @@ func (s *scratch) stringMember(v jsontext.Value) ([]byte, error) {
 // and JSON types of the claims; a missing or null string claim is "".
 func (s *scratch) readClaims() (Claims, error) {
 	var c Claims
-	var iat jsontext.Value
+	var iat strictjson.Value
 	s.r.Reset(s.payload)
 	member := func(i int) error {
 		if i == clmIAT {
@@ -177,7 +175,7 @@ func (s *scratch) readClaims() (Claims, error) {
 
 // numericDate decodes a JWT NumericDate (RFC 7519 section 2): a JSON number
 // of seconds since the epoch, possibly with a fraction.
-func numericDate(raw jsontext.Value) (time.Time, error) {
+func numericDate(raw strictjson.Value) (time.Time, error) {
 	if raw.Kind() != '0' {
 		return time.Time{}, errors.New("iat is not a number")
 	}

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/orgauthz/orgauthz/internal/strictjson"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -187,7 +185,7 @@ func describeJSONError(data []byte, err error) string {
 	var (
 		me  *strictjson.MemberError
 		te  *strictjson.TypeError
-		syn *jsontext.SyntacticError
+		syn *strictjson.SyntacticError
 	)
 	at := func(off int64) string {
 		line, col := lineColumn(data, off)
@@ -209,7 +207,7 @@ func describeJSONError(data []byte, err error) string {
 	case errors.As(err, &syn) && syn.Err != nil:
 		return at(syn.ByteOffset) + syn.Err.Error()
 	}
-	return strings.TrimPrefix(err.Error(), "jsontext: ")
+	return err.Error()
 }
 
 // lineColumn returns the 1-based line and byte column of data[off]; an

@@ -166,7 +166,7 @@ func decodeBody(r *http.Request, v any) error {
 		case errors.As(err, &te) && te.Path != "":
 			return typeError(te.Path, te.Want)
 		}
-		return errf(http.StatusBadRequest, "malformed JSON body: %s", strings.TrimPrefix(err.Error(), "jsontext: "))
+		return errf(http.StatusBadRequest, "malformed JSON body: %s", err)
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ func (r *reader) spend() error {
 	return nil
 }
 
-// readers keeps readers between answers, with their decoders' buffers.
+// readers keeps readers between answers, with their name sets and stacks.
 var readers = sync.Pool{New: func() any { return &reader{Reader: strictjson.New()} }}
 
 // newReader returns a reader of body; release it with free when done.

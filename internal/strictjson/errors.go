@@ -7,9 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The conditions a strict reading refuses. Their texts are fixed: nothing
@@ -101,11 +98,11 @@ func quoteList(names []string) string {
 // TypeError reports a value that cannot decode into its Go type: of the
 // wrong JSON kind, or out of its range.
 type TypeError struct {
-	Offset int64         // where the value starts, or ends, in the input
-	Path   string        // the value: "context.attributes.method", "resources[].scopes"
-	Found  jsontext.Kind // the JSON kind of the value
-	Want   reflect.Type  // the Go type it decodes into
-	Err    error         // json v2's reason, if it gave one
+	Offset int64        // where the value starts in the input
+	Path   string       // the value: "context.attributes.method", "resources[].scopes"
+	Found  Kind         // the JSON kind of the value
+	Want   reflect.Type // the Go type it decodes into, without pointers
+	Err    error        // why, if more is known: strconv's range error, encoding/json's error
 }
 
 // Error returns "<path>: cannot decode a JSON <kind> into <type>".
@@ -122,7 +119,7 @@ func (e *TypeError) Unwrap() error { return ErrWrongType }
 
 // KindName names a JSON kind as a JSON user would: "string", "number",
 // "object", "array", "boolean", "null".
-func KindName(k jsontext.Kind) string {
+func KindName(k Kind) string {
 	switch k {
 	case '"':
 		return "string"
@@ -150,13 +147,7 @@ func Problem(err error, own ...error) string {
 			return e.Error()
 		}
 	}
-	var se *json.SemanticError
-	switch {
-	case errors.Is(err, jsontext.ErrDuplicateName):
-		return ErrDuplicateMember.Error()
-	case errors.As(err, &se):
-		return ErrWrongType.Error()
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return "the body ends before the JSON value does"
 	}
 	return "the body is not well-formed JSON"

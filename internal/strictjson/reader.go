@@ -3,46 +3,31 @@ package strictjson
 import (
 	"bytes"
 	"fmt"
-	"io"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Reader reads one JSON answer as a stream, under the package's rule, for
 // a client that keeps only part of it: the caller names the members it
 // reads in each object (Next) and the Reader skips the others, so memory
 // follows what the caller keeps, not the size of the answer. Its errors
-// match this package's sentinels or are the decoder's; Problem describes
-// either without quoting the answer. Its zero value is not usable: make one
-// with New, and Reset it for each answer (a client keeps Readers in a
-// sync.Pool, with their buffers). A Reader is not safe for concurrent use.
+// match this package's sentinels or are a *SyntacticError; Problem
+// describes either without quoting the answer. Its zero value is not
+// usable: make one with New, and Reset it for each answer (a client keeps
+// Readers in a sync.Pool, with their buffers). A Reader is not safe for
+// concurrent use.
 type Reader struct {
-	walker              // skips the members the caller does not read, checking them
-	body   bytes.Buffer // reads the answer without copying it
+	walker // reads the answer and skips the members the caller does not read, checking them
 }
 
 // New returns a Reader; Reset it before use.
-func New() *Reader {
-	r := &Reader{}
-	r.dec = jsontext.NewDecoder(&r.body)
-	return r
-}
+func New() *Reader { return &Reader{} }
 
 // Reset makes r read body, which must not change until r is reset again
 // or released.
-func (r *Reader) Reset(body []byte) {
-	r.input, r.body = body, *bytes.NewBuffer(body)
-	r.dec.Reset(&r.body, decoderOptions)
-	r.reset()
-}
+func (r *Reader) Reset(body []byte) { r.start(body) }
 
 // Release drops r's reference to the last body, before r goes back to a
 // pool.
-func (r *Reader) Release() {
-	r.input, r.body = nil, bytes.Buffer{}
-	r.dec.Reset(&r.body)
-	r.reset()
-}
+func (r *Reader) Release() { r.stop() }
 
 // Object reads the opening brace of an object; then Next reads its
 // members, one call each, until it reports that none is left. The caller
@@ -54,10 +39,10 @@ func (r *Reader) Release() {
 //		err = ... // read the value of names[i]
 //	}
 func (r *Reader) Object() error {
-	if err := r.delim('{'); err != nil {
+	if err := r.openKind('{'); err != nil {
 		return err
 	}
-	r.openNames()
+	r.top().names = r.openNames()
 	return nil
 }
 
@@ -83,17 +68,26 @@ func (r *Reader) Next(names []string, err *error) (int, bool) {
 // member reads up to the next member to read, or returns -1 after the
 // closing brace.
 func (r *Reader) member(names []string) (int, error) {
-	set := r.sets[r.objects-1]
-	for r.dec.PeekKind() != '}' {
-		raw, err := r.dec.ReadValue()
+	for {
+		k, err := r.peek()
 		if err != nil {
 			return -1, err
 		}
-		name, err := r.unquote(raw)
+		if k == '}' {
+			r.closeNames()
+			r.close()
+			return -1, nil
+		}
+		start := r.pos
+		name, escaped, err := r.name()
 		if err != nil {
 			return -1, err
 		}
-		if other, clash := set.add(name, r.dec.InputOffset()-int64(len(raw)), r.input, true); clash {
+		if escaped {
+			r.nameBuf = appendUnescaped(r.nameBuf[:0], name)
+			name = r.nameBuf
+		}
+		if other, clash := r.top().names.add(name, start, r.in, true); clash {
 			if bytes.Equal(other, name) {
 				return -1, ErrDuplicateMember
 			}
@@ -110,8 +104,6 @@ func (r *Reader) member(names []string) (int, error) {
 			}
 		}
 	}
-	r.closeNames()
-	return -1, r.delim('}')
 }
 
 // Array reads the opening bracket of an array; then each call of More
@@ -121,7 +113,7 @@ func (r *Reader) member(names []string) (int, error) {
 //	for r.More(&err) {
 //		err = ... // read an element
 //	}
-func (r *Reader) Array() error { return r.delim('[') }
+func (r *Reader) Array() error { return r.openKind('[') }
 
 // More reports whether another element of the open array follows. When
 // none does it reads the closing bracket, setting *err if that fails, and
@@ -130,28 +122,34 @@ func (r *Reader) More(err *error) bool {
 	if *err != nil {
 		return false
 	}
-	if r.dec.PeekKind() != ']' {
-		return true
+	k, e := r.peek()
+	switch {
+	case e != nil:
+		*err = e
+		return false
+	case k == ']':
+		r.close()
+		return false
 	}
-	*err = r.delim(']')
-	return false
+	return true
 }
 
-// delim reads the delimiter d.
-func (r *Reader) delim(d jsontext.Kind) error {
-	tok, err := r.dec.ReadToken()
+// openKind reads the opening delimiter d.
+func (r *Reader) openKind(d Kind) error {
+	k, err := r.peek()
 	if err != nil {
 		return err
 	}
-	if tok.Kind() != d {
-		return fmt.Errorf("%w: found %v where %v was expected", ErrWrongType, tok.Kind(), d)
+	if k != d {
+		return fmt.Errorf("%w: found %v where %v was expected", ErrWrongType, k, d)
 	}
-	return nil
+	_, err = r.open()
+	return err
 }
 
 // Str reads a string value.
 func (r *Reader) Str() (string, error) {
-	b, err := r.Bytes(&r.name)
+	b, err := r.Bytes(&r.nameBuf)
 	return string(b), err
 }
 
@@ -159,48 +157,44 @@ func (r *Reader) Str() (string, error) {
 // bytes, or, for a string with escapes, *scratch, valid until the next
 // read into the same scratch space.
 func (r *Reader) Bytes(scratch *[]byte) ([]byte, error) {
-	raw, err := r.dec.ReadValue()
+	k, err := r.peek()
 	if err != nil {
 		return nil, err
 	}
-	if raw.Kind() != '"' {
-		return nil, fmt.Errorf("%w: found %v where a string was expected", ErrWrongType, raw.Kind())
+	if k != '"' {
+		return nil, fmt.Errorf("%w: found %v where a string was expected", ErrWrongType, k)
 	}
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return raw[1 : len(raw)-1], nil // the body's bytes: the decoder does not copy a bytes.Buffer
+	raw, escaped, err := r.scalar()
+	if err != nil {
+		return nil, err
 	}
-	*scratch, err = jsontext.AppendUnquote((*scratch)[:0], raw)
-	return *scratch, err
+	raw = raw[1 : len(raw)-1]
+	if !escaped {
+		return raw, nil // the body's bytes
+	}
+	*scratch = appendUnescaped((*scratch)[:0], raw)
+	return *scratch, nil
 }
 
 // Boolean reads a true or false value.
 func (r *Reader) Boolean() (bool, error) {
-	tok, err := r.dec.ReadToken()
+	k, err := r.peek()
 	if err != nil {
 		return false, err
 	}
-	if k := tok.Kind(); k != 't' && k != 'f' {
+	if k != 't' && k != 'f' {
 		return false, fmt.Errorf("%w: found %v where a boolean was expected", ErrWrongType, k)
 	}
-	return tok.Bool(), nil
+	_, _, err = r.scalar()
+	return k == 't', err
 }
 
 // End checks that nothing but white space follows the answer.
 func (r *Reader) End() error {
-	if _, err := r.dec.ReadToken(); err != io.EOF {
+	if _, ok := r.end(); !ok || r.state != done {
 		return ErrTrailingData
 	}
 	return nil
-}
-
-// unquote returns the contents of a JSON string, valid until the next read.
-func (r *Reader) unquote(raw jsontext.Value) ([]byte, error) {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return raw[1 : len(raw)-1], nil
-	}
-	var err error
-	r.name, err = jsontext.AppendUnquote(r.name[:0], raw)
-	return r.name, err
 }
 
 func index(names []string, name []byte) int {
@@ -226,7 +220,12 @@ func foldsToOne(names []string, name []byte) bool {
 // Value reads the next value whole, checked for well-formedness only:
 // decode it with Unmarshal, which applies the rule. The value is valid
 // until the Reader is reset.
-func (r *Reader) Value() (jsontext.Value, error) { return r.dec.ReadValue() }
+func (r *Reader) Value() (Value, error) {
+	if _, err := r.peek(); err != nil {
+		return nil, err
+	}
+	return r.skip()
+}
 
 // Checked reads the next value whole under the rule (a member given twice
 // in any object inside it is refused; names are otherwise not compared, as
@@ -234,14 +233,22 @@ func (r *Reader) Value() (jsontext.Value, error) { return r.dec.ReadValue() }
 // space, valid until the Reader is reset. A caller reads the value again
 // with another Reader or with Unmarshal, which add the case rule of the Go
 // type they read into.
-func (r *Reader) Checked() (jsontext.Value, error) {
-	start := r.dec.InputOffset()
+func (r *Reader) Checked() (Value, error) {
+	if _, err := r.peek(); err != nil {
+		return nil, err
+	}
+	start := r.pos
 	if err := r.value(nil); err != nil {
 		return nil, err
 	}
-	raw := r.input[start:r.dec.InputOffset()]
-	return jsontext.Value(bytes.TrimLeft(raw, " \t\r\n:,")), nil
+	return r.in[start:r.pos], nil
 }
 
-// Kind returns the kind of the next value without reading it.
-func (r *Reader) Kind() jsontext.Kind { return r.dec.PeekKind() }
+// Kind returns the kind of the next value without reading it ('}' or ']'
+// at the end of the object or array open): 0 at the end of the text or
+// where the text is not valid JSON, which the next read returns as its
+// error.
+func (r *Reader) Kind() Kind {
+	k, _ := r.peek()
+	return k
+}

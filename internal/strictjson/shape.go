@@ -2,27 +2,46 @@ package strictjson
 
 import (
 	"encoding"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"sync"
-
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	"unicode"
 )
 
-// A node is what the rule knows of the Go type a JSON value decodes into.
-// A nil *node is a value it knows nothing of (a string, a number, an
-// interface, a type that decodes itself, a container of nothing else, a
-// member no field takes): in it the walk checks only that no object names
-// a member twice.
+// A node is what the walk knows of the Go type a JSON value decodes into:
+// the JSON kinds it takes and, for an object or an array, what its members
+// or elements decode into. A nil *node is a value it knows nothing of (an
+// interface, a type that decodes itself, []byte, a member no field takes):
+// in it the walk checks only that no object names a member twice, and
+// encoding/json judges the value.
 type node struct {
-	shape *shape // a struct: its fields
-	elem  *node  // a map or a slice: its elements; nil when not entered
-	list  bool   // a slice or an array (else an object: a struct or a map)
+	typ    reflect.Type // the Go type, without pointers
+	want   Kind         // the kind it takes besides null: '{', '[', '"', 't' (true or false) or '0'
+	shape  *shape       // a struct: its fields
+	elem   *node        // a map or a slice: its elements
+	number numberKind   // a number: what it must fit
+	bits   int          // a number: the size of its type
+}
+
+type numberKind uint8
+
+const (
+	intNumber numberKind = iota + 1
+	uintNumber
+	floatNumber
+)
+
+// takes reports whether a value of kind k (not null) decodes into n's type.
+func (n *node) takes(k Kind) bool {
+	if k == 'f' {
+		k = 't'
+	}
+	return k == n.want
 }
 
 // shape is what the rule knows of a struct type: the JSON names of its
-// fields, as json v2 names them, with the nodes of their values.
+// fields, as encoding/json names them, with the nodes of their values.
 type shape struct {
 	fields map[string]field
 	folded map[string]string // folded JSON name → JSON name
@@ -30,11 +49,13 @@ type shape struct {
 	closed bool              // takes no other member (Closed)
 }
 
-// field is one field of a struct: the type its value decodes into and the
-// value's node.
+// field is one field of a struct: the node of its value, and how deep in
+// embedded structs it is (the shallowest of one name wins, as in
+// encoding/json).
 type field struct {
-	typ  reflect.Type
-	node *node
+	node   *node
+	depth  int
+	tagged bool
 }
 
 // Closed is implemented by a struct type whose JSON object takes only its
@@ -71,16 +92,16 @@ type builder struct {
 }
 
 var (
-	valueType     = reflect.TypeFor[jsontext.Value]()
 	decodingTypes = []reflect.Type{
-		reflect.TypeFor[json.UnmarshalerFrom](),
 		reflect.TypeFor[json.Unmarshaler](),
 		reflect.TypeFor[encoding.TextUnmarshaler](),
 	}
+	numberType = reflect.TypeFor[json.Number]()
 	closedType = reflect.TypeFor[Closed]()
 )
 
-// node builds the node of t.
+// node builds the node of t, following encoding/json: what it decodes
+// into a value of t is what the node takes.
 func (b *builder) node(t reflect.Type) *node {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -91,78 +112,103 @@ func (b *builder) node(t reflect.Type) *node {
 	if n, ok := nodes.Load(t); ok {
 		return n.(*node)
 	}
-	if t == valueType {
-		return nil
-	}
 	for _, u := range decodingTypes {
-		if t.Implements(u) || reflect.PointerTo(t).Implements(u) {
-			return nil
+		if reflect.PointerTo(t).Implements(u) {
+			return nil // a JSON value of any kind may be its business
 		}
 	}
+	n := &node{typ: t}
 	switch t.Kind() {
 	case reflect.Struct:
-		n := &node{shape: &shape{fields: map[string]field{}, folded: map[string]string{},
-			closed: t.Implements(closedType) || reflect.PointerTo(t).Implements(closedType)}}
-		b.built[t] = n
-		b.addFields(n.shape, t)
-		return n
-	case reflect.Map, reflect.Slice, reflect.Array:
-		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
-			return nil // []byte is a base64 string
-		}
-		n := &node{list: t.Kind() != reflect.Map}
+		n.want, n.shape = '{', &shape{fields: map[string]field{}, folded: map[string]string{},
+			closed: reflect.PointerTo(t).Implements(closedType)}
 		b.built[t] = n // a type that holds itself
-		if n.elem = b.node(t.Elem()); n.elem == nil {
-			delete(b.built, t)
-			return nil // nothing inside to enter
+		b.addFields(n.shape, t, 0)
+	case reflect.Map:
+		n.want = '{'
+		b.built[t] = n
+		n.elem = b.node(t.Elem())
+	case reflect.Slice, reflect.Array:
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+			return nil // []byte is a base64 string, or an array of numbers
 		}
-		return n
+		n.want = '['
+		b.built[t] = n
+		n.elem = b.node(t.Elem())
+	case reflect.String:
+		if t == numberType {
+			return nil // a number, or a string holding one
+		}
+		n.want = '"'
+	case reflect.Bool:
+		n.want = 't'
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n.want, n.number, n.bits = '0', intNumber, t.Bits()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n.want, n.number, n.bits = '0', uintNumber, t.Bits()
+	case reflect.Float32, reflect.Float64:
+		n.want, n.number, n.bits = '0', floatNumber, t.Bits()
+	default:
+		return nil // an interface; a kind encoding/json refuses itself
 	}
-	return nil
+	return n
 }
 
-// addFields adds the fields of struct type t to s, with those of embedded
-// structs (inlined, as json v2 does).
-func (b *builder) addFields(s *shape, t reflect.Type) {
+// addFields adds the fields of struct type t, depth embeddings down, to s,
+// with those of embedded structs, as encoding/json names them: by the
+// json tag's name if it is valid, else by the Go name. Where two fields
+// take one name the shallowest counts, then a tagged one.
+func (b *builder) addFields(s *shape, t reflect.Type, depth int) {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		tag, _ := f.Tag.Lookup("json")
+		tag := f.Tag.Get("json")
 		if tag == "-" {
 			continue
 		}
-		name, opts, _ := strings.Cut(tag, ",") // single-quoted names are not supported
+		name, _, _ := strings.Cut(tag, ",")
+		if !validTag(name) {
+			name = ""
+		}
 		ft := f.Type
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
-		inline := hasOption(opts, "inline") || f.Anonymous && name == "" && ft.Kind() == reflect.Struct
 		switch {
-		case hasOption(opts, "unknown"):
-			continue // it keeps the members no field names
-		case inline:
-			b.addFields(s, ft)
+		case f.Anonymous && name == "" && ft.Kind() == reflect.Struct:
+			b.addFields(s, ft, depth+1)
 			continue
 		case !f.IsExported():
 			continue
-		case name == "":
+		}
+		tagged := name != ""
+		if !tagged {
 			name = f.Name
 		}
-		if _, dup := s.fields[name]; !dup {
+		old, dup := s.fields[name]
+		if !dup {
 			s.names = append(s.names, name)
+			s.folded[string(appendFolded(nil, []byte(name)))] = name
 		}
-		s.fields[name] = field{typ: f.Type, node: b.node(f.Type)}
-		s.folded[string(appendFolded(nil, []byte(name)))] = name
+		if !dup || depth < old.depth || depth == old.depth && tagged && !old.tagged {
+			s.fields[name] = field{node: b.node(f.Type), depth: depth, tagged: tagged}
+		}
 	}
 }
 
-// hasOption reports whether the options of a json tag include opt.
-func hasOption(opts, opt string) bool {
-	for o := range strings.SplitSeq(opts, ",") {
-		if o == opt {
-			return true
+// validTag reports whether encoding/json takes name as a field's JSON
+// name (its isValidTag).
+func validTag(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // field returns the node of the member name and whether it names a field;

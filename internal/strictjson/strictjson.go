@@ -20,20 +20,21 @@
 // Members that name no field are otherwise ignored, unless the struct is
 // Closed or the reading RejectUnknownMembers.
 //
-// It is built on github.com/go-json-experiment/json (json v2): its
-// jsontext.Decoder tokenizes, validates and refuses names given twice; the
-// case rule is a walk over that decoder's tokens, following the Go type;
-// json v2 then decodes, matching names case-sensitively. Unmarshal reads a
-// whole value into a Go value; Reader streams an answer whose size the
-// client must not pay for (memory follows what the client keeps).
+// A scanner of its own tokenizes and validates the text (RFC 8259, with
+// json v2's refusals: invalid UTF-8, lone surrogates); the rule is a walk
+// over its tokens, following the Go type, which also refuses a value of a
+// JSON kind the type cannot take. Only then does encoding/json fill the Go
+// value: its case-insensitive matching of names cannot bite once the walk
+// has refused every member named twice or in another case than its field.
+// Unmarshal reads a whole value into a Go value; Reader streams an answer
+// whose size the client must not pay for (memory follows what the client
+// keeps).
 package strictjson
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
-
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Option changes how Unmarshal reads.
@@ -45,35 +46,59 @@ type Option struct{ closed bool }
 func RejectUnknownMembers() Option { return Option{closed: true} }
 
 // Unmarshal decodes data, one JSON value, into v, a non-nil pointer, under
-// the package's rule. Its errors are a *MemberError for a member the rule
-// refuses, a *jsontext.SyntacticError for malformed JSON (its Err is
-// ErrTrailingData when something follows the value), and a *TypeError for
-// a value that does not fit its Go type; each says where in data. v is
-// left unchanged when the rule or the syntax refuses data. It is safe for
-// concurrent use.
+// the package's rule, as encoding/json.Unmarshal decodes it. Its errors are
+// a *MemberError for a member the rule refuses, a *SyntacticError for
+// malformed JSON (its Err is ErrTrailingData when something follows the
+// value, io.ErrUnexpectedEOF when the text ends early), and a *TypeError
+// for a value that does not fit its Go type; each says where in data. v is
+// left unchanged when the rule, the syntax or a JSON kind refuses data. It
+// is safe for concurrent use.
 func Unmarshal(data []byte, v any, opts ...Option) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return errors.New("strictjson: Unmarshal needs a non-nil pointer")
 	}
 	t := rv.Type().Elem()
-	u := getUnmarshaler(data)
+	w := walkers.Get().(*walker)
+	w.start(data)
 	for _, o := range opts {
-		u.closed = u.closed || o.closed
+		w.closed = w.closed || o.closed
 	}
-	err := u.check(nodeOf(t))
-	u.release()
+	err := w.check(nodeOf(t))
+	w.stop()
+	walkers.Put(w)
 	if err != nil {
 		return err
 	}
-	// The walk refused every name given twice; json v2 need not look again.
-	if err := json.Unmarshal(data, v, jsontext.AllowDuplicateNames(true)); err != nil {
-		var se *json.SemanticError
-		if errors.As(err, &se) && se.GoType != nil {
-			return &TypeError{Offset: se.ByteOffset, Path: typedPath(t, se.JSONPointer),
-				Found: se.JSONKind, Want: se.GoType, Err: se.Err}
-		}
-		return err
+	if err := json.Unmarshal(data, v); err != nil {
+		return typeError(t, err)
 	}
 	return nil
+}
+
+// typeError turns an error of encoding/json, on a text the walk found
+// sound (a value only the type itself judges: a map key, a base64 string,
+// an interface, a type that decodes itself), into a *TypeError.
+func typeError(t reflect.Type, err error) error {
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) {
+		found := Kind(0)
+		switch ute.Value {
+		case "string":
+			found = '"'
+		case "object":
+			found = '{'
+		case "array":
+			found = '['
+		case "bool":
+			found = 't'
+		default:
+			found = '0' // "number", "number -5"
+		}
+		return &TypeError{Offset: ute.Offset, Path: ute.Field, Found: found, Want: ute.Type, Err: err}
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return &TypeError{Want: t, Err: err}
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -138,7 +137,7 @@ func TestUnmarshalErrorsSayWhere(t *testing.T) {
 
 	for _, body := range []string{`{"name":"x"} {}`, "{\"name\":\"x\"}\n  x", `{"name":"x"}}`} {
 		err = Unmarshal([]byte(body), &v)
-		var se *jsontext.SyntacticError
+		var se *SyntacticError
 		require.ErrorAs(t, err, &se, body)
 		require.ErrorIs(t, err, ErrTrailingData, body)
 		assert.Equal(t, int64(len(`{"name":"x"}`)+strings.Count(body, "\n")+strings.Count(body, " ")), se.ByteOffset, body)
@@ -165,7 +164,7 @@ func TestUnmarshalRejectUnknownMembers(t *testing.T) {
 }
 
 // TestWalkAllocatesNothing: the rule costs a typical decision body no
-// allocation; only json v2's decoding of it allocates.
+// allocation; only encoding/json's decoding of it allocates.
 func TestWalkAllocatesNothing(t *testing.T) {
 	type attrs struct {
 		Method string `json:"method"`
@@ -183,8 +182,7 @@ func TestWalkAllocatesNothing(t *testing.T) {
 	}
 	data := []byte(`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read","write"]},{"name":"invoices","scopes":["read"]}],"context":{"attributes":{"method":"GET","path":"/orders/1"}}}`)
 	n := nodeOf(reflect.TypeFor[body]())
-	u := new(unmarshaler) // one, not the pool's: the race detector drops pooled values at random
-	u.dec = jsontext.NewDecoder(&u.buf)
+	u := new(walker) // one, not the pool's: the race detector drops pooled values at random
 	check := func() {
 		u.start(data)
 		if err := u.check(n); err != nil {
@@ -338,7 +336,7 @@ func TestProblem(t *testing.T) {
 // plainly on encoding/json's Token: on valid JSON both refuse or neither
 // does; whatever Unmarshal reads, encoding/json reads the same; on any
 // input nothing panics and a refusal is a *MemberError, a
-// *jsontext.SyntacticError or a *TypeError. Run it longer than its seeds
+// *SyntacticError or a *TypeError. Run it longer than its seeds
 // with:
 //
 //	go test -run '^$' -fuzz '^FuzzUnmarshal$' -fuzztime 10m ./internal/strictjson
@@ -357,17 +355,20 @@ func FuzzUnmarshal(f *testing.F) {
 		err := Unmarshal(data, &got)
 		var (
 			me *MemberError
-			se *jsontext.SyntacticError
+			se *SyntacticError
 			te *TypeError
 		)
 		if err != nil && !errors.As(err, &me) && !errors.As(err, &se) && !errors.As(err, &te) {
 			t.Fatalf("unclassified error %T %v on %q", err, err, data)
 		}
 		if !json.Valid(data) || !utf8.Valid(data) || se != nil {
-			return // encoding/json takes lone surrogates ("\\ud800") for U+FFFD; jsontext refuses them
+			return // encoding/json takes lone surrogates ("\\ud800") for U+FFFD; the scanner refuses them
 		}
 		if refused := reference(data); refused != (me != nil) {
 			t.Fatalf("walker %v, reference refuses %v, on %q", err, refused, data)
+		}
+		if te != nil && json.Unmarshal(data, new(target)) == nil {
+			t.Fatalf("walker %v, encoding/json reads %q", err, data)
 		}
 		var want target
 		if err == nil && json.Unmarshal(data, &want) == nil && !reflect.DeepEqual(got, want) {
@@ -476,9 +477,9 @@ func TestNameSetSurvivesAHashCollision(t *testing.T) {
 	var input bytes.Buffer
 	var s nameSet
 	add := func(name string) bool { // name as written in the input
-		off := int64(input.Len())
+		off := input.Len()
 		input.WriteString(`"` + name + `",`)
-		unquoted, err := jsontext.AppendUnquote(nil, `"`+name+`"`)
+		unquoted, err := AppendUnquote(nil, []byte(`"`+name+`"`))
 		require.NoError(t, err)
 		_, clash := s.add(unquoted, off, input.Bytes(), true)
 		return clash
@@ -573,4 +574,105 @@ func TestNextAndMoreStopAtTheCallersError(t *testing.T) {
 	}
 	require.ErrorIs(t, err, stop)
 	assert.Equal(t, []int{0}, seen, "the member after the error was read")
+}
+
+// TestUnmarshalLeavesTheValueOnATypeError: a value of the wrong JSON kind
+// or out of its type's range is refused before anything is decoded, so a
+// server never acts on half a body: the walk checks every value's kind and
+// range as encoding/json would read it, ahead of encoding/json.
+func TestUnmarshalLeavesTheValueOnATypeError(t *testing.T) {
+	t.Parallel()
+	type ranged struct {
+		Name  string  `json:"name"`
+		Small int8    `json:"small"`
+		Count uint16  `json:"count"`
+		Ratio float32 `json:"ratio"`
+		On    bool    `json:"on"`
+		List  []int   `json:"list"`
+	}
+	tests := []struct {
+		name, body, path string
+		found            Kind
+	}{
+		{"a string for an int", `{"name":"x","small":"1"}`, "small", '"'},
+		{"past int8", `{"name":"x","small":128}`, "small", '0'},
+		{"a fraction for an int", `{"name":"x","small":1.5}`, "small", '0'},
+		{"a negative uint", `{"name":"x","count":-1}`, "count", '0'},
+		{"past float32", `{"name":"x","ratio":1e39}`, "ratio", '0'},
+		{"a number for a bool", `{"name":"x","on":1}`, "on", '0'},
+		{"an object for a list", `{"name":"x","list":{}}`, "list", '{'},
+		{"a string in a list", `{"name":"x","list":[1,"2"]}`, "list[]", '"'},
+		{"an array for the object", `[{"name":"x"}]`, "", '['},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var v ranged
+			err := Unmarshal([]byte(tt.body), &v)
+			var te *TypeError
+			require.ErrorAs(t, err, &te)
+			require.ErrorIs(t, err, ErrWrongType)
+			assert.Equal(t, tt.path, te.Path)
+			assert.Equal(t, tt.found, te.Found)
+			assert.Equal(t, ranged{}, v, "nothing is decoded from a refused body")
+		})
+	}
+	var v ranged
+	require.NoError(t, Unmarshal([]byte(`{"name":"x","small":-128,"count":65535,"ratio":3.4e38,"on":false,"list":[1,null]}`), &v),
+		"the edges of each range")
+	assert.Equal(t, ranged{Name: "x", Small: -128, Count: 65535, Ratio: 3.4e38, List: []int{1, 0}}, v)
+}
+
+// TestTypeErrorsComeLast: a value of the wrong kind is reported only when
+// the whole text is well-formed and keeps the rule, as encoding/json and
+// json v2 report malformed JSON anywhere first: a body is malformed, or
+// breaks the rule, before any of its values is of the wrong type.
+func TestTypeErrorsComeLast(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]error{
+		`"x`:                                io.ErrUnexpectedEOF, // an unterminated string where an object belongs
+		`{"name":1,"items":[}`:              nil,                 // malformed after the wrong type
+		`{"name":1,"name":"x"}`:             ErrDuplicateMember,
+		`{"items":[{"value":"a","Key":1}]}`: ErrAmbiguousMember,
+		`{"name":1} x`:                      ErrTrailingData,
+		`{"name":1,"items":"x"}`:            ErrWrongType,
+	} {
+		var v target
+		err := Unmarshal([]byte(body), &v)
+		switch want {
+		case nil:
+			var se *SyntacticError
+			require.ErrorAs(t, err, &se, body)
+		case ErrWrongType:
+			var te *TypeError
+			require.ErrorAs(t, err, &te, body)
+			assert.Equal(t, "name", te.Path, "the first of two")
+		default:
+			require.ErrorIs(t, err, want, body)
+		}
+	}
+}
+
+// TestUnmarshalTypesThatJudgeThemselves: a value the walk leaves to its
+// type (a base64 string, a map key that must be a number, a type with its
+// own UnmarshalJSON) is judged by encoding/json, and its refusal is a
+// *TypeError too.
+func TestUnmarshalTypesThatJudgeThemselves(t *testing.T) {
+	t.Parallel()
+	type judged struct {
+		Bytes []byte          `json:"bytes"`
+		ByID  map[int]string  `json:"byId"`
+		Raw   json.RawMessage `json:"raw"`
+		Num   json.Number     `json:"num"`
+	}
+	for _, body := range []string{`{"bytes":"!!"}`, `{"byId":{"x":"y"}}`, `{"num":"x"}`, `{"num":true}`} {
+		var v judged
+		err := Unmarshal([]byte(body), &v)
+		var te *TypeError
+		require.ErrorAs(t, err, &te, body)
+		require.ErrorIs(t, err, ErrWrongType, body)
+	}
+	var v judged
+	require.NoError(t, Unmarshal([]byte(`{"bytes":"AQI=","byId":{"7":"y"},"raw":{"a":[1]},"num":12.5}`), &v))
+	assert.Equal(t, judged{Bytes: []byte{1, 2}, ByID: map[int]string{7: "y"}, Raw: json.RawMessage(`{"a":[1]}`), Num: "12.5"}, v)
 }

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-
-	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // The sentinel errors of the decision clients. Package pep and package
@@ -219,7 +217,7 @@ func namesClient(body []byte) bool {
 			Field string `json:"field"`
 		} `json:"details"`
 	}
-	if jsonv2.Unmarshal(body, &eb) != nil {
+	if json.Unmarshal(body, &eb) != nil {
 		return false
 	}
 	for _, d := range eb.Details {
