@@ -18,6 +18,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,7 +29,6 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
@@ -702,34 +702,41 @@ func chunkedBaseline(g *benchGateway, authorization string, resources []pep.Reso
 	}
 	return func(ctx context.Context) (int, error) {
 		granted := make([]int, len(bodies))
-		var g errgroup.Group
-		g.SetLimit(4)
+		errs := make([]error, len(bodies))
+		slots := make(chan struct{}, 4) // at most four requests in flight
+		var wg sync.WaitGroup
+		post := func(i int, body []byte) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", authorization)
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			var d wireDecision
+			if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&d); err != nil {
+				return err
+			}
+			for _, p := range d.Permissions {
+				if p.Status == "GRANT" {
+					granted[i]++
+				}
+			}
+			return nil
+		}
 		for i, body := range bodies {
-			g.Go(func() error {
-				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-				if err != nil {
-					return err
-				}
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", authorization)
-				resp, err := client.Do(req)
-				if err != nil {
-					return err
-				}
-				defer resp.Body.Close()
-				var d wireDecision
-				if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&d); err != nil {
-					return err
-				}
-				for _, p := range d.Permissions {
-					if p.Status == "GRANT" {
-						granted[i]++
-					}
-				}
-				return nil
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				errs[i] = post(i, body)
 			})
 		}
-		err := g.Wait()
+		wg.Wait()
+		err := errors.Join(errs...)
 		total := 0
 		for _, n := range granted {
 			total += n
