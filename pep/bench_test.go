@@ -12,6 +12,7 @@ package pep_test
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -27,8 +28,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
@@ -137,8 +136,9 @@ func mustGrant(b *testing.B, d pep.Decision, err error) {
 // BenchmarkCachedCheck compares a cached Check with bare lookups of the same
 // key shape (the full token, then one string of the resource, scope and
 // context), built from the same strings (the token is a real access token
-// of the reference server): a golang-lru lookup, a map behind a sync.Mutex
-// and a map behind a sync.RWMutex, serially and in parallel; and a map
+// of the reference server): a textbook LRU's lookup (textbookLRU), a map
+// behind a sync.Mutex and a map behind a sync.RWMutex, serially and in
+// parallel; and a map
 // behind a sync.Mutex keyed by the token, resource, scope and context as
 // fields (mutexmap-fields), the key shape before it became one string.
 // Run it with -cpu 1,2: the parallel speed-up from one core to two is
@@ -153,17 +153,14 @@ func BenchmarkCachedCheck(b *testing.B) {
 	d, err := c.Check(ctx, "orders", "read")
 	mustGrant(b, d, err)
 
-	l, err := lru.New[pep.CacheKey, pep.Status](pep.DefaultCacheSize)
-	if err != nil {
-		b.Fatal(err)
-	}
-	l.Add(pep.NewCacheKey(tok, "orders", "read"), pep.Grant)
+	l := newTextbookLRU[pep.CacheKey, pep.Status]()
+	l.add(pep.NewCacheKey(tok, "orders", "read"), pep.Grant)
 	var mu sync.Mutex
 	var rw sync.RWMutex
 	m := map[pep.CacheKey]pep.Status{pep.NewCacheKey(tok, "orders", "read"): pep.Grant}
 
 	lookup := func() bool {
-		s, ok := l.Get(pep.NewCacheKey(tok, "orders", "read"))
+		s, ok := l.get(pep.NewCacheKey(tok, "orders", "read"))
 		return ok && s == pep.Grant
 	}
 	mutexMap := func() bool {
@@ -225,6 +222,44 @@ func BenchmarkCachedCheck(b *testing.B) {
 			})
 		}
 	}
+}
+
+// textbookLRU is the bare LRU a cached Check is compared with: a map of
+// container/list elements behind a sync.RWMutex, whose lookup takes the
+// lock alone and moves the entry to the front, as golang-lru's Cache does
+// (the baseline until the library dropped golang-lru, issue 25). It never
+// evicts: the benchmark adds one entry.
+type textbookLRU[K comparable, V any] struct {
+	mu    sync.RWMutex
+	items map[K]*list.Element
+	order list.List // of *textbookEntry, the most recently used first
+}
+
+type textbookEntry[K comparable, V any] struct {
+	key   K
+	value V
+}
+
+func newTextbookLRU[K comparable, V any]() *textbookLRU[K, V] {
+	return &textbookLRU[K, V]{items: map[K]*list.Element{}}
+}
+
+func (l *textbookLRU[K, V]) add(k K, v V) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.items[k] = l.order.PushFront(&textbookEntry[K, V]{key: k, value: v})
+}
+
+func (l *textbookLRU[K, V]) get(k K) (V, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.items[k]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	l.order.MoveToFront(e)
+	return e.Value.(*textbookEntry[K, V]).value, true
 }
 
 // wireDecision is what the hand-written baseline decodes.
