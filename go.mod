@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/go-jose/go-jose/v4 v4.1.8
 	github.com/go-json-experiment/json v1.27.2
-	github.com/jarcoal/httpmock v1.4.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
