@@ -4,14 +4,10 @@ go 1.26.0
 
 require (
 	github.com/go-jose/go-jose/v4 v4.1.8
-	github.com/hashicorp/golang-lru/v2 v2.0.7
-	github.com/jarcoal/httpmock v1.4.2
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
-	go.uber.org/goleak v1.3.0
-	golang.org/x/sync v0.22.0
 )
 
 require (

@@ -5,9 +5,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/leakcheck"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -22,11 +22,11 @@ var todoRead = authzen.Request{
 // TestCloseReleasesConnections: a client on its default transport keeps
 // idle keep-alive connections to a PDP that is still up; Close closes them
 // (no goroutine is left), and every call after it fails with ErrClosed,
-// a cached answer included, sending nothing. Not parallel: goleak looks at
-// every goroutine.
+// a cached answer included, sending nothing. Not parallel: the leak check
+// looks at every goroutine.
 func TestCloseReleasesConnections(t *testing.T) {
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
-	before := goleak.IgnoreCurrent()
+	before := leakcheck.Current()
 	c, err := newTestClient(srv.URL + "/realms/todo")
 	require.NoError(t, err)
 	c.SetToken(srv.Token("todo", "service-account-todo-api"))
@@ -36,7 +36,7 @@ func TestCloseReleasesConnections(t *testing.T) {
 	sent := c.Stats().PDPRequests
 
 	require.NoError(t, c.Close())
-	goleak.VerifyNone(t, before)
+	leakcheck.VerifyNone(t, before)
 
 	d, err = c.Evaluate(t.Context(), todoRead)
 	require.ErrorIs(t, err, authzen.ErrClosed)

@@ -19,11 +19,12 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
+
+	"github.com/orgauthz/orgauthz/internal/leakcheck"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.VerifyTestMain(m)
 }
 
 // opaqueKey exposes only the crypto.Signer methods of a key, like an HSM or

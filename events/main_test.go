@@ -3,10 +3,10 @@ package events_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/orgauthz/orgauthz/internal/leakcheck"
 )
 
 // TestMain fails the run if any goroutine outlives the tests.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.VerifyTestMain(m)
 }

@@ -15,7 +15,6 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
@@ -355,7 +354,7 @@ func TestVerifiedTokensShareABudgetFairly(t *testing.T) {
 // remembered counts the entries of every realm's verified-token cache.
 func remembered(v *verifiedTokens) int64 {
 	var n int64
-	v.realms.each(func(_ string, l *lru.Cache[uint64, verifiedToken]) { n += int64(l.Len()) })
+	v.realms.each(func(_ string, l *lru[uint64, verifiedToken]) { n += int64(l.len()) })
 	return n
 }
 

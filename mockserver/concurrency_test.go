@@ -2,14 +2,15 @@ package mockserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -45,72 +46,75 @@ func TestConcurrentOrganizationWork(t *testing.T) {
 	shared := a.createOrg("Shared", "shared")
 	sharedDept := a.createDept(shared, "", "Everyone", "everyone")
 
-	var g errgroup.Group
 	orgIDs := make([]string, workers)
 	var contestedWins, contestedLosses atomic.Int32
-	for w := range workers {
-		g.Go(func() error {
-			org, err := a.expect(201, "POST", "", map[string]any{"name": fmt.Sprint("Org ", w), "alias": fmt.Sprint("org-", w)})
+	work := func(w int) error {
+		org, err := a.expect(201, "POST", "", map[string]any{"name": fmt.Sprint("Org ", w), "alias": fmt.Sprint("org-", w)})
+		if err != nil {
+			return err
+		}
+		orgIDs[w] = org
+		if _, err := a.expect(200, "POST", "/"+org+"/roles", map[string]any{"roleId": editor}); err != nil {
+			return err
+		}
+		for i := range roots {
+			root, err := a.expect(201, "POST", "/"+org+"/departments", map[string]any{"name": fmt.Sprint("Root ", i), "alias": fmt.Sprint("root-", i)})
 			if err != nil {
 				return err
 			}
-			orgIDs[w] = org
-			if _, err := a.expect(200, "POST", "/"+org+"/roles", map[string]any{"roleId": editor}); err != nil {
-				return err
-			}
-			for i := range roots {
-				root, err := a.expect(201, "POST", "/"+org+"/departments", map[string]any{"name": fmt.Sprint("Root ", i), "alias": fmt.Sprint("root-", i)})
-				if err != nil {
-					return err
-				}
-				sub, err := a.expect(201, "POST", "/"+org+"/departments/"+root+"/sub-departments", map[string]any{"name": "Sub", "alias": fmt.Sprint("sub-", i)})
-				if err != nil {
-					return err
-				}
-				for _, u := range users {
-					if _, err := a.expect(200, "POST", "/"+org+"/departments/"+sub+"/users", map[string]any{"userId": u}); err != nil {
-						return err
-					}
-				}
-				// Every worker assigns the same users to the shared department.
-				for _, u := range users {
-					if _, err := a.expect(200, "POST", "/"+shared+"/departments/"+sharedDept+"/users", map[string]any{"userId": u}); err != nil {
-						return err
-					}
-				}
-				// Odd roots are deleted again, subtree and assignments included.
-				if i%2 == 1 {
-					if _, err := a.expect(200, "DELETE", "/"+org+"/departments/"+root, nil); err != nil {
-						return err
-					}
-				}
-				if _, err := a.expect(200, "GET", "/"+org+"/departments/tenant-tree", nil); err != nil {
-					return err
-				}
-			}
-			// Everyone races for one alias; exactly one wins.
-			r, err := a.send(a.admin, "POST", "", map[string]any{"name": "Contested", "alias": "contested"})
+			sub, err := a.expect(201, "POST", "/"+org+"/departments/"+root+"/sub-departments", map[string]any{"name": "Sub", "alias": fmt.Sprint("sub-", i)})
 			if err != nil {
 				return err
 			}
-			switch r.Status {
-			case http.StatusCreated:
-				contestedWins.Add(1)
-			case http.StatusConflict:
-				contestedLosses.Add(1)
-			default:
-				return fmt.Errorf("contested alias: status %d: %s", r.Status, r.Body)
-			}
-			// Odd workers delete their whole organization.
-			if w%2 == 1 {
-				if _, err := a.expect(200, "DELETE", "/"+org, nil); err != nil {
+			for _, u := range users {
+				if _, err := a.expect(200, "POST", "/"+org+"/departments/"+sub+"/users", map[string]any{"userId": u}); err != nil {
 					return err
 				}
 			}
-			return nil
-		})
+			// Every worker assigns the same users to the shared department.
+			for _, u := range users {
+				if _, err := a.expect(200, "POST", "/"+shared+"/departments/"+sharedDept+"/users", map[string]any{"userId": u}); err != nil {
+					return err
+				}
+			}
+			// Odd roots are deleted again, subtree and assignments included.
+			if i%2 == 1 {
+				if _, err := a.expect(200, "DELETE", "/"+org+"/departments/"+root, nil); err != nil {
+					return err
+				}
+			}
+			if _, err := a.expect(200, "GET", "/"+org+"/departments/tenant-tree", nil); err != nil {
+				return err
+			}
+		}
+		// Everyone races for one alias; exactly one wins.
+		r, err := a.send(a.admin, "POST", "", map[string]any{"name": "Contested", "alias": "contested"})
+		if err != nil {
+			return err
+		}
+		switch r.Status {
+		case http.StatusCreated:
+			contestedWins.Add(1)
+		case http.StatusConflict:
+			contestedLosses.Add(1)
+		default:
+			return fmt.Errorf("contested alias: status %d: %s", r.Status, r.Body)
+		}
+		// Odd workers delete their whole organization.
+		if w%2 == 1 {
+			if _, err := a.expect(200, "DELETE", "/"+org, nil); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	require.NoError(t, g.Wait())
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { errs[w] = work(w) })
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
 	assert.Equal(t, int32(1), contestedWins.Load())
 	assert.Equal(t, int32(workers-1), contestedLosses.Load())
 

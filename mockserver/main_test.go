@@ -6,8 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/orgauthz/orgauthz/internal/leakcheck"
 	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 )
 
@@ -48,8 +47,8 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
+		if err := leakcheck.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
 	}

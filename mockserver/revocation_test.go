@@ -48,10 +48,10 @@ func TestRevocationStoresOnlyAuthenticatedRequests(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	cache, ok := h.s.auth.verified.realms.lookup("acme")
 	require.True(t, ok)
-	require.True(t, cache.Contains(h.s.auth.verified.hash(alice)), "a used token is remembered")
+	require.True(t, cache.contains(h.s.auth.verified.hash(alice)), "a used token is remembered")
 	require.Equal(t, http.StatusOK, h.revoke(t, url.Values{"client_id": {"admin-cli"}, "token": {alice}}))
 	require.EqualValues(t, 1, h.s.auth.revoked.total.Load())
-	require.False(t, cache.Contains(h.s.auth.verified.hash(alice)), "a revoked token is forgotten by the verified-token cache")
+	require.False(t, cache.contains(h.s.auth.verified.hash(alice)), "a revoked token is forgotten by the verified-token cache")
 }
 
 // TestRevocationsLastUntilExpiry: a revoked token is refused until its exp

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 
-	lru "github.com/hashicorp/golang-lru/v2"
-
 	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 )
 
@@ -45,7 +43,7 @@ type verifiedTokens struct {
 	// hash is where a token is looked up: maphash under a seed of the
 	// process's own (tests make it collide).
 	hash   func(token string) uint64
-	realms *perRealm[*lru.Cache[uint64, verifiedToken]]
+	realms *perRealm[*lru[uint64, verifiedToken]]
 }
 
 type verifiedToken struct {
@@ -58,10 +56,10 @@ type verifiedToken struct {
 func newVerifiedTokens(budget int) *verifiedTokens {
 	seed := maphash.MakeSeed()
 	hash := func(token string) uint64 { return maphash.String(seed, token) }
-	return &verifiedTokens{budget: budget, hash: hash, realms: newPerRealm(func() (*lru.Cache[uint64, verifiedToken], error) {
+	return &verifiedTokens{budget: budget, hash: hash, realms: newPerRealm(func() (*lru[uint64, verifiedToken], error) {
 		// Sized to the whole budget: the shared budget, not the LRU's
 		// own size, decides what is forgotten.
-		return lru.New[uint64, verifiedToken](budget)
+		return newLRU[uint64, verifiedToken](budget)
 	})}
 }
 
@@ -73,12 +71,12 @@ func (v *verifiedTokens) get(realm, token, kid, base string) (*issuer.Claims, bo
 		return nil, false
 	}
 	h := v.hash(token)
-	e, ok := c.Peek(h) // under the LRU's read lock, which callers share
+	e, ok := c.peek(h) // under the LRU's read lock, which callers share
 	if !ok || e.token != token || e.kid != kid || !issuer.IsRealmIssuer(e.claims.Issuer, base, realm) {
 		return nil, false
 	}
 	if rand.Uint32()%recencyEvery == 0 {
-		c.Get(h) // mark it recently used, under the LRU's exclusive lock
+		c.touch(h) // mark it recently used, under the LRU's exclusive lock
 	}
 	return e.claims, true
 }
@@ -100,21 +98,21 @@ func (v *verifiedTokens) add(realm, token, kid string, claims *issuer.Claims) {
 		return
 	}
 	t := verifiedToken{token: token, kid: kid, claims: claims}
-	if had, evicted := c.ContainsOrAdd(v.hash(token), t); had || evicted {
+	if had, evicted := c.containsOrAdd(v.hash(token), t); had || evicted {
 		return // there already, or one of the realm's own made room
 	}
 	if v.total.Add(1) <= int64(v.budget) {
 		return
 	}
 	victim := c
-	if n := v.realms.len(); c.Len()*n < v.budget {
-		v.realms.each(func(_ string, o *lru.Cache[uint64, verifiedToken]) {
-			if o.Len() > victim.Len() {
+	if n := v.realms.len(); c.len()*n < v.budget {
+		v.realms.each(func(_ string, o *lru[uint64, verifiedToken]) {
+			if o.len() > victim.len() {
 				victim = o
 			}
 		})
 	}
-	if _, _, ok := victim.RemoveOldest(); ok {
+	if victim.removeOldest() {
 		v.total.Add(-1)
 	}
 }
@@ -127,7 +125,7 @@ func (v *verifiedTokens) remove(realm, token string) {
 	if !ok {
 		return
 	}
-	if e, ok := c.Peek(v.hash(token)); ok && e.token == token && c.Remove(v.hash(token)) {
+	if c.removeIf(v.hash(token), func(e verifiedToken) bool { return e.token == token }) {
 		v.total.Add(-1)
 	}
 }
@@ -138,6 +136,6 @@ func (v *verifiedTokens) remove(realm, token string) {
 // budget can only err on the small side.
 func (v *verifiedTokens) forget(realm string) {
 	if c, ok := v.realms.drop(realm); ok {
-		v.total.Add(-int64(c.Len()))
+		v.total.Add(-int64(c.len()))
 	}
 }

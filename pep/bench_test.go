@@ -12,12 +12,14 @@ package pep_test
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,9 +28,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	lru "github.com/hashicorp/golang-lru/v2"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
@@ -137,8 +136,9 @@ func mustGrant(b *testing.B, d pep.Decision, err error) {
 // BenchmarkCachedCheck compares a cached Check with bare lookups of the same
 // key shape (the full token, then one string of the resource, scope and
 // context), built from the same strings (the token is a real access token
-// of the reference server): a golang-lru lookup, a map behind a sync.Mutex
-// and a map behind a sync.RWMutex, serially and in parallel; and a map
+// of the reference server): a textbook LRU's lookup (textbookLRU), a map
+// behind a sync.Mutex and a map behind a sync.RWMutex, serially and in
+// parallel; and a map
 // behind a sync.Mutex keyed by the token, resource, scope and context as
 // fields (mutexmap-fields), the key shape before it became one string.
 // Run it with -cpu 1,2: the parallel speed-up from one core to two is
@@ -153,17 +153,14 @@ func BenchmarkCachedCheck(b *testing.B) {
 	d, err := c.Check(ctx, "orders", "read")
 	mustGrant(b, d, err)
 
-	l, err := lru.New[pep.CacheKey, pep.Status](pep.DefaultCacheSize)
-	if err != nil {
-		b.Fatal(err)
-	}
-	l.Add(pep.NewCacheKey(tok, "orders", "read"), pep.Grant)
+	l := newTextbookLRU[pep.CacheKey, pep.Status]()
+	l.add(pep.NewCacheKey(tok, "orders", "read"), pep.Grant)
 	var mu sync.Mutex
 	var rw sync.RWMutex
 	m := map[pep.CacheKey]pep.Status{pep.NewCacheKey(tok, "orders", "read"): pep.Grant}
 
 	lookup := func() bool {
-		s, ok := l.Get(pep.NewCacheKey(tok, "orders", "read"))
+		s, ok := l.get(pep.NewCacheKey(tok, "orders", "read"))
 		return ok && s == pep.Grant
 	}
 	mutexMap := func() bool {
@@ -225,6 +222,44 @@ func BenchmarkCachedCheck(b *testing.B) {
 			})
 		}
 	}
+}
+
+// textbookLRU is the bare LRU a cached Check is compared with: a map of
+// container/list elements behind a sync.RWMutex, whose lookup takes the
+// lock alone and moves the entry to the front, as golang-lru's Cache does
+// (the baseline until the library dropped golang-lru, issue 25). It never
+// evicts: the benchmark adds one entry.
+type textbookLRU[K comparable, V any] struct {
+	mu    sync.RWMutex
+	items map[K]*list.Element
+	order list.List // of *textbookEntry, the most recently used first
+}
+
+type textbookEntry[K comparable, V any] struct {
+	key   K
+	value V
+}
+
+func newTextbookLRU[K comparable, V any]() *textbookLRU[K, V] {
+	return &textbookLRU[K, V]{items: map[K]*list.Element{}}
+}
+
+func (l *textbookLRU[K, V]) add(k K, v V) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.items[k] = l.order.PushFront(&textbookEntry[K, V]{key: k, value: v})
+}
+
+func (l *textbookLRU[K, V]) get(k K) (V, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.items[k]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	l.order.MoveToFront(e)
+	return e.Value.(*textbookEntry[K, V]).value, true
 }
 
 // wireDecision is what the hand-written baseline decodes.
@@ -702,34 +737,41 @@ func chunkedBaseline(g *benchGateway, authorization string, resources []pep.Reso
 	}
 	return func(ctx context.Context) (int, error) {
 		granted := make([]int, len(bodies))
-		var g errgroup.Group
-		g.SetLimit(4)
+		errs := make([]error, len(bodies))
+		slots := make(chan struct{}, 4) // at most four requests in flight
+		var wg sync.WaitGroup
+		post := func(i int, body []byte) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", authorization)
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			var d wireDecision
+			if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&d); err != nil {
+				return err
+			}
+			for _, p := range d.Permissions {
+				if p.Status == "GRANT" {
+					granted[i]++
+				}
+			}
+			return nil
+		}
 		for i, body := range bodies {
-			g.Go(func() error {
-				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-				if err != nil {
-					return err
-				}
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", authorization)
-				resp, err := client.Do(req)
-				if err != nil {
-					return err
-				}
-				defer resp.Body.Close()
-				var d wireDecision
-				if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&d); err != nil {
-					return err
-				}
-				for _, p := range d.Permissions {
-					if p.Status == "GRANT" {
-						granted[i]++
-					}
-				}
-				return nil
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				errs[i] = post(i, body)
 			})
 		}
-		err := g.Wait()
+		wg.Wait()
+		err := errors.Join(errs...)
 		total := 0
 		for _, n := range granted {
 			total += n

@@ -7,18 +7,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/orgauthz/orgauthz/internal/leakcheck"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
 // TestCloseReleasesConnections: a client on its default transport keeps
 // idle keep-alive connections (and their goroutines) to a gateway that is
 // still up; Close closes them, so that a user's goleak check passes while
-// the gateway runs on. Not parallel: goleak looks at every goroutine.
+// the gateway runs on. Not parallel: the leak check looks at every goroutine.
 func TestCloseReleasesConnections(t *testing.T) {
 	g := startReference(t)
-	before := goleak.IgnoreCurrent()
+	before := leakcheck.Current()
 	c, err := pep.New(g.URL, testRealm, bulkClient, pep.WithBatchSize(5), pep.WithCache(0, 0, 0))
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
@@ -28,12 +28,12 @@ func TestCloseReleasesConnections(t *testing.T) {
 	require.True(t, res.Allowed())
 
 	require.NoError(t, c.Close())
-	goleak.VerifyNone(t, before)
+	leakcheck.VerifyNone(t, before)
 }
 
 // TestCloseDuringACall: a call under way when Close runs finishes, its
 // retry dialling a connection after Close; once it has, no connection and
-// no goroutine is left. Not parallel: goleak looks at every goroutine.
+// no goroutine is left. Not parallel: the leak check looks at every goroutine.
 func TestCloseDuringACall(t *testing.T) {
 	g := startReference(t)
 	arrived, release := make(chan struct{}), make(chan struct{})
@@ -50,7 +50,7 @@ func TestCloseDuringACall(t *testing.T) {
 		writeError(w, http.StatusServiceUnavailable, "busy")
 		return true
 	})
-	before := goleak.IgnoreCurrent()
+	before := leakcheck.Current()
 	c, err := pep.New(g.URL, testRealm, testClient, fastRetry)
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
@@ -65,7 +65,7 @@ func TestCloseDuringACall(t *testing.T) {
 	close(release)
 	d := <-done
 	requireGatewayDecision(t, d, pep.Grant) // the call under way finished as it would have
-	goleak.VerifyNone(t, before)
+	leakcheck.VerifyNone(t, before)
 }
 
 // TestCallsAfterCloseFail: every call after Close, a cached answer

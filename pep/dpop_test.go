@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -77,11 +76,10 @@ func TestDPoPProofHTUIsNormalised(t *testing.T) {
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	var htu atomic.Value
-	mock := httpmock.NewMockTransport()
-	mock.RegisterNoResponder(func(r *http.Request) (*http.Response, error) {
+	mock := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		_, claims := decodeProof(t, r.Header.Get("DPoP"))
 		htu.Store(claims.HTU)
-		return httpmock.NewStringResponse(200, `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`), nil
+		return cannedResponse(r, 200, []byte(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`)), nil
 	})
 	c, err := pep.New("HTTPS://Gateway.EXAMPLE.com:443/Base", testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: mock}))
 	require.NoError(t, err)

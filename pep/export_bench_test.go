@@ -6,8 +6,8 @@ import "github.com/orgauthz/orgauthz/internal/transport"
 
 // CacheKey has the shape of the key under which the client's decision cache
 // stores one entry (its token, then the pair and request context), so that
-// a benchmark can compare a cached Check with a bare golang-lru lookup on
-// the very same key shape.
+// a benchmark can compare a cached Check with a bare LRU lookup on the
+// very same key shape.
 type CacheKey struct {
 	id  transport.Ident
 	key string

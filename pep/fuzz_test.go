@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -72,9 +71,8 @@ func fzEvents(t *testing.T, kinds <-chan events.Kind, n int) []events.Kind {
 // fzClient returns a client whose gateway answers every request with
 // status, content type and body.
 func fzClient(t *testing.T, status int, contentType string, body []byte, opts ...pep.Option) *pep.Client {
-	mock := httpmock.NewMockTransport()
-	mock.RegisterNoResponder(func(*http.Request) (*http.Response, error) {
-		resp := httpmock.NewBytesResponse(status, body)
+	mock := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp := cannedResponse(r, status, body)
 		if contentType != "" {
 			resp.Header.Set("Content-Type", contentType)
 		}

@@ -1,7 +1,10 @@
 package pep_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -76,4 +79,27 @@ func requireGatewayCause(t *testing.T, d pep.Decision) {
 		return
 	}
 	require.NoError(t, d.Cause, "%s/%s", d.Resource, d.Scope)
+}
+
+// roundTripFunc is an http.RoundTripper that answers with a function,
+// sending nothing, for answers and faults the reference server cannot
+// give.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// cannedResponse returns a new response to r of status and body, of no
+// stated length (as a chunked answer).
+func cannedResponse(r *http.Request, status int, body []byte) *http.Response {
+	return &http.Response{
+		Status:        fmt.Sprintf("%03d %s", status, http.StatusText(status)),
+		StatusCode:    status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{},
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: -1,
+		Request:       r,
+	}
 }

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/orgauthz/orgauthz/internal/leakcheck"
 )
 
 // childEnv, when set in the environment, makes the test binary run the
@@ -30,5 +30,5 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run())
 	}
-	goleak.VerifyTestMain(m)
+	leakcheck.VerifyTestMain(m)
 }

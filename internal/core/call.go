@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -184,15 +182,16 @@ func (c *Core) Batches(n int, sequential bool, run func(start, end int) (stop bo
 		return nil
 	}
 	errs := make([]error, (n+c.batch-1)/c.batch)
-	var g errgroup.Group
-	g.SetLimit(MaxParallelChunks)
+	slots := make(chan struct{}, MaxParallelChunks) // one per chunk running
+	var wg sync.WaitGroup
 	for start := 0; start < n; start += c.batch {
-		g.Go(func() error {
+		slots <- struct{}{} // waits for a running chunk to end
+		wg.Go(func() {
+			defer func() { <-slots }()
 			_, errs[start/c.batch] = run(start, min(start+c.batch, n))
-			return nil
 		})
 	}
-	_ = g.Wait()
+	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return err

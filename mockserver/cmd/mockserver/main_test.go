@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/orgauthz/orgauthz/internal/leakcheck"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 )
@@ -52,8 +52,8 @@ func TestMain(m *testing.M) {
 	}
 	client.CloseIdleConnections()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
+		if err := leakcheck.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
 	}
