@@ -93,7 +93,7 @@ func TestGatewayURLWithPathPrefix(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	// The server serves at the root; a prefix must show up in the path.
-	c, err := pep.New(g.URL+"/gw/", testRealm, testClient, pep.WithHTTPClient(g.Client()), noRetry)
+	c, err := newTestClient(g.URL+"/gw/", testRealm, testClient, pep.WithHTTPClient(g.Client()), noRetry)
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
 	d, err := c.Check(t.Context(), "orders", "read")

@@ -19,7 +19,7 @@ import (
 func TestCloseReleasesConnections(t *testing.T) {
 	g := startReference(t)
 	before := leakcheck.Current()
-	c, err := pep.New(g.URL, testRealm, bulkClient, pep.WithBatchSize(5), pep.WithCache(0, 0, 0))
+	c, err := newTestClient(g.URL, testRealm, bulkClient, pep.WithBatchSize(5), pep.WithCache(0, 0, 0))
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
 	// 20 pairs in 4 requests at once: several connections.
@@ -51,7 +51,7 @@ func TestCloseDuringACall(t *testing.T) {
 		return true
 	})
 	before := leakcheck.Current()
-	c, err := pep.New(g.URL, testRealm, testClient, fastRetry)
+	c, err := newTestClient(g.URL, testRealm, testClient, fastRetry)
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
 	done := make(chan pep.Decision)
@@ -136,7 +136,7 @@ func TestCloseLeavesTheCallersTransport(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	rt := &idleRecorder{RoundTripper: g.Client().Transport}
-	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: rt}))
+	c, err := newTestClient(g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: rt}))
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
 	_, err = c.Check(t.Context(), "orders", "read")

@@ -81,7 +81,7 @@ func TestDPoPProofHTUIsNormalised(t *testing.T) {
 		htu.Store(claims.HTU)
 		return cannedResponse(r, 200, []byte(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`)), nil
 	})
-	c, err := pep.New("HTTPS://Gateway.EXAMPLE.com:443/Base", testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: mock}))
+	c, err := newTestClient("HTTPS://Gateway.EXAMPLE.com:443/Base", testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: mock}))
 	require.NoError(t, err)
 	c.SetDPoPToken("dpop-bound-token", signer)
 	d, err := c.Check(t.Context(), "orders", "read")

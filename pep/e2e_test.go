@@ -81,7 +81,7 @@ func startE2E(t *testing.T) *e2e {
 // with testTimeout and then opts.
 func (e *e2e) client(user, kind string, opts ...pep.Option) *pep.Client {
 	e.t.Helper()
-	c, err := pep.New(e.gw.URL, "corp", "docs-api", append([]pep.Option{pep.WithTimeout(testTimeout)}, opts...)...)
+	c, err := newTestClient(e.gw.URL, "corp", "docs-api", opts...)
 	require.NoError(e.t, err)
 	switch kind {
 	case "Bearer":
@@ -291,7 +291,7 @@ func TestE2EStoppedServer(t *testing.T) {
 	srv.Serve(ln, ref)
 	token, err := ref.IssueToken("corp", "uma")
 	require.NoError(t, err)
-	c, err := pep.New(srv.URL, "corp", "docs-api", pep.WithRetry(1, time.Millisecond, 2*time.Millisecond))
+	c, err := newTestClient(srv.URL, "corp", "docs-api", pep.WithRetry(1, time.Millisecond, 2*time.Millisecond))
 	require.NoError(t, err)
 	c.SetToken(token)
 
@@ -308,6 +308,10 @@ func TestE2EStoppedServer(t *testing.T) {
 	assert.ErrorIs(t, err, pep.ErrUnavailable, "Organizations does not fail closed: it errs")
 }
 
+// TestE2EExpiredToken: a call with an expired token gets the server's 401
+// as ErrUnauthorized and fires tokenExpired once, before the call returns
+// (the call waits for the delivery until its deadline, testTimeout here);
+// the handler's SetToken from inside the delivery serves the next call.
 func TestE2EExpiredToken(t *testing.T) {
 	t.Parallel()
 	for _, kind := range tokenKinds {
@@ -316,7 +320,7 @@ func TestE2EExpiredToken(t *testing.T) {
 			e := startE2E(t)
 			var expired atomic.Int32
 			var refreshed string
-			c, err := pep.New(e.gw.URL, "corp", "docs-api")
+			c, err := newTestClient(e.gw.URL, "corp", "docs-api")
 			require.NoError(t, err)
 			c.Subscribe(func(ev events.Event) {
 				if ev.Kind == events.TokenExpired {
@@ -336,7 +340,7 @@ func TestE2EExpiredToken(t *testing.T) {
 			}
 
 			d, err := c.Check(t.Context(), "docs", "read")
-			require.ErrorIs(t, err, pep.ErrUnauthorized)
+			require.ErrorIs(t, err, pep.ErrUnauthorized, "the server's refusal, not a DENY failed closed (Cause: %v)", d.Cause)
 			assert.False(t, d.Allowed())
 			assert.NotContains(t, err.Error(), refreshed)
 			assert.Equal(t, int32(1), expired.Load())

@@ -76,7 +76,7 @@ func TestFailClosed(t *testing.T) {
 				require.NoError(t, err)
 				url := "http://" + ln.Addr().String()
 				require.NoError(t, ln.Close())
-				c, err := pep.New(url, testRealm, testClient, fastRetry, pep.WithTimeout(testTimeout))
+				c, err := newTestClient(url, testRealm, testClient, fastRetry)
 				require.NoError(t, err)
 				c.SetToken(faultToken)
 				return c, faultToken
@@ -215,7 +215,7 @@ func TestFailClosed(t *testing.T) {
 			name: "404 for a path the gateway does not serve",
 			setup: func(t *testing.T) (*pep.Client, string) {
 				g := startReference(t)
-				c, err := pep.New(g.URL+"/no-such-prefix", testRealm, testClient, pep.WithHTTPClient(g.Client()), fastRetry, pep.WithTimeout(testTimeout))
+				c, err := newTestClient(g.URL+"/no-such-prefix", testRealm, testClient, pep.WithHTTPClient(g.Client()), fastRetry)
 				require.NoError(t, err)
 				token := g.token(t, "alice")
 				c.SetToken(token)

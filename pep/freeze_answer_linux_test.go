@@ -125,7 +125,7 @@ func lateAnswerChild() int {
 	if err := json.Unmarshal(in.Bytes(), &cfg); err != nil {
 		return fail("configuration: %v", err)
 	}
-	c, err := pep.New(cfg.URL, testRealm, testClient, pep.WithTimeout(lateTimeout), noRetry,
+	c, err := newTestClient(cfg.URL, testRealm, testClient, pep.WithTimeout(lateTimeout), noRetry,
 		pep.WithBreaker(0, 0), pep.WithCache(100, lateGrantTTL, lateGrantTTL))
 	if err != nil {
 		return fail("pep.New: %v", err)

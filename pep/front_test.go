@@ -128,7 +128,7 @@ func TestOversizedTokenLeavesTheBreakerClosed(t *testing.T) {
 			t.Parallel()
 			g := startReference(t)
 			front := resettingFront(t, g.Addr, 64<<10)
-			c, err := pep.New(front, testRealm, testClient, noRetry, pep.WithBreaker(3, time.Minute))
+			c, err := newTestClient(front, testRealm, testClient, noRetry, pep.WithBreaker(3, time.Minute))
 			require.NoError(t, err)
 			for range 3 {
 				d, err := tt.call(t, c)

@@ -82,7 +82,7 @@ func fzClient(t *testing.T, status int, contentType string, body []byte, opts ..
 		pep.WithHTTPClient(&http.Client{Transport: mock}),
 		pep.WithRetry(0, 0, 0), pep.WithBreaker(0, 0),
 	}, opts...)
-	c, err := pep.New("https://gateway.fuzz", "acme", "orders-api", all...)
+	c, err := newTestClient("https://gateway.fuzz", "acme", "orders-api", all...)
 	require.NoError(t, err)
 	c.SetToken(fzToken)
 	return c

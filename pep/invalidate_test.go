@@ -328,7 +328,7 @@ func FuzzInvalidationMessage(f *testing.F) {
 	f.Add([]byte("GRANT"))
 	g := startReference(f)
 	b := newLongBus()
-	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithInvalidator(b))
+	c, err := newTestClient(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithInvalidator(b))
 	require.NoError(f, err)
 	f.Cleanup(func() { _ = c.Close() })
 	<-b.joined

@@ -88,7 +88,7 @@ func TestWithHTTPClientIsCopiedNotMutated(t *testing.T) {
 	hc := &http.Client{Transport: transport, CheckRedirect: checkRedirect, Timeout: time.Minute}
 	before := *hc
 
-	c, err := pep.New(g.URL, testRealm, testClient, pep.WithHTTPClient(hc))
+	c, err := newTestClient(g.URL, testRealm, testClient, pep.WithHTTPClient(hc))
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
 	d, err := c.Check(t.Context(), "orders", "read")

@@ -1,0 +1,10 @@
+// Package hangguard checks, in a package's test source, that every client
+// its tests make comes from the package's test helper, which bounds the
+// client's calls by a long timeout (a hang guard) instead of the clients'
+// production default of 2 s. A clean call beside the rest of the suite
+// under -race on a loaded machine can take longer than 2 s; it then fails
+// closed (a DENY whose Cause is ErrUnavailable, and a nil error) in a test
+// about something else. Added client by client, the guard was missed and
+// lost in merges; checked here, a test client without it fails the
+// package's tests, at the line that made it. It is imported by tests only.
+package hangguard

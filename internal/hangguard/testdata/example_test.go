@@ -1,0 +1,3 @@
+package fake_test
+
+func Example() { c, _ := pep.New("u", "r", "c") }
