@@ -86,7 +86,7 @@ var (
 const maxOrganizationItems = 10_000
 
 // decodeOrganizations reads a get-organizations answer as strictly as an
-// authorize answer (see strictjson.go). status must be true; userId and
+// authorize answer (see newReader in answer.go). status must be true; userId and
 // every tenantId and departmentId must be present and not empty; names and
 // departments may be left out; at most maxOrganizationItems tenants and
 // departments in all.

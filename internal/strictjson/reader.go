@@ -2,7 +2,12 @@ package strictjson
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Reader reads one JSON answer as a stream, under the package's rule, for
@@ -251,4 +256,677 @@ func (r *Reader) Checked() (Value, error) {
 func (r *Reader) Kind() Kind {
 	k, _ := r.peek()
 	return k
+}
+
+// The tokenizer: a strict RFC 8259 scanner over a []byte. It refuses
+// malformed JSON, invalid UTF-8 (in strings and anywhere else), an escaped
+// lone surrogate ("\ud800") and nesting deeper than maxDepth; it keeps a
+// stack of the objects and arrays open, on which the walker and the Reader
+// keep what they know of each.
+
+// Kind is the kind of a JSON value, named by its first byte: '"' a string,
+// '0' a number, 't' true, 'f' false, 'n' null, '{' an object, '[' an array;
+// '}' and ']' end an object or an array, and 0 is no value (the end of the
+// text, an error, an empty Value).
+type Kind byte
+
+// String returns "string", "number", "true", "false", "null", or the
+// delimiter itself ("{"); "invalid" for anything else.
+func (k Kind) String() string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't':
+		return "true"
+	case 'f':
+		return "false"
+	case 'n':
+		return "null"
+	case '{', '}', '[', ']':
+		return string(rune(k))
+	}
+	return "invalid"
+}
+
+// kindOf returns the kind of the value that starts with c, 0 when no value
+// starts with c.
+func kindOf(c byte) Kind {
+	switch c {
+	case '"', 't', 'f', 'n', '{', '[':
+		return Kind(c)
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return '0'
+	}
+	return 0
+}
+
+// Value is the text of one JSON value, as the input has it.
+type Value []byte
+
+// Kind returns the kind of v, ignoring leading white space; 0 for an
+// empty v.
+func (v Value) Kind() Kind {
+	for _, c := range v {
+		if !isSpace(c) {
+			return kindOf(c)
+		}
+	}
+	return 0
+}
+
+// maxDepth is the most objects and arrays open at once, as in
+// encoding/json and json v2.
+const maxDepth = 10_000
+
+// SyntacticError reports JSON that is not well-formed: malformed, not
+// UTF-8, nested deeper than 10,000, ended early (Err is
+// io.ErrUnexpectedEOF) or followed by more than white space (Err is
+// ErrTrailingData).
+type SyntacticError struct {
+	ByteOffset  int64  // where in the input the error is: the offending byte, or the length at an early end
+	JSONPointer string // the value it is in (RFC 6901): "/resources/0/name"; "" at the top
+	Err         error  // what is wrong
+}
+
+// Error returns "<what is wrong>[ within <pointer>][ after offset <n>]",
+// the words of json v2's errors.
+func (e *SyntacticError) Error() string {
+	b := []byte("syntactic error")
+	if e.Err != nil {
+		b = []byte(e.Err.Error())
+	}
+	if e.JSONPointer != "" {
+		b = strconv.AppendQuote(append(b, " within "...), truncate(e.JSONPointer, 100))
+	}
+	if e.ByteOffset > 0 {
+		b = strconv.AppendInt(append(b, " after offset "...), e.ByteOffset, 10)
+	}
+	return string(b)
+}
+
+// Unwrap returns Err.
+func (e *SyntacticError) Unwrap() error { return e.Err }
+
+// truncate shortens s to about n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// errMaxDepth refuses an object or array opened inside maxDepth others.
+var errMaxDepth = errors.New("exceeded max depth")
+
+// invalidChar is the error for the rune at the start of b, which does not
+// belong where it is; where says what the grammar takes there.
+func invalidChar(b []byte, where string) error {
+	r, n := utf8.DecodeRune(b)
+	what := strconv.QuoteRune(r)
+	if r == utf8.RuneError && n <= 1 {
+		what = strconv.Quote(string(b[:max(n, 1)]))
+	}
+	return errors.New("invalid character " + what + " " + where)
+}
+
+// state is what the grammar takes next.
+type state uint8
+
+const (
+	wantValue      state = iota // a value: at the start, after ':' or after ',' in an array
+	wantValueOrEnd              // after '[': a value or ']'
+	wantNameOrEnd               // after '{': a name or '}'
+	wantName                    // after ',' in an object
+	wantColon                   // after a name
+	wantComma                   // after a value in an object or an array: ',' or its end
+	done                        // after the value at the top
+)
+
+// level is an object or array open: what the scanner needs of it, and what
+// the walker and the Reader keep on it.
+type level struct {
+	object bool
+	n      int      // the members or elements begun
+	name   int      // an object's: where its last member's name starts (its '"')
+	node   *node    // the walker's: what it decodes into; nil: nothing the rule knows
+	names  *nameSet // the walker's and the Reader's: an object's member names so far
+}
+
+// scanner reads one JSON text.
+type scanner struct {
+	in     []byte
+	pos    int // the next byte to read
+	state  state
+	comma  int // where the last ',' is
+	levels []level
+}
+
+// maxPooledLevels is the deepest stack a scanner keeps when it goes back
+// to a pool.
+const maxPooledLevels = 64
+
+// reset makes s read in.
+func (s *scanner) reset(in []byte) {
+	if cap(s.levels) > maxPooledLevels {
+		s.levels = nil
+	}
+	s.in, s.pos, s.state, s.comma, s.levels = in, 0, wantValue, 0, s.levels[:0]
+}
+
+// depth returns how many objects and arrays are open.
+func (s *scanner) depth() int { return len(s.levels) }
+
+// top returns the innermost object or array open.
+func (s *scanner) top() *level { return &s.levels[len(s.levels)-1] }
+
+// offset returns where the next token starts, once peek has found it.
+func (s *scanner) offset() int64 { return int64(s.pos) }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func (s *scanner) skipSpace() {
+	for s.pos < len(s.in) && isSpace(s.in[s.pos]) {
+		s.pos++
+	}
+}
+
+// fail returns a *SyntacticError at offset off.
+func (s *scanner) fail(off int, err error) error {
+	return &SyntacticError{ByteOffset: int64(off), JSONPointer: s.pointer(), Err: err}
+}
+
+// eof is the error for an early end of the input.
+func (s *scanner) eof() error { return s.fail(len(s.in), io.ErrUnexpectedEOF) }
+
+// peek moves past white space and the separator the grammar takes here,
+// and returns the kind of the next token: a value, a name ('"'), or the
+// end of the object or array open ('}', ']'). At the end of the text (the
+// done state) it returns 0. It reads nothing more when called again.
+func (s *scanner) peek() (Kind, error) {
+	s.skipSpace()
+	switch s.state {
+	case done:
+		return 0, nil
+	case wantColon:
+		if s.pos == len(s.in) {
+			return 0, s.eof()
+		}
+		if s.in[s.pos] != ':' {
+			return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "after object name (expecting ':')"))
+		}
+		s.pos++
+		s.skipSpace()
+		s.state = wantValue
+	case wantComma:
+		if s.pos == len(s.in) {
+			return 0, s.eof()
+		}
+		c, t := s.in[s.pos], s.top()
+		switch {
+		case t.object && c == '}', !t.object && c == ']':
+			return Kind(c), nil
+		case c != ',' && t.object:
+			return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "after object value (expecting ',' or '}')"))
+		case c != ',':
+			return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "after array element (expecting ',' or ']')"))
+		}
+		s.comma = s.pos
+		s.pos++
+		s.skipSpace()
+		s.state = wantValue
+		if t.object {
+			s.state = wantName
+		}
+	}
+	if s.pos == len(s.in) {
+		return 0, s.eof()
+	}
+	c := s.in[s.pos]
+	switch s.state {
+	case wantNameOrEnd, wantName:
+		if c == '"' || c == '}' && s.state == wantNameOrEnd {
+			return Kind(c), nil
+		}
+		if c == '}' { // a trailing comma
+			return 0, s.fail(s.comma, invalidChar(s.in[s.comma:], "at start of value"))
+		}
+		return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], `at start of string (expecting '"')`))
+	case wantValueOrEnd:
+		if c == ']' {
+			return ']', nil
+		}
+	}
+	if k := kindOf(c); k != 0 {
+		return k, nil
+	}
+	if c == ']' && s.state == wantValue && len(s.levels) > 0 && !s.top().object { // a trailing comma
+		return 0, s.fail(s.comma, invalidChar(s.in[s.comma:], "at start of value"))
+	}
+	return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "at start of value"))
+}
+
+// begin counts a value begun in the array open.
+func (s *scanner) begin() {
+	if len(s.levels) > 0 && !s.levels[len(s.levels)-1].object {
+		s.levels[len(s.levels)-1].n++
+	}
+}
+
+// ended sets the state after a value.
+func (s *scanner) ended() {
+	if len(s.levels) == 0 {
+		s.state = done
+	} else {
+		s.state = wantComma
+	}
+}
+
+// open reads the '{' or '[' peek found and returns the new level.
+func (s *scanner) open() (*level, error) {
+	if len(s.levels) == maxDepth {
+		return nil, s.fail(s.pos, errMaxDepth)
+	}
+	s.begin()
+	object := s.in[s.pos] == '{'
+	s.pos++
+	if len(s.levels) < cap(s.levels) {
+		s.levels = s.levels[:len(s.levels)+1]
+	} else {
+		s.levels = append(s.levels, level{})
+	}
+	l := &s.levels[len(s.levels)-1]
+	*l = level{object: object}
+	s.state = wantValueOrEnd
+	if object {
+		s.state = wantNameOrEnd
+	}
+	return l, nil
+}
+
+// close reads the '}' or ']' peek found.
+func (s *scanner) close() {
+	s.pos++
+	s.levels = s.levels[:len(s.levels)-1]
+	s.ended()
+}
+
+// name reads the member name peek found and returns its contents, still
+// escaped; escaped reports whether it holds a '\'.
+func (s *scanner) name() (raw []byte, escaped bool, err error) {
+	start := s.pos
+	end, escaped, err := s.str(start)
+	if err != nil {
+		return nil, false, err
+	}
+	t := s.top()
+	t.name = start
+	t.n++
+	s.pos, s.state = end, wantColon
+	return s.in[start+1 : end-1], escaped, nil
+}
+
+// scalar reads the string, number or literal peek found, and returns its
+// text; for a string, escaped reports whether it holds a '\'.
+func (s *scanner) scalar() (raw []byte, escaped bool, err error) {
+	start := s.pos
+	var end int
+	switch s.in[start] {
+	case '"':
+		end, escaped, err = s.str(start)
+	case 't':
+		end, err = s.literal(start, "true")
+	case 'f':
+		end, err = s.literal(start, "false")
+	case 'n':
+		end, err = s.literal(start, "null")
+	default:
+		end, err = s.number(start)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	s.begin()
+	s.pos = end
+	s.ended()
+	return s.in[start:end], escaped, nil
+}
+
+// skip reads the value peek found whole, checking only its syntax, and
+// returns its text.
+func (s *scanner) skip() (Value, error) {
+	start, base := s.pos, len(s.levels)
+	for {
+		k, err := s.peek()
+		switch {
+		case err != nil:
+			return nil, err
+		case k == '{' || k == '[':
+			if _, err := s.open(); err != nil {
+				return nil, err
+			}
+		case k == '}' || k == ']':
+			s.close()
+		case s.state == wantName || s.state == wantNameOrEnd:
+			if _, _, err := s.name(); err != nil {
+				return nil, err
+			}
+			continue
+		default:
+			if _, _, err := s.scalar(); err != nil {
+				return nil, err
+			}
+		}
+		if len(s.levels) == base {
+			return s.in[start:s.pos], nil
+		}
+	}
+}
+
+// end reports whether nothing but white space follows the value at the
+// top, which must have been read; if something does it returns where.
+func (s *scanner) end() (int, bool) {
+	s.skipSpace()
+	return s.pos, s.pos == len(s.in)
+}
+
+// plain marks the bytes a string holds as they are: neither '"', '\\', a
+// control character nor the start of a multi-byte rune.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// str scans the string that starts at s.in[i] ('"') and returns where it
+// ends (after its closing quote) and whether it holds an escape.
+func (s *scanner) str(i int) (end int, escaped bool, err error) {
+	in := s.in
+	for i++; ; {
+		for i < len(in) && plain[in[i]] {
+			i++
+		}
+		if i == len(in) {
+			return 0, false, s.eof()
+		}
+		switch c := in[i]; {
+		case c == '"':
+			return i + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			n, err := escape(in[i:])
+			if err == io.ErrUnexpectedEOF {
+				return 0, false, s.eof()
+			} else if err != nil {
+				return 0, false, s.fail(i, err)
+			}
+			i += n
+		case c < 0x20:
+			return 0, false, s.fail(i, invalidChar(in[i:], "in string (expecting non-control character)"))
+		default:
+			r, n := utf8.DecodeRune(in[i:])
+			if r == utf8.RuneError && n == 1 {
+				if !utf8.FullRune(in[i:]) {
+					return 0, false, s.eof()
+				}
+				return 0, false, s.fail(i, errInvalidUTF8)
+			}
+			i += n
+		}
+	}
+}
+
+var errInvalidUTF8 = errors.New("invalid UTF-8 within string")
+
+// escape checks the escape sequence at the start of b ('\') and returns its
+// length: a surrogate pair is one sequence of twelve bytes, and a lone
+// surrogate is refused.
+func escape(b []byte) (int, error) {
+	if len(b) < 2 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	switch b[1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2, nil
+	case 'u':
+	default:
+		return 0, invalidEscape(b[:2])
+	}
+	r, err := hex4(b)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case !utf16.IsSurrogate(r):
+		return 6, nil
+	case r >= 0xdc00: // a low surrogate first
+		return 0, invalidEscape(b[:6])
+	}
+	if len(b) < 8 {
+		if len(b) == 6 || len(b) == 7 && b[6] == '\\' {
+			return 0, io.ErrUnexpectedEOF
+		}
+		return 0, invalidEscape(b[:6])
+	}
+	if b[6] != '\\' || b[7] != 'u' {
+		return 0, invalidEscape(b[:6])
+	}
+	r2, err := hex4(b[6:])
+	if err != nil {
+		return 0, err
+	}
+	if utf16.DecodeRune(r, r2) == utf8.RuneError {
+		return 0, invalidEscape(b[:12])
+	}
+	return 12, nil
+}
+
+// hex4 reads the four hex digits of the \u sequence at the start of b.
+func hex4(b []byte) (rune, error) {
+	var r rune
+	for i := 2; i < 6; i++ {
+		if i == len(b) {
+			return 0, io.ErrUnexpectedEOF
+		}
+		c := b[i]
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, invalidEscape(b[:i+1])
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, nil
+}
+
+func invalidEscape(what []byte) error {
+	label := "escape sequence"
+	if len(what) > 6 {
+		label = "surrogate pair"
+	}
+	return errors.New("invalid " + label + " " + strconv.Quote(string(what)) + " in string")
+}
+
+// literal scans the literal lit that starts at s.in[i].
+func (s *scanner) literal(i int, lit string) (int, error) {
+	for j := range len(lit) {
+		switch {
+		case i+j == len(s.in):
+			return 0, s.eof()
+		case s.in[i+j] != lit[j]:
+			return 0, s.fail(i+j, invalidChar(s.in[i+j:], "in literal "+lit+" (expecting "+strconv.QuoteRune(rune(lit[j]))+")"))
+		}
+	}
+	return i + len(lit), nil
+}
+
+// number scans the number that starts at s.in[i]: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number(i int) (int, error) {
+	in := s.in
+	digits := func(i int) (int, error) {
+		if i == len(in) {
+			return 0, s.eof()
+		}
+		if in[i] < '0' || in[i] > '9' {
+			return 0, s.fail(i, invalidChar(in[i:], "in number (expecting digit)"))
+		}
+		for i++; i < len(in) && '0' <= in[i] && in[i] <= '9'; i++ {
+		}
+		return i, nil
+	}
+	if in[i] == '-' {
+		i++
+	}
+	var err error
+	if i < len(in) && in[i] == '0' {
+		i++
+	} else if i, err = digits(i); err != nil {
+		return 0, err
+	}
+	if i < len(in) && in[i] == '.' {
+		if i, err = digits(i + 1); err != nil {
+			return 0, err
+		}
+	}
+	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
+		i++
+		if i < len(in) && (in[i] == '+' || in[i] == '-') {
+			i++
+		}
+		if i, err = digits(i); err != nil {
+			return 0, err
+		}
+	}
+	return i, nil
+}
+
+// pointer returns the JSON pointer of where the scanner is, for an error.
+func (s *scanner) pointer() string {
+	var b []byte
+	var scratch []byte
+	for i := range s.levels {
+		l := &s.levels[i]
+		switch {
+		case l.object && l.n == 0:
+			return string(b)
+		case l.object:
+			if i == len(s.levels)-1 && s.state != wantColon && s.state != wantValue {
+				return string(b)
+			}
+			b = appendPointerToken(append(b, '/'), nameAt(s.in, l.name, &scratch))
+		case i < len(s.levels)-1:
+			b = strconv.AppendInt(append(b, '/'), int64(l.n-1), 10)
+		case s.state == wantValue || s.state == wantValueOrEnd: // in the element begun, or at its start
+			b = strconv.AppendInt(append(b, '/'), int64(l.n), 10)
+		}
+	}
+	return string(b)
+}
+
+// appendPointerToken appends name escaped as a JSON pointer token.
+func appendPointerToken(dst, name []byte) []byte {
+	for _, c := range name {
+		switch c {
+		case '~':
+			dst = append(dst, "~0"...)
+		case '/':
+			dst = append(dst, "~1"...)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// nameAt returns the contents of the string that starts at in[off] ('"'),
+// one the scanner has read: the input's own bytes, or, for a string with
+// escapes, *scratch, valid until the next use of it.
+func nameAt(in []byte, off int, scratch *[]byte) []byte {
+	raw := in[off:]
+	for i := 1; i < len(raw); i++ {
+		switch raw[i] {
+		case '\\':
+			i++
+		case '"':
+			if bytes.IndexByte(raw[1:i], '\\') < 0 {
+				return raw[1:i]
+			}
+			*scratch = appendUnescaped((*scratch)[:0], raw[1:i])
+			return *scratch
+		}
+	}
+	return nil // not a string: off is wrong
+}
+
+// AppendUnquote appends the contents of quoted, a JSON string with its
+// quotes, to dst, unescaping it. It returns an error, and dst unchanged,
+// when quoted is not a valid JSON string.
+func AppendUnquote(dst []byte, quoted []byte) ([]byte, error) {
+	s := scanner{in: quoted}
+	switch {
+	case len(quoted) == 0:
+		return dst, s.eof()
+	case quoted[0] != '"':
+		return dst, s.fail(0, invalidChar(quoted, `at start of string (expecting '"')`))
+	}
+	end, _, err := s.str(0)
+	if err != nil {
+		return dst, err
+	}
+	if end != len(quoted) {
+		return dst, s.fail(end, ErrTrailingData)
+	}
+	return appendUnescaped(dst, quoted[1:end-1]), nil
+}
+
+// appendUnescaped appends b, the contents of a valid JSON string, to dst
+// with its escapes decoded.
+func appendUnescaped(dst, b []byte) []byte {
+	for {
+		i := 0
+		for i < len(b) && b[i] != '\\' {
+			i++
+		}
+		dst = append(dst, b[:i]...)
+		if i == len(b) {
+			return dst
+		}
+		b = b[i:]
+		switch b[1] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, _ := hex4(b)
+			if utf16.IsSurrogate(r) {
+				r2, _ := hex4(b[6:])
+				dst = utf8.AppendRune(dst, utf16.DecodeRune(r, r2))
+				b = b[12:]
+				continue
+			}
+			dst = utf8.AppendRune(dst, r)
+			b = b[6:]
+			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, b[1])
+		}
+		b = b[2:]
+	}
 }
