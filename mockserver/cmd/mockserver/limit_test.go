@@ -459,6 +459,7 @@ func TestLimitReadSeesRequests(t *testing.T) {
 // timeouts (ten minutes here), only turns such a wait into a failure;
 // nothing here measures speed.
 func TestRunNoAddressHoldsEverySlot(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
 	const slots = 4
 	var wg sync.WaitGroup
 	for _, tc := range []struct {

@@ -290,6 +290,7 @@ func TestRunErrorsArePrefixedOnce(t *testing.T) {
 // sent its body held a connection for ever. The connection's own deadline
 // only turns such a hang into a failure.
 func TestRunBoundsSlowClients(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
 	base, stop := start(t, "-read-header-timeout", "200ms", "-read-timeout", "300ms")
 	defer func() { require.NoError(t, stop()) }()
 	addr := strings.TrimPrefix(base, "http://")
@@ -344,6 +345,7 @@ func TestRunPublicURL(t *testing.T) {
 // arriving), and is served once that request is answered. Without a cap,
 // clients that hold connections could pin memory without bound.
 func TestRunLimitsConnections(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
 	base, stop := start(t, "-max-connections", "1", "-read-timeout", "10m")
 	defer func() { require.NoError(t, stop()) }()
 	addr := strings.TrimPrefix(base, "http://")
@@ -401,6 +403,7 @@ func TestRunLimitsConnections(t *testing.T) {
 // start again. The request's deadline, well under those timeouts, only
 // turns such a wait into a failure; nothing here measures speed.
 func TestRunIdleAndSilentConnectionsGiveWay(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
 	var wg sync.WaitGroup
 	for _, tc := range []struct {
 		name         string
@@ -460,6 +463,7 @@ func TestRunIdleAndSilentConnectionsGiveWay(t *testing.T) {
 // a write timeout the server held the connection, and the answers it could
 // not write, for ever.
 func TestRunBoundsNonReadingClients(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
 	base, stop := start(t, "-write-timeout", "300ms")
 	defer func() { require.NoError(t, stop()) }()
 	addr := strings.TrimPrefix(base, "http://")
@@ -596,6 +600,7 @@ func adminToken(t *testing.T, base, secret string) string {
 // a client holds neither its request nor a graceful shutdown. The
 // connection's deadline only keeps a regression from hanging the test.
 func TestRunDoesNotWaitForBodiesItRefuses(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
 	base, stop := start(t, "-read-timeout", "1h")
 	addr := strings.TrimPrefix(base, "http://")
 	for _, tc := range []struct {
