@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,12 +33,14 @@ func init() { children["late-answer"] = lateAnswerChild }
 // The fault: the child's calls have lateTimeout (WithTimeout) and would
 // cache a GRANT for lateGrantTTL; it is frozen for lateFreeze, longer than
 // both, while the gateway answers. lateRounds rounds: on the tree before
-// the fix, 5 or 6 of 8 returned the answer as a fresh GRANT.
+// the fix, 5 or 6 of 8 returned the answer as a fresh GRANT. They run on
+// lateChildren children at once, lateRounds/lateChildren rounds each.
 const (
 	lateTimeout  = 300 * time.Millisecond
 	lateGrantTTL = 500 * time.Millisecond
 	lateFreeze   = 1500 * time.Millisecond
 	lateRounds   = 8
+	lateChildren = 4
 )
 
 type lateConfig struct{ URL, Token string }
@@ -59,20 +62,32 @@ type lateReport struct {
 // DENY with the Cause of a passed deadline (pep.ErrUnavailable,
 // context.DeadlineExceeded): an answer is used only while its call's
 // deadline has not passed, read on the clock when it is taken, whatever
-// the context's timer did.
+// the context's timer did. Four children do two rounds each, at once.
 func TestNoAnswerUsedPastTheDeadlineAfterAFreeze(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
-	tok := g.token(t, "alice") // a clerk: reads orders
-	arrived, release := make(chan struct{}), make(chan struct{})
-	g.setHook(func(http.ResponseWriter, *http.Request, int) bool {
+	// The rounds run on lateChildren children at once, each with a token
+	// of its own (alice's: a clerk, reads orders), by which the gateway
+	// tells their requests apart: their freezes overlap rather than add up.
+	type held struct{ arrived, release chan struct{} }
+	toks := make([]string, lateChildren)
+	byHeader := map[string]held{}
+	for i := range toks {
+		toks[i] = g.token(t, "alice")
+		byHeader["Bearer "+toks[i]] = held{make(chan struct{}), make(chan struct{})}
+	}
+	g.setHook(func(_ http.ResponseWriter, r *http.Request, _ int) bool {
+		h, ok := byHeader[r.Header.Get("Authorization")]
+		if !ok {
+			return false
+		}
 		select {
-		case arrived <- struct{}{}:
+		case h.arrived <- struct{}{}:
 		case <-g.closing:
 			return true
 		}
 		select {
-		case <-release:
+		case <-h.release:
 		case <-g.closing:
 			return true
 		}
@@ -80,33 +95,41 @@ func TestNoAnswerUsedPastTheDeadlineAfterAFreeze(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	k := frozentest.StartChild(ctx, t, childEnv, "late-answer")
-	cfg, err := json.Marshal(lateConfig{URL: g.URL, Token: tok})
-	require.NoError(t, err)
-	k.Tell(t, string(cfg))
-
-	for i := range lateRounds {
-		k.Tell(t, "check")
-		select {
-		case <-arrived:
-		case <-ctx.Done():
-			t.Fatal("the child's request never arrived")
-		}
-		require.NoError(t, k.Process().Signal(syscall.SIGSTOP))
-		frozentest.WaitStopped(t, k.Pid())
-		release <- struct{}{}  // the gateway answers GRANT while the child is frozen
-		time.Sleep(lateFreeze) // the fault's length, not a synchronisation
-		require.NoError(t, k.Process().Signal(syscall.SIGCONT))
-		var rep lateReport
-		require.NoError(t, json.Unmarshal([]byte(k.Next(t, "its report")), &rep))
-		t.Logf("round %d: %+v", i, rep)
-		assert.False(t, rep.Allowed, "round %d: Check returned GRANT %v after it began, past its %v deadline and the %v grant TTL",
-			i, rep.Elapsed, lateTimeout, lateGrantTTL)
-		assert.False(t, rep.Cached, "round %d", i)
-		assert.True(t, rep.Unavailable && rep.Deadline, "round %d: the Cause is not a passed deadline: %q", i, rep.Cause)
+	var wg sync.WaitGroup
+	for c, tok := range toks {
+		h := byHeader["Bearer "+tok]
+		wg.Go(func() {
+			t.Run(fmt.Sprint("child ", c), func(t *testing.T) {
+				k := frozentest.StartChild(ctx, t, childEnv, "late-answer")
+				cfg, err := json.Marshal(lateConfig{URL: g.URL, Token: tok})
+				require.NoError(t, err)
+				k.Tell(t, string(cfg))
+				for i := range lateRounds / lateChildren {
+					k.Tell(t, "check")
+					select {
+					case <-h.arrived:
+					case <-ctx.Done():
+						t.Fatal("the child's request never arrived")
+					}
+					require.NoError(t, k.Process().Signal(syscall.SIGSTOP))
+					frozentest.WaitStopped(t, k.Pid())
+					h.release <- struct{}{} // the gateway answers GRANT while the child is frozen
+					time.Sleep(lateFreeze)  // the fault's length, not a synchronisation
+					require.NoError(t, k.Process().Signal(syscall.SIGCONT))
+					var rep lateReport
+					require.NoError(t, json.Unmarshal([]byte(k.Next(t, "its report")), &rep))
+					t.Logf("round %d: %+v", i, rep)
+					assert.False(t, rep.Allowed, "round %d: Check returned GRANT %v after it began, past its %v deadline and the %v grant TTL",
+						i, rep.Elapsed, lateTimeout, lateGrantTTL)
+					assert.False(t, rep.Cached, "round %d", i)
+					assert.True(t, rep.Unavailable && rep.Deadline, "round %d: the Cause is not a passed deadline: %q", i, rep.Cause)
+				}
+				k.Tell(t, "stop")
+				require.NoError(t, k.Wait())
+			})
+		})
 	}
-	k.Tell(t, "stop")
-	require.NoError(t, k.Wait())
+	wg.Wait()
 }
 
 // lateAnswerChild is the child process: it reads its lateConfig from

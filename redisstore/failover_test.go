@@ -37,9 +37,6 @@ func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) 
 	link := startFaultProxy(t, a.Addr())
 	host, port, _ := net.SplitHostPort(link.addr)
 	ctx := t.Context()
-	for _, srv := range []*redistest.Server{a, b} { // full syncs start at once
-		require.NoError(t, srv.Client().ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err())
-	}
 	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", host, port).Err())
 
 	var primary atomic.Value

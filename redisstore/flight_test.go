@@ -51,7 +51,8 @@ func (s *slowAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // TestCheckAfterAPurgeFromAnotherReplicaJoinsNoEarlierFlight: replicas A and B on
-// one Redis; B's answers are slow (4 s, within a 10 s WithTimeout). A Check
+// one Redis; B's answers are slow (held until the late Check returns, or
+// for 4 s, within a 10 s WithTimeout). A Check
 // on B is in flight when the token is revoked and Purged on A; once B has
 // applied the purge, a new Check on B, begun after all that, is denied: it
 // sent a request of its own.
@@ -87,10 +88,19 @@ func TestCheckAfterAPurgeFromAnotherReplicaJoinsNoEarlierFlight(t *testing.T) {
 		d, _ := b.Check(pep.WithToken(context.Background(), tok), "orders", "read")
 		late <- d
 	}()
-	time.Sleep(4 * time.Second) // the answer's delay, past the 2 s bound
-	close(slow.release)
+	// The earlier answer is held until the late Check has returned, which
+	// one that sends a request of its own does at once (its request is not
+	// held), or for 4 s, past the 2 s bound: one that joined the earlier
+	// flight waits for its answer, the GRANT, which comes only then.
+	var d pep.Decision
+	select {
+	case d = <-late:
+		close(slow.release)
+	case <-time.After(4 * time.Second):
+		close(slow.release)
+		d = <-late
+	}
 	<-leader
-	d := <-late
 	t.Logf("a Check begun after B applied the purge returned %v (Cached=%v, Coalesced=%d) %v after it",
 		d.Status, d.Cached, b.Stats().Coalesced, time.Since(purged).Round(time.Millisecond))
 	require.False(t, d.Allowed(), "a Check begun after the token was revoked and purged everywhere was GRANTed by a flight sent before")

@@ -104,6 +104,41 @@ func served(t *testing.T, c *pep.Client, tok string) (pep.Status, bool) {
 	return d.Status, asked
 }
 
+// latestCachedGrant watches replica b after another replica's Purge of
+// tok returned at purged (tok already revoked at the gateway): it Checks
+// orders/read for tok on b every 10 ms until b asks the gateway about tok
+// and is refused, or until window has passed since purged, and returns the latest time after
+// purged at which b served tok's GRANT from its cache, or 0 if it never
+// did. The time is read before the Check that served the GRANT began, so
+// a loaded machine that delays the Check's return never makes a hit look
+// later than it was. Once the gateway has refused tok (401) the watch can
+// end: a refusal drops b's cached decisions of tok (pep's
+// TestRefusedTokenEntriesArePurged), and the gateway answers nothing but
+// that refusal for the revoked tok, so b has no GRANT of tok to serve any
+// more.
+func latestCachedGrant(t *testing.T, b *pep.Client, tok string, purged time.Time, window time.Duration) time.Duration {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var latest time.Duration
+	for {
+		begun := time.Since(purged)
+		if begun >= window {
+			return latest
+		}
+		before := b.Stats().GatewayRequests
+		d, err := b.Check(pep.WithToken(context.Background(), tok), "orders", "read")
+		asked := b.Stats().GatewayRequests != before
+		if asked && errors.Is(err, pep.ErrUnauthorized) {
+			return latest
+		}
+		if err == nil && d.Allowed() && d.Cached && !asked {
+			latest = begun
+		}
+		<-tick.C
+	}
+}
+
 // cache has each client cache tok's decision and checks it is served
 // from the cache.
 func cache(t *testing.T, tok string, cs ...*pep.Client) {

@@ -118,6 +118,7 @@ func frontCall(t *testing.T, base, method, path string, header http.Header, ctyp
 // empty refuses what it may have forgotten, then serves again without a
 // replica restarting.
 func TestMockserverReplicasShareRedis(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
 	const prefix = "orgauthz:mockserver:dpop:"

@@ -12,11 +12,6 @@ package redisstore_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,33 +23,12 @@ import (
 )
 
 func TestInvalidatorRefusesReplicaOnlySentinelClient(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
-	pm, pr1, pr2, ps := freeClusterPort(t), freeClusterPort(t), freeClusterPort(t), freeClusterPort(t)
-	common := func(port int) []string {
-		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", t.TempDir(), "--save", "", "--appendonly", "no"}
-	}
-	startRedisArgs(t, pm, common(pm)...)
-	r1 := startRedisArgs(t, pr1, append(common(pr1), "--replicaof", "127.0.0.1", strconv.Itoa(pm))...)
-	r2 := startRedisArgs(t, pr2, append(common(pr2), "--replicaof", "127.0.0.1", strconv.Itoa(pm))...)
-	conf := filepath.Join(t.TempDir(), "sentinel.conf")
-	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(
-		"port %d\nbind 127.0.0.1\nsentinel monitor mymaster 127.0.0.1 %d 1\nsentinel down-after-milliseconds mymaster 60000\nsentinel failover-timeout mymaster 60000\n",
-		ps, pm)), 0o600))
-	s := startRedisArgs(t, ps, conf, "--sentinel")
-	deadline := time.Now().Add(60 * time.Second) // Sentinel learns its replicas from INFO every 10 s
-	for {
-		i1, _ := r1.Info(ctx, "replication").Result()
-		i2, _ := r2.Info(ctx, "replication").Result()
-		rs, _ := s.Do(ctx, "sentinel", "replicas", "mymaster").Slice()
-		if strings.Contains(i1, "master_link_status:up") && strings.Contains(i2, "master_link_status:up") && len(rs) == 2 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "replication / sentinel not ready")
-		time.Sleep(100 * time.Millisecond)
-	}
+	set := startSentinelSet(t, 2)
 	client := func() *redis.Client {
 		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "mymaster",
-			SentinelAddrs: []string{"127.0.0.1:" + strconv.Itoa(ps)}, ReplicaOnly: true})
+			SentinelAddrs: []string{set.sentinelAddr}, ReplicaOnly: true})
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}

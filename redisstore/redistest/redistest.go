@@ -3,7 +3,8 @@
 // when the test ends. Each run of a server (Start, Restart) has a directory
 // of its own under the test's t.TempDir, so the RDB file a replica writes
 // during a full sync never lands in the package directory, and every server
-// starts empty.
+// starts empty. A server made another's primary (REPLICAOF) starts the full
+// sync at once, without Redis's default 5 s wait for more replicas.
 //
 // Where neither binary is on PATH, Start falls back to
 // github.com/alicebob/miniredis/v2 in process and says so in the test log;
@@ -134,11 +135,13 @@ func (s *Server) run() error {
 	defer s.mu.Unlock()
 	_, port, _ := net.SplitHostPort(s.addr)
 	// A directory per run: a replica's full sync writes an RDB file, which
-	// a later server started in the same directory would load.
+	// a later server started in the same directory would load. A primary
+	// sends its data to a new replica at once, rather than after
+	// repl-diskless-sync-delay's default 5 s wait for more replicas.
 	cmd := exec.Command(s.bin,
 		"--bind", "127.0.0.1", "--port", port,
 		"--dir", s.t.TempDir(), "--dbfilename", "redistest.rdb",
-		"--save", "", "--appendonly", "no",
+		"--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0",
 		"--protected-mode", "no", "--loglevel", "warning")
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)

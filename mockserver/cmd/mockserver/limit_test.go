@@ -459,7 +459,9 @@ func TestLimitReadSeesRequests(t *testing.T) {
 // timeouts (ten minutes here), only turns such a wait into a failure;
 // nothing here measures speed.
 func TestRunNoAddressHoldsEverySlot(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
 	const slots = 4
+	var wg sync.WaitGroup
 	for _, tc := range []struct {
 		name string
 		// hold sends what holds one connection; it returns once the
@@ -474,43 +476,49 @@ func TestRunNoAddressHoldsEverySlot(t *testing.T) {
 		{"idle keep-alive connections", idleAfterRequest, 0},
 		{"silent connections", func(*testing.T, net.Conn, string, string) {}, 0},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel() // each waits for a grace at most, on its own server
-			base, stop := start(t, "-max-connections", fmt.Sprint(slots), "-admin-secret", "s3cret",
-				"-read-header-timeout", "10m", "-read-timeout", "10m", "-write-timeout", "10m", "-idle-timeout", "10m")
-			defer func() { require.NoError(t, stop()) }()
-			addr := strings.TrimPrefix(base, "http://")
-			token := adminToken(t, base, "s3cret")
-			if tc.name == "handlers running" {
-				setConfig(t, base, token, `{"decisionLatencyMs": 60000}`)
-			}
-			// The admin requests' connection (client's transport is the
-			// default one) gives its slot now rather than after its grace.
-			http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Control: smallSocket}
-			var held []net.Conn
-			defer func() { // before stop, which would wait for their requests
-				for _, c := range held {
-					c.Close()
+		// Each waits for a grace at most, on its own server, all at once:
+		// run as goroutines, not t.Parallel, whose limit (-parallel,
+		// GOMAXPROCS by default) would make them wait in turn for what is
+		// a timer.
+		wg.Go(func() {
+			t.Run(tc.name, func(t *testing.T) {
+				base, stop := start(t, "-max-connections", fmt.Sprint(slots), "-admin-secret", "s3cret",
+					"-read-header-timeout", "10m", "-read-timeout", "10m", "-write-timeout", "10m", "-idle-timeout", "10m")
+				defer func() { require.NoError(t, stop()) }()
+				addr := strings.TrimPrefix(base, "http://")
+				token := adminToken(t, base, "s3cret")
+				if tc.name == "handlers running" {
+					setConfig(t, base, token, `{"decisionLatencyMs": 60000}`)
 				}
-			}()
-			for i := range slots + tc.extra {
-				conn, err := d.DialContext(t.Context(), "tcp", addr)
-				require.NoError(t, err)
-				held = append(held, conn)
-				require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
-				if i < slots {
-					tc.hold(t, conn, addr, token)
-				} else { // no answer can come: it waits for a slot
-					_, err = io.WriteString(conn, tokenHead(addr))
+				// The admin requests' connection (client's transport is the
+				// default one) gives its slot now rather than after its grace.
+				http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Control: smallSocket}
+				var held []net.Conn
+				defer func() { // before stop, which would wait for their requests
+					for _, c := range held {
+						c.Close()
+					}
+				}()
+				for i := range slots + tc.extra {
+					conn, err := d.DialContext(t.Context(), "tcp", addr)
 					require.NoError(t, err)
+					held = append(held, conn)
+					require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
+					if i < slots {
+						tc.hold(t, conn, addr, token)
+					} else { // no answer can come: it waits for a slot
+						_, err = io.WriteString(conn, tokenHead(addr))
+						require.NoError(t, err)
+					}
 				}
-			}
 
-			requireServed(t, base, 30*time.Second, "another address is served while one holds every slot")
+				requireServed(t, base, 30*time.Second, "another address is served while one holds every slot")
+			})
 		})
 	}
+	wg.Wait()
 }
 
 // TestRunServesABurstFromOneAddressWhole: a client alone on the server,

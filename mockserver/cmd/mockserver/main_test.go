@@ -290,6 +290,7 @@ func TestRunErrorsArePrefixedOnce(t *testing.T) {
 // sent its body held a connection for ever. The connection's own deadline
 // only turns such a hang into a failure.
 func TestRunBoundsSlowClients(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
 	base, stop := start(t, "-read-header-timeout", "200ms", "-read-timeout", "300ms")
 	defer func() { require.NoError(t, stop()) }()
 	addr := strings.TrimPrefix(base, "http://")
@@ -344,6 +345,7 @@ func TestRunPublicURL(t *testing.T) {
 // arriving), and is served once that request is answered. Without a cap,
 // clients that hold connections could pin memory without bound.
 func TestRunLimitsConnections(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
 	base, stop := start(t, "-max-connections", "1", "-read-timeout", "10m")
 	defer func() { require.NoError(t, stop()) }()
 	addr := strings.TrimPrefix(base, "http://")
@@ -401,6 +403,8 @@ func TestRunLimitsConnections(t *testing.T) {
 // start again. The request's deadline, well under those timeouts, only
 // turns such a wait into a failure; nothing here measures speed.
 func TestRunIdleAndSilentConnectionsGiveWay(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
+	var wg sync.WaitGroup
 	for _, tc := range []struct {
 		name         string
 		silent, idle int
@@ -409,44 +413,49 @@ func TestRunIdleAndSilentConnectionsGiveWay(t *testing.T) {
 		{"silent connections", 8, 0},
 		{"both", 4, 4},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel() // each waits for a grace, on its own server
-			base, stop := start(t, "-max-connections", "8", "-read-header-timeout", "10m", "-read-timeout", "10m", "-idle-timeout", "10m")
-			defer func() { require.NoError(t, stop()) }()
-			addr := strings.TrimPrefix(base, "http://")
-			var held []net.Conn
-			defer func() { // before stop: a shutdown waits 5 s for a silent connection
-				for _, c := range held {
-					c.Close()
+		// Each waits for a grace, on its own server, all at once: run as
+		// goroutines, not t.Parallel, whose limit (-parallel, GOMAXPROCS
+		// by default) would make them wait in turn for what is a timer.
+		wg.Go(func() {
+			t.Run(tc.name, func(t *testing.T) {
+				base, stop := start(t, "-max-connections", "8", "-read-header-timeout", "10m", "-read-timeout", "10m", "-idle-timeout", "10m")
+				defer func() { require.NoError(t, stop()) }()
+				addr := strings.TrimPrefix(base, "http://")
+				var held []net.Conn
+				defer func() { // before stop: a shutdown waits 5 s for a silent connection
+					for _, c := range held {
+						c.Close()
+					}
+				}()
+				dial := func() net.Conn {
+					conn, err := net.Dial("tcp", addr)
+					require.NoError(t, err)
+					held = append(held, conn)
+					return conn
 				}
-			}()
-			dial := func() net.Conn {
-				conn, err := net.Dial("tcp", addr)
-				require.NoError(t, err)
-				held = append(held, conn)
-				return conn
-			}
-			// The silent ones first: the server accepts in order, so they
-			// hold their slots before the idle ones are answered.
-			for range tc.silent {
-				dial()
-			}
-			for range tc.idle {
-				conn := dial()
-				require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
-				_, err := io.WriteString(conn, "GET /openapi.json HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
-				require.NoError(t, err)
-				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-				require.NoError(t, err)
-				_, err = io.Copy(io.Discard, resp.Body)
-				require.NoError(t, err)
-				resp.Body.Close()
-				require.False(t, resp.Close, "the connection is kept alive")
-			}
+				// The silent ones first: the server accepts in order, so they
+				// hold their slots before the idle ones are answered.
+				for range tc.silent {
+					dial()
+				}
+				for range tc.idle {
+					conn := dial()
+					require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
+					_, err := io.WriteString(conn, "GET /openapi.json HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
+					require.NoError(t, err)
+					resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+					require.NoError(t, err)
+					_, err = io.Copy(io.Discard, resp.Body)
+					require.NoError(t, err)
+					resp.Body.Close()
+					require.False(t, resp.Close, "the connection is kept alive")
+				}
 
-			requireServed(t, base, time.Minute, "another client is served while every slot is held by a connection without a request")
+				requireServed(t, base, time.Minute, "another client is served while every slot is held by a connection without a request")
+			})
 		})
 	}
+	wg.Wait()
 }
 
 // TestRunBoundsNonReadingClients: a client that sends requests and never
@@ -454,6 +463,7 @@ func TestRunIdleAndSilentConnectionsGiveWay(t *testing.T) {
 // a write timeout the server held the connection, and the answers it could
 // not write, for ever.
 func TestRunBoundsNonReadingClients(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
 	base, stop := start(t, "-write-timeout", "300ms")
 	defer func() { require.NoError(t, stop()) }()
 	addr := strings.TrimPrefix(base, "http://")
@@ -590,6 +600,7 @@ func adminToken(t *testing.T, base, secret string) string {
 // a client holds neither its request nor a graceful shutdown. The
 // connection's deadline only keeps a regression from hanging the test.
 func TestRunDoesNotWaitForBodiesItRefuses(t *testing.T) {
+	t.Parallel() // it waits on timers, on its own server
 	base, stop := start(t, "-read-timeout", "1h")
 	addr := strings.TrimPrefix(base, "http://")
 	for _, tc := range []struct {

@@ -39,9 +39,20 @@ type auditChunkEntries [auditChunk]auditRecord
 // auditLogs is the platform's audit: one log per tenant id.
 type auditLogs struct {
 	seq atomic.Uint64
+	// max is the most entries a log keeps: maxAudit when zero. Tests lower
+	// it, to fill a log with thousands of entries rather than 100,000.
+	max int
 
 	mu       sync.RWMutex
 	byTenant map[string]*auditLog
+}
+
+// limit returns the most entries a log keeps.
+func (a *auditLogs) limit() int {
+	if a.max == 0 {
+		return maxAudit
+	}
+	return a.max
 }
 
 // log returns tenant's log, making it on first use.
@@ -94,7 +105,7 @@ func (s *Store) RecordAudit(e AuditEntry) {
 	// Numbered under the log's lock, so a log's entries are in sequence.
 	l.chunks[n/auditChunk-l.first][n%auditChunk] = auditRecord{seq: s.audit.seq.Add(1), AuditEntry: e}
 	l.next++
-	for l.next-l.oldest > maxAudit {
+	for l.next-l.oldest > s.audit.limit() {
 		l.chunks[0] = nil // readers copy the chunk list; none sees this slot
 		l.chunks = l.chunks[1:]
 		l.first++

@@ -13,6 +13,19 @@ import (
 
 func auditStore() *Store { return New(func() time.Time { return time.Unix(0, 0) }) }
 
+// testAudit is the bound of the logs of smallAuditStore: a few chunks and
+// a part, as maxAudit (97 chunks and 672 entries) is whole chunks and a
+// part, so that the tests that fill a log past its bound record thousands
+// of entries, not 100,000, through the same code.
+const testAudit = 5*auditChunk + 7
+
+// smallAuditStore is auditStore with logs that keep testAudit entries.
+func smallAuditStore() *Store {
+	s := auditStore()
+	s.audit.max = testAudit
+	return s
+}
+
 func resourceIDs(entries []AuditEntry) []int {
 	out := make([]int, len(entries))
 	for i, e := range entries {
@@ -23,19 +36,19 @@ func resourceIDs(entries []AuditEntry) []int {
 
 // TestRecordAuditIsBounded: a full log drops its oldest chunk in one step,
 // keeps the newest entries contiguous and in order, and never holds more
-// than maxAudit.
+// than its bound.
 func TestRecordAuditIsBounded(t *testing.T) {
 	t.Parallel()
-	s := auditStore()
-	total := maxAudit + 3*auditChunk + 5
+	s := smallAuditStore()
+	total := testAudit + 3*auditChunk + 5
 	for i := range total {
 		s.RecordAudit(AuditEntry{ResourceID: strconv.Itoa(i)})
 		_, n := s.AuditPage(AuditFilter{}, 0, 1)
-		require.LessOrEqual(t, n, maxAudit)
+		require.LessOrEqual(t, n, testAudit)
 	}
-	all, n := s.AuditPage(AuditFilter{}, 0, maxAudit)
+	all, n := s.AuditPage(AuditFilter{}, 0, testAudit)
 	require.Len(t, all, n)
-	require.Greater(t, n, maxAudit-auditChunk, "at most a chunk is dropped at once")
+	require.Greater(t, n, testAudit-auditChunk, "at most a chunk is dropped at once")
 	ids := resourceIDs(all)
 	require.Equal(t, total-1, ids[0], "the newest entry comes first")
 	for i := 1; i < len(ids); i++ {
@@ -88,12 +101,12 @@ func TestAuditPage(t *testing.T) {
 // slot being written.
 func TestAuditConcurrentAppendAndPage(t *testing.T) {
 	t.Parallel()
-	s := auditStore()
+	s := smallAuditStore()
 	var wg sync.WaitGroup
 	for w := range 2 {
 		wg.Go(func() {
-			for i := range maxAudit/2 + auditChunk {
-				s.RecordAudit(AuditEntry{ResourceID: strconv.Itoa(w*maxAudit + i), Action: "x"})
+			for i := range testAudit/2 + auditChunk {
+				s.RecordAudit(AuditEntry{ResourceID: strconv.Itoa(w*testAudit + i), Action: "x"})
 			}
 		})
 	}
@@ -101,7 +114,7 @@ func TestAuditConcurrentAppendAndPage(t *testing.T) {
 		for range 200 {
 			page, total := s.AuditPage(AuditFilter{}, 0, 20)
 			require.LessOrEqual(t, len(page), 20)
-			require.LessOrEqual(t, total, maxAudit)
+			require.LessOrEqual(t, total, testAudit)
 			_, _ = s.AuditPage(AuditFilter{Action: "x"}, 50, 20)
 		}
 	})
@@ -113,16 +126,16 @@ func TestAuditConcurrentAppendAndPage(t *testing.T) {
 // its own history: the platform's record of another tenant's creation stays.
 func TestAuditLogsAreTenantsOwn(t *testing.T) {
 	t.Parallel()
-	s := auditStore()
+	s := smallAuditStore()
 	s.RecordAudit(AuditEntry{TenantID: "victim", Action: "tenant.create"})
-	for i := range maxAudit + auditChunk {
+	for i := range testAudit + auditChunk {
 		s.RecordAudit(AuditEntry{TenantID: "acme", Action: "organization.delete", ResourceID: strconv.Itoa(i)})
 	}
 	got, n := s.AuditPage(AuditFilter{Action: "tenant.create"}, 0, 10)
 	require.Equal(t, 1, n, "the other tenant's entry is kept")
 	require.Equal(t, "victim", got[0].TenantID)
 	_, acme := s.AuditPage(AuditFilter{TenantID: "acme"}, 0, 1)
-	require.LessOrEqual(t, acme, maxAudit, "acme's own log is bounded")
+	require.LessOrEqual(t, acme, testAudit, "acme's own log is bounded")
 	_, all := s.AuditPage(AuditFilter{}, 0, 1)
 	require.Equal(t, acme+1, all, "an unfiltered total counts every tenant's log")
 }
