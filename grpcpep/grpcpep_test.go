@@ -55,7 +55,7 @@ func slowGateway(t *testing.T) (*pep.Client, map[string]string) {
 	t.Helper()
 	gw := mockservertest.Start(t, mockserver.WithFixture(adaptertest.Fixture))
 	gw.SetFaults(mockservertest.Faults{DecisionLatency: time.Minute})
-	client, err := pep.New(gw.URL, adaptertest.Realm, adaptertest.ClientID,
+	client, err := newTestClient(gw.URL, adaptertest.Realm, adaptertest.ClientID,
 		pep.WithTimeout(2*time.Minute), pep.WithRetry(0, time.Millisecond, time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
@@ -238,7 +238,7 @@ func TestDecisionContextIsPOSTAndTheMethod(t *testing.T) {
 		}},
 	}}}
 	gw := mockservertest.Start(t, mockserver.WithFixture(fx))
-	client, err := pep.New(gw.URL, "r", "api")
+	client, err := newTestClient(gw.URL, "r", "api")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	conn := serve(t, &orders{}, guarded(client)...)

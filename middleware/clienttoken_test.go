@@ -35,7 +35,7 @@ func TestClientTokenClearedIsNoDecision(t *testing.T) {
 		protect func(t *testing.T, h http.Handler, opts ...middleware.Option) (guarded http.Handler, clear, set func())
 	}{
 		{"Require with WithClientToken", func(t *testing.T, h http.Handler, opts ...middleware.Option) (http.Handler, func(), func()) {
-			c, err := pep.New(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+			c, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
 			token := gw.Token("shop", "ann") // the service's own: may read orders
@@ -44,7 +44,7 @@ func TestClientTokenClearedIsNoDecision(t *testing.T) {
 			return mw(h), c.ClearToken, func() { c.SetToken(token) }
 		}},
 		{"RequireAuthZEN", func(t *testing.T, h http.Handler, opts ...middleware.Option) (http.Handler, func(), func()) {
-			c, err := authzen.New(gw.URL+"/realms/shop", authzen.WithHTTPClient(gw.Client()), authzen.WithCache(0, 0, 0))
+			c, err := newTestAuthzen(gw.URL+"/realms/shop", authzen.WithHTTPClient(gw.Client()), authzen.WithCache(0, 0, 0))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
 			token := gw.Token("shop", "service-account-orders-api")

@@ -27,7 +27,7 @@ import (
 // and ann is never refused.
 func TestNoDecisionCrossesTokensUnderEvictionsAndPurges(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
-	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithCache(10, time.Minute, time.Minute))
+	client, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithCache(10, time.Minute, time.Minute))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	h := middleware.Require(client, "orders", "read")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

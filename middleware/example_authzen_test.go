@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/middleware"
@@ -27,7 +28,10 @@ func ExampleRequireAuthZEN() {
 	pdp.Start()
 	defer pdp.Close()
 
-	client, err := authzen.New(pdp.URL + "/realms/shop") // endpoints from its metadata
+	// Endpoints from the PDP's metadata. A PDP on the network answers well
+	// within the 2 s default; this one shares a machine that may be busy
+	// running tests, so allow more.
+	client, err := authzen.New(pdp.URL+"/realms/shop", authzen.WithTimeout(time.Minute))
 	if err != nil {
 		panic(err)
 	}

@@ -26,7 +26,9 @@ func ExampleRequire() {
 	gateway.Start()
 	defer gateway.Close()
 
-	client, err := pep.New(gateway.URL, "shop", "orders-api")
+	// A gateway on the network answers well within the 2 s default; this
+	// one shares a machine that may be busy running tests, so allow more.
+	client, err := pep.New(gateway.URL, "shop", "orders-api", pep.WithTimeout(time.Minute))
 	if err != nil {
 		panic(err)
 	}

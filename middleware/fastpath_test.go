@@ -24,10 +24,10 @@ import (
 // context's JSON per request: 15 to 17 more.
 func TestCachedRequestAllocatesLittle(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
-	client, err := pep.New(gw.URL, "shop", "orders-api")
+	client, err := newTestClient(gw.URL, "shop", "orders-api")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
-	own, err := pep.New(gw.URL, "shop", "orders-api")
+	own, err := newTestClient(gw.URL, "shop", "orders-api")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = own.Close() })
 	tok := gw.Token("shop", "ann")
@@ -74,7 +74,7 @@ type viaCheckMany struct{ *pep.Client }
 func TestFastPathAnswersAndCountsAsCheckMany(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
 	newClient := func() *pep.Client {
-		c, err := pep.New(gw.URL, "shop", "orders-api")
+		c, err := newTestClient(gw.URL, "shop", "orders-api")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		return c

@@ -14,7 +14,6 @@ import (
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // shop is a realm where ann may read orders, cat may also write them and
@@ -47,7 +46,7 @@ var shop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 func app(t *testing.T) (*mockservertest.Server, http.Handler) {
 	t.Helper()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
-	client, err := pep.New(gw.URL, "shop", "orders-api")
+	client, err := newTestClient(gw.URL, "shop", "orders-api")
 	require.NoError(t, err)
 
 	ok := func(label string) http.Handler {
@@ -137,7 +136,7 @@ func TestRequireAgainstReferenceServer(t *testing.T) {
 func TestCallerChosenResourceAgainstReferenceServer(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
-	client, err := pep.New(gw.URL, "shop", "orders-api")
+	client, err := newTestClient(gw.URL, "shop", "orders-api")
 	require.NoError(t, err)
 	var ran atomic.Int32
 	mux := http.NewServeMux()

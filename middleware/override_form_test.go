@@ -31,7 +31,7 @@ import (
 func TestFormMethodOverrideIsNotAHole(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
-	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	client, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	dan := gw.Token("shop", "dan")
@@ -154,7 +154,7 @@ func multipartBody(t *testing.T, fields ...string) (contentType, body string) {
 func TestFormMethodOverride(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
-	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	client, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	dan := gw.Token("shop", "dan")
@@ -232,7 +232,7 @@ var performed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 func TestFormMethodOverrideAppliedBefore(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
-	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	client, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	dan := gw.Token("shop", "dan")

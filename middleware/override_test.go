@@ -63,7 +63,7 @@ func gorillaOverride(r *http.Request) {
 func TestMethodOverride(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
-	client, err := pep.New(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	client, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	dan := gw.Token("shop", "dan")
 	plain := middleware.Require(client, "orders", "write")(gorillaOverriding)
@@ -201,7 +201,7 @@ func TestRequireAuthZENMethodOverride(t *testing.T) {
 func TestRequireAuthZENFormMethodOverride(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
-	c, err := authzen.New(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
+	c, err := newTestAuthzen(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	c.SetToken(gw.Token("shop", "service-account-orders-api"))

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -25,10 +26,12 @@ const (
 )
 
 // searchClient is an authzen client of orders-api's service account that
-// found the search endpoints in the realm's metadata.
+// found the search endpoints in the realm's metadata, with the hang guard
+// (hangguard.Timeout) rather than the 2 s production default, which a
+// clean call on a loaded machine can overrun.
 func searchClient(t *testing.T, srv *mockservertest.Server) *authzen.Client {
 	t.Helper()
-	c, err := authzen.New(srv.URL+"/realms/acme", authzen.WithHTTPClient(srv.Client()))
+	c, err := authzen.New(srv.URL+"/realms/acme", authzen.WithTimeout(hangguard.Timeout), authzen.WithHTTPClient(srv.Client()))
 	require.NoError(t, err)
 	c.SetToken(pepToken(srv))
 	require.NoError(t, c.Discover(t.Context()))

@@ -39,7 +39,11 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, out io.Writer, gateway, fixture string) error {
+// run runs the example against gateway ("" starts the reference server in
+// process, seeded with fixture). opts go to the example's pep clients
+// after their own settings (the defaults): the tests, beside others on a
+// busy machine, give a longer timeout than the 2 s default.
+func run(ctx context.Context, out io.Writer, gateway, fixture string, opts ...pep.Option) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if gateway == "" {
@@ -68,7 +72,7 @@ func run(ctx context.Context, out io.Writer, gateway, fixture string) error {
 
 	// 3. The client sends "Authorization: DPoP" and a fresh proof with
 	// every request, retries included.
-	client, err := pep.New(gateway, "acme", "orders-api")
+	client, err := pep.New(gateway, "acme", "orders-api", opts...)
 	if err != nil {
 		return err
 	}
@@ -80,7 +84,7 @@ func run(ctx context.Context, out io.Writer, gateway, fixture string) error {
 	fmt.Fprintf(out, "Check orders:write with DPoP: %s\n", d.Status)
 
 	// 4. The same token without its key is refused.
-	thief, err := pep.New(gateway, "acme", "orders-api")
+	thief, err := pep.New(gateway, "acme", "orders-api", opts...)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/pep"
 )
 
 // TestRun runs the example against the in-process reference server, seeded
@@ -14,7 +17,9 @@ import (
 // replayed proof.
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, run(t.Context(), &out, "", ""))
+	// The hang guard: a clean call beside the rest of the suite on a loaded
+	// machine can overrun the clients' 2 s default and fail closed.
+	require.NoError(t, run(t.Context(), &out, "", "", pep.WithTimeout(hangguard.Timeout)))
 	got := out.String()
 	require.Contains(t, got, "token endpoint: token_type DPoP\n")
 	require.Contains(t, got, "Check orders:write with DPoP: GRANT\n")

@@ -8,14 +8,13 @@ import (
 
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // TestRoutes runs the example's routes against the reference server seeded
 // with the acme fixture the example's comment uses.
 func TestRoutes(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixtureFile("../fixtures/acme.json"))
-	client, err := pep.New(gw.URL, "acme", "orders-api")
+	client, err := newTestClient(gw.URL, "acme", "orders-api")
 	require.NoError(t, err)
 	svc := routes(client)
 

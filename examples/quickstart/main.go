@@ -55,6 +55,10 @@ type config struct {
 	gateway     string
 	fixture     string // a file; "" is the embedded acme fixture
 	adminSecret string
+	// clientOptions go to every pep client after its own settings: the
+	// tests, beside others on a busy machine, give a longer timeout than
+	// the 2 s default.
+	clientOptions []pep.Option
 }
 
 const (
@@ -103,7 +107,7 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 		p.line("%-10s got a Bearer token (password grant, client admin-cli: a caller's)", user)
 	}
 
-	client, err := newClient(ctx, p, gateway, service)
+	client, err := newClient(ctx, p, gateway, service, cfg.clientOptions...)
 	if err != nil {
 		return err
 	}
@@ -119,10 +123,10 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 	if err := showMiddleware(ctx, p, client, tokens); err != nil {
 		return err
 	}
-	if err := showDPoP(ctx, p, gateway, idp); err != nil {
+	if err := showDPoP(ctx, p, gateway, idp, cfg.clientOptions...); err != nil {
 		return err
 	}
-	if err := showFailClosed(ctx, p, gateway, cfg.adminSecret, tokens["bob"]); err != nil {
+	if err := showFailClosed(ctx, p, gateway, cfg.adminSecret, tokens["bob"], cfg.clientOptions...); err != nil {
 		return err
 	}
 	p.section("Done. In a clone of the repository, run the tests with: go test -race github.com/orgauthz/orgauthz/...")
@@ -130,13 +134,14 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 }
 
 // newClient makes the service's client with its settings spelt out, and
-// checks them against the gateway once, as a service does at start-up.
-func newClient(ctx context.Context, p *printer, gateway, serviceToken string) (*pep.Client, error) {
+// checks them against the gateway once, as a service does at start-up;
+// opts come after the settings.
+func newClient(ctx context.Context, p *printer, gateway, serviceToken string, opts ...pep.Option) (*pep.Client, error) {
 	p.section("The client, checked at start-up with Verify")
-	client, err := pep.New(gateway, realm, clientID,
+	settings := []pep.Option{
 		// Every call ends within 2 s (its context's deadline if earlier),
 		// retries included.
-		pep.WithTimeout(2*time.Second),
+		pep.WithTimeout(2 * time.Second),
 		// Up to 2 retries of connection errors, 429, 502, 503 and 504,
 		// 25 ms to 400 ms apart.
 		pep.WithRetry(2, 25*time.Millisecond, 400*time.Millisecond),
@@ -146,7 +151,9 @@ func newClient(ctx context.Context, p *printer, gateway, serviceToken string) (*
 		// gateway unwell (unreachable, timed out, 502, 503, 504), deny at
 		// once for 5 s without calling it, then let one probe through.
 		pep.WithBreaker(5, 5*time.Second),
-		pep.WithLogger(slog.New(slog.DiscardHandler)))
+		pep.WithLogger(slog.New(slog.DiscardHandler)),
+	}
+	client, err := pep.New(gateway, realm, clientID, append(settings, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +171,7 @@ func newClient(ctx context.Context, p *printer, gateway, serviceToken string) (*
 	// What Verify says about a misspelt realm. Every call of such a
 	// client would get a 401 (the realm does not know the token), which
 	// no token refresh can cure.
-	typo, err := pep.New(gateway, "acme-eu", clientID, pep.WithLogger(slog.New(slog.DiscardHandler)))
+	typo, err := pep.New(gateway, "acme-eu", clientID, append([]pep.Option{pep.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +284,7 @@ func showMiddleware(ctx context.Context, p *printer, client *pep.Client, tokens 
 }
 
 // showDPoP gets a token bound to a fresh key and uses it.
-func showDPoP(ctx context.Context, p *printer, gateway string, idp identity) error {
+func showDPoP(ctx context.Context, p *printer, gateway string, idp identity, opts ...pep.Option) error {
 	p.section("A DPoP-bound token (RFC 9449): a fresh proof of the key on every request")
 	signer, err := dpop.GenerateKey()
 	if err != nil {
@@ -294,7 +301,7 @@ func showDPoP(ctx context.Context, p *printer, gateway string, idp identity) err
 	}
 	p.line("carol got a token bound to an %s key", signer.Algorithm())
 
-	client, err := pep.New(gateway, realm, clientID)
+	client, err := pep.New(gateway, realm, clientID, opts...)
 	if err != nil {
 		return err
 	}
@@ -313,7 +320,7 @@ func showDPoP(ctx context.Context, p *printer, gateway string, idp identity) err
 
 // showFailClosed turns the reference server's fault injection on and shows
 // the client denying, with the reason, instead of letting callers through.
-func showFailClosed(ctx context.Context, p *printer, gateway, adminSecret, token string) error {
+func showFailClosed(ctx context.Context, p *printer, gateway, adminSecret, token string, opts ...pep.Option) error {
 	p.section("Failing closed: every decision call now answers 503 (decisionFailureRate 1)")
 	admin, err := identity{base: gateway, realm: "master"}.clientCredentials(ctx, "platform-admin", adminSecret)
 	if err != nil {
@@ -328,9 +335,9 @@ func showFailClosed(ctx context.Context, p *printer, gateway, adminSecret, token
 	// retries and a breaker that opens after 3 consecutive calls that
 	// found the gateway unwell and then denies at once, without calling
 	// it, for a minute (the default is 5 calls and 5 s).
-	client, err := pep.New(gateway, realm, clientID,
+	client, err := pep.New(gateway, realm, clientID, append([]pep.Option{
 		pep.WithRetry(2, 10*time.Millisecond, 50*time.Millisecond),
-		pep.WithBreaker(3, time.Minute))
+		pep.WithBreaker(3, time.Minute)}, opts...)...)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/pep"
 )
+
+// hangGuard goes to the quickstart's clients: a clean call beside the rest
+// of the suite on a loaded machine can overrun their 2 s and fail closed.
+var hangGuard = []pep.Option{pep.WithTimeout(hangguard.Timeout)}
 
 // TestTranscript runs the quickstart as `go run ./examples/quickstart` does,
 // with the embedded fixture, and checks the outcomes the acme fixture
@@ -16,7 +23,7 @@ import (
 // read invoices.
 func TestTranscript(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, run(t.Context(), &out, config{adminSecret: "admin-secret"}))
+	require.NoError(t, run(t.Context(), &out, config{adminSecret: "admin-secret", clientOptions: hangGuard}))
 	got := out.String()
 
 	for _, want := range []string{
@@ -53,7 +60,7 @@ func TestTranscript(t *testing.T) {
 // TestTranscriptWithFixtureFile checks that -fixture still reads a file.
 func TestTranscriptWithFixtureFile(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, run(t.Context(), &out, config{fixture: "../fixtures/acme.json", adminSecret: "admin-secret"}))
+	require.NoError(t, run(t.Context(), &out, config{fixture: "../fixtures/acme.json", adminSecret: "admin-secret", clientOptions: hangGuard}))
 	require.Contains(t, out.String(), "(fixture ../fixtures/acme.json)")
 	require.Regexp(t, `(?s)as carol.*orders +delete +GRANT`, out.String())
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -25,7 +26,9 @@ func TestLogoutReachesEveryReplica(t *testing.T) {
 	var replicas []http.Handler
 	var clients []*pep.Client
 	for range 2 {
-		c, err := newClient(gw.URL, "acme", "orders-api", rs.Client(), "test", pep.WithHTTPClient(gw.Client()))
+		// The hang guard: a clean call beside the rest of the suite on a
+		// loaded machine can overrun the 2 s default and fail closed.
+		c, err := newClient(gw.URL, "acme", "orders-api", rs.Client(), "test", pep.WithHTTPClient(gw.Client()), pep.WithTimeout(hangguard.Timeout))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		clients = append(clients, c)

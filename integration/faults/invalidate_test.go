@@ -42,7 +42,7 @@ func newRedisRig(t *testing.T) *redisRig {
 	for range 2 {
 		rdb := redis.NewClient(&redis.Options{Addr: r.proxy.Listen, MaxRetries: -1})
 		t.Cleanup(func() { _ = rdb.Close() })
-		c, err := pep.New(r.gw.URL, realm, clientID, pep.WithHTTPClient(r.gw.Client()), pep.WithRetry(0, 0, 0),
+		c, err := newTestClient(r.gw.URL, realm, clientID, pep.WithHTTPClient(r.gw.Client()), pep.WithRetry(0, 0, 0),
 			pep.WithInvalidator(redisstore.NewInvalidator(rdb, "faults")))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })

@@ -636,7 +636,7 @@ func replicasLoad(t *testing.T, duration, redisEvery time.Duration) replicasSumm
 			dpop.WithReplayStore(redisstore.NewReplayStore(replayRedis.Client(), replayPrefix)))
 		require.NoError(t, err)
 		inv := &watchedInvalidator{Invalidator: redisstore.NewInvalidator(invRedis.Client(), "soak:replicas"), replica: i, watch: watch}
-		c, err := pep.New(gw.URL, soakRealm, soakClient, soakClientOptions(gwClient, pep.WithInvalidator(inv))...)
+		c, err := newSoakClient(gw.URL, gwClient, pep.WithInvalidator(inv))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		backend := httptest.NewServer(&replicaService{pep: c, verifier: verifier, public: public, jkt: jktOf})

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -620,12 +621,13 @@ type soakSummary struct {
 	tally          *soakTally
 }
 
-// soakClientOptions are the options of every pep client of the soak: a
-// loaded machine is slow, not down (a long timeout), and the breaker cools
+// newSoakClient makes every pep client of the soak, with hc and then
+// extra: a loaded machine is slow, not down (the hang guard,
+// hangguard.Timeout, rather than the 2 s default), and the breaker cools
 // down quickly so that the clients recover from the restart in a short run.
-func soakClientOptions(hc *http.Client, extra ...pep.Option) []pep.Option {
-	return append([]pep.Option{pep.WithHTTPClient(hc), pep.WithTimeout(time.Minute),
-		pep.WithBreaker(3, 20*time.Millisecond)}, extra...)
+func newSoakClient(gateway string, hc *http.Client, extra ...pep.Option) (*pep.Client, error) {
+	return pep.New(gateway, soakRealm, soakClient, append([]pep.Option{pep.WithHTTPClient(hc), pep.WithTimeout(hangguard.Timeout),
+		pep.WithBreaker(3, 20*time.Millisecond)}, extra...)...)
 }
 
 func soakLoad(t *testing.T, duration time.Duration, workers, users int) soakSummary {
@@ -673,7 +675,7 @@ func soakLoad(t *testing.T, duration time.Duration, workers, users int) soakSumm
 
 	tally := &soakTally{}
 	newClient := func(opts ...pep.Option) *pep.Client {
-		c, err := pep.New(gw.URL, soakRealm, soakClient, soakClientOptions(hc, opts...)...)
+		c, err := newSoakClient(gw.URL, hc, opts...)
 		require.NoError(t, err)
 		return c
 	}

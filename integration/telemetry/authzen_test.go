@@ -82,7 +82,7 @@ func TestAuthZENTelemetry(t *testing.T) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
 	sent := &traceparents{base: srv.Client().Transport}
 
-	c, err := authzen.New(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: sent}),
+	c, err := newTestAuthzen(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: sent}),
 		authzen.WithRetry(0, 0, 0), authzen.WithTracerProvider(tp), authzen.WithMeterProvider(mp))
 	require.NoError(t, err)
 	c.SetToken(token)
@@ -210,7 +210,7 @@ func TestAuthZENTelemetry(t *testing.T) {
 func TestDroppedClientIsCollected(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	c, err := authzen.New("http://127.0.0.1:1", authzen.WithMeterProvider(mp))
+	c, err := newTestAuthzen("http://127.0.0.1:1", authzen.WithMeterProvider(mp))
 	require.NoError(t, err)
 	c.SetToken(pepToken)
 	w := weak.Make(c)

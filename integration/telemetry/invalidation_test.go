@@ -36,7 +36,7 @@ func TestInvalidationMetrics(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	ch := channel{recv: make(chan invalidation.Receiver, 1)}
-	c, err := pep.New(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()), pep.WithMeterProvider(mp), pep.WithInvalidator(ch))
+	c, err := newTestClient(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()), pep.WithMeterProvider(mp), pep.WithInvalidator(ch))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	r := <-ch.recv

@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -210,12 +211,12 @@ func Start(t testing.TB) *Env {
 	gw := mockservertest.Start(t, mockserver.WithFixture(Fixture))
 	down := mockservertest.Start(t, mockserver.WithFixture(Fixture))
 	down.Stop()
-	client, err := pep.New(gw.URL, Realm, ClientID)
+	client, err := newClient(gw.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// No retries, so that an outage is met at once.
-	downClient, err := pep.New(down.URL, Realm, ClientID, pep.WithRetry(0, time.Millisecond, time.Millisecond))
+	downClient, err := newClient(down.URL, pep.WithRetry(0, time.Millisecond, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +233,14 @@ func Start(t testing.TB) *Env {
 			"forged": ann[:len(ann)-4] + "AAAA",
 		},
 	}
+}
+
+// newClient is pep.New for Realm and ClientID at gateway, with the hang
+// guard (hangguard.Timeout) before opts: a clean call of an adapter's test
+// on a loaded machine can overrun the 2 s production default and then fail
+// closed, an Unavailable where the case wants another class.
+func newClient(gateway string, opts ...pep.Option) (*pep.Client, error) {
+	return pep.New(gateway, Realm, ClientID, append([]pep.Option{pep.WithTimeout(hangguard.Timeout)}, opts...)...)
 }
 
 // CheckerFor returns the checker a case's adapter is built with: a

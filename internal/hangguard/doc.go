@@ -6,5 +6,8 @@
 // closed (a DENY whose Cause is ErrUnavailable, and a nil error) in a test
 // about something else. Added client by client, the guard was missed and
 // lost in merges; checked here, a test client without it fails the
-// package's tests, at the line that made it. It is imported by tests only.
+// package's tests, at the line that made it. CheckSupport does the same
+// for a test-support package (adaptertest) whose exported helpers make the
+// clients of other packages' tests, and Timeout is the guard every helper
+// gives. It is imported by tests and test-support packages only.
 package hangguard

@@ -69,3 +69,41 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckSupport: in a test-support package the files that are not tests
+// are read, with the same rules, and its test files are not.
+func TestCheckSupport(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		exempt map[string]string
+		want   []string
+	}{
+		{
+			name:   "helper exempt",
+			exempt: map[string]string{"newClient": "the helper"},
+			want:   []string{"support.go:7:24: Start"},
+		},
+		{
+			name: "nothing exempt",
+			want: []string{"support.go:4:9: newClient", "support.go:7:24: Start"},
+		},
+		{
+			name:   "an exempt name only a test file defines",
+			exempt: map[string]string{"newClient": "the helper", "newTestClient": "a test's helper"},
+			want:   []string{"support.go:7:24: Start", "hangguard: newTestClient is exempt"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := &recorder{TB: t}
+			hangguard.CheckSupport(r, "testdata", "pep", tt.exempt)
+			if assert.Len(t, r.errs, len(tt.want), "%q", r.errs) {
+				for i, want := range tt.want {
+					assert.Contains(t, r.errs[i], want)
+				}
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver"
@@ -27,8 +28,9 @@ func Example() {
 
 	gw := mockservertest.Start(t, mockserver.WithFixtureFile("../../examples/fixtures/acme.json"))
 	client, err := pep.New(gw.URL, "acme", "orders-api",
-		pep.WithCache(0, 0, 0), // no cached answer stands in for the gateway
-		pep.WithRetry(0, 0, 0)) // an outage fails at once
+		pep.WithCache(0, 0, 0),       // no cached answer stands in for the gateway
+		pep.WithRetry(0, 0, 0),       // an outage fails at once
+		pep.WithTimeout(time.Minute)) // tests share a busy machine: the 2 s default could cut a call
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -112,7 +114,8 @@ func ExampleServer_Stop() {
 	defer t.finish()
 
 	gw := mockservertest.Start(t, mockserver.WithFixtureFile("../../examples/fixtures/acme.json"))
-	client, err := pep.New(gw.URL, "acme", "orders-api", pep.WithRetry(0, 0, 0), pep.WithBreaker(0, 0))
+	client, err := pep.New(gw.URL, "acme", "orders-api", pep.WithRetry(0, 0, 0), pep.WithBreaker(0, 0),
+		pep.WithTimeout(time.Minute)) // tests share a busy machine: the 2 s default could cut a call
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -144,7 +147,8 @@ func ExampleServer_SetFaults() {
 	defer t.finish()
 
 	gw := mockservertest.Start(t, mockserver.WithFixtureFile("../../examples/fixtures/acme.json"))
-	client, err := pep.New(gw.URL, "acme", "orders-api", pep.WithRetry(0, 0, 0), pep.WithBreaker(0, 0))
+	client, err := pep.New(gw.URL, "acme", "orders-api", pep.WithRetry(0, 0, 0), pep.WithBreaker(0, 0),
+		pep.WithTimeout(time.Minute)) // tests share a busy machine: the 2 s default could cut a call
 	if err != nil {
 		t.Fatalf("%v", err)
 	}

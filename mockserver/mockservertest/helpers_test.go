@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -29,10 +30,13 @@ func check(t *testing.T, c *pep.Client) pep.Decision {
 }
 
 // client is a pep client of gw's orders-api, as bob, with no breaker, so
-// that each check reaches the gateway.
+// that each check reaches the gateway, and with the hang guard
+// (hangguard.Timeout) rather than the 2 s production default, which a
+// clean call on a loaded machine can overrun; opts come after both, so a
+// test about a timeout gives its own, which wins.
 func client(t *testing.T, gw *mockservertest.Server, opts ...pep.Option) *pep.Client {
 	t.Helper()
-	c, err := pep.New(gw.URL, "acme", "orders-api", append([]pep.Option{pep.WithBreaker(0, 0)}, opts...)...)
+	c, err := pep.New(gw.URL, "acme", "orders-api", append([]pep.Option{pep.WithTimeout(hangguard.Timeout), pep.WithBreaker(0, 0)}, opts...)...)
 	require.NoError(t, err)
 	c.SetToken(gw.Token("acme", "bob"))
 	return c
