@@ -61,7 +61,7 @@ func TestCheckAfterAPurgeFromAnotherReplicaJoinsNoEarlierFlight(t *testing.T) {
 	gw := startGateway(t)
 	slow := &slowAnswers{base: gw.Client().Transport, release: make(chan struct{}), sent: make(chan struct{}, 1)}
 	a := replica(t, gw, rs.Client(), "attack:flight")
-	b, err := pep.New(gw.URL, realm, app, pep.WithHTTPClient(&http.Client{Transport: slow}), pep.WithRetry(0, 0, 0),
+	b, err := newTestClient(gw.URL, realm, app, pep.WithHTTPClient(&http.Client{Transport: slow}), pep.WithRetry(0, 0, 0),
 		pep.WithTimeout(10*time.Second), pep.WithInvalidator(redisstore.NewInvalidator(rs.Client(), "attack:flight")))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })

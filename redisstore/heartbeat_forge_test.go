@@ -76,7 +76,7 @@ func forgedHeartbeat(t *testing.T, forge bool) {
 			return d.DialContext(ctx, network, addr)
 		}})
 	t.Cleanup(func() { _ = rdbB.Close() })
-	b, err := pep.New(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
+	b, err := newTestClient(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
 		pep.WithInvalidator(redisstore.NewInvalidator(rdbB, channel)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
