@@ -12,8 +12,8 @@ import (
 // encoding/json finds it valid and it is UTF-8 (encoding/json alone would
 // replace invalid bytes), into maps, whose keys are matched exactly
 // (encoding/json would match a struct's fields in any case). The client
-// may refuse more. integration/strictjson fuzzes that reader against json
-// v2 besides.
+// may refuse more. The fuzzers of integration/interop/strictjson_test.go
+// compare that reader with json v2 besides.
 
 // readNamesOnce reports whether no object names a member the client reads
 // (evaluations at the top, decision and context in an item) twice; other

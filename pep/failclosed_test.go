@@ -262,7 +262,7 @@ func TestFailClosed(t *testing.T) {
 		},
 		// The one strict JSON rule (internal/strictjson, README rule 1).
 		{
-			name:         "a status beside its long-s variant",
+			name:         "a status beside a non-ASCII name (long s)",
 			setup:        referenceWith(bodyHook(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT","ſtatus":"DENY"}]}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -249,13 +250,18 @@ func (p *refParser) hex4() (rune, bool) {
 
 // refFields returns the values of the members of object o named exactly
 // one of names, or false when o is not an object, names one of them twice,
-// or has a member whose name equals one of them only when case is ignored.
+// has a member whose name is not ASCII (readers disagree on the case of
+// "ı", "ß" or "ﬆ": the contract's names are ASCII) or one whose name
+// equals one of names only when (ASCII) case is ignored.
 func refFields(o refValue, names ...string) (map[string]refValue, bool) {
 	if o.kind != '{' {
 		return nil, false
 	}
 	got := map[string]refValue{}
 	for _, m := range o.members {
+		if strings.ContainsFunc(m.name, func(r rune) bool { return r > unicode.MaxASCII }) {
+			return nil, false
+		}
 		for _, n := range names {
 			switch {
 			case m.name == n:

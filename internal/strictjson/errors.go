@@ -11,10 +11,11 @@ import (
 
 // The conditions a strict reading refuses. Their texts are fixed: nothing
 // the input held reaches them, so a client may show them (see Problem).
-// A *MemberError matches the first three with errors.Is.
+// A *MemberError matches the first four with errors.Is.
 var (
 	ErrDuplicateMember = errors.New("a member is named twice in one object")
 	ErrAmbiguousMember = errors.New("a member's name differs from another's or a field's only in case")
+	ErrNonASCIIMember  = errors.New("a member's name is not ASCII where members are matched to known names")
 	ErrUnknownMember   = errors.New("an object names a member it does not take")
 	ErrMissingMember   = errors.New("an object lacks a member the client needs")
 	ErrWrongType       = errors.New("a value has the wrong type")
@@ -25,15 +26,17 @@ var (
 type memberProblem uint8
 
 const (
-	twice   memberProblem = iota // named twice
-	folded                       // differs only in case from an earlier member
-	variant                      // names a field in another case
-	unknown                      // names no field of a closed object
+	twice    memberProblem = iota // named twice
+	folded                        // differs only in case from an earlier member
+	variant                       // names a field in another case
+	unknown                       // names no field of a closed object
+	notASCII                      // has a byte that is not ASCII, in an object read as a struct
 )
 
 // MemberError reports a member the rule refuses: given twice, differing
 // only in case from an earlier member of its object, naming a field in
-// another case, or naming no field of a closed object. Its text names the
+// another case, named with a byte that is not ASCII in an object read as a
+// struct, or naming no field of a closed object. Its text names the
 // member, so a client must show Problem's instead.
 type MemberError struct {
 	Offset  int64    // where the member's name starts in the input
@@ -61,6 +64,8 @@ func (e *MemberError) Problem() string {
 		return fmt.Sprintf("differs only in case from %q: members are matched case-insensitively", e.Other)
 	case variant:
 		return fmt.Sprintf("member names are case-sensitive: the field is %q", e.Other)
+	case notASCII:
+		return "member name is not ASCII: readers disagree on the case of other characters, so only ASCII names are taken"
 	}
 	where := e.Path
 	if where == "" {
@@ -72,13 +77,16 @@ func (e *MemberError) Problem() string {
 // Error returns "<field>: <problem>".
 func (e *MemberError) Error() string { return e.Field() + ": " + e.Problem() }
 
-// Is matches ErrDuplicateMember, ErrAmbiguousMember or ErrUnknownMember.
+// Is matches ErrDuplicateMember, ErrAmbiguousMember, ErrNonASCIIMember or
+// ErrUnknownMember.
 func (e *MemberError) Is(target error) bool {
 	switch e.problem {
 	case twice:
 		return target == ErrDuplicateMember
 	case folded, variant:
 		return target == ErrAmbiguousMember
+	case notASCII:
+		return target == ErrNonASCIIMember
 	}
 	return target == ErrUnknownMember
 }
@@ -141,7 +149,7 @@ func KindName(k Kind) string {
 // nothing of the text itself: the text of the first of this package's
 // errors or of own (the caller's fixed-text errors) that err matches.
 func Problem(err error, own ...error) string {
-	for _, e := range append([]error{ErrAmbiguousMember, ErrDuplicateMember, ErrUnknownMember,
+	for _, e := range append([]error{ErrAmbiguousMember, ErrNonASCIIMember, ErrDuplicateMember, ErrUnknownMember,
 		ErrMissingMember, ErrWrongType, ErrTrailingData}, own...) {
 		if errors.Is(err, e) {
 			return e.Error()

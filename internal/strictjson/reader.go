@@ -56,7 +56,8 @@ func (r *Reader) Object() error {
 // next. Other members are skipped, checked. After the last member it reads
 // the closing brace and returns false. It returns false at once when *err
 // is set, and sets *err and returns false when the object is not valid: a
-// member named twice, two members whose names differ only in case and a
+// member named twice, a member whose name is not ASCII
+// (ErrNonASCIIMember), two members whose names differ only in case and a
 // member that names one of names in another case are errors.
 func (r *Reader) Next(names []string, err *error) (int, bool) {
 	if *err != nil {
@@ -91,6 +92,9 @@ func (r *Reader) member(names []string) (int, error) {
 		if escaped {
 			r.nameBuf = appendUnescaped(r.nameBuf[:0], name)
 			name = r.nameBuf
+		}
+		if !isASCII(name) {
+			return -1, ErrNonASCIIMember
 		}
 		if other, clash := r.top().names.add(name, start, r.in, true); clash {
 			if bytes.Equal(other, name) {
@@ -211,11 +215,11 @@ func index(names []string, name []byte) int {
 	return -1
 }
 
-// foldsToOne reports whether name equals one of names under Unicode case
-// folding, as a case-insensitive reader would match it.
+// foldsToOne reports whether name equals one of names in another ASCII
+// case, as a case-insensitive reader would match it (name is ASCII).
 func foldsToOne(names []string, name []byte) bool {
 	for _, n := range names {
-		if bytes.EqualFold([]byte(n), name) {
+		if equalFold([]byte(n), name) {
 			return true
 		}
 	}

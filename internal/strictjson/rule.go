@@ -5,7 +5,6 @@ import (
 	"hash/maphash"
 	"strconv"
 	"sync"
-	"unicode"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -13,8 +12,9 @@ import (
 // walker checks a JSON text against the rule while its scanner reads it,
 // following the Go type the text decodes into. In every object it refuses
 // a name given twice; in each object decoded into a struct it also refuses
-// two names that differ only in case, a name that names a field in another
-// case and, in a closed object, a name of no field; and, once it has read
+// a name that is not ASCII, two names that differ only in (ASCII) case, a
+// name that names a field in another case and, in a closed object, a name
+// of no field; and, once it has read
 // the whole text, the first value of a JSON kind its Go type cannot take,
 // or a number out of its range.
 // The objects and arrays open are the scanner's stack, not the call stack.
@@ -179,6 +179,9 @@ func (w *walker) member(f *level, name []byte, off int) (*node, error) {
 		return &MemberError{Offset: int64(off), Path: w.path(w.depth() - 1),
 			Name: string(name), Other: other, Known: known, problem: p}
 	}
+	if s != nil && !isASCII(name) {
+		return nil, fail(notASCII, "", nil)
+	}
 	if other, clash := f.names.add(name, off, w.in, s != nil); clash {
 		if bytes.Equal(other, name) {
 			return nil, fail(twice, string(other), nil)
@@ -242,9 +245,10 @@ func (n *node) inRange(raw []byte) error {
 }
 
 // nameSet holds the member names of one object read so far and finds the
-// earlier name that a new one repeats: exactly, or, when folding, under
-// Unicode case folding (as bytes.EqualFold compares, "ſtatus" to "status"
-// and the Kelvin sign to "k"). One set holds names of one mode.
+// earlier name that a new one repeats: exactly, or, when folding, in
+// another ASCII case (equalFold; a folding set only ever holds ASCII
+// names, the others being refused before they reach it). One set holds
+// names of one mode.
 //
 // The first linearNames names are copied and compared one by one, which
 // allocates nothing once the set has been used. Past them, an index maps
@@ -292,7 +296,7 @@ func (s *nameSet) at(i int) []byte {
 func (s *nameSet) add(name []byte, off int, input []byte, fold bool) (other []byte, clash bool) {
 	same := bytes.Equal
 	if fold {
-		same = bytes.EqualFold
+		same = equalFold
 	}
 	if s.n < linearNames {
 		for i := range s.n {
@@ -336,34 +340,51 @@ func (s *nameSet) hash(name []byte, fold bool) uint64 {
 	return maphash.Bytes(seed, s.scratch)
 }
 
-// appendFolded appends name folded so that two names fold alike exactly
-// when bytes.EqualFold holds: each rune becomes the smallest of its case
-// folding orbit. It is encoding/json's own folding, by which it matches a
-// member to a field.
-func appendFolded(out, name []byte) []byte {
-	for i := 0; i < len(name); {
-		if c := name[i]; c < utf8.RuneSelf {
-			if 'a' <= c && c <= 'z' {
-				c -= 'a' - 'A'
-			}
-			out = append(out, c)
-			i++
-			continue
+// The names the clients and the structs read are ASCII, so the rule folds
+// ASCII letters only, with one function everywhere (appendFolded, and
+// equalFold built on it): a name with any other byte is refused where
+// names are matched to known ones (isASCII), since readers disagree on
+// its case: Go's strings.ToUpper and JavaScript's toUpperCase take "ı" for
+// "I", Unicode simple folding (bytes.EqualFold, encoding/json) does not,
+// and full folding (Python's casefold) takes "ß" for "ss".
+
+// isASCII reports whether name has only ASCII bytes.
+func isASCII(name []byte) bool {
+	for _, c := range name {
+		if c >= utf8.RuneSelf {
+			return false
 		}
-		r, n := utf8.DecodeRune(name[i:])
-		out = utf8.AppendRune(out, foldRune(r))
-		i += n
+	}
+	return true
+}
+
+// foldByte returns c upper-cased if it is an ASCII letter, else c.
+func foldByte(c byte) byte {
+	if 'a' <= c && c <= 'z' {
+		c -= 'a' - 'A'
+	}
+	return c
+}
+
+// appendFolded appends name with its ASCII letters upper-cased: two
+// names fold alike exactly when equalFold holds.
+func appendFolded(out, name []byte) []byte {
+	for _, c := range name {
+		out = append(out, foldByte(c))
 	}
 	return out
 }
 
-// foldRune returns the smallest rune of r's case folding orbit.
-func foldRune(r rune) rune {
-	for {
-		r2 := unicode.SimpleFold(r)
-		if r2 <= r {
-			return r2
-		}
-		r = r2
+// equalFold reports whether a and b are equal with their ASCII letters
+// upper-cased (appendFolded's folding).
+func equalFold(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
 	}
+	for i := range a {
+		if foldByte(a[i]) != foldByte(b[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -169,8 +169,9 @@ func TestValueKind(t *testing.T) {
 // encoding/json finds it valid, it is UTF-8 and no escape in it is a lone
 // surrogate (encoding/json reads those as U+FFFD; json v2 and the scanner
 // refuse them); what it takes, encoding/json reads as Unmarshal does, and
-// Reader.Value returns the value whole. integration/strictjson fuzzes it
-// against json v2 as well. Run it longer than its seeds with:
+// Reader.Value returns the value whole. The fuzzers of
+// integration/interop/strictjson_test.go compare it with json v2 as well.
+// Run it longer than its seeds with:
 //
 //	go test -run '^$' -fuzz '^FuzzScanner$' -fuzztime 10m ./internal/strictjson
 func FuzzScanner(f *testing.F) {

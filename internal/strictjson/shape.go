@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -49,13 +50,9 @@ type shape struct {
 	closed bool              // takes no other member (Closed)
 }
 
-// field is one field of a struct: the node of its value, and how deep in
-// embedded structs it is (the shallowest of one name wins, as in
-// encoding/json).
+// field is one field of a struct: the node of its value.
 type field struct {
-	node   *node
-	depth  int
-	tagged bool
+	node *node
 }
 
 // Closed is implemented by a struct type whose JSON object takes only its
@@ -123,7 +120,7 @@ func (b *builder) node(t reflect.Type) *node {
 		n.want, n.shape = '{', &shape{fields: map[string]field{}, folded: map[string]string{},
 			closed: reflect.PointerTo(t).Implements(closedType)}
 		b.built[t] = n // a type that holds itself
-		b.addFields(n.shape, t, 0)
+		b.addFields(n.shape, t)
 	case reflect.Map:
 		n.want = '{'
 		b.built[t] = n
@@ -154,44 +151,116 @@ func (b *builder) node(t reflect.Type) *node {
 	return n
 }
 
-// addFields adds the fields of struct type t, depth embeddings down, to s,
-// with those of embedded structs, as encoding/json names them: by the
-// json tag's name if it is valid, else by the Go name. Where two fields
-// take one name the shallowest counts, then a tagged one.
-func (b *builder) addFields(s *shape, t reflect.Type, depth int) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
+// addFields adds the fields of struct type t to s, with those of embedded
+// structs, as encoding/json's typeFields finds them: by the json tag's name
+// if it is valid, else by the Go name, level by level through embedded
+// structs, entering each struct type once (a struct that embeds itself, or
+// two that embed each other, are read as encoding/json reads them, not
+// followed forever). Where fields take one name the shallowest counts,
+// then the one tagged one (dominantField): a name that two fields of one
+// depth take with no tag between them deciding is no field at all, as
+// encoding/json drops it, so a Closed object refuses it.
+func (b *builder) addFields(s *shape, t reflect.Type) {
+	type found struct {
+		name   string
+		index  []int // the path of field indexes from t, for field order
+		depth  int
+		tagged bool
+		typ    reflect.Type
+	}
+	type embedded struct {
+		typ   reflect.Type
+		index []int
+	}
+	var (
+		all       []found
+		current   []embedded
+		next      = []embedded{{typ: t}}
+		count     map[reflect.Type]int
+		nextCount = map[reflect.Type]int{t: 1}
+		visited   = map[reflect.Type]bool{} // struct types entered at an earlier level, or this one
+	)
+	for depth := 0; len(next) > 0; depth++ {
+		current, next = next, nil
+		count, nextCount = nextCount, map[reflect.Type]int{}
+		for _, e := range current {
+			if visited[e.typ] {
+				continue
+			}
+			visited[e.typ] = true
+			for i := range e.typ.NumField() {
+				f := e.typ.Field(i)
+				if f.Anonymous {
+					ft := f.Type
+					if ft.Kind() == reflect.Pointer {
+						ft = ft.Elem()
+					}
+					if !f.IsExported() && ft.Kind() != reflect.Struct {
+						continue
+					}
+				} else if !f.IsExported() {
+					continue
+				}
+				tag := f.Tag.Get("json")
+				if tag == "-" {
+					continue
+				}
+				name, _, _ := strings.Cut(tag, ",")
+				if !validTag(name) {
+					name = ""
+				}
+				index := append(append([]int(nil), e.index...), i)
+				ft := f.Type
+				if ft.Name() == "" && ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if name == "" && f.Anonymous && ft.Kind() == reflect.Struct {
+					nextCount[ft]++
+					if nextCount[ft] == 1 {
+						next = append(next, embedded{typ: ft, index: index})
+					}
+					continue
+				}
+				tagged := name != ""
+				if !tagged {
+					name = f.Name
+				}
+				fd := found{name: name, index: index, depth: depth, tagged: tagged, typ: f.Type}
+				all = append(all, fd)
+				if count[e.typ] > 1 {
+					all = append(all, fd) // one struct embedded twice at one level: its fields are ambiguous
+				}
+			}
 		}
-		name, _, _ := strings.Cut(tag, ",")
-		if !validTag(name) {
-			name = ""
-		}
-		ft := f.Type
-		for ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
+	}
+	// dominantField: per name, the shallowest fields, a tagged one first.
+	best := map[string]int{} // name → index in all of its dominant field
+	ambiguous := map[string]bool{}
+	for i, f := range all {
+		j, seen := best[f.name]
 		switch {
-		case f.Anonymous && name == "" && ft.Kind() == reflect.Struct:
-			b.addFields(s, ft, depth+1)
-			continue
-		case !f.IsExported():
-			continue
+		case !seen:
+			best[f.name] = i
+		case f.depth < all[j].depth:
+			best[f.name], ambiguous[f.name] = i, false
+		case f.depth > all[j].depth:
+		case f.tagged && !all[j].tagged:
+			best[f.name], ambiguous[f.name] = i, false
+		case f.tagged == all[j].tagged:
+			ambiguous[f.name] = true
 		}
-		tagged := name != ""
-		if !tagged {
-			name = f.Name
+	}
+	var keep []found
+	for name, i := range best {
+		if !ambiguous[name] {
+			keep = append(keep, all[i])
 		}
-		old, dup := s.fields[name]
-		if !dup {
-			s.names = append(s.names, name)
-			s.folded[string(appendFolded(nil, []byte(name)))] = name
-		}
-		if !dup || depth < old.depth || depth == old.depth && tagged && !old.tagged {
-			s.fields[name] = field{node: b.node(f.Type), depth: depth, tagged: tagged}
-		}
+	}
+	slices.SortFunc(keep, func(a, b found) int { return slices.Compare(a.index, b.index) })
+	for _, f := range keep {
+		s.names = append(s.names, f.name)
+		s.folded[string(appendFolded(nil, []byte(f.name)))] = f.name
+		s.fields[f.name] = field{node: b.node(f.typ)}
 	}
 }
 

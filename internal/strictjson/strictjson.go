@@ -6,14 +6,20 @@
 //
 //   - a member given twice in any object, at any depth, is refused (JSON
 //     parsers disagree on which one counts);
-//   - in an object read as a Go struct (or through Reader.Object), two
-//     members whose names differ only in case, under Unicode case folding
-//     ("status" and "Status", "ſtatus", "K" with the Kelvin sign), are
-//     refused, and so is a member that names a field only in another case
-//     (a case-insensitive reader such as encoding/json would read it as
-//     the field, a case-sensitive one would not);
+//   - in an object read as a Go struct (or through Reader.Object), a member
+//     whose name is not ASCII is refused (ErrNonASCIIMember): readers
+//     disagree on the case of other characters (Unicode simple folding
+//     takes "ſtatus" and "K" with the Kelvin sign for "status" and "k",
+//     Go's strings.ToUpper and JavaScript's toUpperCase take "ı" for "I",
+//     Python's casefold "ß" for "ss"), and every name the clients and
+//     structs read is ASCII; two members whose names differ only in ASCII
+//     case ("status" and "Status") are refused, and so is a member that
+//     names a field only in another case (a case-insensitive reader such
+//     as encoding/json would read it as the field, a case-sensitive one
+//     would not);
 //   - in an object read as a map, names are data: "Region" and "region"
-//     are two keys;
+//     are two keys, and "région" is a key; so are the names inside a value
+//     no field takes or that is kept raw (json.RawMessage, an interface);
 //   - invalid UTF-8, malformed JSON, nesting deeper than 10,000 and
 //     anything after the value are refused.
 //
