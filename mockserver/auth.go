@@ -230,7 +230,7 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Clai
 	}
 	// Checked after the cache as well as after a signature check: a
 	// verification remembered before a revocation does not outlive it.
-	if s.auth.revoked.revoked(realm, c.ID) {
+	if s.auth.revoked.revoked(realm, c.ID, c.Expiry.Time()) {
 		return nil, nil, nil, errRevoked
 	}
 	if ok {

@@ -21,8 +21,23 @@ import (
 // forgetting it changes no answer, however far the clock has jumped (a
 // process frozen for an hour finds the tokens it holds expired, and
 // refused for that).
+//
+// That holds only while the clock never steps back: after a step back (NTP
+// correcting a clock that ran ahead) a forgotten token's exp can be in the
+// future again. So each realm keeps a watermark, as the DPoP replay cache
+// does (dpop/replay.go): the latest exp of the entries it forgot. A token
+// expiring no later than that is refused as revoked, whatever the clock
+// says: a revocation, once recorded, refuses its token until it is expired
+// by every clock reading since. A reading wrong ahead, corrected, costs the
+// realm's fresh tokens only while they expire no later than the revoked
+// ones that reading forgot (fresh tokens of the same lifetime as those it
+// revoked before the wrong reading expire later, and pass at once), not
+// the whole time the clock was wrong; latching the latest reading instead
+// would refuse every token for that long. Token expiry itself stays judged
+// by the current reading, as nbf is.
 type revokedTokens struct {
 	total  atomic.Int64 // entries in every realm: 0 lets a check skip the rest
+	forgot atomic.Bool  // some realm forgot an entry: its watermark must be read
 	realms *perRealm[*realmRevocations]
 }
 
@@ -31,6 +46,9 @@ type realmRevocations struct {
 	mu    sync.RWMutex         // written by revoke, read by every token check
 	byJTI map[string]time.Time // jti -> exp
 	order expiries             // the same entries, soonest exp first
+	// forgot is the latest exp of an entry forgotten as expired (zero:
+	// none): every token expiring no later is refused.
+	forgot time.Time
 }
 
 func newRevokedTokens() *revokedTokens {
@@ -52,6 +70,10 @@ func (v *revokedTokens) revoke(realm, jti string, exp, now time.Time) {
 		e := heap.Pop(&rr.order).(expiry)
 		delete(rr.byJTI, e.jti)
 		v.total.Add(-1)
+		if e.exp.After(rr.forgot) {
+			rr.forgot = e.exp
+		}
+		v.forgot.Store(true)
 	}
 	if _, ok := rr.byJTI[jti]; ok || !now.Before(exp) {
 		return
@@ -61,10 +83,12 @@ func (v *revokedTokens) revoke(realm, jti string, exp, now time.Time) {
 	v.total.Add(1)
 }
 
-// revoked reports whether the token of realm with jti was revoked. While
-// no token is, it costs one atomic load.
-func (v *revokedTokens) revoked(realm, jti string) bool {
-	if v.total.Load() == 0 {
+// revoked reports whether the token of realm with jti, valid until exp,
+// was revoked, or may have been: it expires no later than a revoked token
+// the realm forgot (the clock may have stepped back since). While no token
+// is revoked and none was forgotten, it costs two atomic loads.
+func (v *revokedTokens) revoked(realm, jti string, exp time.Time) bool {
+	if v.total.Load() == 0 && !v.forgot.Load() {
 		return false
 	}
 	rr, ok := v.realms.lookup(realm)
@@ -74,7 +98,7 @@ func (v *revokedTokens) revoked(realm, jti string) bool {
 	rr.mu.RLock()
 	defer rr.mu.RUnlock()
 	_, ok = rr.byJTI[jti]
-	return ok
+	return ok || !rr.forgot.IsZero() && !exp.After(rr.forgot)
 }
 
 // forget drops a realm's revocations (its tenant was decommissioned: all

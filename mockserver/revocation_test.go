@@ -83,3 +83,35 @@ func TestRevocationsLastUntilExpiry(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	}
 }
+
+// TestRevokedTokenStaysRefusedWhenTheClockStepsBack: a revocation is
+// forgotten once its token has expired by the server's clock; when that
+// clock then steps back (NTP correcting a clock that ran ahead) and the
+// token's exp is in the future again, the token is still refused (the
+// realm's watermark of forgotten revocations, revocation.go), while a
+// token issued after the step authenticates. (Reproduction from attack
+// a-json4.)
+func TestRevokedTokenStaysRefusedWhenTheClockStepsBack(t *testing.T) {
+	h := newAuthHarness(t)
+	tok := h.token(t, "acme", "alice", TokenLifetime(time.Minute))
+	require.Equal(t, http.StatusOK, h.revoke(t, url.Values{"client_id": {"admin-cli"}, "token": {tok}}))
+	resp, _ := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "revoked")
+
+	// The clock runs 61 s ahead; another revocation in the realm forgets
+	// the first, whose token has expired.
+	h.now.Add(int64(61 * time.Second))
+	other := h.token(t, "acme", "alice", TokenLifetime(time.Hour))
+	require.Equal(t, http.StatusOK, h.revoke(t, url.Values{"client_id": {"admin-cli"}, "token": {other}}))
+
+	// The clock is corrected back by 31 s: by it, tok's exp is 30 s away
+	// again; tok is still refused.
+	h.now.Add(-int64(31 * time.Second))
+	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a revoked token authenticates after the clock stepped back")
+	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+other)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the other revoked token too")
+	live := h.token(t, "acme", "alice", TokenLifetime(time.Hour))
+	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+live)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "a live token still authenticates after the step back")
+}

@@ -123,7 +123,7 @@ func (u *webUI) parse(value, realm string, now time.Time) (*uiSession, bool) {
 		return nil, false
 	}
 	ss := &uiSession{realm: realm, userID: string(ub), id: parts[3], expires: time.Unix(exp, 0), cookie: value}
-	if !now.Before(ss.expires) || u.loggedOut.revoked(realm, ss.id) {
+	if !now.Before(ss.expires) || u.loggedOut.revoked(realm, ss.id, ss.expires) {
 		return nil, false
 	}
 	return ss, true

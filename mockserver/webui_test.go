@@ -373,6 +373,35 @@ func TestWebUILogoutRefusesTheSession(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, p.status)
 }
 
+// TestWebUILoggedOutSessionStaysRefusedWhenTheClockStepsBack: a logout is
+// forgotten once its session has expired by the server's clock; when that
+// clock then steps back, a copy of the cookie still does not sign in (the
+// logouts share the revoked tokens' watermark, revocation.go).
+func TestWebUILoggedOutSessionStaysRefusedWhenTheClockStepsBack(t *testing.T) {
+	t.Parallel()
+	u := newUIServer(t)
+	base, _ := url.Parse(u.url + "/ui/realms/acme/home")
+	logout := func(c *http.Client) string {
+		stolen := c.Jar.Cookies(base)[0].Value
+		csrf := u.csrf(c, "/ui/realms/acme/home")
+		require.Equal(t, http.StatusSeeOther, u.do(c, http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}).status)
+		return stolen
+	}
+	stolen := logout(u.admin())
+
+	// The clock runs past the session's expiry; another logout forgets
+	// the first. Then the clock is corrected back by two minutes.
+	u.advance(sessionLifetime + time.Minute)
+	logout(u.admin())
+	u.advance(-2 * time.Minute)
+
+	thief := u.browser()
+	thief.Jar.SetCookies(base, []*http.Cookie{{Name: sessionCookie, Value: stolen, Path: "/ui/realms/acme"}})
+	p := u.do(thief, http.MethodGet, "/ui/realms/acme/home", nil)
+	require.Equal(t, http.StatusSeeOther, p.status, "a logged-out session signs in again after the clock stepped back")
+	require.Equal(t, "/ui/realms/acme/login", p.header.Get("Location"))
+}
+
 // TestWebUIFormsNeedTheSessionsCSRFToken: a POST of a signed-in browser
 // without the session's CSRF token, or from another origin, is refused
 // with 403 and changes nothing: the session still works.

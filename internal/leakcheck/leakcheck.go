@@ -20,6 +20,7 @@ package leakcheck
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -80,20 +81,49 @@ func verifyNone(t testing.TB, wait time.Duration, ignore []Snapshot) {
 	}
 }
 
+// Option changes what VerifyTestMain checks.
+type Option struct {
+	ignore *Snapshot
+}
+
+// IgnoreCurrent makes VerifyTestMain ignore the goroutines running when
+// the option is made: for a TestMain that starts goroutines the package's
+// tests share on purpose (a server for all of them) and that outlive
+// m.Run. Say why next to it.
+func IgnoreCurrent() Option {
+	s := Current()
+	return Option{ignore: &s}
+}
+
 // VerifyTestMain runs the tests (m.Run) and exits with their code; when
-// they passed, it exits with 1 instead if a goroutine started by them is
-// left (Find, ignoring the goroutines running before m.Run), after printing
-// the goroutines to stderr. Call it from TestMain.
-func VerifyTestMain(m *testing.M) {
-	before := Current()
-	code := m.Run()
+// they passed, it exits with 1 instead if any goroutine is left (Find),
+// after printing the goroutines to stderr. By default every goroutine
+// counts, those running before m.Run too (started by an init function, a
+// package variable's initializer or TestMain itself), as
+// go.uber.org/goleak's VerifyTestMain checked them; IgnoreCurrent, given
+// by a TestMain that starts shared goroutines on purpose, leaves those
+// out. Call it from TestMain.
+func VerifyTestMain(m *testing.M, opts ...Option) {
+	os.Exit(verifyTestMain(m.Run, Wait, os.Stderr, opts))
+}
+
+// verifyTestMain is VerifyTestMain running run, waiting at most wait for
+// goroutines to end, writing a failure to w, and returning the exit code.
+func verifyTestMain(run func() int, wait time.Duration, w io.Writer, opts []Option) int {
+	var ignore []Snapshot
+	for _, o := range opts {
+		if o.ignore != nil {
+			ignore = append(ignore, *o.ignore)
+		}
+	}
+	code := run()
 	if code == 0 {
-		if err := Find(before); err != nil {
-			fmt.Fprintln(os.Stderr, err)
+		if err := find(wait, ignore); err != nil {
+			fmt.Fprintln(w, err)
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // find is Find waiting at most wait.
@@ -132,7 +162,7 @@ func ignored(id uint64, ignore []Snapshot) bool {
 // leaked is the error that lists the goroutines left.
 func leaked(left []goroutine) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "leakcheck: %d goroutine(s) still running that the tests started:", len(left))
+	fmt.Fprintf(&b, "leakcheck: %d goroutine(s) still running:", len(left))
 	for _, g := range left {
 		b.WriteString("\n\n")
 		b.WriteString(g.stack)

@@ -138,3 +138,49 @@ func TestCurrentHoldsTheCaller(t *testing.T) {
 	require.True(t, Current().has(currentID()))
 	require.NoError(t, Find())
 }
+
+// TestVerifyTestMainReportsGoroutinesStartedBeforeRun: VerifyTestMain
+// checks every goroutine, as goleak.VerifyTestMain did: one started before
+// m.Run (by an init function, a package variable or TestMain itself) and
+// still running when the tests pass fails the binary, with its stack.
+// IgnoreCurrent, made after it started, leaves it out; a goroutine the
+// tests start is reported all the same; failed tests keep their exit code.
+// Not parallel: a check looks at every goroutine.
+func TestVerifyTestMainReportsGoroutinesStartedBeforeRun(t *testing.T) {
+	release := startBlocked(t) // "before m.Run"
+	defer release()
+	passed := func() int { return 0 }
+	tests := []struct {
+		name     string
+		run      func() int
+		opts     func() []Option
+		wantCode int
+		wantOut  bool // the goroutine's stack is printed
+	}{
+		{"started before m.Run, left running", passed, func() []Option { return nil }, 1, true},
+		{"started before m.Run, ignored on purpose", passed, func() []Option { return []Option{IgnoreCurrent()} }, 0, false},
+		{"failed tests keep their code", func() int { return 3 }, func() []Option { return nil }, 3, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			code := verifyTestMain(tt.run, 0, &out, tt.opts())
+			require.Equal(t, tt.wantCode, code)
+			if tt.wantOut {
+				require.Contains(t, out.String(), "leakcheck.blockedInLeakcheckTest")
+			} else {
+				require.Empty(t, out.String())
+			}
+		})
+	}
+
+	t.Run("started by the tests, with IgnoreCurrent", func(t *testing.T) {
+		opts := []Option{IgnoreCurrent()}
+		var stop func()
+		var out strings.Builder
+		code := verifyTestMain(func() int { stop = startBlocked(t); return 0 }, 0, &out, opts)
+		stop()
+		require.Equal(t, 1, code)
+		require.Contains(t, out.String(), "leakcheck.blockedInLeakcheckTest")
+	})
+}

@@ -48,6 +48,15 @@ func TestCheckerCatchesDrift(t *testing.T) {
 		{"extra member in the answer", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1","other":2}`, true},
 		{"wrong type in the answer", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":1}`, true},
 		{"two JSON values in the answer", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1"} {"id":"2"}`, true},
+		// Answers every client of the module (internal/strictjson) refuses:
+		// the checker reads with the same rule, or a server bug emitting them
+		// would pass the document check and break every client.
+		{"member given twice in the answer, the first of the wrong type", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":2,"id":"1"}`, true},
+		{"member given twice in the answer, both strings", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1","id":"2"}`, true},
+		{"invalid UTF-8 in the answer", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, "{\"id\":\"1\xff\"}", true},
+		{"lone surrogate in the answer", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"\ud800"}`, true},
+		{"member given twice in the error body", "GET", "/nowhere", "", "", 404, nil, `{"error":"Not Found","message":"a","message":"b"}`, true},
+		{"request with a member given twice accepted", "POST", "/things", "application/json", `{"name":"a","name":"b"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1"}`, true},
 		{"const broken", "POST", "/things", "application/json", `{"name":"a"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1","kind":"other"}`, true},
 		{"required header missing", "POST", "/things", "application/json", `{"name":"a"}`, 201, nil, `{"id":"1"}`, true},
 		{"refused request accepted", "POST", "/things", "application/json", `{"note":"no name"}`, 201, http.Header{"Location": {"/x"}}, `{"id":"1"}`, true},

@@ -252,7 +252,10 @@ func (c *compiler) keyword(kw string, obj map[string]any, ptr string) (check, er
 		}
 		return on(func(list []any, at string, errs *[]error) { failLength(len(list), at, errs) }), nil
 	case "pattern":
-		src, _ := val.(string)
+		src, ok := val.(string)
+		if !ok {
+			return nil, fmt.Errorf("not a string: %s", show(val))
+		}
 		re, err := regexp.Compile(src)
 		return on(func(s string, at string, errs *[]error) {
 			if !re.MatchString(s) {

@@ -142,6 +142,17 @@ func TestNewRefusesUncheckedKeywords(t *testing.T) {
 		{"a bound that is not a number", `"minimum": 1,`, `"minimum": "1",`, `keyword "minimum"`},
 		{"a pattern that does not compile", `"pattern": "^[a-z]+$"`, `"pattern": "("`, `keyword "pattern"`},
 		{"required not a list", `"required": ["id"]`, `"required": "id"`, `schema /components/schemas/Subject: keyword "required"`},
+		{"a pattern that is not a string", `"pattern": "^[a-z]+$"`, `"pattern": 5`, `keyword "pattern": not a string`},
+		{"a pattern that is null", `"pattern": "^[a-z]+$"`, `"pattern": null`, `keyword "pattern": not a string`},
+		{"a $ref that is not a string", `{"$ref": "#/components/schemas/Subject"}`, `{"$ref": 5}`, `keyword "$ref"`},
+		{"properties not an object", `"properties": {"id": {"type": "string"}}`, `"properties": ["id"]`, `schema /components/schemas/Subject: keyword "properties"`},
+		{"items not a schema", `"items": {"type": "string"}, "minItems"`, `"items": "string", "minItems"`, `keyword "items"`},
+		{"additionalProperties not a schema", `"additionalProperties": {"type": "string"}`, `"additionalProperties": "string"`, `keyword "additionalProperties"`},
+		{"a length that is not a number", `"minLength": 2`, `"minLength": "2"`, `keyword "minLength"`},
+		{"enum not a list", `"enum": ["ALLOW", "DENY"]`, `"enum": "ALLOW"`, `keyword "enum"`},
+		{"anyOf empty", `"anyOf": [{"$ref": "#/components/schemas/Subject"}, {"type": "null"}]`, `"anyOf": []`, `keyword "anyOf"`},
+		{"format not a string", `"format": "date-time"`, `"format": 5`, `keyword "format"`},
+		{"if not a schema", `"if": {"properties": {"grants": {"maxItems": 0}}},`, `"if": 5,`, `keyword "if"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
