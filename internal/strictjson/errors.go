@@ -15,7 +15,7 @@ import (
 var (
 	ErrDuplicateMember = errors.New("a member is named twice in one object")
 	ErrAmbiguousMember = errors.New("a member's name differs from another's or a field's only in case")
-	ErrNonASCIIMember  = errors.New("a member's name is not ASCII where members are matched to known names")
+	ErrNonASCIIMember  = errors.New("a member's name has a letter that readers take for ASCII letters in different ways, where members are matched to known names")
 	ErrUnknownMember   = errors.New("an object names a member it does not take")
 	ErrMissingMember   = errors.New("an object lacks a member the client needs")
 	ErrWrongType       = errors.New("a value has the wrong type")
@@ -30,13 +30,13 @@ const (
 	folded                        // differs only in case from an earlier member
 	variant                       // names a field in another case
 	unknown                       // names no field of a closed object
-	notASCII                      // has a byte that is not ASCII, in an object read as a struct
+	notASCII                      // has a letter some reader takes for ASCII (caseConfusable), in an object read as a struct
 )
 
 // MemberError reports a member the rule refuses: given twice, differing
 // only in case from an earlier member of its object, naming a field in
-// another case, named with a byte that is not ASCII in an object read as a
-// struct, or naming no field of a closed object. Its text names the
+// another case, named with a letter some reader takes for ASCII letters
+// (ı, ſ, ß, ...) in an object read as a struct, or naming no field of a closed object. Its text names the
 // member, so a client must show Problem's instead.
 type MemberError struct {
 	Offset  int64    // where the member's name starts in the input
@@ -65,7 +65,7 @@ func (e *MemberError) Problem() string {
 	case variant:
 		return fmt.Sprintf("member names are case-sensitive: the field is %q", e.Other)
 	case notASCII:
-		return "member name is not ASCII: readers disagree on the case of other characters, so only ASCII names are taken"
+		return "member name has a letter that readers take for ASCII letters in different ways (such as ı, ſ or ß), so it could name a known member"
 	}
 	where := e.Path
 	if where == "" {

@@ -56,8 +56,8 @@ func (r *Reader) Object() error {
 // next. Other members are skipped, checked. After the last member it reads
 // the closing brace and returns false. It returns false at once when *err
 // is set, and sets *err and returns false when the object is not valid: a
-// member named twice, a member whose name is not ASCII
-// (ErrNonASCIIMember), two members whose names differ only in case and a
+// member named twice, a member whose name holds a letter some reader takes
+// for ASCII letters (ErrNonASCIIMember: ı, ſ, ß, ...), two members whose names differ only in case and a
 // member that names one of names in another case are errors.
 func (r *Reader) Next(names []string, err *error) (int, bool) {
 	if *err != nil {
@@ -93,7 +93,7 @@ func (r *Reader) member(names []string) (int, error) {
 			r.nameBuf = appendUnescaped(r.nameBuf[:0], name)
 			name = r.nameBuf
 		}
-		if !isASCII(name) {
+		if foldsToASCII(name) {
 			return -1, ErrNonASCIIMember
 		}
 		if other, clash := r.top().names.add(name, start, r.in, true); clash {

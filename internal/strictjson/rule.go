@@ -12,7 +12,8 @@ import (
 // walker checks a JSON text against the rule while its scanner reads it,
 // following the Go type the text decodes into. In every object it refuses
 // a name given twice; in each object decoded into a struct it also refuses
-// a name that is not ASCII, two names that differ only in (ASCII) case, a
+// a name holding a letter some reader takes for ASCII letters (ı, ſ, ß),
+// two names that differ only in (ASCII) case, a
 // name that names a field in another case and, in a closed object, a name
 // of no field; and, once it has read
 // the whole text, the first value of a JSON kind its Go type cannot take,
@@ -179,7 +180,7 @@ func (w *walker) member(f *level, name []byte, off int) (*node, error) {
 		return &MemberError{Offset: int64(off), Path: w.path(w.depth() - 1),
 			Name: string(name), Other: other, Known: known, problem: p}
 	}
-	if s != nil && !isASCII(name) {
+	if s != nil && foldsToASCII(name) {
 		return nil, fail(notASCII, "", nil)
 	}
 	if other, clash := f.names.add(name, off, w.in, s != nil); clash {
@@ -342,20 +343,49 @@ func (s *nameSet) hash(name []byte, fold bool) uint64 {
 
 // The names the clients and the structs read are ASCII, so the rule folds
 // ASCII letters only, with one function everywhere (appendFolded, and
-// equalFold built on it): a name with any other byte is refused where
-// names are matched to known ones (isASCII), since readers disagree on
-// its case: Go's strings.ToUpper and JavaScript's toUpperCase take "ı" for
-// "I", Unicode simple folding (bytes.EqualFold, encoding/json) does not,
-// and full folding (Python's casefold) takes "ß" for "ss".
+// equalFold built on it). Readers disagree on the case of a few other
+// letters: Go's strings.ToUpper and JavaScript's toUpperCase take "ı" for
+// "I", Unicode simple folding (bytes.EqualFold, encoding/json) takes "ſ"
+// for "s" and the Kelvin sign for "k", and full folding (Python's
+// casefold) takes "ß" for "ss" and "ﬆ" for "st". A name holding one of
+// those letters may be a known name to some reader, so where names are
+// matched to known ones it is refused (foldsToASCII). Any other name that
+// is not ASCII is a name no reader can take for a known one: an unknown
+// member, which the rules for unknown members govern (RFC 7515 and 7519
+// have a DPoP proof's unknown header parameters and claims ignored).
 
-// isASCII reports whether name has only ASCII bytes.
-func isASCII(name []byte) bool {
-	for _, c := range name {
-		if c >= utf8.RuneSelf {
-			return false
+// foldsToASCII reports whether name holds a letter that is not ASCII but
+// which some reader's case mapping takes to ASCII letters (caseConfusable).
+func foldsToASCII(name []byte) bool {
+	for i := 0; i < len(name); {
+		c := name[i]
+		if c < utf8.RuneSelf {
+			i++
+			continue
 		}
+		r, n := utf8.DecodeRune(name[i:])
+		if caseConfusable(r) {
+			return true
+		}
+		i += n
 	}
-	return true
+	return false
+}
+
+// caseConfusable reports whether a reader could take r, which is not
+// ASCII, for ASCII letters: under Unicode's simple upper, lower or title
+// case or its simple folding (ı U+0131, İ U+0130, ſ U+017F, the Kelvin
+// sign U+212A; TestCaseConfusableIsComplete checks every rune), under full
+// case folding (ß U+00DF, ẞ U+1E9E, the ligatures ﬀ to ﬆ U+FB00-FB06), or
+// under compatibility normalization of the fullwidth forms (U+FF01-FF5E).
+func caseConfusable(r rune) bool {
+	switch {
+	case r == 0x130, r == 0x131, r == 0x17F, r == 0x212A, r == 0xDF, r == 0x1E9E:
+		return true
+	case 0xFB00 <= r && r <= 0xFB06, 0xFF01 <= r && r <= 0xFF5E:
+		return true
+	}
+	return false
 }
 
 // foldByte returns c upper-cased if it is an ASCII letter, else c.

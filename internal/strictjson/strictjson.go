@@ -7,12 +7,14 @@
 //   - a member given twice in any object, at any depth, is refused (JSON
 //     parsers disagree on which one counts);
 //   - in an object read as a Go struct (or through Reader.Object), a member
-//     whose name is not ASCII is refused (ErrNonASCIIMember): readers
-//     disagree on the case of other characters (Unicode simple folding
+//     whose name holds a letter some reader takes for ASCII letters is
+//     refused (ErrNonASCIIMember; caseConfusable lists them): readers
+//     disagree on the case of those letters (Unicode simple folding
 //     takes "ſtatus" and "K" with the Kelvin sign for "status" and "k",
 //     Go's strings.ToUpper and JavaScript's toUpperCase take "ı" for "I",
 //     Python's casefold "ß" for "ss"), and every name the clients and
-//     structs read is ASCII; two members whose names differ only in ASCII
+//     structs read is ASCII, so any other name that is not ASCII is an
+//     unknown member; two members whose names differ only in ASCII
 //     case ("status" and "Status") are refused, and so is a member that
 //     names a field only in another case (a case-insensitive reader such
 //     as encoding/json would read it as the field, a case-sensitive one
