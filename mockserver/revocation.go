@@ -24,36 +24,45 @@ import (
 //
 // That holds only while the clock never steps back: after a step back (NTP
 // correcting a clock that ran ahead) a forgotten token's exp can be in the
-// future again. So each realm keeps a watermark, as the DPoP replay cache
-// does (dpop/replay.go): the latest exp of the entries it forgot. A token
-// expiring no later than that is refused as revoked, whatever the clock
-// says: a revocation, once recorded, refuses its token until it is expired
-// by every clock reading since. A reading wrong ahead, corrected, costs the
-// realm's fresh tokens only while they expire no later than the revoked
-// ones that reading forgot (fresh tokens of the same lifetime as those it
-// revoked before the wrong reading expire later, and pass at once), not
-// the whole time the clock was wrong; latching the latest reading instead
-// would refuse every token for that long. Token expiry itself stays judged
-// by the current reading, as nbf is.
+// future again. So a realm keeps remembering what it forgot: the last
+// recall forgotten revocations by jti, refused exactly, whatever the
+// clock says; and, past those, a watermark, as the DPoP replay cache does
+// (dpop/replay.go): the latest exp of a revocation pushed out of the
+// recall. A token expiring no later than the watermark is refused as
+// revoked. Exact recall first keeps a wrong reading from costing other
+// tokens: a token issued and revoked while the clock ran a day ahead
+// carries that day in its exp, and were it the watermark at once, the
+// correction would refuse every token of the realm expiring within the
+// day. Only a realm that forgets more than recall revocations after such
+// a reading pays that, for the tokens expiring before the ones pushed out.
+// Token expiry itself stays judged by the current reading, as nbf is.
 type revokedTokens struct {
 	total  atomic.Int64 // entries in every realm: 0 lets a check skip the rest
-	forgot atomic.Bool  // some realm forgot an entry: its watermark must be read
+	forgot atomic.Bool  // some realm forgot an entry: its recall and watermark must be read
 	realms *perRealm[*realmRevocations]
 }
+
+// recall is how many forgotten revocations a realm refuses by jti before
+// the watermark stands for the oldest of them (a few hundred KiB at most).
+const recall = 4096
 
 // realmRevocations are one realm's revoked tokens.
 type realmRevocations struct {
 	mu    sync.RWMutex         // written by revoke, read by every token check
 	byJTI map[string]time.Time // jti -> exp
 	order expiries             // the same entries, soonest exp first
-	// forgot is the latest exp of an entry forgotten as expired (zero:
-	// none): every token expiring no later is refused.
+	// recalled are the last revocations forgotten as expired, by jti, in
+	// the order forgotten (recalledOrder): at most recall of them.
+	recalled      map[string]struct{}
+	recalledOrder []expiry
+	// forgot is the latest exp of a revocation pushed out of recalled
+	// (zero: none): every token expiring no later is refused.
 	forgot time.Time
 }
 
 func newRevokedTokens() *revokedTokens {
 	return &revokedTokens{realms: newPerRealm(func() (*realmRevocations, error) {
-		return &realmRevocations{byJTI: map[string]time.Time{}}, nil
+		return &realmRevocations{byJTI: map[string]time.Time{}, recalled: map[string]struct{}{}}, nil
 	})}
 }
 
@@ -70,9 +79,7 @@ func (v *revokedTokens) revoke(realm, jti string, exp, now time.Time) {
 		e := heap.Pop(&rr.order).(expiry)
 		delete(rr.byJTI, e.jti)
 		v.total.Add(-1)
-		if e.exp.After(rr.forgot) {
-			rr.forgot = e.exp
-		}
+		rr.remember(e)
 		v.forgot.Store(true)
 	}
 	if _, ok := rr.byJTI[jti]; ok || !now.Before(exp) {
@@ -83,10 +90,27 @@ func (v *revokedTokens) revoke(realm, jti string, exp, now time.Time) {
 	v.total.Add(1)
 }
 
+// remember keeps a forgotten revocation in the recall, pushing the oldest
+// one out into the watermark when the recall is full.
+func (rr *realmRevocations) remember(e expiry) {
+	rr.recalled[e.jti] = struct{}{}
+	rr.recalledOrder = append(rr.recalledOrder, e)
+	if len(rr.recalledOrder) <= recall {
+		return
+	}
+	old := rr.recalledOrder[0]
+	rr.recalledOrder = rr.recalledOrder[1:]
+	delete(rr.recalled, old.jti)
+	if old.exp.After(rr.forgot) {
+		rr.forgot = old.exp
+	}
+}
+
 // revoked reports whether the token of realm with jti, valid until exp,
-// was revoked, or may have been: it expires no later than a revoked token
-// the realm forgot (the clock may have stepped back since). While no token
-// is revoked and none was forgotten, it costs two atomic loads.
+// was revoked, or may have been: it was forgotten and is still recalled,
+// or it expires no later than a revocation pushed out of the recall (the
+// clock may have stepped back since). While no token is revoked and none
+// was forgotten, it costs two atomic loads.
 func (v *revokedTokens) revoked(realm, jti string, exp time.Time) bool {
 	if v.total.Load() == 0 && !v.forgot.Load() {
 		return false
@@ -97,8 +121,13 @@ func (v *revokedTokens) revoked(realm, jti string, exp time.Time) bool {
 	}
 	rr.mu.RLock()
 	defer rr.mu.RUnlock()
-	_, ok = rr.byJTI[jti]
-	return ok || !rr.forgot.IsZero() && !exp.After(rr.forgot)
+	if _, ok := rr.byJTI[jti]; ok {
+		return true
+	}
+	if _, ok := rr.recalled[jti]; ok {
+		return true
+	}
+	return !rr.forgot.IsZero() && !exp.After(rr.forgot)
 }
 
 // forget drops a realm's revocations (its tenant was decommissioned: all
