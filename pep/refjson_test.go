@@ -7,6 +7,7 @@ package pep_test
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -250,16 +251,17 @@ func (p *refParser) hex4() (rune, bool) {
 
 // refFields returns the values of the members of object o named exactly
 // one of names, or false when o is not an object, names one of them twice,
-// has a member whose name is not ASCII (readers disagree on the case of
-// "ı", "ß" or "ﬆ": the contract's names are ASCII) or one whose name
-// equals one of names only when (ASCII) case is ignored.
+// has a member whose name holds a letter some reader reads as ASCII
+// (readAsASCII: readers disagree on the case of "ı", "ß" or "ﬆ", and the
+// contract's names are ASCII) or one whose name equals one of names only
+// when (ASCII) case is ignored.
 func refFields(o refValue, names ...string) (map[string]refValue, bool) {
 	if o.kind != '{' {
 		return nil, false
 	}
 	got := map[string]refValue{}
 	for _, m := range o.members {
-		if strings.ContainsFunc(m.name, func(r rune) bool { return r > unicode.MaxASCII }) {
+		if strings.ContainsFunc(m.name, readAsASCII) {
 			return nil, false
 		}
 		for _, n := range names {
@@ -400,4 +402,17 @@ func refOrganizations(body []byte) (string, []refTenant, bool) {
 		out = append(out, t)
 	}
 	return user.str, out, true
+}
+
+// readAsASCII reports whether a reader may read r, a letter beyond ASCII,
+// as ASCII letters: by its simple case mappings or folding orbit in the
+// unicode tables, by full case folding (ß, ẞ, ﬀ to ﬆ), or as a fullwidth
+// form of ASCII.
+func readAsASCII(r rune) bool {
+	mapped := []rune{unicode.ToUpper(r), unicode.ToLower(r), unicode.ToTitle(r)}
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		mapped = append(mapped, f)
+	}
+	return r > unicode.MaxASCII && (slices.ContainsFunc(mapped, func(m rune) bool { return m <= unicode.MaxASCII }) ||
+		strings.ContainsRune("ßẞﬀﬁﬂﬃﬄﬅﬆ", r) || r >= 0xFF01 && r <= 0xFF5E)
 }

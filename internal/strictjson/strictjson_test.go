@@ -442,8 +442,8 @@ func reference(data []byte) bool {
 			name := tok.(string)
 			top.key, top.next = false, ""
 			known := fields[top.kind]
-			if known != nil && strings.ContainsFunc(name, func(r rune) bool { return r > unicode.MaxASCII }) {
-				return true // names matched to fields are ASCII
+			if known != nil && strings.ContainsFunc(name, takenForASCII) {
+				return true // a reader could take it for a field's ASCII name
 			}
 			for _, other := range top.names {
 				if other == name || known != nil && strings.EqualFold(other, name) {
@@ -697,4 +697,25 @@ func TestUnmarshalTypesThatJudgeThemselves(t *testing.T) {
 	var v judged
 	require.NoError(t, Unmarshal([]byte(`{"bytes":"AQI=","byId":{"7":"y"},"raw":{"a":[1]},"num":12.5}`), &v))
 	assert.Equal(t, judged{Bytes: []byte{1, 2}, ByID: map[int]string{7: "y"}, Raw: json.RawMessage(`{"a":[1]}`), Num: "12.5"}, v)
+}
+
+// takenForASCII reports whether some reader could take r, which is not
+// ASCII, for an ASCII letter: the reference's own account, from the
+// unicode tables (simple upper, lower and title case, simple folding),
+// full folding (ß, ẞ, the ligatures ﬀ to ﬆ) and the fullwidth forms.
+func takenForASCII(r rune) bool {
+	if r <= unicode.MaxASCII {
+		return false
+	}
+	ascii := func(c rune) bool { return c <= unicode.MaxASCII }
+	if ascii(unicode.ToUpper(r)) || ascii(unicode.ToLower(r)) || ascii(unicode.ToTitle(r)) ||
+		strings.ContainsRune("ßẞﬀﬁﬂﬃﬄﬅﬆ", r) || 0xFF01 <= r && r <= 0xFF5E {
+		return true
+	}
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if ascii(f) {
+			return true
+		}
+	}
+	return false
 }
