@@ -16,6 +16,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 )
 
 // The tests of this file hold what an attack on the first version of the
@@ -113,7 +114,7 @@ func TestSemanticsStopWithinARequest(t *testing.T) {
 func TestDiscoveryKeepsDeadlines(t *testing.T) {
 	t.Parallel()
 	srv := gatewaytest.Start(t, func(_ http.ResponseWriter, r *http.Request) { gatewaytest.Hold(r) })
-	c, err := newTestClient(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(time.Hour))
+	c, err := hangguard.NewAuthZEN(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(time.Hour))
 	require.NoError(t, err)
 	c.SetToken(pepToken)
 	started := make(chan struct{})
@@ -140,7 +141,7 @@ func TestDiscoveryKeepsDeadlines(t *testing.T) {
 	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded, "Evaluate returned only once its deadline had passed")
 	assert.ErrorIs(t, d.Cause, authzen.ErrDiscovery)
 
-	short, err := newTestClient(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(50*time.Millisecond))
+	short, err := hangguard.NewAuthZEN(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(50*time.Millisecond))
 	require.NoError(t, err)
 	assert.ErrorIs(t, short.Discover(t.Context()), authzen.ErrDiscovery, "Discover ends with the client's timeout")
 }
@@ -156,7 +157,7 @@ func TestDiscoveryKeepsEndpointsOnThePDPsOrigin(t *testing.T) {
 			pdpURL, elsewhere.URL+"/access/v1/evaluation"))(w, r)
 	}, gatewaytest.WithTLS())
 	pdpURL = pdp.URL
-	c, err := newTestClient(pdp.URL, authzen.WithHTTPClient(pdp.Client()))
+	c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithHTTPClient(pdp.Client()))
 	require.NoError(t, err)
 	c.SetToken(pepToken)
 	d, err := c.Evaluate(t.Context(), req)

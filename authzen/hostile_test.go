@@ -12,6 +12,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -27,7 +28,7 @@ func standIn(t *testing.T, h http.HandlerFunc, opts ...authzen.Option) (*authzen
 		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation", Evaluations: "/access/v1/evaluations"}),
 		authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithTimeout(2 * time.Second),
 	}, opts...)
-	c, err := newTestClient(srv.URL, opts...)
+	c, err := hangguard.NewAuthZEN(srv.URL, opts...)
 	require.NoError(t, err)
 	c.SetToken(pepToken)
 	return c, srv
@@ -226,7 +227,7 @@ func TestDiscovery(t *testing.T) {
 		}
 	})
 	srvURL = srv.URL
-	c, err := newTestClient(srv.URL)
+	c, err := hangguard.NewAuthZEN(srv.URL)
 	require.NoError(t, err)
 	c.SetToken(pepToken)
 	require.NoError(t, c.Discover(t.Context()))
@@ -244,27 +245,15 @@ func TestDiscovery(t *testing.T) {
 		strict := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 			answer(200, strings.ReplaceAll(doc, srvURL, "http://"+r.Host))(w, r)
 		})
-		sc, err := newTestClient(strict.URL)
+		sc, err := hangguard.NewAuthZEN(strict.URL)
 		require.NoError(t, err)
 		require.ErrorIs(t, sc.Discover(t.Context()), authzen.ErrDiscovery, "%s", doc)
 	}
 
-	mixUp, err := newTestClient(srv.URL + "/other")
+	mixUp, err := hangguard.NewAuthZEN(srv.URL + "/other")
 	require.NoError(t, err)
 	mixUp.SetToken(pepToken)
 	d, err = mixUp.Evaluate(t.Context(), req)
 	require.NoError(t, err)
 	require.True(t, errors.Is(d.Cause, authzen.ErrDiscovery), "%v", d.Cause)
-}
-
-// testTimeout is the own timeout (WithTimeout) of the clients the tests
-// make with newTestClient, unless a test gives its own: a hang guard. The
-// default, 2 s, is a production figure; beside the rest of the suite under
-// -race on a loaded 2-core machine a clean call has taken longer, and then
-// failed closed for its deadline in a test about something else.
-const testTimeout = time.Minute
-
-// newTestClient is authzen.New with testTimeout before opts.
-func newTestClient(pdp string, opts ...authzen.Option) (*authzen.Client, error) {
-	return authzen.New(pdp, append([]authzen.Option{authzen.WithTimeout(testTimeout)}, opts...)...)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 )
 
 // pdpBinary returns the binary that the environment variable env names,
@@ -56,7 +57,7 @@ func TestTodoInteropOpenFGA(t *testing.T) {
 	post(t, base+"/stores/"+store.ID+"/write", `{"writes":`+string(tuples)+`}`, nil)
 
 	prefix := "/stores/" + store.ID + "/access/v1/"
-	c, err := newTestClient(base, authzen.WithEndpoints(authzen.Endpoints{
+	c, err := hangguard.NewAuthZEN(base, authzen.WithEndpoints(authzen.Endpoints{
 		Evaluation: prefix + "evaluation", Evaluations: prefix + "evaluations",
 	}), authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
 	require.NoError(t, err)
@@ -96,7 +97,7 @@ telemetry:
 	base := "http://" + httpAddr
 	waitHealthy(t, base+"/_cerbos/health")
 
-	c, err := newTestClient(base, authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
+	c, err := hangguard.NewAuthZEN(base, authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Discover(t.Context()))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -159,7 +160,7 @@ func TestTodoReferenceServer(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := newTestClient(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()))
+			c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()))
 			require.NoError(t, err)
 			tc.set(c)
 			require.NoError(t, c.Discover(t.Context()))

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/invalidation"
 )
 
@@ -58,7 +59,7 @@ func TestInvalidatorAcrossPEPs(t *testing.T) {
 	ch := &channel{joined: make(chan struct{}, 2)}
 	srv, a := startTodo(t, authzen.WithInvalidator(ch))
 	t.Cleanup(func() { _ = a.Close() })
-	b, err := newTestClient(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
+	b, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	tok := srv.Token("todo", "service-account-todo-api")

@@ -14,6 +14,7 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 )
 
 // startSidecar starts a PDP that takes no credential (Cerbos, OpenFGA
@@ -35,7 +36,7 @@ var readDoc = authzen.Request{
 func TestWithoutCredentialsSendsNone(t *testing.T) {
 	t.Parallel()
 	pdp := startSidecar(t)
-	c, err := newTestClient(pdp.URL, authzen.WithoutCredentials(),
+	c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithoutCredentials(),
 		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
@@ -57,7 +58,7 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 func TestNoCredentialIsNeverTheDefault(t *testing.T) {
 	t.Parallel()
 	pdp := startSidecar(t)
-	c, err := newTestClient(pdp.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
+	c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	d, err := c.Evaluate(t.Context(), readDoc)
@@ -88,7 +89,7 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
-			c, err := newTestClient(pdp.URL, authzen.WithoutCredentials(),
+			c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithoutCredentials(),
 				authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
@@ -118,7 +119,7 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 func TestWithoutCredentialsAgainstAPDPThatWantsOne(t *testing.T) {
 	t.Parallel()
 	srv, _ := startTodo(t)
-	c, err := newTestClient(srv.URL+"/realms/todo", authzen.WithoutCredentials(), authzen.WithHTTPClient(srv.Client()))
+	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithoutCredentials(), authzen.WithHTTPClient(srv.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	d, err := c.Evaluate(t.Context(), authzen.Request{
@@ -148,7 +149,7 @@ func TestWithoutCredentialsNeverEmitsTokenExpired(t *testing.T) {
 		}
 		answer(http.StatusOK, `{"decision":true}`)(w, r)
 	})
-	c, err := newTestClient(pdp.URL, authzen.WithoutCredentials(), authzen.WithRetry(0, time.Millisecond, time.Millisecond),
+	c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithoutCredentials(), authzen.WithRetry(0, time.Millisecond, time.Millisecond),
 		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
@@ -196,7 +197,7 @@ func TestSetEmptyTokenIsClearToken(t *testing.T) {
 		t.Run(tt.name+"/WithoutCredentials", func(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
-			c, err := newTestClient(pdp.URL, authzen.WithoutCredentials(),
+			c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithoutCredentials(),
 				authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
@@ -208,7 +209,7 @@ func TestSetEmptyTokenIsClearToken(t *testing.T) {
 		t.Run(tt.name+"/WithAToken", func(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
-			c, err := newTestClient(pdp.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
+			c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
 			var kinds []events.Kind

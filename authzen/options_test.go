@@ -14,6 +14,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -25,7 +26,7 @@ import (
 func startTodo(t *testing.T, opts ...authzen.Option) (*mockservertest.Server, *authzen.Client) {
 	t.Helper()
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
-	c, err := newTestClient(srv.URL+"/realms/todo", append([]authzen.Option{authzen.WithHTTPClient(srv.Client())}, opts...)...)
+	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", append([]authzen.Option{authzen.WithHTTPClient(srv.Client())}, opts...)...)
 	require.NoError(t, err)
 	c.SetToken(srv.Token("todo", "service-account-todo-api"))
 	return srv, c
@@ -116,7 +117,7 @@ func TestEventHandler(t *testing.T) {
 			got = append(got, name+" "+ev.Kind.String()+" "+ev.TokenType)
 		}
 	}
-	c, err := newTestClient("https://pdp.example.com", authzen.WithEventHandler(record("a")), authzen.WithEventHandler(record("b")))
+	c, err := hangguard.NewAuthZEN("https://pdp.example.com", authzen.WithEventHandler(record("a")), authzen.WithEventHandler(record("b")))
 	require.NoError(t, err)
 	c.SetToken("token-1")
 	c.SetDPoPToken("token-2", nil)
@@ -259,7 +260,7 @@ func TestMaxTokenBytes(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
 	tok := srv.Token("todo", "service-account-todo-api")
-	c, err := newTestClient(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()),
+	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()),
 		authzen.WithMaxTokenBytes(len(tok)), authzen.WithCache(0, 0, 0))
 	require.NoError(t, err)
 	c.SetToken(tok)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/grpcpep"
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -55,7 +56,7 @@ func slowGateway(t *testing.T) (*pep.Client, map[string]string) {
 	t.Helper()
 	gw := mockservertest.Start(t, mockserver.WithFixture(adaptertest.Fixture))
 	gw.SetFaults(mockservertest.Faults{DecisionLatency: time.Minute})
-	client, err := newTestClient(gw.URL, adaptertest.Realm, adaptertest.ClientID,
+	client, err := hangguard.NewPep(gw.URL, adaptertest.Realm, adaptertest.ClientID,
 		pep.WithTimeout(2*time.Minute), pep.WithRetry(0, time.Millisecond, time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
@@ -238,7 +239,7 @@ func TestDecisionContextIsPOSTAndTheMethod(t *testing.T) {
 		}},
 	}}}
 	gw := mockservertest.Start(t, mockserver.WithFixture(fx))
-	client, err := newTestClient(gw.URL, "r", "api")
+	client, err := hangguard.NewPep(gw.URL, "r", "api")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	conn := serve(t, &orders{}, guarded(client)...)

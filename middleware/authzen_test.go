@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -40,7 +41,7 @@ func orderTarget(r *http.Request) (authzen.Action, authzen.Resource) {
 // credential ("" for none).
 func azApp(t *testing.T, gw *mockservertest.Server, pepToken string, opts ...middleware.Option) (http.Handler, *authzen.Client) {
 	t.Helper()
-	c, err := newTestAuthzen(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
+	c, err := hangguard.NewAuthZEN(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
 	require.NoError(t, err)
 	if pepToken != "" {
 		c.SetToken(pepToken)
@@ -133,7 +134,7 @@ func TestRequireAuthZENFailsClosed(t *testing.T) {
 // With works on RequireAuthZEN.
 func TestRequireAuthZENWiring(t *testing.T) {
 	t.Parallel()
-	c, err := newTestAuthzen("https://pdp.example.com")
+	c, err := hangguard.NewAuthZEN("https://pdp.example.com")
 	require.NoError(t, err)
 	require.PanicsWithValue(t, "middleware: the Evaluator is nil", func() { middleware.RequireAuthZEN(nil, headerSubject, orderTarget) })
 	require.PanicsWithValue(t, "middleware: the subject function is nil; the target function is nil", func() { middleware.RequireAuthZEN(c, nil, nil) })

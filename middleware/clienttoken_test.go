@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -35,7 +36,7 @@ func TestClientTokenClearedIsNoDecision(t *testing.T) {
 		protect func(t *testing.T, h http.Handler, opts ...middleware.Option) (guarded http.Handler, clear, set func())
 	}{
 		{"Require with WithClientToken", func(t *testing.T, h http.Handler, opts ...middleware.Option) (http.Handler, func(), func()) {
-			c, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+			c, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
 			token := gw.Token("shop", "ann") // the service's own: may read orders
@@ -44,7 +45,7 @@ func TestClientTokenClearedIsNoDecision(t *testing.T) {
 			return mw(h), c.ClearToken, func() { c.SetToken(token) }
 		}},
 		{"RequireAuthZEN", func(t *testing.T, h http.Handler, opts ...middleware.Option) (http.Handler, func(), func()) {
-			c, err := newTestAuthzen(gw.URL+"/realms/shop", authzen.WithHTTPClient(gw.Client()), authzen.WithCache(0, 0, 0))
+			c, err := hangguard.NewAuthZEN(gw.URL+"/realms/shop", authzen.WithHTTPClient(gw.Client()), authzen.WithCache(0, 0, 0))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
 			token := gw.Token("shop", "service-account-orders-api")

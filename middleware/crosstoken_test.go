@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -27,7 +28,7 @@ import (
 // and ann is never refused.
 func TestNoDecisionCrossesTokensUnderEvictionsAndPurges(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
-	client, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithCache(10, time.Minute, time.Minute))
+	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithCache(10, time.Minute, time.Minute))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	h := middleware.Require(client, "orders", "read")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

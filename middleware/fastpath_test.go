@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -24,10 +25,10 @@ import (
 // context's JSON per request: 15 to 17 more.
 func TestCachedRequestAllocatesLittle(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
-	client, err := newTestClient(gw.URL, "shop", "orders-api")
+	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
-	own, err := newTestClient(gw.URL, "shop", "orders-api")
+	own, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = own.Close() })
 	tok := gw.Token("shop", "ann")
@@ -74,7 +75,7 @@ type viaCheckMany struct{ *pep.Client }
 func TestFastPathAnswersAndCountsAsCheckMany(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
 	newClient := func() *pep.Client {
-		c, err := newTestClient(gw.URL, "shop", "orders-api")
+		c, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		return c

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -46,7 +47,7 @@ var shop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 func app(t *testing.T) (*mockservertest.Server, http.Handler) {
 	t.Helper()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
-	client, err := newTestClient(gw.URL, "shop", "orders-api")
+	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
 	require.NoError(t, err)
 
 	ok := func(label string) http.Handler {
@@ -136,7 +137,7 @@ func TestRequireAgainstReferenceServer(t *testing.T) {
 func TestCallerChosenResourceAgainstReferenceServer(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
-	client, err := newTestClient(gw.URL, "shop", "orders-api")
+	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
 	require.NoError(t, err)
 	var ran atomic.Int32
 	mux := http.NewServeMux()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -31,7 +32,7 @@ import (
 func TestFormMethodOverrideIsNotAHole(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
-	client, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	dan := gw.Token("shop", "dan")
@@ -154,7 +155,7 @@ func multipartBody(t *testing.T, fields ...string) (contentType, body string) {
 func TestFormMethodOverride(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
-	client, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	dan := gw.Token("shop", "dan")
@@ -232,7 +233,7 @@ var performed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 func TestFormMethodOverrideAppliedBefore(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
-	client, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	dan := gw.Token("shop", "dan")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -63,7 +64,7 @@ func gorillaOverride(r *http.Request) {
 func TestMethodOverride(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
-	client, err := newTestClient(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	dan := gw.Token("shop", "dan")
 	plain := middleware.Require(client, "orders", "write")(gorillaOverriding)
@@ -201,7 +202,7 @@ func TestRequireAuthZENMethodOverride(t *testing.T) {
 func TestRequireAuthZENFormMethodOverride(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
-	c, err := newTestAuthzen(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
+	c, err := hangguard.NewAuthZEN(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	c.SetToken(gw.Token("shop", "service-account-orders-api"))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -93,7 +94,7 @@ func TestGatewayURLWithPathPrefix(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	// The server serves at the root; a prefix must show up in the path.
-	c, err := newTestClient(g.URL+"/gw/", testRealm, testClient, pep.WithHTTPClient(g.Client()), noRetry)
+	c, err := hangguard.NewPep(g.URL+"/gw/", testRealm, testClient, pep.WithHTTPClient(g.Client()), noRetry)
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
 	d, err := c.Check(t.Context(), "orders", "read")

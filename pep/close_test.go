@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/internal/leakcheck"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -19,7 +20,7 @@ import (
 func TestCloseReleasesConnections(t *testing.T) {
 	g := startReference(t)
 	before := leakcheck.Current()
-	c, err := newTestClient(g.URL, testRealm, bulkClient, pep.WithBatchSize(5), pep.WithCache(0, 0, 0))
+	c, err := hangguard.NewPep(g.URL, testRealm, bulkClient, pep.WithBatchSize(5), pep.WithCache(0, 0, 0))
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
 	// 20 pairs in 4 requests at once: several connections.
@@ -51,7 +52,7 @@ func TestCloseDuringACall(t *testing.T) {
 		return true
 	})
 	before := leakcheck.Current()
-	c, err := newTestClient(g.URL, testRealm, testClient, fastRetry)
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, fastRetry)
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
 	done := make(chan pep.Decision)
@@ -136,7 +137,7 @@ func TestCloseLeavesTheCallersTransport(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	rt := &idleRecorder{RoundTripper: g.Client().Transport}
-	c, err := newTestClient(g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: rt}))
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: rt}))
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
 	_, err = c.Check(t.Context(), "orders", "read")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -81,7 +82,7 @@ func TestDPoPProofHTUIsNormalised(t *testing.T) {
 		htu.Store(claims.HTU)
 		return cannedResponse(r, 200, []byte(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`)), nil
 	})
-	c, err := newTestClient("HTTPS://Gateway.EXAMPLE.com:443/Base", testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: mock}))
+	c, err := hangguard.NewPep("HTTPS://Gateway.EXAMPLE.com:443/Base", testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: mock}))
 	require.NoError(t, err)
 	c.SetDPoPToken("dpop-bound-token", signer)
 	d, err := c.Check(t.Context(), "orders", "read")

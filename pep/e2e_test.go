@@ -22,6 +22,7 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -78,10 +79,10 @@ func startE2E(t *testing.T) *e2e {
 }
 
 // client returns a docs-api client holding user's token of the given kind,
-// with testTimeout and then opts.
+// with hangguard.Timeout and then opts.
 func (e *e2e) client(user, kind string, opts ...pep.Option) *pep.Client {
 	e.t.Helper()
-	c, err := newTestClient(e.gw.URL, "corp", "docs-api", opts...)
+	c, err := hangguard.NewPep(e.gw.URL, "corp", "docs-api", opts...)
 	require.NoError(e.t, err)
 	switch kind {
 	case "Bearer":
@@ -291,7 +292,7 @@ func TestE2EStoppedServer(t *testing.T) {
 	srv.Serve(ln, ref)
 	token, err := ref.IssueToken("corp", "uma")
 	require.NoError(t, err)
-	c, err := newTestClient(srv.URL, "corp", "docs-api", pep.WithRetry(1, time.Millisecond, 2*time.Millisecond))
+	c, err := hangguard.NewPep(srv.URL, "corp", "docs-api", pep.WithRetry(1, time.Millisecond, 2*time.Millisecond))
 	require.NoError(t, err)
 	c.SetToken(token)
 
@@ -310,7 +311,7 @@ func TestE2EStoppedServer(t *testing.T) {
 
 // TestE2EExpiredToken: a call with an expired token gets the server's 401
 // as ErrUnauthorized and fires tokenExpired once, before the call returns
-// (the call waits for the delivery until its deadline, testTimeout here);
+// (the call waits for the delivery until its deadline, hangguard.Timeout here);
 // the handler's SetToken from inside the delivery serves the next call.
 func TestE2EExpiredToken(t *testing.T) {
 	t.Parallel()
@@ -320,7 +321,7 @@ func TestE2EExpiredToken(t *testing.T) {
 			e := startE2E(t)
 			var expired atomic.Int32
 			var refreshed string
-			c, err := newTestClient(e.gw.URL, "corp", "docs-api")
+			c, err := hangguard.NewPep(e.gw.URL, "corp", "docs-api")
 			require.NoError(t, err)
 			c.Subscribe(func(ev events.Event) {
 				if ev.Kind == events.TokenExpired {

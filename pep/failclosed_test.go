@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -76,7 +77,7 @@ func TestFailClosed(t *testing.T) {
 				require.NoError(t, err)
 				url := "http://" + ln.Addr().String()
 				require.NoError(t, ln.Close())
-				c, err := newTestClient(url, testRealm, testClient, fastRetry)
+				c, err := hangguard.NewPep(url, testRealm, testClient, fastRetry)
 				require.NoError(t, err)
 				c.SetToken(faultToken)
 				return c, faultToken
@@ -215,7 +216,7 @@ func TestFailClosed(t *testing.T) {
 			name: "404 for a path the gateway does not serve",
 			setup: func(t *testing.T) (*pep.Client, string) {
 				g := startReference(t)
-				c, err := newTestClient(g.URL+"/no-such-prefix", testRealm, testClient, pep.WithHTTPClient(g.Client()), fastRetry)
+				c, err := hangguard.NewPep(g.URL+"/no-such-prefix", testRealm, testClient, pep.WithHTTPClient(g.Client()), fastRetry)
 				require.NoError(t, err)
 				token := g.token(t, "alice")
 				c.SetToken(token)

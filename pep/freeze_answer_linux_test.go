@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/frozentest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -148,7 +149,7 @@ func lateAnswerChild() int {
 	if err := json.Unmarshal(in.Bytes(), &cfg); err != nil {
 		return fail("configuration: %v", err)
 	}
-	c, err := newTestClient(cfg.URL, testRealm, testClient, pep.WithTimeout(lateTimeout), noRetry,
+	c, err := hangguard.NewPep(cfg.URL, testRealm, testClient, pep.WithTimeout(lateTimeout), noRetry,
 		pep.WithBreaker(0, 0), pep.WithCache(100, lateGrantTTL, lateGrantTTL))
 	if err != nil {
 		return fail("pep.New: %v", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -128,7 +129,7 @@ func TestOversizedTokenLeavesTheBreakerClosed(t *testing.T) {
 			t.Parallel()
 			g := startReference(t)
 			front := resettingFront(t, g.Addr, 64<<10)
-			c, err := newTestClient(front, testRealm, testClient, noRetry, pep.WithBreaker(3, time.Minute))
+			c, err := hangguard.NewPep(front, testRealm, testClient, noRetry, pep.WithBreaker(3, time.Minute))
 			require.NoError(t, err)
 			for range 3 {
 				d, err := tt.call(t, c)

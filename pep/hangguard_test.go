@@ -7,7 +7,7 @@ import (
 )
 
 // TestTestClientsHaveAHangGuard: every client this package's tests make
-// comes from newTestClient, which bounds its calls by testTimeout (a hang
+// comes from hangguard.NewPep, which bounds its calls by hangguard.Timeout (a hang
 // guard) unless the test gives its own timeout, never by the production
 // default of 2 s. A clean call beside the rest of the suite on a loaded
 // machine can take longer than 2 s and then fails closed (a DENY whose
@@ -19,7 +19,6 @@ import (
 func TestTestClientsHaveAHangGuard(t *testing.T) {
 	t.Parallel()
 	hangguard.Check(t, ".", "pep", map[string]string{
-		"newTestClient":    "the helper itself",
 		"TestNewValidates": "New's own validation is the subject, with the options as given; its clients send nothing",
 		"freezeChild":      "a child process frozen on purpose: its clock and its deadlines are what it measures",
 	}, "example_test.go", "bench_test.go")

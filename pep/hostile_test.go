@@ -25,6 +25,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -73,7 +74,7 @@ func TestJunkTokensDoNotSwitchTheCacheOff(t *testing.T) {
 // that string alive in the cache, whose budget counts only the name.
 func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
-	c, err := newTestClient(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20))
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
 
@@ -102,7 +103,7 @@ func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
 	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
 	const budget = 4 << 20
-	c, err := newTestClient(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget))
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
 	longPath := "/orders/" + strings.Repeat("x", 100<<10)
@@ -233,7 +234,7 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var logs bytes.Buffer
-			c, err := newTestClient(tt.gateway(t), testRealm, testClient, fastRetry,
+			c, err := hangguard.NewPep(tt.gateway(t), testRealm, testClient, fastRetry,
 				pep.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 			require.NoError(t, err)
 			c.SetToken(secret)
@@ -297,7 +298,7 @@ func TestEveryCallerKeepsItsOwnDeadline(t *testing.T) {
 	t.Parallel()
 	g := gatewaytest.Start(t, func(_ http.ResponseWriter, r *http.Request) { gatewaytest.Hold(r) })
 	const timeout = 300 * time.Millisecond
-	c, err := newTestClient(g.URL, testRealm, testClient, noRetry, pep.WithTimeout(timeout), pep.WithHTTPClient(g.Client()))
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithTimeout(timeout), pep.WithHTTPClient(g.Client()))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
 
@@ -389,7 +390,7 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 			g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) {
 				gatewaytest.Answer(http.StatusOK, "application/json", b)(w, nil)
 			})
-			c, err := newTestClient(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()), pep.WithCache(0, 0, 0))
+			c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()), pep.WithCache(0, 0, 0))
 			require.NoError(t, err)
 			c.SetToken(aliceToken)
 			_, _ = c.Check(t.Context(), "orders", "read") // warm the connection
@@ -505,7 +506,7 @@ func TestCookiesAreNeverSent(t *testing.T) {
 		faultOK(w)
 	})
 	jar := &memoryJar{}
-	c, err := newTestClient(g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Jar: jar}), pep.WithCache(0, 0, 0))
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Jar: jar}), pep.WithCache(0, 0, 0))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
 	for _, tok := range []string{aliceToken, bobToken} {
@@ -599,7 +600,7 @@ func TestSlowHandlerDoesNotHoldTheCall(t *testing.T) {
 // several times more.
 func TestCacheBytesAreHonest(t *testing.T) {
 	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
-	c, err := newTestClient(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCache(100_000, time.Hour, time.Hour))
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCache(100_000, time.Hour, time.Hour))
 	require.NoError(t, err)
 	tokens := make([]string, 3000)
 	for i := range tokens {
@@ -635,7 +636,7 @@ func TestDeclaredLengthIsNotTrusted(t *testing.T) {
 		_, _ = w.Write([]byte(`{"st`))
 		// The handler returns: the server closes the short body.
 	})
-	c, err := newTestClient(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()))
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
 	var before, after runtime.MemStats
@@ -663,7 +664,7 @@ func TestCallersHangingUpDoNotOpenTheBreaker(t *testing.T) {
 		}
 		faultOK(w)
 	})
-	c, err := newTestClient(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()),
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()),
 		pep.WithBreaker(2, time.Hour), pep.WithCache(0, 0, 0))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
@@ -709,7 +710,7 @@ func TestWaiterOutlivesLeadersThatGiveUp(t *testing.T) {
 		}
 	})
 	joined := make(chan struct{}, 16)
-	c, err := newTestClient(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()),
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()),
 		pep.WithFlightWaitHook(func() { joined <- struct{}{} }))
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
@@ -777,7 +778,7 @@ func TestPatientCallerAmongImpatientOnes(t *testing.T) {
 			// deadline of its own, as the test had) it ran out beside a CPU
 			// hog before the gateway's 400 ms answer came back, and failed
 			// for its own deadline, which is not what the test is about.
-			c, err := newTestClient(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()),
+			c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()),
 				pep.WithCache(0, 0, 0), pep.WithBreaker(0, 0), pep.WithTimeout(time.Minute))
 			require.NoError(t, err)
 			c.SetToken(aliceToken)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
@@ -328,7 +329,7 @@ func FuzzInvalidationMessage(f *testing.F) {
 	f.Add([]byte("GRANT"))
 	g := startReference(f)
 	b := newLongBus()
-	c, err := newTestClient(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithInvalidator(b))
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithInvalidator(b))
 	require.NoError(f, err)
 	f.Cleanup(func() { _ = c.Close() })
 	<-b.joined

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -110,7 +111,7 @@ func TestMisconfigurations(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var logs bytes.Buffer
-			c, err := newTestClient(tt.url, tt.realm, tt.client, pep.WithHTTPClient(e.gw.Client()), noRetry,
+			c, err := hangguard.NewPep(tt.url, tt.realm, tt.client, pep.WithHTTPClient(e.gw.Client()), noRetry,
 				pep.WithCache(0, 0, 0), pep.WithBreaker(0, 0),
 				pep.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 			require.NoError(t, err)
@@ -141,7 +142,7 @@ func TestMisconfigurations(t *testing.T) {
 func TestVerifyNeedsAToken(t *testing.T) {
 	t.Parallel()
 	e := startE2E(t)
-	c, err := newTestClient(e.gw.URL, "corp", "docs-api", pep.WithHTTPClient(e.gw.Client()))
+	c, err := hangguard.NewPep(e.gw.URL, "corp", "docs-api", pep.WithHTTPClient(e.gw.Client()))
 	require.NoError(t, err)
 	require.ErrorIs(t, c.Verify(t.Context()), pep.ErrNoToken)
 	require.NoError(t, c.Verify(pep.WithToken(t.Context(), e.gw.Token("corp", "uma"))), "a per-call token will do")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -88,7 +89,7 @@ func TestWithHTTPClientIsCopiedNotMutated(t *testing.T) {
 	hc := &http.Client{Transport: transport, CheckRedirect: checkRedirect, Timeout: time.Minute}
 	before := *hc
 
-	c, err := newTestClient(g.URL, testRealm, testClient, pep.WithHTTPClient(hc))
+	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(hc))
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
 	d, err := c.Check(t.Context(), "orders", "read")

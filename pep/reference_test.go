@@ -30,6 +30,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -292,23 +293,9 @@ func (g *reference) expiredToken(t testing.TB, user string) string {
 	return g.token(t, user, mockserver.TokenLifetime(-time.Minute))
 }
 
-// testTimeout is the own timeout (WithTimeout) of every client the tests
-// make (newTestClient), unless a test gives its own: a hang guard. The
-// default, 2 s, is a production figure; a clean call beside the rest of
-// the suite under -race on a loaded 2-core machine has taken longer, and
-// then failed closed for its deadline in a test about something else.
-const testTimeout = time.Minute
-
-// newTestClient is pep.New with testTimeout before opts, so that a test
-// about a timeout gives its own WithTimeout, which wins. Every client of
-// this package's tests comes from it (TestTestClientsHaveAHangGuard).
-func newTestClient(gateway, realm, clientID string, opts ...pep.Option) (*pep.Client, error) {
-	return pep.New(gateway, realm, clientID, append([]pep.Option{pep.WithTimeout(testTimeout)}, opts...)...)
-}
-
 // newClient returns an orders-api client using the server's own
 // *http.Client, so that its connections close with the server, with
-// testTimeout and then opts.
+// hangguard.Timeout and then opts.
 func (g *reference) newClient(t testing.TB, opts ...pep.Option) *pep.Client {
 	t.Helper()
 	return g.newClientOf(t, testClient, opts...)
@@ -317,7 +304,7 @@ func (g *reference) newClient(t testing.TB, opts ...pep.Option) *pep.Client {
 // newClientOf is newClient for another client ID.
 func (g *reference) newClientOf(t testing.TB, clientID string, opts ...pep.Option) *pep.Client {
 	t.Helper()
-	c, err := newTestClient(g.URL, testRealm, clientID, append([]pep.Option{pep.WithHTTPClient(g.Client())}, opts...)...)
+	c, err := hangguard.NewPep(g.URL, testRealm, clientID, append([]pep.Option{pep.WithHTTPClient(g.Client())}, opts...)...)
 	require.NoError(t, err)
 	return c
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/pep"
 	"github.com/orgauthz/orgauthz/redisstore"
@@ -76,7 +77,7 @@ func forgedHeartbeat(t *testing.T, forge bool) {
 			return d.DialContext(ctx, network, addr)
 		}})
 	t.Cleanup(func() { _ = rdbB.Close() })
-	b, err := newTestClient(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
+	b, err := hangguard.NewPep(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
 		pep.WithInvalidator(redisstore.NewInvalidator(rdbB, channel)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })

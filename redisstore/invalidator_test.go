@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -56,7 +57,7 @@ func revoke(t *testing.T, gw *mockservertest.Server, tok string) {
 // replica is one replica's client, on its own Redis connection.
 func replica(t *testing.T, gw *mockservertest.Server, rdb redis.UniversalClient, channel string) *pep.Client {
 	t.Helper()
-	c, err := newTestClient(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
+	c, err := hangguard.NewPep(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
 		pep.WithInvalidator(redisstore.NewInvalidator(rdb, channel)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
@@ -259,7 +260,7 @@ func TestInvalidatorWithoutAClient(t *testing.T) {
 	err := inv.Publish(t.Context(), []byte{1, 'a'})
 	require.ErrorContains(t, err, "NewInvalidator")
 	gw := startGateway(t)
-	c, err := newTestClient(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithInvalidator(inv))
+	c, err := hangguard.NewPep(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithInvalidator(inv))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	bob := gw.Token(realm, "bob")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -14,7 +15,7 @@ import (
 // with the acme fixture the example's comment uses.
 func TestRoutes(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixtureFile("../fixtures/acme.json"))
-	client, err := newTestClient(gw.URL, "acme", "orders-api")
+	client, err := hangguard.NewPep(gw.URL, "acme", "orders-api")
 	require.NoError(t, err)
 	svc := routes(client)
 

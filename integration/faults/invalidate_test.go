@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -42,7 +43,7 @@ func newRedisRig(t *testing.T) *redisRig {
 	for range 2 {
 		rdb := redis.NewClient(&redis.Options{Addr: r.proxy.Listen, MaxRetries: -1})
 		t.Cleanup(func() { _ = rdb.Close() })
-		c, err := newTestClient(r.gw.URL, realm, clientID, pep.WithHTTPClient(r.gw.Client()), pep.WithRetry(0, 0, 0),
+		c, err := hangguard.NewPep(r.gw.URL, realm, clientID, pep.WithHTTPClient(r.gw.Client()), pep.WithRetry(0, 0, 0),
 			pep.WithInvalidator(redisstore.NewInvalidator(rdb, "faults")))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })

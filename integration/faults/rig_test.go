@@ -15,6 +15,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -162,7 +163,7 @@ func (r *rig) heal() error {
 // given kind: small deadlines, tight retries, a quick breaker, a batch size
 // of two.
 func (r *rig) client(kind string, opts ...pep.Option) (*pep.Client, error) {
-	c, err := newTestClient(r.url, realm, clientID, append([]pep.Option{
+	c, err := hangguard.NewPep(r.url, realm, clientID, append([]pep.Option{
 		pep.WithHTTPClient(r.hc), pep.WithTimeout(clientTimeout), pep.WithRetry(2, 5*time.Millisecond, 20*time.Millisecond),
 		pep.WithBreaker(2, coolDown), pep.WithBatchSize(2),
 	}, opts...)...)

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -82,7 +83,7 @@ func TestAuthZENTelemetry(t *testing.T) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
 	sent := &traceparents{base: srv.Client().Transport}
 
-	c, err := newTestAuthzen(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: sent}),
+	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: sent}),
 		authzen.WithRetry(0, 0, 0), authzen.WithTracerProvider(tp), authzen.WithMeterProvider(mp))
 	require.NoError(t, err)
 	c.SetToken(token)
@@ -210,7 +211,7 @@ func TestAuthZENTelemetry(t *testing.T) {
 func TestDroppedClientIsCollected(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	c, err := newTestAuthzen("http://127.0.0.1:1", authzen.WithMeterProvider(mp))
+	c, err := hangguard.NewAuthZEN("http://127.0.0.1:1", authzen.WithMeterProvider(mp))
 	require.NoError(t, err)
 	c.SetToken(pepToken)
 	w := weak.Make(c)

@@ -11,6 +11,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -36,7 +37,7 @@ func TestInvalidationMetrics(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	ch := channel{recv: make(chan invalidation.Receiver, 1)}
-	c, err := newTestClient(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()), pep.WithMeterProvider(mp), pep.WithInvalidator(ch))
+	c, err := hangguard.NewPep(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()), pep.WithMeterProvider(mp), pep.WithInvalidator(ch))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	r := <-ch.recv

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -61,7 +62,7 @@ func TestPEPTelemetry(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
 
-	c, err := newTestClient(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
+	c, err := hangguard.NewPep(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
 		pep.WithTracerProvider(tp), pep.WithMeterProvider(mp))
 	require.NoError(t, err)
 	c.SetToken(token)
@@ -171,7 +172,7 @@ func TestCachedCheckAllocatesNothingWithTheSDK(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
-	c, err := newTestClient(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
+	c, err := hangguard.NewPep(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
 		pep.WithTracerProvider(tp), pep.WithMeterProvider(mp))
 	require.NoError(t, err)
 	c.SetToken(token)
@@ -228,7 +229,7 @@ func TestDroppedClientsLeaveNoCallbacks(t *testing.T) {
 	const clients = 200
 	kept := make([]*pep.Client, 0, clients)
 	for range clients {
-		c, err := newTestClient("http://127.0.0.1:1", testRealm, testClient, pep.WithMeterProvider(mp))
+		c, err := hangguard.NewPep("http://127.0.0.1:1", testRealm, testClient, pep.WithMeterProvider(mp))
 		require.NoError(t, err)
 		kept = append(kept, c)
 	}

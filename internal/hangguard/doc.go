@@ -1,5 +1,6 @@
-// Package hangguard checks, in a package's test source, that every client
-// its tests make comes from the package's test helper, which bounds the
+// Package hangguard makes the clients of the tests (NewPep, NewAuthZEN) and
+// checks, in a package's test source, that every client its tests make
+// comes from them or another helper of the guard, which bounds the
 // client's calls by a long timeout (a hang guard) instead of the clients'
 // production default of 2 s. A clean call beside the rest of the suite
 // under -race on a loaded machine can take longer than 2 s; it then fails
