@@ -110,9 +110,9 @@ func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) 
 	}
 }
 
-// TestNewReplayStoreRefusesMisusedWithReplicas: WithReplicas's mistakes
-// are refused at construction with what to fix.
-func TestNewReplayStoreRefusesMisusedWithReplicas(t *testing.T) {
+// TestNewReplayStoreRefusesMisusedOptions: WithReplicas's and
+// WithIATWindow's mistakes are refused at construction with what to fix.
+func TestNewReplayStoreRefusesMisusedOptions(t *testing.T) {
 	t.Parallel()
 	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
@@ -127,6 +127,8 @@ func TestNewReplayStoreRefusesMisusedWithReplicas(t *testing.T) {
 		{"no timeout", single, WithReplicas(1, 0), "give n >= 1 replicas and a timeout > 0"},
 		{"a timeout the Verifier cuts", single, WithReplicas(1, dpop.ReplayStoreTimeout), "shorter than dpop.ReplayStoreTimeout"},
 		{"a Cluster", cluster, WithReplicas(1, time.Second), "WithReplicas needs a *redis.Client"},
+		{"no iat max age", single, WithIATWindow(0, time.Second), "give maxAge > 0 and maxSkew >= 0"},
+		{"a negative skew", single, WithIATWindow(time.Minute, -time.Second), "give maxAge > 0 and maxSkew >= 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {

@@ -98,13 +98,15 @@ type ReplayOption func(*ReplayStore)
 // (dpop.WithIATWindow's maxAge and maxSkew); the default is
 // dpop.DefaultMaxAge and dpop.DefaultMaxSkew. It must be at least as wide as
 // every such Verifier's, or a proof accepted just before Redis lost its keys
-// could be accepted again after. Values that are not positive (maxAge) or
-// negative (maxSkew) are ignored.
+// could be accepted again after. NewReplayStore panics when maxAge is not
+// positive or maxSkew is negative, as dpop.WithIATWindow refuses them.
 func WithIATWindow(maxAge, maxSkew time.Duration) ReplayOption {
 	return func(s *ReplayStore) {
-		if maxAge > 0 && maxSkew >= 0 {
-			s.lifetime = maxAge + maxSkew + 2*dpop.ReplayStoreMargin
+		if maxAge <= 0 || maxSkew < 0 {
+			s.optErr = fmt.Sprintf("WithIATWindow(%v, %v): give maxAge > 0 and maxSkew >= 0, the Verifiers' own window", maxAge, maxSkew)
+			return
 		}
+		s.lifetime = maxAge + maxSkew + 2*dpop.ReplayStoreMargin
 	}
 }
 

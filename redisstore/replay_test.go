@@ -186,25 +186,38 @@ func TestReplayStoreRefusesWhileTheKeyspaceIsNew(t *testing.T) {
 	require.False(t, began.Before(before.Truncate(time.Millisecond)), "the marker is Redis's time")
 	require.False(t, began.After(after.Add(time.Millisecond)), "the marker is Redis's time")
 
-	edge := began.Add(dpop.DefaultMaxSkew + dpop.ReplayStoreMargin)
-	for _, tc := range []struct {
-		name string
-		iat  time.Time
-		ok   bool
+	// The window is the Verifiers' (WithIATWindow): a proof is refused
+	// while it could have been accepted before the marker, by a Verifier
+	// with that window.
+	for _, w := range []struct {
+		name            string
+		store           *ReplayStore
+		maxAge, maxSkew time.Duration
 	}{
-		{"iat at the marker", began, false},
-		{"iat just inside", edge.Add(-time.Millisecond), false},
-		{"iat at the edge", edge, true},
+		{"default window", s, dpop.DefaultMaxAge, dpop.DefaultMaxSkew},
+		{"a wider window", NewReplayStore(c, "", WithIATWindow(5*time.Minute, time.Minute)), 5 * time.Minute, time.Minute},
+		{"a narrower window", NewReplayStore(c, "", WithIATWindow(5*time.Second, 0)), 5 * time.Second, 0},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			first, err := s.Remember(t.Context(), tc.name, tc.iat.Add(dpop.DefaultMaxAge+dpop.ReplayStoreMargin))
-			if !tc.ok {
-				require.ErrorIs(t, err, errKeyspaceNew)
-				return
-			}
-			require.NoError(t, err)
-			require.True(t, first)
-		})
+		edge := began.Add(w.maxSkew + dpop.ReplayStoreMargin)
+		for _, tc := range []struct {
+			name string
+			iat  time.Time
+			ok   bool
+		}{
+			{"iat at the marker", began, false},
+			{"iat just inside", edge.Add(-time.Millisecond), false},
+			{"iat at the edge", edge, true},
+		} {
+			t.Run(w.name+"/"+tc.name, func(t *testing.T) {
+				first, err := w.store.Remember(t.Context(), w.name+"/"+tc.name, tc.iat.Add(w.maxAge+dpop.ReplayStoreMargin))
+				if !tc.ok {
+					require.ErrorIs(t, err, errKeyspaceNew)
+					return
+				}
+				require.NoError(t, err)
+				require.True(t, first)
+			})
+		}
 	}
 }
 
