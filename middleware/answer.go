@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -28,7 +29,7 @@ const (
 	AnswerUnavailable
 )
 
-// String names the class.
+// String names the class; a value outside the classes reads Answer(n).
 func (a Answer) String() string {
 	switch a {
 	case AnswerGrant:
@@ -40,7 +41,7 @@ func (a Answer) String() string {
 	case AnswerUnavailable:
 		return "Unavailable"
 	}
-	return "Answer(?)"
+	return "Answer(" + strconv.Itoa(int(a)) + ")"
 }
 
 // Classify returns the class of answer for what a CheckMany call for one
