@@ -353,28 +353,6 @@ func TestE2EExpiredToken(t *testing.T) {
 	}
 }
 
-// TestE2EDPoPNonce: with nonces required, the first proof is refused with a
-// use_dpop_nonce challenge, the client answers it once, and no event fires.
-func TestE2EDPoPNonce(t *testing.T) {
-	t.Parallel()
-	e := startE2E(t)
-	e.configure(`{"dpopNonceRequired": true}`)
-	var fired atomic.Int32
-	c := e.client("uma", "DPoP", pep.WithEventHandler(func(ev events.Event) {
-		if ev.Kind != events.TokenSet {
-			fired.Add(1)
-		}
-	}))
-	for range 3 {
-		d, err := c.Check(t.Context(), "docs", "read", pep.NoCache())
-		require.NoError(t, err)
-		assert.Equal(t, pep.Grant, d.Status)
-	}
-	assert.Zero(t, fired.Load())
-	st := c.Stats()
-	assert.Equal(t, uint64(4), st.GatewayRequests, "one nonce challenge, then the kept nonce serves every later call")
-}
-
 // subject returns a JWT's sub claim without verifying it (the server did).
 func subject(t *testing.T, token string) string {
 	t.Helper()
