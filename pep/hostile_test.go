@@ -179,7 +179,9 @@ func TestExpiredEntriesLeave(t *testing.T) {
 }
 
 // Break 5: a gateway whose answer quotes the token, at the HTTP level or in
-// any escaping, gets none of it into an error or a log line.
+// any escaping, gets none of it into an error, an event, a result, Stats or
+// a log line (at Debug, which logs every request) of any call. What the
+// redaction withholds is internal/transport's (TestRedact).
 func TestTokenEchoesNeverReachAString(t *testing.T) {
 	t.Parallel()
 	// A token whose escaped forms differ from it.
@@ -214,6 +216,7 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 		{"partial in a 400", body(400, `{"error":"Bad Request","message":"bad token `+partial+`..."}`)},
 		{"in an unknown status", body(200, `{"status":"`+secret+`","permissions":[]}`)},
 		{"as a member name", body(200, `{"status":"GRANT","permissions":[],"`+jsonU+`":1,"`+jsonU+`":2}`)},
+		{"an unparseable body holding it", body(200, secret)},
 		{"in a pair status", body(200, `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"`+partial+`"}]}`)},
 		{"base64 in a 403", body(403, `{"error":"Forbidden","message":"token `+base64.StdEncoding.EncodeToString([]byte(secret))+` refused"}`)},
 		{"hex in a 403", body(403, `{"error":"Forbidden","message":"token `+hex.EncodeToString([]byte(secret))+` refused"}`)},
@@ -234,18 +237,28 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var logs bytes.Buffer
+			var rec recorder
 			c, err := hangguard.NewPep(tt.gateway(t), testRealm, testClient, fastRetry,
-				pep.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+				pep.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+				pep.WithEventHandler(rec.handle))
 			require.NoError(t, err)
 			c.SetToken(secret)
 			var texts []string
 			d, err := c.Check(t.Context(), "orders", "read")
 			assert.False(t, d.Allowed())
-			texts = append(texts, errText(err), errText(d.Cause), fmt.Sprintf("%+v", d))
+			texts = append(texts, errText(err), errText(d.Cause), fmt.Sprintf("%+v %v", d, d))
 			r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
 			texts = append(texts, errText(err), fmt.Sprintf("%+v", r))
+			perms, err := c.ListGranted(t.Context(), nil)
+			texts = append(texts, errText(err), fmt.Sprintf("%+v", perms))
 			_, err = c.Organizations(t.Context())
-			texts = append(texts, errText(err), logs.String())
+			require.NotEmpty(t, logs.String(), "the debug logger saw the calls")
+			texts = append(texts, errText(err), fmt.Sprintf("%+v", c.Stats()), logs.String())
+			rec.mu.Lock()
+			for _, ev := range rec.evs {
+				texts = append(texts, errText(ev.Err))
+			}
+			rec.mu.Unlock()
 			for _, s := range texts {
 				requireNoEcho(t, s, secret)
 			}
