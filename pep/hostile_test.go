@@ -462,24 +462,35 @@ func TestLate401ForAReplacedTokenEmitsNothing(t *testing.T) {
 	assert.True(t, d.Allowed(), "bob's token is still the client's")
 }
 
-// A Bearer token refused with a DPoP nonce challenge is refused all the
-// same: a nonce means nothing to a Bearer client.
-func TestBearerRefusedWithANonceChallengeExpires(t *testing.T) {
+// A Bearer token refused with a DPoP challenge is refused all the same (a
+// plain refusal: tokenExpired, no resend): a nonce means nothing to a
+// Bearer client, and a proof it never sent cannot be what was refused
+// (attack F10).
+func TestBearer401WithADPoPChallengeExpires(t *testing.T) {
 	t.Parallel()
-	g := startReference(t)
-	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-		w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce"`)
-		w.Header().Set("DPoP-Nonce", "n-1")
-		writeError(w, http.StatusUnauthorized, "nonce required")
-		return true
-	})
-	rec := &recorder{}
-	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken(g.token(t, "alice"))
-	_, err := c.Check(t.Context(), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized)
-	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
-	assert.Equal(t, 1, g.count(), "no resend for a Bearer token")
+	for name, challenge := range map[string]string{
+		"nonce": `DPoP error="use_dpop_nonce"`,
+		"proof": `DPoP algs="ES256", error="invalid_dpop_proof"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := startReference(t)
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				w.Header().Set("WWW-Authenticate", challenge)
+				w.Header().Set("DPoP-Nonce", "n-1")
+				writeError(w, http.StatusUnauthorized, "refused")
+				return true
+			})
+			rec := &recorder{}
+			c := g.newClient(t, pep.WithEventHandler(rec.handle))
+			c.SetToken(g.token(t, "alice"))
+			_, err := c.Check(t.Context(), "orders", "read")
+			require.ErrorIs(t, err, pep.ErrUnauthorized)
+			require.NotErrorIs(t, err, pep.ErrProofRejected)
+			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
+			assert.Equal(t, 1, g.count(), "no resend for a Bearer token")
+		})
+	}
 }
 
 // Rule 9: a 401 that blames the DPoP proof (a clock out of step, say) is
@@ -750,25 +761,6 @@ func TestWaiterOutlivesLeadersThatGiveUp(t *testing.T) {
 	d := <-victim
 	require.NoError(t, d.Cause)
 	assert.True(t, d.Allowed())
-}
-
-// Attack F10: a DPoP challenge in a 401 to a Bearer request blames nothing
-// the client sent: it is a plain refusal of the token.
-func TestBearer401WithAProofChallengeExpires(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-		w.Header().Set("WWW-Authenticate", `DPoP algs="ES256", error="invalid_dpop_proof"`)
-		writeError(w, http.StatusUnauthorized, "invalid DPoP proof")
-		return true
-	})
-	rec := &recorder{}
-	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken(g.token(t, "alice"))
-	_, err := c.Check(t.Context(), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized)
-	require.NotErrorIs(t, err, pep.ErrProofRejected)
-	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
 }
 
 // Attack F2, as it was found: a patient caller shares its request with a
