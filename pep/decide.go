@@ -67,6 +67,16 @@ func (c *Client) ask(ctx context.Context, cl *call, queries []pair, got func(k i
 	if err != nil {
 		return err
 	}
+	if len(queries) <= c.core.BatchSize() { // one chunk, on the caller's goroutine
+		o := c.runChunk(ctx, cl, cred, queries)
+		for k := range queries {
+			got(k, o)
+		}
+		if core.Refusal(o.Err) {
+			return o.Err
+		}
+		return nil
+	}
 	return c.core.Batches(len(queries), false, func(start, end int) (bool, error) {
 		o := c.runChunk(ctx, cl, cred, queries[start:end])
 		for k := start; k < end; k++ {
