@@ -15,43 +15,27 @@ import (
 type Invalidator = invalidation.Invalidator
 
 // WithInvalidator makes the client share its cache purges with the other
-// replicas through inv: Purge, PurgeAll and every 401 (which purges the
-// refused token) are published, and what the other replicas publish is
-// applied here. Messages carry a SHA-256 digest of a token, never the
-// token.
-//
-// The cache is served only while inv's channel is known to be current: a
-// heartbeat from it was sent within its trust window
-// (invalidation.DefaultTrust, 2 s, unless inv says otherwise), read on the
-// monotonic clock at every lookup. While the channel is down, slow, or
-// after the process was frozen, every call goes to the PDP (nothing
-// cached is served, GRANT or DENY), and after the channel broke the whole
-// cache is purged before it is trusted again; Stats counts both, and both
-// are logged. A new client trusts its cache from its first heartbeat.
-//
-// The client subscribes on a goroutine of its own from New until Close,
-// which waits for it to end: a client with an invalidator must be closed.
-// A nil inv means none (the default).
-func WithInvalidator(inv Invalidator) Option {
-	return option(func(c *config) { c.Invalidator = inv })
-}
+// replicas through inv, as pep.WithInvalidator does, whose documentation
+// holds the rules: Purge, PurgeAll and every 401 are published (a SHA-256
+// digest of the token, never the token) and the other replicas' purges
+// applied here; the cache is served only while a heartbeat of inv's was
+// sent within its trust window (invalidation.DefaultTrust, 2 s, unless inv
+// says otherwise), read on the monotonic clock at every lookup, else every
+// call goes to the PDP, and the whole cache is purged after a break. The
+// client subscribes on a goroutine of its own from New until Close, which
+// waits for it: a client with an invalidator must be closed. A nil inv
+// means none (the default).
+func WithInvalidator(inv Invalidator) Option { return option(func(c *config) { c.Invalidator = inv }) }
 
 // Purge drops every cached decision of token (as a Bearer or a DPoP-bound
 // token) and, with an invalidator, publishes the purge to every replica,
-// returning once the channel accepted it: from then on no replica serves
-// a cached decision of token for longer than the propagation bound (the
-// channel's delivery, at worst its trust window). The local purge is done
-// whatever the error; an error says the other replicas may not have heard
-// of it (they purge their whole cache when their own channel comes back
-// from a break, but not when only this replica's publishing failed), and
-// an empty token is an error. Decisions of token being fetched while
-// Purge runs are not cached, and no call that begins after Purge returned
-// (nor after this client applied another replica's purge) shares the
-// answer of a request sent before it. With redisstore's Invalidator,
-// Purge returns by ctx's deadline or the client's timeout (WithTimeout),
-// whichever comes first, even when ctx has no deadline (the local purge
-// done), so Close never waits long for a Purge under way. After Close it
-// fails with ErrClosed, purging and sending nothing.
+// returning once the channel accepted it, by ctx's deadline or the
+// client's timeout, whichever comes first. It is pep.Client.Purge, whose
+// documentation holds the rules: the local purge is done whatever the
+// error (an error says the other replicas may not have heard of it; an
+// empty token is one), and no call begun after it shares an earlier
+// request's answer. After Close it fails with ErrClosed, purging and
+// sending nothing.
 func (c *Client) Purge(ctx context.Context, token string) error { return c.core.Purge(ctx, token) }
 
 // PurgeAll drops every cached decision and, with an invalidator, has

@@ -25,6 +25,16 @@ func startSidecar(t *testing.T) *gatewaytest.Server {
 	return gatewaytest.Start(t, answer(http.StatusOK, `{"decision":true}`), gatewaytest.WithAuthorizations())
 }
 
+// sidecarClient returns a client of pdp, with its evaluation endpoint
+// and opts, closed when the test ends.
+func sidecarClient(t *testing.T, pdp *gatewaytest.Server, opts ...authzen.Option) *authzen.Client {
+	t.Helper()
+	c, err := hangguard.NewAuthZEN(pdp.URL, append([]authzen.Option{authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"})}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 var readDoc = authzen.Request{
 	Subject:  authzen.Subject{Type: "user", ID: "alice"},
 	Action:   authzen.Action{Name: "can_read"},
@@ -36,10 +46,7 @@ var readDoc = authzen.Request{
 func TestWithoutCredentialsSendsNone(t *testing.T) {
 	t.Parallel()
 	pdp := startSidecar(t)
-	c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithoutCredentials(),
-		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := sidecarClient(t, pdp, authzen.WithoutCredentials())
 	for range 2 {
 		d, err := c.Evaluate(t.Context(), readDoc)
 		require.NoError(t, err)
@@ -48,7 +55,7 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 	require.Equal(t, [][]string{nil}, pdp.Authorizations(), "one request, without an Authorization header")
 	assert.Equal(t, uint64(1), c.Stats().CacheHits)
 	c.ClearToken() // nothing to clear: the client still sends none
-	_, err = c.Evaluate(t.Context(), readDoc, authzen.NoCache())
+	_, err := c.Evaluate(t.Context(), readDoc, authzen.NoCache())
 	require.NoError(t, err)
 }
 
@@ -58,9 +65,7 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 func TestNoCredentialIsNeverTheDefault(t *testing.T) {
 	t.Parallel()
 	pdp := startSidecar(t)
-	c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := sidecarClient(t, pdp)
 	d, err := c.Evaluate(t.Context(), readDoc)
 	require.ErrorIs(t, err, authzen.ErrNoToken)
 	assert.False(t, d.Allowed())
@@ -89,11 +94,8 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
-			c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithoutCredentials(),
-				authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
-			_, err = c.Evaluate(t.Context(), readDoc)
+			c := sidecarClient(t, pdp, authzen.WithoutCredentials())
+			_, err := c.Evaluate(t.Context(), readDoc)
 			require.NoError(t, err)
 			tt.give(c)
 			d, err := c.Evaluate(t.Context(), readDoc)
@@ -149,10 +151,7 @@ func TestWithoutCredentialsNeverEmitsTokenExpired(t *testing.T) {
 		}
 		answer(http.StatusOK, `{"decision":true}`)(w, r)
 	})
-	c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithoutCredentials(), authzen.WithRetry(0, time.Millisecond, time.Millisecond),
-		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := sidecarClient(t, pdp, authzen.WithoutCredentials(), authzen.WithRetry(0, time.Millisecond, time.Millisecond))
 
 	var mu sync.Mutex
 	var got []events.Kind
@@ -197,10 +196,7 @@ func TestSetEmptyTokenIsClearToken(t *testing.T) {
 		t.Run(tt.name+"/WithoutCredentials", func(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
-			c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithoutCredentials(),
-				authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
+			c := sidecarClient(t, pdp, authzen.WithoutCredentials())
 			tt.clear(c)
 			d, err := c.Evaluate(t.Context(), readDoc)
 			require.NoError(t, err)
@@ -209,15 +205,13 @@ func TestSetEmptyTokenIsClearToken(t *testing.T) {
 		t.Run(tt.name+"/WithAToken", func(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
-			c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
+			c := sidecarClient(t, pdp)
 			var kinds []events.Kind
 			c.Subscribe(func(e events.Event) { kinds = append(kinds, e.Kind) })
 			c.SetToken("a-token")
 			tt.clear(c)
 			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenCleared}, kinds)
-			_, err = c.Evaluate(t.Context(), readDoc)
+			_, err := c.Evaluate(t.Context(), readDoc)
 			require.ErrorIs(t, err, authzen.ErrNoToken)
 			assert.Empty(t, pdp.Authorizations())
 		})

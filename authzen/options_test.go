@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -34,7 +33,10 @@ func startTodo(t *testing.T, opts ...authzen.Option) (*mockservertest.Server, *a
 
 // TestNewValidates: New refuses what it cannot use and says what to fix,
 // for every argument at once, in authzen's name. The rules of each option
-// are internal/core's (settings_test.go).
+// are internal/core's (settings_test.go); a row here shows that an option
+// reaches its setting. What a setting does is the core's, held by pep's
+// tests (TestTokenEvents, TestCacheByteBoundEvicts, TestCacheBytesAreHonest,
+// TestMaxTokenBytesIsTheBound).
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	const url = "https://pdp.example.com"
@@ -54,6 +56,8 @@ func TestNewValidates(t *testing.T) {
 			wantErrs: []string{"authzen: WithEventHandler: the handler is nil"}},
 		{name: "zero byte bound", pdp: url, opts: []authzen.Option{authzen.WithCacheMaxBytes(0)},
 			wantErrs: []string{"authzen: WithCacheMaxBytes: the byte bound must be positive"}},
+		{name: "zero token bound", pdp: url, opts: []authzen.Option{authzen.WithMaxTokenBytes(0)},
+			wantErrs: []string{"authzen: WithMaxTokenBytes: the bound must be positive"}},
 		{name: "an endpoint on no origin", pdp: url, opts: []authzen.Option{authzen.WithEndpoints(authzen.Endpoints{Evaluation: "access/v1"})},
 			wantErrs: []string{"authzen: the evaluation endpoint must be a path starting with / or an absolute http(s) URL"}},
 		{name: "all at once", opts: []authzen.Option{authzen.WithTimeout(0), authzen.WithBatchSize(0)},
@@ -100,70 +104,6 @@ func TestBatchSize(t *testing.T) {
 		assert.Equal(t, i != 3, d.Allowed(), "item %d", i)
 	}
 	assert.Equal(t, uint64(3), c.Stats().PDPRequests, "5 items in requests of 2")
-}
-
-// TestEventHandler: WithEventHandler subscribes from the start; every
-// handler sees the lifecycle of the PEP's credential in order.
-func TestEventHandler(t *testing.T) {
-	t.Parallel()
-	var (
-		mu  sync.Mutex
-		got []string
-	)
-	record := func(name string) events.Handler {
-		return func(ev events.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			got = append(got, name+" "+ev.Kind.String()+" "+ev.TokenType)
-		}
-	}
-	c, err := hangguard.NewAuthZEN("https://pdp.example.com", authzen.WithEventHandler(record("a")), authzen.WithEventHandler(record("b")))
-	require.NoError(t, err)
-	c.SetToken("token-1")
-	c.SetDPoPToken("token-2", nil)
-	c.ClearToken()
-	c.ClearToken() // no token: nothing to clear, nothing emitted
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, []string{
-		"a tokenSet Bearer", "b tokenSet Bearer",
-		"a tokenSet DPoP", "b tokenSet DPoP",
-		"a tokenCleared DPoP", "b tokenCleared DPoP",
-	}, got)
-}
-
-// TestCacheMaxBytes: WithCacheMaxBytes bounds what the cache holds;
-// Stats report its bytes and its evictions of live decisions.
-func TestCacheMaxBytes(t *testing.T) {
-	t.Parallel()
-	second := todoRead
-	second.Resource.ID = "todo-2"
-	tests := []struct {
-		name        string
-		opts        []authzen.Option
-		wantEntries int
-	}{
-		{"room for both", nil, 2},
-		{"room for none", []authzen.Option{authzen.WithCacheMaxBytes(1)}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			_, c := startTodo(t, tt.opts...)
-			for _, r := range []authzen.Request{todoRead, second} {
-				d, err := c.Evaluate(t.Context(), r)
-				require.NoError(t, err)
-				require.True(t, d.Allowed())
-			}
-			s := c.Stats()
-			assert.Equal(t, tt.wantEntries, s.CacheEntries, "an entry larger than the bound is not kept")
-			assert.Equal(t, uint64(2), s.CacheMisses)
-			if tt.wantEntries > 0 {
-				assert.Positive(t, s.CacheBytes)
-			}
-			assert.Zero(t, s.CacheEvictions)
-		})
-	}
 }
 
 // logLines records a client's log lines: level and message.
@@ -251,28 +191,4 @@ func TestErrorsSayAuthzen(t *testing.T) {
 	_, err = c.Evaluate(t.Context(), todoRead)
 	require.ErrorIs(t, err, pep.ErrClosed)
 	assert.True(t, strings.HasPrefix(err.Error(), "authzen: the client is closed"), err.Error())
-}
-
-// TestMaxTokenBytes: a token of exactly WithMaxTokenBytes is sent; one
-// byte more is refused with ErrNoToken, naming the setting, before
-// anything is sent.
-func TestMaxTokenBytes(t *testing.T) {
-	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
-	tok := srv.Token("todo", "service-account-todo-api")
-	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()),
-		authzen.WithMaxTokenBytes(len(tok)), authzen.WithCache(0, 0, 0))
-	require.NoError(t, err)
-	c.SetToken(tok)
-	d, err := c.Evaluate(t.Context(), todoRead)
-	require.NoError(t, err)
-	require.True(t, d.Allowed())
-	sent := c.Stats().PDPRequests
-
-	c.SetToken(tok + "x")
-	d, err = c.Evaluate(t.Context(), todoRead)
-	require.ErrorIs(t, err, authzen.ErrNoToken)
-	assert.Contains(t, err.Error(), "WithMaxTokenBytes")
-	assert.False(t, d.Allowed())
-	assert.Equal(t, sent, c.Stats().PDPRequests, "nothing was sent")
 }

@@ -82,19 +82,10 @@ func WithMaxResults(n int) SearchOption {
 // uses the client's credential, retries and circuit breaker. Results are
 // not cached.
 func (c *Client) SearchSubject(ctx context.Context, req Request, opts ...SearchOption) ([]Subject, error) {
-	if req.Subject.Type == "" || req.Action.Name == "" || req.Resource.Type == "" || req.Resource.ID == "" {
-		return nil, fmt.Errorf("%w: a subject search needs a subject type, an action name and a resource type and id", ErrInvalidArgument)
-	}
-	w := wireOf(req)
-	w.Subject.ID = ""
-	var out []Subject
-	err := c.search(ctx, searchSubject, w, opts, func(e entity) {
-		out = append(out, Subject{Type: e.Type, ID: e.ID, Properties: e.Properties})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return searchFor(ctx, c, searchSubject, req, func(w *wireRequest) { w.Subject.ID = "" }, opts,
+		req.Subject.Type == "" || req.Action.Name == "" || req.Resource.Type == "" || req.Resource.ID == "",
+		"a subject search needs a subject type, an action name and a resource type and id",
+		func(e entity) Subject { return Subject{Type: e.Type, ID: e.ID, Properties: e.Properties} })
 }
 
 // SearchResource asks the PDP's Resource Search API which resources of
@@ -104,19 +95,10 @@ func (c *Client) SearchSubject(ctx context.Context, req Request, opts ...SearchO
 // themselves (Evaluate before enforcing), and any fault is an error with
 // no results.
 func (c *Client) SearchResource(ctx context.Context, req Request, opts ...SearchOption) ([]Resource, error) {
-	if req.Subject.Type == "" || req.Subject.ID == "" || req.Action.Name == "" || req.Resource.Type == "" {
-		return nil, fmt.Errorf("%w: a resource search needs a subject type and id, an action name and a resource type", ErrInvalidArgument)
-	}
-	w := wireOf(req)
-	w.Resource.ID = ""
-	var out []Resource
-	err := c.search(ctx, searchResource, w, opts, func(e entity) {
-		out = append(out, Resource{Type: e.Type, ID: e.ID, Properties: e.Properties})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return searchFor(ctx, c, searchResource, req, func(w *wireRequest) { w.Resource.ID = "" }, opts,
+		req.Subject.Type == "" || req.Subject.ID == "" || req.Action.Name == "" || req.Resource.Type == "",
+		"a resource search needs a subject type and id, an action name and a resource type",
+		func(e entity) Resource { return Resource{Type: e.Type, ID: e.ID, Properties: e.Properties} })
 }
 
 // SearchAction asks the PDP's Action Search API which actions req.Subject
@@ -125,16 +107,24 @@ func (c *Client) SearchResource(ctx context.Context, req Request, opts ...Search
 // results grant nothing by themselves (Evaluate before enforcing), and any
 // fault is an error with no results.
 func (c *Client) SearchAction(ctx context.Context, req Request, opts ...SearchOption) ([]Action, error) {
-	if req.Subject.Type == "" || req.Subject.ID == "" || req.Resource.Type == "" || req.Resource.ID == "" {
-		return nil, fmt.Errorf("%w: an action search needs a subject type and id and a resource type and id", ErrInvalidArgument)
+	return searchFor(ctx, c, searchAction, req, func(w *wireRequest) { w.Action = nil }, opts,
+		req.Subject.Type == "" || req.Subject.ID == "" || req.Resource.Type == "" || req.Resource.ID == "",
+		"an action search needs a subject type and id and a resource type and id",
+		func(e entity) Action { return Action{Name: e.Name, Properties: e.Properties} })
+}
+
+// searchFor runs the search of kind for req, less what omit clears (what
+// the search asks for), refused with ErrInvalidArgument, saying what it
+// needs, when req is incomplete; it returns every result as made by as,
+// or an error and no results.
+func searchFor[T any](ctx context.Context, c *Client, kind searchKind, req Request, omit func(*wireRequest), opts []SearchOption, incomplete bool, needs string, as func(entity) T) ([]T, error) {
+	if incomplete {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidArgument, needs)
 	}
 	w := wireOf(req)
-	w.Action = nil
-	var out []Action
-	err := c.search(ctx, searchAction, w, opts, func(e entity) {
-		out = append(out, Action{Name: e.Name, Properties: e.Properties})
-	})
-	if err != nil {
+	omit(&w)
+	var out []T
+	if err := c.search(ctx, kind, w, opts, func(e entity) { out = append(out, as(e)) }); err != nil {
 		return nil, err
 	}
 	return out, nil

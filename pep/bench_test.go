@@ -196,11 +196,21 @@ func BenchmarkCachedCheck(b *testing.B) {
 		d, err := perCall.Check(tokCtx, "orders", "read")
 		return err == nil && d.Cached && d.Allowed()
 	}
+	benchHits(b, []benchHit{{"lru", lookup}, {"mutexmap", mutexMap}, {"mutexmap-fields", mutexMapFields},
+		{"rwmap", rwMap}, {"client", check}, {"client-withtoken", checkWithToken}})
+}
+
+// benchHit is a lookup a cached Check is compared with, or the Check.
+type benchHit struct {
+	name string
+	hit  func() bool // reports a cached grant
+}
+
+// benchHits runs each hit serially and in parallel, as the sub-benchmarks
+// serial/name and parallel/name; every call must report a cached grant.
+func benchHits(b *testing.B, hits []benchHit) {
 	for _, mode := range []string{"serial", "parallel"} {
-		for _, sub := range []struct {
-			name string
-			hit  func() bool
-		}{{"lru", lookup}, {"mutexmap", mutexMap}, {"mutexmap-fields", mutexMapFields}, {"rwmap", rwMap}, {"client", check}, {"client-withtoken", checkWithToken}} {
+		for _, sub := range hits {
 			b.Run(mode+"/"+sub.name, func(b *testing.B) {
 				b.ReportAllocs()
 				if mode == "serial" {
@@ -221,6 +231,16 @@ func BenchmarkCachedCheck(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// benchChecks runs b's loop of Checks of orders/read by c, each of which
+// must grant, reporting allocations.
+func benchChecks(b *testing.B, ctx context.Context, c *pep.Client) {
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := c.Check(ctx, "orders", "read")
+		mustGrant(b, d, err)
 	}
 }
 
@@ -326,11 +346,7 @@ func BenchmarkUncachedCheck(b *testing.B) {
 	b.Run("client", func(b *testing.B) {
 		c := g.newClient(b, uncached)
 		c.SetToken(tok)
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := c.Check(ctx, "orders", "read")
-			mustGrant(b, d, err)
-		}
+		benchChecks(b, ctx, c)
 	})
 	// client-otel-sdk, the same with OpenTelemetry's SDK installed, is in
 	// integration/telemetry (BenchmarkUncachedCheck there), with the SDK.
@@ -341,11 +357,7 @@ func BenchmarkUncachedCheck(b *testing.B) {
 		c.SetToken(tok)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := c.Check(ctx, "orders", "read")
-			mustGrant(b, d, err)
-		}
+		benchChecks(b, ctx, c)
 	})
 }
 
@@ -402,11 +414,7 @@ func BenchmarkUncachedCheckDPoP(b *testing.B) {
 		g := startBenchGateway(b, nil)
 		c := g.newClient(b, uncached)
 		c.SetToken(g.token(b))
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := c.Check(ctx, "orders", "read")
-			mustGrant(b, d, err)
-		}
+		benchChecks(b, ctx, c)
 	})
 	b.Run("DPoP-ES256", func(b *testing.B) {
 		// A server per run: its replay cache holds every proof of the run.
@@ -417,11 +425,7 @@ func BenchmarkUncachedCheckDPoP(b *testing.B) {
 		}
 		c := g.newClient(b, uncached)
 		c.SetDPoPToken(g.token(b, mockserver.TokenDPoPBinding(signer.Thumbprint())), signer)
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := c.Check(ctx, "orders", "read")
-			mustGrant(b, d, err)
-		}
+		benchChecks(b, ctx, c)
 	})
 }
 
@@ -616,20 +620,12 @@ func BenchmarkDPoPClientCost(b *testing.B) {
 	b.Run("Bearer", func(b *testing.B) {
 		c := newClient(b)
 		c.SetToken(token)
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := c.Check(ctx, "orders", "read")
-			mustGrant(b, d, err)
-		}
+		benchChecks(b, ctx, c)
 	})
 	b.Run("DPoP-ES256", func(b *testing.B) {
 		c := newClient(b)
 		c.SetDPoPToken(token, signer)
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := c.Check(ctx, "orders", "read")
-			mustGrant(b, d, err)
-		}
+		benchChecks(b, ctx, c)
 	})
 	b.Run("proof-ES256", func(b *testing.B) {
 		b.ReportAllocs()

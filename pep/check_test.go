@@ -155,56 +155,27 @@ func TestCacheHitSkipsGateway(t *testing.T) {
 	assert.Equal(t, 1, s.CacheEntries)
 }
 
+// TestCacheTTLs: a GRANT is kept for grantTTL and a DENY for denyTTL,
+// counted from when the client asked, not from when the answer came: an
+// answer that was long in coming (a slow gateway, or a client process
+// stalled before it stored the answer) must not be served past its TTL
+// after the question.
 func TestCacheTTLs(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		scope     string // alice may read orders, not write them
-		advance   time.Duration
-		wantFetch bool // the second call reaches the gateway
-	}{
-		{"grant within grantTTL", "read", 29 * time.Second, false},
-		{"grant after grantTTL", "read", 30 * time.Second, true},
-		{"deny within denyTTL", "write", 9 * time.Second, false},
-		{"deny after denyTTL", "write", 10 * time.Second, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			clk := newManualClock()
-			g := startReference(t)
-			c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(100, 30*time.Second, 10*time.Second))
-			c.SetToken(g.token(t, "alice"))
-			_, err := c.Check(t.Context(), "orders", tt.scope)
-			require.NoError(t, err)
-			clk.Advance(tt.advance)
-			d, err := c.Check(t.Context(), "orders", tt.scope)
-			require.NoError(t, err)
-			assert.Equal(t, !tt.wantFetch, d.Cached)
-			want := 1
-			if tt.wantFetch {
-				want = 2
-			}
-			assert.Equal(t, want, g.count())
-		})
-	}
-}
-
-// A gateway answer is kept for its TTL from when the client asked for it,
-// not from when the answer came: an answer that was long in coming (a slow
-// gateway, or a client process stalled before it stored the answer) must
-// not be served past its TTL after the question.
-func TestCacheTTLCountsFromTheRequest(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name      string
+		scope     string        // alice may read orders, not write them
 		inFlight  time.Duration // how long the first request takes, by the client's clock
 		then      time.Duration // from its answer to the second call
 		wantFetch bool          // the second call reaches the gateway
 	}{
-		{"read back within grantTTL of the request", 20 * time.Second, 9 * time.Second, false},
-		{"read back at grantTTL after the request", 20 * time.Second, 10 * time.Second, true},
-		{"answered after grantTTL", 31 * time.Second, 0, true},
+		{"grant within grantTTL", "read", 0, 29 * time.Second, false},
+		{"grant after grantTTL", "read", 0, 30 * time.Second, true},
+		{"deny within denyTTL", "write", 0, 9 * time.Second, false},
+		{"deny after denyTTL", "write", 0, 10 * time.Second, true},
+		{"read back within grantTTL of the request", "read", 20 * time.Second, 9 * time.Second, false},
+		{"read back at grantTTL after the request", "read", 20 * time.Second, 10 * time.Second, true},
+		{"answered after grantTTL", "read", 31 * time.Second, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,19 +190,16 @@ func TestCacheTTLCountsFromTheRequest(t *testing.T) {
 			})
 			c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(100, 30*time.Second, 10*time.Second))
 			c.SetToken(g.token(t, "alice"))
-			d, err := c.Check(t.Context(), "orders", "read")
+			want := map[string]pep.Status{"read": pep.Grant, "write": pep.Deny}[tt.scope]
+			d, err := c.Check(t.Context(), "orders", tt.scope)
 			require.NoError(t, err)
-			requireGatewayDecision(t, d, pep.Grant)
+			requireGatewayDecision(t, d, want)
 			clk.Advance(tt.then)
-			d, err = c.Check(t.Context(), "orders", "read")
+			d, err = c.Check(t.Context(), "orders", tt.scope)
 			require.NoError(t, err)
-			requireGatewayDecision(t, d, pep.Grant)
+			requireGatewayDecision(t, d, want)
 			assert.Equal(t, !tt.wantFetch, d.Cached)
-			want := 1
-			if tt.wantFetch {
-				want = 2
-			}
-			assert.Equal(t, want, g.count())
+			assert.Equal(t, map[bool]int{false: 1, true: 2}[tt.wantFetch], g.count())
 		})
 	}
 }

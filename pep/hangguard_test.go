@@ -12,8 +12,9 @@ import (
 // default of 2 s. A clean call beside the rest of the suite on a loaded
 // machine can take longer than 2 s and then fails closed (a DENY whose
 // Cause is ErrUnavailable, and a nil error) in a test about something
-// else: TestE2EExpiredToken/DPoP got a nil error where its refused token
-// must be ErrUnauthorized. Added client by client, the guard missed that
+// else: a DPoP test of an expired token (TestE2EExpiredToken, since
+// merged into others) got a nil error where its refused token must be
+// ErrUnauthorized. Added client by client, the guard missed that
 // test and was lost in a merge (TestCacheBytesAreHonest); so it is checked
 // here, in the source.
 func TestTestClientsHaveAHangGuard(t *testing.T) {

@@ -179,7 +179,9 @@ func TestExpiredEntriesLeave(t *testing.T) {
 }
 
 // Break 5: a gateway whose answer quotes the token, at the HTTP level or in
-// any escaping, gets none of it into an error or a log line.
+// any escaping, gets none of it into an error, an event, a result, Stats or
+// a log line (at Debug, which logs every request) of any call. What the
+// redaction withholds is internal/transport's (TestRedact).
 func TestTokenEchoesNeverReachAString(t *testing.T) {
 	t.Parallel()
 	// A token whose escaped forms differ from it.
@@ -214,6 +216,7 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 		{"partial in a 400", body(400, `{"error":"Bad Request","message":"bad token `+partial+`..."}`)},
 		{"in an unknown status", body(200, `{"status":"`+secret+`","permissions":[]}`)},
 		{"as a member name", body(200, `{"status":"GRANT","permissions":[],"`+jsonU+`":1,"`+jsonU+`":2}`)},
+		{"an unparseable body holding it", body(200, secret)},
 		{"in a pair status", body(200, `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"`+partial+`"}]}`)},
 		{"base64 in a 403", body(403, `{"error":"Forbidden","message":"token `+base64.StdEncoding.EncodeToString([]byte(secret))+` refused"}`)},
 		{"hex in a 403", body(403, `{"error":"Forbidden","message":"token `+hex.EncodeToString([]byte(secret))+` refused"}`)},
@@ -234,18 +237,28 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var logs bytes.Buffer
+			var rec recorder
 			c, err := hangguard.NewPep(tt.gateway(t), testRealm, testClient, fastRetry,
-				pep.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+				pep.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+				pep.WithEventHandler(rec.handle))
 			require.NoError(t, err)
 			c.SetToken(secret)
 			var texts []string
 			d, err := c.Check(t.Context(), "orders", "read")
 			assert.False(t, d.Allowed())
-			texts = append(texts, errText(err), errText(d.Cause), fmt.Sprintf("%+v", d))
+			texts = append(texts, errText(err), errText(d.Cause), fmt.Sprintf("%+v %v", d, d))
 			r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
 			texts = append(texts, errText(err), fmt.Sprintf("%+v", r))
+			perms, err := c.ListGranted(t.Context(), nil)
+			texts = append(texts, errText(err), fmt.Sprintf("%+v", perms))
 			_, err = c.Organizations(t.Context())
-			texts = append(texts, errText(err), logs.String())
+			require.NotEmpty(t, logs.String(), "the debug logger saw the calls")
+			texts = append(texts, errText(err), fmt.Sprintf("%+v", c.Stats()), logs.String())
+			rec.mu.Lock()
+			for _, ev := range rec.evs {
+				texts = append(texts, errText(ev.Err))
+			}
+			rec.mu.Unlock()
 			for _, s := range texts {
 				requireNoEcho(t, s, secret)
 			}
@@ -449,24 +462,35 @@ func TestLate401ForAReplacedTokenEmitsNothing(t *testing.T) {
 	assert.True(t, d.Allowed(), "bob's token is still the client's")
 }
 
-// A Bearer token refused with a DPoP nonce challenge is refused all the
-// same: a nonce means nothing to a Bearer client.
-func TestBearerRefusedWithANonceChallengeExpires(t *testing.T) {
+// A Bearer token refused with a DPoP challenge is refused all the same (a
+// plain refusal: tokenExpired, no resend): a nonce means nothing to a
+// Bearer client, and a proof it never sent cannot be what was refused
+// (attack F10).
+func TestBearer401WithADPoPChallengeExpires(t *testing.T) {
 	t.Parallel()
-	g := startReference(t)
-	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-		w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce"`)
-		w.Header().Set("DPoP-Nonce", "n-1")
-		writeError(w, http.StatusUnauthorized, "nonce required")
-		return true
-	})
-	rec := &recorder{}
-	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken(g.token(t, "alice"))
-	_, err := c.Check(t.Context(), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized)
-	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
-	assert.Equal(t, 1, g.count(), "no resend for a Bearer token")
+	for name, challenge := range map[string]string{
+		"nonce": `DPoP error="use_dpop_nonce"`,
+		"proof": `DPoP algs="ES256", error="invalid_dpop_proof"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := startReference(t)
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				w.Header().Set("WWW-Authenticate", challenge)
+				w.Header().Set("DPoP-Nonce", "n-1")
+				writeError(w, http.StatusUnauthorized, "refused")
+				return true
+			})
+			rec := &recorder{}
+			c := g.newClient(t, pep.WithEventHandler(rec.handle))
+			c.SetToken(g.token(t, "alice"))
+			_, err := c.Check(t.Context(), "orders", "read")
+			require.ErrorIs(t, err, pep.ErrUnauthorized)
+			require.NotErrorIs(t, err, pep.ErrProofRejected)
+			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
+			assert.Equal(t, 1, g.count(), "no resend for a Bearer token")
+		})
+	}
 }
 
 // Rule 9: a 401 that blames the DPoP proof (a clock out of step, say) is
@@ -737,25 +761,6 @@ func TestWaiterOutlivesLeadersThatGiveUp(t *testing.T) {
 	d := <-victim
 	require.NoError(t, d.Cause)
 	assert.True(t, d.Allowed())
-}
-
-// Attack F10: a DPoP challenge in a 401 to a Bearer request blames nothing
-// the client sent: it is a plain refusal of the token.
-func TestBearer401WithAProofChallengeExpires(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-		w.Header().Set("WWW-Authenticate", `DPoP algs="ES256", error="invalid_dpop_proof"`)
-		writeError(w, http.StatusUnauthorized, "invalid DPoP proof")
-		return true
-	})
-	rec := &recorder{}
-	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken(g.token(t, "alice"))
-	_, err := c.Check(t.Context(), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized)
-	require.NotErrorIs(t, err, pep.ErrProofRejected)
-	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
 }
 
 // Attack F2, as it was found: a patient caller shares its request with a

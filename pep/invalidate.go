@@ -32,9 +32,7 @@ type Invalidator = invalidation.Invalidator
 // The client subscribes on a goroutine of its own from New until Close,
 // which waits for it to end: a client with an invalidator must be closed.
 // A nil inv means none (the default).
-func WithInvalidator(inv Invalidator) Option {
-	return option(func(c *config) { c.Invalidator = inv })
-}
+func WithInvalidator(inv Invalidator) Option { return option(func(c *config) { c.Invalidator = inv }) }
 
 // Purge drops every cached decision of token (as a Bearer or a DPoP
 // token) and, with an invalidator, publishes the purge to every replica,

@@ -45,30 +45,5 @@ func BenchmarkCachedCheckInvalidator(b *testing.B) {
 			return err == nil && d.Cached && d.Allowed()
 		}
 	}
-	for _, mode := range []string{"serial", "parallel"} {
-		for _, sub := range []struct {
-			name string
-			hit  func() bool
-		}{{"mutexmap", mutexMap}, {"client", check(plain)}, {"client-invalidator", check(withInv)}} {
-			b.Run(mode+"/"+sub.name, func(b *testing.B) {
-				b.ReportAllocs()
-				if mode == "serial" {
-					for b.Loop() {
-						if !sub.hit() {
-							b.Fatal("not a cached grant")
-						}
-					}
-					return
-				}
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if !sub.hit() {
-							b.Error("not a cached grant")
-							return
-						}
-					}
-				})
-			})
-		}
-	}
+	benchHits(b, []benchHit{{"mutexmap", mutexMap}, {"client", check(plain)}, {"client-invalidator", check(withInv)}})
 }

@@ -47,65 +47,26 @@ func TestMisconfigurations(t *testing.T) {
 		url, realm       string
 		client, resource string
 		verify           error // nil: Verify passes
-		check            func(t *testing.T, d pep.Decision, err error)
-		log              string // what the log holds after three Checks
-		logLines         int
+		// What each of three Checks returns: the call's error, its
+		// decision's Cause, and the status of the gateway answer that
+		// Cause is (0 for none); the log after them holds log logLines
+		// times.
+		err, cause error
+		status     int
+		log        string
+		logLines   int
 	}{
-		{
-			name: "all right", url: e.gw.URL, realm: "corp", client: "docs-api", resource: "docs",
-			check: func(t *testing.T, d pep.Decision, err error) {
-				require.NoError(t, err)
-				assert.True(t, d.Allowed())
-			},
-		},
-		{
-			name: "wrong path prefix", url: e.gw.URL + "/gateway", realm: "corp", client: "docs-api", resource: "docs",
-			verify: pep.ErrWrongGatewayURL,
-			check: func(t *testing.T, d pep.Decision, err error) {
-				require.NoError(t, err)
-				var re *pep.ResponseError
-				require.ErrorAs(t, d.Cause, &re)
-				assert.Equal(t, http.StatusNotFound, re.StatusCode)
-			},
-			log: "gateway refuses this client's requests", logLines: 1,
-		},
-		{
-			name: "wrong realm", url: e.gw.URL, realm: "crop", client: "docs-api", resource: "docs",
-			verify: pep.ErrUnknownRealm,
-			check: func(t *testing.T, d pep.Decision, err error) {
-				require.ErrorIs(t, err, pep.ErrUnauthorized, "the gateway refuses a token of another realm")
-				assert.False(t, d.Allowed())
-			},
-		},
-		{
-			name: "wrong client", url: e.gw.URL, realm: "corp", client: "docs-apii", resource: "docs",
-			verify: pep.ErrUnknownClient,
-			check: func(t *testing.T, d pep.Decision, err error) {
-				require.NoError(t, err)
-				var re *pep.ResponseError
-				require.ErrorAs(t, d.Cause, &re)
-				assert.Equal(t, http.StatusBadRequest, re.StatusCode)
-			},
-			log: "gateway refuses this client's requests", logLines: 1,
-		},
-		{
-			name: "misspelt resource", url: e.gw.URL, realm: "corp", client: "docs-api", resource: "dcos",
-			check: func(t *testing.T, d pep.Decision, err error) {
-				require.NoError(t, err)
-				assert.Equal(t, pep.Error, d.Status)
-				require.ErrorIs(t, d.Cause, pep.ErrNotEvaluated)
-			},
-			log: "could not evaluate pairs", logLines: 3,
-		},
-		{
-			name: "gateway unreachable", url: closed, realm: "corp", client: "docs-api", resource: "docs",
-			verify: pep.ErrUnavailable,
-			check: func(t *testing.T, d pep.Decision, err error) {
-				require.NoError(t, err)
-				require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
-			},
-			log: "failing closed", logLines: 3,
-		},
+		{name: "all right", url: e.gw.URL, realm: "corp", client: "docs-api", resource: "docs"},
+		{name: "wrong path prefix", url: e.gw.URL + "/gateway", realm: "corp", client: "docs-api", resource: "docs",
+			verify: pep.ErrWrongGatewayURL, status: http.StatusNotFound, log: "gateway refuses this client's requests", logLines: 1},
+		{name: "wrong realm (the gateway refuses a token of another realm)", url: e.gw.URL, realm: "crop", client: "docs-api", resource: "docs",
+			verify: pep.ErrUnknownRealm, err: pep.ErrUnauthorized, cause: pep.ErrUnauthorized, status: http.StatusUnauthorized},
+		{name: "wrong client", url: e.gw.URL, realm: "corp", client: "docs-apii", resource: "docs",
+			verify: pep.ErrUnknownClient, status: http.StatusBadRequest, log: "gateway refuses this client's requests", logLines: 1},
+		{name: "misspelt resource", url: e.gw.URL, realm: "corp", client: "docs-api", resource: "dcos",
+			cause: pep.ErrNotEvaluated, log: "could not evaluate pairs", logLines: 3},
+		{name: "gateway unreachable", url: closed, realm: "corp", client: "docs-api", resource: "docs",
+			verify: pep.ErrUnavailable, cause: pep.ErrUnavailable, log: "failing closed", logLines: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,7 +90,21 @@ func TestMisconfigurations(t *testing.T) {
 			logs.Reset()
 			for range 3 {
 				d, err := c.Check(t.Context(), tt.resource, "read")
-				tt.check(t, d, err)
+				if tt.err != nil {
+					require.ErrorIs(t, err, tt.err)
+				} else {
+					require.NoError(t, err)
+				}
+				assert.Equal(t, tt.verify == nil && tt.cause == nil, d.Allowed())
+				assert.Equal(t, tt.cause == pep.ErrNotEvaluated, d.Status == pep.Error, "ERROR is the gateway's answer for a name it does not know")
+				if tt.cause != nil {
+					require.ErrorIs(t, d.Cause, tt.cause)
+				}
+				if tt.status != 0 {
+					var re *pep.ResponseError
+					require.ErrorAs(t, d.Cause, &re)
+					assert.Equal(t, tt.status, re.StatusCode)
+				}
 			}
 			if tt.log != "" {
 				assert.Equal(t, tt.logLines, strings.Count(logs.String(), tt.log), "log:\n%s", logs.String())

@@ -56,9 +56,7 @@ func (f option) apply(c *config) { f(c) }
 // CheckMany sends at once (Go's default keeps two); over HTTPS it speaks
 // HTTP/2 when the gateway offers it, which carries those requests on one
 // connection.
-func WithHTTPClient(hc *http.Client) Option {
-	return option(func(c *config) { c.HTTPClient = hc })
-}
+func WithHTTPClient(hc *http.Client) Option { return option(func(c *config) { c.HTTPClient = hc }) }
 
 // WithRetry sets how often a failed gateway request is retried (max, 0
 // disables retrying) and the bounds of the exponential backoff with jitter
@@ -77,9 +75,7 @@ func WithRetry(max int, minWait, maxWait time.Duration) Option {
 // this one or its context's, is read on the clock when an answer is taken:
 // an answer read after it (a process frozen meanwhile) is not used (README
 // rule 10).
-func WithTimeout(d time.Duration) Option {
-	return option(func(c *config) { c.Timeout = d })
-}
+func WithTimeout(d time.Duration) Option { return option(func(c *config) { c.Timeout = d }) }
 
 // WithCache sets the decision cache: at most size entries (0 disables the
 // cache), gateway GRANT answers kept for grantTTL and DENY answers for
@@ -101,18 +97,14 @@ func WithCache(size int, grantTTL, denyTTL time.Duration) Option {
 // digest, and tokens longer than 8 KiB and pairs whose resource and scope
 // exceed 512 bytes are never cached (each such call asks the gateway).
 // Default 32 MiB. n must be positive.
-func WithCacheMaxBytes(n int64) Option {
-	return option(func(c *config) { c.CacheMaxBytes = n })
-}
+func WithCacheMaxBytes(n int64) Option { return option(func(c *config) { c.CacheMaxBytes = n }) }
 
 // WithBatchSize sets how many resource-scope pairs go into one gateway
 // request; CheckMany and ListGranted split larger calls into several
 // requests sent in parallel (at most 4 at a time per call). Default 100,
 // which is also the most resources the reference server accepts in one
 // request. It must be positive.
-func WithBatchSize(pairs int) Option {
-	return option(func(c *config) { c.BatchSize = pairs })
-}
+func WithBatchSize(pairs int) Option { return option(func(c *config) { c.BatchSize = pairs }) }
 
 // WithMaxTokenBytes bounds the tokens the client sends to n bytes: a
 // token longer than that, the client's own (SetToken, SetDPoPToken) or a
@@ -121,17 +113,13 @@ func WithBatchSize(pairs int) Option {
 // token never reaches a front that resets connections on large headers,
 // where its failures would count against the circuit breaker every caller
 // shares. Default 16 KiB, several times a real JWT. n must be positive.
-func WithMaxTokenBytes(n int) Option {
-	return option(func(c *config) { c.MaxTokenBytes = n })
-}
+func WithMaxTokenBytes(n int) Option { return option(func(c *config) { c.MaxTokenBytes = n }) }
 
 // WithLogger makes the client log to l: requests and retries at Debug,
 // fail-closed decisions and breaker changes at Warn, panicking event
 // handlers at Error. Tokens are never logged. A nil l (and the default) logs
 // nothing.
-func WithLogger(l *slog.Logger) Option {
-	return option(func(c *config) { c.Logger = l })
-}
+func WithLogger(l *slog.Logger) Option { return option(func(c *config) { c.Logger = l }) }
 
 // WithEventHandler subscribes h to the client's token lifecycle events from
 // the start (see Client.Subscribe). It may be given several times. A nil h

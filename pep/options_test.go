@@ -1,7 +1,6 @@
 package pep_test
 
 import (
-	"errors"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -137,32 +136,6 @@ func TestZeroValuesNeverAllow(t *testing.T) {
 	assert.False(t, pep.Result{Status: pep.Grant}.Allowed(), "no decisions: nothing was granted")
 	assert.False(t, pep.Decision{Status: pep.Grant, Cause: pep.ErrUnavailable}.Allowed())
 	assert.False(t, pep.Result{Status: pep.Grant, Decisions: []pep.Decision{{Status: pep.Grant}, {Status: pep.Error}}}.Allowed())
-}
-
-func TestResponseErrorIs(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		status          int
-		unauthorized    bool
-		unavailable     bool
-		wantErrorString string
-	}{
-		{401, true, false, "pep: gateway answered 401 Unauthorized: bad token"},
-		{403, false, false, "pep: gateway answered 403 Forbidden: bad token"},
-		{500, false, true, "pep: gateway answered 500 Internal Server Error: bad token"},
-		{503, false, true, "pep: gateway answered 503 Service Unavailable: bad token"},
-		{429, false, false, "pep: gateway answered 429 Too Many Requests: bad token"},
-	}
-	for _, tt := range tests {
-		t.Run(http.StatusText(tt.status), func(t *testing.T) {
-			t.Parallel()
-			err := error(&pep.ResponseError{StatusCode: tt.status, ErrorName: http.StatusText(tt.status), Message: "bad token"})
-			assert.Equal(t, tt.unauthorized, errors.Is(err, pep.ErrUnauthorized))
-			assert.Equal(t, tt.unavailable, errors.Is(err, pep.ErrUnavailable))
-			assert.Equal(t, tt.wantErrorString, err.Error())
-		})
-	}
-	assert.ErrorIs(t, pep.ErrCircuitOpen, pep.ErrUnavailable)
 }
 
 // TestMalformedAnswerErrorText: the reference server never leaves a pair

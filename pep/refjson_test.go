@@ -1,17 +1,20 @@
 package pep_test
 
 // An independent, strict reference reader of the gateway's answers, for the
-// differential fuzz targets. It shares no code with the client: its own
-// RFC 8259 parser keeps every member of every object, in order, duplicates
-// included, and the rules of the contract are then applied to that tree.
+// differential fuzz targets. It shares no code with the client: encoding/json
+// checks the text (RFC 8259) and hands over its tokens, from which the
+// reader keeps every member of every object, in order, duplicates
+// included; invalid UTF-8 is refused first (encoding/json alone would
+// replace it), and an escaped lone surrogate reads as U+FFFD. The rules of
+// the contract are then applied to that tree.
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -33,220 +36,50 @@ var errRef = errors.New("reference: rejected")
 // refParse parses one JSON text: a value with optional white space around
 // it, strictly by RFC 8259, rejecting invalid UTF-8.
 func refParse(data []byte) (refValue, error) {
-	p := &refParser{s: string(data)}
-	p.space()
-	v, err := p.value(0)
+	if !utf8.Valid(data) || !json.Valid(data) {
+		return refValue{}, errRef
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	return refRead(d)
+}
+
+// refRead reads the next value of d, which holds valid JSON.
+func refRead(d *json.Decoder) (refValue, error) {
+	tok, err := d.Token()
 	if err != nil {
 		return refValue{}, err
 	}
-	p.space()
-	if p.i != len(p.s) {
-		return refValue{}, errRef
-	}
-	return v, nil
-}
-
-type refParser struct {
-	s string
-	i int
-}
-
-func (p *refParser) space() {
-	for p.i < len(p.s) && strings.IndexByte(" \t\n\r", p.s[p.i]) >= 0 {
-		p.i++
-	}
-}
-
-func (p *refParser) value(depth int) (refValue, error) {
-	if depth > 1000 || p.i >= len(p.s) {
-		return refValue{}, errRef
-	}
-	switch c := p.s[p.i]; {
-	case c == '{':
-		p.i++
-		v := refValue{kind: '{'}
-		p.space()
-		if p.i < len(p.s) && p.s[p.i] == '}' {
-			p.i++
-			return v, nil
-		}
-		for {
-			p.space()
-			name, err := p.string()
-			if err != nil {
-				return v, err
-			}
-			p.space()
-			if p.i >= len(p.s) || p.s[p.i] != ':' {
-				return v, errRef
-			}
-			p.i++
-			p.space()
-			val, err := p.value(depth + 1)
-			if err != nil {
-				return v, err
-			}
-			v.members = append(v.members, refMember{name, val})
-			p.space()
-			if p.i < len(p.s) && p.s[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.i < len(p.s) && p.s[p.i] == '}' {
-				p.i++
-				return v, nil
-			}
-			return v, errRef
-		}
-	case c == '[':
-		p.i++
-		v := refValue{kind: '['}
-		p.space()
-		if p.i < len(p.s) && p.s[p.i] == ']' {
-			p.i++
-			return v, nil
-		}
-		for {
-			p.space()
-			item, err := p.value(depth + 1)
-			if err != nil {
-				return v, err
-			}
-			v.items = append(v.items, item)
-			p.space()
-			if p.i < len(p.s) && p.s[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.i < len(p.s) && p.s[p.i] == ']' {
-				p.i++
-				return v, nil
-			}
-			return v, errRef
-		}
-	case c == '"':
-		s, err := p.string()
-		return refValue{kind: '"', str: s}, err
-	case strings.HasPrefix(p.s[p.i:], "true"):
-		p.i += 4
-		return refValue{kind: 't'}, nil
-	case strings.HasPrefix(p.s[p.i:], "false"):
-		p.i += 5
-		return refValue{kind: 'f'}, nil
-	case strings.HasPrefix(p.s[p.i:], "null"):
-		p.i += 4
-		return refValue{kind: '0'}, nil
-	case c == '-' || ('0' <= c && c <= '9'):
-		return refValue{kind: 'n'}, p.number()
-	}
-	return refValue{}, errRef
-}
-
-// number checks -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
-func (p *refParser) number() error {
-	digits := func() int {
-		n := 0
-		for p.i < len(p.s) && '0' <= p.s[p.i] && p.s[p.i] <= '9' {
-			p.i++
-			n++
-		}
-		return n
-	}
-	if p.s[p.i] == '-' {
-		p.i++
-	}
-	if p.i < len(p.s) && p.s[p.i] == '0' {
-		p.i++
-	} else if digits() == 0 {
-		return errRef
-	}
-	if p.i < len(p.s) && p.s[p.i] == '.' {
-		p.i++
-		if digits() == 0 {
-			return errRef
-		}
-	}
-	if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
-		p.i++
-		if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
-			p.i++
-		}
-		if digits() == 0 {
-			return errRef
-		}
-	}
-	return nil
-}
-
-// string reads a string; escaped lone surrogates become U+FFFD.
-func (p *refParser) string() (string, error) {
-	if p.i >= len(p.s) || p.s[p.i] != '"' {
-		return "", errRef
-	}
-	p.i++
-	var b strings.Builder
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return b.String(), nil
-		case c < 0x20:
-			return "", errRef
-		case c == '\\':
-			if p.i+1 >= len(p.s) {
-				return "", errRef
-			}
-			e := p.s[p.i+1]
-			p.i += 2
-			if i := strings.IndexByte(`"\/bfnrt`, e); i >= 0 {
-				b.WriteByte("\"\\/\b\f\n\r\t"[i])
-				continue
-			}
-			if e != 'u' {
-				return "", errRef
-			}
-			r, ok := p.hex4()
-			if !ok {
-				return "", errRef
-			}
-			if utf16.IsSurrogate(r) {
-				if strings.HasPrefix(p.s[p.i:], `\u`) {
-					save := p.i
-					p.i += 2
-					if r2, ok := p.hex4(); ok {
-						if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
-							b.WriteRune(pair)
-							continue
-						}
-					}
-					p.i = save
+	switch t := tok.(type) {
+	case json.Delim: // '{' or '['
+		v := refValue{kind: byte(t)}
+		for d.More() {
+			var name json.Token
+			if t == '{' {
+				if name, err = d.Token(); err != nil {
+					return v, err
 				}
-				r = utf8.RuneError
 			}
-			b.WriteRune(r)
-		default:
-			r, n := utf8.DecodeRuneInString(p.s[p.i:])
-			if r == utf8.RuneError && n <= 1 {
-				return "", errRef // invalid UTF-8
+			item, err := refRead(d)
+			if err != nil {
+				return v, err
 			}
-			b.WriteString(p.s[p.i : p.i+n])
-			p.i += n
+			if t == '{' {
+				v.members = append(v.members, refMember{name.(string), item})
+			} else {
+				v.items = append(v.items, item)
+			}
 		}
+		_, err := d.Token() // the closing delimiter
+		return v, err
+	case string:
+		return refValue{kind: '"', str: t}, nil
+	case bool:
+		return refValue{kind: map[bool]byte{true: 't', false: 'f'}[t]}, nil
+	case json.Number:
+		return refValue{kind: 'n'}, nil
 	}
-	return "", errRef
-}
-
-func (p *refParser) hex4() (rune, bool) {
-	if p.i+4 > len(p.s) {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(p.s[p.i:p.i+4], 16, 32)
-	if err != nil || strings.ContainsAny(p.s[p.i:p.i+4], "+-") {
-		return 0, false
-	}
-	p.i += 4
-	return rune(v), true
+	return refValue{kind: '0'}, nil // null
 }
 
 // refFields returns the values of the members of object o named exactly

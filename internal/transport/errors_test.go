@@ -46,6 +46,7 @@ func TestPeersSayTheSentinels(t *testing.T) {
 			}
 		})
 	}
+	require.ErrorIs(t, ErrCircuitOpen, ErrUnavailable, "the sentinel itself, as pep and authzen export it")
 	other := errors.New("not a sentinel")
 	assert.Same(t, other, pep.Err(other), "any other error is returned as it is")
 }
@@ -114,7 +115,15 @@ func TestResponseError(t *testing.T) {
 	require.ErrorIs(t, m, ErrMalformedResponse)
 	assert.Equal(t, "authzen: PDP answered 200 OK: malformed PDP response: the answer has 1 evaluations for 2 asked", m.Error(),
 		"the client's name is written once")
-	var zero ResponseError
-	zero.StatusCode = 503
-	assert.Equal(t, "pep: gateway answered 503 Service Unavailable", zero.Error(), "a ResponseError a user makes reads as pep's")
+	// A ResponseError a user makes reads as pep's and matches by its status.
+	for status, want := range map[int]string{
+		401: "pep: gateway answered 401 Unauthorized: bad token",
+		429: "pep: gateway answered 429 Too Many Requests: bad token",
+		503: "pep: gateway answered 503 Service Unavailable: bad token",
+	} {
+		made := &ResponseError{StatusCode: status, ErrorName: http.StatusText(status), Message: "bad token"}
+		assert.Equal(t, want, made.Error())
+		assert.Equal(t, status == 401, errors.Is(made, ErrUnauthorized), status)
+		assert.Equal(t, status == 503, errors.Is(made, ErrUnavailable), status)
+	}
 }
