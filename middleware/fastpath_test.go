@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,8 +72,27 @@ type viaCheckMany struct{ *pep.Client }
 // two clients of the reference server, one asked the way the middleware
 // asks a *pep.Client and one through the public CheckMany, and requires
 // the same answers, the same decisions in the handler's context and the
-// same counters, cache misses and hits included.
+// same counters, cache misses and hits included: with RequireFunc, whose
+// function pep is asked about per request, and with Require, whose
+// question pep prepares once (its pairs and the constant part of their
+// cache keys) and whose one-pair hits it counts as Check's.
 func TestFastPathAnswersAndCountsAsCheckMany(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		guard func(c middleware.Checker, scopes []string) middleware.Middleware
+	}{
+		{"RequireFunc", func(c middleware.Checker, scopes []string) middleware.Middleware {
+			return middleware.RequireFunc(c, middleware.Static("orders", scopes...))
+		}},
+		{"Require", func(c middleware.Checker, scopes []string) middleware.Middleware {
+			return middleware.Require(c, "orders", scopes...)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { fastPathAnswersAndCounts(t, tc.guard) })
+	}
+}
+
+func fastPathAnswersAndCounts(t *testing.T, guard func(middleware.Checker, []string) middleware.Middleware) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
 	newClient := func() *pep.Client {
 		c, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
@@ -89,7 +109,7 @@ func TestFastPathAnswersAndCountsAsCheckMany(t *testing.T) {
 	}
 	serve := func(c middleware.Checker, user, method, path string, scopes ...string) seen {
 		var s seen
-		h := middleware.RequireFunc(c, middleware.Static("orders", scopes...))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := guard(c, scopes)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.res, s.decided = middleware.DecisionFromContext(r.Context())
 		}))
 		h = middleware.Middleware(func(next http.Handler) http.Handler {
@@ -123,6 +143,12 @@ func TestFastPathAnswersAndCountsAsCheckMany(t *testing.T) {
 		{"cat", "DELETE", "/orders/1", []string{"delete"}},
 		{"cat", "POST", "/orders/1", []string{"delete", "read"}}, // one cached, one not
 		{"", "GET", "/orders/1", []string{"read"}},               // no token: never asked
+		// keys longer than a lookup builds on its stack, and a request
+		// context keyed by its digest: a miss, then a hit, each
+		{"ann", "GET", "/orders/" + strings.Repeat("k", 150), []string{"read"}},
+		{"ann", "GET", "/orders/" + strings.Repeat("k", 150), []string{"read"}},
+		{"ann", "GET", "/orders/" + strings.Repeat("d", 600), []string{"read", "write"}},
+		{"ann", "GET", "/orders/" + strings.Repeat("d", 600), []string{"read", "write"}},
 	}
 	for i, st := range steps {
 		got := serve(fast, st.user, st.method, st.path, st.scopes...)

@@ -28,7 +28,7 @@ const (
 // nil, once it found none. It returns why the request is refused instead.
 func (c *config) formOverride(r *http.Request) ([]string, *refusal) {
 	queryExact, lookalike := 0, 0
-	if r.URL.RawQuery != "" {
+	if mayHoldFormKey(r.URL.RawQuery) {
 		queryExact, lookalike = formKeys(r.URL.RawQuery)
 	}
 	parsed := len(r.Form[formKey]) > 0 || len(r.PostForm[formKey]) > 0 ||
@@ -57,7 +57,9 @@ func (c *config) formOverride(r *http.Request) ([]string, *refusal) {
 				return nil, ref
 			}
 			var bodyLookalike int
-			bodyExact, bodyLookalike = formKeys(body)
+			if mayHoldFormKey(body) {
+				bodyExact, bodyLookalike = formKeys(body)
+			}
 			if ref := c.formRefusal(bodyExact, bodyLookalike, false); ref != nil {
 				return nil, ref
 			}
@@ -227,6 +229,14 @@ func formKeys[S string | []byte](s S) (exact, lookalike int) {
 		}
 	}
 	return exact, lookalike
+}
+
+// mayHoldFormKey reports whether a urlencoded form could hold a key that
+// formKeys counts: one that decodes to _method in some case starts with
+// '_', as it is or escaped. A query or body with neither '_' nor '%' (most
+// of them) is not read pair by pair.
+func mayHoldFormKey[S string | []byte](s S) bool {
+	return indexByte(s, '_') >= 0 || indexByte(s, '%') >= 0
 }
 
 // isFormKey reports whether a urlencoded key decodes to _method in any

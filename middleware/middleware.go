@@ -127,7 +127,14 @@ func Require(c Checker, resource string, scopes ...string) Middleware {
 	case len(scopes) == 0 || contains(scopes, ""):
 		panic("middleware: Require needs at least one scope, none of them empty")
 	}
-	return RequireFunc(c, Static(resource, scopes...))
+	cfg, fn := newConfig(c, Static(resource, scopes...))
+	var rt any
+	if fastcheck.Prepare != nil {
+		// The question is the same for every request: pep makes its
+		// pairs and the constant part of their cache keys once, here.
+		rt = fastcheck.Prepare(resource, scopes)
+	}
+	return build(c, fn, rt, cfg, nil)
 }
 
 // Static returns a RequireFunc function that names the same resource and
@@ -144,6 +151,13 @@ func Static(resource string, scopes ...string) func(*http.Request) (string, []st
 // never 500. A nil checker or fn, or a nil option, is a wiring mistake:
 // RequireFunc panics, as does the returned Middleware given a nil handler.
 func RequireFunc(c Checker, fn func(*http.Request) (resource string, scopes []string), opts ...Option) Middleware {
+	cfg, fn := newConfig(c, fn)
+	return build(c, fn, nil, cfg, opts)
+}
+
+// newConfig returns the default configuration of a guard of c and fn,
+// with their wiring mistakes, and fn.
+func newConfig(c Checker, fn func(*http.Request) (string, []string)) (config, func(*http.Request) (string, []string)) {
 	cfg := config{
 		denied:       http.HandlerFunc(forbidden),
 		unauthorized: http.HandlerFunc(unauthorized),
@@ -154,7 +168,7 @@ func RequireFunc(c Checker, fn func(*http.Request) (resource string, scopes []st
 	if fn == nil {
 		cfg.mistakes = append(cfg.mistakes, "the resource function is nil")
 	}
-	return build(c, fn, cfg, opts)
+	return cfg, fn
 }
 
 // With returns a middleware like m with opts applied after its own options:
@@ -177,7 +191,7 @@ func (m Middleware) With(opts ...Option) Middleware {
 func (g *guard) with(opts []Option) http.Handler {
 	cfg := g.cfg
 	mustApply(&cfg, opts)
-	return &guard{c: g.c, fn: g.fn, cfg: cfg, next: g.next}
+	return &guard{c: g.c, pc: g.pc, fn: g.fn, route: g.route, cfg: cfg, next: g.next}
 }
 
 // mustApply applies opts to cfg and panics on any wiring mistake.
@@ -195,23 +209,35 @@ func mustApply(cfg *config, opts []Option) {
 }
 
 // build returns the middleware of c, fn and cfg with opts applied,
-// panicking on any wiring mistake.
-func build(c Checker, fn func(*http.Request) (string, []string), cfg config, opts []Option) Middleware {
+// panicking on any wiring mistake. rt is what fastcheck.Prepare made of
+// fn's constant question (Require), or nil.
+func build(c Checker, fn func(*http.Request) (string, []string), rt any, cfg config, opts []Option) Middleware {
 	mustApply(&cfg, opts)
+	pc, _ := c.(*pep.Client)
+	if pc == nil || fastcheck.Check == nil {
+		pc, rt = nil, nil
+	}
 	return func(next http.Handler) http.Handler {
 		if isNil(next) {
 			panic("middleware: the handler to protect is nil")
 		}
-		return &guard{c: c, fn: fn, cfg: cfg, next: next}
+		return &guard{c: c, pc: pc, fn: fn, route: rt, cfg: cfg, next: next}
 	}
 }
 
 // guard is one protected handler.
 type guard struct {
-	c    Checker
-	fn   func(*http.Request) (string, []string)
-	cfg  config
-	next http.Handler
+	c Checker
+	// pc is c when it is a *pep.Client, asked through internal/fastcheck;
+	// nil for any other Checker, asked through CheckMany.
+	pc *pep.Client
+	fn func(*http.Request) (string, []string)
+	// route is what fastcheck.Prepare made of Require's resource and
+	// scopes, for pc: fn, which returns them, is then not called. nil
+	// for RequireFunc, or without pc.
+	route any
+	cfg   config
+	next  http.Handler
 }
 
 // ServeHTTP implements http.Handler.
@@ -244,14 +270,18 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	callback = "the resource function"
-	resource, scopes := g.fn(withMethod(r, method))
-	callback = ""
-	if !Checkable(resource, scopes) {
-		// Nothing a Checker could be asked about: refuse without a call,
-		// whatever Checker this is.
-		g.cfg.denied.ServeHTTP(w, r)
-		return
+	var resource string
+	var scopes []string
+	if g.route == nil {
+		callback = "the resource function"
+		resource, scopes = g.fn(withMethod(r, method))
+		callback = ""
+		if !Checkable(resource, scopes) {
+			// Nothing a Checker could be asked about: refuse without a
+			// call, whatever Checker this is.
+			g.cfg.denied.ServeHTTP(w, r)
+			return
+		}
 	}
 	// The decision travels to the handlers in the request's context, in
 	// one allocation with the request that carries it and room for the
@@ -285,9 +315,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // asked through internal/fastcheck, which answers a cached request
 // without allocating; any other Checker through CheckMany.
 func (g *guard) check(r *http.Request, token, method, resource string, scopes []string, res *pep.Result) error {
-	if c, ok := g.c.(*pep.Client); ok && fastcheck.Check != nil {
-		return fastcheck.Check(r.Context(), c, fastcheck.Query{
-			Token: token, Own: g.cfg.useClientToken,
+	if g.pc != nil {
+		return fastcheck.Check(r.Context(), g.pc, fastcheck.Query{
+			Token: token, Own: g.cfg.useClientToken, Route: g.route,
 			Resource: resource, Scopes: scopes, Method: method, Path: r.URL.Path,
 		}, res)
 	}

@@ -123,6 +123,9 @@ func (c *config) method(r *http.Request) (string, *refusal) {
 	if ref != nil {
 		return "", ref
 	}
+	if len(c.trustedHeaders) == 0 && len(formValues) == 0 {
+		return r.Method, nil // no trusted override, or none present
+	}
 	var method, from string
 	take := func(source string, values []string) *refusal {
 		switch {

@@ -14,6 +14,80 @@ func init() {
 	fastcheck.Check = func(ctx context.Context, client any, q fastcheck.Query, res any) error {
 		return client.(*Client).checkRequest(ctx, &q, res.(*Result))
 	}
+	fastcheck.Prepare = func(resource string, scopes []string) any {
+		if rt := prepare(resource, scopes); rt != nil {
+			return rt
+		}
+		return nil // not a nil *route in an interface
+	}
+}
+
+// route is a protected route's constant question (fastcheck.Prepare),
+// made once when the route is: its pairs without repeats, and the start of
+// each pair's cache keys under a request context, up to the context's
+// attributes (ctxOpen), so that a request's key is that start and the rest
+// of its context's JSON.
+type route struct {
+	pairs  []pair
+	starts []string
+	// cached reports that every pair may be cached (cacheablePair).
+	cached bool
+}
+
+// ctxOpen is how the canonical JSON of every request context the
+// middleware sends begins (appendRequestContext).
+const ctxOpen = `{"attributes":{`
+
+// prepare returns the route of every scope of scopes on resource, or nil
+// when the question is one checkRequest refuses.
+func prepare(resource string, scopes []string) *route {
+	if resource == "" || resource == "*" || len(scopes) == 0 || slices.Contains(scopes, "") {
+		return nil
+	}
+	rt := &route{cached: true}
+	for i, s := range scopes {
+		if slices.Contains(scopes[:i], s) {
+			continue
+		}
+		p := pair{resource: resource, scope: s}
+		rt.pairs = append(rt.pairs, p)
+		rt.starts = append(rt.starts, string(appendKey(nil, p, ctxOpen)))
+		rt.cached = rt.cached && cacheablePair(p)
+	}
+	return rt
+}
+
+// routeKeyBytes is the longest key a route's lookup builds on its stack;
+// a longer one is built as get builds it.
+const routeKeyBytes = 128
+
+// lookup is pep's lookup of the route's pairs, whose decisions ds holds in
+// order, under the request context whose canonical JSON is cj, at most
+// maxExactContext bytes (its own context key): each key is the pair's
+// start followed by the rest of cj. The route's pairs must be cacheable.
+func (rt *route) lookup(g *core.Group, cj []byte, ds []Decision) (missing []int) {
+	tail := cj[len(ctxOpen):]
+	for i := range ds {
+		var s Status
+		var ok bool
+		switch start := rt.starts[i]; {
+		case g == nil:
+		case len(start)+len(tail) <= routeKeyBytes:
+			var buf [routeKeyBytes]byte
+			s, ok = status(g.Get(transient(append(append(buf[:0], start...), tail...))))
+		default:
+			s, ok = get(g, transient(cj), rt.pairs[i])
+		}
+		if ok {
+			ds[i].Status, ds[i].Cached = s, true
+			continue
+		}
+		if missing == nil {
+			missing = make([]int, 0, len(ds)-i)
+		}
+		missing = append(missing, i)
+	}
+	return missing
 }
 
 // checkRequest is CheckMany of one resource's scopes under the request
@@ -24,15 +98,22 @@ func init() {
 // res.Decisions' backing array when it has room, and the request
 // context's cache key is built on the stack.
 func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Result) error {
-	c.core.CountCall()
 	ds := res.Decisions[:0]
-	for i, s := range q.Scopes {
-		if !slices.Contains(q.Scopes[:i], s) {
-			ds = append(ds, Decision{Resource: q.Resource, Scope: s})
+	rt, _ := q.Route.(*route)
+	if rt != nil {
+		for _, p := range rt.pairs {
+			ds = append(ds, Decision{Resource: p.resource, Scope: p.scope})
+		}
+	} else {
+		for i, s := range q.Scopes {
+			if !slices.Contains(q.Scopes[:i], s) {
+				ds = append(ds, Decision{Resource: q.Resource, Scope: s})
+			}
 		}
 	}
 	res.Decisions, res.Status = ds, Deny
-	if q.Resource == "" || q.Resource == "*" || len(ds) == 0 || slices.Contains(q.Scopes, "") {
+	if rt == nil && (q.Resource == "" || q.Resource == "*" || len(ds) == 0 || slices.Contains(q.Scopes, "")) {
+		c.core.CountCall()
 		pairs, err := expand([]Resource{{Name: q.Resource, Scopes: q.Scopes}}, false)
 		res.Decisions = failedPairs(pairs, err)
 		return err
@@ -42,7 +123,8 @@ func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Resu
 	// ctxKey views buf while the cache is asked; a request gets strings
 	// of its own.
 	ctxKey := transient(cj)
-	if len(cj) > maxExactContext {
+	exact := len(cj) <= maxExactContext
+	if !exact {
 		ctxKey = contextKey(string(cj))
 	}
 	var cl core.Call
@@ -56,16 +138,30 @@ func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Resu
 		err = c.core.PerCall(&cl, q.Token, false)
 	}
 	if err != nil {
+		c.core.CountCall()
 		c.failAll(ds, err)
 		return err
 	}
-	missing := lookup(cl.Group, ctxKey, ds)
+	var missing []int
+	if rt != nil && rt.cached && exact {
+		missing = rt.lookup(cl.Group, cj, ds)
+	} else {
+		missing = lookup(cl.Group, ctxKey, ds)
+	}
 	if len(missing) == 0 {
+		res.Status = overall(ds)
+		if len(ds) == 1 {
+			// One decision from the cache: counted and recorded as
+			// Check's hit is, which CheckMany's counts and span equal.
+			c.core.Hit(ctx, "pep.CheckMany", ds[0].Status == Grant)
+			return nil
+		}
+		c.core.CountCall()
 		c.record(ds)
 		c.core.Telemetry().CachedCall(ctx, "pep.CheckMany", len(ds), outcomeOf(ds))
-		res.Status = overall(ds)
 		return nil
 	}
+	c.core.CountCall()
 	// Only the miss path moves the call to the heap.
 	miss := &call{Call: cl, context: string(cj)}
 	miss.ctxKey = contextKey(miss.context)

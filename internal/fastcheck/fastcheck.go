@@ -3,8 +3,8 @@
 // context WithToken makes, the request context option, the resources
 // slice. A request answered from the cache then allocates nothing in pep.
 //
-// pep sets Check when it is initialized; middleware, which imports pep,
-// finds it set. Nothing else uses it.
+// pep sets Check and Prepare when it is initialized; middleware, which
+// imports pep, finds them set. Nothing else uses them.
 package fastcheck
 
 import "context"
@@ -14,8 +14,11 @@ import "context"
 type Query struct {
 	// Token is the caller's Bearer token, sent as pep.WithToken sends it;
 	// with Own, the client's own token is used and Token is ignored.
-	Token    string
-	Own      bool
+	Token string
+	Own   bool
+	// Route, when not nil, is what Prepare made of a route's constant
+	// Resource and Scopes, which are then ignored.
+	Route    any
 	Resource string
 	Scopes   []string
 	Method   string
@@ -28,3 +31,11 @@ type Query struct {
 // and WithRequestContext({Method, Path}) would return, and counts and
 // records the call as CheckMany does. It is nil until pep is initialized.
 var Check func(ctx context.Context, client any, q Query, res any) error
+
+// Prepare returns what pep makes once of a route's constant question,
+// every scope of scopes on resource, for Query.Route: the pairs without
+// repeats and the constant part of their cache keys. It returns nil for a
+// question Check must refuse (Checkable's rule), which Query.Route must
+// then not carry. It is nil until pep is initialized; what it returns is
+// immutable and serves every client.
+var Prepare func(resource string, scopes []string) any
