@@ -73,9 +73,26 @@ type e2e struct {
 	gw *mockservertest.Server
 }
 
+// startE2E starts a reference server with the corp fixture that signs
+// access tokens ES256 (es256Tokens).
 func startE2E(t *testing.T) *e2e {
 	t.Helper()
-	return &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corp))}
+	return &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corp), es256Tokens)}
+}
+
+// startDefaultE2E starts a reference server with the corp fixture and
+// nothing else, as a user starts one: it signs access tokens RS256, which
+// it checks.
+func startDefaultE2E(t *testing.T) *e2e {
+	t.Helper()
+	e := &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corp))}
+	head, _, _ := strings.Cut(e.gw.Token("corp", "uma"), ".")
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	require.NoError(t, err)
+	var h struct{ Alg string }
+	require.NoError(t, json.Unmarshal(raw, &h))
+	require.Equal(t, "RS256", h.Alg, "the default server's access tokens")
+	return e
 }
 
 // client returns a docs-api client holding user's token of the given kind,
@@ -121,7 +138,7 @@ var tokenKinds = []string{"Bearer", "DPoP"}
 
 func TestE2ECheck(t *testing.T) {
 	t.Parallel()
-	e := startE2E(t)
+	e := startDefaultE2E(t)
 	tests := []struct {
 		user, resource, scope string
 		want                  pep.Status
