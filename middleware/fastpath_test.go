@@ -24,7 +24,7 @@ import (
 // token's context, the option, the resources slice and the request
 // context's JSON per request: 15 to 17 more.
 func TestCachedRequestAllocatesLittle(t *testing.T) {
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
@@ -73,7 +73,7 @@ type viaCheckMany struct{ *pep.Client }
 // the same answers, the same decisions in the handler's context and the
 // same counters, cache misses and hits included.
 func TestFastPathAnswersAndCountsAsCheckMany(t *testing.T) {
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	newClient := func() *pep.Client {
 		c, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
 		require.NoError(t, err)
