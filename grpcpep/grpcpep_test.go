@@ -54,7 +54,7 @@ func (s *spy) CheckMany(ctx context.Context, resources []pep.Resource, opts ...p
 // deadline or cancellation can end a decision call early.
 func slowGateway(t *testing.T) (*pep.Client, map[string]string) {
 	t.Helper()
-	gw := mockservertest.Start(t, mockserver.WithFixture(adaptertest.Fixture))
+	gw := mockservertest.Start(t, mockserver.WithFixture(adaptertest.Fixture), adaptertest.ES256Tokens)
 	gw.SetFaults(mockservertest.Faults{DecisionLatency: time.Minute})
 	client, err := hangguard.NewPep(gw.URL, adaptertest.Realm, adaptertest.ClientID,
 		pep.WithTimeout(2*time.Minute), pep.WithRetry(0, time.Millisecond, time.Millisecond))
@@ -238,7 +238,7 @@ func TestDecisionContextIsPOSTAndTheMethod(t *testing.T) {
 			},
 		}},
 	}}}
-	gw := mockservertest.Start(t, mockserver.WithFixture(fx))
+	gw := mockservertest.Start(t, mockserver.WithFixture(fx), adaptertest.ES256Tokens)
 	client, err := hangguard.NewPep(gw.URL, "r", "api")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })

@@ -70,7 +70,7 @@ func azServe(h http.Handler, method, path, user string) *httptest.ResponseRecord
 // over real HTTP; a caller who cannot be named is 401 and sends nothing.
 func TestRequireAuthZENDecides(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	h, c := azApp(t, gw, gw.Token("shop", "service-account-orders-api"))
 	cases := []struct {
 		name, method, path, user string
@@ -101,7 +101,7 @@ func TestRequireAuthZENDecides(t *testing.T) {
 // none lets a request through.
 func TestRequireAuthZENFailsClosed(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	unavailable := middleware.WithUnavailableHandler(middleware.ServiceUnavailable(5 * time.Second))
 	pep := gw.Token("shop", "service-account-orders-api")
 

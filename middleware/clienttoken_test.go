@@ -28,7 +28,7 @@ import (
 // PEP's own.
 func TestClientTokenClearedIsNoDecision(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	for _, tc := range []struct {
 		name string
 		// protect returns h behind the middleware under test, with opts,

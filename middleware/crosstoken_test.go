@@ -27,7 +27,7 @@ import (
 // single tokens and of everything run alongside: ben is never let through
 // and ann is never refused.
 func TestNoDecisionCrossesTokensUnderEvictionsAndPurges(t *testing.T) {
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithCache(10, time.Minute, time.Minute))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })

@@ -25,7 +25,7 @@ import (
 // token's context, the option, the resources slice and the request
 // context's JSON per request: 15 to 17 more.
 func TestCachedRequestAllocatesLittle(t *testing.T) {
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
@@ -93,7 +93,7 @@ func TestFastPathAnswersAndCountsAsCheckMany(t *testing.T) {
 }
 
 func fastPathAnswersAndCounts(t *testing.T, guard func(middleware.Checker, []string) middleware.Middleware) {
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	newClient := func() *pep.Client {
 		c, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
 		require.NoError(t, err)

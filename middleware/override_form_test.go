@@ -31,7 +31,7 @@ import (
 // stack runs.
 func TestFormMethodOverrideIsNotAHole(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
 	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
@@ -154,7 +154,7 @@ func multipartBody(t *testing.T, fields ...string) (contentType, body string) {
 // POST or PUT only.
 func TestFormMethodOverride(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
 	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
@@ -232,7 +232,7 @@ var performed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 // behind the middleware would be.
 func TestFormMethodOverrideAppliedBefore(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
 	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })

@@ -63,7 +63,7 @@ func gorillaOverride(r *http.Request) {
 // is refused; with it, the trusted header's method is checked and sent.
 func TestMethodOverride(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
 	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	require.NoError(t, err)
 	dan := gw.Token("shop", "dan")
@@ -178,7 +178,7 @@ func TestWithMethodOverrideNeedsNames(t *testing.T) {
 // target function.
 func TestRequireAuthZENMethodOverride(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	svc := gw.Token("shop", "service-account-orders-api")
 	plain, _ := azApp(t, gw, svc)
 	trusting, _ := azApp(t, gw, svc, middleware.WithMethodOverride("X-HTTP-Method-Override"))
@@ -201,7 +201,7 @@ func TestRequireAuthZENMethodOverride(t *testing.T) {
 // method, and the target function saw it.
 func TestRequireAuthZENFormMethodOverride(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop))
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	c, err := hangguard.NewAuthZEN(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })

@@ -39,7 +39,7 @@ func adminCall(t *testing.T, srv *mockservertest.Server, method, path, token, bo
 
 func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(adminFixture()))
 	admin := srv.AdminToken()
 
 	res := adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"standard","adminEmail":"boss@initech.test"}`)
@@ -94,7 +94,7 @@ func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
 
 func TestProvisionTenantValidation(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(adminFixture()))
 	admin := srv.AdminToken()
 	cases := []struct{ name, body, field string }{
 		{"name too short", `{"name":"a","plan":"free","adminEmail":"a@b.test"}`, "name"},
@@ -119,7 +119,7 @@ func TestProvisionTenantValidation(t *testing.T) {
 
 func TestPlatformAdminOnly(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(adminFixture()))
 	body := `{"name":"initech","plan":"free","adminEmail":"a@b.test"}`
 	for _, tc := range []struct {
 		name, token string
@@ -145,7 +145,7 @@ func TestPlatformAdminOnly(t *testing.T) {
 
 func TestAuditLog(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(adminFixture()))
 	admin := srv.AdminToken()
 	adminSub := subjectOf(t, admin)
 	realmAdmin := srv.Token("acme", "admin")
@@ -208,7 +208,7 @@ func TestAuditLog(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(adminFixture()))
 	admin := srv.AdminToken()
 	res := adminCall(t, srv, http.MethodGet, "/admin/config", admin, "")
 	require.Equal(t, http.StatusOK, res.status)
@@ -248,7 +248,7 @@ func TestConfig(t *testing.T) {
 // PUT replaces the whole configuration; a refused PATCH changes nothing.
 func TestPatchConfig(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(adminFixture()))
 	admin := srv.AdminToken()
 	res := adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":60,"decisionLatencyMs":1}`)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
@@ -276,7 +276,7 @@ func TestPatchConfig(t *testing.T) {
 
 func TestFaultInjection(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(adminFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(adminFixture()))
 	admin := srv.AdminToken()
 	alice := srv.Token("acme", "alice")
 	health := func() (int, string) {

@@ -45,7 +45,7 @@ func user(name string) authzen.Subject { return authzen.Subject{Type: "user", ID
 // an evaluation allows.
 func TestAuthZENSearch(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(decisionFixture()))
 	c := searchClient(t, srv)
 	ids := map[string]string{}
 	for _, u := range []string{"alice", "bob", "carol", "dave"} {
@@ -106,7 +106,7 @@ func TestAuthZENSearch(t *testing.T) {
 // serves only the very request it was given for.
 func TestAuthZENSearchPages(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(decisionFixture()))
 	tok := pepToken(srv)
 	body := func(page string) string {
 		return `{"subject":{"type":"user","id":"carol"},"resource":{"type":"orders","id":"1"},"page":` + page + `}`
@@ -323,7 +323,7 @@ func pageSubjects(t *testing.T, srv *mockservertest.Server, action string, limit
 // promises a result after it); and the client's search reads the same.
 func TestAuthZENSubjectSearchPagesByCursor(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(pagingFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(pagingFixture()))
 	c := searchClient(t, srv)
 	var want []string
 	for name, id := range pagingUsers(t, srv) {
@@ -365,7 +365,7 @@ func TestAuthZENSubjectSearchPagesByCursor(t *testing.T) {
 // listed twice).
 func TestAuthZENSubjectSearchBetweenPages(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(pagingFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(pagingFixture()))
 	admin := srv.Token("acme", "admin")
 	users := pagingUsers(t, srv)
 	ids := slices.Sorted(maps.Values(users))

@@ -31,7 +31,7 @@ func az(user, action, resource string) string {
 // username; what the client does not define is a denial with an error.
 func TestAuthZENEvaluation(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(decisionFixture()))
 	tok := pepToken(srv)
 	aliceID := subjectOf(t, srv.Token("acme", "alice"))
 	cases := []struct{ name, body, want string }{
@@ -62,7 +62,7 @@ func TestAuthZENEvaluation(t *testing.T) {
 // items the request is a single evaluation.
 func TestAuthZENEvaluations(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(decisionFixture()))
 	tok := pepToken(srv)
 	items := `"subject":{"type":"user","id":"alice"},"resource":{"type":"orders","id":"1"},"evaluations":[{"action":{"name":"write"}},{"action":{"name":"read"}},{"action":{"name":"delete"}},{"subject":{"type":"user","id":"bob"},"action":{"name":"approve"},"resource":{"type":"invoices","id":"2"}}]`
 	cases := []struct{ name, body, want string }{
@@ -89,7 +89,7 @@ func TestAuthZENEvaluations(t *testing.T) {
 // refused, and nothing is ever a 5xx.
 func TestAuthZENRefusals(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(decisionFixture()))
 	tok := pepToken(srv)
 	many := strings.Repeat(`{},`, 100) + `{}`
 	cases := []struct {
@@ -136,7 +136,7 @@ func TestAuthZENRefusals(t *testing.T) {
 // realm is a 404.
 func TestAuthZENMetadata(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(decisionFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(decisionFixture()))
 	for _, path := range []string{"/realms/acme/.well-known/authzen-configuration", "/.well-known/authzen-configuration/realms/acme"} {
 		res := send(t, srv, http.MethodGet, path, "", nil, nil)
 		require.Equal(t, http.StatusOK, res.status, string(res.body))

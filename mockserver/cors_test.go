@@ -43,7 +43,7 @@ func preflight(t *testing.T, srv *mockservertest.Server, path, origin, method st
 // them. It used to be 405 for every origin.
 func TestCORSPreflight(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(corsFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(corsFixture()))
 	for _, tc := range []struct {
 		name, path, origin, method string
 		allowed                    bool
@@ -104,7 +104,7 @@ func TestCORSPreflight(t *testing.T) {
 // a client that does not list it, gets no CORS header.
 func TestCORSActualResponses(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(corsFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(corsFixture()))
 	spa := srv.Token("acme", "alice", mockserver.TokenClient("spa"))
 	cli := srv.Token("acme", "alice") // admin-cli: no web origins
 	decision := `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
@@ -181,7 +181,7 @@ func TestCORSActualResponses(t *testing.T) {
 // is not an origin, and so does it a fixture client's.
 func TestCORSOrigins(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()), mockserver.WithCORSOrigins("http://localhost:5173"))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(dpopFixture()), mockserver.WithCORSOrigins("http://localhost:5173"))
 	for _, path := range []string{tokenPath, "/admin/tenants", "/realms/master/protocol/openid-connect/token", authorizePath} {
 		res := preflight(t, srv, path, "http://localhost:5173", "POST")
 		require.Equal(t, http.StatusNoContent, res.status, path)

@@ -55,7 +55,7 @@ func TestDecisionHeaderValuesAreEachAnswersOwn(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
 	newSrv := func() (http.Handler, string) {
-		s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }))
+		s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
 		require.NoError(t, err)
 		tok, err := s.IssueToken("acme", "alice")
 		require.NoError(t, err)

@@ -56,7 +56,7 @@ func (a attackSrv) decide(token, resource, scope string) string {
 func TestDecisionFollowsWritesUnderLoad(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
-	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }))
+	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
 	require.NoError(t, err)
 	a := attackSrv{t: t, s: s}
 	admin, err := s.IssueToken("acme", "admin")

@@ -56,7 +56,7 @@ func attackFixture() Fixture {
 func TestDirectRouteAnswersAsServeMux(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
-	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }))
+	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
 	require.NoError(t, err)
 	withDirect := s.routes().(mux)
 	without := s.routes().(mux)
@@ -180,7 +180,7 @@ func TestDirectRouteAnswersAsServeMux(t *testing.T) {
 func TestDirectRouteSetsPatternAndPathValue(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
-	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }))
+	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
 	require.NoError(t, err)
 	inner := readBodyFirst(s.routes()) // what New serves (no CORS origins: withCORS is h)
 	alice, err := s.IssueToken("acme", "alice")

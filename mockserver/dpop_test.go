@@ -140,7 +140,7 @@ func TestDPoPNonceFlow(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()), mockserver.WithClock(clock))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(dpopFixture()), mockserver.WithClock(clock))
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	signer = signer.WithClock(clock)
@@ -220,7 +220,7 @@ func ed25519Proof(t *testing.T, key ed25519.PrivateKey, method, u, token string)
 // with "algorithm not allowed".
 func TestDPoPWithEd25519AlgorithmName(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(dpopFixture()))
 	_, key, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)
 	res := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},

@@ -33,7 +33,7 @@ func twoRealmFixture() mockserver.Fixture {
 
 func TestEvaluateWhoMayCall(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(twoRealmFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(twoRealmFixture()))
 	body := `{"username":"bob","resources":[{"name":"orders"}]}`
 	path := "/admin/realms/acme/clients/orders-api/authz/resource-server/policy/evaluate"
 	for _, tc := range []struct {
@@ -58,7 +58,7 @@ func TestEvaluateWhoMayCall(t *testing.T) {
 
 func TestEvaluateHostileBodies(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(twoRealmFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(twoRealmFixture()))
 	admin := srv.Token("acme", "alice")
 	path := "/admin/realms/acme/clients/%s/authz/resource-server/policy/evaluate"
 	bodies := []string{

@@ -108,7 +108,7 @@ func TestEvaluateMatchesAuthorizeFuzz(t *testing.T) {
 			continue
 		}
 		seeds++
-		srv := mockservertest.Start(t, mockserver.WithFixture(fx))
+		srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(fx))
 		admin := srv.Token("acme", "alice")
 		subjects := []string{"u0", "u1", "u2", "u3", "u4", "alice", "service-account-orders-api"}
 		for range 40 {

@@ -158,7 +158,7 @@ func (o *fixtureOracle) sources(username, org string) []string {
 // gives.
 func TestExplainMatchesAuthorizeOnAcme(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture))
 	fx, err := mockserver.LoadFixtureFile(acmeFixture)
 	require.NoError(t, err)
 	o := &fixtureOracle{realm: fx.Realms[0], client: fx.Realms[0].Clients[0]}
@@ -271,7 +271,7 @@ func TestExplainMatchesAuthorizeOnAcme(t *testing.T) {
 // realm management a 403; the client is found by clientId or id.
 func TestPolicyEvaluateRefusals(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture))
 	admin := srv.Token("acme", "alice")
 	const orders = `[{"name":"orders","scopes":["read"]}]`
 	cases := []struct {
@@ -323,7 +323,7 @@ func TestDenialLog(t *testing.T) {
 		defer mu.Unlock()
 		lines = append(lines, fmt.Sprintf(format, args...))
 	}
-	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(logf))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(logf))
 	tok := srv.Token("acme", "carol")
 	status, _ := decide(t, srv, tok, `[{"name":"orders","scopes":["read"]}]`, `{}`)
 	require.Equal(t, "GRANT", status)
@@ -364,7 +364,7 @@ func TestDenialLogAuthZEN(t *testing.T) {
 		defer mu.Unlock()
 		lines = append(lines, fmt.Sprintf(format, args...))
 	}
-	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(logf))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(logf))
 	pdp := srv.Token("acme", "service-account-orders-api")
 	ask := func(path, body string) {
 		t.Helper()
@@ -425,7 +425,7 @@ func TestDenialLogCallerCannotForgeLines(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var lines []string
-	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(func(format string, args ...any) {
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
 		lines = append(lines, fmt.Sprintf(format, args...))
@@ -464,7 +464,7 @@ func TestDenialLogRacesCleanup(t *testing.T) {
 	stop := make(chan struct{})
 	for round := range 5 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture), mockservertest.LogDenials(t))
+			srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture), mockservertest.LogDenials(t))
 			tok := srv.Token("acme", "bob")
 			client := &http.Client{}
 			answered := make(chan struct{}, 8)
@@ -508,7 +508,7 @@ func TestDenialLogRacesCleanup(t *testing.T) {
 // ERROR (issue 28).
 func TestExplainDecisionRefusesUnknownResource(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixtureFile(acmeFixture))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture))
 	_, errNoClient := srv.ExplainDecision("acme", mockserver.DecisionQuery{User: "bob", Resource: "ordres", Scopes: []string{"read"}})
 	require.Error(t, errNoClient, "without a client an unknown resource is an error")
 	text, err := srv.ExplainDecision("acme", mockserver.DecisionQuery{Client: "orders-api", User: "bob", Resource: "ordres", Scopes: []string{"read"}})

@@ -82,7 +82,7 @@ func FuzzFixture(f *testing.F) {
 			t.Fatalf("LoadFixtureFile read %+v, the JSON says %+v", strict, lenient)
 		}
 
-		s, err := New(WithFixture(lenient), WithIssuer("http://fuzz.test"))
+		s, err := New(WithFixture(lenient), WithIssuer("http://fuzz.test"), es256Tokens)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "mockserver: ") {
 				t.Fatalf("New error without the package prefix: %v", err)

@@ -16,7 +16,7 @@ import (
 // valid token: the answer is always a JSON body with a status below 500,
 // and a 200 always carries statuses the wire format allows.
 func FuzzDecisionBody(f *testing.F) {
-	s, err := New(WithIssuer("http://example.com"), WithFixture(Fixture{Realms: []FixtureRealm{{
+	s, err := New(WithIssuer("http://example.com"), es256Tokens, WithFixture(Fixture{Realms: []FixtureRealm{{
 		Name:  "acme",
 		Roles: []FixtureRole{{Name: "viewer"}},
 		Users: []FixtureUser{{Username: "alice", Roles: []string{"viewer"}}},

@@ -68,7 +68,7 @@ func newOrgAPI(t testing.TB) *orgAPI {
 	a.url = "http://" + ts.Listener.Addr().String()
 	// The web UI is on, so that the tests that walk every route walk its
 	// routes too.
-	s, err := New(WithFixture(orgFixture()), WithIssuer(a.url), WithClock(clock), WithAdminSecret("boot"), WithWebUI())
+	s, err := New(WithFixture(orgFixture()), WithIssuer(a.url), WithClock(clock), WithAdminSecret("boot"), WithWebUI(), es256Tokens)
 	require.NoError(t, err)
 	h, a.s = s, s
 	ts.Start()

@@ -68,7 +68,7 @@ func newUIServer(t *testing.T, opts ...Option) *uiServer {
 	u := &uiServer{t: t}
 	u.now.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, u.now.Load()).UTC() }
-	s, err := New(append([]Option{WithFixture(uiFixture()), WithClock(clock), WithWebUI()}, opts...)...)
+	s, err := New(append([]Option{WithFixture(uiFixture()), WithClock(clock), WithWebUI(), es256Tokens}, opts...)...)
 	require.NoError(t, err)
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)

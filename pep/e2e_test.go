@@ -68,9 +68,26 @@ type e2e struct {
 	gw *mockservertest.Server
 }
 
+// startE2E starts a reference server with the corp fixture that signs
+// access tokens ES256 (es256Tokens).
 func startE2E(t *testing.T) *e2e {
 	t.Helper()
-	return &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corp))}
+	return &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corp), es256Tokens)}
+}
+
+// startDefaultE2E starts a reference server with the corp fixture and
+// nothing else, as a user starts one: it signs access tokens RS256, which
+// it checks.
+func startDefaultE2E(t *testing.T) *e2e {
+	t.Helper()
+	e := &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corp))}
+	head, _, _ := strings.Cut(e.gw.Token("corp", "uma"), ".")
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	require.NoError(t, err)
+	var h struct{ Alg string }
+	require.NoError(t, json.Unmarshal(raw, &h))
+	require.Equal(t, "RS256", h.Alg, "the default server's access tokens")
+	return e
 }
 
 // client returns a docs-api client holding user's token of the given kind,
@@ -100,9 +117,11 @@ var tokenKinds = []string{"Bearer", "DPoP"}
 // the request context, undefined names (ERROR). The rules each call keeps
 // are held by the tests of that call (check_test.go, batch_test.go,
 // list_test.go, organizations_test.go) and the server's by mockserver's.
+// Its server is the default one, RS256 tokens and all (startDefaultE2E),
+// as a user starts it.
 func TestE2EEveryCall(t *testing.T) {
 	t.Parallel()
-	e := startE2E(t)
+	e := startDefaultE2E(t)
 	for _, kind := range tokenKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

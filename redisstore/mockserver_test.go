@@ -66,10 +66,13 @@ func mockserverBinary(t *testing.T) string {
 }
 
 // startMockserver runs the binary with args on a free loopback port and
-// returns its base URL; it is stopped (SIGTERM) when the test ends.
+// returns its base URL; it is stopped (SIGTERM) when the test ends. It signs
+// access tokens ES256 (-access-token-alg), for the reason startGateway
+// gives; with -key-seed, replicas derive the same P-256 key as they would
+// the RSA one.
 func startMockserver(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(mockserverBinary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(mockserverBinary(t), append([]string{"-addr", "127.0.0.1:0", "-access-token-alg", "ES256"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = io.Discard

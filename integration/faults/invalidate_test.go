@@ -35,7 +35,7 @@ type redisRig struct {
 
 func newRedisRig(t *testing.T) *redisRig {
 	t.Helper()
-	r := &redisRig{redis: redistest.Start(t), gw: mockservertest.Start(t, mockserver.WithFixture(fixture))}
+	r := &redisRig{redis: redistest.Start(t), gw: mockservertest.Start(t, mockserver.WithFixture(fixture), es256Tokens)}
 	r.tp = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	r.proxy = toxiproxy.NewProxy(r.tp, "redis", "127.0.0.1:0", r.redis.Addr())
 	require.NoError(t, r.tp.Collection.Add(r.proxy, true))

@@ -31,7 +31,7 @@ import (
 // restart beside a CPU hog, which the test then took for the gateway's.
 func TestGatewayRestart(t *testing.T) {
 	gw, ln := gatewaytest.Listen(t)
-	srv, err := mockserver.New(mockserver.WithFixture(fixture), mockserver.WithIssuer(gw.URL))
+	srv, err := mockserver.New(mockserver.WithFixture(fixture), mockserver.WithIssuer(gw.URL), es256Tokens)
 	require.NoError(t, err)
 	gw.Serve(ln, srv)
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}

@@ -599,7 +599,7 @@ func replicasLoad(t *testing.T, duration, redisEvery time.Duration) replicasSumm
 	require.NoError(t, replayRedis.Client().Set(t.Context(), replayPrefix+redisstore.SinceKey, 0, 0).Err())
 
 	gw, ln := gatewaytest.Listen(t)
-	srv, err := mockserver.New(mockserver.WithFixture(soakFixture(2*replicasUsers)), mockserver.WithIssuer(gw.URL))
+	srv, err := mockserver.New(mockserver.WithFixture(soakFixture(2*replicasUsers)), mockserver.WithIssuer(gw.URL), es256Tokens)
 	require.NoError(t, err)
 	gw.Serve(ln, srv)
 	gwTransport := &http.Transport{MaxIdleConnsPerHost: 64}

@@ -74,7 +74,7 @@ func assertAttrs(t *testing.T, s sdktrace.ReadOnlySpan, want map[attribute.Key]a
 
 func TestAuthZENTelemetry(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixtureFile("../../authzen/testdata/todo/orgauthz-fixture.json"))
+	srv := mockservertest.Start(t, mockserver.WithFixtureFile("../../authzen/testdata/todo/orgauthz-fixture.json"), es256Tokens)
 	token := srv.Token("todo", "service-account-todo-api")
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))

@@ -38,7 +38,7 @@ func startOTelGateway(t *testing.T) (*otelGateway, string) {
 	t.Helper()
 	gw, ln := gatewaytest.Listen(t)
 	g := &otelGateway{Server: gw}
-	srv, err := mockserver.New(mockserver.WithFixture(corp), mockserver.WithIssuer(g.URL))
+	srv, err := mockserver.New(mockserver.WithFixture(corp), mockserver.WithIssuer(g.URL), es256Tokens)
 	require.NoError(t, err)
 	g.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/authorize") {

@@ -34,7 +34,7 @@ func ExampleServer_Explain() {
 // changes the answer as the same token would.
 func TestExplainOptions(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixtureFile(acme))
+	gw := mockservertest.Start(t, mockserver.WithFixtureFile(acme), es256Tokens)
 	cases := []struct {
 		name, user, resource, scope string
 		opts                        []mockservertest.ExplainOption
@@ -93,7 +93,7 @@ func (t *logT) logged() []string {
 func TestLogDenials(t *testing.T) {
 	t.Parallel()
 	lt := &logT{exampleT: exampleT{TB: t}}
-	gw := mockservertest.Start(lt, mockserver.WithFixtureFile(acme), mockservertest.LogDenials(lt))
+	gw := mockservertest.Start(lt, mockserver.WithFixtureFile(acme), es256Tokens, mockservertest.LogDenials(lt))
 	c := client(t, gw, pep.WithCache(0, 0, 0))
 	t.Cleanup(func() { _ = c.Close() })
 	require.Equal(t, pep.Grant, check(t, c).Status)
@@ -122,7 +122,7 @@ func TestLogDenialsNoToken(t *testing.T) {
 	t.Parallel()
 	lt := &logT{exampleT: exampleT{TB: t}}
 	defer lt.finish()
-	gw := mockservertest.Start(lt, mockserver.WithFixtureFile(acme), mockservertest.LogDenials(lt))
+	gw := mockservertest.Start(lt, mockserver.WithFixtureFile(acme), es256Tokens, mockservertest.LogDenials(lt))
 	tok := gw.Token("acme", "erin")
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+"/realms/acme/authorization-decision-provider/authorize",
 		strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"*"}],"context":{}}`))

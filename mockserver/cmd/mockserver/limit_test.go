@@ -482,7 +482,7 @@ func TestRunNoAddressHoldsEverySlot(t *testing.T) {
 		// a timer.
 		wg.Go(func() {
 			t.Run(tc.name, func(t *testing.T) {
-				base, stop := start(t, "-max-connections", fmt.Sprint(slots), "-admin-secret", "s3cret",
+				base, stop := start(t, "-max-connections", fmt.Sprint(slots), "-admin-secret", "s3cret", "-access-token-alg", "ES256",
 					"-read-header-timeout", "10m", "-read-timeout", "10m", "-write-timeout", "10m", "-idle-timeout", "10m")
 				defer func() { require.NoError(t, stop()) }()
 				addr := strings.TrimPrefix(base, "http://")
@@ -533,7 +533,7 @@ func TestRunNoAddressHoldsEverySlot(t *testing.T) {
 func TestRunServesABurstFromOneAddressWhole(t *testing.T) {
 	for _, tc := range []struct{ slots, requests int }{{2, 40}, {16, 64}} {
 		t.Run(fmt.Sprintf("%d requests, %d slots", tc.requests, tc.slots), func(t *testing.T) {
-			base, stop := start(t, "-max-connections", fmt.Sprint(tc.slots),
+			base, stop := start(t, "-max-connections", fmt.Sprint(tc.slots), "-access-token-alg", "ES256",
 				"-read-header-timeout", "10m", "-read-timeout", "10m", "-write-timeout", "10m", "-idle-timeout", "10m")
 			defer func() { require.NoError(t, stop()) }()
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -571,7 +571,7 @@ func TestRunKeepsBackToBackRequestsOfKeepAliveConnections(t *testing.T) {
 		each      = 100 // requests of each keep-alive client
 		newcomers = 16
 	)
-	base, stop := start(t, "-max-connections", "2",
+	base, stop := start(t, "-max-connections", "2", "-access-token-alg", "ES256",
 		"-read-header-timeout", "10m", "-read-timeout", "10m", "-write-timeout", "10m", "-idle-timeout", "10m")
 	defer func() { require.NoError(t, stop()) }()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
