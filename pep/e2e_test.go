@@ -137,6 +137,7 @@ func TestE2EEveryCall(t *testing.T) {
 				{wes, "docs", "delete", "", "wes", pep.Deny},
 				{wes, "docs", "delete", http.MethodPost, "wes", pep.Deny},
 				{wes, "docs", "delete", http.MethodDelete, "wes", pep.Grant},
+				{wes, "docs", "delete", http.MethodPost, "wes", pep.Deny}, // the DELETE's GRANT is not the POST's
 				{vic, "reports", "read", "", "vic", pep.Grant},
 				{vic, "docs", "read", "", "vic", pep.Deny},
 				{uma, "docs", "print", "", "uma", pep.Error},
