@@ -175,7 +175,9 @@ func (w *Writer) Add(key string, allowed bool) {
 	}
 	// A zero TTL stores nothing and removes an earlier answer: no old
 	// verdict is served in place of the one not kept.
-	w.w.Add(key, allowed, ttl, int64(w.tok+len(key)))
+	// The cache counts its own copy of the key; the token's bytes are
+	// counted in each of its entries.
+	w.w.Add(key, allowed, ttl, int64(w.tok))
 }
 
 // Close releases the writer; closing it again, or a nil one, does
