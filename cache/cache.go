@@ -41,14 +41,11 @@ type Cache[G, K comparable, V any] struct {
 
 	maxEntries int
 	maxBytes   int64
-	// groupCost is what the cache's own bookkeeping takes for a group,
-	// counted against the byte bound (an entry's is store.cost); maxSize is
-	// the largest size an entry may count, its bookkeeping included.
-	groupCost, maxSize int64
-
-	// store makes the entries, with their own copies of string keys, and
-	// says what each costs.
-	store keyStore[G, K, V]
+	// store and groupStore make the entries and groups, with their own
+	// copies of string keys and of the strings of group values, and say
+	// what each costs against the byte bound.
+	store      keyStore[G, K, V]
+	groupStore groupStore[G, K, V]
 
 	// keys hashes (group, key) pairs for idx.
 	keys hasher
@@ -136,8 +133,8 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithMaxBytes bounds what the entries count (the sizes given to Add plus
-// the cache's bookkeeping, which for a string key includes the cache's own
-// copy of the key's bytes) to n bytes, which must be positive. Without it
+// the cache's bookkeeping, which includes the cache's own copies of string
+// keys and of the strings of group values) to n bytes, which must be positive. Without it
 // only the number of entries is bounded.
 func WithMaxBytes(n int64) Option {
 	return func(c *config) { c.maxBytes, c.bytesSet = n, true }
@@ -186,14 +183,10 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c := &Cache[G, K, V]{
 		maxEntries: maxEntries,
 		maxBytes:   cfg.maxBytes,
-		groupCost:  groupCost[G, K, V](),
 		keys:       newHasher[K](),
 	}
 	c.store.strings = c.keys.strings
-	// An entry that does not fit beside its group's bookkeeping never
-	// fits; one of 4 GiB or more is not stored either (an entry counts
-	// its size in 32 bits).
-	c.maxSize = min(c.maxBytes-c.groupCost, math.MaxUint32)
+	c.groupStore.init()
 	c.idx.init()
 	c.groups.init()
 	c.horizon.Store(math.MaxInt64)
@@ -201,15 +194,6 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.clk.init(cfg.now)
 	return c, nil
-}
-
-// groupCost estimates the memory of one group's bookkeeping: the group and
-// its slots in the cache's index of groups (see groupIndexCost). An entry's
-// is keyStore.cost. TestBytesTrackRealMemory holds the estimates to what
-// the heap really grows by.
-func groupCost[G, K comparable, V any]() int64 {
-	var grp Group[G, K, V]
-	return allocSize(unsafe.Sizeof(grp)) + groupIndexCost
 }
 
 // sizeClasses are the Go runtime's allocation sizes of small objects up to
@@ -313,7 +297,10 @@ func (c *Cache[G, K, V]) due(now time.Duration) bool {
 // bound together with the cache's own bookkeeping. A key whose type is a
 // string is copied, into the entry's own allocation when the two fit in
 // 1 KiB, and the cache counts that copy itself: size need not include the
-// key's bytes. The group value is kept as given, and counted by size. Least recently used entries are evicted
+// key's bytes. So are the strings of a group value that is a string or a
+// struct of strings and numbers (a scheme and a token, say), once per
+// group, in the group's own allocation; a group value that holds other
+// pointers is kept as given, and what they hold is for size to count. Least recently used entries are evicted
 // until the cache is within its bounds. Add reports whether the value was
 // stored: a ttl that is zero or negative, or an entry larger than the whole
 // byte bound or of 4 GiB or more, stores nothing and removes any earlier
@@ -400,12 +387,16 @@ func (c *Cache[G, K, V]) Purge() {
 	c.length = 0
 	c.idx.reset()
 	// Groups that handles keep stay, with no entries.
+	c.bytes = 0
 	c.groups.retain(0, func(grp *Group[G, K, V]) bool {
 		grp.gen.Add(1)
 		grp.head = nil
-		return grp.holds > 0
+		if grp.holds == 0 {
+			return false
+		}
+		c.bytes += c.groupStore.cost(&grp.id)
+		return true
 	})
-	c.bytes = int64(c.groups.live) * c.groupCost
 }
 
 // Len returns the number of entries, expired ones not yet dropped included.
@@ -417,7 +408,7 @@ func (c *Cache[G, K, V]) Len() int {
 
 // Bytes returns what the entries and groups count against the byte bound:
 // the sizes given to Add plus the cache's own bookkeeping (its copies of
-// string keys included).
+// string keys and of group values' strings included).
 func (c *Cache[G, K, V]) Bytes() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -437,7 +428,10 @@ func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, expires tim
 	size = max(size, 0)
 	h := keyHash(&c.keys, grp.seed, k)
 	cost := c.store.cost(&k)
-	if expires <= now || size > c.maxSize-cost {
+	// An entry that does not fit beside its group's bookkeeping never
+	// fits; one of 4 GiB or more is not stored either (an entry counts
+	// its size in 32 bits).
+	if expires <= now || size > min(c.maxBytes-c.groupStore.cost(&grp.id), math.MaxUint32)-cost {
 		if e := c.idx.get(h, grp, k); e != nil {
 			c.remove(e)
 		}
@@ -647,9 +641,9 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 	h := groupHash(&c.keys, g)
 	grp := c.groups.get(h, g)
 	if grp == nil {
-		grp = &Group[G, K, V]{c: c, id: g, seed: h}
+		grp = c.groupStore.make(c, g, h)
 		c.groups.put(grp)
-		c.bytes += c.groupCost
+		c.bytes += c.groupStore.cost(&grp.id)
 	}
 	return grp
 }
@@ -659,7 +653,7 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
 	if grp.head == nil && grp.holds == 0 && c.groups.get(grp.seed, grp.id) == grp {
 		c.groups.remove(grp)
-		c.bytes -= c.groupCost
+		c.bytes -= c.groupStore.cost(&grp.id)
 	}
 }
 

@@ -584,7 +584,8 @@ func TestBytesTrackRealMemory(t *testing.T) {
 			}
 			runtime.GC()
 			runtime.ReadMemStats(&after)
-			runtime.KeepAlive(keys) // the caller's keys are not the cache's to free
+			runtime.KeepAlive(keys) // the caller's keys and groups are not the cache's to free
+			runtime.KeepAlive(groups)
 			grown := float64(after.HeapAlloc) - float64(before.HeapAlloc)
 			counted := float64(c.Bytes())
 			t.Logf("heap grew %.0f bytes, counted %.0f (%.2f)", grown, counted, grown/counted)
@@ -659,6 +660,40 @@ func TestAddKeepsItsOwnCopyOfTheKey(t *testing.T) {
 			}
 			_, ok := c.Get("g", strings.Repeat("z", n))
 			assert.False(t, ok)
+			runtime.KeepAlive(buf)
+		})
+	}
+}
+
+// The strings of a group value given to Add are the cache's own from then
+// on, as a key's are: a caller that builds tokens in one reused buffer
+// finds each token's entries under it afterwards, by value and through
+// Lookup.
+func TestAddKeepsItsOwnCopyOfTheGroup(t *testing.T) {
+	for _, n := range []int{1, 43, 900, 3000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			c, err := cache.New[token, string, int](16)
+			require.NoError(t, err)
+			buf := make([]byte, n)
+			for i := range 4 {
+				for j := range buf {
+					buf[j] = byte('a' + i)
+				}
+				require.True(t, c.Add(token{"Bearer", unsafe.String(&buf[0], n)}, "k", i, time.Minute, 0))
+			}
+			for j := range buf {
+				buf[j] = 'z'
+			}
+			for i := range 4 {
+				tok := token{"Bearer", strings.Repeat(string(rune('a'+i)), n)}
+				v, ok := c.Get(tok, "k")
+				assert.True(t, ok, "token %d by value", i)
+				assert.Equal(t, i, v)
+				v, ok = c.Lookup(tok).Get("k")
+				assert.True(t, ok, "token %d through Lookup", i)
+				assert.Equal(t, i, v)
+			}
+			assert.False(t, c.Holds(token{"Bearer", strings.Repeat("z", n)}))
 			runtime.KeepAlive(buf)
 		})
 	}

@@ -102,3 +102,135 @@ func (s *keyStore[G, K, V]) make(k K) *entry[G, K, V] {
 	*(*string)(unsafe.Pointer(&e.key)) = unsafe.String(&buf[0], len(buf))
 	return e
 }
+
+// groupStore makes a cache's groups and says what each one costs, as
+// keyStore does for entries: the cache keeps its own copy of the strings
+// of a group value (a string, or a struct of strings and plain numbers
+// such as a scheme and a token), in the group's own allocation when they
+// fit in one of the small size classes, so that a lookup by group value
+// compares the token's bytes in the memory it has just loaded the group
+// from. A group value of any other type (one that holds pointers other
+// than strings) is kept as given.
+type groupStore[G, K comparable, V any] struct {
+	// strs are the offsets of the strings in a G; copies is false for a G
+	// whose value is kept as given.
+	strs   []uintptr
+	copies bool
+	// withBytes[i] is the struct of a Group and the bytes that fill
+	// sizeClasses[i], made when first needed, under the cache's mu.
+	withBytes [len(sizeClasses)]reflect.Type
+}
+
+// init learns where G's strings are.
+func (s *groupStore[G, K, V]) init() {
+	s.strs, s.copies = stringsOf(reflect.TypeFor[G]())
+}
+
+// stringsOf returns the offsets of the strings in a value of type t, and
+// whether a copy of t's strings makes a value that holds nothing of the
+// original: t is a string, a plain number or boolean, or a struct or
+// array of such.
+func stringsOf(t reflect.Type) ([]uintptr, bool) {
+	switch t.Kind() {
+	case reflect.String:
+		return []uintptr{0}, true
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return nil, true
+	case reflect.Struct:
+		var offs []uintptr
+		for i := range t.NumField() {
+			f := t.Field(i)
+			in, ok := stringsOf(f.Type)
+			if !ok {
+				return nil, false
+			}
+			for _, o := range in {
+				offs = append(offs, f.Offset+o)
+			}
+		}
+		return offs, true
+	case reflect.Array:
+		in, ok := stringsOf(t.Elem())
+		if !ok {
+			return nil, false
+		}
+		var offs []uintptr
+		for i := range t.Len() {
+			for _, o := range in {
+				offs = append(offs, uintptr(i)*t.Elem().Size()+o)
+			}
+		}
+		return offs, true
+	}
+	return nil, false
+}
+
+// stringBytes returns the number of bytes of g's strings, 0 for a group
+// value kept as given.
+func (s *groupStore[G, K, V]) stringBytes(g *G) uintptr {
+	if !s.copies {
+		return 0
+	}
+	var n uintptr
+	for _, o := range s.strs {
+		n += uintptr(len(*(*string)(unsafe.Add(unsafe.Pointer(g), o))))
+	}
+	return n
+}
+
+// cost returns what a group of value g costs the byte bound: its
+// allocation (with its strings' bytes, which it copies) and its share of
+// the cache's table of groups.
+func (s *groupStore[G, K, V]) cost(g *G) int64 {
+	var grp Group[G, K, V]
+	size, n := unsafe.Sizeof(grp), s.stringBytes(g)
+	if n == 0 {
+		return allocSize(size) + groupIndexCost
+	}
+	if i := class(size + n); i >= 0 {
+		return int64(sizeClasses[i]) + groupIndexCost
+	}
+	return allocSize(size) + allocSize(n) + groupIndexCost
+}
+
+// make returns a new group of value g, whose strings it copies, with hash
+// h. c.mu must be held (it may make the struct of a size class).
+func (s *groupStore[G, K, V]) make(c *Cache[G, K, V], g G, h uint64) *Group[G, K, V] {
+	n := s.stringBytes(&g)
+	if n == 0 {
+		return &Group[G, K, V]{c: c, id: g, seed: h}
+	}
+	var grp *Group[G, K, V]
+	var buf []byte
+	size := unsafe.Sizeof(*grp)
+	if i := class(size + n); i >= 0 {
+		t := s.withBytes[i]
+		if t == nil {
+			t = reflect.StructOf([]reflect.StructField{
+				{Name: "G", Type: reflect.TypeFor[Group[G, K, V]]()},
+				{Name: "B", Type: reflect.ArrayOf(int(sizeClasses[i]-size), reflect.TypeFor[byte]())},
+			})
+			s.withBytes[i] = t
+		}
+		p := reflect.New(t).UnsafePointer()
+		// The group is the struct's first field, the bytes its second.
+		grp = (*Group[G, K, V])(p)
+		buf = unsafe.Slice((*byte)(unsafe.Add(p, t.Field(1).Offset)), n)
+	} else {
+		grp = new(Group[G, K, V])
+		buf = make([]byte, n)
+	}
+	grp.c, grp.id, grp.seed = c, g, h
+	for _, o := range s.strs {
+		str := (*string)(unsafe.Add(unsafe.Pointer(&grp.id), o))
+		if len(*str) == 0 {
+			continue
+		}
+		copy(buf, *str)
+		*str = unsafe.String(&buf[0], len(*str))
+		buf = buf[len(*str):]
+	}
+	return grp
+}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -34,5 +35,38 @@ func TestShortKeyLivesInItsEntry(t *testing.T) {
 		if got := int64(e.size); got != want {
 			t.Errorf("an entry of a %d-byte key counts %d bytes, want its allocation and index share, %d", n, got, want)
 		}
+	}
+}
+
+// A group value's strings (a token) are the cache's own copies, in the
+// group's allocation right after the group, so that a lookup by value
+// compares the token's bytes beside the group it has just loaded; a group
+// value that holds other pointers is kept as given.
+func TestGroupValueStringsLiveInTheGroup(t *testing.T) {
+	type ident struct {
+		scheme uint8
+		token  string
+	}
+	c, err := New[ident, string, bool](8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := []byte(strings.Repeat("t", 43))
+	c.Add(ident{1, unsafe.String(&tok[0], len(tok))}, "k", true, time.Hour, 0)
+	copy(tok, strings.Repeat("x", 43)) // the caller's bytes change; the cache's do not
+	grp := c.Lookup(ident{1, strings.Repeat("t", 43)})
+	if grp == c.none {
+		t.Fatal("the group is not found by its value")
+	}
+	if _, ok := c.Get(ident{1, strings.Repeat("t", 43)}, "k"); !ok {
+		t.Error("the entry is not found by its group's value")
+	}
+	start, data := uintptr(unsafe.Pointer(grp)), uintptr(unsafe.Pointer(unsafe.StringData(grp.id.token)))
+	if size := unsafe.Sizeof(*grp); data != start+size {
+		t.Errorf("the token's bytes are at group%+d, want right after the group (%d)", int64(data)-int64(start), size)
+	}
+
+	if _, copies := stringsOf(reflect.TypeFor[struct{ P *int }]()); copies {
+		t.Error("a group value with a pointer is copied")
 	}
 }
