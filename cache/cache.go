@@ -77,9 +77,9 @@ type Cache[G, K comparable, V any] struct {
 // group's member list. Its key, grp, expires, size and value never change
 // once it is in the index, which readers find it through; an entry is
 // never reused for another pair. The fields a hit reads come first; for a
-// string key, the key's bytes follow the entry in its own allocation (see
-// keyStore), so that a hit reads them with the entry, not through a
-// pointer to memory of the caller's.
+// string key, the key's bytes come right before the entry in its own
+// allocation (see keyStore), so that a hit reads them with the entry, in
+// one run of memory, not through a pointer to memory of the caller's.
 type entry[G, K comparable, V any] struct {
 	key K
 	// state is the group's generation when the entry was stored, shifted
@@ -564,7 +564,8 @@ func (c *Cache[G, K, V]) unlinkOnly(e *entry[G, K, V]) {
 // from [Cache.Lookup] reads nothing once its group has been forgotten. A
 // Group is safe for concurrent use.
 type Group[G, K comparable, V any] struct {
-	c  *Cache[G, K, V]
+	// id, seed and gen, which a lookup reads, come first, right after the
+	// bytes of id's strings (see groupStore).
 	id G
 	// seed is the group's hash (groupHash), from which its keys' hashes
 	// start.
@@ -572,6 +573,7 @@ type Group[G, K comparable, V any] struct {
 	// gen counts the group's removals; entries of an older generation are
 	// dead, and Writers made before the last removal no longer write.
 	gen atomic.Uint64
+	c   *Cache[G, K, V]
 	// head starts the list of the group's entries of the current
 	// generation, linked by gprev and gnext, for RemoveGroup; under c.mu.
 	head *entry[G, K, V]
