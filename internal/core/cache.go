@@ -163,8 +163,8 @@ func (d *decisions) writer(id transport.Ident) *Writer {
 }
 
 // Add stores the server's verdict on key: allowed for the allow TTL,
-// denied for the deny TTL. key must be a
-// string of its own, not a view of a caller's bytes: it is kept.
+// denied for the deny TTL. The cache keeps its own copy of key (in the
+// entry's allocation), so key may be a view of bytes the caller reuses.
 func (w *Writer) Add(key string, allowed bool) {
 	if w == nil {
 		return
