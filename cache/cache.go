@@ -41,11 +41,11 @@ type Cache[G, K comparable, V any] struct {
 
 	maxEntries int
 	maxBytes   int64
-	// entryCost and groupCost are what the cache's own bookkeeping takes
-	// for an entry and for a group, counted against the byte bound on top
-	// of the sizes callers give; maxSize is the largest size an entry may
-	// count, its bookkeeping included.
-	entryCost, groupCost, maxSize int64
+	// store and groupStore make the entries and groups, with their own
+	// copies of string keys and of the strings of group values, and say
+	// what each costs against the byte bound.
+	store      keyStore[G, K, V]
+	groupStore groupStore[G, K, V]
 
 	// keys hashes (group, key) pairs for idx.
 	keys hasher
@@ -56,8 +56,9 @@ type Cache[G, K comparable, V any] struct {
 	// mu guards the recency list, the counts, each group's member list
 	// and holds, and the writes of idx and groups.
 	mu sync.RWMutex
-	// groups holds the groups by value, for Lookup and writers; hits do
-	// not read it. It is written under mu, and read without it.
+	// groups holds the groups by value, for Get, Lookup and writers; hits
+	// through a Group handle do not read it. It is written under mu, and
+	// read without it.
 	groups groupIndex[G, K, V]
 	none   *Group[G, K, V] // what Lookup returns for a group the cache does not hold
 	list   entry[G, K, V]  // sentinel: list.next is the newest, list.prev the oldest
@@ -75,22 +76,25 @@ type Cache[G, K comparable, V any] struct {
 // entry is one stored value, linked into the cache's recency list and its
 // group's member list. Its key, grp, expires, size and value never change
 // once it is in the index, which readers find it through; an entry is
-// never reused for another pair.
+// never reused for another pair. The fields a hit reads come first; for a
+// string key, the key's bytes come right before the entry in its own
+// allocation (see keyStore), so that a hit reads them with the entry, in
+// one run of memory, not through a pointer to memory of the caller's.
 type entry[G, K comparable, V any] struct {
-	key     K
-	grp     *Group[G, K, V]
+	key K
+	// state is the group's generation when the entry was stored, shifted
+	// left by one, and in its low bit the reference mark, which hits set
+	// and eviction clears when it gives the entry its second chance.
+	state   atomic.Uint64
 	expires time.Duration // since the cache's epoch
+	grp     *Group[G, K, V]
+	value   V
+	size    uint32 // the caller's size plus the entry's bookkeeping (see keyStore.cost)
 	// prev and next link the recency list, under c.mu; nil when unlinked.
 	prev, next *entry[G, K, V]
 	// gprev and gnext link the member list of grp (or, after a removal of
 	// grp, the list RemoveGroup frees), under c.mu.
 	gprev, gnext *entry[G, K, V]
-	// state is the group's generation when the entry was stored, shifted
-	// left by one, and in its low bit the reference mark, which hits set
-	// and eviction clears when it gives the entry its second chance.
-	state atomic.Uint64
-	size  uint32 // the caller's size plus entryCost
-	value V
 }
 
 // gen returns the generation of its group that e was stored in.
@@ -129,7 +133,8 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithMaxBytes bounds what the entries count (the sizes given to Add plus
-// the cache's bookkeeping) to n bytes, which must be positive. Without it
+// the cache's bookkeeping, which includes the cache's own copies of string
+// keys and of the strings of group values) to n bytes, which must be positive. Without it
 // only the number of entries is bounded.
 func WithMaxBytes(n int64) Option {
 	return func(c *config) { c.maxBytes, c.bytesSet = n, true }
@@ -178,14 +183,10 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c := &Cache[G, K, V]{
 		maxEntries: maxEntries,
 		maxBytes:   cfg.maxBytes,
-		entryCost:  entryCost[G, K, V](),
-		groupCost:  groupCost[G, K, V](),
 		keys:       newHasher[K](),
 	}
-	// An entry that does not fit beside its group's bookkeeping never
-	// fits; one of 4 GiB or more is not stored either (an entry counts
-	// its size in 32 bits).
-	c.maxSize = min(c.maxBytes-c.groupCost, math.MaxUint32)
+	c.store.strings = c.keys.strings
+	c.groupStore.init()
 	c.idx.init()
 	c.groups.init()
 	c.horizon.Store(math.MaxInt64)
@@ -193,22 +194,6 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c.list.next, c.list.prev = &c.list, &c.list
 	c.clk.init(cfg.now)
 	return c, nil
-}
-
-// entryCost estimates the memory of one entry's bookkeeping: the entry
-// itself and its slots in the index (see indexEntryCost).
-// TestBytesTrackRealMemory holds the estimate to what the heap really grows
-// by.
-func entryCost[G, K comparable, V any]() int64 {
-	var e entry[G, K, V]
-	return allocSize(unsafe.Sizeof(e)) + indexEntryCost
-}
-
-// groupCost estimates the memory of one group's bookkeeping: the group and
-// its slots in the cache's index of groups (see groupIndexCost).
-func groupCost[G, K comparable, V any]() int64 {
-	var grp Group[G, K, V]
-	return allocSize(unsafe.Sizeof(grp)) + groupIndexCost
 }
 
 // sizeClasses are the Go runtime's allocation sizes of small objects up to
@@ -228,29 +213,37 @@ func allocSize(n uintptr) int64 {
 }
 
 // Get returns the value stored under group g and key k, and true when it is
-// present and has not expired. It hashes g and then k, and probes the
-// cache's index once; a caller that reads a group often holds a Group
-// handle instead, which hashes k alone. Get takes no lock and allocates
-// nothing.
+// present and has not expired. It hashes g, finds the group in the cache's
+// table of groups, then hashes k and probes the cache's index once, for an
+// entry of that very group (compared by pointer, not by value); the two
+// probes depend on nothing of each other's but the group's hash, so the
+// processor overlaps their memory accesses. A caller that reads a group
+// often holds a Group handle instead, which hashes k alone. Get takes no
+// lock and allocates nothing.
 func (c *Cache[G, K, V]) Get(g G, k K) (value V, ok bool) {
-	e := c.idx.find(keyHash(&c.keys, groupHash(&c.keys, g), k), g, k)
-	// find returns an entry of its group's current generation only.
-	if e != nil && c.serves(e) {
-		return e.value, true
+	gh := groupHash(&c.keys, g)
+	grp := c.groups.get(gh, g)
+	var e *entry[G, K, V]
+	if grp != nil {
+		e = c.idx.get(keyHash(&c.keys, gh, k), grp, k)
+		if e != nil && c.serves(e, grp) {
+			return e.value, true
+		}
 	}
 	c.miss(e)
 	return value, false
 }
 
-// serves reports whether the cache serves e (found by a lookup) now, and
-// counts the hit when it does: e is of its group's current generation,
-// unexpired by the clock, which serves reads, and the horizon is ahead.
-func (c *Cache[G, K, V]) serves(e *entry[G, K, V]) bool {
+// serves reports whether the cache serves e, an entry of grp found by a
+// lookup, now, and counts the hit when it does: e is of grp's current
+// generation, unexpired by the clock, which serves reads, and the horizon
+// is ahead.
+func (c *Cache[G, K, V]) serves(e *entry[G, K, V], grp *Group[G, K, V]) bool {
 	st := e.state.Load()
 	// The clock is read here, for this lookup: nothing else may say that
 	// an entry is unexpired (see clock), or that the horizon is ahead.
 	now := c.clk.elapsed()
-	if st>>1 != e.grp.gen.Load() || now >= e.expires || now >= time.Duration(c.horizon.Load()) {
+	if st>>1 != grp.gen.Load() || now >= e.expires || now >= time.Duration(c.horizon.Load()) {
 		return false
 	}
 	if st&1 == 0 { // write the entry's line only when the mark changes
@@ -299,9 +292,15 @@ func (c *Cache[G, K, V]) due(now time.Duration) bool {
 
 // Add stores value under group g and key k for ttl, replacing any earlier
 // value and making it the most recently used entry; size is the memory the
-// key and value hold beyond their own fixed size (the bytes of their
-// strings, say), which the entry counts against the byte bound together
-// with the cache's own bookkeeping. Least recently used entries are evicted
+// value (and a key that is not a string) holds beyond its own fixed size
+// (the bytes of its strings, say), which the entry counts against the byte
+// bound together with the cache's own bookkeeping. A key whose type is a
+// string is copied, into the entry's own allocation when the two fit in
+// 1 KiB, and the cache counts that copy itself: size need not include the
+// key's bytes. So are the strings of a group value that is a string or a
+// struct of strings and numbers (a scheme and a token, say), once per
+// group, in the group's own allocation; a group value that holds other
+// pointers is kept as given, and what they hold is for size to count. Least recently used entries are evicted
 // until the cache is within its bounds. Add reports whether the value was
 // stored: a ttl that is zero or negative, or an entry larger than the whole
 // byte bound or of 4 GiB or more, stores nothing and removes any earlier
@@ -388,12 +387,16 @@ func (c *Cache[G, K, V]) Purge() {
 	c.length = 0
 	c.idx.reset()
 	// Groups that handles keep stay, with no entries.
+	c.bytes = 0
 	c.groups.retain(0, func(grp *Group[G, K, V]) bool {
 		grp.gen.Add(1)
 		grp.head = nil
-		return grp.holds > 0
+		if grp.holds == 0 {
+			return false
+		}
+		c.bytes += c.groupStore.cost(&grp.id)
+		return true
 	})
-	c.bytes = int64(c.groups.live) * c.groupCost
 }
 
 // Len returns the number of entries, expired ones not yet dropped included.
@@ -404,7 +407,8 @@ func (c *Cache[G, K, V]) Len() int {
 }
 
 // Bytes returns what the entries and groups count against the byte bound:
-// the sizes given to Add plus the cache's own bookkeeping.
+// the sizes given to Add plus the cache's own bookkeeping (its copies of
+// string keys and of group values' strings included).
 func (c *Cache[G, K, V]) Bytes() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -423,14 +427,19 @@ func (c *Cache[G, K, V]) Stats() Stats {
 func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, expires time.Duration, size int64) bool {
 	size = max(size, 0)
 	h := keyHash(&c.keys, grp.seed, k)
-	if expires <= now || size > c.maxSize-c.entryCost {
+	cost := c.store.cost(&k)
+	// An entry that does not fit beside its group's bookkeeping never
+	// fits; one of 4 GiB or more is not stored either (an entry counts
+	// its size in 32 bits).
+	if expires <= now || size > min(c.maxBytes-c.groupStore.cost(&grp.id), math.MaxUint32)-cost {
 		if e := c.idx.get(h, grp, k); e != nil {
 			c.remove(e)
 		}
 		c.release(grp)
 		return false
 	}
-	e := &entry[G, K, V]{key: k, grp: grp, value: value, expires: expires, size: uint32(size + c.entryCost)}
+	e := c.store.make(k)
+	e.grp, e.value, e.expires, e.size = grp, value, expires, uint32(size+cost)
 	e.state.Store(grp.gen.Load() << 1)
 	if old := c.idx.put(h, e); old != nil {
 		// Not drop: the group keeps e, and must not be forgotten between
@@ -555,7 +564,8 @@ func (c *Cache[G, K, V]) unlinkOnly(e *entry[G, K, V]) {
 // from [Cache.Lookup] reads nothing once its group has been forgotten. A
 // Group is safe for concurrent use.
 type Group[G, K comparable, V any] struct {
-	c  *Cache[G, K, V]
+	// id, seed and gen, which a lookup reads, come first, right after the
+	// bytes of id's strings (see groupStore).
 	id G
 	// seed is the group's hash (groupHash), from which its keys' hashes
 	// start.
@@ -563,6 +573,7 @@ type Group[G, K comparable, V any] struct {
 	// gen counts the group's removals; entries of an older generation are
 	// dead, and Writers made before the last removal no longer write.
 	gen atomic.Uint64
+	c   *Cache[G, K, V]
 	// head starts the list of the group's entries of the current
 	// generation, linked by gprev and gnext, for RemoveGroup; under c.mu.
 	head *entry[G, K, V]
@@ -599,7 +610,7 @@ func (grp *Group[G, K, V]) Unpin() {
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
 	e := c.idx.get(keyHash(&c.keys, grp.seed, k), grp, k)
-	if e != nil && c.serves(e) {
+	if e != nil && c.serves(e, grp) {
 		return e.value, true
 	}
 	c.miss(e)
@@ -632,9 +643,9 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 	h := groupHash(&c.keys, g)
 	grp := c.groups.get(h, g)
 	if grp == nil {
-		grp = &Group[G, K, V]{c: c, id: g, seed: h}
+		grp = c.groupStore.make(c, g, h)
 		c.groups.put(grp)
-		c.bytes += c.groupCost
+		c.bytes += c.groupStore.cost(&grp.id)
 	}
 	return grp
 }
@@ -644,7 +655,7 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
 	if grp.head == nil && grp.holds == 0 && c.groups.get(grp.seed, grp.id) == grp {
 		c.groups.remove(grp)
-		c.bytes -= c.groupCost
+		c.bytes -= c.groupStore.cost(&grp.id)
 	}
 }
 

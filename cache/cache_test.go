@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -577,11 +578,14 @@ func TestBytesTrackRealMemory(t *testing.T) {
 			for i, k := range keys {
 				g := groups[i/tt.per]
 				// The strings are the caller's already; the cache counts
-				// its own bookkeeping, and here nothing more.
+				// its own bookkeeping, its copy of the key included, and
+				// here nothing more.
 				c.Add(g, k, true, time.Hour, 0)
 			}
 			runtime.GC()
 			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(keys) // the caller's keys and groups are not the cache's to free
+			runtime.KeepAlive(groups)
 			grown := float64(after.HeapAlloc) - float64(before.HeapAlloc)
 			counted := float64(c.Bytes())
 			t.Logf("heap grew %.0f bytes, counted %.0f (%.2f)", grown, counted, grown/counted)
@@ -629,4 +633,68 @@ func TestHotEntrySurvivesAStreamOfNewOnes(t *testing.T) {
 		c.Add("g", fmt.Sprint("cold-", i), i, time.Minute, 0)
 	}
 	assert.Equal(t, 4, c.Len())
+}
+
+// A string key given to Add is the cache's own from then on: a caller that
+// builds keys in one reused buffer (unsafe.String over it, as a hot path
+// that allocates nothing does) finds each entry under its key afterwards,
+// short keys (kept in the entry's allocation) and long ones alike.
+func TestAddKeepsItsOwnCopyOfTheKey(t *testing.T) {
+	for _, n := range []int{1, 20, 200, 900, 3000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			c := newCache[int](t, 16, newClock())
+			buf := make([]byte, n)
+			for i := range 4 {
+				for j := range buf {
+					buf[j] = byte('a' + i)
+				}
+				require.True(t, c.Add("g", unsafe.String(&buf[0], n), i, time.Minute, 0))
+			}
+			for j := range buf {
+				buf[j] = 'z' // the caller's bytes change again; the cache's do not
+			}
+			for i := range 4 {
+				v, ok := c.Get("g", strings.Repeat(string(rune('a'+i)), n))
+				assert.True(t, ok, "key %d", i)
+				assert.Equal(t, i, v)
+			}
+			_, ok := c.Get("g", strings.Repeat("z", n))
+			assert.False(t, ok)
+			runtime.KeepAlive(buf)
+		})
+	}
+}
+
+// The strings of a group value given to Add are the cache's own from then
+// on, as a key's are: a caller that builds tokens in one reused buffer
+// finds each token's entries under it afterwards, by value and through
+// Lookup.
+func TestAddKeepsItsOwnCopyOfTheGroup(t *testing.T) {
+	for _, n := range []int{1, 43, 900, 3000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			c, err := cache.New[token, string, int](16)
+			require.NoError(t, err)
+			buf := make([]byte, n)
+			for i := range 4 {
+				for j := range buf {
+					buf[j] = byte('a' + i)
+				}
+				require.True(t, c.Add(token{"Bearer", unsafe.String(&buf[0], n)}, "k", i, time.Minute, 0))
+			}
+			for j := range buf {
+				buf[j] = 'z'
+			}
+			for i := range 4 {
+				tok := token{"Bearer", strings.Repeat(string(rune('a'+i)), n)}
+				v, ok := c.Get(tok, "k")
+				assert.True(t, ok, "token %d by value", i)
+				assert.Equal(t, i, v)
+				v, ok = c.Lookup(tok).Get("k")
+				assert.True(t, ok, "token %d through Lookup", i)
+				assert.Equal(t, i, v)
+			}
+			assert.False(t, c.Holds(token{"Bearer", strings.Repeat("z", n)}))
+			runtime.KeepAlive(buf)
+		})
+	}
 }

@@ -2,10 +2,16 @@
 // own expiry and size, and belong to a group.
 //
 // Entries are found through one index of the whole cache by their group
-// and key: a hit hashes the group value (or takes its hash from a [Group]
-// handle, from [Cache.Pin] or [Cache.Lookup]) and the key, probes the
-// index once, and compares the entry's group and key whole, so that no
-// hash collision ever serves one group's or key's value for another's.
+// and key: a hit by group value hashes the value and finds the group's
+// handle in the cache's table of groups (comparing the value whole); a hit
+// through a [Group] handle, from [Cache.Pin] or [Cache.Lookup], has it
+// already. Either then hashes the key from the group's hash, probes the
+// index once, and compares the entry's group (the handle itself) and key
+// whole, so that no hash collision ever serves one group's or key's value
+// for another's. The cache keeps its own copy of a string key in the
+// entry's own allocation, and of the strings of a group value (a token) in
+// the group's, so that a hit finds those bytes beside what it has just
+// loaded rather than behind one more pointer.
 // Readers take no lock (writers publish the index with atomic stores), so
 // hits on different cores do not contend on any lock word, and a group
 // value that holds a long token is hashed once per handle, not once per
@@ -15,9 +21,10 @@
 // entry to the front on every hit, under one lock for all cores.)
 //
 // The cache is bounded in entries and, with [WithMaxBytes], in bytes: each
-// entry counts the size its caller gives plus the cache's own bookkeeping,
-// so whatever callers store, it never holds much more than its bound.
-// Every entry stores its deadline; an expired entry is dropped when it is
+// entry counts the size its caller gives plus the cache's own bookkeeping
+// (its copies of a string key and of its group's strings included), so
+// whatever callers store, it never holds much more than its bound. Every
+// entry stores its deadline; an expired entry is dropped when it is
 // next looked up, and every miss and addition also drops a few expired
 // entries from the old end, so entries nobody asks for again do not stay
 // resident. [Cache.RemoveGroup] drops one group's entries in time

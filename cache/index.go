@@ -22,9 +22,10 @@ import (
 // Each slot keeps its entry's whole hash (keyHash) beside the pointer, so
 // that a probe dereferences only the entry whose hash is the pair's: the
 // slots it passes on the way cost no memory access beyond their own cache
-// line. The hash only filters: the entry's group and key are always
-// compared whole, so that two pairs with one hash, of one group or of two,
-// are never taken for each other.
+// line. The hash only filters: the entry's group (the handle, by pointer:
+// a lookup by the group's value finds the handle first, in the cache's
+// groupIndex) and key are always compared whole, so that two pairs with
+// one hash, of one group or of two, are never taken for each other.
 type index[G, K comparable, V any] struct {
 	tab atomic.Pointer[table[G, K, V]]
 	// tomb marks a removed entry's slot; its grp is nil.
@@ -98,25 +99,6 @@ func (x *index[G, K, V]) get(h uint64, grp *Group[G, K, V], k K) *entry[G, K, V]
 		}
 		// A tombstone's grp is nil, never grp.
 		if s.hash.Load() == h && e.grp == grp && e.key == k {
-			return e
-		}
-	}
-}
-
-// find returns the entry of the current generation of the group whose
-// value is g, stored under k, which hashes to h (keyHash of g's groupHash),
-// or nil. The group is compared by value: a group forgotten and made again
-// since is the same group, and the entries of its older handles are of an
-// older generation. It takes no lock.
-func (x *index[G, K, V]) find(h uint64, g G, k K) *entry[G, K, V] {
-	t := x.tab.Load()
-	for i := h; ; i++ {
-		s := &t.slots[i&t.mask]
-		e := s.e.Load()
-		if e == nil {
-			return nil
-		}
-		if s.hash.Load() == h && e != x.tomb && e.key == k && e.grp.id == g && e.gen() == e.grp.gen.Load() {
 			return e
 		}
 	}
@@ -225,9 +207,9 @@ func (t *table[G, K, V]) insert(h uint64, e *entry[G, K, V]) {
 	}
 }
 
-// groupIndex holds a cache's groups by their value, for Lookup, Holds and
-// writers (hits do not read it: they find entries in the cache's index). It
-// is built as index is: readers take no lock, writers hold the cache's mu,
+// groupIndex holds a cache's groups by their value, for Get by value,
+// Lookup, Holds and writers (hits through a Group handle do not read it).
+// It is built as index is: readers take no lock, writers hold the cache's mu,
 // a table is open-addressed with linear probing and at most half of its
 // slots used, and a removed group leaves a tombstone. A slot is the group's
 // pointer alone: the group keeps its hash (seed), which a probe compares

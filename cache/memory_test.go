@@ -14,8 +14,10 @@ import (
 // token must cost little beyond its strings. With 43-character tokens (an
 // opaque OAuth access token) of one entry each, the heap grows by at most
 // 240 bytes an entry beyond the tokens' and keys' own bytes, which the
-// caller made: the entry, its group and their places in the cache's
-// indexes. (A Go map of the same pairs takes about 75.)
+// caller made and lets go once they are added (the cache keeps its own
+// copies, in the entry's and the group's allocations): the entry, its
+// group and their places in the cache's indexes. (A Go map of the same
+// pairs takes about 75.)
 func TestOneEntryGroupsCostLittle(t *testing.T) {
 	const n = 24_000 // the indexes' tables between a quarter and a half full
 	tokens := make([]token, n)

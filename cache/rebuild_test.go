@@ -58,22 +58,34 @@ func TestNoRebuildOnEveryAddAtCapacity(t *testing.T) {
 
 // TestNoRebuildOnEveryAddAtTheByteBound is the same cliff reached through
 // the byte bound, by one caller: pep caches DENY answers too, under a key
-// that holds the request's path, and counts the key's length in the
-// entry's size. One token, paths of one length chosen so that the bound
-// holds 4095 entries: every further request (everyone's miss) rehashes the
-// 8192-slot index under the cache's lock.
+// that holds the request's path, and the entry counts the key's bytes. One
+// token, paths of one length chosen so that the bound holds 4095 entries:
+// every further request (everyone's miss) rehashes the 8192-slot index
+// under the cache's lock.
 func TestNoRebuildOnEveryAddAtTheByteBound(t *testing.T) {
-	entryCost, groupCost := overhead[bool](t)
 	const keyLen = 300
-	perEntry := entryCost + keyLen
+	key := func(i int) string { return fmt.Sprintf("%0*d", keyLen, i) }
+	// What an entry of such a key and its group count, learned from Bytes:
+	// the cache counts its copy of the key itself.
+	probe, err := cache.New[string, string, bool](8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe.Add("one-token", key(0), false, time.Hour, 0)
+	one := probe.Bytes()
+	probe.Add("one-token", key(1), false, time.Hour, 0)
+	perEntry := probe.Bytes() - one
+	groupCost := one - perEntry
+	if perEntry < keyLen || groupCost <= 0 {
+		t.Fatalf("an entry of a %d-byte key counts %d bytes, its group %d", keyLen, perEntry, groupCost)
+	}
 	run := func(fit int64) float64 {
 		c, err := cache.New[string, string, bool](1<<20, cache.WithMaxBytes(groupCost+fit*perEntry+perEntry/2))
 		if err != nil {
 			t.Fatal(err)
 		}
-		key := func(i int) string { return fmt.Sprintf("%0*d", keyLen, i) }
 		for i := 0; i < int(fit)+16; i++ {
-			c.Add("one-token", key(i), false, time.Hour, keyLen)
+			c.Add("one-token", key(i), false, time.Hour, 0)
 		}
 		if int64(c.Len()) != fit {
 			t.Fatalf("Len = %d, want %d", c.Len(), fit)
@@ -86,7 +98,7 @@ func TestNoRebuildOnEveryAddAtTheByteBound(t *testing.T) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		for _, k := range keys {
-			c.Add("one-token", k, false, time.Hour, keyLen)
+			c.Add("one-token", k, false, time.Hour, 0)
 		}
 		runtime.ReadMemStats(&after)
 		return float64(after.TotalAlloc-before.TotalAlloc) / float64(len(keys))

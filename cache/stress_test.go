@@ -46,13 +46,20 @@ func TestEveryOperationAtOnceServesOnlyLiveOwnValues(t *testing.T) {
 			fail("Get(%q, %q) served %q at %d: expired", g, k, v, before)
 		}
 	}
+	// still keeps the clock from stepping while a c.Add is under way, so
+	// that the expiry its value records is the one the cache computes: on a
+	// loaded machine (or under -race) an Add may wait for the cache's lock
+	// through any number of steps.
+	var still sync.RWMutex
 	var wg sync.WaitGroup
 	// The clock: never more than a tick per step.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for time.Now().Before(deadline) {
+			still.Lock()
 			ns.Add(int64(tick))
+			still.Unlock()
 			time.Sleep(50 * time.Microsecond)
 		}
 	}()
@@ -89,10 +96,12 @@ func TestEveryOperationAtOnceServesOnlyLiveOwnValues(t *testing.T) {
 					grp.Unpin()
 				case op < 85:
 					ttl := time.Duration(1+r.IntN(40)) * tick
-					// An upper bound of the real expiry: Add reads the clock
-					// after this reading, and it steps once at most meanwhile.
-					later := ns.Load() + int64(ttl) + int64(tick) // the clock may step once meanwhile
+					// The real expiry: the clock does not step until Add
+					// has read it.
+					still.RLock()
+					later := ns.Load() + int64(ttl)
 					c.Add(g, k, g+"|"+k+"|"+strconv.FormatInt(later, 10), ttl, int64(r.IntN(200)))
+					still.RUnlock()
 				case op < 88:
 					wr := c.Writer(g)
 					ttl := time.Duration(1+r.IntN(40)) * tick

@@ -163,8 +163,8 @@ func (d *decisions) writer(id transport.Ident) *Writer {
 }
 
 // Add stores the server's verdict on key: allowed for the allow TTL,
-// denied for the deny TTL. key must be a
-// string of its own, not a view of a caller's bytes: it is kept.
+// denied for the deny TTL. The cache keeps its own copy of key (in the
+// entry's allocation), so key may be a view of bytes the caller reuses.
 func (w *Writer) Add(key string, allowed bool) {
 	if w == nil {
 		return
@@ -175,7 +175,9 @@ func (w *Writer) Add(key string, allowed bool) {
 	}
 	// A zero TTL stores nothing and removes an earlier answer: no old
 	// verdict is served in place of the one not kept.
-	w.w.Add(key, allowed, ttl, int64(w.tok+len(key)))
+	// The cache counts its own copy of the key; the token's bytes are
+	// counted in each of its entries.
+	w.w.Add(key, allowed, ttl, int64(w.tok))
 }
 
 // Close releases the writer; closing it again, or a nil one, does
