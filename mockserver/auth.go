@@ -299,6 +299,7 @@ type authState struct {
 	pageKey     []byte // signs AuthZEN search page tokens (authzensearch.go)
 	policies    decision.Cache
 	subjects    decision.SubjectCache // the subjects of /authorize's decisions
+	answers     *answerCache          // /authorize's answers (answercache.go)
 	dpop        *dpop.Verifier        // algorithms and challenges; verifies no proof
 	// proofs verifies DPoP proofs, one verifier (and so one replay cache)
 	// per realm: a full replay cache shortens its window, so a shared one

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
@@ -92,15 +93,43 @@ type permissionBody struct {
 // authorize evaluates the request's resource-scope pairs for the token's
 // subject.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
-	var req authorizeRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := checkJSONContentType(r); err != nil {
 		writeErr(w, err)
 		return
 	}
-	resources, method, err := req.check()
+	br := getBodyReader(r.Body)
+	defer br.release()
+	body, err := br.read()
 	if err != nil {
-		writeErr(w, err)
+		writeErr(w, errReadBody())
 		return
+	}
+	// A body answered before is valid: its request, parsed, is the
+	// entry's (answercache.go); any other is read and checked here.
+	cacheable := s.denialLog == nil && len(body) <= maxCachedBody
+	var slot *atomic.Pointer[cachedAnswer]
+	var hit *cachedAnswer
+	if cacheable {
+		slot = s.auth.answers.slot(c, body)
+		hit = s.auth.answers.lookup(slot, c, body)
+	}
+	var clientID, method string
+	var resources []decision.Resource
+	var path string // the context's path, for the denial log
+	if hit != nil {
+		clientID, resources, method = hit.clientID, hit.resources, hit.method
+	} else {
+		var req authorizeRequest
+		if err := decodeBytes(body, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		resources, method, err = req.check()
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		clientID, path = req.ClientID, req.Context.Attributes.path()
 	}
 	// Faults come after the body is read: only then does net/http notice a
 	// client that goes away, and so cancel the injected delay.
@@ -108,17 +137,31 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 		writeErr(w, err)
 		return
 	}
-	var res decision.Result
+	var answer []byte          // the answer, when cached or to be
+	var result decision.Result // the answer, when not
+	var fresh *cachedAnswer
 	var denial string
 	err = s.store.ReadRealm(c.rm, func(rm *store.Realm) error {
-		client, err := decisionClient(rm, req.ClientID)
+		gen := rm.Generation()
+		if hit != nil && hit.gen == gen {
+			answer = hit.answer
+			return nil
+		}
+		client, err := decisionClient(rm, clientID)
 		if err != nil {
 			return err
 		}
 		sub := s.auth.subjects.Of(rm, c.subject, c.org)
-		res = s.auth.policies.Policy(client).Evaluate(sub, resources, method)
+		res := s.auth.policies.Policy(client).Evaluate(sub, resources, method)
 		if s.denialLog != nil && res.Status != decision.Grant {
-			denial = s.logDenial(rm, client, c, resources, method, req.Context.Attributes.path())
+			denial = s.logDenial(rm, client, c, resources, method, path)
+		}
+		if cacheable {
+			answer = appendDecision(nil, res) // the entry's own: it is kept
+			fresh = &cachedAnswer{rm: rm, user: c.subject, org: c.org, body: string(body), gen: gen, clientID: clientID,
+				resources: resources, method: method, answer: answer}
+		} else {
+			result = res
 		}
 		return nil
 	})
@@ -129,21 +172,35 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 	if denial != "" {
 		s.denialLog("%s", denial)
 	}
-	writeDecision(w, res)
+	if fresh != nil {
+		s.auth.answers.store(slot, fresh)
+	}
+	if answer == nil {
+		writeDecision(w, result)
+		return
+	}
+	writeAnswer(w, answer)
 }
 
-// writeDecision writes res as the 200 answer of /authorize. It is the
-// server's hottest write and its shape is small and fixed, so it is
-// appended by hand instead of by reflection, into a pooled buffer; the
-// bytes are those writeJSON writes for the same authorizeResponse.
+// writeDecision writes res as the 200 answer of /authorize, appended into a
+// pooled buffer.
 func writeDecision(w http.ResponseWriter, res decision.Result) {
+	bp := answerBuffers.Get().(*[]byte)
+	defer putAnswerBuffer(bp)
+	*bp = appendDecision((*bp)[:0], res)
+	writeAnswer(w, *bp)
+}
+
+// appendDecision appends res, the 200 answer of /authorize, to b. It is
+// the server's hottest write and its shape is small and fixed, so it is
+// appended by hand instead of by reflection; the bytes are those writeJSON
+// writes for the same authorizeResponse.
+func appendDecision(b []byte, res decision.Result) []byte {
 	size := len(`{"status":"","permissions":[]}`+"\n") + len(res.Status)
 	for _, p := range res.Permissions {
 		size += len(`{"resource":"","scope":"","status":""},`) + len(p.Resource) + len(p.Scope) + len(p.Status)
 	}
-	bp := answerBuffers.Get().(*[]byte)
-	defer putAnswerBuffer(bp)
-	b := slices.Grow((*bp)[:0], size)
+	b = slices.Grow(b, size)
 	b = append(b, `{"status":`...)
 	b = appendJSONString(b, string(res.Status))
 	b = append(b, `,"permissions":[`...)
@@ -159,7 +216,13 @@ func writeDecision(w http.ResponseWriter, res decision.Result) {
 		b = appendJSONString(b, string(p.Status))
 		b = append(b, '}')
 	}
-	b = append(b, "]}\n"...)
+	return append(b, "]}\n"...)
+}
+
+// writeAnswer writes b, an answer appendDecision made, with its status and
+// headers. b is only read (an io.Writer keeps nothing of it and changes
+// none of it), so a cached answer is written as it is.
+func writeAnswer(w http.ResponseWriter, b []byte) {
 	// Set by their canonical keys (Header.Set canonicalized each key), the
 	// two values in one allocation of the answer's own: a header value is
 	// the caller's to change in place (a middleware around the server may),
@@ -171,8 +234,7 @@ func writeDecision(w http.ResponseWriter, res decision.Result) {
 	h["Content-Type"] = vals[0:1:1]
 	h["Content-Length"] = vals[1:2:2]
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b) // a Writer keeps nothing of b (io.Writer)
-	*bp = b
+	_, _ = w.Write(b)
 }
 
 // contentLengths are the Content-Length texts of the answers shorter

@@ -58,7 +58,9 @@
 // each of its department assignments, the roles linked to that department's
 // organization plus the department's template roles; a token with an
 // organization claim counts only the assignments in that organization.
-// Roles are read from the store at decision time. A permission of the client
+// Roles are read from the store at decision time (a repeated request of a
+// caller is answered from a cache of answers that no write of the realm
+// survives). A permission of the client
 // applies to a pair when it names the resource and the scope (no scopes: all
 // of the resource's); it grants when the subject has one of its roles, is in
 // one of its groups or is one of its users, and, when it lists methods, the

@@ -89,7 +89,7 @@ func (n sharedNonces) Valid(ctx context.Context, nonce string) bool {
 // one per realm, each shared by that realm's token endpoint and protected
 // routes, the verified-token caches, one per realm, and the nonce source.
 func newAuthState(s *Server) (*authState, error) {
-	a := &authState{pageKey: make([]byte, 32)}
+	a := &authState{pageKey: make([]byte, 32), answers: newAnswerCache()}
 	_, _ = rand.Read(a.pageKey)
 	a.nonces = &nonceSource{now: s.now, required: s.nonceRequired}
 	if s.nonces != nil {

@@ -143,8 +143,17 @@ func decodeBody(r *http.Request, v any) error {
 	defer br.release()
 	body, err := br.read()
 	if err != nil {
-		return errf(http.StatusBadRequest, "cannot read request body")
+		return errReadBody()
 	}
+	return decodeBytes(body, v)
+}
+
+// errReadBody is the 400 for a body that could not be read.
+func errReadBody() error { return errf(http.StatusBadRequest, "cannot read request body") }
+
+// decodeBytes is decodeBody's reading of a body already read (at most one
+// byte more than maxBody: a longer one is the 400 of the limit).
+func decodeBytes(body []byte, v any) error {
 	if len(body) > maxBody {
 		return errf(http.StatusBadRequest, "request body exceeds the 1 MiB limit")
 	}

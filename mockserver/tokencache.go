@@ -13,13 +13,21 @@ import (
 // the token).
 const maxVerifiedTokens = 1 << 17
 
+// hashedTail is how many of a token's last bytes its hash reads. A token
+// ends in its signature, and two tokens the realm signed have the same
+// signature only if their signed bytes hash alike under SHA-256, so the
+// tail tells remembered tokens apart as well as the whole token would, at
+// a tenth of the hashing. A token made to end like another (it is not the
+// realm's) only shares its slot: the whole token is still compared.
+const hashedTail = 64
+
 // verifiedTokens remembers tokens whose signature checked out, so that a
 // token used again skips the signature check. Everything else (realm live,
 // key current, issuer, exp and nbf, DPoP binding) is checked on every use.
 // Claims in it are shared and read-only.
 //
-// An entry is found by a 64-bit hash of the token under a seed of the
-// process's own (hash/maphash: a tenth of a SHA-256's time) and holds the
+// An entry is found by a 64-bit hash of the token's signature end
+// (hashedTail) under a seed of the process's own (hash/maphash) and holds the
 // token itself, which a lookup compares whole: two tokens that hash alike
 // are two tokens, never one taken for the other, and a token that merely
 // hashes like a remembered one is checked as if it were new. Only the
@@ -55,7 +63,7 @@ type verifiedToken struct {
 // newVerifiedTokens returns empty caches that hold budget entries in all.
 func newVerifiedTokens(budget int) *verifiedTokens {
 	seed := maphash.MakeSeed()
-	hash := func(token string) uint64 { return maphash.String(seed, token) }
+	hash := func(token string) uint64 { return maphash.String(seed, token[len(token)-min(len(token), hashedTail):]) }
 	return &verifiedTokens{budget: budget, hash: hash, realms: newPerRealm(func() (*lru[uint64, verifiedToken], error) {
 		// Sized to the whole budget: the shared budget, not the LRU's
 		// own size, decides what is forgotten.

@@ -1,0 +1,256 @@
+package mockserver
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
+)
+
+// answerFixture is the decisions' acme (decisions_test.go's decisionFixture).
+func answerFixture() Fixture {
+	return Fixture{Realms: []FixtureRealm{{
+		Name: "acme",
+		Roles: []FixtureRole{{Name: "viewer"}, {Name: "editor"}, {Name: "approver"}, {Name: "auditor"},
+			{Name: "spare"}},
+		Groups: []FixtureGroup{{Name: "finance", Roles: []string{"approver"}}},
+		Users: []FixtureUser{
+			{Username: "alice", Roles: []string{"viewer"}},
+			{Username: "bob", Groups: []string{"finance"}},
+			{Username: "carol"},
+			{Username: "dave"},
+		},
+		Clients: []FixtureClient{{
+			ClientID: "orders-api", Secret: "orders-secret",
+			Resources: []FixtureResource{{Name: "orders", Scopes: []string{"read", "write", "delete"}},
+				{Name: "invoices", Scopes: []string{"read", "approve"}}},
+			Permissions: []FixturePermission{
+				{Name: "viewers read orders", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"viewer"}},
+				{Name: "editors write orders", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"editor"}},
+				{Name: "dave deletes", Resource: "orders", Users: []string{"dave"}, Methods: []string{"DELETE"}},
+				{Name: "finance approves", Resource: "invoices", Scopes: []string{"approve"}, Groups: []string{"finance"}},
+				{Name: "auditors read invoices", Resource: "invoices", Scopes: []string{"read"}, Roles: []string{"auditor"}},
+			},
+		}},
+		Organizations: []FixtureOrganization{
+			{Name: "Acme EU", Alias: "eu", Roles: []string{"editor"},
+				Departments: []FixtureDepartment{{Name: "Sales", Alias: "sales", Users: []string{"carol"}}}},
+			{Name: "Acme US", Alias: "us", Roles: []string{"auditor"},
+				Departments: []FixtureDepartment{{Name: "Ops", Alias: "ops", Users: []string{"carol"}}}},
+		},
+	}}}
+}
+
+// TestAnswersFollowEveryWrite: /authorize answers a repeated request from
+// its cache of answers, and every write of the realm, of any kind, is seen
+// by the next decision of every caller. After each write, each caller's
+// answer to each body, asked twice (the second from the cache), is the
+// answer the engine gives on the live realm, and the callers' answers stay
+// their own (a subject's or an organization claim's answer is never
+// another's).
+func TestAnswersFollowEveryWrite(t *testing.T) {
+	t.Parallel()
+	const base = "http://example.com"
+	s, err := New(WithFixture(answerFixture()), WithIssuer(base), WithKeySeed([]byte("answer-cache-test")))
+	require.NoError(t, err)
+
+	type asker struct{ user, org, token string }
+	var askers []asker
+	for _, user := range []string{"alice", "bob", "carol", "dave"} {
+		for _, org := range []string{"", "eu", "us"} {
+			tok, err := s.IssueToken("acme", user, TokenOrganization(org))
+			require.NoError(t, err)
+			askers = append(askers, asker{user, org, tok})
+		}
+	}
+	bodies := []struct {
+		body      string
+		resources []decision.Resource
+		method    string
+	}{
+		{`{"clientId":"orders-api","resources":[{"name":"orders"},{"name":"invoices"}],"context":{}}`,
+			[]decision.Resource{{Name: "orders"}, {Name: "invoices"}}, ""},
+		{`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete","write"]}],"context":{"attributes":{"method":"DELETE"}}}`,
+			[]decision.Resource{{Name: "orders", Scopes: []string{"delete", "write"}}}, "DELETE"},
+		{`{"clientId":"orders-api","resources":[{"name":"*"}],"context":{}}`,
+			[]decision.Resource{{Name: "*"}}, ""},
+	}
+	ask := func(t *testing.T, token, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, base+"/realms/acme/authorization-decision-provider/authorize", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec
+	}
+	// want is the engine's answer on the live realm, compiled afresh:
+	// neither the answers', nor the policies', nor the subjects' cache.
+	want := func(t *testing.T, user, org string, resources []decision.Resource, method string) (int, string) {
+		var status int
+		var answer string
+		require.NoError(t, s.store.Read("acme", func(r *store.Realm) error {
+			client, ok := r.ClientNamed("orders-api")
+			if !ok || r.Decommissioned() {
+				status = http.StatusBadRequest
+				return nil
+			}
+			sub := decision.SubjectOf(r, r.UserByName[user], org)
+			status, answer = http.StatusOK, string(appendDecision(nil, decision.Compile(client).Evaluate(&sub, resources, method)))
+			return nil
+		}))
+		return status, answer
+	}
+	distinct := map[string]bool{}
+	check := func(t *testing.T, step string) {
+		t.Helper()
+		for _, a := range askers {
+			for _, b := range bodies {
+				status, answer := want(t, a.user, a.org, b.resources, b.method)
+				for i := range 2 {
+					rec := ask(t, a.token, b.body)
+					require.Equal(t, status, rec.Code, "%s: %s of %q, ask %d: %s", step, a.user, a.org, i, rec.Body)
+					if status == http.StatusOK {
+						require.Equal(t, answer, rec.Body.String(), "%s: %s of %q, ask %d, %s", step, a.user, a.org, i, b.body)
+						distinct[answer] = true
+					}
+				}
+			}
+		}
+	}
+	// The ids, looked up before the writes (a write cannot Read).
+	ids := map[string]string{}
+	require.NoError(t, s.store.Read("acme", func(r *store.Realm) error {
+		for _, u := range []string{"alice", "bob", "carol", "dave"} {
+			ids["user "+u] = r.UserByName[u]
+		}
+		for _, n := range []string{"viewer", "editor", "auditor"} {
+			ids["role "+n] = r.RoleByName[n]
+		}
+		ids["group finance"] = r.GroupByName["finance"]
+		for _, o := range []string{"eu", "us"} {
+			ids["org "+o] = r.OrgByAlias[o]
+		}
+		for _, d := range r.Depts {
+			ids["dept "+d.Alias] = d.ID
+		}
+		return nil
+	}))
+	id := func(kind, name string) string {
+		v := ids[kind+" "+name]
+		require.NotEmpty(t, v, "%s %q", kind, name)
+		return v
+	}
+	// replacePermissions replaces orders-api by a copy whose permissions
+	// fn changed (clients are never changed in place).
+	replacePermissions := func(fn func([]store.ClientPermission) []store.ClientPermission) func(*store.Realm) error {
+		return func(r *store.Realm) error {
+			c, ok := r.ClientNamed("orders-api")
+			if !ok {
+				return errors.New("no orders-api")
+			}
+			cc := *c
+			cc.Permissions = fn(slices.Clone(c.Permissions))
+			r.Clients[c.ID] = &cc
+			return nil
+		}
+	}
+	now := time.Unix(0, 0)
+	steps := []struct {
+		name  string
+		write func(r *store.Realm) error
+	}{
+		{"unassign", func(r *store.Realm) error { return r.Unassign(id("user", "carol"), id("dept", "sales")) }},
+		{"assign", func(r *store.Realm) error {
+			_, _, err := r.Assign(id("user", "alice"), id("dept", "ops"), now)
+			return err
+		}},
+		{"unlink an organization role", func(r *store.Realm) error { return r.UnlinkRole(id("org", "us"), id("role", "auditor")) }},
+		{"link an organization role", func(r *store.Realm) error { _, err := r.LinkRole(id("org", "eu"), id("role", "editor")); return err }},
+		{"join a group", func(r *store.Realm) error {
+			u := r.Users[id("user", "dave")]
+			if u.GroupIDs == nil {
+				u.GroupIDs = store.Set{}
+			}
+			u.GroupIDs[id("group", "finance")] = struct{}{}
+			return nil
+		}},
+		{"a group's roles", func(r *store.Realm) error {
+			r.Groups[id("group", "finance")].RoleIDs[id("role", "viewer")] = struct{}{}
+			return nil
+		}},
+		{"a direct role", func(r *store.Realm) error {
+			u := r.Users[id("user", "carol")]
+			if u.RoleIDs == nil {
+				u.RoleIDs = store.Set{}
+			}
+			u.RoleIDs[id("role", "auditor")] = struct{}{}
+			return nil
+		}},
+		{"a permission granted to a role", replacePermissions(func(ps []store.ClientPermission) []store.ClientPermission {
+			ps[0].Roles = append(slices.Clone(ps[0].Roles), id("role", "auditor"))
+			return ps
+		})},
+		{"a permission removed", replacePermissions(func(ps []store.ClientPermission) []store.ClientPermission {
+			return slices.Delete(ps, 1, 2)
+		})},
+		{"a permission's methods", replacePermissions(func(ps []store.ClientPermission) []store.ClientPermission {
+			for i := range ps {
+				if ps[i].Name == "dave deletes" {
+					ps[i].Methods = []string{"GET"}
+				}
+			}
+			return ps
+		})},
+		{"delete an organization", func(r *store.Realm) error { return r.DeleteOrganization(id("org", "us")) }},
+		{"a write that fails half-way", func(r *store.Realm) error {
+			r.Users[id("user", "bob")].GroupIDs = nil
+			return errors.New("refused after a change")
+		}},
+		{"the client removed", func(r *store.Realm) error {
+			c, _ := r.ClientNamed("orders-api")
+			delete(r.Clients, c.ID)
+			delete(r.ClientByID, c.ClientID)
+			return nil
+		}},
+	}
+	check(t, "before any write")
+	for _, st := range steps {
+		_ = s.store.Write("acme", st.write)
+		check(t, st.name)
+	}
+	require.Greater(t, len(distinct), 6, "the steps change the answers")
+}
+
+// TestAnswerCacheComparesTheWholeRequest: an entry found in a slot is
+// another request's when its realm, subject, organization claim or body
+// differs (the slot is chosen by a hash): it is no answer to this one.
+func TestAnswerCacheComparesTheWholeRequest(t *testing.T) {
+	t.Parallel()
+	ac := newAnswerCache()
+	rm, other := &store.Realm{}, &store.Realm{}
+	c := &caller{rm: rm, subject: "u", org: "o"}
+	body := []byte(`{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`)
+	slot := ac.slot(c, body)
+	ac.store(slot, &cachedAnswer{rm: rm, user: "u", org: "o", body: string(body), answer: []byte("answer")})
+	require.NotNil(t, ac.lookup(slot, c, body))
+	for name, ask := range map[string]struct {
+		c    *caller
+		body string
+	}{
+		"another body":                 {c, `{"clientId":"orders-api","resources":[{"name":"invoice"}],"context":{}}`},
+		"another organization claim":   {&caller{rm: rm, subject: "u", org: "p"}, string(body)},
+		"no organization claim":        {&caller{rm: rm, subject: "u"}, string(body)},
+		"another subject":              {&caller{rm: rm, subject: "v", org: "o"}, string(body)},
+		"another realm, the same user": {&caller{rm: other, subject: "u", org: "o"}, string(body)},
+	} {
+		require.Nil(t, ac.lookup(slot, ask.c, []byte(ask.body)), "%s in the slot of the first (a collision) is not answered", name)
+	}
+}
