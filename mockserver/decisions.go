@@ -142,14 +142,18 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 	var fresh *cachedAnswer
 	var denial string
 	err = s.store.ReadRealm(c.rm, func(rm *store.Realm) error {
+		// A cached answer spares the evaluation only: the realm's and the
+		// client's checks run on every request, so an answer is never
+		// given where they would refuse it (a realm decommissioned since,
+		// before its generation moved).
+		client, err := decisionClient(rm, clientID)
+		if err != nil {
+			return err
+		}
 		gen := rm.Generation()
 		if hit != nil && hit.gen == gen {
 			answer = hit.answer
 			return nil
-		}
-		client, err := decisionClient(rm, clientID)
-		if err != nil {
-			return err
 		}
 		sub := s.auth.subjects.Of(rm, c.subject, c.org)
 		res := s.auth.policies.Policy(client).Evaluate(sub, resources, method)

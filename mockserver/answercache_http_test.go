@@ -1,6 +1,6 @@
 package mockserver_test
 
-// Attack a-srv3 over loopback HTTP: every write of the organization API is
+// Over loopback HTTP: every write of the organization API is
 // seen by the next /authorize of a caller whose answer is cached.
 
 import (
@@ -16,7 +16,7 @@ import (
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
 
-func TestSrv3AdminWritesOverHTTP(t *testing.T) {
+func TestAnswersFollowAdminWritesOverHTTP(t *testing.T) {
 	t.Parallel()
 	fx := mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 		Name:  "acme",
