@@ -46,7 +46,7 @@ func TestAttackEveryOperationWithCopiedKeysAndTokens(t *testing.T) {
 	var ns atomic.Int64
 	ns.Store(1 << 40)
 	now := func() time.Time { return time.Unix(0, ns.Load()) }
-	c, err := cache.New[token, string, string](48, cache.WithClock(now), cache.WithMaxBytes(48*1500))
+	c, err := cache.New[token, string, string](48, cache.WithClock(now), cache.WithMaxBytes(48*4000))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +58,8 @@ func TestAttackEveryOperationWithCopiedKeysAndTokens(t *testing.T) {
 			t.Errorf(format, a...)
 		}
 	}
-	tokLens := []int{0, 1, 7, 8, 16, 43, 400, 440, 448, 900, 960, 1100, 3000}
-	keyLens := []int{0, 1, 8, 16, 100, 430, 440, 900, 936, 1025, 2000}
+	tokLens := []int{0, 1, 7, 8, 16, 43, 400, 440, 448, 900, 946, 947, 960, 1100, 3000}
+	keyLens := []int{0, 1, 8, 16, 100, 430, 440, 900, 928, 929, 936, 1025, 2000}
 	groupOf := func(i int) token {
 		n := tokLens[i%len(tokLens)]
 		s := strconv.Itoa(i)
@@ -113,7 +113,7 @@ func TestAttackEveryOperationWithCopiedKeysAndTokens(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(w), 11))
 			var gb, kb []byte
 			for time.Now().Before(deadline) {
-				g, k := groupOf(r.IntN(40)), keyOf(r.IntN(11))
+				g, k := groupOf(r.IntN(40)), keyOf(r.IntN(13))
 				gv := token{g.scheme, view(&gb, g.value)}
 				kv := view(&kb, k)
 				switch op := r.IntN(100); {
@@ -219,7 +219,7 @@ func TestAttackEveryOperationWithCopiedKeysAndTokens(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("stats %+v", c.Stats())
-	if b := c.Bytes(); b > 48*1500 {
+	if b := c.Bytes(); b > 48*4000 {
 		t.Errorf("Bytes %d past the bound", b)
 	}
 	c.Purge()
