@@ -650,11 +650,13 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 	return grp
 }
 
-// release forgets a group that has no entries, pins or writers. c.mu must
+// release forgets a group that has no entries, pins or writers, and
+// uncounts it, when the table of groups still holds it: by its handle,
+// which a Purge may have dropped already, never by a lookup of its value,
+// which finds nothing for a value not equal to itself (a NaN). c.mu must
 // be held.
 func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
-	if grp.head == nil && grp.holds == 0 && c.groups.get(grp.seed, grp.id) == grp {
-		c.groups.remove(grp)
+	if grp.head == nil && grp.holds == 0 && c.groups.remove(grp) {
 		c.bytes -= c.groupStore.cost(&grp.id)
 	}
 }
