@@ -19,7 +19,9 @@ import (
 // more, where most lookups miss the CPU's caches, that is a dependent
 // cache miss fewer a hit, and often a cache line fewer. The key's bytes are never written again once the entry is
 // made, as a string's must not be. A longer key is copied into an
-// allocation of its own; a key of another kind is stored as given.
+// allocation of its own, and an empty one is the constant "" (no pointer):
+// every string key the cache stores is its own, and none keeps memory of
+// the caller's alive. A key of another kind is stored as given.
 //
 // What an entry costs, counted against the byte bound, is therefore the
 // memory of the entry and its key's bytes together, plus its share of the
@@ -76,6 +78,11 @@ func (s *keyStore[G, K, V]) cost(k *K) int64 {
 // c.mu must be held (it may make the struct of a size class).
 func (s *keyStore[G, K, V]) make(k K) *entry[G, K, V] {
 	key := s.keyBytes(&k)
+	if s.strings && len(key) == 0 {
+		// The zero K, "": an empty key cut from the caller's bytes
+		// (big[:0]) would keep them all alive.
+		return &entry[G, K, V]{}
+	}
 	if len(key) == 0 {
 		return &entry[G, K, V]{key: k}
 	}
@@ -123,7 +130,9 @@ func newWithBytes(t reflect.Type, n int) (unsafe.Pointer, []byte) {
 // such as a scheme and a token), in the group's own allocation, right
 // before the group, when they fit in one of the small size classes, so
 // that a lookup by group value compares the token's bytes in the run of
-// memory it loads the group's value, hash and generation from. A group value of any other type (one that holds pointers other
+// memory it loads the group's value, hash and generation from; an empty
+// string is the constant "", never a pointer into the caller's bytes. A
+// group value of any other type (one that holds pointers other
 // than strings) is kept as given.
 type groupStore[G, K comparable, V any] struct {
 	// strs are the offsets of the strings in a G; copies is false for a G
@@ -194,6 +203,14 @@ func (s *groupStore[G, K, V]) stringBytes(g *G) uintptr {
 	return n
 }
 
+// emptyStrings makes g's strings, all empty, the constant "": an empty
+// string cut from the caller's bytes (big[:0]) would keep them all alive.
+func (s *groupStore[G, K, V]) emptyStrings(g *G) {
+	for _, o := range s.strs {
+		*(*string)(unsafe.Add(unsafe.Pointer(g), o)) = ""
+	}
+}
+
 // cost returns what a group of value g costs the byte bound: its
 // allocation (with its strings' bytes, which it copies) and its share of
 // the cache's table of groups.
@@ -214,7 +231,9 @@ func (s *groupStore[G, K, V]) cost(g *G) int64 {
 func (s *groupStore[G, K, V]) make(c *Cache[G, K, V], g G, h uint64) *Group[G, K, V] {
 	n := s.stringBytes(&g)
 	if n == 0 {
-		return &Group[G, K, V]{c: c, id: g, seed: h}
+		grp := &Group[G, K, V]{c: c, id: g, seed: h}
+		s.emptyStrings(&grp.id)
+		return grp
 	}
 	var grp *Group[G, K, V]
 	var buf []byte
@@ -236,6 +255,7 @@ func (s *groupStore[G, K, V]) make(c *Cache[G, K, V], g G, h uint64) *Group[G, K
 	for _, o := range s.strs {
 		str := (*string)(unsafe.Add(unsafe.Pointer(&grp.id), o))
 		if len(*str) == 0 {
+			*str = "" // no pointer into the caller's bytes
 			continue
 		}
 		copy(buf, *str)

@@ -3,6 +3,7 @@ package cache_test
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,4 +45,46 @@ func TestOneEntryGroupsCostLittle(t *testing.T) {
 		t.Errorf("a token of one entry costs %.1f bytes of bookkeeping, want at most 240", perEntry)
 	}
 	runtime.KeepAlive(c)
+}
+
+// TestEmptyStringsHoldNothingOfTheCaller: every string the cache stores is
+// its own copy or the empty constant "", so an empty key or an empty
+// string in a group value cut from a caller's larger string (big[:0],
+// strings.TrimPrefix("Bearer ", "Bearer ")) keeps none of the caller's
+// memory alive: what the cache holds stays what Bytes counts.
+func TestEmptyStringsHoldNothingOfTheCaller(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		add  func(c *cache.Cache[token, string, bool], i int, big string)
+	}{
+		{"empty key", func(c *cache.Cache[token, string, bool], i int, big string) {
+			c.Add(token{"Bearer", strconv.Itoa(i)}, big[:0], true, time.Hour, 0)
+		}},
+		{"empty scheme in a group value", func(c *cache.Cache[token, string, bool], i int, big string) {
+			c.Add(token{big[:0], strconv.Itoa(i)}, "k", true, time.Hour, 0)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			const n, size = 64, 1 << 20
+			c, err := cache.New[token, string, bool](1000, cache.WithMaxBytes(1<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for i := range n {
+				big := strings.Repeat(string(rune('a'+i%26)), size) // a request's bytes, say
+				tt.add(c, i, big)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			t.Logf("heap grew %d bytes; Bytes %d (bound %d)", grown, c.Bytes(), 1<<20)
+			if grown > 4<<20 {
+				t.Errorf("the cache keeps %d MiB of its callers' memory alive, Bytes counts %d bytes (bound 1 MiB)", grown>>20, c.Bytes())
+			}
+			runtime.KeepAlive(c)
+		})
+	}
 }
