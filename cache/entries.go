@@ -29,9 +29,10 @@ import (
 type keyStore[G, K comparable, V any] struct {
 	strings bool
 	// withKey[i] is the struct of bytes and then an entry that fills
-	// sizeClasses[i], made when first needed, under the cache's mu; nil
-	// for the classes too small for an entry.
-	withKey [len(sizeClasses)]reflect.Type
+	// sizeClasses[i] (with the malloc header, see roomIn), made when
+	// first needed, under the cache's mu; nil for the classes too small
+	// for an entry.
+	withKey [inlineClasses]reflect.Type
 }
 
 // entrySize is what an entry takes without its key's bytes.
@@ -48,17 +49,6 @@ func (s *keyStore[G, K, V]) keyBytes(k *K) string {
 	return *(*string)(unsafe.Pointer(k)) // K is a string type: its value is a string
 }
 
-// class returns the index in sizeClasses of the allocation that holds an
-// entry and n bytes of key, or -1 when none of the small classes does.
-func class(size uintptr) int {
-	for i, c := range sizeClasses {
-		if size <= c {
-			return i
-		}
-	}
-	return -1
-}
-
 // cost returns what an entry under key k costs the byte bound, without the
 // caller's size: its allocation (with its key's bytes, for a string key)
 // and its share of the index.
@@ -66,12 +56,12 @@ func (s *keyStore[G, K, V]) cost(k *K) int64 {
 	n := uintptr(len(s.keyBytes(k)))
 	size := entrySize[G, K, V]()
 	if n == 0 {
-		return allocSize(size) + indexEntryCost
+		return allocSize(size, true) + indexEntryCost
 	}
 	if i := class(size + n); i >= 0 {
-		return int64(sizeClasses[i]) + indexEntryCost
+		return allocSize(roomIn(sizeClasses[i]), true) + indexEntryCost
 	}
-	return allocSize(size) + allocSize(n) + indexEntryCost
+	return allocSize(size, true) + allocSize(n, false) + indexEntryCost
 }
 
 // make returns a new entry under key k, its own copy for a string key.
@@ -95,7 +85,7 @@ func (s *keyStore[G, K, V]) make(k K) *entry[G, K, V] {
 	}
 	t := s.withKey[i]
 	if t == nil {
-		t = withBytes[entry[G, K, V]](sizeClasses[i])
+		t = withBytes[entry[G, K, V]](roomIn(sizeClasses[i]))
 		s.withKey[i] = t
 	}
 	p, buf := newWithBytes(t, len(key))
@@ -106,11 +96,12 @@ func (s *keyStore[G, K, V]) make(k K) *entry[G, K, V] {
 }
 
 // withBytes returns the struct of an array of bytes and then a T (field
-// names B and T) that takes the whole size class class.
-func withBytes[T any](class uintptr) reflect.Type {
+// names B and T) of size bytes: roomIn of a size class, so that it takes
+// the whole class and no more, malloc header included.
+func withBytes[T any](size uintptr) reflect.Type {
 	var x T
 	return reflect.StructOf([]reflect.StructField{
-		{Name: "B", Type: reflect.ArrayOf(int(class-unsafe.Sizeof(x)), reflect.TypeFor[byte]())},
+		{Name: "B", Type: reflect.ArrayOf(int(size-unsafe.Sizeof(x)), reflect.TypeFor[byte]())},
 		{Name: "T", Type: reflect.TypeFor[T]()},
 	})
 }
@@ -140,8 +131,9 @@ type groupStore[G, K comparable, V any] struct {
 	strs   []uintptr
 	copies bool
 	// withBytes[i] is the struct of bytes and then a Group that fills
-	// sizeClasses[i], made when first needed, under the cache's mu.
-	withBytes [len(sizeClasses)]reflect.Type
+	// sizeClasses[i] (with the malloc header, see roomIn), made when
+	// first needed, under the cache's mu.
+	withBytes [inlineClasses]reflect.Type
 }
 
 // init learns where G's strings are.
@@ -218,12 +210,12 @@ func (s *groupStore[G, K, V]) cost(g *G) int64 {
 	var grp Group[G, K, V]
 	size, n := unsafe.Sizeof(grp), s.stringBytes(g)
 	if n == 0 {
-		return allocSize(size) + groupIndexCost
+		return allocSize(size, true) + groupIndexCost
 	}
 	if i := class(size + n); i >= 0 {
-		return int64(sizeClasses[i]) + groupIndexCost
+		return allocSize(roomIn(sizeClasses[i]), true) + groupIndexCost
 	}
-	return allocSize(size) + allocSize(n) + groupIndexCost
+	return allocSize(size, true) + allocSize(n, false) + groupIndexCost
 }
 
 // make returns a new group of value g, whose strings it copies, with hash
@@ -241,7 +233,7 @@ func (s *groupStore[G, K, V]) make(c *Cache[G, K, V], g G, h uint64) *Group[G, K
 	if i := class(size + n); i >= 0 {
 		t := s.withBytes[i]
 		if t == nil {
-			t = withBytes[Group[G, K, V]](sizeClasses[i])
+			t = withBytes[Group[G, K, V]](roomIn(sizeClasses[i]))
 			s.withBytes[i] = t
 		}
 		var p unsafe.Pointer
