@@ -36,13 +36,17 @@ func scribble(buf []byte) {
 	}
 }
 
-// Every operation at once on a cache of struct groups (a scheme and a
-// token) whose tokens and keys have lengths at every size-class edge of the
-// new layout (0, 1, 8, 16, 505..1024, past 1 KiB), passed as views of reused
-// buffers that are overwritten right after each call, with collections
-// forced between steps: every hit must be its own pair's unexpired value,
-// and fences must hold.
-func TestAttackEveryOperationWithCopiedKeysAndTokens(t *testing.T) {
+// TestEveryOperationOnCopiedStringsServesOnlyLiveOwnValues: the cache's
+// own copies of keys and of the strings of group values are the caller's
+// values for good. Every operation at once on a cache of struct groups (a
+// scheme and a token) whose tokens and keys have lengths at every edge of
+// the copies' layout (0, 1, 8, 16, 505..1024, past 1 KiB), passed as views
+// of reused buffers that are overwritten right after each call, with
+// collections forced between steps: every hit is its own pair's unexpired
+// value, fences hold, Bytes stays within the bound, and a Purge with
+// nothing held leaves nothing counted. (TestEveryOperationAtOnce... covers
+// plain string groups given as their own strings.)
+func TestEveryOperationOnCopiedStringsServesOnlyLiveOwnValues(t *testing.T) {
 	var ns atomic.Int64
 	ns.Store(1 << 40)
 	now := func() time.Time { return time.Unix(0, ns.Load()) }

@@ -14,12 +14,15 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// Many per-call tokens at once over real HTTP (valid ones of several users,
-// junk ones of every length the cache copies differently, answered 401),
-// with the client's own token set and cleared, Purge and PurgeAll, under a
-// small byte bound: no junk token is ever allowed, and once every call is
-// done and PurgeAll returned, the cache holds and counts nothing.
-func TestAttackManyTokensThroughTheCopiedCache(t *testing.T) {
+// TestManyTokensAllowNoJunkAndLeaveNothingCounted: the decision cache's
+// copies of tokens never mix one token's decisions into another's, and
+// each is uncounted once forgotten. Many per-call tokens at once over real
+// HTTP (valid ones of several users, junk ones of every length the cache
+// copies differently, answered 401), with the client's own token set and
+// cleared, Purge and PurgeAll, under a small byte bound: no junk token is
+// ever allowed, and once every call is done and PurgeAll returned, the
+// cache holds and counts nothing.
+func TestManyTokensAllowNoJunkAndLeaveNothingCounted(t *testing.T) {
 	g := startReference(t)
 	c := g.newClient(t, pep.WithCache(64, time.Minute, time.Minute), pep.WithCacheMaxBytes(64<<10))
 	users := []string{"alice", "bob"}
