@@ -117,9 +117,11 @@ func WithCache(size int, allowTTL, denyTTL time.Duration) Option {
 
 // WithCacheMaxBytes bounds the memory of the decision cache to about n
 // bytes, besides its entry count (WithCache). Each entry counts its
-// credential and its evaluation's canonical JSON (a JSON longer than 512
-// bytes is kept as its SHA-256 digest), plus a fixed overhead of a few
-// hundred bytes; a credential longer than 8 KiB is never cached. Default
+// evaluation's canonical JSON (a JSON longer than 512 bytes is kept as its
+// SHA-256 digest), and each credential its own bytes once, however many
+// entries it has, plus a fixed overhead of a few hundred bytes each, as
+// the Go runtime rounds them; a credential longer than 8 KiB is never
+// cached. Default
 // 32 MiB. n must be positive.
 func WithCacheMaxBytes(n int64) Option { return option(func(c *config) { c.CacheMaxBytes = n }) }
 

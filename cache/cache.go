@@ -196,22 +196,6 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	return c, nil
 }
 
-// sizeClasses are the Go runtime's allocation sizes of small objects up to
-// 1 KiB (internal/runtime/gc/sizeclasses.go): an object takes the first
-// that holds it.
-var sizeClasses = [...]uintptr{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256,
-	288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024}
-
-// allocSize returns the memory an object of n bytes takes on the heap.
-func allocSize(n uintptr) int64 {
-	for _, c := range sizeClasses {
-		if n <= c {
-			return int64(c)
-		}
-	}
-	return int64(n)
-}
-
 // Get returns the value stored under group g and key k, and true when it is
 // present and has not expired. It hashes g, finds the group in the cache's
 // table of groups, then hashes k and probes the cache's index once, for an
@@ -650,11 +634,13 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 	return grp
 }
 
-// release forgets a group that has no entries, pins or writers. c.mu must
+// release forgets a group that has no entries, pins or writers, and
+// uncounts it, when the table of groups still holds it: by its handle,
+// which a Purge may have dropped already, never by a lookup of its value,
+// which finds nothing for a value not equal to itself (a NaN). c.mu must
 // be held.
 func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
-	if grp.head == nil && grp.holds == 0 && c.groups.get(grp.seed, grp.id) == grp {
-		c.groups.remove(grp)
+	if grp.head == nil && grp.holds == 0 && c.groups.remove(grp) {
 		c.bytes -= c.groupStore.cost(&grp.id)
 	}
 }

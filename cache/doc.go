@@ -22,8 +22,11 @@
 //
 // The cache is bounded in entries and, with [WithMaxBytes], in bytes: each
 // entry counts the size its caller gives plus the cache's own bookkeeping
-// (its copies of a string key and of its group's strings included), so
-// whatever callers store, it never holds much more than its bound. Every
+// (its copies of a string key and of its group's strings included, each
+// allocation as the Go runtime rounds it, and each group once however many
+// entries it has), so whatever callers store, it never holds much more
+// than its bound. Every string it stores is its own copy or the empty
+// constant "", never a view of the caller's memory. Every
 // entry stores its deadline; an expired entry is dropped when it is
 // next looked up, and every miss and addition also drops a few expired
 // entries from the old end, so entries nobody asks for again do not stay

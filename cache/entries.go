@@ -19,7 +19,9 @@ import (
 // more, where most lookups miss the CPU's caches, that is a dependent
 // cache miss fewer a hit, and often a cache line fewer. The key's bytes are never written again once the entry is
 // made, as a string's must not be. A longer key is copied into an
-// allocation of its own; a key of another kind is stored as given.
+// allocation of its own, and an empty one is the constant "" (no pointer):
+// every string key the cache stores is its own, and none keeps memory of
+// the caller's alive. A key of another kind is stored as given.
 //
 // What an entry costs, counted against the byte bound, is therefore the
 // memory of the entry and its key's bytes together, plus its share of the
@@ -27,9 +29,10 @@ import (
 type keyStore[G, K comparable, V any] struct {
 	strings bool
 	// withKey[i] is the struct of bytes and then an entry that fills
-	// sizeClasses[i], made when first needed, under the cache's mu; nil
-	// for the classes too small for an entry.
-	withKey [len(sizeClasses)]reflect.Type
+	// sizeClasses[i] (with the malloc header, see roomIn), made when
+	// first needed, under the cache's mu; nil for the classes too small
+	// for an entry.
+	withKey [inlineClasses]reflect.Type
 }
 
 // entrySize is what an entry takes without its key's bytes.
@@ -46,17 +49,6 @@ func (s *keyStore[G, K, V]) keyBytes(k *K) string {
 	return *(*string)(unsafe.Pointer(k)) // K is a string type: its value is a string
 }
 
-// class returns the index in sizeClasses of the allocation that holds an
-// entry and n bytes of key, or -1 when none of the small classes does.
-func class(size uintptr) int {
-	for i, c := range sizeClasses {
-		if size <= c {
-			return i
-		}
-	}
-	return -1
-}
-
 // cost returns what an entry under key k costs the byte bound, without the
 // caller's size: its allocation (with its key's bytes, for a string key)
 // and its share of the index.
@@ -64,18 +56,23 @@ func (s *keyStore[G, K, V]) cost(k *K) int64 {
 	n := uintptr(len(s.keyBytes(k)))
 	size := entrySize[G, K, V]()
 	if n == 0 {
-		return allocSize(size) + indexEntryCost
+		return allocSize(size, true) + indexEntryCost
 	}
 	if i := class(size + n); i >= 0 {
-		return int64(sizeClasses[i]) + indexEntryCost
+		return allocSize(roomIn(sizeClasses[i]), true) + indexEntryCost
 	}
-	return allocSize(size) + allocSize(n) + indexEntryCost
+	return allocSize(size, true) + allocSize(n, false) + indexEntryCost
 }
 
 // make returns a new entry under key k, its own copy for a string key.
 // c.mu must be held (it may make the struct of a size class).
 func (s *keyStore[G, K, V]) make(k K) *entry[G, K, V] {
 	key := s.keyBytes(&k)
+	if s.strings && len(key) == 0 {
+		// The zero K, "": an empty key cut from the caller's bytes
+		// (big[:0]) would keep them all alive.
+		return &entry[G, K, V]{}
+	}
 	if len(key) == 0 {
 		return &entry[G, K, V]{key: k}
 	}
@@ -88,7 +85,7 @@ func (s *keyStore[G, K, V]) make(k K) *entry[G, K, V] {
 	}
 	t := s.withKey[i]
 	if t == nil {
-		t = withBytes[entry[G, K, V]](sizeClasses[i])
+		t = withBytes[entry[G, K, V]](roomIn(sizeClasses[i]))
 		s.withKey[i] = t
 	}
 	p, buf := newWithBytes(t, len(key))
@@ -99,11 +96,12 @@ func (s *keyStore[G, K, V]) make(k K) *entry[G, K, V] {
 }
 
 // withBytes returns the struct of an array of bytes and then a T (field
-// names B and T) that takes the whole size class class.
-func withBytes[T any](class uintptr) reflect.Type {
+// names B and T) of size bytes: roomIn of a size class, so that it takes
+// the whole class and no more, malloc header included.
+func withBytes[T any](size uintptr) reflect.Type {
 	var x T
 	return reflect.StructOf([]reflect.StructField{
-		{Name: "B", Type: reflect.ArrayOf(int(class-unsafe.Sizeof(x)), reflect.TypeFor[byte]())},
+		{Name: "B", Type: reflect.ArrayOf(int(size-unsafe.Sizeof(x)), reflect.TypeFor[byte]())},
 		{Name: "T", Type: reflect.TypeFor[T]()},
 	})
 }
@@ -123,7 +121,9 @@ func newWithBytes(t reflect.Type, n int) (unsafe.Pointer, []byte) {
 // such as a scheme and a token), in the group's own allocation, right
 // before the group, when they fit in one of the small size classes, so
 // that a lookup by group value compares the token's bytes in the run of
-// memory it loads the group's value, hash and generation from. A group value of any other type (one that holds pointers other
+// memory it loads the group's value, hash and generation from; an empty
+// string is the constant "", never a pointer into the caller's bytes. A
+// group value of any other type (one that holds pointers other
 // than strings) is kept as given.
 type groupStore[G, K comparable, V any] struct {
 	// strs are the offsets of the strings in a G; copies is false for a G
@@ -131,8 +131,9 @@ type groupStore[G, K comparable, V any] struct {
 	strs   []uintptr
 	copies bool
 	// withBytes[i] is the struct of bytes and then a Group that fills
-	// sizeClasses[i], made when first needed, under the cache's mu.
-	withBytes [len(sizeClasses)]reflect.Type
+	// sizeClasses[i] (with the malloc header, see roomIn), made when
+	// first needed, under the cache's mu.
+	withBytes [inlineClasses]reflect.Type
 }
 
 // init learns where G's strings are.
@@ -194,6 +195,14 @@ func (s *groupStore[G, K, V]) stringBytes(g *G) uintptr {
 	return n
 }
 
+// emptyStrings makes g's strings, all empty, the constant "": an empty
+// string cut from the caller's bytes (big[:0]) would keep them all alive.
+func (s *groupStore[G, K, V]) emptyStrings(g *G) {
+	for _, o := range s.strs {
+		*(*string)(unsafe.Add(unsafe.Pointer(g), o)) = ""
+	}
+}
+
 // cost returns what a group of value g costs the byte bound: its
 // allocation (with its strings' bytes, which it copies) and its share of
 // the cache's table of groups.
@@ -201,12 +210,12 @@ func (s *groupStore[G, K, V]) cost(g *G) int64 {
 	var grp Group[G, K, V]
 	size, n := unsafe.Sizeof(grp), s.stringBytes(g)
 	if n == 0 {
-		return allocSize(size) + groupIndexCost
+		return allocSize(size, true) + groupIndexCost
 	}
 	if i := class(size + n); i >= 0 {
-		return int64(sizeClasses[i]) + groupIndexCost
+		return allocSize(roomIn(sizeClasses[i]), true) + groupIndexCost
 	}
-	return allocSize(size) + allocSize(n) + groupIndexCost
+	return allocSize(size, true) + allocSize(n, false) + groupIndexCost
 }
 
 // make returns a new group of value g, whose strings it copies, with hash
@@ -214,7 +223,9 @@ func (s *groupStore[G, K, V]) cost(g *G) int64 {
 func (s *groupStore[G, K, V]) make(c *Cache[G, K, V], g G, h uint64) *Group[G, K, V] {
 	n := s.stringBytes(&g)
 	if n == 0 {
-		return &Group[G, K, V]{c: c, id: g, seed: h}
+		grp := &Group[G, K, V]{c: c, id: g, seed: h}
+		s.emptyStrings(&grp.id)
+		return grp
 	}
 	var grp *Group[G, K, V]
 	var buf []byte
@@ -222,7 +233,7 @@ func (s *groupStore[G, K, V]) make(c *Cache[G, K, V], g G, h uint64) *Group[G, K
 	if i := class(size + n); i >= 0 {
 		t := s.withBytes[i]
 		if t == nil {
-			t = withBytes[Group[G, K, V]](sizeClasses[i])
+			t = withBytes[Group[G, K, V]](roomIn(sizeClasses[i]))
 			s.withBytes[i] = t
 		}
 		var p unsafe.Pointer
@@ -236,6 +247,7 @@ func (s *groupStore[G, K, V]) make(c *Cache[G, K, V], g G, h uint64) *Group[G, K
 	for _, o := range s.strs {
 		str := (*string)(unsafe.Add(unsafe.Pointer(&grp.id), o))
 		if len(*str) == 0 {
+			*str = "" // no pointer into the caller's bytes
 			continue
 		}
 		copy(buf, *str)

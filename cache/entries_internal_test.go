@@ -2,6 +2,7 @@ package cache
 
 import (
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,9 @@ func TestShortKeyLivesInItsEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	size := entrySize[string, string, bool]()
-	for _, n := range []int{1, 20, 64, 1024 - int(size)} {
+	// The largest key that shares a 1 KiB allocation: an object of more
+	// than 512 bytes that holds pointers carries an 8-byte malloc header.
+	for _, n := range []int{1, 20, 64, 512 - int(size), 1024 - 8 - int(size)} {
 		key := strings.Repeat("k", n)
 		c.Add("g", key, true, time.Hour, 0)
 		grp := c.Lookup("g")
@@ -31,7 +34,7 @@ func TestShortKeyLivesInItsEntry(t *testing.T) {
 		if data+uintptr(n) != start {
 			t.Errorf("a %d-byte key's bytes are at entry%+d, want right before the entry (%d)", n, int64(data)-int64(start), -n)
 		}
-		want := int64(sizeClasses[class(size+uintptr(n))]) + indexEntryCost
+		want := allocSize(size+uintptr(n), true) + indexEntryCost
 		if got := int64(e.size); got != want {
 			t.Errorf("an entry of a %d-byte key counts %d bytes, want its allocation and index share, %d", n, got, want)
 		}
@@ -68,5 +71,57 @@ func TestGroupValueStringsLiveInTheGroup(t *testing.T) {
 
 	if _, copies := stringsOf(reflect.TypeFor[struct{ P *int }]()); copies {
 		t.Error("a group value with a pointer is copied")
+	}
+}
+
+// TestEntryAndKeyTakeTheClassTheyCount: an entry that shares its
+// allocation with its key's bytes takes no more than the size class cost
+// counts, also past 512 bytes, where an object that holds pointers carries
+// the runtime's 8-byte malloc header (the struct leaves room for it, so it
+// does not spill into the next class).
+func TestEntryAndKeyTakeTheClassTheyCount(t *testing.T) {
+	size := entrySize[string, string, bool]()
+	for _, n := range []int{64, 400, 512 - int(size), 513 - int(size), 1024 - 8 - int(size), 1024 - int(size)} {
+		c, err := New[string, string, bool](1 << 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := strings.Repeat("k", n)
+		const count = 2000
+		keep := make([]*entry[string, string, bool], count)
+		c.mu.Lock()
+		c.store.make(key) // the struct type, made once
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range keep {
+			keep[i] = c.store.make(key)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		c.mu.Unlock()
+		per := float64(after.HeapAlloc-before.HeapAlloc) / count
+		counted := c.store.cost(&key) - indexEntryCost
+		t.Logf("key %d bytes: entry and key take %.0f bytes, cost counts %d", n, per, counted)
+		if per > float64(counted)+8 {
+			t.Errorf("an entry with a %d-byte key takes %.0f bytes, cost counts %d", n, per, counted)
+		}
+		runtime.KeepAlive(keep)
+	}
+}
+
+// The size classes are the runtime's: increasing, ending at the largest
+// small object, with the first inlineClasses of them those up to 1 KiB.
+func TestSizeClassTable(t *testing.T) {
+	for i := 1; i < len(sizeClasses); i++ {
+		if sizeClasses[i] <= sizeClasses[i-1] {
+			t.Fatalf("size class %d (%d) is not above the one before (%d)", i, sizeClasses[i], sizeClasses[i-1])
+		}
+	}
+	if last := sizeClasses[len(sizeClasses)-1]; last != maxSmallSize {
+		t.Errorf("the last size class is %d, want %d", last, maxSmallSize)
+	}
+	if c := sizeClasses[inlineClasses-1]; c != 1024 {
+		t.Errorf("the last inline class is %d, want 1024", c)
 	}
 }

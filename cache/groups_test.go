@@ -1,10 +1,13 @@
 package cache_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/cache"
 )
 
 // TestServeUntil: past the horizon, read on the lookup's own clock reading,
@@ -49,4 +52,37 @@ func TestHolds(t *testing.T) {
 	require.True(t, c.Holds("g"))
 	w.Close()
 	require.False(t, c.Holds("g"))
+}
+
+// TestNaNGroupIsForgottenWhenReleased: a group whose value is not equal to
+// itself (a struct holding a NaN) is never found by its value again, so
+// each Add makes a new group; once its entries are gone it is forgotten
+// all the same, and uncounted: Bytes stays within the bound, and the
+// callers who come after find their entries kept.
+func TestNaNGroupIsForgottenWhenReleased(t *testing.T) {
+	type ident struct {
+		Token  string
+		Weight float64
+	}
+	const bound = 64 << 10
+	c, err := cache.New[ident, string, bool](4, cache.WithMaxBytes(bound))
+	require.NoError(t, err)
+	nan := ident{"junk", math.NaN()}
+	for range 2000 {
+		c.Add(nan, "k", true, time.Hour, 0)
+	}
+	require.LessOrEqual(t, c.Len(), 4)
+	require.LessOrEqual(t, c.Bytes(), int64(bound), "the NaN groups whose entries were evicted are still counted")
+	for i := range 4 {
+		require.True(t, c.Add(ident{string(rune('a' + i)), 1}, "k", true, time.Hour, 0))
+	}
+	for i := range 4 {
+		_, ok := c.Get(ident{string(rune('a' + i)), 1}, "k")
+		require.True(t, ok, "entry %d of 4 evicted by bytes nothing holds", i)
+	}
+	require.LessOrEqual(t, c.Bytes(), int64(bound))
+
+	c.Purge()
+	require.Zero(t, c.Len())
+	require.Zero(t, c.Bytes(), "bytes counted after Purge with nothing held")
 }

@@ -290,21 +290,23 @@ func (x *groupIndex[G, K, V]) put(grp *Group[G, K, V]) {
 	}
 }
 
-// remove removes grp, which x holds; writers only.
-func (x *groupIndex[G, K, V]) remove(grp *Group[G, K, V]) {
+// remove removes grp, found by its pointer (never by its value, which
+// may not equal itself: a NaN), and reports whether x held it; writers
+// only.
+func (x *groupIndex[G, K, V]) remove(grp *Group[G, K, V]) bool {
 	t := x.tab.Load()
 	for i := grp.seed; ; i++ {
 		s := &t.slots[i&t.mask]
 		switch s.Load() {
 		case nil:
-			return
+			return false
 		case grp:
 			s.Store(x.tomb)
 			x.live--
 			if len(t.slots) > minSlots && x.live < len(t.slots)/8 {
 				x.rehash(x.live)
 			}
-			return
+			return true
 		}
 	}
 }

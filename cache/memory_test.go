@@ -1,11 +1,14 @@
 package cache_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/orgauthz/orgauthz/cache"
 )
@@ -44,4 +47,111 @@ func TestOneEntryGroupsCostLittle(t *testing.T) {
 		t.Errorf("a token of one entry costs %.1f bytes of bookkeeping, want at most 240", perEntry)
 	}
 	runtime.KeepAlive(c)
+}
+
+// TestEmptyStringsHoldNothingOfTheCaller: every string the cache stores is
+// its own copy or the empty constant "", so an empty key or an empty
+// string in a group value cut from a caller's larger string (big[:0],
+// strings.TrimPrefix("Bearer ", "Bearer ")) keeps none of the caller's
+// memory alive: what the cache holds stays what Bytes counts.
+func TestEmptyStringsHoldNothingOfTheCaller(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		add  func(c *cache.Cache[token, string, bool], i int, big string)
+	}{
+		{"empty key", func(c *cache.Cache[token, string, bool], i int, big string) {
+			c.Add(token{"Bearer", strconv.Itoa(i)}, big[:0], true, time.Hour, 0)
+		}},
+		{"empty scheme in a group value", func(c *cache.Cache[token, string, bool], i int, big string) {
+			c.Add(token{big[:0], strconv.Itoa(i)}, "k", true, time.Hour, 0)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			const n, size = 64, 1 << 20
+			c, err := cache.New[token, string, bool](1000, cache.WithMaxBytes(1<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for i := range n {
+				big := strings.Repeat(string(rune('a'+i%26)), size) // a request's bytes, say
+				tt.add(c, i, big)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			t.Logf("heap grew %d bytes; Bytes %d (bound %d)", grown, c.Bytes(), 1<<20)
+			if grown > 4<<20 {
+				t.Errorf("the cache keeps %d MiB of its callers' memory alive, Bytes counts %d bytes (bound 1 MiB)", grown>>20, c.Bytes())
+			}
+			runtime.KeepAlive(c)
+		})
+	}
+}
+
+// TestBytesCountTheRuntimesRounding: what Bytes counts for entries and
+// groups whose strings the cache copies is what the heap grows by (within
+// 5%), at key and token lengths around the runtime's size-class edges: an
+// allocation of more than 512 bytes that holds pointers carries an 8-byte
+// malloc header, a copy over 1 KiB takes the runtime's next size class
+// (1025 -> 1152, 4097 -> 4864, 6913 -> 8192), and one over 32 KiB whole
+// pages, not its length.
+func TestBytesCountTheRuntimesRounding(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		keyLen, tokLen int
+	}{
+		{"key 400", 400, 1},
+		{"key 900", 900, 1},
+		{"key 1025", 1025, 1},
+		{"key 4097", 4097, 1},
+		{"key 6913", 6913, 1},
+		{"key 32769", 32769, 1},
+		{"token 900", 1, 900},
+		{"token 4097", 1, 4097},
+		{"token 6913", 1, 6913},
+		{"token 32769", 1, 32769},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := 4000
+			if tt.keyLen+tt.tokLen > 5000 {
+				n = 800
+			}
+			keyBuf := []byte(strings.Repeat("k", tt.keyLen))
+			tokBuf := []byte(strings.Repeat("t", tt.tokLen))
+			c, err := cache.New[token, string, bool](n + 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for i := range n {
+				// A distinct key and token each time, from reused buffers:
+				// every byte the heap grows by is the cache's.
+				if len(keyBuf) >= 4 {
+					binary.LittleEndian.PutUint32(keyBuf, uint32(i))
+				}
+				tokBuf[0] = byte(i)
+				if len(tokBuf) > 1 {
+					tokBuf[1] = byte(i >> 8)
+				}
+				g := token{"", unsafe.String(&tokBuf[0], len(tokBuf))}
+				if !c.Add(g, unsafe.String(&keyBuf[0], len(keyBuf)), true, time.Hour, 0) {
+					t.Fatal("not stored")
+				}
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			grown := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+			counted := float64(c.Bytes())
+			t.Logf("%d entries: heap grew %.0f, Bytes %.0f: %.3f", c.Len(), grown, counted, grown/counted)
+			if grown > 1.05*counted {
+				t.Errorf("the cache holds %.1f%% more than it counts", 100*(grown/counted-1))
+			}
+			runtime.KeepAlive(c)
+		})
+	}
 }

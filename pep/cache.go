@@ -110,8 +110,9 @@ func status(allowed, ok bool) (Status, bool) {
 }
 
 // transient returns a key that shares b's bytes, for a lookup, which keeps
-// no key (cache.Group.Get): the bytes are on the caller's stack or go back
-// to a pool once the lookup returns.
+// no key (cache.Group.Get), or an addition, which keeps its own copy
+// (cache.Writer.Add): the bytes are on the caller's stack, go back to a
+// pool once the lookup returns, or are reused for the next key.
 func transient(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
@@ -122,15 +123,15 @@ func store(w *core.Writer, cl *call, a *answer) {
 	if w == nil {
 		return
 	}
+	var buf []byte
 	for _, e := range a.entries {
 		p, l := e.p, e.l
 		if l.count != 1 || !cacheablePair(p) || l.status != Grant && l.status != Deny {
 			continue
 		}
-		// The key is a string of its own: the names are the caller's,
-		// often cut from a request's path or headers, and must not keep
-		// more than the bytes the budget counts. Its bytes are made here
-		// and never changed, so it is a view of them, without a copy.
-		w.Add(transient(appendKey(make([]byte, 0, keyLen(p, cl.ctxKey)), p, cl.ctxKey)), l.status == Grant)
+		// The cache keeps its own copy of the key (cache.Writer.Add), so
+		// the key is a view of one buffer, reused for the next pair.
+		buf = appendKey(buf[:0], p, cl.ctxKey)
+		w.Add(transient(buf), l.status == Grant)
 	}
 }

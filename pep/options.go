@@ -90,9 +90,11 @@ func WithCache(size int, grantTTL, denyTTL time.Duration) Option {
 }
 
 // WithCacheMaxBytes bounds the memory of the decision cache to about n
-// bytes, besides its entry count (WithCache). Each entry counts its key and
-// value: the token, resource, scope and request context, plus a fixed
-// overhead of a few hundred bytes. No caller chooses what one entry costs:
+// bytes, besides its entry count (WithCache). Each entry counts its
+// resource, scope and request context, and each token its own bytes once,
+// however many entries it has, plus a fixed overhead of a few hundred
+// bytes each, as the Go runtime rounds them. No caller chooses what one
+// entry costs:
 // a request context longer than 512 bytes is kept as its 32-byte SHA-256
 // digest, and tokens longer than 8 KiB and pairs whose resource and scope
 // exceed 512 bytes are never cached (each such call asks the gateway).

@@ -60,7 +60,7 @@ func (d *decisions) pin(id transport.Ident) *Group {
 	if !d.cached(id) {
 		return nil
 	}
-	return d.lru.Pin(owned(id))
+	return d.lru.Pin(id) // the cache keeps its own copy of the token
 }
 
 // lookup returns the handle through which a call with a per-call token
@@ -74,8 +74,9 @@ func (d *decisions) lookup(id transport.Ident) *Group {
 }
 
 // owned returns id with a token of its own. A token is often cut from a
-// request's header: a key kept in the cache must not hold the whole
-// request's bytes, which the byte bound does not count.
+// request's header: what is kept beyond the call (the digest index's
+// entries; the cache copies its own) must not hold the whole request's
+// bytes.
 func owned(id transport.Ident) transport.Ident {
 	id.Token = strings.Clone(id.Token)
 	return id
@@ -145,18 +146,16 @@ func (d *decisions) purgeAll() {
 // an answer in flight cannot bring a purged token's decisions back. A nil
 // *Writer (no cache, or a token too long to cache) stores nothing.
 type Writer struct {
-	w   *cache.Writer[transport.Ident, string, bool]
-	d   *decisions
-	tok int // the token's length, counted in every entry's bytes
+	w *cache.Writer[transport.Ident, string, bool]
+	d *decisions
 }
 
 func (d *decisions) writer(id transport.Ident) *Writer {
 	if !d.cached(id) {
 		return nil
 	}
-	id = owned(id)
-	w := &Writer{w: d.lru.Writer(id), d: d, tok: len(id.Token)}
-	if d.digests != nil { // after the Writer: the group is held while it is indexed
+	w := &Writer{w: d.lru.Writer(id), d: d} // the cache keeps its own copy of the token
+	if d.digests != nil {                   // after the Writer: the group is held while it is indexed
 		d.digests.add(id, d.lru)
 	}
 	return w
@@ -175,9 +174,10 @@ func (w *Writer) Add(key string, allowed bool) {
 	}
 	// A zero TTL stores nothing and removes an earlier answer: no old
 	// verdict is served in place of the one not kept.
-	// The cache counts its own copy of the key; the token's bytes are
-	// counted in each of its entries.
-	w.w.Add(key, allowed, ttl, int64(w.tok))
+	// Each byte is counted once, by its owner: the cache counts its copy
+	// of the key in the entry and its copy of the token in the token's
+	// group, so an entry holds nothing beyond them (size 0).
+	w.w.Add(key, allowed, ttl, 0)
 }
 
 // Close releases the writer; closing it again, or a nil one, does

@@ -2,6 +2,8 @@ package core
 
 import (
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,4 +42,34 @@ func BenchmarkPurge(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestTokenCountedOnce: each byte the decision cache holds is counted once,
+// by its owner: a token's copy in its group, a key's in its entry. A
+// client of one long token (4 KiB) holds as many decisions as
+// WithCacheMaxBytes has room for (4000 decisions of under 300 bytes each
+// in a 1 MiB bound), not one token's length a decision; and Bytes is no
+// less than what the heap grew by.
+func TestTokenCountedOnce(t *testing.T) {
+	const bound = 1 << 20
+	d, err := newDecisions(&Settings{CacheSize: 100_000, CacheMaxBytes: bound, AllowTTL: time.Hour, DenyTTL: time.Hour})
+	require.NoError(t, err)
+	id := transport.Ident{Scheme: transport.SchemeBearer, Token: strings.Repeat("t", 4096)}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	pin := d.pin(id)
+	w := d.writer(id)
+	for i := range 4000 {
+		w.Add(fmt.Sprintf("\x00\x08\x00\x04orders/%05dread", i), true)
+	}
+	w.Close()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	_, n, bytes := d.stats()
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d of 4000 decisions held; Bytes %d (bound %d); heap grew %d", n, bytes, bound, grown)
+	require.Equal(t, 4000, n, "decisions held under a %d-byte bound: it counts %d bytes a decision", bound, bytes/int64(max(n, 1)))
+	require.LessOrEqual(t, float64(grown), 1.05*float64(bytes), "the cache holds more than it counts")
+	pin.Unpin()
 }

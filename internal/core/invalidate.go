@@ -463,6 +463,7 @@ func (x *digestIndex) add(id transport.Ident, lru *cache.Cache[transport.Ident, 
 		}
 		x.limit = max(2*len(x.ids), 2*x.floor)
 	}
+	id = owned(id) // kept beyond the call: not a view of the caller's bytes
 	dg := tokenDigest(id.Token)
 	x.ids[id] = dg
 	x.byDig[dg] = append(x.byDig[dg], id)
