@@ -178,7 +178,7 @@ func (c *shiftedClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 // first token: 70 to 110 ms of CPU under -race for each server, which,
 // over the few hundred servers these tests start, was a fifth of the
 // package's CPU. The client never looks inside the token, so no test that
-// uses it is about the algorithm; TestE2ECheck runs on the default server,
+// uses it is about the algorithm; TestE2EEveryCall runs on the default server,
 // RS256, as users' servers do. Each server still makes keys of its own: a
 // key shared between servers would make one accept another's tokens.
 var es256Tokens = mockserver.WithAccessTokenAlgorithm("ES256")
