@@ -60,26 +60,8 @@ func TestAnswersFollowWritesUnderConcurrentDecisions(t *testing.T) {
 	t.Parallel()
 	s, err := New(WithFixture(answerFixture()), WithIssuer(answersBase), es256Tokens)
 	require.NoError(t, err)
-	type asker struct{ user, org, token string }
-	var askers []asker
-	for _, user := range []string{"alice", "bob", "carol", "dave"} {
-		for _, org := range []string{"", "eu", "us"} {
-			tok, err := s.IssueToken("acme", user, TokenOrganization(org))
-			require.NoError(t, err)
-			askers = append(askers, asker{user, org, tok})
-		}
-	}
-	bodies := []struct {
-		body      string
-		resources []decision.Resource
-		method    string
-	}{
-		{`{"clientId":"orders-api","resources":[{"name":"orders"},{"name":"invoices"}],"context":{}}`,
-			[]decision.Resource{{Name: "orders"}, {Name: "invoices"}}, ""},
-		{`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete","write"]}],"context":{"attributes":{"method":"DELETE"}}}`,
-			[]decision.Resource{{Name: "orders", Scopes: []string{"delete", "write"}}}, "DELETE"},
-		{`{"clientId":"orders-api","resources":[{"name":"*"}],"context":{}}`, []decision.Resource{{Name: "*"}}, ""},
-	}
+	askers := answerAskers(t, s)
+	bodies := answerBodies
 	ids := map[string]string{}
 	require.NoError(t, s.store.Read("acme", func(r *store.Realm) error {
 		for _, u := range []string{"alice", "bob", "carol", "dave"} {

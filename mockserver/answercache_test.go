@@ -62,27 +62,8 @@ func TestAnswersFollowEveryWrite(t *testing.T) {
 	s, err := New(WithFixture(answerFixture()), WithIssuer(base), WithKeySeed([]byte("answer-cache-test")))
 	require.NoError(t, err)
 
-	type asker struct{ user, org, token string }
-	var askers []asker
-	for _, user := range []string{"alice", "bob", "carol", "dave"} {
-		for _, org := range []string{"", "eu", "us"} {
-			tok, err := s.IssueToken("acme", user, TokenOrganization(org))
-			require.NoError(t, err)
-			askers = append(askers, asker{user, org, tok})
-		}
-	}
-	bodies := []struct {
-		body      string
-		resources []decision.Resource
-		method    string
-	}{
-		{`{"clientId":"orders-api","resources":[{"name":"orders"},{"name":"invoices"}],"context":{}}`,
-			[]decision.Resource{{Name: "orders"}, {Name: "invoices"}}, ""},
-		{`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete","write"]}],"context":{"attributes":{"method":"DELETE"}}}`,
-			[]decision.Resource{{Name: "orders", Scopes: []string{"delete", "write"}}}, "DELETE"},
-		{`{"clientId":"orders-api","resources":[{"name":"*"}],"context":{}}`,
-			[]decision.Resource{{Name: "*"}}, ""},
-	}
+	askers := answerAskers(t, s)
+	bodies := answerBodies
 	ask := func(t *testing.T, token, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, base+"/realms/acme/authorization-decision-provider/authorize", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -253,4 +234,38 @@ func TestAnswerCacheComparesTheWholeRequest(t *testing.T) {
 	} {
 		require.Nil(t, ac.lookup(slot, ask.c, []byte(ask.body)), "%s in the slot of the first (a collision) is not answered", name)
 	}
+}
+
+// answerAsker is a caller of the answer tests: a user, its token's
+// organization claim, and the token.
+type answerAsker struct{ user, org, token string }
+
+// answerAskers returns a token of each of answerFixture's four users under
+// each organization claim (none, eu, us).
+func answerAskers(t *testing.T, s *Server) []answerAsker {
+	t.Helper()
+	var askers []answerAsker
+	for _, user := range []string{"alice", "bob", "carol", "dave"} {
+		for _, org := range []string{"", "eu", "us"} {
+			tok, err := s.IssueToken("acme", user, TokenOrganization(org))
+			require.NoError(t, err)
+			askers = append(askers, answerAsker{user, org, tok})
+		}
+	}
+	return askers
+}
+
+// answerBodies are the bodies the answer tests ask, with the pairs and
+// method each names: two pairs, a method-bound scope, the wildcard.
+var answerBodies = []struct {
+	body      string
+	resources []decision.Resource
+	method    string
+}{
+	{`{"clientId":"orders-api","resources":[{"name":"orders"},{"name":"invoices"}],"context":{}}`,
+		[]decision.Resource{{Name: "orders"}, {Name: "invoices"}}, ""},
+	{`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete","write"]}],"context":{"attributes":{"method":"DELETE"}}}`,
+		[]decision.Resource{{Name: "orders", Scopes: []string{"delete", "write"}}}, "DELETE"},
+	{`{"clientId":"orders-api","resources":[{"name":"*"}],"context":{}}`,
+		[]decision.Resource{{Name: "*"}}, ""},
 }
