@@ -64,6 +64,10 @@ type Cache[G, K comparable, V any] struct {
 	list   entry[G, K, V]  // sentinel: list.next is the newest, list.prev the oldest
 	length int
 	bytes  int64
+	// idle is what the groups that hold no entry count in bytes: those a
+	// pin or a writer keeps (a call under way), which never make an entry
+	// evicted (see evict).
+	idle int64
 
 	hits, misses           stripe.Counter
 	evictions, expirations uint64 // under mu
@@ -134,8 +138,12 @@ func WithClock(now func() time.Time) Option {
 
 // WithMaxBytes bounds what the entries count (the sizes given to Add plus
 // the cache's bookkeeping, which includes the cache's own copies of string
-// keys and of the strings of group values) to n bytes, which must be positive. Without it
-// only the number of entries is bounded.
+// keys and of the strings of group values) to n bytes, which must be
+// positive. Without it only the number of entries is bounded. A group that
+// holds no entry, kept by a pin or a writer (a call under way), is counted
+// in Bytes but never makes an entry evicted: it is bounded by the pins and
+// calls that hold it, and calls in flight with tokens a server will refuse
+// cannot flush the decisions others stored.
 func WithMaxBytes(n int64) Option {
 	return func(c *config) { c.maxBytes, c.bytesSet = n, true }
 }
@@ -332,7 +340,10 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 	// changes the member links of an entry of an older generation.
 	grp.gen.Add(1)
 	dead := grp.head
-	grp.head = nil
+	if dead != nil {
+		grp.head = nil
+		c.idle += c.groupStore.cost(&grp.id)
+	}
 	c.release(grp)
 	c.mu.Unlock()
 
@@ -371,14 +382,16 @@ func (c *Cache[G, K, V]) Purge() {
 	c.length = 0
 	c.idx.reset()
 	// Groups that handles keep stay, with no entries.
-	c.bytes = 0
+	c.bytes, c.idle = 0, 0
 	c.groups.retain(0, func(grp *Group[G, K, V]) bool {
 		grp.gen.Add(1)
 		grp.head = nil
 		if grp.holds == 0 {
 			return false
 		}
-		c.bytes += c.groupStore.cost(&grp.id)
+		cost := c.groupStore.cost(&grp.id)
+		c.bytes += cost
+		c.idle += cost
 		return true
 	})
 }
@@ -390,9 +403,11 @@ func (c *Cache[G, K, V]) Len() int {
 	return c.length
 }
 
-// Bytes returns what the entries and groups count against the byte bound:
-// the sizes given to Add plus the cache's own bookkeeping (its copies of
-// string keys and of group values' strings included).
+// Bytes returns what the entries and groups count: the sizes given to Add
+// plus the cache's own bookkeeping (its copies of string keys and of group
+// values' strings included). Groups that hold no entry are counted here
+// but not against the byte bound (see WithMaxBytes), so Bytes may exceed
+// it by what pins and calls under way hold.
 func (c *Cache[G, K, V]) Bytes() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -430,7 +445,7 @@ func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, expires tim
 		// losing old and gaining e.
 		c.unlink(old)
 		if old.gen() == grp.gen.Load() {
-			grp.unlinkMember(old)
+			c.unlinkMember(grp, old)
 		}
 	}
 	c.link(e)
@@ -444,7 +459,11 @@ func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, expires tim
 // The entry being added, keep, is never evicted. c.mu must be held.
 func (c *Cache[G, K, V]) evict(now time.Duration, keep *entry[G, K, V]) {
 	chances := min(c.length, maxChances)
-	for c.length > 1 && (c.length > c.maxEntries || c.bytes > c.maxBytes) {
+	// Groups that hold no entry (idle) are the memory of calls under way
+	// and of pins, bounded by them: they never make an entry evicted, or a
+	// caller could flush everyone's decisions with calls in flight whose
+	// tokens the server will refuse.
+	for c.length > 1 && (c.length > c.maxEntries || c.bytes-c.idle > c.maxBytes) {
 		e := c.list.prev
 		if e == keep { // second chances moved every other entry ahead of it
 			c.unlinkOnly(e)
@@ -507,7 +526,7 @@ func (c *Cache[G, K, V]) remove(e *entry[G, K, V]) {
 func (c *Cache[G, K, V]) drop(e *entry[G, K, V]) {
 	c.unlink(e)
 	if grp := e.grp; e.gen() == grp.gen.Load() {
-		grp.unlinkMember(e)
+		c.unlinkMember(grp, e)
 		c.release(grp)
 	}
 }
@@ -516,6 +535,9 @@ func (c *Cache[G, K, V]) drop(e *entry[G, K, V]) {
 // group's members, and counts it; c.mu must be held.
 func (c *Cache[G, K, V]) link(e *entry[G, K, V]) {
 	c.pushFront(e)
+	if e.grp.head == nil { // the group's first entry: it is idle no more
+		c.idle -= c.groupStore.cost(&e.grp.id)
+	}
 	e.grp.linkMember(e)
 	c.length++
 	c.bytes += int64(e.size)
@@ -629,7 +651,9 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 	if grp == nil {
 		grp = c.groupStore.make(c, g, h)
 		c.groups.put(grp)
-		c.bytes += c.groupStore.cost(&grp.id)
+		cost := c.groupStore.cost(&grp.id)
+		c.bytes += cost
+		c.idle += cost // no entry yet
 	}
 	return grp
 }
@@ -641,7 +665,19 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 // be held.
 func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
 	if grp.head == nil && grp.holds == 0 && c.groups.remove(grp) {
-		c.bytes -= c.groupStore.cost(&grp.id)
+		cost := c.groupStore.cost(&grp.id)
+		c.bytes -= cost
+		c.idle -= cost
+	}
+}
+
+// unlinkMember takes e, of grp's current generation, out of grp's
+// members, and counts grp idle when that leaves it without entries. c.mu
+// must be held.
+func (c *Cache[G, K, V]) unlinkMember(grp *Group[G, K, V], e *entry[G, K, V]) {
+	grp.unlinkMember(e)
+	if grp.head == nil {
+		c.idle += c.groupStore.cost(&grp.id)
 	}
 }
 
