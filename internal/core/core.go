@@ -122,7 +122,7 @@ func (c *Core) Init(s Settings, who Identity) error {
 	}
 	// The invalidation channel before the telemetry, whose metrics read
 	// it from another goroutine.
-	if err := c.initReplicas(s.Invalidator, s.CacheSize, testClock); err != nil {
+	if err := c.initReplicas(s.Invalidator, s.CacheSize, s.CacheMaxBytes, testClock); err != nil {
 		return err
 	}
 	if c.tel, err = telemetry.New(who.Scope, c, (*Core).counts, s.TracerProvider, s.MeterProvider, who.URL, who.Attributes...); err != nil {

@@ -113,7 +113,7 @@ type replicas struct {
 }
 
 // initReplicas starts the subscription of inv, when there is one.
-func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int, testClock bool) error {
+func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int, cacheBytes int64, testClock bool) error {
 	if inv == nil {
 		return nil
 	}
@@ -125,7 +125,7 @@ func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int, testClo
 		}
 	}
 	if c.cache != nil {
-		c.cache.digests = newDigestIndex(cacheSize)
+		c.cache.digests = newDigestIndex(cacheSize, cacheBytes)
 	}
 	r.trustUntil.Store(math.MinInt64)
 	c.cache.stopServing()
@@ -431,20 +431,25 @@ func (c *Core) ReplicaCounts() ReplicaCounts {
 // turn into a denial of service). A token is indexed when a Writer is
 // made for it, before anything of it is stored; groups the cache no longer
 // holds are pruned when the index has grown past twice the cache's
-// entries, so that its size stays in proportion to the cache's.
+// entries, or its tokens past twice the cache's byte bound, so that its
+// size and its memory stay in proportion to the cache's.
 type digestIndex struct {
 	mu    sync.Mutex
 	ids   map[transport.Ident][digestBytes]byte
 	byDig map[[digestBytes]byte][]transport.Ident
 	limit int // the size that triggers a pruning
 	floor int // the cache's entry bound: the least limit
+	// bytes is the length of the tokens indexed; byteLimit the length
+	// that triggers a pruning, at least byteFloor, the cache's byte bound.
+	bytes, byteLimit, byteFloor int64
 }
 
-func newDigestIndex(entries int) *digestIndex {
+func newDigestIndex(entries int, maxBytes int64) *digestIndex {
 	return &digestIndex{
 		ids:   make(map[transport.Ident][digestBytes]byte),
 		byDig: make(map[[digestBytes]byte][]transport.Ident),
 		limit: 2 * entries, floor: entries,
+		byteLimit: twice(maxBytes), byteFloor: maxBytes,
 	}
 }
 
@@ -455,23 +460,29 @@ func (x *digestIndex) add(id transport.Ident, lru *cache.Cache[transport.Ident, 
 	if _, ok := x.ids[id]; ok {
 		return
 	}
-	if len(x.ids) >= x.limit {
+	if len(x.ids) >= x.limit || x.bytes+int64(len(id.Token)) > x.byteLimit {
 		for old, dg := range x.ids {
 			if !lru.Holds(old) {
 				x.drop(old, dg)
 			}
 		}
 		x.limit = max(2*len(x.ids), 2*x.floor)
+		x.byteLimit = twice(max(x.bytes, x.byteFloor))
 	}
 	id = owned(id) // kept beyond the call: not a view of the caller's bytes
 	dg := tokenDigest(id.Token)
 	x.ids[id] = dg
+	x.bytes += int64(len(id.Token))
 	x.byDig[dg] = append(x.byDig[dg], id)
 }
+
+// twice returns 2n, or math.MaxInt64 where that would overflow.
+func twice(n int64) int64 { return min(n, math.MaxInt64/2) * 2 }
 
 // drop forgets id; x.mu must be held.
 func (x *digestIndex) drop(id transport.Ident, dg [digestBytes]byte) {
 	delete(x.ids, id)
+	x.bytes -= int64(len(id.Token))
 	list := x.byDig[dg]
 	for i, v := range list {
 		if v == id {
@@ -494,6 +505,7 @@ func (x *digestIndex) take(dg [digestBytes]byte) []transport.Ident {
 	delete(x.byDig, dg)
 	for _, id := range list {
 		delete(x.ids, id)
+		x.bytes -= int64(len(id.Token))
 	}
 	return list
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 func indexed(t testing.TB, size int) *decisions {
 	d, err := newDecisions(&Settings{CacheSize: size, CacheMaxBytes: 1 << 40, AllowTTL: time.Hour, DenyTTL: time.Hour})
 	require.NoError(t, err)
-	d.digests = newDigestIndex(size)
+	d.digests = newDigestIndex(size, math.MaxInt64)
 	return d
 }
 

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +49,39 @@ func TestCallsInFlightNeverEvictCachedDecisions(t *testing.T) {
 	}
 	if kept < 50 {
 		t.Errorf("junk tokens in flight evicted %d of the own token's 50 cached decisions (Bytes %d over a %d bound)", 50-kept, bytes, bound)
+	}
+}
+
+// TestDigestIndexKeepsToTheByteBound: with an invalidator the digest index
+// keeps a copy of every token a Writer was made for; tokens of groups the
+// cache no longer holds are pruned once the index's tokens pass twice the
+// byte bound, as well as once they pass twice the entry bound, so that
+// 4,000 tokens of 8 KiB through a 1 MiB cache of 2,000 entries do not
+// keep their 32 MB.
+func TestDigestIndexKeepsToTheByteBound(t *testing.T) {
+	const bound = 1 << 20
+	const entries = 2000
+	d, err := newDecisions(&Settings{CacheSize: entries, CacheMaxBytes: bound, AllowTTL: time.Hour, DenyTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.digests = newDigestIndex(entries, bound)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	pad := strings.Repeat("t", MaxCachedToken-16)
+	for i := range 2*entries - 1 {
+		store(d, bearer(fmt.Sprintf("%s%016d", pad, i)), "k")
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	_, n, bytes := d.stats()
+	d.digests.mu.Lock()
+	held := len(d.digests.ids)
+	d.digests.mu.Unlock()
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("cache: %d entries, Bytes %d (bound %d); digest index holds %d tokens; heap grew %d", n, bytes, bound, held, grown)
+	if grown > 4*bound {
+		t.Errorf("heap grew %d bytes (%d tokens in the digest index) under a %d-byte WithCacheMaxBytes", grown, held, bound)
 	}
 }
