@@ -36,6 +36,7 @@ func answersAsk(s *Server, token, body string) *httptest.ResponseRecorder {
 
 // answersWant is the engine's answer on the live realm, compiled afresh.
 func answersWant(t *testing.T, s *Server, user, org string, resources []decision.Resource, method string) (int, string) {
+	t.Helper()
 	var status int
 	var answer string
 	require.NoError(t, s.store.Read("acme", func(r *store.Realm) error {

@@ -3,9 +3,7 @@ package mockserver
 import (
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -58,45 +56,19 @@ func answerFixture() Fixture {
 // another's).
 func TestAnswersFollowEveryWrite(t *testing.T) {
 	t.Parallel()
-	const base = "http://example.com"
-	s, err := New(WithFixture(answerFixture()), WithIssuer(base), WithKeySeed([]byte("answer-cache-test")))
+	s, err := New(WithFixture(answerFixture()), WithIssuer(answersBase), WithKeySeed([]byte("answer-cache-test")))
 	require.NoError(t, err)
 
 	askers := answerAskers(t, s)
 	bodies := answerBodies
-	ask := func(t *testing.T, token, body string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, base+"/realms/acme/authorization-decision-provider/authorize", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, req)
-		return rec
-	}
-	// want is the engine's answer on the live realm, compiled afresh:
-	// neither the answers', nor the policies', nor the subjects' cache.
-	want := func(t *testing.T, user, org string, resources []decision.Resource, method string) (int, string) {
-		var status int
-		var answer string
-		require.NoError(t, s.store.Read("acme", func(r *store.Realm) error {
-			client, ok := r.ClientNamed("orders-api")
-			if !ok || r.Decommissioned() {
-				status = http.StatusBadRequest
-				return nil
-			}
-			sub := decision.SubjectOf(r, r.UserByName[user], org)
-			status, answer = http.StatusOK, string(appendDecision(nil, decision.Compile(client).Evaluate(&sub, resources, method)))
-			return nil
-		}))
-		return status, answer
-	}
 	distinct := map[string]bool{}
 	check := func(t *testing.T, step string) {
 		t.Helper()
 		for _, a := range askers {
 			for _, b := range bodies {
-				status, answer := want(t, a.user, a.org, b.resources, b.method)
+				status, answer := answersWant(t, s, a.user, a.org, b.resources, b.method)
 				for i := range 2 {
-					rec := ask(t, a.token, b.body)
+					rec := answersAsk(s, a.token, b.body)
 					require.Equal(t, status, rec.Code, "%s: %s of %q, ask %d: %s", step, a.user, a.org, i, rec.Body)
 					if status == http.StatusOK {
 						require.Equal(t, answer, rec.Body.String(), "%s: %s of %q, ask %d, %s", step, a.user, a.org, i, b.body)
