@@ -36,9 +36,7 @@ func TestClientTokenClearedIsNoDecision(t *testing.T) {
 		protect func(t *testing.T, h http.Handler, opts ...middleware.Option) (guarded http.Handler, clear, set func())
 	}{
 		{"Require with WithClientToken", func(t *testing.T, h http.Handler, opts ...middleware.Option) (http.Handler, func(), func()) {
-			c, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
+			c := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 			token := gw.Token("shop", "ann") // the service's own: may read orders
 			c.SetToken(token)
 			mw := middleware.Require(c, "orders", "read").With(append([]middleware.Option{middleware.WithClientToken()}, opts...)...)

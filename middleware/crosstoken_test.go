@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -28,9 +25,7 @@ import (
 // and ann is never refused.
 func TestNoDecisionCrossesTokensUnderEvictionsAndPurges(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
-	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithCache(10, time.Minute, time.Minute))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = client.Close() })
+	client := newPep(t, gw, "shop", "orders-api", pep.WithCache(10, time.Minute, time.Minute))
 	h := middleware.Require(client, "orders", "read")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("ok"))
 	}))

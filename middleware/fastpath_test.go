@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -26,12 +25,8 @@ import (
 // context's JSON per request: 15 to 17 more.
 func TestCachedRequestAllocatesLittle(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
-	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = client.Close() })
-	own, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = own.Close() })
+	client := newPep(t, gw, "shop", "orders-api")
+	own := newPep(t, gw, "shop", "orders-api")
 	tok := gw.Token("shop", "ann")
 	own.SetToken(tok)
 
@@ -95,9 +90,7 @@ func TestFastPathAnswersAndCountsAsCheckMany(t *testing.T) {
 func fastPathAnswersAndCounts(t *testing.T, guard func(middleware.Checker, []string) middleware.Middleware) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	newClient := func() *pep.Client {
-		c, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = c.Close() })
+		c := newPep(t, gw, "shop", "orders-api")
 		return c
 	}
 	fast, slow := newClient(), newClient()

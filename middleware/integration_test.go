@@ -15,6 +15,7 @@ import (
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/orgauthz/orgauthz/pep"
 )
 
 // shop is a realm where ann may read orders, cat may also write them and
@@ -51,6 +52,16 @@ var shop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 // its own: a key shared between servers would make one accept another's
 // tokens.
 var es256Tokens = mockserver.WithAccessTokenAlgorithm("ES256")
+
+// newPep returns a client of gw's realm for clientID, with the hang guard
+// (hangguard.NewPep) and opts, closed when the test ends.
+func newPep(t *testing.T, gw *mockservertest.Server, realm, clientID string, opts ...pep.Option) *pep.Client {
+	t.Helper()
+	c, err := hangguard.NewPep(gw.URL, realm, clientID, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
 
 // app is a service with chi-style composition: one mux, a request-id
 // middleware around everything, and a different Require on each route.

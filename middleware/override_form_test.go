@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -32,9 +31,7 @@ import (
 func TestFormMethodOverrideIsNotAHole(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = client.Close() })
+	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	dan := gw.Token("shop", "dan")
 	plain := middleware.Require(client, "orders", "write")(gorillaOverriding)
 	trusting := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
@@ -155,9 +152,7 @@ func multipartBody(t *testing.T, fields ...string) (contentType, body string) {
 func TestFormMethodOverride(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = client.Close() })
+	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	dan := gw.Token("shop", "dan")
 	guard := middleware.Require(client, "orders", "write")
 	plain := guard(gorillaOverriding)
@@ -233,9 +228,7 @@ var performed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 func TestFormMethodOverrideAppliedBefore(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = client.Close() })
+	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
 	dan := gw.Token("shop", "dan")
 	guard := middleware.Require(client, "orders", "write")
 	plain := gorillaOutside(guard(performed))

@@ -15,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -62,9 +61,7 @@ var preparedFixture = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 func TestPreparedRouteMatchesCheckMany(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(preparedFixture), es256Tokens)
 	newClient := func() *pep.Client {
-		c, err := hangguard.NewPep(gw.URL, "odd", "odd-api")
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = c.Close() })
+		c := newPep(t, gw, "odd", "odd-api")
 		return c
 	}
 	toks := map[string]string{"uno": gw.Token("odd", "uno"), "dos": gw.Token("odd", "dos")}
@@ -160,12 +157,8 @@ func TestPreparedRouteMatchesCheckMany(t *testing.T) {
 // user's token.
 func TestPreparedRouteForgetsWhatTheClientForgets(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(preparedFixture), es256Tokens)
-	c, err := hangguard.NewPep(gw.URL, "odd", "odd-api")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	own, err := hangguard.NewPep(gw.URL, "odd", "odd-api")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = own.Close() })
+	c := newPep(t, gw, "odd", "odd-api")
+	own := newPep(t, gw, "odd", "odd-api")
 	uno, dos := gw.Token("odd", "uno"), gw.Token("odd", "dos")
 
 	caller := middleware.Require(c, "ab", "c")(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
