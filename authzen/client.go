@@ -72,14 +72,6 @@ func New(pdpURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// refuseCredential makes every later call of a client made
-// WithoutCredentials fail, saying what to fix: it was given a token too
-// (by method, "SetToken" or "SetDPoPToken").
-func (c *Client) refuseCredential(method string) {
-	c.core.Refuse(fmt.Errorf("%w: the client was made WithoutCredentials and then given a token (%s): "+
-		"drop WithoutCredentials to send a token, or do not call %s", pdp.Err(ErrNoToken), method, method))
-}
-
 // resolve makes every endpoint absolute against base.
 func (e Endpoints) resolve(base string) (Endpoints, error) {
 	var errs []error
@@ -112,15 +104,26 @@ func (e Endpoints) resolve(base string) (Endpoints, error) {
 // every later call fails with an error matching ErrNoToken that says so,
 // until ClearToken.
 func (c *Client) SetToken(token string) {
-	if token == "" {
+	if c.accepts(token, "SetToken") {
+		c.core.SetBearer(token)
+	}
+}
+
+// accepts reports whether a token given by method ("SetToken" or
+// "SetDPoPToken") is to be set. An empty one is ClearToken; on a client
+// made WithoutCredentials any other makes every later call fail, saying
+// what to fix.
+func (c *Client) accepts(token, method string) bool {
+	switch {
+	case token == "":
 		c.ClearToken()
-		return
+	case c.noCredential:
+		c.core.Refuse(fmt.Errorf("%w: the client was made WithoutCredentials and then given a token (%s): "+
+			"drop WithoutCredentials to send a token, or do not call %s", pdp.Err(ErrNoToken), method, method))
+	default:
+		return true
 	}
-	if c.noCredential {
-		c.refuseCredential("SetToken")
-		return
-	}
-	c.core.SetBearer(token)
+	return false
 }
 
 // SetDPoPToken makes token a DPoP-bound token (RFC 9449) bound to signer's
@@ -137,15 +140,9 @@ func (c *Client) SetToken(token string) {
 // until its deadline); one whose every slot has been taken for over 10 s
 // is taken as hung: calls fail at once (ErrUnavailable) until one returns.
 func (c *Client) SetDPoPToken(token string, signer *dpop.Signer) {
-	if token == "" {
-		c.ClearToken()
-		return
+	if c.accepts(token, "SetDPoPToken") {
+		c.core.SetDPoP(token, signer)
 	}
-	if c.noCredential {
-		c.refuseCredential("SetDPoPToken")
-		return
-	}
-	c.core.SetDPoP(token, signer)
 }
 
 // ClearToken removes the credential, purges its cached decisions and emits
@@ -231,14 +228,14 @@ type Stats struct {
 // Stats returns the client's counters. It is cheap and safe to call at any
 // time.
 func (c *Client) Stats() Stats {
-	n, r := c.core.Counts(), c.core.ReplicaCounts()
+	n := c.core.Counts()
 	return Stats{
 		Calls: n.Calls, Evaluations: n.Decisions, PDPRequests: n.Requests, Retries: n.Retries,
 		Coalesced: n.Coalesced, CacheHits: n.CacheHits, CacheMisses: n.CacheMisses,
 		CacheEvictions: n.CacheEvictions, CacheEntries: n.CacheEntries, CacheBytes: n.CacheBytes,
 		FailClosed: n.FailClosed, Breaker: n.Breaker,
-		Invalidations: r.Received, MalformedInvalidations: r.Malformed,
-		InvalidationGaps: r.Gaps, InvalidationRecoveries: r.Recoveries,
-		InvalidationPublishFailures: r.PublishFailures, CacheBypassed: !r.Trusted,
+		Invalidations: n.Received, MalformedInvalidations: n.Malformed,
+		InvalidationGaps: n.Gaps, InvalidationRecoveries: n.Recoveries,
+		InvalidationPublishFailures: n.PublishFailures, CacheBypassed: n.Bypassed,
 	}
 }

@@ -268,21 +268,8 @@ func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transp
 		if err := fill(out, chunk, ds); err != nil {
 			return true, err
 		}
-		return out.Err != nil || stopped(out.Value, len(chunk), s), nil
+		return out.Err != nil || out.stopped, nil
 	})
-}
-
-// stopped reports whether a chunk's answer ended the batch under s.
-func stopped(items []item, asked int, s Semantic) bool {
-	if len(items) < asked {
-		return true
-	}
-	for _, it := range items {
-		if s.stops(decisionOf(it).Allowed()) {
-			return true
-		}
-	}
-	return false
 }
 
 // fill sets the decisions of the items at idx from their request's
@@ -329,18 +316,17 @@ func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credent
 	} else {
 		items, err = decodeEvaluations(data, len(keys))
 	}
-	if err == nil && s != ExecuteAll {
+	out := &outcome{}
+	for k, it := range items {
 		// The batch ends at its first stopping item, whatever the PDP says
 		// of the items after it: they were not evaluated, so they are
 		// neither returned nor cached.
-		for k, it := range items {
-			if s.stops(decisionOf(it).Allowed()) {
-				items = items[:k+1]
-				break
-			}
+		if err == nil && s.stops(decisionOf(it).Allowed()) {
+			items, out.stopped = items[:k+1], true
+			break
 		}
 	}
-	if err == nil && len(items) < len(keys) && (s == ExecuteAll || len(items) == 0 || !s.stops(decisionOf(items[len(items)-1]).Allowed())) {
+	if err == nil && len(items) < len(keys) && !out.stopped {
 		err = pdp.Malformed("the answer has %d evaluations for %d asked", len(items), len(keys))
 	}
 	if err != nil {
@@ -351,14 +337,17 @@ func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credent
 			w.Add(keys[k], it.allowed)
 		}
 	}
-	return &outcome{Value: items}
+	out.Value = items
+	return out
 }
 
 // outcome is the outcome of one PDP request: its items, or the error that
-// is the Cause of every item of the request.
+// is the Cause of every item of the request; stopped reports that an item
+// ended the batch under its semantic (Semantic.stops).
 type outcome struct {
-	Value []item
-	Err   error
+	Value   []item
+	Err     error
+	stopped bool
 }
 
 // newRequestID returns a random X-Request-ID.

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -122,9 +123,7 @@ func (e *Emitter) remove(id uint64) {
 		if s.id == id {
 			// Build a new slice so that queued events, which share the
 			// old one, keep their handlers.
-			subs := make([]subscription, 0, len(e.subs)-1)
-			subs = append(subs, e.subs[:i]...)
-			e.subs = append(subs, e.subs[i+1:]...)
+			e.subs = slices.Concat(e.subs[:i], e.subs[i+1:])
 			return
 		}
 	}

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/orgauthz/orgauthz/pep"
@@ -87,5 +88,5 @@ func Classify(res pep.Result, err error, clientToken bool) Answer {
 // at least one scope, none of them empty. A guard answers anything else
 // AnswerDenied without asking.
 func Checkable(resource string, scopes []string) bool {
-	return resource != "" && resource != "*" && len(scopes) > 0 && !contains(scopes, "")
+	return resource != "" && resource != "*" && len(scopes) > 0 && !slices.Contains(scopes, "")
 }

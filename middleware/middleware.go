@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,7 +125,7 @@ func Require(c Checker, resource string, scopes ...string) Middleware {
 	switch {
 	case resource == "" || resource == "*":
 		panic(`middleware: Require needs a resource other than "" and "*"`)
-	case len(scopes) == 0 || contains(scopes, ""):
+	case len(scopes) == 0 || slices.Contains(scopes, ""):
 		panic("middleware: Require needs at least one scope, none of them empty")
 	}
 	cfg, fn := newConfig(c, Static(resource, scopes...))
@@ -675,15 +676,6 @@ func writeError(w http.ResponseWriter, status int, message string) {
 		Error   string `json:"error"`
 		Message string `json:"message"`
 	}{http.StatusText(status), message})
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // isNil reports whether v is nil or an interface holding a nil pointer,

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/orgauthz/orgauthz/internal/core"
-	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // Check asks whether the token may use scope on resource. The decision is
@@ -364,8 +363,5 @@ func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
 		return c.core.Own(&cl.Call, cl.noCache)
 	}
 	tok, _ := v.(string)
-	if tok == "" && !c.core.Closed() {
-		return fmt.Errorf("%w: WithToken was given an empty token", gateway.Err(transport.ErrNoToken))
-	}
 	return c.core.PerCall(&cl.Call, tok, cl.noCache)
 }

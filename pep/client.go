@@ -158,14 +158,14 @@ type Stats struct {
 // Stats returns the client's counters. It is cheap and safe to call at any
 // time.
 func (c *Client) Stats() Stats {
-	n, r := c.core.Counts(), c.core.ReplicaCounts()
+	n := c.core.Counts()
 	return Stats{
 		Calls: n.Calls, GatewayRequests: n.Requests, Retries: n.Retries,
 		Coalesced: n.Coalesced, CacheHits: n.CacheHits, CacheMisses: n.CacheMisses,
 		CacheEvictions: n.CacheEvictions, CacheEntries: n.CacheEntries, CacheBytes: n.CacheBytes,
 		FailClosed: n.FailClosed, Breaker: n.Breaker,
-		Invalidations: r.Received, MalformedInvalidations: r.Malformed,
-		InvalidationGaps: r.Gaps, InvalidationRecoveries: r.Recoveries,
-		InvalidationPublishFailures: r.PublishFailures, CacheBypassed: !r.Trusted,
+		Invalidations: n.Received, MalformedInvalidations: n.Malformed,
+		InvalidationGaps: n.Gaps, InvalidationRecoveries: n.Recoveries,
+		InvalidationPublishFailures: n.PublishFailures, CacheBypassed: n.Bypassed,
 	}
 }

@@ -2,12 +2,10 @@ package pep
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/fastcheck"
-	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 func init() {
@@ -129,12 +127,9 @@ func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Resu
 	}
 	var cl core.Call
 	var err error
-	switch {
-	case q.Own:
+	if q.Own {
 		err = c.core.Own(&cl, false)
-	case q.Token == "" && !c.core.Closed():
-		err = fmt.Errorf("%w: WithToken was given an empty token", gateway.Err(transport.ErrNoToken))
-	default:
+	} else {
 		err = c.core.PerCall(&cl, q.Token, false)
 	}
 	if err != nil {

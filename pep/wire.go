@@ -2,6 +2,7 @@ package pep
 
 import (
 	"encoding/json"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -132,13 +133,7 @@ func (f callOptionFunc) applyCall(c *callConfig) { f(c) }
 // WithRequestContext sends rc as the decision context of the call. The
 // client copies rc; it does not keep or change the caller's map.
 func WithRequestContext(rc RequestContext) CallOption {
-	if rc.Headers != nil {
-		h := make(map[string]string, len(rc.Headers))
-		for k, v := range rc.Headers {
-			h[k] = v
-		}
-		rc.Headers = h
-	}
+	rc.Headers = maps.Clone(rc.Headers)
 	return callOptionFunc(func(c *callConfig) { c.reqCtx = &rc })
 }
 

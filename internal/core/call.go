@@ -52,13 +52,16 @@ func (c *Core) Own(cl *Call, noCache bool) error {
 	return nil
 }
 
-// PerCall fills cl in with a per-call Bearer token, which the caller has
-// checked is not empty; with noCache it reads no cached decision. It fails
-// with ErrClosed after Close. The token is checked when it is about to be
-// sent (Credential).
+// PerCall fills cl in with a per-call Bearer token (pep's WithToken);
+// with noCache it reads no cached decision. It fails with ErrClosed after
+// Close and with ErrNoToken for an empty token; the token is otherwise
+// checked when it is about to be sent (Credential).
 func (c *Core) PerCall(cl *Call, token string, noCache bool) error {
-	if c.x.Closed() {
+	switch {
+	case c.x.Closed():
 		return c.who.Peer.Err(transport.ErrClosed)
+	case token == "":
+		return fmt.Errorf("%w: WithToken was given an empty token", c.who.Peer.Err(transport.ErrNoToken))
 	}
 	cl.ID = transport.Ident{Scheme: transport.SchemeBearer, Token: token}
 	cl.epoch = c.purges.Load()

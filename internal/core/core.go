@@ -163,23 +163,27 @@ func (c *Core) Fetch(req *http.Request) (*http.Response, error) { return c.x.Fet
 // Counts are a snapshot of a client's counters, for its Stats, whose
 // fields say what each counts (Requests is pep's GatewayRequests and
 // authzen's PDPRequests; Decisions authzen's Evaluations, every decision
-// returned). Counters only grow; the cache's entries and bytes and the
-// breaker's state are those of now.
+// returned; Received, Malformed, Gaps, Recoveries and PublishFailures
+// the Invalidation ones, zero without an Invalidator). Counters only
+// grow; the cache's entries and bytes, the breaker's state and whether
+// the cache is bypassed are those of now.
 type Counts struct {
-	Calls, Decisions, Requests, Retries, Coalesced uint64
-	CacheHits, CacheMisses, CacheEvictions         uint64
-	CacheEntries                                   int
-	CacheBytes                                     int64
-	FailClosed                                     uint64
-	Breaker                                        transport.BreakerState
+	Calls, Decisions, Requests, Retries, Coalesced         uint64
+	CacheHits, CacheMisses, CacheEvictions                 uint64
+	CacheEntries                                           int
+	CacheBytes                                             int64
+	FailClosed                                             uint64
+	Breaker                                                transport.BreakerState
+	Received, Malformed, Gaps, Recoveries, PublishFailures uint64
+	Bypassed                                               bool
 }
 
 // Counts returns the client's counters. It is cheap and safe at any time.
 func (c *Core) Counts() Counts {
-	cs, n, bytes := c.cache.stats()
+	cs, entries, bytes := c.cache.stats()
 	hits := c.hitAllowed.Load() + c.hitDenied.Load()
 	failClosed := c.failClosed.Load()
-	return Counts{
+	n := Counts{
 		Calls:          c.calls.Load() + hits,
 		Decisions:      c.allowed.Load() + c.denied.Load() + c.errored.Load() + hits + failClosed,
 		Requests:       c.x.Sent.Load(),
@@ -188,11 +192,15 @@ func (c *Core) Counts() Counts {
 		CacheHits:      cs.Hits,
 		CacheMisses:    cs.Misses,
 		CacheEvictions: cs.Evictions,
-		CacheEntries:   n,
+		CacheEntries:   entries,
 		CacheBytes:     bytes,
 		FailClosed:     failClosed,
 		Breaker:        c.x.Breaker.Current(),
 	}
+	if c.replicas != nil {
+		c.replicas.counts(c, &n)
+	}
+	return n
 }
 
 // counts reads the counters for the observable metrics: the decisions by

@@ -137,12 +137,13 @@ func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int, cacheBy
 	return nil
 }
 
-// trusted reports whether a cached decision may be served now, for Stats:
-// always without an Invalidator; with one, while the last heartbeat is
-// fresh. (The cache's horizon decides each hit.)
-func (c *Core) trusted() bool {
-	r := c.replicas
-	return r == nil || r.elapsed(c) < time.Duration(r.trustUntil.Load())
+// counts adds the channel's counters to n (Core.Counts). The cache is
+// bypassed while the last heartbeat is not fresh; the cache's horizon
+// decides each hit.
+func (r *replicas) counts(c *Core, n *Counts) {
+	n.Received, n.Malformed, n.Gaps = r.received.Load(), r.malformed.Load(), r.gaps.Load()
+	n.Recoveries, n.PublishFailures = r.recoveries.Load(), r.publishFailures.Load()
+	n.Bypassed = r.elapsed(c) >= time.Duration(r.trustUntil.Load())
 }
 
 // elapsed returns the time since epoch, read now: with the real clock, on
@@ -395,35 +396,6 @@ const (
 	maxRefusedInFlight    = 64
 	refusedPublishTimeout = invalidation.DefaultTrust
 )
-
-// ReplicaCounts are the counters of the invalidation channel, for Stats.
-type ReplicaCounts struct {
-	// Received counts well-formed messages applied; Malformed those
-	// ignored.
-	Received, Malformed uint64
-	// Gaps counts the times the channel went down; Recoveries the
-	// heartbeats that ended a gap (the first one included) and purged the
-	// cache.
-	Gaps, Recoveries uint64
-	// PublishFailures counts purges other replicas may not have heard of.
-	PublishFailures uint64
-	// Trusted reports whether the cache is served now.
-	Trusted bool
-}
-
-// ReplicaCounts returns the channel's counters; zero without an
-// Invalidator (Trusted then true).
-func (c *Core) ReplicaCounts() ReplicaCounts {
-	r := c.replicas
-	if r == nil {
-		return ReplicaCounts{Trusted: true}
-	}
-	return ReplicaCounts{
-		Received: r.received.Load(), Malformed: r.malformed.Load(),
-		Gaps: r.gaps.Load(), Recoveries: r.recoveries.Load(),
-		PublishFailures: r.publishFailures.Load(), Trusted: c.trusted(),
-	}
-}
 
 // digestIndex maps the digests of the tokens whose decisions the cache
 // may hold to their groups, so that a purge from another replica costs a

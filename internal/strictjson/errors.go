@@ -129,18 +129,14 @@ func (e *TypeError) Unwrap() error { return ErrWrongType }
 // "object", "array", "boolean", "null".
 func KindName(k Kind) string {
 	switch k {
-	case '"':
-		return "string"
-	case '0':
-		return "number"
+	case '"', '0', 'n':
+		return k.String()
 	case '{':
 		return "object"
 	case '[':
 		return "array"
 	case 't', 'f':
 		return "boolean"
-	case 'n':
-		return "null"
 	}
 	return "value"
 }

@@ -90,17 +90,8 @@ func Unmarshal(data []byte, v any, opts ...Option) error {
 func typeError(t reflect.Type, err error) error {
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) {
-		found := Kind(0)
-		switch ute.Value {
-		case "string":
-			found = '"'
-		case "object":
-			found = '{'
-		case "array":
-			found = '['
-		case "bool":
-			found = 't'
-		default:
+		found, ok := map[string]Kind{"string": '"', "object": '{', "array": '[', "bool": 't'}[ute.Value]
+		if !ok {
 			found = '0' // "number", "number -5"
 		}
 		return &TypeError{Offset: ute.Offset, Path: ute.Field, Found: found, Want: ute.Type, Err: err}

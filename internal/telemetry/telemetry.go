@@ -156,10 +156,13 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 	p, meter := t.scope.Prefix, t.meter
 	items := strings.ToUpper(t.scope.Items[:1]) + t.scope.Items[1:]
 	unit := metric.WithUnit("{" + strings.TrimSuffix(t.scope.Items, "s") + "}")
+	// An outcome the client does not have ("") is neither named nor observed.
 	var names []string
-	for _, o := range t.scope.Outcomes {
+	var outcomes [4]metric.ObserveOption
+	for i, o := range t.scope.Outcomes {
 		if o != "" {
 			names = append(names, o)
+			outcomes[i] = metric.WithAttributeSet(attribute.NewSet(append([]attribute.KeyValue{t.outcome.String(o)}, t.base...)...))
 		}
 	}
 	decisions, err1 := meter.Int64ObservableCounter(p+"decisions",
@@ -181,12 +184,6 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 		return err
 	}
 	base := metric.WithAttributeSet(attribute.NewSet(t.base...))
-	var outcomes [4]metric.ObserveOption
-	for i, o := range t.scope.Outcomes {
-		if o != "" {
-			outcomes[i] = metric.WithAttributeSet(attribute.NewSet(append([]attribute.KeyValue{t.outcome.String(o)}, t.base...)...))
-		}
-	}
 	client := weak.Make(c)
 	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		c := client.Value()
