@@ -49,7 +49,9 @@ type option func(*config)
 func (f option) apply(c *config) { f(c) }
 
 // Endpoints are the PDP's API endpoints: absolute URLs, or paths that
-// start with "/" and are resolved against the PDP URL given to New. An
+// start with "/" and are resolved against the PDP URL given to New;
+// neither may hold a query or fragment (nor an absolute URL user
+// information), as the PDP URL may not: New refuses them. An
 // empty endpoint is an API the client does not call (a call that needs it
 // fails closed).
 type Endpoints struct {
