@@ -439,6 +439,47 @@ func TestEveryAnswerReplacesTheCachedVerdict(t *testing.T) {
 	}
 }
 
+// TestWildcardReplacesOnlyItsTokensEntries: a ListGranted with a wildcard
+// drops what the cache held for its token (the cache cannot tell which of
+// them the answer no longer lists) and stores what the answer lists; the
+// entries of other tokens stay.
+func TestWildcardReplacesOnlyItsTokensEntries(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	c := g.newClient(t)
+	alice := pep.WithToken(t.Context(), g.token(t, "alice"))
+	bob := pep.WithToken(t.Context(), g.token(t, "bob"))
+	for _, ctx := range []context.Context{alice, bob} {
+		d, err := c.Check(ctx, "orders", "write")
+		require.NoError(t, err)
+		require.False(t, d.Cached)
+	}
+
+	perms, err := c.ListGranted(alice, []pep.Resource{{Name: "invoices"}})
+	require.NoError(t, err)
+	require.Equal(t, []pep.Permission{{Resource: "invoices", Scope: "read", Status: pep.Grant}}, perms)
+
+	tests := []struct {
+		name            string
+		ctx             context.Context
+		resource, scope string
+		want            pep.Status
+		cached          bool
+	}{
+		{"another token's entry stays", bob, "orders", "write", pep.Grant, true},
+		{"a pair the wildcard listed is stored", alice, "invoices", "read", pep.Grant, true},
+		{"the token's other entries are dropped", alice, "orders", "write", pep.Deny, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := c.Check(tt.ctx, tt.resource, tt.scope)
+			require.NoError(t, err)
+			requireGatewayDecision(t, d, tt.want)
+			assert.Equal(t, tt.cached, d.Cached)
+		})
+	}
+}
+
 func TestCacheDisabled(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
