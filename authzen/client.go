@@ -76,14 +76,17 @@ func New(pdpURL string, opts ...Option) (*Client, error) {
 func (e Endpoints) resolve(base string) (Endpoints, error) {
 	var errs []error
 	fix := func(name string, p *string) {
-		switch {
-		case *p == "":
-		case strings.HasPrefix(*p, "/"):
+		if *p == "" {
+			return
+		}
+		if strings.HasPrefix(*p, "/") {
 			*p = base + *p
-		default:
-			if _, err := core.ParseURL(*p, pdp); err != nil {
-				errs = append(errs, fmt.Errorf("authzen: the %s endpoint must be a path starting with / or an absolute http(s) URL", name))
-			}
+		}
+		// A path is held to the PDP URL's rules once resolved: no query or
+		// fragment, which might hold secrets and would show in logs and
+		// spans (url.full); the error does not repeat the endpoint.
+		if _, err := core.ParseURL(*p, pdp); err != nil {
+			errs = append(errs, fmt.Errorf("authzen: the %s endpoint must be a path starting with / or an absolute http(s) URL, without user information, query or fragment (give secrets as the credential, not in the URL)", name))
 		}
 	}
 	fix("evaluation", &e.Evaluation)

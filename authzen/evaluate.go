@@ -31,8 +31,12 @@ func (f callOption) applyCall(c *callConfig) { f(c) }
 // cache is not read (the PDP's order matters), only written.
 func WithSemantic(s Semantic) CallOption { return callOption(func(c *callConfig) { c.semantic = s }) }
 
-// NoCache makes one call ask the PDP even for cached evaluations; the
-// fresh answers are still stored.
+// NoCache makes one call ask the PDP even for cached evaluations (the
+// cache is not read). The fresh answers still replace what the cache holds
+// for their evaluations, as every answer does: a decision without a
+// response context or error is stored for later calls, and any other (a
+// denial with reasons, an item's error) removes the older entry, so that
+// a later call never gets an older decision than the one this call got.
 func NoCache() CallOption { return callOption(func(c *callConfig) { c.noCache = true }) }
 
 // Evaluate asks the PDP's Access Evaluation API whether req's subject may
@@ -300,8 +304,8 @@ func decisionOf(it item) Decision {
 
 // send posts one request, shared with identical concurrent ones (same
 // credential, endpoint and body; core.Send), reads its answer strictly
-// and, when the request was its own, stores its decisions without a
-// response context or error under keys.
+// and, when the request was its own, stores what it says of each
+// evaluated item under keys (store).
 func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credential, url string, body []byte, keys []string, s Semantic, single bool) *outcome {
 	data, w, err := c.core.Send(ctx, cl, cred, url, body, http.Header{"X-Request-Id": {newRequestID()}})
 	defer w.Close()
@@ -332,13 +336,27 @@ func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credent
 	if err != nil {
 		return &outcome{Err: err}
 	}
+	store(w, keys, items)
+	out.Value = items
+	return out
+}
+
+// store replaces what the cache holds for every item the PDP's answer
+// decided (items[k] is the answer for keys[k]): a decision without a
+// response context or error is kept; any other (a denial with reasons, an
+// item's error) is not, and removes the older entry of its key, so that
+// no older decision is served in place of the PDP's newer one. It is the
+// only step that writes an answer to the cache. Keys the answer did not
+// reach (after the item that stopped the batch) are not answered and keep
+// what they hold.
+func store(w *core.Writer, keys []string, items []item) {
 	for k, it := range items {
 		if it.err == nil && len(it.context) == 0 {
 			w.Add(keys[k], it.allowed)
+		} else {
+			w.Forget(keys[k])
 		}
 	}
-	out.Value = items
-	return out
 }
 
 // outcome is the outcome of one PDP request: its items, or the error that

@@ -49,7 +49,9 @@ type option func(*config)
 func (f option) apply(c *config) { f(c) }
 
 // Endpoints are the PDP's API endpoints: absolute URLs, or paths that
-// start with "/" and are resolved against the PDP URL given to New. An
+// start with "/" and are resolved against the PDP URL given to New;
+// neither may hold a query or fragment (nor an absolute URL user
+// information), as the PDP URL may not: New refuses them. An
 // empty endpoint is an API the client does not call (a call that needs it
 // fails closed).
 type Endpoints struct {
@@ -109,7 +111,9 @@ func WithTimeout(d time.Duration) Option { return option(func(c *config) { c.Tim
 // keeps none of that kind), counted from when the request was sent: an
 // answer is served only while the monotonic clock, read on every hit, says
 // it is within its TTL. Only decisions without a response context are
-// cached; entries are per credential, two credentials never share one.
+// cached; every answer replaces what the cache held for its evaluation,
+// and one not kept (a denial with reasons, an item's error) removes the
+// older entry. Entries are per credential, two credentials never share one.
 // Defaults: 10,000 entries, 30 s, 10 s. Negative values are errors.
 func WithCache(size int, allowTTL, denyTTL time.Duration) Option {
 	return option(func(c *config) { c.CacheSize, c.AllowTTL, c.DenyTTL = size, allowTTL, denyTTL })

@@ -165,7 +165,9 @@ type config struct {
 // stream's next message has it decided again (WithStreamRedecide).
 const DefaultStreamRedecide = 30 * time.Second
 
-// WithStreamRedecide sets the lifetime of a stream's grant: once the last
+// WithStreamRedecide sets the lifetime of a stream's grant, counted from
+// when its decision was asked of the gateway (a stream is opened on a
+// decision asked past the client's cache): once the last
 // decision of an open stream is older than interval (on the monotonic
 // clock, so time the process spent frozen counts), its next message, sent
 // or received, waits for a new decision of the same method and caller's
@@ -272,9 +274,11 @@ func UnaryServerInterceptor(c Checker, fn Func, opts ...Option) grpc.UnaryServer
 
 // StreamServerInterceptor returns an interceptor that lets a stream
 // through only when the caller holds every scope fn names for its method,
-// decided before the handler runs and before any message is read, and
-// decided again once the grant is older than WithStreamRedecide's
-// interval (see there). It answers as the package documentation
+// decided before the handler runs and before any message is read, by the
+// gateway past the client's cache (so that the grant's age counts from the
+// gateway's decision, not from a cached one of unknown age), and decided
+// again once the grant is older than WithStreamRedecide's interval (see
+// there). It answers as the package documentation
 // describes, is safe for concurrent use, and panics on a wiring mistake.
 func StreamServerInterceptor(c Checker, fn Func, opts ...Option) grpc.StreamServerInterceptor {
 	g := newGuard(c, fn, opts)
@@ -282,8 +286,12 @@ func StreamServerInterceptor(c Checker, fn Func, opts ...Option) grpc.StreamServ
 		if g.cfg.public[info.FullMethod] {
 			return handler(srv, ss)
 		}
+		// The grant's lifetime counts from when it was asked of the
+		// gateway: a cached decision may already be grantTTL old, and the
+		// client's cache does not say how old, so the stream is decided
+		// past it (pep.NoCache).
 		decided := time.Now()
-		ctx, err := g.decide(ss.Context(), info.FullMethod)
+		ctx, err := g.decide(ss.Context(), info.FullMethod, pep.NoCache())
 		if err != nil {
 			return err
 		}

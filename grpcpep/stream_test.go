@@ -82,6 +82,43 @@ func TestStreamGrantLastsItsInterval(t *testing.T) {
 	assert.Equal(t, int64(1), counter.Calls())
 }
 
+// A stream's grant lifetime counts from the gateway's decision, so a
+// stream is opened on a decision asked past the client's cache: a GRANT
+// an earlier stream left in the cache, of an age the cache does not tell,
+// never opens one. Here the token is revoked after the first stream's
+// grant was cached; the second stream, within the interval of that
+// cached GRANT, is refused at once with the code a new call gets.
+func TestStreamOpensOnTheGatewaysDecision(t *testing.T) {
+	t.Parallel()
+	env := adaptertest.Start(t)
+	conn := serve(t, &orders{}, guarded(env.Client)...) // the default interval: 30 s
+	token := env.Gateway.Token(adaptertest.Realm, "ann", mockserver.TokenClient(adaptertest.ClientID))
+	ctx := bearer(t.Context(), token)
+	ping := func(cs grpc.ClientStream) error {
+		if err := cs.SendMsg(wrapperspb.String("x")); err != nil {
+			return err
+		}
+		return cs.RecvMsg(new(wrapperspb.StringValue))
+	}
+	open := func() grpc.ClientStream {
+		cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
+		require.NoError(t, err)
+		return cs
+	}
+
+	first := open()
+	require.NoError(t, ping(first)) // granted by the gateway, and cached
+	require.NoError(t, first.CloseSend())
+	second := open()
+	require.NoError(t, ping(second), "a stream of a token still valid")
+	require.NoError(t, second.CloseSend())
+
+	revoke(t, env, token)
+	third := open()
+	err := ping(third)
+	require.Equal(t, codes.Unauthenticated, status.Code(err), "a stream opened on the cached GRANT of a revoked token: %v", err)
+}
+
 // WithStreamRedecide needs a positive interval.
 func TestStreamRedecideNeedsAPositiveInterval(t *testing.T) {
 	t.Parallel()

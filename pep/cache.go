@@ -117,8 +117,15 @@ func transient(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// store keeps the gateway's GRANT and DENY answers through w: the pairs
-// the answer lists exactly once (answer.decide).
+// store replaces what the cache holds for every pair the gateway's answer
+// is about (the pairs asked for, and those a wildcard covers) with the
+// answer: a GRANT or DENY the answer lists exactly once (answer.decide) is
+// kept; any other answer for the pair (ERROR, the pair listed twice or not
+// at all) is not, and removes the older entry, so that no older verdict is
+// served in place of the gateway's newer one. It is the only step that
+// writes an answer to the cache. A pair a wildcard covered and the answer
+// no longer lists has no entry here: its older verdict was dropped before
+// the request was sent (core.SendWide).
 func store(w *core.Writer, cl *call, a *answer) {
 	if w == nil {
 		return
@@ -126,12 +133,16 @@ func store(w *core.Writer, cl *call, a *answer) {
 	var buf []byte
 	for _, e := range a.entries {
 		p, l := e.p, e.l
-		if l.count != 1 || !cacheablePair(p) || l.status != Grant && l.status != Deny {
+		if !cacheablePair(p) {
 			continue
 		}
 		// The cache keeps its own copy of the key (cache.Writer.Add), so
 		// the key is a view of one buffer, reused for the next pair.
 		buf = appendKey(buf[:0], p, cl.ctxKey)
-		w.Add(transient(buf), l.status == Grant)
+		if l.count == 1 && (l.status == Grant || l.status == Deny) {
+			w.Add(transient(buf), l.status == Grant)
+		} else {
+			w.Forget(transient(buf))
+		}
 	}
 }

@@ -355,6 +355,131 @@ func TestNoCacheBypassesReadButStores(t *testing.T) {
 	assert.Equal(t, 2, g.count())
 }
 
+// TestEveryAnswerReplacesTheCachedVerdict: whatever the gateway answers
+// for a pair replaces what the cache held for it. An answer the cache does
+// not keep (an ERROR, a pair listed twice or not at all, a pair a wildcard
+// no longer lists) removes the older GRANT: the next Check asks the
+// gateway instead of serving a verdict older than the one the client has
+// had since. The reference server cannot drop a scope from a client on
+// demand, so a hook gives its answers after the change.
+func TestEveryAnswerReplacesTheCachedVerdict(t *testing.T) {
+	t.Parallel()
+	perm := func(resource, scope, status string) map[string]string {
+		return map[string]string{"resource": resource, "scope": scope, "status": status}
+	}
+	tests := []struct {
+		name string
+		// perms is what the gateway lists after the change.
+		perms []map[string]string
+		// call asks the gateway after the change; it is not served by the
+		// cache.
+		call func(ctx context.Context, c *pep.Client) error
+	}{
+		{"ERROR for the pair (NoCache)", []map[string]string{perm("orders", "read", "ERROR")},
+			func(ctx context.Context, c *pep.Client) error {
+				d, err := c.Check(ctx, "orders", "read", pep.NoCache())
+				assert.Equal(t, pep.Error, d.Status)
+				return err
+			}},
+		{"the pair listed twice (NoCache)", []map[string]string{perm("orders", "read", "GRANT"), perm("orders", "read", "GRANT")},
+			func(ctx context.Context, c *pep.Client) error {
+				d, err := c.Check(ctx, "orders", "read", pep.NoCache())
+				assert.False(t, d.Allowed())
+				return err
+			}},
+		{"the pair not listed (NoCache)", []map[string]string{},
+			func(ctx context.Context, c *pep.Client) error {
+				d, err := c.Check(ctx, "orders", "read", pep.NoCache())
+				assert.False(t, d.Allowed())
+				return err
+			}},
+		{"ERROR for the pair in a CheckMany", []map[string]string{perm("orders", "read", "ERROR"), perm("invoices", "pay", "DENY")},
+			func(ctx context.Context, c *pep.Client) error {
+				res, err := c.CheckMany(ctx, []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "invoices", Scopes: []string{"pay"}}}, pep.NoCache())
+				assert.False(t, res.Allowed())
+				return err
+			}},
+		{"a wildcard no longer lists the scope", []map[string]string{perm("orders", "write", "DENY"), perm("orders", "delete", "DENY")},
+			func(ctx context.Context, c *pep.Client) error {
+				perms, err := c.ListGranted(ctx, []pep.Resource{{Name: "orders"}})
+				assert.Empty(t, perms)
+				return err
+			}},
+		{"every resource no longer lists the scope", []map[string]string{perm("invoices", "read", "GRANT")},
+			func(ctx context.Context, c *pep.Client) error {
+				perms, err := c.ListGranted(ctx, nil)
+				assert.Equal(t, []pep.Permission{{Resource: "invoices", Scope: "read", Status: pep.Grant}}, perms)
+				return err
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := startReference(t)
+			c := g.newClient(t)
+			c.SetToken(g.token(t, "alice"))
+			d, err := c.Check(t.Context(), "orders", "read")
+			require.NoError(t, err)
+			requireGatewayDecision(t, d, pep.Grant) // cached
+
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				writeJSON(w, http.StatusOK, map[string]any{"status": "DENY", "permissions": tt.perms})
+				return true
+			})
+			require.NoError(t, tt.call(t.Context(), c))
+			g.setHook(nil)
+
+			asked := g.count()
+			d, err = c.Check(t.Context(), "orders", "read")
+			require.NoError(t, err)
+			assert.False(t, d.Cached, "the older GRANT is served in place of the gateway's newer answer")
+			assert.Equal(t, asked+1, g.count(), "the Check asks the gateway")
+			requireGatewayDecision(t, d, pep.Grant) // the reference server's answer
+		})
+	}
+}
+
+// TestWildcardReplacesOnlyItsTokensEntries: a ListGranted with a wildcard
+// drops what the cache held for its token (the cache cannot tell which of
+// them the answer no longer lists) and stores what the answer lists; the
+// entries of other tokens stay.
+func TestWildcardReplacesOnlyItsTokensEntries(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	c := g.newClient(t)
+	alice := pep.WithToken(t.Context(), g.token(t, "alice"))
+	bob := pep.WithToken(t.Context(), g.token(t, "bob"))
+	for _, ctx := range []context.Context{alice, bob} {
+		d, err := c.Check(ctx, "orders", "write")
+		require.NoError(t, err)
+		require.False(t, d.Cached)
+	}
+
+	perms, err := c.ListGranted(alice, []pep.Resource{{Name: "invoices"}})
+	require.NoError(t, err)
+	require.Equal(t, []pep.Permission{{Resource: "invoices", Scope: "read", Status: pep.Grant}}, perms)
+
+	tests := []struct {
+		name            string
+		ctx             context.Context
+		resource, scope string
+		want            pep.Status
+		cached          bool
+	}{
+		{"another token's entry stays", bob, "orders", "write", pep.Grant, true},
+		{"a pair the wildcard listed is stored", alice, "invoices", "read", pep.Grant, true},
+		{"the token's other entries are dropped", alice, "orders", "write", pep.Deny, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := c.Check(tt.ctx, tt.resource, tt.scope)
+			require.NoError(t, err)
+			requireGatewayDecision(t, d, tt.want)
+			assert.Equal(t, tt.cached, d.Cached)
+		})
+	}
+}
+
 func TestCacheDisabled(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)

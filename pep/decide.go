@@ -3,6 +3,7 @@ package pep
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/transport"
@@ -96,7 +97,16 @@ func (c *Client) ask(ctx context.Context, cl *call, queries []pair, got func(k i
 // an identical concurrent one (core.Send), and caches the gateway's
 // decisions when the request was its own.
 func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credential, queries []pair) chunkOutcome {
-	data, w, err := c.core.Send(ctx, &cl.Call, cred, c.authorizeURL, authorizeBody(c.clientID, queries, cl.context), nil)
+	body := authorizeBody(c.clientID, queries, cl.context)
+	var data []byte
+	var w *core.Writer
+	var err error
+	if slices.ContainsFunc(queries, pair.wildcard) {
+		// Its answer may no longer list a pair the cache holds.
+		data, w, err = c.core.SendWide(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
+	} else {
+		data, w, err = c.core.Send(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
+	}
 	defer w.Close()
 	if err != nil {
 		return chunkOutcome{Err: err}

@@ -2,6 +2,7 @@ package pep_test
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -121,4 +124,51 @@ func TestVerifyNeedsAToken(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, c.Verify(t.Context()), pep.ErrNoToken)
 	require.NoError(t, c.Verify(pep.WithToken(t.Context(), e.gw.Token("corp", "uma"))), "a per-call token will do")
+}
+
+// TestVerifyPassesForAClientOfAnySize: Verify proves the configuration
+// whatever the client defines. Client big defines 500 resources of 21
+// scopes (10,500 pairs, more than one answer may make the client keep):
+// its right configuration passes, and its wrong client ID is still named.
+func TestVerifyPassesForAClientOfAnySize(t *testing.T) {
+	t.Parallel()
+	big := mockserver.FixtureClient{ClientID: "big-api", Secret: "big-secret"}
+	scopes := make([]string, 21)
+	for i := range scopes {
+		scopes[i] = fmt.Sprint("s", i)
+	}
+	for i := range 500 {
+		name := fmt.Sprintf("r%03d", i)
+		big.Resources = append(big.Resources, mockserver.FixtureResource{Name: name, Scopes: scopes})
+		big.Permissions = append(big.Permissions, mockserver.FixturePermission{
+			Name: "users use " + name, Resource: name, Scopes: scopes, Roles: []string{"user"},
+		})
+	}
+	gw := mockservertest.Start(t, mockserver.WithFixture(mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+		Name:    "corp",
+		Roles:   []mockserver.FixtureRole{{Name: "user"}},
+		Users:   []mockserver.FixtureUser{{Username: "uma", Roles: []string{"user"}}},
+		Clients: []mockserver.FixtureClient{big},
+	}}}), es256Tokens)
+	token := gw.Token("corp", "uma")
+	tests := []struct {
+		name, client string
+		want         error // nil: Verify passes
+	}{
+		{"right", "big-api", nil},
+		{"wrong client", "big-apii", pep.ErrUnknownClient},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := hangguard.NewPep(gw.URL, "corp", tt.client, pep.WithHTTPClient(gw.Client()), noRetry)
+			require.NoError(t, err)
+			c.SetToken(token)
+			if tt.want == nil {
+				require.NoError(t, c.Verify(t.Context()))
+				return
+			}
+			require.ErrorIs(t, c.Verify(t.Context()), tt.want)
+		})
+	}
 }

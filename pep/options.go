@@ -83,8 +83,13 @@ func WithTimeout(d time.Duration) Option { return option(func(c *config) { c.Tim
 // request was sent, and a cached answer is served only while the monotonic
 // clock, read on every hit, says it is within it: no answer outlives its
 // TTL, however slow its request or however long the process was frozen.
-// ERROR answers and fail-closed denials are never cached. Defaults: 10,000
-// entries, 30 s, 10 s. Negative values are errors.
+// ERROR answers and fail-closed denials are never cached, and every
+// gateway answer replaces what the cache held for its pairs: one not kept
+// (an ERROR, a pair a wildcard of ListGranted no longer lists) removes the
+// older entry, so no older verdict is served in place of a newer answer.
+// A ListGranted with a wildcard drops the token's cached decisions when
+// its request is sent. Defaults: 10,000 entries, 30 s, 10 s. Negative
+// values are errors.
 func WithCache(size int, grantTTL, denyTTL time.Duration) Option {
 	return option(func(c *config) { c.CacheSize, c.AllowTTL, c.DenyTTL = size, grantTTL, denyTTL })
 }

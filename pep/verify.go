@@ -26,9 +26,11 @@ var (
 )
 
 // Verify checks once, at start-up, that the gateway URL, the realm and the
-// client ID given to New are right, by asking the gateway what the client's
-// token is granted (a ListGranted of every resource, whose answer is not
-// cached). It returns nil when they are, and otherwise an error that says
+// client ID given to New are right, by asking the gateway's decision route
+// for one pair no client defines (verifyPair), whose answer is not cached:
+// any well-formed decision answer (an ERROR for that pair, as a rule)
+// proves the route, the realm and the client, whatever the client's size.
+// It returns nil when they are, and otherwise an error that says
 // which one is wrong: ErrWrongGatewayURL, ErrUnknownRealm or
 // ErrUnknownClient; ErrUnavailable when the gateway cannot be reached;
 // ErrNoToken without a token; a *ResponseError matching ErrUnauthorized
@@ -48,12 +50,12 @@ func (c *Client) Verify(ctx context.Context) (err error) {
 	}
 	ctx, cancel := c.core.Bound(ctx, &cl.Call)
 	defer cancel()
-	all := []pair{{resource: "*"}}
-	data, err := c.core.Post(ctx, &cl.Call, cred, c.authorizeURL, authorizeBody(c.clientID, all, noContext), nil)
+	probe := []pair{verifyPair}
+	data, err := c.core.Post(ctx, &cl.Call, cred, c.authorizeURL, authorizeBody(c.clientID, probe, noContext), nil)
 	var re *ResponseError
 	switch {
 	case err == nil:
-		if _, err := decodeAnswer(data, all); err != nil {
+		if _, err := decodeAnswer(data, probe); err != nil {
 			return fmt.Errorf("pep: the gateway's answer is not a decision (is the gateway URL right?): %w", err)
 		}
 		return nil
@@ -74,6 +76,13 @@ func (c *Client) Verify(ctx context.Context) (err error) {
 	}
 	return err
 }
+
+// verifyPair is the question Verify asks: the narrowest that proves the
+// route, one pair of a resource no client is expected to define. A
+// question about every pair of the client ("*") would be read with
+// ListGranted's bounds (10,000 pairs, 1 MiB), which a large client
+// configured rightly can pass.
+var verifyPair = pair{resource: "orgauthz-verify", scope: "verify"}
 
 type realmVerdict uint8
 

@@ -137,8 +137,12 @@ func WithRequestContext(rc RequestContext) CallOption {
 	return callOptionFunc(func(c *callConfig) { c.reqCtx = &rc })
 }
 
-// NoCache makes the call ask the gateway even for pairs the cache holds.
-// The fresh answers are still stored for later calls.
+// NoCache makes the call ask the gateway even for pairs the cache holds
+// (the cache is not read). The fresh answers still replace what the cache
+// holds for their pairs, as every answer does: a GRANT or DENY is stored
+// for later calls, and any other answer (ERROR, a malformed listing of the
+// pair) removes the older entry, so that a later call never gets an older
+// verdict than the one this call got.
 func NoCache() CallOption {
 	return callOptionFunc(func(c *callConfig) { c.noCache = true })
 }

@@ -88,6 +88,14 @@ func newClient(gateway, realm, clientID string, rdb redis.UniversalClient, chann
 // routes is the whole service. POST /logout purges the caller's token on
 // every replica; a real service would also revoke it at the server (RFC
 // 7009).
+//
+// Only a token the gateway accepts is purged: a purge is published to,
+// and applied by, every replica, so an endpoint that purged any string an
+// unauthenticated caller sends would let anyone make every replica work
+// for nothing. The logout first asks the gateway about the token, past the
+// cache: a token it refuses (401) is not purged here, and needs not be,
+// since the client's own 401 path purges it everywhere, at most once a
+// while per token.
 func routes(c *pep.Client) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /orders/{id}", middleware.Require(c, "orders", "read")(http.HandlerFunc(showOrder)))
@@ -95,6 +103,17 @@ func routes(c *pep.Client) http.Handler {
 		token, err := middleware.BearerToken(r)
 		if err != nil {
 			writeError(w, http.StatusUnauthorized, "send the token to log out")
+			return
+		}
+		// Any answer of the gateway's own (GRANT, DENY or ERROR) says it
+		// accepts the token.
+		d, err := c.Check(pep.WithToken(r.Context(), token), "orders", "read", pep.NoCache())
+		switch {
+		case err != nil:
+			writeError(w, http.StatusUnauthorized, "the gateway does not accept this token")
+			return
+		case d.Cause != nil && !errors.Is(d.Cause, pep.ErrNotEvaluated):
+			writeError(w, http.StatusServiceUnavailable, "the token cannot be checked now; retry")
 			return
 		}
 		if err := c.Purge(r.Context(), token); err != nil {

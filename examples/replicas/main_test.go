@@ -62,3 +62,32 @@ func TestLogoutReachesEveryReplica(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Contains(t, rec.Body.String(), "cached: false")
 }
+
+// TestLogoutPurgesOnlyATokenTheGatewayAccepts: POST /logout publishes a
+// purge, which every replica applies, only for a token the gateway
+// accepts; any other string a caller sends is refused with 401.
+func TestLogoutPurgesOnlyATokenTheGatewayAccepts(t *testing.T) {
+	gw := mockservertest.Start(t, mockserver.WithFixtureFile("../fixtures/acme.json"))
+	rs := redistest.Start(t)
+	c, err := newClient(gw.URL, "acme", "orders-api", rs.Client(), "test", pep.WithHTTPClient(gw.Client()), pep.WithTimeout(hangguard.Timeout))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	h := routes(c)
+	tests := []struct {
+		name, token string
+		want        int
+	}{
+		{"a token of the gateway", gw.Token("acme", "carol"), http.StatusNoContent},
+		{"a token the gateway never issued", "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJjYXJvbCJ9.Zm9yZ2Vk", http.StatusUnauthorized},
+		{"an expired token of the gateway", gw.Token("acme", "carol", mockserver.TokenLifetime(-time.Minute)), http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/logout", nil)
+			req.Header.Set("Authorization", "Bearer "+tt.token)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			require.Equal(t, tt.want, rec.Code, rec.Body.String())
+		})
+	}
+}

@@ -180,6 +180,21 @@ func (w *Writer) Add(key string, allowed bool) {
 	w.w.Add(key, allowed, ttl, 0)
 }
 
+// Forget removes what is cached under key: the server answered key with
+// something the caller does not keep (an ERROR, a denial with reasons, a
+// pair listed twice), and no older verdict may be served in place of that
+// newer answer. Like Add it does nothing once the token's entries were
+// purged after the writer was made (there is nothing left to remove), and
+// the cache keeps no copy of key.
+func (w *Writer) Forget(key string) {
+	if w == nil {
+		return
+	}
+	// A zero TTL stores nothing and removes the earlier entry
+	// (cache.Writer.Add).
+	w.w.Add(key, false, 0, 0)
+}
+
 // Close releases the writer; closing it again, or a nil one, does
 // nothing.
 func (w *Writer) Close() {

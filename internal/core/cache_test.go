@@ -73,3 +73,32 @@ func TestTokenCountedOnce(t *testing.T) {
 	require.LessOrEqual(t, float64(grown), 1.05*float64(bytes), "the cache holds more than it counts")
 	pin.Unpin()
 }
+
+// TestWriterForgetRemovesTheOlderVerdict: an answer the caller does not
+// keep (Forget) removes what was cached under its key, for this token
+// only, and a nil writer (no cache) takes it without a panic.
+func TestWriterForgetRemovesTheOlderVerdict(t *testing.T) {
+	d, err := newDecisions(&Settings{CacheSize: 100, CacheMaxBytes: 1 << 20, AllowTTL: time.Hour, DenyTTL: time.Hour})
+	require.NoError(t, err)
+	ann := transport.Ident{Scheme: transport.SchemeBearer, Token: "token-of-ann"}
+	bob := transport.Ident{Scheme: transport.SchemeBearer, Token: "token-of-bob"}
+	for _, id := range []transport.Ident{ann, bob} {
+		w := d.writer(id)
+		w.Add("orders/read", true)
+		w.Add("orders/write", true)
+		w.Close()
+	}
+	w := d.writer(ann)
+	w.Forget("orders/read")
+	w.Close()
+
+	_, ok := Get(d.lookup(ann), "orders/read")
+	require.False(t, ok, "the older verdict is still served")
+	allowed, ok := Get(d.lookup(ann), "orders/write")
+	require.True(t, ok && allowed, "another key of the token")
+	allowed, ok = Get(d.lookup(bob), "orders/read")
+	require.True(t, ok && allowed, "the same key of another token")
+
+	var none *Writer
+	none.Forget("orders/read")
+}

@@ -140,11 +140,31 @@ type flightKey struct {
 // and closes it. w is nil for a caller that shared, and when the token's
 // decisions are not cached; its methods are safe on nil.
 func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, w *Writer, err error) {
+	return c.send(ctx, cl, cred, url, body, header, false)
+}
+
+// SendWide is Send for a request that asks about keys it does not name
+// (pep's wildcards: every scope of a resource, every resource): its answer
+// can leave out a key the cache holds an older verdict for, and nothing
+// then replaces that verdict. So the request's own sending first drops
+// every cached decision of the call's token (a purge of the token, which
+// also keeps the writers made before it from storing), and the answer's
+// decisions are stored afresh through w. The cache cannot list a token's
+// keys, so the whole token is dropped, not only the keys the request
+// covers: a later call asks the server again, never the other way round.
+func (c *Core) SendWide(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, w *Writer, err error) {
+	return c.send(ctx, cl, cred, url, body, header, true)
+}
+
+func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, wide bool) (data []byte, w *Writer, err error) {
 	if err := c.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
 		return nil, nil, err
 	}
 	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, url: url, body: string(body)}
 	out, shared := c.flights.Do(ctx, c.who.Peer, key, func() *Outcome[[]byte] {
+		if wide && c.cache.cached(cl.ID) {
+			c.purge(cl.ID) // before the writer, which the purge would fence
+		}
 		w = c.cache.writer(cl.ID)
 		data, err := c.Post(ctx, cl, cred, url, body, header)
 		return &Outcome[[]byte]{Value: data, Err: err}
