@@ -91,9 +91,12 @@ type entry[G, K comparable, V any] struct {
 	// and eviction clears when it gives the entry its second chance.
 	state   atomic.Uint64
 	expires time.Duration // since the cache's epoch
-	grp     *Group[G, K, V]
-	value   V
-	size    uint32 // the caller's size plus the entry's bookkeeping (see keyStore.cost)
+	// made is when the value was asked for (the Writer's making, or the
+	// Add): a value asked for earlier never replaces it.
+	made  time.Duration
+	grp   *Group[G, K, V]
+	value V
+	size  uint32 // the caller's size plus the entry's bookkeeping (see keyStore.cost)
 	// prev and next link the recency list, under c.mu; nil when unlinked.
 	prev, next *entry[G, K, V]
 	// gprev and gnext link the member list of grp (or, after a removal of
@@ -283,7 +286,8 @@ func (c *Cache[G, K, V]) due(now time.Duration) bool {
 }
 
 // Add stores value under group g and key k for ttl, replacing any earlier
-// value and making it the most recently used entry; size is the memory the
+// value (a value that Add stores is asked for now, after any Writer's) and
+// making it the most recently used entry; size is the memory the
 // value (and a key that is not a string) holds beyond its own fixed size
 // (the bytes of its strings, say), which the entry counts against the byte
 // bound together with the cache's own bookkeeping. A key whose type is a
@@ -302,7 +306,7 @@ func (c *Cache[G, K, V]) Add(g G, k K, value V, ttl time.Duration, size int64) b
 	now := c.clk.elapsed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.add(c.group(g), k, value, now, expiry(now, ttl), size)
+	return c.add(c.group(g), k, value, now, now, expiry(now, ttl), size)
 }
 
 // Remove deletes the entry under group g and key k and reports whether there
@@ -421,24 +425,43 @@ func (c *Cache[G, K, V]) Stats() Stats {
 	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions, Expirations: c.expirations}
 }
 
-// add stores an entry of grp that expires at expires, unless that is not
-// after now; c.mu must be held.
-func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, now, expires time.Duration, size int64) bool {
+// add stores an entry of grp, asked for at made, that expires at expires,
+// unless that is not after now; c.mu must be held.
+//
+// Values are kept in the order they were asked for, not the order they
+// arrive in: a value asked for before the one the entry holds does not
+// replace it, and one asked for before the group's last removal of a key
+// (a value not kept) is not stored, so that a slow answer to an older
+// request never stands in for a newer one.
+func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, made, now, expires time.Duration, size int64) bool {
 	size = max(size, 0)
 	h := keyHash(&c.keys, grp.seed, k)
 	cost := c.store.cost(&k)
+	old := c.idx.get(h, grp, k)
+	if old != nil && old.gen() != grp.gen.Load() {
+		old = nil // one RemoveGroup removed is freeing
+	}
+	if made < grp.forgot || old != nil && made < old.made {
+		c.release(grp)
+		return false
+	}
 	// An entry that does not fit beside its group's bookkeeping never
 	// fits; one of 4 GiB or more is not stored either (an entry counts
 	// its size in 32 bits).
 	if expires <= now || size > min(c.maxBytes-c.groupStore.cost(&grp.id), math.MaxUint32)-cost {
-		if e := c.idx.get(h, grp, k); e != nil {
-			c.remove(e)
+		// The value not kept is newer than anything the group holds: the
+		// older ones, stored or still to come, must not stand in for it.
+		// The mark is per group, not per key: a removal keeps nothing of
+		// its key to remember it by.
+		grp.forgot = made
+		if old != nil {
+			c.remove(old)
 		}
 		c.release(grp)
 		return false
 	}
 	e := c.store.make(k)
-	e.grp, e.value, e.expires, e.size = grp, value, expires, uint32(size+cost)
+	e.grp, e.value, e.expires, e.made, e.size = grp, value, expires, made, uint32(size+cost)
 	e.state.Store(grp.gen.Load() << 1)
 	if old := c.idx.put(h, e); old != nil {
 		// Not drop: the group keeps e, and must not be forgotten between
@@ -585,6 +608,10 @@ type Group[G, K comparable, V any] struct {
 	head *entry[G, K, V]
 	// holds counts the pins and the open writers; under c.mu.
 	holds int
+	// forgot is when the newest value that was not kept (a removal by a
+	// ttl that is not positive) was asked for: values asked for before it
+	// are not stored (see add); under c.mu.
+	forgot time.Duration
 }
 
 // Pin returns a handle on group g that stays valid, and keeps g's
@@ -734,7 +761,10 @@ func (c *Cache[G, K, V]) Writer(g G) *Writer[G, K, V] {
 // Add is Cache.Add for the writer's group, except that ttl counts from when
 // the writer was made, not from this call, and that it stores nothing, and
 // reports false, once the group has been removed since the writer was made,
-// or after Close. A ttl that has run out already stores nothing and removes
+// after Close, when the value under k was asked for after the writer was
+// made, or when a value of the group asked for after the writer was made
+// was not kept (its ttl was not positive): an older answer never replaces
+// a newer one. A ttl that has run out already stores nothing and removes
 // any earlier value, as a ttl that is not positive does.
 func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool {
 	if w.closed {
@@ -747,7 +777,7 @@ func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool 
 	if w.grp.gen.Load() != w.gen {
 		return false
 	}
-	return c.add(w.grp, k, value, now, expiry(w.made, ttl), size)
+	return c.add(w.grp, k, value, w.made, now, expiry(w.made, ttl), size)
 }
 
 // Close releases the writer. Closing it again does nothing.

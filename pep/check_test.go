@@ -2,6 +2,7 @@ package pep_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -437,6 +438,62 @@ func TestEveryAnswerReplacesTheCachedVerdict(t *testing.T) {
 			requireGatewayDecision(t, d, pep.Grant) // the reference server's answer
 		})
 	}
+}
+
+// TestAnOlderAnswerNeverReplacesANewerOne: the cache keeps the answer to
+// the latest request sent, whatever order the answers arrive in. A
+// CheckMany that the gateway decided GRANT before a revocation, and whose
+// answer is slow to arrive, does not overwrite the DENY that a later Check
+// of one of its pairs stored: the Checks after it are served that DENY.
+func TestAnOlderAnswerNeverReplacesANewerOne(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	c := g.newClient(t)
+	c.SetToken(g.token(t, "alice"))
+	arrived, release := make(chan struct{}), make(chan struct{})
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		var body sentBody
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			return false
+		}
+		pairs := sentRequest{Body: body}.pairs()
+		status := "DENY" // the gateway's answer after the revocation
+		if len(pairs) == 2 {
+			// The CheckMany, decided before the revocation and answered
+			// after the Check.
+			status = "GRANT"
+			close(arrived)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return true
+			}
+		}
+		perms := []map[string]string{}
+		for _, p := range pairs {
+			resource, scope, _ := strings.Cut(p, "/")
+			perms = append(perms, map[string]string{"resource": resource, "scope": scope, "status": status})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": status, "permissions": perms})
+		return true
+	})
+	many := make(chan error, 1)
+	go func() {
+		_, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
+		many <- err
+	}()
+	<-arrived
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	require.False(t, d.Cached)
+	require.Equal(t, pep.Deny, d.Status, "the gateway's newer answer")
+	close(release)
+	require.NoError(t, <-many)
+
+	d, err = c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	assert.True(t, d.Cached, "the newer DENY stays cached")
+	assert.Equal(t, pep.Deny, d.Status, "the older GRANT replaced the newer DENY")
 }
 
 // TestWildcardReplacesOnlyItsTokensEntries: a ListGranted with a wildcard
