@@ -441,7 +441,7 @@ func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, made, now, expir
 	if old != nil && old.gen() != grp.gen.Load() {
 		old = nil // one RemoveGroup removed is freeing
 	}
-	if made < grp.forgot || old != nil && made < old.made {
+	if old != nil && made < old.made || grp.superseded(h, made) {
 		c.release(grp)
 		return false
 	}
@@ -449,11 +449,9 @@ func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, made, now, expir
 	// fits; one of 4 GiB or more is not stored either (an entry counts
 	// its size in 32 bits).
 	if expires <= now || size > min(c.maxBytes-c.groupStore.cost(&grp.id), math.MaxUint32)-cost {
-		// The value not kept is newer than anything the group holds: the
-		// older ones, stored or still to come, must not stand in for it.
-		// The mark is per group, not per key: a removal keeps nothing of
-		// its key to remember it by.
-		grp.forgot = made
+		// The value not kept is newer than the key's older ones, stored
+		// or still to come (see order.go): they must not stand in for it.
+		grp.forgot(h, made)
 		if old != nil {
 			c.remove(old)
 		}
@@ -608,10 +606,11 @@ type Group[G, K comparable, V any] struct {
 	head *entry[G, K, V]
 	// holds counts the pins and the open writers; under c.mu.
 	holds int
-	// forgot is when the newest value that was not kept (a removal by a
-	// ttl that is not positive) was asked for: values asked for before it
-	// are not stored (see add); under c.mu.
-	forgot time.Duration
+	// writers are the group's open writers, oldest first, and forgets
+	// when its keys were last answered with a value not kept, while an
+	// older writer is open (see order.go); under c.mu.
+	writers writerList[G, K, V]
+	forgets *forgets
 }
 
 // Pin returns a handle on group g that stays valid, and keeps g's
@@ -744,6 +743,8 @@ type Writer[G, K comparable, V any] struct {
 	gen    uint64
 	made   time.Duration // since the cache's epoch
 	closed bool
+	// prev and next link the group's open writers (writerList), under c.mu.
+	prev, next *Writer[G, K, V]
 }
 
 // Writer returns a writer for group g, made now: the time to live of what
@@ -755,16 +756,17 @@ func (c *Cache[G, K, V]) Writer(g G) *Writer[G, K, V] {
 	defer c.mu.Unlock()
 	grp := c.group(g)
 	grp.holds++
-	return &Writer[G, K, V]{grp: grp, gen: grp.gen.Load(), made: made}
+	w := &Writer[G, K, V]{grp: grp, gen: grp.gen.Load(), made: made}
+	grp.writers.open(w)
+	return w
 }
 
 // Add is Cache.Add for the writer's group, except that ttl counts from when
 // the writer was made, not from this call, and that it stores nothing, and
 // reports false, once the group has been removed since the writer was made,
-// after Close, when the value under k was asked for after the writer was
-// made, or when a value of the group asked for after the writer was made
-// was not kept (its ttl was not positive): an older answer never replaces
-// a newer one. A ttl that has run out already stores nothing and removes
+// after Close, or when the value under k, kept or not (a ttl that is not
+// positive), was asked for after the writer was made: an older answer
+// never replaces a newer one. A ttl that has run out already stores nothing and removes
 // any earlier value, as a ttl that is not positive does.
 func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool {
 	if w.closed {
@@ -789,6 +791,8 @@ func (w *Writer[G, K, V]) Close() {
 	c := w.grp.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	w.grp.writers.close(w)
+	w.grp.prune()
 	w.grp.holds--
 	c.release(w.grp)
 }

@@ -311,18 +311,20 @@ func TestOlderValueNeverReplacesANewerOne(t *testing.T) {
 			assert.Equal(t, "latest", got)
 		})
 	}
-	t.Run("other keys and groups of a kept value", func(t *testing.T) {
-		t.Parallel()
-		clk := newClock()
-		c := newCache[string](t, 8, clk)
-		older, otherGroup := c.Writer("alice"), c.Writer("bob")
-		defer older.Close()
-		defer otherGroup.Close()
-		clk.advance(time.Second)
-		c.Add("alice", "orders", "newer", time.Minute, 1)
-		assert.True(t, older.Add("invoices", "older", time.Minute, 1), "a key the newer value is not under")
-		assert.True(t, otherGroup.Add("orders", "bob's", time.Minute, 1), "another group")
-	})
+	for _, ttl := range []time.Duration{time.Minute, 0} {
+		t.Run(fmt.Sprintf("other keys and groups, newer ttl %v", ttl), func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			c := newCache[string](t, 8, clk)
+			older, otherGroup := c.Writer("alice"), c.Writer("bob")
+			defer older.Close()
+			defer otherGroup.Close()
+			clk.advance(time.Second)
+			c.Add("alice", "orders", "newer", ttl, 1)
+			assert.True(t, older.Add("invoices", "older", time.Minute, 1), "a key the newer value is not under")
+			assert.True(t, otherGroup.Add("orders", "bob's", time.Minute, 1), "another group")
+		})
+	}
 }
 
 // A writer's entries live for their time to live from when the writer was

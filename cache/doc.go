@@ -39,10 +39,10 @@
 // is never kept longer than its time to live after it was asked for.
 // Values are kept in the order they were asked for, not the order they
 // arrive in: a Writer's value never replaces one asked for after the
-// writer was made, and is not stored at all when a value asked for after
-// it was not kept (a ttl that is not positive removes the key and marks
-// the group, since nothing of the key is left to remember it by), so that
-// a slow answer to an older request never stands in for a newer one. A
+// writer was made, and is not stored at all when a value under its key
+// asked for after it was not kept (a ttl that is not positive; the group
+// remembers such keys while a writer made before is open), so that a slow
+// answer to an older request never stands in for a newer one. A
 // Cache needs no Close: it starts no goroutine and no timer.
 //
 // Every lookup reads the clock and compares it with its entry's expiry:
