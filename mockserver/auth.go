@@ -250,21 +250,26 @@ type checkError struct{ err error }
 func (e checkError) Error() string { return strings.TrimPrefix(e.err.Error(), "issuer: ") }
 func (e checkError) Unwrap() error { return e.err }
 
-// recordAudit appends the audit entry of a mutating call.
+// recordAudit appends the audit entry of a mutating call to the tenant it
+// acted on (the caller's own unless the handler named another), in the
+// part of that tenant's log for the caller's tenant and the call's outcome
+// (store.RecordAudit): a refused call, or the tenant's own callers, cannot
+// push out the platform's record of what it did to the tenant.
 func (s *Server) recordAudit(c *caller, action string, status int) {
 	outcome := store.OutcomeSuccess
 	if status >= 400 {
 		outcome = store.OutcomeFailure
 	}
 	resourceType, _, _ := strings.Cut(action, ".")
+	by := c.realm
+	if rm, ok := s.store.Lookup(c.realm); ok {
+		by = rm.TenantID()
+	}
 	tenant := c.tenantID
 	if tenant == "" {
-		tenant = c.realm
-		if rm, ok := s.store.Lookup(c.realm); ok {
-			tenant = rm.TenantID()
-		}
+		tenant = by
 	}
-	s.store.RecordAudit(store.AuditEntry{ActorID: c.subject, Action: action, TenantID: tenant,
+	s.store.RecordAudit(by, store.AuditEntry{ActorID: c.subject, Action: action, TenantID: tenant,
 		ResourceType: resourceType, ResourceID: c.resourceID, Outcome: outcome})
 }
 

@@ -319,8 +319,9 @@ func pageSubjects(t *testing.T, srv *mockservertest.Server, action string, limit
 
 // TestAuthZENSubjectSearchPagesByCursor: whatever the page size, paging
 // through a subject search lists exactly the users an evaluation allows,
-// once each, in id order, in as few pages as the limit allows (a token
-// promises a result after it); and the client's search reads the same.
+// once each, in id order, in as few pages as the limit allows (below a
+// page's bound of users evaluated, a token promises a result after it);
+// and the client's search reads the same.
 func TestAuthZENSubjectSearchPagesByCursor(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(pagingFixture()))

@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -35,7 +36,13 @@ import (
 // costs the users it passes (O(log n + users read)), not the realm, and
 // paging through every result costs one pass over the users. Its page has
 // no total: counting the matches would evaluate every user of the realm,
-// the cost the cursor avoids, and AuthZEN 1.0 makes total OPTIONAL. Between
+// the cost the cursor avoids, and AuthZEN 1.0 makes total OPTIONAL. A page
+// evaluates at most maxSubjectScan users, under the realm's read lock, and
+// stops sooner when its client has gone (its request's context, checked
+// every subjectScanCheck users): where matches are rare it ends there,
+// with what it found (perhaps nothing) and a next_token that resumes after
+// the last user it evaluated, so that no request holds the realm for a
+// pass over all its users. Between
 // pages, a user who stops matching (or goes) before the cursor changes
 // nothing, after it is just not listed; a new match after the cursor is
 // listed, before it is not; nothing is listed twice.
@@ -49,6 +56,14 @@ import (
 // or the offset) and an HMAC of it, the realm, the PEP's client, the search
 // and a digest of the rest of the request, which must not change while
 // paging, under a key of the server's own (pageToken).
+
+// maxSubjectScan is the most users one page of a subject search
+// evaluates (Server.subjectScan lowers it in tests), and subjectScanCheck
+// how many it evaluates between looks at whether its client has gone.
+const (
+	maxSubjectScan   = 10_000
+	subjectScanCheck = 256
+)
 
 // searchKind is what a search returns.
 type searchKind int
@@ -137,7 +152,13 @@ func (s *Server) searchHandler(kind searchKind) handlerFunc {
 			out  azSearchAnswer
 			next string
 		)
-		err := s.authzenEvaluate(c, "search", func(e *azEvaluator) { out, next = e.search(kind, &req.azRequest, pos, limit) })
+		scan := s.subjectScan
+		if scan == 0 {
+			scan = maxSubjectScan
+		}
+		err := s.authzenEvaluate(c, "search", func(e *azEvaluator) {
+			out, next = e.search(r.Context(), kind, &req.azRequest, pagePos{after: pos, limit: limit, scan: scan})
+		})
 		if err != nil {
 			writeErr(w, err)
 			return
@@ -234,26 +255,36 @@ func pageMAC(key []byte, scope, pos string) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// search answers the page of a checked search at pos ("" for the first),
-// of at most limit (1 or more) results, and returns the position of the
-// next page, "" after the last. A search of an unknown subject type,
-// subject, resource type or action has no results and an error context
-// (as an evaluation of them would be false with that error).
-func (e *azEvaluator) search(kind searchKind, req *azRequest, pos string, limit int) (azSearchAnswer, string) {
+// pagePos is the page a search answers: after is its position ("" for the
+// first page; a user id or an offset), limit the most results it holds (1
+// or more), scan the most users a subject search's page evaluates.
+type pagePos struct {
+	after string
+	limit int
+	scan  int
+}
+
+// search answers the page pos of a checked search and returns the position
+// of the next page, "" after the last. A search of an unknown subject
+// type, subject, resource type or action has no results and an error
+// context (as an evaluation of them would be false with that error). A
+// subject search stops when ctx is done.
+func (e *azEvaluator) search(ctx context.Context, kind searchKind, req *azRequest, pos pagePos) (azSearchAnswer, string) {
 	var (
 		out  = azSearchAnswer{Results: []azResult{}}
 		next string
 	)
 	if kind == searchSubjects {
 		var results []azResult
-		results, next, out.Context = e.searchSubjects(req, pos, limit)
+		results, next, out.Context = e.searchSubjects(ctx, req, pos)
 		out.Results = append(out.Results, results...)
 	} else {
 		var all []azResult
 		all, out.Context = e.searchAll(kind, req)
 		// pos is one this server signed for this search: an offset it
 		// wrote.
-		offset, _ := strconv.Atoi(pos)
+		offset, _ := strconv.Atoi(pos.after)
+		limit := pos.limit
 		if offset < len(all) {
 			end := min(offset+limit, len(all))
 			out.Results = all[offset:end]
@@ -269,10 +300,12 @@ func (e *azEvaluator) search(kind searchKind, req *azRequest, pos string, limit 
 }
 
 // searchSubjects returns the page of a subject search that starts after
-// the user id after ("" for the first page), in id order, and the id the
-// next page starts after, "" when no user after the page matches. It
-// evaluates the users from there to the first match past the page.
-func (e *azEvaluator) searchSubjects(req *azRequest, after string, limit int) ([]azResult, string, *azContext) {
+// the user id pos.after ("" for the first page), in id order, and the id
+// the next page starts after, "" when no user after the page matches. It
+// evaluates the users from there to the first match past the page, or to
+// the pos.scan-th user, or until ctx is done, whichever comes first; in the
+// last two cases the next page starts after the last user evaluated.
+func (e *azEvaluator) searchSubjects(ctx context.Context, req *azRequest, pos pagePos) ([]azResult, string, *azContext) {
 	if *req.Subject.Type != authzenSubjectType {
 		return nil, "", azFailure("subject type %q is unknown: the subjects are users (type %q)", *req.Subject.Type, authzenSubjectType).Context
 	}
@@ -280,8 +313,18 @@ func (e *azEvaluator) searchSubjects(req *azRequest, after string, limit int) ([
 		return nil, "", azFailure("client %q defines no resource type %q with the action %q", e.client.ClientID, *req.Resource.Type, *req.Action.Name).Context
 	}
 	method, _ := req.Context["method"].(string)
-	var out []azResult
-	for id := range e.rm.UserIDsAfter(after) {
+	var (
+		out   []azResult
+		limit = pos.limit
+		read  int    // users evaluated
+		last  string // the last of them
+	)
+	for id := range e.rm.UserIDsAfter(pos.after) {
+		if read == pos.scan || read%subjectScanCheck == 0 && read > 0 && ctx.Err() != nil {
+			return out, last, nil // more users to read: the next page resumes
+		}
+		read++
+		last = id
 		sub := decision.SubjectOf(e.rm, id, "")
 		if e.policy.Decide(&sub, *req.Resource.Type, *req.Action.Name, method, req.Resource.Properties) != decision.Grant {
 			continue

@@ -31,6 +31,6 @@ func TestPolicyEvaluateClientByID(t *testing.T) {
 		}
 		r.into(t, &out)
 		require.Equal(t, "orders-api", out.ClientID)
-		require.Equal(t, "DENY", out.Status, "orders-api defines no resource: * expands to no pair")
+		require.Equal(t, "ERROR", out.Status, "orders-api defines no resource: * is the ERROR pair (*, \"\")")
 	}
 }

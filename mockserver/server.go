@@ -44,6 +44,9 @@ type Server struct {
 	// denialLog, when set, is given the explanation of every decision
 	// that is not GRANT (WithDenialLog; explain.go).
 	denialLog func(format string, args ...any)
+	// subjectScan is the most users a subject search's page evaluates:
+	// maxSubjectScan when 0 (authzensearch.go). Only tests set it.
+	subjectScan int
 
 	// patterns are the routes' patterns, "METHOD /path", as registered.
 	patterns []string

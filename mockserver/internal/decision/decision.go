@@ -54,7 +54,15 @@ type Result struct {
 type Policy struct {
 	resources []compiledResource // in the client's order
 	byName    map[string]int
+	// scoped holds every scope some resource defines: a "*" item's
+	// listed scope outside it expands to no resource's pair.
+	scoped map[string]struct{}
 }
+
+// wildcard stands for "*" in the pair a "*" item yields when it expands
+// to no resource's pair: it defines no scope, so that pair is an ERROR
+// whose reason is the undefined scope. It is never written.
+var wildcard = &compiledResource{name: Wildcard}
 
 type compiledResource struct {
 	name    string
@@ -75,7 +83,7 @@ type permRef struct {
 // Compile indexes c's resources and permissions. A permission naming a
 // resource or scope the client does not define applies to nothing.
 func Compile(c *store.Client) *Policy {
-	p := &Policy{byName: make(map[string]int, len(c.Resources))}
+	p := &Policy{byName: make(map[string]int, len(c.Resources)), scoped: map[string]struct{}{}}
 	for _, r := range c.Resources {
 		if _, dup := p.byName[r.Name]; dup {
 			continue
@@ -85,6 +93,7 @@ func Compile(c *store.Client) *Policy {
 			if _, dup := cr.byScope[s]; !dup {
 				cr.scopes = append(cr.scopes, s)
 				cr.byScope[s] = nil
+				p.scoped[s] = struct{}{}
 			}
 		}
 		p.byName[r.Name] = len(p.resources)
@@ -302,13 +311,21 @@ func containsFold(list []string, s string) bool {
 // Evaluate decides every pair the request names, in request order with
 // duplicates removed. A pair is GRANT when an applicable permission grants
 // to sub (and lists method, when it lists methods), DENY when none does, and
-// ERROR when the resource or scope is not defined on the client (an
-// undefined resource asked with no scopes is one ERROR pair with an empty
-// scope). A "*" resource expands to every resource of the client, limited to
-// its listed scopes when it lists some (each resource then contributes the
-// listed scopes it defines). The overall status is DENY if any pair is
-// DENY, else ERROR if any is ERROR, else GRANT; a request that expands to no
-// pair at all is DENY.
+// ERROR when the resource or scope is not defined on the client. A "*"
+// resource expands to every resource of the client, limited to its listed
+// scopes when it lists some (each resource then contributes the listed
+// scopes it defines). The overall status is DENY if any pair is DENY, else
+// ERROR if any is ERROR, else GRANT.
+//
+// Every request item yields at least one pair, so that no item can vanish
+// from the answer and leave it to the others (nothing decided grants
+// nothing): an item that would expand to no pair of the client's yields
+// ERROR pairs of what it asked for that the client does not define. An
+// undefined resource asked with no scopes is the pair (name, ""); a
+// defined resource that defines no scopes, asked with none, is the pair
+// (name, ""); a "*" item yields ("*", scope) for each listed scope that no
+// resource defines, and ("*", "") when it lists none and the client defines
+// no scope at all.
 func (p *Policy) Evaluate(sub *Subject, resources []Resource, method string) Result {
 	return p.evaluate(sub, resources, method, nil)
 }
@@ -327,42 +344,57 @@ func (p *Policy) evaluate(sub *Subject, resources []Resource, method string, tr 
 	out := make([]Permission, 0, n)
 	for _, r := range resources {
 		if r.Name == Wildcard {
-			for i := range p.resources {
-				cr := &p.resources[i]
-				if len(r.Scopes) == 0 {
-					for _, s := range cr.scopes {
-						out = e.add(out, cr, cr.name, s, tr)
-					}
-					continue
-				}
-				for _, s := range r.Scopes {
-					if _, ok := cr.byScope[s]; ok {
-						out = e.add(out, cr, cr.name, s, tr)
-					}
-				}
-			}
+			out = e.addWildcard(out, r.Scopes, tr)
 			continue
 		}
-		idx, ok := p.byName[r.Name]
-		if !ok {
-			if len(r.Scopes) == 0 {
-				out = e.add(out, nil, r.Name, "", tr)
-			}
-			for _, s := range r.Scopes {
-				out = e.add(out, nil, r.Name, s, tr)
-			}
-			continue
+		var cr *compiledResource // nil: the client does not define it
+		if idx, ok := p.byName[r.Name]; ok {
+			cr = &p.resources[idx]
 		}
-		cr := &p.resources[idx]
 		scopes := r.Scopes
-		if len(scopes) == 0 {
+		if len(scopes) == 0 && cr != nil {
 			scopes = cr.scopes
+		}
+		if len(scopes) == 0 {
+			out = e.add(out, cr, r.Name, "", tr)
+			continue
 		}
 		for _, s := range scopes {
 			out = e.add(out, cr, r.Name, s, tr)
 		}
 	}
 	return Result{Status: Overall(out), Permissions: out}
+}
+
+// addWildcard appends the pairs of a "*" item listing scopes (none: every
+// scope): each resource's pairs in the client's order, then the pair
+// ("*", s), an ERROR, of each listed scope s that no resource defines, or
+// ("*", "") when the item lists none and the client defines no scope.
+func (e *evaluation) addWildcard(out []Permission, scopes []string, tr *tracer) []Permission {
+	p := e.p
+	for i := range p.resources {
+		cr := &p.resources[i]
+		if len(scopes) == 0 {
+			for _, s := range cr.scopes {
+				out = e.add(out, cr, cr.name, s, tr)
+			}
+			continue
+		}
+		for _, s := range scopes {
+			if _, ok := cr.byScope[s]; ok {
+				out = e.add(out, cr, cr.name, s, tr)
+			}
+		}
+	}
+	if len(scopes) == 0 && len(p.scoped) == 0 {
+		return e.add(out, wildcard, Wildcard, "", tr)
+	}
+	for _, s := range scopes {
+		if _, ok := p.scoped[s]; !ok {
+			out = e.add(out, wildcard, Wildcard, s, tr)
+		}
+	}
+	return out
 }
 
 // Decide is the status of the one pair (resource, scope) for sub, as
@@ -471,8 +503,9 @@ func (e *evaluation) decide(cr *compiledResource, scope string, tr *tracer) Stat
 }
 
 // Overall derives a request's status from its pairs: DENY if any is DENY,
-// otherwise ERROR if any is ERROR, otherwise GRANT. No pairs, or a status
-// that is none of the three, is DENY: nothing grants by default.
+// otherwise ERROR if any is ERROR, otherwise GRANT. No pairs (which
+// Evaluate never returns), or a status that is none of the three, is DENY:
+// nothing grants by default.
 func Overall(perms []Permission) Status {
 	if len(perms) == 0 {
 		return Deny

@@ -148,7 +148,7 @@ func TestEvaluateExpansion(t *testing.T) {
 		{"duplicates removed in request order", []Resource{{Name: "orders", Scopes: []string{"write", "read", "write"}}, {Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}},
 			[]string{"orders/write=DENY", "orders/read=GRANT", "orders/delete=DENY"}},
 		{"wildcard", []Resource{{Name: "*"}}, []string{"orders/read=GRANT", "orders/write=DENY", "orders/delete=DENY", "invoices/read=DENY", "invoices/approve=DENY"}},
-		{"wildcard with scopes", []Resource{{Name: "*", Scopes: []string{"read", "fly"}}}, []string{"orders/read=GRANT", "invoices/read=DENY"}},
+		{"wildcard with scopes", []Resource{{Name: "*", Scopes: []string{"read", "fly"}}}, []string{"orders/read=GRANT", "invoices/read=DENY", "*/fly=ERROR"}},
 		{"undefined scope", []Resource{{Name: "orders", Scopes: []string{"fly", "read"}}}, []string{"orders/fly=ERROR", "orders/read=GRANT"}},
 		{"undefined resource", []Resource{{Name: "ghost", Scopes: []string{"read"}}, {Name: "spirit"}}, []string{"ghost/read=ERROR", "spirit/=ERROR"}},
 	}
@@ -169,6 +169,49 @@ func TestEvaluateExpansion(t *testing.T) {
 		scopes = append(scopes, "s"+string(rune('a'+i%20)))
 	}
 	require.Len(t, w.eval("alice", "", "GET", Resource{Name: "orders", Scopes: scopes}).Permissions, 20)
+}
+
+// TestEveryItemYieldsAPair: a request item that expands to no pair of the
+// client's (a resource that defines no scopes, "*" with a scope no resource
+// defines, "*" on a client that defines no scope) is answered by ERROR
+// pairs of what it asked for, so that it cannot vanish and leave the answer
+// to the other items: beside a granted pair the request is not GRANT.
+func TestEveryItemYieldsAPair(t *testing.T) {
+	t.Parallel()
+	sub := Subject{UserID: "u-bob", Roles: store.Set{"r-viewer": {}}}
+	withReports := Compile(&store.Client{ClientID: "api",
+		Resources: []store.ClientResource{{Name: "reports"}, {Name: "orders", Scopes: []string{"read"}}},
+		Permissions: []store.ClientPermission{
+			{Name: "viewers read orders", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"r-viewer"}},
+			{Name: "viewers see reports", Resource: "reports", Roles: []string{"r-viewer"}},
+		}})
+	scopeless := Compile(&store.Client{ClientID: "bare", Resources: []store.ClientResource{{Name: "reports"}}})
+	readOrders := Resource{Name: "orders", Scopes: []string{"read"}}
+	cases := []struct {
+		name   string
+		p      *Policy
+		res    []Resource
+		want   []string
+		status Status
+	}{
+		{"a resource without scopes, alone", withReports, []Resource{{Name: "reports"}}, []string{"reports/=ERROR"}, Error},
+		{"a resource without scopes beside a grant", withReports, []Resource{{Name: "reports"}, readOrders},
+			[]string{"reports/=ERROR", "orders/read=GRANT"}, Error},
+		{"* with a scope nothing defines, alone", withReports, []Resource{{Name: "*", Scopes: []string{"purge"}}}, []string{"*/purge=ERROR"}, Error},
+		{"* with a scope nothing defines beside a grant", withReports, []Resource{readOrders, {Name: "*", Scopes: []string{"purge"}}},
+			[]string{"orders/read=GRANT", "*/purge=ERROR"}, Error},
+		{"* with a defined and an undefined scope", withReports, []Resource{{Name: "*", Scopes: []string{"purge", "read"}}},
+			[]string{"orders/read=GRANT", "*/purge=ERROR"}, Error},
+		{"* on a client without scopes", scopeless, []Resource{{Name: "*"}}, []string{"*/=ERROR"}, Error},
+		{"* on a client without scopes, twice", scopeless, []Resource{{Name: "*"}, {Name: "*", Scopes: []string{}}}, []string{"*/=ERROR"}, Error},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.p.Evaluate(&sub, tc.res, "GET")
+			require.Equal(t, tc.want, statuses(got))
+			require.Equal(t, tc.status, got.Status)
+		})
+	}
 }
 
 func TestOverall(t *testing.T) {

@@ -390,6 +390,12 @@ func reason(pe *PairExplanation) string {
 	switch {
 	case pe.Undefined == undefinedResource:
 		return fmt.Sprintf("the client defines no resource %s", quoted(pe.Resource))
+	case pe.Undefined == undefinedScope && pe.Resource == Wildcard && pe.Scope == "":
+		return "the client defines no resource with a scope"
+	case pe.Undefined == undefinedScope && pe.Resource == Wildcard:
+		return fmt.Sprintf("no resource of the client defines scope %s", quoted(pe.Scope))
+	case pe.Undefined == undefinedScope && pe.Scope == "":
+		return fmt.Sprintf("resource %s defines no scopes", quoted(pe.Resource))
 	case pe.Undefined == undefinedScope:
 		return fmt.Sprintf("resource %s defines no scope %s", quoted(pe.Resource), quoted(pe.Scope))
 	case pe.Status == Grant:

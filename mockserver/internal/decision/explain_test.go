@@ -176,3 +176,19 @@ func TestExplainMaxPairs(t *testing.T) {
 		require.Zero(t, full.MorePairs)
 	}
 }
+
+// TestExplainItemsThatExpandToNothing: the ERROR pair of a request item
+// that names nothing the client defines says what is missing.
+func TestExplainItemsThatExpandToNothing(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := Compile(&store.Client{ClientID: "api", Resources: []store.ClientResource{{Name: "reports"}, {Name: "orders", Scopes: []string{"read"}}}})
+	got := p.Explain(w.r, Request{UserID: w.ids["alice"], Resources: []Resource{{Name: "reports"}, {Name: Wildcard, Scopes: []string{"purge"}}}})
+	require.Equal(t, Error, got.Status)
+	text := got.Text()
+	require.Contains(t, text, `reports: ERROR, resource "reports" defines no scopes`)
+	require.Contains(t, text, `*#purge: ERROR, no resource of the client defines scope "purge"`)
+	got = Compile(&store.Client{ClientID: "bare"}).Explain(w.r, Request{UserID: w.ids["alice"], Resources: []Resource{{Name: Wildcard}}})
+	require.Equal(t, Error, got.Status)
+	require.Contains(t, got.Text(), `*: ERROR, the client defines no resource with a scope`)
+}

@@ -14,9 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
@@ -65,42 +63,17 @@ var _ dpop.ReplayStore = (*Store)(nil)
 // redis://[[user]:password@]host[:port][/db], with keys under prefix
 // (DefaultPrefix when empty), for Verifiers of the default iat window. It
 // connects lazily: a server that is down makes calls fail, not Open. Its
-// errors never hold the URL's password (nor its user information).
+// errors name what is wrong and hold nothing of the URL's text (redact.go).
 func Open(rawURL, prefix string) (*Store, error) {
-	u, err := url.Parse(rawURL)
+	ep, err := parseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL: %s", parseProblem(err))
+		return nil, err
 	}
-	switch {
-	case u.Scheme == "rediss":
-		return nil, errors.New("redis URL: rediss (TLS) is not supported by the reference server; reach Redis on a private network or through a TLS tunnel")
-	case u.Scheme != "redis":
-		return nil, fmt.Errorf("redis URL %q: the scheme must be redis://", redacted(u))
-	case u.Hostname() == "":
-		return nil, fmt.Errorf("redis URL %q: the host is missing (redis://host:6379)", redacted(u))
-	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("redis URL %q: a query or fragment is not supported", redacted(u))
-	}
-	s := &Store{addr: u.Host, prefix: prefix,
+	s := &Store{addr: ep.addr(), username: ep.username, password: ep.password, db: ep.db, prefix: prefix,
 		lifetime: dpop.DefaultMaxAge + dpop.DefaultMaxSkew + 2*dpop.ReplayStoreMargin,
 		slots:    make(chan struct{}, MaxConns), idle: make(chan *conn, MaxConns)}
-	if u.Port() == "" {
-		s.addr = net.JoinHostPort(u.Hostname(), "6379")
-	}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
-	}
-	if u.User != nil {
-		s.username = u.User.Username()
-		s.password, _ = u.User.Password()
-		if s.password == "" { // redis://password@host
-			s.username, s.password = "", s.username
-		}
-	}
-	if p := strings.Trim(u.Path, "/"); p != "" {
-		if s.db, err = strconv.Atoi(p); err != nil || s.db < 0 {
-			return nil, fmt.Errorf("redis URL %q: the path must be a database number", redacted(u))
-		}
 	}
 	return s, nil
 }

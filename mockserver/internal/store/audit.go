@@ -2,6 +2,7 @@ package store
 
 import (
 	"container/heap"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,20 +14,38 @@ const (
 	OutcomeFailure = "FAILURE"
 )
 
-// Every tenant has an audit log of its own, which keeps its newest
-// maxAudit entries in chunks of auditChunk: a tenant's callers, however many
-// calls they make (a refused call is recorded too), can only push out their
-// own tenant's history, never another's or the platform's. Entries are
-// numbered in the order their log recorded them; entry n lives at
-// n%auditChunk in chunk n/auditChunk. A chunk is written once, slot by slot,
-// and never reused, so a reader that copied the list of chunks under the
-// lock can read the entries recorded before that moment without it. Each
-// entry also carries a sequence number from one counter for all logs, which
-// orders a page that spans tenants.
+// Every tenant has an audit log of its own, in parts, and each part keeps
+// its newest maxAudit entries in chunks of auditChunk. An entry goes to the
+// part of its tenant, of who recorded it (the tenant's own callers, or the
+// platform's administrators acting on the tenant from the master realm),
+// and of its outcome (accepted, or refused: anything but SUCCESS). A part
+// is pushed out only by entries of its own kind, so what a caller can push
+// out is bounded by its own share: a tenant's callers, however many calls
+// they make, never push out another tenant's history nor the platform's
+// record of what it did to their tenant (its provisioning); and refused
+// calls, which any authenticated caller can make without limit, push out
+// only older refusals, never an accepted action. Only an accepted action,
+// which takes the tenant's realm management, pushes out accepted actions.
+//
+// Entries are numbered in the order their part recorded them; entry n lives
+// at n%auditChunk in chunk n/auditChunk. A chunk is written once, slot by
+// slot, and never reused, so a reader that copied the list of chunks under
+// the lock can read the entries recorded before that moment without it.
+// Each entry also carries a sequence number from one counter for all parts,
+// which orders a page that spans parts and tenants.
 const (
 	maxAudit   = 100_000
 	auditChunk = 1024
 )
+
+// auditPart names one bounded part of a tenant's log.
+type auditPart struct {
+	tenant string
+	// platform: recorded by a caller of another tenant, which can only be
+	// the platform's administrators (the master realm's).
+	platform bool
+	refused  bool // the call was refused: its outcome is not SUCCESS
+}
 
 // auditRecord is an entry and its place in the platform's order.
 type auditRecord struct {
@@ -36,47 +55,60 @@ type auditRecord struct {
 
 type auditChunkEntries [auditChunk]auditRecord
 
-// auditLogs is the platform's audit: one log per tenant id.
+// auditLogs is the platform's audit: one log per part of each tenant's.
 type auditLogs struct {
 	seq atomic.Uint64
-	// max is the most entries a log keeps: maxAudit when zero. Tests lower
-	// it, to fill a log with thousands of entries rather than 100,000.
-	max int
+	// max is the most entries a part keeps: maxAudit when zero. Tests
+	// lower it (LimitAudit), to fill a part with thousands of entries
+	// rather than 100,000.
+	max atomic.Int64
 
-	mu       sync.RWMutex
-	byTenant map[string]*auditLog
+	mu     sync.RWMutex
+	byPart map[auditPart]*auditLog
 }
 
-// limit returns the most entries a log keeps.
+// limit returns the most entries a part keeps.
 func (a *auditLogs) limit() int {
-	if a.max == 0 {
-		return maxAudit
+	if n := a.max.Load(); n != 0 {
+		return int(n)
 	}
-	return a.max
+	return maxAudit
 }
 
-// log returns tenant's log, making it on first use.
-func (a *auditLogs) log(tenant string) *auditLog {
+// LimitAudit sets the most entries each part of a tenant's audit log keeps
+// (100,000 by default) to n, which must be more than 1,024 (a part drops
+// its oldest 1,024 entries at once; LimitAudit panics otherwise). Tests
+// lower it, to fill a part quickly. It is safe to call at any time; a part
+// fuller than n is cut down to n by its next entry.
+func (s *Store) LimitAudit(n int) {
+	if n <= auditChunk {
+		panic("store: LimitAudit needs more than 1,024 entries")
+	}
+	s.audit.max.Store(int64(n))
+}
+
+// log returns the log of part, making it on first use.
+func (a *auditLogs) log(part auditPart) *auditLog {
 	a.mu.RLock()
-	l := a.byTenant[tenant]
+	l := a.byPart[part]
 	a.mu.RUnlock()
 	if l != nil {
 		return l
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if l = a.byTenant[tenant]; l == nil {
-		if a.byTenant == nil {
-			a.byTenant = map[string]*auditLog{}
+	if l = a.byPart[part]; l == nil {
+		if a.byPart == nil {
+			a.byPart = map[auditPart]*auditLog{}
 		}
 		l = &auditLog{}
-		a.byTenant[tenant] = l
+		a.byPart[part] = l
 	}
 	return l
 }
 
-// auditLog is one tenant's log. Recording an entry costs the same whatever
-// the log holds.
+// auditLog is one part of a tenant's log. Recording an entry costs the
+// same whatever the part holds.
 type auditLog struct {
 	mu     sync.Mutex
 	chunks []*auditChunkEntries // chunks[0] is chunk number first
@@ -85,24 +117,26 @@ type auditLog struct {
 	next   int                  // number of the next entry
 }
 
-// RecordAudit appends e to its tenant's audit log, filling in its id and
-// timestamp when they are empty. When the log is full its oldest chunk of
-// entries is dropped at once.
-func (s *Store) RecordAudit(e AuditEntry) {
+// RecordAudit appends e to the part of its tenant's audit log that by (the
+// tenant id of the caller's realm) and e's outcome choose, filling in its
+// id and timestamp when they are empty: by is the platform when it is not
+// e's tenant, and an outcome other than OutcomeSuccess is a refusal. When
+// the part is full its oldest chunk of entries is dropped at once.
+func (s *Store) RecordAudit(by string, e AuditEntry) {
 	if e.ID == "" {
 		e.ID = NewID()
 	}
 	if e.Timestamp.IsZero() {
 		e.Timestamp = s.now().UTC()
 	}
-	l := s.audit.log(e.TenantID)
+	l := s.audit.log(auditPart{tenant: e.TenantID, platform: by != e.TenantID, refused: e.Outcome != OutcomeSuccess})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := l.next
 	if n%auditChunk == 0 {
 		l.chunks = append(l.chunks, new(auditChunkEntries))
 	}
-	// Numbered under the log's lock, so a log's entries are in sequence.
+	// Numbered under the part's lock, so a part's entries are in sequence.
 	l.chunks[n/auditChunk-l.first][n%auditChunk] = auditRecord{seq: s.audit.seq.Add(1), AuditEntry: e}
 	l.next++
 	for l.next-l.oldest > s.audit.limit() {
@@ -134,22 +168,80 @@ func (v *auditView) at(n int) *auditRecord {
 	return &v.chunks[n/auditChunk-v.first][n%auditChunk]
 }
 
-// views returns a view of the log of tenant, or of every log when tenant
-// is empty.
+// views returns a view of each part of the log of tenant, or of every
+// tenant's when tenant is empty.
 func (a *auditLogs) views(tenant string) []*auditView {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if tenant != "" {
-		if l := a.byTenant[tenant]; l != nil {
-			return []*auditView{l.view()}
+		var out []*auditView
+		for _, platform := range []bool{false, true} {
+			for _, refused := range []bool{false, true} {
+				if l := a.byPart[auditPart{tenant: tenant, platform: platform, refused: refused}]; l != nil {
+					out = append(out, l.view())
+				}
+			}
 		}
-		return nil
+		return out
 	}
-	out := make([]*auditView, 0, len(a.byTenant))
-	for _, l := range a.byTenant {
+	out := make([]*auditView, 0, len(a.byPart))
+	for _, l := range a.byPart {
 		out = append(out, l.view())
 	}
 	return out
+}
+
+// skip moves the cursors of views past the n newest of their entries (in
+// the platform's order, across views) and returns how many it skipped:
+// fewer than n only when they hold fewer. It reads only the entries its
+// binary searches compare: a search over sequence numbers for the one with
+// n entries newer, each step counting each view's newer entries by a
+// search of its own.
+func skip(views []*auditView, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	var hi uint64
+	for _, v := range views {
+		if v.cursor >= v.oldest {
+			hi = max(hi, v.at(v.cursor).seq)
+		}
+	}
+	newer := func(seq uint64) int {
+		c := 0
+		for _, v := range views {
+			c += v.newer(seq)
+		}
+		return c
+	}
+	// The smallest seq with at most n entries newer: sequence numbers are
+	// distinct, so exactly min(n, all) are newer than it.
+	lo := uint64(0)
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if newer(mid) <= n {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	skipped := 0
+	for _, v := range views {
+		k := v.newer(lo)
+		v.cursor -= k
+		skipped += k
+	}
+	return skipped
+}
+
+// newer counts the entries of v, from its cursor down, numbered after seq:
+// the newest of them, as a part numbers its entries in sequence.
+func (v *auditView) newer(seq uint64) int {
+	held := v.cursor + 1 - v.oldest
+	if held <= 0 {
+		return 0
+	}
+	return held - sort.Search(held, func(i int) bool { return v.at(v.oldest+i).seq > seq })
 }
 
 // AuditFilter selects audit entries; zero fields match everything. From and
@@ -175,31 +267,16 @@ func (f AuditFilter) match(e *AuditEntry) bool {
 
 // AuditPage returns at most count entries matching f, newest first, after
 // skipping offset of them, and the number of entries that match. A filter
-// on the tenant reads that tenant's log only; without other filters a page
-// then costs the page it returns, and across all tenants the entries it
-// skips and returns, each at a logarithmic cost in the number of tenants.
-// Any other filter costs one pass over the entries of the logs it reads.
-// Each log's lock is held only to copy its list of chunks.
+// on the tenant reads that tenant's parts only; without other filters a
+// page then costs the page it returns (the entries it skips are found by
+// binary search), and across all tenants the entries it skips and returns,
+// each at a logarithmic cost in the number of parts. Any other filter costs
+// one pass over the entries of the parts it reads. Each part's lock is held
+// only to copy its list of chunks.
 func (s *Store) AuditPage(f AuditFilter, offset, count int) ([]AuditEntry, int) {
 	views := s.audit.views(f.TenantID)
 	rest := f
 	rest.TenantID = ""
-	if rest.empty() && len(views) <= 1 {
-		var out []AuditEntry
-		total := 0
-		if len(views) == 1 {
-			v := views[0]
-			total = v.next - v.oldest
-			out = make([]AuditEntry, 0, max(0, min(count, total-offset)))
-			for n := v.next - 1 - offset; n >= v.oldest && len(out) < count; n-- {
-				out = append(out, v.at(n).AuditEntry)
-			}
-		}
-		if out == nil {
-			out = []AuditEntry{}
-		}
-		return out, total
-	}
 	var (
 		out   = []AuditEntry{}
 		total int
@@ -207,6 +284,9 @@ func (s *Store) AuditPage(f AuditFilter, offset, count int) ([]AuditEntry, int) 
 	if rest.empty() {
 		for _, v := range views {
 			total += v.next - v.oldest
+		}
+		if f.TenantID != "" {
+			offset -= skip(views, offset)
 		}
 	}
 	h := make(auditHeap, 0, len(views))

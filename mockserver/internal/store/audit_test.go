@@ -22,7 +22,7 @@ const testAudit = 5*auditChunk + 7
 // smallAuditStore is auditStore with logs that keep testAudit entries.
 func smallAuditStore() *Store {
 	s := auditStore()
-	s.audit.max = testAudit
+	s.LimitAudit(testAudit)
 	return s
 }
 
@@ -42,7 +42,7 @@ func TestRecordAuditIsBounded(t *testing.T) {
 	s := smallAuditStore()
 	total := testAudit + 3*auditChunk + 5
 	for i := range total {
-		s.RecordAudit(AuditEntry{ResourceID: strconv.Itoa(i)})
+		s.RecordAudit("", AuditEntry{ResourceID: strconv.Itoa(i)})
 		_, n := s.AuditPage(AuditFilter{}, 0, 1)
 		require.LessOrEqual(t, n, testAudit)
 	}
@@ -68,7 +68,7 @@ func TestAuditPage(t *testing.T) {
 		if i%2 == 1 {
 			action = "odd"
 		}
-		s.RecordAudit(AuditEntry{ResourceID: strconv.Itoa(i), Action: action})
+		s.RecordAudit("", AuditEntry{ResourceID: strconv.Itoa(i), Action: action})
 	}
 	last := 2*auditChunk + 9
 	tests := []struct {
@@ -106,7 +106,7 @@ func TestAuditConcurrentAppendAndPage(t *testing.T) {
 	for w := range 2 {
 		wg.Go(func() {
 			for i := range testAudit/2 + auditChunk {
-				s.RecordAudit(AuditEntry{ResourceID: strconv.Itoa(w*testAudit + i), Action: "x"})
+				s.RecordAudit("", AuditEntry{ResourceID: strconv.Itoa(w*testAudit + i), Action: "x"})
 			}
 		})
 	}
@@ -127,9 +127,9 @@ func TestAuditConcurrentAppendAndPage(t *testing.T) {
 func TestAuditLogsAreTenantsOwn(t *testing.T) {
 	t.Parallel()
 	s := smallAuditStore()
-	s.RecordAudit(AuditEntry{TenantID: "victim", Action: "tenant.create"})
+	s.RecordAudit("master", AuditEntry{TenantID: "victim", Action: "tenant.create", Outcome: OutcomeSuccess})
 	for i := range testAudit + auditChunk {
-		s.RecordAudit(AuditEntry{TenantID: "acme", Action: "organization.delete", ResourceID: strconv.Itoa(i)})
+		s.RecordAudit("acme", AuditEntry{TenantID: "acme", Action: "organization.delete", ResourceID: strconv.Itoa(i), Outcome: OutcomeSuccess})
 	}
 	got, n := s.AuditPage(AuditFilter{Action: "tenant.create"}, 0, 10)
 	require.Equal(t, 1, n, "the other tenant's entry is kept")
@@ -138,6 +138,48 @@ func TestAuditLogsAreTenantsOwn(t *testing.T) {
 	require.LessOrEqual(t, acme, testAudit, "acme's own log is bounded")
 	_, all := s.AuditPage(AuditFilter{}, 0, 1)
 	require.Equal(t, acme+1, all, "an unfiltered total counts every tenant's log")
+}
+
+// TestAuditRefusalsNeverPushOutAcceptedActions: refused calls, which any
+// authenticated caller of a tenant can make without limit, push out only
+// older refusals: the tenant's accepted actions stay, however many
+// refusals follow them, and the refusals kept are bounded.
+func TestAuditRefusalsNeverPushOutAcceptedActions(t *testing.T) {
+	t.Parallel()
+	s := smallAuditStore()
+	s.RecordAudit("acme", AuditEntry{TenantID: "acme", ActorID: "alice", Action: "organization.create", Outcome: OutcomeSuccess})
+	for i := range testAudit + auditChunk {
+		s.RecordAudit("acme", AuditEntry{TenantID: "acme", ActorID: "bob", Action: "organization.create",
+			ResourceID: strconv.Itoa(i), Outcome: OutcomeFailure})
+	}
+	got, n := s.AuditPage(AuditFilter{ActorID: "alice"}, 0, 10)
+	require.Equal(t, 1, n, "alice's accepted action is kept")
+	require.Equal(t, OutcomeSuccess, got[0].Outcome)
+	_, refused := s.AuditPage(AuditFilter{ActorID: "bob"}, 0, 1)
+	require.LessOrEqual(t, refused, testAudit, "the refusals kept are bounded")
+	page, _ := s.AuditPage(AuditFilter{TenantID: "acme"}, 0, 1)
+	require.Equal(t, strconv.Itoa(testAudit+auditChunk-1), page[0].ResourceID, "the newest refusal is kept")
+}
+
+// TestAuditTenantCannotPushOutThePlatformsRecord: the platform's record of
+// what it did to a tenant (its provisioning) is in the tenant's log, where
+// the tenant's admin finds it, but no number of the tenant's own calls,
+// accepted or refused, pushes it out.
+func TestAuditTenantCannotPushOutThePlatformsRecord(t *testing.T) {
+	t.Parallel()
+	s := smallAuditStore()
+	s.RecordAudit("master", AuditEntry{TenantID: "globex", ActorID: "platform-admin", Action: "tenant.create", Outcome: OutcomeSuccess})
+	for i := range testAudit + auditChunk {
+		for _, outcome := range []string{OutcomeSuccess, OutcomeFailure} {
+			s.RecordAudit("globex", AuditEntry{TenantID: "globex", ActorID: "root", Action: "organization.create",
+				ResourceID: strconv.Itoa(i), Outcome: outcome})
+		}
+	}
+	got, n := s.AuditPage(AuditFilter{Action: "tenant.create"}, 0, 10)
+	require.Equal(t, 1, n, "the platform's record of the provisioning is kept")
+	require.Equal(t, "platform-admin", got[0].ActorID)
+	_, n = s.AuditPage(AuditFilter{TenantID: "globex", Action: "tenant.create"}, 0, 10)
+	require.Equal(t, 1, n, "it is in the tenant's log")
 }
 
 // TestAuditPagesAcrossTenants compares pages of logs written by several
@@ -156,7 +198,16 @@ func TestAuditPagesAcrossTenants(t *testing.T) {
 				if i%2 == 1 {
 					action = "odd"
 				}
-				s.RecordAudit(AuditEntry{TenantID: tenant, Action: action, ResourceID: strconv.Itoa(i)})
+				// Every part of a tenant's log: its own callers' and the
+				// platform's, accepted and refused.
+				by, outcome := tenant, OutcomeFailure
+				if i%5 == 0 {
+					by = "master"
+				}
+				if i%3 == 0 {
+					outcome = OutcomeSuccess
+				}
+				s.RecordAudit(by, AuditEntry{TenantID: tenant, Action: action, ResourceID: strconv.Itoa(i), Outcome: outcome})
 			}
 		})
 	}

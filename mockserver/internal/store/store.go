@@ -8,8 +8,8 @@
 // share of the machine (fair.go), so that they do not take its processors.
 // The store's own lock guards only the map of realms and is held for a map
 // lookup, never while a realm is read or written. The platform configuration
-// is an atomic value, and each tenant's audit log has a lock of its own, held
-// for an append or for copying its list of chunks.
+// is an atomic value, and each part of each tenant's audit log (audit.go) has
+// a lock of its own, held for an append or for copying its list of chunks.
 //
 // Readers of a realm use Read, writers use Write; a Write function validates
 // everything first and mutates only once nothing can fail, so every change, a

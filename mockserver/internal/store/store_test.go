@@ -47,7 +47,7 @@ func TestRealmsHaveTheirOwnLock(t *testing.T) {
 	_, ok := s.Lookup("b")
 	require.True(t, ok)
 	require.NoError(t, s.Install(keyedRealm(t, "c")))
-	s.RecordAudit(AuditEntry{Action: "x"})
+	s.RecordAudit("", AuditEntry{Action: "x"})
 	close(release)
 	require.NoError(t, <-done)
 	require.NoError(t, s.CheckInvariants())
