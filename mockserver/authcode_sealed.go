@@ -64,11 +64,9 @@ func sealCode(key []byte, c *authCode) string {
 }
 
 // openCode returns what realm's sealed code raw stands for and its id;
-// false for anything this server's key did not seal for realm.
+// false for anything this server's key did not seal for realm. raw is
+// bounded by the token request's body (maxBody).
 func openCode(key []byte, realm, raw string) (*authCode, string, bool) {
-	if len(raw) > 4*maxCodeLen {
-		return nil, "", false
-	}
 	b, err := base64.RawURLEncoding.DecodeString(raw)
 	g := codeAEAD(key)
 	if err != nil || len(b) < g.NonceSize()+g.Overhead() {
@@ -86,10 +84,6 @@ func openCode(key []byte, realm, raw string) (*authCode, string, bool) {
 		scope: sc.Scope, scopeGiven: sc.ScopeGiven, nonce: sc.Nonce, challenge: sc.Challenge,
 		authTime: time.Unix(0, sc.AuthTime), expires: time.Unix(0, sc.Expires)}, sc.ID, true
 }
-
-// maxCodeLen bounds what a sealed code holds: the authorization request's
-// parameters it keeps, each at most maxAuthParam, and the rest.
-const maxCodeLen = 6*maxAuthParam + 1024
 
 // issueCode returns a new code for c: sealed with a shared store, kept in
 // memory otherwise (false when the realm's store is full).

@@ -163,8 +163,12 @@ func WithNonces(n dpop.Nonces) Option {
 // key) from seed and the realm's name, instead of making random ones:
 // servers given the same seed sign with the same keys, so a token issued
 // by one verifies at the others (replicas behind one front; give them the
-// same fixture too). seed must hold at least 16 bytes; keep it secret, as
-// it is every realm's private keys. The RSA key of a realm takes a few
+// same fixture too). The seed also derives, one label each, the keys of
+// what a client carries between requests: AuthZEN search page tokens, web
+// UI session cookies and, with WithReplayStore, sealed authorization
+// codes, so that every replica serves them (without a seed each server
+// makes them at random). seed must hold at least 16 bytes; keep it
+// secret, as it is every realm's private keys. The RSA key of a realm takes a few
 // hundred milliseconds to derive, on first use as without a seed.
 func WithKeySeed(seed []byte) Option {
 	return func(c *config) { c.keySeed = append([]byte(nil), seed...); c.seedGiven = true }

@@ -118,13 +118,15 @@ func TestReplicasRefuseATokenWhoseRevocationTheyCannotTell(t *testing.T) {
 // client carries from the authorization endpoint to the token endpoint;
 // behind one front the two requests may reach different replicas: a code
 // of one is redeemed at the other, once: redeemed again at either
-// replica it is invalid_grant.
+// replica it is invalid_grant. A replica that cannot record the use
+// refuses the redemption (503), never redeems a code twice.
 func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 	t.Parallel()
 	const redirect = "https://app.test/cb"
 	fx := dpopFixture()
 	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
-	f := startSharedFront(t, &sharedStore{keys: map[string]time.Time{}}, mockserver.WithFixture(fx))
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(fx))
 	const verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 	const challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM" // RFC 7636 appendix B
 	code := func(replica string) string {
@@ -160,6 +162,17 @@ func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 	res = redeem("a", code("b")+"x")
 	require.Equal(t, http.StatusBadRequest, res.status, "an altered code: %s", res.body)
 	require.Equal(t, "invalid_grant", res.json(t)["error"])
+
+	// A store that cannot record the code's use refuses the redemption
+	// (503), and the code is still good once the store is back.
+	c = code("b")
+	store.setFail(errors.New("connection refused"))
+	res = redeem("a", c)
+	require.Equal(t, http.StatusServiceUnavailable, res.status, "store down: %s", res.body)
+	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
+	require.NotEmpty(t, res.header.Get("Retry-After"))
+	store.setFail(nil)
+	require.Equal(t, http.StatusOK, redeem("a", c).status)
 }
 
 // TestReplicasContinueASearchAcrossThem: an AuthZEN search's
@@ -192,10 +205,12 @@ func TestReplicasContinueASearchAcrossThem(t *testing.T) {
 // TestReplicasShareUISessionsAndLogouts: the web UI's session cookie is
 // what a browser carries from page to page: a session begun at one
 // replica is served by the other, and a logout at one ends it at every
-// replica (a copy of the cookie is worth nothing anywhere).
+// replica (a copy of the cookie is worth nothing anywhere); a replica
+// that cannot ask whether the session was signed out refuses it (503).
 func TestReplicasShareUISessionsAndLogouts(t *testing.T) {
 	t.Parallel()
-	f := startSharedFront(t, &sharedStore{keys: map[string]time.Time{}}, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	send := func(replica, method, path string, form url.Values, cookies []*http.Cookie) (*http.Response, string) {
 		req, err := http.NewRequestWithContext(t.Context(), method, f.URL+path, strings.NewReader(form.Encode()))
@@ -226,8 +241,16 @@ func TestReplicasShareUISessionsAndLogouts(t *testing.T) {
 		require.NotNil(t, m, "no CSRF token on replica %s's page", r)
 		csrf = m[1]
 	}
+	// A replica that cannot ask whether the session was signed out
+	// elsewhere does not serve it.
+	store.setFail(errors.New("connection refused"))
+	res, _ := send("b", http.MethodGet, "/ui/realms/acme/home", nil, cookies)
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	require.NotEmpty(t, res.Header.Get("Retry-After"))
+	store.setFail(nil)
+
 	// The CSRF token of replica b's page; the logout goes to replica a.
-	res, _ := send("a", http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}, cookies)
+	res, _ = send("a", http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}, cookies)
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	require.True(t, strings.HasSuffix(res.Header.Get("Location"), "/login"), res.Header.Get("Location"))
 	for _, r := range []string{"a", "b"} {
