@@ -46,7 +46,9 @@ type SharedStore interface {
 var errSharedUnavailable = errors.New("the shared store is unavailable; retry shortly")
 
 // Labels of the shared store's keys and of the keys derived from the seed:
-// distinct, so that no record or key of one kind stands for another.
+// distinct, so that no record or key of one kind stands for another. They
+// hold no NUL byte, as every HKDF info of the realms' keys does
+// (issuer.SeededKey), so no derived key is a realm's key material.
 const (
 	labelRevoked   = "orgauthz mockserver revoked token"
 	labelCodeSpent = "orgauthz mockserver authorization code spent"
