@@ -74,6 +74,10 @@ func TestReplicasRefuseATokenRevokedAtAnyOfThem(t *testing.T) {
 		res = f.bearerDecide(r, token)
 		require.Equal(t, http.StatusUnauthorized, res.status, "replica %s serves the revoked token: %s", r, res.body)
 		require.Contains(t, string(res.body), "token revoked")
+		res = f.do(r, http.MethodPost, introspectPath, "application/x-www-form-urlencoded",
+			url.Values{"client_id": {"orders-api"}, "client_secret": {"orders-secret"}, "token": {token}}.Encode(), nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, false, res.json(t)["active"], "replica %s introspects the revoked token", r)
 	}
 	other := f.passwordToken("b")
 	res = f.bearerDecide("a", other)
