@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,6 +83,35 @@ func TestReplicasRefuseATokenRevokedAtAnyOfThem(t *testing.T) {
 	other := f.passwordToken("b")
 	res = f.bearerDecide("a", other)
 	require.Equal(t, http.StatusOK, res.status, "another token of the user is not revoked: %s", res.body)
+}
+
+// TestReplicasRefuseARevokedTokenWithAClockBehindTheStore: the store
+// expires a revocation by its own clock; a replica whose clock runs
+// behind the store's (by less than dpop.ReplayStoreMargin, the bound the
+// shared store's records allow for) still finds the token live by its own
+// clock once the store's clock has passed the token's exp, and must still
+// find the revocation.
+func TestReplicasRefuseARevokedTokenWithAClockBehindTheStore(t *testing.T) {
+	t.Parallel()
+	var storeAhead atomic.Int64 // how far the store's clock runs ahead of the wall clock
+	store := &sharedStore{keys: map[string]time.Time{}, clock: func() time.Time { return time.Now().Add(time.Duration(storeAhead.Load())) }}
+	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
+	res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded",
+		url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}.Encode(), nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	token := res.json(t)["access_token"].(string)
+	lifetime := time.Duration(res.json(t)["expires_in"].(float64)) * time.Second
+	require.Equal(t, http.StatusOK, f.revokeAt("a", token).status)
+
+	// Replica c's clock is lifetime-50s ahead of the wall clock: the token
+	// has 50 s left there. The store's clock is past the token's exp.
+	c, err := mockserver.New(mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store), mockserver.WithAccessTokenAlgorithm("ES256"),
+		mockserver.WithFixture(dpopFixture()), mockserver.WithClock(func() time.Time { return time.Now().Add(lifetime - 50*time.Second) }))
+	require.NoError(t, err)
+	f.replicas["c"] = c
+	storeAhead.Store(int64(lifetime + time.Second))
+	res = f.bearerDecide("c", token)
+	require.Equal(t, http.StatusUnauthorized, res.status, "a replica 51 s behind the store: %s", res.body)
 }
 
 // TestReplicasRefuseATokenWhoseRevocationTheyCannotTell: a replica that

@@ -28,6 +28,14 @@ type sharedStore struct {
 	keys  map[string]time.Time
 	fail  error
 	began time.Time
+	clock func() time.Time // the store's own clock, which expires keys; time.Now when nil
+}
+
+func (s *sharedStore) now() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
 }
 
 func (s *sharedStore) Recorded(_ context.Context, key string, since time.Time) (bool, error) {
@@ -40,7 +48,7 @@ func (s *sharedStore) Recorded(_ context.Context, key string, since time.Time) (
 		return false, errors.New("the keyspace is younger than the record")
 	}
 	u, ok := s.keys[key]
-	return ok && time.Now().Before(u), nil
+	return ok && s.now().Before(u), nil
 }
 
 // restart makes the store forget its keys, its keyspace beginning now.
@@ -56,7 +64,7 @@ func (s *sharedStore) Remember(_ context.Context, key string, until time.Time) (
 	if s.fail != nil {
 		return false, s.fail
 	}
-	if u, ok := s.keys[key]; ok && time.Now().Before(u) {
+	if u, ok := s.keys[key]; ok && s.now().Before(u) {
 		return false, nil
 	}
 	s.keys[key] = until

@@ -86,13 +86,17 @@ func (s *Server) sharedRecorded(ctx context.Context, kind, realm, id string, sin
 }
 
 // sharedRecord records kind about realm's id in the shared store until
-// until and reports whether it was not recorded already: true without a
-// store; errSharedUnavailable when the store fails.
+// until, by this server's clock, and reports whether it was not recorded
+// already: true without a store; errSharedUnavailable when the store
+// fails. The store expires the record by its own clock, so it is kept
+// dpop.ReplayStoreMargin longer: a replica whose clock runs behind the
+// store's by up to that margin, still taking the credential for live,
+// still finds the record.
 func (s *Server) sharedRecord(ctx context.Context, kind, realm, id string, until time.Time) (bool, error) {
 	if s.shared == nil {
 		return true, nil
 	}
-	first, err := s.shared.Remember(ctx, sharedKey(kind, realm, id), until)
+	first, err := s.shared.Remember(ctx, sharedKey(kind, realm, id), until.Add(dpop.ReplayStoreMargin))
 	if err != nil {
 		s.logger.Warn("shared store unavailable", "err", err)
 		return false, errSharedUnavailable
