@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
@@ -178,6 +179,9 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 		return nil, &authFailure{message: "unsupported authorization scheme"}
 	}
 	claims, rm, remember, err := s.verifyToken(r, realm, raw)
+	if errors.Is(err, errSharedUnavailable) {
+		return nil, &authFailure{unavailable: true, message: err.Error()}
+	}
 	if err != nil {
 		return nil, &authFailure{code: "invalid_token", message: "invalid token: " + err.Error(), dpop: isDPoP}
 	}
@@ -233,6 +237,14 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Clai
 	if s.auth.revoked.revoked(realm, c.ID, c.Expiry.Time()) {
 		return nil, nil, nil, errRevoked
 	}
+	// Replicas: a revocation answered by any of them is in the shared
+	// store; a token whose state it cannot tell is refused (503).
+	switch revoked, err := s.sharedRecorded(r.Context(), labelRevoked, realm, c.ID, issuedAt(c)); {
+	case err != nil:
+		return nil, nil, nil, err
+	case revoked:
+		return nil, nil, nil, errRevoked
+	}
 	if ok {
 		return c, rm, func() {}, nil
 	}
@@ -242,6 +254,15 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Clai
 
 // errRevoked is the validation error for a revoked token.
 var errRevoked = errors.New("token revoked")
+
+// issuedAt returns c's iat, or the zero time when it has none (the shared
+// store then vouches for nothing, and the token is refused).
+func issuedAt(c *issuer.Claims) time.Time {
+	if c.IssuedAt == nil {
+		return time.Time{}
+	}
+	return c.IssuedAt.Time()
+}
 
 // checkError is a failed check of issuer.Verify, its message without the
 // package's prefix; errors.Is sees the issuer's error.
@@ -301,7 +322,8 @@ func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 // state.
 type authState struct {
 	adminSecret string
-	pageKey     []byte // signs AuthZEN search page tokens (authzensearch.go)
+	pageKey     []byte // signs AuthZEN search page tokens (authzensearch.go); from the key seed
+	codeKey     []byte // seals authorization codes with a shared store (authcode_sealed.go); from the key seed
 	policies    decision.Cache
 	subjects    decision.SubjectCache // the subjects of /authorize's decisions
 	answers     *answerCache          // /authorize's answers (answercache.go)

@@ -215,7 +215,7 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 	if scopeGiven {
 		c.scope = scope[0]
 	}
-	code, ok := s.auth.codes.add(authTime, c)
+	code, ok := s.issueCode(c)
 	if !ok {
 		redirectError(w, req, "temporarily_unavailable", "too many unredeemed authorization codes; retry shortly")
 		return

@@ -2,7 +2,6 @@ package mockserver
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"net/http"
 	"sync"
@@ -89,8 +88,8 @@ func (n sharedNonces) Valid(ctx context.Context, nonce string) bool {
 // one per realm, each shared by that realm's token endpoint and protected
 // routes, the verified-token caches, one per realm, and the nonce source.
 func newAuthState(s *Server) (*authState, error) {
-	a := &authState{pageKey: make([]byte, 32), answers: newAnswerCache()}
-	_, _ = rand.Read(a.pageKey)
+	a := &authState{pageKey: derivedKey(s.keys.seed, labelPageKey), codeKey: derivedKey(s.keys.seed, labelCodeKey),
+		answers: newAnswerCache()}
 	a.nonces = &nonceSource{now: s.now, required: s.nonceRequired}
 	if s.nonces != nil {
 		a.nonces = sharedNonces{Nonces: s.nonces, required: s.nonceRequired}

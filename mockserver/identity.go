@@ -255,6 +255,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 	var (
 		username string
 		code     *authCode
+		spend    *codeSpend // a sealed code to record as spent (authcode_sealed.go)
 	)
 	err := s.liveRealm(realm, func(rm *store.Realm) error {
 		c, ok := checkClient(rm, clientID, secret)
@@ -281,13 +282,21 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 			username = u.Username
 		case grantAuthorizationCode:
 			var oe *oauthError
-			if code, oe = s.redeemCode(rm, form, clientID); oe != nil {
+			if code, spend, oe = s.redeemCode(rm, form, clientID); oe != nil {
 				return oe
 			}
 			username = code.username
 		}
 		return nil
 	})
+	if spend != nil { // a sealed code, its client authenticated: spent whatever the outcome
+		if oe := s.spendSealedCode(r.Context(), spend); oe != nil {
+			if oe.status == http.StatusServiceUnavailable {
+				w.Header().Set("Retry-After", proofRetryAfter)
+			}
+			return nil, oe
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -336,36 +345,41 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 // code_verifier must match its PKCE challenge (and be absent when it had
 // none, so that PKCE cannot be downgraded). The code is spent whatever
 // the outcome, and the user must still be able to log in.
-func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID string) (*authCode, *oauthError) {
+//
+// With a shared store the code is sealed (authcode_sealed.go): spend is
+// what the caller must record, once the realm's lock is released, before
+// it may answer anything but a refusal of the code's expiry.
+func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID string) (c *authCode, spend *codeSpend, oe *oauthError) {
 	raw, redirectURI := form.Get("code"), form.Get("redirect_uri")
 	if raw == "" || redirectURI == "" {
-		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code and redirect_uri are required"}
+		return nil, nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code and redirect_uri are required"}
 	}
 	bad := func(desc string) *oauthError {
 		return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: desc}
 	}
-	c, ok := s.auth.codes.take(rm.Name, raw)
+	c, spend, ok := s.findCode(rm.Name, raw)
+	if ok && !s.now().Before(c.expires) {
+		return nil, nil, bad("the code has expired") // refused by its exp wherever it goes: nothing to record
+	}
 	switch {
 	case !ok || c.realm != rm.Name || c.clientID != clientID:
-		return nil, bad("the code is unknown, already used, or not issued to this client")
-	case !s.now().Before(c.expires):
-		return nil, bad("the code has expired")
+		return nil, spend, bad("the code is unknown, already used, or not issued to this client")
 	case redirectURI != c.redirectURI:
-		return nil, bad("redirect_uri differs from the authorization request's")
+		return nil, spend, bad("redirect_uri differs from the authorization request's")
 	}
 	verifier, hasVerifier := form["code_verifier"]
 	switch {
 	case c.challenge == "" && hasVerifier:
-		return nil, bad("code_verifier given but the authorization request had no code_challenge")
+		return nil, spend, bad("code_verifier given but the authorization request had no code_challenge")
 	case c.challenge != "" && !hasVerifier:
-		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code_verifier is required"}
+		return nil, spend, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code_verifier is required"}
 	case c.challenge != "" && !pkceMatches(verifier[0], c.challenge):
-		return nil, bad("code_verifier does not match the code_challenge")
+		return nil, spend, bad("code_verifier does not match the code_challenge")
 	}
 	if u, ok := rm.UserNamed(c.username); !ok || u.Password == "" {
-		return nil, bad("the user can no longer log in")
+		return nil, spend, bad("the user can no longer log in")
 	}
-	return c, nil
+	return c, spend, nil
 }
 
 // grantedScopes returns the scopes of requested (space-separated) that the

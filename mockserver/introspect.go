@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
@@ -66,6 +67,9 @@ func (s *Server) introspection(w http.ResponseWriter, r *http.Request, realm str
 		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "token is required"}
 	}
 	claims, _, _, err := s.verifyToken(r, realm, raw)
+	if errors.Is(err, errSharedUnavailable) {
+		return nil, sharedOAuthUnavailable(w)
+	}
 	if err != nil {
 		return inactive, nil
 	}

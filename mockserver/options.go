@@ -33,7 +33,7 @@ type config struct {
 	corsOrigins []string
 	webUI       bool
 	denialLog   func(format string, args ...any)
-	replay      dpop.ReplayStore
+	replay      SharedStore
 	nonces      dpop.Nonces
 	keySeed     []byte
 	replayGiven bool
@@ -134,12 +134,19 @@ func WithDenialLog(logf func(format string, args ...any)) Option {
 	return func(c *config) { c.denialLog = logf }
 }
 
-// WithReplayStore makes every realm's DPoP verifier record proofs in
-// store (see dpop.WithReplayStore) instead of in the server's memory, so
-// that servers sharing it (replicas behind one front) accept a proof once
-// between them. While the store fails, requests with DPoP proofs are
-// answered 503 with Retry-After. A nil store makes New fail.
-func WithReplayStore(store dpop.ReplayStore) Option {
+// WithReplayStore makes servers sharing store (replicas behind one front)
+// act as one for what a client carries and what refuses a credential:
+// every realm's DPoP verifier records proofs in store (see
+// dpop.WithReplayStore) instead of in the server's memory, so that a proof
+// is accepted once between them; a token revoked at one replica
+// (RFC 7009), an authorization code redeemed at one and a web UI session
+// logged out at one are recorded there and refused by every replica from
+// the moment the call answered; authorization codes are sealed so that any
+// replica redeems them (with the same WithKeySeed). While the store fails,
+// or cannot vouch for a credential (it lost its keys), requests with DPoP
+// proofs, with access tokens, with codes or with UI sessions are answered
+// 503 with Retry-After, never served. A nil store makes New fail.
+func WithReplayStore(store SharedStore) Option {
 	return func(c *config) { c.replay = store; c.replayGiven = true }
 }
 
@@ -156,8 +163,12 @@ func WithNonces(n dpop.Nonces) Option {
 // key) from seed and the realm's name, instead of making random ones:
 // servers given the same seed sign with the same keys, so a token issued
 // by one verifies at the others (replicas behind one front; give them the
-// same fixture too). seed must hold at least 16 bytes; keep it secret, as
-// it is every realm's private keys. The RSA key of a realm takes a few
+// same fixture too). The seed also derives, one label each, the keys of
+// what a client carries between requests: AuthZEN search page tokens, web
+// UI session cookies and, with WithReplayStore, sealed authorization
+// codes, so that every replica serves them (without a seed each server
+// makes them at random). seed must hold at least 16 bytes; keep it
+// secret, as it is every realm's private keys. The RSA key of a realm takes a few
 // hundred milliseconds to derive, on first use as without a seed.
 func WithKeySeed(seed []byte) Option {
 	return func(c *config) { c.keySeed = append([]byte(nil), seed...); c.seedGiven = true }
@@ -229,6 +240,7 @@ func New(opts ...Option) (*Server, error) {
 		denialLog: c.denialLog,
 		keys:      keySource{seed: c.keySeed},
 		replay:    c.replay,
+		shared:    c.replay,
 		nonces:    c.nonces,
 	}
 	if s.cors, err = newCORSPolicy(fx, c.corsOrigins); err != nil {
@@ -240,7 +252,7 @@ func New(opts ...Option) (*Server, error) {
 	}
 	s.auth = auth
 	if c.webUI {
-		s.ui = newWebUI()
+		s.ui = newWebUI(s.keys.seed)
 	}
 	secret, err := s.load(fx, c.adminSecret)
 	if err != nil {

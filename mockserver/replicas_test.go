@@ -19,12 +19,43 @@ import (
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
-// sharedStore is a dpop.ReplayStore in memory that replicas of a test
-// share, as they would share Redis; fail makes it fail.
+// sharedStore is a mockserver.SharedStore in memory that replicas of a
+// test share, as they would share Redis; fail makes it fail, and began is
+// when its keyspace began (as after Redis lost its keys): it vouches for
+// no record made before.
 type sharedStore struct {
-	mu   sync.Mutex
-	keys map[string]time.Time
-	fail error
+	mu    sync.Mutex
+	keys  map[string]time.Time
+	fail  error
+	began time.Time
+	clock func() time.Time // the store's own clock, which expires keys; time.Now when nil
+}
+
+func (s *sharedStore) now() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
+}
+
+func (s *sharedStore) Recorded(_ context.Context, key string, since time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return false, s.fail
+	}
+	if since.Before(s.began) {
+		return false, errors.New("the keyspace is younger than the record")
+	}
+	u, ok := s.keys[key]
+	return ok && s.now().Before(u), nil
+}
+
+// restart makes the store forget its keys, its keyspace beginning now.
+func (s *sharedStore) restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys, s.began = map[string]time.Time{}, time.Now()
 }
 
 func (s *sharedStore) Remember(_ context.Context, key string, until time.Time) (bool, error) {
@@ -33,7 +64,7 @@ func (s *sharedStore) Remember(_ context.Context, key string, until time.Time) (
 	if s.fail != nil {
 		return false, s.fail
 	}
-	if u, ok := s.keys[key]; ok && time.Now().Before(u) {
+	if u, ok := s.keys[key]; ok && s.now().Before(u) {
 		return false, nil
 	}
 	s.keys[key] = until

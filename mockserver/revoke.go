@@ -53,6 +53,8 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, realm strin
 		err = issuer.ErrType // with ES256 access tokens, an ID token is under another key
 	}
 	switch {
+	case errors.Is(err, errSharedUnavailable):
+		return sharedOAuthUnavailable(w)
 	case errors.Is(err, issuer.ErrType):
 		return &oauthError{status: http.StatusBadRequest, code: "unsupported_token_type", description: "only access tokens are revoked"}
 	case err != nil:
@@ -62,6 +64,11 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, realm strin
 	}
 	s.auth.revoked.revoke(realm, claims.ID, claims.Expiry.Time(), s.now())
 	s.auth.verified.remove(realm, raw)
+	// Replicas: the answer says revoked only once every replica refuses
+	// the token; a store that fails is a 503 (the client retries).
+	if _, err := s.sharedRecord(r.Context(), labelRevoked, realm, claims.ID, claims.Expiry.Time()); err != nil {
+		return sharedOAuthUnavailable(w)
+	}
 	s.logger.Info("token revoked", "realm", realm, "client", clientID, "jti", claims.ID)
 	return nil
 }

@@ -37,6 +37,9 @@ type Server struct {
 	// replay caches and the server's own nonces (dpop.go).
 	replay dpop.ReplayStore
 	nonces dpop.Nonces
+	// shared, when set, is the store replicas share (shared.go): the
+	// same as replay, read for revocations, spent codes and logouts.
+	shared SharedStore
 
 	auth *authState  // token issuing and validation (auth.go)
 	cors *corsPolicy // the origins browsers may call from (cors.go)

@@ -159,6 +159,17 @@ func (s *Server) uiGuard(access uiAccess, h uiHandler) http.Handler {
 			}
 		}
 		ss, ok := s.ui.session(r, realm, s.now())
+		if ok {
+			// Replicas: a logout at any of them is in the shared store.
+			switch out, err := s.sharedRecorded(r.Context(), labelLogout, realm, ss.id, ss.expires.Add(-sessionLifetime)); {
+			case err != nil:
+				w.Header().Set("Retry-After", proofRetryAfter)
+				s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", err.Error()))
+				return
+			case out:
+				ok = false
+			}
+		}
 		if !ok {
 			s.toLogin(w, r, realm)
 			return
@@ -419,6 +430,11 @@ var errLacksManagement = errf(http.StatusForbidden, "the user lacks realm manage
 // cookie is worth nothing either.
 func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, ss *uiSession) {
 	s.ui.logout(ss, s.now())
+	if _, err := s.sharedRecord(r.Context(), labelLogout, ss.realm, ss.id, ss.expires); err != nil {
+		w.Header().Set("Retry-After", proofRetryAfter)
+		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", err.Error()))
+		return
+	}
 	http.SetCookie(w, s.ui.clearCookie(ss.realm, s.secureCookie(r)))
 	uiHeaders(w)
 	http.Redirect(w, r, uiRealmPath(ss.realm)+"/login", http.StatusSeeOther)

@@ -30,18 +30,20 @@ const sessionLifetime = 30 * time.Minute
 const sessionCookie = "orgauthz_ui"
 
 // webUI is the web UI's state: the key that signs session cookies and CSRF
-// tokens, made at New and never shown, and the sessions logged out before
-// their expiry. It is safe for concurrent use.
+// tokens, derived from the key seed (so that replicas given it accept each
+// other's sessions) or made at New, never shown, and the sessions logged
+// out here before their expiry (with a shared store, a logout is recorded
+// there too, and every replica reads it: webui.go). It is safe for
+// concurrent use.
 type webUI struct {
 	key       []byte
 	loggedOut *revokedTokens
 }
 
-// newWebUI returns the state of an enabled UI, with a fresh random key.
-func newWebUI() *webUI {
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	return &webUI{key: key, loggedOut: newRevokedTokens()}
+// newWebUI returns the state of an enabled UI, with its key derived from
+// seed (the same at every replica given it; random without one).
+func newWebUI(seed []byte) *webUI {
+	return &webUI{key: derivedKey(seed, labelSessionKey), loggedOut: newRevokedTokens()}
 }
 
 // uiSession is a request's valid session.

@@ -186,3 +186,55 @@ func TestMockserverReplicasShareRedis(t *testing.T) {
 	status, body = call(a, proof())
 	require.Equal(t, http.StatusOK, status, "served again without restarting a replica: %s", body)
 }
+
+// TestMockserverReplicasShareRevocationsInRedis: a token revoked through
+// one reference server (-redis) is refused by the other from the moment
+// the revocation answered; while Redis is down, a replica that cannot ask
+// it refuses the token (503), never grants it.
+func TestMockserverReplicasShareRevocationsInRedis(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	const prefix = "orgauthz:mockserver:dpop:"
+	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
+	args := []string{"-fixture", "../examples/fixtures/acme.json", "-key-seed", "redisstore-test-seed-0123", "-redis", srv.URL()}
+	a, b := startMockserver(t, args...), startMockserver(t, args...)
+
+	const tokenPath = "/realms/acme/protocol/openid-connect/token"
+	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}
+	status, _, body := frontCall(t, a, http.MethodPost, tokenPath, nil, "application/x-www-form-urlencoded", form.Encode())
+	require.Equal(t, http.StatusOK, status, string(body))
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.Unmarshal(body, &tok))
+	const decide = "/realms/acme/authorization-decision-provider/authorize"
+	call := func(base string) (int, []byte) {
+		status, _, body := frontCall(t, base, http.MethodPost, decide, http.Header{"Authorization": {"Bearer " + tok.AccessToken}},
+			"application/json", `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
+		return status, body
+	}
+	status, body = call(b)
+	require.Equal(t, http.StatusOK, status, "a token of replica a at replica b: %s", body)
+
+	status, _, body = frontCall(t, a, http.MethodPost, "/realms/acme/protocol/openid-connect/revoke", nil,
+		"application/x-www-form-urlencoded", url.Values{"client_id": {"admin-cli"}, "token": {tok.AccessToken}}.Encode())
+	require.Equal(t, http.StatusOK, status, string(body))
+	for name, base := range map[string]string{"a": a, "b": b} {
+		status, body = call(base)
+		require.Equal(t, http.StatusUnauthorized, status, "the revoked token at replica %s: %s", name, body)
+	}
+	keys, err := c.Keys(t.Context(), prefix+"*").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 2, "the revocation and the marker: %v", keys)
+	for _, k := range keys {
+		require.NotContains(t, k, tok.AccessToken)
+	}
+
+	status, _, body = frontCall(t, b, http.MethodPost, tokenPath, nil, "application/x-www-form-urlencoded", form.Encode())
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.NoError(t, json.Unmarshal(body, &tok))
+	srv.Stop()
+	status, body = call(a)
+	require.Equal(t, http.StatusServiceUnavailable, status, "Redis down: the revocation state is unknown: %s", body)
+}

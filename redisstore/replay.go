@@ -27,8 +27,9 @@ const SinceKey = "since"
 // proof once between them. Each proof is one key, prefix + the Verifier's
 // digest of the proof's key and jti (no token material), written with
 // SET key 1 NX PXAT until, which is atomic on a single server, a
-// Sentinel-managed primary and a Cluster alike. It is safe for concurrent
-// use.
+// Sentinel-managed primary and a Cluster alike. Recorded reads a record
+// back (the reference server's replicas share revocations through it:
+// mockserver.WithReplayStore). It is safe for concurrent use.
 //
 // A Redis that loses all its keys (restarted without persistence,
 // flushed, failed over to a replica that never synced) would let proofs
@@ -173,7 +174,7 @@ func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayO
 
 // errKeyspaceNew is the error of a proof the store cannot vouch for: it
 // could have been accepted before the keyspace's marker.
-var errKeyspaceNew = errors.New("redisstore: the replay keyspace is younger than the proof's window (Redis lost its keys, or is new)")
+var errKeyspaceNew = errors.New("redisstore: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, or is new)")
 
 // errNotReplicated is the error of a proof whose record too few replicas
 // acknowledged (WithReplicas).
@@ -242,6 +243,51 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 		return false, errKeyspaceNew
 	}
 	return true, nil
+}
+
+// Recorded reports whether key was recorded (by [ReplayStore.Remember])
+// and has not expired, with GET of the key and of the marker and TIME in
+// one pipeline, writing nothing (but the marker, decided as Remember
+// does when it is missing or impossible). It fails when the keyspace
+// began after since less [dpop.ReplayStoreMargin] (a record made since
+// since may have been lost with the keys), and on any Redis error. The
+// reference server reads revocations, spent authorization codes and web
+// UI logouts with it (mockserver.SharedStore).
+func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time) (bool, error) {
+	var val, marker *redis.StringCmd
+	var clock *redis.TimeCmd
+	err := bounded(ctx, func() error {
+		pipe := s.client.Pipeline()
+		val = pipe.Get(ctx, s.prefix+key)
+		marker = pipe.Get(ctx, s.since)
+		clock = pipe.Time(ctx)
+		_, err := pipe.Exec(ctx)
+		return err
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("redisstore: %w", err)
+	}
+	if err := val.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("redisstore: %w", err)
+	}
+	if clock.Err() != nil {
+		return false, fmt.Errorf("redisstore: TIME: %w", clock.Err())
+	}
+	now := ceilMilli(clock.Val())
+	began, err := strconv.ParseInt(marker.Val(), 10, 64)
+	if marker.Err() != nil || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds() {
+		var wrote bool
+		if began, wrote, err = s.decideMarker(ctx); err != nil {
+			return false, err
+		}
+		if wrote {
+			return false, errKeyspaceNew // the keyspace begins now
+		}
+	}
+	if began > since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds() {
+		return false, errKeyspaceNew
+	}
+	return val.Err() == nil, nil
 }
 
 // decideMarker runs [replaymarker.Script] on the marker, within ctx

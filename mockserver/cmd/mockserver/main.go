@@ -137,9 +137,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Above decisionLatencyMs's ceiling of 60 s, so that the slowest injected
 	// decision still reaches its client.
 	write := fs.Duration("write-timeout", 90*time.Second, "how long a client may take to read a response, from the end of its request's headers")
-	keySeed := fs.String("key-seed", "", "secret (16+ bytes) every realm's signing keys and the fixture's ids derive from, the same for every replica (default: random keys)")
-	redisURL := fs.String("redis", "", "`URL` of a Redis or Valkey server (redis://[[user]:password@]host[:port][/db]) where replicas share the DPoP proofs they accepted (default: in memory)")
-	redisPrefix := fs.String("redis-prefix", redisreplay.DefaultPrefix, "key prefix of the DPoP proofs in Redis")
+	keySeed := fs.String("key-seed", "", "secret (16+ bytes) every realm's signing keys, the fixture's ids and the keys of codes, page tokens and UI sessions derive from, the same for every replica (default: random keys)")
+	redisURL := fs.String("redis", "", "`URL` of a Redis or Valkey server (redis://[[user]:password@]host[:port][/db]) where replicas share the DPoP proofs they accepted, revocations, spent authorization codes and UI sign-outs (default: in memory)")
+	redisPrefix := fs.String("redis-prefix", redisreplay.DefaultPrefix, "key prefix of the replicas' shared keys in Redis")
 	nonceSecret := fs.String("nonce-secret", "", "secret (32+ bytes) of DPoP nonces that every replica holding it accepts (default: nonces of this process only)")
 	maxConns := fs.Int("max-connections", 1024, "how many connections are served at once, shared between peer addresses: at the limit a newcomer takes the slot of an idle connection, else of a silent one of its address or of one holding 2 more (either only after 5s without a byte), else of the longest request in progress of an address holding 2 more; otherwise it waits")
 	fs.SetOutput(io.Discard) // report prints parse errors, once

@@ -93,7 +93,7 @@ func (s *Store) Close() error {
 
 // errKeyspaceNew is the error of a proof the store cannot vouch for: it
 // could have been accepted before the keyspace's marker.
-var errKeyspaceNew = errors.New("redis: the replay keyspace is younger than the proof's window (Redis lost its keys, or is new)")
+var errKeyspaceNew = errors.New("redis: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, or is new)")
 
 // Remember records key until until with SET NX PXAT and reports whether it
 // was not recorded already; it fails when the keyspace is younger than the
@@ -114,29 +114,94 @@ func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool
 		{"GET", s.prefix + sinceKey},
 		{"TIME"},
 	}
-	var replies []reply
-	var c *conn
-	for attempt := 0; ; attempt++ {
-		var reused bool
-		var err error
-		if c, reused, err = s.get(ctx); err != nil {
-			return false, err
-		}
-		if replies, err = c.do(ctx, cmds...); err == nil {
-			break
-		}
-		s.put(c, false)
-		// An idle connection the server closed (a restart, its timeout)
-		// fails at once: try once more on a new one. Had the first try
-		// reached the server, the second finds the key and the proof is
-		// refused, never accepted twice.
-		if !reused || attempt > 0 || ctx.Err() != nil {
-			return false, err
-		}
+	c, replies, err := s.exchange(ctx, cmds)
+	if err != nil {
+		return false, err
 	}
 	first, err := s.judge(ctx, c, replies, ms)
 	s.put(c, err == nil || !errors.Is(err, errConn))
 	return first, err
+}
+
+// exchange sends cmds on a connection and returns it with the replies;
+// the caller puts it back. An idle connection the server closed (a
+// restart, its timeout) fails at once: it tries once more on a new one.
+// Had the first try reached the server, the second of a Remember finds
+// the key and the proof is refused, never accepted twice.
+func (s *Store) exchange(ctx context.Context, cmds [][]string) (*conn, []reply, error) {
+	for attempt := 0; ; attempt++ {
+		c, reused, err := s.get(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		replies, err := c.do(ctx, cmds...)
+		if err == nil {
+			return c, replies, nil
+		}
+		s.put(c, false)
+		if !reused || attempt > 0 || ctx.Err() != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// Recorded reports whether key was recorded (by Remember, or by SET with
+// PXAT from another client of the keys) and has not expired. It fails when
+// the keyspace is younger than since less dpop.ReplayStoreMargin (Redis
+// lost its keys, or is new: a record made since since may be lost), by
+// the marker, decided again on the server when missing as Remember does,
+// and on any error of the connection or the server. It sends GET of the
+// key and of the marker and TIME, in one round trip.
+func (s *Store) Recorded(ctx context.Context, key string, since time.Time) (bool, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
+		defer cancel()
+	}
+	c, replies, err := s.exchange(ctx, [][]string{{"GET", s.prefix + key}, {"GET", s.prefix + sinceKey}, {"TIME"}})
+	if err != nil {
+		return false, err
+	}
+	found, err := s.judgeRead(ctx, c, replies, since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds())
+	s.put(c, err == nil || !errors.Is(err, errConn))
+	return found, err
+}
+
+// judgeRead reads the replies to GET of a key, GET of the marker and TIME:
+// whether the key is there, and an error when the keyspace began after
+// sinceMs (Unix milliseconds) by the marker, decided again on the server
+// as judge does.
+func (s *Store) judgeRead(ctx context.Context, c *conn, replies []reply, sinceMs int64) (bool, error) {
+	val, since, clock := replies[0], replies[1], replies[2]
+	for _, r := range replies {
+		if r.err != nil {
+			return false, r.err
+		}
+	}
+	if val.arr != nil {
+		return false, errors.New("redis: GET answered an array")
+	}
+	now, err := redisTime(clock)
+	if err != nil {
+		return false, err
+	}
+	var began int64
+	if since.arr == nil && !since.null {
+		began, err = strconv.ParseInt(since.s, 10, 64)
+	}
+	if since.arr != nil || since.null || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds() {
+		var wrote bool
+		if began, wrote, err = s.decideMarker(ctx, c); err != nil {
+			return false, err
+		}
+		if wrote {
+			return false, errKeyspaceNew
+		}
+	}
+	if began > sinceMs {
+		return false, errKeyspaceNew
+	}
+	return !val.null, nil
 }
 
 // errConn marks an error of the connection (not of the server's answer):

@@ -1,0 +1,69 @@
+package redisreplay
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/dpop"
+)
+
+// TestRecordedReadsWhatRememberWrote: what one replica records (a
+// revocation, a spent code) is what every replica reads, in one round
+// trip of GET, GET of the marker and TIME, writing nothing.
+func TestRecordedReadsWhatRememberWrote(t *testing.T) {
+	t.Parallel()
+	f := startFake(t, redisLike())
+	s := settledStore(t, "redis://"+f.addr)
+	since := time.Now().Add(-time.Minute)
+	found, err := s.Recorded(t.Context(), "k", since)
+	require.NoError(t, err)
+	require.False(t, found, "not recorded yet")
+	first, err := s.Remember(t.Context(), "k", time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.True(t, first)
+	before := len(f.commands())
+	found, err = s.Recorded(t.Context(), "k", since)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, [][]string{{"GET", "p:k"}, {"GET", "p:since"}, {"TIME"}}, f.commands()[before:])
+}
+
+// TestRecordedRefusesWhatTheKeyspaceCannotVouchFor: a keyspace younger
+// than the record asked about (Redis lost its keys after the token was
+// issued), or with no marker at all, cannot say that nothing was recorded:
+// the read fails (the server refuses the credential), and the marker is
+// decided on the server as for Remember. A record made after the marker
+// (less the margin) is vouched for. A server error fails the read.
+func TestRecordedRefusesWhatTheKeyspaceCannotVouchFor(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Millisecond)
+	answer := redisLikeAt(func() time.Time { return now })
+	f := startFake(t, answer)
+	s, err := Open("redis://"+f.addr, "p:")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+
+	_, err = s.Recorded(t.Context(), "k", now.Add(time.Hour))
+	require.ErrorIs(t, err, errKeyspaceNew, "no marker: the keyspace begins now")
+	require.Equal(t, bulk(strconv.FormatInt(now.UnixMilli(), 10)), answer([]string{"GET", "p:since"}), "decided by the server")
+
+	_, err = s.Recorded(t.Context(), "k", now.Add(-time.Minute))
+	require.ErrorIs(t, err, errKeyspaceNew, "issued before the keyspace began")
+	_, err = s.Recorded(t.Context(), "k", now.Add(dpop.ReplayStoreMargin-time.Millisecond))
+	require.ErrorIs(t, err, errKeyspaceNew, "issued within the margin of the keyspace's beginning (clocks differ)")
+	found, err := s.Recorded(t.Context(), "k", now.Add(dpop.ReplayStoreMargin))
+	require.NoError(t, err, "issued a margin after the keyspace began")
+	require.False(t, found)
+
+	down := startFake(t, func([]string) string { return "-ERR LOADING\r\n" })
+	s2, err := Open("redis://"+down.addr, "p:")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s2.Close() })
+	_, err = s2.Recorded(t.Context(), "k", now)
+	require.Error(t, err)
+	require.False(t, errors.Is(err, errKeyspaceNew))
+}

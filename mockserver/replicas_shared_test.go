@@ -1,0 +1,295 @@
+package mockserver_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+)
+
+// These tests hold replicas behind one front (one fixture, one key seed,
+// one shared store, as docs/reference-server.md sets them up) to the rule
+// that what a client carries from one request to the next, and what
+// refuses a credential, is the same at every replica.
+
+// csrfInput finds the CSRF token of a web UI page's forms.
+var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// startSharedFront starts replicas a and b sharing store and the key seed.
+func startSharedFront(t *testing.T, store *sharedStore, opts ...mockserver.Option) *front {
+	t.Helper()
+	return startFront(t, []string{"a", "b"}, append([]mockserver.Option{mockserver.WithKeySeed(keySeed),
+		mockserver.WithReplayStore(store), mockserver.WithAccessTokenAlgorithm("ES256")}, opts...)...)
+}
+
+// passwordToken gets alice a Bearer token from replica.
+func (f *front) passwordToken(replica string) string {
+	f.t.Helper()
+	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}
+	res := f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
+	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
+	return res.json(f.t)["access_token"].(string)
+}
+
+// bearerDecide asks replica for a decision with a Bearer token.
+func (f *front) bearerDecide(replica, token string) httpResult {
+	f.t.Helper()
+	return f.do(replica, http.MethodPost, authorizePath, "application/json",
+		`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`,
+		http.Header{"Authorization": {"Bearer " + token}})
+}
+
+// revokeAt revokes token at replica as admin-cli (a public client).
+func (f *front) revokeAt(replica, token string) httpResult {
+	f.t.Helper()
+	return f.do(replica, http.MethodPost, revokePath, "application/x-www-form-urlencoded",
+		url.Values{"client_id": {"admin-cli"}, "token": {token}}.Encode(), nil)
+}
+
+// TestReplicasRefuseATokenRevokedAtAnyOfThem: a token revoked through the
+// front (RFC 7009, as a client's logout does) is refused by every replica
+// from the moment the revocation answered, on decisions and introspection
+// alike, not only by the replica that took the revocation.
+func TestReplicasRefuseATokenRevokedAtAnyOfThem(t *testing.T) {
+	t.Parallel()
+	f := startSharedFront(t, &sharedStore{keys: map[string]time.Time{}}, mockserver.WithFixture(dpopFixture()))
+	token := f.passwordToken("a")
+	for _, r := range []string{"a", "b"} {
+		res := f.bearerDecide(r, token)
+		require.Equal(t, http.StatusOK, res.status, "replica %s before the revocation: %s", r, res.body)
+		require.Equal(t, "GRANT", res.json(t)["status"])
+	}
+	res := f.revokeAt("a", token)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	for _, r := range []string{"a", "b"} {
+		res = f.bearerDecide(r, token)
+		require.Equal(t, http.StatusUnauthorized, res.status, "replica %s serves the revoked token: %s", r, res.body)
+		require.Contains(t, string(res.body), "token revoked")
+		res = f.do(r, http.MethodPost, introspectPath, "application/x-www-form-urlencoded",
+			url.Values{"client_id": {"orders-api"}, "client_secret": {"orders-secret"}, "token": {token}}.Encode(), nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, false, res.json(t)["active"], "replica %s introspects the revoked token", r)
+	}
+	other := f.passwordToken("b")
+	res = f.bearerDecide("a", other)
+	require.Equal(t, http.StatusOK, res.status, "another token of the user is not revoked: %s", res.body)
+}
+
+// TestReplicasRefuseARevokedTokenWithAClockBehindTheStore: the store
+// expires a revocation by its own clock; a replica whose clock runs
+// behind the store's (by less than dpop.ReplayStoreMargin, the bound the
+// shared store's records allow for) still finds the token live by its own
+// clock once the store's clock has passed the token's exp, and must still
+// find the revocation.
+func TestReplicasRefuseARevokedTokenWithAClockBehindTheStore(t *testing.T) {
+	t.Parallel()
+	var storeAhead atomic.Int64 // how far the store's clock runs ahead of the wall clock
+	store := &sharedStore{keys: map[string]time.Time{}, clock: func() time.Time { return time.Now().Add(time.Duration(storeAhead.Load())) }}
+	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
+	res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded",
+		url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}.Encode(), nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	token := res.json(t)["access_token"].(string)
+	lifetime := time.Duration(res.json(t)["expires_in"].(float64)) * time.Second
+	require.Equal(t, http.StatusOK, f.revokeAt("a", token).status)
+
+	// Replica c's clock is lifetime-50s ahead of the wall clock: the token
+	// has 50 s left there. The store's clock is past the token's exp.
+	c, err := mockserver.New(mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store), mockserver.WithAccessTokenAlgorithm("ES256"),
+		mockserver.WithFixture(dpopFixture()), mockserver.WithClock(func() time.Time { return time.Now().Add(lifetime - 50*time.Second) }))
+	require.NoError(t, err)
+	f.replicas["c"] = c
+	storeAhead.Store(int64(lifetime + time.Second))
+	res = f.bearerDecide("c", token)
+	require.Equal(t, http.StatusUnauthorized, res.status, "a replica 51 s behind the store: %s", res.body)
+}
+
+// TestReplicasRefuseATokenWhoseRevocationTheyCannotTell: a replica that
+// cannot ask the shared store whether a token was revoked (it fails, or
+// lost its keys after the token was issued) refuses the token with 503
+// and Retry-After, never grants; a revocation it cannot record is a 503
+// too (the client retries), and the token is still refused by the replica
+// that took it. Once the store is back the token is served again.
+func TestReplicasRefuseATokenWhoseRevocationTheyCannotTell(t *testing.T) {
+	t.Parallel()
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
+	token := f.passwordToken("a")
+	require.Equal(t, http.StatusOK, f.bearerDecide("b", token).status)
+
+	store.setFail(errors.New("connection refused"))
+	for _, r := range []string{"a", "b"} {
+		res := f.bearerDecide(r, token)
+		require.Equal(t, http.StatusServiceUnavailable, res.status, "replica %s, store down: %s", r, res.body)
+		require.NotEmpty(t, res.header.Get("Retry-After"))
+		require.NotContains(t, string(res.body), token)
+	}
+	res := f.revokeAt("b", token)
+	require.Equal(t, http.StatusServiceUnavailable, res.status, "a revocation the store cannot record: %s", res.body)
+	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
+	store.setFail(nil)
+	require.Equal(t, http.StatusOK, f.bearerDecide("a", token).status, "store back, revocation never answered")
+	require.Equal(t, http.StatusOK, f.revokeAt("b", token).status, "the retried revocation")
+	require.Equal(t, http.StatusUnauthorized, f.bearerDecide("a", token).status)
+
+	fresh := f.passwordToken("a")
+	store.restart() // the store lost the keys: it cannot vouch for tokens issued before
+	res = f.bearerDecide("b", fresh)
+	require.Equal(t, http.StatusServiceUnavailable, res.status, "a token older than the store's keyspace: %s", res.body)
+}
+
+// TestReplicasRedeemACodeOnceBetweenThem: the authorization code is what a
+// client carries from the authorization endpoint to the token endpoint;
+// behind one front the two requests may reach different replicas: a code
+// of one is redeemed at the other, once: redeemed again at either
+// replica it is invalid_grant. A replica that cannot record the use
+// refuses the redemption (503), never redeems a code twice.
+func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
+	t.Parallel()
+	const redirect = "https://app.test/cb"
+	fx := dpopFixture()
+	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(fx))
+	const verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+	const challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM" // RFC 7636 appendix B
+	code := func(replica string) string {
+		form := url.Values{"response_type": {"code"}, "client_id": {"web"}, "redirect_uri": {redirect}, "state": {"s"},
+			"code_challenge": {challenge}, "code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.URL+"/realms/acme/protocol/openid-connect/auth", strings.NewReader(form.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("X-Replica", replica)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusFound, resp.StatusCode)
+		loc, err := url.Parse(resp.Header.Get("Location"))
+		require.NoError(t, err)
+		require.NotEmpty(t, loc.Query().Get("code"), loc.String())
+		return loc.Query().Get("code")
+	}
+	redeem := func(replica, code string) httpResult {
+		return f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"},
+			"client_id": {"web"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {verifier}}.Encode(), nil)
+	}
+	c := code("a")
+	res := redeem("b", c)
+	require.Equal(t, http.StatusOK, res.status, "the code of replica a at replica b: %s", res.body)
+	require.Equal(t, http.StatusOK, f.bearerDecide("a", res.json(t)["access_token"].(string)).status)
+	for _, r := range []string{"a", "b"} {
+		res = redeem(r, c)
+		require.Equal(t, http.StatusBadRequest, res.status, "the code redeemed again at replica %s: %s", r, res.body)
+		require.Equal(t, "invalid_grant", res.json(t)["error"])
+	}
+	res = redeem("a", code("b")+"x")
+	require.Equal(t, http.StatusBadRequest, res.status, "an altered code: %s", res.body)
+	require.Equal(t, "invalid_grant", res.json(t)["error"])
+
+	// A store that cannot record the code's use refuses the redemption
+	// (503), and the code is still good once the store is back.
+	c = code("b")
+	store.setFail(errors.New("connection refused"))
+	res = redeem("a", c)
+	require.Equal(t, http.StatusServiceUnavailable, res.status, "store down: %s", res.body)
+	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
+	require.NotEmpty(t, res.header.Get("Retry-After"))
+	store.setFail(nil)
+	require.Equal(t, http.StatusOK, redeem("a", c).status)
+}
+
+// TestReplicasContinueASearchAcrossThem: an AuthZEN search's
+// page.next_token is what a PEP carries from one page to the next; the
+// next page is served by whichever replica the front picks.
+func TestReplicasContinueASearchAcrossThem(t *testing.T) {
+	t.Parallel()
+	fx := dpopFixture()
+	fx.Realms[0].Clients[0].Permissions[0].Roles = []string{"realm-admin", "viewer"}
+	f := startSharedFront(t, &sharedStore{keys: map[string]time.Time{}}, mockserver.WithFixture(fx))
+	res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded",
+		url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}.Encode(), nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	pep := http.Header{"Authorization": {"Bearer " + res.json(t)["access_token"].(string)}}
+	const search = "/realms/acme/access/v1/search/subject"
+	q := `{"subject":{"type":"user"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"},"page":{"limit":1%s}}`
+	res = f.do("a", http.MethodPost, search, "application/json", fmt.Sprintf(q, ""), pep)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	next := res.json(t)["page"].(map[string]any)["next_token"].(string)
+	require.NotEmpty(t, next, string(res.body))
+	var pages []string
+	for _, r := range []string{"a", "b"} {
+		res = f.do(r, http.MethodPost, search, "application/json", fmt.Sprintf(q, `,"token":"`+next+`"`), pep)
+		require.Equal(t, http.StatusOK, res.status, "the next page at replica %s: %s", r, res.body)
+		pages = append(pages, string(res.body))
+	}
+	require.Equal(t, pages[0], pages[1], "both replicas serve the same next page")
+}
+
+// TestReplicasShareUISessionsAndLogouts: the web UI's session cookie is
+// what a browser carries from page to page: a session begun at one
+// replica is served by the other, and a logout at one ends it at every
+// replica (a copy of the cookie is worth nothing anywhere); a replica
+// that cannot ask whether the session was signed out refuses it (503).
+func TestReplicasShareUISessionsAndLogouts(t *testing.T) {
+	t.Parallel()
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(replica, method, path string, form url.Values, cookies []*http.Cookie) (*http.Response, string) {
+		req, err := http.NewRequestWithContext(t.Context(), method, f.URL+path, strings.NewReader(form.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("X-Replica", replica)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		for _, c := range cookies {
+			req.AddCookie(c)
+		}
+		res, err := hc.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res, string(b)
+	}
+	login, _ := send("a", http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
+	require.Equal(t, http.StatusSeeOther, login.StatusCode)
+	cookies := login.Cookies()
+	require.NotEmpty(t, cookies)
+	var csrf string
+	for _, r := range []string{"a", "b"} {
+		res, body := send(r, http.MethodGet, "/ui/realms/acme/home", nil, cookies)
+		require.Equal(t, http.StatusOK, res.StatusCode, "the session at replica %s: redirected to %s", r, res.Header.Get("Location"))
+		m := csrfInput.FindStringSubmatch(body)
+		require.NotNil(t, m, "no CSRF token on replica %s's page", r)
+		csrf = m[1]
+	}
+	// A replica that cannot ask whether the session was signed out
+	// elsewhere does not serve it.
+	store.setFail(errors.New("connection refused"))
+	res, _ := send("b", http.MethodGet, "/ui/realms/acme/home", nil, cookies)
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	require.NotEmpty(t, res.Header.Get("Retry-After"))
+	store.setFail(nil)
+
+	// The CSRF token of replica b's page; the logout goes to replica a.
+	res, _ = send("a", http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}, cookies)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.True(t, strings.HasSuffix(res.Header.Get("Location"), "/login"), res.Header.Get("Location"))
+	for _, r := range []string{"a", "b"} {
+		res, _ = send(r, http.MethodGet, "/ui/realms/acme/home", nil, cookies)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, "the logged-out session at replica %s", r)
+		require.True(t, strings.HasSuffix(res.Header.Get("Location"), "/login"), res.Header.Get("Location"))
+	}
+}
