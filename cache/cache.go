@@ -71,6 +71,9 @@ type Cache[G, K comparable, V any] struct {
 
 	hits, misses           stripe.Counter
 	evictions, expirations uint64 // under mu
+	// seq counts the Writers made and the Adds, under mu: the order in
+	// which values were asked for (see order.go).
+	seq uint64
 
 	// horizon is when, as time since the epoch, Get stops serving (see
 	// ServeUntil); math.MaxInt64 unless set.
@@ -91,9 +94,9 @@ type entry[G, K comparable, V any] struct {
 	// and eviction clears when it gives the entry its second chance.
 	state   atomic.Uint64
 	expires time.Duration // since the cache's epoch
-	// made is when the value was asked for (the Writer's making, or the
-	// Add): a value asked for earlier never replaces it.
-	made  time.Duration
+	// seq orders the value among those asked for (its Writer's making,
+	// or the Add; see order.go): one asked for earlier never replaces it.
+	seq   uint64
 	grp   *Group[G, K, V]
 	value V
 	size  uint32 // the caller's size plus the entry's bookkeeping (see keyStore.cost)
@@ -306,7 +309,8 @@ func (c *Cache[G, K, V]) Add(g G, k K, value V, ttl time.Duration, size int64) b
 	now := c.clk.elapsed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.add(c.group(g), k, value, now, now, expiry(now, ttl), size)
+	c.seq++
+	return c.add(c.group(g), k, value, c.seq, now, expiry(now, ttl), size)
 }
 
 // Remove deletes the entry under group g and key k and reports whether there
@@ -425,15 +429,15 @@ func (c *Cache[G, K, V]) Stats() Stats {
 	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions, Expirations: c.expirations}
 }
 
-// add stores an entry of grp, asked for at made, that expires at expires,
-// unless that is not after now; c.mu must be held.
+// add stores an entry of grp, asked for as the seq-th value, that expires
+// at expires, unless that is not after now; c.mu must be held.
 //
 // Values are kept in the order they were asked for, not the order they
 // arrive in: a value asked for before the one the entry holds does not
 // replace it, and one asked for before the group's last removal of a key
 // (a value not kept) is not stored, so that a slow answer to an older
 // request never stands in for a newer one.
-func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, made, now, expires time.Duration, size int64) bool {
+func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, seq uint64, now, expires time.Duration, size int64) bool {
 	size = max(size, 0)
 	h := keyHash(&c.keys, grp.seed, k)
 	cost := c.store.cost(&k)
@@ -441,7 +445,7 @@ func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, made, now, expir
 	if old != nil && old.gen() != grp.gen.Load() {
 		old = nil // one RemoveGroup removed is freeing
 	}
-	if old != nil && made < old.made || grp.superseded(h, made) {
+	if old != nil && seq < old.seq || grp.superseded(h, seq) {
 		c.release(grp)
 		return false
 	}
@@ -451,7 +455,7 @@ func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, made, now, expir
 	if expires <= now || size > min(c.maxBytes-c.groupStore.cost(&grp.id), math.MaxUint32)-cost {
 		// The value not kept is newer than the key's older ones, stored
 		// or still to come (see order.go): they must not stand in for it.
-		grp.forgot(h, made)
+		grp.forgot(h, seq)
 		if old != nil {
 			c.remove(old)
 		}
@@ -459,7 +463,7 @@ func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, made, now, expir
 		return false
 	}
 	e := c.store.make(k)
-	e.grp, e.value, e.expires, e.made, e.size = grp, value, expires, made, uint32(size+cost)
+	e.grp, e.value, e.expires, e.seq, e.size = grp, value, expires, seq, uint32(size+cost)
 	e.state.Store(grp.gen.Load() << 1)
 	if old := c.idx.put(h, e); old != nil {
 		// Not drop: the group keeps e, and must not be forgotten between
@@ -536,7 +540,13 @@ func (c *Cache[G, K, V]) hashOf(e *entry[G, K, V]) uint64 {
 // remove deletes e, which is in the recency list, from the index and the
 // lists. c.mu must be held.
 func (c *Cache[G, K, V]) remove(e *entry[G, K, V]) {
-	c.idx.remove(c.hashOf(e), e)
+	h := c.hashOf(e)
+	c.idx.remove(h, e)
+	if e.gen() == e.grp.gen.Load() {
+		// Evicted, expired or removed, its value still came after what
+		// older writers bring (see order.go).
+		e.grp.forgot(h, e.seq)
+	}
 	c.drop(e)
 }
 
@@ -742,6 +752,7 @@ type Writer[G, K comparable, V any] struct {
 	grp    *Group[G, K, V]
 	gen    uint64
 	made   time.Duration // since the cache's epoch
+	seq    uint64        // the order of its values (see order.go)
 	closed bool
 	// prev and next link the group's open writers (writerList), under c.mu.
 	prev, next *Writer[G, K, V]
@@ -756,7 +767,8 @@ func (c *Cache[G, K, V]) Writer(g G) *Writer[G, K, V] {
 	defer c.mu.Unlock()
 	grp := c.group(g)
 	grp.holds++
-	w := &Writer[G, K, V]{grp: grp, gen: grp.gen.Load(), made: made}
+	c.seq++
+	w := &Writer[G, K, V]{grp: grp, gen: grp.gen.Load(), made: made, seq: c.seq}
 	grp.writers.open(w)
 	return w
 }
@@ -764,9 +776,9 @@ func (c *Cache[G, K, V]) Writer(g G) *Writer[G, K, V] {
 // Add is Cache.Add for the writer's group, except that ttl counts from when
 // the writer was made, not from this call, and that it stores nothing, and
 // reports false, once the group has been removed since the writer was made,
-// after Close, or when the value under k, kept or not (a ttl that is not
-// positive), was asked for after the writer was made: an older answer
-// never replaces a newer one. A ttl that has run out already stores nothing and removes
+// after Close, or when a value under k was asked for after the writer was
+// made, whether it is held, was not kept (a ttl that is not positive) or
+// has left the cache since: an older answer never replaces a newer one. A ttl that has run out already stores nothing and removes
 // any earlier value, as a ttl that is not positive does.
 func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool {
 	if w.closed {
@@ -779,7 +791,7 @@ func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool 
 	if w.grp.gen.Load() != w.gen {
 		return false
 	}
-	return c.add(w.grp, k, value, w.made, now, expiry(w.made, ttl), size)
+	return c.add(w.grp, k, value, w.seq, now, expiry(w.made, ttl), size)
 }
 
 // Close releases the writer. Closing it again does nothing.

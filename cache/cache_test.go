@@ -327,6 +327,62 @@ func TestOlderValueNeverReplacesANewerOne(t *testing.T) {
 	}
 }
 
+// A newer value that has left the cache, evicted by other groups' entries
+// or expired (a DENY's ttl is shorter than a GRANT's), still keeps an
+// older writer's value out: a slow answer to an older request is not
+// stored once a newer one was kept.
+func TestNewerValueThatLeftStillKeepsOlderOnesOut(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		leave func(c *cache.Cache[string, string, string], clk *clock)
+	}{
+		{"evicted", func(c *cache.Cache[string, string, string], _ *clock) {
+			for i := range 4 {
+				c.Add(fmt.Sprintf("other-%d", i), "k", "x", time.Minute, 1)
+			}
+		}},
+		{"expired", func(_ *cache.Cache[string, string, string], clk *clock) { clk.advance(1500 * time.Millisecond) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			c := newCache[string](t, 2, clk)
+			older := c.Writer("alice")
+			defer older.Close()
+			clk.advance(100 * time.Millisecond)
+			newer := c.Writer("alice")
+			newer.Add("orders", "DENY", time.Second, 1)
+			newer.Close()
+			tt.leave(c, clk)
+			_, ok := c.Get("alice", "orders")
+			require.False(t, ok, "the newer value is still held")
+
+			assert.False(t, older.Add("orders", "GRANT", 30*time.Second, 1))
+			_, ok = c.Get("alice", "orders")
+			assert.False(t, ok, "the older value was stored after the newer one")
+		})
+	}
+}
+
+// The order of values is that of the calls to Add and Writer, not of the
+// clock: after an injected clock steps back, Add still replaces the value
+// it finds, and a ttl of 0 still removes it.
+func TestOrderFollowsTheCallsNotTheClock(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	c := newCache[string](t, 16, clk)
+	c.Add("alice", "orders", "first", time.Hour, 1)
+	clk.advance(-time.Minute)
+	require.True(t, c.Add("alice", "orders", "second", time.Hour, 1))
+	got, _ := c.Get("alice", "orders")
+	assert.Equal(t, "second", got)
+	c.Add("alice", "orders", "", 0, 1)
+	_, ok := c.Get("alice", "orders")
+	assert.False(t, ok, "a ttl of 0 left the earlier value")
+}
+
 // A writer's entries live for their time to live from when the writer was
 // made, before the fetch, not from when the answer was stored: a slow
 // answer, or a process frozen between the answer and its storing, must not

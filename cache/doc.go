@@ -40,9 +40,11 @@
 // Values are kept in the order they were asked for, not the order they
 // arrive in: a Writer's value never replaces one asked for after the
 // writer was made, and is not stored at all when a value under its key
-// asked for after it was not kept (a ttl that is not positive; the group
-// remembers such keys while a writer made before is open), so that a slow
-// answer to an older request never stands in for a newer one. A
+// asked for after it has left the cache (not kept, with a ttl that is not
+// positive, or evicted, expired or removed; the group remembers such keys
+// while a writer made before is open), so that a slow answer to an older
+// request never stands in for a newer one. The order is that of the calls
+// to Writer and Add, not of clock readings. A
 // Cache needs no Close: it starts no goroutine and no timer.
 //
 // Every lookup reads the clock and compares it with its entry's expiry:

@@ -1,41 +1,39 @@
 package cache
 
-import "time"
-
 // The order of answers. A Writer's values are kept in the order they were
-// asked for, not the order they arrive in (see add): an entry records when
-// its value was asked for, and a value asked for earlier does not replace
-// it. A value that is not kept (a ttl that is not positive) leaves no
-// entry to compare with, so the group remembers when its key was last
-// answered that way, for as long as a writer made before that is open:
-// those writers are the only ones that can still bring an older value.
-// Nothing else is fenced: a value not kept under one key never stops an
-// older writer's value under another.
+// asked for, not the order they arrive in (see add). The order is a
+// sequence number that Cache.Writer and Cache.Add take under the cache's
+// lock, never a reading of the clock, which only says when values expire
+// (an injected clock may step back). An entry records its value's number,
+// and a value asked for earlier does not replace it. When a key's newest
+// value leaves the cache, whether it was not kept (a ttl that is not
+// positive) or was kept and then evicted, expired or removed, nothing is
+// left to compare with, so the group remembers the key's number for as
+// long as a writer made before it is open: those writers are the only
+// ones that can still bring an older value. Nothing else is fenced: a
+// value under one key never stops an older writer's value under another,
+// unless a group has more than maxMarks such keys at once, when the
+// oldest fall back to fencing every older writer of the group.
+
+// maxMarks bounds what a group remembers of the keys whose newest value
+// left (a mark is about 50 bytes, counted nowhere else: it lasts only
+// while an older call is under way).
+const maxMarks = 1024
 
 // writerList is a group's open writers, in the order of their making.
 type writerList[G, K comparable, V any] struct {
 	first, last *Writer[G, K, V]
 }
 
-// open adds w, made at w.made, in its place: after every writer made no
-// later (so first is the oldest open writer even if an injected clock
-// stepped back). c.mu must be held.
+// open appends w, the newest writer; c.mu must be held.
 func (l *writerList[G, K, V]) open(w *Writer[G, K, V]) {
-	at := l.last
-	for at != nil && at.made > w.made {
-		at = at.prev
-	}
-	w.prev = at
-	if at == nil {
-		w.next, l.first = l.first, w
+	w.prev, w.next = l.last, nil
+	if l.last == nil {
+		l.first = w
 	} else {
-		w.next, at.next = at.next, w
+		l.last.next = w
 	}
-	if w.next == nil {
-		l.last = w
-	} else {
-		w.next.prev = w
-	}
+	l.last = w
 }
 
 // close takes w out of the list; c.mu must be held.
@@ -53,44 +51,49 @@ func (l *writerList[G, K, V]) close(w *Writer[G, K, V]) {
 	w.prev, w.next = nil, nil
 }
 
-// forgets remembers when keys of a group were last answered with a value
-// not kept, by the key's hash (a collision only refuses more), while a
-// writer made before is open.
+// forgets remembers, by the key's hash (a collision only refuses more),
+// the number of the newest value of each key that left the group, while
+// a writer made before it is open.
 type forgets struct {
-	newest map[uint64]time.Duration
-	// marks lists the same in the order they were made, for pruning;
+	newest map[uint64]uint64
+	// marks lists the same in the order they were made, for pruning,
 	// from start on.
 	marks []forgetMark
 	start int
+	// fence is the newest number of the marks pushed out past maxMarks:
+	// writers made before it store nothing.
+	fence uint64
 }
 
-type forgetMark struct {
-	h    uint64
-	made time.Duration
-}
+type forgetMark struct{ h, seq uint64 }
 
-// forgot notes that the key of hash h was answered with a value not kept,
-// asked for at made, when a writer made before is open; c.mu must be held.
-func (grp *Group[G, K, V]) forgot(h uint64, made time.Duration) {
-	if grp.writers.first == nil || grp.writers.first.made >= made {
+// forgot notes that the value asked for as the seq-th under the key of
+// hash h left the group, when a writer made before it is open; c.mu must
+// be held.
+func (grp *Group[G, K, V]) forgot(h, seq uint64) {
+	if grp.writers.first == nil || grp.writers.first.seq >= seq {
 		return // no open writer can bring a value older than it
 	}
 	f := grp.forgets
 	if f == nil {
-		f = &forgets{newest: make(map[uint64]time.Duration)}
+		f = &forgets{newest: make(map[uint64]uint64)}
 		grp.forgets = f
 	}
-	if made > f.newest[h] {
-		f.newest[h] = made
+	if seq > f.newest[h] {
+		f.newest[h] = seq
 	}
-	f.marks = append(f.marks, forgetMark{h, made})
+	f.marks = append(f.marks, forgetMark{h, seq})
+	if len(f.marks)-f.start > maxMarks {
+		f.fence = max(f.fence, f.pop().seq)
+	}
 }
 
-// superseded reports whether a value under the key of hash h asked for at
-// made is older than the key's last answer that was not kept; c.mu must be
-// held.
-func (grp *Group[G, K, V]) superseded(h uint64, made time.Duration) bool {
-	return grp.forgets != nil && made < grp.forgets.newest[h]
+// superseded reports whether a value under the key of hash h asked for as
+// the seq-th is older than a value of that key which left the group; c.mu
+// must be held.
+func (grp *Group[G, K, V]) superseded(h, seq uint64) bool {
+	f := grp.forgets
+	return f != nil && (seq < f.fence || seq < f.newest[h])
 }
 
 // prune drops what no open writer is older than; c.mu must be held.
@@ -103,16 +106,22 @@ func (grp *Group[G, K, V]) prune() {
 		grp.forgets = nil
 		return
 	}
-	oldest := grp.writers.first.made
-	for f.start < len(f.marks) && f.marks[f.start].made <= oldest {
-		m := f.marks[f.start]
-		if f.newest[m.h] == m.made {
-			delete(f.newest, m.h)
-		}
-		f.start++
+	oldest := grp.writers.first.seq
+	for f.start < len(f.marks) && f.marks[f.start].seq <= oldest {
+		f.pop()
 	}
+}
+
+// pop drops the oldest mark and returns it.
+func (f *forgets) pop() forgetMark {
+	m := f.marks[f.start]
+	if f.newest[m.h] == m.seq {
+		delete(f.newest, m.h)
+	}
+	f.start++
 	if f.start > len(f.marks)/2 { // keep the slice's dead front small
 		f.marks = append(f.marks[:0], f.marks[f.start:]...)
 		f.start = 0
 	}
+	return m
 }

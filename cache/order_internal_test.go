@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -51,4 +53,38 @@ func TestForgetsLastOnlyWhileAnOlderWriterIsOpen(t *testing.T) {
 		assert.LessOrEqual(t, len(grp.forgets.marks), 4, "marks no open writer is older than are kept")
 	}
 	first.Close()
+}
+
+// What a group remembers of the keys whose newest value left it (marks,
+// counted nowhere else) is bounded, however many answers are not kept
+// while one older writer is open (a slow request, up to the client's
+// timeout): a cache bounded at 64 KiB holds no megabytes it does not count.
+func TestMarksOfAGroupAreBounded(t *testing.T) {
+	const maxBytes = 64 << 10
+	c, err := New[string, string, bool](1000, WithMaxBytes(maxBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := c.Writer("mallory") // one slow request of the caller's own token
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 200_000 {
+		w := c.Writer("mallory")
+		w.Add(fmt.Sprint("pair-", i), false, 0, 0) // the gateway's ERROR: Forget
+		w.Close()
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grp := c.Lookup("mallory")
+	marks := 0
+	if grp.forgets != nil {
+		marks = len(grp.forgets.marks) - grp.forgets.start
+	}
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if held > 10*maxBytes {
+		t.Errorf("the cache holds %d B beyond its entries (marks: %d) while Bytes() says %d and the bound is %d",
+			held, marks, c.Bytes(), maxBytes)
+	}
+	older.Close()
 }
