@@ -89,13 +89,13 @@ func newClient(gateway, realm, clientID string, rdb redis.UniversalClient, chann
 // every replica; a real service would also revoke it at the server (RFC
 // 7009).
 //
-// Only a token the gateway accepts is purged: a purge is published to,
-// and applied by, every replica, so an endpoint that purged any string an
-// unauthenticated caller sends would let anyone make every replica work
-// for nothing. The logout first asks the gateway about the token, past the
-// cache: a token it refuses (401) is not purged here, and needs not be,
-// since the client's own 401 path purges it everywhere, at most once a
-// while per token.
+// Only a token the gateway accepts is purged here: the logout first asks
+// the gateway about the token, past the cache. A token it refuses (401)
+// needs no purge from this route: the client's own 401 path publishes one,
+// at most once a second per token and 64 at a time, which is all that any
+// protected route lets a caller with a made-up token cause; a replica
+// applies it by a lookup of the token's digest, which finds nothing for a
+// token it never cached and splits no other caller's requests.
 func routes(c *pep.Client) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /orders/{id}", middleware.Require(c, "orders", "read")(http.HandlerFunc(showOrder)))

@@ -82,18 +82,24 @@ func owned(id transport.Ident) transport.Ident {
 	return id
 }
 
-// purge, purgeDigest and purgeAll drop cached decisions and count the
-// purge (Core.purges) before it is done, so that a call that begins once a
-// purge is under way shares no request sent before it; every purge of the
-// client goes through them.
+// purge, purgeDigest and purgeAll drop cached decisions, and before that
+// keep a call that begins once a purge is under way from sharing a request
+// sent before it: purge retires the flights of its token alone (one
+// token's purge, a 401 or a wildcard's, does not split other callers'
+// requests); purgeDigest purges the tokens of a digest that the digest
+// index knows, which are all the tokens the cache holds entries or writers
+// of (one it never held costs a lookup); purgeAll counts the purge
+// (Core.purges) that every flight's key holds. Every purge of the client
+// goes through them.
 func (c *Core) purge(id transport.Ident) {
-	c.purges.Add(1)
+	c.flights.Retire(func(k flightKey) bool { return k.id == id })
 	c.cache.purge(id)
 }
 
 func (c *Core) purgeDigest(dg [digestBytes]byte) {
-	c.purges.Add(1)
-	c.cache.purgeDigest(dg)
+	for _, id := range c.cache.digestIDs(dg) {
+		c.purge(id)
+	}
 }
 
 func (c *Core) purgeAll() {
@@ -110,13 +116,11 @@ func (d *decisions) purge(id transport.Ident) {
 // purgeDigest drops the decisions of every token whose digest
 // (tokenDigest) is dg, under either scheme: those the digest index knows,
 // which are all the cache may hold entries of.
-func (d *decisions) purgeDigest(dg [digestBytes]byte) {
+func (d *decisions) digestIDs(dg [digestBytes]byte) []transport.Ident {
 	if d == nil || d.digests == nil {
-		return
+		return nil
 	}
-	for _, id := range d.digests.take(dg) {
-		d.lru.RemoveGroup(id)
-	}
+	return d.digests.take(dg)
 }
 
 // serveUntil makes the cache serve nothing from t on (cache.ServeUntil);

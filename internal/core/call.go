@@ -28,10 +28,15 @@ type Call struct {
 	// running out of time say something about the server (the breaker's
 	// concern).
 	Own bool
-	// epoch is the count of purges when the call began (Own, PerCall):
-	// the call shares only requests of callers that began after the same
-	// purges (flightKey).
+	// epoch is the count of purges of every token when the call began
+	// (Own, PerCall): the call shares only requests of callers that began
+	// after the same purges (flightKey). A purge of one token retires that
+	// token's flights instead (Flights.Retire).
 	epoch uint64
+	// fresh is set for a call that reads no cached decision (NoCache): it
+	// joins no request sent before it began, whose answer may be older
+	// than one the client has had since.
+	fresh bool
 }
 
 // Own fills cl in with the client's own token; with noCache it reads no
@@ -45,7 +50,7 @@ func (c *Core) Own(cl *Call, noCache bool) error {
 	if st == nil {
 		return fmt.Errorf("%w: %s", c.who.Peer.Err(transport.ErrNoToken), c.who.NoToken)
 	}
-	cl.ID, cl.Token, cl.epoch = st.id, st, c.purges.Load()
+	cl.ID, cl.Token, cl.epoch, cl.fresh = st.id, st, c.purges.Load(), noCache
 	if !noCache {
 		cl.Group = st.group // nil when the token's entries are not cached
 	}
@@ -64,7 +69,7 @@ func (c *Core) PerCall(cl *Call, token string, noCache bool) error {
 		return fmt.Errorf("%w: WithToken was given an empty token", c.who.Peer.Err(transport.ErrNoToken))
 	}
 	cl.ID = transport.Ident{Scheme: transport.SchemeBearer, Token: token}
-	cl.epoch = c.purges.Load()
+	cl.epoch, cl.fresh = c.purges.Load(), noCache
 	if !noCache {
 		cl.Group = c.cache.lookup(cl.ID)
 	}
@@ -161,18 +166,33 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 		return nil, nil, err
 	}
 	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, url: url, body: string(body)}
-	out, shared := c.flights.Do(ctx, c.who.Peer, key, func() *Outcome[[]byte] {
+	answered := false
+	out, shared := c.flights.Do(ctx, c.who.Peer, key, !cl.fresh, func() *Outcome[[]byte] {
 		if wide && c.cache.cached(cl.ID) {
 			c.purge(cl.ID) // before the writer, which the purge would fence
 		}
 		w = c.cache.writer(cl.ID)
+		returned := false
+		defer func() {
+			if !returned { // a panic under the request: the writer must not hold its token's group for ever
+				w.Close()
+			}
+		}()
 		data, err := c.Post(ctx, cl, cred, url, body, header)
+		returned, answered = true, err == nil
 		return &Outcome[[]byte]{Value: data, Err: err}
 	})
 	if shared {
 		c.coalesced.Add(1)
 	}
 	if out.Err != nil {
+		if answered && w != nil {
+			// The server answered, but this caller, who was to store the
+			// answer, left before taking it (its deadline passed at the
+			// hand-over): callers that shared it are served it, and no
+			// older decision of the token may be served after it.
+			c.purge(cl.ID)
+		}
 		w.Close()
 		return nil, nil, out.Err
 	}
@@ -314,16 +334,18 @@ type Outcome[T any] struct {
 }
 
 // Do returns the outcome of the request identified by key, running send
-// itself unless an identical one is in flight. shared reports that the
+// itself unless an identical one is in flight and join is set (a caller
+// that must not be given an answer to a request sent before it began
+// leads a flight of its own, which later callers join). shared reports that the
 // outcome came from another caller's request. p names the server in the
 // Cause of a caller that left before the outcome came or whose deadline
 // passed before it was handed over, or of a leader's request that ended
 // without one (a panic on its goroutine).
-func (f *Flights[K, T]) Do(ctx context.Context, p transport.Peer, key K, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
+func (f *Flights[K, T]) Do(ctx context.Context, p transport.Peer, key K, join bool, send func() *Outcome[T]) (out *Outcome[T], shared bool) {
 	f.mu.Lock()
 	fl, inFlight := f.m[key]
-	if inFlight && fl.hasDeadline && !time.Now().Before(fl.deadline) {
-		inFlight = false // too old to join: this caller leads a new flight
+	if inFlight && (!join || fl.hasDeadline && !time.Now().Before(fl.deadline)) {
+		inFlight = false // not to be joined, or too old: this caller leads a new flight
 	}
 	var done chan struct{}
 	if inFlight {
@@ -372,6 +394,19 @@ func (f *Flights[K, T]) Do(ctx context.Context, p transport.Peer, key K, send fu
 		return inTime(ctx, p, lead(ctx, send)), false
 	}
 	return inTime(ctx, p, fl.out), true
+}
+
+// Retire makes the flights whose keys match unjoinable: a caller that
+// comes after leads a new flight; their leaders and those already waiting
+// are not disturbed.
+func (f *Flights[K, T]) Retire(match func(K) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.m {
+		if match(k) {
+			delete(f.m, k)
+		}
+	}
 }
 
 // lead sends the request and marks an outcome that failed because the

@@ -27,7 +27,7 @@ func TestFlightPastItsDeadlineIsNotJoined(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	leaderDone := make(chan *Outcome[string])
 	go func() {
-		out, _ := f.Do(leaderCtx, "pep: gateway", "k", func() *Outcome[string] {
+		out, _ := f.Do(leaderCtx, "pep: gateway", "k", true, func() *Outcome[string] {
 			close(started)
 			<-release // an answer held back, ignoring the leader's context
 			return &Outcome[string]{Value: "before the freeze"}
@@ -41,7 +41,7 @@ func TestFlightPastItsDeadlineIsNotJoined(t *testing.T) {
 	secondRelease := make(chan struct{})
 	secondDone := make(chan *Outcome[string])
 	go func() {
-		out, shared := f.Do(t.Context(), "pep: gateway", "k", func() *Outcome[string] {
+		out, shared := f.Do(t.Context(), "pep: gateway", "k", true, func() *Outcome[string] {
 			<-secondRelease
 			return &Outcome[string]{Value: "fresh"}
 		})
@@ -67,7 +67,7 @@ func TestFlightPastItsDeadlineIsNotJoined(t *testing.T) {
 	// The newer flight is still joinable: a third caller shares it.
 	third := make(chan *Outcome[string])
 	go func() {
-		out, shared := f.Do(t.Context(), "pep: gateway", "k", func() *Outcome[string] {
+		out, shared := f.Do(t.Context(), "pep: gateway", "k", true, func() *Outcome[string] {
 			return &Outcome[string]{Value: "third's own"}
 		})
 		if !shared {
@@ -98,7 +98,7 @@ func TestWaiterPastItsOwnDeadlineGetsNoValue(t *testing.T) {
 	release := make(chan struct{})
 	leaderDone := make(chan *Outcome[string])
 	go func() {
-		out, _ := f.Do(t.Context(), "pep: gateway", "k", func() *Outcome[string] {
+		out, _ := f.Do(t.Context(), "pep: gateway", "k", true, func() *Outcome[string] {
 			<-release
 			return &Outcome[string]{Value: "GRANT"}
 		})
@@ -109,7 +109,7 @@ func TestWaiterPastItsOwnDeadlineGetsNoValue(t *testing.T) {
 	waiterCtx := frozentest.NewUnfired(time.Hour)
 	waiterDone := make(chan *Outcome[string])
 	go func() {
-		out, _ := f.Do(waiterCtx, "pep: gateway", "k", func() *Outcome[string] {
+		out, _ := f.Do(waiterCtx, "pep: gateway", "k", true, func() *Outcome[string] {
 			return &Outcome[string]{Err: errors.New("the waiter sent a request of its own")}
 		})
 		waiterDone <- out

@@ -24,6 +24,14 @@ func bearer(token string) transport.Ident {
 	return transport.Ident{Scheme: transport.SchemeBearer, Token: token}
 }
 
+// purgeDigest drops the decisions of the tokens of digest dg, as
+// Core.purgeDigest does.
+func purgeDigest(d *decisions, dg [digestBytes]byte) {
+	for _, id := range d.digestIDs(dg) {
+		d.purge(id)
+	}
+}
+
 // store caches one GRANT of token under key.
 func store(d *decisions, id transport.Ident, key string) {
 	w := d.writer(id)
@@ -39,13 +47,13 @@ func TestDigestPurgeFindsEveryScheme(t *testing.T) {
 	store(d, bearer("tok"), "k")
 	store(d, dp, "k")
 	store(d, bearer("other"), "k")
-	d.purgeDigest(tokenDigest("tok"))
+	purgeDigest(d, tokenDigest("tok"))
 	for id, want := range map[transport.Ident]bool{bearer("tok"): false, dp: false, bearer("other"): true} {
 		_, ok := d.lru.Get(id, "k")
 		require.Equal(t, want, ok, "%v", id)
 	}
 	store(d, bearer("tok"), "k") // indexed again once cached again
-	d.purgeDigest(tokenDigest("tok"))
+	purgeDigest(d, tokenDigest("tok"))
 	_, ok := d.lru.Get(bearer("tok"), "k")
 	require.False(t, ok)
 }
@@ -61,7 +69,7 @@ func TestDigestIndexStaysInProportionToTheCache(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(d.digests.ids), 2*size)
 	last := fmt.Sprint("token-", 20*size-1)
-	d.purgeDigest(tokenDigest(last))
+	purgeDigest(d, tokenDigest(last))
 	_, ok := d.lru.Get(bearer(last), "k")
 	require.False(t, ok, "a cached token was pruned from the index")
 }
@@ -79,7 +87,7 @@ func BenchmarkDigestPurge(b *testing.B) {
 			dg := tokenDigest("absent")
 			b.ReportAllocs()
 			for b.Loop() {
-				d.purgeDigest(dg)
+				purgeDigest(d, dg)
 			}
 		})
 	}
