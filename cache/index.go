@@ -62,12 +62,24 @@ const minSlots = 16
 // slotBytes is what a slot takes.
 const slotBytes = int64(unsafe.Sizeof(slot[int, int, int]{}))
 
-// indexEntryCost estimates what the index costs for each entry: the slots
-// of a table between a quarter and a half full (three slots on average).
+// indexEntryCost estimates what the index costs for each entry it holds:
+// the slots of a table between a quarter and a half full (three slots on
+// average).
 const (
 	slotsPerEntry  = 3
 	indexEntryCost = slotsPerEntry * slotBytes
 )
+
+// entryShare is what an entry counts for its places in the cache's
+// structures beside its own allocation: a slot of the recency ring (8
+// bytes, the ring up to five quarters of its entries; see Cache.compact),
+// and, for an entry of a group of two or more, the index's slots and a
+// slot of the group's members (up to twice its members). An entry of a
+// group of one takes no place in the index or a member set; it counts
+// them all the same, so that every entry of a cache counts the same
+// bookkeeping, whatever its group becomes: what Bytes counts stays at or
+// above what the cache holds.
+const entryShare = 10 + indexEntryCost + 2*8
 
 // init gives x its first, empty, table.
 func (x *index[G, K, V]) init() {
