@@ -222,10 +222,15 @@ func (t *table[G, K, V]) insert(h uint64, e *entry[G, K, V]) {
 // groupIndex holds a cache's groups by their value, for Get by value,
 // Lookup, Holds and writers (hits through a Group handle do not read it).
 // It is built as index is: readers take no lock, writers hold the cache's mu,
-// a table is open-addressed with linear probing and at most half of its
-// slots used, and a removed group leaves a tombstone. A slot is the group's
-// pointer alone: the group keeps its hash (seed), which a probe compares
-// before the group's value and a rehash reads.
+// a table is open-addressed with linear probing, and a removed group leaves
+// a tombstone. A table is filled higher than the index's, up to seven
+// eighths (see groupTableSize): in a cache of many tokens it has a slot for
+// every entry. A slot is the group's pointer and, in a word of eight, a
+// tag byte of the group's hash (seed), so that a probe dereferences only
+// the groups whose tag is the one it looks for (one in 128 of the others):
+// the slots it passes on the way cost no memory access beyond their own
+// cache lines. The group keeps its whole hash, which a probe compares next,
+// before the group's value, and a rehash reads.
 type groupIndex[G, K comparable, V any] struct {
 	tab atomic.Pointer[groupTable[G, K, V]]
 	// tomb marks a removed group's slot; no group hashes to its seed
@@ -239,13 +244,43 @@ type groupIndex[G, K comparable, V any] struct {
 type groupTable[G, K comparable, V any] struct {
 	mask  uint64
 	slots []atomic.Pointer[Group[G, K, V]]
+	// tags holds the tag of slot i (groupTag of its group's seed, 0 for an
+	// empty slot or a tombstone) in byte i%8 of tags[i/8]. A writer stores
+	// a slot's tag before its group, so that a reader that loads a group
+	// and then its slot's tag loads the group's tag or a later one: a
+	// later one only when the group was removed meanwhile, which the
+	// reader may then miss.
+	tags []atomic.Uint64
 }
 
-// groupSlotBytes is what a slot of a groupTable takes.
-const groupSlotBytes = int64(unsafe.Sizeof(atomic.Pointer[int]{}))
+// groupTag returns the tag of a group whose hash is h: its top seven bits
+// and a high bit that no empty slot's tag has.
+func groupTag(h uint64) uint8 { return uint8(h>>57) | 0x80 }
+
+// tag returns slot i's tag.
+func (t *groupTable[G, K, V]) tag(i uint64) uint8 {
+	return uint8(t.tags[i/8].Load() >> (i % 8 * 8))
+}
+
+// setTag makes slot i's tag b; writers only.
+func (t *groupTable[G, K, V]) setTag(i uint64, b uint8) {
+	w := &t.tags[i/8]
+	sh := i % 8 * 8
+	w.Store(w.Load()&^(0xff<<sh) | uint64(b)<<sh)
+}
+
+// store puts grp in slot i, its tag first.
+func (t *groupTable[G, K, V]) store(i uint64, grp *Group[G, K, V]) {
+	t.setTag(i, groupTag(grp.seed))
+	t.slots[i].Store(grp)
+}
+
+// groupSlotBytes is what a slot of a groupTable takes: a pointer and a tag.
+const groupSlotBytes = int64(unsafe.Sizeof(atomic.Pointer[int]{})) + 1
 
 // groupIndexCost estimates what the index of groups costs for each group:
-// the slots of a table between a quarter and a half full.
+// the slots of a table between seven sixteenths and seven eighths full,
+// counted as the index's are, three slots a group.
 const groupIndexCost = slotsPerEntry * groupSlotBytes
 
 func (x *groupIndex[G, K, V]) init() {
@@ -260,19 +295,24 @@ func (x *groupIndex[G, K, V]) reset() {
 }
 
 func newGroupTable[G, K comparable, V any](n int) *groupTable[G, K, V] {
-	return &groupTable[G, K, V]{mask: uint64(n - 1), slots: make([]atomic.Pointer[Group[G, K, V]], n)}
+	return &groupTable[G, K, V]{
+		mask:  uint64(n - 1),
+		slots: make([]atomic.Pointer[Group[G, K, V]], n),
+		tags:  make([]atomic.Uint64, n/8), // n is a power of two, at least minSlots
+	}
 }
 
 // get returns the group whose value is g and whose hash is h, or nil. It
 // takes no lock.
 func (x *groupIndex[G, K, V]) get(h uint64, g G) *Group[G, K, V] {
 	t := x.tab.Load()
+	tag := groupTag(h)
 	for i := h; ; i++ {
 		grp := t.slots[i&t.mask].Load()
 		if grp == nil {
 			return nil
 		}
-		if grp.seed == h && grp != x.tomb && grp.id == g {
+		if t.tag(i&t.mask) == tag && grp.seed == h && grp != x.tomb && grp.id == g {
 			return grp
 		}
 	}
@@ -282,20 +322,19 @@ func (x *groupIndex[G, K, V]) get(h uint64, g G) *Group[G, K, V] {
 func (x *groupIndex[G, K, V]) put(grp *Group[G, K, V]) {
 	t := x.tab.Load()
 	for i := grp.seed; ; i++ {
-		s := &t.slots[i&t.mask]
-		switch o := s.Load(); o {
+		switch o := t.slots[i&t.mask].Load(); o {
 		case nil:
-			if x.used+1 > len(t.slots)/2 {
+			if x.used+1 > len(t.slots)*7/8 {
 				x.rehash(x.live + 1)
 				x.tab.Load().insert(grp)
 			} else {
-				s.Store(grp)
+				t.store(i&t.mask, grp)
 			}
 			x.used++
 			x.live++
 			return
 		case x.tomb:
-			s.Store(grp)
+			t.store(i&t.mask, grp)
 			x.live++
 			return
 		}
@@ -314,6 +353,7 @@ func (x *groupIndex[G, K, V]) remove(grp *Group[G, K, V]) bool {
 			return false
 		case grp:
 			s.Store(x.tomb)
+			t.setTag(i&t.mask, 0)
 			x.live--
 			if len(t.slots) > minSlots && x.live < len(t.slots)/8 {
 				x.rehash(x.live)
@@ -341,7 +381,7 @@ func (x *groupIndex[G, K, V]) retain(n int, keep func(*Group[G, K, V]) bool) {
 			kept = append(kept, grp)
 		}
 	}
-	t := newGroupTable[G, K, V](tableSize(max(n, len(kept))))
+	t := newGroupTable[G, K, V](groupTableSize(max(n, len(kept))))
 	for _, grp := range kept {
 		t.insert(grp)
 	}
@@ -353,9 +393,26 @@ func (x *groupIndex[G, K, V]) retain(n int, keep func(*Group[G, K, V]) bool) {
 // has room.
 func (t *groupTable[G, K, V]) insert(grp *Group[G, K, V]) {
 	for i := grp.seed; ; i++ {
-		if s := &t.slots[i&t.mask]; s.Load() == nil {
-			s.Store(grp)
+		if t.slots[i&t.mask].Load() == nil {
+			t.store(i&t.mask, grp)
 			return
 		}
 	}
+}
+
+// groupTableSize returns the number of slots of a group table rebuilt for
+// n groups: the smallest power of two, at least minSlots, that n fills to
+// at most thirteen sixteenths. A group table is rebuilt when its used
+// slots would pass seven eighths, so a rebuilt table takes a sixteenth of
+// its slots' worth of new groups (or a halving of its live ones) before
+// the next rebuild, as tableSize keeps for the index. The group table is
+// filled higher than the index because in a cache of many tokens it has a
+// slot for every entry (the index holds only the entries of groups of two
+// or more), and a slot is a pointer alone.
+func groupTableSize(n int) int {
+	size := minSlots
+	for size*13/16 < n {
+		size *= 2
+	}
+	return size
 }
