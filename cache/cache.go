@@ -228,13 +228,12 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 }
 
 // Get returns the value stored under group g and key k, and true when it is
-// present and has not expired. It hashes g, finds the group in the cache's
-// table of groups, then hashes k and probes the cache's index once, for an
-// entry of that very group (compared by pointer, not by value); the two
-// probes depend on nothing of each other's but the group's hash, so the
-// processor overlaps their memory accesses. A caller that reads a group
-// often holds a Group handle instead, which hashes k alone. Get takes no
-// lock and allocates nothing.
+// present and has not expired. It hashes g and finds the group in the
+// cache's table of groups; then it compares k with the key of the group's
+// entry, for a group of one, or hashes k and probes the cache's index once,
+// for an entry of that very group (compared by pointer, not by value). A
+// caller that reads a group often holds a Group handle instead, which
+// never hashes g. Get takes no lock and allocates nothing.
 func (c *Cache[G, K, V]) Get(g G, k K) (value V, ok bool) {
 	gh := groupHash(&c.keys, g)
 	grp := c.groups.get(gh, g)
@@ -754,9 +753,10 @@ func (grp *Group[G, K, V]) Unpin() {
 }
 
 // Get returns the value the group holds under k, and true when it is
-// present, live and unexpired by the clock, which it reads. A hit hashes k
-// (not the group), probes the cache's index once, takes no lock and
-// allocates nothing; a miss drops what it found expired and sweeps. Get
+// present, live and unexpired by the clock, which it reads. A hit compares
+// k with the key of the group's entry, for a group of one, or hashes k (not
+// the group) and probes the cache's index once; it takes no lock and
+// allocates nothing. A miss drops what it found expired and sweeps. Get
 // keeps no reference to k, so a caller may look up a key whose bytes it
 // reuses afterwards.
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
