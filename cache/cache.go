@@ -239,7 +239,12 @@ func (c *Cache[G, K, V]) Get(g G, k K) (value V, ok bool) {
 	grp := c.groups.get(gh, g)
 	var e *entry[G, K, V]
 	if grp != nil {
-		e = c.find(grp, k)
+		// find, by hand: the call costs a hit more than the rest of it.
+		if e = grp.one.Load(); e == nil {
+			e = c.idx.get(keyHash(&c.keys, gh, k), grp, k)
+		} else if e.key != k {
+			e = nil
+		}
 		if e != nil && c.serves(e, grp) {
 			return e.value, true
 		}
@@ -761,7 +766,12 @@ func (grp *Group[G, K, V]) Unpin() {
 // reuses afterwards.
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
-	e := c.find(grp, k)
+	e := grp.one.Load() // find, by hand, as in Cache.Get
+	if e == nil {
+		e = c.idx.get(keyHash(&c.keys, grp.seed, k), grp, k)
+	} else if e.key != k {
+		e = nil
+	}
 	if e != nil && c.serves(e, grp) {
 		return e.value, true
 	}

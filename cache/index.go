@@ -226,11 +226,12 @@ func (t *table[G, K, V]) insert(h uint64, e *entry[G, K, V]) {
 // a tombstone. A table is filled higher than the index's, up to seven
 // eighths (see groupTableSize): in a cache of many tokens it has a slot for
 // every entry. A slot is the group's pointer and, in a word of eight, a
-// tag byte of the group's hash (seed), so that a probe dereferences only
-// the groups whose tag is the one it looks for (one in 128 of the others):
-// the slots it passes on the way cost no memory access beyond their own
-// cache lines. The group keeps its whole hash, which a probe compares next,
-// before the group's value, and a rehash reads.
+// tag byte of the group's hash (seed): a probe reads the tags, and loads
+// the pointer and the group only of a slot whose tag is the one it looks
+// for (one in 128 of the others), so that the slots it passes on the way
+// cost no memory access beyond the tags' cache line. The group keeps its
+// whole hash, which a probe compares next, before the group's value, and a
+// rehash reads.
 type groupIndex[G, K comparable, V any] struct {
 	tab atomic.Pointer[groupTable[G, K, V]]
 	// tomb marks a removed group's slot; no group hashes to its seed
@@ -244,17 +245,24 @@ type groupIndex[G, K comparable, V any] struct {
 type groupTable[G, K comparable, V any] struct {
 	mask  uint64
 	slots []atomic.Pointer[Group[G, K, V]]
-	// tags holds the tag of slot i (groupTag of its group's seed, 0 for an
-	// empty slot or a tombstone) in byte i%8 of tags[i/8]. A writer stores
-	// a slot's tag before its group, so that a reader that loads a group
-	// and then its slot's tag loads the group's tag or a later one: a
-	// later one only when the group was removed meanwhile, which the
-	// reader may then miss.
+	// tags holds the tag of slot i (groupTag of its group's seed,
+	// emptyTag or tombTag) in byte i%8 of tags[i/8]. A writer stores a
+	// slot's group before its tag, so that a reader that loads a group's
+	// tag and then the slot's pointer loads that group or a later
+	// pointer: the tombstone, or a group put in its place after it was
+	// removed meanwhile, which the reader compares whole.
 	tags []atomic.Uint64
 }
 
+// The tags of an empty slot and of a tombstone; a group's has its high bit
+// set.
+const (
+	emptyTag = 0
+	tombTag  = 1
+)
+
 // groupTag returns the tag of a group whose hash is h: its top seven bits
-// and a high bit that no empty slot's tag has.
+// and a high bit that neither an empty slot's tag nor a tombstone's has.
 func groupTag(h uint64) uint8 { return uint8(h>>57) | 0x80 }
 
 // tag returns slot i's tag.
@@ -269,10 +277,10 @@ func (t *groupTable[G, K, V]) setTag(i uint64, b uint8) {
 	w.Store(w.Load()&^(0xff<<sh) | uint64(b)<<sh)
 }
 
-// store puts grp in slot i, its tag first.
+// store puts grp in slot i, then its tag.
 func (t *groupTable[G, K, V]) store(i uint64, grp *Group[G, K, V]) {
-	t.setTag(i, groupTag(grp.seed))
 	t.slots[i].Store(grp)
+	t.setTag(i, groupTag(grp.seed))
 }
 
 // groupSlotBytes is what a slot of a groupTable takes: a pointer and a tag.
@@ -308,12 +316,14 @@ func (x *groupIndex[G, K, V]) get(h uint64, g G) *Group[G, K, V] {
 	t := x.tab.Load()
 	tag := groupTag(h)
 	for i := h; ; i++ {
-		grp := t.slots[i&t.mask].Load()
-		if grp == nil {
+		switch t.tag(i & t.mask) {
+		case emptyTag:
 			return nil
-		}
-		if t.tag(i&t.mask) == tag && grp.seed == h && grp != x.tomb && grp.id == g {
-			return grp
+		case tag:
+			// Never nil: the slot's group was stored before its tag.
+			if grp := t.slots[i&t.mask].Load(); grp.seed == h && grp != x.tomb && grp.id == g {
+				return grp
+			}
 		}
 	}
 }
@@ -353,7 +363,7 @@ func (x *groupIndex[G, K, V]) remove(grp *Group[G, K, V]) bool {
 			return false
 		case grp:
 			s.Store(x.tomb)
-			t.setTag(i&t.mask, 0)
+			t.setTag(i&t.mask, tombTag)
 			x.live--
 			if len(t.slots) > minSlots && x.live < len(t.slots)/8 {
 				x.rehash(x.live)
