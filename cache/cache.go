@@ -631,8 +631,12 @@ func (c *Cache[G, K, V]) leave(grp *Group[G, K, V], e *entry[G, K, V]) {
 		switch {
 		case len(s.es) == 0:
 			delete(c.sets, grp)
-		case cap(s.es) > 16 && len(s.es) < cap(s.es)/4: // memory bounded as a group shrinks
-			s.es = append([]*entry[G, K, V](nil), s.es...)
+		case cap(s.es) > 16 && len(s.es) < cap(s.es)/2:
+			// At most two slots a member (what entryShare counts), as
+			// appends leave it too; the copy has room for half as many
+			// again, so that a quarter of the members come or go before
+			// the next copy.
+			s.es = append(make([]*entry[G, K, V], 0, len(s.es)+len(s.es)/2), s.es...)
 		}
 		if len(s.es) > 0 {
 			return
@@ -663,8 +667,8 @@ func (c *Cache[G, K, V]) unlink(e *entry[G, K, V]) {
 	c.bytes -= int64(e.size)
 	// A ring that removals left mostly holes is copied to a smaller one,
 	// so that a cache that shrank does not keep the memory of its largest
-	// size.
-	if cap(c.ring) > 4*minRing && c.length < cap(c.ring)/8 {
+	// size: at most four slots an entry, and five quarters after a copy.
+	if cap(c.ring) > 4*minRing && c.length < cap(c.ring)/4 {
 		c.compact(c.length)
 	}
 }

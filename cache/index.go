@@ -72,9 +72,12 @@ const (
 
 // entryShare is what an entry counts for its places in the cache's
 // structures beside its own allocation: a slot of the recency ring (8
-// bytes, the ring up to five quarters of its entries; see Cache.compact),
-// and, for an entry of a group of two or more, the index's slots and a
-// slot of the group's members (up to twice its members). An entry of a
+// bytes, the ring five quarters of its entries after a copy, and copied
+// smaller when removals leave it more than four times; see Cache.compact
+// and Cache.unlink), and, for an entry of a group of two or more, the
+// index's slots and a slot of the group's members (a set of up to twice
+// its members; see Cache.leave). Like the index's share, these are
+// averages of a cache that keeps its size. An entry of a
 // group of one takes no place in the index or a member set; it counts
 // them all the same, so that every entry of a cache counts the same
 // bookkeeping, whatever its group becomes: what Bytes counts stays at or
