@@ -63,7 +63,7 @@ type Cache[G, K comparable, V any] struct {
 	none   *Group[G, K, V] // what Lookup returns for a group the cache does not hold
 	// ring is the recency order, oldest first: every entry the cache holds
 	// is at ring[e.pos], at or after ring[head]; an entry taken out leaves
-	// a nil hole, and ring[head] is never one (see push and unring).
+	// a nil hole, and ring[head] is never a hole (see push and unring).
 	ring []*entry[G, K, V]
 	head int
 	// sets holds the members of each group that has had two entries or

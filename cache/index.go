@@ -5,10 +5,11 @@ import (
 	"unsafe"
 )
 
-// index holds every entry of a cache by its (group, key) pair: one table
-// for the whole cache, so that a hit probes one table once, whichever
-// group it reads, and a group of one entry, the commonest in a cache of
-// many tokens, costs no table of its own. Readers take no lock: they load
+// index holds the entries of a cache's groups of two or more by their
+// (group, key) pair: one table for the whole cache, so that a hit probes
+// one table once, whichever group it reads. A group of one entry, the
+// commonest in a cache of many tokens, keeps it in the group (Group.one)
+// and takes no slot here. Readers take no lock: they load
 // the current table and probe it with atomic loads, so a hit writes no
 // shared word. Writers hold the cache's mu, so there is one at a time; they
 // change a slot with atomic stores and, when a table fills up with entries
