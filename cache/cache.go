@@ -53,15 +53,23 @@ type Cache[G, K comparable, V any] struct {
 	// and read without it: hits take no lock (see index).
 	idx index[G, K, V]
 
-	// mu guards the recency list, the counts, each group's member list
-	// and holds, and the writes of idx and groups.
+	// mu guards the recency ring, the counts, the groups' members and
+	// holds, and the writes of idx and groups.
 	mu sync.RWMutex
 	// groups holds the groups by value, for Get, Lookup and writers; hits
 	// through a Group handle do not read it. It is written under mu, and
 	// read without it.
 	groups groupIndex[G, K, V]
 	none   *Group[G, K, V] // what Lookup returns for a group the cache does not hold
-	list   entry[G, K, V]  // sentinel: list.next is the newest, list.prev the oldest
+	// ring is the recency order, oldest first: every entry the cache holds
+	// is at ring[e.pos], at or after ring[head]; an entry taken out leaves
+	// a nil hole, and ring[head] is never a hole (see push and unring).
+	ring []*entry[G, K, V]
+	head int
+	// sets holds the members of each group that has had two entries or
+	// more since it last had none, all of them in idx; a group of one
+	// entry keeps it in its one field instead, and not in idx.
+	sets   map[*Group[G, K, V]]*memberSet[G, K, V]
 	length int
 	bytes  int64
 	// idle is what the groups that hold no entry count in bytes: those a
@@ -72,21 +80,26 @@ type Cache[G, K comparable, V any] struct {
 	hits, misses           stripe.Counter
 	evictions, expirations uint64 // under mu
 	// seq counts the Writers made and the Adds, under mu: the order in
-	// which values were asked for (see order.go).
-	seq uint64
+	// which values were asked for; writing holds the oldest open writer
+	// of each group that has one, in a ring of them all (see order.go).
+	seq     uint64
+	writing map[*Group[G, K, V]]*Writer[G, K, V]
 
 	// horizon is when, as time since the epoch, Get stops serving (see
 	// ServeUntil); math.MaxInt64 unless set.
 	horizon atomic.Int64
 }
 
-// entry is one stored value, linked into the cache's recency list and its
-// group's member list. Its key, grp, expires, size and value never change
-// once it is in the index, which readers find it through; an entry is
-// never reused for another pair. The fields a hit reads come first; for a
-// string key, the key's bytes come right before the entry in its own
-// allocation (see keyStore), so that a hit reads them with the entry, in
-// one run of memory, not through a pointer to memory of the caller's.
+// entry is one stored value, at its place in the cache's recency ring and
+// among its group's members. Its key, grp, expires, size and value never
+// change once readers can find it (through its group's one field or the
+// index); an entry is never reused for another pair. The fields a hit
+// reads come first; for a string key, the key's bytes come right before
+// the entry in its own allocation (see keyStore), so that a hit reads them
+// with the entry, in one run of memory, not through a pointer to memory of
+// the caller's. An entry holds no links: its places are two numbers,
+// under c.mu, so that a cache of many one-entry groups (a token each)
+// spends its memory on the entries' values, keys and tokens.
 type entry[G, K comparable, V any] struct {
 	key K
 	// state is the group's generation when the entry was stored, shifted
@@ -94,17 +107,18 @@ type entry[G, K comparable, V any] struct {
 	// and eviction clears when it gives the entry its second chance.
 	state   atomic.Uint64
 	expires time.Duration // since the cache's epoch
-	// seq orders the value among those asked for (its Writer's making,
-	// or the Add; see order.go): one asked for earlier never replaces it.
-	seq   uint64
-	grp   *Group[G, K, V]
-	value V
-	size  uint32 // the caller's size plus the entry's bookkeeping (see keyStore.cost)
-	// prev and next link the recency list, under c.mu; nil when unlinked.
-	prev, next *entry[G, K, V]
-	// gprev and gnext link the member list of grp (or, after a removal of
-	// grp, the list RemoveGroup frees), under c.mu.
-	gprev, gnext *entry[G, K, V]
+	grp     *Group[G, K, V]
+	size    uint32 // the caller's size plus the entry's bookkeeping (see keyStore.cost)
+	// pos is the entry's place in c.ring, and mpos its place in its
+	// group's memberSet (when it has one); under c.mu.
+	pos, mpos uint32
+	value     V
+}
+
+// memberSet is the members of a group of two entries or more, each at
+// es[e.mpos], for RemoveGroup; under c.mu.
+type memberSet[G, K comparable, V any] struct {
+	es []*entry[G, K, V]
 }
 
 // gen returns the generation of its group that e was stored in.
@@ -169,8 +183,13 @@ const (
 	maxChances = 64
 )
 
+// maxEntriesLimit is the largest maxEntries New takes: an entry's places
+// in the recency ring and in its group are 32-bit numbers.
+const maxEntriesLimit = 1 << 31
+
 // New returns an empty cache holding at most maxEntries entries. It returns
-// an error when maxEntries is not positive or an option is invalid.
+// an error when maxEntries is not positive or more than 2^31, or an option
+// is invalid.
 func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V], error) {
 	var cfg config
 	for _, o := range opts {
@@ -181,6 +200,9 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	var errs []error
 	if maxEntries <= 0 {
 		errs = append(errs, fmt.Errorf("cache: size must be positive, got %d", maxEntries))
+	}
+	if maxEntries > maxEntriesLimit {
+		errs = append(errs, fmt.Errorf("cache: size must be at most 2^31 entries, got %d", maxEntries))
 	}
 	if cfg.clockSet && cfg.now == nil {
 		errs = append(errs, errors.New("cache: WithClock needs a non-nil clock"))
@@ -205,31 +227,52 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c.groups.init()
 	c.horizon.Store(math.MaxInt64)
 	c.none = &Group[G, K, V]{c: c}
-	c.list.next, c.list.prev = &c.list, &c.list
+	c.sets = make(map[*Group[G, K, V]]*memberSet[G, K, V])
 	c.clk.init(cfg.now)
 	return c, nil
 }
 
 // Get returns the value stored under group g and key k, and true when it is
-// present and has not expired. It hashes g, finds the group in the cache's
-// table of groups, then hashes k and probes the cache's index once, for an
-// entry of that very group (compared by pointer, not by value); the two
-// probes depend on nothing of each other's but the group's hash, so the
-// processor overlaps their memory accesses. A caller that reads a group
-// often holds a Group handle instead, which hashes k alone. Get takes no
-// lock and allocates nothing.
+// present and has not expired. It hashes g and finds the group in the
+// cache's table of groups; then it compares k with the key of the group's
+// entry, for a group of one, or hashes k and probes the cache's index once,
+// for an entry of that very group (compared by pointer, not by value). A
+// caller that reads a group often holds a Group handle instead, which
+// never hashes g. Get takes no lock and allocates nothing.
 func (c *Cache[G, K, V]) Get(g G, k K) (value V, ok bool) {
 	gh := groupHash(&c.keys, g)
 	grp := c.groups.get(gh, g)
 	var e *entry[G, K, V]
 	if grp != nil {
-		e = c.idx.get(keyHash(&c.keys, gh, k), grp, k)
+		// find, by hand: the call costs a hit more than the rest of it.
+		if e = grp.one.Load(); e == nil {
+			e = c.idx.get(keyHash(&c.keys, gh, k), grp, k)
+		} else if e.key != k {
+			e = nil
+		}
 		if e != nil && c.serves(e, grp) {
 			return e.value, true
 		}
 	}
 	c.miss(e)
 	return value, false
+}
+
+// find returns the entry of group grp under key k, or nil: the group's
+// only entry when it has one (no probe of the index), else the one the
+// index holds, which may be of an older generation of grp. It takes no
+// lock. A group's one field is set only while the index holds no entry of
+// its current generation: a writer that gives the group a second entry
+// puts both in the index before it clears one, so that a reader finds a
+// live entry in one place or the other.
+func (c *Cache[G, K, V]) find(grp *Group[G, K, V], k K) *entry[G, K, V] {
+	if e := grp.one.Load(); e != nil {
+		if e.key == k {
+			return e
+		}
+		return nil
+	}
+	return c.idx.get(keyHash(&c.keys, grp.seed, k), grp, k)
 }
 
 // serves reports whether the cache serves e, an entry of grp found by a
@@ -270,7 +313,7 @@ func (c *Cache[G, K, V]) miss(e *entry[G, K, V]) {
 	now := c.clk.elapsed() // a miss may drop entries: it reads the clock itself
 	if e != nil || c.due(now) {
 		c.mu.Lock()
-		if e != nil && e.next != nil && now >= e.expires {
+		if e != nil && c.linked(e) && now >= e.expires {
 			c.expirations++
 			c.remove(e)
 		}
@@ -284,8 +327,8 @@ func (c *Cache[G, K, V]) miss(e *entry[G, K, V]) {
 func (c *Cache[G, K, V]) due(now time.Duration) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	oldest := c.list.prev
-	return oldest != &c.list && (now >= oldest.expires || oldest.gen() != oldest.grp.gen.Load())
+	oldest := c.oldest()
+	return oldest != nil && (now >= oldest.expires || oldest.gen() != oldest.grp.gen.Load())
 }
 
 // Add stores value under group g and key k for ttl, replacing any earlier
@@ -322,7 +365,7 @@ func (c *Cache[G, K, V]) Remove(g G, k K) bool {
 	if grp == nil {
 		return false
 	}
-	e := c.idx.get(keyHash(&c.keys, grp.seed, k), grp, k)
+	e := c.find(grp, k)
 	if e == nil || e.gen() != grp.gen.Load() { // one RemoveGroup removed is freeing
 		return false
 	}
@@ -344,33 +387,35 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 		return 0
 	}
 	// The new generation hides the entries from every lookup at once; the
-	// member list, taken whole, is this call's alone to free: nothing else
-	// changes the member links of an entry of an older generation.
+	// members, taken whole, are this call's alone to free: nothing else
+	// changes the group's members of an older generation.
 	grp.gen.Add(1)
-	dead := grp.head
+	var dead []*entry[G, K, V]
+	if one := grp.one.Load(); one != nil {
+		dead = []*entry[G, K, V]{one}
+		grp.one.Store(nil)
+	} else if s := c.sets[grp]; s != nil {
+		dead = s.es
+		delete(c.sets, grp)
+	}
 	if dead != nil {
-		grp.head = nil
 		c.idle += c.groupStore.cost(&grp.id)
 	}
 	c.release(grp)
 	c.mu.Unlock()
 
 	n := 0
-	for dead != nil {
+	for len(dead) > 0 {
 		c.mu.Lock()
-		for range freeBatch {
-			if dead == nil {
-				break
-			}
-			e := dead
-			dead, e.gnext = e.gnext, nil
-			e.gprev = nil
-			if e.next != nil { // not evicted, swept or purged meanwhile
+		batch := dead[:min(len(dead), freeBatch)]
+		dead = dead[len(batch):]
+		for _, e := range batch {
+			if c.linked(e) { // not evicted, swept, replaced or purged meanwhile
 				c.idx.remove(c.hashOf(e), e)
 				c.unlink(e)
 			}
-			n++
 		}
+		n += len(batch)
 		c.mu.Unlock()
 	}
 	return n
@@ -381,19 +426,15 @@ func (c *Cache[G, K, V]) RemoveGroup(g G) int {
 func (c *Cache[G, K, V]) Purge() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for e := c.list.next; e != &c.list; {
-		next := e.next
-		e.prev, e.next = nil, nil
-		e = next
-	}
-	c.list.next, c.list.prev = &c.list, &c.list
+	c.ring, c.head = nil, 0
+	clear(c.sets)
 	c.length = 0
 	c.idx.reset()
 	// Groups that handles keep stay, with no entries.
 	c.bytes, c.idle = 0, 0
 	c.groups.retain(0, func(grp *Group[G, K, V]) bool {
 		grp.gen.Add(1)
-		grp.head = nil
+		grp.one.Store(nil)
 		if grp.holds == 0 {
 			return false
 		}
@@ -433,50 +474,88 @@ func (c *Cache[G, K, V]) Stats() Stats {
 // at expires, unless that is not after now; c.mu must be held.
 //
 // Values are kept in the order they were asked for, not the order they
-// arrive in: a value asked for before the one the entry holds does not
-// replace it, and one asked for before the group's last removal of a key
-// (a value not kept) is not stored, so that a slow answer to an older
-// request never stands in for a newer one.
+// arrive in: a value under a key that a newer value, kept or not, was
+// written under while its writer was open is not stored (see order.go),
+// so that a slow answer to an older request never stands in for a newer
+// one.
 func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, seq uint64, now, expires time.Duration, size int64) bool {
 	size = max(size, 0)
 	h := keyHash(&c.keys, grp.seed, k)
-	cost := c.store.cost(&k)
-	old := c.idx.get(h, grp, k)
-	if old != nil && old.gen() != grp.gen.Load() {
-		old = nil // one RemoveGroup removed is freeing
-	}
-	if old != nil && seq < old.seq || grp.superseded(h, seq) {
+	if c.superseded(grp, h, seq) {
 		c.release(grp)
 		return false
 	}
+	c.wrote(grp, h, seq)
+	cost := c.store.cost(&k)
 	// An entry that does not fit beside its group's bookkeeping never
 	// fits; one of 4 GiB or more is not stored either (an entry counts
 	// its size in 32 bits).
 	if expires <= now || size > min(c.maxBytes-c.groupStore.cost(&grp.id), math.MaxUint32)-cost {
-		// The value not kept is newer than the key's older ones, stored
-		// or still to come (see order.go): they must not stand in for it.
-		grp.forgot(h, seq)
-		if old != nil {
-			c.remove(old)
+		if e := c.find(grp, k); e != nil {
+			c.remove(e)
 		}
 		c.release(grp)
 		return false
 	}
 	e := c.store.make(k)
-	e.grp, e.value, e.expires, e.seq, e.size = grp, value, expires, seq, uint32(size+cost)
-	e.state.Store(grp.gen.Load() << 1)
-	if old := c.idx.put(h, e); old != nil {
-		// Not drop: the group keeps e, and must not be forgotten between
-		// losing old and gaining e.
-		c.unlink(old)
-		if old.gen() == grp.gen.Load() {
-			c.unlinkMember(grp, old)
-		}
-	}
-	c.link(e)
+	e.grp, e.value, e.expires, e.size = grp, value, expires, uint32(size+cost)
+	gen := grp.gen.Load()
+	e.state.Store(gen << 1)
+	c.join(grp, gen, e)
 	c.evict(now, e)
 	c.sweep(now)
 	return true
+}
+
+// join makes e, new, a member of grp, of grp's generation gen, in place
+// of any entry of grp under e's key, and counts it. c.mu must be held.
+func (c *Cache[G, K, V]) join(grp *Group[G, K, V], gen uint64, e *entry[G, K, V]) {
+	one := grp.one.Load()
+	s := c.sets[grp]
+	if one == nil && s == nil { // the group's first entry: it is idle no more
+		c.idle -= c.groupStore.cost(&grp.id)
+	}
+	switch {
+	case one != nil && one.key == e.key:
+		grp.one.Store(e)
+		c.unlink(one)
+	case one != nil:
+		// The group's second entry: both go to the index before one is
+		// cleared, so that a reader finds the first in one place or the
+		// other (see find).
+		one.mpos, e.mpos = 0, 1
+		c.sets[grp] = &memberSet[G, K, V]{es: []*entry[G, K, V]{one, e}}
+		c.put(c.hashOf(one), one)
+		c.put(c.hashOf(e), e)
+		grp.one.Store(nil)
+	case s != nil:
+		if old := c.put(c.hashOf(e), e); old != nil && old.gen() == gen {
+			e.mpos = old.mpos
+			s.es[e.mpos] = e
+		} else {
+			e.mpos = uint32(len(s.es))
+			s.es = append(s.es, e)
+		}
+	default:
+		// An entry of an older generation under e's key may still be in
+		// the index, for the RemoveGroup that is freeing it: find reads
+		// one first, and never reaches it.
+		grp.one.Store(e)
+	}
+	c.push(e)
+	c.length++
+	c.bytes += int64(e.size)
+}
+
+// put stores e in the index, takes the entry it replaces (of e's group
+// and key, of its generation or an older one) out of the ring and the
+// counts, and returns that entry, or nil. c.mu must be held.
+func (c *Cache[G, K, V]) put(h uint64, e *entry[G, K, V]) *entry[G, K, V] {
+	old := c.idx.put(h, e)
+	if old != nil {
+		c.unlink(old)
+	}
+	return old
 }
 
 // evict removes entries from the old end until the cache is within its
@@ -489,10 +568,10 @@ func (c *Cache[G, K, V]) evict(now time.Duration, keep *entry[G, K, V]) {
 	// caller could flush everyone's decisions with calls in flight whose
 	// tokens the server will refuse.
 	for c.length > 1 && (c.length > c.maxEntries || c.bytes-c.idle > c.maxBytes) {
-		e := c.list.prev
+		e := c.oldest()
 		if e == keep { // second chances moved every other entry ahead of it
-			c.unlinkOnly(e)
-			c.pushFront(e)
+			c.unring(e)
+			c.push(e)
 			continue
 		}
 		st := e.state.Load()
@@ -502,8 +581,8 @@ func (c *Cache[G, K, V]) evict(now time.Duration, keep *entry[G, K, V]) {
 			// A hit racing this store may set the mark again: the entry
 			// then keeps it, as it would have a moment later.
 			e.state.Store(st &^ 1)
-			c.unlinkOnly(e)
-			c.pushFront(e)
+			c.unring(e)
+			c.push(e)
 			continue
 		}
 		if live {
@@ -521,8 +600,8 @@ func (c *Cache[G, K, V]) evict(now time.Duration, keep *entry[G, K, V]) {
 // most the longest time to live. c.mu must be held.
 func (c *Cache[G, K, V]) sweep(now time.Duration) {
 	for range sweepBatch {
-		e := c.list.prev
-		if e == &c.list || (now < e.expires && e.gen() == e.grp.gen.Load()) {
+		e := c.oldest()
+		if e == nil || (now < e.expires && e.gen() == e.grp.gen.Load()) {
 			return
 		}
 		if now >= e.expires {
@@ -532,65 +611,125 @@ func (c *Cache[G, K, V]) sweep(now time.Duration) {
 	}
 }
 
-// hashOf returns the hash e is stored under in the index.
+// hashOf returns the hash e is, or would be, stored under in the index.
 func (c *Cache[G, K, V]) hashOf(e *entry[G, K, V]) uint64 {
 	return keyHash(&c.keys, e.grp.seed, e.key)
 }
 
-// remove deletes e, which is in the recency list, from the index and the
-// lists. c.mu must be held.
+// remove deletes e, which the cache holds, from its group's members (or,
+// for an entry of an older generation, from the index, where RemoveGroup
+// may not have reached it yet), the ring and the counts, and forgets its
+// group when that leaves it empty and unheld. c.mu must be held.
 func (c *Cache[G, K, V]) remove(e *entry[G, K, V]) {
-	h := c.hashOf(e)
-	c.idx.remove(h, e)
-	if e.gen() == e.grp.gen.Load() {
-		// Evicted, expired or removed, its value still came after what
-		// older writers bring (see order.go).
-		e.grp.forgot(h, e.seq)
+	grp := e.grp
+	current := e.gen() == grp.gen.Load()
+	if current {
+		c.leave(grp, e)
+	} else {
+		c.idx.remove(c.hashOf(e), e)
 	}
-	c.drop(e)
-}
-
-// drop takes e, which the index no longer holds, out of the lists and the
-// counts, and forgets its group when that leaves it empty and unheld. An
-// entry of an older generation of its group stays in the list RemoveGroup
-// frees. c.mu must be held.
-func (c *Cache[G, K, V]) drop(e *entry[G, K, V]) {
 	c.unlink(e)
-	if grp := e.grp; e.gen() == grp.gen.Load() {
-		c.unlinkMember(grp, e)
+	if current {
 		c.release(grp)
 	}
 }
 
-// link adds a new entry at the front of the recency list and of its
-// group's members, and counts it; c.mu must be held.
-func (c *Cache[G, K, V]) link(e *entry[G, K, V]) {
-	c.pushFront(e)
-	if e.grp.head == nil { // the group's first entry: it is idle no more
-		c.idle -= c.groupStore.cost(&e.grp.id)
+// leave takes e, of grp's current generation, out of grp's members (and
+// the index, for a group of two or more), and counts grp idle when that
+// leaves it without entries. c.mu must be held.
+func (c *Cache[G, K, V]) leave(grp *Group[G, K, V], e *entry[G, K, V]) {
+	if grp.one.Load() == e {
+		grp.one.Store(nil)
+	} else {
+		s := c.sets[grp]
+		c.idx.remove(c.hashOf(e), e)
+		last := s.es[len(s.es)-1]
+		s.es[e.mpos], last.mpos = last, e.mpos
+		s.es[len(s.es)-1] = nil
+		s.es = s.es[:len(s.es)-1]
+		switch {
+		case len(s.es) == 0:
+			delete(c.sets, grp)
+		case cap(s.es) > 16 && len(s.es) < cap(s.es)/2:
+			// At most two slots a member (what entryShare counts), as
+			// appends leave it too; the copy has room for half as many
+			// again, so that a quarter of the members come or go before
+			// the next copy.
+			s.es = append(make([]*entry[G, K, V], 0, len(s.es)+len(s.es)/2), s.es...)
+		}
+		if len(s.es) > 0 {
+			return
+		}
 	}
-	e.grp.linkMember(e)
-	c.length++
-	c.bytes += int64(e.size)
+	c.idle += c.groupStore.cost(&grp.id)
 }
 
-// unlink takes an entry out of the recency list and the counts; c.mu must
-// be held.
+// linked reports whether the cache holds e (the ring does). c.mu must be
+// held, for reading at least.
+func (c *Cache[G, K, V]) linked(e *entry[G, K, V]) bool {
+	return int(e.pos) < len(c.ring) && c.ring[e.pos] == e
+}
+
+// oldest returns the entry at the old end of the ring, or nil. c.mu must
+// be held, for reading at least.
+func (c *Cache[G, K, V]) oldest() *entry[G, K, V] {
+	if c.head < len(c.ring) {
+		return c.ring[c.head]
+	}
+	return nil
+}
+
+// unlink takes e out of the ring and the counts; c.mu must be held.
 func (c *Cache[G, K, V]) unlink(e *entry[G, K, V]) {
-	c.unlinkOnly(e)
+	c.unring(e)
 	c.length--
 	c.bytes -= int64(e.size)
+	// A ring that removals left mostly holes is copied to a smaller one,
+	// so that a cache that shrank does not keep the memory of its largest
+	// size: at most four slots an entry, and five quarters after a copy.
+	if cap(c.ring) > 4*minRing && c.length < cap(c.ring)/4 {
+		c.compact(c.length)
+	}
 }
 
-func (c *Cache[G, K, V]) pushFront(e *entry[G, K, V]) {
-	e.prev, e.next = &c.list, c.list.next
-	c.list.next.prev = e
-	c.list.next = e
+// minRing is the capacity of the smallest ring.
+const minRing = 16
+
+// push puts e at the new end of the ring. c.mu must be held.
+func (c *Cache[G, K, V]) push(e *entry[G, K, V]) {
+	if len(c.ring) == cap(c.ring) {
+		c.compact(c.length + 1)
+	}
+	e.pos = uint32(len(c.ring))
+	c.ring = append(c.ring, e)
 }
 
-func (c *Cache[G, K, V]) unlinkOnly(e *entry[G, K, V]) {
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.prev, e.next = nil, nil
+// unring leaves a hole where e was in the ring, and moves the old end past
+// the holes. c.mu must be held.
+func (c *Cache[G, K, V]) unring(e *entry[G, K, V]) {
+	c.ring[e.pos] = nil
+	for c.head < len(c.ring) && c.ring[c.head] == nil {
+		c.head++
+	}
+	if c.head == len(c.ring) {
+		c.ring, c.head = c.ring[:0], 0
+	}
+}
+
+// compact copies the ring's entries, in order, to a new ring with room for
+// n entries and a quarter more, without holes. Each copy costs the entries
+// and is paid for by the pushes or removals since the last one, a quarter
+// of them at least, so that a push costs O(1) amortized. c.mu must be
+// held.
+func (c *Cache[G, K, V]) compact(n int) {
+	ring := make([]*entry[G, K, V], 0, max(minRing, n+n/4))
+	for _, e := range c.ring[c.head:] {
+		if e != nil {
+			e.pos = uint32(len(ring))
+			ring = append(ring, e)
+		}
+	}
+	c.ring, c.head = ring, 0
 }
 
 // Group is a handle on one group of a cache, for reading its entries
@@ -611,16 +750,14 @@ type Group[G, K comparable, V any] struct {
 	// dead, and Writers made before the last removal no longer write.
 	gen atomic.Uint64
 	c   *Cache[G, K, V]
-	// head starts the list of the group's entries of the current
-	// generation, linked by gprev and gnext, for RemoveGroup; under c.mu.
-	head *entry[G, K, V]
+	// one is the group's entry while it has exactly one of its current
+	// generation (and has had no more since it last had none), which the
+	// index does not hold then: a group of one, the commonest in a cache of
+	// many tokens, costs no place in the index, and a hit on it no probe.
+	// Written under c.mu; read by lookups without it (see Cache.find).
+	one atomic.Pointer[entry[G, K, V]]
 	// holds counts the pins and the open writers; under c.mu.
 	holds int
-	// writers are the group's open writers, oldest first, and forgets
-	// when its keys were last answered with a value not kept, while an
-	// older writer is open (see order.go); under c.mu.
-	writers writerList[G, K, V]
-	forgets *forgets
 }
 
 // Pin returns a handle on group g that stays valid, and keeps g's
@@ -644,14 +781,20 @@ func (grp *Group[G, K, V]) Unpin() {
 }
 
 // Get returns the value the group holds under k, and true when it is
-// present, live and unexpired by the clock, which it reads. A hit hashes k
-// (not the group), probes the cache's index once, takes no lock and
-// allocates nothing; a miss drops what it found expired and sweeps. Get
+// present, live and unexpired by the clock, which it reads. A hit compares
+// k with the key of the group's entry, for a group of one, or hashes k (not
+// the group) and probes the cache's index once; it takes no lock and
+// allocates nothing. A miss drops what it found expired and sweeps. Get
 // keeps no reference to k, so a caller may look up a key whose bytes it
 // reuses afterwards.
 func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	c := grp.c
-	e := c.idx.get(keyHash(&c.keys, grp.seed, k), grp, k)
+	e := grp.one.Load() // find, by hand, as in Cache.Get
+	if e == nil {
+		e = c.idx.get(keyHash(&c.keys, grp.seed, k), grp, k)
+	} else if e.key != k {
+		e = nil
+	}
 	if e != nil && c.serves(e, grp) {
 		return e.value, true
 	}
@@ -700,45 +843,11 @@ func (c *Cache[G, K, V]) group(g G) *Group[G, K, V] {
 // which finds nothing for a value not equal to itself (a NaN). c.mu must
 // be held.
 func (c *Cache[G, K, V]) release(grp *Group[G, K, V]) {
-	if grp.head == nil && grp.holds == 0 && c.groups.remove(grp) {
+	if grp.holds == 0 && grp.one.Load() == nil && c.sets[grp] == nil && c.groups.remove(grp) {
 		cost := c.groupStore.cost(&grp.id)
 		c.bytes -= cost
 		c.idle -= cost
 	}
-}
-
-// unlinkMember takes e, of grp's current generation, out of grp's
-// members, and counts grp idle when that leaves it without entries. c.mu
-// must be held.
-func (c *Cache[G, K, V]) unlinkMember(grp *Group[G, K, V], e *entry[G, K, V]) {
-	grp.unlinkMember(e)
-	if grp.head == nil {
-		c.idle += c.groupStore.cost(&grp.id)
-	}
-}
-
-// linkMember adds e, of the group's current generation, to its members;
-// c.mu must be held.
-func (grp *Group[G, K, V]) linkMember(e *entry[G, K, V]) {
-	e.gprev, e.gnext = nil, grp.head
-	if grp.head != nil {
-		grp.head.gprev = e
-	}
-	grp.head = e
-}
-
-// unlinkMember takes e, of the group's current generation, out of its
-// members; c.mu must be held.
-func (grp *Group[G, K, V]) unlinkMember(e *entry[G, K, V]) {
-	if e.gprev != nil {
-		e.gprev.gnext = e.gnext
-	} else {
-		grp.head = e.gnext
-	}
-	if e.gnext != nil {
-		e.gnext.gprev = e.gprev
-	}
-	e.gprev, e.gnext = nil, nil
 }
 
 // Writer adds entries to one group unless the group is removed after the
@@ -754,8 +863,11 @@ type Writer[G, K comparable, V any] struct {
 	made   time.Duration // since the cache's epoch
 	seq    uint64        // the order of its values (see order.go)
 	closed bool
-	// prev and next link the group's open writers (writerList), under c.mu.
+	// prev and next link the ring of the group's open writers, and marks
+	// is, on the oldest, what the group remembers of keys written since
+	// (see order.go); under c.mu.
 	prev, next *Writer[G, K, V]
+	marks      *marks
 }
 
 // Writer returns a writer for group g, made now: the time to live of what
@@ -769,7 +881,7 @@ func (c *Cache[G, K, V]) Writer(g G) *Writer[G, K, V] {
 	grp.holds++
 	c.seq++
 	w := &Writer[G, K, V]{grp: grp, gen: grp.gen.Load(), made: made, seq: c.seq}
-	grp.writers.open(w)
+	c.open(grp, w)
 	return w
 }
 
@@ -778,8 +890,9 @@ func (c *Cache[G, K, V]) Writer(g G) *Writer[G, K, V] {
 // reports false, once the group has been removed since the writer was made,
 // after Close, or when a value under k was asked for after the writer was
 // made, whether it is held, was not kept (a ttl that is not positive) or
-// has left the cache since: an older answer never replaces a newer one. A ttl that has run out already stores nothing and removes
-// any earlier value, as a ttl that is not positive does.
+// has left the cache since: an older answer never replaces a newer one. A
+// ttl that has run out already stores nothing and removes any earlier
+// value, as a ttl that is not positive does.
 func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool {
 	if w.closed {
 		return false
@@ -803,8 +916,7 @@ func (w *Writer[G, K, V]) Close() {
 	c := w.grp.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w.grp.writers.close(w)
-	w.grp.prune()
+	c.close(w.grp, w)
 	w.grp.holds--
 	c.release(w.grp)
 }

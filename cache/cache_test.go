@@ -61,6 +61,8 @@ func TestNewValidates(t *testing.T) {
 	}{
 		{"zero size", 0, nil, "cache: size must be positive, got 0"},
 		{"negative size", -3, nil, "cache: size must be positive, got -3"},
+		{"size past 2^31", 1<<31 + 1, nil, "cache: size must be at most 2^31 entries, got 2147483649"},
+		{"size of 2^31", 1 << 31, nil, ""},
 		{"nil clock", 1, []cache.Option{cache.WithClock(nil)}, "cache: WithClock needs a non-nil clock"},
 		{"zero bytes", 1, []cache.Option{cache.WithMaxBytes(0)}, "cache: WithMaxBytes needs a positive size, got 0"},
 		{"every mistake at once", 0, []cache.Option{cache.WithMaxBytes(-1)},

@@ -90,20 +90,27 @@ func TestChurnKeepsEveryCountTrue(t *testing.T) {
 	}
 }
 
-// recount returns c.bytes and what the entries in the list and the groups
+// recount returns c.bytes and what the entries in the ring and the groups
 // in the table cost, and c.idle and what the groups without entries cost.
 func recount[G, K comparable, V any](c *Cache[G, K, V]) (bytes, want, idle, wantIdle int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for e := c.list.next; e != &c.list; e = e.next {
-		want += int64(e.size)
+	n := 0
+	for _, e := range c.ring[c.head:] {
+		if e != nil {
+			want += int64(e.size)
+			n++
+		}
+	}
+	if n != c.length {
+		want = -1 // the ring holds other entries than the cache counts
 	}
 	t := c.groups.tab.Load()
 	for i := range t.slots {
 		if g := t.slots[i].Load(); g != nil && g != c.groups.tomb {
 			cost := c.groupStore.cost(&g.id)
 			want += cost
-			if g.head == nil {
+			if g.one.Load() == nil && c.sets[g] == nil {
 				wantIdle += cost
 			}
 		}

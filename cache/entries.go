@@ -25,7 +25,8 @@ import (
 //
 // What an entry costs, counted against the byte bound, is therefore the
 // memory of the entry and its key's bytes together, plus its share of the
-// index (indexEntryCost): cost returns it before anything is allocated.
+// cache's other structures (entryShare): cost returns it before anything
+// is allocated.
 type keyStore[G, K comparable, V any] struct {
 	strings bool
 	// withKey[i] is the struct of bytes and then an entry that fills
@@ -51,17 +52,18 @@ func (s *keyStore[G, K, V]) keyBytes(k *K) string {
 
 // cost returns what an entry under key k costs the byte bound, without the
 // caller's size: its allocation (with its key's bytes, for a string key)
-// and its share of the index.
+// and its share of the ring, the index and its group's members
+// (entryShare).
 func (s *keyStore[G, K, V]) cost(k *K) int64 {
 	n := uintptr(len(s.keyBytes(k)))
 	size := entrySize[G, K, V]()
 	if n == 0 {
-		return allocSize(size, true) + indexEntryCost
+		return allocSize(size, true) + entryShare
 	}
 	if i := class(size + n); i >= 0 {
-		return allocSize(roomIn(sizeClasses[i]), true) + indexEntryCost
+		return allocSize(roomIn(sizeClasses[i]), true) + entryShare
 	}
-	return allocSize(size, true) + allocSize(n, false) + indexEntryCost
+	return allocSize(size, true) + allocSize(n, false) + entryShare
 }
 
 // make returns a new entry under key k, its own copy for a string key.

@@ -13,7 +13,7 @@ import (
 // before the entry, so that a hit that loads the entry finds them beside it
 // (one dependent cache miss fewer than following the caller's pointer);
 // what the entry counts against the byte bound is that allocation and its
-// share of the index.
+// share of the cache's structures.
 func TestShortKeyLivesInItsEntry(t *testing.T) {
 	c, err := New[string, string, bool](8)
 	if err != nil {
@@ -26,7 +26,7 @@ func TestShortKeyLivesInItsEntry(t *testing.T) {
 		key := strings.Repeat("k", n)
 		c.Add("g", key, true, time.Hour, 0)
 		grp := c.Lookup("g")
-		e := c.idx.get(keyHash(&c.keys, grp.seed, key), grp, key)
+		e := c.find(grp, key)
 		if e == nil {
 			t.Fatalf("no entry under a %d-byte key", n)
 		}
@@ -34,9 +34,9 @@ func TestShortKeyLivesInItsEntry(t *testing.T) {
 		if data+uintptr(n) != start {
 			t.Errorf("a %d-byte key's bytes are at entry%+d, want right before the entry (%d)", n, int64(data)-int64(start), -n)
 		}
-		want := allocSize(size+uintptr(n), true) + indexEntryCost
+		want := allocSize(size+uintptr(n), true) + entryShare
 		if got := int64(e.size); got != want {
-			t.Errorf("an entry of a %d-byte key counts %d bytes, want its allocation and index share, %d", n, got, want)
+			t.Errorf("an entry of a %d-byte key counts %d bytes, want its allocation and its share of the cache's structures, %d", n, got, want)
 		}
 	}
 }

@@ -5,10 +5,11 @@ import (
 	"unsafe"
 )
 
-// index holds every entry of a cache by its (group, key) pair: one table
-// for the whole cache, so that a hit probes one table once, whichever
-// group it reads, and a group of one entry, the commonest in a cache of
-// many tokens, costs no table of its own. Readers take no lock: they load
+// index holds the entries of a cache's groups of two or more by their
+// (group, key) pair: one table for the whole cache, so that a hit probes
+// one table once, whichever group it reads. A group of one entry, the
+// commonest in a cache of many tokens, keeps it in the group (Group.one)
+// and takes no slot here. Readers take no lock: they load
 // the current table and probe it with atomic loads, so a hit writes no
 // shared word. Writers hold the cache's mu, so there is one at a time; they
 // change a slot with atomic stores and, when a table fills up with entries
@@ -62,12 +63,27 @@ const minSlots = 16
 // slotBytes is what a slot takes.
 const slotBytes = int64(unsafe.Sizeof(slot[int, int, int]{}))
 
-// indexEntryCost estimates what the index costs for each entry: the slots
-// of a table between a quarter and a half full (three slots on average).
+// indexEntryCost estimates what the index costs for each entry it holds:
+// the slots of a table between a quarter and a half full (three slots on
+// average).
 const (
 	slotsPerEntry  = 3
 	indexEntryCost = slotsPerEntry * slotBytes
 )
+
+// entryShare is what an entry counts for its places in the cache's
+// structures beside its own allocation: a slot of the recency ring (8
+// bytes, the ring five quarters of its entries after a copy, and copied
+// smaller when removals leave it more than four times; see Cache.compact
+// and Cache.unlink), and, for an entry of a group of two or more, the
+// index's slots and a slot of the group's members (a set of up to twice
+// its members; see Cache.leave). Like the index's share, these are
+// averages of a cache that keeps its size. An entry of a
+// group of one takes no place in the index or a member set; it counts
+// them all the same, so that every entry of a cache counts the same
+// bookkeeping, whatever its group becomes: what Bytes counts stays at or
+// above what the cache holds.
+const entryShare = 10 + indexEntryCost + 2*8
 
 // init gives x its first, empty, table.
 func (x *index[G, K, V]) init() {
@@ -210,10 +226,16 @@ func (t *table[G, K, V]) insert(h uint64, e *entry[G, K, V]) {
 // groupIndex holds a cache's groups by their value, for Get by value,
 // Lookup, Holds and writers (hits through a Group handle do not read it).
 // It is built as index is: readers take no lock, writers hold the cache's mu,
-// a table is open-addressed with linear probing and at most half of its
-// slots used, and a removed group leaves a tombstone. A slot is the group's
-// pointer alone: the group keeps its hash (seed), which a probe compares
-// before the group's value and a rehash reads.
+// a table is open-addressed with linear probing, and a removed group leaves
+// a tombstone. A table is filled higher than the index's, up to seven
+// eighths (see groupTableSize): in a cache of many tokens it has a slot for
+// every entry. A slot is the group's pointer and, in a word of eight, a
+// tag byte of the group's hash (seed): a probe reads the tags, and loads
+// the pointer and the group only of a slot whose tag is the one it looks
+// for (one in 128 of the others), so that the slots it passes on the way
+// cost no memory access beyond the tags' cache line. The group keeps its
+// whole hash, which a probe compares next, before the group's value, and a
+// rehash reads.
 type groupIndex[G, K comparable, V any] struct {
 	tab atomic.Pointer[groupTable[G, K, V]]
 	// tomb marks a removed group's slot; no group hashes to its seed
@@ -227,13 +249,50 @@ type groupIndex[G, K comparable, V any] struct {
 type groupTable[G, K comparable, V any] struct {
 	mask  uint64
 	slots []atomic.Pointer[Group[G, K, V]]
+	// tags holds the tag of slot i (groupTag of its group's seed,
+	// emptyTag or tombTag) in byte i%8 of tags[i/8]. A writer stores a
+	// slot's group before its tag, so that a reader that loads a group's
+	// tag and then the slot's pointer loads that group or a later
+	// pointer: the tombstone, or a group put in its place after it was
+	// removed meanwhile, which the reader compares whole.
+	tags []atomic.Uint64
 }
 
-// groupSlotBytes is what a slot of a groupTable takes.
-const groupSlotBytes = int64(unsafe.Sizeof(atomic.Pointer[int]{}))
+// The tags of an empty slot and of a tombstone; a group's has its high bit
+// set.
+const (
+	emptyTag = 0
+	tombTag  = 1
+)
+
+// groupTag returns the tag of a group whose hash is h: its top seven bits
+// and a high bit that neither an empty slot's tag nor a tombstone's has.
+func groupTag(h uint64) uint8 { return uint8(h>>57) | 0x80 }
+
+// tag returns slot i's tag.
+func (t *groupTable[G, K, V]) tag(i uint64) uint8 {
+	return uint8(t.tags[i/8].Load() >> (i % 8 * 8))
+}
+
+// setTag makes slot i's tag b; writers only.
+func (t *groupTable[G, K, V]) setTag(i uint64, b uint8) {
+	w := &t.tags[i/8]
+	sh := i % 8 * 8
+	w.Store(w.Load()&^(0xff<<sh) | uint64(b)<<sh)
+}
+
+// store puts grp in slot i, then its tag.
+func (t *groupTable[G, K, V]) store(i uint64, grp *Group[G, K, V]) {
+	t.slots[i].Store(grp)
+	t.setTag(i, groupTag(grp.seed))
+}
+
+// groupSlotBytes is what a slot of a groupTable takes: a pointer and a tag.
+const groupSlotBytes = int64(unsafe.Sizeof(atomic.Pointer[int]{})) + 1
 
 // groupIndexCost estimates what the index of groups costs for each group:
-// the slots of a table between a quarter and a half full.
+// the slots of a table between seven sixteenths and seven eighths full,
+// counted as the index's are, three slots a group.
 const groupIndexCost = slotsPerEntry * groupSlotBytes
 
 func (x *groupIndex[G, K, V]) init() {
@@ -248,20 +307,27 @@ func (x *groupIndex[G, K, V]) reset() {
 }
 
 func newGroupTable[G, K comparable, V any](n int) *groupTable[G, K, V] {
-	return &groupTable[G, K, V]{mask: uint64(n - 1), slots: make([]atomic.Pointer[Group[G, K, V]], n)}
+	return &groupTable[G, K, V]{
+		mask:  uint64(n - 1),
+		slots: make([]atomic.Pointer[Group[G, K, V]], n),
+		tags:  make([]atomic.Uint64, n/8), // n is a power of two, at least minSlots
+	}
 }
 
 // get returns the group whose value is g and whose hash is h, or nil. It
 // takes no lock.
 func (x *groupIndex[G, K, V]) get(h uint64, g G) *Group[G, K, V] {
 	t := x.tab.Load()
+	tag := groupTag(h)
 	for i := h; ; i++ {
-		grp := t.slots[i&t.mask].Load()
-		if grp == nil {
+		switch t.tag(i & t.mask) {
+		case emptyTag:
 			return nil
-		}
-		if grp.seed == h && grp != x.tomb && grp.id == g {
-			return grp
+		case tag:
+			// Never nil: the slot's group was stored before its tag.
+			if grp := t.slots[i&t.mask].Load(); grp.seed == h && grp != x.tomb && grp.id == g {
+				return grp
+			}
 		}
 	}
 }
@@ -270,20 +336,19 @@ func (x *groupIndex[G, K, V]) get(h uint64, g G) *Group[G, K, V] {
 func (x *groupIndex[G, K, V]) put(grp *Group[G, K, V]) {
 	t := x.tab.Load()
 	for i := grp.seed; ; i++ {
-		s := &t.slots[i&t.mask]
-		switch o := s.Load(); o {
+		switch o := t.slots[i&t.mask].Load(); o {
 		case nil:
-			if x.used+1 > len(t.slots)/2 {
+			if x.used+1 > len(t.slots)*7/8 {
 				x.rehash(x.live + 1)
 				x.tab.Load().insert(grp)
 			} else {
-				s.Store(grp)
+				t.store(i&t.mask, grp)
 			}
 			x.used++
 			x.live++
 			return
 		case x.tomb:
-			s.Store(grp)
+			t.store(i&t.mask, grp)
 			x.live++
 			return
 		}
@@ -302,6 +367,7 @@ func (x *groupIndex[G, K, V]) remove(grp *Group[G, K, V]) bool {
 			return false
 		case grp:
 			s.Store(x.tomb)
+			t.setTag(i&t.mask, tombTag)
 			x.live--
 			if len(t.slots) > minSlots && x.live < len(t.slots)/8 {
 				x.rehash(x.live)
@@ -329,7 +395,7 @@ func (x *groupIndex[G, K, V]) retain(n int, keep func(*Group[G, K, V]) bool) {
 			kept = append(kept, grp)
 		}
 	}
-	t := newGroupTable[G, K, V](tableSize(max(n, len(kept))))
+	t := newGroupTable[G, K, V](groupTableSize(max(n, len(kept))))
 	for _, grp := range kept {
 		t.insert(grp)
 	}
@@ -341,9 +407,26 @@ func (x *groupIndex[G, K, V]) retain(n int, keep func(*Group[G, K, V]) bool) {
 // has room.
 func (t *groupTable[G, K, V]) insert(grp *Group[G, K, V]) {
 	for i := grp.seed; ; i++ {
-		if s := &t.slots[i&t.mask]; s.Load() == nil {
-			s.Store(grp)
+		if t.slots[i&t.mask].Load() == nil {
+			t.store(i&t.mask, grp)
 			return
 		}
 	}
+}
+
+// groupTableSize returns the number of slots of a group table rebuilt for
+// n groups: the smallest power of two, at least minSlots, that n fills to
+// at most thirteen sixteenths. A group table is rebuilt when its used
+// slots would pass seven eighths, so a rebuilt table takes a sixteenth of
+// its slots' worth of new groups (or a halving of its live ones) before
+// the next rebuild, as tableSize keeps for the index. The group table is
+// filled higher than the index because in a cache of many tokens it has a
+// slot for every entry (the index holds only the entries of groups of two
+// or more), and a slot is a pointer alone.
+func groupTableSize(n int) int {
+	size := minSlots
+	for size*13/16 < n {
+		size *= 2
+	}
+	return size
 }

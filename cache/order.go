@@ -4,124 +4,122 @@ package cache
 // asked for, not the order they arrive in (see add). The order is a
 // sequence number that Cache.Writer and Cache.Add take under the cache's
 // lock, never a reading of the clock, which only says when values expire
-// (an injected clock may step back). An entry records its value's number,
-// and a value asked for earlier does not replace it. When a key's newest
-// value leaves the cache, whether it was not kept (a ttl that is not
-// positive) or was kept and then evicted, expired or removed, nothing is
-// left to compare with, so the group remembers the key's number for as
-// long as a writer made before it is open: those writers are the only
-// ones that can still bring an older value. Nothing else is fenced: a
-// value under one key never stops an older writer's value under another,
-// unless a group has more than maxMarks such keys at once, when the
-// oldest fall back to fencing every older writer of the group.
+// (an injected clock may step back). When a value is written under a key,
+// kept or not (a ttl that is not positive), while a writer made before it
+// is open, the group remembers the key's number for as long as such a
+// writer is open: those writers are the only ones that can still bring an
+// older value, and it is refused, whether the newer value is still held,
+// was not kept, or has been evicted, has expired or was removed since.
+// Entries and groups need no field for it: the cache maps a group with
+// open writers to its oldest, which carries the marks. Nothing else is
+// fenced: a value under one key never stops an older writer's value under
+// another, unless a group has more than maxMarks marks at once, when the
+// oldest fall back to fencing every writer older than them (only slow
+// calls lose their caching then).
 
-// maxMarks bounds what a group remembers of the keys whose newest value
-// left (a mark is about 50 bytes, counted nowhere else: it lasts only
-// while an older call is under way).
+// maxMarks bounds what a group remembers of the keys written while an
+// older writer is open (a mark is about 50 bytes, counted nowhere else: it
+// lasts only while an older call is under way).
 const maxMarks = 1024
 
-// writerList is a group's open writers, in the order of their making.
-type writerList[G, K comparable, V any] struct {
-	first, last *Writer[G, K, V]
-}
-
-// open appends w, the newest writer; c.mu must be held.
-func (l *writerList[G, K, V]) open(w *Writer[G, K, V]) {
-	w.prev, w.next = l.last, nil
-	if l.last == nil {
-		l.first = w
-	} else {
-		l.last.next = w
-	}
-	l.last = w
-}
-
-// close takes w out of the list; c.mu must be held.
-func (l *writerList[G, K, V]) close(w *Writer[G, K, V]) {
-	if w.prev == nil {
-		l.first = w.next
-	} else {
-		w.prev.next = w.next
-	}
-	if w.next == nil {
-		l.last = w.prev
-	} else {
-		w.next.prev = w.prev
-	}
-	w.prev, w.next = nil, nil
-}
-
-// forgets remembers, by the key's hash (a collision only refuses more),
-// the number of the newest value of each key that left the group, while
-// a writer made before it is open.
-type forgets struct {
+// marks remembers, by the key's hash (a collision only refuses more), the
+// number of the newest value written under each key while a writer made
+// before it is open.
+type marks struct {
 	newest map[uint64]uint64
-	// marks lists the same in the order they were made, for pruning,
-	// from start on.
-	marks []forgetMark
+	// list holds the same in the order they were made, for pruning, from
+	// start on.
+	list  []mark
 	start int
 	// fence is the newest number of the marks pushed out past maxMarks:
 	// writers made before it store nothing.
 	fence uint64
 }
 
-type forgetMark struct{ h, seq uint64 }
+type mark struct{ h, seq uint64 }
 
-// forgot notes that the value asked for as the seq-th under the key of
-// hash h left the group, when a writer made before it is open; c.mu must
-// be held.
-func (grp *Group[G, K, V]) forgot(h, seq uint64) {
-	if grp.writers.first == nil || grp.writers.first.seq >= seq {
+// open adds w, the newest writer, to grp's ring; c.mu must be held.
+func (c *Cache[G, K, V]) open(grp *Group[G, K, V], w *Writer[G, K, V]) {
+	first := c.writing[grp]
+	if first == nil {
+		if c.writing == nil {
+			c.writing = make(map[*Group[G, K, V]]*Writer[G, K, V])
+		}
+		w.prev, w.next, c.writing[grp] = w, w, w
+		return
+	}
+	w.prev, w.next = first.prev, first
+	first.prev.next, first.prev = w, w
+}
+
+// close takes w out of the ring; the marks move to the next oldest writer,
+// without those no open writer is older than. c.mu must be held.
+func (c *Cache[G, K, V]) close(grp *Group[G, K, V], w *Writer[G, K, V]) {
+	m := w.marks
+	switch {
+	case w.next == w:
+		delete(c.writing, grp)
+	case c.writing[grp] == w:
+		c.writing[grp] = w.next
+		w.next.marks = m
+		m.prune(w.next.seq)
+	}
+	w.prev.next, w.next.prev = w.next, w.prev
+	w.prev, w.next, w.marks = nil, nil, nil
+}
+
+// wrote notes that the value asked for as the seq-th was written under the
+// key of hash h, kept or not, when a writer made before it is open; c.mu
+// must be held.
+func (c *Cache[G, K, V]) wrote(grp *Group[G, K, V], h, seq uint64) {
+	first := c.writing[grp]
+	if first == nil || first.seq >= seq {
 		return // no open writer can bring a value older than it
 	}
-	f := grp.forgets
-	if f == nil {
-		f = &forgets{newest: make(map[uint64]uint64)}
-		grp.forgets = f
+	m := first.marks
+	if m == nil {
+		m = &marks{newest: make(map[uint64]uint64)}
+		first.marks = m
 	}
-	if seq > f.newest[h] {
-		f.newest[h] = seq
+	if seq > m.newest[h] {
+		m.newest[h] = seq
 	}
-	f.marks = append(f.marks, forgetMark{h, seq})
-	if len(f.marks)-f.start > maxMarks {
-		f.fence = max(f.fence, f.pop().seq)
+	m.list = append(m.list, mark{h, seq})
+	if len(m.list)-m.start > maxMarks {
+		m.fence = max(m.fence, m.pop().seq)
 	}
 }
 
 // superseded reports whether a value under the key of hash h asked for as
-// the seq-th is older than a value of that key which left the group; c.mu
-// must be held.
-func (grp *Group[G, K, V]) superseded(h, seq uint64) bool {
-	f := grp.forgets
-	return f != nil && (seq < f.fence || seq < f.newest[h])
+// the seq-th is older than one written under that key while its writer
+// was open; c.mu must be held.
+func (c *Cache[G, K, V]) superseded(grp *Group[G, K, V], h, seq uint64) bool {
+	first := c.writing[grp]
+	if first == nil {
+		return false
+	}
+	m := first.marks
+	return m != nil && (seq < m.fence || seq < m.newest[h])
 }
 
-// prune drops what no open writer is older than; c.mu must be held.
-func (grp *Group[G, K, V]) prune() {
-	f := grp.forgets
-	if f == nil {
-		return
-	}
-	if grp.writers.first == nil {
-		grp.forgets = nil
-		return
-	}
-	oldest := grp.writers.first.seq
-	for f.start < len(f.marks) && f.marks[f.start].seq <= oldest {
-		f.pop()
+// prune drops the marks no writer as old as oldest needs; a nil m is
+// fine.
+func (m *marks) prune(oldest uint64) {
+	for m != nil && m.start < len(m.list) && m.list[m.start].seq <= oldest {
+		m.pop()
 	}
 }
 
 // pop drops the oldest mark and returns it.
-func (f *forgets) pop() forgetMark {
-	m := f.marks[f.start]
-	if f.newest[m.h] == m.seq {
-		delete(f.newest, m.h)
+func (m *marks) pop() mark {
+	k := m.list[m.start]
+	if m.newest[k.h] == k.seq {
+		delete(m.newest, k.h)
 	}
-	f.start++
-	if f.start > len(f.marks)/2 { // keep the slice's dead front small
-		f.marks = append(f.marks[:0], f.marks[f.start:]...)
-		f.start = 0
+	m.start++
+	if m.start > len(m.list)/2 { // keep the slice's dead front small
+		m.list = append(m.list[:0], m.list[m.start:]...)
+		m.start = 0
 	}
-	return m
+	return k
 }

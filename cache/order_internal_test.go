@@ -10,36 +10,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A group remembers the keys answered with a value not kept only while a
-// writer made before is open, so that what a stream of such answers costs
-// is bounded by the calls under way, and nothing is left once they end.
-func TestForgetsLastOnlyWhileAnOlderWriterIsOpen(t *testing.T) {
+// marksOf returns what grp remembers of keys written while an older
+// writer is open; nil for nothing.
+func marksOf[G, K comparable, V any](c *Cache[G, K, V], grp *Group[G, K, V]) *marks {
+	if w := c.writing[grp]; w != nil {
+		return w.marks
+	}
+	return nil
+}
+
+// A group remembers the keys written while an older writer is open only
+// while one is, so that what a stream of answers costs is bounded by the
+// calls under way, and nothing is left once they end.
+func TestMarksLastOnlyWhileAnOlderWriterIsOpen(t *testing.T) {
 	now := time.Duration(0)
 	c, err := New[string, string, bool](64, WithClock(func() time.Time { return time.Unix(0, int64(now)) }))
 	require.NoError(t, err)
 
-	// No older writer open: nothing to remember.
+	// No writer open: nothing to remember.
 	for i := range 100 {
 		now += time.Millisecond
-		c.Add("alice", string(rune('a'+i%26)), false, 0, 0)
+		c.Add("alice", string(rune('a'+i%26)), i%2 == 0, time.Duration(i%2)*time.Minute, 0)
 	}
-	grp := c.Lookup("alice")
-	assert.True(t, grp == c.none || grp.forgets == nil, "remembered with no writer open")
+	assert.Nil(t, marksOf(c, c.Lookup("alice")), "remembered with no writer open")
 
 	older := c.Writer("alice")
 	for i := range 100 {
 		now += time.Millisecond
 		w := c.Writer("alice")
-		w.Add(string(rune('a'+i%26)), false, 0, 0)
+		w.Add(string(rune('a'+i%26)), false, time.Duration(i%2)*time.Minute, 0)
 		w.Close()
 	}
-	grp = c.Lookup("alice")
-	require.NotNil(t, grp.forgets)
-	assert.False(t, older.Add("a", true, time.Minute, 0), "a key answered since, not kept")
+	grp := c.Lookup("alice")
+	require.NotNil(t, marksOf(c, grp))
+	assert.False(t, older.Add("a", true, time.Minute, 0), "a key written since")
 	older.Close()
-	assert.Nil(t, grp.forgets, "kept after the last older writer closed")
+	assert.Nil(t, marksOf(c, grp), "kept after the last older writer closed")
 
-	// The list of marks is pruned as the oldest writers close.
+	// The marks are pruned as the oldest writers close.
 	first := c.Writer("alice")
 	for range 1000 {
 		now += time.Millisecond
@@ -48,9 +56,8 @@ func TestForgetsLastOnlyWhileAnOlderWriterIsOpen(t *testing.T) {
 		first.Close()
 		first = w
 	}
-	grp = c.Lookup("alice") // the one before was forgotten with its last writer
-	if grp.forgets != nil {
-		assert.LessOrEqual(t, len(grp.forgets.marks), 4, "marks no open writer is older than are kept")
+	if m := marksOf(c, c.Lookup("alice")); m != nil {
+		assert.LessOrEqual(t, len(m.list)-m.start, 4, "marks no open writer is older than are kept")
 	}
 	first.Close()
 }
@@ -77,14 +84,14 @@ func TestMarksOfAGroupAreBounded(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	grp := c.Lookup("mallory")
-	marks := 0
-	if grp.forgets != nil {
-		marks = len(grp.forgets.marks) - grp.forgets.start
+	kept := 0
+	if m := marksOf(c, grp); m != nil {
+		kept = len(m.list) - m.start
 	}
 	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	if held > 10*maxBytes {
 		t.Errorf("the cache holds %d B beyond its entries (marks: %d) while Bytes() says %d and the bound is %d",
-			held, marks, c.Bytes(), maxBytes)
+			held, kept, c.Bytes(), maxBytes)
 	}
 	older.Close()
 }

@@ -67,7 +67,7 @@ func TestWritersUnderConcurrencyLeaveNothingHeld(t *testing.T) {
 	}
 	for _, g := range groups {
 		if grp := c.groups.get(groupHash(&c.keys, g), g); grp != nil {
-			t.Fatalf("group %q still held: holds %d forgets %v first %v", g, grp.holds, grp.forgets, grp.writers.first)
+			t.Fatalf("group %q still held: holds %d oldest writer %v", g, grp.holds, c.writing[grp])
 		}
 	}
 }

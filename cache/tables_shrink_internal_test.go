@@ -9,7 +9,7 @@ import (
 // TestTablesShrinkBackAfterABurst: after a burst of 50,000 one-entry groups
 // that then expire, are removed or purged, both tables come back to a
 // size in proportion to what is left (tombstones reclaimed, the group
-// table shrinking too).
+// table shrinking too), and so does the recency ring.
 func TestTablesShrinkBackAfterABurst(t *testing.T) {
 	var ns int64 = 1 << 40
 	now := func() time.Time { return time.Unix(0, ns) }
@@ -38,11 +38,11 @@ func TestTablesShrinkBackAfterABurst(t *testing.T) {
 			}
 		}
 		c.mu.RLock()
-		idx, grp, n := len(c.idx.tab.Load().slots), len(c.groups.tab.Load().slots), c.length
+		idx, grp, ring, n := len(c.idx.tab.Load().slots), len(c.groups.tab.Load().slots), cap(c.ring), c.length
 		c.mu.RUnlock()
-		t.Logf("after %s: %d entries, index %d slots, groups %d slots", how, n, idx, grp)
-		if n > 1 || idx > 4*minSlots || grp > 4*minSlots {
-			t.Errorf("after %s: %d entries left, index of %d slots, group table of %d", how, n, idx, grp)
+		t.Logf("after %s: %d entries, index %d slots, groups %d slots, ring %d", how, n, idx, grp, ring)
+		if n > 1 || idx > 4*minSlots || grp > 4*minSlots || ring > 4*minRing {
+			t.Errorf("after %s: %d entries left, index of %d slots, group table of %d, ring of %d", how, n, idx, grp, ring)
 		}
 	}
 }
