@@ -61,6 +61,10 @@ type replayOwner struct {
 	// none is dropped), it holds perKey proofs at least as new until that
 	// one expires, or the cache's watermarks cover it.
 	forgot int64
+	// mark is the latest expiry of a proof of the key the ahead part
+	// forgot; it goes to the cache's table of marks when the owner is
+	// dropped.
+	mark int64
 }
 
 // replayCache remembers accepted proofs until they would fail the iat check
@@ -87,20 +91,22 @@ type replayOwner struct {
 // there (of keys holding as many, any; the new proof itself, accepted
 // then, if that is the one) and records the proof's expiry in its key's
 // mark, which refuses, with ErrReplayCacheFull, every later proof of that
-// key (and of the keys sharing its mark) expiring no later. A proof
+// key expiring no later. A proof
 // forgotten while dated ahead could be replayed later with any of the
 // dates fresh proofs carry, so no watermark of the whole cache could
 // refuse its replay without refusing every fresh proof for seconds; the
 // part refusing every proof dated ahead once it was full did the same to
 // every client whose clock runs fast, as long as some 1,100 proofs a
-// second kept coming from ten keys. The marks are a fixed table of
-// watermarks (markSlots of them, 8 bytes each), a key's found by a hash
-// keyed with a secret of the cache, so no caller can pick keys that share
-// another's mark: forgetting a proof costs its key, and the few keys that
-// share its mark by chance, the proofs no newer than it, and no other key
+// second kept coming from ten keys. A key's mark is kept with its other
+// proofs while it holds any; once it holds none, the mark goes to a fixed
+// table of watermarks (markSlots of them, 8 bytes each, allocated then),
+// where a key finds its mark by a hash keyed with a secret of the cache,
+// so no caller can pick keys that share another's: forgetting a proof
+// costs its key the proofs no newer than it, and the few keys that share
+// its table mark by chance, once it holds nothing, the same; no other key
 // anything. A caller holding many proofs dated ahead loses its own first;
 // one spreading them over many keys, one each, loses them one at a time,
-// each costing one mark that it cannot aim at another client's.
+// each costing one table mark that it cannot aim at another client's.
 //
 // The main part holds at most max proofs, and perKey of one key. At a
 // bound it makes room for a new proof by forgetting the oldest one (its
@@ -164,9 +170,9 @@ type replayCache struct {
 	ahead    []*replayEntry // min-heap by expiry
 	owners   map[ownerKey]*replayOwner
 	ranks    []*replayOwner // the keys holding proofs in the ahead part, max-heap by how many
-	marks    []int64        // the keys' marks, nil until the ahead part first forgot a proof
+	marks    []int64        // the marks of keys holding nothing, nil until one is dropped with a mark
 	slots    int            // len(marks) once allocated: a power of two (markSlots)
-	markMax  int64          // the latest mark
+	markMax  int64          // the latest mark in marks
 	seed     maphash.Seed   // keys the hash that finds a key's mark
 }
 
@@ -269,9 +275,10 @@ func (c *replayCache) place(key replayKey, owner ownerKey, exp int64) (victim *r
 // forgotten reports whether a proof of id (whose owner o is nil when it
 // holds none) that expires at exp is no newer than one the cache forgot
 // to make room: the main part's, the key's at its bound, or one of the
-// ahead part's that its mark records.
+// ahead part's that the key's mark records (its owner's, or the table's).
 func (c *replayCache) forgotten(id ownerKey, o *replayOwner, exp int64) bool {
-	return exp <= c.forgot || o != nil && exp <= o.forgot || c.marks != nil && exp <= c.marks[c.mark(id)]
+	return exp <= c.forgot || o != nil && (exp <= o.forgot || exp <= o.mark) ||
+		c.marks != nil && exp <= c.marks[c.mark(id)]
 }
 
 // mark returns the index of id's mark.
@@ -284,12 +291,7 @@ func (c *replayCache) mark(id ownerKey) int {
 // raises that key's mark to its expiry.
 func (c *replayCache) forgetAhead() {
 	e := c.ranks[0].early[0]
-	if c.marks == nil {
-		c.marks = make([]int64, c.slots)
-	}
-	i := c.mark(e.owner.id)
-	c.marks[i] = max(c.marks[i], e.expires)
-	c.markMax = max(c.markMax, e.expires)
+	e.owner.mark = max(e.owner.mark, e.expires)
 	c.forget(e)
 }
 
@@ -383,11 +385,21 @@ func (c *replayCache) detach(e *replayEntry) {
 }
 
 // drop forgets e, detached already, and its owner once the owner holds
-// nothing.
+// nothing, moving the owner's mark to the table.
 func (c *replayCache) drop(e *replayEntry) {
 	delete(c.seen, e.key)
-	if o := e.owner; len(o.entries) == 0 && len(o.early) == 0 {
-		delete(c.owners, o.id)
+	o := e.owner
+	if len(o.entries) > 0 || len(o.early) > 0 {
+		return
+	}
+	delete(c.owners, o.id)
+	if o.mark > c.purged {
+		if c.marks == nil {
+			c.marks = make([]int64, c.slots)
+		}
+		i := c.mark(o.id)
+		c.marks[i] = max(c.marks[i], o.mark)
+		c.markMax = max(c.markMax, o.mark)
 	}
 }
 
