@@ -21,8 +21,8 @@ const (
 	// ahead, which it holds apart (see [WithReplayCacheSize]). With the
 	// default window of 70 s it holds every proof of about 1,400 accepted
 	// per second; past that its window shortens. A full cache takes about
-	// 12 MB (some 104 bytes per entry, and 1 MB of marks once it forgot a
-	// proof dated ahead).
+	// 12 MB (some 104 bytes per entry, and at most 1 MB of marks for keys
+	// it forgot a proof dated ahead of).
 	DefaultReplayCacheSize = 100_000
 	// DefaultReplayKeyLimit is how many unexpired proofs of one key a
 	// Verifier remembers (about 140 accepted per second over the default
@@ -172,15 +172,15 @@ func WithClock(now func() time.Time) Option {
 // and only then joins the n proofs. At most n/10 proofs (at least one) are
 // held apart; past that bound the cache forgets the earliest due proof of
 // the key holding the most of them (the new proof itself, if that is the
-// one; it is accepted) and records its expiry in that key's mark: the
-// key's proofs no newer are refused with ErrReplayCacheFull from then on,
-// and so are those of the few keys that share the mark by chance (one in
-// 1,024 or more: the marks are as many as n, rounded up to a power of two,
-// and keys find theirs by a hash keyed with a secret of the Verifier, so
-// no caller can aim at another's). Keys cost a caller nothing, so no key's
-// proofs are kept out by how many proofs other keys hold apart. The cache
-// thus holds up to n + n/10 proofs, and 8 bytes a mark once it forgot a
-// proof held apart.
+// one; it is accepted) and records its expiry as that key's mark: the
+// key's proofs no newer are refused with ErrReplayCacheFull from then on
+// (its replay among them). Once the key holds no proof, its mark goes to
+// a table of as many marks as n (at least 1,024, rounded up to a power of
+// two), shared by the keys a hash keyed with a secret of the Verifier
+// sends to the same one, so that no caller can aim at another's. Keys
+// cost a caller nothing, so no key's proofs are kept out by how many
+// proofs other keys hold apart. The cache thus holds up to n + n/10
+// proofs, and 8 bytes a mark once a key with a mark held nothing.
 //
 // The rule, then: a proof dated at most a second ahead (a fresh one) is
 // refused with ErrReplayCacheFull only when the cache holds n proofs, or
