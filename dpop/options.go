@@ -21,7 +21,7 @@ const (
 	// ahead, which it holds apart (see [WithReplayCacheSize]). With the
 	// default window of 70 s it holds every proof of about 1,400 accepted
 	// per second; past that its window shortens. A full cache takes about
-	// 12 MB (some 104 bytes per entry, and at most 1 MB of marks for keys
+	// 12 MB (some 112 bytes per entry, and at most 1 MB of marks for keys
 	// it forgot a proof dated ahead of).
 	DefaultReplayCacheSize = 100_000
 	// DefaultReplayKeyLimit is how many unexpired proofs of one key a

@@ -112,7 +112,7 @@ func newAuthState(s *Server) (*authState, error) {
 }
 
 // Each realm's replay cache holds every proof of 2,800 accepted per second
-// over the proofs' 70 s window (some 23 MB when full, with the 20,000 it
+// over the proofs' 70 s window (some 25 MB when full, with the 20,000 it
 // holds apart for proofs dated over a second ahead, and at most 2 MB of
 // marks for keys it forgot such a proof of), 20,000 of them of one key
 // (285 per second).
