@@ -91,13 +91,12 @@ type replayOwner struct {
 // there (of keys holding as many, any; the new proof itself, accepted
 // then, if that is the one) and records the proof's expiry in its key's
 // mark, which refuses, with ErrReplayCacheFull, every later proof of that
-// key expiring no later. A proof
-// forgotten while dated ahead could be replayed later with any of the
-// dates fresh proofs carry, so no watermark of the whole cache could
-// refuse its replay without refusing every fresh proof for seconds; the
-// part refusing every proof dated ahead once it was full did the same to
-// every client whose clock runs fast, as long as some 1,100 proofs a
-// second kept coming from ten keys. A key's mark is kept with its other
+// key expiring no later. A proof forgotten while dated ahead could be
+// replayed later with any of the dates fresh proofs carry, so no
+// watermark of the whole cache could refuse its replay without refusing
+// every fresh proof for seconds; the part refusing every proof dated
+// ahead once it was full did the same to every client whose clock runs
+// fast, as long as some 1,100 proofs a second kept coming from ten keys. A key's mark is kept with its other
 // proofs while it holds any; once it holds none, the mark goes to a fixed
 // table of watermarks (markSlots of them, 8 bytes each, allocated then),
 // where a key finds its mark by a hash keyed with a secret of the cache,
@@ -148,8 +147,9 @@ type replayOwner struct {
 // dated at most aheadTolerance ahead is refused only when its key holds
 // perKey proofs, or the main part max proofs, dated no earlier than it:
 // proofs that each came into the main part no earlier than aheadTolerance
-// before that date; and a proof dated further ahead is refused only when
-// its mark is at least its expiry.
+// before that date, or when its key's mark is at least its expiry; and a
+// proof dated further ahead is refused only in that last case (or when
+// the main part forgot a proof no newer: the watermarks).
 //
 // Entries are kept in min-heaps by expiry: each part's (purging, eviction,
 // and moving proofs out of the ahead part) and each key's of each part
