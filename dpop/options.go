@@ -21,7 +21,7 @@ const (
 	// ahead, which it holds apart (see [WithReplayCacheSize]). With the
 	// default window of 70 s it holds every proof of about 1,400 accepted
 	// per second; past that its window shortens. A full cache takes about
-	// 12 MB (some 112 bytes per entry, and at most 1 MB of marks for keys
+	// 13 MB (some 112 bytes per entry, and 1.2 MB of marks for keys
 	// it forgot a proof dated ahead of).
 	DefaultReplayCacheSize = 100_000
 	// DefaultReplayKeyLimit is how many unexpired proofs of one key a
@@ -175,12 +175,14 @@ func WithClock(now func() time.Time) Option {
 // one; it is accepted) and records its expiry as that key's mark: the
 // key's proofs no newer are refused with ErrReplayCacheFull from then on
 // (its replay among them). Once the key holds no proof, its mark goes to
-// a table of as many marks as n (at least 1,024, rounded up to a power of
-// two), shared by the keys a hash keyed with a secret of the Verifier
-// sends to the same one, so that no caller can aim at another's. Keys
-// cost a caller nothing, so no key's proofs are kept out by how many
-// proofs other keys hold apart. The cache thus holds up to n + n/10
-// proofs, and 8 bytes a mark once a key with a mark held nothing.
+// a table (n/8 buckets of four keys' marks, at least 256, rounded up to a
+// power of two; a hash keyed with a secret of the Verifier picks a key's
+// bucket, so no caller can aim at another's) that keeps it with the key:
+// a key is refused for another's mark only when more than four keys with
+// marks still in force land in its bucket. Keys cost a caller nothing, so
+// no key's proofs are kept out by how many proofs other keys hold apart.
+// The cache thus holds up to n + n/10 proofs, and 9 bytes per proof of n
+// of marks once a key with a mark held nothing.
 //
 // The rule, then: a proof dated at most a second ahead (a fresh one) is
 // refused with ErrReplayCacheFull only when the cache holds n proofs, or

@@ -3,7 +3,6 @@ package dpop
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"hash/maphash"
 	"math"
 	"sync"
 	"time"
@@ -96,16 +95,16 @@ type replayOwner struct {
 // watermark of the whole cache could refuse its replay without refusing
 // every fresh proof for seconds; the part refusing every proof dated
 // ahead once it was full did the same to every client whose clock runs
-// fast, as long as some 1,100 proofs a second kept coming from ten keys. A key's mark is kept with its other
-// proofs while it holds any; once it holds none, the mark goes to a fixed
-// table of watermarks (markSlots of them, 8 bytes each, allocated then),
-// where a key finds its mark by a hash keyed with a secret of the cache,
-// so no caller can pick keys that share another's: forgetting a proof
-// costs its key the proofs no newer than it, and the few keys that share
-// its table mark by chance, once it holds nothing, the same; no other key
-// anything. A caller holding many proofs dated ahead loses its own first;
-// one spreading them over many keys, one each, loses them one at a time,
-// each costing one table mark that it cannot aim at another client's.
+// fast, as long as some 1,100 proofs a second kept coming from ten keys.
+// A key's mark is kept with its other proofs while it holds any; once it
+// holds none, the mark goes to a fixed table (markTable), which keeps it
+// with the key, and makes keys share a mark only when more than a few
+// with marks in force land in one of its buckets, which no caller can
+// aim at: forgetting a proof costs its key the proofs no newer than it,
+// and no other key anything but by that rare chance. A caller holding
+// many proofs dated ahead loses its own first; one spreading them over
+// many keys, one each, loses them one at a time, each costing its own
+// key.
 //
 // The main part holds at most max proofs, and perKey of one key. At a
 // bound it makes room for a new proof by forgetting the oldest one (its
@@ -170,10 +169,7 @@ type replayCache struct {
 	ahead    []*replayEntry // min-heap by expiry
 	owners   map[ownerKey]*replayOwner
 	ranks    []*replayOwner // the keys holding proofs in the ahead part, max-heap by how many
-	marks    []int64        // the marks of keys holding nothing, nil until one is dropped with a mark
-	slots    int            // len(marks) once allocated: a power of two (markSlots)
-	markMax  int64          // the latest mark in marks
-	seed     maphash.Seed   // keys the hash that finds a key's mark
+	marks    markTable      // the marks of keys holding nothing
 }
 
 // newReplayCache returns a cache of size proofs in its main part (perKey
@@ -186,20 +182,7 @@ func newReplayCache(size, perKey int, maxAge time.Duration) *replayCache {
 	}
 	return &replayCache{max: size, perKey: perKey, aheadMax: max(1, size/10), horizon: horizon,
 		seen: make(map[replayKey]*replayEntry), owners: make(map[ownerKey]*replayOwner),
-		slots: markSlots(size), seed: maphash.MakeSeed()}
-}
-
-// markSlots returns how many marks a cache of main-part size size keeps:
-// a power of two, at least size and 1,024, so that the keys of the few
-// callers whose proofs dated ahead are forgotten share a mark with few
-// others. Its 8 bytes each are allocated only once the ahead part forgets
-// a proof.
-func markSlots(size int) int {
-	n := 1024
-	for n < size && n < 1<<24 {
-		n <<= 1
-	}
-	return n
+		marks: newMarkTable(size)}
 }
 
 // check reports what add would answer for a proof, without recording it.
@@ -278,12 +261,7 @@ func (c *replayCache) place(key replayKey, owner ownerKey, exp int64) (victim *r
 // ahead part's that the key's mark records (its owner's, or the table's).
 func (c *replayCache) forgotten(id ownerKey, o *replayOwner, exp int64) bool {
 	return exp <= c.forgot || o != nil && (exp <= o.forgot || exp <= o.mark) ||
-		c.marks != nil && exp <= c.marks[c.mark(id)]
-}
-
-// mark returns the index of id's mark.
-func (c *replayCache) mark(id ownerKey) int {
-	return int(maphash.Comparable(c.seed, id) & uint64(c.slots-1))
+		exp <= c.marks.get(id)
 }
 
 // forgetAhead makes room in the ahead part, one over its bound: it
@@ -343,9 +321,9 @@ func (c *replayCache) advance(now int64) {
 	}
 	// Marks all expired by now are as good as the purged watermark (every
 	// proof they refuse expired), which takes them over.
-	if c.marks != nil && c.markMax < c.now {
-		c.purged = max(c.purged, c.markMax)
-		c.marks = nil
+	if c.marks.buckets != nil && c.marks.max < c.now {
+		c.purged = max(c.purged, c.marks.max)
+		c.marks.buckets, c.marks.max = nil, 0
 	}
 	// Give memory back after a burst: the maps shrink on their own only
 	// when rebuilt, the slices when reallocated.
@@ -394,12 +372,8 @@ func (c *replayCache) drop(e *replayEntry) {
 	}
 	delete(c.owners, o.id)
 	if o.mark > c.purged {
-		if c.marks == nil {
-			c.marks = make([]int64, c.slots)
-		}
-		i := c.mark(o.id)
-		c.marks[i] = max(c.marks[i], o.mark)
-		c.markMax = max(c.markMax, o.mark)
+		// A mark that expired makes way as a proof expiring then is purged.
+		c.purged = max(c.purged, c.marks.raise(o.id, o.mark, c.now))
 	}
 }
 

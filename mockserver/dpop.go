@@ -112,19 +112,18 @@ func newAuthState(s *Server) (*authState, error) {
 }
 
 // Each realm's replay cache holds every proof of 2,800 accepted per second
-// over the proofs' 70 s window (some 25 MB when full, with the 20,000 it
-// holds apart for proofs dated over a second ahead, and at most 2 MB of
-// marks for keys it forgot such a proof of), 20,000 of them of one key
-// (285 per second).
-// Only authenticated callers' proofs are recorded. Past either bound the
-// cache forgets the oldest proof (the key's own, or the realm's) and
-// refuses only proofs no newer than it: the window shortens (to 200,000 /
-// rate), it never closes for everyone, and dating proofs ahead does not
-// make them newer. Past the 20,000 held apart it forgets the earliest due
-// of those of the key holding the most, and refuses that key's proofs no
-// newer: a user binding tokens to keys of his own and dating proofs ahead
-// costs his own keys, not the clients whose clocks run fast (see
-// dpop.WithReplayCacheSize).
+// over the proofs' 70 s window (some 27 MB when full, with the 20,000 it
+// holds apart for proofs dated over a second ahead, and 2.4 MB of marks
+// for keys it forgot such a proof of), 20,000 of them of one key (285 per
+// second). Only authenticated callers' proofs are recorded. Past either
+// bound the cache forgets the oldest proof (the key's own, or the
+// realm's) and refuses only proofs no newer than it: the window shortens
+// (to 200,000 / rate), it never closes for everyone, and dating proofs
+// ahead does not make them newer. Past the 20,000 held apart it forgets
+// the earliest due of those of the key holding the most, and refuses that
+// key's proofs no newer: a user binding tokens to keys of his own and
+// dating proofs ahead costs his own keys, not the clients whose clocks
+// run fast (see dpop.WithReplayCacheSize).
 const (
 	replayCacheSize = 200_000
 	replayKeyLimit  = 20_000
