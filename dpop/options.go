@@ -171,8 +171,9 @@ func WithClock(now func() time.Time) Option {
 // Verifier's clock is held apart until it is dated at most a second ahead,
 // and only then joins the n proofs. At most n/10 proofs (at least one) are
 // held apart; past that bound the cache forgets the earliest due proof of
-// the key holding the most of them (the new proof itself, if that is the
-// one; it is accepted) and records its expiry as that key's mark: the
+// the key holding the latest due one (of keys holding as late a one, the
+// one holding the most; the new proof itself, if that is the one: it is
+// accepted) and records its expiry as that key's mark: the
 // key's proofs no newer are refused with ErrReplayCacheFull from then on
 // (its replay among them). Once the key holds no proof, its mark goes to
 // a table (n/8 buckets of four keys' marks, at least 256, rounded up to a

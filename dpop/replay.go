@@ -54,6 +54,7 @@ type replayOwner struct {
 	id      ownerKey
 	entries []*replayEntry // its proofs in the main part, min-heap by expiry
 	early   []*replayEntry // its proofs in the ahead part, min-heap by expiry
+	latest  int64          // the latest expiry in early (proofs leave it earliest due first), 0 if empty
 	rank    int            // position in the cache's heap of keys holding proofs dated ahead, -1 if none
 	// forgot is the latest expiry of a proof of the key the main part
 	// forgot at the key's bound; while the key holds proofs (an owner with
@@ -86,25 +87,27 @@ type replayOwner struct {
 //
 // The ahead part holds at most aheadMax proofs (a tenth of the main
 // part's size, at least one) and refuses none for want of room: past its
-// bound it forgets the earliest due proof of the key that holds the most
-// there (of keys holding as many, any; the new proof itself, accepted
-// then, if that is the one) and records the proof's expiry in its key's
-// mark, which refuses, with ErrReplayCacheFull, every later proof of that
-// key expiring no later. A proof forgotten while dated ahead could be
-// replayed later with any of the dates fresh proofs carry, so no
-// watermark of the whole cache could refuse its replay without refusing
-// every fresh proof for seconds; the part refusing every proof dated
-// ahead once it was full did the same to every client whose clock runs
-// fast, as long as some 1,100 proofs a second kept coming from ten keys.
-// A key's mark is kept with its other proofs while it holds any; once it
-// holds none, the mark goes to a fixed table (markTable), which keeps it
-// with the key, and makes keys share a mark only when more than a few
-// with marks in force land in one of its buckets, which no caller can
-// aim at: forgetting a proof costs its key the proofs no newer than it,
-// and no other key anything but by that rare chance. A caller holding
-// many proofs dated ahead loses its own first; one spreading them over
-// many keys, one each, loses them one at a time, each costing its own
-// key.
+// bound it forgets the earliest due proof of the key holding the latest
+// due one there (of keys holding as late a one, the one holding the most;
+// the new proof itself, accepted then, if that is the one: outranks) and
+// records the proof's expiry in its key's mark, which refuses, with
+// ErrReplayCacheFull, every later proof of that key expiring no later.
+// So the caller who dates its proofs the furthest ahead pays first, and
+// among callers dating as far, the one holding the most; a client whose
+// clock runs fast pays only for a caller dating its proofs no further
+// ahead, who keeps the part full only by filling it again each time they
+// come due. A proof forgotten while dated ahead could be replayed later
+// with any of the dates fresh proofs carry, so no watermark of the whole
+// cache could refuse its replay without refusing every fresh proof for
+// seconds; the part refusing every proof dated ahead once it was full did
+// the same to every client whose clock runs fast, as long as some 1,100
+// proofs a second kept coming from ten keys. A key's mark is kept with
+// its other proofs while it holds any; once it holds none, the mark goes
+// to a fixed table (markTable), which keeps it with the key, and makes
+// keys share a mark only when more than a few with marks in force land in
+// one of its buckets, which no caller can aim at: forgetting a proof
+// costs its key the proofs no newer than it, and no other key anything
+// but by that rare chance.
 //
 // The main part holds at most max proofs, and perKey of one key. At a
 // bound it makes room for a new proof by forgetting the oldest one (its
@@ -153,7 +156,7 @@ type replayOwner struct {
 // Entries are kept in min-heaps by expiry: each part's (purging, eviction,
 // and moving proofs out of the ahead part) and each key's of each part
 // (eviction at the bounds); the keys holding proofs dated ahead in a
-// max-heap by how many. Each operation costs O(log n), plus O(log n) for
+// max-heap by outranks. Each operation costs O(log n), plus O(log n) for
 // each proof that expired or moved since the last one.
 type replayCache struct {
 	mu       sync.Mutex
@@ -168,7 +171,7 @@ type replayCache struct {
 	main     []*replayEntry // min-heap by expiry
 	ahead    []*replayEntry // min-heap by expiry
 	owners   map[ownerKey]*replayOwner
-	ranks    []*replayOwner // the keys holding proofs in the ahead part, max-heap by how many
+	ranks    []*replayOwner // the keys holding proofs in the ahead part, max-heap by outranks
 	marks    markTable      // the marks of keys holding nothing
 }
 
@@ -265,8 +268,8 @@ func (c *replayCache) forgotten(id ownerKey, o *replayOwner, exp int64) bool {
 }
 
 // forgetAhead makes room in the ahead part, one over its bound: it
-// forgets the earliest due proof of the key holding the most there, and
-// raises that key's mark to its expiry.
+// forgets the earliest due proof of the key that outranks the others
+// there, and raises that key's mark to its expiry.
 func (c *replayCache) forgetAhead() {
 	e := c.ranks[0].early[0]
 	e.owner.mark = max(e.owner.mark, e.expires)
@@ -342,6 +345,7 @@ func (c *replayCache) attach(e *replayEntry, ahead bool) {
 	if ahead {
 		pushEntry(&c.ahead, e, atCache)
 		pushEntry(&o.early, e, atOwner)
+		o.latest = max(o.latest, e.expires)
 		c.rerank(o)
 		return
 	}
@@ -355,6 +359,9 @@ func (c *replayCache) detach(e *replayEntry) {
 	if e.ahead {
 		removeEntry(&c.ahead, e.at, atCache)
 		removeEntry(&o.early, e.own, atOwner)
+		if len(o.early) == 0 {
+			o.latest = 0
+		}
 		c.rerank(o)
 		return
 	}
@@ -503,10 +510,16 @@ func (c *replayCache) rerank(o *replayOwner) {
 	}
 }
 
+// outranks reports whether the ahead part makes room at a's cost rather
+// than b's: a holds the latest due proof, or as late a one and more.
+func outranks(a, b *replayOwner) bool {
+	return a.latest > b.latest || a.latest == b.latest && len(a.early) > len(b.early)
+}
+
 func (c *replayCache) rankUp(i int) {
 	for i > 0 {
 		parent := (i - 1) / 2
-		if len(c.ranks[parent].early) >= len(c.ranks[i].early) {
+		if !outranks(c.ranks[i], c.ranks[parent]) {
 			return
 		}
 		c.swapRanks(parent, i)
@@ -518,10 +531,10 @@ func (c *replayCache) rankDown(i int) {
 	n := len(c.ranks)
 	for {
 		l, r, big := 2*i+1, 2*i+2, i
-		if l < n && len(c.ranks[l].early) > len(c.ranks[big].early) {
+		if l < n && outranks(c.ranks[l], c.ranks[big]) {
 			big = l
 		}
-		if r < n && len(c.ranks[r].early) > len(c.ranks[big].early) {
+		if r < n && outranks(c.ranks[r], c.ranks[big]) {
 			big = r
 		}
 		if big == i {

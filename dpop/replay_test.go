@@ -66,17 +66,17 @@ func TestVerifyFutureDatedProofsLeaveFreshOnesIn(t *testing.T) {
 	}
 }
 
-// TestVerifyProofsDatedAheadPastTheBoundCostTheKeyHoldingMost: a proof
+// TestVerifyProofsDatedAheadPastTheBoundCostOneKey: a proof
 // dated more than a second ahead is held apart until it is dated at most a
 // second ahead, within a tenth of the cache's size; past that bound the
-// cache forgets the earliest due proof of the key holding the most there
-// and refuses, as full, that proof's replay and that key's proofs no
+// cache forgets the earliest due proof of the key holding the latest due
+// one there (here a, the only one dated that late) and refuses, as full, that proof's replay and that key's proofs no
 // newer, while another key's proofs are accepted, however many it sends
 // dated ahead. Every replay stays refused, as the held proofs move in
 // with the others, to the end of their window. The part used to refuse
 // every further proof dated ahead once full (and a key's once it held a
 // tenth of its limit).
-func TestVerifyProofsDatedAheadPastTheBoundCostTheKeyHoldingMost(t *testing.T) {
+func TestVerifyProofsDatedAheadPastTheBoundCostOneKey(t *testing.T) {
 	t.Parallel()
 	clock := newManualClock(testNow)
 	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(100))
@@ -366,7 +366,7 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 			require.NoError(t, err)
 			_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
 			if err != nil {
-				// Past the part's bound, the key holding the most pays.
+				// Past the part's bound, the key holding the latest due proof pays.
 				requireOnly(t, err, ErrReplayCacheFull)
 				continue
 			}
@@ -391,5 +391,37 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 			require.Error(t, err, "a replay is never accepted (at +%v)", step)
 			require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "%v", err)
 		}
+	}
+}
+
+// TestVerifyProofDatedAheadNotLockedOutByKeysOfOneProofEach: keys cost a
+// caller nothing, so a caller can hold the room for proofs dated ahead
+// with one proof of each of many keys, dated 10 s ahead. A client whose
+// clock runs 2 s fast, sending several proofs in one second, must have
+// them all accepted: the cache makes room at the cost of the key holding
+// the latest due proof (of those as late, the one holding the most), not
+// of the one holding the most, which that client, alone with more than
+// one proof, would be.
+func TestVerifyProofDatedAheadNotLockedOutByKeysOfOneProofEach(t *testing.T) {
+	t.Parallel()
+	clock := newManualClock(testNow)
+	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100))
+	require.NoError(t, err)
+	verify := func(r Request) error { _, err := v.Verify(t.Context(), r); return err }
+	var sent []Request
+	for range 30 { // three times the room (a tenth of 100)
+		f := otherFixture(t)
+		r := f.request(f.at(t, testNow.Add(DefaultMaxSkew)))
+		require.NoError(t, verify(r))
+		sent = append(sent, r)
+	}
+	honest := otherFixture(t)
+	for i := range 5 {
+		require.NoError(t, verify(honest.request(honest.at(t, testNow.Add(2*time.Second)))),
+			"proof %d of a client 2 s fast, in one second", i)
+	}
+	for _, r := range sent {
+		err := verify(r)
+		require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "a replay: %v", err)
 	}
 }

@@ -120,7 +120,8 @@ func newAuthState(s *Server) (*authState, error) {
 // realm's) and refuses only proofs no newer than it: the window shortens
 // (to 200,000 / rate), it never closes for everyone, and dating proofs
 // ahead does not make them newer. Past the 20,000 held apart it forgets
-// the earliest due of those of the key holding the most, and refuses that
+// the earliest due of those of the key holding the latest due one (of
+// keys holding as late a one, the one holding the most), and refuses that
 // key's proofs no newer: a user binding tokens to keys of his own and
 // dating proofs ahead costs his own keys, not the clients whose clocks
 // run fast (see dpop.WithReplayCacheSize).
