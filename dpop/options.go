@@ -173,17 +173,17 @@ func WithClock(now func() time.Time) Option {
 // held apart; past that bound the cache forgets the earliest due proof of
 // the key holding the latest due one (of keys holding as late a one, the
 // one holding the most; the new proof itself, if that is the one: it is
-// accepted) and records its expiry as that key's mark: the
-// key's proofs no newer are refused with ErrReplayCacheFull from then on
-// (its replay among them). Once the key holds no proof, its mark goes to
+// accepted) and records its expiry as that key's mark: the key's proofs
+// no newer are refused with ErrReplayCacheFull from then on (its replay
+// among them). Once the key holds no proof, its mark goes to
 // a table (n/8 buckets of four keys' marks, at least 256, rounded up to a
 // power of two; a hash keyed with a secret of the Verifier picks a key's
 // bucket, so no caller can aim at another's) that keeps it with the key:
 // a key is refused for another's mark only when more than four keys with
 // marks still in force land in its bucket. Keys cost a caller nothing, so
 // no key's proofs are kept out by how many proofs other keys hold apart.
-// The cache thus holds up to n + n/10 proofs, and 9 bytes per proof of n
-// of marks once a key with a mark held nothing.
+// The cache thus holds up to n + n/10 proofs, and, once a key with a mark
+// held nothing, about 9 bytes of marks per proof of n.
 //
 // The rule, then: a proof dated at most a second ahead (a fresh one) is
 // refused with ErrReplayCacheFull only when the cache holds n proofs, or
