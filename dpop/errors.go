@@ -63,13 +63,13 @@ var (
 	ErrReplay = errors.New("dpop: proof replayed")
 	// ErrReplayCacheFull means the verifier's replay cache is full of proofs
 	// at least as new as this one (all of them, or those of this proof's
-	// key), so it cannot record this one without forgetting a newer one; or,
-	// for a proof dated more than a second ahead, that the cache's room for
-	// such proofs, or this key's share of it, is full (see
-	// [WithReplayCacheSize] and [WithReplayKeyLimit]). It refuses the proof
-	// rather than risk accepting a replay. This is a server capacity
-	// condition, not a client mistake: a server should answer 503 with
-	// Retry-After; a fresh proof usually passes.
+	// key), so it cannot record this one without forgetting a newer one; or
+	// that the proof is no newer than one the cache forgot to make room, so
+	// it cannot tell it from that one's replay (see [WithReplayCacheSize]
+	// and [WithReplayKeyLimit]). It refuses the proof rather than risk
+	// accepting a replay. This is a server capacity condition, not a client
+	// mistake: a server should answer 503 with Retry-After; a fresh proof
+	// usually passes.
 	ErrReplayCacheFull = errors.New("dpop: replay cache full")
 	// ErrReplayStoreUnavailable means the Verifier's [ReplayStore] failed,
 	// or did not answer within the request's context (or

@@ -21,11 +21,12 @@ const (
 	// ahead, which it holds apart (see [WithReplayCacheSize]). With the
 	// default window of 70 s it holds every proof of about 1,400 accepted
 	// per second; past that its window shortens. A full cache takes about
-	// 11 MB (some 104 bytes per entry).
+	// 13 MB (some 112 bytes per entry, and 1.2 MB of marks for keys
+	// it forgot a proof dated ahead of).
 	DefaultReplayCacheSize = 100_000
 	// DefaultReplayKeyLimit is how many unexpired proofs of one key a
 	// Verifier remembers (about 140 accepted per second over the default
-	// window), besides up to a tenth as many dated more than a second ahead.
+	// window), not counting those dated more than a second ahead.
 	DefaultReplayKeyLimit = 10_000
 )
 
@@ -169,16 +170,28 @@ func WithClock(now func() time.Time) Option {
 // dating them ahead, a proof dated more than a second ahead of the
 // Verifier's clock is held apart until it is dated at most a second ahead,
 // and only then joins the n proofs. At most n/10 proofs (at least one) are
-// held apart, of one key at most a tenth of its limit (at least one; see
-// [WithReplayKeyLimit]); none of them is forgotten, and a proof dated ahead
-// past either bound is refused with ErrReplayCacheFull. The cache thus
-// holds up to n + n/10 proofs.
+// held apart; past that bound the cache forgets the earliest due proof of
+// the key holding the latest due one (of keys holding as late a one, the
+// one holding the most; the new proof itself, if that is the one: it is
+// accepted) and records its expiry as that key's mark: the key's proofs
+// no newer are refused with ErrReplayCacheFull from then on (its replay
+// among them). Once the key holds no proof, its mark goes to
+// a table (n/8 buckets of four keys' marks, at least 256, rounded up to a
+// power of two; a hash keyed with a secret of the Verifier picks a key's
+// bucket, so no caller can aim at another's) that keeps it with the key:
+// a key is refused for another's mark only when more than four keys with
+// marks still in force land in its bucket. Keys cost a caller nothing, so
+// no key's proofs are kept out by how many proofs other keys hold apart.
+// The cache thus holds up to n + n/10 proofs, and, once a key with a mark
+// held nothing, about 9 bytes of marks per proof of n.
 //
 // The rule, then: a proof dated at most a second ahead (a fresh one) is
 // refused with ErrReplayCacheFull only when the cache holds n proofs, or
 // its key its limit, dated no earlier than it, each of which joined the n
 // no earlier than a second before that date: each was recorded then, or
-// was held apart until then.
+// was held apart until then; or when it is no newer than a proof the
+// cache forgot that its key's mark records. A proof dated further ahead is
+// refused with ErrReplayCacheFull only in that last case.
 func WithReplayCacheSize(n int) Option {
 	return func(c *config) {
 		if n <= 0 {
@@ -195,12 +208,12 @@ func WithReplayCacheSize(n int) Option {
 // has its own oldest proof forgotten to make room, and its own proofs no
 // newer than that one refused with [ErrReplayCacheFull]: one caller that
 // sends proofs faster than its share of the cache shortens its own window,
-// and cannot fill the cache for the others. Of the proofs dated more than a
-// second ahead, which the cache holds apart (see [WithReplayCacheSize]), a
-// key may have n/10 (at least one) held; its further such proofs are
-// refused with ErrReplayCacheFull until some of those are dated at most a
-// second ahead. A key is a caller where proofs are recorded only once the
-// caller is authenticated (see [Verifier.Check]).
+// and cannot fill the cache for the others. The proofs dated more than a
+// second ahead, which the cache holds apart (see [WithReplayCacheSize]),
+// do not count against the limit: when their room is full, the key holding
+// the most of them loses its earliest due one. Proofs are recorded only
+// once the caller is authenticated (see [Verifier.Check]), but a caller
+// may hold any number of keys.
 func WithReplayKeyLimit(n int) Option {
 	return func(c *config) {
 		if n <= 0 {

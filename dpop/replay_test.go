@@ -66,55 +66,55 @@ func TestVerifyFutureDatedProofsLeaveFreshOnesIn(t *testing.T) {
 	}
 }
 
-// TestVerifyProofsDatedAheadHaveAPartOfTheirOwn: a proof dated more than
-// a second ahead is held apart until it is dated at most a second ahead,
-// within a tenth of the cache's size and a tenth of the key's limit; past
-// either it is refused as the cache being full, while fresh proofs are
-// accepted as before. Once it moved in with the others its replay is
-// still refused, to the end of its window.
-func TestVerifyProofsDatedAheadHaveAPartOfTheirOwn(t *testing.T) {
+// TestVerifyProofsDatedAheadPastTheBoundCostOneKey: a proof
+// dated more than a second ahead is held apart until it is dated at most a
+// second ahead, within a tenth of the cache's size; past that bound the
+// cache forgets the earliest due proof of the key holding the latest due
+// one there (here a, the only one dated that late) and refuses, as full, that proof's replay and that key's proofs no
+// newer, while another key's proofs are accepted, however many it sends
+// dated ahead. Every replay stays refused, as the held proofs move in
+// with the others, to the end of their window. The part used to refuse
+// every further proof dated ahead once full (and a key's once it held a
+// tenth of its limit).
+func TestVerifyProofsDatedAheadPastTheBoundCostOneKey(t *testing.T) {
 	t.Parallel()
 	clock := newManualClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(30), WithReplayKeyLimit(20))
+	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(100))
 	require.NoError(t, err)
-	a, b, c := otherFixture(t), otherFixture(t), otherFixture(t)
+	verify := func(r Request) error { _, err := v.Verify(t.Context(), r); return err }
+	a, b := otherFixture(t), otherFixture(t)
 	ahead := testNow.Add(5 * time.Second)
-	var early []string
-	for range 2 {
+	var sent []string
+	for i := range 10 { // a tenth of 100: the part is full, all of it a's
 		p := a.at(t, ahead)
-		early = append(early, p)
-		_, err = v.Verify(t.Context(), a.request(p))
-		require.NoError(t, err)
+		if i == 0 {
+			p = a.at(t, ahead.Add(-time.Second)) // a's earliest due
+		}
+		sent = append(sent, p)
+		require.NoError(t, verify(a.request(p)))
 	}
-	_, err = v.Verify(t.Context(), a.request(a.at(t, ahead)))
-	requireOnly(t, err, ErrReplayCacheFull) // a tenth of its limit of 20
-	_, err = v.Verify(t.Context(), b.request(b.at(t, ahead)))
-	require.NoError(t, err, "another key has a share of its own")
-	_, err = v.Verify(t.Context(), c.request(c.at(t, ahead)))
-	requireOnly(t, err, ErrReplayCacheFull) // a tenth of the size of 30
-	for range 3 {
-		_, err = v.Verify(t.Context(), a.request(a.at(t, testNow.Add(time.Second))))
-		require.NoError(t, err, "proofs dated at most a second ahead are taken with the fresh ones")
+	var bs []string
+	for range 4 { // earlier due than a's held ones: a's go, earliest first
+		p := b.at(t, ahead.Add(-time.Second))
+		bs = append(bs, p)
+		require.NoError(t, verify(b.request(p)), "another key's proof dated ahead, with the part full of a's")
 	}
+	requireOnly(t, verify(a.request(sent[0])), ErrReplayCacheFull)
+	requireOnly(t, verify(b.request(bs[0])), ErrReplay)
+	requireOnly(t, verify(a.request(a.at(t, ahead))), ErrReplayCacheFull) // no newer than a proof a's key lost
+	require.NoError(t, verify(a.request(a.at(t, ahead.Add(time.Second)))), "a's newer proofs are taken")
+	require.NoError(t, verify(b.request(b.at(t, testNow))), "b's fresh proofs are taken")
 
-	clock.Set(ahead.Add(-time.Second)) // dated a second ahead now
-	for _, p := range early {
-		_, err = v.Verify(t.Context(), a.request(p))
-		requireOnly(t, err, ErrReplay)
-	}
-	_, err = v.Verify(t.Context(), c.request(c.at(t, clock.Now().Add(5*time.Second))))
-	require.NoError(t, err, "the proofs that came due left room")
-	_, err = v.Verify(t.Context(), a.request(a.at(t, clock.Now().Add(5*time.Second))))
-	require.NoError(t, err, "and so did the key's")
-
-	clock.Set(ahead.Add(DefaultMaxAge))
-	for _, p := range early {
-		_, err = v.Verify(t.Context(), a.request(p))
-		requireOnly(t, err, ErrReplay)
+	for _, at := range []time.Time{ahead.Add(-time.Second), ahead, ahead.Add(DefaultMaxAge - time.Second)} {
+		clock.Set(at) // b's, then a's, are dated at most a second ahead: in with the others
+		for _, p := range sent {
+			err := verify(a.request(p))
+			require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "at %v: %v", at, err)
+		}
+		requireOnly(t, verify(b.request(bs[0])), ErrReplay)
 	}
 	clock.Advance(time.Second)
-	_, err = v.Verify(t.Context(), a.request(early[0]))
-	requireOnly(t, err, ErrIATTooOld)
+	requireOnly(t, verify(b.request(bs[0])), ErrIATTooOld)
 }
 
 // TestReplayCacheRefusesWhenTheClockGoesBack: calls reach the cache's
@@ -179,10 +179,10 @@ func TestReplayCacheRefusesWhenTheClockGoesBack(t *testing.T) {
 // and by add. It also requires that check answers as add does, that a
 // cache keeps within its bounds, and that it refuses a proof as full only
 // as WithReplayCacheSize and WithReplayKeyLimit say: when it forgot, to
-// make room, a proof expiring no earlier, or when it holds n
-// proofs (or the key's limit) dated no earlier and at most a second ahead
-// of its clock; for a proof dated further ahead, when it holds a tenth of
-// those (or of the key's limit; at least one) dated further ahead too.
+// make room, a proof expiring no earlier (its key's mark included), or
+// when it holds n proofs (or the key's limit) dated no earlier and at
+// most a second ahead of its clock; and never a proof dated further ahead
+// otherwise, however many such proofs it holds.
 func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 	t.Parallel()
 	const (
@@ -204,7 +204,7 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 			size = 7 + rng.IntN(30)
 		}
 		perKey := min(size, 1+rng.IntN(25))
-		aheadMax, aheadKey := max(1, size/10), max(1, perKey/10)
+		aheadMax := max(1, size/10)
 		c := newReplayCache(size, perKey, maxAge)
 		recorded := map[replayKey]proof{} // every proof accepted, until no call's iat check lets it through
 		clock, latest := testNow, time.Time{}
@@ -265,8 +265,14 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 			// A proof no newer than one the cache forgot to make room is
 			// refused as full, whatever it holds now (its watermarks).
 			forgotBefore := time.Unix(0, c.forgot)
-			if o := c.owners[owner]; o != nil && o.forgot > c.forgot {
+			if o := c.owners[owner]; o != nil && o.forgot > forgotBefore.UnixNano() {
 				forgotBefore = time.Unix(0, o.forgot)
+			}
+			if o := c.owners[owner]; o != nil && o.mark > forgotBefore.UnixNano() {
+				forgotBefore = time.Unix(0, o.mark)
+			}
+			if m := c.marks.get(owner); m > forgotBefore.UnixNano() {
+				forgotBefore = time.Unix(0, m)
 			}
 			checked := c.check(key, owner, expires, now)
 			err := c.add(key, owner, expires, now)
@@ -296,10 +302,13 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 				if !expires.After(forgotBefore) {
 					break
 				}
+				if dated {
+					t.Fatalf("seed %d step %d: a proof dated ahead refused for room", seed, i)
+				}
 				all, own := 0, 0 // proofs held that leave no room for it
 				for k, p := range recorded {
 					e, kept := c.seen[k]
-					if !kept || dated != (e.own < 0) || !dated && p.expires.Before(expires) {
+					if !kept || e.ahead || p.expires.Before(expires) {
 						continue
 					}
 					all++
@@ -307,13 +316,8 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 						own++
 					}
 				}
-				if dated {
-					require.True(t, all >= aheadMax || own >= aheadKey,
-						"seed %d step %d: a proof dated ahead refused with %d such proofs held, %d of its key", seed, i, all, own)
-				} else {
-					require.True(t, all >= size || own >= perKey,
-						"seed %d step %d: refused with %d proofs as new held, %d of its key", seed, i, all, own)
-				}
+				require.True(t, all >= size || own >= perKey,
+					"seed %d step %d: refused with %d proofs as new held, %d of its key", seed, i, all, own)
 			default:
 				require.NoError(t, err, "seed %d step %d", seed, i)
 			}
@@ -322,8 +326,8 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 				t.Fatalf("seed %d step %d: %d proofs held, %d dated ahead", seed, i, len(c.main), len(c.ahead))
 			}
 			for _, o := range c.owners {
-				if len(o.entries) > perKey || o.ahead > aheadKey {
-					t.Fatalf("seed %d step %d: %d proofs of one key held, %d dated ahead", seed, i, len(o.entries), o.ahead)
+				if len(o.entries) > perKey {
+					t.Fatalf("seed %d step %d: %d proofs of one key held", seed, i, len(o.entries))
 				}
 			}
 		}
@@ -332,4 +336,92 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 	require.Greater(t, aheadAccepted, 1_000, "the test records proofs dated ahead")
 	require.Greater(t, crossReplays, 500, "the test replays proofs recorded as dated ahead and forgotten since")
 	t.Logf("%d replays, %d of proofs recorded as dated ahead; %d proofs recorded as dated ahead", replays, crossReplays, aheadAccepted)
+}
+
+// TestVerifyProofDatedAheadNotLockedOutByOtherKeys: a proof may be dated
+// up to maxSkew ahead (a client whose clock runs fast), and keys cost a
+// caller nothing (a token endpoint binds a token to any key). One caller
+// with ten keys sends, with the Verifier's defaults, 11,000 proofs dated
+// 10 s ahead; another key's proofs dated 2 s ahead must still be accepted,
+// (the caller's own may be refused as full), and every one of the
+// caller's proofs stays refused as a replay. The
+// cache used to hold proofs dated ahead in a part of their own that
+// refused every further one once it held 10,000 (1,000 of one key), so
+// such a caller, keeping it full with some 1,100 proofs a second, locked
+// out every client whose clock ran over a second fast.
+func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
+	t.Parallel()
+	clock := newManualClock(testNow)
+	v, err := NewVerifier(WithClock(clock.Now))
+	require.NoError(t, err)
+	const url = "https://rs.example/api"
+	ahead := func(d time.Duration) func() time.Time { return func() time.Time { return clock.Now().Add(d) } }
+	var sent []string
+	for range 10 {
+		key, err := GenerateKey()
+		require.NoError(t, err)
+		s := key.WithClock(ahead(DefaultMaxSkew))
+		for i := range DefaultReplayKeyLimit/10 + 100 {
+			p, err := s.Proof("GET", url, "", "")
+			require.NoError(t, err)
+			_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
+			if err != nil {
+				// Past the part's bound, the key holding the latest due proof pays.
+				requireOnly(t, err, ErrReplayCacheFull)
+				continue
+			}
+			if i%100 == 0 {
+				sent = append(sent, p)
+			}
+		}
+	}
+	honest, err := GenerateKey()
+	require.NoError(t, err)
+	s := honest.WithClock(ahead(2 * time.Second))
+	for i := range 3 {
+		p, err := s.Proof("GET", url, "", "")
+		require.NoError(t, err)
+		_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
+		require.NoError(t, err, "proof %d of another key dated 2 s ahead (10 s are allowed)", i)
+	}
+	for _, step := range []time.Duration{0, 9 * time.Second, DefaultMaxAge} {
+		clock.Set(testNow.Add(step))
+		for _, p := range sent {
+			_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
+			require.Error(t, err, "a replay is never accepted (at +%v)", step)
+			require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "%v", err)
+		}
+	}
+}
+
+// TestVerifyProofDatedAheadNotLockedOutByKeysOfOneProofEach: keys cost a
+// caller nothing, so a caller can hold the room for proofs dated ahead
+// with one proof of each of many keys, dated 10 s ahead. A client whose
+// clock runs 2 s fast, sending several proofs in one second, must have
+// them all accepted: the cache makes room at the cost of the key holding
+// the latest due proof (of those as late, the one holding the most), not
+// of the one holding the most, which that client, alone with more than
+// one proof, would be.
+func TestVerifyProofDatedAheadNotLockedOutByKeysOfOneProofEach(t *testing.T) {
+	t.Parallel()
+	clock := newManualClock(testNow)
+	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100))
+	require.NoError(t, err)
+	verify := func(r Request) error { _, err := v.Verify(t.Context(), r); return err }
+	var sent []Request
+	for range 30 { // three times the room (a tenth of 100)
+		f := otherFixture(t)
+		r := f.request(f.at(t, testNow.Add(DefaultMaxSkew)))
+		require.NoError(t, verify(r))
+		sent = append(sent, r)
+	}
+	honest := otherFixture(t)
+	for i := range 5 {
+		require.NoError(t, verify(honest.request(honest.at(t, testNow.Add(2*time.Second)))),
+			"proof %d of a client 2 s fast, in one second", i)
+	}
+	for _, r := range sent {
+		err := verify(r)
+		require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "a replay: %v", err)
+	}
 }

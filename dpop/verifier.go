@@ -49,7 +49,8 @@ type Verifier struct {
 // NewVerifier returns a Verifier configured by opts. Without options it allows
 // ES256, ES384, PS256, RS256, EdDSA and Ed25519, accepts an iat from 60 s in the past
 // to 10 s in the future by time.Now, remembers up to 100,000 proofs (10,000
-// of one key) and 10,000 more dated over a second ahead (1,000 of one key),
+// of one key) and 10,000 more dated over a second ahead (see
+// [WithReplayCacheSize]),
 // takes RSA keys of 2,048 to 4,096 bits (DefaultMaxRSABits) with exponent
 // 65537, and requires no nonce. It fails if an option was given an invalid value.
 func NewVerifier(opts ...Option) (*Verifier, error) {

@@ -111,13 +111,19 @@ func newAuthState(s *Server) (*authState, error) {
 }
 
 // Each realm's replay cache holds every proof of 2,800 accepted per second
-// over the proofs' 70 s window (some 23 MB when full, with the 20,000 it
-// holds apart for proofs dated over a second ahead), 20,000 of them of one
-// key (285 per second). Only authenticated callers' proofs are recorded.
-// Past either bound the cache forgets the oldest proof (the key's own, or
-// the realm's) and refuses only proofs no newer than it: the window
-// shortens (to 200,000 / rate), it never closes for everyone, and dating
-// proofs ahead does not make them newer (see dpop.WithReplayCacheSize).
+// over the proofs' 70 s window (some 27 MB when full, with the 20,000 it
+// holds apart for proofs dated over a second ahead, and 2.4 MB of marks
+// for keys it forgot such a proof of), 20,000 of them of one key (285 per
+// second). Only authenticated callers' proofs are recorded. Past either
+// bound the cache forgets the oldest proof (the key's own, or the
+// realm's) and refuses only proofs no newer than it: the window shortens
+// (to 200,000 / rate), it never closes for everyone, and dating proofs
+// ahead does not make them newer. Past the 20,000 held apart it forgets
+// the earliest due of those of the key holding the latest due one (of
+// keys holding as late a one, the one holding the most), and refuses that
+// key's proofs no newer: a user binding tokens to keys of his own and
+// dating proofs ahead costs his own keys, not the clients whose clocks
+// run fast (see dpop.WithReplayCacheSize).
 const (
 	replayCacheSize = 200_000
 	replayKeyLimit  = 20_000
@@ -125,9 +131,8 @@ const (
 
 // proofRetryAfter is the Retry-After, in seconds, of the 503 that answers a
 // proof the realm's full replay cache cannot record (it holds as many
-// proofs at least as new): a proof made a second later passes (one dated
-// over a second ahead, once the proofs held apart begin to come due, at
-// most 9 s later).
+// proofs at least as new, or forgot one of the key no newer): a proof made
+// a second later passes.
 const proofRetryAfter = "1"
 
 // nonceRequired reports the configuration's dpopNonceRequired.

@@ -123,3 +123,88 @@ func TestUnauthenticatedRequestsLeaveNoVerifiedToken(t *testing.T) {
 	require.Equal(t, http.StatusOK, get(t, "DPoP", key))
 	require.True(t, remembered(), "an authenticated request's token is remembered")
 }
+
+// TestFastClockClientServedWhateverOthersDateAhead: a proof may be dated
+// up to 10 s ahead (a client whose clock runs fast), and the token
+// endpoint binds a token to any key a user brings. bob sends, with two
+// keys of his own, more proofs dated 10 s ahead than the realm's replay
+// cache holds apart (made small here: a tenth of 100); then carol, whose
+// clock runs 2 s fast, is served at a protected route and at the token
+// endpoint, and none of bob's proofs is accepted twice. The cache used to
+// refuse every proof dated ahead once its room for them was full, so bob,
+// refilling it (some 2,200 proofs a second at the realm's real size),
+// had every request of every client whose clock ran fast answered 503.
+func TestFastClockClientServedWhateverOthersDateAhead(t *testing.T) {
+	a := newOrgAPI(t)
+	a.s.auth.proofOpts = append(a.s.auth.proofOpts, dpop.WithReplayCacheSize(100))
+	clock := func() time.Time { return time.Unix(0, a.now.Load()) }
+	ahead := func(d time.Duration) func() time.Time { return func() time.Time { return clock().Add(d) } }
+	userinfo := a.url + "/realms/acme/protocol/openid-connect/userinfo"
+	get := func(t *testing.T, signer *dpop.Signer, tok, proof string) int {
+		t.Helper()
+		if proof == "" {
+			var err error
+			proof, err = signer.Proof(http.MethodGet, userinfo, tok, "")
+			require.NoError(t, err)
+		}
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, userinfo, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "DPoP "+tok)
+		req.Header.Set("DPoP", proof)
+		resp, err := a.hc.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	type sent struct {
+		signer     *dpop.Signer
+		tok, proof string
+	}
+	var bobs []sent
+	for range 2 {
+		key, err := dpop.GenerateKey()
+		require.NoError(t, err)
+		bob := key.WithClock(ahead(10 * time.Second))
+		tok, err := a.s.IssueToken("acme", "bob", TokenDPoPBinding(bob.Thumbprint()))
+		require.NoError(t, err)
+		for range 15 {
+			p, err := bob.Proof(http.MethodGet, userinfo, tok, "")
+			require.NoError(t, err)
+			switch status := get(t, bob, tok, p); status {
+			case http.StatusOK:
+				bobs = append(bobs, sent{bob, tok, p})
+			case http.StatusServiceUnavailable: // past the bound, the key holding the most pays
+			default:
+				t.Fatalf("bob's proof dated 10 s ahead: %d", status)
+			}
+		}
+	}
+
+	key, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	carol := key.WithClock(ahead(2 * time.Second))
+	tok, err := a.s.IssueToken("acme", "alice", TokenDPoPBinding(carol.Thumbprint()))
+	require.NoError(t, err)
+	for i := range 3 {
+		require.Equal(t, http.StatusOK, get(t, carol, tok, ""), "request %d of a client 2 s fast (10 s are allowed)", i)
+	}
+	tokenURL := a.url + "/realms/acme/protocol/openid-connect/token"
+	proof, err := carol.Proof(http.MethodPost, tokenURL, "", "")
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, tokenURL, strings.NewReader(url.Values{
+		"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob"}, "password": {"bob"}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("DPoP", proof)
+	resp, err := a.hc.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the token endpoint, for a client 2 s fast: %s", body)
+
+	for _, s := range bobs {
+		require.NotEqual(t, http.StatusOK, get(t, s.signer, s.tok, s.proof), "a replay is never accepted")
+	}
+}
