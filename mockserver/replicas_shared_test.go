@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -187,6 +188,36 @@ func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 	require.NotEmpty(t, res.header.Get("Retry-After"))
 	store.setFail(nil)
 	require.Equal(t, http.StatusOK, redeem("a", c).status)
+}
+
+// TestReplicasKeepACodeWhoseProofIsRefused: a code redeemed with a DPoP
+// proof the server cannot record (the shared store fails for proofs: 503)
+// is not spent by that attempt: the client's retry with a new proof is
+// redeemed, bound to the proof's key, never invalid_grant.
+func TestReplicasKeepACodeWhoseProofIsRefused(t *testing.T) {
+	t.Parallel()
+	const redirect = "https://app.test/cb"
+	fx := dpopFixture()
+	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(fx))
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	redeem := func(code string) httpResult {
+		p, err := signer.Proof(http.MethodPost, f.URL+tokenPath, "", "")
+		require.NoError(t, err)
+		return f.do("b", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"},
+			"client_id": {"web"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {pkceVerifier}}.Encode(), http.Header{"Dpop": {p}})
+	}
+	code := f.authCode("a", redirect)
+	store.setFailProofs(errors.New("connection reset"))
+	res := redeem(code)
+	require.Equal(t, http.StatusServiceUnavailable, res.status, "the proof cannot be recorded: %s", res.body)
+	require.NotEmpty(t, res.header.Get("Retry-After"))
+	store.setFailProofs(nil)
+	res = redeem(code)
+	require.Equal(t, http.StatusOK, res.status, "the client's retry with a new proof: %s", res.body)
+	require.Equal(t, "DPoP", res.json(t)["token_type"])
 }
 
 // The PKCE pair of RFC 7636 appendix B.
