@@ -492,3 +492,47 @@ func TestReplicasShareUISessionsAndLogouts(t *testing.T) {
 	}
 }
 
+// TestUISignOutOutlivesARestartWithTheKeySeed: a web UI session signed
+// out stays refused after the server restarts with the same key seed. With
+// a shared store the session key comes from the seed (a session outlives
+// the restart) because the sign-out does too, in the store; without one
+// the sign-outs are the process's memory, so the session key is random
+// per process and the restart ends every session, the signed-out one
+// included.
+func TestUISignOutOutlivesARestartWithTheKeySeed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		store *sharedStore
+	}{
+		{"without a shared store", nil},
+		{"with a shared store", &sharedStore{keys: map[string]time.Time{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			start := func() *front {
+				opts := []mockserver.Option{mockserver.WithKeySeed(keySeed), mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI()}
+				if tc.store != nil {
+					opts = append(opts, mockserver.WithReplayStore(tc.store))
+				}
+				return startFront(t, []string{"a"}, opts...)
+			}
+			first := start()
+			cookies, csrf := first.uiSignIn("a")
+			kept, _ := first.uiSignIn("a") // a session that is not signed out
+			res, _ := first.send("a", http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}, cookies)
+			require.Equal(t, http.StatusSeeOther, res.StatusCode)
+
+			restarted := start() // the same seed, a new process
+			res, _ = restarted.send("a", http.MethodGet, "/ui/realms/acme/home", nil, cookies)
+			require.Equal(t, http.StatusSeeOther, res.StatusCode, "the session signed out before the restart")
+			require.True(t, strings.HasSuffix(res.Header.Get("Location"), "/login"), res.Header.Get("Location"))
+			res, _ = restarted.send("a", http.MethodGet, "/ui/realms/acme/home", nil, kept)
+			want := http.StatusSeeOther // a new key: every session ends
+			if tc.store != nil {
+				want = http.StatusOK // the seed's key: sessions outlive the restart
+			}
+			require.Equal(t, want, res.StatusCode, "a session not signed out, after the restart")
+		})
+	}
+}
