@@ -98,6 +98,7 @@ func (s *Server) issueCode(c *authCode) (string, bool) {
 // authenticated: its id and expiry.
 type codeSpend struct {
 	realm, id string
+	issued    time.Time // no spend of the code can be older
 	expires   time.Time
 }
 
@@ -113,14 +114,18 @@ func (s *Server) findCode(realm, raw string) (*authCode, *codeSpend, bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	return c, &codeSpend{realm: realm, id: id, expires: c.expires}, true
+	return c, &codeSpend{realm: realm, id: id, issued: c.expires.Add(-codeLifetime), expires: c.expires}, true
 }
 
 // spendSealedCode records sp in the shared store: a code is redeemed at
 // most once between the replicas. It returns the refusal of a code spent
-// already (invalid_grant) or of a store that fails (503).
+// already (invalid_grant) or of a store that fails (503). The store
+// decides whether it can vouch for the code (its keyspace is older than
+// the code's issue, less the clocks' margin) before it writes the spend
+// (SharedStore.RecordOnce), so a 503 never leaves the code spent: its
+// retry is redeemed, or refused 503 again, never invalid_grant.
 func (s *Server) spendSealedCode(ctx context.Context, sp *codeSpend) *oauthError {
-	first, err := s.sharedRecord(ctx, labelCodeSpent, sp.realm, sp.id, sp.expires)
+	first, err := s.sharedRecord(ctx, labelCodeSpent, sp.realm, sp.id, sp.expires, sp.issued)
 	switch {
 	case err != nil:
 		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: err.Error()}

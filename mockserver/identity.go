@@ -289,7 +289,18 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		}
 		return nil
 	})
+	proofRecorded := false
 	if spend != nil { // a sealed code, its client authenticated: spent whatever the outcome
+		// A valid code's proof is recorded before the code is spent: a
+		// proof refused (a replay, a store that fails) answers with the
+		// code still unspent, so the spend is the last thing that can
+		// refuse the request and a 503 leaves the code as it was.
+		if err == nil && proof != nil {
+			if oe := s.recordTokenProof(w, r, realm, proof); oe != nil {
+				return nil, oe
+			}
+			proofRecorded = true
+		}
 		if oe := s.spendSealedCode(r.Context(), spend); oe != nil {
 			if oe.status == http.StatusServiceUnavailable {
 				w.Header().Set("Retry-After", proofRetryAfter)
@@ -307,8 +318,10 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		}
 	}
 	if proof != nil { // the client, and the user or code, are authenticated
-		if oe := s.recordTokenProof(w, r, realm, proof); oe != nil {
-			return nil, oe
+		if !proofRecorded {
+			if oe := s.recordTokenProof(w, r, realm, proof); oe != nil {
+				return nil, oe
+			}
 		}
 		spec.jkt = proof.Thumbprint
 	}

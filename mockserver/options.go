@@ -164,10 +164,13 @@ func WithNonces(n dpop.Nonces) Option {
 // servers given the same seed sign with the same keys, so a token issued
 // by one verifies at the others (replicas behind one front; give them the
 // same fixture too). The seed also derives, one label each, the keys of
-// what a client carries between requests: AuthZEN search page tokens, web
-// UI session cookies and, with WithReplayStore, sealed authorization
+// what a client carries between requests: AuthZEN search page tokens and,
+// with WithReplayStore, web UI session cookies and sealed authorization
 // codes, so that every replica serves them (without a seed each server
-// makes them at random). seed must hold at least 16 bytes; keep it
+// makes them at random). A session key outlives the process only where its
+// sign-outs do, in the shared store: without WithReplayStore it is random
+// per process, so a restart does not serve a session signed out before
+// it. Page tokens have no refusal to forget. seed must hold at least 16 bytes; keep it
 // secret, as it is every realm's private keys. The RSA key of a realm takes a few
 // hundred milliseconds to derive, on first use as without a seed.
 func WithKeySeed(seed []byte) Option {
@@ -252,7 +255,7 @@ func New(opts ...Option) (*Server, error) {
 	}
 	s.auth = auth
 	if c.webUI {
-		s.ui = newWebUI(s.keys.seed)
+		s.ui = newWebUI(s.keys.seed, s.shared != nil)
 	}
 	secret, err := s.load(fx, c.adminSecret)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -118,8 +119,9 @@ func TestReplicasRefuseARevokedTokenWithAClockBehindTheStore(t *testing.T) {
 // cannot ask the shared store whether a token was revoked (it fails, or
 // lost its keys after the token was issued) refuses the token with 503
 // and Retry-After, never grants; a revocation it cannot record is a 503
-// too (the client retries), and the token is still refused by the replica
-// that took it. Once the store is back the token is served again.
+// too (the client retries) that leaves the token as it was. Once the
+// store is back the token is served again until the retried revocation
+// answers.
 func TestReplicasRefuseATokenWhoseRevocationTheyCannotTell(t *testing.T) {
 	t.Parallel()
 	store := &sharedStore{keys: map[string]time.Time{}}
@@ -161,29 +163,8 @@ func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
 	store := &sharedStore{keys: map[string]time.Time{}}
 	f := startSharedFront(t, store, mockserver.WithFixture(fx))
-	const verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
-	const challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM" // RFC 7636 appendix B
-	code := func(replica string) string {
-		form := url.Values{"response_type": {"code"}, "client_id": {"web"}, "redirect_uri": {redirect}, "state": {"s"},
-			"code_challenge": {challenge}, "code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.URL+"/realms/acme/protocol/openid-connect/auth", strings.NewReader(form.Encode()))
-		require.NoError(t, err)
-		req.Header.Set("X-Replica", replica)
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		resp, err := hc.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusFound, resp.StatusCode)
-		loc, err := url.Parse(resp.Header.Get("Location"))
-		require.NoError(t, err)
-		require.NotEmpty(t, loc.Query().Get("code"), loc.String())
-		return loc.Query().Get("code")
-	}
-	redeem := func(replica, code string) httpResult {
-		return f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"},
-			"client_id": {"web"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {verifier}}.Encode(), nil)
-	}
+	code := func(replica string) string { return f.authCode(replica, redirect) }
+	redeem := func(replica, code string) httpResult { return f.redeemCode(replica, redirect, code) }
 	c := code("a")
 	res := redeem("b", c)
 	require.Equal(t, http.StatusOK, res.status, "the code of replica a at replica b: %s", res.body)
@@ -208,6 +189,223 @@ func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 	store.setFail(nil)
 	require.Equal(t, http.StatusOK, redeem("a", c).status)
 }
+
+// TestReplicasKeepACodeWhoseProofIsRefused: a code redeemed with a DPoP
+// proof the server cannot record (the shared store fails for proofs: 503)
+// is not spent by that attempt: the client's retry with a new proof is
+// redeemed, bound to the proof's key, never invalid_grant.
+func TestReplicasKeepACodeWhoseProofIsRefused(t *testing.T) {
+	t.Parallel()
+	const redirect = "https://app.test/cb"
+	fx := dpopFixture()
+	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(fx))
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	redeem := func(code string) httpResult {
+		p, err := signer.Proof(http.MethodPost, f.URL+tokenPath, "", "")
+		require.NoError(t, err)
+		return f.do("b", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"},
+			"client_id": {"web"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {pkceVerifier}}.Encode(), http.Header{"Dpop": {p}})
+	}
+	code := f.authCode("a", redirect)
+	store.setFailProofs(errors.New("connection reset"))
+	res := redeem(code)
+	require.Equal(t, http.StatusServiceUnavailable, res.status, "the proof cannot be recorded: %s", res.body)
+	require.NotEmpty(t, res.header.Get("Retry-After"))
+	store.setFailProofs(nil)
+	res = redeem(code)
+	require.Equal(t, http.StatusOK, res.status, "the client's retry with a new proof: %s", res.body)
+	require.Equal(t, "DPoP", res.json(t)["token_type"])
+}
+
+// The PKCE pair of RFC 7636 appendix B.
+const (
+	pkceVerifier  = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+	pkceChallenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+)
+
+// authCode signs alice in at replica's authorization endpoint for the
+// public client "web" and returns the code.
+func (f *front) authCode(replica, redirect string) string {
+	f.t.Helper()
+	form := url.Values{"response_type": {"code"}, "client_id": {"web"}, "redirect_uri": {redirect}, "state": {"s"},
+		"code_challenge": {pkceChallenge}, "code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}
+	resp, _ := f.send(replica, http.MethodPost, "/realms/acme/protocol/openid-connect/auth", form, nil)
+	require.Equal(f.t, http.StatusFound, resp.StatusCode)
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(f.t, err)
+	require.NotEmpty(f.t, loc.Query().Get("code"), loc.String())
+	return loc.Query().Get("code")
+}
+
+// redeemCode redeems code at replica's token endpoint as "web".
+func (f *front) redeemCode(replica, redirect, code string) httpResult {
+	f.t.Helper()
+	return f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"},
+		"client_id": {"web"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {pkceVerifier}}.Encode(), nil)
+}
+
+// send sends a form (or nothing) with cookies to replica as a browser
+// would, without following redirects, and returns the answer and its body.
+func (f *front) send(replica, method, path string, form url.Values, cookies []*http.Cookie) (*http.Response, string) {
+	f.t.Helper()
+	req, err := http.NewRequestWithContext(f.t.Context(), method, f.URL+path, strings.NewReader(form.Encode()))
+	require.NoError(f.t, err)
+	req.Header.Set("X-Replica", replica)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	hc := &http.Client{Timeout: f.client().Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := hc.Do(req)
+	require.NoError(f.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(f.t, err)
+	return res, string(b)
+}
+
+// uiSignIn signs alice in to the web UI at replica and returns the
+// session's cookies and the CSRF token of its home page there.
+func (f *front) uiSignIn(replica string) ([]*http.Cookie, string) {
+	f.t.Helper()
+	login, body := f.send(replica, http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
+	require.Equal(f.t, http.StatusSeeOther, login.StatusCode, body)
+	cookies := login.Cookies()
+	require.NotEmpty(f.t, cookies)
+	res, body := f.send(replica, http.MethodGet, "/ui/realms/acme/home", nil, cookies)
+	require.Equal(f.t, http.StatusOK, res.StatusCode, body)
+	m := csrfInput.FindStringSubmatch(body)
+	require.NotNil(f.t, m, "no CSRF token on the page")
+	return cookies, m[1]
+}
+
+// TestReplicasShareARevocationOnlyOnceItIsAnswered: a revocation the
+// shared store cannot record is answered 503 and leaves the token as it
+// was at every replica, the one that took it included, so that the
+// client's retry at that replica records it again (another 503 while the
+// store refuses writes), never answers 200 with nothing shared; once the
+// store takes writes, the retry answers 200 and every replica refuses the
+// token.
+func TestReplicasShareARevocationOnlyOnceItIsAnswered(t *testing.T) {
+	t.Parallel()
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
+	token := f.passwordToken("a")
+
+	// Redis full under noeviction: writes fail, reads answer.
+	store.setFailWrites(errors.New("OOM command not allowed when used memory > 'maxmemory'"))
+	for _, attempt := range []string{"the revocation", "the client's retry"} {
+		res := f.revokeAt("a", token)
+		require.Equal(t, http.StatusServiceUnavailable, res.status, "%s at replica a, the store refusing writes: %s", attempt, res.body)
+		require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
+		require.NotEmpty(t, res.header.Get("Retry-After"))
+		for _, r := range []string{"a", "b"} {
+			res = f.bearerDecide(r, token)
+			require.Equal(t, http.StatusOK, res.status, "after %s answered 503, replica %s: %s", attempt, r, res.body)
+		}
+	}
+	store.setFailWrites(nil)
+	res := f.revokeAt("a", token)
+	require.Equal(t, http.StatusOK, res.status, "the retry once the store takes writes: %s", res.body)
+	for _, r := range []string{"a", "b"} {
+		require.Equal(t, http.StatusUnauthorized, f.bearerDecide(r, token).status, "replica %s after the revocation answered", r)
+	}
+}
+
+// TestReplicasShareAUISignOutOnlyOnceItIsAnswered: the web UI's sign-out,
+// as a revocation: one the shared store cannot record is a 503 that leaves
+// the session as it was everywhere, so the user's retry is a 503 again,
+// never the redirect to the login page of a sign-out that worked while
+// another replica still serves the session (a copy of the cookie).
+func TestReplicasShareAUISignOutOnlyOnceItIsAnswered(t *testing.T) {
+	t.Parallel()
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
+	cookies, csrf := f.uiSignIn("b")
+
+	store.setFailWrites(errors.New("OOM command not allowed when used memory > 'maxmemory'"))
+	for _, attempt := range []string{"the sign-out", "the user's retry"} {
+		res, _ := f.send("a", http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}, cookies)
+		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "%s at replica a, the store refusing writes: Location %q", attempt, res.Header.Get("Location"))
+		require.NotEmpty(t, res.Header.Get("Retry-After"))
+		for _, r := range []string{"a", "b"} {
+			res, _ = f.send(r, http.MethodGet, "/ui/realms/acme/home", nil, cookies)
+			require.Equal(t, http.StatusOK, res.StatusCode, "after %s answered 503, replica %s", attempt, r)
+		}
+	}
+	store.setFailWrites(nil)
+	res, _ := f.send("a", http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}, cookies)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.True(t, strings.HasSuffix(res.Header.Get("Location"), "/login"), res.Header.Get("Location"))
+	for _, r := range []string{"a", "b"} {
+		res, _ = f.send(r, http.MethodGet, "/ui/realms/acme/home", nil, cookies)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, "the signed-out session at replica %s", r)
+	}
+}
+
+// TestReplicasBoundEveryCallOfTheSharedStore: the server bounds each call
+// of the shared store itself (dpop.ReplayStoreTimeout, on a goroutine of
+// its own), whatever the store does with its context: with a store that
+// hangs (a frozen Redis behind a client without timeouts), a token check,
+// a UI page, a revocation and a code's redemption are each answered 503
+// with Retry-After, not held. The client's own timeout here is a hang
+// guard far above the bound, not a measure.
+func TestReplicasBoundEveryCallOfTheSharedStore(t *testing.T) {
+	t.Parallel()
+	const redirect = "https://app.test/cb"
+	fx := dpopFixture()
+	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
+	for _, tc := range []struct {
+		name   string
+		frozen string // the store's calls that hang
+		call   func(f *front) (status int, retryAfter string)
+	}{
+		{"token check", "reads", func(f *front) (int, string) {
+			token := f.passwordToken("a")
+			f.store.freeze(f.t, "reads")
+			res := f.bearerDecide("b", token)
+			return res.status, res.header.Get("Retry-After")
+		}},
+		{"UI page", "reads", func(f *front) (int, string) {
+			cookies, _ := f.uiSignIn("a")
+			f.store.freeze(f.t, "reads")
+			res, _ := f.send("b", http.MethodGet, "/ui/realms/acme/home", nil, cookies)
+			return res.StatusCode, res.Header.Get("Retry-After")
+		}},
+		{"revocation", "writes", func(f *front) (int, string) {
+			token := f.passwordToken("a")
+			f.store.freeze(f.t, "writes")
+			res := f.revokeAt("b", token)
+			return res.status, res.header.Get("Retry-After")
+		}},
+		{"code redemption", "writes", func(f *front) (int, string) {
+			code := f.authCode("a", redirect)
+			f.store.freeze(f.t, "writes")
+			res := f.redeemCode("b", redirect, code)
+			return res.status, res.header.Get("Retry-After")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := &sharedStore{keys: map[string]time.Time{}}
+			f := startSharedFront(t, store, mockserver.WithFixture(fx), mockserver.WithWebUI())
+			f.store, f.timeout = store, hangGuard
+			status, retryAfter := tc.call(f)
+			require.Equal(t, http.StatusServiceUnavailable, status, "%s with the store's %s frozen", tc.name, tc.frozen)
+			require.NotEmpty(t, retryAfter)
+		})
+	}
+}
+
+// hangGuard bounds a test's requests where a server that waits on a
+// frozen store would hold them for ever: far above the server's own bound
+// (dpop.ReplayStoreTimeout), so that a loaded machine never trips it.
+const hangGuard = 60 * time.Second
 
 // TestReplicasContinueASearchAcrossThem: an AuthZEN search's
 // page.next_token is what a PEP carries from one page to the next; the
@@ -291,5 +489,50 @@ func TestReplicasShareUISessionsAndLogouts(t *testing.T) {
 		res, _ = send(r, http.MethodGet, "/ui/realms/acme/home", nil, cookies)
 		require.Equal(t, http.StatusSeeOther, res.StatusCode, "the logged-out session at replica %s", r)
 		require.True(t, strings.HasSuffix(res.Header.Get("Location"), "/login"), res.Header.Get("Location"))
+	}
+}
+
+// TestUISignOutOutlivesARestartWithTheKeySeed: a web UI session signed
+// out stays refused after the server restarts with the same key seed. With
+// a shared store the session key comes from the seed (a session outlives
+// the restart) because the sign-out does too, in the store; without one
+// the sign-outs are the process's memory, so the session key is random
+// per process and the restart ends every session, the signed-out one
+// included.
+func TestUISignOutOutlivesARestartWithTheKeySeed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		store *sharedStore
+	}{
+		{"without a shared store", nil},
+		{"with a shared store", &sharedStore{keys: map[string]time.Time{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			start := func() *front {
+				opts := []mockserver.Option{mockserver.WithKeySeed(keySeed), mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI()}
+				if tc.store != nil {
+					opts = append(opts, mockserver.WithReplayStore(tc.store))
+				}
+				return startFront(t, []string{"a"}, opts...)
+			}
+			first := start()
+			cookies, csrf := first.uiSignIn("a")
+			kept, _ := first.uiSignIn("a") // a session that is not signed out
+			res, _ := first.send("a", http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}, cookies)
+			require.Equal(t, http.StatusSeeOther, res.StatusCode)
+
+			restarted := start() // the same seed, a new process
+			res, _ = restarted.send("a", http.MethodGet, "/ui/realms/acme/home", nil, cookies)
+			require.Equal(t, http.StatusSeeOther, res.StatusCode, "the session signed out before the restart")
+			require.True(t, strings.HasSuffix(res.Header.Get("Location"), "/login"), res.Header.Get("Location"))
+			res, _ = restarted.send("a", http.MethodGet, "/ui/realms/acme/home", nil, kept)
+			want := http.StatusSeeOther // a new key: every session ends
+			if tc.store != nil {
+				want = http.StatusOK // the seed's key: sessions outlive the restart
+			}
+			require.Equal(t, want, res.StatusCode, "a session not signed out, after the restart")
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,11 +25,38 @@ import (
 // when its keyspace began (as after Redis lost its keys): it vouches for
 // no record made before.
 type sharedStore struct {
-	mu    sync.Mutex
-	keys  map[string]time.Time
-	fail  error
-	began time.Time
-	clock func() time.Time // the store's own clock, which expires keys; time.Now when nil
+	mu         sync.Mutex
+	keys       map[string]time.Time
+	fail       error
+	failWrites error // Remember and RecordOnce fail, Recorded answers (Redis full, noeviction)
+	failProofs error // Remember (DPoP proofs) fails, the rest answers
+	began      time.Time
+	clock      func() time.Time // the store's own clock, which expires keys; time.Now when nil
+	// frozen, while set, holds every call of the kind it names (reads:
+	// Recorded; writes: Remember and RecordOnce) until thaw is closed,
+	// whatever its context: a frozen Redis behind a client without
+	// timeouts.
+	frozen atomic.Value // string: "", "reads" or "writes"
+	thaw   chan struct{}
+}
+
+// freeze makes the calls of kind ("reads" or "writes") hang until the
+// test ends.
+func (s *sharedStore) freeze(t *testing.T, kind string) {
+	s.mu.Lock()
+	if s.thaw == nil {
+		s.thaw = make(chan struct{})
+		t.Cleanup(func() { close(s.thaw) })
+	}
+	s.mu.Unlock()
+	s.frozen.Store(kind)
+}
+
+// hang holds a call of kind while the store is frozen for it.
+func (s *sharedStore) hang(kind string) {
+	if k, _ := s.frozen.Load().(string); k == kind {
+		<-s.thaw
+	}
 }
 
 func (s *sharedStore) now() time.Time {
@@ -39,6 +67,7 @@ func (s *sharedStore) now() time.Time {
 }
 
 func (s *sharedStore) Recorded(_ context.Context, key string, since time.Time) (bool, error) {
+	s.hang("reads")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
@@ -59,10 +88,39 @@ func (s *sharedStore) restart() {
 }
 
 func (s *sharedStore) Remember(_ context.Context, key string, until time.Time) (bool, error) {
+	s.hang("writes")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
 		return false, s.fail
+	}
+	if s.failWrites != nil {
+		return false, s.failWrites
+	}
+	if s.failProofs != nil {
+		return false, s.failProofs
+	}
+	if u, ok := s.keys[key]; ok && s.now().Before(u) {
+		return false, nil
+	}
+	s.keys[key] = until
+	return true, nil
+}
+
+// RecordOnce is Remember after Recorded's check of since, made first: a
+// keyspace that cannot vouch for since fails with nothing written.
+func (s *sharedStore) RecordOnce(_ context.Context, key string, until, since time.Time) (bool, error) {
+	s.hang("writes")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return false, s.fail
+	}
+	if s.failWrites != nil {
+		return false, s.failWrites
+	}
+	if since.Before(s.began) {
+		return false, errors.New("the keyspace is younger than the record")
 	}
 	if u, ok := s.keys[key]; ok && s.now().Before(u) {
 		return false, nil
@@ -77,12 +135,31 @@ func (s *sharedStore) setFail(err error) {
 	s.fail = err
 }
 
+func (s *sharedStore) setFailWrites(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failWrites = err
+}
+
+func (s *sharedStore) setFailProofs(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failProofs = err
+}
+
 // front is a load balancer in front of replicas: the X-Replica header
 // says which one serves a request. Every replica sees the front's URL.
 type front struct {
 	t        *testing.T
 	URL      string
 	replicas map[string]*mockserver.Server
+	store    *sharedStore  // the replicas' store, for tests that change it through the front
+	timeout  time.Duration // a hang guard on each request; none when 0
+}
+
+// client is the HTTP client of the front's requests.
+func (f *front) client() *http.Client {
+	return &http.Client{Timeout: f.timeout}
 }
 
 func startFront(t *testing.T, names []string, opts ...mockserver.Option) *front {
@@ -113,7 +190,7 @@ func (f *front) do(replica, method, path, contentType, body string, header http.
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := f.client().Do(req)
 	require.NoError(f.t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)

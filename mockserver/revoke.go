@@ -62,13 +62,17 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, realm strin
 	case claims.AuthorizedParty != clientID:
 		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "the token was not issued to this client"}
 	}
-	s.auth.revoked.revoke(realm, claims.ID, claims.Expiry.Time(), s.now())
-	s.auth.verified.remove(realm, raw)
 	// Replicas: the answer says revoked only once every replica refuses
-	// the token; a store that fails is a 503 (the client retries).
-	if _, err := s.sharedRecord(r.Context(), labelRevoked, realm, claims.ID, claims.Expiry.Time()); err != nil {
+	// the token; a store that fails is a 503 (the client retries). The
+	// shared record comes first and this replica's own only after it:
+	// a 503 leaves the token as it was here too, so the retry revokes it
+	// again rather than finding it revoked and answering 200 with nothing
+	// shared.
+	if _, err := s.sharedRecord(r.Context(), labelRevoked, realm, claims.ID, claims.Expiry.Time(), issuedAt(claims)); err != nil {
 		return sharedOAuthUnavailable(w)
 	}
+	s.auth.revoked.revoke(realm, claims.ID, claims.Expiry.Time(), s.now())
+	s.auth.verified.remove(realm, raw)
 	s.logger.Info("token revoked", "realm", realm, "client", clientID, "jti", claims.ID)
 	return nil
 }

@@ -25,20 +25,37 @@ import (
 // refuses the credential (503), never serves it.
 
 // SharedStore is what replicas share (WithReplayStore): a
-// dpop.ReplayStore that can also be read. The server records in it the
-// DPoP proofs it accepts, the access tokens revoked, the authorization
-// codes redeemed and the web UI sessions logged out, under keys that are
-// base64url SHA-256 digests (43 bytes) from which no token, code or
-// session can be recovered. The binary's -redis store is one.
+// dpop.ReplayStore that can also be read, and written once with a check
+// that fits records other than DPoP proofs. The server records in it the
+// DPoP proofs it accepts (Remember), and the access tokens revoked, the
+// authorization codes redeemed and the web UI sessions logged out
+// (RecordOnce), under keys that are base64url SHA-256 digests (43 bytes)
+// from which no token, code or session can be recovered. The binary's
+// -redis store is one, and so is redisstore.ReplayStore. The server bounds
+// every call itself (dpop.ReplayStoreTimeout, on a goroutine of its own),
+// whatever the store's configuration: a store that does not answer in time
+// is unavailable (503), never a grant.
 type SharedStore interface {
 	dpop.ReplayStore
-	// Recorded reports whether key was recorded by Remember and its until
-	// has not passed. It fails when the store cannot vouch for every
-	// record made since since (its keyspace is younger than since, less
-	// dpop.ReplayStoreMargin: Redis lost its keys, or is new), and on any
-	// error of the store; the server then refuses what it asked about. It
-	// must honour ctx's deadline and be safe for concurrent use.
+	// Recorded reports whether key was recorded by Remember or RecordOnce
+	// and its until has not passed. It fails when the store cannot vouch
+	// for every record made since since (its keyspace is younger than
+	// since, less dpop.ReplayStoreMargin: Redis lost its keys, or is new),
+	// and on any error of the store; the server then refuses what it
+	// asked about. It must honour ctx's deadline and be safe for
+	// concurrent use.
 	Recorded(ctx context.Context, key string, since time.Time) (bool, error)
+	// RecordOnce records key until until unless it is recorded, and
+	// reports whether it was not (the caller's record is the first). It
+	// decides BEFORE writing whether the store can vouch for every record
+	// made since since, by Recorded's rule (since is when the credential
+	// was issued: no record about it can be older), and fails without
+	// writing when it cannot, and on any error before the write: a call
+	// that fails leaves nothing that changes the answer to its retry
+	// (but what its keyspace's loss itself changes). Unlike Remember it
+	// applies no DPoP proof window. It must honour ctx's deadline and be
+	// safe for concurrent use.
+	RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error)
 }
 
 // errSharedUnavailable is the error of a credential whose state the shared
@@ -72,36 +89,71 @@ func sharedKey(kind, realm, id string) string {
 
 // sharedRecorded reports whether the record of kind about realm's id is in
 // the shared store: false without a store; errSharedUnavailable when the
-// store cannot tell (for records made since since).
+// store cannot tell (for records made since since) or does not answer
+// within dpop.ReplayStoreTimeout.
 func (s *Server) sharedRecorded(ctx context.Context, kind, realm, id string, since time.Time) (bool, error) {
 	if s.shared == nil {
 		return false, nil
 	}
-	ok, err := s.shared.Recorded(ctx, sharedKey(kind, realm, id), since)
-	if err != nil {
-		s.logger.Warn("shared store unavailable", "err", err)
-		return false, errSharedUnavailable
-	}
-	return ok, nil
+	key := sharedKey(kind, realm, id)
+	return s.sharedCall(ctx, func(ctx context.Context) (bool, error) {
+		return s.shared.Recorded(ctx, key, since)
+	})
 }
 
-// sharedRecord records kind about realm's id in the shared store until
-// until, by this server's clock, and reports whether it was not recorded
-// already: true without a store; errSharedUnavailable when the store
-// fails. The store expires the record by its own clock, so it is kept
+// sharedRecord records kind about realm's id, a credential issued at
+// since, in the shared store until until, by this server's clock, and
+// reports whether it was not recorded already: true without a store;
+// errSharedUnavailable when the store fails, cannot vouch for records
+// made since since, or does not answer within dpop.ReplayStoreTimeout.
+// The store expires the record by its own clock, so it is kept
 // dpop.ReplayStoreMargin longer: a replica whose clock runs behind the
 // store's by up to that margin, still taking the credential for live,
-// still finds the record.
-func (s *Server) sharedRecord(ctx context.Context, kind, realm, id string, until time.Time) (bool, error) {
+// still finds the record. Callers change their own state only after it
+// succeeded, so that a call answered 503 leaves nothing behind here that
+// changes the answer to its retry.
+func (s *Server) sharedRecord(ctx context.Context, kind, realm, id string, until, since time.Time) (bool, error) {
 	if s.shared == nil {
 		return true, nil
 	}
-	first, err := s.shared.Remember(ctx, sharedKey(kind, realm, id), until.Add(dpop.ReplayStoreMargin))
-	if err != nil {
-		s.logger.Warn("shared store unavailable", "err", err)
+	key, until := sharedKey(kind, realm, id), until.Add(dpop.ReplayStoreMargin)
+	return s.sharedCall(ctx, func(ctx context.Context) (bool, error) {
+		return s.shared.RecordOnce(ctx, key, until, since)
+	})
+}
+
+// sharedResult is what one call of the shared store returned.
+type sharedResult struct {
+	ok  bool
+	err error
+}
+
+// sharedCall runs call against the shared store within ctx and
+// dpop.ReplayStoreTimeout, as the DPoP verifier bounds its own calls of
+// the same store: on a goroutine of its own, so that a store ignoring its
+// context (a frozen Redis, a client without timeouts) still cannot hold
+// the request past the bound; the buffered channel lets that goroutine
+// finish whenever the store returns. Any failure, the bound's included, is
+// errSharedUnavailable (logged without the key).
+func (s *Server) sharedCall(ctx context.Context, call func(context.Context) (bool, error)) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, dpop.ReplayStoreTimeout)
+	defer cancel()
+	done := make(chan sharedResult, 1)
+	go func() {
+		ok, err := call(ctx)
+		done <- sharedResult{ok, err}
+	}()
+	var r sharedResult
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		r.err = context.Cause(ctx)
+	}
+	if r.err != nil {
+		s.logger.Warn("shared store unavailable", "err", r.err)
 		return false, errSharedUnavailable
 	}
-	return first, nil
+	return r.ok, nil
 }
 
 // derivedKey returns a 32-byte key for label: derived from seed (HKDF-

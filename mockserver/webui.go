@@ -429,12 +429,16 @@ var errLacksManagement = errf(http.StatusForbidden, "the user lacks realm manage
 // refused from now until it would have expired, so that a copy of the
 // cookie is worth nothing either.
 func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, ss *uiSession) {
-	s.ui.logout(ss, s.now())
-	if _, err := s.sharedRecord(r.Context(), labelLogout, ss.realm, ss.id, ss.expires); err != nil {
+	// The shared record first, this replica's own only after it: a 503
+	// leaves the session as it was here too, so the user's retry signs
+	// out again rather than finding the session gone and being sent to
+	// the login page with nothing shared.
+	if _, err := s.sharedRecord(r.Context(), labelLogout, ss.realm, ss.id, ss.expires, ss.expires.Add(-sessionLifetime)); err != nil {
 		w.Header().Set("Retry-After", proofRetryAfter)
 		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", err.Error()))
 		return
 	}
+	s.ui.logout(ss, s.now())
 	http.SetCookie(w, s.ui.clearCookie(ss.realm, s.secureCookie(r)))
 	uiHeaders(w)
 	http.Redirect(w, r, uiRealmPath(ss.realm)+"/login", http.StatusSeeOther)

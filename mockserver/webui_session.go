@@ -30,8 +30,8 @@ const sessionLifetime = 30 * time.Minute
 const sessionCookie = "orgauthz_ui"
 
 // webUI is the web UI's state: the key that signs session cookies and CSRF
-// tokens, derived from the key seed (so that replicas given it accept each
-// other's sessions) or made at New, never shown, and the sessions logged
+// tokens, derived from the key seed with a shared store (so that replicas
+// given it accept each other's sessions) or made at New, never shown, and the sessions logged
 // out here before their expiry (with a shared store, a logout is recorded
 // there too, and every replica reads it: webui.go). It is safe for
 // concurrent use.
@@ -40,9 +40,17 @@ type webUI struct {
 	loggedOut *revokedTokens
 }
 
-// newWebUI returns the state of an enabled UI, with its key derived from
-// seed (the same at every replica given it; random without one).
-func newWebUI(seed []byte) *webUI {
+// newWebUI returns the state of an enabled UI. Its key is derived from
+// seed (the same at every replica given it, and after a restart) only
+// when sign-outs are shared (a shared store: shared), and random per
+// process otherwise: a key that outlives the process needs refusals that
+// outlive it, and without a shared store the sign-outs are this process's
+// memory, which a restart would forget while the seed's key went on
+// accepting the signed-out cookies.
+func newWebUI(seed []byte, shared bool) *webUI {
+	if !shared {
+		seed = nil
+	}
 	return &webUI{key: derivedKey(seed, labelSessionKey), loggedOut: newRevokedTokens()}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -237,4 +239,66 @@ func TestMockserverReplicasShareRevocationsInRedis(t *testing.T) {
 	srv.Stop()
 	status, body = call(a)
 	require.Equal(t, http.StatusServiceUnavailable, status, "Redis down: the revocation state is unknown: %s", body)
+}
+
+// TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent: a reference server
+// sharing Redis (redisstore.ReplayStore in process) that cannot vouch for
+// an authorization code (Redis restarted shortly before the code was
+// issued: an earlier spend could have been lost) answers 503 with
+// Retry-After and spends nothing, so the client's retry is not refused as
+// "already used": it is 503 again while the keyspace cannot vouch, and
+// redeemed once it can (here: the operator sets the marker earlier, as
+// the docs allow for a keyspace known to be older).
+func TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent(t *testing.T) {
+	t.Parallel()
+	const redirect = "https://app.test/cb"
+	srv := redistest.Start(t)
+	c := srv.Client()
+	store := NewReplayStore(c, "t:")
+	require.NoError(t, c.Set(t.Context(), store.since, time.Now().Add(-30*time.Second).UnixMilli(), 0).Err()) // Redis restarted 30 s ago
+	ms, err := mockserver.New(mockserver.WithKeySeed([]byte("0123456789abcdef0123456789abcdef")), mockserver.WithReplayStore(store),
+		mockserver.WithFixture(mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+			Name:    "acme",
+			Users:   []mockserver.FixtureUser{{Username: "alice", Password: "alice-pw"}},
+			Clients: []mockserver.FixtureClient{{ClientID: "web", Public: true, RedirectURIs: []string{redirect}}},
+		}}}))
+	require.NoError(t, err)
+	hs := httptest.NewServer(ms)
+	t.Cleanup(hs.Close)
+
+	const verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+	const challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM" // RFC 7636 appendix B
+	form := url.Values{"response_type": {"code"}, "client_id": {"web"}, "redirect_uri": {redirect}, "state": {"s"},
+		"code_challenge": {challenge}, "code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, hs.URL+"/realms/acme/protocol/openid-connect/auth", strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	code := loc.Query().Get("code")
+	require.NotEmpty(t, code, loc.String())
+
+	redeem := func() (int, http.Header, string) {
+		status, header, body := frontCall(t, hs.URL, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
+			"application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"}, "client_id": {"web"}, "code": {code},
+				"redirect_uri": {redirect}, "code_verifier": {verifier}}.Encode())
+		return status, header, string(body)
+	}
+	for _, attempt := range []string{"the redemption", "the client's retry"} {
+		status, header, body := redeem()
+		require.Equal(t, http.StatusServiceUnavailable, status, "%s while the keyspace cannot vouch for the code: %s", attempt, body)
+		require.Contains(t, body, "temporarily_unavailable")
+		require.NotEmpty(t, header.Get("Retry-After"))
+	}
+	require.NoError(t, c.Set(t.Context(), store.since, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
+	status, _, body := redeem()
+	require.Equal(t, http.StatusOK, status, "the retry once the keyspace vouches for the code: %s", body)
+	status, _, body = redeem()
+	require.Equal(t, http.StatusBadRequest, status, "redeemed once: %s", body)
+	require.Contains(t, body, "invalid_grant")
 }

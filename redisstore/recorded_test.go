@@ -55,3 +55,43 @@ func TestReplayStoreRecorded(t *testing.T) {
 	require.Error(t, err)
 	require.NotErrorIs(t, err, errKeyspaceNew)
 }
+
+// TestReplayStoreRecordOnceDecidesBeforeWriting: a one-time record (a
+// code's spend, a revocation, a sign-out) of something issued at since is
+// written only once the keyspace is found to vouch for since: a keyspace
+// that began within the margin before since, or after, fails the call with
+// nothing written, so its retry is not refused as "already recorded". No
+// DPoP proof window applies: once the keyspace vouches, the first call
+// records and the next finds the record.
+func TestReplayStoreRecordOnceDecidesBeforeWriting(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	s := NewReplayStore(c, "t:")
+	ctx := t.Context()
+	require.NoError(t, c.Set(ctx, s.since, time.Now().Add(-30*time.Second).UnixMilli(), 0).Err()) // Redis restarted 30 s ago
+	issued := time.Now()
+	until := issued.Add(2 * time.Minute)
+	for _, attempt := range []string{"the call", "its retry"} {
+		_, err := s.RecordOnce(ctx, "k", until, issued)
+		require.ErrorIs(t, err, errKeyspaceNew, attempt)
+		n, err := c.Exists(ctx, s.prefix+"k").Result()
+		require.NoError(t, err)
+		require.Zero(t, n, "%s wrote the record", attempt)
+	}
+	settled(t, c, s)
+	first, err := s.RecordOnce(ctx, "k", until, issued)
+	require.NoError(t, err)
+	require.True(t, first)
+	first, err = s.RecordOnce(ctx, "k", until, issued)
+	require.NoError(t, err)
+	require.False(t, first, "recorded already")
+	found, err := s.Recorded(ctx, "k", issued)
+	require.NoError(t, err)
+	require.True(t, found)
+
+	srv.Stop()
+	_, err = s.RecordOnce(ctx, "k2", until, issued)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, errKeyspaceNew)
+}

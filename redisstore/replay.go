@@ -28,8 +28,9 @@ const SinceKey = "since"
 // digest of the proof's key and jti (no token material), written with
 // SET key 1 NX PXAT until, which is atomic on a single server, a
 // Sentinel-managed primary and a Cluster alike. Recorded reads a record
-// back (the reference server's replicas share revocations through it:
-// mockserver.WithReplayStore). It is safe for concurrent use.
+// back and RecordOnce writes a one-time record that is no DPoP proof (the
+// reference server's replicas share revocations, code spends and sign-outs
+// through them: mockserver.WithReplayStore). It is safe for concurrent use.
 //
 // A Redis that loses all its keys (restarted without persistence,
 // flushed, failed over to a replica that never synced) would let proofs
@@ -245,8 +246,8 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	return true, nil
 }
 
-// Recorded reports whether key was recorded (by [ReplayStore.Remember])
-// and has not expired, with GET of the key and of the marker and TIME in
+// Recorded reports whether key was recorded (by [ReplayStore.Remember] or
+// [ReplayStore.RecordOnce]) and has not expired, with GET of the key and of the marker and TIME in
 // one pipeline, writing nothing (but the marker, decided as Remember
 // does when it is missing or impossible). It fails when the keyspace
 // began after since less [dpop.ReplayStoreMargin] (a record made since
@@ -270,24 +271,107 @@ func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time)
 	if err := val.Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
+	if _, err := s.vouch(ctx, marker, clock, since); err != nil {
+		return false, err
+	}
+	return val.Err() == nil, nil
+}
+
+// vouch reads the answers to GET of the marker and TIME and returns the
+// marker when the keyspace began no later than since less
+// [dpop.ReplayStoreMargin], errKeyspaceNew otherwise. A marker that is
+// missing, not a time, or dated after Redis's clock is decided again on
+// the server (decideMarker); the keyspace begins now when it wrote it.
+func (s *ReplayStore) vouch(ctx context.Context, marker *redis.StringCmd, clock *redis.TimeCmd, since time.Time) (int64, error) {
 	if clock.Err() != nil {
-		return false, fmt.Errorf("redisstore: TIME: %w", clock.Err())
+		return 0, fmt.Errorf("redisstore: TIME: %w", clock.Err())
 	}
 	now := ceilMilli(clock.Val())
 	began, err := strconv.ParseInt(marker.Val(), 10, 64)
 	if marker.Err() != nil || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds() {
 		var wrote bool
 		if began, wrote, err = s.decideMarker(ctx); err != nil {
-			return false, err
+			return 0, err
 		}
 		if wrote {
-			return false, errKeyspaceNew // the keyspace begins now
+			return 0, errKeyspaceNew // the keyspace begins now
 		}
 	}
 	if began > since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds() {
-		return false, errKeyspaceNew
+		return 0, errKeyspaceNew
 	}
-	return val.Err() == nil, nil
+	return began, nil
+}
+
+// RecordOnce records key until until with SET NX PXAT unless it is
+// recorded, and reports whether it was not: a one-time record of
+// something issued at since (the reference server's revocations, spent
+// authorization codes and web UI logouts: mockserver.SharedStore). It
+// decides first, reading the marker and TIME in one pipeline, whether the
+// keyspace began no later than since less [dpop.ReplayStoreMargin], as
+// [ReplayStore.Recorded] does, and fails with nothing written when it did
+// not, or on any Redis error before the SET: a call that fails changes
+// nothing for its retry. No DPoP proof window applies (Remember's: a
+// record taken and then refused for the window would make its retry find
+// it taken). The SET goes with a second GET of the marker: a marker
+// changed between the two reads (Redis lost its keys meanwhile) fails the
+// call, the record then being in a keyspace that cannot vouch for since,
+// which every retry's first step refuses. With [WithReplicas], a record
+// too few replicas acknowledged is deleted again (best effort) and the
+// call fails. Calls return by ctx's deadline, as Remember's do.
+func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error) {
+	var marker *redis.StringCmd
+	var clock *redis.TimeCmd
+	err := bounded(ctx, func() error {
+		pipe := s.client.Pipeline()
+		marker = pipe.Get(ctx, s.since)
+		clock = pipe.Time(ctx)
+		_, err := pipe.Exec(ctx)
+		return err
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("redisstore: %w", err)
+	}
+	began, err := s.vouch(ctx, marker, clock, since)
+	if err != nil {
+		return false, err
+	}
+	var set, wait *redis.Cmd
+	var again *redis.StringCmd
+	err = bounded(ctx, func() error {
+		pipe := s.client.Pipeline()
+		set = pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ceilMilli(until))
+		if s.replicas > 0 {
+			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
+		}
+		again = pipe.Get(ctx, s.since)
+		_, err := pipe.Exec(ctx)
+		return err
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("redisstore: %w", err)
+	}
+	first, err := setResult(set)
+	if err != nil {
+		return false, err
+	}
+	if again.Err() != nil || again.Val() != strconv.FormatInt(began, 10) {
+		return false, errKeyspaceNew // the keys were lost between the reads
+	}
+	if !first {
+		return false, nil
+	}
+	if wait != nil {
+		n, err := wait.Int64()
+		if err == nil && n < int64(s.replicas) {
+			err = fmt.Errorf("%w: %d of %d within %v", errNotReplicated, n, s.replicas, s.wait)
+		}
+		if err != nil {
+			_ = bounded(ctx, func() error { return s.client.Del(ctx, s.prefix+key).Err() })
+			return false, fmt.Errorf("redisstore: WAIT: %w", err)
+		}
+	}
+	return true, nil
 }
 
 // decideMarker runs [replaymarker.Script] on the marker, within ctx

@@ -137,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Above decisionLatencyMs's ceiling of 60 s, so that the slowest injected
 	// decision still reaches its client.
 	write := fs.Duration("write-timeout", 90*time.Second, "how long a client may take to read a response, from the end of its request's headers")
-	keySeed := fs.String("key-seed", "", "secret (16+ bytes) every realm's signing keys, the fixture's ids and the keys of codes, page tokens and UI sessions derive from, the same for every replica (default: random keys)")
+	keySeed := fs.String("key-seed", "", "secret (16+ bytes) every realm's signing keys, the fixture's ids and the keys of page tokens and, with -redis, of codes and UI sessions derive from, the same for every replica (default: random keys)")
 	redisURL := fs.String("redis", "", "`URL` of a Redis or Valkey server (redis://[[user]:password@]host[:port][/db]) where replicas share the DPoP proofs they accepted, revocations, spent authorization codes and UI sign-outs (default: in memory)")
 	redisPrefix := fs.String("redis-prefix", redisreplay.DefaultPrefix, "key prefix of the replicas' shared keys in Redis")
 	nonceSecret := fs.String("nonce-secret", "", "secret (32+ bytes) of DPoP nonces that every replica holding it accepts (default: nonces of this process only)")

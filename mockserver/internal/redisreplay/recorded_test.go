@@ -67,3 +67,43 @@ func TestRecordedRefusesWhatTheKeyspaceCannotVouchFor(t *testing.T) {
 	require.Error(t, err)
 	require.False(t, errors.Is(err, errKeyspaceNew))
 }
+
+// TestRecordOnceDecidesTheKeyspaceBeforeWriting: a one-time record (a
+// code's spend, a revocation, a sign-out) of something issued at since is
+// written only once the keyspace is found to vouch for since (began a
+// margin before it, as Recorded asks): otherwise the call fails having
+// sent no SET, so its retry is not refused as "already recorded". Once the
+// keyspace vouches, the first call records (true) and the next finds it
+// (false). No DPoP proof window applies: a record whose until is soon
+// after the keyspace's beginning is taken.
+func TestRecordOnceDecidesTheKeyspaceBeforeWriting(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Millisecond)
+	answer := redisLikeAt(func() time.Time { return now })
+	f := startFake(t, answer)
+	s, err := Open("redis://"+f.addr, "p:")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	began := now.Add(-30 * time.Second) // Redis restarted 30 s ago
+	answer([]string{"SET", "p:since", strconv.FormatInt(began.UnixMilli(), 10)})
+
+	issued := now.Add(-time.Second) // within the margin after the keyspace began
+	for _, attempt := range []string{"the call", "its retry"} {
+		_, err = s.RecordOnce(t.Context(), "k", issued.Add(2*time.Minute), issued)
+		require.ErrorIs(t, err, errKeyspaceNew, attempt)
+		for _, c := range f.commands() {
+			require.NotEqual(t, "SET", c[0], "%s wrote %v", attempt, c)
+		}
+	}
+	// The operator knows the keyspace is older: the retry records.
+	answer([]string{"SET", "p:since", strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10)})
+	first, err := s.RecordOnce(t.Context(), "k", issued.Add(2*time.Minute), issued)
+	require.NoError(t, err)
+	require.True(t, first)
+	first, err = s.RecordOnce(t.Context(), "k", issued.Add(2*time.Minute), issued)
+	require.NoError(t, err)
+	require.False(t, first, "recorded already")
+	found, err := s.Recorded(t.Context(), "k", issued)
+	require.NoError(t, err)
+	require.True(t, found)
+}

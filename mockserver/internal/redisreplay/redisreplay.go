@@ -172,18 +172,34 @@ func (s *Store) Recorded(ctx context.Context, key string, since time.Time) (bool
 // sinceMs (Unix milliseconds) by the marker, decided again on the server
 // as judge does.
 func (s *Store) judgeRead(ctx context.Context, c *conn, replies []reply, sinceMs int64) (bool, error) {
-	val, since, clock := replies[0], replies[1], replies[2]
-	for _, r := range replies {
-		if r.err != nil {
-			return false, r.err
-		}
+	val := replies[0]
+	if val.err != nil {
+		return false, val.err
 	}
 	if val.arr != nil {
 		return false, errors.New("redis: GET answered an array")
 	}
+	if _, err := s.vouch(ctx, c, replies[1], replies[2], sinceMs); err != nil {
+		return false, err
+	}
+	return !val.null, nil
+}
+
+// vouch reads the replies to GET of the marker and TIME and returns the
+// marker when the keyspace began no later than sinceMs (Unix
+// milliseconds), errKeyspaceNew otherwise. A missing marker, one that is
+// not a number, or one dated after the server's TIME by more than
+// dpop.ReplayStoreMargin is decided again on the server (decideMarker, on
+// c): the keyspace begins now when the script wrote it.
+func (s *Store) vouch(ctx context.Context, c *conn, since, clock reply, sinceMs int64) (int64, error) {
+	for _, r := range []reply{since, clock} {
+		if r.err != nil {
+			return 0, r.err
+		}
+	}
 	now, err := redisTime(clock)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	var began int64
 	if since.arr == nil && !since.null {
@@ -192,16 +208,65 @@ func (s *Store) judgeRead(ctx context.Context, c *conn, replies []reply, sinceMs
 	if since.arr != nil || since.null || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds() {
 		var wrote bool
 		if began, wrote, err = s.decideMarker(ctx, c); err != nil {
-			return false, err
+			return 0, err
 		}
 		if wrote {
-			return false, errKeyspaceNew
+			return 0, errKeyspaceNew
 		}
 	}
 	if began > sinceMs {
-		return false, errKeyspaceNew
+		return 0, errKeyspaceNew
 	}
-	return !val.null, nil
+	return began, nil
+}
+
+// RecordOnce records key until until with SET NX PXAT unless it is
+// recorded, and reports whether it was not (mockserver.SharedStore). It
+// decides first, by the marker and TIME (one round trip), whether the
+// keyspace began no later than since less dpop.ReplayStoreMargin, as
+// Recorded does, and fails with nothing written when it did not, or on
+// any error before the SET: a call that fails changes nothing for its
+// retry. The SET is sent with a second GET of the marker on the same
+// connection: a marker changed between the two (Redis lost its keys
+// meanwhile) fails the call too, the record then being in a keyspace that
+// cannot vouch for since, which every retry's first step refuses. No DPoP
+// proof window applies (Remember's).
+func (s *Store) RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
+		defer cancel()
+	}
+	c, replies, err := s.exchange(ctx, [][]string{{"GET", s.prefix + sinceKey}, {"TIME"}})
+	if err != nil {
+		return false, err
+	}
+	began, err := s.vouch(ctx, c, replies[0], replies[1], since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds())
+	if err != nil {
+		s.put(c, !errors.Is(err, errConn))
+		return false, err
+	}
+	replies, err = c.do(ctx, []string{"SET", s.prefix + key, "1", "NX", "PXAT", strconv.FormatInt(ceilMilli(until), 10)},
+		[]string{"GET", s.prefix + sinceKey})
+	if err != nil {
+		s.put(c, false)
+		return false, err
+	}
+	s.put(c, true)
+	set, marker := replies[0], replies[1]
+	switch {
+	case set.err != nil:
+		return false, set.err
+	case marker.err != nil:
+		return false, marker.err
+	case marker.arr != nil || marker.null || marker.s != strconv.FormatInt(began, 10):
+		return false, errKeyspaceNew
+	case set.arr == nil && set.null:
+		return false, nil
+	case set.arr != nil || set.s != "OK":
+		return false, fmt.Errorf("redis: SET answered %q", set.s)
+	}
+	return true, nil
 }
 
 // errConn marks an error of the connection (not of the server's answer):
