@@ -23,8 +23,9 @@ import (
 // given when it is added, and the cache adds its own bookkeeping). Adding to
 // a full cache evicts the least recently used entries until the new one
 // fits; an entry read since it was last considered gets a second chance
-// (the CLOCK approximation of LRU), so that a hit marks the entry without
-// taking any lock of the cache's.
+// (the CLOCK approximation of LRU; at most 64 an addition, past which the
+// oldest goes, read or not), so that a hit marks the entry without taking
+// any lock of the cache's.
 //
 // Groups exist so that related entries can be found and dropped together:
 // [Cache.RemoveGroup] costs time in proportion to the group's entries, not

@@ -163,6 +163,26 @@ func TestLeastRecentlyUsedIsEvicted(t *testing.T) {
 	assert.Equal(t, 2, c.Len())
 }
 
+// An addition gives at most 64 second chances: past them the oldest entry
+// goes, read or not, so that an addition to a cache whose entries were all
+// read lately does not walk them all (the bound the docs state).
+func TestSecondChancesAreBoundedPerAddition(t *testing.T) {
+	t.Parallel()
+	c := newCache[int](t, 100, newClock())
+	for i := range 100 {
+		c.Add("g", fmt.Sprint("k", i), i, time.Minute, 1)
+	}
+	for i := range 70 { // the 70 oldest are read
+		_, ok := c.Get("g", fmt.Sprint("k", i))
+		require.True(t, ok)
+	}
+	c.Add("g", "new", 0, time.Minute, 1)
+	for i := range 100 {
+		_, ok := c.Get("g", fmt.Sprint("k", i))
+		assert.Equal(t, i != 64, ok, "k%d: 64 second chances, then the oldest goes", i)
+	}
+}
+
 func TestReplacingDoesNotEvict(t *testing.T) {
 	t.Parallel()
 	entry, group := overhead[int](t)

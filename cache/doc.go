@@ -24,8 +24,11 @@
 // value that holds a long token is hashed once per handle, not once per
 // lookup. Eviction is least recently used, in the CLOCK approximation: a
 // hit only marks its entry, and a marked entry at the old end gets a
-// second chance instead of being evicted. (golang-lru's lists move an
-// entry to the front on every hit, under one lock for all cores.)
+// second chance instead of being evicted, up to 64 second chances an
+// addition (so that an addition to a cache whose entries were all read
+// lately does not walk them all): past them, the oldest entry goes, read
+// or not. (golang-lru's lists move an entry to the front on every hit,
+// under one lock for all cores.)
 //
 // The cache is bounded in entries and, with [WithMaxBytes], in bytes: each
 // entry counts the size its caller gives plus the cache's own bookkeeping

@@ -65,8 +65,13 @@ func FuzzCacheMatchesModel(f *testing.F) {
 		type writer struct {
 			w       *cache.Writer[string, string, int]
 			made    time.Time
+			seq     int  // the order of its values: Add and Writer count them
 			removed bool // its group was removed since it was made
 		}
+		// seq counts the Adds and Writers; written holds the number of the
+		// newest value written under each pair, kept or not: a writer
+		// older than it stores nothing there.
+		seq, written := 0, map[[2]int]int{}
 		writers := map[int]*writer{}
 		pins := map[int]*cache.Group[string, string, int]{}
 		group := func(g int) string { return fmt.Sprint("token-", g) }
@@ -108,6 +113,8 @@ func FuzzCacheMatchesModel(f *testing.F) {
 			switch op {
 			case 0: // Add
 				ttl := ttls[int(arg>>3)&1|int(arg>>6)&2]
+				seq++
+				written[[2]int{g, k}] = seq
 				want := add(g, k, v, now, ttl)
 				if got := c.Add(group(g), key(k), v, ttl, int64(k)); got != want {
 					t.Fatalf("Add(%d, %d, ttl %v) = %v, want %v", g, k, ttl, got, want)
@@ -141,17 +148,21 @@ func FuzzCacheMatchesModel(f *testing.F) {
 				clk.advance(time.Duration(arg%8) * 500 * time.Millisecond)
 			case 7: // a Writer
 				if writers[g] == nil {
-					writers[g] = &writer{w: c.Writer(group(g)), made: now}
+					seq++
+					writers[g] = &writer{w: c.Writer(group(g)), made: now, seq: seq}
 				}
 			case 8: // the Writer adds
 				if w := writers[g]; w != nil {
 					ttl := ttls[int(arg>>3)&1|int(arg>>6)&2]
-					want := !w.removed && add(g, k, v, w.made, ttl)
-					if w.removed {
-						want = false
+					p := [2]int{g, k}
+					superseded := written[p] > w.seq
+					want := false
+					if !w.removed && !superseded {
+						written[p] = max(written[p], w.seq)
+						want = add(g, k, v, w.made, ttl)
 					}
 					if got := w.w.Add(key(k), v, ttl, 1); got != want {
-						t.Fatalf("Writer(%d).Add(%d, ttl %v) = %v, want %v (removed since made: %v)", g, k, ttl, got, want, w.removed)
+						t.Fatalf("Writer(%d).Add(%d, ttl %v) = %v, want %v (removed since made: %v, a newer value written: %v)", g, k, ttl, got, want, w.removed, superseded)
 					}
 				}
 			case 9: // the Writer closes

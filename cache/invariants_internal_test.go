@@ -1,0 +1,148 @@
+package cache
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// checkInvariants recomputes what the cache counts from what it holds.
+func checkInvariants(t *testing.T, c *Cache[string, string, int], openW int, step string) {
+	t.Helper()
+	n := 0
+	var bytes int64
+	for _, e := range c.ring[c.head:] {
+		if e == nil {
+			continue
+		}
+		n++
+		bytes += int64(e.size)
+		if !c.linked(e) {
+			t.Fatalf("%s: ring entry not linked", step)
+		}
+	}
+	if c.head < len(c.ring) && c.ring[c.head] == nil {
+		t.Fatalf("%s: ring[head] is a hole", step)
+	}
+	if n != c.length {
+		t.Fatalf("%s: length %d, ring holds %d", step, c.length, n)
+	}
+	var idle int64
+	tab := c.groups.tab.Load()
+	for i := range tab.slots {
+		grp := tab.slots[i].Load()
+		if grp == nil || grp == c.groups.tomb {
+			continue
+		}
+		cost := c.groupStore.cost(&grp.id)
+		bytes += cost
+		has := grp.one.Load() != nil || c.sets[grp] != nil
+		if !has {
+			idle += cost
+			if grp.holds == 0 {
+				t.Fatalf("%s: group %q kept with no entry, pin or writer", step, grp.id)
+			}
+		}
+		if grp.one.Load() != nil && c.sets[grp] != nil {
+			t.Fatalf("%s: group %q both one and set", step, grp.id)
+		}
+	}
+	if bytes != c.bytes {
+		t.Fatalf("%s: bytes %d, recomputed %d", step, c.bytes, bytes)
+	}
+	if idle != c.idle {
+		t.Fatalf("%s: idle %d, recomputed %d", step, c.idle, idle)
+	}
+	if openW == 0 && len(c.writing) != 0 {
+		t.Fatalf("%s: writing holds %d groups with no writer open", step, len(c.writing))
+	}
+	if c.length > c.maxEntries {
+		t.Fatalf("%s: %d entries over bound %d", step, c.length, c.maxEntries)
+	}
+	if c.bytes-c.idle > c.maxBytes && c.length > 1 {
+		t.Fatalf("%s: bytes %d - idle %d over bound %d", step, c.bytes, c.idle, c.maxBytes)
+	}
+	// Every live current entry is found.
+	for _, e := range c.ring[c.head:] {
+		if e == nil || e.gen() != e.grp.gen.Load() {
+			continue
+		}
+		if f := c.find(e.grp, e.key); f != e {
+			t.Fatalf("%s: entry %q/%q in the ring not found (%v)", step, e.grp.id, e.key, f)
+		}
+	}
+}
+
+// Over random operations, single-threaded, what the cache counts (entries,
+// bytes, idle groups, the ring, the groups and their writers) stays what
+// it holds.
+func TestRandomOperationsKeepEveryCountTrue(t *testing.T) {
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		now := time.Duration(0)
+		c, err := New[string, string, int](8+r.IntN(20), WithClock(func() time.Time { return time.Unix(0, int64(now)) }), WithMaxBytes(int64(2000+r.IntN(3000))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ws []*Writer[string, string, int]
+		var pins []*Group[string, string, int]
+		model := map[[2]string]int{} // not a full model: only checks invariants
+		_ = model
+		for step := range 400 {
+			g := fmt.Sprintf("g%d", r.IntN(6))
+			k := fmt.Sprintf("k%d", r.IntN(5))
+			var op string
+			switch x := r.IntN(100); {
+			case x < 30:
+				op = "add"
+				c.Add(g, k, step, time.Duration(r.IntN(3))*time.Second, int64(r.IntN(200)))
+			case x < 40:
+				op = "writer"
+				ws = append(ws, c.Writer(g))
+			case x < 55 && len(ws) > 0:
+				op = "wadd"
+				ws[r.IntN(len(ws))].Add(k, step, time.Duration(r.IntN(3))*time.Second, int64(r.IntN(200)))
+			case x < 62 && len(ws) > 0:
+				op = "wclose"
+				i := r.IntN(len(ws))
+				ws[i].Close()
+				ws = append(ws[:i], ws[i+1:]...)
+			case x < 68:
+				op = "removegroup"
+				c.RemoveGroup(g)
+			case x < 74:
+				op = "remove"
+				c.Remove(g, k)
+			case x < 76:
+				op = "purge"
+				c.Purge()
+			case x < 86:
+				op = "get"
+				c.Get(g, k)
+			case x < 90:
+				op = "tick"
+				now += time.Duration(r.IntN(1500)) * time.Millisecond
+			case x < 94:
+				op = "pin"
+				pins = append(pins, c.Pin(g))
+			case x < 98 && len(pins) > 0:
+				op = "unpin"
+				i := r.IntN(len(pins))
+				pins[i].Unpin()
+				pins = append(pins[:i], pins[i+1:]...)
+			default:
+				op = "lookupget"
+				c.Lookup(g).Get(k)
+			}
+			checkInvariants(t, c, len(ws), fmt.Sprintf("seed %d step %d %s", seed, step, op))
+		}
+		for _, w := range ws {
+			w.Close()
+		}
+		for _, p := range pins {
+			p.Unpin()
+		}
+		checkInvariants(t, c, 0, fmt.Sprintf("seed %d end", seed))
+	}
+}
