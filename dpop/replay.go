@@ -168,6 +168,7 @@ type replayCache struct {
 	purged   int64 // the latest expiry of a proof dropped as expired
 	forgot   int64 // the latest expiry of a proof forgotten to make room
 	seen     map[replayKey]*replayEntry
+	peak     int            // the most entries seen held since it was built
 	main     []*replayEntry // min-heap by expiry
 	ahead    []*replayEntry // min-heap by expiry
 	owners   map[ownerKey]*replayOwner
@@ -222,6 +223,7 @@ func (c *replayCache) add(key replayKey, owner ownerKey, expires, now time.Time)
 	}
 	e := &replayEntry{expires: exp, key: key, owner: o}
 	c.seen[key] = e
+	c.peak = max(c.peak, len(c.seen))
 	c.attach(e, ahead)
 	if ahead && len(c.ahead) > c.aheadMax {
 		c.forgetAhead()
@@ -328,13 +330,24 @@ func (c *replayCache) advance(now int64) {
 		c.purged = max(c.purged, c.marks.max)
 		c.marks.buckets, c.marks.max = nil, 0
 	}
-	// Give memory back after a burst: the maps shrink on their own only
-	// when rebuilt, the slices when reallocated.
-	if len(c.main) == 0 && len(c.ahead) == 0 && cap(c.main)+cap(c.ahead) > 1024 {
-		c.main, c.ahead, c.ranks = nil, nil, nil
-		c.seen = make(map[replayKey]*replayEntry)
-		c.owners = make(map[ownerKey]*replayOwner)
+	// Give memory back after a burst: a map does not shrink on its own, so
+	// both are rebuilt once they hold less than a quarter of the most they
+	// held since they were built (amortized O(1) per proof, as shrink).
+	// The slices shrink as they lose entries (shrink).
+	if c.peak > 64 && len(c.seen) < c.peak/4 {
+		c.seen, c.owners = rebuilt(c.seen), rebuilt(c.owners)
+		c.peak = len(c.seen)
 	}
+}
+
+// rebuilt returns a copy of m sized for what it holds (maps.Clone may
+// keep the original's room).
+func rebuilt[K comparable, V any](m map[K]V) map[K]V {
+	n := make(map[K]V, len(m))
+	for k, v := range m {
+		n[k] = v
+	}
+	return n
 }
 
 // attach puts e, in seen already, in the ahead part or the main part.
@@ -443,11 +456,28 @@ func removeEntry(h *[]*replayEntry, i int, pos func(*replayEntry) *int) {
 		*pos(s[i]) = i
 	}
 	s[n] = nil
-	s = s[:n]
+	s = shrink(s[:n])
 	*h = s
 	if i < n && !down(s, i, pos) {
 		up(s, i, pos)
 	}
+}
+
+// shrink returns s, or a copy of it at twice its length once it fills
+// less than a quarter of its capacity (nil once empty), so that a slice's
+// memory follows what it holds now, not the most it ever held: a key
+// that once held its limit and now holds one proof keeps room for two,
+// not for its limit. Each copy follows at least three removals per
+// element copied since the slice was last full enough, so removal stays
+// amortized O(1). Entries keep their positions.
+func shrink[T any](s []T) []T {
+	switch {
+	case len(s) == 0:
+		return nil
+	case len(s) < cap(s)/4:
+		return append(make([]T, 0, 2*len(s)), s...)
+	}
+	return s
 }
 
 func up(h []*replayEntry, i int, pos func(*replayEntry) *int) {
@@ -498,7 +528,7 @@ func (c *replayCache) rerank(o *replayOwner) {
 		i, n := o.rank, len(c.ranks)-1
 		c.swapRanks(i, n)
 		c.ranks[n] = nil
-		c.ranks = c.ranks[:n]
+		c.ranks = shrink(c.ranks[:n])
 		o.rank = -1
 		if i < n {
 			c.rankDown(i)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	mathrand "math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -424,4 +425,55 @@ func TestVerifyProofDatedAheadNotLockedOutByKeysOfOneProofEach(t *testing.T) {
 		err := verify(r)
 		require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "a replay: %v", err)
 	}
+}
+
+// TestReplayCacheMemoryFollowsWhatItHolds: a cache's memory follows the
+// proofs it holds now, not the most any key ever held. Keys each send a
+// burst of proofs, most of which soon expire, and keep one: the cache
+// ends holding one proof of each key, and must take about what a cache
+// holding that many proofs takes, well under what a full one takes. A
+// key's heaps used to keep the room of their largest burst for as long
+// as the key held one proof, so a caller rotating keys (a burst of the
+// key limit each, then one proof a minute) grew the cache without bound:
+// 500 keys holding one proof each took 30 MB at the defaults.
+func TestReplayCacheMemoryFollowsWhatItHolds(t *testing.T) {
+	// Not parallel: it measures the heap.
+	const (
+		keys  = 200
+		burst = 2000
+		size  = 3000 // holds a burst and one proof of every key
+	)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	c := newReplayCache(size, burst, DefaultMaxAge)
+	var n uint64
+	for k := range keys {
+		now := testNow.Add(time.Duration(k) * 250 * time.Millisecond)
+		for i := range burst {
+			n++
+			var key replayKey
+			binary.BigEndian.PutUint64(key[:], n)
+			expires := now.Add(100 * time.Millisecond) // gone by the next key's burst
+			if i == burst-1 {
+				expires = now.Add(DefaultMaxAge) // kept to the end
+			}
+			require.NoError(t, c.add(key, ownerKey(k+1), expires, now))
+		}
+	}
+	end := testNow.Add(keys * 250 * time.Millisecond) // the last burst's short-lived proofs expired
+	require.NoError(t, c.check(replayKey{}, ownerKey(keys+1), end.Add(DefaultMaxAge), end))
+	require.Equal(t, keys, c.len(), "one proof of each key held")
+
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(c)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	// A full cache of size proofs takes about 130 bytes a proof
+	// (WithReplayCacheSize); the old heaps kept 16 KB for each key.
+	const full = size * 130
+	t.Logf("%d proofs of %d keys held in %d bytes", keys, keys, grown)
+	require.Less(t, grown, int64(full), "a cache holding %d proofs of %d keys takes %d bytes; a full one of %d about %d", keys, keys, grown, size, full)
 }
