@@ -103,11 +103,13 @@ type replayOwner struct {
 // the same to every client whose clock runs fast, as long as some 1,100
 // proofs a second kept coming from ten keys. A key's mark is kept with
 // its other proofs while it holds any; once it holds none, the mark goes
-// to a fixed table (markTable), which keeps it with the key, and makes
-// keys share a mark only when more than a few with marks in force land in
-// one of its buckets, which no caller can aim at: forgetting a proof
+// to a table (markTable), which keeps it with the key, grows (up to a
+// bound) rather than have keys share a mark, and makes keys share one only
+// when more than markWays with marks in force land in one bucket of the
+// table at its bound, which no caller can aim at: forgetting a proof
 // costs its key the proofs no newer than it, and no other key anything
-// but by that rare chance.
+// but under a flood many times the rate the cache is sized for (see
+// WithReplayCacheSize for the rates).
 //
 // The main part holds at most max proofs, and perKey of one key. At a
 // bound it makes room for a new proof by forgetting the oldest one (its
@@ -157,7 +159,9 @@ type replayOwner struct {
 // and moving proofs out of the ahead part) and each key's of each part
 // (eviction at the bounds); the keys holding proofs dated ahead in a
 // max-heap by outranks. Each operation costs O(log n), plus O(log n) for
-// each proof that expired or moved since the last one.
+// each proof that expired or moved since the last one. The heaps shrink
+// (shrink) and the maps are rebuilt (rebuilt) as they empty, so the
+// cache's memory follows the proofs it holds now, each key's too.
 type replayCache struct {
 	mu       sync.Mutex
 	max      int   // proofs in the main part
@@ -328,7 +332,7 @@ func (c *replayCache) advance(now int64) {
 	// proof they refuse expired), which takes them over.
 	if c.marks.buckets != nil && c.marks.max < c.now {
 		c.purged = max(c.purged, c.marks.max)
-		c.marks.buckets, c.marks.max = nil, 0
+		c.marks.reset()
 	}
 	// Give memory back after a burst: a map does not shrink on its own, so
 	// both are rebuilt once they hold less than a quarter of the most they
