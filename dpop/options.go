@@ -221,9 +221,9 @@ func WithReplayCacheSize(n int) Option {
 // newer than that one refused with [ErrReplayCacheFull]: one caller that
 // sends proofs faster than its share of the cache shortens its own window,
 // and cannot fill the cache for the others. The proofs dated more than a
-// second ahead, which the cache holds apart (see [WithReplayCacheSize]),
-// do not count against the limit: when their room is full, the key holding
-// the most of them loses its earliest due one. Proofs are recorded only
+// second ahead, which the cache holds apart, do not count against the
+// limit: [WithReplayCacheSize] says which key pays when their room is
+// full. Proofs are recorded only
 // once the caller is authenticated (see [Verifier.Check]), but a caller
 // may hold any number of keys.
 func WithReplayKeyLimit(n int) Option {

@@ -667,3 +667,30 @@ func TestReplayCacheNeverForgetsAReplayOfManyKeys(t *testing.T) {
 	require.Greater(t, replays, 20_000, "the test replays proofs")
 	t.Logf("%d replays refused, %d proofs accepted", replays, accepted)
 }
+
+// TestReplayCacheAheadRoomCostsTheKeyHoldingTheLatestDue: past the room
+// for proofs dated ahead, the cache forgets the earliest due proof of the
+// key holding the latest due one, not of the key holding the most, as
+// WithReplayCacheSize states (and WithReplayKeyLimit used to contradict):
+// a holds 9 of the 10 places with proofs dated 3 s ahead, b one dated
+// 10 s ahead; a third key's proof makes b's go, and a keeps all of its.
+func TestReplayCacheAheadRoomCostsTheKeyHoldingTheLatestDue(t *testing.T) {
+	t.Parallel()
+	c := newReplayCache(100, 100, DefaultMaxAge)
+	a, b := ownerKey(1), ownerKey(2)
+	key := func(n uint64) replayKey {
+		var k replayKey
+		binary.BigEndian.PutUint64(k[:], n)
+		return k
+	}
+	for i := range 9 {
+		require.NoError(t, c.add(key(uint64(i+1)), a, testNow.Add(3*time.Second+DefaultMaxAge), testNow))
+	}
+	late := testNow.Add(DefaultMaxSkew + DefaultMaxAge)
+	require.NoError(t, c.add(key(100), b, late, testNow))
+	require.NoError(t, c.add(key(200), ownerKey(3), testNow.Add(2*time.Second+DefaultMaxAge), testNow))
+
+	require.Len(t, c.owners[a].early, 9, "the key holding the most keeps all of its")
+	requireOnly(t, c.check(key(100), b, late, testNow), ErrReplayCacheFull) // forgotten, refused by b's mark
+	requireOnly(t, c.check(key(1), a, testNow.Add(3*time.Second+DefaultMaxAge), testNow), ErrReplay)
+}
