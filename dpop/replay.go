@@ -103,11 +103,13 @@ type replayOwner struct {
 // the same to every client whose clock runs fast, as long as some 1,100
 // proofs a second kept coming from ten keys. A key's mark is kept with
 // its other proofs while it holds any; once it holds none, the mark goes
-// to a fixed table (markTable), which keeps it with the key, and makes
-// keys share a mark only when more than a few with marks in force land in
-// one of its buckets, which no caller can aim at: forgetting a proof
+// to a table (markTable), which keeps it with the key, grows (up to a
+// bound) rather than have keys share a mark, and makes keys share one only
+// when more than markWays with marks in force land in one bucket of the
+// table at its bound, which no caller can aim at: forgetting a proof
 // costs its key the proofs no newer than it, and no other key anything
-// but by that rare chance.
+// but under a flood many times the rate the cache is sized for (see
+// WithReplayCacheSize for the rates).
 //
 // The main part holds at most max proofs, and perKey of one key. At a
 // bound it makes room for a new proof by forgetting the oldest one (its
@@ -157,7 +159,9 @@ type replayOwner struct {
 // and moving proofs out of the ahead part) and each key's of each part
 // (eviction at the bounds); the keys holding proofs dated ahead in a
 // max-heap by outranks. Each operation costs O(log n), plus O(log n) for
-// each proof that expired or moved since the last one.
+// each proof that expired or moved since the last one. The heaps shrink
+// (shrink) and the maps are rebuilt (rebuilt) as they empty, so the
+// cache's memory follows the proofs it holds now, each key's too.
 type replayCache struct {
 	mu       sync.Mutex
 	max      int   // proofs in the main part
@@ -168,6 +172,7 @@ type replayCache struct {
 	purged   int64 // the latest expiry of a proof dropped as expired
 	forgot   int64 // the latest expiry of a proof forgotten to make room
 	seen     map[replayKey]*replayEntry
+	peak     int            // the most entries seen held since it was built
 	main     []*replayEntry // min-heap by expiry
 	ahead    []*replayEntry // min-heap by expiry
 	owners   map[ownerKey]*replayOwner
@@ -222,6 +227,7 @@ func (c *replayCache) add(key replayKey, owner ownerKey, expires, now time.Time)
 	}
 	e := &replayEntry{expires: exp, key: key, owner: o}
 	c.seen[key] = e
+	c.peak = max(c.peak, len(c.seen))
 	c.attach(e, ahead)
 	if ahead && len(c.ahead) > c.aheadMax {
 		c.forgetAhead()
@@ -326,15 +332,26 @@ func (c *replayCache) advance(now int64) {
 	// proof they refuse expired), which takes them over.
 	if c.marks.buckets != nil && c.marks.max < c.now {
 		c.purged = max(c.purged, c.marks.max)
-		c.marks.buckets, c.marks.max = nil, 0
+		c.marks.reset()
 	}
-	// Give memory back after a burst: the maps shrink on their own only
-	// when rebuilt, the slices when reallocated.
-	if len(c.main) == 0 && len(c.ahead) == 0 && cap(c.main)+cap(c.ahead) > 1024 {
-		c.main, c.ahead, c.ranks = nil, nil, nil
-		c.seen = make(map[replayKey]*replayEntry)
-		c.owners = make(map[ownerKey]*replayOwner)
+	// Give memory back after a burst: a map does not shrink on its own, so
+	// both are rebuilt once they hold less than a quarter of the most they
+	// held since they were built (amortized O(1) per proof, as shrink).
+	// The slices shrink as they lose entries (shrink).
+	if c.peak > 64 && len(c.seen) < c.peak/4 {
+		c.seen, c.owners = rebuilt(c.seen), rebuilt(c.owners)
+		c.peak = len(c.seen)
 	}
+}
+
+// rebuilt returns a copy of m sized for what it holds (maps.Clone may
+// keep the original's room).
+func rebuilt[K comparable, V any](m map[K]V) map[K]V {
+	n := make(map[K]V, len(m))
+	for k, v := range m {
+		n[k] = v
+	}
+	return n
 }
 
 // attach puts e, in seen already, in the ahead part or the main part.
@@ -443,11 +460,28 @@ func removeEntry(h *[]*replayEntry, i int, pos func(*replayEntry) *int) {
 		*pos(s[i]) = i
 	}
 	s[n] = nil
-	s = s[:n]
+	s = shrink(s[:n])
 	*h = s
 	if i < n && !down(s, i, pos) {
 		up(s, i, pos)
 	}
+}
+
+// shrink returns s, or a copy of it at twice its length once it fills
+// less than a quarter of its capacity (nil once empty), so that a slice's
+// memory follows what it holds now, not the most it ever held: a key
+// that once held its limit and now holds one proof keeps room for two,
+// not for its limit. Each copy follows at least three removals per
+// element copied since the slice was last full enough, so removal stays
+// amortized O(1). Entries keep their positions.
+func shrink[T any](s []T) []T {
+	switch {
+	case len(s) == 0:
+		return nil
+	case len(s) < cap(s)/4:
+		return append(make([]T, 0, 2*len(s)), s...)
+	}
+	return s
 }
 
 func up(h []*replayEntry, i int, pos func(*replayEntry) *int) {
@@ -498,7 +532,7 @@ func (c *replayCache) rerank(o *replayOwner) {
 		i, n := o.rank, len(c.ranks)-1
 		c.swapRanks(i, n)
 		c.ranks[n] = nil
-		c.ranks = c.ranks[:n]
+		c.ranks = shrink(c.ranks[:n])
 		o.rank = -1
 		if i < n {
 			c.rankDown(i)

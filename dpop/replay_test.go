@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	mathrand "math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -424,4 +425,272 @@ func TestVerifyProofDatedAheadNotLockedOutByKeysOfOneProofEach(t *testing.T) {
 		err := verify(r)
 		require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "a replay: %v", err)
 	}
+}
+
+// TestReplayCacheMemoryFollowsWhatItHolds: a cache's memory follows the
+// proofs it holds now, not the most any key ever held. Keys each send a
+// burst of proofs, most of which soon expire, and keep one: the cache
+// ends holding one proof of each key, and must take about what a cache
+// holding that many proofs takes, well under what a full one takes. A
+// key's heaps used to keep the room of their largest burst for as long
+// as the key held one proof, so a caller rotating keys (a burst of the
+// key limit each, then one proof a minute) grew the cache without bound:
+// 500 keys holding one proof each took 30 MB at the defaults.
+func TestReplayCacheMemoryFollowsWhatItHolds(t *testing.T) {
+	// Not parallel: it measures the heap.
+	const (
+		keys  = 200
+		burst = 2000
+		size  = 3000 // holds a burst and one proof of every key
+	)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	c := newReplayCache(size, burst, DefaultMaxAge)
+	var n uint64
+	for k := range keys {
+		now := testNow.Add(time.Duration(k) * 250 * time.Millisecond)
+		for i := range burst {
+			n++
+			var key replayKey
+			binary.BigEndian.PutUint64(key[:], n)
+			expires := now.Add(100 * time.Millisecond) // gone by the next key's burst
+			if i == burst-1 {
+				expires = now.Add(DefaultMaxAge) // kept to the end
+			}
+			require.NoError(t, c.add(key, ownerKey(k+1), expires, now))
+		}
+	}
+	end := testNow.Add(keys * 250 * time.Millisecond) // the last burst's short-lived proofs expired
+	require.NoError(t, c.check(replayKey{}, ownerKey(keys+1), end.Add(DefaultMaxAge), end))
+	require.Equal(t, keys, c.len(), "one proof of each key held")
+
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(c)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	// A full cache of size proofs takes about 130 bytes a proof
+	// (WithReplayCacheSize); the old heaps kept 16 KB for each key.
+	const full = size * 130
+	t.Logf("%d proofs of %d keys held in %d bytes", keys, keys, grown)
+	require.Less(t, grown, int64(full), "a cache holding %d proofs of %d keys takes %d bytes; a full one of %d about %d", keys, keys, grown, size, full)
+}
+
+// TestReplayCacheFreshProofsNotRefusedForAFloodDatedAhead: keys cost a
+// caller nothing, so a caller can send each proof with a fresh key, dated
+// 10 s ahead: past the room for proofs dated ahead, each is forgotten and
+// its key's mark kept in the table of marks. Fresh proofs of other keys,
+// dated now, must all be accepted while the flood goes on, and the
+// flood's proofs stay refused to the end of their window. Here the cache
+// holds 2,048 proofs and the flood is 150 proofs a second (the cache is
+// sized for 29 a second; at the defaults this is some 7,300 a second,
+// under the 20,000 a second WithReplayCacheSize says reach no fresh
+// proof). The table used to let more than four keys with marks in force
+// in one bucket share a mark, so at this rate most fresh proofs were
+// refused with ErrReplayCacheFull (at the defaults: 5 % of them at 4,000
+// proofs a second, 44 % at 8,000).
+func TestReplayCacheFreshProofsNotRefusedForAFloodDatedAhead(t *testing.T) {
+	t.Parallel()
+	const (
+		size    = 2048
+		tick    = 20 * time.Millisecond
+		perTick = 3    // 150 proofs a second, each of a fresh key, dated 10 s ahead
+		ticks   = 4000 // 80 s
+	)
+	c := newReplayCache(size, DefaultReplayKeyLimit, DefaultMaxAge)
+	var n uint64
+	next := func() (replayKey, ownerKey) {
+		n++
+		var k replayKey
+		binary.BigEndian.PutUint64(k[:], n)
+		return k, ownerKey(n)
+	}
+	type sent struct {
+		key     replayKey
+		owner   ownerKey
+		expires time.Time
+	}
+	var flood []sent
+	refused, fresh := 0, 0
+	for i := range ticks {
+		now := testNow.Add(time.Duration(i) * tick)
+		for j := range perTick {
+			k, o := next()
+			exp := now.Truncate(time.Second).Add(DefaultMaxSkew + DefaultMaxAge)
+			err := c.add(k, o, exp, now)
+			if err != nil {
+				requireOnly(t, err, ErrReplayCacheFull)
+			} else if i%25 == 0 && j == 0 {
+				flood = append(flood, sent{k, o, exp})
+			}
+		}
+		if i >= ticks/4 { // fresh proofs of other keys, dated now, 50 a second, once the flood fills the table
+			k, o := next()
+			fresh++
+			if err := c.add(k, o, now.Truncate(time.Second).Add(DefaultMaxAge), now); err != nil {
+				requireOnly(t, err, ErrReplayCacheFull)
+				refused++
+			}
+		}
+	}
+	require.Zero(t, refused, "fresh proofs of keys that sent no other refused for the flood's, of %d", fresh)
+
+	// The flood's proofs still in their window, while dated ahead, and
+	// once not, to the end of it.
+	end := testNow.Add(ticks * tick)
+	checked := 0
+	for _, s := range flood {
+		if s.expires.Before(end) {
+			continue
+		}
+		checked++
+		for _, at := range []time.Time{end, s.expires.Add(-DefaultMaxAge), s.expires} {
+			if at.Before(end) {
+				continue
+			}
+			err := c.check(s.key, s.owner, s.expires, at)
+			require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "a replay of the flood's at %v: %v", at.Sub(testNow), err)
+		}
+	}
+	require.NotZero(t, checked)
+}
+
+// TestReplayCacheNeverForgetsAReplayOfManyKeys: like
+// TestReplayCacheNeverForgetsAReplay, with many keys and a table of
+// marks of one or two buckets, growing or not, so that marks take ways
+// of keys with marks in force, buckets split, and shared marks are raised
+// all the time, while keys are dropped and come back and the clock jumps
+// back and ahead: every replay of an accepted proof that the iat check
+// lets through is refused.
+func TestReplayCacheNeverForgetsAReplayOfManyKeys(t *testing.T) {
+	t.Parallel()
+	const maxAge, maxSkew = DefaultMaxAge, DefaultMaxSkew
+	type proof struct {
+		owner   ownerKey
+		expires time.Time
+	}
+	replays, accepted := 0, 0
+	for seed := range uint64(1000) {
+		rng := mathrand.New(mathrand.NewPCG(seed, 77))
+		size := 1 + rng.IntN(40)
+		perKey := min(size, 1+rng.IntN(10))
+		c := newReplayCache(size, perKey, maxAge)
+		// One or two buckets of marks, that grow or not.
+		c.marks.n = 1 << rng.IntN(2)
+		c.marks.base, c.marks.limit = c.marks.n, c.marks.n
+		if rng.IntN(2) == 0 {
+			c.marks.limit *= markGrowth
+		}
+		nkeys := 2 + rng.IntN(60)
+		recorded := map[replayKey]proof{}
+		clock := testNow
+		var order []replayKey
+		for i := range 600 {
+			switch rng.IntN(25) {
+			case 0:
+				clock = clock.Add(time.Duration(rng.IntN(80)) * time.Second)
+			case 1, 2, 3, 4:
+				clock = clock.Add(time.Duration(rng.IntN(1500)) * time.Millisecond)
+			}
+			now := clock
+			switch rng.IntN(30) {
+			case 0, 1, 2, 3, 4, 5:
+				now = now.Add(-time.Duration(rng.Int64N(int64(3 * time.Second))))
+			case 6:
+				now = now.Add(time.Duration(1+rng.IntN(100)) * time.Second)
+			case 7:
+				now = now.Add(-time.Duration(1+rng.IntN(100)) * time.Second)
+			}
+			var key replayKey
+			var owner ownerKey
+			var exp time.Time
+			isReplay := false
+			if len(order) > 0 && rng.IntN(3) == 0 {
+				for range 8 {
+					k := order[rng.IntN(len(order))]
+					p, ok := recorded[k]
+					if !ok {
+						continue
+					}
+					iat := p.expires.Add(-maxAge)
+					if iat.Before(now.Add(-maxAge)) || iat.After(now.Add(maxSkew)) {
+						continue
+					}
+					key, owner, exp, isReplay = k, p.owner, p.expires, true
+					break
+				}
+			}
+			if !isReplay {
+				owner = ownerKey(1 + rng.IntN(nkeys))
+				var off time.Duration
+				switch rng.IntN(3) {
+				case 0:
+					off = time.Duration(rng.IntN(5)-2) * time.Second
+				case 1:
+					off = time.Duration(2+rng.IntN(9)) * time.Second
+				case 2:
+					off = time.Duration(rng.IntN(72)-61) * time.Second
+				}
+				iat := now.Truncate(time.Second).Add(off)
+				if iat.Before(now.Add(-maxAge)) || iat.After(now.Add(maxSkew)) {
+					continue
+				}
+				binary.BigEndian.PutUint64(key[:], seed<<20|uint64(i+1))
+				exp = iat.Add(maxAge)
+			}
+			var err error
+			if rng.IntN(2) == 0 {
+				err = c.check(key, owner, exp, now)
+				if err == nil {
+					err = c.add(key, owner, exp, now)
+				}
+			} else {
+				err = c.add(key, owner, exp, now)
+			}
+			if isReplay {
+				replays++
+				if err == nil {
+					t.Fatalf("seed %d step %d (size %d perKey %d keys %d buckets %d): a replay of a proof of key %d expiring %v accepted at %v",
+						seed, i, size, perKey, nkeys, c.marks.n, owner, exp.Sub(testNow), now.Sub(testNow))
+				}
+				continue
+			}
+			if err == nil {
+				accepted++
+				recorded[key] = proof{owner, exp}
+				order = append(order, key)
+			}
+		}
+	}
+	require.Greater(t, replays, 20_000, "the test replays proofs")
+	t.Logf("%d replays refused, %d proofs accepted", replays, accepted)
+}
+
+// TestReplayCacheAheadRoomCostsTheKeyHoldingTheLatestDue: past the room
+// for proofs dated ahead, the cache forgets the earliest due proof of the
+// key holding the latest due one, not of the key holding the most, as
+// WithReplayCacheSize states (and WithReplayKeyLimit used to contradict):
+// a holds 9 of the 10 places with proofs dated 3 s ahead, b one dated
+// 10 s ahead; a third key's proof makes b's go, and a keeps all of its.
+func TestReplayCacheAheadRoomCostsTheKeyHoldingTheLatestDue(t *testing.T) {
+	t.Parallel()
+	c := newReplayCache(100, 100, DefaultMaxAge)
+	a, b := ownerKey(1), ownerKey(2)
+	key := func(n uint64) replayKey {
+		var k replayKey
+		binary.BigEndian.PutUint64(k[:], n)
+		return k
+	}
+	for i := range 9 {
+		require.NoError(t, c.add(key(uint64(i+1)), a, testNow.Add(3*time.Second+DefaultMaxAge), testNow))
+	}
+	late := testNow.Add(DefaultMaxSkew + DefaultMaxAge)
+	require.NoError(t, c.add(key(100), b, late, testNow))
+	require.NoError(t, c.add(key(200), ownerKey(3), testNow.Add(2*time.Second+DefaultMaxAge), testNow))
+
+	require.Len(t, c.owners[a].early, 9, "the key holding the most keeps all of its")
+	requireOnly(t, c.check(key(100), b, late, testNow), ErrReplayCacheFull) // forgotten, refused by b's mark
+	requireOnly(t, c.check(key(1), a, testNow.Add(3*time.Second+DefaultMaxAge), testNow), ErrReplay)
 }

@@ -112,18 +112,19 @@ func newAuthState(s *Server) (*authState, error) {
 
 // Each realm's replay cache holds every proof of 2,800 accepted per second
 // over the proofs' 70 s window (some 27 MB when full, with the 20,000 it
-// holds apart for proofs dated over a second ahead, and 2.4 MB of marks
-// for keys it forgot such a proof of), 20,000 of them of one key (285 per
+// holds apart for proofs dated over a second ahead, and 2.2 MB of marks
+// for keys it forgot such a proof of, growing to at most 17 MB under a
+// flood of such proofs of fresh keys), 20,000 of them of one key (285 per
 // second). Only authenticated callers' proofs are recorded. Past either
 // bound the cache forgets the oldest proof (the key's own, or the
 // realm's) and refuses only proofs no newer than it: the window shortens
 // (to 200,000 / rate), it never closes for everyone, and dating proofs
 // ahead does not make them newer. Past the 20,000 held apart it forgets
-// the earliest due of those of the key holding the latest due one (of
-// keys holding as late a one, the one holding the most), and refuses that
-// key's proofs no newer: a user binding tokens to keys of his own and
-// dating proofs ahead costs his own keys, not the clients whose clocks
-// run fast (see dpop.WithReplayCacheSize).
+// one of them and refuses that key's proofs no newer, at the cost of the
+// key dating its proofs the furthest ahead (dpop.WithReplayCacheSize says
+// which): a user binding tokens to keys of his own and dating proofs
+// ahead costs his own keys, not the clients whose clocks run fast, nor,
+// below some 40,000 such proofs a second, anyone's fresh proofs.
 const (
 	replayCacheSize = 200_000
 	replayKeyLimit  = 20_000

@@ -174,7 +174,7 @@ func TestFastClockClientServedWhateverOthersDateAhead(t *testing.T) {
 			switch status := get(t, bob, tok, p); status {
 			case http.StatusOK:
 				bobs = append(bobs, sent{bob, tok, p})
-			case http.StatusServiceUnavailable: // past the bound, the key holding the most pays
+			case http.StatusServiceUnavailable: // past the bound, a key of bob's pays (dpop.WithReplayCacheSize says which)
 			default:
 				t.Fatalf("bob's proof dated 10 s ahead: %d", status)
 			}
