@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/orgauthz/orgauthz/internal/stripe"
 )
@@ -214,7 +215,7 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c := &Cache[G, K, V]{
 		maxEntries: maxEntries,
 		maxBytes:   cfg.maxBytes,
-		keys:       newHasher[K](),
+		keys:       newHasher[G, K](),
 	}
 	c.store.strings = c.keys.strings
 	c.groupStore.init()
@@ -239,13 +240,21 @@ func (c *Cache[G, K, V]) Get(g G, k K) (value V, ok bool) {
 	grp := c.groups.get(gh, g)
 	var e *entry[G, K, V]
 	if grp != nil {
-		// find, by hand: the call costs a hit more than the rest of it.
+		// find and keyHash, by hand: their calls cost a hit more than the
+		// rest of them.
 		if e = grp.one.Load(); e == nil {
-			e = c.idx.get(keyHash(&c.keys, gh, k), grp, k)
+			var h uint64
+			if c.keys.strings {
+				h = strHash(*(*string)(unsafe.Pointer(&k)), gh, &c.keys.keys) // K is a string type
+			} else {
+				h = keyHash(&c.keys, gh, k)
+			}
+			e = c.idx.get(h, grp, k)
 		} else if e.key != k {
 			e = nil
 		}
-		if e != nil && c.serves(e, grp) {
+		// The clock is read here, for this lookup, once it found e.
+		if e != nil && c.serves(e, grp, c.clk.elapsed()) {
 			return e.value, true
 		}
 	}
@@ -271,14 +280,13 @@ func (c *Cache[G, K, V]) find(grp *Group[G, K, V], k K) *entry[G, K, V] {
 }
 
 // serves reports whether the cache serves e, an entry of grp found by a
-// lookup, now, and counts the hit when it does: e is of grp's current
-// generation, unexpired by the clock, which serves reads, and the horizon
-// is ahead.
-func (c *Cache[G, K, V]) serves(e *entry[G, K, V], grp *Group[G, K, V]) bool {
+// lookup, at now, and counts the hit when it does: e is of grp's current
+// generation, unexpired at now, and the horizon is ahead. now is the
+// clock's reading for this very lookup, which the caller takes once it has
+// found e: nothing else may say that an entry is unexpired (see clock), or
+// that the horizon is ahead.
+func (c *Cache[G, K, V]) serves(e *entry[G, K, V], grp *Group[G, K, V], now time.Duration) bool {
 	st := e.state.Load()
-	// The clock is read here, for this lookup: nothing else may say that
-	// an entry is unexpired (see clock), or that the horizon is ahead.
-	now := c.clk.elapsed()
 	if st>>1 != grp.gen.Load() || now >= e.expires || now >= time.Duration(c.horizon.Load()) {
 		return false
 	}
@@ -790,7 +798,7 @@ func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	} else if e.key != k {
 		e = nil
 	}
-	if e != nil && c.serves(e, grp) {
+	if e != nil && c.serves(e, grp, c.clk.elapsed()) { // the clock, read for this lookup
 		return e.value, true
 	}
 	c.miss(e)
@@ -929,25 +937,26 @@ func (w *Writer[G, K, V]) Close() {
 // changes of the wall clock do not move.
 type clock struct {
 	epoch time.Time
-	now   func() time.Time
+	// since reads the clock and returns the time since t: time.Since
+	// itself for the real clock, so that elapsed, one call, is inlined
+	// into a hit.
+	since func(t time.Time) time.Duration
 }
 
 // init starts the clock: now reads the time, nil for the real clock.
 func (k *clock) init(now func() time.Time) {
-	k.now = now
 	if now == nil {
 		k.epoch = time.Now() // with a monotonic reading, which Since uses
-	} else {
-		k.epoch = now()
+		k.since = time.Since // monotonic only
+		return
 	}
+	k.epoch = now()
+	k.since = func(t time.Time) time.Duration { return now().Sub(t) }
 }
 
 // elapsed returns the time since the epoch, read now.
 func (k *clock) elapsed() time.Duration {
-	if k.now == nil {
-		return time.Since(k.epoch) // monotonic only
-	}
-	return k.now().Sub(k.epoch)
+	return k.since(k.epoch)
 }
 
 // expiry returns when an entry stored for ttl from the time from expires:
