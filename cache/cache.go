@@ -1,14 +1,9 @@
 package cache
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
-	"math/bits"
-	"math/rand/v2"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -220,7 +215,7 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	c := &Cache[G, K, V]{
 		maxEntries: maxEntries,
 		maxBytes:   cfg.maxBytes,
-		keys:       newHasher[K](),
+		keys:       newHasher[G, K](),
 	}
 	c.store.strings = c.keys.strings
 	c.groupStore.init()
@@ -245,13 +240,21 @@ func (c *Cache[G, K, V]) Get(g G, k K) (value V, ok bool) {
 	grp := c.groups.get(gh, g)
 	var e *entry[G, K, V]
 	if grp != nil {
-		// find, by hand: the call costs a hit more than the rest of it.
+		// find and keyHash, by hand: their calls cost a hit more than the
+		// rest of them.
 		if e = grp.one.Load(); e == nil {
-			e = c.idx.get(keyHash(&c.keys, gh, k), grp, k)
+			var h uint64
+			if c.keys.strings {
+				h = strHash(*(*string)(unsafe.Pointer(&k)), gh, &c.keys.keys) // K is a string type
+			} else {
+				h = keyHash(&c.keys, gh, k)
+			}
+			e = c.idx.get(h, grp, k)
 		} else if e.key != k {
 			e = nil
 		}
-		if e != nil && c.serves(e, grp) {
+		// The clock is read here, for this lookup, once it found e.
+		if e != nil && c.serves(e, grp, c.clk.elapsed()) {
 			return e.value, true
 		}
 	}
@@ -277,14 +280,13 @@ func (c *Cache[G, K, V]) find(grp *Group[G, K, V], k K) *entry[G, K, V] {
 }
 
 // serves reports whether the cache serves e, an entry of grp found by a
-// lookup, now, and counts the hit when it does: e is of grp's current
-// generation, unexpired by the clock, which serves reads, and the horizon
-// is ahead.
-func (c *Cache[G, K, V]) serves(e *entry[G, K, V], grp *Group[G, K, V]) bool {
+// lookup, at now, and counts the hit when it does: e is of grp's current
+// generation, unexpired at now, and the horizon is ahead. now is the
+// clock's reading for this very lookup, which the caller takes once it has
+// found e: nothing else may say that an entry is unexpired (see clock), or
+// that the horizon is ahead.
+func (c *Cache[G, K, V]) serves(e *entry[G, K, V], grp *Group[G, K, V], now time.Duration) bool {
 	st := e.state.Load()
-	// The clock is read here, for this lookup: nothing else may say that
-	// an entry is unexpired (see clock), or that the horizon is ahead.
-	now := c.clk.elapsed()
 	if st>>1 != grp.gen.Load() || now >= e.expires || now >= time.Duration(c.horizon.Load()) {
 		return false
 	}
@@ -796,7 +798,7 @@ func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 	} else if e.key != k {
 		e = nil
 	}
-	if e != nil && c.serves(e, grp) {
+	if e != nil && c.serves(e, grp, c.clk.elapsed()) { // the clock, read for this lookup
 		return e.value, true
 	}
 	c.miss(e)
@@ -935,25 +937,26 @@ func (w *Writer[G, K, V]) Close() {
 // changes of the wall clock do not move.
 type clock struct {
 	epoch time.Time
-	now   func() time.Time
+	// since reads the clock and returns the time since t: time.Since
+	// itself for the real clock, so that elapsed, one call, is inlined
+	// into a hit.
+	since func(t time.Time) time.Duration
 }
 
 // init starts the clock: now reads the time, nil for the real clock.
 func (k *clock) init(now func() time.Time) {
-	k.now = now
 	if now == nil {
 		k.epoch = time.Now() // with a monotonic reading, which Since uses
-	} else {
-		k.epoch = now()
+		k.since = time.Since // monotonic only
+		return
 	}
+	k.epoch = now()
+	k.since = func(t time.Time) time.Duration { return now().Sub(t) }
 }
 
 // elapsed returns the time since the epoch, read now.
 func (k *clock) elapsed() time.Duration {
-	if k.now == nil {
-		return time.Since(k.epoch) // monotonic only
-	}
-	return k.now().Sub(k.epoch)
+	return k.since(k.epoch)
 }
 
 // expiry returns when an entry stored for ttl from the time from expires:
@@ -967,109 +970,4 @@ func expiry(from, ttl time.Duration) time.Duration {
 		return math.MaxInt64
 	}
 	return from + ttl
-}
-
-// hasher hashes the (group, key) pairs of a cache's index, seeded once per
-// cache so that nobody can choose pairs that collide.
-//
-// A pair's hash is its key's hash seeded with its group's hash (groupHash,
-// the runtime's own hash of the group's type through maphash.Comparable):
-// a [Group] handle keeps its group's hash, so that a hit through it hashes
-// the key alone, and a lookup by group value hashes the group once and
-// then the key.
-//
-// Keys whose type is a string hash with strHash, the Go runtime's own
-// string hash for machines without AES instructions (memhashFallback in
-// runtime/hash64.go, a wyhash), which on short keys costs about a third of
-// hash/maphash's AES-based one: a hit hashes its key on its critical path.
-// Other keys hash with maphash.Comparable, mixed with the group's hash.
-type hasher struct {
-	strings bool
-	keys    [4]uint64
-	seed    maphash.Seed
-}
-
-func newHasher[K comparable]() hasher {
-	h := hasher{strings: reflect.TypeFor[K]().Kind() == reflect.String, seed: maphash.MakeSeed()}
-	for i := range h.keys {
-		h.keys[i] = rand.Uint64()
-	}
-	return h
-}
-
-// groupHash returns g's hash, the seed of its keys' hashes.
-func groupHash[G comparable](h *hasher, g G) uint64 {
-	return maphash.Comparable(h.seed, g)
-}
-
-// keyHash returns the hash of key k in the group whose hash is gh.
-func keyHash[K comparable](h *hasher, gh uint64, k K) uint64 {
-	if h.strings {
-		// K is a string type: its value is a string.
-		return strHash(*(*string)(unsafe.Pointer(&k)), gh, &h.keys)
-	}
-	return mix(maphash.Comparable(h.seed, k)^h.keys[1], gh^h.keys[2])
-}
-
-// m5 is the runtime's constant of the same name.
-const m5 = 0x1d8e4e27c47d124f
-
-// strHash is memhashFallback of runtime/hash64.go (Go 1.26) over s, with
-// keys in place of the runtime's hashkey and seed as the runtime's seed; the runtime's
-// reads of unaligned words are binary.LittleEndian's here. That code is
-// Copyright 2014 The Go Authors, under the BSD-style license at
-// https://go.dev/LICENSE, and is inspired by wyhash
-// (https://github.com/wangyi-fudan/wyhash).
-func strHash(s string, seed uint64, keys *[4]uint64) uint64 {
-	p := unsafe.Slice(unsafe.StringData(s), len(s))
-	n := uint64(len(s))
-	seed ^= keys[0]
-	var a, b uint64
-	switch {
-	case n == 0:
-		return seed
-	case n < 4:
-		a = uint64(p[0]) | uint64(p[n>>1])<<8 | uint64(p[n-1])<<16
-	case n == 4:
-		a = r4(p, 0)
-		b = a
-	case n < 8:
-		a = r4(p, 0)
-		b = r4(p, n-4)
-	case n == 8:
-		a = r8(p, 0)
-		b = a
-	case n <= 16:
-		a = r8(p, 0)
-		b = r8(p, n-8)
-	default:
-		// i is where the bytes not yet mixed in start, and l their number.
-		i, l := uint64(0), n
-		if l > 48 {
-			seed1, seed2 := seed, seed
-			for ; l > 48; l -= 48 {
-				seed = mix(r8(p, i)^keys[1], r8(p, i+8)^seed)
-				seed1 = mix(r8(p, i+16)^keys[2], r8(p, i+24)^seed1)
-				seed2 = mix(r8(p, i+32)^keys[3], r8(p, i+40)^seed2)
-				i += 48
-			}
-			seed ^= seed1 ^ seed2
-		}
-		for ; l > 16; l -= 16 {
-			seed = mix(r8(p, i)^keys[1], r8(p, i+8)^seed)
-			i += 16
-		}
-		// The last 16 bytes, some of them mixed in already.
-		a = r8(p, n-16)
-		b = r8(p, n-8)
-	}
-	return mix(m5^n, mix(a^keys[1], b^seed))
-}
-
-func r4(p []byte, i uint64) uint64 { return uint64(binary.LittleEndian.Uint32(p[i:])) }
-func r8(p []byte, i uint64) uint64 { return binary.LittleEndian.Uint64(p[i:]) }
-
-func mix(a, b uint64) uint64 {
-	hi, lo := bits.Mul64(a, b)
-	return hi ^ lo
 }

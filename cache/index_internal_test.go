@@ -19,7 +19,7 @@ type testIndex struct {
 }
 
 func newIndex() *testIndex {
-	x := &testIndex{h: newHasher[string](), groups: map[string]*Group[string, string, int]{}}
+	x := &testIndex{h: newHasher[string, string](), groups: map[string]*Group[string, string, int]{}}
 	x.init()
 	return x
 }
