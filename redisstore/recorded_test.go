@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -94,4 +95,32 @@ func TestReplayStoreRecordOnceDecidesBeforeWriting(t *testing.T) {
 	_, err = s.RecordOnce(ctx, "k2", until, issued)
 	require.Error(t, err)
 	require.NotErrorIs(t, err, errKeyspaceNew)
+}
+
+// TestReplayStoreRecordOnceTakesEveryTextOfTheMarkersTime: a marker
+// written by hand (the docs let an operator set it earlier) as "+N", "0N"
+// or "-0" is the time N (or 0) for every read of it, RecordOnce's second
+// read included: a keyspace that vouches for reads vouches for one-time
+// records too, call after call.
+func TestReplayStoreRecordOnceTakesEveryTextOfTheMarkersTime(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	ctx := t.Context()
+	hourAgo := strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)
+	for i, text := range []string{"+" + hourAgo, "0" + hourAgo, "-0"} {
+		t.Run(text, func(t *testing.T) {
+			s := NewReplayStore(c, "t"+strconv.Itoa(i)+":")
+			require.NoError(t, c.Set(ctx, s.since, text, 0).Err())
+			issued := time.Now().Add(-time.Minute)
+			_, err := s.Recorded(ctx, "k", issued)
+			require.NoError(t, err, "the keyspace vouches for reads")
+			first, err := s.RecordOnce(ctx, "k", time.Now().Add(time.Hour), issued)
+			require.NoError(t, err)
+			require.True(t, first)
+			first, err = s.RecordOnce(ctx, "k", time.Now().Add(time.Hour), issued)
+			require.NoError(t, err)
+			require.False(t, first, "recorded already")
+		})
+	}
 }

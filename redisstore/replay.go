@@ -225,8 +225,8 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 		return false, fmt.Errorf("redisstore: TIME: %w", clock.Err())
 	}
 	now := ceilMilli(clock.Val())
-	began, err := strconv.ParseInt(since.Val(), 10, 64)
-	if since.Err() != nil || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds() {
+	began, ok := parseMarker(since)
+	if !ok || began > now+dpop.ReplayStoreMargin.Milliseconds() {
 		// A marker that is missing (a new keyspace, or one that lost its
 		// keys), not a time, or dated after Redis's clock cannot be
 		// right. The server decides it again, in one step, with its own
@@ -287,9 +287,10 @@ func (s *ReplayStore) vouch(ctx context.Context, marker *redis.StringCmd, clock 
 		return 0, fmt.Errorf("redisstore: TIME: %w", clock.Err())
 	}
 	now := ceilMilli(clock.Val())
-	began, err := strconv.ParseInt(marker.Val(), 10, 64)
-	if marker.Err() != nil || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds() {
+	began, ok := parseMarker(marker)
+	if !ok || began > now+dpop.ReplayStoreMargin.Milliseconds() {
 		var wrote bool
+		var err error
 		if began, wrote, err = s.decideMarker(ctx); err != nil {
 			return 0, err
 		}
@@ -316,9 +317,18 @@ func (s *ReplayStore) vouch(ctx context.Context, marker *redis.StringCmd, clock 
 // it taken). The SET goes with a second GET of the marker: a marker
 // changed between the two reads (Redis lost its keys meanwhile) fails the
 // call, the record then being in a keyspace that cannot vouch for since,
-// which every retry's first step refuses. With [WithReplicas], a record
-// too few replicas acknowledged is deleted again (best effort) and the
-// call fails. Calls return by ctx's deadline, as Remember's do.
+// which every retry's first step refuses. The marker's two reads are
+// compared as numbers (parseMarker), as every read of it is parsed.
+//
+// With [WithReplicas], the call succeeds only once the replicas
+// acknowledged the record, whoever wrote it: the SET NX goes with a
+// second SET XX KEEPTTL of the same key (a write on this connection after
+// the record's, whichever call made it) and WAIT, so "recorded already"
+// too is answered only for a record the replicas hold; too few
+// acknowledgements fail the call. A record once written is never
+// withdrawn (a concurrent call may have answered on it already): it stays
+// and refuses, and a retry waits for the replicas again. Calls return by
+// ctx's deadline, as Remember's do.
 func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error) {
 	var marker *redis.StringCmd
 	var clock *redis.TimeCmd
@@ -342,6 +352,10 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since t
 		pipe := s.client.Pipeline()
 		set = pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ceilMilli(until))
 		if s.replicas > 0 {
+			// A write after the record's, on this connection, so that
+			// WAIT covers the record whoever wrote it (WAIT waits for
+			// this connection's own last write only).
+			pipe.Do(ctx, "SET", s.prefix+key, "1", "XX", "KEEPTTL")
 			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
 		}
 		again = pipe.Get(ctx, s.since)
@@ -355,23 +369,34 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since t
 	if err != nil {
 		return false, err
 	}
-	if again.Err() != nil || again.Val() != strconv.FormatInt(began, 10) {
+	if now, ok := parseMarker(again); !ok || now != began {
 		return false, errKeyspaceNew // the keys were lost between the reads
 	}
-	if !first {
-		return false, nil
-	}
 	if wait != nil {
+		// First or not, the record stands only once the replicas hold
+		// it; it is never deleted (a twin may have answered on it).
 		n, err := wait.Int64()
-		if err == nil && n < int64(s.replicas) {
-			err = fmt.Errorf("%w: %d of %d within %v", errNotReplicated, n, s.replicas, s.wait)
-		}
 		if err != nil {
-			_ = bounded(ctx, func() error { return s.client.Del(ctx, s.prefix+key).Err() })
 			return false, fmt.Errorf("redisstore: WAIT: %w", err)
 		}
+		if n < int64(s.replicas) {
+			return false, fmt.Errorf("%w: %d of %d within %v", errNotReplicated, n, s.replicas, s.wait)
+		}
 	}
-	return true, nil
+	return first, nil
+}
+
+// parseMarker reads the answer to GET of the marker: the time it holds
+// (Unix milliseconds), false when it is missing or not a decimal integer.
+// Every read of the marker goes through it, so that texts of one number
+// ("+N", "0N", "-0") are one marker everywhere (replaymarker.Script
+// accepts them as a time too).
+func parseMarker(c *redis.StringCmd) (int64, bool) {
+	if c.Err() != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(c.Val(), 10, 64)
+	return v, err == nil
 }
 
 // decideMarker runs [replaymarker.Script] on the marker, within ctx

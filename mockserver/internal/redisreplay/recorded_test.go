@@ -107,3 +107,35 @@ func TestRecordOnceDecidesTheKeyspaceBeforeWriting(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, found)
 }
+
+// TestRecordOnceTakesEveryTextOfTheMarkersTime: a marker written by hand
+// as "+N", "0N" or "-0" is the time N (or 0) for every read of it,
+// RecordOnce's second read included: a keyspace that vouches for reads
+// vouches for one-time records too, call after call.
+func TestRecordOnceTakesEveryTextOfTheMarkersTime(t *testing.T) {
+	t.Parallel()
+	hourAgo := strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)
+	for _, text := range []string{"+" + hourAgo, "0" + hourAgo, "-0"} {
+		t.Run(text, func(t *testing.T) {
+			t.Parallel()
+			f := startFake(t, redisLike())
+			s, err := Open("redis://"+f.addr, "p:")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			c, _, err := s.get(t.Context())
+			require.NoError(t, err)
+			_, err = c.do(t.Context(), []string{"SET", "p:since", text})
+			s.put(c, err == nil)
+			require.NoError(t, err)
+			issued := time.Now().Add(-time.Minute)
+			_, err = s.Recorded(t.Context(), "k", issued)
+			require.NoError(t, err, "the keyspace vouches for reads")
+			first, err := s.RecordOnce(t.Context(), "k", time.Now().Add(time.Hour), issued)
+			require.NoError(t, err)
+			require.True(t, first)
+			first, err = s.RecordOnce(t.Context(), "k", time.Now().Add(time.Hour), issued)
+			require.NoError(t, err)
+			require.False(t, first, "recorded already")
+		})
+	}
+}

@@ -230,7 +230,8 @@ func (s *Store) vouch(ctx context.Context, c *conn, since, clock reply, sinceMs 
 // connection: a marker changed between the two (Redis lost its keys
 // meanwhile) fails the call too, the record then being in a keyspace that
 // cannot vouch for since, which every retry's first step refuses. No DPoP
-// proof window applies (Remember's).
+// proof window applies (Remember's). The marker's two reads are compared
+// as numbers (sameMarker).
 func (s *Store) RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -259,7 +260,7 @@ func (s *Store) RecordOnce(ctx context.Context, key string, until, since time.Ti
 		return false, set.err
 	case marker.err != nil:
 		return false, marker.err
-	case marker.arr != nil || marker.null || marker.s != strconv.FormatInt(began, 10):
+	case !sameMarker(marker, began):
 		return false, errKeyspaceNew
 	case set.arr == nil && set.null:
 		return false, nil
@@ -267,6 +268,18 @@ func (s *Store) RecordOnce(ctx context.Context, key string, until, since time.Ti
 		return false, fmt.Errorf("redis: SET answered %q", set.s)
 	}
 	return true, nil
+}
+
+// sameMarker reports whether the reply to GET of the marker holds the
+// time began: parsed as every read of the marker is (strconv.ParseInt,
+// which takes "+N", "0N" and "-0" as replaymarker.Script does), never
+// compared as text.
+func sameMarker(r reply, began int64) bool {
+	if r.arr != nil || r.null {
+		return false
+	}
+	v, err := strconv.ParseInt(r.s, 10, 64)
+	return err == nil && v == began
 }
 
 // errConn marks an error of the connection (not of the server's answer):

@@ -1,0 +1,113 @@
+package redisstore
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+// TestReplayStoreRecordOnceWithReplicasNeverWithdrawsARecord: with
+// WithReplicas, a one-time record (a revocation, a code's spend, a
+// sign-out) stands only once the replicas hold it, whoever wrote it: a
+// call whose WAIT fails leaves its record in place (it only refuses; a
+// concurrent call may have answered on it), and a call that finds a record
+// already there succeeds only once the replicas acknowledge that record
+// too, so "recorded already" is never answered for a record that may be
+// lost.
+func TestReplayStoreRecordOnceWithReplicasNeverWithdrawsARecord(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
+	c := srv.Client()
+	s := NewReplayStore(c, "t:", WithReplicas(1, 50*time.Millisecond))
+	settled(t, c, s)
+	ctx := t.Context()
+	issued := time.Now().Add(-time.Minute)
+	until := time.Now().Add(10 * time.Minute)
+
+	_, err := s.RecordOnce(ctx, "mine", until, issued)
+	require.ErrorIs(t, err, errNotReplicated)
+	found, err := s.Recorded(ctx, "mine", issued)
+	require.NoError(t, err)
+	require.True(t, found, "a record written stays when too few replicas acknowledged it")
+
+	// A twin's record, written and not yet acknowledged.
+	require.NoError(t, c.Set(ctx, s.prefix+"twin", "1", time.Until(until)).Err())
+	for _, attempt := range []string{"the call", "its retry"} {
+		_, err = s.RecordOnce(ctx, "twin", until, issued)
+		require.ErrorIs(t, err, errNotReplicated, "%s: recorded already, by a record no replica holds", attempt)
+	}
+}
+
+// TestReplicasRevocationAnswered200HoldsAtEveryReplica: with
+// WithReplicas, a client revokes its token at replica a, whose store
+// waits for a replica that is down, and, while a waits, again at replica
+// b. Whatever each answers, the token is refused at every replica from
+// then on: the record a wrote is never withdrawn, though a answers 503.
+func TestReplicasRevocationAnswered200HoldsAtEveryReplica(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
+	c := srv.Client()
+	const prefix = "t:"
+	seed := []byte("0123456789abcdef0123456789abcdef")
+	newReplica := func() string {
+		store := NewReplayStore(srv.Client(), prefix, WithReplicas(1, 1500*time.Millisecond))
+		ms, err := mockserver.New(mockserver.WithKeySeed(seed), mockserver.WithReplayStore(store),
+			mockserver.WithFixtureFile("../examples/fixtures/acme.json"))
+		require.NoError(t, err)
+		hs := httptest.NewServer(ms)
+		t.Cleanup(hs.Close)
+		return hs.URL
+	}
+	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
+	a, b := newReplica(), newReplica()
+
+	status, _, body := frontCall(t, a, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
+		"application/x-www-form-urlencoded",
+		url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}.Encode())
+	require.Equal(t, http.StatusOK, status, string(body))
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.Unmarshal(body, &tok))
+	decide := func(base string) (int, string) {
+		status, _, body := frontCall(t, base, http.MethodPost, "/realms/acme/authorization-decision-provider/authorize",
+			http.Header{"Authorization": {"Bearer " + tok.AccessToken}}, "application/json",
+			`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
+		return status, string(body)
+	}
+	revoke := func(base string) int {
+		status, _, _ := frontCall(t, base, http.MethodPost, "/realms/acme/protocol/openid-connect/revoke", nil,
+			"application/x-www-form-urlencoded", url.Values{"client_id": {"admin-cli"}, "token": {tok.AccessToken}}.Encode())
+		return status
+	}
+	status, got := decide(b)
+	require.Equal(t, http.StatusOK, status, got)
+
+	var wg sync.WaitGroup
+	var statusA int
+	wg.Go(func() { statusA = revoke(a) })
+	// a's record is in Redis and its WAIT pending: b revokes meanwhile.
+	require.Eventually(t, func() bool {
+		n, err := c.DBSize(t.Context()).Result()
+		return err == nil && n >= 2 // the marker and a's record
+	}, 10*time.Second, 5*time.Millisecond)
+	statusB := revoke(b)
+	wg.Wait()
+	require.Equal(t, http.StatusServiceUnavailable, statusA, "too few replicas acknowledged a's record")
+	// b answers 503 (its own RecordOnce waits for the replica too) or
+	// 200 (it reads a's record: the token is refused already).
+	require.Contains(t, []int{http.StatusOK, http.StatusServiceUnavailable}, statusB)
+	for name, base := range map[string]string{"a": a, "b": b} {
+		status, got := decide(base)
+		require.Equal(t, http.StatusUnauthorized, status, "replica %s serves a token whose revocation was asked: %s", name, got)
+	}
+}
