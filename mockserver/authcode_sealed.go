@@ -122,8 +122,12 @@ func (s *Server) findCode(realm, raw string) (*authCode, *codeSpend, bool) {
 // already (invalid_grant) or of a store that fails (503). The store
 // decides whether it can vouch for the code (its keyspace is older than
 // the code's issue, less the clocks' margin) before it writes the spend
-// (SharedStore.RecordOnce), so a 503 never leaves the code spent: its
-// retry is redeemed, or refused 503 again, never invalid_grant.
+// (SharedStore.RecordOnce), so a keyspace that cannot vouch never leaves
+// the code spent: its retry is redeemed, or refused 503 again. A write
+// that reached the store but failed afterwards (too few replicas
+// acknowledged it with redisstore.WithReplicas, or its answer came past
+// the server's bound) does leave it spent, and the retry is invalid_grant:
+// the record does not yet say who wrote it (a known issue).
 func (s *Server) spendSealedCode(ctx context.Context, sp *codeSpend) *oauthError {
 	first, err := s.sharedRecord(ctx, labelCodeSpent, sp.realm, sp.id, sp.expires, sp.issued)
 	switch {
