@@ -212,14 +212,8 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	if err != nil || !first {
 		return false, err
 	}
-	if wait != nil {
-		n, err := wait.Int64()
-		if err != nil {
-			return false, fmt.Errorf("redisstore: WAIT: %w", err)
-		}
-		if n < int64(s.replicas) {
-			return false, fmt.Errorf("%w: %d of %d within %v", errNotReplicated, n, s.replicas, s.wait)
-		}
+	if err := s.replicated(wait); err != nil {
+		return false, err
 	}
 	if clock.Err() != nil {
 		return false, fmt.Errorf("redisstore: TIME: %w", clock.Err())
@@ -372,18 +366,28 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since t
 	if now, ok := parseMarker(again); !ok || now != began {
 		return false, errKeyspaceNew // the keys were lost between the reads
 	}
-	if wait != nil {
-		// First or not, the record stands only once the replicas hold
-		// it; it is never deleted (a twin may have answered on it).
-		n, err := wait.Int64()
-		if err != nil {
-			return false, fmt.Errorf("redisstore: WAIT: %w", err)
-		}
-		if n < int64(s.replicas) {
-			return false, fmt.Errorf("%w: %d of %d within %v", errNotReplicated, n, s.replicas, s.wait)
-		}
+	// First or not, the record stands only once the replicas hold it; it
+	// is never deleted (a twin may have answered on it).
+	if err := s.replicated(wait); err != nil {
+		return false, err
 	}
 	return first, nil
+}
+
+// replicated checks the answer to WAIT, nil when WithReplicas is not set:
+// an error unless the replicas it asks for acknowledged the write.
+func (s *ReplayStore) replicated(wait *redis.Cmd) error {
+	if wait == nil {
+		return nil
+	}
+	n, err := wait.Int64()
+	if err != nil {
+		return fmt.Errorf("redisstore: WAIT: %w", err)
+	}
+	if n < int64(s.replicas) {
+		return fmt.Errorf("%w: %d of %d within %v", errNotReplicated, n, s.replicas, s.wait)
+	}
+	return nil
 }
 
 // parseMarker reads the answer to GET of the marker: the time it holds
