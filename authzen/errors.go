@@ -18,7 +18,8 @@ var (
 	// once.
 	ErrUnauthorized = transport.ErrUnauthorized
 	// ErrProofRejected is matched by the *ResponseError of a 401 whose DPoP
-	// challenge blames the proof rather than the token.
+	// challenge blames the proof rather than the token (error=
+	// "invalid_dpop_proof", or "use_dpop_nonce" still after the one resend).
 	ErrProofRejected = transport.ErrProofRejected
 	// ErrNoToken is returned, without a request, when the client has no
 	// usable credential (SetToken, SetDPoPToken): none, one an HTTP header

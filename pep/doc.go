@@ -32,7 +32,8 @@
 // ListGranted), a missing token (ErrNoToken), and a 401: ErrUnauthorized,
 // which purges the token's cached decisions and emits tokenExpired for the
 // client's own current token, or ErrProofRejected when the gateway blames
-// the DPoP proof rather than the token, which purges and emits nothing.
+// the DPoP proof rather than the token (a rejected proof, or a nonce still
+// owed after the one resend), which purges and emits nothing.
 //
 // No call returns later than its own deadline (its context's, else the
 // client's timeout) plus a few milliseconds, whatever the callers it shares

@@ -237,7 +237,8 @@ func TestDPoPNonceChallengeIsNotLooped(t *testing.T) {
 			c, rec, _ := g.dpopClient(t, "alice", nil, fastRetry)
 
 			d, err := c.Check(t.Context(), "orders", "read")
-			require.ErrorIs(t, err, pep.ErrUnauthorized)
+			require.ErrorIs(t, err, pep.ErrProofRejected, "a nonce still owed blames the proof")
+			require.NotErrorIs(t, err, pep.ErrUnauthorized, "a valid token does not look refused")
 			assert.False(t, d.Allowed())
 			var re *pep.ResponseError
 			require.ErrorAs(t, err, &re)
@@ -245,7 +246,8 @@ func TestDPoPNonceChallengeIsNotLooped(t *testing.T) {
 			assert.Len(t, g.received(), 2, "the request is resent once, then the answer stands")
 
 			_, err = c.Check(t.Context(), "orders", "read")
-			require.ErrorIs(t, err, pep.ErrUnauthorized)
+			require.ErrorIs(t, err, pep.ErrProofRejected)
+			require.NotErrorIs(t, err, pep.ErrUnauthorized)
 			assert.Len(t, g.received(), 2+tt.wantSecond, "a challenge with the nonce just sent is not resent")
 			assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds(), "a nonce problem is not an expired token")
 		})

@@ -20,9 +20,12 @@ var (
 	ErrUnauthorized = transport.ErrUnauthorized
 
 	// ErrProofRejected is matched by the *ResponseError of a gateway 401
-	// whose DPoP challenge says error="invalid_dpop_proof": the proof, not
-	// the token, was refused (a clock out of step, say). The token stays:
-	// nothing is purged and no event is emitted.
+	// whose DPoP challenge blames the proof, not the token: it says
+	// error="invalid_dpop_proof" (a clock out of step, say), or
+	// error="use_dpop_nonce" still after the one resend with the nonce the
+	// gateway gave. The token stays: nothing is purged and no event is
+	// emitted, so a handler that refreshes tokens on ErrUnauthorized is not
+	// asked to replace a valid one.
 	ErrProofRejected = transport.ErrProofRejected
 
 	// ErrNotEvaluated is the Cause of an ERROR decision: the gateway could

@@ -167,8 +167,9 @@ func (c *Core) enqueue(kind events.Kind, s transport.Scheme, err error) {
 // Invalidator, published on a goroutine of its own) on every replica, and, if it is still
 // the client's own current token, tokenExpired is emitted once, its
 // delivery bounded by ctx (the call's deadline). A 401 that blames the
-// DPoP proof (ErrProofRejected), or a nonce challenge still refused after
-// its one resend, is no verdict on the token: nothing happens; nor for a
+// DPoP proof (ErrProofRejected: a rejected proof, or a nonce challenge
+// still refused after its one resend) is no verdict on the token: nothing
+// happens; nor for a
 // per-call token beyond the purge, since the client's own is unaffected.
 // Only a credential the call sent can be refused: a 401 to a call that
 // sent none (SchemeNone, a client made to go without) is the call's error
@@ -176,7 +177,7 @@ func (c *Core) enqueue(kind events.Kind, s transport.Scheme, err error) {
 // handler is ever asked to replace a token the client does not have.
 func (c *Core) Refused(ctx context.Context, cl *Call, err error) {
 	var re *transport.ResponseError
-	if !errors.As(err, &re) || !errors.Is(re, transport.ErrUnauthorized) || transport.NonceOwed(re) ||
+	if !errors.As(err, &re) || !errors.Is(re, transport.ErrUnauthorized) ||
 		cl.ID.Scheme == transport.SchemeNone {
 		return
 	}

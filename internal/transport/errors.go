@@ -20,7 +20,8 @@ var (
 	// the token.
 	ErrUnauthorized error = &sentinel{format: "unauthorized"}
 	// ErrProofRejected is matched by the *ResponseError of a 401 whose DPoP
-	// challenge says error="invalid_dpop_proof".
+	// challenge blames the proof, not the token: error="invalid_dpop_proof",
+	// or error="use_dpop_nonce" still owed after the one resend.
 	ErrProofRejected error = &sentinel{format: "DPoP proof rejected"}
 	// ErrNoToken is returned, without any request being sent, when a call
 	// has no usable token.
@@ -185,13 +186,14 @@ func (e *ResponseError) Error() string {
 
 // Is reports whether the answer matches target: ErrUnauthorized for a 401
 // that refuses the token, ErrProofRejected for a 401 that refuses the DPoP
-// proof, ErrUnavailable for a 5xx.
+// proof (a rejected proof, or a nonce still owed: no verdict on the token),
+// ErrUnavailable for a 5xx.
 func (e *ResponseError) Is(target error) bool {
 	switch target {
 	case ErrUnauthorized:
-		return e.StatusCode == http.StatusUnauthorized && e.dpop != dpopProofRejected
+		return e.StatusCode == http.StatusUnauthorized && e.dpop == dpopNone
 	case ErrProofRejected:
-		return e.StatusCode == http.StatusUnauthorized && e.dpop == dpopProofRejected
+		return e.StatusCode == http.StatusUnauthorized && e.dpop != dpopNone
 	case ErrUnavailable:
 		return e.StatusCode >= 500 && e.StatusCode <= 599
 	}
@@ -200,10 +202,6 @@ func (e *ResponseError) Is(target error) bool {
 
 // Unwrap returns Err.
 func (e *ResponseError) Unwrap() error { return e.Err }
-
-// NonceOwed reports whether e is a 401 whose DPoP challenge still asks for
-// a nonce after the one resend: no verdict on the token.
-func NonceOwed(e *ResponseError) bool { return e.dpop == dpopNonceOwed }
 
 // NamesClient reports whether e is a 400 whose body blames the clientId.
 func NamesClient(e *ResponseError) bool { return e.namesClient }

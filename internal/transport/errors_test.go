@@ -73,7 +73,6 @@ func TestResponseError(t *testing.T) {
 		is          []error
 		isNot       []error
 		text        string
-		nonceOwed   bool
 		namesClient bool
 	}{
 		{name: "401", resp: answer(401, nil), body: `{"error":"Unauthorized","message":"expired"}`, id: bearer,
@@ -83,7 +82,8 @@ func TestResponseError(t *testing.T) {
 			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
 		{name: "401 blaming a Bearer request's proof is the token's", resp: answer(401, proofRejected), id: bearer,
 			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
-		{name: "401 still owing a nonce", resp: answer(401, nonceOwed), id: dpop, is: []error{ErrUnauthorized}, nonceOwed: true},
+		{name: "401 still owing a nonce blames the proof", resp: answer(401, nonceOwed), id: dpop,
+			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
 		{name: "503", resp: answer(503, nil), body: `{"error":"Service Unavailable"}`, id: bearer,
 			is: []error{ErrUnavailable}, isNot: []error{ErrUnauthorized}, text: "authzen: PDP answered 503 Service Unavailable"},
 		{name: "400 naming the client", resp: answer(400, nil), body: `{"error":"Bad Request","message":"invalid body","details":[{"field":"clientId"}]}`,
@@ -106,7 +106,6 @@ func TestResponseError(t *testing.T) {
 			if tt.text != "" {
 				assert.Equal(t, tt.text, e.Error())
 			}
-			assert.Equal(t, tt.nonceOwed, NonceOwed(e))
 			assert.Equal(t, tt.namesClient, NamesClient(e))
 		})
 	}
