@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +16,10 @@ import (
 
 // Protect a handler with an AuthZEN PDP: here the reference server's
 // AuthZEN API, with the shop fixture. The service asks with its own
-// credential; the caller is named by the subject function (in production:
-// the sub of a token your authentication layer verified).
+// credential; the caller is named by the subject function, from what your
+// authentication layer verified (here a stand-in puts the user in the
+// request's context). Never take the subject from anything the client
+// sends unverified, such as a header a proxy does not strip.
 func ExampleRequireAuthZEN() {
 	pdp := httptest.NewUnstartedServer(nil)
 	ref, err := mockserver.New(mockserver.WithFixture(shop),
@@ -42,7 +45,7 @@ func ExampleRequireAuthZEN() {
 	client.SetToken(own)
 
 	subject := func(r *http.Request) (authzen.Subject, error) {
-		if u := r.Header.Get("X-Authenticated-User"); u != "" {
+		if u, ok := r.Context().Value(verifiedUser{}).(string); ok && u != "" {
 			return authzen.Subject{Type: "user", ID: u}, nil
 		}
 		return authzen.Subject{}, errors.New("not authenticated")
@@ -58,8 +61,8 @@ func ExampleRequireAuthZEN() {
 
 	for _, user := range []string{"ann", "ben", ""} {
 		req := httptest.NewRequest(http.MethodGet, "/orders/42", nil)
-		if user != "" {
-			req.Header.Set("X-Authenticated-User", user)
+		if user != "" { // what the authentication layer verified
+			req = req.WithContext(context.WithValue(req.Context(), verifiedUser{}, user))
 		}
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, req)
@@ -70,3 +73,7 @@ func ExampleRequireAuthZEN() {
 	// ben  403
 	//      401
 }
+
+// verifiedUser is the context key under which ExampleRequireAuthZEN's
+// stand-in authentication layer puts the user it verified.
+type verifiedUser struct{}
