@@ -930,7 +930,7 @@ func (w *Writer[G, K, V]) Close() {
 // The clock is read whenever a time is needed, every hit included, and no
 // reading is kept to stand in for a later one: a remembered "now" is as
 // old as the longest stall between its reading and its use, and a process
-// that is frozen (SIGSTOP, a paused VM or container) or starved stalls for
+// that is frozen (SIGSTOP, a frozen container) or starved stalls for
 // as long as that lasts. With the real clock (now is nil) the time since
 // the epoch reads only the monotonic clock (the runtime's nanotime, no wall
 // clock), which keeps counting while the process is frozen and which

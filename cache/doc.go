@@ -59,11 +59,17 @@
 //
 // Every lookup reads the clock and compares it with its entry's expiry:
 // no entry is served past its time to live, however long the process was
-// frozen (SIGSTOP, a paused VM or container) or starved, since nothing
-// that may be stale stands in for the clock. The real clock is read as
-// the time since the cache's creation on the monotonic clock alone (the
-// runtime's nanotime), which keeps counting while the process is frozen
-// and which changes of the wall clock do not move; this reading is the
+// frozen (SIGSTOP, a frozen container) or starved, since nothing that may
+// be stale stands in for the clock. The real clock is read as the time
+// since the cache's creation on the monotonic clock alone (the runtime's
+// nanotime), which keeps counting while the process is frozen and which
+// changes of the wall clock do not move. It is the machine's clock, so it
+// stops when the whole machine does: while Linux is suspended, or a
+// virtual machine is paused with its clock (QEMU's stop and cont), time
+// to live does not pass, and after the resume an entry is served for what
+// was left of its time to live then, no longer. Where a machine may be
+// suspended with decisions cached, call PurgeAll when it resumes. This
+// reading is the
 // largest part of a hit's cost on the benchmark machine (BenchmarkHitParts). An injectable clock
 // ([WithClock]) replaces it, so that tests can move time without sleeping.
 // A cache hit allocates nothing.

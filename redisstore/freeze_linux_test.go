@@ -1,6 +1,6 @@
 package redisstore_test
 
-// A replica frozen (SIGSTOP: a paused VM or container) while a purge is
+// A replica frozen (SIGSTOP, as a frozen container is) while a purge is
 // published must not, once resumed, serve the purged GRANT from its cache
 // before it has read the purge, which Redis left in its socket: the
 // heartbeat it last received is as old as the freeze, so its cache is

@@ -288,7 +288,7 @@ type Poster func(url string, body []byte, header http.Header) ([]byte, error)
 // monotonic clock when a caller arrives. A flight's answer may have been
 // made at any time since its request was sent; while the process runs,
 // that is within the leader's deadline of now, but a process frozen (a
-// paused VM or container, SIGSTOP) with a flight under way can wake with
+// frozen container, SIGSTOP) with a flight under way can wake with
 // its answer an hour old. A caller that begins after the deadline sends
 // its own request.
 //

@@ -1,5 +1,5 @@
 // Package frozentest gives tests the context a call sees when a frozen
-// process (SIGSTOP, a paused VM or container) resumes: its deadline has
+// process (SIGSTOP, a frozen container) resumes: its deadline has
 // passed, and the runtime has not yet run the timer that would end it.
 // On Linux it also runs a child process of the test binary that a test
 // freezes for real (Child, StartChild, WaitStopped, StopSelf).

@@ -330,8 +330,8 @@ func ReadBody(r io.Reader, declared int64) ([]byte, error) {
 const initialBody = 64 << 10
 
 // A call's deadline is read on the clock, not only through its context's
-// timer. A process that was frozen (SIGSTOP, a paused VM or container, a
-// starved container) wakes with its timers unfired: for a moment ctx.Err()
+// timer. A process that was frozen (SIGSTOP, a frozen container, a starved
+// container) wakes with its timers unfired: for a moment ctx.Err()
 // is nil and ctx.Done() open although the deadline passed an hour ago, and
 // an answer read then would be used as if it were fresh. So the steps that
 // hand something to a call read its deadline themselves (Late):
