@@ -27,7 +27,11 @@ func newRestartFront(t *testing.T) *restartFront {
 	f := &restartFront{front: &front{t: t}, servers: map[string]*mockserver.Server{}}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
-		s := f.servers[r.Header.Get("X-Replica")]
+		name := r.Header.Get("X-Replica")
+		if name == "" { // a browser's request
+			name = "a"
+		}
+		s := f.servers[name]
 		f.mu.Unlock()
 		s.ServeHTTP(w, r)
 	}))
@@ -114,7 +118,8 @@ func (c *stepClock) add(d time.Duration) {
 // clock stepped back an hour; a replica started before a token was minted
 // serves it, one started after refuses it, as does one whose start
 // reading is later than the token's stamp (the minting clock stepped
-// back). With a shared store nothing of this applies: the restart serves
+// back). An authorization code issued before the restart is refused
+// (codes are the process's memory). With a shared store nothing of this applies: the restart serves
 // the earlier token, and refuses the revoked one by the store.
 func TestRestartRefusesEarlierTokens(t *testing.T) {
 	t.Parallel()
@@ -150,6 +155,31 @@ func TestRestartRefusesEarlierTokens(t *testing.T) {
 		f.requireGrant("a", back, "a's own token minted after the step back")
 		f.requireGrant("a", fresh, "a's own token minted before the step back")
 		f.requireRevoked("b", back, "stamped before b's start reading")
+	})
+	t.Run("authorization code", func(t *testing.T) {
+		t.Parallel()
+		target := redirectTarget(t)
+		opts := []mockserver.Option{mockserver.WithFixture(authCodeFixture(target)), mockserver.WithKeySeed(keySeed)}
+		f := newRestartFront(t)
+		f.start("a", opts...)
+		verifier := newVerifier()
+		code := func() string {
+			back := signIn(t, http.DefaultClient, f.URL+authPath+"?"+authCodeRequest(target, verifier).Encode(), "alice", "alice-pw")
+			return back.Query().Get("code")
+		}
+		redeem := func(code string) httpResult {
+			form := url.Values{"grant_type": {"authorization_code"}, "client_id": {"web-app"}, "redirect_uri": {target},
+				"code_verifier": {verifier}, "code": {code}}
+			return f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
+		}
+		before := code()
+		f.start("a", opts...)
+		res := redeem(before)
+		require.Equal(t, http.StatusBadRequest, res.status, "a code issued before the restart: %s", res.body)
+		require.Equal(t, "invalid_grant", res.json(t)["error"])
+		res = redeem(code())
+		require.Equal(t, http.StatusOK, res.status, "a code issued after the restart: %s", res.body)
+		f.requireGrant("a", res.json(t)["access_token"].(string), "its token")
 	})
 	t.Run("shared store", func(t *testing.T) {
 		t.Parallel()
