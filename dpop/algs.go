@@ -12,19 +12,22 @@ import (
 	"github.com/go-jose/go-jose/v4"
 )
 
-// RSA modulus sizes accepted for signing and verifying. RFC 7518 sections 3.3
-// and 3.5 require at least 2048 bits; the upper bound keeps the cost of one
-// verification bounded. A Verifier takes up to DefaultMaxRSABits unless
-// WithMaxRSABits raises its bound to at most maxRSABits.
+// RSA modulus sizes. RFC 7518 sections 3.3 and 3.5 require at least 2048
+// bits. A Signer signs with keys of up to DefaultMaxRSABits, the bound of
+// a Verifier made without WithMaxRSABits, so that every Verifier so made
+// accepts every proof a Signer makes; WithMaxRSABits raises a Verifier's
+// bound, to at most maxRSABits, for other clients' larger keys. The upper
+// bounds keep the cost of one verification bounded.
 const (
 	minRSABits = 2048
 	maxRSABits = 8192
 )
 
-// DefaultMaxRSABits is the largest RSA modulus, in bits, a Verifier accepts
-// without [WithMaxRSABits] (go-jose's bound): an unauthenticated proof's
-// key sets the cost of its verification, and a modulus of 8,192 bits costs
-// about eight times one of 4,096.
+// DefaultMaxRSABits is the largest RSA modulus, in bits, that a Verifier
+// accepts without [WithMaxRSABits] (go-jose's bound) and that [NewSigner]
+// takes: an unauthenticated proof's key sets the cost of its
+// verification, and a modulus of 8,192 bits costs about eight times one of
+// 4,096.
 const DefaultMaxRSABits = 4096
 
 // rsaExponent is the one RSA public exponent signed and verified: every
@@ -34,7 +37,8 @@ const DefaultMaxRSABits = 4096
 const rsaExponent = 65537
 
 // signerAlgorithm picks the algorithm a Signer uses for pub: ES256 for
-// P-256, EdDSA for Ed25519, PS256 for RSA of 2048 to 8192 bits.
+// P-256, EdDSA for Ed25519, PS256 for RSA of 2048 to DefaultMaxRSABits
+// bits.
 func signerAlgorithm(pub crypto.PublicKey) (jose.SignatureAlgorithm, error) {
 	switch k := pub.(type) {
 	case *ecdsa.PublicKey:
@@ -57,8 +61,9 @@ func signerAlgorithm(pub crypto.PublicKey) (jose.SignatureAlgorithm, error) {
 		if k == nil || k.N == nil {
 			return "", errors.New("dpop: empty rsa public key")
 		}
-		if bits := k.N.BitLen(); bits < minRSABits || bits > maxRSABits {
-			return "", fmt.Errorf("dpop: rsa key of %d bits: want %d to %d bits", bits, minRSABits, maxRSABits)
+		if bits := k.N.BitLen(); bits < minRSABits || bits > DefaultMaxRSABits {
+			return "", fmt.Errorf("dpop: rsa key of %d bits: want %d to %d bits (DefaultMaxRSABits, the most a Verifier accepts without WithMaxRSABits), or a P-256 or Ed25519 key (GenerateKey)",
+				bits, minRSABits, DefaultMaxRSABits)
 		}
 		if k.E != rsaExponent {
 			return "", fmt.Errorf("dpop: rsa key with public exponent %d: want %d, the only one a Verifier accepts", k.E, rsaExponent)

@@ -66,6 +66,14 @@ func TestVerifyRejectsBadEd25519Proofs(t *testing.T) {
 		sig[0] ^= 1
 		return proof[:i+1] + base64.RawURLEncoding.EncodeToString(sig)
 	}
+	// truncate drops the signature's last 6 bytes, encoded canonically:
+	// a well-formed signature of the wrong length.
+	truncate := func(proof string) string {
+		i := strings.LastIndexByte(proof, '.')
+		sig, err := base64.RawURLEncoding.DecodeString(proof[i+1:])
+		require.NoError(t, err)
+		return proof[:i+1] + base64.RawURLEncoding.EncodeToString(sig[:len(sig)-6])
+	}
 	signedByOther := func() string {
 		// The header names key; the signature is other's.
 		input := good[:strings.LastIndexByte(good, '.')]
@@ -78,7 +86,7 @@ func TestVerifyRejectsBadEd25519Proofs(t *testing.T) {
 	}{
 		{"signature flipped", flip(good), ErrSignature},
 		{"signed by another key", signedByOther(), ErrSignature},
-		{"signature truncated", good[:len(good)-8], ErrSignature},
+		{"signature truncated", truncate(good), ErrSignature},
 		{"RSA key named Ed25519", forgeSign(t, "RS256", testRSA, mustJSON(t, map[string]any{"typ": "dpop+jwt", "alg": "Ed25519",
 			"jwk": publicJWKMap(t, testRSA.Public())}), mustJSON(t, map[string]any{"jti": "j", "htm": "GET", "htu": testURL, "iat": testNow.Unix()})), ErrKey},
 		{"wrong method", ed25519Proof(t, "Ed25519", key, func(_, c map[string]any) { c["htm"] = "POST" }), ErrMethod},

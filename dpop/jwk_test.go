@@ -11,36 +11,62 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestVerifyAcceptsRSAKeysUpToTheSignersBound: a Signer signs with RSA keys
-// of up to 8,192 bits (maxRSABits), and a Verifier made with
-// WithMaxRSABits(8192) accepts their proofs; one made without refuses a
-// key over DefaultMaxRSABits (4,096) as a key error, so no proof of a
-// Signer fails at a Verifier for another reason than that documented
-// bound. The key is a fixed test key: generating one this large takes
-// seconds.
-func TestVerifyAcceptsRSAKeysUpToTheSignersBound(t *testing.T) {
+// TestSignerAndDefaultVerifierShareTheRSABound: a Signer signs with RSA
+// keys of up to DefaultMaxRSABits, the bound of a Verifier made without
+// WithMaxRSABits, so no Signer makes proofs every default Verifier
+// refuses. A 4,096-bit key signs and a default Verifier accepts its
+// proof; NewSigner refuses a 4,608-bit key, saying which keys it takes
+// (it took keys up to 8,192 bits, whose proofs a default Verifier
+// refuses), while a proof made with that key by another signer is still
+// refused by a default Verifier, as a key error naming WithMaxRSABits,
+// and accepted by one made with WithMaxRSABits(8192). The keys are fixed
+// test keys: generating them takes seconds.
+func TestSignerAndDefaultVerifierShareTheRSABound(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile("testdata/rsa4608-test-key.pem")
-	require.NoError(t, err)
-	block, _ := pem.Decode(data)
-	require.NotNil(t, block)
-	parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-	require.NoError(t, err)
-	key := parsed.(*rsa.PrivateKey)
-	require.Equal(t, 4608, key.N.BitLen())
+	readKey := func(t *testing.T, path string, bits int) *rsa.PrivateKey {
+		t.Helper()
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		block, _ := pem.Decode(data)
+		require.NotNil(t, block)
+		parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		require.NoError(t, err)
+		key := parsed.(*rsa.PrivateKey)
+		require.Equal(t, bits, key.N.BitLen())
+		return key
+	}
 
-	s := mustSigner(t, key).WithClock(fixedClock(testNow))
-	proof, err := s.Proof("GET", testURL, testToken, "")
-	require.NoError(t, err)
-	req := Request{Proofs: []string{proof}, Method: "GET", URL: testURL, AccessToken: testToken, JKT: s.Thumbprint()}
-	res, err := newTestVerifier(t, WithMaxRSABits(8192)).Verify(t.Context(), req)
-	require.NoError(t, err)
-	require.Equal(t, "PS256", res.Algorithm)
-	require.Equal(t, s.Thumbprint(), res.Thumbprint)
+	t.Run("at the bound", func(t *testing.T) {
+		t.Parallel()
+		key := readKey(t, "testdata/rsa4096-test-key.pem", DefaultMaxRSABits)
+		s := mustSigner(t, key).WithClock(fixedClock(testNow))
+		proof, err := s.Proof("GET", testURL, testToken, "")
+		require.NoError(t, err)
+		req := Request{Proofs: []string{proof}, Method: "GET", URL: testURL, AccessToken: testToken, JKT: s.Thumbprint()}
+		res, err := newTestVerifier(t).Verify(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, "PS256", res.Algorithm)
+		require.Equal(t, s.Thumbprint(), res.Thumbprint)
+	})
 
-	_, err = newTestVerifier(t).Verify(t.Context(), req)
-	require.ErrorIs(t, err, ErrKey, "over the default bound")
-	require.ErrorContains(t, err, "WithMaxRSABits")
+	t.Run("over the bound", func(t *testing.T) {
+		t.Parallel()
+		key := readKey(t, "testdata/rsa4608-test-key.pem", 4608)
+		_, err := NewSigner(key)
+		require.ErrorContains(t, err, "rsa key of 4608 bits: want 2048 to 4096 bits (DefaultMaxRSABits")
+		require.ErrorContains(t, err, "or a P-256 or Ed25519 key")
+
+		h := map[string]any{"typ": "dpop+jwt", "alg": "PS256", "jwk": publicJWKMap(t, key.Public())}
+		c := map[string]any{"jti": randomJTI(), "htm": "GET", "htu": testURL, "iat": testNow.Unix()}
+		proof := forgeSign(t, "PS256", key, mustJSON(t, h), mustJSON(t, c))
+		req := Request{Proofs: []string{proof}, Method: "GET", URL: testURL}
+		_, err = newTestVerifier(t).Verify(t.Context(), req)
+		require.ErrorIs(t, err, ErrKey, "over the default bound")
+		require.ErrorContains(t, err, "WithMaxRSABits")
+		res, err := newTestVerifier(t, WithMaxRSABits(8192)).Verify(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, "PS256", res.Algorithm)
+	})
 }
 
 // TestVerifyRejectsSmallOrderEd25519Keys: an Ed25519 "key" of small order

@@ -79,11 +79,11 @@ func defaultConfig() config {
 }
 
 // WithMaxRSABits sets the largest RSA modulus, in bits, a proof's key may
-// have; the default is DefaultMaxRSABits (4,096). Raise it, up to 8,192
-// (the largest key a Signer signs with), only when your clients sign with
-// larger keys: the key of a proof nobody authenticated yet decides what
-// its verification costs, about eight times more at 8,192 bits than at
-// 4,096. NewVerifier fails for a value outside 2,048 to 8,192. The
+// have; the default is DefaultMaxRSABits (4,096), the largest key a Signer
+// signs with. Raise it, up to 8,192, only when your clients sign with
+// larger keys (other libraries' signers): the key of a proof nobody
+// authenticated yet decides what its verification costs, about eight
+// times more at 8,192 bits than at 4,096. NewVerifier fails for a value outside 2,048 to 8,192. The
 // exponent must be 65537 whatever the bound.
 func WithMaxRSABits(bits int) Option {
 	return func(c *config) {

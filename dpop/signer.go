@@ -70,10 +70,10 @@ func (s *Signer) htu(url string) (string, error) {
 
 // NewSigner returns a Signer for key. The algorithm follows from the key: ES256
 // for an ECDSA P-256 key, EdDSA for an Ed25519 key, PS256 for an RSA key of
-// 2048 to 8192 bits with public exponent 65537. Any other key type, curve,
-// size or exponent is an error, as is a nil key. A Verifier accepts RSA
-// keys of up to 4096 bits (DefaultMaxRSABits) unless it is made with
-// WithMaxRSABits: sign with a larger key only for Verifiers so made.
+// 2048 to 4096 bits (DefaultMaxRSABits, the most a Verifier accepts
+// without WithMaxRSABits) with public exponent 65537, so that every
+// Verifier accepts its proofs. Any other key type, curve, size or exponent
+// is an error that says which keys it takes, as is a nil key.
 //
 // key may be any crypto.Signer, including one whose private half cannot be
 // exported (an HSM, a KMS, a platform key store): the Signer only calls

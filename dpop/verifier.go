@@ -20,9 +20,21 @@ import (
 // is under 4 KiB.
 const maxProofSize = 8 << 10
 
-// b64 decodes the parts of a compact JWS: base64url without padding, with
-// canonical trailing bits, so one proof has exactly one encoding.
+// b64 is the base64url of a compact JWS's parts (RFC 7515 section 2): no
+// padding, canonical trailing bits. Decode parts with decodePart only.
 var b64 = base64.RawURLEncoding.Strict()
+
+// decodePart appends to dst[:0] the bytes of part, a part of a compact JWS
+// (header, payload or signature), decoded strictly: base64url without
+// padding, with canonical trailing bits, and nothing outside its alphabet
+// (encoding/base64 skips CR and LF even when strict; they are refused
+// here), so every part, and so every proof, has exactly one encoding.
+func decodePart(dst []byte, part string) ([]byte, error) {
+	if strings.ContainsAny(part, "\r\n") {
+		return dst[:0], base64.CorruptInputError(strings.IndexAny(part, "\r\n"))
+	}
+	return b64.AppendDecode(dst[:0], []byte(part))
+}
 
 // Verifier checks DPoP proofs on the server side (RFC 9449 sections 4.3 and
 // 7). Build it with [NewVerifier]; it is immutable apart from its replay cache
@@ -336,7 +348,7 @@ func (v *Verifier) checkHeader(s *scratch, proof string) (jose.SignatureAlgorith
 		return "", nil, "", fmt.Errorf("%w: not a compact JWS", ErrMalformed)
 	}
 	var err error
-	if s.header, err = b64.AppendDecode(s.header[:0], []byte(encHeader)); err != nil {
+	if s.header, err = decodePart(s.header, encHeader); err != nil {
 		return "", nil, "", fmt.Errorf("%w: header is not base64url", ErrMalformed)
 	}
 	if err := s.readHeader(); err != nil {
@@ -385,14 +397,13 @@ func (s *scratch) verifiedClaims(proof string, alg jose.SignatureAlgorithm, pub 
 	dot := strings.LastIndexByte(proof, '.')
 	input := proof[:dot]
 	encPayload := input[strings.IndexByte(input, '.')+1:]
-	// The payload and the signature are decoded as go-jose decoded them
-	// (unpadded, trailing bits not checked): the signature covers the
-	// payload's text, and a signature of the wrong length fails below.
+	// Strictly, as the header: a signature's unused trailing bits, which
+	// no signature covers, would otherwise let anyone re-encode a proof.
 	var err error
-	if s.payload, err = base64.RawURLEncoding.AppendDecode(s.payload[:0], []byte(encPayload)); err != nil {
+	if s.payload, err = decodePart(s.payload, encPayload); err != nil {
 		return Claims{}, fmt.Errorf("%w: payload is not base64url", ErrMalformed)
 	}
-	if s.sig, err = base64.RawURLEncoding.AppendDecode(s.sig[:0], []byte(proof[dot+1:])); err != nil {
+	if s.sig, err = decodePart(s.sig, proof[dot+1:]); err != nil {
 		return Claims{}, fmt.Errorf("%w: signature is not base64url", ErrMalformed)
 	}
 	s.input = append(s.input[:0], input...)

@@ -205,7 +205,8 @@ var errRealmGone = errors.New("realm not found or decommissioned")
 
 // verifyToken checks raw's signature by realm's current key, its issuer,
 // its type (an access token), its exp and nbf, that it was not revoked
-// (revocation.go), and that the realm is live, whose store entry it
+// (revocation.go) nor, without a shared store, minted by another process
+// before this one started (boot.go), and that the realm is live, whose store entry it
 // returns. Every route's token check is this one. Messages name the failed
 // check without echoing the token. remember adds a token whose signature
 // was checked to the verified-token cache; call it once the request is
@@ -235,6 +236,12 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Clai
 	// Checked after the cache as well as after a signature check: a
 	// verification remembered before a revocation does not outlive it.
 	if s.auth.revoked.revoked(realm, c.ID, c.Expiry.Time()) {
+		return nil, nil, nil, errRevoked
+	}
+	// Without a shared store the revocations above are this process's
+	// memory: a token another process minted before this one started may
+	// have been revoked there, and is refused as revoked (boot.go).
+	if s.boot.refuses(c) {
 		return nil, nil, nil, errRevoked
 	}
 	// Replicas: a revocation answered by any of them is in the shared

@@ -37,7 +37,10 @@
 // (.../revoke, RFC 7009) and introspection (.../token/introspect, RFC 7662)
 // endpoints answer as Keycloak's do: a client revokes an access token
 // issued to it and every route refuses it until it expires; only a
-// confidential client introspects.
+// confidential client introspects. Without a shared store
+// (WithReplayStore) revocations are the process's memory, so a server
+// refuses, as revoked, every token another process minted before it
+// started (with WithKeySeed a restarted server has the same keys).
 //
 // Browsers may call the server from the origins a fixture client lists in
 // WebOrigins and those of WithCORSOrigins (CORS): every path answers

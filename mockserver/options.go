@@ -170,7 +170,13 @@ func WithNonces(n dpop.Nonces) Option {
 // makes them at random). A session key outlives the process only where its
 // sign-outs do, in the shared store: without WithReplayStore it is random
 // per process, so a restart does not serve a session signed out before
-// it. Page tokens have no refusal to forget. seed must hold at least 16 bytes; keep it
+// it. Page tokens have no refusal to forget. The signing keys outlive the
+// process while, without WithReplayStore, its revocations do not: a
+// server without a shared store refuses, as revoked, every access token
+// that another server minted before it started (a token carries the id of
+// the process that minted it and its issue time in nanoseconds), so a
+// restart does not serve a token revoked before it, and a replica serves
+// only the other replicas' tokens minted after it started. seed must hold at least 16 bytes; keep it
 // secret, as it is every realm's private keys. The RSA key of a realm takes a few
 // hundred milliseconds to derive, on first use as without a seed.
 func WithKeySeed(seed []byte) Option {
@@ -242,6 +248,7 @@ func New(opts ...Option) (*Server, error) {
 		accessAlg: accessAlg,
 		denialLog: c.denialLog,
 		keys:      keySource{seed: c.keySeed},
+		boot:      newBootEpoch(c.now(), c.replay == nil),
 		replay:    c.replay,
 		shared:    c.replay,
 		nonces:    c.nonces,

@@ -107,7 +107,9 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, *is
 		if lifetime == 0 {
 			lifetime = time.Duration(cfg.TokenLifetimeSeconds) * time.Second
 		}
-		claims = userClaims(r, u, clientID, s.now(), lifetime)
+		now := s.now()
+		claims = userClaims(r, u, clientID, now, lifetime)
+		s.boot.stamp(&claims, now)
 		claims.Issuer = issuer.RealmIssuer(base, realm)
 		claims.Organization = spec.org
 		if spec.jkt != "" {

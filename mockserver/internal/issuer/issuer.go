@@ -84,6 +84,14 @@ type Claims struct {
 	// organization (its id or alias); empty when absent.
 	Organization string        `json:"organization,omitempty"`
 	Confirmation *Confirmation `json:"cnf,omitempty"`
+	// Boot names the server process that minted the token (a random id
+	// per process), and IssuedNanos is its issue time in nanoseconds since
+	// the Unix epoch, read from the clock that stamps iat (which JWTs write
+	// in whole seconds): a server whose refusals of tokens are its own
+	// memory accepts only the tokens it minted itself or minted after it
+	// started (mockserver's boot.go). Keycloak writes neither.
+	Boot        string `json:"boot,omitempty"`
+	IssuedNanos int64  `json:"iat_ns,omitempty"`
 }
 
 // HasRealmRole reports whether realm_access.roles lists role.
