@@ -175,7 +175,7 @@ func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayO
 
 // errKeyspaceNew is the error of a proof the store cannot vouch for: it
 // could have been accepted before the keyspace's marker.
-var errKeyspaceNew = errors.New("redisstore: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, or is new)")
+var errKeyspaceNew = errors.New("redisstore: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys or restarted, or is new)")
 
 // errNotReplicated is the error of a proof whose record too few replicas
 // acknowledged (WithReplicas).
@@ -189,9 +189,7 @@ var errNotReplicated = errors.New("redisstore: too few replicas acknowledged the
 func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
 	// Round up: the key must not expire before until.
 	ms := ceilMilli(until)
-	var set, wait *redis.Cmd
-	var since *redis.StringCmd
-	var clock *redis.TimeCmd
+	var set, wait, marker *redis.Cmd
 	// bounded: the call returns by ctx's deadline whatever the client's
 	// configuration (a frozen Redis, no ContextTimeoutEnabled).
 	err := bounded(ctx, func() error {
@@ -200,8 +198,7 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 		if s.replicas > 0 {
 			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
 		}
-		since = pipe.Get(ctx, s.since)
-		clock = pipe.Time(ctx)
+		marker = s.decideMarker(ctx, pipe)
 		_, err := pipe.Exec(ctx)
 		return err
 	})
@@ -215,26 +212,13 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	if err := s.replicated(wait); err != nil {
 		return false, err
 	}
-	if clock.Err() != nil {
-		return false, fmt.Errorf("redisstore: TIME: %w", clock.Err())
-	}
-	now := ceilMilli(clock.Val())
-	began, ok := parseMarker(since)
-	if !ok || began > now+dpop.ReplayStoreMargin.Milliseconds() {
-		// A marker that is missing (a new keyspace, or one that lost its
-		// keys), not a time, or dated after Redis's clock cannot be
-		// right. The server decides it again, in one step, with its own
-		// clock (never a SET of the TIME read above: one delivered late
-		// would move a newer marker earlier).
-		var wrote bool
-		if began, wrote, err = s.decideMarker(ctx); err != nil {
-			return false, err
-		}
-		if wrote {
-			return false, errKeyspaceNew // the keyspace begins now
-		}
-	}
-	if ms < began+s.lifetime.Milliseconds() {
+	began, wrote, err := markerResult(marker)
+	switch {
+	case err != nil:
+		return false, err
+	case wrote: // the keyspace begins now
+		return false, errKeyspaceNew
+	case ms < began+s.lifetime.Milliseconds():
 		return false, errKeyspaceNew
 	}
 	return true, nil
@@ -249,13 +233,12 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 // reference server reads revocations, spent authorization codes and web
 // UI logouts with it (mockserver.SharedStore).
 func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time) (bool, error) {
-	var val, marker *redis.StringCmd
-	var clock *redis.TimeCmd
+	var val *redis.StringCmd
+	var marker *redis.Cmd
 	err := bounded(ctx, func() error {
 		pipe := s.client.Pipeline()
 		val = pipe.Get(ctx, s.prefix+key)
-		marker = pipe.Get(ctx, s.since)
-		clock = pipe.Time(ctx)
+		marker = s.decideMarker(ctx, pipe)
 		_, err := pipe.Exec(ctx)
 		return err
 	})
@@ -265,34 +248,22 @@ func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time)
 	if err := val.Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
-	if _, err := s.vouch(ctx, marker, clock, since); err != nil {
+	if _, err := vouch(marker, since); err != nil {
 		return false, err
 	}
 	return val.Err() == nil, nil
 }
 
-// vouch reads the answers to GET of the marker and TIME and returns the
-// marker when the keyspace began no later than since less
-// [dpop.ReplayStoreMargin], errKeyspaceNew otherwise. A marker that is
-// missing, not a time, or dated after Redis's clock is decided again on
-// the server (decideMarker); the keyspace begins now when it wrote it.
-func (s *ReplayStore) vouch(ctx context.Context, marker *redis.StringCmd, clock *redis.TimeCmd, since time.Time) (int64, error) {
-	if clock.Err() != nil {
-		return 0, fmt.Errorf("redisstore: TIME: %w", clock.Err())
-	}
-	now := ceilMilli(clock.Val())
-	began, ok := parseMarker(marker)
-	if !ok || began > now+dpop.ReplayStoreMargin.Milliseconds() {
-		var wrote bool
-		var err error
-		if began, wrote, err = s.decideMarker(ctx); err != nil {
-			return 0, err
-		}
-		if wrote {
-			return 0, errKeyspaceNew // the keyspace begins now
-		}
-	}
-	if began > since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds() {
+// vouch reads the answer to the marker's script and returns the marker's
+// time when the keyspace began no later than since less
+// [dpop.ReplayStoreMargin], errKeyspaceNew otherwise (and when the script
+// began the keyspace now).
+func vouch(marker *redis.Cmd, since time.Time) (int64, error) {
+	began, wrote, err := markerResult(marker)
+	switch {
+	case err != nil:
+		return 0, err
+	case wrote, began > since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds():
 		return 0, errKeyspaceNew
 	}
 	return began, nil
@@ -324,24 +295,21 @@ func (s *ReplayStore) vouch(ctx context.Context, marker *redis.StringCmd, clock 
 // and refuses, and a retry waits for the replicas again. Calls return by
 // ctx's deadline, as Remember's do.
 func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error) {
-	var marker *redis.StringCmd
-	var clock *redis.TimeCmd
+	var marker *redis.Cmd
 	err := bounded(ctx, func() error {
 		pipe := s.client.Pipeline()
-		marker = pipe.Get(ctx, s.since)
-		clock = pipe.Time(ctx)
+		marker = s.decideMarker(ctx, pipe)
 		_, err := pipe.Exec(ctx)
 		return err
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
-	began, err := s.vouch(ctx, marker, clock, since)
+	began, err := vouch(marker, since)
 	if err != nil {
 		return false, err
 	}
-	var set, wait *redis.Cmd
-	var again *redis.StringCmd
+	var set, wait, again *redis.Cmd
 	err = bounded(ctx, func() error {
 		pipe := s.client.Pipeline()
 		set = pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ceilMilli(until))
@@ -352,7 +320,7 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since t
 			pipe.Do(ctx, "SET", s.prefix+key, "1", "XX", "KEEPTTL")
 			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
 		}
-		again = pipe.Get(ctx, s.since)
+		again = s.decideMarker(ctx, pipe)
 		_, err := pipe.Exec(ctx)
 		return err
 	})
@@ -363,7 +331,7 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since t
 	if err != nil {
 		return false, err
 	}
-	if now, ok := parseMarker(again); !ok || now != began {
+	if now, wrote, err := markerResult(again); err != nil || wrote || now != began {
 		return false, errKeyspaceNew // the keys were lost between the reads
 	}
 	// First or not, the record stands only once the replicas hold it; it
@@ -390,28 +358,19 @@ func (s *ReplayStore) replicated(wait *redis.Cmd) error {
 	return nil
 }
 
-// parseMarker reads the answer to GET of the marker: the time it holds
-// (Unix milliseconds), false when it is missing or not a decimal integer.
-// Every read of the marker goes through it, so that texts of one number
-// ("+N", "0N", "-0") are one marker everywhere (replaymarker.Script
-// accepts them as a time too).
-func parseMarker(c *redis.StringCmd) (int64, bool) {
-	if c.Err() != nil {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(c.Val(), 10, 64)
-	return v, err == nil
+// decideMarker queues [replaymarker.Script] on the marker in pipe: the
+// server decides the marker in one atomic step, by its own clock and
+// run_id, and answers its time and whether it began the keyspace now
+// (markerResult reads the answer). Every read of the marker is this
+// script: one parser, one rule.
+func (s *ReplayStore) decideMarker(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd {
+	return pipe.Eval(ctx, replaymarker.Script, []string{s.since}, dpop.ReplayStoreMargin.Milliseconds())
 }
 
-// decideMarker runs [replaymarker.Script] on the marker, within ctx
-// (bounded), and returns the marker it leaves and whether it wrote it.
-func (s *ReplayStore) decideMarker(ctx context.Context) (began int64, wrote bool, err error) {
-	var res []any
-	err = bounded(ctx, func() error {
-		var err error
-		res, err = s.client.Eval(ctx, replaymarker.Script, []string{s.since}, dpop.ReplayStoreMargin.Milliseconds()).Slice()
-		return err
-	})
+// markerResult reads the answer to the marker's script: the marker's time
+// (Unix milliseconds) and whether the script began the keyspace now.
+func markerResult(c *redis.Cmd) (began int64, wrote bool, err error) {
+	res, err := c.Slice()
 	if err != nil {
 		return 0, false, fmt.Errorf("redisstore: deciding the replay keyspace's marker: %w", err)
 	}
