@@ -89,7 +89,9 @@ func TestReplayStoreDoesNotTrustARedisRestoredFromASnapshot(t *testing.T) {
 }
 
 // TestRevokedTokenStaysRefusedAfterRedisRestoresASnapshot: two reference
-// servers share one Redis (redisstore.ReplayStore); a token revoked at one (200) is refused at the other, and stays refused
+// servers share one Redis, in process (redisstore.ReplayStore) or as the
+// binary (-redis: its own RESP client, mockserver/internal/redisreplay); a
+// token revoked at one (200) is refused at the other, and stays refused
 // after Redis crashes and comes back from a snapshot taken before the
 // revocation.
 func TestRevokedTokenStaysRefusedAfterRedisRestoresASnapshot(t *testing.T) {
@@ -106,6 +108,10 @@ func TestRevokedTokenStaysRefusedAfterRedisRestoresASnapshot(t *testing.T) {
 			hs := httptest.NewServer(ms)
 			t.Cleanup(hs.Close)
 			return hs.URL
+		}},
+		{"binary", func(t *testing.T, srv *redistest.Server) string {
+			return startMockserver(t, "-fixture", "../examples/fixtures/acme.json", "-key-seed", seed,
+				"-redis", srv.URL(), "-redis-prefix", prefix)
 		}},
 	} {
 		t.Run(replicas.name, func(t *testing.T) {
