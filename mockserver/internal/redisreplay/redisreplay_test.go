@@ -216,9 +216,6 @@ func bulkArray(elems ...string) string {
 	return r
 }
 
-// bulk is a bulk string reply.
-func bulk(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
-
 // timeReply is TIME's answer at t.
 func timeReply(t time.Time) string {
 	sec, usec := strconv.FormatInt(t.Unix(), 10), strconv.Itoa(t.Nanosecond()/1000)
