@@ -32,42 +32,54 @@ const SinceKey = "since"
 // reference server's replicas share revocations, code spends and sign-outs
 // through them: mockserver.WithReplayStore). It is safe for concurrent use.
 //
-// A Redis that loses all its keys (restarted without persistence,
-// flushed, failed over to a replica that never synced) would let proofs
-// accepted before the loss be replayed. So the store keeps a marker,
-// prefix + [SinceKey], holding when the keyspace began by Redis's own
-// clock (TIME): written by the first Remember that finds it missing. A
-// proof that could have been accepted before that time (iat earlier than
-// the marker plus maxSkew, plus [dpop.ReplayStoreMargin] for the replicas'
-// clocks) is refused with an error, which the Verifier reports as
-// [dpop.ErrReplayStoreUnavailable]. After a loss, and on a keyspace's
-// first use, proofs are refused for maxSkew + dpop.ReplayStoreMargin (70 s
-// with the Verifier's defaults); then the service is whole again, without
-// restarting anything. A marker dated after Redis's clock by more than
-// dpop.ReplayStoreMargin (written by hand, or by an older version from a
-// replica whose clock ran ahead) cannot be right: the next Remember
-// rewrites it from TIME, which opens the same 70 s. A marker that is
-// missing, not a time, or in the future is decided on the server in one
-// atomic step with its own clock (an EVAL script on the marker's key that
-// reads TIME and the marker and writes TIME only when the marker is still
-// missing, not a time, or in the future), and the store uses the marker
-// the script leaves: a write delivered late (its process paused, its
-// bytes held in a partitioned connection) can never move a newer marker,
-// written after a loss, earlier. An operator who knows
-// a new keyspace never held proofs may set the marker to an earlier time.
-// The record, the marker and TIME are read in one pipeline, in that order,
-// so the marker read is one the record's server had when it took the
-// record.
+// A Redis that loses writes would let proofs accepted before the loss be
+// replayed: one that loses all its keys (restarted without persistence,
+// flushed), and one that crashes and comes back from its last snapshot
+// (RDB, or AOF with appendfsync everysec) without the records written
+// after it. So the store keeps a marker, prefix + [SinceKey], holding when
+// the keyspace began by Redis's own clock (TIME) and the run of the server
+// that began it: "<ms>@<run_id>", run_id being INFO server's, new on
+// every start of the server (with or without persistence) and different
+// on a replica promoted by a failover. Every read of the marker is an
+// EVAL of one script on the marker's key, which decides it on the server
+// in one atomic step: it keeps a marker of this run dated no later than
+// TIME + [dpop.ReplayStoreMargin], and replaces any other (missing, not a
+// time, in the future, or of another run: the server restarted or failed
+// over, and may have lost writes) by TIME and this run: the keyspace
+// begins now. A proof that could have been accepted before the marker's
+// time (iat earlier than the marker plus maxSkew, plus
+// dpop.ReplayStoreMargin for the replicas' clocks) is refused with an
+// error, which the Verifier reports as [dpop.ErrReplayStoreUnavailable].
+// After a loss, a restart or a failover, and on a keyspace's first use,
+// proofs are refused for maxSkew + dpop.ReplayStoreMargin (70 s with the
+// Verifier's defaults); then the service is whole again, without
+// restarting anything. Because the script decides where the marker is
+// stored, a write delivered late (its process paused, its bytes held in a
+// partitioned connection) can never move a newer marker, written after a
+// loss, earlier; a marker dated ahead (by hand, or by an older version
+// from a replica whose clock ran ahead) cannot lock the replicas out. A
+// bare time "<ms>" (an operator vouching for a keyspace, or an older
+// version's marker) is bound to the running server without moving: an
+// operator who knows a new keyspace never held proofs may set the marker
+// to an earlier time (a snapshot taken before the store's next call holds
+// it bare, and a restore of that snapshot is then taken at the operator's
+// word). A server whose INFO server shows no run_id fails every call,
+// saying so. The record and the script are sent in one pipeline, in that
+// order, so the marker judged is one the record's server had when it took
+// the record.
 //
-// The marker does not detect a failover to a replica that missed only
-// the newest writes: Redis replicates asynchronously, so the replica has
-// the marker (written long ago) but not the records of the proofs
-// accepted just before the failover, and those proofs are accepted again.
-// [WithReplicas] closes that window: the store counts a proof as first
-// only once that many replicas hold its record (WAIT). On a Cluster the
-// marker lives on one shard and detects the loss of that shard only, and
-// WithReplicas is not supported: a shard failed over to a lagging replica
-// forgets the newest records of its slots.
+// A failover promotes a server of another run_id, so the marker sees it,
+// lagging replica or not: proofs are refused for the 70 s, and records
+// asked about from before it cannot be vouched for. One case it does not
+// see: a failover back to the server that wrote the marker, after that
+// server resynced from a replica that lagged and that no call of the
+// store reached while it was primary (the marker names the running server
+// again). [WithReplicas] covers it: the store counts a record only once
+// that many replicas hold it (WAIT), so with n the number of replicas no
+// failover loses one. On a
+// Cluster the marker lives on one shard and sees that shard's restarts and
+// failovers only, and WithReplicas is not supported: a shard failed over
+// to a lagging replica forgets the newest records of its slots.
 //
 // Configure Redis with maxmemory-policy noeviction (the default): an
 // evicted key is a forgotten proof.
@@ -225,9 +237,9 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 }
 
 // Recorded reports whether key was recorded (by [ReplayStore.Remember] or
-// [ReplayStore.RecordOnce]) and has not expired, with GET of the key and of the marker and TIME in
-// one pipeline, writing nothing (but the marker, decided as Remember
-// does when it is missing or impossible). It fails when the keyspace
+// [ReplayStore.RecordOnce]) and has not expired, with GET of the key and
+// the marker's script in one pipeline, writing nothing (but the marker,
+// decided as Remember does). It fails when the keyspace
 // began after since less [dpop.ReplayStoreMargin] (a record made since
 // since may have been lost with the keys), and on any Redis error. The
 // reference server reads revocations, spent authorization codes and web
@@ -273,17 +285,17 @@ func vouch(marker *redis.Cmd, since time.Time) (int64, error) {
 // recorded, and reports whether it was not: a one-time record of
 // something issued at since (the reference server's revocations, spent
 // authorization codes and web UI logouts: mockserver.SharedStore). It
-// decides first, reading the marker and TIME in one pipeline, whether the
+// decides first, by the marker's script (one round trip), whether the
 // keyspace began no later than since less [dpop.ReplayStoreMargin], as
 // [ReplayStore.Recorded] does, and fails with nothing written when it did
 // not, or on any Redis error before the SET: a call that fails changes
 // nothing for its retry. No DPoP proof window applies (Remember's: a
 // record taken and then refused for the window would make its retry find
-// it taken). The SET goes with a second GET of the marker: a marker
-// changed between the two reads (Redis lost its keys meanwhile) fails the
-// call, the record then being in a keyspace that cannot vouch for since,
-// which every retry's first step refuses. The marker's two reads are
-// compared as numbers (parseMarker), as every read of it is parsed.
+// it taken). The SET goes with the marker's script again: a marker
+// begun or changed between the two (Redis lost its keys, restarted or
+// failed over meanwhile) fails the call, the record then being in a
+// keyspace that cannot vouch for since, which every retry's first step
+// refuses. The two are compared as numbers (the script's answer parsed).
 //
 // With [WithReplicas], the call succeeds only once the replicas
 // acknowledged the record, whoever wrote it: the SET NX goes with a
