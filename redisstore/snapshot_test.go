@@ -1,12 +1,15 @@
 package redisstore
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,4 +195,47 @@ func markerOf(t *testing.T, c *redis.Client, key string) int64 {
 	n, err := strconv.ParseInt(ms, 10, 64)
 	require.NoError(t, err, "marker %q", v)
 	return n
+}
+
+// TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover: a replica holds
+// the marker (replicated long ago) but may miss the newest records; once
+// promoted it is another run of a server, so the store, without
+// WithReplicas, begins the keyspace again there rather than answer "not
+// recorded" for a record the old primary took.
+func TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover(t *testing.T) {
+	a, b := redistest.Start(t), redistest.Start(t)
+	require.True(t, a.Real(), "replication needs redis-server or valkey-server, on PATH here and in CI")
+	ctx := t.Context()
+	var primary atomic.Value
+	primary.Store(a.Addr())
+	c := redis.NewClient(&redis.Options{MaxRetries: -1,
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, primary.Load().(string))
+		}})
+	t.Cleanup(func() { _ = c.Close() })
+	s := NewReplayStore(c, "failover:")
+	settled(t, a.Client(), s)
+	issued := time.Now().Add(-time.Minute)
+	_, err := s.Recorded(ctx, "x", issued) // binds the marker to A's run
+	require.NoError(t, err)
+	aMarker, err := a.Client().Get(ctx, s.since).Result()
+	require.NoError(t, err)
+
+	host, port, _ := net.SplitHostPort(a.Addr())
+	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", host, port).Err())
+	require.Eventually(t, func() bool {
+		v, err := b.Client().Get(ctx, s.since).Result()
+		return err == nil && v == aMarker
+	}, 15*time.Second, 20*time.Millisecond, "B holds A's marker")
+	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", "NO", "ONE").Err()) // the link breaks: B lags from here
+
+	first, err := s.RecordOnce(ctx, "revoked", time.Now().Add(time.Hour), issued) // on A only
+	require.NoError(t, err)
+	require.True(t, first)
+
+	a.Stop() // A dies; B, promoted, is the primary the service reaches
+	primary.Store(b.Addr())
+	found, err := s.Recorded(ctx, "revoked", issued)
+	require.ErrorIs(t, err, errKeyspaceNew, "B never held the record: it must not answer found=%v", found)
 }
