@@ -76,10 +76,10 @@ const SinceKey = "since"
 // store reached while it was primary (the marker names the running server
 // again). [WithReplicas] covers it: the store counts a record only once
 // that many replicas hold it (WAIT), so with n the number of replicas no
-// failover loses one. On a
-// Cluster the marker lives on one shard and sees that shard's restarts and
-// failovers only, and WithReplicas is not supported: a shard failed over
-// to a lagging replica forgets the newest records of its slots.
+// failover loses one. On a Cluster the marker lives on one shard and sees
+// that shard's restarts and failovers only, and WithReplicas is not
+// supported: a shard failed over to a lagging replica forgets the newest
+// records of its slots.
 //
 // Configure Redis with maxmemory-policy noeviction (the default): an
 // evicted key is a forgotten proof.
@@ -187,7 +187,7 @@ func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayO
 
 // errKeyspaceNew is the error of a proof the store cannot vouch for: it
 // could have been accepted before the keyspace's marker.
-var errKeyspaceNew = errors.New("redisstore: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys or restarted, or is new)")
+var errKeyspaceNew = errors.New("redisstore: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, restarted or failed over, or is new)")
 
 // errNotReplicated is the error of a proof whose record too few replicas
 // acknowledged (WithReplicas).

@@ -94,7 +94,7 @@ func (s *Store) Close() error {
 
 // errKeyspaceNew is the error of a proof the store cannot vouch for: it
 // could have been accepted before the keyspace's marker.
-var errKeyspaceNew = errors.New("redis: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys or restarted, or is new)")
+var errKeyspaceNew = errors.New("redis: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, restarted or failed over, or is new)")
 
 // Remember records key until until with SET NX PXAT and reports whether it
 // was not recorded already; it fails when the keyspace is younger than the
