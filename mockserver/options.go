@@ -143,7 +143,8 @@ func WithDenialLog(logf func(format string, args ...any)) Option {
 // logged out at one are recorded there and refused by every replica from
 // the moment the call answered; authorization codes are sealed so that any
 // replica redeems them (with the same WithKeySeed). While the store fails,
-// or cannot vouch for a credential (it lost its keys), requests with DPoP
+// or cannot vouch for a credential (it may have lost writes: a flush, a
+// restart, a restore from a snapshot, a failover), requests with DPoP
 // proofs, with access tokens, with codes or with UI sessions are answered
 // 503 with Retry-After, never served. A nil store makes New fail.
 func WithReplayStore(store SharedStore) Option {

@@ -40,9 +40,10 @@ type SharedStore interface {
 	// Recorded reports whether key was recorded by Remember or RecordOnce
 	// and its until has not passed. It fails when the store cannot vouch
 	// for every record made since since (its keyspace is younger than
-	// since, less dpop.ReplayStoreMargin: Redis lost its keys, or is new),
-	// and on any error of the store; the server then refuses what it
-	// asked about. It must honour ctx's deadline and be safe for
+	// since, less dpop.ReplayStoreMargin: Redis lost its keys, restarted
+	// (from a snapshot, which may lack the newest writes), or is new), and
+	// on any error of the store; the server then refuses what it asked
+	// about. It must honour ctx's deadline and be safe for
 	// concurrent use.
 	Recorded(ctx context.Context, key string, since time.Time) (bool, error)
 	// RecordOnce records key until until unless it is recorded, and

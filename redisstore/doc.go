@@ -18,10 +18,14 @@
 //	store := redisstore.NewReplayStore(rdb, "orders-api:dpop:")
 //	v, err := dpop.NewVerifier(dpop.WithReplayStore(store))
 //
-// A Redis that fails, or lost its keys, makes the Verifier refuse proofs
-// (dpop.ErrReplayStoreUnavailable) rather than accept a replay. A failover
-// to an asynchronous replica that missed the newest records accepts their
-// proofs again, unless the store waits for replicas ([WithReplicas]):
+// A Redis that fails, or may have lost writes, makes the Verifier refuse
+// proofs (dpop.ErrReplayStoreUnavailable) rather than accept a replay: the
+// store's marker is bound to the server's run (INFO server's run_id), so a
+// flush, a restart (a crash restored from an RDB snapshot or an AOF that
+// had not synced its last second included) and a failover to a replica
+// all begin the keyspace again, and proofs are refused for the proof
+// window (70 s with the defaults). To make each record count only once
+// replicas hold it, the store waits for them ([WithReplicas]):
 //
 //	store := redisstore.NewReplayStore(rdb, "orders-api:dpop:",
 //		redisstore.WithReplicas(2, 300*time.Millisecond))

@@ -11,6 +11,10 @@ package redisstore_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,10 +26,12 @@ import (
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
-// holdMarkerWrite holds a write of the marker (SET key ... or EVAL script
-// 1 key ...) until release is closed, whatever the command's context.
+// holdMarkerWrite holds the first write of the marker (SET key ... or
+// EVAL script 1 key ..., alone or in a pipeline) until release is closed,
+// whatever the command's context.
 type holdMarkerWrite struct {
 	key     string
+	once    sync.Once
 	held    chan struct{}
 	release chan struct{}
 }
@@ -34,19 +40,47 @@ func newHoldMarkerWrite(key string) *holdMarkerWrite {
 	return &holdMarkerWrite{key: key, held: make(chan struct{}), release: make(chan struct{})}
 }
 
+func (h *holdMarkerWrite) writes(cmd redis.Cmder) bool {
+	a := cmd.Args()
+	return len(a) >= 2 && a[0] == "set" && a[1] == h.key || len(a) >= 4 && a[0] == "eval" && a[3] == h.key
+}
+
+func (h *holdMarkerWrite) hold() {
+	first := false
+	h.once.Do(func() { first = true; close(h.held) })
+	if first {
+		<-h.release
+	}
+}
+
 func (h *holdMarkerWrite) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *holdMarkerWrite) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, h.writes) {
+			h.hold()
+		}
+		return next(ctx, cmds)
+	}
 }
 func (h *holdMarkerWrite) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		a := cmd.Args()
-		if len(a) >= 2 && a[0] == "set" && a[1] == h.key || len(a) >= 4 && a[0] == "eval" && a[3] == h.key {
-			close(h.held)
-			<-h.release
+		if h.writes(cmd) {
+			h.hold()
 		}
 		return next(ctx, cmd)
 	}
+}
+
+// markerMillis reads the marker's time (Unix milliseconds), the text
+// before the "@" of the server's run it is bound to.
+func markerMillis(t *testing.T, c *redis.Client, key string) int64 {
+	t.Helper()
+	v, err := c.Get(t.Context(), key).Result()
+	require.NoError(t, err)
+	ms, _, _ := strings.Cut(v, "@")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	require.NoError(t, err, "marker %q", v)
+	return n
 }
 
 // TestReplayLateMarkerWriteNeverMovesMarkerEarlier: replica Y finds a
@@ -83,8 +117,7 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 	x := redisstore.NewReplayStore(rdbX, prefix)
 	_, err := x.Remember(ctx, "x-first", time.Now().Add(time.Hour))
 	require.Error(t, err, "the future marker is rewritten: the keyspace begins now (T1)")
-	t1, err := admin.Get(ctx, marker).Int64()
-	require.NoError(t, err)
+	t1 := markerMillis(t, admin, marker)
 	require.Less(t, t1, future)
 
 	// Proof P, accepted: its until is past T1 + lifetime.
@@ -100,16 +133,14 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 	require.NoError(t, admin.FlushAll(ctx).Err())
 	_, err = x.Remember(ctx, "x-after-loss", time.Now().Add(time.Hour))
 	require.Error(t, err)
-	t3, err := admin.Get(ctx, marker).Int64()
-	require.NoError(t, err)
+	t3 := markerMillis(t, admin, marker)
 	ok, err = x.Remember(ctx, "proof-P-check", until)
 	require.False(t, ok && err == nil, "control: a proof with P's until is refused under the new marker")
 
 	// Y's late write lands.
 	close(hold.release)
 	<-yDone
-	after, err := admin.Get(ctx, marker).Int64()
-	require.NoError(t, err)
+	after := markerMillis(t, admin, marker)
 	require.Equal(t, t3, after, "the late write must not move the marker (T1=%d, T3=%d)", t1, t3)
 
 	ok, err = x.Remember(ctx, "proof-P", until)

@@ -32,42 +32,54 @@ const SinceKey = "since"
 // reference server's replicas share revocations, code spends and sign-outs
 // through them: mockserver.WithReplayStore). It is safe for concurrent use.
 //
-// A Redis that loses all its keys (restarted without persistence,
-// flushed, failed over to a replica that never synced) would let proofs
-// accepted before the loss be replayed. So the store keeps a marker,
-// prefix + [SinceKey], holding when the keyspace began by Redis's own
-// clock (TIME): written by the first Remember that finds it missing. A
-// proof that could have been accepted before that time (iat earlier than
-// the marker plus maxSkew, plus [dpop.ReplayStoreMargin] for the replicas'
-// clocks) is refused with an error, which the Verifier reports as
-// [dpop.ErrReplayStoreUnavailable]. After a loss, and on a keyspace's
-// first use, proofs are refused for maxSkew + dpop.ReplayStoreMargin (70 s
-// with the Verifier's defaults); then the service is whole again, without
-// restarting anything. A marker dated after Redis's clock by more than
-// dpop.ReplayStoreMargin (written by hand, or by an older version from a
-// replica whose clock ran ahead) cannot be right: the next Remember
-// rewrites it from TIME, which opens the same 70 s. A marker that is
-// missing, not a time, or in the future is decided on the server in one
-// atomic step with its own clock (an EVAL script on the marker's key that
-// reads TIME and the marker and writes TIME only when the marker is still
-// missing, not a time, or in the future), and the store uses the marker
-// the script leaves: a write delivered late (its process paused, its
-// bytes held in a partitioned connection) can never move a newer marker,
-// written after a loss, earlier. An operator who knows
-// a new keyspace never held proofs may set the marker to an earlier time.
-// The record, the marker and TIME are read in one pipeline, in that order,
-// so the marker read is one the record's server had when it took the
-// record.
+// A Redis that loses writes would let proofs accepted before the loss be
+// replayed: one that loses all its keys (restarted without persistence,
+// flushed), and one that crashes and comes back from its last snapshot
+// (RDB, or AOF with appendfsync everysec) without the records written
+// after it. So the store keeps a marker, prefix + [SinceKey], holding when
+// the keyspace began by Redis's own clock (TIME) and the run of the server
+// that began it: "<ms>@<run_id>", run_id being INFO server's, new on
+// every start of the server (with or without persistence) and different
+// on a replica promoted by a failover. Every read of the marker is an
+// EVAL of one script on the marker's key, which decides it on the server
+// in one atomic step: it keeps a marker of this run dated no later than
+// TIME + [dpop.ReplayStoreMargin], and replaces any other (missing, not a
+// time, in the future, or of another run: the server restarted or failed
+// over, and may have lost writes) by TIME and this run: the keyspace
+// begins now. A proof that could have been accepted before the marker's
+// time (iat earlier than the marker plus maxSkew, plus
+// dpop.ReplayStoreMargin for the replicas' clocks) is refused with an
+// error, which the Verifier reports as [dpop.ErrReplayStoreUnavailable].
+// After a loss, a restart or a failover, and on a keyspace's first use,
+// proofs are refused for maxSkew + dpop.ReplayStoreMargin (70 s with the
+// Verifier's defaults); then the service is whole again, without
+// restarting anything. Because the script decides where the marker is
+// stored, a write delivered late (its process paused, its bytes held in a
+// partitioned connection) can never move a newer marker, written after a
+// loss, earlier; a marker dated ahead (by hand, or by an older version
+// from a replica whose clock ran ahead) cannot lock the replicas out. A
+// bare time "<ms>" (an operator vouching for a keyspace, or an older
+// version's marker) is bound to the running server without moving: an
+// operator who knows a new keyspace never held proofs may set the marker
+// to an earlier time (a snapshot taken before the store's next call holds
+// it bare, and a restore of that snapshot is then taken at the operator's
+// word). A server whose INFO server shows no run_id fails every call,
+// saying so. The record and the script are sent in one pipeline, in that
+// order, so the marker judged is one the record's server had when it took
+// the record.
 //
-// The marker does not detect a failover to a replica that missed only
-// the newest writes: Redis replicates asynchronously, so the replica has
-// the marker (written long ago) but not the records of the proofs
-// accepted just before the failover, and those proofs are accepted again.
-// [WithReplicas] closes that window: the store counts a proof as first
-// only once that many replicas hold its record (WAIT). On a Cluster the
-// marker lives on one shard and detects the loss of that shard only, and
-// WithReplicas is not supported: a shard failed over to a lagging replica
-// forgets the newest records of its slots.
+// A failover promotes a server of another run_id, so the marker sees it,
+// lagging replica or not: proofs are refused for the 70 s, and records
+// asked about from before it cannot be vouched for. One case it does not
+// see: a failover back to the server that wrote the marker, after that
+// server resynced from a replica that lagged and that no call of the
+// store reached while it was primary (the marker names the running server
+// again). [WithReplicas] covers it: the store counts a record only once
+// that many replicas hold it (WAIT), so with n the number of replicas no
+// failover loses one. On a Cluster the marker lives on one shard and sees
+// that shard's restarts and failovers only, and WithReplicas is not
+// supported: a shard failed over to a lagging replica forgets the newest
+// records of its slots.
 //
 // Configure Redis with maxmemory-policy noeviction (the default): an
 // evicted key is a forgotten proof.
@@ -175,7 +187,7 @@ func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayO
 
 // errKeyspaceNew is the error of a proof the store cannot vouch for: it
 // could have been accepted before the keyspace's marker.
-var errKeyspaceNew = errors.New("redisstore: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, or is new)")
+var errKeyspaceNew = errors.New("redisstore: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, restarted or failed over, or is new)")
 
 // errNotReplicated is the error of a proof whose record too few replicas
 // acknowledged (WithReplicas).
@@ -189,9 +201,7 @@ var errNotReplicated = errors.New("redisstore: too few replicas acknowledged the
 func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
 	// Round up: the key must not expire before until.
 	ms := ceilMilli(until)
-	var set, wait *redis.Cmd
-	var since *redis.StringCmd
-	var clock *redis.TimeCmd
+	var set, wait, marker *redis.Cmd
 	// bounded: the call returns by ctx's deadline whatever the client's
 	// configuration (a frozen Redis, no ContextTimeoutEnabled).
 	err := bounded(ctx, func() error {
@@ -200,8 +210,7 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 		if s.replicas > 0 {
 			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
 		}
-		since = pipe.Get(ctx, s.since)
-		clock = pipe.Time(ctx)
+		marker = s.decideMarker(ctx, pipe)
 		_, err := pipe.Exec(ctx)
 		return err
 	})
@@ -215,47 +224,33 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	if err := s.replicated(wait); err != nil {
 		return false, err
 	}
-	if clock.Err() != nil {
-		return false, fmt.Errorf("redisstore: TIME: %w", clock.Err())
-	}
-	now := ceilMilli(clock.Val())
-	began, ok := parseMarker(since)
-	if !ok || began > now+dpop.ReplayStoreMargin.Milliseconds() {
-		// A marker that is missing (a new keyspace, or one that lost its
-		// keys), not a time, or dated after Redis's clock cannot be
-		// right. The server decides it again, in one step, with its own
-		// clock (never a SET of the TIME read above: one delivered late
-		// would move a newer marker earlier).
-		var wrote bool
-		if began, wrote, err = s.decideMarker(ctx); err != nil {
-			return false, err
-		}
-		if wrote {
-			return false, errKeyspaceNew // the keyspace begins now
-		}
-	}
-	if ms < began+s.lifetime.Milliseconds() {
+	began, wrote, err := markerResult(marker)
+	switch {
+	case err != nil:
+		return false, err
+	case wrote: // the keyspace begins now
+		return false, errKeyspaceNew
+	case ms < began+s.lifetime.Milliseconds():
 		return false, errKeyspaceNew
 	}
 	return true, nil
 }
 
 // Recorded reports whether key was recorded (by [ReplayStore.Remember] or
-// [ReplayStore.RecordOnce]) and has not expired, with GET of the key and of the marker and TIME in
-// one pipeline, writing nothing (but the marker, decided as Remember
-// does when it is missing or impossible). It fails when the keyspace
+// [ReplayStore.RecordOnce]) and has not expired, with GET of the key and
+// the marker's script in one pipeline, writing nothing (but the marker,
+// decided as Remember does). It fails when the keyspace
 // began after since less [dpop.ReplayStoreMargin] (a record made since
 // since may have been lost with the keys), and on any Redis error. The
 // reference server reads revocations, spent authorization codes and web
 // UI logouts with it (mockserver.SharedStore).
 func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time) (bool, error) {
-	var val, marker *redis.StringCmd
-	var clock *redis.TimeCmd
+	var val *redis.StringCmd
+	var marker *redis.Cmd
 	err := bounded(ctx, func() error {
 		pipe := s.client.Pipeline()
 		val = pipe.Get(ctx, s.prefix+key)
-		marker = pipe.Get(ctx, s.since)
-		clock = pipe.Time(ctx)
+		marker = s.decideMarker(ctx, pipe)
 		_, err := pipe.Exec(ctx)
 		return err
 	})
@@ -265,34 +260,22 @@ func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time)
 	if err := val.Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
-	if _, err := s.vouch(ctx, marker, clock, since); err != nil {
+	if _, err := vouch(marker, since); err != nil {
 		return false, err
 	}
 	return val.Err() == nil, nil
 }
 
-// vouch reads the answers to GET of the marker and TIME and returns the
-// marker when the keyspace began no later than since less
-// [dpop.ReplayStoreMargin], errKeyspaceNew otherwise. A marker that is
-// missing, not a time, or dated after Redis's clock is decided again on
-// the server (decideMarker); the keyspace begins now when it wrote it.
-func (s *ReplayStore) vouch(ctx context.Context, marker *redis.StringCmd, clock *redis.TimeCmd, since time.Time) (int64, error) {
-	if clock.Err() != nil {
-		return 0, fmt.Errorf("redisstore: TIME: %w", clock.Err())
-	}
-	now := ceilMilli(clock.Val())
-	began, ok := parseMarker(marker)
-	if !ok || began > now+dpop.ReplayStoreMargin.Milliseconds() {
-		var wrote bool
-		var err error
-		if began, wrote, err = s.decideMarker(ctx); err != nil {
-			return 0, err
-		}
-		if wrote {
-			return 0, errKeyspaceNew // the keyspace begins now
-		}
-	}
-	if began > since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds() {
+// vouch reads the answer to the marker's script and returns the marker's
+// time when the keyspace began no later than since less
+// [dpop.ReplayStoreMargin], errKeyspaceNew otherwise (and when the script
+// began the keyspace now).
+func vouch(marker *redis.Cmd, since time.Time) (int64, error) {
+	began, wrote, err := markerResult(marker)
+	switch {
+	case err != nil:
+		return 0, err
+	case wrote, began > since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds():
 		return 0, errKeyspaceNew
 	}
 	return began, nil
@@ -302,17 +285,17 @@ func (s *ReplayStore) vouch(ctx context.Context, marker *redis.StringCmd, clock 
 // recorded, and reports whether it was not: a one-time record of
 // something issued at since (the reference server's revocations, spent
 // authorization codes and web UI logouts: mockserver.SharedStore). It
-// decides first, reading the marker and TIME in one pipeline, whether the
+// decides first, by the marker's script (one round trip), whether the
 // keyspace began no later than since less [dpop.ReplayStoreMargin], as
 // [ReplayStore.Recorded] does, and fails with nothing written when it did
 // not, or on any Redis error before the SET: a call that fails changes
 // nothing for its retry. No DPoP proof window applies (Remember's: a
 // record taken and then refused for the window would make its retry find
-// it taken). The SET goes with a second GET of the marker: a marker
-// changed between the two reads (Redis lost its keys meanwhile) fails the
-// call, the record then being in a keyspace that cannot vouch for since,
-// which every retry's first step refuses. The marker's two reads are
-// compared as numbers (parseMarker), as every read of it is parsed.
+// it taken). The SET goes with the marker's script again: a marker
+// begun or changed between the two (Redis lost its keys, restarted or
+// failed over meanwhile) fails the call, the record then being in a
+// keyspace that cannot vouch for since, which every retry's first step
+// refuses. The two are compared as numbers (the script's answer parsed).
 //
 // With [WithReplicas], the call succeeds only once the replicas
 // acknowledged the record, whoever wrote it: the SET NX goes with a
@@ -324,24 +307,21 @@ func (s *ReplayStore) vouch(ctx context.Context, marker *redis.StringCmd, clock 
 // and refuses, and a retry waits for the replicas again. Calls return by
 // ctx's deadline, as Remember's do.
 func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error) {
-	var marker *redis.StringCmd
-	var clock *redis.TimeCmd
+	var marker *redis.Cmd
 	err := bounded(ctx, func() error {
 		pipe := s.client.Pipeline()
-		marker = pipe.Get(ctx, s.since)
-		clock = pipe.Time(ctx)
+		marker = s.decideMarker(ctx, pipe)
 		_, err := pipe.Exec(ctx)
 		return err
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
-	began, err := s.vouch(ctx, marker, clock, since)
+	began, err := vouch(marker, since)
 	if err != nil {
 		return false, err
 	}
-	var set, wait *redis.Cmd
-	var again *redis.StringCmd
+	var set, wait, again *redis.Cmd
 	err = bounded(ctx, func() error {
 		pipe := s.client.Pipeline()
 		set = pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ceilMilli(until))
@@ -352,7 +332,7 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since t
 			pipe.Do(ctx, "SET", s.prefix+key, "1", "XX", "KEEPTTL")
 			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
 		}
-		again = pipe.Get(ctx, s.since)
+		again = s.decideMarker(ctx, pipe)
 		_, err := pipe.Exec(ctx)
 		return err
 	})
@@ -363,7 +343,7 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since t
 	if err != nil {
 		return false, err
 	}
-	if now, ok := parseMarker(again); !ok || now != began {
+	if now, wrote, err := markerResult(again); err != nil || wrote || now != began {
 		return false, errKeyspaceNew // the keys were lost between the reads
 	}
 	// First or not, the record stands only once the replicas hold it; it
@@ -390,28 +370,19 @@ func (s *ReplayStore) replicated(wait *redis.Cmd) error {
 	return nil
 }
 
-// parseMarker reads the answer to GET of the marker: the time it holds
-// (Unix milliseconds), false when it is missing or not a decimal integer.
-// Every read of the marker goes through it, so that texts of one number
-// ("+N", "0N", "-0") are one marker everywhere (replaymarker.Script
-// accepts them as a time too).
-func parseMarker(c *redis.StringCmd) (int64, bool) {
-	if c.Err() != nil {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(c.Val(), 10, 64)
-	return v, err == nil
+// decideMarker queues [replaymarker.Script] on the marker in pipe: the
+// server decides the marker in one atomic step, by its own clock and
+// run_id, and answers its time and whether it began the keyspace now
+// (markerResult reads the answer). Every read of the marker is this
+// script: one parser, one rule.
+func (s *ReplayStore) decideMarker(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd {
+	return pipe.Eval(ctx, replaymarker.Script, []string{s.since}, dpop.ReplayStoreMargin.Milliseconds())
 }
 
-// decideMarker runs [replaymarker.Script] on the marker, within ctx
-// (bounded), and returns the marker it leaves and whether it wrote it.
-func (s *ReplayStore) decideMarker(ctx context.Context) (began int64, wrote bool, err error) {
-	var res []any
-	err = bounded(ctx, func() error {
-		var err error
-		res, err = s.client.Eval(ctx, replaymarker.Script, []string{s.since}, dpop.ReplayStoreMargin.Milliseconds()).Slice()
-		return err
-	})
+// markerResult reads the answer to the marker's script: the marker's time
+// (Unix milliseconds) and whether the script began the keyspace now.
+func markerResult(c *redis.Cmd) (began int64, wrote bool, err error) {
+	res, err := c.Slice()
 	if err != nil {
 		return 0, false, fmt.Errorf("redisstore: deciding the replay keyspace's marker: %w", err)
 	}

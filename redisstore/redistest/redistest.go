@@ -6,14 +6,22 @@
 // starts empty. A server made another's primary (REPLICAOF) starts the full
 // sync at once, without Redis's default 5 s wait for more replicas.
 //
+// Save and RestartFromSnapshot make a crash of a Redis with persistence:
+// it comes back from its last snapshot, without the writes after it, as a
+// new run of the server (a new run_id in INFO server).
+//
 // Where neither binary is on PATH, Start falls back to
 // github.com/alicebob/miniredis/v2 in process and says so in the test log;
+// it is given ROLE and INFO server (run_id only, a new one on every start
+// and restart) for the commands redisstore sends, in scripts too;
 // with ORGAUTHZ_REQUIRE_REDIS=1 in the environment (as .ci/run sets it) the
 // absence of a real server fails the test instead, so CI proves the real one.
 package redistest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -48,6 +56,15 @@ type Server struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
+	dir  string // the running server's directory (its RDB file)
+	// snap is miniredis's last Save: its string keys and their TTLs.
+	snap map[string]savedKey
+}
+
+// savedKey is a string key in a miniredis snapshot.
+type savedKey struct {
+	val string
+	ttl time.Duration
 }
 
 // Start starts a server for t and stops it in t's cleanup. It fails t when
@@ -61,7 +78,7 @@ func Start(t testing.TB) *Server {
 		}
 		t.Logf("redistest: redis-server is not on PATH: using miniredis in process; CI (.ci/run) runs the real server")
 		mini := miniredis.RunT(t)
-		addRole(t, mini)
+		addCommands(t, mini)
 		return &Server{t: t, addr: mini.Addr(), mini: mini}
 	}
 	s := &Server{t: t, bin: bin}
@@ -70,7 +87,7 @@ func Start(t testing.TB) *Server {
 		if s.addr, err = freePort(); err != nil {
 			continue
 		}
-		if err = s.run(); err == nil {
+		if err = s.run(t.TempDir()); err == nil {
 			break
 		}
 	}
@@ -121,16 +138,79 @@ func (s *Server) Restart() {
 	if s.mini != nil {
 		s.mini.FlushAll()
 		s.mini.Restart()
-		addRole(s.t, s.mini)
+		addCommands(s.t, s.mini)
 		return
 	}
 	s.Stop()
-	if err := s.run(); err != nil {
+	if err := s.run(s.t.TempDir()); err != nil {
 		s.t.Fatalf("redistest: restart: %v", err)
 	}
 }
 
-func (s *Server) run() error {
+// Save takes a snapshot of the server's data (SAVE), which
+// RestartFromSnapshot comes back from. With miniredis it keeps the string
+// keys of database 0 and their TTLs (what redisstore writes), and fails
+// the test on a key of another type.
+func (s *Server) Save() {
+	s.t.Helper()
+	if s.mini != nil {
+		snap := map[string]savedKey{}
+		for _, k := range s.mini.Keys() {
+			v, err := s.mini.Get(k)
+			if err != nil {
+				s.t.Fatalf("redistest: Save: miniredis snapshots string keys only; %q is a %s", k, s.mini.Type(k))
+			}
+			snap[k] = savedKey{val: v, ttl: s.mini.TTL(k)}
+		}
+		s.mu.Lock()
+		s.snap = snap
+		s.mu.Unlock()
+		return
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.addr})
+	defer c.Close()
+	if err := c.Save(context.Background()).Err(); err != nil {
+		s.t.Fatalf("redistest: SAVE: %v", err)
+	}
+}
+
+// RestartFromSnapshot kills the server (SIGKILL: nothing saved on the way
+// out) and starts it again on the same address from its last Save (empty
+// without one), as a crashed Redis with RDB persistence, or AOF that had
+// not synced its last writes, comes back: the writes after the snapshot
+// are lost, and the server is a new run of itself.
+func (s *Server) RestartFromSnapshot() {
+	s.t.Helper()
+	if s.mini != nil {
+		s.mu.Lock()
+		snap := s.snap
+		s.mu.Unlock()
+		s.mini.Close()
+		s.mini.FlushAll()
+		if err := s.mini.Restart(); err != nil {
+			s.t.Fatalf("redistest: restart: %v", err)
+		}
+		addCommands(s.t, s.mini)
+		for k, v := range snap {
+			if err := s.mini.Set(k, v.val); err != nil {
+				s.t.Fatalf("redistest: restore %q: %v", k, err)
+			}
+			if v.ttl > 0 {
+				s.mini.SetTTL(k, v.ttl)
+			}
+		}
+		return
+	}
+	s.mu.Lock()
+	dir := s.dir
+	s.mu.Unlock()
+	s.Stop()
+	if err := s.run(dir); err != nil {
+		s.t.Fatalf("redistest: restart from snapshot: %v", err)
+	}
+}
+
+func (s *Server) run(dir string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, port, _ := net.SplitHostPort(s.addr)
@@ -140,7 +220,7 @@ func (s *Server) run() error {
 	// repl-diskless-sync-delay's default 5 s wait for more replicas.
 	cmd := exec.Command(s.bin,
 		"--bind", "127.0.0.1", "--port", port,
-		"--dir", s.t.TempDir(), "--dbfilename", "redistest.rdb",
+		"--dir", dir, "--dbfilename", "redistest.rdb",
 		"--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0",
 		"--protected-mode", "no", "--loglevel", "warning")
 	if err := cmd.Start(); err != nil {
@@ -153,15 +233,31 @@ func (s *Server) run() error {
 		<-done
 		return err
 	}
-	s.cmd, s.done = cmd, done
+	s.cmd, s.done, s.dir = cmd, done, dir
 	return nil
 }
 
-// addRole gives miniredis the ROLE command it lacks: a single server is its
-// own primary, which redisstore.Invalidator checks before it trusts a
-// session. A restarted miniredis needs it again.
-func addRole(t testing.TB, mini *miniredis.Miniredis) {
+// addCommands gives miniredis what it lacks of the commands redisstore
+// sends: ROLE (a single server is its own primary, which
+// redisstore.Invalidator checks before it trusts a session) and INFO
+// server, which answers a run_id (redisstore's replay marker is bound to
+// it), a new one each time addCommands runs: a restarted miniredis needs
+// them again, and is a new run. The INFO hook answers in scripts too (they
+// dispatch through the server); other INFO sections stay miniredis's own.
+func addCommands(t testing.TB, mini *miniredis.Miniredis) {
 	t.Helper()
+	var id [20]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	info := "# Server\r\nredis_version:7.0.0-miniredis\r\nrun_id:" + hex.EncodeToString(id[:]) + "\r\n"
+	mini.Server().SetPreHook(func(c *server.Peer, cmd string, args ...string) bool {
+		if cmd != "INFO" || len(args) != 1 || !strings.EqualFold(args[0], "server") {
+			return false
+		}
+		c.WriteBulk(info)
+		return true
+	})
 	err := mini.Server().Register("ROLE", func(c *server.Peer, _ string, _ []string) {
 		c.WriteLen(3)
 		c.WriteBulk("master")

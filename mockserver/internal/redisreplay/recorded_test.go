@@ -9,11 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/replaymarker"
 )
 
 // TestRecordedReadsWhatRememberWrote: what one replica records (a
 // revocation, a spent code) is what every replica reads, in one round
-// trip of GET, GET of the marker and TIME, writing nothing.
+// trip of GET and the marker's script, writing nothing but the marker.
 func TestRecordedReadsWhatRememberWrote(t *testing.T) {
 	t.Parallel()
 	f := startFake(t, redisLike())
@@ -29,7 +30,10 @@ func TestRecordedReadsWhatRememberWrote(t *testing.T) {
 	found, err = s.Recorded(t.Context(), "k", since)
 	require.NoError(t, err)
 	require.True(t, found)
-	require.Equal(t, [][]string{{"GET", "p:k"}, {"GET", "p:since"}, {"TIME"}}, f.commands()[before:])
+	cmds := f.commands()[before:]
+	require.Len(t, cmds, 2, "one round trip")
+	require.Equal(t, []string{"GET", "p:k"}, cmds[0])
+	require.Equal(t, []string{"EVAL", replaymarker.Script, "1", "p:since"}, cmds[1][:4], "the marker decided by the server")
 }
 
 // TestRecordedRefusesWhatTheKeyspaceCannotVouchFor: a keyspace younger
@@ -49,7 +53,7 @@ func TestRecordedRefusesWhatTheKeyspaceCannotVouchFor(t *testing.T) {
 
 	_, err = s.Recorded(t.Context(), "k", now.Add(time.Hour))
 	require.ErrorIs(t, err, errKeyspaceNew, "no marker: the keyspace begins now")
-	require.Equal(t, bulk(strconv.FormatInt(now.UnixMilli(), 10)), answer([]string{"GET", "p:since"}), "decided by the server")
+	require.Equal(t, strconv.FormatInt(now.UnixMilli(), 10), markerAt(t, answer, "p:since"), "decided by the server")
 
 	_, err = s.Recorded(t.Context(), "k", now.Add(-time.Minute))
 	require.ErrorIs(t, err, errKeyspaceNew, "issued before the keyspace began")
@@ -138,4 +142,36 @@ func TestRecordOnceTakesEveryTextOfTheMarkersTime(t *testing.T) {
 			require.False(t, first, "recorded already")
 		})
 	}
+}
+
+// TestARestartedServerVouchesForNothingBeforeIt: a Redis that crashed and
+// came back from its snapshot (or an AOF not yet synced) may have lost the
+// records written after it, while the marker, older, survived. The
+// marker is bound to the server's run (run_id), so the restarted server
+// begins the keyspace again: a record asked about from before the restart
+// fails the read (the reference server refuses the credential) instead of
+// answering "not recorded", a one-time record of it is refused, and a
+// proof is refused for the window, as after a flush.
+func TestARestartedServerVouchesForNothingBeforeIt(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Millisecond)
+	answer := redisLikeAt(func() time.Time { return now })
+	f := startFake(t, answer)
+	s := settledStore(t, "redis://"+f.addr)
+	issued := now.Add(-time.Minute)
+	first, err := s.RecordOnce(t.Context(), "revoked", now.Add(time.Hour), issued)
+	require.NoError(t, err)
+	require.True(t, first)
+	found, err := s.Recorded(t.Context(), "k", issued)
+	require.NoError(t, err)
+	require.False(t, found)
+
+	answer([]string{restartCommand}) // every key kept: the most a restore can keep
+	_, err = s.Recorded(t.Context(), "k", issued)
+	require.ErrorIs(t, err, errKeyspaceNew, "a record made after the snapshot may be lost: no answer")
+	_, err = s.RecordOnce(t.Context(), "other", now.Add(time.Hour), issued)
+	require.ErrorIs(t, err, errKeyspaceNew)
+	_, err = s.Remember(t.Context(), "proof", now.Add(2*time.Minute))
+	require.ErrorIs(t, err, errKeyspaceNew, "a proof the lost records may have held")
+	require.Equal(t, strconv.FormatInt(now.UnixMilli(), 10), markerAt(t, answer, "p:since"), "the keyspace begins at the restart")
 }

@@ -1,6 +1,6 @@
 // Package redisreplay is the reference server binary's dpop.ReplayStore on
 // Redis or Valkey: a minimal RESP2 client that speaks only what the store
-// needs (AUTH, SELECT, SET NX PXAT, GET, TIME, and EVAL of the marker's
+// needs (AUTH, SELECT, SET NX PXAT, GET, and EVAL of the marker's
 // script), so that the root module, which holds the binary, requires no
 // Redis client (users of pep must not download one). Services use github.com/orgauthz/orgauthz/redisstore,
 // which runs on go-redis; this package keeps the same keys and rules
@@ -33,7 +33,8 @@ const (
 	DialTimeout = 2 * time.Second
 	// CallTimeout bounds a call whose context has no deadline.
 	CallTimeout = 2 * time.Second
-	// maxBulk bounds a bulk reply the store reads (its marker is a number).
+	// maxBulk bounds a bulk reply the store reads (a key's record, the
+	// marker's time).
 	maxBulk = 64
 )
 
@@ -93,15 +94,15 @@ func (s *Store) Close() error {
 
 // errKeyspaceNew is the error of a proof the store cannot vouch for: it
 // could have been accepted before the keyspace's marker.
-var errKeyspaceNew = errors.New("redis: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, or is new)")
+var errKeyspaceNew = errors.New("redis: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, restarted or failed over, or is new)")
 
 // Remember records key until until with SET NX PXAT and reports whether it
 // was not recorded already; it fails when the keyspace is younger than the
-// proof's window could reach back, by the marker and Redis's own clock
-// (TIME), having the server decide again (EVAL, in one atomic step) a
-// marker that is missing or dated after that clock
-// (redisstore.ReplayStore explains), and on any error of the connection or
-// the server.
+// proof's window could reach back, by the marker as the server decides it
+// in the same round trip (EVAL of replaymarker.Script, after the SET: by
+// its own clock and run_id, so a restart or a restore from a snapshot
+// begins the keyspace again; redisstore.ReplayStore explains), and on any
+// error of the connection or the server.
 func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -111,16 +112,14 @@ func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool
 	ms := ceilMilli(until)
 	cmds := [][]string{
 		{"SET", s.prefix + key, "1", "NX", "PXAT", strconv.FormatInt(ms, 10)},
-		{"GET", s.prefix + sinceKey},
-		{"TIME"},
+		s.markerCommand(),
 	}
 	c, replies, err := s.exchange(ctx, cmds)
 	if err != nil {
 		return false, err
 	}
-	first, err := s.judge(ctx, c, replies, ms)
-	s.put(c, err == nil || !errors.Is(err, errConn))
-	return first, err
+	s.put(c, true)
+	return s.judge(replies, ms)
 }
 
 // exchange sends cmds on a connection and returns it with the replies;
@@ -148,30 +147,21 @@ func (s *Store) exchange(ctx context.Context, cmds [][]string) (*conn, []reply, 
 // Recorded reports whether key was recorded (by Remember, or by SET with
 // PXAT from another client of the keys) and has not expired. It fails when
 // the keyspace is younger than since less dpop.ReplayStoreMargin (Redis
-// lost its keys, or is new: a record made since since may be lost), by
-// the marker, decided again on the server when missing as Remember does,
-// and on any error of the connection or the server. It sends GET of the
-// key and of the marker and TIME, in one round trip.
+// lost its keys, restarted, or is new: a record made since since may be
+// lost), by the marker as the server decides it, and on any error of the
+// connection or the server. It sends GET of the key and EVAL of the
+// marker's script, in one round trip.
 func (s *Store) Recorded(ctx context.Context, key string, since time.Time) (bool, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
 		defer cancel()
 	}
-	c, replies, err := s.exchange(ctx, [][]string{{"GET", s.prefix + key}, {"GET", s.prefix + sinceKey}, {"TIME"}})
+	c, replies, err := s.exchange(ctx, [][]string{{"GET", s.prefix + key}, s.markerCommand()})
 	if err != nil {
 		return false, err
 	}
-	found, err := s.judgeRead(ctx, c, replies, since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds())
-	s.put(c, err == nil || !errors.Is(err, errConn))
-	return found, err
-}
-
-// judgeRead reads the replies to GET of a key, GET of the marker and TIME:
-// whether the key is there, and an error when the keyspace began after
-// sinceMs (Unix milliseconds) by the marker, decided again on the server
-// as judge does.
-func (s *Store) judgeRead(ctx context.Context, c *conn, replies []reply, sinceMs int64) (bool, error) {
+	s.put(c, true)
 	val := replies[0]
 	if val.err != nil {
 		return false, val.err
@@ -179,42 +169,22 @@ func (s *Store) judgeRead(ctx context.Context, c *conn, replies []reply, sinceMs
 	if val.arr != nil {
 		return false, errors.New("redis: GET answered an array")
 	}
-	if _, err := s.vouch(ctx, c, replies[1], replies[2], sinceMs); err != nil {
+	if _, err := vouch(replies[1], since); err != nil {
 		return false, err
 	}
 	return !val.null, nil
 }
 
-// vouch reads the replies to GET of the marker and TIME and returns the
-// marker when the keyspace began no later than sinceMs (Unix
-// milliseconds), errKeyspaceNew otherwise. A missing marker, one that is
-// not a number, or one dated after the server's TIME by more than
-// dpop.ReplayStoreMargin is decided again on the server (decideMarker, on
-// c): the keyspace begins now when the script wrote it.
-func (s *Store) vouch(ctx context.Context, c *conn, since, clock reply, sinceMs int64) (int64, error) {
-	for _, r := range []reply{since, clock} {
-		if r.err != nil {
-			return 0, r.err
-		}
-	}
-	now, err := redisTime(clock)
-	if err != nil {
+// vouch reads the reply to the marker's script and returns the marker's
+// time when the keyspace began no later than since less
+// dpop.ReplayStoreMargin, errKeyspaceNew otherwise (and when the script
+// began the keyspace now).
+func vouch(r reply, since time.Time) (int64, error) {
+	began, wrote, err := markerResult(r)
+	switch {
+	case err != nil:
 		return 0, err
-	}
-	var began int64
-	if since.arr == nil && !since.null {
-		began, err = strconv.ParseInt(since.s, 10, 64)
-	}
-	if since.arr != nil || since.null || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds() {
-		var wrote bool
-		if began, wrote, err = s.decideMarker(ctx, c); err != nil {
-			return 0, err
-		}
-		if wrote {
-			return 0, errKeyspaceNew
-		}
-	}
-	if began > sinceMs {
+	case wrote, began > since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds():
 		return 0, errKeyspaceNew
 	}
 	return began, nil
@@ -222,81 +192,43 @@ func (s *Store) vouch(ctx context.Context, c *conn, since, clock reply, sinceMs 
 
 // RecordOnce records key until until with SET NX PXAT unless it is
 // recorded, and reports whether it was not (mockserver.SharedStore). It
-// decides first, by the marker and TIME (one round trip), whether the
+// decides first, by the marker's script (one round trip), whether the
 // keyspace began no later than since less dpop.ReplayStoreMargin, as
 // Recorded does, and fails with nothing written when it did not, or on
 // any error before the SET: a call that fails changes nothing for its
-// retry. The SET is sent with a second GET of the marker on the same
-// connection: a marker changed between the two (Redis lost its keys
-// meanwhile) fails the call too, the record then being in a keyspace that
-// cannot vouch for since, which every retry's first step refuses. No DPoP
-// proof window applies (Remember's). The marker's two reads are compared
-// as numbers (sameMarker).
+// retry. The SET is sent with the marker's script again on the same
+// connection: a marker changed between the two (Redis lost its keys or
+// restarted meanwhile) fails the call too, the record then being in a
+// keyspace that cannot vouch for since, which every retry's first step
+// refuses. No DPoP proof window applies (Remember's).
 func (s *Store) RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
 		defer cancel()
 	}
-	c, replies, err := s.exchange(ctx, [][]string{{"GET", s.prefix + sinceKey}, {"TIME"}})
+	c, replies, err := s.exchange(ctx, [][]string{s.markerCommand()})
 	if err != nil {
 		return false, err
 	}
-	began, err := s.vouch(ctx, c, replies[0], replies[1], since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds())
+	began, err := vouch(replies[0], since)
 	if err != nil {
-		s.put(c, !errors.Is(err, errConn))
+		s.put(c, true)
 		return false, err
 	}
 	replies, err = c.do(ctx, []string{"SET", s.prefix + key, "1", "NX", "PXAT", strconv.FormatInt(ceilMilli(until), 10)},
-		[]string{"GET", s.prefix + sinceKey})
+		s.markerCommand())
 	if err != nil {
 		s.put(c, false)
 		return false, err
 	}
 	s.put(c, true)
 	set, marker := replies[0], replies[1]
-	switch {
-	case set.err != nil:
+	if set.err != nil {
 		return false, set.err
-	case marker.err != nil:
-		return false, marker.err
-	case !sameMarker(marker, began):
-		return false, errKeyspaceNew
-	case set.arr == nil && set.null:
-		return false, nil
-	case set.arr != nil || set.s != "OK":
-		return false, fmt.Errorf("redis: SET answered %q", set.s)
 	}
-	return true, nil
-}
-
-// sameMarker reports whether the reply to GET of the marker holds the
-// time began: parsed as every read of the marker is (strconv.ParseInt,
-// which takes "+N", "0N" and "-0" as replaymarker.Script does), never
-// compared as text.
-func sameMarker(r reply, began int64) bool {
-	if r.arr != nil || r.null {
-		return false
-	}
-	v, err := strconv.ParseInt(r.s, 10, 64)
-	return err == nil && v == began
-}
-
-// errConn marks an error of the connection (not of the server's answer):
-// the connection is out of step and must be closed.
-var errConn = errors.New("redis: connection")
-
-// judge reads the replies to SET NX, GET of the marker and TIME. A
-// missing marker, one that is not a number, or one dated after the
-// server's TIME by more than dpop.ReplayStoreMargin is decided again on
-// the server (decideMarker, on c), and the proof judged by the marker it
-// leaves: refused when the script wrote it (the keyspace begins now).
-func (s *Store) judge(ctx context.Context, c *conn, replies []reply, ms int64) (bool, error) {
-	set, since, clock := replies[0], replies[1], replies[2]
-	for _, r := range replies {
-		if r.err != nil {
-			return false, r.err
-		}
+	if now, wrote, err := markerResult(marker); err != nil || wrote || now != began {
+		return false, errKeyspaceNew // the keys were lost between the two
 	}
 	switch {
 	case set.arr == nil && set.null:
@@ -304,41 +236,47 @@ func (s *Store) judge(ctx context.Context, c *conn, replies []reply, ms int64) (
 	case set.arr != nil || set.s != "OK":
 		return false, fmt.Errorf("redis: SET answered %q", set.s)
 	}
-	now, err := redisTime(clock)
-	if err != nil {
+	return true, nil
+}
+
+// judge reads the replies to SET NX and the marker's script: first when
+// SET set the key and the keyspace began early enough to hold every
+// earlier record of the proof (refused when the script began it now).
+func (s *Store) judge(replies []reply, ms int64) (bool, error) {
+	set, marker := replies[0], replies[1]
+	if set.err != nil {
+		return false, set.err
+	}
+	switch {
+	case set.arr == nil && set.null:
+		return false, nil
+	case set.arr != nil || set.s != "OK":
+		return false, fmt.Errorf("redis: SET answered %q", set.s)
+	}
+	began, wrote, err := markerResult(marker)
+	switch {
+	case err != nil:
 		return false, err
-	}
-	var began int64
-	if since.arr == nil && !since.null {
-		began, err = strconv.ParseInt(since.s, 10, 64)
-	}
-	if since.arr != nil || since.null || err != nil || began > now+dpop.ReplayStoreMargin.Milliseconds() {
-		var wrote bool
-		if began, wrote, err = s.decideMarker(ctx, c); err != nil {
-			return false, err
-		}
-		if wrote {
-			return false, errKeyspaceNew
-		}
-	}
-	if ms < began+s.lifetime.Milliseconds() {
+	case wrote, ms < began+s.lifetime.Milliseconds():
 		return false, errKeyspaceNew
 	}
 	return true, nil
 }
 
-// decideMarker runs replaymarker.Script (EVAL) on the marker, on c: the
-// server decides the marker in one atomic step with its own clock, so a
-// write delivered late never moves a newer marker earlier (as a SET of
-// the TIME read before would). It returns the marker the script leaves
-// and whether it wrote it.
-func (s *Store) decideMarker(ctx context.Context, c *conn) (began int64, wrote bool, err error) {
-	replies, err := c.do(ctx, []string{"EVAL", replaymarker.Script, "1", s.prefix + sinceKey,
-		strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10)})
-	if err != nil {
-		return 0, false, fmt.Errorf("%w: %w", errConn, err)
-	}
-	r := replies[0]
+// markerCommand is EVAL of replaymarker.Script on the marker: the server
+// decides the marker in one atomic step, by its own clock and run_id (a
+// marker of another run of the server, one that may have lost writes, is
+// replaced), so a write delivered late never moves a newer marker earlier
+// (as a SET of a TIME read before would). Every read of the marker is
+// this script: one parser, one rule, shared with redisstore.
+func (s *Store) markerCommand() []string {
+	return []string{"EVAL", replaymarker.Script, "1", s.prefix + sinceKey,
+		strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10)}
+}
+
+// markerResult reads the reply to the marker's script: the marker's time
+// (Unix milliseconds) and whether the script began the keyspace now.
+func markerResult(r reply) (began int64, wrote bool, err error) {
 	if r.err != nil {
 		return 0, false, r.err
 	}
@@ -348,20 +286,6 @@ func (s *Store) decideMarker(ctx context.Context, c *conn) (began int64, wrote b
 		}
 	}
 	return 0, false, errors.New("redis: the marker's script answered no marker")
-}
-
-// redisTime reads TIME's answer (seconds and microseconds) in Unix
-// milliseconds, rounded up.
-func redisTime(r reply) (int64, error) {
-	if len(r.arr) != 2 {
-		return 0, errors.New("redis: TIME answered no time")
-	}
-	sec, err1 := strconv.ParseInt(r.arr[0], 10, 64)
-	usec, err2 := strconv.ParseInt(r.arr[1], 10, 64)
-	if err1 != nil || err2 != nil || sec < 0 || usec < 0 || usec >= 1_000_000 || sec > 1<<40 {
-		return 0, errors.New("redis: TIME answered no time")
-	}
-	return sec*1000 + (usec+999)/1000, nil
 }
 
 // ceilMilli returns t in Unix milliseconds, rounded up.

@@ -1,0 +1,241 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+// A Redis with persistence (RDB snapshots, or AOF with appendfsync
+// everysec) that crashes comes back from its last snapshot: the marker,
+// written long before, is there, and the records written after the
+// snapshot (revocations, code spends, sign-outs, DPoP proofs) are not.
+// The marker is bound to the server's run (INFO server's run_id, new on
+// every start), so the restored server begins the keyspace again, as a
+// flushed one does: what it may have lost is refused, never answered
+// "not recorded".
+
+// snapshotServers runs f on a real redis-server and on the miniredis
+// fallback (redistest gives it a run_id per start), so that both paths of
+// redistest prove the rule.
+func snapshotServers(t *testing.T, f func(t *testing.T, srv *redistest.Server)) {
+	t.Run("redis-server", func(t *testing.T) {
+		srv := redistest.Start(t)
+		require.True(t, srv.Real(), "redis-server or valkey-server is on PATH here and in CI")
+		f(t, srv)
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		t.Setenv("PATH", "")
+		t.Setenv(redistest.RequireEnv, "")
+		srv := redistest.Start(t)
+		require.False(t, srv.Real())
+		f(t, srv)
+	})
+}
+
+// TestReplayStoreDoesNotTrustARedisRestoredFromASnapshot: a record taken
+// after the snapshot (a one-time record, a proof) is lost by the restore;
+// the store then answers neither "not recorded" nor "first" for anything
+// it may have held, but errKeyspaceNew, whose callers refuse.
+func TestReplayStoreDoesNotTrustARedisRestoredFromASnapshot(t *testing.T) {
+	snapshotServers(t, func(t *testing.T, srv *redistest.Server) {
+		c := srv.Client()
+		const prefix = "snap:"
+		s := NewReplayStore(c, prefix)
+		hourAgo := time.Now().Add(-time.Hour).UnixMilli()
+		require.NoError(t, c.Set(t.Context(), prefix+SinceKey, hourAgo, 0).Err()) // an operator's word
+		issued := time.Now().Add(-time.Minute)
+		found, err := s.Recorded(t.Context(), "revoked", issued)
+		require.NoError(t, err)
+		require.False(t, found)
+		srv.Save() // the periodic snapshot: the marker, an hour old
+		first, err := s.RecordOnce(t.Context(), "revoked", time.Now().Add(time.Hour), issued)
+		require.NoError(t, err)
+		require.True(t, first)
+		found, err = s.Recorded(t.Context(), "revoked", issued)
+		require.NoError(t, err)
+		require.True(t, found)
+		proofUntil := time.Now().Add(time.Minute)
+		first, err = s.Remember(t.Context(), "proof", proofUntil)
+		require.NoError(t, err)
+		require.True(t, first)
+
+		srv.RestartFromSnapshot() // the crash: the marker is back, the records are not
+		found, err = s.Recorded(t.Context(), "revoked", issued)
+		require.ErrorIs(t, err, errKeyspaceNew, "the revocation may be lost: the store must not answer found=%v", found)
+		first, err = s.Remember(t.Context(), "proof", proofUntil)
+		require.ErrorIs(t, err, errKeyspaceNew, "the proof's record may be lost: a replay must not be first (%v)", first)
+		_, err = s.RecordOnce(t.Context(), "revoked", time.Now().Add(time.Hour), issued)
+		require.ErrorIs(t, err, errKeyspaceNew, "a spend of something issued before the restore cannot be vouched for")
+
+		// Something issued a margin after the restore is served again:
+		// the window opens once, as after a flush.
+		later := time.Now().Add(2 * time.Minute)
+		first, err = s.RecordOnce(t.Context(), "new", later.Add(time.Hour), later)
+		require.NoError(t, err)
+		require.True(t, first)
+	})
+}
+
+// TestRevokedTokenStaysRefusedAfterRedisRestoresASnapshot: two reference
+// servers share one Redis, in process (redisstore.ReplayStore) or as the
+// binary (-redis: its own RESP client, mockserver/internal/redisreplay); a
+// token revoked at one (200) is refused at the other, and stays refused
+// after Redis crashes and comes back from a snapshot taken before the
+// revocation.
+func TestRevokedTokenStaysRefusedAfterRedisRestoresASnapshot(t *testing.T) {
+	const prefix = "t:"
+	const seed = "0123456789abcdef0123456789abcdef"
+	for _, replicas := range []struct {
+		name  string
+		start func(t *testing.T, srv *redistest.Server) string
+	}{
+		{"in process", func(t *testing.T, srv *redistest.Server) string {
+			ms, err := mockserver.New(mockserver.WithKeySeed([]byte(seed)), mockserver.WithReplayStore(NewReplayStore(srv.Client(), prefix)),
+				mockserver.WithFixtureFile("../examples/fixtures/acme.json"))
+			require.NoError(t, err)
+			hs := httptest.NewServer(ms)
+			t.Cleanup(hs.Close)
+			return hs.URL
+		}},
+		{"binary", func(t *testing.T, srv *redistest.Server) string {
+			return startMockserver(t, "-fixture", "../examples/fixtures/acme.json", "-key-seed", seed,
+				"-redis", srv.URL(), "-redis-prefix", prefix)
+		}},
+	} {
+		t.Run(replicas.name, func(t *testing.T) {
+			snapshotServers(t, func(t *testing.T, srv *redistest.Server) {
+				c := srv.Client()
+				require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
+				a, b := replicas.start(t, srv), replicas.start(t, srv)
+
+				status, _, body := frontCall(t, a, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
+					"application/x-www-form-urlencoded",
+					url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}.Encode())
+				require.Equal(t, http.StatusOK, status, string(body))
+				var tok struct {
+					AccessToken string `json:"access_token"`
+				}
+				require.NoError(t, json.Unmarshal(body, &tok))
+				decide := func(base string) (int, string) {
+					status, _, body := frontCall(t, base, http.MethodPost, "/realms/acme/authorization-decision-provider/authorize",
+						http.Header{"Authorization": {"Bearer " + tok.AccessToken}}, "application/json",
+						`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
+					return status, string(body)
+				}
+				status, body2 := decide(b)
+				require.Equal(t, http.StatusOK, status, "served before its revocation: %s", body2)
+				srv.Save() // the periodic snapshot: the marker (bound to this run by the calls), no revocation
+				status, _, body = frontCall(t, a, http.MethodPost, "/realms/acme/protocol/openid-connect/revoke", nil,
+					"application/x-www-form-urlencoded", url.Values{"client_id": {"admin-cli"}, "token": {tok.AccessToken}}.Encode())
+				require.Equal(t, http.StatusOK, status, string(body))
+				status, body2 = decide(b)
+				require.Equal(t, http.StatusUnauthorized, status, "revoked, before the crash: %s", body2)
+
+				srv.RestartFromSnapshot()
+				for _, replica := range []string{a, b} {
+					status, body2 = decide(replica)
+					require.NotEqual(t, http.StatusOK, status, "the token revoked before Redis crashed is served again: %s", body2)
+				}
+			})
+		})
+	}
+}
+
+// TestReplayStoreBindsAMarkerWrittenByHandWithoutMovingIt: a bare time
+// (an operator vouching for the keyspace as it is, or an older version's
+// marker) is the keyspace's beginning on this run of the server: the
+// first call binds it to the run_id, keeping its time; a restart then
+// replaces it like any marker of another run.
+func TestReplayStoreBindsAMarkerWrittenByHandWithoutMovingIt(t *testing.T) {
+	snapshotServers(t, func(t *testing.T, srv *redistest.Server) {
+		c := srv.Client()
+		s := NewReplayStore(c, "bare:")
+		hourAgo := time.Now().Add(-time.Hour).UnixMilli()
+		require.NoError(t, c.Set(t.Context(), s.since, hourAgo, 0).Err())
+		_, err := s.Recorded(t.Context(), "k", time.Now().Add(-time.Minute))
+		require.NoError(t, err, "vouched for by the operator's marker")
+		info, err := c.Info(t.Context(), "server").Result()
+		require.NoError(t, err)
+		_, rest, ok := strings.Cut(info, "run_id:")
+		require.True(t, ok, "INFO server: %q", info)
+		run, _, _ := strings.Cut(rest, "\r\n")
+		got, err := c.Get(t.Context(), s.since).Result()
+		require.NoError(t, err)
+		require.Equal(t, strconv.FormatInt(hourAgo, 10)+"@"+run, got, "bound to this run, not moved")
+
+		srv.Save()
+		srv.RestartFromSnapshot()
+		_, err = s.Recorded(t.Context(), "k", time.Now().Add(-time.Minute))
+		require.ErrorIs(t, err, errKeyspaceNew, "a marker of another run")
+	})
+}
+
+// markerOf reads the marker's time (Unix milliseconds): the text before
+// the "@" of the server's run it is bound to.
+func markerOf(t *testing.T, c *redis.Client, key string) int64 {
+	t.Helper()
+	v, err := c.Get(t.Context(), key).Result()
+	require.NoError(t, err)
+	ms, _, _ := strings.Cut(v, "@")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	require.NoError(t, err, "marker %q", v)
+	return n
+}
+
+// TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover: a replica holds
+// the marker (replicated long ago) but may miss the newest records; once
+// promoted it is another run of a server, so the store, without
+// WithReplicas, begins the keyspace again there rather than answer "not
+// recorded" for a record the old primary took.
+func TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover(t *testing.T) {
+	a, b := redistest.Start(t), redistest.Start(t)
+	require.True(t, a.Real(), "replication needs redis-server or valkey-server, on PATH here and in CI")
+	ctx := t.Context()
+	var primary atomic.Value
+	primary.Store(a.Addr())
+	c := redis.NewClient(&redis.Options{MaxRetries: -1,
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, primary.Load().(string))
+		}})
+	t.Cleanup(func() { _ = c.Close() })
+	s := NewReplayStore(c, "failover:")
+	settled(t, a.Client(), s)
+	issued := time.Now().Add(-time.Minute)
+	_, err := s.Recorded(ctx, "x", issued) // binds the marker to A's run
+	require.NoError(t, err)
+	aMarker, err := a.Client().Get(ctx, s.since).Result()
+	require.NoError(t, err)
+
+	host, port, _ := net.SplitHostPort(a.Addr())
+	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", host, port).Err())
+	require.Eventually(t, func() bool {
+		v, err := b.Client().Get(ctx, s.since).Result()
+		return err == nil && v == aMarker
+	}, 15*time.Second, 20*time.Millisecond, "B holds A's marker")
+	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", "NO", "ONE").Err()) // the link breaks: B lags from here
+
+	first, err := s.RecordOnce(ctx, "revoked", time.Now().Add(time.Hour), issued) // on A only
+	require.NoError(t, err)
+	require.True(t, first)
+
+	a.Stop() // A dies; B, promoted, is the primary the service reaches
+	primary.Store(b.Addr())
+	found, err := s.Recorded(ctx, "revoked", issued)
+	require.ErrorIs(t, err, errKeyspaceNew, "B never held the record: it must not answer found=%v", found)
+}
