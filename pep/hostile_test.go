@@ -156,28 +156,6 @@ func TestCacheByteBoundEvicts(t *testing.T) {
 	assert.Positive(t, s.CacheEvictions)
 }
 
-func TestExpiredEntriesLeave(t *testing.T) {
-	t.Parallel()
-	clk := newManualClock()
-	g := startReference(t)
-	c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(1000, time.Minute, time.Minute))
-	c.SetToken(g.token(t, "alice"))
-	for i := range 30 {
-		_, err := c.Check(t.Context(), "orders", "read",
-			pep.WithRequestContext(pep.RequestContext{Path: fmt.Sprint("/orders/", i)}))
-		require.NoError(t, err)
-	}
-	require.Equal(t, 30, c.Stats().CacheEntries)
-	clk.Advance(2 * time.Minute)
-	// Nobody asks for those 30 again; two new answers sweep them out.
-	for i := range 2 {
-		_, err := c.Check(t.Context(), "invoices", "read",
-			pep.WithRequestContext(pep.RequestContext{Path: fmt.Sprint("/invoices/", i)}))
-		require.NoError(t, err)
-	}
-	assert.Equal(t, 2, c.Stats().CacheEntries)
-}
-
 // Break 5: a gateway whose answer quotes the token, at the HTTP level or in
 // any escaping, gets none of it into an error, an event, a result, Stats or
 // a log line (at Debug, which logs every request) of any call. What the
