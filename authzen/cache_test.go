@@ -2,10 +2,8 @@ package authzen_test
 
 import (
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,53 +74,4 @@ func TestEveryAnswerReplacesTheCachedDecision(t *testing.T) {
 			assert.Equal(t, before+1, asked.Load(), "the Evaluate asks the PDP")
 		})
 	}
-}
-
-// A slow permit of an older request is not cached after the newer denial
-// of its request was evicted by the client's other decisions.
-func TestAnOlderPermitStaysOutAfterTheNewerDenialWasEvicted(t *testing.T) {
-	t.Parallel()
-	arrived, release := make(chan struct{}), make(chan struct{})
-	var single atomic.Int32
-	c, _ := standIn(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if strings.HasSuffix(r.URL.Path, "/evaluations") {
-			_, _ = w.Write([]byte(`{"evaluations":[{"decision":false}]}`)) // after the revocation
-			return
-		}
-		if single.Add(1) == 1 { // the first Evaluate: decided before the revocation, slow
-			close(arrived)
-			select {
-			case <-release:
-			case <-r.Context().Done():
-				return
-			}
-			_, _ = w.Write([]byte(`{"decision":true}`))
-			return
-		}
-		_, _ = w.Write([]byte(`{"decision":false}`))
-	}, authzen.WithCache(2, 30*time.Second, 10*time.Second))
-
-	first := make(chan authzen.Decision, 1)
-	go func() {
-		d, _ := c.Evaluate(t.Context(), req)
-		first <- d
-	}()
-	<-arrived
-	ds, err := c.Evaluations(t.Context(), authzen.Request{}, []authzen.Request{req}, authzen.NoCache())
-	require.NoError(t, err)
-	require.False(t, ds[0].Allowed(), "the PDP's newer answer")
-
-	for _, id := range []string{"2", "3"} { // the client's other decisions
-		other := req
-		other.Resource.ID = id
-		_, err := c.Evaluate(t.Context(), other)
-		require.NoError(t, err)
-	}
-	close(release)
-	<-first
-
-	d, err := c.Evaluate(t.Context(), req)
-	require.NoError(t, err)
-	assert.False(t, d.Cached && d.Allowed(), "the older permit is served from the cache after the client got the newer denial")
 }

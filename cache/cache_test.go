@@ -292,63 +292,6 @@ func TestWriterIsFencedByRemoval(t *testing.T) {
 	w.Close()
 }
 
-// Values are kept in the order they were asked for, not the order they
-// arrive in: a slow answer to an older request never stands in for the
-// answer to a newer one, whether that newer answer was kept or not.
-func TestOlderValueNeverReplacesANewerOne(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		// newer stores (or, with a ttl of 0, removes) "newer"'s answer.
-		ttl     time.Duration
-		wantHit bool
-	}{
-		{"the newer value was kept", time.Minute, true},
-		{"the newer value was not kept", 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			clk := newClock()
-			c := newCache[string](t, 8, clk)
-			older := c.Writer("alice")
-			defer older.Close()
-			clk.advance(time.Second)
-			newer := c.Writer("alice")
-			defer newer.Close()
-			newer.Add("orders", "newer", tt.ttl, 1)
-
-			assert.False(t, older.Add("orders", "older", time.Minute, 1), "the older answer arrived last")
-			got, ok := c.Get("alice", "orders")
-			assert.Equal(t, tt.wantHit, ok)
-			assert.NotEqual(t, "older", got)
-
-			// A value asked for after both is stored, and so is one a writer
-			// made as late as the newer one stores.
-			later := c.Writer("alice")
-			defer later.Close()
-			assert.True(t, later.Add("orders", "latest", time.Minute, 1))
-			assert.True(t, newer.Add("invoices", "newer", time.Minute, 1))
-			got, _ = c.Get("alice", "orders")
-			assert.Equal(t, "latest", got)
-		})
-	}
-	for _, ttl := range []time.Duration{time.Minute, 0} {
-		t.Run(fmt.Sprintf("other keys and groups, newer ttl %v", ttl), func(t *testing.T) {
-			t.Parallel()
-			clk := newClock()
-			c := newCache[string](t, 8, clk)
-			older, otherGroup := c.Writer("alice"), c.Writer("bob")
-			defer older.Close()
-			defer otherGroup.Close()
-			clk.advance(time.Second)
-			c.Add("alice", "orders", "newer", ttl, 1)
-			assert.True(t, older.Add("invoices", "older", time.Minute, 1), "a key the newer value is not under")
-			assert.True(t, otherGroup.Add("orders", "bob's", time.Minute, 1), "another group")
-		})
-	}
-}
-
 // A newer value that has left the cache, evicted by other groups' entries
 // or expired (a DENY's ttl is shorter than a GRANT's), still keeps an
 // older writer's value out: a slow answer to an older request is not

@@ -1,15 +1,29 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 )
 
-// checkInvariants recomputes what the cache counts from what it holds.
+// checkInvariants fails t when what c counts is not what it holds
+// (invariantsBroken).
 func checkInvariants(t *testing.T, c *Cache[string, string, int], openW int, step string) {
 	t.Helper()
+	if err := invariantsBroken(c, openW); err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// invariantsBroken recomputes what c counts (entries, bytes, idle groups,
+// the ring, the groups and their writers) from what it holds, under c's
+// lock, and says what disagrees; nil when everything does. openW is how
+// many writers the caller knows to be open, -1 when it cannot know.
+func invariantsBroken[G, K comparable, V any](c *Cache[G, K, V], openW int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	n := 0
 	var bytes int64
 	for _, e := range c.ring[c.head:] {
@@ -19,14 +33,14 @@ func checkInvariants(t *testing.T, c *Cache[string, string, int], openW int, ste
 		n++
 		bytes += int64(e.size)
 		if !c.linked(e) {
-			t.Fatalf("%s: ring entry not linked", step)
+			return errors.New("ring entry not linked")
 		}
 	}
 	if c.head < len(c.ring) && c.ring[c.head] == nil {
-		t.Fatalf("%s: ring[head] is a hole", step)
+		return errors.New("ring[head] is a hole")
 	}
 	if n != c.length {
-		t.Fatalf("%s: length %d, ring holds %d", step, c.length, n)
+		return fmt.Errorf("length %d, ring holds %d", c.length, n)
 	}
 	var idle int64
 	tab := c.groups.tab.Load()
@@ -41,27 +55,27 @@ func checkInvariants(t *testing.T, c *Cache[string, string, int], openW int, ste
 		if !has {
 			idle += cost
 			if grp.holds == 0 {
-				t.Fatalf("%s: group %q kept with no entry, pin or writer", step, grp.id)
+				return fmt.Errorf("group %v kept with no entry, pin or writer", grp.id)
 			}
 		}
 		if grp.one.Load() != nil && c.sets[grp] != nil {
-			t.Fatalf("%s: group %q both one and set", step, grp.id)
+			return fmt.Errorf("group %v both one and set", grp.id)
 		}
 	}
 	if bytes != c.bytes {
-		t.Fatalf("%s: bytes %d, recomputed %d", step, c.bytes, bytes)
+		return fmt.Errorf("bytes %d, recomputed %d", c.bytes, bytes)
 	}
 	if idle != c.idle {
-		t.Fatalf("%s: idle %d, recomputed %d", step, c.idle, idle)
+		return fmt.Errorf("idle %d, recomputed %d", c.idle, idle)
 	}
 	if openW == 0 && len(c.writing) != 0 {
-		t.Fatalf("%s: writing holds %d groups with no writer open", step, len(c.writing))
+		return fmt.Errorf("writing holds %d groups with no writer open", len(c.writing))
 	}
 	if c.length > c.maxEntries {
-		t.Fatalf("%s: %d entries over bound %d", step, c.length, c.maxEntries)
+		return fmt.Errorf("%d entries over bound %d", c.length, c.maxEntries)
 	}
 	if c.bytes-c.idle > c.maxBytes && c.length > 1 {
-		t.Fatalf("%s: bytes %d - idle %d over bound %d", step, c.bytes, c.idle, c.maxBytes)
+		return fmt.Errorf("bytes %d - idle %d over bound %d", c.bytes, c.idle, c.maxBytes)
 	}
 	// Every live current entry is found.
 	for _, e := range c.ring[c.head:] {
@@ -69,9 +83,10 @@ func checkInvariants(t *testing.T, c *Cache[string, string, int], openW int, ste
 			continue
 		}
 		if f := c.find(e.grp, e.key); f != e {
-			t.Fatalf("%s: entry %q/%q in the ring not found (%v)", step, e.grp.id, e.key, f)
+			return fmt.Errorf("entry %v/%v in the ring not found (%v)", e.grp.id, e.key, f)
 		}
 	}
+	return nil
 }
 
 // Over random operations, single-threaded, what the cache counts (entries,

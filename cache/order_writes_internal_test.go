@@ -13,7 +13,9 @@ import (
 // no fence (more than maxMarks marks) applies. Checked over random
 // sequences of writers, adds, removals and purges, with small key spaces
 // and many writers, in both directions: a stale value let in, or a
-// legitimate value kept out.
+// legitimate value kept out. After every step, whatever Get serves is the
+// value of the newest write under its pair, and nothing is served when that
+// write was not kept (a zero or spent ttl) or the pair was removed since.
 func TestWriterStoresExactlyWhenNoNewerValueWasWritten(t *testing.T) {
 	for seed := range uint64(400) {
 		r := rand.New(rand.NewPCG(seed, 11))
@@ -29,6 +31,14 @@ func TestWriterStoresExactlyWhenNoNewerValueWasWritten(t *testing.T) {
 		}
 		var ws []*mw
 		last := map[[2]string]uint64{} // newest seq written under the pair
+		served := map[[2]string]int{}  // the step of the value Get may serve, -1 for none
+		forget := func(match func(key [2]string) bool) {
+			for key := range served {
+				if match(key) {
+					served[key] = -1
+				}
+			}
+		}
 		for step := range 300 {
 			g := fmt.Sprintf("g%d", r.IntN(3))
 			k := fmt.Sprintf("k%d", r.IntN(3))
@@ -37,6 +47,10 @@ func TestWriterStoresExactlyWhenNoNewerValueWasWritten(t *testing.T) {
 				ttl := time.Duration(r.IntN(2)) * time.Minute
 				c.Add(g, k, step, ttl, 0)
 				last[[2]string{g, k}] = c.seq
+				served[[2]string{g, k}] = step
+				if ttl == 0 {
+					served[[2]string{g, k}] = -1
+				}
 			case x < 40:
 				ws = append(ws, &mw{w: c.Writer(g), g: g})
 			case x < 70 && len(ws) > 0:
@@ -52,7 +66,11 @@ func TestWriterStoresExactlyWhenNoNewerValueWasWritten(t *testing.T) {
 				if written && m.w.seq > last[key] {
 					last[key] = m.w.seq
 				}
+				if written {
+					served[key] = -1
+				}
 				if got {
+					served[key] = step
 					if v, ok := c.Get(m.g, k); !ok || v != step {
 						// may have been evicted at once only if the cache is tiny; it is never
 						t.Fatalf("seed %d step %d: stored value not served: %v %v", seed, step, v, ok)
@@ -64,6 +82,7 @@ func TestWriterStoresExactlyWhenNoNewerValueWasWritten(t *testing.T) {
 				ws = append(ws[:i], ws[i+1:]...)
 			case x < 90:
 				c.RemoveGroup(g)
+				forget(func(key [2]string) bool { return key[0] == g })
 				for _, m := range ws {
 					if m.g == g {
 						m.removed = true
@@ -71,19 +90,20 @@ func TestWriterStoresExactlyWhenNoNewerValueWasWritten(t *testing.T) {
 				}
 			case x < 92:
 				c.Purge()
+				forget(func([2]string) bool { return true })
 				for _, m := range ws {
 					m.removed = true
 				}
 			case x < 96:
 				c.Remove(g, k)
+				served[[2]string{g, k}] = -1
 			default:
 				now += time.Duration(r.IntN(90)) * time.Second
 			}
-			// What is served is never older than the newest written.
-			for gi := range 3 {
-				for ki := range 3 {
-					_ = gi
-					_ = ki
+			// What is served is the newest written, or nothing.
+			for key, want := range served {
+				if v, ok := c.Get(key[0], key[1]); ok && v != want {
+					t.Fatalf("seed %d step %d: %v served the value of step %d, want step %d's or none", seed, step, key, v, want)
 				}
 			}
 		}

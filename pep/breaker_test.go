@@ -4,8 +4,9 @@ package pep_test
 // are internal/transport's and tested there (breaker_test.go,
 // outcome_test.go); these tests hold the promises the client makes with
 // it: WithBreaker and its defaults, every call refused without a request
-// while it is open, its changes logged, and a caller's own deadline never
-// counted against it.
+// while it is open, and its changes logged. That a caller's own deadline
+// is never counted against it (rule 11) is TestPostOutcomes's, with the
+// client's side (which deadline is its own) in TestAnswerPastTheDeadlineIsNotUsed.
 
 import (
 	"context"
@@ -173,29 +174,4 @@ func TestBreakerTransitionsAreLogged(t *testing.T) {
 	for _, l := range log.levels {
 		assert.Equal(t, slog.LevelWarn, l, "breaker changes are logged at Warn")
 	}
-}
-
-// Rule 11: a caller whose own deadline is shorter than the client's timeout
-// says nothing about the gateway when it runs out, so callers in a hurry
-// cannot open the breaker for everyone else.
-func TestBreakerIgnoresCallersOwnDeadlines(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	g.configure(t, slowDecisions)
-	c := g.newClient(t, append(breakerOptions(newManualClock()), pep.WithTimeout(time.Minute))...)
-	c.SetToken(g.token(t, "alice"))
-	for range 5 {
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-		d, err := c.Check(ctx, "orders", "read")
-		cancel()
-		require.NoError(t, err)
-		assert.False(t, d.Allowed())
-		require.ErrorIs(t, d.Cause, context.DeadlineExceeded)
-	}
-	cancelled, cancel := context.WithCancel(t.Context())
-	cancel()
-	for range 3 {
-		_, _ = c.Check(cancelled, "orders", "read")
-	}
-	assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
 }

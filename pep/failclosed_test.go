@@ -54,7 +54,11 @@ func bodyHook(body string) gwHook {
 // wherever it can make the fault: slow decisions, a 503 for each, a 400 for
 // an unknown client, a 404 for a path it does not serve; a hook in front
 // of it makes the others, a closed port the unreachable one. Run it under
-// the race detector.
+// the race detector. How each kind of unusable 200 is read (trailing data,
+// statuses in another case or unknown, a pair listed twice or not at all)
+// is held once, by FuzzDecode's seeds; the rows here keep one of each
+// path. Which statuses are retried is internal/transport's (TestRetrier,
+// TestPostOutcomes): 503 stands here for 502 and 504.
 func TestFailClosed(t *testing.T) {
 	t.Parallel()
 	const asked = `{"resource":"orders","scope":"read","status":"GRANT"}`
@@ -171,22 +175,10 @@ func TestFailClosed(t *testing.T) {
 			wantCause:    wantAnswer(http.StatusInternalServerError),
 		},
 		{
-			name:         "502 after retries",
-			setup:        referenceWith(statusHook(http.StatusBadGateway)),
-			wantRequests: 3,
-			wantCause:    wantAnswer(http.StatusBadGateway),
-		},
-		{
 			name:         "503 after retries",
 			setup:        referenceConfigured(everyDecisionFails),
 			wantRequests: 3,
 			wantCause:    wantAnswer(http.StatusServiceUnavailable),
-		},
-		{
-			name:         "504 after retries",
-			setup:        referenceWith(statusHook(http.StatusGatewayTimeout)),
-			wantRequests: 3,
-			wantCause:    wantAnswer(http.StatusGatewayTimeout),
 		},
 		{
 			name:         "429 after retries",
@@ -232,12 +224,6 @@ func TestFailClosed(t *testing.T) {
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
 		{
-			name:         "trailing garbage after the JSON",
-			setup:        referenceWith(bodyHook(`{"status":"GRANT","permissions":[` + asked + `]} {}`)),
-			wantRequests: 1,
-			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
-		},
-		{
 			name:         "wrong JSON types",
 			setup:        referenceWith(bodyHook(`{"status":"GRANT","permissions":{"orders":"read"}}`)),
 			wantRequests: 1,
@@ -256,24 +242,6 @@ func TestFailClosed(t *testing.T) {
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
 		{
-			name:         "status in the wrong case",
-			setup:        referenceWith(bodyHook(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"grant"}]}`)),
-			wantRequests: 1,
-			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
-		},
-		{
-			name:         "unknown top-level status",
-			setup:        referenceWith(bodyHook(`{"status":"OK","permissions":[` + asked + `]}`)),
-			wantRequests: 1,
-			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
-		},
-		{
-			name:         "missing pair",
-			setup:        referenceWith(bodyHook(`{"status":"GRANT","permissions":[]}`)),
-			wantRequests: 1,
-			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
-		},
-		{
 			name:         "no permissions",
 			setup:        referenceWith(bodyHook(`{"status":"GRANT"}`)),
 			wantRequests: 1,
@@ -284,13 +252,6 @@ func TestFailClosed(t *testing.T) {
 			setup: referenceWith(bodyHook(`{"status":"GRANT","permissions":[` +
 				`{"resource":"orders","scope":"write","status":"GRANT"},` +
 				`{"resource":"order","scope":"read","status":"GRANT"}]}`)),
-			wantRequests: 1,
-			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
-		},
-		{
-			name: "conflicting duplicate pair",
-			setup: referenceWith(bodyHook(`{"status":"DENY","permissions":[` + asked +
-				`,{"resource":"orders","scope":"read","status":"DENY"}]}`)),
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},

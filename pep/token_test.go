@@ -312,9 +312,15 @@ func TestPanickingHandlerDoesNotBreakTheClient(t *testing.T) {
 	assert.True(t, d.Allowed(), "the client keeps working")
 }
 
+// errText returns what a caller can read of err: its text and, for a
+// *pep.ResponseError, every field the gateway's answer filled in.
 func errText(err error) string {
 	if err == nil {
 		return ""
+	}
+	var re *pep.ResponseError
+	if errors.As(err, &re) {
+		return err.Error() + "\n" + re.ErrorName + "\n" + re.Message + "\n" + re.Challenge
 	}
 	return err.Error()
 }

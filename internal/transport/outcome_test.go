@@ -62,13 +62,16 @@ func TestPostOutcomes(t *testing.T) {
 	released := Hold(NewBearer("a-token"))
 	released.Release()
 	tests := []struct {
-		name  string
-		base  http.RoundTripper
-		cred  Credential
-		ctx   func(t *testing.T) context.Context
-		own   bool // the deadline is the client's own timeout
-		want  BreakerState
-		isErr []error // what the error matches; none for a 200
+		name string
+		base http.RoundTripper
+		cred Credential
+		ctx  func(t *testing.T) context.Context
+		own  bool // the deadline is the client's own timeout
+		// hangUp: the caller hangs up (its context is cancelled) while
+		// the request is at the server.
+		hangUp bool
+		want   BreakerState
+		isErr  []error // what the error matches; none for a 200
 	}{
 		{name: "200", base: answer(200, `{}`), want: BreakerClosed},
 		{name: "500: one request's failure, not the server's", base: answer(500, `{}`), want: BreakerClosed, isErr: []error{ErrUnavailable}},
@@ -104,15 +107,34 @@ func TestPostOutcomes(t *testing.T) {
 			},
 			isErr: []error{ErrUnavailable, context.Canceled},
 		},
+		{
+			name: "a caller hanging up mid-request says nothing", base: hold(), own: true, hangUp: true, want: BreakerHalfOpen,
+			isErr: []error{ErrUnavailable, context.Canceled},
+		},
 		{name: "a credential that cannot be attached says nothing", base: answer(200, `{}`), cred: failingCred{}, want: BreakerHalfOpen},
 		{name: "a released token says nothing", base: answer(200, `{}`), cred: released, want: BreakerHalfOpen, isErr: []error{ErrTokenChanged}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			ctx, cred, base := t.Context(), tt.cred, tt.base
+			if tt.ctx != nil {
+				ctx = tt.ctx(t)
+			}
+			if tt.hangUp {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				base = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					cancel()
+					return tt.base.RoundTrip(r)
+				})
+			}
+			if cred == nil {
+				cred = bearerCred
+			}
 			clk := &manualClock{now: time.Unix(1e9, 0)}
 			logger := slog.New(slog.DiscardHandler)
-			x := &Exchanger{Peer: "authzen: PDP", Base: tt.base, Logger: logger, Observe: quietObserver{},
+			x := &Exchanger{Peer: "authzen: PDP", Base: base, Logger: logger, Observe: quietObserver{},
 				Retry:   RetryPolicy{Logger: logger, Retries: new(atomic.Uint64)},
 				Breaker: NewBreaker(1, time.Second, clk.Now, nil)}
 			_, probe := x.Breaker.allow()
@@ -120,13 +142,6 @@ func TestPostOutcomes(t *testing.T) {
 			clk.Advance(time.Second)
 			require.Equal(t, BreakerHalfOpen, x.Breaker.Current())
 
-			ctx, cred := t.Context(), tt.cred
-			if tt.ctx != nil {
-				ctx = tt.ctx(t)
-			}
-			if cred == nil {
-				cred = bearerCred
-			}
 			data, err := x.Post(ctx, cred, "https://pdp.example/decide", []byte(`{}`), nil, tt.own)
 			assert.Equal(t, tt.want, x.Breaker.Current())
 			if tt.name == "200" {
