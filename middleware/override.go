@@ -77,7 +77,8 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // from the query and a urlencoded POST body, without parsing them into the
 // request. Such a body is read before the decision (once the caller's
 // token has been read, so a request without one is 401 with its body
-// unread), up to 64 KiB: a larger one is refused with 413 and not checked
+// unread; with WithClientToken, whatever the request carries), up to
+// 64 KiB: a larger one is refused with 413 and not checked
 // (to take larger forms, apply the override before the middleware). The
 // body is given back to the handler byte for byte.
 // It is never read from a multipart body the middleware got
