@@ -23,16 +23,20 @@
 //     path-prefix policy could read it otherwise than the router): 400, and
 //     no gateway call;
 //   - a method override (a header X-HTTP-Method-Override, X-HTTP-Method or
-//     X-Method-Override, or the form key _method in the query, a urlencoded
-//     POST body or a form parsed already: a stack honouring it would
-//     perform another method than the one checked): 400, and no gateway
-//     call, unless WithMethodOverride names it as one to trust, whose
-//     method is then the one checked and sent. A multipart POST body is not
-//     read: it streams to the handler, whose read fails with
-//     ErrFormMethodOverride where it names a part _method;
-//   - a urlencoded POST body over 10 MB (the middleware reads it, to give
-//     it back whole, as net/http's form parser would): 413; a form body
-//     with a Content-Encoding: 415; and no gateway call;
+//     X-Method-Override, or the form key _method in the query or a form
+//     parsed already: a stack honouring it would perform another method
+//     than the one checked): 400, and no gateway call, unless
+//     WithMethodOverride names it as one to trust, whose method is then the
+//     one checked and sent. Nothing after the headers is read before the
+//     decision unless the service trusts _method: a POST body, urlencoded
+//     or multipart, streams to the handler, whose read fails with
+//     ErrFormMethodOverride where the body holds a key _method or names a
+//     part _method, so the stack takes no method from it;
+//   - with _method trusted, a urlencoded POST body over 64 KiB (the
+//     middleware reads it before the decision, once the caller's token has
+//     been read, and gives it back whole): 413; a form body with a
+//     Content-Encoding, trusted or not (its headers say so): 415; and no
+//     gateway call;
 //   - no Bearer token, or one the client cannot send (BearerToken says
 //     which, or it is longer than the client's pep.WithMaxTokenBytes): 401
 //     with WWW-Authenticate, and no gateway call;

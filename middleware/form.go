@@ -10,9 +10,14 @@ import (
 	"strings"
 )
 
-// maxFormBytes bounds the urlencoded POST body the middleware reads:
-// net/http's own bound on such a form (r.ParseForm refuses a larger one).
-const maxFormBytes = 10 << 20
+// maxTrustedFormBytes bounds the urlencoded POST body the middleware reads
+// before the decision, which it does only when WithMethodOverride trusts
+// the form key _method (the method the body names is then part of the
+// question), and only once the cheap refusals are made (no token, or one
+// that is not a token): 64 KiB, documented in WithMethodOverride. A larger
+// body is refused with 413 before any check. Without that trust no body
+// byte is read before the decision (keyGuard).
+const maxTrustedFormBytes = 64 << 10
 
 // Kinds of request body, as r.ParseForm and r.ParseMultipartForm tell
 // them by Content-Type.
@@ -51,6 +56,10 @@ func (c *config) formOverride(r *http.Request) ([]string, *refusal) {
 				message: "a form body must be sent without Content-Encoding, so that the method it may name is the one checked",
 				header:  [2]string{"Accept-Encoding", "identity"},
 			}
+		case kind == urlencodedForm && !c.trustForm:
+			// Not read before the decision: a key _method fails the
+			// handler's read.
+			r.Body = newKeyGuard(r.Body)
 		case kind == urlencodedForm:
 			var ref *refusal
 			if body, ref = bufferBody(r); ref != nil {
@@ -138,10 +147,11 @@ func contentEncoded(h http.Header) bool {
 	return false
 }
 
-// bufferBody reads a urlencoded POST body, up to maxFormBytes, and gives
-// it back to r: r.Body then reads the same bytes and closes the original
-// body. A body the middleware cannot read whole is refused: 413 when it is
-// too large (or larger than an http.MaxBytesReader allows), 400 otherwise.
+// bufferBody reads a urlencoded POST body, up to maxTrustedFormBytes, and
+// gives it back to r: r.Body then reads the same bytes and closes the
+// original body. A body the middleware cannot read whole is refused: 413
+// when it is too large (or larger than an http.MaxBytesReader allows), 400
+// otherwise.
 func bufferBody(r *http.Request) ([]byte, *refusal) {
 	b, err := readBody(r.Body)
 	switch {
@@ -149,8 +159,9 @@ func bufferBody(r *http.Request) ([]byte, *refusal) {
 		return nil, &refusal{status: http.StatusRequestEntityTooLarge, message: "the request body is larger than this service accepts"}
 	case err != nil:
 		return nil, badRequest("the request body could not be read")
-	case len(b) > maxFormBytes:
-		return nil, &refusal{status: http.StatusRequestEntityTooLarge, message: "a urlencoded form body must not exceed 10 MB"}
+	case len(b) > maxTrustedFormBytes:
+		return nil, &refusal{status: http.StatusRequestEntityTooLarge, message: "a urlencoded form body must not exceed 64 KiB here: " +
+			"this service takes the method from its form key " + formKey + " (WithMethodOverride), so reads it before deciding"}
 	}
 	rb := &replayBody{body: r.Body}
 	rb.Reset(b)
@@ -158,17 +169,17 @@ func bufferBody(r *http.Request) ([]byte, *refusal) {
 	return b, nil
 }
 
-// readBody reads body to its end or to one byte past maxFormBytes. Its
-// buffer grows with the bytes that arrive, never with the length the
+// readBody reads body to its end or to one byte past maxTrustedFormBytes.
+// Its buffer grows with the bytes that arrive, never with the length the
 // request declares: a client that declares 10 MB and sends nothing costs
 // what it sent.
 func readBody(body io.Reader) ([]byte, error) {
 	b := make([]byte, 0, 512)
-	for int64(len(b)) <= maxFormBytes {
+	for len(b) <= maxTrustedFormBytes {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
-		n, err := body.Read(b[len(b):min(cap(b), maxFormBytes+1)])
+		n, err := body.Read(b[len(b):min(cap(b), maxTrustedFormBytes+1)])
 		b = b[:len(b)+n]
 		if err == io.EOF {
 			return b, nil

@@ -8,15 +8,19 @@ import (
 	"strings"
 )
 
-// ErrFormMethodOverride is what reading a multipart POST body fails with,
-// where the body names a part _method: the middleware does not read such a
-// body before the handler, so it cannot check the method in it
-// (WithMethodOverride says how to honour one). r.FormValue ignores the
-// error, so a stack such as gorilla/handlers takes no method from that body
-// and performs the method that was checked; r.ParseMultipartForm and the
-// parts of r.MultipartReader return it (wrapped: use errors.Is), and a
-// handler should answer 400. Every read after the failing one fails alike.
-var ErrFormMethodOverride = errors.New("middleware: the multipart form has a part named _method, which this service cannot check; send the method itself")
+// ErrFormMethodOverride is what reading a POST form body fails with where
+// the body names the form key _method and the middleware, which does not
+// read such a body before the decision, could not check the method in it:
+// a urlencoded body holding a key _method (in any case, escaped or not, in
+// a pair cut by ';' too) when WithMethodOverride does not trust _method,
+// and a multipart body naming a part _method, trusted or not.
+// r.FormValue ignores the error (r.ParseForm then parses no field of the
+// body), so a stack such as gorilla/handlers takes no method from that
+// body and performs the method that was checked; r.ParseForm,
+// r.ParseMultipartForm, io.ReadAll(r.Body) and the parts of
+// r.MultipartReader return it (wrapped: use errors.Is), and a handler
+// should answer 400. Every read after the failing one fails alike.
+var ErrFormMethodOverride = errors.New("middleware: the form body names _method, which this service cannot check; send the method itself")
 
 // maxFieldBytes bounds the Content-Disposition field, continuation lines
 // included, that a formGuard reads; a longer one fails the read as one

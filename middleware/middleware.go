@@ -266,7 +266,8 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// Only a request that carries a token the gateway can be asked about
-	// has its body read (for a method override in its form).
+	// may have its body read before the decision, and only when the
+	// service trusts _method (WithMethodOverride): see override.go.
 	method, ok := g.cfg.checkedMethod(w, r)
 	if !ok {
 		return
@@ -380,7 +381,8 @@ func (c *config) admit(w http.ResponseWriter, r *http.Request, auth []string) bo
 // middleware cannot take (the stack could perform another method than the
 // one checked) or a form it cannot read. The guards call it once the
 // caller's token has been read, so that a request without one never has
-// its body read.
+// its body read; with one, only a trusted _method's body is read before
+// the decision (bounded), any other streams to the handler guarded.
 func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method string, ok bool) {
 	method, ref := c.method(r)
 	if ref != nil {

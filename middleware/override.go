@@ -19,8 +19,13 @@ import (
 //     ';' too), on any request;
 //   - _method in a form an outer handler parsed already (r.Form,
 //     r.PostForm, r.MultipartForm), on any request;
-//   - _method in a urlencoded POST body, which the middleware reads (up to
-//     net/http's own 10 MB) and gives back to the handler byte for byte;
+//   - _method in a urlencoded POST body. Nothing after the headers is read
+//     before the decision unless the service opted in: without trust the
+//     body streams to the handler unread, and the read that would complete
+//     a key _method (or a lookalike) fails (keyGuard), so no stack can take
+//     a method from it; with trust the method is part of the question, so
+//     the middleware reads the body (up to maxTrustedFormBytes, once the
+//     caller's token has been read) and gives it back byte for byte;
 //   - a part named _method in a multipart POST body, which the middleware
 //     does not read: it streams to the handler, and the read that would
 //     complete that part's header fails (formGuard), so no stack can take a
@@ -49,12 +54,14 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 //	middleware.WithMethodOverride("X-HTTP-Method-Override", "_method")
 //
 // Without it, a request that carries X-HTTP-Method-Override, X-HTTP-Method
-// or X-Method-Override, or _method in its query, in a urlencoded POST body
-// or in a form an outer handler parsed, is refused with 400: the middleware
-// would check its method while the stack performed another (a DELETE under
-// a POST-only grant). A multipart POST body streams to the handler unread,
-// except that reading it fails with ErrFormMethodOverride where it names a
-// part _method: no stack takes a method from it.
+// or X-Method-Override, or _method in its query or in a form an outer
+// handler parsed, is refused with 400: the middleware would check its
+// method while the stack performed another (a DELETE under a POST-only
+// grant). A POST body, urlencoded or multipart, is not read before the
+// decision: it streams to the handler, except that reading it fails with
+// ErrFormMethodOverride where it holds the key _method (urlencoded: in any
+// case, escaped or not) or names a part _method (multipart): no stack takes
+// a method from it, and r.FormValue reads no field of that body.
 //
 // With it, each trusted override present must appear once, and all must
 // name the same method. That method is honoured when it is the request's
@@ -68,7 +75,13 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // pair cut by ';', or with a bad escape). A trusted _method is read
 // as r.FormValue reads it: from the form an outer handler parsed, or else
 // from the query and a urlencoded POST body, without parsing them into the
-// request. It is never read from a multipart body the middleware got
+// request. Such a body is read before the decision (once the caller's
+// token has been read, so a request without one is 401 with its body
+// unread; with WithClientToken, whatever the request carries), up to
+// 64 KiB: a larger one is refused with 413 and not checked
+// (to take larger forms, apply the override before the middleware). The
+// body is given back to the handler byte for byte.
+// It is never read from a multipart body the middleware got
 // unparsed, which is guarded as without trust: to honour _method in
 // multipart forms, apply the override before the middleware (wrap the mux
 // in gorilla's handler), so that the form reaches it parsed and the method
@@ -110,9 +123,10 @@ func badRequest(message string) *refusal {
 // method returns the method a request is checked as: its own, or the one
 // its trusted overrides name (WithMethodOverride). It returns why the
 // request is refused instead when it carries an override the middleware
-// does not trust or cannot take, or a form it cannot read. It may buffer a
-// urlencoded POST body (given back whole) or guard a multipart one: see the
-// comment at the top of this file.
+// does not trust or cannot take, or a form it cannot read. It buffers a
+// urlencoded POST body (given back whole) only when _method is trusted, and
+// otherwise guards it, as it guards a multipart one: see the comment at the
+// top of this file.
 func (c *config) method(r *http.Request) (string, *refusal) {
 	for _, h := range overrideHeaders {
 		if len(r.Header[h]) > 0 && !slices.Contains(c.trustedHeaders, h) {

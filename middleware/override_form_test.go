@@ -26,8 +26,10 @@ import (
 // checked POST /orders/42?_method=DELETE, or a form body _method=DELETE,
 // as a POST while the stack performed a DELETE; with the header trusted, a
 // header PUT and a _method DELETE was checked as PUT. dan may write orders
-// with POST or PUT only: each of these requests is refused (400) before the
-// stack runs.
+// with POST or PUT only: a request with _method in its query is refused
+// (400) before the stack runs; one with _method in its body gets no
+// method from it (the body is not read before the decision, and the
+// stack's read of it fails), so the stack performs the POST checked.
 func TestFormMethodOverrideIsNotAHole(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
@@ -42,10 +44,11 @@ func TestFormMethodOverrideIsNotAHole(t *testing.T) {
 		target string
 		body   string
 		header string
+		status int
 	}{
-		{"_method in the query", plain, "/orders/42?_method=DELETE", "", ""},
-		{"_method in a form body", plain, "/orders/42", "_method=DELETE", ""},
-		{"trusted header PUT, _method DELETE in the query", trusting, "/orders/42?_method=DELETE", "", "PUT"},
+		{"_method in the query", plain, "/orders/42?_method=DELETE", "", "", 400},
+		{"_method in a form body", plain, "/orders/42", "_method=DELETE", "", 200},
+		{"trusted header PUT, _method DELETE in the query", trusting, "/orders/42?_method=DELETE", "", "PUT", 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -61,7 +64,11 @@ func TestFormMethodOverrideIsNotAHole(t *testing.T) {
 			tc.h.ServeHTTP(rec, req)
 			require.NotEqual(t, "performed DELETE", rec.Body.String(),
 				"a DELETE was performed under a grant limited to POST and PUT (%d)", rec.Code)
-			require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+			require.Equal(t, tc.status, rec.Code, rec.Body.String())
+			if tc.status == http.StatusOK {
+				require.Equal(t, "performed POST", rec.Body.String())
+				return
+			}
 			name, message := errorBody(t, rec.Body.String())
 			assert.Equal(t, "Bad Request", name)
 			assert.Contains(t, message, "_method")
@@ -146,9 +153,10 @@ func multipartBody(t *testing.T, fields ...string) (contentType, body string) {
 
 // TestFormMethodOverride: against the reference server, with a stack that
 // overrides the method as gorilla/handlers does behind the middleware, the
-// method performed is the one checked, wherever _method is: refused
-// without WithMethodOverride, checked with it. dan may write orders with
-// POST or PUT only.
+// method performed is the one checked, wherever _method is: without
+// WithMethodOverride refused in the query, and unreadable by the stack in
+// a body (which is not read before the decision); checked with it. dan may
+// write orders with POST or PUT only.
 func TestFormMethodOverride(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
@@ -170,13 +178,14 @@ func TestFormMethodOverride(t *testing.T) {
 		{"_method in another case", plain, formRequest{target: "/orders/42?_METHOD=DELETE"}, 400, ""},
 		{"_method after a ';'", plain, formRequest{target: "/orders/42?a=1;_method=DELETE"}, 400, ""},
 		{"_method in the query of a GET", plain, formRequest{method: "GET", target: "/orders/42?_method=DELETE"}, 400, ""},
-		{"_method in a urlencoded body", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 400, ""},
-		{"_method in a urlencoded body with parameters", plain, formRequest{target: "/orders/42", contentType: "Application/X-WWW-Form-Urlencoded; charset=utf-8", body: "_method=DELETE"}, 400, ""},
+		{"_method in a urlencoded body: the stack cannot read it", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 200, "performed POST"},
+		{"_method in a urlencoded body with parameters", plain, formRequest{target: "/orders/42", contentType: "Application/X-WWW-Form-Urlencoded; charset=utf-8", body: "_method=DELETE"}, 200, "performed POST"},
 		{"_method in a multipart body: the stack cannot read it", plain, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete}, 200, "performed POST"},
 		{"a multipart body without _method", plain, formRequest{target: "/orders/42", contentType: mpPlain, body: bodyPlain}, 200, "performed POST"},
 		{"a compressed form body", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "x", headers: map[string]string{"Content-Encoding": "gzip"}}, 415, ""},
 
-		{"header trusted: _method still refused", headerOnly, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 400, ""},
+		{"header trusted: _method in the query still refused", headerOnly, formRequest{target: "/orders/42?_method=DELETE", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 400, ""},
+		{"header trusted: urlencoded _method not taken", headerOnly, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
 		{"header trusted: multipart _method not taken", headerOnly, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete, headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
 
 		{"trusted: _method in the query is checked", gorilla, formRequest{target: "/orders/42?_method=DELETE"}, 403, ""},
@@ -282,10 +291,11 @@ func TestFormBodyReachesTheHandlerWhole(t *testing.T) {
 	}
 }
 
-// TestFormBodyTooLarge: a urlencoded POST body the middleware would have to
-// read beyond 10 MB (net/http's own bound for such a form), or beyond an
-// http.MaxBytesReader an outer handler set, is 413, and nothing is checked.
-// Never a 500.
+// TestFormBodyTooLarge: with _method trusted, a urlencoded POST body the
+// middleware would have to read beyond 64 KiB before the decision, or
+// beyond an http.MaxBytesReader an outer handler set, is 413, and nothing
+// is checked. Never a 500. A body at the bound is read and checked; without
+// the trust, a body of any size is checked unread and reaches the handler.
 func TestFormBodyTooLarge(t *testing.T) {
 	t.Parallel()
 	fc := &fakeChecker{res: result(pep.Grant, nil)}
@@ -302,9 +312,8 @@ func TestFormBodyTooLarge(t *testing.T) {
 		h    http.Handler
 		req  formRequest
 	}{
-		{"over 10 MB", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 10<<20)}},
-		{"over 10 MB, trusted", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 10<<20)}},
-		{"over an outer bound", bounded(plain), formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 2<<10)}},
+		{"over 64 KiB", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 64<<10)}},
+		{"over an outer bound", bounded(trusting), formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 2<<10)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -316,8 +325,10 @@ func TestFormBodyTooLarge(t *testing.T) {
 	}
 	assert.Zero(t, fc.calls.Load(), "nothing was checked")
 
-	rec := formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 10<<20-5)}.serve(t, plain, "tok")
-	assert.Equal(t, http.StatusOK, rec.Code, "a 10 MB form is read")
+	rec := formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 64<<10-5)}.serve(t, trusting, "tok")
+	assert.Equal(t, http.StatusOK, rec.Code, "a 64 KiB form is read")
+	rec = formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 10<<20)}.serve(t, plain, "tok")
+	assert.Equal(t, http.StatusOK, rec.Code, "an untrusted form of any size is checked unread")
 }
 
 // TestMultipartFormMethodOverrideIsNeverRead: a multipart POST body
@@ -381,5 +392,79 @@ func TestMultipartFormMethodOverrideIsNeverRead(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUrlencodedFormMethodOverrideIsNeverRead: without _method trusted, a
+// urlencoded POST body streams to the handler unread, and however a key
+// _method is spelt in it (each body below holds one that formKeys counts:
+// one url.ParseQuery reads as _method, or a lookalike another parser could
+// take for it), a handler cannot read it: r.FormValue gets no _method and
+// no field of that body, so a stack like gorilla's performs the POST that
+// was checked, and r.ParseForm and a raw read fail with
+// ErrFormMethodOverride, when the body arrives whole, a byte at a time or
+// in halves. A body without such a key reaches the handler byte for byte.
+func TestUrlencodedFormMethodOverrideIsNeverRead(t *testing.T) {
+	t.Parallel()
+	refused := []string{
+		"_method=DELETE", "qty=1&_method=DELETE", "_method=DELETE&qty=1", "%5Fmethod=DELETE",
+		"%5f%6D%65%74%68%6f%64=DELETE", "_METHOD=DELETE", "_MeThOd=DELETE", "qty=1;_method=DELETE",
+		"_method=DELETE;qty=1", "_method=DELETE%zz", "qty=1&_method", "_method&qty=1", "_method;qty=1",
+		"_method=", "qty=" + strings.Repeat("x", 5000) + "&_method=DELETE",
+	}
+	passed := []string{
+		"qty=1", "note=_method", "note=_method%3DDELETE", "a=1%26_method%3DDELETE", "_methods=DELETE",
+		"x_method=DELETE", "_metho=DELETE&d=1", "%5Fmethod%5F=DELETE", strings.Repeat("%5F", 8) + "method=DELETE",
+		"", "=_method", "qty=1&&", "note=a+b;c",
+	}
+	parse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); errors.Is(err, middleware.ErrFormMethodOverride) {
+			http.Error(w, "refused "+r.FormValue("qty")+r.FormValue("_method"), http.StatusBadRequest)
+			return
+		}
+		_, _ = io.WriteString(w, "parsed "+r.FormValue("_method"))
+	})
+	raw := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if errors.Is(err, middleware.ErrFormMethodOverride) {
+			http.Error(w, "refused", http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write(b)
+	})
+	guard := func(h http.Handler) http.Handler { // a Checker per request: fakeChecker is not safe for parallel use
+		return middleware.RequireFunc(&fakeChecker{res: result(pep.Grant, nil)}, middleware.Static("orders", "write"))(h)
+	}
+	readers := map[string]func(io.Reader) io.Reader{
+		"whole":          func(r io.Reader) io.Reader { return r },
+		"a byte at once": iotest.OneByteReader,
+		"in halves":      iotest.HalfReader,
+	}
+	serve := func(t *testing.T, h http.Handler, body io.Reader) string {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/42", body)
+		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("Content-Type", urlencoded)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Body.String()
+	}
+	for _, body := range refused {
+		for how, reader := range readers {
+			t.Run(how+"/"+body[:min(len(body), 30)], func(t *testing.T) {
+				t.Parallel()
+				assert.Equal(t, "performed POST", serve(t, guard(gorillaOverriding), reader(strings.NewReader(body))))
+				assert.Equal(t, "refused \n", serve(t, guard(parse), reader(strings.NewReader(body))))
+				assert.Equal(t, "refused\n", serve(t, guard(raw), reader(strings.NewReader(body))))
+			})
+		}
+	}
+	for _, body := range passed {
+		for how, reader := range readers {
+			t.Run(how+"/"+body[:min(len(body), 30)], func(t *testing.T) {
+				t.Parallel()
+				assert.Equal(t, body, serve(t, guard(raw), reader(strings.NewReader(body))))
+				assert.Equal(t, "parsed ", serve(t, guard(parse), reader(strings.NewReader(body))))
+			})
+		}
 	}
 }

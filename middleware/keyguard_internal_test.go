@@ -1,0 +1,37 @@
+package middleware
+
+import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// TestKeyGuardFailsWhereFormKeysCounts: a keyGuard fails a body's read
+// exactly when formKeys, which decides the refusals of a query and of a
+// body read whole, counts a key _method in it (exact or lookalike), and
+// gives back every byte of the body otherwise, however the body is cut
+// into reads. The bodies are made of the pieces a key _method is spelt
+// with, and of separators, in a fixed pseudo-random order.
+func TestKeyGuardFailsWhereFormKeysCounts(t *testing.T) {
+	t.Parallel()
+	pieces := []string{"_", "m", "M", "ethod", "%5F", "%5f", "%6D", "%6", "%", "method", "_method", "=", "&", ";", "x", "%zz", "+"}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		body := b.String()
+		exact, lookalike := formKeys(body)
+		want := exact > 0 || lookalike > 0
+		for _, r := range []io.Reader{strings.NewReader(body), iotest.OneByteReader(strings.NewReader(body)), iotest.DataErrReader(strings.NewReader(body))} {
+			got, err := io.ReadAll(newKeyGuard(io.NopCloser(r)))
+			if failed := errors.Is(err, ErrFormMethodOverride); failed != want || !failed && (err != nil || string(got) != body) {
+				t.Fatalf("body %q: read %q, %v; formKeys counts %d exact, %d lookalike", body, got, err, exact, lookalike)
+			}
+		}
+	}
+}
