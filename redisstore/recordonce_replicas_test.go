@@ -59,7 +59,7 @@ func TestReplicasRevocationAnswered200HoldsAtEveryReplica(t *testing.T) {
 	const prefix = "t:"
 	seed := []byte("0123456789abcdef0123456789abcdef")
 	newReplica := func() string {
-		store := NewReplayStore(srv.Client(), prefix, WithReplicas(1, 1500*time.Millisecond))
+		store := NewReplayStore(srv.Client(), prefix, WithReplicas(1, MaxReplicaWait))
 		ms, err := mockserver.New(mockserver.WithKeySeed(seed), mockserver.WithReplayStore(store),
 			mockserver.WithFixtureFile("../examples/fixtures/acme.json"))
 		require.NoError(t, err)

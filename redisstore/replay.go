@@ -17,6 +17,12 @@ import (
 // prefix.
 const DefaultReplayPrefix = "orgauthz:dpop:"
 
+// MaxReplicaWait is the longest timeout [WithReplicas] accepts: half of
+// dpop.ReplayStoreTimeout, which bounds each call of the store (the
+// Verifier's and the reference server's), so that the call's other round
+// trips (the marker and TIME, the record) fit beside its WAIT.
+const MaxReplicaWait = dpop.ReplayStoreTimeout / 2
+
 // SinceKey is the name, after the prefix, of the key where a ReplayStore
 // keeps the time (Unix milliseconds) from which the keyspace holds every
 // proof recorded; see [ReplayStore].
@@ -125,21 +131,24 @@ func WithIATWindow(maxAge, maxSkew time.Duration) ReplayOption {
 // Each proof then waits for the replicas' acknowledgement (about one
 // round trip between the primary and its replicas); a replica down or
 // lagging makes proofs refused, up to timeout each, until it is back or n
-// is lowered. timeout must be shorter than dpop.ReplayStoreTimeout (2 s),
-// which bounds each Remember; a few hundred milliseconds suit most
+// is lowered. The same holds for RecordOnce's records, and for the
+// records Recorded finds (see them). timeout must be at most
+// [MaxReplicaWait] (1 s, half of dpop.ReplayStoreTimeout, which bounds
+// each call of the store): the rest is left for the call's other round
+// trips, so that a WAIT that falls short is answered as such within the
+// bound rather than cut by it; a few hundred milliseconds suit most
 // deployments. It needs a *redis.Client (a single server, or
 // redis.NewFailoverClient for Sentinel): a Cluster or a Ring spreads a
 // pipeline over servers. NewReplayStore panics when n < 1, timeout <= 0
-// or timeout >= dpop.ReplayStoreTimeout, or the client is not a
-// *redis.Client.
+// or timeout > MaxReplicaWait, or the client is not a *redis.Client.
 func WithReplicas(n int, timeout time.Duration) ReplayOption {
 	return func(s *ReplayStore) {
 		if n < 1 || timeout <= 0 {
 			s.optErr = fmt.Sprintf("WithReplicas(%d, %v): give n >= 1 replicas and a timeout > 0", n, timeout)
 			return
 		}
-		if timeout >= dpop.ReplayStoreTimeout {
-			s.optErr = fmt.Sprintf("WithReplicas(%d, %v): give a timeout shorter than dpop.ReplayStoreTimeout (%v), which bounds each Remember", n, timeout, dpop.ReplayStoreTimeout)
+		if timeout > MaxReplicaWait {
+			s.optErr = fmt.Sprintf("WithReplicas(%d, %v): give a timeout of at most redisstore.MaxReplicaWait (%v): each call of the store, WAIT and its other round trips together, is bounded by dpop.ReplayStoreTimeout (%v)", n, timeout, MaxReplicaWait, dpop.ReplayStoreTimeout)
 			return
 		}
 		s.replicas, s.wait = n, (timeout + time.Millisecond - 1).Truncate(time.Millisecond)
