@@ -33,7 +33,7 @@ func TestReplayStoreRecordOnceWithReplicasNeverWithdrawsARecord(t *testing.T) {
 	issued := time.Now().Add(-time.Minute)
 	until := time.Now().Add(10 * time.Minute)
 
-	_, err := s.RecordOnce(ctx, "mine", until, issued)
+	_, err := s.RecordOnce(ctx, "mine", "w", until, issued)
 	require.ErrorIs(t, err, errNotReplicated)
 	found, err := s.Recorded(ctx, "mine", issued)
 	require.NoError(t, err)
@@ -42,7 +42,7 @@ func TestReplayStoreRecordOnceWithReplicasNeverWithdrawsARecord(t *testing.T) {
 	// A twin's record, written and not yet acknowledged.
 	require.NoError(t, c.Set(ctx, s.prefix+"twin", "1", time.Until(until)).Err())
 	for _, attempt := range []string{"the call", "its retry"} {
-		_, err = s.RecordOnce(ctx, "twin", until, issued)
+		_, err = s.RecordOnce(ctx, "twin", "w", until, issued)
 		require.ErrorIs(t, err, errNotReplicated, "%s: recorded already, by a record no replica holds", attempt)
 	}
 }

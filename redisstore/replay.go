@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/onetime"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
 )
 
@@ -250,13 +251,13 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 }
 
 // Recorded reports whether key was recorded (by [ReplayStore.Remember] or
-// [ReplayStore.RecordOnce]) and has not expired, with GET of the key and of the marker and TIME in
-// one pipeline, writing nothing (but the marker, decided as Remember
-// does when it is missing or impossible). It fails when the keyspace
-// began after since less [dpop.ReplayStoreMargin] (a record made since
-// since may have been lost with the keys), and on any Redis error. The
-// reference server reads revocations, spent authorization codes and web
-// UI logouts with it (mockserver.SharedStore).
+// [ReplayStore.RecordOnce]) and has not expired, with GET of the key and
+// of the marker and TIME in one pipeline, writing nothing (but the marker,
+// decided as Remember does when it is missing or impossible). It fails
+// when the keyspace began after since less [dpop.ReplayStoreMargin] (a
+// record made since since may have been lost with the keys), and on any
+// Redis error. The reference server reads revocations, spent
+// authorization codes and web UI logouts with it (mockserver.SharedStore).
 func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time) (bool, error) {
 	var val, marker *redis.StringCmd
 	var clock *redis.TimeCmd
@@ -307,32 +308,49 @@ func (s *ReplayStore) vouch(ctx context.Context, marker *redis.StringCmd, clock 
 	return began, nil
 }
 
-// RecordOnce records key until until with SET NX PXAT unless it is
-// recorded, and reports whether it was not: a one-time record of
-// something issued at since (the reference server's revocations, spent
-// authorization codes and web UI logouts: mockserver.SharedStore). It
-// decides first, reading the marker and TIME in one pipeline, whether the
-// keyspace began no later than since less [dpop.ReplayStoreMargin], as
-// [ReplayStore.Recorded] does, and fails with nothing written when it did
-// not, or on any Redis error before the SET: a call that fails changes
-// nothing for its retry. No DPoP proof window applies (Remember's: a
-// record taken and then refused for the window would make its retry find
-// it taken). The SET goes with a second GET of the marker: a marker
-// changed between the two reads (Redis lost its keys meanwhile) fails the
-// call, the record then being in a keyspace that cannot vouch for since,
-// which every retry's first step refuses. The marker's two reads are
-// compared as numbers (parseMarker), as every read of it is parsed.
+// RecordOnce records key until until, written by writer, unless it is
+// recorded, and reports whether the record is the caller's: true when it
+// was not recorded (the call wrote it) or when writer wrote it (the
+// call's own retry after a failure that came after its write reached
+// Redis: too few replicas acknowledged it, or its answer came late);
+// false for a record of another writer. writer must be 1 to
+// [onetime.MaxWriter] bytes: a digest of what makes the same request
+// recognisable and nobody else's (the reference server's code spends use
+// one of the code, the client and the PKCE verifier); callers for whom any
+// retry is the same (a revocation) give one constant. The record holds it
+// as its value; [ReplayStore.Remember]'s records hold "1" and never match
+// a writer (a DPoP proof is strictly one-time).
+//
+// It is a one-time record of something issued at since (the reference
+// server's revocations, spent authorization codes and web UI logouts:
+// mockserver.SharedStore). It decides first, reading the marker and TIME
+// in one pipeline, whether the keyspace began no later than since less
+// [dpop.ReplayStoreMargin], as [ReplayStore.Recorded] does, and fails with
+// nothing written when it did not, or on any Redis error before the
+// write: a call that fails there changes nothing for its retry. No DPoP
+// proof window applies (Remember's: a record taken and then refused for
+// the window would make its retry find it taken). The write is
+// [onetime.Script] (EVAL: the record is written unless it is there, and
+// its value read back, in one atomic step), sent with a second GET of the
+// marker: a marker changed between the two reads (Redis lost its keys
+// meanwhile) fails the call, the record then being in a keyspace that
+// cannot vouch for since, which every retry's first step refuses. The
+// marker's two reads are compared as numbers (parseMarker), as every read
+// of it is parsed.
 //
 // With [WithReplicas], the call succeeds only once the replicas
-// acknowledged the record, whoever wrote it: the SET NX goes with a
-// second SET XX KEEPTTL of the same key (a write on this connection after
-// the record's, whichever call made it) and WAIT, so "recorded already"
-// too is answered only for a record the replicas hold; too few
-// acknowledgements fail the call. A record once written is never
-// withdrawn (a concurrent call may have answered on it already): it stays
-// and refuses, and a retry waits for the replicas again. Calls return by
-// ctx's deadline, as Remember's do.
-func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error) {
+// acknowledged the record, whoever wrote it: the script writes a record
+// it finds back as it is (a write on this connection after the record's,
+// whichever call made it) and WAIT follows, so "recorded already" too is
+// answered only for a record the replicas hold; too few acknowledgements
+// fail the call. A record once written is never withdrawn (a concurrent
+// call may have answered on it already): it stays, its writer's retry
+// waits for the replicas again and then succeeds, and anyone else's is
+// refused. Calls return by ctx's deadline, as Remember's do.
+func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until, since time.Time) (bool, error) {
+	if writer == "" || len(writer) > onetime.MaxWriter || writer == onetime.Finished {
+		return false, fmt.Errorf("redisstore: RecordOnce: give a writer of 1 to %d bytes (a digest of the request), other than %q", onetime.MaxWriter, onetime.Finished)
+	}
 	var marker *redis.StringCmd
 	var clock *redis.TimeCmd
 	err := bounded(ctx, func() error {
@@ -349,16 +367,12 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since t
 	if err != nil {
 		return false, err
 	}
-	var set, wait *redis.Cmd
+	var rec, wait *redis.Cmd
 	var again *redis.StringCmd
 	err = bounded(ctx, func() error {
 		pipe := s.client.Pipeline()
-		set = pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ceilMilli(until))
+		rec = pipe.Eval(ctx, onetime.Script, []string{s.prefix + key}, writer, ceilMilli(until), s.rewrite())
 		if s.replicas > 0 {
-			// A write after the record's, on this connection, so that
-			// WAIT covers the record whoever wrote it (WAIT waits for
-			// this connection's own last write only).
-			pipe.Do(ctx, "SET", s.prefix+key, "1", "XX", "KEEPTTL")
 			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
 		}
 		again = pipe.Get(ctx, s.since)
@@ -368,19 +382,73 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since t
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
-	first, err := setResult(set)
+	state, value, err := recordResult(rec)
 	if err != nil {
 		return false, err
 	}
 	if now, ok := parseMarker(again); !ok || now != began {
 		return false, errKeyspaceNew // the keys were lost between the reads
 	}
-	// First or not, the record stands only once the replicas hold it; it
-	// is never deleted (a twin may have answered on it).
+	// New, the caller's or another's, the record stands only once the
+	// replicas hold it; it is never deleted (a twin may have answered on
+	// it).
 	if err := s.replicated(wait); err != nil {
 		return false, err
 	}
-	return first, nil
+	return state == onetime.New || value == writer, nil
+}
+
+// Finish finishes key's one-time record, which writer's
+// [ReplayStore.RecordOnce] found its own, once the caller has answered on
+// it: the record then holds [onetime.Finished] (its expiry kept), and no
+// later RecordOnce of writer finds it its own, so the request it stands
+// for is answered once (the reference server's code redemption: a retry
+// after a failure passes, a repeat after the answer does not). It is one
+// EVAL ([onetime.FinishScript]); a record finished already is no error
+// (a Finish may be retried). It fails for a record of another writer or
+// none, and on any Redis error. It does not wait for replicas: a record
+// a failover loses its finish for holds writer again, which only that
+// writer's own repeat finds its own. Calls return by ctx's deadline.
+func (s *ReplayStore) Finish(ctx context.Context, key, writer string) error {
+	var res string
+	err := bounded(ctx, func() error {
+		var err error
+		res, err = s.client.Eval(ctx, onetime.FinishScript, []string{s.prefix + key}, writer).Text()
+		return err
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("redisstore: finishing a one-time record: %w", err)
+	case res != "1":
+		return errors.New("redisstore: finishing a one-time record: the record is not the writer's")
+	}
+	return nil
+}
+
+// rewrite is [onetime.Script]'s last argument: "1" (write a record found
+// back, so that WAIT covers it) with WithReplicas, "0" without.
+func (s *ReplayStore) rewrite() string {
+	if s.replicas > 0 {
+		return "1"
+	}
+	return "0"
+}
+
+// recordResult reads the answer to [onetime.Script]: its state and the
+// record's value.
+func recordResult(c *redis.Cmd) (state, value string, err error) {
+	res, err := c.Slice()
+	if err != nil {
+		return "", "", fmt.Errorf("redisstore: writing a one-time record: %w", err)
+	}
+	if len(res) == 2 {
+		state, _ = res[0].(string)
+		value, _ = res[1].(string)
+		if state == onetime.New || state == onetime.Found || state == onetime.Absent {
+			return state, value, nil
+		}
+	}
+	return "", "", fmt.Errorf("redisstore: writing a one-time record: the script answered %v", res)
 }
 
 // replicated checks the answer to WAIT, nil when WithReplicas is not set:
