@@ -225,3 +225,83 @@ func TestCodeWhoseSpendAnswerCameLateIsRedeemedOnItsRetry(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 	require.Equal(t, http.StatusOK, status, "the redeemer's retry after the 503: %s", oauthErr)
 }
+
+// TestReplicasRevocationFoundIsAnswered200OnlyOnceReplicasHoldIt: with
+// WithReplicas, a revocation that finds the token revoked already (a
+// record another replica wrote, whose WAIT fell short) answers 200 only
+// once the replicas hold that record: 503 before, so that no 200 stands
+// on a record a failover could lose. Once a replica holds it, the
+// revocation answers 200 and every replica refuses the token.
+func TestReplicasRevocationFoundIsAnswered200OnlyOnceReplicasHoldIt(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t) // no replica yet: every WAIT 1 falls short
+	if !srv.Real() {
+		t.Skip("miniredis has no replication: CI (.ci/run) runs the real server")
+	}
+	c := srv.Client()
+	const prefix = "t:"
+	seed := []byte("0123456789abcdef0123456789abcdef")
+	newReplica := func() string {
+		store := NewReplayStore(srv.Client(), prefix, WithReplicas(1, MaxReplicaWait))
+		ms, err := mockserver.New(mockserver.WithKeySeed(seed), mockserver.WithReplayStore(store),
+			mockserver.WithFixtureFile("../examples/fixtures/acme.json"))
+		require.NoError(t, err)
+		hs := httptest.NewServer(ms)
+		t.Cleanup(hs.Close)
+		return hs.URL
+	}
+	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
+	a, b := newReplica(), newReplica()
+
+	status, _, body := frontCall(t, a, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
+		"application/x-www-form-urlencoded",
+		url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}.Encode())
+	require.Equal(t, http.StatusOK, status, string(body))
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.Unmarshal(body, &tok))
+	revoke := func(base string) int {
+		status, _, _ := frontCall(t, base, http.MethodPost, "/realms/acme/protocol/openid-connect/revoke", nil,
+			"application/x-www-form-urlencoded", url.Values{"client_id": {"admin-cli"}, "token": {tok.AccessToken}}.Encode())
+		return status
+	}
+	decide := func(base string) (int, string) {
+		status, _, body := frontCall(t, base, http.MethodPost, "/realms/acme/authorization-decision-provider/authorize",
+			http.Header{"Authorization": {"Bearer " + tok.AccessToken}}, "application/json",
+			`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
+		return status, string(body)
+	}
+
+	require.Equal(t, http.StatusServiceUnavailable, revoke(a), "no replica acknowledged a's record")
+	require.Equal(t, http.StatusServiceUnavailable, revoke(b), "b finds a's record, which no replica holds")
+	attachReplica(t, srv)
+	require.Equal(t, http.StatusOK, revoke(b), "b finds a's record, a replica holds it")
+	for name, base := range map[string]string{"a": a, "b": b} {
+		status, got := decide(base)
+		require.Equal(t, http.StatusUnauthorized, status, "replica %s serves a revoked token: %s", name, got)
+	}
+}
+
+// TestReplayStoreRecordedWithReplicasWaitsForARecordFound: with
+// WithReplicas, Recorded answers "recorded" only for a record the
+// replicas hold, whoever wrote it: a record no replica acknowledged fails
+// the read (errNotReplicated); a record not found costs no wait.
+func TestReplayStoreRecordedWithReplicasWaitsForARecordFound(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
+	c := srv.Client()
+	s := NewReplayStore(c, "t:", WithReplicas(1, 50*time.Millisecond))
+	settled(t, c, s)
+	ctx := t.Context()
+	issued := time.Now().Add(-time.Minute)
+	require.NoError(t, c.Set(ctx, s.prefix+"twin", "w", time.Hour).Err()) // a twin's record, not yet acknowledged
+	_, err := s.Recorded(ctx, "twin", issued)
+	require.ErrorIs(t, err, errNotReplicated)
+	found, err := s.Recorded(ctx, "none", issued)
+	require.NoError(t, err)
+	require.False(t, found)
+	v, err := c.Get(ctx, s.prefix+"twin").Result()
+	require.NoError(t, err)
+	require.Equal(t, "w", v, "the read leaves the record as it was")
+}

@@ -258,6 +258,13 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 // record made since since may have been lost with the keys), and on any
 // Redis error. The reference server reads revocations, spent
 // authorization codes and web UI logouts with it (mockserver.SharedStore).
+//
+// With [WithReplicas], a record found is answered only once the replicas
+// hold it, as RecordOnce's are: a second round trip writes it back as it
+// is ([onetime.Script]) and sends WAIT, and too few acknowledgements fail
+// the call. So no answer stands on a record that a failover could lose
+// (one whose writer's WAIT is still pending, or failed). A record not
+// found costs no wait.
 func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time) (bool, error) {
 	var val, marker *redis.StringCmd
 	var clock *redis.TimeCmd
@@ -278,7 +285,36 @@ func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time)
 	if _, err := s.vouch(ctx, marker, clock, since); err != nil {
 		return false, err
 	}
-	return val.Err() == nil, nil
+	found := val.Err() == nil
+	if found && s.replicas > 0 {
+		if err := s.heldByReplicas(ctx, key); err != nil {
+			return false, err
+		}
+	}
+	return found, nil
+}
+
+// heldByReplicas waits (WithReplicas) for the replicas to acknowledge the
+// record key that a read found, whoever wrote it: [onetime.Script] writes
+// it back as it is, on this connection, and WAIT follows; an error unless
+// enough replicas acknowledged within the timeout. A record that expired
+// meanwhile is not written again.
+func (s *ReplayStore) heldByReplicas(ctx context.Context, key string) error {
+	var rec, wait *redis.Cmd
+	err := bounded(ctx, func() error {
+		pipe := s.client.Pipeline()
+		rec = pipe.Eval(ctx, onetime.Script, []string{s.prefix + key}, "", 0, "1")
+		wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
+		_, err := pipe.Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	if _, _, err := recordResult(rec); err != nil {
+		return err
+	}
+	return s.replicated(wait)
 }
 
 // vouch reads the answers to GET of the marker and TIME and returns the
