@@ -201,7 +201,7 @@ func TestCodeWhoseSpendAnswerCameLateIsRedeemedOnItsRetry(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client()
 	proxy := startHeldReplyProxy(t, srv.Addr())
-	pc := redis.NewClient(&redis.Options{Addr: proxy.addr, PoolSize: 1, Protocol: 2, DisableIndentity: true})
+	pc := redis.NewClient(&redis.Options{Addr: proxy.addr, PoolSize: 1, Protocol: 2, DisableIdentity: true})
 	t.Cleanup(func() { _ = pc.Close() })
 	store := NewReplayStore(pc, "t:")
 	settled(t, c, store)
