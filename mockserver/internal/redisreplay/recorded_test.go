@@ -237,3 +237,44 @@ func TestRecordOnceKeepsARecordForItsWritersRetry(t *testing.T) {
 		require.ErrorContains(t, err, "give a writer of 1 to 64 bytes")
 	}
 }
+
+// TestRecordOnceReadsTheMarkerOnlyThroughItsScript: RecordOnce judges the
+// keyspace by the marker's script (bound to the server's run_id), before
+// the write and again with it, in the write's round trip: EVAL of the
+// marker's script; then EVAL of the one-time record's script (the writer
+// as the record's value, until rounded up to the millisecond, no rewrite)
+// and EVAL of the marker's script. No GET of the marker, no TIME: a
+// restart between the two round trips (a new run, every key kept, the
+// most a restore can keep) fails the call, the record being in a keyspace
+// that cannot vouch for since.
+func TestRecordOnceReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Millisecond)
+	answer := redisLikeAt(func() time.Time { return now })
+	var restart atomic.Bool
+	f := startFake(t, func(cmd []string) string {
+		if cmd[0] == "EVAL" && cmd[1] == onetime.Script && restart.Load() {
+			answer([]string{restartCommand}) // after the first round trip, before the write
+		}
+		return answer(cmd)
+	})
+	s := settledStore(t, "redis://"+f.addr)
+	issued := now.Add(-time.Minute)
+	until := time.UnixMilli(4_000_000_000_000).Add(time.Microsecond)
+	margin := strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10)
+	marker := []string{"EVAL", replaymarker.Script, "1", "p:since", margin}
+
+	before := len(f.commands())
+	first, err := s.RecordOnce(t.Context(), "k", "w", until, issued)
+	require.NoError(t, err)
+	require.True(t, first)
+	require.Equal(t, [][]string{
+		marker,
+		{"EVAL", onetime.Script, "1", "p:k", "w", "4000000000001", "0"},
+		marker,
+	}, f.commands()[before:], "the marker decided by its script, before the write and with it")
+
+	restart.Store(true)
+	_, err = s.RecordOnce(t.Context(), "k2", "w", until, issued)
+	require.ErrorIs(t, err, errKeyspaceNew, "the server restarted between the marker's first decision and the write")
+}
