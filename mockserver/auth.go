@@ -331,6 +331,7 @@ type authState struct {
 	adminSecret string
 	pageKey     []byte // signs AuthZEN search page tokens (authzensearch.go); from the key seed
 	codeKey     []byte // seals authorization codes with a shared store (authcode_sealed.go); from the key seed
+	redeemerKey []byte // MACs who redeems a sealed code (codeRedeemer); from the key seed
 	policies    decision.Cache
 	subjects    decision.SubjectCache // the subjects of /authorize's decisions
 	answers     *answerCache          // /authorize's answers (answercache.go)

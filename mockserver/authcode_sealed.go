@@ -4,10 +4,15 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -95,11 +100,45 @@ func (s *Server) issueCode(c *authCode) (string, bool) {
 }
 
 // codeSpend is a sealed code to record as spent once its client is
-// authenticated: its id and expiry.
+// authenticated: its id and expiry, and who redeems it.
 type codeSpend struct {
 	realm, id string
 	issued    time.Time // no spend of the code can be older
 	expires   time.Time
+	// writer is the spend's record's value (codeRedeemer): the retry of
+	// the same redemption finds the record its own.
+	writer string
+}
+
+// codeRedeemer returns who redeems sp: a base64url HMAC-SHA256, under a
+// key derived from the key seed, of the code's id and what the token
+// request gives with it (the client's id and secret, the redirect URI,
+// the PKCE verifier, and jkt, the DPoP key's thumbprint, empty without a
+// proof), each given or not. It is the same for the same redemption
+// retried, at any replica given the seed, and another for anyone without
+// the verifier (or, for a confidential client without PKCE, the secret):
+// a thief holding the code alone. Being a MAC, the record holds nothing
+// from which a verifier or a secret can be tested offline.
+func (s *Server) codeRedeemer(sp *codeSpend, clientID, secret string, form url.Values, jkt string) string {
+	m := hmac.New(sha256.New, s.auth.redeemerKey)
+	field := func(v string, given bool) {
+		var n [9]byte
+		if given {
+			n[0] = 1
+		}
+		binary.BigEndian.PutUint64(n[1:], uint64(len(v)))
+		m.Write(n[:])
+		m.Write([]byte(v))
+	}
+	verifier, hasVerifier := form["code_verifier"]
+	field(sp.realm, true)
+	field(sp.id, true)
+	field(clientID, true)
+	field(secret, secret != "")
+	field(form.Get("redirect_uri"), true)
+	field(strings.Join(verifier, ""), hasVerifier)
+	field(jkt, jkt != "")
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // findCode returns what realm's code raw stands for. A kept code is
@@ -119,21 +158,23 @@ func (s *Server) findCode(realm, raw string) (*authCode, *codeSpend, bool) {
 
 // spendSealedCode records sp in the shared store: a code is redeemed at
 // most once between the replicas. It returns the refusal of a code spent
-// already (invalid_grant) or of a store that fails (503). The store
-// decides whether it can vouch for the code (its keyspace is older than
-// the code's issue, less the clocks' margin) before it writes the spend
-// (SharedStore.RecordOnce), so a keyspace that cannot vouch never leaves
-// the code spent: its retry is redeemed, or refused 503 again. A write
-// that reached the store but failed afterwards (too few replicas
-// acknowledged it with redisstore.WithReplicas, or its answer came past
-// the server's bound) does leave it spent, and the retry is invalid_grant:
-// the record does not yet say who wrote it (a known issue).
+// already by another redeemer (invalid_grant) or of a store that fails
+// (503). The store decides whether it can vouch for the code (its
+// keyspace is older than the code's issue, less the clocks' margin)
+// before it writes the spend (SharedStore.RecordOnce), so a keyspace that
+// cannot vouch never leaves the code spent: its retry is redeemed, or
+// refused 503 again. A spend that reached the store but failed after it
+// (too few replicas acknowledged it with redisstore.WithReplicas, or its
+// answer came past the server's bound) leaves a record that says who
+// wrote it (sp.writer, codeRedeemer): the same redemption retried finds
+// it its own and is answered as the first would have been, anyone else's
+// is invalid_grant.
 func (s *Server) spendSealedCode(ctx context.Context, sp *codeSpend) *oauthError {
-	first, err := s.sharedRecord(ctx, labelCodeSpent, sp.realm, sp.id, sp.expires, sp.issued)
+	mine, err := s.sharedRecord(ctx, labelCodeSpent, sp.realm, sp.id, sp.writer, sp.expires, sp.issued)
 	switch {
 	case err != nil:
 		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: err.Error()}
-	case !first:
+	case !mine:
 		return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: "the code is unknown, already used, or not issued to this client"}
 	}
 	return nil

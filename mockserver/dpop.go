@@ -89,7 +89,7 @@ func (n sharedNonces) Valid(ctx context.Context, nonce string) bool {
 // routes, the verified-token caches, one per realm, and the nonce source.
 func newAuthState(s *Server) (*authState, error) {
 	a := &authState{pageKey: derivedKey(s.keys.seed, labelPageKey), codeKey: derivedKey(s.keys.seed, labelCodeKey),
-		answers: newAnswerCache()}
+		redeemerKey: derivedKey(s.keys.seed, labelRedeemerKey), answers: newAnswerCache()}
 	a.nonces = &nonceSource{now: s.now, required: s.nonceRequired}
 	if s.nonces != nil {
 		a.nonces = sharedNonces{Nonces: s.nonces, required: s.nonceRequired}

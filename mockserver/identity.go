@@ -291,6 +291,11 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 	})
 	proofRecorded := false
 	if spend != nil { // a sealed code, its client authenticated: spent whatever the outcome
+		jkt := ""
+		if proof != nil {
+			jkt = proof.Thumbprint
+		}
+		spend.writer = s.codeRedeemer(spend, clientID, secret, form, jkt)
 		// A valid code's proof is recorded before the code is spent: a
 		// proof refused (a replay, a store that fails) answers with the
 		// code still unspent, so the spend is the last thing that can
@@ -347,6 +352,17 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 			if out.IDToken, err = s.idToken(realm, claims, nonce, authTime); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if spend != nil {
+		// The code's record was this redemption's (a retry after a
+		// failure that came after its write finds it so): finished now,
+		// no repeat of the redemption does. A finish that fails does not
+		// refuse the redemption, which is granted (the code is spent, as
+		// its redeemer's); only that redeemer's own repeat could then be
+		// answered again, within the code's lifetime.
+		if err := s.sharedFinish(r.Context(), labelCodeSpent, spend.realm, spend.id, spend.writer); err != nil {
+			s.logger.Warn("a redeemed code's record was not finished", "realm", realm, "client", clientID)
 		}
 	}
 	return out, nil

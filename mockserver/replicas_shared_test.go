@@ -220,6 +220,69 @@ func TestReplicasKeepACodeWhoseProofIsRefused(t *testing.T) {
 	require.Equal(t, "DPoP", res.json(t)["token_type"])
 }
 
+// TestReplicasRedeemACodeWhoseSpendFailedAfterItsWriteOnItsRedeemersRetry:
+// a redemption whose spend reached the shared store but failed after it
+// (too few replicas acknowledged it, or its answer came late) is answered
+// 503 with Retry-After, and the code is kept for its redeemer: the same
+// redemption retried (at either replica, with a new proof of the same
+// DPoP key) is redeemed, once: repeated after that answer it is
+// invalid_grant. Anyone else's redemption of the code is invalid_grant: a
+// wrong PKCE verifier, no DPoP proof, or a proof of another key.
+func TestReplicasRedeemACodeWhoseSpendFailedAfterItsWriteOnItsRedeemersRetry(t *testing.T) {
+	t.Parallel()
+	const redirect = "https://app.test/cb"
+	fx := dpopFixture()
+	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(fx))
+	holder, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	other, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	redeem := func(replica, code, verifier string, signer *dpop.Signer) httpResult {
+		h := http.Header{}
+		if signer != nil {
+			p, err := signer.Proof(http.MethodPost, f.URL+tokenPath, "", "")
+			require.NoError(t, err)
+			h.Set("DPoP", p)
+		}
+		return f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"},
+			"client_id": {"web"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {verifier}}.Encode(), h)
+	}
+	for _, tc := range []struct {
+		name     string
+		verifier string
+		signer   *dpop.Signer
+	}{
+		{"another PKCE verifier", "another-verifier-another-verifier-another-verifier", holder},
+		{"no DPoP proof", pkceVerifier, nil},
+		{"a proof of another key", pkceVerifier, other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code := f.authCode("a", redirect)
+			store.setFailAfterWrite(errors.New("WAIT: 0 of 1 replicas acknowledged"))
+			res := redeem("a", code, pkceVerifier, holder)
+			store.setFailAfterWrite(nil)
+			require.Equal(t, http.StatusServiceUnavailable, res.status, "the spend failed after its write: %s", res.body)
+			require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
+			require.NotEmpty(t, res.header.Get("Retry-After"))
+
+			res = redeem("b", code, tc.verifier, tc.signer)
+			require.Equal(t, http.StatusBadRequest, res.status, "another redeemer of the code: %s", res.body)
+			require.Equal(t, "invalid_grant", res.json(t)["error"])
+
+			res = redeem("b", code, pkceVerifier, holder)
+			require.Equal(t, http.StatusOK, res.status, "the redeemer's retry: %s", res.body)
+			require.Equal(t, "DPoP", res.json(t)["token_type"])
+
+			// Answered, the redemption is not answered again.
+			res = redeem("a", code, pkceVerifier, holder)
+			require.Equal(t, http.StatusBadRequest, res.status, "the redemption repeated once answered: %s", res.body)
+			require.Equal(t, "invalid_grant", res.json(t)["error"])
+		})
+	}
+}
+
 // The PKCE pair of RFC 7636 appendix B.
 const (
 	pkceVerifier  = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"

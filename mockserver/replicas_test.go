@@ -30,8 +30,12 @@ type sharedStore struct {
 	fail       error
 	failWrites error // Remember and RecordOnce fail, Recorded answers (Redis full, noeviction)
 	failProofs error // Remember (DPoP proofs) fails, the rest answers
-	began      time.Time
-	clock      func() time.Time // the store's own clock, which expires keys; time.Now when nil
+	// failAfterWrite makes RecordOnce write its record and then fail (too
+	// few replicas acknowledged it, or its answer came late).
+	failAfterWrite error
+	writers        map[string]string // RecordOnce's records' values
+	began          time.Time
+	clock          func() time.Time // the store's own clock, which expires keys; time.Now when nil
 	// frozen, while set, holds every call of the kind it names (reads:
 	// Recorded; writes: Remember and RecordOnce) until thaw is closed,
 	// whatever its context: a frozen Redis behind a client without
@@ -108,8 +112,9 @@ func (s *sharedStore) Remember(_ context.Context, key string, until time.Time) (
 }
 
 // RecordOnce is Remember after Recorded's check of since, made first: a
-// keyspace that cannot vouch for since fails with nothing written.
-func (s *sharedStore) RecordOnce(_ context.Context, key string, until, since time.Time) (bool, error) {
+// keyspace that cannot vouch for since fails with nothing written. The
+// record holds writer, and a record of the same writer is the caller's.
+func (s *sharedStore) RecordOnce(_ context.Context, key, writer string, until, since time.Time) (bool, error) {
 	s.hang("writes")
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -123,10 +128,42 @@ func (s *sharedStore) RecordOnce(_ context.Context, key string, until, since tim
 		return false, errors.New("the keyspace is younger than the record")
 	}
 	if u, ok := s.keys[key]; ok && s.now().Before(u) {
-		return false, nil
+		return s.writers[key] == writer && s.failAfterWrite == nil, s.failAfterWrite
 	}
 	s.keys[key] = until
-	return true, nil
+	if s.writers == nil {
+		s.writers = map[string]string{}
+	}
+	s.writers[key] = writer
+	return s.failAfterWrite == nil, s.failAfterWrite
+}
+
+// Finish makes writer's record no one's: its value becomes one no
+// writer has.
+func (s *sharedStore) Finish(_ context.Context, key, writer string) error {
+	s.hang("writes")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	if s.failWrites != nil {
+		return s.failWrites
+	}
+	switch s.writers[key] {
+	case writer:
+		s.writers[key] = "\x00finished"
+	case "\x00finished":
+	default:
+		return errors.New("the record is not the writer's")
+	}
+	return nil
+}
+
+func (s *sharedStore) setFailAfterWrite(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failAfterWrite = err
 }
 
 func (s *sharedStore) setFail(err error) {

@@ -68,7 +68,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, realm strin
 	// a 503 leaves the token as it was here too, so the retry revokes it
 	// again rather than finding it revoked and answering 200 with nothing
 	// shared.
-	if _, err := s.sharedRecord(r.Context(), labelRevoked, realm, claims.ID, claims.Expiry.Time(), issuedAt(claims)); err != nil {
+	if _, err := s.sharedRecord(r.Context(), labelRevoked, realm, claims.ID, anyWriter, claims.Expiry.Time(), issuedAt(claims)); err != nil {
 		return sharedOAuthUnavailable(w)
 	}
 	s.auth.revoked.revoke(realm, claims.ID, claims.Expiry.Time(), s.now())

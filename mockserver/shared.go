@@ -46,9 +46,19 @@ type SharedStore interface {
 	// about. It must honour ctx's deadline and be safe for
 	// concurrent use.
 	Recorded(ctx context.Context, key string, since time.Time) (bool, error)
-	// RecordOnce records key until until unless it is recorded, and
-	// reports whether it was not (the caller's record is the first). It
-	// decides BEFORE writing whether the store can vouch for every record
+	// RecordOnce records key until until, its value writer, unless it is
+	// recorded, and reports whether the record is the caller's: it was
+	// not recorded (the caller's record is the first), or it holds writer
+	// (the caller's own earlier call wrote it and then failed: too few
+	// replicas acknowledged it, or its answer came late). A record of
+	// another writer is false. writer (1 to 64 bytes) is a digest of what
+	// makes the same request recognisable and nobody else's: a code's
+	// spend gives an HMAC of the code, the client and its secret, the
+	// redirect URI, the PKCE verifier and the DPoP key, so that only its
+	// redeemer's retry passes; a revocation or a sign-out, the same
+	// whoever asks again, gives one constant. Remember's records (DPoP
+	// proofs, strictly one-time) are no RecordOnce's. It decides BEFORE
+	// writing whether the store can vouch for every record
 	// made since since, by Recorded's rule (since is when the credential
 	// was issued: no record about it can be older), and fails without
 	// writing when it cannot, and on any error before the write: a call
@@ -56,7 +66,14 @@ type SharedStore interface {
 	// (but what its keyspace's loss itself changes). Unlike Remember it
 	// applies no DPoP proof window. It must honour ctx's deadline and be
 	// safe for concurrent use.
-	RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error)
+	RecordOnce(ctx context.Context, key, writer string, until, since time.Time) (bool, error)
+	// Finish marks key's record, which RecordOnce found writer's, as
+	// answered on: no later RecordOnce of writer finds it its own (a code
+	// redeemed is not redeemed again by the same request repeated).
+	// Finishing a record finished already is no error; a record of another
+	// writer or none is. It must honour ctx's deadline and be safe for
+	// concurrent use.
+	Finish(ctx context.Context, key, writer string) error
 }
 
 // errSharedUnavailable is the error of a credential whose state the shared
@@ -72,10 +89,16 @@ const (
 	labelCodeSpent = "orgauthz mockserver authorization code spent"
 	labelLogout    = "orgauthz mockserver web UI logout"
 
-	labelPageKey    = "orgauthz mockserver AuthZEN page token key"
-	labelSessionKey = "orgauthz mockserver web UI session key"
-	labelCodeKey    = "orgauthz mockserver authorization code key"
+	labelPageKey     = "orgauthz mockserver AuthZEN page token key"
+	labelSessionKey  = "orgauthz mockserver web UI session key"
+	labelCodeKey     = "orgauthz mockserver authorization code key"
+	labelRedeemerKey = "orgauthz mockserver authorization code redeemer key"
 )
+
+// anyWriter is the writer of the one-time records that are the same
+// whoever asks again (revocations, sign-outs): a retry finds its record
+// its own, as a twin's request does, and answers as the first did.
+const anyWriter = "-"
 
 // sharedKey returns the shared store's key of the record of kind (a
 // label) about realm's id: a base64url SHA-256 digest, 43 bytes.
@@ -103,8 +126,9 @@ func (s *Server) sharedRecorded(ctx context.Context, kind, realm, id string, sin
 }
 
 // sharedRecord records kind about realm's id, a credential issued at
-// since, in the shared store until until, by this server's clock, and
-// reports whether it was not recorded already: true without a store;
+// since, written by writer (SharedStore.RecordOnce), in the shared store
+// until until, by this server's clock, and reports whether the record is
+// the caller's (new, or writer's own): true without a store;
 // errSharedUnavailable when the store fails, cannot vouch for records
 // made since since, or does not answer within dpop.ReplayStoreTimeout.
 // The store expires the record by its own clock, so it is kept
@@ -113,14 +137,29 @@ func (s *Server) sharedRecorded(ctx context.Context, kind, realm, id string, sin
 // still finds the record. Callers change their own state only after it
 // succeeded, so that a call answered 503 leaves nothing behind here that
 // changes the answer to its retry.
-func (s *Server) sharedRecord(ctx context.Context, kind, realm, id string, until, since time.Time) (bool, error) {
+func (s *Server) sharedRecord(ctx context.Context, kind, realm, id, writer string, until, since time.Time) (bool, error) {
 	if s.shared == nil {
 		return true, nil
 	}
 	key, until := sharedKey(kind, realm, id), until.Add(dpop.ReplayStoreMargin)
 	return s.sharedCall(ctx, func(ctx context.Context) (bool, error) {
-		return s.shared.RecordOnce(ctx, key, until, since)
+		return s.shared.RecordOnce(ctx, key, writer, until, since)
 	})
+}
+
+// sharedFinish finishes the record of kind about realm's id that
+// sharedRecord found writer's (SharedStore.Finish): nothing without a
+// store; errSharedUnavailable when the store fails or does not answer
+// within dpop.ReplayStoreTimeout.
+func (s *Server) sharedFinish(ctx context.Context, kind, realm, id, writer string) error {
+	if s.shared == nil {
+		return nil
+	}
+	key := sharedKey(kind, realm, id)
+	_, err := s.sharedCall(ctx, func(ctx context.Context) (bool, error) {
+		return true, s.shared.Finish(ctx, key, writer)
+	})
+	return err
 }
 
 // sharedResult is what one call of the shared store returned.

@@ -433,7 +433,7 @@ func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, ss *uiSession)
 	// leaves the session as it was here too, so the user's retry signs
 	// out again rather than finding the session gone and being sent to
 	// the login page with nothing shared.
-	if _, err := s.sharedRecord(r.Context(), labelLogout, ss.realm, ss.id, ss.expires, ss.expires.Add(-sessionLifetime)); err != nil {
+	if _, err := s.sharedRecord(r.Context(), labelLogout, ss.realm, ss.id, anyWriter, ss.expires, ss.expires.Add(-sessionLifetime)); err != nil {
 		w.Header().Set("Retry-After", proofRetryAfter)
 		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", err.Error()))
 		return

@@ -125,7 +125,8 @@ func TestNewReplayStoreRefusesMisusedOptions(t *testing.T) {
 	}{
 		{"no replicas", single, WithReplicas(0, time.Second), "give n >= 1 replicas and a timeout > 0"},
 		{"no timeout", single, WithReplicas(1, 0), "give n >= 1 replicas and a timeout > 0"},
-		{"a timeout the Verifier cuts", single, WithReplicas(1, dpop.ReplayStoreTimeout), "shorter than dpop.ReplayStoreTimeout"},
+		{"a timeout the Verifier cuts", single, WithReplicas(1, dpop.ReplayStoreTimeout), "at most redisstore.MaxReplicaWait"},
+		{"a timeout that leaves no room for the call's other round trips", single, WithReplicas(1, MaxReplicaWait+time.Millisecond), "at most redisstore.MaxReplicaWait (1s)"},
 		{"a Cluster", cluster, WithReplicas(1, time.Second), "WithReplicas needs a *redis.Client"},
 		{"no iat max age", single, WithIATWindow(0, time.Second), "give maxAge > 0 and maxSkew >= 0"},
 		{"a negative skew", single, WithIATWindow(time.Minute, -time.Second), "give maxAge > 0 and maxSkew >= 0"},

@@ -63,7 +63,7 @@ func TestReplayStoreRecorded(t *testing.T) {
 // that began within the margin before since, or after, fails the call with
 // nothing written, so its retry is not refused as "already recorded". No
 // DPoP proof window applies: once the keyspace vouches, the first call
-// records and the next finds the record.
+// records and another writer's finds the record.
 func TestReplayStoreRecordOnceDecidesBeforeWriting(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -74,25 +74,25 @@ func TestReplayStoreRecordOnceDecidesBeforeWriting(t *testing.T) {
 	issued := time.Now()
 	until := issued.Add(2 * time.Minute)
 	for _, attempt := range []string{"the call", "its retry"} {
-		_, err := s.RecordOnce(ctx, "k", until, issued)
+		_, err := s.RecordOnce(ctx, "k", "w", until, issued)
 		require.ErrorIs(t, err, errKeyspaceNew, attempt)
 		n, err := c.Exists(ctx, s.prefix+"k").Result()
 		require.NoError(t, err)
 		require.Zero(t, n, "%s wrote the record", attempt)
 	}
 	settled(t, c, s)
-	first, err := s.RecordOnce(ctx, "k", until, issued)
+	first, err := s.RecordOnce(ctx, "k", "w", until, issued)
 	require.NoError(t, err)
 	require.True(t, first)
-	first, err = s.RecordOnce(ctx, "k", until, issued)
+	first, err = s.RecordOnce(ctx, "k", "other", until, issued)
 	require.NoError(t, err)
-	require.False(t, first, "recorded already")
+	require.False(t, first, "recorded already, by another writer")
 	found, err := s.Recorded(ctx, "k", issued)
 	require.NoError(t, err)
 	require.True(t, found)
 
 	srv.Stop()
-	_, err = s.RecordOnce(ctx, "k2", until, issued)
+	_, err = s.RecordOnce(ctx, "k2", "w", until, issued)
 	require.Error(t, err)
 	require.NotErrorIs(t, err, errKeyspaceNew)
 }
@@ -115,12 +115,12 @@ func TestReplayStoreRecordOnceTakesEveryTextOfTheMarkersTime(t *testing.T) {
 			issued := time.Now().Add(-time.Minute)
 			_, err := s.Recorded(ctx, "k", issued)
 			require.NoError(t, err, "the keyspace vouches for reads")
-			first, err := s.RecordOnce(ctx, "k", time.Now().Add(time.Hour), issued)
+			first, err := s.RecordOnce(ctx, "k", "w", time.Now().Add(time.Hour), issued)
 			require.NoError(t, err)
 			require.True(t, first)
-			first, err = s.RecordOnce(ctx, "k", time.Now().Add(time.Hour), issued)
+			first, err = s.RecordOnce(ctx, "k", "other", time.Now().Add(time.Hour), issued)
 			require.NoError(t, err)
-			require.False(t, first, "recorded already")
+			require.False(t, first, "recorded already, by another writer")
 		})
 	}
 }

@@ -10,12 +10,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/onetime"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
 )
 
 // DefaultReplayPrefix is the key prefix of a ReplayStore made with an empty
 // prefix.
 const DefaultReplayPrefix = "orgauthz:dpop:"
+
+// MaxReplicaWait is the longest timeout [WithReplicas] accepts: half of
+// dpop.ReplayStoreTimeout, which bounds each call of the store (the
+// Verifier's and the reference server's), so that the call's other round
+// trips (the marker's script, the record) fit beside its WAIT.
+const MaxReplicaWait = dpop.ReplayStoreTimeout / 2
 
 // SinceKey is the name, after the prefix, of the key where a ReplayStore
 // keeps the time (Unix milliseconds) from which the keyspace holds every
@@ -28,9 +35,10 @@ const SinceKey = "since"
 // digest of the proof's key and jti (no token material), written with
 // SET key 1 NX PXAT until, which is atomic on a single server, a
 // Sentinel-managed primary and a Cluster alike. Recorded reads a record
-// back and RecordOnce writes a one-time record that is no DPoP proof (the
-// reference server's replicas share revocations, code spends and sign-outs
-// through them: mockserver.WithReplayStore). It is safe for concurrent use.
+// back, RecordOnce writes a one-time record that is no DPoP proof, holding
+// who wrote it, and Finish marks one answered (the reference server's
+// replicas share revocations, code spends and sign-outs through them:
+// mockserver.WithReplayStore). It is safe for concurrent use.
 //
 // A Redis that loses writes would let proofs accepted before the loss be
 // replayed: one that loses all its keys (restarted without persistence,
@@ -137,21 +145,24 @@ func WithIATWindow(maxAge, maxSkew time.Duration) ReplayOption {
 // Each proof then waits for the replicas' acknowledgement (about one
 // round trip between the primary and its replicas); a replica down or
 // lagging makes proofs refused, up to timeout each, until it is back or n
-// is lowered. timeout must be shorter than dpop.ReplayStoreTimeout (2 s),
-// which bounds each Remember; a few hundred milliseconds suit most
+// is lowered. The same holds for RecordOnce's records, and for the
+// records Recorded finds (see them). timeout must be at most
+// [MaxReplicaWait] (1 s, half of dpop.ReplayStoreTimeout, which bounds
+// each call of the store): the rest is left for the call's other round
+// trips, so that a WAIT that falls short is answered as such within the
+// bound rather than cut by it; a few hundred milliseconds suit most
 // deployments. It needs a *redis.Client (a single server, or
 // redis.NewFailoverClient for Sentinel): a Cluster or a Ring spreads a
 // pipeline over servers. NewReplayStore panics when n < 1, timeout <= 0
-// or timeout >= dpop.ReplayStoreTimeout, or the client is not a
-// *redis.Client.
+// or timeout > MaxReplicaWait, or the client is not a *redis.Client.
 func WithReplicas(n int, timeout time.Duration) ReplayOption {
 	return func(s *ReplayStore) {
 		if n < 1 || timeout <= 0 {
 			s.optErr = fmt.Sprintf("WithReplicas(%d, %v): give n >= 1 replicas and a timeout > 0", n, timeout)
 			return
 		}
-		if timeout >= dpop.ReplayStoreTimeout {
-			s.optErr = fmt.Sprintf("WithReplicas(%d, %v): give a timeout shorter than dpop.ReplayStoreTimeout (%v), which bounds each Remember", n, timeout, dpop.ReplayStoreTimeout)
+		if timeout > MaxReplicaWait {
+			s.optErr = fmt.Sprintf("WithReplicas(%d, %v): give a timeout of at most redisstore.MaxReplicaWait (%v): each call of the store, WAIT and its other round trips together, is bounded by dpop.ReplayStoreTimeout (%v)", n, timeout, MaxReplicaWait, dpop.ReplayStoreTimeout)
 			return
 		}
 		s.replicas, s.wait = n, (timeout + time.Millisecond - 1).Truncate(time.Millisecond)
@@ -239,11 +250,18 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 // Recorded reports whether key was recorded (by [ReplayStore.Remember] or
 // [ReplayStore.RecordOnce]) and has not expired, with GET of the key and
 // the marker's script in one pipeline, writing nothing (but the marker,
-// decided as Remember does). It fails when the keyspace
-// began after since less [dpop.ReplayStoreMargin] (a record made since
-// since may have been lost with the keys), and on any Redis error. The
-// reference server reads revocations, spent authorization codes and web
-// UI logouts with it (mockserver.SharedStore).
+// decided as Remember does). It fails when the keyspace began after since
+// less [dpop.ReplayStoreMargin] (a record made since since may have been
+// lost with the keys), and on any Redis error. The reference server reads
+// revocations, spent authorization codes and web UI logouts with it
+// (mockserver.SharedStore).
+//
+// With [WithReplicas], a record found is answered only once the replicas
+// hold it, as RecordOnce's are: a second round trip writes it back as it
+// is ([onetime.Script]) and sends WAIT, and too few acknowledgements fail
+// the call. So no answer stands on a record that a failover could lose
+// (one whose writer's WAIT is still pending, or failed). A record not
+// found costs no wait.
 func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time) (bool, error) {
 	var val *redis.StringCmd
 	var marker *redis.Cmd
@@ -263,7 +281,36 @@ func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time)
 	if _, err := vouch(marker, since); err != nil {
 		return false, err
 	}
-	return val.Err() == nil, nil
+	found := val.Err() == nil
+	if found && s.replicas > 0 {
+		if err := s.heldByReplicas(ctx, key); err != nil {
+			return false, err
+		}
+	}
+	return found, nil
+}
+
+// heldByReplicas waits (WithReplicas) for the replicas to acknowledge the
+// record key that a read found, whoever wrote it: [onetime.Script] writes
+// it back as it is, on this connection, and WAIT follows; an error unless
+// enough replicas acknowledged within the timeout. A record that expired
+// meanwhile is not written again.
+func (s *ReplayStore) heldByReplicas(ctx context.Context, key string) error {
+	var rec, wait *redis.Cmd
+	err := bounded(ctx, func() error {
+		pipe := s.client.Pipeline()
+		rec = pipe.Eval(ctx, onetime.Script, []string{s.prefix + key}, "", 0, "1")
+		wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
+		_, err := pipe.Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	if _, _, err := recordResult(rec); err != nil {
+		return err
+	}
+	return s.replicated(wait)
 }
 
 // vouch reads the answer to the marker's script and returns the marker's
@@ -281,32 +328,49 @@ func vouch(marker *redis.Cmd, since time.Time) (int64, error) {
 	return began, nil
 }
 
-// RecordOnce records key until until with SET NX PXAT unless it is
-// recorded, and reports whether it was not: a one-time record of
-// something issued at since (the reference server's revocations, spent
-// authorization codes and web UI logouts: mockserver.SharedStore). It
-// decides first, by the marker's script (one round trip), whether the
-// keyspace began no later than since less [dpop.ReplayStoreMargin], as
-// [ReplayStore.Recorded] does, and fails with nothing written when it did
-// not, or on any Redis error before the SET: a call that fails changes
-// nothing for its retry. No DPoP proof window applies (Remember's: a
-// record taken and then refused for the window would make its retry find
-// it taken). The SET goes with the marker's script again: a marker
-// begun or changed between the two (Redis lost its keys, restarted or
-// failed over meanwhile) fails the call, the record then being in a
-// keyspace that cannot vouch for since, which every retry's first step
-// refuses. The two are compared as numbers (the script's answer parsed).
+// RecordOnce records key until until, written by writer, unless it is
+// recorded, and reports whether the record is the caller's: true when it
+// was not recorded (the call wrote it) or when writer wrote it (the
+// call's own retry after a failure that came after its write reached
+// Redis: too few replicas acknowledged it, or its answer came late);
+// false for a record of another writer. writer must be 1 to
+// [onetime.MaxWriter] bytes: a digest of what makes the same request
+// recognisable and nobody else's (the reference server's code spends use
+// one of the code, the client and the PKCE verifier); callers for whom any
+// retry is the same (a revocation) give one constant. The record holds it
+// as its value; [ReplayStore.Remember]'s records hold "1" and never match
+// a writer (a DPoP proof is strictly one-time).
+//
+// It is a one-time record of something issued at since (the reference
+// server's revocations, spent authorization codes and web UI logouts:
+// mockserver.SharedStore). It decides first, by the marker's script (one
+// round trip), whether the keyspace began no later than since less
+// [dpop.ReplayStoreMargin], as [ReplayStore.Recorded] does, and fails with
+// nothing written when it did not, or on any Redis error before the
+// write: a call that fails there changes nothing for its retry. No DPoP
+// proof window applies (Remember's: a record taken and then refused for
+// the window would make its retry find it taken). The write is
+// [onetime.Script] (EVAL: the record is written unless it is there, and
+// its value read back, in one atomic step), sent with the marker's script
+// again: a marker begun or changed between the two (Redis lost its keys,
+// restarted or failed over meanwhile) fails the call, the record then
+// being in a keyspace that cannot vouch for since, which every retry's
+// first step refuses. The two are compared as numbers (the script's
+// answer parsed).
 //
 // With [WithReplicas], the call succeeds only once the replicas
-// acknowledged the record, whoever wrote it: the SET NX goes with a
-// second SET XX KEEPTTL of the same key (a write on this connection after
-// the record's, whichever call made it) and WAIT, so "recorded already"
-// too is answered only for a record the replicas hold; too few
-// acknowledgements fail the call. A record once written is never
-// withdrawn (a concurrent call may have answered on it already): it stays
-// and refuses, and a retry waits for the replicas again. Calls return by
-// ctx's deadline, as Remember's do.
-func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error) {
+// acknowledged the record, whoever wrote it: the script writes a record
+// it finds back as it is (a write on this connection after the record's,
+// whichever call made it) and WAIT follows, so "recorded already" too is
+// answered only for a record the replicas hold; too few acknowledgements
+// fail the call. A record once written is never withdrawn (a concurrent
+// call may have answered on it already): it stays, its writer's retry
+// waits for the replicas again and then succeeds, and anyone else's is
+// refused. Calls return by ctx's deadline, as Remember's do.
+func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until, since time.Time) (bool, error) {
+	if writer == "" || len(writer) > onetime.MaxWriter || writer == onetime.Finished {
+		return false, fmt.Errorf("redisstore: RecordOnce: give a writer of 1 to %d bytes (a digest of the request), other than %q", onetime.MaxWriter, onetime.Finished)
+	}
 	var marker *redis.Cmd
 	err := bounded(ctx, func() error {
 		pipe := s.client.Pipeline()
@@ -321,15 +385,11 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since t
 	if err != nil {
 		return false, err
 	}
-	var set, wait, again *redis.Cmd
+	var rec, wait, again *redis.Cmd
 	err = bounded(ctx, func() error {
 		pipe := s.client.Pipeline()
-		set = pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ceilMilli(until))
+		rec = pipe.Eval(ctx, onetime.Script, []string{s.prefix + key}, writer, ceilMilli(until), s.rewrite())
 		if s.replicas > 0 {
-			// A write after the record's, on this connection, so that
-			// WAIT covers the record whoever wrote it (WAIT waits for
-			// this connection's own last write only).
-			pipe.Do(ctx, "SET", s.prefix+key, "1", "XX", "KEEPTTL")
 			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
 		}
 		again = s.decideMarker(ctx, pipe)
@@ -339,19 +399,73 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key string, until, since t
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
-	first, err := setResult(set)
+	state, value, err := recordResult(rec)
 	if err != nil {
 		return false, err
 	}
 	if now, wrote, err := markerResult(again); err != nil || wrote || now != began {
 		return false, errKeyspaceNew // the keys were lost between the reads
 	}
-	// First or not, the record stands only once the replicas hold it; it
-	// is never deleted (a twin may have answered on it).
+	// New, the caller's or another's, the record stands only once the
+	// replicas hold it; it is never deleted (a twin may have answered on
+	// it).
 	if err := s.replicated(wait); err != nil {
 		return false, err
 	}
-	return first, nil
+	return state == onetime.New || value == writer, nil
+}
+
+// Finish finishes key's one-time record, which writer's
+// [ReplayStore.RecordOnce] found its own, once the caller has answered on
+// it: the record then holds [onetime.Finished] (its expiry kept), and no
+// later RecordOnce of writer finds it its own, so the request it stands
+// for is answered once (the reference server's code redemption: a retry
+// after a failure passes, a repeat after the answer does not). It is one
+// EVAL ([onetime.FinishScript]); a record finished already is no error
+// (a Finish may be retried). It fails for a record of another writer or
+// none, and on any Redis error. It does not wait for replicas: a record
+// a failover loses its finish for holds writer again, which only that
+// writer's own repeat finds its own. Calls return by ctx's deadline.
+func (s *ReplayStore) Finish(ctx context.Context, key, writer string) error {
+	var res string
+	err := bounded(ctx, func() error {
+		var err error
+		res, err = s.client.Eval(ctx, onetime.FinishScript, []string{s.prefix + key}, writer).Text()
+		return err
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("redisstore: finishing a one-time record: %w", err)
+	case res != "1":
+		return errors.New("redisstore: finishing a one-time record: the record is not the writer's")
+	}
+	return nil
+}
+
+// rewrite is [onetime.Script]'s last argument: "1" (write a record found
+// back, so that WAIT covers it) with WithReplicas, "0" without.
+func (s *ReplayStore) rewrite() string {
+	if s.replicas > 0 {
+		return "1"
+	}
+	return "0"
+}
+
+// recordResult reads the answer to [onetime.Script]: its state and the
+// record's value.
+func recordResult(c *redis.Cmd) (state, value string, err error) {
+	res, err := c.Slice()
+	if err != nil {
+		return "", "", fmt.Errorf("redisstore: writing a one-time record: %w", err)
+	}
+	if len(res) == 2 {
+		state, _ = res[0].(string)
+		value, _ = res[1].(string)
+		if state == onetime.New || state == onetime.Found || state == onetime.Absent {
+			return state, value, nil
+		}
+	}
+	return "", "", fmt.Errorf("redisstore: writing a one-time record: the script answered %v", res)
 }
 
 // replicated checks the answer to WAIT, nil when WithReplicas is not set:

@@ -63,7 +63,7 @@ func TestReplayStoreDoesNotTrustARedisRestoredFromASnapshot(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, found)
 		srv.Save() // the periodic snapshot: the marker, an hour old
-		first, err := s.RecordOnce(t.Context(), "revoked", time.Now().Add(time.Hour), issued)
+		first, err := s.RecordOnce(t.Context(), "revoked", "w", time.Now().Add(time.Hour), issued)
 		require.NoError(t, err)
 		require.True(t, first)
 		found, err = s.Recorded(t.Context(), "revoked", issued)
@@ -79,13 +79,13 @@ func TestReplayStoreDoesNotTrustARedisRestoredFromASnapshot(t *testing.T) {
 		require.ErrorIs(t, err, errKeyspaceNew, "the revocation may be lost: the store must not answer found=%v", found)
 		first, err = s.Remember(t.Context(), "proof", proofUntil)
 		require.ErrorIs(t, err, errKeyspaceNew, "the proof's record may be lost: a replay must not be first (%v)", first)
-		_, err = s.RecordOnce(t.Context(), "revoked", time.Now().Add(time.Hour), issued)
+		_, err = s.RecordOnce(t.Context(), "revoked", "w", time.Now().Add(time.Hour), issued)
 		require.ErrorIs(t, err, errKeyspaceNew, "a spend of something issued before the restore cannot be vouched for")
 
 		// Something issued a margin after the restore is served again:
 		// the window opens once, as after a flush.
 		later := time.Now().Add(2 * time.Minute)
-		first, err = s.RecordOnce(t.Context(), "new", later.Add(time.Hour), later)
+		first, err = s.RecordOnce(t.Context(), "new", "w", later.Add(time.Hour), later)
 		require.NoError(t, err)
 		require.True(t, first)
 	})
@@ -230,7 +230,7 @@ func TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover(t *testing.T) {
 	}, 15*time.Second, 20*time.Millisecond, "B holds A's marker")
 	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", "NO", "ONE").Err()) // the link breaks: B lags from here
 
-	first, err := s.RecordOnce(ctx, "revoked", time.Now().Add(time.Hour), issued) // on A only
+	first, err := s.RecordOnce(ctx, "revoked", "w", time.Now().Add(time.Hour), issued) // on A only
 	require.NoError(t, err)
 	require.True(t, first)
 

@@ -1,14 +1,18 @@
 package redisreplay
 
 import (
+	"context"
 	"errors"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/onetime"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
 )
 
@@ -76,9 +80,9 @@ func TestRecordedRefusesWhatTheKeyspaceCannotVouchFor(t *testing.T) {
 // code's spend, a revocation, a sign-out) of something issued at since is
 // written only once the keyspace is found to vouch for since (began a
 // margin before it, as Recorded asks): otherwise the call fails having
-// sent no SET, so its retry is not refused as "already recorded". Once the
-// keyspace vouches, the first call records (true) and the next finds it
-// (false). No DPoP proof window applies: a record whose until is soon
+// sent no write, so its retry is not refused as "already recorded". Once
+// the keyspace vouches, the first call records (true) and another
+// writer's finds it (false). No DPoP proof window applies: a record whose until is soon
 // after the keyspace's beginning is taken.
 func TestRecordOnceDecidesTheKeyspaceBeforeWriting(t *testing.T) {
 	t.Parallel()
@@ -93,20 +97,21 @@ func TestRecordOnceDecidesTheKeyspaceBeforeWriting(t *testing.T) {
 
 	issued := now.Add(-time.Second) // within the margin after the keyspace began
 	for _, attempt := range []string{"the call", "its retry"} {
-		_, err = s.RecordOnce(t.Context(), "k", issued.Add(2*time.Minute), issued)
+		_, err = s.RecordOnce(t.Context(), "k", "w", issued.Add(2*time.Minute), issued)
 		require.ErrorIs(t, err, errKeyspaceNew, attempt)
 		for _, c := range f.commands() {
 			require.NotEqual(t, "SET", c[0], "%s wrote %v", attempt, c)
+			require.False(t, c[0] == "EVAL" && c[1] == onetime.Script, "%s wrote %v", attempt, c)
 		}
 	}
 	// The operator knows the keyspace is older: the retry records.
 	answer([]string{"SET", "p:since", strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10)})
-	first, err := s.RecordOnce(t.Context(), "k", issued.Add(2*time.Minute), issued)
+	first, err := s.RecordOnce(t.Context(), "k", "w", issued.Add(2*time.Minute), issued)
 	require.NoError(t, err)
 	require.True(t, first)
-	first, err = s.RecordOnce(t.Context(), "k", issued.Add(2*time.Minute), issued)
+	first, err = s.RecordOnce(t.Context(), "k", "other", issued.Add(2*time.Minute), issued)
 	require.NoError(t, err)
-	require.False(t, first, "recorded already")
+	require.False(t, first, "recorded already, by another writer")
 	found, err := s.Recorded(t.Context(), "k", issued)
 	require.NoError(t, err)
 	require.True(t, found)
@@ -134,12 +139,12 @@ func TestRecordOnceTakesEveryTextOfTheMarkersTime(t *testing.T) {
 			issued := time.Now().Add(-time.Minute)
 			_, err = s.Recorded(t.Context(), "k", issued)
 			require.NoError(t, err, "the keyspace vouches for reads")
-			first, err := s.RecordOnce(t.Context(), "k", time.Now().Add(time.Hour), issued)
+			first, err := s.RecordOnce(t.Context(), "k", "w", time.Now().Add(time.Hour), issued)
 			require.NoError(t, err)
 			require.True(t, first)
-			first, err = s.RecordOnce(t.Context(), "k", time.Now().Add(time.Hour), issued)
+			first, err = s.RecordOnce(t.Context(), "k", "other", time.Now().Add(time.Hour), issued)
 			require.NoError(t, err)
-			require.False(t, first, "recorded already")
+			require.False(t, first, "recorded already, by another writer")
 		})
 	}
 }
@@ -159,7 +164,7 @@ func TestARestartedServerVouchesForNothingBeforeIt(t *testing.T) {
 	f := startFake(t, answer)
 	s := settledStore(t, "redis://"+f.addr)
 	issued := now.Add(-time.Minute)
-	first, err := s.RecordOnce(t.Context(), "revoked", now.Add(time.Hour), issued)
+	first, err := s.RecordOnce(t.Context(), "revoked", "w", now.Add(time.Hour), issued)
 	require.NoError(t, err)
 	require.True(t, first)
 	found, err := s.Recorded(t.Context(), "k", issued)
@@ -169,9 +174,107 @@ func TestARestartedServerVouchesForNothingBeforeIt(t *testing.T) {
 	answer([]string{restartCommand}) // every key kept: the most a restore can keep
 	_, err = s.Recorded(t.Context(), "k", issued)
 	require.ErrorIs(t, err, errKeyspaceNew, "a record made after the snapshot may be lost: no answer")
-	_, err = s.RecordOnce(t.Context(), "other", now.Add(time.Hour), issued)
+	_, err = s.RecordOnce(t.Context(), "other", "w", now.Add(time.Hour), issued)
 	require.ErrorIs(t, err, errKeyspaceNew)
 	_, err = s.Remember(t.Context(), "proof", now.Add(2*time.Minute))
 	require.ErrorIs(t, err, errKeyspaceNew, "a proof the lost records may have held")
 	require.Equal(t, strconv.FormatInt(now.UnixMilli(), 10), markerAt(t, answer, "p:since"), "the keyspace begins at the restart")
+}
+
+// TestRecordOnceKeepsARecordForItsWritersRetry: a one-time record whose
+// write reached Redis but whose answer came after the call's deadline (the
+// call failed: the server answered 503) is its writer's: the writer's
+// retry finds it its own (true), anyone else's call does not (false).
+// Once finished (its request answered), no call finds it its own, its
+// writer's included; finishing again is no error.
+func TestRecordOnceKeepsARecordForItsWritersRetry(t *testing.T) {
+	t.Parallel()
+	inner := redisLike()
+	var hold atomic.Bool
+	release := make(chan struct{})
+	f := startFake(t, func(cmd []string) string {
+		r := inner(cmd)
+		if cmd[0] == "EVAL" && cmd[1] == onetime.Script && hold.Load() {
+			<-release // the write is done; its answer is late
+		}
+		return r
+	})
+	t.Cleanup(func() { close(release) })
+	s := settledStore(t, "redis://"+f.addr)
+	issued := time.Now().Add(-time.Minute)
+	until := time.Now().Add(time.Hour)
+
+	hold.Store(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err := s.RecordOnce(ctx, "k", "writer", until, issued)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the answer is late")
+	hold.Store(false)
+
+	for _, tc := range []struct {
+		writer string
+		mine   bool
+	}{
+		{"writer", true},
+		{"another", false},
+		{"writer", true},
+	} {
+		mine, err := s.RecordOnce(t.Context(), "k", tc.writer, until, issued)
+		require.NoError(t, err)
+		require.Equal(t, tc.mine, mine, "RecordOnce of %s", tc.writer)
+	}
+	require.Error(t, s.Finish(t.Context(), "k", "another"), "another writer's finish")
+	for range 2 {
+		require.NoError(t, s.Finish(t.Context(), "k", "writer"))
+	}
+	for _, w := range []string{"writer", "another"} {
+		mine, err := s.RecordOnce(t.Context(), "k", w, until, issued)
+		require.NoError(t, err)
+		require.False(t, mine, "RecordOnce of %s once the record is finished", w)
+	}
+	for _, w := range []string{"", onetime.Finished, strings.Repeat("w", onetime.MaxWriter+1)} {
+		_, err := s.RecordOnce(t.Context(), "k2", w, until, issued)
+		require.ErrorContains(t, err, "give a writer of 1 to 64 bytes")
+	}
+}
+
+// TestRecordOnceReadsTheMarkerOnlyThroughItsScript: RecordOnce judges the
+// keyspace by the marker's script (bound to the server's run_id), before
+// the write and again with it, in the write's round trip: EVAL of the
+// marker's script; then EVAL of the one-time record's script (the writer
+// as the record's value, until rounded up to the millisecond, no rewrite)
+// and EVAL of the marker's script. No GET of the marker, no TIME: a
+// restart between the two round trips (a new run, every key kept, the
+// most a restore can keep) fails the call, the record being in a keyspace
+// that cannot vouch for since.
+func TestRecordOnceReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Millisecond)
+	answer := redisLikeAt(func() time.Time { return now })
+	var restart atomic.Bool
+	f := startFake(t, func(cmd []string) string {
+		if cmd[0] == "EVAL" && cmd[1] == onetime.Script && restart.Load() {
+			answer([]string{restartCommand}) // after the first round trip, before the write
+		}
+		return answer(cmd)
+	})
+	s := settledStore(t, "redis://"+f.addr)
+	issued := now.Add(-time.Minute)
+	until := time.UnixMilli(4_000_000_000_000).Add(time.Microsecond)
+	margin := strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10)
+	marker := []string{"EVAL", replaymarker.Script, "1", "p:since", margin}
+
+	before := len(f.commands())
+	first, err := s.RecordOnce(t.Context(), "k", "w", until, issued)
+	require.NoError(t, err)
+	require.True(t, first)
+	require.Equal(t, [][]string{
+		marker,
+		{"EVAL", onetime.Script, "1", "p:k", "w", "4000000000001", "0"},
+		marker,
+	}, f.commands()[before:], "the marker decided by its script, before the write and with it")
+
+	restart.Store(true)
+	_, err = s.RecordOnce(t.Context(), "k2", "w", until, issued)
+	require.ErrorIs(t, err, errKeyspaceNew, "the server restarted between the marker's first decision and the write")
 }

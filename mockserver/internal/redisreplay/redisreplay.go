@@ -1,7 +1,8 @@
 // Package redisreplay is the reference server binary's dpop.ReplayStore on
 // Redis or Valkey: a minimal RESP2 client that speaks only what the store
-// needs (AUTH, SELECT, SET NX PXAT, GET, and EVAL of the marker's
-// script), so that the root module, which holds the binary, requires no
+// needs (AUTH, SELECT, SET NX PXAT, GET, and EVAL of the marker's and
+// the one-time record's scripts), so that the root module, which holds
+// the binary, requires no
 // Redis client (users of pep must not download one). Services use github.com/orgauthz/orgauthz/redisstore,
 // which runs on go-redis; this package keeps the same keys and rules
 // (redisstore.ReplayStore documents them) for one server at a time: no
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/onetime"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
 )
 
@@ -190,18 +192,28 @@ func vouch(r reply, since time.Time) (int64, error) {
 	return began, nil
 }
 
-// RecordOnce records key until until with SET NX PXAT unless it is
-// recorded, and reports whether it was not (mockserver.SharedStore). It
-// decides first, by the marker's script (one round trip), whether the
-// keyspace began no later than since less dpop.ReplayStoreMargin, as
-// Recorded does, and fails with nothing written when it did not, or on
-// any error before the SET: a call that fails changes nothing for its
-// retry. The SET is sent with the marker's script again on the same
-// connection: a marker changed between the two (Redis lost its keys or
+// RecordOnce records key until until, written by writer, unless it is
+// recorded, and reports whether the record is the caller's: true when the
+// call wrote it, or when writer wrote it (the call's own retry after a
+// failure that came after its write reached Redis: its answer came past
+// the call's deadline); false for another writer's record
+// (mockserver.SharedStore). writer must be 1 to onetime.MaxWriter bytes;
+// Remember's records hold "1". It decides first, by the marker's script
+// (one round trip), whether the keyspace began no later than since less
+// dpop.ReplayStoreMargin, as Recorded does, and fails with nothing
+// written when it did not, or on any error before the write: a call that
+// fails there changes nothing for its retry. The write is onetime.Script
+// (EVAL: written unless there, and the value read back, in one atomic
+// step), sent with the marker's script again on the same connection: a
+// marker begun or changed between the two (Redis lost its keys or
 // restarted meanwhile) fails the call too, the record then being in a
 // keyspace that cannot vouch for since, which every retry's first step
-// refuses. No DPoP proof window applies (Remember's).
-func (s *Store) RecordOnce(ctx context.Context, key string, until, since time.Time) (bool, error) {
+// refuses. No DPoP proof window applies (Remember's). The two are
+// compared as numbers (the script's answers parsed).
+func (s *Store) RecordOnce(ctx context.Context, key, writer string, until, since time.Time) (bool, error) {
+	if writer == "" || len(writer) > onetime.MaxWriter || writer == onetime.Finished {
+		return false, fmt.Errorf("redis: RecordOnce: give a writer of 1 to %d bytes (a digest of the request), other than %q", onetime.MaxWriter, onetime.Finished)
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
@@ -216,27 +228,51 @@ func (s *Store) RecordOnce(ctx context.Context, key string, until, since time.Ti
 		s.put(c, true)
 		return false, err
 	}
-	replies, err = c.do(ctx, []string{"SET", s.prefix + key, "1", "NX", "PXAT", strconv.FormatInt(ceilMilli(until), 10)},
+	replies, err = c.do(ctx, []string{"EVAL", onetime.Script, "1", s.prefix + key, writer, strconv.FormatInt(ceilMilli(until), 10), "0"},
 		s.markerCommand())
 	if err != nil {
 		s.put(c, false)
 		return false, err
 	}
 	s.put(c, true)
-	set, marker := replies[0], replies[1]
-	if set.err != nil {
-		return false, set.err
+	rec, marker := replies[0], replies[1]
+	if rec.err != nil {
+		return false, rec.err
 	}
 	if now, wrote, err := markerResult(marker); err != nil || wrote || now != began {
 		return false, errKeyspaceNew // the keys were lost between the two
 	}
-	switch {
-	case set.arr == nil && set.null:
-		return false, nil
-	case set.arr != nil || set.s != "OK":
-		return false, fmt.Errorf("redis: SET answered %q", set.s)
+	if len(rec.arr) != 2 || (rec.arr[0] != onetime.New && rec.arr[0] != onetime.Found) {
+		return false, errors.New("redis: the one-time record's script answered no record")
 	}
-	return true, nil
+	return rec.arr[0] == onetime.New || rec.arr[1] == writer, nil
+}
+
+// Finish finishes key's one-time record, which writer's RecordOnce found
+// its own, once the caller has answered on it (mockserver.SharedStore):
+// one EVAL of onetime.FinishScript, after which the record holds
+// onetime.Finished, its expiry kept, and no later RecordOnce of writer
+// finds it its own. A record finished already is no error; a record of
+// another writer or none is, as is any error of the connection or the
+// server.
+func (s *Store) Finish(ctx context.Context, key, writer string) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
+		defer cancel()
+	}
+	c, replies, err := s.exchange(ctx, [][]string{{"EVAL", onetime.FinishScript, "1", s.prefix + key, writer}})
+	if err != nil {
+		return err
+	}
+	s.put(c, true)
+	switch r := replies[0]; {
+	case r.err != nil:
+		return r.err
+	case r.arr != nil || r.null || r.s != "1":
+		return errors.New("redis: finishing a one-time record: the record is not the writer's")
+	}
+	return nil
 }
 
 // judge reads the replies to SET NX and the marker's script: first when

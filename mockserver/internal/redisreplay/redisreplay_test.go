@@ -19,6 +19,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/leakcheck"
+	"github.com/orgauthz/orgauthz/internal/onetime"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
 )
 
@@ -178,8 +179,28 @@ func redisLikeAt(clock func() time.Time) func(cmd []string) string {
 			return "$" + strconv.Itoa(len(v)) + "\r\n" + v + "\r\n"
 		case "TIME":
 			return timeReply(clock())
-		case "EVAL":
-			if cmd[1] != replaymarker.Script || cmd[2] != "1" {
+		case "EVAL": // the marker's and the one-time record's scripts, as Redis runs them: atomically, by its clock
+			switch {
+			case cmd[1] == onetime.Script && cmd[2] == "1":
+				v, ok := keys[cmd[3]]
+				switch {
+				case ok:
+					return bulkArray(onetime.Found, v)
+				case cmd[4] == "":
+					return bulkArray(onetime.Absent, "")
+				}
+				keys[cmd[3]] = cmd[4]
+				return bulkArray(onetime.New, cmd[4])
+			case cmd[1] == onetime.FinishScript && cmd[2] == "1":
+				switch v, ok := keys[cmd[3]]; {
+				case ok && v == cmd[4]:
+					keys[cmd[3]] = onetime.Finished
+					return bulk("1")
+				case ok && v == onetime.Finished:
+					return bulk("1")
+				}
+				return bulk("0")
+			case cmd[1] != replaymarker.Script || cmd[2] != "1":
 				return "-NOSCRIPT unknown script\r\n"
 			}
 			margin, _ := strconv.ParseInt(cmd[4], 10, 64)
@@ -215,6 +236,9 @@ func bulkArray(elems ...string) string {
 	}
 	return r
 }
+
+// bulk is a bulk string reply.
+func bulk(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
 
 // timeReply is TIME's answer at t.
 func timeReply(t time.Time) string {

@@ -1,0 +1,307 @@
+package redisstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+// The PKCE pair of RFC 7636 appendix B.
+const (
+	retryVerifier  = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+	retryChallenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+	retryRedirect  = "https://app.test/cb"
+)
+
+// codeServer is a reference server sharing store, with a public client
+// "web" redeeming codes with PKCE.
+type codeServer struct {
+	t   *testing.T
+	url string
+}
+
+func startCodeServer(t *testing.T, store *ReplayStore) *codeServer {
+	t.Helper()
+	ms, err := mockserver.New(mockserver.WithKeySeed([]byte("0123456789abcdef0123456789abcdef")), mockserver.WithReplayStore(store),
+		mockserver.WithFixture(mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+			Name:    "acme",
+			Users:   []mockserver.FixtureUser{{Username: "alice", Password: "alice-pw"}},
+			Clients: []mockserver.FixtureClient{{ClientID: "web", Public: true, RedirectURIs: []string{retryRedirect}}},
+		}}}))
+	require.NoError(t, err)
+	hs := httptest.NewServer(ms)
+	t.Cleanup(hs.Close)
+	return &codeServer{t: t, url: hs.URL}
+}
+
+// code signs alice in for "web" and returns the authorization code.
+func (s *codeServer) code() string {
+	s.t.Helper()
+	form := url.Values{"response_type": {"code"}, "client_id": {"web"}, "redirect_uri": {retryRedirect}, "state": {"s"},
+		"code_challenge": {retryChallenge}, "code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}
+	req, err := http.NewRequestWithContext(s.t.Context(), http.MethodPost, s.url+"/realms/acme/protocol/openid-connect/auth", strings.NewReader(form.Encode()))
+	require.NoError(s.t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	require.NoError(s.t, err)
+	resp.Body.Close()
+	require.Equal(s.t, http.StatusFound, resp.StatusCode)
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(s.t, err)
+	require.NotEmpty(s.t, loc.Query().Get("code"))
+	return loc.Query().Get("code")
+}
+
+// redeem redeems code with verifier and returns the status and the OAuth
+// error ("" on 200).
+func (s *codeServer) redeem(code, verifier string) (int, string) {
+	s.t.Helper()
+	status, _, body := frontCall(s.t, s.url, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
+		"application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"}, "client_id": {"web"}, "code": {code},
+			"redirect_uri": {retryRedirect}, "code_verifier": {verifier}}.Encode())
+	var e struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return status, e.Error
+}
+
+// attachReplica starts a Redis replicating srv and waits until WAIT 1
+// counts it.
+func attachReplica(t *testing.T, srv *redistest.Server) {
+	t.Helper()
+	rep := redistest.Start(t)
+	host, port, _ := net.SplitHostPort(srv.Addr())
+	require.NoError(t, rep.Client().Do(t.Context(), "REPLICAOF", host, port).Err())
+	require.Eventually(t, func() bool {
+		// WAIT counts acknowledgements of its connection's own writes.
+		var wait *redis.Cmd
+		_, err := srv.Client().Pipelined(t.Context(), func(p redis.Pipeliner) error {
+			p.Set(t.Context(), "attach", "1", time.Minute)
+			wait = p.Do(t.Context(), "WAIT", 1, 100)
+			return nil
+		})
+		n, _ := wait.Int64()
+		return err == nil && n >= 1
+	}, 15*time.Second, 50*time.Millisecond)
+}
+
+// TestReplicasCodeAnswered503IsRedeemedOnItsRetry: with WithReplicas, a
+// redemption whose spend no replica acknowledged (a replica down) is
+// answered 503, and its retry, once the replica is back, is redeemed: the
+// 503 promised a retry, and the spend left in Redis is its own. Another
+// redeemer of the code (no verifier of its own) is still refused, and so
+// is the redemption repeated once answered.
+func TestReplicasCodeAnswered503IsRedeemedOnItsRetry(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t) // no replica yet: every WAIT 1 falls short
+	if !srv.Real() {
+		t.Skip("miniredis has no replication: CI (.ci/run) runs the real server")
+	}
+	c := srv.Client()
+	store := NewReplayStore(c, "t:", WithReplicas(1, MaxReplicaWait))
+	settled(t, c, store)
+	s := startCodeServer(t, store)
+	code := s.code()
+
+	status, oauthErr := s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusServiceUnavailable, status, "no replica acknowledged the spend: %s", oauthErr)
+	attachReplica(t, srv)
+	status, oauthErr = s.redeem(code, "another-verifier-of-43-characters-or-more-x")
+	require.Equal(t, http.StatusBadRequest, status, "another redeemer: %s", oauthErr)
+	require.Equal(t, "invalid_grant", oauthErr)
+	status, oauthErr = s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusOK, status, "the redeemer's retry after the 503: %s", oauthErr)
+	status, oauthErr = s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusBadRequest, status, "the redemption repeated once answered: %s", oauthErr)
+	require.Equal(t, "invalid_grant", oauthErr)
+}
+
+// heldReplyProxy forwards Redis connections, holding, once armed, the
+// first reply that answers the write of a one-time record (SET's "+OK", or
+// the record script's array answering "new") until released: the command
+// has run on Redis; only its answer is late (a congested link, a paused
+// process between Redis and the server).
+type heldReplyProxy struct {
+	addr      string
+	armed     atomic.Bool
+	held      chan struct{} // closed when a reply is held
+	release   chan struct{}
+	releaseFn func() // lets the held reply go
+}
+
+func startHeldReplyProxy(t *testing.T, upstream string) *heldReplyProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &heldReplyProxy{addr: l.Addr().String(), held: make(chan struct{}), release: make(chan struct{})}
+	var once, releaseOnce sync.Once
+	var conns sync.WaitGroup
+	t.Cleanup(func() { releaseOnce.Do(func() { close(p.release) }); _ = l.Close(); conns.Wait() })
+	p.releaseFn = func() { releaseOnce.Do(func() { close(p.release) }) }
+	conns.Go(func() {
+		for {
+			cc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			sc, err := net.Dial("tcp", upstream)
+			if err != nil {
+				_ = cc.Close()
+				continue
+			}
+			conns.Go(func() { _, _ = io.Copy(sc, cc); _ = sc.Close() })
+			conns.Go(func() {
+				defer cc.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := sc.Read(buf)
+					if n > 0 {
+						if p.armed.Load() && (bytes.HasPrefix(buf[:n], []byte("+OK")) || bytes.Contains(buf[:n], []byte("$3\r\nnew\r\n"))) {
+							p.armed.Store(false)
+							once.Do(func() { close(p.held) })
+							<-p.release
+						}
+						if _, werr := cc.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	return p
+}
+
+// TestCodeWhoseSpendAnswerCameLateIsRedeemedOnItsRetry: a redemption
+// whose spend ran on Redis but whose answer came after the server's 2 s
+// bound is answered 503, and its retry is redeemed: the record is its
+// own. Another redeemer is refused.
+func TestCodeWhoseSpendAnswerCameLateIsRedeemedOnItsRetry(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	proxy := startHeldReplyProxy(t, srv.Addr())
+	pc := redis.NewClient(&redis.Options{Addr: proxy.addr, PoolSize: 1, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { _ = pc.Close() })
+	store := NewReplayStore(pc, "t:")
+	settled(t, c, store)
+	require.NoError(t, pc.Ping(t.Context()).Err()) // the one connection is up before the proxy is armed
+	s := startCodeServer(t, store)
+	code := s.code()
+
+	proxy.armed.Store(true)
+	status, oauthErr := s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusServiceUnavailable, status, "the spend's answer is late: %s", oauthErr)
+	<-proxy.held // the spend ran on Redis
+	proxy.releaseFn()
+
+	status, oauthErr = s.redeem(code, "another-verifier-of-43-characters-or-more-x")
+	require.NotEqual(t, http.StatusOK, status, "another redeemer: %s", oauthErr)
+	require.Eventually(t, func() bool {
+		// The store's one connection may have been closed by the
+		// timeout: the first retry may be a 503 too.
+		status, oauthErr = s.redeem(code, retryVerifier)
+		return status != http.StatusServiceUnavailable
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, http.StatusOK, status, "the redeemer's retry after the 503: %s", oauthErr)
+}
+
+// TestReplicasRevocationFoundIsAnswered200OnlyOnceReplicasHoldIt: with
+// WithReplicas, a revocation that finds the token revoked already (a
+// record another replica wrote, whose WAIT fell short) answers 200 only
+// once the replicas hold that record: 503 before, so that no 200 stands
+// on a record a failover could lose. Once a replica holds it, the
+// revocation answers 200 and every replica refuses the token.
+func TestReplicasRevocationFoundIsAnswered200OnlyOnceReplicasHoldIt(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t) // no replica yet: every WAIT 1 falls short
+	if !srv.Real() {
+		t.Skip("miniredis has no replication: CI (.ci/run) runs the real server")
+	}
+	c := srv.Client()
+	const prefix = "t:"
+	seed := []byte("0123456789abcdef0123456789abcdef")
+	newReplica := func() string {
+		store := NewReplayStore(srv.Client(), prefix, WithReplicas(1, MaxReplicaWait))
+		ms, err := mockserver.New(mockserver.WithKeySeed(seed), mockserver.WithReplayStore(store),
+			mockserver.WithFixtureFile("../examples/fixtures/acme.json"))
+		require.NoError(t, err)
+		hs := httptest.NewServer(ms)
+		t.Cleanup(hs.Close)
+		return hs.URL
+	}
+	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
+	a, b := newReplica(), newReplica()
+
+	status, _, body := frontCall(t, a, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
+		"application/x-www-form-urlencoded",
+		url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}.Encode())
+	require.Equal(t, http.StatusOK, status, string(body))
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.Unmarshal(body, &tok))
+	revoke := func(base string) int {
+		status, _, _ := frontCall(t, base, http.MethodPost, "/realms/acme/protocol/openid-connect/revoke", nil,
+			"application/x-www-form-urlencoded", url.Values{"client_id": {"admin-cli"}, "token": {tok.AccessToken}}.Encode())
+		return status
+	}
+	decide := func(base string) (int, string) {
+		status, _, body := frontCall(t, base, http.MethodPost, "/realms/acme/authorization-decision-provider/authorize",
+			http.Header{"Authorization": {"Bearer " + tok.AccessToken}}, "application/json",
+			`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
+		return status, string(body)
+	}
+
+	require.Equal(t, http.StatusServiceUnavailable, revoke(a), "no replica acknowledged a's record")
+	require.Equal(t, http.StatusServiceUnavailable, revoke(b), "b finds a's record, which no replica holds")
+	attachReplica(t, srv)
+	require.Equal(t, http.StatusOK, revoke(b), "b finds a's record, a replica holds it")
+	for name, base := range map[string]string{"a": a, "b": b} {
+		status, got := decide(base)
+		require.Equal(t, http.StatusUnauthorized, status, "replica %s serves a revoked token: %s", name, got)
+	}
+}
+
+// TestReplayStoreRecordedWithReplicasWaitsForARecordFound: with
+// WithReplicas, Recorded answers "recorded" only for a record the
+// replicas hold, whoever wrote it: a record no replica acknowledged fails
+// the read (errNotReplicated); a record not found costs no wait.
+func TestReplayStoreRecordedWithReplicasWaitsForARecordFound(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
+	c := srv.Client()
+	s := NewReplayStore(c, "t:", WithReplicas(1, 50*time.Millisecond))
+	settled(t, c, s)
+	ctx := t.Context()
+	issued := time.Now().Add(-time.Minute)
+	require.NoError(t, c.Set(ctx, s.prefix+"twin", "w", time.Hour).Err()) // a twin's record, not yet acknowledged
+	_, err := s.Recorded(ctx, "twin", issued)
+	require.ErrorIs(t, err, errNotReplicated)
+	found, err := s.Recorded(ctx, "none", issued)
+	require.NoError(t, err)
+	require.False(t, found)
+	v, err := c.Get(ctx, s.prefix+"twin").Result()
+	require.NoError(t, err)
+	require.Equal(t, "w", v, "the read leaves the record as it was")
+}
