@@ -21,7 +21,11 @@
 // [Verifier.Check] runs the same checks without recording and
 // [Verifier.Record] records once the caller is: nothing an unauthenticated
 // request sends is stored. A full replay cache forgets its oldest proofs,
-// never accepting their replays, rather than refuse every proof.
+// never accepting their replays, rather than refuse every proof. A proof is
+// identified by its key and jti, never by its bytes: each part has one
+// base64url encoding, but an ECDSA signature has a second valid form
+// anyone can make, so that form of an accepted proof is refused as a
+// replay too; the Signer's ES256 signatures are the low-S form.
 //
 // Replicas of one service share what they must: [WithReplayStore] puts the
 // replay check in a [ReplayStore] they all use (redisstore has one on

@@ -1,13 +1,16 @@
 package dpop
 
 import (
+	"bytes"
 	"crypto"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 
 	"github.com/go-jose/go-jose/v4"
 )
@@ -20,7 +23,8 @@ import (
 // verifiers reject). A signature must be size bytes (the algorithm's, or
 // the RSA modulus's) and an ECDSA signature's values fit the curve: a
 // crypto.Signer of another key or a broken one fails here, clearly, rather
-// than at the server.
+// than at the server. An ES256 signature is made low-S (p256LowS),
+// whatever the crypto.Signer returned.
 func sign(key crypto.Signer, alg jose.SignatureAlgorithm, size int, input []byte) ([]byte, error) {
 	sig, err := signWith(key, alg, input)
 	if err == nil && len(sig) != size {
@@ -40,7 +44,11 @@ func signWith(key crypto.Signer, alg jose.SignatureAlgorithm, input []byte) ([]b
 		if err != nil {
 			return nil, fmt.Errorf("dpop: signing: %w", err)
 		}
-		return ecdsaDERToJWS(der, 32)
+		sig, err := ecdsaDERToJWS(der, 32)
+		if err != nil {
+			return nil, err
+		}
+		return sig, p256LowS(sig)
 	case jose.EdDSA:
 		sig, err := key.Sign(rand.Reader, input, crypto.Hash(0))
 		if err != nil {
@@ -104,12 +112,48 @@ func ecdsaDERToJWS(der []byte, size int) ([]byte, error) {
 	}
 	out := make([]byte, 2*size)
 	if !putPositive(out[:size], r) || !putPositive(out[size:], s) {
-		return nil, errors.New("dpop: signer returned an out-of-range ecdsa signature")
+		return nil, errOutOfRangeECDSA
 	}
 	return out, nil
 }
 
-var errMalformedECDSA = errors.New("dpop: signer returned a malformed ecdsa signature")
+var (
+	errMalformedECDSA  = errors.New("dpop: signer returned a malformed ecdsa signature")
+	errOutOfRangeECDSA = errors.New("dpop: signer returned an out-of-range ecdsa signature")
+)
+
+// p256N and p256HalfN are the order n of P-256 and n/2 rounded down,
+// big-endian, 32 bytes each.
+var p256N, p256HalfN = p256Order()
+
+func p256Order() (n, half [32]byte) {
+	order := elliptic.P256().Params().N
+	order.FillBytes(n[:])
+	new(big.Int).Rsh(order, 1).FillBytes(half[:])
+	return n, half
+}
+
+// p256LowS makes the ES256 signature sig (R||S, 32 bytes each) low-S, in
+// place: an s above n/2 becomes n - s. (r, s) and (r, n - s) both verify,
+// so anyone who saw a signature can make the other; a Signer always sends
+// the low one, which verifiers that refuse high-S signatures (some do, to
+// make ECDSA signatures non-malleable) accept too. It fails when r or s is
+// not below n, which no verifier accepts.
+func p256LowS(sig []byte) error {
+	r, s := sig[:32], sig[32:]
+	if bytes.Compare(r, p256N[:]) >= 0 || bytes.Compare(s, p256N[:]) >= 0 {
+		return errOutOfRangeECDSA
+	}
+	if bytes.Compare(s, p256HalfN[:]) <= 0 {
+		return nil
+	}
+	var borrow uint
+	for i := len(s) - 1; i >= 0; i-- { // s = n - s, byte by byte
+		d := uint(p256N[i]) - uint(s[i]) - borrow
+		s[i], borrow = byte(d), (d>>8)&1
+	}
+	return nil
+}
 
 // derElement splits the DER element of the given tag at the start of b
 // into its contents and what follows it. Lengths must be minimal: the

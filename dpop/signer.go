@@ -191,6 +191,10 @@ func proofHeader(alg jose.SignatureAlgorithm, jwk jose.JSONWebKey) (string, erro
 // accessToken, present when accessToken is not empty) and nonce (present when
 // not empty: the latest DPoP-Nonce the server sent).
 //
+// An ES256 proof's signature is always the low-S form (s at most n/2, the
+// one that verifiers refusing high-S signatures accept), whatever the key
+// returned.
+//
 // Every call makes a new proof; a proof must not be sent twice. method must
 // not be empty (net/http's "" meaning GET has to be resolved by the caller).
 // Errors: an empty method, a url [HTU] rejects (wrapping [ErrURL]), or a

@@ -28,7 +28,12 @@ var b64 = base64.RawURLEncoding.Strict()
 // (header, payload or signature), decoded strictly: base64url without
 // padding, with canonical trailing bits, and nothing outside its alphabet
 // (encoding/base64 skips CR and LF even when strict; they are refused
-// here), so every part, and so every proof, has exactly one encoding.
+// here), so each part's bytes have exactly one base64url encoding. A proof
+// itself may have more than one form: an ECDSA signature (r, s) has a twin
+// (r, n - s) that anyone who saw it can make, and both verify (a Signer
+// sends the low one; proofs of other signers may carry either). So the
+// identity of a proof, for the replay check, is its key and jti, never its
+// bytes: a twin is the same proof and a replay.
 func decodePart(dst []byte, part string) ([]byte, error) {
 	if strings.ContainsAny(part, "\r\n") {
 		return dst[:0], base64.CorruptInputError(strings.IndexAny(part, "\r\n"))
@@ -397,8 +402,8 @@ func (s *scratch) verifiedClaims(proof string, alg jose.SignatureAlgorithm, pub 
 	dot := strings.LastIndexByte(proof, '.')
 	input := proof[:dot]
 	encPayload := input[strings.IndexByte(input, '.')+1:]
-	// Strictly, as the header: a signature's unused trailing bits, which
-	// no signature covers, would otherwise let anyone re-encode a proof.
+	// Strictly, as the header: a part's unused trailing bits, which no
+	// signature covers, would otherwise give its bytes a second encoding.
 	var err error
 	if s.payload, err = decodePart(s.payload, encPayload); err != nil {
 		return Claims{}, fmt.Errorf("%w: payload is not base64url", ErrMalformed)

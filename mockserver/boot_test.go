@@ -108,53 +108,99 @@ func (c *stepClock) add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// TestRestartRefusesEarlierTokens: a seeded server without a shared store
-// keeps its revocations in memory while its signing keys outlive it, so
-// a restarted one (a new server with the same seed) refuses every token
-// minted before it started, as revoked: a token revoked before the
-// restart no longer verifies again after it (it did: a false GRANT), and
-// nor does one that was not revoked, which the restarted server cannot
-// tell apart. A token the restarted server mints verifies, even after its
-// clock stepped back an hour; a replica started before a token was minted
-// serves it, one started after refuses it, as does one whose start
-// reading is later than the token's stamp (the minting clock stepped
-// back). An authorization code issued before the restart is refused
-// (codes are the process's memory). With a shared store nothing of this applies: the restart serves
-// the earlier token, and refuses the revoked one by the store.
-func TestRestartRefusesEarlierTokens(t *testing.T) {
+// revoke revokes token at replica (RFC 7009, as its client admin-cli).
+func (f *restartFront) revoke(replica, token string) {
+	f.t.Helper()
+	res := f.do(replica, http.MethodPost, revokePath, "application/x-www-form-urlencoded",
+		url.Values{"client_id": {"admin-cli"}, "token": {token}}.Encode(), nil)
+	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
+}
+
+// TestWithoutSharedStoreServesOnlyItsOwnTokens: a seeded server without a
+// shared store keeps its revocations in memory while its signing keys
+// outlive it, and no clock orders two processes, so it serves only the
+// access tokens it minted itself; every other token, which it cannot know
+// was not revoked elsewhere, is refused as revoked whatever its stamps
+// say. A restarted server (a new server with the same seed) refuses a
+// token revoked before the restart (it served it again, a false GRANT:
+// within the same second, and after a clock that ran ahead stepped back
+// between the revocation and the restart) and one that was not revoked,
+// which it cannot tell apart; it serves its own tokens, even after its
+// clock stepped back an hour. A replica refuses another replica's token
+// without a shared store, whether it started before or after the token
+// was minted and whichever clock is behind, and serves it with one. An
+// authorization code issued before the restart is refused (codes are the
+// process's memory). With a shared store a restart serves the earlier
+// token, and refuses the revoked one by the store.
+func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 	t.Parallel()
-	t.Run("memory", func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ahead time.Duration // how far the clock runs ahead when the token is minted and revoked; stepped back before the restart
+	}{
+		{"restart", 0},
+		{"restart after the clock stepped back", 10 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := &stepClock{now: time.Now().Add(tc.ahead)}
+			opts := []mockserver.Option{mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithClock(clock.Now)}
+			f := newRestartFront(t)
+			f.start("a", opts...)
+
+			revoked, kept := f.token("a"), f.token("a")
+			f.revoke("a", revoked)
+			f.requireRevoked("a", revoked, "revoked before the restart")
+			f.requireGrant("a", kept, "not revoked, before the restart")
+
+			clock.add(-tc.ahead) // NTP corrects a clock that ran ahead
+			f.start("a", opts...)
+			f.requireRevoked("a", revoked, "revoked before the restart, after it")
+			f.requireRevoked("a", kept, "minted before the restart, after it")
+			fresh := f.token("a")
+			f.requireGrant("a", fresh, "minted after the restart")
+
+			clock.add(-time.Hour) // the clock steps back
+			f.requireGrant("a", fresh, "its own token minted before the step back")
+			f.requireGrant("a", f.token("a"), "its own token minted after the step back")
+		})
+	}
+	t.Run("replicas", func(t *testing.T) {
 		t.Parallel()
-		clock := &stepClock{now: time.Now()}
-		opts := []mockserver.Option{mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithClock(clock.Now)}
-		f := newRestartFront(t)
-		f.start("a", opts...)
-
-		revoked, kept := f.token("a"), f.token("a")
-		res := f.do("a", http.MethodPost, revokePath, "application/x-www-form-urlencoded",
-			url.Values{"client_id": {"admin-cli"}, "token": {revoked}}.Encode(), nil)
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
-		f.requireRevoked("a", revoked, "revoked before the restart")
-		f.requireGrant("a", kept, "not revoked, before the restart")
-
-		f.start("a", opts...) // the restart, within the same second
-		f.requireRevoked("a", revoked, "revoked before the restart, after it")
-		f.requireRevoked("a", kept, "minted before the restart, after it")
-		fresh := f.token("a")
-		f.requireGrant("a", fresh, "minted after the restart")
-
-		clock.add(time.Second)
-		f.start("b", opts...) // a replica started after fresh was minted
-		f.requireRevoked("b", fresh, "minted by a before b started")
-		clock.add(time.Nanosecond)
-		later := f.token("a")
-		f.requireGrant("b", later, "minted by a after b started")
-
-		clock.add(-time.Hour) // a's and b's clock steps back
-		back := f.token("a")
-		f.requireGrant("a", back, "a's own token minted after the step back")
-		f.requireGrant("a", fresh, "a's own token minted before the step back")
-		f.requireRevoked("b", back, "stamped before b's start reading")
+		for _, tc := range []struct {
+			name   string
+			shared bool
+		}{
+			{"without a shared store", false},
+			{"with a shared store", true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				clockA, clockB := &stepClock{now: time.Now()}, &stepClock{now: time.Now().Add(-30 * time.Second)} // b's clock is behind
+				opts := []mockserver.Option{mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed)}
+				if tc.shared {
+					opts = append(opts, mockserver.WithReplayStore(&sharedStore{keys: map[string]time.Time{}}))
+				}
+				f := newRestartFront(t)
+				f.start("a", append(opts, mockserver.WithClock(clockA.Now))...)
+				f.start("b", append(opts, mockserver.WithClock(clockB.Now))...)
+				byA, byB := f.token("a"), f.token("b") // minted after both started
+				f.start("c", append(opts, mockserver.WithClock(clockA.Now))...)
+				for _, u := range []struct{ replica, token, why string }{
+					{"b", byA, "a's token at b, started before it was minted, by a clock behind a's"},
+					{"a", byB, "b's token at a, stamped by a clock behind a's"},
+					{"c", byA, "a's token at c, started after it was minted"},
+				} {
+					if tc.shared {
+						f.requireGrant(u.replica, u.token, u.why)
+					} else {
+						f.requireRevoked(u.replica, u.token, u.why)
+					}
+				}
+				f.requireGrant("a", byA, "a's own token")
+				f.requireGrant("b", byB, "b's own token")
+			})
+		}
 	})
 	t.Run("authorization code", func(t *testing.T) {
 		t.Parallel()
@@ -188,9 +234,7 @@ func TestRestartRefusesEarlierTokens(t *testing.T) {
 		f := newRestartFront(t)
 		f.start("a", opts...)
 		revoked, kept := f.token("a"), f.token("a")
-		res := f.do("a", http.MethodPost, revokePath, "application/x-www-form-urlencoded",
-			url.Values{"client_id": {"admin-cli"}, "token": {revoked}}.Encode(), nil)
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		f.revoke("a", revoked)
 
 		f.start("a", opts...)
 		f.requireRevoked("a", revoked, "revoked before the restart, in the shared store")

@@ -39,8 +39,9 @@
 // issued to it and every route refuses it until it expires; only a
 // confidential client introspects. Without a shared store
 // (WithReplayStore) revocations are the process's memory, so a server
-// refuses, as revoked, every token another process minted before it
-// started (with WithKeySeed a restarted server has the same keys).
+// serves only the tokens it minted itself and refuses, as revoked, every
+// token another process minted (with WithKeySeed a restarted server, or
+// another replica, has the same keys).
 //
 // Browsers may call the server from the origins a fixture client lists in
 // WebOrigins and those of WithCORSOrigins (CORS): every path answers

@@ -164,7 +164,8 @@ func WithNonces(n dpop.Nonces) Option {
 // key) from seed and the realm's name, instead of making random ones:
 // servers given the same seed sign with the same keys, so a token issued
 // by one verifies at the others (replicas behind one front; give them the
-// same fixture too). The seed also derives, one label each, the keys of
+// same fixture too, and WithReplayStore for the others to serve it: see
+// below). The seed also derives, one label each, the keys of
 // what a client carries between requests: AuthZEN search page tokens and,
 // with WithReplayStore, web UI session cookies and sealed authorization
 // codes, so that every replica serves them (without a seed each server
@@ -173,11 +174,11 @@ func WithNonces(n dpop.Nonces) Option {
 // per process, so a restart does not serve a session signed out before
 // it. Page tokens have no refusal to forget. The signing keys outlive the
 // process while, without WithReplayStore, its revocations do not: a
-// server without a shared store refuses, as revoked, every access token
-// that another server minted before it started (a token carries the id of
-// the process that minted it and its issue time in nanoseconds), so a
-// restart does not serve a token revoked before it, and a replica serves
-// only the other replicas' tokens minted after it started. seed must hold at least 16 bytes; keep it
+// server without a shared store serves only the access tokens it minted
+// itself (a token carries the id of the process that minted it) and
+// refuses every other, as revoked, so a restart does not serve a token
+// revoked before it, and replicas without a shared store do not serve
+// each other's tokens. seed must hold at least 16 bytes; keep it
 // secret, as it is every realm's private keys. The RSA key of a realm takes a few
 // hundred milliseconds to derive, on first use as without a seed.
 func WithKeySeed(seed []byte) Option {
@@ -249,7 +250,7 @@ func New(opts ...Option) (*Server, error) {
 		accessAlg: accessAlg,
 		denialLog: c.denialLog,
 		keys:      keySource{seed: c.keySeed},
-		boot:      newBootEpoch(c.now(), c.replay == nil),
+		boot:      newBootEpoch(c.replay == nil),
 		replay:    c.replay,
 		shared:    c.replay,
 		nonces:    c.nonces,

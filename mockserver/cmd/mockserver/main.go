@@ -28,11 +28,13 @@
 // most); otherwise it waits, without holding up other addresses'
 // newcomers. Replicas behind one front (a load balancer) act as one with
 // -key-seed (at least 16 bytes: every realm's signing keys, and the ids of
-// what the fixture holds, derive from it, so a token of one replica is
-// served by every other; give them the same -fixture and -admin-secret
+// what the fixture holds, derive from it, so a token of one replica
+// verifies at every other; give them the same -fixture and -admin-secret
 // too), -redis (redis://[[user]:password@]host[:port][/db]: DPoP proofs
-// are recorded there, so a proof accepted by one replica is a replay at
-// every other; while Redis fails, requests with proofs get 503) with
+// and revocations are recorded there, so a proof accepted by one replica
+// is a replay at every other and a token of one is served by every other,
+// which without -redis serves only its own; while Redis fails, requests
+// with proofs or tokens get 503) with
 // -redis-prefix (its key prefix, default orgauthz:mockserver:dpop:), and
 // -nonce-secret (at least 32 bytes: DPoP nonces, when the configuration
 // requires them, are accepted by every replica holding the secret). It

@@ -801,9 +801,13 @@ func TestRunRefusesBadReplicaFlags(t *testing.T) {
 }
 
 // TestRunReplicasShareKeys: two binaries given one fixture and one
-// -key-seed behind one front (requests name the front's host) serve each
-// other's tokens: the platform administrator's token of one changes the
-// other's configuration. Without the seed the other refuses it.
+// -key-seed behind one front (requests name the front's host) sign with
+// the same keys: they publish the same JWKS, and each one's tokens verify
+// at the other. Without -redis a binary serves only the tokens it minted
+// itself (a revocation at the other could never reach it), so the other's
+// token is refused as revoked while its own changes its configuration;
+// TestMockserverReplicasShareRedis (redisstore) serves it across replicas
+// with -redis. Without the seed the keys differ.
 func TestRunReplicasShareKeys(t *testing.T) {
 	const fixture = "../../../examples/fixtures/acme.json"
 	call := func(t *testing.T, method, base, path, token, ctype, body string) *http.Response {
@@ -811,7 +815,9 @@ func TestRunReplicasShareKeys(t *testing.T) {
 		req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
 		require.NoError(t, err)
 		req.Host = "front.test"
-		req.Header.Set("Content-Type", ctype)
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -820,27 +826,55 @@ func TestRunReplicasShareKeys(t *testing.T) {
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}
+	adminToken := func(t *testing.T, base string) string {
+		t.Helper()
+		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {"admin-secret"}}
+		resp := call(t, http.MethodPost, base, "/realms/master/protocol/openid-connect/token", "", "application/x-www-form-urlencoded", form.Encode())
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var tok struct {
+			AccessToken string `json:"access_token"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&tok))
+		return tok.AccessToken
+	}
+	jwks := func(t *testing.T, base string) string {
+		t.Helper()
+		resp := call(t, http.MethodGet, base, "/realms/master/protocol/openid-connect/certs", "", "", "")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
 	for _, tc := range []struct {
-		name string
-		args []string
-		want int
+		name     string
+		args     []string
+		sameKeys bool
 	}{
-		{"same seed", []string{"-key-seed", "0123456789abcdef-replicas"}, http.StatusOK},
-		{"no seed", nil, http.StatusUnauthorized},
+		{"same seed", []string{"-key-seed", "0123456789abcdef-replicas"}, true},
+		{"no seed", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-fixture", fixture}, tc.args...)
 			a, stopA := start(t, args...)
 			b, stopB := start(t, args...)
-			form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {"admin-secret"}}
-			resp := call(t, http.MethodPost, a, "/realms/master/protocol/openid-connect/token", "", "application/x-www-form-urlencoded", form.Encode())
-			require.Equal(t, http.StatusOK, resp.StatusCode)
-			var tok struct {
-				AccessToken string `json:"access_token"`
+			byA := adminToken(t, a)
+			if tc.sameKeys {
+				require.JSONEq(t, jwks(t, a), jwks(t, b), "one seed, one JWKS")
+			} else {
+				require.NotEqual(t, jwks(t, a), jwks(t, b), "random keys per binary")
 			}
-			require.NoError(t, json.NewDecoder(resp.Body).Decode(&tok))
-			resp = call(t, http.MethodPatch, b, "/admin/config", tok.AccessToken, "application/json", `{"maxPageSize":50}`)
-			require.Equal(t, tc.want, resp.StatusCode)
+			resp := call(t, http.MethodPatch, b, "/admin/config", byA, "application/json", `{"maxPageSize":50}`)
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a's token at b, without -redis")
+			var body struct{ Message string }
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+			if tc.sameKeys {
+				require.Equal(t, "invalid token: token revoked", body.Message, "it verifies, and is refused as b cannot know a's revocations")
+			} else {
+				require.NotEmpty(t, body.Message)
+				require.NotContains(t, body.Message, "revoked", "it does not verify")
+			}
+			resp = call(t, http.MethodPatch, b, "/admin/config", adminToken(t, b), "application/json", `{"maxPageSize":50}`)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "b's own token")
 			require.NoError(t, stopA())
 			require.NoError(t, stopB())
 		})

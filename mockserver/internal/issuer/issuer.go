@@ -85,13 +85,10 @@ type Claims struct {
 	Organization string        `json:"organization,omitempty"`
 	Confirmation *Confirmation `json:"cnf,omitempty"`
 	// Boot names the server process that minted the token (a random id
-	// per process), and IssuedNanos is its issue time in nanoseconds since
-	// the Unix epoch, read from the clock that stamps iat (which JWTs write
-	// in whole seconds): a server whose refusals of tokens are its own
-	// memory accepts only the tokens it minted itself or minted after it
-	// started (mockserver's boot.go). Keycloak writes neither.
-	Boot        string `json:"boot,omitempty"`
-	IssuedNanos int64  `json:"iat_ns,omitempty"`
+	// per process): a server whose refusals of tokens are its own memory
+	// accepts only the tokens it minted itself (mockserver's boot.go).
+	// Keycloak does not write it.
+	Boot string `json:"boot,omitempty"`
 }
 
 // HasRealmRole reports whether realm_access.roles lists role.
