@@ -200,6 +200,10 @@ func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayO
 // could have been accepted before the keyspace's marker.
 var errKeyspaceNew = errors.New("redisstore: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, restarted or failed over, or is new)")
 
+// errClockAhead is the error of a call whose clock Redis's ran ahead of:
+// records it still counts as live may have expired early in Redis.
+var errClockAhead = errors.New("redisstore: Redis's clock (TIME, now or at its high-water) is ahead of this process's by more than dpop.ReplayStoreMargin, so records this process counts as live may have expired early: check the time sources (NTP) of Redis and of this host")
+
 // errNotReplicated is the error of a proof whose record too few replicas
 // acknowledged (WithReplicas).
 var errNotReplicated = errors.New("redisstore: too few replicas acknowledged the proof's record")
@@ -403,7 +407,9 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until,
 	if err != nil {
 		return false, err
 	}
-	if now, wrote, err := markerResult(again); err != nil || wrote || now != began {
+	if now, wrote, err := markerResult(again); err != nil {
+		return false, err
+	} else if wrote || now != began {
 		return false, errKeyspaceNew // the keys were lost between the reads
 	}
 	// New, the caller's or another's, the record stands only once the
@@ -484,17 +490,19 @@ func (s *ReplayStore) replicated(wait *redis.Cmd) error {
 	return nil
 }
 
-// decideMarker queues [replaymarker.Script] on the marker in pipe: the
-// server decides the marker in one atomic step, by its own clock and
-// run_id, and answers its time and whether it began the keyspace now
-// (markerResult reads the answer). Every read of the marker is this
-// script: one parser, one rule.
+// decideMarker queues [replaymarker.Script] on the marker in pipe, with
+// this process's clock reading: the server decides the marker in one
+// atomic step, by its own clock and run_id, and answers its time and
+// whether it began the keyspace now, or that its clock ran ahead of the
+// reading (markerResult reads the answer). Every read of the marker is
+// this script: one parser, one rule.
 func (s *ReplayStore) decideMarker(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd {
-	return pipe.Eval(ctx, replaymarker.Script, []string{s.since}, dpop.ReplayStoreMargin.Milliseconds())
+	return pipe.Eval(ctx, replaymarker.Script, []string{s.since}, dpop.ReplayStoreMargin.Milliseconds(), time.Now().UnixMilli())
 }
 
 // markerResult reads the answer to the marker's script: the marker's time
-// (Unix milliseconds) and whether the script began the keyspace now.
+// (Unix milliseconds) and whether the script began the keyspace now;
+// errClockAhead when Redis's clock ran ahead of the caller's.
 func markerResult(c *redis.Cmd) (began int64, wrote bool, err error) {
 	res, err := c.Slice()
 	if err != nil {
@@ -503,8 +511,13 @@ func markerResult(c *redis.Cmd) (began int64, wrote bool, err error) {
 	if len(res) == 2 {
 		v, _ := res[0].(string)
 		w, _ := res[1].(string)
-		if began, err = strconv.ParseInt(v, 10, 64); err == nil && (w == "0" || w == "1") {
-			return began, w == "1", nil
+		if began, err = strconv.ParseInt(v, 10, 64); err == nil {
+			switch w {
+			case replaymarker.Vouched, replaymarker.Began:
+				return began, w == replaymarker.Began, nil
+			case replaymarker.ClockAhead:
+				return 0, false, errClockAhead
+			}
 		}
 	}
 	return 0, false, fmt.Errorf("redisstore: deciding the replay keyspace's marker: the script answered %v", res)
