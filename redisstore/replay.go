@@ -45,16 +45,34 @@ const SinceKey = "since"
 // flushed), and one that crashes and comes back from its last snapshot
 // (RDB, or AOF with appendfsync everysec) without the records written
 // after it. So the store keeps a marker, prefix + [SinceKey], holding when
-// the keyspace began by Redis's own clock (TIME) and the run of the server
-// that began it: "<ms>@<run_id>", run_id being INFO server's, new on
-// every start of the server (with or without persistence) and different
-// on a replica promoted by a failover. Every read of the marker is an
-// EVAL of one script on the marker's key, which decides it on the server
-// in one atomic step: it keeps a marker of this run dated no later than
+// the keyspace began by Redis's own clock (TIME), the run of the server
+// that began it, and the high-water of Redis's clock since:
+// "<ms>@<run_id>@<hw>", run_id being INFO server's, new on every start of
+// the server (with or without persistence) and different on a replica
+// promoted by a failover. Every read of the marker is an EVAL of one
+// script ([replaymarker.Script]) on the marker's key, with this process's
+// clock reading, which decides it on the server in one atomic step: it
+// keeps a marker of this run whose time and high-water are no later than
 // TIME + [dpop.ReplayStoreMargin], and replaces any other (missing, not a
 // time, in the future, or of another run: the server restarted or failed
-// over, and may have lost writes) by TIME and this run: the keyspace
-// begins now. A proof that could have been accepted before the marker's
+// over, and may have lost writes; or a high-water in the future: Redis's
+// clock stepped back after running ahead) by TIME and this run: the
+// keyspace begins now.
+//
+// Redis expires records by its own clock (PXAT is absolute), so a Redis
+// whose clock steps ahead (a bad NTP source, a resumed machine's clock
+// corrected) loses at once every record whose until falls within the
+// step, its run_id unchanged. So the script raises the marker's
+// high-water to TIME (one write a second at most), and every call for
+// which TIME or the high-water is later than the process's reading plus
+// dpop.ReplayStoreMargin fails, saying that the clocks differ (the
+// marker stays: no other process is refused for it). Which clock is wrong
+// does not matter: a process whose clock is behind Redis's by more than
+// the margin, or whose call was held (frozen) after its reading, has its
+// own calls refused, never a record it counts as live missed; a Redis
+// clock ahead of every process refuses every call until it is corrected,
+// and, stepped back, begins the keyspace again. A step ahead and back
+// between two calls (no call saw the high-water) cannot be seen. A proof that could have been accepted before the marker's
 // time (iat earlier than the marker plus maxSkew, plus
 // dpop.ReplayStoreMargin for the replicas' clocks) is refused with an
 // error, which the Verifier reports as [dpop.ErrReplayStoreUnavailable].
@@ -210,7 +228,8 @@ var errNotReplicated = errors.New("redisstore: too few replicas acknowledged the
 
 // Remember records key until until with SET NX PXAT and reports whether it
 // was not recorded already. It fails, whatever SET answered, when the
-// keyspace began too late to hold every earlier record of the proof (see
+// keyspace began too late to hold every earlier record of the proof, or
+// Redis's clock ran ahead of this process's by more than the margin (see
 // ReplayStore), when fewer replicas than [WithReplicas] asks acknowledged
 // the record, and on any Redis error.
 func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
@@ -256,7 +275,9 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 // the marker's script in one pipeline, writing nothing (but the marker,
 // decided as Remember does). It fails when the keyspace began after since
 // less [dpop.ReplayStoreMargin] (a record made since since may have been
-// lost with the keys), and on any Redis error. The reference server reads
+// lost with the keys) or Redis's clock ran ahead of this process's by more
+// than the margin (the record may have expired early; see ReplayStore),
+// and on any Redis error. The reference server reads
 // revocations, spent authorization codes and web UI logouts with it
 // (mockserver.SharedStore).
 //
