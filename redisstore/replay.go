@@ -105,7 +105,9 @@ const SinceKey = "since"
 // failover loses one. On a Cluster the marker lives on one shard and sees
 // that shard's restarts and failovers only, and WithReplicas is not
 // supported: a shard failed over to a lagging replica forgets the newest
-// records of its slots.
+// records of its slots. Likewise the clock rule reads the marker's shard's
+// clock only: keep every shard's clock right (a shard whose clock alone
+// steps ahead expires its records unseen).
 //
 // Configure Redis with maxmemory-policy noeviction (the default): an
 // evicted key is a forgotten proof.
