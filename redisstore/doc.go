@@ -24,7 +24,15 @@
 // flush, a restart (a crash restored from an RDB snapshot or an AOF that
 // had not synced its last second included) and a failover to a replica
 // all begin the keyspace again, and proofs are refused for the proof
-// window (70 s with the defaults). To make each record count only once
+// window (70 s with the defaults). Redis expires records by its own
+// clock, so a Redis whose clock steps ahead loses every record whose end
+// falls within the step: each call sends the marker's script this
+// process's clock reading, and the marker keeps the high-water of Redis's
+// clock; a call for which Redis's clock, now or at its high-water, is
+// more than dpop.ReplayStoreMargin past the reading is refused, and a
+// Redis clock stepped back below its high-water by more than the margin
+// begins the keyspace again. Keep the clocks of Redis and of the replicas
+// within that margin (see [ReplayStore]). To make each record count only once
 // replicas hold it, the store waits for them ([WithReplicas]):
 //
 //	store := redisstore.NewReplayStore(rdb, "orders-api:dpop:",

@@ -45,16 +45,34 @@ const SinceKey = "since"
 // flushed), and one that crashes and comes back from its last snapshot
 // (RDB, or AOF with appendfsync everysec) without the records written
 // after it. So the store keeps a marker, prefix + [SinceKey], holding when
-// the keyspace began by Redis's own clock (TIME) and the run of the server
-// that began it: "<ms>@<run_id>", run_id being INFO server's, new on
-// every start of the server (with or without persistence) and different
-// on a replica promoted by a failover. Every read of the marker is an
-// EVAL of one script on the marker's key, which decides it on the server
-// in one atomic step: it keeps a marker of this run dated no later than
+// the keyspace began by Redis's own clock (TIME), the run of the server
+// that began it, and the high-water of Redis's clock since:
+// "<ms>@<run_id>@<hw>", run_id being INFO server's, new on every start of
+// the server (with or without persistence) and different on a replica
+// promoted by a failover. Every read of the marker is an EVAL of one
+// script ([replaymarker.Script]) on the marker's key, with this process's
+// clock reading, which decides it on the server in one atomic step: it
+// keeps a marker of this run whose time and high-water are no later than
 // TIME + [dpop.ReplayStoreMargin], and replaces any other (missing, not a
 // time, in the future, or of another run: the server restarted or failed
-// over, and may have lost writes) by TIME and this run: the keyspace
-// begins now. A proof that could have been accepted before the marker's
+// over, and may have lost writes; or a high-water in the future: Redis's
+// clock stepped back after running ahead) by TIME and this run: the
+// keyspace begins now.
+//
+// Redis expires records by its own clock (PXAT is absolute), so a Redis
+// whose clock steps ahead (a bad NTP source, a resumed machine's clock
+// corrected) loses at once every record whose until falls within the
+// step, its run_id unchanged. So the script raises the marker's
+// high-water to TIME (one write a second at most), and every call for
+// which TIME or the high-water is later than the process's reading plus
+// dpop.ReplayStoreMargin fails, saying that the clocks differ (the
+// marker stays: no other process is refused for it). Which clock is wrong
+// does not matter: a process whose clock is behind Redis's by more than
+// the margin, or whose call was held (frozen) after its reading, has its
+// own calls refused, never a record it counts as live missed; a Redis
+// clock ahead of every process refuses every call until it is corrected,
+// and, stepped back, begins the keyspace again. A step ahead and back
+// between two calls (no call saw the high-water) cannot be seen. A proof that could have been accepted before the marker's
 // time (iat earlier than the marker plus maxSkew, plus
 // dpop.ReplayStoreMargin for the replicas' clocks) is refused with an
 // error, which the Verifier reports as [dpop.ErrReplayStoreUnavailable].
@@ -87,7 +105,9 @@ const SinceKey = "since"
 // failover loses one. On a Cluster the marker lives on one shard and sees
 // that shard's restarts and failovers only, and WithReplicas is not
 // supported: a shard failed over to a lagging replica forgets the newest
-// records of its slots.
+// records of its slots. Likewise the clock rule reads the marker's shard's
+// clock only: keep every shard's clock right (a shard whose clock alone
+// steps ahead expires its records unseen).
 //
 // Configure Redis with maxmemory-policy noeviction (the default): an
 // evicted key is a forgotten proof.
@@ -200,13 +220,18 @@ func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayO
 // could have been accepted before the keyspace's marker.
 var errKeyspaceNew = errors.New("redisstore: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, restarted or failed over, or is new)")
 
+// errClockAhead is the error of a call whose clock Redis's ran ahead of:
+// records it still counts as live may have expired early in Redis.
+var errClockAhead = errors.New("redisstore: Redis's clock (TIME, now or at its high-water) is ahead of this process's by more than dpop.ReplayStoreMargin, so records this process counts as live may have expired early: check the time sources (NTP) of Redis and of this host")
+
 // errNotReplicated is the error of a proof whose record too few replicas
 // acknowledged (WithReplicas).
 var errNotReplicated = errors.New("redisstore: too few replicas acknowledged the proof's record")
 
 // Remember records key until until with SET NX PXAT and reports whether it
 // was not recorded already. It fails, whatever SET answered, when the
-// keyspace began too late to hold every earlier record of the proof (see
+// keyspace began too late to hold every earlier record of the proof, or
+// Redis's clock ran ahead of this process's by more than the margin (see
 // ReplayStore), when fewer replicas than [WithReplicas] asks acknowledged
 // the record, and on any Redis error.
 func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
@@ -252,7 +277,9 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 // the marker's script in one pipeline, writing nothing (but the marker,
 // decided as Remember does). It fails when the keyspace began after since
 // less [dpop.ReplayStoreMargin] (a record made since since may have been
-// lost with the keys), and on any Redis error. The reference server reads
+// lost with the keys) or Redis's clock ran ahead of this process's by more
+// than the margin (the record may have expired early; see ReplayStore),
+// and on any Redis error. The reference server reads
 // revocations, spent authorization codes and web UI logouts with it
 // (mockserver.SharedStore).
 //
@@ -403,7 +430,9 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until,
 	if err != nil {
 		return false, err
 	}
-	if now, wrote, err := markerResult(again); err != nil || wrote || now != began {
+	if now, wrote, err := markerResult(again); err != nil {
+		return false, err
+	} else if wrote || now != began {
 		return false, errKeyspaceNew // the keys were lost between the reads
 	}
 	// New, the caller's or another's, the record stands only once the
@@ -484,17 +513,19 @@ func (s *ReplayStore) replicated(wait *redis.Cmd) error {
 	return nil
 }
 
-// decideMarker queues [replaymarker.Script] on the marker in pipe: the
-// server decides the marker in one atomic step, by its own clock and
-// run_id, and answers its time and whether it began the keyspace now
-// (markerResult reads the answer). Every read of the marker is this
-// script: one parser, one rule.
+// decideMarker queues [replaymarker.Script] on the marker in pipe, with
+// this process's clock reading: the server decides the marker in one
+// atomic step, by its own clock and run_id, and answers its time and
+// whether it began the keyspace now, or that its clock ran ahead of the
+// reading (markerResult reads the answer). Every read of the marker is
+// this script: one parser, one rule.
 func (s *ReplayStore) decideMarker(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd {
-	return pipe.Eval(ctx, replaymarker.Script, []string{s.since}, dpop.ReplayStoreMargin.Milliseconds())
+	return pipe.Eval(ctx, replaymarker.Script, []string{s.since}, dpop.ReplayStoreMargin.Milliseconds(), time.Now().UnixMilli())
 }
 
 // markerResult reads the answer to the marker's script: the marker's time
-// (Unix milliseconds) and whether the script began the keyspace now.
+// (Unix milliseconds) and whether the script began the keyspace now;
+// errClockAhead when Redis's clock ran ahead of the caller's.
 func markerResult(c *redis.Cmd) (began int64, wrote bool, err error) {
 	res, err := c.Slice()
 	if err != nil {
@@ -503,8 +534,13 @@ func markerResult(c *redis.Cmd) (began int64, wrote bool, err error) {
 	if len(res) == 2 {
 		v, _ := res[0].(string)
 		w, _ := res[1].(string)
-		if began, err = strconv.ParseInt(v, 10, 64); err == nil && (w == "0" || w == "1") {
-			return began, w == "1", nil
+		if began, err = strconv.ParseInt(v, 10, 64); err == nil {
+			switch w {
+			case replaymarker.Vouched, replaymarker.Began:
+				return began, w == replaymarker.Began, nil
+			case replaymarker.ClockAhead:
+				return 0, false, errClockAhead
+			}
 		}
 	}
 	return 0, false, fmt.Errorf("redisstore: deciding the replay keyspace's marker: the script answered %v", res)

@@ -20,8 +20,10 @@ import (
 
 // sentRounds records the round trips a client sends (a pipeline, or one
 // command), each command as its arguments in text, a script named by
-// what it is.
+// what it is, and the marker script's caller's clock reading as "<clock>"
+// when it is this process's clock (between from and the send).
 type sentRounds struct {
+	from   int64 // Unix milliseconds
 	mu     sync.Mutex
 	rounds [][]string
 }
@@ -32,6 +34,9 @@ func (r *sentRounds) text(cmd redis.Cmder) string {
 		switch a[1] {
 		case replaymarker.Script:
 			a = append([]any{"eval", "marker"}, a[2:]...)
+			if ms, ok := a[len(a)-1].(int64); ok && ms >= r.from && ms <= time.Now().UnixMilli() {
+				a[len(a)-1] = "<clock>"
+			}
 		case onetime.Script:
 			a = append([]any{"eval", "onetime"}, a[2:]...)
 		}
@@ -74,7 +79,8 @@ func (r *sentRounds) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 // TestReplayStoreReadsTheMarkerOnlyThroughItsScript: every call decides
-// the keyspace's marker by its script (bound to Redis's run_id), in the
+// the keyspace's marker by its script (bound to Redis's run_id, given the
+// process's clock reading to compare Redis's TIME with), in the
 // round trip of the record it judges, and never by a GET of the marker or
 // TIME; one-time records are the one-time script's, holding their writer,
 // and with WithReplicas a record written or found is followed by WAIT on
@@ -87,7 +93,7 @@ func (r *sentRounds) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func TestReplayStoreReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 	t.Parallel()
 	margin := fmt.Sprint(dpop.ReplayStoreMargin.Milliseconds())
-	marker := "eval marker 1 t:since " + margin
+	marker := "eval marker 1 t:since " + margin + " <clock>"
 	until := time.UnixMilli(4_000_000_000_000).Add(time.Microsecond)
 	for _, tc := range []struct {
 		name     string
@@ -105,7 +111,7 @@ func TestReplayStoreReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 			c := srv.Client()
 			s := NewReplayStore(c, "t:", tc.opts...)
 			settled(t, c, s)
-			sent := &sentRounds{}
+			sent := &sentRounds{from: time.Now().UnixMilli()}
 			c.AddHook(sent)
 			ctx := t.Context()
 			issued := time.Now().Add(-time.Minute)

@@ -262,9 +262,9 @@ func TestRecordOnceReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 	issued := now.Add(-time.Minute)
 	until := time.UnixMilli(4_000_000_000_000).Add(time.Microsecond)
 	margin := strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10)
-	marker := []string{"EVAL", replaymarker.Script, "1", "p:since", margin}
+	marker := []string{"EVAL", replaymarker.Script, "1", "p:since", margin, clockRead}
 
-	before := len(f.commands())
+	before, from := len(f.commands()), time.Now().UnixMilli()
 	first, err := s.RecordOnce(t.Context(), "k", "w", until, issued)
 	require.NoError(t, err)
 	require.True(t, first)
@@ -272,7 +272,7 @@ func TestRecordOnceReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 		marker,
 		{"EVAL", onetime.Script, "1", "p:k", "w", "4000000000001", "0"},
 		marker,
-	}, f.commands()[before:], "the marker decided by its script, before the write and with it")
+	}, withClockRead(f.commands()[before:], from), "the marker decided by its script, before the write and with it, with the process's clock reading")
 
 	restart.Store(true)
 	_, err = s.RecordOnce(t.Context(), "k2", "w", until, issued)

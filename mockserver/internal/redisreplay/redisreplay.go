@@ -98,6 +98,10 @@ func (s *Store) Close() error {
 // could have been accepted before the keyspace's marker.
 var errKeyspaceNew = errors.New("redis: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, restarted or failed over, or is new)")
 
+// errClockAhead is the error of a call whose clock Redis's ran ahead of:
+// records it still counts as live may have expired early in Redis.
+var errClockAhead = errors.New("redis: Redis's clock (TIME, now or at its high-water) is ahead of this process's by more than dpop.ReplayStoreMargin, so records this process counts as live may have expired early: check the time sources (NTP) of Redis and of this host")
+
 // Remember records key until until with SET NX PXAT and reports whether it
 // was not recorded already; it fails when the keyspace is younger than the
 // proof's window could reach back, by the marker as the server decides it
@@ -239,7 +243,9 @@ func (s *Store) RecordOnce(ctx context.Context, key, writer string, until, since
 	if rec.err != nil {
 		return false, rec.err
 	}
-	if now, wrote, err := markerResult(marker); err != nil || wrote || now != began {
+	if now, wrote, err := markerResult(marker); err != nil {
+		return false, err
+	} else if wrote || now != began {
 		return false, errKeyspaceNew // the keys were lost between the two
 	}
 	if len(rec.arr) != 2 || (rec.arr[0] != onetime.New && rec.arr[0] != onetime.Found) {
@@ -299,26 +305,35 @@ func (s *Store) judge(replies []reply, ms int64) (bool, error) {
 	return true, nil
 }
 
-// markerCommand is EVAL of replaymarker.Script on the marker: the server
-// decides the marker in one atomic step, by its own clock and run_id (a
-// marker of another run of the server, one that may have lost writes, is
-// replaced), so a write delivered late never moves a newer marker earlier
-// (as a SET of a TIME read before would). Every read of the marker is
-// this script: one parser, one rule, shared with redisstore.
+// markerCommand is EVAL of replaymarker.Script on the marker, with this
+// process's clock reading: the server decides the marker in one atomic
+// step, by its own clock and run_id (a marker of another run of the
+// server, one that may have lost writes, is replaced, and so is one whose
+// clock stepped back from a high-water), so a write delivered late never
+// moves a newer marker earlier (as a SET of a TIME read before would), and
+// a Redis clock ahead of the reading is answered as such. Every read of
+// the marker is this script: one parser, one rule, shared with
+// redisstore.
 func (s *Store) markerCommand() []string {
 	return []string{"EVAL", replaymarker.Script, "1", s.prefix + sinceKey,
-		strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10)}
+		strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10), strconv.FormatInt(time.Now().UnixMilli(), 10)}
 }
 
 // markerResult reads the reply to the marker's script: the marker's time
-// (Unix milliseconds) and whether the script began the keyspace now.
+// (Unix milliseconds) and whether the script began the keyspace now;
+// errClockAhead when Redis's clock ran ahead of the caller's.
 func markerResult(r reply) (began int64, wrote bool, err error) {
 	if r.err != nil {
 		return 0, false, r.err
 	}
-	if len(r.arr) == 2 && (r.arr[1] == "0" || r.arr[1] == "1") {
+	if len(r.arr) == 2 {
 		if began, err = strconv.ParseInt(r.arr[0], 10, 64); err == nil {
-			return began, r.arr[1] == "1", nil
+			switch r.arr[1] {
+			case replaymarker.Vouched, replaymarker.Began:
+				return began, r.arr[1] == replaymarker.Began, nil
+			case replaymarker.ClockAhead:
+				return 0, false, errClockAhead
+			}
 		}
 	}
 	return 0, false, errors.New("redis: the marker's script answered no marker")

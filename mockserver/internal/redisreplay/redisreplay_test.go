@@ -148,9 +148,13 @@ const restartCommand = "FAKE-RESTART"
 // redisLikeAt is redisLike with a server clock of its own. Its EVAL is
 // replaymarker.Script's rule as Redis runs it (atomically, by the
 // server's clock and run_id; redisstore's tests run the script itself on
-// redis-server): a marker "<ms>@<run>" of this run and not after the
-// clock (plus the margin) stands, a bare "<ms>" is bound to this run, and
-// any other is replaced by the clock's time.
+// redis-server): a marker "<ms>@<run>@<hw>" of this run whose time and
+// high-water are not after the clock (plus the margin) stands, its
+// high-water raised once the clock passed it by a second, a bare "<ms>"
+// or "<ms>@<run>" is bound to this run, and any other is replaced by the
+// clock's time; a marker that stands answers that the clock ran ahead
+// when the clock or the high-water is after the caller's reading plus
+// the margin.
 func redisLikeAt(clock func() time.Time) func(cmd []string) string {
 	var mu sync.Mutex
 	keys := map[string]string{}
@@ -204,18 +208,62 @@ func redisLikeAt(clock func() time.Time) func(cmd []string) string {
 				return "-NOSCRIPT unknown script\r\n"
 			}
 			margin, _ := strconv.ParseInt(cmd[4], 10, 64)
+			if len(cmd) < 6 || len(cmd[5]) > 16 {
+				return "-ERR the caller's clock reading is not a time in Unix milliseconds\r\n"
+			}
+			caller, err := strconv.ParseInt(cmd[5], 10, 64)
+			if err != nil {
+				return "-ERR the caller's clock reading is not a time in Unix milliseconds\r\n"
+			}
 			now := ceilMilli(clock())
 			v, ok := keys[cmd[3]]
-			ms, of, bound := strings.Cut(v, "@")
-			if m, err := strconv.ParseInt(ms, 10, 64); ok && err == nil && len(ms) <= 16 && m <= now+margin && (!bound || of == runID) {
-				keys[cmd[3]] = ms + "@" + runID
-				return bulkArray(ms, "0")
+			parts := strings.Split(v, "@")
+			ms := parts[0]
+			m, err := strconv.ParseInt(ms, 10, 64)
+			stands := ok && err == nil && len(parts) <= 3 && len(ms) <= 16 && m <= now+margin && (len(parts) == 1 || parts[1] == runID)
+			var hw int64
+			if stands && len(parts) == 3 {
+				hw, err = strconv.ParseInt(parts[2], 10, 64)
+				stands = err == nil && len(parts[2]) <= 16 && hw <= now+margin
 			}
-			keys[cmd[3]] = strconv.FormatInt(now, 10) + "@" + runID
-			return bulkArray(strconv.FormatInt(now, 10), "1")
+			if stands {
+				reach := now
+				if len(parts) < 3 || now >= hw+replaymarker.HighWaterStep {
+					keys[cmd[3]] = ms + "@" + runID + "@" + strconv.FormatInt(now, 10)
+				} else {
+					reach = max(now, hw+replaymarker.HighWaterStep-1)
+				}
+				if reach > caller+margin {
+					return bulkArray(ms, replaymarker.ClockAhead)
+				}
+				return bulkArray(ms, replaymarker.Vouched)
+			}
+			s := strconv.FormatInt(now, 10)
+			keys[cmd[3]] = s + "@" + runID + "@" + s
+			return bulkArray(s, replaymarker.Began)
 		}
 		return "-ERR unknown command\r\n"
 	}
+}
+
+// clockRead stands, in withClockRead's commands, for a clock reading of
+// this process.
+const clockRead = "<clock>"
+
+// withClockRead returns cmds with the marker script's caller's clock
+// reading (its last argument) replaced by clockRead when it is a reading
+// of this process's clock since from (Unix milliseconds).
+func withClockRead(cmds [][]string, from int64) [][]string {
+	out := make([][]string, len(cmds))
+	for i, cmd := range cmds {
+		out[i] = cmd
+		if len(cmd) == 6 && cmd[0] == "EVAL" && cmd[1] == replaymarker.Script {
+			if ms, err := strconv.ParseInt(cmd[5], 10, 64); err == nil && ms >= from && ms <= time.Now().UnixMilli() {
+				out[i] = append(slices.Clone(cmd[:5]), clockRead)
+			}
+		}
+	}
+	return out
 }
 
 // markerAt is the marker's time as answer holds it (the text before "@").
@@ -302,6 +350,7 @@ func TestOpenURL(t *testing.T) {
 // the millisecond, and reports first, not first, and the server's errors.
 func TestRememberSpeaksRESP(t *testing.T) {
 	t.Parallel()
+	from := time.Now().UnixMilli()
 	f := startFake(t, redisLike())
 	s := settledStore(t, "redis://u:pw@"+f.addr+"/3")
 	until := time.UnixMilli(4_000_000_000_000).Add(time.Microsecond)
@@ -315,8 +364,8 @@ func TestRememberSpeaksRESP(t *testing.T) {
 	require.Equal(t, []string{"SELECT", "3"}, cmds[1])
 	require.Equal(t, "p:since", cmds[2][1], "settledStore's marker")
 	require.Equal(t, []string{"SET", "p:k", "1", "NX", "PXAT", "4000000000001"}, cmds[3])
-	require.Equal(t, []string{"EVAL", replaymarker.Script, "1", "p:since", strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10)}, cmds[4],
-		"the marker decided by the server, after the record, in the same round trip")
+	require.Equal(t, []string{"EVAL", replaymarker.Script, "1", "p:since", strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10), clockRead},
+		withClockRead(cmds, from)[4], "the marker decided by the server, after the record, in the same round trip, with the process's clock reading")
 	require.Len(t, cmds, 7, "one connection: AUTH and SELECT once")
 
 	for _, tc := range []struct {
@@ -496,8 +545,9 @@ func TestRememberLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 	}()
 	<-held // the replica read the future marker and TIME (T0); its write is in flight
 	// Redis loses its keys, its clock moves on, another replica writes
-	// the marker T3.
-	t3 := t0.Add(time.Minute)
+	// the marker T3 (within the margin of this process's clock: Redis's
+	// clock ahead by more is refused as such).
+	t3 := t0.Add(dpop.ReplayStoreMargin / 2)
 	clock.Store(t3.UnixNano())
 	redis([]string{"SET", "p:since", strconv.FormatInt(t3.UnixMilli(), 10)})
 	close(release)

@@ -1,0 +1,130 @@
+package redisstore_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/replaymarker"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
+
+// TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached runs the
+// marker's script on the server (redis-server where installed) with a
+// caller's clock reading behind or ahead of Redis's TIME, and markers
+// whose high-water is ahead of it (Redis's clock stepped back): the
+// keyspace vouches only while neither TIME nor the high-water is later
+// than the caller's reading plus the margin, begins again when TIME fell
+// below the high-water by more than the margin, and writes the
+// high-water at most once a second.
+func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := t.Context()
+	info, err := c.Info(ctx, "server").Result()
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(info, "run_id:")
+	require.True(t, ok, "INFO server: %q", info)
+	run := strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0])
+	redisNow, err := c.Time(ctx).Result()
+	require.NoError(t, err)
+	T := redisNow.UnixMilli()
+	margin := dpop.ReplayStoreMargin.Milliseconds()
+	old := T - time.Hour.Milliseconds()
+	marker := func(start int64, of string, hw ...int64) string {
+		v := fmt.Sprintf("%d@%s", start, of)
+		for _, h := range hw {
+			v += fmt.Sprintf("@%d", h)
+		}
+		return v
+	}
+
+	for _, tc := range []struct {
+		name   string
+		marker string // "": missing
+		caller int64
+		answer string
+		// start is the marker's time answered (0: TIME, as begun now).
+		start int64
+		// kept: the marker is left as it was (no high-water written).
+		kept bool
+	}{
+		{name: "missing", caller: T, answer: replaymarker.Began},
+		{name: "in step", marker: marker(old, run, T-5000), caller: T, answer: replaymarker.Vouched, start: old},
+		{name: "caller behind by more than the margin", marker: marker(old, run, T+5000), caller: T - margin - 5000, answer: replaymarker.ClockAhead, start: old, kept: true},
+		{name: "caller behind within the margin", marker: marker(old, run, T+5000), caller: T - margin + 10000, answer: replaymarker.Vouched, start: old, kept: true},
+		{name: "caller ahead", marker: marker(old, run, T+5000), caller: T + time.Hour.Milliseconds(), answer: replaymarker.Vouched, start: old, kept: true},
+		{name: "clock stepped back below the high-water by more than the margin", marker: marker(old, run, T+margin+5000), caller: T, answer: replaymarker.Began},
+		{name: "clock stepped back within the margin", marker: marker(old, run, T+margin/2), caller: T, answer: replaymarker.Vouched, start: old, kept: true},
+		{name: "caller behind the high-water by more than the margin", marker: marker(old, run, T+margin/2), caller: T - margin/2 - 5000, answer: replaymarker.ClockAhead, start: old, kept: true},
+		{name: "bare time bound", marker: strconv.FormatInt(old, 10), caller: T, answer: replaymarker.Vouched, start: old},
+		{name: "run_id marker upgraded", marker: marker(old, run), caller: T, answer: replaymarker.Vouched, start: old},
+		{name: "another run", marker: marker(old, strings.Repeat("0", 40), T), caller: T, answer: replaymarker.Began},
+		{name: "high-water not a time", marker: unreadableHighWater(old, run), caller: T, answer: replaymarker.Began},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "clock:" + tc.name
+			if tc.marker != "" {
+				require.NoError(t, c.Set(ctx, key, tc.marker, 0).Err())
+			}
+			res, err := c.Eval(ctx, replaymarker.Script, []string{key}, margin, tc.caller).StringSlice()
+			require.NoError(t, err)
+			after, err := c.Time(ctx).Result()
+			require.NoError(t, err)
+			require.Len(t, res, 2)
+			require.Equal(t, tc.answer, res[1], "answer")
+			stored, err := c.Get(ctx, key).Result()
+			require.NoError(t, err)
+			switch {
+			case tc.kept:
+				require.Equal(t, tc.marker, stored, "no write: the high-water is within a second")
+			case tc.answer == replaymarker.Began:
+				began, err := strconv.ParseInt(res[0], 10, 64)
+				require.NoError(t, err)
+				require.GreaterOrEqual(t, began, T, "begun at TIME")
+				require.LessOrEqual(t, began, after.UnixMilli()+1)
+				require.Equal(t, marker(began, run, began), stored)
+			default:
+				require.Equal(t, strconv.FormatInt(tc.start, 10), res[0], "the marker's time does not move")
+				start, of, hw := splitMarker(t, stored)
+				require.Equal(t, tc.start, start)
+				require.Equal(t, run, of)
+				require.GreaterOrEqual(t, hw, T, "the high-water raised to TIME")
+				require.LessOrEqual(t, hw, after.UnixMilli()+1)
+			}
+		})
+	}
+
+	t.Run("caller reading not a time", func(t *testing.T) {
+		require.NoError(t, c.Set(ctx, "clock:bad", marker(old, run, T), 0).Err())
+		err := c.Eval(ctx, replaymarker.Script, []string{"clock:bad"}, margin, "soon").Err()
+		require.ErrorContains(t, err, "clock reading")
+		v, err := c.Get(ctx, "clock:bad").Result()
+		require.NoError(t, err)
+		require.Equal(t, marker(old, run, T), v, "nothing written")
+	})
+}
+
+// unreadableHighWater is a marker of run whose high-water is no time.
+func unreadableHighWater(start int64, run string) string {
+	return fmt.Sprintf("%d@%s@soon", start, run)
+}
+
+// splitMarker parses "<ms>@<run_id>@<hw>".
+func splitMarker(t *testing.T, v string) (start int64, run string, hw int64) {
+	t.Helper()
+	parts := strings.Split(v, "@")
+	require.Len(t, parts, 3, "marker %q", v)
+	start, err := strconv.ParseInt(parts[0], 10, 64)
+	require.NoError(t, err)
+	hw, err = strconv.ParseInt(parts[2], 10, 64)
+	require.NoError(t, err)
+	return start, parts[1], hw
+}
