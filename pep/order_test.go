@@ -14,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -123,107 +121,6 @@ func TestOneTokensPurgeSplitsOnlyItsOwnRequests(t *testing.T) {
 	require.NoError(t, <-first)
 	require.NoError(t, <-second)
 	assert.Equal(t, uint64(1), c.Stats().Coalesced, "bob's identical calls did not share one request")
-}
-
-// endHookTP is a TracerProvider whose spans run onEnd(name) when they end:
-// the stand-in for a stall (a GC pause, an exporter, a freeze) between the
-// transport taking an answer and the request's caller taking it.
-type endHookTP struct {
-	noop.TracerProvider
-	onEnd func(name string)
-}
-
-func (p endHookTP) Tracer(string, ...trace.TracerOption) trace.Tracer {
-	return endHookTracer{onEnd: p.onEnd}
-}
-
-type endHookTracer struct {
-	noop.Tracer
-	onEnd func(name string)
-}
-
-func (t endHookTracer) Start(ctx context.Context, name string, _ ...trace.SpanStartOption) (context.Context, trace.Span) {
-	return ctx, endHookSpan{name: name, onEnd: t.onEnd}
-}
-
-type endHookSpan struct {
-	noop.Span
-	name  string
-	onEnd func(name string)
-}
-
-func (s endHookSpan) End(...trace.SpanEndOption) { s.onEnd(s.name) }
-
-// An answer whose caller left just before taking it (its context ended at
-// the hand-over) is served to the callers that shared its request, and
-// still no older answer is cached after it: here a slow GRANT of a request
-// sent before it.
-func TestAnAnswerItsCallerLeftStillKeepsOlderOnesOut(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	var armed atomic.Bool
-	var waits atomic.Int32
-	gate, releaseOlder, newerLeads := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	leaderCtx, cancelLeader := context.WithCancel(t.Context())
-	defer cancelLeader()
-	c := g.newClient(t,
-		pep.WithTracerProvider(endHookTP{onEnd: func(name string) {
-			if armed.Load() && name == http.MethodPost { // the newer request's span
-				cancelLeader()
-			}
-		}}),
-		pep.WithFlightWaitHook(func() {
-			switch waits.Add(1) {
-			case 2: // the older request's caller, and the newer one's
-				close(newerLeads)
-			case 3: // and the newer one's sharer
-				close(gate)
-			}
-		}))
-	c.SetToken(g.token(t, "alice"))
-	olderArrived := make(chan struct{})
-	g.setHook(func(w http.ResponseWriter, r *http.Request, n int) bool {
-		switch n {
-		case 1: // decided before the revocation, answered last
-			close(olderArrived)
-			select {
-			case <-releaseOlder:
-			case <-g.closing:
-			}
-			answerAll(w, r, "GRANT")
-		default:
-			select {
-			case <-gate:
-			case <-g.closing:
-			}
-			armed.Store(true)
-			answerAll(w, r, "DENY")
-		}
-		return true
-	})
-	older := make(chan error, 1)
-	go func() {
-		_, err := c.Check(t.Context(), "orders", "read")
-		older <- err
-	}()
-	<-olderArrived
-	newer := make(chan error, 1)
-	go func() { // leads a request of its own, which the next call shares
-		_, err := c.Check(leaderCtx, "orders", "read", pep.NoCache())
-		newer <- err
-	}()
-	<-newerLeads
-	shared, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	require.Equal(t, pep.Deny, shared.Status, "the sharer is served the newer DENY")
-	<-newer
-	armed.Store(false)
-	close(releaseOlder)
-	require.NoError(t, <-older)
-
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	assert.False(t, d.Cached && d.Status == pep.Grant, "the older GRANT is served after the newer DENY")
 }
 
 // panicOnce is a user's RoundTripper with a bug that panics once.
