@@ -405,41 +405,6 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 	}
 }
 
-// A 401 for a token the client no longer holds must not make the usual
-// refresh handler replace the new token (rule 9).
-func TestLate401ForAReplacedTokenEmitsNothing(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	arrived := make(chan struct{})
-	release := make(chan struct{})
-	g.setHook(func(w http.ResponseWriter, r *http.Request, n int) bool {
-		if n != 1 {
-			return false
-		}
-		close(arrived)
-		<-release
-		writeError(w, http.StatusUnauthorized, "token expired")
-		return true
-	})
-	rec := &recorder{}
-	c := g.newClient(t, noRetry, pep.WithEventHandler(rec.handle))
-	c.SetToken(g.token(t, "alice"))
-	done := make(chan error)
-	go func() {
-		_, err := c.Check(t.Context(), "orders", "read")
-		done <- err
-	}()
-	<-arrived
-	c.SetToken(g.token(t, "bob")) // refreshed while alice's request is out
-	close(release)
-	require.ErrorIs(t, <-done, pep.ErrUnauthorized, "the caller still learns of the 401")
-	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenSet}, rec.kinds(), "no tokenExpired for a replaced token")
-
-	d, err := c.Check(t.Context(), "orders", "write")
-	require.NoError(t, err)
-	assert.True(t, d.Allowed(), "bob's token is still the client's")
-}
-
 // A Bearer token refused with a DPoP challenge is refused all the same (a
 // plain refusal: tokenExpired, no resend): a nonce means nothing to a
 // Bearer client, and a proof it never sent cannot be what was refused

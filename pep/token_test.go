@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -102,23 +101,6 @@ func TestUnauthorized(t *testing.T) {
 	}
 }
 
-func TestConcurrentRefusalsEmitOnce(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	var rec recorder
-	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken(g.expiredToken(t, "alice"))
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Go(func() {
-			_, err := c.Check(t.Context(), "orders", fmt.Sprint("scope-", i))
-			assert.ErrorIs(t, err, pep.ErrUnauthorized)
-		})
-	}
-	wg.Wait()
-	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
-}
-
 func TestRefusedTokenEntriesArePurged(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
@@ -147,21 +129,6 @@ func TestRefusedTokenEntriesArePurged(t *testing.T) {
 	d, err = c.Check(bob, "orders", "write")
 	require.NoError(t, err)
 	assert.True(t, d.Cached)
-}
-
-func TestPerCallTokenRefusalEmitsNothing(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	var rec recorder
-	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken(g.token(t, "alice"))
-	_, err := c.Check(pep.WithToken(t.Context(), g.expiredToken(t, "dave")), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized)
-	assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds(), "the client's own token is fine")
-
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	assert.True(t, d.Allowed())
 }
 
 func TestPerCallTokenOverridesClientToken(t *testing.T) {
