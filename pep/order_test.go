@@ -2,12 +2,10 @@ package pep_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,94 +31,6 @@ func answerAll(w http.ResponseWriter, r *http.Request, status string) {
 		perms = append(perms, map[string]string{"resource": resource, "scope": scope, "status": status})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": status, "permissions": perms})
-}
-
-// A NoCache call joins no request sent before it began: that request's
-// answer may be older than a DENY the client has had since.
-func TestNoCacheJoinsNoEarlierRequest(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t)
-	alice := pep.WithToken(t.Context(), g.token(t, "alice"))
-	arrived, release := make(chan struct{}), make(chan struct{})
-	g.setHook(func(w http.ResponseWriter, r *http.Request, n int) bool {
-		if n == 1 { // decided before the revocation, answered late
-			close(arrived)
-			select {
-			case <-release:
-			case <-g.closing:
-			}
-			answerAll(w, r, "GRANT")
-			return true
-		}
-		answerAll(w, r, "DENY")
-		return true
-	})
-	first := make(chan error, 1)
-	go func() {
-		_, err := c.Check(alice, "orders", "read")
-		first <- err
-	}()
-	<-arrived
-
-	ctx, cancel := context.WithTimeout(alice, 10*time.Second) // a call that joined would wait for release
-	defer cancel()
-	d, err := c.Check(ctx, "orders", "read", pep.NoCache())
-	require.NoError(t, err)
-	requireGatewayDecision(t, d, pep.Deny) // not the earlier request's answer, nor a wait for it
-	close(release)
-	require.NoError(t, <-first)
-}
-
-// A purge of one token (its 401, or a ListGranted of its every grant) does
-// not keep other tokens' identical calls from sharing one request.
-func TestOneTokensPurgeSplitsOnlyItsOwnRequests(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	bobToken := g.token(t, "bob")
-	arrived, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	g.setHook(func(_ http.ResponseWriter, r *http.Request, _ int) bool {
-		if r.Header.Get("Authorization") == "Bearer "+bobToken {
-			once.Do(func() {
-				close(arrived)
-				select {
-				case <-release:
-				case <-g.closing:
-				}
-			})
-		}
-		return false // the reference server answers
-	})
-	var waits atomic.Int32
-	bobWaits := make(chan struct{})
-	c := g.newClient(t, pep.WithFlightWaitHook(func() {
-		if waits.Add(1) == 4 { // bob's first call, alice's, the made-up token's, bob's second
-			close(bobWaits)
-		}
-	}))
-	bob := pep.WithToken(t.Context(), bobToken)
-	first := make(chan error, 1)
-	go func() {
-		_, err := c.Check(bob, "orders", "read")
-		first <- err
-	}()
-	<-arrived
-	_, err := c.ListGranted(pep.WithToken(t.Context(), g.token(t, "alice")), nil)
-	require.NoError(t, err)
-	_, err = c.Check(pep.WithToken(t.Context(), "made-up"), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized)
-
-	second := make(chan error, 1)
-	go func() {
-		_, err := c.Check(bob, "orders", "read")
-		second <- err
-	}()
-	<-bobWaits
-	close(release)
-	require.NoError(t, <-first)
-	require.NoError(t, <-second)
-	assert.Equal(t, uint64(1), c.Stats().Coalesced, "bob's identical calls did not share one request")
 }
 
 // panicOnce is a user's RoundTripper with a bug that panics once.
