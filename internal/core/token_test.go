@@ -131,3 +131,40 @@ func TestARefusedTokenExpiresOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestAChangedTokenTakesItsDecisions: whatever replaces the client's token
+// (another token, the same one set again, a DPoP token, none) or clears
+// it, the old token's cached decisions go with it; a per-call token's
+// stay.
+func TestAChangedTokenTakesItsDecisions(t *testing.T) {
+	t.Parallel()
+	own := transport.Ident{Scheme: transport.SchemeBearer, Token: "tok"}
+	perCall := transport.Ident{Scheme: transport.SchemeBearer, Token: "per-call"}
+	tests := []struct {
+		name   string
+		change func(c *Core)
+	}{
+		{"SetBearer", func(c *Core) { c.SetBearer("tok2") }},
+		{"SetBearer with the same token", func(c *Core) { c.SetBearer("tok") }},
+		{"SetDPoP", func(c *Core) { c.SetDPoP("tok", nil) }},
+		{"ClearToken", func(c *Core) { c.ClearToken() }},
+		{"SetBearer of an empty token", func(c *Core) { c.SetBearer("") }},
+		{"SetNone", func(c *Core) { c.SetNone() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCore(t, roundTripFunc(func(r *http.Request) (*http.Response, error) { return answer200(r, `{}`), nil }), nil)
+			for _, id := range []transport.Ident{own, perCall} {
+				w := c.cache.writer(id)
+				w.Add("orders#read", true)
+				w.Close()
+			}
+			tt.change(c)
+			_, ok := c.cache.lru.Get(own, "orders#read")
+			assert.False(t, ok, "the old token's decision outlived its change")
+			_, ok = c.cache.lru.Get(perCall, "orders#read")
+			assert.True(t, ok, "a per-call token's decision went with the client's token")
+		})
+	}
+}
