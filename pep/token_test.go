@@ -220,41 +220,6 @@ func TestTokenEvents(t *testing.T) {
 	assert.Equal(t, 0, g.count())
 }
 
-func TestSetTokenAndClearTokenPurgeTheOldTokensEntries(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name   string
-		change func(c *pep.Client, alice, bob string)
-	}{
-		{"SetToken", func(c *pep.Client, _, bob string) { c.SetToken(bob) }},
-		{"SetToken with the same token", func(c *pep.Client, alice, _ string) { c.SetToken(alice) }},
-		{"ClearToken", func(c *pep.Client, _, _ string) { c.ClearToken() }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := startReference(t)
-			alice, bob := g.token(t, "alice"), g.token(t, "bob")
-			c := g.newClient(t)
-			_, err := c.Check(pep.WithToken(t.Context(), g.expiredToken(t, "carol")), "orders", "read")
-			require.ErrorIs(t, err, pep.ErrUnauthorized) // refused: nothing cached
-			carol := pep.WithToken(t.Context(), g.token(t, "carol"))
-			_, err = c.Check(carol, "orders", "read")
-			require.NoError(t, err)
-			c.SetToken(alice)
-			_, err = c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
-			require.Equal(t, 2, c.Stats().CacheEntries)
-
-			tt.change(c, alice, bob)
-			assert.Equal(t, 1, c.Stats().CacheEntries, "only the per-call token's entry is left")
-			d, err := c.Check(pep.WithToken(t.Context(), alice), "orders", "read")
-			require.NoError(t, err)
-			assert.False(t, d.Cached)
-		})
-	}
-}
-
 func TestPanickingHandlerDoesNotBreakTheClient(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
