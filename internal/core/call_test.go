@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/orgauthz/orgauthz/internal/frozentest"
 	"github.com/orgauthz/orgauthz/internal/telemetry"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
@@ -35,13 +36,15 @@ var testScope = telemetry.Scope{
 }
 
 // newCore returns a Core of pep's with the Bearer token "tok", no retries,
-// a breaker that opens on the first failure, the server rt and what edit
-// changes in the settings.
+// a breaker that opens on the first failure, a minute's timeout (a hang
+// guard: no test waits for it), the server rt and what edit changes in the
+// settings.
 func newCore(t *testing.T, rt http.RoundTripper, edit func(*Settings)) *Core {
 	t.Helper()
 	s := Defaults(10)
 	s.HTTPClient = &http.Client{Transport: rt}
 	s.RetryMax = 0
+	s.Timeout = time.Minute
 	s.BreakerFailures, s.BreakerCoolDown = 1, time.Hour
 	if edit != nil {
 		edit(&s)
@@ -61,7 +64,10 @@ func newCore(t *testing.T, rt http.RoundTripper, edit func(*Settings)) *Core {
 // earlier deadline says nothing about the server.
 func TestOnlyTheClientsTimeoutIsItsOwn(t *testing.T) {
 	t.Parallel()
-	const short = 20 * time.Millisecond
+	// short is a client timeout the test waits for; long enough that a
+	// loaded machine still sends the request before it passes (a request
+	// not sent says nothing about the server).
+	const short = time.Second
 	tests := []struct {
 		name string
 		// timeout is the client's (WithTimeout); caller is the caller's
@@ -72,23 +78,30 @@ func TestOnlyTheClientsTimeoutIsItsOwn(t *testing.T) {
 	}{
 		{"the caller has no deadline", short, 0, true, transport.BreakerOpen},
 		{"the caller's deadline is later than the timeout", short, time.Hour, true, transport.BreakerOpen},
-		{"the caller's deadline is earlier than the timeout", time.Hour, short, false, transport.BreakerClosed},
+		{"the caller's deadline is earlier than the timeout", time.Hour, time.Minute, false, transport.BreakerClosed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			// The caller's deadline passes while the server answers, its
+			// timer unfired (as in a frozen process), so that the test waits
+			// for it on no clock.
+			var ctx context.Context = t.Context()
+			var caller *frozentest.Unfired
+			if tt.caller > 0 {
+				caller = frozentest.NewUnfired(tt.caller)
+				ctx = caller
+			}
 			// A server that answers only once the call's time is up.
 			slow := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-				<-r.Context().Done()
+				if caller != nil && tt.caller < tt.timeout {
+					caller.Pass()
+				} else {
+					<-r.Context().Done()
+				}
 				return answer200(r, `{}`), nil
 			})
 			c := newCore(t, slow, func(s *Settings) { s.Timeout = tt.timeout })
-			ctx := t.Context()
-			if tt.caller > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tt.caller)
-				defer cancel()
-			}
 			var cl Call
 			require.NoError(t, c.Own(&cl, true))
 			err := c.Exchange(ctx, &cl, func(ctx context.Context, post Poster) error {
