@@ -86,7 +86,7 @@ func TestOnlyTheClientsTimeoutIsItsOwn(t *testing.T) {
 			// The caller's deadline passes while the server answers, its
 			// timer unfired (as in a frozen process), so that the test waits
 			// for it on no clock.
-			var ctx context.Context = t.Context()
+			ctx := t.Context()
 			var caller *frozentest.Unfired
 			if tt.caller > 0 {
 				caller = frozentest.NewUnfired(tt.caller)
