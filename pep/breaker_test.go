@@ -6,7 +6,8 @@ package pep_test
 // it: WithBreaker and its defaults, every call refused without a request
 // while it is open, and its changes logged. That a caller's own deadline
 // is never counted against it (rule 11) is TestPostOutcomes's, with the
-// client's side (which deadline is its own) in TestAnswerPastTheDeadlineIsNotUsed.
+// client's side (which deadline is its own) in internal/core's
+// TestOnlyTheClientsTimeoutIsItsOwn.
 
 import (
 	"context"

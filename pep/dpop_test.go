@@ -3,7 +3,6 @@ package pep_test
 import (
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -202,56 +201,6 @@ func proofNonce(r *http.Request) string {
 		}
 	}
 	return claims.Nonce
-}
-
-// TestDPoPNonceChallengeIsNotLooped: the reference server accepts the nonce
-// it sent, so a server that refuses every nonce is a hook.
-func TestDPoPNonceChallengeIsNotLooped(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		next func() func() string
-		// wantSecond is the requests a second call makes, once the client
-		// holds the server's latest nonce.
-		wantSecond int
-	}{
-		{"server repeats the nonce just used", func() func() string {
-			return func() string { return "n1" }
-		}, 1},
-		{"server sends a new nonce every time", func() func() string {
-			var n atomic.Int64
-			return func() string { return fmt.Sprint("n", n.Add(1)) }
-		}, 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := startReference(t)
-			next := tt.next()
-			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-				w.Header().Set("WWW-Authenticate", `DPoP algs="ES256", error="use_dpop_nonce", error_description="nonce required"`)
-				w.Header().Set("DPoP-Nonce", next())
-				writeError(w, http.StatusUnauthorized, "invalid DPoP proof")
-				return true
-			})
-			c, rec, _ := g.dpopClient(t, "alice", nil, fastRetry)
-
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.ErrorIs(t, err, pep.ErrProofRejected, "a nonce still owed blames the proof")
-			require.NotErrorIs(t, err, pep.ErrUnauthorized, "a valid token does not look refused")
-			assert.False(t, d.Allowed())
-			var re *pep.ResponseError
-			require.ErrorAs(t, err, &re)
-			assert.Contains(t, re.Challenge, "use_dpop_nonce")
-			assert.Len(t, g.received(), 2, "the request is resent once, then the answer stands")
-
-			_, err = c.Check(t.Context(), "orders", "read")
-			require.ErrorIs(t, err, pep.ErrProofRejected)
-			require.NotErrorIs(t, err, pep.ErrUnauthorized)
-			assert.Len(t, g.received(), 2+tt.wantSecond, "a challenge with the nonce just sent is not resent")
-			assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds(), "a nonce problem is not an expired token")
-		})
-	}
 }
 
 // TestDPoPNonceResendIsOutsideTheRetryBudget: the server's nonce challenge,

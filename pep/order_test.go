@@ -2,20 +2,16 @@ package pep_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -35,195 +31,6 @@ func answerAll(w http.ResponseWriter, r *http.Request, status string) {
 		perms = append(perms, map[string]string{"resource": resource, "scope": scope, "status": status})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": status, "permissions": perms})
-}
-
-// A NoCache call joins no request sent before it began: that request's
-// answer may be older than a DENY the client has had since.
-func TestNoCacheJoinsNoEarlierRequest(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t)
-	alice := pep.WithToken(t.Context(), g.token(t, "alice"))
-	arrived, release := make(chan struct{}), make(chan struct{})
-	g.setHook(func(w http.ResponseWriter, r *http.Request, n int) bool {
-		if n == 1 { // decided before the revocation, answered late
-			close(arrived)
-			select {
-			case <-release:
-			case <-g.closing:
-			}
-			answerAll(w, r, "GRANT")
-			return true
-		}
-		answerAll(w, r, "DENY")
-		return true
-	})
-	first := make(chan error, 1)
-	go func() {
-		_, err := c.Check(alice, "orders", "read")
-		first <- err
-	}()
-	<-arrived
-
-	ctx, cancel := context.WithTimeout(alice, 10*time.Second) // a call that joined would wait for release
-	defer cancel()
-	d, err := c.Check(ctx, "orders", "read", pep.NoCache())
-	require.NoError(t, err)
-	requireGatewayDecision(t, d, pep.Deny) // not the earlier request's answer, nor a wait for it
-	close(release)
-	require.NoError(t, <-first)
-}
-
-// A purge of one token (its 401, or a ListGranted of its every grant) does
-// not keep other tokens' identical calls from sharing one request.
-func TestOneTokensPurgeSplitsOnlyItsOwnRequests(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	bobToken := g.token(t, "bob")
-	arrived, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	g.setHook(func(_ http.ResponseWriter, r *http.Request, _ int) bool {
-		if r.Header.Get("Authorization") == "Bearer "+bobToken {
-			once.Do(func() {
-				close(arrived)
-				select {
-				case <-release:
-				case <-g.closing:
-				}
-			})
-		}
-		return false // the reference server answers
-	})
-	var waits atomic.Int32
-	bobWaits := make(chan struct{})
-	c := g.newClient(t, pep.WithFlightWaitHook(func() {
-		if waits.Add(1) == 4 { // bob's first call, alice's, the made-up token's, bob's second
-			close(bobWaits)
-		}
-	}))
-	bob := pep.WithToken(t.Context(), bobToken)
-	first := make(chan error, 1)
-	go func() {
-		_, err := c.Check(bob, "orders", "read")
-		first <- err
-	}()
-	<-arrived
-	_, err := c.ListGranted(pep.WithToken(t.Context(), g.token(t, "alice")), nil)
-	require.NoError(t, err)
-	_, err = c.Check(pep.WithToken(t.Context(), "made-up"), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized)
-
-	second := make(chan error, 1)
-	go func() {
-		_, err := c.Check(bob, "orders", "read")
-		second <- err
-	}()
-	<-bobWaits
-	close(release)
-	require.NoError(t, <-first)
-	require.NoError(t, <-second)
-	assert.Equal(t, uint64(1), c.Stats().Coalesced, "bob's identical calls did not share one request")
-}
-
-// endHookTP is a TracerProvider whose spans run onEnd(name) when they end:
-// the stand-in for a stall (a GC pause, an exporter, a freeze) between the
-// transport taking an answer and the request's caller taking it.
-type endHookTP struct {
-	noop.TracerProvider
-	onEnd func(name string)
-}
-
-func (p endHookTP) Tracer(string, ...trace.TracerOption) trace.Tracer {
-	return endHookTracer{onEnd: p.onEnd}
-}
-
-type endHookTracer struct {
-	noop.Tracer
-	onEnd func(name string)
-}
-
-func (t endHookTracer) Start(ctx context.Context, name string, _ ...trace.SpanStartOption) (context.Context, trace.Span) {
-	return ctx, endHookSpan{name: name, onEnd: t.onEnd}
-}
-
-type endHookSpan struct {
-	noop.Span
-	name  string
-	onEnd func(name string)
-}
-
-func (s endHookSpan) End(...trace.SpanEndOption) { s.onEnd(s.name) }
-
-// An answer whose caller left just before taking it (its context ended at
-// the hand-over) is served to the callers that shared its request, and
-// still no older answer is cached after it: here a slow GRANT of a request
-// sent before it.
-func TestAnAnswerItsCallerLeftStillKeepsOlderOnesOut(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	var armed atomic.Bool
-	var waits atomic.Int32
-	gate, releaseOlder, newerLeads := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	leaderCtx, cancelLeader := context.WithCancel(t.Context())
-	defer cancelLeader()
-	c := g.newClient(t,
-		pep.WithTracerProvider(endHookTP{onEnd: func(name string) {
-			if armed.Load() && name == http.MethodPost { // the newer request's span
-				cancelLeader()
-			}
-		}}),
-		pep.WithFlightWaitHook(func() {
-			switch waits.Add(1) {
-			case 2: // the older request's caller, and the newer one's
-				close(newerLeads)
-			case 3: // and the newer one's sharer
-				close(gate)
-			}
-		}))
-	c.SetToken(g.token(t, "alice"))
-	olderArrived := make(chan struct{})
-	g.setHook(func(w http.ResponseWriter, r *http.Request, n int) bool {
-		switch n {
-		case 1: // decided before the revocation, answered last
-			close(olderArrived)
-			select {
-			case <-releaseOlder:
-			case <-g.closing:
-			}
-			answerAll(w, r, "GRANT")
-		default:
-			select {
-			case <-gate:
-			case <-g.closing:
-			}
-			armed.Store(true)
-			answerAll(w, r, "DENY")
-		}
-		return true
-	})
-	older := make(chan error, 1)
-	go func() {
-		_, err := c.Check(t.Context(), "orders", "read")
-		older <- err
-	}()
-	<-olderArrived
-	newer := make(chan error, 1)
-	go func() { // leads a request of its own, which the next call shares
-		_, err := c.Check(leaderCtx, "orders", "read", pep.NoCache())
-		newer <- err
-	}()
-	<-newerLeads
-	shared, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	require.Equal(t, pep.Deny, shared.Status, "the sharer is served the newer DENY")
-	<-newer
-	armed.Store(false)
-	close(releaseOlder)
-	require.NoError(t, <-older)
-
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	assert.False(t, d.Cached && d.Status == pep.Grant, "the older GRANT is served after the newer DENY")
 }
 
 // panicOnce is a user's RoundTripper with a bug that panics once.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -102,23 +101,6 @@ func TestUnauthorized(t *testing.T) {
 	}
 }
 
-func TestConcurrentRefusalsEmitOnce(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	var rec recorder
-	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken(g.expiredToken(t, "alice"))
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Go(func() {
-			_, err := c.Check(t.Context(), "orders", fmt.Sprint("scope-", i))
-			assert.ErrorIs(t, err, pep.ErrUnauthorized)
-		})
-	}
-	wg.Wait()
-	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
-}
-
 func TestRefusedTokenEntriesArePurged(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
@@ -147,21 +129,6 @@ func TestRefusedTokenEntriesArePurged(t *testing.T) {
 	d, err = c.Check(bob, "orders", "write")
 	require.NoError(t, err)
 	assert.True(t, d.Cached)
-}
-
-func TestPerCallTokenRefusalEmitsNothing(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	var rec recorder
-	c := g.newClient(t, pep.WithEventHandler(rec.handle))
-	c.SetToken(g.token(t, "alice"))
-	_, err := c.Check(pep.WithToken(t.Context(), g.expiredToken(t, "dave")), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized)
-	assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds(), "the client's own token is fine")
-
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	assert.True(t, d.Allowed())
 }
 
 func TestPerCallTokenOverridesClientToken(t *testing.T) {
@@ -251,41 +218,6 @@ func TestTokenEvents(t *testing.T) {
 	_, err := c.Check(t.Context(), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrNoToken)
 	assert.Equal(t, 0, g.count())
-}
-
-func TestSetTokenAndClearTokenPurgeTheOldTokensEntries(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name   string
-		change func(c *pep.Client, alice, bob string)
-	}{
-		{"SetToken", func(c *pep.Client, _, bob string) { c.SetToken(bob) }},
-		{"SetToken with the same token", func(c *pep.Client, alice, _ string) { c.SetToken(alice) }},
-		{"ClearToken", func(c *pep.Client, _, _ string) { c.ClearToken() }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := startReference(t)
-			alice, bob := g.token(t, "alice"), g.token(t, "bob")
-			c := g.newClient(t)
-			_, err := c.Check(pep.WithToken(t.Context(), g.expiredToken(t, "carol")), "orders", "read")
-			require.ErrorIs(t, err, pep.ErrUnauthorized) // refused: nothing cached
-			carol := pep.WithToken(t.Context(), g.token(t, "carol"))
-			_, err = c.Check(carol, "orders", "read")
-			require.NoError(t, err)
-			c.SetToken(alice)
-			_, err = c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
-			require.Equal(t, 2, c.Stats().CacheEntries)
-
-			tt.change(c, alice, bob)
-			assert.Equal(t, 1, c.Stats().CacheEntries, "only the per-call token's entry is left")
-			d, err := c.Check(pep.WithToken(t.Context(), alice), "orders", "read")
-			require.NoError(t, err)
-			assert.False(t, d.Cached)
-		})
-	}
 }
 
 func TestPanickingHandlerDoesNotBreakTheClient(t *testing.T) {

@@ -141,3 +141,63 @@ func TestEveryAnswerUpdatesTheNonce(t *testing.T) {
 		})
 	}
 }
+
+// TestNonceChallengeIsResentAtMostOnce: a use_dpop_nonce challenge is
+// answered by sending the request once more with the new nonce, never
+// for the nonce just refused, and at most once per call however many
+// challenges its attempts (retries included) meet; the challenge that
+// stands then fails the call as a refused proof, not a refused token.
+func TestNonceChallengeIsResentAtMostOnce(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		steps []step
+		// want is the nonce each request of one call carried.
+		want []string
+	}{
+		{
+			name:  "the server repeats the nonce just used",
+			steps: []step{{http.StatusUnauthorized, "n1"}, {http.StatusUnauthorized, "n1"}},
+			want:  []string{"", "n1"},
+		},
+		{
+			name:  "the server sends a new nonce every time",
+			steps: []step{{http.StatusUnauthorized, "n1"}, {http.StatusUnauthorized, "n2"}},
+			want:  []string{"", "n1"},
+		},
+		{
+			name: "a retry meets a new challenge after the resend",
+			steps: []step{
+				{http.StatusUnauthorized, "n1"}, {http.StatusServiceUnavailable, ""}, {http.StatusUnauthorized, "n2"},
+			},
+			want: []string{"", "n1", "n1"},
+		},
+		{
+			name:  "the call begins with the nonce the server then repeats",
+			steps: []step{{http.StatusOK, "n1"}, {http.StatusUnauthorized, "n1"}},
+			want:  []string{"", "n1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rt := &scripted{steps: tt.steps}
+			logger := slog.New(slog.DiscardHandler)
+			x := &Exchanger{Base: rt, Logger: logger, Observe: quietObserver{},
+				Retry: RetryPolicy{Max: 2, MinWait: time.Millisecond, MaxWait: time.Millisecond,
+					Logger: logger, Retries: new(atomic.Uint64)}}
+			var err error
+			for range 2 { // a call answered 200 first, if the script says so
+				if _, err = x.Post(t.Context(), nonceCredential{}, "https://gw.example/decide", []byte(`{}`), nil, true); err != nil {
+					break
+				}
+			}
+			require.ErrorIs(t, err, ErrProofRejected, "a nonce still owed blames the proof")
+			require.NotErrorIs(t, err, ErrUnauthorized, "a valid token does not look refused")
+			var re *ResponseError
+			require.ErrorAs(t, err, &re)
+			assert.Contains(t, re.Challenge, "use_dpop_nonce")
+			assert.Equal(t, tt.want, rt.sent)
+		})
+	}
+}
