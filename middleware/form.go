@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -118,16 +119,21 @@ func (c *config) formRefusal(exact, lookalike int, parsed bool) *refusal {
 }
 
 // formKind tells the form r.ParseForm or r.ParseMultipartForm would read
-// from a body of this Content-Type, erring on the side of a form:
-// mime.ParseMediaType's media type in any case, and any multipart type.
+// from a body of this Content-Type, with the function net/http decides it
+// with, so that the two cannot disagree: mime.ParseMediaType lower-cases
+// the media type with strings.ToLower (in which "İ" is "i"), and
+// r.ParseForm reads a urlencoded body where the media type it returns is
+// exactly application/x-www-form-urlencoded, even with a parameter it
+// could not parse. Multipart errs on the side of a form (the middleware
+// never reads one, it guards it): any multipart type, parameters parsed or
+// not, where r.MultipartReader takes multipart/form-data and
+// multipart/mixed with valid parameters only.
 func formKind(contentType string) int {
-	const multipartPrefix = "multipart/"
-	base, _, _ := strings.Cut(contentType, ";")
-	base = strings.TrimSpace(base)
+	mediaType, _, _ := mime.ParseMediaType(contentType)
 	switch {
-	case strings.EqualFold(base, "application/x-www-form-urlencoded"):
+	case mediaType == "application/x-www-form-urlencoded":
 		return urlencodedForm
-	case len(base) >= len(multipartPrefix) && strings.EqualFold(base[:len(multipartPrefix)], multipartPrefix):
+	case strings.HasPrefix(mediaType, "multipart/"):
 		return multipartForm
 	}
 	return noForm

@@ -468,3 +468,68 @@ func TestUrlencodedFormMethodOverrideIsNeverRead(t *testing.T) {
 		}
 	}
 }
+
+// TestFormContentTypeAsNetHTTPReadsIt: the middleware tells a form body
+// by its Content-Type exactly as net/http does (mime.ParseMediaType, whose
+// lower-casing makes "İ" an "i"), so a body the stack parses as a form is
+// guarded, or read when _method is trusted, and one it does not parse is
+// not taken as naming a method. dan may write orders with POST or PUT
+// only, dave with DELETE or PUT only: the method performed is one each may
+// perform, or the request is refused.
+func TestFormContentTypeAsNetHTTPReadsIt(t *testing.T) {
+	t.Parallel()
+	tokens := map[string]string{}
+	guards := map[string]middleware.Middleware{}
+	for user, fixture := range map[string]mockserver.Fixture{"dan": postShop, "dave": deleteShop} {
+		gw := mockservertest.Start(t, mockserver.WithFixture(fixture), es256Tokens)
+		client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+		guards[user] = middleware.Require(client, "orders", "write")
+		tokens[user] = gw.Token("shop", user)
+	}
+	plain := guards["dan"](gorillaOverriding)
+	trusting := guards["dan"].With(middleware.WithMethodOverride("_method"))(gorillaOverriding)
+	daveTrusting := guards["dave"].With(middleware.WithMethodOverride("_method"))(gorillaOverriding)
+	mpType, mpBody := multipartBody(t, "_method", "DELETE")
+	mpDotted := "mult\u0130part/" + mpType[len("multipart/"):]
+	const dotted = "appl\u0130cation/x-www-form-urlencoded"
+
+	tests := []struct {
+		formCase
+		user string
+	}{
+		{formCase{"urlencoded with a dotted İ", plain, formRequest{target: "/orders/42", contentType: dotted, body: "_method=DELETE"}, 200, "performed POST"}, "dan"},
+		{formCase{"urlencoded with two, and a parameter", plain, formRequest{target: "/orders/42", contentType: "Appl\u0130cat\u0130on/X-WWW-Form-Urlencoded; charset=utf-8", body: "qty=1&_method=DELETE"}, 200, "performed POST"}, "dan"},
+		{formCase{"multipart with a dotted İ", plain, formRequest{target: "/orders/42", contentType: mpDotted, body: mpBody}, 200, "performed POST"}, "dan"},
+		{formCase{"trusted: urlencoded with a dotted İ is read", trusting, formRequest{target: "/orders/42", contentType: dotted, body: "_method=DELETE"}, 403, ""}, "dan"},
+		{formCase{"trusted: multipart with a dotted İ is guarded", trusting, formRequest{target: "/orders/42", contentType: mpDotted, body: mpBody}, 200, "performed POST"}, "dan"},
+		// net/http parses no form of a Content-Type whose parameters repeat
+		// with different values: the stack performs the POST, so the POST
+		// is checked, not the DELETE the body seems to name.
+		{formCase{"trusted: a Content-Type net/http parses no form of", daveTrusting, formRequest{target: "/orders/42", contentType: urlencoded + "; charset=a; charset=b", body: "_method=DELETE"}, 403, ""}, "dave"},
+		{formCase{"trusted: the same body as a form", daveTrusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE"}, 200, "performed DELETE"}, "dave"},
+	}
+	for _, tt := range tests {
+		runFormCases(t, []formCase{tt.formCase}, tokens[tt.user])
+	}
+}
+
+// TestFormContentTypeAsNetHTTPReadsItOverTheWire: the same over a real
+// server and client, which carry the header's UTF-8 bytes as they are.
+func TestFormContentTypeAsNetHTTPReadsItOverTheWire(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
+	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	srv := httptest.NewServer(middleware.Require(client, "orders", "write")(gorillaOverriding))
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders/42", strings.NewReader("_method=DELETE"))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+gw.Token("shop", "dan"))
+	req.Header.Set("Content-Type", "appl\u0130cation/x-www-form-urlencoded")
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	require.Equal(t, "performed POST", string(b))
+}

@@ -240,3 +240,18 @@ func TestRequireAuthZENFormMethodOverride(t *testing.T) {
 		})
 	}
 }
+
+// deleteShop is a realm where dave may write orders with DELETE or PUT
+// only, not POST.
+var deleteShop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+	Name:  "shop",
+	Roles: []mockserver.FixtureRole{{Name: "deleter"}},
+	Users: []mockserver.FixtureUser{{Username: "dave", Roles: []string{"deleter"}}},
+	Clients: []mockserver.FixtureClient{{
+		ClientID: "orders-api", Secret: "s3cret",
+		Resources: []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"write"}}},
+		Permissions: []mockserver.FixturePermission{
+			{Name: "deleters write with DELETE or PUT", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"deleter"}, Methods: []string{"DELETE", "PUT"}},
+		},
+	}},
+}}}
