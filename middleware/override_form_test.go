@@ -533,3 +533,50 @@ func TestFormContentTypeAsNetHTTPReadsItOverTheWire(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	require.Equal(t, "performed POST", string(b))
 }
+
+// TestFormBodyKeepsAnOuterMaxBytesLimit: r.ParseForm reads a urlencoded
+// body up to 10 MB, or up to the limit of an http.MaxBytesReader an outer
+// handler set: behind the middleware as without it, the outer limit holds,
+// larger or smaller, and a body _method still fails the read.
+func TestFormBodyKeepsAnOuterMaxBytesLimit(t *testing.T) {
+	t.Parallel()
+	parse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			if errors.Is(err, middleware.ErrFormMethodOverride) {
+				http.Error(w, "names _method", http.StatusBadRequest)
+				return
+			}
+			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+				http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, _ = io.WriteString(w, "parsed "+r.PostForm.Get("qty"))
+	})
+	limit := func(n int64, h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, n)
+			h.ServeHTTP(w, r)
+		})
+	}
+	large := "qty=1&note=" + strings.Repeat("x", 11<<20)
+	for _, tc := range []struct {
+		name  string
+		limit int64
+		body  string
+		want  string
+	}{
+		{"11 MB under a 32 MB limit", 32 << 20, large, "parsed 1"},
+		{"11 MB over a 1 MB limit", 1 << 20, large, "too large\n"},
+		{"_method under a limit", 32 << 20, "qty=1&_method=DELETE", "names _method\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			guard := middleware.RequireFunc(&fakeChecker{res: result(pep.Grant, nil)}, middleware.Static("orders", "write"))
+			rec := formRequest{target: "/orders/42", contentType: urlencoded, body: tc.body}.serve(t, limit(tc.limit, guard(parse)), "tok")
+			require.Equal(t, tc.want, rec.Body.String())
+		})
+	}
+}
