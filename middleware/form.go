@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"slices"
 	"strings"
 )
 
@@ -47,6 +46,12 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 		r.MultipartForm != nil && len(r.MultipartForm.Value[formKey]) > 0
 	if ref := c.formRefusal(queryExact, lookalike, parsed); ref != nil {
 		return nil, nil, ref
+	}
+	if queryExact > 0 {
+		// Trusted, but r.FormValue reads it and r.PostFormValue (gin's
+		// c.PostForm) does not: the stack could perform the POST where
+		// the middleware checked the method the query names.
+		return nil, nil, badRequest("the request carries the form key " + formKey + " in its query; send it in the form body, where every reader of the form finds it")
 	}
 
 	var read []byte
@@ -100,19 +105,15 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 		return nil, nil, badRequest("the request carries the form key " + formKey + " in a body its parsed form does not hold; send the method once")
 	case r.Form != nil:
 		return r.Form[formKey], body, nil
-	}
-	// What r.ParseForm would make of the form, without parsing it into r.
-	if r.PostForm != nil {
-		values = r.PostForm[formKey]
-	} else if bodyExact > 0 {
+	case r.PostForm != nil:
+		return r.PostForm[formKey], body, nil
+	case bodyExact > 0:
+		// What r.ParseForm would make of the body, without parsing it
+		// into r (the query holds no _method).
 		f, _ := url.ParseQuery(string(read))
-		values = f[formKey]
+		return f[formKey], body, nil
 	}
-	if queryExact > 0 {
-		q, _ := url.ParseQuery(r.URL.RawQuery)
-		values = slices.Concat(values, q[formKey])
-	}
-	return values, body, nil
+	return nil, body, nil
 }
 
 // maxBytesReaderType is the type of the bodies http.MaxBytesReader makes,

@@ -17,7 +17,8 @@ import (
 //   - the headers X-HTTP-Method-Override, X-HTTP-Method and
 //     X-Method-Override, on any request;
 //   - the form key _method in the URL query (in any case, in pairs cut by
-//     ';' too), on any request;
+//     ';' too), on any request: refused even when _method is trusted, since
+//     r.FormValue takes it and r.PostFormValue (gin's c.PostForm) does not;
 //   - _method in a form an outer handler parsed already (r.Form,
 //     r.PostForm, r.MultipartForm), on any request;
 //   - _method in a urlencoded POST body. Nothing after the headers is read
@@ -65,7 +66,9 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // a method from it, and r.FormValue reads no field of that body.
 //
 // With it, each trusted override present must appear once, and all must
-// name the same method. That method is honoured when it is the request's
+// name the same method. _method in the query stays refused (400, saying to
+// send it in the body): r.FormValue reads it there, r.PostFormValue and
+// gin's c.PostForm do not, so stacks would perform different methods. That method is honoured when it is the request's
 // own (an override applied before the middleware) or, on a POST, when it
 // is PUT, PATCH or DELETE, compared as sent: the only overrides
 // gorilla/handlers applies (it performs the POST for any other, where the
@@ -75,8 +78,7 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // could read otherwise than the middleware (_method in another case, in a
 // pair cut by ';', or with a bad escape). A trusted _method is read
 // as r.FormValue reads it: from the form an outer handler parsed, or else
-// from the query and a urlencoded POST body, without parsing them into the
-// request. Such a body is read before the decision (once the caller's
+// from a urlencoded POST body, without parsing it into the request. Such a body is read before the decision (once the caller's
 // token has been read, so a request without one is 401 with its body
 // unread; with WithClientToken, whatever the request carries), up to
 // 64 KiB: a larger one is refused with 413 and not checked

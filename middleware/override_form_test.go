@@ -188,24 +188,24 @@ func TestFormMethodOverride(t *testing.T) {
 		{"header trusted: urlencoded _method not taken", headerOnly, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
 		{"header trusted: multipart _method not taken", headerOnly, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete, headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
 
-		{"trusted: _method in the query is checked", gorilla, formRequest{target: "/orders/42?_method=DELETE"}, 403, ""},
-		{"trusted: a granted _method in the query", gorilla, formRequest{target: "/orders/42?_method=PUT"}, 200, "performed PUT"},
+		{"trusted: _method in the query is refused", gorilla, formRequest{target: "/orders/42?_method=DELETE"}, 400, ""},
+		{"trusted: a granted _method in the query too", gorilla, formRequest{target: "/orders/42?_method=PUT"}, 400, ""},
 		{"trusted: _method in a urlencoded body is checked", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 403, ""},
 		{"trusted: a granted _method in a urlencoded body", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=PUT"}, 200, "performed PUT"},
 		{"trusted: _method in a multipart body is not taken", gorilla, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete}, 200, "performed POST"},
 		{"trusted: nor a granted one", gorilla, formRequest{target: "/orders/42", contentType: mpPut, body: bodyPut}, 200, "performed POST"},
-		{"trusted: header and _method agree", gorilla, formRequest{target: "/orders/42?_method=PUT", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
-		{"trusted: header and _method disagree", gorilla, formRequest{target: "/orders/42?_method=DELETE", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 400, ""},
+		{"trusted: header and _method agree", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
+		{"trusted: header and _method disagree", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 400, ""},
 		{"trusted: header PUT, _method DELETE in a multipart body", gorilla, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete, headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
 		{"trusted: _method in the query and the body", gorilla, formRequest{target: "/orders/42?_method=PUT", contentType: urlencoded, body: "_method=PUT"}, 400, ""},
-		{"trusted: _method GET, which gorilla ignores", gorilla, formRequest{target: "/orders/42?_method=GET"}, 400, ""},
-		{"trusted: _method in lower case, which gorilla ignores", gorilla, formRequest{target: "/orders/42?_method=delete"}, 400, ""},
-		{"trusted: an empty _method", gorilla, formRequest{target: "/orders/42?_method=", headers: map[string]string{"X-HTTP-Method-Override": "DELETE"}}, 400, ""},
+		{"trusted: _method GET, which gorilla ignores", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=GET"}, 400, ""},
+		{"trusted: _method in lower case, which gorilla ignores", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=delete"}, 400, ""},
+		{"trusted: an empty _method", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=", headers: map[string]string{"X-HTTP-Method-Override": "DELETE"}}, 400, ""},
 		{"trusted: _method in another case", gorilla, formRequest{target: "/orders/42?_Method=DELETE"}, 400, ""},
 		{"trusted: _method after a ';'", gorilla, formRequest{target: "/orders/42?_method=PUT;_method=DELETE"}, 400, ""},
 		{"trusted: _method with a bad escape", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT&_method=DELETE%zz"}, 400, ""},
-		{"trusted: only on POST", gorilla, formRequest{method: "PATCH", target: "/orders/42?_method=DELETE"}, 400, ""},
-		{"trusted: X-HTTP-Method is still refused", gorilla, formRequest{target: "/orders/42?_method=PUT", headers: map[string]string{"X-HTTP-Method": "DELETE"}}, 400, ""},
+		{"trusted: only on POST", gorilla, formRequest{method: "PATCH", target: "/orders/42", headers: map[string]string{"X-HTTP-Method-Override": "DELETE"}}, 400, ""},
+		{"trusted: X-HTTP-Method is still refused", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT", headers: map[string]string{"X-HTTP-Method": "DELETE"}}, 400, ""},
 
 		{"form key trusted: the header is refused", formOnly, formRequest{target: "/orders/42", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 400, ""},
 		{"form key trusted: _method is checked", formOnly, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE"}, 403, ""},
@@ -246,10 +246,11 @@ func TestFormMethodOverrideAppliedBefore(t *testing.T) {
 
 	tests := []formCase{
 		{"untrusted", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT"}, 400, ""},
-		{"trusted: a DELETE", trusting, formRequest{target: "/orders/42?_method=DELETE"}, 403, ""},
+		{"trusted: a DELETE", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE"}, 403, ""},
+		{"trusted: a DELETE from the query", trusting, formRequest{target: "/orders/42?_method=DELETE"}, 400, ""},
 		{"trusted: a PUT from the body", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT"}, 200, "performed PUT"},
 		{"trusted: a PUT from a multipart body", trusting, formRequest{target: "/orders/42", contentType: mpPut, body: bodyPut}, 200, "performed PUT"},
-		{"trusted: a GET gorilla did not apply", trusting, formRequest{target: "/orders/42?_method=GET"}, 400, ""},
+		{"trusted: a GET gorilla did not apply", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=GET"}, 400, ""},
 		{"trusted: no override", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1"}, 200, "performed POST"},
 	}
 	runFormCases(t, tests, dan)
@@ -532,6 +533,54 @@ func TestFormContentTypeAsNetHTTPReadsItOverTheWire(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	require.Equal(t, "performed POST", string(b))
+}
+
+// TestTrustedFormMethodOverrideIsTakenFromTheBodyOnly: with _method
+// trusted, a _method in the query is refused with 400, saying to send it
+// in the body: r.FormValue (gorilla) reads it there, r.PostFormValue (gin's
+// c.PostForm) does not, so two stacks would perform two methods. dave may
+// write orders with DELETE or PUT only.
+func TestTrustedFormMethodOverrideIsTakenFromTheBodyOnly(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(deleteShop), es256Tokens)
+	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	dave := gw.Token("shop", "dave")
+	postFormOverriding := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			if om := r.PostFormValue("_method"); om == http.MethodPut || om == http.MethodPatch || om == http.MethodDelete {
+				r.Method = om
+			}
+		}
+		_, _ = io.WriteString(w, "performed "+r.Method)
+	})
+	guard := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("_method"))
+	for _, tc := range []struct {
+		name   string
+		stack  http.Handler
+		req    formRequest
+		status int
+		body   string
+	}{
+		{"query, a body-only stack", guard(postFormOverriding), formRequest{target: "/orders/42?_method=DELETE", contentType: urlencoded, body: "qty=1"}, 400, ""},
+		{"query, gorilla", guard(gorillaOverriding), formRequest{target: "/orders/42?_method=DELETE", contentType: urlencoded, body: "qty=1"}, 400, ""},
+		{"query, no body", guard(gorillaOverriding), formRequest{target: "/orders/42?_method=DELETE"}, 400, ""},
+		{"body, a body-only stack", guard(postFormOverriding), formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 200, "performed DELETE"},
+		{"body, gorilla", guard(gorillaOverriding), formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 200, "performed DELETE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := tc.req.serve(t, tc.stack, dave)
+			require.Equal(t, tc.status, rec.Code, rec.Body.String())
+			if tc.status == http.StatusOK {
+				require.Equal(t, tc.body, rec.Body.String())
+				return
+			}
+			name, message := errorBody(t, rec.Body.String())
+			assert.Equal(t, "Bad Request", name)
+			assert.Contains(t, message, "query")
+			assert.Contains(t, message, "body")
+		})
+	}
 }
 
 // TestFormBodyKeepsAnOuterMaxBytesLimit: r.ParseForm reads a urlencoded
