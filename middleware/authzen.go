@@ -119,7 +119,7 @@ func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	action, resource := g.target(sr)
 	callback = ""
 	if action.Name == "" || resource.Type == "" || resource.ID == "" {
-		g.cfg.denied.ServeHTTP(w, r)
+		g.cfg.denied.ServeHTTP(w, handedOver(sr, r))
 		return
 	}
 	callback = "the Evaluator"

@@ -283,7 +283,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !Checkable(resource, scopes) {
 			// Nothing a Checker could be asked about: refuse without a
 			// call, whatever Checker this is.
-			g.cfg.denied.ServeHTTP(w, r)
+			g.cfg.denied.ServeHTTP(w, handedOver(sr, r))
 			return
 		}
 	}

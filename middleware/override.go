@@ -252,6 +252,18 @@ func handOver(fwd, r *http.Request) {
 	fwd.Method = r.Method
 }
 
+// handedOver returns the request a handler gets in place of r, once the
+// callbacks saw sr (seen): r itself, or a copy of sr that handOver set
+// back.
+func handedOver(sr, r *http.Request) *http.Request {
+	if sr == r {
+		return r
+	}
+	fwd := *sr
+	handOver(&fwd, r)
+	return &fwd
+}
+
 // readsBody reports whether r.ParseForm reads a urlencoded body for a
 // request of this method.
 func readsBody(method string) bool {

@@ -362,3 +362,25 @@ func TestMiddlewareLeavesTheCallersRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestDeniedHandlerGetsTheBody: a denied handler called before any check
+// (the resource function named nothing) gets the body the middleware read
+// for a trusted _method, as the handler would have: the form it parses
+// holds what was sent.
+func TestDeniedHandlerGetsTheBody(t *testing.T) {
+	t.Parallel()
+	denied := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, r.Method+" qty="+r.FormValue("qty"))
+	})
+	for _, body := range []string{"qty=3", "qty=3&_method=PUT"} {
+		t.Run(body, func(t *testing.T) {
+			t.Parallel()
+			h := middleware.RequireFunc(&fakeChecker{res: result(pep.Grant, nil)}, byKind,
+				middleware.WithMethodOverride("_method"), middleware.WithDeniedHandler(denied))(reached)
+			rec := formRequest{target: "/orders/42", contentType: urlencoded, body: body}.serve(t, h, "tok")
+			require.Equal(t, http.StatusForbidden, rec.Code)
+			require.Equal(t, "POST qty=3", rec.Body.String())
+		})
+	}
+}
