@@ -110,22 +110,25 @@ func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.cfg.unauthorized.ServeHTTP(w, r)
 		return
 	}
-	method, ok := g.cfg.checkedMethod(w, r)
+	method, body, ok := g.cfg.checkedMethod(w, r)
 	if !ok {
 		return
 	}
+	sr := seen(r, method, body) // see override.go
 	callback = "the target function"
-	action, resource := g.target(withMethod(r, method))
+	action, resource := g.target(sr)
 	callback = ""
 	if action.Name == "" || resource.Type == "" || resource.ID == "" {
-		g.cfg.denied.ServeHTTP(w, r)
+		g.cfg.denied.ServeHTTP(w, handedOver(sr, r))
 		return
 	}
 	callback = "the Evaluator"
 	d, err := g.e.Evaluate(r.Context(), authzen.Request{Subject: sub, Action: action, Resource: resource,
 		Context: map[string]any{"method": method, "path": r.URL.Path}})
 	callback = ""
-	r = r.WithContext(context.WithValue(r.Context(), azDecisionKey{}, d))
+	fwd := sr.WithContext(context.WithValue(r.Context(), azDecisionKey{}, d))
+	handOver(fwd, r)
+	r = fwd
 	switch {
 	case errors.Is(err, authzen.ErrNoToken):
 		// The PEP has no usable credential of its own (not set yet, or

@@ -27,7 +27,8 @@
 //     parsed already: a stack honouring it would perform another method
 //     than the one checked): 400, and no gateway call, unless
 //     WithMethodOverride names it as one to trust, whose method is then the
-//     one checked and sent. Nothing after the headers is read before the
+//     one checked and sent; _method in the query is refused even then (a
+//     stack reading the body only would not see it). Nothing after the headers is read before the
 //     decision unless the service trusts _method: a POST body, urlencoded
 //     or multipart, streams to the handler, whose read fails with
 //     ErrFormMethodOverride where the body holds a key _method or names a

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
+	"mime"
 	"net/http"
 	"net/url"
-	"slices"
+	"reflect"
 	"strings"
 )
 
@@ -31,7 +33,11 @@ const (
 // middleware may read it (see the comment at the top of override.go). When
 // _method is trusted, it returns the values r.FormValue reads; otherwise
 // nil, once it found none. It returns why the request is refused instead.
-func (c *config) formOverride(r *http.Request) ([]string, *refusal) {
+// It does not change r: the body the handler and the callbacks must read
+// instead of r.Body (guarded, or given back after the middleware read it),
+// if any, is body; w is the response an http.MaxBytesReader of it reports
+// to.
+func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []string, body io.ReadCloser, ref *refusal) {
 	queryExact, lookalike := 0, 0
 	if mayHoldFormKey(r.URL.RawQuery) {
 		queryExact, lookalike = formKeys(r.URL.RawQuery)
@@ -39,10 +45,16 @@ func (c *config) formOverride(r *http.Request) ([]string, *refusal) {
 	parsed := len(r.Form[formKey]) > 0 || len(r.PostForm[formKey]) > 0 ||
 		r.MultipartForm != nil && len(r.MultipartForm.Value[formKey]) > 0
 	if ref := c.formRefusal(queryExact, lookalike, parsed); ref != nil {
-		return nil, ref
+		return nil, nil, ref
+	}
+	if queryExact > 0 {
+		// Trusted, but r.FormValue reads it and r.PostFormValue (gin's
+		// c.PostForm) does not: the stack could perform the POST where
+		// the middleware checked the method the query names.
+		return nil, nil, badRequest("the request carries the form key " + formKey + " in its query; send it in the form body, where every reader of the form finds it")
 	}
 
-	var body []byte
+	var read []byte
 	bodyExact := 0
 	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
 		switch kind := formKind(r.Header.Get("Content-Type")); {
@@ -51,7 +63,7 @@ func (c *config) formOverride(r *http.Request) ([]string, *refusal) {
 			kind == multipartForm && r.MultipartForm != nil:
 			// No form, or one parsed already: its values are in the maps.
 		case contentEncoded(r.Header):
-			return nil, &refusal{
+			return nil, nil, &refusal{
 				status:  http.StatusUnsupportedMediaType,
 				message: "a form body must be sent without Content-Encoding, so that the method it may name is the one checked",
 				header:  [2]string{"Accept-Encoding", "identity"},
@@ -59,49 +71,54 @@ func (c *config) formOverride(r *http.Request) ([]string, *refusal) {
 		case kind == urlencodedForm && !c.trustForm:
 			// Not read before the decision: a key _method fails the
 			// handler's read.
-			r.Body = newKeyGuard(r.Body)
+			body = newKeyGuard(r.Body)
+			if reflect.TypeOf(r.Body) == maxBytesReaderType {
+				// r.ParseForm reads a body up to 10 MB unless it is an
+				// http.MaxBytesReader, whose limit it honours instead: the
+				// guard must not hide the limit an outer handler set, which
+				// r.Body (under the guard) still enforces.
+				body = http.MaxBytesReader(w, body, math.MaxInt64)
+			}
 		case kind == urlencodedForm:
-			var ref *refusal
-			if body, ref = bufferBody(r); ref != nil {
-				return nil, ref
+			if read, body, ref = bufferBody(r); ref != nil {
+				return nil, nil, ref
 			}
 			var bodyLookalike int
-			if mayHoldFormKey(body) {
-				bodyExact, bodyLookalike = formKeys(body)
+			if mayHoldFormKey(read) {
+				bodyExact, bodyLookalike = formKeys(read)
 			}
 			if ref := c.formRefusal(bodyExact, bodyLookalike, false); ref != nil {
-				return nil, ref
+				return nil, nil, ref
 			}
 		default:
 			// Not read: a part named _method fails the handler's read.
-			r.Body = &formGuard{body: r.Body}
+			body = &formGuard{body: r.Body}
 		}
 	}
 
 	switch {
 	case !c.trustForm:
-		return nil, nil
+		return nil, body, nil
 	case r.Form != nil && bodyExact > 0:
 		// A form set by hand, and a body r.ParseForm would read into
 		// r.PostForm only: which one names the method?
-		return nil, badRequest("the request carries the form key " + formKey + " in a body its parsed form does not hold; send the method once")
+		return nil, nil, badRequest("the request carries the form key " + formKey + " in a body its parsed form does not hold; send the method once")
 	case r.Form != nil:
-		return r.Form[formKey], nil
+		return r.Form[formKey], body, nil
+	case r.PostForm != nil:
+		return r.PostForm[formKey], body, nil
+	case bodyExact > 0:
+		// What r.ParseForm would make of the body, without parsing it
+		// into r (the query holds no _method).
+		f, _ := url.ParseQuery(string(read))
+		return f[formKey], body, nil
 	}
-	// What r.ParseForm would make of the form, without parsing it into r.
-	var values []string
-	if r.PostForm != nil {
-		values = r.PostForm[formKey]
-	} else if bodyExact > 0 {
-		f, _ := url.ParseQuery(string(body))
-		values = f[formKey]
-	}
-	if queryExact > 0 {
-		q, _ := url.ParseQuery(r.URL.RawQuery)
-		values = slices.Concat(values, q[formKey])
-	}
-	return values, nil
+	return nil, body, nil
 }
+
+// maxBytesReaderType is the type of the bodies http.MaxBytesReader makes,
+// which r.ParseForm tells by type.
+var maxBytesReaderType = reflect.TypeOf(http.MaxBytesReader(nil, http.NoBody, 0))
 
 // formRefusal returns why a request whose form has exact and lookalike
 // _method keys (formKeys), or _method in a form parsed already, is
@@ -118,16 +135,21 @@ func (c *config) formRefusal(exact, lookalike int, parsed bool) *refusal {
 }
 
 // formKind tells the form r.ParseForm or r.ParseMultipartForm would read
-// from a body of this Content-Type, erring on the side of a form:
-// mime.ParseMediaType's media type in any case, and any multipart type.
+// from a body of this Content-Type, with the function net/http decides it
+// with, so that the two cannot disagree: mime.ParseMediaType lower-cases
+// the media type with strings.ToLower (in which "İ" is "i"), and
+// r.ParseForm reads a urlencoded body where the media type it returns is
+// exactly application/x-www-form-urlencoded, even with a parameter it
+// could not parse. Multipart errs on the side of a form (the middleware
+// never reads one, it guards it): any multipart type, parameters parsed or
+// not, where r.MultipartReader takes multipart/form-data and
+// multipart/mixed with valid parameters only.
 func formKind(contentType string) int {
-	const multipartPrefix = "multipart/"
-	base, _, _ := strings.Cut(contentType, ";")
-	base = strings.TrimSpace(base)
+	mediaType, _, _ := mime.ParseMediaType(contentType)
 	switch {
-	case strings.EqualFold(base, "application/x-www-form-urlencoded"):
+	case mediaType == "application/x-www-form-urlencoded":
 		return urlencodedForm
-	case len(base) >= len(multipartPrefix) && strings.EqualFold(base[:len(multipartPrefix)], multipartPrefix):
+	case strings.HasPrefix(mediaType, "multipart/"):
 		return multipartForm
 	}
 	return noForm
@@ -148,25 +170,24 @@ func contentEncoded(h http.Header) bool {
 }
 
 // bufferBody reads a urlencoded POST body, up to maxTrustedFormBytes, and
-// gives it back to r: r.Body then reads the same bytes and closes the
-// original body. A body the middleware cannot read whole is refused: 413
-// when it is too large (or larger than an http.MaxBytesReader allows), 400
-// otherwise.
-func bufferBody(r *http.Request) ([]byte, *refusal) {
+// returns it with the body that gives it back: body reads the same bytes
+// and closes r.Body. A body the middleware cannot read whole is refused:
+// 413 when it is too large (or larger than an http.MaxBytesReader allows),
+// 400 otherwise.
+func bufferBody(r *http.Request) (read []byte, body io.ReadCloser, ref *refusal) {
 	b, err := readBody(r.Body)
 	switch {
 	case tooLarge(err):
-		return nil, &refusal{status: http.StatusRequestEntityTooLarge, message: "the request body is larger than this service accepts"}
+		return nil, nil, &refusal{status: http.StatusRequestEntityTooLarge, message: "the request body is larger than this service accepts"}
 	case err != nil:
-		return nil, badRequest("the request body could not be read")
+		return nil, nil, badRequest("the request body could not be read")
 	case len(b) > maxTrustedFormBytes:
-		return nil, &refusal{status: http.StatusRequestEntityTooLarge, message: "a urlencoded form body must not exceed 64 KiB here: " +
+		return nil, nil, &refusal{status: http.StatusRequestEntityTooLarge, message: "a urlencoded form body must not exceed 64 KiB here: " +
 			"this service takes the method from its form key " + formKey + " (WithMethodOverride), so reads it before deciding"}
 	}
 	rb := &replayBody{body: r.Body}
 	rb.Reset(b)
-	r.Body = rb
-	return b, nil
+	return b, rb, nil
 }
 
 // readBody reads body to its end or to one byte past maxTrustedFormBytes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -268,20 +269,21 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Only a request that carries a token the gateway can be asked about
 	// may have its body read before the decision, and only when the
 	// service trusts _method (WithMethodOverride): see override.go.
-	method, ok := g.cfg.checkedMethod(w, r)
+	method, body, ok := g.cfg.checkedMethod(w, r)
 	if !ok {
 		return
 	}
+	sr := seen(r, method, body) // see override.go
 	var resource string
 	var scopes []string
 	if g.route == nil {
 		callback = "the resource function"
-		resource, scopes = g.fn(withMethod(r, method))
+		resource, scopes = g.fn(sr)
 		callback = ""
 		if !Checkable(resource, scopes) {
 			// Nothing a Checker could be asked about: refuse without a
 			// call, whatever Checker this is.
-			g.cfg.denied.ServeHTTP(w, r)
+			g.cfg.denied.ServeHTTP(w, handedOver(sr, r))
 			return
 		}
 	}
@@ -294,7 +296,8 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	callback = "the Checker"
 	err := g.check(r, token, method, resource, scopes, &d.res)
 	callback = ""
-	dr.req = *r.WithContext(d) // WithContext is inlined: its copy stays on the stack
+	dr.req = *sr.WithContext(d) // WithContext is inlined: its copy stays on the stack
+	handOver(&dr.req, r)
 	r = &dr.req
 	switch Classify(d.res, err, g.cfg.useClientToken) {
 	case AnswerGrant:
@@ -383,16 +386,16 @@ func (c *config) admit(w http.ResponseWriter, r *http.Request, auth []string) bo
 // caller's token has been read, so that a request without one never has
 // its body read; with one, only a trusted _method's body is read before
 // the decision (bounded), any other streams to the handler guarded.
-func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method string, ok bool) {
-	method, ref := c.method(r)
+func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method string, body io.ReadCloser, ok bool) {
+	method, body, ref := c.method(w, r)
 	if ref != nil {
 		if ref.header[0] != "" {
 			w.Header().Set(ref.header[0], ref.header[1])
 		}
 		writeError(w, ref.status, ref.message)
-		return "", false
+		return "", nil, false
 	}
-	return method, true
+	return method, body, true
 }
 
 // canonicalPath reports whether the request path is one that every reader

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,7 +17,8 @@ import (
 //   - the headers X-HTTP-Method-Override, X-HTTP-Method and
 //     X-Method-Override, on any request;
 //   - the form key _method in the URL query (in any case, in pairs cut by
-//     ';' too), on any request;
+//     ';' too), on any request: refused even when _method is trusted, since
+//     r.FormValue takes it and r.PostFormValue (gin's c.PostForm) does not;
 //   - _method in a form an outer handler parsed already (r.Form,
 //     r.PostForm, r.MultipartForm), on any request;
 //   - _method in a urlencoded POST body. Nothing after the headers is read
@@ -64,7 +66,9 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // a method from it, and r.FormValue reads no field of that body.
 //
 // With it, each trusted override present must appear once, and all must
-// name the same method. That method is honoured when it is the request's
+// name the same method. _method in the query stays refused (400, saying to
+// send it in the body): r.FormValue reads it there, r.PostFormValue and
+// gin's c.PostForm do not, so stacks would perform different methods. That method is honoured when it is the request's
 // own (an override applied before the middleware) or, on a POST, when it
 // is PUT, PATCH or DELETE, compared as sent: the only overrides
 // gorilla/handlers applies (it performs the POST for any other, where the
@@ -74,8 +78,7 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // could read otherwise than the middleware (_method in another case, in a
 // pair cut by ';', or with a bad escape). A trusted _method is read
 // as r.FormValue reads it: from the form an outer handler parsed, or else
-// from the query and a urlencoded POST body, without parsing them into the
-// request. Such a body is read before the decision (once the caller's
+// from a urlencoded POST body, without parsing it into the request. Such a body is read before the decision (once the caller's
 // token has been read, so a request without one is 401 with its body
 // unread; with WithClientToken, whatever the request carries), up to
 // 64 KiB: a larger one is refused with 413 and not checked
@@ -86,6 +89,13 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // multipart forms, apply the override before the middleware (wrap the mux
 // in gorilla's handler), so that the form reaches it parsed and the method
 // overridden.
+//
+// Whatever RequireFunc's function (or RequireAuthZEN's target) parses of
+// the request it sees, the form or the body, reaches the handler parsed
+// or read: the two share one body. Seeing a POST checked as DELETE, the
+// function's r.FormValue reads no field of the body (r.ParseForm reads
+// none for a DELETE), and the handler's POST parses the body as sent. An outer http.MaxBytesReader's limit
+// holds for the handler's r.ParseForm as without the middleware.
 //
 // A later WithMethodOverride replaces an earlier one. No name, or a name
 // that is neither a header field name nor "_method", is a wiring mistake.
@@ -121,22 +131,33 @@ func badRequest(message string) *refusal {
 }
 
 // method returns the method a request is checked as: its own, or the one
-// its trusted overrides name (WithMethodOverride). It returns why the
-// request is refused instead when it carries an override the middleware
-// does not trust or cannot take, or a form it cannot read. It buffers a
-// urlencoded POST body (given back whole) only when _method is trusted, and
-// otherwise guards it, as it guards a multipart one: see the comment at the
-// top of this file.
-func (c *config) method(r *http.Request) (string, *refusal) {
+// its trusted overrides name (WithMethodOverride), and the body the
+// callbacks and the handler must read instead of r.Body, or nil. It
+// returns why the request is refused instead when it carries an override
+// the middleware does not trust or cannot take, or a form it cannot read.
+// It buffers a urlencoded POST body (given back whole) only when _method
+// is trusted, and otherwise guards it, as it guards a multipart one: see
+// the comment at the top of this file. It does not change r.
+func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.ReadCloser, *refusal) {
 	for _, h := range overrideHeaders {
 		if len(r.Header[h]) > 0 && !slices.Contains(c.trustedHeaders, h) {
-			return "", badRequest("the request carries " + h + ", which this service does not honour; send the method itself")
+			return "", nil, badRequest("the request carries " + h + ", which this service does not honour; send the method itself")
 		}
 	}
-	formValues, ref := c.formOverride(r)
+	formValues, body, ref := c.formOverride(w, r)
 	if ref != nil {
-		return "", ref
+		return "", nil, ref
 	}
+	m, ref := c.overridden(r, formValues)
+	if ref != nil {
+		return "", nil, ref
+	}
+	return m, body, nil
+}
+
+// overridden returns the method the trusted override headers of r and the
+// values of its form key _method (formOverride) name, or why r is refused.
+func (c *config) overridden(r *http.Request, formValues []string) (string, *refusal) {
 	if len(c.trustedHeaders) == 0 && len(formValues) == 0 {
 		return r.Method, nil // no trusted override, or none present
 	}
@@ -191,13 +212,60 @@ func isToken(s string) bool {
 	return true
 }
 
-// withMethod returns r as RequireFunc's function sees it: r itself, or a
-// shallow copy with the checked method when an override changed it.
-func withMethod(r *http.Request, method string) *http.Request {
-	if method == r.Method {
+// Callbacks that choose the question (RequireFunc's function,
+// RequireAuthZEN's target) see the checked method as r.Method, and may
+// read the request's form or body. The handler must get what they read:
+// one body, read once. So the request they see (seen) is r itself, or a
+// shallow copy with the checked method and the body the middleware gives
+// the handler (guarded or given back), and the request forwarded is a copy
+// of seen, with whatever a callback parsed into it, set back to r's method
+// by handOver. Never r.Body replaced in r, which belongs to the caller.
+
+// seen returns the request the callbacks see: r itself, or a shallow copy
+// with method and body (when not nil).
+func seen(r *http.Request, method string, body io.ReadCloser) *http.Request {
+	if method == r.Method && body == nil {
 		return r
 	}
 	c := r.WithContext(r.Context())
 	c.Method = method
+	if body != nil {
+		c.Body = body
+	}
 	return c
+}
+
+// handOver sets fwd, a copy of the request the callbacks saw, back to
+// r's method, for the handler. What a callback parsed stays, with the body
+// it read from: the handler reads the same form. Except a form r.ParseForm
+// made without the body, for a method it reads none for (a POST checked
+// as DELETE): the handler's POST would parse the body, which is still
+// unread, so that form is dropped and the handler parses its own.
+func handOver(fwd, r *http.Request) {
+	if fwd.Method == r.Method {
+		return
+	}
+	if fwd.PostForm != nil && r.PostForm == nil && fwd.MultipartForm == r.MultipartForm &&
+		!readsBody(fwd.Method) && readsBody(r.Method) {
+		fwd.Form, fwd.PostForm = r.Form, r.PostForm
+	}
+	fwd.Method = r.Method
+}
+
+// handedOver returns the request a handler gets in place of r, once the
+// callbacks saw sr (seen): r itself, or a copy of sr that handOver set
+// back.
+func handedOver(sr, r *http.Request) *http.Request {
+	if sr == r {
+		return r
+	}
+	fwd := *sr
+	handOver(&fwd, r)
+	return &fwd
+}
+
+// readsBody reports whether r.ParseForm reads a urlencoded body for a
+// request of this method.
+func readsBody(method string) bool {
+	return method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch
 }

@@ -188,24 +188,24 @@ func TestFormMethodOverride(t *testing.T) {
 		{"header trusted: urlencoded _method not taken", headerOnly, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
 		{"header trusted: multipart _method not taken", headerOnly, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete, headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
 
-		{"trusted: _method in the query is checked", gorilla, formRequest{target: "/orders/42?_method=DELETE"}, 403, ""},
-		{"trusted: a granted _method in the query", gorilla, formRequest{target: "/orders/42?_method=PUT"}, 200, "performed PUT"},
+		{"trusted: _method in the query is refused", gorilla, formRequest{target: "/orders/42?_method=DELETE"}, 400, ""},
+		{"trusted: a granted _method in the query too", gorilla, formRequest{target: "/orders/42?_method=PUT"}, 400, ""},
 		{"trusted: _method in a urlencoded body is checked", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 403, ""},
 		{"trusted: a granted _method in a urlencoded body", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=PUT"}, 200, "performed PUT"},
 		{"trusted: _method in a multipart body is not taken", gorilla, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete}, 200, "performed POST"},
 		{"trusted: nor a granted one", gorilla, formRequest{target: "/orders/42", contentType: mpPut, body: bodyPut}, 200, "performed POST"},
-		{"trusted: header and _method agree", gorilla, formRequest{target: "/orders/42?_method=PUT", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
-		{"trusted: header and _method disagree", gorilla, formRequest{target: "/orders/42?_method=DELETE", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 400, ""},
+		{"trusted: header and _method agree", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
+		{"trusted: header and _method disagree", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 400, ""},
 		{"trusted: header PUT, _method DELETE in a multipart body", gorilla, formRequest{target: "/orders/42", contentType: mpDelete, body: bodyDelete, headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 200, "performed PUT"},
 		{"trusted: _method in the query and the body", gorilla, formRequest{target: "/orders/42?_method=PUT", contentType: urlencoded, body: "_method=PUT"}, 400, ""},
-		{"trusted: _method GET, which gorilla ignores", gorilla, formRequest{target: "/orders/42?_method=GET"}, 400, ""},
-		{"trusted: _method in lower case, which gorilla ignores", gorilla, formRequest{target: "/orders/42?_method=delete"}, 400, ""},
-		{"trusted: an empty _method", gorilla, formRequest{target: "/orders/42?_method=", headers: map[string]string{"X-HTTP-Method-Override": "DELETE"}}, 400, ""},
+		{"trusted: _method GET, which gorilla ignores", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=GET"}, 400, ""},
+		{"trusted: _method in lower case, which gorilla ignores", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=delete"}, 400, ""},
+		{"trusted: an empty _method", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=", headers: map[string]string{"X-HTTP-Method-Override": "DELETE"}}, 400, ""},
 		{"trusted: _method in another case", gorilla, formRequest{target: "/orders/42?_Method=DELETE"}, 400, ""},
 		{"trusted: _method after a ';'", gorilla, formRequest{target: "/orders/42?_method=PUT;_method=DELETE"}, 400, ""},
 		{"trusted: _method with a bad escape", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT&_method=DELETE%zz"}, 400, ""},
-		{"trusted: only on POST", gorilla, formRequest{method: "PATCH", target: "/orders/42?_method=DELETE"}, 400, ""},
-		{"trusted: X-HTTP-Method is still refused", gorilla, formRequest{target: "/orders/42?_method=PUT", headers: map[string]string{"X-HTTP-Method": "DELETE"}}, 400, ""},
+		{"trusted: only on POST", gorilla, formRequest{method: "PATCH", target: "/orders/42", headers: map[string]string{"X-HTTP-Method-Override": "DELETE"}}, 400, ""},
+		{"trusted: X-HTTP-Method is still refused", gorilla, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT", headers: map[string]string{"X-HTTP-Method": "DELETE"}}, 400, ""},
 
 		{"form key trusted: the header is refused", formOnly, formRequest{target: "/orders/42", headers: map[string]string{"X-HTTP-Method-Override": "PUT"}}, 400, ""},
 		{"form key trusted: _method is checked", formOnly, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE"}, 403, ""},
@@ -246,10 +246,11 @@ func TestFormMethodOverrideAppliedBefore(t *testing.T) {
 
 	tests := []formCase{
 		{"untrusted", plain, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT"}, 400, ""},
-		{"trusted: a DELETE", trusting, formRequest{target: "/orders/42?_method=DELETE"}, 403, ""},
+		{"trusted: a DELETE", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE"}, 403, ""},
+		{"trusted: a DELETE from the query", trusting, formRequest{target: "/orders/42?_method=DELETE"}, 400, ""},
 		{"trusted: a PUT from the body", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=PUT"}, 200, "performed PUT"},
 		{"trusted: a PUT from a multipart body", trusting, formRequest{target: "/orders/42", contentType: mpPut, body: bodyPut}, 200, "performed PUT"},
-		{"trusted: a GET gorilla did not apply", trusting, formRequest{target: "/orders/42?_method=GET"}, 400, ""},
+		{"trusted: a GET gorilla did not apply", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=GET"}, 400, ""},
 		{"trusted: no override", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1"}, 200, "performed POST"},
 	}
 	runFormCases(t, tests, dan)
@@ -466,5 +467,165 @@ func TestUrlencodedFormMethodOverrideIsNeverRead(t *testing.T) {
 				assert.Equal(t, "parsed ", serve(t, guard(parse), reader(strings.NewReader(body))))
 			})
 		}
+	}
+}
+
+// TestFormContentTypeAsNetHTTPReadsIt: the middleware tells a form body
+// by its Content-Type exactly as net/http does (mime.ParseMediaType, whose
+// lower-casing makes "İ" an "i"), so a body the stack parses as a form is
+// guarded, or read when _method is trusted, and one it does not parse is
+// not taken as naming a method. dan may write orders with POST or PUT
+// only, dave with DELETE or PUT only: the method performed is one each may
+// perform, or the request is refused.
+func TestFormContentTypeAsNetHTTPReadsIt(t *testing.T) {
+	t.Parallel()
+	tokens := map[string]string{}
+	guards := map[string]middleware.Middleware{}
+	for user, fixture := range map[string]mockserver.Fixture{"dan": postShop, "dave": deleteShop} {
+		gw := mockservertest.Start(t, mockserver.WithFixture(fixture), es256Tokens)
+		client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+		guards[user] = middleware.Require(client, "orders", "write")
+		tokens[user] = gw.Token("shop", user)
+	}
+	plain := guards["dan"](gorillaOverriding)
+	trusting := guards["dan"].With(middleware.WithMethodOverride("_method"))(gorillaOverriding)
+	daveTrusting := guards["dave"].With(middleware.WithMethodOverride("_method"))(gorillaOverriding)
+	mpType, mpBody := multipartBody(t, "_method", "DELETE")
+	mpDotted := "mult\u0130part/" + mpType[len("multipart/"):]
+	const dotted = "appl\u0130cation/x-www-form-urlencoded"
+
+	tests := []struct {
+		formCase
+		user string
+	}{
+		{formCase{"urlencoded with a dotted İ", plain, formRequest{target: "/orders/42", contentType: dotted, body: "_method=DELETE"}, 200, "performed POST"}, "dan"},
+		{formCase{"urlencoded with two, and a parameter", plain, formRequest{target: "/orders/42", contentType: "Appl\u0130cat\u0130on/X-WWW-Form-Urlencoded; charset=utf-8", body: "qty=1&_method=DELETE"}, 200, "performed POST"}, "dan"},
+		{formCase{"multipart with a dotted İ", plain, formRequest{target: "/orders/42", contentType: mpDotted, body: mpBody}, 200, "performed POST"}, "dan"},
+		{formCase{"trusted: urlencoded with a dotted İ is read", trusting, formRequest{target: "/orders/42", contentType: dotted, body: "_method=DELETE"}, 403, ""}, "dan"},
+		{formCase{"trusted: multipart with a dotted İ is guarded", trusting, formRequest{target: "/orders/42", contentType: mpDotted, body: mpBody}, 200, "performed POST"}, "dan"},
+		// net/http parses no form of a Content-Type whose parameters repeat
+		// with different values: the stack performs the POST, so the POST
+		// is checked, not the DELETE the body seems to name.
+		{formCase{"trusted: a Content-Type net/http parses no form of", daveTrusting, formRequest{target: "/orders/42", contentType: urlencoded + "; charset=a; charset=b", body: "_method=DELETE"}, 403, ""}, "dave"},
+		{formCase{"trusted: the same body as a form", daveTrusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "_method=DELETE"}, 200, "performed DELETE"}, "dave"},
+	}
+	for _, tt := range tests {
+		runFormCases(t, []formCase{tt.formCase}, tokens[tt.user])
+	}
+}
+
+// TestFormContentTypeAsNetHTTPReadsItOverTheWire: the same over a real
+// server and client, which carry the header's UTF-8 bytes as they are.
+func TestFormContentTypeAsNetHTTPReadsItOverTheWire(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
+	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	srv := httptest.NewServer(middleware.Require(client, "orders", "write")(gorillaOverriding))
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders/42", strings.NewReader("_method=DELETE"))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+gw.Token("shop", "dan"))
+	req.Header.Set("Content-Type", "appl\u0130cation/x-www-form-urlencoded")
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	require.Equal(t, "performed POST", string(b))
+}
+
+// TestTrustedFormMethodOverrideIsTakenFromTheBodyOnly: with _method
+// trusted, a _method in the query is refused with 400, saying to send it
+// in the body: r.FormValue (gorilla) reads it there, r.PostFormValue (gin's
+// c.PostForm) does not, so two stacks would perform two methods. dave may
+// write orders with DELETE or PUT only.
+func TestTrustedFormMethodOverrideIsTakenFromTheBodyOnly(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(deleteShop), es256Tokens)
+	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	dave := gw.Token("shop", "dave")
+	postFormOverriding := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			if om := r.PostFormValue("_method"); om == http.MethodPut || om == http.MethodPatch || om == http.MethodDelete {
+				r.Method = om
+			}
+		}
+		_, _ = io.WriteString(w, "performed "+r.Method)
+	})
+	guard := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("_method"))
+	for _, tc := range []struct {
+		name   string
+		stack  http.Handler
+		req    formRequest
+		status int
+		body   string
+	}{
+		{"query, a body-only stack", guard(postFormOverriding), formRequest{target: "/orders/42?_method=DELETE", contentType: urlencoded, body: "qty=1"}, 400, ""},
+		{"query, gorilla", guard(gorillaOverriding), formRequest{target: "/orders/42?_method=DELETE", contentType: urlencoded, body: "qty=1"}, 400, ""},
+		{"query, no body", guard(gorillaOverriding), formRequest{target: "/orders/42?_method=DELETE"}, 400, ""},
+		{"body, a body-only stack", guard(postFormOverriding), formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 200, "performed DELETE"},
+		{"body, gorilla", guard(gorillaOverriding), formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 200, "performed DELETE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := tc.req.serve(t, tc.stack, dave)
+			require.Equal(t, tc.status, rec.Code, rec.Body.String())
+			if tc.status == http.StatusOK {
+				require.Equal(t, tc.body, rec.Body.String())
+				return
+			}
+			name, message := errorBody(t, rec.Body.String())
+			assert.Equal(t, "Bad Request", name)
+			assert.Contains(t, message, "query")
+			assert.Contains(t, message, "body")
+		})
+	}
+}
+
+// TestFormBodyKeepsAnOuterMaxBytesLimit: r.ParseForm reads a urlencoded
+// body up to 10 MB, or up to the limit of an http.MaxBytesReader an outer
+// handler set: behind the middleware as without it, the outer limit holds,
+// larger or smaller, and a body _method still fails the read.
+func TestFormBodyKeepsAnOuterMaxBytesLimit(t *testing.T) {
+	t.Parallel()
+	parse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			if errors.Is(err, middleware.ErrFormMethodOverride) {
+				http.Error(w, "names _method", http.StatusBadRequest)
+				return
+			}
+			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+				http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, _ = io.WriteString(w, "parsed "+r.PostForm.Get("qty"))
+	})
+	limit := func(n int64, h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, n)
+			h.ServeHTTP(w, r)
+		})
+	}
+	large := "qty=1&note=" + strings.Repeat("x", 11<<20)
+	for _, tc := range []struct {
+		name  string
+		limit int64
+		body  string
+		want  string
+	}{
+		{"11 MB under a 32 MB limit", 32 << 20, large, "parsed 1"},
+		{"11 MB over a 1 MB limit", 1 << 20, large, "too large\n"},
+		{"_method under a limit", 32 << 20, "qty=1&_method=DELETE", "names _method\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			guard := middleware.RequireFunc(&fakeChecker{res: result(pep.Grant, nil)}, middleware.Static("orders", "write"))
+			rec := formRequest{target: "/orders/42", contentType: urlencoded, body: tc.body}.serve(t, limit(tc.limit, guard(parse)), "tok")
+			require.Equal(t, tc.want, rec.Body.String())
+		})
 	}
 }

@@ -129,7 +129,6 @@ func TestMethodOverrideReachesTheResourceFunction(t *testing.T) {
 		header                          string
 	}{
 		{"header", "/orders/42", "", "", "DELETE"},
-		{"query", "/orders/42?_method=DELETE", "", "", ""},
 		{"body", "/orders/42", "application/x-www-form-urlencoded", "_method=DELETE", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,7 +222,7 @@ func TestRequireAuthZENFormMethodOverride(t *testing.T) {
 		{"untrusted, in the query", plain, "/orders/1?_method=DELETE", "", 400},
 		{"untrusted, in the body: not read, the POST is checked", plain, "/orders/1", "_method=DELETE", 403},
 		{"no override: a POST", trusting, "/orders/1", "qty=1", 403},
-		{"trusted, in the query", trusting, "/orders/1?_method=DELETE", "", 200},
+		{"trusted, in the query: refused, it belongs in the body", trusting, "/orders/1?_method=DELETE", "", 400},
 		{"trusted, in the body", trusting, "/orders/1", "_method=DELETE", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,6 +236,151 @@ func TestRequireAuthZENFormMethodOverride(t *testing.T) {
 				assert.Equal(t, "performed POST", rec.Body.String(), "the handler gets the request as sent; the stack overrides it")
 				assert.Equal(t, "DELETE", seen.Load())
 			}
+		})
+	}
+}
+
+// deleteShop is a realm where dave may write orders with DELETE or PUT
+// only, not POST.
+var deleteShop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+	Name:  "shop",
+	Roles: []mockserver.FixtureRole{{Name: "deleter"}},
+	Users: []mockserver.FixtureUser{{Username: "dave", Roles: []string{"deleter"}}},
+	Clients: []mockserver.FixtureClient{{
+		ClientID: "orders-api", Secret: "s3cret",
+		Resources: []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"write"}}},
+		Permissions: []mockserver.FixturePermission{
+			{Name: "deleters write with DELETE or PUT", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"deleter"}, Methods: []string{"DELETE", "PUT"}},
+		},
+	}},
+}}}
+
+// byKind is a RequireFunc function that chooses the resource by a form
+// field, as a service choosing it from what a form names does.
+func byKind(r *http.Request) (string, []string) {
+	if r.FormValue("kind") == "order" {
+		return "orders", []string{"write"}
+	}
+	return "", nil
+}
+
+// readsForm is a RequireFunc function that parses the form (as a request
+// of the method it sees: r.ParseForm reads no body for a DELETE) and names
+// orders whatever it holds.
+func readsForm(r *http.Request) (string, []string) {
+	_ = r.FormValue("qty")
+	return "orders", []string{"write"}
+}
+
+// TestResourceFunctionReadsTheFormTheHandlerGets: RequireFunc's function
+// sees the overridden method, and what it reads of the form, the handler
+// reads too: one body, read once. With _method trusted, gorilla's stack
+// behind the middleware performs the method that was checked, whichever
+// it is; with the header trusted, the handler gets every field. dave may
+// write orders with DELETE or PUT only, not POST.
+func TestResourceFunctionReadsTheFormTheHandlerGets(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(deleteShop), es256Tokens)
+	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	dave := gw.Token("shop", "dave")
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Method+" kind="+r.FormValue("kind")+" qty="+r.FormValue("qty"))
+	})
+	formTrusted := middleware.RequireFunc(client, byKind, middleware.WithMethodOverride("_method"))(gorillaOverriding)
+	formTrustedParsing := middleware.RequireFunc(client, readsForm, middleware.WithMethodOverride("_method"))(gorillaOverriding)
+	headerTrusted := middleware.RequireFunc(client, byKind, middleware.WithMethodOverride("X-HTTP-Method-Override"))(echo)
+	mpType, mpBody := multipartBody(t, "kind", "order", "qty", "3")
+	put := map[string]string{"X-HTTP-Method-Override": "PUT"}
+
+	runFormCases(t, []formCase{
+		{"_method PUT", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=PUT"}, 200, "performed PUT"},
+		{"_method DELETE, which r.ParseForm reads no body for", formTrustedParsing, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 200, "performed DELETE"},
+		{"_method DELETE: the function reads no field of the body, as for any DELETE", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 403, ""},
+		{"header PUT, a urlencoded form", headerTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&qty=3", headers: put}, 200, "POST kind=order qty=3"},
+		{"header PUT, a multipart form", headerTrusted, formRequest{target: "/orders/42", contentType: mpType, body: mpBody, headers: put}, 200, "POST kind=order qty=3"},
+	}, dave)
+}
+
+// TestAuthZENTargetReadsTheFormTheHandlerGets: the same for
+// RequireAuthZEN's target function, which parses the form of the DELETE
+// it sees. cat may delete only with DELETE.
+func TestAuthZENTargetReadsTheFormTheHandlerGets(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
+	c, err := hangguard.NewAuthZEN(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	c.SetToken(gw.Token("shop", "service-account-orders-api"))
+	byForm := func(r *http.Request) (authzen.Action, authzen.Resource) {
+		_ = r.FormValue("qty")
+		return authzen.Action{Name: "delete"}, authzen.Resource{Type: "orders", ID: "1"}
+	}
+	h := middleware.RequireAuthZEN(c, headerSubject, byForm, middleware.WithMethodOverride("_method"))(gorillaOverriding)
+	for _, body := range []string{"qty=1&_method=DELETE", "_method=DELETE"} {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/1", strings.NewReader(body))
+		req.Header.Set(userHeader, "cat")
+		req.Header.Set("Content-Type", urlencoded)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		require.Equal(t, "performed DELETE", rec.Body.String())
+	}
+}
+
+// TestMiddlewareLeavesTheCallersRequest: the request the middleware gets
+// is its caller's; the body it guards or gives back is the handler's, on
+// the request the handler gets. An outer handler finds its request as it
+// sent it.
+func TestMiddlewareLeavesTheCallersRequest(t *testing.T) {
+	t.Parallel()
+	mpType, mpBody := multipartBody(t, "qty", "1")
+	for _, tc := range []struct {
+		name, contentType, body string
+		trust                   []string
+	}{
+		{"urlencoded, guarded", urlencoded, "qty=1", []string{"X-HTTP-Method-Override"}},
+		{"urlencoded, read", urlencoded, "qty=1", []string{"_method"}},
+		{"multipart, guarded", mpType, mpBody, []string{"_method"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got *http.Request
+			h := middleware.RequireFunc(&fakeChecker{res: result(pep.Grant, nil)}, middleware.Static("orders", "write"),
+				middleware.WithMethodOverride(tc.trust...))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = r
+				_, _ = io.WriteString(w, r.FormValue("qty"))
+			}))
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/42", strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer tok")
+			req.Header.Set("Content-Type", tc.contentType)
+			sent := req.Body
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			require.Equal(t, "1", rec.Body.String())
+			require.NotSame(t, req, got)
+			assert.Equal(t, sent, req.Body, "the caller's request has its own body still")
+		})
+	}
+}
+
+// TestDeniedHandlerGetsTheBody: a denied handler called before any check
+// (the resource function named nothing) gets the body the middleware read
+// for a trusted _method, as the handler would have: the form it parses
+// holds what was sent.
+func TestDeniedHandlerGetsTheBody(t *testing.T) {
+	t.Parallel()
+	denied := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, r.Method+" qty="+r.FormValue("qty"))
+	})
+	for _, body := range []string{"qty=3", "qty=3&_method=PUT"} {
+		t.Run(body, func(t *testing.T) {
+			t.Parallel()
+			h := middleware.RequireFunc(&fakeChecker{res: result(pep.Grant, nil)}, byKind,
+				middleware.WithMethodOverride("_method"), middleware.WithDeniedHandler(denied))(reached)
+			rec := formRequest{target: "/orders/42", contentType: urlencoded, body: body}.serve(t, h, "tok")
+			require.Equal(t, http.StatusForbidden, rec.Code)
+			require.Equal(t, "POST qty=3", rec.Body.String())
 		})
 	}
 }
