@@ -84,23 +84,12 @@ func (r *Reader) member(names []string) (int, error) {
 			r.close()
 			return -1, nil
 		}
-		start := r.pos
-		name, escaped, err := r.name()
+		name, start, err := r.memberName()
 		if err != nil {
 			return -1, err
 		}
-		if escaped {
-			r.nameBuf = appendUnescaped(r.nameBuf[:0], name)
-			name = r.nameBuf
-		}
-		if foldsToASCII(name) {
-			return -1, ErrNonASCIIMember
-		}
-		if other, clash := r.top().names.add(name, start, r.in, true); clash {
-			if bytes.Equal(other, name) {
-				return -1, ErrDuplicateMember
-			}
-			return -1, ErrAmbiguousMember
+		if p, _, bad := r.clash(r.top(), name, start, true); bad {
+			return -1, sentinels[p]
 		}
 		switch i := index(names, name); {
 		case i >= 0:
@@ -230,10 +219,10 @@ func foldsToOne(names []string, name []byte) bool {
 // decode it with Unmarshal, which applies the rule. The value is valid
 // until the Reader is reset.
 func (r *Reader) Value() (Value, error) {
-	if _, err := r.peek(); err != nil {
-		return nil, err
-	}
-	return r.skip()
+	r.plain = true
+	v, err := r.Checked()
+	r.plain = false
+	return v, err
 }
 
 // Checked reads the next value whole under the rule (a member given twice
@@ -598,37 +587,6 @@ func (s *scanner) scalar() (raw []byte, escaped bool, err error) {
 	s.pos = end
 	s.ended()
 	return s.in[start:end], escaped, nil
-}
-
-// skip reads the value peek found whole, checking only its syntax, and
-// returns its text.
-func (s *scanner) skip() (Value, error) {
-	start, base := s.pos, len(s.levels)
-	for {
-		k, err := s.peek()
-		switch {
-		case err != nil:
-			return nil, err
-		case k == '{' || k == '[':
-			if _, err := s.open(); err != nil {
-				return nil, err
-			}
-		case k == '}' || k == ']':
-			s.close()
-		case s.state == wantName || s.state == wantNameOrEnd:
-			if _, _, err := s.name(); err != nil {
-				return nil, err
-			}
-			continue
-		default:
-			if _, _, err := s.scalar(); err != nil {
-				return nil, err
-			}
-		}
-		if len(s.levels) == base {
-			return s.in[start:s.pos], nil
-		}
-	}
 }
 
 // end reports whether nothing but white space follows the value at the

@@ -26,6 +26,7 @@ type walker struct {
 	nameBuf []byte     // scratch space for unescaped names
 	fold    []byte     // scratch space for folded names
 	closed  bool       // every struct is closed (RejectUnknownMembers)
+	plain   bool       // the objects opened keep no names: the syntax alone is checked (Reader.Value)
 	wrong   *TypeError // the first value of a kind or range its type does not take
 }
 
@@ -38,7 +39,7 @@ func (w *walker) start(data []byte) {
 	if len(w.sets) > maxPooledLevels {
 		w.sets = w.sets[:maxPooledLevels:maxPooledLevels]
 	}
-	w.objects, w.closed, w.wrong = 0, false, nil
+	w.objects, w.closed, w.plain, w.wrong = 0, false, false, nil
 }
 
 // stop drops w's reference to its input.
@@ -126,7 +127,7 @@ func (w *walker) enter(n *node) error {
 		return err
 	}
 	l.node = n
-	if k == '{' {
+	if k == '{' && !w.plain {
 		l.names = w.openNames()
 	}
 	return nil
@@ -155,18 +156,41 @@ func (w *walker) next(base int) (*node, error) {
 			}
 			return t.node.elem, nil
 		}
-		start := w.pos
-		name, escaped, err := w.name()
-		if err != nil {
+		name, start, err := w.memberName()
+		if err != nil || t.names == nil { // no names: a Value, checked for its syntax only
 			return nil, err
-		}
-		if escaped {
-			w.nameBuf = appendUnescaped(w.nameBuf[:0], name)
-			name = w.nameBuf
 		}
 		return w.member(t, name, start)
 	}
 	return nil, nil
+}
+
+// memberName reads the member name peek found and returns it unescaped
+// (in nameBuf, if it holds escapes) and where it starts.
+func (w *walker) memberName() ([]byte, int, error) {
+	start := w.pos
+	name, escaped, err := w.name()
+	if escaped {
+		w.nameBuf = appendUnescaped(w.nameBuf[:0], name)
+		name = w.nameBuf
+	}
+	return name, start, err
+}
+
+// clash applies the checks of a member's name alone to name, which starts
+// at off in the object l: a name given twice and, where names are matched
+// to known ones (fold), a name with a letter some reader takes for ASCII
+// letters or one that differs only in case from an earlier one. It returns
+// what is wrong and the earlier name it clashes with.
+func (w *walker) clash(l *level, name []byte, off int, fold bool) (memberProblem, []byte, bool) {
+	if fold && foldsToASCII(name) {
+		return notASCII, nil, true
+	}
+	other, clash := l.names.add(name, off, w.in, fold)
+	if clash && !bytes.Equal(other, name) {
+		return folded, other, true
+	}
+	return twice, other, clash
 }
 
 // member applies the rule to the member name just read into the object f,
@@ -180,14 +204,8 @@ func (w *walker) member(f *level, name []byte, off int) (*node, error) {
 		return &MemberError{Offset: int64(off), Path: w.path(w.depth() - 1),
 			Name: string(name), Other: other, Known: known, problem: p}
 	}
-	if s != nil && foldsToASCII(name) {
-		return nil, fail(notASCII, "", nil)
-	}
-	if other, clash := f.names.add(name, off, w.in, s != nil); clash {
-		if bytes.Equal(other, name) {
-			return nil, fail(twice, string(other), nil)
-		}
-		return nil, fail(folded, string(other), nil)
+	if p, other, bad := w.clash(f, name, off, s != nil); bad {
+		return nil, fail(p, string(other), nil)
 	}
 	if s == nil {
 		if f.node != nil {
