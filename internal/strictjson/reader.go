@@ -356,15 +356,15 @@ func truncate(s string, n int) string {
 // errMaxDepth refuses an object or array opened inside maxDepth others.
 var errMaxDepth = errors.New("exceeded max depth")
 
-// invalidChar is the error for the rune at the start of b, which does not
-// belong where it is; where says what the grammar takes there.
-func invalidChar(b []byte, where string) error {
-	r, n := utf8.DecodeRune(b)
+// invalid is the error for the rune at s.in[at], which does not belong
+// where it is; where says what the grammar takes there.
+func (s *scanner) invalid(at int, where string) error {
+	r, n := utf8.DecodeRune(s.in[at:])
 	what := strconv.QuoteRune(r)
 	if r == utf8.RuneError && n <= 1 {
-		what = strconv.Quote(string(b[:max(n, 1)]))
+		what = strconv.Quote(string(s.in[at : at+max(n, 1)]))
 	}
-	return errors.New("invalid character " + what + " " + where)
+	return s.fail(at, errors.New("invalid character "+what+" "+where))
 }
 
 // state is what the grammar takes next.
@@ -442,65 +442,54 @@ func (s *scanner) eof() error { return s.fail(len(s.in), io.ErrUnexpectedEOF) }
 // done state) it returns 0. It reads nothing more when called again.
 func (s *scanner) peek() (Kind, error) {
 	s.skipSpace()
-	switch s.state {
-	case done:
+	if s.state == done {
 		return 0, nil
-	case wantColon:
-		if s.pos == len(s.in) {
-			return 0, s.eof()
-		}
-		if s.in[s.pos] != ':' {
-			return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "after object name (expecting ':')"))
-		}
-		s.pos++
-		s.skipSpace()
-		s.state = wantValue
-	case wantComma:
-		if s.pos == len(s.in) {
-			return 0, s.eof()
-		}
-		c, t := s.in[s.pos], s.top()
-		switch {
-		case t.object && c == '}', !t.object && c == ']':
-			return Kind(c), nil
-		case c != ',' && t.object:
-			return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "after object value (expecting ',' or '}')"))
-		case c != ',':
-			return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "after array element (expecting ',' or ']')"))
-		}
-		s.comma = s.pos
-		s.pos++
-		s.skipSpace()
-		s.state = wantValue
-		if t.object {
-			s.state = wantName
-		}
 	}
 	if s.pos == len(s.in) {
 		return 0, s.eof()
 	}
-	c := s.in[s.pos]
-	switch s.state {
+	switch c := s.in[s.pos]; s.state {
+	case wantColon:
+		if c != ':' {
+			return 0, s.invalid(s.pos, "after object name (expecting ':')")
+		}
+		s.pos, s.state = s.pos+1, wantValue
+		return s.peek()
+	case wantComma:
+		t := s.top()
+		switch {
+		case t.object && c == '}', !t.object && c == ']':
+			return Kind(c), nil
+		case c != ',' && t.object:
+			return 0, s.invalid(s.pos, "after object value (expecting ',' or '}')")
+		case c != ',':
+			return 0, s.invalid(s.pos, "after array element (expecting ',' or ']')")
+		}
+		s.comma, s.pos, s.state = s.pos, s.pos+1, wantValue
+		if t.object {
+			s.state = wantName
+		}
+		return s.peek()
 	case wantNameOrEnd, wantName:
 		if c == '"' || c == '}' && s.state == wantNameOrEnd {
 			return Kind(c), nil
 		}
 		if c == '}' { // a trailing comma
-			return 0, s.fail(s.comma, invalidChar(s.in[s.comma:], "at start of value"))
+			return 0, s.invalid(s.comma, "at start of value")
 		}
-		return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], `at start of string (expecting '"')`))
+		return 0, s.invalid(s.pos, `at start of string (expecting '"')`)
 	case wantValueOrEnd:
 		if c == ']' {
 			return ']', nil
 		}
 	}
-	if k := kindOf(c); k != 0 {
+	if k := kindOf(s.in[s.pos]); k != 0 {
 		return k, nil
 	}
-	if c == ']' && s.state == wantValue && len(s.levels) > 0 && !s.top().object { // a trailing comma
-		return 0, s.fail(s.comma, invalidChar(s.in[s.comma:], "at start of value"))
+	if s.in[s.pos] == ']' && s.state == wantValue && len(s.levels) > 0 && !s.top().object { // a trailing comma
+		return 0, s.invalid(s.comma, "at start of value")
 	}
-	return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "at start of value"))
+	return 0, s.invalid(s.pos, "at start of value")
 }
 
 // begin counts a value begun in the array open.
@@ -568,15 +557,11 @@ func (s *scanner) name() (raw []byte, escaped bool, err error) {
 func (s *scanner) scalar() (raw []byte, escaped bool, err error) {
 	start := s.pos
 	var end int
-	switch s.in[start] {
+	switch k := Kind(s.in[start]); k {
 	case '"':
 		end, escaped, err = s.str(start)
-	case 't':
-		end, err = s.literal(start, "true")
-	case 'f':
-		end, err = s.literal(start, "false")
-	case 'n':
-		end, err = s.literal(start, "null")
+	case 't', 'f', 'n':
+		end, err = s.literal(start, k.String())
 	default:
 		end, err = s.number(start)
 	}
@@ -629,7 +614,7 @@ func (s *scanner) str(i int) (end int, escaped bool, err error) {
 			}
 			i += n
 		case c < 0x20:
-			return 0, false, s.fail(i, invalidChar(in[i:], "in string (expecting non-control character)"))
+			return 0, false, s.invalid(i, "in string (expecting non-control character)")
 		default:
 			r, n := utf8.DecodeRune(in[i:])
 			if r == utf8.RuneError && n == 1 {
@@ -652,11 +637,10 @@ func escape(b []byte) (int, error) {
 	if len(b) < 2 {
 		return 0, io.ErrUnexpectedEOF
 	}
-	switch b[1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+	if unescaped[b[1]] != 0 {
 		return 2, nil
-	case 'u':
-	default:
+	}
+	if b[1] != 'u' {
 		return 0, invalidEscape(b[:2])
 	}
 	r, err := hex4(b)
@@ -726,7 +710,7 @@ func (s *scanner) literal(i int, lit string) (int, error) {
 		case i+j == len(s.in):
 			return 0, s.eof()
 		case s.in[i+j] != lit[j]:
-			return 0, s.fail(i+j, invalidChar(s.in[i+j:], "in literal "+lit+" (expecting "+strconv.QuoteRune(rune(lit[j]))+")"))
+			return 0, s.invalid(i+j, "in literal "+lit+" (expecting "+strconv.QuoteRune(rune(lit[j]))+")")
 		}
 	}
 	return i + len(lit), nil
@@ -740,7 +724,7 @@ func (s *scanner) number(i int) (int, error) {
 			return 0, s.eof()
 		}
 		if in[i] < '0' || in[i] > '9' {
-			return 0, s.fail(i, invalidChar(in[i:], "in number (expecting digit)"))
+			return 0, s.invalid(i, "in number (expecting digit)")
 		}
 		for i++; i < len(in) && '0' <= in[i] && in[i] <= '9'; i++ {
 		}
@@ -839,7 +823,7 @@ func AppendUnquote(dst []byte, quoted []byte) ([]byte, error) {
 	case len(quoted) == 0:
 		return dst, s.eof()
 	case quoted[0] != '"':
-		return dst, s.fail(0, invalidChar(quoted, `at start of string (expecting '"')`))
+		return dst, s.invalid(0, `at start of string (expecting '"')`)
 	}
 	end, _, err := s.str(0)
 	if err != nil {
@@ -864,31 +848,20 @@ func appendUnescaped(dst, b []byte) []byte {
 			return dst
 		}
 		b = b[i:]
-		switch b[1] {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r, _ := hex4(b)
-			if utf16.IsSurrogate(r) {
-				r2, _ := hex4(b[6:])
-				dst = utf8.AppendRune(dst, utf16.DecodeRune(r, r2))
-				b = b[12:]
-				continue
-			}
-			dst = utf8.AppendRune(dst, r)
-			b = b[6:]
+		if b[1] != 'u' {
+			dst, b = append(dst, unescaped[b[1]]), b[2:]
 			continue
-		default: // '"', '\\', '/'
-			dst = append(dst, b[1])
 		}
-		b = b[2:]
+		r, _ := hex4(b)
+		n := 6
+		if utf16.IsSurrogate(r) {
+			r2, _ := hex4(b[6:])
+			r, n = utf16.DecodeRune(r, r2), 12
+		}
+		dst, b = utf8.AppendRune(dst, r), b[n:]
 	}
 }
+
+// unescaped maps the byte after the '\\' of a two-byte escape to the byte
+// it stands for, and every other byte to 0.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
