@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -44,7 +45,7 @@ func (r *Reader) Release() { r.stop() }
 //		err = ... // read the value of names[i]
 //	}
 func (r *Reader) Object() error {
-	if err := r.openKind('{'); err != nil {
+	if err := r.openKind("{"); err != nil {
 		return err
 	}
 	r.top().names = r.openNames()
@@ -111,7 +112,7 @@ func (r *Reader) member(names []string) (int, error) {
 //	for r.More(&err) {
 //		err = ... // read an element
 //	}
-func (r *Reader) Array() error { return r.openKind('[') }
+func (r *Reader) Array() error { return r.openKind("[") }
 
 // More reports whether another element of the open array follows. When
 // none does it reads the closing bracket, setting *err if that fails, and
@@ -133,16 +134,22 @@ func (r *Reader) More(err *error) bool {
 }
 
 // openKind reads the opening delimiter d.
-func (r *Reader) openKind(d Kind) error {
-	k, err := r.peek()
-	if err != nil {
-		return err
+func (r *Reader) openKind(d string) error {
+	_, err := r.expect(d, d)
+	if err == nil {
+		_, err = r.open()
 	}
-	if k != d {
-		return fmt.Errorf("%w: found %v where %v was expected", ErrWrongType, k, d)
-	}
-	_, err = r.open()
 	return err
+}
+
+// expect returns the kind of the next value, refused (ErrWrongType) unless
+// it is one of kinds; what names them in the error.
+func (r *Reader) expect(kinds, what string) (Kind, error) {
+	k, err := r.peek()
+	if err == nil && strings.IndexByte(kinds, byte(k)) < 0 {
+		err = fmt.Errorf("%w: found %v where %s was expected", ErrWrongType, k, what)
+	}
+	return k, err
 }
 
 // Str reads a string value.
@@ -155,12 +162,8 @@ func (r *Reader) Str() (string, error) {
 // bytes, or, for a string with escapes, *scratch, valid until the next
 // read into the same scratch space.
 func (r *Reader) Bytes(scratch *[]byte) ([]byte, error) {
-	k, err := r.peek()
-	if err != nil {
+	if _, err := r.expect(`"`, "a string"); err != nil {
 		return nil, err
-	}
-	if k != '"' {
-		return nil, fmt.Errorf("%w: found %v where a string was expected", ErrWrongType, k)
 	}
 	raw, escaped, err := r.scalar()
 	if err != nil {
@@ -176,12 +179,9 @@ func (r *Reader) Bytes(scratch *[]byte) ([]byte, error) {
 
 // Boolean reads a true or false value.
 func (r *Reader) Boolean() (bool, error) {
-	k, err := r.peek()
+	k, err := r.expect("tf", "a boolean")
 	if err != nil {
 		return false, err
-	}
-	if k != 't' && k != 'f' {
-		return false, fmt.Errorf("%w: found %v where a boolean was expected", ErrWrongType, k)
 	}
 	_, _, err = r.scalar()
 	return k == 't', err

@@ -44,15 +44,10 @@ func (n *node) takes(k Kind) bool {
 // shape is what the rule knows of a struct type: the JSON names of its
 // fields, as encoding/json names them, with the nodes of their values.
 type shape struct {
-	fields map[string]field
+	fields map[string]*node  // JSON name → the node of its value
 	folded map[string]string // folded JSON name → JSON name
 	names  []string          // the JSON names in field order, for messages
 	closed bool              // takes no other member (Closed)
-}
-
-// field is one field of a struct: the node of its value.
-type field struct {
-	node *node
 }
 
 // Closed is implemented by a struct type whose JSON object takes only its
@@ -117,7 +112,7 @@ func (b *builder) node(t reflect.Type) *node {
 	n := &node{typ: t}
 	switch t.Kind() {
 	case reflect.Struct:
-		n.want, n.shape = '{', &shape{fields: map[string]field{}, folded: map[string]string{},
+		n.want, n.shape = '{', &shape{fields: map[string]*node{}, folded: map[string]string{},
 			closed: reflect.PointerTo(t).Implements(closedType)}
 		b.built[t] = n // a type that holds itself
 		b.addFields(n.shape, t)
@@ -260,7 +255,7 @@ func (b *builder) addFields(s *shape, t reflect.Type) {
 	for _, f := range keep {
 		s.names = append(s.names, f.name)
 		s.folded[string(appendFolded(nil, []byte(f.name)))] = f.name
-		s.fields[f.name] = field{node: b.node(f.typ)}
+		s.fields[f.name] = b.node(f.typ)
 	}
 }
 
@@ -284,8 +279,8 @@ func validTag(name string) bool {
 // a name that names none but folds to one returns that field's name as
 // variantOf. fold is scratch space.
 func (s *shape) field(name []byte, fold *[]byte) (n *node, known bool, variantOf string) {
-	if f, ok := s.fields[string(name)]; ok {
-		return f.node, true, ""
+	if n, ok := s.fields[string(name)]; ok {
+		return n, true, ""
 	}
 	*fold = appendFolded((*fold)[:0], name)
 	return nil, false, s.folded[string(*fold)]
