@@ -81,7 +81,6 @@ func (r *Reader) member(names []string) (int, error) {
 			return -1, err
 		}
 		if k == '}' {
-			r.closeNames()
 			r.close()
 			return -1, nil
 		}
@@ -92,15 +91,11 @@ func (r *Reader) member(names []string) (int, error) {
 		if p, _, bad := r.clash(r.top(), name, start, true); bad {
 			return -1, sentinels[p]
 		}
-		switch i := index(names, name); {
-		case i >= 0:
-			return i, nil
-		case foldsToOne(names, name):
-			return -1, ErrAmbiguousMember
-		default:
-			if err := r.value(nil); err != nil {
-				return -1, err
-			}
+		if i, err := match(names, name); i >= 0 || err != nil {
+			return i, err
+		}
+		if err := r.value(nil); err != nil {
+			return -1, err
 		}
 	}
 }
@@ -195,24 +190,21 @@ func (r *Reader) End() error {
 	return nil
 }
 
-func index(names []string, name []byte) int {
+// match returns the index of name in names, or -1; and ErrAmbiguousMember
+// when name equals none of names but one in another ASCII case, as a
+// case-insensitive reader would match it (name is ASCII).
+func match(names []string, name []byte) (int, error) {
 	for i, n := range names {
 		if n == string(name) {
-			return i
+			return i, nil
 		}
 	}
-	return -1
-}
-
-// foldsToOne reports whether name equals one of names in another ASCII
-// case, as a case-insensitive reader would match it (name is ASCII).
-func foldsToOne(names []string, name []byte) bool {
 	for _, n := range names {
 		if equalFold([]byte(n), name) {
-			return true
+			return -1, ErrAmbiguousMember
 		}
 	}
-	return false
+	return -1, nil
 }
 
 // Value reads the next value whole, checked for well-formedness only:
@@ -411,14 +403,8 @@ func (s *scanner) reset(in []byte) {
 	s.in, s.pos, s.state, s.comma, s.levels = in, 0, wantValue, 0, s.levels[:0]
 }
 
-// depth returns how many objects and arrays are open.
-func (s *scanner) depth() int { return len(s.levels) }
-
 // top returns the innermost object or array open.
 func (s *scanner) top() *level { return &s.levels[len(s.levels)-1] }
-
-// offset returns where the next token starts, once peek has found it.
-func (s *scanner) offset() int64 { return int64(s.pos) }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 

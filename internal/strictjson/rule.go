@@ -45,8 +45,8 @@ func (w *walker) start(data []byte) {
 // stop drops w's reference to its input.
 func (w *walker) stop() { w.start(nil) }
 
-// openNames returns an empty name set for an object opened now; close it
-// with closeNames.
+// openNames returns an empty name set for an object opened now, which
+// close drops.
 func (w *walker) openNames() *nameSet {
 	if w.objects == len(w.sets) {
 		w.sets = append(w.sets, new(nameSet))
@@ -57,7 +57,13 @@ func (w *walker) openNames() *nameSet {
 	return s
 }
 
-func (w *walker) closeNames() { w.objects-- }
+// close reads the '}' or ']' peek found, dropping the object's name set.
+func (w *walker) close() {
+	if w.top().names != nil {
+		w.objects--
+	}
+	w.scanner.close()
+}
 
 // check reads one JSON value of node root and then the end of the text.
 // A value its type does not take is reported only when the whole text is
@@ -80,13 +86,13 @@ func (w *walker) check(root *node) error {
 // (Err says why, if more is known), unless one was recorded already.
 func (w *walker) mistyped(n *node, k Kind, off int64, err error) {
 	if w.wrong == nil {
-		w.wrong = &TypeError{Offset: off, Path: w.path(w.depth()), Found: k, Want: n.typ, Err: err}
+		w.wrong = &TypeError{Offset: off, Path: w.path(len(w.levels)), Found: k, Want: n.typ, Err: err}
 	}
 }
 
 // value reads the next value, of node n, whole.
 func (w *walker) value(n *node) error {
-	base := w.depth()
+	base := len(w.levels)
 	for {
 		if err := w.enter(n); err != nil {
 			return err
@@ -95,7 +101,7 @@ func (w *walker) value(n *node) error {
 		if n, err = w.next(base); err != nil {
 			return err
 		}
-		if w.depth() == base {
+		if len(w.levels) == base {
 			return nil
 		}
 	}
@@ -109,11 +115,11 @@ func (w *walker) enter(n *node) error {
 		return err
 	}
 	if n != nil && k != 'n' && !n.takes(k) {
-		w.mistyped(n, k, w.offset(), nil)
+		w.mistyped(n, k, int64(w.pos), nil)
 		n = nil // read on, for the syntax and the rule
 	}
 	if k != '{' && k != '[' {
-		off := w.offset()
+		off := int64(w.pos)
 		raw, _, err := w.scalar()
 		if err == nil && n != nil && k == '0' && n.number != 0 {
 			if err := n.inRange(raw); err != nil {
@@ -137,16 +143,13 @@ func (w *walker) enter(n *node) error {
 // returns the node of the value that follows, after reading its member
 // name if it is in an object.
 func (w *walker) next(base int) (*node, error) {
-	for w.depth() > base {
+	for len(w.levels) > base {
 		k, err := w.peek()
 		if err != nil {
 			return nil, err
 		}
 		t := w.top()
 		if k == '}' || k == ']' {
-			if t.names != nil {
-				w.closeNames()
-			}
 			w.close()
 			continue
 		}
@@ -201,7 +204,7 @@ func (w *walker) member(f *level, name []byte, off int) (*node, error) {
 		s = f.node.shape
 	}
 	fail := func(p memberProblem, other string, known []string) error {
-		return &MemberError{Offset: int64(off), Path: w.path(w.depth() - 1),
+		return &MemberError{Offset: int64(off), Path: w.path(len(w.levels) - 1),
 			Name: string(name), Other: other, Known: known, problem: p}
 	}
 	if p, other, bad := w.clash(f, name, off, s != nil); bad {
