@@ -1,7 +1,6 @@
 package strictjson
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -480,17 +479,16 @@ func (s *scanner) peek() (Kind, error) {
 
 // begin counts a value begun in the array open.
 func (s *scanner) begin() {
-	if len(s.levels) > 0 && !s.levels[len(s.levels)-1].object {
-		s.levels[len(s.levels)-1].n++
+	if len(s.levels) > 0 && !s.top().object {
+		s.top().n++
 	}
 }
 
 // ended sets the state after a value.
 func (s *scanner) ended() {
+	s.state = wantComma
 	if len(s.levels) == 0 {
 		s.state = done
-	} else {
-		s.state = wantComma
 	}
 }
 
@@ -502,18 +500,12 @@ func (s *scanner) open() (*level, error) {
 	s.begin()
 	object := s.in[s.pos] == '{'
 	s.pos++
-	if len(s.levels) < cap(s.levels) {
-		s.levels = s.levels[:len(s.levels)+1]
-	} else {
-		s.levels = append(s.levels, level{})
-	}
-	l := &s.levels[len(s.levels)-1]
-	*l = level{object: object}
+	s.levels = append(s.levels, level{object: object})
 	s.state = wantValueOrEnd
 	if object {
 		s.state = wantNameOrEnd
 	}
-	return l, nil
+	return s.top(), nil
 }
 
 // close reads the '}' or ']' peek found.
@@ -639,13 +631,10 @@ func escape(b []byte) (int, error) {
 	case r >= 0xdc00: // a low surrogate first
 		return 0, invalidEscape(b[:6])
 	}
-	if len(b) < 8 {
-		if len(b) == 6 || len(b) == 7 && b[6] == '\\' {
-			return 0, io.ErrUnexpectedEOF
-		}
-		return 0, invalidEscape(b[:6])
-	}
-	if b[6] != '\\' || b[7] != 'u' {
+	switch {
+	case len(b) == 6, len(b) == 7 && b[6] == '\\':
+		return 0, io.ErrUnexpectedEOF
+	case len(b) < 8 || b[6] != '\\' || b[7] != 'u':
 		return 0, invalidEscape(b[:6])
 	}
 	r2, err := hex4(b[6:])
@@ -784,20 +773,13 @@ func appendPointerToken(dst, name []byte) []byte {
 // one the scanner has read: the input's own bytes, or, for a string with
 // escapes, *scratch, valid until the next use of it.
 func nameAt(in []byte, off int, scratch *[]byte) []byte {
-	raw := in[off:]
-	for i := 1; i < len(raw); i++ {
-		switch raw[i] {
-		case '\\':
-			i++
-		case '"':
-			if bytes.IndexByte(raw[1:i], '\\') < 0 {
-				return raw[1:i]
-			}
-			*scratch = appendUnescaped((*scratch)[:0], raw[1:i])
-			return *scratch
-		}
+	s := scanner{in: in}
+	end, escaped, _ := s.str(off)
+	if !escaped {
+		return in[off+1 : end-1]
 	}
-	return nil // not a string: off is wrong
+	*scratch = appendUnescaped((*scratch)[:0], in[off+1:end-1])
+	return *scratch
 }
 
 // AppendUnquote appends the contents of quoted, a JSON string with its
