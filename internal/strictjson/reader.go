@@ -63,12 +63,9 @@ func (r *Reader) Next(names []string, err *error) (int, bool) {
 	if *err != nil {
 		return 0, false
 	}
-	i, e := r.member(names)
-	if e != nil || i < 0 {
-		*err = e
-		return 0, false
-	}
-	return i, true
+	i, e := r.member(names) // i >= 0 only without an error
+	*err = e
+	return max(i, 0), i >= 0
 }
 
 // member reads up to the next member to read, or returns -1 after the
@@ -116,15 +113,12 @@ func (r *Reader) More(err *error) bool {
 		return false
 	}
 	k, e := r.peek()
-	switch {
-	case e != nil:
-		*err = e
-		return false
-	case k == ']':
+	if e == nil && k == ']' {
 		r.close()
 		return false
 	}
-	return true
+	*err = e
+	return e == nil
 }
 
 // openKind reads the opening delimiter d.

@@ -378,17 +378,10 @@ func (s *nameSet) hash(name []byte, fold bool) uint64 {
 // foldsToASCII reports whether name holds a letter that is not ASCII but
 // which some reader's case mapping takes to ASCII letters (caseConfusable).
 func foldsToASCII(name []byte) bool {
-	for i := 0; i < len(name); {
-		c := name[i]
-		if c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(name[i:])
-		if caseConfusable(r) {
+	for _, r := range string(name) { // no copy: the compiler ranges over name itself
+		if r >= utf8.RuneSelf && caseConfusable(r) {
 			return true
 		}
-		i += n
 	}
 	return false
 }
