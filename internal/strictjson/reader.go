@@ -738,7 +738,7 @@ func (s *scanner) pointer() string {
 			if i == len(s.levels)-1 && s.state != wantColon && s.state != wantValue {
 				return string(b)
 			}
-			b = appendPointerToken(append(b, '/'), nameAt(s.in, l.name, &scratch))
+			b = append(append(b, '/'), pointerToken.Replace(string(nameAt(s.in, l.name, &scratch)))...)
 		case i < len(s.levels)-1:
 			b = strconv.AppendInt(append(b, '/'), int64(l.n-1), 10)
 		case s.state == wantValue || s.state == wantValueOrEnd: // in the element begun, or at its start
@@ -748,20 +748,8 @@ func (s *scanner) pointer() string {
 	return string(b)
 }
 
-// appendPointerToken appends name escaped as a JSON pointer token.
-func appendPointerToken(dst, name []byte) []byte {
-	for _, c := range name {
-		switch c {
-		case '~':
-			dst = append(dst, "~0"...)
-		case '/':
-			dst = append(dst, "~1"...)
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return dst
-}
+// pointerToken escapes a name as a JSON pointer token (RFC 6901).
+var pointerToken = strings.NewReplacer("~", "~0", "/", "~1")
 
 // nameAt returns the contents of the string that starts at in[off] ('"'),
 // one the scanner has read: the input's own bytes, or, for a string with
