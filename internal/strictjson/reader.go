@@ -157,12 +157,7 @@ func (r *Reader) Bytes(scratch *[]byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw = raw[1 : len(raw)-1]
-	if !escaped {
-		return raw, nil // the body's bytes
-	}
-	*scratch = appendUnescaped((*scratch)[:0], raw)
-	return *scratch, nil
+	return unescape(raw[1:len(raw)-1], escaped, scratch), nil
 }
 
 // Boolean reads a true or false value.
@@ -757,10 +752,16 @@ var pointerToken = strings.NewReplacer("~", "~0", "/", "~1")
 func nameAt(in []byte, off int, scratch *[]byte) []byte {
 	s := scanner{in: in}
 	end, escaped, _ := s.str(off)
+	return unescape(in[off+1:end-1], escaped, scratch)
+}
+
+// unescape returns the contents of a valid JSON string, raw: raw itself,
+// or, if escaped (it holds a '\'), *scratch, valid until the next use of it.
+func unescape(raw []byte, escaped bool, scratch *[]byte) []byte {
 	if !escaped {
-		return in[off+1 : end-1]
+		return raw
 	}
-	*scratch = appendUnescaped((*scratch)[:0], in[off+1:end-1])
+	*scratch = appendUnescaped((*scratch)[:0], raw)
 	return *scratch
 }
 

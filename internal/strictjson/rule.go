@@ -173,11 +173,7 @@ func (w *walker) next(base int) (*node, error) {
 func (w *walker) memberName() ([]byte, int, error) {
 	start := w.pos
 	name, escaped, err := w.name()
-	if escaped {
-		w.nameBuf = appendUnescaped(w.nameBuf[:0], name)
-		name = w.nameBuf
-	}
-	return name, start, err
+	return unescape(name, escaped, &w.nameBuf), start, err
 }
 
 // clash applies the checks of a member's name alone to name, which starts
