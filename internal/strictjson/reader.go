@@ -123,7 +123,7 @@ func (r *Reader) More(err *error) bool {
 
 // openKind reads the opening delimiter d.
 func (r *Reader) openKind(d string) error {
-	_, err := r.expect(d, d)
+	_, err := r.expect(Kind(d[0]), Kind(d[0]), d)
 	if err == nil {
 		_, err = r.open()
 	}
@@ -131,10 +131,10 @@ func (r *Reader) openKind(d string) error {
 }
 
 // expect returns the kind of the next value, refused (ErrWrongType) unless
-// it is one of kinds; what names them in the error.
-func (r *Reader) expect(kinds, what string) (Kind, error) {
+// it is a or b; what names them in the error.
+func (r *Reader) expect(a, b Kind, what string) (Kind, error) {
 	k, err := r.peek()
-	if err == nil && strings.IndexByte(kinds, byte(k)) < 0 {
+	if err == nil && k != a && k != b {
 		err = fmt.Errorf("%w: found %v where %s was expected", ErrWrongType, k, what)
 	}
 	return k, err
@@ -150,7 +150,7 @@ func (r *Reader) Str() (string, error) {
 // bytes, or, for a string with escapes, *scratch, valid until the next
 // read into the same scratch space.
 func (r *Reader) Bytes(scratch *[]byte) ([]byte, error) {
-	if _, err := r.expect(`"`, "a string"); err != nil {
+	if _, err := r.expect('"', '"', "a string"); err != nil {
 		return nil, err
 	}
 	raw, escaped, err := r.scalar()
@@ -162,7 +162,7 @@ func (r *Reader) Bytes(scratch *[]byte) ([]byte, error) {
 
 // Boolean reads a true or false value.
 func (r *Reader) Boolean() (bool, error) {
-	k, err := r.expect("tf", "a boolean")
+	k, err := r.expect('t', 'f', "a boolean")
 	if err != nil {
 		return false, err
 	}

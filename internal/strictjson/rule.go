@@ -374,10 +374,16 @@ func (s *nameSet) hash(name []byte, fold bool) uint64 {
 // foldsToASCII reports whether name holds a letter that is not ASCII but
 // which some reader's case mapping takes to ASCII letters (caseConfusable).
 func foldsToASCII(name []byte) bool {
-	for _, r := range string(name) { // no copy: the compiler ranges over name itself
-		if r >= utf8.RuneSelf && caseConfusable(r) {
-			return true
+	for i, c := range name {
+		if c < utf8.RuneSelf {
+			continue
 		}
+		for _, r := range string(name[i:]) { // past the ASCII prefix, rune by rune (no copy)
+			if caseConfusable(r) {
+				return true
+			}
+		}
+		return false
 	}
 	return false
 }
