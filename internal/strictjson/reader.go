@@ -504,21 +504,6 @@ func (s *scanner) close() {
 	s.ended()
 }
 
-// name reads the member name peek found and returns its contents, still
-// escaped; escaped reports whether it holds a '\'.
-func (s *scanner) name() (raw []byte, escaped bool, err error) {
-	start := s.pos
-	end, escaped, err := s.str(start)
-	if err != nil {
-		return nil, false, err
-	}
-	t := s.top()
-	t.name = start
-	t.n++
-	s.pos, s.state = end, wantColon
-	return s.in[start+1 : end-1], escaped, nil
-}
-
 // scalar reads the string, number or literal peek found, and returns its
 // text; for a string, escaped reports whether it holds a '\'.
 func (s *scanner) scalar() (raw []byte, escaped bool, err error) {

@@ -172,8 +172,14 @@ func (w *walker) next(base int) (*node, error) {
 // (in nameBuf, if it holds escapes) and where it starts.
 func (w *walker) memberName() ([]byte, int, error) {
 	start := w.pos
-	name, escaped, err := w.name()
-	return unescape(name, escaped, &w.nameBuf), start, err
+	end, escaped, err := w.str(start)
+	if err != nil {
+		return nil, 0, err
+	}
+	t := w.top()
+	t.name, t.n = start, t.n+1
+	w.pos, w.state = end, wantColon
+	return unescape(w.in[start+1:end-1], escaped, &w.nameBuf), start, nil
 }
 
 // clash applies the checks of a member's name alone to name, which starts

@@ -70,18 +70,17 @@ func nodeOf(t reflect.Type) *node {
 	}
 	buildMutex.Lock()
 	defer buildMutex.Unlock()
-	b := builder{built: map[reflect.Type]*node{}}
+	b := builder{}
 	n := b.node(t)
-	for t, n := range b.built {
+	for t, n := range b {
 		nodes.LoadOrStore(t, n)
 	}
 	nodes.LoadOrStore(t, n)
 	return n
 }
 
-type builder struct {
-	built map[reflect.Type]*node // entered types, finished or not
-}
+// builder holds the types entered while building nodes, finished or not.
+type builder map[reflect.Type]*node
 
 var (
 	decodingTypes = []reflect.Type{
@@ -94,11 +93,11 @@ var (
 
 // node builds the node of t, following encoding/json: what it decodes
 // into a value of t is what the node takes.
-func (b *builder) node(t reflect.Type) *node {
+func (b builder) node(t reflect.Type) *node {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if n, ok := b.built[t]; ok {
+	if n, ok := b[t]; ok {
 		return n
 	}
 	if n, ok := nodes.Load(t); ok {
@@ -114,18 +113,18 @@ func (b *builder) node(t reflect.Type) *node {
 	case reflect.Struct:
 		n.want, n.shape = '{', &shape{fields: map[string]*node{}, folded: map[string]string{},
 			closed: reflect.PointerTo(t).Implements(closedType)}
-		b.built[t] = n // a type that holds itself
+		b[t] = n // a type that holds itself
 		b.addFields(n.shape, t)
 	case reflect.Map:
 		n.want = '{'
-		b.built[t] = n
+		b[t] = n
 		n.elem = b.node(t.Elem())
 	case reflect.Slice, reflect.Array:
 		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
 			return nil // []byte is a base64 string, or an array of numbers
 		}
 		n.want = '['
-		b.built[t] = n
+		b[t] = n
 		n.elem = b.node(t.Elem())
 	case reflect.String:
 		if t == numberType {
@@ -155,7 +154,7 @@ func (b *builder) node(t reflect.Type) *node {
 // then the one tagged one (dominantField): a name that two fields of one
 // depth take with no tag between them deciding is no field at all, as
 // encoding/json drops it, so a Closed object refuses it.
-func (b *builder) addFields(s *shape, t reflect.Type) {
+func (b builder) addFields(s *shape, t reflect.Type) {
 	type found struct {
 		name   string
 		index  []int // the path of field indexes from t, for field order
