@@ -604,8 +604,6 @@ func escape(b []byte) (int, error) {
 		return 6, nil
 	case r >= 0xdc00: // a low surrogate first
 		return 0, invalidEscape(b[:6])
-	}
-	switch {
 	case len(b) == 6, len(b) == 7 && b[6] == '\\':
 		return 0, io.ErrUnexpectedEOF
 	case len(b) < 8 || b[6] != '\\' || b[7] != 'u':
