@@ -79,17 +79,11 @@ func (e *MemberError) Error() string { return e.Field() + ": " + e.Problem() }
 
 // Is matches ErrDuplicateMember, ErrAmbiguousMember, ErrNonASCIIMember or
 // ErrUnknownMember.
-func (e *MemberError) Is(target error) bool {
-	switch e.problem {
-	case twice:
-		return target == ErrDuplicateMember
-	case folded, variant:
-		return target == ErrAmbiguousMember
-	case notASCII:
-		return target == ErrNonASCIIMember
-	}
-	return target == ErrUnknownMember
-}
+func (e *MemberError) Is(target error) bool { return target == sentinels[e.problem] }
+
+// sentinels is the error each problem matches.
+var sentinels = [...]error{twice: ErrDuplicateMember, folded: ErrAmbiguousMember, variant: ErrAmbiguousMember,
+	unknown: ErrUnknownMember, notASCII: ErrNonASCIIMember}
 
 // quoteList joins names as "a", "b" and "c".
 func quoteList(names []string) string {

@@ -1,11 +1,11 @@
 package strictjson
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -44,7 +44,7 @@ func (r *Reader) Release() { r.stop() }
 //		err = ... // read the value of names[i]
 //	}
 func (r *Reader) Object() error {
-	if err := r.openKind('{'); err != nil {
+	if err := r.openKind("{"); err != nil {
 		return err
 	}
 	r.top().names = r.openNames()
@@ -63,12 +63,9 @@ func (r *Reader) Next(names []string, err *error) (int, bool) {
 	if *err != nil {
 		return 0, false
 	}
-	i, e := r.member(names)
-	if e != nil || i < 0 {
-		*err = e
-		return 0, false
-	}
-	return i, true
+	i, e := r.member(names) // i >= 0 only without an error
+	*err = e
+	return max(i, 0), i >= 0
 }
 
 // member reads up to the next member to read, or returns -1 after the
@@ -80,37 +77,21 @@ func (r *Reader) member(names []string) (int, error) {
 			return -1, err
 		}
 		if k == '}' {
-			r.closeNames()
 			r.close()
 			return -1, nil
 		}
-		start := r.pos
-		name, escaped, err := r.name()
+		name, start, err := r.memberName()
 		if err != nil {
 			return -1, err
 		}
-		if escaped {
-			r.nameBuf = appendUnescaped(r.nameBuf[:0], name)
-			name = r.nameBuf
+		if p, _, bad := r.clash(r.top(), name, start, true); bad {
+			return -1, sentinels[p]
 		}
-		if foldsToASCII(name) {
-			return -1, ErrNonASCIIMember
+		if i, err := match(names, name); i >= 0 || err != nil {
+			return i, err
 		}
-		if other, clash := r.top().names.add(name, start, r.in, true); clash {
-			if bytes.Equal(other, name) {
-				return -1, ErrDuplicateMember
-			}
-			return -1, ErrAmbiguousMember
-		}
-		switch i := index(names, name); {
-		case i >= 0:
-			return i, nil
-		case foldsToOne(names, name):
-			return -1, ErrAmbiguousMember
-		default:
-			if err := r.value(nil); err != nil {
-				return -1, err
-			}
+		if err := r.value(nil); err != nil {
+			return -1, err
 		}
 	}
 }
@@ -122,7 +103,7 @@ func (r *Reader) member(names []string) (int, error) {
 //	for r.More(&err) {
 //		err = ... // read an element
 //	}
-func (r *Reader) Array() error { return r.openKind('[') }
+func (r *Reader) Array() error { return r.openKind("[") }
 
 // More reports whether another element of the open array follows. When
 // none does it reads the closing bracket, setting *err if that fails, and
@@ -132,28 +113,31 @@ func (r *Reader) More(err *error) bool {
 		return false
 	}
 	k, e := r.peek()
-	switch {
-	case e != nil:
-		*err = e
-		return false
-	case k == ']':
+	if e == nil && k == ']' {
 		r.close()
 		return false
 	}
-	return true
+	*err = e
+	return e == nil
 }
 
 // openKind reads the opening delimiter d.
-func (r *Reader) openKind(d Kind) error {
-	k, err := r.peek()
-	if err != nil {
-		return err
+func (r *Reader) openKind(d string) error {
+	_, err := r.expect(Kind(d[0]), Kind(d[0]), d)
+	if err == nil {
+		_, err = r.open()
 	}
-	if k != d {
-		return fmt.Errorf("%w: found %v where %v was expected", ErrWrongType, k, d)
-	}
-	_, err = r.open()
 	return err
+}
+
+// expect returns the kind of the next value, refused (ErrWrongType) unless
+// it is a or b; what names them in the error.
+func (r *Reader) expect(a, b Kind, what string) (Kind, error) {
+	k, err := r.peek()
+	if err == nil && k != a && k != b {
+		err = fmt.Errorf("%w: found %v where %s was expected", ErrWrongType, k, what)
+	}
+	return k, err
 }
 
 // Str reads a string value.
@@ -166,33 +150,21 @@ func (r *Reader) Str() (string, error) {
 // bytes, or, for a string with escapes, *scratch, valid until the next
 // read into the same scratch space.
 func (r *Reader) Bytes(scratch *[]byte) ([]byte, error) {
-	k, err := r.peek()
-	if err != nil {
+	if _, err := r.expect('"', '"', "a string"); err != nil {
 		return nil, err
-	}
-	if k != '"' {
-		return nil, fmt.Errorf("%w: found %v where a string was expected", ErrWrongType, k)
 	}
 	raw, escaped, err := r.scalar()
 	if err != nil {
 		return nil, err
 	}
-	raw = raw[1 : len(raw)-1]
-	if !escaped {
-		return raw, nil // the body's bytes
-	}
-	*scratch = appendUnescaped((*scratch)[:0], raw)
-	return *scratch, nil
+	return unescape(raw[1:len(raw)-1], escaped, scratch), nil
 }
 
 // Boolean reads a true or false value.
 func (r *Reader) Boolean() (bool, error) {
-	k, err := r.peek()
+	k, err := r.expect('t', 'f', "a boolean")
 	if err != nil {
 		return false, err
-	}
-	if k != 't' && k != 'f' {
-		return false, fmt.Errorf("%w: found %v where a boolean was expected", ErrWrongType, k)
 	}
 	_, _, err = r.scalar()
 	return k == 't', err
@@ -206,34 +178,31 @@ func (r *Reader) End() error {
 	return nil
 }
 
-func index(names []string, name []byte) int {
+// match returns the index of name in names, or -1; and ErrAmbiguousMember
+// when name equals none of names but one in another ASCII case, as a
+// case-insensitive reader would match it (name is ASCII).
+func match(names []string, name []byte) (int, error) {
 	for i, n := range names {
 		if n == string(name) {
-			return i
+			return i, nil
 		}
 	}
-	return -1
-}
-
-// foldsToOne reports whether name equals one of names in another ASCII
-// case, as a case-insensitive reader would match it (name is ASCII).
-func foldsToOne(names []string, name []byte) bool {
 	for _, n := range names {
 		if equalFold([]byte(n), name) {
-			return true
+			return -1, ErrAmbiguousMember
 		}
 	}
-	return false
+	return -1, nil
 }
 
 // Value reads the next value whole, checked for well-formedness only:
 // decode it with Unmarshal, which applies the rule. The value is valid
 // until the Reader is reset.
 func (r *Reader) Value() (Value, error) {
-	if _, err := r.peek(); err != nil {
-		return nil, err
-	}
-	return r.skip()
+	r.plain = true
+	v, err := r.Checked()
+	r.plain = false
+	return v, err
 }
 
 // Checked reads the next value whole under the rule (a member given twice
@@ -367,15 +336,15 @@ func truncate(s string, n int) string {
 // errMaxDepth refuses an object or array opened inside maxDepth others.
 var errMaxDepth = errors.New("exceeded max depth")
 
-// invalidChar is the error for the rune at the start of b, which does not
-// belong where it is; where says what the grammar takes there.
-func invalidChar(b []byte, where string) error {
-	r, n := utf8.DecodeRune(b)
+// invalid is the error for the rune at s.in[at], which does not belong
+// where it is; where says what the grammar takes there.
+func (s *scanner) invalid(at int, where string) error {
+	r, n := utf8.DecodeRune(s.in[at:])
 	what := strconv.QuoteRune(r)
 	if r == utf8.RuneError && n <= 1 {
-		what = strconv.Quote(string(b[:max(n, 1)]))
+		what = strconv.Quote(string(s.in[at : at+max(n, 1)]))
 	}
-	return errors.New("invalid character " + what + " " + where)
+	return s.fail(at, errors.New("invalid character "+what+" "+where))
 }
 
 // state is what the grammar takes next.
@@ -422,14 +391,8 @@ func (s *scanner) reset(in []byte) {
 	s.in, s.pos, s.state, s.comma, s.levels = in, 0, wantValue, 0, s.levels[:0]
 }
 
-// depth returns how many objects and arrays are open.
-func (s *scanner) depth() int { return len(s.levels) }
-
 // top returns the innermost object or array open.
 func (s *scanner) top() *level { return &s.levels[len(s.levels)-1] }
-
-// offset returns where the next token starts, once peek has found it.
-func (s *scanner) offset() int64 { return int64(s.pos) }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -453,80 +416,68 @@ func (s *scanner) eof() error { return s.fail(len(s.in), io.ErrUnexpectedEOF) }
 // done state) it returns 0. It reads nothing more when called again.
 func (s *scanner) peek() (Kind, error) {
 	s.skipSpace()
-	switch s.state {
-	case done:
+	if s.state == done {
 		return 0, nil
-	case wantColon:
-		if s.pos == len(s.in) {
-			return 0, s.eof()
-		}
-		if s.in[s.pos] != ':' {
-			return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "after object name (expecting ':')"))
-		}
-		s.pos++
-		s.skipSpace()
-		s.state = wantValue
-	case wantComma:
-		if s.pos == len(s.in) {
-			return 0, s.eof()
-		}
-		c, t := s.in[s.pos], s.top()
-		switch {
-		case t.object && c == '}', !t.object && c == ']':
-			return Kind(c), nil
-		case c != ',' && t.object:
-			return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "after object value (expecting ',' or '}')"))
-		case c != ',':
-			return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "after array element (expecting ',' or ']')"))
-		}
-		s.comma = s.pos
-		s.pos++
-		s.skipSpace()
-		s.state = wantValue
-		if t.object {
-			s.state = wantName
-		}
 	}
 	if s.pos == len(s.in) {
 		return 0, s.eof()
 	}
-	c := s.in[s.pos]
-	switch s.state {
+	switch c := s.in[s.pos]; s.state {
+	case wantColon:
+		if c != ':' {
+			return 0, s.invalid(s.pos, "after object name (expecting ':')")
+		}
+		s.pos, s.state = s.pos+1, wantValue
+		return s.peek()
+	case wantComma:
+		t := s.top()
+		switch {
+		case t.object && c == '}', !t.object && c == ']':
+			return Kind(c), nil
+		case c != ',' && t.object:
+			return 0, s.invalid(s.pos, "after object value (expecting ',' or '}')")
+		case c != ',':
+			return 0, s.invalid(s.pos, "after array element (expecting ',' or ']')")
+		}
+		s.comma, s.pos, s.state = s.pos, s.pos+1, wantValue
+		if t.object {
+			s.state = wantName
+		}
+		return s.peek()
 	case wantNameOrEnd, wantName:
 		if c == '"' || c == '}' && s.state == wantNameOrEnd {
 			return Kind(c), nil
 		}
 		if c == '}' { // a trailing comma
-			return 0, s.fail(s.comma, invalidChar(s.in[s.comma:], "at start of value"))
+			return 0, s.invalid(s.comma, "at start of value")
 		}
-		return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], `at start of string (expecting '"')`))
+		return 0, s.invalid(s.pos, `at start of string (expecting '"')`)
 	case wantValueOrEnd:
 		if c == ']' {
 			return ']', nil
 		}
 	}
-	if k := kindOf(c); k != 0 {
+	if k := kindOf(s.in[s.pos]); k != 0 {
 		return k, nil
 	}
-	if c == ']' && s.state == wantValue && len(s.levels) > 0 && !s.top().object { // a trailing comma
-		return 0, s.fail(s.comma, invalidChar(s.in[s.comma:], "at start of value"))
+	if s.in[s.pos] == ']' && s.state == wantValue && len(s.levels) > 0 && !s.top().object { // a trailing comma
+		return 0, s.invalid(s.comma, "at start of value")
 	}
-	return 0, s.fail(s.pos, invalidChar(s.in[s.pos:], "at start of value"))
+	return 0, s.invalid(s.pos, "at start of value")
 }
 
 // begin counts a value begun in the array open.
 func (s *scanner) begin() {
-	if len(s.levels) > 0 && !s.levels[len(s.levels)-1].object {
-		s.levels[len(s.levels)-1].n++
+	if len(s.levels) > 0 && !s.top().object {
+		s.top().n++
 	}
 }
 
 // ended sets the state after a value.
 func (s *scanner) ended() {
+	s.state = wantComma
 	if len(s.levels) == 0 {
 		s.state = done
-	} else {
-		s.state = wantComma
 	}
 }
 
@@ -538,18 +489,12 @@ func (s *scanner) open() (*level, error) {
 	s.begin()
 	object := s.in[s.pos] == '{'
 	s.pos++
-	if len(s.levels) < cap(s.levels) {
-		s.levels = s.levels[:len(s.levels)+1]
-	} else {
-		s.levels = append(s.levels, level{})
-	}
-	l := &s.levels[len(s.levels)-1]
-	*l = level{object: object}
+	s.levels = append(s.levels, level{object: object})
 	s.state = wantValueOrEnd
 	if object {
 		s.state = wantNameOrEnd
 	}
-	return l, nil
+	return s.top(), nil
 }
 
 // close reads the '}' or ']' peek found.
@@ -559,35 +504,16 @@ func (s *scanner) close() {
 	s.ended()
 }
 
-// name reads the member name peek found and returns its contents, still
-// escaped; escaped reports whether it holds a '\'.
-func (s *scanner) name() (raw []byte, escaped bool, err error) {
-	start := s.pos
-	end, escaped, err := s.str(start)
-	if err != nil {
-		return nil, false, err
-	}
-	t := s.top()
-	t.name = start
-	t.n++
-	s.pos, s.state = end, wantColon
-	return s.in[start+1 : end-1], escaped, nil
-}
-
 // scalar reads the string, number or literal peek found, and returns its
 // text; for a string, escaped reports whether it holds a '\'.
 func (s *scanner) scalar() (raw []byte, escaped bool, err error) {
 	start := s.pos
 	var end int
-	switch s.in[start] {
+	switch k := Kind(s.in[start]); k {
 	case '"':
 		end, escaped, err = s.str(start)
-	case 't':
-		end, err = s.literal(start, "true")
-	case 'f':
-		end, err = s.literal(start, "false")
-	case 'n':
-		end, err = s.literal(start, "null")
+	case 't', 'f', 'n':
+		end, err = s.literal(start, k.String())
 	default:
 		end, err = s.number(start)
 	}
@@ -598,37 +524,6 @@ func (s *scanner) scalar() (raw []byte, escaped bool, err error) {
 	s.pos = end
 	s.ended()
 	return s.in[start:end], escaped, nil
-}
-
-// skip reads the value peek found whole, checking only its syntax, and
-// returns its text.
-func (s *scanner) skip() (Value, error) {
-	start, base := s.pos, len(s.levels)
-	for {
-		k, err := s.peek()
-		switch {
-		case err != nil:
-			return nil, err
-		case k == '{' || k == '[':
-			if _, err := s.open(); err != nil {
-				return nil, err
-			}
-		case k == '}' || k == ']':
-			s.close()
-		case s.state == wantName || s.state == wantNameOrEnd:
-			if _, _, err := s.name(); err != nil {
-				return nil, err
-			}
-			continue
-		default:
-			if _, _, err := s.scalar(); err != nil {
-				return nil, err
-			}
-		}
-		if len(s.levels) == base {
-			return s.in[start:s.pos], nil
-		}
-	}
 }
 
 // end reports whether nothing but white space follows the value at the
@@ -671,7 +566,7 @@ func (s *scanner) str(i int) (end int, escaped bool, err error) {
 			}
 			i += n
 		case c < 0x20:
-			return 0, false, s.fail(i, invalidChar(in[i:], "in string (expecting non-control character)"))
+			return 0, false, s.invalid(i, "in string (expecting non-control character)")
 		default:
 			r, n := utf8.DecodeRune(in[i:])
 			if r == utf8.RuneError && n == 1 {
@@ -694,11 +589,10 @@ func escape(b []byte) (int, error) {
 	if len(b) < 2 {
 		return 0, io.ErrUnexpectedEOF
 	}
-	switch b[1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+	if unescaped[b[1]] != 0 {
 		return 2, nil
-	case 'u':
-	default:
+	}
+	if b[1] != 'u' {
 		return 0, invalidEscape(b[:2])
 	}
 	r, err := hex4(b)
@@ -710,14 +604,9 @@ func escape(b []byte) (int, error) {
 		return 6, nil
 	case r >= 0xdc00: // a low surrogate first
 		return 0, invalidEscape(b[:6])
-	}
-	if len(b) < 8 {
-		if len(b) == 6 || len(b) == 7 && b[6] == '\\' {
-			return 0, io.ErrUnexpectedEOF
-		}
-		return 0, invalidEscape(b[:6])
-	}
-	if b[6] != '\\' || b[7] != 'u' {
+	case len(b) == 6, len(b) == 7 && b[6] == '\\':
+		return 0, io.ErrUnexpectedEOF
+	case len(b) < 8 || b[6] != '\\' || b[7] != 'u':
 		return 0, invalidEscape(b[:6])
 	}
 	r2, err := hex4(b[6:])
@@ -768,7 +657,7 @@ func (s *scanner) literal(i int, lit string) (int, error) {
 		case i+j == len(s.in):
 			return 0, s.eof()
 		case s.in[i+j] != lit[j]:
-			return 0, s.fail(i+j, invalidChar(s.in[i+j:], "in literal "+lit+" (expecting "+strconv.QuoteRune(rune(lit[j]))+")"))
+			return 0, s.invalid(i+j, "in literal "+lit+" (expecting "+strconv.QuoteRune(rune(lit[j]))+")")
 		}
 	}
 	return i + len(lit), nil
@@ -782,7 +671,7 @@ func (s *scanner) number(i int) (int, error) {
 			return 0, s.eof()
 		}
 		if in[i] < '0' || in[i] > '9' {
-			return 0, s.fail(i, invalidChar(in[i:], "in number (expecting digit)"))
+			return 0, s.invalid(i, "in number (expecting digit)")
 		}
 		for i++; i < len(in) && '0' <= in[i] && in[i] <= '9'; i++ {
 		}
@@ -827,7 +716,7 @@ func (s *scanner) pointer() string {
 			if i == len(s.levels)-1 && s.state != wantColon && s.state != wantValue {
 				return string(b)
 			}
-			b = appendPointerToken(append(b, '/'), nameAt(s.in, l.name, &scratch))
+			b = append(append(b, '/'), pointerToken.Replace(string(nameAt(s.in, l.name, &scratch)))...)
 		case i < len(s.levels)-1:
 			b = strconv.AppendInt(append(b, '/'), int64(l.n-1), 10)
 		case s.state == wantValue || s.state == wantValueOrEnd: // in the element begun, or at its start
@@ -837,39 +726,26 @@ func (s *scanner) pointer() string {
 	return string(b)
 }
 
-// appendPointerToken appends name escaped as a JSON pointer token.
-func appendPointerToken(dst, name []byte) []byte {
-	for _, c := range name {
-		switch c {
-		case '~':
-			dst = append(dst, "~0"...)
-		case '/':
-			dst = append(dst, "~1"...)
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return dst
-}
+// pointerToken escapes a name as a JSON pointer token (RFC 6901).
+var pointerToken = strings.NewReplacer("~", "~0", "/", "~1")
 
 // nameAt returns the contents of the string that starts at in[off] ('"'),
 // one the scanner has read: the input's own bytes, or, for a string with
 // escapes, *scratch, valid until the next use of it.
 func nameAt(in []byte, off int, scratch *[]byte) []byte {
-	raw := in[off:]
-	for i := 1; i < len(raw); i++ {
-		switch raw[i] {
-		case '\\':
-			i++
-		case '"':
-			if bytes.IndexByte(raw[1:i], '\\') < 0 {
-				return raw[1:i]
-			}
-			*scratch = appendUnescaped((*scratch)[:0], raw[1:i])
-			return *scratch
-		}
+	s := scanner{in: in}
+	end, escaped, _ := s.str(off)
+	return unescape(in[off+1:end-1], escaped, scratch)
+}
+
+// unescape returns the contents of a valid JSON string, raw: raw itself,
+// or, if escaped (it holds a '\'), *scratch, valid until the next use of it.
+func unescape(raw []byte, escaped bool, scratch *[]byte) []byte {
+	if !escaped {
+		return raw
 	}
-	return nil // not a string: off is wrong
+	*scratch = appendUnescaped((*scratch)[:0], raw)
+	return *scratch
 }
 
 // AppendUnquote appends the contents of quoted, a JSON string with its
@@ -881,7 +757,7 @@ func AppendUnquote(dst []byte, quoted []byte) ([]byte, error) {
 	case len(quoted) == 0:
 		return dst, s.eof()
 	case quoted[0] != '"':
-		return dst, s.fail(0, invalidChar(quoted, `at start of string (expecting '"')`))
+		return dst, s.invalid(0, `at start of string (expecting '"')`)
 	}
 	end, _, err := s.str(0)
 	if err != nil {
@@ -906,31 +782,20 @@ func appendUnescaped(dst, b []byte) []byte {
 			return dst
 		}
 		b = b[i:]
-		switch b[1] {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r, _ := hex4(b)
-			if utf16.IsSurrogate(r) {
-				r2, _ := hex4(b[6:])
-				dst = utf8.AppendRune(dst, utf16.DecodeRune(r, r2))
-				b = b[12:]
-				continue
-			}
-			dst = utf8.AppendRune(dst, r)
-			b = b[6:]
+		if b[1] != 'u' {
+			dst, b = append(dst, unescaped[b[1]]), b[2:]
 			continue
-		default: // '"', '\\', '/'
-			dst = append(dst, b[1])
 		}
-		b = b[2:]
+		r, _ := hex4(b)
+		n := 6
+		if utf16.IsSurrogate(r) {
+			r2, _ := hex4(b[6:])
+			r, n = utf16.DecodeRune(r, r2), 12
+		}
+		dst, b = utf8.AppendRune(dst, r), b[n:]
 	}
 }
+
+// unescaped maps the byte after the '\\' of a two-byte escape to the byte
+// it stands for, and every other byte to 0.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}

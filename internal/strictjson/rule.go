@@ -26,6 +26,7 @@ type walker struct {
 	nameBuf []byte     // scratch space for unescaped names
 	fold    []byte     // scratch space for folded names
 	closed  bool       // every struct is closed (RejectUnknownMembers)
+	plain   bool       // the objects opened keep no names: the syntax alone is checked (Reader.Value)
 	wrong   *TypeError // the first value of a kind or range its type does not take
 }
 
@@ -38,14 +39,14 @@ func (w *walker) start(data []byte) {
 	if len(w.sets) > maxPooledLevels {
 		w.sets = w.sets[:maxPooledLevels:maxPooledLevels]
 	}
-	w.objects, w.closed, w.wrong = 0, false, nil
+	w.objects, w.closed, w.plain, w.wrong = 0, false, false, nil
 }
 
 // stop drops w's reference to its input.
 func (w *walker) stop() { w.start(nil) }
 
-// openNames returns an empty name set for an object opened now; close it
-// with closeNames.
+// openNames returns an empty name set for an object opened now, which
+// close drops.
 func (w *walker) openNames() *nameSet {
 	if w.objects == len(w.sets) {
 		w.sets = append(w.sets, new(nameSet))
@@ -56,7 +57,13 @@ func (w *walker) openNames() *nameSet {
 	return s
 }
 
-func (w *walker) closeNames() { w.objects-- }
+// close reads the '}' or ']' peek found, dropping the object's name set.
+func (w *walker) close() {
+	if w.top().names != nil {
+		w.objects--
+	}
+	w.scanner.close()
+}
 
 // check reads one JSON value of node root and then the end of the text.
 // A value its type does not take is reported only when the whole text is
@@ -79,13 +86,13 @@ func (w *walker) check(root *node) error {
 // (Err says why, if more is known), unless one was recorded already.
 func (w *walker) mistyped(n *node, k Kind, off int64, err error) {
 	if w.wrong == nil {
-		w.wrong = &TypeError{Offset: off, Path: w.path(w.depth()), Found: k, Want: n.typ, Err: err}
+		w.wrong = &TypeError{Offset: off, Path: w.path(len(w.levels)), Found: k, Want: n.typ, Err: err}
 	}
 }
 
 // value reads the next value, of node n, whole.
 func (w *walker) value(n *node) error {
-	base := w.depth()
+	base := len(w.levels)
 	for {
 		if err := w.enter(n); err != nil {
 			return err
@@ -94,7 +101,7 @@ func (w *walker) value(n *node) error {
 		if n, err = w.next(base); err != nil {
 			return err
 		}
-		if w.depth() == base {
+		if len(w.levels) == base {
 			return nil
 		}
 	}
@@ -108,11 +115,11 @@ func (w *walker) enter(n *node) error {
 		return err
 	}
 	if n != nil && k != 'n' && !n.takes(k) {
-		w.mistyped(n, k, w.offset(), nil)
+		w.mistyped(n, k, int64(w.pos), nil)
 		n = nil // read on, for the syntax and the rule
 	}
 	if k != '{' && k != '[' {
-		off := w.offset()
+		off := int64(w.pos)
 		raw, _, err := w.scalar()
 		if err == nil && n != nil && k == '0' && n.number != 0 {
 			if err := n.inRange(raw); err != nil {
@@ -126,7 +133,7 @@ func (w *walker) enter(n *node) error {
 		return err
 	}
 	l.node = n
-	if k == '{' {
+	if k == '{' && !w.plain {
 		l.names = w.openNames()
 	}
 	return nil
@@ -136,16 +143,13 @@ func (w *walker) enter(n *node) error {
 // returns the node of the value that follows, after reading its member
 // name if it is in an object.
 func (w *walker) next(base int) (*node, error) {
-	for w.depth() > base {
+	for len(w.levels) > base {
 		k, err := w.peek()
 		if err != nil {
 			return nil, err
 		}
 		t := w.top()
 		if k == '}' || k == ']' {
-			if t.names != nil {
-				w.closeNames()
-			}
 			w.close()
 			continue
 		}
@@ -155,18 +159,43 @@ func (w *walker) next(base int) (*node, error) {
 			}
 			return t.node.elem, nil
 		}
-		start := w.pos
-		name, escaped, err := w.name()
-		if err != nil {
+		name, start, err := w.memberName()
+		if err != nil || t.names == nil { // no names: a Value, checked for its syntax only
 			return nil, err
-		}
-		if escaped {
-			w.nameBuf = appendUnescaped(w.nameBuf[:0], name)
-			name = w.nameBuf
 		}
 		return w.member(t, name, start)
 	}
 	return nil, nil
+}
+
+// memberName reads the member name peek found and returns it unescaped
+// (in nameBuf, if it holds escapes) and where it starts.
+func (w *walker) memberName() ([]byte, int, error) {
+	start := w.pos
+	end, escaped, err := w.str(start)
+	if err != nil {
+		return nil, 0, err
+	}
+	t := w.top()
+	t.name, t.n = start, t.n+1
+	w.pos, w.state = end, wantColon
+	return unescape(w.in[start+1:end-1], escaped, &w.nameBuf), start, nil
+}
+
+// clash applies the checks of a member's name alone to name, which starts
+// at off in the object l: a name given twice and, where names are matched
+// to known ones (fold), a name with a letter some reader takes for ASCII
+// letters or one that differs only in case from an earlier one. It returns
+// what is wrong and the earlier name it clashes with.
+func (w *walker) clash(l *level, name []byte, off int, fold bool) (memberProblem, []byte, bool) {
+	if fold && foldsToASCII(name) {
+		return notASCII, nil, true
+	}
+	other, clash := l.names.add(name, off, w.in, fold)
+	if clash && !bytes.Equal(other, name) {
+		return folded, other, true
+	}
+	return twice, other, clash
 }
 
 // member applies the rule to the member name just read into the object f,
@@ -177,17 +206,11 @@ func (w *walker) member(f *level, name []byte, off int) (*node, error) {
 		s = f.node.shape
 	}
 	fail := func(p memberProblem, other string, known []string) error {
-		return &MemberError{Offset: int64(off), Path: w.path(w.depth() - 1),
+		return &MemberError{Offset: int64(off), Path: w.path(len(w.levels) - 1),
 			Name: string(name), Other: other, Known: known, problem: p}
 	}
-	if s != nil && foldsToASCII(name) {
-		return nil, fail(notASCII, "", nil)
-	}
-	if other, clash := f.names.add(name, off, w.in, s != nil); clash {
-		if bytes.Equal(other, name) {
-			return nil, fail(twice, string(other), nil)
-		}
-		return nil, fail(folded, string(other), nil)
+	if p, other, bad := w.clash(f, name, off, s != nil); bad {
+		return nil, fail(p, string(other), nil)
 	}
 	if s == nil {
 		if f.node != nil {
@@ -357,17 +380,16 @@ func (s *nameSet) hash(name []byte, fold bool) uint64 {
 // foldsToASCII reports whether name holds a letter that is not ASCII but
 // which some reader's case mapping takes to ASCII letters (caseConfusable).
 func foldsToASCII(name []byte) bool {
-	for i := 0; i < len(name); {
-		c := name[i]
+	for i, c := range name {
 		if c < utf8.RuneSelf {
-			i++
 			continue
 		}
-		r, n := utf8.DecodeRune(name[i:])
-		if caseConfusable(r) {
-			return true
+		for _, r := range string(name[i:]) { // past the ASCII prefix, rune by rune (no copy)
+			if caseConfusable(r) {
+				return true
+			}
 		}
-		i += n
+		return false
 	}
 	return false
 }

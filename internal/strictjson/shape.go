@@ -44,15 +44,10 @@ func (n *node) takes(k Kind) bool {
 // shape is what the rule knows of a struct type: the JSON names of its
 // fields, as encoding/json names them, with the nodes of their values.
 type shape struct {
-	fields map[string]field
+	fields map[string]*node  // JSON name → the node of its value
 	folded map[string]string // folded JSON name → JSON name
 	names  []string          // the JSON names in field order, for messages
 	closed bool              // takes no other member (Closed)
-}
-
-// field is one field of a struct: the node of its value.
-type field struct {
-	node *node
 }
 
 // Closed is implemented by a struct type whose JSON object takes only its
@@ -75,18 +70,17 @@ func nodeOf(t reflect.Type) *node {
 	}
 	buildMutex.Lock()
 	defer buildMutex.Unlock()
-	b := builder{built: map[reflect.Type]*node{}}
+	b := builder{}
 	n := b.node(t)
-	for t, n := range b.built {
+	for t, n := range b {
 		nodes.LoadOrStore(t, n)
 	}
 	nodes.LoadOrStore(t, n)
 	return n
 }
 
-type builder struct {
-	built map[reflect.Type]*node // entered types, finished or not
-}
+// builder holds the types entered while building nodes, finished or not.
+type builder map[reflect.Type]*node
 
 var (
 	decodingTypes = []reflect.Type{
@@ -99,11 +93,11 @@ var (
 
 // node builds the node of t, following encoding/json: what it decodes
 // into a value of t is what the node takes.
-func (b *builder) node(t reflect.Type) *node {
+func (b builder) node(t reflect.Type) *node {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if n, ok := b.built[t]; ok {
+	if n, ok := b[t]; ok {
 		return n
 	}
 	if n, ok := nodes.Load(t); ok {
@@ -117,20 +111,20 @@ func (b *builder) node(t reflect.Type) *node {
 	n := &node{typ: t}
 	switch t.Kind() {
 	case reflect.Struct:
-		n.want, n.shape = '{', &shape{fields: map[string]field{}, folded: map[string]string{},
+		n.want, n.shape = '{', &shape{fields: map[string]*node{}, folded: map[string]string{},
 			closed: reflect.PointerTo(t).Implements(closedType)}
-		b.built[t] = n // a type that holds itself
+		b[t] = n // a type that holds itself
 		b.addFields(n.shape, t)
 	case reflect.Map:
 		n.want = '{'
-		b.built[t] = n
+		b[t] = n
 		n.elem = b.node(t.Elem())
 	case reflect.Slice, reflect.Array:
 		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
 			return nil // []byte is a base64 string, or an array of numbers
 		}
 		n.want = '['
-		b.built[t] = n
+		b[t] = n
 		n.elem = b.node(t.Elem())
 	case reflect.String:
 		if t == numberType {
@@ -160,7 +154,7 @@ func (b *builder) node(t reflect.Type) *node {
 // then the one tagged one (dominantField): a name that two fields of one
 // depth take with no tag between them deciding is no field at all, as
 // encoding/json drops it, so a Closed object refuses it.
-func (b *builder) addFields(s *shape, t reflect.Type) {
+func (b builder) addFields(s *shape, t reflect.Type) {
 	type found struct {
 		name   string
 		index  []int // the path of field indexes from t, for field order
@@ -260,7 +254,7 @@ func (b *builder) addFields(s *shape, t reflect.Type) {
 	for _, f := range keep {
 		s.names = append(s.names, f.name)
 		s.folded[string(appendFolded(nil, []byte(f.name)))] = f.name
-		s.fields[f.name] = field{node: b.node(f.typ)}
+		s.fields[f.name] = b.node(f.typ)
 	}
 }
 
@@ -284,8 +278,8 @@ func validTag(name string) bool {
 // a name that names none but folds to one returns that field's name as
 // variantOf. fold is scratch space.
 func (s *shape) field(name []byte, fold *[]byte) (n *node, known bool, variantOf string) {
-	if f, ok := s.fields[string(name)]; ok {
-		return f.node, true, ""
+	if n, ok := s.fields[string(name)]; ok {
+		return n, true, ""
 	}
 	*fold = appendFolded((*fold)[:0], name)
 	return nil, false, s.folded[string(*fold)]

@@ -205,6 +205,53 @@ func TestWalkAllocatesNothing(t *testing.T) {
 	require.Zero(t, testing.AllocsPerRun(100, check))
 }
 
+// TestReaderAllocatesNothing: reading an answer as the clients do (typed
+// reads, skipped and whole values, escaped strings) allocates nothing once
+// the Reader and the caller's scratch space have grown: a client's Check
+// pays for what it keeps, not for the reading.
+func TestReaderAllocatesNothing(t *testing.T) {
+	data := []byte(`{"status":"GRANT","cached":true,"permissions":[{"resource":"orders","scope":"re\u0061d","note":{"why":["role"]}},` +
+		`{"resource":"invoices","scope":"read","extra":null}],"raw":{"a":[1,2.5e3]},"checked":{"b":"\"x\""}}`)
+	top, entry := []string{"status", "cached", "permissions", "raw", "checked"}, []string{"resource", "scope"}
+	r := New()
+	var scratch []byte
+	read := func() {
+		r.Reset(data)
+		n := 0
+		err := r.Object()
+		for i, ok := r.Next(top, &err); ok; i, ok = r.Next(top, &err) {
+			switch i {
+			case 0:
+				_, err = r.Bytes(&scratch)
+			case 1:
+				_, err = r.Boolean()
+			case 2:
+				err = r.Array()
+				for r.More(&err) && r.Kind() == '{' {
+					err = r.Object()
+					for _, ok := r.Next(entry, &err); ok; _, ok = r.Next(entry, &err) {
+						_, err = r.Bytes(&scratch)
+					}
+					n++
+				}
+			case 3:
+				_, err = r.Value()
+			default:
+				_, err = r.Checked()
+			}
+		}
+		if err == nil {
+			err = r.End()
+		}
+		if err != nil || n != 2 {
+			t.Fatal(err, n)
+		}
+		r.Release()
+	}
+	read()
+	require.Zero(t, testing.AllocsPerRun(100, read))
+}
+
 // TestHostileObjectsCostTheirSize: a 1 MiB object of distinct names, and
 // one nested 1 MiB deep, cost memory in proportion to their size.
 func TestHostileObjectsCostTheirSize(t *testing.T) {
