@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -25,26 +25,14 @@ func TestMisconfigurations(t *testing.T) {
 	t.Parallel()
 	e := startE2E(t)
 	token := e.gw.Token("corp", "uma")
-	// A gateway that hangs up on every connection. A port closed here
-	// could be taken by another parallel test's server before the client
-	// dials it; this listener keeps it.
-	closed := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				_ = c.Close()
-			}
-		}()
-		t.Cleanup(func() { _ = ln.Close(); <-done })
-		return "http://" + ln.Addr().String()
-	}()
+	// A gateway that hangs up on every request: the shared stand-in keeps
+	// its port for the whole test, so no other parallel test's server can
+	// take it before the client dials.
+	closed := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+	}).URL
 	tests := []struct {
 		name             string
 		url, realm       string
