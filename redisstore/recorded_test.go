@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
@@ -24,7 +25,7 @@ func TestReplayStoreRecorded(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
-	a, b := NewReplayStore(c, "t:"), NewReplayStore(srv.Client(), "t:")
+	a, b := NewReplayStore(c, "t:"), NewReplayStore(failFast(t, srv), "t:")
 	ctx := t.Context()
 	since := time.Now().Add(-time.Minute)
 
@@ -67,7 +68,7 @@ func TestReplayStoreRecorded(t *testing.T) {
 func TestReplayStoreRecordOnceDecidesBeforeWriting(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	c := srv.Client()
+	c := failFast(t, srv)
 	s := NewReplayStore(c, "t:")
 	ctx := t.Context()
 	require.NoError(t, c.Set(ctx, s.since, time.Now().Add(-30*time.Second).UnixMilli(), 0).Err()) // Redis restarted 30 s ago
@@ -123,4 +124,15 @@ func TestReplayStoreRecordOnceTakesEveryTextOfTheMarkersTime(t *testing.T) {
 			require.False(t, first, "recorded already, by another writer")
 		})
 	}
+}
+
+// failFast returns a client of srv, closed in t's cleanup, that makes one
+// attempt per command and one dial: a call while srv is stopped fails at
+// once with the refused connection, where the default client spends some
+// 3.4 s retrying it (3 retries of 5 dials 100 ms apart) before the same
+// error. For tests that stop srv and only ask that the call fails.
+func failFast(t *testing.T, srv *redistest.Server) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
