@@ -302,3 +302,49 @@ func TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, status, "redeemed once: %s", body)
 	require.Contains(t, body, "invalid_grant")
 }
+
+// aliceToken returns an access token the replica at base issued to alice
+// (the acme fixture's password grant).
+func aliceToken(t *testing.T, base string) string {
+	t.Helper()
+	status, _, body := frontCall(t, base, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
+		"application/x-www-form-urlencoded",
+		url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}.Encode())
+	require.Equal(t, http.StatusOK, status, string(body))
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.Unmarshal(body, &tok))
+	return tok.AccessToken
+}
+
+// decideAt asks the replica at base whether token may read orders, and
+// returns the status and the body of the answer.
+func decideAt(t *testing.T, base, token string) (int, string) {
+	t.Helper()
+	status, _, body := frontCall(t, base, http.MethodPost, "/realms/acme/authorization-decision-provider/authorize",
+		http.Header{"Authorization": {"Bearer " + token}}, "application/json",
+		`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
+	return status, string(body)
+}
+
+// revokeAt revokes token at the replica at base (RFC 7009), and returns
+// the status and the body of the answer.
+func revokeAt(t *testing.T, base, token string) (int, string) {
+	t.Helper()
+	status, _, body := frontCall(t, base, http.MethodPost, "/realms/acme/protocol/openid-connect/revoke", nil,
+		"application/x-www-form-urlencoded", url.Values{"client_id": {"admin-cli"}, "token": {token}}.Encode())
+	return status, string(body)
+}
+
+// replicaOn starts an in-process reference server with the acme fixture,
+// the key seed seed and store, and returns its URL.
+func replicaOn(t *testing.T, store *ReplayStore, seed string) string {
+	t.Helper()
+	ms, err := mockserver.New(mockserver.WithKeySeed([]byte(seed)), mockserver.WithReplayStore(store),
+		mockserver.WithFixtureFile("../examples/fixtures/acme.json"))
+	require.NoError(t, err)
+	hs := httptest.NewServer(ms)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}

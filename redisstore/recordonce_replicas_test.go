@@ -1,17 +1,13 @@
 package redisstore
 
 import (
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -57,36 +53,17 @@ func TestReplicasRevocationAnswered200HoldsAtEveryReplica(t *testing.T) {
 	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
 	c := srv.Client()
 	const prefix = "t:"
-	seed := []byte("0123456789abcdef0123456789abcdef")
+	const seed = "0123456789abcdef0123456789abcdef"
 	newReplica := func() string {
-		store := NewReplayStore(srv.Client(), prefix, WithReplicas(1, MaxReplicaWait))
-		ms, err := mockserver.New(mockserver.WithKeySeed(seed), mockserver.WithReplayStore(store),
-			mockserver.WithFixtureFile("../examples/fixtures/acme.json"))
-		require.NoError(t, err)
-		hs := httptest.NewServer(ms)
-		t.Cleanup(hs.Close)
-		return hs.URL
+		return replicaOn(t, NewReplayStore(srv.Client(), prefix, WithReplicas(1, MaxReplicaWait)), seed)
 	}
 	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
 	a, b := newReplica(), newReplica()
 
-	status, _, body := frontCall(t, a, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
-		"application/x-www-form-urlencoded",
-		url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}.Encode())
-	require.Equal(t, http.StatusOK, status, string(body))
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	require.NoError(t, json.Unmarshal(body, &tok))
-	decide := func(base string) (int, string) {
-		status, _, body := frontCall(t, base, http.MethodPost, "/realms/acme/authorization-decision-provider/authorize",
-			http.Header{"Authorization": {"Bearer " + tok.AccessToken}}, "application/json",
-			`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
-		return status, string(body)
-	}
+	token := aliceToken(t, a)
+	decide := func(base string) (int, string) { return decideAt(t, base, token) }
 	revoke := func(base string) int {
-		status, _, _ := frontCall(t, base, http.MethodPost, "/realms/acme/protocol/openid-connect/revoke", nil,
-			"application/x-www-form-urlencoded", url.Values{"client_id": {"admin-cli"}, "token": {tok.AccessToken}}.Encode())
+		status, _ := revokeAt(t, base, token)
 		return status
 	}
 	status, got := decide(b)

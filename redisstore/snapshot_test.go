@@ -2,11 +2,8 @@ package redisstore
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -105,12 +101,7 @@ func TestRevokedTokenStaysRefusedAfterRedisRestoresASnapshot(t *testing.T) {
 		start func(t *testing.T, srv *redistest.Server) string
 	}{
 		{"in process", func(t *testing.T, srv *redistest.Server) string {
-			ms, err := mockserver.New(mockserver.WithKeySeed([]byte(seed)), mockserver.WithReplayStore(NewReplayStore(srv.Client(), prefix)),
-				mockserver.WithFixtureFile("../examples/fixtures/acme.json"))
-			require.NoError(t, err)
-			hs := httptest.NewServer(ms)
-			t.Cleanup(hs.Close)
-			return hs.URL
+			return replicaOn(t, NewReplayStore(srv.Client(), prefix), seed)
 		}},
 		{"binary", func(t *testing.T, srv *redistest.Server) string {
 			return startMockserver(t, "-fixture", "../examples/fixtures/acme.json", "-key-seed", seed,
@@ -123,32 +114,18 @@ func TestRevokedTokenStaysRefusedAfterRedisRestoresASnapshot(t *testing.T) {
 				require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
 				a, b := replicas.start(t, srv), replicas.start(t, srv)
 
-				status, _, body := frontCall(t, a, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
-					"application/x-www-form-urlencoded",
-					url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}.Encode())
-				require.Equal(t, http.StatusOK, status, string(body))
-				var tok struct {
-					AccessToken string `json:"access_token"`
-				}
-				require.NoError(t, json.Unmarshal(body, &tok))
-				decide := func(base string) (int, string) {
-					status, _, body := frontCall(t, base, http.MethodPost, "/realms/acme/authorization-decision-provider/authorize",
-						http.Header{"Authorization": {"Bearer " + tok.AccessToken}}, "application/json",
-						`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
-					return status, string(body)
-				}
-				status, body2 := decide(b)
+				token := aliceToken(t, a)
+				status, body2 := decideAt(t, b, token)
 				require.Equal(t, http.StatusOK, status, "served before its revocation: %s", body2)
 				srv.Save() // the periodic snapshot: the marker (bound to this run by the calls), no revocation
-				status, _, body = frontCall(t, a, http.MethodPost, "/realms/acme/protocol/openid-connect/revoke", nil,
-					"application/x-www-form-urlencoded", url.Values{"client_id": {"admin-cli"}, "token": {tok.AccessToken}}.Encode())
-				require.Equal(t, http.StatusOK, status, string(body))
-				status, body2 = decide(b)
+				status, body := revokeAt(t, a, token)
+				require.Equal(t, http.StatusOK, status, body)
+				status, body2 = decideAt(t, b, token)
 				require.Equal(t, http.StatusUnauthorized, status, "revoked, before the crash: %s", body2)
 
 				srv.RestartFromSnapshot()
 				for _, replica := range []string{a, b} {
-					status, body2 = decide(replica)
+					status, body2 = decideAt(t, replica, token)
 					require.NotEqual(t, http.StatusOK, status, "the token revoked before Redis crashed is served again: %s", body2)
 				}
 			})
