@@ -26,6 +26,17 @@ import (
 // csrfInput finds the CSRF token of a web UI page's forms.
 var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
+// webRedirect is the redirect URI of webFixture's public client "web".
+const webRedirect = "https://app.test/cb"
+
+// webFixture is dpopFixture with a public client "web" that redirects to
+// webRedirect, for the authorization code flow.
+func webFixture() mockserver.Fixture {
+	fx := dpopFixture()
+	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{webRedirect}})
+	return fx
+}
+
 // startSharedFront starts replicas a and b sharing store and the key seed.
 func startSharedFront(t *testing.T, store *sharedStore, opts ...mockserver.Option) *front {
 	t.Helper()
@@ -158,9 +169,8 @@ func TestReplicasRefuseATokenWhoseRevocationTheyCannotTell(t *testing.T) {
 // refuses the redemption (503), never redeems a code twice.
 func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 	t.Parallel()
-	const redirect = "https://app.test/cb"
-	fx := dpopFixture()
-	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
+	const redirect = webRedirect
+	fx := webFixture()
 	store := &sharedStore{keys: map[string]time.Time{}}
 	f := startSharedFront(t, store, mockserver.WithFixture(fx))
 	code := func(replica string) string { return f.authCode(replica, redirect) }
@@ -196,9 +206,8 @@ func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 // redeemed, bound to the proof's key, never invalid_grant.
 func TestReplicasKeepACodeWhoseProofIsRefused(t *testing.T) {
 	t.Parallel()
-	const redirect = "https://app.test/cb"
-	fx := dpopFixture()
-	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
+	const redirect = webRedirect
+	fx := webFixture()
 	store := &sharedStore{keys: map[string]time.Time{}}
 	f := startSharedFront(t, store, mockserver.WithFixture(fx))
 	signer, err := dpop.GenerateKey()
@@ -230,9 +239,8 @@ func TestReplicasKeepACodeWhoseProofIsRefused(t *testing.T) {
 // wrong PKCE verifier, no DPoP proof, or a proof of another key.
 func TestReplicasRedeemACodeWhoseSpendFailedAfterItsWriteOnItsRedeemersRetry(t *testing.T) {
 	t.Parallel()
-	const redirect = "https://app.test/cb"
-	fx := dpopFixture()
-	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
+	const redirect = webRedirect
+	fx := webFixture()
 	store := &sharedStore{keys: map[string]time.Time{}}
 	f := startSharedFront(t, store, mockserver.WithFixture(fx))
 	holder, err := dpop.GenerateKey()
@@ -420,9 +428,8 @@ func TestReplicasShareAUISignOutOnlyOnceItIsAnswered(t *testing.T) {
 // guard far above the bound, not a measure.
 func TestReplicasBoundEveryCallOfTheSharedStore(t *testing.T) {
 	t.Parallel()
-	const redirect = "https://app.test/cb"
-	fx := dpopFixture()
-	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
+	const redirect = webRedirect
+	fx := webFixture()
 	for _, tc := range []struct {
 		name   string
 		frozen string // the store's calls that hang
