@@ -20,18 +20,24 @@ import (
 )
 
 // postShop is a realm where dan may write orders with POST or PUT only.
-var postShop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
-	Name:  "shop",
-	Roles: []mockserver.FixtureRole{{Name: "poster"}},
-	Users: []mockserver.FixtureUser{{Username: "dan", Roles: []string{"poster"}}},
-	Clients: []mockserver.FixtureClient{{
-		ClientID: "orders-api", Secret: "s3cret",
-		Resources: []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"write"}}},
-		Permissions: []mockserver.FixturePermission{
-			{Name: "posters write with POST or PUT", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"poster"}, Methods: []string{"POST", "PUT"}},
-		},
-	}},
-}}}
+var postShop = methodShop("dan", "POST", "PUT")
+
+// methodShop is a realm "shop" (client orders-api, secret s3cret) where
+// user may write orders with the given methods only.
+func methodShop(user string, methods ...string) mockserver.Fixture {
+	return mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+		Name:  "shop",
+		Roles: []mockserver.FixtureRole{{Name: "writer"}},
+		Users: []mockserver.FixtureUser{{Username: user, Roles: []string{"writer"}}},
+		Clients: []mockserver.FixtureClient{{
+			ClientID: "orders-api", Secret: "s3cret",
+			Resources: []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"write"}}},
+			Permissions: []mockserver.FixturePermission{
+				{Name: "writers write with " + strings.Join(methods, " or "), Resource: "orders", Scopes: []string{"write"}, Roles: []string{"writer"}, Methods: methods},
+			},
+		}},
+	}}}
+}
 
 // gorillaOverriding is a handler stack behind the middleware that
 // overrides the method exactly as gorilla/handlers v1.5.2's
@@ -242,18 +248,7 @@ func TestRequireAuthZENFormMethodOverride(t *testing.T) {
 
 // deleteShop is a realm where dave may write orders with DELETE or PUT
 // only, not POST.
-var deleteShop = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
-	Name:  "shop",
-	Roles: []mockserver.FixtureRole{{Name: "deleter"}},
-	Users: []mockserver.FixtureUser{{Username: "dave", Roles: []string{"deleter"}}},
-	Clients: []mockserver.FixtureClient{{
-		ClientID: "orders-api", Secret: "s3cret",
-		Resources: []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"write"}}},
-		Permissions: []mockserver.FixturePermission{
-			{Name: "deleters write with DELETE or PUT", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"deleter"}, Methods: []string{"DELETE", "PUT"}},
-		},
-	}},
-}}}
+var deleteShop = methodShop("dave", "DELETE", "PUT")
 
 // byKind is a RequireFunc function that chooses the resource by a form
 // field, as a service choosing it from what a form names does.
