@@ -251,7 +251,7 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Clai
 	// restart, or by another process), or no tenant, and the token's own
 	// tenant, which may be decommissioned, is not here (boot.go).
 	if c.Tenant != rm.Incarnation() {
-		return nil, nil, nil, errRealmGone
+		return nil, nil, nil, errOtherTenant
 	}
 	// Replicas: a revocation answered by any of them is in the shared
 	// store; a token whose state it cannot tell is refused (503).
@@ -267,6 +267,10 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Clai
 	claims := c // c itself, captured, would go to the heap on every call
 	return c, rm, func() { s.auth.verified.add(realm, raw, kid, claims) }, nil
 }
+
+// errOtherTenant is the validation error for a token of another tenant of
+// the realm's name (or of a tenant where the realm is none).
+var errOtherTenant = errors.New("the token's tenant is gone: the realm of its name is another tenant; get a new token")
 
 // errRevoked is the validation error for a revoked token.
 var errRevoked = errors.New("token revoked")
