@@ -205,10 +205,11 @@ var errRealmGone = errors.New("realm not found or decommissioned")
 
 // verifyToken checks raw's signature by realm's current key, its issuer,
 // its type (an access token), its exp and nbf, that it was not revoked
-// (revocation.go) nor, without a shared store, minted by another process
-// before this one started (boot.go), and that the realm is live, whose store entry it
-// returns. Every route's token check is this one. Messages name the failed
-// check without echoing the token. remember adds a token whose signature
+// (revocation.go) nor minted by a process whose refusals this one cannot
+// see (boot.go), and that the realm is live and the very tenant the token
+// names (boot.go), whose store entry it returns. Every route's token
+// check is this one. Messages name the failed check without echoing the
+// token. remember adds a token whose signature
 // was checked to the verified-token cache; call it once the request is
 // authenticated (its DPoP binding checked too).
 func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Claims, rm *store.Realm, remember func(), err error) {
@@ -238,11 +239,19 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Clai
 	if s.auth.revoked.revoked(realm, c.ID, c.Expiry.Time()) {
 		return nil, nil, nil, errRevoked
 	}
-	// Without a shared store the revocations above are this process's
-	// memory: a token another process minted before this one started may
-	// have been revoked there, and is refused as revoked (boot.go).
+	// A token minted by a process whose refusals this one cannot see (any
+	// other process without a shared store; one without a store, when
+	// this one has it) may have been revoked there, and is refused as
+	// revoked (boot.go).
 	if s.boot.refuses(c) {
 		return nil, nil, nil, errRevoked
+	}
+	// A tenant's token names its incarnation: the realm of its name here
+	// is another tenant (provisioned again after a decommission, a
+	// restart, or by another process), or no tenant, and the token's own
+	// tenant, which may be decommissioned, is not here (boot.go).
+	if c.Tenant != rm.Incarnation() {
+		return nil, nil, nil, errOtherTenant
 	}
 	// Replicas: a revocation answered by any of them is in the shared
 	// store; a token whose state it cannot tell is refused (503).
@@ -258,6 +267,10 @@ func (s *Server) verifyToken(r *http.Request, realm, raw string) (c *issuer.Clai
 	claims := c // c itself, captured, would go to the heap on every call
 	return c, rm, func() { s.auth.verified.add(realm, raw, kid, claims) }, nil
 }
+
+// errOtherTenant is the validation error for a token of another tenant of
+// the realm's name (or of a tenant where the realm is none).
+var errOtherTenant = errors.New("the token's tenant is gone: the realm of its name is another tenant; get a new token")
 
 // errRevoked is the validation error for a revoked token.
 var errRevoked = errors.New("token revoked")

@@ -178,7 +178,11 @@ func WithNonces(n dpop.Nonces) Option {
 // itself (a token carries the id of the process that minted it) and
 // refuses every other, as revoked, so a restart does not serve a token
 // revoked before it, and replicas without a shared store do not serve
-// each other's tokens. seed must hold at least 16 bytes; keep it
+// each other's tokens; a server with a shared store serves the tokens of
+// every server sharing one, never those of a server without. A
+// provisioned tenant's tokens name the tenant, so a realm of the same
+// name provisioned again (after a restart, or at another replica) does
+// not serve them. seed must hold at least 16 bytes; keep it
 // secret, as it is every realm's private keys. The RSA key of a realm takes a few
 // hundred milliseconds to derive, on first use as without a seed.
 func WithKeySeed(seed []byte) Option {

@@ -33,9 +33,8 @@ type Server struct {
 
 	// keys makes the realms' signing keys (keys.go).
 	keys keySource
-	// boot is this process's id, which every token it mints carries:
-	// without a shared store, tokens of other processes are refused
-	// (boot.go).
+	// boot is the scope of this process's refusals, which every token it
+	// mints carries: tokens of another scope are refused (boot.go).
 	boot bootEpoch
 	// replay and nonces, when set, replace the DPoP verifiers' in-memory
 	// replay caches and the server's own nonces (dpop.go).

@@ -110,6 +110,7 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, *is
 		now := s.now()
 		claims = userClaims(r, u, clientID, now, lifetime)
 		s.boot.stamp(&claims)
+		claims.Tenant = r.Incarnation()
 		claims.Issuer = issuer.RealmIssuer(base, realm)
 		claims.Organization = spec.org
 		if spec.jkt != "" {

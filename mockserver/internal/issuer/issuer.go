@@ -84,11 +84,18 @@ type Claims struct {
 	// organization (its id or alias); empty when absent.
 	Organization string        `json:"organization,omitempty"`
 	Confirmation *Confirmation `json:"cnf,omitempty"`
-	// Boot names the server process that minted the token (a random id
-	// per process): a server whose refusals of tokens are its own memory
-	// accepts only the tokens it minted itself (mockserver's boot.go).
-	// Keycloak does not write it.
+	// Boot names the scope of the refusals of the server process that
+	// minted the token: the process itself (a random id) when its
+	// refusals are its own memory, or every process sharing a store. A
+	// server accepts only the tokens of its own scope (mockserver's
+	// boot.go). Keycloak does not write it.
 	Boot string `json:"boot,omitempty"`
+	// Tenant is the id of the provisioned tenant whose realm minted the
+	// token (its incarnation), empty for a realm that is no provisioned
+	// tenant: a realm of the same name provisioned again, or by another
+	// process, is another tenant and refuses the token (mockserver's
+	// boot.go). Keycloak does not write it.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // HasRealmRole reports whether realm_access.roles lists role.

@@ -84,6 +84,18 @@ func (s *Store) DecommissionTenant(tenantID string) (realm string, at time.Time,
 	return r.Name, now, nil
 }
 
+// Incarnation returns the id of the provisioned tenant the realm is, which
+// no other realm, in this process or another, ever has (a random id per
+// provisioning), or "" for a realm that is no provisioned tenant (the
+// fixture's, master). It never changes, so it is safe to call without the
+// realm's lock.
+func (r *Realm) Incarnation() string {
+	if r.Tenant != nil {
+		return r.Tenant.ID
+	}
+	return ""
+}
+
 // TenantID returns the tenant id of a realm for audit entries: the tenant's
 // id for a provisioned realm, the realm name otherwise. It never changes, so
 // it is safe to call without the realm's lock.
