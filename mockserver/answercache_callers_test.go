@@ -63,23 +63,7 @@ func TestAnswersFollowWritesUnderConcurrentDecisions(t *testing.T) {
 	require.NoError(t, err)
 	askers := answerAskers(t, s)
 	bodies := answerBodies
-	ids := map[string]string{}
-	require.NoError(t, s.store.Read("acme", func(r *store.Realm) error {
-		for _, u := range []string{"alice", "bob", "carol", "dave"} {
-			ids["user "+u] = r.UserByName[u]
-		}
-		for _, n := range []string{"viewer", "editor", "auditor", "approver"} {
-			ids["role "+n] = r.RoleByName[n]
-		}
-		ids["group finance"] = r.GroupByName["finance"]
-		for _, o := range []string{"eu", "us"} {
-			ids["org "+o] = r.OrgByAlias[o]
-		}
-		for _, d := range r.Depts {
-			ids["dept "+d.Alias] = d.ID
-		}
-		return nil
-	}))
+	ids := answerIDs(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for g := range 4 {
