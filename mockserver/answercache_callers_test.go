@@ -24,7 +24,12 @@ import (
 const answersBase = "http://answers.test"
 
 func answersAsk(s *Server, token, body string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodPost, answersBase+"/realms/acme/authorization-decision-provider/authorize", strings.NewReader(body))
+	return answersAskIn(s, "acme", token, body)
+}
+
+// answersAskIn asks realm's /authorize for body with token.
+func answersAskIn(s *Server, realm, token, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, answersBase+"/realms/"+realm+"/authorization-decision-provider/authorize", strings.NewReader(body))
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -229,14 +234,7 @@ func TestCachedAnswerRefusedAfterDecommissionOrWithoutItsBinding(t *testing.T) {
 	tok, err := s.IssueToken("tenant1", "boss@t.test")
 	require.NoError(t, err)
 	body := `{"clientId":"admin-cli","resources":[{"name":"x"}],"context":{}}`
-	ask := func() *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, answersBase+"/realms/tenant1/authorization-decision-provider/authorize", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, req)
-		return rec
-	}
+	ask := func() *httptest.ResponseRecorder { return answersAskIn(s, "tenant1", tok, body) }
 	for range 3 {
 		rec := ask()
 		require.Equal(t, 200, rec.Code, rec.Body.String())
