@@ -40,24 +40,19 @@ func (s *Server) writeRealm(r *http.Request, fn func(rm *store.Realm, now time.T
 // not a method, because it is generic.
 func getOne[T, U any](s *Server, w http.ResponseWriter, r *http.Request,
 	find func(rm *store.Realm) (T, error), conv func(T) U) {
-	var out U
-	err := s.readRealm(r, func(rm *store.Realm, _ int) error {
+	s.readList(w, r, func(rm *store.Realm, _ int) (any, error) {
 		v, err := find(rm)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = conv(v)
-		return nil
+		return resultBody{Result: conv(v)}, nil
 	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeResult(w, http.StatusOK, out)
 }
 
-// readList answers a paginated list: fn parses what it needs from the
-// request and returns the whole (sorted, converted) body for the page.
+// readList answers 200 with the body fn builds under the read lock, or
+// fn's error: the page of a list (fn parses what it needs from the request
+// and returns the whole, sorted and converted, body for the page), or
+// getOne's result.
 func (s *Server) readList(w http.ResponseWriter, r *http.Request, fn func(rm *store.Realm, maxPage int) (any, error)) {
 	var out any
 	err := s.readRealm(r, func(rm *store.Realm, maxPage int) error {
