@@ -20,13 +20,13 @@ import (
 // Every route needs the platform-admin role in a master realm token.
 func (s *Server) adminRoutes(m mux) {
 	m.Handle("POST /admin/tenants", s.platformAdmin("tenant.create", s.provisionTenant))
-	m.Handle("GET /admin/tenants/{tenantId}", s.platformAdmin("", s.getTenant))
+	m.Handle("GET /admin/tenants/{tenantId}", s.platformAdmin("", answered(s.getTenant)))
 	m.Handle("DELETE /admin/tenants/{tenantId}", s.platformAdmin("tenant.decommission", s.decommissionTenant))
 	m.Handle("GET /admin/health", s.platformAdmin("", s.health))
 	m.Handle("GET /admin/config", s.platformAdmin("", s.getConfig))
-	m.Handle("PUT /admin/config", s.platformAdmin("config.update", s.putConfig))
-	m.Handle("PATCH /admin/config", s.platformAdmin("config.update", s.patchConfig))
-	m.Handle("GET /admin/audit", s.platformAdmin("", s.audit))
+	m.Handle("PUT /admin/config", s.platformAdmin("config.update", answered(s.putConfig)))
+	m.Handle("PATCH /admin/config", s.platformAdmin("config.update", answered(s.patchConfig)))
+	m.Handle("GET /admin/audit", s.platformAdmin("", answered(s.audit)))
 }
 
 var (
@@ -106,14 +106,13 @@ func (s *Server) provisionTenant(w http.ResponseWriter, r *http.Request, c *call
 // getTenant answers a live tenant's record (the Location of a provisioned
 // tenant); a decommissioned tenant is a 404, as a second DELETE is. It is
 // an extension of the specification.
-func (s *Server) getTenant(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) getTenant(r *http.Request, c *caller) (any, error) {
 	info, err := s.store.LiveTenant(r.PathValue("tenantId"))
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
-	writeResult(w, http.StatusOK, tenantRecord{TenantID: info.ID, Name: info.Name, Plan: info.Plan,
-		AdminEmail: info.AdminEmail, Status: info.Status, CreatedAt: &info.CreatedAt})
+	return resultBody{Result: tenantRecord{TenantID: info.ID, Name: info.Name, Plan: info.Plan,
+		AdminEmail: info.AdminEmail, Status: info.Status, CreatedAt: &info.CreatedAt}}, nil
 }
 
 // decommissionTenant marks a tenant's realm decommissioned; its tokens are
@@ -210,41 +209,38 @@ var configLimits = map[string][2]int{
 
 // putConfig replaces the configuration: keys the body omits take their
 // default values; an unknown key or a value out of range is a 400.
-func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.changeConfig(w, r, c, func(store.Config) store.Config { return store.DefaultConfig() })
+func (s *Server) putConfig(r *http.Request, c *caller) (any, error) {
+	return s.changeConfig(r, c, func(store.Config) store.Config { return store.DefaultConfig() })
 }
 
 // patchConfig changes only the keys the body names; the others keep their
 // current values. PATCH is an extension of the specification, which has
 // only PUT.
-func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.changeConfig(w, r, c, func(cur store.Config) store.Config { return cur })
+func (s *Server) patchConfig(r *http.Request, c *caller) (any, error) {
+	return s.changeConfig(r, c, func(cur store.Config) store.Config { return cur })
 }
 
 // changeConfig sets the keys the body names on base(current configuration)
 // and installs the result, atomically with respect to other changes. An
 // unknown key or a value out of range is a 400 and changes nothing.
-func (s *Server) changeConfig(w http.ResponseWriter, r *http.Request, c *caller, base func(store.Config) store.Config) {
+func (s *Server) changeConfig(r *http.Request, c *caller, base func(store.Config) store.Config) (any, error) {
 	c.resourceID = "config"
 	var raw map[string]json.RawMessage
 	if err := decodeBody(r, &raw); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	if raw == nil {
-		writeErr(w, errf(http.StatusBadRequest, "the configuration must be a JSON object"))
-		return
+		return nil, errf(http.StatusBadRequest, "the configuration must be a JSON object")
 	}
 	cfg, err := s.store.UpdateConfig(func(cur store.Config) (store.Config, error) {
 		cfg := base(cur)
 		return cfg, applyConfig(&cfg, raw)
 	})
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	s.logger.Info("configuration changed", "method", r.Method, "config", configBody(cfg))
-	writeResult(w, http.StatusOK, configBody(cfg))
+	return resultBody{Result: configBody(cfg)}, nil
 }
 
 // applyConfig sets the keys of raw on cfg, refusing an unknown key or a
@@ -309,7 +305,7 @@ type auditBody struct {
 
 // audit lists audit entries newest first, filtered by from and to (RFC 3339,
 // inclusive), actorId, action and tenantId.
-func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) audit(r *http.Request, c *caller) (any, error) {
 	q := r.URL.Query()
 	f := store.AuditFilter{ActorID: q.Get("actorId"), Action: q.Get("action"), TenantID: q.Get("tenantId")}
 	for _, p := range []struct {
@@ -319,16 +315,14 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *caller) {
 		if v, ok := queryParam(q, p.name); ok {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				writeErr(w, badField(p.name, "must be an RFC 3339 timestamp"))
-				return
+				return nil, badField(p.name, "must be an RFC 3339 timestamp")
 			}
 			*p.dst = t
 		}
 	}
 	pg, err := parsePage(r, defaultPageSize, s.store.Config().MaxPageSize)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	entries, total := s.store.AuditPage(f, pg.Offset, pg.Count)
 	var body listBody[auditBody]
@@ -338,5 +332,5 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *caller) {
 	for i, e := range entries {
 		body.Results[i] = auditBody(e)
 	}
-	writeJSON(w, http.StatusOK, body)
+	return body, nil
 }

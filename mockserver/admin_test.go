@@ -28,13 +28,11 @@ func adminCall(t *testing.T, srv *mockservertest.Server, method, path, token, bo
 	if token != "" {
 		h.Set("Authorization", "Bearer "+token)
 	}
-	var rd *strings.Reader
 	ct := ""
 	if body != "" {
-		rd, ct = strings.NewReader(body), "application/json"
-		return send(t, srv, method, path, ct, rd, h)
+		ct = "application/json"
 	}
-	return send(t, srv, method, path, "", nil, h)
+	return send(t, srv, method, path, ct, strings.NewReader(body), h)
 }
 
 func TestProvisionTenantThenAdminLogsIn(t *testing.T) {

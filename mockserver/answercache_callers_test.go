@@ -24,7 +24,12 @@ import (
 const answersBase = "http://answers.test"
 
 func answersAsk(s *Server, token, body string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodPost, answersBase+"/realms/acme/authorization-decision-provider/authorize", strings.NewReader(body))
+	return answersAskIn(s, "acme", token, body)
+}
+
+// answersAskIn asks realm's /authorize for body with token.
+func answersAskIn(s *Server, realm, token, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, answersBase+"/realms/"+realm+"/authorization-decision-provider/authorize", strings.NewReader(body))
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -63,23 +68,7 @@ func TestAnswersFollowWritesUnderConcurrentDecisions(t *testing.T) {
 	require.NoError(t, err)
 	askers := answerAskers(t, s)
 	bodies := answerBodies
-	ids := map[string]string{}
-	require.NoError(t, s.store.Read("acme", func(r *store.Realm) error {
-		for _, u := range []string{"alice", "bob", "carol", "dave"} {
-			ids["user "+u] = r.UserByName[u]
-		}
-		for _, n := range []string{"viewer", "editor", "auditor", "approver"} {
-			ids["role "+n] = r.RoleByName[n]
-		}
-		ids["group finance"] = r.GroupByName["finance"]
-		for _, o := range []string{"eu", "us"} {
-			ids["org "+o] = r.OrgByAlias[o]
-		}
-		for _, d := range r.Depts {
-			ids["dept "+d.Alias] = d.ID
-		}
-		return nil
-	}))
+	ids := answerIDs(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -245,14 +234,7 @@ func TestCachedAnswerRefusedAfterDecommissionOrWithoutItsBinding(t *testing.T) {
 	tok, err := s.IssueToken("tenant1", "boss@t.test")
 	require.NoError(t, err)
 	body := `{"clientId":"admin-cli","resources":[{"name":"x"}],"context":{}}`
-	ask := func() *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, answersBase+"/realms/tenant1/authorization-decision-provider/authorize", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, req)
-		return rec
-	}
+	ask := func() *httptest.ResponseRecorder { return answersAskIn(s, "tenant1", tok, body) }
 	for range 3 {
 		rec := ask()
 		require.Equal(t, 200, rec.Code, rec.Body.String())

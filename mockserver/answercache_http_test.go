@@ -5,7 +5,6 @@ package mockserver_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -40,23 +39,14 @@ func TestAnswersFollowAdminWritesOverHTTP(t *testing.T) {
 	carolEU := srv.Token("acme", "carol", mockserver.TokenOrganization("eu"))
 	do := func(tok, method, path, body string) (int, map[string]any) {
 		t.Helper()
-		var rd io.Reader
+		ctype := ""
 		if body != "" {
-			rd = strings.NewReader(body)
+			ctype = "application/json"
 		}
-		req, err := http.NewRequest(method, srv.URL+path, rd)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		res, err := srv.Client().Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
+		res := send(t, srv, method, path, ctype, strings.NewReader(body), http.Header{"Authorization": {"Bearer " + tok}})
 		var out map[string]any
-		_ = json.Unmarshal(b, &out)
-		return res.StatusCode, out
+		_ = json.Unmarshal(res.body, &out)
+		return res.status, out
 	}
 	decide := func(tok string) string {
 		t.Helper()

@@ -47,6 +47,31 @@ func answerFixture() Fixture {
 	}}}
 }
 
+// answerIDs returns the ids of answerFixture's users, roles, group,
+// organizations and departments by "<kind> <name or alias>", such as
+// "user alice" or "dept sales".
+func answerIDs(t *testing.T, s *Server) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	require.NoError(t, s.store.Read("acme", func(r *store.Realm) error {
+		for _, u := range []string{"alice", "bob", "carol", "dave"} {
+			ids["user "+u] = r.UserByName[u]
+		}
+		for _, n := range []string{"viewer", "editor", "auditor", "approver"} {
+			ids["role "+n] = r.RoleByName[n]
+		}
+		ids["group finance"] = r.GroupByName["finance"]
+		for _, o := range []string{"eu", "us"} {
+			ids["org "+o] = r.OrgByAlias[o]
+		}
+		for _, d := range r.Depts {
+			ids["dept "+d.Alias] = d.ID
+		}
+		return nil
+	}))
+	return ids
+}
+
 // TestAnswersFollowEveryWrite: /authorize answers a repeated request from
 // its cache of answers, and every write of the realm, of any kind, is seen
 // by the next decision of every caller. After each write, each caller's
@@ -79,23 +104,7 @@ func TestAnswersFollowEveryWrite(t *testing.T) {
 		}
 	}
 	// The ids, looked up before the writes (a write cannot Read).
-	ids := map[string]string{}
-	require.NoError(t, s.store.Read("acme", func(r *store.Realm) error {
-		for _, u := range []string{"alice", "bob", "carol", "dave"} {
-			ids["user "+u] = r.UserByName[u]
-		}
-		for _, n := range []string{"viewer", "editor", "auditor"} {
-			ids["role "+n] = r.RoleByName[n]
-		}
-		ids["group finance"] = r.GroupByName["finance"]
-		for _, o := range []string{"eu", "us"} {
-			ids["org "+o] = r.OrgByAlias[o]
-		}
-		for _, d := range r.Depts {
-			ids["dept "+d.Alias] = d.ID
-		}
-		return nil
-	}))
+	ids := answerIDs(t, s)
 	id := func(kind, name string) string {
 		v := ids[kind+" "+name]
 		require.NotEmpty(t, v, "%s %q", kind, name)

@@ -37,6 +37,8 @@ type appJSON struct {
 	CreatedAt   string   `json:"createdAt"`
 }
 
+func (a appJSON) id() string { return a.ID }
+
 func toAppJSON(a *store.Application) appJSON {
 	return appJSON{ID: a.ID, ClientID: a.ClientID, Name: a.Name, Description: a.Description,
 		Tags: append([]string{}, a.Tags...), Status: a.Status, Assignable: a.Assignable, CreatedAt: timeJSON(a.CreatedAt)}
@@ -169,11 +171,7 @@ func (s *Server) registerApplication(w http.ResponseWriter, r *http.Request, c *
 		return
 	}
 	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
-		a, err := rm.RegisterApplication(in.spec(), now)
-		if err != nil {
-			return "", nil, err
-		}
-		return a.ID, toAppJSON(a), nil
+		return created(toAppJSON)(rm.RegisterApplication(in.spec(), now))
 	})
 }
 
@@ -189,22 +187,15 @@ func (s *Server) updateCatalogApplication(w http.ResponseWriter, r *http.Request
 	appID := r.PathValue("appId")
 	c.resourceID = appID
 	var in appBody
-	derr := decodeBody(r, &in)
+	check := bodyAfter(r, &in)
 	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		if _, err := rm.Application(appID); err != nil {
+		if err := check(found(rm.Application(appID))); err != nil {
 			return nil, err
-		}
-		if derr != nil {
-			return nil, derr
 		}
 		if strings.TrimSpace(in.Name) == "" {
 			return nil, badField("name", "is required")
 		}
-		a, err := rm.UpdateApplication(appID, in.spec())
-		if err != nil {
-			return nil, err
-		}
-		return toAppJSON(a), nil
+		return wire(toAppJSON)(rm.UpdateApplication(appID, in.spec()))
 	})
 }
 

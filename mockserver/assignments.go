@@ -71,15 +71,13 @@ func (s *Server) listDepartmentUsers(w http.ResponseWriter, r *http.Request, _ *
 // original one on a repeat.
 func (s *Server) assignUser(w http.ResponseWriter, r *http.Request, c *caller) {
 	var in assignBody
-	derr := decodeBody(r, &in)
+	check := bodyAfter(r, &in)
 	s.writeOne(w, r, func(rm *store.Realm, now time.Time) (any, error) {
 		d, err := deptPath(rm, r)
-		if err != nil {
+		if err = check(err); err != nil {
 			return nil, err
 		}
 		switch {
-		case derr != nil:
-			return nil, derr
 		case in.UserID == "":
 			return nil, badField("userId", "is required")
 		case in.DepartmentID != "" && in.DepartmentID != d.ID:

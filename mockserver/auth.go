@@ -39,6 +39,19 @@ type caller struct {
 // handlerFunc is a handler that runs after authentication.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c *caller)
 
+// answered adapts a handler that returns the body of its 200 answer, or
+// the error to answer instead (writeErr), to a handlerFunc.
+func answered(h func(r *http.Request, c *caller) (any, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, c *caller) {
+		v, err := h(r, c)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
 // realmAdmin protects an organization endpoint: a valid token of the path's
 // {realm} (401 otherwise) holding realm management (403 otherwise). A
 // non-empty action marks a mutating call, recorded in the audit log with the

@@ -37,15 +37,9 @@ func FuzzAuthorizationEndpoint(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, params string, post bool, ct string) {
 		target := "http://example.com/realms/acme/protocol/openid-connect/auth"
-		var req *http.Request
-		if post {
-			req = httptest.NewRequest(http.MethodPost, target, strings.NewReader(params))
-			req.Header.Set("Content-Type", ct)
-		} else {
-			if strings.ContainsAny(params, " #\x00\r\n\t") || strings.ContainsFunc(params, func(r rune) bool { return r < 0x20 || r >= 0x7f }) {
-				return // not a request line a client could send
-			}
-			req = httptest.NewRequest(http.MethodGet, target+"?"+params, nil)
+		req, ok := formRequest(target, params, post, ct)
+		if !ok {
+			return
 		}
 		rec := httptest.NewRecorder()
 		mark := traffic.Mark()
@@ -63,4 +57,19 @@ func FuzzAuthorizationEndpoint(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// formRequest is a fuzz input's form request to target: params as a POST
+// body of Content-Type ct, or as the query of a GET; false when params
+// cannot be a GET's query (a request line no client could send).
+func formRequest(target, params string, post bool, ct string) (*http.Request, bool) {
+	if post {
+		req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(params))
+		req.Header.Set("Content-Type", ct)
+		return req, true
+	}
+	if strings.ContainsAny(params, " #\x00\r\n\t") || strings.ContainsFunc(params, func(r rune) bool { return r < 0x20 || r >= 0x7f }) {
+		return nil, false
+	}
+	return httptest.NewRequest(http.MethodGet, target+"?"+params, nil), true
 }

@@ -26,8 +26,8 @@ import (
 // PDP identifier (the well-known segment between host and path, as
 // RFC 8414 does), which is where AuthZEN clients look.
 func (s *Server) authzenRoutes(m mux) {
-	m.Handle("POST /realms/{realm}/access/v1/evaluation", s.authenticated(s.accessEvaluation))
-	m.Handle("POST /realms/{realm}/access/v1/evaluations", s.authenticated(s.accessEvaluations))
+	m.Handle("POST /realms/{realm}/access/v1/evaluation", s.authenticated(answered(s.accessEvaluation)))
+	m.Handle("POST /realms/{realm}/access/v1/evaluations", s.authenticated(answered(s.accessEvaluations)))
 	s.authzenSearchRoutes(m)
 	m.HandleFunc("GET /realms/{realm}/.well-known/authzen-configuration", s.authzenMetadata)
 	m.HandleFunc("GET /.well-known/authzen-configuration/realms/{realm}", s.authzenMetadata)
@@ -126,46 +126,39 @@ func (s *Server) authzenMetadata(w http.ResponseWriter, r *http.Request) {
 }
 
 // accessEvaluation answers the Access Evaluation API.
-func (s *Server) accessEvaluation(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) accessEvaluation(r *http.Request, c *caller) (any, error) {
 	if err := s.authzenCaller(c); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	var req azRequest
 	if err := decodeBody(r, &req); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	if err := req.check(""); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	if err := s.injectFaults(r.Context()); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	var out azDecision
 	err := s.authzenEvaluate(c, "evaluation", func(e *azEvaluator) { out = e.decide(&req) })
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // accessEvaluations answers the Access Evaluations API: each item
 // completed from the request's own subject, action, resource and context,
 // evaluated in order until the semantic says stop. With no items it is the
 // Access Evaluation API, as AuthZEN 1.0 says.
-func (s *Server) accessEvaluations(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) accessEvaluations(r *http.Request, c *caller) (any, error) {
 	if err := s.authzenCaller(c); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	var req azBatch
 	if err := decodeBody(r, &req); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	semantic := semanticExecuteAll
 	if req.Options != nil && req.Options.Semantic != nil {
@@ -173,13 +166,11 @@ func (s *Server) accessEvaluations(w http.ResponseWriter, r *http.Request, c *ca
 		switch semantic {
 		case semanticExecuteAll, semanticDenyOnFirstDeny, semanticPermitOnFirstPermit:
 		default:
-			writeErr(w, badField("options.evaluations_semantic", "must be %s, %s or %s", semanticExecuteAll, semanticDenyOnFirstDeny, semanticPermitOnFirstPermit))
-			return
+			return nil, badField("options.evaluations_semantic", "must be %s, %s or %s", semanticExecuteAll, semanticDenyOnFirstDeny, semanticPermitOnFirstPermit)
 		}
 	}
 	if len(req.Evaluations) > maxEvaluations {
-		writeErr(w, badField("evaluations", "at most %d evaluations per request, got %d", maxEvaluations, len(req.Evaluations)))
-		return
+		return nil, badField("evaluations", "at most %d evaluations per request, got %d", maxEvaluations, len(req.Evaluations))
 	}
 	single := len(req.Evaluations) == 0
 	items := make([]azRequest, max(len(req.Evaluations), 1))
@@ -195,13 +186,11 @@ func (s *Server) accessEvaluations(w http.ResponseWriter, r *http.Request, c *ca
 			prefix = fmt.Sprintf("evaluations[%d].", i)
 		}
 		if err := items[i].check(prefix); err != nil {
-			writeErr(w, err)
-			return
+			return nil, err
 		}
 	}
 	if err := s.injectFaults(r.Context()); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	out := azDecisions{Evaluations: make([]azDecision, 0, len(items))}
 	err := s.authzenEvaluate(c, "evaluations", func(e *azEvaluator) {
@@ -214,14 +203,12 @@ func (s *Server) accessEvaluations(w http.ResponseWriter, r *http.Request, c *ca
 		}
 	})
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	if single {
-		writeJSON(w, http.StatusOK, out.Evaluations[0])
-		return
+		return out.Evaluations[0], nil
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // merge completes item from the batch's own members: each of subject,

@@ -116,19 +116,16 @@ func (s *Server) authzenSearchRoutes(m mux) {
 }
 
 func (s *Server) searchHandler(kind searchKind) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request, c *caller) {
+	return answered(func(r *http.Request, c *caller) (any, error) {
 		if err := s.authzenCaller(c); err != nil {
-			writeErr(w, err)
-			return
+			return nil, err
 		}
 		var req azSearch
 		if err := decodeBody(r, &req); err != nil {
-			writeErr(w, err)
-			return
+			return nil, err
 		}
 		if err := req.check(kind); err != nil {
-			writeErr(w, err)
-			return
+			return nil, err
 		}
 		maxPage := s.store.Config().MaxPageSize
 		limit := maxPage
@@ -140,13 +137,11 @@ func (s *Server) searchHandler(kind searchKind) handlerFunc {
 		if req.Page != nil && req.Page.Token != nil && *req.Page.Token != "" {
 			var ok bool
 			if pos, ok = readPageToken(s.auth.pageKey, *req.Page.Token, scope); !ok {
-				writeErr(w, badField("page.token", "is not a token this server gave for this very request (subject, action, resource, context and page limit must stay as they were)"))
-				return
+				return nil, badField("page.token", "is not a token this server gave for this very request (subject, action, resource, context and page limit must stay as they were)")
 			}
 		}
 		if err := s.injectFaults(r.Context()); err != nil {
-			writeErr(w, err)
-			return
+			return nil, err
 		}
 		var (
 			out  azSearchAnswer
@@ -160,14 +155,13 @@ func (s *Server) searchHandler(kind searchKind) handlerFunc {
 			out, next = e.search(r.Context(), kind, &req.azRequest, pagePos{after: pos, limit: limit, scan: scan})
 		})
 		if err != nil {
-			writeErr(w, err)
-			return
+			return nil, err
 		}
 		if next != "" {
 			out.Page.NextToken = pageToken(s.auth.pageKey, scope, next)
 		}
-		writeJSON(w, http.StatusOK, out)
-	}
+		return out, nil
+	})
 }
 
 // check refuses a search that lacks what its kind needs (empty strings

@@ -51,27 +51,10 @@ func (f *restartFront) start(name string, opts ...mockserver.Option) {
 	f.mu.Unlock()
 }
 
-// token gets alice a Bearer token from replica (password grant).
-func (f *restartFront) token(replica string) string {
-	f.t.Helper()
-	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}
-	res := f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
-	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
-	return res.json(f.t)["access_token"].(string)
-}
-
-// decideBearer asks replica for a decision with token as Bearer.
-func (f *restartFront) decideBearer(replica, token string) httpResult {
-	f.t.Helper()
-	return f.do(replica, http.MethodPost, authorizePath, "application/json",
-		`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`,
-		http.Header{"Authorization": {"Bearer " + token}})
-}
-
 // requireGrant checks that replica serves token a GRANT.
 func (f *restartFront) requireGrant(replica, token, why string) {
 	f.t.Helper()
-	res := f.decideBearer(replica, token)
+	res := f.bearerDecide(replica, token)
 	require.Equal(f.t, http.StatusOK, res.status, "%s: %s", why, res.body)
 	require.Equal(f.t, "GRANT", res.json(f.t)["status"], why)
 }
@@ -80,7 +63,7 @@ func (f *restartFront) requireGrant(replica, token, why string) {
 // invalid_token at a decision, inactive at introspection.
 func (f *restartFront) requireRevoked(replica, token, why string) {
 	f.t.Helper()
-	res := f.decideBearer(replica, token)
+	res := f.bearerDecide(replica, token)
 	require.Equal(f.t, http.StatusUnauthorized, res.status, "%s: %s", why, res.body)
 	require.Contains(f.t, res.header.Get("WWW-Authenticate"), `error="invalid_token"`, why)
 	require.Equal(f.t, "invalid token: token revoked", res.json(f.t)["message"], why)
@@ -111,8 +94,7 @@ func (c *stepClock) add(d time.Duration) {
 // revoke revokes token at replica (RFC 7009, as its client admin-cli).
 func (f *restartFront) revoke(replica, token string) {
 	f.t.Helper()
-	res := f.do(replica, http.MethodPost, revokePath, "application/x-www-form-urlencoded",
-		url.Values{"client_id": {"admin-cli"}, "token": {token}}.Encode(), nil)
+	res := f.revokeAt(replica, token)
 	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
 }
 
@@ -148,7 +130,7 @@ func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 			f := newRestartFront(t)
 			f.start("a", opts...)
 
-			revoked, kept := f.token("a"), f.token("a")
+			revoked, kept := f.passwordToken("a"), f.passwordToken("a")
 			f.revoke("a", revoked)
 			f.requireRevoked("a", revoked, "revoked before the restart")
 			f.requireGrant("a", kept, "not revoked, before the restart")
@@ -157,12 +139,12 @@ func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 			f.start("a", opts...)
 			f.requireRevoked("a", revoked, "revoked before the restart, after it")
 			f.requireRevoked("a", kept, "minted before the restart, after it")
-			fresh := f.token("a")
+			fresh := f.passwordToken("a")
 			f.requireGrant("a", fresh, "minted after the restart")
 
 			clock.add(-time.Hour) // the clock steps back
 			f.requireGrant("a", fresh, "its own token minted before the step back")
-			f.requireGrant("a", f.token("a"), "its own token minted after the step back")
+			f.requireGrant("a", f.passwordToken("a"), "its own token minted after the step back")
 		})
 	}
 	t.Run("replicas", func(t *testing.T) {
@@ -184,7 +166,7 @@ func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 				f := newRestartFront(t)
 				f.start("a", append(opts, mockserver.WithClock(clockA.Now))...)
 				f.start("b", append(opts, mockserver.WithClock(clockB.Now))...)
-				byA, byB := f.token("a"), f.token("b") // minted after both started
+				byA, byB := f.passwordToken("a"), f.passwordToken("b") // minted after both started
 				f.start("c", append(opts, mockserver.WithClock(clockA.Now))...)
 				for _, u := range []struct{ replica, token, why string }{
 					{"b", byA, "a's token at b, started before it was minted, by a clock behind a's"},
@@ -233,7 +215,7 @@ func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 		opts := []mockserver.Option{mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store)}
 		f := newRestartFront(t)
 		f.start("a", opts...)
-		revoked, kept := f.token("a"), f.token("a")
+		revoked, kept := f.passwordToken("a"), f.passwordToken("a")
 		f.revoke("a", revoked)
 
 		f.start("a", opts...)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -136,21 +137,28 @@ func TestBodiesAreReadStrictly(t *testing.T) {
 // of it become header lines of their own).
 func (a *orgAPI) sendRaw(token, method, url, contentType, body string) *apiResp {
 	a.t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	require.NoError(a.t, err)
+	h := http.Header{}
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		h.Set("Authorization", "Bearer "+token)
 	}
 	if contentType != "" {
-		for _, ct := range strings.Split(contentType, "\n") {
-			req.Header.Add("Content-Type", ct)
-		}
+		h["Content-Type"] = strings.Split(contentType, "\n")
 	}
+	return a.sendHeader(a.t, method, url, body, h)
+}
+
+// sendHeader sends method url (absolute) with body and the headers of h
+// (canonical keys), and reads the answer whole.
+func (a *orgAPI) sendHeader(t testing.TB, method, url, body string, h http.Header) *apiResp {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	maps.Copy(req.Header, h)
 	resp, err := a.hc.Do(req)
-	require.NoError(a.t, err)
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	require.NoError(a.t, err)
+	require.NoError(t, err)
 	return &apiResp{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 

@@ -21,7 +21,7 @@ func (s *Server) decisionRoutes(m mux) {
 	const base = "POST /realms/{realm}/authorization-decision-provider"
 	// The hottest route: taken before ServeMux (HandleDirect).
 	m.HandleDirect(base+"/authorize", s.authenticatedIn(s.authorize))
-	m.Handle(base+"/get-organizations", s.authenticated(s.getOrganizations))
+	m.Handle(base+"/get-organizations", s.authenticated(answered(s.getOrganizations)))
 }
 
 // Limits of a decision request.
@@ -366,19 +366,16 @@ type departmentBody struct {
 // getOrganizations answers the subject's organization context: the
 // organizations it is assigned in, sorted by name, each with its
 // departments there.
-func (s *Server) getOrganizations(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) getOrganizations(r *http.Request, c *caller) (any, error) {
 	var req getOrganizationsRequest
 	if err := decodeBody(r, &req); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	if req.ClientID == "" {
-		writeErr(w, badField("clientId", "is required"))
-		return
+		return nil, badField("clientId", "is required")
 	}
 	if err := s.injectFaults(r.Context()); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	out := organizationContext{Status: true, Organization: organizationBody{UserID: c.subject, Tenants: []tenantBody{}}}
 	err := s.store.Read(c.realm, func(rm *store.Realm) error {
@@ -395,10 +392,9 @@ func (s *Server) getOrganizations(w http.ResponseWriter, r *http.Request, c *cal
 		return nil
 	})
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // injectFaults applies the fault-injection configuration to a decision

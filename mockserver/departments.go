@@ -38,6 +38,8 @@ type deptJSON struct {
 	Attributes  map[string][]string `json:"attributes"`
 }
 
+func (d deptJSON) id() string { return d.ID }
+
 func toDeptJSON(d *store.Department) deptJSON {
 	return deptJSON{ID: d.ID, Name: d.Name, Alias: d.Alias, Description: d.Description,
 		ParentID: d.ParentID, Attributes: attrsJSON(d.Attributes)}
@@ -98,11 +100,9 @@ func (s *Server) listDepartments(w http.ResponseWriter, r *http.Request, _ *call
 // department when parentID is set, exist.
 func parentExists(rm *store.Realm, orgID, parentID string) error {
 	if parentID == "" {
-		_, err := rm.Organization(orgID)
-		return err
+		return found(rm.Organization(orgID))
 	}
-	_, err := rm.Department(orgID, parentID)
-	return err
+	return found(rm.Department(orgID, parentID))
 }
 
 func (s *Server) departmentTree(w http.ResponseWriter, r *http.Request, _ *caller) {
@@ -116,25 +116,15 @@ func (s *Server) departmentTree(w http.ResponseWriter, r *http.Request, _ *calle
 func (s *Server) createDepartment(w http.ResponseWriter, r *http.Request, c *caller) {
 	orgID, parentID := r.PathValue("orgId"), r.PathValue("departmentId")
 	var in deptBody
-	derr := decodeBody(r, &in)
+	check := bodyAfter(r, &in)
 	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
-		if err := parentExists(rm, orgID, parentID); err != nil {
-			return "", nil, err // 404 for the path first
-		}
-		if derr != nil {
-			return "", nil, derr
-		}
-		var d *store.Department
-		var err error
-		if in.TemplateID != "" {
-			d, err = rm.InstantiateTemplate(orgID, parentID, in.TemplateID, now)
-		} else {
-			d, err = rm.CreateDepartment(orgID, parentID, in.spec(), now)
-		}
-		if err != nil {
+		if err := check(parentExists(rm, orgID, parentID)); err != nil {
 			return "", nil, err
 		}
-		return d.ID, toDeptJSON(d), nil
+		if in.TemplateID != "" {
+			return created(toDeptJSON)(rm.InstantiateTemplate(orgID, parentID, in.TemplateID, now))
+		}
+		return created(toDeptJSON)(rm.CreateDepartment(orgID, parentID, in.spec(), now))
 	})
 }
 
@@ -146,21 +136,16 @@ func (s *Server) getDepartment(w http.ResponseWriter, r *http.Request, _ *caller
 
 func (s *Server) updateDepartment(w http.ResponseWriter, r *http.Request, c *caller) {
 	var in deptBody
-	derr := decodeBody(r, &in)
+	check := bodyAfter(r, &in)
 	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
 		d, err := deptPath(rm, r)
-		if err != nil {
+		if err == nil {
+			c.resourceID = d.ID
+		}
+		if err := check(err); err != nil {
 			return nil, err
 		}
-		c.resourceID = d.ID
-		if derr != nil {
-			return nil, derr
-		}
-		d, err = rm.UpdateDepartment(d.OrgID, d.ID, in.spec())
-		if err != nil {
-			return nil, err
-		}
-		return toDeptJSON(d), nil
+		return wire(toDeptJSON)(rm.UpdateDepartment(d.OrgID, d.ID, in.spec()))
 	})
 }
 

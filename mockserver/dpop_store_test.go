@@ -1,7 +1,6 @@
 package mockserver
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -29,18 +28,8 @@ func TestUnauthenticatedTokenRequestsStoreNoProof(t *testing.T) {
 	tokenURL := a.url + "/realms/acme/protocol/openid-connect/token"
 	post := func(t *testing.T, signer *dpop.Signer, form url.Values) (int, string) {
 		t.Helper()
-		proof, err := signer.Proof(http.MethodPost, tokenURL, "", "")
-		require.NoError(t, err)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("DPoP", proof)
-		resp, err := a.hc.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
+		r := a.sendHeader(t, http.MethodPost, tokenURL, form.Encode(), formHeader(dpopHeader(t, signer, http.MethodPost, tokenURL, "")))
+		return r.Status, string(r.Body)
 	}
 	newSigner := func(t *testing.T) *dpop.Signer {
 		key, err := dpop.GenerateKey()
@@ -63,7 +52,7 @@ func TestUnauthenticatedTokenRequestsStoreNoProof(t *testing.T) {
 	}
 
 	alice := newSigner(t)
-	require.Equal(t, http.StatusOK, a.dpopGet(t, alice, "acme", "alice").StatusCode, "a verified DPoP caller is served")
+	require.Equal(t, http.StatusOK, a.dpopGet(t, alice, "acme", "alice").Status, "a verified DPoP caller is served")
 	status, body := post(t, newSigner(t), url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 		"username": {"bob"}, "password": {"bob"}})
 	require.Equal(t, http.StatusOK, status, body)
@@ -95,19 +84,12 @@ func TestUnauthenticatedRequestsLeaveNoVerifiedToken(t *testing.T) {
 	u := a.url + "/admin/realms/acme/organizations"
 	get := func(t *testing.T, scheme string, signer *dpop.Signer) int {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", scheme+" "+tok)
+		h := http.Header{}
 		if signer != nil {
-			proof, err := signer.WithClock(clock).Proof(http.MethodGet, u, tok, "")
-			require.NoError(t, err)
-			req.Header.Set("DPoP", proof)
+			h = dpopHeader(t, signer.WithClock(clock), http.MethodGet, u, tok)
 		}
-		resp, err := a.hc.Do(req)
-		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		h.Set("Authorization", scheme+" "+tok)
+		return a.sendHeader(t, http.MethodGet, u, "", h).Status
 	}
 	for name, send := range map[string]func(t *testing.T) int{
 		"as Bearer":             func(t *testing.T) int { return get(t, "Bearer", nil) },
@@ -142,20 +124,11 @@ func TestFastClockClientServedWhateverOthersDateAhead(t *testing.T) {
 	userinfo := a.url + "/realms/acme/protocol/openid-connect/userinfo"
 	get := func(t *testing.T, signer *dpop.Signer, tok, proof string) int {
 		t.Helper()
+		h := http.Header{"Authorization": {"DPoP " + tok}, "Dpop": {proof}}
 		if proof == "" {
-			var err error
-			proof, err = signer.Proof(http.MethodGet, userinfo, tok, "")
-			require.NoError(t, err)
+			h = dpopHeader(t, signer, http.MethodGet, userinfo, tok)
 		}
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, userinfo, nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "DPoP "+tok)
-		req.Header.Set("DPoP", proof)
-		resp, err := a.hc.Do(req)
-		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return a.sendHeader(t, http.MethodGet, userinfo, "", h).Status
 	}
 	type sent struct {
 		signer     *dpop.Signer
@@ -190,21 +163,31 @@ func TestFastClockClientServedWhateverOthersDateAhead(t *testing.T) {
 		require.Equal(t, http.StatusOK, get(t, carol, tok, ""), "request %d of a client 2 s fast (10 s are allowed)", i)
 	}
 	tokenURL := a.url + "/realms/acme/protocol/openid-connect/token"
-	proof, err := carol.Proof(http.MethodPost, tokenURL, "", "")
-	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, tokenURL, strings.NewReader(url.Values{
-		"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob"}, "password": {"bob"}}.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("DPoP", proof)
-	resp, err := a.hc.Do(req)
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "the token endpoint, for a client 2 s fast: %s", body)
+	res := a.sendHeader(t, http.MethodPost, tokenURL, url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+		"username": {"bob"}, "password": {"bob"}}.Encode(), formHeader(dpopHeader(t, carol, http.MethodPost, tokenURL, "")))
+	require.Equal(t, http.StatusOK, res.Status, "the token endpoint, for a client 2 s fast: %s", res.Body)
 
 	for _, s := range bobs {
 		require.NotEqual(t, http.StatusOK, get(t, s.signer, s.tok, s.proof), "a replay is never accepted")
 	}
+}
+
+// dpopHeader is the header of a request to method url with signer's proof
+// for token, and token as a DPoP token unless it is empty.
+func dpopHeader(t testing.TB, signer *dpop.Signer, method, url, token string) http.Header {
+	t.Helper()
+	proof, err := signer.Proof(method, url, token, "")
+	require.NoError(t, err)
+	h := http.Header{}
+	h.Set("DPoP", proof)
+	if token != "" {
+		h.Set("Authorization", "DPoP "+token)
+	}
+	return h
+}
+
+// formHeader is h with the Content-Type of a form.
+func formHeader(h http.Header) http.Header {
+	h.Set("Content-Type", "application/x-www-form-urlencoded")
+	return h
 }

@@ -18,7 +18,7 @@ import (
 
 // explainRoutes registers the policy evaluation route.
 func (s *Server) explainRoutes(m mux) {
-	m.Handle("POST /admin/realms/{realm}/clients/{client}/authz/resource-server/policy/evaluate", s.realmAdmin("", s.evaluatePolicy))
+	m.Handle("POST /admin/realms/{realm}/clients/{client}/authz/resource-server/policy/evaluate", s.realmAdmin("", answered(s.evaluatePolicy)))
 }
 
 // evaluateRequest is the body of the policy evaluation route: the subject
@@ -48,16 +48,14 @@ func (evaluateContext) ClosedJSONObject() {}
 // evaluatePolicy explains the decision the body describes, for the client
 // the path names (by clientId or id): 200 with the explanation, 404 for an
 // unknown client or user.
-func (s *Server) evaluatePolicy(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) evaluatePolicy(r *http.Request, c *caller) (any, error) {
 	var req evaluateRequest
 	if err := decodeBody(r, &req); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	q, err := req.query(r.PathValue("client"))
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	var out decision.Explanation
 	err = s.store.Read(c.realm, func(rm *store.Realm) error {
@@ -68,10 +66,9 @@ func (s *Server) evaluatePolicy(w http.ResponseWriter, r *http.Request, c *calle
 		return err
 	})
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // query checks the body and returns the decision it asks about.

@@ -40,24 +40,19 @@ func (s *Server) writeRealm(r *http.Request, fn func(rm *store.Realm, now time.T
 // not a method, because it is generic.
 func getOne[T, U any](s *Server, w http.ResponseWriter, r *http.Request,
 	find func(rm *store.Realm) (T, error), conv func(T) U) {
-	var out U
-	err := s.readRealm(r, func(rm *store.Realm, _ int) error {
+	s.readList(w, r, func(rm *store.Realm, _ int) (any, error) {
 		v, err := find(rm)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = conv(v)
-		return nil
+		return resultBody{Result: conv(v)}, nil
 	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeResult(w, http.StatusOK, out)
 }
 
-// readList answers a paginated list: fn parses what it needs from the
-// request and returns the whole (sorted, converted) body for the page.
+// readList answers 200 with the body fn builds under the read lock, or
+// fn's error: the page of a list (fn parses what it needs from the request
+// and returns the whole, sorted and converted, body for the page), or
+// getOne's result.
 func (s *Server) readList(w http.ResponseWriter, r *http.Request, fn func(rm *store.Realm, maxPage int) (any, error)) {
 	var out any
 	err := s.readRealm(r, func(rm *store.Realm, maxPage int) error {
@@ -198,6 +193,51 @@ func (s *Server) deleteOne(w http.ResponseWriter, r *http.Request, c *caller, id
 	})
 }
 
+// bodyAfter decodes r's body into in and returns check, which a handler
+// calls first under the realm's lock with the error of finding the path's
+// resource (see found): a missing resource (404) comes before any error of
+// the body.
+func bodyAfter(r *http.Request, in any) (check func(found error) error) {
+	derr := decodeBody(r, in)
+	return func(found error) error {
+		if found != nil {
+			return found
+		}
+		return derr
+	}
+}
+
+// found keeps the error of a lookup and drops its value, for bodyAfter's
+// check: check(found(rm.Organization(orgID))).
+func found[T any](_ T, err error) error { return err }
+
+// wire returns the function that converts what a store call returns with
+// conv, or passes on its error, for writeOne: return
+// wire(toOrgJSON)(rm.UpdateOrganization(...)).
+func wire[T, U any](conv func(T) U) func(T, error) (any, error) {
+	return func(v T, err error) (any, error) {
+		if err != nil {
+			return nil, err
+		}
+		return conv(v), nil
+	}
+}
+
+// identified is a wire form that holds its resource's id.
+type identified interface{ id() string }
+
+// created is wire for createOne: it also returns the new resource's id,
+// which its wire form holds.
+func created[T any, U identified](conv func(T) U) func(T, error) (string, any, error) {
+	return func(v T, err error) (string, any, error) {
+		if err != nil {
+			return "", nil, err
+		}
+		out := conv(v)
+		return out.id(), out, nil
+	}
+}
+
 // idBody is a request body naming one resource by id, such as
 // {"roleId": "..."}.
 type idBody interface {
@@ -214,13 +254,10 @@ func linkToOrg[B idBody](s *Server, w http.ResponseWriter, r *http.Request,
 	link func(rm *store.Realm, orgID, id string) (any, error)) {
 	orgID := r.PathValue("orgId")
 	var in B
-	derr := decodeBody(r, &in)
+	check := bodyAfter(r, &in)
 	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		if _, err := rm.Organization(orgID); err != nil {
+		if err := check(found(rm.Organization(orgID))); err != nil {
 			return nil, err
-		}
-		if derr != nil {
-			return nil, derr
 		}
 		field, id := in.ref()
 		if id == "" {

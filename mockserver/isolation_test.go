@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/url"
@@ -97,50 +98,31 @@ func TestDPoPReplayCachesArePerRealm(t *testing.T) {
 	require.NoError(t, err)
 	signer := key.WithClock(func() time.Time { return time.Unix(0, a.now.Load()) }) // the server's second
 	for range 3 {
-		require.Equal(t, http.StatusOK, a.dpopGet(t, signer, "acme", "alice").StatusCode)
+		require.Equal(t, http.StatusOK, a.dpopGet(t, signer, "acme", "alice").Status)
 	}
 	resp := a.dpopGet(t, signer, "acme", "alice")
-	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "acme's replay cache is full of proofs as new")
+	require.Equal(t, http.StatusServiceUnavailable, resp.Status, "acme's replay cache is full of proofs as new")
 	require.Equal(t, proofRetryAfter, resp.Header.Get("Retry-After"))
 	require.Empty(t, resp.Header.Get("WWW-Authenticate"), "a full cache is no challenge to the token")
 
-	require.Equal(t, http.StatusOK, a.dpopGet(t, signer, "globex", "gina").StatusCode, "globex has a replay cache of its own")
+	require.Equal(t, http.StatusOK, a.dpopGet(t, signer, "globex", "gina").Status, "globex has a replay cache of its own")
 
 	tokenURL := a.url + "/realms/master/protocol/openid-connect/token"
-	proof, err := signer.Proof(http.MethodPost, tokenURL, "", "")
-	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, tokenURL,
-		strings.NewReader(url.Values{"grant_type": {"client_credentials"}}.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("DPoP", proof)
-	req.SetBasicAuth("platform-admin", "boot") // newOrgAPI's WithAdminSecret
-	tr, err := a.hc.Do(req)
-	require.NoError(t, err)
-	b, _ := io.ReadAll(tr.Body)
-	tr.Body.Close()
-	require.Equal(t, http.StatusOK, tr.StatusCode, "master's token endpoint: %s", b)
-	require.Contains(t, string(b), `"token_type":"DPoP"`)
+	h := formHeader(dpopHeader(t, signer, http.MethodPost, tokenURL, ""))
+	h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("platform-admin:boot"))) // newOrgAPI's WithAdminSecret
+	tr := a.sendHeader(t, http.MethodPost, tokenURL, url.Values{"grant_type": {"client_credentials"}}.Encode(), h)
+	require.Equal(t, http.StatusOK, tr.Status, "master's token endpoint: %s", tr.Body)
+	require.Contains(t, string(tr.Body), `"token_type":"DPoP"`)
 }
 
 // dpopGet lists realm's organizations as user, with a token bound to
 // signer's key and a proof signer makes.
-func (a *orgAPI) dpopGet(t *testing.T, signer *dpop.Signer, realm, user string) *http.Response {
+func (a *orgAPI) dpopGet(t *testing.T, signer *dpop.Signer, realm, user string) *apiResp {
 	t.Helper()
 	tok, err := a.s.IssueToken(realm, user, TokenDPoPBinding(signer.Thumbprint()))
 	require.NoError(t, err)
 	u := a.url + "/admin/realms/" + realm + "/organizations"
-	proof, err := signer.Proof(http.MethodGet, u, tok, "")
-	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "DPoP "+tok)
-	req.Header.Set("DPoP", proof)
-	resp, err := a.hc.Do(req)
-	require.NoError(t, err)
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp
+	return a.sendHeader(t, http.MethodGet, u, "", dpopHeader(t, signer, http.MethodGet, u, tok))
 }
 
 // TestOnlyAuthenticatedRequestsPaceOtherRealms: a realm's writes are paced
@@ -156,18 +138,7 @@ func TestOnlyAuthenticatedRequestsPaceOtherRealms(t *testing.T) {
 	a := newOrgAPI(t)
 	do := func(method, path, token, contentType, body string) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), method, a.url+path, strings.NewReader(body))
-		require.NoError(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
-		}
-		resp, err := a.hc.Do(req)
-		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		a.sendRaw(token, method, a.url+path, contentType, body)
 	}
 	const decide = "/realms/globex/authorization-decision-provider/authorize"
 	const decision = `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
@@ -201,16 +172,7 @@ func TestOnlyAuthenticatedRequestsPaceOtherRealms(t *testing.T) {
 	orgs := "/admin/realms/globex/organizations"
 	do(http.MethodGet, orgs, bound, "", "")
 	require.NotContains(t, a.s.store.LastServing(), "globex", "a bound token without its proof")
-	proof, err := signer.Proof(http.MethodGet, a.url+orgs, bound, "")
-	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, a.url+orgs, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "DPoP "+bound)
-	req.Header.Set("DPoP", proof)
-	resp, err := a.hc.Do(req)
-	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	resp := a.sendHeader(t, http.MethodGet, a.url+orgs, "", dpopHeader(t, signer, http.MethodGet, a.url+orgs, bound))
+	require.Equal(t, http.StatusOK, resp.Status, "%s", resp.Body)
 	require.Equal(t, "globex", a.s.store.LastServing()[0])
 }

@@ -37,6 +37,8 @@ type orgJSON struct {
 	Attributes  map[string][]string `json:"attributes"`
 }
 
+func (o orgJSON) id() string { return o.ID }
+
 func toOrgJSON(o *store.Organization) orgJSON {
 	return orgJSON{ID: o.ID, Name: o.Name, Alias: o.Alias, Description: o.Description, Attributes: attrsJSON(o.Attributes)}
 }
@@ -68,11 +70,7 @@ func (s *Server) createOrganization(w http.ResponseWriter, r *http.Request, c *c
 		return
 	}
 	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
-		o, err := rm.CreateOrganization(in.spec(), now)
-		if err != nil {
-			return "", nil, err
-		}
-		return o.ID, toOrgJSON(o), nil
+		return created(toOrgJSON)(rm.CreateOrganization(in.spec(), now))
 	})
 }
 
@@ -92,19 +90,12 @@ func (s *Server) updateOrganization(w http.ResponseWriter, r *http.Request, c *c
 	orgID := r.PathValue("orgId")
 	c.resourceID = orgID
 	var in orgBody
-	derr := decodeBody(r, &in)
+	check := bodyAfter(r, &in)
 	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		if _, err := rm.Organization(orgID); err != nil {
+		if err := check(found(rm.Organization(orgID))); err != nil {
 			return nil, err
 		}
-		if derr != nil {
-			return nil, derr
-		}
-		o, err := rm.UpdateOrganization(orgID, in.spec())
-		if err != nil {
-			return nil, err
-		}
-		return toOrgJSON(o), nil
+		return wire(toOrgJSON)(rm.UpdateOrganization(orgID, in.spec()))
 	})
 }
 

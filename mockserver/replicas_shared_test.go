@@ -513,24 +513,7 @@ func TestReplicasShareUISessionsAndLogouts(t *testing.T) {
 	t.Parallel()
 	store := &sharedStore{keys: map[string]time.Time{}}
 	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	send := func(replica, method, path string, form url.Values, cookies []*http.Cookie) (*http.Response, string) {
-		req, err := http.NewRequestWithContext(t.Context(), method, f.URL+path, strings.NewReader(form.Encode()))
-		require.NoError(t, err)
-		req.Header.Set("X-Replica", replica)
-		if form != nil {
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		}
-		for _, c := range cookies {
-			req.AddCookie(c)
-		}
-		res, err := hc.Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		b, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		return res, string(b)
-	}
+	send := f.send
 	login, _ := send("a", http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
 	require.Equal(t, http.StatusSeeOther, login.StatusCode)
 	cookies := login.Cookies()

@@ -32,6 +32,8 @@ type roleJSON struct {
 	Attributes  map[string][]string `json:"attributes"`
 }
 
+func (r roleJSON) id() string { return r.ID }
+
 func toRoleJSON(r *store.Role) roleJSON {
 	return roleJSON{ID: r.ID, Name: r.Name, Description: r.Description, Attributes: attrsJSON(r.Attributes)}
 }
@@ -109,20 +111,13 @@ func (s *Server) linkRole(w http.ResponseWriter, r *http.Request, c *caller) {
 func (s *Server) createOrgRole(w http.ResponseWriter, r *http.Request, c *caller) {
 	orgID := r.PathValue("orgId")
 	var in roleBody
-	derr := decodeBody(r, &in)
+	check := bodyAfter(r, &in)
 	roles := strings.TrimSuffix(r.URL.EscapedPath(), "/create")
 	s.createOne(w, r, c, roles, func(rm *store.Realm, _ time.Time) (string, any, error) {
-		if _, err := rm.Organization(orgID); err != nil {
+		if err := check(found(rm.Organization(orgID))); err != nil {
 			return "", nil, err
 		}
-		if derr != nil {
-			return "", nil, derr
-		}
-		role, err := rm.CreateOrgRole(orgID, in.spec())
-		if err != nil {
-			return "", nil, err
-		}
-		return role.ID, toRoleJSON(role), nil
+		return created(toRoleJSON)(rm.CreateOrgRole(orgID, in.spec()))
 	})
 }
 

@@ -40,6 +40,8 @@ type propTmplJSON struct {
 	Properties  []propertyJSON `json:"properties"`
 }
 
+func (t propTmplJSON) id() string { return t.ID }
+
 func toPropTmplJSON(t *store.PropertyTemplate) propTmplJSON {
 	out := propTmplJSON{ID: t.ID, Name: t.Name, Description: t.Description, Properties: make([]propertyJSON, 0, len(t.Properties))}
 	for _, p := range t.Properties {
@@ -100,6 +102,8 @@ type deptTmplJSON struct {
 	Root        templateNodeJSON `json:"root"`
 }
 
+func (t deptTmplJSON) id() string { return t.ID }
+
 func toDeptTmplJSON(t *store.DepartmentTemplate) deptTmplJSON {
 	return deptTmplJSON{ID: t.ID, Name: t.Name, Description: t.Description, Root: toTemplateNodeJSON(t.Root)}
 }
@@ -124,19 +128,12 @@ func (s *Server) listPropertyTemplates(w http.ResponseWriter, r *http.Request, _
 func (s *Server) createPropertyTemplate(w http.ResponseWriter, r *http.Request, c *caller) {
 	orgID := r.PathValue("orgId")
 	var in propTmplBody
-	derr := decodeBody(r, &in)
+	check := bodyAfter(r, &in)
 	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
-		if _, err := rm.Organization(orgID); err != nil {
+		if err := check(found(rm.Organization(orgID))); err != nil {
 			return "", nil, err
 		}
-		if derr != nil {
-			return "", nil, derr
-		}
-		t, err := rm.CreatePropertyTemplate(orgID, in.spec(), now)
-		if err != nil {
-			return "", nil, err
-		}
-		return t.ID, toPropTmplJSON(t), nil
+		return created(toPropTmplJSON)(rm.CreatePropertyTemplate(orgID, in.spec(), now))
 	})
 }
 
@@ -150,19 +147,12 @@ func (s *Server) updatePropertyTemplate(w http.ResponseWriter, r *http.Request, 
 	orgID, id := r.PathValue("orgId"), r.PathValue("templateId")
 	c.resourceID = id
 	var in propTmplBody
-	derr := decodeBody(r, &in)
+	check := bodyAfter(r, &in)
 	s.writeOne(w, r, func(rm *store.Realm, _ time.Time) (any, error) {
-		if _, err := rm.PropertyTemplate(orgID, id); err != nil {
+		if err := check(found(rm.PropertyTemplate(orgID, id))); err != nil {
 			return nil, err
 		}
-		if derr != nil {
-			return nil, derr
-		}
-		t, err := rm.UpdatePropertyTemplate(orgID, id, in.spec())
-		if err != nil {
-			return nil, err
-		}
-		return toPropTmplJSON(t), nil
+		return wire(toPropTmplJSON)(rm.UpdatePropertyTemplate(orgID, id, in.spec()))
 	})
 }
 
@@ -182,19 +172,12 @@ func (s *Server) listDepartmentTemplates(w http.ResponseWriter, r *http.Request,
 func (s *Server) createDepartmentTemplate(w http.ResponseWriter, r *http.Request, c *caller) {
 	orgID := r.PathValue("orgId")
 	var in deptTmplBody
-	derr := decodeBody(r, &in)
+	check := bodyAfter(r, &in)
 	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {
-		if _, err := rm.Organization(orgID); err != nil {
+		if err := check(found(rm.Organization(orgID))); err != nil {
 			return "", nil, err
 		}
-		if derr != nil {
-			return "", nil, derr
-		}
-		t, err := rm.CreateDepartmentTemplate(orgID, in.spec(), now)
-		if err != nil {
-			return "", nil, err
-		}
-		return t.ID, toDeptTmplJSON(t), nil
+		return created(toDeptTmplJSON)(rm.CreateDepartmentTemplate(orgID, in.spec(), now))
 	})
 }
 

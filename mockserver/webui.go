@@ -171,7 +171,7 @@ func (s *Server) uiGuard(access uiAccess, h uiHandler) http.Handler {
 			}
 		}
 		if !ok {
-			s.toLogin(w, r, realm)
+			uiRedirect(w, r, uiRealmPath(realm)+"/login")
 			return
 		}
 		err := s.liveRealm(realm, func(rm *store.Realm) error {
@@ -190,7 +190,7 @@ func (s *Server) uiGuard(access uiAccess, h uiHandler) http.Handler {
 		})
 		switch {
 		case errors.Is(err, errNoUser):
-			s.toLogin(w, r, realm)
+			uiRedirect(w, r, uiRealmPath(realm)+"/login")
 			return
 		case err != nil:
 			s.uiError(w, r, err)
@@ -230,11 +230,11 @@ func (s *Server) sameOrigin(h http.Handler) http.Handler {
 	return p.Handler(h)
 }
 
-// toLogin redirects to the realm's login page (303, so that a POST becomes
-// a GET there).
-func (s *Server) toLogin(w http.ResponseWriter, r *http.Request, realm string) {
+// uiRedirect redirects to the UI's page at path (303, so that a POST
+// becomes a GET there), such as a realm's login page.
+func uiRedirect(w http.ResponseWriter, r *http.Request, path string) {
 	uiHeaders(w)
-	http.Redirect(w, r, uiRealmPath(realm)+"/login", http.StatusSeeOther)
+	http.Redirect(w, r, path, http.StatusSeeOther)
 }
 
 // uiRealmPath is the path of realm's pages, the realm's name escaped.
@@ -352,8 +352,7 @@ func (s *Server) uiRealmChooser(w http.ResponseWriter, r *http.Request) {
 			s.uiError(w, r, badField("realm", "give one realm name"))
 			return
 		}
-		uiHeaders(w)
-		http.Redirect(w, r, uiRealmPath(vs[0])+"/home", http.StatusSeeOther)
+		uiRedirect(w, r, uiRealmPath(vs[0])+"/home")
 		return
 	}
 	s.uiRender(w, http.StatusOK, "realm", uiFrame{})
@@ -418,8 +417,7 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, s.ui.newSession(realm, userID, s.now(), s.secureCookie(r)))
-	uiHeaders(w)
-	http.Redirect(w, r, uiRealmPath(realm)+"/home", http.StatusSeeOther)
+	uiRedirect(w, r, uiRealmPath(realm)+"/home")
 }
 
 // errLacksManagement is a correct login of a user without realm management.
@@ -440,8 +438,7 @@ func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, ss *uiSession)
 	}
 	s.ui.logout(ss, s.now())
 	http.SetCookie(w, s.ui.clearCookie(ss.realm, s.secureCookie(r)))
-	uiHeaders(w)
-	http.Redirect(w, r, uiRealmPath(ss.realm)+"/login", http.StatusSeeOther)
+	uiRedirect(w, r, uiRealmPath(ss.realm)+"/login")
 }
 
 // secureCookie reports whether the session cookie must be Secure: the

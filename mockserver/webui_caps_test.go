@@ -148,30 +148,21 @@ func TestWebUIEvaluatorSaysUsersLeftOut(t *testing.T) {
 func TestEvaluateAPITrustsTokenRoles(t *testing.T) {
 	t.Parallel()
 	u := newUIServer(t)
-	tr, err := http.PostForm(u.url+"/realms/acme/protocol/openid-connect/token", url.Values{"grant_type": {"password"},
-		"client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}})
-	require.NoError(t, err)
+	tr := u.send(t, http.DefaultClient, http.MethodPost, "/realms/acme/protocol/openid-connect/token", "application/x-www-form-urlencoded",
+		url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}.Encode(), nil)
 	var tb struct {
 		AccessToken string `json:"access_token"`
 	}
-	require.NoError(t, json.NewDecoder(tr.Body).Decode(&tb))
-	_ = tr.Body.Close()
+	require.NoError(t, json.Unmarshal([]byte(tr.body), &tb))
 	tok := tb.AccessToken
 	require.NotEmpty(t, tok)
 	require.NoError(t, u.s.store.Write("acme", func(rm *store.Realm) error {
 		delete(rm.Users[rm.UserByName["alice"]].RoleIDs, rm.RoleByName[store.RoleRealmAdmin])
 		return nil
 	}))
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, u.url+"/admin/realms/acme/clients/orders-api/authz/resource-server/policy/evaluate",
-		strings.NewReader(`{"username":"bob","resources":[{"name":"orders"}]}`))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	_ = resp.Body.Close()
-	t.Logf("evaluate with the demoted admin's token: %d", resp.StatusCode)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "documented token semantics (Keycloak): held until exp")
+	resp := u.send(t, http.DefaultClient, http.MethodPost, "/admin/realms/acme/clients/orders-api/authz/resource-server/policy/evaluate",
+		"application/json", `{"username":"bob","resources":[{"name":"orders"}]}`, http.Header{"Authorization": {"Bearer " + tok}})
+	require.Equal(t, http.StatusOK, resp.status, "documented token semantics (Keycloak): held until exp")
 }
 
 // TestWebUIUnauthenticatedStoresNothing: logins (wrong, right but

@@ -2,7 +2,6 @@ package mockserver
 
 import (
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -47,15 +46,9 @@ func FuzzWebUI(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, params string, post, withSession bool, ct string) {
 		target := "http://example.com" + paths[int(which)%len(paths)]
-		var req *http.Request
-		if post {
-			req = httptest.NewRequest(http.MethodPost, target, strings.NewReader(params))
-			req.Header.Set("Content-Type", ct)
-		} else {
-			if strings.ContainsAny(params, " #\x00\r\n\t") || strings.ContainsFunc(params, func(r rune) bool { return r < 0x20 || r >= 0x7f }) {
-				return // not a request line a client could send
-			}
-			req = httptest.NewRequest(http.MethodGet, target+"?"+params, nil)
+		req, ok := formRequest(target, params, post, ct)
+		if !ok {
+			return
 		}
 		req.Header.Set("Accept", "text/html")
 		if withSession {

@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -98,24 +99,31 @@ type uiAnswer struct {
 // text/html, and reads the answer.
 func (u *uiServer) do(c *http.Client, method, path string, form url.Values, hdr ...string) uiAnswer {
 	u.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequestWithContext(u.t.Context(), method, u.url+path, body)
-	require.NoError(u.t, err)
-	req.Header.Set("Accept", "text/html,application/xhtml+xml")
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
+	h := http.Header{"Accept": {"text/html,application/xhtml+xml"}}
 	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
+		h.Set(hdr[i], hdr[i+1])
+	}
+	if form == nil {
+		return u.send(u.t, c, method, path, "", "", h)
+	}
+	return u.send(u.t, c, method, path, "application/x-www-form-urlencoded", form.Encode(), h)
+}
+
+// send sends method path with c, with body of Content-Type ctype (none
+// when empty) and the headers of h, and reads the answer.
+func (u *uiServer) send(t *testing.T, c *http.Client, method, path, ctype, body string, h http.Header) uiAnswer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, u.url+path, strings.NewReader(body))
+	require.NoError(t, err)
+	maps.Copy(req.Header, h)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
 	}
 	resp, err := c.Do(req)
-	require.NoError(u.t, err)
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	require.NoError(u.t, err)
+	require.NoError(t, err)
 	return uiAnswer{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }
 
@@ -476,18 +484,6 @@ func TestWebUIAnswersHostileRequestsWith4xx(t *testing.T) {
 	u := newUIServer(t)
 	c := u.admin()
 	csrf := u.csrf(c, "/ui/realms/acme/home")
-	raw := func(method, path, ctype, body string) uiAnswer {
-		req, err := http.NewRequestWithContext(t.Context(), method, u.url+path, strings.NewReader(body))
-		require.NoError(t, err)
-		if ctype != "" {
-			req.Header.Set("Content-Type", ctype)
-		}
-		resp, err := c.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return uiAnswer{status: resp.StatusCode, header: resp.Header, body: string(b)}
-	}
 	long := strings.Repeat("a", maxUIField+1)
 	for _, tc := range []struct {
 		name, method, path, ctype, body string
@@ -515,7 +511,7 @@ func TestWebUIAnswersHostileRequestsWith4xx(t *testing.T) {
 		{"wrong method", "PUT", "/ui/realms/acme/home", "", "", http.StatusMethodNotAllowed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := raw(tc.method, tc.path, tc.ctype, tc.body)
+			p := u.send(t, c, tc.method, tc.path, tc.ctype, tc.body, nil)
 			require.Equal(t, tc.status, p.status, p.body)
 			require.Equal(t, "application/json", p.header.Get("Content-Type"))
 			require.Contains(t, p.body, `"error":"`+http.StatusText(tc.status)+`"`)
@@ -611,16 +607,10 @@ func TestWebUIEvaluatorDecidesAsAuthorize(t *testing.T) {
 			tok, err := u.s.IssueToken("acme", tc.user, TokenOrganization(tc.org))
 			require.NoError(t, err)
 			body := `{"clientId":"orders-api","resources":[{"name":"` + tc.resource + `","scopes":["` + tc.scope + `"]}],"context":{"attributes":{"method":"` + tc.method + `"}}}`
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, u.url+"/realms/acme/authorization-decision-provider/authorize", strings.NewReader(body))
-			require.NoError(t, err)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+tok)
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
-			want := regexp.MustCompile(`"status":"([A-Z]+)"`).FindStringSubmatch(string(b))[1]
+			res := u.send(t, http.DefaultClient, http.MethodPost, "/realms/acme/authorization-decision-provider/authorize", "application/json", body,
+				http.Header{"Authorization": {"Bearer " + tok}})
+			require.Equal(t, http.StatusOK, res.status, res.body)
+			want := regexp.MustCompile(`"status":"([A-Z]+)"`).FindStringSubmatch(res.body)[1]
 			seen[want] = true
 
 			p := u.do(c, http.MethodPost, "/ui/realms/acme/evaluate", url.Values{"csrf": {csrf}, "user": {tc.user},

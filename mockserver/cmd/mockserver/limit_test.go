@@ -713,12 +713,6 @@ func idleAfterRequest(t *testing.T, conn net.Conn, addr, _ string) {
 // platform-admin token.
 func setConfig(t *testing.T, base, token, patch string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPatch, base+"/admin/config", strings.NewReader(patch))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
+	resp := send(t, http.MethodPatch, base+"/admin/config", "application/json", patch, http.Header{"Authorization": {"Bearer " + token}})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -100,11 +101,27 @@ func start(t *testing.T, args ...string) (string, func() error) {
 
 func get(t *testing.T, u string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	return send(t, http.MethodGet, u, "", "", nil)
+}
+
+// send sends method u with body, of Content-Type ctype unless it is empty,
+// and the headers of h. The answer's body is read whole and its
+// connection given back before send returns, so that it holds no slot of
+// the server's connection limit.
+func send(t *testing.T, method, u, ctype, body string, h http.Header) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(body))
 	require.NoError(t, err)
+	maps.Copy(req.Header, h)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
 	resp, err := client.Do(req)
 	require.NoError(t, err)
-	t.Cleanup(func() { resp.Body.Close() })
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp
 }
 
@@ -118,17 +135,10 @@ func TestRunWithAcmeFixture(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
 	require.Equal(t, base+"/realms/acme", doc["issuer"])
 
-	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {"s3cret"}}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/realms/master/protocol/openid-connect/token", strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	tr, err := client.Do(req)
-	require.NoError(t, err)
-	tr.Body.Close()
-	require.Equal(t, http.StatusOK, tr.StatusCode, "-admin-secret overrides the fixture's secret")
+	adminToken(t, base, "s3cret") // -admin-secret overrides the fixture's secret
 
 	require.NoError(t, stop())
-	_, err = http.Get(base + "/realms/acme/.well-known/openid-configuration") //nolint:noctx // the server is gone
+	_, err := http.Get(base + "/realms/acme/.well-known/openid-configuration") //nolint:noctx // the server is gone
 	require.Error(t, err)
 }
 
@@ -164,14 +174,8 @@ func TestRunCORSOrigin(t *testing.T) {
 		"-cors-origin", "http://localhost:5173, http://localhost:3000", "-cors-origin", "https://app.example")
 	for _, origin := range []string{"http://localhost:5173", "http://localhost:3000", "https://app.example", "https://evil.example"} {
 		for _, path := range []string{"/realms/acme/protocol/openid-connect/token", "/realms/acme/authorization-decision-provider/authorize", "/admin/tenants"} {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodOptions, base+path, nil)
-			require.NoError(t, err)
-			req.Header.Set("Origin", origin)
-			req.Header.Set("Access-Control-Request-Method", http.MethodPost)
-			req.Header.Set("Access-Control-Request-Headers", "authorization, content-type, dpop")
-			resp, err := client.Do(req)
-			require.NoError(t, err)
-			resp.Body.Close()
+			resp := send(t, http.MethodOptions, base+path, "", "", http.Header{"Origin": {origin},
+				"Access-Control-Request-Method": {http.MethodPost}, "Access-Control-Request-Headers": {"authorization, content-type, dpop"}})
 			if origin == "https://evil.example" {
 				require.Equal(t, http.StatusForbidden, resp.StatusCode, path)
 				require.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"), path)
@@ -182,12 +186,7 @@ func TestRunCORSOrigin(t *testing.T) {
 			require.Contains(t, resp.Header.Get("Access-Control-Allow-Methods"), http.MethodPost)
 			require.Equal(t, "Authorization, Content-Type, DPoP", resp.Header.Get("Access-Control-Allow-Headers"))
 		}
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/realms/acme/.well-known/openid-configuration", nil)
-		require.NoError(t, err)
-		req.Header.Set("Origin", origin)
-		resp, err := client.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
+		resp := send(t, http.MethodGet, base+"/realms/acme/.well-known/openid-configuration", "", "", http.Header{"Origin": {origin}})
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		if origin == "https://evil.example" {
 			require.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
@@ -323,14 +322,7 @@ func TestRunBoundsSlowClients(t *testing.T) {
 // and forwarding headers count only from a -trusted-proxy.
 func TestRunPublicURL(t *testing.T) {
 	issuerOf := func(t *testing.T, base string, header http.Header) string {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/realms/acme/.well-known/openid-configuration", nil)
-		require.NoError(t, err)
-		for k, v := range header {
-			req.Header[k] = v
-		}
-		resp, err := client.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
+		resp := send(t, http.MethodGet, base+"/realms/acme/.well-known/openid-configuration", "", "", header)
 		var doc map[string]any
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
 		return doc["issuer"].(string)
@@ -585,18 +577,7 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 func adminToken(t *testing.T, base, secret string) string {
 	t.Helper()
 	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {secret}}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/realms/master/protocol/openid-connect/token", strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tok))
-	return tok.AccessToken
+	return postForm(t, base+"/realms/master/protocol/openid-connect/token", form)["access_token"].(string)
 }
 
 // TestRunDoesNotWaitForBodiesItRefuses: a refused request whose body the
@@ -736,14 +717,9 @@ func TestRunLogDenials(t *testing.T) {
 			for _, scope := range []string{"read", "write"} { // erin may read invoices, not orders
 				resource := map[string]string{"read": "invoices", "write": "orders"}[scope]
 				body := `{"clientId":"orders-api","resources":[{"name":"` + resource + `","scopes":["` + scope + `"]}],"context":{}}`
-				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/realms/acme/authorization-decision-provider/authorize", strings.NewReader(body))
-				require.NoError(t, err)
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+tok)
-				resp, err := client.Do(req)
-				require.NoError(t, err)
+				resp := send(t, http.MethodPost, base+"/realms/acme/authorization-decision-provider/authorize", "application/json", body,
+					http.Header{"Authorization": {"Bearer " + tok}})
 				require.Equal(t, http.StatusOK, resp.StatusCode)
-				require.NoError(t, resp.Body.Close())
 			}
 			cancel()
 			require.NoError(t, <-done)
@@ -763,12 +739,7 @@ func TestRunLogDenials(t *testing.T) {
 
 func postForm(t *testing.T, u string, form url.Values) map[string]any {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, u, strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
+	resp := send(t, http.MethodPost, u, "application/x-www-form-urlencoded", form.Encode(), nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	var out map[string]any
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))

@@ -51,11 +51,9 @@ func TestRecordedRefusesWhatTheKeyspaceCannotVouchFor(t *testing.T) {
 	now := time.Now().Truncate(time.Millisecond)
 	answer := redisLikeAt(func() time.Time { return now })
 	f := startFake(t, answer)
-	s, err := Open("redis://"+f.addr, "p:")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	s := openStore(t, "redis://"+f.addr, "p:")
 
-	_, err = s.Recorded(t.Context(), "k", now.Add(time.Hour))
+	_, err := s.Recorded(t.Context(), "k", now.Add(time.Hour))
 	require.ErrorIs(t, err, errKeyspaceNew, "no marker: the keyspace begins now")
 	require.Equal(t, strconv.FormatInt(now.UnixMilli(), 10), markerAt(t, answer, "p:since"), "decided by the server")
 
@@ -68,9 +66,7 @@ func TestRecordedRefusesWhatTheKeyspaceCannotVouchFor(t *testing.T) {
 	require.False(t, found)
 
 	down := startFake(t, func([]string) string { return "-ERR LOADING\r\n" })
-	s2, err := Open("redis://"+down.addr, "p:")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s2.Close() })
+	s2 := openStore(t, "redis://"+down.addr, "p:")
 	_, err = s2.Recorded(t.Context(), "k", now)
 	require.Error(t, err)
 	require.False(t, errors.Is(err, errKeyspaceNew))
@@ -89,15 +85,13 @@ func TestRecordOnceDecidesTheKeyspaceBeforeWriting(t *testing.T) {
 	now := time.Now().Truncate(time.Millisecond)
 	answer := redisLikeAt(func() time.Time { return now })
 	f := startFake(t, answer)
-	s, err := Open("redis://"+f.addr, "p:")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	s := openStore(t, "redis://"+f.addr, "p:")
 	began := now.Add(-30 * time.Second) // Redis restarted 30 s ago
 	answer([]string{"SET", "p:since", strconv.FormatInt(began.UnixMilli(), 10)})
 
 	issued := now.Add(-time.Second) // within the margin after the keyspace began
 	for _, attempt := range []string{"the call", "its retry"} {
-		_, err = s.RecordOnce(t.Context(), "k", "w", issued.Add(2*time.Minute), issued)
+		_, err := s.RecordOnce(t.Context(), "k", "w", issued.Add(2*time.Minute), issued)
 		require.ErrorIs(t, err, errKeyspaceNew, attempt)
 		for _, c := range f.commands() {
 			require.NotEqual(t, "SET", c[0], "%s wrote %v", attempt, c)
@@ -128,16 +122,10 @@ func TestRecordOnceTakesEveryTextOfTheMarkersTime(t *testing.T) {
 		t.Run(text, func(t *testing.T) {
 			t.Parallel()
 			f := startFake(t, redisLike())
-			s, err := Open("redis://"+f.addr, "p:")
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = s.Close() })
-			c, _, err := s.get(t.Context())
-			require.NoError(t, err)
-			_, err = c.do(t.Context(), []string{"SET", "p:since", text})
-			s.put(c, err == nil)
-			require.NoError(t, err)
+			s := openStore(t, "redis://"+f.addr, "p:")
+			require.NoError(t, setMarker(t, s, text))
 			issued := time.Now().Add(-time.Minute)
-			_, err = s.Recorded(t.Context(), "k", issued)
+			_, err := s.Recorded(t.Context(), "k", issued)
 			require.NoError(t, err, "the keyspace vouches for reads")
 			first, err := s.RecordOnce(t.Context(), "k", "w", time.Now().Add(time.Hour), issued)
 			require.NoError(t, err)

@@ -298,14 +298,28 @@ func timeReply(t time.Time) string {
 // keyspace as an hour old (unless the server refuses).
 func settledStore(t *testing.T, rawURL string) *Store {
 	t.Helper()
-	s, err := Open(rawURL, "p:")
+	s := openStore(t, rawURL, "p:")
+	_ = setMarker(t, s, strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10))
+	return s
+}
+
+// openStore opens a Store at rawURL with prefix, closed when the test ends.
+func openStore(t *testing.T, rawURL, prefix string) *Store {
+	t.Helper()
+	s, err := Open(rawURL, prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// setMarker writes text as the keyspace marker p:since of s's server.
+func setMarker(t *testing.T, s *Store, text string) error {
+	t.Helper()
 	c, _, err := s.get(t.Context())
 	require.NoError(t, err)
-	_, err = c.do(t.Context(), []string{"SET", "p:since", strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)})
+	_, err = c.do(t.Context(), []string{"SET", "p:since", text})
 	s.put(c, err == nil)
-	return s
+	return err
 }
 
 func TestOpenURL(t *testing.T) {
@@ -395,11 +409,9 @@ func TestRememberRefusesWhileTheKeyspaceIsNew(t *testing.T) {
 	t.Parallel()
 	began := time.Now().Add(-time.Hour).Truncate(time.Millisecond) // the server's clock, an hour behind the replica's
 	f := startFake(t, redisLikeAt(func() time.Time { return began }))
-	s, err := Open("redis://"+f.addr, "")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	s := openStore(t, "redis://"+f.addr, "")
 	window := func(iat time.Time) time.Time { return iat.Add(60*time.Second + time.Minute) }
-	_, err = s.Remember(t.Context(), "a", window(time.Now()))
+	_, err := s.Remember(t.Context(), "a", window(time.Now()))
 	require.ErrorIs(t, err, errKeyspaceNew)
 	cmds := f.commands()
 	require.Equal(t, "EVAL", cmds[len(cmds)-1][0], "the server decides the marker")
@@ -432,10 +444,8 @@ func TestRememberRewritesAMarkerThatCannotBeRight(t *testing.T) {
 			answer := redisLikeAt(func() time.Time { return now })
 			answer([]string{"SET", "p:since", tc.marker})
 			f := startFake(t, answer)
-			s, err := Open("redis://"+f.addr, "p:")
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = s.Close() })
-			_, err = s.Remember(t.Context(), "a", now.Add(2*time.Minute))
+			s := openStore(t, "redis://"+f.addr, "p:")
+			_, err := s.Remember(t.Context(), "a", now.Add(2*time.Minute))
 			require.ErrorIs(t, err, errKeyspaceNew)
 			cmds := f.commands()
 			require.Equal(t, "EVAL", cmds[len(cmds)-1][0], "the server decides the marker")
@@ -534,9 +544,7 @@ func TestRememberLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 		return redis(cmd)
 	})
 	redis([]string{"SET", "p:since", strconv.FormatInt(t0.Add(time.Hour).UnixMilli(), 10)})
-	s, err := Open("redis://"+f.addr, "p:")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	s := openStore(t, "redis://"+f.addr, "p:")
 
 	done := make(chan error, 1)
 	go func() {
