@@ -156,6 +156,51 @@ func (g *formGuard) namesFormKey() bool {
 		v = append(v, bytes.Trim(line, " \t")...)
 	}
 	g.value = v
-	_, params, err := mime.ParseMediaType(string(v))
-	return err == nil && strings.EqualFold(params["name"], formKey)
+	if _, params, err := mime.ParseMediaType(string(v)); err == nil {
+		return readAsKey(params["name"], formKey)
+	}
+	// A field mime.ParseMediaType refuses (a repeated parameter, say)
+	// names no part to net/http, but PHP's and others' parsers are more
+	// lenient: each name parameter they could find counts.
+	return anyNameReadAsKey(v)
+}
+
+// anyNameReadAsKey reports whether a Content-Disposition value holds a
+// parameter name (in any case, after a ';' and blanks) whose value, as a
+// token or a quoted string (backslash escapes taken), a stack reads as
+// the form key _method (keyMatch).
+func anyNameReadAsKey(v []byte) bool {
+	for rest := v; ; {
+		i := bytes.IndexByte(rest, ';')
+		if i < 0 {
+			return false
+		}
+		rest = bytes.TrimLeft(rest[i+1:], " \t")
+		if len(rest) < len("name") || !strings.EqualFold(string(rest[:len("name")]), "name") {
+			continue
+		}
+		value, ok := bytes.CutPrefix(bytes.TrimLeft(rest[len("name"):], " \t"), []byte("="))
+		if !ok {
+			continue
+		}
+		value = bytes.TrimLeft(value, " \t")
+		var name []byte
+		if len(value) > 0 && value[0] == '"' {
+			for j := 1; j < len(value) && value[j] != '"'; j++ {
+				if value[j] == '\\' && j+1 < len(value) {
+					j++
+				}
+				name = append(name, value[j])
+			}
+		} else {
+			end := bytes.IndexAny(value, "; \t")
+			if end < 0 {
+				end = len(value)
+			}
+			name = value[:end]
+		}
+		if readAsKey(string(name), formKey) {
+			return true
+		}
+	}
 }
