@@ -144,6 +144,10 @@ func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.Read
 			return "", nil, badRequest("the request carries " + h + ", which this service does not honour; send the method itself")
 		}
 	}
+	if h := c.underscoredOverride(r.Header); h != "" {
+		return "", nil, badRequest("the request carries " + h + " spelt with '_' for '-', which CGI, PHP and Rack read as " + h +
+			"; send the method itself, or " + h + " as it is spelt when this service honours it")
+	}
 	formValues, body, ref := c.formOverride(w, r)
 	if ref != nil {
 		return "", nil, ref
@@ -153,6 +157,51 @@ func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.Read
 		return "", nil, ref
 	}
 	return m, body, nil
+}
+
+// underscoredOverride returns the override header (overrideHeaders, or
+// one WithMethodOverride trusts) that a field of h names with '_' where
+// the header has '-' (X_HTTP_METHOD_OVERRIDE): CGI, and so PHP and Rack,
+// read both spellings as one variable (HTTP_X_HTTP_METHOD_OVERRIDE),
+// which net/http keeps apart. It returns "" when there is none.
+func (c *config) underscoredOverride(h http.Header) string {
+	for name := range h {
+		if strings.IndexByte(name, '_') < 0 {
+			continue
+		}
+		for _, o := range overrideHeaders {
+			if cgiEqual(name, o) {
+				return o
+			}
+		}
+		for _, o := range c.trustedHeaders {
+			if name != o && cgiEqual(name, o) {
+				return o
+			}
+		}
+	}
+	return ""
+}
+
+// cgiEqual reports whether CGI gives the header fields a and b one
+// meta-variable: the same in any ASCII case, '-' and '_' alike.
+func cgiEqual(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := lower(a[i]), lower(b[i])
+		if x == '_' {
+			x = '-'
+		}
+		if y == '_' {
+			y = '-'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // overridden returns the method the trusted override headers of r and the
