@@ -44,6 +44,10 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 	}
 	parsed := len(r.Form[formKey]) > 0 || len(r.PostForm[formKey]) > 0 ||
 		r.MultipartForm != nil && len(r.MultipartForm.Value[formKey]) > 0
+	lookalike += parsedLookalikes(r.Form) + parsedLookalikes(r.PostForm)
+	if r.MultipartForm != nil {
+		lookalike += parsedLookalikes(r.MultipartForm.Value)
+	}
 	if ref := c.formRefusal(queryExact, lookalike, parsed); ref != nil {
 		return nil, nil, ref
 	}
@@ -58,7 +62,8 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 	bodyExact := 0
 	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
 		cts := r.Header["Content-Type"]
-		kinds, goKind := formKinds(cts), netHTTPFormKind(cts)
+		kinds, plain := formKinds(cts)
+		goKind := netHTTPFormKind(cts)
 		switch {
 		case kinds == noForm,
 			goKind == urlencodedForm && r.PostForm != nil,
@@ -82,6 +87,12 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 			}
 			if ref := c.formRefusal(bodyExact, bodyLookalike, false); ref != nil {
 				return nil, nil, ref
+			}
+			if bodyExact > 0 && !plain {
+				// net/http reads the method, a stack that reads no form
+				// of this body would perform the POST.
+				return nil, nil, badRequest("the request names the method in its form key " + formKey +
+					" under a Content-Type that not every stack reads as a form; send Content-Type: application/x-www-form-urlencoded as it is spelt")
 			}
 			if kinds&multipartForm != 0 {
 				body = &formGuard{body: body}
@@ -132,6 +143,18 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 // which r.ParseForm tells by type.
 var maxBytesReaderType = reflect.TypeOf(http.MaxBytesReader(nil, http.NoBody, 0))
 
+// parsedLookalikes counts the keys of a form an outer handler parsed that
+// a stack reads as _method (keyMatch) but that are not _method itself.
+func parsedLookalikes(form map[string][]string) int {
+	n := 0
+	for k := range form {
+		if k != formKey && readAsKey(k, formKey) {
+			n++
+		}
+	}
+	return n
+}
+
 // formRefusal returns why a request whose form has exact and lookalike
 // _method keys (formKeys), or _method in a form parsed already, is
 // refused, or nil: any of them without trust, a lookalike with it.
@@ -141,7 +164,7 @@ func (c *config) formRefusal(exact, lookalike int, parsed bool) *refusal {
 		return badRequest("the request carries the form key " + formKey + ", which this service does not honour; send the method itself")
 	case lookalike > 0:
 		return badRequest("the request carries a form key the handler may read otherwise than " + formKey +
-			" (another case, a ';' separator, a bad escape); send " + formKey + " as it is")
+			" (another case or a spelling PHP, Rack or Express reads as " + formKey + ", a ';' separator, a bad escape); send " + formKey + " as it is")
 	}
 	return nil
 }
@@ -167,36 +190,74 @@ func netHTTPFormKind(contentType []string) int {
 
 // formKinds tells the forms any stack the middleware names would parse a
 // POST body of these Content-Type values (nil: none sent) as, a set of
-// urlencodedForm and multipartForm: the union of net/http's reading
-// (netHTTPFormKind) and the ones below, applied to each value (a proxy
-// may pass any of them on, or join them with ", ").
+// urlencodedForm and multipartForm, and whether all of them parse it as
+// the same urlencoded form (plain). The readings, the first two applied to
+// each value (a proxy may pass any of them on, or join them with ", "):
 //
 //   - Rack parses a body with no Content-Type, or an empty one, as a
 //     urlencoded form, and cuts the media type at ';' or ',';
-//   - PHP cuts it at ';', ',' or a space, and lower-cases it.
+//   - PHP lower-cases it and cuts it at ';', ',' or a space;
+//   - net/http (netHTTPFormKind).
 //
-// So a value is cut at its first ';', ',', space or tab, trimmed of
-// blanks and compared in any ASCII case. It reads no body.
-func formKinds(contentType []string) int {
+// For kinds, blanks before the media type are dropped, a tab cuts it as a
+// space does, and it is compared in any ASCII case; plain takes each
+// reading exactly. It reads no body.
+func formKinds(contentType []string) (kinds int, plain bool) {
+	kinds = netHTTPFormKind(contentType)
+	plain = len(contentType) == 1 && kinds == urlencodedForm
 	if len(contentType) == 0 {
-		return urlencodedForm
+		return urlencodedForm, false // Rack
 	}
-	kinds := netHTTPFormKind(contentType)
+	const urlencoded = "application/x-www-form-urlencoded"
 	for _, v := range contentType {
+		// As sent, for plain: each reading exactly.
+		rack, _, _ := strings.Cut(v, ";")
+		rack, _, _ = strings.Cut(rack, ",")
+		php := v
+		if i := strings.IndexAny(v, ";, "); i >= 0 {
+			php = v[:i]
+		}
+		plain = plain && equalFoldASCII(strings.TrimRight(rack, " \t"), urlencoded) && equalFoldASCII(php, urlencoded)
+		// Blanks before it dropped, cut at a tab too, for kinds: a
+		// superset of the readings.
 		v = strings.TrimLeft(v, " \t")
+		if i := strings.IndexAny(v, ";,"); i >= 0 {
+			kinds |= cutMediaKind(strings.TrimRight(v[:i], " \t"))
+		}
 		if i := strings.IndexAny(v, ";, \t"); i >= 0 {
 			v = v[:i]
 		}
-		switch {
-		case v == "":
-			kinds |= urlencodedForm
-		case strings.EqualFold(v, "application/x-www-form-urlencoded"):
-			kinds |= urlencodedForm
-		case len(v) >= len("multipart/") && strings.EqualFold(v[:len("multipart/")], "multipart/"):
-			kinds |= multipartForm
+		kinds |= cutMediaKind(v)
+	}
+	return kinds, plain
+}
+
+// cutMediaKind is the form a media type cut from a Content-Type names, in
+// any ASCII case; an empty one is urlencoded, as Rack reads a missing
+// Content-Type.
+func cutMediaKind(mt string) int {
+	const multipart = "multipart/"
+	switch {
+	case mt == "", equalFoldASCII(mt, "application/x-www-form-urlencoded"):
+		return urlencodedForm
+	case len(mt) >= len(multipart) && equalFoldASCII(mt[:len(multipart)], multipart):
+		return multipartForm
+	}
+	return noForm
+}
+
+// equalFoldASCII reports whether a and b are equal in any ASCII case (the
+// stacks compare media types so; strings.EqualFold also folds "K" and "ſ").
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if lower(a[i]) != lower(b[i]) {
+			return false
 		}
 	}
-	return kinds
+	return true
 }
 
 // mediaKind is the form a lower-case media type names.
