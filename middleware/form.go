@@ -114,7 +114,7 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 				body = http.MaxBytesReader(w, body, math.MaxInt64)
 			}
 		default:
-			// Not read: a part named _method fails the handler's read.
+			// Not read: a part read as _method fails the handler's read.
 			body = &formGuard{body: r.Body}
 		}
 	}

@@ -11,9 +11,12 @@ import (
 // ErrFormMethodOverride is what reading a POST form body fails with where
 // the body names the form key _method and the middleware, which does not
 // read such a body before the decision, could not check the method in it:
-// a urlencoded body holding a key _method (in any case, escaped or not, in
-// a pair cut by ';' too) when WithMethodOverride does not trust _method,
-// and a multipart body naming a part _method, trusted or not.
+// a body net/http, Rack or PHP parses as urlencoded holding a key that
+// net/http, PHP, Rack or Express reads as _method (in any case, escaped or
+// not, in a pair cut by ';' too, ".method" or "[_method]" say: see the
+// comment at the top of override.go) when WithMethodOverride does not
+// trust _method (or net/http parses no form of the body), and a multipart
+// body naming a part any of them reads as _method, trusted or not.
 // r.FormValue ignores the error (r.ParseForm then parses no field of the
 // body), so a stack such as gorilla/handlers takes no method from that
 // body and performs the method that was checked; r.ParseForm,
@@ -51,7 +54,10 @@ const (
 // any ASCII case, blanks, ':', the value, and its continuation lines
 // (starting with a blank), unfolded as net/textproto unfolds them. The
 // value is parsed with mime.ParseMediaType, as mime/multipart does, and
-// names _method when its name parameter is _method in any case.
+// names _method when a stack reads its name parameter as _method
+// (keyMatch: in any case, ".method" for PHP, "[_method]" for Express...);
+// a value mime.ParseMediaType refuses names _method when any name
+// parameter a more lenient parser could find does (anyNameReadAsKey).
 type formGuard struct {
 	body  io.ReadCloser
 	state int
@@ -138,7 +144,8 @@ func (g *formGuard) scan(p []byte) bool {
 	return false
 }
 
-// namesFormKey reports whether the field read names the part _method.
+// namesFormKey reports whether the field read names a part a stack reads
+// as _method.
 func (g *formGuard) namesFormKey() bool {
 	// Unfold as net/textproto does: each line without its line end and
 	// the blanks around it, continuation lines joined with a space.
