@@ -55,9 +55,10 @@ const (
 // (starting with a blank), unfolded as net/textproto unfolds them. The
 // value is parsed with mime.ParseMediaType, as mime/multipart does, and
 // names _method when a stack reads its name parameter as _method
-// (keyMatch: in any case, ".method" for PHP, "[_method]" for Express...);
-// a value mime.ParseMediaType refuses names _method when any name
-// parameter a more lenient parser could find does (anyNameReadAsKey).
+// (keyMatch: in any case, ".method" for PHP, "[_method]" for Express...),
+// or any name parameter a more lenient parser could find is so read
+// (anyNameReadAsKey: beside a name*= that mime.ParseMediaType prefers, or
+// in a value it refuses).
 type formGuard struct {
 	body  io.ReadCloser
 	state int
@@ -163,12 +164,13 @@ func (g *formGuard) namesFormKey() bool {
 		v = append(v, bytes.Trim(line, " \t")...)
 	}
 	g.value = v
-	if _, params, err := mime.ParseMediaType(string(v)); err == nil {
-		return readAsKey(params["name"], formKey)
+	if _, params, err := mime.ParseMediaType(string(v)); err == nil && readAsKey(params["name"], formKey) {
+		return true
 	}
-	// A field mime.ParseMediaType refuses (a repeated parameter, say)
-	// names no part to net/http, but PHP's and others' parsers are more
-	// lenient: each name parameter they could find counts.
+	// Other parsers read the field otherwise: PHP's takes name= where
+	// mime.ParseMediaType takes an RFC 2231 name*= beside it, and reads a
+	// field mime.ParseMediaType refuses (a repeated parameter, say). Each
+	// name parameter a lenient parser could find counts.
 	return anyNameReadAsKey(v)
 }
 

@@ -197,15 +197,24 @@ func TestMultipartGuardRefusesEveryPartNameAStackReadsAsMethod(t *testing.T) {
 				"checked as POST (dan may not DELETE), performed as DELETE by the PHP stack behind")
 		})
 	}
-	t.Run("a repeated name parameter", func(t *testing.T) {
-		t.Parallel()
-		const b = "--XyZ\r\nContent-Disposition: form-data; name=\".method\"; name=\"x\"\r\n\r\nDELETE\r\n--XyZ--\r\n"
-		h := middleware.Require(client, "orders", "write")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, err := io.ReadAll(r.Body)
-			assert.ErrorIs(t, err, middleware.ErrFormMethodOverride)
-		}))
-		formRequest{target: "/orders/42", contentType: "multipart/form-data; boundary=XyZ", body: b}.serve(t, h, dan)
-	})
+	for name, disposition := range map[string]string{
+		"a repeated name parameter":   `form-data; name=".method"; name="x"`,
+		"name beside a name* (PHP)":   `form-data; name="_method"; name*=utf-8''x`,
+		"name* beside a name (Go)":    `form-data; name="x"; NAME*=utf-8''%5Fmethod`,
+		"a token name, blanks around": "form-data ;  name = _method",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := "--XyZ\r\nContent-Disposition: " + disposition + "\r\n\r\nDELETE\r\n--XyZ--\r\n"
+			h := middleware.Require(client, "orders", "write")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, err := io.ReadAll(r.Body)
+				assert.ErrorIs(t, err, middleware.ErrFormMethodOverride)
+				_, _ = io.WriteString(w, "read")
+			}))
+			rec := formRequest{target: "/orders/42", contentType: "multipart/form-data; boundary=XyZ", body: b}.serve(t, h, dan)
+			assert.Equal(t, "read", rec.Body.String())
+		})
+	}
 }
 
 // rackForm is Rack::Request#form_data? for a POST: no Content-Type, or a
