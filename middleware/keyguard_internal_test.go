@@ -43,3 +43,22 @@ func TestKeyGuardFailsWhereFormKeysCounts(t *testing.T) {
 		}
 	}
 }
+
+// FuzzKeyGuardAgreesWithFormKeys: for any body, a keyGuard read a byte at
+// a time or whole fails exactly where formKeys counts a key read as
+// _method, and gives back every byte otherwise.
+func FuzzKeyGuardAgreesWithFormKeys(f *testing.F) {
+	for _, s := range []string{"_method=x", "a=1&.method=x", "%5B_method%5D=x", "a=%&_method[0]=x", "+%2_method=x", "]]_method]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		exact, lookalike := formKeys(body)
+		want := exact > 0 || lookalike > 0
+		for _, r := range []io.Reader{strings.NewReader(body), iotest.OneByteReader(strings.NewReader(body))} {
+			got, err := io.ReadAll(newKeyGuard(io.NopCloser(r)))
+			if failed := errors.Is(err, ErrFormMethodOverride); failed != want || !failed && (err != nil || string(got) != body) {
+				t.Fatalf("body %q: read %q, %v; formKeys counts %d exact, %d lookalike", body, got, err, exact, lookalike)
+			}
+		}
+	})
+}
