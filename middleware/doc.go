@@ -23,16 +23,20 @@
 //     path-prefix policy could read it otherwise than the router): 400, and
 //     no gateway call;
 //   - a method override (a header X-HTTP-Method-Override, X-HTTP-Method or
-//     X-Method-Override, or the form key _method in the query or a form
-//     parsed already: a stack honouring it would perform another method
-//     than the one checked): 400, and no gateway call, unless
-//     WithMethodOverride names it as one to trust, whose method is then the
-//     one checked and sent; _method in the query is refused even then (a
-//     stack reading the body only would not see it). Nothing after the headers is read before the
-//     decision unless the service trusts _method: a POST body, urlencoded
-//     or multipart, streams to the handler, whose read fails with
-//     ErrFormMethodOverride where the body holds a key _method or names a
-//     part _method, so the stack takes no method from it;
+//     X-Method-Override, also spelt with '_' for '-', or the form key
+//     _method in the query or a form parsed already: a stack honouring it
+//     would perform another method than the one checked): 400, and no
+//     gateway call, unless WithMethodOverride names it as one to trust,
+//     whose method is then the one checked and sent; _method in the query
+//     is refused even then (a stack reading the body only would not see
+//     it). _method is any key net/http, PHP (Symfony, Laravel), Rack or
+//     Express reads as _method (".method", "[_method]", "_method[]"...).
+//     Nothing after the headers is read before the decision unless the
+//     service trusts _method: a POST body any of them parses as a form
+//     (urlencoded, multipart, or without a Content-Type) streams to the
+//     handler, whose read fails with ErrFormMethodOverride where the body
+//     holds such a key or names such a part, so the stack takes no method
+//     from it;
 //   - with _method trusted, a urlencoded POST body over 64 KiB (the
 //     middleware reads it before the decision, once the caller's token has
 //     been read, and gives it back whole): 413; a form body with a

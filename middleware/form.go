@@ -21,11 +21,11 @@ import (
 // byte is read before the decision (keyGuard).
 const maxTrustedFormBytes = 64 << 10
 
-// Kinds of request body, as r.ParseForm and r.ParseMultipartForm tell
-// them by Content-Type.
+// Kinds of request body, as a stack tells them by Content-Type: bits of
+// a set (formKinds), noForm the empty one.
 const (
-	noForm = iota
-	urlencodedForm
+	noForm         = 0
+	urlencodedForm = 1 << iota
 	multipartForm
 )
 
@@ -44,6 +44,10 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 	}
 	parsed := len(r.Form[formKey]) > 0 || len(r.PostForm[formKey]) > 0 ||
 		r.MultipartForm != nil && len(r.MultipartForm.Value[formKey]) > 0
+	lookalike += parsedLookalikes(r.Form) + parsedLookalikes(r.PostForm)
+	if r.MultipartForm != nil {
+		lookalike += parsedLookalikes(r.MultipartForm.Value)
+	}
 	if ref := c.formRefusal(queryExact, lookalike, parsed); ref != nil {
 		return nil, nil, ref
 	}
@@ -57,29 +61,23 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 	var read []byte
 	bodyExact := 0
 	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
-		switch kind := formKind(r.Header.Get("Content-Type")); {
-		case kind == noForm,
-			kind == urlencodedForm && r.PostForm != nil,
-			kind == multipartForm && r.MultipartForm != nil:
-			// No form, or one parsed already: its values are in the maps.
+		cts := r.Header["Content-Type"]
+		kinds, plain := formKinds(cts)
+		goKind := netHTTPFormKind(cts)
+		switch {
+		case kinds == noForm,
+			goKind == urlencodedForm && r.PostForm != nil,
+			goKind == multipartForm && r.MultipartForm != nil:
+			// No form, or one net/http parsed already: its values are in
+			// the maps, and the body is read.
 		case contentEncoded(r.Header):
 			return nil, nil, &refusal{
 				status:  http.StatusUnsupportedMediaType,
 				message: "a form body must be sent without Content-Encoding, so that the method it may name is the one checked",
 				header:  [2]string{"Accept-Encoding", "identity"},
 			}
-		case kind == urlencodedForm && !c.trustForm:
-			// Not read before the decision: a key _method fails the
-			// handler's read.
-			body = newKeyGuard(r.Body)
-			if reflect.TypeOf(r.Body) == maxBytesReaderType {
-				// r.ParseForm reads a body up to 10 MB unless it is an
-				// http.MaxBytesReader, whose limit it honours instead: the
-				// guard must not hide the limit an outer handler set, which
-				// r.Body (under the guard) still enforces.
-				body = http.MaxBytesReader(w, body, math.MaxInt64)
-			}
-		case kind == urlencodedForm:
+		case kinds&urlencodedForm != 0 && c.trustForm && goKind == urlencodedForm:
+			// Trusted, and r.FormValue reads the body: read it here.
 			if read, body, ref = bufferBody(r); ref != nil {
 				return nil, nil, ref
 			}
@@ -90,8 +88,33 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 			if ref := c.formRefusal(bodyExact, bodyLookalike, false); ref != nil {
 				return nil, nil, ref
 			}
+			if bodyExact > 0 && !plain {
+				// net/http reads the method, a stack that reads no form
+				// of this body would perform the POST.
+				return nil, nil, badRequest("the request names the method in its form key " + formKey +
+					" under a Content-Type that not every stack reads as a form; send Content-Type: application/x-www-form-urlencoded as it is spelt")
+			}
+			if kinds&multipartForm != 0 {
+				body = &formGuard{body: body}
+			}
+		case kinds&urlencodedForm != 0:
+			// Not read before the decision: a key read as _method fails
+			// the handler's read. Trusted too when net/http reads no form
+			// of this body (it performs the POST) and another stack does.
+			inner := r.Body
+			if kinds&multipartForm != 0 {
+				inner = &formGuard{body: inner}
+			}
+			body = newKeyGuard(inner)
+			if reflect.TypeOf(r.Body) == maxBytesReaderType {
+				// r.ParseForm reads a body up to 10 MB unless it is an
+				// http.MaxBytesReader, whose limit it honours instead: the
+				// guard must not hide the limit an outer handler set, which
+				// r.Body (under the guard) still enforces.
+				body = http.MaxBytesReader(w, body, math.MaxInt64)
+			}
 		default:
-			// Not read: a part named _method fails the handler's read.
+			// Not read: a part read as _method fails the handler's read.
 			body = &formGuard{body: r.Body}
 		}
 	}
@@ -120,6 +143,18 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 // which r.ParseForm tells by type.
 var maxBytesReaderType = reflect.TypeOf(http.MaxBytesReader(nil, http.NoBody, 0))
 
+// parsedLookalikes counts the keys of a form an outer handler parsed that
+// a stack reads as _method (keyMatch) but that are not _method itself.
+func parsedLookalikes(form map[string][]string) int {
+	n := 0
+	for k := range form {
+		if k != formKey && readAsKey(k, formKey) {
+			n++
+		}
+	}
+	return n
+}
+
 // formRefusal returns why a request whose form has exact and lookalike
 // _method keys (formKeys), or _method in a form parsed already, is
 // refused, or nil: any of them without trust, a lookalike with it.
@@ -129,23 +164,104 @@ func (c *config) formRefusal(exact, lookalike int, parsed bool) *refusal {
 		return badRequest("the request carries the form key " + formKey + ", which this service does not honour; send the method itself")
 	case lookalike > 0:
 		return badRequest("the request carries a form key the handler may read otherwise than " + formKey +
-			" (another case, a ';' separator, a bad escape); send " + formKey + " as it is")
+			" (another case or a spelling PHP, Rack or Express reads as " + formKey + ", a ';' separator, a bad escape); send " + formKey + " as it is")
 	}
 	return nil
 }
 
-// formKind tells the form r.ParseForm or r.ParseMultipartForm would read
-// from a body of this Content-Type, with the function net/http decides it
-// with, so that the two cannot disagree: mime.ParseMediaType lower-cases
-// the media type with strings.ToLower (in which "İ" is "i"), and
-// r.ParseForm reads a urlencoded body where the media type it returns is
-// exactly application/x-www-form-urlencoded, even with a parameter it
-// could not parse. Multipart errs on the side of a form (the middleware
-// never reads one, it guards it): any multipart type, parameters parsed or
-// not, where r.MultipartReader takes multipart/form-data and
-// multipart/mixed with valid parameters only.
-func formKind(contentType string) int {
-	mediaType, _, _ := mime.ParseMediaType(contentType)
+// netHTTPFormKind tells the form r.ParseForm or r.ParseMultipartForm
+// would read from a body of these Content-Type values, with the function
+// net/http decides it with, so that the two cannot disagree:
+// mime.ParseMediaType of the first value lower-cases the media type with
+// strings.ToLower (in which "İ" is "i"), and r.ParseForm reads a
+// urlencoded body where the media type it returns is exactly
+// application/x-www-form-urlencoded, even with a parameter it could not
+// parse. Multipart errs on the side of a form (the middleware never reads
+// one, it guards it): any multipart type, parameters parsed or not, where
+// r.MultipartReader takes multipart/form-data and multipart/mixed with
+// valid parameters only.
+func netHTTPFormKind(contentType []string) int {
+	if len(contentType) == 0 {
+		return noForm
+	}
+	mediaType, _, _ := mime.ParseMediaType(contentType[0])
+	return mediaKind(mediaType)
+}
+
+// formKinds tells the forms any stack the middleware names would parse a
+// POST body of these Content-Type values (nil: none sent) as, a set of
+// urlencodedForm and multipartForm, and whether all of them parse it as
+// the same urlencoded form (plain). The readings, the first two applied to
+// each value (a proxy may pass any of them on, or join them with ", "):
+//
+//   - Rack parses a body with no Content-Type, or an empty one, as a
+//     urlencoded form, and cuts the media type at ';' or ',';
+//   - PHP lower-cases it and cuts it at ';', ',' or a space;
+//   - net/http (netHTTPFormKind).
+//
+// For kinds, blanks before the media type are dropped, a tab cuts it as a
+// space does, and it is compared in any ASCII case; plain takes each
+// reading exactly. It reads no body.
+func formKinds(contentType []string) (kinds int, plain bool) {
+	kinds = netHTTPFormKind(contentType)
+	plain = len(contentType) == 1 && kinds == urlencodedForm
+	if len(contentType) == 0 {
+		return urlencodedForm, false // Rack
+	}
+	const urlencoded = "application/x-www-form-urlencoded"
+	for _, v := range contentType {
+		// As sent, for plain: each reading exactly.
+		rack, _, _ := strings.Cut(v, ";")
+		rack, _, _ = strings.Cut(rack, ",")
+		php := v
+		if i := strings.IndexAny(v, ";, "); i >= 0 {
+			php = v[:i]
+		}
+		plain = plain && equalFoldASCII(strings.TrimRight(rack, " \t"), urlencoded) && equalFoldASCII(php, urlencoded)
+		// Blanks before it dropped, cut at a tab too, for kinds: a
+		// superset of the readings.
+		v = strings.TrimLeft(v, " \t")
+		if i := strings.IndexAny(v, ";,"); i >= 0 {
+			kinds |= cutMediaKind(strings.TrimRight(v[:i], " \t"))
+		}
+		if i := strings.IndexAny(v, ";, \t"); i >= 0 {
+			v = v[:i]
+		}
+		kinds |= cutMediaKind(v)
+	}
+	return kinds, plain
+}
+
+// cutMediaKind is the form a media type cut from a Content-Type names, in
+// any ASCII case; an empty one is urlencoded, as Rack reads a missing
+// Content-Type.
+func cutMediaKind(mt string) int {
+	const multipart = "multipart/"
+	switch {
+	case mt == "", equalFoldASCII(mt, "application/x-www-form-urlencoded"):
+		return urlencodedForm
+	case len(mt) >= len(multipart) && equalFoldASCII(mt[:len(multipart)], multipart):
+		return multipartForm
+	}
+	return noForm
+}
+
+// equalFoldASCII reports whether a and b are equal in any ASCII case (the
+// stacks compare media types so; strings.EqualFold also folds "K" and "ſ").
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if lower(a[i]) != lower(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// mediaKind is the form a lower-case media type names.
+func mediaKind(mediaType string) int {
 	switch {
 	case mediaType == "application/x-www-form-urlencoded":
 		return urlencodedForm
@@ -226,12 +342,15 @@ func tooLarge(err error) bool {
 }
 
 // formKeys counts the pairs of a urlencoded form, a query or a body, whose
-// key is _method: exact ones, which url.ParseQuery (so r.FormValue) reads
-// as _method, and lookalikes, which another reader could take for it: the
-// key in another case, or in a pair with a ';' (which url.ParseQuery skips
-// and older parsers split on), or with a value that is not validly
-// escaped (which url.ParseQuery skips).
+// key a stack behind the middleware reads as _method (keyMatch): exact
+// ones, which url.ParseQuery (so r.FormValue) reads as _method itself,
+// and lookalikes, which only another reader takes for it: the key in
+// another case or spelt as PHP, Rack or Express's qs reads it, or in a
+// pair with a ';' (which url.ParseQuery skips and older parsers split
+// on), or with a value that is not validly escaped (which url.ParseQuery
+// skips).
 func formKeys[S string | []byte](s S) (exact, lookalike int) {
+	var m keyMatch
 	for len(s) > 0 {
 		pair := s
 		if i := indexByte(s, '&'); i >= 0 {
@@ -251,9 +370,13 @@ func formKeys[S string | []byte](s S) (exact, lookalike int) {
 			if i := indexByte(part, '='); i >= 0 {
 				key, value = part[:i], part[i+1:]
 			}
-			switch match, asIs := isFormKey(key); {
-			case !match:
-			case asIs && !semicolon && validEscapes(value):
+			m.reset(formKey)
+			for i := 0; i < len(key) && !m.decided(); i++ {
+				m.feedEscaped(key[i])
+			}
+			switch {
+			case !m.matched():
+			case !semicolon && unescapesTo(key, formKey) && validEscapes(value):
 				exact++
 			default:
 				lookalike++
@@ -264,31 +387,49 @@ func formKeys[S string | []byte](s S) (exact, lookalike int) {
 }
 
 // mayHoldFormKey reports whether a urlencoded form could hold a key that
-// formKeys counts: one that decodes to _method in some case starts with
-// '_', as it is or escaped. A query or body with neither '_' nor '%' (most
-// of them) is not read pair by pair.
+// formKeys counts: such a key holds formKeyTail in some case, as it is,
+// or has an escape. A query or body with neither (most of them) is not
+// read pair by pair.
 func mayHoldFormKey[S string | []byte](s S) bool {
-	return indexByte(s, '_') >= 0 || indexByte(s, '%') >= 0
+	if indexByte(s, '%') >= 0 {
+		return true
+	}
+	for i := 0; i+len(formKeyTail) <= len(s); i++ {
+		j := 0
+		for j < len(formKeyTail) && lower(s[i+j]) == formKeyTail[j] {
+			j++
+		}
+		if j == len(formKeyTail) {
+			return true
+		}
+	}
+	return false
 }
 
-// isFormKey reports whether a urlencoded key decodes to _method in any
-// case, and whether it decodes to _method itself.
-func isFormKey[S string | []byte](key S) (match, asIs bool) {
-	asIs = true
+// formKeyTail is the end of formKey after its last '_', the part that a
+// key read as formKey (keyMatch) holds, unescaped, in some case.
+var formKeyTail = formKey[strings.LastIndexByte(formKey, '_')+1:]
+
+// unescapesTo reports whether url.QueryUnescape makes key of s.
+func unescapesTo[S string | []byte](s S, key string) bool {
 	j := 0
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if c == '%' && i+2 < len(key) && isHex(key[i+1]) && isHex(key[i+2]) {
-			c = unhex(key[i+1])<<4 | unhex(key[i+2])
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			c = unhex(s[i+1])<<4 | unhex(s[i+2])
 			i += 2
+		case c == '%':
+			return false
+		case c == '+':
+			c = ' '
 		}
-		if j == len(formKey) || lower(c) != formKey[j] {
-			return false, false
+		if j == len(key) || c != key[j] {
+			return false
 		}
-		asIs = asIs && c == formKey[j]
 		j++
 	}
-	return j == len(formKey), asIs
+	return j == len(key)
 }
 
 // validEscapes reports whether url.QueryUnescape takes s: every '%' starts

@@ -11,9 +11,12 @@ import (
 // ErrFormMethodOverride is what reading a POST form body fails with where
 // the body names the form key _method and the middleware, which does not
 // read such a body before the decision, could not check the method in it:
-// a urlencoded body holding a key _method (in any case, escaped or not, in
-// a pair cut by ';' too) when WithMethodOverride does not trust _method,
-// and a multipart body naming a part _method, trusted or not.
+// a body net/http, Rack or PHP parses as urlencoded holding a key that
+// net/http, PHP, Rack or Express reads as _method (in any case, escaped or
+// not, in a pair cut by ';' too, ".method" or "[_method]" say: see the
+// comment at the top of override.go) when WithMethodOverride does not
+// trust _method (or net/http parses no form of the body), and a multipart
+// body naming a part any of them reads as _method, trusted or not.
 // r.FormValue ignores the error (r.ParseForm then parses no field of the
 // body), so a stack such as gorilla/handlers takes no method from that
 // body and performs the method that was checked; r.ParseForm,
@@ -51,7 +54,11 @@ const (
 // any ASCII case, blanks, ':', the value, and its continuation lines
 // (starting with a blank), unfolded as net/textproto unfolds them. The
 // value is parsed with mime.ParseMediaType, as mime/multipart does, and
-// names _method when its name parameter is _method in any case.
+// names _method when a stack reads its name parameter as _method
+// (keyMatch: in any case, ".method" for PHP, "[_method]" for Express...),
+// or any name parameter a more lenient parser could find is so read
+// (anyNameReadAsKey: beside a name*= that mime.ParseMediaType prefers, or
+// in a value it refuses).
 type formGuard struct {
 	body  io.ReadCloser
 	state int
@@ -138,7 +145,8 @@ func (g *formGuard) scan(p []byte) bool {
 	return false
 }
 
-// namesFormKey reports whether the field read names the part _method.
+// namesFormKey reports whether the field read names a part a stack reads
+// as _method.
 func (g *formGuard) namesFormKey() bool {
 	// Unfold as net/textproto does: each line without its line end and
 	// the blanks around it, continuation lines joined with a space.
@@ -156,6 +164,52 @@ func (g *formGuard) namesFormKey() bool {
 		v = append(v, bytes.Trim(line, " \t")...)
 	}
 	g.value = v
-	_, params, err := mime.ParseMediaType(string(v))
-	return err == nil && strings.EqualFold(params["name"], formKey)
+	if _, params, err := mime.ParseMediaType(string(v)); err == nil && readAsKey(params["name"], formKey) {
+		return true
+	}
+	// Other parsers read the field otherwise: PHP's takes name= where
+	// mime.ParseMediaType takes an RFC 2231 name*= beside it, and reads a
+	// field mime.ParseMediaType refuses (a repeated parameter, say). Each
+	// name parameter a lenient parser could find counts.
+	return anyNameReadAsKey(v)
+}
+
+// anyNameReadAsKey reports whether a Content-Disposition value holds a
+// parameter name (in any case, after a ';' and blanks) whose value, as a
+// token or a quoted string (backslash escapes taken), a stack reads as
+// the form key _method (keyMatch).
+func anyNameReadAsKey(v []byte) bool {
+	for rest := v; ; {
+		i := bytes.IndexByte(rest, ';')
+		if i < 0 {
+			return false
+		}
+		rest = bytes.TrimLeft(rest[i+1:], " \t")
+		if len(rest) < len("name") || !strings.EqualFold(string(rest[:len("name")]), "name") {
+			continue
+		}
+		value, ok := bytes.CutPrefix(bytes.TrimLeft(rest[len("name"):], " \t"), []byte("="))
+		if !ok {
+			continue
+		}
+		value = bytes.TrimLeft(value, " \t")
+		var name []byte
+		if len(value) > 0 && value[0] == '"' {
+			for j := 1; j < len(value) && value[j] != '"'; j++ {
+				if value[j] == '\\' && j+1 < len(value) {
+					j++
+				}
+				name = append(name, value[j])
+			}
+		} else {
+			end := bytes.IndexAny(value, "; \t")
+			if end < 0 {
+				end = len(value)
+			}
+			name = value[:end]
+		}
+		if readAsKey(string(name), formKey) {
+			return true
+		}
+	}
 }

@@ -4,12 +4,14 @@ import "testing"
 
 // FuzzMayHoldFormKey: the pre-check that spares most queries and bodies
 // formKeys' pair-by-pair reading never spares one in which formKeys finds
-// _method, exact or a lookalike (another case, escaped, after a ';'), so
+// _method, exact or a lookalike (another case, escaped, after a ';', spelt
+// as PHP, Rack or qs reads it), so
 // that it changes no request's answer.
 func FuzzMayHoldFormKey(f *testing.F) {
 	for _, s := range []string{
 		"", "page=2&size=50", "_method=PUT", "_METHOD=put", "%5Fmethod=PUT", "%5fMeThOd=x",
 		"a=1;_method=DELETE", "_method=%zz", "%5F%6D%65%74%68%6F%64=PUT", "x=_method", "method=PUT",
+		".method=PUT", "[method=PUT", "+_method=PUT", "[_method]=PUT", "_method[0]=PUT", "]]_METHOD]=x", "_method\x00=x",
 	} {
 		f.Add(s)
 	}

@@ -5,33 +5,33 @@ import (
 	"io"
 )
 
-// maxKeyBytes is the longest urlencoded key that can decode to _method in
-// some case: each of its bytes escaped as %XX.
-const maxKeyBytes = 3 * len(formKey)
-
 // keyGuard is a urlencoded POST body that the middleware lets stream to
 // the handler unread, when _method is not trusted. The handler reads the
 // bytes that were sent, except that the read that would complete a key
-// that formKeys counts, exact or lookalike (_method in any case, escaped
-// or not, in a pair cut by '&' or ';'), fails with ErrFormMethodOverride,
-// as does every read after it. The key is complete at the '=' after it,
-// the '&' or ';' that ends a pair without one, or the end of the body: no
-// parser can tell the key from a longer one before that byte, and
-// r.ParseForm, which reads the body whole, fails without parsing any of it.
+// that formKeys counts, exact or lookalike (a key any stack the middleware
+// names reads as _method: keyMatch; in a pair cut by '&' or ';'), fails
+// with ErrFormMethodOverride, as does every read after it. The key is
+// complete at the first byte after which it is such a key whatever
+// follows, or else at the '=' after it, the '&' or ';' that ends a pair
+// without one, or the end of the body: no parser can tell the key from
+// another before that byte, and r.ParseForm, which reads the body whole,
+// fails without parsing any of it.
 //
-// The guard keeps the current key only while it could still be _method (at
-// most maxKeyBytes bytes): what it holds is bounded whatever is sent, and a
-// key split over two reads is matched as one.
+// The guard matches the current key as it arrives (keyMatch), holding a
+// few bytes whatever is sent, and a key split over two reads is matched as
+// one.
 type keyGuard struct {
 	body  io.ReadCloser
-	inKey bool // at a key: after the start, a '&' or a ';'
-	long  bool // the current key is longer than maxKeyBytes
-	n     int
-	key   [maxKeyBytes]byte
+	inKey bool // in a key that may still be _method: after the start, a '&' or a ';'
+	key   keyMatch
 	err   error
 }
 
-func newKeyGuard(body io.ReadCloser) *keyGuard { return &keyGuard{body: body, inKey: true} }
+func newKeyGuard(body io.ReadCloser) *keyGuard {
+	g := &keyGuard{body: body, inKey: true}
+	g.key.reset(formKey)
+	return g
+}
 
 // Read implements io.Reader.
 func (g *keyGuard) Read(p []byte) (int, error) {
@@ -39,7 +39,7 @@ func (g *keyGuard) Read(p []byte) (int, error) {
 		return 0, g.err
 	}
 	n, err := g.body.Read(p)
-	if g.scan(p[:n]) || err == io.EOF && g.inKey && g.keyIsFormKey() {
+	if g.scan(p[:n]) || err == io.EOF && g.inKey && g.key.matched() {
 		g.err = ErrFormMethodOverride
 		return 0, g.err
 	}
@@ -54,7 +54,8 @@ func (g *keyGuard) Close() error { return g.body.Close() }
 func (g *keyGuard) scan(p []byte) bool {
 	for i := 0; i < len(p); i++ {
 		if !g.inKey {
-			// In a value: nothing to keep up to the end of the pair.
+			// In a value, or a key that cannot be _method: nothing to
+			// keep up to the end of the pair.
 			j := bytes.IndexAny(p[i:], "&;")
 			if j < 0 {
 				return false
@@ -63,32 +64,25 @@ func (g *keyGuard) scan(p []byte) bool {
 		}
 		switch c := p[i]; {
 		case c == '&' || c == ';':
-			if g.inKey && g.keyIsFormKey() {
+			if g.inKey && g.key.matched() {
 				return true
 			}
-			g.inKey, g.long, g.n = true, false, 0
-		case !g.inKey:
+			g.inKey = true
+			g.key.reset(formKey)
 		case c == '=':
-			if g.keyIsFormKey() {
+			if g.key.matched() {
 				return true
 			}
 			g.inKey = false
-		case g.n < len(g.key):
-			g.key[g.n] = c
-			g.n++
 		default:
-			g.long = true
+			g.key.feedEscaped(c)
+			if g.key.decided() {
+				if g.key.matched() {
+					return true
+				}
+				g.inKey = false
+			}
 		}
 	}
 	return false
-}
-
-// keyIsFormKey reports whether the key read is _method in some case,
-// escaped or not, as formKeys counts it.
-func (g *keyGuard) keyIsFormKey() bool {
-	if g.long {
-		return false
-	}
-	match, _ := isFormKey(g.key[:g.n])
-	return match
 }

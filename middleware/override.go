@@ -11,34 +11,50 @@ import (
 // behind the middleware performs. Stacks take a method override from
 // headers and from the form key _method; the middleware refuses every such
 // input it is not told to trust, and takes the trusted ones as the stack
-// does. It looks where gorilla/handlers, Rack, Express (method-override)
-// and Echo take an override, each of which overrides a POST only:
+// does. It looks where gorilla/handlers (net/http's parsers), Rack 2 and 3
+// (Rack::MethodOverride), Express (method-override, with body-parser's qs
+// or multer), Echo, and PHP (Symfony's Request::getMethod, which Laravel
+// uses) take an override, each of which overrides a POST only, and refuses
+// what any of them would read as an override, as each parses it:
 //
 //   - the headers X-HTTP-Method-Override, X-HTTP-Method and
-//     X-Method-Override, on any request;
-//   - the form key _method in the URL query (in any case, in pairs cut by
-//     ';' too), on any request: refused even when _method is trusted, since
-//     r.FormValue takes it and r.PostFormValue (gin's c.PostForm) does not;
+//     X-Method-Override, on any request, and the same names spelt with '_'
+//     for '-' (X_HTTP_METHOD_OVERRIDE), which CGI, so PHP and Rack, reads
+//     as the same variable;
+//   - the form key _method in the URL query, on any request: refused even
+//     when _method is trusted, since r.FormValue and Symfony take it and
+//     r.PostFormValue (gin's c.PostForm) and Rack do not;
 //   - _method in a form an outer handler parsed already (r.Form,
 //     r.PostForm, r.MultipartForm), on any request;
 //   - _method in a urlencoded POST body. Nothing after the headers is read
 //     before the decision unless the service opted in: without trust the
 //     body streams to the handler unread, and the read that would complete
-//     a key _method (or a lookalike) fails (keyGuard), so no stack can take
-//     a method from it; with trust the method is part of the question, so
-//     the middleware reads the body (up to maxTrustedFormBytes, once the
+//     a key read as _method fails (keyGuard), so no stack can take a method
+//     from it; with trust the method is part of the question, so the
+//     middleware reads the body (up to maxTrustedFormBytes, once the
 //     caller's token has been read) and gives it back byte for byte;
-//   - a part named _method in a multipart POST body, which the middleware
+//   - a part read as _method in a multipart POST body, which the middleware
 //     does not read: it streams to the handler, and the read that would
 //     complete that part's header fails (formGuard), so no stack can take a
 //     method from it, trusted or not.
+//
+// A key is read as _method (keyMatch, overridekey.go) where net/http reads
+// it so in any case, escaped or not, or PHP does (".method", " _method",
+// "[method", "_method\x00..."; "_method[...]" an array), or Rack 2 does
+// ("[_method", "_method]"), or Express's qs does ("[_method]", and
+// "_method[]" or "_method[0]", whose first value method-override takes),
+// in a pair cut by '&' or ';'. A body is a form (formKinds) where
+// net/http, Rack or PHP parses it as one: no Content-Type or an empty one
+// (Rack), or a media type, cut at ';', ',' or a blank, that is
+// application/x-www-form-urlencoded or multipart/* in any case.
 //
 // An override taken from anywhere else, or on another method, must be
 // applied before the middleware (wrap the mux, not the handler): the
 // middleware then checks the method it produced.
 
 // formKey is the form key gorilla/handlers, Rack, Laravel, Symfony and
-// method-override's usual setup take a method override from.
+// method-override's usual setup take a method override from. It is
+// lower-case, as keyMatch needs.
 const formKey = "_method"
 
 // overrideHeaders are the method override headers that handler stacks
@@ -56,14 +72,19 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 //	middleware.WithMethodOverride("X-HTTP-Method-Override", "_method")
 //
 // Without it, a request that carries X-HTTP-Method-Override, X-HTTP-Method
-// or X-Method-Override, or _method in its query or in a form an outer
-// handler parsed, is refused with 400: the middleware would check its
-// method while the stack performed another (a DELETE under a POST-only
-// grant). A POST body, urlencoded or multipart, is not read before the
-// decision: it streams to the handler, except that reading it fails with
-// ErrFormMethodOverride where it holds the key _method (urlencoded: in any
-// case, escaped or not) or names a part _method (multipart): no stack takes
-// a method from it, and r.FormValue reads no field of that body.
+// or X-Method-Override (or one of them spelt with '_' for '-'), or _method
+// in its query or in a form an outer handler parsed, is refused with 400:
+// the middleware would check its method while the stack performed another
+// (a DELETE under a POST-only grant). A POST body that net/http, Rack or
+// PHP parses as a form (urlencoded or multipart; also one without a
+// Content-Type) is not read before the decision: it streams to the
+// handler, except that reading it fails with ErrFormMethodOverride where
+// it holds a key, or names a part, that net/http, PHP (Symfony, Laravel),
+// Rack or Express reads as _method (in any case, escaped or not; see the
+// comment at the top of override.go): no stack takes a method from it,
+// and r.FormValue reads no field of that body. A body no stack parses as a
+// form (application/json, say) streams to the handler unread and
+// unguarded.
 //
 // With it, each trusted override present must appear once, and all must
 // name the same method. _method in the query stays refused (400, saying to
@@ -74,11 +95,16 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // gorilla/handlers applies (it performs the POST for any other, where the
 // middleware would have checked that other) and ones every stack applies
 // unchanged (Rack and Express upper-case the value). Anything else is
-// refused with 400, as are the overrides not named and a key the stack
-// could read otherwise than the middleware (_method in another case, in a
-// pair cut by ';', or with a bad escape). A trusted _method is read
-// as r.FormValue reads it: from the form an outer handler parsed, or else
-// from a urlencoded POST body, without parsing it into the request. Such a body is read before the decision (once the caller's
+// refused with 400, as are the overrides not named, a header spelt with
+// '_' for '-', and a key a stack could read otherwise than the middleware
+// (_method in another case, spelt as PHP, Rack or Express reads it, in a
+// pair cut by ';', or with a bad escape). A trusted _method is read as
+// r.FormValue reads it: from the form an outer handler parsed, or else
+// from a urlencoded POST body, without parsing it into the request; a
+// method named in a body under a Content-Type that net/http reads as
+// urlencoded and Rack or PHP does not (or more than one Content-Type) is
+// refused with 400, and a body that only another stack parses as a form
+// is guarded as without trust. Such a body is read before the decision (once the caller's
 // token has been read, so a request without one is 401 with its body
 // unread; with WithClientToken, whatever the request carries), up to
 // 64 KiB: a larger one is refused with 413 and not checked
@@ -144,6 +170,10 @@ func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.Read
 			return "", nil, badRequest("the request carries " + h + ", which this service does not honour; send the method itself")
 		}
 	}
+	if h := c.underscoredOverride(r.Header); h != "" {
+		return "", nil, badRequest("the request carries " + h + " spelt with '_' for '-', which CGI, PHP and Rack read as " + h +
+			"; send the method itself, or " + h + " as it is spelt when this service honours it")
+	}
 	formValues, body, ref := c.formOverride(w, r)
 	if ref != nil {
 		return "", nil, ref
@@ -153,6 +183,51 @@ func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.Read
 		return "", nil, ref
 	}
 	return m, body, nil
+}
+
+// underscoredOverride returns the override header (overrideHeaders, or
+// one WithMethodOverride trusts) that a field of h names with '_' where
+// the header has '-' (X_HTTP_METHOD_OVERRIDE): CGI, and so PHP and Rack,
+// read both spellings as one variable (HTTP_X_HTTP_METHOD_OVERRIDE),
+// which net/http keeps apart. It returns "" when there is none.
+func (c *config) underscoredOverride(h http.Header) string {
+	for name := range h {
+		if strings.IndexByte(name, '_') < 0 {
+			continue
+		}
+		for _, o := range overrideHeaders {
+			if cgiEqual(name, o) {
+				return o
+			}
+		}
+		for _, o := range c.trustedHeaders {
+			if name != o && cgiEqual(name, o) {
+				return o
+			}
+		}
+	}
+	return ""
+}
+
+// cgiEqual reports whether CGI gives the header fields a and b one
+// meta-variable: the same in any ASCII case, '-' and '_' alike.
+func cgiEqual(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := lower(a[i]), lower(b[i])
+		if x == '_' {
+			x = '-'
+		}
+		if y == '_' {
+			y = '-'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // overridden returns the method the trusted override headers of r and the
