@@ -103,12 +103,25 @@ func (c *Core) Bound(ctx context.Context, cl *Call) (context.Context, context.Ca
 	return context.WithTimeout(ctx, c.timeout)
 }
 
-// Post sends one POST of body to url for the call, with cred, through the
+// post sends one POST of body to url for the call, with cred, through the
 // breaker, retries and transport (transport.Exchanger.Post), and returns
 // the body of a 200 answer or the fail-closed Cause. ctx must carry the
 // call's deadline (Bound).
-func (c *Core) Post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) ([]byte, error) {
-	return c.x.Post(ctx, cred, url, body, header, cl.Own)
+//
+// It is the only way a request that carries a credential leaves the
+// client (Send, SendWide and Exchange go through it), and every error of
+// it goes through the one 401 handler, refused: so no call, whatever it
+// is for, can be told its token was refused without the token's cached
+// decisions going and tokenExpired being emitted (once per token). A
+// shared request's refusal is handled once, by the caller that sent it,
+// for every caller sharing it: they all sent the same token of the same
+// client token state (flightKey).
+func (c *Core) post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) ([]byte, error) {
+	data, err := c.x.Post(ctx, cred, url, body, header, cl.Own)
+	if err != nil {
+		c.refused(ctx, cl, err)
+	}
+	return data, err
 }
 
 // Late returns the Cause of a call out of time (transport.Late), said by
@@ -135,7 +148,7 @@ type flightKey struct {
 	url, body string
 }
 
-// Send posts body to url for the call (Post), unless an identical request
+// Send posts body to url for the call (post), unless an identical request
 // is in flight, whose answer it then shares (Flights); a caller out of time
 // sends nothing. It returns the body of a 200 answer, or the call's
 // fail-closed Cause. The caller whose request it was, not one that shared
@@ -178,7 +191,7 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 				w.Close()
 			}
 		}()
-		data, err := c.Post(ctx, cl, cred, url, body, header)
+		data, err := c.post(ctx, cl, cred, url, body, header)
 		returned, answered = true, err == nil
 		return &Outcome[[]byte]{Value: data, Err: err}
 	})
@@ -250,10 +263,10 @@ func Refusal(err error) bool {
 }
 
 // Exchange runs the exchanges of a call that is neither cached nor
-// coalesced (pep's Organizations, authzen's searches): it gets the call's
-// credential, bounds ctx by the client's timeout, and runs send under it
-// with post, which posts (Post) with the credential and handles a refused
-// token (Refused).
+// coalesced (pep's Organizations and Verify, authzen's searches): it gets
+// the call's credential, bounds ctx by the client's timeout, and runs send
+// under it with a Poster, which posts with the credential (post: a
+// refused token is handled there).
 func (c *Core) Exchange(ctx context.Context, cl *Call, send func(ctx context.Context, post Poster) error) error {
 	cred, err := c.Credential(cl)
 	if err != nil {
@@ -262,11 +275,7 @@ func (c *Core) Exchange(ctx context.Context, cl *Call, send func(ctx context.Con
 	ctx, cancel := c.Bound(ctx, cl)
 	defer cancel()
 	return send(ctx, func(url string, body []byte, header http.Header) ([]byte, error) {
-		data, err := c.Post(ctx, cl, cred, url, body, header)
-		if err != nil {
-			c.Refused(ctx, cl, err)
-		}
-		return data, err
+		return c.post(ctx, cl, cred, url, body, header)
 	})
 }
 
