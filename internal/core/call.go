@@ -140,11 +140,15 @@ func (c *Core) Late(ctx context.Context) error {
 // purges when the call began, so that a call that began after a purge
 // (of any token: here, from another replica, after the channel came back)
 // never gets the answer of a request sent before it; then the URL and the
-// exact body.
+// exact body. digest is the token's digest on the invalidation channel
+// (zero without one), by which another replica's purge of the token
+// retires its flights (purgeDigest), whether or not its decisions are
+// cached; being the token's, it splits no requests id does not.
 type flightKey struct {
 	id        transport.Ident
 	own       *Token
 	epoch     uint64
+	digest    [digestBytes]byte
 	url, body string
 }
 
@@ -178,7 +182,7 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 	if err := c.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
 		return nil, nil, err
 	}
-	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, url: url, body: string(body)}
+	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, digest: c.digestOf(cl), url: url, body: string(body)}
 	answered := false
 	out, shared := c.flights.Do(ctx, c.who.Peer, key, !cl.fresh, func() *Outcome[[]byte] {
 		if wide && c.cache.cached(cl.ID) {
@@ -210,6 +214,20 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 		return nil, nil, out.Err
 	}
 	return out.Value, w, nil
+}
+
+// digestOf returns the digest of the call's token on the invalidation
+// channel (tokenDigest), for its flights; zero without an Invalidator. The
+// client's own token's was made when it was set; a per-call token's is
+// made here, on the way to the server.
+func (c *Core) digestOf(cl *Call) [digestBytes]byte {
+	switch {
+	case c.replicas == nil:
+		return [digestBytes]byte{}
+	case cl.Token != nil:
+		return cl.Token.digest
+	}
+	return tokenDigest(cl.ID.Token)
 }
 
 // BatchSize returns the most items one request carries (WithBatchSize).

@@ -24,6 +24,10 @@ type Token struct {
 	// group is the token's pinned handle in the decision cache (nil
 	// without one), unpinned when the token is replaced.
 	group *Group
+	// digest is the token's digest on the invalidation channel
+	// (tokenDigest), which its flights carry (flightKey); zero without an
+	// Invalidator.
+	digest [digestBytes]byte
 	// expired is set, under Core.tokenMu, by the first 401 for this
 	// token: it makes tokenExpired fire once, however many calls the
 	// server refuses.
@@ -115,6 +119,9 @@ func (c *Core) Unrefuse() bool {
 // cannot be sent when unusable is set; its group is for the caller to pin.
 func (c *Core) newToken(cred transport.Credential, unusable error) *Token {
 	st := &Token{cred: transport.Hold(cred), id: cred.Ident(), unusable: unusable}
+	if c.replicas != nil {
+		st.digest = tokenDigest(st.id.Token)
+	}
 	return st
 }
 
