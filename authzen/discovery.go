@@ -83,6 +83,10 @@ func (c *Client) discover(ctx context.Context) (*Endpoints, error) {
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrDiscovery, pdp.Unavailable(err))
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		// The zero Ident: no credential was sent, so this refuses no token.
+		return nil, fmt.Errorf("%w: %w; the document is read without a credential: make it public, or give the endpoints with WithEndpoints",
+			ErrDiscovery, pdp.NewResponseError(resp, data, transport.Ident{}))
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("%w: %w", ErrDiscovery, pdp.NewResponseError(resp, data, transport.Ident{}))
 	case len(data) > transport.MaxBody:

@@ -15,7 +15,8 @@ var (
 	// ErrUnauthorized is matched by the *ResponseError of a PDP 401: the
 	// PEP's credential was refused. The client purges the credential's
 	// cached decisions and, for its current credential, emits tokenExpired
-	// once.
+	// once. A 401 to the discovery request, which carries no credential,
+	// matches neither it nor ErrProofRejected: it is an ErrDiscovery.
 	ErrUnauthorized = transport.ErrUnauthorized
 	// ErrProofRejected is matched by the *ResponseError of a 401 whose DPoP
 	// challenge blames the proof rather than the token (error=

@@ -143,7 +143,6 @@ func (c *Client) decide(ctx context.Context, api string, defaults Request, reqs 
 		ctx, cancel := c.core.Bound(ctx, &cl)
 		defer cancel()
 		if err := c.ask(ctx, api, &cl, cred, defaults, cc.semantic, evs, missing, ds); err != nil {
-			c.core.Refused(ctx, &cl, err)
 			return c.failAll(ds, err), 0, err
 		}
 	}

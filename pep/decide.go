@@ -12,10 +12,10 @@ import (
 // A call that the cache could not answer whole is decided here: its missing
 // pairs are asked in chunks of the batch size (ask), each chunk shared with
 // identical concurrent ones and sent through the breaker and the transport
-// (internal/core's Send); each pair's decision is read from its own entry
-// of the answer (answer.go); then the call is settled: decisions counted
-// and failures logged, a refused token handled, and its decisions summed
-// up (overall, outcomeOf).
+// (internal/core's Send, which also handles a refused token as its answer
+// comes); each pair's decision is read from its own entry of the answer
+// (answer.go); then the call is settled: decisions counted and failures
+// logged, and its decisions summed up (overall, outcomeOf).
 
 // decide asks the gateway for ds[i] of every i in missing and fills each in
 // from the answer's entries for exactly that pair. On a refused token every
@@ -37,7 +37,7 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 	err = c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
 		ds[missing[k]] = decideFrom(o, queries[k])
 	})
-	return c.settle(ctx, cl, ds, err)
+	return c.settle(ds, err)
 }
 
 // chunkOutcome is the outcome of one gateway request: the answer, or the
@@ -121,11 +121,11 @@ func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credenti
 
 // settle counts the decisions of a call and logs its failures. When err (a
 // refused token or proof, or an unusable token) is set, every decision
-// becomes a DENY carrying it, and a refused token is handled. It runs on the
-// caller's goroutine after every request of the call has ended.
-func (c *Client) settle(ctx context.Context, cl *call, ds []Decision, err error) error {
+// becomes a DENY carrying it (a refused token was handled when its answer
+// came: core's post). It runs on the caller's goroutine after every request
+// of the call has ended.
+func (c *Client) settle(ds []Decision, err error) error {
 	if err != nil {
-		c.core.Refused(ctx, &cl.Call, err)
 		c.failAll(ds, err)
 		return err
 	}
@@ -225,7 +225,7 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 	}
 	outs := make([]chunkOutcome, len(asked))
 	if err := c.ask(ctx, cl, asked, func(k int, o chunkOutcome) { outs[k] = o }); err != nil {
-		_ = c.settle(ctx, cl, nil, err)
+		_ = c.settle(nil, err)
 		c.core.FailAll(len(missing))
 		return err
 	}

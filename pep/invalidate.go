@@ -45,7 +45,9 @@ func WithInvalidator(inv Invalidator) Option { return option(func(c *config) { c
 // an empty token is an error. Decisions of token being fetched while
 // Purge runs are not cached, and no call that begins after Purge returned
 // (nor after this client applied another replica's purge) shares the
-// answer of a request sent before it. With redisstore's Invalidator,
+// answer of a request sent before it, whether or not token's decisions
+// are cached (WithCache(0, ...), a token over 8 KiB, a per-call token).
+// With redisstore's Invalidator,
 // Purge returns by ctx's deadline or the client's timeout (WithTimeout),
 // whichever comes first, even when ctx has no deadline (the local purge
 // done), so Close never waits long for a Purge under way. After Close it

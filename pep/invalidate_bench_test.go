@@ -47,3 +47,31 @@ func BenchmarkCachedCheckInvalidator(b *testing.B) {
 	}
 	benchHits(b, []benchHit{{"mutexmap", mutexMap}, {"client", check(plain)}, {"client-invalidator", check(withInv)}})
 }
+
+// BenchmarkUncachedCheckInvalidator is an uncached Check (every one asks
+// the gateway) with an invalidator attached beside one without: the
+// client's own token, whose digest on the channel is made once at
+// SetToken, and a per-call token, whose digest is made per request, for
+// the request's flight (so that another replica's purge retires it).
+func BenchmarkUncachedCheckInvalidator(b *testing.B) {
+	g := startBenchGateway(b, nil)
+	tok := g.token(b)
+	bus := newLongBus()
+	withInv := g.newClient(b, uncached, pep.WithInvalidator(bus))
+	b.Cleanup(func() { _ = withInv.Close() })
+	<-bus.joined
+	plain := g.newClient(b, uncached)
+	b.Cleanup(func() { _ = plain.Close() })
+	for _, tt := range []struct {
+		name string
+		c    *pep.Client
+	}{{"client", plain}, {"client-invalidator", withInv}} {
+		b.Run(tt.name+"/own-token", func(b *testing.B) {
+			tt.c.SetToken(tok)
+			benchChecks(b, context.Background(), tt.c)
+		})
+		b.Run(tt.name+"/per-call-token", func(b *testing.B) {
+			benchChecks(b, pep.WithToken(context.Background(), tok), tt.c)
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	neturl "net/url"
 
+	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/telemetry"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
@@ -34,8 +35,12 @@ var (
 // which one is wrong: ErrWrongGatewayURL, ErrUnknownRealm or
 // ErrUnknownClient; ErrUnavailable when the gateway cannot be reached;
 // ErrNoToken without a token; a *ResponseError matching ErrUnauthorized
-// when the realm exists but the token was refused. It needs the token the
-// calls will use: the client's, or a per-call one given with WithToken.
+// when the realm exists but the token was refused, which is handled as on
+// every call: the token's cached decisions are purged (on every replica,
+// with WithInvalidator) and, for the client's own token, tokenExpired is
+// emitted, once per token however many calls are refused, so a
+// tokenExpired handler may call Verify. It needs the token the calls will
+// use: the client's, or a per-call one given with WithToken.
 func (c *Client) Verify(ctx context.Context) (err error) {
 	tel := c.core.Telemetry()
 	ctx, span := tel.StartCall(ctx, "pep.Verify", 0, 0)
@@ -44,37 +49,36 @@ func (c *Client) Verify(ctx context.Context) (err error) {
 	if err := c.newCall(ctx, &callConfig{noCache: true}, &cl); err != nil {
 		return err
 	}
-	cred, err := c.core.Credential(&cl.Call)
-	if err != nil {
+	// Through core's Exchange, as every request that carries the token: a
+	// 401 purges the token's decisions and emits tokenExpired as it does
+	// for any other call.
+	return c.core.Exchange(ctx, &cl.Call, func(ctx context.Context, post core.Poster) error {
+		probe := []pair{verifyPair}
+		data, err := post(c.authorizeURL, authorizeBody(c.clientID, probe, noContext), nil)
+		var re *ResponseError
+		switch {
+		case err == nil:
+			if _, err := decodeAnswer(data, probe); err != nil {
+				return fmt.Errorf("pep: the gateway's answer is not a decision (is the gateway URL right?): %w", err)
+			}
+			return nil
+		case !errors.As(err, &re):
+			return err // unreachable, timed out, the breaker open
+		case re.StatusCode == http.StatusNotFound:
+			if c.realmKnown(ctx, c.realm) != realmKnown && c.realmKnown(ctx, "master") == realmKnown {
+				return fmt.Errorf("%w: %w", ErrUnknownRealm, err)
+			}
+			return fmt.Errorf("%w: %w", ErrWrongGatewayURL, err)
+		case re.StatusCode == http.StatusUnauthorized:
+			if c.realmKnown(ctx, c.realm) == realmUnknown && c.realmKnown(ctx, "master") == realmKnown {
+				return fmt.Errorf("%w: %w", ErrUnknownRealm, err)
+			}
+			return err
+		case re.StatusCode == http.StatusBadRequest && transport.NamesClient(re):
+			return fmt.Errorf("%w: %w", ErrUnknownClient, err)
+		}
 		return err
-	}
-	ctx, cancel := c.core.Bound(ctx, &cl.Call)
-	defer cancel()
-	probe := []pair{verifyPair}
-	data, err := c.core.Post(ctx, &cl.Call, cred, c.authorizeURL, authorizeBody(c.clientID, probe, noContext), nil)
-	var re *ResponseError
-	switch {
-	case err == nil:
-		if _, err := decodeAnswer(data, probe); err != nil {
-			return fmt.Errorf("pep: the gateway's answer is not a decision (is the gateway URL right?): %w", err)
-		}
-		return nil
-	case !errors.As(err, &re):
-		return err // unreachable, timed out, the breaker open
-	case re.StatusCode == http.StatusNotFound:
-		if c.realmKnown(ctx, c.realm) != realmKnown && c.realmKnown(ctx, "master") == realmKnown {
-			return fmt.Errorf("%w: %w", ErrUnknownRealm, err)
-		}
-		return fmt.Errorf("%w: %w", ErrWrongGatewayURL, err)
-	case re.StatusCode == http.StatusUnauthorized:
-		if c.realmKnown(ctx, c.realm) == realmUnknown && c.realmKnown(ctx, "master") == realmKnown {
-			return fmt.Errorf("%w: %w", ErrUnknownRealm, err)
-		}
-		return err
-	case re.StatusCode == http.StatusBadRequest && transport.NamesClient(re):
-		return fmt.Errorf("%w: %w", ErrUnknownClient, err)
-	}
-	return err
+	})
 }
 
 // verifyPair is the question Verify asks: the narrowest that proves the

@@ -84,21 +84,24 @@ func owned(id transport.Ident) transport.Ident {
 
 // purge, purgeDigest and purgeAll drop cached decisions, and before that
 // keep a call that begins once a purge is under way from sharing a request
-// sent before it: purge retires the flights of its token alone (one
-// token's purge, a 401 or a wildcard's, does not split other callers'
-// requests); purgeDigest purges the tokens of a digest that the digest
-// index knows, which are all the tokens the cache holds entries or writers
-// of (one it never held costs a lookup); purgeAll counts the purge
-// (Core.purges) that every flight's key holds. Every purge of the client
-// goes through them.
+// sent before it, by the same test: purge retires the flights of its token
+// alone (one token's purge, a 401 or a wildcard's, does not split other
+// callers' requests); purgeDigest, another replica's purge of a token it
+// names by digest, retires the flights of every token of that digest
+// (flightKey.digest), whether or not their decisions are cached, and
+// drops the cached decisions of those the digest index knows, which are
+// all the tokens the cache holds entries or writers of (one it never held
+// costs a lookup); purgeAll counts the purge (Core.purges) that every
+// flight's key holds. Every purge of the client goes through them.
 func (c *Core) purge(id transport.Ident) {
 	c.flights.Retire(func(k flightKey) bool { return k.id == id })
 	c.cache.purge(id)
 }
 
 func (c *Core) purgeDigest(dg [digestBytes]byte) {
+	c.flights.Retire(func(k flightKey) bool { return k.digest == dg })
 	for _, id := range c.cache.digestIDs(dg) {
-		c.purge(id)
+		c.cache.purge(id)
 	}
 }
 

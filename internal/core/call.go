@@ -103,12 +103,25 @@ func (c *Core) Bound(ctx context.Context, cl *Call) (context.Context, context.Ca
 	return context.WithTimeout(ctx, c.timeout)
 }
 
-// Post sends one POST of body to url for the call, with cred, through the
+// post sends one POST of body to url for the call, with cred, through the
 // breaker, retries and transport (transport.Exchanger.Post), and returns
 // the body of a 200 answer or the fail-closed Cause. ctx must carry the
 // call's deadline (Bound).
-func (c *Core) Post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) ([]byte, error) {
-	return c.x.Post(ctx, cred, url, body, header, cl.Own)
+//
+// It is the only way a request that carries a credential leaves the
+// client (Send, SendWide and Exchange go through it), and every error of
+// it goes through the one 401 handler, refused: so no call, whatever it
+// is for, can be told its token was refused without the token's cached
+// decisions going and tokenExpired being emitted (once per token). A
+// shared request's refusal is handled once, by the caller that sent it,
+// for every caller sharing it: they all sent the same token of the same
+// client token state (flightKey).
+func (c *Core) post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) ([]byte, error) {
+	data, err := c.x.Post(ctx, cred, url, body, header, cl.Own)
+	if err != nil {
+		c.refused(ctx, cl, err)
+	}
+	return data, err
 }
 
 // Late returns the Cause of a call out of time (transport.Late), said by
@@ -127,15 +140,19 @@ func (c *Core) Late(ctx context.Context) error {
 // purges when the call began, so that a call that began after a purge
 // (of any token: here, from another replica, after the channel came back)
 // never gets the answer of a request sent before it; then the URL and the
-// exact body.
+// exact body. digest is the token's digest on the invalidation channel
+// (zero without one), by which another replica's purge of the token
+// retires its flights (purgeDigest), whether or not its decisions are
+// cached; being the token's, it splits no requests id does not.
 type flightKey struct {
 	id        transport.Ident
 	own       *Token
 	epoch     uint64
+	digest    [digestBytes]byte
 	url, body string
 }
 
-// Send posts body to url for the call (Post), unless an identical request
+// Send posts body to url for the call (post), unless an identical request
 // is in flight, whose answer it then shares (Flights); a caller out of time
 // sends nothing. It returns the body of a 200 answer, or the call's
 // fail-closed Cause. The caller whose request it was, not one that shared
@@ -165,7 +182,7 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 	if err := c.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
 		return nil, nil, err
 	}
-	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, url: url, body: string(body)}
+	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, digest: c.digestOf(cl), url: url, body: string(body)}
 	answered := false
 	out, shared := c.flights.Do(ctx, c.who.Peer, key, !cl.fresh, func() *Outcome[[]byte] {
 		if wide && c.cache.cached(cl.ID) {
@@ -178,7 +195,7 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 				w.Close()
 			}
 		}()
-		data, err := c.Post(ctx, cl, cred, url, body, header)
+		data, err := c.post(ctx, cl, cred, url, body, header)
 		returned, answered = true, err == nil
 		return &Outcome[[]byte]{Value: data, Err: err}
 	})
@@ -197,6 +214,20 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 		return nil, nil, out.Err
 	}
 	return out.Value, w, nil
+}
+
+// digestOf returns the digest of the call's token on the invalidation
+// channel (tokenDigest), for its flights; zero without an Invalidator. The
+// client's own token's was made when it was set; a per-call token's is
+// made here, on the way to the server.
+func (c *Core) digestOf(cl *Call) [digestBytes]byte {
+	switch {
+	case c.replicas == nil:
+		return [digestBytes]byte{}
+	case cl.Token != nil:
+		return cl.Token.digest
+	}
+	return tokenDigest(cl.ID.Token)
 }
 
 // BatchSize returns the most items one request carries (WithBatchSize).
@@ -250,10 +281,10 @@ func Refusal(err error) bool {
 }
 
 // Exchange runs the exchanges of a call that is neither cached nor
-// coalesced (pep's Organizations, authzen's searches): it gets the call's
-// credential, bounds ctx by the client's timeout, and runs send under it
-// with post, which posts (Post) with the credential and handles a refused
-// token (Refused).
+// coalesced (pep's Organizations and Verify, authzen's searches): it gets
+// the call's credential, bounds ctx by the client's timeout, and runs send
+// under it with a Poster, which posts with the credential (post: a
+// refused token is handled there).
 func (c *Core) Exchange(ctx context.Context, cl *Call, send func(ctx context.Context, post Poster) error) error {
 	cred, err := c.Credential(cl)
 	if err != nil {
@@ -262,11 +293,7 @@ func (c *Core) Exchange(ctx context.Context, cl *Call, send func(ctx context.Con
 	ctx, cancel := c.Bound(ctx, cl)
 	defer cancel()
 	return send(ctx, func(url string, body []byte, header http.Header) ([]byte, error) {
-		data, err := c.Post(ctx, cl, cred, url, body, header)
-		if err != nil {
-			c.Refused(ctx, cl, err)
-		}
-		return data, err
+		return c.post(ctx, cl, cred, url, body, header)
 	})
 }
 

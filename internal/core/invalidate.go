@@ -51,8 +51,15 @@ const (
 // them.
 const digestDomain = "orgauthz/invalidation/v1\x00"
 
-// tokenDigest is what a message says of a token.
+// tokenDigest is what a message says of a token. It allocates nothing
+// for a token of up to shortToken bytes, hashed from the stack: a
+// per-call token's is made for each request it sends with an Invalidator
+// (Core.digestOf).
 func tokenDigest(token string) [digestBytes]byte {
+	if len(token) <= shortToken {
+		var buf [len(digestDomain) + shortToken]byte
+		return sha256.Sum256(append(append(buf[:0], digestDomain...), token...))
+	}
 	h := sha256.New()
 	h.Write([]byte(digestDomain))
 	h.Write([]byte(token))
@@ -60,6 +67,10 @@ func tokenDigest(token string) [digestBytes]byte {
 	h.Sum(d[:0])
 	return d
 }
+
+// shortToken bounds the tokens tokenDigest hashes from the stack: most
+// JWTs are shorter, and a longer frame would grow more goroutines' stacks.
+const shortToken = 2 << 10
 
 // tokenMessage is the message that purges token's decisions everywhere.
 func tokenMessage(token string) []byte {

@@ -24,6 +24,10 @@ type Token struct {
 	// group is the token's pinned handle in the decision cache (nil
 	// without one), unpinned when the token is replaced.
 	group *Group
+	// digest is the token's digest on the invalidation channel
+	// (tokenDigest), which its flights carry (flightKey); zero without an
+	// Invalidator.
+	digest [digestBytes]byte
 	// expired is set, under Core.tokenMu, by the first 401 for this
 	// token: it makes tokenExpired fire once, however many calls the
 	// server refuses.
@@ -56,7 +60,7 @@ func (c *Core) SetDPoP(token string, signer *dpop.Signer) {
 // and then emits tokenSet once the client's locks are released, so that
 // handlers may call back into the client.
 func (c *Core) set(cred transport.Credential) {
-	st := &Token{cred: transport.Hold(cred), id: cred.Ident()}
+	st := c.newToken(cred, nil)
 	if st.unusable = c.who.Peer.CheckToken(st.id.Token, c.maxToken); st.unusable == nil {
 		st.group = c.cache.pin(st.id) // a token never sent has nothing to cache
 	}
@@ -74,8 +78,9 @@ func (c *Core) set(cred transport.Credential) {
 // good, without an event: a client made to go without (its decisions are
 // cached under the one Ident of SchemeNone).
 func (c *Core) SetNone() {
-	id := transport.Ident{Scheme: transport.SchemeNone}
-	c.replace(&Token{cred: transport.Hold(transport.NewNone()), id: id, group: c.cache.pin(id)})
+	st := c.newToken(transport.NewNone(), nil)
+	st.group = c.cache.pin(st.id)
+	c.replace(st)
 }
 
 // Refuse makes every later call fail with err, which must match
@@ -83,15 +88,15 @@ func (c *Core) SetNone() {
 // to a client made to go without one. Calls under way stop
 // (ErrTokenChanged).
 func (c *Core) Refuse(err error) {
-	c.replace(&Token{cred: transport.Hold(transport.NewNone()), id: transport.Ident{Scheme: transport.SchemeNone}, unusable: err})
+	c.replace(c.newToken(transport.NewNone(), err))
 }
 
 // Unrefuse undoes Refuse: when the client's token is a refusal (and only
 // then) it becomes SetNone's again, without an event. It reports whether
 // it did.
 func (c *Core) Unrefuse() bool {
-	id := transport.Ident{Scheme: transport.SchemeNone}
-	st := &Token{cred: transport.Hold(transport.NewNone()), id: id, group: c.cache.pin(id)}
+	st := c.newToken(transport.NewNone(), nil)
+	st.group = c.cache.pin(st.id)
 	c.tokenMu.Lock()
 	cur := c.token.Load()
 	refused := cur != nil && cur.id.Scheme == transport.SchemeNone && cur.unusable != nil
@@ -108,6 +113,16 @@ func (c *Core) Unrefuse() bool {
 	}
 	c.forget(cur)
 	return true
+}
+
+// newToken returns the state of a new token of the client, cred, which
+// cannot be sent when unusable is set; its group is for the caller to pin.
+func (c *Core) newToken(cred transport.Credential, unusable error) *Token {
+	st := &Token{cred: transport.Hold(cred), id: cred.Ident(), unusable: unusable}
+	if c.replicas != nil {
+		st.digest = tokenDigest(st.id.Token)
+	}
+	return st
 }
 
 // replace makes st the client's token without an event, and forgets the
@@ -162,20 +177,21 @@ func (c *Core) enqueue(kind events.Kind, s transport.Scheme, err error) {
 	c.emitter.Enqueue(events.Event{Kind: kind, Time: c.now(), TokenType: s.String(), Err: err})
 }
 
-// Refused handles the error of a call's request: for a 401 that refuses
+// refused handles the error of a call's request (post, through which
+// every request that carries a credential goes): for a 401 that refuses
 // the call's token, the token's cached decisions go, here and (with an
-// Invalidator, published on a goroutine of its own) on every replica, and, if it is still
-// the client's own current token, tokenExpired is emitted once, its
-// delivery bounded by ctx (the call's deadline). A 401 that blames the
-// DPoP proof (ErrProofRejected: a rejected proof, or a nonce challenge
-// still refused after its one resend) is no verdict on the token: nothing
-// happens; nor for a
-// per-call token beyond the purge, since the client's own is unaffected.
-// Only a credential the call sent can be refused: a 401 to a call that
-// sent none (SchemeNone, a client made to go without) is the call's error
-// and nothing more, with no purge and no event, so that no refresh
-// handler is ever asked to replace a token the client does not have.
-func (c *Core) Refused(ctx context.Context, cl *Call, err error) {
+// Invalidator, published on a goroutine of its own) on every replica,
+// and, if it is still the client's own current token, tokenExpired is
+// emitted once per token, its delivery bounded by ctx (the call's
+// deadline). A 401 that blames the DPoP proof (ErrProofRejected: a
+// rejected proof, or a nonce challenge still refused after its one
+// resend) is no verdict on the token: nothing happens; nor for a per-call
+// token beyond the purge, since the client's own is unaffected. Only a
+// credential the call sent can be refused: a 401 to a call that sent none
+// (SchemeNone, a client made to go without) is the call's error and
+// nothing more, with no purge and no event, so that no refresh handler is
+// ever asked to replace a token the client does not have.
+func (c *Core) refused(ctx context.Context, cl *Call, err error) {
 	var re *transport.ResponseError
 	if !errors.As(err, &re) || !errors.Is(re, transport.ErrUnauthorized) ||
 		cl.ID.Scheme == transport.SchemeNone {

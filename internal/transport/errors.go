@@ -146,6 +146,9 @@ type ResponseError struct {
 	// sentNone is set for a 401 to a request that carried no credential
 	// (SchemeNone): Error says what to fix.
 	sentNone bool
+	// uncredentialed is set for an answer to a request sent without the
+	// client's credential (the zero Ident): its 401 refuses no token.
+	uncredentialed bool
 }
 
 // dpopVerdict is what a 401's DPoP challenge blames.
@@ -187,13 +190,14 @@ func (e *ResponseError) Error() string {
 // Is reports whether the answer matches target: ErrUnauthorized for a 401
 // that refuses the token, ErrProofRejected for a 401 that refuses the DPoP
 // proof (a rejected proof, or a nonce still owed: no verdict on the token),
-// ErrUnavailable for a 5xx.
+// ErrUnavailable for a 5xx. A 401 to a request sent without the client's
+// credential matches neither credential sentinel.
 func (e *ResponseError) Is(target error) bool {
 	switch target {
 	case ErrUnauthorized:
-		return e.StatusCode == http.StatusUnauthorized && e.dpop == dpopNone
+		return e.StatusCode == http.StatusUnauthorized && e.dpop == dpopNone && !e.uncredentialed
 	case ErrProofRejected:
-		return e.StatusCode == http.StatusUnauthorized && e.dpop != dpopNone
+		return e.StatusCode == http.StatusUnauthorized && e.dpop != dpopNone && !e.uncredentialed
 	case ErrUnavailable:
 		return e.StatusCode >= 500 && e.StatusCode <= 599
 	}
@@ -227,9 +231,13 @@ func namesClient(body []byte) bool {
 }
 
 // NewResponseError turns a non-200 answer into a *ResponseError whose
-// texts hold nothing of the token (Redact). What the DPoP challenge says is
-// read from the raw header, and only for a DPoP request: a Bearer request
-// cannot have a rejected proof or owe a nonce.
+// texts hold nothing of the token (Redact). id is the credential the
+// request was sent with: the zero Ident for one sent without the client's
+// credential (a discovery document), whose 401 says nothing of the token
+// or its proof and so matches neither ErrUnauthorized nor
+// ErrProofRejected. What the DPoP challenge says is read from the raw
+// header, and only for a DPoP request: a Bearer request cannot have a
+// rejected proof or owe a nonce.
 func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *ResponseError {
 	var eb struct {
 		Error   string `json:"error"`
@@ -254,6 +262,7 @@ func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *Resp
 	}
 	e.namesClient = resp.StatusCode == http.StatusBadRequest && namesClient(body)
 	e.sentNone = resp.StatusCode == http.StatusUnauthorized && id.Scheme == SchemeNone
+	e.uncredentialed = id.Scheme == 0
 	if e.Message == "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		e.Message = "redirects are not followed"
 	}
