@@ -10,14 +10,18 @@ package pep_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -114,4 +118,55 @@ func TestBreakerProbeThatPanicsIsReleased(t *testing.T) {
 			require.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
 		})
 	}
+}
+
+func init() {
+	children["chunk-panic"] = chunkPanicChild
+}
+
+// runChild runs the child named name and fails t, with its output, unless
+// it exits 0.
+func runChild(t *testing.T, name string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+name)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the child %s failed:\n%.2000s", name, out)
+}
+
+// chunkPanicChild makes a CheckMany of three pairs in chunks of one
+// through a transport that panics, as the middleware and the interceptors
+// make it; it exits 0 when the process survived and the call panicked on
+// the caller's goroutine with the transport's own value, as a call of one
+// chunk does.
+func chunkPanicChild() int {
+	rt := roundTripFunc(func(*http.Request) (*http.Response, error) { panic(errTransportBug) })
+	for _, batch := range []int{3, 1} { // one chunk, then three
+		c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
+			pep.WithHTTPClient(&http.Client{Transport: rt}), pep.WithBatchSize(batch))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		c.SetToken("alice-token")
+		got := recoverCall(func() {
+			_, _ = c.CheckMany(context.Background(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write", "delete"}}})
+		})
+		_ = c.Close()
+		if got != errTransportBug {
+			fmt.Fprintf(os.Stderr, "batch size %d: the caller recovered %v, not the transport's panic\n", batch, got)
+			return 1
+		}
+	}
+	return 0
+}
+
+// A panic under one chunk of a call that has several (CheckMany and
+// ListGranted past the batch size) runs on a goroutine of the client's
+// own. It reaches the caller's goroutine, as the same panic of a call of
+// one chunk does, once the other chunks have ended, rather than end the
+// process where nothing can recover it.
+func TestChunkPanicReachesTheCaller(t *testing.T) {
+	t.Parallel()
+	runChild(t, "chunk-panic")
 }
