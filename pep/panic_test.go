@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -122,6 +125,7 @@ func TestBreakerProbeThatPanicsIsReleased(t *testing.T) {
 
 func init() {
 	children["chunk-panic"] = chunkPanicChild
+	children["invalidator-panic"] = invalidatorPanicChild
 }
 
 // runChild runs the child named name and fails t, with its output, unless
@@ -169,4 +173,100 @@ func chunkPanicChild() int {
 func TestChunkPanicReachesTheCaller(t *testing.T) {
 	t.Parallel()
 	runChild(t, "chunk-panic")
+}
+
+// panickyInvalidator is a user's Invalidator whose Publish always panics
+// and whose Subscribe panics on its first call; its next call reports a
+// heartbeat and holds until the client closes.
+type panickyInvalidator struct {
+	subscribes  atomic.Int32
+	resubscribe chan struct{}
+}
+
+func (p *panickyInvalidator) Publish(context.Context, []byte) error {
+	panic("a bug in the user's Publish")
+}
+
+func (p *panickyInvalidator) Subscribe(ctx context.Context, r invalidation.Receiver) error {
+	if p.subscribes.Add(1) == 1 {
+		panic("a bug in the user's Subscribe")
+	}
+	r.Heartbeat(time.Now())
+	close(p.resubscribe)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// syncBuffer is a log's text, written from any goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// invalidatorPanicChild runs a client whose Invalidator panics on the
+// client's own goroutines: the subscription, and the publication of a
+// token the gateway refused (401). It exits 0 when the process survived,
+// the client subscribed again, counted the failed publication and logged
+// both panics.
+func invalidatorPanicChild() int {
+	inv := &panickyInvalidator{resubscribe: make(chan struct{})}
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp := cannedResponse(r, http.StatusUnauthorized, []byte(`{"error":"Unauthorized","message":"token revoked"}`))
+		resp.Header.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		return resp, nil
+	})
+	var log syncBuffer
+	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
+		pep.WithHTTPClient(&http.Client{Transport: rt}), pep.WithInvalidator(inv),
+		pep.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	c.SetToken("alice-token")
+	select {
+	case <-inv.resubscribe:
+	case <-time.After(time.Minute): // a bound on a hang, not a wait: the pause is 100 ms
+		fmt.Fprintln(os.Stderr, "the client did not subscribe again after Subscribe panicked")
+		return 1
+	}
+	_, _ = c.Check(context.Background(), "orders", "read") // refused: the purge is published
+	_ = c.Close()                                          // waits for the publication
+	if n := c.Stats().InvalidationPublishFailures; n != 1 {
+		fmt.Fprintf(os.Stderr, "publish failures: %d, want 1\n", n)
+		return 1
+	}
+	for _, want := range []string{"the Invalidator's Subscribe panicked", "the Invalidator's Publish panicked"} {
+		if !strings.Contains(log.String(), want) {
+			fmt.Fprintf(os.Stderr, "no log line says %q:\n%s\n", want, log.String())
+			return 1
+		}
+	}
+	if strings.Contains(log.String(), "alice-token") {
+		fmt.Fprintln(os.Stderr, "a log line holds the token")
+		return 1
+	}
+	return 0
+}
+
+// The client calls the user's Invalidator on goroutines of its own: a
+// panic of its Subscribe is logged and Subscribe called again after the
+// pause, as when it returns early; a panic of its Publish of a refused
+// token is logged and counted as a failed publication. Neither ends the
+// process.
+func TestInvalidatorPanicsDoNotEndTheProcess(t *testing.T) {
+	t.Parallel()
+	runChild(t, "invalidator-panic")
 }
