@@ -181,9 +181,11 @@ func TestChunkPanicReachesTheCaller(t *testing.T) {
 type panickyInvalidator struct {
 	subscribes  atomic.Int32
 	resubscribe chan struct{}
+	publishing  chan struct{} // a value per Publish, before it panics
 }
 
 func (p *panickyInvalidator) Publish(context.Context, []byte) error {
+	p.publishing <- struct{}{}
 	panic("a bug in the user's Publish")
 }
 
@@ -221,7 +223,7 @@ func (s *syncBuffer) String() string {
 // the client subscribed again, counted the failed publication and logged
 // both panics.
 func invalidatorPanicChild() int {
-	inv := &panickyInvalidator{resubscribe: make(chan struct{})}
+	inv := &panickyInvalidator{resubscribe: make(chan struct{}), publishing: make(chan struct{}, 1)}
 	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		resp := cannedResponse(r, http.StatusUnauthorized, []byte(`{"error":"Unauthorized","message":"token revoked"}`))
 		resp.Header.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
@@ -236,14 +238,21 @@ func invalidatorPanicChild() int {
 		return 3
 	}
 	c.SetToken("alice-token")
+	hang := time.After(time.Minute) // a bound on a hang, not a wait: the pause is 100 ms
 	select {
 	case <-inv.resubscribe:
-	case <-time.After(time.Minute): // a bound on a hang, not a wait: the pause is 100 ms
+	case <-hang:
 		fmt.Fprintln(os.Stderr, "the client did not subscribe again after Subscribe panicked")
 		return 1
 	}
 	_, _ = c.Check(context.Background(), "orders", "read") // refused: the purge is published
-	_ = c.Close()                                          // waits for the publication
+	select {                                               // before Close, after which nothing is published
+	case <-inv.publishing:
+	case <-hang:
+		fmt.Fprintln(os.Stderr, "the refused token's purge was not published")
+		return 1
+	}
+	_ = c.Close() // waits for the publication to end
 	if n := c.Stats().InvalidationPublishFailures; n != 1 {
 		fmt.Fprintf(os.Stderr, "publish failures: %d, want 1\n", n)
 		return 1

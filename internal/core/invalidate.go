@@ -383,7 +383,7 @@ func (c *Core) publishRefused(token string) {
 		if p := safego.Call(func() { err = c.publish(ctx, "a 401", msg) }); p != nil {
 			c.background("the Invalidator's Publish", p)
 			r.publishFailures.Add(1)
-			err = errors.New("Publish panicked")
+			err = errors.New("the Invalidator's Publish panicked")
 		}
 		cancel()
 		r.refusedMu.Lock()
