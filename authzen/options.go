@@ -85,7 +85,9 @@ func WithoutCredentials() Option { return option(func(c *config) { c.noCredentia
 // connections Close closes), bounding each attempt by hc's Timeout when it
 // is set. Nothing else of hc is used: redirects are never followed (a 3xx
 // denies) and cookies are never stored or sent. hc is never modified. A
-// nil hc is an error.
+// nil hc is an error. A panic of hc's Transport goes on on the calling
+// goroutine, for a call sent in chunks too (once its other chunks have
+// ended), and leaves nothing of the call held.
 func WithHTTPClient(hc *http.Client) Option { return option(func(c *config) { c.HTTPClient = hc }) }
 
 // WithRetry sets how often a failed PDP request is retried (max, 0

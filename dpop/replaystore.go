@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/safego"
 )
 
 // ReplayStore records accepted proofs where every replica of a service sees
@@ -45,8 +47,9 @@ const ReplayStoreMargin = time.Minute
 // other's replays. A nil s makes NewVerifier fail. With a store,
 // [WithReplayCacheSize] and [WithReplayKeyLimit] have no effect and
 // [ErrReplayCacheFull] is never returned; [ErrReplayStoreUnavailable] is,
-// whenever the store fails or does not answer within its context (bounded
-// by [ReplayStoreTimeout]). A proof is recorded until maxAge after its iat
+// whenever the store fails, panics (on a goroutine of the Verifier's own,
+// recovered) or does not answer within its context (bounded by
+// [ReplayStoreTimeout]). A proof is recorded until maxAge after its iat
 // plus [ReplayStoreMargin].
 //
 // The store's atomic Remember is the replay check and the record in one:
@@ -77,6 +80,9 @@ func storeKey(jkt, jti string) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
 }
 
+// errStorePanicked is the error of a ReplayStore whose Remember panicked.
+var errStorePanicked = errors.New("the replay store panicked")
+
 // rememberResult is what one call of ReplayStore.Remember returned.
 type rememberResult struct {
 	first bool
@@ -100,8 +106,14 @@ func (v *Verifier) recordInStore(ctx context.Context, res *Result, expires time.
 	done := make(chan rememberResult, 1)
 	key, until := storeKey(res.Thumbprint, res.Claims.ID), expires.Add(ReplayStoreMargin)
 	go func() {
-		first, err := v.store.Remember(ctx, key, until)
-		done <- rememberResult{first, err}
+		// The store is the user's code on a goroutine of the Verifier's
+		// own (safego): a panic there would end the process. It refuses
+		// the proof instead (the request may have stopped waiting for it).
+		r := rememberResult{err: errStorePanicked}
+		defer func() { done <- r }()
+		if safego.Call(func() { r.first, r.err = v.store.Remember(ctx, key, until) }) != nil {
+			r = rememberResult{err: errStorePanicked}
+		}
 	}()
 	var r rememberResult
 	select {

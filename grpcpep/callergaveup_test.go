@@ -2,6 +2,7 @@ package grpcpep_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/orgauthz/orgauthz/grpcpep"
+	"github.com/orgauthz/orgauthz/internal/adaptertest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -76,3 +81,64 @@ type deadlineOnly struct {
 }
 
 func (c deadlineOnly) Deadline() (time.Time, bool) { return c.d, true }
+
+// counting is a Checker that passes each call on, counting them.
+type counting struct {
+	grpcpep.Checker
+	calls atomic.Int32
+}
+
+func (c *counting) CheckMany(ctx context.Context, resources []pep.Resource, opts ...pep.CallOption) (pep.Result, error) {
+	c.calls.Add(1)
+	return c.Checker.CheckMany(ctx, resources, opts...)
+}
+
+// A call whose caller gave up (cancelled, or its deadline passed, by the
+// clock too) is never decided, and its handler never runs, also when the
+// client holds the caller's grant in its cache, where a decision reads no
+// deadline: it ends with the caller's own code. (The handler of such a
+// call used to run on a cached grant.)
+func TestGaveUpCallerNeverReachesTheHandler(t *testing.T) {
+	t.Parallel()
+	gw := mockservertest.Start(t, mockserver.WithFixture(adaptertest.Fixture), adaptertest.ES256Tokens)
+	client, err := hangguard.NewPep(gw.URL, adaptertest.Realm, adaptertest.ClientID)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	checker := &counting{Checker: client}
+	intercept := grpcpep.UnaryServerInterceptor(checker, grpcpep.Map(map[string]grpcpep.Rule{
+		"/orders.Orders/Read": {Resource: "orders", Scopes: []string{"read"}},
+	}))
+	info := &grpc.UnaryServerInfo{FullMethod: "/orders.Orders/Read"}
+	token := gw.Token(adaptertest.Realm, "ann")
+	withToken := func(ctx context.Context) context.Context {
+		return metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", "Bearer "+token))
+	}
+	var ran atomic.Int32
+	handler := func(context.Context, any) (any, error) { ran.Add(1); return nil, nil }
+
+	_, err = intercept(withToken(t.Context()), nil, info, handler) // ann may read: the grant is cached
+	require.NoError(t, err)
+	require.EqualValues(t, 1, ran.Load())
+
+	expired, cancel := context.WithDeadline(withToken(context.Background()), time.Now().Add(-time.Second))
+	defer cancel()
+	cancelled, cancel2 := context.WithCancel(withToken(context.Background()))
+	cancel2()
+	unfired := deadlineOnly{Context: withToken(context.Background()), d: time.Now().Add(-time.Second)}
+	for _, tt := range []struct {
+		name string
+		ctx  context.Context
+		want codes.Code
+	}{
+		{"deadline passed", expired, codes.DeadlineExceeded},
+		{"cancelled", cancelled, codes.Canceled},
+		{"deadline passed, timer unfired", unfired, codes.DeadlineExceeded},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := intercept(tt.ctx, nil, info, handler)
+			require.Equal(t, tt.want, status.Code(err), "%v", err)
+			require.EqualValues(t, 1, ran.Load(), "the handler of a call whose caller gave up ran")
+			require.EqualValues(t, 1, checker.calls.Load(), "a call whose caller gave up was decided")
+		})
+	}
+}

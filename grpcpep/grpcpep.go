@@ -314,6 +314,13 @@ func (g *guard) decide(ctx context.Context, fullMethod string, extra ...pep.Call
 			err = denied
 		}
 	}()
+	// A call whose caller gave up is never decided, and its handler never
+	// runs: its deadline and cancellation are read before the decision,
+	// and again before a grant is handed over, since one the client
+	// serves from its cache reads neither.
+	if err := callerGaveUp(ctx); err != nil {
+		return nil, err
+	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	values := md.Get("authorization")
 	if len(values) > 1 {
@@ -335,6 +342,9 @@ func (g *guard) decide(ctx context.Context, fullMethod string, extra ...pep.Call
 	res, err := g.c.CheckMany(callCtx, []pep.Resource{{Name: resource, Scopes: scopes}}, opts...)
 	switch middleware.Classify(res, err, g.cfg.useClientToken) {
 	case middleware.AnswerGrant:
+		if err := callerGaveUp(ctx); err != nil {
+			return nil, err
+		}
 		return context.WithValue(ctx, resultKey{}, res), nil
 	case middleware.AnswerUnauthorized:
 		return nil, unauthenticated

@@ -31,7 +31,10 @@ type Invalidator = invalidation.Invalidator
 //
 // The client subscribes on a goroutine of its own from New until Close,
 // which waits for it to end: a client with an invalidator must be closed.
-// A nil inv means none (the default).
+// A panic of inv's Subscribe there, or of its Publish of a 401's purge (on
+// a goroutine of its own too), is logged at Error and taken as its error:
+// Subscribe is called again after a pause, the publication is counted as
+// failed. A nil inv means none (the default).
 func WithInvalidator(inv Invalidator) Option { return option(func(c *config) { c.Invalidator = inv }) }
 
 // Purge drops every cached decision of token (as a Bearer or a DPoP

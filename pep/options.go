@@ -48,7 +48,10 @@ func (f option) apply(c *config) { f(c) }
 // hc's Timeout when it is set. Nothing else of hc is used: redirects are
 // never followed (a 3xx fails closed), and cookies are never stored or
 // sent, so that one caller's gateway cookie cannot ride along with another
-// caller's request. hc is never modified. A nil hc is an error.
+// caller's request. hc is never modified. A nil hc is an error. A panic of
+// hc's Transport goes on on the calling goroutine, for a call sent in
+// chunks too (once its other chunks have ended), and leaves nothing of the
+// call held.
 //
 // Without this option the client uses its own copy of http.DefaultTransport
 // (Close closes its connections), which keeps up to 16 idle connections per

@@ -6,7 +6,13 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/safego"
 )
+
+// errPanicked is the error of a command whose Redis client (or one of its
+// hooks) panicked.
+var errPanicked = errors.New("redisstore: the Redis client panicked")
 
 // bounded runs cmd, which sends Redis commands under ctx, and returns its
 // error, or ctx's once ctx is done, whichever comes first: go-redis honours
@@ -22,7 +28,16 @@ func bounded(ctx context.Context, cmd func() error) error {
 		return err
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd() }()
+	go func() {
+		// cmd runs the Redis client the user gave, with its hooks, on a
+		// goroutine of the store's own (safego): a panic there would end
+		// the process. It fails the command instead.
+		err := errPanicked
+		defer func() { done <- err }()
+		if safego.Call(func() { err = cmd() }) != nil {
+			err = errPanicked
+		}
+	}()
 	select {
 	case err := <-done:
 		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {

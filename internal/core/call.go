@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orgauthz/orgauthz/internal/safego"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -242,6 +243,16 @@ const MaxParallelChunks = transport.MaxParallelChunks
 // sequential is set: then they run in order until one reports stop or an
 // error. run's error is one that concerns the whole call (a refused token,
 // Refusal); Batches returns the first in the order of the chunks.
+//
+// A chunk's request runs user code (the RoundTripper of WithHTTPClient,
+// the telemetry SDK, the logger). A panic on a chunk's goroutine, where
+// nothing could recover it and the process would end, is recovered
+// (safego): no chunk starts after it, the chunks under way end as they
+// would (callers sharing a panicked chunk's request fail closed: Flights),
+// and once they have, Batches raises the first panic again on the
+// caller's goroutine, where it goes on as it does from a call of one
+// chunk (the middleware and the gRPC interceptors recover it and refuse
+// the request).
 func (c *Core) Batches(n int, sequential bool, run func(start, end int) (stop bool, err error)) error {
 	if n <= c.batch {
 		_, err := run(0, n)
@@ -257,15 +268,34 @@ func (c *Core) Batches(n int, sequential bool, run func(start, end int) (stop bo
 	}
 	errs := make([]error, (n+c.batch-1)/c.batch)
 	slots := make(chan struct{}, MaxParallelChunks) // one per chunk running
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		panicMu  sync.Mutex
+		panicked *safego.Panic // the first chunk's panic
+	)
 	for start := 0; start < n; start += c.batch {
 		slots <- struct{}{} // waits for a running chunk to end
+		panicMu.Lock()
+		stop := panicked != nil
+		panicMu.Unlock()
+		if stop {
+			<-slots
+			break
+		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			_, errs[start/c.batch] = run(start, min(start+c.batch, n))
+			p := safego.Call(func() { _, errs[start/c.batch] = run(start, min(start+c.batch, n)) })
+			if p != nil {
+				panicMu.Lock()
+				if panicked == nil {
+					panicked = p
+				}
+				panicMu.Unlock()
+			}
 		})
 	}
 	wg.Wait()
+	panicked.Raise()
 	for _, err := range errs {
 		if err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/safego"
 	"github.com/orgauthz/orgauthz/internal/stripe"
 	"github.com/orgauthz/orgauthz/internal/telemetry"
 	"github.com/orgauthz/orgauthz/internal/transport"
@@ -131,6 +132,15 @@ func (c *Core) Init(s Settings, who Identity) error {
 	}
 	c.x.Observe = c.tel
 	return nil
+}
+
+// background logs, at Error, a panic of user code (what names it) that
+// ran on a goroutine of the client's own in the background, which
+// recovered it (safego) and goes on: the panic's text and stack, never a
+// token (such code is given none).
+func (c *Core) background(what string, p *safego.Panic) {
+	c.logger.Error(c.who.Peer.Pkg()+": "+what+" panicked; recovered, the client goes on",
+		"panic", p.Text(), "stack", string(p.Stack))
 }
 
 // Telemetry returns the client's telemetry, for the spans of its calls.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
+	"github.com/orgauthz/orgauthz/internal/safego"
 	"github.com/orgauthz/orgauthz/internal/transport"
 	"github.com/orgauthz/orgauthz/invalidation"
 )
@@ -167,13 +168,18 @@ func (r *replicas) elapsed(c *Core) time.Duration {
 }
 
 // subscribe runs the Invalidator's Subscribe until Close, calling it again,
-// after a pause, when it gives up.
+// after a pause, when it gives up or panics (logged: on the client's own
+// goroutine, the panic would end the process).
 func (c *Core) subscribe(ctx context.Context) {
 	r := c.replicas
 	rc := receiver{c}
 	pause := resubscribeMin
 	for ctx.Err() == nil {
-		err := r.inv.Subscribe(ctx, rc)
+		var err error
+		if p := safego.Call(func() { err = r.inv.Subscribe(ctx, rc) }); p != nil {
+			c.background("the Invalidator's Subscribe", p)
+			err = errors.New("Subscribe panicked")
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -346,7 +352,8 @@ func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
 // publishRefused publishes the purge of a token the server refused (401)
 // on a goroutine of its own, so that the call, which fails on its own
 // account, never waits for the channel past its deadline (a Redis client
-// may not honour a context's deadline); a failure is counted and logged.
+// may not honour a context's deadline); a failure, a panic of the
+// Invalidator's Publish included, is counted and logged.
 //
 // A token refused again within refusalQuiet of its last publication is
 // not published again: a revoked token that a caller keeps sending would
@@ -383,7 +390,12 @@ func (c *Core) publishRefused(token string) {
 	go func() {
 		defer r.pubs.Done()
 		ctx, cancel := context.WithTimeout(r.ctx, refusedPublishTimeout)
-		err := c.publish(ctx, "a 401", msg)
+		var err error
+		if p := safego.Call(func() { err = c.publish(ctx, "a 401", msg) }); p != nil {
+			c.background("the Invalidator's Publish", p)
+			r.publishFailures.Add(1)
+			err = errors.New("the Invalidator's Publish panicked")
+		}
 		cancel()
 		r.refusedMu.Lock()
 		r.inFlight--

@@ -96,8 +96,13 @@ func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body 
 	if !ok {
 		return nil, x.Peer.Err(ErrCircuitOpen)
 	}
+	// The breaker hears of every request it let through, on every way
+	// out: a panic under send (the user's RoundTripper, telemetry SDK or
+	// logger), recovered by the caller, is a neutral outcome, so that a
+	// half-open probe is never left reserved (every later call refused).
+	o := outcomeNeutral
+	defer func() { x.Breaker.done(probe, o) }()
 	data, o, err := x.send(ctx, cred, url, body, header, ownDeadline)
-	x.Breaker.done(probe, o)
 	return data, err
 }
 
@@ -110,12 +115,21 @@ func (x *Exchanger) Fetch(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
+	// The request under way is released on every way out but a
+	// response, whose body's Close releases it: a panic in the base
+	// transport included.
+	handed := false
+	defer func() {
+		if !handed {
+			x.leave()
+		}
+	}()
 	resp, err := x.Base.RoundTrip(req)
 	if err != nil {
-		x.leave()
 		return nil, err
 	}
 	resp.Body = &leaveOnClose{ReadCloser: resp.Body, x: x}
+	handed = true
 	return resp, nil
 }
 
@@ -185,10 +199,10 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 		return nil, outcomeNeutral, err
 	}
 	start := time.Now()
-	x.Observe.ActiveAdd(ctx, 1)
 	ch := newChain(cred, &x.Retry, &x.Nonces, x.Base, &x.Sent)
 	status := 0
-	defer func() {
+	x.Observe.ActiveAdd(ctx, 1)
+	defer func() { // on every way out, a panic included: the request is under way no more
 		x.Observe.ActiveAdd(ctx, -1)
 		x.Observe.EndRequest(ctx, span, start, status, ch.retrier.retried, err)
 	}()
@@ -439,8 +453,9 @@ func NewBreaker(threshold int, coolDown time.Duration, now func() time.Time, onC
 }
 
 // allow reports whether a request may go to the server now. probe is true
-// for the single request let through after the cool-down; its outcome must
-// be reported to done with probe set.
+// for the single request let through after the cool-down, which allow
+// reserves: its outcome must be reported to done with probe set, on every
+// way out, a panic included (a defer), or every later request is refused.
 func (b *Breaker) allow() (ok, probe bool) {
 	if b == nil {
 		return true, false
@@ -465,11 +480,22 @@ func (b *Breaker) allow() (ok, probe bool) {
 	}
 	b.probing = true
 	b.mu.Unlock()
+	// The report runs the user's logger: should it panic, the probe it
+	// reserved is released, neutral, before the panic goes on.
+	reported := false
+	defer func() {
+		if !reported {
+			b.done(true, outcomeNeutral)
+		}
+	}()
 	b.changed(from, BreakerHalfOpen)
+	reported = true
 	return true, true
 }
 
-// done records the outcome of a request that allow let through.
+// done records the outcome of a request that allow let through. It must
+// be called for every such request however it ends (a defer): a panic
+// under the request is outcomeNeutral.
 func (b *Breaker) done(probe bool, o outcome) {
 	if b == nil {
 		return

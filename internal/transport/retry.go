@@ -135,21 +135,28 @@ func (r *retrier) attempt(req *http.Request, n int) (*http.Response, error) {
 		if r.policy.AttemptTimeout > 0 {
 			ctx, cancel = context.WithTimeout(ctx, r.policy.AttemptTimeout)
 		}
+		// The attempt's context ends on every way out but a response,
+		// whose body's Close ends it: a panic under it included.
+		handed := false
+		defer func() {
+			if !handed {
+				cancel()
+			}
+		}()
 		clone := req.Clone(ctx)
 		if req.GetBody != nil && n > 0 {
 			body, err := req.GetBody()
 			if err != nil {
-				cancel()
 				return nil, err
 			}
 			clone.Body = body
 		}
 		resp, err := r.next.RoundTrip(clone)
 		if err != nil {
-			cancel()
 			return nil, err
 		}
 		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+		handed = true
 		return resp, nil
 	}
 	return r.next.RoundTrip(req)

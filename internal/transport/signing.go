@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/safego"
 )
 
 // A DPoP proof is made on the call's goroutine when its key is held in
@@ -136,12 +137,11 @@ func prove(ctx context.Context, s *dpop.Signer, method, url, token, nonce string
 	ks.began[sig] = time.Now()
 	keys.Unlock()
 	go func() {
-		var proof string
-		err := errKeyPanicked
+		// errKeyPanicked also for a key that ends the goroutine
+		// (runtime.Goexit); the slot and the key's use are released on
+		// every way out.
+		proof, err := "", error(errKeyPanicked)
 		defer func() {
-			// A key that panics fails its call closed: on a goroutine of
-			// the client's own, its panic would end the process.
-			_ = recover()
 			keys.Lock()
 			delete(ks.began, sig)
 			keys.Unlock()
@@ -150,7 +150,12 @@ func prove(ctx context.Context, s *dpop.Signer, method, url, token, nonce string
 			sig.proof, sig.err = proof, err
 			close(sig.done)
 		}()
-		proof, err = s.Proof(method, url, token, nonce)
+		// A key that panics fails its call closed (safego): on a goroutine
+		// of the client's own, its panic would end the process, and the
+		// call may have stopped waiting for it.
+		if safego.Call(func() { proof, err = s.Proof(method, url, token, nonce) }) != nil {
+			proof, err = "", errKeyPanicked
+		}
 	}()
 	select {
 	case <-sig.done:
