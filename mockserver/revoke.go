@@ -67,8 +67,10 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, realm strin
 	// shared record comes first and this replica's own only after it:
 	// a 503 leaves the token as it was here too, so the retry revokes it
 	// again rather than finding it revoked and answering 200 with nothing
-	// shared.
-	if _, err := s.sharedRecord(r.Context(), labelRevoked, realm, claims.ID, anyWriter, claims.Expiry.Time(), issuedAt(claims)); err != nil {
+	// shared. A token the store's keyspace began after (it was lost
+	// between the check above and this write) is refused for good by
+	// every replica already: revoked, as the answer says.
+	if _, err := s.sharedRecord(r.Context(), labelRevoked, realm, claims.ID, anyWriter, claims.Expiry.Time(), issuedAt(claims)); err != nil && !errors.Is(err, errSharedPredates) {
 		return sharedOAuthUnavailable(w)
 	}
 	s.auth.revoked.revoke(realm, claims.ID, claims.Expiry.Time(), s.now())

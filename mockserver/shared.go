@@ -41,9 +41,12 @@ type SharedStore interface {
 	// and its until has not passed. It fails when the store cannot vouch
 	// for every record made since since (its keyspace is younger than
 	// since, less dpop.ReplayStoreMargin: Redis lost its keys, restarted
-	// (from a snapshot, which may lack the newest writes), or is new), and
-	// on any error of the store; the server then refuses what it asked
-	// about. It must honour ctx's deadline and be safe for
+	// (from a snapshot, which may lack the newest writes), or is new), its
+	// error then wrapping dpop.ErrKeyspaceNew, and on any error of the
+	// store; the server then refuses what it asked about: for good (401
+	// invalid_token, invalid_grant, a new sign-in) when the error wraps
+	// dpop.ErrKeyspaceNew, as no retry can pass, and with 503 and
+	// Retry-After otherwise. It must honour ctx's deadline and be safe for
 	// concurrent use.
 	Recorded(ctx context.Context, key string, since time.Time) (bool, error)
 	// RecordOnce records key until until, its value writer, unless it is
@@ -61,7 +64,8 @@ type SharedStore interface {
 	// writing whether the store can vouch for every record
 	// made since since, by Recorded's rule (since is when the credential
 	// was issued: no record about it can be older), and fails without
-	// writing when it cannot, and on any error before the write: a call
+	// writing when it cannot (an error wrapping dpop.ErrKeyspaceNew, as
+	// Recorded's), and on any error before the write: a call
 	// that fails leaves nothing that changes the answer to its retry
 	// (but what its keyspace's loss itself changes). Unlike Remember it
 	// applies no DPoP proof window. It must honour ctx's deadline and be
@@ -79,6 +83,15 @@ type SharedStore interface {
 // errSharedUnavailable is the error of a credential whose state the shared
 // store could not tell: it is refused with 503 and Retry-After.
 var errSharedUnavailable = errors.New("the shared store is unavailable; retry shortly")
+
+// errSharedPredates is the error of a credential issued before the shared
+// store's keyspace began, or within dpop.ReplayStoreMargin after (the
+// store's error wraps dpop.ErrKeyspaceNew): the store can never vouch that
+// no replica refused it, so it is refused for good, as an invalid
+// credential (401 invalid_token, invalid_grant, the login page), never as
+// an outage: a 503 would have clients retry it, and hold their breakers
+// open, until it expires, when a new one is served at once.
+var errSharedPredates = errors.New("it predates the shared store's keyspace (Redis lost its keys, restarted or failed over, or is new), which cannot vouch that no replica refused it: get a new one")
 
 // Labels of the shared store's keys and of the keys derived from the seed:
 // distinct, so that no record or key of one kind stands for another. They
@@ -112,9 +125,10 @@ func sharedKey(kind, realm, id string) string {
 }
 
 // sharedRecorded reports whether the record of kind about realm's id is in
-// the shared store: false without a store; errSharedUnavailable when the
-// store cannot tell (for records made since since) or does not answer
-// within dpop.ReplayStoreTimeout.
+// the shared store: false without a store; errSharedPredates when the
+// store cannot vouch for records made since since; errSharedUnavailable
+// when it fails otherwise or does not answer within
+// dpop.ReplayStoreTimeout.
 func (s *Server) sharedRecorded(ctx context.Context, kind, realm, id string, since time.Time) (bool, error) {
 	if s.shared == nil {
 		return false, nil
@@ -129,8 +143,9 @@ func (s *Server) sharedRecorded(ctx context.Context, kind, realm, id string, sin
 // since, written by writer (SharedStore.RecordOnce), in the shared store
 // until until, by this server's clock, and reports whether the record is
 // the caller's (new, or writer's own): true without a store;
-// errSharedUnavailable when the store fails, cannot vouch for records
-// made since since, or does not answer within dpop.ReplayStoreTimeout.
+// errSharedPredates when the store cannot vouch for records made since
+// since; errSharedUnavailable when it fails otherwise or does not answer
+// within dpop.ReplayStoreTimeout.
 // The store expires the record by its own clock, so it is kept
 // dpop.ReplayStoreMargin longer: a replica whose clock runs behind the
 // store's by up to that margin, still taking the credential for live,
@@ -173,8 +188,10 @@ type sharedResult struct {
 // the same store: on a goroutine of its own, so that a store ignoring its
 // context (a frozen Redis, a client without timeouts) still cannot hold
 // the request past the bound; the buffered channel lets that goroutine
-// finish whenever the store returns. Any failure, the bound's included, is
-// errSharedUnavailable (logged without the key).
+// finish whenever the store returns. A keyspace too young for the
+// credential (an error wrapping dpop.ErrKeyspaceNew) is errSharedPredates;
+// any other failure, the bound's included, is errSharedUnavailable (both
+// logged without the key).
 func (s *Server) sharedCall(ctx context.Context, call func(context.Context) (bool, error)) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, dpop.ReplayStoreTimeout)
 	defer cancel()
@@ -189,7 +206,11 @@ func (s *Server) sharedCall(ctx context.Context, call func(context.Context) (boo
 	case <-ctx.Done():
 		r.err = context.Cause(ctx)
 	}
-	if r.err != nil {
+	switch {
+	case errors.Is(r.err, dpop.ErrKeyspaceNew):
+		s.logger.Info("shared store refused a credential older than its keyspace", "err", r.err)
+		return false, errSharedPredates
+	case r.err != nil:
 		s.logger.Warn("shared store unavailable", "err", r.err)
 		return false, errSharedUnavailable
 	}

@@ -162,6 +162,8 @@ func (s *Server) uiGuard(access uiAccess, h uiHandler) http.Handler {
 		if ok {
 			// Replicas: a logout at any of them is in the shared store.
 			switch out, err := s.sharedRecorded(r.Context(), labelLogout, realm, ss.id, ss.expires.Add(-sessionLifetime)); {
+			case errors.Is(err, errSharedPredates): // never served again: sign in anew
+				ok = false
 			case err != nil:
 				w.Header().Set("Retry-After", proofRetryAfter)
 				s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", err.Error()))
@@ -433,7 +435,9 @@ func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, ss *uiSession)
 	// leaves the session as it was here too, so the user's retry signs
 	// out again rather than finding the session gone and being sent to
 	// the login page with nothing shared.
-	if _, err := s.sharedRecord(r.Context(), labelLogout, ss.realm, ss.id, anyWriter, ss.expires, ss.expires.Add(-sessionLifetime)); err != nil {
+	// A session the store's keyspace began after is refused for good
+	// by every replica already: signed out, as the answer says.
+	if _, err := s.sharedRecord(r.Context(), labelLogout, ss.realm, ss.id, anyWriter, ss.expires, ss.expires.Add(-sessionLifetime)); err != nil && !errors.Is(err, errSharedPredates) {
 		w.Header().Set("Retry-After", proofRetryAfter)
 		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", err.Error()))
 		return
