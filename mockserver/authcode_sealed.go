@@ -174,7 +174,7 @@ func (s *Server) spendSealedCode(ctx context.Context, sp *codeSpend) *oauthError
 	mine, err := s.sharedRecord(ctx, labelCodeSpent, sp.realm, sp.id, sp.writer, sp.expires, sp.issued)
 	switch {
 	case errors.Is(err, errSharedPredates): // no retry can pass: the client starts again
-		return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: "the code " + err.Error()}
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: err.Error()}
 	case err != nil:
 		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: err.Error()}
 	case !mine:

@@ -2,12 +2,15 @@ package mockserver_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
@@ -67,6 +70,27 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 		require.NotContains(t, string(res.body), token)
 
 		require.Equal(t, http.StatusOK, f.revokeAt("", token).status, "a token every replica refuses already is revoked")
+	})
+	t.Run("a new token while the keyspace is younger than the clocks' margin", func(t *testing.T) {
+		t.Parallel()
+		store := &sharedStore{keys: map[string]time.Time{}}
+		f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
+		// A keyspace that vouches for nothing issued before an hour from
+		// now: what Redis's marker says of every token within a minute
+		// after it lost its keys.
+		store.mu.Lock()
+		store.began = time.Now().Add(time.Hour)
+		store.mu.Unlock()
+		form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}
+		res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
+		require.Equal(t, http.StatusServiceUnavailable, res.status, "a token no replica would ever serve is not handed out: %s", res.body)
+		require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
+		require.Equal(t, fmt.Sprint(int(dpop.ReplayStoreMargin.Seconds())+1), res.header.Get("Retry-After"))
+
+		store.mu.Lock()
+		store.began = time.Now().Add(-time.Hour) // the margin has passed
+		store.mu.Unlock()
+		require.Equal(t, http.StatusOK, f.bearerDecide("b", f.passwordToken("a")).status, "the retry's token is served")
 	})
 	t.Run("authorization code", func(t *testing.T) {
 		t.Parallel()

@@ -8,9 +8,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 )
 
 // This file is what replicas behind one front share beyond the realms'
@@ -91,7 +93,7 @@ var errSharedUnavailable = errors.New("the shared store is unavailable; retry sh
 // credential (401 invalid_token, invalid_grant, the login page), never as
 // an outage: a 503 would have clients retry it, and hold their breakers
 // open, until it expires, when a new one is served at once.
-var errSharedPredates = errors.New("it predates the shared store's keyspace (Redis lost its keys, restarted or failed over, or is new), which cannot vouch that no replica refused it: get a new one")
+var errSharedPredates = errors.New("the credential predates the shared store's keyspace (Redis lost its keys, restarted or failed over, or is new), which cannot vouch that no replica refused it: get a new one")
 
 // Labels of the shared store's keys and of the keys derived from the seed:
 // distinct, so that no record or key of one kind stands for another. They
@@ -230,6 +232,31 @@ func derivedKey(seed []byte, label string) []byte {
 	k := make([]byte, 32)
 	_, _ = rand.Read(k)
 	return k
+}
+
+// keyspaceTokenRetryAfter is the Retry-After, in seconds, of the token
+// endpoint's 503 while the shared store's keyspace is too young to vouch
+// for a token issued now: one issued dpop.ReplayStoreMargin after the
+// keyspace began (iat counts whole seconds: a second more) is served.
+var keyspaceTokenRetryAfter = strconv.Itoa(int(dpop.ReplayStoreMargin.Seconds()) + 1)
+
+// vouchedToken refuses to hand out claims' token, just minted, when the
+// shared store could never vouch for it (errSharedPredates: its keyspace
+// began less than dpop.ReplayStoreMargin ago, after Redis lost its keys or
+// on a new one): every route would refuse it for its whole lifetime, and a
+// client told to get a new token would be given another such. It asks the
+// store what the token's first use would (verifyToken), and answers 503
+// temporarily_unavailable with the Retry-After after which a new token is
+// served. A store that fails otherwise does not stop the token (its uses
+// are 503 until the store is back, as any token's are). Nil without a
+// store.
+func (s *Server) vouchedToken(ctx context.Context, w http.ResponseWriter, realm string, claims *issuer.Claims) *oauthError {
+	if _, err := s.sharedRecorded(ctx, labelRevoked, realm, claims.ID, issuedAt(claims)); !errors.Is(err, errSharedPredates) {
+		return nil
+	}
+	w.Header().Set("Retry-After", keyspaceTokenRetryAfter)
+	return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable",
+		description: "the shared store's keyspace is new (Redis lost its keys, restarted or failed over) and cannot vouch yet for a token issued now; retry within " + keyspaceTokenRetryAfter + " s"}
 }
 
 // sharedOAuthUnavailable is an OAuth endpoint's answer to
