@@ -71,10 +71,10 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 
 		require.Equal(t, http.StatusOK, f.revokeAt("", token).status, "a token every replica refuses already is revoked")
 	})
-	t.Run("a new token while the keyspace is younger than the clocks' margin", func(t *testing.T) {
+	t.Run("a new token, code or session while the keyspace is younger than the clocks' margin", func(t *testing.T) {
 		t.Parallel()
 		store := &sharedStore{keys: map[string]time.Time{}}
-		f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
+		f := startSharedFront(t, store, mockserver.WithFixture(webFixture()), mockserver.WithWebUI())
 		// A keyspace that vouches for nothing issued before an hour from
 		// now: what Redis's marker says of every token within a minute
 		// after it lost its keys.
@@ -85,12 +85,27 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 		res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
 		require.Equal(t, http.StatusServiceUnavailable, res.status, "a token no replica would ever serve is not handed out: %s", res.body)
 		require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
-		require.Equal(t, fmt.Sprint(int(dpop.ReplayStoreMargin.Seconds())+1), res.header.Get("Retry-After"))
+		retryAfter := fmt.Sprint(int(dpop.ReplayStoreMargin.Seconds()) + 1)
+		require.Equal(t, retryAfter, res.header.Get("Retry-After"))
+		auth, body := f.send("a", http.MethodPost, "/realms/acme/protocol/openid-connect/auth", url.Values{"response_type": {"code"},
+			"client_id": {"web"}, "redirect_uri": {webRedirect}, "state": {"s"}, "code_challenge": {pkceChallenge},
+			"code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}, nil)
+		require.Equal(t, http.StatusFound, auth.StatusCode, body)
+		loc, err := url.Parse(auth.Header.Get("Location"))
+		require.NoError(t, err)
+		require.Equal(t, "temporarily_unavailable", loc.Query().Get("error"), "no code no replica would redeem: %s", loc)
+		require.Empty(t, loc.Query().Get("code"))
+		login, body := f.send("a", http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
+		require.Equal(t, http.StatusServiceUnavailable, login.StatusCode, "no session no replica would serve: %s", body)
+		require.Equal(t, retryAfter, login.Header.Get("Retry-After"))
+		require.Empty(t, login.Cookies())
 
 		store.mu.Lock()
 		store.began = time.Now().Add(-time.Hour) // the margin has passed
 		store.mu.Unlock()
 		require.Equal(t, http.StatusOK, f.bearerDecide("b", f.passwordToken("a")).status, "the retry's token is served")
+		require.Equal(t, http.StatusOK, f.redeemCode("b", webRedirect, f.authCode("a", webRedirect)).status, "the retry's code is redeemed")
+		f.uiSignIn("a") // the retry's session is served
 	})
 	t.Run("authorization code", func(t *testing.T) {
 		t.Parallel()

@@ -103,6 +103,9 @@ const (
 	labelRevoked   = "orgauthz mockserver revoked token"
 	labelCodeSpent = "orgauthz mockserver authorization code spent"
 	labelLogout    = "orgauthz mockserver web UI logout"
+	// labelIssueProbe names no record: vouchesForNew reads it to learn
+	// whether the store vouches for a credential about to be issued.
+	labelIssueProbe = "orgauthz mockserver issue probe"
 
 	labelPageKey     = "orgauthz mockserver AuthZEN page token key"
 	labelSessionKey  = "orgauthz mockserver web UI session key"
@@ -240,23 +243,37 @@ func derivedKey(seed []byte, label string) []byte {
 // keyspace began (iat counts whole seconds: a second more) is served.
 var keyspaceTokenRetryAfter = strconv.Itoa(int(dpop.ReplayStoreMargin.Seconds()) + 1)
 
-// vouchedToken refuses to hand out claims' token, just minted, when the
-// shared store could never vouch for it (errSharedPredates: its keyspace
-// began less than dpop.ReplayStoreMargin ago, after Redis lost its keys or
-// on a new one): every route would refuse it for its whole lifetime, and a
-// client told to get a new token would be given another such. It asks the
-// store what the token's first use would (verifyToken), and answers 503
-// temporarily_unavailable with the Retry-After after which a new token is
-// served. A store that fails otherwise does not stop the token (its uses
-// are 503 until the store is back, as any token's are). Nil without a
-// store.
+// keyspaceYoungMessage is the message of the refusal to issue a credential (a token, an
+// authorization code, a web UI session) that the shared store could never
+// vouch for: 503, Retry-After keyspaceTokenRetryAfter.
+var keyspaceYoungMessage = "the shared store's keyspace is new (Redis lost its keys, restarted or failed over) and cannot vouch yet for a credential issued now; retry within " + keyspaceTokenRetryAfter + " s"
+
+// vouchesForNew reports whether the shared store could vouch for a
+// credential of realm issued at issued, as the credential's every use
+// will ask (sharedRecorded with since = issued): false only when it never
+// could (errSharedPredates: the keyspace began less than
+// dpop.ReplayStoreMargin before, after Redis lost its keys or on a new
+// one). Every place that issues a credential the store vouches for asks
+// it first and refuses to issue (503, Retry-After
+// keyspaceTokenRetryAfter) rather than hand out a token, code or session
+// every replica would refuse for its whole lifetime, which a client told
+// to get a new one would get again. A store that fails otherwise does not
+// stop the issue (the uses are 503 until the store is back, as any
+// credential's are). True without a store.
+func (s *Server) vouchesForNew(ctx context.Context, realm, id string, issued time.Time) bool {
+	_, err := s.sharedRecorded(ctx, labelIssueProbe, realm, id, issued)
+	return !errors.Is(err, errSharedPredates)
+}
+
+// vouchedToken is the token endpoint's vouchesForNew for claims' token,
+// just minted: 503 temporarily_unavailable with Retry-After when the store
+// could never vouch for it.
 func (s *Server) vouchedToken(ctx context.Context, w http.ResponseWriter, realm string, claims *issuer.Claims) *oauthError {
-	if _, err := s.sharedRecorded(ctx, labelRevoked, realm, claims.ID, issuedAt(claims)); !errors.Is(err, errSharedPredates) {
+	if s.vouchesForNew(ctx, realm, claims.ID, issuedAt(claims)) {
 		return nil
 	}
 	w.Header().Set("Retry-After", keyspaceTokenRetryAfter)
-	return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable",
-		description: "the shared store's keyspace is new (Redis lost its keys, restarted or failed over) and cannot vouch yet for a token issued now; retry within " + keyspaceTokenRetryAfter + " s"}
+	return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: keyspaceYoungMessage}
 }
 
 // sharedOAuthUnavailable is an OAuth endpoint's answer to

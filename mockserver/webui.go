@@ -419,7 +419,13 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	http.SetCookie(w, s.ui.newSession(realm, userID, s.now(), s.secureCookie(r)))
+	now := s.now()
+	if !s.vouchesForNew(r.Context(), realm, "", now) {
+		w.Header().Set("Retry-After", keyspaceTokenRetryAfter)
+		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", keyspaceYoungMessage))
+		return
+	}
+	http.SetCookie(w, s.ui.newSession(realm, userID, now, s.secureCookie(r)))
 	uiHeaders(w)
 	http.Redirect(w, r, uiRealmPath(realm)+"/home", http.StatusSeeOther)
 }
