@@ -245,8 +245,8 @@ func TestMockserverReplicasShareRevocationsInRedis(t *testing.T) {
 
 // TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent: a reference server
 // sharing Redis (redisstore.ReplayStore in process) that cannot vouch for
-// an authorization code (Redis restarted shortly before the code was
-// issued: an earlier spend could have been lost) can never redeem it, and
+// an authorization code (Redis restarted after the code was issued: an
+// earlier spend could have been lost) can never redeem it, and
 // says so: invalid_grant (start the authorization again), no 503 that a
 // retry could never pass. It spends nothing: redeemed once the keyspace
 // vouches for it (here: the operator sets the marker earlier, as the docs
@@ -257,7 +257,7 @@ func TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client()
 	store := NewReplayStore(c, "t:")
-	require.NoError(t, c.Set(t.Context(), store.since, time.Now().Add(-30*time.Second).UnixMilli(), 0).Err()) // Redis restarted 30 s ago
+	require.NoError(t, c.Set(t.Context(), store.since, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
 	ms, err := mockserver.New(mockserver.WithKeySeed([]byte("0123456789abcdef0123456789abcdef")), mockserver.WithReplayStore(store),
 		mockserver.WithFixture(mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 			Name:    "acme",
@@ -284,6 +284,7 @@ func TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent(t *testing.T) {
 	require.NoError(t, err)
 	code := loc.Query().Get("code")
 	require.NotEmpty(t, code, loc.String())
+	require.NoError(t, c.Set(t.Context(), store.since, time.Now().UnixMilli(), 0).Err()) // Redis restarted since
 
 	redeem := func() (int, http.Header, string) {
 		status, header, body := frontCall(t, hs.URL, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
