@@ -29,6 +29,21 @@ type ReplayStore interface {
 	Remember(ctx context.Context, key string, until time.Time) (first bool, err error)
 }
 
+// ErrKeyspaceNew is what a [ReplayStore]'s error wraps when the store
+// refuses because its keyspace began too recently to hold every earlier
+// record of what it was asked about (its keys were lost: Redis restarted,
+// was flushed or restored, failed over, or is new). For a DPoP proof
+// that is transient: the Verifier refuses it with
+// [ErrReplayStoreUnavailable] (wrapping this error too), and a fresh
+// proof passes once the keyspace is older than the proofs' window,
+// maxSkew plus [ReplayStoreMargin] after it began (70 s with the
+// defaults). For a record about a credential issued before that (the
+// reference server's revocations, code spends and sign-outs:
+// mockserver.SharedStore) it is final: the store will never vouch for
+// that credential, and a new one is needed.
+// github.com/orgauthz/orgauthz/redisstore's ReplayStore wraps it.
+var ErrKeyspaceNew = errors.New("dpop: the replay store's keyspace is younger than the record asked about")
+
 // ReplayStoreTimeout bounds each call of a [ReplayStore], whatever the
 // caller's context allows: a store that does not answer in time refuses
 // the proof with [ErrReplayStoreUnavailable] rather than hold the request.

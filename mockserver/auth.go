@@ -139,6 +139,7 @@ type authFailure struct {
 	// unavailable marks a refusal that is the server's capacity, not the
 	// credentials' fault: a 503 with Retry-After, no challenge.
 	unavailable bool
+	retryAfter  string // the Retry-After of an unavailable refusal, seconds; proofRetryAfter when empty
 }
 
 // refuse answers 401 with the challenge of f and the error body. A request
@@ -147,7 +148,11 @@ type authFailure struct {
 // use either.
 func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
 	if f.unavailable {
-		w.Header().Set("Retry-After", proofRetryAfter)
+		retryAfter := f.retryAfter
+		if retryAfter == "" {
+			retryAfter = proofRetryAfter
+		}
+		w.Header().Set("Retry-After", retryAfter)
 		writeErr(w, errf(http.StatusServiceUnavailable, "%s", f.message))
 		return
 	}

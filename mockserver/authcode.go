@@ -215,6 +215,10 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 	if scopeGiven {
 		c.scope = scope[0]
 	}
+	if !s.vouchesForNew(r.Context(), realm, "", authTime) {
+		redirectError(w, req, "temporarily_unavailable", keyspaceYoungMessage)
+		return
+	}
 	code, ok := s.issueCode(c)
 	if !ok {
 		redirectError(w, req, "temporarily_unavailable", "too many unredeemed authorization codes; retry shortly")

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -172,6 +173,8 @@ func (s *Server) findCode(realm, raw string) (*authCode, *codeSpend, bool) {
 func (s *Server) spendSealedCode(ctx context.Context, sp *codeSpend) *oauthError {
 	mine, err := s.sharedRecord(ctx, labelCodeSpent, sp.realm, sp.id, sp.writer, sp.expires, sp.issued)
 	switch {
+	case errors.Is(err, errSharedPredates): // no retry can pass: the client starts again
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: err.Error()}
 	case err != nil:
 		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: err.Error()}
 	case !mine:

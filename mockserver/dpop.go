@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -136,6 +137,16 @@ const (
 // a second later passes.
 const proofRetryAfter = "1"
 
+// keyspaceRetryAfter is the Retry-After, in seconds, of the 503 that
+// answers a proof the shared store refused because its keyspace is
+// younger than the proofs' window (dpop.ErrKeyspaceNew): a fresh proof
+// passes once the keyspace is dpop.DefaultMaxSkew plus
+// dpop.ReplayStoreMargin old (the server's Verifiers keep the default
+// window), at most this long after the refusal. The store says when its
+// keyspace began by its own clock only, so this is the bound, not the
+// rest of it.
+var keyspaceRetryAfter = strconv.Itoa(int((dpop.DefaultMaxSkew + dpop.ReplayStoreMargin).Seconds()))
+
 // nonceRequired reports the configuration's dpopNonceRequired.
 func (s *Server) nonceRequired() bool {
 	return s.store.Config().DPoPNonceRequired
@@ -176,13 +187,14 @@ func (s *Server) checkBinding(w http.ResponseWriter, r *http.Request, realm, raw
 }
 
 // proofFailure turns a Verify error into the 401 challenge of RFC 9449
-// sections 7.1 and 9, or into a 503 when the realm's replay cache is full
-// or the shared replay store fails: that is the server's capacity, not the
-// client's mistake, and a client told invalid_dpop_proof would discard a
-// good token.
+// sections 7.1 and 9, or into a 503 when the server cannot judge the proof
+// (serverUnavailable: a full replay cache, a failing replay store or
+// nonce source): that is the server's capacity, not the client's mistake,
+// and a client told invalid_dpop_proof or use_dpop_nonce would discard a
+// good token or chase a nonce nobody sends.
 func (s *Server) proofFailure(err error) *authFailure {
-	if msg, ok := replayUnavailable(err); ok {
-		return &authFailure{unavailable: true, message: msg}
+	if msg, retryAfter, ok := serverUnavailable(err); ok {
+		return &authFailure{unavailable: true, message: msg, retryAfter: retryAfter}
 	}
 	f := &authFailure{dpop: true, challenge: s.auth.dpop.Challenge(err), message: dpop.ErrorDescription(err)}
 	var ne *dpop.NonceError
@@ -234,25 +246,38 @@ func (s *Server) recordTokenProof(w http.ResponseWriter, r *http.Request, realm 
 	return nil
 }
 
-// replayUnavailable returns the message of a 503 for a proof refused
-// because the replay check could not be made (a full replay cache, a
-// failing replay store), and whether err is one.
-func replayUnavailable(err error) (string, bool) {
+// serverUnavailable returns the message and the Retry-After (seconds) of
+// a 503 for a proof refused because the server could not judge it, and
+// whether err is one: the replay check could not be made (a full replay
+// cache; a failing replay store; a store whose keyspace is younger than
+// the proofs' window, which passes a fresh proof within
+// keyspaceRetryAfter), or the proof's nonce was refused and no next nonce
+// could be minted (dpop.NonceError with MintErr: a challenge without a
+// nonce is one no client can meet). Every refusal that is the server's
+// capacity or outage goes through here, on protected routes and at the
+// token endpoint alike.
+func serverUnavailable(err error) (msg, retryAfter string, ok bool) {
+	var ne *dpop.NonceError
 	switch {
 	case errors.Is(err, dpop.ErrReplayCacheFull):
-		return "too many DPoP proofs in this realm's replay window; retry shortly", true
+		return "too many DPoP proofs in this realm's replay window; retry shortly", proofRetryAfter, true
+	case errors.Is(err, dpop.ErrKeyspaceNew):
+		return "the DPoP replay store's keyspace is new (Redis lost its keys, restarted or failed over) and cannot yet tell a proof from a replay; retry with a new proof within " +
+			keyspaceRetryAfter + " s", keyspaceRetryAfter, true
 	case errors.Is(err, dpop.ErrReplayStoreUnavailable):
-		return "the DPoP replay store is unavailable; retry shortly with a new proof", true
+		return "the DPoP replay store is unavailable; retry shortly with a new proof", proofRetryAfter, true
+	case errors.As(err, &ne) && (ne.MintErr != nil || ne.Nonce == ""):
+		return "the DPoP nonce source is unavailable; retry shortly", proofRetryAfter, true
 	}
-	return "", false
+	return "", "", false
 }
 
 // tokenProofError is the token endpoint's answer to a proof Check or
-// Record refused: a 503 when the replay check cannot be made (replayUnavailable),
+// Record refused: a 503 when the server cannot judge it (serverUnavailable),
 // the RFC 9449 error otherwise (with the nonce to use).
 func tokenProofError(w http.ResponseWriter, err error) *oauthError {
-	if msg, ok := replayUnavailable(err); ok {
-		w.Header().Set("Retry-After", proofRetryAfter)
+	if msg, retryAfter, ok := serverUnavailable(err); ok {
+		w.Header().Set("Retry-After", retryAfter)
 		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: msg}
 	}
 	var ne *dpop.NonceError

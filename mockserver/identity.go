@@ -334,6 +334,9 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 	if err != nil {
 		return nil, err
 	}
+	if oe := s.vouchedToken(r.Context(), w, realm, claims); oe != nil {
+		return nil, oe
+	}
 	tt := "Bearer"
 	if spec.jkt != "" {
 		tt = "DPoP"

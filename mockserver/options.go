@@ -143,10 +143,15 @@ func WithDenialLog(logf func(format string, args ...any)) Option {
 // logged out at one are recorded there and refused by every replica from
 // the moment the call answered; authorization codes are sealed so that any
 // replica redeems them (with the same WithKeySeed). While the store fails,
-// or cannot vouch for a credential (it may have lost writes: a flush, a
-// restart, a restore from a snapshot, a failover), requests with DPoP
-// proofs, with access tokens, with codes or with UI sessions are answered
-// 503 with Retry-After, never served. A nil store makes New fail.
+// requests with DPoP proofs, with access tokens, with codes or with UI
+// sessions are answered 503 with Retry-After, never served. A credential
+// it can never vouch for (it may have lost writes after the credential was
+// issued: a flush, a restart, a restore from a snapshot, a failover; its
+// error wraps dpop.ErrKeyspaceNew) is refused for good, as an invalid one
+// (401 invalid_token, invalid_grant, the login page), and none is issued
+// while the store's keyspace is too young to vouch for it (503 with
+// Retry-After); a DPoP proof refused for that reason is a 503 with the
+// proof window's Retry-After (70 s). A nil store makes New fail.
 func WithReplayStore(store SharedStore) Option {
 	return func(c *config) { c.replay = store; c.replayGiven = true }
 }
@@ -155,7 +160,9 @@ func WithReplayStore(store SharedStore) Option {
 // example dpop.NewHMACNonces with a secret the replicas share) instead of
 // its own random ones, which only the server that made them accepts.
 // Nonces are still required only while the configuration's
-// dpopNonceRequired is set. A nil n makes New fail.
+// dpopNonceRequired is set. A proof refused while n cannot mint the next
+// nonce (Next fails: its store is down) is answered 503 with Retry-After,
+// never a use_dpop_nonce challenge without a nonce. A nil n makes New fail.
 func WithNonces(n dpop.Nonces) Option {
 	return func(c *config) { c.nonces = n; c.noncesGiven = true }
 }

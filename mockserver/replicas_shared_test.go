@@ -127,9 +127,9 @@ func TestReplicasRefuseARevokedTokenWithAClockBehindTheStore(t *testing.T) {
 }
 
 // TestReplicasRefuseATokenWhoseRevocationTheyCannotTell: a replica that
-// cannot ask the shared store whether a token was revoked (it fails, or
-// lost its keys after the token was issued) refuses the token with 503
-// and Retry-After, never grants; a revocation it cannot record is a 503
+// cannot ask the shared store whether a token was revoked (it fails)
+// refuses the token with 503 and Retry-After, never grants (one the store
+// lost its keys after is refused for good: 401); a revocation it cannot record is a 503
 // too (the client retries) that leaves the token as it was. Once the
 // store is back the token is served again until the retried revocation
 // answers.
@@ -158,7 +158,7 @@ func TestReplicasRefuseATokenWhoseRevocationTheyCannotTell(t *testing.T) {
 	fresh := f.passwordToken("a")
 	store.restart() // the store lost the keys: it cannot vouch for tokens issued before
 	res = f.bearerDecide("b", fresh)
-	require.Equal(t, http.StatusServiceUnavailable, res.status, "a token older than the store's keyspace: %s", res.body)
+	require.Equal(t, http.StatusUnauthorized, res.status, "a token older than the store's keyspace is refused for good: %s", res.body)
 }
 
 // TestReplicasRedeemACodeOnceBetweenThem: the authorization code is what a

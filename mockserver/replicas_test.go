@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -78,7 +79,7 @@ func (s *sharedStore) Recorded(_ context.Context, key string, since time.Time) (
 		return false, s.fail
 	}
 	if since.Before(s.began) {
-		return false, errors.New("the keyspace is younger than the record")
+		return false, fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew)
 	}
 	u, ok := s.keys[key]
 	return ok && s.now().Before(u), nil
@@ -125,7 +126,7 @@ func (s *sharedStore) RecordOnce(_ context.Context, key, writer string, until, s
 		return false, s.failWrites
 	}
 	if since.Before(s.began) {
-		return false, errors.New("the keyspace is younger than the record")
+		return false, fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew)
 	}
 	if u, ok := s.keys[key]; ok && s.now().Before(u) {
 		return s.writers[key] == writer && s.failAfterWrite == nil, s.failAfterWrite

@@ -8,9 +8,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 )
 
 // This file is what replicas behind one front share beyond the realms'
@@ -41,9 +43,12 @@ type SharedStore interface {
 	// and its until has not passed. It fails when the store cannot vouch
 	// for every record made since since (its keyspace is younger than
 	// since, less dpop.ReplayStoreMargin: Redis lost its keys, restarted
-	// (from a snapshot, which may lack the newest writes), or is new), and
-	// on any error of the store; the server then refuses what it asked
-	// about. It must honour ctx's deadline and be safe for
+	// (from a snapshot, which may lack the newest writes), or is new), its
+	// error then wrapping dpop.ErrKeyspaceNew, and on any error of the
+	// store; the server then refuses what it asked about: for good (401
+	// invalid_token, invalid_grant, a new sign-in) when the error wraps
+	// dpop.ErrKeyspaceNew, as no retry can pass, and with 503 and
+	// Retry-After otherwise. It must honour ctx's deadline and be safe for
 	// concurrent use.
 	Recorded(ctx context.Context, key string, since time.Time) (bool, error)
 	// RecordOnce records key until until, its value writer, unless it is
@@ -61,7 +66,8 @@ type SharedStore interface {
 	// writing whether the store can vouch for every record
 	// made since since, by Recorded's rule (since is when the credential
 	// was issued: no record about it can be older), and fails without
-	// writing when it cannot, and on any error before the write: a call
+	// writing when it cannot (an error wrapping dpop.ErrKeyspaceNew, as
+	// Recorded's), and on any error before the write: a call
 	// that fails leaves nothing that changes the answer to its retry
 	// (but what its keyspace's loss itself changes). Unlike Remember it
 	// applies no DPoP proof window. It must honour ctx's deadline and be
@@ -80,6 +86,15 @@ type SharedStore interface {
 // store could not tell: it is refused with 503 and Retry-After.
 var errSharedUnavailable = errors.New("the shared store is unavailable; retry shortly")
 
+// errSharedPredates is the error of a credential issued before the shared
+// store's keyspace began, or within dpop.ReplayStoreMargin after (the
+// store's error wraps dpop.ErrKeyspaceNew): the store can never vouch that
+// no replica refused it, so it is refused for good, as an invalid
+// credential (401 invalid_token, invalid_grant, the login page), never as
+// an outage: a 503 would have clients retry it, and hold their breakers
+// open, until it expires, when a new one is served at once.
+var errSharedPredates = errors.New("the credential predates the shared store's keyspace (Redis lost its keys, restarted or failed over, or is new), which cannot vouch that no replica refused it: get a new one")
+
 // Labels of the shared store's keys and of the keys derived from the seed:
 // distinct, so that no record or key of one kind stands for another. They
 // hold no NUL byte, as every HKDF info of the realms' keys does
@@ -88,6 +103,9 @@ const (
 	labelRevoked   = "orgauthz mockserver revoked token"
 	labelCodeSpent = "orgauthz mockserver authorization code spent"
 	labelLogout    = "orgauthz mockserver web UI logout"
+	// labelIssueProbe names no record: vouchesForNew reads it to learn
+	// whether the store vouches for a credential about to be issued.
+	labelIssueProbe = "orgauthz mockserver issue probe"
 
 	labelPageKey     = "orgauthz mockserver AuthZEN page token key"
 	labelSessionKey  = "orgauthz mockserver web UI session key"
@@ -112,9 +130,10 @@ func sharedKey(kind, realm, id string) string {
 }
 
 // sharedRecorded reports whether the record of kind about realm's id is in
-// the shared store: false without a store; errSharedUnavailable when the
-// store cannot tell (for records made since since) or does not answer
-// within dpop.ReplayStoreTimeout.
+// the shared store: false without a store; errSharedPredates when the
+// store cannot vouch for records made since since; errSharedUnavailable
+// when it fails otherwise or does not answer within
+// dpop.ReplayStoreTimeout.
 func (s *Server) sharedRecorded(ctx context.Context, kind, realm, id string, since time.Time) (bool, error) {
 	if s.shared == nil {
 		return false, nil
@@ -129,8 +148,9 @@ func (s *Server) sharedRecorded(ctx context.Context, kind, realm, id string, sin
 // since, written by writer (SharedStore.RecordOnce), in the shared store
 // until until, by this server's clock, and reports whether the record is
 // the caller's (new, or writer's own): true without a store;
-// errSharedUnavailable when the store fails, cannot vouch for records
-// made since since, or does not answer within dpop.ReplayStoreTimeout.
+// errSharedPredates when the store cannot vouch for records made since
+// since; errSharedUnavailable when it fails otherwise or does not answer
+// within dpop.ReplayStoreTimeout.
 // The store expires the record by its own clock, so it is kept
 // dpop.ReplayStoreMargin longer: a replica whose clock runs behind the
 // store's by up to that margin, still taking the credential for live,
@@ -173,8 +193,10 @@ type sharedResult struct {
 // the same store: on a goroutine of its own, so that a store ignoring its
 // context (a frozen Redis, a client without timeouts) still cannot hold
 // the request past the bound; the buffered channel lets that goroutine
-// finish whenever the store returns. Any failure, the bound's included, is
-// errSharedUnavailable (logged without the key).
+// finish whenever the store returns. A keyspace too young for the
+// credential (an error wrapping dpop.ErrKeyspaceNew) is errSharedPredates;
+// any other failure, the bound's included, is errSharedUnavailable (both
+// logged without the key).
 func (s *Server) sharedCall(ctx context.Context, call func(context.Context) (bool, error)) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, dpop.ReplayStoreTimeout)
 	defer cancel()
@@ -189,7 +211,11 @@ func (s *Server) sharedCall(ctx context.Context, call func(context.Context) (boo
 	case <-ctx.Done():
 		r.err = context.Cause(ctx)
 	}
-	if r.err != nil {
+	switch {
+	case errors.Is(r.err, dpop.ErrKeyspaceNew):
+		s.logger.Info("shared store refused a credential older than its keyspace", "err", r.err)
+		return false, errSharedPredates
+	case r.err != nil:
 		s.logger.Warn("shared store unavailable", "err", r.err)
 		return false, errSharedUnavailable
 	}
@@ -209,6 +235,45 @@ func derivedKey(seed []byte, label string) []byte {
 	k := make([]byte, 32)
 	_, _ = rand.Read(k)
 	return k
+}
+
+// keyspaceTokenRetryAfter is the Retry-After, in seconds, of the token
+// endpoint's 503 while the shared store's keyspace is too young to vouch
+// for a token issued now: one issued dpop.ReplayStoreMargin after the
+// keyspace began (iat counts whole seconds: a second more) is served.
+var keyspaceTokenRetryAfter = strconv.Itoa(int(dpop.ReplayStoreMargin.Seconds()) + 1)
+
+// keyspaceYoungMessage is the message of the refusal to issue a credential (a token, an
+// authorization code, a web UI session) that the shared store could never
+// vouch for: 503, Retry-After keyspaceTokenRetryAfter.
+var keyspaceYoungMessage = "the shared store's keyspace is new (Redis lost its keys, restarted or failed over) and cannot vouch yet for a credential issued now; retry within " + keyspaceTokenRetryAfter + " s"
+
+// vouchesForNew reports whether the shared store could vouch for a
+// credential of realm issued at issued, as the credential's every use
+// will ask (sharedRecorded with since = issued): false only when it never
+// could (errSharedPredates: the keyspace began less than
+// dpop.ReplayStoreMargin before, after Redis lost its keys or on a new
+// one). Every place that issues a credential the store vouches for asks
+// it first and refuses to issue (503, Retry-After
+// keyspaceTokenRetryAfter) rather than hand out a token, code or session
+// every replica would refuse for its whole lifetime, which a client told
+// to get a new one would get again. A store that fails otherwise does not
+// stop the issue (the uses are 503 until the store is back, as any
+// credential's are). True without a store.
+func (s *Server) vouchesForNew(ctx context.Context, realm, id string, issued time.Time) bool {
+	_, err := s.sharedRecorded(ctx, labelIssueProbe, realm, id, issued)
+	return !errors.Is(err, errSharedPredates)
+}
+
+// vouchedToken is the token endpoint's vouchesForNew for claims' token,
+// just minted: 503 temporarily_unavailable with Retry-After when the store
+// could never vouch for it.
+func (s *Server) vouchedToken(ctx context.Context, w http.ResponseWriter, realm string, claims *issuer.Claims) *oauthError {
+	if s.vouchesForNew(ctx, realm, claims.ID, issuedAt(claims)) {
+		return nil
+	}
+	w.Header().Set("Retry-After", keyspaceTokenRetryAfter)
+	return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: keyspaceYoungMessage}
 }
 
 // sharedOAuthUnavailable is an OAuth endpoint's answer to

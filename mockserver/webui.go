@@ -162,6 +162,8 @@ func (s *Server) uiGuard(access uiAccess, h uiHandler) http.Handler {
 		if ok {
 			// Replicas: a logout at any of them is in the shared store.
 			switch out, err := s.sharedRecorded(r.Context(), labelLogout, realm, ss.id, ss.expires.Add(-sessionLifetime)); {
+			case errors.Is(err, errSharedPredates): // never served again: sign in anew
+				ok = false
 			case err != nil:
 				w.Header().Set("Retry-After", proofRetryAfter)
 				s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", err.Error()))
@@ -416,7 +418,13 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	http.SetCookie(w, s.ui.newSession(realm, userID, s.now(), s.secureCookie(r)))
+	now := s.now()
+	if !s.vouchesForNew(r.Context(), realm, "", now) {
+		w.Header().Set("Retry-After", keyspaceTokenRetryAfter)
+		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", keyspaceYoungMessage))
+		return
+	}
+	http.SetCookie(w, s.ui.newSession(realm, userID, now, s.secureCookie(r)))
 	uiRedirect(w, r, uiRealmPath(realm)+"/home")
 }
 
@@ -431,7 +439,9 @@ func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, ss *uiSession)
 	// leaves the session as it was here too, so the user's retry signs
 	// out again rather than finding the session gone and being sent to
 	// the login page with nothing shared.
-	if _, err := s.sharedRecord(r.Context(), labelLogout, ss.realm, ss.id, anyWriter, ss.expires, ss.expires.Add(-sessionLifetime)); err != nil {
+	// A session the store's keyspace began after is refused for good
+	// by every replica already: signed out, as the answer says.
+	if _, err := s.sharedRecord(r.Context(), labelLogout, ss.realm, ss.id, anyWriter, ss.expires, ss.expires.Add(-sessionLifetime)); err != nil && !errors.Is(err, errSharedPredates) {
 		w.Header().Set("Retry-After", proofRetryAfter)
 		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", err.Error()))
 		return

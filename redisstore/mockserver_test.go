@@ -120,8 +120,9 @@ func frontCall(t *testing.T, base, method, path string, header http.Header, ctyp
 // TestMockserverReplicasShareRedis: two reference servers with one
 // fixture, one -key-seed and one -redis act as one. A proof accepted by
 // one is a replay at the other; Redis down answers 503; Redis restarted
-// empty refuses what it may have forgotten, then serves again without a
-// replica restarting.
+// empty refuses for good the token it cannot vouch for (401), and once an
+// operator vouches for the keyspace, serves again without a replica
+// restarting.
 func TestMockserverReplicasShareRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -180,11 +181,12 @@ func TestMockserverReplicasShareRedis(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, status, "Redis down: %s", body)
 
 	srv.Restart()
-	status, body = call(b, p1)
-	require.Equal(t, http.StatusServiceUnavailable, status, "Redis restarted empty: the replay it forgot is refused: %s", body)
-	status, body = call(a, proof())
-	require.Equal(t, http.StatusServiceUnavailable, status, "Redis restarted empty: a proof it cannot vouch for is refused: %s", body)
-	settle() // as 70 s later
+	for _, p := range []string{p1, proof()} {
+		status, body = call(b, p)
+		require.Equal(t, http.StatusUnauthorized, status, "Redis restarted empty: the token issued before, which it cannot vouch for, is refused for good: %s", body)
+		require.Contains(t, string(body), "get a new one")
+	}
+	settle() // an operator vouches for the new keyspace
 	status, body = call(a, proof())
 	require.Equal(t, http.StatusOK, status, "served again without restarting a replica: %s", body)
 }
@@ -243,19 +245,19 @@ func TestMockserverReplicasShareRevocationsInRedis(t *testing.T) {
 
 // TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent: a reference server
 // sharing Redis (redisstore.ReplayStore in process) that cannot vouch for
-// an authorization code (Redis restarted shortly before the code was
-// issued: an earlier spend could have been lost) answers 503 with
-// Retry-After and spends nothing, so the client's retry is not refused as
-// "already used": it is 503 again while the keyspace cannot vouch, and
-// redeemed once it can (here: the operator sets the marker earlier, as
-// the docs allow for a keyspace known to be older).
+// an authorization code (Redis restarted after the code was issued: an
+// earlier spend could have been lost) can never redeem it, and
+// says so: invalid_grant (start the authorization again), no 503 that a
+// retry could never pass. It spends nothing: redeemed once the keyspace
+// vouches for it (here: the operator sets the marker earlier, as the docs
+// allow for a keyspace known to be older).
 func TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent(t *testing.T) {
 	t.Parallel()
 	const redirect = "https://app.test/cb"
 	srv := redistest.Start(t)
 	c := srv.Client()
 	store := NewReplayStore(c, "t:")
-	require.NoError(t, c.Set(t.Context(), store.since, time.Now().Add(-30*time.Second).UnixMilli(), 0).Err()) // Redis restarted 30 s ago
+	require.NoError(t, c.Set(t.Context(), store.since, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
 	ms, err := mockserver.New(mockserver.WithKeySeed([]byte("0123456789abcdef0123456789abcdef")), mockserver.WithReplayStore(store),
 		mockserver.WithFixture(mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 			Name:    "acme",
@@ -282,6 +284,7 @@ func TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent(t *testing.T) {
 	require.NoError(t, err)
 	code := loc.Query().Get("code")
 	require.NotEmpty(t, code, loc.String())
+	require.NoError(t, c.Set(t.Context(), store.since, time.Now().UnixMilli(), 0).Err()) // Redis restarted since
 
 	redeem := func() (int, http.Header, string) {
 		status, header, body := frontCall(t, hs.URL, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
@@ -291,10 +294,12 @@ func TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent(t *testing.T) {
 	}
 	for _, attempt := range []string{"the redemption", "the client's retry"} {
 		status, header, body := redeem()
-		require.Equal(t, http.StatusServiceUnavailable, status, "%s while the keyspace cannot vouch for the code: %s", attempt, body)
-		require.Contains(t, body, "temporarily_unavailable")
-		require.NotEmpty(t, header.Get("Retry-After"))
+		require.Equal(t, http.StatusBadRequest, status, "%s while the keyspace can never vouch for the code: %s", attempt, body)
+		require.Contains(t, body, "invalid_grant")
+		require.Contains(t, body, "predates the shared store's keyspace")
+		require.Empty(t, header.Get("Retry-After"))
 	}
+	// Not spent: an operator vouching for the keyspace lets it be redeemed.
 	require.NoError(t, c.Set(t.Context(), store.since, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
 	status, _, body := redeem()
 	require.Equal(t, http.StatusOK, status, "the retry once the keyspace vouches for the code: %s", body)

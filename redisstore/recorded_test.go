@@ -31,6 +31,7 @@ func TestReplayStoreRecorded(t *testing.T) {
 
 	_, err := b.Recorded(ctx, "k", since)
 	require.ErrorIs(t, err, errKeyspaceNew, "a new keyspace vouches for nothing before it")
+	require.ErrorIs(t, err, dpop.ErrKeyspaceNew, "the server refuses the credential for good, not as an outage")
 	settled(t, c, a)
 	found, err := b.Recorded(ctx, "k", since)
 	require.NoError(t, err)

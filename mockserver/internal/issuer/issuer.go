@@ -233,6 +233,48 @@ func sign(key crypto.Signer, kid string, claims any) (string, error) {
 // signature, issuer, type (an access token: ErrType for an ID token), then
 // CheckTime.
 func Verify(raw string, pub crypto.PublicKey, kid, issuer string, now time.Time) (*Claims, error) {
+	c, err := verifySignature(raw, pub, kid)
+	if err != nil {
+		return nil, err
+	}
+	if c.Issuer != issuer {
+		return nil, ErrIssuer
+	}
+	if c.Type != TypeAccess {
+		return nil, ErrType
+	}
+	if err := c.CheckTime(now); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// VerifyOwn checks that raw is an access token signed by the realm's
+// current key (pub, kid) under any base URL (an issuer that is
+// RealmIssuer(base, realm) for some base: the name a client addressed the
+// server by when the token was minted), whatever the time, and returns its
+// claims: a token the server minted for realm, live or not. It is what
+// deciding to refuse a token needs (revocation), never to serve one
+// (Verify). The checks run as Verify's: shape, key id, signature, issuer,
+// type; no CheckTime.
+func VerifyOwn(raw string, pub crypto.PublicKey, kid, realm string) (*Claims, error) {
+	c, err := verifySignature(raw, pub, kid)
+	if err != nil {
+		return nil, err
+	}
+	base, ok := strings.CutSuffix(c.Issuer, "/realms/"+realm)
+	if !ok || base == "" {
+		return nil, ErrIssuer
+	}
+	if c.Type != TypeAccess {
+		return nil, ErrType
+	}
+	return c, nil
+}
+
+// verifySignature checks raw's shape, key id and signature against (pub,
+// kid) and returns its claims, which nothing else checked yet.
+func verifySignature(raw string, pub crypto.PublicKey, kid string) (*Claims, error) {
 	alg := AlgorithmOf(pub)
 	if alg == "" {
 		return nil, ErrKey
@@ -247,15 +289,6 @@ func Verify(raw string, pub crypto.PublicKey, kid, issuer string, now time.Time)
 	var c Claims
 	if err := tok.Claims(pub, &c); err != nil {
 		return nil, ErrSignature
-	}
-	if c.Issuer != issuer {
-		return nil, ErrIssuer
-	}
-	if c.Type != TypeAccess {
-		return nil, ErrType
-	}
-	if err := c.CheckTime(now); err != nil {
-		return nil, err
 	}
 	return &c, nil
 }

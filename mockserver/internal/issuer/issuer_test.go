@@ -98,6 +98,48 @@ func TestSignVerify(t *testing.T) {
 	}
 }
 
+// TestVerifyOwn: VerifyOwn takes any token the realm's key signed for the
+// realm, whatever base URL its iss names and whatever the time (what
+// revoking a token needs), and refuses the rest as Verify does.
+func TestVerifyOwn(t *testing.T) {
+	t.Parallel()
+	key, kid, err := GenerateKey()
+	require.NoError(t, err)
+	other, _, err := GenerateKey()
+	require.NoError(t, err)
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	sign := func(k crypto.Signer, iss, typ string, nbf time.Time) string {
+		raw, err := Sign(k, kid, &Claims{Claims: jwt.Claims{Issuer: iss, ID: "j", Expiry: jwt.NewNumericDate(now.Add(time.Minute)),
+			NotBefore: jwt.NewNumericDate(nbf)}, Type: typ})
+		require.NoError(t, err)
+		return raw
+	}
+	for _, tc := range []struct {
+		name string
+		raw  string
+		want error
+	}{
+		{"minted under this name", sign(key, "http://127.0.0.1:8080/realms/acme", TypeAccess, now), nil},
+		{"minted under another name", sign(key, "http://localhost:8080/realms/acme", TypeAccess, now), nil},
+		{"not valid yet", sign(key, "http://localhost:8080/realms/acme", TypeAccess, now.Add(time.Hour)), nil},
+		{"another realm's issuer", sign(key, "http://localhost:8080/realms/other", TypeAccess, now), ErrIssuer},
+		{"no base", sign(key, "/realms/acme", TypeAccess, now), ErrIssuer},
+		{"not an access token", sign(key, "http://localhost:8080/realms/acme", "ID", now), ErrType},
+		{"forged signature", sign(other, "http://localhost:8080/realms/acme", TypeAccess, now), ErrSignature},
+		{"garbage", "not-a-token", ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := VerifyOwn(tc.raw, key.Public(), kid, "acme")
+			if tc.want != nil {
+				require.ErrorIs(t, err, tc.want)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "j", c.ID)
+		})
+	}
+}
+
 // TestVerifyAcceptsOnlyTheKeysAlgorithm: a token is checked in its key's
 // algorithm only, so a token of the other algorithm is malformed, whatever
 // its kid.

@@ -59,6 +59,7 @@ func TestRecordedRefusesWhatTheKeyspaceCannotVouchFor(t *testing.T) {
 
 	_, err = s.Recorded(t.Context(), "k", now.Add(-time.Minute))
 	require.ErrorIs(t, err, errKeyspaceNew, "issued before the keyspace began")
+	require.ErrorIs(t, err, dpop.ErrKeyspaceNew, "the server refuses the credential for good, not as an outage")
 	_, err = s.Recorded(t.Context(), "k", now.Add(dpop.ReplayStoreMargin-time.Millisecond))
 	require.ErrorIs(t, err, errKeyspaceNew, "issued within the margin of the keyspace's beginning (clocks differ)")
 	found, err := s.Recorded(t.Context(), "k", now.Add(dpop.ReplayStoreMargin))

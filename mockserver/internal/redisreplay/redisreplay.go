@@ -94,9 +94,10 @@ func (s *Store) Close() error {
 	}
 }
 
-// errKeyspaceNew is the error of a proof the store cannot vouch for: it
-// could have been accepted before the keyspace's marker.
-var errKeyspaceNew = errors.New("redis: the replay keyspace is younger than the proof's window or the record asked about (Redis lost its keys, restarted or failed over, or is new)")
+// errKeyspaceNew is the error of a proof or a record the store cannot
+// vouch for: it could have been taken before the keyspace's marker. It
+// wraps dpop.ErrKeyspaceNew, which tells callers that it is not an outage.
+var errKeyspaceNew = fmt.Errorf("redis: Redis lost its keys, restarted or failed over, or is new: %w", dpop.ErrKeyspaceNew)
 
 // errClockAhead is the error of a call whose clock Redis's ran ahead of:
 // records it still counts as live may have expired early in Redis.

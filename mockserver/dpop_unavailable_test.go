@@ -1,0 +1,108 @@
+package mockserver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/mockserver"
+)
+
+// downNonces is a shared nonce source (WithNonces) whose store is down: it
+// accepts no nonce and cannot mint one.
+type downNonces struct{}
+
+func (downNonces) Valid(context.Context, string) bool { return false }
+func (downNonces) Next(context.Context) (string, error) {
+	return "", errors.New("nonce store unreachable")
+}
+
+// requireNonces turns dpopNonceRequired on at replica as the platform
+// admin.
+func (f *front) requireNonces(replica string) {
+	f.t.Helper()
+	admin := f.do(replica, http.MethodPost, "/realms/master/protocol/openid-connect/token", "application/x-www-form-urlencoded",
+		url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {"admin-secret"}}.Encode(), nil)
+	require.Equal(f.t, http.StatusOK, admin.status, string(admin.body))
+	res := f.do(replica, http.MethodPatch, "/admin/config", "application/json", `{"dpopNonceRequired":true}`,
+		http.Header{"Authorization": {"Bearer " + admin.json(f.t)["access_token"].(string)}})
+	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
+}
+
+// TestDPoPNonceSourceDownIsUnavailable: when the shared nonce source
+// cannot mint a nonce (its store is down), a proof it refuses is the
+// server's outage, not the proof's fault: 503 with Retry-After on a
+// protected route and at the token endpoint (temporarily_unavailable),
+// never the use_dpop_nonce challenge without a DPoP-Nonce that no client
+// can meet (dpop.NonceError: "should answer 5xx").
+func TestDPoPNonceSourceDownIsUnavailable(t *testing.T) {
+	t.Parallel()
+	f := startFront(t, []string{"a"}, mockserver.WithFixture(dpopFixture()), mockserver.WithNonces(downNonces{}))
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	res := f.dpopToken("a", signer, "")
+	require.Equal(t, http.StatusOK, res.status, "nonces not required yet: %s", res.body)
+	token := res.json(t)["access_token"].(string)
+	f.requireNonces("a")
+
+	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
+	require.NoError(t, err)
+	for name, res := range map[string]httpResult{
+		"protected route": f.decide("a", token, proof),
+		"token endpoint":  f.dpopToken("a", signer, ""),
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
+			require.Equal(t, "1", res.header.Get("Retry-After"))
+			require.NotContains(t, res.header.Get("WWW-Authenticate"), "use_dpop_nonce")
+			require.NotContains(t, string(res.body), "use_dpop_nonce")
+			require.Contains(t, string(res.body), "nonce source is unavailable")
+			require.NotContains(t, string(res.body), token)
+		})
+	}
+}
+
+// TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry: a proof the shared
+// store refuses because its keyspace is younger than the proofs' window
+// (Redis lost its keys) is transient, unlike a token issued before the
+// keyspace: 503, with a Retry-After that covers the rest of the window
+// (the proofs' 10 s of skew and the clocks' minute: 70 s), not one second
+// of which every retry is refused again.
+func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
+	t.Parallel()
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	res := f.dpopToken("a", signer, "")
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	token := res.json(t)["access_token"].(string)
+
+	store.setFailProofs(fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew))
+	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
+	require.NoError(t, err)
+	window := fmt.Sprint(int((dpop.DefaultMaxSkew + dpop.ReplayStoreMargin).Seconds()))
+	for name, res := range map[string]httpResult{
+		"protected route": f.decide("b", token, proof),
+		"token endpoint":  f.dpopToken("b", signer, ""),
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
+			require.Equal(t, window, res.header.Get("Retry-After"))
+			require.Contains(t, string(res.body), "keyspace is new")
+		})
+	}
+	store.setFailProofs(errors.New("connection refused")) // an outage: a second
+	proof, err = signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
+	require.NoError(t, err)
+	res = f.decide("a", token, proof)
+	require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
+	require.Equal(t, "1", res.header.Get("Retry-After"))
+}

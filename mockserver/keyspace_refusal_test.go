@@ -1,0 +1,132 @@
+package mockserver_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// pepClient is a PEP of acme's orders-api at base, without retries, its
+// calls bounded by the hang guard (hangguard_test.go).
+func pepClient(t *testing.T, base string) *pep.Client {
+	t.Helper()
+	c, err := pep.New(base, "acme", "orders-api", pep.WithRetry(0, 0, 0), pep.WithTimeout(hangguard.Timeout))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood: after
+// the shared store lost its keys (Redis restarted, was flushed or
+// restored, failed over), a credential issued before can never be served
+// again, since the store cannot vouch that no replica refused it. That is
+// a verdict on the credential, not an outage: a token is 401
+// invalid_token saying to get a new one (so a PEP reports ErrUnauthorized
+// and its application fetches a new token, instead of retrying an
+// "outage" with its breaker open until the token expires), a code is
+// invalid_grant, a web UI session goes back to the login page; revoking
+// such a token answers 200, as every replica refuses it already. A store
+// that fails stays a 503 with Retry-After
+// (TestReplicasRefuseATokenWhoseRevocationTheyCannotTell).
+func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T) {
+	t.Parallel()
+	t.Run("token, through a PEP", func(t *testing.T) {
+		t.Parallel()
+		store := &sharedStore{keys: map[string]time.Time{}}
+		// One replica, "" (no X-Replica header): the PEP talks to it as
+		// to any gateway.
+		f := startFront(t, []string{""}, mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store),
+			mockserver.WithAccessTokenAlgorithm("ES256"), mockserver.WithFixture(dpopFixture()))
+		token := f.passwordToken("")
+		c := pepClient(t, f.URL)
+		c.SetToken(token)
+		d, err := c.Check(t.Context(), "orders", "read", pep.NoCache())
+		require.NoError(t, err)
+		require.True(t, d.Allowed(), "before the store lost its keys: %v", d.Cause)
+
+		store.restart()
+		d, err = c.Check(t.Context(), "orders", "read", pep.NoCache())
+		require.False(t, d.Allowed())
+		cause := errors.Join(err, d.Cause)
+		require.ErrorIs(t, cause, pep.ErrUnauthorized, "a token the server will never serve again is no outage")
+		require.NotErrorIs(t, cause, pep.ErrUnavailable)
+
+		res := f.bearerDecide("", token)
+		require.Equal(t, http.StatusUnauthorized, res.status, string(res.body))
+		require.Contains(t, res.header.Get("WWW-Authenticate"), `error="invalid_token"`)
+		require.Empty(t, res.header.Get("Retry-After"))
+		require.Contains(t, res.json(t)["message"], "predates the shared store's keyspace")
+		require.Contains(t, res.json(t)["message"], "get a new one")
+		require.NotContains(t, string(res.body), token)
+
+		require.Equal(t, http.StatusOK, f.revokeAt("", token).status, "a token every replica refuses already is revoked")
+	})
+	t.Run("a new token, code or session while the keyspace is younger than the clocks' margin", func(t *testing.T) {
+		t.Parallel()
+		store := &sharedStore{keys: map[string]time.Time{}}
+		f := startSharedFront(t, store, mockserver.WithFixture(webFixture()), mockserver.WithWebUI())
+		// A keyspace that vouches for nothing issued before an hour from
+		// now: what Redis's marker says of every token within a minute
+		// after it lost its keys.
+		store.mu.Lock()
+		store.began = time.Now().Add(time.Hour)
+		store.mu.Unlock()
+		form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}
+		res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
+		require.Equal(t, http.StatusServiceUnavailable, res.status, "a token no replica would ever serve is not handed out: %s", res.body)
+		require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
+		retryAfter := fmt.Sprint(int(dpop.ReplayStoreMargin.Seconds()) + 1)
+		require.Equal(t, retryAfter, res.header.Get("Retry-After"))
+		auth, body := f.send("a", http.MethodPost, "/realms/acme/protocol/openid-connect/auth", url.Values{"response_type": {"code"},
+			"client_id": {"web"}, "redirect_uri": {webRedirect}, "state": {"s"}, "code_challenge": {pkceChallenge},
+			"code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}, nil)
+		require.Equal(t, http.StatusFound, auth.StatusCode, body)
+		loc, err := url.Parse(auth.Header.Get("Location"))
+		require.NoError(t, err)
+		require.Equal(t, "temporarily_unavailable", loc.Query().Get("error"), "no code no replica would redeem: %s", loc)
+		require.Empty(t, loc.Query().Get("code"))
+		login, body := f.send("a", http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
+		require.Equal(t, http.StatusServiceUnavailable, login.StatusCode, "no session no replica would serve: %s", body)
+		require.Equal(t, retryAfter, login.Header.Get("Retry-After"))
+		require.Empty(t, login.Cookies())
+
+		store.mu.Lock()
+		store.began = time.Now().Add(-time.Hour) // the margin has passed
+		store.mu.Unlock()
+		require.Equal(t, http.StatusOK, f.bearerDecide("b", f.passwordToken("a")).status, "the retry's token is served")
+		require.Equal(t, http.StatusOK, f.redeemCode("b", webRedirect, f.authCode("a", webRedirect)).status, "the retry's code is redeemed")
+		f.uiSignIn("a") // the retry's session is served
+	})
+	t.Run("authorization code", func(t *testing.T) {
+		t.Parallel()
+		store := &sharedStore{keys: map[string]time.Time{}}
+		f := startSharedFront(t, store, mockserver.WithFixture(webFixture()))
+		code := f.authCode("a", webRedirect)
+		store.restart()
+		res := f.redeemCode("b", webRedirect, code)
+		require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+		require.Equal(t, "invalid_grant", res.json(t)["error"])
+		require.Contains(t, res.json(t)["error_description"], "predates the shared store's keyspace")
+		require.Empty(t, res.header.Get("Retry-After"))
+	})
+	t.Run("web UI session", func(t *testing.T) {
+		t.Parallel()
+		store := &sharedStore{keys: map[string]time.Time{}}
+		f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
+		cookies, _ := f.uiSignIn("a")
+		store.restart()
+		res, body := f.send("b", http.MethodGet, "/ui/realms/acme/home", nil, cookies)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, body)
+		require.Contains(t, res.Header.Get("Location"), "/login")
+	})
+}

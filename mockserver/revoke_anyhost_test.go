@@ -1,0 +1,65 @@
+package mockserver_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver"
+)
+
+// TestRevocationRevokesATokenMintedUnderAnotherNameOfTheServer: without
+// WithIssuer (the binary without -issuer), a token's iss is the name the
+// client addressed the server by. A token minted at localhost:PORT and
+// revoked (RFC 7009) at 127.0.0.1:PORT, the same server, realm and
+// client, is revoked: the 200 never answers a revocation that left the
+// token served under the name it was minted under. A token that is not
+// the realm's is still 200 with nothing recorded.
+func TestRevocationRevokesATokenMintedUnderAnotherNameOfTheServer(t *testing.T) {
+	t.Parallel()
+	ms, err := mockserver.New(mockserver.WithFixture(dpopFixture()))
+	require.NoError(t, err)
+	srv := httptest.NewServer(ms)
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	minted, revokedAt := "localhost:"+u.Port(), u.Host
+	call := func(host, path, ctype, body string, h http.Header) httpResult {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Host = host
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		req.Header.Set("Content-Type", ctype)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return httpResult{status: resp.StatusCode, header: resp.Header, body: b}
+	}
+	form := "application/x-www-form-urlencoded"
+	res := call(minted, tokenPath, form, url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+		"username": {"alice"}, "password": {"alice-pw"}}.Encode(), nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	token := res.json(t)["access_token"].(string)
+	decide := func(host string) int {
+		return call(host, authorizePath, "application/json", `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`,
+			http.Header{"Authorization": {"Bearer " + token}}).status
+	}
+	require.Equal(t, http.StatusOK, decide(minted))
+
+	res = call(revokedAt, revokePath, form, url.Values{"client_id": {"admin-cli"}, "token": {token}}.Encode(), nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, http.StatusUnauthorized, decide(minted), "a token whose revocation was answered 200 is refused")
+
+	res = call(revokedAt, revokePath, form, url.Values{"client_id": {"admin-cli"}, "token": {token + "x"}}.Encode(), nil)
+	require.Equal(t, http.StatusOK, res.status, "a token that is not the realm's: RFC 7009 section 2.2: %s", res.body)
+}
