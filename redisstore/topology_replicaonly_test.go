@@ -37,13 +37,7 @@ func TestInvalidatorRefusesReplicaOnlySentinelClient(t *testing.T) {
 	gw := startGateway(t)
 	a := replica(t, gw, client(), channel)
 	b := replica(t, gw, client(), channel)
-	// Until B's first session has ended (refused: a gap) or come up (a
-	// recovery, which would trust the cache): before either, B bypasses
-	// its cache whatever the Invalidator does with a replica.
-	waitFor(t, "B's first invalidation session ends or comes up", 10*time.Second, func() bool {
-		s := b.Stats()
-		return s.InvalidationGaps+s.InvalidationRecoveries > 0
-	})
+	firstSessionSettled(t, b)
 	tok := revocable(gw, "bob")
 	for _, c := range []*pep.Client{a, b} {
 		served(t, c, tok)
