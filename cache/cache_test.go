@@ -545,7 +545,7 @@ func TestConcurrentReadersSeeOnlyTheirGroup(t *testing.T) {
 			}
 		})
 	}
-	// 6,000 writes: seven Purges, 59 RemoveGroups, 800 Removes, every
+	// 6,000 writes: seven Purges, 59 RemoveGroups, 849 Removes, every
 	// group's keys replaced and evicted many times over (20,000 cost 4 s
 	// under -race, four readers spinning against the writer on two cores).
 	for i := range 6_000 {
