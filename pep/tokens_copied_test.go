@@ -32,8 +32,8 @@ func TestManyTokensAllowNoJunkAndLeaveNothingCounted(t *testing.T) {
 	own := valid[0]
 	// Fixed work, not a time: 4 workers of 250 calls (a 3 s run made
 	// 2,500 to 5,700 on the shared 2-core machine, fewer beside a CPU
-	// hog); the own
-	// token's churn and the purges run until the calls are done.
+	// hog); the own token's churn and the purges run until the calls are
+	// done.
 	const workers, perWorker = 4, 250
 	ctx := t.Context()
 	var wg, churn sync.WaitGroup
