@@ -147,7 +147,6 @@ func startClusterNode(t *testing.T, port int, extra ...string) *redis.Client {
 // bound) B has received every purge, and serves none of the revoked
 // tokens' GRANTs from its cache.
 func TestClusterPurgeIsNeverOutrunByTheHeartbeat(t *testing.T) {
-	t.Parallel() // its own nodes and proxy; most of its time is the cluster forming (a new master waits 2 s)
 	ctx := t.Context()
 	c := startTwoNodeCluster(t)
 	px, py, proxy, channel := c.px, c.py, c.proxy, c.channel

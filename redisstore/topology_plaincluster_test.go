@@ -23,7 +23,6 @@ import (
 )
 
 func TestInvalidatorRefusesPlainClientOnClusterNode(t *testing.T) {
-	t.Parallel() // its own nodes and proxy; most of its time is the cluster forming (a new master waits 2 s)
 	ctx := t.Context()
 	c := startTwoNodeCluster(t)
 	px, py, proxy, channel := c.px, c.py, c.proxy, c.channel
