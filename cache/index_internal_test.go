@@ -58,13 +58,15 @@ func (x *testIndex) get(t *testing.T, g, k string) *entry[string, string, int] {
 
 // TestIndexMatchesAMap puts, replaces and removes pairs of several groups at
 // random and requires the index to answer as a map does, through growth,
-// tombstones and shrinking.
+// tombstones and shrinking: every put and remove answers as the map, and
+// every pair is looked up after each new table and every 5,000 changes.
 func TestIndexMatchesAMap(t *testing.T) {
 	x := newIndex()
 	type pair struct{ g, k string }
 	want := map[pair]*entry[string, string, int]{}
 	r := rand.New(rand.NewPCG(1, 2))
 	largest := 0
+	var lastTab *table[string, string, int]
 	// The names, made once: the sweeps below look up 6,000 pairs 120
 	// times, and formatting each name anew cost more than the lookups.
 	gName, kName := make([]string, 3), make([]string, 2000)
@@ -114,7 +116,11 @@ func TestIndexMatchesAMap(t *testing.T) {
 			want[p] = e
 		}
 		largest = max(largest, len(x.tab.Load().slots))
-		if i%1000 == 0 || i > 199_000 {
+		// Every table is checked whole once it is published (growth,
+		// a rebuild for tombstones, shrinking), and every 5,000 changes
+		// besides; every change in the last thousand.
+		if tab := x.tab.Load(); tab != lastTab || i%5000 == 0 || i > 199_000 {
+			lastTab = tab
 			if x.len() != len(want) {
 				t.Fatalf("len() = %d, want %d", x.len(), len(want))
 			}

@@ -342,8 +342,9 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 // TestVerifyProofDatedAheadNotLockedOutByOtherKeys: a proof may be dated
 // up to maxSkew ahead (a client whose clock runs fast), and keys cost a
 // caller nothing (a token endpoint binds a token to any key). One caller
-// with ten keys sends, with the Verifier's defaults, 11,000 proofs dated
-// 10 s ahead; another key's proofs dated 2 s ahead must still be accepted,
+// with ten keys sends, to a Verifier with the defaults' bounds scaled down
+// tenfold, 1,100 proofs dated 10 s ahead (11,000 with the defaults);
+// another key's proofs dated 2 s ahead must still be accepted,
 // (the caller's own may be refused as full), and every one of the
 // caller's proofs stays refused as a replay. The
 // cache used to hold proofs dated ahead in a part of their own that
@@ -353,7 +354,11 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 	t.Parallel()
 	clock := newManualClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now))
+	// The defaults scaled down tenfold (the room for proofs dated ahead is
+	// a tenth of the cache, 1,000 here; 10,000 by default): the same
+	// bounds in the same proportions, at a tenth of the signatures.
+	const cacheSize, keyLimit = DefaultReplayCacheSize / 10, DefaultReplayKeyLimit / 10
+	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(cacheSize), WithReplayKeyLimit(keyLimit))
 	require.NoError(t, err)
 	const url = "https://rs.example/api"
 	ahead := func(d time.Duration) func() time.Time { return func() time.Time { return clock.Now().Add(d) } }
@@ -362,7 +367,7 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 		key, err := GenerateKey()
 		require.NoError(t, err)
 		s := key.WithClock(ahead(DefaultMaxSkew))
-		for i := range DefaultReplayKeyLimit/10 + 100 {
+		for i := range keyLimit/10 + 10 {
 			p, err := s.Proof("GET", url, "", "")
 			require.NoError(t, err)
 			_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
@@ -371,7 +376,7 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 				requireOnly(t, err, ErrReplayCacheFull)
 				continue
 			}
-			if i%100 == 0 {
+			if i%10 == 0 {
 				sent = append(sent, p)
 			}
 		}

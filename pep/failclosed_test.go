@@ -53,7 +53,8 @@ func bodyHook(body string) gwHook {
 // again. The gateway is the reference server (alice may read orders)
 // wherever it can make the fault: slow decisions, a 503 for each, a 400 for
 // an unknown client, a 404 for a path it does not serve; a hook in front
-// of it makes the others, a closed port the unreachable one. Run it under
+// of it makes the others, an address that refuses every connection
+// (gatewaytest.Refusing) the unreachable one. Run it under
 // the race detector. How each kind of unusable 200 is read (trailing data,
 // wrong types, an error body, no permissions, statuses in another case or
 // unknown, a pair listed twice or not at all) is held once, by FuzzDecode's
@@ -79,10 +80,9 @@ func TestFailClosed(t *testing.T) {
 		{
 			name: "gateway unreachable",
 			setup: func(t *testing.T) (*pep.Client, string) {
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				require.NoError(t, err)
-				url := "http://" + ln.Addr().String()
-				require.NoError(t, ln.Close())
+				// Refused on every attempt, and no parallel test's server
+				// can take the port in the meantime.
+				url := "http://" + gatewaytest.Refusing(t)
 				c, err := hangguard.NewPep(url, testRealm, testClient, fastRetry)
 				require.NoError(t, err)
 				c.SetToken(faultToken)

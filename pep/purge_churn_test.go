@@ -7,7 +7,6 @@ package pep_test
 // cached GRANT for tok; no panic, no race, no hang.
 
 import (
-	"context"
 	"crypto/rand"
 	"sync"
 	"sync/atomic"
@@ -28,17 +27,22 @@ func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 	own := g.token(t, "alice")
 	c.SetToken(own)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
+	// Fixed work, not a time: 2 workers of 150 rounds (a 3 s run made
+	// 500 to 1,200 rounds on the shared 2-core machine, fewer beside a CPU
+	// hog); the churn of the client's own token and of the channel runs
+	// until the rounds are done.
+	const workers, perWorker = 2, 150
+	ctx := t.Context()
+	var wg, churn sync.WaitGroup
 	var breaks atomic.Int64
 	var rounds atomic.Int64
+	var done atomic.Bool
 
 	// Rounds: cache a fresh revocable token's GRANT, revoke it, Purge it,
 	// and check it from several goroutines after Purge returned.
-	for w := range 2 {
+	for w := range workers {
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for range perWorker {
 				tok := g.token(t, "bob", mockserver.TokenClient(testClient))
 				for range 2 {
 					_, _ = c.Check(pep.WithToken(ctx, tok), "orders", "read")
@@ -64,8 +68,8 @@ func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 		})
 	}
 	// The client's own token: replaced, cleared, checked.
-	wg.Go(func() {
-		for ctx.Err() == nil {
+	churn.Go(func() {
+		for !done.Load() {
 			c.SetToken(own)
 			_, _ = c.Check(ctx, "orders", "read")
 			c.ClearToken()
@@ -73,9 +77,9 @@ func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 	})
 	// The channel: floods of random digests, malformed messages,
 	// PurgeAlls, heartbeats and breaks.
-	wg.Go(func() {
+	churn.Go(func() {
 		msg := make([]byte, 34)
-		for ctx.Err() == nil {
+		for !done.Load() {
 			_, _ = rand.Read(msg)
 			msg[0], msg[1] = 1, 't'
 			b.deliver(msg)
@@ -88,6 +92,8 @@ func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 		}
 	})
 	wg.Wait()
+	done.Store(true)
+	churn.Wait()
 	require.NoError(t, c.Close())
 	t.Logf("rounds %d, stats %+v", rounds.Load(), c.Stats())
 	require.Zero(t, breaks.Load(), "a cached GRANT of a purged, revoked token was served")

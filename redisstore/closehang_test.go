@@ -10,11 +10,12 @@ package redisstore_test
 // says it does not wait for the calls under way. (With go-redis's default
 // timeouts, Close waits about 4.8 s, until go-redis gives up.) Promise:
 // every publication is bounded by the client's timeout (WithTimeout,
-// 2 s by default) even when ctx has no deadline.
+// 2 s by default; 300 ms here) even when ctx has no deadline.
 
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 )
 
 func TestCloseDoesNotWaitForAPurgeWithoutDeadline(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var conns []net.Conn
@@ -42,12 +44,17 @@ func TestCloseDoesNotWaitForAPurgeWithoutDeadline(t *testing.T) {
 	}()
 	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ReadTimeout: -1, WriteTimeout: -1})
 	gw := startGateway(t)
-	c, err := pep.New(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()),
-		pep.WithInvalidator(redisstore.NewInvalidator(rdb, "attack:closehang")))
+	// The client's timeout, which bounds the publication, is short (the
+	// default, 2 s, bounds it the same way): Close waits for it, not for
+	// the Purge's ctx, which has no deadline.
+	const timeout = 300 * time.Millisecond
+	inv := &publishSeen{Invalidator: redisstore.NewInvalidator(rdb, "attack:closehang"), seen: make(chan struct{})}
+	c, err := pep.New(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithTimeout(timeout),
+		pep.WithInvalidator(inv))
 	require.NoError(t, err)
 	purged := make(chan error, 1)
 	go func() { purged <- c.Purge(context.Background(), "some-token") }()
-	time.Sleep(200 * time.Millisecond)
+	<-inv.seen // the Purge's publication is under way, to a Redis that never answers
 	closed := make(chan struct{})
 	t0 := time.Now()
 	go func() { _ = c.Close(); close(closed); t.Logf("Close returned after %v", time.Since(t0)) }()
@@ -68,4 +75,17 @@ func TestCloseDoesNotWaitForAPurgeWithoutDeadline(t *testing.T) {
 	<-closed
 	<-purged
 	require.False(t, hung, "Close did not return within 5 s: it waits for a Purge whose ctx has no deadline")
+}
+
+// publishSeen is an Invalidator that closes seen when Publish is first
+// called (the client publishes only its purges through it).
+type publishSeen struct {
+	*redisstore.Invalidator
+	once sync.Once
+	seen chan struct{}
+}
+
+func (p *publishSeen) Publish(ctx context.Context, msg []byte) error {
+	p.once.Do(func() { close(p.seen) })
+	return p.Invalidator.Publish(ctx, msg)
 }

@@ -19,9 +19,10 @@ const childEnv = "REDISSTORE_TEST_CHILD"
 // the process's exit code.
 var children = map[string]func() int{}
 
-// TestMain runs a child when childEnv names one; otherwise it runs the
-// tests and fails the run if any goroutine (a subscription, a connection)
-// outlives them.
+// TestMain runs a child when childEnv names one; otherwise it starts
+// building the reference server binary (which tests of the binary need),
+// runs the tests, and fails the run if any goroutine (a subscription, a
+// connection) outlives them.
 func TestMain(m *testing.M) {
 	if name := os.Getenv(childEnv); name != "" {
 		run, ok := children[name]
@@ -31,6 +32,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run())
 	}
+	redisstore.StartBuildingBinary()
 	code := m.Run()
 	redisstore.RemoveBuiltBinaries()
 	if code == 0 {

@@ -35,34 +35,54 @@ var (
 	buildErr  error
 )
 
-// RemoveBuiltBinaries removes what mockserverBinary built; TestMain
-// (main_test.go) calls it once the tests have run.
+// StartBuildingBinary starts building the reference server on a goroutine
+// of its own, so that the build (a second or more of linking) runs while
+// the first tests do; TestMain (main_test.go) calls it before the tests.
+func StartBuildingBinary() {
+	building.Add(1)
+	go func() {
+		defer building.Done()
+		buildOnce.Do(buildBinary)
+	}()
+}
+
+// building counts the builds StartBuildingBinary started.
+var building sync.WaitGroup
+
+// RemoveBuiltBinaries waits for a build StartBuildingBinary started and
+// removes what was built; TestMain (main_test.go) calls it once the tests
+// have run.
 func RemoveBuiltBinaries() {
+	building.Wait()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
 }
 
-// mockserverBinary builds the reference server once per test run.
+// buildBinary builds the reference server into a new directory.
+func buildBinary() {
+	dir, err := os.MkdirTemp("", "mockserver-bin-")
+	if err != nil {
+		buildErr = err
+		return
+	}
+	binDir, binPath = dir, filepath.Join(dir, "mockserver")
+	// Built in the root module, whose go.sum covers the binary, with or
+	// without the workspace.
+	build := exec.Command("go", "build", "-o", binPath, "./mockserver/cmd/mockserver")
+	build.Dir = ".."
+	out, err := build.CombinedOutput()
+	if err != nil {
+		buildErr = err
+		binPath = string(out)
+	}
+}
+
+// mockserverBinary builds the reference server once per test run (or
+// waits for the build StartBuildingBinary started).
 func mockserverBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mockserver-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binDir, binPath = dir, filepath.Join(dir, "mockserver")
-		// Built in the root module, whose go.sum covers the binary, with
-		// or without the workspace.
-		build := exec.Command("go", "build", "-o", binPath, "./mockserver/cmd/mockserver")
-		build.Dir = ".."
-		out, err := build.CombinedOutput()
-		if err != nil {
-			buildErr = err
-			binPath = string(out)
-		}
-	})
+	buildOnce.Do(buildBinary)
 	require.NoError(t, buildErr, binPath)
 	return binPath
 }

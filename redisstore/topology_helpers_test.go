@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/pep"
 	"github.com/orgauthz/orgauthz/redisstore"
 )
 
@@ -55,4 +56,17 @@ func refusedSession(t *testing.T, rdb redis.UniversalClient, channel string, wan
 	defer rec.mu.Unlock()
 	require.Zero(t, rec.beats, "a heartbeat was reported on a refused topology")
 	require.False(t, errors.Is(err, context.Canceled))
+}
+
+// firstSessionSettled waits until c's first invalidation session has
+// been lost (refused: a gap) or has come up (a recovery, which trusts the
+// cache). Before either, c bypasses its cache whatever its Invalidator
+// does, so a test that a topology is refused must wait for it: otherwise
+// an Invalidator that accepted the topology would pass by being slow.
+func firstSessionSettled(t *testing.T, c *pep.Client) {
+	t.Helper()
+	waitFor(t, "the first invalidation session ends or comes up", 10*time.Second, func() bool {
+		s := c.Stats()
+		return s.InvalidationGaps+s.InvalidationRecoveries > 0
+	})
 }

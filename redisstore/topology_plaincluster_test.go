@@ -41,6 +41,7 @@ func TestInvalidatorRefusesPlainClientOnClusterNode(t *testing.T) {
 	gw := startGateway(t)
 	a := replica(t, gw, node(px), channel)
 	b := replica(t, gw, node(py), channel)
+	firstSessionSettled(t, b)
 	toks := make([]string, 4)
 	for i := range toks {
 		toks[i] = revocable(gw, "bob")

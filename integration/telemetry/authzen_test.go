@@ -86,6 +86,10 @@ func TestAuthZENTelemetry(t *testing.T) {
 	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: sent}),
 		authzen.WithRetry(0, 0, 0), authzen.WithTracerProvider(tp), authzen.WithMeterProvider(mp))
 	require.NoError(t, err)
+	// Closed when the test ends, and so reachable until then: the
+	// metrics' callback holds the client only weakly, and a client
+	// collected before reader.Collect reports nothing.
+	t.Cleanup(func() { _ = c.Close() })
 	c.SetToken(token)
 	require.NoError(t, c.Discover(t.Context()))
 
@@ -154,6 +158,7 @@ func TestAuthZENTelemetry(t *testing.T) {
 	assert.Equal(t, "fail_closed", spanAttrs(failed)["authzen.outcome"].AsString())
 
 	var rm metricdata.ResourceMetrics
+	runtime.GC() // as a loaded run may, between the last call and Collect
 	require.NoError(t, reader.Collect(t.Context(), &rm))
 	sums := map[string]int64{} // by metric{outcome}
 	var durations, breaker int
