@@ -338,7 +338,8 @@ func TestOverrideGuardPassesWhatNoStackReadsAsMethod(t *testing.T) {
 // TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm: with
 // _method trusted, the method a urlencoded body names is checked only when
 // every stack parses that body as a form: under a Content-Type net/http
-// reads as urlencoded and Rack or PHP does not (a dotted İ), the stack
+// reads as urlencoded and Rack or PHP does not (a dotted İ), or Laravel
+// reads as JSON (one holding "/json"), the stack
 // behind performs the POST, so the request is refused with 400 rather
 // than checked as the DELETE. dave may write orders with DELETE or PUT
 // only.
@@ -358,6 +359,7 @@ func TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm(t *testing.T) {
 		{"Rack, a dotted İ", "appl\u0130cation/x-www-form-urlencoded", overridingBy(rackForm, plainKey), 400, ""},
 		{"PHP, a dotted İ", "appl\u0130cation/x-www-form-urlencoded", overridingBy(phpForm, plainKey), 400, ""},
 		{"PHP, a tab before the parameter", "application/x-www-form-urlencoded\t; charset=utf-8", overridingBy(phpForm, plainKey), 400, ""},
+		{"Laravel, a JSON Content-Type parameter", "application/x-www-form-urlencoded; profile=a/json", laravelOverriding, 400, ""},
 		{"Rack, as it is spelt", "application/x-www-form-urlencoded", overridingBy(rackForm, plainKey), 200, "performed DELETE"},
 		{"PHP, with a charset", "application/x-www-form-urlencoded; charset=utf-8", overridingBy(phpForm, plainKey), 200, "performed DELETE"},
 	} {
