@@ -43,10 +43,10 @@ var laravelOverriding = http.HandlerFunc(func(w http.ResponseWriter, r *http.Req
 	_, _ = io.WriteString(w, "performed "+performed)
 })
 
-// TestJSONBodyMethodOverrideIsRefused: the middleware names Laravel among the
-// stacks whose override it refuses (override.go), but a JSON body, which
-// Laravel reads _method from, streams unguarded: checked as a POST (dan
-// may not DELETE), performed as DELETE.
+// TestJSONBodyMethodOverrideIsRefused: a JSON body's _method, which
+// Laravel takes the method from, never makes the Laravel stack behind
+// perform DELETE where a POST was checked (dan may not DELETE), trusted or
+// not: the read fails.
 func TestJSONBodyMethodOverrideIsRefused(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)

@@ -1,8 +1,9 @@
 package middleware_test
 
-// multipart part names Rack 3 (lib/rack/multipart/parser.rb,
-// handle_mime_head) and PHP (main/rfc1867.c) read as _method that the
-// formGuard passes.
+// Multipart part headers Rack 3 (lib/rack/multipart/parser.rb,
+// handle_mime_head) and PHP (main/rfc1867.c) read otherwise than
+// mime/multipart, and Content-Types Rack reads as urlencoded: the strict
+// guard (formGuard) leaves no way to make either stack take _method.
 
 import (
 	"io"
@@ -116,9 +117,12 @@ func rackMultipartOverriding(boundary string) http.HandlerFunc {
 	}
 }
 
-// TestMultipartPartHeaderRackReadsOtherwiseIsRefused: a multipart part that Rack
-// 3 (or PHP) files under _method passes the formGuard: checked as a POST
-// (dan may not DELETE), performed as DELETE.
+// TestMultipartPartHeaderRackReadsOtherwiseIsRefused: a multipart part
+// that Rack 3 (or PHP) files under _method, by a header mime/multipart
+// reads otherwise (a Content-ID, a \v or \f before name, a parameter
+// right after a quoted value), never makes the Rack stack behind perform
+// DELETE where a POST was checked (dan may not DELETE), trusted or not:
+// the header is not strict, and the read fails.
 func TestMultipartPartHeaderRackReadsOtherwiseIsRefused(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
@@ -291,8 +295,11 @@ func phpMultipartOverridingRaw(boundary string) http.HandlerFunc {
 	}
 }
 
-// TestMultipartPartHeaderPHPReadsOtherwiseIsRefused: a multipart part PHP registers
-// as $_POST['_method'] (Symfony, Laravel) passes the formGuard.
+// TestMultipartPartHeaderPHPReadsOtherwiseIsRefused: a multipart part PHP
+// registers as $_POST['_method'] (Symfony, Laravel), by a header
+// mime/multipart reads otherwise (single quotes, a line without a colon,
+// a \v before name), never makes the PHP stack behind perform DELETE
+// where a POST was checked, trusted or not.
 func TestMultipartPartHeaderPHPReadsOtherwiseIsRefused(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
@@ -352,11 +359,10 @@ func rackReadsAsUrlencoded(ct []string) bool {
 	return false
 }
 
-// TestMultipartWithoutBoundaryIsGuardedAsUrlencoded: a POST body
-// under a multipart Content-Type without a boundary, which Rack 2 and 3
-// parse as a urlencoded form, is guarded as multipart only (formGuard,
-// which looks for Content-Disposition lines): its _method=DELETE reaches
-// Rack::MethodOverride.
+// TestMultipartWithoutBoundaryIsGuardedAsUrlencoded: a POST body under a
+// multipart Content-Type without a boundary, which Rack 2 and 3 parse as
+// a urlencoded form, gets the urlencoded key guard: its _method=DELETE
+// never reaches Rack::MethodOverride, trusted or not.
 func TestMultipartWithoutBoundaryIsGuardedAsUrlencoded(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
