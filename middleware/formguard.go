@@ -85,11 +85,13 @@ const (
 // line and no line without a colon (which PHP adds to the field before);
 // it has exactly one Content-Disposition, which mime.ParseMediaType parses
 // and which is a media type and parameters whose values are tokens or
-// quoted strings without backslashes, with no "'" outside quotes (PHP
-// takes single quotes as quotes), separated by ';' (Rack reads a
-// parameter right after a quoted value), holding exactly one parameter
-// name and none named name*; and it has no Content-ID (Rack names a part
-// by its Content-ID). Then the name is checked (keyMatch: in any case,
+// quoted strings without backslashes or ';' (Rack 2 finds "; name=" in
+// them), with no "'" outside quotes (PHP takes single quotes as quotes),
+// separated by ';' (Rack 3 reads a parameter right after a quoted value),
+// holding exactly one parameter name and none named name*; it has no
+// Content-ID (Rack names a part by its Content-ID), and no
+// "Content-Disposition:" or "Content-ID:" anywhere else, in a field's
+// name or value, in any case (Rack 2 looks for them anywhere). Then the name is checked (keyMatch: in any case,
 // ".method" for PHP, "[_method]" for Express...). A header of no line at
 // all is strict only after a close delimiter ("--boundary--").
 //
@@ -110,6 +112,8 @@ type formGuard struct {
 	name    [len("content-disposition")]byte
 	nname   int    // the bytes of the field name read (name holds the first of them, lower-case)
 	isCD    bool   // the field is Content-Disposition
+	seenCD  int    // the bytes of "content-disposition:" matched, anywhere in the header
+	seenID  int    // the bytes of "content-id:" matched, anywhere in the header
 	field   []byte // the Content-Disposition's value, as sent
 	err     error
 }
@@ -216,7 +220,9 @@ func (g *formGuard) scan(p []byte) error {
 				g.state = atBlankLine
 			case isTokenByte(c):
 				g.state, g.nname, g.isCD = inFieldName, 0, false
+				g.seenCD, g.seenID = 0, 0
 				g.addNameByte(c)
+				g.watch(c)
 			default:
 				return errPartHeader // a continuation line, a bare LF, a line with no field name
 			}
@@ -228,18 +234,27 @@ func (g *formGuard) scan(p []byte) error {
 		case inFieldName:
 			switch {
 			case c == ':':
+				if w := g.watch(c); w == 2 || w == 1 && !g.isCDName() {
+					// "X-Content-Disposition:" or "X-Content-ID:",
+					// which Rack 2 reads as the field.
+					return errPartHeader
+				}
 				if err := g.startValue(); err != nil {
 					return err
 				}
 				g.state = inFieldValue
 			case isTokenByte(c):
 				g.addNameByte(c)
+				g.watch(c)
 			default:
 				return errPartHeader // blanks before the colon, a line with no colon
 			}
 		case inFieldValue:
 			end := i
 			for end < len(p) && isFieldValueByte(p[end]) {
+				if g.watch(p[end]) != 0 {
+					return errPartHeader // "Content-Disposition:" in a value, which Rack 2 reads as the field
+				}
 				end++
 			}
 			if g.isCD {
@@ -276,6 +291,40 @@ func (g *formGuard) addNameByte(c byte) {
 		g.name[g.nname] = lower(c)
 	}
 	g.nname++
+}
+
+// watch reads the next byte of a part header's line (its name, colon and
+// value) for the strings Rack 2 looks for anywhere in a part header, in
+// any case, and returns which c completes: 1 for "content-disposition:",
+// 2 for "content-id:", else 0. Neither string has its first byte again, so
+// a mismatch starts the match over at c.
+func (g *formGuard) watch(c byte) int {
+	const cd, id = "content-disposition:", "content-id:"
+	c = lower(c)
+	step := func(n int, pat string) int {
+		switch {
+		case c == pat[n]:
+			return n + 1
+		case c == pat[0]:
+			return 1
+		}
+		return 0
+	}
+	g.seenCD, g.seenID = step(g.seenCD, cd), step(g.seenID, id)
+	switch {
+	case g.seenID == len(id):
+		g.seenID = 0
+		return 2
+	case g.seenCD == len(cd):
+		g.seenCD = 0
+		return 1
+	}
+	return 0
+}
+
+// isCDName reports whether the field name read is Content-Disposition.
+func (g *formGuard) isCDName() bool {
+	return g.nname == len("content-disposition") && string(g.name[:]) == "content-disposition"
 }
 
 // startValue reads the colon after a field name: a second
@@ -335,8 +384,8 @@ func isFieldValueByte(c byte) bool { return c == '\t' || c >= ' ' && c != 0x7f }
 // value names its part, and whether the value is strict (see formGuard):
 // mime.ParseMediaType parses it, it is a type and parameters separated by
 // ';' (blanks around it), each a name, '=' and a token without "'" or a
-// quoted string without '\', and exactly one parameter is named name, in
-// any case, and none name*.
+// quoted string without '\' or ';', and exactly one parameter is named
+// name, in any case, and none name*.
 func strictDispositionName(v []byte) (string, bool) {
 	s := strings.Trim(string(v), " \t")
 	_, params, err := mime.ParseMediaType(s)
@@ -371,9 +420,9 @@ func strictDispositionName(v []byte) (string, bool) {
 		s = s[n+1:]
 		var value string
 		if s != "" && s[0] == '"' {
-			end := strings.IndexAny(s[1:], "\"\\")
+			end := strings.IndexAny(s[1:], "\"\\;")
 			if end < 0 || s[1+end] != '"' {
-				return "", false
+				return "", false // a backslash, or a ';' (Rack 2 reads "; name=" in quotes)
 			}
 			value, s = s[1:1+end], s[2+end:]
 		} else {

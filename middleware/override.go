@@ -39,7 +39,8 @@ import (
 //     stack reads alike (CRLF lines of token ":" value, no control byte
 //     but HTAB, no continuation or colonless line, exactly one
 //     Content-Disposition that mime.ParseMediaType parses, with exactly
-//     one name parameter and no name*, no Content-ID), and its one name is
+//     one name parameter and no name*, no Content-ID, no
+//     "Content-Disposition:" or "Content-ID:" elsewhere), and its one name is
 //     not read as _method; a multipart Content-Type that names its
 //     boundary in a way not every stack reads alike fails every read, and
 //     one naming none is guarded as urlencoded (Rack parses it so);

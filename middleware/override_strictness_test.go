@@ -47,8 +47,11 @@ func readThrough(t *testing.T, trusted, whole bool, contentType, body string) ([
 // header that not every stack reads alike fails the handler's read with
 // ErrFormMethodOverride, whatever name it gives the part, trusted or not,
 // whole or a byte at a time; so does a body whose Content-Type names its
-// boundary in a way not every stack reads alike. The same body with a
-// strict header reaches the handler as sent.
+// boundary in a way not every stack reads alike. Rack 2 looks for
+// "Content-Disposition:", "; name=" and "Content-ID:" anywhere in a part
+// header: none may appear but in the one Content-Disposition's own
+// parameters. The same body with a strict header reaches the handler as
+// sent.
 func TestMultipartGuardRefusesEveryHeaderThatIsNotStrict(t *testing.T) {
 	t.Parallel()
 	const ct = "multipart/form-data; boundary=XyZ"
@@ -76,6 +79,11 @@ func TestMultipartGuardRefusesEveryHeaderThatIsNotStrict(t *testing.T) {
 		"a single-quoted name":                              {ct, part("Content-Disposition: form-data; name='note'")},
 		"a parameter after a quoted value":                  {ct, part(`Content-Disposition: form-data; x="a" name=note`)},
 		"blanks around '='":                                 {ct, part("Content-Disposition: form-data; name = note")},
+		"Content-Disposition in another field's name":       {ct, part("X-Content-Disposition: form-data; name=_method\r\n" + cd)},
+		"Content-ID in another field's name":                {ct, part(cd + "\r\nX-Content-Id: _method")},
+		"Content-Disposition: in a value":                   {ct, part("X-Note: content-disposition: form-data; name=_method\r\n" + cd)},
+		"Content-ID: in a value":                            {ct, part(cd + "\r\nX-Note: a Content-ID: _method")},
+		"a ';' in a quoted value":                           {ct, part(`Content-Disposition: form-data; name=note; x="a;name=_method;b"`)},
 		"a header cut by the end":                           {ct, "--XyZ\r\n" + cd},
 		"text after the close delimiter":                    {ct, part(cd) + "epilogue\r\n"},
 		"the boundary in content, then not a strict header": {ct, "--XyZ\r\n" + cd + "\r\n\r\nx --XyZx\r\nContent-ID: _method\r\n\r\n--XyZ--\r\n"},
