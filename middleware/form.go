@@ -61,61 +61,8 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 	var read []byte
 	bodyExact := 0
 	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
-		cts := r.Header["Content-Type"]
-		kinds, plain := formKinds(cts)
-		goKind := netHTTPFormKind(cts)
-		switch {
-		case kinds == noForm,
-			goKind == urlencodedForm && r.PostForm != nil,
-			goKind == multipartForm && r.MultipartForm != nil:
-			// No form, or one net/http parsed already: its values are in
-			// the maps, and the body is read.
-		case contentEncoded(r.Header):
-			return nil, nil, &refusal{
-				status:  http.StatusUnsupportedMediaType,
-				message: "a form body must be sent without Content-Encoding, so that the method it may name is the one checked",
-				header:  [2]string{"Accept-Encoding", "identity"},
-			}
-		case kinds&urlencodedForm != 0 && c.trustForm && goKind == urlencodedForm:
-			// Trusted, and r.FormValue reads the body: read it here.
-			if read, body, ref = bufferBody(r); ref != nil {
-				return nil, nil, ref
-			}
-			var bodyLookalike int
-			if mayHoldFormKey(read) {
-				bodyExact, bodyLookalike = formKeys(read)
-			}
-			if ref := c.formRefusal(bodyExact, bodyLookalike, false); ref != nil {
-				return nil, nil, ref
-			}
-			if bodyExact > 0 && !plain {
-				// net/http reads the method, a stack that reads no form
-				// of this body would perform the POST.
-				return nil, nil, badRequest("the request names the method in its form key " + formKey +
-					" under a Content-Type that not every stack reads as a form; send Content-Type: application/x-www-form-urlencoded as it is spelt")
-			}
-			if kinds&multipartForm != 0 {
-				body = &formGuard{body: body}
-			}
-		case kinds&urlencodedForm != 0:
-			// Not read before the decision: a key read as _method fails
-			// the handler's read. Trusted too when net/http reads no form
-			// of this body (it performs the POST) and another stack does.
-			inner := r.Body
-			if kinds&multipartForm != 0 {
-				inner = &formGuard{body: inner}
-			}
-			body = newKeyGuard(inner)
-			if reflect.TypeOf(r.Body) == maxBytesReaderType {
-				// r.ParseForm reads a body up to 10 MB unless it is an
-				// http.MaxBytesReader, whose limit it honours instead: the
-				// guard must not hide the limit an outer handler set, which
-				// r.Body (under the guard) still enforces.
-				body = http.MaxBytesReader(w, body, math.MaxInt64)
-			}
-		default:
-			// Not read: a part read as _method fails the handler's read.
-			body = &formGuard{body: r.Body}
+		if body, read, bodyExact, ref = c.guardBody(w, r); ref != nil {
+			return nil, nil, ref
 		}
 	}
 
@@ -137,6 +84,99 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 		return f[formKey], body, nil
 	}
 	return nil, body, nil
+}
+
+// guardBody returns the body the handler and the callbacks must read
+// instead of r.Body, a POST body, or nil when r.Body is theirs as it is:
+// guarded (keyGuard, formGuard, jsonGuard) wherever a stack behind the
+// middleware may take a method from it, or given back after the middleware
+// read it (read) when _method is trusted and r.FormValue reads the body
+// (bodyExact counts its keys _method). It returns why the request is
+// refused instead.
+func (c *config) guardBody(w http.ResponseWriter, r *http.Request) (body io.ReadCloser, read []byte, bodyExact int, ref *refusal) {
+	cts := r.Header["Content-Type"]
+	kinds, plain := formKinds(cts)
+	goKind := netHTTPFormKind(cts)
+	json := jsonContentType(cts)
+	boundary := ""
+	if kinds&multipartForm != 0 {
+		var named bool
+		if boundary, named = multipartBoundary(cts); !named {
+			// No stack parses the body as multipart; Rack parses it
+			// as urlencoded.
+			kinds = kinds&^multipartForm | urlencodedForm
+			plain = false
+		}
+	}
+	// Laravel reads a JSON Content-Type's body as JSON, not as a form.
+	plain = plain && !json
+	switch {
+	case kinds == noForm && !json,
+		goKind == urlencodedForm && r.PostForm != nil,
+		goKind == multipartForm && r.MultipartForm != nil:
+		// No form, or one net/http parsed already: its values are in
+		// the maps, and the body is read.
+		return nil, nil, 0, nil
+	case kinds != noForm && contentEncoded(r.Header):
+		return nil, nil, 0, &refusal{
+			status:  http.StatusUnsupportedMediaType,
+			message: "a form body must be sent without Content-Encoding, so that the method it may name is the one checked",
+			header:  [2]string{"Accept-Encoding", "identity"},
+		}
+	}
+	body = r.Body
+	switch {
+	case kinds&urlencodedForm != 0 && c.trustForm && goKind == urlencodedForm:
+		// Trusted, and r.FormValue reads the body: read it here.
+		if read, body, ref = bufferBody(r); ref != nil {
+			return nil, nil, 0, ref
+		}
+		var bodyLookalike int
+		if mayHoldFormKey(read) {
+			bodyExact, bodyLookalike = formKeys(read)
+		}
+		if ref := c.formRefusal(bodyExact, bodyLookalike, false); ref != nil {
+			return nil, nil, 0, ref
+		}
+		if bodyExact > 0 && !plain {
+			// net/http reads the method, a stack that reads no form
+			// of this body would perform the POST.
+			return nil, nil, 0, badRequest("the request names the method in its form key " + formKey +
+				" under a Content-Type that not every stack reads as a form; send Content-Type: application/x-www-form-urlencoded as it is spelt")
+		}
+		body = guardKinds(body, kinds&^urlencodedForm, boundary, json)
+	case kinds&urlencodedForm != 0:
+		// Not read before the decision: a key read as _method fails
+		// the handler's read. Trusted too when net/http reads no form
+		// of this body (it performs the POST) and another stack does.
+		body = newKeyGuard(guardKinds(body, kinds&^urlencodedForm, boundary, json))
+		if reflect.TypeOf(r.Body) == maxBytesReaderType {
+			// r.ParseForm reads a body up to 10 MB unless it is an
+			// http.MaxBytesReader, whose limit it honours instead: the
+			// guard must not hide the limit an outer handler set, which
+			// r.Body (under the guard) still enforces.
+			body = http.MaxBytesReader(w, body, math.MaxInt64)
+		}
+	default:
+		// Not read: a part header not strict or read as _method, or a
+		// JSON string read as _method, fails the handler's read.
+		body = guardKinds(body, kinds, boundary, json)
+	}
+	return body, read, bodyExact, nil
+}
+
+// guardKinds wraps body in the guards of a multipart body with boundary
+// (when kinds has multipartForm) and of a JSON one (when json).
+func guardKinds(body io.ReadCloser, kinds int, boundary string, json bool) io.ReadCloser {
+	if kinds&multipartForm != 0 {
+		body = newFormGuard(body, boundary)
+	}
+	if json {
+		g := &jsonGuard{body: body}
+		g.key.reset(formKey)
+		body = g
+	}
+	return body
 }
 
 // maxBytesReaderType is the type of the bodies http.MaxBytesReader makes,

@@ -33,10 +33,25 @@ import (
 //     from it; with trust the method is part of the question, so the
 //     middleware reads the body (up to maxTrustedFormBytes, once the
 //     caller's token has been read) and gives it back byte for byte;
-//   - a part read as _method in a multipart POST body, which the middleware
-//     does not read: it streams to the handler, and the read that would
-//     complete that part's header fails (formGuard), so no stack can take a
-//     method from it, trusted or not.
+//   - a multipart POST body, which the middleware does not read: it
+//     streams to the handler, and the read that would complete a part
+//     header fails (formGuard) unless the header is strict, one every
+//     stack reads alike (CRLF lines of token ":" value, no control byte
+//     but HTAB, no continuation or colonless line, exactly one
+//     Content-Disposition that mime.ParseMediaType parses, with exactly
+//     one name parameter and no name*, no Content-ID, no
+//     "Content-Disposition:" or "Content-ID:" elsewhere), and its one name is
+//     not read as _method; a multipart Content-Type that names its
+//     boundary in a way not every stack reads alike fails every read, and
+//     one naming none is guarded as urlencoded (Rack parses it so);
+//   - a JSON POST body (a Content-Type holding "/json" or "+json", which
+//     Laravel reads _method from): it streams to the handler, and the read
+//     that would complete a string, key or value, read as _method (escapes
+//     decoded) fails (jsonGuard), trusted or not.
+//
+// For a multipart body the rule is strictness, not a list of known
+// spellings: a part header or a boundary is read only where every stack
+// reads it alike, and anything else fails the read.
 //
 // A key is read as _method (keyMatch, overridekey.go) where net/http reads
 // it so in any case, escaped or not, or PHP does (".method", " _method",
@@ -46,7 +61,8 @@ import (
 // in a pair cut by '&' or ';'. A body is a form (formKinds) where
 // net/http, Rack or PHP parses it as one: no Content-Type or an empty one
 // (Rack), or a media type, cut at ';', ',' or a blank, that is
-// application/x-www-form-urlencoded or multipart/* in any case.
+// application/x-www-form-urlencoded or multipart/* in any case; it is
+// JSON where Laravel parses it so (jsonContentType).
 //
 // An override taken from anywhere else, or on another method, must be
 // applied before the middleware (wrap the mux, not the handler): the
@@ -81,10 +97,14 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // handler, except that reading it fails with ErrFormMethodOverride where
 // it holds a key, or names a part, that net/http, PHP (Symfony, Laravel),
 // Rack or Express reads as _method (in any case, escaped or not; see the
-// comment at the top of override.go): no stack takes a method from it,
-// and r.FormValue reads no field of that body. A body no stack parses as a
-// form (application/json, say) streams to the handler unread and
-// unguarded.
+// comment at the top of override.go), or where a multipart part header is
+// not strict (not read alike by every stack: lines of name:value ending
+// in CRLF, one Content-Disposition with one name, no Content-ID; see
+// formGuard): no stack takes a method from it, and r.FormValue reads no
+// field of that body. So does a JSON body (a Content-Type holding "/json"
+// or "+json") holding a string, key or value, read as _method, which
+// Laravel takes the method from. A body no stack parses as a form or JSON
+// (text/plain, say) streams to the handler unread and unguarded.
 //
 // With it, each trusted override present must appear once, and all must
 // name the same method. _method in the query stays refused (400, saying to
@@ -104,7 +124,8 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // method named in a body under a Content-Type that net/http reads as
 // urlencoded and Rack or PHP does not (or more than one Content-Type) is
 // refused with 400, and a body that only another stack parses as a form
-// is guarded as without trust. Such a body is read before the decision (once the caller's
+// is guarded as without trust (as a JSON body is: _method in it is
+// never a method the middleware reads). Such a body is read before the decision (once the caller's
 // token has been read, so a request without one is 401 with its body
 // unread; with WithClientToken, whatever the request carries), up to
 // 64 KiB: a larger one is refused with 413 and not checked

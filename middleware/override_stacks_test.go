@@ -287,9 +287,11 @@ func TestOverrideGuardCoversEveryBodyAStackReadsAsAForm(t *testing.T) {
 }
 
 // TestOverrideGuardPassesWhatNoStackReadsAsMethod: a form whose keys no
-// stack reads as _method reaches the handler whole, and a body whose
-// Content-Type no stack takes for a form streams to it as sent, whatever
-// it holds.
+// stack reads as _method reaches the handler whole, as do a multipart
+// upload as browsers and mime/multipart's Writer send it (files with a
+// Content-Type, names as UTF-8) and a JSON body with no string read as
+// _method; a body whose Content-Type no stack takes for a form or JSON
+// streams to it as sent, whatever it holds.
 func TestOverrideGuardPassesWhatNoStackReadsAsMethod(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
@@ -304,10 +306,23 @@ func TestOverrideGuardPassesWhatNoStackReadsAsMethod(t *testing.T) {
 		_, _ = w.Write(b)
 	})
 	h := middleware.Require(client, "orders", "write")(echo)
+	goCT, goBody := multipartBody(t, "qty", "1", "payment_method", "card", "note", "_method")
+	const browser = "----WebKitFormBoundary7MA4YWxkTrZu0gW"
+	browserBody := "--" + browser + "\r\n" +
+		"Content-Disposition: form-data; name=\"qty\"\r\n\r\n1\r\n" +
+		"--" + browser + "\r\n" +
+		"Content-Disposition: form-data; name=\"receipt\"; filename=\"Dan's r\u00e9c\u00e9piss\u00e9 (1).pdf\"\r\n" +
+		"Content-Type: application/pdf\r\n\r\n%PDF-1.7\r\n--x\r\nnot: a header\r\n\r\n" +
+		"--" + browser + "--\r\n"
 	for _, tc := range []struct{ ct, body string }{
+		{goCT, goBody},
+		{"multipart/form-data; boundary=" + browser, browserBody},
+		{`multipart/form-data; boundary="` + browser + `"`, browserBody},
+		{"multipart/form-data; boundary=" + browser + "; charset=utf-8", browserBody},
 		{urlencoded, "qty=1&method=card&payment_method=card&_methods=2&x_method=1&order[_method]=a&_method_=b&x=_method"},
 		{urlencoded, "note=" + url.QueryEscape(".method [_method] _method") + "&%5Bx%5D=1"},
-		{"application/json", `{"_method":"DELETE"}`},
+		{"application/json", `{"qty":1,"method":"card","payment_method":"card","x_method":"a","_methods":"b","order":{"note":"_method_"}}`},
+		{"application/vnd.api+json", `{"data":[{"type":"orders","attributes":{"note":"\"quoted\" \u00e9 \ud83d\ude00 \u005fmethods"}}]}`},
 		{"text/plain", "_method=DELETE"},
 		{"application/json; charset=utf-8", "_method=DELETE&.method=DELETE"},
 	} {
@@ -323,7 +338,8 @@ func TestOverrideGuardPassesWhatNoStackReadsAsMethod(t *testing.T) {
 // TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm: with
 // _method trusted, the method a urlencoded body names is checked only when
 // every stack parses that body as a form: under a Content-Type net/http
-// reads as urlencoded and Rack or PHP does not (a dotted İ), the stack
+// reads as urlencoded and Rack or PHP does not (a dotted İ), or Laravel
+// reads as JSON (one holding "/json"), the stack
 // behind performs the POST, so the request is refused with 400 rather
 // than checked as the DELETE. dave may write orders with DELETE or PUT
 // only.
@@ -343,6 +359,7 @@ func TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm(t *testing.T) {
 		{"Rack, a dotted İ", "appl\u0130cation/x-www-form-urlencoded", overridingBy(rackForm, plainKey), 400, ""},
 		{"PHP, a dotted İ", "appl\u0130cation/x-www-form-urlencoded", overridingBy(phpForm, plainKey), 400, ""},
 		{"PHP, a tab before the parameter", "application/x-www-form-urlencoded\t; charset=utf-8", overridingBy(phpForm, plainKey), 400, ""},
+		{"Laravel, a JSON Content-Type parameter", "application/x-www-form-urlencoded; profile=a/json", laravelOverriding, 400, ""},
 		{"Rack, as it is spelt", "application/x-www-form-urlencoded", overridingBy(rackForm, plainKey), 200, "performed DELETE"},
 		{"PHP, with a charset", "application/x-www-form-urlencoded; charset=utf-8", overridingBy(phpForm, plainKey), 200, "performed DELETE"},
 	} {
