@@ -85,6 +85,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/orgauthz/orgauthz/internal/safego"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -309,9 +310,15 @@ func StreamServerInterceptor(c Checker, fn Func, opts ...Option) grpc.StreamServ
 func (g *guard) decide(ctx context.Context, fullMethod string, extra ...pep.CallOption) (_ context.Context, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			g.cfg.logger.ErrorContext(ctx, "grpcpep: the Func or the Checker panicked; the call is refused with PermissionDenied",
-				slog.String("method", fullMethod), slog.String("panic", panicText(r)), slog.String("stack", string(debug.Stack())))
+			// The denial first; the log line is the user's code too,
+			// and its own panic is dropped (grpc-go does not recover:
+			// it would end the server).
 			err = denied
+			stack := debug.Stack()
+			_ = safego.Call(func() {
+				g.cfg.logger.ErrorContext(ctx, "grpcpep: the Func or the Checker panicked; the call is refused with PermissionDenied",
+					slog.String("method", fullMethod), slog.String("panic", panicText(r)), slog.String("stack", string(stack)))
+			})
 		}
 	}()
 	// A call whose caller gave up is never decided, and its handler never

@@ -142,7 +142,7 @@ func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// anything unforeseen: no decision, and not the caller's doing.
 		g.cfg.unavailableHandler().ServeHTTP(w, r)
 	case d.Allowed():
-		g.next.ServeHTTP(w, r)
+		g.cfg.pass(g.next, w, r)
 	case noDecision(d.Cause): // authzen's sentinels are pep's
 		g.cfg.unavailableHandler().ServeHTTP(w, r)
 	default:

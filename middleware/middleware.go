@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orgauthz/orgauthz/internal/fastcheck"
+	"github.com/orgauthz/orgauthz/internal/transport"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -56,6 +57,23 @@ func (c *config) unavailableHandler() http.Handler {
 		return c.unavailable
 	}
 	return c.denied
+}
+
+// pass hands a granted request to next, the protected handler, unless its
+// caller gave up meanwhile: a cancelled request, or one whose deadline has
+// passed, read on the clock too (transport.Late: the context's timer may
+// not have fired yet). Such a request gets the outage answer, as it does
+// when it gave up before the decision came; its handler never runs. The
+// check is here, where every guard hands a request over (and the gin, echo
+// and connect-go adapters, which run the guards), since a grant the client
+// serves from its cache reads neither the deadline nor the cancellation.
+// It allocates nothing.
+func (c *config) pass(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	if transport.Late(r.Context()) != nil {
+		c.unavailableHandler().ServeHTTP(w, r)
+		return
+	}
+	next.ServeHTTP(w, r)
 }
 
 func (c *config) handler(name string, h http.Handler, set *http.Handler) {
@@ -304,7 +322,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if checked {
 			remember(token)
 		}
-		g.next.ServeHTTP(w, r)
+		g.cfg.pass(g.next, w, r)
 	case AnswerUnauthorized:
 		g.cfg.unauthorized.ServeHTTP(w, r)
 	case AnswerUnavailable:

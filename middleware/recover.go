@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+
+	"github.com/orgauthz/orgauthz/internal/safego"
 )
 
 // WithLogger sets the logger of the middleware's one log line: a user
@@ -23,23 +25,27 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // recovered answers a request whose user callback (named by callback)
-// panicked with v: the callback's bug is logged at Error and the request
-// is refused with the denied answer, no decision in its context, so that
-// it fails closed with an answer (net/http would only drop the connection,
-// and a router run elsewhere may not recover at all). A nil v (no panic)
-// does nothing.
+// panicked with v: the request is refused with the denied answer, no
+// decision in its context, so that it fails closed with an answer (net/http
+// would only drop the connection, and a router run elsewhere may not
+// recover at all), and then the callback's bug is logged at Error. The
+// logger is user code too: its own panic is recovered and dropped, so that
+// the answer never depends on it. A nil v (no panic) does nothing.
 func (c *config) recovered(w http.ResponseWriter, r *http.Request, callback string, v any) {
 	if v == nil {
 		return
 	}
+	stack := debug.Stack() // the panicking goroutine's, taken before anything else runs
+	c.denied.ServeHTTP(w, r)
 	logger := c.logger
 	if logger == nil {
 		logger = slog.Default()
 	}
-	logger.ErrorContext(r.Context(), "middleware: "+callback+" panicked; the request is refused with the denied answer",
-		slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.String("panic", panicText(v)), slog.String("stack", string(debug.Stack())))
-	c.denied.ServeHTTP(w, r)
+	_ = safego.Call(func() {
+		logger.ErrorContext(r.Context(), "middleware: "+callback+" panicked; the request is refused with the denied answer",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("panic", panicText(v)), slog.String("stack", string(stack)))
+	})
 }
 
 // panicText is what a recovered panic value says; a value whose String or

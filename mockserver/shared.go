@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/safego"
 	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 )
 
@@ -182,6 +183,9 @@ func (s *Server) sharedFinish(ctx context.Context, kind, realm, id, writer strin
 	return err
 }
 
+// errSharedPanicked is the failure of a shared store call that panicked.
+var errSharedPanicked = errors.New("the shared store panicked")
+
 // sharedResult is what one call of the shared store returned.
 type sharedResult struct {
 	ok  bool
@@ -195,15 +199,22 @@ type sharedResult struct {
 // the request past the bound; the buffered channel lets that goroutine
 // finish whenever the store returns. A keyspace too young for the
 // credential (an error wrapping dpop.ErrKeyspaceNew) is errSharedPredates;
-// any other failure, the bound's included, is errSharedUnavailable (both
-// logged without the key).
+// any other failure, the bound's and a panic's included, is
+// errSharedUnavailable (both logged without the key).
 func (s *Server) sharedCall(ctx context.Context, call func(context.Context) (bool, error)) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, dpop.ReplayStoreTimeout)
 	defer cancel()
 	done := make(chan sharedResult, 1)
 	go func() {
-		ok, err := call(ctx)
-		done <- sharedResult{ok, err}
+		// The store is the user's code on a goroutine of the server's
+		// own: its panic, recovered, is a failing store (503), never the
+		// end of the server. The panic's text is not kept: it may hold
+		// the key.
+		var r sharedResult
+		if safego.Call(func() { r.ok, r.err = call(ctx) }) != nil {
+			r = sharedResult{err: errSharedPanicked}
+		}
+		done <- r
 	}()
 	var r sharedResult
 	select {

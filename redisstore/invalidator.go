@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/orgauthz/orgauthz/internal/safego"
 	"github.com/orgauthz/orgauthz/invalidation"
 )
 
@@ -249,7 +250,9 @@ func (v *Invalidator) session(ctx context.Context, r invalidation.Receiver) (bea
 		return ps.Subscribe(sctx, v.channel, hb)
 	})
 	if err != nil {
-		go func() { _ = ps.Close() }()
+		// Close runs the user's Redis client (its hooks, its dialer) on a
+		// goroutine of the store's own: under safego, as every one.
+		go func() { _ = safego.Call(func() { _ = ps.Close() }) }()
 		return false, fmt.Errorf("redisstore: subscribing to the invalidation channel: %w", err)
 	}
 	defer func() { _ = ps.Close() }()

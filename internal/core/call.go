@@ -117,12 +117,21 @@ func (c *Core) Bound(ctx context.Context, cl *Call) (context.Context, context.Ca
 // shared request's refusal is handled once, by the caller that sent it,
 // for every caller sharing it: they all sent the same token of the same
 // client token state (flightKey).
+//
+// The answer is handled once it is settled, whatever the user code that
+// runs after it in Post does (the request span's end, a log line, the
+// body's Close): the 401 handler runs in a defer, on the answer Post
+// settled before that code ran, so that a panic there (recovered by the
+// caller's middleware) never leaves a refused token's cached GRANTs
+// served.
 func (c *Core) post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) ([]byte, error) {
-	data, err := c.x.Post(ctx, cred, url, body, header, cl.Own)
-	if err != nil {
-		c.refused(ctx, cl, err)
-	}
-	return data, err
+	var answer error
+	defer func() {
+		if answer != nil {
+			c.refused(ctx, cl, answer)
+		}
+	}()
+	return c.x.Post(ctx, cred, url, body, header, cl.Own, &answer)
 }
 
 // Late returns the Cause of a call out of time (transport.Late), said by

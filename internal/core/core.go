@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -137,10 +138,32 @@ func (c *Core) Init(s Settings, who Identity) error {
 // background logs, at Error, a panic of user code (what names it) that
 // ran on a goroutine of the client's own in the background, which
 // recovered it (safego) and goes on: the panic's text and stack, never a
-// token (such code is given none).
+// token (such code is given none). The log line is guarded too
+// (logBackground).
 func (c *Core) background(what string, p *safego.Panic) {
-	c.logger.Error(c.who.Peer.Pkg()+": "+what+" panicked; recovered, the client goes on",
+	c.logBackground(slog.LevelError, c.who.Peer.Pkg()+": "+what+" panicked; recovered, the client goes on",
 		"panic", p.Text(), "stack", string(p.Stack))
+}
+
+// logBackground logs msg on a goroutine of the client's own: the logger
+// is the user's code (WithLogger), and nothing recovers its panic there
+// but this; a panic of the logger is dropped (logging it would call the
+// same logger).
+func (c *Core) logBackground(level slog.Level, msg string, args ...any) {
+	_ = safego.Call(func() { c.logger.Log(context.Background(), level, msg, args...) })
+}
+
+// goBackground runs f on a goroutine of the client's own, in the
+// background: the whole of f runs under one safego.Call, and a panic of
+// it (user code: an Invalidator, a logger) is logged (background) and
+// ends only f. Whatever f reserves it releases in a defer of its own, so
+// that a panic or a runtime.Goexit of user code leaves nothing reserved.
+func (c *Core) goBackground(what string, f func()) {
+	go func() {
+		if p := safego.Call(f); p != nil {
+			c.background(what, p)
+		}
+	}()
 }
 
 // Telemetry returns the client's telemetry, for the spans of its calls.

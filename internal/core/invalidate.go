@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -168,25 +169,18 @@ func (r *replicas) elapsed(c *Core) time.Duration {
 }
 
 // subscribe runs the Invalidator's Subscribe until Close, calling it again,
-// after a pause, when it gives up or panics (logged: on the client's own
-// goroutine, the panic would end the process).
+// after a pause, when it gives up or panics. Each round (subscribeRound)
+// runs whole under one safego.Call: its user code (the Invalidator, the
+// Error method of its error, the logger) never ends the process, and a
+// panic of it ends only that round. A round that ends its goroutine
+// (runtime.Goexit in Subscribe) ends the subscription: the cache is then
+// never trusted again, as while the channel is down.
 func (c *Core) subscribe(ctx context.Context) {
-	r := c.replicas
-	rc := receiver{c}
 	pause := resubscribeMin
 	for ctx.Err() == nil {
-		var err error
-		if p := safego.Call(func() { err = r.inv.Subscribe(ctx, rc) }); p != nil {
-			c.background("the Invalidator's Subscribe", p)
-			err = errors.New("Subscribe panicked")
+		if p := safego.Call(func() { c.subscribeRound(ctx) }); p != nil {
+			c.background("the invalidation channel's subscription", p)
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			err = errors.New("Subscribe returned")
-		}
-		rc.Lost(err)
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
@@ -197,6 +191,31 @@ func (c *Core) subscribe(ctx context.Context) {
 		pause = min(2*pause, resubscribeMax)
 	}
 }
+
+// subscribeRound calls the Invalidator's Subscribe once and, when it
+// returns or panics before Close, stops trusting the cache (Lost). The
+// cache stops being served before anything is logged: a logger that
+// panics leaves the channel down, never trusted.
+func (c *Core) subscribeRound(ctx context.Context) {
+	rc := receiver{c}
+	var err error
+	if p := safego.Call(func() { err = c.replicas.inv.Subscribe(ctx, rc) }); p != nil {
+		err = errSubscribePanicked
+		defer c.background("the Invalidator's Subscribe", p) // after Lost
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if err == nil {
+		err = errSubscribeReturned
+	}
+	rc.Lost(err)
+}
+
+var (
+	errSubscribePanicked = errors.New("Subscribe panicked")
+	errSubscribeReturned = errors.New("Subscribe returned")
+)
 
 // The pauses between calls of an Invalidator's Subscribe that returned
 // before Close.
@@ -235,7 +254,7 @@ func (rc receiver) Message(msg []byte) {
 		r.received.Add(1)
 	default:
 		if r.malformed.Add(1) == 1 {
-			c.logger.Warn(c.who.Peer.Pkg()+": ignoring a malformed message on the invalidation channel (counted in Stats; later ones are not logged)", "bytes", len(msg))
+			c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": ignoring a malformed message on the invalidation channel (counted in Stats; later ones are not logged)", "bytes", len(msg))
 		}
 	}
 }
@@ -259,7 +278,7 @@ func (rc receiver) Heartbeat(sent time.Time) {
 		r.recoveries.Add(1)
 		if r.down {
 			r.down = false
-			c.logger.Info(c.who.Peer.Pkg()+": the invalidation channel is back; purged the cache, which is trusted again",
+			c.logBackground(slog.LevelInfo, c.who.Peer.Pkg()+": the invalidation channel is back; purged the cache, which is trusted again",
 				"down", c.now().Sub(r.downSince).String())
 		}
 	}
@@ -287,9 +306,9 @@ func (rc receiver) Lost(err error) {
 	r.gaps.Add(1)
 	cause := "unknown"
 	if err != nil {
-		cause = err.Error()
+		cause = safego.Text(err) // the Invalidator's error: its Error method is user code
 	}
-	c.logger.Warn(c.who.Peer.Pkg()+": the invalidation channel is down; no cached decision is served until it is back", "cause", cause)
+	c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": the invalidation channel is down; no cached decision is served until it is back", "cause", cause)
 }
 
 // Purge drops every cached decision of token, under either scheme, and
@@ -387,27 +406,40 @@ func (c *Core) publishRefused(token string) {
 	if !publish {
 		return
 	}
-	go func() {
+	c.goBackground("the publication of a refused token", func() {
 		defer r.pubs.Done()
+		// The slot is released on every way out, a panic or a
+		// runtime.Goexit of the Invalidator's Publish included (errEnded
+		// stays then): a slot kept for good would, after
+		// maxRefusedInFlight of them, leave no refused token published.
+		err := errPublishEnded
+		defer func() {
+			r.refusedMu.Lock()
+			r.inFlight--
+			if err != nil {
+				delete(r.refused, dg) // the next refusal tries again
+			}
+			r.refusedMu.Unlock()
+			if err == errPublishEnded {
+				r.publishFailures.Add(1)
+			}
+		}()
 		ctx, cancel := context.WithTimeout(r.ctx, refusedPublishTimeout)
-		var err error
+		defer cancel()
 		if p := safego.Call(func() { err = c.publish(ctx, "a 401", msg) }); p != nil {
 			c.background("the Invalidator's Publish", p)
 			r.publishFailures.Add(1)
 			err = errors.New("the Invalidator's Publish panicked")
 		}
-		cancel()
-		r.refusedMu.Lock()
-		r.inFlight--
 		if err != nil {
-			delete(r.refused, dg) // the next refusal tries again
+			c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": could not tell the other replicas of a refused token", "cause", safego.Text(err))
 		}
-		r.refusedMu.Unlock()
-		if err != nil {
-			c.logger.Warn(c.who.Peer.Pkg()+": could not tell the other replicas of a refused token", "cause", err.Error())
-		}
-	}()
+	})
 }
+
+// errPublishEnded is what a publication of a refused token whose Publish
+// ended its goroutine (runtime.Goexit) failed with.
+var errPublishEnded = errors.New("the Invalidator's Publish ended its goroutine")
 
 // refusalQuiet is how long after a refused token was published a refusal
 // of it is not published again; maxRefused bounds the tokens remembered

@@ -56,12 +56,18 @@ func (p *Panic) Raise() {
 }
 
 // Text is what p's value says, for a log line; a value whose String or
-// Error method panics too is named by its type.
-func (p *Panic) Text() (text string) {
+// Error method panics too is named by its type (Text).
+func (p *Panic) Text() string { return Text(p.Value) }
+
+// Text is what v says (fmt.Sprint), for a log line, without letting v's
+// own code end the caller: a value whose String or Error method panics is
+// named by its type. Use it for any value of the user's (an error an
+// Invalidator returned) printed on a goroutine of the library's own.
+func Text(v any) (text string) {
 	defer func() {
 		if recover() != nil {
-			text = fmt.Sprintf("a %T whose text panicked", p.Value)
+			text = fmt.Sprintf("a %T whose text panicked", v)
 		}
 	}()
-	return fmt.Sprint(p.Value)
+	return fmt.Sprint(v)
 }

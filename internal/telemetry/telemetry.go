@@ -34,6 +34,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/semconv/v1.43.0/httpconv"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/orgauthz/orgauthz/internal/safego"
 )
 
 // Scope names a client's instrumentation.
@@ -210,7 +212,11 @@ func observe[C any](t *Telemetry, c *C, read func(*C, *Counts)) error {
 	if err != nil {
 		return err
 	}
-	runtime.AddCleanup(c, func(r metric.Registration) { _ = r.Unregister() }, reg)
+	// The cleanup runs on the runtime's cleanup goroutine, where nothing
+	// else would recover a panic of the user's meter SDK: it would end
+	// the process. Its panic is dropped (the registration is gone with the
+	// client either way).
+	runtime.AddCleanup(c, func(r metric.Registration) { _ = safego.Call(func() { _ = r.Unregister() }) }, reg)
 	return nil
 }
 

@@ -87,7 +87,15 @@ const maxPostURLs = 16
 // sent), ErrTokenChanged when cred is a Held
 // credential released before an attempt or before its 200 answer was
 // used. None of their texts holds anything of the token.
-func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool) ([]byte, error) {
+//
+// settled, when not nil, is set to the answer's error (nil for a 200 whose
+// body is used) as soon as the answer is decided, before any user code
+// runs after it: the request span's end and the duration metric, the
+// Debug log line, the body's Close, the breaker's log line. A panic of
+// that code leaves Post without a return value; the caller reads settled
+// in a defer to handle the answer all the same (a 401's refusal of the
+// token, above all).
+func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool, settled *error) ([]byte, error) {
 	if err := x.enter(); err != nil {
 		return nil, err
 	}
@@ -102,7 +110,7 @@ func (x *Exchanger) Post(ctx context.Context, cred Credential, url string, body 
 	// half-open probe is never left reserved (every later call refused).
 	o := outcomeNeutral
 	defer func() { x.Breaker.done(probe, o) }()
-	data, o, err := x.send(ctx, cred, url, body, header, ownDeadline)
+	data, o, err := x.send(ctx, cred, url, body, header, ownDeadline, settled)
 	return data, err
 }
 
@@ -190,8 +198,10 @@ func (x *Exchanger) closeIdle() {
 // failures, and so is running out of the client's own timeout; a caller's
 // cancellation (a client hanging up) or earlier deadline, a credential
 // that could not be attached and a 429 say nothing; any other answer shows
-// a working server.
-func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool) (_ []byte, _ outcome, err error) {
+// a working server. It sets *settled (when not nil) to the answer's error
+// as soon as the answer is decided, before any user code runs after it
+// (see Post).
+func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool, settled *error) (_ []byte, _ outcome, err error) {
 	ctx, span := x.Observe.StartRequest(ctx, url, x.Breaker.Current().String())
 	req, err := x.newPost(ctx, url, body, header)
 	if err != nil {
@@ -230,37 +240,53 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 	}
 	defer resp.Body.Close()
 	status = resp.StatusCode
-	data, err := ReadBody(resp.Body, resp.ContentLength)
+	data, o, late, err := x.answer(ctx, cred, resp, ownDeadline)
+	if settled != nil {
+		*settled = err
+	}
+	// User code (the logger's) from here on only: the answer is settled.
 	if debug {
 		x.Logger.Debug(x.Peer.String()+" answered", "url", url, "status", resp.StatusCode, "duration", time.Since(start))
+		if late {
+			x.Logger.Debug(x.Peer.String()+" answered after the call's deadline: the answer is not used", "url", url, "status", resp.StatusCode)
+		}
 	}
+	return data, o, err
+}
+
+// answer reads resp's body and decides what the answer is: the body of a
+// 200, or the Cause of any other status, of a body that could not be read
+// or of an answer that came after the call's deadline (late). It runs no
+// user code but the body's Read, so that the answer is settled before the
+// user code that follows it runs (send).
+func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Response, ownDeadline bool) (_ []byte, _ outcome, late bool, _ error) {
+	data, err := ReadBody(resp.Body, resp.ContentLength)
 	if err != nil {
-		return nil, callerOutcome(ctx, ownDeadline), x.Peer.Unavailable(err)
+		return nil, callerOutcome(ctx, ownDeadline), false, x.Peer.Unavailable(err)
 	}
 	// The one place an answer is taken: none is used once the call's
 	// deadline has passed, read on the clock (Late), whatever the status.
 	// The context's timer may not have fired yet: the process may have
 	// been frozen while the answer arrived.
-	if late := Late(ctx); late != nil {
-		x.Logger.Debug(x.Peer.String()+" answered after the call's deadline: the answer is not used", "url", url, "status", resp.StatusCode)
-		return nil, timeOutcome(late, ownDeadline), x.Peer.Unavailable(late)
+	if past := Late(ctx); past != nil {
+		return nil, timeOutcome(past, ownDeadline), true, x.Peer.Unavailable(past)
 	}
 	token := cred.Ident()
 	switch resp.StatusCode {
 	case http.StatusOK:
 		if len(data) > MaxBody {
-			return nil, outcomeSuccess, x.Peer.Malformed("the body exceeds %d bytes", MaxBody)
+			return nil, outcomeSuccess, false, x.Peer.Malformed("the body exceeds %d bytes", MaxBody)
 		}
 		if released(cred) { // an answer for a token the client let go of meanwhile
-			return nil, outcomeSuccess, x.Peer.Err(ErrTokenChanged)
+			return nil, outcomeSuccess, false, x.Peer.Err(ErrTokenChanged)
 		}
-		return data, outcomeSuccess, nil
+		return data, outcomeSuccess, false, nil
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return nil, outcomeFailure, x.Peer.NewResponseError(resp, data, token)
+		return nil, outcomeFailure, false, x.Peer.NewResponseError(resp, data, token)
 	case http.StatusTooManyRequests:
-		return nil, outcomeNeutral, x.Peer.NewResponseError(resp, data, token)
+		return nil, outcomeNeutral, false, x.Peer.NewResponseError(resp, data, token)
 	}
-	return nil, outcomeSuccess, x.Peer.NewResponseError(resp, data, token)
+	return nil, outcomeSuccess, false, x.Peer.NewResponseError(resp, data, token)
 }
 
 // callerOutcome is what a request that got no answer says about the

@@ -62,7 +62,7 @@ func TestPostsShareNothingTheyAdd(t *testing.T) {
 
 	headers := []http.Header{nil, {"X-Request-Id": {"second"}}, nil}
 	for _, h := range headers {
-		data, err := x.Post(t.Context(), cred, srv.URL+"/decide", []byte(`{"a":1}`), h, true)
+		data, err := x.Post(t.Context(), cred, srv.URL+"/decide", []byte(`{"a":1}`), h, true, nil)
 		require.NoError(t, err)
 		assert.Equal(t, `{}`, string(data))
 	}

@@ -129,13 +129,13 @@ func TestEveryAnswerUpdatesTheNonce(t *testing.T) {
 			x := &Exchanger{Base: rt, Logger: logger, Observe: quietObserver{},
 				Retry: RetryPolicy{Max: 2, MinWait: time.Millisecond, MaxWait: time.Millisecond,
 					Logger: logger, Retries: new(atomic.Uint64)}}
-			_, err := x.Post(t.Context(), nonceCredential{}, "https://gw.example/decide", []byte(`{}`), nil, true)
+			_, err := x.Post(t.Context(), nonceCredential{}, "https://gw.example/decide", []byte(`{}`), nil, true, nil)
 			if tt.firstOK {
 				require.NoError(t, err)
 			} else {
 				require.Error(t, err)
 			}
-			_, err = x.Post(t.Context(), nonceCredential{}, "https://gw.example/decide", []byte(`{}`), nil, true)
+			_, err = x.Post(t.Context(), nonceCredential{}, "https://gw.example/decide", []byte(`{}`), nil, true, nil)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, rt.sent)
 		})
@@ -188,7 +188,7 @@ func TestNonceChallengeIsResentAtMostOnce(t *testing.T) {
 					Logger: logger, Retries: new(atomic.Uint64)}}
 			var err error
 			for range 2 { // a call answered 200 first, if the script says so
-				if _, err = x.Post(t.Context(), nonceCredential{}, "https://gw.example/decide", []byte(`{}`), nil, true); err != nil {
+				if _, err = x.Post(t.Context(), nonceCredential{}, "https://gw.example/decide", []byte(`{}`), nil, true, nil); err != nil {
 					break
 				}
 			}

@@ -142,7 +142,7 @@ func TestPostOutcomes(t *testing.T) {
 			clk.Advance(time.Second)
 			require.Equal(t, BreakerHalfOpen, x.Breaker.Current())
 
-			data, err := x.Post(ctx, cred, "https://pdp.example/decide", []byte(`{}`), nil, tt.own)
+			data, err := x.Post(ctx, cred, "https://pdp.example/decide", []byte(`{}`), nil, tt.own, nil)
 			assert.Equal(t, tt.want, x.Breaker.Current())
 			if tt.name == "200" {
 				require.NoError(t, err)
@@ -181,9 +181,9 @@ func TestOpenBreakerSendsNothing(t *testing.T) {
 		}),
 		Retry:   RetryPolicy{Logger: logger, Retries: new(atomic.Uint64)},
 		Breaker: NewBreaker(1, time.Hour, time.Now, nil)}
-	_, err := x.Post(t.Context(), bearerCred, "https://gw.example/decide", nil, nil, true)
+	_, err := x.Post(t.Context(), bearerCred, "https://gw.example/decide", nil, nil, true, nil)
 	require.ErrorIs(t, err, ErrUnavailable)
-	_, err = x.Post(t.Context(), bearerCred, "https://gw.example/decide", nil, nil, true)
+	_, err = x.Post(t.Context(), bearerCred, "https://gw.example/decide", nil, nil, true, nil)
 	require.ErrorIs(t, err, ErrCircuitOpen)
 	require.ErrorIs(t, err, ErrUnavailable)
 	assert.Equal(t, "pep: circuit breaker open", err.Error())
@@ -212,7 +212,7 @@ func TestClosedExchangerSendsNothing(t *testing.T) {
 		require.NoError(t, resp.Body.Close())
 		assert.Equal(t, owns, base.closed.Load() == 2, "and again when the last request ends")
 
-		_, err = x.Post(t.Context(), bearerCred, "https://pdp.example/decide", nil, nil, true)
+		_, err = x.Post(t.Context(), bearerCred, "https://pdp.example/decide", nil, nil, true, nil)
 		require.ErrorIs(t, err, ErrClosed)
 		assert.Equal(t, "authzen: the client is closed; calls after Close fail, make a new client with New", err.Error())
 		_, err = x.Fetch(req)
@@ -238,11 +238,11 @@ func TestBreakerCountsARequestOnce(t *testing.T) {
 	x := &Exchanger{Peer: "pep: gateway", Base: rt, Logger: logger, Observe: quietObserver{},
 		Retry:   RetryPolicy{Max: 2, MinWait: time.Millisecond, MaxWait: time.Millisecond, Logger: logger, Retries: new(atomic.Uint64)},
 		Breaker: NewBreaker(2, time.Hour, time.Now, nil)}
-	_, err := x.Post(t.Context(), bearerCred, "https://gw.example/decide", []byte(`{}`), nil, true)
+	_, err := x.Post(t.Context(), bearerCred, "https://gw.example/decide", []byte(`{}`), nil, true, nil)
 	require.ErrorIs(t, err, ErrUnavailable)
 	assert.Len(t, rt.bodies, 3)
 	assert.Equal(t, uint64(3), x.Sent.Load())
 	assert.Equal(t, BreakerClosed, x.Breaker.Current(), "three failed attempts are one failed request")
-	_, _ = x.Post(t.Context(), bearerCred, "https://gw.example/decide", []byte(`{}`), nil, true)
+	_, _ = x.Post(t.Context(), bearerCred, "https://gw.example/decide", []byte(`{}`), nil, true, nil)
 	assert.Equal(t, BreakerOpen, x.Breaker.Current())
 }
