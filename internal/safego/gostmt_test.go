@@ -24,6 +24,7 @@ var runsNoUserCode = map[string]string{
 	"mockserver/cmd/mockserver/main.go: run":             "serves the reference server (net/http recovers its handlers)",
 	"mockserver/cmd/mockserver/limit.go: Accept":         "the listener's accept loop: no user code",
 	"internal/gatewaytest/gatewaytest.go: serveLocked":   "a test server (net/http recovers its handlers)",
+	"internal/gatewaytest/refusing_other.go: Refusing":   "a test listener that closes every connection: no user code",
 	"redisstore/redistest/redistest.go: run":             "waits for the redis-server process: no user code",
 }
 
