@@ -144,8 +144,10 @@ const proofRetryAfter = "1"
 // dpop.ReplayStoreMargin old (the server's Verifiers keep the default
 // window), at most this long after the refusal. The store says when its
 // keyspace began by its own clock only, so this is the bound, not the
-// rest of it.
-var keyspaceRetryAfter = strconv.Itoa(int((dpop.DefaultMaxSkew + dpop.ReplayStoreMargin).Seconds()))
+// rest of it; one second more, since a proof's iat is whole seconds (a
+// proof made exactly the window after a refusal in the same second
+// could still date from before the keyspace's window's end).
+var keyspaceRetryAfter = strconv.Itoa(int((dpop.DefaultMaxSkew + dpop.ReplayStoreMargin).Seconds()) + 1)
 
 // nonceRequired reports the configuration's dpopNonceRequired.
 func (s *Server) nonceRequired() bool {

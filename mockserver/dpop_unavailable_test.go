@@ -73,7 +73,8 @@ func TestDPoPNonceSourceDownIsUnavailable(t *testing.T) {
 // store refuses because its keyspace is younger than the proofs' window
 // (Redis lost its keys) is transient, unlike a token issued before the
 // keyspace: 503, with a Retry-After that covers the rest of the window
-// (the proofs' 10 s of skew and the clocks' minute: 70 s), not one second
+// (the proofs' 10 s of skew and the clocks' minute: 70 s, and a second for
+// the proofs' whole-second iat), not one second
 // of which every retry is refused again.
 func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
 	t.Parallel()
@@ -88,7 +89,10 @@ func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
 	store.setFailProofs(fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew))
 	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
 	require.NoError(t, err)
-	window := fmt.Sprint(int((dpop.DefaultMaxSkew + dpop.ReplayStoreMargin).Seconds()))
+	// the window, and a second for the proofs' whole-second iat: a proof
+	// made exactly 70 s after a refusal at X.4 s is dated X+70, before the
+	// keyspace's X.4+70 (a-fix8d).
+	window := fmt.Sprint(int((dpop.DefaultMaxSkew + dpop.ReplayStoreMargin).Seconds()) + 1)
 	for name, res := range map[string]httpResult{
 		"protected route": f.decide("b", token, proof),
 		"token endpoint":  f.dpopToken("b", signer, ""),
