@@ -130,3 +130,33 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 		require.Contains(t, res.Header.Get("Location"), "/login")
 	})
 }
+
+// TestIssueTokenIssuesNothingAYoungKeyspaceCannotVouchFor: IssueToken
+// mints the token endpoint's tokens, so like the endpoint it hands out no
+// token that every replica would refuse for good while the shared store's
+// keyspace is too young to vouch for it (it handed one out, and the first
+// decision answered 401 "get a new one"); once the keyspace can, it
+// issues.
+func TestIssueTokenIssuesNothingAYoungKeyspaceCannotVouchFor(t *testing.T) {
+	t.Parallel()
+	store := &sharedStore{keys: map[string]time.Time{}}
+	s, err := mockserver.New(mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store),
+		mockserver.WithFixture(dpopFixture()), mockserver.WithIssuer("http://127.0.0.1:1"))
+	require.NoError(t, err)
+	// A keyspace that vouches for nothing issued before an hour from now:
+	// what Redis's marker says of every token within a minute after it
+	// lost its keys.
+	store.mu.Lock()
+	store.began = time.Now().Add(time.Hour)
+	store.mu.Unlock()
+	token, err := s.IssueToken("acme", "alice")
+	require.ErrorIs(t, err, dpop.ErrKeyspaceNew)
+	require.Empty(t, token)
+
+	store.mu.Lock()
+	store.began = time.Now().Add(-time.Hour) // the margin has passed
+	store.mu.Unlock()
+	token, err = s.IssueToken("acme", "alice")
+	require.NoError(t, err)
+	require.NotEmpty(t, token)
+}

@@ -1,12 +1,14 @@
 package mockserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -54,8 +56,10 @@ var errNoIssuer = errors.New("mockserver: IssueToken needs WithIssuer (the issue
 // IssueToken mints an access token of realm for username, as the token
 // endpoint would but without a password: a client's service account is
 // "service-account-<clientId>". It fails when the server has no WithIssuer,
-// or the realm, user or client is unknown or the realm is decommissioned. It
-// is safe for concurrent use.
+// or the realm, user or client is unknown or the realm is decommissioned,
+// and, as the token endpoint, while a shared store's keyspace is too young
+// to vouch for a token issued now (the error wraps dpop.ErrKeyspaceNew:
+// retry within a minute). It is safe for concurrent use.
 func (s *Server) IssueToken(realm, username string, opts ...TokenOption) (string, error) {
 	if s.issuer == "" {
 		return "", errNoIssuer
@@ -66,8 +70,16 @@ func (s *Server) IssueToken(realm, username string, opts ...TokenOption) (string
 			o(&spec)
 		}
 	}
-	raw, _, err := s.mint(s.issuer, realm, username, spec)
-	return raw, err
+	raw, claims, err := s.mint(s.issuer, realm, username, spec)
+	if err != nil {
+		return "", err
+	}
+	// As the token endpoint: no token the shared store's young keyspace
+	// could never vouch for (every replica would refuse it for good).
+	if !s.vouchesForNew(context.Background(), realm, claims.ID, issuedAt(claims)) {
+		return "", fmt.Errorf("mockserver: issue token: %s: %w", keyspaceYoungMessage, dpop.ErrKeyspaceNew)
+	}
+	return raw, nil
 }
 
 // mint signs a token of realm for the user named username and returns it
