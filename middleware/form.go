@@ -60,7 +60,7 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 
 	var read []byte
 	bodyExact := 0
-	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+	if isPost(r.Method) && r.Body != nil && r.Body != http.NoBody {
 		if body, read, bodyExact, ref = c.guardBody(w, r); ref != nil {
 			return nil, nil, ref
 		}

@@ -64,6 +64,10 @@ import (
 // application/x-www-form-urlencoded or multipart/* in any case; it is
 // JSON where Laravel parses it so (jsonContentType).
 //
+// A POST is one in any case ("post", as Symfony and the reference gateway
+// read it) for every body guard; an override is honoured on a POST spelt
+// POST only (gorilla/handlers and Rack override no "post").
+//
 // An override taken from anywhere else, or on another method, must be
 // applied before the middleware (wrap the mux, not the handler): the
 // middleware then checks the method it produced.
@@ -110,7 +114,8 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // name the same method. _method in the query stays refused (400, saying to
 // send it in the body): r.FormValue reads it there, r.PostFormValue and
 // gin's c.PostForm do not, so stacks would perform different methods. That method is honoured when it is the request's
-// own (an override applied before the middleware) or, on a POST, when it
+// own (an override applied before the middleware) or, on a POST (spelt
+// POST: a "post" is refused, as stacks disagree on overriding it), when it
 // is PUT, PATCH or DELETE, compared as sent: the only overrides
 // gorilla/handlers applies (it performs the POST for any other, where the
 // middleware would have checked that other) and ones every stack applies
@@ -281,8 +286,11 @@ func (c *config) overridden(r *http.Request, formValues []string) (string, *refu
 	switch {
 	case from == "" || method == r.Method:
 		return r.Method, nil
-	case r.Method != http.MethodPost:
+	case !isPost(r.Method):
 		return "", badRequest(from + " is honoured on POST requests only")
+	case r.Method != http.MethodPost:
+		// Symfony overrides a "post", gorilla/handlers and Rack do not.
+		return "", badRequest(from + " is honoured on a POST spelt POST only (stacks disagree on whether " + r.Method + " is a POST); send the method in upper case")
 	case method != http.MethodPut && method != http.MethodPatch && method != http.MethodDelete:
 		return "", badRequest(from + " must be PUT, PATCH or DELETE")
 	default:
@@ -365,3 +373,10 @@ func handedOver(sr, r *http.Request) *http.Request {
 func readsBody(method string) bool {
 	return method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch
 }
+
+// isPost reports whether a request of this method is a POST for the body
+// guards and the overrides: in any case, as Symfony (which upper-cases the
+// method before it takes _method) and the reference gateway (which
+// compares methods ignoring case) read it. readsBody, which tells what
+// net/http does, compares exactly, as net/http does.
+func isPost(method string) bool { return strings.EqualFold(method, http.MethodPost) }
