@@ -196,9 +196,13 @@ func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.Read
 			return "", nil, badRequest("the request carries " + h + ", which this service does not honour; send the method itself")
 		}
 	}
-	if h := c.underscoredOverride(r.Header); h != "" {
+	switch h, override := c.underscoredHeader(r.Header); {
+	case override:
 		return "", nil, badRequest("the request carries " + h + " spelt with '_' for '-', which CGI, PHP and Rack read as " + h +
 			"; send the method itself, or " + h + " as it is spelt when this service honours it")
+	case h != "":
+		return "", nil, badRequest("the request carries a header spelt with '_' for '-' that CGI, PHP and Rack read as " + h +
+			"; send " + h + " as it is spelt")
 	}
 	formValues, body, ref := c.formOverride(w, r)
 	if ref != nil {
@@ -211,29 +215,43 @@ func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.Read
 	return m, body, nil
 }
 
-// underscoredOverride returns the override header (overrideHeaders, or
-// one WithMethodOverride trusts) that a field of h names with '_' where
-// the header has '-' (X_HTTP_METHOD_OVERRIDE): CGI, and so PHP and Rack,
-// read both spellings as one variable (HTTP_X_HTTP_METHOD_OVERRIDE),
-// which net/http keeps apart. It returns "" when there is none.
-func (c *config) underscoredOverride(h http.Header) string {
+// underscoredHeader returns the header that a field of h names with '_'
+// where the header has '-' (X_HTTP_METHOD_OVERRIDE, Content_Type): CGI,
+// and so PHP and Rack, read both spellings as one variable
+// (HTTP_X_HTTP_METHOD_OVERRIDE), which net/http keeps apart. The headers
+// are the override headers (overrideHeaders, or one WithMethodOverride
+// trusts; override is then true) and the ones the guards rely on
+// (guardedHeaders). It returns "" when there is none. One pass over h,
+// allocating nothing.
+func (c *config) underscoredHeader(h http.Header) (header string, override bool) {
 	for name := range h {
 		if strings.IndexByte(name, '_') < 0 {
 			continue
 		}
 		for _, o := range overrideHeaders {
 			if cgiEqual(name, o) {
-				return o
+				return o, true
 			}
 		}
 		for _, o := range c.trustedHeaders {
 			if name != o && cgiEqual(name, o) {
-				return o
+				return o, true
+			}
+		}
+		for _, g := range guardedHeaders {
+			if cgiEqual(name, g) {
+				return g, false
 			}
 		}
 	}
-	return ""
+	return "", false
 }
+
+// guardedHeaders are the headers the middleware tells a body (and the
+// caller) by: a field spelt with '_' for '-' that CGI reads as one of them
+// (Content_Type: PHP reads a JSON body net/http sees no Content-Type of)
+// is refused.
+var guardedHeaders = []string{"Content-Type", "Content-Encoding", "Content-Length", "Transfer-Encoding", "Authorization"}
 
 // cgiEqual reports whether CGI gives the header fields a and b one
 // meta-variable: the same in any ASCII case, '-' and '_' alike.
