@@ -453,9 +453,13 @@ func strictDispositionName(v []byte) (string, bool) {
 // parses it as urlencoded). A boundary is read alike when there is one
 // Content-Type value, with a boundary parameter mime.ParseMediaType
 // parses, spelt "boundary=" in lower case where "boundary" first appears
-// in any case (PHP and Rack take the first one, anywhere), followed by the boundary, then the end or ';', or by the
-// boundary in double quotes, and "boundary" in no case after it (the
-// boundary itself may hold it: "----WebKitFormBoundary..."); it is 1 to 70
+// in any case (PHP takes the first one, anywhere), followed by the
+// boundary, then the end or ';', or by the boundary in double quotes, and
+// "boundary" in no case after it; and "boundary=" in no case after the
+// first one, not even inside the boundary: Rack's greedy regex
+// (%r|\Amultipart/.*boundary=\"?([^\";,]+)\"?|ni) takes the LAST
+// "boundary=" anywhere, quotes or not. The boundary itself may hold
+// "boundary" without '=' ("----WebKitFormBoundary..."). It is 1 to 70
 // letters, digits and ()+_-./:=? (RFC 2046 without the blank, ',' and
 // "'", at which Rack or PHP end it).
 func multipartBoundary(contentType []string) (boundary string, named bool) {
@@ -485,7 +489,8 @@ func multipartBoundary(contentType []string) (boundary string, named bool) {
 	}
 	rest, ok := strings.CutPrefix(v[at+len("boundary"):], "=")
 	switch {
-	case !ok:
+	case !ok, indexFoldASCII(rest, "boundary=") >= 0:
+		// Rack takes the last "boundary=", PHP and net/http the first.
 		return "", true
 	case strings.HasPrefix(rest, `"`+b+`"`):
 		rest = rest[len(b)+2:]
