@@ -47,7 +47,10 @@ import (
 //   - a JSON POST body (a Content-Type holding "/json" or "+json", which
 //     Laravel reads _method from): it streams to the handler, and the read
 //     that would complete a string, key or value, read as _method (escapes
-//     decoded) fails (jsonGuard), trusted or not.
+//     decoded) fails (jsonGuard), trusted or not. The guard reads the bytes
+//     sent, so a JSON body with a Content-Encoding, or a charset other
+//     than utf-8, is refused with 415 (Express's body-parser inflates and
+//     decodes it before method-override reads _method).
 //
 // For a multipart body the rule is strictness, not a list of known
 // spellings: a part header or a boundary is read only where every stack
@@ -107,7 +110,8 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // formGuard): no stack takes a method from it, and r.FormValue reads no
 // field of that body. So does a JSON body (a Content-Type holding "/json"
 // or "+json") holding a string, key or value, read as _method, which
-// Laravel takes the method from. A body no stack parses as a form or JSON
+// Laravel takes the method from; a JSON body with a Content-Encoding, or a
+// charset other than utf-8, is refused with 415. A body no stack parses as a form or JSON
 // (text/plain, say) streams to the handler unread and unguarded.
 //
 // With it, each trusted override present must appear once, and all must
