@@ -42,7 +42,7 @@ var ErrFormMethodOverride = errors.New("middleware: the form body names _method,
 var (
 	errPartHeader = fmt.Errorf("%w (a multipart part's header must be lines of name:value, each ending in CRLF, "+
 		"without control characters or continuation lines, with one Content-Disposition that names the part once "+
-		"(name=, as a token or a quoted string without backslashes; no name*=) and no Content-ID)", ErrFormMethodOverride)
+		"(name=, as a token or a quoted string; quoted values without backslashes or a ';' followed by name; no name*=) and no Content-ID)", ErrFormMethodOverride)
 	errBoundary = fmt.Errorf("%w (a multipart Content-Type must name its boundary once, as boundary=<token> or "+
 		"boundary=\"<letters, digits and ()+_-./:=?>\")", ErrFormMethodOverride)
 )
@@ -85,8 +85,8 @@ const (
 // line and no line without a colon (which PHP adds to the field before);
 // it has exactly one Content-Disposition, which mime.ParseMediaType parses
 // and which is a media type and parameters whose values are tokens or
-// quoted strings without backslashes or ';' (Rack 2 finds "; name=" in
-// them), with no "'" outside quotes (PHP takes single quotes as quotes),
+// quoted strings without backslashes or a ';' followed by "name" in any
+// case (Rack 2 finds "; name=" in them), with no "'" outside quotes (PHP takes single quotes as quotes),
 // separated by ';' (Rack 3 reads a parameter right after a quoted value),
 // holding exactly one parameter name and none named name*; it has no
 // Content-ID (Rack names a part by its Content-ID), and no
@@ -384,7 +384,8 @@ func isFieldValueByte(c byte) bool { return c == '\t' || c >= ' ' && c != 0x7f }
 // value names its part, and whether the value is strict (see formGuard):
 // mime.ParseMediaType parses it, it is a type and parameters separated by
 // ';' (blanks around it), each a name, '=' and a token without "'" or a
-// quoted string without '\' or ';', and exactly one parameter is named
+// quoted string without '\' and without a ';' followed (after blanks) by
+// "name" in any case (semicolonName), and exactly one parameter is named
 // name, in any case, and none name*.
 func strictDispositionName(v []byte) (string, bool) {
 	s := strings.Trim(string(v), " \t")
@@ -420,11 +421,14 @@ func strictDispositionName(v []byte) (string, bool) {
 		s = s[n+1:]
 		var value string
 		if s != "" && s[0] == '"' {
-			end := strings.IndexAny(s[1:], "\"\\;")
+			end := strings.IndexAny(s[1:], "\"\\")
 			if end < 0 || s[1+end] != '"' {
-				return "", false // a backslash, or a ';' (Rack 2 reads "; name=" in quotes)
+				return "", false // a backslash
 			}
 			value, s = s[1:1+end], s[2+end:]
+			if semicolonName(value) {
+				return "", false // Rack 2 reads "; name=" in quotes
+			}
 		} else {
 			n = strictToken(s)
 			if n == 0 {
@@ -444,6 +448,21 @@ func strictDispositionName(v []byte) (string, bool) {
 		return "", false
 	}
 	return name, true
+}
+
+// semicolonName reports whether a quoted value holds a ';' followed,
+// after blanks, by "name" in any case: Rack 2 names a part by the
+// unanchored Content-Disposition:[^:]*;\s*name=, quotes or not. Any other
+// ';' ("report;v2.pdf", which browsers and Go's Writer send verbatim) is
+// read alike by every stack.
+func semicolonName(v string) bool {
+	for i := strings.IndexByte(v, ';'); i >= 0; i = strings.IndexByte(v, ';') {
+		v = strings.TrimLeft(v[i+1:], " \t")
+		if len(v) >= len("name") && equalFoldASCII(v[:len("name")], "name") {
+			return true
+		}
+	}
+	return false
 }
 
 // multipartBoundary returns the boundary that every stack the middleware
