@@ -44,7 +44,7 @@ var (
 		"without control characters or continuation lines, with one Content-Disposition that names the part once "+
 		"(name=, as a token or a quoted string; quoted values without backslashes or a ';' followed by name; no name*=) and no Content-ID)", ErrFormMethodOverride)
 	errBoundary = fmt.Errorf("%w (a multipart Content-Type must name its boundary once, as boundary=<token> or "+
-		"boundary=\"<letters, digits and ()+_-./:=?>\")", ErrFormMethodOverride)
+		"boundary=\"<letters, digits and ()+_-./:=?>\", with no second boundary= in any case, not even in the quotes)", ErrFormMethodOverride)
 )
 
 // maxFieldBytes bounds the Content-Disposition field that a formGuard
