@@ -60,7 +60,7 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 
 	var read []byte
 	bodyExact := 0
-	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+	if isPost(r.Method) && r.Body != nil && r.Body != http.NoBody {
 		if body, read, bodyExact, ref = c.guardBody(w, r); ref != nil {
 			return nil, nil, ref
 		}
@@ -111,8 +111,17 @@ func (c *config) guardBody(w http.ResponseWriter, r *http.Request) (body io.Read
 	// Laravel reads a JSON Content-Type's body as JSON, not as a form.
 	plain = plain && !json
 	switch {
-	case kinds == noForm && !json,
-		goKind == urlencodedForm && r.PostForm != nil,
+	case kinds == noForm && !json:
+		return nil, nil, 0, nil // no form, no JSON
+	case json && (contentEncoded(r.Header) || !utf8Charset(cts)):
+		// The guard reads the bytes sent, as UTF-8; Express's
+		// body-parser inflates and decodes them first.
+		return nil, nil, 0, &refusal{
+			status:  http.StatusUnsupportedMediaType,
+			message: "a JSON body must be UTF-8 (charset absent or utf-8) sent without Content-Encoding, so that the method it may name is the one checked",
+			header:  [2]string{"Accept-Encoding", "identity"},
+		}
+	case goKind == urlencodedForm && r.PostForm != nil,
 		goKind == multipartForm && r.MultipartForm != nil:
 		// No form, or one net/http parsed already: its values are in
 		// the maps, and the body is read.
@@ -309,6 +318,35 @@ func mediaKind(mediaType string) int {
 		return multipartForm
 	}
 	return noForm
+}
+
+// utf8Charset reports whether every charset parameter of these
+// Content-Type values is utf-8, in any ASCII case, or there is none: each
+// "charset" in any case, anywhere, followed by '=' (blanks around it), a
+// value (quoted or not) ending at '"', ';', ',' or a blank. A superset of
+// what a parser takes for a charset, so a value it cannot parse is not
+// read otherwise.
+func utf8Charset(contentType []string) bool {
+	const charset = "charset"
+	for _, v := range contentType {
+		for i := indexFoldASCII(v, charset); i >= 0; {
+			v = strings.TrimLeft(v[i+len(charset):], " \t")
+			i = indexFoldASCII(v, charset)
+			rest, ok := strings.CutPrefix(v, "=")
+			if !ok {
+				continue
+			}
+			rest = strings.TrimLeft(rest, " \t\"")
+			n := strings.IndexAny(rest, "\";, \t")
+			if n < 0 {
+				n = len(rest)
+			}
+			if !equalFoldASCII(rest[:n], "utf-8") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // contentEncoded reports whether the body has a Content-Encoding other

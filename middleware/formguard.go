@@ -42,9 +42,9 @@ var ErrFormMethodOverride = errors.New("middleware: the form body names _method,
 var (
 	errPartHeader = fmt.Errorf("%w (a multipart part's header must be lines of name:value, each ending in CRLF, "+
 		"without control characters or continuation lines, with one Content-Disposition that names the part once "+
-		"(name=, as a token or a quoted string without backslashes; no name*=) and no Content-ID)", ErrFormMethodOverride)
+		"(name=, as a token or a quoted string; quoted values without backslashes or a ';' followed by name; no name*=) and no Content-ID)", ErrFormMethodOverride)
 	errBoundary = fmt.Errorf("%w (a multipart Content-Type must name its boundary once, as boundary=<token> or "+
-		"boundary=\"<letters, digits and ()+_-./:=?>\")", ErrFormMethodOverride)
+		"boundary=\"<letters, digits and ()+_-./:=?>\", with no second boundary= in any case, not even in the quotes)", ErrFormMethodOverride)
 )
 
 // maxFieldBytes bounds the Content-Disposition field that a formGuard
@@ -85,8 +85,8 @@ const (
 // line and no line without a colon (which PHP adds to the field before);
 // it has exactly one Content-Disposition, which mime.ParseMediaType parses
 // and which is a media type and parameters whose values are tokens or
-// quoted strings without backslashes or ';' (Rack 2 finds "; name=" in
-// them), with no "'" outside quotes (PHP takes single quotes as quotes),
+// quoted strings without backslashes or a ';' followed by "name" in any
+// case (Rack 2 finds "; name=" in them), with no "'" outside quotes (PHP takes single quotes as quotes),
 // separated by ';' (Rack 3 reads a parameter right after a quoted value),
 // holding exactly one parameter name and none named name*; it has no
 // Content-ID (Rack names a part by its Content-ID), and no
@@ -384,7 +384,8 @@ func isFieldValueByte(c byte) bool { return c == '\t' || c >= ' ' && c != 0x7f }
 // value names its part, and whether the value is strict (see formGuard):
 // mime.ParseMediaType parses it, it is a type and parameters separated by
 // ';' (blanks around it), each a name, '=' and a token without "'" or a
-// quoted string without '\' or ';', and exactly one parameter is named
+// quoted string without '\' and without a ';' followed (after blanks) by
+// "name" in any case (semicolonName), and exactly one parameter is named
 // name, in any case, and none name*.
 func strictDispositionName(v []byte) (string, bool) {
 	s := strings.Trim(string(v), " \t")
@@ -420,11 +421,14 @@ func strictDispositionName(v []byte) (string, bool) {
 		s = s[n+1:]
 		var value string
 		if s != "" && s[0] == '"' {
-			end := strings.IndexAny(s[1:], "\"\\;")
+			end := strings.IndexAny(s[1:], "\"\\")
 			if end < 0 || s[1+end] != '"' {
-				return "", false // a backslash, or a ';' (Rack 2 reads "; name=" in quotes)
+				return "", false // a backslash
 			}
 			value, s = s[1:1+end], s[2+end:]
+			if semicolonName(value) {
+				return "", false // Rack 2 reads "; name=" in quotes
+			}
 		} else {
 			n = strictToken(s)
 			if n == 0 {
@@ -446,6 +450,21 @@ func strictDispositionName(v []byte) (string, bool) {
 	return name, true
 }
 
+// semicolonName reports whether a quoted value holds a ';' followed,
+// after blanks, by "name" in any case: Rack 2 names a part by the
+// unanchored Content-Disposition:[^:]*;\s*name=, quotes or not. Any other
+// ';' ("report;v2.pdf", which browsers and Go's Writer send verbatim) is
+// read alike by every stack.
+func semicolonName(v string) bool {
+	for i := strings.IndexByte(v, ';'); i >= 0; i = strings.IndexByte(v, ';') {
+		v = strings.TrimLeft(v[i+1:], " \t")
+		if len(v) >= len("name") && equalFoldASCII(v[:len("name")], "name") {
+			return true
+		}
+	}
+	return false
+}
+
 // multipartBoundary returns the boundary that every stack the middleware
 // names reads from a multipart POST body's Content-Type values, or ""
 // when there is none they read alike, and whether any of them names a
@@ -453,9 +472,13 @@ func strictDispositionName(v []byte) (string, bool) {
 // parses it as urlencoded). A boundary is read alike when there is one
 // Content-Type value, with a boundary parameter mime.ParseMediaType
 // parses, spelt "boundary=" in lower case where "boundary" first appears
-// in any case (PHP and Rack take the first one, anywhere), followed by the boundary, then the end or ';', or by the
-// boundary in double quotes, and "boundary" in no case after it (the
-// boundary itself may hold it: "----WebKitFormBoundary..."); it is 1 to 70
+// in any case (PHP takes the first one, anywhere), followed by the
+// boundary, then the end or ';', or by the boundary in double quotes, and
+// "boundary" in no case after it; and "boundary=" in no case after the
+// first one, not even inside the boundary: Rack's greedy regex
+// (%r|\Amultipart/.*boundary=\"?([^\";,]+)\"?|ni) takes the LAST
+// "boundary=" anywhere, quotes or not. The boundary itself may hold
+// "boundary" without '=' ("----WebKitFormBoundary..."). It is 1 to 70
 // letters, digits and ()+_-./:=? (RFC 2046 without the blank, ',' and
 // "'", at which Rack or PHP end it).
 func multipartBoundary(contentType []string) (boundary string, named bool) {
@@ -485,7 +508,8 @@ func multipartBoundary(contentType []string) (boundary string, named bool) {
 	}
 	rest, ok := strings.CutPrefix(v[at+len("boundary"):], "=")
 	switch {
-	case !ok:
+	case !ok, indexFoldASCII(rest, "boundary=") >= 0:
+		// Rack takes the last "boundary=", PHP and net/http the first.
 		return "", true
 	case strings.HasPrefix(rest, `"`+b+`"`):
 		rest = rest[len(b)+2:]

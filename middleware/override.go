@@ -47,7 +47,10 @@ import (
 //   - a JSON POST body (a Content-Type holding "/json" or "+json", which
 //     Laravel reads _method from): it streams to the handler, and the read
 //     that would complete a string, key or value, read as _method (escapes
-//     decoded) fails (jsonGuard), trusted or not.
+//     decoded) fails (jsonGuard), trusted or not. The guard reads the bytes
+//     sent, so a JSON body with a Content-Encoding, or a charset other
+//     than utf-8, is refused with 415 (Express's body-parser inflates and
+//     decodes it before method-override reads _method).
 //
 // For a multipart body the rule is strictness, not a list of known
 // spellings: a part header or a boundary is read only where every stack
@@ -63,6 +66,10 @@ import (
 // (Rack), or a media type, cut at ';', ',' or a blank, that is
 // application/x-www-form-urlencoded or multipart/* in any case; it is
 // JSON where Laravel parses it so (jsonContentType).
+//
+// A POST is one in any case ("post", as Symfony and the reference gateway
+// read it) for every body guard; an override is honoured on a POST spelt
+// POST only (gorilla/handlers and Rack override no "post").
 //
 // An override taken from anywhere else, or on another method, must be
 // applied before the middleware (wrap the mux, not the handler): the
@@ -103,14 +110,16 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // formGuard): no stack takes a method from it, and r.FormValue reads no
 // field of that body. So does a JSON body (a Content-Type holding "/json"
 // or "+json") holding a string, key or value, read as _method, which
-// Laravel takes the method from. A body no stack parses as a form or JSON
+// Laravel takes the method from; a JSON body with a Content-Encoding, or a
+// charset other than utf-8, is refused with 415. A body no stack parses as a form or JSON
 // (text/plain, say) streams to the handler unread and unguarded.
 //
 // With it, each trusted override present must appear once, and all must
 // name the same method. _method in the query stays refused (400, saying to
 // send it in the body): r.FormValue reads it there, r.PostFormValue and
 // gin's c.PostForm do not, so stacks would perform different methods. That method is honoured when it is the request's
-// own (an override applied before the middleware) or, on a POST, when it
+// own (an override applied before the middleware) or, on a POST (spelt
+// POST: a "post" is refused, as stacks disagree on overriding it), when it
 // is PUT, PATCH or DELETE, compared as sent: the only overrides
 // gorilla/handlers applies (it performs the POST for any other, where the
 // middleware would have checked that other) and ones every stack applies
@@ -191,9 +200,13 @@ func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.Read
 			return "", nil, badRequest("the request carries " + h + ", which this service does not honour; send the method itself")
 		}
 	}
-	if h := c.underscoredOverride(r.Header); h != "" {
+	switch h, override := c.underscoredHeader(r.Header); {
+	case override:
 		return "", nil, badRequest("the request carries " + h + " spelt with '_' for '-', which CGI, PHP and Rack read as " + h +
 			"; send the method itself, or " + h + " as it is spelt when this service honours it")
+	case h != "":
+		return "", nil, badRequest("the request carries a header spelt with '_' for '-' that CGI, PHP and Rack read as " + h +
+			"; send " + h + " as it is spelt")
 	}
 	formValues, body, ref := c.formOverride(w, r)
 	if ref != nil {
@@ -206,29 +219,43 @@ func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.Read
 	return m, body, nil
 }
 
-// underscoredOverride returns the override header (overrideHeaders, or
-// one WithMethodOverride trusts) that a field of h names with '_' where
-// the header has '-' (X_HTTP_METHOD_OVERRIDE): CGI, and so PHP and Rack,
-// read both spellings as one variable (HTTP_X_HTTP_METHOD_OVERRIDE),
-// which net/http keeps apart. It returns "" when there is none.
-func (c *config) underscoredOverride(h http.Header) string {
+// underscoredHeader returns the header that a field of h names with '_'
+// where the header has '-' (X_HTTP_METHOD_OVERRIDE, Content_Type): CGI,
+// and so PHP and Rack, read both spellings as one variable
+// (HTTP_X_HTTP_METHOD_OVERRIDE), which net/http keeps apart. The headers
+// are the override headers (overrideHeaders, or one WithMethodOverride
+// trusts; override is then true) and the ones the guards rely on
+// (guardedHeaders). It returns "" when there is none. One pass over h,
+// allocating nothing.
+func (c *config) underscoredHeader(h http.Header) (header string, override bool) {
 	for name := range h {
 		if strings.IndexByte(name, '_') < 0 {
 			continue
 		}
 		for _, o := range overrideHeaders {
 			if cgiEqual(name, o) {
-				return o
+				return o, true
 			}
 		}
 		for _, o := range c.trustedHeaders {
 			if name != o && cgiEqual(name, o) {
-				return o
+				return o, true
+			}
+		}
+		for _, g := range guardedHeaders {
+			if cgiEqual(name, g) {
+				return g, false
 			}
 		}
 	}
-	return ""
+	return "", false
 }
+
+// guardedHeaders are the headers the middleware tells a body (and the
+// caller) by: a field spelt with '_' for '-' that CGI reads as one of them
+// (Content_Type: PHP reads a JSON body net/http sees no Content-Type of)
+// is refused.
+var guardedHeaders = []string{"Content-Type", "Content-Encoding", "Content-Length", "Transfer-Encoding", "Authorization"}
 
 // cgiEqual reports whether CGI gives the header fields a and b one
 // meta-variable: the same in any ASCII case, '-' and '_' alike.
@@ -281,8 +308,11 @@ func (c *config) overridden(r *http.Request, formValues []string) (string, *refu
 	switch {
 	case from == "" || method == r.Method:
 		return r.Method, nil
-	case r.Method != http.MethodPost:
+	case !isPost(r.Method):
 		return "", badRequest(from + " is honoured on POST requests only")
+	case r.Method != http.MethodPost:
+		// Symfony overrides a "post", gorilla/handlers and Rack do not.
+		return "", badRequest(from + " is honoured on a POST spelt POST only (stacks disagree on whether " + r.Method + " is a POST); send the method in upper case")
 	case method != http.MethodPut && method != http.MethodPatch && method != http.MethodDelete:
 		return "", badRequest(from + " must be PUT, PATCH or DELETE")
 	default:
@@ -365,3 +395,10 @@ func handedOver(sr, r *http.Request) *http.Request {
 func readsBody(method string) bool {
 	return method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch
 }
+
+// isPost reports whether a request of this method is a POST for the body
+// guards and the overrides: in any case, as Symfony (which upper-cases the
+// method before it takes _method) and the reference gateway (which
+// compares methods ignoring case) read it. readsBody, which tells what
+// net/http does, compares exactly, as net/http does.
+func isPost(method string) bool { return strings.EqualFold(method, http.MethodPost) }
