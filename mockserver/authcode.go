@@ -215,8 +215,8 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 	if scopeGiven {
 		c.scope = scope[0]
 	}
-	if !s.vouchesForNew(r.Context(), realm, "", authTime) {
-		redirectError(w, req, "temporarily_unavailable", keyspaceYoungMessage)
+	if ir := s.issueRefusal(r.Context(), realm, "", authTime); ir != nil {
+		redirectError(w, req, "temporarily_unavailable", ir.message)
 		return
 	}
 	code, ok := s.issueCode(c)

@@ -160,3 +160,48 @@ func TestIssueTokenIssuesNothingAYoungKeyspaceCannotVouchFor(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, token)
 }
+
+// TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked: a credential issued
+// while the shared store cannot be asked (Redis restarting or failing
+// over) would predate the keyspace it comes back with, and be refused for
+// good on its first use (it was issued with 200, and never served). So
+// none is issued: the token endpoint answers 503 temporarily_unavailable
+// with Retry-After, the authorization endpoint redirects with
+// temporarily_unavailable, the web UI's login is a 503, IssueToken fails;
+// once the store answers, each issues again.
+func TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked(t *testing.T) {
+	t.Parallel()
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(webFixture()), mockserver.WithWebUI())
+	s, err := mockserver.New(mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store),
+		mockserver.WithFixture(webFixture()), mockserver.WithIssuer("http://127.0.0.1:1"))
+	require.NoError(t, err)
+	store.setFail(errors.New("connection refused"))
+
+	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}
+	res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
+	require.Equal(t, http.StatusServiceUnavailable, res.status, "no token while the store cannot be asked: %s", res.body)
+	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
+	require.NotEmpty(t, res.header.Get("Retry-After"))
+	auth, body := f.send("a", http.MethodPost, "/realms/acme/protocol/openid-connect/auth", url.Values{"response_type": {"code"},
+		"client_id": {"web"}, "redirect_uri": {webRedirect}, "state": {"s"}, "code_challenge": {pkceChallenge},
+		"code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}, nil)
+	require.Equal(t, http.StatusFound, auth.StatusCode, body)
+	loc, err := url.Parse(auth.Header.Get("Location"))
+	require.NoError(t, err)
+	require.Equal(t, "temporarily_unavailable", loc.Query().Get("error"), "no code while the store cannot be asked: %s", loc)
+	require.Empty(t, loc.Query().Get("code"))
+	login, body := f.send("a", http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
+	require.Equal(t, http.StatusServiceUnavailable, login.StatusCode, "no session while the store cannot be asked: %s", body)
+	require.Empty(t, login.Cookies())
+	token, err := s.IssueToken("acme", "alice")
+	require.Error(t, err)
+	require.NotErrorIs(t, err, dpop.ErrKeyspaceNew, "an outage is not a young keyspace")
+	require.Empty(t, token)
+
+	store.setFail(nil)
+	require.Equal(t, http.StatusOK, f.bearerDecide("b", f.passwordToken("a")).status, "the retry's token is served")
+	token, err = s.IssueToken("acme", "alice")
+	require.NoError(t, err)
+	require.NotEmpty(t, token)
+}

@@ -104,7 +104,7 @@ const (
 	labelRevoked   = "orgauthz mockserver revoked token"
 	labelCodeSpent = "orgauthz mockserver authorization code spent"
 	labelLogout    = "orgauthz mockserver web UI logout"
-	// labelIssueProbe names no record: vouchesForNew reads it to learn
+	// labelIssueProbe names no record: issueRefusal reads it to learn
 	// whether the store vouches for a credential about to be issued.
 	labelIssueProbe = "orgauthz mockserver issue probe"
 
@@ -259,32 +259,41 @@ var keyspaceTokenRetryAfter = strconv.Itoa(int(dpop.ReplayStoreMargin.Seconds())
 // vouch for: 503, Retry-After keyspaceTokenRetryAfter.
 var keyspaceYoungMessage = "the shared store's keyspace is new (Redis lost its keys, restarted or failed over) and cannot vouch yet for a credential issued now; retry within " + keyspaceTokenRetryAfter + " s"
 
-// vouchesForNew reports whether the shared store could vouch for a
-// credential of realm issued at issued, as the credential's every use
-// will ask (sharedRecorded with since = issued): false only when it never
-// could (errSharedPredates: the keyspace began less than
-// dpop.ReplayStoreMargin before, after Redis lost its keys or on a new
-// one). Every place that issues a credential the store vouches for asks
-// it first and refuses to issue (503, Retry-After
-// keyspaceTokenRetryAfter) rather than hand out a token, code or session
-// every replica would refuse for its whole lifetime, which a client told
-// to get a new one would get again. A store that fails otherwise does not
-// stop the issue (the uses are 503 until the store is back, as any
-// credential's are). True without a store.
-func (s *Server) vouchesForNew(ctx context.Context, realm, id string, issued time.Time) bool {
-	_, err := s.sharedRecorded(ctx, labelIssueProbe, realm, id, issued)
-	return !errors.Is(err, errSharedPredates)
+// issueRefusal reports why a credential issued now (at issued: its iat,
+// the code's or session's start) must not be handed out: the shared store
+// could never vouch for it (its keyspace is too young: every replica would
+// refuse it for good, and a client told to get a new one would get
+// another such), or the store cannot be asked (a credential issued while
+// Redis restarts or fails over would predate the keyspace it comes back
+// with: refused for good on its first use). The answer is a
+// *issueRefused, nil when the credential may be issued, and always nil
+// without a store.
+func (s *Server) issueRefusal(ctx context.Context, realm, id string, issued time.Time) *issueRefused {
+	switch _, err := s.sharedRecorded(ctx, labelIssueProbe, realm, id, issued); {
+	case errors.Is(err, errSharedPredates):
+		return &issueRefused{message: keyspaceYoungMessage, retryAfter: keyspaceTokenRetryAfter}
+	case err != nil:
+		return &issueRefused{message: errSharedUnavailable.Error(), retryAfter: proofRetryAfter}
+	}
+	return nil
 }
 
-// vouchedToken is the token endpoint's vouchesForNew for claims' token,
-// just minted: 503 temporarily_unavailable with Retry-After when the store
-// could never vouch for it.
+// issueRefused is a refusal to issue a credential: 503 (the OAuth
+// endpoints: temporarily_unavailable) with its Retry-After.
+type issueRefused struct{ message, retryAfter string }
+
+// Error makes an issueRefused an error (IssueToken's).
+func (e *issueRefused) Error() string { return e.message }
+
+// vouchedToken is the token endpoint's issueRefusal for claims' token,
+// just minted: 503 temporarily_unavailable with Retry-After.
 func (s *Server) vouchedToken(ctx context.Context, w http.ResponseWriter, realm string, claims *issuer.Claims) *oauthError {
-	if s.vouchesForNew(ctx, realm, claims.ID, issuedAt(claims)) {
+	ir := s.issueRefusal(ctx, realm, claims.ID, issuedAt(claims))
+	if ir == nil {
 		return nil
 	}
-	w.Header().Set("Retry-After", keyspaceTokenRetryAfter)
-	return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: keyspaceYoungMessage}
+	w.Header().Set("Retry-After", ir.retryAfter)
+	return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: ir.message}
 }
 
 // sharedOAuthUnavailable is an OAuth endpoint's answer to

@@ -59,7 +59,8 @@ var errNoIssuer = errors.New("mockserver: IssueToken needs WithIssuer (the issue
 // or the realm, user or client is unknown or the realm is decommissioned,
 // and, as the token endpoint, while a shared store's keyspace is too young
 // to vouch for a token issued now (the error wraps dpop.ErrKeyspaceNew:
-// retry within a minute). It is safe for concurrent use.
+// retry within a minute) or cannot be asked (retry shortly). It is safe
+// for concurrent use.
 func (s *Server) IssueToken(realm, username string, opts ...TokenOption) (string, error) {
 	if s.issuer == "" {
 		return "", errNoIssuer
@@ -76,8 +77,11 @@ func (s *Server) IssueToken(realm, username string, opts ...TokenOption) (string
 	}
 	// As the token endpoint: no token the shared store's young keyspace
 	// could never vouch for (every replica would refuse it for good).
-	if !s.vouchesForNew(context.Background(), realm, claims.ID, issuedAt(claims)) {
-		return "", fmt.Errorf("mockserver: issue token: %s: %w", keyspaceYoungMessage, dpop.ErrKeyspaceNew)
+	if ir := s.issueRefusal(context.Background(), realm, claims.ID, issuedAt(claims)); ir != nil {
+		if ir.message == keyspaceYoungMessage {
+			return "", fmt.Errorf("mockserver: issue token: %w: %w", ir, dpop.ErrKeyspaceNew)
+		}
+		return "", fmt.Errorf("mockserver: issue token: %w", ir)
 	}
 	return raw, nil
 }

@@ -419,9 +419,9 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	if !s.vouchesForNew(r.Context(), realm, "", now) {
-		w.Header().Set("Retry-After", keyspaceTokenRetryAfter)
-		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", keyspaceYoungMessage))
+	if ir := s.issueRefusal(r.Context(), realm, "", now); ir != nil {
+		w.Header().Set("Retry-After", ir.retryAfter)
+		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", ir.message))
 		return
 	}
 	http.SetCookie(w, s.ui.newSession(realm, userID, now, s.secureCookie(r)))
