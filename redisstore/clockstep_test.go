@@ -91,3 +91,34 @@ func TestReplayKeyspaceNeverVouchesForRecordsRedissClockExpiredEarly(t *testing.
 	began, _, _ := strings.Cut(v, "@")
 	require.Equal(t, strconv.FormatInt(ceilMilli(now), 10), began, "the keyspace begins at Redis's TIME")
 }
+
+// TestReplayKeyspaceVouchesForNothingWhileTheCallersClockIsAhead: a
+// process whose clock runs ahead of Redis's by more than the margin
+// stamps what it issues (a token's iat, a proof window's start) after
+// Redis's time, so after Redis lost its keys a credential issued, and
+// revoked, before the loss reads as issued after the keyspace began, and
+// would be vouched for: a revoked token served, a replayed proof
+// accepted (a-fix8d). So every call of that process is refused, saying
+// the clocks differ, writing nothing, until they agree again; no other
+// process is refused for it.
+func TestReplayKeyspaceVouchesForNothingWhileTheCallersClockIsAhead(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	now := time.Now()
+	m, c := steppableRedis(t, now.Add(-dpop.ReplayStoreMargin-30*time.Second)) // Redis's clock behind this process's
+	s := NewReplayStore(c, "t:")
+	settled(t, c, s)
+	iat := now.Add(-time.Minute)
+	rec, err := s.Recorded(ctx, "revoked", iat)
+	require.ErrorIs(t, err, errCallerAhead, "a credential stamped ahead of Redis's clock is vouched for (answered %v)", rec)
+	_, err = s.RecordOnce(ctx, "spent", "w", now.Add(time.Hour), iat)
+	require.ErrorIs(t, err, errCallerAhead)
+	_, err = s.Remember(ctx, "proof", now.Add(2*time.Minute))
+	require.ErrorIs(t, err, errCallerAhead)
+	require.False(t, m.Exists("t:spent"), "nothing written for a call refused before its write")
+
+	m.SetTime(time.Now().Add(-dpop.ReplayStoreMargin / 2)) // within the margin: the clocks agree
+	rec, err = s.Recorded(ctx, "revoked", iat)
+	require.NoError(t, err)
+	require.False(t, rec)
+}

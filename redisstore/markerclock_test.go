@@ -19,7 +19,8 @@ import (
 // caller's clock reading behind or ahead of Redis's TIME, and markers
 // whose high-water is ahead of it (Redis's clock stepped back): the
 // keyspace vouches only while neither TIME nor the high-water is later
-// than the caller's reading plus the margin, begins again when TIME fell
+// than the caller's reading plus the margin, nor the reading later than
+// TIME plus the margin, begins again when TIME fell
 // below the high-water by more than the margin, and writes the
 // high-water at most once a second.
 func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
@@ -60,7 +61,8 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 		{name: "in step", marker: marker(old, run, T-5000), caller: T, answer: replaymarker.Vouched, start: old},
 		{name: "caller behind by more than the margin", marker: marker(old, run, T+5000), caller: T - margin - 5000, answer: replaymarker.ClockAhead, start: old, kept: true},
 		{name: "caller behind within the margin", marker: marker(old, run, T+5000), caller: T - margin + 10000, answer: replaymarker.Vouched, start: old, kept: true},
-		{name: "caller ahead", marker: marker(old, run, T+5000), caller: T + time.Hour.Milliseconds(), answer: replaymarker.Vouched, start: old, kept: true},
+		{name: "caller ahead by more than the margin", marker: marker(old, run, T+5000), caller: T + margin + 10000, answer: replaymarker.CallerAhead, start: old, kept: true},
+		{name: "caller ahead within the margin", marker: marker(old, run, T+5000), caller: T + margin - 10000, answer: replaymarker.Vouched, start: old, kept: true},
 		{name: "clock stepped back below the high-water by more than the margin", marker: marker(old, run, T+margin+5000), caller: T, answer: replaymarker.Began},
 		{name: "clock stepped back within the margin", marker: marker(old, run, T+margin/2), caller: T, answer: replaymarker.Vouched, start: old, kept: true},
 		{name: "caller behind the high-water by more than the margin", marker: marker(old, run, T+margin/2), caller: T - margin/2 - 5000, answer: replaymarker.ClockAhead, start: old, kept: true},

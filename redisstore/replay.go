@@ -71,7 +71,10 @@ const SinceKey = "since"
 // the margin, or whose call was held (frozen) after its reading, has its
 // own calls refused, never a record it counts as live missed; a Redis
 // clock ahead of every process refuses every call until it is corrected,
-// and, stepped back, begins the keyspace again. A step ahead and back
+// and, stepped back, begins the keyspace again. Likewise a process whose
+// clock is ahead of Redis's by more than the margin has its calls refused:
+// what it stamps (a token's iat, a proof window's start) could read as
+// issued after a loss of Redis's keys that came after it. A step ahead and back
 // between two calls (no call saw the high-water) cannot be seen. A proof that could have been accepted before the marker's
 // time (iat earlier than the marker plus maxSkew, plus
 // dpop.ReplayStoreMargin for the replicas' clocks) is refused with an
@@ -220,6 +223,13 @@ func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayO
 // vouch for: it could have been taken before the keyspace's marker. It
 // wraps dpop.ErrKeyspaceNew, which tells callers that it is not an outage.
 var errKeyspaceNew = fmt.Errorf("redisstore: Redis lost its keys, restarted or failed over, or is new: %w", dpop.ErrKeyspaceNew)
+
+// errCallerAhead is the error of a call whose clock ran ahead of Redis's
+// by more than dpop.ReplayStoreMargin: what this process stamps (a
+// token's issue time, a proof window's start) could read as issued after
+// a loss of Redis's keys that came after it, so nothing it asks about is
+// vouched for until the clocks agree.
+var errCallerAhead = errors.New("redisstore: this process's clock is ahead of Redis's (TIME) by more than dpop.ReplayStoreMargin, so what it stamps could read as issued after a loss of Redis's keys: check the time sources (NTP) of Redis and of this host")
 
 // errClockAhead is the error of a call whose clock Redis's ran ahead of:
 // records it still counts as live may have expired early in Redis.
@@ -526,7 +536,8 @@ func (s *ReplayStore) decideMarker(ctx context.Context, pipe redis.Pipeliner) *r
 
 // markerResult reads the answer to the marker's script: the marker's time
 // (Unix milliseconds) and whether the script began the keyspace now;
-// errClockAhead when Redis's clock ran ahead of the caller's.
+// errClockAhead when Redis's clock ran ahead of the caller's,
+// errCallerAhead when the caller's ran ahead of Redis's.
 func markerResult(c *redis.Cmd) (began int64, wrote bool, err error) {
 	res, err := c.Slice()
 	if err != nil {
@@ -541,6 +552,8 @@ func markerResult(c *redis.Cmd) (began int64, wrote bool, err error) {
 				return began, w == replaymarker.Began, nil
 			case replaymarker.ClockAhead:
 				return 0, false, errClockAhead
+			case replaymarker.CallerAhead:
+				return 0, false, errCallerAhead
 			}
 		}
 	}

@@ -17,6 +17,12 @@ const (
 	// still counts as live may have expired early. The marker stands
 	// (only this caller cannot be vouched for).
 	ClockAhead = "2"
+	// CallerAhead: the caller's reading is ahead of Redis's clock by more
+	// than the margin: the stamps the caller puts on what it issues (a
+	// token's iat, the start of a proof's window) may postdate a loss of
+	// Redis's keys they preceded, and would read as vouched for after it.
+	// The marker stands (only this caller cannot be vouched for).
+	CallerAhead = "3"
 )
 
 // HighWaterStep is how far (in milliseconds) TIME must pass the marker's
@@ -63,7 +69,10 @@ const HighWaterStep = 1000
 // time source, a resumed machine's clock corrected), or the caller's is
 // behind, or the call was held (its process frozen) after its reading;
 // whichever it is, that caller cannot be vouched for, and no other
-// caller is refused for it. Otherwise it answers {ms, [Vouched]}: the
+// caller is refused for it. It answers {ms, [CallerAhead]}, likewise,
+// when callerMillis is later than TIME + marginMillis: the caller's clock
+// ran ahead, and what it stamps could read as issued after a loss of keys
+// that came after it. Otherwise it answers {ms, [Vouched]}: the
 // array is of two bulk strings, the marker's time (the text stored, or
 // TIME) and the answer. It answers an error reply, writing nothing, when
 // INFO server holds no run_id (a server or proxy that hides it could not
@@ -109,6 +118,9 @@ if type(v) == 'string' then
     end
     if reach > caller + margin then
       return {ms, '` + ClockAhead + `'}
+    end
+    if caller > now + margin then
+      return {ms, '` + CallerAhead + `'}
     end
     return {ms, '` + Vouched + `'}
   end

@@ -99,6 +99,13 @@ func (s *Store) Close() error {
 // wraps dpop.ErrKeyspaceNew, which tells callers that it is not an outage.
 var errKeyspaceNew = fmt.Errorf("redis: Redis lost its keys, restarted or failed over, or is new: %w", dpop.ErrKeyspaceNew)
 
+// errCallerAhead is the error of a call whose clock ran ahead of Redis's
+// by more than dpop.ReplayStoreMargin: what this process stamps (a
+// token's issue time, a proof window's start) could read as issued after
+// a loss of Redis's keys that came after it, so nothing it asks about is
+// vouched for until the clocks agree.
+var errCallerAhead = errors.New("redis: this process's clock is ahead of Redis's (TIME) by more than dpop.ReplayStoreMargin, so what it stamps could read as issued after a loss of Redis's keys: check the time sources (NTP) of Redis and of this host")
+
 // errClockAhead is the error of a call whose clock Redis's ran ahead of:
 // records it still counts as live may have expired early in Redis.
 var errClockAhead = errors.New("redis: Redis's clock (TIME, now or at its high-water) is ahead of this process's by more than dpop.ReplayStoreMargin, so records this process counts as live may have expired early: check the time sources (NTP) of Redis and of this host")
@@ -322,7 +329,8 @@ func (s *Store) markerCommand() []string {
 
 // markerResult reads the reply to the marker's script: the marker's time
 // (Unix milliseconds) and whether the script began the keyspace now;
-// errClockAhead when Redis's clock ran ahead of the caller's.
+// errClockAhead when Redis's clock ran ahead of the caller's,
+// errCallerAhead when the caller's ran ahead of Redis's.
 func markerResult(r reply) (began int64, wrote bool, err error) {
 	if r.err != nil {
 		return 0, false, r.err
@@ -334,6 +342,8 @@ func markerResult(r reply) (began int64, wrote bool, err error) {
 				return began, r.arr[1] == replaymarker.Began, nil
 			case replaymarker.ClockAhead:
 				return 0, false, errClockAhead
+			case replaymarker.CallerAhead:
+				return 0, false, errCallerAhead
 			}
 		}
 	}
