@@ -220,16 +220,18 @@ func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.Read
 }
 
 // underscoredHeader returns the header that a field of h names with '_'
-// where the header has '-' (X_HTTP_METHOD_OVERRIDE, Content_Type): CGI,
-// and so PHP and Rack, read both spellings as one variable
-// (HTTP_X_HTTP_METHOD_OVERRIDE), which net/http keeps apart. The headers
+// or '.' where the header has '-' (X_HTTP_METHOD_OVERRIDE, Content_Type,
+// X.Http.Method.Override): CGI, and so PHP and Rack, read '_' and '-' as
+// one (HTTP_X_HTTP_METHOD_OVERRIDE), and PHP stores every variable with
+// '.' read as '_' (Caddy's php_fastcgi and FrankenPHP pass the '.' on),
+// where net/http keeps the spellings apart. The headers
 // are the override headers (overrideHeaders, or one WithMethodOverride
 // trusts; override is then true) and the ones the guards rely on
 // (guardedHeaders). It returns "" when there is none. One pass over h,
 // allocating nothing.
 func (c *config) underscoredHeader(h http.Header) (header string, override bool) {
 	for name := range h {
-		if strings.IndexByte(name, '_') < 0 {
+		if strings.IndexByte(name, '_') < 0 && strings.IndexByte(name, '.') < 0 {
 			continue
 		}
 		for _, o := range overrideHeaders {
@@ -257,25 +259,27 @@ func (c *config) underscoredHeader(h http.Header) (header string, override bool)
 // is refused.
 var guardedHeaders = []string{"Content-Type", "Content-Encoding", "Content-Length", "Transfer-Encoding", "Authorization"}
 
-// cgiEqual reports whether CGI gives the header fields a and b one
-// meta-variable: the same in any ASCII case, '-' and '_' alike.
+// cgiEqual reports whether CGI and PHP give the header fields a and b one
+// variable: the same in any ASCII case, '-', '_' and '.' alike.
 func cgiEqual(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := 0; i < len(a); i++ {
-		x, y := lower(a[i]), lower(b[i])
-		if x == '_' {
-			x = '-'
-		}
-		if y == '_' {
-			y = '-'
-		}
-		if x != y {
+		if cgiByte(a[i]) != cgiByte(b[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// cgiByte is c as the variable's name holds it: lower case, and '-' for
+// '_' and '.'.
+func cgiByte(c byte) byte {
+	if c == '_' || c == '.' {
+		return '-'
+	}
+	return lower(c)
 }
 
 // overridden returns the method the trusted override headers of r and the

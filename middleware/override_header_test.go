@@ -17,7 +17,9 @@ import (
 // TestOverrideHeaderSpeltWithUnderscoresIsRefused: CGI (so PHP, and Rack
 // behind a CGI-style server) reads X_HTTP_METHOD_OVERRIDE as
 // X-HTTP-Method-Override, which net/http keeps apart: such a header is
-// refused with 400 before the decision, trusted or not.
+// refused with 400 before the decision, trusted or not; so is one spelt
+// with '.', which PHP reads as '_' (Caddy's php_fastcgi and FrankenPHP
+// pass it on).
 func TestOverrideHeaderSpeltWithUnderscoresIsRefused(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
@@ -25,7 +27,8 @@ func TestOverrideHeaderSpeltWithUnderscoresIsRefused(t *testing.T) {
 	dan := gw.Token("shop", "dan")
 	guard := middleware.Require(client, "orders", "write")
 	trusting := guard.With(middleware.WithMethodOverride("X-HTTP-Method-Override"))
-	for _, name := range []string{"X_HTTP_METHOD_OVERRIDE", "x-http_method-override", "X_HTTP_METHOD", "X_Method_Override"} {
+	for _, name := range []string{"X_HTTP_METHOD_OVERRIDE", "x-http_method-override", "X_HTTP_METHOD", "X_Method_Override",
+		"X.Http.Method.Override", "X-Http.Method-Override"} {
 		for guardName, g := range map[string]middleware.Middleware{"": guard, "trusted, ": trusting} {
 			t.Run(guardName+name, func(t *testing.T) {
 				t.Parallel()

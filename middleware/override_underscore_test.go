@@ -16,8 +16,9 @@ import (
 // php_fastcgi, Apache) reads '_' in a header name as '-', so Content_Type
 // reaches Symfony as Content-Type, where net/http sees none: a JSON body
 // the middleware took for a Content-Type-less (urlencoded) one. Every
-// header the guards tell a body by, spelt with '_' for '-' in any case,
-// is refused with 400 before the handler runs, trusted or not.
+// header the guards tell a body by, spelt with '_' or '.' (PHP reads it
+// as '_') for '-' in any case, is refused with 400 before the handler
+// runs, trusted or not.
 func TestUnderscoredGuardedHeaderIsRefused(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ header, value, says string }{
@@ -26,6 +27,10 @@ func TestUnderscoredGuardedHeaderIsRefused(t *testing.T) {
 		{"Content_Encoding", "gzip", "Content-Encoding"},
 		{"Content_Length", "20", "Content-Length"},
 		{"Transfer_Encoding", "chunked", "Transfer-Encoding"},
+		// PHP reads '.' in a variable's name as '_', and Caddy's
+		// php_fastcgi and FrankenPHP pass it on (a-last8).
+		{"Content.Type", "application/json", "Content-Type"},
+		{"Content.Encoding", "gzip", "Content-Encoding"},
 	}
 	for _, tc := range cases {
 		for _, trusted := range []bool{false, true} {
