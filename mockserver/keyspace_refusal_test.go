@@ -205,3 +205,33 @@ func TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, token)
 }
+
+// TestASessionIssuedIsServedOnItsFirstUse: the web UI's login asks the
+// shared store about the session's start as every use of the session will
+// read it back from the cookie (whole seconds): when the keyspace became
+// able to vouch within the login's second, the login is refused (503),
+// never answered with a session every replica then refuses for good (it
+// asked about the login's instant, and the first page sent the user back
+// to the login page; a-last8).
+func TestASessionIssuedIsServedOnItsFirstUse(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Second).Add(500 * time.Millisecond)
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI(),
+		mockserver.WithClock(func() time.Time { return now }))
+	// The store vouches for what was issued from 250 ms into this second.
+	store.mu.Lock()
+	store.began = now.Truncate(time.Second).Add(250 * time.Millisecond)
+	store.mu.Unlock()
+	login, body := f.send("a", http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
+	require.Equal(t, http.StatusServiceUnavailable, login.StatusCode, "no session its first use would refuse: %s", body)
+	require.Empty(t, login.Cookies())
+
+	store.mu.Lock()
+	store.began = now.Truncate(time.Second) // vouches from the second's start
+	store.mu.Unlock()
+	login, body = f.send("a", http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
+	require.Equal(t, http.StatusSeeOther, login.StatusCode, body)
+	res, body := f.send("a", http.MethodGet, "/ui/realms/acme/home", nil, login.Cookies())
+	require.Equal(t, http.StatusOK, res.StatusCode, "the session just issued is served (Location %q): %s", res.Header.Get("Location"), body)
+}

@@ -418,7 +418,12 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		s.uiError(w, r, err)
 		return
 	}
-	now := s.now()
+	// A session begins on a whole second: its cookie carries its expiry in
+	// whole seconds, and every use asks the shared store about the
+	// session's start read back from it, so the store is asked here about
+	// that very start (asked about a later instant, it could vouch for the
+	// login and refuse every use).
+	now := s.now().Truncate(time.Second)
 	if ir := s.issueRefusal(r.Context(), realm, "", now); ir != nil {
 		w.Header().Set("Retry-After", ir.retryAfter)
 		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", ir.message))
