@@ -215,7 +215,10 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 	if scopeGiven {
 		c.scope = scope[0]
 	}
-	if ir := s.issueRefusal(r.Context(), realm, "", authTime); ir != nil {
+	// The code's token is stamped (iat) in whole seconds, no earlier than
+	// authTime's: the store is asked about the earliest stamp the token
+	// can carry, so that no code is issued whose token it would refuse.
+	if ir := s.issueRefusal(r.Context(), realm, "", authTime.Truncate(time.Second)); ir != nil {
 		redirectError(w, req, "temporarily_unavailable", ir.message)
 		return
 	}

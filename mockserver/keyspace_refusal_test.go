@@ -235,3 +235,33 @@ func TestASessionIssuedIsServedOnItsFirstUse(t *testing.T) {
 	res, body := f.send("a", http.MethodGet, "/ui/realms/acme/home", nil, login.Cookies())
 	require.Equal(t, http.StatusOK, res.StatusCode, "the session just issued is served (Location %q): %s", res.Header.Get("Location"), body)
 }
+
+// TestACodeIssuedIsRedeemedForATokenServed: a code's token is stamped in
+// whole seconds, so the authorization endpoint asks the shared store about
+// the code's second, not its instant: when the keyspace became able to
+// vouch within that second, no code is issued (its redemption would be
+// refused 503 after the code was spent, and its retry invalid_grant;
+// a-fix8d F4).
+func TestACodeIssuedIsRedeemedForATokenServed(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Second).Add(500 * time.Millisecond)
+	store := &sharedStore{keys: map[string]time.Time{}}
+	f := startSharedFront(t, store, mockserver.WithFixture(webFixture()), mockserver.WithClock(func() time.Time { return now }))
+	store.mu.Lock()
+	store.began = now.Truncate(time.Second).Add(250 * time.Millisecond) // vouches from 250 ms into the second
+	store.mu.Unlock()
+	auth, body := f.send("a", http.MethodPost, "/realms/acme/protocol/openid-connect/auth", url.Values{"response_type": {"code"},
+		"client_id": {"web"}, "redirect_uri": {webRedirect}, "state": {"s"}, "code_challenge": {pkceChallenge},
+		"code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}, nil)
+	require.Equal(t, http.StatusFound, auth.StatusCode, body)
+	loc, err := url.Parse(auth.Header.Get("Location"))
+	require.NoError(t, err)
+	require.Equal(t, "temporarily_unavailable", loc.Query().Get("error"), "no code whose token would be refused: %s", loc)
+	require.Empty(t, loc.Query().Get("code"))
+
+	store.mu.Lock()
+	store.began = now.Truncate(time.Second) // vouches from the second's start
+	store.mu.Unlock()
+	res := f.redeemCode("b", webRedirect, f.authCode("a", webRedirect))
+	require.Equal(t, http.StatusOK, res.status, "the code's token is issued: %s", res.body)
+}
