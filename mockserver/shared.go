@@ -271,7 +271,7 @@ var keyspaceYoungMessage = "the shared store's keyspace is new (Redis lost its k
 func (s *Server) issueRefusal(ctx context.Context, realm, id string, issued time.Time) *issueRefused {
 	switch _, err := s.sharedRecorded(ctx, labelIssueProbe, realm, id, issued); {
 	case errors.Is(err, errSharedPredates):
-		return &issueRefused{message: keyspaceYoungMessage, retryAfter: keyspaceTokenRetryAfter}
+		return &issueRefused{message: keyspaceYoungMessage, retryAfter: keyspaceTokenRetryAfter, young: true}
 	case err != nil:
 		return &issueRefused{message: errSharedUnavailable.Error(), retryAfter: proofRetryAfter}
 	}
@@ -279,11 +279,23 @@ func (s *Server) issueRefusal(ctx context.Context, realm, id string, issued time
 }
 
 // issueRefused is a refusal to issue a credential: 503 (the OAuth
-// endpoints: temporarily_unavailable) with its Retry-After.
-type issueRefused struct{ message, retryAfter string }
+// endpoints: temporarily_unavailable) with its Retry-After; young when the
+// keyspace is too young, else the store could not be asked.
+type issueRefused struct {
+	message, retryAfter string
+	young               bool
+}
 
 // Error makes an issueRefused an error (IssueToken's).
 func (e *issueRefused) Error() string { return e.message }
+
+// Unwrap is dpop.ErrKeyspaceNew for a keyspace too young, else nil.
+func (e *issueRefused) Unwrap() error {
+	if e.young {
+		return dpop.ErrKeyspaceNew
+	}
+	return nil
+}
 
 // vouchedToken is the token endpoint's issueRefusal for claims' token,
 // just minted: 503 temporarily_unavailable with Retry-After.

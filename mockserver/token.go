@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-jose/go-jose/v4/jwt"
 
-	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -78,9 +77,6 @@ func (s *Server) IssueToken(realm, username string, opts ...TokenOption) (string
 	// As the token endpoint: no token the shared store's young keyspace
 	// could never vouch for (every replica would refuse it for good).
 	if ir := s.issueRefusal(context.Background(), realm, claims.ID, issuedAt(claims)); ir != nil {
-		if ir.message == keyspaceYoungMessage {
-			return "", fmt.Errorf("mockserver: issue token: %w: %w", ir, dpop.ErrKeyspaceNew)
-		}
 		return "", fmt.Errorf("mockserver: issue token: %w", ir)
 	}
 	return raw, nil
