@@ -32,11 +32,9 @@ import (
 // stack's read of it fails), so the stack performs the POST checked.
 func TestFormMethodOverrideIsNotAHole(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	plain := middleware.Require(client, "orders", "write")(gorillaOverriding)
-	trusting := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
+	guard, dan := danShop(t)
+	plain := guard(gorillaOverriding)
+	trusting := guard.With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
 
 	for _, tc := range []struct {
 		name   string
@@ -159,10 +157,7 @@ func multipartBody(t *testing.T, fields ...string) (contentType, body string) {
 // write orders with POST or PUT only.
 func TestFormMethodOverride(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	guard := middleware.Require(client, "orders", "write")
+	guard, dan := danShop(t)
 	plain := guard(gorillaOverriding)
 	headerOnly := guard.With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
 	gorilla := guard.With(middleware.WithMethodOverride("X-HTTP-Method-Override", "_method"))(gorillaOverriding)
@@ -236,10 +231,7 @@ var performed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 // behind the middleware would be.
 func TestFormMethodOverrideAppliedBefore(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	guard := middleware.Require(client, "orders", "write")
+	guard, dan := danShop(t)
 	plain := gorillaOutside(guard(performed))
 	trusting := gorillaOutside(guard.With(middleware.WithMethodOverride("_method"))(performed))
 	mpPut, bodyPut := multipartBody(t, "_method", "PUT")

@@ -9,9 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/middleware"
-	"github.com/orgauthz/orgauthz/mockserver"
-	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // TestOverrideHeaderSpeltWithUnderscoresIsRefused: CGI (so PHP, and Rack
@@ -22,10 +19,7 @@ import (
 // pass it on).
 func TestOverrideHeaderSpeltWithUnderscoresIsRefused(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	guard := middleware.Require(client, "orders", "write")
+	guard, dan := danShop(t)
 	trusting := guard.With(middleware.WithMethodOverride("X-HTTP-Method-Override"))
 	for _, name := range []string{"X_HTTP_METHOD_OVERRIDE", "x-http_method-override", "X_HTTP_METHOD", "X_Method_Override",
 		"X.Http.Method.Override", "X-Http.Method-Override"} {

@@ -12,9 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/orgauthz/orgauthz/middleware"
-	"github.com/orgauthz/orgauthz/mockserver"
-	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // laravelOverriding models Laravel: Illuminate\Http\Request::createFromBase
@@ -49,10 +46,7 @@ var laravelOverriding = http.HandlerFunc(func(w http.ResponseWriter, r *http.Req
 // not: the read fails.
 func TestJSONBodyMethodOverrideIsRefused(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	guard := middleware.Require(client, "orders", "write")
+	guard, dan := danShop(t)
 	trusting := guard.With(middleware.WithMethodOverride("_method"))
 	for _, ct := range []string{"application/json", "application/vnd.api+json", "application/json; charset=utf-8"} {
 		for guardName, g := range map[string]middleware.Middleware{"": guard, "trusted, ": trusting} {

@@ -114,10 +114,7 @@ func expressKey(k string) bool {
 // is refused before the decision, trusted or not.
 func TestOverrideGuardRefusesEveryKeyAStackReadsAsMethod(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	guard := middleware.Require(client, "orders", "write")
+	guard, dan := danShop(t)
 	trusting := guard.With(middleware.WithMethodOverride("_method"))
 	stacks := map[string]http.Handler{
 		"PHP":     overridingBy(urlencodedOnly, symfonyKey),
@@ -184,10 +181,8 @@ var phpMultipartOverriding = http.HandlerFunc(func(w http.ResponseWriter, r *htt
 // mime.ParseMediaType refuses but a more lenient parser reads.
 func TestMultipartGuardRefusesEveryPartNameAStackReadsAsMethod(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	h := middleware.Require(client, "orders", "write")(phpMultipartOverriding)
+	guard, dan := danShop(t)
+	h := guard(phpMultipartOverriding)
 	for _, name := range []string{"_method", ".method", " _method", "[method", "_method\x00"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -206,7 +201,7 @@ func TestMultipartGuardRefusesEveryPartNameAStackReadsAsMethod(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := "--XyZ\r\nContent-Disposition: " + disposition + "\r\n\r\nDELETE\r\n--XyZ--\r\n"
-			h := middleware.Require(client, "orders", "write")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_, err := io.ReadAll(r.Body)
 				assert.ErrorIs(t, err, middleware.ErrFormMethodOverride)
 				_, _ = io.WriteString(w, "read")
@@ -248,10 +243,7 @@ func phpForm(ct []string) bool {
 // checked.
 func TestOverrideGuardCoversEveryBodyAStackReadsAsAForm(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	guard := middleware.Require(client, "orders", "write")
+	guard, dan := danShop(t)
 	trusting := guard.With(middleware.WithMethodOverride("_method"))
 	plainKey := func(k string) bool { return k == "_method" }
 	stacks := map[string]http.Handler{
@@ -294,9 +286,7 @@ func TestOverrideGuardCoversEveryBodyAStackReadsAsAForm(t *testing.T) {
 // streams to it as sent, whatever it holds.
 func TestOverrideGuardPassesWhatNoStackReadsAsMethod(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
+	guard, dan := danShop(t)
 	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -305,7 +295,7 @@ func TestOverrideGuardPassesWhatNoStackReadsAsMethod(t *testing.T) {
 		}
 		_, _ = w.Write(b)
 	})
-	h := middleware.Require(client, "orders", "write")(echo)
+	h := guard(echo)
 	goCT, goBody := multipartBody(t, "qty", "1", "payment_method", "card", "note", "_method")
 	const browser = "----WebKitFormBoundary7MA4YWxkTrZu0gW"
 	browserBody := "--" + browser + "\r\n" +
@@ -381,10 +371,7 @@ func TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm(t *testing.T) {
 // trust, and as a lookalike with it.
 func TestParsedFormKeyAStackReadsAsMethodIsRefused(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	guard := middleware.Require(client, "orders", "write")
+	guard, dan := danShop(t)
 	for guardName, g := range map[string]middleware.Middleware{"": guard, "trusted, ": guard.With(middleware.WithMethodOverride("_method"))} {
 		for _, key := range []string{".method", "[_method]", "_method[]"} {
 			t.Run(guardName+key, func(t *testing.T) {

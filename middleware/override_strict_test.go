@@ -15,9 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/orgauthz/orgauthz/middleware"
-	"github.com/orgauthz/orgauthz/mockserver"
-	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // The regexes of rack/lib/rack/multipart/parser.rb (FWS, HEADER_VALUE).
@@ -125,10 +122,7 @@ func rackMultipartOverriding(boundary string) http.HandlerFunc {
 // the header is not strict, and the read fails.
 func TestMultipartPartHeaderRackReadsOtherwiseIsRefused(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	guard := middleware.Require(client, "orders", "write")
+	guard, dan := danShop(t)
 	trusting := guard.With(middleware.WithMethodOverride("_method"))
 	long := `form-data; name="note"; x="` + strings.Repeat("a", 1600) + `"`
 	for name, head := range map[string]string{
@@ -302,10 +296,7 @@ func phpMultipartOverridingRaw(boundary string) http.HandlerFunc {
 // where a POST was checked, trusted or not.
 func TestMultipartPartHeaderPHPReadsOtherwiseIsRefused(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	guard := middleware.Require(client, "orders", "write")
+	guard, dan := danShop(t)
 	trusting := guard.With(middleware.WithMethodOverride("_method"))
 	for name, head := range map[string]string{
 		// php_ap_getword_conf takes a single quote as a quote; Go's mime reads the
@@ -365,10 +356,7 @@ func rackReadsAsUrlencoded(ct []string) bool {
 // never reaches Rack::MethodOverride, trusted or not.
 func TestMultipartWithoutBoundaryIsGuardedAsUrlencoded(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dan := gw.Token("shop", "dan")
-	guard := middleware.Require(client, "orders", "write")
+	guard, dan := danShop(t)
 	trusting := guard.With(middleware.WithMethodOverride("_method"))
 	stack := overridingBy(rackReadsAsUrlencoded, rackKey)
 	for _, ct := range []string{

@@ -39,6 +39,16 @@ func methodShop(user string, methods ...string) mockserver.Fixture {
 	}}}
 }
 
+// danShop serves postShop from a reference server of the test's own and
+// returns the middleware that lets a request write orders (what dan may
+// do with POST or PUT only) and dan's token.
+func danShop(t *testing.T) (guard middleware.Middleware, dan string) {
+	t.Helper()
+	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
+	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
+	return middleware.Require(client, "orders", "write"), gw.Token("shop", "dan")
+}
+
 // gorillaOverriding is a handler stack behind the middleware that
 // overrides the method exactly as gorilla/handlers v1.5.2's
 // HTTPMethodOverrideHandler does: on a POST only, from the form key
