@@ -87,12 +87,7 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 		require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
 		retryAfter := fmt.Sprint(int(dpop.ReplayStoreMargin.Seconds()) + 1)
 		require.Equal(t, retryAfter, res.header.Get("Retry-After"))
-		auth, body := f.send("a", http.MethodPost, "/realms/acme/protocol/openid-connect/auth", url.Values{"response_type": {"code"},
-			"client_id": {"web"}, "redirect_uri": {webRedirect}, "state": {"s"}, "code_challenge": {pkceChallenge},
-			"code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}, nil)
-		require.Equal(t, http.StatusFound, auth.StatusCode, body)
-		loc, err := url.Parse(auth.Header.Get("Location"))
-		require.NoError(t, err)
+		loc := f.authRedirect("a", webRedirect)
 		require.Equal(t, "temporarily_unavailable", loc.Query().Get("error"), "no code no replica would redeem: %s", loc)
 		require.Empty(t, loc.Query().Get("code"))
 		login, body := f.send("a", http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
@@ -183,12 +178,7 @@ func TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, res.status, "no token while the store cannot be asked: %s", res.body)
 	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
 	require.NotEmpty(t, res.header.Get("Retry-After"))
-	auth, body := f.send("a", http.MethodPost, "/realms/acme/protocol/openid-connect/auth", url.Values{"response_type": {"code"},
-		"client_id": {"web"}, "redirect_uri": {webRedirect}, "state": {"s"}, "code_challenge": {pkceChallenge},
-		"code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}, nil)
-	require.Equal(t, http.StatusFound, auth.StatusCode, body)
-	loc, err := url.Parse(auth.Header.Get("Location"))
-	require.NoError(t, err)
+	loc := f.authRedirect("a", webRedirect)
 	require.Equal(t, "temporarily_unavailable", loc.Query().Get("error"), "no code while the store cannot be asked: %s", loc)
 	require.Empty(t, loc.Query().Get("code"))
 	login, body := f.send("a", http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
@@ -250,12 +240,7 @@ func TestACodeIssuedIsRedeemedForATokenServed(t *testing.T) {
 	store.mu.Lock()
 	store.began = now.Truncate(time.Second).Add(250 * time.Millisecond) // vouches from 250 ms into the second
 	store.mu.Unlock()
-	auth, body := f.send("a", http.MethodPost, "/realms/acme/protocol/openid-connect/auth", url.Values{"response_type": {"code"},
-		"client_id": {"web"}, "redirect_uri": {webRedirect}, "state": {"s"}, "code_challenge": {pkceChallenge},
-		"code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}, nil)
-	require.Equal(t, http.StatusFound, auth.StatusCode, body)
-	loc, err := url.Parse(auth.Header.Get("Location"))
-	require.NoError(t, err)
+	loc := f.authRedirect("a", webRedirect)
 	require.Equal(t, "temporarily_unavailable", loc.Query().Get("error"), "no code whose token would be refused: %s", loc)
 	require.Empty(t, loc.Query().Get("code"))
 

@@ -301,14 +301,22 @@ const (
 // public client "web" and returns the code.
 func (f *front) authCode(replica, redirect string) string {
 	f.t.Helper()
-	form := url.Values{"response_type": {"code"}, "client_id": {"web"}, "redirect_uri": {redirect}, "state": {"s"},
-		"code_challenge": {pkceChallenge}, "code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}
-	resp, _ := f.send(replica, http.MethodPost, "/realms/acme/protocol/openid-connect/auth", form, nil)
-	require.Equal(f.t, http.StatusFound, resp.StatusCode)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(f.t, err)
+	loc := f.authRedirect(replica, redirect)
 	require.NotEmpty(f.t, loc.Query().Get("code"), loc.String())
 	return loc.Query().Get("code")
+}
+
+// authRedirect signs alice in at replica's authorization endpoint for the
+// public client "web" and returns where it redirected (a code or an error).
+func (f *front) authRedirect(replica, redirect string) *url.URL {
+	f.t.Helper()
+	form := url.Values{"response_type": {"code"}, "client_id": {"web"}, "redirect_uri": {redirect}, "state": {"s"},
+		"code_challenge": {pkceChallenge}, "code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}
+	resp, body := f.send(replica, http.MethodPost, "/realms/acme/protocol/openid-connect/auth", form, nil)
+	require.Equal(f.t, http.StatusFound, resp.StatusCode, body)
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(f.t, err)
+	return loc
 }
 
 // redeemCode redeems code at replica's token endpoint as "web".
