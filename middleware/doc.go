@@ -5,7 +5,10 @@
 //
 // The caller's Bearer token is forwarded to the gateway as a per-call token
 // (as pep.WithToken sends it), and the request's method (see
-// WithMethodOverride) and path are sent as the decision context. A
+// WithMethodOverride) and path are sent as the decision context, as the
+// stack performs them: a HEAD, which ServeMux serves with a GET route's
+// handler, as GET, and a path without its leading slash (what
+// http.StripPrefix("/api/", ...) leaves) as the absolute one. A
 // *pep.Client is asked without going through its public call options, so
 // that a request whose decisions it has cached allocates once in the
 // middleware (the request copy that carries the decision, together with

@@ -338,10 +338,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // asked through internal/fastcheck, which answers a cached request
 // without allocating; any other Checker through CheckMany.
 func (g *guard) check(r *http.Request, token, method, resource string, scopes []string, res *pep.Result) error {
+	method, path := performed(method, r.URL.Path)
 	if g.pc != nil {
 		return fastcheck.Check(r.Context(), g.pc, fastcheck.Query{
 			Token: token, Own: g.cfg.useClientToken, Route: g.route,
-			Resource: resource, Scopes: scopes, Method: method, Path: r.URL.Path,
+			Resource: resource, Scopes: scopes, Method: method, Path: path,
 		}, res)
 	}
 	ctx := r.Context()
@@ -350,8 +351,26 @@ func (g *guard) check(r *http.Request, token, method, resource string, scopes []
 	}
 	var err error
 	*res, err = g.c.CheckMany(ctx, []pep.Resource{{Name: resource, Scopes: scopes}},
-		pep.WithRequestContext(pep.RequestContext{Method: method, Path: r.URL.Path}))
+		pep.WithRequestContext(pep.RequestContext{Method: method, Path: path}))
 	return err
+}
+
+// performed returns the method and path a request is checked as: the ones
+// the stack behind the middleware performs. net/http's ServeMux serves a
+// HEAD with the handler of a GET route, and RFC 9110 makes HEAD a GET
+// without content, so HEAD is checked as GET (what a caller may GET, it
+// may HEAD; nothing more). A path without its leading slash, which
+// http.StripPrefix("/api/", ...) leaves, is served by ServeMux and
+// FileServer as the absolute path, so it is checked as that (canonicalPath
+// admitted it). It allocates only for such a path.
+func performed(method, path string) (string, string) {
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	if path == "" || path[0] != '/' {
+		path = "/" + path
+	}
+	return method, path
 }
 
 // outage reports whether every pair that was not granted failed closed for
@@ -417,7 +436,9 @@ func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method s
 }
 
 // canonicalPath reports whether the request path is one that every reader
-// takes the same way: absolute, valid UTF-8, with no dot or empty segments
+// takes the same way: absolute, or relative (what http.StripPrefix leaves
+// of "/api/orders" when it strips "/api/"), which every reader takes as
+// the absolute path (performed), but not "*"; valid UTF-8, with no dot or empty segments
 // once decoded, no encoded slash or backslash, no escape left after
 // decoding (%252e is %2e to a second decoder), no backslash or control
 // character, and no segment made only of dots and spaces before a ';'
@@ -431,14 +452,18 @@ func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method s
 // back without one, since '/' is not escaped and a backslash is refused.
 func canonicalPath(r *http.Request) bool {
 	p := r.URL.Path
-	if p == "" || p[0] != '/' {
-		return false
+	if p == "*" {
+		return false // OPTIONS *: no resource's path
+	}
+	start := 0 // a relative path's first segment starts at 0
+	if p != "" && p[0] == '/' {
+		start = 1
 	}
 	ascii := true
 	// seg is where the current segment starts; name is set while its
 	// name (the part before a ';') holds only dots and spaces so far.
-	seg, name, params := 1, true, false
-	for i := 1; i < len(p); i++ {
+	seg, name, params := start, true, false
+	for i := start; i < len(p); i++ {
 		switch c := p[i]; pathClass[c] {
 		case pathPlain:
 			if !params {
