@@ -807,3 +807,29 @@ func TestDepartmentTemplates(t *testing.T) {
 	})
 	a.do(http.MethodPost, "/"+orgID+"/departments", map[string]any{"templateId": store.NewID()}).errBody(t, http.StatusNotFound)
 }
+
+// TestAnAliasNeverHasTheFormOfAnID: a token's organization claim names an
+// organization by its id or its alias, so an alias that another
+// organization's id could be read as is refused (400), for organizations,
+// departments and template departments alike (a-server9: "Acme UK" with
+// Acme EU's id as its alias made a token limited to UK count carol's EU
+// assignments). Aliases that only look like parts of an id still pass.
+func TestAnAliasNeverHasTheFormOfAnID(t *testing.T) {
+	a := newOrgAPI(t)
+	eu := a.createOrg("Acme EU", "acme-eu")
+	for _, alias := range []string{eu, strings.ToUpper(eu[:1]) + eu[1:], "00000000-0000-0000-0000-000000000000"} {
+		if e := a.do(http.MethodPost, "", map[string]any{"name": "Acme UK", "alias": alias}); alias == strings.ToLower(alias) {
+			require.Equal(t, "alias", e.errBody(t, http.StatusBadRequest).Details[0].Field, alias)
+		} else {
+			e.errBody(t, http.StatusBadRequest) // upper case fails the pattern first
+		}
+	}
+	require.Equal(t, "alias", a.do(http.MethodPost, "/"+eu+"/departments", map[string]any{"name": "London", "alias": eu}).errBody(t, http.StatusBadRequest).Details[0].Field)
+	e := a.do(http.MethodPost, "/"+eu+"/department-templates", map[string]any{"name": "branch",
+		"root": map[string]any{"name": "Branch", "alias": eu}}).errBody(t, http.StatusBadRequest)
+	require.Contains(t, e.Details[0].Field, "alias")
+	for _, alias := range []string{eu[:35], eu + "0", strings.ReplaceAll(eu, "-", "_")} {
+		a.createOrg("Look-alike "+alias, alias)
+	}
+	require.Equal(t, http.StatusNotFound, a.do(http.MethodGet, "/alias/"+eu, nil).Status, "no organization has an id for its alias")
+}

@@ -77,12 +77,39 @@ func CheckName(field, name string) (string, error) {
 	return name, nil
 }
 
-// CheckAlias validates an alias against ^[a-z0-9][a-z0-9_-]{0,62}$.
+// CheckAlias validates an alias against ^[a-z0-9][a-z0-9_-]{0,62}$, and
+// refuses one in the form of an id (a UUID, which the pattern admits): a
+// token's organization claim names an organization by its id or its
+// alias, so no alias may be read as an id (an alias set to another
+// organization's id would make a token limited to one count the other's
+// assignments).
 func CheckAlias(field, alias string) error {
 	if !aliasPattern.MatchString(alias) {
 		return invalidField(field, "must match ^[a-z0-9][a-z0-9_-]{0,62}$")
 	}
+	if isIDForm(alias) {
+		return invalidField(field, "must not have the form of an id (a UUID): an organization claim reads it as one")
+	}
 	return nil
+}
+
+// isIDForm reports whether s has the form of the ids the server assigns:
+// 8-4-4-4-12 hexadecimal digits, whatever their version bits.
+func isIDForm(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'):
+			return false
+		}
+	}
+	return true
 }
 
 // CheckDescription validates a description (at most 2048 characters).
