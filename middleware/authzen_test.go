@@ -82,6 +82,8 @@ func TestRequireAuthZENDecides(t *testing.T) {
 		{"manager deletes with DELETE", http.MethodDelete, "/orders/1", "cat", 200},
 		{"unknown user", http.MethodGet, "/orders/1", "zed", 403},
 		{"unmapped method", http.MethodPut, "/orders/1", "cat", 403},
+		{"HEAD is the GET it performs, to the target function too", http.MethodHead, "/orders/1", "ann", 200},
+		{"HEAD needs what GET needs", http.MethodHead, "/orders/1", "ben", 403},
 		{"dot segments", http.MethodGet, "/orders/%2e%2e", "ann", 400},
 	}
 	for _, tc := range cases {

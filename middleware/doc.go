@@ -5,10 +5,8 @@
 //
 // The caller's Bearer token is forwarded to the gateway as a per-call token
 // (as pep.WithToken sends it), and the request's method (see
-// WithMethodOverride) and path are sent as the decision context, as the
-// stack performs them: a HEAD, which ServeMux serves with a GET route's
-// handler, as GET, and a path without its leading slash (what
-// http.StripPrefix("/api/", ...) leaves) as the absolute one. A
+// WithMethodOverride; a HEAD, which ServeMux serves with a GET route's
+// handler, as GET) and path are sent as the decision context. A
 // *pep.Client is asked without going through its public call options, so
 // that a request whose decisions it has cached allocates once in the
 // middleware (the request copy that carries the decision, together with
@@ -21,7 +19,8 @@
 // with DecisionFromContext. Otherwise the middleware answers in the
 // service's error shape, {"error": "...", "message": "..."}:
 //
-//   - more than one Authorization header, or a path that is not in
+//   - more than one Authorization header, or a path that does not start
+//     with '/' (http.StripPrefix("/api/", ...) leaves one) or is not in
 //     canonical form (dot segments, empty segments, encoded slashes: a
 //     path-prefix policy could read it otherwise than the router): 400, and
 //     no gateway call;

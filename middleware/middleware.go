@@ -338,11 +338,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // asked through internal/fastcheck, which answers a cached request
 // without allocating; any other Checker through CheckMany.
 func (g *guard) check(r *http.Request, token, method, resource string, scopes []string, res *pep.Result) error {
-	method, path := performed(method, r.URL.Path)
 	if g.pc != nil {
 		return fastcheck.Check(r.Context(), g.pc, fastcheck.Query{
 			Token: token, Own: g.cfg.useClientToken, Route: g.route,
-			Resource: resource, Scopes: scopes, Method: method, Path: path,
+			Resource: resource, Scopes: scopes, Method: method, Path: r.URL.Path,
 		}, res)
 	}
 	ctx := r.Context()
@@ -351,26 +350,8 @@ func (g *guard) check(r *http.Request, token, method, resource string, scopes []
 	}
 	var err error
 	*res, err = g.c.CheckMany(ctx, []pep.Resource{{Name: resource, Scopes: scopes}},
-		pep.WithRequestContext(pep.RequestContext{Method: method, Path: path}))
+		pep.WithRequestContext(pep.RequestContext{Method: method, Path: r.URL.Path}))
 	return err
-}
-
-// performed returns the method and path a request is checked as: the ones
-// the stack behind the middleware performs. net/http's ServeMux serves a
-// HEAD with the handler of a GET route, and RFC 9110 makes HEAD a GET
-// without content, so HEAD is checked as GET (what a caller may GET, it
-// may HEAD; nothing more). A path without its leading slash, which
-// http.StripPrefix("/api/", ...) leaves, is served by ServeMux and
-// FileServer as the absolute path, so it is checked as that (canonicalPath
-// admitted it). It allocates only for such a path.
-func performed(method, path string) (string, string) {
-	if method == http.MethodHead {
-		method = http.MethodGet
-	}
-	if path == "" || path[0] != '/' {
-		path = "/" + path
-	}
-	return method, path
 }
 
 // outage reports whether every pair that was not granted failed closed for
@@ -409,6 +390,12 @@ func (c *config) admit(w http.ResponseWriter, r *http.Request, auth []string) bo
 	case len(auth) > 1:
 		writeError(w, http.StatusBadRequest, "the request has more than one Authorization header")
 		return false
+	case r.URL.Path == "" || r.URL.Path[0] != '/':
+		// Readers disagree on such a path: FileServer serves it as the
+		// absolute one, ServeMux redirects there, other routers match
+		// nothing. It is a mount's doing, not the caller's.
+		writeError(w, http.StatusBadRequest, "the request path does not start with '/': mount the middleware behind http.StripPrefix(\"/api\", ...), not \"/api/\", which strips the path's leading slash")
+		return false
 	case !canonicalPath(r):
 		writeError(w, http.StatusBadRequest, "the request path must be in canonical form (no dot segments, empty segments, encoded slashes or escapes left after decoding)")
 		return false
@@ -436,9 +423,7 @@ func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method s
 }
 
 // canonicalPath reports whether the request path is one that every reader
-// takes the same way: absolute, or relative (what http.StripPrefix leaves
-// of "/api/orders" when it strips "/api/"), which every reader takes as
-// the absolute path (performed), but not "*"; valid UTF-8, with no dot or empty segments
+// takes the same way: absolute, valid UTF-8, with no dot or empty segments
 // once decoded, no encoded slash or backslash, no escape left after
 // decoding (%252e is %2e to a second decoder), no backslash or control
 // character, and no segment made only of dots and spaces before a ';'
@@ -452,18 +437,14 @@ func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method s
 // back without one, since '/' is not escaped and a backslash is refused.
 func canonicalPath(r *http.Request) bool {
 	p := r.URL.Path
-	if p == "*" {
-		return false // OPTIONS *: no resource's path
-	}
-	start := 0 // a relative path's first segment starts at 0
-	if p != "" && p[0] == '/' {
-		start = 1
+	if p == "" || p[0] != '/' {
+		return false
 	}
 	ascii := true
 	// seg is where the current segment starts; name is set while its
 	// name (the part before a ';') holds only dots and spaces so far.
-	seg, name, params := start, true, false
-	for i := start; i < len(p); i++ {
+	seg, name, params := 1, true, false
+	for i := 1; i < len(p); i++ {
 		switch c := p[i]; pathClass[c] {
 		case pathPlain:
 			if !params {

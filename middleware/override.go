@@ -186,8 +186,8 @@ func badRequest(message string) *refusal {
 	return &refusal{status: http.StatusBadRequest, message: message}
 }
 
-// method returns the method a request is checked as: its own, or the one
-// its trusted overrides name (WithMethodOverride), and the body the
+// method returns the method a request is checked as: its own (GET for a
+// HEAD), or the one its trusted overrides name (WithMethodOverride), and the body the
 // callbacks and the handler must read instead of r.Body, or nil. It
 // returns why the request is refused instead when it carries an override
 // the middleware does not trust or cannot take, or a form it cannot read.
@@ -215,6 +215,13 @@ func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.Read
 	m, ref := c.overridden(r, formValues)
 	if ref != nil {
 		return "", nil, ref
+	}
+	if m == http.MethodHead {
+		// net/http's ServeMux serves a HEAD with a GET route's handler,
+		// and RFC 9110 makes HEAD a GET without content: it is checked,
+		// sent and shown to the callbacks as the GET it performs (what a
+		// caller may GET, it may HEAD; nothing more).
+		m = http.MethodGet
 	}
 	return m, body, nil
 }
