@@ -388,8 +388,10 @@ func buildRealm(fr *FixtureRealm, now time.Time, keys keySource) (*store.Realm, 
 			_ = r.DescribeRole(def.ID, ro.Description, ro.Attributes) // def exists
 			continue
 		}
-		if _, err := r.AddRole(ro.Name, ro.Description, ro.Attributes); err != nil {
+		if _, err := r.AddRole(ro.Name, ro.Description, ro.Attributes); errors.Is(err, store.ErrConflict) {
 			return nil, b.errorf("role %q is defined twice", ro.Name)
+		} else if err != nil {
+			return nil, b.errorf("%v", err)
 		}
 	}
 
@@ -402,8 +404,10 @@ func buildRealm(fr *FixtureRealm, now time.Time, keys keySource) (*store.Realm, 
 			return nil, err
 		}
 		ng, err := r.AddGroup(g.Name, g.Attributes, ids)
-		if err != nil {
+		if errors.Is(err, store.ErrConflict) {
 			return nil, b.errorf("group %q is defined twice", g.Name)
+		} else if err != nil {
+			return nil, b.errorf("%v", err)
 		}
 		b.groups[g.Name] = ng.ID
 	}

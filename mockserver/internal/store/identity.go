@@ -63,8 +63,22 @@ type keyPair struct {
 	kid    string
 }
 
+// notIDForm refuses a name in the form of an id (isIDForm): readers take
+// a user, a client, a role or a group by its id or its name (AuthZEN's
+// subject.id, policy/evaluate's client, fixtures), and an alias by its id
+// or its alias, so no name may be read as another thing's id.
+func notIDForm(what, name string) error {
+	if isIDForm(name) {
+		return Invalid("%s %q has the form of an id (a UUID), which readers would take as one: choose another", what, name)
+	}
+	return nil
+}
+
 // AddRole creates a realm role, or returns ErrConflict when the name is taken.
 func (r *Realm) AddRole(name, description string, attrs Attributes) (*Role, error) {
+	if err := notIDForm("role name", name); err != nil {
+		return nil, err
+	}
 	if _, ok := r.RoleByName[name]; ok {
 		return nil, Conflict("role %q already exists", name)
 	}
@@ -105,6 +119,9 @@ func (r *Realm) DescribeRole(id, description string, attrs Attributes) error {
 // AddGroup creates a realm group holding roleIDs. Group names are unique
 // within a realm (they are paths at the top level).
 func (r *Realm) AddGroup(name string, attrs Attributes, roleIDs []string) (*Group, error) {
+	if err := notIDForm("group name", name); err != nil {
+		return nil, err
+	}
 	if _, taken := r.GroupByName[name]; taken {
 		return nil, Conflict("group %q already exists", name)
 	}
@@ -123,6 +140,9 @@ func (r *Realm) AddGroup(name string, attrs Attributes, roleIDs []string) (*Grou
 func (r *Realm) AddUser(u User, roleIDs, groupIDs []string) (*User, error) {
 	if strings.TrimSpace(u.Username) == "" {
 		return nil, Invalid("username is empty")
+	}
+	if err := notIDForm("username", u.Username); err != nil {
+		return nil, err
 	}
 	if _, ok := r.UserByName[u.Username]; ok {
 		return nil, Conflict("user %q already exists", u.Username)
@@ -172,6 +192,9 @@ func (r *Realm) UserIDsAfter(id string) iter.Seq[string] {
 func (r *Realm) AddClient(c Client, serviceAccountRoleIDs []string) (*Client, error) {
 	if strings.TrimSpace(c.ClientID) == "" {
 		return nil, Invalid("clientId is empty")
+	}
+	if err := notIDForm("clientId", c.ClientID); err != nil {
+		return nil, err
 	}
 	if _, ok := r.ClientByID[c.ClientID]; ok {
 		return nil, Conflict("client %q already exists", c.ClientID)

@@ -66,6 +66,9 @@ func (r *Realm) CreateOrgRole(orgID string, spec RoleSpec) (*Role, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isIDForm(name) {
+		return nil, invalidField("name", "must not have the form of an id (a UUID): readers take a role by its id or its name")
+	}
 	if err := CheckDescription("description", spec.Description); err != nil {
 		return nil, err
 	}
