@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -85,8 +86,14 @@ func TestBodyGuardsLetNoHandlerReadAMethod(t *testing.T) {
 	_, _ = zw.Write([]byte(doc))
 	require.NoError(t, zw.Close())
 	const plainJSON = `{"note":"hi"}`
-	type rows = []readCase
-	groups := map[string]rows{
+	goCT, goBody := multipartBody(t, "qty", "1", "payment_method", "card", "note", "_method")
+	browserBody := "--" + webkit + "\r\n" +
+		"Content-Disposition: form-data; name=\"qty\"\r\n\r\n1\r\n" +
+		"--" + webkit + "\r\n" +
+		"Content-Disposition: form-data; name=\"receipt\"; filename=\"Dan's r\u00e9c\u00e9piss\u00e9 (1).pdf\"\r\n" +
+		"Content-Type: application/pdf\r\n\r\n%PDF-1.7\r\n--x\r\nnot: a header\r\n\r\n" +
+		"--" + webkit + "--\r\n"
+	groups := map[string][]readCase{
 		// A multipart part header that not every stack reads alike, or a
 		// boundary named in a way not every stack reads alike: Rack 2 looks
 		// for "Content-Disposition:", "; name=" and "Content-ID:" anywhere
@@ -182,6 +189,31 @@ func TestBodyGuardsLetNoHandlerReadAMethod(t *testing.T) {
 			[]string{"qty=1", "note=_method", "note=_method%3DDELETE", "a=1%26_method%3DDELETE", "_methods=DELETE",
 				"x_method=DELETE", "_metho=DELETE&d=1", "%5Fmethod%5F=DELETE", strings.Repeat("%5F", 8) + "method=DELETE",
 				"", "=_method", "qty=1&&", "note=a+b;c"}),
+		// A part's Content-Disposition that mime.ParseMediaType refuses but a
+		// more lenient parser reads as naming _method.
+		"TestMultipartGuardRefusesEveryPartNameAStackReadsAsMethod": {
+			{name: "a repeated name parameter", ct: mpXyZ, body: part(`Content-Disposition: form-data; name=".method"; name="x"`), refused: true},
+			{name: "name beside a name* (PHP)", ct: mpXyZ, body: part(`Content-Disposition: form-data; name="_method"; name*=utf-8''x`), refused: true},
+			{name: "name* beside a name (Go)", ct: mpXyZ, body: part(`Content-Disposition: form-data; name="x"; NAME*=utf-8''%5Fmethod`), refused: true},
+			{name: "a token name, blanks around", ct: mpXyZ, body: part("Content-Disposition: form-data ;  name = _method"), refused: true},
+		},
+		// A form whose keys no stack reads as _method, a multipart upload as
+		// browsers and mime/multipart's Writer send it (files with a
+		// Content-Type, names as UTF-8), a JSON body with no string read as
+		// _method, and a body whose Content-Type no stack takes for a form
+		// or JSON, whatever it holds.
+		"TestOverrideGuardPassesWhatNoStackReadsAsMethod": {
+			{name: "Go's Writer", ct: goCT, body: goBody, trust: untrusted},
+			{name: "a browser", ct: "multipart/form-data; boundary=" + webkit, body: browserBody, trust: untrusted},
+			{name: "a browser, quoted", ct: `multipart/form-data; boundary="` + webkit + `"`, body: browserBody, trust: untrusted},
+			{name: "a browser, a charset", ct: "multipart/form-data; boundary=" + webkit + "; charset=utf-8", body: browserBody, trust: untrusted},
+			{name: "keys like _method", ct: urlencoded, body: "qty=1&method=card&payment_method=card&_methods=2&x_method=1&order[_method]=a&_method_=b&x=_method", trust: untrusted},
+			{name: "_method in values", ct: urlencoded, body: "note=" + url.QueryEscape(".method [_method] _method") + "&%5Bx%5D=1", trust: untrusted},
+			{name: "JSON keys like _method", ct: "application/json", body: `{"qty":1,"method":"card","payment_method":"card","x_method":"a","_methods":"b","order":{"note":"_method_"}}`, trust: untrusted},
+			{name: "JSON escapes", ct: "application/vnd.api+json", body: `{"data":[{"type":"orders","attributes":{"note":"\"quoted\" \u00e9 \ud83d\ude00 \u005fmethods"}}]}`, trust: untrusted},
+			{name: "text", ct: "text/plain", body: "_method=DELETE", trust: untrusted},
+			{name: "not JSON under a JSON type", ct: "application/json; charset=utf-8", body: "_method=DELETE&.method=DELETE", trust: untrusted},
+		},
 		// A JSON body (a Content-Type Laravel reads as JSON) holding a
 		// string, key or value, read as _method, escapes decoded.
 		"TestJSONBodyStringReadAsMethodFailsTheRead": jsonRows(
