@@ -21,9 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/middleware"
-	"github.com/orgauthz/orgauthz/mockserver"
-	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // phpName is the name PHP (php_register_variable_ex) registers a form key
@@ -292,71 +289,6 @@ func TestNoStackPerformsAMethodOtherThanTheOneChecked(t *testing.T) {
 					assert.NotEqual(t, "performed DELETE", rec.Body.String(),
 						"trusted %v: checked as POST (dan may not DELETE), performed as DELETE by the stack behind", trusted == 1)
 				}
-			})
-		}
-	}
-}
-
-// TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm: with
-// _method trusted, the method a urlencoded body names is checked only when
-// every stack parses that body as a form: under a Content-Type net/http
-// reads as urlencoded and Rack or PHP does not (a dotted İ), or Laravel
-// reads as JSON (one holding "/json"), the stack
-// behind performs the POST, so the request is refused with 400 rather
-// than checked as the DELETE. dave may write orders with DELETE or PUT
-// only.
-func TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm(t *testing.T) {
-	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(deleteShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dave := gw.Token("shop", "dave")
-	trusting := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("_method"))
-	plainKey := func(k string) bool { return k == "_method" }
-	for _, tc := range []struct {
-		name, ct string
-		stack    http.Handler
-		status   int
-		body     string
-	}{
-		{"Rack, a dotted İ", "appl\u0130cation/x-www-form-urlencoded", overridingBy(rackForm, plainKey), 400, ""},
-		{"PHP, a dotted İ", "appl\u0130cation/x-www-form-urlencoded", overridingBy(phpForm, plainKey), 400, ""},
-		{"PHP, a tab before the parameter", "application/x-www-form-urlencoded\t; charset=utf-8", overridingBy(phpForm, plainKey), 400, ""},
-		{"Laravel, a JSON Content-Type parameter", "application/x-www-form-urlencoded; profile=a/json", laravelOverriding, 400, ""},
-		{"Rack, as it is spelt", "application/x-www-form-urlencoded", overridingBy(rackForm, plainKey), 200, "performed DELETE"},
-		{"PHP, with a charset", "application/x-www-form-urlencoded; charset=utf-8", overridingBy(phpForm, plainKey), 200, "performed DELETE"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			rec := formRequest{target: "/orders/42", contentType: tc.ct, body: "_method=DELETE"}.serve(t, trusting(tc.stack), dave)
-			assert.NotEqual(t, "performed POST", rec.Body.String(), "checked as DELETE (dave may not POST), performed as POST by the stack behind")
-			require.Equal(t, tc.status, rec.Code, rec.Body.String())
-			if tc.status == http.StatusOK {
-				assert.Equal(t, tc.body, rec.Body.String())
-			}
-		})
-	}
-}
-
-// TestParsedFormKeyAStackReadsAsMethodIsRefused: a form an outer handler
-// parsed that holds a key a stack reads as _method (".method" for PHP) is
-// refused with 400 before the decision, as one holding _method is without
-// trust, and as a lookalike with it.
-func TestParsedFormKeyAStackReadsAsMethodIsRefused(t *testing.T) {
-	t.Parallel()
-	guard, dan := danShop(t)
-	for guardName, g := range map[string]middleware.Middleware{"": guard, "trusted, ": guard.With(middleware.WithMethodOverride("_method"))} {
-		for _, key := range []string{".method", "[_method]", "_method[]"} {
-			t.Run(guardName+key, func(t *testing.T) {
-				t.Parallel()
-				parsing := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					require.NoError(t, r.ParseForm())
-					g(echoMethod).ServeHTTP(w, r)
-				})
-				rec := formRequest{target: "/orders/42", contentType: urlencoded, body: url.Values{key: {"DELETE"}}.Encode()}.serve(t, parsing, dan)
-				require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
-				name, message := errorBody(t, rec.Body.String())
-				assert.Equal(t, "Bad Request", name)
-				assert.Contains(t, message, "_method")
 			})
 		}
 	}

@@ -44,9 +44,16 @@ func methodShop(user string, methods ...string) mockserver.Fixture {
 // do with POST or PUT only) and dan's token.
 func danShop(t *testing.T) (guard middleware.Middleware, dan string) {
 	t.Helper()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	return middleware.Require(client, "orders", "write"), gw.Token("shop", "dan")
+	client, dan := realmOf(t, postShop, "dan")
+	return middleware.Require(client, "orders", "write"), dan
+}
+
+// realmOf serves fixture from a reference server of the test's own and
+// returns a client of orders-api and user's token.
+func realmOf(t *testing.T, fixture mockserver.Fixture, user string) (*pep.Client, string) {
+	t.Helper()
+	gw := mockservertest.Start(t, mockserver.WithFixture(fixture), es256Tokens)
+	return newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client())), gw.Token("shop", user)
 }
 
 // gorillaOverriding is a handler stack behind the middleware that
@@ -77,23 +84,26 @@ func gorillaOverride(r *http.Request) {
 // TestMethodOverride: the middleware checks the method the stack behind it
 // performs. Without WithMethodOverride a request with any override header
 // is refused; with it, the trusted header's method is checked and sent.
+// CGI (so PHP, and Rack behind a CGI-style server) reads
+// X_HTTP_METHOD_OVERRIDE as X-HTTP-Method-Override, which net/http keeps
+// apart, and PHP '.' as '_' (Caddy's php_fastcgi and FrankenPHP pass it
+// on): such a header is refused, trusted or not
+// (TestOverrideHeaderSpeltWithUnderscoresIsRefused).
 func TestMethodOverride(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	require.NoError(t, err)
-	dan := gw.Token("shop", "dan")
-	plain := middleware.Require(client, "orders", "write")(gorillaOverriding)
-	trusting := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
+	guard, dan := danShop(t)
+	plain := guard(gorillaOverriding)
+	trusting := guard.With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
 
-	tests := []struct {
+	type test struct {
 		name    string
 		h       http.Handler
 		method  string
 		headers map[string][]string
 		status  int
 		body    string
-	}{
+	}
+	tests := []test{
 		{"a POST under a POST grant", plain, "POST", nil, 200, "performed POST"},
 		{"an override under a POST grant is refused", plain, "POST", map[string][]string{"X-HTTP-Method-Override": {"DELETE"}}, 400, ""},
 		{"X-HTTP-Method is refused", plain, "POST", map[string][]string{"X-HTTP-Method": {"DELETE"}}, 400, ""},
@@ -111,6 +121,11 @@ func TestMethodOverride(t *testing.T) {
 		{"trusted: empty", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {""}}, 400, ""},
 		{"trusted: twice", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {"PUT", "DELETE"}}, 400, ""},
 		{"trusted: the other headers are still refused", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {"PUT"}, "X-HTTP-Method": {"DELETE"}}, 400, ""},
+	}
+	for _, name := range []string{"X_HTTP_METHOD_OVERRIDE", "x-http_method-override", "X_HTTP_METHOD", "X_Method_Override",
+		"X.Http.Method.Override", "X-Http.Method-Override"} {
+		tests = append(tests, test{"TestOverrideHeaderSpeltWithUnderscoresIsRefused " + name, plain, "POST", map[string][]string{name: {"DELETE"}}, 400, ""},
+			test{"TestOverrideHeaderSpeltWithUnderscoresIsRefused trusted " + name, trusting, "POST", map[string][]string{name: {"DELETE"}}, 400, ""})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -277,17 +292,24 @@ func readsForm(r *http.Request) (string, []string) {
 	return "orders", []string{"write"}
 }
 
-// TestResourceFunctionReadsTheFormTheHandlerGets: RequireFunc's function
-// sees the overridden method, and what it reads of the form, the handler
-// reads too: one body, read once. With _method trusted, gorilla's stack
-// behind the middleware performs the method that was checked, whichever
-// it is; with the header trusted, the handler gets every field. dave may
-// write orders with DELETE or PUT only, not POST.
-func TestResourceFunctionReadsTheFormTheHandlerGets(t *testing.T) {
+// TestTrustedFormMethodOverride: dave may write orders with DELETE or PUT
+// only, not POST. RequireFunc's function sees the overridden method, and
+// what it reads of the form, the handler reads too: one body, read once.
+// With _method trusted, gorilla's stack behind the middleware performs the
+// method that was checked, whichever it is; with the header trusted, the
+// handler gets every field (TestResourceFunctionReadsTheFormTheHandlerGets).
+// A _method in the query is refused with 400, saying to send it in the
+// body: r.FormValue (gorilla) reads it there, r.PostFormValue (gin's
+// c.PostForm) does not (TestTrustedFormMethodOverrideIsTakenFromTheBodyOnly).
+// The method a urlencoded body names is checked only when every stack
+// parses that body as a form: under a Content-Type net/http reads as
+// urlencoded and Rack or PHP does not (a dotted İ), or Laravel reads as
+// JSON (one holding "/json"), the stack behind performs the POST, so the
+// request is refused rather than checked as the DELETE
+// (TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm).
+func TestTrustedFormMethodOverride(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(deleteShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dave := gw.Token("shop", "dave")
+	client, dave := realmOf(t, deleteShop, "dave")
 	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, r.Method+" kind="+r.FormValue("kind")+" qty="+r.FormValue("qty"))
 	})
@@ -296,8 +318,35 @@ func TestResourceFunctionReadsTheFormTheHandlerGets(t *testing.T) {
 	headerTrusted := middleware.RequireFunc(client, byKind, middleware.WithMethodOverride("X-HTTP-Method-Override"))(echo)
 	mpType, mpBody := multipartBody(t, "kind", "order", "qty", "3")
 	put := map[string]string{"X-HTTP-Method-Override": "PUT"}
+	postFormOverriding := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			if om := r.PostFormValue("_method"); om == http.MethodPut || om == http.MethodPatch || om == http.MethodDelete {
+				r.Method = om
+			}
+		}
+		_, _ = io.WriteString(w, "performed "+r.Method)
+	})
+	guard := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("_method"))
+	plainKey := func(k string) bool { return k == "_method" }
+	rack, php := guard(overridingBy(rackForm, plainKey)), guard(overridingBy(phpForm, plainKey))
+	named := func(ct string) formRequest {
+		return formRequest{target: "/orders/42", contentType: ct, body: "_method=DELETE"}
+	}
+	const says = "query; send it in the form body"
+	const bodyOnly, everyStack = "TestTrustedFormMethodOverrideIsTakenFromTheBodyOnly ", "TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm "
 
 	runFormCases(t, []formCase{
+		{bodyOnly + "query, a body-only stack", guard(postFormOverriding), formRequest{target: "/orders/42?_method=DELETE", contentType: urlencoded, body: "qty=1"}, 400, says},
+		{bodyOnly + "query, gorilla", guard(gorillaOverriding), formRequest{target: "/orders/42?_method=DELETE", contentType: urlencoded, body: "qty=1"}, 400, says},
+		{bodyOnly + "query, no body", guard(gorillaOverriding), formRequest{target: "/orders/42?_method=DELETE"}, 400, says},
+		{bodyOnly + "body, a body-only stack", guard(postFormOverriding), formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 200, "performed DELETE"},
+		{bodyOnly + "body, gorilla", guard(gorillaOverriding), formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 200, "performed DELETE"},
+		{everyStack + "Rack, a dotted İ", rack, named("appl\u0130cation/x-www-form-urlencoded"), 400, ""},
+		{everyStack + "PHP, a dotted İ", php, named("appl\u0130cation/x-www-form-urlencoded"), 400, ""},
+		{everyStack + "PHP, a tab before the parameter", php, named("application/x-www-form-urlencoded\t; charset=utf-8"), 400, ""},
+		{everyStack + "Laravel, a JSON Content-Type parameter", guard(laravelOverriding), named("application/x-www-form-urlencoded; profile=a/json"), 400, ""},
+		{everyStack + "Rack, as it is spelt", rack, named(urlencoded), 200, "performed DELETE"},
+		{everyStack + "PHP, with a charset", php, named(urlencoded + "; charset=utf-8"), 200, "performed DELETE"},
 		{"_method PUT", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=PUT"}, 200, "performed PUT"},
 		{"_method DELETE, which r.ParseForm reads no body for", formTrustedParsing, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 200, "performed DELETE"},
 		{"_method DELETE: the function reads no field of the body, as for any DELETE", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 403, ""},
