@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -205,67 +204,65 @@ func TestWithMethodOverrideNeedsNames(t *testing.T) {
 // TestRequireAuthZENMethodOverride: RequireAuthZEN refuses override
 // headers and the form key _method alike, and with WithMethodOverride
 // sends the trusted method as the AuthZEN context and hands it to the
-// target function.
+// target function. The deleting target asks to delete whatever the
+// method, and cat may delete only with DELETE, so a grant shows that the
+// PDP got the trusted _method as the method, and the target function saw
+// it (TestRequireAuthZENFormMethodOverride); a target that parses the form
+// of the DELETE it sees reads the form the handler gets
+// (TestAuthZENTargetReadsTheFormTheHandlerGets).
 func TestRequireAuthZENMethodOverride(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	svc := gw.Token("shop", "service-account-orders-api")
-	plain, _ := azApp(t, gw, svc)
+	plain, c := azApp(t, gw, svc)
 	trusting, _ := azApp(t, gw, svc, middleware.WithMethodOverride("X-HTTP-Method-Override"))
-	serveOverride := func(h http.Handler, user, override string) int {
-		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/1", nil)
-		req.Header.Set(userHeader, user)
-		req.Header.Set("X-HTTP-Method-Override", override)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec.Code
-	}
-	assert.Equal(t, http.StatusBadRequest, serveOverride(plain, "cat", "DELETE"))
-	assert.Equal(t, http.StatusOK, serveOverride(trusting, "cat", "DELETE"), "the manager deletes, with DELETE checked")
-	assert.Equal(t, http.StatusForbidden, serveOverride(trusting, "ann", "DELETE"), "a viewer may not")
-}
-
-// TestRequireAuthZENFormMethodOverride: the same for the form key _method.
-// The target asks to delete whatever the method, and cat may delete only
-// with DELETE, so a grant shows that the PDP got the trusted _method as the
-// method, and the target function saw it.
-func TestRequireAuthZENFormMethodOverride(t *testing.T) {
-	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
-	c, err := hangguard.NewAuthZEN(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	c.SetToken(gw.Token("shop", "service-account-orders-api"))
 	var seen atomic.Value
 	deleting := func(r *http.Request) (authzen.Action, authzen.Resource) {
 		seen.Store(r.Method)
 		return authzen.Action{Name: "delete"}, authzen.Resource{Type: "orders", ID: "1"}
 	}
-	plain := middleware.RequireAuthZEN(c, headerSubject, deleting)(performed)
-	trusting := middleware.RequireAuthZEN(c, headerSubject, deleting, middleware.WithMethodOverride("_method"))(performed)
-
+	byForm := func(r *http.Request) (authzen.Action, authzen.Resource) {
+		_ = r.FormValue("qty")
+		return authzen.Action{Name: "delete"}, authzen.Resource{Type: "orders", ID: "1"}
+	}
+	formPlain := middleware.RequireAuthZEN(c, headerSubject, deleting)(performed)
+	formTrusting := middleware.RequireAuthZEN(c, headerSubject, deleting, middleware.WithMethodOverride("_method"))(performed)
+	formParsing := middleware.RequireAuthZEN(c, headerSubject, byForm, middleware.WithMethodOverride("_method"))(gorillaOverriding)
+	const form, target = "TestRequireAuthZENFormMethodOverride ", "TestAuthZENTargetReadsTheFormTheHandlerGets "
 	for _, tc := range []struct {
-		name         string
-		h            http.Handler
-		target, body string
-		status       int
+		name                         string
+		h                            http.Handler
+		user, target, override, body string
+		status                       int
+		want                         string
 	}{
-		{"untrusted, in the query", plain, "/orders/1?_method=DELETE", "", 400},
-		{"untrusted, in the body: not read, the POST is checked", plain, "/orders/1", "_method=DELETE", 403},
-		{"no override: a POST", trusting, "/orders/1", "qty=1", 403},
-		{"trusted, in the query: refused, it belongs in the body", trusting, "/orders/1?_method=DELETE", "", 400},
-		{"trusted, in the body", trusting, "/orders/1", "_method=DELETE", 200},
+		{"untrusted header", plain, "cat", "/orders/1", "DELETE", "", 400, ""},
+		{"the manager deletes, with DELETE checked", trusting, "cat", "/orders/1", "DELETE", "", 200, "order 1"},
+		{"a viewer may not", trusting, "ann", "/orders/1", "DELETE", "", 403, ""},
+		{form + "untrusted, in the query", formPlain, "cat", "/orders/1?_method=DELETE", "", "", 400, ""},
+		{form + "untrusted, in the body: not read, the POST is checked", formPlain, "cat", "/orders/1", "", "_method=DELETE", 403, ""},
+		{form + "no override: a POST", formTrusting, "cat", "/orders/1", "", "qty=1", 403, ""},
+		{form + "trusted, in the query: refused, it belongs in the body", formTrusting, "cat", "/orders/1?_method=DELETE", "", "", 400, ""},
+		{form + "trusted, in the body", formTrusting, "cat", "/orders/1", "", "_method=DELETE", 200, "performed POST"}, // the stack overrides it
+		{target + "a field and _method", formParsing, "cat", "/orders/1", "", "qty=1&_method=DELETE", 200, "performed DELETE"},
+		{target + "_method alone", formParsing, "cat", "/orders/1", "", "_method=DELETE", 200, "performed DELETE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			seen.Store("")
 			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, tc.target, strings.NewReader(tc.body))
-			req.Header.Set(userHeader, "cat")
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set(userHeader, tc.user)
+			req.Header.Set("Content-Type", urlencoded)
+			if tc.override != "" {
+				req.Header.Set("X-HTTP-Method-Override", tc.override)
+			}
 			rec := httptest.NewRecorder()
 			tc.h.ServeHTTP(rec, req)
 			require.Equal(t, tc.status, rec.Code, rec.Body.String())
 			if tc.status == http.StatusOK {
-				assert.Equal(t, "performed POST", rec.Body.String(), "the handler gets the request as sent; the stack overrides it")
-				assert.Equal(t, "DELETE", seen.Load())
+				assert.Equal(t, tc.want, rec.Body.String())
+			}
+			if tc.status == http.StatusOK && strings.HasPrefix(tc.name, form) {
+				assert.Equal(t, "DELETE", seen.Load(), "the target function saw the trusted method")
 			}
 		})
 	}
@@ -353,32 +350,6 @@ func TestTrustedFormMethodOverride(t *testing.T) {
 		{"header PUT, a urlencoded form", headerTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&qty=3", headers: put}, 200, "POST kind=order qty=3"},
 		{"header PUT, a multipart form", headerTrusted, formRequest{target: "/orders/42", contentType: mpType, body: mpBody, headers: put}, 200, "POST kind=order qty=3"},
 	}, dave)
-}
-
-// TestAuthZENTargetReadsTheFormTheHandlerGets: the same for
-// RequireAuthZEN's target function, which parses the form of the DELETE
-// it sees. cat may delete only with DELETE.
-func TestAuthZENTargetReadsTheFormTheHandlerGets(t *testing.T) {
-	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
-	c, err := hangguard.NewAuthZEN(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	c.SetToken(gw.Token("shop", "service-account-orders-api"))
-	byForm := func(r *http.Request) (authzen.Action, authzen.Resource) {
-		_ = r.FormValue("qty")
-		return authzen.Action{Name: "delete"}, authzen.Resource{Type: "orders", ID: "1"}
-	}
-	h := middleware.RequireAuthZEN(c, headerSubject, byForm, middleware.WithMethodOverride("_method"))(gorillaOverriding)
-	for _, body := range []string{"qty=1&_method=DELETE", "_method=DELETE"} {
-		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/1", strings.NewReader(body))
-		req.Header.Set(userHeader, "cat")
-		req.Header.Set("Content-Type", urlencoded)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-		require.Equal(t, "performed DELETE", rec.Body.String())
-	}
 }
 
 // TestMiddlewareLeavesTheCallersRequest: the request the middleware gets
