@@ -237,46 +237,6 @@ func TestFormBodyReachesTheHandlerWhole(t *testing.T) {
 	}
 }
 
-// TestFormBodyTooLarge: with _method trusted, a urlencoded POST body the
-// middleware would have to read beyond 64 KiB before the decision, or
-// beyond an http.MaxBytesReader an outer handler set, is 413, and nothing
-// is checked. Never a 500. A body at the bound is read and checked; without
-// the trust, a body of any size is checked unread and reaches the handler.
-func TestFormBodyTooLarge(t *testing.T) {
-	t.Parallel()
-	fc := &fakeChecker{res: result(pep.Grant, nil)}
-	plain := middleware.RequireFunc(fc, middleware.Static("orders", "write"))(performed)
-	trusting := middleware.RequireFunc(fc, middleware.Static("orders", "write"), middleware.WithMethodOverride("_method"))(performed)
-	bounded := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			r.Body = http.MaxBytesReader(w, r.Body, 1<<10)
-			h.ServeHTTP(w, r)
-		})
-	}
-	tests := []struct {
-		name string
-		h    http.Handler
-		req  formRequest
-	}{
-		{"over 64 KiB", trusting, formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 64<<10)}},
-		{"over an outer bound", bounded(trusting), formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 2<<10)}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec := tt.req.serve(t, tt.h, "tok")
-			require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
-			name, _ := errorBody(t, rec.Body.String())
-			assert.Equal(t, http.StatusText(http.StatusRequestEntityTooLarge), name)
-		})
-	}
-	assert.Zero(t, fc.calls.Load(), "nothing was checked")
-
-	rec := formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 64<<10-5)}.serve(t, trusting, "tok")
-	assert.Equal(t, http.StatusOK, rec.Code, "a 64 KiB form is read")
-	rec = formRequest{target: "/orders/42", contentType: urlencoded, body: "note=" + strings.Repeat("x", 10<<20)}.serve(t, plain, "tok")
-	assert.Equal(t, http.StatusOK, rec.Code, "an untrusted form of any size is checked unread")
-}
-
 // TestFormContentTypeAsNetHTTPReadsIt: the middleware tells a form body
 // by its Content-Type exactly as net/http does (mime.ParseMediaType, whose
 // lower-casing makes "İ" an "i"), so a body the stack parses as a form is
