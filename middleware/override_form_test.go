@@ -201,42 +201,6 @@ var performed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "performed "+r.Method)
 })
 
-// TestFormBodyReachesTheHandlerWhole: a handler that reads the raw body
-// (to check a webhook's signature over it, say) gets the bytes that were
-// sent after the middleware looked for _method in them, urlencoded or
-// multipart, trusted or not; and one that parses the form gets its fields.
-func TestFormBodyReachesTheHandlerWhole(t *testing.T) {
-	t.Parallel()
-	fc := &fakeChecker{res: result(pep.Grant, nil)}
-	raw := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusTeapot)
-			return
-		}
-		_, _ = w.Write(b)
-	})
-	parsed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, r.FormValue("text")+"|"+r.FormValue("_method"))
-	})
-	mp, mpBody := multipartBody(t, "text", "a+b c%20d", "token", "xoxb")
-	for _, opts := range [][]middleware.Option{nil, {middleware.WithMethodOverride("X-HTTP-Method-Override", "_method")}} {
-		guard := middleware.RequireFunc(fc, middleware.Static("orders", "write"), opts...)
-		for _, tc := range []struct{ contentType, body string }{
-			{urlencoded, "token=xoxb&text=a%2Bb+c%2520d&team_id=T1"},
-			{mp, mpBody},
-		} {
-			rec := formRequest{target: "/hooks", contentType: tc.contentType, body: tc.body}.serve(t, guard(raw), "tok")
-			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-			assert.Equal(t, tc.body, rec.Body.String(), "trusted %v", opts != nil)
-
-			rec = formRequest{target: "/hooks", contentType: tc.contentType, body: tc.body}.serve(t, guard(parsed), "tok")
-			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-			assert.Equal(t, "a+b c%20d|", rec.Body.String(), "trusted %v", opts != nil)
-		}
-	}
-}
-
 // TestFormContentTypeAsNetHTTPReadsIt: the middleware tells a form body
 // by its Content-Type exactly as net/http does (mime.ParseMediaType, whose
 // lower-casing makes "İ" an "i"), so a body the stack parses as a form is

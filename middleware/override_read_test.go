@@ -35,7 +35,8 @@ type readCase struct {
 	refused                bool              // every read fails
 	status                 int               // refused before the handler with this status, its message saying says
 	says                   string
-	either                 bool // refused with 400 before the handler, or every read fails
+	either                 bool   // refused with 400 before the handler, or every read fails
+	text                   string // the field "text" of the form as parsed, if any
 }
 
 const (
@@ -86,6 +87,7 @@ func TestBodyGuardsLetNoHandlerReadAMethod(t *testing.T) {
 	_, _ = zw.Write([]byte(doc))
 	require.NoError(t, zw.Close())
 	const plainJSON = `{"note":"hi"}`
+	hookCT, hookBody := multipartBody(t, "text", "a+b c%20d", "token", "xoxb")
 	goCT, goBody := multipartBody(t, "qty", "1", "payment_method", "card", "note", "_method")
 	browserBody := "--" + webkit + "\r\n" +
 		"Content-Disposition: form-data; name=\"qty\"\r\n\r\n1\r\n" +
@@ -214,6 +216,13 @@ func TestBodyGuardsLetNoHandlerReadAMethod(t *testing.T) {
 			{name: "text", ct: "text/plain", body: "_method=DELETE", trust: untrusted},
 			{name: "not JSON under a JSON type", ct: "application/json; charset=utf-8", body: "_method=DELETE&.method=DELETE", trust: untrusted},
 		},
+		// A handler that reads the raw body (to check a webhook's signature
+		// over it, say) gets the bytes sent after the middleware looked for
+		// _method in them; one that parses the form gets its fields.
+		"TestFormBodyReachesTheHandlerWhole": {
+			{name: "urlencoded", ct: urlencoded, body: "token=xoxb&text=a%2Bb+c%2520d&team_id=T1", text: "a+b c%20d"},
+			{name: "multipart", ct: hookCT, body: hookBody, text: "a+b c%20d"},
+		},
 		// A JSON body (a Content-Type Laravel reads as JSON) holding a
 		// string, key or value, read as _method, escapes decoded.
 		"TestJSONBodyStringReadAsMethodFailsTheRead": jsonRows(
@@ -308,7 +317,7 @@ func (tc readCase) check(t *testing.T, trusting, form bool, split func(io.Reader
 	reached := false
 	var read []byte
 	var err error
-	var method string
+	var method, text string
 	posted := 0
 	h := guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reached = true
@@ -323,7 +332,7 @@ func (tc readCase) check(t *testing.T, trusting, form bool, split func(io.Reader
 				err = nil
 			}
 		}
-		method, posted = r.FormValue("_method"), len(r.PostForm)
+		method, text, posted = r.FormValue("_method"), r.FormValue("text"), len(r.PostForm)
 	}))
 	var body io.Reader = strings.NewReader(tc.body)
 	if split != nil {
@@ -360,6 +369,7 @@ func (tc readCase) check(t *testing.T, trusting, form bool, split func(io.Reader
 		require.Empty(t, method, msg...)
 		if form { // net/http's own refusals (a ';' in a query) may stand
 			require.NotErrorIs(t, err, middleware.ErrFormMethodOverride, msg...)
+			require.True(t, tc.text == "" || text == tc.text, "the field text: %q; trusted %v, %s", text, trusting, how)
 			return
 		}
 		require.NoError(t, err, msg...)
