@@ -215,8 +215,10 @@ var performed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "performed "+r.Method)
 })
 
-// TestFormContentTypeAsNetHTTPReadsItOverTheWire: the same over a real
-// server and client, which carry the header's UTF-8 bytes as they are.
+// TestFormContentTypeAsNetHTTPReadsItOverTheWire: a urlencoded body under
+// a Content-Type with a dotted İ, which net/http reads as a form, sent over
+// a real server and client (which carry the header's UTF-8 bytes as they
+// are), is guarded: the stack performs the POST checked, not its _method.
 func TestFormContentTypeAsNetHTTPReadsItOverTheWire(t *testing.T) {
 	t.Parallel()
 	guard, dan := danShop(t)
