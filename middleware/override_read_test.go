@@ -33,10 +33,10 @@ type readCase struct {
 	headers                map[string]string // set as spelt
 	trust                  int               // both (0), untrusted or trusted: whether _method is trusted
 	refused                bool              // every read fails
-	status                 int               // refused before the handler with this status, its message saying says
-	says                   string
-	either                 bool   // refused with 400 before the handler, or every read fails
-	text                   string // the field "text" of the form as parsed, if any
+	status                 int               // refused before the handler with this status
+	says                   string            // words the refusal's message holds
+	either                 bool              // refused with 400 before the handler, or every read fails
+	text                   string            // the field "text" of the form as parsed, if any
 }
 
 const (
@@ -66,8 +66,10 @@ var rackMultipartBoundary = regexp.MustCompile(`(?is)\Amultipart/.*boundary="?([
 // r.ParseForm and r.ParseMultipartForm, which leave r.FormValue("_method")
 // empty, so a stack like gorilla's performs the POST checked), whole, a
 // byte at a time or in halves, with _method trusted or not; a body that
-// names none reaches the handler as sent. The groups are the regression
-// tests of the attack rounds, by name.
+// names none reaches the handler as sent. One the guards cannot read as
+// sent (a Content-Encoding, a charset other than utf-8, a guarded header
+// spelt with '_' or '.') is refused before the handler, saying why. The
+// groups are the regression tests of the attack rounds, by name.
 func TestBodyGuardsLetNoHandlerReadAMethod(t *testing.T) {
 	t.Parallel()
 	const cd = "Content-Disposition: form-data; name=note"
