@@ -331,6 +331,7 @@ func TestTrustedFormMethodOverride(t *testing.T) {
 	}
 	const says = "query; send it in the form body"
 	const bodyOnly, everyStack = "TestTrustedFormMethodOverrideIsTakenFromTheBodyOnly ", "TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm "
+	const resourceFunc = "TestResourceFunctionReadsTheFormTheHandlerGets "
 
 	runFormCases(t, []formCase{
 		{bodyOnly + "query, a body-only stack", guard(postFormOverriding), formRequest{target: "/orders/42?_method=DELETE", contentType: urlencoded, body: "qty=1"}, 400, says},
@@ -349,11 +350,11 @@ func TestTrustedFormMethodOverride(t *testing.T) {
 		// is checked, not the DELETE the body seems to name.
 		{"TestFormContentTypeAsNetHTTPReadsIt a Content-Type net/http parses no form of", guard(gorillaOverriding), named(urlencoded + "; charset=a; charset=b"), 403, ""},
 		{"TestFormContentTypeAsNetHTTPReadsIt the same body as a form", guard(gorillaOverriding), named(urlencoded), 200, "performed DELETE"},
-		{"_method PUT", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=PUT"}, 200, "performed PUT"},
-		{"_method DELETE, which r.ParseForm reads no body for", formTrustedParsing, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 200, "performed DELETE"},
-		{"_method DELETE: the function reads no field of the body, as for any DELETE", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 403, ""},
-		{"header PUT, a urlencoded form", headerTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&qty=3", headers: put}, 200, "POST kind=order qty=3"},
-		{"header PUT, a multipart form", headerTrusted, formRequest{target: "/orders/42", contentType: mpType, body: mpBody, headers: put}, 200, "POST kind=order qty=3"},
+		{resourceFunc + "_method PUT", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=PUT"}, 200, "performed PUT"},
+		{resourceFunc + "_method DELETE, which r.ParseForm reads no body for", formTrustedParsing, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 200, "performed DELETE"},
+		{resourceFunc + "_method DELETE: the function reads no field of the body, as for any DELETE", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 403, ""},
+		{resourceFunc + "header PUT, a urlencoded form", headerTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&qty=3", headers: put}, 200, "POST kind=order qty=3"},
+		{resourceFunc + "header PUT, a multipart form", headerTrusted, formRequest{target: "/orders/42", contentType: mpType, body: mpBody, headers: put}, 200, "POST kind=order qty=3"},
 	}, dave)
 }
 
