@@ -545,10 +545,10 @@ func TestConcurrentReadersSeeOnlyTheirGroup(t *testing.T) {
 			}
 		})
 	}
-	// 6,000 writes: seven Purges, 59 RemoveGroups, 849 Removes, every
+	// 3,000 writes: four Purges, 29 RemoveGroups, 425 Removes, every
 	// group's keys replaced and evicted many times over (20,000 cost 4 s
 	// under -race, four readers spinning against the writer on two cores).
-	for i := range 6_000 {
+	for i := range 3_000 {
 		g := i % groups
 		c.Add(name(g), i%keys, g*1000+i%1000, time.Minute, 0)
 		switch {
@@ -637,8 +637,8 @@ func TestBytesTrackRealMemory(t *testing.T) {
 		groups int
 		per    int
 	}{
-		{"one entry per group", 20_000, 1},
-		{"one large group", 1, 20_000},
+		{"one entry per group", 10_000, 1},
+		{"one large group", 1, 10_000},
 		{"small groups", 2_000, 10},
 	}
 	for _, tt := range tests {

@@ -67,7 +67,7 @@ func TestIndexMatchesAMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	largest := 0
 	var lastTab *table[string, string, int]
-	// The names, made once: the sweeps below look up 6,000 pairs 120
+	// The names, made once: the sweeps below look up 6,000 pairs some 60
 	// times, and formatting each name anew cost more than the lookups.
 	gName, kName := make([]string, 3), make([]string, 2000)
 	for g := range gName {
@@ -76,14 +76,14 @@ func TestIndexMatchesAMap(t *testing.T) {
 	for k := range kName {
 		kName[k] = fmt.Sprint("k", k)
 	}
-	for i := range 200_000 {
+	for i := range 100_000 {
 		// Grow to about 2,000 keys in each of three groups, then shrink
 		// to a few.
 		keys := 2000
-		if i >= 120_000 {
+		if i >= 60_000 {
 			keys = 20
 		}
-		if i == 120_000 {
+		if i == 60_000 {
 			for p, e := range want {
 				if n, _ := strconv.Atoi(p.k[1:]); n >= keys {
 					x.remove(e)
@@ -119,7 +119,7 @@ func TestIndexMatchesAMap(t *testing.T) {
 		// Every table is checked whole once it is published (growth,
 		// a rebuild for tombstones, shrinking), and every 5,000 changes
 		// besides; every change in the last thousand.
-		if tab := x.tab.Load(); tab != lastTab || i%5000 == 0 || i > 199_000 {
+		if tab := x.tab.Load(); tab != lastTab || i%5000 == 0 || i > 99_000 {
 			lastTab = tab
 			if x.len() != len(want) {
 				t.Fatalf("len() = %d, want %d", x.len(), len(want))
@@ -168,7 +168,7 @@ func TestIndexReadersNeverMissALiveKey(t *testing.T) {
 		})
 	}
 	churn := make([]*entry[string, string, int], 0, 2000)
-	for round := range 10 {
+	for round := range 4 { // each round grows the table, fills it with tombstones and shrinks it
 		for i := range cap(churn) {
 			e := x.entry("churn", fmt.Sprint("churn-", round, "-", i), i)
 			x.put(e)

@@ -93,9 +93,9 @@ func invariantsBroken[G, K comparable, V any](c *Cache[G, K, V], openW int) erro
 // bytes, idle groups, the ring, the groups and their writers) stays what
 // it holds.
 func TestRandomOperationsKeepEveryCountTrue(t *testing.T) {
-	// 150 seeds of 400 steps: 60,000 checked steps (300 seeds, no failure
-	// found by any, cost 2 to 4 s under -race).
-	for seed := range uint64(150) {
+	// 60 seeds of 400 steps: 24,000 checked steps (300 seeds found no
+	// failure more; an idle or byte count not kept fails in seed 0).
+	for seed := range uint64(60) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		now := time.Duration(0)
 		c, err := New[string, string, int](8+r.IntN(20), WithClock(func() time.Time { return time.Unix(0, int64(now)) }), WithMaxBytes(int64(2000+r.IntN(3000))))

@@ -17,9 +17,9 @@ import (
 // value of the newest write under its pair, and nothing is served when that
 // write was not kept (a zero or spent ttl) or the pair was removed since.
 func TestWriterStoresExactlyWhenNoNewerValueWasWritten(t *testing.T) {
-	// 200 seeds of 300 steps: 60,000 checked steps (400 seeds, no failure
-	// found by any, cost 2 to 5 s under -race).
-	for seed := range uint64(200) {
+	// 80 seeds of 300 steps: 24,000 checked steps (400 seeds found no
+	// failure more; a writer's marks lost at its close fail by seed 9).
+	for seed := range uint64(80) {
 		r := rand.New(rand.NewPCG(seed, 11))
 		now := time.Duration(0)
 		c, err := New[string, string, int](4+r.IntN(10), WithClock(func() time.Time { return time.Unix(0, int64(now)) }))

@@ -76,13 +76,14 @@ func TestEveryOperationOnCopiedStringsServesOnlyLiveOwnValues(t *testing.T) {
 }
 
 // The work of one everyOperationAtOnce run, per goroutine: about what a
-// worker did in the three seconds the runner used to run for under -race
-// on a quiet 2-core machine (shared workers 2,500 to 11,000 operations,
-// fence checkers 12,000 to 49,000), which was more on a fast machine and
-// less beside a CPU hog; a count makes the run the same everywhere.
+// worker did in one and a half seconds of the three the runner used to
+// run for under -race on a quiet 2-core machine (shared workers 2,500 to
+// 11,000 operations, fence checkers 12,000 to 49,000 in three), which was
+// more on a fast machine and less beside a CPU hog; a count makes the run
+// the same everywhere.
 const (
-	sharedOps  = 3000
-	privateOps = 12000
+	sharedOps  = 1500
+	privateOps = 6000
 )
 
 // stressRun says how everyOperationAtOnce names the groups and keys of a

@@ -9,9 +9,12 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +72,21 @@ func loadKeys(t testing.TB) {
 			panic(err)
 		}
 	})
+}
+
+// readRSAKey reads the PKCS #8 RSA key of bits bits at path (a fixed
+// test key: generating one takes seconds under -race).
+func readRSAKey(t testing.TB, path string, bits int) *rsa.PrivateKey {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	block, _ := pem.Decode(data)
+	require.NotNil(t, block)
+	parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	require.NoError(t, err)
+	key := parsed.(*rsa.PrivateKey)
+	require.Equal(t, bits, key.N.BitLen())
+	return key
 }
 
 // testKeys returns one key per algorithm a Signer supports.

@@ -1,11 +1,7 @@
 package dpop
 
 import (
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,22 +19,9 @@ import (
 // test keys: generating them takes seconds.
 func TestSignerAndDefaultVerifierShareTheRSABound(t *testing.T) {
 	t.Parallel()
-	readKey := func(t *testing.T, path string, bits int) *rsa.PrivateKey {
-		t.Helper()
-		data, err := os.ReadFile(path)
-		require.NoError(t, err)
-		block, _ := pem.Decode(data)
-		require.NotNil(t, block)
-		parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-		require.NoError(t, err)
-		key := parsed.(*rsa.PrivateKey)
-		require.Equal(t, bits, key.N.BitLen())
-		return key
-	}
-
 	t.Run("at the bound", func(t *testing.T) {
 		t.Parallel()
-		key := readKey(t, "testdata/rsa4096-test-key.pem", DefaultMaxRSABits)
+		key := readRSAKey(t, "testdata/rsa4096-test-key.pem", DefaultMaxRSABits)
 		s := mustSigner(t, key).WithClock(fixedClock(testNow))
 		proof, err := s.Proof("GET", testURL, testToken, "")
 		require.NoError(t, err)
@@ -51,7 +34,7 @@ func TestSignerAndDefaultVerifierShareTheRSABound(t *testing.T) {
 
 	t.Run("over the bound", func(t *testing.T) {
 		t.Parallel()
-		key := readKey(t, "testdata/rsa4608-test-key.pem", 4608)
+		key := readRSAKey(t, "testdata/rsa4608-test-key.pem", 4608)
 		_, err := NewSigner(key)
 		require.ErrorContains(t, err, "rsa key of 4608 bits: want 2048 to 4096 bits (DefaultMaxRSABits")
 		require.ErrorContains(t, err, "or a P-256 or Ed25519 key")

@@ -198,7 +198,7 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 		ahead   bool // dated more than aheadTolerance ahead when accepted
 	}
 	var replays, crossReplays, aheadAccepted int
-	for seed := range uint64(1000) {
+	for seed := range uint64(400) { // dropping any watermark or mark fails by seed 163
 		rng := mathrand.New(mathrand.NewPCG(seed, 1))
 		size := 1 + rng.IntN(6)
 		if rng.IntN(2) == 0 {
@@ -577,7 +577,7 @@ func TestReplayCacheNeverForgetsAReplayOfManyKeys(t *testing.T) {
 		expires time.Time
 	}
 	replays, accepted := 0, 0
-	for seed := range uint64(1000) {
+	for seed := range uint64(400) { // keys sharing a mark without raising it fail at seed 154
 		rng := mathrand.New(mathrand.NewPCG(seed, 77))
 		size := 1 + rng.IntN(40)
 		perKey := min(size, 1+rng.IntN(10))

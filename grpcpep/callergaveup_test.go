@@ -34,18 +34,28 @@ func (outage) CheckMany(context.Context, []pep.Resource, ...pep.CallOption) (pep
 // outage, the code raced the client's own timer for the same deadline
 // (beside a CPU hog the server's Unavailable won), and a client that
 // retries Unavailable would retry what it gave up on. The deadline counts
-// as passed by the clock even before the context's timer has fired.
+// as passed by the clock even before the context's timer has fired. Such
+// a call is never decided, and its handler never runs, also when the
+// client holds the caller's grant in its cache, where a decision reads no
+// deadline (TestGaveUpCallerNeverReachesTheHandler: the handler of such a
+// call used to run on a cached grant).
 func TestCallerWhoGaveUpGetsItsOwnCode(t *testing.T) {
 	t.Parallel()
-	intercept := grpcpep.UnaryServerInterceptor(outage{}, grpcpep.Map(map[string]grpcpep.Rule{
-		"/orders.Orders/Read": {Resource: "orders", Scopes: []string{"read"}},
-	}))
+	gw := mockservertest.Start(t, mockserver.WithFixture(adaptertest.Fixture), adaptertest.ES256Tokens)
+	client, err := hangguard.NewPep(gw.URL, adaptertest.Realm, adaptertest.ClientID)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	cached := &counting{Checker: client}
+	rules := grpcpep.Map(map[string]grpcpep.Rule{"/orders.Orders/Read": {Resource: "orders", Scopes: []string{"read"}}})
 	info := &grpc.UnaryServerInfo{FullMethod: "/orders.Orders/Read"}
-	ran := false
-	handler := func(context.Context, any) (any, error) { ran = true; return nil, nil }
 	withToken := func(ctx context.Context) context.Context {
-		return metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", "Bearer abc.def.ghi"))
+		return metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", "Bearer "+gw.Token(adaptertest.Realm, "ann")))
 	}
+	var ran atomic.Int32
+	handler := func(context.Context, any) (any, error) { ran.Add(1); return nil, nil }
+	_, err = grpcpep.UnaryServerInterceptor(cached, rules)(withToken(t.Context()), nil, info, handler) // ann may read: the grant is cached
+	require.NoError(t, err)
+	require.EqualValues(t, 1, ran.Load())
 
 	expired, cancel := context.WithDeadline(withToken(context.Background()), time.Now().Add(-time.Second))
 	defer cancel()
@@ -54,22 +64,28 @@ func TestCallerWhoGaveUpGetsItsOwnCode(t *testing.T) {
 	// A deadline that has passed by the clock, whose timer has not fired:
 	// a context whose Deadline says so but whose Err is still nil.
 	unfired := deadlineOnly{Context: withToken(context.Background()), d: time.Now().Add(-time.Second)}
-
-	for _, tt := range []struct {
-		name string
-		ctx  context.Context
-		want codes.Code
-	}{
-		{"deadline passed", expired, codes.DeadlineExceeded},
-		{"cancelled", cancelled, codes.Canceled},
-		{"deadline passed, timer unfired", unfired, codes.DeadlineExceeded},
-		{"an outage within the deadline", withToken(t.Context()), codes.Unavailable},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := intercept(tt.ctx, nil, info, handler)
-			require.Equal(t, tt.want, status.Code(err), "%v", err)
-			require.False(t, ran, "the handler ran")
-		})
+	for _, checker := range []grpcpep.Checker{outage{}, cached} {
+		for _, tt := range []struct {
+			name string
+			ctx  context.Context
+			want codes.Code
+		}{
+			{"deadline passed", expired, codes.DeadlineExceeded},
+			{"cancelled", cancelled, codes.Canceled},
+			{"deadline passed, timer unfired", unfired, codes.DeadlineExceeded},
+			{"an outage within the deadline", withToken(t.Context()), codes.Unavailable},
+		} {
+			_, isOutage := checker.(outage)
+			if !isOutage && tt.want == codes.Unavailable {
+				continue
+			}
+			t.Run(map[bool]string{true: "outage ", false: "TestGaveUpCallerNeverReachesTheHandler "}[isOutage]+tt.name, func(t *testing.T) {
+				_, err := grpcpep.UnaryServerInterceptor(checker, rules)(tt.ctx, nil, info, handler)
+				require.Equal(t, tt.want, status.Code(err), "%v", err)
+				require.EqualValues(t, 1, ran.Load(), "the handler of a call whose caller gave up ran")
+				require.EqualValues(t, 1, cached.calls.Load(), "a call whose caller gave up was decided")
+			})
+		}
 	}
 }
 
@@ -91,54 +107,4 @@ type counting struct {
 func (c *counting) CheckMany(ctx context.Context, resources []pep.Resource, opts ...pep.CallOption) (pep.Result, error) {
 	c.calls.Add(1)
 	return c.Checker.CheckMany(ctx, resources, opts...)
-}
-
-// A call whose caller gave up (cancelled, or its deadline passed, by the
-// clock too) is never decided, and its handler never runs, also when the
-// client holds the caller's grant in its cache, where a decision reads no
-// deadline: it ends with the caller's own code. (The handler of such a
-// call used to run on a cached grant.)
-func TestGaveUpCallerNeverReachesTheHandler(t *testing.T) {
-	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(adaptertest.Fixture), adaptertest.ES256Tokens)
-	client, err := hangguard.NewPep(gw.URL, adaptertest.Realm, adaptertest.ClientID)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = client.Close() })
-	checker := &counting{Checker: client}
-	intercept := grpcpep.UnaryServerInterceptor(checker, grpcpep.Map(map[string]grpcpep.Rule{
-		"/orders.Orders/Read": {Resource: "orders", Scopes: []string{"read"}},
-	}))
-	info := &grpc.UnaryServerInfo{FullMethod: "/orders.Orders/Read"}
-	token := gw.Token(adaptertest.Realm, "ann")
-	withToken := func(ctx context.Context) context.Context {
-		return metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", "Bearer "+token))
-	}
-	var ran atomic.Int32
-	handler := func(context.Context, any) (any, error) { ran.Add(1); return nil, nil }
-
-	_, err = intercept(withToken(t.Context()), nil, info, handler) // ann may read: the grant is cached
-	require.NoError(t, err)
-	require.EqualValues(t, 1, ran.Load())
-
-	expired, cancel := context.WithDeadline(withToken(context.Background()), time.Now().Add(-time.Second))
-	defer cancel()
-	cancelled, cancel2 := context.WithCancel(withToken(context.Background()))
-	cancel2()
-	unfired := deadlineOnly{Context: withToken(context.Background()), d: time.Now().Add(-time.Second)}
-	for _, tt := range []struct {
-		name string
-		ctx  context.Context
-		want codes.Code
-	}{
-		{"deadline passed", expired, codes.DeadlineExceeded},
-		{"cancelled", cancelled, codes.Canceled},
-		{"deadline passed, timer unfired", unfired, codes.DeadlineExceeded},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := intercept(tt.ctx, nil, info, handler)
-			require.Equal(t, tt.want, status.Code(err), "%v", err)
-			require.EqualValues(t, 1, ran.Load(), "the handler of a call whose caller gave up ran")
-			require.EqualValues(t, 1, checker.calls.Load(), "a call whose caller gave up was decided")
-		})
-	}
 }

@@ -188,8 +188,9 @@ func TestFormBodyIsNotReadBeforeTheDecision(t *testing.T) {
 // before the decision, but only once the caller's token has been read and
 // only up to 64 KiB: a larger body is 413, saying the bound and the
 // option, after at most the bound and the one byte that shows it larger,
-// and nothing is checked. A body at the bound is read and its _method
-// checked.
+// and nothing is checked; so is one larger than the http.MaxBytesReader an
+// outer handler set, saying so (TestFormBodyTooLarge). Never a 500. A body
+// at the bound is read and its _method checked.
 func TestTrustedFormBodyReadBeforeTheDecisionIsBounded(t *testing.T) {
 	t.Parallel()
 	const bound = 64 << 10
@@ -200,12 +201,14 @@ func TestTrustedFormBodyReadBeforeTheDecisionIsBounded(t *testing.T) {
 		status int
 		asked  bool
 		read   int64 // at most, before the gateway was asked or the answer
+		outer  int64 // the bound of an outer handler's http.MaxBytesReader, if any
 	}{
-		{"10 MB", "Bearer never-issued-by-anyone", 10 << 20, http.StatusRequestEntityTooLarge, false, bound + 1},
-		{"one byte over the bound", "Bearer never-issued-by-anyone", bound + 1, http.StatusRequestEntityTooLarge, false, bound + 1},
-		{"at the bound", "Bearer never-issued-by-anyone", bound, http.StatusUnauthorized, true, bound},
-		{"not a token", "Bearer not a token", 10 << 20, http.StatusUnauthorized, false, 0},
-		{"no token", "", 10 << 20, http.StatusUnauthorized, false, 0},
+		{"10 MB", "Bearer never-issued-by-anyone", 10 << 20, http.StatusRequestEntityTooLarge, false, bound + 1, 0},
+		{"one byte over the bound", "Bearer never-issued-by-anyone", bound + 1, http.StatusRequestEntityTooLarge, false, bound + 1, 0},
+		{"at the bound", "Bearer never-issued-by-anyone", bound, http.StatusUnauthorized, true, bound, 0},
+		{"not a token", "Bearer not a token", 10 << 20, http.StatusUnauthorized, false, 0, 0},
+		{"no token", "", 10 << 20, http.StatusUnauthorized, false, 0, 0},
+		{"TestFormBodyTooLarge over an outer bound", "Bearer never-issued-by-anyone", 2 << 10, http.StatusRequestEntityTooLarge, false, 1<<10 + 1, 1 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -217,6 +220,12 @@ func TestTrustedFormBodyReadBeforeTheDecisionIsBounded(t *testing.T) {
 				return "orders", []string{"write"}
 			}
 			h := middleware.RequireFunc(a, byMethod, middleware.WithMethodOverride("_method"))(okHandler())
+			if inner := h; tc.outer > 0 {
+				h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					r.Body = http.MaxBytesReader(w, r.Body, tc.outer)
+					inner.ServeHTTP(w, r)
+				})
+			}
 			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/42", nil)
 			req.Body, req.ContentLength = body, body.size
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -236,6 +245,10 @@ func TestTrustedFormBodyReadBeforeTheDecisionIsBounded(t *testing.T) {
 			if tc.status == http.StatusRequestEntityTooLarge {
 				name, message := errorBody(t, rec.Body.String())
 				require.Equal(t, "Request Entity Too Large", name)
+				if tc.outer > 0 {
+					require.Contains(t, message, "larger than this service accepts")
+					return
+				}
 				require.Contains(t, message, "64 KiB")
 				require.Contains(t, message, "WithMethodOverride")
 			}

@@ -10,11 +10,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"testing"
-
-	"github.com/stretchr/testify/assert"
-
-	"github.com/orgauthz/orgauthz/middleware"
 )
 
 // The regexes of rack/lib/rack/multipart/parser.rb (FWS, HEADER_VALUE).
@@ -111,48 +106,6 @@ func rackMultipartOverriding(boundary string) http.HandlerFunc {
 			}
 		}
 		_, _ = io.WriteString(w, "performed "+performed)
-	}
-}
-
-// TestMultipartPartHeaderRackReadsOtherwiseIsRefused: a multipart part
-// that Rack 3 (or PHP) files under _method, by a header mime/multipart
-// reads otherwise (a Content-ID, a \v or \f before name, a parameter
-// right after a quoted value), never makes the Rack stack behind perform
-// DELETE where a POST was checked (dan may not DELETE), trusted or not:
-// the header is not strict, and the read fails.
-func TestMultipartPartHeaderRackReadsOtherwiseIsRefused(t *testing.T) {
-	t.Parallel()
-	guard, dan := danShop(t)
-	trusting := guard.With(middleware.WithMethodOverride("_method"))
-	long := `form-data; name="note"; x="` + strings.Repeat("a", 1600) + `"`
-	for name, head := range map[string]string{
-		// Rack: no Content-Disposition, the name is the Content-ID.
-		"Content-ID, no Content-Disposition": "Content-ID: _method\r\n",
-		// Rack: a Content-Disposition over 1536 bytes is ignored, the name is the Content-ID.
-		"Content-ID beside a long Content-Disposition": "Content-Disposition: " + long + "\r\nContent-ID: _method\r\n",
-		// Rack (param.lstrip!) and PHP (isspace before each pair): a \v
-		// before name; mime.ParseMediaType refuses the repeated name, and
-		// anyNameReadAsKey trims only ' ' and '\t'.
-		"a vertical tab before the last name": "Content-Disposition: form-data; name=x;\vname=_method\r\n",
-		"a form feed before the last name":    "Content-Disposition: form-data; name=x;\fname=_method\r\n",
-		// Rack: after a quoted value, the next parameter starts where the
-		// quote closed, ';' or not; mime.ParseMediaType refuses the field
-		// and anyNameReadAsKey looks only after a ';'.
-		"name after a quoted value, a blank between": "Content-Disposition: form-data; x=\"a\" name=_method\r\n",
-		"name right after a quoted value":            "Content-Disposition: form-data; x=\"a\"name=_method\r\n",
-	} {
-		for guardName, g := range map[string]middleware.Middleware{"": guard, "trusted, ": trusting} {
-			t.Run(guardName+name, func(t *testing.T) {
-				t.Parallel()
-				require := assert.New(t)
-				require.Equal("_method", rackPartName(head), "the Rack model reads the part as _method")
-				body := "--XyZ\r\n" + head + "\r\nDELETE\r\n--XyZ--\r\n"
-				rec := formRequest{target: "/orders/42", contentType: "multipart/form-data; boundary=XyZ", body: body}.
-					serve(t, g(rackMultipartOverriding("XyZ")), dan)
-				assert.NotEqual(t, "performed DELETE", rec.Body.String(),
-					"checked as POST (dan may not DELETE), performed as DELETE by the Rack stack behind")
-			})
-		}
 	}
 }
 
@@ -289,43 +242,6 @@ func phpMultipartOverridingRaw(boundary string) http.HandlerFunc {
 	}
 }
 
-// TestMultipartPartHeaderPHPReadsOtherwiseIsRefused: a multipart part PHP
-// registers as $_POST['_method'] (Symfony, Laravel), by a header
-// mime/multipart reads otherwise (single quotes, a line without a colon,
-// a \v before name), never makes the PHP stack behind perform DELETE
-// where a POST was checked, trusted or not.
-func TestMultipartPartHeaderPHPReadsOtherwiseIsRefused(t *testing.T) {
-	t.Parallel()
-	guard, dan := danShop(t)
-	trusting := guard.With(middleware.WithMethodOverride("_method"))
-	for name, head := range map[string]string{
-		// php_ap_getword_conf takes a single quote as a quote; Go's mime reads the
-		// token "'_method'".
-		"a single-quoted name": "Content-Disposition: form-data; name='_method'",
-		// multipart_buffer_headers adds a line with no ':' to the previous
-		// header's value; net/textproto (and formGuard) only a line that
-		// starts with a blank.
-		"a second line with no colon": "Content-Disposition: form-data; name=\"x\"\r\n; name=_method",
-		// isspace before each pair.
-		"a vertical tab before the last name": "Content-Disposition: form-data; name=x;\vname=_method",
-		// control: Go's reading, refused.
-		"control: name=_method": "Content-Disposition: form-data; name=_method",
-	} {
-		for guardName, g := range map[string]middleware.Middleware{"": guard, "trusted, ": trusting} {
-			t.Run(guardName+name, func(t *testing.T) {
-				t.Parallel()
-				n, array := phpPartName(strings.Split(head, "\r\n"))
-				assert.True(t, n == "_method" && !array, "the PHP model reads the part as _method: %q", n)
-				body := "--XyZ\r\n" + head + "\r\n\r\nDELETE\r\n--XyZ--\r\n"
-				rec := formRequest{target: "/orders/42", contentType: "multipart/form-data; boundary=XyZ", body: body}.
-					serve(t, g(phpMultipartOverridingRaw("XyZ")), dan)
-				assert.NotEqual(t, "performed DELETE", rec.Body.String(),
-					"checked as POST (dan may not DELETE), performed as DELETE by the PHP stack behind")
-			})
-		}
-	}
-}
-
 // rackMultipart is Rack::Multipart::Parser::MULTIPART.
 var rackMultipart = regexp.MustCompile(`(?i)\Amultipart/.*?boundary(\s*)="?([^";,]+)"?`)
 
@@ -348,31 +264,4 @@ func rackReadsAsUrlencoded(ct []string) bool {
 		return !rackMultipart.MatchString(ct[0])
 	}
 	return false
-}
-
-// TestMultipartWithoutBoundaryIsGuardedAsUrlencoded: a POST body under a
-// multipart Content-Type without a boundary, which Rack 2 and 3 parse as
-// a urlencoded form, gets the urlencoded key guard: its _method=DELETE
-// never reaches Rack::MethodOverride, trusted or not.
-func TestMultipartWithoutBoundaryIsGuardedAsUrlencoded(t *testing.T) {
-	t.Parallel()
-	guard, dan := danShop(t)
-	trusting := guard.With(middleware.WithMethodOverride("_method"))
-	stack := overridingBy(rackReadsAsUrlencoded, rackKey)
-	for _, ct := range []string{
-		"multipart/form-data",
-		"multipart/form-data; charset=utf-8",
-		"multipart/mixed",
-		"Multipart/Related; type=text/plain",
-	} {
-		for guardName, g := range map[string]middleware.Middleware{"": guard, "trusted, ": trusting} {
-			t.Run(guardName+ct, func(t *testing.T) {
-				t.Parallel()
-				assert.True(t, rackReadsAsUrlencoded([]string{ct}))
-				rec := formRequest{target: "/orders/42", contentType: ct, body: "_method=DELETE"}.serve(t, g(stack), dan)
-				assert.NotEqual(t, "performed DELETE", rec.Body.String(),
-					"checked as POST (dan may not DELETE), performed as DELETE by the Rack stack behind")
-			})
-		}
-	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -44,9 +43,16 @@ func methodShop(user string, methods ...string) mockserver.Fixture {
 // do with POST or PUT only) and dan's token.
 func danShop(t *testing.T) (guard middleware.Middleware, dan string) {
 	t.Helper()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	return middleware.Require(client, "orders", "write"), gw.Token("shop", "dan")
+	client, dan := realmOf(t, postShop, "dan")
+	return middleware.Require(client, "orders", "write"), dan
+}
+
+// realmOf serves fixture from a reference server of the test's own and
+// returns a client of orders-api and user's token.
+func realmOf(t *testing.T, fixture mockserver.Fixture, user string) (*pep.Client, string) {
+	t.Helper()
+	gw := mockservertest.Start(t, mockserver.WithFixture(fixture), es256Tokens)
+	return newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client())), gw.Token("shop", user)
 }
 
 // gorillaOverriding is a handler stack behind the middleware that
@@ -77,23 +83,26 @@ func gorillaOverride(r *http.Request) {
 // TestMethodOverride: the middleware checks the method the stack behind it
 // performs. Without WithMethodOverride a request with any override header
 // is refused; with it, the trusted header's method is checked and sent.
+// CGI (so PHP, and Rack behind a CGI-style server) reads
+// X_HTTP_METHOD_OVERRIDE as X-HTTP-Method-Override, which net/http keeps
+// apart, and PHP '.' as '_' (Caddy's php_fastcgi and FrankenPHP pass it
+// on): such a header is refused, trusted or not
+// (TestOverrideHeaderSpeltWithUnderscoresIsRefused).
 func TestMethodOverride(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(postShop), es256Tokens)
-	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	require.NoError(t, err)
-	dan := gw.Token("shop", "dan")
-	plain := middleware.Require(client, "orders", "write")(gorillaOverriding)
-	trusting := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
+	guard, dan := danShop(t)
+	plain := guard(gorillaOverriding)
+	trusting := guard.With(middleware.WithMethodOverride("X-HTTP-Method-Override"))(gorillaOverriding)
 
-	tests := []struct {
+	type test struct {
 		name    string
 		h       http.Handler
 		method  string
 		headers map[string][]string
 		status  int
 		body    string
-	}{
+	}
+	tests := []test{
 		{"a POST under a POST grant", plain, "POST", nil, 200, "performed POST"},
 		{"an override under a POST grant is refused", plain, "POST", map[string][]string{"X-HTTP-Method-Override": {"DELETE"}}, 400, ""},
 		{"X-HTTP-Method is refused", plain, "POST", map[string][]string{"X-HTTP-Method": {"DELETE"}}, 400, ""},
@@ -111,6 +120,11 @@ func TestMethodOverride(t *testing.T) {
 		{"trusted: empty", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {""}}, 400, ""},
 		{"trusted: twice", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {"PUT", "DELETE"}}, 400, ""},
 		{"trusted: the other headers are still refused", trusting, "POST", map[string][]string{"X-HTTP-Method-Override": {"PUT"}, "X-HTTP-Method": {"DELETE"}}, 400, ""},
+	}
+	for _, name := range []string{"X_HTTP_METHOD_OVERRIDE", "x-http_method-override", "X_HTTP_METHOD", "X_Method_Override",
+		"X.Http.Method.Override", "X-Http.Method-Override"} {
+		tests = append(tests, test{"TestOverrideHeaderSpeltWithUnderscoresIsRefused " + name, plain, "POST", map[string][]string{name: {"DELETE"}}, 400, ""},
+			test{"TestOverrideHeaderSpeltWithUnderscoresIsRefused trusted " + name, trusting, "POST", map[string][]string{name: {"DELETE"}}, 400, ""})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,67 +204,65 @@ func TestWithMethodOverrideNeedsNames(t *testing.T) {
 // TestRequireAuthZENMethodOverride: RequireAuthZEN refuses override
 // headers and the form key _method alike, and with WithMethodOverride
 // sends the trusted method as the AuthZEN context and hands it to the
-// target function.
+// target function. The deleting target asks to delete whatever the
+// method, and cat may delete only with DELETE, so a grant shows that the
+// PDP got the trusted _method as the method, and the target function saw
+// it (TestRequireAuthZENFormMethodOverride); a target that parses the form
+// of the DELETE it sees reads the form the handler gets
+// (TestAuthZENTargetReadsTheFormTheHandlerGets).
 func TestRequireAuthZENMethodOverride(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
 	svc := gw.Token("shop", "service-account-orders-api")
-	plain, _ := azApp(t, gw, svc)
+	plain, c := azApp(t, gw, svc)
 	trusting, _ := azApp(t, gw, svc, middleware.WithMethodOverride("X-HTTP-Method-Override"))
-	serveOverride := func(h http.Handler, user, override string) int {
-		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/1", nil)
-		req.Header.Set(userHeader, user)
-		req.Header.Set("X-HTTP-Method-Override", override)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec.Code
-	}
-	assert.Equal(t, http.StatusBadRequest, serveOverride(plain, "cat", "DELETE"))
-	assert.Equal(t, http.StatusOK, serveOverride(trusting, "cat", "DELETE"), "the manager deletes, with DELETE checked")
-	assert.Equal(t, http.StatusForbidden, serveOverride(trusting, "ann", "DELETE"), "a viewer may not")
-}
-
-// TestRequireAuthZENFormMethodOverride: the same for the form key _method.
-// The target asks to delete whatever the method, and cat may delete only
-// with DELETE, so a grant shows that the PDP got the trusted _method as the
-// method, and the target function saw it.
-func TestRequireAuthZENFormMethodOverride(t *testing.T) {
-	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
-	c, err := hangguard.NewAuthZEN(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	c.SetToken(gw.Token("shop", "service-account-orders-api"))
 	var seen atomic.Value
 	deleting := func(r *http.Request) (authzen.Action, authzen.Resource) {
 		seen.Store(r.Method)
 		return authzen.Action{Name: "delete"}, authzen.Resource{Type: "orders", ID: "1"}
 	}
-	plain := middleware.RequireAuthZEN(c, headerSubject, deleting)(performed)
-	trusting := middleware.RequireAuthZEN(c, headerSubject, deleting, middleware.WithMethodOverride("_method"))(performed)
-
+	byForm := func(r *http.Request) (authzen.Action, authzen.Resource) {
+		_ = r.FormValue("qty")
+		return authzen.Action{Name: "delete"}, authzen.Resource{Type: "orders", ID: "1"}
+	}
+	formPlain := middleware.RequireAuthZEN(c, headerSubject, deleting)(performed)
+	formTrusting := middleware.RequireAuthZEN(c, headerSubject, deleting, middleware.WithMethodOverride("_method"))(performed)
+	formParsing := middleware.RequireAuthZEN(c, headerSubject, byForm, middleware.WithMethodOverride("_method"))(gorillaOverriding)
+	const form, target = "TestRequireAuthZENFormMethodOverride ", "TestAuthZENTargetReadsTheFormTheHandlerGets "
 	for _, tc := range []struct {
-		name         string
-		h            http.Handler
-		target, body string
-		status       int
+		name                         string
+		h                            http.Handler
+		user, target, override, body string
+		status                       int
+		want                         string
 	}{
-		{"untrusted, in the query", plain, "/orders/1?_method=DELETE", "", 400},
-		{"untrusted, in the body: not read, the POST is checked", plain, "/orders/1", "_method=DELETE", 403},
-		{"no override: a POST", trusting, "/orders/1", "qty=1", 403},
-		{"trusted, in the query: refused, it belongs in the body", trusting, "/orders/1?_method=DELETE", "", 400},
-		{"trusted, in the body", trusting, "/orders/1", "_method=DELETE", 200},
+		{"untrusted header", plain, "cat", "/orders/1", "DELETE", "", 400, ""},
+		{"the manager deletes, with DELETE checked", trusting, "cat", "/orders/1", "DELETE", "", 200, "order 1"},
+		{"a viewer may not", trusting, "ann", "/orders/1", "DELETE", "", 403, ""},
+		{form + "untrusted, in the query", formPlain, "cat", "/orders/1?_method=DELETE", "", "", 400, ""},
+		{form + "untrusted, in the body: not read, the POST is checked", formPlain, "cat", "/orders/1", "", "_method=DELETE", 403, ""},
+		{form + "no override: a POST", formTrusting, "cat", "/orders/1", "", "qty=1", 403, ""},
+		{form + "trusted, in the query: refused, it belongs in the body", formTrusting, "cat", "/orders/1?_method=DELETE", "", "", 400, ""},
+		{form + "trusted, in the body", formTrusting, "cat", "/orders/1", "", "_method=DELETE", 200, "performed POST"}, // the stack overrides it
+		{target + "a field and _method", formParsing, "cat", "/orders/1", "", "qty=1&_method=DELETE", 200, "performed DELETE"},
+		{target + "_method alone", formParsing, "cat", "/orders/1", "", "_method=DELETE", 200, "performed DELETE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			seen.Store("")
 			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, tc.target, strings.NewReader(tc.body))
-			req.Header.Set(userHeader, "cat")
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set(userHeader, tc.user)
+			req.Header.Set("Content-Type", urlencoded)
+			if tc.override != "" {
+				req.Header.Set("X-HTTP-Method-Override", tc.override)
+			}
 			rec := httptest.NewRecorder()
 			tc.h.ServeHTTP(rec, req)
 			require.Equal(t, tc.status, rec.Code, rec.Body.String())
 			if tc.status == http.StatusOK {
-				assert.Equal(t, "performed POST", rec.Body.String(), "the handler gets the request as sent; the stack overrides it")
-				assert.Equal(t, "DELETE", seen.Load())
+				assert.Equal(t, tc.want, rec.Body.String())
+			}
+			if tc.status == http.StatusOK && strings.HasPrefix(tc.name, form) {
+				assert.Equal(t, "DELETE", seen.Load(), "the target function saw the trusted method")
 			}
 		})
 	}
@@ -277,17 +289,24 @@ func readsForm(r *http.Request) (string, []string) {
 	return "orders", []string{"write"}
 }
 
-// TestResourceFunctionReadsTheFormTheHandlerGets: RequireFunc's function
-// sees the overridden method, and what it reads of the form, the handler
-// reads too: one body, read once. With _method trusted, gorilla's stack
-// behind the middleware performs the method that was checked, whichever
-// it is; with the header trusted, the handler gets every field. dave may
-// write orders with DELETE or PUT only, not POST.
-func TestResourceFunctionReadsTheFormTheHandlerGets(t *testing.T) {
+// TestTrustedFormMethodOverride: dave may write orders with DELETE or PUT
+// only, not POST. RequireFunc's function sees the overridden method, and
+// what it reads of the form, the handler reads too: one body, read once.
+// With _method trusted, gorilla's stack behind the middleware performs the
+// method that was checked, whichever it is; with the header trusted, the
+// handler gets every field (TestResourceFunctionReadsTheFormTheHandlerGets).
+// A _method in the query is refused with 400, saying to send it in the
+// body: r.FormValue (gorilla) reads it there, r.PostFormValue (gin's
+// c.PostForm) does not (TestTrustedFormMethodOverrideIsTakenFromTheBodyOnly).
+// The method a urlencoded body names is checked only when every stack
+// parses that body as a form: under a Content-Type net/http reads as
+// urlencoded and Rack or PHP does not (a dotted İ), or Laravel reads as
+// JSON (one holding "/json"), the stack behind performs the POST, so the
+// request is refused rather than checked as the DELETE
+// (TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm).
+func TestTrustedFormMethodOverride(t *testing.T) {
 	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(deleteShop), es256Tokens)
-	client := newPep(t, gw, "shop", "orders-api", pep.WithHTTPClient(gw.Client()))
-	dave := gw.Token("shop", "dave")
+	client, dave := realmOf(t, deleteShop, "dave")
 	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, r.Method+" kind="+r.FormValue("kind")+" qty="+r.FormValue("qty"))
 	})
@@ -296,40 +315,47 @@ func TestResourceFunctionReadsTheFormTheHandlerGets(t *testing.T) {
 	headerTrusted := middleware.RequireFunc(client, byKind, middleware.WithMethodOverride("X-HTTP-Method-Override"))(echo)
 	mpType, mpBody := multipartBody(t, "kind", "order", "qty", "3")
 	put := map[string]string{"X-HTTP-Method-Override": "PUT"}
+	postFormOverriding := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			if om := r.PostFormValue("_method"); om == http.MethodPut || om == http.MethodPatch || om == http.MethodDelete {
+				r.Method = om
+			}
+		}
+		_, _ = io.WriteString(w, "performed "+r.Method)
+	})
+	guard := middleware.Require(client, "orders", "write").With(middleware.WithMethodOverride("_method"))
+	plainKey := func(k string) bool { return k == "_method" }
+	rack, php := guard(overridingBy(rackForm, plainKey)), guard(overridingBy(phpForm, plainKey))
+	named := func(ct string) formRequest {
+		return formRequest{target: "/orders/42", contentType: ct, body: "_method=DELETE"}
+	}
+	const says = "query; send it in the form body"
+	const bodyOnly, everyStack = "TestTrustedFormMethodOverrideIsTakenFromTheBodyOnly ", "TestTrustedFormMethodIsTakenOnlyWhereEveryStackReadsTheForm "
+	const resourceFunc = "TestResourceFunctionReadsTheFormTheHandlerGets "
 
 	runFormCases(t, []formCase{
-		{"_method PUT", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=PUT"}, 200, "performed PUT"},
-		{"_method DELETE, which r.ParseForm reads no body for", formTrustedParsing, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 200, "performed DELETE"},
-		{"_method DELETE: the function reads no field of the body, as for any DELETE", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 403, ""},
-		{"header PUT, a urlencoded form", headerTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&qty=3", headers: put}, 200, "POST kind=order qty=3"},
-		{"header PUT, a multipart form", headerTrusted, formRequest{target: "/orders/42", contentType: mpType, body: mpBody, headers: put}, 200, "POST kind=order qty=3"},
+		{bodyOnly + "query, a body-only stack", guard(postFormOverriding), formRequest{target: "/orders/42?_method=DELETE", contentType: urlencoded, body: "qty=1"}, 400, says},
+		{bodyOnly + "query, gorilla", guard(gorillaOverriding), formRequest{target: "/orders/42?_method=DELETE", contentType: urlencoded, body: "qty=1"}, 400, says},
+		{bodyOnly + "query, no body", guard(gorillaOverriding), formRequest{target: "/orders/42?_method=DELETE"}, 400, says},
+		{bodyOnly + "body, a body-only stack", guard(postFormOverriding), formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 200, "performed DELETE"},
+		{bodyOnly + "body, gorilla", guard(gorillaOverriding), formRequest{target: "/orders/42", contentType: urlencoded, body: "qty=1&_method=DELETE"}, 200, "performed DELETE"},
+		{everyStack + "Rack, a dotted İ", rack, named("appl\u0130cation/x-www-form-urlencoded"), 400, ""},
+		{everyStack + "PHP, a dotted İ", php, named("appl\u0130cation/x-www-form-urlencoded"), 400, ""},
+		{everyStack + "PHP, a tab before the parameter", php, named("application/x-www-form-urlencoded\t; charset=utf-8"), 400, ""},
+		{everyStack + "Laravel, a JSON Content-Type parameter", guard(laravelOverriding), named("application/x-www-form-urlencoded; profile=a/json"), 400, ""},
+		{everyStack + "Rack, as it is spelt", rack, named(urlencoded), 200, "performed DELETE"},
+		{everyStack + "PHP, with a charset", php, named(urlencoded + "; charset=utf-8"), 200, "performed DELETE"},
+		// net/http parses no form of a Content-Type whose parameters repeat
+		// with different values: the stack performs the POST, so the POST
+		// is checked, not the DELETE the body seems to name.
+		{"TestFormContentTypeAsNetHTTPReadsIt a Content-Type net/http parses no form of", guard(gorillaOverriding), named(urlencoded + "; charset=a; charset=b"), 403, ""},
+		{"TestFormContentTypeAsNetHTTPReadsIt the same body as a form", guard(gorillaOverriding), named(urlencoded), 200, "performed DELETE"},
+		{resourceFunc + "_method PUT", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=PUT"}, 200, "performed PUT"},
+		{resourceFunc + "_method DELETE, which r.ParseForm reads no body for", formTrustedParsing, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 200, "performed DELETE"},
+		{resourceFunc + "_method DELETE: the function reads no field of the body, as for any DELETE", formTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&_method=DELETE"}, 403, ""},
+		{resourceFunc + "header PUT, a urlencoded form", headerTrusted, formRequest{target: "/orders/42", contentType: urlencoded, body: "kind=order&qty=3", headers: put}, 200, "POST kind=order qty=3"},
+		{resourceFunc + "header PUT, a multipart form", headerTrusted, formRequest{target: "/orders/42", contentType: mpType, body: mpBody, headers: put}, 200, "POST kind=order qty=3"},
 	}, dave)
-}
-
-// TestAuthZENTargetReadsTheFormTheHandlerGets: the same for
-// RequireAuthZEN's target function, which parses the form of the DELETE
-// it sees. cat may delete only with DELETE.
-func TestAuthZENTargetReadsTheFormTheHandlerGets(t *testing.T) {
-	t.Parallel()
-	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
-	c, err := hangguard.NewAuthZEN(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	c.SetToken(gw.Token("shop", "service-account-orders-api"))
-	byForm := func(r *http.Request) (authzen.Action, authzen.Resource) {
-		_ = r.FormValue("qty")
-		return authzen.Action{Name: "delete"}, authzen.Resource{Type: "orders", ID: "1"}
-	}
-	h := middleware.RequireAuthZEN(c, headerSubject, byForm, middleware.WithMethodOverride("_method"))(gorillaOverriding)
-	for _, body := range []string{"qty=1&_method=DELETE", "_method=DELETE"} {
-		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/1", strings.NewReader(body))
-		req.Header.Set(userHeader, "cat")
-		req.Header.Set("Content-Type", urlencoded)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-		require.Equal(t, "performed DELETE", rec.Body.String())
-	}
 }
 
 // TestMiddlewareLeavesTheCallersRequest: the request the middleware gets

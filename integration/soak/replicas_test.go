@@ -534,19 +534,7 @@ func TestReplicasSoak(t *testing.T) {
 	if s.tally == nil {
 		return
 	}
-	back := assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= goroutinesBefore+1 },
-		10*time.Second, 10*time.Millisecond, "goroutines did not return to %d", goroutinesBefore)
-	goroutinesAfter := runtime.NumGoroutine()
-	if !back {
-		buf := make([]byte, 1<<20)
-		t.Logf("goroutines left:\n%s", buf[:runtime.Stack(buf, true)])
-	}
-	heapLimit := 2*heapBefore + 8<<20
-	var heapAfter atomic.Uint64
-	assert.Eventually(t, func() bool {
-		heapAfter.Store(soakHeap())
-		return heapAfter.Load() <= heapLimit
-	}, 10*time.Second, 100*time.Millisecond, "heap did not return below %d B (before: %d B)", heapLimit, heapBefore)
+	goroutinesAfter, heapAfter := backToBaseline(t, goroutinesBefore, heapBefore)
 
 	tl := s.tally
 	pf := s.purges
@@ -579,7 +567,7 @@ func TestReplicasSoak(t *testing.T) {
 		pf.lateCount, round(pf.lateMax), pf.missed,
 		len(s.restarts), restartMean.Round(time.Millisecond), restartMax.Round(time.Millisecond), s.recoveries, s.gaps,
 		tl.falseDenies.Load(), tl.proofsRefused.Load(), tl.serverErrors.Load(), tl.transportErrors.Load(),
-		goroutinesBefore, goroutinesAfter, mib(heapBefore), mib(s.heapLoaded), mib(heapAfter.Load()))
+		goroutinesBefore, goroutinesAfter, mib(heapBefore), mib(s.heapLoaded), mib(heapAfter))
 }
 
 func replicasLoad(t *testing.T, duration, redisEvery time.Duration) replicasSummary {

@@ -562,6 +562,32 @@ func soakHeap() uint64 {
 	return m.HeapAlloc
 }
 
+// backToBaseline waits until goroutines and heap come back to what they
+// were before a load (goroutinesBefore, heapBefore), failing t if they do
+// not within ten seconds each, and returns what they came back to. The
+// server and the connections are closed; the goroutines that served them
+// end shortly after. The condition runs on a goroutine of Eventually's
+// own, hence the one more. The heap bound is generous: the runtime and the
+// HTTP stack keep some pools, but the server's store, the clients and
+// their caches must be gone. Objects kept for a finalizer or in a pool's
+// victim cache go a cycle or two later, hence the poll.
+func backToBaseline(t *testing.T, goroutinesBefore int, heapBefore uint64) (goroutinesAfter int, heapAfter uint64) {
+	back := assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= goroutinesBefore+1 },
+		10*time.Second, 10*time.Millisecond, "goroutines did not return to %d", goroutinesBefore)
+	goroutinesAfter = runtime.NumGoroutine()
+	if !back {
+		buf := make([]byte, 1<<20)
+		t.Logf("goroutines left:\n%s", buf[:runtime.Stack(buf, true)])
+	}
+	heapLimit := 2*heapBefore + 8<<20
+	var after atomic.Uint64
+	assert.Eventually(t, func() bool {
+		after.Store(soakHeap())
+		return after.Load() <= heapLimit
+	}, 10*time.Second, 100*time.Millisecond, "heap did not return below %d B (before: %d B)", heapLimit, heapBefore)
+	return goroutinesAfter, after.Load()
+}
+
 // TestSoak runs the load for -soak.duration in a subtest that owns the
 // server and every connection, checks the final state, and then checks that
 // goroutines and heap came back to what they were before it.
@@ -574,26 +600,7 @@ func TestSoak(t *testing.T) {
 		return // the load stopped early
 	}
 
-	// The server and the connections are closed; the goroutines that
-	// served them end shortly after. The condition runs on a goroutine of
-	// Eventually's own, hence the one more.
-	back := assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= goroutinesBefore+1 },
-		10*time.Second, 10*time.Millisecond, "goroutines did not return to %d", goroutinesBefore)
-	goroutinesAfter := runtime.NumGoroutine()
-	if !back {
-		buf := make([]byte, 1<<20)
-		t.Logf("goroutines left:\n%s", buf[:runtime.Stack(buf, true)])
-	}
-	// Generous: the runtime and the HTTP stack keep some pools, but the
-	// server's store, the clients and their caches must be gone. Objects
-	// kept for a finalizer or in a pool's victim cache go a cycle or two
-	// later, hence the poll.
-	heapLimit := 2*heapBefore + 8<<20
-	var heapAfter atomic.Uint64
-	assert.Eventually(t, func() bool {
-		heapAfter.Store(soakHeap())
-		return heapAfter.Load() <= heapLimit
-	}, 10*time.Second, 100*time.Millisecond, "heap did not return below %d B (before: %d B)", heapLimit, heapBefore)
+	goroutinesAfter, heapAfter := backToBaseline(t, goroutinesBefore, heapBefore)
 
 	tl := s.tally
 	t.Logf("soak: %v, realm of %d users (%d active), %d writers + %d noisy-tenant writers, %d deciders, %d junk callers: "+
@@ -609,7 +616,7 @@ func TestSoak(t *testing.T) {
 		s.checked, s.verifyTime.Round(time.Millisecond), tl.reads.Load(), tl.decisionCalls.Load(), tl.decisionPairs.Load(), s.hitRatio,
 		tl.organizationsCalls.Load(), tl.junkCalls.Load(), tl.junkRefused.Load(),
 		s.gap.Round(time.Millisecond), tl.gapRefusals.Load(), tl.gapDenials.Load(), tl.gapErrors.Load(),
-		goroutinesBefore, goroutinesAfter, mib(heapBefore), mib(s.heapLoaded), mib(heapAfter.Load()))
+		goroutinesBefore, goroutinesAfter, mib(heapBefore), mib(s.heapLoaded), mib(heapAfter))
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
