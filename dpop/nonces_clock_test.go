@@ -274,3 +274,24 @@ func TestHMACNoncesTimeAllocatesNothing(t *testing.T) {
 	c.Step(-time.Hour)
 	require.Zero(t, testing.AllocsPerRun(100, func() { _ = n.now() }), "wall clock behind every line")
 }
+
+// BenchmarkHMACNoncesValid measures checking a fresh nonce, on the source's
+// line and while the wall clock is stepped back below every line it held.
+func BenchmarkHMACNoncesValid(b *testing.B) {
+	for _, back := range []time.Duration{0, time.Hour} {
+		b.Run("wall clock back "+back.String(), func(b *testing.B) {
+			c := &hostClock{wall: testNow}
+			n, err := newHMACNonces(nonceSecret, time.Minute, nil, c.Wall, c.Elapsed)
+			require.NoError(b, err)
+			nonce, err := n.Next(b.Context())
+			require.NoError(b, err)
+			c.Step(-back)
+			b.ReportAllocs()
+			for b.Loop() {
+				if !n.Valid(b.Context(), nonce) {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}
