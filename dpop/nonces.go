@@ -17,7 +17,8 @@ const MinNonceSecretSize = 32
 
 // NonceClockTolerance is how far the wall clock may run ahead of the
 // time an HMAC nonce source keeps (see [NewHMACNonces]) before the source
-// moves its time forward to the wall clock's.
+// moves its time forward to the wall clock's, and how near a line of time
+// the source left the wall clock must read for the source to return to it.
 const NonceClockTolerance = time.Second
 
 // nonceMACSize is the bytes of HMAC-SHA256 a nonce carries.
@@ -50,10 +51,21 @@ const nonceLabel = "orgauthz dpop nonce v1"
 // virtual machine), the source moves its time forward to the wall clock's
 // as soon as the wall clock is NonceClockTolerance ahead: so a process
 // frozen for an hour accepts no nonce older than its lifetime once it runs
-// again. Time never moves back: after the wall clock was wrong ahead, the
-// source stays ahead by as much (its nonces stay valid for at most
-// lifetime, and those of replicas that were not ahead are refused as old)
-// until restarted.
+// again. Each such move leaves a line (the time the source kept) for a new
+// one (the wall clock's, advanced by the monotonic clock from then on), and
+// the source remembers the last four lines it left. It returns to one when
+// the wall clock reads within NonceClockTolerance of it, forgetting the
+// lines above it: a replica whose wall clock was wrong ahead for a while
+// (a bad time server's answer) agrees with the other replicas again as
+// soon as its clock is put right. The monotonic clock counted real time on
+// the line it returns to, so the return makes no old nonce valid again;
+// the nonces it minted on the line it abandons are of steps not yet begun
+// there, refused until the line reaches them (as those of any replica
+// whose clock runs ahead). Time moves back nowhere else: a wall clock
+// stepped back below every line held, or between two of them, moves
+// nothing, and a suspended machine's catch-up stays, unless its wall clock
+// is stepped back by as much again, within NonceClockTolerance (then
+// nonces as old as the suspension are valid again).
 //
 // secret must hold at least [MinNonceSecretSize] random bytes, and
 // lifetime be at least 2 s. older lists earlier secrets, each as long,
@@ -83,7 +95,9 @@ func newHMACNonces(secret []byte, lifetime time.Duration, older [][]byte, wall f
 		}
 		keys = append(keys, append([]byte(nil), k...))
 	}
-	return &hmacNonces{keys: keys, step: int64(lifetime / 2), wall: wall, elapsed: elapsed, start: wall().UnixNano()}, nil
+	n := &hmacNonces{keys: keys, step: int64(lifetime / 2), wall: wall, elapsed: elapsed, start: wall().UnixNano()}
+	n.lines.Store(&nonceLines{n: 1, mono: n.start}) // the start line: offset 0
+	return n, nil
 }
 
 // hmacNonces are the Nonces of NewHMACNonces.
@@ -93,26 +107,71 @@ type hmacNonces struct {
 	wall    func() time.Time
 	elapsed func() time.Duration // monotonic time since start was read
 	start   int64                // the wall clock's first reading, unix ns
-	ahead   atomic.Int64         // how far the wall clock has been found ahead of start + elapsed, ns
+	lines   atomic.Pointer[nonceLines]
 }
 
 var _ Nonces = (*hmacNonces)(nil)
 
+// nonceLinesKept is how many lines a source remembers having left, to
+// return to one when the wall clock comes back to it.
+const nonceLinesKept = 4
+
+// nonceLines are the lines of a source's time, each an offset (ns) from
+// start + elapsed: off[n-1] is the current line, off[:n-1] the lines left
+// for it, most recent last. Offsets increase by more than
+// NonceClockTolerance from one line to the next. A nonceLines is never
+// changed once stored: a move stores a new one.
+type nonceLines struct {
+	off  [nonceLinesKept + 1]int64
+	n    int
+	mono int64 // start + elapsed read by the call that stored them
+}
+
 // now returns the source's time in unix ns: start advanced by the
-// monotonic clock, and moved forward (never back) when the wall clock
-// runs ahead of that by more than NonceClockTolerance.
+// monotonic clock, on the current line (see nonceLines and
+// NewHMACNonces). It allocates only when the time moves to another line.
 func (n *hmacNonces) now() int64 {
 	mono := n.start + int64(n.elapsed())
 	wall := n.wall().UnixNano()
 	for {
-		ahead := n.ahead.Load()
-		if wall-(mono+ahead) <= int64(NonceClockTolerance) {
-			return mono + ahead
-		}
-		if n.ahead.CompareAndSwap(ahead, wall-mono) {
-			return wall
+		cur := n.lines.Load()
+		next, t := cur.follow(mono, wall)
+		if next == nil || n.lines.CompareAndSwap(cur, next) {
+			return t
 		}
 	}
+}
+
+// follow returns the time the wall clock reading wall puts the source on,
+// when start + elapsed is mono, and the lines to store for it (nil when
+// they are l). Readings taken before l was stored move nothing: a call
+// that read the clocks before a move and was slow to get here does not
+// undo it.
+func (l *nonceLines) follow(mono, wall int64) (*nonceLines, int64) {
+	const tol = int64(NonceClockTolerance)
+	at := mono + l.off[l.n-1]
+	switch {
+	case mono < l.mono:
+	case wall-at > tol: // ahead: a new line at the wall clock, leaving this one
+		next := &nonceLines{mono: mono}
+		kept := l.off[:l.n]
+		if len(kept) > nonceLinesKept {
+			kept = kept[len(kept)-nonceLinesKept:] // forget the oldest
+		}
+		next.n = copy(next.off[:], kept)
+		next.off[next.n] = wall - mono
+		next.n++
+		return next, wall
+	case at-wall > tol: // behind: back to the highest line left the wall clock reads, if any
+		for i := l.n - 2; i >= 0; i-- {
+			if d := wall - (mono + l.off[i]); d <= tol && d >= -tol {
+				next := &nonceLines{n: i + 1, mono: mono}
+				copy(next.off[:], l.off[:i+1])
+				return next, mono + l.off[i]
+			}
+		}
+	}
+	return nil, at
 }
 
 // Valid reports whether nonce is one Next returned, under any of the
