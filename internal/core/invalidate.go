@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,13 +39,28 @@ import (
 // channel that broke may have lost purges: the first heartbeat after Lost
 // purges the whole cache before it is trusted again.
 //
-// Messages carry a digest of the token (tokenDigest), never the token:
-// a version byte, a kind byte and, for one token, its 32-byte digest.
-// Anything else is counted as malformed and ignored: a message can only
-// remove cached decisions.
+// Messages carry a digest of the token, never the token: a version byte,
+// a kind byte and, for one token, a 32-byte digest. Anything else is
+// counted as malformed and ignored: a message can only remove cached
+// decisions. A token's purge is two messages:
+//
+//   - msgIdentity, the digest of the token's identity (identityDigest):
+//     every replica of this version or later drops the decisions of every
+//     spelling of the token it holds (see identity.go);
+//   - msgToken, the digest of the token's own string (tokenDigest), the
+//     one message replicas of earlier versions know (they count the other
+//     as malformed, and ignore it): so that, during a rolling upgrade,
+//     they still hear this version's purges of the spellings they hold.
+//     A replica of this version applies it too, to the identity of the
+//     token of that digest if it holds that spelling (the purges of
+//     replicas of earlier versions, which send nothing else).
+//
+// So each is counted as a purge received (Counts.Received): a token's
+// purge published by this version counts twice.
 const (
 	msgVersion  = 1
-	msgToken    = 't' // purge one token's decisions: followed by its digest
+	msgToken    = 't' // purge one token's decisions: followed by its own digest
+	msgIdentity = 'i' // purge every spelling of one token: followed by its identity's digest
 	msgAll      = 'a' // purge every cached decision
 	digestBytes = sha256.Size
 )
@@ -74,10 +90,17 @@ func tokenDigest(token string) [digestBytes]byte {
 // JWTs are shorter, and a longer frame would grow more goroutines' stacks.
 const shortToken = 2 << 10
 
-// tokenMessage is the message that purges token's decisions everywhere.
+// tokenMessage is the message that purges token's decisions on replicas
+// of earlier versions; identityMessage the one that purges, on every
+// replica of this version or later, every spelling of the token whose
+// identity's digest is identity.
 func tokenMessage(token string) []byte {
 	d := tokenDigest(token)
 	return append([]byte{msgVersion, msgToken}, d[:]...)
+}
+
+func identityMessage(identity [digestBytes]byte) []byte {
+	return append([]byte{msgVersion, msgIdentity}, identity[:]...)
 }
 
 // allMessage is the message that purges every replica's whole cache.
@@ -126,7 +149,7 @@ type replicas struct {
 }
 
 // initReplicas starts the subscription of inv, when there is one.
-func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int, cacheBytes int64, testClock bool) error {
+func (c *Core) initReplicas(inv invalidation.Invalidator, testClock bool) error {
 	if inv == nil {
 		return nil
 	}
@@ -138,7 +161,7 @@ func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int, cacheBy
 		}
 	}
 	if c.cache != nil {
-		c.cache.digests = newDigestIndex(cacheSize, cacheBytes)
+		c.cache.digests.hearEarlierVersions()
 	}
 	r.trustUntil.Store(math.MinInt64)
 	c.cache.stopServing()
@@ -246,9 +269,12 @@ func (rc receiver) Message(msg []byte) {
 	c := rc.c
 	r := c.replicas
 	switch {
+	case len(msg) == 2+digestBytes && msg[0] == msgVersion && msg[1] == msgIdentity:
+		c.purgeIdentity([digestBytes]byte(msg[2:]))
+		r.received.Add(1) // counted once applied: Stats shows no purge as done before it is
 	case len(msg) == 2+digestBytes && msg[0] == msgVersion && msg[1] == msgToken:
 		c.purgeDigest([digestBytes]byte(msg[2:]))
-		r.received.Add(1) // counted once applied: Stats shows no purge as done before it is
+		r.received.Add(1)
 	case len(msg) == 2 && msg[0] == msgVersion && msg[1] == msgAll:
 		c.purgeAll()
 		r.received.Add(1)
@@ -311,10 +337,10 @@ func (rc receiver) Lost(err error) {
 	c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": the invalidation channel is down; no cached decision is served until it is back", "cause", cause)
 }
 
-// Purge drops every cached decision of token, under either scheme, and
-// publishes the purge to the other replicas when there is an Invalidator.
-// The local purge is done whatever the error, which says the other
-// replicas may not have heard of it.
+// Purge drops every cached decision of token, every spelling of it
+// (retire), under either scheme, and publishes the purge to the other
+// replicas when there is an Invalidator. The local purge is done whatever
+// the error, which says the other replicas may not have heard of it.
 func (c *Core) Purge(ctx context.Context, token string) error {
 	if c.x.Closed() {
 		return c.who.Peer.Err(transport.ErrClosed)
@@ -322,10 +348,14 @@ func (c *Core) Purge(ctx context.Context, token string) error {
 	if token == "" {
 		return fmt.Errorf("%s: Purge: the token is empty; pass the token whose decisions to drop", c.who.Peer.Pkg())
 	}
+	identity := identityDigest(token)
 	for _, s := range []transport.Scheme{transport.SchemeBearer, transport.SchemeDPoP} {
-		c.purge(transport.Ident{Scheme: s, Token: token})
+		c.retire(transport.Ident{Scheme: s, Token: token}, identity)
 	}
-	return c.publish(ctx, "Purge", tokenMessage(token))
+	if c.replicas == nil {
+		return nil
+	}
+	return c.publish(ctx, "Purge", identityMessage(identity), tokenMessage(token))
 }
 
 // PurgeAll drops every cached decision and publishes that to the other
@@ -338,10 +368,13 @@ func (c *Core) PurgeAll(ctx context.Context) error {
 	return c.publish(ctx, "PurgeAll", allMessage)
 }
 
-// publish sends msg on the channel, if there is one, for at most the
-// client's timeout (whatever ctx's deadline); after Close (which waits for
-// the publications under way) it sends nothing and fails with ErrClosed.
-func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
+// publish sends msgs on the channel, if there is one, in order, for at
+// most the client's timeout in all (whatever ctx's deadline); after
+// Close (which waits for the publications under way) it sends nothing and
+// fails with ErrClosed. Each is sent whatever became of the one before; a
+// failure of any counts one failed publication, and the first error is
+// returned.
+func (c *Core) publish(ctx context.Context, op string, msgs ...[]byte) error {
 	r := c.replicas
 	if r == nil {
 		return nil
@@ -361,9 +394,15 @@ func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
 	// and must not wait forever behind a ctx without one.
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	if err := r.inv.Publish(ctx, msg); err != nil {
+	var first error
+	for _, msg := range msgs {
+		if err := r.inv.Publish(ctx, msg); err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
 		r.publishFailures.Add(1)
-		return fmt.Errorf("%s: %s: purged here, but publishing to the other replicas failed: %w", c.who.Peer.Pkg(), op, err)
+		return fmt.Errorf("%s: %s: purged here, but publishing to the other replicas failed: %w", c.who.Peer.Pkg(), op, first)
 	}
 	return nil
 }
@@ -379,7 +418,10 @@ func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
 // otherwise publish a purge per request, which every replica applies. At
 // most maxRefusedInFlight publications run at once; a refusal beyond them
 // is not published (counted as a failure), and the token's next one is.
-func (c *Core) publishRefused(token string) {
+// A refusal is published as Purge's is (identity is the digest of the
+// token's identity), and told apart from another by the token's own
+// digest: each spelling of a token is published.
+func (c *Core) publishRefused(token string, identity [digestBytes]byte) {
 	r := c.replicas
 	if r == nil {
 		return
@@ -426,7 +468,7 @@ func (c *Core) publishRefused(token string) {
 		}()
 		ctx, cancel := context.WithTimeout(r.ctx, refusedPublishTimeout)
 		defer cancel()
-		if p := safego.Call(func() { err = c.publish(ctx, "a 401", msg) }); p != nil {
+		if p := safego.Call(func() { err = c.publish(ctx, "a 401", identityMessage(identity), msg) }); p != nil {
 			c.background("the Invalidator's Publish", p)
 			r.publishFailures.Add(1)
 			err = errors.New("the Invalidator's Publish panicked")
@@ -452,87 +494,200 @@ const (
 	refusedPublishTimeout = invalidation.DefaultTrust
 )
 
-// digestIndex maps the digests of the tokens whose decisions the cache
-// may hold to their groups, so that a purge from another replica costs a
-// lookup, not a hash of every token cached (which a flood of purges would
-// turn into a denial of service). A token is indexed when a Writer is
-// made for it, before anything of it is stored; groups the cache no longer
-// holds are pruned when the index has grown past twice the cache's
-// entries, or its tokens past twice the cache's byte bound, so that its
-// size and its memory stay in proportion to the cache's.
+// digestIndex finds the tokens whose decisions the cache may hold by
+// their identity's digest (identityDigest), so that a retirement of a
+// token, here or from another replica, drops the decisions of every
+// spelling of it at the cost of a lookup, not of a hash of every token
+// cached (which a flood of purges would turn into a denial of service).
+// With an Invalidator it also finds them by their own digest
+// (tokenDigest), which replicas of earlier versions publish (byToken).
+//
+// A token is indexed, under the scheme it is cached with, when a Writer is
+// made for it, before anything of it is stored. The index holds no copy of
+// a token: the string it keeps is the cache's own copy, in the token's
+// group (cache.Writer.GroupValue), which it keeps alive, no more, once the
+// cache has let the group go. Tokens of groups the cache no longer holds
+// are pruned when the index has grown past twice the cache's entries, or
+// its tokens past twice the cache's byte bound, so that its size and its
+// memory stay in proportion to the cache's.
 type digestIndex struct {
-	mu    sync.Mutex
-	ids   map[transport.Ident][digestBytes]byte
-	byDig map[[digestBytes]byte][]transport.Ident
-	limit int // the size that triggers a pruning
-	floor int // the cache's entry bound: the least limit
+	mu sync.RWMutex
+	// ids holds the indexed tokens (the cache's copies of them), each
+	// once whatever its schemes.
+	ids        map[string]indexEntry
+	byIdentity map[[digestBytes]byte][]string
+	// byToken maps the tokens' own digests to their identities'; nil
+	// without an Invalidator (hearEarlierVersions).
+	byToken map[[digestBytes]byte][digestBytes]byte
+	limit   int // the size that triggers a pruning
+	floor   int // the cache's entry bound: the least limit
 	// bytes is the length of the tokens indexed; byteLimit the length
 	// that triggers a pruning, at least byteFloor, the cache's byte bound.
 	bytes, byteLimit, byteFloor int64
 }
 
+// indexEntry is what the index knows of one token: its identity's digest,
+// its own (zero without byToken), and the schemes it is indexed under
+// (schemeBit).
+type indexEntry struct {
+	identity, own [digestBytes]byte
+	schemes       uint8
+}
+
+// schemeBit is s in a set of schemes; allSchemes is every scheme.
+func schemeBit(s transport.Scheme) uint8 { return 1 << s }
+
+const allSchemes = ^uint8(0)
+
+// The schemes, for the sets of them (schemeBit).
+var schemes = [...]transport.Scheme{transport.SchemeBearer, transport.SchemeDPoP, transport.SchemeNone}
+
 func newDigestIndex(entries int, maxBytes int64) *digestIndex {
 	return &digestIndex{
-		ids:   make(map[transport.Ident][digestBytes]byte),
-		byDig: make(map[[digestBytes]byte][]transport.Ident),
-		limit: 2 * entries, floor: entries,
+		ids:        make(map[string]indexEntry),
+		byIdentity: make(map[[digestBytes]byte][]string),
+		limit:      2 * entries, floor: entries,
 		byteLimit: twice(maxBytes), byteFloor: maxBytes,
 	}
 }
 
-// add indexes id, whose group lru holds (a Writer of it is open).
-func (x *digestIndex) add(id transport.Ident, lru *cache.Cache[transport.Ident, string, bool]) {
+// hearEarlierVersions makes the index find the tokens it indexes from
+// then on by their own digest too (tokenIdentity), for the purges of
+// replicas of earlier versions, which name a token by that digest alone:
+// a client with an Invalidator, before any token is indexed.
+func (x *digestIndex) hearEarlierVersions() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if _, ok := x.ids[id]; ok {
+	x.byToken = make(map[[digestBytes]byte][digestBytes]byte)
+}
+
+// add indexes id, whose group lru holds (a Writer of it is open): id.Token
+// must be the cache's copy of the token (cache.Writer.GroupValue), which
+// the index keeps. A token indexed already costs a lookup under a read
+// lock; a new one the digests of its identity and (with byToken) of
+// itself.
+func (x *digestIndex) add(id transport.Ident, lru *cache.Cache[transport.Ident, string, bool]) {
+	bit := schemeBit(id.Scheme)
+	x.mu.RLock()
+	v, ok := x.ids[id.Token]
+	earlier := x.byToken != nil
+	x.mu.RUnlock()
+	if ok && v.schemes&bit != 0 {
+		return
+	}
+	// The digests, made before the lock (a token's are the same whoever
+	// makes them).
+	v = indexEntry{identity: identityDigest(id.Token), schemes: bit}
+	if earlier {
+		v.own = tokenDigest(id.Token)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if old, ok := x.ids[id.Token]; ok {
+		old.schemes |= bit
+		x.ids[id.Token] = old
 		return
 	}
 	if len(x.ids) >= x.limit || x.bytes+int64(len(id.Token)) > x.byteLimit {
-		for old, dg := range x.ids {
-			if !lru.Holds(old) {
-				x.drop(old, dg)
+		x.prune(lru)
+	}
+	if x.byToken != nil {
+		if !earlier { // hearEarlierVersions came between the locks
+			v.own = tokenDigest(id.Token)
+		}
+		x.byToken[v.own] = v.identity
+	}
+	x.ids[id.Token] = v
+	x.bytes += int64(len(id.Token))
+	x.byIdentity[v.identity] = append(x.byIdentity[v.identity], id.Token)
+}
+
+// prune forgets the tokens, under each scheme, whose groups lru no longer
+// holds, and sets the next limits; x.mu must be held.
+func (x *digestIndex) prune(lru *cache.Cache[transport.Ident, string, bool]) {
+	for tok, v := range x.ids {
+		held := v.schemes
+		for _, s := range schemes {
+			if held&schemeBit(s) != 0 && !lru.Holds(transport.Ident{Scheme: s, Token: tok}) {
+				held &^= schemeBit(s)
 			}
 		}
-		x.limit = max(2*len(x.ids), 2*x.floor)
-		x.byteLimit = twice(max(x.bytes, x.byteFloor))
+		switch {
+		case held == 0:
+			x.drop(tok, v)
+		case held != v.schemes:
+			v.schemes = held
+			x.ids[tok] = v
+		}
 	}
-	id = owned(id) // kept beyond the call: not a view of the caller's bytes
-	dg := tokenDigest(id.Token)
-	x.ids[id] = dg
-	x.bytes += int64(len(id.Token))
-	x.byDig[dg] = append(x.byDig[dg], id)
+	x.limit = max(2*len(x.ids), 2*x.floor)
+	x.byteLimit = twice(max(x.bytes, x.byteFloor))
 }
 
 // twice returns 2n, or math.MaxInt64 where that would overflow.
 func twice(n int64) int64 { return min(n, math.MaxInt64/2) * 2 }
 
-// drop forgets id; x.mu must be held.
-func (x *digestIndex) drop(id transport.Ident, dg [digestBytes]byte) {
-	delete(x.ids, id)
-	x.bytes -= int64(len(id.Token))
-	list := x.byDig[dg]
-	for i, v := range list {
-		if v == id {
-			list = append(list[:i], list[i+1:]...)
-			break
-		}
+// drop forgets tok, whatever its schemes; x.mu must be held.
+func (x *digestIndex) drop(tok string, v indexEntry) {
+	x.forget(tok, v)
+	list := x.byIdentity[v.identity]
+	if i := slices.Index(list, tok); i >= 0 {
+		list = slices.Delete(list, i, i+1) // which clears the slot it frees
 	}
 	if len(list) == 0 {
-		delete(x.byDig, dg)
+		delete(x.byIdentity, v.identity)
 	} else {
-		x.byDig[dg] = list
+		x.byIdentity[v.identity] = list
 	}
 }
 
-// take forgets and returns the groups of the tokens whose digest is dg.
-func (x *digestIndex) take(dg [digestBytes]byte) []transport.Ident {
+// forget forgets tok but for its place in byIdentity; x.mu must be held.
+func (x *digestIndex) forget(tok string, v indexEntry) {
+	delete(x.ids, tok)
+	x.bytes -= int64(len(tok))
+	if x.byToken != nil {
+		delete(x.byToken, v.own)
+	}
+}
+
+// take forgets the tokens whose identity's digest is identity under the
+// schemes of the set which (schemeBit, allSchemes), and returns them, each
+// under each of those schemes it was indexed under.
+func (x *digestIndex) take(identity [digestBytes]byte, which uint8) []transport.Ident {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	list := x.byDig[dg]
-	delete(x.byDig, dg)
-	for _, id := range list {
-		delete(x.ids, id)
-		x.bytes -= int64(len(id.Token))
+	list := x.byIdentity[identity]
+	var out []transport.Ident
+	kept := list[:0]
+	for _, tok := range list {
+		v := x.ids[tok]
+		for _, s := range schemes {
+			if v.schemes&which&schemeBit(s) != 0 {
+				out = append(out, transport.Ident{Scheme: s, Token: tok})
+			}
+		}
+		if v.schemes &^= which; v.schemes == 0 {
+			x.forget(tok, v)
+			continue
+		}
+		x.ids[tok] = v
+		kept = append(kept, tok)
 	}
-	return list
+	clear(list[len(kept):]) // the slots past the end keep no token
+	if len(kept) == 0 {
+		delete(x.byIdentity, identity)
+	} else {
+		x.byIdentity[identity] = kept
+	}
+	return out
+}
+
+// tokenIdentity returns the identity's digest of the indexed token whose
+// own digest (tokenDigest) is own, and whether there is one: always false
+// without an Invalidator (hearEarlierVersions).
+func (x *digestIndex) tokenIdentity(own [digestBytes]byte) ([digestBytes]byte, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	identity, ok := x.byToken[own]
+	return identity, ok
 }
