@@ -180,22 +180,28 @@ func TestRetirementFindsEverySpelling(t *testing.T) {
 
 // TestDigestIndexSharesTheCachesCopyOfTheToken: the index keeps the
 // cache's copy of a token, not the caller's bytes (a token is often cut
-// from a request's header) nor a copy of its own.
+// from a request's header) nor a copy of its own; and when the cache let
+// the token's group go and made it again, the copy the cache holds now,
+// not the old one.
 func TestDigestIndexSharesTheCachesCopyOfTheToken(t *testing.T) {
 	t.Parallel()
 	d, err := newDecisions(&Settings{CacheSize: 10, CacheMaxBytes: math.MaxInt64, AllowTTL: time.Hour, DenyTTL: time.Hour})
 	require.NoError(t, err)
 	header := "Bearer " + jws
 	tok := header[len("Bearer "):]
-	w := d.writer(bearer(tok))
-	defer w.Close()
-	kept := w.w.GroupValue().Token
-	require.True(t, unsafe.StringData(kept) != unsafe.StringData(tok), "the cache keeps a copy of its own")
-	d.digests.mu.RLock()
-	defer d.digests.mu.RUnlock()
-	require.Len(t, d.digests.ids, 1)
-	for indexed := range d.digests.ids {
-		require.Equal(t, jws, indexed)
-		require.True(t, unsafe.StringData(kept) == unsafe.StringData(indexed), "the index holds the caller's bytes or a copy of its own")
+	for round := range 2 { // the second with the group made again
+		w := d.writer(bearer(tok))
+		kept := w.w.GroupValue().Token
+		require.True(t, unsafe.StringData(kept) != unsafe.StringData(tok), "the cache keeps a copy of its own")
+		d.digests.mu.RLock()
+		require.Len(t, d.digests.ids, 1)
+		for indexed, sp := range d.digests.ids {
+			require.Equal(t, jws, indexed)
+			require.True(t, unsafe.StringData(kept) == unsafe.StringData(indexed) && unsafe.StringData(kept) == unsafe.StringData(sp.token),
+				"round %d: the index holds the caller's bytes, a copy of its own or an old one", round)
+		}
+		d.digests.mu.RUnlock()
+		w.Close() // nothing stored: the cache lets the group go
+		require.False(t, d.lru.Holds(bearer(tok)))
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/orgauthz/orgauthz/cache"
 	"github.com/orgauthz/orgauthz/internal/safego"
@@ -506,19 +506,23 @@ const (
 // made for it, before anything of it is stored. The index holds no copy of
 // a token: the string it keeps is the cache's own copy, in the token's
 // group (cache.Writer.GroupValue), which it keeps alive, no more, once the
-// cache has let the group go. Tokens of groups the cache no longer holds
-// are pruned when the index has grown past twice the cache's entries, or
-// its tokens past twice the cache's byte bound, so that its size and its
-// memory stay in proportion to the cache's.
+// cache has let the group go. Each token costs one spelling (64 bytes)
+// and its places in two maps, about 190 bytes in all, and 80 more with an
+// Invalidator (BenchmarkBytesPerCachedToken: a token of 900 bytes costs
+// its group and one entry about 1,100). Tokens of groups the cache no longer
+// holds are pruned when the index has grown past twice the cache's
+// entries, or its tokens past twice the cache's byte bound, so that its
+// size and its memory stay in proportion to the cache's.
 type digestIndex struct {
 	mu sync.RWMutex
-	// ids holds the indexed tokens (the cache's copies of them), each
-	// once whatever its schemes.
-	ids        map[string]indexEntry
-	byIdentity map[[digestBytes]byte][]string
-	// byToken maps the tokens' own digests to their identities'; nil
-	// without an Invalidator (hearEarlierVersions).
-	byToken map[[digestBytes]byte][digestBytes]byte
+	// ids finds an indexed token (the cache's copy of it, once whatever
+	// its schemes) by its string; byIdentity the first of the spellings
+	// of an identity, which list the others (spelling.next).
+	ids        map[string]*spelling
+	byIdentity map[[digestBytes]byte]*spelling
+	// byToken finds a token by its own digest; nil without an
+	// Invalidator (hearEarlierVersions).
+	byToken map[[digestBytes]byte]*spelling
 	limit   int // the size that triggers a pruning
 	floor   int // the cache's entry bound: the least limit
 	// bytes is the length of the tokens indexed; byteLimit the length
@@ -526,12 +530,24 @@ type digestIndex struct {
 	bytes, byteLimit, byteFloor int64
 }
 
-// indexEntry is what the index knows of one token: its identity's digest,
-// its own (zero without byToken), and the schemes it is indexed under
-// (schemeBit).
-type indexEntry struct {
-	identity, own [digestBytes]byte
-	schemes       uint8
+// spelling is one indexed token: the cache's copy of it, its identity's
+// digest, the schemes it is indexed under (schemeBit), and the next
+// spelling of its identity. Its fields change under digestIndex.mu.
+type spelling struct {
+	token    string
+	identity [digestBytes]byte
+	schemes  uint8
+	next     *spelling
+}
+
+// stale reports whether sp, indexed under id's scheme alone, holds
+// another copy of the token than id's, the cache's copy now: the cache let
+// the token's group go and made it again. The index then holds the new
+// one, so that it keeps no more than one copy of a token alive while the
+// token is in use. (A token indexed under two schemes, the groups of both
+// in use, keeps the copy it has.)
+func (sp *spelling) stale(id transport.Ident) bool {
+	return sp.schemes == schemeBit(id.Scheme) && unsafe.StringData(sp.token) != unsafe.StringData(id.Token)
 }
 
 // schemeBit is s in a set of schemes; allSchemes is every scheme.
@@ -544,8 +560,8 @@ var schemes = [...]transport.Scheme{transport.SchemeBearer, transport.SchemeDPoP
 
 func newDigestIndex(entries int, maxBytes int64) *digestIndex {
 	return &digestIndex{
-		ids:        make(map[string]indexEntry),
-		byIdentity: make(map[[digestBytes]byte][]string),
+		ids:        make(map[string]*spelling),
+		byIdentity: make(map[[digestBytes]byte]*spelling),
 		limit:      2 * entries, floor: entries,
 		byteLimit: twice(maxBytes), byteFloor: maxBytes,
 	}
@@ -558,66 +574,73 @@ func newDigestIndex(entries int, maxBytes int64) *digestIndex {
 func (x *digestIndex) hearEarlierVersions() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.byToken = make(map[[digestBytes]byte][digestBytes]byte)
+	x.byToken = make(map[[digestBytes]byte]*spelling)
 }
 
 // add indexes id, whose group lru holds (a Writer of it is open): id.Token
 // must be the cache's copy of the token (cache.Writer.GroupValue), which
 // the index keeps. A token indexed already costs a lookup under a read
 // lock; a new one the digests of its identity and (with byToken) of
-// itself.
+// itself, made before the lock is taken.
 func (x *digestIndex) add(id transport.Ident, lru *cache.Cache[transport.Ident, string, bool]) {
 	bit := schemeBit(id.Scheme)
 	x.mu.RLock()
-	v, ok := x.ids[id.Token]
+	sp := x.ids[id.Token]
+	done := sp != nil && sp.schemes&bit != 0 && !sp.stale(id)
 	earlier := x.byToken != nil
 	x.mu.RUnlock()
-	if ok && v.schemes&bit != 0 {
+	if done {
 		return
 	}
-	// The digests, made before the lock (a token's are the same whoever
-	// makes them).
-	v = indexEntry{identity: identityDigest(id.Token), schemes: bit}
-	if earlier {
-		v.own = tokenDigest(id.Token)
+	var identity, own [digestBytes]byte
+	made := sp == nil // the digests, else made under the lock: rarely needed
+	if made {
+		identity = identityDigest(id.Token)
+		if earlier {
+			own = tokenDigest(id.Token)
+		}
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if old, ok := x.ids[id.Token]; ok {
-		old.schemes |= bit
-		x.ids[id.Token] = old
+	if sp := x.ids[id.Token]; sp != nil {
+		if sp.stale(id) {
+			delete(x.ids, sp.token)
+			sp.token = id.Token
+			x.ids[sp.token] = sp
+		}
+		sp.schemes |= bit
 		return
+	}
+	if !made { // indexed when the lock was read, pruned since
+		identity = identityDigest(id.Token)
 	}
 	if len(x.ids) >= x.limit || x.bytes+int64(len(id.Token)) > x.byteLimit {
 		x.prune(lru)
 	}
-	if x.byToken != nil {
-		if !earlier { // hearEarlierVersions came between the locks
-			v.own = tokenDigest(id.Token)
-		}
-		x.byToken[v.own] = v.identity
-	}
-	x.ids[id.Token] = v
+	sp = &spelling{token: id.Token, identity: identity, schemes: bit, next: x.byIdentity[identity]}
+	x.byIdentity[identity] = sp
+	x.ids[id.Token] = sp
 	x.bytes += int64(len(id.Token))
-	x.byIdentity[v.identity] = append(x.byIdentity[v.identity], id.Token)
+	if x.byToken != nil {
+		if !made || !earlier { // or hearEarlierVersions came between the locks
+			own = tokenDigest(id.Token)
+		}
+		x.byToken[own] = sp
+	}
 }
 
 // prune forgets the tokens, under each scheme, whose groups lru no longer
 // holds, and sets the next limits; x.mu must be held.
 func (x *digestIndex) prune(lru *cache.Cache[transport.Ident, string, bool]) {
-	for tok, v := range x.ids {
-		held := v.schemes
+	for tok, sp := range x.ids {
 		for _, s := range schemes {
-			if held&schemeBit(s) != 0 && !lru.Holds(transport.Ident{Scheme: s, Token: tok}) {
-				held &^= schemeBit(s)
+			if sp.schemes&schemeBit(s) != 0 && !lru.Holds(transport.Ident{Scheme: s, Token: tok}) {
+				sp.schemes &^= schemeBit(s)
 			}
 		}
-		switch {
-		case held == 0:
-			x.drop(tok, v)
-		case held != v.schemes:
-			v.schemes = held
-			x.ids[tok] = v
+		if sp.schemes == 0 {
+			x.unlink(sp)
+			x.forget(sp)
 		}
 	}
 	x.limit = max(2*len(x.ids), 2*x.floor)
@@ -627,26 +650,34 @@ func (x *digestIndex) prune(lru *cache.Cache[transport.Ident, string, bool]) {
 // twice returns 2n, or math.MaxInt64 where that would overflow.
 func twice(n int64) int64 { return min(n, math.MaxInt64/2) * 2 }
 
-// drop forgets tok, whatever its schemes; x.mu must be held.
-func (x *digestIndex) drop(tok string, v indexEntry) {
-	x.forget(tok, v)
-	list := x.byIdentity[v.identity]
-	if i := slices.Index(list, tok); i >= 0 {
-		list = slices.Delete(list, i, i+1) // which clears the slot it frees
-	}
-	if len(list) == 0 {
-		delete(x.byIdentity, v.identity)
-	} else {
-		x.byIdentity[v.identity] = list
+// unlink takes sp out of the list of its identity's spellings; x.mu must
+// be held.
+func (x *digestIndex) unlink(sp *spelling) {
+	for p := x.byIdentity[sp.identity]; p != nil; p = p.next {
+		switch {
+		case p == sp: // the first
+			if sp.next == nil {
+				delete(x.byIdentity, sp.identity)
+			} else {
+				x.byIdentity[sp.identity] = sp.next
+			}
+			return
+		case p.next == sp:
+			p.next = sp.next
+			return
+		}
 	}
 }
 
-// forget forgets tok but for its place in byIdentity; x.mu must be held.
-func (x *digestIndex) forget(tok string, v indexEntry) {
-	delete(x.ids, tok)
-	x.bytes -= int64(len(tok))
+// forget forgets sp, but for its place in its identity's list; x.mu must
+// be held. Its own digest, which byToken finds it by, is made again: what
+// keeping it would cost every token, a token costs once, when the index
+// lets it go.
+func (x *digestIndex) forget(sp *spelling) {
+	delete(x.ids, sp.token)
+	x.bytes -= int64(len(sp.token))
 	if x.byToken != nil {
-		delete(x.byToken, v.own)
+		delete(x.byToken, tokenDigest(sp.token))
 	}
 }
 
@@ -656,25 +687,23 @@ func (x *digestIndex) forget(tok string, v indexEntry) {
 func (x *digestIndex) take(identity [digestBytes]byte, which uint8) []transport.Ident {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	list := x.byIdentity[identity]
 	var out []transport.Ident
-	kept := list[:0]
-	for _, tok := range list {
-		v := x.ids[tok]
+	var kept *spelling // the spellings left, in reverse order
+	for sp := x.byIdentity[identity]; sp != nil; {
+		next := sp.next
 		for _, s := range schemes {
-			if v.schemes&which&schemeBit(s) != 0 {
-				out = append(out, transport.Ident{Scheme: s, Token: tok})
+			if sp.schemes&which&schemeBit(s) != 0 {
+				out = append(out, transport.Ident{Scheme: s, Token: sp.token})
 			}
 		}
-		if v.schemes &^= which; v.schemes == 0 {
-			x.forget(tok, v)
-			continue
+		if sp.schemes &^= which; sp.schemes == 0 {
+			x.forget(sp)
+		} else {
+			sp.next, kept = kept, sp
 		}
-		x.ids[tok] = v
-		kept = append(kept, tok)
+		sp = next
 	}
-	clear(list[len(kept):]) // the slots past the end keep no token
-	if len(kept) == 0 {
+	if kept == nil {
 		delete(x.byIdentity, identity)
 	} else {
 		x.byIdentity[identity] = kept
@@ -688,6 +717,8 @@ func (x *digestIndex) take(identity [digestBytes]byte, which uint8) []transport.
 func (x *digestIndex) tokenIdentity(own [digestBytes]byte) ([digestBytes]byte, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	identity, ok := x.byToken[own]
-	return identity, ok
+	if sp := x.byToken[own]; sp != nil {
+		return sp.identity, true
+	}
+	return [digestBytes]byte{}, false
 }
