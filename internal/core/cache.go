@@ -102,17 +102,17 @@ func (d *decisions) lookup(id transport.Ident) *Group {
 // that left an answer it was to store (send). purgeAll counts the purge
 // (Core.purges) that every flight's key holds.
 func (c *Core) retire(id transport.Ident, identity [digestBytes]byte) {
-	c.flights.Retire(func(k flightKey) bool { return k.identity == identity && k.id.Scheme == id.Scheme })
+	c.flights.Retire(func(k flightKey) bool { return k.identity == flightOf(identity) && k.id.Scheme == id.Scheme })
 	c.cache.retire(id, identity, schemeBit(id.Scheme))
 }
 
 func (c *Core) purgeIdentity(identity [digestBytes]byte) {
-	c.flights.Retire(func(k flightKey) bool { return k.identity == identity })
+	c.flights.Retire(func(k flightKey) bool { return k.identity == flightOf(identity) })
 	c.cache.retire(transport.Ident{}, identity, allSchemes)
 }
 
 func (c *Core) purgeDigest(dg [digestBytes]byte) {
-	c.flights.Retire(func(k flightKey) bool { return k.digest == dg })
+	c.flights.Retire(func(k flightKey) bool { return k.digest == flightOf(dg) })
 	if identity, ok := c.cache.tokenIdentity(dg); ok {
 		c.purgeIdentity(identity)
 	}

@@ -160,9 +160,18 @@ type flightKey struct {
 	id               transport.Ident
 	own              *Token
 	epoch            uint64
-	identity, digest [digestBytes]byte
+	identity, digest flightDigest
 	url, body        string
 }
+
+// flightDigest is the first half of a digest, which is what a flight's
+// key carries of it: a map keeps a key of up to 128 bytes in its own
+// slots, and a longer one in an allocation of its own, one per request.
+// Two tokens whose digests began alike would only retire each other's
+// flights (a request sent again), never share one (the key holds id).
+type flightDigest [digestBytes / 2]byte
+
+func flightOf(d [digestBytes]byte) flightDigest { return flightDigest(d[:]) }
 
 // Send posts body to url for the call (post), unless an identical request
 // is in flight, whose answer it then shares (Flights); a caller out of time
@@ -195,7 +204,8 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 		return nil, nil, err
 	}
 	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, url: url, body: string(body)}
-	key.identity, key.digest = c.digestsOf(cl)
+	identity, digest := c.digestsOf(cl)
+	key.identity, key.digest = flightOf(identity), flightOf(digest)
 	answered := false
 	out, shared := c.flights.Do(ctx, c.who.Peer, key, !cl.fresh, func() *Outcome[[]byte] {
 		if wide && c.cache.cached(cl.ID) {
