@@ -2,7 +2,10 @@ package pep_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,5 +226,55 @@ func TestARetiredTokenSharesNoRequestUnderAnotherSpelling(t *testing.T) {
 			require.False(t, d.Allowed(), "a call begun after the retirement of the token shared a request another spelling sent before it")
 			require.ErrorIs(t, d.Cause, pep.ErrUnauthorized)
 		})
+	}
+}
+
+// TestPurgesAcrossVersions: during a rolling upgrade, replicas of earlier
+// versions hear this version's purges, and this version theirs. A Purge
+// publishes the message replicas of earlier versions know (version 1,
+// kind 't', the SHA-256 of the token under its domain) beside the one
+// that names the token's identity (kind 'i', the SHA-256 of its header and
+// payload, decoded and encoded again, under a domain of its own); and an
+// earlier version's purge of a token, which names that one spelling, here
+// retires every spelling of it the replica holds.
+func TestPurgesAcrossVersions(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	b := newLongBus()
+	c := b.client(t, g)
+	b.beat(time.Now())
+	tok := g.token(t, "carol", mockserver.TokenClient(testClient))
+	alt, err := respell.UnusedBits(tok, respell.Payload)
+	require.NoError(t, err)
+	earlier := func(tok string) []byte {
+		d := sha256.Sum256([]byte("orgauthz/invalidation/v1\x00" + tok))
+		return append([]byte{1, 't'}, d[:]...)
+	}
+	segs := strings.Split(tok, ".")
+	for i := range segs[:2] {
+		raw, err := base64.RawURLEncoding.DecodeString(segs[i])
+		require.NoError(t, err)
+		segs[i] = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	d := sha256.Sum256([]byte("orgauthz/invalidation/identity/v1\x00" + segs[0] + "." + segs[1]))
+	identity := append([]byte{1, 'i'}, d[:]...)
+
+	require.NoError(t, c.Purge(t.Context(), alt))
+	b.mu.Lock()
+	published := b.published
+	b.mu.Unlock()
+	require.Equal(t, [][]byte{identity, earlier(alt)}, published)
+
+	for _, s := range []string{tok, alt} {
+		checkServed(t, g, c, s)
+		_, asked := checkServed(t, g, c, s)
+		require.False(t, asked)
+	}
+	g.revoke(t, tok)
+	b.deliver(earlier(tok)) // a replica of an earlier version's purge of tok
+	for _, s := range []string{tok, alt} {
+		st, asked := checkServed(t, g, c, s)
+		require.True(t, asked, "a spelling's cached decision outlived an earlier version's purge of the token")
+		require.NotEqual(t, pep.Grant, st)
 	}
 }
