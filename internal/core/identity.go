@@ -15,7 +15,9 @@ import (
 //     multiple of 4 carries bits that decoding ignores (Go's
 //     base64.RawURLEncoding, and so go-jose, which re-encodes the decoded
 //     header and payload for the signing input): 4 of them when the
-//     segment's length is 2 more than a multiple of 4, 2 when it is 3 more;
+//     segment's length is 2 more than a multiple of 4, 2 when it is 3 more
+//     (the decoder skips line breaks too, but no header, and so no token
+//     sent, holds one);
 //   - an ECDSA signature (r, s) has a twin (r, n-s) that verifies as well,
 //     which anyone holding the token can make.
 //
