@@ -183,11 +183,10 @@ func (c *Core) enqueue(kind events.Kind, s transport.Scheme, err error) {
 // refused handles the error of a call's request (post, through which
 // every request that carries a credential goes): for a 401 that refuses
 // the call's token, the token is retired (the cached decisions of every
-// spelling of it go), here and (with an
-// Invalidator, published on a goroutine of its own) on every replica,
-// and, if it is still the client's own current token, tokenExpired is
-// emitted once per token, its delivery bounded by ctx (the call's
-// deadline). A 401 that blames the DPoP proof (ErrProofRejected: a
+// spelling of it go), here and (with an Invalidator, published on a
+// goroutine of its own) on every replica, and, if it is still the
+// client's own current token, tokenExpired is emitted once per token, its
+// delivery bounded by ctx (the call's deadline). A 401 that blames the DPoP proof (ErrProofRejected: a
 // rejected proof, or a nonce challenge still refused after its one
 // resend) is no verdict on the token: nothing happens; nor for a per-call
 // token beyond the purge, since the client's own is unaffected. Only a
