@@ -210,9 +210,11 @@ type Stats struct {
 	FailClosed uint64
 	// Breaker is the circuit breaker's state now.
 	Breaker BreakerState
-	// Invalidations counts the purges received from the invalidation
-	// channel (WithInvalidator) and applied; MalformedInvalidations the
-	// messages on it that were ignored as malformed.
+	// Invalidations counts the purge messages received from the
+	// invalidation channel (WithInvalidator) and applied: a token's purge
+	// published by this version is two (see Purge), one of earlier
+	// versions one; MalformedInvalidations the messages on it that were
+	// ignored as malformed.
 	Invalidations, MalformedInvalidations uint64
 	// InvalidationGaps counts the times the channel went down (no cached
 	// decision was served until it was back); InvalidationRecoveries the

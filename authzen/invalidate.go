@@ -17,7 +17,8 @@ type Invalidator = invalidation.Invalidator
 // WithInvalidator makes the client share its cache purges with the other
 // replicas through inv, as pep.WithInvalidator does, whose documentation
 // holds the rules: Purge, PurgeAll and every 401 are published (a SHA-256
-// digest of the token, never the token) and the other replicas' purges
+// digest of the token's identity and one of the token, two messages, never
+// the token) and the other replicas' purges
 // applied here; the cache is served only while a heartbeat of inv's was
 // sent within its trust window (invalidation.DefaultTrust, 2 s, unless inv
 // says otherwise), read on the monotonic clock at every lookup, else every
@@ -29,7 +30,10 @@ type Invalidator = invalidation.Invalidator
 func WithInvalidator(inv Invalidator) Option { return option(func(c *config) { c.Invalidator = inv }) }
 
 // Purge drops every cached decision of token (as a Bearer or a DPoP-bound
-// token) and, with an invalidator, publishes the purge to every replica,
+// token), and of every other spelling of it the PDP reads as the same
+// token (see pep.Client.Purge; SetToken, SetDPoPToken, ClearToken and a
+// 401 retire a token so too), and, with an invalidator, publishes the
+// purge to every replica,
 // returning once the channel accepted it, by ctx's deadline or the
 // client's timeout, whichever comes first. It is pep.Client.Purge, whose
 // documentation holds the rules: the local purge is done whatever the

@@ -888,6 +888,13 @@ func (c *Cache[G, K, V]) Writer(g G) *Writer[G, K, V] {
 	return w
 }
 
+// GroupValue returns the writer's group value as the cache keeps it: its
+// strings are the cache's own copies (see Add), which a caller that must
+// keep the value may hold instead of copying them again. Holding it keeps
+// the group's allocation (its bookkeeping and those copies), no more,
+// alive after the cache has let the group go.
+func (w *Writer[G, K, V]) GroupValue() G { return w.grp.id }
+
 // Add is Cache.Add for the writer's group, except that ttl counts from when
 // the writer was made, not from this call, and that it stores nothing, and
 // reports false, once the group has been removed since the writer was made,

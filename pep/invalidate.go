@@ -18,7 +18,12 @@ type Invalidator = invalidation.Invalidator
 // replicas through inv: Purge, PurgeAll and every 401 (which purges the
 // refused token) are published, and what the other replicas publish is
 // applied here. Messages carry a SHA-256 digest of a token, never the
-// token.
+// token: a token's purge is two messages, one that names the token's
+// identity (every spelling of it, see Purge), for replicas of this version
+// and later, and one that names the token itself, for replicas of earlier
+// versions during a rolling upgrade (which count the first as malformed,
+// logging one warning, and ignore it). This client applies both, and so
+// the purges of replicas of earlier versions too.
 //
 // The cache is served only while inv's channel is known to be current: a
 // heartbeat from it was sent within its trust window
@@ -38,7 +43,17 @@ type Invalidator = invalidation.Invalidator
 func WithInvalidator(inv Invalidator) Option { return option(func(c *config) { c.Invalidator = inv }) }
 
 // Purge drops every cached decision of token (as a Bearer or a DPoP
-// token) and, with an invalidator, publishes the purge to every replica,
+// token), and of every other spelling of it the gateway reads as the same
+// token: for a compact JWS (a JWT), any token with its header and payload,
+// whatever the unused bits of each segment's last base64url character
+// and whatever its signature (an ECDSA signature (r, s) has a twin (r,
+// n-s)); for a compact JWE, its five segments whatever those bits; any
+// other token, that token alone. Every retirement of a token is done so:
+// Purge, a 401, SetToken, SetDPoPToken and ClearToken replacing it,
+// another replica's purge. A decision is still served only to the exact
+// token string the gateway answered for; a forged spelling (a bad
+// signature) can at worst make the real token's decisions be asked
+// again. With an invalidator, Purge publishes the purge to every replica,
 // returning once the channel accepted it: from then on no replica serves
 // a cached decision of token for longer than the propagation bound (the
 // channel's delivery, at worst its trust window). The local purge is done

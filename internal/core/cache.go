@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
@@ -16,7 +15,10 @@ import (
 // wire. Memory is bounded in entries and in bytes (cache.WithMaxBytes),
 // and no caller chooses what one entry costs: a token longer than
 // MaxCachedToken is never cached, and each client bounds its keys. Tokens
-// are compared whole, never by hash: two tokens never share an entry.
+// are compared whole, never by hash: two tokens never share an entry, and
+// a decision is served only to the exact token string the server answered
+// for. A token is retired, though, by what it is: every cached spelling of
+// it goes (retire, identity.go).
 
 // MaxCachedToken is the longest token whose decisions are cached.
 const MaxCachedToken = 8 << 10
@@ -28,8 +30,9 @@ type Group = cache.Group[transport.Ident, string, bool]
 type decisions struct {
 	lru               *cache.Cache[transport.Ident, string, bool]
 	allowTTL, denyTTL time.Duration
-	// digests finds a token's groups by its digest, for the purges of
-	// other replicas; nil without an Invalidator.
+	// digests finds the groups of every spelling of a token by the digest
+	// of its identity, for its retirement (retire), here or from another
+	// replica.
 	digests *digestIndex
 }
 
@@ -45,7 +48,8 @@ func newDecisions(s *Settings) (*decisions, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &decisions{lru: lru, allowTTL: s.AllowTTL, denyTTL: s.DenyTTL}, nil
+	return &decisions{lru: lru, allowTTL: s.AllowTTL, denyTTL: s.DenyTTL,
+		digests: newDigestIndex(s.CacheSize, s.CacheMaxBytes)}, nil
 }
 
 // cached reports whether id's decisions may be cached.
@@ -73,36 +77,50 @@ func (d *decisions) lookup(id transport.Ident) *Group {
 	return d.lru.Lookup(id)
 }
 
-// owned returns id with a token of its own. A token is often cut from a
-// request's header: what is kept beyond the call (the digest index's
-// entries; the cache copies its own) must not hold the whole request's
-// bytes.
-func owned(id transport.Ident) transport.Ident {
-	id.Token = strings.Clone(id.Token)
-	return id
+// retire, purgeIdentity, purgeDigest, purge and purgeAll drop cached
+// decisions, and before that keep a call that begins once a purge is under
+// way from sharing a request sent before it, by the same test. Every purge
+// of the client goes through them.
+//
+// The retirement of a token (Purge, a 401, the token SetToken or
+// ClearToken replaced) acts on its identity (identity.go), not on the
+// spelling at hand: retire drops the flights and the cached decisions of
+// every spelling of id's token under id's scheme, whose identity's digest
+// is identity (flightKey.identity, the digest index), and no other token's
+// (one token's retirement does not split other callers' requests).
+// purgeIdentity does the same under every scheme for another replica's
+// purge (msgIdentity); purgeDigest for the purge of a replica of an
+// earlier version (msgToken), which names one spelling by its own digest:
+// it retires the flights of that spelling (flightKey.digest) and, if the
+// index holds that spelling, everything of its identity. The flights are
+// retired whether or not their decisions are cached; the decisions found
+// are those of every token the cache holds entries or writers of (one it
+// never held costs a lookup).
+//
+// purge drops the flights and the decisions of id's token alone, this
+// spelling: not a retirement, but a wildcard's (SendWide) or a call's
+// that left an answer it was to store (send). purgeAll counts the purge
+// (Core.purges) that every flight's key holds.
+func (c *Core) retire(id transport.Ident, identity [digestBytes]byte) {
+	c.flights.Retire(func(k flightKey) bool { return k.identity == flightOf(identity) && k.id.Scheme == id.Scheme })
+	c.cache.retire(id, identity, schemeBit(id.Scheme))
 }
 
-// purge, purgeDigest and purgeAll drop cached decisions, and before that
-// keep a call that begins once a purge is under way from sharing a request
-// sent before it, by the same test: purge retires the flights of its token
-// alone (one token's purge, a 401 or a wildcard's, does not split other
-// callers' requests); purgeDigest, another replica's purge of a token it
-// names by digest, retires the flights of every token of that digest
-// (flightKey.digest), whether or not their decisions are cached, and
-// drops the cached decisions of those the digest index knows, which are
-// all the tokens the cache holds entries or writers of (one it never held
-// costs a lookup); purgeAll counts the purge (Core.purges) that every
-// flight's key holds. Every purge of the client goes through them.
-func (c *Core) purge(id transport.Ident) {
-	c.flights.Retire(func(k flightKey) bool { return k.id == id })
-	c.cache.purge(id)
+func (c *Core) purgeIdentity(identity [digestBytes]byte) {
+	c.flights.Retire(func(k flightKey) bool { return k.identity == flightOf(identity) })
+	c.cache.retire(transport.Ident{}, identity, allSchemes)
 }
 
 func (c *Core) purgeDigest(dg [digestBytes]byte) {
-	c.flights.Retire(func(k flightKey) bool { return k.digest == dg })
-	for _, id := range c.cache.digestIDs(dg) {
-		c.cache.purge(id)
+	c.flights.Retire(func(k flightKey) bool { return k.digest == flightOf(dg) })
+	if identity, ok := c.cache.tokenIdentity(dg); ok {
+		c.purgeIdentity(identity)
 	}
+}
+
+func (c *Core) purge(id transport.Ident) {
+	c.flights.Retire(func(k flightKey) bool { return k.id == id })
+	c.cache.purge(id)
 }
 
 func (c *Core) purgeAll() {
@@ -116,14 +134,30 @@ func (d *decisions) purge(id transport.Ident) {
 	}
 }
 
-// purgeDigest drops the decisions of every token whose digest
-// (tokenDigest) is dg, under either scheme: those the digest index knows,
-// which are all the cache may hold entries of.
-func (d *decisions) digestIDs(dg [digestBytes]byte) []transport.Ident {
-	if d == nil || d.digests == nil {
-		return nil
+// retire drops the decisions of every token whose identity's digest is
+// identity under the schemes of the set which, all those the digest index
+// knows (all the cache may hold entries of), and id's, a token of them
+// (the zero Ident for none), whether it knows it or not.
+func (d *decisions) retire(id transport.Ident, identity [digestBytes]byte, which uint8) {
+	if d == nil {
+		return
 	}
-	return d.digests.take(dg)
+	if id != (transport.Ident{}) {
+		d.lru.RemoveGroup(id)
+	}
+	for _, other := range d.digests.take(identity, which) {
+		d.lru.RemoveGroup(other)
+	}
+}
+
+// tokenIdentity returns the identity's digest of the cached token whose
+// own digest (tokenDigest) is dg, and whether the digest index knows one
+// (only with an Invalidator).
+func (d *decisions) tokenIdentity(dg [digestBytes]byte) ([digestBytes]byte, bool) {
+	if d == nil {
+		return [digestBytes]byte{}, false
+	}
+	return d.digests.tokenIdentity(dg)
 }
 
 // serveUntil makes the cache serve nothing from t on (cache.ServeUntil);
@@ -157,14 +191,16 @@ type Writer struct {
 	d *decisions
 }
 
+// writer returns the Writer of id's decisions, and indexes id
+// (digestIndex) before anything of it is stored.
 func (d *decisions) writer(id transport.Ident) *Writer {
 	if !d.cached(id) {
 		return nil
 	}
 	w := &Writer{w: d.lru.Writer(id), d: d} // the cache keeps its own copy of the token
-	if d.digests != nil {                   // after the Writer: the group is held while it is indexed
-		d.digests.add(id, d.lru)
-	}
+	// After the Writer, whose group holds the cache's copy of the token,
+	// which the index keeps: the group is held while it is indexed.
+	d.digests.add(w.w.GroupValue(), d.lru)
 	return w
 }
 

@@ -150,17 +150,28 @@ func (c *Core) Late(ctx context.Context) error {
 // purges when the call began, so that a call that began after a purge
 // (of any token: here, from another replica, after the channel came back)
 // never gets the answer of a request sent before it; then the URL and the
-// exact body. digest is the token's digest on the invalidation channel
-// (zero without one), by which another replica's purge of the token
-// retires its flights (purgeDigest), whether or not its decisions are
-// cached; being the token's, it splits no requests id does not.
+// exact body. identity is the digest of the token's identity, by which a
+// retirement of any spelling of the token retires its flights (retire,
+// purgeIdentity), whether or not its decisions are cached; digest is the
+// token's own digest on the invalidation channel (zero without one), by
+// which the purge of a replica of an earlier version does (purgeDigest).
+// Being the token's, they split no requests id does not.
 type flightKey struct {
-	id        transport.Ident
-	own       *Token
-	epoch     uint64
-	digest    [digestBytes]byte
-	url, body string
+	id               transport.Ident
+	own              *Token
+	epoch            uint64
+	identity, digest flightDigest
+	url, body        string
 }
+
+// flightDigest is the first half of a digest, which is what a flight's
+// key carries of it: a map keeps a key of up to 128 bytes in its own
+// slots, and a longer one in an allocation of its own, one per request.
+// Two tokens whose digests began alike would only retire each other's
+// flights (a request sent again), never share one (the key holds id).
+type flightDigest [digestBytes / 2]byte
+
+func flightOf(d [digestBytes]byte) flightDigest { return flightDigest(d[:]) }
 
 // Send posts body to url for the call (post), unless an identical request
 // is in flight, whose answer it then shares (Flights); a caller out of time
@@ -192,7 +203,9 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 	if err := c.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
 		return nil, nil, err
 	}
-	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, digest: c.digestOf(cl), url: url, body: string(body)}
+	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, url: url, body: string(body)}
+	identity, digest := c.digestsOf(cl)
+	key.identity, key.digest = flightOf(identity), flightOf(digest)
 	answered := false
 	out, shared := c.flights.Do(ctx, c.who.Peer, key, !cl.fresh, func() *Outcome[[]byte] {
 		if wide && c.cache.cached(cl.ID) {
@@ -226,18 +239,20 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 	return out.Value, w, nil
 }
 
-// digestOf returns the digest of the call's token on the invalidation
-// channel (tokenDigest), for its flights; zero without an Invalidator. The
-// client's own token's was made when it was set; a per-call token's is
-// made here, on the way to the server.
-func (c *Core) digestOf(cl *Call) [digestBytes]byte {
-	switch {
-	case c.replicas == nil:
-		return [digestBytes]byte{}
-	case cl.Token != nil:
-		return cl.Token.digest
+// digestsOf returns the digest of the identity of the call's token
+// (identityDigest) and its own digest on the invalidation channel
+// (tokenDigest; zero without an Invalidator), for its flights and its
+// retirement. The client's own token's were made when it was set; a
+// per-call token's are made here, on the way to the server.
+func (c *Core) digestsOf(cl *Call) (identity, digest [digestBytes]byte) {
+	if cl.Token != nil {
+		return cl.Token.identity, cl.Token.digest
 	}
-	return tokenDigest(cl.ID.Token)
+	identity = identityDigest(cl.ID.Token)
+	if c.replicas != nil {
+		digest = tokenDigest(cl.ID.Token)
+	}
+	return identity, digest
 }
 
 // BatchSize returns the most items one request carries (WithBatchSize).

@@ -58,10 +58,10 @@ type Core struct {
 	replicas *replicas
 	// flights coalesces identical requests (Send).
 	flights Flights[flightKey, []byte]
-	// purges counts the purges of cached decisions (purge, purgeDigest,
-	// purgeAll): a call reads it when it starts (Own, PerCall), and it is
-	// part of the key that coalesces requests, so that no call that began
-	// after a purge shares the answer of a request sent before it.
+	// purges counts the purges of every cached decision (purgeAll): a
+	// call reads it when it starts (Own, PerCall), and it is part of the
+	// key that coalesces requests, so that no call that began after such a
+	// purge shares the answer of a request sent before it.
 	purges atomic.Uint64
 
 	// token is the client's current token, read without a lock by every
@@ -124,7 +124,7 @@ func (c *Core) Init(s Settings, who Identity) error {
 	}
 	// The invalidation channel before the telemetry, whose metrics read
 	// it from another goroutine.
-	if err := c.initReplicas(s.Invalidator, s.CacheSize, s.CacheMaxBytes, testClock); err != nil {
+	if err := c.initReplicas(s.Invalidator, testClock); err != nil {
 		return err
 	}
 	if c.tel, err = telemetry.New(who.Scope, c, (*Core).counts, s.TracerProvider, s.MeterProvider, who.URL, who.Attributes...); err != nil {

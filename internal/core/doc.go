@@ -10,7 +10,9 @@
 //     carries it, the request sent through the breaker, retries and
 //     transport and shared with identical concurrent ones, the 401 handled
 //     (call.go);
-//   - the decision cache, grouped by token (cache.go);
+//   - the decision cache, grouped by token (cache.go), whose tokens are
+//     retired by what they are, every spelling of one together
+//     (identity.go);
 //   - the counters behind Stats and the metrics, and the log lines of
 //     fail-closed decisions (core.go: Tally, Record).
 //

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/orgauthz/orgauthz/cache"
 	"github.com/orgauthz/orgauthz/internal/safego"
@@ -38,13 +39,28 @@ import (
 // channel that broke may have lost purges: the first heartbeat after Lost
 // purges the whole cache before it is trusted again.
 //
-// Messages carry a digest of the token (tokenDigest), never the token:
-// a version byte, a kind byte and, for one token, its 32-byte digest.
-// Anything else is counted as malformed and ignored: a message can only
-// remove cached decisions.
+// Messages carry a digest of the token, never the token: a version byte,
+// a kind byte and, for one token, a 32-byte digest. Anything else is
+// counted as malformed and ignored: a message can only remove cached
+// decisions. A token's purge is two messages:
+//
+//   - msgIdentity, the digest of the token's identity (identityDigest):
+//     every replica of this version or later drops the decisions of every
+//     spelling of the token it holds (see identity.go);
+//   - msgToken, the digest of the token's own string (tokenDigest), the
+//     one message replicas of earlier versions know (they count the other
+//     as malformed, and ignore it): so that, during a rolling upgrade,
+//     they still hear this version's purges of the spellings they hold.
+//     A replica of this version applies it too, to the identity of the
+//     token of that digest if it holds that spelling (the purges of
+//     replicas of earlier versions, which send nothing else).
+//
+// So each is counted as a purge received (Counts.Received): a token's
+// purge published by this version counts twice.
 const (
 	msgVersion  = 1
-	msgToken    = 't' // purge one token's decisions: followed by its digest
+	msgToken    = 't' // purge one token's decisions: followed by its own digest
+	msgIdentity = 'i' // purge every spelling of one token: followed by its identity's digest
 	msgAll      = 'a' // purge every cached decision
 	digestBytes = sha256.Size
 )
@@ -74,10 +90,17 @@ func tokenDigest(token string) [digestBytes]byte {
 // JWTs are shorter, and a longer frame would grow more goroutines' stacks.
 const shortToken = 2 << 10
 
-// tokenMessage is the message that purges token's decisions everywhere.
+// tokenMessage is the message that purges token's decisions on replicas
+// of earlier versions; identityMessage the one that purges, on every
+// replica of this version or later, every spelling of the token whose
+// identity's digest is identity.
 func tokenMessage(token string) []byte {
 	d := tokenDigest(token)
 	return append([]byte{msgVersion, msgToken}, d[:]...)
+}
+
+func identityMessage(identity [digestBytes]byte) []byte {
+	return append([]byte{msgVersion, msgIdentity}, identity[:]...)
 }
 
 // allMessage is the message that purges every replica's whole cache.
@@ -126,7 +149,7 @@ type replicas struct {
 }
 
 // initReplicas starts the subscription of inv, when there is one.
-func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int, cacheBytes int64, testClock bool) error {
+func (c *Core) initReplicas(inv invalidation.Invalidator, testClock bool) error {
 	if inv == nil {
 		return nil
 	}
@@ -138,7 +161,7 @@ func (c *Core) initReplicas(inv invalidation.Invalidator, cacheSize int, cacheBy
 		}
 	}
 	if c.cache != nil {
-		c.cache.digests = newDigestIndex(cacheSize, cacheBytes)
+		c.cache.digests.hearEarlierVersions()
 	}
 	r.trustUntil.Store(math.MinInt64)
 	c.cache.stopServing()
@@ -246,9 +269,12 @@ func (rc receiver) Message(msg []byte) {
 	c := rc.c
 	r := c.replicas
 	switch {
+	case len(msg) == 2+digestBytes && msg[0] == msgVersion && msg[1] == msgIdentity:
+		c.purgeIdentity([digestBytes]byte(msg[2:]))
+		r.received.Add(1) // counted once applied: Stats shows no purge as done before it is
 	case len(msg) == 2+digestBytes && msg[0] == msgVersion && msg[1] == msgToken:
 		c.purgeDigest([digestBytes]byte(msg[2:]))
-		r.received.Add(1) // counted once applied: Stats shows no purge as done before it is
+		r.received.Add(1)
 	case len(msg) == 2 && msg[0] == msgVersion && msg[1] == msgAll:
 		c.purgeAll()
 		r.received.Add(1)
@@ -311,10 +337,10 @@ func (rc receiver) Lost(err error) {
 	c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": the invalidation channel is down; no cached decision is served until it is back", "cause", cause)
 }
 
-// Purge drops every cached decision of token, under either scheme, and
-// publishes the purge to the other replicas when there is an Invalidator.
-// The local purge is done whatever the error, which says the other
-// replicas may not have heard of it.
+// Purge drops every cached decision of token, every spelling of it
+// (retire), under either scheme, and publishes the purge to the other
+// replicas when there is an Invalidator. The local purge is done whatever
+// the error, which says the other replicas may not have heard of it.
 func (c *Core) Purge(ctx context.Context, token string) error {
 	if c.x.Closed() {
 		return c.who.Peer.Err(transport.ErrClosed)
@@ -322,10 +348,14 @@ func (c *Core) Purge(ctx context.Context, token string) error {
 	if token == "" {
 		return fmt.Errorf("%s: Purge: the token is empty; pass the token whose decisions to drop", c.who.Peer.Pkg())
 	}
+	identity := identityDigest(token)
 	for _, s := range []transport.Scheme{transport.SchemeBearer, transport.SchemeDPoP} {
-		c.purge(transport.Ident{Scheme: s, Token: token})
+		c.retire(transport.Ident{Scheme: s, Token: token}, identity)
 	}
-	return c.publish(ctx, "Purge", tokenMessage(token))
+	if c.replicas == nil {
+		return nil
+	}
+	return c.publish(ctx, "Purge", identityMessage(identity), tokenMessage(token))
 }
 
 // PurgeAll drops every cached decision and publishes that to the other
@@ -338,10 +368,13 @@ func (c *Core) PurgeAll(ctx context.Context) error {
 	return c.publish(ctx, "PurgeAll", allMessage)
 }
 
-// publish sends msg on the channel, if there is one, for at most the
-// client's timeout (whatever ctx's deadline); after Close (which waits for
-// the publications under way) it sends nothing and fails with ErrClosed.
-func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
+// publish sends msgs on the channel, if there is one, in order, for at
+// most the client's timeout in all (whatever ctx's deadline); after
+// Close (which waits for the publications under way) it sends nothing and
+// fails with ErrClosed. Each is sent whatever became of the one before; a
+// failure of any counts one failed publication, and the first error is
+// returned.
+func (c *Core) publish(ctx context.Context, op string, msgs ...[]byte) error {
 	r := c.replicas
 	if r == nil {
 		return nil
@@ -361,9 +394,15 @@ func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
 	// and must not wait forever behind a ctx without one.
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	if err := r.inv.Publish(ctx, msg); err != nil {
+	var first error
+	for _, msg := range msgs {
+		if err := r.inv.Publish(ctx, msg); err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
 		r.publishFailures.Add(1)
-		return fmt.Errorf("%s: %s: purged here, but publishing to the other replicas failed: %w", c.who.Peer.Pkg(), op, err)
+		return fmt.Errorf("%s: %s: purged here, but publishing to the other replicas failed: %w", c.who.Peer.Pkg(), op, first)
 	}
 	return nil
 }
@@ -379,7 +418,10 @@ func (c *Core) publish(ctx context.Context, op string, msg []byte) error {
 // otherwise publish a purge per request, which every replica applies. At
 // most maxRefusedInFlight publications run at once; a refusal beyond them
 // is not published (counted as a failure), and the token's next one is.
-func (c *Core) publishRefused(token string) {
+// A refusal is published as Purge's is (identity is the digest of the
+// token's identity), and told apart from another by the token's own
+// digest: each spelling of a token is published.
+func (c *Core) publishRefused(token string, identity [digestBytes]byte) {
 	r := c.replicas
 	if r == nil {
 		return
@@ -426,7 +468,7 @@ func (c *Core) publishRefused(token string) {
 		}()
 		ctx, cancel := context.WithTimeout(r.ctx, refusedPublishTimeout)
 		defer cancel()
-		if p := safego.Call(func() { err = c.publish(ctx, "a 401", msg) }); p != nil {
+		if p := safego.Call(func() { err = c.publish(ctx, "a 401", identityMessage(identity), msg) }); p != nil {
 			c.background("the Invalidator's Publish", p)
 			r.publishFailures.Add(1)
 			err = errors.New("the Invalidator's Publish panicked")
@@ -452,87 +494,231 @@ const (
 	refusedPublishTimeout = invalidation.DefaultTrust
 )
 
-// digestIndex maps the digests of the tokens whose decisions the cache
-// may hold to their groups, so that a purge from another replica costs a
-// lookup, not a hash of every token cached (which a flood of purges would
-// turn into a denial of service). A token is indexed when a Writer is
-// made for it, before anything of it is stored; groups the cache no longer
+// digestIndex finds the tokens whose decisions the cache may hold by
+// their identity's digest (identityDigest), so that a retirement of a
+// token, here or from another replica, drops the decisions of every
+// spelling of it at the cost of a lookup, not of a hash of every token
+// cached (which a flood of purges would turn into a denial of service).
+// With an Invalidator it also finds them by their own digest
+// (tokenDigest), which replicas of earlier versions publish (byToken).
+//
+// A token is indexed, under the scheme it is cached with, when a Writer is
+// made for it, before anything of it is stored. The index holds no copy of
+// a token: the string it keeps is the cache's own copy, in the token's
+// group (cache.Writer.GroupValue), which it keeps alive, no more, once the
+// cache has let the group go. Each token costs one spelling (64 bytes)
+// and its places in two maps, about 190 bytes in all, and 80 more with an
+// Invalidator (BenchmarkBytesPerCachedToken: a token of 900 bytes costs
+// its group and one entry about 1,100). Tokens of groups the cache no longer
 // holds are pruned when the index has grown past twice the cache's
 // entries, or its tokens past twice the cache's byte bound, so that its
 // size and its memory stay in proportion to the cache's.
 type digestIndex struct {
-	mu    sync.Mutex
-	ids   map[transport.Ident][digestBytes]byte
-	byDig map[[digestBytes]byte][]transport.Ident
-	limit int // the size that triggers a pruning
-	floor int // the cache's entry bound: the least limit
+	mu sync.RWMutex
+	// ids finds an indexed token (the cache's copy of it, once whatever
+	// its schemes) by its string; byIdentity the first of the spellings
+	// of an identity, which list the others (spelling.next).
+	ids        map[string]*spelling
+	byIdentity map[[digestBytes]byte]*spelling
+	// byToken finds a token by its own digest; nil without an
+	// Invalidator (hearEarlierVersions).
+	byToken map[[digestBytes]byte]*spelling
+	limit   int // the size that triggers a pruning
+	floor   int // the cache's entry bound: the least limit
 	// bytes is the length of the tokens indexed; byteLimit the length
 	// that triggers a pruning, at least byteFloor, the cache's byte bound.
 	bytes, byteLimit, byteFloor int64
 }
 
+// spelling is one indexed token: the cache's copy of it, its identity's
+// digest, the schemes it is indexed under (schemeBit), and the next
+// spelling of its identity. Its fields change under digestIndex.mu.
+type spelling struct {
+	token    string
+	identity [digestBytes]byte
+	schemes  uint8
+	next     *spelling
+}
+
+// stale reports whether sp, indexed under id's scheme alone, holds
+// another copy of the token than id's, the cache's copy now: the cache let
+// the token's group go and made it again. The index then holds the new
+// one, so that it keeps no more than one copy of a token alive while the
+// token is in use. (A token indexed under two schemes, the groups of both
+// in use, keeps the copy it has.)
+func (sp *spelling) stale(id transport.Ident) bool {
+	return sp.schemes == schemeBit(id.Scheme) && unsafe.StringData(sp.token) != unsafe.StringData(id.Token)
+}
+
+// schemeBit is s in a set of schemes; allSchemes is every scheme.
+func schemeBit(s transport.Scheme) uint8 { return 1 << s }
+
+const allSchemes = ^uint8(0)
+
+// The schemes, for the sets of them (schemeBit).
+var schemes = [...]transport.Scheme{transport.SchemeBearer, transport.SchemeDPoP, transport.SchemeNone}
+
 func newDigestIndex(entries int, maxBytes int64) *digestIndex {
 	return &digestIndex{
-		ids:   make(map[transport.Ident][digestBytes]byte),
-		byDig: make(map[[digestBytes]byte][]transport.Ident),
-		limit: 2 * entries, floor: entries,
+		ids:        make(map[string]*spelling),
+		byIdentity: make(map[[digestBytes]byte]*spelling),
+		limit:      2 * entries, floor: entries,
 		byteLimit: twice(maxBytes), byteFloor: maxBytes,
 	}
 }
 
-// add indexes id, whose group lru holds (a Writer of it is open).
-func (x *digestIndex) add(id transport.Ident, lru *cache.Cache[transport.Ident, string, bool]) {
+// hearEarlierVersions makes the index find the tokens it indexes from
+// then on by their own digest too (tokenIdentity), for the purges of
+// replicas of earlier versions, which name a token by that digest alone:
+// a client with an Invalidator, before any token is indexed.
+func (x *digestIndex) hearEarlierVersions() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if _, ok := x.ids[id]; ok {
+	x.byToken = make(map[[digestBytes]byte]*spelling)
+}
+
+// add indexes id, whose group lru holds (a Writer of it is open): id.Token
+// must be the cache's copy of the token (cache.Writer.GroupValue), which
+// the index keeps. A token indexed already costs a lookup under a read
+// lock; a new one the digests of its identity and (with byToken) of
+// itself, made before the lock is taken.
+func (x *digestIndex) add(id transport.Ident, lru *cache.Cache[transport.Ident, string, bool]) {
+	bit := schemeBit(id.Scheme)
+	x.mu.RLock()
+	sp := x.ids[id.Token]
+	done := sp != nil && sp.schemes&bit != 0 && !sp.stale(id)
+	earlier := x.byToken != nil
+	x.mu.RUnlock()
+	if done {
 		return
 	}
+	var identity, own [digestBytes]byte
+	made := sp == nil // the digests, else made under the lock: rarely needed
+	if made {
+		identity = identityDigest(id.Token)
+		if earlier {
+			own = tokenDigest(id.Token)
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if sp := x.ids[id.Token]; sp != nil {
+		if sp.stale(id) {
+			delete(x.ids, sp.token)
+			sp.token = id.Token
+			x.ids[sp.token] = sp
+		}
+		sp.schemes |= bit
+		return
+	}
+	if !made { // indexed when the lock was read, pruned since
+		identity = identityDigest(id.Token)
+	}
 	if len(x.ids) >= x.limit || x.bytes+int64(len(id.Token)) > x.byteLimit {
-		for old, dg := range x.ids {
-			if !lru.Holds(old) {
-				x.drop(old, dg)
+		x.prune(lru)
+	}
+	sp = &spelling{token: id.Token, identity: identity, schemes: bit, next: x.byIdentity[identity]}
+	x.byIdentity[identity] = sp
+	x.ids[id.Token] = sp
+	x.bytes += int64(len(id.Token))
+	if x.byToken != nil {
+		if !made || !earlier { // or hearEarlierVersions came between the locks
+			own = tokenDigest(id.Token)
+		}
+		x.byToken[own] = sp
+	}
+}
+
+// prune forgets the tokens, under each scheme, whose groups lru no longer
+// holds, and sets the next limits; x.mu must be held.
+func (x *digestIndex) prune(lru *cache.Cache[transport.Ident, string, bool]) {
+	for tok, sp := range x.ids {
+		for _, s := range schemes {
+			if sp.schemes&schemeBit(s) != 0 && !lru.Holds(transport.Ident{Scheme: s, Token: tok}) {
+				sp.schemes &^= schemeBit(s)
 			}
 		}
-		x.limit = max(2*len(x.ids), 2*x.floor)
-		x.byteLimit = twice(max(x.bytes, x.byteFloor))
+		if sp.schemes == 0 {
+			x.unlink(sp)
+			x.forget(sp)
+		}
 	}
-	id = owned(id) // kept beyond the call: not a view of the caller's bytes
-	dg := tokenDigest(id.Token)
-	x.ids[id] = dg
-	x.bytes += int64(len(id.Token))
-	x.byDig[dg] = append(x.byDig[dg], id)
+	x.limit = max(2*len(x.ids), 2*x.floor)
+	x.byteLimit = twice(max(x.bytes, x.byteFloor))
 }
 
 // twice returns 2n, or math.MaxInt64 where that would overflow.
 func twice(n int64) int64 { return min(n, math.MaxInt64/2) * 2 }
 
-// drop forgets id; x.mu must be held.
-func (x *digestIndex) drop(id transport.Ident, dg [digestBytes]byte) {
-	delete(x.ids, id)
-	x.bytes -= int64(len(id.Token))
-	list := x.byDig[dg]
-	for i, v := range list {
-		if v == id {
-			list = append(list[:i], list[i+1:]...)
-			break
+// unlink takes sp out of the list of its identity's spellings; x.mu must
+// be held.
+func (x *digestIndex) unlink(sp *spelling) {
+	for p := x.byIdentity[sp.identity]; p != nil; p = p.next {
+		switch {
+		case p == sp: // the first
+			if sp.next == nil {
+				delete(x.byIdentity, sp.identity)
+			} else {
+				x.byIdentity[sp.identity] = sp.next
+			}
+			return
+		case p.next == sp:
+			p.next = sp.next
+			return
 		}
-	}
-	if len(list) == 0 {
-		delete(x.byDig, dg)
-	} else {
-		x.byDig[dg] = list
 	}
 }
 
-// take forgets and returns the groups of the tokens whose digest is dg.
-func (x *digestIndex) take(dg [digestBytes]byte) []transport.Ident {
+// forget forgets sp, but for its place in its identity's list; x.mu must
+// be held. Its own digest, which byToken finds it by, is made again: what
+// keeping it would cost every token, a token costs once, when the index
+// lets it go.
+func (x *digestIndex) forget(sp *spelling) {
+	delete(x.ids, sp.token)
+	x.bytes -= int64(len(sp.token))
+	if x.byToken != nil {
+		delete(x.byToken, tokenDigest(sp.token))
+	}
+}
+
+// take forgets the tokens whose identity's digest is identity under the
+// schemes of the set which (schemeBit, allSchemes), and returns them, each
+// under each of those schemes it was indexed under.
+func (x *digestIndex) take(identity [digestBytes]byte, which uint8) []transport.Ident {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	list := x.byDig[dg]
-	delete(x.byDig, dg)
-	for _, id := range list {
-		delete(x.ids, id)
-		x.bytes -= int64(len(id.Token))
+	var out []transport.Ident
+	var kept *spelling // the spellings left, in reverse order
+	for sp := x.byIdentity[identity]; sp != nil; {
+		next := sp.next
+		for _, s := range schemes {
+			if sp.schemes&which&schemeBit(s) != 0 {
+				out = append(out, transport.Ident{Scheme: s, Token: sp.token})
+			}
+		}
+		if sp.schemes &^= which; sp.schemes == 0 {
+			x.forget(sp)
+		} else {
+			sp.next, kept = kept, sp
+		}
+		sp = next
 	}
-	return list
+	if kept == nil {
+		delete(x.byIdentity, identity)
+	} else {
+		x.byIdentity[identity] = kept
+	}
+	return out
+}
+
+// tokenIdentity returns the identity's digest of the indexed token whose
+// own digest (tokenDigest) is own, and whether there is one: always false
+// without an Invalidator (hearEarlierVersions).
+func (x *digestIndex) tokenIdentity(own [digestBytes]byte) ([digestBytes]byte, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if sp := x.byToken[own]; sp != nil {
+		return sp.identity, true
+	}
+	return [digestBytes]byte{}, false
 }

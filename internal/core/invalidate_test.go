@@ -19,6 +19,7 @@ func indexed(t testing.TB, size int) *decisions {
 	d, err := newDecisions(&Settings{CacheSize: size, CacheMaxBytes: 1 << 40, AllowTTL: time.Hour, DenyTTL: time.Hour})
 	require.NoError(t, err)
 	d.digests = newDigestIndex(size, math.MaxInt64)
+	d.digests.hearEarlierVersions()
 	return d
 }
 
@@ -29,8 +30,8 @@ func bearer(token string) transport.Ident {
 // purgeDigest drops the decisions of the tokens of digest dg, as
 // Core.purgeDigest does.
 func purgeDigest(d *decisions, dg [digestBytes]byte) {
-	for _, id := range d.digestIDs(dg) {
-		d.purge(id)
+	if identity, ok := d.tokenIdentity(dg); ok {
+		d.retire(transport.Ident{}, identity, allSchemes)
 	}
 }
 

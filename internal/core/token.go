@@ -24,10 +24,11 @@ type Token struct {
 	// group is the token's pinned handle in the decision cache (nil
 	// without one), unpinned when the token is replaced.
 	group *Group
-	// digest is the token's digest on the invalidation channel
-	// (tokenDigest), which its flights carry (flightKey); zero without an
-	// Invalidator.
-	digest [digestBytes]byte
+	// identity is the digest of the token's identity (identityDigest),
+	// by which its retirement finds every spelling of it; digest is the
+	// token's own digest on the invalidation channel (tokenDigest), zero
+	// without an Invalidator. Its flights carry both (flightKey).
+	identity, digest [digestBytes]byte
 	// expired is set, under Core.tokenMu, by the first 401 for this
 	// token: it makes tokenExpired fire once, however many calls the
 	// server refuses.
@@ -119,6 +120,7 @@ func (c *Core) Unrefuse() bool {
 // cannot be sent when unusable is set; its group is for the caller to pin.
 func (c *Core) newToken(cred transport.Credential, unusable error) *Token {
 	st := &Token{cred: transport.Hold(cred), id: cred.Ident(), unusable: unusable}
+	st.identity = identityDigest(st.id.Token)
 	if c.replicas != nil {
 		st.digest = tokenDigest(st.id.Token)
 	}
@@ -154,13 +156,14 @@ func (c *Core) ClearToken() {
 }
 
 // forget drops a token that is no longer the client's: the calls still
-// using it stop (ErrTokenChanged), then its cached decisions and its pin
-// on them go. The order matters: the purge fences the cache writers of
-// requests made before it, and a request made after it is stopped by the
-// release (transport.Held).
+// using it stop (ErrTokenChanged), then it is retired (the cached
+// decisions of every spelling of it go) and its pin on them goes. The
+// order matters: the purge fences the cache writers of requests made
+// before it, and a request made after it is stopped by the release
+// (transport.Held).
 func (c *Core) forget(old *Token) {
 	old.cred.Release()
-	c.purge(old.id)
+	c.retire(old.id, old.identity)
 	if old.group != nil {
 		old.group.Unpin()
 	}
@@ -179,11 +182,11 @@ func (c *Core) enqueue(kind events.Kind, s transport.Scheme, err error) {
 
 // refused handles the error of a call's request (post, through which
 // every request that carries a credential goes): for a 401 that refuses
-// the call's token, the token's cached decisions go, here and (with an
-// Invalidator, published on a goroutine of its own) on every replica,
-// and, if it is still the client's own current token, tokenExpired is
-// emitted once per token, its delivery bounded by ctx (the call's
-// deadline). A 401 that blames the DPoP proof (ErrProofRejected: a
+// the call's token, the token is retired (the cached decisions of every
+// spelling of it go), here and (with an Invalidator, published on a
+// goroutine of its own) on every replica, and, if it is still the
+// client's own current token, tokenExpired is emitted once per token, its
+// delivery bounded by ctx (the call's deadline). A 401 that blames the DPoP proof (ErrProofRejected: a
 // rejected proof, or a nonce challenge still refused after its one
 // resend) is no verdict on the token: nothing happens; nor for a per-call
 // token beyond the purge, since the client's own is unaffected. Only a
@@ -197,8 +200,9 @@ func (c *Core) refused(ctx context.Context, cl *Call, err error) {
 		cl.ID.Scheme == transport.SchemeNone {
 		return
 	}
-	c.purge(cl.ID)
-	c.publishRefused(cl.ID.Token)
+	identity, _ := c.digestsOf(cl)
+	c.retire(cl.ID, identity)
+	c.publishRefused(cl.ID.Token, identity)
 	if cl.Token == nil {
 		return
 	}
