@@ -56,7 +56,7 @@ func TestReplayKeyspaceNeverVouchesForRecordsRedissClockExpiredEarly(t *testing.
 	now := time.Now()
 	m, c := steppableRedis(t, now)
 	s := NewReplayStore(c, "t:")
-	settled(t, c, s) // the keyspace has been in use for an hour
+	settled(t, c, s.prefix) // the keyspace has been in use for an hour
 
 	iat, exp := now.Add(-time.Minute), now.Add(30*time.Minute)
 	first, err := s.RecordOnce(ctx, "revoked", "w", exp.Add(dpop.ReplayStoreMargin), iat)
@@ -107,7 +107,7 @@ func TestReplayKeyspaceVouchesForNothingWhileTheCallersClockIsAhead(t *testing.T
 	now := time.Now()
 	m, c := steppableRedis(t, now.Add(-dpop.ReplayStoreMargin-30*time.Second)) // Redis's clock behind this process's
 	s := NewReplayStore(c, "t:")
-	settled(t, c, s)
+	settled(t, c, s.prefix)
 	iat := now.Add(-time.Minute)
 	rec, err := s.Recorded(ctx, "revoked", iat)
 	require.ErrorIs(t, err, errCallerAhead, "a credential stamped ahead of Redis's clock is vouched for (answered %v)", rec)

@@ -51,7 +51,7 @@ func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) 
 		return NewReplayStore(c, "", WithReplicas(1, time.Second))
 	}
 	s1, s2 := store(), store()
-	settled(t, a.Client(), s1) // the keyspace has been in use for an hour
+	settled(t, a.Client(), s1.prefix) // the keyspace has been in use for an hour
 
 	// B has caught up with A (marker included).
 	require.Eventually(t, func() bool {
@@ -148,7 +148,7 @@ func TestReplayStoreWithReplicasRefusesWithoutReplicas(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	s := NewReplayStore(srv.Client(), "", WithReplicas(1, 50*time.Millisecond))
-	settled(t, srv.Client(), s)
+	settled(t, srv.Client(), s.prefix)
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	_, err = replica(t, s, time.Now).Verify(t.Context(), proofAt(t, signer, time.Now()))

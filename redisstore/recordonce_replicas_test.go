@@ -24,7 +24,7 @@ func TestReplayStoreRecordOnceWithReplicasNeverWithdrawsARecord(t *testing.T) {
 	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
 	c := srv.Client()
 	s := NewReplayStore(c, "t:", WithReplicas(1, 50*time.Millisecond))
-	settled(t, c, s)
+	settled(t, c, s.prefix)
 	ctx := t.Context()
 	issued := time.Now().Add(-time.Minute)
 	until := time.Now().Add(10 * time.Minute)
@@ -52,15 +52,8 @@ func TestReplicasRevocationAnswered200HoldsAtEveryReplica(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
 	c := srv.Client()
-	const prefix = "t:"
-	const seed = "0123456789abcdef0123456789abcdef"
-	newReplica := func() string {
-		return replicaOn(t, NewReplayStore(srv.Client(), prefix, WithReplicas(1, MaxReplicaWait)), seed)
-	}
-	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
-	a, b := newReplica(), newReplica()
-
-	token := aliceToken(t, a)
+	// a waits long enough for b's revocation to come while it waits.
+	a, b, token := waitingReplicas(t, srv, MaxReplicaWait, shortWait)
 	decide := func(base string) (int, string) { return decideAt(t, base, token) }
 	revoke := func(base string) int {
 		status, _ := revokeAt(t, base, token)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -37,16 +36,12 @@ type codeServer struct {
 
 func startCodeServer(t *testing.T, store *ReplayStore) *codeServer {
 	t.Helper()
-	ms, err := mockserver.New(mockserver.WithKeySeed([]byte("0123456789abcdef0123456789abcdef")), mockserver.WithReplayStore(store),
-		mockserver.WithFixture(mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
-			Name:    "acme",
-			Users:   []mockserver.FixtureUser{{Username: "alice", Password: "alice-pw"}},
-			Clients: []mockserver.FixtureClient{{ClientID: "web", Public: true, RedirectURIs: []string{retryRedirect}}},
-		}}}))
-	require.NoError(t, err)
-	hs := httptest.NewServer(ms)
-	t.Cleanup(hs.Close)
-	return &codeServer{t: t, url: hs.URL}
+	base, _ := inProcess(t, store, "0123456789abcdef0123456789abcdef", mockserver.WithFixture(mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+		Name:    "acme",
+		Users:   []mockserver.FixtureUser{{Username: "alice", Password: "alice-pw"}},
+		Clients: []mockserver.FixtureClient{{ClientID: "web", Public: true, RedirectURIs: []string{retryRedirect}}},
+	}}}))
+	return &codeServer{t: t, url: base}
 }
 
 // code signs alice in for "web" and returns the authorization code.
@@ -68,18 +63,42 @@ func (s *codeServer) code() string {
 	return loc.Query().Get("code")
 }
 
-// redeem redeems code with verifier and returns the status and the OAuth
-// error ("" on 200).
-func (s *codeServer) redeem(code, verifier string) (int, string) {
+// redeemed is the answer to a redemption: its status, OAuth error ("" on
+// 200), body and Retry-After.
+type redeemed struct {
+	status                int
+	err, body, retryAfter string
+}
+
+// redeem redeems code with verifier.
+func (s *codeServer) redeem(code, verifier string) redeemed {
 	s.t.Helper()
-	status, _, body := frontCall(s.t, s.url, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
+	status, h, body := frontCall(s.t, s.url, http.MethodPost, tokenPath, nil,
 		"application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"}, "client_id": {"web"}, "code": {code},
 			"redirect_uri": {retryRedirect}, "code_verifier": {verifier}}.Encode())
 	var e struct {
 		Error string `json:"error"`
 	}
 	_ = json.Unmarshal(body, &e)
-	return status, e.Error
+	return redeemed{status, e.Error, string(body), h.Get("Retry-After")}
+}
+
+// shortWait is the WithReplicas timeout of the tests that wait for a
+// replica: a WAIT that falls short costs it, and one that a replica
+// attached by attachReplica answers returns at once.
+const shortWait = 300 * time.Millisecond
+
+// waitingReplicas starts two in-process reference servers on srv, whose
+// stores wait for one Redis replica (WithReplicas: a's for waitA, b's for
+// waitB) on a settled keyspace, and returns their URLs and a token a
+// issued to alice.
+func waitingReplicas(t *testing.T, srv *redistest.Server, waitA, waitB time.Duration) (a, b, token string) {
+	t.Helper()
+	const prefix, seed = "t:", "0123456789abcdef0123456789abcdef"
+	settled(t, srv.Client(), prefix)
+	a = replicaOn(t, NewReplayStore(srv.Client(), prefix, WithReplicas(1, waitA)), seed)
+	b = replicaOn(t, NewReplayStore(srv.Client(), prefix, WithReplicas(1, waitB)), seed)
+	return a, b, aliceToken(t, a)
 }
 
 // attachReplica starts a Redis replicating srv and waits until WAIT 1
@@ -115,22 +134,22 @@ func TestReplicasCodeAnswered503IsRedeemedOnItsRetry(t *testing.T) {
 		t.Skip("miniredis has no replication: CI (.ci/run) runs the real server")
 	}
 	c := srv.Client()
-	store := NewReplayStore(c, "t:", WithReplicas(1, MaxReplicaWait))
-	settled(t, c, store)
+	store := NewReplayStore(c, "t:", WithReplicas(1, shortWait))
+	settled(t, c, store.prefix)
 	s := startCodeServer(t, store)
 	code := s.code()
 
-	status, oauthErr := s.redeem(code, retryVerifier)
-	require.Equal(t, http.StatusServiceUnavailable, status, "no replica acknowledged the spend: %s", oauthErr)
+	a := s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusServiceUnavailable, a.status, "no replica acknowledged the spend: %s", a.body)
 	attachReplica(t, srv)
-	status, oauthErr = s.redeem(code, "another-verifier-of-43-characters-or-more-x")
-	require.Equal(t, http.StatusBadRequest, status, "another redeemer: %s", oauthErr)
-	require.Equal(t, "invalid_grant", oauthErr)
-	status, oauthErr = s.redeem(code, retryVerifier)
-	require.Equal(t, http.StatusOK, status, "the redeemer's retry after the 503: %s", oauthErr)
-	status, oauthErr = s.redeem(code, retryVerifier)
-	require.Equal(t, http.StatusBadRequest, status, "the redemption repeated once answered: %s", oauthErr)
-	require.Equal(t, "invalid_grant", oauthErr)
+	a = s.redeem(code, "another-verifier-of-43-characters-or-more-x")
+	require.Equal(t, http.StatusBadRequest, a.status, "another redeemer: %s", a.body)
+	require.Equal(t, "invalid_grant", a.err)
+	a = s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusOK, a.status, "the redeemer's retry after the 503: %s", a.body)
+	a = s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusBadRequest, a.status, "the redemption repeated once answered: %s", a.body)
+	require.Equal(t, "invalid_grant", a.err)
 }
 
 // heldReplyProxy forwards Redis connections, holding, once armed, the
@@ -204,26 +223,26 @@ func TestCodeWhoseSpendAnswerCameLateIsRedeemedOnItsRetry(t *testing.T) {
 	pc := redis.NewClient(&redis.Options{Addr: proxy.addr, PoolSize: 1, Protocol: 2, DisableIdentity: true})
 	t.Cleanup(func() { _ = pc.Close() })
 	store := NewReplayStore(pc, "t:")
-	settled(t, c, store)
+	settled(t, c, store.prefix)
 	require.NoError(t, pc.Ping(t.Context()).Err()) // the one connection is up before the proxy is armed
 	s := startCodeServer(t, store)
 	code := s.code()
 
 	proxy.armed.Store(true)
-	status, oauthErr := s.redeem(code, retryVerifier)
-	require.Equal(t, http.StatusServiceUnavailable, status, "the spend's answer is late: %s", oauthErr)
+	a := s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusServiceUnavailable, a.status, "the spend's answer is late: %s", a.body)
 	<-proxy.held // the spend ran on Redis
 	proxy.releaseFn()
 
-	status, oauthErr = s.redeem(code, "another-verifier-of-43-characters-or-more-x")
-	require.NotEqual(t, http.StatusOK, status, "another redeemer: %s", oauthErr)
+	a = s.redeem(code, "another-verifier-of-43-characters-or-more-x")
+	require.NotEqual(t, http.StatusOK, a.status, "another redeemer: %s", a.body)
 	require.Eventually(t, func() bool {
 		// The store's one connection may have been closed by the
 		// timeout: the first retry may be a 503 too.
-		status, oauthErr = s.redeem(code, retryVerifier)
-		return status != http.StatusServiceUnavailable
+		a = s.redeem(code, retryVerifier)
+		return a.status != http.StatusServiceUnavailable
 	}, 10*time.Second, 50*time.Millisecond)
-	require.Equal(t, http.StatusOK, status, "the redeemer's retry after the 503: %s", oauthErr)
+	require.Equal(t, http.StatusOK, a.status, "the redeemer's retry after the 503: %s", a.body)
 }
 
 // TestReplicasRevocationFoundIsAnswered200OnlyOnceReplicasHoldIt: with
@@ -238,28 +257,18 @@ func TestReplicasRevocationFoundIsAnswered200OnlyOnceReplicasHoldIt(t *testing.T
 	if !srv.Real() {
 		t.Skip("miniredis has no replication: CI (.ci/run) runs the real server")
 	}
-	c := srv.Client()
-	const prefix = "t:"
-	const seed = "0123456789abcdef0123456789abcdef"
-	newReplica := func() string {
-		return replicaOn(t, NewReplayStore(srv.Client(), prefix, WithReplicas(1, MaxReplicaWait)), seed)
-	}
-	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
-	a, b := newReplica(), newReplica()
-
-	token := aliceToken(t, a)
+	a, b, token := waitingReplicas(t, srv, shortWait, shortWait)
 	revoke := func(base string) int {
 		status, _ := revokeAt(t, base, token)
 		return status
 	}
-	decide := func(base string) (int, string) { return decideAt(t, base, token) }
 
 	require.Equal(t, http.StatusServiceUnavailable, revoke(a), "no replica acknowledged a's record")
 	require.Equal(t, http.StatusServiceUnavailable, revoke(b), "b finds a's record, which no replica holds")
 	attachReplica(t, srv)
 	require.Equal(t, http.StatusOK, revoke(b), "b finds a's record, a replica holds it")
 	for name, base := range map[string]string{"a": a, "b": b} {
-		status, got := decide(base)
+		status, got := decideAt(t, base, token)
 		require.Equal(t, http.StatusUnauthorized, status, "replica %s serves a revoked token: %s", name, got)
 	}
 }
@@ -273,7 +282,7 @@ func TestReplayStoreRecordedWithReplicasWaitsForARecordFound(t *testing.T) {
 	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
 	c := srv.Client()
 	s := NewReplayStore(c, "t:", WithReplicas(1, 50*time.Millisecond))
-	settled(t, c, s)
+	settled(t, c, s.prefix)
 	ctx := t.Context()
 	issued := time.Now().Add(-time.Minute)
 	require.NoError(t, c.Set(ctx, s.prefix+"twin", "w", time.Hour).Err()) // a twin's record, not yet acknowledged

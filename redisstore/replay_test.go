@@ -18,12 +18,13 @@ import (
 
 const testURL = "https://api.example.test/orders"
 
-// settled marks the keyspace of s as holding every proof for an hour, as
-// a keyspace in use for that long does: a new one refuses proofs for the
-// first 70 s (TestReplayStoreRefusesWhileTheKeyspaceIsNew).
-func settled(t *testing.T, c redis.UniversalClient, s *ReplayStore) {
+// settled marks the keyspace of the stores with prefix as holding every
+// proof for an hour, as a keyspace in use for that long does: a new one
+// refuses proofs for the first 70 s
+// (TestReplayStoreRefusesWhileTheKeyspaceIsNew).
+func settled(t *testing.T, c redis.UniversalClient, prefix string) {
 	t.Helper()
-	require.NoError(t, c.Set(t.Context(), s.since, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
+	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
 }
 
 // clockAt is a clock a test sets; safe for concurrent use.
@@ -38,7 +39,7 @@ func TestReplayStoreRemember(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client()
 	s := NewReplayStore(c, "t:")
-	settled(t, c, s)
+	settled(t, c, s.prefix)
 	ctx := t.Context()
 	until := time.Now().Add(time.Hour).Truncate(time.Millisecond).Add(1500 * time.Microsecond)
 
@@ -81,7 +82,7 @@ func TestReplayStoreOneFirstUnderRace(t *testing.T) {
 	for i := range stores {
 		stores[i] = NewReplayStore(srv.Client(), "")
 	}
-	settled(t, srv.Client(), stores[0])
+	settled(t, srv.Client(), stores[0].prefix)
 	until := time.Now().Add(time.Minute)
 	for round := range 20 {
 		key := "k" + strconv.Itoa(round)
@@ -128,7 +129,7 @@ func TestReplayAcrossReplicasOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client()
 	s := NewReplayStore(c, "")
-	settled(t, c, s)
+	settled(t, c, s.prefix)
 	clock := newClockAt(time.Now())
 	a, b := replica(t, s, clock.Now), replica(t, s, clock.Now)
 	signer, err := dpop.GenerateKey()

@@ -200,7 +200,7 @@ func TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover(t *testing.T) {
 		}})
 	t.Cleanup(func() { _ = c.Close() })
 	s := NewReplayStore(c, "failover:")
-	settled(t, a.Client(), s)
+	settled(t, a.Client(), s.prefix)
 	issued := time.Now().Add(-time.Minute)
 	_, err := s.Recorded(ctx, "x", issued) // binds the marker to A's run
 	require.NoError(t, err)
