@@ -12,9 +12,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/pep"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
 // busProxy forwards one cluster-bus port, dropping every byte while drop
@@ -88,70 +86,27 @@ func (p *busProxy) copy(dst, src net.Conn) {
 	}
 }
 
-// freeClusterPort returns a free port p whose bus port p+10000 is free too
-// (Redis Cluster's convention).
-func freeClusterPort(t *testing.T) int {
-	t.Helper()
-	for range 200 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		if port+10000 > 65535 {
-			continue
-		}
-		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
-		if err != nil {
-			continue
-		}
-		_ = bus.Close()
-		return port
-	}
-	t.Fatal("no free port pair")
-	return 0
-}
-
-// startClusterNode runs one redis-server in cluster mode; extra are more
-// arguments.
-func startClusterNode(t *testing.T, port int, extra ...string) *redis.Client {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not found")
-	}
-	dir := t.TempDir()
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-		"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "60000",
-		"--dir", dir, "--save", "", "--appendonly", "no"}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
-	t.Cleanup(func() { _ = c.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(t.Context()).Err() != nil {
-		require.True(t, time.Now().Before(deadline), "redis-server on %d did not start", port)
-		time.Sleep(20 * time.Millisecond)
-	}
-	return c
-}
-
-// TestClusterPurgeIsNeverOutrunByTheHeartbeat: a two-master Redis Cluster;
+// TestClusterPurgesTravelWithTheHeartbeat: a two-master Redis Cluster;
 // node Y holds the channel's slot (the replicas subscribe there), node X
-// the other half. X's bus link to Y goes through a proxy. Replicas A and B
-// cache GRANTs for four tokens; the bus link X->Y starts dropping (nothing
-// else changes: both replicas' subscriptions and heartbeats are healthy);
-// the tokens are revoked at the gateway and Purged on A, each Purge
-// returning nil. Within three seconds (past the 2 s "never later than"
-// bound) B has received every purge, and serves none of the revoked
-// tokens' GRANTs from its cache.
-func TestClusterPurgeIsNeverOutrunByTheHeartbeat(t *testing.T) {
-	ctx := t.Context()
+// the other half. X's bus link to Y goes through a proxy, which starts
+// dropping (an asymmetric partition) while replicas A and B hold cached
+// GRANTs; the tokens are then revoked at the gateway and Purged on A,
+// each Purge returning nil. Whatever the bus does, B serves none of the
+// revoked tokens' GRANTs from its cache. The rows share the cluster,
+// whose forming is most of their time (they run in turn).
+func TestClusterPurgesTravelWithTheHeartbeat(t *testing.T) {
 	c := startTwoNodeCluster(t)
-	px, py, proxy, channel := c.px, c.py, c.proxy, c.channel
+	t.Run("TestClusterPurgeIsNeverOutrunByTheHeartbeat", func(t *testing.T) { clusterPurgeIsNeverOutrun(t, c) })
+	t.Run("TestInvalidatorRefusesPlainClientOnClusterNode", func(t *testing.T) { plainClientOnClusterNodeIsRefused(t, c) })
+}
 
-	addrs := []string{"127.0.0.1:" + strconv.Itoa(px), "127.0.0.1:" + strconv.Itoa(py)}
+// clusterPurgeIsNeverOutrun: replicas on redis.ClusterClients (sharded
+// pub/sub); within three seconds (past the 2 s "never later than" bound)
+// B has received every purge, over the slot master it subscribes on.
+func clusterPurgeIsNeverOutrun(t *testing.T, c twoNodeCluster) {
+	ctx := t.Context()
+	proxy, channel := c.proxy, c.channel
+	addrs := []string{c.x.Options().Addr, c.y.Options().Addr}
 	cluster := func() *redis.ClusterClient {
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 		t.Cleanup(func() { _ = c.Close() })
@@ -214,7 +169,6 @@ func (p *busProxy) cut() {
 // holds slots 0-8191, node Y the rest; Y's bus port is announced as a
 // proxy's, so a test can cut X's bus link to Y; channel's slot is Y's.
 type twoNodeCluster struct {
-	px, py  int
 	x, y    *redis.Client
 	proxy   *busProxy
 	channel string
@@ -224,15 +178,22 @@ type twoNodeCluster struct {
 // reaches a subscriber on Y over the bus.
 func startTwoNodeCluster(t *testing.T) twoNodeCluster {
 	ctx := t.Context()
-	px, py := freeClusterPort(t), freeClusterPort(t)
+	node := func(extra ...string) (*redis.Client, int) {
+		srv := redistest.Start(t, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "60000"}, extra...)...)
+		_, port, _ := net.SplitHostPort(srv.Addr())
+		p, err := strconv.Atoi(port)
+		require.NoError(t, err)
+		return srv.Client(), p
+	}
 	// Y announces a bus port that is the proxy's; the proxy forwards to
-	// Y's real bus port.
+	// Y's real bus port (its port + 10000, Redis Cluster's convention).
 	pln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	proxyPort := pln.Addr().(*net.TCPAddr).Port
+	x, _ := node()
+	y, py := node("--cluster-announce-bus-port", strconv.Itoa(proxyPort))
 	proxy := startBusProxy(t, pln, "127.0.0.1:"+strconv.Itoa(py+10000))
-	x := startClusterNode(t, px)
-	y := startClusterNode(t, py, "--cluster-announce-bus-port", strconv.Itoa(proxyPort))
 
 	require.NoError(t, x.Do(ctx, "cluster", "addslotsrange", 0, 8191).Err())
 	require.NoError(t, y.Do(ctx, "cluster", "addslotsrange", 8192, 16383).Err())
@@ -267,5 +228,5 @@ func startTwoNodeCluster(t *testing.T) twoNodeCluster {
 	require.NoError(t, err, "a PUBLISH on X reaches Y's subscribers over the bus")
 	require.Equal(t, "hello", m.(*redis.Message).Payload)
 	_ = sub.Close()
-	return twoNodeCluster{px: px, py: py, x: x, y: y, proxy: proxy, channel: channel}
+	return twoNodeCluster{x: x, y: y, proxy: proxy, channel: channel}
 }

@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -51,6 +52,7 @@ type Server struct {
 	t    testing.TB
 	addr string
 	bin  string // the real binary's path; empty when in process
+	args []string
 	mini *miniredis.Miniredis
 
 	mu   sync.Mutex
@@ -67,11 +69,18 @@ type savedKey struct {
 	ttl time.Duration
 }
 
-// Start starts a server for t and stops it in t's cleanup. It fails t when
-// no server can be started.
-func Start(t testing.TB) *Server {
+// Start starts a server for t and stops it in t's cleanup, with args, more
+// redis-server arguments (a replica's --replicaof, a Cluster node's
+// --cluster-enabled yes; the later of two wins), after its own. It fails t
+// when no server can be started; given args, it skips t where only
+// miniredis is at hand (and fails it under RequireEnv=1), since miniredis
+// takes no arguments.
+func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin := binary()
+	if bin == "" && len(args) > 0 && os.Getenv(RequireEnv) != "1" {
+		t.Skipf("redistest: the arguments %q need redis-server, which is not on PATH; CI (.ci/run) runs it", args)
+	}
 	if bin == "" {
 		if os.Getenv(RequireEnv) == "1" {
 			t.Fatalf("redistest: neither redis-server nor valkey-server is on PATH and %s=1 requires a real server (apt-get install redis-server)", RequireEnv)
@@ -81,7 +90,7 @@ func Start(t testing.TB) *Server {
 		addCommands(t, mini)
 		return &Server{t: t, addr: mini.Addr(), mini: mini}
 	}
-	s := &Server{t: t, bin: bin}
+	s := &Server{t: t, bin: bin, args: args}
 	var err error
 	for range 3 { // a free port can be taken between probe and bind
 		if s.addr, err = freePort(); err != nil {
@@ -129,6 +138,17 @@ func (s *Server) Stop() {
 	_ = s.cmd.Process.Kill()
 	<-s.done
 	s.cmd = nil
+}
+
+// Signal sends sig to the real server's process (SIGSTOP freezes it, as a
+// paused container is; SIGCONT resumes it); Stop kills it frozen or not.
+func (s *Server) Signal(sig os.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("redistest: Signal: no redis-server process runs")
+	}
+	return s.cmd.Process.Signal(sig)
 }
 
 // Restart stops the server and starts it again on the same address, empty
@@ -218,11 +238,11 @@ func (s *Server) run(dir string) error {
 	// a later server started in the same directory would load. A primary
 	// sends its data to a new replica at once, rather than after
 	// repl-diskless-sync-delay's default 5 s wait for more replicas.
-	cmd := exec.Command(s.bin,
+	cmd := exec.Command(s.bin, append([]string{
 		"--bind", "127.0.0.1", "--port", port,
 		"--dir", dir, "--dbfilename", "redistest.rdb",
 		"--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0",
-		"--protected-mode", "no", "--loglevel", "warning")
+		"--protected-mode", "no", "--loglevel", "warning"}, s.args...)...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
