@@ -95,6 +95,7 @@ func (p *busProxy) copy(dst, src net.Conn) {
 // revoked tokens' GRANTs from its cache. The rows share the cluster,
 // whose forming is most of their time (they run in turn).
 func TestClusterPurgesTravelWithTheHeartbeat(t *testing.T) {
+	t.Parallel()
 	c := startTwoNodeCluster(t)
 	t.Run("TestClusterPurgeIsNeverOutrunByTheHeartbeat", func(t *testing.T) { clusterPurgeIsNeverOutrun(t, c) })
 	t.Run("TestInvalidatorRefusesPlainClientOnClusterNode", func(t *testing.T) { plainClientOnClusterNodeIsRefused(t, c) })

@@ -35,6 +35,7 @@ func returnsWhileFrozen(t *testing.T, what string, f func()) {
 }
 
 func TestBlockingCallsReturnByTheirDeadlineWhenRedisFreezes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	require.True(t, srv.Real(), "freezing needs redis-server, on PATH here and in CI")
 	// No ContextTimeoutEnabled, and no timeout of the client's own.

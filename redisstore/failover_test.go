@@ -30,6 +30,7 @@ import (
 // dialer that the failover switches from A to B (what Sentinel or a DNS
 // name does).
 func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) {
+	t.Parallel()
 	a, b := redistest.Start(t), redistest.Start(t)
 	if !a.Real() {
 		t.Skip("miniredis has no replication: CI (.ci/run) runs the real server")
@@ -48,7 +49,7 @@ func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) 
 				return d.DialContext(ctx, network, primary.Load().(string))
 			}})
 		t.Cleanup(func() { _ = c.Close() })
-		return NewReplayStore(c, "", WithReplicas(1, time.Second))
+		return NewReplayStore(c, "", WithReplicas(1, shortWait))
 	}
 	s1, s2 := store(), store()
 	settled(t, a.Client(), s1.prefix) // the keyspace has been in use for an hour

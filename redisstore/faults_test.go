@@ -122,6 +122,7 @@ func (p *faultProxy) set(mode int32) {
 // ErrReplay's opposite: an acceptance); and once the faults are gone the
 // same replicas, not rebuilt, accept fresh proofs again.
 func TestReplayAttackThroughRedisFaults(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	proxy := startFaultProxy(t, srv.Addr())
 	now := newClockAt(time.Now())

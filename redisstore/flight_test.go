@@ -58,6 +58,7 @@ func (s *slowAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 // applied the purge, a new Check on B, begun after all that, is denied: it
 // sent a request of its own.
 func TestCheckAfterAPurgeFromAnotherReplicaJoinsNoEarlierFlight(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	gw := startGateway(t)
 	slow := &slowAnswers{base: gw.Client().Transport, release: make(chan struct{}), sent: make(chan struct{}, 1)}

@@ -89,6 +89,7 @@ func markerMillis(t *testing.T, c *redis.Client, key string) int64 {
 // X writes a newer marker; then Y's write lands. The marker stays the
 // newer one and P is refused, not accepted a second time.
 func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	const prefix = "marker:late:"
 	marker := prefix + redisstore.SinceKey
@@ -151,6 +152,7 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 // context even while the marker's write is stuck (a frozen Redis, a client
 // without ContextTimeoutEnabled), like the rest of its commands.
 func TestReplayMarkerWriteReturnsByTheContext(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		marker any // nil: missing

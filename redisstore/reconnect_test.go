@@ -22,6 +22,7 @@ import (
 )
 
 func TestPurgeWhileAReplicaReconnectsArrivesWithinTheBound(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	if !rs.Real() {
 		t.Skip("needs the real redis-server")

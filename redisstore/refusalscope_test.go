@@ -87,6 +87,7 @@ func newcoOrgs(t *testing.T, base, method, token string) (int, string) {
 // be refused there (it listed and created the new customer's
 // organizations as realm-admin), while the new admin's is served.
 func TestDecommissionedTenantTokenIsRefusedByTheNextTenantOfItsName(t *testing.T) {
+	t.Parallel()
 	store := oldKeyspace(t, "scope-tenant:")
 	base1, stop1 := scopeServer(t, store)
 	tenantID, oldAdmin := provisionAt(t, base1, "newco", "admin@old.example")
@@ -113,6 +114,7 @@ func TestDecommissionedTenantTokenIsRefusedByTheNextTenantOfItsName(t *testing.T
 // cannot see that revocation; so must the tokens of that run that were not
 // revoked, which it cannot tell apart. Its own tokens it serves.
 func TestTokenRevokedWithoutSharedStoreStaysRefusedWithIt(t *testing.T) {
+	t.Parallel()
 	store := oldKeyspace(t, "scope-boot:")
 	base1, stop1 := scopeServer(t, nil)
 	bob := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob"}, "password": {"bob"}}

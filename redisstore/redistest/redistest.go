@@ -86,9 +86,7 @@ func Start(t testing.TB, args ...string) *Server {
 			t.Fatalf("redistest: neither redis-server nor valkey-server is on PATH and %s=1 requires a real server (apt-get install redis-server)", RequireEnv)
 		}
 		t.Logf("redistest: redis-server is not on PATH: using miniredis in process; CI (.ci/run) runs the real server")
-		mini := miniredis.RunT(t)
-		addCommands(t, mini)
-		return &Server{t: t, addr: mini.Addr(), mini: mini}
+		return StartInProcess(t)
 	}
 	s := &Server{t: t, bin: bin, args: args}
 	var err error
@@ -105,6 +103,15 @@ func Start(t testing.TB, args ...string) *Server {
 	}
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// StartInProcess starts the fallback, miniredis in process, whatever is
+// on PATH (a test that proves both paths), and stops it in t's cleanup.
+func StartInProcess(t testing.TB) *Server {
+	t.Helper()
+	mini := miniredis.RunT(t)
+	addCommands(t, mini)
+	return &Server{t: t, addr: mini.Addr(), mini: mini}
 }
 
 // Real reports whether the server is a real redis-server or valkey-server
