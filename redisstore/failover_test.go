@@ -111,8 +111,9 @@ func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) 
 	}
 }
 
-// TestNewReplayStoreRefusesMisusedOptions: WithReplicas's and
-// WithIATWindow's mistakes are refused at construction with what to fix.
+// TestNewReplayStoreRefusesMisusedOptions: a nil client, and
+// WithReplicas's and WithIATWindow's mistakes, are refused at construction
+// with what to fix.
 func TestNewReplayStoreRefusesMisusedOptions(t *testing.T) {
 	t.Parallel()
 	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
@@ -124,6 +125,7 @@ func TestNewReplayStoreRefusesMisusedOptions(t *testing.T) {
 		opt    ReplayOption
 		want   string
 	}{
+		{"TestNewReplayStoreNilClient", nil, nil, "redisstore: NewReplayStore: nil client"},
 		{"no replicas", single, WithReplicas(0, time.Second), "give n >= 1 replicas and a timeout > 0"},
 		{"no timeout", single, WithReplicas(1, 0), "give n >= 1 replicas and a timeout > 0"},
 		{"a timeout the Verifier cuts", single, WithReplicas(1, dpop.ReplayStoreTimeout), "at most redisstore.MaxReplicaWait"},
@@ -141,17 +143,4 @@ func TestNewReplayStoreRefusesMisusedOptions(t *testing.T) {
 			NewReplayStore(tc.client, "", tc.opt)
 		})
 	}
-}
-
-// TestReplayStoreWithReplicasRefusesWithoutReplicas: a primary without
-// the replicas WithReplicas asks for refuses every proof (fail closed).
-func TestReplayStoreWithReplicasRefusesWithoutReplicas(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	s := NewReplayStore(srv.Client(), "", WithReplicas(1, 50*time.Millisecond))
-	settled(t, srv.Client(), s.prefix)
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	_, err = replica(t, s, time.Now).Verify(t.Context(), proofAt(t, signer, time.Now()))
-	require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable)
 }

@@ -14,10 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/invalidation"
-	"github.com/orgauthz/orgauthz/pep"
-	"github.com/orgauthz/orgauthz/redisstore"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -34,10 +31,7 @@ func TestPurgeWhileAReplicaReconnectsArrivesWithinTheBound(t *testing.T) {
 	a := replica(t, gw, rs.Client(), "attack:reconnect")
 	rdbB := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = rdbB.Close() })
-	b, err := hangguard.NewPep(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
-		pep.WithInvalidator(redisstore.NewInvalidator(rdbB, "attack:reconnect")))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
+	b := replica(t, gw, rdbB, "attack:reconnect")
 
 	stale := 0
 	var worst time.Duration

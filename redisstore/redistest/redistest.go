@@ -296,6 +296,43 @@ func addCommands(t testing.TB, mini *miniredis.Miniredis) {
 	}
 }
 
+// Frozen listens on a free loopback port, as a frozen Redis does: it takes
+// every connection and never answers. It returns the address and a
+// function that closes the listener and every connection taken (a thawed
+// or killed Redis), which waits for the accepting goroutine; it is
+// idempotent and runs in t's cleanup too.
+func Frozen(t testing.TB) (addr string, release func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	var conns []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // never answered
+		}
+	}()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_ = ln.Close()
+			<-accepted
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		})
+	}
+	t.Cleanup(release)
+	return ln.Addr().String(), release
+}
+
 func waitReady(addr string, exited <-chan struct{}) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer c.Close()
