@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/alicebob/miniredis/v2/server"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
 // steppableRedis is a miniredis whose clock a test steps (SetTime moves
@@ -26,19 +26,9 @@ import (
 // does), answering INFO server with a run_id as a real server does.
 func steppableRedis(t *testing.T, now time.Time) (*miniredis.Miniredis, *redis.Client) {
 	t.Helper()
-	m := miniredis.RunT(t)
-	info := "# Server\r\nredis_version:7.0.0-miniredis\r\nrun_id:" + strings.Repeat("ab", 20) + "\r\n"
-	m.Server().SetPreHook(func(c *server.Peer, cmd string, args ...string) bool {
-		if cmd != "INFO" || len(args) != 1 || !strings.EqualFold(args[0], "server") {
-			return false
-		}
-		c.WriteBulk(info)
-		return true
-	})
-	m.SetTime(now)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = c.Close() })
-	return m, c
+	srv := redistest.StartInProcess(t)
+	srv.Miniredis().SetTime(now)
+	return srv.Miniredis(), srv.Client()
 }
 
 // TestReplayKeyspaceNeverVouchesForRecordsRedissClockExpiredEarly: a

@@ -114,6 +114,10 @@ func StartInProcess(t testing.TB) *Server {
 	return &Server{t: t, addr: mini.Addr(), mini: mini}
 }
 
+// Miniredis returns the in-process server (StartInProcess, or Start's
+// fallback), whose clock a test may set; nil for a real server.
+func (s *Server) Miniredis() *miniredis.Miniredis { return s.mini }
+
 // Real reports whether the server is a real redis-server or valkey-server
 // process rather than miniredis.
 func (s *Server) Real() bool { return s.bin != "" }
