@@ -14,8 +14,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,66 +23,6 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
-
-// busProxy forwards one cluster-bus port, dropping every byte while drop
-// is set (an asymmetric partition or a congested bus link: the node that
-// owns the link keeps it open, so nothing reconnects or notices for the
-// cluster's node timeout).
-type busProxy struct {
-	ln   net.Listener
-	drop atomic.Bool
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	cs   []net.Conn
-}
-
-func startBusProxy(t *testing.T, ln net.Listener, target string) *busProxy {
-	p := &busProxy{ln: ln}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.cs = append(p.cs, c, up)
-			p.mu.Unlock()
-			p.wg.Go(func() { p.copy(up, c) })
-			p.wg.Go(func() { p.copy(c, up) })
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.mu.Lock()
-		for _, c := range p.cs {
-			_ = c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *busProxy) copy(dst, src net.Conn) {
-	defer func() { _ = dst.Close(); _ = src.Close() }()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && !p.drop.Load() {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
 
 // TestClusterPurgesTravelWithTheHeartbeat: a two-master Redis Cluster;
 // node Y holds the channel's slot (the replicas subscribe there), node X
@@ -124,7 +62,7 @@ func clusterPurgeIsNeverOutrun(t *testing.T, c twoNodeCluster) {
 		cache(t, toks[i], a, b)
 	}
 
-	proxy.drop.Store(true) // the bus link X->Y drops; everything else is healthy
+	proxy.Set(redistest.Drop) // the bus link X->Y drops, kept open; everything else is healthy
 	for _, tok := range toks {
 		revoke(t, gw, tok)
 		require.NoError(t, a.Purge(ctx, tok), "Purge says Redis accepted the purge")
@@ -156,22 +94,12 @@ func clusterPurgeIsNeverOutrun(t *testing.T, c twoNodeCluster) {
 	require.EqualValues(t, len(toks), received, "the purges reach the slot master B subscribes on, whatever the bus does")
 }
 
-// cut closes every connection the proxy forwards: the replicas reconnect.
-func (p *busProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.cs {
-		_ = c.Close()
-	}
-	p.cs = nil
-}
-
 // twoNodeCluster is a formed two-master Redis Cluster on loopback: node X
 // holds slots 0-8191, node Y the rest; Y's bus port is announced as a
 // proxy's, so a test can cut X's bus link to Y; channel's slot is Y's.
 type twoNodeCluster struct {
 	x, y    *redis.Client
-	proxy   *busProxy
+	proxy   *redistest.Proxy
 	channel string
 }
 
@@ -189,12 +117,11 @@ func startTwoNodeCluster(t *testing.T) twoNodeCluster {
 	}
 	// Y announces a bus port that is the proxy's; the proxy forwards to
 	// Y's real bus port (its port + 10000, Redis Cluster's convention).
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	pln := redistest.Listen(t)
 	proxyPort := pln.Addr().(*net.TCPAddr).Port
 	x, _ := node()
 	y, py := node("--cluster-announce-bus-port", strconv.Itoa(proxyPort))
-	proxy := startBusProxy(t, pln, "127.0.0.1:"+strconv.Itoa(py+10000))
+	proxy := redistest.StartProxy(t, pln, "127.0.0.1:"+strconv.Itoa(py+10000), nil)
 
 	require.NoError(t, x.Do(ctx, "cluster", "addslotsrange", 0, 8191).Err())
 	require.NoError(t, y.Do(ctx, "cluster", "addslotsrange", 8192, 16383).Err())
@@ -222,7 +149,7 @@ func startTwoNodeCluster(t *testing.T) twoNodeCluster {
 	}
 	// Sanity: the cluster delivers a PUBLISH on X to a subscriber on Y.
 	sub := y.Subscribe(ctx, channel)
-	_, err = sub.Receive(ctx)
+	_, err := sub.Receive(ctx)
 	require.NoError(t, err)
 	require.NoError(t, x.Publish(ctx, channel, "hello").Err())
 	m, err := sub.ReceiveTimeout(ctx, 5*time.Second)

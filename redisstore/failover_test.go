@@ -35,8 +35,8 @@ func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) 
 	if !a.Real() {
 		t.Skip("miniredis has no replication: CI (.ci/run) runs the real server")
 	}
-	link := startFaultProxy(t, a.Addr())
-	host, port, _ := net.SplitHostPort(link.addr)
+	link := redistest.StartProxy(t, redistest.Listen(t), a.Addr(), nil)
+	host, port, _ := net.SplitHostPort(link.Addr)
 	ctx := t.Context()
 	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", host, port).Err())
 
@@ -82,7 +82,8 @@ func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) 
 	require.ErrorIs(t, verify(v2, up), dpop.ErrReplay)
 
 	// The link A->B stalls: A records the proof, B does not; refused.
-	link.set(blackhole)
+	link.Set(redistest.Drop)
+	link.Cut()
 	stalled := proofAt(t, signer, time.Now())
 	require.ErrorIs(t, verify(v1, stalled), dpop.ErrReplayStoreUnavailable, "no replica acknowledged it")
 

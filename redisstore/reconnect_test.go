@@ -7,7 +7,6 @@ package redisstore_test
 
 import (
 	"math/rand/v2"
-	"net"
 	"testing"
 	"time"
 
@@ -24,12 +23,10 @@ func TestPurgeWhileAReplicaReconnectsArrivesWithinTheBound(t *testing.T) {
 	if !rs.Real() {
 		t.Skip("needs the real redis-server")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	proxy := startBusProxy(t, ln, rs.Addr())
+	proxy := redistest.StartProxy(t, redistest.Listen(t), rs.Addr(), nil)
 	gw := startGateway(t)
 	a := replica(t, gw, rs.Client(), "attack:reconnect")
-	rdbB := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	rdbB := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = rdbB.Close() })
 	b := replica(t, gw, rdbB, "attack:reconnect")
 
@@ -41,9 +38,9 @@ func TestPurgeWhileAReplicaReconnectsArrivesWithinTheBound(t *testing.T) {
 		cache(t, tok, a, b)
 		hung := i%2 == 1
 		if hung {
-			proxy.drop.Store(true)
+			proxy.Set(redistest.Drop)
 		}
-		proxy.cut()
+		proxy.Cut()
 		// Publish at an offset around the replica's reconnection.
 		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
 		revoke(t, gw, tok)
@@ -52,8 +49,8 @@ func TestPurgeWhileAReplicaReconnectsArrivesWithinTheBound(t *testing.T) {
 			go func() {
 				defer close(healed)
 				time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
-				proxy.drop.Store(false)
-				proxy.cut()
+				proxy.Set(redistest.Pass)
+				proxy.Cut()
 			}()
 		} else {
 			close(healed)

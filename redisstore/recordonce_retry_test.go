@@ -3,7 +3,6 @@ package redisstore
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -152,64 +151,25 @@ func TestReplicasCodeAnswered503IsRedeemedOnItsRetry(t *testing.T) {
 	require.Equal(t, "invalid_grant", a.err)
 }
 
-// heldReplyProxy forwards Redis connections, holding, once armed, the
-// first reply that answers the write of a one-time record (SET's "+OK", or
-// the record script's array answering "new") until released: the command
-// has run on Redis; only its answer is late (a congested link, a paused
-// process between Redis and the server).
-type heldReplyProxy struct {
-	addr      string
-	armed     atomic.Bool
-	held      chan struct{} // closed when a reply is held
-	release   chan struct{}
-	releaseFn func() // lets the held reply go
+// heldReply holds, once armed, the first reply that answers the write of
+// a one-time record (SET's "+OK", or the record script's array answering
+// "new") until released: the command has run on Redis; only its answer is
+// late (a congested link, a paused process between Redis and the server).
+type heldReply struct {
+	armed         atomic.Bool
+	once, release sync.Once
+	held, free    chan struct{} // held is closed when a reply is held; free lets it go
 }
 
-func startHeldReplyProxy(t *testing.T, upstream string) *heldReplyProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &heldReplyProxy{addr: l.Addr().String(), held: make(chan struct{}), release: make(chan struct{})}
-	var once, releaseOnce sync.Once
-	var conns sync.WaitGroup
-	t.Cleanup(func() { releaseOnce.Do(func() { close(p.release) }); _ = l.Close(); conns.Wait() })
-	p.releaseFn = func() { releaseOnce.Do(func() { close(p.release) }) }
-	conns.Go(func() {
-		for {
-			cc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			sc, err := net.Dial("tcp", upstream)
-			if err != nil {
-				_ = cc.Close()
-				continue
-			}
-			conns.Go(func() { _, _ = io.Copy(sc, cc); _ = sc.Close() })
-			conns.Go(func() {
-				defer cc.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := sc.Read(buf)
-					if n > 0 {
-						if p.armed.Load() && (bytes.HasPrefix(buf[:n], []byte("+OK")) || bytes.Contains(buf[:n], []byte("$3\r\nnew\r\n"))) {
-							p.armed.Store(false)
-							once.Do(func() { close(p.held) })
-							<-p.release
-						}
-						if _, werr := cc.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			})
-		}
-	})
-	return p
+func (h *heldReply) seen(b []byte) {
+	if h.armed.Load() && (bytes.HasPrefix(b, []byte("+OK")) || bytes.Contains(b, []byte("$3\r\nnew\r\n"))) {
+		h.armed.Store(false)
+		h.once.Do(func() { close(h.held) })
+		<-h.free
+	}
 }
+
+func (h *heldReply) let() { h.release.Do(func() { close(h.free) }) }
 
 // TestCodeWhoseSpendAnswerCameLateIsRedeemedOnItsRetry: a redemption
 // whose spend ran on Redis but whose answer came after the server's 2 s
@@ -219,8 +179,10 @@ func TestCodeWhoseSpendAnswerCameLateIsRedeemedOnItsRetry(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
-	proxy := startHeldReplyProxy(t, srv.Addr())
-	pc := redis.NewClient(&redis.Options{Addr: proxy.addr, PoolSize: 1, Protocol: 2, DisableIdentity: true})
+	hold := &heldReply{held: make(chan struct{}), free: make(chan struct{})}
+	proxy := redistest.StartProxy(t, redistest.Listen(t), srv.Addr(), hold.seen)
+	t.Cleanup(hold.let) // before the proxy's cleanup, which waits for its copies
+	pc := redis.NewClient(&redis.Options{Addr: proxy.Addr, PoolSize: 1, Protocol: 2, DisableIdentity: true})
 	t.Cleanup(func() { _ = pc.Close() })
 	store := NewReplayStore(pc, "t:")
 	settled(t, c, store.prefix)
@@ -228,11 +190,11 @@ func TestCodeWhoseSpendAnswerCameLateIsRedeemedOnItsRetry(t *testing.T) {
 	s := startCodeServer(t, store)
 	code := s.code()
 
-	proxy.armed.Store(true)
+	hold.armed.Store(true)
 	a := s.redeem(code, retryVerifier)
 	require.Equal(t, http.StatusServiceUnavailable, a.status, "the spend's answer is late: %s", a.body)
-	<-proxy.held // the spend ran on Redis
-	proxy.releaseFn()
+	<-hold.held // the spend ran on Redis
+	hold.let()
 
 	a = s.redeem(code, "another-verifier-of-43-characters-or-more-x")
 	require.NotEqual(t, http.StatusOK, a.status, "another redeemer: %s", a.body)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/pep"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
 // plainClientOnClusterNodeIsRefused is
@@ -48,7 +49,7 @@ func plainClientOnClusterNodeIsRefused(t *testing.T, c twoNodeCluster) {
 		toks[i] = revocable(gw, "bob")
 		served(t, b, toks[i])
 	}
-	proxy.drop.Store(true) // the bus link X->Y drops; everything else is healthy
+	proxy.Set(redistest.Drop) // the bus link X->Y drops, kept open; everything else is healthy
 	for _, tok := range toks {
 		revoke(t, gw, tok)
 		require.NoError(t, a.Purge(ctx, tok), "Purge says Redis accepted the purge")
