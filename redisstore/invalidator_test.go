@@ -278,35 +278,6 @@ func TestInvalidatorWithoutAClient(t *testing.T) {
 	waitFor(t, "the failed subscription is counted", 10*time.Second, func() bool { return c.Stats().InvalidationGaps > 0 })
 }
 
-// TestInvalidatorSubscribeEndsWithItsContext: Subscribe returns the
-// context's error once it is done.
-func TestInvalidatorSubscribeEndsWithItsContext(t *testing.T) {
-	t.Parallel()
-	rs := redistest.Start(t)
-	inv := redisstore.NewInvalidator(rs.Client(), "")
-	ctx, cancel := context.WithCancel(t.Context())
-	r := &beats{first: make(chan struct{})}
-	done := make(chan error, 1)
-	go func() { done <- inv.Subscribe(ctx, r) }()
-	<-r.first
-	cancel()
-	require.True(t, errors.Is(<-done, context.Canceled))
-}
-
-// beats is a Receiver that says when the first heartbeat came.
-type beats struct {
-	first chan struct{}
-	n     int
-}
-
-func (b *beats) Message([]byte) {}
-func (b *beats) Lost(error)     {}
-func (b *beats) Heartbeat(time.Time) {
-	if b.n++; b.n == 1 {
-		close(b.first)
-	}
-}
-
 // TestInvalidatorRefusesTopologiesItCannotVouchFor: a redis.Ring (whose
 // channels may sit on servers that do not order each other's messages),
 // and a Cluster channel whose heartbeat channel could not share its slot,
@@ -332,7 +303,7 @@ func TestInvalidatorRefusesTopologiesItCannotVouchFor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inv := redisstore.NewInvalidator(tc.client, tc.channel)
 			require.ErrorContains(t, inv.Publish(t.Context(), []byte{1, 'a'}), tc.says)
-			require.ErrorContains(t, inv.Subscribe(t.Context(), &beats{first: make(chan struct{})}), tc.says)
+			require.ErrorContains(t, inv.Subscribe(t.Context(), &lostRecorder{lost: make(chan error, 1)}), tc.says)
 		})
 	}
 }
