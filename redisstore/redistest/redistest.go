@@ -10,6 +10,11 @@
 // it comes back from its last snapshot, without the writes after it, as a
 // new run of the server (a new run_id in INFO server).
 //
+// Start's arguments make a replica or a Cluster node; Signal freezes a
+// server (SIGSTOP) and thaws it; Frozen is a listener that takes
+// connections and never answers; a Proxy between the clients and a server
+// drops or resets their connections (StartProxy).
+//
 // Where neither binary is on PATH, Start falls back to
 // github.com/alicebob/miniredis/v2 in process and says so in the test log;
 // it is given ROLE and INFO server (run_id only, a new one on every start
