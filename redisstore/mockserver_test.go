@@ -303,10 +303,11 @@ var acmeFixture = mockserver.WithFixtureFile("../examples/fixtures/acme.json")
 // inProcess starts an in-process reference server with the key seed seed,
 // store (nil: none) and opts, and returns its URL and a function that
 // stops it: a restart is a stop and another inProcess with the same
-// arguments.
+// arguments. It signs access tokens ES256, for the reason startGateway
+// gives.
 func inProcess(t *testing.T, store *ReplayStore, seed string, opts ...mockserver.Option) (string, func()) {
 	t.Helper()
-	opts = append(opts, mockserver.WithKeySeed([]byte(seed)))
+	opts = append(opts, mockserver.WithKeySeed([]byte(seed)), mockserver.WithAccessTokenAlgorithm("ES256"))
 	if store != nil {
 		opts = append(opts, mockserver.WithReplayStore(store))
 	}
