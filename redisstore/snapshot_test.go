@@ -1,14 +1,12 @@
 package redisstore
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -194,15 +192,9 @@ func TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover(t *testing.T) {
 	a, b := redistest.Start(t), redistest.Start(t)
 	require.True(t, a.Real(), "replication needs redis-server or valkey-server, on PATH here and in CI")
 	ctx := t.Context()
-	var primary atomic.Value
+	var primary primaryAt
 	primary.Store(a.Addr())
-	c := redis.NewClient(&redis.Options{MaxRetries: -1,
-		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, primary.Load().(string))
-		}})
-	t.Cleanup(func() { _ = c.Close() })
-	s := NewReplayStore(c, "failover:")
+	s := NewReplayStore(primary.client(t, redis.Options{MaxRetries: -1}), "failover:")
 	settled(t, a.Client(), s.prefix)
 	issued := time.Now().Add(-time.Minute)
 	_, err := s.Recorded(ctx, "x", issued) // binds the marker to A's run
