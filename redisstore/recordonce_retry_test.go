@@ -234,26 +234,3 @@ func TestReplicasRevocationFoundIsAnswered200OnlyOnceReplicasHoldIt(t *testing.T
 		require.Equal(t, http.StatusUnauthorized, status, "replica %s serves a revoked token: %s", name, got)
 	}
 }
-
-// TestReplayStoreRecordedWithReplicasWaitsForARecordFound: with
-// WithReplicas, Recorded answers "recorded" only for a record the
-// replicas hold, whoever wrote it: a record no replica acknowledged fails
-// the read (errNotReplicated); a record not found costs no wait.
-func TestReplayStoreRecordedWithReplicasWaitsForARecordFound(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
-	c := srv.Client()
-	s := NewReplayStore(c, "t:", WithReplicas(1, 50*time.Millisecond))
-	settled(t, c, s.prefix)
-	ctx := t.Context()
-	issued := time.Now().Add(-time.Minute)
-	require.NoError(t, c.Set(ctx, s.prefix+"twin", "w", time.Hour).Err()) // a twin's record, not yet acknowledged
-	_, err := s.Recorded(ctx, "twin", issued)
-	require.ErrorIs(t, err, errNotReplicated)
-	found, err := s.Recorded(ctx, "none", issued)
-	require.NoError(t, err)
-	require.False(t, found)
-	v, err := c.Get(ctx, s.prefix+"twin").Result()
-	require.NoError(t, err)
-	require.Equal(t, "w", v, "the read leaves the record as it was")
-}
