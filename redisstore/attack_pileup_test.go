@@ -13,7 +13,6 @@ package redisstore_test
 
 import (
 	"context"
-	"net"
 	"runtime"
 	"testing"
 	"time"
@@ -22,27 +21,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/redisstore"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
 func TestAttackBoundedPilesUpGoroutinesWhileRedisIsFrozen(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var conns []net.Conn
-	accepted := make(chan struct{})
-	go func() {
-		defer close(accepted)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c) // never answers: a frozen Redis
-		}
-	}()
+	addr, release := redistest.Frozen(t)
 	// Fixed work: ten times as many calls as the pool has connections.
 	const poolSize, calls = 10, 100
 	limit := 2 * poolSize
-	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ReadTimeout: -1, WriteTimeout: -1, PoolSize: poolSize})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: -1, WriteTimeout: -1, PoolSize: poolSize})
 	inv := redisstore.NewInvalidator(rdb, "attack:pileup")
 	base := runtime.NumGoroutine()
 	var over time.Duration
@@ -65,11 +52,7 @@ func TestAttackBoundedPilesUpGoroutinesWhileRedisIsFrozen(t *testing.T) {
 	t.Logf("after %d Publish calls against a frozen Redis: %d goroutines left behind (stacks %d KiB); slowest Publish %v", calls, left, ms.StackInuse/1024, over)
 	// Clean up: closing the client and the listener ends them.
 	_ = rdb.Close()
-	_ = ln.Close()
-	<-accepted
-	for _, c := range conns {
-		_ = c.Close()
-	}
+	release()
 	deadline := time.Now().Add(40 * time.Second)
 	for runtime.NumGoroutine() > base+5 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/alicebob/miniredis/v2/server"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
 // steppableRedis is a miniredis whose clock a test steps (SetTime moves
@@ -26,19 +26,9 @@ import (
 // does), answering INFO server with a run_id as a real server does.
 func steppableRedis(t *testing.T, now time.Time) (*miniredis.Miniredis, *redis.Client) {
 	t.Helper()
-	m := miniredis.RunT(t)
-	info := "# Server\r\nredis_version:7.0.0-miniredis\r\nrun_id:" + strings.Repeat("ab", 20) + "\r\n"
-	m.Server().SetPreHook(func(c *server.Peer, cmd string, args ...string) bool {
-		if cmd != "INFO" || len(args) != 1 || !strings.EqualFold(args[0], "server") {
-			return false
-		}
-		c.WriteBulk(info)
-		return true
-	})
-	m.SetTime(now)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = c.Close() })
-	return m, c
+	srv := redistest.StartInProcess(t)
+	srv.Miniredis().SetTime(now)
+	return srv.Miniredis(), srv.Client()
 }
 
 // TestReplayKeyspaceNeverVouchesForRecordsRedissClockExpiredEarly: a
@@ -56,7 +46,7 @@ func TestReplayKeyspaceNeverVouchesForRecordsRedissClockExpiredEarly(t *testing.
 	now := time.Now()
 	m, c := steppableRedis(t, now)
 	s := NewReplayStore(c, "t:")
-	settled(t, c, s) // the keyspace has been in use for an hour
+	settled(t, c, s.prefix) // the keyspace has been in use for an hour
 
 	iat, exp := now.Add(-time.Minute), now.Add(30*time.Minute)
 	first, err := s.RecordOnce(ctx, "revoked", "w", exp.Add(dpop.ReplayStoreMargin), iat)
@@ -107,7 +97,7 @@ func TestReplayKeyspaceVouchesForNothingWhileTheCallersClockIsAhead(t *testing.T
 	now := time.Now()
 	m, c := steppableRedis(t, now.Add(-dpop.ReplayStoreMargin-30*time.Second)) // Redis's clock behind this process's
 	s := NewReplayStore(c, "t:")
-	settled(t, c, s)
+	settled(t, c, s.prefix)
 	iat := now.Add(-time.Minute)
 	rec, err := s.Recorded(ctx, "revoked", iat)
 	require.ErrorIs(t, err, errCallerAhead, "a credential stamped ahead of Redis's clock is vouched for (answered %v)", rec)

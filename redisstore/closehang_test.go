@@ -14,7 +14,6 @@ package redisstore_test
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -24,25 +23,13 @@ import (
 
 	"github.com/orgauthz/orgauthz/pep"
 	"github.com/orgauthz/orgauthz/redisstore"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
 func TestCloseDoesNotWaitForAPurgeWithoutDeadline(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var conns []net.Conn
-	accepted := make(chan struct{})
-	go func() {
-		defer close(accepted)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ReadTimeout: -1, WriteTimeout: -1})
+	addr, release := redistest.Frozen(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: -1, WriteTimeout: -1})
 	gw := startGateway(t)
 	// The client's timeout, which bounds the publication, is short (the
 	// default, 2 s, bounds it the same way): Close waits for it, not for
@@ -67,11 +54,7 @@ func TestCloseDoesNotWaitForAPurgeWithoutDeadline(t *testing.T) {
 	// Release everything: the client's connections end, and with them the
 	// publication and Close.
 	_ = rdb.Close()
-	_ = ln.Close()
-	<-accepted
-	for _, k := range conns {
-		_ = k.Close()
-	}
+	release()
 	<-closed
 	<-purged
 	require.False(t, hung, "Close did not return within 5 s: it waits for a Purge whose ctx has no deadline")

@@ -12,13 +12,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,132 +21,31 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/pep"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
-// busProxy forwards one cluster-bus port, dropping every byte while drop
-// is set (an asymmetric partition or a congested bus link: the node that
-// owns the link keeps it open, so nothing reconnects or notices for the
-// cluster's node timeout).
-type busProxy struct {
-	ln   net.Listener
-	drop atomic.Bool
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	cs   []net.Conn
-}
-
-func startBusProxy(t *testing.T, ln net.Listener, target string) *busProxy {
-	p := &busProxy{ln: ln}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.cs = append(p.cs, c, up)
-			p.mu.Unlock()
-			p.wg.Go(func() { p.copy(up, c) })
-			p.wg.Go(func() { p.copy(c, up) })
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.mu.Lock()
-		for _, c := range p.cs {
-			_ = c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *busProxy) copy(dst, src net.Conn) {
-	defer func() { _ = dst.Close(); _ = src.Close() }()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && !p.drop.Load() {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// freeClusterPort returns a free port p whose bus port p+10000 is free too
-// (Redis Cluster's convention).
-func freeClusterPort(t *testing.T) int {
-	t.Helper()
-	for range 200 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		if port+10000 > 65535 {
-			continue
-		}
-		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
-		if err != nil {
-			continue
-		}
-		_ = bus.Close()
-		return port
-	}
-	t.Fatal("no free port pair")
-	return 0
-}
-
-// startClusterNode runs one redis-server in cluster mode; extra are more
-// arguments.
-func startClusterNode(t *testing.T, port int, extra ...string) *redis.Client {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not found")
-	}
-	dir := t.TempDir()
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-		"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "60000",
-		"--dir", dir, "--save", "", "--appendonly", "no"}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
-	t.Cleanup(func() { _ = c.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(t.Context()).Err() != nil {
-		require.True(t, time.Now().Before(deadline), "redis-server on %d did not start", port)
-		time.Sleep(20 * time.Millisecond)
-	}
-	return c
-}
-
-// TestClusterPurgeIsNeverOutrunByTheHeartbeat: a two-master Redis Cluster;
+// TestClusterPurgesTravelWithTheHeartbeat: a two-master Redis Cluster;
 // node Y holds the channel's slot (the replicas subscribe there), node X
-// the other half. X's bus link to Y goes through a proxy. Replicas A and B
-// cache GRANTs for four tokens; the bus link X->Y starts dropping (nothing
-// else changes: both replicas' subscriptions and heartbeats are healthy);
-// the tokens are revoked at the gateway and Purged on A, each Purge
-// returning nil. Within three seconds (past the 2 s "never later than"
-// bound) B has received every purge, and serves none of the revoked
-// tokens' GRANTs from its cache.
-func TestClusterPurgeIsNeverOutrunByTheHeartbeat(t *testing.T) {
-	ctx := t.Context()
+// the other half. X's bus link to Y goes through a proxy, which starts
+// dropping (an asymmetric partition) while replicas A and B hold cached
+// GRANTs; the tokens are then revoked at the gateway and Purged on A,
+// each Purge returning nil. Whatever the bus does, B serves none of the
+// revoked tokens' GRANTs from its cache. The rows share the cluster,
+// whose forming is most of their time (they run in turn).
+func TestClusterPurgesTravelWithTheHeartbeat(t *testing.T) {
+	t.Parallel()
 	c := startTwoNodeCluster(t)
-	px, py, proxy, channel := c.px, c.py, c.proxy, c.channel
+	t.Run("TestClusterPurgeIsNeverOutrunByTheHeartbeat", func(t *testing.T) { clusterPurgeIsNeverOutrun(t, c) })
+	t.Run("TestInvalidatorRefusesPlainClientOnClusterNode", func(t *testing.T) { plainClientOnClusterNodeIsRefused(t, c) })
+}
 
-	addrs := []string{"127.0.0.1:" + strconv.Itoa(px), "127.0.0.1:" + strconv.Itoa(py)}
+// clusterPurgeIsNeverOutrun: replicas on redis.ClusterClients (sharded
+// pub/sub); within three seconds (past the 2 s "never later than" bound)
+// B has received every purge, over the slot master it subscribes on.
+func clusterPurgeIsNeverOutrun(t *testing.T, c twoNodeCluster) {
+	ctx := t.Context()
+	proxy, channel := c.proxy, c.channel
+	addrs := []string{c.x.Options().Addr, c.y.Options().Addr}
 	cluster := func() *redis.ClusterClient {
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 		t.Cleanup(func() { _ = c.Close() })
@@ -168,7 +62,7 @@ func TestClusterPurgeIsNeverOutrunByTheHeartbeat(t *testing.T) {
 		cache(t, toks[i], a, b)
 	}
 
-	proxy.drop.Store(true) // the bus link X->Y drops; everything else is healthy
+	proxy.Set(redistest.Drop) // the bus link X->Y drops, kept open; everything else is healthy
 	for _, tok := range toks {
 		revoke(t, gw, tok)
 		require.NoError(t, a.Purge(ctx, tok), "Purge says Redis accepted the purge")
@@ -202,23 +96,12 @@ func TestClusterPurgeIsNeverOutrunByTheHeartbeat(t *testing.T) {
 	require.EqualValues(t, 2*len(toks), received, "the purges reach the slot master B subscribes on, whatever the bus does")
 }
 
-// cut closes every connection the proxy forwards: the replicas reconnect.
-func (p *busProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.cs {
-		_ = c.Close()
-	}
-	p.cs = nil
-}
-
 // twoNodeCluster is a formed two-master Redis Cluster on loopback: node X
 // holds slots 0-8191, node Y the rest; Y's bus port is announced as a
 // proxy's, so a test can cut X's bus link to Y; channel's slot is Y's.
 type twoNodeCluster struct {
-	px, py  int
 	x, y    *redis.Client
-	proxy   *busProxy
+	proxy   *redistest.Proxy
 	channel string
 }
 
@@ -226,15 +109,21 @@ type twoNodeCluster struct {
 // reaches a subscriber on Y over the bus.
 func startTwoNodeCluster(t *testing.T) twoNodeCluster {
 	ctx := t.Context()
-	px, py := freeClusterPort(t), freeClusterPort(t)
+	node := func(extra ...string) (*redis.Client, int) {
+		srv := redistest.Start(t, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "60000"}, extra...)...)
+		_, port, _ := net.SplitHostPort(srv.Addr())
+		p, err := strconv.Atoi(port)
+		require.NoError(t, err)
+		return srv.Client(), p
+	}
 	// Y announces a bus port that is the proxy's; the proxy forwards to
-	// Y's real bus port.
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	// Y's real bus port (its port + 10000, Redis Cluster's convention).
+	pln := redistest.Listen(t)
 	proxyPort := pln.Addr().(*net.TCPAddr).Port
-	proxy := startBusProxy(t, pln, "127.0.0.1:"+strconv.Itoa(py+10000))
-	x := startClusterNode(t, px)
-	y := startClusterNode(t, py, "--cluster-announce-bus-port", strconv.Itoa(proxyPort))
+	x, _ := node()
+	y, py := node("--cluster-announce-bus-port", strconv.Itoa(proxyPort))
+	proxy := redistest.StartProxy(t, pln, "127.0.0.1:"+strconv.Itoa(py+10000), nil)
 
 	require.NoError(t, x.Do(ctx, "cluster", "addslotsrange", 0, 8191).Err())
 	require.NoError(t, y.Do(ctx, "cluster", "addslotsrange", 8192, 16383).Err())
@@ -262,12 +151,12 @@ func startTwoNodeCluster(t *testing.T) twoNodeCluster {
 	}
 	// Sanity: the cluster delivers a PUBLISH on X to a subscriber on Y.
 	sub := y.Subscribe(ctx, channel)
-	_, err = sub.Receive(ctx)
+	_, err := sub.Receive(ctx)
 	require.NoError(t, err)
 	require.NoError(t, x.Publish(ctx, channel, "hello").Err())
 	m, err := sub.ReceiveTimeout(ctx, 5*time.Second)
 	require.NoError(t, err, "a PUBLISH on X reaches Y's subscribers over the bus")
 	require.Equal(t, "hello", m.(*redis.Message).Payload)
 	_ = sub.Close()
-	return twoNodeCluster{px: px, py: py, x: x, y: y, proxy: proxy, channel: channel}
+	return twoNodeCluster{x: x, y: y, proxy: proxy, channel: channel}
 }

@@ -9,9 +9,6 @@ package redisstore_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -20,30 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/redisstore"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
-
-func startPlainRedis(t *testing.T) (*exec.Cmd, string) {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not found")
-	}
-	port := freeClusterPort(t)
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGCONT); _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer func() { _ = c.Close() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(t.Context()).Err() != nil {
-		require.True(t, time.Now().Before(deadline))
-		time.Sleep(20 * time.Millisecond)
-	}
-	return cmd, addr
-}
 
 // returnsWhileFrozen runs f and fails the test unless it returns; without
 // the bound, go-redis waits for a frozen Redis for ever (the watchdog only
@@ -60,9 +35,11 @@ func returnsWhileFrozen(t *testing.T, what string, f func()) {
 }
 
 func TestBlockingCallsReturnByTheirDeadlineWhenRedisFreezes(t *testing.T) {
-	cmd, addr := startPlainRedis(t)
+	t.Parallel()
+	srv := redistest.Start(t)
+	require.True(t, srv.Real(), "freezing needs redis-server, on PATH here and in CI")
 	// No ContextTimeoutEnabled, and no timeout of the client's own.
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: -1, WriteTimeout: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: -1, WriteTimeout: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	gw := startGateway(t)
 	a := replica(t, gw, rdb, "deadline")
@@ -74,8 +51,8 @@ func TestBlockingCallsReturnByTheirDeadlineWhenRedisFreezes(t *testing.T) {
 	_, err := store.Remember(t.Context(), "warm", time.Now().Add(time.Minute))
 	require.Error(t, err, "the keyspace is new: the store refuses, having answered")
 
-	require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGCONT) }) // before the replica's Close, on failure
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT) }) // before the replica's Close, on failure
 	for _, tc := range []struct {
 		name string
 		call func(ctx context.Context) error
@@ -96,5 +73,5 @@ func TestBlockingCallsReturnByTheirDeadlineWhenRedisFreezes(t *testing.T) {
 		})
 	}
 	returnsWhileFrozen(t, "Close", func() { require.NoError(t, a.Close()) })
-	require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
+	require.NoError(t, srv.Signal(syscall.SIGCONT))
 }

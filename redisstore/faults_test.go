@@ -3,9 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,104 +14,6 @@ import (
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
-// Fault modes of a faultProxy.
-const (
-	pass      int32 = iota // forward both ways
-	blackhole              // take the replicas' bytes and answer nothing (a hung or partitioned Redis)
-	reset                  // cut every connection, and each new one at once
-)
-
-// faultProxy is a TCP proxy between the replicas and Redis on loopback
-// whose fault a test switches: the faults redistest's Stop and Restart
-// cannot make.
-type faultProxy struct {
-	addr   string
-	target string
-	mode   atomic.Int32
-
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func startFaultProxy(t *testing.T, target string) *faultProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &faultProxy{addr: ln.Addr().String(), target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			if p.mode.Load() == reset {
-				_ = c.Close()
-				continue
-			}
-			p.wg.Go(func() { p.link(c) })
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.closeAll()
-		p.wg.Wait()
-	})
-	return p
-}
-
-// link forwards c to the target until either side closes.
-func (p *faultProxy) link(c net.Conn) {
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		_ = c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns[c], p.conns[up] = struct{}{}, struct{}{}
-	p.mu.Unlock()
-	var wg sync.WaitGroup
-	wg.Go(func() { p.copy(up, c) })
-	wg.Go(func() { p.copy(c, up) })
-	wg.Wait()
-	p.mu.Lock()
-	delete(p.conns, c)
-	delete(p.conns, up)
-	p.mu.Unlock()
-}
-
-// copy forwards src to dst, dropping what arrives while blackholed.
-func (p *faultProxy) copy(dst, src net.Conn) {
-	defer func() { _ = dst.Close(); _ = src.Close() }()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && p.mode.Load() == pass {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *faultProxy) closeAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-}
-
-func (p *faultProxy) set(mode int32) {
-	p.mode.Store(mode)
-	if mode != pass {
-		p.closeAll() // a blackholed connection must not finish a reply begun before
-	}
-}
-
 // TestReplayAttackThroughRedisFaults: replicas reach Redis through a
 // proxy that goes down, hangs and resets connections, and Redis restarts
 // empty mid-run, while an attacker sends every proof it saw accepted to
@@ -122,14 +22,15 @@ func (p *faultProxy) set(mode int32) {
 // ErrReplay's opposite: an acceptance); and once the faults are gone the
 // same replicas, not rebuilt, accept fresh proofs again.
 func TestReplayAttackThroughRedisFaults(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
-	proxy := startFaultProxy(t, srv.Addr())
+	proxy := redistest.StartProxy(t, redistest.Listen(t), srv.Addr(), nil)
 	now := newClockAt(time.Now())
 	const replicas = 3
 	vs := make([]*dpop.Verifier, replicas)
 	var marker *ReplayStore
 	for i := range vs {
-		c := redis.NewClient(&redis.Options{Addr: proxy.addr, ContextTimeoutEnabled: true, MaxRetries: -1,
+		c := redis.NewClient(&redis.Options{Addr: proxy.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
 			DialTimeout: 200 * time.Millisecond, PoolSize: 4})
 		t.Cleanup(func() { _ = c.Close() })
 		s := NewReplayStore(c, "")
@@ -194,12 +95,13 @@ func TestReplayAttackThroughRedisFaults(t *testing.T) {
 	for _, fault := range []struct {
 		name string
 		mode int32
-	}{{"hung", blackhole}, {"reset", reset}} {
-		proxy.set(fault.mode)
+	}{{"hung", redistest.Drop}, {"reset", redistest.Reset}} {
+		proxy.Set(fault.mode)
+		proxy.Cut() // a hung connection must not finish a reply begun before
 		ok, unavailable := round(2, faulted)
 		require.Zero(t, ok, "%s: nothing accepted", fault.name)
 		require.Positive(t, unavailable, "%s: refused as unavailable", fault.name)
-		proxy.set(pass)
+		proxy.Set(redistest.Pass)
 		// The fresh proofs, and those the fault refused (never recorded).
 		ok, _ = round(2, clean)
 		require.Equal(t, 4, ok, "after %s: proofs accepted again", fault.name)

@@ -17,9 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
-	"github.com/orgauthz/orgauthz/redisstore"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -58,14 +56,12 @@ func (s *slowAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 // applied the purge, a new Check on B, begun after all that, is denied: it
 // sent a request of its own.
 func TestCheckAfterAPurgeFromAnotherReplicaJoinsNoEarlierFlight(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	gw := startGateway(t)
 	slow := &slowAnswers{base: gw.Client().Transport, release: make(chan struct{}), sent: make(chan struct{}, 1)}
 	a := replica(t, gw, rs.Client(), "attack:flight")
-	b, err := hangguard.NewPep(gw.URL, realm, app, pep.WithHTTPClient(&http.Client{Transport: slow}), pep.WithRetry(0, 0, 0),
-		pep.WithTimeout(10*time.Second), pep.WithInvalidator(redisstore.NewInvalidator(rs.Client(), "attack:flight")))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
+	b := replica(t, gw, rs.Client(), "attack:flight", pep.WithHTTPClient(&http.Client{Transport: slow}), pep.WithTimeout(10*time.Second))
 	waitFor(t, "both replicas trust their caches", 10*time.Second, trusted(a, b))
 
 	tok := revocable(gw, "bob")

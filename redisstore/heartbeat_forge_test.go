@@ -31,10 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/invalidation"
-	"github.com/orgauthz/orgauthz/pep"
-	"github.com/orgauthz/orgauthz/redisstore"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -77,10 +74,7 @@ func forgedHeartbeat(t *testing.T, forge bool) {
 			return d.DialContext(ctx, network, addr)
 		}})
 	t.Cleanup(func() { _ = rdbB.Close() })
-	b, err := hangguard.NewPep(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
-		pep.WithInvalidator(redisstore.NewInvalidator(rdbB, channel)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
+	b := replica(t, gw, rdbB, channel)
 
 	// The forger: any client of the old master. It learns the nonce from
 	// PUBSUB CHANNELS and sprays echoes around the expected sequence

@@ -59,11 +59,12 @@ func revoke(t *testing.T, gw *mockservertest.Server, tok string) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
-// replica is one replica's client, on its own Redis connection.
-func replica(t *testing.T, gw *mockservertest.Server, rdb redis.UniversalClient, channel string) *pep.Client {
+// replica is one replica's client, on its own Redis connection, with
+// opts after its own (the later wins).
+func replica(t *testing.T, gw *mockservertest.Server, rdb redis.UniversalClient, channel string, opts ...pep.Option) *pep.Client {
 	t.Helper()
-	c, err := hangguard.NewPep(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
-		pep.WithInvalidator(redisstore.NewInvalidator(rdb, channel)))
+	c, err := hangguard.NewPep(gw.URL, realm, app, append([]pep.Option{pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
+		pep.WithInvalidator(redisstore.NewInvalidator(rdb, channel))}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -156,6 +157,21 @@ func cache(t *testing.T, tok string, cs ...*pep.Client) {
 	}
 }
 
+// threeReplicas starts three replicas on channel of rs, waits until
+// each trusts its cache, and has each cache a decision of bob's
+// (revocable) token and of erin's, which it returns.
+func threeReplicas(t *testing.T, gw *mockservertest.Server, rs *redistest.Server, channel string) (cs []*pep.Client, bob, erin string) {
+	t.Helper()
+	for range 3 {
+		cs = append(cs, replica(t, gw, rs.Client(), channel))
+	}
+	waitFor(t, "every replica trusts its cache", 10*time.Second, trusted(cs...))
+	bob, erin = revocable(gw, "bob"), gw.Token(realm, "erin")
+	cache(t, bob, cs...)
+	cache(t, erin, cs...)
+	return cs, bob, erin
+}
+
 // TestInvalidatorPurgesEveryReplica: three replicas on one Redis channel;
 // a token revoked at the server and purged on one replica (Purge), or
 // refused there (a 401), is no longer granted by any replica once each
@@ -165,16 +181,8 @@ func TestInvalidatorPurgesEveryReplica(t *testing.T) {
 	for _, how := range []string{"Purge", "401"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
-			rs := redistest.Start(t)
 			gw := startGateway(t)
-			var cs []*pep.Client
-			for range 3 {
-				cs = append(cs, replica(t, gw, rs.Client(), "test:"+how))
-			}
-			waitFor(t, "every replica trusts its cache", 10*time.Second, trusted(cs...))
-			bob, erin := revocable(gw, "bob"), gw.Token(realm, "erin")
-			cache(t, bob, cs...)
-			cache(t, erin, cs...)
+			cs, bob, erin := threeReplicas(t, gw, redistest.Start(t), "test:"+how)
 
 			revoke(t, gw, bob)
 			switch how {
@@ -207,14 +215,7 @@ func TestInvalidatorThroughARedisRestart(t *testing.T) {
 		t.Log("miniredis: its restart keeps connections open, so only the heartbeat's staleness shows the gap")
 	}
 	gw := startGateway(t)
-	var cs []*pep.Client
-	for range 3 {
-		cs = append(cs, replica(t, gw, rs.Client(), "test:restart"))
-	}
-	waitFor(t, "every replica trusts its cache", 10*time.Second, trusted(cs...))
-	bob, erin := revocable(gw, "bob"), gw.Token(realm, "erin")
-	cache(t, bob, cs...)
-	cache(t, erin, cs...)
+	cs, bob, erin := threeReplicas(t, gw, rs, "test:restart")
 
 	rs.Stop()
 	waitFor(t, "every replica bypasses its cache", 10*time.Second, func() bool {
@@ -277,35 +278,6 @@ func TestInvalidatorWithoutAClient(t *testing.T) {
 	waitFor(t, "the failed subscription is counted", 10*time.Second, func() bool { return c.Stats().InvalidationGaps > 0 })
 }
 
-// TestInvalidatorSubscribeEndsWithItsContext: Subscribe returns the
-// context's error once it is done.
-func TestInvalidatorSubscribeEndsWithItsContext(t *testing.T) {
-	t.Parallel()
-	rs := redistest.Start(t)
-	inv := redisstore.NewInvalidator(rs.Client(), "")
-	ctx, cancel := context.WithCancel(t.Context())
-	r := &beats{first: make(chan struct{})}
-	done := make(chan error, 1)
-	go func() { done <- inv.Subscribe(ctx, r) }()
-	<-r.first
-	cancel()
-	require.True(t, errors.Is(<-done, context.Canceled))
-}
-
-// beats is a Receiver that says when the first heartbeat came.
-type beats struct {
-	first chan struct{}
-	n     int
-}
-
-func (b *beats) Message([]byte) {}
-func (b *beats) Lost(error)     {}
-func (b *beats) Heartbeat(time.Time) {
-	if b.n++; b.n == 1 {
-		close(b.first)
-	}
-}
-
 // TestInvalidatorRefusesTopologiesItCannotVouchFor: a redis.Ring (whose
 // channels may sit on servers that do not order each other's messages),
 // and a Cluster channel whose heartbeat channel could not share its slot,
@@ -331,7 +303,7 @@ func TestInvalidatorRefusesTopologiesItCannotVouchFor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inv := redisstore.NewInvalidator(tc.client, tc.channel)
 			require.ErrorContains(t, inv.Publish(t.Context(), []byte{1, 'a'}), tc.says)
-			require.ErrorContains(t, inv.Subscribe(t.Context(), &beats{first: make(chan struct{})}), tc.says)
+			require.ErrorContains(t, inv.Subscribe(t.Context(), &lostRecorder{lost: make(chan error, 1)}), tc.says)
 		})
 	}
 }

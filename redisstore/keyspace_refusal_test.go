@@ -1,17 +1,13 @@
 package redisstore
 
 import (
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -27,33 +23,18 @@ import (
 // is served. Once the keyspace vouches for tokens issued now (here an
 // operator's marker stands for the minute passing), a new token is served.
 func TestReferenceServerRefusesForGoodWhatANewKeyspaceCannotVouchFor(t *testing.T) {
-	srv := redistest.Start(t)
-	c := srv.Client()
+	t.Parallel()
+	c := redistest.Start(t).Client()
 	const prefix = "refuse8:"
-	ms, err := mockserver.New(mockserver.WithKeySeed([]byte("refuse8-seed-0123456789abcdefghij")),
-		mockserver.WithReplayStore(NewReplayStore(c, prefix)), mockserver.WithFixtureFile("../examples/fixtures/acme.json"))
-	require.NoError(t, err)
-	hs := httptest.NewServer(ms)
-	t.Cleanup(hs.Close)
+	base, _ := inProcess(t, NewReplayStore(c, prefix), "refuse8-seed-0123456789abcdefghij", acmeFixture)
 	vouchFromAnHourAgo := func() { // an operator's bare marker
 		require.NoError(t, c.Set(t.Context(), prefix+SinceKey, strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10), 0).Err())
 	}
 	tokenCall := func() (int, http.Header, []byte) {
-		return frontCall(t, hs.URL, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil, "application/x-www-form-urlencoded",
-			url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}.Encode())
-	}
-	token := func() string {
-		status, _, body := tokenCall()
-		require.Equal(t, http.StatusOK, status, string(body))
-		var tok struct {
-			AccessToken string `json:"access_token"`
-		}
-		require.NoError(t, json.Unmarshal(body, &tok))
-		return tok.AccessToken
+		return frontCall(t, base, http.MethodPost, tokenPath, nil, "application/x-www-form-urlencoded", aliceForm.Encode())
 	}
 	decide := func(token string) (int, http.Header, []byte) {
-		return frontCall(t, hs.URL, http.MethodPost, "/realms/acme/authorization-decision-provider/authorize",
-			http.Header{"Authorization": {"Bearer " + token}}, "application/json",
+		return frontCall(t, base, http.MethodPost, decidePath, http.Header{"Authorization": {"Bearer " + token}}, "application/json",
 			`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
 	}
 
@@ -63,7 +44,7 @@ func TestReferenceServerRefusesForGoodWhatANewKeyspaceCannotVouchFor(t *testing.
 	require.Equal(t, "61", h.Get("Retry-After"))
 
 	vouchFromAnHourAgo()
-	old := token()
+	old := aliceToken(t, base)
 	status, _, body = decide(old)
 	require.Equal(t, http.StatusOK, status, string(body))
 
@@ -78,6 +59,6 @@ func TestReferenceServerRefusesForGoodWhatANewKeyspaceCannotVouchFor(t *testing.
 	require.Equal(t, "61", h.Get("Retry-After"))
 
 	vouchFromAnHourAgo() // stands for the minute passing
-	status, _, body = decide(token())
-	require.Equal(t, http.StatusOK, status, "the new token is served: %s", body)
+	status, body2 := decideAt(t, base, aliceToken(t, base))
+	require.Equal(t, http.StatusOK, status, "the new token is served: %s", body2)
 }

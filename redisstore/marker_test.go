@@ -1,4 +1,4 @@
-package redisstore_test
+package redisstore
 
 // The keyspace's marker is decided on the server, in one atomic step, with
 // the server's clock (issue 24). A marker write that lands late (its
@@ -12,8 +12,6 @@ package redisstore_test
 import (
 	"context"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,8 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/dpop"
-	"github.com/orgauthz/orgauthz/redisstore"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -71,27 +67,16 @@ func (h *holdMarkerWrite) ProcessHook(next redis.ProcessHook) redis.ProcessHook 
 	}
 }
 
-// markerMillis reads the marker's time (Unix milliseconds), the text
-// before the "@" of the server's run it is bound to.
-func markerMillis(t *testing.T, c *redis.Client, key string) int64 {
-	t.Helper()
-	v, err := c.Get(t.Context(), key).Result()
-	require.NoError(t, err)
-	ms, _, _ := strings.Cut(v, "@")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	require.NoError(t, err, "marker %q", v)
-	return n
-}
-
 // TestReplayLateMarkerWriteNeverMovesMarkerEarlier: replica Y finds a
 // marker dated in the future and its write of the marker is held; the
 // marker is rewritten by X, a proof P accepted, Redis loses its keys and
 // X writes a newer marker; then Y's write lands. The marker stays the
 // newer one and P is refused, not accepted a second time.
 func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	const prefix = "marker:late:"
-	marker := prefix + redisstore.SinceKey
+	marker := prefix + SinceKey
 	admin := rs.Client()
 	t.Cleanup(func() { _ = admin.Close() })
 	ctx := t.Context()
@@ -103,7 +88,7 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 	t.Cleanup(func() { _ = rdbY.Close() })
 	hold := newHoldMarkerWrite(marker)
 	rdbY.AddHook(hold)
-	y := redisstore.NewReplayStore(rdbY, prefix)
+	y := NewReplayStore(rdbY, prefix)
 	yDone := make(chan error, 1)
 	go func() {
 		_, err := y.Remember(context.Background(), "y-proof", time.Now().Add(time.Hour))
@@ -114,14 +99,14 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 	// X: another replica, on time.
 	rdbX := rs.Client()
 	t.Cleanup(func() { _ = rdbX.Close() })
-	x := redisstore.NewReplayStore(rdbX, prefix)
+	x := NewReplayStore(rdbX, prefix)
 	_, err := x.Remember(ctx, "x-first", time.Now().Add(time.Hour))
 	require.Error(t, err, "the future marker is rewritten: the keyspace begins now (T1)")
-	t1 := markerMillis(t, admin, marker)
+	t1 := markerOf(t, admin, marker)
 	require.Less(t, t1, future)
 
 	// Proof P, accepted: its until is past T1 + lifetime.
-	until := time.UnixMilli(t1 + dpopLifetime().Milliseconds() + 20)
+	until := time.UnixMilli(t1 + x.lifetime.Milliseconds() + 20)
 	ok, err := x.Remember(ctx, "proof-P", until)
 	require.NoError(t, err)
 	require.True(t, ok, "P is accepted")
@@ -133,14 +118,14 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 	require.NoError(t, admin.FlushAll(ctx).Err())
 	_, err = x.Remember(ctx, "x-after-loss", time.Now().Add(time.Hour))
 	require.Error(t, err)
-	t3 := markerMillis(t, admin, marker)
+	t3 := markerOf(t, admin, marker)
 	ok, err = x.Remember(ctx, "proof-P-check", until)
 	require.False(t, ok && err == nil, "control: a proof with P's until is refused under the new marker")
 
 	// Y's late write lands.
 	close(hold.release)
 	<-yDone
-	after := markerMillis(t, admin, marker)
+	after := markerOf(t, admin, marker)
 	require.Equal(t, t3, after, "the late write must not move the marker (T1=%d, T3=%d)", t1, t3)
 
 	ok, err = x.Remember(ctx, "proof-P", until)
@@ -151,6 +136,7 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 // context even while the marker's write is stuck (a frozen Redis, a client
 // without ContextTimeoutEnabled), like the rest of its commands.
 func TestReplayMarkerWriteReturnsByTheContext(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		marker any // nil: missing
@@ -162,7 +148,7 @@ func TestReplayMarkerWriteReturnsByTheContext(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := redistest.Start(t)
 			const prefix = "marker:bounded:"
-			marker := prefix + redisstore.SinceKey
+			marker := prefix + SinceKey
 			if tc.marker != nil {
 				admin := rs.Client()
 				require.NoError(t, admin.Set(t.Context(), marker, tc.marker, 0).Err())
@@ -175,7 +161,7 @@ func TestReplayMarkerWriteReturnsByTheContext(t *testing.T) {
 				close(hold.release)
 				_ = rdb.Close()
 			})
-			s := redisstore.NewReplayStore(rdb, prefix)
+			s := NewReplayStore(rdb, prefix)
 
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
@@ -208,10 +194,4 @@ func waitRedisClock(t *testing.T, c *redis.Client, ms int64) {
 		}
 	}
 	t.Fatalf("Redis's clock did not reach %d", ms)
-}
-
-// dpopLifetime is the store's default lifetime (replay.go):
-// maxAge + maxSkew + 2 margins.
-func dpopLifetime() time.Duration {
-	return dpop.DefaultMaxAge + dpop.DefaultMaxSkew + 2*dpop.ReplayStoreMargin
 }

@@ -139,128 +139,77 @@ func frontCall(t *testing.T, base, method, path string, header http.Header, ctyp
 
 // TestMockserverReplicasShareRedis: two reference servers with one
 // fixture, one -key-seed and one -redis act as one. A proof accepted by
-// one is a replay at the other; Redis down answers 503; Redis restarted
-// empty refuses for good the token it cannot vouch for (401), and once an
+// one is a replay at the other; a token revoked through one is refused by
+// the other from the moment the revocation answered; Redis down answers
+// 503 (a replica that cannot ask it never grants); Redis restarted empty
+// refuses for good the token it cannot vouch for (401), and once an
 // operator vouches for the keyspace, serves again without a replica
-// restarting.
+// restarting. Nothing stored holds a token.
 func TestMockserverReplicasShareRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
 	const prefix = "orgauthz:mockserver:dpop:"
-	settle := func() {
-		require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
-	}
-	settle()
+	settled(t, c, prefix)
 	args := []string{"-fixture", "../examples/fixtures/acme.json", "-key-seed", "redisstore-test-seed-0123", "-redis", srv.URL()}
 	a, b := startMockserver(t, args...), startMockserver(t, args...)
 	front := "http://" + frontHost
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 
-	const tokenPath = "/realms/acme/protocol/openid-connect/token"
 	p, err := signer.Proof(http.MethodPost, front+tokenPath, "", "")
 	require.NoError(t, err)
-	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}
-	status, _, body := frontCall(t, a, http.MethodPost, tokenPath, http.Header{"Dpop": {p}}, "application/x-www-form-urlencoded", form.Encode())
-	require.Equal(t, http.StatusOK, status, string(body))
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	require.NoError(t, json.Unmarshal(body, &tok))
-
-	const decide = "/realms/acme/authorization-decision-provider/authorize"
+	tok := tokenAt(t, a, "acme", http.Header{"Dpop": {p}}, aliceForm)
 	proof := func() string {
-		p, err := signer.Proof(http.MethodPost, front+decide, tok.AccessToken, "")
+		p, err := signer.Proof(http.MethodPost, front+decidePath, tok, "")
 		require.NoError(t, err)
 		return p
 	}
-	call := func(base, p string) (int, []byte) {
-		status, _, body := frontCall(t, base, http.MethodPost, decide,
-			http.Header{"Authorization": {"DPoP " + tok.AccessToken}, "Dpop": {p}}, "application/json",
-			`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
-		return status, body
+	call := func(base, p string) (int, string) {
+		return decideWith(t, base, http.Header{"Authorization": {"DPoP " + tok}, "Dpop": {p}})
 	}
 	p1 := proof()
-	status, body = call(b, p1)
+	status, body := call(b, p1)
 	require.Equal(t, http.StatusOK, status, "a token of replica a at replica b: %s", body)
 	for name, base := range map[string]string{"a": a, "b": b} {
 		status, body = call(base, p1)
 		require.Equal(t, http.StatusUnauthorized, status, "the replay at replica %s: %s", name, body)
 	}
+
+	bearer := tokenAt(t, a, "acme", nil, aliceForm)
+	status, body = decideAt(t, b, bearer)
+	require.Equal(t, http.StatusOK, status, "a token of replica a at replica b: %s", body)
+	status, body = revokeAt(t, a, bearer)
+	require.Equal(t, http.StatusOK, status, body)
+	for name, base := range map[string]string{"a": a, "b": b} {
+		status, body = decideAt(t, base, bearer)
+		require.Equal(t, http.StatusUnauthorized, status, "the revoked token at replica %s: %s", name, body)
+	}
 	keys, err := c.Keys(t.Context(), prefix+"*").Result()
 	require.NoError(t, err)
-	require.Len(t, keys, 3, "the token request's proof, the decision's, and the marker: %v", keys)
+	require.Len(t, keys, 4, "the token request's proof, the decision's, the revocation and the marker: %v", keys)
 	for _, k := range keys {
 		require.LessOrEqual(t, len(k), len(prefix)+64)
-		require.NotContains(t, k, tok.AccessToken)
+		require.NotContains(t, k, tok)
+		require.NotContains(t, k, bearer)
 	}
 
+	unrevoked := tokenAt(t, b, "acme", nil, aliceForm)
 	srv.Stop()
 	status, body = call(a, proof())
 	require.Equal(t, http.StatusServiceUnavailable, status, "Redis down: %s", body)
+	status, body = decideAt(t, a, unrevoked)
+	require.Equal(t, http.StatusServiceUnavailable, status, "Redis down: the revocation state is unknown: %s", body)
 
 	srv.Restart()
 	for _, p := range []string{p1, proof()} {
 		status, body = call(b, p)
 		require.Equal(t, http.StatusUnauthorized, status, "Redis restarted empty: the token issued before, which it cannot vouch for, is refused for good: %s", body)
-		require.Contains(t, string(body), "get a new one")
+		require.Contains(t, body, "get a new one")
 	}
-	settle() // an operator vouches for the new keyspace
+	settled(t, c, prefix) // an operator vouches for the new keyspace
 	status, body = call(a, proof())
 	require.Equal(t, http.StatusOK, status, "served again without restarting a replica: %s", body)
-}
-
-// TestMockserverReplicasShareRevocationsInRedis: a token revoked through
-// one reference server (-redis) is refused by the other from the moment
-// the revocation answered; while Redis is down, a replica that cannot ask
-// it refuses the token (503), never grants it.
-func TestMockserverReplicasShareRevocationsInRedis(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	c := srv.Client()
-	const prefix = "orgauthz:mockserver:dpop:"
-	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
-	args := []string{"-fixture", "../examples/fixtures/acme.json", "-key-seed", "redisstore-test-seed-0123", "-redis", srv.URL()}
-	a, b := startMockserver(t, args...), startMockserver(t, args...)
-
-	const tokenPath = "/realms/acme/protocol/openid-connect/token"
-	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}
-	status, _, body := frontCall(t, a, http.MethodPost, tokenPath, nil, "application/x-www-form-urlencoded", form.Encode())
-	require.Equal(t, http.StatusOK, status, string(body))
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	require.NoError(t, json.Unmarshal(body, &tok))
-	const decide = "/realms/acme/authorization-decision-provider/authorize"
-	call := func(base string) (int, []byte) {
-		status, _, body := frontCall(t, base, http.MethodPost, decide, http.Header{"Authorization": {"Bearer " + tok.AccessToken}},
-			"application/json", `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
-		return status, body
-	}
-	status, body = call(b)
-	require.Equal(t, http.StatusOK, status, "a token of replica a at replica b: %s", body)
-
-	status, _, body = frontCall(t, a, http.MethodPost, "/realms/acme/protocol/openid-connect/revoke", nil,
-		"application/x-www-form-urlencoded", url.Values{"client_id": {"admin-cli"}, "token": {tok.AccessToken}}.Encode())
-	require.Equal(t, http.StatusOK, status, string(body))
-	for name, base := range map[string]string{"a": a, "b": b} {
-		status, body = call(base)
-		require.Equal(t, http.StatusUnauthorized, status, "the revoked token at replica %s: %s", name, body)
-	}
-	keys, err := c.Keys(t.Context(), prefix+"*").Result()
-	require.NoError(t, err)
-	require.Len(t, keys, 2, "the revocation and the marker: %v", keys)
-	for _, k := range keys {
-		require.NotContains(t, k, tok.AccessToken)
-	}
-
-	status, _, body = frontCall(t, b, http.MethodPost, tokenPath, nil, "application/x-www-form-urlencoded", form.Encode())
-	require.Equal(t, http.StatusOK, status, string(body))
-	require.NoError(t, json.Unmarshal(body, &tok))
-	srv.Stop()
-	status, body = call(a)
-	require.Equal(t, http.StatusServiceUnavailable, status, "Redis down: the revocation state is unknown: %s", body)
 }
 
 // TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent: a reference server
@@ -273,68 +222,44 @@ func TestMockserverReplicasShareRevocationsInRedis(t *testing.T) {
 // allow for a keyspace known to be older).
 func TestMockserverCodeRefusedForAYoungKeyspaceIsNotSpent(t *testing.T) {
 	t.Parallel()
-	const redirect = "https://app.test/cb"
-	srv := redistest.Start(t)
-	c := srv.Client()
+	c := redistest.Start(t).Client()
 	store := NewReplayStore(c, "t:")
-	require.NoError(t, c.Set(t.Context(), store.since, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
-	ms, err := mockserver.New(mockserver.WithKeySeed([]byte("0123456789abcdef0123456789abcdef")), mockserver.WithReplayStore(store),
-		mockserver.WithFixture(mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
-			Name:    "acme",
-			Users:   []mockserver.FixtureUser{{Username: "alice", Password: "alice-pw"}},
-			Clients: []mockserver.FixtureClient{{ClientID: "web", Public: true, RedirectURIs: []string{redirect}}},
-		}}}))
-	require.NoError(t, err)
-	hs := httptest.NewServer(ms)
-	t.Cleanup(hs.Close)
-
-	const verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
-	const challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM" // RFC 7636 appendix B
-	form := url.Values{"response_type": {"code"}, "client_id": {"web"}, "redirect_uri": {redirect}, "state": {"s"},
-		"code_challenge": {challenge}, "code_challenge_method": {"S256"}, "username": {"alice"}, "password": {"alice-pw"}}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, hs.URL+"/realms/acme/protocol/openid-connect/auth", strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusFound, resp.StatusCode)
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	require.NoError(t, err)
-	code := loc.Query().Get("code")
-	require.NotEmpty(t, code, loc.String())
+	settled(t, c, store.prefix)
+	s := startCodeServer(t, store)
+	code := s.code()
 	require.NoError(t, c.Set(t.Context(), store.since, time.Now().UnixMilli(), 0).Err()) // Redis restarted since
 
-	redeem := func() (int, http.Header, string) {
-		status, header, body := frontCall(t, hs.URL, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
-			"application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"}, "client_id": {"web"}, "code": {code},
-				"redirect_uri": {redirect}, "code_verifier": {verifier}}.Encode())
-		return status, header, string(body)
-	}
 	for _, attempt := range []string{"the redemption", "the client's retry"} {
-		status, header, body := redeem()
-		require.Equal(t, http.StatusBadRequest, status, "%s while the keyspace can never vouch for the code: %s", attempt, body)
-		require.Contains(t, body, "invalid_grant")
-		require.Contains(t, body, "predates the shared store's keyspace")
-		require.Empty(t, header.Get("Retry-After"))
+		a := s.redeem(code, retryVerifier)
+		require.Equal(t, http.StatusBadRequest, a.status, "%s while the keyspace can never vouch for the code: %s", attempt, a.body)
+		require.Equal(t, "invalid_grant", a.err)
+		require.Contains(t, a.body, "predates the shared store's keyspace")
+		require.Empty(t, a.retryAfter)
 	}
 	// Not spent: an operator vouching for the keyspace lets it be redeemed.
-	require.NoError(t, c.Set(t.Context(), store.since, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
-	status, _, body := redeem()
-	require.Equal(t, http.StatusOK, status, "the retry once the keyspace vouches for the code: %s", body)
-	status, _, body = redeem()
-	require.Equal(t, http.StatusBadRequest, status, "redeemed once: %s", body)
-	require.Contains(t, body, "invalid_grant")
+	settled(t, c, store.prefix)
+	a := s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusOK, a.status, "the retry once the keyspace vouches for the code: %s", a.body)
+	a = s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusBadRequest, a.status, "redeemed once: %s", a.body)
+	require.Equal(t, "invalid_grant", a.err)
 }
 
-// aliceToken returns an access token the replica at base issued to alice
-// (the acme fixture's password grant).
-func aliceToken(t *testing.T, base string) string {
+// The reference server's paths these tests call, and alice's password
+// grant in the acme fixture.
+const (
+	tokenPath  = "/realms/acme/protocol/openid-connect/token"
+	decidePath = "/realms/acme/authorization-decision-provider/authorize"
+)
+
+var aliceForm = url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}
+
+// tokenAt runs a token request (form, with header) for realm at base and
+// returns the access token.
+func tokenAt(t *testing.T, base, realm string, header http.Header, form url.Values) string {
 	t.Helper()
-	status, _, body := frontCall(t, base, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
-		"application/x-www-form-urlencoded",
-		url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice"}}.Encode())
+	status, _, body := frontCall(t, base, http.MethodPost, "/realms/"+realm+"/protocol/openid-connect/token", header,
+		"application/x-www-form-urlencoded", form.Encode())
 	require.Equal(t, http.StatusOK, status, string(body))
 	var tok struct {
 		AccessToken string `json:"access_token"`
@@ -343,14 +268,24 @@ func aliceToken(t *testing.T, base string) string {
 	return tok.AccessToken
 }
 
-// decideAt asks the replica at base whether token may read orders, and
-// returns the status and the body of the answer.
-func decideAt(t *testing.T, base, token string) (int, string) {
+// aliceToken returns an access token the replica at base issued to alice.
+func aliceToken(t *testing.T, base string) string { return tokenAt(t, base, "acme", nil, aliceForm) }
+
+// decideWith asks the replica at base, with header (the credentials),
+// whether the caller may read orders, and returns the status and the body
+// of the answer.
+func decideWith(t *testing.T, base string, header http.Header) (int, string) {
 	t.Helper()
-	status, _, body := frontCall(t, base, http.MethodPost, "/realms/acme/authorization-decision-provider/authorize",
-		http.Header{"Authorization": {"Bearer " + token}}, "application/json",
+	status, _, body := frontCall(t, base, http.MethodPost, decidePath, header, "application/json",
 		`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
 	return status, string(body)
+}
+
+// decideAt asks the replica at base whether the bearer token may read
+// orders.
+func decideAt(t *testing.T, base, token string) (int, string) {
+	t.Helper()
+	return decideWith(t, base, http.Header{"Authorization": {"Bearer " + token}})
 }
 
 // revokeAt revokes token at the replica at base (RFC 7009), and returns
@@ -362,14 +297,31 @@ func revokeAt(t *testing.T, base, token string) (int, string) {
 	return status, string(body)
 }
 
+// acmeFixture is the fixture of the in-process reference servers.
+var acmeFixture = mockserver.WithFixtureFile("../examples/fixtures/acme.json")
+
+// inProcess starts an in-process reference server with the key seed seed,
+// store (nil: none) and opts, and returns its URL and a function that
+// stops it: a restart is a stop and another inProcess with the same
+// arguments. It signs access tokens ES256, for the reason startGateway
+// gives.
+func inProcess(t *testing.T, store *ReplayStore, seed string, opts ...mockserver.Option) (string, func()) {
+	t.Helper()
+	opts = append(opts, mockserver.WithKeySeed([]byte(seed)), mockserver.WithAccessTokenAlgorithm("ES256"))
+	if store != nil {
+		opts = append(opts, mockserver.WithReplayStore(store))
+	}
+	ms, err := mockserver.New(opts...)
+	require.NoError(t, err)
+	hs := httptest.NewServer(ms)
+	t.Cleanup(hs.Close)
+	return hs.URL, hs.Close
+}
+
 // replicaOn starts an in-process reference server with the acme fixture,
 // the key seed seed and store, and returns its URL.
 func replicaOn(t *testing.T, store *ReplayStore, seed string) string {
 	t.Helper()
-	ms, err := mockserver.New(mockserver.WithKeySeed([]byte(seed)), mockserver.WithReplayStore(store),
-		mockserver.WithFixtureFile("../examples/fixtures/acme.json"))
-	require.NoError(t, err)
-	hs := httptest.NewServer(ms)
-	t.Cleanup(hs.Close)
-	return hs.URL
+	base, _ := inProcess(t, store, seed, acmeFixture)
+	return base
 }

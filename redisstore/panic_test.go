@@ -36,7 +36,7 @@ func TestRedisClientPanicFailsTheCommand(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client()
 	s := NewReplayStore(c, "t:")
-	settled(t, c, s)
+	settled(t, c, s.prefix)
 	inv := NewInvalidator(c, "purges")
 	c.AddHook(panickyHook{})
 

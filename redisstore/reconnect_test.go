@@ -7,36 +7,28 @@ package redisstore_test
 
 import (
 	"math/rand/v2"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/invalidation"
-	"github.com/orgauthz/orgauthz/pep"
-	"github.com/orgauthz/orgauthz/redisstore"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
 func TestPurgeWhileAReplicaReconnectsArrivesWithinTheBound(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	if !rs.Real() {
 		t.Skip("needs the real redis-server")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	proxy := startBusProxy(t, ln, rs.Addr())
+	proxy := redistest.StartProxy(t, redistest.Listen(t), rs.Addr(), nil)
 	gw := startGateway(t)
 	a := replica(t, gw, rs.Client(), "attack:reconnect")
-	rdbB := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	rdbB := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = rdbB.Close() })
-	b, err := hangguard.NewPep(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
-		pep.WithInvalidator(redisstore.NewInvalidator(rdbB, "attack:reconnect")))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
+	b := replica(t, gw, rdbB, "attack:reconnect")
 
 	stale := 0
 	var worst time.Duration
@@ -46,9 +38,9 @@ func TestPurgeWhileAReplicaReconnectsArrivesWithinTheBound(t *testing.T) {
 		cache(t, tok, a, b)
 		hung := i%2 == 1
 		if hung {
-			proxy.drop.Store(true)
+			proxy.Set(redistest.Drop)
 		}
-		proxy.cut()
+		proxy.Cut()
 		// Publish at an offset around the replica's reconnection.
 		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
 		revoke(t, gw, tok)
@@ -57,8 +49,8 @@ func TestPurgeWhileAReplicaReconnectsArrivesWithinTheBound(t *testing.T) {
 			go func() {
 				defer close(healed)
 				time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
-				proxy.drop.Store(false)
-				proxy.cut()
+				proxy.Set(redistest.Pass)
+				proxy.Cut()
 			}()
 		} else {
 			close(healed)

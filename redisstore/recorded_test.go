@@ -32,7 +32,7 @@ func TestReplayStoreRecorded(t *testing.T) {
 	_, err := b.Recorded(ctx, "k", since)
 	require.ErrorIs(t, err, errKeyspaceNew, "a new keyspace vouches for nothing before it")
 	require.ErrorIs(t, err, dpop.ErrKeyspaceNew, "the server refuses the credential for good, not as an outage")
-	settled(t, c, a)
+	settled(t, c, a.prefix)
 	found, err := b.Recorded(ctx, "k", since)
 	require.NoError(t, err)
 	require.False(t, found)
@@ -82,7 +82,7 @@ func TestReplayStoreRecordOnceDecidesBeforeWriting(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, n, "%s wrote the record", attempt)
 	}
-	settled(t, c, s)
+	settled(t, c, s.prefix)
 	first, err := s.RecordOnce(ctx, "k", "w", until, issued)
 	require.NoError(t, err)
 	require.True(t, first)

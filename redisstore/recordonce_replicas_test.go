@@ -18,13 +18,13 @@ import (
 // concurrent call may have answered on it), and a call that finds a record
 // already there succeeds only once the replicas acknowledge that record
 // too, so "recorded already" is never answered for a record that may be
-// lost.
+// lost. Recorded answers for the replicas' records alone the same way.
 func TestReplayStoreRecordOnceWithReplicasNeverWithdrawsARecord(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
 	c := srv.Client()
 	s := NewReplayStore(c, "t:", WithReplicas(1, 50*time.Millisecond))
-	settled(t, c, s)
+	settled(t, c, s.prefix)
 	ctx := t.Context()
 	issued := time.Now().Add(-time.Minute)
 	until := time.Now().Add(10 * time.Minute)
@@ -41,6 +41,18 @@ func TestReplayStoreRecordOnceWithReplicasNeverWithdrawsARecord(t *testing.T) {
 		_, err = s.RecordOnce(ctx, "twin", "w", until, issued)
 		require.ErrorIs(t, err, errNotReplicated, "%s: recorded already, by a record no replica holds", attempt)
 	}
+
+	// Recorded likewise answers "recorded" only for a record the replicas
+	// hold (what was TestReplayStoreRecordedWithReplicasWaitsForARecordFound),
+	// leaving it as it was; a record not found costs no wait.
+	_, err = s.Recorded(ctx, "twin", issued)
+	require.ErrorIs(t, err, errNotReplicated)
+	found, err := s.Recorded(ctx, "none", issued)
+	require.NoError(t, err)
+	require.False(t, found)
+	v, err := c.Get(ctx, s.prefix+"twin").Result()
+	require.NoError(t, err)
+	require.Equal(t, "1", v, "the reads leave the record as it was")
 }
 
 // TestReplicasRevocationAnswered200HoldsAtEveryReplica: with
@@ -52,15 +64,8 @@ func TestReplicasRevocationAnswered200HoldsAtEveryReplica(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
 	c := srv.Client()
-	const prefix = "t:"
-	const seed = "0123456789abcdef0123456789abcdef"
-	newReplica := func() string {
-		return replicaOn(t, NewReplayStore(srv.Client(), prefix, WithReplicas(1, MaxReplicaWait)), seed)
-	}
-	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
-	a, b := newReplica(), newReplica()
-
-	token := aliceToken(t, a)
+	// a waits long enough for b's revocation to come while it waits.
+	a, b, token := waitingReplicas(t, srv, MaxReplicaWait, shortWait)
 	decide := func(base string) (int, string) { return decideAt(t, base, token) }
 	revoke := func(base string) int {
 		status, _ := revokeAt(t, base, token)

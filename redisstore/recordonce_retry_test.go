@@ -3,10 +3,8 @@ package redisstore
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -37,16 +35,12 @@ type codeServer struct {
 
 func startCodeServer(t *testing.T, store *ReplayStore) *codeServer {
 	t.Helper()
-	ms, err := mockserver.New(mockserver.WithKeySeed([]byte("0123456789abcdef0123456789abcdef")), mockserver.WithReplayStore(store),
-		mockserver.WithFixture(mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
-			Name:    "acme",
-			Users:   []mockserver.FixtureUser{{Username: "alice", Password: "alice-pw"}},
-			Clients: []mockserver.FixtureClient{{ClientID: "web", Public: true, RedirectURIs: []string{retryRedirect}}},
-		}}}))
-	require.NoError(t, err)
-	hs := httptest.NewServer(ms)
-	t.Cleanup(hs.Close)
-	return &codeServer{t: t, url: hs.URL}
+	base, _ := inProcess(t, store, "0123456789abcdef0123456789abcdef", mockserver.WithFixture(mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+		Name:    "acme",
+		Users:   []mockserver.FixtureUser{{Username: "alice", Password: "alice-pw"}},
+		Clients: []mockserver.FixtureClient{{ClientID: "web", Public: true, RedirectURIs: []string{retryRedirect}}},
+	}}}))
+	return &codeServer{t: t, url: base}
 }
 
 // code signs alice in for "web" and returns the authorization code.
@@ -68,18 +62,42 @@ func (s *codeServer) code() string {
 	return loc.Query().Get("code")
 }
 
-// redeem redeems code with verifier and returns the status and the OAuth
-// error ("" on 200).
-func (s *codeServer) redeem(code, verifier string) (int, string) {
+// redeemed is the answer to a redemption: its status, OAuth error ("" on
+// 200), body and Retry-After.
+type redeemed struct {
+	status                int
+	err, body, retryAfter string
+}
+
+// redeem redeems code with verifier.
+func (s *codeServer) redeem(code, verifier string) redeemed {
 	s.t.Helper()
-	status, _, body := frontCall(s.t, s.url, http.MethodPost, "/realms/acme/protocol/openid-connect/token", nil,
+	status, h, body := frontCall(s.t, s.url, http.MethodPost, tokenPath, nil,
 		"application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"}, "client_id": {"web"}, "code": {code},
 			"redirect_uri": {retryRedirect}, "code_verifier": {verifier}}.Encode())
 	var e struct {
 		Error string `json:"error"`
 	}
 	_ = json.Unmarshal(body, &e)
-	return status, e.Error
+	return redeemed{status, e.Error, string(body), h.Get("Retry-After")}
+}
+
+// shortWait is the WithReplicas timeout of the tests that wait for a
+// replica: a WAIT that falls short costs it, and one that a replica
+// attached by attachReplica answers returns at once.
+const shortWait = 300 * time.Millisecond
+
+// waitingReplicas starts two in-process reference servers on srv, whose
+// stores wait for one Redis replica (WithReplicas: a's for waitA, b's for
+// waitB) on a settled keyspace, and returns their URLs and a token a
+// issued to alice.
+func waitingReplicas(t *testing.T, srv *redistest.Server, waitA, waitB time.Duration) (a, b, token string) {
+	t.Helper()
+	const prefix, seed = "t:", "0123456789abcdef0123456789abcdef"
+	settled(t, srv.Client(), prefix)
+	a = replicaOn(t, NewReplayStore(srv.Client(), prefix, WithReplicas(1, waitA)), seed)
+	b = replicaOn(t, NewReplayStore(srv.Client(), prefix, WithReplicas(1, waitB)), seed)
+	return a, b, aliceToken(t, a)
 }
 
 // attachReplica starts a Redis replicating srv and waits until WAIT 1
@@ -115,82 +133,43 @@ func TestReplicasCodeAnswered503IsRedeemedOnItsRetry(t *testing.T) {
 		t.Skip("miniredis has no replication: CI (.ci/run) runs the real server")
 	}
 	c := srv.Client()
-	store := NewReplayStore(c, "t:", WithReplicas(1, MaxReplicaWait))
-	settled(t, c, store)
+	store := NewReplayStore(c, "t:", WithReplicas(1, shortWait))
+	settled(t, c, store.prefix)
 	s := startCodeServer(t, store)
 	code := s.code()
 
-	status, oauthErr := s.redeem(code, retryVerifier)
-	require.Equal(t, http.StatusServiceUnavailable, status, "no replica acknowledged the spend: %s", oauthErr)
+	a := s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusServiceUnavailable, a.status, "no replica acknowledged the spend: %s", a.body)
 	attachReplica(t, srv)
-	status, oauthErr = s.redeem(code, "another-verifier-of-43-characters-or-more-x")
-	require.Equal(t, http.StatusBadRequest, status, "another redeemer: %s", oauthErr)
-	require.Equal(t, "invalid_grant", oauthErr)
-	status, oauthErr = s.redeem(code, retryVerifier)
-	require.Equal(t, http.StatusOK, status, "the redeemer's retry after the 503: %s", oauthErr)
-	status, oauthErr = s.redeem(code, retryVerifier)
-	require.Equal(t, http.StatusBadRequest, status, "the redemption repeated once answered: %s", oauthErr)
-	require.Equal(t, "invalid_grant", oauthErr)
+	a = s.redeem(code, "another-verifier-of-43-characters-or-more-x")
+	require.Equal(t, http.StatusBadRequest, a.status, "another redeemer: %s", a.body)
+	require.Equal(t, "invalid_grant", a.err)
+	a = s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusOK, a.status, "the redeemer's retry after the 503: %s", a.body)
+	a = s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusBadRequest, a.status, "the redemption repeated once answered: %s", a.body)
+	require.Equal(t, "invalid_grant", a.err)
 }
 
-// heldReplyProxy forwards Redis connections, holding, once armed, the
-// first reply that answers the write of a one-time record (SET's "+OK", or
-// the record script's array answering "new") until released: the command
-// has run on Redis; only its answer is late (a congested link, a paused
-// process between Redis and the server).
-type heldReplyProxy struct {
-	addr      string
-	armed     atomic.Bool
-	held      chan struct{} // closed when a reply is held
-	release   chan struct{}
-	releaseFn func() // lets the held reply go
+// heldReply holds, once armed, the first reply that answers the write of
+// a one-time record (SET's "+OK", or the record script's array answering
+// "new") until released: the command has run on Redis; only its answer is
+// late (a congested link, a paused process between Redis and the server).
+type heldReply struct {
+	armed         atomic.Bool
+	once, release sync.Once
+	held, free    chan struct{} // held is closed when a reply is held; free lets it go
 }
 
-func startHeldReplyProxy(t *testing.T, upstream string) *heldReplyProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &heldReplyProxy{addr: l.Addr().String(), held: make(chan struct{}), release: make(chan struct{})}
-	var once, releaseOnce sync.Once
-	var conns sync.WaitGroup
-	t.Cleanup(func() { releaseOnce.Do(func() { close(p.release) }); _ = l.Close(); conns.Wait() })
-	p.releaseFn = func() { releaseOnce.Do(func() { close(p.release) }) }
-	conns.Go(func() {
-		for {
-			cc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			sc, err := net.Dial("tcp", upstream)
-			if err != nil {
-				_ = cc.Close()
-				continue
-			}
-			conns.Go(func() { _, _ = io.Copy(sc, cc); _ = sc.Close() })
-			conns.Go(func() {
-				defer cc.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := sc.Read(buf)
-					if n > 0 {
-						if p.armed.Load() && (bytes.HasPrefix(buf[:n], []byte("+OK")) || bytes.Contains(buf[:n], []byte("$3\r\nnew\r\n"))) {
-							p.armed.Store(false)
-							once.Do(func() { close(p.held) })
-							<-p.release
-						}
-						if _, werr := cc.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			})
-		}
-	})
-	return p
+func (h *heldReply) seen(b []byte) {
+	if h.armed.Load() && (bytes.HasPrefix(b, []byte("+OK")) || bytes.Contains(b, []byte("$3\r\nnew\r\n"))) {
+		h.armed.Store(false)
+		h.once.Do(func() { close(h.held) })
+		<-h.free
+	}
 }
+
+func (h *heldReply) let() { h.release.Do(func() { close(h.free) }) }
 
 // TestCodeWhoseSpendAnswerCameLateIsRedeemedOnItsRetry: a redemption
 // whose spend ran on Redis but whose answer came after the server's 2 s
@@ -200,30 +179,32 @@ func TestCodeWhoseSpendAnswerCameLateIsRedeemedOnItsRetry(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
-	proxy := startHeldReplyProxy(t, srv.Addr())
-	pc := redis.NewClient(&redis.Options{Addr: proxy.addr, PoolSize: 1, Protocol: 2, DisableIdentity: true})
+	hold := &heldReply{held: make(chan struct{}), free: make(chan struct{})}
+	proxy := redistest.StartProxy(t, redistest.Listen(t), srv.Addr(), hold.seen)
+	t.Cleanup(hold.let) // before the proxy's cleanup, which waits for its copies
+	pc := redis.NewClient(&redis.Options{Addr: proxy.Addr, PoolSize: 1, Protocol: 2, DisableIdentity: true})
 	t.Cleanup(func() { _ = pc.Close() })
 	store := NewReplayStore(pc, "t:")
-	settled(t, c, store)
+	settled(t, c, store.prefix)
 	require.NoError(t, pc.Ping(t.Context()).Err()) // the one connection is up before the proxy is armed
 	s := startCodeServer(t, store)
 	code := s.code()
 
-	proxy.armed.Store(true)
-	status, oauthErr := s.redeem(code, retryVerifier)
-	require.Equal(t, http.StatusServiceUnavailable, status, "the spend's answer is late: %s", oauthErr)
-	<-proxy.held // the spend ran on Redis
-	proxy.releaseFn()
+	hold.armed.Store(true)
+	a := s.redeem(code, retryVerifier)
+	require.Equal(t, http.StatusServiceUnavailable, a.status, "the spend's answer is late: %s", a.body)
+	<-hold.held // the spend ran on Redis
+	hold.let()
 
-	status, oauthErr = s.redeem(code, "another-verifier-of-43-characters-or-more-x")
-	require.NotEqual(t, http.StatusOK, status, "another redeemer: %s", oauthErr)
+	a = s.redeem(code, "another-verifier-of-43-characters-or-more-x")
+	require.NotEqual(t, http.StatusOK, a.status, "another redeemer: %s", a.body)
 	require.Eventually(t, func() bool {
 		// The store's one connection may have been closed by the
 		// timeout: the first retry may be a 503 too.
-		status, oauthErr = s.redeem(code, retryVerifier)
-		return status != http.StatusServiceUnavailable
+		a = s.redeem(code, retryVerifier)
+		return a.status != http.StatusServiceUnavailable
 	}, 10*time.Second, 50*time.Millisecond)
-	require.Equal(t, http.StatusOK, status, "the redeemer's retry after the 503: %s", oauthErr)
+	require.Equal(t, http.StatusOK, a.status, "the redeemer's retry after the 503: %s", a.body)
 }
 
 // TestReplicasRevocationFoundIsAnswered200OnlyOnceReplicasHoldIt: with
@@ -238,51 +219,18 @@ func TestReplicasRevocationFoundIsAnswered200OnlyOnceReplicasHoldIt(t *testing.T
 	if !srv.Real() {
 		t.Skip("miniredis has no replication: CI (.ci/run) runs the real server")
 	}
-	c := srv.Client()
-	const prefix = "t:"
-	const seed = "0123456789abcdef0123456789abcdef"
-	newReplica := func() string {
-		return replicaOn(t, NewReplayStore(srv.Client(), prefix, WithReplicas(1, MaxReplicaWait)), seed)
-	}
-	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
-	a, b := newReplica(), newReplica()
-
-	token := aliceToken(t, a)
+	a, b, token := waitingReplicas(t, srv, shortWait, shortWait)
 	revoke := func(base string) int {
 		status, _ := revokeAt(t, base, token)
 		return status
 	}
-	decide := func(base string) (int, string) { return decideAt(t, base, token) }
 
 	require.Equal(t, http.StatusServiceUnavailable, revoke(a), "no replica acknowledged a's record")
 	require.Equal(t, http.StatusServiceUnavailable, revoke(b), "b finds a's record, which no replica holds")
 	attachReplica(t, srv)
 	require.Equal(t, http.StatusOK, revoke(b), "b finds a's record, a replica holds it")
 	for name, base := range map[string]string{"a": a, "b": b} {
-		status, got := decide(base)
+		status, got := decideAt(t, base, token)
 		require.Equal(t, http.StatusUnauthorized, status, "replica %s serves a revoked token: %s", name, got)
 	}
-}
-
-// TestReplayStoreRecordedWithReplicasWaitsForARecordFound: with
-// WithReplicas, Recorded answers "recorded" only for a record the
-// replicas hold, whoever wrote it: a record no replica acknowledged fails
-// the read (errNotReplicated); a record not found costs no wait.
-func TestReplayStoreRecordedWithReplicasWaitsForARecordFound(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t) // no replica attached: every WAIT 1 falls short
-	c := srv.Client()
-	s := NewReplayStore(c, "t:", WithReplicas(1, 50*time.Millisecond))
-	settled(t, c, s)
-	ctx := t.Context()
-	issued := time.Now().Add(-time.Minute)
-	require.NoError(t, c.Set(ctx, s.prefix+"twin", "w", time.Hour).Err()) // a twin's record, not yet acknowledged
-	_, err := s.Recorded(ctx, "twin", issued)
-	require.ErrorIs(t, err, errNotReplicated)
-	found, err := s.Recorded(ctx, "none", issued)
-	require.NoError(t, err)
-	require.False(t, found)
-	v, err := c.Get(ctx, s.prefix+"twin").Result()
-	require.NoError(t, err)
-	require.Equal(t, "w", v, "the read leaves the record as it was")
 }

@@ -3,10 +3,8 @@ package redisstore
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -23,21 +21,10 @@ import (
 const scopeSeed = "refusal-scope-seed-0123456789abcdef"
 
 // scopeServer starts an in-process reference server (the acme fixture, the
-// seed, the admin secret and, when store is not nil, the shared store) and
-// returns its URL and a function that stops it: a restart is a stop and
-// another scopeServer with the same arguments.
+// seed, the admin secret and, when store is not nil, the shared store).
 func scopeServer(t *testing.T, store *ReplayStore) (string, func()) {
 	t.Helper()
-	opts := []mockserver.Option{mockserver.WithKeySeed([]byte(scopeSeed)), mockserver.WithAdminSecret("platform-secret"),
-		mockserver.WithFixtureFile("../examples/fixtures/acme.json")}
-	if store != nil {
-		opts = append(opts, mockserver.WithReplayStore(store))
-	}
-	ms, err := mockserver.New(opts...)
-	require.NoError(t, err)
-	hs := httptest.NewServer(ms)
-	t.Cleanup(hs.Close)
-	return hs.URL, hs.Close
+	return inProcess(t, store, scopeSeed, mockserver.WithAdminSecret("platform-secret"), acmeFixture)
 }
 
 // oldKeyspace returns a shared store on a fresh Redis whose keyspace
@@ -45,30 +32,15 @@ func scopeServer(t *testing.T, store *ReplayStore) (string, func()) {
 func oldKeyspace(t *testing.T, prefix string) *ReplayStore {
 	t.Helper()
 	c := redistest.Start(t).Client()
-	store := NewReplayStore(c, prefix)
-	require.NoError(t, c.Set(t.Context(), store.since, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
-	return store
-}
-
-// tokenAt runs a token request for realm at base and returns the access
-// token.
-func tokenAt(t *testing.T, base, realm string, form url.Values) string {
-	t.Helper()
-	status, _, body := frontCall(t, base, http.MethodPost, "/realms/"+realm+"/protocol/openid-connect/token", nil,
-		"application/x-www-form-urlencoded", form.Encode())
-	require.Equal(t, http.StatusOK, status, string(body))
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	require.NoError(t, json.Unmarshal(body, &tok))
-	return tok.AccessToken
+	settled(t, c, prefix)
+	return NewReplayStore(c, prefix)
 }
 
 // provisionAt provisions tenant name for adminEmail at base and returns
 // its tenant id and a token of its admin.
 func provisionAt(t *testing.T, base, name, adminEmail string) (tenantID, adminToken string) {
 	t.Helper()
-	platform := tokenAt(t, base, "master", url.Values{"grant_type": {"client_credentials"},
+	platform := tokenAt(t, base, "master", nil, url.Values{"grant_type": {"client_credentials"},
 		"client_id": {"platform-admin"}, "client_secret": {"platform-secret"}})
 	status, _, body := frontCall(t, base, http.MethodPost, "/admin/tenants", http.Header{"Authorization": {"Bearer " + platform}},
 		"application/json", `{"name":"`+name+`","plan":"free","adminEmail":"`+adminEmail+`"}`)
@@ -80,7 +52,7 @@ func provisionAt(t *testing.T, base, name, adminEmail string) (tenantID, adminTo
 		} `json:"result"`
 	}
 	require.NoError(t, json.Unmarshal(body, &out))
-	adminToken = tokenAt(t, base, name, url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+	adminToken = tokenAt(t, base, name, nil, url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 		"username": {adminEmail}, "password": {out.Result.InitialPassword}})
 	return out.Result.TenantID, adminToken
 }
@@ -88,7 +60,7 @@ func provisionAt(t *testing.T, base, name, adminEmail string) (tenantID, adminTo
 // decommissionAt decommissions tenantID at base.
 func decommissionAt(t *testing.T, base, tenantID string) {
 	t.Helper()
-	platform := tokenAt(t, base, "master", url.Values{"grant_type": {"client_credentials"},
+	platform := tokenAt(t, base, "master", nil, url.Values{"grant_type": {"client_credentials"},
 		"client_id": {"platform-admin"}, "client_secret": {"platform-secret"}})
 	status, _, body := frontCall(t, base, http.MethodDelete, "/admin/tenants/"+tenantID,
 		http.Header{"Authorization": {"Bearer " + platform}}, "", "")
@@ -115,6 +87,7 @@ func newcoOrgs(t *testing.T, base, method, token string) (int, string) {
 // be refused there (it listed and created the new customer's
 // organizations as realm-admin), while the new admin's is served.
 func TestDecommissionedTenantTokenIsRefusedByTheNextTenantOfItsName(t *testing.T) {
+	t.Parallel()
 	store := oldKeyspace(t, "scope-tenant:")
 	base1, stop1 := scopeServer(t, store)
 	tenantID, oldAdmin := provisionAt(t, base1, "newco", "admin@old.example")
@@ -141,10 +114,11 @@ func TestDecommissionedTenantTokenIsRefusedByTheNextTenantOfItsName(t *testing.T
 // cannot see that revocation; so must the tokens of that run that were not
 // revoked, which it cannot tell apart. Its own tokens it serves.
 func TestTokenRevokedWithoutSharedStoreStaysRefusedWithIt(t *testing.T) {
+	t.Parallel()
 	store := oldKeyspace(t, "scope-boot:")
 	base1, stop1 := scopeServer(t, nil)
 	bob := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob"}, "password": {"bob"}}
-	revoked, kept := tokenAt(t, base1, "acme", bob), tokenAt(t, base1, "acme", bob)
+	revoked, kept := tokenAt(t, base1, "acme", nil, bob), tokenAt(t, base1, "acme", nil, bob)
 	status, body := revokeAt(t, base1, revoked)
 	require.Equal(t, http.StatusOK, status, body)
 	status, body = decideAt(t, base1, revoked)
@@ -156,6 +130,6 @@ func TestTokenRevokedWithoutSharedStoreStaysRefusedWithIt(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, status, "revoked (200) by the previous run without -redis: %s", body)
 	status, body = decideAt(t, base2, kept)
 	require.Equal(t, http.StatusUnauthorized, status, "minted by the previous run without -redis: %s", body)
-	status, body = decideAt(t, base2, tokenAt(t, base2, "acme", bob))
+	status, body = decideAt(t, base2, tokenAt(t, base2, "acme", nil, bob))
 	require.Equal(t, http.StatusOK, status, "its own token: %s", body)
 }

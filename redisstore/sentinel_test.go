@@ -12,43 +12,25 @@ package redisstore_test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-)
 
-func startRedisArgs(t *testing.T, port int, args ...string) *redis.Client {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not found")
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
-	t.Cleanup(func() { _ = c.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(t.Context()).Err() != nil {
-		require.True(t, time.Now().Before(deadline), "redis on %d did not start", port)
-		time.Sleep(20 * time.Millisecond)
-	}
-	return c
-}
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
+)
 
 // sentinelSet is a primary, its replicas and one Sentinel that monitors
 // them as mymaster, on loopback.
 type sentinelSet struct {
 	primary      *redis.Client
-	replicaPorts []int
+	replicaPorts []string
 	sentinelAddr string
 	sentinel     *redis.Client
 }
@@ -61,18 +43,15 @@ type sentinelSet struct {
 func startSentinelSet(t *testing.T, n int) sentinelSet {
 	t.Helper()
 	ctx := t.Context()
-	common := func(port int) []string {
-		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", t.TempDir(), "--save", "", "--appendonly", "no"}
-	}
-	pm := freeClusterPort(t)
-	// The primary sends its data to a new replica at once, rather than 5 s
-	// later (repl-diskless-sync-delay's default, a wait for more replicas).
-	set := sentinelSet{primary: startRedisArgs(t, pm, append(common(pm), "--repl-diskless-sync-delay", "0")...)}
+	primary := redistest.Start(t)
+	set := sentinelSet{primary: primary.Client()}
+	host, pm, _ := net.SplitHostPort(primary.Addr())
 	var replicas []*redis.Client
 	for range n {
-		pr := freeClusterPort(t)
+		r := redistest.Start(t, "--replicaof", host, pm)
+		_, pr, _ := net.SplitHostPort(r.Addr())
 		set.replicaPorts = append(set.replicaPorts, pr)
-		replicas = append(replicas, startRedisArgs(t, pr, append(common(pr), "--replicaof", "127.0.0.1", strconv.Itoa(pm))...))
+		replicas = append(replicas, r.Client())
 	}
 	waitFor(t, "every replica's link to the primary is up", 60*time.Second, func() bool {
 		for _, r := range replicas {
@@ -82,13 +61,24 @@ func startSentinelSet(t *testing.T, n int) sentinelSet {
 		}
 		return true
 	})
-	ps := freeClusterPort(t)
+	// A Sentinel needs a configuration file, which it rewrites.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	set.sentinelAddr = l.Addr().String()
+	require.NoError(t, l.Close())
 	conf := filepath.Join(t.TempDir(), "sentinel.conf")
 	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(
-		"port %d\nbind 127.0.0.1\nsentinel monitor mymaster 127.0.0.1 %d 1\nsentinel down-after-milliseconds mymaster 60000\nsentinel failover-timeout mymaster 60000\n",
-		ps, pm)), 0o600))
-	set.sentinelAddr = "127.0.0.1:" + strconv.Itoa(ps)
-	set.sentinel = startRedisArgs(t, ps, conf, "--sentinel")
+		"port %d\nbind 127.0.0.1\nsentinel monitor mymaster %s %s 1\nsentinel down-after-milliseconds mymaster 60000\nsentinel failover-timeout mymaster 60000\n",
+		l.Addr().(*net.TCPAddr).Port, host, pm)), 0o600))
+	bin, err := exec.LookPath("redis-server")
+	require.NoError(t, err, "Sentinel needs redis-server")
+	cmd := exec.Command(bin, conf, "--sentinel")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	set.sentinel = redis.NewClient(&redis.Options{Addr: set.sentinelAddr})
+	t.Cleanup(func() { _ = set.sentinel.Close() })
+	waitFor(t, "the Sentinel answers", 10*time.Second, func() bool { return set.sentinel.Ping(ctx).Err() == nil })
 	// As a client sees them: go-redis's Sentinel clients pass over the
 	// replicas the Sentinel has not connected to yet (flag disconnected).
 	sc := redis.NewSentinelClient(&redis.Options{Addr: set.sentinelAddr})
@@ -134,7 +124,7 @@ func TestSentinelFailoverNeverLeavesAReplicaTrustingAStaleCache(t *testing.T) {
 	}
 
 	require.NoError(t, s.Do(ctx, "sentinel", "failover", "mymaster").Err())
-	want := strconv.Itoa(pr)
+	want := pr
 	waitFor(t, "Sentinel names the new master", 20*time.Second, func() bool {
 		addr, err := s.Do(ctx, "sentinel", "get-master-addr-by-name", "mymaster").StringSlice()
 		return err == nil && len(addr) == 2 && addr[1] == want

@@ -110,7 +110,7 @@ func TestReplayStoreReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 			srv := redistest.Start(t) // no replica attached: WAIT 1 falls short
 			c := srv.Client()
 			s := NewReplayStore(c, "t:", tc.opts...)
-			settled(t, c, s)
+			settled(t, c, s.prefix)
 			sent := &sentRounds{from: time.Now().UnixMilli()}
 			c.AddHook(sent)
 			ctx := t.Context()

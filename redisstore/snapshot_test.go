@@ -1,14 +1,12 @@
 package redisstore
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -33,16 +31,14 @@ import (
 // redistest prove the rule.
 func snapshotServers(t *testing.T, f func(t *testing.T, srv *redistest.Server)) {
 	t.Run("redis-server", func(t *testing.T) {
+		t.Parallel()
 		srv := redistest.Start(t)
 		require.True(t, srv.Real(), "redis-server or valkey-server is on PATH here and in CI")
 		f(t, srv)
 	})
 	t.Run("miniredis", func(t *testing.T) {
-		t.Setenv("PATH", "")
-		t.Setenv(redistest.RequireEnv, "")
-		srv := redistest.Start(t)
-		require.False(t, srv.Real())
-		f(t, srv)
+		t.Parallel()
+		f(t, redistest.StartInProcess(t))
 	})
 }
 
@@ -51,6 +47,7 @@ func snapshotServers(t *testing.T, f func(t *testing.T, srv *redistest.Server)) 
 // the store then answers neither "not recorded" nor "first" for anything
 // it may have held, but errKeyspaceNew, whose callers refuse.
 func TestReplayStoreDoesNotTrustARedisRestoredFromASnapshot(t *testing.T) {
+	t.Parallel()
 	snapshotServers(t, func(t *testing.T, srv *redistest.Server) {
 		c := srv.Client()
 		const prefix = "snap:"
@@ -97,6 +94,7 @@ func TestReplayStoreDoesNotTrustARedisRestoredFromASnapshot(t *testing.T) {
 // after Redis crashes and comes back from a snapshot taken before the
 // revocation.
 func TestRevokedTokenStaysRefusedAfterRedisRestoresASnapshot(t *testing.T) {
+	t.Parallel()
 	const prefix = "t:"
 	const seed = "0123456789abcdef0123456789abcdef"
 	for _, replicas := range []struct {
@@ -112,6 +110,7 @@ func TestRevokedTokenStaysRefusedAfterRedisRestoresASnapshot(t *testing.T) {
 		}},
 	} {
 		t.Run(replicas.name, func(t *testing.T) {
+			t.Parallel()
 			snapshotServers(t, func(t *testing.T, srv *redistest.Server) {
 				c := srv.Client()
 				require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
@@ -143,6 +142,7 @@ func TestRevokedTokenStaysRefusedAfterRedisRestoresASnapshot(t *testing.T) {
 // clock), keeping its time; a restart then
 // replaces it like any marker of another run.
 func TestReplayStoreBindsAMarkerWrittenByHandWithoutMovingIt(t *testing.T) {
+	t.Parallel()
 	snapshotServers(t, func(t *testing.T, srv *redistest.Server) {
 		c := srv.Client()
 		s := NewReplayStore(c, "bare:")
@@ -188,19 +188,14 @@ func markerOf(t *testing.T, c *redis.Client, key string) int64 {
 // WithReplicas, begins the keyspace again there rather than answer "not
 // recorded" for a record the old primary took.
 func TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover(t *testing.T) {
+	t.Parallel()
 	a, b := redistest.Start(t), redistest.Start(t)
 	require.True(t, a.Real(), "replication needs redis-server or valkey-server, on PATH here and in CI")
 	ctx := t.Context()
-	var primary atomic.Value
+	var primary primaryAt
 	primary.Store(a.Addr())
-	c := redis.NewClient(&redis.Options{MaxRetries: -1,
-		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, primary.Load().(string))
-		}})
-	t.Cleanup(func() { _ = c.Close() })
-	s := NewReplayStore(c, "failover:")
-	settled(t, a.Client(), s)
+	s := NewReplayStore(primary.client(t, redis.Options{MaxRetries: -1}), "failover:")
+	settled(t, a.Client(), s.prefix)
 	issued := time.Now().Add(-time.Minute)
 	_, err := s.Recorded(ctx, "x", issued) // binds the marker to A's run
 	require.NoError(t, err)

@@ -13,41 +13,43 @@ package redisstore_test
 // Scaffolding: cluster_test.go.
 
 import (
-	"strconv"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/pep"
+	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
-func TestInvalidatorRefusesPlainClientOnClusterNode(t *testing.T) {
+// plainClientOnClusterNodeIsRefused is
+// TestInvalidatorRefusesPlainClientOnClusterNode, a row of
+// TestClusterPurgesTravelWithTheHeartbeat (cluster_test.go).
+func plainClientOnClusterNodeIsRefused(t *testing.T, c twoNodeCluster) {
 	ctx := t.Context()
-	c := startTwoNodeCluster(t)
-	px, py, proxy, channel := c.px, c.py, c.proxy, c.channel
+	proxy, channel := c.proxy, c.channel
 
 	// Each replica uses a plain *redis.Client on one cluster node (a
 	// per-node endpoint, or a load balancer in front of the nodes): the
 	// Invalidator accepts it as "a single server" and uses classic
 	// PUBLISH/SUBSCRIBE, which a Cluster carries over the bus.
-	node := func(port int) *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
+	node := func(n *redis.Client) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: n.Options().Addr})
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	refusedSession(t, node(py), channel, "Cluster node", "redis.ClusterClient")
+	refusedSession(t, node(c.y), channel, "Cluster node", "redis.ClusterClient")
 
 	gw := startGateway(t)
-	a := replica(t, gw, node(px), channel)
-	b := replica(t, gw, node(py), channel)
+	a := replica(t, gw, node(c.x), channel)
+	b := replica(t, gw, node(c.y), channel)
 	firstSessionSettled(t, b)
 	toks := make([]string, 4)
 	for i := range toks {
 		toks[i] = revocable(gw, "bob")
 		served(t, b, toks[i])
 	}
-	proxy.drop.Store(true) // the bus link X->Y drops; everything else is healthy
+	proxy.Set(redistest.Drop) // the bus link X->Y drops, kept open; everything else is healthy
 	for _, tok := range toks {
 		revoke(t, gw, tok)
 		require.NoError(t, a.Purge(ctx, tok), "Purge says Redis accepted the purge")

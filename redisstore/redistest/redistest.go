@@ -10,6 +10,11 @@
 // it comes back from its last snapshot, without the writes after it, as a
 // new run of the server (a new run_id in INFO server).
 //
+// Start's arguments make a replica or a Cluster node; Signal freezes a
+// server (SIGSTOP) and thaws it; Frozen is a listener that takes
+// connections and never answers; a Proxy between the clients and a server
+// drops or resets their connections (StartProxy).
+//
 // Where neither binary is on PATH, Start falls back to
 // github.com/alicebob/miniredis/v2 in process and says so in the test log;
 // it is given ROLE and INFO server (run_id only, a new one on every start
@@ -22,6 +27,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -51,6 +57,7 @@ type Server struct {
 	t    testing.TB
 	addr string
 	bin  string // the real binary's path; empty when in process
+	args []string
 	mini *miniredis.Miniredis
 
 	mu   sync.Mutex
@@ -67,21 +74,26 @@ type savedKey struct {
 	ttl time.Duration
 }
 
-// Start starts a server for t and stops it in t's cleanup. It fails t when
-// no server can be started.
-func Start(t testing.TB) *Server {
+// Start starts a server for t and stops it in t's cleanup, with args, more
+// redis-server arguments (a replica's --replicaof, a Cluster node's
+// --cluster-enabled yes; the later of two wins), after its own. It fails t
+// when no server can be started; given args, it skips t where only
+// miniredis is at hand (and fails it under RequireEnv=1), since miniredis
+// takes no arguments.
+func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin := binary()
+	if bin == "" && len(args) > 0 && os.Getenv(RequireEnv) != "1" {
+		t.Skipf("redistest: the arguments %q need redis-server, which is not on PATH; CI (.ci/run) runs it", args)
+	}
 	if bin == "" {
 		if os.Getenv(RequireEnv) == "1" {
 			t.Fatalf("redistest: neither redis-server nor valkey-server is on PATH and %s=1 requires a real server (apt-get install redis-server)", RequireEnv)
 		}
 		t.Logf("redistest: redis-server is not on PATH: using miniredis in process; CI (.ci/run) runs the real server")
-		mini := miniredis.RunT(t)
-		addCommands(t, mini)
-		return &Server{t: t, addr: mini.Addr(), mini: mini}
+		return StartInProcess(t)
 	}
-	s := &Server{t: t, bin: bin}
+	s := &Server{t: t, bin: bin, args: args}
 	var err error
 	for range 3 { // a free port can be taken between probe and bind
 		if s.addr, err = freePort(); err != nil {
@@ -97,6 +109,19 @@ func Start(t testing.TB) *Server {
 	t.Cleanup(s.Stop)
 	return s
 }
+
+// StartInProcess starts the fallback, miniredis in process, whatever is
+// on PATH (a test that proves both paths), and stops it in t's cleanup.
+func StartInProcess(t testing.TB) *Server {
+	t.Helper()
+	mini := miniredis.RunT(t)
+	addCommands(t, mini)
+	return &Server{t: t, addr: mini.Addr(), mini: mini}
+}
+
+// Miniredis returns the in-process server (StartInProcess, or Start's
+// fallback), whose clock a test may set; nil for a real server.
+func (s *Server) Miniredis() *miniredis.Miniredis { return s.mini }
 
 // Real reports whether the server is a real redis-server or valkey-server
 // process rather than miniredis.
@@ -129,6 +154,17 @@ func (s *Server) Stop() {
 	_ = s.cmd.Process.Kill()
 	<-s.done
 	s.cmd = nil
+}
+
+// Signal sends sig to the real server's process (SIGSTOP freezes it, as a
+// paused container is; SIGCONT resumes it); Stop kills it frozen or not.
+func (s *Server) Signal(sig os.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("redistest: Signal: no redis-server process runs")
+	}
+	return s.cmd.Process.Signal(sig)
 }
 
 // Restart stops the server and starts it again on the same address, empty
@@ -218,11 +254,11 @@ func (s *Server) run(dir string) error {
 	// a later server started in the same directory would load. A primary
 	// sends its data to a new replica at once, rather than after
 	// repl-diskless-sync-delay's default 5 s wait for more replicas.
-	cmd := exec.Command(s.bin,
+	cmd := exec.Command(s.bin, append([]string{
 		"--bind", "127.0.0.1", "--port", port,
 		"--dir", dir, "--dbfilename", "redistest.rdb",
 		"--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0",
-		"--protected-mode", "no", "--loglevel", "warning")
+		"--protected-mode", "no", "--loglevel", "warning"}, s.args...)...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
@@ -267,6 +303,43 @@ func addCommands(t testing.TB, mini *miniredis.Miniredis) {
 	if err != nil && !strings.Contains(err.Error(), "already registered") {
 		t.Fatalf("redistest: %v", err)
 	}
+}
+
+// Frozen listens on a free loopback port, as a frozen Redis does: it takes
+// every connection and never answers. It returns the address and a
+// function that closes the listener and every connection taken (a thawed
+// or killed Redis), which waits for the accepting goroutine; it is
+// idempotent and runs in t's cleanup too.
+func Frozen(t testing.TB) (addr string, release func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	var conns []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // never answered
+		}
+	}()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_ = ln.Close()
+			<-accepted
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		})
+	}
+	t.Cleanup(release)
+	return ln.Addr().String(), release
 }
 
 func waitReady(addr string, exited <-chan struct{}) error {

@@ -50,24 +50,13 @@ func (r *Realm) CheckInvariants() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	for alias, id := range r.OrgByAlias {
-		if o, ok := r.Orgs[id]; !ok || o.Alias != alias {
-			bad("OrgByAlias[%q] = %q does not match an organization", alias, id)
-		}
-	}
+	checkIndex(bad, "OrgByAlias", r.OrgByAlias, r.Orgs, "an organization", "alias", func(o *Organization) string { return o.Alias })
 	for id, o := range r.Orgs {
 		if o.ID != id {
 			bad("organization %q stored under %q", o.ID, id)
 		}
-		if r.OrgByAlias[o.Alias] != id {
-			bad("organization %q: alias %q not indexed", id, o.Alias)
-		}
 	}
-	for name, id := range r.RoleByName {
-		if role, ok := r.Roles[id]; !ok || role.Name != name {
-			bad("RoleByName[%q] = %q does not match a role", name, id)
-		}
-	}
+	checkIndex(bad, "RoleByName", r.RoleByName, r.Roles, "a role", "name", func(ro *Role) string { return ro.Name })
 
 	deptAlias := map[[2]string]string{}
 	for id, d := range r.Depts {
@@ -136,15 +125,8 @@ func (r *Realm) CheckInvariants() error {
 		}
 	}
 
-	for cid, id := range r.AppByID {
-		if a, ok := r.Apps[id]; !ok || a.ClientID != cid {
-			bad("AppByID[%q] = %q does not match an application", cid, id)
-		}
-	}
+	checkIndex(bad, "AppByID", r.AppByID, r.Apps, "an application", "clientId", func(a *Application) string { return a.ClientID })
 	for id, a := range r.Apps {
-		if r.AppByID[a.ClientID] != id {
-			bad("application %q: clientId %q not indexed", id, a.ClientID)
-		}
 		if _, ok := r.ClientByID[a.ClientID]; !ok {
 			bad("application %q: client %q missing", id, a.ClientID)
 		}
@@ -177,19 +159,27 @@ func (r *Realm) CheckInvariants() error {
 			}
 		}
 	}
-	for name, id := range r.GroupByName {
-		if g, ok := r.Groups[id]; !ok || g.Name != name {
-			bad("GroupByName[%q] = %q does not match a group", name, id)
-		}
-	}
-	for id, g := range r.Groups {
-		if r.GroupByName[g.Name] != id {
-			bad("group %q: name %q not indexed", id, g.Name)
-		}
-	}
+	checkIndex(bad, "GroupByName", r.GroupByName, r.Groups, "a group", "name", func(g *Group) string { return g.Name })
 	r.checkLists(bad)
 	r.checkOrgIndexes(bad)
 	return errors.Join(errs...)
+}
+
+// checkIndex checks an index (key -> id) against the items it indexes, both
+// ways: each entry names an item whose key (of keyName) it is, and each item
+// is indexed under its key. a names the kind of item ("a role").
+func checkIndex[T any](bad func(string, ...any), indexName string, index map[string]string, items map[string]T, a, keyName string, key func(T) string) {
+	for k, id := range index {
+		if it, ok := items[id]; !ok || key(it) != k {
+			bad("%s[%q] = %q does not match %s", indexName, k, id, a)
+		}
+	}
+	noun := a[strings.IndexByte(a, ' ')+1:]
+	for id, it := range items {
+		if index[key(it)] != id {
+			bad("%s %q: %s %q not indexed", noun, id, keyName, key(it))
+		}
+	}
 }
 
 // checkLists checks the realm's sorted lists of organizations, roles and

@@ -271,9 +271,12 @@ func runRandomOperations(t *testing.T, seed int64, steps int) {
 	}
 }
 
+// TestRandomOperationsMatchModel: twelve seeds of 400 steps, most of
+// which recycle department handles (a forget that leaves a deleted
+// department's assignments fails within a seed's first steps).
 func TestRandomOperationsMatchModel(t *testing.T) {
 	t.Parallel()
-	for seed := int64(1); seed <= 24; seed++ {
+	for seed := int64(1); seed <= 12; seed++ {
 		runRandomOperations(t, seed, 400)
 	}
 }

@@ -14,12 +14,13 @@ import (
 // SortedList and on a sorted slice and compares them after each step:
 // length, order, positions, windows and the list's own invariants.
 func TestSortedListMatchesSortedSlice(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	var (
 		list SortedList[int]
 		ref  []int
 	)
-	for step := range 3000 {
+	for step := range 1500 {
 		v := rng.IntN(500)
 		i, found := slices.BinarySearch(ref, v)
 		if found {
@@ -73,7 +74,8 @@ func TestSortedListMatchesSortedSlice(t *testing.T) {
 // a list), the tree stays logarithmically deep, so that each change costs
 // O(log n).
 func TestSortedListStaysShallow(t *testing.T) {
-	const n = 1 << 16
+	t.Parallel()
+	const n = 1 << 12
 	orders := map[string]func(i int) int{
 		"sorted":      func(i int) int { return i },
 		"reversed":    func(i int) int { return n - i },
@@ -81,6 +83,7 @@ func TestSortedListStaysShallow(t *testing.T) {
 	}
 	for name, at := range orders {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			var list SortedList[int]
 			for i := range n {
 				list.insert(at(i), cmp.Compare[int])
