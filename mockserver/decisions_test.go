@@ -20,55 +20,8 @@ import (
 var es256Tokens = mockserver.WithAccessTokenAlgorithm("ES256")
 
 // decisionFixture is the world whose decisions are worked out by hand in
-// the tests below.
-//
-//	roles viewer (global), editor, approver, auditor; group finance holds approver
-//	alice: viewer directly          bob: member of finance
-//	carol: EU/Sales, US/Ops, US/Audit  dave: named by a permission, DELETE only
-//	EU links editor; US links auditor; US/Ops gives viewer to its members (template role)
-//	orders-api: orders{read,write,delete}, invoices{read,approve}
-//	  orders[read] <- viewer        orders[write] <- editor
-//	  orders[all scopes] <- user dave, methods DELETE
-//	  invoices[approve] <- group finance   invoices[read] <- auditor
-func decisionFixture() mockserver.Fixture {
-	return mockserver.Fixture{Realms: []mockserver.FixtureRealm{
-		{
-			Name: "acme",
-			Roles: []mockserver.FixtureRole{{Name: "viewer", Attributes: map[string][]string{"global": {"true"}}},
-				{Name: "editor"}, {Name: "approver"}, {Name: "auditor"}},
-			Groups: []mockserver.FixtureGroup{{Name: "finance", Roles: []string{"approver"}}},
-			Users: []mockserver.FixtureUser{
-				{Username: "admin", Password: "admin", Roles: []string{"realm-admin"}},
-				{Username: "alice", Roles: []string{"viewer"}},
-				{Username: "bob", Groups: []string{"finance"}},
-				{Username: "carol"},
-				{Username: "dave"},
-			},
-			Clients: []mockserver.FixtureClient{{
-				ClientID: "orders-api", Secret: "orders-secret",
-				Resources: []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"read", "write", "delete"}},
-					{Name: "invoices", Scopes: []string{"read", "approve"}}},
-				Permissions: []mockserver.FixturePermission{
-					{Name: "viewers read orders", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"viewer"}},
-					{Name: "editors write orders", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"editor"}},
-					{Name: "dave deletes", Resource: "orders", Users: []string{"dave"}, Methods: []string{"DELETE"}},
-					{Name: "finance approves", Resource: "invoices", Scopes: []string{"approve"}, Groups: []string{"finance"}},
-					{Name: "auditors read invoices", Resource: "invoices", Scopes: []string{"read"}, Roles: []string{"auditor"}},
-				},
-			}},
-			Organizations: []mockserver.FixtureOrganization{
-				{Name: "Acme EU", Alias: "eu", Roles: []string{"editor"},
-					Departments: []mockserver.FixtureDepartment{{Name: "Sales", Alias: "sales", Users: []string{"carol"}}}},
-				{Name: "Acme US", Alias: "us", Roles: []string{"auditor"},
-					Departments: []mockserver.FixtureDepartment{
-						{Name: "Ops", Alias: "ops", Users: []string{"carol"}, Roles: []string{"viewer"}},
-						{Name: "Audit", Alias: "audit", Users: []string{"carol"}},
-					}},
-			},
-		},
-		{Name: "globex", Users: []mockserver.FixtureUser{{Username: "gina"}}},
-	}}
-}
+// the tests below (DecisionFixture, fixtures_export_test.go).
+var decisionFixture = mockserver.DecisionFixture
 
 func postJSON(t *testing.T, srv *mockservertest.Server, path, token, body string) httpResult {
 	t.Helper()
