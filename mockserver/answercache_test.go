@@ -137,6 +137,10 @@ func TestAnswersFollowEveryWrite(t *testing.T) {
 			}
 			return ps
 		})},
+		{"delete a department", func(r *store.Realm) error {
+			_, err := r.DeleteDepartment(id("org", "us"), id("dept", "ops"))
+			return err
+		}},
 		{"delete an organization", func(r *store.Realm) error { return r.DeleteOrganization(id("org", "us")) }},
 		{"a write that fails half-way", func(r *store.Realm) error {
 			r.Users[id("user", "bob")].GroupIDs = nil

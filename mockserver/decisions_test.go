@@ -143,28 +143,6 @@ func subjectOf(t *testing.T, raw string) string {
 	return c.Subject
 }
 
-func TestDecisionsFollowLiveAssignments(t *testing.T) {
-	t.Parallel()
-	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(decisionFixture()))
-	admin := srv.Token("acme", "admin")
-	carol := srv.Token("acme", "carol")
-	write := `[{"name":"orders","scopes":["write"]}]`
-
-	status, _ := decide(t, srv, carol, write, `{}`)
-	require.Equal(t, "GRANT", status, "carol writes orders through Acme EU's editor role")
-
-	eu := adminGet(t, srv, admin, "/alias/eu")["result"].(map[string]any)["id"].(string)
-	depts := adminGet(t, srv, admin, "/"+eu+"/departments")["results"].([]any)
-	require.Len(t, depts, 1)
-	sales := depts[0].(map[string]any)["id"].(string)
-	res := send(t, srv, http.MethodDelete, "/admin/realms/acme/organizations/"+eu+"/departments/"+sales+"/users/"+subjectOf(t, carol),
-		"", nil, http.Header{"Authorization": {"Bearer " + admin}})
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-
-	status, _ = decide(t, srv, carol, write, `{}`)
-	require.Equal(t, "DENY", status, "the same token is denied once the assignment is gone")
-}
-
 func TestDecisionValidation(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(decisionFixture()))
