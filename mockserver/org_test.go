@@ -459,13 +459,7 @@ func TestDepartmentDepthLimit(t *testing.T) {
 	}
 	e := a.do(http.MethodPost, "/"+orgID+"/departments/"+parent+"/sub-departments", map[string]any{"name": "too deep"}).
 		errBody(t, http.StatusBadRequest)
-	assert.Contains(t, e.Message, "32")
-	tree := result[[]treeNodeJSON](a, http.StatusOK, http.MethodGet, "/"+orgID+"/departments/tenant-tree", nil)
-	depth := 0
-	for n := tree; len(n) > 0; n = n[0].Children {
-		depth++
-	}
-	assert.Equal(t, store.MaxDepartmentDepth, depth)
+	assert.Contains(t, e.Message, "32") // the tree it refused to deepen is internal/store's TestDepartmentDepthLimit
 }
 
 func TestAssignments(t *testing.T) {
