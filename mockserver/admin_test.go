@@ -240,15 +240,11 @@ func TestConfig(t *testing.T) {
 	}
 	res = adminCall(t, srv, http.MethodGet, "/admin/config", admin, "")
 	require.Contains(t, string(res.body), `"decisionFailureRate":0.25`, "a refused PUT changes nothing")
-}
 
-// TestPatchConfig: PATCH changes the keys it names and keeps the others;
-// PUT replaces the whole configuration; a refused PATCH changes nothing.
-func TestPatchConfig(t *testing.T) {
-	t.Parallel()
-	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(adminFixture()))
-	admin := srv.AdminToken()
-	res := adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":60,"decisionLatencyMs":1}`)
+	// PATCH changes the keys it names and keeps the others; PUT replaces
+	// the whole configuration; a refused PATCH changes nothing (the rows
+	// of TestPatchConfig).
+	res = adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":60,"decisionLatencyMs":1}`)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	res = adminCall(t, srv, http.MethodPatch, "/admin/config", admin, `{"maxPageSize":10}`)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))

@@ -64,7 +64,7 @@ func answersWant(t *testing.T, s *Server, user, org string, resources []decision
 // engine's on the live realm.
 func TestAnswersFollowWritesUnderConcurrentDecisions(t *testing.T) {
 	t.Parallel()
-	s, err := New(WithFixture(answerFixture()), WithIssuer(answersBase), es256Tokens)
+	s, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
 	require.NoError(t, err)
 	askers := answerAskers(t, s)
 	bodies := answerBodies
@@ -106,17 +106,16 @@ func TestAnswersFollowWritesUnderConcurrentDecisions(t *testing.T) {
 		},
 		func(r *store.Realm) error { return r.Unassign(ids["user carol"], ids["dept sales"]) },
 	}
-	for round := range 2 { // every write twice: on and off
-		for wi, w := range writes {
-			_ = s.store.Write("acme", w)
-			for _, a := range askers {
-				for _, b := range bodies {
-					status, answer := answersWant(t, s, a.user, a.org, b.resources, b.method)
-					for i := range 2 {
-						rec := answersAsk(s, a.token, b.body)
-						require.Equal(t, status, rec.Code)
-						require.Equal(t, answer, rec.Body.String(), "round %d write %d: %s of %q ask %d %s", round, wi, a.user, a.org, i, b.body)
-					}
+	// Each write is followed by its undoing.
+	for wi, w := range writes {
+		_ = s.store.Write("acme", w)
+		for _, a := range askers {
+			for _, b := range bodies {
+				status, answer := answersWant(t, s, a.user, a.org, b.resources, b.method)
+				for i := range 2 {
+					rec := answersAsk(s, a.token, b.body)
+					require.Equal(t, status, rec.Code)
+					require.Equal(t, answer, rec.Body.String(), "write %d: %s of %q ask %d %s", wi, a.user, a.org, i, b.body)
 				}
 			}
 		}
@@ -130,8 +129,8 @@ func TestCachedAnswerNeedsAValidToken(t *testing.T) {
 	var nowNs atomic.Int64
 	nowNs.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, nowNs.Load()) }
-	fx := answerFixture()
-	fx.Realms = append(fx.Realms, FixtureRealm{Name: "globex", Users: []FixtureUser{{Username: "alice"}}})
+	fx := DecisionFixture()
+	fx.Realms[1].Users = append(fx.Realms[1].Users, FixtureUser{Username: "alice"}) // globex's alice
 	s, err := New(WithFixture(fx), WithIssuer(answersBase), WithClock(clock), es256Tokens)
 	require.NoError(t, err)
 	body := `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
@@ -193,10 +192,10 @@ func TestCachedAnswersTakeFaultsAndTheDenialLog(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var logged []string
-	s, err := New(WithFixture(answerFixture()), WithIssuer(answersBase), es256Tokens,
+	s, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens,
 		WithDenialLog(func(f string, a ...any) { mu.Lock(); logged = append(logged, fmt.Sprintf(f, a...)); mu.Unlock() }))
 	require.NoError(t, err)
-	tok, err := s.IssueToken("acme", "carol")
+	tok, err := s.IssueToken("acme", "dave")
 	require.NoError(t, err)
 	body := `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
 	for range 5 {
@@ -207,7 +206,7 @@ func TestCachedAnswersTakeFaultsAndTheDenialLog(t *testing.T) {
 	require.Len(t, logged, 5)
 	mu.Unlock()
 
-	s2, err := New(WithFixture(answerFixture()), WithIssuer(answersBase), es256Tokens)
+	s2, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
 	require.NoError(t, err)
 	tok, err = s2.IssueToken("acme", "alice")
 	require.NoError(t, err)
@@ -225,7 +224,7 @@ func TestCachedAnswersTakeFaultsAndTheDenialLog(t *testing.T) {
 // refused without its proof.
 func TestCachedAnswerRefusedAfterDecommissionOrWithoutItsBinding(t *testing.T) {
 	t.Parallel()
-	s, err := New(WithFixture(answerFixture()), WithIssuer(answersBase), es256Tokens)
+	s, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
 	require.NoError(t, err)
 	key, kid, err := s.keys.signing("tenant1")
 	require.NoError(t, err)

@@ -13,41 +13,7 @@ import (
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
-// answerFixture is the decisions' acme (decisions_test.go's decisionFixture).
-func answerFixture() Fixture {
-	return Fixture{Realms: []FixtureRealm{{
-		Name: "acme",
-		Roles: []FixtureRole{{Name: "viewer"}, {Name: "editor"}, {Name: "approver"}, {Name: "auditor"},
-			{Name: "spare"}},
-		Groups: []FixtureGroup{{Name: "finance", Roles: []string{"approver"}}},
-		Users: []FixtureUser{
-			{Username: "alice", Roles: []string{"viewer"}},
-			{Username: "bob", Groups: []string{"finance"}},
-			{Username: "carol"},
-			{Username: "dave"},
-		},
-		Clients: []FixtureClient{{
-			ClientID: "orders-api", Secret: "orders-secret",
-			Resources: []FixtureResource{{Name: "orders", Scopes: []string{"read", "write", "delete"}},
-				{Name: "invoices", Scopes: []string{"read", "approve"}}},
-			Permissions: []FixturePermission{
-				{Name: "viewers read orders", Resource: "orders", Scopes: []string{"read"}, Roles: []string{"viewer"}},
-				{Name: "editors write orders", Resource: "orders", Scopes: []string{"write"}, Roles: []string{"editor"}},
-				{Name: "dave deletes", Resource: "orders", Users: []string{"dave"}, Methods: []string{"DELETE"}},
-				{Name: "finance approves", Resource: "invoices", Scopes: []string{"approve"}, Groups: []string{"finance"}},
-				{Name: "auditors read invoices", Resource: "invoices", Scopes: []string{"read"}, Roles: []string{"auditor"}},
-			},
-		}},
-		Organizations: []FixtureOrganization{
-			{Name: "Acme EU", Alias: "eu", Roles: []string{"editor"},
-				Departments: []FixtureDepartment{{Name: "Sales", Alias: "sales", Users: []string{"carol"}}}},
-			{Name: "Acme US", Alias: "us", Roles: []string{"auditor"},
-				Departments: []FixtureDepartment{{Name: "Ops", Alias: "ops", Users: []string{"carol"}}}},
-		},
-	}}}
-}
-
-// answerIDs returns the ids of answerFixture's users, roles, group,
+// answerIDs returns the ids of DecisionFixture's users, roles, group,
 // organizations and departments by "<kind> <name or alias>", such as
 // "user alice" or "dept sales".
 func answerIDs(t *testing.T, s *Server) map[string]string {
@@ -81,7 +47,7 @@ func answerIDs(t *testing.T, s *Server) map[string]string {
 // another's).
 func TestAnswersFollowEveryWrite(t *testing.T) {
 	t.Parallel()
-	s, err := New(WithFixture(answerFixture()), WithIssuer(answersBase), WithKeySeed([]byte("answer-cache-test")))
+	s, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), WithKeySeed([]byte("answer-cache-test")))
 	require.NoError(t, err)
 
 	askers := answerAskers(t, s)
@@ -171,6 +137,10 @@ func TestAnswersFollowEveryWrite(t *testing.T) {
 			}
 			return ps
 		})},
+		{"delete a department", func(r *store.Realm) error {
+			_, err := r.DeleteDepartment(id("org", "us"), id("dept", "ops"))
+			return err
+		}},
 		{"delete an organization", func(r *store.Realm) error { return r.DeleteOrganization(id("org", "us")) }},
 		{"a write that fails half-way", func(r *store.Realm) error {
 			r.Users[id("user", "bob")].GroupIDs = nil
@@ -221,7 +191,7 @@ func TestAnswerCacheComparesTheWholeRequest(t *testing.T) {
 // organization claim, and the token.
 type answerAsker struct{ user, org, token string }
 
-// answerAskers returns a token of each of answerFixture's four users under
+// answerAskers returns a token of each of DecisionFixture's four users under
 // each organization claim (none, eu, us).
 func answerAskers(t *testing.T, s *Server) []answerAsker {
 	t.Helper()

@@ -235,23 +235,22 @@ func TestAuthPermissionsAndAudit(t *testing.T) {
 	}, got)
 }
 
-func TestAuthClock(t *testing.T) {
-	h := newAuthHarness(t)
-	tok := h.token(t, "acme", "alice", TokenLifetime(time.Minute))
-	resp, _ := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	h.now.Add(int64(time.Minute)) // the store clock now says expired
-	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
-	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-}
-
 // TestAuthChecksNotBeforeOnEveryUse: a token whose nbf lies ahead is
 // refused, accepted once the clock reaches it, and refused again from the
-// verified-token cache if the clock goes back before it.
+// verified-token cache if the clock goes back before it; a token verified
+// and remembered is refused once the server's clock passes its exp (the
+// rows of TestAuthClock).
 func TestAuthChecksNotBeforeOnEveryUse(t *testing.T) {
 	h := newAuthHarness(t)
+	exp := h.token(t, "acme", "alice", TokenLifetime(time.Minute))
+	resp, _ := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+exp)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	h.now.Add(int64(time.Minute)) // the store clock now says expired
+	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+exp)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
 	tok := h.signed(t, "acme", "alice", func(c *issuer.Claims) { c.NotBefore = jwt.NewNumericDate(h.clock().Add(time.Minute)) })
-	resp, _ := h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
+	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	h.now.Add(int64(2 * time.Minute))
 	resp, _ = h.do(t, http.MethodGet, "/probe/acme/any", "Bearer "+tok)

@@ -29,55 +29,40 @@ func az(user, action, resource string) string {
 // TestAuthZENEvaluation: the Access Evaluation API answers the realm's
 // decision engine for the PEP's own client; a subject is a user id or a
 // username; what the client does not define is a denial with an error.
+// The batch's rows (evaluationsPath, TestAuthZENEvaluations before):
+// items are completed from the batch's defaults, answered in order, and
+// the semantics stop where AuthZEN 1.0 says; with no items the request is
+// a single evaluation.
 func TestAuthZENEvaluation(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(decisionFixture()))
 	tok := pepToken(srv)
 	aliceID := subjectOf(t, srv.Token("acme", "alice"))
-	cases := []struct{ name, body, want string }{
-		{"granted by role", az("alice", "read", "orders"), `{"decision":true}`},
-		{"by user id", az(aliceID, "read", "orders"), `{"decision":true}`},
-		{"denied", az("alice", "write", "orders"), `{"decision":false}`},
-		{"group", az("bob", "approve", "invoices"), `{"decision":true}`},
-		{"method from the context", `{"subject":{"type":"user","id":"dave"},"action":{"name":"delete"},"resource":{"type":"orders","id":"7"},"context":{"method":"DELETE"}}`, `{"decision":true}`},
-		{"other method", `{"subject":{"type":"user","id":"dave"},"action":{"name":"delete"},"resource":{"type":"orders","id":"7"},"context":{"method":"GET"}}`, `{"decision":false}`},
-		{"method not a string", `{"subject":{"type":"user","id":"dave"},"action":{"name":"delete"},"resource":{"type":"orders","id":"7"},"context":{"method":["DELETE"]}}`, `{"decision":false}`},
-		{"unknown user", az("nobody", "read", "orders"), `{"decision":false,"context":{"error":{"status":404,"message":"no user has the id or username \"nobody\""}}}`},
-		{"unknown subject type", `{"subject":{"type":"group","id":"finance"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"}}`, `{"decision":false,"context":{"error":{"status":404,"message":"subject type \"group\" is unknown: the subjects are users (type \"user\")"}}}`},
-		{"undefined action", az("alice", "fly", "orders"), `{"decision":false,"context":{"error":{"status":404,"message":"client \"orders-api\" defines no resource type \"orders\" with the action \"fly\""}}}`},
-		{"undefined resource", az("alice", "read", "*"), `{"decision":false,"context":{"error":{"status":404,"message":"client \"orders-api\" defines no resource type \"*\" with the action \"read\""}}}`},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			res := postJSON(t, srv, evaluationPath, tok, tc.body)
-			require.Equal(t, http.StatusOK, res.status, string(res.body))
-			require.JSONEq(t, tc.want, string(res.body))
-		})
-	}
-}
-
-// TestAuthZENEvaluations: items are completed from the batch's defaults,
-// answered in order, and the semantics stop where AuthZEN 1.0 says; with no
-// items the request is a single evaluation.
-func TestAuthZENEvaluations(t *testing.T) {
-	t.Parallel()
-	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(decisionFixture()))
-	tok := pepToken(srv)
 	items := `"subject":{"type":"user","id":"alice"},"resource":{"type":"orders","id":"1"},"evaluations":[{"action":{"name":"write"}},{"action":{"name":"read"}},{"action":{"name":"delete"}},{"subject":{"type":"user","id":"bob"},"action":{"name":"approve"},"resource":{"type":"invoices","id":"2"}}]`
-	cases := []struct{ name, body, want string }{
-		{"execute_all by default", `{` + items + `}`, `{"evaluations":[{"decision":false},{"decision":true},{"decision":false},{"decision":true}]}`},
-		{"execute_all", `{"options":{"evaluations_semantic":"execute_all"},` + items + `}`, `{"evaluations":[{"decision":false},{"decision":true},{"decision":false},{"decision":true}]}`},
-		{"deny_on_first_deny", `{"options":{"evaluations_semantic":"deny_on_first_deny"},` + items + `}`, `{"evaluations":[{"decision":false}]}`},
-		{"permit_on_first_permit", `{"options":{"evaluations_semantic":"permit_on_first_permit"},` + items + `}`, `{"evaluations":[{"decision":false},{"decision":true}]}`},
-		{"no items: one evaluation", `{"subject":{"type":"user","id":"alice"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"},"evaluations":[]}`, `{"decision":true}`},
-		{"the item's context replaces the default", `{"subject":{"type":"user","id":"dave"},"action":{"name":"delete"},"resource":{"type":"orders","id":"1"},"context":{"method":"DELETE"},"evaluations":[{},{"context":{"method":"GET"}}]}`,
+	cases := []struct{ path, name, body, want string }{
+		{evaluationPath, "granted by role", az("alice", "read", "orders"), `{"decision":true}`},
+		{evaluationPath, "by user id", az(aliceID, "read", "orders"), `{"decision":true}`},
+		{evaluationPath, "denied", az("alice", "write", "orders"), `{"decision":false}`},
+		{evaluationPath, "group", az("bob", "approve", "invoices"), `{"decision":true}`},
+		{evaluationPath, "method from the context", `{"subject":{"type":"user","id":"dave"},"action":{"name":"delete"},"resource":{"type":"orders","id":"7"},"context":{"method":"DELETE"}}`, `{"decision":true}`},
+		{evaluationPath, "other method", `{"subject":{"type":"user","id":"dave"},"action":{"name":"delete"},"resource":{"type":"orders","id":"7"},"context":{"method":"GET"}}`, `{"decision":false}`},
+		{evaluationPath, "method not a string", `{"subject":{"type":"user","id":"dave"},"action":{"name":"delete"},"resource":{"type":"orders","id":"7"},"context":{"method":["DELETE"]}}`, `{"decision":false}`},
+		{evaluationPath, "unknown user", az("nobody", "read", "orders"), `{"decision":false,"context":{"error":{"status":404,"message":"no user has the id or username \"nobody\""}}}`},
+		{evaluationPath, "unknown subject type", `{"subject":{"type":"group","id":"finance"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"}}`, `{"decision":false,"context":{"error":{"status":404,"message":"subject type \"group\" is unknown: the subjects are users (type \"user\")"}}}`},
+		{evaluationPath, "undefined action", az("alice", "fly", "orders"), `{"decision":false,"context":{"error":{"status":404,"message":"client \"orders-api\" defines no resource type \"orders\" with the action \"fly\""}}}`},
+		{evaluationPath, "undefined resource", az("alice", "read", "*"), `{"decision":false,"context":{"error":{"status":404,"message":"client \"orders-api\" defines no resource type \"*\" with the action \"read\""}}}`},
+		{evaluationsPath, "execute_all by default", `{` + items + `}`, `{"evaluations":[{"decision":false},{"decision":true},{"decision":false},{"decision":true}]}`},
+		{evaluationsPath, "execute_all", `{"options":{"evaluations_semantic":"execute_all"},` + items + `}`, `{"evaluations":[{"decision":false},{"decision":true},{"decision":false},{"decision":true}]}`},
+		{evaluationsPath, "deny_on_first_deny", `{"options":{"evaluations_semantic":"deny_on_first_deny"},` + items + `}`, `{"evaluations":[{"decision":false}]}`},
+		{evaluationsPath, "permit_on_first_permit", `{"options":{"evaluations_semantic":"permit_on_first_permit"},` + items + `}`, `{"evaluations":[{"decision":false},{"decision":true}]}`},
+		{evaluationsPath, "no items: one evaluation", `{"subject":{"type":"user","id":"alice"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"},"evaluations":[]}`, `{"decision":true}`},
+		{evaluationsPath, "the item's context replaces the default", `{"subject":{"type":"user","id":"dave"},"action":{"name":"delete"},"resource":{"type":"orders","id":"1"},"context":{"method":"DELETE"},"evaluations":[{},{"context":{"method":"GET"}}]}`,
 			`{"evaluations":[{"decision":true},{"decision":false}]}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := postJSON(t, srv, evaluationsPath, tok, tc.body)
+			res := postJSON(t, srv, tc.path, tok, tc.body)
 			require.Equal(t, http.StatusOK, res.status, string(res.body))
 			require.JSONEq(t, tc.want, string(res.body))
 		})

@@ -87,32 +87,9 @@ func TestDeleteOrganizationCascade(t *testing.T) {
 	a.createOrg("Acme again", "acme") // the alias is free
 	result[deptJSON](a, http.StatusCreated, http.MethodPost, "/"+w.beta+"/departments", map[string]any{"name": "Sales", "alias": "sales"})
 
-	// Through the store.
-	a.realm(func(rm *store.Realm) {
-		for _, d := range rm.Depts {
-			assert.NotEqual(t, w.acme, d.OrgID, "department %s survived", d.Name)
-		}
-		for did, users := range rm.AssignmentsByDept() {
-			assert.NotEqual(t, w.acme, rm.Depts[did].OrgID, "assignments %v of %s survived", users, did)
-		}
-		for _, id := range []string{w.sales, w.inside, w.deep, w.support, w.branch} {
-			assert.NotContains(t, rm.AssignmentsByDept(), id)
-		}
-		assert.NotContains(t, rm.AssignmentsByUser(), w.carol)
-		assert.NotContains(t, rm.OrgRoles, w.acme)
-		assert.NotContains(t, rm.OrgGroups, w.acme)
-		assert.NotContains(t, rm.OrgApps, w.acme)
-		for _, tm := range rm.PropTmpls {
-			assert.NotEqual(t, w.acme, tm.OrgID)
-		}
-		for _, tm := range rm.DeptTmpls {
-			assert.NotEqual(t, w.acme, tm.OrgID)
-		}
-		assert.Equal(t, store.Set{w.viewer: {}}, rm.UserOrgRoleIDs(w.bob, ""), "no grant anchored to the deleted organization survives")
-		assert.Contains(t, rm.Users, w.carol)
-		assert.Contains(t, rm.Roles, w.editor)
-		assert.Contains(t, rm.Groups, w.eng)
-	})
+	// What the store keeps is internal/store's TestDeleteOrganizationCascades;
+	// here, that the API's deletion leaves it consistent.
+	a.realm(func(*store.Realm) {})
 }
 
 func TestDeleteDepartmentCascade(t *testing.T) {

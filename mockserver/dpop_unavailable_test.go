@@ -86,7 +86,7 @@ func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	token := res.json(t)["access_token"].(string)
 
-	store.setFailProofs(fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew))
+	store.set(&store.failProofs, fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew))
 	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
 	require.NoError(t, err)
 	// the window, and a second for the proofs' whole-second iat: a proof
@@ -103,7 +103,7 @@ func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
 			require.Contains(t, string(res.body), "keyspace is new")
 		})
 	}
-	store.setFailProofs(errors.New("connection refused")) // an outage: a second
+	store.set(&store.failProofs, errors.New("connection refused")) // an outage: a second
 	proof, err = signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
 	require.NoError(t, err)
 	res = f.decide("a", token, proof)

@@ -54,13 +54,10 @@ func TestEvaluateWhoMayCall(t *testing.T) {
 			require.NotContains(t, string(res.body), tc.token, tc.name)
 		}
 	}
-}
 
-func TestEvaluateHostileBodies(t *testing.T) {
-	t.Parallel()
-	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(twoRealmFixture()))
+	// Hostile bodies (TestEvaluateHostileBodies).
 	admin := srv.Token("acme", "alice")
-	path := "/admin/realms/acme/clients/%s/authz/resource-server/policy/evaluate"
+	path = "/admin/realms/acme/clients/%s/authz/resource-server/policy/evaluate"
 	bodies := []string{
 		``, `null`, `[]`, `{}`, `"x"`, `{"username":"bob"}`, `{"username":"bob","resources":null}`,
 		`{"username":"bob","resources":[null]}`, `{"username":"bob","resources":[{"name":null}]}`,

@@ -309,32 +309,45 @@ func TestPolicyEvaluateRefusals(t *testing.T) {
 
 }
 
+// logLines records the lines of a denial log (WithDenialLog); it is safe
+// for concurrent use.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+// take returns the lines logged since the last take.
+func (l *logLines) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lines := l.lines
+	l.lines = nil
+	return lines
+}
+
 // TestDenialLog: with WithDenialLog, each DENY or ERROR of /authorize
 // writes its explanation once, naming the permission and the fact that
 // failed; a GRANT writes nothing; no token is in the log.
 func TestDenialLog(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var lines []string
-	logf := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, fmt.Sprintf(format, args...))
-	}
-	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(logf))
+	var log logLines
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(log.logf))
 	tok := srv.Token("acme", "carol")
 	status, _ := decide(t, srv, tok, `[{"name":"orders","scopes":["read"]}]`, `{}`)
 	require.Equal(t, "GRANT", status)
-	mu.Lock()
-	require.Empty(t, lines, "a GRANT is not logged")
-	mu.Unlock()
+	require.Empty(t, log.take(), "a GRANT is not logged")
 
 	status, _ = decide(t, srv, tok, `[{"name":"orders","scopes":["delete"]}]`, `{"attributes":{"method":"GET","path":"/orders/7"}}`)
 	require.Equal(t, "DENY", status)
 	status, _ = decide(t, srv, tok, `[{"name":"orders","scopes":["fly"]}]`, `{}`)
 	require.Equal(t, "ERROR", status)
-	mu.Lock()
-	defer mu.Unlock()
+	lines := log.take()
 	require.Len(t, lines, 2)
 	for _, want := range []string{
 		"DENY for carol on client orders-api (method GET, path /orders/7",
@@ -355,14 +368,8 @@ func TestDenialLog(t *testing.T) {
 // as /authorize does, an unknown subject included; searches log nothing.
 func TestDenialLogAuthZEN(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var lines []string
-	logf := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, fmt.Sprintf(format, args...))
-	}
-	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(logf))
+	var log logLines
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(log.logf))
 	pdp := srv.Token("acme", "service-account-orders-api")
 	ask := func(path, body string) {
 		t.Helper()
@@ -373,8 +380,7 @@ func TestDenialLogAuthZEN(t *testing.T) {
 	ask("evaluations", `{"subject":{"type":"user","id":"erin"},"resource":{"type":"orders","id":"7"},"context":{"method":"DELETE"},
 		"evaluations":[{"action":{"name":"read"}},{"action":{"name":"delete"}},{"subject":{"type":"user","id":"zed"},"action":{"name":"read"}}]}`)
 	ask("search/subject", `{"subject":{"type":"user"},"action":{"name":"delete"},"resource":{"type":"orders","id":"7"}}`)
-	mu.Lock()
-	defer mu.Unlock()
+	lines := log.take()
 	require.Len(t, lines, 3, "bob may read; erin's two denials and zed's")
 	require.Contains(t, lines[0], "mockserver: POST /realms/acme/access/v1/evaluations: DENY for erin on client orders-api (method DELETE")
 	require.Contains(t, lines[0], "orders#read: DENY")
@@ -421,28 +427,19 @@ func TestExplainDecisionErrors(t *testing.T) {
 // terminal escape to the operator's terminal (issue 28).
 func TestDenialLogCallerCannotForgeLines(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var lines []string
-	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, fmt.Sprintf(format, args...))
-	}))
+	var log logLines
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture), mockserver.WithDenialLog(log.logf))
 	forged := "mockserver: POST /realms/acme/authorization-decision-provider/authorize: GRANT for mallory on client orders-api"
 	for _, tc := range []struct{ name, resources, context string }{
 		{"method", `[{"name":"orders","scopes":["delete"]}]`, `{"attributes":{"method":"GET\n` + forged + `"}}`},
 		{"path", `[{"name":"orders","scopes":["delete"]}]`, `{"attributes":{"method":"GET","path":"/x\n` + forged + `\u001b[2J"}}`},
 		{"resource", `[{"name":"ghost\n` + forged + `"}]`, `{}`},
 	} {
-		mu.Lock()
-		lines = nil
-		mu.Unlock()
 		status, _ := decide(t, srv, srv.Token("acme", "bob"), tc.resources, tc.context)
 		require.NotEqual(t, "GRANT", status)
-		mu.Lock()
+		lines := log.take()
 		require.Len(t, lines, 1, tc.name)
 		text := lines[0]
-		mu.Unlock()
 		t.Logf("%s: denial log entry:\n%s", tc.name, text)
 		for _, l := range strings.Split(text, "\n") {
 			require.False(t, strings.HasPrefix(l, "mockserver: ") && l != strings.Split(text, "\n")[0],

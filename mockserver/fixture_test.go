@@ -68,6 +68,18 @@ func TestFixtureRefusesUndefinedNames(t *testing.T) {
 			f.Realms[0].Clients[0].RedirectURIs = []string{"https://app.test/cb", "https://app.test/cb"}
 		}, `redirect URI "https://app.test/cb" is listed twice`},
 		{"platform admin without secret", func(f *Fixture) { f.PlatformAdmins = []FixturePlatformAdmin{{ClientID: "ops"}} }, `platformAdmins[0]`},
+		// The bootstrap client defined public (no service account) used to
+		// crash New with a nil pointer dereference.
+		{"TestFixturePublicBootstrapClientIsRefused", func(f *Fixture) {
+			f.Realms = append(f.Realms, FixtureRealm{Name: "master", Clients: []FixtureClient{{ClientID: "platform-admin", Public: true}}})
+		}, `"platform-admin"`},
+		{"TestFixtureTooDeep", func(f *Fixture) {
+			cur := &f.Realms[0].Organizations[0].Departments[0]
+			for i := range 32 {
+				cur.Children = []FixtureDepartment{{Name: "d", Alias: "d" + string(rune('a'+i%26)) + string(rune('a'+i/26))}}
+				cur = &cur.Children[0]
+			}
+		}, "32 levels"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,22 +91,6 @@ func TestFixtureRefusesUndefinedNames(t *testing.T) {
 			require.Contains(t, err.Error(), tc.want)
 		})
 	}
-}
-
-func TestFixtureTooDeep(t *testing.T) {
-	t.Parallel()
-	var root FixtureDepartment
-	cur := &root
-	for i := range 33 {
-		cur.Name, cur.Alias = "d", "d"+string(rune('a'+i%26))+string(rune('a'+i/26))
-		if i < 32 {
-			cur.Children = []FixtureDepartment{{}}
-			cur = &cur.Children[0]
-		}
-	}
-	f := Fixture{Realms: []FixtureRealm{{Name: "acme", Organizations: []FixtureOrganization{{Name: "O", Alias: "o", Departments: []FixtureDepartment{root}}}}}}
-	_, err := New(WithFixture(f))
-	require.ErrorContains(t, err, "32 levels")
 }
 
 func TestFixtureBuildsConsistentState(t *testing.T) {
@@ -179,6 +175,13 @@ func TestFixtureFile(t *testing.T) {
 	require.ErrorContains(t, err, `realms[].user: unknown member`)
 
 	_, err = New(WithFixtureFile(filepath.Join(dir, "missing.json")))
+	require.Error(t, err)
+
+	// More than one JSON value: a second object was silently ignored
+	// (TestLoadFixtureFileRefusesTrailingData).
+	two := filepath.Join(dir, "two.json")
+	require.NoError(t, os.WriteFile(two, []byte(`{"realms":[{"name":"acme"}]} {"realms":[{"name":"globex"}]}`), 0o600))
+	_, err = LoadFixtureFile(two)
 	require.Error(t, err)
 }
 

@@ -82,7 +82,8 @@ func tokenRequest(t *testing.T, srv *mockservertest.Server, realm string, form u
 // authorization endpoint that answered 404), what Discovery 1.0 makes
 // mandatory is there (authorization_endpoint and response_types_supported
 // were missing or empty), RS256 included (it listed only ES256), and the
-// code flow they announce is the one the server implements (TestAuthCodeFlow).
+// code flow they announce is the one the server implements (TestAuthCodeErrors
+// redeems its codes, and refuses what the flow refuses).
 func TestDiscovery(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixture(identityFixture()))

@@ -2,8 +2,11 @@ package mockserver
 
 import (
 	"crypto"
+	"crypto/sha256"
 	"errors"
 	"net/http"
+	"strconv"
+	"sync"
 
 	jose "github.com/go-jose/go-jose/v4"
 
@@ -36,7 +39,56 @@ func (k keySource) rsa(realm string) func() (crypto.Signer, string, error) {
 	if k.seed == nil {
 		return issuer.GenerateRSAKey
 	}
-	return func() (crypto.Signer, string, error) { return issuer.SeededRSAKey(k.seed, realm) }
+	return func() (crypto.Signer, string, error) { return seededRSA.key(k.seed, realm) }
+}
+
+// seededRSA remembers the RSA keys derived from a seed. Deriving one is a
+// search for two 1,024-bit primes (100 ms of CPU, several times that under
+// -race), and every server of the same seed derives the same key for a
+// realm: the replicas a test runs in one process, and every restart. A key
+// derived once is the one every later derivation would give, so the
+// servers still share exactly what the seed makes them share. It holds at
+// most seededRSAKeys keys (about 2 KB each), forgetting them all when full.
+var seededRSA = seededRSAMemo{keys: map[[sha256.Size]byte]seededRSAKey{}}
+
+const seededRSAKeys = 64
+
+type seededRSAKey struct {
+	signer crypto.Signer
+	kid    string
+}
+
+type seededRSAMemo struct {
+	mu   sync.Mutex
+	keys map[[sha256.Size]byte]seededRSAKey // by the hash of seed and realm
+}
+
+// key returns issuer.SeededRSAKey(seed, realm), derived at most once while
+// remembered. Two first calls at once may both derive it.
+func (m *seededRSAMemo) key(seed []byte, realm string) (crypto.Signer, string, error) {
+	h := sha256.New()
+	h.Write([]byte(strconv.Itoa(len(seed)) + ":"))
+	h.Write(seed)
+	h.Write([]byte(realm))
+	var id [sha256.Size]byte
+	h.Sum(id[:0])
+	m.mu.Lock()
+	k, ok := m.keys[id]
+	m.mu.Unlock()
+	if ok {
+		return k.signer, k.kid, nil
+	}
+	signer, kid, err := issuer.SeededRSAKey(seed, realm)
+	if err != nil {
+		return nil, "", err
+	}
+	m.mu.Lock()
+	if len(m.keys) >= seededRSAKeys {
+		clear(m.keys)
+	}
+	m.keys[id] = seededRSAKey{signer, kid}
+	m.mu.Unlock()
+	return signer, kid, nil
 }
 
 // accessKey returns the key that signs rm's access tokens and its key id,

@@ -171,7 +171,7 @@ func TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked(t *testing.T) {
 	s, err := mockserver.New(mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store),
 		mockserver.WithFixture(webFixture()), mockserver.WithIssuer("http://127.0.0.1:1"))
 	require.NoError(t, err)
-	store.setFail(errors.New("connection refused"))
+	store.set(&store.fail, errors.New("connection refused"))
 
 	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}
 	res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
@@ -189,7 +189,7 @@ func TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked(t *testing.T) {
 	require.NotErrorIs(t, err, dpop.ErrKeyspaceNew, "an outage is not a young keyspace")
 	require.Empty(t, token)
 
-	store.setFail(nil)
+	store.set(&store.fail, nil)
 	require.Equal(t, http.StatusOK, f.bearerDecide("b", f.passwordToken("a")).status, "the retry's token is served")
 	token, err = s.IssueToken("acme", "alice")
 	require.NoError(t, err)

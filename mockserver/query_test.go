@@ -42,15 +42,7 @@ func TestEveryRouteRefusesAMalformedQuery(t *testing.T) {
 			continue
 		}
 		tmpl = strings.Replace(tmpl, "{$}", "", 1)
-		segs := strings.Split(strings.TrimPrefix(tmpl, "/"), "/")
-		for i, s := range segs {
-			if v, ok := values[s]; ok {
-				segs[i] = v
-			} else if strings.HasPrefix(s, "{") {
-				segs[i] = "x"
-			}
-		}
-		path := "/" + strings.Join(segs, "/")
+		path := "/" + strings.Join(fillTemplate(tmpl, values), "/")
 		for _, q := range queries {
 			t.Run(p+"?"+q.query, func(t *testing.T) {
 				req := httptest.NewRequest(method, "http://x.test"+path+"?"+q.query, strings.NewReader(`{}`))
@@ -78,6 +70,20 @@ func TestEveryRouteRefusesAMalformedQuery(t *testing.T) {
 		}
 	}
 	require.NoError(t, chk.Err())
+}
+
+// fillTemplate returns the segments of the path template tmpl with each
+// wildcard given its value in values, or "x".
+func fillTemplate(tmpl string, values map[string]string) []string {
+	segs := strings.Split(strings.TrimPrefix(tmpl, "/"), "/")
+	for i, s := range segs {
+		if v, ok := values[s]; ok {
+			segs[i] = v
+		} else if strings.HasPrefix(s, "{") {
+			segs[i] = "x"
+		}
+	}
+	return segs
 }
 
 // TestMalformedQueryNamesTheParameter: what the 400 says of each way a

@@ -140,7 +140,7 @@ func TestReplicasRefuseATokenWhoseRevocationTheyCannotTell(t *testing.T) {
 	token := f.passwordToken("a")
 	require.Equal(t, http.StatusOK, f.bearerDecide("b", token).status)
 
-	store.setFail(errors.New("connection refused"))
+	store.set(&store.fail, errors.New("connection refused"))
 	for _, r := range []string{"a", "b"} {
 		res := f.bearerDecide(r, token)
 		require.Equal(t, http.StatusServiceUnavailable, res.status, "replica %s, store down: %s", r, res.body)
@@ -150,7 +150,7 @@ func TestReplicasRefuseATokenWhoseRevocationTheyCannotTell(t *testing.T) {
 	res := f.revokeAt("b", token)
 	require.Equal(t, http.StatusServiceUnavailable, res.status, "a revocation the store cannot record: %s", res.body)
 	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
-	store.setFail(nil)
+	store.set(&store.fail, nil)
 	require.Equal(t, http.StatusOK, f.bearerDecide("a", token).status, "store back, revocation never answered")
 	require.Equal(t, http.StatusOK, f.revokeAt("b", token).status, "the retried revocation")
 	require.Equal(t, http.StatusUnauthorized, f.bearerDecide("a", token).status)
@@ -191,12 +191,12 @@ func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 	// A store that cannot record the code's use refuses the redemption
 	// (503), and the code is still good once the store is back.
 	c = code("b")
-	store.setFail(errors.New("connection refused"))
+	store.set(&store.fail, errors.New("connection refused"))
 	res = redeem("a", c)
 	require.Equal(t, http.StatusServiceUnavailable, res.status, "store down: %s", res.body)
 	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
 	require.NotEmpty(t, res.header.Get("Retry-After"))
-	store.setFail(nil)
+	store.set(&store.fail, nil)
 	require.Equal(t, http.StatusOK, redeem("a", c).status)
 }
 
@@ -219,11 +219,11 @@ func TestReplicasKeepACodeWhoseProofIsRefused(t *testing.T) {
 			"client_id": {"web"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {pkceVerifier}}.Encode(), http.Header{"Dpop": {p}})
 	}
 	code := f.authCode("a", redirect)
-	store.setFailProofs(errors.New("connection reset"))
+	store.set(&store.failProofs, errors.New("connection reset"))
 	res := redeem(code)
 	require.Equal(t, http.StatusServiceUnavailable, res.status, "the proof cannot be recorded: %s", res.body)
 	require.NotEmpty(t, res.header.Get("Retry-After"))
-	store.setFailProofs(nil)
+	store.set(&store.failProofs, nil)
 	res = redeem(code)
 	require.Equal(t, http.StatusOK, res.status, "the client's retry with a new proof: %s", res.body)
 	require.Equal(t, "DPoP", res.json(t)["token_type"])
@@ -268,9 +268,9 @@ func TestReplicasRedeemACodeWhoseSpendFailedAfterItsWriteOnItsRedeemersRetry(t *
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code := f.authCode("a", redirect)
-			store.setFailAfterWrite(errors.New("WAIT: 0 of 1 replicas acknowledged"))
+			store.set(&store.failAfterWrite, errors.New("WAIT: 0 of 1 replicas acknowledged"))
 			res := redeem("a", code, pkceVerifier, holder)
-			store.setFailAfterWrite(nil)
+			store.set(&store.failAfterWrite, nil)
 			require.Equal(t, http.StatusServiceUnavailable, res.status, "the spend failed after its write: %s", res.body)
 			require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
 			require.NotEmpty(t, res.header.Get("Retry-After"))
@@ -377,7 +377,7 @@ func TestReplicasShareARevocationOnlyOnceItIsAnswered(t *testing.T) {
 	token := f.passwordToken("a")
 
 	// Redis full under noeviction: writes fail, reads answer.
-	store.setFailWrites(errors.New("OOM command not allowed when used memory > 'maxmemory'"))
+	store.set(&store.failWrites, errors.New("OOM command not allowed when used memory > 'maxmemory'"))
 	for _, attempt := range []string{"the revocation", "the client's retry"} {
 		res := f.revokeAt("a", token)
 		require.Equal(t, http.StatusServiceUnavailable, res.status, "%s at replica a, the store refusing writes: %s", attempt, res.body)
@@ -388,7 +388,7 @@ func TestReplicasShareARevocationOnlyOnceItIsAnswered(t *testing.T) {
 			require.Equal(t, http.StatusOK, res.status, "after %s answered 503, replica %s: %s", attempt, r, res.body)
 		}
 	}
-	store.setFailWrites(nil)
+	store.set(&store.failWrites, nil)
 	res := f.revokeAt("a", token)
 	require.Equal(t, http.StatusOK, res.status, "the retry once the store takes writes: %s", res.body)
 	for _, r := range []string{"a", "b"} {
@@ -407,7 +407,7 @@ func TestReplicasShareAUISignOutOnlyOnceItIsAnswered(t *testing.T) {
 	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
 	cookies, csrf := f.uiSignIn("b")
 
-	store.setFailWrites(errors.New("OOM command not allowed when used memory > 'maxmemory'"))
+	store.set(&store.failWrites, errors.New("OOM command not allowed when used memory > 'maxmemory'"))
 	for _, attempt := range []string{"the sign-out", "the user's retry"} {
 		res, _ := f.send("a", http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}, cookies)
 		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "%s at replica a, the store refusing writes: Location %q", attempt, res.Header.Get("Location"))
@@ -417,7 +417,7 @@ func TestReplicasShareAUISignOutOnlyOnceItIsAnswered(t *testing.T) {
 			require.Equal(t, http.StatusOK, res.StatusCode, "after %s answered 503, replica %s", attempt, r)
 		}
 	}
-	store.setFailWrites(nil)
+	store.set(&store.failWrites, nil)
 	res, _ := f.send("a", http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}, cookies)
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	require.True(t, strings.HasSuffix(res.Header.Get("Location"), "/login"), res.Header.Get("Location"))
@@ -536,11 +536,11 @@ func TestReplicasShareUISessionsAndLogouts(t *testing.T) {
 	}
 	// A replica that cannot ask whether the session was signed out
 	// elsewhere does not serve it.
-	store.setFail(errors.New("connection refused"))
+	store.set(&store.fail, errors.New("connection refused"))
 	res, _ := send("b", http.MethodGet, "/ui/realms/acme/home", nil, cookies)
 	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
 	require.NotEmpty(t, res.Header.Get("Retry-After"))
-	store.setFail(nil)
+	store.set(&store.fail, nil)
 
 	// The CSRF token of replica b's page; the logout goes to replica a.
 	res, _ = send("a", http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}, cookies)

@@ -161,28 +161,12 @@ func (s *sharedStore) Finish(_ context.Context, key, writer string) error {
 	return nil
 }
 
-func (s *sharedStore) setFailAfterWrite(err error) {
+// set sets one of the store's failures (fail, failWrites, failProofs,
+// failAfterWrite): nil ends it.
+func (s *sharedStore) set(failure *error, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.failAfterWrite = err
-}
-
-func (s *sharedStore) setFail(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fail = err
-}
-
-func (s *sharedStore) setFailWrites(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failWrites = err
-}
-
-func (s *sharedStore) setFailProofs(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failProofs = err
+	*failure = err
 }
 
 // front is a load balancer in front of replicas: the X-Replica header
@@ -328,7 +312,7 @@ func TestReplayStoreDownIsUnavailable(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	token := res.json(t)["access_token"].(string)
 
-	store.setFail(errors.New("connection refused"))
+	store.set(&store.fail, errors.New("connection refused"))
 	res = f.dpopToken("a", signer, "")
 	require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
 	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
@@ -342,7 +326,7 @@ func TestReplayStoreDownIsUnavailable(t *testing.T) {
 	require.NotEmpty(t, res.header.Get("Retry-After"))
 	require.NotContains(t, string(res.body), token)
 
-	store.setFail(nil)
+	store.set(&store.fail, nil)
 	proof, err = signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
 	require.NoError(t, err)
 	res = f.decide("a", token, proof)

@@ -447,33 +447,145 @@ func TestWebUIFormsNeedTheSessionsCSRFToken(t *testing.T) {
 	})
 }
 
-// TestWebUIEscapesWhatTheRealmHolds: names, descriptions and usernames
-// chosen by whoever wrote the realm reach every page as text.
-func TestWebUIEscapesWhatTheRealmHolds(t *testing.T) {
+// TestWebUIPages: what the pages show an administrator, row by row on one
+// server (each row is the test of its name before it).
+func TestWebUIPages(t *testing.T) {
 	t.Parallel()
 	u := newUIServer(t)
 	c := u.admin()
-	for _, path := range []string{
-		"/ui/realms/acme/home",
-		"/ui/realms/acme/organizations/" + u.id("org", "acme-eu"),
-		"/ui/realms/acme/users/" + u.id("user", `eve<script>alert(1)</script>`),
-		"/ui/realms/acme/clients/orders-api",
-		"/ui/realms/acme/evaluate",
-	} {
-		t.Run(path, func(t *testing.T) {
-			p := u.do(c, http.MethodGet, path, nil)
-			require.Equal(t, http.StatusOK, p.status, p.body)
-			for _, raw := range []string{"<script>alert", "<img src=x", "<svg onload", "<i>EU</i>", "<b>bold</b>"} {
-				require.NotContains(t, p.body, raw)
+	for _, tc := range []struct {
+		name  string
+		check func(t *testing.T)
+	}{
+		// TestWebUIEscapesWhatTheRealmHolds: names, descriptions and usernames
+		// chosen by whoever wrote the realm reach every page as text.
+		{"TestWebUIEscapesWhatTheRealmHolds", func(t *testing.T) {
+			for _, path := range []string{
+				"/ui/realms/acme/home",
+				"/ui/realms/acme/organizations/" + u.id("org", "acme-eu"),
+				"/ui/realms/acme/users/" + u.id("user", `eve<script>alert(1)</script>`),
+				"/ui/realms/acme/clients/orders-api",
+				"/ui/realms/acme/evaluate",
+			} {
+				t.Run(path, func(t *testing.T) {
+					p := u.do(c, http.MethodGet, path, nil)
+					require.Equal(t, http.StatusOK, p.status, p.body)
+					for _, raw := range []string{"<script>alert", "<img src=x", "<svg onload", "<i>EU</i>", "<b>bold</b>"} {
+						require.NotContains(t, p.body, raw)
+					}
+					require.Equal(t, "text/html; charset=utf-8", p.header.Get("Content-Type"))
+					require.Contains(t, p.header.Get("Content-Security-Policy"), "default-src 'none'")
+					require.Equal(t, "no-store", p.header.Get("Cache-Control"))
+				})
 			}
-			require.Equal(t, "text/html; charset=utf-8", p.header.Get("Content-Type"))
-			require.Contains(t, p.header.Get("Content-Security-Policy"), "default-src 'none'")
-			require.Equal(t, "no-store", p.header.Get("Cache-Control"))
-		})
+			p := u.do(c, http.MethodGet, "/ui/realms/acme/organizations/"+u.id("org", "acme-eu"), nil)
+			require.Contains(t, p.body, "Acme &lt;i&gt;EU&lt;/i&gt;")
+			require.Contains(t, p.body, "eve&lt;script&gt;alert(1)&lt;/script&gt;")
+		}},
+		// TestWebUIPagesShowTheRealm: the pages show what the realm holds: the
+		// tree with its members, a user's roles and memberships, a client's
+		// resources and permissions.
+		{"TestWebUIPagesShowTheRealm", func(t *testing.T) {
+			home := u.do(c, http.MethodGet, "/ui/realms/acme/home", nil)
+			require.Equal(t, http.StatusOK, home.status)
+			require.Contains(t, home.body, "Signed in as alice")
+			require.Contains(t, home.body, `href="/ui/realms/acme/organizations/`+u.id("org", "acme-eu")+`"`)
+			require.Contains(t, home.body, `href="/ui/realms/acme/clients/orders-api"`)
+			require.NotContains(t, home.body, "service-account-orders-api")
+
+			org := u.do(c, http.MethodGet, "/ui/realms/acme/organizations/"+u.id("org", "acme-eu"), nil)
+			require.Equal(t, http.StatusOK, org.status)
+			// Inside Sales is nested under Sales, with alice as its member.
+			sales := strings.Index(org.body, ">Sales<")
+			inside := strings.Index(org.body, ">Inside Sales<")
+			require.Positive(t, sales)
+			require.Greater(t, inside, sales)
+			require.Contains(t, org.body[sales:inside], `href="../users/`+u.id("user", "bob")+`">bob</a>`)
+			require.Contains(t, org.body[inside:], `href="../users/`+u.id("user", "alice")+`">alice</a>`)
+
+			user := u.do(c, http.MethodGet, "/ui/realms/acme/users/"+u.id("user", "bob"), nil)
+			require.Equal(t, http.StatusOK, user.status)
+			require.Contains(t, user.body, "support")
+			require.Contains(t, user.body, "Sales")
+
+			client := u.do(c, http.MethodGet, "/ui/realms/acme/clients/orders-api", nil)
+			require.Equal(t, http.StatusOK, client.status)
+			require.Contains(t, client.body, "viewers read orders")
+			require.Contains(t, client.body, "role viewer")
+			require.Contains(t, client.body, "user eve&lt;script&gt;")
+		}},
+		// TestWebUIRealmChooser: /ui/ asks for a realm and reveals none; naming
+		// one leads to its pages.
+		{"TestWebUIRealmChooser", func(t *testing.T) {
+			p := u.do(u.browser(), http.MethodGet, "/ui/", nil)
+			require.Equal(t, http.StatusOK, p.status)
+			require.NotContains(t, p.body, "acme")
+			p = u.do(u.browser(), http.MethodGet, "/ui/?realm=a%2Fb%20c", nil)
+			require.Equal(t, http.StatusSeeOther, p.status)
+			require.Equal(t, "/ui/realms/a%2Fb%20c/home", p.header.Get("Location"))
+		}},
+		// TestWebUIUserShowsEffectiveRolesWithSources: a user's page lists the
+		// roles a decision counts, each with every way the user holds it.
+		{"TestWebUIUserShowsEffectiveRolesWithSources", func(t *testing.T) {
+			p := u.do(c, http.MethodGet, "/ui/realms/acme/users/"+u.id("user", "bob"), nil)
+			require.Equal(t, http.StatusOK, p.status)
+			rows := regexp.MustCompile(`(?s)<tr><td class="role-name">(.*?)</td><td>(.*?)</td></tr>`).FindAllStringSubmatch(p.body, -1)
+			got := map[string]string{}
+			for _, r := range rows {
+				got[r[1]] = r[2]
+			}
+			// bob: viewer through group support; clerk through Acme EU, where he
+			// is in Sales.
+			require.Equal(t, map[string]string{
+				"viewer": `<ul class="sources"><li>through group support</li></ul>`,
+				"clerk":  `<ul class="sources"><li>through organization Acme &lt;i&gt;EU&lt;/i&gt; (department Sales)</li></ul>`,
+			}, got)
+
+			p = u.do(c, http.MethodGet, "/ui/realms/acme/users/"+u.id("user", "alice"), nil)
+			require.Contains(t, p.body, `<td class="role-name">realm-admin</td><td><ul class="sources"><li>assigned directly</li></ul>`)
+		}},
+		// TestWebUIEvaluatorShowsTheReasons: the evaluator shows, for each pair,
+		// the permissions that apply, which matched and on what facts.
+		{"TestWebUIEvaluatorShowsTheReasons", func(t *testing.T) {
+			csrf := u.csrf(c, "/ui/realms/acme/evaluate")
+			for _, tc := range []struct {
+				name                          string
+				user, resource, scope, method string
+				says                          []string
+			}{
+				{"granted through an organization role", "bob", "orders", "delete", "DELETE", []string{
+					`>GRANT<`,
+					`permission &#34;clerks delete orders&#34; grants it.`,
+					`<li>methods DELETE: the request's DELETE is one</li>`,
+					`<li>role clerk: held, through organization Acme &lt;i&gt;EU&lt;/i&gt; (department Sales)</li>`,
+				}},
+				{"refused by a method limit", "bob", "orders", "delete", "GET", []string{
+					`>DENY<`,
+					`none of the 1 permissions that apply grants it.`,
+					`<li>methods DELETE: the request's GET is not one</li>`,
+				}},
+				{"no role named", "bob", "orders", "write", "", []string{
+					`>DENY<`,
+					`<li>user eve&lt;script&gt;alert(1)&lt;/script&gt;: another user</li>`,
+				}},
+				{"undefined resource", "bob", "invoices", "read", "", []string{
+					`>ERROR<`,
+					`the client defines no resource &#34;invoices&#34;.`,
+				}},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					p := u.do(c, http.MethodPost, "/ui/realms/acme/evaluate", url.Values{"csrf": {csrf}, "user": {tc.user},
+						"client": {"orders-api"}, "resource": {tc.resource}, "scope": {tc.scope}, "method": {tc.method}})
+					require.Equal(t, http.StatusOK, p.status)
+					for _, want := range tc.says {
+						require.Contains(t, p.body, want)
+					}
+				})
+			}
+		}},
+	} {
+		t.Run(tc.name, tc.check)
 	}
-	p := u.do(c, http.MethodGet, "/ui/realms/acme/organizations/"+u.id("org", "acme-eu"), nil)
-	require.Contains(t, p.body, "Acme &lt;i&gt;EU&lt;/i&gt;")
-	require.Contains(t, p.body, "eve&lt;script&gt;alert(1)&lt;/script&gt;")
 }
 
 // TestWebUIAnswersHostileRequestsWith4xx: malformed forms, queries, ids
@@ -527,55 +639,6 @@ func TestWebUIAnswersHostileRequestsWith4xx(t *testing.T) {
 	t.Run("the session survived it all", func(t *testing.T) {
 		require.Equal(t, http.StatusOK, u.do(c, http.MethodGet, "/ui/realms/acme/home", nil).status)
 	})
-}
-
-// TestWebUIPagesShowTheRealm: the pages show what the realm holds: the
-// tree with its members, a user's roles and memberships, a client's
-// resources and permissions.
-func TestWebUIPagesShowTheRealm(t *testing.T) {
-	t.Parallel()
-	u := newUIServer(t)
-	c := u.admin()
-	home := u.do(c, http.MethodGet, "/ui/realms/acme/home", nil)
-	require.Equal(t, http.StatusOK, home.status)
-	require.Contains(t, home.body, "Signed in as alice")
-	require.Contains(t, home.body, `href="/ui/realms/acme/organizations/`+u.id("org", "acme-eu")+`"`)
-	require.Contains(t, home.body, `href="/ui/realms/acme/clients/orders-api"`)
-	require.NotContains(t, home.body, "service-account-orders-api")
-
-	org := u.do(c, http.MethodGet, "/ui/realms/acme/organizations/"+u.id("org", "acme-eu"), nil)
-	require.Equal(t, http.StatusOK, org.status)
-	// Inside Sales is nested under Sales, with alice as its member.
-	sales := strings.Index(org.body, ">Sales<")
-	inside := strings.Index(org.body, ">Inside Sales<")
-	require.Positive(t, sales)
-	require.Greater(t, inside, sales)
-	require.Contains(t, org.body[sales:inside], `href="../users/`+u.id("user", "bob")+`">bob</a>`)
-	require.Contains(t, org.body[inside:], `href="../users/`+u.id("user", "alice")+`">alice</a>`)
-
-	user := u.do(c, http.MethodGet, "/ui/realms/acme/users/"+u.id("user", "bob"), nil)
-	require.Equal(t, http.StatusOK, user.status)
-	require.Contains(t, user.body, "support")
-	require.Contains(t, user.body, "Sales")
-
-	client := u.do(c, http.MethodGet, "/ui/realms/acme/clients/orders-api", nil)
-	require.Equal(t, http.StatusOK, client.status)
-	require.Contains(t, client.body, "viewers read orders")
-	require.Contains(t, client.body, "role viewer")
-	require.Contains(t, client.body, "user eve&lt;script&gt;")
-}
-
-// TestWebUIRealmChooser: /ui/ asks for a realm and reveals none; naming
-// one leads to its pages.
-func TestWebUIRealmChooser(t *testing.T) {
-	t.Parallel()
-	u := newUIServer(t)
-	p := u.do(u.browser(), http.MethodGet, "/ui/", nil)
-	require.Equal(t, http.StatusOK, p.status)
-	require.NotContains(t, p.body, "acme")
-	p = u.do(u.browser(), http.MethodGet, "/ui/?realm=a%2Fb%20c", nil)
-	require.Equal(t, http.StatusSeeOther, p.status)
-	require.Equal(t, "/ui/realms/a%2Fb%20c/home", p.header.Get("Location"))
 }
 
 // TestWebUIEvaluatorDecidesAsAuthorize: the evaluator's decision of each
@@ -637,73 +700,6 @@ func TestWebUIEvaluatorDecidesAsAuthorize(t *testing.T) {
 			require.Equal(t, tc.status, p.status, p.body)
 			require.Contains(t, p.body, tc.says)
 			require.NotContains(t, p.body, `id="decision"`)
-		})
-	}
-}
-
-// TestWebUIUserShowsEffectiveRolesWithSources: a user's page lists the
-// roles a decision counts, each with every way the user holds it.
-func TestWebUIUserShowsEffectiveRolesWithSources(t *testing.T) {
-	t.Parallel()
-	u := newUIServer(t)
-	c := u.admin()
-	p := u.do(c, http.MethodGet, "/ui/realms/acme/users/"+u.id("user", "bob"), nil)
-	require.Equal(t, http.StatusOK, p.status)
-	rows := regexp.MustCompile(`(?s)<tr><td class="role-name">(.*?)</td><td>(.*?)</td></tr>`).FindAllStringSubmatch(p.body, -1)
-	got := map[string]string{}
-	for _, r := range rows {
-		got[r[1]] = r[2]
-	}
-	// bob: viewer through group support; clerk through Acme EU, where he
-	// is in Sales.
-	require.Equal(t, map[string]string{
-		"viewer": `<ul class="sources"><li>through group support</li></ul>`,
-		"clerk":  `<ul class="sources"><li>through organization Acme &lt;i&gt;EU&lt;/i&gt; (department Sales)</li></ul>`,
-	}, got)
-
-	p = u.do(c, http.MethodGet, "/ui/realms/acme/users/"+u.id("user", "alice"), nil)
-	require.Contains(t, p.body, `<td class="role-name">realm-admin</td><td><ul class="sources"><li>assigned directly</li></ul>`)
-}
-
-// TestWebUIEvaluatorShowsTheReasons: the evaluator shows, for each pair,
-// the permissions that apply, which matched and on what facts.
-func TestWebUIEvaluatorShowsTheReasons(t *testing.T) {
-	t.Parallel()
-	u := newUIServer(t)
-	c := u.admin()
-	csrf := u.csrf(c, "/ui/realms/acme/evaluate")
-	for _, tc := range []struct {
-		name                          string
-		user, resource, scope, method string
-		says                          []string
-	}{
-		{"granted through an organization role", "bob", "orders", "delete", "DELETE", []string{
-			`>GRANT<`,
-			`permission &#34;clerks delete orders&#34; grants it.`,
-			`<li>methods DELETE: the request's DELETE is one</li>`,
-			`<li>role clerk: held, through organization Acme &lt;i&gt;EU&lt;/i&gt; (department Sales)</li>`,
-		}},
-		{"refused by a method limit", "bob", "orders", "delete", "GET", []string{
-			`>DENY<`,
-			`none of the 1 permissions that apply grants it.`,
-			`<li>methods DELETE: the request's GET is not one</li>`,
-		}},
-		{"no role named", "bob", "orders", "write", "", []string{
-			`>DENY<`,
-			`<li>user eve&lt;script&gt;alert(1)&lt;/script&gt;: another user</li>`,
-		}},
-		{"undefined resource", "bob", "invoices", "read", "", []string{
-			`>ERROR<`,
-			`the client defines no resource &#34;invoices&#34;.`,
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := u.do(c, http.MethodPost, "/ui/realms/acme/evaluate", url.Values{"csrf": {csrf}, "user": {tc.user},
-				"client": {"orders-api"}, "resource": {tc.resource}, "scope": {tc.scope}, "method": {tc.method}})
-			require.Equal(t, http.StatusOK, p.status)
-			for _, want := range tc.says {
-				require.Contains(t, p.body, want)
-			}
 		})
 	}
 }

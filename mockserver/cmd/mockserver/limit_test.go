@@ -64,90 +64,17 @@ func queue(t *testing.T, l *limitListener, addr netip.Addr) *limitConn {
 // the newcomer's; and an address that has every connection competes only
 // with itself, as a test suite does. Requests in progress used to count for nothing: one address could
 // hold every slot with slow requests while every other waited.
+//
+// It holds TestLimitTakesOnlyQuietConnections's rows (those with reads): an
+// idle or silent connection gives its slot only once the server has read
+// from it for the grace and nothing came; before, it was taken as soon as
+// the server said StateIdle or StateNew, states that last until the next
+// request's headers are parsed, so a request already sent, or sent at once
+// on a keep-alive connection, was lost. A request in progress of an address
+// holding two more goes before an idle connection still in its grace.
 func TestLimitTakesTheCheapestSlotOfTheAddressHoldingMost(t *testing.T) {
 	a, b, n := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.7"), netip.MustParseAddr("203.0.113.9")
 	v6a, v6b := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2")
-	const (
-		idle   = http.StateIdle
-		silent = http.StateNew
-		busy   = http.StateActive
-	)
-	type conn struct {
-		addr  netip.Addr
-		state http.ConnState
-	}
-	for _, tc := range []struct {
-		name  string
-		conns []conn // in the order they entered their state
-		from  netip.Addr
-		want  int // index of the connection closed, -1 when the newcomer waits
-	}{
-		{"the longest idle of the address holding most, not the longest idle of all",
-			[]conn{{a, idle}, {b, idle}, {b, idle}}, n, 1},
-		{"an idle connection before a silent one, whoever holds it",
-			[]conn{{a, idle}, {b, silent}, {b, silent}, {b, silent}}, n, 0},
-		{"an address's idle connection before its silent ones",
-			[]conn{{b, silent}, {b, idle}, {a, idle}}, n, 1},
-		{"the oldest silent one of the address holding most",
-			[]conn{{a, busy}, {a, silent}, {b, busy}, {b, busy}, {b, silent}, {b, silent}}, n, 4},
-		{"a silent connection before a request in progress",
-			[]conn{{b, busy}, {b, busy}, {b, busy}, {a, silent}, {a, silent}}, n, 3},
-		{"the request in progress longest of the address holding most",
-			[]conn{{a, busy}, {b, busy}, {b, busy}, {b, busy}}, n, 1},
-		{"one address holding every slot with requests in progress",
-			[]conn{{b, busy}, {b, busy}, {b, busy}, {b, busy}}, n, 0},
-		{"hijacked connections count as requests in progress",
-			[]conn{{b, http.StateHijacked}, {b, busy}}, n, 0},
-		{"not a request of an address holding only one more",
-			[]conn{{a, busy}, {b, busy}, {b, busy}}, a, -1},
-		{"not a silent connection of an address holding only one more",
-			[]conn{{a, busy}, {b, busy}, {b, silent}}, a, -1},
-		{"an idle connection of an address holding fewer",
-			[]conn{{a, busy}, {a, busy}, {b, idle}}, a, 2},
-		{"an address's own idle connection, whatever the others hold",
-			[]conn{{a, busy}, {a, idle}, {b, busy}, {b, busy}, {b, busy}}, a, 1},
-		{"an address's own silent connection",
-			[]conn{{a, busy}, {a, silent}, {b, busy}, {b, busy}}, a, 1},
-		{"an address that holds every slot competes only with itself",
-			[]conn{{a, busy}, {a, busy}, {a, busy}}, a, -1},
-		{"the newcomer of an address holding every slot takes its idle one",
-			[]conn{{a, silent}, {a, busy}, {a, idle}}, a, 2},
-		{"not a request of an address holding one, to a newcomer whose holds none",
-			[]conn{{a, busy}, {b, busy}}, n, -1},
-		{"IPv6 addresses of one /64 are different addresses",
-			[]conn{{v6a, busy}, {v6a, busy}, {v6a, busy}}, v6b, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			l := newLimitListener(nil, len(tc.conns))
-			conns := make([]*limitConn, len(tc.conns))
-			for i, c := range tc.conns {
-				conns[i] = hold(t, l, c.addr, c.state)
-			}
-			l.mu.Lock()
-			p := l.peers[tc.from]
-			if p == nil {
-				p = &peer{addr: tc.from}
-			}
-			v := l.victim(p, time.Now())
-			l.mu.Unlock()
-			if tc.want < 0 {
-				require.Nil(t, v)
-				return
-			}
-			require.Same(t, conns[tc.want], v)
-		})
-	}
-}
-
-// TestLimitTakesOnlyQuietConnections: an idle or silent connection gives
-// its slot only once the server has read from it for the grace and nothing
-// came; before, it was taken as soon as the server said StateIdle or
-// StateNew, states that last until the next request's headers are parsed,
-// so a request already sent, or sent at once on a keep-alive connection,
-// was lost. A request in progress of an address holding two more goes
-// before an idle connection still in its grace.
-func TestLimitTakesOnlyQuietConnections(t *testing.T) {
-	a, b, n := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.7"), netip.MustParseAddr("203.0.113.9")
 	const (
 		idle   = http.StateIdle
 		silent = http.StateNew
@@ -162,30 +89,64 @@ func TestLimitTakesOnlyQuietConnections(t *testing.T) {
 	type conn struct {
 		addr  netip.Addr
 		state http.ConnState
-		read  int
 	}
 	for _, tc := range []struct {
 		name  string
 		conns []conn // in the order they entered their state
+		reads []int  // of each connection; none: all quiet
 		from  netip.Addr
 		want  int // index of the connection closed, -1 when the newcomer waits
 	}{
+		{"the longest idle of the address holding most, not the longest idle of all",
+			[]conn{{a, idle}, {b, idle}, {b, idle}}, nil, n, 1},
+		{"an idle connection before a silent one, whoever holds it",
+			[]conn{{a, idle}, {b, silent}, {b, silent}, {b, silent}}, nil, n, 0},
+		{"an address's idle connection before its silent ones",
+			[]conn{{b, silent}, {b, idle}, {a, idle}}, nil, n, 1},
+		{"the oldest silent one of the address holding most",
+			[]conn{{a, busy}, {a, silent}, {b, busy}, {b, busy}, {b, silent}, {b, silent}}, nil, n, 4},
+		{"a silent connection before a request in progress",
+			[]conn{{b, busy}, {b, busy}, {b, busy}, {a, silent}, {a, silent}}, nil, n, 3},
+		{"the request in progress longest of the address holding most",
+			[]conn{{a, busy}, {b, busy}, {b, busy}, {b, busy}}, nil, n, 1},
+		{"one address holding every slot with requests in progress",
+			[]conn{{b, busy}, {b, busy}, {b, busy}, {b, busy}}, nil, n, 0},
+		{"hijacked connections count as requests in progress",
+			[]conn{{b, http.StateHijacked}, {b, busy}}, nil, n, 0},
+		{"not a request of an address holding only one more",
+			[]conn{{a, busy}, {b, busy}, {b, busy}}, nil, a, -1},
+		{"not a silent connection of an address holding only one more",
+			[]conn{{a, busy}, {b, busy}, {b, silent}}, nil, a, -1},
+		{"an idle connection of an address holding fewer",
+			[]conn{{a, busy}, {a, busy}, {b, idle}}, nil, a, 2},
+		{"an address's own idle connection, whatever the others hold",
+			[]conn{{a, busy}, {a, idle}, {b, busy}, {b, busy}, {b, busy}}, nil, a, 1},
+		{"an address's own silent connection",
+			[]conn{{a, busy}, {a, silent}, {b, busy}, {b, busy}}, nil, a, 1},
+		{"an address that holds every slot competes only with itself",
+			[]conn{{a, busy}, {a, busy}, {a, busy}}, nil, a, -1},
+		{"the newcomer of an address holding every slot takes its idle one",
+			[]conn{{a, silent}, {a, busy}, {a, idle}}, nil, a, 2},
+		{"not a request of an address holding one, to a newcomer whose holds none",
+			[]conn{{a, busy}, {b, busy}}, nil, n, -1},
+		{"IPv6 addresses of one /64 are different addresses",
+			[]conn{{v6a, busy}, {v6a, busy}, {v6a, busy}}, nil, v6b, 0},
 		{"not an idle connection the server has not read from yet",
-			[]conn{{a, idle, unread}, {b, busy, quiet}}, n, -1},
+			[]conn{{a, idle}, {b, busy}}, []int{unread, quiet}, n, -1},
 		{"not an idle connection the server has read from for less than the grace",
-			[]conn{{a, idle, recent}, {b, busy, quiet}}, n, -1},
+			[]conn{{a, idle}, {b, busy}}, []int{recent, quiet}, n, -1},
 		{"an idle connection the server has read from for the grace",
-			[]conn{{a, idle, quiet}, {b, busy, quiet}}, n, 0},
+			[]conn{{a, idle}, {b, busy}}, []int{quiet, quiet}, n, 0},
 		{"not an address's own silent connection the server has not read from yet",
-			[]conn{{a, silent, unread}, {a, busy, quiet}, {a, busy, quiet}}, a, -1},
+			[]conn{{a, silent}, {a, busy}, {a, busy}}, []int{unread, quiet, quiet}, a, -1},
 		{"not an address's own silent connection within its grace",
-			[]conn{{a, silent, recent}, {a, busy, quiet}, {a, busy, quiet}}, a, -1},
+			[]conn{{a, silent}, {a, busy}, {a, busy}}, []int{recent, quiet, quiet}, a, -1},
 		{"an address's own silent connection the server has read from for the grace",
-			[]conn{{a, silent, quiet}, {a, busy, quiet}, {a, busy, quiet}}, a, 0},
+			[]conn{{a, silent}, {a, busy}, {a, busy}}, []int{quiet, quiet, quiet}, a, 0},
 		{"the quiet idle connection, not the one in its grace",
-			[]conn{{a, idle, recent}, {b, idle, quiet}}, n, 1},
+			[]conn{{a, idle}, {b, idle}}, []int{recent, quiet}, n, 1},
 		{"a request of an address holding two more, not an idle connection in its grace",
-			[]conn{{b, idle, recent}, {b, busy, quiet}, {a, busy, quiet}, {a, busy, quiet}, {a, busy, quiet}}, n, 2},
+			[]conn{{b, idle}, {b, busy}, {a, busy}, {a, busy}, {a, busy}}, []int{recent, quiet, quiet, quiet, quiet}, n, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLimitListener(nil, len(tc.conns))
@@ -193,14 +154,16 @@ func TestLimitTakesOnlyQuietConnections(t *testing.T) {
 			conns := make([]*limitConn, len(tc.conns))
 			for i, c := range tc.conns {
 				conns[i] = hold(t, l, c.addr, c.state)
-				l.mu.Lock()
-				switch c.read {
-				case unread:
-					conns[i].asked = time.Time{}
-				case recent:
-					conns[i].asked = time.Now()
+				if tc.reads != nil {
+					l.mu.Lock()
+					switch tc.reads[i] {
+					case unread:
+						conns[i].asked = time.Time{}
+					case recent:
+						conns[i].asked = time.Now()
+					}
+					l.mu.Unlock()
 				}
-				l.mu.Unlock()
 			}
 			l.mu.Lock()
 			p := l.peers[tc.from]

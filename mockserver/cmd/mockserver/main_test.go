@@ -68,8 +68,8 @@ func TestMain(m *testing.M) {
 // give -access-token-alg ES256: the realm signs with the P-256 key it has
 // from the start, rather than RS256 (the default) with a 2048-bit RSA key
 // made on its first token, 70 to 110 ms of CPU under -race per server.
-// TestRunWithAcmeFixture, TestRunAccessTokenAlgorithm and
-// TestRunReplicasShareKeys run on the default, as users do.
+// TestRunWithAcmeFixture and TestRunReplicasShareKeys run on the default,
+// as users do.
 func start(t *testing.T, args ...string) (string, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -125,42 +125,35 @@ func send(t *testing.T, method, u, ctype, body string, h http.Header) *http.Resp
 	return resp
 }
 
+// TestRunWithAcmeFixture: the binary serves the fixture on 127.0.0.1,
+// with the issuer of its own address, the platform admin's secret of
+// -admin-secret (over the fixture's), until it is stopped. Access tokens
+// are RS256 by default, as Keycloak's are, and ES256 with
+// -access-token-alg ES256; discovery lists the algorithms the server signs
+// with. (It holds TestRunAccessTokenAlgorithm's rows.)
 func TestRunWithAcmeFixture(t *testing.T) {
-	base, stop := start(t, "-fixture", "../../../examples/fixtures/acme.json", "-admin-secret", "s3cret")
-	require.True(t, strings.HasPrefix(base, "http://127.0.0.1:"), base)
-
-	resp := get(t, base+"/realms/acme/.well-known/openid-configuration")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var doc map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
-	require.Equal(t, base+"/realms/acme", doc["issuer"])
-
-	adminToken(t, base, "s3cret") // -admin-secret overrides the fixture's secret
-
-	require.NoError(t, stop())
-	_, err := http.Get(base + "/realms/acme/.well-known/openid-configuration") //nolint:noctx // the server is gone
-	require.Error(t, err)
-}
-
-// TestRunAccessTokenAlgorithm: access tokens are RS256 by default, as
-// Keycloak's are, and ES256 with -access-token-alg ES256; discovery lists
-// the algorithms the server signs with.
-func TestRunAccessTokenAlgorithm(t *testing.T) {
 	for _, tc := range []struct {
 		args     []string
 		wantAlgs []any
 	}{
-		{nil, []any{"RS256"}},
+		{[]string{"-admin-secret", "s3cret"}, []any{"RS256"}},
 		{[]string{"-access-token-alg", "ES256"}, []any{"RS256", "ES256"}},
 	} {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
 			base, stop := start(t, append([]string{"-fixture", "../../../examples/fixtures/acme.json"}, tc.args...)...)
+			require.True(t, strings.HasPrefix(base, "http://127.0.0.1:"), base)
 			resp := get(t, base+"/realms/acme/.well-known/openid-configuration")
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 			var doc map[string]any
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+			require.Equal(t, base+"/realms/acme", doc["issuer"])
 			require.Equal(t, tc.wantAlgs, doc["id_token_signing_alg_values_supported"])
+			if tc.args[0] == "-admin-secret" {
+				adminToken(t, base, "s3cret") // -admin-secret overrides the fixture's secret
+			}
 			require.NoError(t, stop())
+			_, err := http.Get(base + "/realms/acme/.well-known/openid-configuration") //nolint:noctx // the server is gone
+			require.Error(t, err)
 		})
 	}
 }
@@ -214,25 +207,6 @@ func TestRunPrintsGeneratedSecret(t *testing.T) {
 	require.Regexp(t, `platform-admin client secret \(master realm\): \S{20,}`, out.String())
 }
 
-func TestRunRefusesBadInput(t *testing.T) {
-	for name, args := range map[string][]string{
-		"missing fixture":    {"-addr", "127.0.0.1:0", "-fixture", "does-not-exist.json"},
-		"bad issuer":         {"-addr", "127.0.0.1:0", "-issuer", "ftp://x"},
-		"bad proxy":          {"-addr", "127.0.0.1:0", "-trusted-proxy", "10.0.0.0/8,nope"},
-		"zero timeout":       {"-addr", "127.0.0.1:0", "-read-timeout", "0s"},
-		"zero write timeout": {"-addr", "127.0.0.1:0", "-write-timeout", "0s"},
-		"no connections":     {"-addr", "127.0.0.1:0", "-max-connections", "0"},
-		"bad algorithm":      {"-addr", "127.0.0.1:0", "-access-token-alg", "HS256"},
-		"bad CORS origin":    {"-addr", "127.0.0.1:0", "-cors-origin", "http://a.test,localhost:3000"},
-		"bad flag":           {"-nope"},
-		"stray argument":     {"-addr", "127.0.0.1:0", "extra"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			require.Error(t, run(t.Context(), args, io.Discard, io.Discard))
-		})
-	}
-}
-
 // TestRunHelp checks that -h describes the command and shows an example
 // invocation before the flags, on standard output, and exits 0.
 func TestRunHelp(t *testing.T) {
@@ -252,10 +226,12 @@ func TestRunHelp(t *testing.T) {
 	}
 }
 
-// TestRunErrorsArePrefixedOnce checks the line the binary prints for each
-// kind of mistake: one "mockserver:" prefix, whether the error came from
-// the command line, the network or the mockserver package, and the line
-// and column of a fixture that is not valid JSON.
+// TestRunErrorsArePrefixedOnce checks that run refuses each kind of
+// mistake and the line the binary prints for it: one "mockserver:"
+// prefix, whether the error came from the command line, the network or the
+// mockserver package, and the line and column of a fixture that is not
+// valid JSON. The rows without a line to compare (want "") hold the
+// refusal and the prefix.
 func TestRunErrorsArePrefixedOnce(t *testing.T) {
 	broken := filepath.Join(t.TempDir(), "broken.json")
 	require.NoError(t, os.WriteFile(broken, []byte("{\n  \"realms\": [\n    {\"name\": \"acme\",}\n  ]\n}\n"), 0o600))
@@ -277,6 +253,12 @@ func TestRunErrorsArePrefixedOnce(t *testing.T) {
 		{"bad issuer", []string{"-addr", "127.0.0.1:0", "-issuer", "ftp://x"},
 			"mockserver: WithIssuer: \"ftp://x\" is not an absolute http(s) URL without query or fragment\n"},
 		{"bad port", []string{"-addr", "127.0.0.1:99999"}, "mockserver: listen tcp: address 99999: invalid port\n"},
+		{"bad proxy", []string{"-addr", "127.0.0.1:0", "-trusted-proxy", "10.0.0.0/8,nope"}, ""},
+		{"zero timeout", []string{"-addr", "127.0.0.1:0", "-read-timeout", "0s"}, ""},
+		{"zero write timeout", []string{"-addr", "127.0.0.1:0", "-write-timeout", "0s"}, ""},
+		{"no connections", []string{"-addr", "127.0.0.1:0", "-max-connections", "0"}, ""},
+		{"bad algorithm", []string{"-addr", "127.0.0.1:0", "-access-token-alg", "HS256"}, ""},
+		{"bad CORS origin", []string{"-addr", "127.0.0.1:0", "-cors-origin", "http://a.test,localhost:3000"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr strings.Builder
@@ -285,6 +267,11 @@ func TestRunErrorsArePrefixedOnce(t *testing.T) {
 			require.Empty(t, stdout.String())
 			require.Empty(t, stderr.String(), "nothing is printed but the one line of report")
 			require.Equal(t, 2, report(err, &stderr))
+			if tc.want == "" {
+				require.Regexp(t, `^mockserver: [^\n]+\n$`, stderr.String())
+				require.Equal(t, 1, strings.Count(stderr.String(), "mockserver:"), stderr.String())
+				return
+			}
 			require.Equal(t, tc.want, stderr.String())
 		})
 	}
