@@ -26,6 +26,7 @@ var runsNoUserCode = map[string]string{
 	"internal/gatewaytest/gatewaytest.go: serveLocked":   "a test server (net/http recovers its handlers)",
 	"internal/gatewaytest/refusing_other.go: Refusing":   "a test listener that closes every connection: no user code",
 	"redisstore/redistest/redistest.go: run":             "waits for the redis-server process: no user code",
+	"redisstore/redistest/redistest.go: Frozen":          "a test listener that never answers: no user code",
 }
 
 // Every goroutine the library starts runs its whole body under
