@@ -120,14 +120,31 @@ func TestDPoPBoundTokens(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, res.status)
 		require.Contains(t, res.header.Get("WWW-Authenticate"), `DPoP realm="acme"`)
 	})
-	t.Run("bad proof at the token endpoint", func(t *testing.T) {
-		p, err := signer.Proof(http.MethodPost, srv.URL+"/elsewhere", "", "")
+	// A token request that carries any DPoP line has its proof checked
+	// over every line, as a protected route does: an empty first line
+	// before a valid proof got an unbound Bearer token (a-dpop9).
+	elsewhere, err := signer.Proof(http.MethodPost, srv.URL+"/elsewhere", "", "")
+	require.NoError(t, err)
+	valid := func() string { // a proof dpopToken's request would carry
+		p, err := signer.Proof(http.MethodPost, srv.URL+tokenPath, "", "")
 		require.NoError(t, err)
-		res := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"},
-			"client_secret": {"orders-secret"}}, http.Header{"Dpop": {p}})
-		require.Equal(t, http.StatusBadRequest, res.status)
-		require.Equal(t, "invalid_dpop_proof", res.json(t)["error"])
-	})
+		return p
+	}
+	for name, lines := range map[string]func() []string{
+		"bad proof at the token endpoint":          func() []string { return []string{elsewhere} },
+		"an empty DPoP line before a valid proof":  func() []string { return []string{"", valid()} },
+		"an empty DPoP line at the token endpoint": func() []string { return []string{""} },
+		"two valid proofs at the token endpoint": func() []string {
+			return []string{proof(signer, http.MethodPost, srv.URL+tokenPath), proof(signer, http.MethodPost, srv.URL+tokenPath)}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"},
+				"client_secret": {"orders-secret"}}, http.Header{"Dpop": lines()})
+			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+			require.Equal(t, "invalid_dpop_proof", res.json(t)["error"])
+		})
+	}
 	t.Run("discovery lists the proof algorithms", func(t *testing.T) {
 		doc := send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil).json(t)
 		require.Contains(t, doc["dpop_signing_alg_values_supported"], "ES256")

@@ -244,7 +244,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 	badClient := &oauthError{status: http.StatusUnauthorized, code: "invalid_client", description: "invalid client or client credentials", basic: basic}
 	spec := tokenSpec{clientID: clientID}
 	var proof *dpop.Result
-	if grantType == grantAuthorizationCode && r.Header.Get("DPoP") != "" {
+	if grantType == grantAuthorizationCode && sendsProof(r) {
 		// Checked before the code is redeemed (a client told to retry with
 		// the server's DPoP nonce must still hold a code to retry with), but
 		// recorded only once the client and code are.
@@ -317,7 +317,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		return nil, err
 	}
 
-	if proof == nil && r.Header.Get("DPoP") != "" {
+	if proof == nil && sendsProof(r) {
 		if proof, oe = s.checkTokenProof(w, r, realm); oe != nil {
 			return nil, oe
 		}
@@ -483,3 +483,9 @@ func clientCredentials(r *http.Request) (id, secret string, basic bool, oe *oaut
 	}
 	return formID, formSecret, false, nil
 }
+
+// sendsProof reports whether a token request carries a DPoP header line,
+// empty or not: the proof is then checked over every line, as on every
+// protected route (two lines are refused, an empty one too), never taken
+// as absent because its first line is empty.
+func sendsProof(r *http.Request) bool { return len(r.Header.Values("DPoP")) > 0 }
