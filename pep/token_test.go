@@ -41,66 +41,6 @@ func (r *recorder) kinds() []events.Kind {
 	return ks
 }
 
-// TestUnauthorized: the server refuses an expired token with a 401.
-func TestUnauthorized(t *testing.T) {
-	t.Parallel()
-	calls := []struct {
-		name string
-		call func(ctx context.Context, c *pep.Client) (allowed bool, err error)
-	}{
-		{"Check", func(ctx context.Context, c *pep.Client) (bool, error) {
-			d, err := c.Check(ctx, "orders", "read")
-			return d.Allowed(), err
-		}},
-		{"CheckMany", func(ctx context.Context, c *pep.Client) (bool, error) {
-			r, err := c.CheckMany(ctx, []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
-			for _, d := range r.Decisions {
-				if d.Status != pep.Deny || !errors.Is(d.Cause, pep.ErrUnauthorized) {
-					return true, err
-				}
-			}
-			return r.Allowed(), err
-		}},
-		{"ListGranted", func(ctx context.Context, c *pep.Client) (bool, error) {
-			perms, err := c.ListGranted(ctx, nil)
-			return len(perms) > 0, err
-		}},
-		{"Organizations", func(ctx context.Context, c *pep.Client) (bool, error) {
-			_, err := c.Organizations(ctx)
-			return false, err
-		}},
-	}
-	for _, tt := range calls {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := startReference(t)
-			var rec recorder
-			c := g.newClient(t, pep.WithEventHandler(rec.handle))
-			expired := g.expiredToken(t, "alice")
-			c.SetToken(expired)
-
-			for range 3 { // the token keeps being refused: one event only
-				allowed, err := tt.call(t.Context(), c)
-				assert.False(t, allowed)
-				require.ErrorIs(t, err, pep.ErrUnauthorized)
-				var re *pep.ResponseError
-				require.ErrorAs(t, err, &re)
-				assert.Equal(t, http.StatusUnauthorized, re.StatusCode)
-				assert.Equal(t, g.last(t).Answer.Get("WWW-Authenticate"), re.Challenge, "the server's challenge, as it came")
-				assert.True(t, strings.HasPrefix(re.Challenge, "Bearer "), re.Challenge)
-				assert.Contains(t, re.Challenge, `error="invalid_token"`)
-				assert.NotContains(t, err.Error(), expired)
-			}
-			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
-			expiredEv := rec.evs[1]
-			assert.Equal(t, "Bearer", expiredEv.TokenType)
-			require.ErrorIs(t, expiredEv.Err, pep.ErrUnauthorized)
-			assert.False(t, expiredEv.Time.IsZero())
-			assert.Equal(t, 3, g.count(), "a 401 is not retried")
-		})
-	}
-}
-
 func TestRefusedTokenEntriesArePurged(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
