@@ -378,13 +378,18 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 	}
 	for name, b := range bodies {
 		t.Run(name, func(t *testing.T) {
+			var warm atomic.Bool
 			g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) {
+				if !warm.Swap(true) {
+					faultOK(w)
+					return
+				}
 				gatewaytest.Answer(http.StatusOK, "application/json", b)(w, nil)
 			})
 			c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()), pep.WithCache(0, 0, 0))
 			require.NoError(t, err)
 			c.SetToken(aliceToken)
-			_, _ = c.Check(t.Context(), "orders", "read") // warm the connection
+			_, _ = c.Check(t.Context(), "orders", "read") // warm the connection, with a short answer
 
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
