@@ -658,7 +658,7 @@ func TestCachedChecksRaceTokenChanges(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range 6 {
 		wg.Go(func() {
-			for i := range 400 {
+			for i := range 200 {
 				scope := []string{"read", "write"}[(i/4)%2]
 				if (w+i)%2 == 0 {
 					_, _ = c.Check(others[(w+i)/2%2], "orders", scope)
@@ -673,7 +673,7 @@ func TestCachedChecksRaceTokenChanges(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		for i := range 300 {
+		for i := range 150 {
 			// A Check of its own each round paces the changes with the
 			// workers' calls, so that tokens change while entries exist.
 			_, _ = c.Check(others[i%2], "orders", "read")
