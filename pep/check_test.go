@@ -619,21 +619,6 @@ func TestCheckHitAllocatesNothing(t *testing.T) {
 	}
 }
 
-func BenchmarkCheckCached(b *testing.B) {
-	g := startReference(b)
-	c := g.newClient(b)
-	c.SetToken(g.token(b, "alice"))
-	ctx := b.Context()
-	_, err := c.Check(ctx, "orders", "read")
-	require.NoError(b, err)
-	b.ReportAllocs()
-	for b.Loop() {
-		if d, _ := c.Check(ctx, "orders", "read"); !d.Cached {
-			b.Fatal("expected a cache hit")
-		}
-	}
-}
-
 // Cached Checks by per-call tokens and by the client's own token, racing
 // SetToken, ClearToken and 401s that purge one token's entries, never allow
 // a token that may not: dave (no role), an expired token, or the client's
