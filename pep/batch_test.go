@@ -323,49 +323,6 @@ func TestDifferentTokensAreNotCoalesced(t *testing.T) {
 	assert.Zero(t, c.Stats().Coalesced)
 }
 
-func TestCoalescedWaiterWithCancelledContextDoesNotHang(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	release := make(chan struct{})
-	g.setHook(func(http.ResponseWriter, *http.Request, int) bool {
-		select { // hold the request until the test lets it go
-		case <-release:
-		case <-g.closing:
-		}
-		return false // then the server answers it
-	})
-	waiting := make(chan struct{}, 2)
-	c := g.newClient(t, pep.WithFlightWaitHook(func() { waiting <- struct{}{} }))
-	c.SetToken(g.token(t, "alice"))
-
-	leader := make(chan pep.Decision)
-	go func() {
-		d, err := c.Check(t.Context(), "orders", "read")
-		assert.NoError(t, err)
-		leader <- d
-	}()
-	<-waiting // the leader waits on its request
-
-	ctx, cancel := context.WithCancel(t.Context())
-	follower := make(chan pep.Decision)
-	go func() {
-		d, err := c.Check(ctx, "orders", "read")
-		assert.NoError(t, err)
-		follower <- d
-	}()
-	<-waiting // the follower joined the same request
-	cancel()
-	d := <-follower // returns although the shared request is still held
-	assert.False(t, d.Allowed())
-	require.ErrorIs(t, d.Cause, context.Canceled)
-	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
-
-	close(release)
-	d = <-leader
-	requireGatewayDecision(t, d, pep.Grant)
-	assert.Equal(t, 1, g.count())
-}
-
 func readBodyString(r *http.Request) (string, error) {
 	b, err := io.ReadAll(r.Body)
 	return string(b), err
