@@ -1,7 +1,6 @@
 package pep_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
