@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,18 +68,6 @@ func TestRefusedTokenEntriesArePurged(t *testing.T) {
 	d, err = c.Check(bob, "orders", "write")
 	require.NoError(t, err)
 	assert.True(t, d.Cached)
-}
-
-func TestPerCallTokenOverridesClientToken(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t)
-	c.SetToken(g.token(t, "alice"))
-	bob := g.token(t, "bob")
-	d, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "write")
-	require.NoError(t, err)
-	requireGatewayDecision(t, d, pep.Grant)
-	assert.Equal(t, "Bearer "+bob, g.last(t).Authorization)
 }
 
 func TestNoToken(t *testing.T) {
@@ -195,20 +182,6 @@ func errText(err error) string {
 		return err.Error() + "\n" + re.ErrorName + "\n" + re.Message + "\n" + re.Challenge
 	}
 	return err.Error()
-}
-
-func TestLoggerSilentByDefault(t *testing.T) {
-	t.Parallel()
-	// The default logger discards; what we can check from outside is that
-	// a client without WithLogger works on every logging path.
-	g := startReference(t)
-	g.configure(t, everyDecisionFails)
-	c := g.newClient(t, fastRetry)
-	c.SetToken(g.token(t, "alice"))
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	assert.False(t, d.Allowed())
-	assert.True(t, strings.HasPrefix(d.Cause.Error(), "pep: gateway answered 503"), d.Cause.Error())
 }
 
 func TestAnswerArrivingAfterAPurgeIsNotCached(t *testing.T) {
