@@ -161,39 +161,6 @@ func TestEvaluationsItemErrorDeniesOnlyThatItem(t *testing.T) {
 	assert.NoError(t, ds[2].Cause)
 }
 
-func TestShortCircuitAnswers(t *testing.T) {
-	t.Parallel()
-	items := []authzen.Request{{Resource: authzen.Resource{Type: "doc", ID: "1"}}, {Resource: authzen.Resource{Type: "doc", ID: "2"}}, {Resource: authzen.Resource{Type: "doc", ID: "3"}}}
-	defaults := authzen.Request{Subject: req.Subject, Action: req.Action}
-	t.Run("deny_on_first_deny stops at a deny", func(t *testing.T) {
-		t.Parallel()
-		c, _ := standIn(t, answer(200, `{"evaluations":[{"decision":true},{"decision":false,"context":{"code":"200","reason":"deny_on_first_deny"}}]}`))
-		ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(authzen.DenyOnFirstDeny))
-		require.NoError(t, err)
-		assert.True(t, ds[0].Allowed())
-		assert.False(t, ds[1].Allowed())
-		require.ErrorIs(t, ds[2].Cause, authzen.ErrNotEvaluated)
-	})
-	t.Run("a short answer that ends in a permit is malformed", func(t *testing.T) {
-		t.Parallel()
-		c, _ := standIn(t, answer(200, `{"evaluations":[{"decision":true},{"decision":true}]}`))
-		ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(authzen.DenyOnFirstDeny))
-		require.NoError(t, err)
-		for _, d := range ds {
-			require.ErrorIs(t, d.Cause, authzen.ErrMalformedResponse)
-		}
-	})
-	t.Run("permit_on_first_permit stops at a permit", func(t *testing.T) {
-		t.Parallel()
-		c, _ := standIn(t, answer(200, `{"evaluations":[{"decision":false},{"decision":true}]}`))
-		ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(authzen.PermitOnFirstPermit))
-		require.NoError(t, err)
-		assert.False(t, ds[0].Allowed())
-		assert.True(t, ds[1].Allowed())
-		require.ErrorIs(t, ds[2].Cause, authzen.ErrNotEvaluated)
-	})
-}
-
 func TestDiscovery(t *testing.T) {
 	t.Parallel()
 	var srvURL string
