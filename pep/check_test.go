@@ -134,6 +134,7 @@ func TestCheckInputErrors(t *testing.T) {
 			require.ErrorIs(t, d.Cause, pep.ErrInvalidArgument)
 			assert.False(t, d.Allowed())
 			assert.Equal(t, pep.Deny, d.Status)
+			assert.Equal(t, tt.resource, d.Resource, "a decision is never renamed")
 			assert.Equal(t, 0, g.count(), "a caller mistake sends nothing")
 		})
 	}
