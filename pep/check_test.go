@@ -1,8 +1,10 @@
 package pep_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -422,56 +424,72 @@ func TestEveryAnswerReplacesTheCachedVerdict(t *testing.T) {
 // the latest request sent, whatever order the answers arrive in. A
 // CheckMany that the gateway decided GRANT before a revocation, and whose
 // answer is slow to arrive, does not overwrite the DENY that a later Check
-// of one of its pairs stored: the Checks after it are served that DENY.
+// of one of its pairs stored: the Checks after it are served that DENY
+// (the client's token); nor does it come back once other tokens'
+// decisions evicted that DENY (a per-call token, in a cache of two).
 func TestAnOlderAnswerNeverReplacesANewerOne(t *testing.T) {
 	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t)
-	c.SetToken(g.token(t, "alice"))
-	arrived, release := make(chan struct{}), make(chan struct{})
-	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
-		var body sentBody
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			return false
-		}
-		pairs := sentRequest{Body: body}.pairs()
-		status := "DENY" // the gateway's answer after the revocation
-		if len(pairs) == 2 {
-			// The CheckMany, decided before the revocation and answered
-			// after the Check.
-			status = "GRANT"
-			close(arrived)
-			select {
-			case <-release:
-			case <-r.Context().Done():
-				return true
+	for _, evicted := range []bool{false, true} {
+		name := map[bool]string{false: "the newer DENY stays cached", true: "TestAnOlderAnswerStaysOutAfterTheNewerOneWasEvicted"}[evicted]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := startReference(t)
+			c := g.newClient(t, pep.WithCache(2, 30*time.Second, 10*time.Second))
+			alice := t.Context()
+			if evicted {
+				alice = pep.WithToken(alice, g.token(t, "alice"))
+			} else {
+				c.SetToken(g.token(t, "alice"))
 			}
-		}
-		perms := []map[string]string{}
-		for _, p := range pairs {
-			resource, scope, _ := strings.Cut(p, "/")
-			perms = append(perms, map[string]string{"resource": resource, "scope": scope, "status": status})
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"status": status, "permissions": perms})
-		return true
-	})
-	many := make(chan error, 1)
-	go func() {
-		_, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
-		many <- err
-	}()
-	<-arrived
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	require.False(t, d.Cached)
-	require.Equal(t, pep.Deny, d.Status, "the gateway's newer answer")
-	close(release)
-	require.NoError(t, <-many)
+			arrived, release := make(chan struct{}), make(chan struct{})
+			g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+				data, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(data)) // for answerAll
+				var body sentBody
+				_ = json.Unmarshal(data, &body)
+				if len(sentRequest{Body: body}.pairs()) == 2 {
+					// The CheckMany, decided before the revocation and
+					// answered last.
+					close(arrived)
+					select {
+					case <-release:
+					case <-g.closing:
+					}
+					answerAll(w, r, "GRANT")
+					return true
+				}
+				answerAll(w, r, "DENY") // the gateway's answer after the revocation
+				return true
+			})
+			many := make(chan error, 1)
+			go func() {
+				_, err := c.CheckMany(alice, []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
+				many <- err
+			}()
+			<-arrived
+			d, err := c.Check(alice, "orders", "read")
+			require.NoError(t, err)
+			require.False(t, d.Cached)
+			require.Equal(t, pep.Deny, d.Status, "the gateway's newer answer")
+			if evicted { // other traffic: bob's decisions evict alice's newer DENY
+				bob := pep.WithToken(t.Context(), g.token(t, "bob"))
+				for _, scope := range []string{"a", "b"} {
+					_, err := c.Check(bob, "invoices", scope)
+					require.NoError(t, err)
+				}
+			}
+			close(release)
+			require.NoError(t, <-many)
 
-	d, err = c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	assert.True(t, d.Cached, "the newer DENY stays cached")
-	assert.Equal(t, pep.Deny, d.Status, "the older GRANT replaced the newer DENY")
+			d, err = c.Check(alice, "orders", "read")
+			require.NoError(t, err)
+			assert.False(t, d.Cached && d.Status == pep.Grant, "the older GRANT is served after the newer DENY")
+			if !evicted {
+				assert.True(t, d.Cached, "the newer DENY stays cached")
+				assert.Equal(t, pep.Deny, d.Status)
+			}
+		})
+	}
 }
 
 // TestWildcardReplacesOnlyItsTokensEntries: a ListGranted with a wildcard
