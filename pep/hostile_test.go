@@ -496,30 +496,6 @@ func (j *memoryJar) Cookies(*url.URL) []*http.Cookie {
 	return []*http.Cookie{{Name: "session", Value: "someone-else"}}
 }
 
-// The README's refresh pattern with a second subscriber: it sees the events
-// in the order they happened.
-func TestSubscribersSeeEventsInOrder(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	bob := g.token(t, "bob")
-	c := g.newClient(t, noRetry)
-	c.Subscribe(func(ev events.Event) {
-		if ev.Kind == events.TokenExpired {
-			c.SetToken(bob)
-		}
-	})
-	observer := &recorder{}
-	c.Subscribe(observer.handle)
-	c.SetToken(g.expiredToken(t, "alice"))
-	_, err := c.Check(t.Context(), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized)
-	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired, events.TokenSet}, observer.kinds())
-
-	d, err := c.Check(t.Context(), "orders", "write")
-	require.NoError(t, err)
-	assert.True(t, d.Allowed(), "the refresh took effect before Check returned")
-}
-
 // A slow tokenExpired handler does not hold the call that caused it past
 // the end of the call's context.
 //
