@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,7 +14,6 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
-	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -224,21 +222,6 @@ func TestDPoPNonceResendIsOutsideTheRetryBudget(t *testing.T) {
 	require.Len(t, reqs, 3)
 	assert.Equal(t, http.StatusUnauthorized, reqs[0].Status, "the nonce challenge")
 	assert.Equal(t, uint64(1), c.Stats().Retries)
-}
-
-// TestDPoPPlain401ExpiresTheToken: the server refuses an expired DPoP-bound
-// token with a 401 that asks for no nonce.
-func TestDPoPPlain401ExpiresTheToken(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c, rec, _ := g.dpopClient(t, "alice", []mockserver.TokenOption{mockserver.TokenLifetime(-time.Minute)})
-	for range 2 {
-		_, err := c.Check(t.Context(), "orders", "read")
-		require.ErrorIs(t, err, pep.ErrUnauthorized)
-	}
-	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
-	assert.Equal(t, "DPoP", rec.evs[1].TokenType)
-	assert.Equal(t, 2, g.count(), "a plain 401 is not resent")
 }
 
 // TestDPoPAndBearerCacheSeparately: the same string as a Bearer token is

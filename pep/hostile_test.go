@@ -410,58 +410,78 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 	}
 }
 
-// A Bearer token refused with a DPoP challenge is refused all the same (a
-// plain refusal: tokenExpired, no resend): a nonce means nothing to a
-// Bearer client, and a proof it never sent cannot be what was refused
-// (attack F10).
-func TestBearer401WithADPoPChallengeExpires(t *testing.T) {
+// TestWhichRefusalExpiresTheToken: a 401 that refuses the token expires it
+// (ErrUnauthorized, tokenExpired of the token's type, its cached decisions
+// purged, no resend): a DPoP-bound token the server no longer takes, and a
+// Bearer token refused with a DPoP challenge, which means nothing to it (a
+// nonce is no cue to resend, and a proof it never sent cannot be what was
+// refused: attack F10). A 401 that blames the DPoP proof (rule 9: a clock
+// out of step, say) is no verdict on the token: ErrProofRejected, nothing
+// purged, nothing emitted.
+func TestWhichRefusalExpiresTheToken(t *testing.T) {
 	t.Parallel()
-	for name, challenge := range map[string]string{
-		"nonce": `DPoP error="use_dpop_nonce"`,
-		"proof": `DPoP algs="ES256", error="invalid_dpop_proof"`,
-	} {
-		t.Run(name, func(t *testing.T) {
+	challenge := func(header string) gwHook {
+		return func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+			w.Header().Set("WWW-Authenticate", header)
+			w.Header().Set("DPoP-Nonce", "n-1")
+			writeError(w, http.StatusUnauthorized, "refused")
+			return true
+		}
+	}
+	tests := []struct {
+		name    string
+		dpop    bool
+		hook    gwHook // nil: the server refuses the token, expired by then
+		expired bool   // else the proof is refused
+	}{
+		{"a DPoP token the server refuses", true, nil, true},
+		{"a Bearer token refused with a nonce challenge", false, challenge(`DPoP error="use_dpop_nonce"`), true},
+		{"a Bearer token refused with a proof challenge", false, challenge(`DPoP algs="ES256", error="invalid_dpop_proof"`), true},
+		{"a DPoP proof refused", true, challenge(`DPoP algs="ES256", error="invalid_dpop_proof", error_description="iat is too far in the future"`), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := startReference(t)
-			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-				w.Header().Set("WWW-Authenticate", challenge)
-				w.Header().Set("DPoP-Nonce", "n-1")
-				writeError(w, http.StatusUnauthorized, "refused")
-				return true
-			})
-			rec := &recorder{}
-			c := g.newClient(t, pep.WithEventHandler(rec.handle))
-			c.SetToken(g.token(t, "alice"))
-			_, err := c.Check(t.Context(), "orders", "read")
-			require.ErrorIs(t, err, pep.ErrUnauthorized)
-			require.NotErrorIs(t, err, pep.ErrProofRejected)
-			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
-			assert.Equal(t, 1, g.count(), "no resend for a Bearer token")
+			c, rec, kind := (*pep.Client)(nil), &recorder{}, "Bearer"
+			if tt.dpop {
+				c, rec, _ = g.dpopClient(t, "alice", nil)
+				kind = "DPoP"
+			} else {
+				c = g.newClient(t, pep.WithEventHandler(rec.handle))
+				c.SetToken(g.token(t, "alice"))
+			}
+			d, err := c.Check(t.Context(), "orders", "read")
+			require.NoError(t, err)
+			require.True(t, d.Allowed())
+			require.Equal(t, 1, c.Stats().CacheEntries)
+
+			if tt.hook == nil {
+				g.clock.Advance(time.Hour) // past the token's lifetime
+			}
+			g.setHook(tt.hook)
+			sent := g.count()
+			for range 2 {
+				_, err = c.Check(t.Context(), "orders", "write")
+				if tt.expired {
+					require.ErrorIs(t, err, pep.ErrUnauthorized)
+					require.NotErrorIs(t, err, pep.ErrProofRejected)
+				} else {
+					require.ErrorIs(t, err, pep.ErrProofRejected)
+					require.NotErrorIs(t, err, pep.ErrUnauthorized, "the token was not refused")
+				}
+			}
+			assert.Equal(t, sent+2, g.count(), "no resend")
+			if tt.expired {
+				assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
+				assert.Equal(t, kind, rec.evs[1].TokenType)
+				assert.Zero(t, c.Stats().CacheEntries, "the refused token's decisions are purged")
+			} else {
+				assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds(), "no tokenExpired")
+				assert.Equal(t, 1, c.Stats().CacheEntries, "nothing purged")
+			}
 		})
 	}
-}
-
-// Rule 9: a 401 that blames the DPoP proof (a clock out of step, say) is
-// not an expired token: nothing is purged and nothing emitted.
-func TestRejectedProofIsNotAnExpiredToken(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c, rec, _ := g.dpopClient(t, "alice", nil)
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	require.True(t, d.Allowed())
-	require.Equal(t, 1, c.Stats().CacheEntries)
-
-	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-		w.Header().Set("WWW-Authenticate", `DPoP algs="ES256", error="invalid_dpop_proof", error_description="iat is too far in the future"`)
-		writeError(w, http.StatusUnauthorized, "invalid DPoP proof")
-		return true
-	})
-	_, err = c.Check(t.Context(), "orders", "write")
-	require.ErrorIs(t, err, pep.ErrProofRejected)
-	require.NotErrorIs(t, err, pep.ErrUnauthorized, "the token was not refused")
-	assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds(), "no tokenExpired")
-	assert.Equal(t, 1, c.Stats().CacheEntries, "nothing purged")
 }
 
 // Rule 11: cookies are never stored or sent, whatever jar the caller's
