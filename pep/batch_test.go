@@ -175,39 +175,15 @@ func bulkCatalog() ([]pep.Resource, []string) {
 	return resources, want
 }
 
+// TestBatching: 250 pairs in batches of 100 go in three requests, each
+// pair sent once, and the decisions keep request order; a chunk that
+// fails (the hook answers the one holding r03, pairs r00..r09, with a
+// 503; the server the others) fails only its own pairs, closed, and the
+// good chunks are cached.
 func TestBatching(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	resources, want := bulkCatalog()
-	c := g.newClientOf(t, bulkClient, pep.WithBatchSize(100))
-	c.SetToken(g.token(t, "alice"))
-
-	r, err := c.CheckMany(t.Context(), resources)
-	require.NoError(t, err)
-	assert.Equal(t, want, summarize(r.Decisions), "decisions keep request order")
-	assert.Equal(t, pep.Deny, r.Status)
-
-	reqs := g.received()
-	require.Len(t, reqs, 3, "250 pairs in batches of 100")
-	var sent []string
-	var sizes []int
-	for _, rq := range reqs {
-		sizes = append(sizes, len(rq.pairs()))
-		sent = append(sent, rq.pairs()...)
-	}
-	slices.Sort(sizes)
-	assert.Equal(t, []int{50, 100, 100}, sizes)
-	assert.Len(t, sent, 250)
-	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(sent))), 250, "every pair sent exactly once")
-}
-
-// TestFailedChunkFailsOnlyItsPairs needs one chunk to fail: the hook
-// answers it with a 503, the server answers the others.
-func TestFailedChunkFailsOnlyItsPairs(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	resources, want := bulkCatalog()
-	// The chunk holding r03 fails; pairs r00..r09 are the first chunk.
 	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
 		body, _ := readBodyString(r)
 		if strings.Contains(body, `"r03"`) {
@@ -223,6 +199,7 @@ func TestFailedChunkFailsOnlyItsPairs(t *testing.T) {
 	assert.Equal(t, pep.Deny, r.Status)
 	require.Len(t, r.Decisions, 250)
 	for i, d := range r.Decisions {
+		assert.True(t, strings.HasPrefix(want[i], d.Resource+"/"+d.Scope+"="), "decision %d is of %s", i, want[i])
 		if i < 100 {
 			assert.False(t, d.Allowed(), "pair %d is in the failed chunk", i)
 			require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
@@ -233,6 +210,19 @@ func TestFailedChunkFailsOnlyItsPairs(t *testing.T) {
 	}
 	assert.Equal(t, uint64(100), c.Stats().FailClosed)
 	assert.Equal(t, 150, c.Stats().CacheEntries, "the good chunks are cached")
+
+	reqs := g.received()
+	require.Len(t, reqs, 3, "250 pairs in batches of 100")
+	var sent []string
+	var sizes []int
+	for _, rq := range reqs {
+		sizes = append(sizes, len(rq.pairs()))
+		sent = append(sent, rq.pairs()...)
+	}
+	slices.Sort(sizes)
+	assert.Equal(t, []int{50, 100, 100}, sizes)
+	assert.Len(t, sent, 250)
+	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(sent))), 250, "every pair sent exactly once")
 }
 
 func TestManyScopesOfOneResourceAreSplit(t *testing.T) {
