@@ -104,21 +104,3 @@ func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 	t.Logf("rounds %d, stats %+v", rounds.Load(), c.Stats())
 	require.Zero(t, breaks.Load(), "a cached GRANT of a purged, revoked token was served")
 }
-
-// TestPurgeAfterCloseFailsAndPublishesNothing: the README says every call
-// after Close fails with ErrClosed, nothing sent; Purge and PurgeAll too.
-func TestPurgeAfterCloseFailsAndPublishesNothing(t *testing.T) {
-	g := startReference(t)
-	b := newLongBus()
-	c := b.client(t, g)
-	require.NoError(t, c.Close())
-	errPurge := c.Purge(t.Context(), "some-token")
-	errAll := c.PurgeAll(t.Context())
-	b.mu.Lock()
-	n := len(b.published)
-	b.mu.Unlock()
-	t.Logf("after Close: Purge=%v PurgeAll=%v, %d messages published", errPurge, errAll, n)
-	require.ErrorIs(t, errPurge, pep.ErrClosed, "Purge after Close")
-	require.ErrorIs(t, errAll, pep.ErrClosed, "PurgeAll after Close")
-	require.Zero(t, n, "a closed client published")
-}
