@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -182,44 +181,4 @@ func errText(err error) string {
 		return err.Error() + "\n" + re.ErrorName + "\n" + re.Message + "\n" + re.Challenge
 	}
 	return err.Error()
-}
-
-func TestAnswerArrivingAfterAPurgeIsNotCached(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	alice := g.token(t, "alice")
-	arrived := make(chan struct{})
-	release := make(chan struct{})
-	g.setHook(func(_ http.ResponseWriter, _ *http.Request, n int) bool {
-		if n == 1 { // hold alice's request until her entries are purged
-			close(arrived)
-			select {
-			case <-release:
-			case <-g.closing:
-			}
-		}
-		return false // the server answers
-	})
-	c := g.newClient(t)
-	c.SetToken(alice)
-	done := make(chan pep.Decision)
-	go func() {
-		d, err := c.Check(t.Context(), "orders", "read")
-		assert.NoError(t, err)
-		done <- d
-	}()
-	<-arrived
-	c.SetToken(g.token(t, "bob")) // purges alice's entries while her request is out
-	close(release)
-	d := <-done
-	// The answer is for a token the client no longer holds: not used
-	// (TestTokenChangeStopsTheCall has the other moments) and not stored.
-	assert.False(t, d.Allowed())
-	require.ErrorIs(t, d.Cause, pep.ErrTokenChanged)
-	assert.Equal(t, 0, c.Stats().CacheEntries, "nothing is stored after the purge")
-
-	d, err := c.Check(pep.WithToken(t.Context(), alice), "orders", "read")
-	require.NoError(t, err)
-	assert.False(t, d.Cached)
-	assert.Equal(t, 2, g.count())
 }
