@@ -221,17 +221,10 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 				pep.WithEventHandler(rec.handle))
 			require.NoError(t, err)
 			c.SetToken(secret)
-			var texts []string
-			d, err := c.Check(t.Context(), "orders", "read")
+			d, texts := everyCallsTexts(t, c)
 			assert.False(t, d.Allowed())
-			texts = append(texts, errText(err), errText(d.Cause), fmt.Sprintf("%+v %v", d, d))
-			r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
-			texts = append(texts, errText(err), fmt.Sprintf("%+v", r))
-			perms, err := c.ListGranted(t.Context(), nil)
-			texts = append(texts, errText(err), fmt.Sprintf("%+v", perms))
-			_, err = c.Organizations(t.Context())
 			require.NotEmpty(t, logs.String(), "the debug logger saw the calls")
-			texts = append(texts, errText(err), fmt.Sprintf("%+v", c.Stats()), logs.String())
+			texts = append(texts, logs.String())
 			rec.mu.Lock()
 			for _, ev := range rec.evs {
 				texts = append(texts, errText(ev.Err))
@@ -242,6 +235,21 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 			}
 		})
 	}
+}
+
+// everyCallsTexts makes every call of c that sends its token and returns
+// the Check's decision and what a caller can read of each call: errors,
+// results, and Stats.
+func everyCallsTexts(t *testing.T, c *pep.Client) (pep.Decision, []string) {
+	t.Helper()
+	d, err := c.Check(t.Context(), "orders", "read")
+	texts := []string{errText(err), errText(d.Cause), fmt.Sprintf("%+v %v", d, d)}
+	r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
+	texts = append(texts, errText(err), fmt.Sprintf("%+v", r))
+	perms, err := c.ListGranted(t.Context(), nil)
+	texts = append(texts, errText(err), fmt.Sprintf("%+v", perms))
+	_, err = c.Organizations(t.Context())
+	return d, append(texts, errText(err), fmt.Sprintf("%+v", c.Stats()))
 }
 
 // requireNoEcho fails when s holds any 12 consecutive characters of the
