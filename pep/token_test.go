@@ -114,6 +114,7 @@ func TestNoToken(t *testing.T) {
 
 			_, err = c.Organizations(ctx)
 			require.ErrorIs(t, err, pep.ErrNoToken)
+			require.ErrorIs(t, c.Verify(ctx), pep.ErrNoToken)
 
 			assert.Equal(t, 0, g.count(), "no request is sent without a usable token")
 		})
