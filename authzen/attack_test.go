@@ -3,7 +3,6 @@ package authzen_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -186,23 +185,4 @@ func TestDiscoveryKeepsEndpointsOnThePDPsOrigin(t *testing.T) {
 	assert.False(t, d.Allowed())
 	assert.ErrorIs(t, d.Cause, authzen.ErrDiscovery)
 	assert.Zero(t, elsewhere.Requests(), "the credential went to another origin")
-}
-
-// An item's context carries an error whatever the case of its name or its
-// value; a context too large to decode cheaply grants nothing.
-func TestContextErrorsAndSize(t *testing.T) {
-	t.Parallel()
-	for _, body := range []string{
-		`{"decision":true,"context":{"Error":{"m":"x"}}}`,
-		`{"decision":true,"context":{"ERROR":"x"}}`,
-		`{"decision":true,"context":{"error":null}}`,
-		`{"decision":true,"context":{"reason":[` + strings.Repeat(`{},`, 20<<10) + `{}]}}`,
-	} {
-		c, _ := standIn(t, answer(200, body))
-		d, err := c.Evaluate(t.Context(), req)
-		require.NoError(t, err)
-		assert.False(t, d.Allowed(), "%.60s", body)
-		assert.Error(t, d.Cause)
-		assert.False(t, errors.Is(d.Cause, authzen.ErrNotEvaluated))
-	}
 }
