@@ -45,7 +45,8 @@ var req = authzen.Request{
 }
 
 // TestEvaluateFailsClosed names every path from a PDP answer to a denial
-// that is authzen's own, and one row of each kind of Cause the transport
+// that is authzen's own (an item's context carries an error whatever the
+// case of its name or its value), and one row of each kind of Cause the transport
 // gives (403: a *ResponseError; 503: ErrUnavailable too). How the transport
 // classes every status, redirect, timeout and unreachable server is tested
 // once, in internal/transport's TestPostOutcomes and pep's TestFailClosed.
@@ -71,6 +72,10 @@ func TestEvaluateFailsClosed(t *testing.T) {
 		{"context not an object", answer(200, `{"decision":true,"context":[1]}`), authzen.ErrMalformedResponse},
 		{"context with a duplicate", answer(200, `{"decision":true,"context":{"a":1,"a":2}}`), authzen.ErrMalformedResponse},
 		{"context carries an error", answer(200, `{"decision":true,"context":{"error":{"status":500,"message":"boom"}}}`), authzen.ErrEvaluationFailed},
+		{"context carries an error in another case", answer(200, `{"decision":true,"context":{"Error":{"m":"x"}}}`), authzen.ErrEvaluationFailed},
+		{"context carries an error in capitals", answer(200, `{"decision":true,"context":{"ERROR":"x"}}`), authzen.ErrEvaluationFailed},
+		{"context carries a null error", answer(200, `{"decision":true,"context":{"error":null}}`), authzen.ErrEvaluationFailed},
+		{"context too large to decode cheaply", answer(200, `{"decision":true,"context":{"reason":[`+strings.Repeat(`{},`, 20<<10)+`{}]}}`), authzen.ErrMalformedResponse},
 		{"body over 1 MiB", answer(200, huge), authzen.ErrMalformedResponse},
 		{"403", answer(403, `{}`), nil},
 		{"503", answer(503, `{}`), authzen.ErrUnavailable},
@@ -159,39 +164,6 @@ func TestEvaluationsItemErrorDeniesOnlyThatItem(t *testing.T) {
 	assert.NotNil(t, ds[1].Context["error"])
 	assert.False(t, ds[2].Allowed())
 	assert.NoError(t, ds[2].Cause)
-}
-
-func TestShortCircuitAnswers(t *testing.T) {
-	t.Parallel()
-	items := []authzen.Request{{Resource: authzen.Resource{Type: "doc", ID: "1"}}, {Resource: authzen.Resource{Type: "doc", ID: "2"}}, {Resource: authzen.Resource{Type: "doc", ID: "3"}}}
-	defaults := authzen.Request{Subject: req.Subject, Action: req.Action}
-	t.Run("deny_on_first_deny stops at a deny", func(t *testing.T) {
-		t.Parallel()
-		c, _ := standIn(t, answer(200, `{"evaluations":[{"decision":true},{"decision":false,"context":{"code":"200","reason":"deny_on_first_deny"}}]}`))
-		ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(authzen.DenyOnFirstDeny))
-		require.NoError(t, err)
-		assert.True(t, ds[0].Allowed())
-		assert.False(t, ds[1].Allowed())
-		require.ErrorIs(t, ds[2].Cause, authzen.ErrNotEvaluated)
-	})
-	t.Run("a short answer that ends in a permit is malformed", func(t *testing.T) {
-		t.Parallel()
-		c, _ := standIn(t, answer(200, `{"evaluations":[{"decision":true},{"decision":true}]}`))
-		ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(authzen.DenyOnFirstDeny))
-		require.NoError(t, err)
-		for _, d := range ds {
-			require.ErrorIs(t, d.Cause, authzen.ErrMalformedResponse)
-		}
-	})
-	t.Run("permit_on_first_permit stops at a permit", func(t *testing.T) {
-		t.Parallel()
-		c, _ := standIn(t, answer(200, `{"evaluations":[{"decision":false},{"decision":true}]}`))
-		ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(authzen.PermitOnFirstPermit))
-		require.NoError(t, err)
-		assert.False(t, ds[0].Allowed())
-		assert.True(t, ds[1].Allowed())
-		require.ErrorIs(t, ds[2].Cause, authzen.ErrNotEvaluated)
-	})
 }
 
 func TestDiscovery(t *testing.T) {

@@ -59,19 +59,28 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// Without the option, a client with no token sends nothing: a missing
-// credential is never taken for a PDP that needs none, and the error
-// names both ways out.
+// Without the option, a client with no token, never given one or cleared
+// (TestNoTokenSendsNothing), sends nothing: a missing credential is never
+// taken for a PDP that needs none, and the error names both ways out.
 func TestNoCredentialIsNeverTheDefault(t *testing.T) {
 	t.Parallel()
-	pdp := startSidecar(t)
-	c := sidecarClient(t, pdp)
-	d, err := c.Evaluate(t.Context(), readDoc)
-	require.ErrorIs(t, err, authzen.ErrNoToken)
-	assert.False(t, d.Allowed())
-	assert.Contains(t, err.Error(), "SetToken")
-	assert.Contains(t, err.Error(), "WithoutCredentials")
-	assert.Empty(t, pdp.Authorizations())
+	for _, cleared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "never given", true: "TestNoTokenSendsNothing"}[cleared], func(t *testing.T) {
+			t.Parallel()
+			pdp := startSidecar(t)
+			c := sidecarClient(t, pdp)
+			if cleared {
+				c.SetToken(pepToken)
+				c.ClearToken()
+			}
+			d, err := c.Evaluate(t.Context(), readDoc)
+			require.ErrorIs(t, err, authzen.ErrNoToken)
+			assert.False(t, d.Allowed())
+			assert.Contains(t, err.Error(), "SetToken")
+			assert.Contains(t, err.Error(), "WithoutCredentials")
+			assert.Zero(t, pdp.Requests())
+		})
+	}
 }
 
 // A token given to a client made WithoutCredentials is a wiring mistake:

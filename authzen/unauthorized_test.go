@@ -1,7 +1,8 @@
 package authzen_test
 
 // A client that holds a token: a 401 for it is an error that matches both
-// clients' sentinel, and a client whose token was cleared sends nothing.
+// clients' sentinel. (A client whose token was cleared sends nothing:
+// TestNoCredentialIsNeverTheDefault.)
 
 import (
 	"testing"
@@ -20,13 +21,4 @@ func TestUnauthorizedIsAnError(t *testing.T) {
 	require.ErrorIs(t, err, authzen.ErrUnauthorized)
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
 	assert.False(t, d.Allowed())
-}
-
-func TestNoTokenSendsNothing(t *testing.T) {
-	t.Parallel()
-	c, n := standIn(t, answer(200, `{"decision":true}`))
-	c.ClearToken()
-	_, err := c.Evaluate(t.Context(), req)
-	require.ErrorIs(t, err, authzen.ErrNoToken)
-	assert.Zero(t, n.Requests())
 }

@@ -52,44 +52,25 @@ func TestEmitRunsHandlersInOrderOnCallingGoroutine(t *testing.T) {
 	}, got)
 }
 
+// TestEmitPassesTheEvent: a handler gets the event as emitted, its time
+// kept, or now when it has none.
 func TestEmitPassesTheEvent(t *testing.T) {
 	t.Parallel()
 	cause := errors.New("refused")
 	fixed := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		name     string
-		in       events.Event
-		wantTime func(t *testing.T, got time.Time)
-	}{
-		{
-			name: "explicit time kept",
-			in:   events.Event{Kind: events.TokenExpired, Time: fixed, TokenType: "Bearer", Err: cause},
-			wantTime: func(t *testing.T, got time.Time) {
-				assert.Equal(t, fixed, got)
-			},
-		},
-		{
-			name: "zero time filled with now",
-			in:   events.Event{Kind: events.TokenExpired, TokenType: "Bearer", Err: cause},
-			wantTime: func(t *testing.T, got time.Time) {
-				assert.False(t, got.IsZero())
-				assert.WithinDuration(t, time.Now(), got, time.Minute)
-			},
-		},
+	var e events.Emitter
+	var got []events.Event
+	e.Subscribe(func(ev events.Event) { got = append(got, ev) })
+	e.Emit(events.Event{Kind: events.TokenExpired, Time: fixed, TokenType: "Bearer", Err: cause})
+	e.Emit(events.Event{Kind: events.TokenExpired, TokenType: "Bearer", Err: cause})
+	require.Len(t, got, 2)
+	for _, ev := range got {
+		assert.Equal(t, events.TokenExpired, ev.Kind)
+		assert.Equal(t, "Bearer", ev.TokenType)
+		require.ErrorIs(t, ev.Err, cause)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var e events.Emitter
-			var got events.Event
-			e.Subscribe(func(ev events.Event) { got = ev })
-			e.Emit(tt.in)
-			assert.Equal(t, tt.in.Kind, got.Kind)
-			assert.Equal(t, "Bearer", got.TokenType)
-			require.ErrorIs(t, got.Err, cause)
-			tt.wantTime(t, got.Time)
-		})
-	}
+	assert.Equal(t, fixed, got[0].Time, "an explicit time is kept")
+	assert.WithinDuration(t, time.Now(), got[1].Time, time.Minute, "a zero time is filled with now")
 }
 
 func TestPanickingHandlerDoesNotStopOthers(t *testing.T) {
@@ -143,46 +124,20 @@ func TestPanickingHandlerDoesNotStopOthers(t *testing.T) {
 	}
 }
 
+// TestUnsubscribe: a removed handler is no longer called, the others are;
+// unsubscribing again does nothing.
 func TestUnsubscribe(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name string
-		// run subscribes three counting handlers a, b, c and returns the
-		// counts after the test's emits.
-		run  func(e *events.Emitter, unsubB func())
-		want [3]int
-	}{
-		{
-			name: "removed handler no longer called",
-			run: func(e *events.Emitter, unsubB func()) {
-				e.Emit(events.Event{Kind: events.TokenSet})
-				unsubB()
-				e.Emit(events.Event{Kind: events.TokenSet})
-			},
-			want: [3]int{2, 1, 2},
-		},
-		{
-			name: "unsubscribe is idempotent",
-			run: func(e *events.Emitter, unsubB func()) {
-				unsubB()
-				unsubB()
-				e.Emit(events.Event{Kind: events.TokenSet})
-			},
-			want: [3]int{1, 0, 1},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var e events.Emitter
-			var counts [3]int
-			e.Subscribe(func(events.Event) { counts[0]++ })
-			unsubB := e.Subscribe(func(events.Event) { counts[1]++ })
-			e.Subscribe(func(events.Event) { counts[2]++ })
-			tt.run(&e, unsubB)
-			assert.Equal(t, tt.want, counts)
-		})
-	}
+	var e events.Emitter
+	var counts [3]int
+	e.Subscribe(func(events.Event) { counts[0]++ })
+	unsubB := e.Subscribe(func(events.Event) { counts[1]++ })
+	e.Subscribe(func(events.Event) { counts[2]++ })
+	e.Emit(events.Event{Kind: events.TokenSet})
+	unsubB()
+	unsubB()
+	e.Emit(events.Event{Kind: events.TokenSet})
+	assert.Equal(t, [3]int{2, 1, 2}, counts)
 }
 
 func TestHandlerMayCallBackIntoEmitter(t *testing.T) {

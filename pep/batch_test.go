@@ -1,7 +1,6 @@
 package pep_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -176,39 +175,15 @@ func bulkCatalog() ([]pep.Resource, []string) {
 	return resources, want
 }
 
+// TestBatching: 250 pairs in batches of 100 go in three requests, each
+// pair sent once, and the decisions keep request order; a chunk that
+// fails (the hook answers the one holding r03, pairs r00..r09, with a
+// 503; the server the others) fails only its own pairs, closed, and the
+// good chunks are cached.
 func TestBatching(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	resources, want := bulkCatalog()
-	c := g.newClientOf(t, bulkClient, pep.WithBatchSize(100))
-	c.SetToken(g.token(t, "alice"))
-
-	r, err := c.CheckMany(t.Context(), resources)
-	require.NoError(t, err)
-	assert.Equal(t, want, summarize(r.Decisions), "decisions keep request order")
-	assert.Equal(t, pep.Deny, r.Status)
-
-	reqs := g.received()
-	require.Len(t, reqs, 3, "250 pairs in batches of 100")
-	var sent []string
-	var sizes []int
-	for _, rq := range reqs {
-		sizes = append(sizes, len(rq.pairs()))
-		sent = append(sent, rq.pairs()...)
-	}
-	slices.Sort(sizes)
-	assert.Equal(t, []int{50, 100, 100}, sizes)
-	assert.Len(t, sent, 250)
-	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(sent))), 250, "every pair sent exactly once")
-}
-
-// TestFailedChunkFailsOnlyItsPairs needs one chunk to fail: the hook
-// answers it with a 503, the server answers the others.
-func TestFailedChunkFailsOnlyItsPairs(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	resources, want := bulkCatalog()
-	// The chunk holding r03 fails; pairs r00..r09 are the first chunk.
 	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
 		body, _ := readBodyString(r)
 		if strings.Contains(body, `"r03"`) {
@@ -224,6 +199,7 @@ func TestFailedChunkFailsOnlyItsPairs(t *testing.T) {
 	assert.Equal(t, pep.Deny, r.Status)
 	require.Len(t, r.Decisions, 250)
 	for i, d := range r.Decisions {
+		assert.True(t, strings.HasPrefix(want[i], d.Resource+"/"+d.Scope+"="), "decision %d is of %s", i, want[i])
 		if i < 100 {
 			assert.False(t, d.Allowed(), "pair %d is in the failed chunk", i)
 			require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
@@ -234,6 +210,19 @@ func TestFailedChunkFailsOnlyItsPairs(t *testing.T) {
 	}
 	assert.Equal(t, uint64(100), c.Stats().FailClosed)
 	assert.Equal(t, 150, c.Stats().CacheEntries, "the good chunks are cached")
+
+	reqs := g.received()
+	require.Len(t, reqs, 3, "250 pairs in batches of 100")
+	var sent []string
+	var sizes []int
+	for _, rq := range reqs {
+		sizes = append(sizes, len(rq.pairs()))
+		sent = append(sent, rq.pairs()...)
+	}
+	slices.Sort(sizes)
+	assert.Equal(t, []int{50, 100, 100}, sizes)
+	assert.Len(t, sent, 250)
+	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(sent))), 250, "every pair sent exactly once")
 }
 
 func TestManyScopesOfOneResourceAreSplit(t *testing.T) {
@@ -321,49 +310,6 @@ func TestDifferentTokensAreNotCoalesced(t *testing.T) {
 	assert.Equal(t, map[string]pep.Status{alice: pep.Deny, bob: pep.Grant}, got)
 	assert.Equal(t, 2, g.count())
 	assert.Zero(t, c.Stats().Coalesced)
-}
-
-func TestCoalescedWaiterWithCancelledContextDoesNotHang(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	release := make(chan struct{})
-	g.setHook(func(http.ResponseWriter, *http.Request, int) bool {
-		select { // hold the request until the test lets it go
-		case <-release:
-		case <-g.closing:
-		}
-		return false // then the server answers it
-	})
-	waiting := make(chan struct{}, 2)
-	c := g.newClient(t, pep.WithFlightWaitHook(func() { waiting <- struct{}{} }))
-	c.SetToken(g.token(t, "alice"))
-
-	leader := make(chan pep.Decision)
-	go func() {
-		d, err := c.Check(t.Context(), "orders", "read")
-		assert.NoError(t, err)
-		leader <- d
-	}()
-	<-waiting // the leader waits on its request
-
-	ctx, cancel := context.WithCancel(t.Context())
-	follower := make(chan pep.Decision)
-	go func() {
-		d, err := c.Check(ctx, "orders", "read")
-		assert.NoError(t, err)
-		follower <- d
-	}()
-	<-waiting // the follower joined the same request
-	cancel()
-	d := <-follower // returns although the shared request is still held
-	assert.False(t, d.Allowed())
-	require.ErrorIs(t, d.Cause, context.Canceled)
-	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
-
-	close(release)
-	d = <-leader
-	requireGatewayDecision(t, d, pep.Grant)
-	assert.Equal(t, 1, g.count())
 }
 
 func readBodyString(r *http.Request) (string, error) {

@@ -70,34 +70,37 @@ func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 	assert.Equal(t, 3, g.count())
 }
 
-func TestBreakerDisabled(t *testing.T) {
+// TestBreakerOptions: WithBreaker(0, 0) turns the breaker off; without
+// WithBreaker, 5 consecutive failures open it for 5 s.
+func TestBreakerOptions(t *testing.T) {
 	t.Parallel()
-	g := startReference(t)
-	g.configure(t, everyDecisionFails)
-	c := g.newClient(t, noRetry, pep.WithBreaker(0, 0))
-	c.SetToken(g.token(t, "alice"))
-	for range 10 {
-		d, err := c.Check(t.Context(), "orders", "read")
-		require.NoError(t, err)
-		assert.NotErrorIs(t, d.Cause, pep.ErrCircuitOpen)
+	for _, tt := range []struct {
+		name        string
+		opts        []pep.Option
+		failures    int
+		want, after pep.BreakerState // after the failures, and 5 s later
+	}{
+		{"disabled", []pep.Option{pep.WithBreaker(0, 0)}, 10, pep.BreakerClosed, pep.BreakerClosed},
+		{"defaults", nil, 5, pep.BreakerOpen, pep.BreakerHalfOpen},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := newManualClock()
+			g := startReference(t)
+			g.configure(t, everyDecisionFails)
+			c := g.newClient(t, append([]pep.Option{noRetry, pep.WithClock(clk.Now)}, tt.opts...)...)
+			c.SetToken(g.token(t, "alice"))
+			for range tt.failures {
+				d, err := c.Check(t.Context(), "orders", "read")
+				require.NoError(t, err)
+				assert.NotErrorIs(t, d.Cause, pep.ErrCircuitOpen)
+			}
+			assert.Equal(t, tt.failures, g.count())
+			assert.Equal(t, tt.want, c.Stats().Breaker)
+			clk.Advance(5 * time.Second)
+			assert.Equal(t, tt.after, c.Stats().Breaker)
+		})
 	}
-	assert.Equal(t, 10, g.count())
-	assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
-}
-
-func TestBreakerDefaults(t *testing.T) {
-	t.Parallel()
-	clk := newManualClock()
-	g := startReference(t)
-	g.configure(t, everyDecisionFails)
-	c := g.newClient(t, noRetry, pep.WithClock(clk.Now))
-	c.SetToken(g.token(t, "alice"))
-	for range 5 {
-		_, _ = c.Check(t.Context(), "orders", "read")
-	}
-	assert.Equal(t, pep.BreakerOpen, c.Stats().Breaker, "5 failures open it")
-	clk.Advance(5 * time.Second)
-	assert.Equal(t, pep.BreakerHalfOpen, c.Stats().Breaker, "after 5 s")
 }
 
 // failFirst answers the first len(statuses) requests with those statuses

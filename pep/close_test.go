@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,11 +71,14 @@ func TestCloseDuringACall(t *testing.T) {
 }
 
 // TestCallsAfterCloseFail: every call after Close, a cached answer
-// included, fails with ErrClosed and DENY, and sends nothing.
+// included, Purge and PurgeAll too, fails with ErrClosed and DENY, and
+// sends and publishes nothing.
 func TestCallsAfterCloseFail(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
-	c := g.newClient(t)
+	b := newLongBus()
+	c := b.client(t, g)
+	b.beat(time.Now())
 	c.SetToken(g.token(t, "alice"))
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
@@ -110,6 +114,8 @@ func TestCallsAfterCloseFail(t *testing.T) {
 		}},
 		{"Organizations", func() error { _, err := c.Organizations(t.Context()); return err }},
 		{"Verify", func() error { return c.Verify(t.Context()) }},
+		{"Purge", func() error { return c.Purge(t.Context(), "some-token") }},
+		{"PurgeAll", func() error { return c.PurgeAll(t.Context()) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +126,9 @@ func TestCallsAfterCloseFail(t *testing.T) {
 		})
 	}
 	assert.Equal(t, sent, g.count(), "nothing is sent after Close")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	assert.Empty(t, b.published, "a closed client published")
 }
 
 // idleRecorder is a caller's transport that records whether its idle

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,7 +14,6 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
-	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -226,53 +224,43 @@ func TestDPoPNonceResendIsOutsideTheRetryBudget(t *testing.T) {
 	assert.Equal(t, uint64(1), c.Stats().Retries)
 }
 
-// TestDPoPPlain401ExpiresTheToken: the server refuses an expired DPoP-bound
-// token with a 401 that asks for no nonce.
-func TestDPoPPlain401ExpiresTheToken(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c, rec, _ := g.dpopClient(t, "alice", []mockserver.TokenOption{mockserver.TokenLifetime(-time.Minute)})
-	for range 2 {
-		_, err := c.Check(t.Context(), "orders", "read")
-		require.ErrorIs(t, err, pep.ErrUnauthorized)
-	}
-	assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
-	assert.Equal(t, "DPoP", rec.evs[1].TokenType)
-	assert.Equal(t, 2, g.count(), "a plain 401 is not resent")
-}
-
-func TestDPoPTokenSentAsBearerIsRefused(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c, _, tok := g.dpopClient(t, "alice", nil)
-	_, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized, "the server enforces the binding")
-	assert.Equal(t, "Bearer "+tok, g.last(t).Authorization)
-}
-
-func TestSetDPoPTokenWithoutSigner(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t)
-	c.SetDPoPToken(g.token(t, "alice"), nil)
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrNoToken)
-	assert.False(t, d.Allowed())
-	assert.Equal(t, 0, g.count())
-}
-
+// TestDPoPAndBearerCacheSeparately: the same string as a Bearer token is
+// another credential: sent as Bearer, refused by the server, which
+// enforces the binding, and its refusal leaves the DPoP entry alone.
 func TestDPoPAndBearerCacheSeparately(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c, _, tok := g.dpopClient(t, "alice", nil)
 	_, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
-	// The same string as a Bearer token is another credential.
 	_, err = c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-	require.ErrorIs(t, err, pep.ErrUnauthorized)
+	require.ErrorIs(t, err, pep.ErrUnauthorized, "the server enforces the binding")
+	assert.Equal(t, "Bearer "+tok, g.last(t).Authorization)
 	assert.Equal(t, 2, g.count())
 	assert.Equal(t, 1, c.Stats().CacheEntries, "the Bearer refusal left the DPoP entry alone")
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	assert.True(t, d.Cached)
+}
+
+// TestSameDPoPTokenWithoutSignerGetsNoCachedGrant: a DPoP token set
+// without its signer (the documented "a nil signer makes every call fail
+// with ErrNoToken") sends nothing, and the same token set again so is not
+// answered from the GRANTs its identity holds in the cache.
+func TestSameDPoPTokenWithoutSignerGetsNoCachedGrant(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	c, _, tok := g.dpopClient(t, "alice", nil)
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	require.True(t, d.Allowed())
+	d, err = c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	require.True(t, d.Cached)
+
+	c.SetDPoPToken(tok, nil)
+	d, err = c.Check(t.Context(), "orders", "read")
+	assert.False(t, d.Allowed(), "a GRANT served to a DPoP token the client can no longer prove")
+	require.ErrorIs(t, err, pep.ErrNoToken)
+	assert.Equal(t, 1, g.count(), "nothing is sent without a signer")
 }

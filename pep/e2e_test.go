@@ -2,7 +2,7 @@ package pep_test
 
 // End-to-end tests: the client against the reference server (mockserver)
 // over real HTTP, for every client call with Bearer and DPoP tokens, on the
-// corp fixture below (also used by misconfig_test.go, wildcard_test.go and
+// corp fixture below (also used by misconfig_test.go and
 // hostile_test.go). Expected answers are worked out by hand from it, never
 // from the code under test.
 

@@ -1,12 +1,7 @@
 package pep_test
 
 import (
-	"bufio"
-	"io"
-	"net"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,92 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// resettingFront starts a front on loopback that passes requests on to the
-// server at target, one at a time per connection, and resets the
-// connection (a TCP RST) of a request whose header is longer than limit
-// bytes, as some load balancers do. The reference server answers 431 to
-// such a header; a reset is what a front does, and what the breaker counts.
-// It returns the front's base URL; the test's cleanup closes it.
-func resettingFront(t *testing.T, target string, limit int64) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	upstream := &http.Transport{}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns = map[net.Conn]struct{}{}
-	)
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-		upstream.CloseIdleConnections()
-	})
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns[c] = struct{}{}
-			mu.Unlock()
-			wg.Go(func() {
-				defer func() {
-					mu.Lock()
-					delete(conns, c)
-					mu.Unlock()
-					_ = c.Close()
-				}()
-				relay(c, target, limit, upstream)
-			})
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
-
-// relay serves the requests of one front connection.
-func relay(c net.Conn, target string, limit int64, upstream http.RoundTripper) {
-	lr := &io.LimitedReader{R: c, N: limit}
-	br := bufio.NewReader(lr)
-	for {
-		lr.N = limit
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			if lr.N <= 0 { // the header outgrew the limit: reset
-				_ = c.(*net.TCPConn).SetLinger(0)
-			}
-			return
-		}
-		lr.N = 1 << 30 // the body, which the header's limit does not bound
-		req.RequestURI = ""
-		req.URL.Scheme, req.URL.Host = "http", target
-		resp, err := upstream.RoundTrip(req)
-		if err != nil {
-			return
-		}
-		err = resp.Write(c)
-		_ = resp.Body.Close()
-		if err != nil {
-			return
-		}
-	}
-}
-
-// TestOversizedTokenLeavesTheBreakerClosed: behind a front that resets
-// connections on large headers, three calls with a 256 KiB token must not
-// open the breaker (WithBreaker(3, ...)) that every caller shares: the
-// token is refused before it is sent, as ErrNoToken, and a caller with a
-// real token still gets the reference server's GRANT.
+// TestOversizedTokenLeavesTheBreakerClosed: three calls with a 256 KiB
+// token must not open the breaker (WithBreaker(3, ...)) that every caller
+// shares, as they did behind a front that resets connections on large
+// headers (some load balancers do): the token is refused before it is
+// sent, as ErrNoToken, and a caller with a real token still gets the
+// reference server's GRANT.
 func TestOversizedTokenLeavesTheBreakerClosed(t *testing.T) {
 	t.Parallel()
 	// Not one repeated character: a fragment of it must not show in the
@@ -128,9 +46,7 @@ func TestOversizedTokenLeavesTheBreakerClosed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := startReference(t)
-			front := resettingFront(t, g.Addr, 64<<10)
-			c, err := hangguard.NewPep(front, testRealm, testClient, noRetry, pep.WithBreaker(3, time.Minute))
-			require.NoError(t, err)
+			c := g.newClient(t, noRetry, pep.WithBreaker(3, time.Minute))
 			for range 3 {
 				d, err := tt.call(t, c)
 				require.ErrorIs(t, err, pep.ErrNoToken)

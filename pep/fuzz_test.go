@@ -275,6 +275,7 @@ func FuzzOrganizations(f *testing.F) {
 			got := oc.Tenants[i]
 			assert.Equal(t, tn.id, got.ID)
 			assert.Equal(t, tn.name, got.Name)
+			require.NotNil(t, got.Departments, "a tenant without departments has an empty list")
 			require.Len(t, got.Departments, len(tn.departments))
 			for j, d := range tn.departments {
 				assert.Equal(t, d[0], got.Departments[j].ID)

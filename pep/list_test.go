@@ -58,6 +58,27 @@ func TestListGranted(t *testing.T) {
 			wantSent:  []string{"orders/write", "orders/*"},
 		},
 		{
+			name:      "the wildcard resource lists every resource's grants",
+			user:      "alice",
+			resources: []pep.Resource{{Name: "*"}},
+			want:      perms("orders", "read", "invoices", "read"),
+			wantSent:  []string{"*/*"},
+		},
+		{
+			name:      "the wildcard resource with a scope",
+			user:      "bob",
+			resources: []pep.Resource{{Name: "*", Scopes: []string{"write"}}},
+			want:      perms("orders", "write"),
+			wantSent:  []string{"*/write"},
+		},
+		{
+			name:      "the wildcard resource with an unknown scope",
+			user:      "alice",
+			resources: []pep.Resource{{Name: "*", Scopes: []string{"no-such-scope"}}},
+			want:      nil,
+			wantSent:  []string{"*/no-such-scope"},
+		},
+		{
 			name:      "nothing granted",
 			user:      "alice",
 			resources: []pep.Resource{{Name: "orders", Scopes: []string{"write", "delete"}}},

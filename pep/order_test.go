@@ -1,14 +1,11 @@
 package pep_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,58 +57,4 @@ func TestAPanicUnderARequestLeavesNothingHeld(t *testing.T) {
 	}()
 	require.True(t, rt.panicked.Load())
 	assert.Zero(t, c.Stats().CacheBytes, "the request's cache bookkeeping is still held")
-}
-
-// A slow answer to an older request stays out of the cache after the
-// newer answer of its key was evicted by other tokens' decisions, not only
-// while it is held.
-func TestAnOlderAnswerStaysOutAfterTheNewerOneWasEvicted(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t, pep.WithCache(2, 30*time.Second, 10*time.Second))
-	alice := pep.WithToken(t.Context(), g.token(t, "alice"))
-	bob := pep.WithToken(t.Context(), g.token(t, "bob"))
-	arrived, release := make(chan struct{}), make(chan struct{})
-	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
-		data, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(data)) // for answerAll
-		var body sentBody
-		_ = json.Unmarshal(data, &body)
-		if len(body.Resources) == 1 && len(body.Resources[0].Scopes) == 2 {
-			// alice's CheckMany, decided before the revocation and
-			// answered last.
-			close(arrived)
-			select {
-			case <-release:
-			case <-g.closing:
-			}
-			answerAll(w, r, "GRANT")
-			return true
-		}
-		answerAll(w, r, "DENY") // the gateway's answer after the revocation
-		return true
-	})
-	many := make(chan error, 1)
-	go func() {
-		_, err := c.CheckMany(alice, []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
-		many <- err
-	}()
-	<-arrived
-	d, err := c.Check(alice, "orders", "read")
-	require.NoError(t, err)
-	require.False(t, d.Cached)
-	require.Equal(t, pep.Deny, d.Status, "the gateway's newer answer")
-
-	// Other traffic: bob's decisions evict alice's newer DENY.
-	for _, scope := range []string{"a", "b"} {
-		_, err := c.Check(bob, "invoices", scope)
-		require.NoError(t, err)
-	}
-
-	close(release)
-	require.NoError(t, <-many)
-
-	d, err = c.Check(alice, "orders", "read")
-	require.NoError(t, err)
-	assert.False(t, d.Cached && d.Status == pep.Grant, "the older GRANT is served after the newer DENY")
 }

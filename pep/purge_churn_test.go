@@ -27,16 +27,17 @@ func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 	own := g.token(t, "alice")
 	c.SetToken(own)
 
-	// Fixed work, not a time: 2 workers of 150 rounds (a 3 s run made
+	// Fixed work, not a time: 2 workers of 100 rounds (a 3 s run made
 	// 500 to 1,200 rounds on the shared 2-core machine, fewer beside a CPU
-	// hog); the churn of the client's own token and of the channel runs
-	// until the rounds are done.
-	const workers, perWorker = 2, 150
+	// hog); the churn of the client's own token runs once a round, that of
+	// the channel until the rounds are done.
+	const workers, perWorker = 2, 100
 	ctx := t.Context()
 	var wg, churn sync.WaitGroup
 	var breaks atomic.Int64
 	var rounds atomic.Int64
 	var done atomic.Bool
+	roundDone := make(chan struct{}, 1)
 
 	// Rounds: cache a fresh revocable token's GRANT, revoke it, Purge it,
 	// and check it from several goroutines after Purge returned.
@@ -64,12 +65,16 @@ func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 				}
 				inner.Wait()
 				rounds.Add(1)
+				select {
+				case roundDone <- struct{}{}:
+				default:
+				}
 			}
 		})
 	}
 	// The client's own token: replaced, cleared, checked.
 	churn.Go(func() {
-		for !done.Load() {
+		for range roundDone {
 			c.SetToken(own)
 			_, _ = c.Check(ctx, "orders", "read")
 			c.ClearToken()
@@ -93,26 +98,9 @@ func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 	})
 	wg.Wait()
 	done.Store(true)
+	close(roundDone)
 	churn.Wait()
 	require.NoError(t, c.Close())
 	t.Logf("rounds %d, stats %+v", rounds.Load(), c.Stats())
 	require.Zero(t, breaks.Load(), "a cached GRANT of a purged, revoked token was served")
-}
-
-// TestPurgeAfterCloseFailsAndPublishesNothing: the README says every call
-// after Close fails with ErrClosed, nothing sent; Purge and PurgeAll too.
-func TestPurgeAfterCloseFailsAndPublishesNothing(t *testing.T) {
-	g := startReference(t)
-	b := newLongBus()
-	c := b.client(t, g)
-	require.NoError(t, c.Close())
-	errPurge := c.Purge(t.Context(), "some-token")
-	errAll := c.PurgeAll(t.Context())
-	b.mu.Lock()
-	n := len(b.published)
-	b.mu.Unlock()
-	t.Logf("after Close: Purge=%v PurgeAll=%v, %d messages published", errPurge, errAll, n)
-	require.ErrorIs(t, errPurge, pep.ErrClosed, "Purge after Close")
-	require.ErrorIs(t, errAll, pep.ErrClosed, "PurgeAll after Close")
-	require.Zero(t, n, "a closed client published")
 }

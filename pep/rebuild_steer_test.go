@@ -28,14 +28,19 @@ func TestNoCallerSteersTheCacheIntoRebuildingOnEveryMiss(t *testing.T) {
 	tok := g.token(t, "dave") // dave may do nothing: every answer is a DENY, cached
 	ctx := pep.WithToken(context.Background(), tok)
 	const pathLen = 400
-	path := func(i int) string { return fmt.Sprintf("/orders/%0*d", pathLen-8, i) }
+	rc := func(i int) pep.CallOption {
+		return pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprintf("/orders/%0*d", pathLen-8, i)})
+	}
+	// bulk-api's resources r00..r24 of the scopes s0..s9: 250 pairs whose
+	// entries, under one request context, are all of one size.
+	bulk, _ := bulkCatalog()
 	check := func(c *pep.Client, i int) {
-		d, err := c.Check(ctx, "orders", "read", pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: path(i)}))
+		d, err := c.Check(ctx, "r00", "s1", rc(i))
 		require.NoError(t, err)
 		require.False(t, d.Allowed())
 	}
 	// What one entry and the token's group count against the byte bound.
-	probe := g.newClient(t, noRetry, pep.WithCache(pep.DefaultCacheSize, time.Hour, time.Hour))
+	probe := g.newClientOf(t, bulkClient, noRetry, pep.WithCache(pep.DefaultCacheSize, time.Hour, time.Hour))
 	check(probe, 0)
 	one := probe.Stats().CacheBytes
 	check(probe, 1)
@@ -44,11 +49,14 @@ func TestNoCallerSteersTheCacheIntoRebuildingOnEveryMiss(t *testing.T) {
 	t.Logf("an entry counts %d bytes, the token's group %d", perEntry, groupCost)
 
 	run := func(fit int64) float64 {
-		c := g.newClient(t, noRetry, pep.WithCache(pep.DefaultCacheSize, time.Hour, time.Hour),
+		c := g.newClientOf(t, bulkClient, noRetry, pep.WithCache(pep.DefaultCacheSize, time.Hour, time.Hour),
 			pep.WithCacheMaxBytes(groupCost+fit*perEntry+perEntry/2))
-		n := int(fit) + 64
+		// Filled 250 denied pairs a call, past the bound.
+		n := int(fit)/250 + 2
 		for i := range n {
-			check(c, i)
+			r, err := c.CheckMany(ctx, bulk, rc(i))
+			require.NoError(t, err)
+			require.False(t, r.Allowed())
 		}
 		require.EqualValues(t, fit, c.Stats().CacheEntries)
 		const measured = 200

@@ -283,6 +283,18 @@ func (g *reference) received() []sentRequest {
 	return append([]sentRequest(nil), g.requests...)
 }
 
+// posts returns the POST requests so far (Verify also asks the realm's
+// discovery document).
+func (g *reference) posts() []sentRequest {
+	var out []sentRequest
+	for _, r := range g.received() {
+		if r.Method == http.MethodPost {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // last returns the latest request; the test fails if there is none.
 func (g *reference) last(t testing.TB) sentRequest {
 	t.Helper()

@@ -2,6 +2,9 @@ package pep_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,33 +17,41 @@ import (
 )
 
 // credentialCalls are the calls that send the client's token to the
-// gateway, each of which the gateway can refuse.
+// gateway, each of which the gateway can refuse; each reports whether it
+// allowed anything.
 var credentialCalls = []struct {
 	name string
-	call func(ctx context.Context, c *pep.Client) error
+	call func(ctx context.Context, c *pep.Client) (allowed bool, err error)
 }{
-	{"Check", func(ctx context.Context, c *pep.Client) error {
-		_, err := c.Check(ctx, "orders", "write", pep.NoCache())
-		return err
+	{"Check", func(ctx context.Context, c *pep.Client) (bool, error) {
+		d, err := c.Check(ctx, "orders", "write", pep.NoCache())
+		return d.Allowed(), err
 	}},
-	{"CheckMany", func(ctx context.Context, c *pep.Client) error {
-		_, err := c.CheckMany(ctx, []pep.Resource{{Name: "orders", Scopes: []string{"write", "delete"}}}, pep.NoCache())
-		return err
+	{"CheckMany", func(ctx context.Context, c *pep.Client) (bool, error) {
+		r, err := c.CheckMany(ctx, []pep.Resource{{Name: "orders", Scopes: []string{"write", "delete"}}}, pep.NoCache())
+		for _, d := range r.Decisions {
+			if d.Status != pep.Deny || !errors.Is(d.Cause, pep.ErrUnauthorized) {
+				return true, err
+			}
+		}
+		return r.Allowed(), err
 	}},
-	{"ListGranted", func(ctx context.Context, c *pep.Client) error {
-		_, err := c.ListGranted(ctx, nil)
-		return err
+	{"ListGranted", func(ctx context.Context, c *pep.Client) (bool, error) {
+		perms, err := c.ListGranted(ctx, nil)
+		return len(perms) > 0, err
 	}},
-	{"Organizations", func(ctx context.Context, c *pep.Client) error {
+	{"Organizations", func(ctx context.Context, c *pep.Client) (bool, error) {
 		_, err := c.Organizations(ctx)
-		return err
+		return false, err
 	}},
-	{"Verify", func(ctx context.Context, c *pep.Client) error { return c.Verify(ctx) }},
+	{"Verify", func(ctx context.Context, c *pep.Client) (bool, error) { return false, c.Verify(ctx) }},
 }
 
 // TestEveryRefusalPurgesAndExpiresTheTokenOnce: whichever call the gateway
-// refuses the client's token on (a 401), Verify included, the token's
-// cached decisions are gone at once, here and on every replica, and
+// refuses the client's token on (a 401), Verify included, the call fails
+// with ErrUnauthorized and a *ResponseError carrying the server's
+// challenge as it came, nothing of the token, and no retry; the token's
+// cached decisions are gone at once, here and on every replica; and
 // tokenExpired is emitted once however many calls are refused.
 func TestEveryRefusalPurgesAndExpiresTheTokenOnce(t *testing.T) {
 	t.Parallel()
@@ -64,14 +75,30 @@ func TestEveryRefusalPurgesAndExpiresTheTokenOnce(t *testing.T) {
 			require.True(t, d.Cached, "the GRANT is cached")
 
 			g.revoke(t, alice)
+			sent := len(g.posts())
 			for range 3 {
-				require.ErrorIs(t, tt.call(t.Context(), c), pep.ErrUnauthorized)
+				allowed, err := tt.call(t.Context(), c)
+				assert.False(t, allowed)
+				require.ErrorIs(t, err, pep.ErrUnauthorized)
+				var re *pep.ResponseError
+				require.ErrorAs(t, err, &re)
+				assert.Equal(t, http.StatusUnauthorized, re.StatusCode)
+				posts := g.posts()
+				assert.Equal(t, posts[len(posts)-1].Answer.Get("WWW-Authenticate"), re.Challenge, "the server's challenge, as it came")
+				assert.True(t, strings.HasPrefix(re.Challenge, "Bearer "), re.Challenge)
+				assert.Contains(t, re.Challenge, `error="invalid_token"`)
+				assert.NotContains(t, err.Error(), alice)
 			}
+			assert.Len(t, g.posts(), sent+3, "a 401 is not retried")
 			assert.Zero(t, c.Stats().CacheEntries, "the refused token's decisions are purged")
 			d, err = c.Check(t.Context(), "orders", "read")
 			require.ErrorIs(t, err, pep.ErrUnauthorized, "the cached GRANT outlived the refusal")
 			assert.False(t, d.Allowed())
 			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
+			expired := rec.evs[1]
+			assert.Equal(t, "Bearer", expired.TokenType)
+			require.ErrorIs(t, expired.Err, pep.ErrUnauthorized)
+			assert.False(t, expired.Time.IsZero())
 			// Published on a goroutine of its own, started before the call
 			// returned.
 			eventually(t, "the refusal is published to the other replicas", func() bool {

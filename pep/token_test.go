@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,66 +39,6 @@ func (r *recorder) kinds() []events.Kind {
 	return ks
 }
 
-// TestUnauthorized: the server refuses an expired token with a 401.
-func TestUnauthorized(t *testing.T) {
-	t.Parallel()
-	calls := []struct {
-		name string
-		call func(ctx context.Context, c *pep.Client) (allowed bool, err error)
-	}{
-		{"Check", func(ctx context.Context, c *pep.Client) (bool, error) {
-			d, err := c.Check(ctx, "orders", "read")
-			return d.Allowed(), err
-		}},
-		{"CheckMany", func(ctx context.Context, c *pep.Client) (bool, error) {
-			r, err := c.CheckMany(ctx, []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
-			for _, d := range r.Decisions {
-				if d.Status != pep.Deny || !errors.Is(d.Cause, pep.ErrUnauthorized) {
-					return true, err
-				}
-			}
-			return r.Allowed(), err
-		}},
-		{"ListGranted", func(ctx context.Context, c *pep.Client) (bool, error) {
-			perms, err := c.ListGranted(ctx, nil)
-			return len(perms) > 0, err
-		}},
-		{"Organizations", func(ctx context.Context, c *pep.Client) (bool, error) {
-			_, err := c.Organizations(ctx)
-			return false, err
-		}},
-	}
-	for _, tt := range calls {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := startReference(t)
-			var rec recorder
-			c := g.newClient(t, pep.WithEventHandler(rec.handle))
-			expired := g.expiredToken(t, "alice")
-			c.SetToken(expired)
-
-			for range 3 { // the token keeps being refused: one event only
-				allowed, err := tt.call(t.Context(), c)
-				assert.False(t, allowed)
-				require.ErrorIs(t, err, pep.ErrUnauthorized)
-				var re *pep.ResponseError
-				require.ErrorAs(t, err, &re)
-				assert.Equal(t, http.StatusUnauthorized, re.StatusCode)
-				assert.Equal(t, g.last(t).Answer.Get("WWW-Authenticate"), re.Challenge, "the server's challenge, as it came")
-				assert.True(t, strings.HasPrefix(re.Challenge, "Bearer "), re.Challenge)
-				assert.Contains(t, re.Challenge, `error="invalid_token"`)
-				assert.NotContains(t, err.Error(), expired)
-			}
-			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
-			expiredEv := rec.evs[1]
-			assert.Equal(t, "Bearer", expiredEv.TokenType)
-			require.ErrorIs(t, expiredEv.Err, pep.ErrUnauthorized)
-			assert.False(t, expiredEv.Time.IsZero())
-			assert.Equal(t, 3, g.count(), "a 401 is not retried")
-		})
-	}
-}
-
 func TestRefusedTokenEntriesArePurged(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
@@ -129,18 +67,6 @@ func TestRefusedTokenEntriesArePurged(t *testing.T) {
 	d, err = c.Check(bob, "orders", "write")
 	require.NoError(t, err)
 	assert.True(t, d.Cached)
-}
-
-func TestPerCallTokenOverridesClientToken(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t)
-	c.SetToken(g.token(t, "alice"))
-	bob := g.token(t, "bob")
-	d, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "write")
-	require.NoError(t, err)
-	requireGatewayDecision(t, d, pep.Grant)
-	assert.Equal(t, "Bearer "+bob, g.last(t).Authorization)
 }
 
 func TestNoToken(t *testing.T) {
@@ -188,6 +114,7 @@ func TestNoToken(t *testing.T) {
 
 			_, err = c.Organizations(ctx)
 			require.ErrorIs(t, err, pep.ErrNoToken)
+			require.ErrorIs(t, c.Verify(ctx), pep.ErrNoToken)
 
 			assert.Equal(t, 0, g.count(), "no request is sent without a usable token")
 		})
@@ -255,58 +182,4 @@ func errText(err error) string {
 		return err.Error() + "\n" + re.ErrorName + "\n" + re.Message + "\n" + re.Challenge
 	}
 	return err.Error()
-}
-
-func TestLoggerSilentByDefault(t *testing.T) {
-	t.Parallel()
-	// The default logger discards; what we can check from outside is that
-	// a client without WithLogger works on every logging path.
-	g := startReference(t)
-	g.configure(t, everyDecisionFails)
-	c := g.newClient(t, fastRetry)
-	c.SetToken(g.token(t, "alice"))
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	assert.False(t, d.Allowed())
-	assert.True(t, strings.HasPrefix(d.Cause.Error(), "pep: gateway answered 503"), d.Cause.Error())
-}
-
-func TestAnswerArrivingAfterAPurgeIsNotCached(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	alice := g.token(t, "alice")
-	arrived := make(chan struct{})
-	release := make(chan struct{})
-	g.setHook(func(_ http.ResponseWriter, _ *http.Request, n int) bool {
-		if n == 1 { // hold alice's request until her entries are purged
-			close(arrived)
-			select {
-			case <-release:
-			case <-g.closing:
-			}
-		}
-		return false // the server answers
-	})
-	c := g.newClient(t)
-	c.SetToken(alice)
-	done := make(chan pep.Decision)
-	go func() {
-		d, err := c.Check(t.Context(), "orders", "read")
-		assert.NoError(t, err)
-		done <- d
-	}()
-	<-arrived
-	c.SetToken(g.token(t, "bob")) // purges alice's entries while her request is out
-	close(release)
-	d := <-done
-	// The answer is for a token the client no longer holds: not used
-	// (TestTokenChangeStopsTheCall has the other moments) and not stored.
-	assert.False(t, d.Allowed())
-	require.ErrorIs(t, d.Cause, pep.ErrTokenChanged)
-	assert.Equal(t, 0, c.Stats().CacheEntries, "nothing is stored after the purge")
-
-	d, err := c.Check(pep.WithToken(t.Context(), alice), "orders", "read")
-	require.NoError(t, err)
-	assert.False(t, d.Cached)
-	assert.Equal(t, 2, g.count())
 }

@@ -2,7 +2,6 @@ package pep_test
 
 import (
 	"bytes"
-	"fmt"
 	"log/slog"
 	"testing"
 
@@ -31,17 +30,8 @@ func TestTokenNeverLeaks(t *testing.T) {
 		}))
 	c.SetToken(secret)
 
-	var texts []string
-	d, err := c.Check(t.Context(), "orders", "read")
+	d, texts := everyCallsTexts(t, c)
 	require.True(t, d.Allowed())
-	texts = append(texts, errText(err), errText(d.Cause), fmt.Sprintf("%+v %v", d, d))
-	r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
-	texts = append(texts, errText(err), fmt.Sprintf("%+v", r))
-	perms, err := c.ListGranted(t.Context(), nil)
-	texts = append(texts, errText(err), fmt.Sprintf("%+v", perms))
-	_, err = c.Organizations(t.Context())
-	texts = append(texts, errText(err), fmt.Sprintf("%+v", c.Stats()))
-
 	require.NotEmpty(t, logs.String(), "the debug logger saw the calls")
 	texts = append(texts, logs.String())
 	for _, s := range texts {

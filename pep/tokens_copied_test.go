@@ -30,15 +30,15 @@ func TestManyTokensAllowNoJunkAndLeaveNothingCounted(t *testing.T) {
 		valid = append(valid, g.token(t, users[i%len(users)]))
 	}
 	own := valid[0]
-	// Fixed work, not a time: 4 workers of 250 calls (a 3 s run made
+	// Fixed work, not a time: 4 workers of 125 calls (a 3 s run made
 	// 2,500 to 5,700 on the shared 2-core machine, fewer beside a CPU
-	// hog); the own token's churn and the purges run until the calls are
-	// done.
-	const workers, perWorker = 4, 250
+	// hog); the own token's churn and the purges run beside them, a step
+	// each time a worker's call is done and the churn is not busy.
+	const workers, perWorker = 4, 125
 	ctx := t.Context()
 	var wg, churn sync.WaitGroup
 	var junkAllowed, calls atomic.Int64
-	var done atomic.Bool
+	step := make(chan struct{}, 1)
 	lens := []int{1, 43, 440, 947, 1100, 3000, 8192}
 	for w := range workers {
 		wg.Go(func() {
@@ -55,6 +55,10 @@ func TestManyTokensAllowNoJunkAndLeaveNothingCounted(t *testing.T) {
 				res := []string{"orders", "invoices", fmt.Sprintf("orders/%d", i%20)}[i%3]
 				d, err := c.Check(pep.WithToken(ctx, tok), res, "read")
 				calls.Add(1)
+				select {
+				case step <- struct{}{}:
+				default:
+				}
 				if junk && err == nil && d.Allowed() {
 					junkAllowed.Add(1)
 				}
@@ -62,7 +66,10 @@ func TestManyTokensAllowNoJunkAndLeaveNothingCounted(t *testing.T) {
 		})
 	}
 	churn.Go(func() {
-		for i := 0; !done.Load(); i++ {
+		for i := 0; ; i++ {
+			if _, more := <-step; !more {
+				return
+			}
 			c.SetToken(own)
 			_, _ = c.Check(ctx, "orders", "read")
 			if i%3 == 0 {
@@ -77,7 +84,7 @@ func TestManyTokensAllowNoJunkAndLeaveNothingCounted(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	done.Store(true)
+	close(step)
 	churn.Wait()
 	c.ClearToken()
 	require.NoError(t, c.PurgeAll(t.Context()))
