@@ -74,8 +74,10 @@ const (
 // otherwise Publish fails and a heartbeat refused ends the session
 // (reported lost, the cache untrusted until a session on a primary is
 // up). Publish returns nil only once a primary took the publication. The
-// script costs the primary a few microseconds per publication (see
-// BenchmarkPublish).
+// script costs the primary about 8 µs of CPU per publication where a bare
+// PUBLISH costs 0.2 µs (Redis 7.0, INFO commandstats), some 35 µs a
+// second for each subscribed replica's four heartbeats; a publication's
+// round trip is that much longer (BenchmarkPublish).
 //
 // A subscription that fails, whose heartbeat does not come back within
 // 2 s, or that reads nothing for 2 s, is reported lost (the client stops
