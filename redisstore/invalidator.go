@@ -68,7 +68,9 @@ const (
 // that changes nothing; a read-only replica refuses it, and so does a
 // primary refusing writes under min-replicas-to-write or MISCONF) and
 // reads role:master in INFO replication (which a writable replica does
-// not answer). Nothing else may store anything under that key. A replica
+// not answer). Nothing else may store anything under that key, and the
+// client's Redis user must be allowed EVALSHA, EVAL, INFO and DEL of that
+// key besides pub/sub (a refusal fails the publication). A replica
 // answers READONLY, on which go-redis drops the connection and retries on
 // another: a retry that reaches the primary publishes there, and
 // otherwise Publish fails and a heartbeat refused ends the session

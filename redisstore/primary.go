@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -88,15 +87,11 @@ func (v *Invalidator) publishOnPrimary(ctx context.Context, channel, msg string)
 // isRedirect reports whether err is a Cluster node's redirection (MOVED,
 // ASK), which only a redis.ClusterClient follows.
 func isRedirect(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+	return redis.HasErrorPrefix(err, "MOVED ") || redis.HasErrorPrefix(err, "ASK ")
 }
 
 // isReplicaRefusal reports whether err is a replica's refusal of
 // primaryScript (or of any write).
 func isReplicaRefusal(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "READONLY ")
+	return redis.HasErrorPrefix(err, "READONLY ")
 }
