@@ -6,9 +6,10 @@
 // user of pep, dpop or middleware alone never downloads a Redis client.
 // Every constructor takes a redis.UniversalClient: a single server, a
 // Sentinel-managed primary or a Cluster. [Invalidator] uses sharded pub/sub
-// on a Cluster, refuses a redis.Ring, and checks the server at every
+// on a Cluster, refuses a redis.Ring, checks the server at every
 // subscription (a *redis.Client must reach a primary that is not a Cluster
-// node; see its documentation). Every
+// node), and publishes every purge and heartbeat through a script that
+// publishes only on a primary (see its documentation). Every
 // call returns by its context's deadline whatever the client's
 // configuration (ContextTimeoutEnabled or not).
 //
@@ -41,7 +42,13 @@
 // [Invalidator] is a pep.Invalidator (and authzen's): the cache purges of
 // one replica reach every replica, and a replica serves its cache only
 // while a heartbeat that travels the same route as the purges comes back
-// fresh:
+// fresh. A heartbeat, like a purge, is published only once the server it
+// reaches has proved, in the same step, that it is the primary: Redis
+// accepts PUBLISH on a replica (a demoted primary that a client's pooled
+// connections still reach) and delivers it to that replica's subscribers
+// only, so a heartbeat coming back from there would prove nothing about
+// the other replicas. A publication a replica refused fails (or is
+// retried on a connection to the primary); it never succeeds silently:
 //
 //	inv := redisstore.NewInvalidator(rdb, "orders-api:invalidations")
 //	client, err := pep.New(gatewayURL, "acme", "orders-api", pep.WithInvalidator(inv))

@@ -7,7 +7,8 @@ package redisstore_test
 // Redis propagates PUBLISH from the primary to its replicas, never from a
 // replica). A replica's own heartbeats would come back while another
 // replica's purges never reach it. Promise: every session asks the
-// server (ROLE) and is lost, with an error that says what to use, so the
+// server (the primary check every publication makes) and is lost, with
+// an error that says what to use, its Purge fails, so the
 // cache is never trusted and no purged GRANT is served past 2 s.
 
 import (
@@ -45,7 +46,7 @@ func TestInvalidatorRefusesReplicaOnlySentinelClient(t *testing.T) {
 		require.True(t, asked, "a replica on a ReplicaOnly client served its cache")
 	}
 	revoke(t, gw, tok)
-	require.NoError(t, a.Purge(ctx, tok), "Purge publishes on a replica, which Redis accepts")
+	require.ErrorContains(t, a.Purge(ctx, tok), "replica, not the primary", "a purge published on a replica reaches no other replica: Purge fails")
 	// B is watched until the gateway refuses it the revoked token, which
 	// drops B's cached decisions of it, or for 3 s (past the 2 s bound)
 	// at most.

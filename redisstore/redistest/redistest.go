@@ -17,8 +17,9 @@
 //
 // Where neither binary is on PATH, Start falls back to
 // github.com/alicebob/miniredis/v2 in process and says so in the test log;
-// it is given ROLE and INFO server (run_id only, a new one on every start
-// and restart) for the commands redisstore sends, in scripts too;
+// it is given ROLE, INFO replication (role:master), INFO cluster and INFO
+// server (run_id only, a new one on every start and restart) for the
+// commands redisstore sends, in scripts too;
 // with ORGAUTHZ_REQUIRE_REDIS=1 in the environment (as .ci/run sets it) the
 // absence of a real server fails the test instead, so CI proves the real one.
 package redistest
@@ -274,8 +275,9 @@ func (s *Server) run(dir string) error {
 }
 
 // addCommands gives miniredis what it lacks of the commands redisstore
-// sends: ROLE (a single server is its own primary, which
-// redisstore.Invalidator checks before it trusts a session) and INFO
+// sends: ROLE, INFO replication and INFO cluster (a single server is its
+// own primary and no Cluster node, which redisstore.Invalidator checks at
+// every publication), and INFO
 // server, which answers a run_id (redisstore's replay marker is bound to
 // it), a new one each time addCommands runs: a restarted miniredis needs
 // them again, and is a new run. The INFO hook answers in scripts too (they
@@ -288,10 +290,19 @@ func addCommands(t testing.TB, mini *miniredis.Miniredis) {
 	}
 	info := "# Server\r\nredis_version:7.0.0-miniredis\r\nrun_id:" + hex.EncodeToString(id[:]) + "\r\n"
 	mini.Server().SetPreHook(func(c *server.Peer, cmd string, args ...string) bool {
-		if cmd != "INFO" || len(args) != 1 || !strings.EqualFold(args[0], "server") {
+		if cmd != "INFO" || len(args) != 1 {
 			return false
 		}
-		c.WriteBulk(info)
+		switch {
+		case strings.EqualFold(args[0], "server"):
+			c.WriteBulk(info)
+		case strings.EqualFold(args[0], "replication"):
+			c.WriteBulk("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n")
+		case strings.EqualFold(args[0], "cluster"):
+			c.WriteBulk("# Cluster\r\ncluster_enabled:0\r\n")
+		default:
+			return false
+		}
 		return true
 	})
 	err := mini.Server().Register("ROLE", func(c *server.Peer, _ string, _ []string) {
