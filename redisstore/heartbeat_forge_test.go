@@ -60,7 +60,7 @@ func forgedHeartbeat(t *testing.T, forge bool) {
 	// A publishes its purges on the new master.
 	a := replica(t, gw, newMaster.Client(), channel)
 	// B: its first subscription (the second connection: the first carries
-	// the session's topology check, ROLE and INFO, then the heartbeats)
+	// the session's topology check, INFO and the primary script, then the heartbeats)
 	// stuck on the old master, its publications (heartbeats) on the new
 	// one.
 	var dials atomic.Int32
