@@ -20,6 +20,7 @@ package redisstore_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"net"
@@ -104,9 +105,12 @@ func forgedHeartbeat(t *testing.T, forge bool) {
 		for ctx.Err() == nil {
 			est := int64(time.Since(seen)/(250*time.Millisecond)) + 1
 			for n := max(1, est-12); n <= est+4; n++ {
+				// The first version's echo (nonce and sequence number),
+				// and a well-formed echo of today's with a guessed token.
 				msg := append([]byte{1, 'h'}, nonce...)
 				msg = binary.BigEndian.AppendUint64(msg, uint64(n))
 				_ = forger.Publish(ctx, hb, msg).Err()
+				_ = forger.Publish(ctx, hb, append([]byte{2, 'h'}, rand.Text()[:16]...)).Err()
 			}
 			select {
 			case <-ctx.Done():
