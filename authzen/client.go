@@ -139,9 +139,13 @@ func (c *Client) accepts(token, method string) bool {
 // signs under the call's context: a call waits for it only until its
 // deadline and is then denied with a Cause matching ErrUnavailable and
 // context.DeadlineExceeded, nothing sent and the breaker not counting it.
-// A key makes at most 16 signatures at once (a call waits for a slot only
-// until its deadline); one whose every slot has been taken for over 10 s
-// is taken as hung: calls fail at once (ErrUnavailable) until one returns.
+// A key makes at most 16 signatures at once, across every authzen and pep
+// client using it through any Signer of it (the key is known by its public
+// key's thumbprint, so dpop.NewSigner called on it again and the copies
+// Signer.WithClock makes share its bound): a call waits for a slot only
+// until its deadline, and a hung key holds at most 16 goroutines. One
+// whose every slot has been taken for over 10 s is taken as hung: calls
+// fail at once (ErrUnavailable) until one returns.
 func (c *Client) SetDPoPToken(token string, signer *dpop.Signer) {
 	if c.accepts(token, "SetDPoPToken") {
 		c.core.SetDPoP(token, signer)

@@ -134,7 +134,10 @@ func GenerateKey() (*Signer, error) {
 // WithClock returns a copy of s that takes the "iat" of its proofs from now
 // instead of time.Now; s itself is unchanged. A nil now restores time.Now. It
 // exists for tests and for clients that correct their clock against a
-// server's; production code normally never calls it.
+// server's; production code normally never calls it. The copy signs with
+// the same key: the pep and authzen clients count its signatures, as those
+// of every Signer of the key, against the key's one bound of signatures at
+// once.
 func (s *Signer) WithClock(now func() time.Time) *Signer {
 	c := *s
 	if now == nil {

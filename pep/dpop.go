@@ -18,11 +18,14 @@ import "github.com/orgauthz/orgauthz/dpop"
 // a call whose proof is not signed in time is DENY with a Cause matching
 // ErrUnavailable and context.DeadlineExceeded; nothing is sent and the
 // breaker does not count it. A key makes at most 16 signatures at once,
-// across every client using it: a call waits for a slot only until its
-// deadline, and a slot comes back when the key answers, so a hung key
-// holds at most 16 goroutines and callers hanging up cost no other caller
-// anything. A key whose every slot has been taken for over 10 s is taken
-// as hung: calls fail at once (ErrUnavailable) until one returns.
+// across every pep and authzen client using it through any Signer of it
+// (the key is known by its public key's thumbprint: dpop.NewSigner called
+// on it again, and the copies Signer.WithClock makes, share its bound): a
+// call waits for a slot only until its deadline, and a slot comes back
+// when the key answers, so a hung key holds at most 16 goroutines and
+// callers hanging up cost no other caller anything. A key whose every slot
+// has been taken for over 10 s is taken as hung: calls fail at once
+// (ErrUnavailable) until one returns.
 //
 // Like SetToken, it purges the previous token's cached decisions and then
 // emits tokenSet, with TokenType "DPoP". An empty token is ClearToken(); a

@@ -22,8 +22,14 @@ import (
 // breaker does not count it. A key that panics there fails its call with
 // errKeyPanicked rather than end the process.
 //
-// A key here is a *dpop.Signer, counted across every client and credential
-// that uses it. It makes at most maxSigning signatures at once: a call
+// A key here is the signing key itself, known by its public key's RFC 7638
+// thumbprint (dpop.Signer.Thumbprint), not by the *dpop.Signer that wraps
+// it: every Signer of one key (dpop.NewSigner called again on it, the
+// copies Signer.WithClock makes, a second crypto.Signer of the same KMS
+// key) and every client and credential using any of them share one bound
+// and one hang detector. Keyed by Signer, each copy had slots of its own,
+// so that a hung key held maxSigning more goroutines per copy. It makes at
+// most maxSigning signatures at once: a call
 // takes one of the key's slots for its signature, waiting for one, when
 // every slot is taken, only until its context ends; the slot comes back
 // when the key returns, whether the call still waited for it or gave up.
@@ -45,12 +51,19 @@ const (
 	hungAfter = 10 * time.Second
 )
 
-// keys holds the keys that sign, or are waited for, now. A key is in the
-// map only while some call holds or waits for one of its slots.
+// keys holds the keys that sign, or are waited for, now, by keyID. A key
+// is in the map only while some call holds or waits for one of its slots:
+// its entry goes once no client uses it, and the map holds no more entries
+// than there are keys signing, however many Signers wrap them.
 var keys = struct {
 	sync.Mutex
-	m map[*dpop.Signer]*keySigning
-}{m: make(map[*dpop.Signer]*keySigning)}
+	m map[string]*keySigning
+}{m: make(map[string]*keySigning)}
+
+// keyID is the identity the bound is kept under: the thumbprint of s's
+// public key, the same for every Signer of one key, whatever wraps it. s
+// is a Signer NewSigner built (prove handles any other first).
+func keyID(s *dpop.Signer) string { return s.Thumbprint() }
 
 // keySigning is one key's signatures under way.
 type keySigning struct {
@@ -64,14 +77,16 @@ type keySigning struct {
 	idle chan struct{}
 }
 
-// enterKey returns s's signatures under way, counting the call as a user.
+// enterKey returns the signatures under way of s's key, counting the call
+// as a user.
 func enterKey(s *dpop.Signer) *keySigning {
 	keys.Lock()
 	defer keys.Unlock()
-	ks := keys.m[s]
+	id := keyID(s)
+	ks := keys.m[id]
 	if ks == nil {
 		ks = &keySigning{slots: make(chan struct{}, maxSigning), began: make(map[*signature]time.Time), idle: make(chan struct{})}
-		keys.m[s] = ks
+		keys.m[id] = ks
 	}
 	ks.users++
 	return ks
@@ -83,7 +98,7 @@ func (ks *keySigning) leave(s *dpop.Signer) {
 	keys.Lock()
 	defer keys.Unlock()
 	if ks.users--; ks.users == 0 {
-		delete(keys.m, s)
+		delete(keys.m, keyID(s))
 		close(ks.idle)
 	}
 }
@@ -117,7 +132,9 @@ type signature struct {
 // until ctx ends, and not at all while the key is taken as hung. The error
 // of a proof not had in time is a signingError matching ErrUnavailable.
 func prove(ctx context.Context, s *dpop.Signer, method, url, token, nonce string) (string, error) {
-	if s == nil || s.InMemory() { // a nil Signer's Proof says what is wrong at once
+	if s == nil || s.InMemory() || s.Thumbprint() == "" {
+		// A nil Signer's Proof, or a zero one's (it has no key and no
+		// thumbprint), says what is wrong at once.
 		return s.Proof(method, url, token, nonce)
 	}
 	ks := enterKey(s)

@@ -83,7 +83,7 @@ func TestHungKeyHoldsBoundedSignatures(t *testing.T) {
 	assert.Equal(t, int32(maxSigning), asked.Load(), "a key with every slot taken was asked for another signature")
 
 	keys.Lock()
-	ks := keys.m[s]
+	ks := keys.m[keyID(s)]
 	keys.Unlock()
 	require.NotNil(t, ks)
 	assert.False(t, ks.hung(time.Now()), "a key is taken as hung only once every slot was taken for hungAfter")
@@ -160,7 +160,7 @@ func TestPanickingKeyFailsTheCallClosed(t *testing.T) {
 	assert.Empty(t, proof)
 	require.ErrorIs(t, err, errKeyPanicked)
 	keys.Lock()
-	_, held := keys.m[s]
+	_, held := keys.m[keyID(s)]
 	keys.Unlock()
 	assert.False(t, held, "the key's slot came back")
 }
