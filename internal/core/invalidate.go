@@ -531,13 +531,18 @@ type digestIndex struct {
 }
 
 // spelling is one indexed token: the cache's copy of it, its identity's
-// digest, the schemes it is indexed under (schemeBit), and the next
-// spelling of its identity. Its fields change under digestIndex.mu.
+// digest, its own digest (tokenDigest) when the index finds tokens by it
+// (byToken), the schemes it is indexed under (schemeBit), and its
+// neighbours in the list of its identity's spellings, which a caller can
+// make as long as it likes for free (any signature): so that taking one
+// out costs O(1), never a walk of that list. Its fields change under
+// digestIndex.mu.
 type spelling struct {
-	token    string
-	identity [digestBytes]byte
-	schemes  uint8
-	next     *spelling
+	token      string
+	identity   [digestBytes]byte
+	own        [digestBytes]byte
+	schemes    uint8
+	prev, next *spelling
 }
 
 // stale reports whether sp, indexed under id's scheme alone, holds
@@ -618,6 +623,9 @@ func (x *digestIndex) add(id transport.Ident, lru *cache.Cache[transport.Ident, 
 		x.prune(lru)
 	}
 	sp = &spelling{token: id.Token, identity: identity, schemes: bit, next: x.byIdentity[identity]}
+	if sp.next != nil {
+		sp.next.prev = sp
+	}
 	x.byIdentity[identity] = sp
 	x.ids[id.Token] = sp
 	x.bytes += int64(len(id.Token))
@@ -625,6 +633,7 @@ func (x *digestIndex) add(id transport.Ident, lru *cache.Cache[transport.Ident, 
 		if !made || !earlier { // or hearEarlierVersions came between the locks
 			own = tokenDigest(id.Token)
 		}
+		sp.own = own
 		x.byToken[own] = sp
 	}
 }
@@ -650,34 +659,31 @@ func (x *digestIndex) prune(lru *cache.Cache[transport.Ident, string, bool]) {
 // twice returns 2n, or math.MaxInt64 where that would overflow.
 func twice(n int64) int64 { return min(n, math.MaxInt64/2) * 2 }
 
-// unlink takes sp out of the list of its identity's spellings; x.mu must
-// be held.
+// unlink takes sp out of the list of its identity's spellings, in O(1);
+// x.mu must be held.
 func (x *digestIndex) unlink(sp *spelling) {
-	for p := x.byIdentity[sp.identity]; p != nil; p = p.next {
-		switch {
-		case p == sp: // the first
-			if sp.next == nil {
-				delete(x.byIdentity, sp.identity)
-			} else {
-				x.byIdentity[sp.identity] = sp.next
-			}
-			return
-		case p.next == sp:
-			p.next = sp.next
-			return
-		}
+	switch {
+	case sp.prev != nil:
+		sp.prev.next = sp.next
+	case sp.next != nil: // the first
+		x.byIdentity[sp.identity] = sp.next
+	default: // the only one
+		delete(x.byIdentity, sp.identity)
 	}
+	if sp.next != nil {
+		sp.next.prev = sp.prev
+	}
+	sp.prev, sp.next = nil, nil
 }
 
 // forget forgets sp, but for its place in its identity's list; x.mu must
-// be held. Its own digest, which byToken finds it by, is made again: what
-// keeping it would cost every token, a token costs once, when the index
-// lets it go.
+// be held. Nothing is hashed under the lock: its own digest, which byToken
+// finds it by, is kept (sp.own).
 func (x *digestIndex) forget(sp *spelling) {
 	delete(x.ids, sp.token)
 	x.bytes -= int64(len(sp.token))
-	if x.byToken != nil {
-		delete(x.byToken, tokenDigest(sp.token))
+	if x.byToken != nil && x.byToken[sp.own] == sp {
+		delete(x.byToken, sp.own)
 	}
 }
 
@@ -698,8 +704,13 @@ func (x *digestIndex) take(identity [digestBytes]byte, which uint8) []transport.
 		}
 		if sp.schemes &^= which; sp.schemes == 0 {
 			x.forget(sp)
+			sp.prev, sp.next = nil, nil
 		} else {
-			sp.next, kept = kept, sp
+			sp.prev, sp.next = nil, kept
+			if kept != nil {
+				kept.prev = sp
+			}
+			kept = sp
 		}
 		sp = next
 	}
