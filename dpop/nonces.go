@@ -53,19 +53,21 @@ const nonceLabel = "orgauthz dpop nonce v1"
 // frozen for an hour accepts no nonce older than its lifetime once it runs
 // again. Each such move leaves a line (the time the source kept) for a new
 // one (the wall clock's, advanced by the monotonic clock from then on), and
-// the source remembers the last four lines it left. It returns to one when
-// the wall clock reads within NonceClockTolerance of it, forgetting the
-// lines above it: a replica whose wall clock was wrong ahead for a while
+// the source remembers the line it started on and the last three others
+// it left. It returns to the lowest of them that the wall clock is not
+// ahead of by more than NonceClockTolerance nor behind by more than a step
+// (lifetime/2), forgetting the lines above it: a replica whose wall clock was wrong ahead for a while
 // (a bad time server's answer) agrees with the other replicas again as
 // soon as its clock is put right. The monotonic clock counted real time on
 // the line it returns to, so the return makes no old nonce valid again;
 // the nonces it minted on the line it abandons are of steps not yet begun
 // there, refused until the line reaches them (as those of any replica
 // whose clock runs ahead). Time moves back nowhere else: a wall clock
-// stepped back below every line held, or between two of them, moves
-// nothing, and a suspended machine's catch-up stays, unless its wall clock
-// is stepped back by as much again, within NonceClockTolerance (then
-// nonces as old as the suspension are valid again).
+// stepped back more than a step below every line held, or between two of
+// them farther, moves nothing, and a suspended machine's catch-up stays,
+// unless its wall clock is stepped back by as much again, within
+// NonceClockTolerance below and a step above (then nonces as old as the
+// suspension are valid again).
 //
 // secret must hold at least [MinNonceSecretSize] random bytes, and
 // lifetime be at least 2 s. older lists earlier secrets, each as long,
@@ -113,7 +115,8 @@ type hmacNonces struct {
 var _ Nonces = (*hmacNonces)(nil)
 
 // nonceLinesKept is how many lines a source remembers having left, to
-// return to one when the wall clock comes back to it.
+// return to one when the wall clock comes back to it: the start line,
+// which it never forgets, and the latest others.
 const nonceLinesKept = 4
 
 // nonceLines are the lines of a source's time, each an offset (ns) from
@@ -135,7 +138,7 @@ func (n *hmacNonces) now() int64 {
 	wall := n.wall().UnixNano()
 	for {
 		cur := n.lines.Load()
-		next, t := cur.follow(mono, wall)
+		next, t := cur.follow(mono, wall, n.step)
 		if next == nil || n.lines.CompareAndSwap(cur, next) {
 			return t
 		}
@@ -144,27 +147,33 @@ func (n *hmacNonces) now() int64 {
 
 // follow returns the time the wall clock reading wall puts the source on,
 // when start + elapsed is mono, and the lines to store for it (nil when
-// they are l). Readings taken before l was stored move nothing: a call
+// they are l). A line left is returned to when it is neither behind the
+// wall clock by more than NonceClockTolerance nor ahead of it by more than
+// ahead (a step): a line ahead of real time makes no old nonce valid
+// again, and one a few seconds ahead (a process started with its wall
+// clock fast, put right since) is nearer the other replicas than the line
+// left for it. Readings taken before l was stored move nothing: a call
 // that read the clocks before a move and was slow to get here does not
 // undo it.
-func (l *nonceLines) follow(mono, wall int64) (*nonceLines, int64) {
+func (l *nonceLines) follow(mono, wall, ahead int64) (*nonceLines, int64) {
 	const tol = int64(NonceClockTolerance)
 	at := mono + l.off[l.n-1]
 	switch {
 	case mono < l.mono:
 	case wall-at > tol: // ahead: a new line at the wall clock, leaving this one
 		next := &nonceLines{mono: mono}
-		kept := l.off[:l.n]
-		if len(kept) > nonceLinesKept {
-			kept = kept[len(kept)-nonceLinesKept:] // forget the oldest
+		if l.n > nonceLinesKept { // forget the oldest but the start line
+			next.off[0] = l.off[0]
+			next.n = 1 + copy(next.off[1:], l.off[l.n-(nonceLinesKept-1):l.n])
+		} else {
+			next.n = copy(next.off[:], l.off[:l.n])
 		}
-		next.n = copy(next.off[:], kept)
 		next.off[next.n] = wall - mono
 		next.n++
 		return next, wall
-	case at-wall > tol: // behind: back to the highest line left the wall clock reads, if any
-		for i := l.n - 2; i >= 0; i-- {
-			if d := wall - (mono + l.off[i]); d <= tol && d >= -tol {
+	case at-wall > tol: // behind: back to the lowest line left that is not behind the wall clock, if any is near
+		for i := range l.n - 1 {
+			if d := mono + l.off[i] - wall; d >= -tol && d <= ahead {
 				next := &nonceLines{n: i + 1, mono: mono}
 				copy(next.off[:], l.off[:i+1])
 				return next, mono + l.off[i]

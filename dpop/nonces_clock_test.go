@@ -295,3 +295,69 @@ func BenchmarkHMACNoncesValid(b *testing.B) {
 		})
 	}
 }
+
+// TestHMACNoncesReturnAfterAStartWithTheClockFast (a-fix9b): A's process
+// starts while its wall clock is a few seconds fast (a VM or container
+// started before NTP synced), and NTP then steps the wall clock back to
+// the right time. By design the source keeps its start line, which is now
+// `skew` ahead of the wall clock; A and B still agree (the skew is well
+// under a step). A later transient glitch ahead (the a-rep9 F3 scenario,
+// which h-nonce9 fixed) leaves a new line; when the wall clock is put
+// right, no line is within NonceClockTolerance of it (the start line is
+// `skew` above it), and A stayed ten minutes ahead for good: A and B
+// refused each other's fresh nonces until A restarted. The source returns
+// to the lowest line left that is not behind the wall clock, when it is
+// ahead by no more than a step.
+func TestHMACNoncesReturnAfterAStartWithTheClockFast(t *testing.T) {
+	t.Parallel()
+	for _, skew := range []time.Duration{2 * time.Second, 5 * time.Second} {
+		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
+			ca, cb := &hostClock{wall: testNow.Add(skew)}, &hostClock{wall: testNow}
+			a := testNonces(t, ca, 5*time.Minute, nonceSecret)
+			b := testNonces(t, cb, 5*time.Minute, nonceSecret)
+			_ = next(t, a)
+			ca.Step(-skew) // NTP puts A's clock right
+			_ = next(t, a)
+			require.Equal(t, cb.Wall(), ca.Wall())
+			requireAgree(t, a, b, "after NTP put A's clock right (A's source is skew ahead, by design)")
+
+			ca.Pass(time.Minute)
+			cb.Pass(time.Minute)
+			ca.Step(10 * time.Minute) // one bad time server answer
+			_ = next(t, a)
+			ca.Step(-10 * time.Minute) // put right
+			_ = next(t, a)
+			require.Equal(t, cb.Wall(), ca.Wall())
+			requireAgree(t, a, b, "once A's clock is right after the glitch")
+			ca.Pass(time.Hour)
+			cb.Pass(time.Hour)
+			requireAgree(t, a, b, "an hour later")
+		})
+	}
+}
+
+// TestHMACNoncesNeverForgetTheStartLine (a-fix9b): A's wall clock
+// goes wrong ahead not in one step but in five (a bad time source that
+// steps it 2 min at a time, each past NonceClockTolerance, A serving a
+// request after each: ten minutes in all, the case of
+// TestHMACNoncesReturnWhenTheWallClockIsPutRight), then is put right. Each
+// step left a line, and the source remembered only the last four: the
+// start line, the one B's time is on, was forgotten, and A stayed ahead
+// for good. The start line is never forgotten.
+func TestHMACNoncesNeverForgetTheStartLine(t *testing.T) {
+	t.Parallel()
+	ca, cb := &hostClock{wall: testNow}, &hostClock{wall: testNow}
+	a := testNonces(t, ca, 5*time.Minute, nonceSecret)
+	b := testNonces(t, cb, 5*time.Minute, nonceSecret)
+	requireAgree(t, a, b, "before")
+	const steps, each = 5, 2 * time.Minute
+	for range steps {
+		ca.Step(each)
+		_ = next(t, a)
+	}
+	ca.Step(-steps * each) // put right
+	_ = next(t, a)
+	require.Equal(t, cb.Wall(), ca.Wall())
+	requireAgree(t, a, b, "once A's clock is right")
+}
