@@ -147,6 +147,19 @@ func (r *Realm) AddUser(u User, roleIDs, groupIDs []string) (*User, error) {
 	if _, ok := r.UserByName[u.Username]; ok {
 		return nil, Conflict("user %q already exists", u.Username)
 	}
+	// An ownership property names its owner by username or email (the
+	// decision's owns): each such string belongs to one user.
+	if _, ok := r.userByEmail[u.Username]; ok {
+		return nil, Conflict("username %q is another user's email, which an ownership property would read as that user", u.Username)
+	}
+	if u.Email != "" {
+		if _, ok := r.userByEmail[u.Email]; ok {
+			return nil, Conflict("email %q is another user's", u.Email)
+		}
+		if _, ok := r.UserByName[u.Email]; ok && u.Email != u.Username {
+			return nil, Conflict("email %q is another user's username, which an ownership property would read as that user", u.Email)
+		}
+	}
 	roles, err := r.roleSet(roleIDs)
 	if err != nil {
 		return nil, err
@@ -174,6 +187,12 @@ func (r *Realm) addUser(u *User) {
 	r.addUserHandle(u)
 	r.Users[u.ID] = u
 	r.UserByName[u.Username] = u.ID
+	if u.Email != "" {
+		if r.userByEmail == nil {
+			r.userByEmail = map[string]string{}
+		}
+		r.userByEmail[u.Email] = u.ID
+	}
 	r.userIDs.insert(u.ID, strings.Compare)
 }
 

@@ -61,6 +61,9 @@ type Realm struct {
 	// same ids in order.
 	Users      map[string]*User
 	UserByName map[string]string // username -> id
+	// userByEmail finds a user by email (AddUser keeps it), so that no
+	// string an ownership property can hold names two users.
+	userByEmail map[string]string
 	Roles      map[string]*Role
 	RoleByName map[string]string // role name -> id
 	Groups     map[string]*Group
