@@ -46,6 +46,10 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 			asked = true
 		}
 	}
+	if err := checkText(resource, scope); err != nil {
+		c.core.CountCall()
+		return c.refuse(Decision{Resource: resource, Scope: scope}, err)
+	}
 	var cc callConfig
 	if len(opts) > 0 {
 		cc = applyCallOptions(opts)
@@ -93,19 +97,23 @@ func (c *Client) tokenGroup(ctx context.Context) (*core.Group, bool) {
 // checkPair refuses what Check and CheckMany never send: an empty name and
 // the wildcard resource, whose answer lists other pairs (rule 8). It is
 // inlined; pairError, which makes the error, is not. Names that are not
-// valid UTF-8 are refused (askablePair): JSON would send other names.
+// valid UTF-8 are checkText's.
 func checkPair(resource, scope string) error {
-	if askablePair(resource, scope) {
+	if resource != "" && scope != "" && resource != "*" {
 		return nil
 	}
 	return pairError(resource, scope)
 }
 
-// askablePair reports whether Check may ask about scope on resource: both
-// named, the resource not "*", both valid UTF-8, which JSON carries as they
-// are. It does not allocate.
-func askablePair(resource, scope string) bool {
-	return resource != "" && scope != "" && resource != "*" && utf8.ValidString(resource) && utf8.ValidString(scope)
+// checkText refuses names that are not valid UTF-8: JSON would send other
+// names. Check calls it after its cache lookup without options, which
+// needs no such check: only a question that passed it is ever stored, so
+// a name that is not valid UTF-8 is never found. It does not allocate.
+func checkText(resource, scope string) error {
+	if utf8.ValidString(resource) && utf8.ValidString(scope) {
+		return nil
+	}
+	return pairError(resource, scope)
 }
 
 func pairError(resource, scope string) error {
