@@ -138,14 +138,16 @@ func ServiceUnavailable(retryAfter time.Duration) http.Handler {
 // Require returns middleware that lets a request through only when the
 // caller holds every one of scopes on resource. It answers as the package
 // documentation describes; use With to pass options. A nil checker, an
-// empty or wildcard ("*") resource, no scopes or an empty scope are wiring
-// mistakes: Require panics.
+// empty or wildcard ("*") resource, no scopes, an empty scope or a name
+// that is not valid UTF-8 are wiring mistakes: Require panics.
 func Require(c Checker, resource string, scopes ...string) Middleware {
 	switch {
 	case resource == "" || resource == "*":
 		panic(`middleware: Require needs a resource other than "" and "*"`)
 	case len(scopes) == 0 || slices.Contains(scopes, ""):
 		panic("middleware: Require needs at least one scope, none of them empty")
+	case !Checkable(resource, scopes):
+		panic("middleware: Require needs a resource and scopes that are valid UTF-8 (JSON would send other names)")
 	}
 	cfg, fn := newConfig(c, Static(resource, scopes...))
 	var rt any

@@ -6,6 +6,7 @@ package middleware_test
 // nothing is asked, where JSON would have asked about another name.
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/orgauthz/orgauthz/pep"
 )
 
 // TestCallbackStringsNotValidUTF8AreRefused: a resource, scope, subject or
@@ -75,4 +77,42 @@ func TestCallbackStringsNotValidUTF8AreRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNamesNotValidUTF8AreNotCheckable: Checkable, the rule every guard
+// and adapter asks before a Checker, refuses names JSON cannot carry as
+// written, and Require, whose names are the code's own, panics on them
+// as on any other wiring mistake.
+func TestNamesNotValidUTF8AreNotCheckable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		resource  string
+		scopes    []string
+		checkable bool
+	}{
+		{"valid", "orders", []string{"read"}, true},
+		{"non-ASCII and U+FFFD", "bestellungen-ü", []string{"\uFFFD", "🔒"}, true},
+		{"a resource", "orders\xff", []string{"read"}, false},
+		{"a scope", "orders", []string{"read", "wr\xfeite"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.checkable, middleware.Checkable(tt.resource, tt.scopes))
+			require := func() { middleware.Require(unasked{t}, tt.resource, tt.scopes...) }
+			if tt.checkable {
+				assert.NotPanics(t, require)
+				return
+			}
+			assert.PanicsWithValue(t, "middleware: Require needs a resource and scopes that are valid UTF-8 (JSON would send other names)", require)
+		})
+	}
+}
+
+// unasked fails the test if it is asked anything.
+type unasked struct{ t *testing.T }
+
+func (u unasked) CheckMany(context.Context, []pep.Resource, ...pep.CallOption) (pep.Result, error) {
+	u.t.Error("the checker was asked")
+	return pep.Result{}, pep.ErrUnavailable
 }
