@@ -169,8 +169,8 @@ func Static(resource string, scopes ...string) func(*http.Request) (string, []st
 // RequireFunc is Require with the resource and scopes chosen per request by
 // fn, and with options. fn may use anything of the request, the caller's
 // input included: a resource the client refuses to check (empty, or the
-// wildcard "*") or no scopes make the answer 403 without a gateway call,
-// never 500. A nil checker or fn, or a nil option, is a wiring mistake:
+// wildcard "*"), no scopes, or a name that is not valid UTF-8 (Checkable)
+// make the answer 403 without a gateway call, never 500. A nil checker or fn, or a nil option, is a wiring mistake:
 // RequireFunc panics, as does the returned Middleware given a nil handler.
 func RequireFunc(c Checker, fn func(*http.Request) (resource string, scopes []string), opts ...Option) Middleware {
 	cfg, fn := newConfig(c, fn)
