@@ -57,8 +57,11 @@ var (
 var (
 	// ErrInvalidArgument is matched by the error of a call the client
 	// refuses to send: a request without subject type and id, action name
-	// or resource type and id, no items, an unknown evaluation semantic.
-	// The decisions are denials and nothing is sent.
+	// or resource type and id, no items, an unknown evaluation semantic, a
+	// string anywhere in a question (names, ids, types, property and
+	// context keys and values at any depth) that is not valid UTF-8, which
+	// JSON would carry as another string (the error names the field, never
+	// its bytes). The decisions are denials; nothing is sent or cached.
 	ErrInvalidArgument = errors.New("authzen: invalid argument")
 
 	// ErrEvaluationFailed is the Cause of a decision whose evaluation the

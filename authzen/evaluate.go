@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/transport"
@@ -176,6 +177,11 @@ func prepare(defaults Request, reqs []Request, s Semantic) ([]evaluation, error)
 	if s > PermitOnFirstPermit {
 		return nil, fmt.Errorf("%w: unknown evaluation semantic %d", ErrInvalidArgument, s)
 	}
+	// The defaults go on the wire of a batch as they are, even where every
+	// item replaces them.
+	if err := wireOf(defaults).checkAt("defaults."); err != nil {
+		return nil, err
+	}
 	evs := make([]evaluation, len(reqs))
 	var errs []error
 	for i, r := range reqs {
@@ -183,6 +189,12 @@ func prepare(defaults Request, reqs []Request, s Semantic) ([]evaluation, error)
 		if m.Subject.Type == "" || m.Subject.ID == "" || m.Action.Name == "" || m.Resource.Type == "" || m.Resource.ID == "" {
 			errs = append(errs, fmt.Errorf("item %d lacks a subject type or id, an action name or a resource type or id", i))
 			continue
+		}
+		if len(reqs) > 1 {
+			// Named as the item's field, which the caller wrote.
+			if err := wireOf(r).checkAt("item " + strconv.Itoa(i) + ": "); err != nil {
+				return nil, err
+			}
 		}
 		body, err := encode(wireOf(m))
 		if err != nil {

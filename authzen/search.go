@@ -123,6 +123,9 @@ func searchFor[T any](ctx context.Context, c *Client, kind searchKind, req Reque
 	}
 	w := wireOf(req)
 	omit(&w)
+	if err := w.check(); err != nil {
+		return nil, err
+	}
 	var out []T
 	if err := c.search(ctx, kind, w, opts, func(e entity) { out = append(out, as(e)) }); err != nil {
 		return nil, err

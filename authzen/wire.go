@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/orgauthz/orgauthz/internal/strictjson"
+	"github.com/orgauthz/orgauthz/internal/verbatim"
 )
 
 // The request side: encoding/json writes map keys sorted, so equal requests
@@ -59,14 +62,89 @@ func (s Subject) present() bool  { return s.Type != "" || s.ID != "" || len(s.Pr
 func (a Action) present() bool   { return a.Name != "" || len(a.Properties) > 0 }
 func (r Resource) present() bool { return r.Type != "" || r.ID != "" || len(r.Properties) > 0 }
 
-// encode returns the JSON of v; an error means a property or context value
-// that JSON cannot carry (a channel, a cycle, NaN).
-func encode(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
+// question is what the client sends: a request, a batch or a search. Its
+// check finds a string that JSON would change on the way (internal/verbatim).
+type question interface {
+	check() error
+}
+
+// encode returns the JSON of q, which is every question's one way onto
+// the wire and into cache and coalescing keys. It refuses, with
+// ErrInvalidArgument, a question holding a string that is not valid UTF-8
+// (naming the field; encoding/json would send another string) and a
+// property or context value that JSON cannot carry (a channel, a cycle,
+// NaN). The JSON is read again after encoding, so that no value (a
+// json.Marshaler's, a json.RawMessage) goes out other than as given.
+func encode(q question) ([]byte, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(q)
 	if err != nil {
 		return nil, fmt.Errorf("%w: a property or context value cannot be encoded as JSON", ErrInvalidArgument)
 	}
+	if !verbatim.JSON(b) {
+		return nil, fmt.Errorf("%w: a property or context value %s", ErrInvalidArgument, verbatim.Problem)
+	}
 	return b, nil
+}
+
+// notText is the error for the field named by field (and what, within a
+// value, held the string).
+func notText(field, what string) error {
+	if what != "" {
+		field += " (" + what + ")"
+	}
+	return fmt.Errorf("%w: %s %s", ErrInvalidArgument, field, verbatim.Problem)
+}
+
+func (w wireRequest) check() error { return w.checkAt("") }
+
+// checkAt is check with the fields' names preceded by prefix.
+func (w wireRequest) checkAt(prefix string) error {
+	for _, e := range [...]struct {
+		name string
+		e    *wireEntity
+	}{{"subject", w.Subject}, {"action", w.Action}, {"resource", w.Resource}} {
+		if e.e == nil {
+			continue
+		}
+		for _, f := range [...]struct{ name, s string }{{"type", e.e.Type}, {"id", e.e.ID}, {"name", e.e.Name}} {
+			if !utf8.ValidString(f.s) {
+				return notText(prefix+e.name+"."+f.name, "")
+			}
+		}
+		if what := verbatim.Walk(e.e.Properties); what != "" {
+			return notText(prefix+e.name+".properties", what)
+		}
+	}
+	if what := verbatim.Walk(w.Context); what != "" {
+		return notText(prefix+"context", what)
+	}
+	return nil
+}
+
+func (b wireBatch) check() error {
+	if err := b.wireRequest.check(); err != nil {
+		return err
+	}
+	for i, e := range b.Evaluations {
+		if err := e.checkAt("evaluations[" + strconv.Itoa(i) + "]."); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s wireSearch) check() error {
+	if err := s.wireRequest.check(); err != nil {
+		return err
+	}
+	if s.Page != nil && !utf8.ValidString(s.Page.Token) {
+		// The PDP's own token, read as valid UTF-8: never the caller's.
+		return notText("page.token", "")
+	}
+	return nil
 }
 
 // The answer side, read by the module's one strict rule (internal/strictjson):

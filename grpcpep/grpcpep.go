@@ -125,7 +125,7 @@ func Map(rules map[string]Rule) Func {
 		case !isFullMethod(method):
 			panic("grpcpep: Map's key " + quote(method) + ` is not a full method name "/package.Service/Method"`)
 		case !middleware.Checkable(r.Resource, r.Scopes):
-			panic("grpcpep: Map's rule for " + quote(method) + ` needs a resource other than "" and "*" and at least one scope, none of them empty`)
+			panic("grpcpep: Map's rule for " + quote(method) + ` needs a resource other than "" and "*" and at least one scope, none of them empty, all valid UTF-8`)
 		}
 		copied[method] = Rule{Resource: r.Resource, Scopes: append([]string(nil), r.Scopes...)}
 	}

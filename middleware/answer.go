@@ -2,8 +2,8 @@ package middleware
 
 import (
 	"errors"
-	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -85,8 +85,17 @@ func Classify(res pep.Result, err error, clientToken bool) Answer {
 
 // Checkable reports whether resource and scopes name something a Checker
 // may be asked about: a resource other than "" and the wildcard "*", and
-// at least one scope, none of them empty. A guard answers anything else
-// AnswerDenied without asking.
+// at least one scope, none of them empty, every name valid UTF-8 (which
+// JSON carries as written; pep refuses any other). A guard answers
+// anything else AnswerDenied without asking.
 func Checkable(resource string, scopes []string) bool {
-	return resource != "" && resource != "*" && len(scopes) > 0 && !slices.Contains(scopes, "")
+	if resource == "" || resource == "*" || len(scopes) == 0 || !utf8.ValidString(resource) {
+		return false
+	}
+	for _, s := range scopes {
+		if s == "" || !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
 }

@@ -23,7 +23,8 @@ var _ Evaluator = (*authzen.Client)(nil)
 // id, is the unauthorized answer (401 by default) and nothing is sent.
 // target names the action and resource per request; an incomplete one (no
 // action name, no resource type or id) is the denied answer (403) and
-// nothing is sent. The request's method (the trusted override's with
+// nothing is sent, as is a subject or target holding a string that is not
+// valid UTF-8 (authzen.ErrInvalidArgument). The request's method (the trusted override's with
 // WithMethodOverride, which target then sees too) and path go as the
 // AuthZEN context {"method": ..., "path": ...}.
 //

@@ -138,14 +138,16 @@ func ServiceUnavailable(retryAfter time.Duration) http.Handler {
 // Require returns middleware that lets a request through only when the
 // caller holds every one of scopes on resource. It answers as the package
 // documentation describes; use With to pass options. A nil checker, an
-// empty or wildcard ("*") resource, no scopes or an empty scope are wiring
-// mistakes: Require panics.
+// empty or wildcard ("*") resource, no scopes, an empty scope or a name
+// that is not valid UTF-8 are wiring mistakes: Require panics.
 func Require(c Checker, resource string, scopes ...string) Middleware {
 	switch {
 	case resource == "" || resource == "*":
 		panic(`middleware: Require needs a resource other than "" and "*"`)
 	case len(scopes) == 0 || slices.Contains(scopes, ""):
 		panic("middleware: Require needs at least one scope, none of them empty")
+	case !Checkable(resource, scopes):
+		panic("middleware: Require needs a resource and scopes that are valid UTF-8 (JSON would send other names)")
 	}
 	cfg, fn := newConfig(c, Static(resource, scopes...))
 	var rt any
@@ -167,8 +169,8 @@ func Static(resource string, scopes ...string) func(*http.Request) (string, []st
 // RequireFunc is Require with the resource and scopes chosen per request by
 // fn, and with options. fn may use anything of the request, the caller's
 // input included: a resource the client refuses to check (empty, or the
-// wildcard "*") or no scopes make the answer 403 without a gateway call,
-// never 500. A nil checker or fn, or a nil option, is a wiring mistake:
+// wildcard "*"), no scopes, or a name that is not valid UTF-8 (Checkable)
+// make the answer 403 without a gateway call, never 500. A nil checker or fn, or a nil option, is a wiring mistake:
 // RequireFunc panics, as does the returned Middleware given a nil handler.
 func RequireFunc(c Checker, fn func(*http.Request) (resource string, scopes []string), opts ...Option) Middleware {
 	cfg, fn := newConfig(c, fn)

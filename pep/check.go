@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/orgauthz/orgauthz/internal/core"
+	"github.com/orgauthz/orgauthz/internal/verbatim"
 )
 
 // Check asks whether the token may use scope on resource. The decision is
@@ -43,6 +45,10 @@ func (c *Client) Check(ctx context.Context, resource, scope string, opts ...Call
 			}
 			asked = true
 		}
+	}
+	if err := checkText(resource, scope); err != nil {
+		c.core.CountCall()
+		return c.refuse(Decision{Resource: resource, Scope: scope}, err)
 	}
 	var cc callConfig
 	if len(opts) > 0 {
@@ -90,9 +96,21 @@ func (c *Client) tokenGroup(ctx context.Context) (*core.Group, bool) {
 
 // checkPair refuses what Check and CheckMany never send: an empty name and
 // the wildcard resource, whose answer lists other pairs (rule 8). It is
-// inlined; pairError, which makes the error, is not.
+// inlined; pairError, which makes the error, is not. Names that are not
+// valid UTF-8 are checkText's.
 func checkPair(resource, scope string) error {
 	if resource != "" && scope != "" && resource != "*" {
+		return nil
+	}
+	return pairError(resource, scope)
+}
+
+// checkText refuses names that are not valid UTF-8: JSON would send other
+// names. Check calls it after its cache lookup without options, which
+// needs no such check: only a question that passed it is ever stored, so
+// a name that is not valid UTF-8 is never found. It does not allocate.
+func checkText(resource, scope string) error {
+	if utf8.ValidString(resource) && utf8.ValidString(scope) {
 		return nil
 	}
 	return pairError(resource, scope)
@@ -104,6 +122,10 @@ func pairError(resource, scope string) error {
 		return fmt.Errorf("%w: a check needs a resource and a scope", ErrInvalidArgument)
 	case resource == "*":
 		return fmt.Errorf("%w: the resource \"*\" stands for every resource; only ListGranted may ask for it", ErrInvalidArgument)
+	case !utf8.ValidString(resource):
+		return notText("the resource name")
+	case !utf8.ValidString(scope):
+		return notText("the scope")
 	}
 	return nil
 }
@@ -190,6 +212,9 @@ func expand(resources []Resource, wildcards bool) ([]pair, error) {
 		case r.Name == "":
 			errs = append(errs, fmt.Errorf("resource %d has no name", i))
 			continue
+		case !utf8.ValidString(r.Name):
+			errs = append(errs, fmt.Errorf("resource %d's name %s", i, verbatim.Problem))
+			continue
 		case r.Name == "*" && !wildcards:
 			errs = append(errs, fmt.Errorf("resource %d is \"*\", which only ListGranted may ask for", i))
 			continue
@@ -203,6 +228,10 @@ func expand(resources []Resource, wildcards bool) ([]pair, error) {
 		for _, s := range r.Scopes {
 			if s == "" {
 				errs = append(errs, fmt.Errorf("resource %d has an empty scope", i))
+				break
+			}
+			if !utf8.ValidString(s) {
+				errs = append(errs, fmt.Errorf("resource %d has a scope that %s", i, verbatim.Problem))
 				break
 			}
 			add(pair{resource: r.Name, scope: s})
@@ -350,12 +379,16 @@ type call struct {
 
 // newCall fills in cl, which must be the zero call, for a call: its
 // options and its token, the per-call one from WithToken, else the
-// client's. It does not allocate (without a request context) and does not
+// client's. A request context that JSON cannot carry as written is refused
+// (requestContextJSON) before the token is looked at. It does not allocate (without a request context) and does not
 // keep cl, which can stay on the stack.
 func (c *Client) newCall(ctx context.Context, cc *callConfig, cl *call) error {
 	cl.context, cl.noCache = noContext, cc.noCache
 	if cc.reqCtx != nil {
-		cl.context = contextJSON(cc.reqCtx)
+		var err error
+		if cl.context, err = requestContextJSON(cc.reqCtx); err != nil {
+			return err
+		}
 		cl.ctxKey = contextKey(cl.context)
 	}
 	v := ctx.Value(tokenKey{})

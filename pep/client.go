@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -45,6 +46,8 @@ func New(gatewayURL, realm, clientID string, opts ...Option) (*Client, error) {
 	}
 	if strings.TrimSpace(clientID) == "" {
 		errs = append(errs, errors.New("pep: the client ID is empty; pass the clientId of the application whose resources are checked"))
+	} else if !utf8.ValidString(clientID) {
+		errs = append(errs, errors.New("pep: the client ID is not valid UTF-8 (JSON would send another client ID); pass the clientId as UTF-8"))
 	}
 	if err := errors.Join(append(errs, cfg.Validate("pep"))...); err != nil {
 		return nil, err

@@ -36,7 +36,10 @@ var (
 	// ErrInvalidArgument is matched by the error of a call the client
 	// refuses to send because the call itself is malformed: an empty
 	// resource or scope, the wildcard resource "*" outside ListGranted, no
-	// resources at all. The decisions are DENY and nothing is sent.
+	// resources at all, a resource or scope name or a request context field
+	// (headers included) that is not valid UTF-8, which JSON would send as
+	// another string (the error names the field, never its bytes). The
+	// decisions are DENY; nothing is sent or cached.
 	ErrInvalidArgument = errors.New("pep: invalid argument")
 
 	// ErrNoToken is returned, without any request being sent, when a call

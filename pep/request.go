@@ -3,6 +3,7 @@ package pep
 import (
 	"context"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/fastcheck"
@@ -39,7 +40,7 @@ const ctxOpen = `{"attributes":{`
 // prepare returns the route of every scope of scopes on resource, or nil
 // when the question is one checkRequest refuses.
 func prepare(resource string, scopes []string) *route {
-	if resource == "" || resource == "*" || len(scopes) == 0 || slices.Contains(scopes, "") {
+	if !askable(resource, scopes) {
 		return nil
 	}
 	rt := &route{cached: true}
@@ -110,10 +111,15 @@ func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Resu
 		}
 	}
 	res.Decisions, res.Status = ds, Deny
-	if rt == nil && (q.Resource == "" || q.Resource == "*" || len(ds) == 0 || slices.Contains(q.Scopes, "")) {
+	if rt == nil && !askable(q.Resource, q.Scopes) {
 		c.core.CountCall()
 		pairs, err := expand([]Resource{{Name: q.Resource, Scopes: q.Scopes}}, false)
 		res.Decisions = failedPairs(pairs, err)
+		return err
+	}
+	if err := checkRequestContext(q.Method, q.Path); err != nil {
+		c.core.CountCall()
+		c.failAll(ds, err)
 		return err
 	}
 	var buf [256]byte
@@ -165,8 +171,35 @@ func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Resu
 	return err
 }
 
+// askable reports whether checkRequest may ask about every scope of
+// scopes on resource, which expand would then accept: a resource other
+// than "" and "*", at least one scope, none empty, every name valid UTF-8.
+// Otherwise expand says what is wrong.
+func askable(resource string, scopes []string) bool {
+	if resource == "" || resource == "*" || len(scopes) == 0 || !utf8.ValidString(resource) {
+		return false
+	}
+	for _, s := range scopes {
+		if s == "" || !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRequestContext refuses, as requestContextJSON does, a method or path that
+// is not valid UTF-8, before appendRequestContext would write it as
+// another string. It does not allocate for valid ones.
+func checkRequestContext(method, path string) error {
+	if utf8.ValidString(method) && utf8.ValidString(path) {
+		return nil
+	}
+	return (&RequestContext{Method: method, Path: path}).check()
+}
+
 // appendRequestContext appends the canonical JSON of the request context
 // {Method: method, Path: path} to b: the bytes contextJSON makes of it.
+// Its strings must be valid UTF-8 (checkRequestContext).
 func appendRequestContext(b []byte, method, path string) []byte {
 	b = append(b, `{"attributes":{`...)
 	if method != "" {

@@ -2,11 +2,14 @@ package pep
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orgauthz/orgauthz/internal/transport"
+	"github.com/orgauthz/orgauthz/internal/verbatim"
 )
 
 // Status is the gateway's verdict on one resource-scope pair. The zero value
@@ -198,9 +201,29 @@ type wireAttributes struct {
 	Body    string `json:"body,omitempty"`
 }
 
+// requestContextJSON is contextJSON of a caller's request context, which
+// is how every call's context is encoded (newCall). It refuses
+// (ErrInvalidArgument, naming the field) a context holding a string that
+// is not valid UTF-8, which encoding/json would write as another string;
+// the JSON is read again, so that a field added later cannot slip by.
+func requestContextJSON(rc *RequestContext) (string, error) {
+	if rc == nil {
+		return noContext, nil
+	}
+	if err := rc.check(); err != nil {
+		return "", err
+	}
+	cj := contextJSON(rc)
+	if !verbatim.JSON([]byte(cj)) {
+		return "", notText("a field of the request context")
+	}
+	return cj, nil
+}
+
 // contextJSON is the canonical encoding of a request context: encoding/json
 // sorts map keys, so equal contexts encode equally. It is both the request's
-// "context" member and the context part of cache and coalescing keys.
+// "context" member and the context part of cache and coalescing keys. Its
+// strings must be valid UTF-8 (requestContextJSON).
 func contextJSON(rc *RequestContext) string {
 	if rc == nil {
 		return noContext
@@ -210,6 +233,30 @@ func contextJSON(rc *RequestContext) string {
 		attrs.Headers = string(mustJSON(rc.Headers))
 	}
 	return string(mustJSON(wireContext{Attributes: attrs}))
+}
+
+// check finds a field of rc that is not valid UTF-8.
+func (rc *RequestContext) check() error {
+	for _, f := range [...]struct{ name, s string }{{"Method", rc.Method}, {"Path", rc.Path}, {"Body", rc.Body}} {
+		if !utf8.ValidString(f.s) {
+			return notText("the request context's " + f.name)
+		}
+	}
+	for k, v := range rc.Headers {
+		if !utf8.ValidString(k) {
+			return notText("a header name of the request context")
+		}
+		if !utf8.ValidString(v) {
+			return notText("a header value of the request context")
+		}
+	}
+	return nil
+}
+
+// notText is the error of a question's field, named by field, that is not
+// valid UTF-8; it never holds the field's bytes.
+func notText(field string) error {
+	return fmt.Errorf("%w: %s %s", ErrInvalidArgument, field, verbatim.Problem)
 }
 
 // mustJSON encodes strings and string maps, which always encode; encoding/json

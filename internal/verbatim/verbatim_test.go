@@ -1,0 +1,50 @@
+package verbatim_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/verbatim"
+)
+
+// TestJSONTellsCoercedStrings: JSON refuses what encoding/json made of a
+// string that was not valid UTF-8, and keeps every valid string, a real
+// U+FFFD and the text `\ufffd` (a backslash and five letters) included.
+func TestJSONTellsCoercedStrings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		s    any
+		ok   bool
+	}{
+		{"ASCII", "doc-1", true},
+		{"non-ASCII", "dóc-\U0001F512", true},
+		{"U+FFFD itself", "doc-\uFFFD", true},
+		{"the text of the escape", `doc-\ufffd`, true},
+		{"a backslash before the text", `doc-\\ufffd`, true},
+		{"an invalid byte", "doc-\xff", false},
+		{"after a backslash", "doc-\\\xff", false},
+		{"a member name", map[string]int{"\xfe": 1}, false},
+		{"raw bytes", json.RawMessage("\"\xff\""), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.s)
+			require.NoError(t, err)
+			assert.Equal(t, tt.ok, verbatim.JSON(b), "%s", b)
+			assert.Equal(t, tt.ok, verbatim.Walk(tt.s) == "")
+		})
+	}
+}
+
+// TestWalkEndsOnACycle: a map that holds itself is left to encoding/json,
+// which refuses it; the walk ends.
+func TestWalkEndsOnACycle(t *testing.T) {
+	t.Parallel()
+	m := map[string]any{}
+	m["m"] = m
+	assert.Empty(t, verbatim.Walk(m))
+}
