@@ -139,26 +139,23 @@ func (s *sharedStore) RecordOnce(_ context.Context, key, writer string, until, s
 	return s.failAfterWrite == nil, s.failAfterWrite
 }
 
-// Finish makes writer's record no one's: its value becomes one no
-// writer has.
-func (s *sharedStore) Finish(_ context.Context, key, writer string) error {
+// Finish makes writer's record no one's, its value becoming one no
+// writer has, and reports whether this call did.
+func (s *sharedStore) Finish(_ context.Context, key, writer string) (bool, error) {
 	s.hang("writes")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
-		return s.fail
+		return false, s.fail
 	}
 	if s.failWrites != nil {
-		return s.failWrites
+		return false, s.failWrites
 	}
-	switch s.writers[key] {
-	case writer:
-		s.writers[key] = "\x00finished"
-	case "\x00finished":
-	default:
-		return errors.New("the record is not the writer's")
+	if w, ok := s.writers[key]; !ok || w != writer {
+		return false, nil
 	}
-	return nil
+	s.writers[key] = "\x00finished"
+	return true, nil
 }
 
 // set sets one of the store's failures (fail, failWrites, failProofs,
