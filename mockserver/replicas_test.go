@@ -35,6 +35,7 @@ type sharedStore struct {
 	// few replicas acknowledged it, or its answer came late).
 	failAfterWrite error
 	writers        map[string]string // RecordOnce's records' values
+	recordGate     *gate             // RecordOnce waits for its count of calls (see RecordOnce)
 	began          time.Time
 	clock          func() time.Time // the store's own clock, which expires keys; time.Now when nil
 	// frozen, while set, holds every call of the kind it names (reads:
@@ -115,7 +116,38 @@ func (s *sharedStore) Remember(_ context.Context, key string, until time.Time) (
 // RecordOnce is Remember after Recorded's check of since, made first: a
 // keyspace that cannot vouch for since fails with nothing written. The
 // record holds writer, and a record of the same writer is the caller's.
-func (s *sharedStore) RecordOnce(_ context.Context, key, writer string, until, since time.Time) (bool, error) {
+//
+// While recordGate is set, each call waits, after its record, until the
+// gate's count of calls made theirs (or its context ends): calls that
+// overlap at the store, as two replicas' do when a proxy sends one request
+// twice at once. The gate then opens and is gone.
+func (s *sharedStore) RecordOnce(ctx context.Context, key, writer string, until, since time.Time) (bool, error) {
+	mine, err := s.recordOnce(ctx, key, writer, until, since)
+	s.mu.Lock()
+	g := s.recordGate
+	if g != nil {
+		if g.n--; g.n == 0 {
+			s.recordGate = nil
+			close(g.open)
+		}
+	}
+	s.mu.Unlock()
+	if g != nil {
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+		}
+	}
+	return mine, err
+}
+
+// gate holds n calls until all of them arrived (sharedStore.recordGate).
+type gate struct {
+	n    int
+	open chan struct{}
+}
+
+func (s *sharedStore) recordOnce(_ context.Context, key, writer string, until, since time.Time) (bool, error) {
 	s.hang("writes")
 	s.mu.Lock()
 	defer s.mu.Unlock()
