@@ -162,9 +162,9 @@ func TestCodeReusedIsRefusedAndRevokesItsToken(t *testing.T) {
 // passed its check but cannot be recorded (kept in memory: the proof is a
 // replay of one a concurrent request recorded first; with a shared store:
 // the store fails for proofs, 503) is refused for the proof and leaves the
-// code unspent: the same code then redeems with a fresh proof. Before,
-// a kept code was spent before its proof was recorded, and the client's
-// retry was invalid_grant.
+// code unspent: the same code then redeems with a fresh proof. (A kept
+// code's proof whose record fails after its check passed, which no test
+// can time over HTTP, is TestKeptCodeSurvivesAProofThatCannotBeRecorded.)
 func TestCodeKeptWhenItsProofCannotBeRecorded(t *testing.T) {
 	t.Parallel()
 	for _, cs := range codeServers {
