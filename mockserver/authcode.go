@@ -63,8 +63,10 @@ type authCode struct {
 	spent                        bool // kept codes: redeemed (claim), kept until it expires
 }
 
-// codeStore holds the unredeemed authorization codes, by realm. It is safe
-// for concurrent use.
+// codeStore holds the authorization codes kept in memory (without a
+// shared store), by realm, until they expire: a redeemed one is marked
+// spent (claim), so that its reuse is known. It is safe for concurrent
+// use.
 type codeStore struct {
 	mu      sync.Mutex
 	byRealm map[string]*realmCodes

@@ -36,7 +36,8 @@ const SinceKey = "since"
 // SET key 1 NX PXAT until, which is atomic on a single server, a
 // Sentinel-managed primary and a Cluster alike. Recorded reads a record
 // back, RecordOnce writes a one-time record that is no DPoP proof, holding
-// who wrote it, and Finish marks one answered (the reference server's
+// who wrote it, and Finish marks one answered, for exactly one of its
+// writer's calls (the reference server's
 // replicas share revocations, code spends and sign-outs through them:
 // mockserver.WithReplayStore). It is safe for concurrent use.
 //
