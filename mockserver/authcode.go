@@ -33,9 +33,9 @@ const (
 	// by the server's clock (RFC 6749 section 4.1.2 recommends at most
 	// ten minutes).
 	codeLifetime = 60 * time.Second
-	// maxCodes bounds the codes one realm holds at once; expired ones are
-	// dropped first. Each realm has its own: a realm that fills its store
-	// refuses only its own sign-ins.
+	// maxCodes bounds the codes one realm holds at once; expired ones,
+	// and then spent ones, are dropped first. Each realm has its own: a
+	// realm that fills its store refuses only its own sign-ins.
 	maxCodes = 10000
 	// maxCodesPerUser bounds the unredeemed codes of one user of a realm:
 	// a newer code replaces the user's oldest, so that one user cannot
@@ -102,8 +102,18 @@ func (cs *codeStore) add(now time.Time, c *authCode) (string, bool) {
 		rc.drop(mine[0])
 	}
 	if len(rc.codes) >= maxCodes {
+		// Expired codes go first, then spent ones (their reuse is then
+		// only unknown, still refused): the bound is on unredeemed codes.
 		for k, v := range rc.codes {
 			if !now.Before(v.expires) {
+				rc.drop(k)
+			}
+		}
+		for k, v := range rc.codes {
+			if len(rc.codes) < maxCodes {
+				break
+			}
+			if v.spent {
 				rc.drop(k)
 			}
 		}

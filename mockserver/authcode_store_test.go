@@ -90,3 +90,28 @@ func take(cs *codeStore, realm, code string) (*authCode, bool) {
 	c, ok := cs.peek(realm, code)
 	return c, ok && cs.claim(realm, code)
 }
+
+// TestSpentCodesDoNotFillTheRealmsCodes: spent codes are kept until they
+// expire, so that a reuse is known and revokes the code's token, but a
+// realm whose store is full of them still issues codes: the bound is on
+// unredeemed codes, and spent ones make room.
+func TestSpentCodesDoNotFillTheRealmsCodes(t *testing.T) {
+	var cs codeStore
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range maxCodes {
+		code, ok := cs.add(now, &authCode{realm: "a", username: strconv.Itoa(i), expires: now.Add(codeLifetime)})
+		if !ok {
+			t.Fatal("realm a refused a code before its store was full")
+		}
+		if _, ok := take(&cs, "a", code); !ok {
+			t.Fatal("a fresh code was not redeemable")
+		}
+	}
+	code, ok := cs.add(now, &authCode{realm: "a", username: "late", expires: now.Add(codeLifetime)})
+	if !ok {
+		t.Fatal("a realm full of spent codes refused a sign-in")
+	}
+	if _, ok := take(&cs, "a", code); !ok {
+		t.Fatal("the new code was not redeemable")
+	}
+}
