@@ -33,9 +33,9 @@ const (
 	// by the server's clock (RFC 6749 section 4.1.2 recommends at most
 	// ten minutes).
 	codeLifetime = 60 * time.Second
-	// maxCodes bounds the codes one realm holds at once; expired ones are
-	// dropped first. Each realm has its own: a realm that fills its store
-	// refuses only its own sign-ins.
+	// maxCodes bounds the codes one realm holds at once; expired ones,
+	// and then spent ones, are dropped first. Each realm has its own: a
+	// realm that fills its store refuses only its own sign-ins.
 	maxCodes = 10000
 	// maxCodesPerUser bounds the unredeemed codes of one user of a realm:
 	// a newer code replaces the user's oldest, so that one user cannot
@@ -60,10 +60,13 @@ type authCode struct {
 	nonce                        string
 	challenge                    string // S256 code_challenge, or empty
 	authTime, expires            time.Time
+	spent                        bool // kept codes: redeemed (claim), kept until it expires
 }
 
-// codeStore holds the unredeemed authorization codes, by realm. It is safe
-// for concurrent use.
+// codeStore holds the authorization codes kept in memory (without a
+// shared store), by realm, until they expire: a redeemed one is marked
+// spent (claim), so that its reuse is known. It is safe for concurrent
+// use.
 type codeStore struct {
 	mu      sync.Mutex
 	byRealm map[string]*realmCodes
@@ -99,8 +102,18 @@ func (cs *codeStore) add(now time.Time, c *authCode) (string, bool) {
 		rc.drop(mine[0])
 	}
 	if len(rc.codes) >= maxCodes {
+		// Expired codes go first, then spent ones (their reuse is then
+		// only unknown, still refused): the bound is on unredeemed codes.
 		for k, v := range rc.codes {
 			if !now.Before(v.expires) {
+				rc.drop(k)
+			}
+		}
+		for k, v := range rc.codes {
+			if len(rc.codes) < maxCodes {
+				break
+			}
+			if v.spent {
 				rc.drop(k)
 			}
 		}
@@ -113,10 +126,11 @@ func (cs *codeStore) add(now time.Time, c *authCode) (string, bool) {
 	return code, true
 }
 
-// take removes realm's code and returns what it stands for: a code is
-// redeemed at most once, whatever the outcome of the attempt (RFC 6749
-// section 4.1.2). Another realm's code is not found, and stays unspent.
-func (cs *codeStore) take(realm, code string) (*authCode, bool) {
+// peek returns a copy of what realm's code stands for, spent or not,
+// without spending it: a redemption is checked first, and spent (claim)
+// only once nothing but the code can refuse it. Another realm's code is
+// not found.
+func (cs *codeStore) peek(realm, code string) (*authCode, bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	rc := cs.byRealm[realm]
@@ -124,8 +138,32 @@ func (cs *codeStore) take(realm, code string) (*authCode, bool) {
 		return nil, false
 	}
 	c, ok := rc.codes[code]
-	rc.drop(code)
-	return c, ok
+	if !ok {
+		return nil, false
+	}
+	cp := *c
+	return &cp, true
+}
+
+// claim spends realm's code in one step under the store's lock and
+// reports whether this call did: of any number of redemptions of one code
+// (RFC 6749 section 4.1.2), concurrent or not, exactly one is true. The
+// spent code is kept until it expires (or its user's newer codes push it
+// out), so that a later redemption is known for a reuse and revokes what
+// the first issued.
+func (cs *codeStore) claim(realm, code string) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	rc := cs.byRealm[realm]
+	if rc == nil {
+		return false
+	}
+	c, ok := rc.codes[code]
+	if !ok || c.spent {
+		return false
+	}
+	c.spent = true
+	return true
 }
 
 // drop forgets code, if held, from the realm's codes and its user's.

@@ -15,6 +15,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/orgauthz/orgauthz/dpop"
 )
 
 // With a shared store (WithReplayStore), authorization codes are sealed
@@ -100,10 +102,14 @@ func (s *Server) issueCode(c *authCode) (string, bool) {
 	return s.auth.codes.add(c.authTime, c)
 }
 
-// codeSpend is a sealed code to record as spent once its client is
-// authenticated: its id and expiry, and who redeems it.
+// codeSpend is a code whose redemption passed every check of the code
+// (redeemCode), to spend (spendCode) once its client is authenticated and
+// everything else that can refuse the request has passed: its realm and
+// id (the sealed code's id, or the kept code itself), its issue and expiry,
+// and who redeems it.
 type codeSpend struct {
 	realm, id string
+	sealed    bool      // recorded in the shared store; else kept in memory (codeStore)
 	issued    time.Time // no spend of the code can be older
 	expires   time.Time
 	// writer is the spend's record's value (codeRedeemer): the retry of
@@ -142,43 +148,111 @@ func (s *Server) codeRedeemer(sp *codeSpend, clientID, secret string, form url.V
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// findCode returns what realm's code raw stands for. A kept code is
-// taken (spent) at once; a sealed one is returned with the spend to record
-// (spendSealedCode) whatever the rest of the request's checks say.
+// findCode returns what realm's code raw stands for, spent or not, and
+// the spend that redeems it (spendCode); nothing is spent here.
 func (s *Server) findCode(realm, raw string) (*authCode, *codeSpend, bool) {
 	if s.shared == nil {
-		c, ok := s.auth.codes.take(realm, raw)
-		return c, nil, ok
+		c, ok := s.auth.codes.peek(realm, raw)
+		if !ok {
+			return nil, nil, false
+		}
+		return c, &codeSpend{realm: realm, id: raw, issued: c.expires.Add(-codeLifetime), expires: c.expires}, true
 	}
 	c, id, ok := openCode(s.auth.codeKey, realm, raw)
 	if !ok {
 		return nil, nil, false
 	}
-	return c, &codeSpend{realm: realm, id: id, issued: c.expires.Add(-codeLifetime), expires: c.expires}, true
+	return c, &codeSpend{realm: realm, id: id, sealed: true, issued: c.expires.Add(-codeLifetime), expires: c.expires}, true
 }
 
-// spendSealedCode records sp in the shared store: a code is redeemed at
-// most once between the replicas. It returns the refusal of a code spent
-// already by another redeemer (invalid_grant) or of a store that fails
-// (503). The store decides whether it can vouch for the code (its
-// keyspace is older than the code's issue, less the clocks' margin)
-// before it writes the spend (SharedStore.RecordOnce), so a keyspace that
-// cannot vouch never leaves the code spent: its retry is redeemed, or
-// refused 503 again. A spend that reached the store but failed after it
-// (too few replicas acknowledged it with redisstore.WithReplicas, or its
-// answer came past the server's bound) leaves a record that says who
-// wrote it (sp.writer, codeRedeemer): the same redemption retried finds
-// it its own and is answered as the first would have been, anyone else's
-// is invalid_grant.
-func (s *Server) spendSealedCode(ctx context.Context, sp *codeSpend) *oauthError {
-	mine, err := s.sharedRecord(ctx, labelCodeSpent, sp.realm, sp.id, sp.writer, sp.expires, sp.issued)
-	switch {
-	case errors.Is(err, errSharedPredates): // no retry can pass: the client starts again
-		return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: err.Error()}
-	case err != nil:
+// errCodeSpent is the refusal of a code redeemed already.
+var errCodeSpent = &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: "the code is unknown, already used, or not issued to this client"}
+
+// spendCode spends sp, a code whose every check passed, its client
+// authenticated and its DPoP proof recorded: the last step before its
+// token is minted, so that nothing but the code itself can refuse a
+// redemption that spent it. Of any number of redemptions of one code,
+// concurrent, repeated or at different replicas, exactly one passes: a
+// kept code is claimed under the code store's lock (codeStore.claim); a
+// sealed one is recorded in the shared store (SharedStore.RecordOnce, as
+// sp.writer: a redemption whose record reached the store but failed after
+// it is retried as its own) and then finished (SharedStore.Finish: the one
+// atomic step only one call wins). Every other is invalid_grant and
+// revokes the token the code issued (codeReused). A store that cannot be
+// asked is 503 with Retry-After, before the code is spent where it can
+// tell (RecordOnce writes nothing when it fails before the write); a
+// store whose keyspace is younger than the code is invalid_grant for
+// good.
+func (s *Server) spendCode(ctx context.Context, w http.ResponseWriter, sp *codeSpend, clientID string) *oauthError {
+	// The token is stamped (iat) in whole seconds, no earlier than now:
+	// asked before the code is spent, so that a store that could never
+	// vouch for the token refuses the request with the code still unspent.
+	// A keyspace too young to vouch for a token issued now is younger
+	// than the code, issued earlier: no retry of it can pass.
+	if ir := s.issueRefusal(ctx, sp.realm, "", s.now().Truncate(time.Second)); ir != nil {
+		if ir.young {
+			return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: errSharedPredates.Error()}
+		}
+		w.Header().Set("Retry-After", ir.retryAfter)
+		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: ir.message}
+	}
+	if !sp.sealed {
+		if !s.auth.codes.claim(sp.realm, sp.id) {
+			s.codeReused(ctx, sp, clientID)
+			return errCodeSpent
+		}
+		return nil
+	}
+	refusal := func(err error) *oauthError {
+		if errors.Is(err, errSharedPredates) { // no retry can pass: the client starts again
+			return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: err.Error()}
+		}
+		w.Header().Set("Retry-After", proofRetryAfter)
 		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: err.Error()}
-	case !mine:
-		return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: "the code is unknown, already used, or not issued to this client"}
+	}
+	mine, err := s.sharedRecord(ctx, labelCodeSpent, sp.realm, sp.id, sp.writer, sp.expires, sp.issued)
+	if err != nil {
+		return refusal(err)
+	}
+	if mine {
+		if mine, err = s.sharedFinish(ctx, labelCodeSpent, sp.realm, sp.id, sp.writer); err != nil {
+			return refusal(err)
+		}
+	}
+	if !mine {
+		s.codeReused(ctx, sp, clientID)
+		return errCodeSpent
 	}
 	return nil
+}
+
+// codeTokenID returns the jti of the access token sp's code issues: an
+// HMAC of the code's realm and id under a key derived from the key seed,
+// the same at every replica, so that a reuse of the code can revoke the
+// token without anything recorded at its issue.
+func (s *Server) codeTokenID(sp *codeSpend) string {
+	m := hmac.New(sha256.New, s.auth.redeemerKey)
+	m.Write([]byte("orgauthz mockserver authorization code token\x00" + sp.realm + "\x00" + sp.id))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
+}
+
+// codeReused revokes the access token sp's code issued, or is about to
+// (RFC 6749 section 4.1.2: a code used more than once is refused and its
+// tokens SHOULD be revoked), by its jti (codeTokenID), at every replica
+// with a shared store, until the latest expiry it can have. Only a
+// redemption whose client authenticated and whose every check of the code
+// passed gets here. A store that fails leaves the revocation to this
+// replica alone (logged): the reuse is refused either way.
+func (s *Server) codeReused(ctx context.Context, sp *codeSpend, clientID string) {
+	jti, now := s.codeTokenID(sp), s.now()
+	until := sp.expires
+	if now.After(until) {
+		until = now
+	}
+	until = until.Add(time.Duration(s.store.Config().TokenLifetimeSeconds)*time.Second + dpop.ReplayStoreMargin)
+	if _, err := s.sharedRecord(ctx, labelRevoked, sp.realm, jti, anyWriter, until, sp.issued); err != nil && !errors.Is(err, errSharedPredates) {
+		s.logger.Warn("a reused code's token was revoked at this replica only", "realm", sp.realm, "client", clientID)
+	}
+	s.auth.revoked.revoke(sp.realm, jti, until, now)
+	s.logger.Info("authorization code reused: its token is revoked", "realm", sp.realm, "client", clientID, "jti", jti)
 }

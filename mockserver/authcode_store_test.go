@@ -31,10 +31,10 @@ func TestCodeStoresArePerRealm(t *testing.T) {
 	if !ok {
 		t.Fatal("realm b was refused a code because realm a's store is full")
 	}
-	if _, ok := cs.take("a", code); ok {
+	if _, ok := take(&cs, "a", code); ok {
 		t.Fatal("realm a redeemed realm b's code")
 	}
-	if c, ok := cs.take("b", code); !ok || c.realm != "b" {
+	if c, ok := take(&cs, "b", code); !ok || c.realm != "b" {
 		t.Fatal("realm b's code was spent by the attempt in realm a")
 	}
 	if _, ok := cs.add(now.Add(codeLifetime), live("a")); !ok {
@@ -66,20 +66,52 @@ func TestOneUserCannotFillTheRealmsCodes(t *testing.T) {
 	if !ok {
 		t.Fatal("one user's unredeemed codes locked another user out of signing in")
 	}
-	if c, ok := cs.take("a", alice); !ok || c.username != "alice" {
+	if c, ok := take(&cs, "a", alice); !ok || c.username != "alice" {
 		t.Fatal("alice's code was not redeemable")
 	}
-	if _, ok := cs.take("a", mallory[0]); ok {
+	if _, ok := take(&cs, "a", mallory[0]); ok {
 		t.Fatal("a user's oldest code outlived its newer ones beyond the bound")
 	}
 	newest := mallory[len(mallory)-1]
-	if c, ok := cs.take("a", newest); !ok || c.username != "mallory" {
+	if c, ok := take(&cs, "a", newest); !ok || c.username != "mallory" {
 		t.Fatal("a user's newest code was not redeemable")
 	}
 	cs.mu.Lock()
 	held := len(cs.byRealm["a"].codes)
 	cs.mu.Unlock()
-	if held != maxCodesPerUser-1 {
-		t.Fatalf("the realm holds %d codes after two were redeemed; want the bound less one, %d", held, maxCodesPerUser-1)
+	if held != maxCodesPerUser+1 {
+		t.Fatalf("the realm holds %d codes; want mallory's bound and alice's one, %d (spent ones are kept until they expire)", held, maxCodesPerUser+1)
+	}
+}
+
+// take redeems realm's code as the token endpoint does: found, then
+// claimed by this call.
+func take(cs *codeStore, realm, code string) (*authCode, bool) {
+	c, ok := cs.peek(realm, code)
+	return c, ok && cs.claim(realm, code)
+}
+
+// TestSpentCodesDoNotFillTheRealmsCodes: spent codes are kept until they
+// expire, so that a reuse is known and revokes the code's token, but a
+// realm whose store is full of them still issues codes: the bound is on
+// unredeemed codes, and spent ones make room.
+func TestSpentCodesDoNotFillTheRealmsCodes(t *testing.T) {
+	var cs codeStore
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range maxCodes {
+		code, ok := cs.add(now, &authCode{realm: "a", username: strconv.Itoa(i), expires: now.Add(codeLifetime)})
+		if !ok {
+			t.Fatal("realm a refused a code before its store was full")
+		}
+		if _, ok := take(&cs, "a", code); !ok {
+			t.Fatal("a fresh code was not redeemable")
+		}
+	}
+	code, ok := cs.add(now, &authCode{realm: "a", username: "late", expires: now.Add(codeLifetime)})
+	if !ok {
+		t.Fatal("a realm full of spent codes refused a sign-in")
+	}
+	if _, ok := take(&cs, "a", code); !ok {
+		t.Fatal("the new code was not redeemable")
 	}
 }

@@ -154,9 +154,12 @@ func TestAuthCodeErrors(t *testing.T) {
 		require.Equal(t, code, res.json(t)["error"], string(res.body))
 	}
 
-	t.Run("wrong verifier spends the code", func(t *testing.T) {
+	t.Run("wrong verifier is refused and leaves the code to its redeemer", func(t *testing.T) {
+		// Only a redemption that passes every check spends the code: one
+		// holding the code without its verifier cannot burn it.
 		code := getCode(t, srv, authCodeRequest(target, verifier))
 		requireGrantError(exchange(url.Values{"code": {code}, "code_verifier": {newVerifier()}}), 400, "invalid_grant")
+		require.Equal(t, 200, exchange(url.Values{"code": {code}}).status)
 		requireGrantError(exchange(url.Values{"code": {code}}), 400, "invalid_grant")
 	})
 	t.Run("missing verifier", func(t *testing.T) {

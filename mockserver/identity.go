@@ -245,9 +245,9 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 	spec := tokenSpec{clientID: clientID}
 	var proof *dpop.Result
 	if grantType == grantAuthorizationCode && sendsProof(r) {
-		// Checked before the code is redeemed (a client told to retry with
-		// the server's DPoP nonce must still hold a code to retry with), but
-		// recorded only once the client and code are.
+		// Checked before the code's checks (a client told to retry with
+		// the server's DPoP nonce must still hold a code to retry with),
+		// but recorded only once the client and code are.
 		if proof, oe = s.checkTokenProof(w, r, realm); oe != nil {
 			return nil, oe
 		}
@@ -255,7 +255,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 	var (
 		username string
 		code     *authCode
-		spend    *codeSpend // a sealed code to record as spent (authcode_sealed.go)
+		spend    *codeSpend // the code to spend once nothing else can refuse (spendCode)
 	)
 	err := s.liveRealm(realm, func(rm *store.Realm) error {
 		c, ok := checkClient(rm, clientID, secret)
@@ -289,32 +289,8 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		}
 		return nil
 	})
-	proofRecorded := false
-	if spend != nil { // a sealed code, its client authenticated: spent whatever the outcome
-		jkt := ""
-		if proof != nil {
-			jkt = proof.Thumbprint
-		}
-		spend.writer = s.codeRedeemer(spend, clientID, secret, form, jkt)
-		// A valid code's proof is recorded before the code is spent: a
-		// proof refused (a replay, a store that fails) answers with the
-		// code still unspent, so the spend is the last thing that can
-		// refuse the request and a 503 leaves the code as it was.
-		if err == nil && proof != nil {
-			if oe := s.recordTokenProof(w, r, realm, proof); oe != nil {
-				return nil, oe
-			}
-			proofRecorded = true
-		}
-		if oe := s.spendSealedCode(r.Context(), spend); oe != nil {
-			if oe.status == http.StatusServiceUnavailable {
-				w.Header().Set("Retry-After", proofRetryAfter)
-			}
-			return nil, oe
-		}
-	}
 	if err != nil {
-		return nil, err
+		return nil, err // a code refused here is not spent
 	}
 
 	if proof == nil && sendsProof(r) {
@@ -323,19 +299,29 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		}
 	}
 	if proof != nil { // the client, and the user or code, are authenticated
-		if !proofRecorded {
-			if oe := s.recordTokenProof(w, r, realm, proof); oe != nil {
-				return nil, oe
-			}
+		if oe := s.recordTokenProof(w, r, realm, proof); oe != nil {
+			return nil, oe // a code is still unspent: the client retries with a fresh proof
 		}
 		spec.jkt = proof.Thumbprint
+	}
+	if spend != nil {
+		// The last step that can refuse a code's redemption: exactly one
+		// redemption of a code spends it and gets its token (codeTokenID:
+		// a reuse revokes it); every other is invalid_grant.
+		spend.writer = s.codeRedeemer(spend, clientID, secret, form, spec.jkt)
+		if oe := s.spendCode(r.Context(), w, spend, clientID); oe != nil {
+			return nil, oe
+		}
+		spec.jti = s.codeTokenID(spend)
 	}
 	raw, claims, err := s.mint(s.issuerBase(r), realm, username, spec)
 	if err != nil {
 		return nil, err
 	}
-	if oe := s.vouchedToken(r.Context(), w, realm, claims); oe != nil {
-		return nil, oe
+	if spend == nil { // a code's was asked before it was spent (spendCode)
+		if oe := s.vouchedToken(r.Context(), w, realm, claims); oe != nil {
+			return nil, oe
+		}
 	}
 	tt := "Bearer"
 	if spec.jkt != "" {
@@ -357,17 +343,6 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 			}
 		}
 	}
-	if spend != nil {
-		// The code's record was this redemption's (a retry after a
-		// failure that came after its write finds it so): finished now,
-		// no repeat of the redemption does. A finish that fails does not
-		// refuse the redemption, which is granted (the code is spent, as
-		// its redeemer's); only that redeemer's own repeat could then be
-		// answered again, within the code's lifetime.
-		if err := s.sharedFinish(r.Context(), labelCodeSpent, spend.realm, spend.id, spend.writer); err != nil {
-			s.logger.Warn("a redeemed code's record was not finished", "realm", realm, "client", clientID)
-		}
-	}
 	return out, nil
 }
 
@@ -375,12 +350,11 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 // clientID in realm rm: the code must have been issued in that realm to
 // that client for that redirect_uri, not have expired, and the
 // code_verifier must match its PKCE challenge (and be absent when it had
-// none, so that PKCE cannot be downgraded). The code is spent whatever
-// the outcome, and the user must still be able to log in.
-//
-// With a shared store the code is sealed (authcode_sealed.go): spend is
-// what the caller must record, once the realm's lock is released, before
-// it may answer anything but a refusal of the code's expiry.
+// none, so that PKCE cannot be downgraded), and the user must still be
+// able to log in. Nothing is spent here: spend is what the caller spends
+// (spendCode), once the realm's lock is released and everything else that
+// can refuse the request has passed; a redemption refused here leaves the
+// code as it was.
 func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID string) (c *authCode, spend *codeSpend, oe *oauthError) {
 	raw, redirectURI := form.Get("code"), form.Get("redirect_uri")
 	if raw == "" || redirectURI == "" {
@@ -391,25 +365,25 @@ func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID string) (
 	}
 	c, spend, ok := s.findCode(rm.Name, raw)
 	if ok && !s.now().Before(c.expires) {
-		return nil, nil, bad("the code has expired") // refused by its exp wherever it goes: nothing to record
+		return nil, nil, bad("the code has expired")
 	}
 	switch {
 	case !ok || c.realm != rm.Name || c.clientID != clientID:
-		return nil, spend, bad("the code is unknown, already used, or not issued to this client")
+		return nil, nil, bad("the code is unknown, already used, or not issued to this client")
 	case redirectURI != c.redirectURI:
-		return nil, spend, bad("redirect_uri differs from the authorization request's")
+		return nil, nil, bad("redirect_uri differs from the authorization request's")
 	}
 	verifier, hasVerifier := form["code_verifier"]
 	switch {
 	case c.challenge == "" && hasVerifier:
-		return nil, spend, bad("code_verifier given but the authorization request had no code_challenge")
+		return nil, nil, bad("code_verifier given but the authorization request had no code_challenge")
 	case c.challenge != "" && !hasVerifier:
-		return nil, spend, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code_verifier is required"}
+		return nil, nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code_verifier is required"}
 	case c.challenge != "" && !pkceMatches(verifier[0], c.challenge):
-		return nil, spend, bad("code_verifier does not match the code_challenge")
+		return nil, nil, bad("code_verifier does not match the code_challenge")
 	}
 	if u, ok := rm.UserNamed(c.username); !ok || u.Password == "" {
-		return nil, spend, bad("the user can no longer log in")
+		return nil, nil, bad("the user can no longer log in")
 	}
 	return c, spend, nil
 }

@@ -35,6 +35,7 @@ type sharedStore struct {
 	// few replicas acknowledged it, or its answer came late).
 	failAfterWrite error
 	writers        map[string]string // RecordOnce's records' values
+	recordGate     *gate             // RecordOnce waits for its count of calls (see RecordOnce)
 	began          time.Time
 	clock          func() time.Time // the store's own clock, which expires keys; time.Now when nil
 	// frozen, while set, holds every call of the kind it names (reads:
@@ -115,7 +116,38 @@ func (s *sharedStore) Remember(_ context.Context, key string, until time.Time) (
 // RecordOnce is Remember after Recorded's check of since, made first: a
 // keyspace that cannot vouch for since fails with nothing written. The
 // record holds writer, and a record of the same writer is the caller's.
-func (s *sharedStore) RecordOnce(_ context.Context, key, writer string, until, since time.Time) (bool, error) {
+//
+// While recordGate is set, each call waits, after its record, until the
+// gate's count of calls made theirs (or its context ends): calls that
+// overlap at the store, as two replicas' do when a proxy sends one request
+// twice at once. The gate then opens and is gone.
+func (s *sharedStore) RecordOnce(ctx context.Context, key, writer string, until, since time.Time) (bool, error) {
+	mine, err := s.recordOnce(ctx, key, writer, until, since)
+	s.mu.Lock()
+	g := s.recordGate
+	if g != nil {
+		if g.n--; g.n == 0 {
+			s.recordGate = nil
+			close(g.open)
+		}
+	}
+	s.mu.Unlock()
+	if g != nil {
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+		}
+	}
+	return mine, err
+}
+
+// gate holds n calls until all of them arrived (sharedStore.recordGate).
+type gate struct {
+	n    int
+	open chan struct{}
+}
+
+func (s *sharedStore) recordOnce(_ context.Context, key, writer string, until, since time.Time) (bool, error) {
 	s.hang("writes")
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,26 +171,23 @@ func (s *sharedStore) RecordOnce(_ context.Context, key, writer string, until, s
 	return s.failAfterWrite == nil, s.failAfterWrite
 }
 
-// Finish makes writer's record no one's: its value becomes one no
-// writer has.
-func (s *sharedStore) Finish(_ context.Context, key, writer string) error {
+// Finish makes writer's record no one's, its value becoming one no
+// writer has, and reports whether this call did.
+func (s *sharedStore) Finish(_ context.Context, key, writer string) (bool, error) {
 	s.hang("writes")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
-		return s.fail
+		return false, s.fail
 	}
 	if s.failWrites != nil {
-		return s.failWrites
+		return false, s.failWrites
 	}
-	switch s.writers[key] {
-	case writer:
-		s.writers[key] = "\x00finished"
-	case "\x00finished":
-	default:
-		return errors.New("the record is not the writer's")
+	if w, ok := s.writers[key]; !ok || w != writer {
+		return false, nil
 	}
-	return nil
+	s.writers[key] = "\x00finished"
+	return true, nil
 }
 
 // set sets one of the store's failures (fail, failWrites, failProofs,

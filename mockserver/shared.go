@@ -75,12 +75,16 @@ type SharedStore interface {
 	// safe for concurrent use.
 	RecordOnce(ctx context.Context, key, writer string, until, since time.Time) (bool, error)
 	// Finish marks key's record, which RecordOnce found writer's, as
-	// answered on: no later RecordOnce of writer finds it its own (a code
-	// redeemed is not redeemed again by the same request repeated).
-	// Finishing a record finished already is no error; a record of another
-	// writer or none is. It must honour ctx's deadline and be safe for
-	// concurrent use.
-	Finish(ctx context.Context, key, writer string) error
+	// answered on, in one atomic step, and reports whether this call did:
+	// of a writer's calls (a request repeated, or sent twice at once to
+	// two replicas) exactly one finishes the record, and no later
+	// RecordOnce or Finish of writer finds it its own. The server issues
+	// a code's tokens only to the call that finished its spend. A record
+	// finished already, another writer's, or none is false without an
+	// error. An error (the finish may have been written) refuses the
+	// request. It must honour ctx's deadline and be safe for concurrent
+	// use.
+	Finish(ctx context.Context, key, writer string) (bool, error)
 }
 
 // errSharedUnavailable is the error of a credential whose state the shared
@@ -169,18 +173,18 @@ func (s *Server) sharedRecord(ctx context.Context, kind, realm, id, writer strin
 }
 
 // sharedFinish finishes the record of kind about realm's id that
-// sharedRecord found writer's (SharedStore.Finish): nothing without a
-// store; errSharedUnavailable when the store fails or does not answer
-// within dpop.ReplayStoreTimeout.
-func (s *Server) sharedFinish(ctx context.Context, kind, realm, id, writer string) error {
+// sharedRecord found writer's (SharedStore.Finish) and reports whether
+// this call finished it (the one call that may answer on it): true
+// without a store; errSharedPredates and errSharedUnavailable as
+// sharedRecord.
+func (s *Server) sharedFinish(ctx context.Context, kind, realm, id, writer string) (bool, error) {
 	if s.shared == nil {
-		return nil
+		return true, nil
 	}
 	key := sharedKey(kind, realm, id)
-	_, err := s.sharedCall(ctx, func(ctx context.Context) (bool, error) {
-		return true, s.shared.Finish(ctx, key, writer)
+	return s.sharedCall(ctx, func(ctx context.Context) (bool, error) {
+		return s.shared.Finish(ctx, key, writer)
 	})
-	return err
 }
 
 // errSharedPanicked is the failure of a shared store call that panicked.

@@ -21,6 +21,7 @@ type tokenSpec struct {
 	lifetime time.Duration
 	jkt      string
 	clientID string
+	jti      string // the token's id, when set (an authorization code's: codeTokenID)
 }
 
 // TokenOrganization adds the organization claim (an organization id or
@@ -125,6 +126,9 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, *is
 		claims.Tenant = r.Incarnation()
 		claims.Issuer = issuer.RealmIssuer(base, realm)
 		claims.Organization = spec.org
+		if spec.jti != "" {
+			claims.ID = spec.jti
+		}
 		if spec.jkt != "" {
 			claims.Confirmation = &issuer.Confirmation{JKT: spec.jkt}
 		}

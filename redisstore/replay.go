@@ -36,7 +36,8 @@ const SinceKey = "since"
 // SET key 1 NX PXAT until, which is atomic on a single server, a
 // Sentinel-managed primary and a Cluster alike. Recorded reads a record
 // back, RecordOnce writes a one-time record that is no DPoP proof, holding
-// who wrote it, and Finish marks one answered (the reference server's
+// who wrote it, and Finish marks one answered, for exactly one of its
+// writer's calls (the reference server's
 // replicas share revocations, code spends and sign-outs through them:
 // mockserver.WithReplayStore). It is safe for concurrent use.
 //
@@ -456,30 +457,30 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until,
 }
 
 // Finish finishes key's one-time record, which writer's
-// [ReplayStore.RecordOnce] found its own, once the caller has answered on
-// it: the record then holds [onetime.Finished] (its expiry kept), and no
-// later RecordOnce of writer finds it its own, so the request it stands
-// for is answered once (the reference server's code redemption: a retry
-// after a failure passes, a repeat after the answer does not). It is one
-// EVAL ([onetime.FinishScript]); a record finished already is no error
-// (a Finish may be retried). It fails for a record of another writer or
-// none, and on any Redis error. It does not wait for replicas: a record
-// a failover loses its finish for holds writer again, which only that
-// writer's own repeat finds its own. Calls return by ctx's deadline.
-func (s *ReplayStore) Finish(ctx context.Context, key, writer string) error {
+// [ReplayStore.RecordOnce] found its own, before the caller answers on it,
+// and reports whether this call finished it: the record then holds
+// [onetime.Finished] (its expiry kept), and no later RecordOnce or Finish
+// of writer finds it its own, so the request it stands for is answered
+// once, whoever repeats it and however concurrently (the reference
+// server's code redemption: a retry after a failure before the finish
+// passes, a repeat or a twin does not). It is one EVAL
+// ([onetime.FinishScript]); false, with no error, for a record finished
+// already, another writer's or none; an error on any Redis error (the
+// finish may then have been written: the caller must not answer on it).
+// It does not wait for replicas: a record a failover loses its finish for
+// holds writer again, which only that writer's own repeat finds its own.
+// Calls return by ctx's deadline.
+func (s *ReplayStore) Finish(ctx context.Context, key, writer string) (bool, error) {
 	var res string
 	err := bounded(ctx, func() error {
 		var err error
 		res, err = s.client.Eval(ctx, onetime.FinishScript, []string{s.prefix + key}, writer).Text()
 		return err
 	})
-	switch {
-	case err != nil:
-		return fmt.Errorf("redisstore: finishing a one-time record: %w", err)
-	case res != "1":
-		return errors.New("redisstore: finishing a one-time record: the record is not the writer's")
+	if err != nil {
+		return false, fmt.Errorf("redisstore: finishing a one-time record: %w", err)
 	}
-	return nil
+	return res == "1", nil
 }
 
 // rewrite is [onetime.Script]'s last argument: "1" (write a record found

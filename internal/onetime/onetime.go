@@ -51,17 +51,18 @@ return {'new', ARGV[1]}
 `
 
 // FinishScript is the Lua script (EVAL FinishScript 1 record writer) that
-// finishes a one-time record its writer's call has answered on: when the
-// record holds writer, it writes [Finished] to it, keeping its expiry,
-// so that no later call of that writer finds it its own. It answers "1"
-// when the record holds Finished afterwards (written now, or by an earlier
-// finish: it may be retried), "0" otherwise (another writer's record, or
-// none).
+// finishes a one-time record its writer's call is about to answer on: when
+// the record holds writer, it writes [Finished] to it, keeping its expiry,
+// so that no later call of that writer finds it its own, and answers "1";
+// otherwise (a record finished already, another writer's, or none) it
+// writes nothing and answers "0". It is the one atomic step that decides
+// which of a writer's concurrent or repeated calls answers on the record:
+// exactly one call finishes it (the reference server's code redemption
+// issues tokens only then), every other is answered "0".
 const FinishScript = `local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   redis.call('SET', KEYS[1], '` + Finished + `', 'KEEPTTL')
   return '1'
 end
-if v == '` + Finished + `' then return '1' end
 return '0'
 `

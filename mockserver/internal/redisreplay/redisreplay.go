@@ -263,13 +263,13 @@ func (s *Store) RecordOnce(ctx context.Context, key, writer string, until, since
 }
 
 // Finish finishes key's one-time record, which writer's RecordOnce found
-// its own, once the caller has answered on it (mockserver.SharedStore):
-// one EVAL of onetime.FinishScript, after which the record holds
-// onetime.Finished, its expiry kept, and no later RecordOnce of writer
-// finds it its own. A record finished already is no error; a record of
-// another writer or none is, as is any error of the connection or the
-// server.
-func (s *Store) Finish(ctx context.Context, key, writer string) error {
+// its own, before the caller answers on it (mockserver.SharedStore), and
+// reports whether this call finished it: one EVAL of onetime.FinishScript,
+// after which the record holds onetime.Finished, its expiry kept, and no
+// later RecordOnce or Finish of writer finds it its own. A record finished
+// already, another writer's or none is false without an error; any error
+// of the connection or the server is an error.
+func (s *Store) Finish(ctx context.Context, key, writer string) (bool, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
@@ -277,16 +277,16 @@ func (s *Store) Finish(ctx context.Context, key, writer string) error {
 	}
 	c, replies, err := s.exchange(ctx, [][]string{{"EVAL", onetime.FinishScript, "1", s.prefix + key, writer}})
 	if err != nil {
-		return err
+		return false, err
 	}
 	s.put(c, true)
 	switch r := replies[0]; {
 	case r.err != nil:
-		return r.err
-	case r.arr != nil || r.null || r.s != "1":
-		return errors.New("redis: finishing a one-time record: the record is not the writer's")
+		return false, r.err
+	case r.arr != nil || r.null || (r.s != "1" && r.s != "0"):
+		return false, errors.New("redis: finishing a one-time record: the script answered neither 1 nor 0")
 	}
-	return nil
+	return replies[0].s == "1", nil
 }
 
 // judge reads the replies to SET NX and the marker's script: first when

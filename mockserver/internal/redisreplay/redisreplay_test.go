@@ -200,8 +200,6 @@ func redisLikeAt(clock func() time.Time) func(cmd []string) string {
 				case ok && v == cmd[4]:
 					keys[cmd[3]] = onetime.Finished
 					return bulk("1")
-				case ok && v == onetime.Finished:
-					return bulk("1")
 				}
 				return bulk("0")
 			case cmd[1] != replaymarker.Script || cmd[2] != "1":
