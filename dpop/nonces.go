@@ -56,9 +56,13 @@ const nonceLabel = "orgauthz dpop nonce v1"
 // the source remembers the line it started on and the last three others
 // it left. It returns to the lowest of them that the wall clock is not
 // ahead of by more than NonceClockTolerance nor behind by more than a step
-// (lifetime/2), forgetting the lines above it: a replica whose wall clock was wrong ahead for a while
-// (a bad time server's answer) agrees with the other replicas again as
-// soon as its clock is put right. The monotonic clock counted real time on
+// (lifetime/2), forgetting the lines above it: a replica whose wall clock
+// was wrong ahead for a while (a bad time server's answer) agrees with the
+// other replicas again as soon as its clock is put right, as long as the
+// line of real time is one it remembers (not so after four or more moves
+// when it did not start on real time: a clock slow at start and stepped
+// forward, a suspension; nor when it started fast by more than a step:
+// such a replica is put right by a restart). The monotonic clock counted real time on
 // the line it returns to, so the return makes no old nonce valid again;
 // the nonces it minted on the line it abandons are of steps not yet begun
 // there, refused until the line reaches them (as those of any replica
