@@ -62,8 +62,9 @@ const nonceLabel = "orgauthz dpop nonce v1"
 // line of real time is one it remembers (not so after four or more moves
 // when it did not start on real time: a clock slow at start and stepped
 // forward, a suspension; nor when it started fast by more than a step:
-// such a replica is put right by a restart). The monotonic clock counted real time on
-// the line it returns to, so the return makes no old nonce valid again;
+// such a replica is put right by a restart). The monotonic clock counted
+// real time on the line it returns to, so the return makes no old nonce
+// valid again;
 // the nonces it minted on the line it abandons are of steps not yet begun
 // there, refused until the line reaches them (as those of any replica
 // whose clock runs ahead). Time moves back nowhere else: a wall clock
