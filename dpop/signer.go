@@ -167,9 +167,11 @@ func GenerateKey() (*Signer, error) {
 // instead of time.Now; s itself is unchanged. A nil now restores time.Now. It
 // exists for tests and for clients that correct their clock against a
 // server's; production code normally never calls it. The copy signs with
-// the same key: the pep and authzen clients count its signatures, as those
-// of every Signer of the key, against the key's one bound of signatures at
-// once.
+// the same key: the pep and authzen clients count its signatures against
+// the one bound of signatures at once of s's signer, shared with every
+// Signer NewSigner made of the same crypto.Signer value when that value is
+// comparable (==), and with s and its other copies only when it is not.
+// A different crypto.Signer claiming the same public key never shares it.
 func (s *Signer) WithClock(now func() time.Time) *Signer {
 	c := *s
 	if now == nil {
