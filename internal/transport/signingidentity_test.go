@@ -87,7 +87,7 @@ func TestAKeyClaimingAnothersPublicKeySharesNoBound(t *testing.T) {
 		require.NotSame(t, held, ks, "B's Signer shares the bound of a key that only claims B's public key")
 		assert.False(t, ks.hung(time.Now().Add(hungAfter+time.Second)), "B's working key is taken as hung")
 		// The deadline only keeps a failing run from waiting forever.
-		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		proof, err := prove(ctx, s, "POST", url, "victim-token", "")
 		cancel()
 		require.NoError(t, err, "B's working key is refused because another key claimed its public key and hangs")
