@@ -140,9 +140,13 @@ func (c *Client) accepts(token, method string) bool {
 // deadline and is then denied with a Cause matching ErrUnavailable and
 // context.DeadlineExceeded, nothing sent and the breaker not counting it.
 // A key makes at most 16 signatures at once, across every authzen and pep
-// client using it through any Signer of it (the key is known by its public
-// key's thumbprint, so dpop.NewSigner called on it again and the copies
-// Signer.WithClock makes share its bound): a call waits for a slot only
+// client using it through any Signer of it: dpop.NewSigner called again on
+// the same crypto.Signer value (one that can be compared with ==) and the
+// copies Signer.WithClock makes share its bound. A key is known by that
+// value, never by the public key it claims: another crypto.Signer of the
+// same public key (another tenant's claiming it, another region of one KMS
+// key) has a bound of its own, and one that cannot be compared has one
+// per NewSigner. A call waits for a slot only
 // until its deadline, and a hung key holds at most 16 goroutines. One
 // whose every slot has been taken for over 10 s is taken as hung: calls
 // fail at once (ErrUnavailable) until one returns.

@@ -12,12 +12,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/orgauthz/orgauthz/internal/signerid"
 )
 
 // proofType is the "typ" header of every DPoP proof (RFC 9449 section 4.2).
@@ -45,6 +48,34 @@ type Signer struct {
 	now        func() time.Time
 	lastHTU    *atomic.Pointer[htuMemo] // shared with the copies WithClock makes
 	inMemory   bool                     // key is a standard library private key
+	// signer is what the pep and authzen clients keep the key's bound of
+	// signatures at once under (signerIdentity), given to them through
+	// internal/signerid: copies WithClock makes keep the original's.
+	signer any
+}
+
+func init() {
+	signerid.Of = func(s any) any { return s.(*Signer).signer }
+}
+
+// ownSigner is the identity of a Signer whose key cannot be compared: one
+// per NewSigner, shared by the copies WithClock makes. It is not empty,
+// so that two of them are never the same pointer.
+type ownSigner struct{ _ byte }
+
+// signerIdentity returns what a Signer of key is known by to the bound of
+// signatures at once: what is one signer, never what claims one public key
+// (key.Public proves nothing; no signature has been checked). It is key
+// itself when key is comparable and equal to itself, so that NewSigner
+// called again on the same key value shares its bound; else a new
+// identity of the Signer's own. Comparing keys never panics: a comparable
+// type holding an uncomparable value (a slice in an interface field) is
+// taken as uncomparable.
+func signerIdentity(key crypto.Signer) any {
+	if v := reflect.ValueOf(key); v.Comparable() && v.Equal(v) {
+		return key
+	}
+	return new(ownSigner)
 }
 
 // htuMemo is the last url a Signer normalised and its htu: a client sends
@@ -108,6 +139,7 @@ func NewSigner(key crypto.Signer) (*Signer, error) {
 		now:        time.Now,
 		lastHTU:    new(atomic.Pointer[htuMemo]),
 		inMemory:   inMemory(key),
+		signer:     signerIdentity(key),
 	}, nil
 }
 
@@ -135,9 +167,11 @@ func GenerateKey() (*Signer, error) {
 // instead of time.Now; s itself is unchanged. A nil now restores time.Now. It
 // exists for tests and for clients that correct their clock against a
 // server's; production code normally never calls it. The copy signs with
-// the same key: the pep and authzen clients count its signatures, as those
-// of every Signer of the key, against the key's one bound of signatures at
-// once.
+// the same key: the pep and authzen clients count its signatures against
+// the one bound of signatures at once of s's signer, shared with every
+// Signer NewSigner made of the same crypto.Signer value when that value is
+// comparable (==), and with s and its other copies only when it is not.
+// A different crypto.Signer claiming the same public key never shares it.
 func (s *Signer) WithClock(now func() time.Time) *Signer {
 	c := *s
 	if now == nil {

@@ -18,9 +18,14 @@ import "github.com/orgauthz/orgauthz/dpop"
 // a call whose proof is not signed in time is DENY with a Cause matching
 // ErrUnavailable and context.DeadlineExceeded; nothing is sent and the
 // breaker does not count it. A key makes at most 16 signatures at once,
-// across every pep and authzen client using it through any Signer of it
-// (the key is known by its public key's thumbprint: dpop.NewSigner called
-// on it again, and the copies Signer.WithClock makes, share its bound): a
+// across every pep and authzen client using it through any Signer of it:
+// dpop.NewSigner called again on the same crypto.Signer value (one that
+// can be compared with ==: a pointer, or a struct of comparable fields),
+// and the copies Signer.WithClock makes, share its bound. A key is known
+// by that value, never by the public key it claims: another crypto.Signer
+// of the same public key (another tenant's that claims it, another region
+// of one KMS key) has a bound of its own, so its hanging locks no other
+// out; a crypto.Signer that cannot be compared has one per NewSigner. A
 // call waits for a slot only until its deadline, and a slot comes back
 // when the key answers, so a hung key holds at most 16 goroutines and
 // callers hanging up cost no other caller anything. A key whose every slot

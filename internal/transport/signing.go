@@ -9,6 +9,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/safego"
+	"github.com/orgauthz/orgauthz/internal/signerid"
 )
 
 // A DPoP proof is made on the call's goroutine when its key is held in
@@ -22,15 +23,17 @@ import (
 // breaker does not count it. A key that panics there fails its call with
 // errKeyPanicked rather than end the process.
 //
-// A key here is the signing key itself, known by its public key's RFC 7638
-// thumbprint (dpop.Signer.Thumbprint), not by the *dpop.Signer that wraps
-// it: every Signer of one key (dpop.NewSigner called again on it, the
-// copies Signer.WithClock makes, a second crypto.Signer of the same KMS
-// key) and every client and credential using any of them share one bound
-// and one hang detector. Keyed by Signer, each copy had slots of its own,
-// so that a hung key held maxSigning more goroutines per copy. It makes at
-// most maxSigning signatures at once: a call
-// takes one of the key's slots for its signature, waiting for one, when
+// A key here is one signer: the crypto.Signer a *dpop.Signer wraps, when
+// it is comparable (every Signer dpop.NewSigner made of one key value and
+// the copies Signer.WithClock makes share its bound), else the Signer
+// NewSigner made and its WithClock copies (internal/signerid). Keyed by
+// *dpop.Signer, each copy had slots of its own, so that a hung key held
+// maxSigning more goroutines per copy. It is never keyed by the public
+// key's thumbprint: key.Public proves nothing, so a crypto.Signer claiming
+// another's public key (or a second backend of one key material, a KMS
+// key's failover region) that hangs took that key's slots and locked its
+// working Signers out. A key makes at most maxSigning signatures at
+// once: a call takes one of the key's slots for its signature, waiting for one, when
 // every slot is taken, only until its context ends; the slot comes back
 // when the key returns, whether the call still waited for it or gave up.
 // So a key that hangs holds at most maxSigning goroutines, however many
@@ -57,13 +60,15 @@ const (
 // than there are keys signing, however many Signers wrap them.
 var keys = struct {
 	sync.Mutex
-	m map[string]*keySigning
-}{m: make(map[string]*keySigning)}
+	m map[any]*keySigning
+}{m: make(map[any]*keySigning)}
 
-// keyID is the identity the bound is kept under: the thumbprint of s's
-// public key, the same for every Signer of one key, whatever wraps it. s
-// is a Signer NewSigner built (prove handles any other first).
-func keyID(s *dpop.Signer) string { return s.Thumbprint() }
+// keyID is the identity the bound is kept under: the signer s wraps
+// (signerid.Of), the same for every Signer of one signer and never shared
+// with another signer, whatever public key it claims. It is comparable and
+// equal to itself. s is a Signer NewSigner built (prove handles any other
+// first).
+func keyID(s *dpop.Signer) any { return signerid.Of(s) }
 
 // keySigning is one key's signatures under way.
 type keySigning struct {

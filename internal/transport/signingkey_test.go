@@ -16,8 +16,8 @@ import (
 )
 
 // TestHungKeyBoundIsPerKeyNotPerSigner: the bound of maxSigning signatures
-// and the hang detector belong to the key, not to the *dpop.Signer that
-// wraps it. A hung KMS key wrapped by several Signers (dpop.NewSigner
+// and the hang detector belong to the key (the crypto.Signer value), not
+// to the *dpop.Signer that wraps it. A hung KMS key wrapped by several Signers (dpop.NewSigner
 // called on it again, for another client, and the copies Signer.WithClock
 // makes on each clock correction) holds at most maxSigning goroutines in
 // all, and one entry, however many copies there are; once the key answers,
