@@ -96,3 +96,48 @@ func TestASessionEndsWhenItsHeartbeatsMoveToAnotherHistory(t *testing.T) {
 	waitFor(t, "s1 replicates s2", 15*time.Second, linkUp(t, s1))
 	waitFor(t, "B trusts its cache again, on s2's history", 10*time.Second, trusted(b))
 }
+
+// purgesTo is a go-redis hook that sends the Invalidator's publications on
+// channel itself (its purges, not its heartbeats) to another server: a
+// pool half of whose connections a failover left on each side.
+type purgesTo struct {
+	channel string
+	other   *redis.Client
+}
+
+func (purgesTo) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h purgesTo) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); len(a) == 7 && a[5] == h.channel {
+			return h.other.Process(ctx, cmd)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (purgesTo) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestAPurgeTakenOnAnotherHistoryEndsTheSession: a replica whose own
+// purge a primary of another replication history took (its subscription
+// and heartbeats on one primary, the purge on another) stops trusting its
+// cache at once, without waiting for a heartbeat to land there too.
+func TestAPurgeTakenOnAnotherHistoryEndsTheSession(t *testing.T) {
+	t.Parallel()
+	s1, s2 := redistest.Start(t), redistest.Start(t)
+	gw := startGateway(t)
+	const channel = "replid:purge"
+	rdb := redis.NewClient(&redis.Options{Addr: s1.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	rdb.AddHook(purgesTo{channel: channel, other: s2.Client()})
+	b := replica(t, gw, rdb, channel)
+	waitFor(t, "B trusts its cache", 10*time.Second, trusted(b))
+
+	tok := revocable(gw, "bob")
+	cache(t, tok, b)
+	gaps := b.Stats().InvalidationGaps
+	require.NoError(t, b.Purge(t.Context(), tok), "s2, a primary, took B's purge")
+	waitFor(t, "B's session ends (reported lost)", 10*time.Second, func() bool { return b.Stats().InvalidationGaps > gaps })
+}
