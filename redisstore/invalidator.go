@@ -81,6 +81,27 @@ const (
 // second for each subscribed replica's four heartbeats; a publication's
 // round trip is that much longer (BenchmarkPublish).
 //
+// Being the primary is not enough: a failover done in two steps (a
+// replica promoted and the client's name switched to it, then the old
+// primary demoted) leaves two primaries between the steps, and a
+// subscriber on the old one never hears a purge the new one took, not
+// even once the old one is demoted and resyncs (pub/sub is in no
+// snapshot), while its heartbeats, refused there, would be retried on the
+// new primary and replicated back to it. So the script also answers the
+// primary's master_replid (from the same INFO replication, at no extra
+// cost), and each subscription is tied to the replication history of the
+// first primary that takes one of its heartbeats or of the Invalidator's
+// purges: a heartbeat counts only when its echo arrives and a primary of
+// that history took it, and a heartbeat or purge taken under another
+// master_replid ends the subscription (reported lost; the next one purges
+// the whole cache). Once the old primary is demoted, a replica subscribed
+// there stops trusting its cache at its next heartbeat (250 ms); while
+// both are primaries, purges taken by one reach only the subscribers of
+// the other's history, so such a gap must stay short (Redis's FAILOVER
+// demotes before it promotes). A primary's first replica (or the first
+// after its backlog was freed, repl-backlog-ttl) begins a new history
+// too, which ends every subscription once.
+//
 // A subscription that fails, whose heartbeat does not come back within
 // 2 s, or that reads nothing for 2 s, is reported lost (the client stops
 // serving its cache) and made again, after a pause that grows from 50 ms
