@@ -48,7 +48,13 @@
 // connections still reach) and delivers it to that replica's subscribers
 // only, so a heartbeat coming back from there would prove nothing about
 // the other replicas. A publication a replica refused fails (or is
-// retried on a connection to the primary); it never succeeds silently:
+// retried on a connection to the primary); it never succeeds silently.
+// And a heartbeat counts only when a primary of the subscription's
+// replication history (the master_replid of the primary that took its
+// first publication) took it: a heartbeat or purge taken under another
+// ends the subscription, so a replica subscribed on a primary that a
+// failover left behind stops serving its cache at its first heartbeat on
+// the new one:
 //
 //	inv := redisstore.NewInvalidator(rdb, "orders-api:invalidations")
 //	client, err := pep.New(gatewayURL, "acme", "orders-api", pep.WithInvalidator(inv))

@@ -81,6 +81,27 @@ const (
 // second for each subscribed replica's four heartbeats; a publication's
 // round trip is that much longer (BenchmarkPublish).
 //
+// Being the primary is not enough: a failover done in two steps (a
+// replica promoted and the client's name switched to it, then the old
+// primary demoted) leaves two primaries between the steps, and a
+// subscriber on the old one never hears a purge the new one took, not
+// even once the old one is demoted and resyncs (pub/sub is in no
+// snapshot), while its heartbeats, refused there, would be retried on the
+// new primary and replicated back to it. So the script also answers the
+// primary's master_replid (from the same INFO replication, at no extra
+// cost), and each subscription is tied to the replication history of the
+// first primary that takes one of its heartbeats or of the Invalidator's
+// purges: a heartbeat counts only when its echo arrives and a primary of
+// that history took it, and a heartbeat or purge taken under another
+// master_replid ends the subscription (reported lost; the next one purges
+// the whole cache). Once the old primary is demoted, a replica subscribed
+// there stops trusting its cache at its next heartbeat (250 ms); while
+// both are primaries, purges taken by one reach only the subscribers of
+// the other's history, so such a gap must stay short (Redis's FAILOVER
+// demotes before it promotes). A primary's first replica (or the first
+// after its backlog was freed, repl-backlog-ttl) begins a new history
+// too, which ends every subscription once.
+//
 // A subscription that fails, whose heartbeat does not come back within
 // 2 s, or that reads nothing for 2 s, is reported lost (the client stops
 // serving its cache) and made again, after a pause that grows from 50 ms
@@ -127,6 +148,9 @@ type Invalidator struct {
 	channel string
 	sharded bool  // a Cluster: SPUBLISH and SSUBSCRIBE
 	err     error // why the client or channel is refused
+
+	mu       sync.Mutex
+	sessions map[*history]struct{} // the running sessions (join)
 }
 
 // NewInvalidator returns an Invalidator on channel (DefaultChannel when
@@ -190,19 +214,31 @@ func (v *Invalidator) Publish(ctx context.Context, msg []byte) error {
 	if v.err != nil {
 		return v.err
 	}
-	if err := v.publish(ctx, v.channel, msg); err != nil {
+	replid, err := v.publish(ctx, v.channel, msg)
+	if err != nil {
 		return fmt.Errorf("redisstore: publishing an invalidation: %w", err)
 	}
+	v.tookPurge(replid)
 	return nil
 }
 
 // publish sends msg on channel, the purges and the heartbeats alike,
 // through the one script that publishes on a primary only
 // (publishOnPrimary), and returns by ctx's deadline (bounded). A nil
-// error says that a primary took the publication.
-func (v *Invalidator) publish(ctx context.Context, channel string, msg []byte) error {
+// error says that a primary took the publication, and replid is that
+// primary's master_replid.
+func (v *Invalidator) publish(ctx context.Context, channel string, msg []byte) (replid string, err error) {
 	payload := string(msg) // a copy: msg is the caller's once this returns
-	return bounded(ctx, func() error { return v.publishOnPrimary(ctx, channel, payload) })
+	var id string
+	err = bounded(ctx, func() error {
+		var err error
+		id, err = v.publishOnPrimary(ctx, channel, payload)
+		return err
+	})
+	if err != nil {
+		return "", err // id may still be written: not read
+	}
+	return id, nil
 }
 
 // Subscribe subscribes to the channel and reports its messages and
@@ -245,6 +281,13 @@ const (
 	tokenBytes = 16
 	hbBytes    = 2 + tokenBytes
 )
+
+// heartbeat is a heartbeat sent and not yet back.
+type heartbeat struct {
+	sent  time.Time     // read just before the publication
+	taken chan struct{} // closed once the publication was taken
+	ours  bool          // set before taken is closed: taken under the session's history
+}
 
 // session runs one subscription until it breaks or ctx is done, and
 // reports why it ended and whether it delivered a heartbeat.
@@ -296,22 +339,31 @@ func (v *Invalidator) session(ctx context.Context, r invalidation.Receiver) (bea
 		}
 	}
 
+	// The session is tied to the replication history of the primary
+	// that takes its first publication (history): a heartbeat, or a
+	// purge of this Invalidator, taken under another ends it.
+	h := &history{end: stop}
+	defer v.join(h)()
+
 	// pending maps the token of each heartbeat not yet back to when it
 	// was sent; the sender stops when the session ends. Only an echo of a
 	// pending token counts, and it removes its own entry only: an echo
 	// that matches nothing (forged, or from another session) is ignored,
 	// so it can neither vouch for the channel nor hide a heartbeat that
-	// did not come back.
+	// did not come back. An echo counts only once its publication's
+	// answer says the session's history took it: the echo may come first,
+	// and then waits for that answer (the sender's publication ends by
+	// lostAfter, or ends the session).
 	var (
 		mu      sync.Mutex
-		pending = make(map[[tokenBytes]byte]time.Time)
+		pending = make(map[[tokenBytes]byte]*heartbeat)
 		wg      sync.WaitGroup
 	)
 	defer func() { stop(nil); wg.Wait() }()
 	send := func() error {
 		mu.Lock()
-		for _, sent := range pending {
-			if time.Since(sent) > lostAfter {
+		for _, b := range pending {
+			if time.Since(b.sent) > lostAfter {
 				mu.Unlock()
 				return fmt.Errorf("redisstore: a heartbeat did not come back within %v", lostAfter)
 			}
@@ -324,13 +376,20 @@ func (v *Invalidator) session(ctx context.Context, r invalidation.Receiver) (bea
 		_, _ = rand.Read(token[:])
 		// The time is read before the publication: its echo comes after
 		// every purge Redis took before it.
-		pending[token] = time.Now()
+		b := &heartbeat{sent: time.Now(), taken: make(chan struct{})}
+		pending[token] = b
 		mu.Unlock()
 		msg := append([]byte{hbVersion, hbKind}, token[:]...)
 		pctx, cancel := context.WithTimeout(sctx, lostAfter)
 		defer cancel()
-		if err := v.publish(pctx, hb, msg); err != nil {
+		replid, err := v.publish(pctx, hb, msg)
+		if err != nil {
 			return fmt.Errorf("redisstore: publishing a heartbeat: %w", err)
+		}
+		b.ours = h.took(replid)
+		close(b.taken)
+		if !b.ours {
+			return errHistoryMoved
 		}
 		return nil
 	}
@@ -370,11 +429,21 @@ func (v *Invalidator) session(ctx context.Context, r invalidation.Receiver) (bea
 				}
 				token := [tokenBytes]byte([]byte(p[2:]))
 				mu.Lock()
-				sent, ok := pending[token]
+				b, ok := pending[token]
+				mu.Unlock()
+				if !ok {
+					continue
+				}
+				select {
+				case <-b.taken:
+				case <-sctx.Done():
+					continue // the next receive ends the session, saying why
+				}
+				mu.Lock()
 				delete(pending, token)
 				mu.Unlock()
-				if ok {
-					r.Heartbeat(sent)
+				if b.ours {
+					r.Heartbeat(b.sent)
 					beat = true
 				}
 			}

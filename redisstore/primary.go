@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -26,7 +27,11 @@ import (
 // comes first: a script that wrote after a non-deterministic command
 // would be refused by a Redis that replicates scripts verbatim). Only
 // then ARGV[1] (PUBLISH or SPUBLISH) publishes ARGV[3] on ARGV[2]; with
-// no ARGV the script only checks, and answers 0. A classic PUBLISH is
+// no ARGV the script only checks. Either way it answers the primary's
+// master_replid, read from the same INFO replication: the replication
+// history the publication joined, which a promotion (REPLICAOF NO ONE,
+// FAILOVER, a Sentinel or Cluster failover) begins anew (see
+// Invalidator.session). A classic PUBLISH is
 // refused on a Cluster node (INFO cluster), which carries it over the
 // Cluster's bus unordered with the heartbeats: only a redis.ClusterClient
 // publishes on a Cluster, with SPUBLISH (a plain client on a Cluster node
@@ -44,16 +49,22 @@ if type(w) == 'table' and w.err then
   end
   return w
 end
-if not string.find(redis.call('INFO', 'replication'), 'role:master', 1, true) then
+local info = redis.call('INFO', 'replication')
+if not string.find(info, 'role:master', 1, true) then
   return redis.error_reply(replica)
 end
+local replid = string.match(info, 'master_replid:(%x+)')
+if not replid then
+  return redis.error_reply('ERR redisstore: this Redis server\'s INFO replication has no master_replid (Redis 4 or later, or Valkey, has it), so nothing tells its replication history apart')
+end
 if #ARGV == 0 then
-  return 0
+  return replid
 end
 if ARGV[1] == 'PUBLISH' and string.find(redis.call('INFO', 'cluster'), 'cluster_enabled:1', 1, true) then
   return redis.error_reply('ERR redisstore: this Redis server is a Cluster node, whose classic pub/sub crosses the Cluster\'s bus unordered with the heartbeats; use a redis.ClusterClient (sharded pub/sub)')
 end
-return redis.call(ARGV[1], ARGV[2], ARGV[3])
+redis.call(ARGV[1], ARGV[2], ARGV[3])
+return replid
 `
 
 // onPrimary is primaryScript, sent as EVALSHA (EVAL once per server that
@@ -71,17 +82,21 @@ func (v *Invalidator) primaryKey() string {
 }
 
 // publishOnPrimary publishes msg on channel through primaryScript: it
-// returns nil only once a primary took the publication.
-func (v *Invalidator) publishOnPrimary(ctx context.Context, channel, msg string) error {
+// returns a nil error only once a primary took the publication, with that
+// primary's master_replid (never empty then).
+func (v *Invalidator) publishOnPrimary(ctx context.Context, channel, msg string) (replid string, err error) {
 	cmd := "PUBLISH"
 	if v.sharded {
 		cmd = "SPUBLISH"
 	}
-	err := onPrimary.Run(ctx, v.client, []string{v.primaryKey()}, cmd, channel, msg).Err()
+	replid, err = onPrimary.Run(ctx, v.client, []string{v.primaryKey()}, cmd, channel, msg).Text()
 	if !v.sharded && isRedirect(err) {
-		return fmt.Errorf("the Redis server the Invalidator's %T reaches is a Cluster node (%w); use a redis.ClusterClient (sharded pub/sub)", v.client, err)
+		return "", fmt.Errorf("the Redis server the Invalidator's %T reaches is a Cluster node (%w); use a redis.ClusterClient (sharded pub/sub)", v.client, err)
 	}
-	return err
+	if err == nil && replid == "" {
+		err = errors.New("the Redis server answered the publication without its replication ID")
+	}
+	return replid, err
 }
 
 // isRedirect reports whether err is a Cluster node's redirection (MOVED,

@@ -17,7 +17,8 @@
 //
 // Where neither binary is on PATH, Start falls back to
 // github.com/alicebob/miniredis/v2 in process and says so in the test log;
-// it is given ROLE, INFO replication (role:master), INFO cluster and INFO
+// it is given ROLE, INFO replication (role:master and a master_replid, a
+// new one on every start and restart), INFO cluster and INFO
 // server (run_id only, a new one on every start and restart) for the
 // commands redisstore sends, in scripts too;
 // with ORGAUTHZ_REQUIRE_REDIS=1 in the environment (as .ci/run sets it) the
@@ -289,6 +290,11 @@ func addCommands(t testing.TB, mini *miniredis.Miniredis) {
 		t.Fatalf("redistest: %v", err)
 	}
 	info := "# Server\r\nredis_version:7.0.0-miniredis\r\nrun_id:" + hex.EncodeToString(id[:]) + "\r\n"
+	var replid [20]byte
+	if _, err := rand.Read(replid[:]); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	replication := "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_replid:" + hex.EncodeToString(replid[:]) + "\r\n"
 	mini.Server().SetPreHook(func(c *server.Peer, cmd string, args ...string) bool {
 		if cmd != "INFO" || len(args) != 1 {
 			return false
@@ -297,7 +303,7 @@ func addCommands(t testing.TB, mini *miniredis.Miniredis) {
 		case strings.EqualFold(args[0], "server"):
 			c.WriteBulk(info)
 		case strings.EqualFold(args[0], "replication"):
-			c.WriteBulk("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n")
+			c.WriteBulk(replication)
 		case strings.EqualFold(args[0], "cluster"):
 			c.WriteBulk("# Cluster\r\ncluster_enabled:0\r\n")
 		default:
