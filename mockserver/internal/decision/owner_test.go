@@ -32,8 +32,8 @@ func TestAnOwnerStringNamesOneUser(t *testing.T) {
 	require.Equal(t, Grant, Compile(c).Decide(&morty, "todo", "update", "PUT", mortysTodo), "the owner")
 
 	for name, u := range map[string]store.User{
-		"a username that is morty's email": {Username: "morty@citadel.test"},
-		"a second user with morty's email": {Username: "rick", Email: "morty@citadel.test"},
+		"a username that is morty's email":  {Username: "morty@citadel.test"},
+		"a second user with morty's email":  {Username: "rick", Email: "morty@citadel.test"},
 		"an email that is morty's username": {Username: "summer", Email: "morty"},
 	} {
 		_, err := r.AddUser(u, []string{editor.ID}, nil)
