@@ -64,11 +64,11 @@ type Realm struct {
 	// userByEmail finds a user by email (AddUser keeps it), so that no
 	// string an ownership property can hold names two users.
 	userByEmail map[string]string
-	Roles      map[string]*Role
-	RoleByName map[string]string // role name -> id
-	Groups     map[string]*Group
-	Clients    map[string]*Client
-	ClientByID map[string]string // clientId -> id
+	Roles       map[string]*Role
+	RoleByName  map[string]string // role name -> id
+	Groups      map[string]*Group
+	Clients     map[string]*Client
+	ClientByID  map[string]string // clientId -> id
 
 	Orgs       map[string]*Organization
 	OrgByAlias map[string]string // alias -> org id
