@@ -396,7 +396,7 @@ func (c *config) admit(w http.ResponseWriter, r *http.Request, auth []string) bo
 		// Readers disagree on such a path: FileServer serves it as the
 		// absolute one, ServeMux redirects there, other routers match
 		// nothing. It is a mount's doing, not the caller's.
-		writeError(w, http.StatusBadRequest, "the request path does not start with '/': mount the middleware behind http.StripPrefix(\"/api\", ...), not \"/api/\", which strips the path's leading slash")
+		writeError(w, http.StatusBadRequest, `the request path does not start with '/': mount the middleware behind http.StripPrefix("/api", ...), not "/api/", which strips the path's leading slash`)
 		return false
 	case !canonicalPath(r):
 		writeError(w, http.StatusBadRequest, "the request path must be in canonical form (no dot segments, empty segments, encoded slashes or escapes left after decoding)")

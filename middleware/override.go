@@ -187,13 +187,14 @@ func badRequest(message string) *refusal {
 }
 
 // method returns the method a request is checked as: its own (GET for a
-// HEAD), or the one its trusted overrides name (WithMethodOverride), and the body the
-// callbacks and the handler must read instead of r.Body, or nil. It
-// returns why the request is refused instead when it carries an override
-// the middleware does not trust or cannot take, or a form it cannot read.
-// It buffers a urlencoded POST body (given back whole) only when _method
-// is trusted, and otherwise guards it, as it guards a multipart one: see
-// the comment at the top of this file. It does not change r.
+// HEAD), or the one its trusted overrides name (WithMethodOverride), and
+// the body the callbacks and the handler must read instead of r.Body, or
+// nil. It returns why the request is refused instead when it carries an
+// override the middleware does not trust or cannot take, or a form it
+// cannot read. It buffers a urlencoded POST body (given back whole) only
+// when _method is trusted, and otherwise guards it, as it guards a
+// multipart one: see the comment at the top of this file. It does not
+// change r.
 func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.ReadCloser, *refusal) {
 	for _, h := range overrideHeaders {
 		if len(r.Header[h]) > 0 && !slices.Contains(c.trustedHeaders, h) {
