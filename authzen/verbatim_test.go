@@ -198,3 +198,20 @@ func TestUTF8ErrorSaysWhatToFix(t *testing.T) {
 	assert.True(t, strings.HasPrefix(err.Error(), "authzen: invalid argument: subject.id is not valid UTF-8"), err.Error())
 	assert.Contains(t, err.Error(), "pass text as UTF-8")
 }
+
+// TestAPropertyHoldingItselfIsRefusedAtOnce: a map that holds itself
+// twice is refused as JSON cannot carry it, without a request; the check
+// for text that JSON would change visits no more than a bounded number
+// of values (a-last9: it followed 2^1000 paths, past the call's deadline,
+// forever).
+func TestAPropertyHoldingItselfIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	_, c := startTodo(t)
+	m := map[string]any{}
+	m["a"], m["b"] = m, m
+	r := utf8Read
+	r.Resource.Properties = m
+	_, err := c.Evaluate(t.Context(), r)
+	require.ErrorIs(t, err, authzen.ErrInvalidArgument)
+	require.Zero(t, c.Stats().PDPRequests)
+}

@@ -20,17 +20,28 @@ const Problem = "is not valid UTF-8 (JSON cannot carry it as written: it would b
 // deeper than this as a cycle, and Marshal then says so.
 const maxDepth = 1000
 
+// maxNodes bounds the values Walk visits in all. Walk follows paths, and
+// a value that holds one map or slice along several paths (a cycle with
+// two ways back into itself, a diamond) has far more paths than values:
+// past the bound Walk leaves the value to the encoder, whose output the
+// clients read too (JSON), so that no check costs more than the encoding
+// it guards.
+const maxNodes = 1 << 16
+
 // Walk returns "" when every string v holds, map keys included, is valid
 // UTF-8, and otherwise what holds the first that is not: "a member name"
 // or "a string". Values other than strings, maps and slices of the
 // types encoding/json decodes into are encoded and their JSON read
 // (JSON), so a struct, a map of another type or a json.Marshaler are
 // covered too. It allocates only for those.
-func Walk(v any) string { return walk(v, 0) }
+func Walk(v any) string {
+	budget := maxNodes
+	return walk(v, 0, &budget)
+}
 
-func walk(v any, depth int) string {
-	if depth > maxDepth {
-		return "" // a cycle: encoding/json refuses it
+func walk(v any, depth int, budget *int) string {
+	if *budget--; depth > maxDepth || *budget < 0 {
+		return "" // a cycle, or a value shared along many paths: the encoder and JSON see to it
 	}
 	switch v := v.(type) {
 	case nil, bool, float64, float32, int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8, json.Number:
@@ -48,14 +59,14 @@ func walk(v any, depth int) string {
 			if !utf8.ValidString(k) {
 				return "a member name"
 			}
-			if what := walk(e, depth+1); what != "" {
+			if what := walk(e, depth+1, budget); what != "" {
 				return what
 			}
 		}
 		return ""
 	case []any:
 		for _, e := range v {
-			if what := walk(e, depth+1); what != "" {
+			if what := walk(e, depth+1, budget); what != "" {
 				return what
 			}
 		}

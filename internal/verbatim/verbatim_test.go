@@ -3,6 +3,7 @@ package verbatim_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,4 +48,29 @@ func TestWalkEndsOnACycle(t *testing.T) {
 	m := map[string]any{}
 	m["m"] = m
 	assert.Empty(t, verbatim.Walk(m))
+}
+
+// TestWalkCostsNoMoreThanTheValue: a value that holds one map or slice
+// along many paths (a cycle with two ways back into itself, a diamond 64
+// levels deep: 2^64 paths) is walked in time bounded by maxNodes, not by
+// its paths (a-last9: a map holding itself twice kept Evaluate busy past
+// its deadline, forever). The one-minute guard only ends a failing run.
+func TestWalkCostsNoMoreThanTheValue(t *testing.T) {
+	t.Parallel()
+	cycle := map[string]any{}
+	cycle["a"], cycle["b"] = cycle, cycle
+	var diamond any = "leaf"
+	for range 64 {
+		diamond = []any{diamond, diamond}
+	}
+	for name, v := range map[string]any{"a cycle with two ways back": cycle, "a diamond": diamond} {
+		done := make(chan string, 1)
+		go func() { done <- verbatim.Walk(v) }()
+		select {
+		case what := <-done:
+			assert.Empty(t, what, name)
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: Walk follows its paths, not its values", name)
+		}
+	}
 }
