@@ -95,7 +95,8 @@ const (
 // that history took it, and a heartbeat or purge taken under another
 // master_replid ends the subscription (reported lost; the next one purges
 // the whole cache). Once the old primary is demoted, a replica subscribed
-// there stops trusting its cache at its next heartbeat (250 ms); while
+// there stops trusting its cache at its next heartbeat (about 250 ms; at
+// most lostAfter when the refused heartbeat's retries are slow); while
 // both are primaries, purges taken by one reach only the subscribers of
 // the other's history, so such a gap must stay short (Redis's FAILOVER
 // demotes before it promotes). A primary's first replica (or the first
