@@ -1,11 +1,9 @@
 package redisstore
 
 import (
-	"context"
 	"errors"
 	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,10 +38,10 @@ func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) 
 	ctx := t.Context()
 	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", host, port).Err())
 
-	var primary primaryAt
-	primary.Store(a.Addr())
+	var primary redistest.Name
+	primary.Point(a.Addr())
 	store := func() *ReplayStore {
-		return NewReplayStore(primary.client(t, redis.Options{ContextTimeoutEnabled: true, MaxRetries: -1}), "", WithReplicas(1, shortWait))
+		return NewReplayStore(primary.Client(t, redis.Options{ContextTimeoutEnabled: true, MaxRetries: -1}), "", WithReplicas(1, shortWait))
 	}
 	s1, s2 := store(), store()
 	settled(t, a.Client(), s1.prefix) // the keyspace has been in use for an hour
@@ -92,7 +90,7 @@ func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) 
 		info, err := c.Client().Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	}, 15*time.Second, 20*time.Millisecond)
-	primary.Store(b.Addr())
+	primary.Point(b.Addr())
 
 	require.ErrorIs(t, verify(v2, up), dpop.ErrReplay, "the proof accepted before the failover is a replay after it")
 	for _, v := range []*dpop.Verifier{v1, v2, v1} {
@@ -104,22 +102,6 @@ func TestReplayStoreWithReplicasSurvivesFailoverToALaggingReplica(t *testing.T) 
 	for p, n := range accepted {
 		require.Equal(t, 1, n, "a proof accepted %d times across the failover (%s...)", n, p[:16])
 	}
-}
-
-// primaryAt is where the clients it makes dial: the primary, as Sentinel
-// or a DNS name gives it; Store moves them there (a failover).
-type primaryAt struct{ atomic.Value }
-
-// client returns a client with o, dialling the primary, closed in t's
-// cleanup.
-func (p *primaryAt) client(t *testing.T, o redis.Options) *redis.Client {
-	o.Dialer = func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, p.Load().(string))
-	}
-	c := redis.NewClient(&o)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
 }
 
 // TestNewReplayStoreRefusesMisusedOptions: a nil client, and

@@ -19,7 +19,6 @@ import (
 	"net"
 	"regexp"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,16 +47,9 @@ func TestASessionEndsWhenItsHeartbeatsMoveToAnotherHistory(t *testing.T) {
 	ctx := t.Context()
 	// The Redis name the replicas dial: a DNS name or proxy an operator
 	// switches, connections already made staying where they are.
-	var primary atomic.Value
-	primary.Store(s1.Addr())
-	client := func() *redis.Client {
-		c := redis.NewClient(&redis.Options{Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, primary.Load().(string))
-		}})
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
+	var primary redistest.Name
+	primary.Point(s1.Addr())
+	client := func() *redis.Client { return primary.Client(t, redis.Options{}) }
 	gw := startGateway(t)
 	const channel = "replid:window"
 	b := replica(t, gw, client(), channel)
@@ -66,7 +58,7 @@ func TestASessionEndsWhenItsHeartbeatsMoveToAnotherHistory(t *testing.T) {
 	// Step 1: s2 promoted, the name switched to it. C, dialling after
 	// the switch, publishes on s2; B's pooled connections stay on s1.
 	require.NoError(t, s2.Client().Do(ctx, "REPLICAOF", "NO", "ONE").Err())
-	primary.Store(s2.Addr())
+	primary.Point(s2.Addr())
 	c := replica(t, gw, client(), channel)
 	waitFor(t, "B and C trust their caches", 10*time.Second, trusted(b, c))
 

@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,23 +94,16 @@ func TestPublicationsProveTheyReachedAPrimary(t *testing.T) {
 	for _, how := range failovers {
 		t.Run(how, func(t *testing.T) {
 			s1, s2 := replicated(t)
-			var primary atomic.Value
-			primary.Store(s1.Addr())
-			client := func() *redis.Client {
-				c := redis.NewClient(&redis.Options{Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-					var d net.Dialer
-					return d.DialContext(ctx, network, primary.Load().(string))
-				}})
-				t.Cleanup(func() { _ = c.Close() })
-				return c
-			}
+			var primary redistest.Name
+			primary.Point(s1.Addr())
+			client := func() *redis.Client { return primary.Client(t, redis.Options{}) }
 			gw := startGateway(t)
 			const channel = "primary:moved"
 			a := replica(t, gw, client(), channel)
 			waitFor(t, "A trusts its cache", 10*time.Second, trusted(a))
 
 			failOver(t, how, s1, s2)
-			primary.Store(s2.Addr())
+			primary.Point(s2.Addr())
 			b := replica(t, gw, client(), channel)
 			waitFor(t, "both replicas trust their caches", 10*time.Second, trusted(a, b))
 

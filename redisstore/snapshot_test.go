@@ -192,9 +192,9 @@ func TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover(t *testing.T) {
 	a, b := redistest.Start(t), redistest.Start(t)
 	require.True(t, a.Real(), "replication needs redis-server or valkey-server, on PATH here and in CI")
 	ctx := t.Context()
-	var primary primaryAt
-	primary.Store(a.Addr())
-	s := NewReplayStore(primary.client(t, redis.Options{MaxRetries: -1}), "failover:")
+	var primary redistest.Name
+	primary.Point(a.Addr())
+	s := NewReplayStore(primary.Client(t, redis.Options{MaxRetries: -1}), "failover:")
 	settled(t, a.Client(), s.prefix)
 	issued := time.Now().Add(-time.Minute)
 	_, err := s.Recorded(ctx, "x", issued) // binds the marker to A's run
@@ -215,7 +215,7 @@ func TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover(t *testing.T) {
 	require.True(t, first)
 
 	a.Stop() // A dies; B, promoted, is the primary the service reaches
-	primary.Store(b.Addr())
+	primary.Point(b.Addr())
 	// A connection the pool held to A may still be handed out once (its
 	// FIN not yet seen): that call fails on the dead connection (EOF,
 	// closed), and the next one dials B. Neither may answer found=false.

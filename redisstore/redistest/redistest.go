@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -396,4 +397,25 @@ func freePort() (string, error) {
 	}
 	defer l.Close()
 	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+}
+
+// Name is a Redis address that a test switches, as an operator switches a
+// DNS name or a proxy, or Sentinel the master it names, after a failover:
+// a client Client made dials where Name points when it dials, and keeps
+// the connections it made already. Point before the first dial.
+type Name struct{ addr atomic.Value }
+
+// Point makes the clients' next dials reach addr.
+func (n *Name) Point(addr string) { n.addr.Store(addr) }
+
+// Client returns a client with o that dials where n points, closed in t's
+// cleanup.
+func (n *Name) Client(t testing.TB, o redis.Options) *redis.Client {
+	o.Dialer = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, n.addr.Load().(string))
+	}
+	c := redis.NewClient(&o)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
