@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/strictjson"
 	"github.com/orgauthz/orgauthz/internal/transport"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // wireMetadata is the part of the PDP metadata the client reads.
@@ -113,7 +114,7 @@ func (c *Client) discover(ctx context.Context) (*Endpoints, error) {
 		// The credential goes to every endpoint: a document that moved one
 		// to another origin (another host, or http for an https PDP) would
 		// hand it to whoever is there.
-		if !strings.EqualFold(eu.Scheme, pu.Scheme) || !strings.EqualFold(eu.Host, pu.Host) {
+		if !ascii.EqualFold(eu.Scheme, pu.Scheme) || !ascii.EqualFold(eu.Host, pu.Host) {
 			return nil, fmt.Errorf("%w: an endpoint is not on the PDP's own origin %s://%s; give endpoints elsewhere with WithEndpoints", ErrDiscovery, pu.Scheme, pu.Host)
 		}
 	}

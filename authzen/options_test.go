@@ -57,6 +57,7 @@ func TestNewValidates(t *testing.T) {
 		{name: "zero TTLs keep nothing of their kind", pdp: url, opts: []authzen.Option{authzen.WithCache(10, 0, 0)}},
 		{name: "empty URL", wantErrs: []string{"authzen: the PDP URL is empty; use an absolute http(s) URL such as https://pdp.example.com"}},
 		{name: "user info", pdp: "https://admin:hunter2@pdp.example.com", wantErrs: []string{"authzen: the PDP URL must not hold user information"}},
+		{name: "host not ASCII", pdp: "https://\u0130nternal.example", wantErrs: []string{"authzen: the PDP URL has a host that is not ASCII"}},
 		{name: "nil http client", pdp: url, opts: []authzen.Option{authzen.WithHTTPClient(nil)},
 			wantErrs: []string{"authzen: WithHTTPClient: the *http.Client is nil"}},
 		{name: "nil event handler", pdp: url, opts: []authzen.Option{authzen.WithEventHandler(nil)},

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // HTU returns the normalised form of rawURL used as a proof's "htu" claim and
@@ -14,7 +16,11 @@ import (
 // scheme-based normalisation of RFC 3986 sections 6.2.2 and 6.2.3):
 //
 //   - the URL must be absolute with scheme http or https and a host;
-//   - scheme and host are lowercased, user information is dropped;
+//   - scheme and host are lowercased in ASCII, user information is dropped;
+//     a host must be ASCII (an internationalised name in its A-label form,
+//     xn--...): Unicode case mapping would make another host's name equal
+//     to this one ("İnternal.example" lowercases to "internal.example", but
+//     is the host xn--internal-o0e.example on the wire);
 //   - the default port (80 for http, 443 for https) and an empty port are dropped;
 //   - percent-encodings in the path use upper-case hex digits, and those of
 //     unreserved characters are decoded;
@@ -30,7 +36,7 @@ func HTU(rawURL string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: unparsable url", ErrURL)
 	}
-	scheme := strings.ToLower(u.Scheme)
+	scheme := ascii.Lower(u.Scheme)
 	var defaultPort string
 	switch scheme {
 	case "https":
@@ -43,9 +49,12 @@ func HTU(rawURL string) (string, error) {
 	if u.Opaque != "" || u.Host == "" {
 		return "", fmt.Errorf("%w: url has no host", ErrURL)
 	}
-	host := strings.ToLower(u.Hostname())
+	host := ascii.Lower(u.Hostname())
 	if host == "" {
 		return "", fmt.Errorf("%w: url has no host", ErrURL)
+	}
+	if !ascii.Is(host) {
+		return "", fmt.Errorf("%w: url host is not ASCII; give an internationalised name in its A-label form (xn--...)", ErrURL)
 	}
 	port := u.Port()
 	if port == defaultPort {

@@ -75,6 +75,11 @@ func TestHTUErrors(t *testing.T) {
 		{name: "unbracketed colons", in: "http://::"},
 		{name: "bracketed non-ip", in: "http://[a:b:c:x]/"},
 		{name: "control character", in: "https://example.com/\n"},
+		// a-dpop10 F1: Unicode case mapping made another host's name equal to
+		// this one: "İnternal.example" is xn--internal-o0e.example on the wire.
+		{name: "host not ASCII", in: "https://\u0130nternal.example/orders"},
+		{name: "host not ASCII, escaped", in: "https://%C4%B0nternal.example/orders"},
+		{name: "host with the Kelvin sign", in: "https://\u212Aey.example/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,4 +125,22 @@ func FuzzHTU(f *testing.F) {
 			t.Fatalf("HTU not idempotent: %q -> %q -> %q", in, got, again)
 		}
 	})
+}
+
+// TestAProofForAHostUnicodeFoldsOntoOursIsRefused: a proof whose htu names
+// İnternal.example (xn--internal-o0e.example on the wire, anyone's to
+// register) is not accepted at internal.example, and no Signer writes
+// internal.example into a proof for the other host (a-dpop10 F1: HTU
+// lower-cased hosts with Unicode case mapping, and "İ" became "i").
+func TestAProofForAHostUnicodeFoldsOntoOursIsRefused(t *testing.T) {
+	t.Parallel()
+	loadKeys(t)
+	const ours, theirs = "https://internal.example/orders", "https://\u0130nternal.example/orders"
+	_, err := mustSigner(t, testEd).Proof("GET", theirs, testToken, "")
+	require.ErrorIs(t, err, ErrURL)
+
+	proof := ed25519Proof(t, "Ed25519", testEd, func(_, c map[string]any) { c["htu"] = theirs })
+	_, err = newVerifierAt(t, testNow).Verify(t.Context(), Request{Proofs: []string{proof}, Method: "GET",
+		URL: ours, AccessToken: testToken, JKT: thumbprintOf(t, testEd.Public())})
+	requireOnly(t, err, ErrURL)
 }

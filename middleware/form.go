@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // maxTrustedFormBytes bounds the urlencoded POST body the middleware reads
@@ -266,7 +268,7 @@ func formKinds(contentType []string) (kinds int, plain bool) {
 		if i := strings.IndexAny(v, ";, "); i >= 0 {
 			php = v[:i]
 		}
-		plain = plain && equalFoldASCII(strings.TrimRight(rack, " \t"), urlencoded) && equalFoldASCII(php, urlencoded)
+		plain = plain && ascii.EqualFold(strings.TrimRight(rack, " \t"), urlencoded) && ascii.EqualFold(php, urlencoded)
 		// Blanks before it dropped, cut at a tab too, for kinds: a
 		// superset of the readings.
 		v = strings.TrimLeft(v, " \t")
@@ -287,26 +289,12 @@ func formKinds(contentType []string) (kinds int, plain bool) {
 func cutMediaKind(mt string) int {
 	const multipart = "multipart/"
 	switch {
-	case mt == "", equalFoldASCII(mt, "application/x-www-form-urlencoded"):
+	case mt == "", ascii.EqualFold(mt, "application/x-www-form-urlencoded"):
 		return urlencodedForm
-	case len(mt) >= len(multipart) && equalFoldASCII(mt[:len(multipart)], multipart):
+	case len(mt) >= len(multipart) && ascii.EqualFold(mt[:len(multipart)], multipart):
 		return multipartForm
 	}
 	return noForm
-}
-
-// equalFoldASCII reports whether a and b are equal in any ASCII case (the
-// stacks compare media types so; strings.EqualFold also folds "K" and "ſ").
-func equalFoldASCII(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		if lower(a[i]) != lower(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // mediaKind is the form a lower-case media type names.
@@ -341,7 +329,7 @@ func utf8Charset(contentType []string) bool {
 			if n < 0 {
 				n = len(rest)
 			}
-			if !equalFoldASCII(rest[:n], "utf-8") {
+			if !ascii.EqualFold(rest[:n], "utf-8") {
 				return false
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"mime"
 	"strings"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // ErrFormMethodOverride is what reading a POST body fails with where a
@@ -437,10 +439,10 @@ func strictDispositionName(v []byte) (string, bool) {
 			value, s = s[:n], s[n:]
 		}
 		switch {
-		case equalFoldASCII(param, "name"):
+		case ascii.EqualFold(param, "name"):
 			name = value
 			names++
-		case len(param) > len("name") && equalFoldASCII(param[:len("name")+1], "name*"):
+		case len(param) > len("name") && ascii.EqualFold(param[:len("name")+1], "name*"):
 			return "", false
 		}
 	}
@@ -458,7 +460,7 @@ func strictDispositionName(v []byte) (string, bool) {
 func semicolonName(v string) bool {
 	for i := strings.IndexByte(v, ';'); i >= 0; i = strings.IndexByte(v, ';') {
 		v = strings.TrimLeft(v[i+1:], " \t")
-		if len(v) >= len("name") && equalFoldASCII(v[:len("name")], "name") {
+		if len(v) >= len("name") && ascii.EqualFold(v[:len("name")], "name") {
 			return true
 		}
 	}
@@ -528,7 +530,7 @@ func multipartBoundary(contentType []string) (boundary string, named bool) {
 // or -1.
 func indexFoldASCII(s, sub string) int {
 	for i := 0; i+len(sub) <= len(s); i++ {
-		if equalFoldASCII(s[i:i+len(sub)], sub) {
+		if ascii.EqualFold(s[i:i+len(sub)], sub) {
 			return i
 		}
 	}

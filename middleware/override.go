@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // The method a request is checked as must be the one the handler stack
@@ -413,4 +415,4 @@ func readsBody(method string) bool {
 // method before it takes _method) and the reference gateway (which
 // compares methods ignoring case) read it. readsBody, which tells what
 // net/http does, compares exactly, as net/http does.
-func isPost(method string) bool { return strings.EqualFold(method, http.MethodPost) }
+func isPost(method string) bool { return ascii.EqualFold(method, http.MethodPost) }

@@ -11,6 +11,8 @@ import (
 	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
 	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // This file is the authentication seam: token validation, permission checks
@@ -192,8 +194,8 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, realm stri
 	if !ok || raw == "" {
 		return nil, &authFailure{message: "an access token is required"}
 	}
-	isDPoP := strings.EqualFold(scheme, "DPoP")
-	if !isDPoP && !strings.EqualFold(scheme, "Bearer") {
+	isDPoP := ascii.EqualFold(scheme, "DPoP")
+	if !isDPoP && !ascii.EqualFold(scheme, "Bearer") {
 		return nil, &authFailure{message: "unsupported authorization scheme"}
 	}
 	claims, rm, remember, err := s.verifyToken(r, realm, raw)

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // maxDrain bounds how much of a request body the server reads and throws
@@ -41,7 +42,7 @@ func readBodyFirst(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		expect := r.ProtoAtLeast(1, 1) && strings.EqualFold(headerValue(r.Header, "Expect"), "100-continue")
+		expect := r.ProtoAtLeast(1, 1) && ascii.EqualFold(headerValue(r.Header, "Expect"), "100-continue")
 		// A body declared longer than maxDrain is never drained: its
 		// connection closes after the answer whatever the client sends.
 		tooLong := r.ContentLength > maxDrain

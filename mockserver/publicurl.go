@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // The public URL of a request is what a client addressed: the issuer of the
@@ -65,9 +67,9 @@ func (s *Server) fromTrustedProxy(r *http.Request) bool {
 // scheme or a host[:port] are ignored.
 func forwardedOrigin(h http.Header, scheme, host string) (string, string) {
 	fwd := lastForwarded(h.Values("Forwarded"))
-	if p := strings.ToLower(lastValue(h.Values("X-Forwarded-Proto"))); p == "http" || p == "https" {
+	if p := ascii.Lower(lastValue(h.Values("X-Forwarded-Proto"))); p == "http" || p == "https" {
 		scheme = p
-	} else if p := strings.ToLower(fwd["proto"]); p == "http" || p == "https" {
+	} else if p := ascii.Lower(fwd["proto"]); p == "http" || p == "https" {
 		scheme = p
 	}
 	if hv := lastValue(h.Values("X-Forwarded-Host")); validHost(hv) {
@@ -110,7 +112,7 @@ func lastForwarded(fields []string) map[string]string {
 		if uq, err := strconv.Unquote(v); err == nil && strings.HasPrefix(v, `"`) {
 			v = uq
 		}
-		out[strings.ToLower(k)] = v
+		out[ascii.Lower(k)] = v
 	}
 	return out
 }

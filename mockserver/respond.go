@@ -17,6 +17,8 @@ import (
 
 	"github.com/orgauthz/orgauthz/internal/strictjson"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // maxBody is the largest request body the server reads.
@@ -247,7 +249,7 @@ func checkJSONContentType(r *http.Request) error {
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err == nil && mt == "application/json" {
-		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
+		if cs, ok := params["charset"]; !ok || ascii.EqualFold(cs, "utf-8") {
 			return nil
 		}
 	}

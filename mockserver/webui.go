@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // This file is the web UI's shell: its routes, the session check every page
@@ -96,7 +98,7 @@ func (s *Server) uiHostAllowed(r *http.Request) bool {
 		return true
 	}
 	if s.issuer != "" {
-		if u, err := url.Parse(s.issuer); err == nil && strings.EqualFold(u.Host, r.Host) {
+		if u, err := url.Parse(s.issuer); err == nil && ascii.EqualFold(u.Host, r.Host) {
 			return true
 		}
 	}
@@ -105,7 +107,7 @@ func (s *Server) uiHostAllowed(r *http.Request) bool {
 		name = h
 	}
 	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
-	if strings.EqualFold(name, "localhost") {
+	if ascii.EqualFold(name, "localhost") {
 		return true
 	}
 	ip, err := netip.ParseAddr(name)
@@ -253,7 +255,7 @@ const csrfField = "csrf"
 // maxUIField bytes. The query is ignored.
 func readUIForm(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	ct := r.Header.Get("Content-Type")
-	if mt, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/x-www-form-urlencoded") {
+	if mt, _, _ := strings.Cut(ct, ";"); !ascii.EqualFold(strings.TrimSpace(mt), "application/x-www-form-urlencoded") {
 		return nil, errf(http.StatusUnsupportedMediaType, "the form must be sent as application/x-www-form-urlencoded")
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
@@ -328,7 +330,7 @@ func acceptsHTML(r *http.Request) bool {
 	for _, v := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(v, ",") {
 			mt, _, _ := strings.Cut(part, ";")
-			if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+			if ascii.EqualFold(strings.TrimSpace(mt), "text/html") {
 				return true
 			}
 		}

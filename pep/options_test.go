@@ -35,6 +35,10 @@ func TestNewValidates(t *testing.T) {
 		{name: "no host", gateway: "https://", realm: "acme", clnt: "orders-api", wantErrs: []string{"has no host"}},
 		{name: "query", gateway: url + "?x=1", realm: "acme", clnt: "orders-api", wantErrs: []string{"must not have a query or fragment"}},
 		{name: "user info", gateway: "https://admin:hunter2@gateway.example.com", realm: "acme", clnt: "orders-api", wantErrs: []string{"must not hold user information"}},
+		// a-dpop10 F1: the client dials xn--internal-o0e.example; its proofs
+		// and nonces must not name internal.example.
+		{name: "host not ASCII", gateway: "http://\u0130nternal.example", realm: "acme", clnt: "orders-api",
+			wantErrs: []string{"pep: the gateway URL has a host that is not ASCII; give an internationalised name in its A-label form (xn--...)"}},
 		{name: "unparseable", gateway: "https://gate way.example.com/%zz", realm: "acme", clnt: "orders-api", wantErrs: []string{"does not parse"}},
 		{name: "empty realm", gateway: url, clnt: "orders-api", wantErrs: []string{"pep: the realm is empty"}},
 		{name: "empty client", gateway: url, realm: "acme", wantErrs: []string{"pep: the client ID is empty"}},

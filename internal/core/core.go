@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/ascii"
 	"github.com/orgauthz/orgauthz/internal/safego"
 	"github.com/orgauthz/orgauthz/internal/stripe"
 	"github.com/orgauthz/orgauthz/internal/telemetry"
@@ -270,6 +271,11 @@ func ParseURL(raw string, p transport.Peer) (string, error) {
 		return "", fmt.Errorf("%s has scheme %q; %s", what, u.Scheme, hint)
 	case u.Host == "":
 		return "", errors.New(what + " has no host; " + hint)
+	case !ascii.Is(u.Host):
+		// Hosts are compared in ASCII only (package ascii): a name that is
+		// not is dialled as its A-label, which the credential's origin and
+		// a DPoP proof's htu must name too.
+		return "", errors.New(what + " has a host that is not ASCII; give an internationalised name in its A-label form (xn--...)")
 	case u.User != nil:
 		return "", errors.New(what + " must not hold user information; the token is the only credential sent")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"github.com/orgauthz/orgauthz/dpop"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // Scheme is the HTTP authorization scheme a token is sent with.
@@ -224,7 +226,7 @@ type originKey struct{ scheme, host, port string }
 // origin returns u's origin. It allocates nothing for a URL already in
 // lower case: its parts are u's own strings.
 func origin(u *url.URL) originKey {
-	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	scheme, host, port := ascii.Lower(u.Scheme), ascii.Lower(u.Hostname()), u.Port()
 	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
 		port = ""
 	}
@@ -280,7 +282,7 @@ func DPoPChallengeError(header string) string {
 		rest = strings.TrimLeft(rest[n:], " \t")
 		afterEquals := strings.TrimLeft(rest, "=")
 		if afterEquals == rest { // a name without "=" is a scheme
-			scheme = strings.ToLower(name)
+			scheme = ascii.Lower(name)
 			continue
 		}
 		if t := strings.TrimLeft(afterEquals, " \t"); t == "" || t[0] == ',' {
@@ -289,7 +291,7 @@ func DPoPChallengeError(header string) string {
 		}
 		var value string
 		value, rest = paramValue(strings.TrimLeft(rest[1:], " \t"))
-		if scheme == "dpop" && strings.EqualFold(name, "error") {
+		if scheme == "dpop" && ascii.EqualFold(name, "error") {
 			return value
 		}
 	}

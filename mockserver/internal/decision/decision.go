@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // Status is the outcome of one resource-scope pair, or of a whole request.
@@ -301,7 +303,7 @@ func containsFold(list []string, s string) bool {
 		return false
 	}
 	for _, v := range list {
-		if strings.EqualFold(v, s) {
+		if ascii.EqualFold(v, s) {
 			return true
 		}
 	}
