@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -353,6 +354,34 @@ type notSent struct{ late error }
 func (e *notSent) Error() string { return "not sent: " + e.late.Error() }
 func (e *notSent) Unwrap() error { return e.late }
 
+// unwritten is the error of an attempt the client's own transport refused
+// once it had a connection, before the request's headers were written: an
+// HTTP/2 server's advertised header-size limit that the caller's token
+// passes, a header the transport will not write. The request carried the
+// fault, not the server, so the attempt says nothing about the server:
+// one caller's token never counts against the breaker every caller shares
+// (rule 11), and it is not retried, since it would fail alike.
+type unwritten struct{ err error }
+
+func (e *unwritten) Error() string { return "not written: " + e.err.Error() }
+func (e *unwritten) Unwrap() error { return e.err }
+
+// writes follows one attempt through net/http (httptrace): whether it got
+// a connection, and whether its headers were written on it. The hooks may
+// run on the transport's goroutines, after the attempt returned: each
+// attempt has its own.
+type writes struct {
+	conn, headers atomic.Bool
+	trace         httptrace.ClientTrace
+}
+
+func newWrites() *writes {
+	w := new(writes)
+	w.trace.GotConn = func(httptrace.GotConnInfo) { w.conn.Store(true) }
+	w.trace.WroteHeaders = func() { w.headers.Store(true) }
+	return w
+}
+
 // authorizer attaches its credential to a clone of every attempt and
 // delegates to next, like golang.org/x/oauth2's Transport. It keeps the
 // latest DPoP-Nonce per origin from every answer (send), and for a DPoP
@@ -414,7 +443,8 @@ func (a *authorizer) send(req *http.Request, nonce string) (*http.Response, erro
 		closeBody(req)
 		return nil, &notSent{late: err}
 	}
-	r := req.Clone(req.Context())
+	w := newWrites()
+	r := req.Clone(httptrace.WithClientTrace(req.Context(), &w.trace))
 	if err := a.cred.Authorize(r, nonce); err != nil {
 		closeBody(req)
 		return nil, &CredentialError{err: err}
@@ -425,10 +455,13 @@ func (a *authorizer) send(req *http.Request, nonce string) (*http.Response, erro
 	}
 	a.sent.Add(1)
 	resp, err := a.next.RoundTrip(r)
-	if err == nil {
+	switch {
+	case err == nil:
 		if n := dpopNonce(resp); n != "" {
 			a.nonces.set(origin(req.URL), n)
 		}
+	case w.conn.Load() && !w.headers.Load() && Late(req.Context()) == nil:
+		return nil, &unwritten{err: err}
 	}
 	return resp, err
 }

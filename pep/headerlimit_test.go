@@ -1,0 +1,65 @@
+package pep_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// TestOneCallersTokenPastTheGatewaysHeaderLimitOpensNoBreaker: a token
+// within WithMaxTokenBytes that the gateway's HTTP/2 server says it cannot
+// take (SETTINGS_MAX_HEADER_LIST_SIZE, from MaxHeaderBytes) is refused by
+// Go's HTTP/2 client before it is written. That is the request's fault, not
+// the gateway's: the caller is denied, the request is not retried, and the
+// breaker every caller shares does not count it (a-client10 F1: five
+// made-up 12 KiB tokens, no credential needed, opened it for everyone).
+func TestOneCallersTokenPastTheGatewaysHeaderLimitOpensNoBreaker(t *testing.T) {
+	t.Parallel()
+	gw := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`))
+	}))
+	gw.EnableHTTP2 = true
+	// A gateway hardened against large headers: 8 KiB, half the client's
+	// own bound for a token.
+	gw.Config.MaxHeaderBytes = 8 << 10
+	gw.StartTLS()
+	t.Cleanup(gw.Close)
+
+	c, err := hangguard.NewPep(gw.URL, "shop", "orders-api",
+		pep.WithHTTPClient(gw.Client()), pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	// A legitimate caller is granted.
+	d, err := c.Check(pep.WithToken(t.Context(), "alice-token"), "orders", "read")
+	require.NoError(t, err)
+	require.True(t, d.Allowed(), "the legitimate caller first: %v", d.Cause)
+
+	// One unauthenticated caller, five requests with a made-up token of
+	// 12 KiB: within the client's bound, a token the client says it sends.
+	junk := strings.Repeat("A", 12<<10)
+	for range 5 {
+		d, err := c.Check(pep.WithToken(t.Context(), junk), "orders", "read")
+		require.NoError(t, err)
+		require.False(t, d.Allowed())
+		require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
+		require.NotContains(t, d.Cause.Error(), junk[:64], "the token is in the cause")
+	}
+	assert.Zero(t, c.Stats().Retries, "a request the transport will not write is retried")
+
+	// The legitimate caller again: the gateway is well, and answers it.
+	d, err = c.Check(pep.WithToken(t.Context(), "alice-token"), "orders", "read")
+	require.NoError(t, err)
+	assert.False(t, errors.Is(d.Cause, pep.ErrCircuitOpen), "one caller's tokens opened the breaker for everyone: %v", d.Cause)
+	assert.True(t, d.Allowed(), "a legitimate caller is denied: %v (breaker %v)", d.Cause, c.Stats().Breaker)
+}
