@@ -47,9 +47,12 @@ const (
 )
 
 // authParams are the parameters of an authorization request that the
-// login form carries along as hidden fields.
+// login form carries along as hidden fields: each is checked (at most once,
+// checkAuthRequest), and each that binds the code (scope, nonce,
+// code_challenge, dpop_jkt) is kept in it (newAuthCode) and checked at its
+// redemption.
 var authParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state", "nonce",
-	"code_challenge", "code_challenge_method", "response_mode", "prompt", "login_hint"}
+	"code_challenge", "code_challenge_method", "response_mode", "prompt", "login_hint", "dpop_jkt"}
 
 // authCode is what an authorization code stands for.
 type authCode struct {
@@ -59,8 +62,12 @@ type authCode struct {
 	scopeGiven                   bool
 	nonce                        string
 	challenge                    string // S256 code_challenge, or empty
-	authTime, expires            time.Time
-	spent                        bool // kept codes: redeemed (claim), kept until it expires
+	// jkt is the request's dpop_jkt (RFC 9449 section 10): the RFC 7638
+	// thumbprint of the DPoP key whose proof alone redeems the code, or
+	// empty.
+	jkt               string
+	authTime, expires time.Time
+	spent             bool // kept codes: redeemed (claim), kept until it expires
 }
 
 // codeStore holds the authorization codes kept in memory (without a
@@ -246,13 +253,7 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	scope, scopeGiven := req.params["scope"]
-	c := &authCode{realm: realm, clientID: req.clientID, redirectURI: req.redirectURI, username: username,
-		scopeGiven: scopeGiven, nonce: req.params.Get("nonce"), challenge: req.params.Get("code_challenge"),
-		authTime: authTime, expires: authTime.Add(codeLifetime)}
-	if scopeGiven {
-		c.scope = scope[0]
-	}
+	c := newAuthCode(realm, req, username, authTime)
 	// The code's token is stamped (iat) in whole seconds, no earlier than
 	// authTime's: the store is asked about the earliest stamp the token
 	// can carry, so that no code is issued whose token it would refuse.
@@ -266,6 +267,21 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, req, url.Values{"code": {code}})
+}
+
+// newAuthCode returns what the code of req, valid (checkAuthRequest),
+// stands for once username signed in at authTime: its realm, client,
+// redirect URI and user, and every parameter that binds its redemption
+// (scope, nonce, code_challenge, dpop_jkt).
+func newAuthCode(realm string, req *authRequest, username string, authTime time.Time) *authCode {
+	scope, scopeGiven := req.params["scope"]
+	c := &authCode{realm: realm, clientID: req.clientID, redirectURI: req.redirectURI, username: username,
+		scopeGiven: scopeGiven, nonce: req.params.Get("nonce"), challenge: req.params.Get("code_challenge"),
+		jkt: req.params.Get("dpop_jkt"), authTime: authTime, expires: authTime.Add(codeLifetime)}
+	if scopeGiven {
+		c.scope = scope[0]
+	}
+	return c
 }
 
 // errBadLogin is a failed login in the form.
@@ -362,6 +378,9 @@ func checkAuthRequest(req *authRequest) (code, desc string) {
 	if rm, ok := p["response_mode"]; ok && rm[0] != "query" {
 		return "invalid_request", "only response_mode=query is supported"
 	}
+	if jkt, ok := p["dpop_jkt"]; ok && !thumbprintString(jkt[0]) {
+		return "invalid_request", "dpop_jkt must be the base64url (unpadded) SHA-256 JWK thumbprint of the DPoP key (RFC 9449 section 10): 43 characters"
+	}
 	challenge, hasChallenge := p["code_challenge"]
 	method, hasMethod := p["code_challenge_method"]
 	switch {
@@ -395,6 +414,15 @@ func pkceString(s string) bool {
 		}
 	}
 	return true
+}
+
+// thumbprintString reports whether s is a base64url SHA-256 JWK
+// thumbprint (RFC 7638) as RFC 9449 writes it: 32 bytes, unpadded, in its
+// one canonical spelling of 43 characters (so that it equals the
+// thumbprint of the key's proofs, compared as strings).
+func thumbprintString(s string) bool {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	return err == nil && len(b) == sha256.Size
 }
 
 // pkceMatches reports whether verifier is the S256 code verifier of

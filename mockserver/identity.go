@@ -282,7 +282,11 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 			username = u.Username
 		case grantAuthorizationCode:
 			var oe *oauthError
-			if code, spend, oe = s.redeemCode(rm, form, clientID); oe != nil {
+			jkt := ""
+			if proof != nil {
+				jkt = proof.Thumbprint
+			}
+			if code, spend, oe = s.redeemCode(rm, form, clientID, jkt); oe != nil {
 				return oe
 			}
 			username = code.username
@@ -350,12 +354,14 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 // clientID in realm rm: the code must have been issued in that realm to
 // that client for that redirect_uri, not have expired, and the
 // code_verifier must match its PKCE challenge (and be absent when it had
-// none, so that PKCE cannot be downgraded), and the user must still be
-// able to log in. Nothing is spent here: spend is what the caller spends
+// none, so that PKCE cannot be downgraded), jkt, the thumbprint of the
+// request's DPoP proof's key (empty without a proof), must be the one the
+// code is bound to (dpop_jkt, RFC 9449 section 10) when it is bound, and
+// the user must still be able to log in. Nothing is spent here: spend is what the caller spends
 // (spendCode), once the realm's lock is released and everything else that
 // can refuse the request has passed; a redemption refused here leaves the
 // code as it was.
-func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID string) (c *authCode, spend *codeSpend, oe *oauthError) {
+func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID, jkt string) (c *authCode, spend *codeSpend, oe *oauthError) {
 	raw, redirectURI := form.Get("code"), form.Get("redirect_uri")
 	if raw == "" || redirectURI == "" {
 		return nil, nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code and redirect_uri are required"}
@@ -381,6 +387,12 @@ func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID string) (
 		return nil, nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code_verifier is required"}
 	case c.challenge != "" && !pkceMatches(verifier[0], c.challenge):
 		return nil, nil, bad("code_verifier does not match the code_challenge")
+	}
+	switch {
+	case c.jkt != "" && jkt == "":
+		return nil, nil, bad("the code is bound to a DPoP key (dpop_jkt): redeem it with a DPoP proof signed by that key")
+	case c.jkt != "" && subtle.ConstantTimeCompare([]byte(jkt), []byte(c.jkt)) != 1:
+		return nil, nil, bad("the DPoP proof's key is not the one the code is bound to (dpop_jkt)")
 	}
 	if u, ok := rm.UserNamed(c.username); !ok || u.Password == "" {
 		return nil, nil, bad("the user can no longer log in")
