@@ -50,9 +50,33 @@ const (
 // login form carries along as hidden fields: each is checked (at most once,
 // checkAuthRequest), and each that binds the code (scope, nonce,
 // code_challenge, dpop_jkt) is kept in it (newAuthCode) and checked at its
-// redemption.
+// redemption. A parameter that would bind the request but is not
+// supported is refused (refusedAuthParams), never carried nor dropped.
 var authParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state", "nonce",
 	"code_challenge", "code_challenge_method", "response_mode", "prompt", "login_hint", "dpop_jkt"}
+
+// refusedAuthParams are the parameters of an authorization request that
+// would bind what the code stands for, or where its parameters come from,
+// but that the server does not support: a request with any of them is
+// refused (redirected with the error code and description), so that no
+// client takes a binding it asked for as granted. Parameters the server
+// knows nothing of are ignored (RFC 6749 section 3.1); those that only
+// shape the login page (display, ui_locales, claims_locales) or that the
+// server may ignore (acr_values, voluntary) are too. max_age holds of
+// every code: each sign-in authenticates the user afresh (auth_time).
+var refusedAuthParams = []struct{ name, code, desc string }{
+	// OpenID Connect Core 1.0 section 6 and RFC 9101 (JAR): the
+	// parameters would come from a request object this server never reads.
+	{"request", "request_not_supported", "the request parameter (request objects, RFC 9101) is not supported"},
+	// Also RFC 9126 (PAR): this server has no pushed authorization
+	// request endpoint.
+	{"request_uri", "request_uri_not_supported", "the request_uri parameter (request objects, RFC 9101; pushed authorization requests, RFC 9126) is not supported"},
+	{"claims", "invalid_request", "the claims parameter (OpenID Connect Core 1.0 section 5.5) is not supported"},
+	{"resource", "invalid_request", "the resource parameter (resource indicators, RFC 8707) is not supported: tokens are not restricted to a resource"},
+	{"authorization_details", "invalid_request", "the authorization_details parameter (RFC 9396) is not supported"},
+	{"id_token_hint", "invalid_request", "the id_token_hint parameter is not supported: the login form signs in whoever authenticates"},
+	{"registration", "registration_not_supported", "the registration parameter (OpenID Connect Core 1.0 section 7.2.1) is not supported"},
+}
 
 // authCode is what an authorization code stands for.
 type authCode struct {
@@ -377,6 +401,11 @@ func checkAuthRequest(req *authRequest) (code, desc string) {
 	}
 	if rm, ok := p["response_mode"]; ok && rm[0] != "query" {
 		return "invalid_request", "only response_mode=query is supported"
+	}
+	for _, rp := range refusedAuthParams {
+		if p.Has(rp.name) {
+			return rp.code, rp.desc
+		}
 	}
 	if jkt, ok := p["dpop_jkt"]; ok && !thumbprintString(jkt[0]) {
 		return "invalid_request", "dpop_jkt must be the base64url (unpadded) SHA-256 JWK thumbprint of the DPoP key (RFC 9449 section 10): 43 characters"

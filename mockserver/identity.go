@@ -73,6 +73,13 @@ type serverMetadata struct {
 	IntrospectionAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported"`
 	ScopesSupported                   []string `json:"scopes_supported"`
 	DPoPSigningAlgValuesSupported     []string `json:"dpop_signing_alg_values_supported"`
+	// Always false, said rather than left out: OpenID Connect Discovery
+	// 1.0 section 3 makes an absent request_uri_parameter_supported true.
+	// The authorization endpoint refuses these parameters
+	// (refusedAuthParams).
+	RequestParameterSupported    bool `json:"request_parameter_supported"`
+	RequestURIParameterSupported bool `json:"request_uri_parameter_supported"`
+	ClaimsParameterSupported     bool `json:"claims_parameter_supported"`
 
 	// OpenID Provider Metadata only.
 	UserinfoEndpoint                 string   `json:"userinfo_endpoint,omitempty"`
