@@ -83,3 +83,47 @@ func TestAnAuthorizationRequestWithAnUnsupportedBindingParameterIsRefused(t *tes
 		}
 	})
 }
+
+// TestATokenRequestWithAnUnsupportedBindingParameterIsRefused: at the
+// token endpoint too, resource (RFC 8707) and authorization_details (RFC
+// 9396) would bind the token; the server supports neither, so a request
+// with either is 400 invalid_request naming it, for every grant, rather
+// than a token that honours none of it; a code so refused is left to its
+// client.
+func TestATokenRequestWithAnUnsupportedBindingParameterIsRefused(t *testing.T) {
+	t.Parallel()
+	redirect := redirectTarget(t)
+	srv := mockservertest.Start(t, mockserver.WithFixture(authCodeFixture(redirect)))
+	for _, p := range []struct{ name, value string }{
+		{"resource", "https://orders.example/"},
+		{"authorization_details", `[{"type":"payment_initiation"}]`},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			verifier := newVerifier()
+			code := getCode(t, srv, authCodeRequest(redirect, verifier))
+			codeForm := url.Values{"grant_type": {"authorization_code"}, "client_id": {"web-app"}, "code": {code},
+				"redirect_uri": {redirect}, "code_verifier": {verifier}}
+			for _, tc := range []struct {
+				grant string
+				form  url.Values
+			}{
+				{"password", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}},
+				{"client_credentials", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}},
+				{"authorization_code", codeForm},
+			} {
+				form := cloneValues(tc.form)
+				form.Set(p.name, p.value)
+				res := tokenRequest(t, srv, "acme", form, nil)
+				require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", tc.grant, answerOf(t, res))
+				require.Equal(t, "invalid_request", res.json(t)["error"], tc.grant)
+				require.Contains(t, res.json(t)["error_description"], p.name, tc.grant)
+				if tc.grant != "authorization_code" { // without it, the request is good
+					res = tokenRequest(t, srv, "acme", tc.form, nil)
+					require.Equal(t, http.StatusOK, res.status, "%s: %s", tc.grant, answerOf(t, res))
+				}
+			}
+			res := tokenRequest(t, srv, "acme", codeForm, nil)
+			require.Equal(t, http.StatusOK, res.status, "the refusal left the code to its client: %s", answerOf(t, res))
+		})
+	}
+}

@@ -228,6 +228,16 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, tok)
 }
 
+// refusedTokenParams are the parameters of a token request that would
+// bind the token but that the server does not support: a request with any
+// of them is refused (as refusedAuthParams at the authorization
+// endpoint), before anything is checked or spent, rather than answered
+// with a token that honours none of it.
+var refusedTokenParams = []struct{ name, code, desc string }{
+	{"resource", "invalid_request", "the resource parameter (resource indicators, RFC 8707) is not supported: tokens are not restricted to a resource"},
+	{"authorization_details", "invalid_request", "the authorization_details parameter (RFC 9396) is not supported"},
+}
+
 // grant authenticates the client and the user of a token request and mints
 // the token.
 func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*tokenResponse, error) {
@@ -244,6 +254,11 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		return nil, &oauthError{status: http.StatusBadRequest, code: "unsupported_grant_type", description: "unsupported grant_type " + grantType}
 	}
 
+	for _, rp := range refusedTokenParams {
+		if form.Has(rp.name) {
+			return nil, &oauthError{status: http.StatusBadRequest, code: rp.code, description: rp.desc}
+		}
+	}
 	clientID, secret, basic, oe := clientCredentials(r)
 	if oe != nil {
 		return nil, oe
