@@ -47,9 +47,36 @@ const (
 )
 
 // authParams are the parameters of an authorization request that the
-// login form carries along as hidden fields.
+// login form carries along as hidden fields: each is checked (at most once,
+// checkAuthRequest), and each that binds the code (scope, nonce,
+// code_challenge, dpop_jkt) is kept in it (newAuthCode) and checked at its
+// redemption. A parameter that would bind the request but is not
+// supported is refused (refusedAuthParams), never carried nor dropped.
 var authParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state", "nonce",
-	"code_challenge", "code_challenge_method", "response_mode", "prompt", "login_hint"}
+	"code_challenge", "code_challenge_method", "response_mode", "prompt", "login_hint", "dpop_jkt"}
+
+// refusedAuthParams are the parameters of an authorization request that
+// would bind what the code stands for, or where its parameters come from,
+// but that the server does not support: a request with any of them is
+// refused (redirected with the error code and description), so that no
+// client takes a binding it asked for as granted. Parameters the server
+// knows nothing of are ignored (RFC 6749 section 3.1); those that only
+// shape the login page (display, ui_locales, claims_locales) or that the
+// server may ignore (acr_values, voluntary) are too. max_age holds of
+// every code: each sign-in authenticates the user afresh (auth_time).
+var refusedAuthParams = []struct{ name, code, desc string }{
+	// OpenID Connect Core 1.0 section 6 and RFC 9101 (JAR): the
+	// parameters would come from a request object this server never reads.
+	{"request", "request_not_supported", "the request parameter (request objects, RFC 9101) is not supported"},
+	// Also RFC 9126 (PAR): this server has no pushed authorization
+	// request endpoint.
+	{"request_uri", "request_uri_not_supported", "the request_uri parameter (request objects, RFC 9101; pushed authorization requests, RFC 9126) is not supported"},
+	{"claims", "invalid_request", "the claims parameter (OpenID Connect Core 1.0 section 5.5) is not supported"},
+	{"resource", "invalid_request", "the resource parameter (resource indicators, RFC 8707) is not supported: tokens are not restricted to a resource"},
+	{"authorization_details", "invalid_request", "the authorization_details parameter (RFC 9396) is not supported"},
+	{"id_token_hint", "invalid_request", "the id_token_hint parameter is not supported: the login form signs in whoever authenticates"},
+	{"registration", "registration_not_supported", "the registration parameter (OpenID Connect Core 1.0 section 7.2.1) is not supported"},
+}
 
 // authCode is what an authorization code stands for.
 type authCode struct {
@@ -59,8 +86,12 @@ type authCode struct {
 	scopeGiven                   bool
 	nonce                        string
 	challenge                    string // S256 code_challenge, or empty
-	authTime, expires            time.Time
-	spent                        bool // kept codes: redeemed (claim), kept until it expires
+	// jkt is the request's dpop_jkt (RFC 9449 section 10): the RFC 7638
+	// thumbprint of the DPoP key whose proof alone redeems the code, or
+	// empty.
+	jkt               string
+	authTime, expires time.Time
+	spent             bool // kept codes: redeemed (claim), kept until it expires
 }
 
 // codeStore holds the authorization codes kept in memory (without a
@@ -246,13 +277,7 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	scope, scopeGiven := req.params["scope"]
-	c := &authCode{realm: realm, clientID: req.clientID, redirectURI: req.redirectURI, username: username,
-		scopeGiven: scopeGiven, nonce: req.params.Get("nonce"), challenge: req.params.Get("code_challenge"),
-		authTime: authTime, expires: authTime.Add(codeLifetime)}
-	if scopeGiven {
-		c.scope = scope[0]
-	}
+	c := newAuthCode(realm, req, username, authTime)
 	// The code's token is stamped (iat) in whole seconds, no earlier than
 	// authTime's: the store is asked about the earliest stamp the token
 	// can carry, so that no code is issued whose token it would refuse.
@@ -266,6 +291,21 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, req, url.Values{"code": {code}})
+}
+
+// newAuthCode returns what the code of req, valid (checkAuthRequest),
+// stands for once username signed in at authTime: its realm, client,
+// redirect URI and user, and every parameter that binds its redemption
+// (scope, nonce, code_challenge, dpop_jkt).
+func newAuthCode(realm string, req *authRequest, username string, authTime time.Time) *authCode {
+	scope, scopeGiven := req.params["scope"]
+	c := &authCode{realm: realm, clientID: req.clientID, redirectURI: req.redirectURI, username: username,
+		scopeGiven: scopeGiven, nonce: req.params.Get("nonce"), challenge: req.params.Get("code_challenge"),
+		jkt: req.params.Get("dpop_jkt"), authTime: authTime, expires: authTime.Add(codeLifetime)}
+	if scopeGiven {
+		c.scope = scope[0]
+	}
+	return c
 }
 
 // errBadLogin is a failed login in the form.
@@ -362,6 +402,14 @@ func checkAuthRequest(req *authRequest) (code, desc string) {
 	if rm, ok := p["response_mode"]; ok && rm[0] != "query" {
 		return "invalid_request", "only response_mode=query is supported"
 	}
+	for _, rp := range refusedAuthParams {
+		if p.Has(rp.name) {
+			return rp.code, rp.desc
+		}
+	}
+	if jkt, ok := p["dpop_jkt"]; ok && !thumbprintString(jkt[0]) {
+		return "invalid_request", "dpop_jkt must be the base64url (unpadded) SHA-256 JWK thumbprint of the DPoP key (RFC 9449 section 10): 43 characters"
+	}
 	challenge, hasChallenge := p["code_challenge"]
 	method, hasMethod := p["code_challenge_method"]
 	switch {
@@ -395,6 +443,15 @@ func pkceString(s string) bool {
 		}
 	}
 	return true
+}
+
+// thumbprintString reports whether s is a base64url SHA-256 JWK
+// thumbprint (RFC 7638) as RFC 9449 writes it: 32 bytes, unpadded, in its
+// one canonical spelling of 43 characters (so that it equals the
+// thumbprint of the key's proofs, compared as strings).
+func thumbprintString(s string) bool {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	return err == nil && len(b) == sha256.Size
 }
 
 // pkceMatches reports whether verifier is the S256 code verifier of

@@ -39,8 +39,9 @@ type sealedCode struct {
 	ScopeGiven  bool   `json:"g,omitempty"`
 	Nonce       string `json:"o,omitempty"`
 	Challenge   string `json:"p,omitempty"`
-	AuthTime    int64  `json:"a"` // Unix nanoseconds
-	Expires     int64  `json:"e"` // Unix nanoseconds
+	JKT         string `json:"k,omitempty"` // dpop_jkt
+	AuthTime    int64  `json:"a"`           // Unix nanoseconds
+	Expires     int64  `json:"e"`           // Unix nanoseconds
 }
 
 // codeAEAD returns the AEAD of authorization codes under key.
@@ -63,7 +64,7 @@ func sealCode(key []byte, c *authCode) string {
 	_, _ = rand.Read(id[:])
 	b, _ := json.Marshal(sealedCode{ID: base64.RawURLEncoding.EncodeToString(id[:]), Realm: c.realm,
 		ClientID: c.clientID, RedirectURI: c.redirectURI, Username: c.username, Scope: c.scope,
-		ScopeGiven: c.scopeGiven, Nonce: c.nonce, Challenge: c.challenge,
+		ScopeGiven: c.scopeGiven, Nonce: c.nonce, Challenge: c.challenge, JKT: c.jkt,
 		AuthTime: c.authTime.UnixNano(), Expires: c.expires.UnixNano()})
 	g := codeAEAD(key)
 	nonce := make([]byte, g.NonceSize(), g.NonceSize()+len(b)+g.Overhead())
@@ -89,7 +90,7 @@ func openCode(key []byte, realm, raw string) (*authCode, string, bool) {
 		return nil, "", false
 	}
 	return &authCode{realm: sc.Realm, clientID: sc.ClientID, redirectURI: sc.RedirectURI, username: sc.Username,
-		scope: sc.Scope, scopeGiven: sc.ScopeGiven, nonce: sc.Nonce, challenge: sc.Challenge,
+		scope: sc.Scope, scopeGiven: sc.ScopeGiven, nonce: sc.Nonce, challenge: sc.Challenge, jkt: sc.JKT,
 		authTime: time.Unix(0, sc.AuthTime), expires: time.Unix(0, sc.Expires)}, sc.ID, true
 }
 

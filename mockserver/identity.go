@@ -73,6 +73,13 @@ type serverMetadata struct {
 	IntrospectionAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported"`
 	ScopesSupported                   []string `json:"scopes_supported"`
 	DPoPSigningAlgValuesSupported     []string `json:"dpop_signing_alg_values_supported"`
+	// Always false, said rather than left out: OpenID Connect Discovery
+	// 1.0 section 3 makes an absent request_uri_parameter_supported true.
+	// The authorization endpoint refuses these parameters
+	// (refusedAuthParams).
+	RequestParameterSupported    bool `json:"request_parameter_supported"`
+	RequestURIParameterSupported bool `json:"request_uri_parameter_supported"`
+	ClaimsParameterSupported     bool `json:"claims_parameter_supported"`
 
 	// OpenID Provider Metadata only.
 	UserinfoEndpoint                 string   `json:"userinfo_endpoint,omitempty"`
@@ -221,6 +228,16 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, tok)
 }
 
+// refusedTokenParams are the parameters of a token request that would
+// bind the token but that the server does not support: a request with any
+// of them is refused (as refusedAuthParams at the authorization
+// endpoint), before anything is checked or spent, rather than answered
+// with a token that honours none of it.
+var refusedTokenParams = []struct{ name, code, desc string }{
+	{"resource", "invalid_request", "the resource parameter (resource indicators, RFC 8707) is not supported: tokens are not restricted to a resource"},
+	{"authorization_details", "invalid_request", "the authorization_details parameter (RFC 9396) is not supported"},
+}
+
 // grant authenticates the client and the user of a token request and mints
 // the token.
 func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*tokenResponse, error) {
@@ -237,6 +254,11 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		return nil, &oauthError{status: http.StatusBadRequest, code: "unsupported_grant_type", description: "unsupported grant_type " + grantType}
 	}
 
+	for _, rp := range refusedTokenParams {
+		if form.Has(rp.name) {
+			return nil, &oauthError{status: http.StatusBadRequest, code: rp.code, description: rp.desc}
+		}
+	}
 	clientID, secret, basic, oe := clientCredentials(r)
 	if oe != nil {
 		return nil, oe
@@ -282,7 +304,11 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 			username = u.Username
 		case grantAuthorizationCode:
 			var oe *oauthError
-			if code, spend, oe = s.redeemCode(rm, form, clientID); oe != nil {
+			jkt := ""
+			if proof != nil {
+				jkt = proof.Thumbprint
+			}
+			if code, spend, oe = s.redeemCode(rm, form, clientID, jkt); oe != nil {
 				return oe
 			}
 			username = code.username
@@ -350,12 +376,14 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 // clientID in realm rm: the code must have been issued in that realm to
 // that client for that redirect_uri, not have expired, and the
 // code_verifier must match its PKCE challenge (and be absent when it had
-// none, so that PKCE cannot be downgraded), and the user must still be
-// able to log in. Nothing is spent here: spend is what the caller spends
+// none, so that PKCE cannot be downgraded), jkt, the thumbprint of the
+// request's DPoP proof's key (empty without a proof), must be the one the
+// code is bound to (dpop_jkt, RFC 9449 section 10) when it is bound, and
+// the user must still be able to log in. Nothing is spent here: spend is what the caller spends
 // (spendCode), once the realm's lock is released and everything else that
 // can refuse the request has passed; a redemption refused here leaves the
 // code as it was.
-func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID string) (c *authCode, spend *codeSpend, oe *oauthError) {
+func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID, jkt string) (c *authCode, spend *codeSpend, oe *oauthError) {
 	raw, redirectURI := form.Get("code"), form.Get("redirect_uri")
 	if raw == "" || redirectURI == "" {
 		return nil, nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code and redirect_uri are required"}
@@ -381,6 +409,12 @@ func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID string) (
 		return nil, nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code_verifier is required"}
 	case c.challenge != "" && !pkceMatches(verifier[0], c.challenge):
 		return nil, nil, bad("code_verifier does not match the code_challenge")
+	}
+	switch {
+	case c.jkt != "" && jkt == "":
+		return nil, nil, bad("the code is bound to a DPoP key (dpop_jkt): redeem it with a DPoP proof signed by that key")
+	case c.jkt != "" && subtle.ConstantTimeCompare([]byte(jkt), []byte(c.jkt)) != 1:
+		return nil, nil, bad("the DPoP proof's key is not the one the code is bound to (dpop_jkt)")
 	}
 	if u, ok := rm.UserNamed(c.username); !ok || u.Password == "" {
 		return nil, nil, bad("the user can no longer log in")
