@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -165,70 +164,6 @@ func TestAForgedSpellingIsRefusedAndOnlyCostsAQuestion(t *testing.T) {
 	s, asked = checkServed(t, g, c, tok)
 	require.False(t, asked)
 	require.Equal(t, pep.Grant, s)
-}
-
-// TestARetiredTokenSharesNoRequestUnderAnotherSpelling: a call that begins
-// after a token was retired (Purge, a 401) never shares the answer of a
-// request sent before, under any spelling of the token. The gateway
-// granted the request another spelling sent before the revocation, and
-// refuses every later one.
-func TestARetiredTokenSharesNoRequestUnderAnotherSpelling(t *testing.T) {
-	t.Parallel()
-	for _, how := range []string{"Purge", "401"} {
-		t.Run(how, func(t *testing.T) {
-			t.Parallel()
-			g := startReference(t)
-			tok := g.token(t, "carol", mockserver.TokenClient(testClient))
-			alt, err := respell.UnusedBits(tok, respell.Signature)
-			require.NoError(t, err)
-			sent, release := make(chan struct{}), make(chan struct{})
-			g.setHook(func(w http.ResponseWriter, _ *http.Request, n int) bool {
-				if n > 1 { // the reference server answers: the token is revoked by then
-					return false
-				}
-				close(sent)
-				select {
-				case <-release:
-				case <-g.closing:
-				}
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write([]byte(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`))
-				return true
-			})
-			waiting := make(chan struct{}, 3)
-			c := g.newClient(t, noRetry, pep.WithFlightWaitHook(func() { waiting <- struct{}{} }))
-			t.Cleanup(func() { _ = c.Close() })
-			ctx := pep.WithToken(context.Background(), alt)
-
-			first := make(chan pep.Decision, 1)
-			go func() {
-				d, _ := c.Check(ctx, "orders", "read")
-				first <- d
-			}()
-			<-waiting
-			<-sent
-			g.revoke(t, tok)
-			if how == "Purge" {
-				require.NoError(t, c.Purge(t.Context(), tok))
-			} else {
-				_, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-				require.ErrorIs(t, err, pep.ErrUnauthorized)
-				<-waiting
-			}
-
-			second := make(chan pep.Decision, 1)
-			go func() {
-				d, _ := c.Check(ctx, "orders", "read")
-				second <- d
-			}()
-			<-waiting // the second call has joined a request: its own, or the first's
-			close(release)
-			require.True(t, (<-first).Allowed(), "the call begun before the retirement has the answer to its request")
-			d := <-second
-			require.False(t, d.Allowed(), "a call begun after the retirement of the token shared a request another spelling sent before it")
-			require.ErrorIs(t, d.Cause, pep.ErrUnauthorized)
-		})
-	}
 }
 
 // TestPurgesAcrossVersions: during a rolling upgrade, replicas of earlier
