@@ -11,6 +11,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 	"github.com/orgauthz/orgauthz/internal/respell"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -18,17 +19,17 @@ import (
 // replicaPair starts the todo PDP and two clients of it on one in-process
 // invalidation channel, trusted from the start: a is the startTodo
 // client, b another replica.
-func replicaPair(t *testing.T) (srv *mockservertest.Server, a, b *authzen.Client, ch *channel) {
+func replicaPair(t *testing.T) (srv *mockservertest.Server, a, b *authzen.Client, ch *invalidationtest.Bus) {
 	t.Helper()
-	ch = &channel{joined: make(chan struct{}, 2)}
+	ch = invalidationtest.NewLong()
 	srv, a = startTodo(t, authzen.WithInvalidator(ch))
 	t.Cleanup(func() { _ = a.Close() })
 	b, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	<-ch.joined
-	<-ch.joined
-	ch.beat(time.Now())
+	<-ch.Joined
+	<-ch.Joined
+	ch.Beat(time.Now())
 	return srv, a, b, ch
 }
 

@@ -89,7 +89,7 @@ func TestEverySpellingOfARetiredTokenIsRetired(t *testing.T) {
 			if rt.remote {
 				b := newLongBus()
 				c, other = b.client(t, g), b.client(t, g)
-				b.beat(time.Now())
+				b.Beat(time.Now())
 			} else {
 				c = g.newClient(t)
 				t.Cleanup(func() { _ = c.Close() })
@@ -179,7 +179,7 @@ func TestPurgesAcrossVersions(t *testing.T) {
 	g := startReference(t)
 	b := newLongBus()
 	c := b.client(t, g)
-	b.beat(time.Now())
+	b.Beat(time.Now())
 	tok := g.token(t, "carol", mockserver.TokenClient(testClient))
 	alt, err := respell.UnusedBits(tok, respell.Payload)
 	require.NoError(t, err)
@@ -197,10 +197,7 @@ func TestPurgesAcrossVersions(t *testing.T) {
 	identity := append([]byte{1, 'i'}, d[:]...)
 
 	require.NoError(t, c.Purge(t.Context(), alt))
-	b.mu.Lock()
-	published := b.published
-	b.mu.Unlock()
-	require.Equal(t, [][]byte{identity, earlier(alt)}, published)
+	require.Equal(t, [][]byte{identity, earlier(alt)}, b.Published())
 
 	for _, s := range []string{tok, alt} {
 		checkServed(t, g, c, s)
@@ -208,7 +205,7 @@ func TestPurgesAcrossVersions(t *testing.T) {
 		require.False(t, asked)
 	}
 	g.revoke(t, tok)
-	b.deliver(earlier(tok)) // a replica of an earlier version's purge of tok
+	b.Deliver(earlier(tok)) // a replica of an earlier version's purge of tok
 	for _, s := range []string{tok, alt} {
 		st, asked := checkServed(t, g, c, s)
 		require.True(t, asked, "a spelling's cached decision outlived an earlier version's purge of the token")
