@@ -166,23 +166,37 @@ func TestDiscoveryKeepsDeadlines(t *testing.T) {
 	assert.ErrorIs(t, short.Discover(t.Context()), authzen.ErrDiscovery, "Discover ends with the client's timeout")
 }
 
-// Discovery that moves an endpoint to another origin is refused: the
-// credential goes to every endpoint.
+// A discovery document the client cannot trust is refused, and the
+// credential goes nowhere: one that moves an endpoint to another origin
+// (the credential goes to every endpoint), and, read by the one strict
+// rule (internal/strictjson), one that names an endpoint again in another
+// case, or only in another case.
 func TestDiscoveryKeepsEndpointsOnThePDPsOrigin(t *testing.T) {
 	t.Parallel()
-	elsewhere := gatewaytest.Start(t, answer(200, `{"decision":true}`))
-	var pdpURL string
-	pdp := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
-		answer(200, fmt.Sprintf(`{"policy_decision_point":%q,"access_evaluation_endpoint":%q}`,
-			pdpURL, elsewhere.URL+"/access/v1/evaluation"))(w, r)
-	}, gatewaytest.WithTLS())
-	pdpURL = pdp.URL
-	c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithHTTPClient(pdp.Client()))
-	require.NoError(t, err)
-	c.SetToken(pepToken)
-	d, err := c.Evaluate(t.Context(), req)
-	require.NoError(t, err)
-	assert.False(t, d.Allowed())
-	assert.ErrorIs(t, d.Cause, authzen.ErrDiscovery)
-	assert.Zero(t, elsewhere.Requests(), "the credential went to another origin")
+	for _, tt := range []struct{ name, doc string }{ // PDP and ELSEWHERE stand for the two origins
+		{"another origin", `{"policy_decision_point":"PDP","access_evaluation_endpoint":"ELSEWHERE/access/v1/evaluation"}`},
+		{"an endpoint named again in another case", `{"policy_decision_point":"PDP","access_evaluation_endpoint":"PDP/access/v1/evaluation","Access_Evaluation_Endpoint":"PDP/other"}`},
+		{"an endpoint named only in another case", `{"Policy_Decision_Point":"PDP","access_evaluation_endpoint":"PDP/access/v1/evaluation"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			elsewhere := gatewaytest.Start(t, answer(200, `{"decision":true}`))
+			pdp := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/.well-known/authzen-configuration" {
+					answer(200, `{"decision":true}`)(w, r)
+					return
+				}
+				answer(200, strings.NewReplacer("PDP", "https://"+r.Host, "ELSEWHERE", elsewhere.URL).Replace(tt.doc))(w, r)
+			}, gatewaytest.WithTLS())
+			c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithHTTPClient(pdp.Client()))
+			require.NoError(t, err)
+			c.SetToken(pepToken)
+			d, err := c.Evaluate(t.Context(), req)
+			require.NoError(t, err)
+			assert.False(t, d.Allowed())
+			assert.ErrorIs(t, d.Cause, authzen.ErrDiscovery)
+			assert.Zero(t, elsewhere.Requests(), "the credential went to another origin")
+			assert.Equal(t, int64(1), pdp.Requests(), "the discovery request only: no endpoint of a document not trusted is asked")
+		})
+	}
 }

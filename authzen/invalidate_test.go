@@ -1,8 +1,6 @@
 package authzen_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,53 +8,15 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
-	"github.com/orgauthz/orgauthz/invalidation"
+	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 )
-
-// channel is an in-process invalidation channel: every publication, and
-// every heartbeat the test makes, reaches every subscriber, in order.
-type channel struct {
-	mu     sync.Mutex
-	subs   []invalidation.Receiver
-	joined chan struct{}
-}
-
-func (ch *channel) Publish(_ context.Context, msg []byte) error {
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	for _, r := range ch.subs {
-		r.Message(msg)
-	}
-	return nil
-}
-
-func (ch *channel) Subscribe(ctx context.Context, r invalidation.Receiver) error {
-	ch.mu.Lock()
-	ch.subs = append(ch.subs, r)
-	ch.mu.Unlock()
-	ch.joined <- struct{}{}
-	<-ctx.Done()
-	return ctx.Err()
-}
-
-// TrustWindow makes the heartbeats good for an hour, so that a loaded
-// machine does not outrun the window of this test on the real clock.
-func (ch *channel) TrustWindow() time.Duration { return time.Hour }
-
-func (ch *channel) beat(sent time.Time) {
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	for _, r := range ch.subs {
-		r.Heartbeat(sent)
-	}
-}
 
 // TestInvalidatorAcrossPEPs: authzen clients share purges as pep's do: a
 // Purge on one drops the token's cached decisions on the other, PurgeAll
 // drops everything, and nothing cached is served before a heartbeat.
 func TestInvalidatorAcrossPEPs(t *testing.T) {
 	t.Parallel()
-	ch := &channel{joined: make(chan struct{}, 2)}
+	ch := invalidationtest.NewLong()
 	srv, a := startTodo(t, authzen.WithInvalidator(ch))
 	t.Cleanup(func() { _ = a.Close() })
 	b, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
@@ -64,8 +24,8 @@ func TestInvalidatorAcrossPEPs(t *testing.T) {
 	t.Cleanup(func() { _ = b.Close() })
 	tok := srv.Token("todo", "service-account-todo-api")
 	b.SetToken(tok)
-	<-ch.joined
-	<-ch.joined
+	<-ch.Joined
+	<-ch.Joined
 
 	cached := func(c *authzen.Client) bool {
 		d, err := c.Evaluate(t.Context(), todoRead)
@@ -77,7 +37,7 @@ func TestInvalidatorAcrossPEPs(t *testing.T) {
 		cached(c)
 		require.False(t, cached(c), "served from the cache before any heartbeat")
 	}
-	ch.beat(time.Now())
+	ch.Beat(time.Now())
 	for _, c := range []*authzen.Client{a, b} {
 		cached(c)
 		require.True(t, cached(c))
@@ -88,7 +48,7 @@ func TestInvalidatorAcrossPEPs(t *testing.T) {
 	require.NoError(t, b.PurgeAll(t.Context()))
 	require.False(t, cached(a), "a served a decision after b's PurgeAll")
 
-	ch.beat(time.Now().Add(-time.Minute)) // older than the last: nothing changes
+	ch.Beat(time.Now().Add(-time.Minute)) // older than the last: nothing changes
 	require.True(t, cached(a))
 	require.False(t, a.Stats().CacheBypassed)
 }

@@ -43,6 +43,8 @@ var readDoc = authzen.Request{
 
 // A client made WithoutCredentials asks a PDP that takes none, sending no
 // Authorization header, and caches its answers as any credential's.
+// ClearToken, SetToken("") and SetDPoPToken("", signer) do nothing to it:
+// a token read from an empty setting does not brick it.
 func TestWithoutCredentialsSendsNone(t *testing.T) {
 	t.Parallel()
 	pdp := startSidecar(t)
@@ -54,24 +56,46 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 	}
 	require.Equal(t, [][]string{nil}, pdp.Authorizations(), "one request, without an Authorization header")
 	assert.Equal(t, uint64(1), c.Stats().CacheHits)
-	c.ClearToken() // nothing to clear: the client still sends none
-	_, err := c.Evaluate(t.Context(), readDoc, authzen.NoCache())
+	for name, clear := range clears(t) { // nothing to clear: the client still sends none
+		clear(c)
+		d, err := c.Evaluate(t.Context(), readDoc, authzen.NoCache())
+		require.NoError(t, err, name)
+		assert.True(t, d.Allowed(), name)
+	}
+}
+
+// clears are the ways to clear a client's token: SetToken("") and
+// SetDPoPToken("", signer) are ClearToken() on every client.
+func clears(t *testing.T) map[string]func(*authzen.Client) {
+	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
+	return map[string]func(*authzen.Client){
+		"TestNoTokenSendsNothing":          (*authzen.Client).ClearToken,
+		"SetToken(\"\") is ClearToken":     func(c *authzen.Client) { c.SetToken("") },
+		"SetDPoPToken(\"\") is ClearToken": func(c *authzen.Client) { c.SetDPoPToken("", signer) },
+	}
 }
 
 // Without the option, a client with no token, never given one or cleared
-// (TestNoTokenSendsNothing), sends nothing: a missing credential is never
-// taken for a PDP that needs none, and the error names both ways out.
+// (TestNoTokenSendsNothing; SetToken("") and SetDPoPToken("", signer)
+// too, each emitting tokenCleared), sends nothing: a missing credential is
+// never taken for a PDP that needs none, and the error names both ways
+// out.
 func TestNoCredentialIsNeverTheDefault(t *testing.T) {
 	t.Parallel()
-	for _, cleared := range []bool{false, true} {
-		t.Run(map[bool]string{false: "never given", true: "TestNoTokenSendsNothing"}[cleared], func(t *testing.T) {
+	ways := clears(t)
+	ways["never given"] = nil
+	for name, clear := range ways {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
 			c := sidecarClient(t, pdp)
-			if cleared {
+			if clear != nil {
+				var kinds []events.Kind
+				c.Subscribe(func(e events.Event) { kinds = append(kinds, e.Kind) })
 				c.SetToken(pepToken)
-				c.ClearToken()
+				clear(c)
+				assert.Equal(t, []events.Kind{events.TokenSet, events.TokenCleared}, kinds)
 			}
 			d, err := c.Evaluate(t.Context(), readDoc)
 			require.ErrorIs(t, err, authzen.ErrNoToken)
@@ -184,45 +208,4 @@ func TestWithoutCredentialsNeverEmitsTokenExpired(t *testing.T) {
 	d, err = c.Evaluate(t.Context(), readDoc, authzen.NoCache())
 	require.NoError(t, err, "one 401 refused the client for good")
 	assert.True(t, d.Allowed())
-}
-
-// SetToken("") and SetDPoPToken("", signer) are ClearToken() on every
-// client: on one made WithoutCredentials they do nothing (a token read
-// from an empty setting does not brick it), on one with a token they
-// remove it.
-func TestSetEmptyTokenIsClearToken(t *testing.T) {
-	t.Parallel()
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	clears := []struct {
-		name  string
-		clear func(*authzen.Client)
-	}{
-		{"SetToken", func(c *authzen.Client) { c.SetToken("") }},
-		{"SetDPoPToken", func(c *authzen.Client) { c.SetDPoPToken("", signer) }},
-	}
-	for _, tt := range clears {
-		t.Run(tt.name+"/WithoutCredentials", func(t *testing.T) {
-			t.Parallel()
-			pdp := startSidecar(t)
-			c := sidecarClient(t, pdp, authzen.WithoutCredentials())
-			tt.clear(c)
-			d, err := c.Evaluate(t.Context(), readDoc)
-			require.NoError(t, err)
-			assert.True(t, d.Allowed())
-		})
-		t.Run(tt.name+"/WithAToken", func(t *testing.T) {
-			t.Parallel()
-			pdp := startSidecar(t)
-			c := sidecarClient(t, pdp)
-			var kinds []events.Kind
-			c.Subscribe(func(e events.Event) { kinds = append(kinds, e.Kind) })
-			c.SetToken("a-token")
-			tt.clear(c)
-			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenCleared}, kinds)
-			_, err := c.Evaluate(t.Context(), readDoc)
-			require.ErrorIs(t, err, authzen.ErrNoToken)
-			assert.Empty(t, pdp.Authorizations())
-		})
-	}
 }

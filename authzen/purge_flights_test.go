@@ -12,6 +12,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 )
 
 // TestRemotePurgeRetiresRequestsInFlight is pep's, for authzen (the same
@@ -36,7 +37,7 @@ func TestRemotePurgeRetiresRequestsInFlight(t *testing.T) {
 			sent, release, closing := make(chan struct{}), make(chan struct{}), make(chan struct{})
 			t.Cleanup(func() { close(closing) }) // before the server closes
 			var n atomic.Int32
-			ch := &channel{joined: make(chan struct{}, 2)}
+			ch := invalidationtest.NewLong()
 			waiting := make(chan struct{}, 2)
 			c, srv := standIn(t, func(w http.ResponseWriter, r *http.Request) {
 				if n.Add(1) > 1 { // the credential was revoked after the first request was sent
@@ -55,8 +56,8 @@ func TestRemotePurgeRetiresRequestsInFlight(t *testing.T) {
 			other, err := hangguard.NewAuthZEN(srv.URL, authzen.WithInvalidator(ch)) // another replica
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = other.Close() })
-			<-ch.joined
-			<-ch.joined
+			<-ch.Joined
+			<-ch.Joined
 			c.SetToken(tt.token)
 
 			first := make(chan authzen.Decision, 1)

@@ -1,41 +1,15 @@
 package authzen_test
 
 import (
-	"context"
 	"net/http"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/embedded"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
-
-// errorPanicTP is a user's TracerProvider whose spans panic when set to
-// the Error status (a bug on the SDK's error path, as a 401's span has).
-type errorPanicTP struct{ noop.TracerProvider }
-
-func (errorPanicTP) Tracer(string, ...trace.TracerOption) trace.Tracer { return errorPanicTracer{} }
-
-type errorPanicTracer struct{ embedded.Tracer }
-
-func (errorPanicTracer) Start(ctx context.Context, _ string, _ ...trace.SpanStartOption) (context.Context, trace.Span) {
-	s := errorPanicSpan{}
-	return trace.ContextWithSpan(ctx, s), s
-}
-
-type errorPanicSpan struct{ noop.Span }
-
-func (errorPanicSpan) IsRecording() bool { return true }
-func (errorPanicSpan) SetStatus(c codes.Code, _ string) {
-	if c == codes.Error {
-		panic("a bug in the user's tracing SDK's error path")
-	}
-}
 
 // A 401 of the PDP is handled (the token's cached permits purged) once the
 // answer is known, whatever the user code that runs after it does: a
@@ -49,7 +23,7 @@ func TestARefusalIsHandledEvenWhenUserCodePanicsAfterThe401(t *testing.T) {
 			var revoked atomic.Bool
 			var opts []authzen.Option
 			if sdkPanics {
-				opts = append(opts, authzen.WithTracerProvider(errorPanicTP{}))
+				opts = append(opts, authzen.WithTracerProvider(gatewaytest.ErrorPanicTracerProvider{}))
 			}
 			c, _ := standIn(t, func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/json")

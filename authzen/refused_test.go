@@ -15,12 +15,14 @@ import (
 	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/orgauthz/orgauthz/pep"
 )
 
 // TestEveryRefusalPurgesAndExpiresTheTokenOnce: whichever call the PDP
 // refuses the client's credential on (a 401), searches included, the
 // credential's cached decisions are gone at once and tokenExpired is
-// emitted once however many calls are refused.
+// emitted once however many calls are refused. The error matches both
+// clients' sentinel.
 func TestEveryRefusalPurgesAndExpiresTheTokenOnce(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -74,7 +76,7 @@ func TestEveryRefusalPurgesAndExpiresTheTokenOnce(t *testing.T) {
 
 			shift.Store(int64(2 * time.Minute)) // the token has expired
 			for range 3 {
-				require.ErrorIs(t, tt.call(t.Context(), c), authzen.ErrUnauthorized)
+				require.ErrorIs(t, tt.call(t.Context(), c), pep.ErrUnauthorized)
 			}
 			d, err := c.Evaluate(t.Context(), todoRead)
 			require.ErrorIs(t, err, authzen.ErrUnauthorized, "the cached decision outlived the refusal")

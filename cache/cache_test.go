@@ -95,6 +95,8 @@ func TestExpiry(t *testing.T) {
 		{"fresh entry is a hit", time.Minute, 59 * time.Second, true},
 		{"entry expires at its deadline", time.Minute, time.Minute, false},
 		{"entry past its deadline is a miss", time.Minute, time.Hour, false},
+		// and removes an earlier value: it must not stand in for one that
+		// was not kept (TestNonPositiveTTLRemovesEarlierValue)
 		{"zero ttl stores nothing", 0, 0, false},
 		{"negative ttl stores nothing", -time.Second, 0, false},
 	}
@@ -103,7 +105,10 @@ func TestExpiry(t *testing.T) {
 			t.Parallel()
 			clk := newClock()
 			c := newCache[string](t, 4, clk)
-			c.Add("alice", "k", "v", tt.ttl, 1)
+			if tt.ttl <= 0 {
+				require.True(t, c.Add("alice", "k", "old answer", time.Minute, 1))
+			}
+			assert.Equal(t, tt.ttl > 0, c.Add("alice", "k", "v", tt.ttl, 1))
 			clk.advance(tt.wait)
 			got, ok := c.Get("alice", "k")
 			assert.Equal(t, tt.wantHit, ok)
@@ -118,15 +123,6 @@ func TestExpiry(t *testing.T) {
 			assert.Zero(t, c.Bytes())
 		})
 	}
-}
-
-func TestNonPositiveTTLRemovesEarlierValue(t *testing.T) {
-	t.Parallel()
-	c := newCache[string](t, 4, newClock())
-	c.Add("alice", "k", "old answer", time.Minute, 1)
-	assert.False(t, c.Add("alice", "k", "new answer", 0, 1))
-	_, ok := c.Get("alice", "k")
-	assert.False(t, ok, "the old value must not stand in for one that was not kept")
 }
 
 func TestGroupsAndKeysAreDistinct(t *testing.T) {
@@ -716,66 +712,51 @@ func TestHotEntrySurvivesAStreamOfNewOnes(t *testing.T) {
 	assert.Equal(t, 4, c.Len())
 }
 
-// A string key given to Add is the cache's own from then on: a caller that
-// builds keys in one reused buffer (unsafe.String over it, as a hot path
-// that allocates nothing does) finds each entry under its key afterwards,
-// short keys (kept in the entry's allocation) and long ones alike.
+// A string given to Add, a key or one of a group value's, is the cache's
+// own from then on: a caller that builds keys or tokens in one reused
+// buffer (unsafe.String over it, as a hot path that allocates nothing
+// does) finds each entry under them afterwards, by value and through
+// Lookup, short strings (a key's kept in the entry's allocation) and long
+// ones alike.
 func TestAddKeepsItsOwnCopyOfTheKey(t *testing.T) {
-	for _, n := range []int{1, 20, 200, 900, 3000} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			c := newCache[int](t, 16, newClock())
-			buf := make([]byte, n)
-			for i := range 4 {
-				for j := range buf {
-					buf[j] = byte('a' + i)
+	for _, inGroup := range []bool{false, true} {
+		for _, n := range []int{1, 20, 43, 200, 900, 3000} {
+			name := map[bool]string{false: "key", true: "TestAddKeepsItsOwnCopyOfTheGroup"}[inGroup]
+			t.Run(fmt.Sprint(name, "/", n), func(t *testing.T) {
+				c, err := cache.New[token, string, int](16)
+				require.NoError(t, err)
+				at := func(s string) (token, string) { // the group and key s is in
+					if inGroup {
+						return token{"Bearer", s}, "k"
+					}
+					return token{"Bearer", "g"}, s
 				}
-				require.True(t, c.Add("g", unsafe.String(&buf[0], n), i, time.Minute, 0))
-			}
-			for j := range buf {
-				buf[j] = 'z' // the caller's bytes change again; the cache's do not
-			}
-			for i := range 4 {
-				v, ok := c.Get("g", strings.Repeat(string(rune('a'+i)), n))
-				assert.True(t, ok, "key %d", i)
-				assert.Equal(t, i, v)
-			}
-			_, ok := c.Get("g", strings.Repeat("z", n))
-			assert.False(t, ok)
-			runtime.KeepAlive(buf)
-		})
-	}
-}
-
-// The strings of a group value given to Add are the cache's own from then
-// on, as a key's are: a caller that builds tokens in one reused buffer
-// finds each token's entries under it afterwards, by value and through
-// Lookup.
-func TestAddKeepsItsOwnCopyOfTheGroup(t *testing.T) {
-	for _, n := range []int{1, 43, 900, 3000} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			c, err := cache.New[token, string, int](16)
-			require.NoError(t, err)
-			buf := make([]byte, n)
-			for i := range 4 {
-				for j := range buf {
-					buf[j] = byte('a' + i)
+				buf := make([]byte, n)
+				for i := range 4 {
+					for j := range buf {
+						buf[j] = byte('a' + i)
+					}
+					g, k := at(unsafe.String(&buf[0], n))
+					require.True(t, c.Add(g, k, i, time.Minute, 0))
 				}
-				require.True(t, c.Add(token{"Bearer", unsafe.String(&buf[0], n)}, "k", i, time.Minute, 0))
-			}
-			for j := range buf {
-				buf[j] = 'z'
-			}
-			for i := range 4 {
-				tok := token{"Bearer", strings.Repeat(string(rune('a'+i)), n)}
-				v, ok := c.Get(tok, "k")
-				assert.True(t, ok, "token %d by value", i)
-				assert.Equal(t, i, v)
-				v, ok = c.Lookup(tok).Get("k")
-				assert.True(t, ok, "token %d through Lookup", i)
-				assert.Equal(t, i, v)
-			}
-			assert.False(t, c.Holds(token{"Bearer", strings.Repeat("z", n)}))
-			runtime.KeepAlive(buf)
-		})
+				for j := range buf {
+					buf[j] = 'z' // the caller's bytes change again; the cache's do not
+				}
+				for i := range 4 {
+					g, k := at(strings.Repeat(string(rune('a'+i)), n))
+					v, ok := c.Get(g, k)
+					assert.True(t, ok, "%d by value", i)
+					assert.Equal(t, i, v)
+					v, ok = c.Lookup(g).Get(k)
+					assert.True(t, ok, "%d through Lookup", i)
+					assert.Equal(t, i, v)
+				}
+				g, k := at(strings.Repeat("z", n))
+				_, ok := c.Get(g, k)
+				assert.False(t, ok)
+				assert.Equal(t, !inGroup, c.Holds(g))
+				runtime.KeepAlive(buf)
+			})
+		}
 	}
 }

@@ -78,7 +78,7 @@ func TestCallsAfterCloseFail(t *testing.T) {
 	g := startReference(t)
 	b := newLongBus()
 	c := b.client(t, g)
-	b.beat(time.Now())
+	b.Beat(time.Now())
 	c.SetToken(g.token(t, "alice"))
 	d, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
@@ -126,9 +126,7 @@ func TestCallsAfterCloseFail(t *testing.T) {
 		})
 	}
 	assert.Equal(t, sent, g.count(), "nothing is sent after Close")
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	assert.Empty(t, b.published, "a closed client published")
+	assert.Empty(t, b.Published(), "a closed client published")
 }
 
 // idleRecorder is a caller's transport that records whether its idle

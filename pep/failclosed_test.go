@@ -264,6 +264,19 @@ func TestFailClosed(t *testing.T) {
 			wantCause:    wantAnswer(http.StatusOK, pep.ErrMalformedResponse),
 		},
 	}
+	// TestCheckRefusesCaseVariantMembers: an answer whose members another
+	// reader could read otherwise (a name in another case only, two names
+	// differing in case, a case-confusable letter, a duplicate inside a
+	// member the client skips) is refused whole.
+	for name, body := range map[string]string{
+		"a status beside a non-ASCII name (long s)": `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT","ſtatus":"DENY"}]}`,
+		"a scope named in another case only":        `{"status":"GRANT","permissions":[{"resource":"orders","Scope":"read","status":"GRANT"}]}`,
+		"two unread members differing only in case": `{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT","reason":"role viewer","Reason":"none"}]}`,
+		"a member twice inside an unread member":    `{"status":"GRANT","permissions":[` + asked + `],"explain":{"orders":"DENY","orders":"GRANT"}}`,
+	} {
+		tests = append(tests, failCase{name: "TestCheckRefusesCaseVariantMembers/" + name, setup: referenceWith(bodyHook(body)),
+			wantRequests: 1, wantCause: wantAnswer(http.StatusOK, pep.ErrMalformedResponse)})
+	}
 	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
 		http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		tests = append(tests, failCase{

@@ -158,7 +158,8 @@ func TestCacheByteBoundEvicts(t *testing.T) {
 
 // Break 5: a gateway whose answer quotes the token, at the HTTP level or in
 // any escaping, gets none of it into an error, an event, a result, Stats or
-// a log line (at Debug, which logs every request) of any call. What the
+// a log line (at Debug, which logs every request) of any call; nor does the
+// reference server's granted path (TestTokenNeverLeaks). What the
 // redaction withholds is internal/transport's (TestRedact).
 func TestTokenEchoesNeverReachAString(t *testing.T) {
 	t.Parallel()
@@ -169,21 +170,25 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 	jsonU := strings.NewReplacer("+", `\u002b`, "/", `\u002f`).Replace(secret)
 	partial := secret[5:25]
 
-	rawAnswer := func(resp string) func(t *testing.T) string {
-		return func(t *testing.T) string { return gatewaytest.Start(t, gatewaytest.Raw(resp)).URL }
+	rawAnswer := func(resp string) func(t *testing.T) (string, string) {
+		return func(t *testing.T) (string, string) { return gatewaytest.Start(t, gatewaytest.Raw(resp)).URL, secret }
 	}
-	body := func(status int, b string) func(t *testing.T) string {
-		return func(t *testing.T) string {
+	body := func(status int, b string) func(t *testing.T) (string, string) {
+		return func(t *testing.T) (string, string) {
 			return gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="`+partial+`"`)
 				gatewaytest.Answer(status, "application/json", b)(w, nil)
-			}).URL
+			}).URL, secret
 		}
 	}
 	tests := []struct {
 		name    string
-		gateway func(t *testing.T) string
+		gateway func(t *testing.T) (url, token string)
 	}{
+		{"TestTokenNeverLeaks", func(t *testing.T) (string, string) { // granted: alice reads orders
+			g := startReference(t)
+			return g.URL, g.token(t, "alice")
+		}},
 		{"malformed status line", rawAnswer("HTTP/1.1 2x0 " + secret + "\r\n\r\n")},
 		{"malformed header", rawAnswer("HTTP/1.1 200 OK\r\n" + secret + "\r\n\r\n")},
 		{"malformed chunked body", rawAnswer("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + secret + "\r\n")},
@@ -199,7 +204,7 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 		{"base64 in a 403", body(403, `{"error":"Forbidden","message":"token `+base64.StdEncoding.EncodeToString([]byte(secret))+` refused"}`)},
 		{"hex in a 403", body(403, `{"error":"Forbidden","message":"token `+hex.EncodeToString([]byte(secret))+` refused"}`)},
 		{"escaped twice in a 403", body(403, `{"error":"Forbidden","message":"token=`+url.QueryEscape(escapedURL)+`"}`)},
-		{"escapes broken by invalid UTF-8", func(t *testing.T) string {
+		{"escapes broken by invalid UTF-8", func(t *testing.T) (string, string) {
 			var b strings.Builder
 			for i := 0; i < len(secret); i++ {
 				h := fmt.Sprintf("%02X", secret[i])
@@ -208,7 +213,7 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 			return gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="`+b.String()+`"`)
 				gatewaytest.Answer(http.StatusUnauthorized, "application/json", `{"error":"Unauthorized"}`)(w, nil)
-			}).URL
+			}).URL, secret
 		}},
 	}
 	for _, tt := range tests {
@@ -216,13 +221,14 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 			t.Parallel()
 			var logs bytes.Buffer
 			var rec recorder
-			c, err := hangguard.NewPep(tt.gateway(t), testRealm, testClient, fastRetry,
+			gw, token := tt.gateway(t)
+			c, err := hangguard.NewPep(gw, testRealm, testClient, fastRetry,
 				pep.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 				pep.WithEventHandler(rec.handle))
 			require.NoError(t, err)
-			c.SetToken(secret)
+			c.SetToken(token)
 			d, texts := everyCallsTexts(t, c)
-			assert.False(t, d.Allowed())
+			assert.Equal(t, token != secret, d.Allowed(), "only the reference server grants")
 			require.NotEmpty(t, logs.String(), "the debug logger saw the calls")
 			texts = append(texts, logs.String())
 			rec.mu.Lock()
@@ -231,7 +237,7 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 			}
 			rec.mu.Unlock()
 			for _, s := range texts {
-				requireNoEcho(t, s, secret)
+				requireNoEcho(t, s, token)
 			}
 		})
 	}

@@ -22,8 +22,8 @@ func BenchmarkCachedCheckInvalidator(b *testing.B) {
 	bus := newLongBus()
 	withInv := g.newClient(b, pep.WithCache(pep.DefaultCacheSize, time.Hour, time.Hour), pep.WithInvalidator(bus))
 	b.Cleanup(func() { _ = withInv.Close() })
-	<-bus.joined
-	bus.beat(time.Now()) // fresh for the whole run
+	<-bus.Joined
+	bus.Beat(time.Now()) // fresh for the whole run
 	for _, c := range []*pep.Client{plain, withInv} {
 		c.SetToken(tok)
 		for range 2 {
@@ -59,7 +59,7 @@ func BenchmarkUncachedCheckInvalidator(b *testing.B) {
 	bus := newLongBus()
 	withInv := g.newClient(b, uncached, pep.WithInvalidator(bus))
 	b.Cleanup(func() { _ = withInv.Close() })
-	<-bus.joined
+	<-bus.Joined
 	plain := g.newClient(b, uncached)
 	b.Cleanup(func() { _ = plain.Close() })
 	for _, tt := range []struct {

@@ -1,12 +1,10 @@
 package pep_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,71 +12,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// bus is an in-process invalidation channel whose heartbeats and breaks
-// the test makes: it delivers every publication, heartbeat and break to
-// every subscriber, one at a time, in order.
-type bus struct {
-	// trust is the trust window of its heartbeats (invalidation.Window):
-	// invalidation.DefaultTrust unless set. A test on the real clock sets
-	// it long, so that a loaded machine does not outrun the window.
-	trust      time.Duration
-	mu         sync.Mutex
-	subs       []invalidation.Receiver
-	joined     chan struct{}
-	published  [][]byte
-	publishErr error
-}
+// bus is the tests' in-process invalidation channel, which makes clients
+// of the reference server.
+type bus struct{ *invalidationtest.Bus }
 
-func newBus() *bus { return &bus{joined: make(chan struct{}, 16)} }
+func newBus() *bus { return &bus{invalidationtest.New()} }
 
 // newLongBus returns a bus whose heartbeats are good for an hour.
-func newLongBus() *bus {
-	b := newBus()
-	b.trust = time.Hour
-	return b
-}
-
-func (b *bus) TrustWindow() time.Duration {
-	if b.trust > 0 {
-		return b.trust
-	}
-	return invalidation.DefaultTrust
-}
-
-func (b *bus) Publish(_ context.Context, msg []byte) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.publishErr != nil {
-		return b.publishErr
-	}
-	b.published = append(b.published, append([]byte(nil), msg...))
-	for _, r := range b.subs {
-		r.Message(msg)
-	}
-	return nil
-}
-
-func (b *bus) Subscribe(ctx context.Context, r invalidation.Receiver) error {
-	b.mu.Lock()
-	b.subs = append(b.subs, r)
-	b.mu.Unlock()
-	b.joined <- struct{}{}
-	<-ctx.Done()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for i, s := range b.subs {
-		if s == r {
-			b.subs = append(b.subs[:i], b.subs[i+1:]...)
-			break
-		}
-	}
-	return ctx.Err()
-}
+func newLongBus() *bus { return &bus{invalidationtest.NewLong()} }
 
 // client returns a client of g on b, once it has subscribed.
 func (b *bus) client(t *testing.T, g *reference, opts ...pep.Option) *pep.Client {
@@ -86,38 +33,11 @@ func (b *bus) client(t *testing.T, g *reference, opts ...pep.Option) *pep.Client
 	c := g.newClient(t, append([]pep.Option{pep.WithInvalidator(b)}, opts...)...)
 	t.Cleanup(func() { _ = c.Close() })
 	select {
-	case <-b.joined:
+	case <-b.Joined:
 	case <-t.Context().Done():
 		t.Fatal("the client did not subscribe")
 	}
 	return c
-}
-
-// beat reports a heartbeat sent at sent to every subscriber.
-func (b *bus) beat(sent time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, r := range b.subs {
-		r.Heartbeat(sent)
-	}
-}
-
-// lose reports a break to every subscriber.
-func (b *bus) lose(err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, r := range b.subs {
-		r.Lost(err)
-	}
-}
-
-// deliver reports msg, as if another process had published it.
-func (b *bus) deliver(msg []byte) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, r := range b.subs {
-		r.Message(msg)
-	}
 }
 
 // checkServed checks orders/read for tok and reports the status and
@@ -166,7 +86,7 @@ func TestInvalidatorTrustsTheCacheOnlyWhileItsHeartbeatIsFresh(t *testing.T) {
 	}
 	assert.True(t, c.Stats().CacheBypassed)
 
-	b.beat(clk.Now())
+	b.Beat(clk.Now())
 	require.False(t, c.Stats().CacheBypassed)
 	_, asked := checkServed(t, g, c, tok)
 	require.True(t, asked, "the first heartbeat purges what was cached before it")
@@ -183,18 +103,18 @@ func TestInvalidatorTrustsTheCacheOnlyWhileItsHeartbeatIsFresh(t *testing.T) {
 	require.True(t, asked, "a stale heartbeat: the gateway is asked")
 	assert.True(t, c.Stats().CacheBypassed)
 
-	b.beat(clk.Now().Add(-invalidation.DefaultTrust)) // an answer that waited as long as the window: still stale
+	b.Beat(clk.Now().Add(-invalidation.DefaultTrust)) // an answer that waited as long as the window: still stale
 	_, asked = checkServed(t, g, c, tok)
 	require.True(t, asked, "a heartbeat counts from when it was sent, not when it arrived")
 
-	b.beat(clk.Now())
+	b.Beat(clk.Now())
 	_, asked = checkServed(t, g, c, tok)
 	require.False(t, asked, "no break, so no purge: the cache is served again")
 	st := c.Stats()
 	assert.Equal(t, uint64(1), st.InvalidationRecoveries)
 	assert.Zero(t, st.InvalidationGaps)
 
-	b.beat(clk.Now().Add(time.Hour)) // stamped later than now: trusted from now, for the window only
+	b.Beat(clk.Now().Add(time.Hour)) // stamped later than now: trusted from now, for the window only
 	clk.Advance(invalidation.DefaultTrust)
 	_, asked = checkServed(t, g, c, tok)
 	require.True(t, asked, "a heartbeat from the future kept the cache trusted")
@@ -211,7 +131,7 @@ func TestInvalidatorBreakPurgesEverythingCachedBeforeIt(t *testing.T) {
 	b := newBus()
 	c := b.client(t, g, pep.WithClock(clk.Now))
 	carol, alice := g.token(t, "carol", mockserver.TokenClient(testClient)), g.token(t, "alice")
-	b.beat(clk.Now())
+	b.Beat(clk.Now())
 	for _, tok := range []string{carol, alice} {
 		checkServed(t, g, c, tok)
 		_, asked := checkServed(t, g, c, tok)
@@ -219,7 +139,7 @@ func TestInvalidatorBreakPurgesEverythingCachedBeforeIt(t *testing.T) {
 	}
 	before := clk.Now()
 	clk.Advance(time.Millisecond)
-	b.lose(errors.New("connection reset"))
+	b.Lose(errors.New("connection reset"))
 
 	// carol's GRANT is revoked while the channel is down; her purge is
 	// lost with it.
@@ -230,12 +150,12 @@ func TestInvalidatorBreakPurgesEverythingCachedBeforeIt(t *testing.T) {
 	_, asked = checkServed(t, g, c, alice)
 	require.True(t, asked)
 
-	b.beat(before) // sent before the break: says nothing of what it lost
+	b.Beat(before) // sent before the break: says nothing of what it lost
 	_, asked = checkServed(t, g, c, alice)
 	require.True(t, asked, "a heartbeat sent before the break ended it")
 
 	clk.Advance(time.Millisecond)
-	b.beat(clk.Now())
+	b.Beat(clk.Now())
 	assert.Zero(t, c.Stats().CacheEntries, "the heartbeat after a break purges the whole cache")
 	s, asked = checkServed(t, g, c, carol)
 	require.True(t, asked)
@@ -256,7 +176,7 @@ func TestPurgeReachesEveryReplica(t *testing.T) {
 			g := startReference(t)
 			b := newLongBus()
 			a, r := b.client(t, g), b.client(t, g)
-			b.beat(time.Now())
+			b.Beat(time.Now())
 			carol, alice := g.token(t, "carol", mockserver.TokenClient(testClient)), g.token(t, "alice")
 			for _, c := range []*pep.Client{a, r} {
 				for _, tok := range []string{carol, alice} {
@@ -283,10 +203,8 @@ func TestPurgeReachesEveryReplica(t *testing.T) {
 				require.False(t, asked, "the purge of carol dropped alice's decisions")
 				assert.Positive(t, c.Stats().Invalidations)
 			}
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			require.NotEmpty(t, b.published)
-			for _, m := range b.published {
+			require.NotEmpty(t, b.Published())
+			for _, m := range b.Published() {
 				assert.NotContains(t, string(m), carol)
 				assert.Len(t, m, 34, "a version, a kind and a SHA-256 digest")
 			}
@@ -302,7 +220,7 @@ func TestMalformedInvalidationsAreIgnored(t *testing.T) {
 	g := startReference(t)
 	b := newLongBus()
 	c := b.client(t, g)
-	b.beat(time.Now())
+	b.Beat(time.Now())
 	carol, dave := g.token(t, "carol"), g.token(t, "dave")
 	for _, tok := range []string{carol, dave} {
 		checkServed(t, g, c, tok)
@@ -313,7 +231,7 @@ func TestMalformedInvalidationsAreIgnored(t *testing.T) {
 		append([]byte{2, 't'}, make([]byte, 32)...), []byte(carol), []byte("GRANT"),
 	}
 	for _, m := range bad {
-		b.deliver(m)
+		b.Deliver(m)
 	}
 	st := c.Stats()
 	assert.Equal(t, uint64(len(bad)), st.MalformedInvalidations)
@@ -323,7 +241,7 @@ func TestMalformedInvalidationsAreIgnored(t *testing.T) {
 		assert.False(t, asked, "a malformed message removed a cached decision")
 		assert.Equal(t, want, s)
 	}
-	b.deliver(append([]byte{1, 't'}, make([]byte, 32)...)) // well formed, no such token
+	b.Deliver(append([]byte{1, 't'}, make([]byte, 32)...)) // well formed, no such token
 	_, asked := checkServed(t, g, c, carol)
 	assert.False(t, asked)
 }
@@ -338,11 +256,11 @@ func FuzzInvalidationMessage(f *testing.F) {
 	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithInvalidator(b))
 	require.NoError(f, err)
 	f.Cleanup(func() { _ = c.Close() })
-	<-b.joined
-	b.beat(time.Now()) // trusted throughout
+	<-b.Joined
+	b.Beat(time.Now()) // trusted throughout
 	dave := g.token(f, "dave")
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		b.deliver(msg)
+		b.Deliver(msg)
 		d, err := c.Check(pep.WithToken(t.Context(), dave), "orders", "read")
 		require.NoError(t, err)
 		require.Equal(t, pep.Deny, d.Status)
@@ -355,11 +273,11 @@ func TestPurgeWithoutAChannel(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	b := newLongBus()
-	b.publishErr = errors.New("channel closed")
+	b.PublishErr = errors.New("channel closed")
 	for name, c := range map[string]*pep.Client{"none": g.newClient(t), "failing": b.client(t, g)} {
 		t.Run(name, func(t *testing.T) {
 			if name == "failing" {
-				b.beat(time.Now())
+				b.Beat(time.Now())
 			}
 			tok := g.token(t, "carol")
 			checkServed(t, g, c, tok)
@@ -374,8 +292,8 @@ func TestPurgeWithoutAChannel(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, err2)
 			} else {
-				require.ErrorIs(t, err, b.publishErr)
-				require.ErrorIs(t, err2, b.publishErr)
+				require.ErrorIs(t, err, b.PublishErr)
+				require.ErrorIs(t, err2, b.PublishErr)
 				assert.NotContains(t, err.Error(), tok)
 				assert.Equal(t, uint64(2), c.Stats().InvalidationPublishFailures)
 			}
@@ -393,13 +311,11 @@ func TestRefusedTokenIsPublishedOncePerQuietPeriod(t *testing.T) {
 	clk := newManualClock()
 	b := newBus()
 	c := b.client(t, g, pep.WithClock(clk.Now))
-	b.beat(clk.Now())
+	b.Beat(clk.Now())
 	bob := g.token(t, "bob", mockserver.TokenClient(testClient))
 	g.revoke(t, bob)
 	published := func() int {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return len(b.published)
+		return len(b.Published())
 	}
 	for range 20 {
 		_, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "read")

@@ -23,7 +23,7 @@ func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 	g := startReference(t)
 	b := newLongBus()
 	c := b.client(t, g)
-	b.beat(time.Now())
+	b.Beat(time.Now())
 	own := g.token(t, "alice")
 	c.SetToken(own)
 
@@ -87,12 +87,12 @@ func TestPurgeChurnNeverServesARevokedCachedGrant(t *testing.T) {
 		for !done.Load() {
 			_, _ = rand.Read(msg)
 			msg[0], msg[1] = 1, 't'
-			b.deliver(msg)
-			b.deliver(msg[:7])
-			b.deliver([]byte{1, 'a'})
-			b.beat(time.Now())
-			b.lose(nil)
-			b.beat(time.Now())
+			b.Deliver(msg)
+			b.Deliver(msg[:7])
+			b.Deliver([]byte{1, 'a'})
+			b.Beat(time.Now())
+			b.Lose(nil)
+			b.Beat(time.Now())
 			time.Sleep(5 * time.Millisecond) // let the cache fill between floods
 		}
 	})

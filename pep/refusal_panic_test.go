@@ -1,42 +1,16 @@
 package pep_test
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/embedded"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
-
-// errorPanicTP is a user's TracerProvider whose spans panic when set to
-// the Error status (a bug on the SDK's error path, as a 401's span has).
-type errorPanicTP struct{ noop.TracerProvider }
-
-func (errorPanicTP) Tracer(string, ...trace.TracerOption) trace.Tracer { return errorPanicTracer{} }
-
-type errorPanicTracer struct{ embedded.Tracer }
-
-func (errorPanicTracer) Start(ctx context.Context, _ string, _ ...trace.SpanStartOption) (context.Context, trace.Span) {
-	s := errorPanicSpan{}
-	return trace.ContextWithSpan(ctx, s), s
-}
-
-type errorPanicSpan struct{ noop.Span }
-
-func (errorPanicSpan) IsRecording() bool { return true }
-func (errorPanicSpan) SetStatus(c codes.Code, _ string) {
-	if c == codes.Error {
-		panic("a bug in the user's tracing SDK's error path")
-	}
-}
 
 // A 401 is handled (the token's cached decisions purged, tokenExpired
 // emitted) once the gateway's answer is known, whatever the user code that
@@ -57,7 +31,7 @@ func TestARefusalIsHandledEvenWhenUserCodePanicsAfterThe401(t *testing.T) {
 				}
 			})}
 			if sdkPanics {
-				opts = append(opts, pep.WithTracerProvider(errorPanicTP{}))
+				opts = append(opts, pep.WithTracerProvider(gatewaytest.ErrorPanicTracerProvider{}))
 			}
 			c := g.newClient(t, opts...)
 			t.Cleanup(func() { _ = c.Close() })

@@ -61,10 +61,10 @@ func TestEveryRefusalPurgesAndExpiresTheTokenOnce(t *testing.T) {
 			g := startReference(t)
 			clk := newManualClock()
 			b := newBus()
-			b.trust = time.Hour
+			b.Trust = time.Hour
 			var rec recorder
 			c := b.client(t, g, pep.WithClock(clk.Now), pep.WithEventHandler(rec.handle))
-			b.beat(clk.Now())
+			b.Beat(clk.Now())
 			alice := g.token(t, "alice", mockserver.TokenClient(testClient))
 			c.SetToken(alice)
 			d, err := c.Check(t.Context(), "orders", "read")
@@ -102,9 +102,7 @@ func TestEveryRefusalPurgesAndExpiresTheTokenOnce(t *testing.T) {
 			// Published on a goroutine of its own, started before the call
 			// returned.
 			eventually(t, "the refusal is published to the other replicas", func() bool {
-				b.mu.Lock()
-				defer b.mu.Unlock()
-				return len(b.published) == 2 // a message for this version, one for earlier ones
+				return len(b.Published()) == 2 // a message for this version, one for earlier ones
 			})
 		})
 	}

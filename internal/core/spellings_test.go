@@ -52,7 +52,7 @@ func checkSpellings(t *testing.T, x *digestIndex) {
 // leave every list whole.
 func TestSpellingListsStayWholeWhateverTakesThemApart(t *testing.T) {
 	t.Parallel()
-	for seed := range uint64(8) {
+	for seed := range uint64(3) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 9))
 			d := indexed(t, 16)

@@ -17,7 +17,9 @@
 //     the same handler (and so the same state) afterwards.
 //
 // Every request's context ends when its client gives up or when the server
-// closes, so no handler outlives the test.
+// closes, so no handler outlives the test. ErrorPanicTracerProvider is the
+// one user tracing SDK with a bug on its error path that the clients'
+// tests hand them.
 package gatewaytest
 
 import (

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -55,9 +54,7 @@ func TestPostsShareNothingTheyAdd(t *testing.T) {
 		mu.Unlock()
 		gatewaytest.Answer(http.StatusOK, "", `{}`)(w, r)
 	})
-	logger := slog.New(slog.DiscardHandler)
-	x := &Exchanger{Base: srv.Client().Transport, Logger: logger, Observe: quietObserver{},
-		Retry: RetryPolicy{Logger: logger, Retries: new(atomic.Uint64)}}
+	x := newTestExchanger(srv)
 	cred := &stampCredential{}
 
 	headers := []http.Header{nil, {"X-Request-Id": {"second"}}, nil}

@@ -63,6 +63,13 @@ func (s *scripted) RoundTrip(r *http.Request) (*http.Response, error) {
 		ContentLength: 2, Request: r}, nil
 }
 
+// scriptedExchanger sends to rt with 2 retries, 1 ms apart.
+func scriptedExchanger(rt *scripted) *Exchanger {
+	logger := slog.New(slog.DiscardHandler)
+	return &Exchanger{Base: rt, Logger: logger, Observe: quietObserver{},
+		Retry: RetryPolicy{Max: 2, MinWait: time.Millisecond, MaxWait: time.Millisecond, Logger: logger, Retries: new(atomic.Uint64)}}
+}
+
 // TestEveryAnswerUpdatesTheNonce: whatever an answer's status and wherever
 // in the retry chain it arrives (a first attempt, the nonce resend, a
 // retry), its DPoP-Nonce is the one the next proof to that origin carries.
@@ -125,10 +132,7 @@ func TestEveryAnswerUpdatesTheNonce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rt := &scripted{steps: tt.steps}
-			logger := slog.New(slog.DiscardHandler)
-			x := &Exchanger{Base: rt, Logger: logger, Observe: quietObserver{},
-				Retry: RetryPolicy{Max: 2, MinWait: time.Millisecond, MaxWait: time.Millisecond,
-					Logger: logger, Retries: new(atomic.Uint64)}}
+			x := scriptedExchanger(rt)
 			_, err := x.Post(t.Context(), nonceCredential{}, "https://gw.example/decide", []byte(`{}`), nil, true, nil)
 			if tt.firstOK {
 				require.NoError(t, err)
@@ -182,10 +186,7 @@ func TestNonceChallengeIsResentAtMostOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rt := &scripted{steps: tt.steps}
-			logger := slog.New(slog.DiscardHandler)
-			x := &Exchanger{Base: rt, Logger: logger, Observe: quietObserver{},
-				Retry: RetryPolicy{Max: 2, MinWait: time.Millisecond, MaxWait: time.Millisecond,
-					Logger: logger, Retries: new(atomic.Uint64)}}
+			x := scriptedExchanger(rt)
 			var err error
 			for range 2 { // a call answered 200 first, if the script says so
 				if _, err = x.Post(t.Context(), nonceCredential{}, "https://gw.example/decide", []byte(`{}`), nil, true, nil); err != nil {
