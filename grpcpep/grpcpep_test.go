@@ -265,7 +265,8 @@ func deny(cause error) pep.Result {
 }
 
 // The answers middleware.Classify gives, as codes, with and without the
-// options.
+// options (an outage and a refused caller token without them are
+// TestAdapterTable's rows).
 func TestAnswers(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -275,13 +276,11 @@ func TestAnswers(t *testing.T) {
 		auth    bool
 		want    codes.Code
 	}{
-		{"an outage is Unavailable", fixed{res: deny(pep.ErrUnavailable)}, nil, true, codes.Unavailable},
 		{"WithUnavailableCode hides an outage", fixed{res: deny(pep.ErrUnavailable)}, []grpcpep.Option{grpcpep.WithUnavailableCode(codes.PermissionDenied)}, true, codes.PermissionDenied},
 		{"a plain denial is not an outage", fixed{res: deny(nil)}, []grpcpep.Option{grpcpep.WithUnavailableCode(codes.Aborted)}, true, codes.PermissionDenied},
 		{"an unforeseen error is no decision, never Internal", fixed{err: errors.New("pep: something new")}, nil, true, codes.Unavailable},
 		{"the zero result is denied", fixed{}, nil, true, codes.PermissionDenied},
 		{"a closed client is an outage", fixed{res: deny(pep.ErrClosed), err: pep.ErrClosed}, nil, true, codes.Unavailable},
-		{"a refused caller token is Unauthenticated", fixed{err: pep.ErrUnauthorized}, nil, true, codes.Unauthenticated},
 		{"WithClientToken checks a call without metadata", fixed{res: pep.Result{Status: pep.Grant, Decisions: []pep.Decision{{Resource: "orders", Scope: "read", Status: pep.Grant}}}},
 			[]grpcpep.Option{grpcpep.WithClientToken()}, false, codes.OK},
 		{"WithClientToken: a refused client token is the service's outage", fixed{err: pep.ErrUnauthorized}, []grpcpep.Option{grpcpep.WithClientToken()}, true, codes.Unavailable},
