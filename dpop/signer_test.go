@@ -7,13 +7,11 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/asn1"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"strings"
 	"sync"
 	"testing"
@@ -359,35 +357,6 @@ func checkBinding(proof, htu, token string) error {
 	return nil
 }
 
-func TestECDSADERToJWS(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		der     []byte
-		wantErr bool
-	}{
-		{name: "trailing bytes", der: append(mustDER(t, 1, 2), 0), wantErr: true},
-		{name: "zero r", der: mustDER(t, 0, 2), wantErr: true},
-		{name: "r too large", der: mustDERBig(t, 33), wantErr: true},
-		{name: "small values padded", der: mustDER(t, 1, 2)},
-		{name: "not asn1", der: []byte("nope"), wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			out, err := ecdsaDERToJWS(tt.der, 32)
-			if tt.wantErr {
-				require.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			require.Len(t, out, 64)
-			assert.Equal(t, byte(1), out[31])
-			assert.Equal(t, byte(2), out[63])
-		})
-	}
-}
-
 // verifyWithGoJose checks a proof's signature with the key in its own header.
 func verifyWithGoJose(proof string) error {
 	jws, err := jose.ParseSignedCompact(proof, []jose.SignatureAlgorithm{jose.ES256, jose.EdDSA, jose.PS256})
@@ -396,19 +365,4 @@ func verifyWithGoJose(proof string) error {
 	}
 	_, err = jws.Verify(jws.Signatures[0].Header.JSONWebKey)
 	return err
-}
-
-func mustDER(t *testing.T, r, s int64) []byte {
-	t.Helper()
-	der, err := asn1.Marshal(struct{ R, S *big.Int }{big.NewInt(r), big.NewInt(s)})
-	require.NoError(t, err)
-	return der
-}
-
-func mustDERBig(t *testing.T, rBytes int) []byte {
-	t.Helper()
-	r := new(big.Int).Lsh(big.NewInt(1), uint(8*rBytes-1))
-	der, err := asn1.Marshal(struct{ R, S *big.Int }{r, big.NewInt(1)})
-	require.NoError(t, err)
-	return der
 }
