@@ -32,6 +32,8 @@ func TestNewSigner(t *testing.T) {
 	require.NoError(t, err)
 	rsa1024, err := rsa.GenerateKey(rand.Reader, 1024)
 	require.NoError(t, err)
+	e3 := *testRSA // the Signer signs with no key the Verifier would refuse for its exponent
+	e3.E = 3
 
 	tests := []struct {
 		name    string
@@ -51,6 +53,7 @@ func TestNewSigner(t *testing.T) {
 		{name: "P-384", key: p384, wantErr: "unsupported ecdsa curve P-384"},
 		{name: "P-521", key: p521, wantErr: "unsupported ecdsa curve P-521"},
 		{name: "RSA 1024", key: rsa1024, wantErr: "rsa key of 1024 bits"},
+		{name: "RSA exponent 3", key: &e3, wantErr: "public exponent 3: want 65537"},
 		{name: "nil public key", key: opaqueKey{}, wantErr: "signer has no public key"},
 		{name: "unknown key type", key: opaqueKey{pub: "not a key"}, wantErr: "unsupported key type string"},
 		{name: "empty ecdsa key", key: opaqueKey{pub: &ecdsa.PublicKey{}}, wantErr: "empty ecdsa public key"},

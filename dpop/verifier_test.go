@@ -743,6 +743,11 @@ func TestNewVerifierOptions(t *testing.T) {
 		{name: "zero cache refused", opts: []Option{WithReplayCacheSize(0)}, wantErr: "size must be positive"},
 		{name: "zero key limit refused", opts: []Option{WithReplayKeyLimit(0)}, wantErr: "limit must be positive"},
 		{name: "nil nonces refused", opts: []Option{WithNonces(nil)}, wantErr: "nil Nonces"},
+		{name: "nil replay store refused", opts: []Option{WithReplayStore(nil)}, wantErr: "WithReplayStore: nil ReplayStore"},
+		// A bound below RFC 7518's 2048 bits or above the Signer's 8192.
+		{name: "no RSA bound refused", opts: []Option{WithMaxRSABits(0)}, wantErr: "WithMaxRSABits"},
+		{name: "an RSA bound below 2048 refused", opts: []Option{WithMaxRSABits(2047)}, wantErr: "WithMaxRSABits"},
+		{name: "an RSA bound above 8192 refused", opts: []Option{WithMaxRSABits(8193)}, wantErr: "WithMaxRSABits"},
 		{name: "all errors reported", opts: []Option{WithClock(nil), WithReplayCacheSize(-1)}, wantErr: "nil clock\ndpop: WithReplayCacheSize"},
 	}
 	for _, tt := range tests {
