@@ -309,11 +309,12 @@ func TestWiringMistakesPanic(t *testing.T) {
 	t.Parallel()
 	fn := grpcpep.Map(rules())
 	var nilClient *pep.Client
-	tests := []struct {
+	type mistake struct {
 		name  string
 		build func()
 		says  string
-	}{
+	}
+	tests := []mistake{
 		{"nil checker", func() { grpcpep.UnaryServerInterceptor(nil, fn) }, "the Checker is nil"},
 		{"typed nil checker", func() { grpcpep.StreamServerInterceptor(nilClient, fn) }, "the Checker is nil"},
 		{"nil func", func() { grpcpep.UnaryServerInterceptor(fixed{}, nil) }, "the Func is nil"},
@@ -325,6 +326,14 @@ func TestWiringMistakesPanic(t *testing.T) {
 		{"a wildcard resource", func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"*", []string{"read"}}}) }, "a resource other than"},
 		{"no scope", func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"orders", nil}}) }, "at least one scope"},
 		{"an empty scope", func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"orders", []string{"read", ""}}}) }, "none of them empty"},
+		{"a zero redecide interval", func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(0)) }, "grpcpep: WithStreamRedecide needs a positive interval"},
+		{"a negative redecide interval", func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(-time.Second)) }, "grpcpep: WithStreamRedecide needs a positive interval"},
+	}
+	// WithPublicMethods takes exact full method names only: a prefix, a
+	// service name or a pattern is a wiring mistake.
+	for _, name := range []string{"", "/grpc.health.v1.Health", "/grpc.health.v1.Health/", "grpc.health.v1.Health/Check", "/grpc.health.v1.Health/*/x"} {
+		tests = append(tests, mistake{"a public method " + name, func() { grpcpep.UnaryServerInterceptor(fixed{}, fn, grpcpep.WithPublicMethods(name)) },
+			"grpcpep: WithPublicMethods was given " + `"` + name + `"` + `, which is not a full method name "/package.Service/Method" (exact names only, no prefixes)`})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
