@@ -136,7 +136,8 @@ func FuzzVerifySigned(f *testing.F) {
 
 // FuzzECDSADERToJWS checks the hand-written DER reader of ecdsaDERToJWS
 // against encoding/asn1 and math/big: for any input both accept or both
-// refuse, and where they accept they give the same R||S.
+// refuse, and where they accept they give the same R||S (small values
+// padded to the size). Its seeds are the unit cases.
 func FuzzECDSADERToJWS(f *testing.F) {
 	for _, seed := range [][]byte{
 		{0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x02},                                                  // r=1, s=2
@@ -148,6 +149,8 @@ func FuzzECDSADERToJWS(f *testing.F) {
 		{0x30, 0x06, 0x02, 0x01, 0x00, 0x02, 0x01, 0x02},                                                  // r zero
 		{0x30, 0x05, 0x02, 0x00, 0x02, 0x01, 0x02},                                                        // r empty
 		append([]byte{0x30, 0x26, 0x02, 0x21, 0x00, 0x80}, append(make([]byte, 31), 0x02, 0x01, 0x01)...), // 32-byte r, high bit
+		append([]byte{0x30, 0x27, 0x02, 0x22, 0x00, 0x80}, append(make([]byte, 32), 0x02, 0x01, 0x01)...), // 33-byte r: too large
+		[]byte("nope"), // not DER
 	} {
 		f.Add(seed)
 	}

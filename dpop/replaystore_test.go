@@ -252,9 +252,3 @@ func TestReplayStoreCheckThenRecord(t *testing.T) {
 	requireOnly(t, b.Record(resB), ErrReplay)
 	requireOnly(t, a.Record(resA), ErrReplay)
 }
-
-func TestWithReplayStoreNil(t *testing.T) {
-	t.Parallel()
-	_, err := NewVerifier(WithReplayStore(nil))
-	require.ErrorContains(t, err, "WithReplayStore: nil ReplayStore")
-}

@@ -74,27 +74,6 @@ func TestVerifyBoundsTheCostOfAnRSAKey(t *testing.T) {
 	}
 }
 
-// TestWithMaxRSABitsRefusesOutOfRange: a bound below RFC 7518's 2048 bits
-// or above the Signer's 8192 is a mistake NewVerifier reports.
-func TestWithMaxRSABitsRefusesOutOfRange(t *testing.T) {
-	t.Parallel()
-	for _, bits := range []int{0, 2047, 8193} {
-		_, err := NewVerifier(WithMaxRSABits(bits))
-		require.ErrorContains(t, err, "WithMaxRSABits", "%d", bits)
-	}
-}
-
-// TestNewSignerRefusesAnRSAExponentOtherThan65537: the Signer signs with
-// no key the Verifier would refuse for its exponent.
-func TestNewSignerRefusesAnRSAExponentOtherThan65537(t *testing.T) {
-	t.Parallel()
-	loadKeys(t)
-	k := *testRSA
-	k.E = 3
-	_, err := NewSigner(&k)
-	require.ErrorContains(t, err, "public exponent 3: want 65537")
-}
-
 // BenchmarkVerifyRSAKeyCost measures what one proof with a garbage
 // signature costs a Verifier, by modulus and exponent: what an
 // unauthenticated caller can make it spend, with WithMaxRSABits(8192);

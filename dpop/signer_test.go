@@ -7,13 +7,11 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/asn1"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +32,8 @@ func TestNewSigner(t *testing.T) {
 	require.NoError(t, err)
 	rsa1024, err := rsa.GenerateKey(rand.Reader, 1024)
 	require.NoError(t, err)
+	e3 := *testRSA // the Signer signs with no key the Verifier would refuse for its exponent
+	e3.E = 3
 
 	tests := []struct {
 		name    string
@@ -53,6 +53,7 @@ func TestNewSigner(t *testing.T) {
 		{name: "P-384", key: p384, wantErr: "unsupported ecdsa curve P-384"},
 		{name: "P-521", key: p521, wantErr: "unsupported ecdsa curve P-521"},
 		{name: "RSA 1024", key: rsa1024, wantErr: "rsa key of 1024 bits"},
+		{name: "RSA exponent 3", key: &e3, wantErr: "public exponent 3: want 65537"},
 		{name: "nil public key", key: opaqueKey{}, wantErr: "signer has no public key"},
 		{name: "unknown key type", key: opaqueKey{pub: "not a key"}, wantErr: "unsupported key type string"},
 		{name: "empty ecdsa key", key: opaqueKey{pub: &ecdsa.PublicKey{}}, wantErr: "empty ecdsa public key"},
@@ -359,35 +360,6 @@ func checkBinding(proof, htu, token string) error {
 	return nil
 }
 
-func TestECDSADERToJWS(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		der     []byte
-		wantErr bool
-	}{
-		{name: "trailing bytes", der: append(mustDER(t, 1, 2), 0), wantErr: true},
-		{name: "zero r", der: mustDER(t, 0, 2), wantErr: true},
-		{name: "r too large", der: mustDERBig(t, 33), wantErr: true},
-		{name: "small values padded", der: mustDER(t, 1, 2)},
-		{name: "not asn1", der: []byte("nope"), wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			out, err := ecdsaDERToJWS(tt.der, 32)
-			if tt.wantErr {
-				require.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			require.Len(t, out, 64)
-			assert.Equal(t, byte(1), out[31])
-			assert.Equal(t, byte(2), out[63])
-		})
-	}
-}
-
 // verifyWithGoJose checks a proof's signature with the key in its own header.
 func verifyWithGoJose(proof string) error {
 	jws, err := jose.ParseSignedCompact(proof, []jose.SignatureAlgorithm{jose.ES256, jose.EdDSA, jose.PS256})
@@ -396,19 +368,4 @@ func verifyWithGoJose(proof string) error {
 	}
 	_, err = jws.Verify(jws.Signatures[0].Header.JSONWebKey)
 	return err
-}
-
-func mustDER(t *testing.T, r, s int64) []byte {
-	t.Helper()
-	der, err := asn1.Marshal(struct{ R, S *big.Int }{big.NewInt(r), big.NewInt(s)})
-	require.NoError(t, err)
-	return der
-}
-
-func mustDERBig(t *testing.T, rBytes int) []byte {
-	t.Helper()
-	r := new(big.Int).Lsh(big.NewInt(1), uint(8*rBytes-1))
-	der, err := asn1.Marshal(struct{ R, S *big.Int }{r, big.NewInt(1)})
-	require.NoError(t, err)
-	return der
 }

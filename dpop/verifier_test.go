@@ -102,113 +102,6 @@ func (f fixture) proof(t testing.TB, mutate func(h, c map[string]any)) string {
 	return forgeSign(t, "ES256", f.key, mustJSON(t, h), mustJSON(t, c))
 }
 
-func TestVerifyAccepts(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	tests := []struct {
-		name   string
-		proof  func(t *testing.T) string
-		req    func(r *Request)
-		opts   []Option
-		verify func(t *testing.T, res *Result)
-	}{
-		{
-			name:  "resource request with token",
-			proof: func(t *testing.T) string { return f.proof(t, nil) },
-			verify: func(t *testing.T, res *Result) {
-				assert.Equal(t, f.jkt, res.Thumbprint)
-				assert.Equal(t, "ES256", res.Algorithm)
-				assert.Equal(t, "GET", res.Claims.Method)
-				assert.Equal(t, testURL, res.Claims.URL)
-				assert.Equal(t, testNow.Unix(), res.Claims.IssuedAt.Unix())
-				assert.Equal(t, TokenHash(testToken), res.Claims.AccessTokenHash)
-				assert.True(t, f.key.PublicKey.Equal(res.PublicKey))
-			},
-		},
-		{
-			name:  "token endpoint without token or jkt",
-			proof: func(t *testing.T) string { return f.proof(t, func(_, c map[string]any) { delete(c, "ath") }) },
-			req:   func(r *Request) { r.AccessToken, r.JKT, r.Method = "", "", "GET" },
-		},
-		{
-			name:  "ath ignored without a token",
-			proof: func(t *testing.T) string { return f.proof(t, func(_, c map[string]any) { c["ath"] = "whatever" }) },
-			req:   func(r *Request) { r.AccessToken, r.JKT = "", "" },
-		},
-		{
-			name:  "jkt without token (dpop_jkt binding)",
-			proof: func(t *testing.T) string { return f.proof(t, nil) },
-			req:   func(r *Request) { r.AccessToken = "" },
-		},
-		{
-			name: "htu differs only by normalisation",
-			proof: func(t *testing.T) string {
-				return f.proof(t, func(_, c map[string]any) { c["htu"] = "HTTPS://RS.Example.com:443/./resource" })
-			},
-			req: func(r *Request) { r.URL = "https://rs.example.com:443/resource#x" },
-		},
-		{
-			name: "iat at the oldest edge",
-			proof: func(t *testing.T) string {
-				return f.proof(t, func(_, c map[string]any) { c["iat"] = testNow.Unix() - 60 })
-			},
-		},
-		{
-			name: "iat at the newest edge",
-			proof: func(t *testing.T) string {
-				return f.proof(t, func(_, c map[string]any) { c["iat"] = testNow.Unix() + 10 })
-			},
-		},
-		{
-			name: "fractional iat",
-			proof: func(t *testing.T) string {
-				return f.proof(t, func(_, c map[string]any) { c["iat"] = float64(testNow.Unix()) - 0.5 })
-			},
-		},
-		{
-			name: "unknown claims and headers ignored",
-			proof: func(t *testing.T) string {
-				return f.proof(t, func(h, c map[string]any) { h["kid"] = "x"; c["extra"] = []any{1} })
-			},
-		},
-		{
-			name:  "nonce claim ignored without WithNonces",
-			proof: func(t *testing.T) string { return f.proof(t, func(_, c map[string]any) { c["nonce"] = "n" }) },
-		},
-		{
-			name: "wider window",
-			proof: func(t *testing.T) string {
-				return f.proof(t, func(_, c map[string]any) { c["iat"] = testNow.Unix() - 300 })
-			},
-			opts: []Option{WithIATWindow(5*time.Minute, 0)},
-		},
-		{
-			name: "RS256 allowed by default",
-			proof: func(t *testing.T) string {
-				h := map[string]any{"typ": "dpop+jwt", "alg": "RS256", "jwk": publicJWKMap(t, testRSA.Public())}
-				return forgeSign(t, "RS256", testRSA, mustJSON(t, h), mustJSON(t, f.claims()))
-			},
-			req: func(r *Request) { r.JKT = thumbprintOf(t, testRSA.Public()) },
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			v := newTestVerifier(t, tt.opts...)
-			req := f.request(tt.proof(t))
-			if tt.req != nil {
-				tt.req(&req)
-			}
-			res, err := v.Verify(t.Context(), req)
-			require.NoError(t, err)
-			require.NotNil(t, res)
-			if tt.verify != nil {
-				tt.verify(t, res)
-			}
-		})
-	}
-}
-
 func TestVerifyAcceptsSignerProofs(t *testing.T) {
 	t.Parallel()
 	for name, key := range testKeys(t) {
@@ -229,7 +122,10 @@ func TestVerifyAcceptsSignerProofs(t *testing.T) {
 	}
 }
 
-func TestVerifyRejects(t *testing.T) {
+// TestVerify: the proofs and requests Verify accepts (want nil; verify
+// reads the Result), and those it refuses, each with one sentinel only,
+// recording nothing.
+func TestVerify(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
@@ -252,12 +148,45 @@ func TestVerifyRejects(t *testing.T) {
 	claimsJSON := func() string { return string(mustJSON(t, f.claims())) }
 
 	tests := []struct {
-		name  string
-		proof func(t *testing.T) string
-		req   func(r *Request)
-		opts  []Option
-		want  error
+		name   string
+		proof  func(t *testing.T) string
+		req    func(r *Request)
+		opts   []Option
+		want   error
+		verify func(t *testing.T, res *Result)
 	}{
+		// Accepted.
+		{
+			name: "resource request with token", proof: mutated(nil),
+			verify: func(t *testing.T, res *Result) {
+				assert.Equal(t, f.jkt, res.Thumbprint)
+				assert.Equal(t, "ES256", res.Algorithm)
+				assert.Equal(t, "GET", res.Claims.Method)
+				assert.Equal(t, testURL, res.Claims.URL)
+				assert.Equal(t, testNow.Unix(), res.Claims.IssuedAt.Unix())
+				assert.Equal(t, TokenHash(testToken), res.Claims.AccessTokenHash)
+				assert.True(t, f.key.PublicKey.Equal(res.PublicKey))
+			},
+		},
+		{name: "token endpoint without token or jkt", proof: mutated(func(_, c map[string]any) { delete(c, "ath") }), req: func(r *Request) { r.AccessToken, r.JKT, r.Method = "", "", "GET" }},
+		{name: "ath ignored without a token", proof: mutated(func(_, c map[string]any) { c["ath"] = "whatever" }), req: func(r *Request) { r.AccessToken, r.JKT = "", "" }},
+		{name: "jkt without token (dpop_jkt binding)", proof: mutated(nil), req: func(r *Request) { r.AccessToken = "" }},
+		{name: "htu differs only by normalisation", proof: mutated(func(_, c map[string]any) { c["htu"] = "HTTPS://RS.Example.com:443/./resource" }), req: func(r *Request) { r.URL = "https://rs.example.com:443/resource#x" }},
+		{name: "iat at the oldest edge", proof: mutated(func(_, c map[string]any) { c["iat"] = testNow.Unix() - 60 })},
+		{name: "iat at the newest edge", proof: mutated(func(_, c map[string]any) { c["iat"] = testNow.Unix() + 10 })},
+		{name: "fractional iat", proof: mutated(func(_, c map[string]any) { c["iat"] = float64(testNow.Unix()) - 0.5 })},
+		{name: "unknown claims and headers ignored", proof: mutated(func(h, c map[string]any) { h["kid"] = "x"; c["extra"] = []any{1} })},
+		{name: "nonce claim ignored without WithNonces", proof: mutated(func(_, c map[string]any) { c["nonce"] = "n" })},
+		{name: "wider window", proof: mutated(func(_, c map[string]any) { c["iat"] = testNow.Unix() - 300 }), opts: []Option{WithIATWindow(5*time.Minute, 0)}},
+		{
+			name: "RS256 allowed by default",
+			proof: func(t *testing.T) string {
+				h := map[string]any{"typ": "dpop+jwt", "alg": "RS256", "jwk": publicJWKMap(t, testRSA.Public())}
+				return forgeSign(t, "RS256", testRSA, mustJSON(t, h), mustJSON(t, f.claims()))
+			},
+			req: func(r *Request) { r.JKT = thumbprintOf(t, testRSA.Public()) },
+		},
+
 		// One DPoP header.
 		{name: "no DPoP header", proof: literal(""), req: func(r *Request) { r.Proofs = nil }, want: ErrMissingProof},
 		{name: "empty DPoP header", proof: literal(""), want: ErrMissingProof},
@@ -421,6 +350,14 @@ func TestVerifyRejects(t *testing.T) {
 				tt.req(&req)
 			}
 			res, err := v.Verify(t.Context(), req)
+			if tt.want == nil {
+				require.NoError(t, err)
+				require.NotNil(t, res)
+				if tt.verify != nil {
+					tt.verify(t, res)
+				}
+				return
+			}
 			require.Nil(t, res)
 			requireOnly(t, err, tt.want)
 			assert.Zero(t, v.replay.len(), "a rejected proof is not recorded")
@@ -806,6 +743,11 @@ func TestNewVerifierOptions(t *testing.T) {
 		{name: "zero cache refused", opts: []Option{WithReplayCacheSize(0)}, wantErr: "size must be positive"},
 		{name: "zero key limit refused", opts: []Option{WithReplayKeyLimit(0)}, wantErr: "limit must be positive"},
 		{name: "nil nonces refused", opts: []Option{WithNonces(nil)}, wantErr: "nil Nonces"},
+		{name: "nil replay store refused", opts: []Option{WithReplayStore(nil)}, wantErr: "WithReplayStore: nil ReplayStore"},
+		// A bound below RFC 7518's 2048 bits or above the Signer's 8192.
+		{name: "no RSA bound refused", opts: []Option{WithMaxRSABits(0)}, wantErr: "WithMaxRSABits"},
+		{name: "an RSA bound below 2048 refused", opts: []Option{WithMaxRSABits(2047)}, wantErr: "WithMaxRSABits"},
+		{name: "an RSA bound above 8192 refused", opts: []Option{WithMaxRSABits(8193)}, wantErr: "WithMaxRSABits"},
 		{name: "all errors reported", opts: []Option{WithClock(nil), WithReplayCacheSize(-1)}, wantErr: "nil clock\ndpop: WithReplayCacheSize"},
 	}
 	for _, tt := range tests {

@@ -265,7 +265,8 @@ func deny(cause error) pep.Result {
 }
 
 // The answers middleware.Classify gives, as codes, with and without the
-// options.
+// options (an outage and a refused caller token without them are
+// TestAdapterTable's rows).
 func TestAnswers(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -275,13 +276,11 @@ func TestAnswers(t *testing.T) {
 		auth    bool
 		want    codes.Code
 	}{
-		{"an outage is Unavailable", fixed{res: deny(pep.ErrUnavailable)}, nil, true, codes.Unavailable},
 		{"WithUnavailableCode hides an outage", fixed{res: deny(pep.ErrUnavailable)}, []grpcpep.Option{grpcpep.WithUnavailableCode(codes.PermissionDenied)}, true, codes.PermissionDenied},
 		{"a plain denial is not an outage", fixed{res: deny(nil)}, []grpcpep.Option{grpcpep.WithUnavailableCode(codes.Aborted)}, true, codes.PermissionDenied},
 		{"an unforeseen error is no decision, never Internal", fixed{err: errors.New("pep: something new")}, nil, true, codes.Unavailable},
 		{"the zero result is denied", fixed{}, nil, true, codes.PermissionDenied},
 		{"a closed client is an outage", fixed{res: deny(pep.ErrClosed), err: pep.ErrClosed}, nil, true, codes.Unavailable},
-		{"a refused caller token is Unauthenticated", fixed{err: pep.ErrUnauthorized}, nil, true, codes.Unauthenticated},
 		{"WithClientToken checks a call without metadata", fixed{res: pep.Result{Status: pep.Grant, Decisions: []pep.Decision{{Resource: "orders", Scope: "read", Status: pep.Grant}}}},
 			[]grpcpep.Option{grpcpep.WithClientToken()}, false, codes.OK},
 		{"WithClientToken: a refused client token is the service's outage", fixed{err: pep.ErrUnauthorized}, []grpcpep.Option{grpcpep.WithClientToken()}, true, codes.Unavailable},
@@ -310,11 +309,12 @@ func TestWiringMistakesPanic(t *testing.T) {
 	t.Parallel()
 	fn := grpcpep.Map(rules())
 	var nilClient *pep.Client
-	tests := []struct {
+	type mistake struct {
 		name  string
 		build func()
 		says  string
-	}{
+	}
+	tests := []mistake{
 		{"nil checker", func() { grpcpep.UnaryServerInterceptor(nil, fn) }, "the Checker is nil"},
 		{"typed nil checker", func() { grpcpep.StreamServerInterceptor(nilClient, fn) }, "the Checker is nil"},
 		{"nil func", func() { grpcpep.UnaryServerInterceptor(fixed{}, nil) }, "the Func is nil"},
@@ -326,6 +326,14 @@ func TestWiringMistakesPanic(t *testing.T) {
 		{"a wildcard resource", func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"*", []string{"read"}}}) }, "a resource other than"},
 		{"no scope", func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"orders", nil}}) }, "at least one scope"},
 		{"an empty scope", func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"orders", []string{"read", ""}}}) }, "none of them empty"},
+		{"a zero redecide interval", func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(0)) }, "grpcpep: WithStreamRedecide needs a positive interval"},
+		{"a negative redecide interval", func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(-time.Second)) }, "grpcpep: WithStreamRedecide needs a positive interval"},
+	}
+	// WithPublicMethods takes exact full method names only: a prefix, a
+	// service name or a pattern is a wiring mistake.
+	for _, name := range []string{"", "/grpc.health.v1.Health", "/grpc.health.v1.Health/", "grpc.health.v1.Health/Check", "/grpc.health.v1.Health/*/x"} {
+		tests = append(tests, mistake{"a public method " + name, func() { grpcpep.UnaryServerInterceptor(fixed{}, fn, grpcpep.WithPublicMethods(name)) },
+			"grpcpep: WithPublicMethods was given " + `"` + name + `"` + `, which is not a full method name "/package.Service/Method" (exact names only, no prefixes)`})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

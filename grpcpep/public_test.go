@@ -53,18 +53,3 @@ func TestPublicMethodsAreServedWithoutAToken(t *testing.T) {
 	}
 	assert.Zero(t, svc.ran.Load())
 }
-
-// WithPublicMethods takes exact full method names only: a prefix, a
-// service name or a pattern is a wiring mistake, named when the
-// interceptor is built.
-func TestPublicMethodsAreExactNames(t *testing.T) {
-	t.Parallel()
-	for _, name := range []string{"", "/grpc.health.v1.Health", "/grpc.health.v1.Health/", "grpc.health.v1.Health/Check", "/grpc.health.v1.Health/*/x"} {
-		t.Run(name, func(t *testing.T) {
-			require.PanicsWithValue(t, "grpcpep: WithPublicMethods was given "+`"`+name+`"`+
-				`, which is not a full method name "/package.Service/Method" (exact names only, no prefixes)`, func() {
-				grpcpep.UnaryServerInterceptor(panickingChecker{}, grpcpep.Map(rules()), grpcpep.WithPublicMethods(name))
-			})
-		})
-	}
-}

@@ -118,13 +118,3 @@ func TestStreamOpensOnTheGatewaysDecision(t *testing.T) {
 	err := ping(third)
 	require.Equal(t, codes.Unauthenticated, status.Code(err), "a stream opened on the cached GRANT of a revoked token: %v", err)
 }
-
-// WithStreamRedecide needs a positive interval.
-func TestStreamRedecideNeedsAPositiveInterval(t *testing.T) {
-	t.Parallel()
-	for _, d := range []time.Duration{0, -time.Second} {
-		require.PanicsWithValue(t, "grpcpep: WithStreamRedecide needs a positive interval", func() {
-			grpcpep.StreamServerInterceptor(panickingChecker{}, grpcpep.Map(rules()), grpcpep.WithStreamRedecide(d))
-		})
-	}
-}

@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -105,6 +104,9 @@ func app(t *testing.T) (*mockservertest.Server, http.Handler) {
 	return gw, requestID(mux)
 }
 
+// TestRequireAgainstReferenceServer: Require composed as a chi-style
+// service composes it, against the reference server. A missing or refused
+// token is TestAdapterTable's.
 func TestRequireAgainstReferenceServer(t *testing.T) {
 	t.Parallel()
 	gw, h := app(t)
@@ -121,20 +123,12 @@ func TestRequireAgainstReferenceServer(t *testing.T) {
 		{"manager passes both layers", "cat", "PUT", 200, "written"},
 		{"manager deletes with DELETE", "cat", "DELETE", 200, "deleted"},
 		{"the method is the decision context: POST may not delete", "cat", "POST", 403, ""},
-		{"no token", "", "GET", 401, ""},
-		{"a token the gateway refuses", "forged", "GET", 401, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			req := httptest.NewRequestWithContext(t.Context(), tt.method, "/orders/42", nil)
-			switch tt.user {
-			case "":
-			case "forged":
-				req.Header.Set("Authorization", "Bearer "+tokens["ann"][:len(tokens["ann"])-4]+"AAAA")
-			default:
-				req.Header.Set("Authorization", "Bearer "+tokens[tt.user])
-			}
+			req.Header.Set("Authorization", "Bearer "+tokens[tt.user])
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			assert.Equal(t, tt.status, rec.Code, rec.Body.String())
@@ -145,9 +139,6 @@ func TestRequireAgainstReferenceServer(t *testing.T) {
 			}
 			name, _ := errorBody(t, rec.Body.String())
 			assert.Equal(t, http.StatusText(tt.status), name)
-			if tt.status == 401 {
-				assert.True(t, strings.HasPrefix(rec.Header().Get("WWW-Authenticate"), "Bearer"))
-			}
 		})
 	}
 }

@@ -79,6 +79,10 @@ func errorBody(t *testing.T, body string) (name, message string) {
 	return e.Error, e.Message
 }
 
+// TestRequireAnswers: the answer to each outcome of the Checker, and the
+// malformed tokens refused without a call. The token grammar rows the
+// adapters share (the scheme's case, the spaces after it, another scheme,
+// padding only, two tokens in one value) are TestAdapterTable's.
 func TestRequireAnswers(t *testing.T) {
 	t.Parallel()
 	unauthorized := &pep.ResponseError{StatusCode: http.StatusUnauthorized, ErrorName: "Unauthorized", Message: "token expired"}
@@ -93,9 +97,7 @@ func TestRequireAnswers(t *testing.T) {
 		calls     int32
 	}{
 		{name: "grant runs the handler", auth: "Bearer tok", res: result(pep.Grant, nil), status: 200, calls: 1},
-		{name: "lowercase scheme is accepted", auth: "bearer tok", res: result(pep.Grant, nil), status: 200, calls: 1},
 		{name: "no token is 401 without a gateway call", status: 401, errName: "Unauthorized", challenge: "Bearer", calls: 0},
-		{name: "a Basic credential is no token", auth: "Basic dXNlcjpwdw==", status: 401, errName: "Unauthorized", challenge: "Bearer", calls: 0},
 		{name: "an empty Bearer is no token", auth: "Bearer ", status: 401, errName: "Unauthorized", challenge: "Bearer", calls: 0},
 		{name: "deny is 403", auth: "Bearer tok", res: result(pep.Deny, nil), status: 403, errName: "Forbidden", calls: 1},
 		{name: "a fail-closed deny is 403", auth: "Bearer tok", res: result(pep.Deny, pep.ErrUnavailable), status: 403, errName: "Forbidden", calls: 1},
@@ -108,10 +110,7 @@ func TestRequireAnswers(t *testing.T) {
 		{name: "a token pep refuses to send is 401", auth: "Bearer tok", err: pep.ErrNoToken, status: 401, errName: "Unauthorized", challenge: `Bearer error="invalid_token"`, calls: 1},
 		{name: "a token with a space is 401 without a call", auth: "Bearer a b", status: 401, errName: "Unauthorized", challenge: "Bearer", calls: 0},
 		{name: "a token with non-ASCII is 401 without a call", auth: "Bearer café", status: 401, errName: "Unauthorized", challenge: "Bearer", calls: 0},
-		{name: "a token of padding only is 401 without a call", auth: "Bearer ==", status: 401, errName: "Unauthorized", challenge: "Bearer", calls: 0},
-		{name: "a token with a comma is 401 without a call", auth: "Bearer a,Bearer b", status: 401, errName: "Unauthorized", challenge: "Bearer", calls: 0},
 		{name: "padding and the b64token alphabet are accepted", auth: "Bearer aZ09-._~+/==", res: result(pep.Grant, nil), status: 200, calls: 1},
-		{name: "spaces after the scheme are accepted", auth: "Bearer   tok", res: result(pep.Grant, nil), status: 200, calls: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -179,11 +179,11 @@ func TestNoStackPerformsAMethodOtherThanTheOneChecked(t *testing.T) {
 	rackForms, phpForms := overridingBy(rackForm, plainKey), overridingBy(phpForm, plainKey)
 	rackPart := func(name, head string) stackCase {
 		return stackCase{name: name, ct: "multipart/form-data; boundary=XyZ", body: "--XyZ\r\n" + head + "\r\nDELETE\r\n--XyZ--\r\n",
-			stack: rackMultipartOverriding("XyZ"), premise: func() bool { return rackPartName(head) == "_method" }}
+			stack: multipartOverriding("XyZ", func(h string) bool { return rackMethodPart(h + "\r\n") }), premise: func() bool { return rackMethodPart(head) }}
 	}
 	phpPart := func(name, head string) stackCase {
 		return stackCase{name: name, ct: "multipart/form-data; boundary=XyZ", body: "--XyZ\r\n" + head + "\r\n\r\nDELETE\r\n--XyZ--\r\n",
-			stack: phpMultipartOverridingRaw("XyZ"), premise: func() bool { n, array := phpPartName(strings.Split(head, "\r\n")); return n == "_method" && !array }}
+			stack: multipartOverriding("XyZ", phpMethodPart), premise: func() bool { return phpMethodPart(head) }}
 	}
 	phpNamed := func(name string) stackCase {
 		ct, body := multipartBody(t, name, "DELETE")

@@ -81,33 +81,9 @@ func rackPartName(head string) string {
 	return name
 }
 
-// rackMultipartOverriding is Rack::MethodOverride in front of a Rack 3 app:
-// it reads req.POST (the multipart body, through the middleware's guard)
-// and performs the method of the part Rack files under "_method".
-func rackMultipartOverriding(boundary string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			_, _ = io.WriteString(w, "read refused")
-			return
-		}
-		performed := r.Method
-		for _, part := range strings.Split(string(body), "--"+boundary) {
-			part = strings.TrimPrefix(part, "\r\n")
-			head, value, ok := strings.Cut(part, "\r\n\r\n")
-			if !ok {
-				continue
-			}
-			value = strings.TrimSuffix(value, "\r\n")
-			if rackPartName(head+"\r\n") == "_method" {
-				if u := strings.ToUpper(value); u == "DELETE" || u == "PUT" || u == "PATCH" {
-					performed = u
-				}
-			}
-		}
-		_, _ = io.WriteString(w, "performed "+performed)
-	}
-}
+// rackMethodPart says whether Rack files a part with this head (its
+// lines, each ending in CRLF) under "_method".
+func rackMethodPart(head string) bool { return rackPartName(head) == "_method" }
 
 // phpIsSpace is C isspace in the C locale.
 func phpIsSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
@@ -213,11 +189,20 @@ func phpPartName(lines []string) (string, bool) {
 	return "", false
 }
 
-// phpMultipartOverridingRaw is Symfony's Request::getMethod over PHP's own
-// multipart parser (not Go's): it reads the body through the middleware's
-// guard and performs the method of the part PHP registers as
-// $_POST['_method'].
-func phpMultipartOverridingRaw(boundary string) http.HandlerFunc {
+// phpMethodPart says whether PHP registers a part with this head (its
+// lines, CRLF between them) as $_POST['_method'].
+func phpMethodPart(head string) bool {
+	name, array := phpPartName(strings.Split(head, "\r\n"))
+	return name == "_method" && !array
+}
+
+// multipartOverriding is a stack's method override in front of its own
+// multipart parser (not Go's): Rack::MethodOverride reading req.POST
+// (methodPart rackMethodPart), Symfony's Request::getMethod over PHP's
+// parser (phpMethodPart). It reads the body through the middleware's
+// guard and performs the method of the part methodPart takes for
+// _method.
+func multipartOverriding(boundary string, methodPart func(head string) bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -232,7 +217,7 @@ func phpMultipartOverridingRaw(boundary string) http.HandlerFunc {
 				continue
 			}
 			value = strings.TrimSuffix(value, "\r\n")
-			if name, array := phpPartName(strings.Split(head, "\r\n")); name == "_method" && !array {
+			if methodPart(head) {
 				if u := strings.ToUpper(value); u == "DELETE" || u == "PUT" || u == "PATCH" {
 					performed = u
 				}

@@ -60,10 +60,6 @@ var preparedFixture = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 // another path's or another token's decision would differ.
 func TestPreparedRouteMatchesCheckMany(t *testing.T) {
 	gw := mockservertest.Start(t, mockserver.WithFixture(preparedFixture), es256Tokens)
-	newClient := func() *pep.Client {
-		c := newPep(t, gw, "odd", "odd-api")
-		return c
-	}
 	toks := map[string]string{"uno": gw.Token("odd", "uno"), "dos": gw.Token("odd", "dos")}
 	type route struct {
 		resource string
@@ -100,7 +96,7 @@ func TestPreparedRouteMatchesCheckMany(t *testing.T) {
 	}
 	gs := make([]guarded, len(kinds))
 	for k, kind := range kinds {
-		gs[k].c = newClient()
+		gs[k].c = newPep(t, gw, "odd", "odd-api")
 		for _, rt := range routes {
 			gs[k].hs = append(gs[k].hs, kind.guard(gs[k].c, rt)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 		}

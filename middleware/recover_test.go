@@ -8,11 +8,14 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/adaptertest"
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -26,6 +29,20 @@ func (panicking) CheckMany(context.Context, []pep.Resource, ...pep.CallOption) (
 
 func (panicking) Evaluate(context.Context, authzen.Request, ...authzen.CallOption) (authzen.Decision, error) {
 	panic("a user's Evaluator with a bug")
+}
+
+// warnPanics is a user's slog handler with a bug on its Warn and Error
+// path.
+type warnPanics struct{}
+
+func (warnPanics) Enabled(context.Context, slog.Level) bool { return true }
+func (h warnPanics) WithAttrs([]slog.Attr) slog.Handler     { return h }
+func (h warnPanics) WithGroup(string) slog.Handler          { return h }
+func (warnPanics) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		panic("a bug in the user's log handler")
+	}
+	return nil
 }
 
 type syncBuffer struct {
@@ -51,8 +68,22 @@ func (s *syncBuffer) String() string {
 // shape) with the panic logged at Error, never the token: the request
 // fails closed with an answer whatever the router does with panics (gin
 // and echo recover none without their own Recovery middleware).
+//
+// The row TestMiddlewareRecoverDoesNotDependOnTheLogger: nor does the
+// answer depend on the user's logger: one slog handler with a bug on its
+// Error path, shared by the client (which logs its fail-closed outage at
+// Warn and panics there) and the middleware (which logs the recovered
+// panic), still gets the request its 403, and nothing leaves the
+// middleware. (The middleware's log line used to panic again, outside any
+// recover: net/http dropped the connection, and a router without recovery
+// ended the process.)
 func TestPanickingUserCallbackIsDenied(t *testing.T) {
 	t.Parallel()
+	buggyLogger := slog.New(warnPanics{})
+	down, err := hangguard.NewPep("http://127.0.0.1:1", adaptertest.Realm, adaptertest.ClientID,
+		pep.WithRetry(0, time.Millisecond, time.Millisecond), pep.WithLogger(buggyLogger))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = down.Close() })
 	grant := &fakeChecker{res: result(pep.Grant, nil)}
 	buggyResource := func(*http.Request) (string, []string) { panic("a user's resource function with a bug") }
 	buggySubject := func(*http.Request) (authzen.Subject, error) { panic("a user's subject function with a bug") }
@@ -62,40 +93,49 @@ func TestPanickingUserCallbackIsDenied(t *testing.T) {
 		return authzen.Action{Name: "read"}, authzen.Resource{Type: "order", ID: "42"}
 	}
 	tests := []struct {
-		name     string
-		callback string
-		build    func(opts ...middleware.Option) middleware.Middleware
+		name   string
+		logger *slog.Logger // nil: a text logger whose lines the row reads
+		build  func(opts ...middleware.Option) middleware.Middleware
 	}{
-		{"the resource function", "the resource function", func(opts ...middleware.Option) middleware.Middleware {
+		{"the resource function", nil, func(opts ...middleware.Option) middleware.Middleware {
 			return middleware.RequireFunc(grant, buggyResource, opts...)
 		}},
-		{"the Checker", "the Checker", func(opts ...middleware.Option) middleware.Middleware {
+		{"the Checker", nil, func(opts ...middleware.Option) middleware.Middleware {
 			return middleware.RequireFunc(panicking{}, middleware.Static("orders", "read"), opts...)
 		}},
-		{"the subject function", "the subject function", func(opts ...middleware.Option) middleware.Middleware {
+		{"the subject function", nil, func(opts ...middleware.Option) middleware.Middleware {
 			return middleware.RequireAuthZEN(panicking{}, buggySubject, target, opts...)
 		}},
-		{"the target function", "the target function", func(opts ...middleware.Option) middleware.Middleware {
+		{"the target function", nil, func(opts ...middleware.Option) middleware.Middleware {
 			return middleware.RequireAuthZEN(panicking{}, subject, buggyTarget, opts...)
 		}},
-		{"the Evaluator", "the Evaluator", func(opts ...middleware.Option) middleware.Middleware {
+		{"the Evaluator", nil, func(opts ...middleware.Option) middleware.Middleware {
 			return middleware.RequireAuthZEN(panicking{}, subject, target, opts...)
+		}},
+		{"TestMiddlewareRecoverDoesNotDependOnTheLogger", buggyLogger, func(opts ...middleware.Option) middleware.Middleware {
+			return middleware.RequireFunc(down, middleware.Static("orders", "read"), opts...)
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			logs := &syncBuffer{}
+			logger := tt.logger
+			if logger == nil {
+				logger = slog.New(slog.NewTextHandler(logs, nil))
+			}
 			var ran bool
-			h := tt.build(middleware.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran = true }))
+			h := tt.build(middleware.WithLogger(logger))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran = true }))
 			var got answer
 			require.NotPanics(t, func() { got = serve(t, h, http.MethodGet, "Bearer secret-token") })
 			assert.Equal(t, http.StatusForbidden, got.status)
 			errorBody(t, got.body)
 			assert.False(t, ran)
-			assert.Contains(t, logs.String(), "level=ERROR")
-			assert.Contains(t, logs.String(), tt.callback+" panicked")
-			assert.NotContains(t, logs.String(), "secret-token")
+			if tt.logger == nil {
+				assert.Contains(t, logs.String(), "level=ERROR")
+				assert.Contains(t, logs.String(), tt.name+" panicked")
+				assert.NotContains(t, logs.String(), "secret-token")
+			}
 		})
 	}
 }

@@ -128,17 +128,12 @@ func startTwoNodeCluster(t *testing.T) twoNodeCluster {
 	require.NoError(t, x.Do(ctx, "cluster", "addslotsrange", 0, 8191).Err())
 	require.NoError(t, y.Do(ctx, "cluster", "addslotsrange", 8192, 16383).Err())
 	require.NoError(t, x.Do(ctx, "cluster", "meet", "127.0.0.1", py, proxyPort).Err())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitFor(t, "the cluster forms", 30*time.Second, func() bool {
 		okx, _ := x.ClusterInfo(ctx).Result()
 		oky, _ := y.ClusterInfo(ctx).Result()
-		if strings.Contains(okx, "cluster_state:ok") && strings.Contains(oky, "cluster_state:ok") &&
-			strings.Contains(okx, "cluster_known_nodes:2") && strings.Contains(oky, "cluster_known_nodes:2") {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the cluster did not form: %s / %s", okx, oky)
-		time.Sleep(50 * time.Millisecond)
-	}
+		return strings.Contains(okx, "cluster_state:ok") && strings.Contains(oky, "cluster_state:ok") &&
+			strings.Contains(okx, "cluster_known_nodes:2") && strings.Contains(oky, "cluster_known_nodes:2")
+	})
 	// A channel whose slot is Y's: the replicas' subscriptions go to Y.
 	var channel string
 	for i := 0; ; i++ {

@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,47 +13,25 @@ import (
 	"github.com/orgauthz/orgauthz/redisstore"
 )
 
-// lostRecorder is a Receiver that keeps the first Lost error and counts
-// the heartbeats.
-type lostRecorder struct {
-	once  sync.Once
-	lost  chan error
-	mu    sync.Mutex
-	beats int
-}
-
-func (l *lostRecorder) Message([]byte) {}
-func (l *lostRecorder) Lost(err error) { l.once.Do(func() { l.lost <- err }) }
-func (l *lostRecorder) Heartbeat(time.Time) {
-	l.mu.Lock()
-	l.beats++
-	l.mu.Unlock()
-}
-
 // refusedSession subscribes an Invalidator on rdb and requires its first
 // session to be lost, before any heartbeat, with an error that contains
 // each of want (what to use instead).
 func refusedSession(t *testing.T, rdb redis.UniversalClient, channel string, want ...string) {
 	t.Helper()
 	inv := redisstore.NewInvalidator(rdb, channel)
-	rec := &lostRecorder{lost: make(chan error, 1)}
+	rec := &sessionLog{}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- inv.Subscribe(ctx, rec) }()
-	var err error
-	select {
-	case err = <-rec.lost:
-	case <-time.After(10 * time.Second):
-	}
+	waitFor(t, "the session is reported lost", 10*time.Second, func() bool { _, _, lost := rec.read(); return len(lost) > 0 })
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
-	require.Error(t, err, "the session was not reported lost")
+	_, beats, lost := rec.read()
+	err := lost[0]
 	for _, w := range want {
 		require.ErrorContains(t, err, w)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	require.Zero(t, rec.beats, "a heartbeat was reported on a refused topology")
+	require.Zero(t, beats, "a heartbeat was reported on a refused topology")
 	require.False(t, errors.Is(err, context.Canceled))
 }
 

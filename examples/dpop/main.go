@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,7 +24,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/examples/fixtures"
-	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -47,7 +45,7 @@ func run(ctx context.Context, out io.Writer, gateway, fixture string, opts ...pe
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if gateway == "" {
-		url, stop, err := startReferenceServer(fixture)
+		url, stop, err := fixtures.StartReferenceServer(fixture)
 		if err != nil {
 			return err
 		}
@@ -148,31 +146,4 @@ func boundToken(ctx context.Context, tokenURL string, signer *dpop.Signer, usern
 		return "", "", fmt.Errorf("token endpoint: %s: %s", resp.Status, body.Error)
 	}
 	return body.AccessToken, body.TokenType, nil
-}
-
-// startReferenceServer runs the reference server on a loopback port,
-// seeded with the fixture file, or with the embedded acme fixture when
-// fixture is "".
-func startReferenceServer(fixture string) (string, func(), error) {
-	seed := mockserver.WithFixtureFile(fixture)
-	if fixture == "" {
-		f, err := mockserver.ParseFixture(fixtures.Acme())
-		if err != nil {
-			return "", nil, err
-		}
-		seed = mockserver.WithFixture(f)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	url := "http://" + ln.Addr().String()
-	srv, err := mockserver.New(seed, mockserver.WithIssuer(url))
-	if err != nil {
-		_ = ln.Close()
-		return "", nil, err
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	return url, func() { _ = hs.Close() }, nil
 }

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -35,7 +34,6 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/examples/fixtures"
 	"github.com/orgauthz/orgauthz/middleware"
-	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -74,7 +72,7 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 
 	gateway := cfg.gateway
 	if gateway == "" {
-		url, stop, err := startReferenceServer(cfg.fixture)
+		url, stop, err := fixtures.StartReferenceServer(cfg.fixture)
 		if err != nil {
 			return err
 		}
@@ -355,33 +353,6 @@ func showFailClosed(ctx context.Context, p *printer, gateway, adminSecret, token
 	p.line("Stats: %d calls, %d gateway requests, %d retries, %d fail-closed denials, breaker %s",
 		st.Calls, st.GatewayRequests, st.Retries, st.FailClosed, st.Breaker)
 	return nil
-}
-
-// startReferenceServer runs the reference server on a loopback port,
-// seeded with the fixture file, or with the embedded acme fixture when
-// fixture is "".
-func startReferenceServer(fixture string) (url string, stop func(), err error) {
-	seed := mockserver.WithFixtureFile(fixture)
-	if fixture == "" {
-		f, err := mockserver.ParseFixture(fixtures.Acme())
-		if err != nil {
-			return "", nil, err
-		}
-		seed = mockserver.WithFixture(f)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	url = "http://" + ln.Addr().String()
-	srv, err := mockserver.New(seed, mockserver.WithIssuer(url))
-	if err != nil {
-		_ = ln.Close()
-		return "", nil, err
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	return url, func() { _ = hs.Close() }, nil
 }
 
 func orNone(s string) string {

@@ -28,16 +28,6 @@ func blocked(fn string) bool {
 	return false
 }
 
-// waitFor polls cond every 10 ms, for a minute at most.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for this: %s", what)
-		}
-	}
-}
-
 // TestHealWithAStuckToxic: the suite takes a toxic away while the
 // toxic's goroutine is blocked sending, and heal returns. Toxiproxy's
 // RemoveToxic, which the suite called before, takes the proxy's toxic
@@ -83,7 +73,7 @@ func TestHealWithAStuckToxic(t *testing.T) {
 	defer client.Close()
 	// The answer's first chunk waits in the latency toxic; limit_data
 	// blocks sending the second to it.
-	waitFor(t, "the toxic blocks", func() bool { return blocked("toxics.(*LimitDataToxic).Pipe") })
+	until(t, "the toxic blocks", time.Minute, func() bool { return blocked("toxics.(*LimitDataToxic).Pipe") })
 
 	healed := make(chan error, 1)
 	go func() { healed <- r.heal() }()

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -344,24 +345,9 @@ type soakWorker struct {
 	apiGap, pepGap soakGap
 }
 
-func (w *soakWorker) liveOrgs() []*soakOrg {
-	var out []*soakOrg
-	for _, o := range w.orgs {
-		if !o.deleted {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
+// liveDepts is o's departments not deleted, in a new slice.
 func liveDepts(o *soakOrg) []*soakDept {
-	var out []*soakDept
-	for _, d := range o.depts {
-		if !d.deleted {
-			out = append(out, d)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(o.depts), func(d *soakDept) bool { return d.deleted })
 }
 
 func pick[T any](rng *rand.Rand, list []T) T { return list[rng.IntN(len(list))] }
@@ -392,7 +378,7 @@ func (w *soakWorker) step(ctx context.Context) error {
 // op does one operation chosen at random and says whether it was
 // get-organizations rather than an API call.
 func (w *soakWorker) op(ctx context.Context) (organizations bool, err error) {
-	live := w.liveOrgs()
+	live := slices.DeleteFunc(slices.Clone(w.orgs), func(o *soakOrg) bool { return o.deleted })
 	if len(live) == 0 {
 		return false, w.createOrg(ctx)
 	}
@@ -963,22 +949,10 @@ func soakVerifyTree(ctx context.Context, api *soakAPI, o *soakOrg) error {
 	for _, d := range liveDepts(o) {
 		want[d.id] = d.parentID()
 	}
-	if !mapsEqual(got, want) {
+	if !maps.Equal(got, want) {
 		return fmt.Errorf("organization %s: tenant-tree %v, want %v", o.id, got, want)
 	}
 	return nil
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // soakAssignments pages through a user's assignments.
