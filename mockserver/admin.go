@@ -202,7 +202,7 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request, c *caller) {
 
 // configLimits bound each integer key, inclusive.
 var configLimits = map[string][2]int{
-	"tokenLifetimeSeconds": {1, 86400},
+	"tokenLifetimeSeconds": {1, store.MaxTokenLifetimeSeconds},
 	"maxPageSize":          {1, 100},
 	"decisionLatencyMs":    {0, 60000},
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // With a shared store (WithReplayStore), authorization codes are sealed
@@ -240,7 +241,8 @@ func (s *Server) codeTokenID(sp *codeSpend) string {
 // codeReused revokes the access token sp's code issued, or is about to
 // (RFC 6749 section 4.1.2: a code used more than once is refused and its
 // tokens SHOULD be revoked), by its jti (codeTokenID), at every replica
-// with a shared store, until the latest expiry it can have. Only a
+// with a shared store, until the latest expiry it can have (the code's
+// expiry and the longest token lifetime a configuration can name). Only a
 // redemption whose client authenticated and whose every check of the code
 // passed gets here. A store that fails leaves the revocation to this
 // replica alone (logged): the reuse is refused either way.
@@ -250,7 +252,10 @@ func (s *Server) codeReused(ctx context.Context, sp *codeSpend, clientID string)
 	if now.After(until) {
 		until = now
 	}
-	until = until.Add(time.Duration(s.store.Config().TokenLifetimeSeconds)*time.Second + dpop.ReplayStoreMargin)
+	// The token was minted by the code's expiry, with the lifetime some
+	// replica's configuration had then: not the configuration read here
+	// (a-server10), so the longest any can have.
+	until = until.Add(store.MaxTokenLifetimeSeconds*time.Second + dpop.ReplayStoreMargin)
 	if _, err := s.sharedRecord(ctx, labelRevoked, sp.realm, jti, anyWriter, until, sp.issued); err != nil && !errors.Is(err, errSharedPredates) {
 		s.logger.Warn("a reused code's token was revoked at this replica only", "realm", sp.realm, "client", clientID)
 	}

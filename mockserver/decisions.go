@@ -365,7 +365,8 @@ type departmentBody struct {
 
 // getOrganizations answers the subject's organization context: the
 // organizations it is assigned in, sorted by name, each with its
-// departments there.
+// departments there; for a token limited to one organization (its
+// organization claim) that one alone, as /authorize counts it.
 func (s *Server) getOrganizations(r *http.Request, c *caller) (any, error) {
 	var req getOrganizationsRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -382,7 +383,7 @@ func (s *Server) getOrganizations(r *http.Request, c *caller) (any, error) {
 		if _, err := decisionClient(rm, req.ClientID); err != nil {
 			return err
 		}
-		for _, m := range rm.UserOrganizations(c.subject) {
+		for _, m := range rm.UserOrganizations(c.subject, c.org) {
 			t := tenantBody{TenantID: m.Org.ID, TenantName: m.Org.Name, Departments: make([]departmentBody, len(m.Depts))}
 			for i, d := range m.Depts {
 				t.Departments[i] = departmentBody{DepartmentID: d.ID, DepartmentName: d.Name}

@@ -204,7 +204,7 @@ func (s *Server) uiUser(w http.ResponseWriter, r *http.Request, ss *uiSession) {
 		p.Groups = bound(groups)
 		p.Effective = uiRoles(decision.EffectiveRoles(rm, u.ID, ""))
 		var ms []uiMembership
-		for _, m := range rm.UserOrganizations(u.ID) {
+		for _, m := range rm.UserOrganizations(u.ID, "") {
 			var depts []string
 			for _, d := range m.Depts {
 				depts = append(depts, d.Name)

@@ -191,18 +191,12 @@ func (sub *Subject) load(r *store.Realm, org string, f *SubjectFacts) {
 		trace = f.known(r, u)
 	}
 	r.TraceEffectiveRoles(u, sub.Roles, trace)
-	orgID := ""
-	if org != "" {
-		if _, ok := r.Orgs[org]; ok {
-			orgID = org
-		} else if id, ok := r.OrgByAlias[org]; ok {
-			orgID = id
-		} else {
-			if f != nil {
-				f.OrganizationUnknown = true
-			}
-			return
+	orgID, known := r.ClaimedOrganization(org)
+	if !known {
+		if f != nil {
+			f.OrganizationUnknown = true
 		}
+		return
 	}
 	if f != nil {
 		f.OrganizationID = orgID

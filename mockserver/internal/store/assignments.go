@@ -273,15 +273,36 @@ type Membership struct {
 	Depts []*Department
 }
 
+// ClaimedOrganization resolves a token's organization claim, an
+// organization id or alias: limit is the organization's id, "" for no
+// claim (every organization counts); ok is false for a claim that names
+// no organization, under which none counts. Every answer about a subject
+// reads the claim through it.
+func (r *Realm) ClaimedOrganization(claim string) (limit string, ok bool) {
+	if claim == "" {
+		return "", true
+	}
+	if _, ok := r.Orgs[claim]; ok {
+		return claim, true
+	}
+	id, ok := r.OrgByAlias[claim]
+	return id, ok
+}
+
 // UserOrganizations returns the organizations a user is assigned in,
 // deduplicated and sorted by name then id, each with the user's departments
-// sorted the same way. An unknown user or one without assignments gets none.
-func (r *Realm) UserOrganizations(userID string) []Membership {
+// sorted the same way. claim is the token's organization claim
+// (ClaimedOrganization): only that organization, none for one that names
+// none, every one for "". An unknown user or one without assignments gets
+// none.
+func (r *Realm) UserOrganizations(userID, claim string) []Membership {
 	byOrg := map[string][]*Department{}
-	if u, ok := r.Users[userID]; ok {
+	limit, known := r.ClaimedOrganization(claim)
+	if u, ok := r.Users[userID]; ok && known {
 		for dh := range r.heldOf(u) {
-			d := r.h.depts[dh]
-			byOrg[d.OrgID] = append(byOrg[d.OrgID], d)
+			if d := r.h.depts[dh]; limit == "" || d.OrgID == limit {
+				byOrg[d.OrgID] = append(byOrg[d.OrgID], d)
+			}
 		}
 	}
 	out := make([]Membership, 0, len(byOrg))

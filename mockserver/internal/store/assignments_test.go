@@ -87,10 +87,10 @@ func TestAssignmentLists(t *testing.T) {
 	assert.Equal(t, "Sub", tree[0].Children[0].Children[0].Dept.Name)
 	assert.Empty(t, tree[0].Children[0].Children[0].Children)
 
-	ms := r.UserOrganizations("u-alice")
+	ms := r.UserOrganizations("u-alice", "")
 	require.Len(t, ms, 2)
 	assert.Equal(t, "Alpha", ms[0].Org.Name)
-	assert.Empty(t, r.UserOrganizations("nobody"))
+	assert.Empty(t, r.UserOrganizations("nobody", ""))
 }
 
 func TestUserOrgRoleIDs(t *testing.T) {

@@ -72,7 +72,7 @@ func TestRecycledDepartmentHandleHoldsNothing(t *testing.T) {
 		tree, err := r.AssignmentTree("u-alice")
 		require.NoError(t, err)
 		assert.Empty(t, tree)
-		assert.Empty(t, r.UserOrganizations("u-alice"))
+		assert.Empty(t, r.UserOrganizations("u-alice", ""))
 		assert.Empty(t, r.UserOrgRoleIDs("u-alice", ""), "no grant through a recycled handle")
 		assert.NotContains(t, r.AssignmentsByUser(), "u-alice")
 		_, _, err = r.Assign("u-alice", top.ID, t0)

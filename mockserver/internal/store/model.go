@@ -352,6 +352,12 @@ type Config struct {
 	DecisionFailureRate  float64
 }
 
+// MaxTokenLifetimeSeconds bounds Config.TokenLifetimeSeconds: no token the
+// configuration names a lifetime for lives longer, whatever the
+// configuration was when it was minted, so a refusal that must outlast a
+// token it cannot read lasts this long past the token's latest issue.
+const MaxTokenLifetimeSeconds = 86400
+
 // DefaultConfig is the configuration a new store starts with.
 func DefaultConfig() Config {
 	return Config{TokenLifetimeSeconds: 300, MaxPageSize: 100}

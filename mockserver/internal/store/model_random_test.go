@@ -240,7 +240,7 @@ func runRandomOperations(t *testing.T, seed int64, steps int) {
 			if leaf != len(m.held[u]) {
 				t.Fatalf("seed %d step %d: tree shows %d of %d", seed, step, leaf, len(m.held[u]))
 			}
-			for _, mm := range r.UserOrganizations(u) {
+			for _, mm := range r.UserOrganizations(u, "") {
 				for _, d := range mm.Depts {
 					if !m.held[u][d.ID] {
 						t.Fatalf("leak in UserOrganizations")
