@@ -72,6 +72,9 @@ func TestReplayStoreRefusesARedisThatMayEvict(t *testing.T) {
 			settled(t, c, store.prefix)
 			const seed = "rep10-eviction-seed-0123456789"
 			a, b := replicaOn(t, store, seed), replicaOn(t, store, seed)
+			// and the binary, on its own client of the same script
+			settled(t, c, "orgauthz:mockserver:dpop:")
+			bin := startMockserver(t, "-fixture", "../examples/fixtures/acme.json", "-key-seed", seed, "-redis", rs.URL())
 
 			// maxmemory 0: nothing is evicted whatever the policy.
 			tok := aliceToken(t, a)
@@ -81,10 +84,15 @@ func TestReplayStoreRefusesARedisThatMayEvict(t *testing.T) {
 			require.Equal(t, http.StatusOK, status, body)
 			status, body = decideAt(t, b, tok)
 			require.Equal(t, http.StatusUnauthorized, status, "B refuses the revoked token: %s", body)
+			other := aliceToken(t, a)
+			status, body = decideAt(t, bin, other)
+			require.Equal(t, http.StatusOK, status, body)
 
 			fillUntilEvicted(t, c)
 			status, body = decideAt(t, b, tok)
 			require.Equal(t, http.StatusServiceUnavailable, status, "a Redis that may have evicted the revocation vouches for nothing: %s", body)
+			status, body = decideAt(t, bin, other)
+			require.Equal(t, http.StatusServiceUnavailable, status, "the binary refuses it too: %s", body)
 
 			_, err := store.Remember(t.Context(), "proof", time.Now().Add(time.Minute))
 			require.ErrorContains(t, err, "maxmemory-policy noeviction")
