@@ -25,7 +25,9 @@
 // flush, a restart (a crash restored from an RDB snapshot or an AOF that
 // had not synced its last second included) and a failover to a replica
 // all begin the keyspace again, and proofs are refused for the proof
-// window (70 s with the defaults). Redis expires records by its own
+// window (70 s with the defaults). A Redis that may evict keys (maxmemory
+// set with a maxmemory-policy other than noeviction) fails every call,
+// saying so, and keys it evicted begin the keyspace again. Redis expires records by its own
 // clock, so a Redis whose clock steps ahead loses every record whose end
 // falls within the step: each call sends the marker's script this
 // process's clock reading, and the marker keeps the high-water of Redis's

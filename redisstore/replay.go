@@ -113,8 +113,18 @@ const SinceKey = "since"
 // clock only: keep every shard's clock right (a shard whose clock alone
 // steps ahead expires its records unseen).
 //
-// Configure Redis with maxmemory-policy noeviction (the default): an
-// evicted key is a forgotten proof.
+// A Redis that may evict keys cannot vouch for its keyspace: an evicted
+// record is a forgotten proof or revocation (every record has an expiry,
+// so volatile-* policies take them), and under allkeys-* the marker
+// itself can go. So the script reads INFO memory, and every call fails,
+// with an error that says to set maxmemory-policy noeviction, unless
+// maxmemory is 0 (Redis's default) or the policy is noeviction (also the
+// default; managed services often set another: ElastiCache's is
+// volatile-lru); a Verifier reports it as dpop.ErrReplayStoreUnavailable,
+// the reference server as 503. It reads INFO stats too: evicted_keys
+// rising (an evicting policy set and reset between two calls) begins the
+// keyspace again, as a restart does. The client's Redis user must be
+// allowed INFO (server, memory and stats) inside EVAL.
 //
 // Remember returns by ctx's deadline whatever the client's configuration
 // (ContextTimeoutEnabled or not): the commands run on a goroutine of their

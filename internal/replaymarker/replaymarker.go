@@ -79,6 +79,23 @@ const HighWaterStep = 1000
 // tell the store it lost writes) or callerMillis is not a decimal
 // integer.
 //
+// A server that may evict keys cannot vouch for its keyspace: a record
+// evicted (every record has an expiry, so volatile-* policies take them
+// too) is a forgotten proof or revocation while the marker stands, and
+// under allkeys-* the marker itself can go. So the script reads INFO
+// memory and answers an error reply ([MayEvict], naming the fix), writing
+// nothing, unless maxmemory is 0 or maxmemory_policy is noeviction; and
+// one that hides either field fails likewise. Every call checks it, so a
+// policy changed on a running server refuses the next call. A policy
+// changed to an evicting one and back between two calls is seen by INFO
+// stats' evicted_keys: the script takes a server that evicted keys in this
+// run for another run of it (the run it compares the marker's with is
+// "<run_id>e<evicted_keys>" once evicted_keys is not 0), so the keyspace
+// begins again, as after a restart, at every rise. CONFIG RESETSTAT, which
+// zeroes evicted_keys, begins it again too; evictions followed by a
+// RESETSTAT with no call between them are not seen. (CONFIG GET cannot be
+// called from a script; INFO can.)
+//
 // Because it is decided where it is stored, a marker write that reaches
 // the server late (its sender paused, its bytes held in a partitioned
 // connection) judges the marker as it is then: it can never replace a
@@ -98,6 +115,22 @@ local caller = tonumber(ARGV[2])
 local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 if not run then
   return redis.error_reply('ERR INFO server answered no run_id: the replay keyspace cannot know its server lost writes')
+end
+local mem = redis.call('INFO', 'memory')
+local maxmem = string.match(mem, '\nmaxmemory:(%d+)')
+local policy = string.match(mem, '\nmaxmemory_policy:([%w-]+)')
+if not maxmem or not policy then
+  return redis.error_reply('ERR ` + noMemoryInfo + `')
+end
+if maxmem ~= '0' and policy ~= 'noeviction' then
+  return redis.error_reply('ERR ` + MayEvict + ` (maxmemory ' .. maxmem .. ', maxmemory-policy ' .. policy .. ')')
+end
+local evicted = string.match(redis.call('INFO', 'stats'), '\nevicted_keys:(%d+)')
+if not evicted then
+  return redis.error_reply('ERR ` + noEvictedKeys + `')
+end
+if evicted ~= '0' then
+  run = run .. 'e' .. evicted
 end
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'string' then
@@ -132,3 +165,17 @@ return {s, '` + Began + `'}
 
 // highWaterStep is HighWaterStep as the script's text.
 const highWaterStep = "1000"
+
+// Messages of [Script]'s error replies about eviction (no single quote:
+// they are in the script's Lua strings).
+const (
+	// MayEvict is the error reply of a server that may evict keys: it
+	// names the fix.
+	MayEvict = "this Redis may evict keys (its maxmemory is set and its maxmemory-policy is not noeviction), and an evicted record is a forgotten DPoP proof, revocation, spent code or sign-out: set maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction, or the parameter group of a managed Redis such as ElastiCache, whose default is volatile-lru), or maxmemory 0"
+	// noMemoryInfo is the error reply of a server whose INFO memory
+	// hides maxmemory or maxmemory_policy.
+	noMemoryInfo = "INFO memory answered no maxmemory or maxmemory_policy: the replay keyspace cannot know that its server never evicts a record (it needs maxmemory-policy noeviction, or maxmemory 0)"
+	// noEvictedKeys is the error reply of a server whose INFO stats
+	// hides evicted_keys.
+	noEvictedKeys = "INFO stats answered no evicted_keys: the replay keyspace cannot know that its server never evicted a record"
+)

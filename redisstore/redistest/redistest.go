@@ -18,7 +18,8 @@
 // Where neither binary is on PATH, Start falls back to
 // github.com/alicebob/miniredis/v2 in process and says so in the test log;
 // it is given ROLE, INFO replication (role:master and a master_replid, a
-// new one on every start and restart), INFO cluster and INFO
+// new one on every start and restart), INFO cluster, INFO memory and INFO
+// stats (no memory limit, no eviction: miniredis never evicts) and INFO
 // server (run_id only, a new one on every start and restart) for the
 // commands redisstore sends, in scripts too;
 // with ORGAUTHZ_REQUIRE_REDIS=1 in the environment (as .ci/run sets it) the
@@ -279,7 +280,9 @@ func (s *Server) run(dir string) error {
 // addCommands gives miniredis what it lacks of the commands redisstore
 // sends: ROLE, INFO replication and INFO cluster (a single server is its
 // own primary and no Cluster node, which redisstore.Invalidator checks at
-// every publication), and INFO
+// every publication), INFO memory and INFO stats (maxmemory 0, policy
+// noeviction and evicted_keys 0, which is the truth: miniredis never
+// evicts; the replay marker's script checks them), and INFO
 // server, which answers a run_id (redisstore's replay marker is bound to
 // it), a new one each time addCommands runs: a restarted miniredis needs
 // them again, and is a new run. The INFO hook answers in scripts too (they
@@ -307,6 +310,11 @@ func addCommands(t testing.TB, mini *miniredis.Miniredis) {
 			c.WriteBulk(replication)
 		case strings.EqualFold(args[0], "cluster"):
 			c.WriteBulk("# Cluster\r\ncluster_enabled:0\r\n")
+		case strings.EqualFold(args[0], "memory"):
+			// miniredis has no memory limit and never evicts.
+			c.WriteBulk("# Memory\r\nused_memory:0\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n")
+		case strings.EqualFold(args[0], "stats"):
+			c.WriteBulk("# Stats\r\nevicted_keys:0\r\n")
 		default:
 			return false
 		}
