@@ -59,7 +59,7 @@ type roleSourceWA struct {
 
 func evaluate(t *testing.T, srv *mockservertest.Server, token, client, body string) evaluation {
 	t.Helper()
-	res := postJSON(t, srv, fmt.Sprintf(evaluatePath, client), token, body)
+	res := bearerCall(t, srv, http.MethodPost, fmt.Sprintf(evaluatePath, client), token, body)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	var ev evaluation
 	require.NoError(t, json.Unmarshal(res.body, &ev))
@@ -296,7 +296,7 @@ func TestPolicyEvaluateRefusals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := postJSON(t, srv, fmt.Sprintf(evaluatePath, tc.client), tc.token, tc.body)
+			res := bearerCall(t, srv, http.MethodPost, fmt.Sprintf(evaluatePath, tc.client), tc.token, tc.body)
 			require.Equal(t, tc.status, res.status, string(res.body))
 			body := res.json(t)
 			require.Equal(t, http.StatusText(tc.status), body["error"])
@@ -373,7 +373,7 @@ func TestDenialLog(t *testing.T) {
 		pdp := srv.Token("acme", "service-account-orders-api")
 		ask := func(path, body string) {
 			t.Helper()
-			res := postJSON(t, srv, "/realms/acme/access/v1/"+path, pdp, body)
+			res := bearerCall(t, srv, http.MethodPost, "/realms/acme/access/v1/"+path, pdp, body)
 			require.Equal(t, http.StatusOK, res.status, string(res.body))
 		}
 		ask("evaluation", `{"subject":{"type":"user","id":"bob"},"action":{"name":"read"},"resource":{"type":"orders","id":"7"}}`)
