@@ -340,17 +340,9 @@ func TestRunLimitsConnections(t *testing.T) {
 	require.NoError(t, err)
 	defer first.Close()
 	require.NoError(t, first.SetDeadline(time.Now().Add(time.Minute)))
-	body := "grant_type=client_credentials&client_id=nobody"
-	_, err = io.WriteString(first, "POST /realms/master/protocol/openid-connect/token HTTP/1.1\r\nHost: "+addr+
-		"\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: "+fmt.Sprint(len(body))+
-		"\r\nExpect: 100-continue\r\n\r\n")
-	require.NoError(t, err)
-	fr := bufio.NewReader(first)
-	resp, err := http.ReadResponse(fr, nil)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusContinue, resp.StatusCode, "the handler reads the body: the request is in progress")
-	_, err = io.WriteString(first, body[:10])
-	require.NoError(t, err)
+	trickleBody(t, first, addr, "") // "grant_type=" of tokenHead's 1000 bytes
+	rest := "client_credentials&client_id=nobody&pad="
+	rest += strings.Repeat("x", 1000-len("grant_type=")-len(rest))
 
 	second, err := net.Dial("tcp", addr) // the kernel completes the handshake
 	require.NoError(t, err)
@@ -364,9 +356,9 @@ func TestRunLimitsConnections(t *testing.T) {
 	require.ErrorAs(t, err, &ne, "no answer while the first connection's request holds the only slot")
 	require.True(t, ne.Timeout(), "%v", err)
 
-	_, err = io.WriteString(first, body[10:])
+	_, err = io.WriteString(first, rest)
 	require.NoError(t, err)
-	resp, err = http.ReadResponse(fr, nil)
+	resp, err := http.ReadResponse(bufio.NewReader(first), nil)
 	require.NoError(t, err, "the first request is answered whole")
 	_, err = io.Copy(io.Discard, resp.Body)
 	require.NoError(t, err)
