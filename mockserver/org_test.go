@@ -576,6 +576,7 @@ func TestRoles(t *testing.T) {
 	assert.Equal(t, deletedJSON{ID: editor, Deleted: true}, del)
 	a.do(http.MethodDelete, "/"+orgID+"/roles/"+editor, nil).errBody(t, http.StatusNotFound)
 	assert.Equal(t, 6, list[roleJSON](a, "/global/roles").MetaData.TotalRows, "unlinking keeps the realm role")
+	a.realm(func(*store.Realm) {})
 }
 
 func TestGroups(t *testing.T) {
