@@ -668,7 +668,10 @@ func TestApplications(t *testing.T) {
 	assert.Equal(t, orders, result[appJSON](a, http.StatusOK, http.MethodGet, "/"+orgID+"/applications/orders-api", nil))
 	a.do(http.MethodGet, "/"+orgID+"/applications/hr-api", nil).errBody(t, http.StatusNotFound)
 
-	// PUT replaces the catalog entry's mutable fields; clientId stays.
+	// PUT replaces the catalog entry's mutable fields; clientId stays. An
+	// active entry that is not assignable is not assigned.
+	result[appJSON](a, http.StatusOK, http.MethodPut, "/global/applications/"+hr.ID, map[string]any{"name": "HR", "assignable": false})
+	a.do(http.MethodPost, "/"+orgID+"/applications/assign", map[string]any{"clientId": "hr-api"}).errBody(t, http.StatusBadRequest)
 	upd := result[appJSON](a, http.StatusOK, http.MethodPut, "/global/applications/"+hr.ID,
 		map[string]any{"clientId": "changed", "name": "Human Resources", "assignable": true})
 	assert.Equal(t, appJSON{ID: hr.ID, ClientID: "hr-api", Name: "Human Resources", Description: "", Tags: []string{},
