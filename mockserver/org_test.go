@@ -284,6 +284,7 @@ func TestOrganizationCRUD(t *testing.T) {
 		Attributes: map[string][]string{}}, upd)
 	e = a.do(http.MethodPut, "/"+org.ID, map[string]any{"description": "no name"}).errBody(t, http.StatusBadRequest)
 	assert.Equal(t, []fieldError{{Field: "name", Message: "is required"}}, e.Details)
+	assert.Equal(t, upd, result[orgJSON](a, http.StatusOK, http.MethodGet, "/"+org.ID, nil), "a failed update changes nothing")
 	// 404 for the path comes before 400 for the body.
 	a.do(http.MethodPut, "/"+store.NewID(), "{not json").errBody(t, http.StatusNotFound)
 
@@ -321,6 +322,8 @@ func TestOrganizationBodyValidation(t *testing.T) {
 		{"missing alias", map[string]any{"name": "x"}, "alias"},
 		{"uppercase alias", map[string]any{"name": "x", "alias": "Acme"}, "alias"},
 		{"alias too long", map[string]any{"name": "x", "alias": strings.Repeat("a", 64)}, "alias"},
+		{"alias starting with a dash", map[string]any{"name": "x", "alias": "-a"}, "alias"},
+		{"empty attribute key", map[string]any{"name": "x", "alias": "x", "attributes": map[string][]string{"": {"v"}}}, "attributes"},
 		{"long description", map[string]any{"name": "x", "alias": "x", "description": strings.Repeat("d", 2049)}, "description"},
 		{"too many attributes", map[string]any{"name": "x", "alias": "x", "attributes": manyAttrs}, "attributes"},
 		{"oversized body", `{"name":"x","alias":"x","description":"` + strings.Repeat("d", 1<<20) + `"}`, ""},
