@@ -408,6 +408,7 @@ func TestDepartments(t *testing.T) {
 	a.do(http.MethodGet, "/"+orgID+"/departments/"+support+"/sub-departments/"+inside, nil).errBody(t, http.StatusNotFound)
 	a.do(http.MethodGet, "/"+orgID+"/departments/"+sales.ID+"/sub-departments/"+deep, nil).errBody(t, http.StatusNotFound)
 	a.do(http.MethodPost, "/"+otherOrg+"/departments/"+sales.ID+"/sub-departments", map[string]any{"name": "x"}).errBody(t, http.StatusNotFound)
+	a.do(http.MethodGet, "/"+otherOrg+"/departments/"+sales.ID+"/sub-departments", nil).errBody(t, http.StatusNotFound)
 
 	roots := list[deptJSON](a, "/"+orgID+"/departments")
 	assert.Equal(t, 2, roots.MetaData.TotalRows)
