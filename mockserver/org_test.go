@@ -700,6 +700,7 @@ func TestApplications(t *testing.T) {
 func TestPropertyTemplates(t *testing.T) {
 	a := newOrgAPI(t)
 	orgID := a.createOrg("Acme", "acme")
+	other := a.createOrg("Other", "other")
 	base := "/" + orgID + "/property-templates"
 	body := map[string]any{"name": "finance", "description": "money", "properties": []map[string]any{
 		{"key": "cost", "label": "Cost centre", "type": "NUMBER", "required": true},
@@ -720,19 +721,29 @@ func TestPropertyTemplates(t *testing.T) {
 
 	a.do(http.MethodPost, base, map[string]any{"name": "again", "properties": []map[string]any{{"key": "cost", "type": "STRING"}}}).
 		errBody(t, http.StatusConflict)
-	e := a.do(http.MethodPost, base, map[string]any{"name": "bad", "properties": []map[string]any{{"key": "k", "type": "COLOR"}}}).
-		errBody(t, http.StatusBadRequest)
-	assert.Equal(t, "properties[0].type", e.Details[0].Field)
+	result[propTmplJSON](a, http.StatusCreated, http.MethodPost, "/"+other+"/property-templates",
+		map[string]any{"name": "again", "properties": []map[string]any{{"key": "cost", "type": "STRING"}}}) // another organization may reuse a key
+	for field, props := range map[string][]map[string]any{
+		"properties[0].type":          {{"key": "k", "type": "COLOR"}},
+		"properties[0].allowedValues": {{"key": "k", "type": "ENUM"}},
+		"properties[1].key":           {{"key": "k", "type": "URL"}, {"key": "k", "type": "URL"}},
+		"properties[0].key":           {{"type": "URL"}},
+	} {
+		e := a.do(http.MethodPost, base, map[string]any{"name": "bad", "properties": props}).errBody(t, http.StatusBadRequest)
+		assert.Equal(t, field, e.Details[0].Field)
+	}
+	a.do(http.MethodPost, base, map[string]any{"properties": []map[string]any{}}).errBody(t, http.StatusBadRequest)
 	a.do(http.MethodPost, base, map[string]any{"name": "bad", "properties": "no"}).errBody(t, http.StatusBadRequest)
 
 	assert.Equal(t, pt, result[propTmplJSON](a, http.StatusOK, http.MethodGet, base+"/"+pt.ID, nil))
 	assert.Equal(t, []propTmplJSON{pt}, list[propTmplJSON](a, base).Results)
 	a.do(http.MethodGet, base+"/"+store.NewID(), nil).errBody(t, http.StatusNotFound)
+	a.do(http.MethodGet, "/"+other+"/property-templates/"+pt.ID, nil).errBody(t, http.StatusNotFound)
 
 	// Departments are validated against the templates (each type's rule is
 	// internal/store's TestDepartmentAttributesFollowPropertyTemplates).
 	depts := "/" + orgID + "/departments"
-	e = a.do(http.MethodPost, depts, map[string]any{"name": "d", "attributes": map[string][]string{"cost": {"ten"}}}).errBody(t, http.StatusBadRequest)
+	e := a.do(http.MethodPost, depts, map[string]any{"name": "d", "attributes": map[string][]string{"cost": {"ten"}}}).errBody(t, http.StatusBadRequest)
 	assert.Equal(t, []fieldError{{Field: "attributes.cost", Message: e.Details[0].Message}}, e.Details)
 	dept := result[deptJSON](a, http.StatusCreated, http.MethodPost, depts,
 		map[string]any{"name": "d", "attributes": map[string][]string{"cost": {"10.5"}, "tier": {"gold"}, "free": {"x"}}})
@@ -749,6 +760,7 @@ func TestPropertyTemplates(t *testing.T) {
 	result[deletedJSON](a, http.StatusOK, http.MethodDelete, base+"/"+pt.ID, nil)
 	a.do(http.MethodDelete, base+"/"+pt.ID, nil).errBody(t, http.StatusNotFound)
 	result[deptJSON](a, http.StatusOK, http.MethodPut, depts+"/"+dept.ID, map[string]any{"name": "d"})
+	a.realm(func(*store.Realm) {})
 }
 
 func TestDepartmentTemplates(t *testing.T) {
