@@ -454,18 +454,6 @@ func TestDepartments(t *testing.T) {
 	a.realm(func(rm *store.Realm) { assert.Len(t, rm.Depts, 2) })
 }
 
-func TestDepartmentDepthLimit(t *testing.T) {
-	a := newOrgAPI(t)
-	orgID := a.createOrg("Acme", "acme")
-	parent := ""
-	for i := 1; i <= store.MaxDepartmentDepth; i++ {
-		parent = a.createDept(orgID, parent, fmt.Sprint("level ", i), "")
-	}
-	e := a.do(http.MethodPost, "/"+orgID+"/departments/"+parent+"/sub-departments", map[string]any{"name": "too deep"}).
-		errBody(t, http.StatusBadRequest)
-	assert.Contains(t, e.Message, "32") // the tree it refused to deepen is internal/store's TestDepartmentDepthLimit
-}
-
 func TestAssignments(t *testing.T) {
 	a := newOrgAPI(t)
 	orgID := a.createOrg("Acme", "acme")
