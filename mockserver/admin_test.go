@@ -22,14 +22,16 @@ func adminFixture() mockserver.Fixture {
 	return f
 }
 
-func adminCall(t *testing.T, srv *mockservertest.Server, method, path, token, body string) httpResult {
+// bearerCall sends method path with token as Bearer (none when empty) and
+// body as JSON (no Content-Type on a call without a body but a POST).
+func bearerCall(t *testing.T, srv *mockservertest.Server, method, path, token, body string) httpResult {
 	t.Helper()
 	h := http.Header{}
 	if token != "" {
 		h.Set("Authorization", "Bearer "+token)
 	}
 	ct := ""
-	if body != "" {
+	if body != "" || method == http.MethodPost {
 		ct = "application/json"
 	}
 	return send(t, srv, method, path, ct, strings.NewReader(body), h)
@@ -40,7 +42,7 @@ func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
 	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(adminFixture()))
 	admin := srv.AdminToken()
 
-	res := adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"standard","adminEmail":"boss@initech.test"}`)
+	res := bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"standard","adminEmail":"boss@initech.test"}`)
 	require.Equal(t, http.StatusCreated, res.status, string(res.body))
 	tenant := res.json(t)["result"].(map[string]any)
 	require.Equal(t, "initech", tenant["name"])
@@ -63,13 +65,13 @@ func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
 	disc := send(t, srv, http.MethodGet, "/realms/initech/.well-known/openid-configuration", "", nil, nil)
 	require.Equal(t, http.StatusOK, disc.status)
 
-	dup := adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"x@initech.test"}`)
+	dup := bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"x@initech.test"}`)
 	require.Equal(t, http.StatusConflict, dup.status)
-	dup = adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"acme","plan":"free","adminEmail":"x@acme.test"}`)
+	dup = bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"acme","plan":"free","adminEmail":"x@acme.test"}`)
 	require.Equal(t, http.StatusConflict, dup.status, "a fixture realm's name is taken too")
 
 	// Decommissioning refuses every token of the realm from then on.
-	res = adminCall(t, srv, http.MethodDelete, "/admin/tenants/"+id, admin, "")
+	res = bearerCall(t, srv, http.MethodDelete, "/admin/tenants/"+id, admin, "")
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	gone := res.json(t)["result"].(map[string]any)
 	require.Equal(t, id, gone["tenantId"])
@@ -80,13 +82,13 @@ func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
 	list = send(t, srv, http.MethodGet, "/admin/realms/initech/organizations", "", nil, http.Header{"Authorization": {"Bearer " + tok}})
 	require.Equal(t, http.StatusUnauthorized, list.status)
 	require.Contains(t, list.header.Get("WWW-Authenticate"), `error="invalid_token"`)
-	dec := postJSON(t, srv, "/realms/initech/authorization-decision-provider/authorize", tok, `{"clientId":"admin-cli","resources":[{"name":"x"}]}`)
+	dec := bearerCall(t, srv, http.MethodPost, "/realms/initech/authorization-decision-provider/authorize", tok, `{"clientId":"admin-cli","resources":[{"name":"x"}]}`)
 	require.Equal(t, http.StatusUnauthorized, dec.status)
 	login = tokenRequest(t, srv, "initech", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 		"username": {"boss@initech.test"}, "password": {password}}, nil)
 	require.Equal(t, http.StatusNotFound, login.status)
 
-	res = adminCall(t, srv, http.MethodDelete, "/admin/tenants/"+id, admin, "")
+	res = bearerCall(t, srv, http.MethodDelete, "/admin/tenants/"+id, admin, "")
 	require.Equal(t, http.StatusNotFound, res.status, "a repeat is 404")
 }
 
@@ -107,7 +109,7 @@ func TestProvisionTenantValidation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, tc.body)
+			res := bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, tc.body)
 			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
 			details := res.json(t)["details"].([]any)
 			require.Equal(t, tc.field, details[0].(map[string]any)["field"])
@@ -134,7 +136,7 @@ func TestPlatformAdminOnly(t *testing.T) {
 				{http.MethodGet, "/admin/health", ""}, {http.MethodPut, "/admin/config", `{}`},
 				{http.MethodGet, "/admin/config", ""}, {http.MethodGet, "/admin/audit", ""},
 			} {
-				res := adminCall(t, srv, call.method, call.path, tc.token, call.body)
+				res := bearerCall(t, srv, call.method, call.path, tc.token, call.body)
 				require.Equal(t, tc.want, res.status, "%s %s", call.method, call.path)
 			}
 		})
@@ -150,11 +152,11 @@ func TestAuditLog(t *testing.T) {
 	alice := srv.Token("acme", "alice")
 	start := time.Now().UTC().Add(-time.Second)
 
-	res := adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"a@initech.test"}`)
+	res := bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"a@initech.test"}`)
 	require.Equal(t, http.StatusCreated, res.status)
 	tenantID := res.json(t)["result"].(map[string]any)["tenantId"].(string)
-	require.Equal(t, http.StatusConflict, adminCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"a@initech.test"}`).status)
-	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":600}`).status)
+	require.Equal(t, http.StatusConflict, bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"a@initech.test"}`).status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":600}`).status)
 	orgRes := send(t, srv, http.MethodPost, "/admin/realms/acme/organizations", "application/json",
 		strings.NewReader(`{"name":"Acme APAC","alias":"apac"}`), http.Header{"Authorization": {"Bearer " + realmAdmin}})
 	require.Equal(t, http.StatusCreated, orgRes.status, string(orgRes.body))
@@ -162,12 +164,12 @@ func TestAuditLog(t *testing.T) {
 	denied := send(t, srv, http.MethodPost, "/admin/realms/acme/organizations", "application/json",
 		strings.NewReader(`{"name":"Nope","alias":"nope"}`), http.Header{"Authorization": {"Bearer " + alice}})
 	require.Equal(t, http.StatusForbidden, denied.status)
-	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodDelete, "/admin/tenants/"+tenantID, admin, "").status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodDelete, "/admin/tenants/"+tenantID, admin, "").status)
 
 	type row struct{ actor, action, tenant, typ, resID, outcome string }
 	list := func(query string) []row {
 		t.Helper()
-		res := adminCall(t, srv, http.MethodGet, "/admin/audit"+query, admin, "")
+		res := bearerCall(t, srv, http.MethodGet, "/admin/audit"+query, admin, "")
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		var rows []row
 		for _, e := range res.json(t)["results"].([]any) {
@@ -198,9 +200,9 @@ func TestAuditLog(t *testing.T) {
 	require.Empty(t, list("?to="+url.QueryEscape(start.Format(time.RFC3339))))
 	require.Empty(t, list("?from="+url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))))
 
-	res = adminCall(t, srv, http.MethodGet, "/admin/audit?from=yesterday", admin, "")
+	res = bearerCall(t, srv, http.MethodGet, "/admin/audit?from=yesterday", admin, "")
 	require.Equal(t, http.StatusBadRequest, res.status)
-	res = adminCall(t, srv, http.MethodGet, "/admin/audit?count=0", admin, "")
+	res = bearerCall(t, srv, http.MethodGet, "/admin/audit?count=0", admin, "")
 	require.Equal(t, http.StatusBadRequest, res.status)
 }
 
@@ -208,11 +210,11 @@ func TestConfig(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(adminFixture()))
 	admin := srv.AdminToken()
-	res := adminCall(t, srv, http.MethodGet, "/admin/config", admin, "")
+	res := bearerCall(t, srv, http.MethodGet, "/admin/config", admin, "")
 	require.Equal(t, http.StatusOK, res.status)
 	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":300,"maxPageSize":100,"dpopNonceRequired":false,"decisionLatencyMs":0,"decisionFailureRate":0}}`, string(res.body))
 
-	res = adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":60,"decisionLatencyMs":1,"decisionFailureRate":0.25}`)
+	res = bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":60,"decisionLatencyMs":1,"decisionFailureRate":0.25}`)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":100,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0.25}}`, string(res.body))
 	tok := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}, nil)
@@ -229,42 +231,42 @@ func TestConfig(t *testing.T) {
 		{"null value", `{"decisionFailureRate":null}`, "decisionFailureRate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := adminCall(t, srv, http.MethodPut, "/admin/config", admin, tc.body)
+			res := bearerCall(t, srv, http.MethodPut, "/admin/config", admin, tc.body)
 			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
 			require.Equal(t, tc.field, res.json(t)["details"].([]any)[0].(map[string]any)["field"])
 		})
 	}
 	for _, body := range []string{`[]`, `null`, `{`} {
-		res := adminCall(t, srv, http.MethodPut, "/admin/config", admin, body)
+		res := bearerCall(t, srv, http.MethodPut, "/admin/config", admin, body)
 		require.Equal(t, http.StatusBadRequest, res.status, body)
 	}
-	res = adminCall(t, srv, http.MethodGet, "/admin/config", admin, "")
+	res = bearerCall(t, srv, http.MethodGet, "/admin/config", admin, "")
 	require.Contains(t, string(res.body), `"decisionFailureRate":0.25`, "a refused PUT changes nothing")
 
 	// PATCH changes the keys it names and keeps the others; PUT replaces
 	// the whole configuration; a refused PATCH changes nothing (the rows
 	// of TestPatchConfig).
-	res = adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":60,"decisionLatencyMs":1}`)
+	res = bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":60,"decisionLatencyMs":1}`)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	res = adminCall(t, srv, http.MethodPatch, "/admin/config", admin, `{"maxPageSize":10}`)
+	res = bearerCall(t, srv, http.MethodPatch, "/admin/config", admin, `{"maxPageSize":10}`)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":10,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0}}`, string(res.body))
-	res = adminCall(t, srv, http.MethodPatch, "/admin/config", admin, `{}`)
+	res = bearerCall(t, srv, http.MethodPatch, "/admin/config", admin, `{}`)
 	require.Equal(t, http.StatusOK, res.status)
 	require.Contains(t, string(res.body), `"maxPageSize":10`, "an empty PATCH changes nothing")
 
 	for _, body := range []string{`{"maxPageSize":50,"bogus":1}`, `{"maxPageSize":0}`, `{"maxPageSize":20,"maxPageSize":30}`, `[]`, `null`} {
-		res := adminCall(t, srv, http.MethodPatch, "/admin/config", admin, body)
+		res := bearerCall(t, srv, http.MethodPatch, "/admin/config", admin, body)
 		require.Equal(t, http.StatusBadRequest, res.status, body)
 	}
-	res = adminCall(t, srv, http.MethodGet, "/admin/config", admin, "")
+	res = bearerCall(t, srv, http.MethodGet, "/admin/config", admin, "")
 	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":10,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0}}`, string(res.body),
 		"a refused PATCH changes nothing")
 
-	res = adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"maxPageSize":20}`)
+	res = bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"maxPageSize":20}`)
 	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":300,"maxPageSize":20,"dpopNonceRequired":false,"decisionLatencyMs":0,"decisionFailureRate":0}}`, string(res.body),
 		"PUT replaces: omitted keys take their defaults")
-	res = adminCall(t, srv, http.MethodPatch, "/admin/config", srv.Token("acme", "alice"), `{"maxPageSize":5}`)
+	res = bearerCall(t, srv, http.MethodPatch, "/admin/config", srv.Token("acme", "alice"), `{"maxPageSize":5}`)
 	require.Equal(t, http.StatusUnauthorized, res.status)
 }
 
@@ -274,7 +276,7 @@ func TestFaultInjection(t *testing.T) {
 	admin := srv.AdminToken()
 	alice := srv.Token("acme", "alice")
 	health := func() (int, string) {
-		res := adminCall(t, srv, http.MethodGet, "/admin/health", admin, "")
+		res := bearerCall(t, srv, http.MethodGet, "/admin/health", admin, "")
 		m := res.json(t)
 		_, err := time.Parse(time.RFC3339, m["checkedAt"].(string))
 		require.NoError(t, err)
@@ -285,19 +287,19 @@ func TestFaultInjection(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "UP", status)
 
-	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"decisionFailureRate":1}`).status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"decisionFailureRate":1}`).status)
 	for range 20 {
-		res := postJSON(t, srv, authorizePath, alice, `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`)
+		res := bearerCall(t, srv, http.MethodPost, authorizePath, alice, `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`)
 		require.Equal(t, http.StatusServiceUnavailable, res.status)
 		require.Equal(t, "Service Unavailable", res.json(t)["error"])
-		res = postJSON(t, srv, "/realms/acme/authorization-decision-provider/get-organizations", alice, `{"clientId":"orders-api"}`)
+		res = bearerCall(t, srv, http.MethodPost, "/realms/acme/authorization-decision-provider/get-organizations", alice, `{"clientId":"orders-api"}`)
 		require.Equal(t, http.StatusServiceUnavailable, res.status)
 	}
 	code, status = health()
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Equal(t, "DOWN", status)
 
-	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{"decisionLatencyMs":60000}`).status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"decisionLatencyMs":60000}`).status)
 	code, status = health()
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "DEGRADED", status)
@@ -314,7 +316,7 @@ func TestFaultInjection(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(began), 10*time.Second)
 
-	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", admin, `{}`).status)
-	res := postJSON(t, srv, authorizePath, alice, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{}`).status)
+	res := bearerCall(t, srv, http.MethodPost, authorizePath, alice, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
 	require.Equal(t, http.StatusOK, res.status)
 }

@@ -142,7 +142,7 @@ func TestCodeReusedIsRefusedAndRevokesItsToken(t *testing.T) {
 			t.Parallel()
 			f, _ := cs.start(t)
 			code := f.authCode(cs.first, webRedirect)
-			res := f.redeemCode(cs.first, webRedirect, code)
+			res := f.redeemCode(cs.first, code)
 			require.Equal(t, http.StatusOK, res.status, string(res.body))
 			token := res.json(t)["access_token"].(string)
 			for _, r := range []string{cs.first, cs.second} {
@@ -150,7 +150,7 @@ func TestCodeReusedIsRefusedAndRevokesItsToken(t *testing.T) {
 				require.Equal(t, http.StatusOK, served.status, "the code's token at %s before the reuse: %s", r, served.body)
 			}
 
-			res = f.redeemCode(cs.second, webRedirect, code)
+			res = f.redeemCode(cs.second, code)
 			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
 			require.Equal(t, "invalid_grant", res.json(t)["error"])
 			requireTokenRefused(t, f, token, cs.first, cs.second)

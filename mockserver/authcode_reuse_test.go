@@ -40,13 +40,13 @@ func TestAReusedCodesRevocationOutlivesItsToken(t *testing.T) {
 	}
 	setLifetime("3600")
 	code := f.authCode("a", webRedirect)
-	res := f.redeemCode("a", webRedirect, code)
+	res := f.redeemCode("a", code)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	token := res.json(t)["access_token"].(string)
 	require.Equal(t, http.StatusOK, f.bearerDecide("a", token).status)
 
 	setLifetime("300") // an operator shortens the lifetime of new tokens
-	res = f.redeemCode("b", webRedirect, code)
+	res = f.redeemCode("b", code)
 	require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
 	require.Equal(t, http.StatusUnauthorized, f.bearerDecide("a", token).status, "revoked by the reuse")
 

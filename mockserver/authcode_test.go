@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"html"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -162,49 +163,46 @@ func TestAuthCodeErrors(t *testing.T) {
 		require.Equal(t, 200, exchange(url.Values{"code": {code}}).status)
 		requireGrantError(exchange(url.Values{"code": {code}}), 400, "invalid_grant")
 	})
-	t.Run("missing verifier", func(t *testing.T) {
-		code := getCode(t, srv, authCodeRequest(target, verifier))
-		requireGrantError(exchange(url.Values{"code": {code}, "code_verifier": {"-"}}), 400, "invalid_request")
-	})
-	t.Run("reused code", func(t *testing.T) {
-		code := getCode(t, srv, authCodeRequest(target, verifier))
-		require.Equal(t, 200, exchange(url.Values{"code": {code}}).status)
-		requireGrantError(exchange(url.Values{"code": {code}}), 400, "invalid_grant")
-	})
-	t.Run("expired code", func(t *testing.T) {
-		code := getCode(t, srv, authCodeRequest(target, verifier))
-		now.Add(int64(60 * time.Second))
-		requireGrantError(exchange(url.Values{"code": {code}}), 400, "invalid_grant")
-	})
-	t.Run("code within its 60 s", func(t *testing.T) {
-		code := getCode(t, srv, authCodeRequest(target, verifier))
-		now.Add(int64(59 * time.Second))
-		require.Equal(t, 200, exchange(url.Values{"code": {code}}).status)
-	})
-	t.Run("wrong redirect_uri at the token endpoint", func(t *testing.T) {
-		code := getCode(t, srv, authCodeRequest(target, verifier))
-		requireGrantError(exchange(url.Values{"code": {code}, "redirect_uri": {"https://app.test/cb?tenant=acme"}}), 400, "invalid_grant")
-		code = getCode(t, srv, authCodeRequest(target, verifier))
-		requireGrantError(exchange(url.Values{"code": {code}, "redirect_uri": {"-"}}), 400, "invalid_request")
-	})
-	t.Run("code of another client", func(t *testing.T) {
-		code := getCode(t, srv, authCodeRequest(target, verifier))
-		requireGrantError(exchange(url.Values{"code": {code}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}), 400, "invalid_grant")
-	})
-	t.Run("verifier without a challenge", func(t *testing.T) {
-		q := authCodeRequest(target, verifier)
-		q.Set("client_id", "orders-api")
-		q.Del("code_challenge")
-		q.Del("code_challenge_method")
-		code := getCode(t, srv, q)
-		requireGrantError(exchange(url.Values{"code": {code}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}), 400, "invalid_grant")
-	})
-	t.Run("confidential client must authenticate", func(t *testing.T) {
-		q := authCodeRequest(target, verifier)
-		q.Set("client_id", "orders-api")
-		code := getCode(t, srv, q)
-		requireGrantError(exchange(url.Values{"code": {code}, "client_id": {"orders-api"}}), 401, "invalid_client")
-	})
+	// One code per row, got by the authorization request edit makes (as
+	// web-app when nil), redeemed wait later with form over exchange's.
+	asOrders := func(q url.Values) { q.Set("client_id", "orders-api") }
+	orders := url.Values{"client_id": {"orders-api"}, "client_secret": {"orders-secret"}}
+	for _, tc := range []struct {
+		name   string
+		edit   func(url.Values)
+		wait   time.Duration
+		form   url.Values
+		status int
+		code   string
+	}{
+		{"missing verifier", nil, 0, url.Values{"code_verifier": {"-"}}, 400, "invalid_request"},
+		{"expired code", nil, 60 * time.Second, nil, 400, "invalid_grant"},
+		{"code within its 60 s", nil, 59 * time.Second, nil, 200, ""},
+		{"wrong redirect_uri at the token endpoint", nil, 0, url.Values{"redirect_uri": {"https://app.test/cb?tenant=acme"}}, 400, "invalid_grant"},
+		{"missing redirect_uri at the token endpoint", nil, 0, url.Values{"redirect_uri": {"-"}}, 400, "invalid_request"},
+		{"code of another client", nil, 0, orders, 400, "invalid_grant"},
+		{"verifier without a challenge", func(q url.Values) {
+			asOrders(q)
+			q.Del("code_challenge")
+			q.Del("code_challenge_method")
+		}, 0, orders, 400, "invalid_grant"},
+		{"confidential client must authenticate", asOrders, 0, url.Values{"client_id": {"orders-api"}}, 401, "invalid_client"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := authCodeRequest(target, verifier)
+			if tc.edit != nil {
+				tc.edit(q)
+			}
+			form := url.Values{"code": {getCode(t, srv, q)}}
+			now.Add(int64(tc.wait))
+			maps.Copy(form, tc.form)
+			res := exchange(form)
+			require.Equal(t, tc.status, res.status, string(res.body))
+			if tc.code != "" {
+				requireGrantError(res, tc.status, tc.code)
+			}
+		})
+	}
 
 	client := noRedirect(srv.Client())
 	get := func(q url.Values) *http.Response {

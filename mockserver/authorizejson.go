@@ -139,51 +139,52 @@ func (s *scanner) end() bool {
 	return s.i == len(s.b)
 }
 
-// Each object below is read member by member, a member's name checked
-// against the object's own (a switch, not a list) and its bit in seen, so
-// that a name given twice is given up on.
+// Each object below is read member by member (object), a member's name
+// checked against the object's own (a switch, not a list) and its bit in
+// seen (once), so that a name given twice is given up on.
 
-func (s *scanner) authorize(req *authorizeRequest) bool {
+// object reads an object whose members member reads, given each name; it
+// gives up where member does.
+func (s *scanner) object(member func(name string) bool) bool {
 	if !s.byte('{') {
 		return false
 	}
 	if s.byte('}') {
 		return true
 	}
-	var seen uint8
 	for {
 		name, ok := s.name()
-		if !ok {
-			return false
-		}
-		var bit uint8
-		switch name {
-		case "clientId":
-			bit = 1
-		case "resources":
-			bit = 2
-		case "context":
-			bit = 4
-		}
-		if bit == 0 || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		switch bit {
-		case 1:
-			ok = s.str(&req.ClientID)
-		case 2:
-			ok = s.resources(req)
-		default:
-			ok = s.context(req)
-		}
-		if !ok {
+		if !ok || !member(name) {
 			return false
 		}
 		if done, ok := s.next('}'); done || !ok {
 			return ok
 		}
 	}
+}
+
+// once reports whether bit is not in seen yet, and sets it.
+func once(seen *uint8, bit uint8) bool {
+	if *seen&bit != 0 {
+		return false
+	}
+	*seen |= bit
+	return true
+}
+
+func (s *scanner) authorize(req *authorizeRequest) bool {
+	var seen uint8
+	return s.object(func(name string) bool {
+		switch {
+		case name == "clientId" && once(&seen, 1):
+			return s.str(&req.ClientID)
+		case name == "resources" && once(&seen, 2):
+			return s.resources(req)
+		case name == "context" && once(&seen, 4):
+			return s.context(req)
+		}
+		return false
+	})
 }
 
 func (s *scanner) resources(req *authorizeRequest) bool {
@@ -207,35 +208,16 @@ func (s *scanner) resources(req *authorizeRequest) bool {
 }
 
 func (s *scanner) resource(rr *resourceRequest) bool {
-	if !s.byte('{') {
-		return false
-	}
-	if s.byte('}') {
-		return true
-	}
 	var seen uint8
-	for {
-		name, ok := s.name()
-		if !ok {
-			return false
-		}
+	return s.object(func(name string) bool {
 		switch {
-		case name == "name" && seen&1 == 0:
-			seen |= 1
-			ok = s.str(&rr.Name)
-		case name == "scopes" && seen&2 == 0:
-			seen |= 2
-			ok = s.scopeList(rr)
-		default:
-			return false
+		case name == "name" && once(&seen, 1):
+			return s.str(&rr.Name)
+		case name == "scopes" && once(&seen, 2):
+			return s.scopeList(rr)
 		}
-		if !ok {
-			return false
-		}
-		if done, ok := s.next('}'); done || !ok {
-			return ok
-		}
-	}
+		return false
+	})
 }
 
 // scopeList reads a resource's scopes into the scanner's list of every
@@ -265,51 +247,30 @@ func (s *scanner) scopeList(rr *resourceRequest) bool {
 
 // context reads the context: an object of attributes, once, at most.
 func (s *scanner) context(req *authorizeRequest) bool {
-	if !s.byte('{') {
-		return false
-	}
-	req.Context = &s.room.ctx
-	if s.byte('}') {
-		return true
-	}
-	if name, ok := s.name(); !ok || name != "attributes" {
-		return false
-	}
-	req.Context.Attributes = &s.room.attrs
-	return s.attributes(req.Context.Attributes) && s.byte('}') // a second member is unknown or given twice
+	req.Context = &s.room.ctx // decodeFast zeroes req where the scanner gives up
+	var seen uint8
+	return s.object(func(name string) bool {
+		if name != "attributes" || !once(&seen, 1) {
+			return false
+		}
+		req.Context.Attributes = &s.room.attrs
+		return s.attributes(req.Context.Attributes)
+	})
 }
 
 func (s *scanner) attributes(a *decisionAttributes) bool {
-	if !s.byte('{') {
-		return false
-	}
-	if s.byte('}') {
-		return true
-	}
 	var seen uint8
-	for {
-		name, ok := s.name()
-		if !ok {
-			return false
+	return s.object(func(name string) bool {
+		switch {
+		case name == "method" && once(&seen, 1):
+			return s.str(&a.Method)
+		case name == "path" && once(&seen, 2):
+			return s.str(&a.Path)
+		case name == "headers" && once(&seen, 4):
+			return s.str(&a.Headers)
+		case name == "body" && once(&seen, 8):
+			return s.str(&a.Body)
 		}
-		var bit uint8
-		var dst *string
-		switch name {
-		case "method":
-			bit, dst = 1, &a.Method
-		case "path":
-			bit, dst = 2, &a.Path
-		case "headers":
-			bit, dst = 4, &a.Headers
-		case "body":
-			bit, dst = 8, &a.Body
-		}
-		if bit == 0 || seen&bit != 0 || !s.str(dst) {
-			return false
-		}
-		seen |= bit
-		if done, ok := s.next('}'); done || !ok {
-			return ok
-		}
-	}
+		return false
+	})
 }

@@ -118,7 +118,7 @@ func TestAuthZENSearchPages(t *testing.T) {
 		}
 		Results []map[string]string
 	}
-	res := postJSON(t, srv, searchActionPath, tok, body(`{"limit":1}`))
+	res := bearerCall(t, srv, http.MethodPost, searchActionPath, tok, body(`{"limit":1}`))
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	require.NoError(t, json.Unmarshal(res.body, &first))
 	require.NotEmpty(t, first.Page.NextToken)
@@ -126,7 +126,7 @@ func TestAuthZENSearchPages(t *testing.T) {
 	assert.Equal(t, 2, first.Page.Total)
 	assert.Equal(t, []map[string]string{{"name": "read"}}, first.Results)
 
-	next := postJSON(t, srv, searchActionPath, tok, body(`{"limit":1,"token":"`+first.Page.NextToken+`"}`))
+	next := bearerCall(t, srv, http.MethodPost, searchActionPath, tok, body(`{"limit":1,"token":"`+first.Page.NextToken+`"}`))
 	require.Equal(t, http.StatusOK, next.status, string(next.body))
 	require.JSONEq(t, `{"page":{"next_token":"","count":1,"total":2},"results":[{"name":"write"}]}`, string(next.body))
 
@@ -137,7 +137,7 @@ func TestAuthZENSearchPages(t *testing.T) {
 		return `{"subject":{"type":"user","id":"carol"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"},"page":` + page + `}`
 	}
 	nextOf := func(path string) string {
-		res := postJSON(t, srv, path, tok, full(`{"limit":1}`))
+		res := bearerCall(t, srv, http.MethodPost, path, tok, full(`{"limit":1}`))
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		var p struct {
 			Page map[string]json.RawMessage
@@ -151,7 +151,7 @@ func TestAuthZENSearchPages(t *testing.T) {
 	subjectNext, actionNext := nextOf(searchSubjectPath), nextOf(searchActionPath)
 	// Alice and carol read orders: the second page is one of them, the
 	// last, with no total.
-	res = postJSON(t, srv, searchSubjectPath, tok, full(`{"limit":1,"token":"`+subjectNext+`"}`))
+	res = bearerCall(t, srv, http.MethodPost, searchSubjectPath, tok, full(`{"limit":1,"token":"`+subjectNext+`"}`))
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	ids := []string{subjectOf(t, srv.Token("acme", "alice")), subjectOf(t, srv.Token("acme", "carol"))}
 	slices.Sort(ids)
@@ -181,7 +181,7 @@ func TestAuthZENSearchPages(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := postJSON(t, srv, tc.path, tok, tc.body)
+			res := bearerCall(t, srv, http.MethodPost, tc.path, tok, tc.body)
 			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
 			var e struct{ Details []struct{ Field string } }
 			require.NoError(t, json.Unmarshal(res.body, &e))
@@ -191,18 +191,18 @@ func TestAuthZENSearchPages(t *testing.T) {
 	}
 
 	// What the client does not define is no result and an error, not a 4xx.
-	res = postJSON(t, srv, searchActionPath, tok, `{"subject":{"type":"user","id":"carol"},"resource":{"type":"ghost","id":"1"}}`)
+	res = bearerCall(t, srv, http.MethodPost, searchActionPath, tok, `{"subject":{"type":"user","id":"carol"},"resource":{"type":"ghost","id":"1"}}`)
 	require.Equal(t, http.StatusOK, res.status)
 	require.JSONEq(t, `{"page":{"next_token":"","count":0,"total":0},"results":[],"context":{"error":{"status":404,"message":"client \"orders-api\" defines no resource type \"ghost\""}}}`, string(res.body))
-	res = postJSON(t, srv, searchSubjectPath, tok, `{"subject":{"type":"group"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"}}`)
+	res = bearerCall(t, srv, http.MethodPost, searchSubjectPath, tok, `{"subject":{"type":"group"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"}}`)
 	require.Equal(t, http.StatusOK, res.status)
 	require.Contains(t, string(res.body), `"status":404`)
-	res = postJSON(t, srv, searchResourcePath, tok, `{"subject":{"type":"user","id":"nobody"},"action":{"name":"read"},"resource":{"type":"*"}}`)
+	res = bearerCall(t, srv, http.MethodPost, searchResourcePath, tok, `{"subject":{"type":"user","id":"nobody"},"action":{"name":"read"},"resource":{"type":"*"}}`)
 	require.Equal(t, http.StatusOK, res.status)
 	require.Contains(t, string(res.body), `no user has the id or username`)
 
 	// A user's token is refused as on the other AuthZEN endpoints.
-	res = postJSON(t, srv, searchActionPath, srv.Token("acme", "alice"), body(`{}`))
+	res = bearerCall(t, srv, http.MethodPost, searchActionPath, srv.Token("acme", "alice"), body(`{}`))
 	require.Equal(t, http.StatusForbidden, res.status)
 }
 
@@ -286,7 +286,7 @@ func pageSubjects(t *testing.T, srv *mockservertest.Server, action string, limit
 		body, err := json.Marshal(map[string]any{"subject": map[string]string{"type": "user"}, "action": map[string]string{"name": action},
 			"resource": map[string]string{"type": "orders", "id": "1"}, "page": page})
 		require.NoError(t, err)
-		res := postJSON(t, srv, searchSubjectPath, tok, string(body))
+		res := bearerCall(t, srv, http.MethodPost, searchSubjectPath, tok, string(body))
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		var out struct {
 			Page    map[string]json.RawMessage

@@ -62,7 +62,7 @@ func TestAuthZENEvaluation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := postJSON(t, srv, tc.path, tok, tc.body)
+			res := bearerCall(t, srv, http.MethodPost, tc.path, tok, tc.body)
 			require.Equal(t, http.StatusOK, res.status, string(res.body))
 			require.JSONEq(t, tc.want, string(res.body))
 		})
@@ -98,7 +98,7 @@ func TestAuthZENRefusals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := postJSON(t, srv, tc.path, tc.token, tc.body)
+			res := bearerCall(t, srv, http.MethodPost, tc.path, tc.token, tc.body)
 			require.Equal(t, tc.status, res.status, string(res.body))
 			var e struct {
 				Error, Message string

@@ -17,34 +17,68 @@ import (
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
-// TestOrganizationIDIsNotADepartment: /departments/{orgId}/sub-departments
-// names no department; it used to answer the root departments.
-func TestOrganizationIDIsNotADepartment(t *testing.T) {
+// TestOrgAPIEdges, on one organization: /departments/{orgId}/sub-departments
+// names no department (it used to answer the root departments); a
+// department template of more than 1,000 departments is a 400 that names
+// the limit (that 1,000 is accepted and instantiates whole is
+// internal/store's TestTemplateNodeLimit); the two GET routes added for
+// Locations read a role linked to the organization (not one merely global
+// or of the realm) and a live tenant (not a decommissioned one); and an
+// empty query value is not its default (?offset= is not an integer,
+// ?sortOrder= not ASC or DESC; they were read as absent).
+func TestOrgAPIEdges(t *testing.T) {
 	t.Parallel()
 	a := newOrgAPI(t)
 	org := a.createOrg("Acme", "acme")
-	a.createDept(org, "", "Root", "root")
-	sub := "/" + org + "/departments/" + org + "/sub-departments"
-	a.do(http.MethodGet, sub, nil).errBody(t, http.StatusNotFound)
-	a.do(http.MethodPost, sub, map[string]any{"name": "x"}).errBody(t, http.StatusNotFound)
-	a.do(http.MethodGet, "/"+org+"/departments/"+org, nil).errBody(t, http.StatusNotFound)
-	assert.Equal(t, 1, list[deptJSON](a, "/"+org+"/departments").MetaData.TotalRows)
-}
-
-// TestDepartmentTemplateNodeLimit: a template of more than 1,000
-// departments is a 400 that names the limit. That 1,000 is accepted and
-// instantiates whole is internal/store's TestTemplateNodeLimit.
-func TestDepartmentTemplateNodeLimit(t *testing.T) {
-	t.Parallel()
-	a := newOrgAPI(t)
-	org := a.createOrg("Acme", "acme")
-	kids := make([]map[string]any, 1000)
-	for i := range kids {
-		kids[i] = map[string]any{"name": fmt.Sprint("c", i)}
-	}
-	e := a.do(http.MethodPost, "/"+org+"/department-templates", map[string]any{"name": "big", "root": map[string]any{"name": "root", "children": kids}}).
-		errBody(t, http.StatusBadRequest)
-	assert.Contains(t, e.Message, "1000")
+	admin := a.token("master", "service-account-platform-admin")
+	t.Run("organization id is not a department", func(t *testing.T) {
+		a.createDept(org, "", "Root", "root")
+		sub := "/" + org + "/departments/" + org + "/sub-departments"
+		a.do(http.MethodGet, sub, nil).errBody(t, http.StatusNotFound)
+		a.do(http.MethodPost, sub, map[string]any{"name": "x"}).errBody(t, http.StatusNotFound)
+		a.do(http.MethodGet, "/"+org+"/departments/"+org, nil).errBody(t, http.StatusNotFound)
+		assert.Equal(t, 1, list[deptJSON](a, "/"+org+"/departments").MetaData.TotalRows)
+	})
+	t.Run("department template node limit", func(t *testing.T) {
+		kids := make([]map[string]any, 1000)
+		for i := range kids {
+			kids[i] = map[string]any{"name": fmt.Sprint("c", i)}
+		}
+		e := a.do(http.MethodPost, "/"+org+"/department-templates", map[string]any{"name": "big", "root": map[string]any{"name": "root", "children": kids}}).
+			errBody(t, http.StatusBadRequest)
+		assert.Contains(t, e.Message, "1000")
+	})
+	t.Run("org role and tenant reads", func(t *testing.T) {
+		editor, viewer := a.id("role", "editor"), a.id("role", "viewer")
+		a.do(http.MethodGet, "/"+org+"/roles/"+editor, nil).errBody(t, http.StatusNotFound)
+		result[roleJSON](a, http.StatusOK, http.MethodPost, "/"+org+"/roles", map[string]any{"roleId": editor})
+		assert.Equal(t, "editor", result[roleJSON](a, http.StatusOK, http.MethodGet, "/"+org+"/roles/"+editor, nil).Name)
+		a.do(http.MethodGet, "/"+org+"/roles/"+viewer, nil).errBody(t, http.StatusNotFound)
+		a.do(http.MethodGet, "/"+store.NewID()+"/roles/"+editor, nil).errBody(t, http.StatusNotFound)
+		created := a.sendRaw(admin, http.MethodPost, a.url+"/admin/tenants", "application/json", `{"name":"readable","plan":"standard","adminEmail":"a@readable.test"}`)
+		require.Equal(t, http.StatusCreated, created.Status)
+		var rec struct {
+			Result tenantRecord `json:"result"`
+		}
+		created.into(t, &rec)
+		id := rec.Result.TenantID
+		got := a.sendRaw(admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "")
+		require.Equal(t, http.StatusOK, got.Status)
+		assert.Contains(t, string(got.Body), `"status":"ACTIVE"`)
+		assert.Contains(t, string(got.Body), `"plan":"standard"`)
+		assert.NotContains(t, string(got.Body), "initialPassword", "the one-time password is shown once")
+		a.sendRaw(a.admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "").errBody(t, http.StatusUnauthorized)
+		require.Equal(t, http.StatusOK, a.sendRaw(admin, http.MethodDelete, a.url+"/admin/tenants/"+id, "", "").Status)
+		a.sendRaw(admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "").errBody(t, http.StatusNotFound)
+	})
+	t.Run("empty query values are not defaults", func(t *testing.T) {
+		for _, q := range []string{"?offset=", "?count=", "/" + org + "/applications?sortOrder=", "/" + org + "/applications?sortBy=",
+			"/" + org + "/roles?isGlobal=", "/" + org + "/roles/available?includeGlobal="} {
+			a.do(http.MethodGet, q, nil).errBody(t, http.StatusBadRequest)
+		}
+		a.sendRaw(admin, http.MethodGet, a.url+"/admin/audit?from=", "", "").errBody(t, http.StatusBadRequest)
+		require.Equal(t, http.StatusOK, a.do(http.MethodGet, "?search=", nil).Status, "an empty search matches everything")
+	})
 }
 
 // TestBodiesAreReadStrictly: on every kind of body-taking route a member
@@ -301,51 +335,4 @@ func TestLocationsFollowThePublicURL(t *testing.T) {
 			require.Equal(t, tc.base+"/admin/tenants/"+tenant, loc)
 		})
 	}
-}
-
-// TestOrgRoleAndTenantReads covers the two GET routes added for Locations:
-// a role linked to the organization (not one merely global or of the
-// realm), and a live tenant (not a decommissioned one).
-func TestOrgRoleAndTenantReads(t *testing.T) {
-	t.Parallel()
-	a := newOrgAPI(t)
-	org := a.createOrg("Acme", "acme")
-	editor, viewer := a.id("role", "editor"), a.id("role", "viewer")
-	a.do(http.MethodGet, "/"+org+"/roles/"+editor, nil).errBody(t, http.StatusNotFound)
-	result[roleJSON](a, http.StatusOK, http.MethodPost, "/"+org+"/roles", map[string]any{"roleId": editor})
-	assert.Equal(t, "editor", result[roleJSON](a, http.StatusOK, http.MethodGet, "/"+org+"/roles/"+editor, nil).Name)
-	a.do(http.MethodGet, "/"+org+"/roles/"+viewer, nil).errBody(t, http.StatusNotFound)
-	a.do(http.MethodGet, "/"+store.NewID()+"/roles/"+editor, nil).errBody(t, http.StatusNotFound)
-
-	admin := a.token("master", "service-account-platform-admin")
-	created := a.sendRaw(admin, http.MethodPost, a.url+"/admin/tenants", "application/json", `{"name":"readable","plan":"standard","adminEmail":"a@readable.test"}`)
-	require.Equal(t, http.StatusCreated, created.Status)
-	var rec struct {
-		Result tenantRecord `json:"result"`
-	}
-	created.into(t, &rec)
-	id := rec.Result.TenantID
-	got := a.sendRaw(admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "")
-	require.Equal(t, http.StatusOK, got.Status)
-	assert.Contains(t, string(got.Body), `"status":"ACTIVE"`)
-	assert.Contains(t, string(got.Body), `"plan":"standard"`)
-	assert.NotContains(t, string(got.Body), "initialPassword", "the one-time password is shown once")
-	a.sendRaw(a.admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "").errBody(t, http.StatusUnauthorized)
-	require.Equal(t, http.StatusOK, a.sendRaw(admin, http.MethodDelete, a.url+"/admin/tenants/"+id, "", "").Status)
-	a.sendRaw(admin, http.MethodGet, a.url+"/admin/tenants/"+id, "", "").errBody(t, http.StatusNotFound)
-}
-
-// TestEmptyQueryValuesAreNotDefaults: ?offset= is not an integer and
-// ?sortOrder= is not ASC or DESC; they were read as absent.
-func TestEmptyQueryValuesAreNotDefaults(t *testing.T) {
-	t.Parallel()
-	a := newOrgAPI(t)
-	org := a.createOrg("Acme", "acme")
-	admin := a.token("master", "service-account-platform-admin")
-	for _, q := range []string{"?offset=", "?count=", "/" + org + "/applications?sortOrder=", "/" + org + "/applications?sortBy=",
-		"/" + org + "/roles?isGlobal=", "/" + org + "/roles/available?includeGlobal="} {
-		a.do(http.MethodGet, q, nil).errBody(t, http.StatusBadRequest)
-	}
-	a.sendRaw(admin, http.MethodGet, a.url+"/admin/audit?from=", "", "").errBody(t, http.StatusBadRequest)
-	require.Equal(t, http.StatusOK, a.do(http.MethodGet, "?search=", nil).Status, "an empty search matches everything")
 }

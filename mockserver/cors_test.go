@@ -108,57 +108,40 @@ func TestCORSActualResponses(t *testing.T) {
 	spa := srv.Token("acme", "alice", mockserver.TokenClient("spa"))
 	cli := srv.Token("acme", "alice") // admin-cli: no web origins
 	decision := `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
-	from := func(origin string, h http.Header) http.Header {
-		out := http.Header{"Origin": {origin}}
-		for k, v := range h {
-			out[k] = v
-		}
-		return out
-	}
-	password := func(client string) url.Values {
-		return url.Values{"grant_type": {"password"}, "client_id": {client}, "username": {"alice"}, "password": {"alice-pw"}}
+	password := func(client string) string {
+		return url.Values{"grant_type": {"password"}, "client_id": {client}, "username": {"alice"}, "password": {"alice-pw"}}.Encode()
 	}
 	for _, tc := range []struct {
-		name       string
-		do         func(origin string) httpResult
-		wantStatus int
-		allowed    bool
+		name, method, path, token, body string // a body is JSON or a form
+		wantStatus                      int
+		allowed                         bool
 	}{
-		{"token request of spa", func(o string) httpResult {
-			return tokenRequest(t, srv, "acme", password("spa"), from(o, nil))
-		}, 200, true},
-		{"token request of admin-cli", func(o string) httpResult {
-			return tokenRequest(t, srv, "acme", password("admin-cli"), from(o, nil))
-		}, 200, false},
-		{"token request of an unknown client", func(o string) httpResult {
-			return tokenRequest(t, srv, "acme", password("nobody"), from(o, nil))
-		}, 401, true},
-		{"decision with spa's token", func(o string) httpResult {
-			return send(t, srv, http.MethodPost, authorizePath, "application/json", strings.NewReader(decision), from(o, http.Header{"Authorization": {"Bearer " + spa}}))
-		}, 200, true},
-		{"decision with admin-cli's token", func(o string) httpResult {
-			return send(t, srv, http.MethodPost, authorizePath, "application/json", strings.NewReader(decision), from(o, http.Header{"Authorization": {"Bearer " + cli}}))
-		}, 200, false},
-		{"decision without a token", func(o string) httpResult {
-			return send(t, srv, http.MethodPost, authorizePath, "application/json", strings.NewReader(decision), from(o, nil))
-		}, 401, true},
-		{"userinfo with spa's token", func(o string) httpResult {
-			return send(t, srv, http.MethodGet, userinfoPath, "", nil, from(o, http.Header{"Authorization": {"Bearer " + spa}}))
-		}, 200, true},
-		{"revocation by spa", func(o string) httpResult {
-			return formPost(t, srv, revokePath, url.Values{"client_id": {"spa"}, "token": {"x"}}, from(o, nil))
-		}, 200, true},
-		{"discovery", func(o string) httpResult {
-			return send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, from(o, nil))
-		}, 200, true},
-		{"JWKS", func(o string) httpResult {
-			return send(t, srv, http.MethodGet, "/realms/acme/protocol/openid-connect/certs", "", nil, from(o, nil))
-		}, 200, true},
+		{"token request of spa", "POST", tokenPath, "", password("spa"), 200, true},
+		{"token request of admin-cli", "POST", tokenPath, "", password("admin-cli"), 200, false},
+		{"token request of an unknown client", "POST", tokenPath, "", password("nobody"), 401, true},
+		{"decision with spa's token", "POST", authorizePath, spa, decision, 200, true},
+		{"decision with admin-cli's token", "POST", authorizePath, cli, decision, 200, false},
+		{"decision without a token", "POST", authorizePath, "", decision, 401, true},
+		{"userinfo with spa's token", "GET", userinfoPath, spa, "", 200, true},
+		{"revocation by spa", "POST", revokePath, "", "client_id=spa&token=x", 200, true},
+		{"discovery", "GET", "/realms/acme/.well-known/openid-configuration", "", "", 200, true},
+		{"JWKS", "GET", "/realms/acme/protocol/openid-connect/certs", "", "", 200, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			for origin, want := range map[string]bool{"https://app.test": tc.allowed, "https://evil.test": false} {
-				res := tc.do(origin)
+				h := http.Header{"Origin": {origin}}
+				if tc.token != "" {
+					h.Set("Authorization", "Bearer "+tc.token)
+				}
+				ct := ""
+				if tc.body != "" {
+					ct = "application/x-www-form-urlencoded"
+				}
+				if strings.HasPrefix(tc.body, "{") {
+					ct = "application/json"
+				}
+				res := send(t, srv, tc.method, tc.path, ct, strings.NewReader(tc.body), h)
 				require.Equal(t, tc.wantStatus, res.status, string(res.body))
 				require.Contains(t, res.header.Values("Vary"), "Origin")
 				if !want {

@@ -23,15 +23,6 @@ var es256Tokens = mockserver.WithAccessTokenAlgorithm("ES256")
 // the tests below (DecisionFixture, fixtures_export_test.go).
 var decisionFixture = mockserver.DecisionFixture
 
-func postJSON(t *testing.T, srv *mockservertest.Server, path, token, body string) httpResult {
-	t.Helper()
-	h := http.Header{}
-	if token != "" {
-		h.Set("Authorization", "Bearer "+token)
-	}
-	return send(t, srv, http.MethodPost, path, "application/json", strings.NewReader(body), h)
-}
-
 const authorizePath = "/realms/acme/authorization-decision-provider/authorize"
 
 // decide posts an authorize request and returns "resource/scope=STATUS"
@@ -39,7 +30,7 @@ const authorizePath = "/realms/acme/authorization-decision-provider/authorize"
 func decide(t *testing.T, srv *mockservertest.Server, token, resources, context string) (string, []string) {
 	t.Helper()
 	body := `{"clientId":"orders-api","resources":` + resources + `,"context":` + context + `}`
-	res := postJSON(t, srv, authorizePath, token, body)
+	res := bearerCall(t, srv, http.MethodPost, authorizePath, token, body)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	var out struct {
 		Status      string `json:"status"`
@@ -155,7 +146,7 @@ func TestDecisionValidation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := postJSON(t, srv, authorizePath, alice, tc.body)
+			res := bearerCall(t, srv, http.MethodPost, authorizePath, alice, tc.body)
 			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
 			body := res.json(t)
 			require.Equal(t, "Bad Request", body["error"])
@@ -165,12 +156,12 @@ func TestDecisionValidation(t *testing.T) {
 	t.Run("exactly at the limits", func(t *testing.T) {
 		t.Parallel()
 		items := strings.Repeat(`{"name":"orders","scopes":["read"]},`, 99) + `{"name":"orders","scopes":` + many(50, `"read"`) + `}`
-		res := postJSON(t, srv, authorizePath, alice, `{"clientId":"orders-api","resources":[`+items+`],"context":{}}`)
+		res := bearerCall(t, srv, http.MethodPost, authorizePath, alice, `{"clientId":"orders-api","resources":[`+items+`],"context":{}}`)
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 	})
 	t.Run("oversized body", func(t *testing.T) {
 		t.Parallel()
-		res := postJSON(t, srv, authorizePath, alice, `{"clientId":"`+strings.Repeat("x", 1<<20)+`"}`)
+		res := bearerCall(t, srv, http.MethodPost, authorizePath, alice, `{"clientId":"`+strings.Repeat("x", 1<<20)+`"}`)
 		require.Equal(t, http.StatusBadRequest, res.status)
 		require.Contains(t, res.json(t)["message"], "1 MiB")
 	})
@@ -195,7 +186,7 @@ func TestDecisionContextTakesOnlyItsMembers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := postJSON(t, srv, authorizePath, dave, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete"]}],"context":`+tc.context+`}`)
+			res := bearerCall(t, srv, http.MethodPost, authorizePath, dave, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete"]}],"context":`+tc.context+`}`)
 			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
 			var body struct {
 				Error, Message string
@@ -225,7 +216,7 @@ func TestDecisionsNeedAValidToken(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			res := postJSON(t, srv, authorizePath, token, body)
+			res := bearerCall(t, srv, http.MethodPost, authorizePath, token, body)
 			require.Equal(t, http.StatusUnauthorized, res.status)
 			require.Contains(t, res.header.Get("WWW-Authenticate"), "Bearer")
 			require.Equal(t, "Unauthorized", res.json(t)["error"])
@@ -239,7 +230,7 @@ func TestGetOrganizations(t *testing.T) {
 	path := "/realms/acme/authorization-decision-provider/get-organizations"
 
 	carol := srv.Token("acme", "carol")
-	res := postJSON(t, srv, path, carol, `{"clientId":"orders-api"}`)
+	res := bearerCall(t, srv, http.MethodPost, path, carol, `{"clientId":"orders-api"}`)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	var out struct {
 		Status       bool `json:"status"`
@@ -269,15 +260,15 @@ func TestGetOrganizations(t *testing.T) {
 	}
 	require.Equal(t, []string{"Acme EU:Sales,", "Acme US:Audit,Ops,"}, names)
 
-	res = postJSON(t, srv, path, srv.Token("acme", "alice"), `{"clientId":"orders-api"}`)
+	res = bearerCall(t, srv, http.MethodPost, path, srv.Token("acme", "alice"), `{"clientId":"orders-api"}`)
 	require.Equal(t, http.StatusOK, res.status)
 	require.JSONEq(t, `{"status":true,"organization":{"userId":"`+subjectOf(t, srv.Token("acme", "alice"))+`","tenants":[]}}`, string(res.body))
 
-	res = postJSON(t, srv, path, carol, `{}`)
+	res = bearerCall(t, srv, http.MethodPost, path, carol, `{}`)
 	require.Equal(t, http.StatusBadRequest, res.status)
-	res = postJSON(t, srv, path, carol, `{"clientId":"nope"}`)
+	res = bearerCall(t, srv, http.MethodPost, path, carol, `{"clientId":"nope"}`)
 	require.Equal(t, http.StatusBadRequest, res.status)
-	res = postJSON(t, srv, path, "", `{"clientId":"orders-api"}`)
+	res = bearerCall(t, srv, http.MethodPost, path, "", `{"clientId":"orders-api"}`)
 	require.Equal(t, http.StatusUnauthorized, res.status)
 }
 

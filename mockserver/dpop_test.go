@@ -162,7 +162,7 @@ func TestDPoPNonceFlow(t *testing.T) {
 	require.NoError(t, err)
 	signer = signer.WithClock(clock)
 
-	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{"dpopNonceRequired":true}`).status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{"dpopNonceRequired":true}`).status)
 
 	// Token endpoint: the first proof has no nonce and gets one.
 	res := dpopToken(t, srv, signer, "")
@@ -206,7 +206,7 @@ func TestDPoPNonceFlow(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 
 	// Turning the requirement off lets proofs without nonces through again.
-	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{}`).status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{}`).status)
 	res = call("")
 	require.Equal(t, http.StatusOK, res.status)
 	require.Empty(t, res.header.Get("DPoP-Nonce"))

@@ -48,7 +48,7 @@ func TestEvaluateWhoMayCall(t *testing.T) {
 		{"garbage", "x.y.z", http.StatusUnauthorized},
 		{"admin", srv.Token("acme", "alice"), http.StatusOK},
 	} {
-		res := postJSON(t, srv, path, tc.token, body)
+		res := bearerCall(t, srv, http.MethodPost, path, tc.token, body)
 		require.Equal(t, tc.want, res.status, "%s: %s", tc.name, res.body)
 		if tc.token != "" && tc.want != http.StatusOK {
 			require.NotContains(t, string(res.body), tc.token, tc.name)
@@ -81,7 +81,7 @@ func TestEvaluateWhoMayCall(t *testing.T) {
 	}
 	for _, client := range []string{"orders-api", "nope", "%2e%2e", "orders-api%00"} {
 		for i, b := range bodies {
-			res := postJSON(t, srv, strings.Replace(path, "%s", client, 1), admin, b)
+			res := bearerCall(t, srv, http.MethodPost, strings.Replace(path, "%s", client, 1), admin, b)
 			require.Less(t, res.status, 500, "client %s body %d: %s", client, i, res.body)
 			require.NotContains(t, string(res.body), admin)
 		}

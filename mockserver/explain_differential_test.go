@@ -132,7 +132,7 @@ func TestEvaluateMatchesAuthorizeFuzz(t *testing.T) {
 			}
 			status, pairs := decide(t, srv, srv.Token("acme", user, opts...), asked, `{"attributes":{"method":"`+method+`","path":"/x"}}`)
 			body := `{"username":"` + user + `","resources":` + asked + `,"context":{"attributes":{"method":"` + method + `"},"organization":"` + org + `"}}`
-			hr := postJSON(t, srv, fmt.Sprintf(evaluatePath, "orders-api"), admin, body)
+			hr := bearerCall(t, srv, http.MethodPost, fmt.Sprintf(evaluatePath, "orders-api"), admin, body)
 			require.Equal(t, http.StatusOK, hr.status, string(hr.body))
 			var ev evaluation
 			require.NoError(t, json.Unmarshal(hr.body, &ev))

@@ -187,7 +187,7 @@ func TestIDTokens(t *testing.T) {
 	// The ID token is signed by the key that signs access tokens: its typ
 	// alone keeps it from being one.
 	require.Equal(t, access.Headers[0].KeyID, tok.Headers[0].KeyID)
-	require.Equal(t, http.StatusUnauthorized, postJSON(t, srv, authorizePath, raw, `{"clientId":"orders-api","resources":[{"name":"x"}],"context":{}}`).status,
+	require.Equal(t, http.StatusUnauthorized, bearerCall(t, srv, http.MethodPost, authorizePath, raw, `{"clientId":"orders-api","resources":[{"name":"x"}],"context":{}}`).status,
 		"an ID token is not accepted as an access token")
 
 	for name, form := range map[string]url.Values{

@@ -99,7 +99,7 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 		store.began = time.Now().Add(-time.Hour) // the margin has passed
 		store.mu.Unlock()
 		require.Equal(t, http.StatusOK, f.bearerDecide("b", f.passwordToken("a")).status, "the retry's token is served")
-		require.Equal(t, http.StatusOK, f.redeemCode("b", webRedirect, f.authCode("a", webRedirect)).status, "the retry's code is redeemed")
+		require.Equal(t, http.StatusOK, f.redeemCode("b", f.authCode("a", webRedirect)).status, "the retry's code is redeemed")
 		f.uiSignIn("a") // the retry's session is served
 	})
 	t.Run("authorization code", func(t *testing.T) {
@@ -108,7 +108,7 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 		f := startSharedFront(t, store, mockserver.WithFixture(webFixture()))
 		code := f.authCode("a", webRedirect)
 		store.restart()
-		res := f.redeemCode("b", webRedirect, code)
+		res := f.redeemCode("b", code)
 		require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
 		require.Equal(t, "invalid_grant", res.json(t)["error"])
 		require.Contains(t, res.json(t)["error_description"], "predates the shared store's keyspace")
@@ -247,6 +247,6 @@ func TestACodeIssuedIsRedeemedForATokenServed(t *testing.T) {
 	store.mu.Lock()
 	store.began = now.Truncate(time.Second) // vouches from the second's start
 	store.mu.Unlock()
-	res := f.redeemCode("b", webRedirect, f.authCode("a", webRedirect))
+	res := f.redeemCode("b", f.authCode("a", webRedirect))
 	require.Equal(t, http.StatusOK, res.status, "the code's token is issued: %s", res.body)
 }

@@ -28,7 +28,7 @@ func TestAnOrganizationLimitedTokenIsToldOfThatOrganizationOnly(t *testing.T) {
 	require.Contains(t, got, "orders/delete=DENY", "the EU-limited token does not count carol's US assignment")
 
 	tenants := func(token string) []string {
-		res := postJSON(t, srv, path, token, `{"clientId":"orders-api"}`)
+		res := bearerCall(t, srv, http.MethodPost, path, token, `{"clientId":"orders-api"}`)
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		var out struct {
 			Organization struct {

@@ -284,6 +284,7 @@ func TestOrganizationCRUD(t *testing.T) {
 		Attributes: map[string][]string{}}, upd)
 	e = a.do(http.MethodPut, "/"+org.ID, map[string]any{"description": "no name"}).errBody(t, http.StatusBadRequest)
 	assert.Equal(t, []fieldError{{Field: "name", Message: "is required"}}, e.Details)
+	assert.Equal(t, upd, result[orgJSON](a, http.StatusOK, http.MethodGet, "/"+org.ID, nil), "a failed update changes nothing")
 	// 404 for the path comes before 400 for the body.
 	a.do(http.MethodPut, "/"+store.NewID(), "{not json").errBody(t, http.StatusNotFound)
 
@@ -321,6 +322,8 @@ func TestOrganizationBodyValidation(t *testing.T) {
 		{"missing alias", map[string]any{"name": "x"}, "alias"},
 		{"uppercase alias", map[string]any{"name": "x", "alias": "Acme"}, "alias"},
 		{"alias too long", map[string]any{"name": "x", "alias": strings.Repeat("a", 64)}, "alias"},
+		{"alias starting with a dash", map[string]any{"name": "x", "alias": "-a"}, "alias"},
+		{"empty attribute key", map[string]any{"name": "x", "alias": "x", "attributes": map[string][]string{"": {"v"}}}, "attributes"},
 		{"long description", map[string]any{"name": "x", "alias": "x", "description": strings.Repeat("d", 2049)}, "description"},
 		{"too many attributes", map[string]any{"name": "x", "alias": "x", "attributes": manyAttrs}, "attributes"},
 		{"oversized body", `{"name":"x","alias":"x","description":"` + strings.Repeat("d", 1<<20) + `"}`, ""},
@@ -405,6 +408,7 @@ func TestDepartments(t *testing.T) {
 	a.do(http.MethodGet, "/"+orgID+"/departments/"+support+"/sub-departments/"+inside, nil).errBody(t, http.StatusNotFound)
 	a.do(http.MethodGet, "/"+orgID+"/departments/"+sales.ID+"/sub-departments/"+deep, nil).errBody(t, http.StatusNotFound)
 	a.do(http.MethodPost, "/"+otherOrg+"/departments/"+sales.ID+"/sub-departments", map[string]any{"name": "x"}).errBody(t, http.StatusNotFound)
+	a.do(http.MethodGet, "/"+otherOrg+"/departments/"+sales.ID+"/sub-departments", nil).errBody(t, http.StatusNotFound)
 
 	roots := list[deptJSON](a, "/"+orgID+"/departments")
 	assert.Equal(t, 2, roots.MetaData.TotalRows)
@@ -448,18 +452,6 @@ func TestDepartments(t *testing.T) {
 	result[deletedJSON](a, http.StatusOK, http.MethodDelete, "/"+orgID+"/departments/"+sales.ID, nil)
 	a.do(http.MethodDelete, "/"+orgID+"/departments/"+sales.ID, nil).errBody(t, http.StatusNotFound)
 	a.realm(func(rm *store.Realm) { assert.Len(t, rm.Depts, 2) })
-}
-
-func TestDepartmentDepthLimit(t *testing.T) {
-	a := newOrgAPI(t)
-	orgID := a.createOrg("Acme", "acme")
-	parent := ""
-	for i := 1; i <= store.MaxDepartmentDepth; i++ {
-		parent = a.createDept(orgID, parent, fmt.Sprint("level ", i), "")
-	}
-	e := a.do(http.MethodPost, "/"+orgID+"/departments/"+parent+"/sub-departments", map[string]any{"name": "too deep"}).
-		errBody(t, http.StatusBadRequest)
-	assert.Contains(t, e.Message, "32") // the tree it refused to deepen is internal/store's TestDepartmentDepthLimit
 }
 
 func TestAssignments(t *testing.T) {
@@ -576,6 +568,7 @@ func TestRoles(t *testing.T) {
 	assert.Equal(t, deletedJSON{ID: editor, Deleted: true}, del)
 	a.do(http.MethodDelete, "/"+orgID+"/roles/"+editor, nil).errBody(t, http.StatusNotFound)
 	assert.Equal(t, 6, list[roleJSON](a, "/global/roles").MetaData.TotalRows, "unlinking keeps the realm role")
+	a.realm(func(*store.Realm) {})
 }
 
 func TestGroups(t *testing.T) {
@@ -667,7 +660,10 @@ func TestApplications(t *testing.T) {
 	assert.Equal(t, orders, result[appJSON](a, http.StatusOK, http.MethodGet, "/"+orgID+"/applications/orders-api", nil))
 	a.do(http.MethodGet, "/"+orgID+"/applications/hr-api", nil).errBody(t, http.StatusNotFound)
 
-	// PUT replaces the catalog entry's mutable fields; clientId stays.
+	// PUT replaces the catalog entry's mutable fields; clientId stays. An
+	// active entry that is not assignable is not assigned.
+	result[appJSON](a, http.StatusOK, http.MethodPut, "/global/applications/"+hr.ID, map[string]any{"name": "HR", "assignable": false})
+	a.do(http.MethodPost, "/"+orgID+"/applications/assign", map[string]any{"clientId": "hr-api"}).errBody(t, http.StatusBadRequest)
 	upd := result[appJSON](a, http.StatusOK, http.MethodPut, "/global/applications/"+hr.ID,
 		map[string]any{"clientId": "changed", "name": "Human Resources", "assignable": true})
 	assert.Equal(t, appJSON{ID: hr.ID, ClientID: "hr-api", Name: "Human Resources", Description: "", Tags: []string{},
@@ -692,6 +688,7 @@ func TestApplications(t *testing.T) {
 func TestPropertyTemplates(t *testing.T) {
 	a := newOrgAPI(t)
 	orgID := a.createOrg("Acme", "acme")
+	other := a.createOrg("Other", "other")
 	base := "/" + orgID + "/property-templates"
 	body := map[string]any{"name": "finance", "description": "money", "properties": []map[string]any{
 		{"key": "cost", "label": "Cost centre", "type": "NUMBER", "required": true},
@@ -712,19 +709,29 @@ func TestPropertyTemplates(t *testing.T) {
 
 	a.do(http.MethodPost, base, map[string]any{"name": "again", "properties": []map[string]any{{"key": "cost", "type": "STRING"}}}).
 		errBody(t, http.StatusConflict)
-	e := a.do(http.MethodPost, base, map[string]any{"name": "bad", "properties": []map[string]any{{"key": "k", "type": "COLOR"}}}).
-		errBody(t, http.StatusBadRequest)
-	assert.Equal(t, "properties[0].type", e.Details[0].Field)
+	result[propTmplJSON](a, http.StatusCreated, http.MethodPost, "/"+other+"/property-templates",
+		map[string]any{"name": "again", "properties": []map[string]any{{"key": "cost", "type": "STRING"}}}) // another organization may reuse a key
+	for field, props := range map[string][]map[string]any{
+		"properties[0].type":          {{"key": "k", "type": "COLOR"}},
+		"properties[0].allowedValues": {{"key": "k", "type": "ENUM"}},
+		"properties[1].key":           {{"key": "k", "type": "URL"}, {"key": "k", "type": "URL"}},
+		"properties[0].key":           {{"type": "URL"}},
+	} {
+		e := a.do(http.MethodPost, base, map[string]any{"name": "bad", "properties": props}).errBody(t, http.StatusBadRequest)
+		assert.Equal(t, field, e.Details[0].Field)
+	}
+	a.do(http.MethodPost, base, map[string]any{"properties": []map[string]any{}}).errBody(t, http.StatusBadRequest)
 	a.do(http.MethodPost, base, map[string]any{"name": "bad", "properties": "no"}).errBody(t, http.StatusBadRequest)
 
 	assert.Equal(t, pt, result[propTmplJSON](a, http.StatusOK, http.MethodGet, base+"/"+pt.ID, nil))
 	assert.Equal(t, []propTmplJSON{pt}, list[propTmplJSON](a, base).Results)
 	a.do(http.MethodGet, base+"/"+store.NewID(), nil).errBody(t, http.StatusNotFound)
+	a.do(http.MethodGet, "/"+other+"/property-templates/"+pt.ID, nil).errBody(t, http.StatusNotFound)
 
 	// Departments are validated against the templates (each type's rule is
 	// internal/store's TestDepartmentAttributesFollowPropertyTemplates).
 	depts := "/" + orgID + "/departments"
-	e = a.do(http.MethodPost, depts, map[string]any{"name": "d", "attributes": map[string][]string{"cost": {"ten"}}}).errBody(t, http.StatusBadRequest)
+	e := a.do(http.MethodPost, depts, map[string]any{"name": "d", "attributes": map[string][]string{"cost": {"ten"}}}).errBody(t, http.StatusBadRequest)
 	assert.Equal(t, []fieldError{{Field: "attributes.cost", Message: e.Details[0].Message}}, e.Details)
 	dept := result[deptJSON](a, http.StatusCreated, http.MethodPost, depts,
 		map[string]any{"name": "d", "attributes": map[string][]string{"cost": {"10.5"}, "tier": {"gold"}, "free": {"x"}}})
@@ -741,6 +748,7 @@ func TestPropertyTemplates(t *testing.T) {
 	result[deletedJSON](a, http.StatusOK, http.MethodDelete, base+"/"+pt.ID, nil)
 	a.do(http.MethodDelete, base+"/"+pt.ID, nil).errBody(t, http.StatusNotFound)
 	result[deptJSON](a, http.StatusOK, http.MethodPut, depts+"/"+dept.ID, map[string]any{"name": "d"})
+	a.realm(func(*store.Realm) {})
 }
 
 func TestDepartmentTemplates(t *testing.T) {

@@ -174,7 +174,7 @@ func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 	store := &sharedStore{keys: map[string]time.Time{}}
 	f := startSharedFront(t, store, mockserver.WithFixture(fx))
 	code := func(replica string) string { return f.authCode(replica, redirect) }
-	redeem := func(replica, code string) httpResult { return f.redeemCode(replica, redirect, code) }
+	redeem := f.redeemCode
 	c := code("a")
 	res := redeem("b", c)
 	require.Equal(t, http.StatusOK, res.status, "the code of replica a at replica b: %s", res.body)
@@ -212,12 +212,7 @@ func TestReplicasKeepACodeWhoseProofIsRefused(t *testing.T) {
 	f := startSharedFront(t, store, mockserver.WithFixture(fx))
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
-	redeem := func(code string) httpResult {
-		p, err := signer.Proof(http.MethodPost, f.URL+tokenPath, "", "")
-		require.NoError(t, err)
-		return f.do("b", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"},
-			"client_id": {"web"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {pkceVerifier}}.Encode(), http.Header{"Dpop": {p}})
-	}
+	redeem := func(code string) httpResult { return f.redeemWith("b", code, pkceVerifier, signer) }
 	code := f.authCode("a", redirect)
 	store.set(&store.failProofs, errors.New("connection reset"))
 	res := redeem(code)
@@ -247,16 +242,7 @@ func TestReplicasRedeemACodeWhoseSpendFailedAfterItsWriteOnItsRedeemersRetry(t *
 	require.NoError(t, err)
 	other, err := dpop.GenerateKey()
 	require.NoError(t, err)
-	redeem := func(replica, code, verifier string, signer *dpop.Signer) httpResult {
-		h := http.Header{}
-		if signer != nil {
-			p, err := signer.Proof(http.MethodPost, f.URL+tokenPath, "", "")
-			require.NoError(t, err)
-			h.Set("DPoP", p)
-		}
-		return f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"},
-			"client_id": {"web"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {verifier}}.Encode(), h)
-	}
+	redeem := f.redeemWith
 	for _, tc := range []struct {
 		name     string
 		verifier string
@@ -320,10 +306,23 @@ func (f *front) authRedirect(replica, redirect string) *url.URL {
 }
 
 // redeemCode redeems code at replica's token endpoint as "web".
-func (f *front) redeemCode(replica, redirect, code string) httpResult {
+func (f *front) redeemCode(replica, code string) httpResult {
 	f.t.Helper()
+	return f.redeemWith(replica, code, pkceVerifier, nil)
+}
+
+// redeemWith redeems code at replica with verifier, and a DPoP proof of
+// signer when not nil.
+func (f *front) redeemWith(replica, code, verifier string, signer *dpop.Signer) httpResult {
+	f.t.Helper()
+	h := http.Header{}
+	if signer != nil {
+		p, err := signer.Proof(http.MethodPost, f.URL+tokenPath, "", "")
+		require.NoError(f.t, err)
+		h.Set("DPoP", p)
+	}
 	return f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"},
-		"client_id": {"web"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {pkceVerifier}}.Encode(), nil)
+		"client_id": {"web"}, "code": {code}, "redirect_uri": {webRedirect}, "code_verifier": {verifier}}.Encode(), h)
 }
 
 // send sends a form (or nothing) with cookies to replica as a browser
@@ -464,7 +463,7 @@ func TestReplicasBoundEveryCallOfTheSharedStore(t *testing.T) {
 		{"code redemption", "writes", func(f *front) (int, string) {
 			code := f.authCode("a", redirect)
 			f.store.freeze(f.t, "writes")
-			res := f.redeemCode("b", redirect, code)
+			res := f.redeemCode("b", code)
 			return res.status, res.header.Get("Retry-After")
 		}},
 	} {

@@ -46,12 +46,6 @@ func introspectAs(t *testing.T, srv *mockservertest.Server, token string) map[st
 	return res.json(t)
 }
 
-// bearerGet GETs path with token as Bearer.
-func bearerGet(t *testing.T, srv *mockservertest.Server, path, token string) httpResult {
-	t.Helper()
-	return send(t, srv, http.MethodGet, path, "", nil, http.Header{"Authorization": {"Bearer " + token}})
-}
-
 // TestUserinfo: the userinfo endpoint answers, GET and POST, the token's
 // user as the realm knows them, for a user, a service account and a
 // DPoP-bound token with its proof; without a valid token it is a 401 with
@@ -69,7 +63,7 @@ func TestUserinfo(t *testing.T) {
 		require.Equal(t, "no-store", res.header.Get("Cache-Control"))
 		require.Equal(t, map[string]any{"sub": aliceID, "preferred_username": "alice", "email": "alice@acme.test"}, res.json(t), method)
 	}
-	res := bearerGet(t, srv, userinfoPath, sa)
+	res := bearerCall(t, srv, http.MethodGet, userinfoPath, sa, "")
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	require.Equal(t, map[string]any{"sub": subjectOf(t, sa), "preferred_username": "service-account-orders-api"}, res.json(t))
 
@@ -107,10 +101,10 @@ func TestRevocation(t *testing.T) {
 	routes := func(t *testing.T, token string) map[string]int {
 		t.Helper()
 		return map[string]int{
-			"decision":      postJSON(t, srv, authorizePath, token, decision).status,
-			"authzen":       postJSON(t, srv, evaluationPath, token, `{"subject":{"type":"user","id":"alice"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"}}`).status,
-			"organizations": bearerGet(t, srv, "/admin/realms/acme/organizations", token).status,
-			"userinfo":      bearerGet(t, srv, userinfoPath, token).status,
+			"decision":      bearerCall(t, srv, http.MethodPost, authorizePath, token, decision).status,
+			"authzen":       bearerCall(t, srv, http.MethodPost, evaluationPath, token, `{"subject":{"type":"user","id":"alice"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"}}`).status,
+			"organizations": bearerCall(t, srv, http.MethodGet, "/admin/realms/acme/organizations", token, "").status,
+			"userinfo":      bearerCall(t, srv, http.MethodGet, userinfoPath, token, "").status,
 		}
 	}
 	// AuthZEN answers only a client's service account: a user's token
@@ -139,7 +133,7 @@ func TestRevocation(t *testing.T) {
 			require.Empty(t, res.body)
 			require.Equal(t, all401, routes(t, tok))
 			require.Equal(t, map[string]any{"active": false}, introspectAs(t, srv, tok))
-			res = postJSON(t, srv, authorizePath, tok, decision)
+			res = bearerCall(t, srv, http.MethodPost, authorizePath, tok, decision)
 			require.Contains(t, res.header.Get("WWW-Authenticate"), `error="invalid_token"`)
 			require.Contains(t, res.json(t)["message"], "revoked")
 
@@ -228,7 +222,7 @@ func testRevocationRefusals(t *testing.T, alg string) {
 			if tc.header != nil && tc.wantStatus == 401 {
 				require.Equal(t, `Basic realm="acme"`, res.header.Get("WWW-Authenticate"))
 			}
-			require.Equal(t, http.StatusOK, bearerGet(t, srv, userinfoPath, alice).status, "alice's token is not revoked")
+			require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodGet, userinfoPath, alice, "").status, "alice's token is not revoked")
 		})
 	}
 	require.Equal(t, http.StatusNotFound,

@@ -203,12 +203,40 @@ func TestWebUIIsOffByDefault(t *testing.T) {
 }
 
 // TestWebUIPagesWithoutSessionRedirectToLogin: every page answers a
-// request without a valid session (none, forged, expired, of another
-// realm, logged out) with a redirect to the realm's login page, and shows
-// nothing of the realm.
+// request without a valid session (none, forged, of another realm,
+// expired, logged out) with a redirect to the realm's login page, and shows
+// nothing of the realm. A session lasts 30 minutes by the server's clock,
+// however the process spent them (a process frozen for an hour wakes to a
+// refused session). A logout clears the cookie and refuses a copy of it
+// kept elsewhere, also once the logout is forgotten (its session expired)
+// and the clock then steps back (the logouts share the revoked tokens'
+// watermark, revocation.go).
 func TestWebUIPagesWithoutSessionRedirectToLogin(t *testing.T) {
 	t.Parallel()
 	u := newUIServer(t)
+	home := "/ui/realms/acme/home"
+	base, _ := url.Parse(u.url + home)
+	requireRefused := func(t *testing.T, c *http.Client, msg string) {
+		t.Helper()
+		p := u.do(c, http.MethodGet, home, nil)
+		require.Equal(t, http.StatusSeeOther, p.status, msg)
+		require.Equal(t, "/ui/realms/acme/login", p.header.Get("Location"))
+	}
+	// withCookie is a browser that sends the session cookie value to acme.
+	withCookie := func(v string) *http.Client {
+		c := u.browser()
+		c.Jar.SetCookies(base, []*http.Cookie{{Name: sessionCookie, Value: v, Path: "/ui/realms/acme"}})
+		return c
+	}
+	logout := func(t *testing.T, c *http.Client) string {
+		stolen := c.Jar.Cookies(base)[0].Value
+		csrf := u.csrf(c, home)
+		p := u.do(c, http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}})
+		require.Equal(t, http.StatusSeeOther, p.status)
+		require.Equal(t, "/ui/realms/acme/login", p.header.Get("Location"))
+		require.Empty(t, c.Jar.Cookies(base))
+		return stolen
+	}
 	for _, pg := range u.pages() {
 		t.Run("no cookie "+pg.method+" "+pg.path, func(t *testing.T) {
 			p := u.do(u.browser(), pg.method, pg.path, url.Values{})
@@ -219,48 +247,40 @@ func TestWebUIPagesWithoutSessionRedirectToLogin(t *testing.T) {
 	}
 	t.Run("forged cookie", func(t *testing.T) {
 		// A cookie of the right shape whose signature is not the server's.
-		c := u.admin()
-		base, _ := url.Parse(u.url + "/ui/realms/acme/home")
-		ck := c.Jar.Cookies(base)
-		require.Len(t, ck, 1)
-		v := ck[0].Value
-		forged := v[:strings.LastIndex(v, ".")+1] + strings.Repeat("A", len(v)-strings.LastIndex(v, ".")-1)
-		c.Jar.SetCookies(base, []*http.Cookie{{Name: sessionCookie, Value: forged, Path: "/ui/realms/acme"}})
-		p := u.do(c, http.MethodGet, "/ui/realms/acme/home", nil)
-		require.Equal(t, http.StatusSeeOther, p.status)
+		v := u.admin().Jar.Cookies(base)[0].Value
+		requireRefused(t, withCookie(v[:strings.LastIndex(v, ".")+1]+strings.Repeat("A", len(v)-strings.LastIndex(v, ".")-1)), "")
 	})
 	t.Run("another realm's session", func(t *testing.T) {
 		c := u.browser()
 		require.Equal(t, http.StatusSeeOther, u.login(c, "other", "alice", "alice-pw").status)
 		other, _ := url.Parse(u.url + "/ui/realms/other/home")
-		acme, _ := url.Parse(u.url + "/ui/realms/acme/home")
-		// The same cookie, sent to acme's pages.
 		v := c.Jar.Cookies(other)[0].Value
-		c.Jar.SetCookies(acme, []*http.Cookie{{Name: sessionCookie, Value: v, Path: "/ui/realms/acme"}})
-		p := u.do(c, http.MethodGet, "/ui/realms/acme/home", nil)
-		require.Equal(t, http.StatusSeeOther, p.status)
-		require.Equal(t, "/ui/realms/acme/login", p.header.Get("Location"))
+		requireRefused(t, withCookie(v), "") // the same cookie, sent to acme's pages
 		// The user ids of two realms differ, which refuses it too; the
 		// session itself names its realm, which refuses it whatever the
 		// ids.
 		_, ok := u.s.ui.parse(v, "acme", time.Unix(0, u.now.Load()))
 		require.False(t, ok, "a session of realm other is valid in acme")
 	})
-}
-
-// TestWebUISessionExpiresByTheServerClock: a session lasts 30 minutes by
-// the server's clock, however the process spent them (a process frozen
-// for an hour wakes to a refused session).
-func TestWebUISessionExpiresByTheServerClock(t *testing.T) {
-	t.Parallel()
-	u := newUIServer(t)
-	c := u.admin()
-	u.advance(sessionLifetime - time.Second)
-	require.Equal(t, http.StatusOK, u.do(c, http.MethodGet, "/ui/realms/acme/home", nil).status)
-	u.advance(time.Hour)
-	p := u.do(c, http.MethodGet, "/ui/realms/acme/home", nil)
-	require.Equal(t, http.StatusSeeOther, p.status)
-	require.Equal(t, "/ui/realms/acme/login", p.header.Get("Location"))
+	t.Run("logged out", func(t *testing.T) {
+		requireRefused(t, withCookie(logout(t, u.admin())), "")
+	})
+	t.Run("TestWebUISessionExpiresByTheServerClock", func(t *testing.T) {
+		c := u.admin()
+		u.advance(sessionLifetime - time.Second)
+		require.Equal(t, http.StatusOK, u.do(c, http.MethodGet, home, nil).status)
+		u.advance(time.Hour)
+		requireRefused(t, c, "")
+	})
+	t.Run("TestWebUILoggedOutSessionStaysRefusedWhenTheClockStepsBack", func(t *testing.T) {
+		stolen := logout(t, u.admin())
+		// The clock runs past the session's expiry; another logout forgets
+		// the first. Then the clock is corrected back by two minutes.
+		u.advance(sessionLifetime + time.Minute)
+		logout(t, u.admin())
+		u.advance(-2 * time.Minute)
+		requireRefused(t, withCookie(stolen), "a logged-out session signs in again after the clock stepped back")
+	})
 }
 
 // TestWebUIPagesRefuseUsersWithoutRealmManagement: a user without realm
@@ -359,55 +379,6 @@ func TestWebUISessionCookie(t *testing.T) {
 		require.Len(t, resp.Cookies(), 1)
 		assert.True(t, resp.Cookies()[0].Secure)
 	})
-}
-
-// TestWebUILogoutRefusesTheSession: after a logout the session's cookie is
-// cleared, and a copy of it kept elsewhere is refused too.
-func TestWebUILogoutRefusesTheSession(t *testing.T) {
-	t.Parallel()
-	u := newUIServer(t)
-	c := u.admin()
-	base, _ := url.Parse(u.url + "/ui/realms/acme/home")
-	stolen := c.Jar.Cookies(base)[0].Value
-	csrf := u.csrf(c, "/ui/realms/acme/home")
-	p := u.do(c, http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}})
-	require.Equal(t, http.StatusSeeOther, p.status)
-	require.Equal(t, "/ui/realms/acme/login", p.header.Get("Location"))
-	require.Empty(t, c.Jar.Cookies(base))
-
-	thief := u.browser()
-	thief.Jar.SetCookies(base, []*http.Cookie{{Name: sessionCookie, Value: stolen, Path: "/ui/realms/acme"}})
-	p = u.do(thief, http.MethodGet, "/ui/realms/acme/home", nil)
-	require.Equal(t, http.StatusSeeOther, p.status)
-}
-
-// TestWebUILoggedOutSessionStaysRefusedWhenTheClockStepsBack: a logout is
-// forgotten once its session has expired by the server's clock; when that
-// clock then steps back, a copy of the cookie still does not sign in (the
-// logouts share the revoked tokens' watermark, revocation.go).
-func TestWebUILoggedOutSessionStaysRefusedWhenTheClockStepsBack(t *testing.T) {
-	t.Parallel()
-	u := newUIServer(t)
-	base, _ := url.Parse(u.url + "/ui/realms/acme/home")
-	logout := func(c *http.Client) string {
-		stolen := c.Jar.Cookies(base)[0].Value
-		csrf := u.csrf(c, "/ui/realms/acme/home")
-		require.Equal(t, http.StatusSeeOther, u.do(c, http.MethodPost, "/ui/realms/acme/logout", url.Values{"csrf": {csrf}}).status)
-		return stolen
-	}
-	stolen := logout(u.admin())
-
-	// The clock runs past the session's expiry; another logout forgets
-	// the first. Then the clock is corrected back by two minutes.
-	u.advance(sessionLifetime + time.Minute)
-	logout(u.admin())
-	u.advance(-2 * time.Minute)
-
-	thief := u.browser()
-	thief.Jar.SetCookies(base, []*http.Cookie{{Name: sessionCookie, Value: stolen, Path: "/ui/realms/acme"}})
-	p := u.do(thief, http.MethodGet, "/ui/realms/acme/home", nil)
-	require.Equal(t, http.StatusSeeOther, p.status, "a logged-out session signs in again after the clock stepped back")
-	require.Equal(t, "/ui/realms/acme/login", p.header.Get("Location"))
 }
 
 // TestWebUIFormsNeedTheSessionsCSRFToken: a POST of a signed-in browser

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -420,24 +421,38 @@ func TestLimitReadSeesRequests(t *testing.T) {
 // again after; and a connection waiting for a slot stopped every later one
 // from being accepted. The request's deadline, well under the server's
 // timeouts (ten minutes here), only turns such a wait into a failure;
-// nothing here measures speed.
+// nothing here measures speed. The rows "of the asking address" hold the
+// slots from 127.0.0.1 itself with connections that carry no request (left
+// idle after a request, never sending a byte, or both): those used to be
+// held until the idle or read-header timeout, so every other client of
+// the address waited that long too.
 func TestRunNoAddressHoldsEverySlot(t *testing.T) {
 	t.Parallel() // it waits on timers, on its own server
 	const slots = 4
 	var wg sync.WaitGroup
+	silent := func(*testing.T, net.Conn, string, string) {}
+	both := 0
 	for _, tc := range []struct {
 		name string
 		// hold sends what holds one connection; it returns once the
 		// connection's request is in progress, where that can be seen.
 		hold  func(t *testing.T, conn net.Conn, addr, token string)
-		extra int // connections 127.0.0.2 opens beyond the slots, which wait
+		extra int    // connections 127.0.0.2 opens beyond the slots, which wait
+		from  string // the holding address, 127.0.0.2 when empty
 	}{
-		{"request bodies sent slowly", trickleBody, 0},
-		{"request bodies sent slowly, and more waiting", trickleBody, 2 * slots},
-		{"answers not read", unreadAnswers, 0},
-		{"handlers running", slowDecision, 0},
-		{"idle keep-alive connections", idleAfterRequest, 0},
-		{"silent connections", func(*testing.T, net.Conn, string, string) {}, 0},
+		{"request bodies sent slowly", trickleBody, 0, ""},
+		{"request bodies sent slowly, and more waiting", trickleBody, 2 * slots, ""},
+		{"answers not read", unreadAnswers, 0, ""},
+		{"handlers running", slowDecision, 0, ""},
+		{"idle keep-alive connections", idleAfterRequest, 0, ""},
+		{"silent connections", silent, 0, ""},
+		{"idle keep-alive connections of the asking address", idleAfterRequest, 0, "127.0.0.1"},
+		{"silent connections of the asking address", silent, 0, "127.0.0.1"},
+		{"both, of the asking address", func(t *testing.T, conn net.Conn, addr, token string) {
+			if both++; both%2 == 0 {
+				idleAfterRequest(t, conn, addr, token)
+			}
+		}, 0, "127.0.0.1"},
 	} {
 		// Each waits for a grace at most, on its own server, all at once:
 		// run as goroutines, not t.Parallel, whose limit (-parallel,
@@ -457,7 +472,8 @@ func TestRunNoAddressHoldsEverySlot(t *testing.T) {
 				// default one) gives its slot now rather than after its grace.
 				http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 
-				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Control: smallSocket}
+				from := cmp.Or(tc.from, "127.0.0.2")
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Control: smallSocket}
 				var held []net.Conn
 				defer func() { // before stop, which would wait for their requests
 					for _, c := range held {

@@ -340,17 +340,9 @@ func TestRunLimitsConnections(t *testing.T) {
 	require.NoError(t, err)
 	defer first.Close()
 	require.NoError(t, first.SetDeadline(time.Now().Add(time.Minute)))
-	body := "grant_type=client_credentials&client_id=nobody"
-	_, err = io.WriteString(first, "POST /realms/master/protocol/openid-connect/token HTTP/1.1\r\nHost: "+addr+
-		"\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: "+fmt.Sprint(len(body))+
-		"\r\nExpect: 100-continue\r\n\r\n")
-	require.NoError(t, err)
-	fr := bufio.NewReader(first)
-	resp, err := http.ReadResponse(fr, nil)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusContinue, resp.StatusCode, "the handler reads the body: the request is in progress")
-	_, err = io.WriteString(first, body[:10])
-	require.NoError(t, err)
+	trickleBody(t, first, addr, "") // "grant_type=" of tokenHead's 1000 bytes
+	rest := "client_credentials&client_id=nobody&pad="
+	rest += strings.Repeat("x", 1000-len("grant_type=")-len(rest))
 
 	second, err := net.Dial("tcp", addr) // the kernel completes the handshake
 	require.NoError(t, err)
@@ -364,9 +356,9 @@ func TestRunLimitsConnections(t *testing.T) {
 	require.ErrorAs(t, err, &ne, "no answer while the first connection's request holds the only slot")
 	require.True(t, ne.Timeout(), "%v", err)
 
-	_, err = io.WriteString(first, body[10:])
+	_, err = io.WriteString(first, rest)
 	require.NoError(t, err)
-	resp, err = http.ReadResponse(fr, nil)
+	resp, err := http.ReadResponse(bufio.NewReader(first), nil)
 	require.NoError(t, err, "the first request is answered whole")
 	_, err = io.Copy(io.Discard, resp.Body)
 	require.NoError(t, err)
@@ -378,70 +370,6 @@ func TestRunLimitsConnections(t *testing.T) {
 	require.NoError(t, err, "served once the first connection had no request")
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-}
-
-// TestRunIdleAndSilentConnectionsGiveWay fills every slot of
-// -max-connections 8 with connections that carry no request: keep-alive
-// connections left idle after a request, connections that never send a
-// byte, and both; then another client's request is answered. The slots
-// used to be held until the idle or read-header timeout (ten minutes
-// here), so every other client waited that long, and the holder could
-// start again. The request's deadline, well under those timeouts, only
-// turns such a wait into a failure; nothing here measures speed.
-func TestRunIdleAndSilentConnectionsGiveWay(t *testing.T) {
-	t.Parallel() // it waits on timers, on its own server
-	var wg sync.WaitGroup
-	for _, tc := range []struct {
-		name         string
-		silent, idle int
-	}{
-		{"idle keep-alive connections", 0, 8},
-		{"silent connections", 8, 0},
-		{"both", 4, 4},
-	} {
-		// Each waits for a grace, on its own server, all at once: run as
-		// goroutines, not t.Parallel, whose limit (-parallel, GOMAXPROCS
-		// by default) would make them wait in turn for what is a timer.
-		wg.Go(func() {
-			t.Run(tc.name, func(t *testing.T) {
-				base, stop := start(t, "-max-connections", "8", "-read-header-timeout", "10m", "-read-timeout", "10m", "-idle-timeout", "10m")
-				defer func() { require.NoError(t, stop()) }()
-				addr := strings.TrimPrefix(base, "http://")
-				var held []net.Conn
-				defer func() { // before stop: a shutdown waits 5 s for a silent connection
-					for _, c := range held {
-						c.Close()
-					}
-				}()
-				dial := func() net.Conn {
-					conn, err := net.Dial("tcp", addr)
-					require.NoError(t, err)
-					held = append(held, conn)
-					return conn
-				}
-				// The silent ones first: the server accepts in order, so they
-				// hold their slots before the idle ones are answered.
-				for range tc.silent {
-					dial()
-				}
-				for range tc.idle {
-					conn := dial()
-					require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
-					_, err := io.WriteString(conn, "GET /openapi.json HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
-					require.NoError(t, err)
-					resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-					require.NoError(t, err)
-					_, err = io.Copy(io.Discard, resp.Body)
-					require.NoError(t, err)
-					resp.Body.Close()
-					require.False(t, resp.Close, "the connection is kept alive")
-				}
-
-				requireServed(t, base, time.Minute, "another client is served while every slot is held by a connection without a request")
-			})
-		})
-	}
-	wg.Wait()
 }
 
 // TestRunBoundsNonReadingClients: a client that sends requests and never

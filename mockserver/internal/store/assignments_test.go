@@ -1,97 +1,12 @@
 package store
 
 import (
-	"maps"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func TestAssignIsAdditiveAndIdempotent(t *testing.T) {
-	r := testRealm(t)
-	o := mustOrg(t, r, "A", "a")
-	d1 := mustDept(t, r, o.ID, "", DeptSpec{Name: "One"})
-	d2 := mustDept(t, r, o.ID, "", DeptSpec{Name: "Two"})
-
-	a, created, err := r.Assign("u-alice", d1.ID, t0)
-	require.NoError(t, err)
-	assert.True(t, created)
-	assert.Equal(t, o.ID, r.Depts[a.DepartmentID].OrgID)
-	later := t0.Add(time.Hour)
-	again, created, err := r.Assign("u-alice", d1.ID, later)
-	require.NoError(t, err)
-	assert.False(t, created)
-	assert.Equal(t, t0, again.AssignedAt, "a repeat keeps the original assignedAt")
-	_, _, err = r.Assign("u-alice", d2.ID, later)
-	require.NoError(t, err)
-	assert.Len(t, r.AssignmentsByUser()["u-alice"], 2, "adding one never removes another")
-
-	_, _, err = r.Assign("nobody", d1.ID, t0)
-	require.ErrorIs(t, err, ErrNotFound)
-	_, _, err = r.Assign("u-alice", "nowhere", t0)
-	require.ErrorIs(t, err, ErrNotFound)
-
-	require.NoError(t, r.Unassign("u-alice", d1.ID))
-	require.ErrorIs(t, r.Unassign("u-alice", d1.ID), ErrNotFound)
-	assert.Equal(t, []string{d2.ID}, slices.Collect(maps.Keys(r.AssignmentsByUser()["u-alice"])))
-	requireConsistent(t, r)
-}
-
-func TestAssignmentLists(t *testing.T) {
-	r := testRealm(t)
-	b := mustOrg(t, r, "Beta", "beta")
-	a := mustOrg(t, r, "Alpha", "alpha")
-	bd := mustDept(t, r, b.ID, "", DeptSpec{Name: "Ops"})
-	top := mustDept(t, r, a.ID, "", DeptSpec{Name: "Top", Children: []DeptSpec{{Name: "Sub"}, {Name: "Unrelated"}}})
-	mustDept(t, r, a.ID, "", DeptSpec{Name: "Empty"})
-	var sub *Department
-	for d := range r.orgIndex(a.ID).children[top.ID].All() {
-		if d.Name == "Sub" {
-			sub = d
-		}
-	}
-	for _, did := range []string{bd.ID, sub.ID} {
-		_, _, err := r.Assign("u-alice", did, t0)
-		require.NoError(t, err)
-	}
-	_, _, err := r.Assign("u-bob", sub.ID, t0)
-	require.NoError(t, err)
-
-	users, err := r.DepartmentUsers(a.ID, sub.ID)
-	require.NoError(t, err)
-	require.Len(t, users, 2)
-	assert.Equal(t, "alice", users[0].Username)
-	assert.Equal(t, "bob", users[1].Username)
-	_, err = r.DepartmentUsers(b.ID, sub.ID)
-	require.ErrorIs(t, err, ErrNotFound)
-
-	list, err := r.UserAssignments("u-alice")
-	require.NoError(t, err)
-	require.Len(t, list, 2)
-	assert.Equal(t, "Alpha", list[0].Org.Name)
-	assert.Equal(t, "Sub", list[0].Dept.Name)
-	assert.Equal(t, "Beta", list[1].Org.Name)
-	_, err = r.UserAssignments("nobody")
-	require.ErrorIs(t, err, ErrNotFound)
-
-	tree, err := r.AssignmentTree("u-alice")
-	require.NoError(t, err)
-	require.Len(t, tree, 2)
-	assert.Equal(t, "Alpha", tree[0].Org.Name)
-	require.Len(t, tree[0].Children, 1, "pruned: Empty is left out")
-	assert.Equal(t, "Top", tree[0].Children[0].Dept.Name)
-	require.Len(t, tree[0].Children[0].Children, 1, "pruned: Unrelated is left out")
-	assert.Equal(t, "Sub", tree[0].Children[0].Children[0].Dept.Name)
-	assert.Empty(t, tree[0].Children[0].Children[0].Children)
-
-	ms := r.UserOrganizations("u-alice", "")
-	require.Len(t, ms, 2)
-	assert.Equal(t, "Alpha", ms[0].Org.Name)
-	assert.Empty(t, r.UserOrganizations("nobody", ""))
-}
 
 func TestUserOrgRoleIDs(t *testing.T) {
 	r := testRealm(t)

@@ -10,39 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestDepartmentsResolveWithinTheirOrganization(t *testing.T) {
-	r := testRealm(t)
-	a := mustOrg(t, r, "A", "a")
-	b := mustOrg(t, r, "B", "b")
-	root := mustDept(t, r, a.ID, "", DeptSpec{Name: "Root", Alias: "root"})
-	sub := mustDept(t, r, a.ID, root.ID, DeptSpec{Name: "Sub"})
-	deep := mustDept(t, r, a.ID, sub.ID, DeptSpec{Name: "Deep"})
-	assert.EqualValues(t, 1, root.Depth)
-	assert.EqualValues(t, 3, deep.Depth)
-	assert.Equal(t, a.ID, root.ParentID)
-
-	got, err := r.Department(a.ID, deep.ID)
-	require.NoError(t, err)
-	assert.Same(t, deep, got, "resolves at any depth")
-	_, err = r.Department(b.ID, deep.ID)
-	require.ErrorIs(t, err, ErrNotFound, "an id under the wrong organization")
-	_, err = r.SubDepartment(a.ID, root.ID, deep.ID)
-	require.ErrorIs(t, err, ErrNotFound, "a grandchild is not a sub-department")
-	_, err = r.SubDepartment(a.ID, sub.ID, deep.ID)
-	require.NoError(t, err)
-
-	roots, err := r.Departments(a.ID, "")
-	require.NoError(t, err)
-	assert.Equal(t, []*Department{root}, slices.Collect(roots.All()))
-	kids, err := r.Departments(a.ID, root.ID)
-	require.NoError(t, err)
-	assert.Equal(t, []*Department{sub}, slices.Collect(kids.All()))
-	_, err = r.Departments(b.ID, root.ID)
-	require.ErrorIs(t, err, ErrNotFound)
-	_, err = r.CreateDepartment(b.ID, root.ID, DeptSpec{Name: "x"}, t0)
-	require.ErrorIs(t, err, ErrNotFound)
-}
-
 func TestDepartmentAliasUniqueWithinOrganization(t *testing.T) {
 	r := testRealm(t)
 	a := mustOrg(t, r, "A", "a")
@@ -83,30 +50,6 @@ func TestDepartmentDepthLimit(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Len(t, r.Depts, MaxDepartmentDepth)
 	requireConsistent(t, r)
-}
-
-func TestDepartmentTreeAndUpdate(t *testing.T) {
-	r := testRealm(t)
-	o := mustOrg(t, r, "A", "a")
-	top := mustDept(t, r, o.ID, "", DeptSpec{Name: "Top", Children: []DeptSpec{
-		{Name: "b"}, {Name: "A", Children: []DeptSpec{{Name: "leaf"}}},
-	}})
-	mustDept(t, r, o.ID, "", DeptSpec{Name: "Another"})
-	tree, err := r.DepartmentTree(o.ID)
-	require.NoError(t, err)
-	require.Len(t, tree, 2)
-	assert.Equal(t, "Another", tree[0].Dept.Name)
-	assert.Empty(t, tree[0].Children)
-	assert.NotNil(t, tree[0].Children, "leaves have an empty, non-nil list")
-	require.Len(t, tree[1].Children, 2)
-	assert.Equal(t, "A", tree[1].Children[0].Dept.Name)
-	assert.Equal(t, "leaf", tree[1].Children[0].Children[0].Dept.Name)
-
-	got, err := r.UpdateDepartment(o.ID, top.ID, DeptSpec{Name: "Top 2", Alias: "ignored"})
-	require.NoError(t, err)
-	assert.Equal(t, "Top 2", got.Name)
-	assert.Empty(t, got.Alias)
-	assert.Equal(t, Attributes{}, got.Attributes)
 }
 
 func TestDeleteDepartmentRemovesSubtreeAndAssignments(t *testing.T) {

@@ -66,33 +66,6 @@ func TestInstallIsAllOrNothing(t *testing.T) {
 	require.ErrorIs(t, s.Read("b", func(*Realm) error { return nil }), ErrNotFound)
 }
 
-// TestTenantLifecycle: a provisioned tenant is found by id until it is
-// decommissioned, once.
-func TestTenantLifecycle(t *testing.T) {
-	t.Parallel()
-	s := New(func() time.Time { return t0 })
-	k := keyedRealm(t, "x")
-	r, err := s.ProvisionTenant("initech", "free", "a@initech.test", "pw", k.SigningKey, k.KeyID)
-	require.NoError(t, err)
-	info, err := s.LiveTenant(r.TenantID())
-	require.NoError(t, err)
-	require.Equal(t, "initech", info.Name)
-	require.Equal(t, TenantActive, info.Status)
-	_, err = s.ProvisionTenant("initech", "free", "a@initech.test", "pw", k.SigningKey, k.KeyID)
-	require.ErrorIs(t, err, ErrConflict)
-
-	realm, at, err := s.DecommissionTenant(r.TenantID())
-	require.NoError(t, err)
-	require.Equal(t, t0, at)
-	require.Equal(t, r.Name, realm)
-	require.True(t, r.Decommissioned())
-	_, _, err = s.DecommissionTenant(r.TenantID())
-	require.ErrorIs(t, err, ErrNotFound)
-	_, err = s.LiveTenant(r.TenantID())
-	require.ErrorIs(t, err, ErrNotFound)
-	require.NoError(t, s.CheckInvariants())
-}
-
 // TestGenerationCountsEveryWrite: every write of a realm changes its
 // generation, one that fails and decommissioning included; a read, or a
 // write of another realm, does not.

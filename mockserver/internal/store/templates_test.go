@@ -8,47 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestPropertyTemplates(t *testing.T) {
-	r := testRealm(t)
-	o := mustOrg(t, r, "A", "a")
-	other := mustOrg(t, r, "B", "b")
-	pt, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "finance", Properties: []Property{
-		{Key: "cost", Type: PropNumber, Required: true},
-		{Key: "tier", Type: PropEnum, AllowedValues: []string{"gold", "silver"}},
-	}}, t0)
-	require.NoError(t, err)
-
-	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "again",
-		Properties: []Property{{Key: "cost", Type: PropString}}}, t0)
-	require.ErrorIs(t, err, ErrConflict, "keys are unique across the organization's templates")
-	_, err = r.CreatePropertyTemplate(other.ID, PropertyTemplateSpec{Name: "again",
-		Properties: []Property{{Key: "cost", Type: PropString}}}, t0)
-	require.NoError(t, err, "another organization may reuse the key")
-
-	for name, spec := range map[string]PropertyTemplateSpec{
-		"properties[0].type":          {Name: "x", Properties: []Property{{Key: "k", Type: "COLOR"}}},
-		"properties[0].allowedValues": {Name: "x", Properties: []Property{{Key: "k", Type: PropEnum}}},
-		"properties[1].key":           {Name: "x", Properties: []Property{{Key: "k", Type: PropURL}, {Key: "k", Type: PropURL}}},
-		"properties[0].key":           {Name: "x", Properties: []Property{{Type: PropURL}}},
-		"name":                        {Properties: []Property{}},
-	} {
-		_, err := r.CreatePropertyTemplate(o.ID, spec, t0)
-		require.ErrorIs(t, err, ErrInvalid, name)
-		assert.Equal(t, name, fieldOf(err))
-	}
-
-	// Updating a template may keep its own keys.
-	_, err = r.UpdatePropertyTemplate(o.ID, pt.ID, PropertyTemplateSpec{Name: "finance 2", Properties: pt.Properties})
-	require.NoError(t, err)
-	list, err := r.PropertyTemplates(o.ID)
-	require.NoError(t, err)
-	require.Len(t, list, 1)
-	assert.Equal(t, "finance 2", list[0].Name)
-	_, err = r.PropertyTemplate(other.ID, pt.ID)
-	require.ErrorIs(t, err, ErrNotFound)
-	requireConsistent(t, r)
-}
-
 func TestDepartmentAttributesFollowPropertyTemplates(t *testing.T) {
 	r := testRealm(t)
 	o := mustOrg(t, r, "A", "a")
