@@ -2,9 +2,11 @@ package pep_test
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,4 +64,66 @@ func TestOneCallersTokenPastTheGatewaysHeaderLimitOpensNoBreaker(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, errors.Is(d.Cause, pep.ErrCircuitOpen), "one caller's tokens opened the breaker for everyone: %v", d.Cause)
 	assert.True(t, d.Allowed(), "a legitimate caller is denied: %v (breaker %v)", d.Cause, c.Stats().Breaker)
+}
+
+// TestADeadGatewayOpensTheBreakerWhateverTheTokenSize: a gateway that
+// accepts each connection and closes or resets it at once (a TCP front of a
+// dead process: docker-proxy, an L4 balancer) opens the breaker in five
+// calls, for small tokens and for tokens past net/http's 4 KiB write buffer
+// alike (a-fix10: such an attempt also fails before its headers are
+// written, and was taken for the client's own refusal of a token too large
+// for an HTTP/2 peer: neutral, and the breaker never opened).
+func TestADeadGatewayOpensTheBreakerWhateverTheTokenSize(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		reset bool
+		token int
+	}{
+		{"close, small token", false, 64},
+		{"close, 8 KiB token", false, 8 << 10},
+		{"reset, small token", true, 64},
+		{"reset, 8 KiB token", true, 8 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := hangguard.NewPep(closingGateway(t, tc.reset), "shop", "orders-api",
+				pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			tok := strings.Repeat("A", tc.token)
+			for range 5 {
+				d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
+				require.NoError(t, err)
+				require.False(t, d.Allowed())
+				require.NotErrorIs(t, d.Cause, pep.ErrCircuitOpen, "open before five failures")
+			}
+			d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
+			require.NoError(t, err)
+			require.ErrorIs(t, d.Cause, pep.ErrCircuitOpen, "five calls to a dead gateway left the breaker %v", c.Stats().Breaker)
+		})
+	}
+}
+
+// closingGateway is a dead gateway behind a TCP front: it accepts every
+// connection and closes it at once, with a reset (reset) or a FIN.
+func closingGateway(t *testing.T, reset bool) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if reset {
+				_ = c.(*net.TCPConn).SetLinger(0)
+			}
+			_ = c.Close()
+		}
+	})
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	return "http://" + ln.Addr().String()
 }

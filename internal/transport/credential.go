@@ -355,16 +355,29 @@ func (e *notSent) Error() string { return "not sent: " + e.late.Error() }
 func (e *notSent) Unwrap() error { return e.late }
 
 // unwritten is the error of an attempt the client's own transport refused
-// once it had a connection, before the request's headers were written: an
-// HTTP/2 server's advertised header-size limit that the caller's token
-// passes, a header the transport will not write. The request carried the
-// fault, not the server, so the attempt says nothing about the server:
-// one caller's token never counts against the breaker every caller shares
-// (rule 11), and it is not retried, since it would fail alike.
+// for the request's content once it had a connection, before the request's
+// headers were written: an HTTP/2 server's advertised header-list limit that
+// the caller's token passes. The request carried the fault, not the server,
+// so the attempt says nothing about the server: one caller's token never
+// counts against the breaker every caller shares (rule 11), and it is not
+// retried, since it would fail alike. A server that closes or resets the
+// connection before the headers are written leaves the same trace
+// (a-fix10), so the refusal is also known by what it says (refusedForSize).
 type unwritten struct{ err error }
 
 func (e *unwritten) Error() string { return "not written: " + e.err.Error() }
 func (e *unwritten) Unwrap() error { return e.err }
+
+// refusedForSize reports whether err is a transport's refusal of a request
+// whose header list passes the limit its HTTP/2 peer advertised
+// (SETTINGS_MAX_HEADER_LIST_SIZE): net/http's and golang.org/x/net/http2's
+// transports say so in these words and give the error no exported value. It
+// is the one refusal of a request's own content that a token the client
+// sends (CheckToken) can cause. Anything else, an EOF or a reset among them,
+// may be the server's doing and counts.
+func refusedForSize(err error) bool {
+	return strings.Contains(err.Error(), "request header list larger than peer's advertised limit")
+}
 
 // writes follows one attempt through net/http (httptrace): whether it got
 // a connection, and whether its headers were written on it. The hooks may
@@ -460,7 +473,7 @@ func (a *authorizer) send(req *http.Request, nonce string) (*http.Response, erro
 		if n := dpopNonce(resp); n != "" {
 			a.nonces.set(origin(req.URL), n)
 		}
-	case w.conn.Load() && !w.headers.Load() && Late(req.Context()) == nil:
+	case w.conn.Load() && !w.headers.Load() && refusedForSize(err) && Late(req.Context()) == nil:
 		return nil, &unwritten{err: err}
 	}
 	return resp, err
