@@ -47,8 +47,17 @@ func canonicalPathByRule(r *http.Request) bool {
 			return false
 		}
 	}
-	if encodedSeparator(r.URL.EscapedPath()) {
-		return false
+	if raw := r.URL.RawPath; raw != "" {
+		if dec, err := url.PathUnescape(raw); err != nil || dec != p {
+			return false
+		}
+		for i := strings.IndexByte(raw, '%'); i >= 0; i = strings.IndexByte(raw, '%') {
+			b, _ := url.PathUnescape(raw[i : i+3])
+			if strings.ContainsAny(b, "/\\-._~") || b >= "0" && b <= "9" || b >= "A" && b <= "Z" || b >= "a" && b <= "z" {
+				return false
+			}
+			raw = raw[i+3:]
+		}
 	}
 	rest := p[1:]
 	for {
@@ -78,4 +87,19 @@ func TestCanonicalPathWithoutRawPath(t *testing.T) {
 		require.Empty(t, u.RawPath)
 		assert.False(t, encodedSeparator(u.EscapedPath()), p)
 	}
+}
+
+// encodedSeparator reports whether an escaped path holds an encoded slash
+// or backslash (%2f or %5c, in either case).
+func encodedSeparator(escaped string) bool {
+	for i := 0; i+2 < len(escaped); i++ {
+		if escaped[i] != '%' {
+			continue
+		}
+		switch a, b := escaped[i+1], escaped[i+2]|0x20; {
+		case a == '2' && b == 'f', a == '5' && b == 'c':
+			return true
+		}
+	}
+	return false
 }

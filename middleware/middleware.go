@@ -434,9 +434,11 @@ func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method s
 // /files/secret to some).
 //
 // Every protected request's path is read here, in one pass over its bytes
-// without allocating. An encoded separator can only be in the path as sent
-// (RawPath): a path net/url decoded without one (RawPath empty) escapes
-// back without one, since '/' is not escaped and a backslash is refused.
+// without allocating, and the path as sent (RawPath), when net/url kept
+// one, in one more (rawPathSpellsPath). An encoded separator can only be
+// in the path as sent: a path net/url decoded without one (RawPath empty)
+// escapes back without one, since '/' is not escaped and a backslash is
+// refused.
 func canonicalPath(r *http.Request) bool {
 	p := r.URL.Path
 	if p == "" || p[0] != '/' {
@@ -485,7 +487,45 @@ func canonicalPath(r *http.Request) bool {
 	if !ascii && !utf8.ValidString(p) {
 		return false
 	}
-	return r.URL.RawPath == "" || !encodedSeparator(r.URL.EscapedPath())
+	return r.URL.RawPath == "" || rawPathSpellsPath(r.URL.RawPath, p)
+}
+
+// rawPathSpellsPath reports whether raw, the path as sent (RawPath), is a
+// spelling of the decoded path p that every router reads as p: it decodes
+// to p (a rewrite of Path that left RawPath behind is not), and it escapes
+// only bytes that must be escaped: no separator ('/', '\'), and no
+// unreserved byte (letters, digits, "-._~"), which RFC 3986 says no one
+// escapes and normalisers decode. Routers that match RawPath (echo, chi,
+// gin with UseRawPath) take /files/%70rivate for another path than
+// /files/private, which FileServer serves (a-client10b). Other escapes
+// (a space, '%', non-ASCII, sub-delimiters as encodeURIComponent writes
+// them) are kept, in either hex case.
+func rawPathSpellsPath(raw, p string) bool {
+	j := 0
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c == '%' {
+			if i+2 >= len(raw) || !isHex(raw[i+1]) || !isHex(raw[i+2]) {
+				return false
+			}
+			c = unhex(raw[i+1])<<4 | unhex(raw[i+2])
+			if c == '/' || c == '\\' || unreserved(c) {
+				return false
+			}
+			i += 2
+		}
+		if j >= len(p) || p[j] != c {
+			return false
+		}
+		j++
+	}
+	return j == len(p)
+}
+
+// unreserved reports whether c is an unreserved character of RFC 3986.
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
 // The classes of a path's bytes for canonicalPath.
@@ -520,21 +560,6 @@ var pathClass = func() (t [256]byte) {
 	}
 	return t
 }()
-
-// encodedSeparator reports whether an escaped path holds an encoded slash
-// or backslash (%2f or %5c, in either case).
-func encodedSeparator(escaped string) bool {
-	for i := 0; i+2 < len(escaped); i++ {
-		if escaped[i] != '%' {
-			continue
-		}
-		switch a, b := escaped[i+1], escaped[i+2]|0x20; {
-		case a == '2' && b == 'f', a == '5' && b == 'c':
-			return true
-		}
-	}
-	return false
-}
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
