@@ -234,10 +234,11 @@ type Stats struct {
 	// purge is retried until it is delivered (or Close): each failed try
 	// counts.
 	InvalidationPublishFailures uint64
-	// InvalidationRefusalOverflows counts the times more 401s' purges
-	// waited to be published than their bound (1,024: a flood of refused
-	// tokens, or a slow channel), and were replaced by one purge of every
-	// replica's whole cache, which covers them.
+	// InvalidationRefusalOverflows counts the times the 401s' purges
+	// waiting to be published outgrew their bound (1,024, or one waiting a
+	// second: a flood of refused tokens, or a slow channel), and were
+	// replaced by one purge of every replica's whole cache, which covers
+	// them.
 	InvalidationRefusalOverflows uint64
 	// CacheBypassed reports whether cached decisions are not served now
 	// (every call goes to the server): with an invalidator whose

@@ -33,7 +33,8 @@ type Invalidator = invalidation.Invalidator
 // waits already, is not published again. At most 1,024 refused tokens'
 // purges wait (64 are published at once); when more come (a flood of
 // tokens the gateway refuses, which anyone can send, faster than the
-// channel takes them) they are replaced by one purge of every replica's
+// channel takes them), or when one has waited a second since it was
+// queued or last tried, they are replaced by one purge of every replica's
 // whole cache, which covers them and every refusal until it is published:
 // the flood costs the other replicas their caches (every call then asks
 // the gateway), never a refused token's purge. Stats counts each failed

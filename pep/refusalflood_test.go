@@ -82,3 +82,28 @@ func TestARefusalFloodBecomesOnePurgeOfEveryCache(t *testing.T) {
 	// each, and the purge of every cache: not one per refused token.
 	require.LessOrEqual(t, n, 2*64+1)
 }
+
+// A refusal that waits longer than a second for a publisher (every one
+// of them held by a channel that hangs) is not left behind the backlog:
+// what waits becomes one purge of every replica's whole cache, published
+// as soon as the channel takes anything.
+func TestARefusalThatWaitsTooLongBecomesAPurgeOfEveryCache(t *testing.T) {
+	t.Parallel()
+	const tokens = 64 + 10 // past the publishers, far below the queue's bound
+	inv := &gatedPublisher{open: make(chan struct{})}
+	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
+		pep.WithHTTPClient(&http.Client{Transport: refused401}), pep.WithInvalidator(inv))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	for i := range tokens {
+		_, err := c.Check(pep.WithToken(t.Context(), fmt.Sprintf("revoked-%d", i)), "orders", "read")
+		require.ErrorIs(t, err, pep.ErrUnauthorized)
+	}
+	require.Zero(t, c.Stats().InvalidationRefusalOverflows)
+	// The publications time out (2 s) and are given back; the next take
+	// finds the ten that waited all along.
+	require.Eventually(t, func() bool { return c.Stats().InvalidationRefusalOverflows == 1 }, 10*time.Second, time.Millisecond)
+	close(inv.open)
+	require.Eventually(t, func() bool { _, all := inv.taken(); return all == 1 }, 10*time.Second, time.Millisecond,
+		"the purge of every replica's cache was not published")
+}

@@ -30,6 +30,9 @@ import (
 //     or until Close.
 //   - When the set is full (maxPendingRefusals: a flood of refused
 //     tokens, which anyone can send, faster than the channel takes them),
+//     or when the oldest refusal in it has waited refusalMaxWait to be
+//     taken since it was queued or last tried (a backlog the publishers
+//     would take seconds to work through),
 //     its refusals are replaced by one purge of every replica's whole
 //     cache (msgAll), which covers them and every refusal queued until it
 //     is taken, and which is retried so too. The flood costs the other
@@ -42,8 +45,13 @@ import (
 // token is kept but its digests.
 
 // refusal is the purge of one refused token: its identity's digest and
-// its own, the two messages of Purge's.
-type refusal struct{ identity, own [digestBytes]byte }
+// its own, the two messages of Purge's, and when it was queued, or given
+// back after a failed try (on the monotonic clock: a process frozen
+// meanwhile finds it old).
+type refusal struct {
+	identity, own [digestBytes]byte
+	at            time.Time
+}
 
 // refusals is what waits to be published; replicas.refusedMu guards it.
 type refusals struct {
@@ -51,8 +59,8 @@ type refusals struct {
 	// queued (refusalQuiet); maxRefused bounds it (when full, it starts
 	// over).
 	last map[[digestBytes]byte]time.Time
-	// queue holds the refusals waiting, oldest first; queued their own
-	// digests.
+	// queue holds the refusals waiting, oldest (at) first; queued their
+	// own digests.
 	queue  []refusal
 	queued map[[digestBytes]byte]struct{}
 	// all is set while a purge of every replica's whole cache waits: it
@@ -84,44 +92,56 @@ func (q *refusals) add(x refusal) (overflowed bool) {
 		return false
 	}
 	if len(q.queue) >= maxPendingRefusals {
-		q.queue = nil
-		clear(q.queued)
-		q.all = true
-		overflowed = !q.overflowing
-		q.overflowing = true
-		return overflowed
+		return q.overflow()
 	}
 	q.queue = append(q.queue, x)
 	q.queued[x.own] = struct{}{}
 	return false
 }
 
+// overflow replaces the queue by one purge of every replica's cache, and
+// reports whether that began an episode of overflow.
+func (q *refusals) overflow() (overflowed bool) {
+	q.queue = nil
+	clear(q.queued)
+	q.all = true
+	overflowed = !q.overflowing
+	q.overflowing = true
+	return overflowed
+}
+
 // take returns the next publication: all (a purge of every replica's
-// cache) or x; ok is false when nothing waits.
-func (q *refusals) take() (x refusal, all, ok bool) {
+// cache) or x; ok is false when nothing waits. The queue becomes a purge of
+// every replica's cache when its oldest refusal waited refusalMaxWait:
+// overflowed says whether that began an episode of overflow.
+func (q *refusals) take() (x refusal, all, ok, overflowed bool) {
+	if len(q.queue) > 0 && time.Since(q.queue[0].at) >= refusalMaxWait {
+		overflowed = q.overflow()
+	}
 	switch {
 	case q.all:
 		q.all = false
-		return refusal{}, true, true
+		return refusal{}, true, true, overflowed
 	case len(q.queue) > 0:
 		x = q.queue[0]
 		q.queue = q.queue[1:]
 		delete(q.queued, x.own)
-		return x, false, true
+		return x, false, true, false
 	}
-	return refusal{}, false, false
+	return refusal{}, false, false, false
 }
 
-// giveBack queues again a publication that failed.
+// giveBack queues again a publication that failed, as new.
 func (q *refusals) giveBack(x refusal, all bool) (overflowed bool) {
 	if all {
 		if !q.all {
 			q.queue = nil
 			clear(q.queued)
-			q.all = true
+			q.all = true // the same episode
 		}
 		return false
 	}
+	x.at = time.Now()
 	return q.add(x)
 }
 
@@ -133,7 +153,7 @@ func (c *Core) publishRefused(token string, identity [digestBytes]byte) {
 	if r == nil {
 		return
 	}
-	x := refusal{identity: identity, own: tokenDigest(token)}
+	x := refusal{identity: identity, own: tokenDigest(token), at: time.Now()}
 	now := c.now()
 	r.refusedMu.Lock()
 	last, seen := r.last[x.own]
@@ -209,13 +229,14 @@ func (c *Core) publishRefusals(pause time.Duration) {
 		if pause > 0 && !wait(r.ctx, pause) {
 			return
 		}
-		var ok bool
+		var ok, overflowed bool
 		r.refusedMu.Lock()
 		if !r.closed {
-			x, all, ok = r.take()
+			x, all, ok, overflowed = r.take()
 		}
 		holding = ok
 		r.refusedMu.Unlock()
+		c.refusalsQueued(overflowed, false, 0)
 		if !ok {
 			return
 		}
@@ -227,7 +248,7 @@ func (c *Core) publishRefusals(pause time.Duration) {
 		}
 		pause = nextRetry(pause)
 		r.refusedMu.Lock()
-		overflowed := r.giveBack(x, all)
+		overflowed = r.giveBack(x, all)
 		holding = false
 		r.refusedMu.Unlock()
 		c.refusalsQueued(overflowed, false, 0)
@@ -290,13 +311,15 @@ func nextRetry(pause time.Duration) time.Duration {
 // refusalQuiet is how long after a refused token was queued a refusal of
 // it is not queued again; maxRefused bounds the tokens remembered so (when
 // full, the memory starts over). maxPendingRefusals bounds the refusals
-// waiting (64 bytes each), maxRefusedPublishers the publishers, each of
+// waiting (about 90 bytes each), refusalMaxWait how long the oldest
+// waits to be taken, maxRefusedPublishers the publishers, each of
 // whose publications refusedPublishTimeout bounds; refusedRetryMin and
 // refusedRetryMax bound a publisher's pause after a failure.
 const (
 	refusalQuiet          = time.Second
 	maxRefused            = 1024
 	maxPendingRefusals    = 1024
+	refusalMaxWait        = time.Second
 	maxRefusedPublishers  = 64
 	refusedPublishTimeout = invalidation.DefaultTrust
 	refusedRetryMin       = 200 * time.Millisecond
