@@ -32,10 +32,10 @@ import (
 //     tokens, which anyone can send, faster than the channel takes them),
 //     or when the oldest refusal in it has waited refusalMaxWait to be
 //     taken since it was queued or last tried (a backlog the publishers
-//     would take seconds to work through),
-//     its refusals are replaced by one purge of every replica's whole
-//     cache (msgAll), which covers them and every refusal queued until it
-//     is taken, and which is retried so too. The flood costs the other
+//     would take seconds to work through), its refusals are replaced by
+//     one purge of every replica's whole cache (msgAll), which covers them
+//     and every refusal queued until it is taken, and which is retried so
+//     too. The flood costs the other
 //     replicas their caches, never a revoked token's cached GRANT; at
 //     most one such purge waits at a time. Each replacement is counted
 //     (RefusalOverflows) and logged once per episode.
