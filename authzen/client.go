@@ -229,9 +229,17 @@ type Stats struct {
 	// times it came back, the first subscription included, each of which
 	// purged the whole cache.
 	InvalidationGaps, InvalidationRecoveries uint64
-	// InvalidationPublishFailures counts the purges (Purge, PurgeAll, a
-	// 401) that could not be published to the other replicas.
+	// InvalidationPublishFailures counts the publications of purges
+	// (Purge, PurgeAll, a 401) to the other replicas that failed. A 401's
+	// purge is retried until it is delivered (or Close): each failed try
+	// counts.
 	InvalidationPublishFailures uint64
+	// InvalidationRefusalOverflows counts the times the 401s' purges
+	// waiting to be published outgrew their bound (1,024, or one waiting a
+	// second: a flood of refused tokens, or a slow channel), and were
+	// replaced by one purge of every replica's whole cache, which covers
+	// them.
+	InvalidationRefusalOverflows uint64
 	// CacheBypassed reports whether cached decisions are not served now
 	// (every call goes to the server): with an invalidator whose
 	// heartbeat is not fresh; always false without one.
@@ -249,6 +257,7 @@ func (c *Client) Stats() Stats {
 		FailClosed: n.FailClosed, Breaker: n.Breaker,
 		Invalidations: n.Received, MalformedInvalidations: n.Malformed,
 		InvalidationGaps: n.Gaps, InvalidationRecoveries: n.Recoveries,
-		InvalidationPublishFailures: n.PublishFailures, CacheBypassed: n.Bypassed,
+		InvalidationPublishFailures: n.PublishFailures, InvalidationRefusalOverflows: n.RefusalOverflows,
+		CacheBypassed: n.Bypassed,
 	}
 }

@@ -18,8 +18,9 @@ type Invalidator = invalidation.Invalidator
 // replicas through inv, as pep.WithInvalidator does, whose documentation
 // holds the rules: Purge, PurgeAll and every 401 are published (a SHA-256
 // digest of the token's identity and one of the token, two messages, never
-// the token) and the other replicas' purges
-// applied here; the cache is served only while a heartbeat of inv's was
+// the token; a 401's is retried until delivered, and a flood of them
+// becomes one purge of every replica's cache) and the other replicas'
+// purges applied here; the cache is served only while a heartbeat of inv's was
 // sent within its trust window (invalidation.DefaultTrust, 2 s, unless inv
 // says otherwise), read on the monotonic clock at every lookup, else every
 // call goes to the PDP, and the whole cache is purged after a break. The

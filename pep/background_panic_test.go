@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,14 +41,14 @@ func (h levelPanicHandler) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-// msgPanicHandler panics on the record whose message is msg.
+// msgPanicHandler panics on the records whose message begins with msg.
 type msgPanicHandler struct{ msg string }
 
 func (h msgPanicHandler) Enabled(context.Context, slog.Level) bool { return true }
 func (h msgPanicHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h msgPanicHandler) WithGroup(string) slog.Handler            { return h }
 func (h msgPanicHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == h.msg {
+	if strings.HasPrefix(r.Message, h.msg) {
 		panic("a bug in the user's log handler: " + r.Message)
 	}
 	return nil
@@ -131,7 +132,10 @@ func subscribePanicLogPanicsChild() int {
 type failingPublisher struct{ published chan struct{} }
 
 func (f *failingPublisher) Publish(context.Context, []byte) error {
-	f.published <- struct{}{}
+	select { // the first call is told; the retries' are not
+	case f.published <- struct{}{}:
+	default:
+	}
 	return errors.New("redis: READONLY")
 }
 
@@ -191,17 +195,17 @@ func TestBackgroundUserCodeNeverEndsTheProcess(t *testing.T) {
 }
 
 // goexitPublisher's Publish ends its goroutine (runtime.Goexit) while
-// goexit is set, and tells published of each call.
+// goexit is set; else it takes the message, counted in delivered.
 type goexitPublisher struct {
 	goexit    atomic.Bool
-	published chan struct{}
+	delivered atomic.Int64
 }
 
 func (p *goexitPublisher) Publish(context.Context, []byte) error {
-	p.published <- struct{}{}
 	if p.goexit.Load() {
 		runtime.Goexit()
 	}
+	p.delivered.Add(1)
 	return nil
 }
 
@@ -211,37 +215,27 @@ func (p *goexitPublisher) Subscribe(ctx context.Context, r invalidation.Receiver
 	return ctx.Err()
 }
 
-// A Publish that ends its goroutine (runtime.Goexit) gives back the
-// publication slot of the refused token it was given: once the Invalidator
-// works again, a refused token's purge is published, however many
-// publications ended so before. (Each used to keep its slot for good;
-// after maxRefusedInFlight (64) of them no refused token was ever
-// published again, and the other replicas served its cached GRANTs.)
+// A Publish that ends its goroutine (runtime.Goexit) neither keeps its
+// publisher's place nor loses the purge it was given: once the
+// Invalidator works again, every refused token's purge is delivered,
+// however many publications ended so before. (Each used to keep its slot
+// for good, and after maxRefusedInFlight (64) of them no refused token was
+// ever published again; later such a purge was dropped.)
 func TestAPublishThatEndsItsGoroutineReleasesItsSlot(t *testing.T) {
 	t.Parallel()
-	const slots = 64 // core's maxRefusedInFlight
-	inv := &goexitPublisher{published: make(chan struct{}, slots+1)}
+	const tokens = 65 // past core's 64 publishers
+	inv := &goexitPublisher{}
 	inv.goexit.Store(true)
 	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
 		pep.WithHTTPClient(&http.Client{Transport: refused401}), pep.WithInvalidator(inv))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	for i := range slots {
+	for i := range tokens {
 		_, _ = c.Check(pep.WithToken(t.Context(), fmt.Sprintf("revoked-%d", i)), "orders", "read")
 	}
-	for range slots {
-		<-inv.published
-	}
-	// Each publication that ended so is counted as a failure once its slot
-	// is given back.
-	require.Eventually(t, func() bool { return c.Stats().InvalidationPublishFailures == slots }, 5*time.Second, time.Millisecond,
-		"publications that ended their goroutine, counted: %d", c.Stats().InvalidationPublishFailures)
+	// Each publication that ended so is counted as a failure.
+	require.Eventually(t, func() bool { return c.Stats().InvalidationPublishFailures >= tokens }, 5*time.Second, time.Millisecond, "publications that ended their goroutine, counted: %d", c.Stats().InvalidationPublishFailures)
 	inv.goexit.Store(false) // the Invalidator works again
-
-	_, _ = c.Check(pep.WithToken(t.Context(), "revoked-next"), "orders", "read")
-	select {
-	case <-inv.published:
-	case <-time.After(5 * time.Second):
-		require.Fail(t, "the next refused token's purge is not published", "publish failures: %d", c.Stats().InvalidationPublishFailures)
-	}
+	require.Eventually(t, func() bool { return inv.delivered.Load() == 2*tokens }, 10*time.Second, time.Millisecond,
+		"messages delivered: %d of %d", inv.delivered.Load(), 2*tokens)
 }

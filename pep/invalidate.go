@@ -25,6 +25,23 @@ type Invalidator = invalidation.Invalidator
 // logging one warning, and ignore it). This client applies both, and so
 // the purges of replicas of earlier versions too.
 //
+// A 401's purge is published on goroutines of the client's own (the call
+// that was refused never waits for the channel) and delivered at least
+// once: a publication that fails is retried, after a pause growing from
+// 200 ms to 1 s, until the channel takes it or the client is closed. A
+// token refused again within a second of its last purge, or whose purge
+// waits already, is not published again. At most 1,024 refused tokens'
+// purges wait (64 are published at once); when more come (a flood of
+// tokens the gateway refuses, which anyone can send, faster than the
+// channel takes them), or when one has waited a second since it was
+// queued or last tried, they are replaced by one purge of every replica's
+// whole cache, which covers them and every refusal until it is published:
+// the flood costs the other replicas their caches (every call then asks
+// the gateway), never a refused token's purge. Stats counts each failed
+// try (InvalidationPublishFailures) and each replacement
+// (InvalidationRefusalOverflows); the first failure of a run, and each
+// replacement until its purge is delivered, are logged at Warn.
+//
 // The cache is served only while inv's channel is known to be current: a
 // heartbeat from it was sent within its trust window
 // (invalidation.DefaultTrust, 2 s, unless inv says otherwise), read on the
@@ -39,7 +56,9 @@ type Invalidator = invalidation.Invalidator
 // A panic of inv's Subscribe there, or of its Publish of a 401's purge (on
 // a goroutine of its own too), is logged at Error and taken as its error:
 // Subscribe is called again after a pause, the publication is counted as
-// failed. A nil inv means none (the default).
+// failed and retried. Close stops the publications of 401s' purges (what
+// waits is not published) and waits for those under way, each bounded by
+// 2 s. A nil inv means none (the default).
 func WithInvalidator(inv Invalidator) Option { return option(func(c *config) { c.Invalidator = inv }) }
 
 // Purge drops every cached decision of token (as a Bearer or a DPoP

@@ -185,7 +185,10 @@ type panickyInvalidator struct {
 }
 
 func (p *panickyInvalidator) Publish(context.Context, []byte) error {
-	p.publishing <- struct{}{}
+	select { // the first call is told; the retries' are not
+	case p.publishing <- struct{}{}:
+	default:
+	}
 	panic("a bug in the user's Publish")
 }
 
@@ -253,8 +256,9 @@ func invalidatorPanicChild() int {
 		return 1
 	}
 	_ = c.Close() // waits for the publication to end
-	if n := c.Stats().InvalidationPublishFailures; n != 1 {
-		fmt.Fprintf(os.Stderr, "publish failures: %d, want 1\n", n)
+	// The failure is counted (and each retry's before Close).
+	if n := c.Stats().InvalidationPublishFailures; n < 1 {
+		fmt.Fprintf(os.Stderr, "publish failures: %d, want at least 1\n", n)
 		return 1
 	}
 	for _, want := range []string{"the Invalidator's Subscribe panicked", "the Invalidator's Publish panicked"} {

@@ -197,8 +197,8 @@ func (c *Core) Fetch(req *http.Request) (*http.Response, error) { return c.x.Fet
 // Counts are a snapshot of a client's counters, for its Stats, whose
 // fields say what each counts (Requests is pep's GatewayRequests and
 // authzen's PDPRequests; Decisions authzen's Evaluations, every decision
-// returned; Received, Malformed, Gaps, Recoveries and PublishFailures
-// the Invalidation ones, zero without an Invalidator). Counters only
+// returned; Received, Malformed, Gaps, Recoveries, PublishFailures and
+// RefusalOverflows the Invalidation ones, zero without an Invalidator). Counters only
 // grow; the cache's entries and bytes, the breaker's state and whether
 // the cache is bypassed are those of now.
 type Counts struct {
@@ -209,6 +209,7 @@ type Counts struct {
 	FailClosed                                             uint64
 	Breaker                                                transport.BreakerState
 	Received, Malformed, Gaps, Recoveries, PublishFailures uint64
+	RefusalOverflows                                       uint64
 	Bypassed                                               bool
 }
 

@@ -94,9 +94,11 @@ const shortToken = 2 << 10
 // of earlier versions; identityMessage the one that purges, on every
 // replica of this version or later, every spelling of the token whose
 // identity's digest is identity.
-func tokenMessage(token string) []byte {
-	d := tokenDigest(token)
-	return append([]byte{msgVersion, msgToken}, d[:]...)
+func tokenMessage(token string) []byte { return ownMessage(tokenDigest(token)) }
+
+// ownMessage is tokenMessage of the token whose own digest is own.
+func ownMessage(own [digestBytes]byte) []byte {
+	return append([]byte{msgVersion, msgToken}, own[:]...)
 }
 
 func identityMessage(identity [digestBytes]byte) []byte {
@@ -131,21 +133,24 @@ type replicas struct {
 	downSince time.Time
 	lostAt    time.Duration
 
-	// refused holds when each refused token's purge was last published
-	// (publishRefused); inFlight counts the publications under way, pubs
-	// waits for them, and closed stops new ones (Close).
+	// refusedMu guards the refused tokens' purges waiting to be published
+	// (refusals, see refused.go) and closed, which stops new publications
+	// (Close); pubs waits for the publications and publishers under way.
 	refusedMu sync.Mutex
-	refused   map[[digestBytes]byte]time.Time
-	inFlight  int
-	closed    bool
-	pubs      sync.WaitGroup
+	refusals
+	closed bool
+	pubs   sync.WaitGroup
 	// ctx ends at Close.
 	ctx context.Context
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 
-	received, malformed, gaps, recoveries, publishFailures atomic.Uint64
+	received, malformed, gaps, recoveries, publishFailures, overflows atomic.Uint64
+	// publishFailing is set by a failed publication of a refused token's
+	// purge and cleared by a delivered one: a run of failures is logged
+	// once.
+	publishFailing atomic.Bool
 }
 
 // initReplicas starts the subscription of inv, when there is one.
@@ -154,7 +159,7 @@ func (c *Core) initReplicas(inv invalidation.Invalidator, testClock bool) error 
 		return nil
 	}
 	r := &replicas{inv: inv, trust: invalidation.DefaultTrust, epoch: c.now(), gap: true,
-		refused: make(map[[digestBytes]byte]time.Time), testClock: testClock}
+		refusals: newRefusals(), testClock: testClock}
 	if w, ok := inv.(invalidation.Window); ok {
 		if r.trust = w.TrustWindow(); r.trust <= 0 {
 			return fmt.Errorf("%s: WithInvalidator: the invalidator's trust window must be positive, got %v", c.who.Peer.Pkg(), r.trust)
@@ -179,6 +184,7 @@ func (c *Core) initReplicas(inv invalidation.Invalidator, testClock bool) error 
 func (r *replicas) counts(c *Core, n *Counts) {
 	n.Received, n.Malformed, n.Gaps = r.received.Load(), r.malformed.Load(), r.gaps.Load()
 	n.Recoveries, n.PublishFailures = r.recoveries.Load(), r.publishFailures.Load()
+	n.RefusalOverflows = r.overflows.Load()
 	n.Bypassed = r.elapsed(c) >= time.Duration(r.trustUntil.Load())
 }
 
@@ -406,93 +412,6 @@ func (c *Core) publish(ctx context.Context, op string, msgs ...[]byte) error {
 	}
 	return nil
 }
-
-// publishRefused publishes the purge of a token the server refused (401)
-// on a goroutine of its own, so that the call, which fails on its own
-// account, never waits for the channel past its deadline (a Redis client
-// may not honour a context's deadline); a failure, a panic of the
-// Invalidator's Publish included, is counted and logged.
-//
-// A token refused again within refusalQuiet of its last publication is
-// not published again: a revoked token that a caller keeps sending would
-// otherwise publish a purge per request, which every replica applies. At
-// most maxRefusedInFlight publications run at once; a refusal beyond them
-// is not published (counted as a failure), and the token's next one is.
-// A refusal is published as Purge's is (identity is the digest of the
-// token's identity), and told apart from another by the token's own
-// digest: each spelling of a token is published.
-func (c *Core) publishRefused(token string, identity [digestBytes]byte) {
-	r := c.replicas
-	if r == nil {
-		return
-	}
-	msg := tokenMessage(token)
-	dg := [digestBytes]byte(msg[2:])
-	now := c.now()
-	r.refusedMu.Lock()
-	last, seen := r.refused[dg]
-	publish := !r.closed && !(seen && now.Sub(last) < refusalQuiet && now.Sub(last) >= 0)
-	if publish && r.inFlight >= maxRefusedInFlight {
-		publish = false
-		r.publishFailures.Add(1)
-	}
-	if publish {
-		if len(r.refused) >= maxRefused {
-			clear(r.refused)
-		}
-		r.refused[dg] = now
-		r.inFlight++
-		r.pubs.Add(1)
-	}
-	r.refusedMu.Unlock()
-	if !publish {
-		return
-	}
-	c.goBackground("the publication of a refused token", func() {
-		defer r.pubs.Done()
-		// The slot is released on every way out, a panic or a
-		// runtime.Goexit of the Invalidator's Publish included (errEnded
-		// stays then): a slot kept for good would, after
-		// maxRefusedInFlight of them, leave no refused token published.
-		err := errPublishEnded
-		defer func() {
-			r.refusedMu.Lock()
-			r.inFlight--
-			if err != nil {
-				delete(r.refused, dg) // the next refusal tries again
-			}
-			r.refusedMu.Unlock()
-			if err == errPublishEnded {
-				r.publishFailures.Add(1)
-			}
-		}()
-		ctx, cancel := context.WithTimeout(r.ctx, refusedPublishTimeout)
-		defer cancel()
-		if p := safego.Call(func() { err = c.publish(ctx, "a 401", identityMessage(identity), msg) }); p != nil {
-			c.background("the Invalidator's Publish", p)
-			r.publishFailures.Add(1)
-			err = errors.New("the Invalidator's Publish panicked")
-		}
-		if err != nil {
-			c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": could not tell the other replicas of a refused token", "cause", safego.Text(err))
-		}
-	})
-}
-
-// errPublishEnded is what a publication of a refused token whose Publish
-// ended its goroutine (runtime.Goexit) failed with.
-var errPublishEnded = errors.New("the Invalidator's Publish ended its goroutine")
-
-// refusalQuiet is how long after a refused token was published a refusal
-// of it is not published again; maxRefused bounds the tokens remembered
-// (when full, the memory starts over); maxRefusedInFlight bounds the
-// publications under way, each of which refusedPublishTimeout bounds.
-const (
-	refusalQuiet          = time.Second
-	maxRefused            = 1024
-	maxRefusedInFlight    = 64
-	refusedPublishTimeout = invalidation.DefaultTrust
-)
 
 // digestIndex finds the tokens whose decisions the cache may hold by
 // their identity's digest (identityDigest), so that a retirement of a
