@@ -47,17 +47,8 @@ func canonicalPathByRule(r *http.Request) bool {
 			return false
 		}
 	}
-	if raw := r.URL.RawPath; raw != "" {
-		if dec, err := url.PathUnescape(raw); err != nil || dec != p {
-			return false
-		}
-		for i := strings.IndexByte(raw, '%'); i >= 0; i = strings.IndexByte(raw, '%') {
-			b, _ := url.PathUnescape(raw[i : i+3])
-			if strings.ContainsAny(b, "/\\-._~") || b >= "0" && b <= "9" || b >= "A" && b <= "Z" || b >= "a" && b <= "z" {
-				return false
-			}
-			raw = raw[i+3:]
-		}
+	if raw := r.URL.RawPath; raw != "" && raw != p {
+		return false
 	}
 	rest := p[1:]
 	for {

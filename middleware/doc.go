@@ -21,10 +21,10 @@
 //
 //   - more than one Authorization header, or a path that does not start
 //     with '/' (http.StripPrefix("/api/", ...) leaves one) or is not in
-//     canonical form (dot segments, empty segments, encoded slashes, an
-//     escaped letter, digit or "-._~", a RawPath that does not spell the
-//     Path: a path-prefix policy, or a router that reads the path as sent,
-//     could read it otherwise than the router): 400, and no gateway call;
+//     canonical form (dot segments, empty segments, encoded slashes, or an
+//     escape in a path not sent as net/url escapes it: a path-prefix policy,
+//     or a router that reads the path as sent, could read it otherwise than
+//     the handler): 400, and no gateway call;
 //   - a method override (a header X-HTTP-Method-Override, X-HTTP-Method or
 //     X-Method-Override, also spelt with '_' for '-', or the form key
 //     _method in the query or a form parsed already: a stack honouring it

@@ -111,7 +111,8 @@ func TestNewReplayStoreRefusesMisusedOptions(t *testing.T) {
 	t.Parallel()
 	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
-	t.Cleanup(func() { _ = single.Close(); _ = cluster.Close() })
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"one": "127.0.0.1:1"}})
+	t.Cleanup(func() { _ = single.Close(); _ = cluster.Close(); _ = ring.Close() })
 	for _, tc := range []struct {
 		name   string
 		client redis.UniversalClient
@@ -124,6 +125,9 @@ func TestNewReplayStoreRefusesMisusedOptions(t *testing.T) {
 		{"a timeout the Verifier cuts", single, WithReplicas(1, dpop.ReplayStoreTimeout), "at most redisstore.MaxReplicaWait"},
 		{"a timeout that leaves no room for the call's other round trips", single, WithReplicas(1, MaxReplicaWait+time.Millisecond), "at most redisstore.MaxReplicaWait (1s)"},
 		{"a Cluster", cluster, WithReplicas(1, time.Second), "WithReplicas needs a *redis.Client"},
+		// a-fix10b F1: a Ring's records lie on servers the marker's checks
+		// (restarts, evictions) never see.
+		{"a Ring", ring, nil, "a redis.Ring spreads records over servers"},
 		{"no iat max age", single, WithIATWindow(0, time.Second), "give maxAge > 0 and maxSkew >= 0"},
 		{"a negative skew", single, WithIATWindow(time.Minute, -time.Second), "give maxAge > 0 and maxSkew >= 0"},
 	} {

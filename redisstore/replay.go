@@ -107,7 +107,8 @@ const SinceKey = "since"
 // again). [WithReplicas] covers it: the store counts a record only once
 // that many replicas hold it (WAIT), so with n the number of replicas no
 // failover loses one. On a Cluster the marker lives on one shard and sees
-// that shard's restarts and failovers only, and WithReplicas is not
+// that shard's restarts, failovers and evictions only (keep every master's
+// maxmemory-policy noeviction), and WithReplicas is not
 // supported: a shard failed over to a lagging replica forgets the newest
 // records of its slots. Likewise the clock rule reads the marker's shard's
 // clock only: keep every shard's clock right (a shard whose clock alone
@@ -206,10 +207,14 @@ func WithReplicas(n int, timeout time.Duration) ReplayOption {
 // NewReplayStore returns a ReplayStore keeping its keys under prefix
 // ([DefaultReplayPrefix] when empty; give replicas of one service the same
 // prefix and other services other ones) in client. It panics if client is
-// nil, or an option is misused ([WithReplicas] says how).
+// nil or a redis.Ring (its records would lie on servers no marker
+// watches), or an option is misused ([WithReplicas] says how).
 func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayOption) *ReplayStore {
 	if client == nil {
 		panic("redisstore: NewReplayStore: nil client")
+	}
+	if _, ring := client.(*redis.Ring); ring {
+		panic("redisstore: NewReplayStore: a redis.Ring spreads records over servers that no keyspace marker watches (a restart or an eviction there forgets proofs and revocations unseen); use a redis.Client (one server, or Sentinel's redis.NewFailoverClient) or a redis.ClusterClient")
 	}
 	if prefix == "" {
 		prefix = DefaultReplayPrefix

@@ -131,8 +131,11 @@ func (q *refusals) take() (x refusal, all, ok, overflowed bool) {
 	return refusal{}, false, false, false
 }
 
-// giveBack queues again a publication that failed, as new.
-func (q *refusals) giveBack(x refusal, all bool) (overflowed bool) {
+// giveBack queues again a publication that failed, as new, once its
+// publisher's pause is over: its age (take) counts from then, since a
+// publisher pausing after a failure is not a wait for a publisher (a-fix10c:
+// one refusal and a channel outage of 1.4 s became a purge of every cache).
+func (q *refusals) giveBack(x refusal, all bool, pause time.Duration) (overflowed bool) {
 	if all {
 		if !q.all {
 			q.queue = nil
@@ -141,7 +144,7 @@ func (q *refusals) giveBack(x refusal, all bool) (overflowed bool) {
 		}
 		return false
 	}
-	x.at = time.Now()
+	x.at = time.Now().Add(pause)
 	return q.add(x)
 }
 
@@ -217,7 +220,7 @@ func (c *Core) publishRefusals(pause time.Duration) {
 		}
 		r.refusedMu.Lock()
 		if holding {
-			overflowed = r.giveBack(x, all)
+			overflowed = r.giveBack(x, all, pause)
 		}
 		r.publishers--
 		start := r.publisherNeeded()
@@ -248,7 +251,7 @@ func (c *Core) publishRefusals(pause time.Duration) {
 		}
 		pause = nextRetry(pause)
 		r.refusedMu.Lock()
-		overflowed = r.giveBack(x, all)
+		overflowed = r.giveBack(x, all, pause)
 		holding = false
 		r.refusedMu.Unlock()
 		c.refusalsQueued(overflowed, false, 0)

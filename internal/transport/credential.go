@@ -354,19 +354,27 @@ type notSent struct{ late error }
 func (e *notSent) Error() string { return "not sent: " + e.late.Error() }
 func (e *notSent) Unwrap() error { return e.late }
 
-// unwritten is the error of an attempt the client's own transport refused
-// for the request's content once it had a connection, before the request's
-// headers were written: an HTTP/2 server's advertised header-list limit that
-// the caller's token passes. The request carried the fault, not the server,
-// so the attempt says nothing about the server: one caller's token never
-// counts against the breaker every caller shares (rule 11), and it is not
+// requestFault is the error of an attempt that failed for the request's
+// own sake, not the server's: the transport refused to write it because
+// its header list passes the limit the HTTP/2 server advertised
+// (refusedForSize), or it carried a token longer than bigToken and got no
+// answer (a front that closes the connection on large headers rather than
+// answer 431, as some do). One caller's token never counts against the
+// breaker every caller shares (rule 11), and such an attempt is not
 // retried, since it would fail alike. A server that closes or resets the
-// connection before the headers are written leaves the same trace
-// (a-fix10), so the refusal is also known by what it says (refusedForSize).
-type unwritten struct{ err error }
+// connection leaves the same trace as the first, so that refusal is known
+// by what it says (a-fix10); a dead gateway still fails every request
+// with an ordinary token, and opens the breaker.
+type requestFault struct{ err error }
 
-func (e *unwritten) Error() string { return "not written: " + e.err.Error() }
-func (e *unwritten) Unwrap() error { return e.err }
+func (e *requestFault) Error() string { return "the request's own fault: " + e.err.Error() }
+func (e *requestFault) Unwrap() error { return e.err }
+
+// bigToken is the token length past which a request that got no answer
+// is taken to have failed for its size: common fronts take header lines of
+// 8 KiB (nginx's and Apache's defaults) and answer longer ones with 400 or
+// 431, some close instead (a-fix10b).
+const bigToken = 8 << 10
 
 // refusedForSize reports whether err is a transport's refusal of a request
 // whose header list passes the limit its HTTP/2 peer advertised
@@ -473,8 +481,9 @@ func (a *authorizer) send(req *http.Request, nonce string) (*http.Response, erro
 		if n := dpopNonce(resp); n != "" {
 			a.nonces.set(origin(req.URL), n)
 		}
-	case w.conn.Load() && !w.headers.Load() && refusedForSize(err) && Late(req.Context()) == nil:
-		return nil, &unwritten{err: err}
+	case Late(req.Context()) != nil: // out of time: the call's, or the attempt's own
+	case w.conn.Load() && !w.headers.Load() && refusedForSize(err), len(a.cred.Ident().Token) > bigToken:
+		return nil, &requestFault{err: err}
 	}
 	return resp, err
 }

@@ -197,10 +197,10 @@ func (x *Exchanger) closeIdle() {
 // server's health (rule 11): transport failures, 502, 503 and 504 are
 // failures, and so is running out of the client's own timeout; a caller's
 // cancellation (a client hanging up) or earlier deadline, a credential
-// that could not be attached, a request the transport would not write
-// (unwritten: one caller's token past an HTTP/2 server's header limit) and
-// a 429 say nothing; any other answer shows
-// a working server. It sets *settled (when not nil) to the answer's error
+// that could not be attached, a request that failed for its own size
+// (requestFault: one caller's token past an HTTP/2 server's header limit,
+// or a long token that got no answer) and a 429 say nothing; any other
+// answer shows a working server. It sets *settled (when not nil) to the answer's error
 // as soon as the answer is decided, before any user code runs after it
 // (see Post).
 func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool, settled *error) (_ []byte, _ outcome, err error) {
@@ -224,7 +224,7 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 		var (
 			credErr *CredentialError
 			late    *notSent
-			refused *unwritten
+			refused *requestFault
 		)
 		switch {
 		case errors.Is(err, ErrTokenChanged): // no attempt after the change
@@ -238,7 +238,7 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 			return nil, outcomeNeutral, x.Peer.Unavailable(late.late)
 		case errors.As(err, &refused): // the request's own fault, not the server's
 			cause := x.Peer.Unavailable(refused.err)
-			x.Logger.Debug(x.Peer.String()+" request not written: the transport refused it", "url", url, "error", cause.Error())
+			x.Logger.Debug(x.Peer.String()+" request failed for its own size", "url", url, "error", cause.Error())
 			return nil, outcomeNeutral, cause
 		}
 		cause := x.Peer.Unavailable(err)

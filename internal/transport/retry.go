@@ -177,7 +177,7 @@ func (b *cancelOnClose) Close() error {
 // retryable reports whether an attempt's outcome may be retried: connection
 // errors and 429, 502, 503, 504. Never 500, 4xx other than 429, a cancelled
 // or expired context, a certificate problem, a credential error or a
-// request the transport refused to write (unwritten).
+// request that failed for its own size (requestFault).
 func retryable(ctx context.Context, resp *http.Response, err error) bool {
 	if ctx.Err() != nil {
 		return false
@@ -185,7 +185,7 @@ func retryable(ctx context.Context, resp *http.Response, err error) bool {
 	if err != nil {
 		var (
 			credErr      *CredentialError
-			unwrittenErr *unwritten
+			faultErr     *requestFault
 			verifyErr    *tls.CertificateVerificationError
 			unknownAuth  x509.UnknownAuthorityError
 			hostnameErr  x509.HostnameError
@@ -194,7 +194,7 @@ func retryable(ctx context.Context, resp *http.Response, err error) bool {
 		)
 		switch {
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
-			errors.As(err, &credErr), errors.As(err, &unwrittenErr), errors.As(err, &verifyErr), errors.As(err, &unknownAuth),
+			errors.As(err, &credErr), errors.As(err, &faultErr), errors.As(err, &verifyErr), errors.As(err, &unknownAuth),
 			errors.As(err, &hostnameErr), errors.As(err, &invalidCert), errors.As(err, &recordHdrErr):
 			return false
 		}
