@@ -1,9 +1,6 @@
 package authzen_test
 
 import (
-	"net/http"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,20 +28,6 @@ func replicaPair(t *testing.T) (srv *mockservertest.Server, a, b *authzen.Client
 	<-ch.Joined
 	ch.Beat(time.Now())
 	return srv, a, b, ch
-}
-
-// revokeTodo revokes tok at the todo realm's revocation endpoint (RFC
-// 7009), as todo-api, whose service account's token it is.
-func revokeTodo(t *testing.T, srv *mockservertest.Server, tok string) {
-	t.Helper()
-	form := url.Values{"client_id": {"todo-api"}, "client_secret": {"todo-secret"}, "token": {tok}}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/realms/todo/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
-	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
 // evaluate evaluates todoRead with c's token and reports whether it was
@@ -107,7 +90,7 @@ func TestEverySpellingOfARetiredTokenIsRetired(t *testing.T) {
 				require.True(t, allowed && cached)
 			}
 
-			revokeTodo(t, srv, tok)
+			srv.Revoke(t, "todo", "todo-api", "todo-secret", tok)
 			rt.retire(t, a, b, tok)
 
 			d, err := a.Evaluate(t.Context(), todoRead)

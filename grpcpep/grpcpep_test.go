@@ -3,6 +3,7 @@ package grpcpep_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -329,6 +330,12 @@ func TestWiringMistakesPanic(t *testing.T) {
 		{"a zero redecide interval", func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(0)) }, "grpcpep: WithStreamRedecide needs a positive interval"},
 		{"a negative redecide interval", func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(-time.Second)) }, "grpcpep: WithStreamRedecide needs a positive interval"},
 	}
+	// TestMapRefusesNamesNotValidUTF8 (a-dpop9 F2): a rule whose names
+	// JSON cannot carry as written is a wiring mistake, as an empty one is.
+	for _, r := range []grpcpep.Rule{{Resource: "orders\xff", Scopes: []string{"read"}}, {Resource: "orders", Scopes: []string{"\xfe"}}} {
+		tests = append(tests, mistake{fmt.Sprintf("TestMapRefusesNamesNotValidUTF8 %q %q", r.Resource, r.Scopes), func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": r}) },
+			`grpcpep: Map's rule for "/s.S/M" needs a resource other than "" and "*" and at least one scope, none of them empty, all valid UTF-8`})
+	}
 	// WithPublicMethods takes exact full method names only: a prefix, a
 	// service name or a pattern is a wiring mistake.
 	for _, name := range []string{"", "/grpc.health.v1.Health", "/grpc.health.v1.Health/", "grpc.health.v1.Health/Check", "/grpc.health.v1.Health/*/x"} {
@@ -346,6 +353,9 @@ func TestWiringMistakesPanic(t *testing.T) {
 			tt.build()
 		})
 	}
+	assert.NotPanics(t, func() {
+		grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {Resource: "bestellungen-ü", Scopes: []string{"\uFFFD"}}})
+	})
 }
 
 // Map copies its map: a later change to it changes nothing.

@@ -1,9 +1,6 @@
 package grpcpep_test
 
 import (
-	"net/http"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,21 +15,6 @@ import (
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
-
-// revoke revokes token at the reference server's RFC 7009 endpoint, as
-// the client it was issued to.
-func revoke(t *testing.T, env *adaptertest.Env, token string) {
-	t.Helper()
-	form := url.Values{"client_id": {adaptertest.ClientID}, "client_secret": {"s3cret"}, "token": {token}}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost,
-		env.Gateway.URL+"/realms/"+adaptertest.Realm+"/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	res, err := env.Gateway.Client().Do(req)
-	require.NoError(t, err)
-	require.NoError(t, res.Body.Close())
-	require.Equal(t, http.StatusOK, res.StatusCode)
-}
 
 // A stream's grant has a lifetime: once it is older than the interval,
 // the stream's next message is decided again, past the client's cache,
@@ -57,7 +39,7 @@ func TestStreamGrantIsDecidedAgain(t *testing.T) {
 	require.NoError(t, ping())
 	require.NoError(t, ping(), "a re-decided grant lets the stream go on")
 
-	revoke(t, env, token)
+	env.Gateway.Revoke(t, adaptertest.Realm, adaptertest.ClientID, "s3cret", token)
 	_, err = call(ctx, conn, adaptertest.OpRead, false)
 	require.Equal(t, codes.Unauthenticated, status.Code(err), "the revoked token on a new call")
 	err = ping()
@@ -113,7 +95,7 @@ func TestStreamOpensOnTheGatewaysDecision(t *testing.T) {
 	require.NoError(t, ping(second), "a stream of a token still valid")
 	require.NoError(t, second.CloseSend())
 
-	revoke(t, env, token)
+	env.Gateway.Revoke(t, adaptertest.Realm, adaptertest.ClientID, "s3cret", token)
 	third := open()
 	err := ping(third)
 	require.Equal(t, codes.Unauthenticated, status.Code(err), "a stream opened on the cached GRANT of a revoked token: %v", err)

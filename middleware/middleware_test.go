@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -326,10 +327,22 @@ func TestWiringMistakesPanicWhenBuilt(t *testing.T) {
 		"nil handler through With":     func() { middleware.Require(fc, "orders", "read").With(middleware.WithDeniedHandler(nil)) },
 		"nil handler to protect":       func() { middleware.Require(fc, "orders", "read")(nil) },
 		"nil handler to protect, With": func() { middleware.Require(fc, "orders", "read").With()(nil) },
+		"nil logger":                   func() { middleware.Require(fc, "orders", "read").With(middleware.WithLogger(nil)) },
+	}
+	// WithMethodOverride takes header names and the form key _method; no
+	// name, or a name that is neither, is a wiring mistake.
+	for _, names := range [][]string{nil, {""}, {"X Override"}, {"X-Override:"}, {"_method", "X Override"}} {
+		tests[fmt.Sprintf("method override %q", names)] = func() {
+			middleware.Require(fc, "orders", "read").With(middleware.WithMethodOverride(names...))
+		}
 	}
 	for name, build := range tests {
 		assert.Panics(t, build, name)
 	}
+	assert.PanicsWithValue(t, "middleware: WithLogger was given a nil logger", tests["nil logger"])
+	assert.NotPanics(t, func() {
+		middleware.Require(fc, "orders", "read").With(middleware.WithMethodOverride("X-HTTP-Method-Override", "_method", "X-Custom-Method"))
+	})
 }
 
 func TestBearerToken(t *testing.T) {

@@ -149,21 +149,6 @@ func TestMethodOverride(t *testing.T) {
 	}
 }
 
-// TestWithMethodOverrideNeedsNames: WithMethodOverride takes header names
-// and the form key _method; no name, or a name that is neither, is a
-// wiring mistake.
-func TestWithMethodOverrideNeedsNames(t *testing.T) {
-	t.Parallel()
-	for _, names := range [][]string{nil, {""}, {"X Override"}, {"X-Override:"}, {"_method", "X Override"}} {
-		assert.Panics(t, func() {
-			middleware.Require(&fakeChecker{}, "orders", "read").With(middleware.WithMethodOverride(names...))
-		}, "%q", names)
-	}
-	assert.NotPanics(t, func() {
-		middleware.Require(&fakeChecker{}, "orders", "read").With(middleware.WithMethodOverride("X-HTTP-Method-Override", "_method", "X-Custom-Method"))
-	})
-}
-
 // TestRequireAuthZENMethodOverride: RequireAuthZEN refuses override
 // headers and the form key _method alike, and with WithMethodOverride
 // sends the trusted method as the AuthZEN context and hands it to the

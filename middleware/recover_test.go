@@ -151,11 +151,3 @@ func TestHandlerPanicIsNotRecovered(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer x")
 	require.PanicsWithValue(t, "the handler's own", func() { h.ServeHTTP(httptest.NewRecorder(), req) })
 }
-
-// WithLogger needs a logger.
-func TestWithLoggerNeedsALogger(t *testing.T) {
-	t.Parallel()
-	require.PanicsWithValue(t, "middleware: WithLogger was given a nil logger", func() {
-		middleware.Require(&fakeChecker{}, "orders", "read").With(middleware.WithLogger(nil))
-	})
-}

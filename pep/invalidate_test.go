@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -53,14 +52,12 @@ func checkServed(t *testing.T, g *reference, c *pep.Client, tok string) (pep.Sta
 }
 
 // revoke revokes tok at the reference server's revocation endpoint (RFC
-// 7009), as orders-api.
+// 7009), as orders-api (mockservertest.Server.Revoke, for a server on
+// gatewaytest).
 func (g *reference) revoke(t *testing.T, tok string) {
 	t.Helper()
-	form := url.Values{"client_id": {testClient}, "client_secret": {"orders-secret"}, "token": {tok}}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, g.URL+"/realms/acme/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := g.Client().Do(req)
+	resp, err := g.Client().PostForm(g.URL+"/realms/acme/protocol/openid-connect/revoke",
+		url.Values{"client_id": {testClient}, "client_secret": {"orders-secret"}, "token": {tok}})
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -64,7 +64,7 @@ func clusterPurgeIsNeverOutrun(t *testing.T, c twoNodeCluster) {
 
 	proxy.Set(redistest.Drop) // the bus link X->Y drops, kept open; everything else is healthy
 	for _, tok := range toks {
-		revoke(t, gw, tok)
+		gw.Revoke(t, realm, app, secret, tok)
 		require.NoError(t, a.Purge(ctx, tok), "Purge says Redis accepted the purge")
 	}
 	purged := time.Now()

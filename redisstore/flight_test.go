@@ -75,7 +75,7 @@ func TestCheckAfterAPurgeFromAnotherReplicaJoinsNoEarlierFlight(t *testing.T) {
 	}()
 	<-slow.sent // the gateway granted; the answer is on its way
 
-	revoke(t, gw, tok)
+	gw.Revoke(t, realm, app, secret, tok)
 	require.NoError(t, a.Purge(t.Context(), tok))
 	waitFor(t, "B applied the purge", 5*time.Second, func() bool { return b.Stats().Invalidations > 0 })
 	purged := time.Now()

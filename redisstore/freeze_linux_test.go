@@ -103,7 +103,7 @@ func TestFrozenReplicaReadsThePurgeBeforeItsCache(t *testing.T) {
 				require.NoError(t, k.Process().Signal(syscall.SIGSTOP))
 			}
 			frozentest.WaitStopped(t, k.Pid())
-			revoke(t, gw, bob)
+			gw.Revoke(t, realm, app, secret, bob)
 			require.NoError(t, other.Purge(t.Context(), bob)) // Redis has pushed it to the frozen child's socket
 			bound := time.Now().Add(invalidation.DefaultTrust)
 			time.Sleep(time.Until(bound) + freezeMargin) // the freeze itself, not a synchronisation

@@ -123,7 +123,7 @@ func forgedHeartbeat(t *testing.T, forge bool) {
 	waitFor(t, "both trust their caches", 10*time.Second, trusted(a, b))
 	tok := revocable(gw, "bob")
 	cache(t, tok, a, b)
-	revoke(t, gw, tok)
+	gw.Revoke(t, realm, app, secret, tok)
 	require.NoError(t, a.Purge(t.Context(), tok))
 	// Watched until B asks the gateway (which refuses tok, and so drops B's
 	// cached decisions of it) or for 6 s, past the 2 s bound.

@@ -64,7 +64,7 @@ func TestASessionEndsWhenItsHeartbeatsMoveToAnotherHistory(t *testing.T) {
 
 	tok := revocable(gw, "bob")
 	cache(t, tok, b, c)
-	revoke(t, gw, tok)
+	gw.Revoke(t, realm, app, secret, tok)
 	require.NoError(t, c.Purge(ctx, tok), "C's purge was taken by a primary")
 	purged := time.Now()
 

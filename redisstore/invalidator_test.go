@@ -3,9 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,19 +41,6 @@ func startGateway(t testing.TB) *mockservertest.Server {
 // revocable mints a token of user that orders-api may revoke (RFC 7009).
 func revocable(gw *mockservertest.Server, user string) string {
 	return gw.Token(realm, user, mockserver.TokenClient(app))
-}
-
-// revoke revokes tok at the reference server's revocation endpoint.
-func revoke(t *testing.T, gw *mockservertest.Server, tok string) {
-	t.Helper()
-	form := url.Values{"client_id": {app}, "client_secret": {secret}, "token": {tok}}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+"/realms/acme/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := gw.Client().Do(req)
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
-	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
 // replica is one replica's client, on its own Redis connection, with
@@ -184,7 +168,7 @@ func TestInvalidatorPurgesEveryReplica(t *testing.T) {
 			gw := startGateway(t)
 			cs, bob, erin := threeReplicas(t, gw, redistest.Start(t), "test:"+how)
 
-			revoke(t, gw, bob)
+			gw.Revoke(t, realm, app, secret, bob)
 			switch how {
 			case "Purge":
 				require.NoError(t, cs[0].Purge(t.Context(), bob))
@@ -226,7 +210,7 @@ func TestInvalidatorThroughARedisRestart(t *testing.T) {
 		}
 		return true
 	})
-	revoke(t, gw, bob)
+	gw.Revoke(t, realm, app, secret, bob)
 	err := cs[0].Purge(t.Context(), bob)
 	require.Error(t, err, "Purge says the other replicas may not have heard")
 	assert.NotContains(t, err.Error(), bob)

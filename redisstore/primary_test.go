@@ -109,7 +109,7 @@ func TestPublicationsProveTheyReachedAPrimary(t *testing.T) {
 
 			tok := revocable(gw, "bob")
 			cache(t, tok, a, b)
-			revoke(t, gw, tok)
+			gw.Revoke(t, realm, app, secret, tok)
 			require.NoError(t, a.Purge(t.Context(), tok), "the purge is published on the promoted server, which A's client reaches")
 			late := latestCachedGrant(t, b, tok, time.Now(), 3*invalidation.DefaultTrust)
 			require.LessOrEqual(t, late, invalidation.DefaultTrust,

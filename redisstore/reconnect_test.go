@@ -43,7 +43,7 @@ func TestPurgeWhileAReplicaReconnectsArrivesWithinTheBound(t *testing.T) {
 		proxy.Cut()
 		// Publish at an offset around the replica's reconnection.
 		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
-		revoke(t, gw, tok)
+		gw.Revoke(t, realm, app, secret, tok)
 		healed := make(chan struct{})
 		if hung {
 			go func() {

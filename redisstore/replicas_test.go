@@ -195,7 +195,7 @@ func TestReplicasBehindAFront(t *testing.T) {
 	}
 
 	// bob's token is revoked at the server and purged on replica 0.
-	revoke(t, gw, bob)
+	gw.Revoke(t, realm, app, secret, bob)
 	require.NoError(t, peps[0].Purge(t.Context(), bob))
 	bound := time.Now().Add(invalidation.DefaultTrust)
 	grantsBefore, afterBound := 0, 0

@@ -133,7 +133,7 @@ func TestSentinelFailoverNeverLeavesAReplicaTrustingAStaleCache(t *testing.T) {
 	subs, _ := m.Do(ctx, "client", "list", "type", "pubsub").Text()
 	t.Logf("pub/sub clients still on the old master: %d", strings.Count(subs, "\n"))
 
-	revoke(t, gw, toks[0])
+	gw.Revoke(t, realm, app, secret, toks[0])
 	require.NoError(t, a.Purge(ctx, toks[0]), "Purge says the new master accepted it")
 	// Watched until B asks the gateway (which refuses the token, and so
 	// drops B's cached decisions of it).

@@ -53,7 +53,7 @@ func plainClientOnClusterNodeIsRefused(t *testing.T, c twoNodeCluster) {
 	}
 	proxy.Set(redistest.Drop) // the bus link X->Y drops, kept open; everything else is healthy
 	for _, tok := range toks {
-		revoke(t, gw, tok)
+		gw.Revoke(t, realm, app, secret, tok)
 		require.ErrorContains(t, a.Purge(ctx, tok), "redis.ClusterClient", "a classic publication on a Cluster node fails")
 	}
 	for _, tok := range toks {

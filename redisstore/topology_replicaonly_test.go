@@ -45,7 +45,7 @@ func TestInvalidatorRefusesReplicaOnlySentinelClient(t *testing.T) {
 		_, asked := served(t, c, tok)
 		require.True(t, asked, "a replica on a ReplicaOnly client served its cache")
 	}
-	revoke(t, gw, tok)
+	gw.Revoke(t, realm, app, secret, tok)
 	require.ErrorContains(t, a.Purge(ctx, tok), "replica, not the primary", "a purge published on a replica reaches no other replica: Purge fails")
 	// B is watched until the gateway refuses it the revoked token, which
 	// drops B's cached decisions of it, or for 3 s (past the 2 s bound)

@@ -2,8 +2,6 @@ package faults_test
 
 import (
 	"context"
-	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -149,7 +147,7 @@ func TestInvalidationChannelFaults(t *testing.T) {
 			}
 			// alice's token is revoked and purged on replica 0 during the
 			// fault: the purge may be lost or late.
-			revokeAt(t, r.gw, alice)
+			r.gw.Revoke(t, realm, clientID, "orders-secret", alice)
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 			_ = r.peps[0].Purge(ctx, alice)
 			cancel()
@@ -169,18 +167,4 @@ func TestInvalidationChannelFaults(t *testing.T) {
 			}
 		})
 	}
-}
-
-// revokeAt revokes tok at the reference server's revocation endpoint (RFC
-// 7009), as orders-api.
-func revokeAt(t *testing.T, gw *mockservertest.Server, tok string) {
-	t.Helper()
-	form := url.Values{"client_id": {clientID}, "client_secret": {"orders-secret"}, "token": {tok}}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+"/realms/"+realm+"/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := gw.Client().Do(req)
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
-	require.Equal(t, http.StatusOK, resp.StatusCode)
 }

@@ -9,7 +9,6 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"os"
 	"sync"
 	"testing"
@@ -28,20 +27,9 @@ import (
 // The dpop package's proofs checked with an independent JOSE
 // implementation, lestrrat-go/jwx, both ways.
 
-// opaqueKey exposes only the crypto.Signer methods of a key, like an HSM or
-// KMS handle whose private half cannot be exported.
-type opaqueKey struct {
-	pub  crypto.PublicKey
-	sign func(rand io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error)
-}
-
-func (k opaqueKey) Public() crypto.PublicKey { return k.pub }
-
-func (k opaqueKey) Sign(r io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
-	return k.sign(r, digest, opts)
-}
-
-func hide(s crypto.Signer) crypto.Signer { return opaqueKey{pub: s.Public(), sign: s.Sign} }
+// hide exposes only the crypto.Signer methods of s, like an HSM or KMS
+// handle whose private half cannot be exported.
+func hide(s crypto.Signer) crypto.Signer { return struct{ crypto.Signer }{s} }
 
 // Test keys are generated once: RSA generation is slow under -race.
 var (

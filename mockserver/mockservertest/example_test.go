@@ -166,6 +166,33 @@ func ExampleServer_SetFaults() {
 	// GRANT <nil> 0
 }
 
+// ExampleServer_Revoke shows a test of a revoked token: Revoke revokes it
+// as the client it was issued to (orders-api, with its secret), and the
+// gateway refuses it from then on.
+func ExampleServer_Revoke() {
+	t := &exampleT{}
+	defer t.finish()
+
+	gw := mockservertest.Start(t, mockserver.WithFixtureFile("../../examples/fixtures/acme.json"))
+	client, err := pep.New(gw.URL, "acme", "orders-api", pep.WithRetry(0, 0, 0),
+		pep.WithTimeout(time.Minute)) // tests share a busy machine: the 2 s default could cut a call
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	tok := gw.Token("acme", "bob", mockserver.TokenClient("orders-api"))
+	client.SetToken(tok)
+	d, _ := client.Check(t.Context(), "orders", "read")
+	fmt.Println(d.Status)
+
+	gw.Revoke(t, "acme", "orders-api", "orders-secret", tok)
+	d, _ = client.Check(t.Context(), "orders", "read", pep.NoCache())
+	fmt.Println(d.Status, errors.Is(d.Cause, pep.ErrUnauthorized))
+	// Output:
+	// GRANT
+	// DENY true
+}
+
 // exampleT stands in for the *testing.T a real test passes to Start: it
 // runs cleanups at the end and turns a fatal error into a panic.
 type exampleT struct {

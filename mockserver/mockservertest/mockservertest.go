@@ -33,6 +33,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -173,6 +175,31 @@ func (s *Server) Token(realm, username string, opts ...mockserver.TokenOption) s
 		s.t.Fatalf("mockservertest: token for %s/%s: %v", realm, username, err)
 	}
 	return tok
+}
+
+// Revoke revokes token at realm's revocation endpoint (RFC 7009, POST
+// /realms/{realm}/protocol/openid-connect/revoke), authenticated as the
+// client the token was issued to: clientID with its secret ("" for a
+// public client). From then on every route of the server refuses the
+// token. Any answer but 200 fails t, which may be a subtest's (the test
+// running on the calling goroutine); the request ends with t's context.
+func (s *Server) Revoke(t testing.TB, realm, clientID, secret, token string) {
+	t.Helper()
+	form := url.Values{"client_id": {clientID}, "client_secret": {secret}, "token": {token}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost,
+		s.URL+"/realms/"+url.PathEscape(realm)+"/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatalf("mockservertest: revoke: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatalf("mockservertest: revoke: %v", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("mockservertest: revoke: %s", resp.Status)
+	}
 }
 
 // AdminToken mints a master realm token of the bootstrap platform
