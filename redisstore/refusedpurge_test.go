@@ -78,7 +78,7 @@ func TestARefusedTokensPurgeSurvivesAJunkFlood(t *testing.T) {
 	// Far more refusals than B's Redis can take one by one meanwhile.
 	waitFor(t, "B refuses the flood", 30*time.Second, func() bool { return junk.Load() >= 2000 })
 
-	revoke(t, gw, bob)
+	gw.Revoke(t, realm, app, secret, bob)
 	_, err := b.Check(pep.WithToken(t.Context(), bob), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
 	waitFor(t, "A stops serving the revoked token's cached GRANT (it kept it for its TTL, 30 s)", 10*time.Second, stopsServing(t, a, bob))
@@ -107,7 +107,7 @@ func TestARefusedTokensPurgeIsRetriedAfterAnOutage(t *testing.T) {
 
 	bob := revocable(gw, "bob")
 	cache(t, bob, a)
-	revoke(t, gw, bob)
+	gw.Revoke(t, realm, app, secret, bob)
 
 	px.Set(redistest.Drop)
 	failures := b.Stats().InvalidationPublishFailures
