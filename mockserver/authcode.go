@@ -96,7 +96,7 @@ type authCode struct {
 	// code: the token is minted with it and a reuse of the code revokes
 	// the token for exactly as long as it can live (codeReused).
 	lifetime time.Duration
-	spent             bool // kept codes: redeemed (claim), kept until it expires
+	spent    bool // kept codes: redeemed (claim), kept until it expires
 }
 
 // codeStore holds the authorization codes kept in memory (without a
