@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -138,4 +139,67 @@ func TestAuditEntriesAreBoundedInBytes(t *testing.T) {
 	t.Logf("heap grew by %d bytes over %d refused deletes of a %d-byte id", grown, calls, len(id))
 	require.Less(t, grown, int64(2<<20),
 		"the audit log keeps every refused call's made-up id whole: %d bytes retained by %d calls", grown, calls)
+}
+
+// TestIssuerHostIsBoundedBeforeItIsKept (a-server10b): without an issuer
+// a token's iss is the request's Host, and the verified-token caches keep
+// it: a Host of 200 kB made each remembered token some 500 kB. The Host
+// is held to the rule of forwarded hosts (at most 255 bytes, a
+// host[:port]); any other is a 400 naming it, before a token is minted or
+// remembered, while the usual ways of addressing a server still answer.
+func TestIssuerHostIsBoundedBeforeItIsKept(t *testing.T) {
+	ts := httptest.NewUnstartedServer(nil)
+	s, err := New(WithFixture(authFixture()), WithAdminSecret("boot"))
+	require.NoError(t, err)
+	ts.Config.Handler = s
+	ts.Start()
+	t.Cleanup(ts.Close)
+	_, port, err := net.SplitHostPort(ts.Listener.Addr().String())
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, host string
+		want       int
+	}{
+		{"localhost with port", "localhost:" + port, http.StatusOK},
+		{"IPv4 with port", "127.0.0.1:" + port, http.StatusOK},
+		{"IPv6 with port", "[::1]:" + port, http.StatusOK},
+		{"name without port", "mock.internal", http.StatusOK},
+		{"compose service name", "orgauthz_mock:8080", http.StatusOK},
+		{"255 bytes", strings.Repeat("a", 250) + ".test", http.StatusOK},
+		{"256 bytes", strings.Repeat("a", 251) + ".test", http.StatusBadRequest},
+		{"200 kB", strings.Repeat("a", 200<<10) + ".test", http.StatusBadRequest},
+		{"not a host", "evil.test/path", http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/realms/acme/protocol/openid-connect/token",
+				strings.NewReader(url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob"}, "password": {"bob"}}.Encode()))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Host = tc.host
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			body := string(b)
+			require.Equal(t, tc.want, resp.StatusCode, body[:min(len(body), 300)])
+			if tc.want == http.StatusOK {
+				require.Contains(t, body, `"access_token"`)
+				return
+			}
+			require.Contains(t, body, `"error":"invalid_request"`)
+			require.Contains(t, body, `Host must be`)
+			require.Less(t, len(body), 1<<10, "the refusal does not echo the Host")
+			// The service's routes answer with the service's error body.
+			req, err = http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/admin/config", nil)
+			require.NoError(t, err)
+			req.Host = tc.host
+			resp, err = http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, _ = io.ReadAll(resp.Body)
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, string(b))
+			require.Contains(t, string(b), `"error":"Bad Request"`)
+			require.Contains(t, string(b), `"field":"Host"`)
+		})
+	}
 }
