@@ -91,7 +91,12 @@ type authCode struct {
 	// empty.
 	jkt               string
 	authTime, expires time.Time
-	spent             bool // kept codes: redeemed (claim), kept until it expires
+	// lifetime is the lifetime of the token the code issues, decided when
+	// the code is issued (tokenLifetimeSeconds then) and carried by the
+	// code: the token is minted with it and a reuse of the code revokes
+	// the token for exactly as long as it can live (codeReused).
+	lifetime time.Duration
+	spent    bool // kept codes: redeemed (claim), kept until it expires
 }
 
 // codeStore holds the authorization codes kept in memory (without a
@@ -277,7 +282,7 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	c := newAuthCode(realm, req, username, authTime)
+	c := newAuthCode(realm, req, username, authTime, time.Duration(s.store.Config().TokenLifetimeSeconds)*time.Second)
 	// The code's token is stamped (iat) in whole seconds, no earlier than
 	// authTime's: the store is asked about the earliest stamp the token
 	// can carry, so that no code is issued whose token it would refuse.
@@ -296,12 +301,12 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
 // newAuthCode returns what the code of req, valid (checkAuthRequest),
 // stands for once username signed in at authTime: its realm, client,
 // redirect URI and user, and every parameter that binds its redemption
-// (scope, nonce, code_challenge, dpop_jkt).
-func newAuthCode(realm string, req *authRequest, username string, authTime time.Time) *authCode {
+// (scope, nonce, code_challenge, dpop_jkt), and the lifetime of its token.
+func newAuthCode(realm string, req *authRequest, username string, authTime time.Time, lifetime time.Duration) *authCode {
 	scope, scopeGiven := req.params["scope"]
 	c := &authCode{realm: realm, clientID: req.clientID, redirectURI: req.redirectURI, username: username,
 		scopeGiven: scopeGiven, nonce: req.params.Get("nonce"), challenge: req.params.Get("code_challenge"),
-		jkt: req.params.Get("dpop_jkt"), authTime: authTime, expires: authTime.Add(codeLifetime)}
+		jkt: req.params.Get("dpop_jkt"), authTime: authTime, expires: authTime.Add(codeLifetime), lifetime: lifetime}
 	if scopeGiven {
 		c.scope = scope[0]
 	}

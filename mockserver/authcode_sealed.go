@@ -43,6 +43,7 @@ type sealedCode struct {
 	JKT         string `json:"k,omitempty"` // dpop_jkt
 	AuthTime    int64  `json:"a"`           // Unix nanoseconds
 	Expires     int64  `json:"e"`           // Unix nanoseconds
+	Lifetime    int64  `json:"l"`           // the token's, in seconds
 }
 
 // codeAEAD returns the AEAD of authorization codes under key.
@@ -66,7 +67,7 @@ func sealCode(key []byte, c *authCode) string {
 	b, _ := json.Marshal(sealedCode{ID: base64.RawURLEncoding.EncodeToString(id[:]), Realm: c.realm,
 		ClientID: c.clientID, RedirectURI: c.redirectURI, Username: c.username, Scope: c.scope,
 		ScopeGiven: c.scopeGiven, Nonce: c.nonce, Challenge: c.challenge, JKT: c.jkt,
-		AuthTime: c.authTime.UnixNano(), Expires: c.expires.UnixNano()})
+		AuthTime: c.authTime.UnixNano(), Expires: c.expires.UnixNano(), Lifetime: int64(c.lifetime / time.Second)})
 	g := codeAEAD(key)
 	nonce := make([]byte, g.NonceSize(), g.NonceSize()+len(b)+g.Overhead())
 	_, _ = rand.Read(nonce)
@@ -87,12 +88,16 @@ func openCode(key []byte, realm, raw string) (*authCode, string, bool) {
 		return nil, "", false
 	}
 	var sc sealedCode
-	if json.Unmarshal(plain, &sc) != nil || sc.Realm != realm || sc.ID == "" {
+	// A code without its token's lifetime (sealed by an older version)
+	// cannot say how long a reuse must revoke its token: refused.
+	if json.Unmarshal(plain, &sc) != nil || sc.Realm != realm || sc.ID == "" ||
+		sc.Lifetime < 1 || sc.Lifetime > store.MaxTokenLifetimeSeconds {
 		return nil, "", false
 	}
 	return &authCode{realm: sc.Realm, clientID: sc.ClientID, redirectURI: sc.RedirectURI, username: sc.Username,
 		scope: sc.Scope, scopeGiven: sc.ScopeGiven, nonce: sc.Nonce, challenge: sc.Challenge, jkt: sc.JKT,
-		authTime: time.Unix(0, sc.AuthTime), expires: time.Unix(0, sc.Expires)}, sc.ID, true
+		authTime: time.Unix(0, sc.AuthTime), expires: time.Unix(0, sc.Expires),
+		lifetime: time.Duration(sc.Lifetime) * time.Second}, sc.ID, true
 }
 
 // issueCode returns a new code for c: sealed with a shared store, kept in
@@ -114,6 +119,7 @@ type codeSpend struct {
 	sealed    bool      // recorded in the shared store; else kept in memory (codeStore)
 	issued    time.Time // no spend of the code can be older
 	expires   time.Time
+	lifetime  time.Duration // of the code's token (authCode.lifetime)
 	// writer is the spend's record's value (codeRedeemer): the retry of
 	// the same redemption finds the record its own.
 	writer string
@@ -158,13 +164,13 @@ func (s *Server) findCode(realm, raw string) (*authCode, *codeSpend, bool) {
 		if !ok {
 			return nil, nil, false
 		}
-		return c, &codeSpend{realm: realm, id: raw, issued: c.expires.Add(-codeLifetime), expires: c.expires}, true
+		return c, &codeSpend{realm: realm, id: raw, issued: c.expires.Add(-codeLifetime), expires: c.expires, lifetime: c.lifetime}, true
 	}
 	c, id, ok := openCode(s.auth.codeKey, realm, raw)
 	if !ok {
 		return nil, nil, false
 	}
-	return c, &codeSpend{realm: realm, id: id, sealed: true, issued: c.expires.Add(-codeLifetime), expires: c.expires}, true
+	return c, &codeSpend{realm: realm, id: id, sealed: true, issued: c.expires.Add(-codeLifetime), expires: c.expires, lifetime: c.lifetime}, true
 }
 
 // errCodeSpent is the refusal of a code redeemed already.
@@ -228,6 +234,16 @@ func (s *Server) spendCode(ctx context.Context, w http.ResponseWriter, sp *codeS
 	return nil
 }
 
+// codeTokenSpec returns spec for the token sp's code issues: its jti
+// (codeTokenID), the lifetime the code carries, and the latest expiry it
+// may have, the code's expiry plus that lifetime, so that a redemption
+// held up (a frozen process) between its checks and the mint still gets
+// no token that outlives its revocation (codeReused).
+func (s *Server) codeTokenSpec(spec tokenSpec, sp *codeSpend) tokenSpec {
+	spec.jti, spec.lifetime, spec.expiresBy = s.codeTokenID(sp), sp.lifetime, sp.expires.Add(sp.lifetime)
+	return spec
+}
+
 // codeTokenID returns the jti of the access token sp's code issues: an
 // HMAC of the code's realm and id under a key derived from the key seed,
 // the same at every replica, so that a reuse of the code can revoke the
@@ -241,21 +257,18 @@ func (s *Server) codeTokenID(sp *codeSpend) string {
 // codeReused revokes the access token sp's code issued, or is about to
 // (RFC 6749 section 4.1.2: a code used more than once is refused and its
 // tokens SHOULD be revoked), by its jti (codeTokenID), at every replica
-// with a shared store, until the latest expiry it can have (the code's
-// expiry and the longest token lifetime a configuration can name). Only a
-// redemption whose client authenticated and whose every check of the code
-// passed gets here. A store that fails leaves the revocation to this
-// replica alone (logged): the reuse is refused either way.
+// with a shared store, until the latest expiry it can have: the code's
+// expiry plus the lifetime the code carries (its token is minted with
+// that lifetime, and expires by then: codeTokenSpec), plus
+// dpop.ReplayStoreMargin. So the record lasts as long as the token, not
+// longer: not by the configuration read here (a-server10), nor by the
+// longest a configuration can name (a-server10b). Only a redemption whose
+// client authenticated and whose every check of the code passed gets
+// here. A store that fails leaves the revocation to this replica alone
+// (logged): the reuse is refused either way.
 func (s *Server) codeReused(ctx context.Context, sp *codeSpend, clientID string) {
 	jti, now := s.codeTokenID(sp), s.now()
-	until := sp.expires
-	if now.After(until) {
-		until = now
-	}
-	// The token was minted by the code's expiry, with the lifetime some
-	// replica's configuration had then: not the configuration read here
-	// (a-server10), so the longest any can have.
-	until = until.Add(store.MaxTokenLifetimeSeconds*time.Second + dpop.ReplayStoreMargin)
+	until := sp.expires.Add(sp.lifetime + dpop.ReplayStoreMargin)
 	if _, err := s.sharedRecord(ctx, labelRevoked, sp.realm, jti, anyWriter, until, sp.issued); err != nil && !errors.Is(err, errSharedPredates) {
 		s.logger.Warn("a reused code's token was revoked at this replica only", "realm", sp.realm, "client", clientID)
 	}

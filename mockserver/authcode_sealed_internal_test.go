@@ -19,7 +19,8 @@ func TestASealedCodeOpensToEverythingItStandsFor(t *testing.T) {
 	authTime := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	c := &authCode{realm: "acme", clientID: "web", redirectURI: "https://app.test/cb", username: "alice",
 		scope: "openid", scopeGiven: true, nonce: "n-1", challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-		jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I", authTime: authTime, expires: authTime.Add(codeLifetime)}
+		jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I", authTime: authTime, expires: authTime.Add(codeLifetime),
+		lifetime: 300 * time.Second}
 	v := reflect.ValueOf(c).Elem()
 	for i := range v.NumField() {
 		if name := v.Type().Field(i).Name; name != "spent" {

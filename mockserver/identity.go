@@ -338,9 +338,12 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		if oe := s.spendCode(r.Context(), w, spend, clientID); oe != nil {
 			return nil, oe
 		}
-		spec.jti = s.codeTokenID(spend)
+		spec = s.codeTokenSpec(spec, spend)
 	}
 	raw, claims, err := s.mint(s.issuerBase(r), realm, username, spec)
+	if errors.Is(err, errPastExpiresBy) {
+		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: "the code has expired"}
+	}
 	if err != nil {
 		return nil, err
 	}

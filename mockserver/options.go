@@ -282,7 +282,7 @@ func New(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s.auth.adminSecret = secret
-	s.handler = s.withCORS(readBodyFirst(s.routes()))
+	s.handler = s.withCORS(readBodyFirst(s.hostChecked(s.routes())))
 	if wrapHandler != nil {
 		s.handler = wrapHandler(s.handler)
 	}

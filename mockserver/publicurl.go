@@ -19,6 +19,30 @@ import (
 // never read: a client could otherwise choose the issuer its tokens are
 // checked against.
 
+// hostChecked refuses, with a 400 naming Host, a request whose Host is not
+// a host[:port] of at most 255 bytes (validHost, the rule forwarded hosts
+// are held to) when the server has no issuer: the Host then becomes the
+// issuer of the tokens it mints and the key of what it remembers of them
+// (the verified-token caches), so it is bounded before anything keeps it
+// (a-server10b). With WithIssuer the Host is never read.
+func (s *Server) hostChecked(h http.Handler) http.Handler {
+	if s.issuer != "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !validHost(r.Host) {
+			const msg = "must be a host name, an IPv4 address or a bracketed IPv6 address, with an optional port, of at most 255 bytes (without -issuer it names the tokens' issuer)"
+			if strings.Contains(r.URL.Path, "/protocol/openid-connect/") { // the OAuth endpoints' own error body
+				writeOAuthError(w, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "Host " + msg})
+				return
+			}
+			writeErr(w, badField("Host", msg))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // issuerBase is the public base URL of the server for r.
 func (s *Server) issuerBase(r *http.Request) string {
 	if s.issuer != "" {
@@ -136,8 +160,13 @@ func splitOutsideQuotes(s string, sep byte) []string {
 	return append(out, s[start:])
 }
 
-var hostPattern = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$`)
+// hostPattern is a host name (letters, digits, '.', '-', and '_' as
+// container and compose service names have it), an IPv4 address or a
+// bracketed IPv6 address, with an optional port.
+var hostPattern = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:[0-9]{1,5})?$`)
 
+// validHost reports whether h is a host[:port] (hostPattern) of at most
+// 255 bytes: the rule of every host the server takes from a request.
 func validHost(h string) bool { return h != "" && len(h) <= 255 && hostPattern.MatchString(h) }
 
 func hasPort(host string) bool {

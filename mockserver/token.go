@@ -22,7 +22,16 @@ type tokenSpec struct {
 	jkt      string
 	clientID string
 	jti      string // the token's id, when set (an authorization code's: codeTokenID)
+	// expiresBy, when set, is the latest exp the token may have (an
+	// authorization code's: codeTokenSpec): its lifetime is cut to end by
+	// then, and a token that would be expired at once is not minted
+	// (errPastExpiresBy).
+	expiresBy time.Time
 }
+
+// errPastExpiresBy is a mint refused because its tokenSpec.expiresBy has
+// passed.
+var errPastExpiresBy = errors.New("the token's latest expiry has passed")
 
 // TokenOrganization adds the organization claim (an organization id or
 // alias): decisions then count only the subject's assignments in that
@@ -121,6 +130,14 @@ func (s *Server) mint(base, realm, username string, spec tokenSpec) (string, *is
 			lifetime = time.Duration(cfg.TokenLifetimeSeconds) * time.Second
 		}
 		now := s.now()
+		if !spec.expiresBy.IsZero() {
+			if left := spec.expiresBy.Sub(now); left < lifetime {
+				lifetime = left
+			}
+			if lifetime < time.Second { // exp is in whole seconds
+				return errPastExpiresBy
+			}
+		}
 		claims = userClaims(r, u, clientID, now, lifetime)
 		s.boot.stamp(&claims)
 		claims.Tenant = r.Incarnation()

@@ -2,10 +2,13 @@ package store
 
 import (
 	"container/heap"
+	"crypto/sha256"
+	"encoding/base64"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Audit outcomes.
@@ -117,12 +120,41 @@ type auditLog struct {
 	next   int                  // number of the next entry
 }
 
+// maxAuditField bounds, in bytes, each string an audit entry keeps whole:
+// the ids the server assigns (36 bytes), realm names and aliases (at most
+// 63), "config" and the actions fit. auditKeep records a longer one cut.
+const maxAuditField = 64
+
+// auditKeep returns v as an audit entry keeps it: whole when it is at most
+// maxAuditField bytes; otherwise its first 32 bytes (cut at a character
+// boundary), "…" and "sha256:" with the base64url SHA-256 of the whole. A
+// caller's made-up id (a path's {id}, a body's userId) is thus at most 85
+// bytes however long it was sent, and still told apart from every other
+// (the digest; an auditor matches a suspected id by its digest) and from
+// any kept whole (it is longer than maxAuditField): cut, so the reader sees
+// what it began with, rather than a bare digest.
+func auditKeep(v string) string {
+	if len(v) <= maxAuditField {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	n := 32
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n] + "…sha256:" + base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
 // RecordAudit appends e to the part of its tenant's audit log that by (the
 // tenant id of the caller's realm) and e's outcome choose, filling in its
 // id and timestamp when they are empty: by is the platform when it is not
 // e's tenant, and an outcome other than OutcomeSuccess is a refusal. When
-// the part is full its oldest chunk of entries is dropped at once.
+// the part is full its oldest chunk of entries is dropped at once. Every
+// string the entry keeps is bounded in bytes first (auditKeep).
 func (s *Store) RecordAudit(by string, e AuditEntry) {
+	by = auditKeep(by)
+	e.ID, e.ActorID, e.Action = auditKeep(e.ID), auditKeep(e.ActorID), auditKeep(e.Action)
+	e.TenantID, e.ResourceType, e.ResourceID = auditKeep(e.TenantID), auditKeep(e.ResourceType), auditKeep(e.ResourceID)
 	if e.ID == "" {
 		e.ID = NewID()
 	}
