@@ -91,7 +91,7 @@ const (
 // quoted strings without backslashes or a ';' followed by "name" in any
 // case (Rack 2 finds "; name=" in them), with no "'" outside quotes (PHP takes single quotes as quotes)
 // except in the RFC 5987 extended value of a parameter whose name ends in
-// '*' (filename*=utf-8”report.txt, which .NET sends beside filename=),
+// '*' (filename*=utf-8'en'report.txt; .NET sends one beside filename=),
 // read as a whole (extValue),
 // separated by ';' (Rack 3 reads a parameter right after a quoted value),
 // holding exactly one parameter name and none named name*; it has no

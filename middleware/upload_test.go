@@ -20,7 +20,7 @@ import (
 // The strictness of a part header applies to what names the part (name,
 // name*); any other parameter is read as a whole token, quoted string or
 // RFC 2231/5987 extended value. (a-client10b F2: every .NET HttpClient
-// upload, which sends filename*=utf-8”... beside filename=, was refused.)
+// upload, which sends an extended filename* beside filename=, was refused.)
 func TestFileUploadOfEveryClientReachesTheHandler(t *testing.T) {
 	t.Parallel()
 	upload := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
