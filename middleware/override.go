@@ -182,7 +182,15 @@ type refusal struct {
 	status  int
 	message string
 	header  [2]string // one header field to set, when header[0] != ""
+	// late: the request's context ended before the middleware could
+	// read what it needs to decide; it gets the unavailable answer
+	// (WithUnavailableHandler) instead of status and message.
+	late bool
 }
+
+// outOfTime is the refusal of a request whose context ended while (or
+// before) the middleware read its body before the decision.
+var outOfTime = &refusal{late: true}
 
 func badRequest(message string) *refusal {
 	return &refusal{status: http.StatusBadRequest, message: message}
