@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,3 +113,37 @@ func (w *codeRecorder) WriteHeader(code int) {
 }
 
 func (w *codeRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// countingBody counts the reads of a request body.
+type countingBody struct {
+	io.Reader
+	reads atomic.Int32
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	b.reads.Add(1)
+	return b.Reader.Read(p)
+}
+
+func (*countingBody) Close() error { return nil }
+
+// TestTrustedFormBodyOfARequestOutOfTimeIsNotRead: a request whose
+// context has already ended gets the unavailable answer before the
+// middleware reads a byte of its body, with no gateway call.
+func TestTrustedFormBodyOfARequestOutOfTimeIsNotRead(t *testing.T) {
+	t.Parallel()
+	checker := &fakeChecker{res: result(pep.Grant, nil)}
+	guard := middleware.Require(checker, "orders", "read").With(middleware.WithMethodOverride("_method"),
+		middleware.WithUnavailableHandler(middleware.ServiceUnavailable(time.Second)))(reached)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	body := &countingBody{Reader: strings.NewReader("_method=DELETE")}
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/orders/42", body)
+	req.Header.Set("Authorization", "Bearer abcdefghijklmnopqrstuvwxyz")
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	guard.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Zero(t, body.reads.Load(), "no byte of the body read")
+	assert.Zero(t, checker.calls.Load(), "no gateway call")
+}
