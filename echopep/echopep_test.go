@@ -187,3 +187,15 @@ func TestWiringMistakesPanic(t *testing.T) {
 		})
 	}
 }
+
+// TestTrustedFormBodyReadEndsWithTheRequestContext: the body read before
+// the decision reaches the connection through echo's writer (a-client10b
+// F3).
+func TestTrustedFormBodyReadEndsWithTheRequestContext(t *testing.T) {
+	t.Parallel()
+	adaptertest.StalledFormBody(t, func(m middleware.Middleware) http.Handler {
+		e := echo.New()
+		e.POST("/orders/:id", func(c echo.Context) error { return c.String(http.StatusOK, "ran") }, echopep.Wrap(m))
+		return e
+	})
+}

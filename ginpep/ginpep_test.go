@@ -45,3 +45,15 @@ func TestAdapterTable(t *testing.T) {
 	t.Parallel()
 	adaptertest.RunHTTP(t, adaptertest.Start(t), service)
 }
+
+// TestTrustedFormBodyReadEndsWithTheRequestContext: the body read before
+// the decision reaches the connection through gin's writer (a-client10b
+// F3).
+func TestTrustedFormBodyReadEndsWithTheRequestContext(t *testing.T) {
+	t.Parallel()
+	adaptertest.StalledFormBody(t, func(m middleware.Middleware) http.Handler {
+		r := gin.New()
+		r.POST("/orders/:id", ginpep.Wrap(m), func(c *gin.Context) { c.String(http.StatusOK, "ran") })
+		return r
+	})
+}

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -10,8 +11,10 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/orgauthz/orgauthz/internal/ascii"
+	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
 // maxTrustedFormBytes bounds the urlencoded POST body the middleware reads
@@ -139,7 +142,7 @@ func (c *config) guardBody(w http.ResponseWriter, r *http.Request) (body io.Read
 	switch {
 	case kinds&urlencodedForm != 0 && c.trustForm && goKind == urlencodedForm:
 		// Trusted, and r.FormValue reads the body: read it here.
-		if read, body, ref = bufferBody(r); ref != nil {
+		if read, body, ref = bufferBody(w, r); ref != nil {
 			return nil, nil, 0, ref
 		}
 		var bodyLookalike int
@@ -356,8 +359,36 @@ func contentEncoded(h http.Header) bool {
 // and closes r.Body. A body the middleware cannot read whole is refused:
 // 413 when it is too large (or larger than an http.MaxBytesReader allows),
 // 400 otherwise.
-func bufferBody(r *http.Request) (read []byte, body io.ReadCloser, ref *refusal) {
+//
+// The read ends when the request's context is done (README rule 10): a
+// caller that stalls its body past the request's deadline, or whose
+// request is cancelled, gets the unavailable answer, as a decision out of
+// time does, and holds the handler no longer. It sets w's read deadline
+// to the moment the context ends (http.ResponseController, through any
+// writer that has Unwrap, as gin's and echo's have), which only ever
+// shortens the connection's (HTTP/1) or stream's (HTTP/2) deadline. Where
+// w cannot set one (http.ErrNotSupported: a wrapping writer without
+// Unwrap, a server that is not net/http's), the read ends with the body,
+// or the server's own ReadTimeout, as before.
+func bufferBody(w http.ResponseWriter, r *http.Request) (read []byte, body io.ReadCloser, ref *refusal) {
+	ctx := r.Context()
+	if transport.Late(ctx) != nil {
+		return nil, nil, outOfTime
+	}
+	rc := http.NewResponseController(w)
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		_ = rc.SetReadDeadline(time.Now())
+	})
 	b, err := readBody(r.Body)
+	if !stop() {
+		// The context ended during the read: the deadline is set (or
+		// being set) on the connection, and must be before the handler
+		// returns, not on the next request's read.
+		<-fired
+		return nil, nil, outOfTime
+	}
 	switch {
 	case tooLarge(err):
 		return nil, nil, &refusal{status: http.StatusRequestEntityTooLarge, message: "the request body is larger than this service accepts"}

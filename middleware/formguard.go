@@ -44,7 +44,8 @@ var ErrFormMethodOverride = errors.New("middleware: the form body names _method,
 var (
 	errPartHeader = fmt.Errorf("%w (a multipart part's header must be lines of name:value, each ending in CRLF, "+
 		"without control characters or continuation lines, with one Content-Disposition that names the part once "+
-		"(name=, as a token or a quoted string; quoted values without backslashes or a ';' followed by name; no name*=) and no Content-ID)", ErrFormMethodOverride)
+		"(name=, as a token or a quoted string; other values tokens without \"'\", quoted strings without backslashes or a ';' followed by name, "+
+		"or RFC 5987 extended values such as filename*=utf-8''report.txt; no name*=) and no Content-ID)", ErrFormMethodOverride)
 	errBoundary = fmt.Errorf("%w (a multipart Content-Type must name its boundary once, as boundary=<token> or "+
 		"boundary=\"<letters, digits and ()+_-./:=?>\", with no second boundary= in any case, not even in the quotes)", ErrFormMethodOverride)
 )
@@ -88,7 +89,10 @@ const (
 // it has exactly one Content-Disposition, which mime.ParseMediaType parses
 // and which is a media type and parameters whose values are tokens or
 // quoted strings without backslashes or a ';' followed by "name" in any
-// case (Rack 2 finds "; name=" in them), with no "'" outside quotes (PHP takes single quotes as quotes),
+// case (Rack 2 finds "; name=" in them), with no "'" outside quotes (PHP takes single quotes as quotes)
+// except in the RFC 5987 extended value of a parameter whose name ends in
+// '*' (filename*=utf-8'en'report.txt; .NET sends one beside filename=),
+// read as a whole (extValue),
 // separated by ';' (Rack 3 reads a parameter right after a quoted value),
 // holding exactly one parameter name and none named name*; it has no
 // Content-ID (Rack names a part by its Content-ID), and no
@@ -385,10 +389,13 @@ func isFieldValueByte(c byte) bool { return c == '\t' || c >= ' ' && c != 0x7f }
 // strictDispositionName returns the name a strict Content-Disposition
 // value names its part, and whether the value is strict (see formGuard):
 // mime.ParseMediaType parses it, it is a type and parameters separated by
-// ';' (blanks around it), each a name, '=' and a token without "'" or a
+// ';' (blanks around it), each a name, '=' and a token without "'", a
 // quoted string without '\' and without a ';' followed (after blanks) by
-// "name" in any case (semicolonName), and exactly one parameter is named
-// name, in any case, and none name*.
+// "name" in any case (semicolonName), or, for a name ending in '*', an
+// extended value (extValue); exactly one parameter is named name, in any
+// case, and none name* (name*0 too). The strictness is for what names the
+// part: any other parameter (filename, filename*) is read as a whole value
+// that every stack ends where mime.ParseMediaType does.
 func strictDispositionName(v []byte) (string, bool) {
 	s := strings.Trim(string(v), " \t")
 	_, params, err := mime.ParseMediaType(s)
@@ -431,6 +438,13 @@ func strictDispositionName(v []byte) (string, bool) {
 			if semicolonName(value) {
 				return "", false // Rack 2 reads "; name=" in quotes
 			}
+		} else if param[len(param)-1] == '*' {
+			// RFC 2231/5987 (filename*=utf-8''report.txt, as .NET
+			// sends it beside filename=): read as a whole.
+			if n = extValue(s); n < 0 {
+				return "", false
+			}
+			value, s = s[:n], s[n:]
 		} else {
 			n = strictToken(s)
 			if n == 0 {
@@ -450,6 +464,46 @@ func strictDispositionName(v []byte) (string, bool) {
 		return "", false
 	}
 	return name, true
+}
+
+// extValue returns the length of the RFC 5987 ext-value (RFC 2231's
+// extended value) that s starts with, or -1: a charset of letters, digits
+// and !#$&+-^_`|~, "'", a language of letters, digits and '-' (maybe
+// none), "'", then attr-chars (letters, digits and !#$&+-.^_`|~) and
+// %XX escapes. It holds exactly two "'", which PHP takes for the quotes
+// of an empty or a language value, and no ';', '"', '\' or blank, so that
+// every stack ends the parameter where mime.ParseMediaType does.
+func extValue(s string) int {
+	attrChar := func(c byte) bool { return isTokenByte(c) && c != '*' && c != '\'' && c != '%' }
+	i := 0
+	for i < len(s) && attrChar(s[i]) && s[i] != '.' {
+		i++
+	}
+	if i == 0 || i == len(s) || s[i] != '\'' {
+		return -1
+	}
+	for i++; i < len(s) && (isAlnum(s[i]) || s[i] == '-'); i++ {
+	}
+	if i == len(s) || s[i] != '\'' {
+		return -1
+	}
+	for i++; i < len(s); i++ {
+		switch c := s[i]; {
+		case attrChar(c):
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			i += 2
+		case c == '%':
+			return -1
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// isAlnum reports whether c is an ASCII letter or digit.
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // semicolonName reports whether a quoted value holds a ';' followed,

@@ -414,6 +414,11 @@ func (c *config) admit(w http.ResponseWriter, r *http.Request, auth []string) bo
 // the decision (bounded), any other streams to the handler guarded.
 func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method string, body io.ReadCloser, ok bool) {
 	method, body, ref := c.method(w, r)
+	if ref != nil && ref.late {
+		// Out of time before the decision, as a check out of time is.
+		c.unavailableHandler().ServeHTTP(w, r)
+		return "", nil, false
+	}
 	if ref != nil {
 		if ref.header[0] != "" {
 			w.Header().Set(ref.header[0], ref.header[1])

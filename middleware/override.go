@@ -141,6 +141,12 @@ var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // unread; with WithClientToken, whatever the request carries), up to
 // 64 KiB: a larger one is refused with 413 and not checked
 // (to take larger forms, apply the override before the middleware). The
+// read ends when the request's context does (its deadline or
+// cancellation): the request then gets the unavailable answer
+// (WithUnavailableHandler), with no gateway call. It ends through
+// http.ResponseController's read deadline, so a ResponseWriter wrapped
+// around the middleware's needs Unwrap; without it the read ends only with
+// the body or the server's ReadTimeout. The
 // body is given back to the handler byte for byte.
 // It is never read from a multipart body the middleware got
 // unparsed, which is guarded as without trust: to honour _method in
@@ -182,7 +188,15 @@ type refusal struct {
 	status  int
 	message string
 	header  [2]string // one header field to set, when header[0] != ""
+	// late: the request's context ended before the middleware could
+	// read what it needs to decide; it gets the unavailable answer
+	// (WithUnavailableHandler) instead of status and message.
+	late bool
 }
+
+// outOfTime is the refusal of a request whose context ended while (or
+// before) the middleware read its body before the decision.
+var outOfTime = &refusal{late: true}
 
 func badRequest(message string) *refusal {
 	return &refusal{status: http.StatusBadRequest, message: message}
