@@ -25,6 +25,7 @@ var runsNoUserCode = map[string]string{
 	"mockserver/cmd/mockserver/limit.go: Accept":         "the listener's accept loop: no user code",
 	"internal/gatewaytest/gatewaytest.go: serveLocked":   "a test server (net/http recovers its handlers)",
 	"internal/gatewaytest/refusing_other.go: Refusing":   "a test listener that closes every connection: no user code",
+	"internal/adaptertest/stall.go: StalledFormBody":     "a test client's pipe writer and request: no user code (the handler runs under net/http's recover)",
 	"redisstore/redistest/redistest.go: run":             "waits for the redis-server process: no user code",
 	"redisstore/redistest/redistest.go: Frozen":          "a test listener that never answers: no user code",
 }
