@@ -127,7 +127,8 @@ func TestNewReplayStoreRefusesMisusedOptions(t *testing.T) {
 		{"a Cluster", cluster, WithReplicas(1, time.Second), "WithReplicas needs a *redis.Client"},
 		// a-fix10b F1: a Ring's records lie on servers the marker's checks
 		// (restarts, evictions) never see.
-		{"a Ring", ring, nil, "a redis.Ring spreads records over servers"},
+		{"a Ring", ring, nil, "a *redis.Ring may spread records over servers"},
+		{"a wrapped Ring (a-last10)", struct{ *redis.Ring }{ring}, nil, "may spread records over servers"},
 		{"no iat max age", single, WithIATWindow(0, time.Second), "give maxAge > 0 and maxSkew >= 0"},
 		{"a negative skew", single, WithIATWindow(time.Minute, -time.Second), "give maxAge > 0 and maxSkew >= 0"},
 	} {

@@ -207,14 +207,17 @@ func WithReplicas(n int, timeout time.Duration) ReplayOption {
 // NewReplayStore returns a ReplayStore keeping its keys under prefix
 // ([DefaultReplayPrefix] when empty; give replicas of one service the same
 // prefix and other services other ones) in client. It panics if client is
-// nil or a redis.Ring (its records would lie on servers no marker
-// watches), or an option is misused ([WithReplicas] says how).
+// nil or neither a *redis.Client nor a *redis.ClusterClient (a redis.Ring
+// would lay records on servers no marker watches), or an option is misused
+// ([WithReplicas] says how).
 func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayOption) *ReplayStore {
 	if client == nil {
 		panic("redisstore: NewReplayStore: nil client")
 	}
-	if _, ring := client.(*redis.Ring); ring {
-		panic("redisstore: NewReplayStore: a redis.Ring spreads records over servers that no keyspace marker watches (a restart or an eviction there forgets proofs and revocations unseen); use a redis.Client (one server, or Sentinel's redis.NewFailoverClient) or a redis.ClusterClient")
+	switch client.(type) {
+	case *redis.Client, *redis.ClusterClient:
+	default: // a Ring, or a wrapper of one, spreads records over servers no marker watches
+		panic(fmt.Sprintf("redisstore: NewReplayStore: a %T may spread records over servers that no keyspace marker watches (a restart or an eviction there forgets proofs and revocations unseen); use a *redis.Client (one server, or Sentinel's redis.NewFailoverClient) or a *redis.ClusterClient", client))
 	}
 	if prefix == "" {
 		prefix = DefaultReplayPrefix

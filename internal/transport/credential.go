@@ -354,27 +354,20 @@ type notSent struct{ late error }
 func (e *notSent) Error() string { return "not sent: " + e.late.Error() }
 func (e *notSent) Unwrap() error { return e.late }
 
-// requestFault is the error of an attempt that failed for the request's
-// own sake, not the server's: the transport refused to write it because
-// its header list passes the limit the HTTP/2 server advertised
-// (refusedForSize), or it carried a token longer than bigToken and got no
-// answer (a front that closes the connection on large headers rather than
-// answer 431, as some do). One caller's token never counts against the
-// breaker every caller shares (rule 11), and such an attempt is not
-// retried, since it would fail alike. A server that closes or resets the
-// connection leaves the same trace as the first, so that refusal is known
-// by what it says (a-fix10); a dead gateway still fails every request
-// with an ordinary token, and opens the breaker.
+// requestFault is the error of an attempt the client's own transport
+// refused to write because its header list passes the limit its HTTP/2
+// server advertised (refusedForSize): the request carried the fault, not
+// the server, so one caller's token never counts against the breaker every
+// caller shares (rule 11), and the attempt is not retried, since it would
+// fail alike. A server that closes or resets the connection before the
+// headers are written leaves the same trace, so the refusal is known by
+// what it says (a-fix10). A front that closes the connection on large
+// headers over HTTP/1.1, rather than answer 431, cannot be told from a dead
+// gateway and counts (a known issue: a-fix10b F3, a-last10).
 type requestFault struct{ err error }
 
 func (e *requestFault) Error() string { return "the request's own fault: " + e.err.Error() }
 func (e *requestFault) Unwrap() error { return e.err }
-
-// bigToken is the token length past which a request that got no answer
-// is taken to have failed for its size: common fronts take header lines of
-// 8 KiB (nginx's and Apache's defaults) and answer longer ones with 400 or
-// 431, some close instead (a-fix10b).
-const bigToken = 8 << 10
 
 // refusedForSize reports whether err is a transport's refusal of a request
 // whose header list passes the limit its HTTP/2 peer advertised
@@ -482,7 +475,7 @@ func (a *authorizer) send(req *http.Request, nonce string) (*http.Response, erro
 			a.nonces.set(origin(req.URL), n)
 		}
 	case Late(req.Context()) != nil: // out of time: the call's, or the attempt's own
-	case w.conn.Load() && !w.headers.Load() && refusedForSize(err), len(a.cred.Ident().Token) > bigToken:
+	case w.conn.Load() && !w.headers.Load() && refusedForSize(err):
 		return nil, &requestFault{err: err}
 	}
 	return resp, err

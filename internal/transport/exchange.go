@@ -198,8 +198,8 @@ func (x *Exchanger) closeIdle() {
 // failures, and so is running out of the client's own timeout; a caller's
 // cancellation (a client hanging up) or earlier deadline, a credential
 // that could not be attached, a request that failed for its own size
-// (requestFault: one caller's token past an HTTP/2 server's header limit,
-// or a long token that got no answer) and a 429 say nothing; any other
+// (requestFault: one caller's token past an HTTP/2 server's header limit)
+// and a 429 say nothing; any other
 // answer shows a working server. It sets *settled (when not nil) to the answer's error
 // as soon as the answer is decided, before any user code runs after it
 // (see Post).
@@ -307,6 +307,9 @@ func callerOutcome(ctx context.Context, ownDeadline bool) outcome {
 	return outcomeFailure
 }
 
+// maxTracestate bounds the tracestate header a request carries.
+const maxTracestate = 512
+
 // newPost returns a JSON POST of body to url with header added, and the
 // W3C trace context of ctx when it has one. The URL is parsed once per
 // Exchanger: every request to it starts as a shallow copy of the same
@@ -337,6 +340,14 @@ func (x *Exchanger) newPost(ctx context.Context, url string, body []byte, header
 			req.Header[k] = vs
 		}
 		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+		// A caller's tracestate (up to 32 members of 512 bytes with otelhttp)
+		// would make the request as large as the caller likes: past 512
+		// bytes, the length W3C Trace Context asks vendors to keep, it is
+		// not sent (a-last10: a 10 KiB one, behind a front that closes on
+		// large headers, opened the breaker every caller shares).
+		if ts := req.Header["Tracestate"]; len(ts) > 0 && len(ts[0]) > maxTracestate {
+			delete(req.Header, "Tracestate")
+		}
 	}
 	// The body as http.NewRequest makes it: a *bytes.Reader lets the
 	// transport write headers and body in one go, and GetBody replays it.
