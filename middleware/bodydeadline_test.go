@@ -14,25 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/adaptertest"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
-
-// cancelOnSecondRead is a request body that ends its request's context
-// when the middleware comes back for more than the client sent: the next
-// read then waits on a client that stalls.
-type cancelOnSecondRead struct {
-	io.ReadCloser
-	reads  atomic.Int32
-	cancel context.CancelFunc
-}
-
-func (b *cancelOnSecondRead) Read(p []byte) (int, error) {
-	if b.reads.Add(1) == 2 {
-		b.cancel()
-	}
-	return b.ReadCloser.Read(p)
-}
 
 // TestTrustedFormBodyReadEndsWithTheRequestContext: with _method trusted,
 // the middleware reads a urlencoded POST body before the decision; a
@@ -55,7 +40,7 @@ func TestTrustedFormBodyReadEndsWithTheRequestContext(t *testing.T) {
 				ctx, cancel := context.WithCancel(r.Context())
 				defer cancel()
 				r = r.WithContext(ctx)
-				r.Body = &cancelOnSecondRead{ReadCloser: r.Body, cancel: cancel}
+				r.Body = &adaptertest.StallingBody{ReadCloser: r.Body, Cancel: cancel}
 				rec := &codeRecorder{ResponseWriter: w}
 				guard.ServeHTTP(rec, r)
 				returned <- answer{rec.code}

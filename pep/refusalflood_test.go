@@ -3,6 +3,7 @@ package pep_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -17,18 +18,25 @@ import (
 )
 
 // gatedPublisher's Publish holds until open is closed (or its context
-// ends), then takes the message.
+// ends), or, with open nil, fails until up; then it takes the message.
 type gatedPublisher struct {
 	open chan struct{}
+	up   time.Time
 	mu   sync.Mutex
 	msgs [][]byte
 }
 
 func (p *gatedPublisher) Publish(ctx context.Context, msg []byte) error {
-	select {
-	case <-p.open:
-	case <-ctx.Done():
-		return ctx.Err()
+	if p.open == nil {
+		if time.Now().Before(p.up) {
+			return errors.New("redis: connection refused")
+		}
+	} else {
+		select {
+		case <-p.open:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

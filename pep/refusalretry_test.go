@@ -1,54 +1,15 @@
 package pep_test
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
-	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/pep"
 )
-
-// blipPublisher fails every Publish until up, then takes the message.
-type blipPublisher struct {
-	up   time.Time
-	mu   sync.Mutex
-	msgs [][]byte
-}
-
-func (p *blipPublisher) Publish(_ context.Context, msg []byte) error {
-	if time.Now().Before(p.up) {
-		return errors.New("redis: connection refused")
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.msgs = append(p.msgs, bytes.Clone(msg))
-	return nil
-}
-
-func (p *blipPublisher) Subscribe(ctx context.Context, r invalidation.Receiver) error {
-	r.Heartbeat(time.Now())
-	<-ctx.Done()
-	return ctx.Err()
-}
-
-func (p *blipPublisher) taken() (n, all int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, m := range p.msgs {
-		if bytes.Equal(m, []byte{1, 'a'}) {
-			all++
-		}
-	}
-	return len(p.msgs), all
-}
 
 // TestOneRefusalAndAShortOutagePurgeThatTokenOnly: one refused token
 // while the channel is down for 2 s is published as that token's purge once
@@ -58,7 +19,7 @@ func (p *blipPublisher) taken() (n, all int) {
 // which a backlog becomes a purge of every cache).
 func TestOneRefusalAndAShortOutagePurgeThatTokenOnly(t *testing.T) {
 	t.Parallel()
-	inv := &blipPublisher{up: time.Now().Add(2 * time.Second)}
+	inv := &gatedPublisher{up: time.Now().Add(2 * time.Second)}
 	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
 		pep.WithHTTPClient(&http.Client{Transport: refused401}), pep.WithInvalidator(inv))
 	require.NoError(t, err)

@@ -12,18 +12,19 @@ import (
 	"github.com/orgauthz/orgauthz/middleware"
 )
 
-// stallingBody is a request body that ends its request's context when the
-// middleware comes back for more than the client sent: that read then
-// waits on a client that stalls.
-type stallingBody struct {
+// StallingBody is a request body that ends its request's context (Cancel)
+// when the middleware comes back for more than the client sent: that read
+// then waits on a client that stalls.
+type StallingBody struct {
 	io.ReadCloser
+	Cancel context.CancelFunc
 	reads  atomic.Int32
-	cancel context.CancelFunc
 }
 
-func (b *stallingBody) Read(p []byte) (int, error) {
+// Read reads from the body, ending the context on the second read.
+func (b *StallingBody) Read(p []byte) (int, error) {
 	if b.reads.Add(1) == 2 {
-		b.cancel()
+		b.Cancel()
 	}
 	return b.ReadCloser.Read(p)
 }
@@ -47,7 +48,7 @@ func StalledFormBody(t *testing.T, service func(m middleware.Middleware) http.Ha
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		r = r.WithContext(ctx)
-		r.Body = &stallingBody{ReadCloser: r.Body, cancel: cancel}
+		r.Body = &StallingBody{ReadCloser: r.Body, Cancel: cancel}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
