@@ -218,7 +218,12 @@ func (s *Server) spendCode(ctx context.Context, w http.ResponseWriter, sp *codeS
 		w.Header().Set("Retry-After", proofRetryAfter)
 		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: err.Error()}
 	}
-	mine, err := s.sharedRecord(ctx, labelCodeSpent, sp.realm, sp.id, sp.writer, sp.expires, sp.issued)
+	// The spend is kept as long as a redemption of the code can still mint
+	// (codeTokenSpec: by the code's expiry plus its token's lifetime), not
+	// only while the code is valid: a redemption that stalled between its
+	// checks and this step past the code's expiry would otherwise find the
+	// first one's record gone and spend the code again (a-last10b).
+	mine, err := s.sharedRecord(ctx, labelCodeSpent, sp.realm, sp.id, sp.writer, sp.expires.Add(sp.lifetime), sp.issued)
 	if err != nil {
 		return refusal(err)
 	}

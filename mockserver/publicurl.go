@@ -30,7 +30,9 @@ func (s *Server) hostChecked(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !validHost(r.Host) {
+		// An HTTP/1.0 request may name no host (a load balancer's health
+		// check): it names no issuer either, as before the rule.
+		if !(r.Host == "" && !r.ProtoAtLeast(1, 1)) && !validHost(r.Host) {
 			const msg = "must be a host name, an IPv4 address or a bracketed IPv6 address, with an optional port, of at most 255 bytes (without -issuer it names the tokens' issuer)"
 			if strings.Contains(r.URL.Path, "/protocol/openid-connect/") { // the OAuth endpoints' own error body
 				writeOAuthError(w, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "Host " + msg})

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,24 +126,28 @@ type auditLog struct {
 // 63), "config" and the actions fit. auditKeep records a longer one cut.
 const maxAuditField = 64
 
+// auditCut marks a value auditKeep cut.
+const auditCut = "…sha256:"
+
 // auditKeep returns v as an audit entry keeps it: whole when it is at most
-// maxAuditField bytes; otherwise its first 32 bytes (cut at a character
-// boundary), "…" and "sha256:" with the base64url SHA-256 of the whole. A
-// caller's made-up id (a path's {id}, a body's userId) is thus at most 85
-// bytes however long it was sent, and still told apart from every other
-// (the digest; an auditor matches a suspected id by its digest) and from
-// any kept whole (it is longer than maxAuditField): cut, so the reader sees
-// what it began with, rather than a bare digest.
+// maxAuditField bytes and holds no auditCut; otherwise its first 32 bytes
+// (cut at a character boundary), "…" and "sha256:" with the base64url
+// SHA-256 of the whole. A caller's made-up id (a path's {id}, a body's
+// userId) is thus at most 85 bytes however long it was sent, and still told
+// apart from every other (the digest; an auditor matches a suspected id by
+// its digest) and from any kept whole, by the mark (a cut of a value that is
+// not UTF-8 can be shorter than maxAuditField, a-last10b): cut, so the
+// reader sees what it began with, rather than a bare digest.
 func auditKeep(v string) string {
-	if len(v) <= maxAuditField {
-		return v
+	if len(v) <= maxAuditField && !strings.Contains(v, auditCut) {
+		return v // a value kept whole never holds the mark of a cut one
 	}
 	sum := sha256.Sum256([]byte(v))
 	n := 32
 	for n > 0 && !utf8.RuneStart(v[n]) {
 		n--
 	}
-	return v[:n] + "…sha256:" + base64.RawURLEncoding.EncodeToString(sum[:])
+	return v[:n] + auditCut + base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // RecordAudit appends e to the part of its tenant's audit log that by (the

@@ -1,0 +1,41 @@
+package mockserver
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestAnHTTP10RequestWithoutHostIsServed (a-last10b): an HTTP/1.0 request
+// carries no Host (RFC 1945 has none; HAProxy's default `option httpchk`
+// and other load balancers' probes send exactly that). Before h-srvmem10
+// the Host-independent endpoints (JWKS, openapi.json) answered it; now
+// hostChecked refuses every route with 400 before routing, so a pool
+// whose health check reads the JWKS marks every replica down.
+func TestAnHTTP10RequestWithoutHostIsServed(t *testing.T) {
+	ts := httptest.NewUnstartedServer(nil)
+	s, err := New(WithFixture(authFixture()), WithAdminSecret("boot"))
+	require.NoError(t, err)
+	ts.Config.Handler = s
+	ts.Start()
+	t.Cleanup(ts.Close)
+	for _, path := range []string{"/realms/acme/protocol/openid-connect/certs", "/openapi.json"} {
+		t.Run(path, func(t *testing.T) {
+			c, err := net.DialTimeout("tcp", ts.Listener.Addr().String(), 5*time.Second)
+			require.NoError(t, err)
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			_, err = c.Write([]byte("GET " + path + " HTTP/1.0\r\n\r\n"))
+			require.NoError(t, err)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, "an HTTP/1.0 request without Host is refused at %s", path)
+		})
+	}
+}
