@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/internal/ascii"
+	"github.com/orgauthz/orgauthz/internal/safego"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -379,14 +380,21 @@ func bufferBody(w http.ResponseWriter, r *http.Request) (read []byte, body io.Re
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		defer close(fired)
-		_ = rc.SetReadDeadline(time.Now())
+		// The writer's chain is user code: a panic there is recovered,
+		// and the request still gets the out-of-time answer (a-last10c).
+		_ = safego.Call(func() { _ = rc.SetReadDeadline(time.Now()) })
 	})
 	b, err := readBody(r.Body)
 	if !stop() {
 		// The context ended during the read: the deadline is set (or
 		// being set) on the connection, and must be before the handler
-		// returns, not on the next request's read.
+		// returns. The connection is not used again: net/http's own read
+		// of the next request may already have met that deadline and
+		// ended the connection's context, which every later request on it
+		// would start with (a-last10c: one late request made the next
+		// requests on a kept-alive connection 503).
 		<-fired
+		w.Header().Set("Connection", "close")
 		return nil, nil, outOfTime
 	}
 	switch {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -307,8 +308,26 @@ func callerOutcome(ctx context.Context, ownDeadline bool) outcome {
 	return outcomeFailure
 }
 
-// maxTracestate bounds the tracestate header a request carries.
+// maxTracestate bounds the tracestate and the baggage a request carries.
 const maxTracestate = 512
+
+// boundPropagated returns ctx without a tracestate or baggage past
+// maxTracestate bytes: a caller's (up to 32 tracestate members of 512
+// bytes with otelhttp, and baggage) would make the request as large as the
+// caller likes, through this package's Inject and any propagating
+// transport under it (otelhttp.NewTransport given with WithHTTPClient).
+// 512 bytes is the length W3C Trace Context asks vendors to keep. A 10 KiB
+// one, behind a front that closes on large headers, opened the breaker
+// every caller shares (a-last10, a-last10c). The trace itself goes on.
+func boundPropagated(ctx context.Context) context.Context {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && len(sc.TraceState().String()) > maxTracestate {
+		ctx = trace.ContextWithSpanContext(ctx, sc.WithTraceState(trace.TraceState{}))
+	}
+	if b := baggage.FromContext(ctx); b.Len() > 0 && len(b.String()) > maxTracestate {
+		ctx = baggage.ContextWithoutBaggage(ctx)
+	}
+	return ctx
+}
 
 // newPost returns a JSON POST of body to url with header added, and the
 // W3C trace context of ctx when it has one. The URL is parsed once per
@@ -332,6 +351,7 @@ func (x *Exchanger) newPost(ctx context.Context, url string, body []byte, header
 			parsed = r
 		}
 	}
+	ctx = boundPropagated(ctx)
 	req := parsed.(*http.Request).WithContext(ctx)
 	// Inject adds headers only for a valid span context.
 	if len(header) > 0 || trace.SpanContextFromContext(ctx).IsValid() {
@@ -340,14 +360,6 @@ func (x *Exchanger) newPost(ctx context.Context, url string, body []byte, header
 			req.Header[k] = vs
 		}
 		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
-		// A caller's tracestate (up to 32 members of 512 bytes with otelhttp)
-		// would make the request as large as the caller likes: past 512
-		// bytes, the length W3C Trace Context asks vendors to keep, it is
-		// not sent (a-last10: a 10 KiB one, behind a front that closes on
-		// large headers, opened the breaker every caller shares).
-		if ts := req.Header["Tracestate"]; len(ts) > 0 && len(ts[0]) > maxTracestate {
-			delete(req.Header, "Tracestate")
-		}
 	}
 	// The body as http.NewRequest makes it: a *bytes.Reader lets the
 	// transport write headers and body in one go, and GetBody replays it.

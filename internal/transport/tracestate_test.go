@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -39,4 +40,15 @@ func TestACallersTracestateIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, req.Header.Values("Tracestate"), "a 5 KiB tracestate went out")
 	assert.NotEmpty(t, req.Header.Get("Traceparent"), "the trace itself still goes out")
+	// Nor does a propagating transport under it (otelhttp) find them in the
+	// request's context (a-last10c F2), baggage included.
+	assert.Zero(t, trace.SpanContextFromContext(req.Context()).TraceState().Len())
+	m, err := baggage.NewMember("k", strings.Repeat("v", 1000))
+	require.NoError(t, err)
+	b, err := baggage.New(m)
+	require.NoError(t, err)
+	req, err = x.newPost(baggage.ContextWithBaggage(span(small), b), "http://gateway.example/authorize", []byte(`{}`), nil)
+	require.NoError(t, err)
+	assert.Zero(t, baggage.FromContext(req.Context()).Len(), "a 1 KiB baggage went on")
+	assert.Equal(t, small, trace.SpanContextFromContext(req.Context()).TraceState().String())
 }
