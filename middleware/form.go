@@ -394,7 +394,9 @@ func bufferBody(w http.ResponseWriter, r *http.Request) (read []byte, body io.Re
 		// would start with (a-last10c: one late request made the next
 		// requests on a kept-alive connection 503).
 		<-fired
-		w.Header().Set("Connection", "close")
+		if r.ProtoMajor == 1 { // HTTP/2 sets the deadline on the stream alone
+			w.Header().Set("Connection", "close")
+		}
 		return nil, nil, outOfTime
 	}
 	switch {
