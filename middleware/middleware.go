@@ -440,7 +440,7 @@ func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method s
 //
 // Every protected request's path is read here, in one pass over its bytes
 // without allocating, and the path as sent (RawPath), when net/url kept
-// one, in one more (rawPathSpellsPath). An encoded separator can only be
+// one, by the rule at its end. An encoded separator can only be
 // in the path as sent: a path net/url decoded without one (RawPath empty)
 // escapes back without one, since '/' is not escaped and a backslash is
 // refused.
@@ -492,24 +492,20 @@ func canonicalPath(r *http.Request) bool {
 	if !ascii && !utf8.ValidString(p) {
 		return false
 	}
-	return r.URL.RawPath == "" || rawPathSpellsPath(r.URL.RawPath, p)
-}
-
-// rawPathSpellsPath reports whether raw, the path as sent (RawPath, set
-// by net/url when the path was not sent as net/url escapes it), is read as
-// the decoded path p by routers that match the path as sent (echo, chi,
-// gin with UseRawPath): only when it holds no escape at all, and so is p
-// itself. Any escape in it is matched against the routes' decoded literals
-// as written, so a route whose literal holds the escaped character
-// ("/files/%70rivate" for "/files/private", "%40" for "@", "caf%c3%a9" for
-// "café") is passed by for a broader one, while FileServer and the handler
-// read p: a false GRANT (a-client10b F1, a-fix10c F1). A path sent as
-// net/url escapes it (RawPath empty) is read as p by those routers and
-// ServeMux. gorilla/mux with UseEncodedPath matches net/url's escaping of
-// p against its literals, so a literal holding a character net/url escapes
-// ("(" , " ", non-ASCII) is passed by there: a known issue (a-last10).
-func rawPathSpellsPath(raw, p string) bool {
-	return raw == p
+	// The path as sent (RawPath, set by net/url when the path was not sent
+	// as net/url escapes it) is read as p by the routers that match it
+	// (echo, chi, gin with UseRawPath) only when it holds no escape at
+	// all, and so is p itself: they match any escape against route
+	// literals as written, so a literal holding the escaped character
+	// ("/files/%70rivate" for "/files/private", "%40" for "@", "caf%c3%a9"
+	// for "café") is passed by for a broader one, while FileServer and the
+	// handler read p: a false GRANT (a-client10b F1, a-fix10c F1). A path
+	// sent as net/url escapes it (RawPath empty) is read as p by those
+	// routers and ServeMux. gorilla/mux with UseEncodedPath matches
+	// net/url's escaping of p against its literals, so a literal holding a
+	// character net/url escapes ("(", " ", non-ASCII) is passed by there:
+	// a known issue (a-last10).
+	return r.URL.RawPath == "" || r.URL.RawPath == p
 }
 
 // The classes of a path's bytes for canonicalPath.
