@@ -30,6 +30,9 @@ type document struct {
 	compiler  *compiler
 	paths     []*pathItem
 	errSchema *schema
+	// oauthErrSchema is the OAuth endpoints' error body (RFC 6749), when
+	// the document has one.
+	oauthErrSchema *schema
 }
 
 type pathItem struct {
@@ -92,8 +95,11 @@ func load(raw []byte) (*document, error) {
 		if err != nil {
 			return nil, fmt.Errorf("invalid document: %w", err)
 		}
-		if name == "Error" {
+		switch name {
+		case "Error":
 			d.errSchema = s
+		case "OAuthError":
+			d.oauthErrSchema = s
 		}
 	}
 	paths, _ := root["paths"].(map[string]any)
