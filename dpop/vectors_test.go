@@ -167,9 +167,7 @@ func TestRFC9449SharedJTI(t *testing.T) {
 
 func newVerifierAt(t *testing.T, now time.Time) *Verifier {
 	t.Helper()
-	v, err := NewVerifier(WithClock(fixedClock(now)))
-	require.NoError(t, err)
-	return v
+	return runningVerifier(t, now)
 }
 
 func TestThumbprintVectors(t *testing.T) {

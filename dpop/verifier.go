@@ -49,7 +49,13 @@ func decodePart(dst []byte, part string) ([]byte, error) {
 //
 // The replay cache lives in memory: several server replicas each need their
 // own Verifier and detect replays only among the proofs they saw themselves,
-// unless they share a [ReplayStore] ([WithReplayStore]).
+// unless they share a [ReplayStore] ([WithReplayStore]). It begins empty,
+// so a Verifier without a store refuses, as too old ([ErrIATTooOld]), every
+// proof issued before the second it was made in: a proof the process
+// before a restart accepted cannot be told from a fresh one then. A client
+// signs a fresh proof per request, so only a proof signed before the
+// restart and sent after it is refused ([WithReplayCacheStart] moves the
+// start back where nothing before it can be a replay).
 type Verifier struct {
 	algs    []jose.SignatureAlgorithm
 	algList string // space-separated, for the challenge
@@ -59,6 +65,11 @@ type Verifier struct {
 	nonces  Nonces
 	replay  *replayCache
 	store   ReplayStore // replaces replay when set (replaystore.go)
+	// begun is the whole second the in-memory replay cache began in: a
+	// proof issued before it is refused (errBeforeVerifier). Zero with a
+	// store, which has its own rule for a keyspace that began too recently
+	// (ErrKeyspaceNew).
+	begun time.Time
 	// maxRSABits bounds an RSA key's modulus (WithMaxRSABits).
 	maxRSABits int
 }
@@ -84,7 +95,16 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 	for i, a := range c.algs {
 		names[i] = string(a)
 	}
+	var begun time.Time
+	if c.store == nil {
+		begun = c.now()
+		if !c.since.IsZero() && c.since.Before(begun) {
+			begun = c.since
+		}
+		begun = begun.Truncate(time.Second) // iat counts whole seconds
+	}
 	return &Verifier{
+		begun:   begun,
 		algs:    append([]jose.SignatureAlgorithm(nil), c.algs...),
 		algList: strings.Join(names, " "),
 		maxAge:  c.maxAge,
@@ -232,6 +252,9 @@ func (v *Verifier) check(ctx context.Context, req Request, s *scratch) (*Result,
 	if claims.IssuedAt.Before(now.Add(-v.maxAge)) {
 		return nil, ErrIATTooOld
 	}
+	if claims.IssuedAt.Before(v.begun) {
+		return nil, errBeforeVerifier
+	}
 	if claims.IssuedAt.After(now.Add(v.maxSkew)) {
 		return nil, ErrIATInFuture
 	}
@@ -323,6 +346,11 @@ func (v *Verifier) RecordContext(ctx context.Context, res *Result) error {
 // steps back; the replay cache's watermarks keep a proof it dropped as
 // expired from passing again then (replay.go).
 func (v *Verifier) clock() time.Time { return v.now() }
+
+// errBeforeVerifier refuses a proof issued before the Verifier's in-memory
+// replay cache began: the cache cannot know whether the process before a
+// restart (or a Verifier made earlier) accepted it.
+var errBeforeVerifier = fmt.Errorf("%w: issued before this Verifier began, so its replay cache cannot tell it from a replay (WithReplayStore keeps proofs across restarts)", ErrIATTooOld)
 
 // singleProof returns the one DPoP header value of a request.
 func singleProof(values []string) (string, error) {

@@ -30,9 +30,7 @@ var testNow = time.Unix(1_700_000_000, 0)
 
 func newTestVerifier(t testing.TB, opts ...Option) *Verifier {
 	t.Helper()
-	v, err := NewVerifier(append([]Option{WithClock(fixedClock(testNow))}, opts...)...)
-	require.NoError(t, err)
-	return v
+	return runningVerifier(t, testNow, opts...)
 }
 
 // sentinels lists every distinct error value Verify can return.
