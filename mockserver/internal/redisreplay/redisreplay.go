@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
@@ -58,6 +59,8 @@ type Store struct {
 
 	slots chan struct{} // one per connection open or being opened
 	idle  chan *conn
+	// closed is set by Close: no connection is lent or pooled after it.
+	closed atomic.Bool
 }
 
 var _ dpop.ReplayStore = (*Store)(nil)
@@ -81,15 +84,26 @@ func Open(rawURL, prefix string) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the idle connections. Calls in progress finish on theirs.
+// Close closes the idle connections; calls in progress finish on theirs,
+// which are closed as they end, and later calls fail with errClosed.
 func (s *Store) Close() error {
+	s.closed.Store(true)
+	s.drain()
+	return nil
+}
+
+// errClosed is the error of a call after Close.
+var errClosed = errors.New("redis: the store is closed")
+
+// drain closes the idle connections.
+func (s *Store) drain() {
 	for {
 		select {
 		case c := <-s.idle:
 			_ = c.nc.Close()
 			<-s.slots
 		default:
-			return nil
+			return
 		}
 	}
 }
@@ -358,6 +372,9 @@ func ceilMilli(t time.Time) int64 {
 // get returns an idle connection (reused) or a new one, waiting for a
 // slot within ctx.
 func (s *Store) get(ctx context.Context) (c *conn, reused bool, err error) {
+	if s.closed.Load() {
+		return nil, false, errClosed
+	}
 	select {
 	case c := <-s.idle:
 		return c, true, nil
@@ -381,9 +398,12 @@ func (s *Store) get(ctx context.Context) (c *conn, reused bool, err error) {
 // put gives c back to the pool, or closes it (freeing its slot) when it
 // failed: a connection that timed out mid-reply is out of step.
 func (s *Store) put(c *conn, healthy bool) {
-	if healthy {
+	if healthy && !s.closed.Load() {
 		select {
 		case s.idle <- c:
+			if s.closed.Load() { // Close ran meanwhile, and may have drained before c came
+				s.drain()
+			}
 			return
 		default:
 		}

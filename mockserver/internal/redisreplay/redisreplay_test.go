@@ -465,8 +465,8 @@ func TestRememberStopsAtTheContext(t *testing.T) {
 	t.Parallel()
 	f := startFake(t, redisLike())
 	s := settledStore(t, "redis://"+f.addr)
-	<-f.accepted                  // settledStore's connection,
-	require.NoError(t, s.Close()) // closed: the call below dials
+	<-f.accepted // settledStore's connection,
+	s.drain()    // closed: the call below dials
 	release := make(chan struct{})
 	f.mu.Lock()
 	f.hold = release
