@@ -143,19 +143,6 @@ func (c *manualClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// runningVerifier returns a Verifier (opts applied after its clock) that
-// has been running for an hour by now, and stands at now: a Verifier
-// refuses proofs issued before it was made, so one made at now would
-// refuse a proof from now's window that a test means to accept.
-func runningVerifier(t testing.TB, now time.Time, opts ...Option) *Verifier {
-	t.Helper()
-	clk := newManualClock(now.Add(-time.Hour))
-	v, err := NewVerifier(append([]Option{WithClock(clk.Now)}, opts...)...)
-	require.NoError(t, err)
-	clk.Set(now)
-	return v
-}
-
 func (c *manualClock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -63,9 +63,8 @@ type config struct {
 	nonces    Nonces
 	store     ReplayStore
 	maxRSA    int
-	// since is WithReplayCacheStart's t; zero for when NewVerifier runs.
-	since time.Time
-	errs  []error
+	clockSet  bool // WithClock was given
+	errs      []error
 }
 
 func defaultConfig() config {
@@ -148,14 +147,16 @@ func WithIATWindow(maxAge, maxSkew time.Duration) Option {
 // default is time.Now. A nil clock makes NewVerifier fail. The clock may
 // step back or be wrong ahead for a while: no replay is accepted either
 // way, and a reading wrong ahead costs the proofs it found too old, not
-// every proof until the real time passes it.
+// every proof until the real time passes it. With a clock of its own the
+// Verifier does not refuse proofs issued before it was made (see
+// [Verifier]): a restart has no meaning on a clock the caller moves.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) {
 		if now == nil {
 			c.errs = append(c.errs, errors.New("dpop: WithClock: nil clock"))
 			return
 		}
-		c.now = now
+		c.now, c.clockSet = now, true
 	}
 }
 
@@ -235,28 +236,6 @@ func WithReplayKeyLimit(n int) Option {
 			return
 		}
 		c.keyLimit = n
-	}
-}
-
-// WithReplayCacheStart tells a Verifier without a [ReplayStore] that no
-// proof issued before t can have been accepted by any replay cache but
-// this one: for instance, t is when the process started and the tokens
-// proofs are bound to do not outlive it (the reference server's case), or
-// this Verifier is the only one a realm ever had. By default a Verifier
-// refuses, as too old ([ErrIATTooOld]), every proof issued before the
-// second NewVerifier ran in, since a process before a restart, or a
-// Verifier made earlier for the same tokens, may have accepted it; a
-// Verifier made on first use would then refuse the first proofs its
-// clients signed a moment before. A t after NewVerifier's time (a clock
-// stepped back) counts as that time. It is ignored with a ReplayStore,
-// whose keyspace rule ([ErrKeyspaceNew]) covers what it forgot.
-func WithReplayCacheStart(t time.Time) Option {
-	return func(c *config) {
-		if t.IsZero() {
-			c.errs = append(c.errs, errors.New("dpop: WithReplayCacheStart: zero time"))
-			return
-		}
-		c.since = t
 	}
 }
 

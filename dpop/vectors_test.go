@@ -167,7 +167,9 @@ func TestRFC9449SharedJTI(t *testing.T) {
 
 func newVerifierAt(t *testing.T, now time.Time) *Verifier {
 	t.Helper()
-	return runningVerifier(t, now)
+	v, err := NewVerifier(WithClock(fixedClock(now)))
+	require.NoError(t, err)
+	return v
 }
 
 func TestThumbprintVectors(t *testing.T) {

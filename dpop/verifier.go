@@ -50,12 +50,15 @@ func decodePart(dst []byte, part string) ([]byte, error) {
 // The replay cache lives in memory: several server replicas each need their
 // own Verifier and detect replays only among the proofs they saw themselves,
 // unless they share a [ReplayStore] ([WithReplayStore]). It begins empty,
-// so a Verifier without a store refuses, as too old ([ErrIATTooOld]), every
-// proof issued before the second it was made in: a proof the process
-// before a restart accepted cannot be told from a fresh one then. A client
-// signs a fresh proof per request, so only a proof signed before the
-// restart and sent after it is refused ([WithReplayCacheStart] moves the
-// start back where nothing before it can be a replay).
+// so a Verifier without a store, on the real clock, refuses as too old
+// ([ErrIATTooOld]) every proof issued before the second it was made in: a
+// request captured before a process restarted is not accepted after it.
+// Its start is kept on the monotonic clock, so a step of the wall clock
+// since moves it too. Clients sign a fresh proof per request, so only a
+// proof signed before the restart and sent after it is refused. A proof a
+// fast client clock dated ahead, or one accepted in the same second as the
+// restart, can still be replayed after it: a ReplayStore, or nonces from a
+// source that a restart renews ([WithNonces]), closes that.
 type Verifier struct {
 	algs    []jose.SignatureAlgorithm
 	algList string // space-separated, for the challenge
@@ -65,11 +68,12 @@ type Verifier struct {
 	nonces  Nonces
 	replay  *replayCache
 	store   ReplayStore // replaces replay when set (replaystore.go)
-	// begun is the whole second the in-memory replay cache began in: a
-	// proof issued before it is refused (errBeforeVerifier). Zero with a
-	// store, which has its own rule for a keyspace that began too recently
-	// (ErrKeyspaceNew).
-	begun time.Time
+	// made is when the in-memory replay cache began, with its monotonic
+	// reading: a proof issued before that second is refused
+	// (errBeforeVerifier). Zero with a store, which has its own rule for a
+	// keyspace that began too recently (ErrKeyspaceNew), and with a clock
+	// of the caller's (WithClock).
+	made time.Time
 	// maxRSABits bounds an RSA key's modulus (WithMaxRSABits).
 	maxRSABits int
 }
@@ -95,16 +99,12 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 	for i, a := range c.algs {
 		names[i] = string(a)
 	}
-	var begun time.Time
-	if c.store == nil {
-		begun = c.now()
-		if !c.since.IsZero() && c.since.Before(begun) {
-			begun = c.since
-		}
-		begun = begun.Truncate(time.Second) // iat counts whole seconds
+	var made time.Time
+	if c.store == nil && !c.clockSet {
+		made = time.Now()
 	}
 	return &Verifier{
-		begun:   begun,
+		made:    made,
 		algs:    append([]jose.SignatureAlgorithm(nil), c.algs...),
 		algList: strings.Join(names, " "),
 		maxAge:  c.maxAge,
@@ -252,7 +252,7 @@ func (v *Verifier) check(ctx context.Context, req Request, s *scratch) (*Result,
 	if claims.IssuedAt.Before(now.Add(-v.maxAge)) {
 		return nil, ErrIATTooOld
 	}
-	if claims.IssuedAt.Before(v.begun) {
+	if v.issuedBeforeMade(claims.IssuedAt, now) {
 		return nil, errBeforeVerifier
 	}
 	if claims.IssuedAt.After(now.Add(v.maxSkew)) {
@@ -346,6 +346,22 @@ func (v *Verifier) RecordContext(ctx context.Context, res *Result) error {
 // steps back; the replay cache's watermarks keep a proof it dropped as
 // expired from passing again then (replay.go).
 func (v *Verifier) clock() time.Time { return v.now() }
+
+// issuedBeforeMade reports whether a proof issued at iat could have been
+// accepted before the Verifier's replay cache began (made), read at now,
+// the real clock: the start is found by the monotonic time since it, so
+// that a step of the wall clock since moves it along. Once the proofs'
+// whole window has passed since, the iat window refuses such a proof.
+func (v *Verifier) issuedBeforeMade(iat, now time.Time) bool {
+	if v.made.IsZero() {
+		return false
+	}
+	up := time.Since(v.made)
+	if up > v.maxAge+v.maxSkew+time.Second {
+		return false
+	}
+	return iat.Before(now.Add(-up).Truncate(time.Second)) // iat counts whole seconds
+}
 
 // errBeforeVerifier refuses a proof issued before the Verifier's in-memory
 // replay cache began: the cache cannot know whether the process before a

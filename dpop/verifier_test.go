@@ -30,7 +30,9 @@ var testNow = time.Unix(1_700_000_000, 0)
 
 func newTestVerifier(t testing.TB, opts ...Option) *Verifier {
 	t.Helper()
-	return runningVerifier(t, testNow, opts...)
+	v, err := NewVerifier(append([]Option{WithClock(fixedClock(testNow))}, opts...)...)
+	require.NoError(t, err)
+	return v
 }
 
 // sentinels lists every distinct error value Verify can return.

@@ -95,12 +95,8 @@ func newAuthState(s *Server) (*authState, error) {
 	if s.nonces != nil {
 		a.nonces = sharedNonces{Nonces: s.nonces, required: s.nonceRequired}
 	}
-	// A realm's verifier is made on first use, but nothing before the
-	// server began can be a replay it should see: every token, code and
-	// refresh token minted before is refused (the boot claim, boot.go).
 	a.proofOpts = []dpop.Option{dpop.WithClock(s.now), dpop.WithNonces(a.nonces),
-		dpop.WithReplayCacheSize(replayCacheSize), dpop.WithReplayKeyLimit(replayKeyLimit),
-		dpop.WithReplayCacheStart(s.now())}
+		dpop.WithReplayCacheSize(replayCacheSize), dpop.WithReplayKeyLimit(replayKeyLimit)}
 	if s.replay != nil {
 		a.proofOpts = append(a.proofOpts, dpop.WithReplayStore(s.replay))
 	}

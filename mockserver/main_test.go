@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		chk.HostRefused = refusedHost
 		traffic, wrapHandler = chk, chk.Middleware
 	}
 	code := m.Run()

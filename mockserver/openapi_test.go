@@ -64,6 +64,7 @@ func TestOpenAPIDocumentsOddPaths(t *testing.T) {
 	dept := a.createDept(org, "", "Root", "root")
 	chk, err := openapitest.New(openAPIDocument)
 	require.NoError(t, err)
+	chk.HostRefused = refusedHost
 	h := chk.Middleware(a.s)
 	noIssuer, err := New(WithFixture(orgFixture()), WithAdminSecret("boot"), WithWebUI())
 	require.NoError(t, err)

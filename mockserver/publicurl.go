@@ -30,11 +30,11 @@ func (s *Server) hostChecked(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// An HTTP/1.0 request may name no host (a load balancer's health
-		// check): it names no issuer either, as before the rule.
-		if !(r.Host == "" && !r.ProtoAtLeast(1, 1)) && !validHost(r.Host) {
+		if refusedHost(r) {
 			const msg = "must be a host name, an IPv4 address or a bracketed IPv6 address, with an optional port, of at most 255 bytes (without -issuer it names the tokens' issuer)"
-			if strings.Contains(r.URL.Path, "/protocol/openid-connect/") { // the OAuth endpoints' own error body
+			// The OAuth endpoints' own error body, chosen by the path as
+			// the router reads it (escaped).
+			if strings.Contains(r.URL.EscapedPath(), "/protocol/openid-connect/") {
 				writeOAuthError(w, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "Host " + msg})
 				return
 			}
@@ -43,6 +43,13 @@ func (s *Server) hostChecked(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// refusedHost reports whether hostChecked refuses r's Host (without an
+// issuer). An HTTP/1.0 request may name no host (a load balancer's health
+// check): it names no issuer either, as before the rule.
+func refusedHost(r *http.Request) bool {
+	return !(r.Host == "" && !r.ProtoAtLeast(1, 1)) && !validHost(r.Host)
 }
 
 // issuerBase is the public base URL of the server for r.

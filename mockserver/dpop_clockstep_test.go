@@ -1,0 +1,33 @@
+package mockserver_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/mockserver"
+	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestADPoPTokenIsIssuedAfterTheServersClockSteppedBack (a-fix11 F4): a
+// clock that steps back after the server started (NTP correcting a host
+// that booted ahead, or a test driving WithClock) must not make the realm
+// verifiers refuse DPoP clients' fresh proofs as issued before they began:
+// the server's tokens die with the process, so no proof dated before its
+// start can be a replay of one it had not seen.
+func TestADPoPTokenIsIssuedAfterTheServersClockSteppedBack(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now().Add(10 * time.Minute)} // the host booted 10 minutes ahead
+	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()), mockserver.WithClock(clock.Now))
+	key, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	signer := key.WithClock(clock.Now) // the client shares the server's clock
+	res := dpopToken(t, srv, signer, "")
+	require.Equal(t, http.StatusOK, res.status, "before the step: %s", res.body)
+
+	clock.add(-10 * time.Minute) // NTP steps it back to the true time
+	res = dpopToken(t, srv, signer, "")
+	require.Equal(t, http.StatusOK, res.status, "a fresh proof on the server's own clock: %s", res.body)
+}
