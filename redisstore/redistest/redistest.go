@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -118,7 +119,21 @@ func Start(t testing.TB, args ...string) *Server {
 // on PATH (a test that proves both paths), and stops it in t's cleanup.
 func StartInProcess(t testing.TB) *Server {
 	t.Helper()
-	mini := miniredis.RunT(t)
+	mini := miniredis.NewMiniRedis()
+	var err error
+	for range 3 { // a free port can be taken between probe and bind
+		var addr string
+		if addr, err = freePort(); err != nil {
+			continue
+		}
+		if err = mini.StartAddr(addr); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("redistest: miniredis: %v", err)
+	}
+	t.Cleanup(mini.Close)
 	addCommands(t, mini)
 	return &Server{t: t, addr: mini.Addr(), mini: mini}
 }
@@ -398,13 +413,22 @@ func binary() string {
 	return ""
 }
 
+// freePort returns a loopback address free now, on a port below Linux's
+// ephemeral range (32768-60999 by default): a server restarted on its
+// address (Restart, RestartFromSnapshot) finds it free again, where a
+// port from that range could meanwhile be taken by any connection's local
+// end or another test's listener on port 0.
 func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	var err error
+	for range 50 {
+		addr := "127.0.0.1:" + strconv.Itoa(20000+mrand.IntN(32768-20000))
+		var l net.Listener
+		if l, err = net.Listen("tcp", addr); err == nil {
+			_ = l.Close()
+			return addr, nil
+		}
 	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+	return "", fmt.Errorf("no free loopback port between 20000 and 32767: %w", err)
 }
 
 // Name is a Redis address that a test switches, as an operator switches a
