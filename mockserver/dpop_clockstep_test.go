@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
-	"github.com/stretchr/testify/require"
 )
 
 // TestADPoPTokenIsIssuedAfterTheServersClockSteppedBack (a-fix11 F4): a

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 )
 
 // TestTheCheckerTakesAHostRefusalOnlyForARefusedHost (a-fix11 F5): the
