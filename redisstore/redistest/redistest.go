@@ -40,6 +40,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -242,7 +243,7 @@ func (s *Server) RestartFromSnapshot() {
 		s.mu.Unlock()
 		s.mini.Close()
 		s.mini.FlushAll()
-		if err := s.mini.Restart(); err != nil {
+		if err := restartMini(s.mini); err != nil {
 			s.t.Fatalf("redistest: restart: %v", err)
 		}
 		addCommands(s.t, s.mini)
@@ -418,6 +419,20 @@ func binary() string {
 // address (Restart, RestartFromSnapshot) finds it free again, where a
 // port from that range could meanwhile be taken by any connection's local
 // end or another test's listener on port 0.
+// restartMini restarts m on its address, retrying a bounded number of
+// times while the address is still in use: the old listener's sockets may
+// not all be gone the moment Close returns, on a loaded machine.
+func restartMini(m *miniredis.Miniredis) error {
+	var err error
+	for range 50 {
+		if err = m.Restart(); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond) // a back-off between attempts, not a synchronisation
+	}
+	return err
+}
+
 func freePort() (string, error) {
 	var err error
 	for range 50 {
