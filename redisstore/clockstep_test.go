@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/replaymarker"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -79,7 +80,7 @@ func TestReplayKeyspaceNeverVouchesForRecordsRedissClockExpiredEarly(t *testing.
 	v, err := c.Get(ctx, s.since).Result()
 	require.NoError(t, err)
 	began, _, _ := strings.Cut(v, "@")
-	require.Equal(t, strconv.FormatInt(ceilMilli(now), 10), began, "the keyspace begins at Redis's TIME")
+	require.Equal(t, strconv.FormatInt(replaymarker.CeilMilli(now), 10), began, "the keyspace begins at Redis's TIME")
 }
 
 // TestReplayKeyspaceVouchesForNothingWhileTheCallersClockIsAhead: a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -238,21 +237,12 @@ func NewReplayStore(client redis.UniversalClient, prefix string, opts ...ReplayO
 	return s
 }
 
-// errKeyspaceNew is the error of a proof or a record the store cannot
-// vouch for: it could have been taken before the keyspace's marker. It
-// wraps dpop.ErrKeyspaceNew, which tells callers that it is not an outage.
-var errKeyspaceNew = fmt.Errorf("redisstore: Redis lost its keys, restarted or failed over, or is new: %w", dpop.ErrKeyspaceNew)
-
-// errCallerAhead is the error of a call whose clock ran ahead of Redis's
-// by more than dpop.ReplayStoreMargin: what this process stamps (a
-// token's issue time, a proof window's start) could read as issued after
-// a loss of Redis's keys that came after it, so nothing it asks about is
-// vouched for until the clocks agree.
-var errCallerAhead = errors.New("redisstore: this process's clock is ahead of Redis's (TIME) by more than dpop.ReplayStoreMargin, so what it stamps could read as issued after a loss of Redis's keys: check the time sources (NTP) of Redis and of this host")
-
-// errClockAhead is the error of a call whose clock Redis's ran ahead of:
-// records it still counts as live may have expired early in Redis.
-var errClockAhead = errors.New("redisstore: Redis's clock (TIME, now or at its high-water) is ahead of this process's by more than dpop.ReplayStoreMargin, so records this process counts as live may have expired early: check the time sources (NTP) of Redis and of this host")
+// markers reads the marker's script's answers; its errors are the
+// store's about the keyspace.
+var (
+	markers                                       = replaymarker.NewReader("redisstore: ")
+	errKeyspaceNew, errCallerAhead, errClockAhead = markers.KeyspaceNew, markers.CallerAhead, markers.ClockAhead
+)
 
 // errNotReplicated is the error of a proof whose record too few replicas
 // acknowledged (WithReplicas).
@@ -266,7 +256,7 @@ var errNotReplicated = errors.New("redisstore: too few replicas acknowledged the
 // the record, and on any Redis error.
 func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
 	// Round up: the key must not expire before until.
-	ms := ceilMilli(until)
+	ms := replaymarker.CeilMilli(until)
 	var set, wait, marker *redis.Cmd
 	// bounded: the call returns by ctx's deadline whatever the client's
 	// configuration (a frozen Redis, no ContextTimeoutEnabled).
@@ -290,16 +280,7 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	if err := s.replicated(wait); err != nil {
 		return false, err
 	}
-	began, wrote, err := markerResult(marker)
-	switch {
-	case err != nil:
-		return false, err
-	case wrote: // the keyspace begins now
-		return false, errKeyspaceNew
-	case ms < began+s.lifetime.Milliseconds():
-		return false, errKeyspaceNew
-	}
-	return true, nil
+	return markers.First(ms, s.lifetime, marker)
 }
 
 // Recorded reports whether key was recorded (by [ReplayStore.Remember] or
@@ -335,7 +316,7 @@ func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time)
 	if err := val.Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
-	if _, err := vouch(marker, since); err != nil {
+	if _, err := markers.Vouch(since, marker); err != nil {
 		return false, err
 	}
 	found := val.Err() == nil
@@ -368,21 +349,6 @@ func (s *ReplayStore) heldByReplicas(ctx context.Context, key string) error {
 		return err
 	}
 	return s.replicated(wait)
-}
-
-// vouch reads the answer to the marker's script and returns the marker's
-// time when the keyspace began no later than since less
-// [dpop.ReplayStoreMargin], errKeyspaceNew otherwise (and when the script
-// began the keyspace now).
-func vouch(marker *redis.Cmd, since time.Time) (int64, error) {
-	began, wrote, err := markerResult(marker)
-	switch {
-	case err != nil:
-		return 0, err
-	case wrote, began > since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds():
-		return 0, errKeyspaceNew
-	}
-	return began, nil
 }
 
 // RecordOnce records key until until, written by writer, unless it is
@@ -425,8 +391,8 @@ func vouch(marker *redis.Cmd, since time.Time) (int64, error) {
 // waits for the replicas again and then succeeds, and anyone else's is
 // refused. Calls return by ctx's deadline, as Remember's do.
 func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until, since time.Time) (bool, error) {
-	if writer == "" || len(writer) > onetime.MaxWriter || writer == onetime.Finished {
-		return false, fmt.Errorf("redisstore: RecordOnce: give a writer of 1 to %d bytes (a digest of the request), other than %q", onetime.MaxWriter, onetime.Finished)
+	if err := onetime.CheckWriter("redisstore: ", writer); err != nil {
+		return false, err
 	}
 	var marker *redis.Cmd
 	err := bounded(ctx, func() error {
@@ -438,14 +404,14 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until,
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
-	began, err := vouch(marker, since)
+	began, err := markers.Vouch(since, marker)
 	if err != nil {
 		return false, err
 	}
 	var rec, wait, again *redis.Cmd
 	err = bounded(ctx, func() error {
 		pipe := s.client.Pipeline()
-		rec = pipe.Eval(ctx, onetime.Script, []string{s.prefix + key}, writer, ceilMilli(until), s.rewrite())
+		rec = pipe.Eval(ctx, onetime.Script, []string{s.prefix + key}, writer, replaymarker.CeilMilli(until), s.rewrite())
 		if s.replicas > 0 {
 			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
 		}
@@ -460,10 +426,8 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until,
 	if err != nil {
 		return false, err
 	}
-	if now, wrote, err := markerResult(again); err != nil {
-		return false, err
-	} else if wrote || now != began {
-		return false, errKeyspaceNew // the keys were lost between the reads
+	if err := markers.Same(began, again); err != nil {
+		return false, err // the keys may have been lost between the reads
 	}
 	// New, the caller's or another's, the record stands only once the
 	// replicas hold it; it is never deleted (a twin may have answered on
@@ -550,33 +514,8 @@ func (s *ReplayStore) replicated(wait *redis.Cmd) error {
 // reading (markerResult reads the answer). Every read of the marker is
 // this script: one parser, one rule.
 func (s *ReplayStore) decideMarker(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd {
-	return pipe.Eval(ctx, replaymarker.Script, []string{s.since}, dpop.ReplayStoreMargin.Milliseconds(), time.Now().UnixMilli())
-}
-
-// markerResult reads the answer to the marker's script: the marker's time
-// (Unix milliseconds) and whether the script began the keyspace now;
-// errClockAhead when Redis's clock ran ahead of the caller's,
-// errCallerAhead when the caller's ran ahead of Redis's.
-func markerResult(c *redis.Cmd) (began int64, wrote bool, err error) {
-	res, err := c.Slice()
-	if err != nil {
-		return 0, false, fmt.Errorf("redisstore: deciding the replay keyspace's marker: %w", err)
-	}
-	if len(res) == 2 {
-		v, _ := res[0].(string)
-		w, _ := res[1].(string)
-		if began, err = strconv.ParseInt(v, 10, 64); err == nil {
-			switch w {
-			case replaymarker.Vouched, replaymarker.Began:
-				return began, w == replaymarker.Began, nil
-			case replaymarker.ClockAhead:
-				return 0, false, errClockAhead
-			case replaymarker.CallerAhead:
-				return 0, false, errCallerAhead
-			}
-		}
-	}
-	return 0, false, fmt.Errorf("redisstore: deciding the replay keyspace's marker: the script answered %v", res)
+	margin, now := replaymarker.Args()
+	return pipe.Eval(ctx, replaymarker.Script, []string{s.since}, margin, now)
 }
 
 // setResult reads the answer to SET NX: OK when the key was set, nil when
@@ -591,9 +530,4 @@ func setResult(c *redis.Cmd) (bool, error) {
 		return false, fmt.Errorf("redisstore: SET answered %v", c.Val())
 	}
 	return true, nil
-}
-
-// ceilMilli returns t in Unix milliseconds, rounded up.
-func ceilMilli(t time.Time) int64 {
-	return (t.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
 }

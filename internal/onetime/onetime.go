@@ -4,6 +4,8 @@
 // and reads back who wrote it, in one atomic step.
 package onetime
 
+import "fmt"
+
 // Answers of [Script]: the first element of its reply.
 const (
 	// New: the record was missing and the script wrote it.
@@ -66,3 +68,12 @@ if v == ARGV[1] then
 end
 return '0'
 `
+
+// CheckWriter refuses a writer RecordOnce cannot take (empty, longer than
+// MaxWriter, or Finished), with an error whose message begins with prefix.
+func CheckWriter(prefix, writer string) error {
+	if writer == "" || len(writer) > MaxWriter || writer == Finished {
+		return fmt.Errorf("%sRecordOnce: give a writer of 1 to %d bytes (a digest of the request), other than %q", prefix, MaxWriter, Finished)
+	}
+	return nil
+}

@@ -108,21 +108,12 @@ func (s *Store) drain() {
 	}
 }
 
-// errKeyspaceNew is the error of a proof or a record the store cannot
-// vouch for: it could have been taken before the keyspace's marker. It
-// wraps dpop.ErrKeyspaceNew, which tells callers that it is not an outage.
-var errKeyspaceNew = fmt.Errorf("redis: Redis lost its keys, restarted or failed over, or is new: %w", dpop.ErrKeyspaceNew)
-
-// errCallerAhead is the error of a call whose clock ran ahead of Redis's
-// by more than dpop.ReplayStoreMargin: what this process stamps (a
-// token's issue time, a proof window's start) could read as issued after
-// a loss of Redis's keys that came after it, so nothing it asks about is
-// vouched for until the clocks agree.
-var errCallerAhead = errors.New("redis: this process's clock is ahead of Redis's (TIME) by more than dpop.ReplayStoreMargin, so what it stamps could read as issued after a loss of Redis's keys: check the time sources (NTP) of Redis and of this host")
-
-// errClockAhead is the error of a call whose clock Redis's ran ahead of:
-// records it still counts as live may have expired early in Redis.
-var errClockAhead = errors.New("redis: Redis's clock (TIME, now or at its high-water) is ahead of this process's by more than dpop.ReplayStoreMargin, so records this process counts as live may have expired early: check the time sources (NTP) of Redis and of this host")
+// markers reads the marker's script's answers; its errors are the
+// store's about the keyspace.
+var (
+	markers                                       = replaymarker.NewReader("redis: ")
+	errKeyspaceNew, errCallerAhead, errClockAhead = markers.KeyspaceNew, markers.CallerAhead, markers.ClockAhead
+)
 
 // Remember records key until until with SET NX PXAT and reports whether it
 // was not recorded already; it fails when the keyspace is younger than the
@@ -132,12 +123,9 @@ var errClockAhead = errors.New("redis: Redis's clock (TIME, now or at its high-w
 // begins the keyspace again; redisstore.ReplayStore explains), and on any
 // error of the connection or the server.
 func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
-		defer cancel()
-	}
-	ms := ceilMilli(until)
+	ctx, cancel := bound(ctx)
+	defer cancel()
+	ms := replaymarker.CeilMilli(until)
 	cmds := [][]string{
 		{"SET", s.prefix + key, "1", "NX", "PXAT", strconv.FormatInt(ms, 10)},
 		s.markerCommand(),
@@ -147,7 +135,23 @@ func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool
 		return false, err
 	}
 	s.put(c, true)
-	return s.judge(replies, ms)
+	switch set := replies[0]; {
+	case set.err != nil:
+		return false, set.err
+	case set.arr == nil && set.null:
+		return false, nil
+	case set.arr != nil || set.s != "OK":
+		return false, fmt.Errorf("redis: SET answered %q", set.s)
+	}
+	return markers.First(ms, s.lifetime, replies[1])
+}
+
+// bound gives ctx CallTimeout when it has no deadline.
+func bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, CallTimeout)
 }
 
 // exchange sends cmds on a connection and returns it with the replies;
@@ -180,11 +184,8 @@ func (s *Store) exchange(ctx context.Context, cmds [][]string) (*conn, []reply, 
 // connection or the server. It sends GET of the key and EVAL of the
 // marker's script, in one round trip.
 func (s *Store) Recorded(ctx context.Context, key string, since time.Time) (bool, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
-		defer cancel()
-	}
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	c, replies, err := s.exchange(ctx, [][]string{{"GET", s.prefix + key}, s.markerCommand()})
 	if err != nil {
 		return false, err
@@ -197,25 +198,10 @@ func (s *Store) Recorded(ctx context.Context, key string, since time.Time) (bool
 	if val.arr != nil {
 		return false, errors.New("redis: GET answered an array")
 	}
-	if _, err := vouch(replies[1], since); err != nil {
+	if _, err := markers.Vouch(since, replies[1]); err != nil {
 		return false, err
 	}
 	return !val.null, nil
-}
-
-// vouch reads the reply to the marker's script and returns the marker's
-// time when the keyspace began no later than since less
-// dpop.ReplayStoreMargin, errKeyspaceNew otherwise (and when the script
-// began the keyspace now).
-func vouch(r reply, since time.Time) (int64, error) {
-	began, wrote, err := markerResult(r)
-	switch {
-	case err != nil:
-		return 0, err
-	case wrote, began > since.UnixMilli()-dpop.ReplayStoreMargin.Milliseconds():
-		return 0, errKeyspaceNew
-	}
-	return began, nil
 }
 
 // RecordOnce records key until until, written by writer, unless it is
@@ -237,24 +223,21 @@ func vouch(r reply, since time.Time) (int64, error) {
 // refuses. No DPoP proof window applies (Remember's). The two are
 // compared as numbers (the script's answers parsed).
 func (s *Store) RecordOnce(ctx context.Context, key, writer string, until, since time.Time) (bool, error) {
-	if writer == "" || len(writer) > onetime.MaxWriter || writer == onetime.Finished {
-		return false, fmt.Errorf("redis: RecordOnce: give a writer of 1 to %d bytes (a digest of the request), other than %q", onetime.MaxWriter, onetime.Finished)
+	if err := onetime.CheckWriter("redis: ", writer); err != nil {
+		return false, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
-		defer cancel()
-	}
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	c, replies, err := s.exchange(ctx, [][]string{s.markerCommand()})
 	if err != nil {
 		return false, err
 	}
-	began, err := vouch(replies[0], since)
+	began, err := markers.Vouch(since, replies[0])
 	if err != nil {
 		s.put(c, true)
 		return false, err
 	}
-	replies, err = c.do(ctx, []string{"EVAL", onetime.Script, "1", s.prefix + key, writer, strconv.FormatInt(ceilMilli(until), 10), "0"},
+	replies, err = c.do(ctx, []string{"EVAL", onetime.Script, "1", s.prefix + key, writer, strconv.FormatInt(replaymarker.CeilMilli(until), 10), "0"},
 		s.markerCommand())
 	if err != nil {
 		s.put(c, false)
@@ -265,10 +248,8 @@ func (s *Store) RecordOnce(ctx context.Context, key, writer string, until, since
 	if rec.err != nil {
 		return false, rec.err
 	}
-	if now, wrote, err := markerResult(marker); err != nil {
-		return false, err
-	} else if wrote || now != began {
-		return false, errKeyspaceNew // the keys were lost between the two
+	if err := markers.Same(began, marker); err != nil {
+		return false, err // the keys may have been lost between the two
 	}
 	if len(rec.arr) != 2 || (rec.arr[0] != onetime.New && rec.arr[0] != onetime.Found) {
 		return false, errors.New("redis: the one-time record's script answered no record")
@@ -284,11 +265,8 @@ func (s *Store) RecordOnce(ctx context.Context, key, writer string, until, since
 // already, another writer's or none is false without an error; any error
 // of the connection or the server is an error.
 func (s *Store) Finish(ctx context.Context, key, writer string) (bool, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
-		defer cancel()
-	}
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	c, replies, err := s.exchange(ctx, [][]string{{"EVAL", onetime.FinishScript, "1", s.prefix + key, writer}})
 	if err != nil {
 		return false, err
@@ -303,30 +281,6 @@ func (s *Store) Finish(ctx context.Context, key, writer string) (bool, error) {
 	return replies[0].s == "1", nil
 }
 
-// judge reads the replies to SET NX and the marker's script: first when
-// SET set the key and the keyspace began early enough to hold every
-// earlier record of the proof (refused when the script began it now).
-func (s *Store) judge(replies []reply, ms int64) (bool, error) {
-	set, marker := replies[0], replies[1]
-	if set.err != nil {
-		return false, set.err
-	}
-	switch {
-	case set.arr == nil && set.null:
-		return false, nil
-	case set.arr != nil || set.s != "OK":
-		return false, fmt.Errorf("redis: SET answered %q", set.s)
-	}
-	began, wrote, err := markerResult(marker)
-	switch {
-	case err != nil:
-		return false, err
-	case wrote, ms < began+s.lifetime.Milliseconds():
-		return false, errKeyspaceNew
-	}
-	return true, nil
-}
-
 // markerCommand is EVAL of replaymarker.Script on the marker, with this
 // process's clock reading: the server decides the marker in one atomic
 // step, by its own clock and run_id (a marker of another run of the
@@ -337,36 +291,8 @@ func (s *Store) judge(replies []reply, ms int64) (bool, error) {
 // the marker is this script: one parser, one rule, shared with
 // redisstore.
 func (s *Store) markerCommand() []string {
-	return []string{"EVAL", replaymarker.Script, "1", s.prefix + sinceKey,
-		strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10), strconv.FormatInt(time.Now().UnixMilli(), 10)}
-}
-
-// markerResult reads the reply to the marker's script: the marker's time
-// (Unix milliseconds) and whether the script began the keyspace now;
-// errClockAhead when Redis's clock ran ahead of the caller's,
-// errCallerAhead when the caller's ran ahead of Redis's.
-func markerResult(r reply) (began int64, wrote bool, err error) {
-	if r.err != nil {
-		return 0, false, r.err
-	}
-	if len(r.arr) == 2 {
-		if began, err = strconv.ParseInt(r.arr[0], 10, 64); err == nil {
-			switch r.arr[1] {
-			case replaymarker.Vouched, replaymarker.Began:
-				return began, r.arr[1] == replaymarker.Began, nil
-			case replaymarker.ClockAhead:
-				return 0, false, errClockAhead
-			case replaymarker.CallerAhead:
-				return 0, false, errCallerAhead
-			}
-		}
-	}
-	return 0, false, errors.New("redis: the marker's script answered no marker")
-}
-
-// ceilMilli returns t in Unix milliseconds, rounded up.
-func ceilMilli(t time.Time) int64 {
-	return (t.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+	margin, now := replaymarker.Args()
+	return []string{"EVAL", replaymarker.Script, "1", s.prefix + sinceKey, strconv.FormatInt(margin, 10), strconv.FormatInt(now, 10)}
 }
 
 // get returns an idle connection (reused) or a new one, waiting for a

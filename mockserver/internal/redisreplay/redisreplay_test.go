@@ -213,7 +213,7 @@ func redisLikeAt(clock func() time.Time) func(cmd []string) string {
 			if err != nil {
 				return "-ERR the caller's clock reading is not a time in Unix milliseconds\r\n"
 			}
-			now := ceilMilli(clock())
+			now := replaymarker.CeilMilli(clock())
 			v, ok := keys[cmd[3]]
 			parts := strings.Split(v, "@")
 			ms := parts[0]

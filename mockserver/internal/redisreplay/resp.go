@@ -29,6 +29,10 @@ type reply struct {
 	arr  []string
 }
 
+// StringSlice is the reply as replaymarker.Answer: its array's elements,
+// or its error.
+func (r reply) StringSlice() ([]string, error) { return r.arr, r.err }
+
 // maxArray bounds the elements of an array reply the store reads.
 const maxArray = 2
 
