@@ -111,8 +111,8 @@ func (s *Store) drain() {
 // markers reads the marker's script's answers; its errors are the
 // store's about the keyspace.
 var (
-	markers                                       = replaymarker.NewReader("redis: ")
-	errKeyspaceNew, errCallerAhead, errClockAhead = markers.KeyspaceNew, markers.CallerAhead, markers.ClockAhead
+	markers                       = replaymarker.NewReader("redis: ")
+	errKeyspaceNew, errClockAhead = markers.KeyspaceNew, markers.ClockAhead
 )
 
 // Remember records key until until with SET NX PXAT and reports whether it
