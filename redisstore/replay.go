@@ -260,18 +260,12 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	var set, wait, marker *redis.Cmd
 	// bounded: the call returns by ctx's deadline whatever the client's
 	// configuration (a frozen Redis, no ContextTimeoutEnabled).
-	err := bounded(ctx, func() error {
-		pipe := s.client.Pipeline()
+	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		set = pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ms)
-		if s.replicas > 0 {
-			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
-		}
+		wait = s.queueWait(ctx, pipe)
 		marker = s.decideMarker(ctx, pipe)
-		_, err := pipe.Exec(ctx)
-		return err
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return false, fmt.Errorf("redisstore: %w", err)
+	}); err != nil {
+		return false, err
 	}
 	first, err := setResult(set)
 	if err != nil || !first {
@@ -303,15 +297,11 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time) (bool, error) {
 	var val *redis.StringCmd
 	var marker *redis.Cmd
-	err := bounded(ctx, func() error {
-		pipe := s.client.Pipeline()
+	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		val = pipe.Get(ctx, s.prefix+key)
 		marker = s.decideMarker(ctx, pipe)
-		_, err := pipe.Exec(ctx)
-		return err
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return false, fmt.Errorf("redisstore: %w", err)
+	}); err != nil {
+		return false, err
 	}
 	if err := val.Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
@@ -335,15 +325,11 @@ func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time)
 // meanwhile is not written again.
 func (s *ReplayStore) heldByReplicas(ctx context.Context, key string) error {
 	var rec, wait *redis.Cmd
-	err := bounded(ctx, func() error {
-		pipe := s.client.Pipeline()
+	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		rec = pipe.Eval(ctx, onetime.Script, []string{s.prefix + key}, "", 0, "1")
-		wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
-		_, err := pipe.Exec(ctx)
+		wait = s.queueWait(ctx, pipe)
+	}); err != nil {
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("redisstore: %w", err)
 	}
 	if _, _, err := recordResult(rec); err != nil {
 		return err
@@ -395,32 +381,22 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until,
 		return false, err
 	}
 	var marker *redis.Cmd
-	err := bounded(ctx, func() error {
-		pipe := s.client.Pipeline()
+	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		marker = s.decideMarker(ctx, pipe)
-		_, err := pipe.Exec(ctx)
-		return err
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return false, fmt.Errorf("redisstore: %w", err)
+	}); err != nil {
+		return false, err
 	}
 	began, err := markers.Vouch(since, marker)
 	if err != nil {
 		return false, err
 	}
 	var rec, wait, again *redis.Cmd
-	err = bounded(ctx, func() error {
-		pipe := s.client.Pipeline()
+	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		rec = pipe.Eval(ctx, onetime.Script, []string{s.prefix + key}, writer, replaymarker.CeilMilli(until), s.rewrite())
-		if s.replicas > 0 {
-			wait = pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
-		}
+		wait = s.queueWait(ctx, pipe)
 		again = s.decideMarker(ctx, pipe)
-		_, err := pipe.Exec(ctx)
-		return err
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return false, fmt.Errorf("redisstore: %w", err)
+	}); err != nil {
+		return false, err
 	}
 	state, value, err := recordResult(rec)
 	if err != nil {
@@ -505,6 +481,30 @@ func (s *ReplayStore) replicated(wait *redis.Cmd) error {
 		return fmt.Errorf("%w: %d of %d within %v", errNotReplicated, n, s.replicas, s.wait)
 	}
 	return nil
+}
+
+// pipelined sends the commands queue queues in one pipeline, bounded by
+// ctx; a key not found (redis.Nil) is the command's answer, not an error.
+func (s *ReplayStore) pipelined(ctx context.Context, queue func(redis.Pipeliner)) error {
+	err := bounded(ctx, func() error {
+		pipe := s.client.Pipeline()
+		queue(pipe)
+		_, err := pipe.Exec(ctx)
+		return err
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	return nil
+}
+
+// queueWait queues WAIT for the replicas WithReplicas asks for in pipe, on
+// the connection of the writes queued before; nil without WithReplicas.
+func (s *ReplayStore) queueWait(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd {
+	if s.replicas == 0 {
+		return nil
+	}
+	return pipe.Do(ctx, "WAIT", s.replicas, s.wait.Milliseconds())
 }
 
 // decideMarker queues [replaymarker.Script] on the marker in pipe, with
