@@ -91,11 +91,11 @@ func normalizePercent(p string) string {
 	b.Grow(len(p))
 	for i := 0; i < len(p); i++ {
 		c := p[i]
-		if c != '%' || i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+		if c != '%' || i+2 >= len(p) || !ascii.IsHex(p[i+1]) || !ascii.IsHex(p[i+2]) {
 			b.WriteByte(c)
 			continue
 		}
-		v := unhex(p[i+1])<<4 | unhex(p[i+2])
+		v := ascii.Unhex(p[i+1])<<4 | ascii.Unhex(p[i+2])
 		if isUnreserved(v) {
 			b.WriteByte(v)
 		} else {
@@ -109,21 +109,6 @@ func normalizePercent(p string) string {
 }
 
 const upperHex = "0123456789ABCDEF"
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	default:
-		return c - 'A' + 10
-	}
-}
 
 func isUnreserved(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||

@@ -3,8 +3,8 @@ package middleware
 import (
 	"errors"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/orgauthz/orgauthz/internal/fastcheck"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -88,14 +88,4 @@ func Classify(res pep.Result, err error, clientToken bool) Answer {
 // at least one scope, none of them empty, every name valid UTF-8 (which
 // JSON carries as written; pep refuses any other). A guard answers
 // anything else AnswerDenied without asking.
-func Checkable(resource string, scopes []string) bool {
-	if resource == "" || resource == "*" || len(scopes) == 0 || !utf8.ValidString(resource) {
-		return false
-	}
-	for _, s := range scopes {
-		if s == "" || !utf8.ValidString(s) {
-			return false
-		}
-	}
-	return true
-}
+func Checkable(resource string, scopes []string) bool { return fastcheck.Askable(resource, scopes) }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
 )
 
 // FuzzCanonicalPath holds canonicalPath's one pass to the rule as it was
@@ -43,7 +45,7 @@ func canonicalPathByRule(r *http.Request) bool {
 		switch c := p[i]; {
 		case c < 0x20 || c == 0x7f || c == '\\':
 			return false
-		case c == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]):
+		case c == '%' && i+2 < len(p) && ascii.IsHex(p[i+1]) && ascii.IsHex(p[i+2]):
 			return false
 		}
 	}

@@ -503,7 +503,7 @@ func mayHoldFormKey[S string | []byte](s S) bool {
 	}
 	for i := 0; i+len(formKeyTail) <= len(s); i++ {
 		j := 0
-		for j < len(formKeyTail) && lower(s[i+j]) == formKeyTail[j] {
+		for j < len(formKeyTail) && ascii.LowerByte(s[i+j]) == formKeyTail[j] {
 			j++
 		}
 		if j == len(formKeyTail) {
@@ -523,8 +523,8 @@ func unescapesTo[S string | []byte](s S, key string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
-			c = unhex(s[i+1])<<4 | unhex(s[i+2])
+		case c == '%' && i+2 < len(s) && ascii.IsHex(s[i+1]) && ascii.IsHex(s[i+2]):
+			c = ascii.Unhex(s[i+1])<<4 | ascii.Unhex(s[i+2])
 			i += 2
 		case c == '%':
 			return false
@@ -544,7 +544,7 @@ func unescapesTo[S string | []byte](s S, key string) bool {
 func validEscapes[S string | []byte](s S) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] == '%' {
-			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			if i+2 >= len(s) || !ascii.IsHex(s[i+1]) || !ascii.IsHex(s[i+2]) {
 				return false
 			}
 			i += 2
@@ -560,23 +560,4 @@ func indexByte[S string | []byte](s S, c byte) int {
 		}
 	}
 	return -1
-}
-
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	default:
-		return c - 'A' + 10
-	}
-}
-
-// lower is c in lower case, for ASCII letters.
-func lower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }

@@ -294,7 +294,7 @@ func (g *formGuard) scan(p []byte) error {
 // addNameByte reads the next byte of a field name.
 func (g *formGuard) addNameByte(c byte) {
 	if g.nname < len(g.name) {
-		g.name[g.nname] = lower(c)
+		g.name[g.nname] = ascii.LowerByte(c)
 	}
 	g.nname++
 }
@@ -306,7 +306,7 @@ func (g *formGuard) addNameByte(c byte) {
 // a mismatch starts the match over at c.
 func (g *formGuard) watch(c byte) int {
 	const cd, id = "content-disposition:", "content-id:"
-	c = lower(c)
+	c = ascii.LowerByte(c)
 	step := func(n int, pat string) int {
 		switch {
 		case c == pat[n]:
@@ -490,7 +490,7 @@ func extValue(s string) int {
 	for i++; i < len(s); i++ {
 		switch c := s[i]; {
 		case attrChar(c):
-		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+		case c == '%' && i+2 < len(s) && ascii.IsHex(s[i+1]) && ascii.IsHex(s[i+2]):
 			i += 2
 		case c == '%':
 			return -1

@@ -1,6 +1,10 @@
 package middleware
 
-import "io"
+import (
+	"io"
+
+	"github.com/orgauthz/orgauthz/internal/ascii"
+)
 
 // States of a jsonGuard, at the byte it reads next.
 const (
@@ -98,14 +102,14 @@ func (g *jsonGuard) scan(p []byte) bool {
 				return true
 			}
 		case jsonUnicode:
-			if !isHex(c) {
+			if !ascii.IsHex(c) {
 				// Not an escape a parser takes: the document is
 				// refused by any; read on as a string.
 				g.state = jsonString
 				i--
 				continue
 			}
-			g.hex, g.nhex = g.hex<<4|rune(unhex(c)), g.nhex+1
+			g.hex, g.nhex = g.hex<<4|rune(ascii.Unhex(c)), g.nhex+1
 			if g.nhex == 4 {
 				g.state = jsonString
 				b := byte(0x80) // a code point past ASCII, which no byte of the key matches

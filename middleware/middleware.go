@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/orgauthz/orgauthz/internal/ascii"
 	"github.com/orgauthz/orgauthz/internal/fastcheck"
 	"github.com/orgauthz/orgauthz/internal/transport"
 	"github.com/orgauthz/orgauthz/pep"
@@ -449,7 +450,7 @@ func canonicalPath(r *http.Request) bool {
 	if p == "" || p[0] != '/' {
 		return false
 	}
-	ascii := true
+	plain := true
 	// seg is where the current segment starts; name is set while its
 	// name (the part before a ';') holds only dots and spaces so far.
 	seg, name, params := 1, true, false
@@ -471,14 +472,14 @@ func canonicalPath(r *http.Request) bool {
 			}
 			params = true
 		case pathPercent:
-			if i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
+			if i+2 < len(p) && ascii.IsHex(p[i+1]) && ascii.IsHex(p[i+2]) {
 				return false // an escape left after decoding
 			}
 			if !params {
 				name = false
 			}
 		case pathHigh:
-			ascii = false
+			plain = false
 			if !params {
 				name = false
 			}
@@ -489,7 +490,7 @@ func canonicalPath(r *http.Request) bool {
 	if seg < len(p) && !params && name {
 		return false // the last segment is ., .. or the like
 	}
-	if !ascii && !utf8.ValidString(p) {
+	if !plain && !utf8.ValidString(p) {
 		return false
 	}
 	// The path as sent (RawPath, set by net/url when the path was not sent
@@ -540,10 +541,6 @@ var pathClass = func() (t [256]byte) {
 	}
 	return t
 }()
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
 
 // Errors of BearerToken.
 var (

@@ -303,7 +303,7 @@ func cgiByte(c byte) byte {
 	if c == '_' || c == '.' {
 		return '-'
 	}
-	return lower(c)
+	return ascii.LowerByte(c)
 }
 
 // overridden returns the method the trusted override headers of r and the

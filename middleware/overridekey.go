@@ -1,5 +1,7 @@
 package middleware
 
+import "github.com/orgauthz/orgauthz/internal/ascii"
+
 // Which form keys a stack behind the middleware reads as the override key.
 //
 // The stacks the middleware names (override.go) parse a form key each in
@@ -62,11 +64,11 @@ func (m *keyMatch) decided() bool { return m.done || m.at == 0 && m.npen == 0 }
 // space and %XX the byte it escapes.
 func (m *keyMatch) feedEscaped(b byte) {
 	switch {
-	case m.npen == 1 && isHex(b):
+	case m.npen == 1 && ascii.IsHex(b):
 		m.pend[1], m.npen = b, 2
-	case m.npen == 2 && isHex(b):
+	case m.npen == 2 && ascii.IsHex(b):
 		m.npen = 0
-		m.feed(unhex(m.pend[1])<<4 | unhex(b))
+		m.feed(ascii.Unhex(m.pend[1])<<4 | ascii.Unhex(b))
 	case m.npen > 0:
 		// Not an escape: the bytes as they were sent.
 		m.flush()
@@ -114,7 +116,7 @@ func (m *keyMatch) feed(c byte) {
 // keyByte reports whether c, at offset i of a key, reads as k, the
 // override key's byte there.
 func keyByte(c, k byte, i int) bool {
-	return lower(c) == k || k == '_' && (c == '.' || c == '[' || c == ' ' && i > 0)
+	return ascii.LowerByte(c) == k || k == '_' && (c == '.' || c == '[' || c == ' ' && i > 0)
 }
 
 // readAsKey reports whether a form key, as a multipart part's name (not

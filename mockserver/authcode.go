@@ -222,8 +222,8 @@ func (rc *realmCodes) drop(code string) {
 
 // authorizeRoutes registers the authorization endpoint at Keycloak's path.
 func (s *Server) authorizeRoutes(m mux) {
-	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", s.authorization)
-	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", s.authorization)
+	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", s.live(s.authorization))
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", s.live(s.authorization))
 }
 
 // authRequest is a validated authorization request.
@@ -240,12 +240,7 @@ type authRequest struct {
 // whose client or redirect_uri is not known is answered here with 400,
 // never redirected; any other error is redirected to the client (RFC 6749
 // section 4.1.2.1).
-func (s *Server) authorization(w http.ResponseWriter, r *http.Request) {
-	realm := r.PathValue("realm")
-	if _, err := s.lookupLive(realm); err != nil {
-		writeErr(w, err)
-		return
-	}
+func (s *Server) authorization(w http.ResponseWriter, r *http.Request, realm string) {
 	w.Header().Set("Cache-Control", "no-store")
 	params, oe := authRequestParams(w, r)
 	if oe != nil {

@@ -29,8 +29,8 @@ func (s *Server) authzenRoutes(m mux) {
 	m.Handle("POST /realms/{realm}/access/v1/evaluation", s.authenticated(answered(s.accessEvaluation)))
 	m.Handle("POST /realms/{realm}/access/v1/evaluations", s.authenticated(answered(s.accessEvaluations)))
 	s.authzenSearchRoutes(m)
-	m.HandleFunc("GET /realms/{realm}/.well-known/authzen-configuration", s.authzenMetadata)
-	m.HandleFunc("GET /.well-known/authzen-configuration/realms/{realm}", s.authzenMetadata)
+	m.HandleFunc("GET /realms/{realm}/.well-known/authzen-configuration", s.live(s.authzenMetadata))
+	m.HandleFunc("GET /.well-known/authzen-configuration/realms/{realm}", s.live(s.authzenMetadata))
 }
 
 // maxEvaluations bounds the items of one Access Evaluations request, as
@@ -112,12 +112,7 @@ type authzenMetadataBody struct {
 
 // authzenMetadata serves the realm's PDP metadata: the PDP identifier is
 // the realm's issuer URL, and the endpoints are under it.
-func (s *Server) authzenMetadata(w http.ResponseWriter, r *http.Request) {
-	realm := r.PathValue("realm")
-	if _, err := s.lookupLive(realm); err != nil {
-		writeErr(w, err)
-		return
-	}
+func (s *Server) authzenMetadata(w http.ResponseWriter, r *http.Request, realm string) {
 	pdp := issuer.RealmIssuer(s.issuerBase(r), realm)
 	writeJSON(w, http.StatusOK, authzenMetadataBody{PDP: pdp,
 		Evaluation: pdp + "/access/v1/evaluation", Evaluations: pdp + "/access/v1/evaluations",

@@ -20,14 +20,14 @@ import (
 // introspection (introspect.go). All of them are extensions of the service
 // specification, which leaves token issuance to the identity provider.
 func (s *Server) identityRoutes(m mux) {
-	m.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.discovery)
-	m.HandleFunc("GET /.well-known/oauth-authorization-server/realms/{realm}", s.authServerMetadata)
+	m.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.live(s.discovery))
+	m.HandleFunc("GET /.well-known/oauth-authorization-server/realms/{realm}", s.live(s.authServerMetadata))
 	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", s.certs)
 	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
 	m.Handle("GET /realms/{realm}/protocol/openid-connect/userinfo", s.authenticated(s.userinfo))
 	m.Handle("POST /realms/{realm}/protocol/openid-connect/userinfo", s.authenticated(s.userinfo))
-	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/revoke", s.revoke)
-	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token/introspect", s.introspect)
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/revoke", s.live(s.revoke))
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token/introspect", s.live(s.introspect))
 }
 
 // liveRealm runs fn on the named realm when it exists and is not
@@ -50,6 +50,19 @@ func (s *Server) lookupLive(name string) (*store.Realm, error) {
 		return nil, store.NotFound("realm %q", name)
 	}
 	return rm, nil
+}
+
+// live serves h on a route of a realm, the realm named in the path, when
+// the realm exists and is not decommissioned; otherwise 404.
+func (s *Server) live(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		realm := r.PathValue("realm")
+		if _, err := s.lookupLive(realm); err != nil {
+			writeErr(w, err)
+			return
+		}
+		h(w, r, realm)
+	}
 }
 
 // serverMetadata is the metadata of a realm: RFC 8414 authorization server
@@ -118,12 +131,7 @@ func (s *Server) metadata(r *http.Request, realm string) serverMetadata {
 }
 
 // discovery serves the OpenID Provider Metadata of a realm.
-func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
-	realm := r.PathValue("realm")
-	if _, err := s.lookupLive(realm); err != nil {
-		writeErr(w, err)
-		return
-	}
+func (s *Server) discovery(w http.ResponseWriter, r *http.Request, realm string) {
 	doc := s.metadata(r, realm)
 	doc.UserinfoEndpoint = doc.Issuer + "/protocol/openid-connect/userinfo"
 	doc.SubjectTypesSupported = []string{"public"}
@@ -135,12 +143,7 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 // authServerMetadata serves the RFC 8414 metadata of a realm, at the path
 // RFC 8414 section 3.1 derives from the issuer
 // (/.well-known/oauth-authorization-server/realms/{realm}).
-func (s *Server) authServerMetadata(w http.ResponseWriter, r *http.Request) {
-	realm := r.PathValue("realm")
-	if _, err := s.lookupLive(realm); err != nil {
-		writeErr(w, err)
-		return
-	}
+func (s *Server) authServerMetadata(w http.ResponseWriter, r *http.Request, realm string) {
 	writeJSON(w, http.StatusOK, s.metadata(r, realm))
 }
 

@@ -19,12 +19,7 @@ import (
 // may be access_token or refresh_token; another value is 400, as Keycloak
 // answers it. A DPoP-bound token needs no proof here: the client asks
 // about it, it does not use it.
-func (s *Server) introspect(w http.ResponseWriter, r *http.Request) {
-	realm := r.PathValue("realm")
-	if _, err := s.lookupLive(realm); err != nil {
-		writeErr(w, err)
-		return
-	}
+func (s *Server) introspect(w http.ResponseWriter, r *http.Request, realm string) {
 	out, err := s.introspection(w, r, realm)
 	if err != nil {
 		writeOAuthAnswer(w, realm, err)

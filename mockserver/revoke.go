@@ -21,12 +21,7 @@ import (
 // token_type_hint is ignored (section 2.1 allows it; Keycloak does). An ID
 // token is 400 unsupported_token_type, a token of another client 400
 // invalid_request, as Keycloak answers them.
-func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
-	realm := r.PathValue("realm")
-	if _, err := s.lookupLive(realm); err != nil {
-		writeErr(w, err)
-		return
-	}
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request, realm string) {
 	if err := s.revokeToken(w, r, realm); err != nil {
 		writeOAuthAnswer(w, realm, err)
 		return

@@ -40,7 +40,7 @@ const ctxOpen = `{"attributes":{`
 // prepare returns the route of every scope of scopes on resource, or nil
 // when the question is one checkRequest refuses.
 func prepare(resource string, scopes []string) *route {
-	if !askable(resource, scopes) {
+	if !fastcheck.Askable(resource, scopes) {
 		return nil
 	}
 	rt := &route{cached: true}
@@ -111,7 +111,7 @@ func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Resu
 		}
 	}
 	res.Decisions, res.Status = ds, Deny
-	if rt == nil && !askable(q.Resource, q.Scopes) {
+	if rt == nil && !fastcheck.Askable(q.Resource, q.Scopes) {
 		c.core.CountCall()
 		pairs, err := expand([]Resource{{Name: q.Resource, Scopes: q.Scopes}}, false)
 		res.Decisions = failedPairs(pairs, err)
@@ -169,22 +169,6 @@ func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Resu
 	err = c.decide(ctx, "pep.CheckMany", miss, ds, missing)
 	res.Status = overall(ds)
 	return err
-}
-
-// askable reports whether checkRequest may ask about every scope of
-// scopes on resource, which expand would then accept: a resource other
-// than "" and "*", at least one scope, none empty, every name valid UTF-8.
-// Otherwise expand says what is wrong.
-func askable(resource string, scopes []string) bool {
-	if resource == "" || resource == "*" || len(scopes) == 0 || !utf8.ValidString(resource) {
-		return false
-	}
-	for _, s := range scopes {
-		if s == "" || !utf8.ValidString(s) {
-			return false
-		}
-	}
-	return true
 }
 
 // checkRequestContext refuses, as requestContextJSON does, a method or path that

@@ -48,7 +48,7 @@ func EqualFold(a, b string) bool {
 		return false
 	}
 	for i := 0; i < len(a); i++ {
-		if lower(a[i]) != lower(b[i]) {
+		if LowerByte(a[i]) != LowerByte(b[i]) {
 			return false
 		}
 	}
@@ -57,9 +57,27 @@ func EqualFold(a, b string) bool {
 
 func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
 
-func lower(c byte) byte {
+// LowerByte is c in lower case, for ASCII letters.
+func LowerByte(c byte) byte {
 	if isUpper(c) {
 		return c + 'a' - 'A'
 	}
 	return c
+}
+
+// IsHex reports whether c is a hexadecimal digit, in either case.
+func IsHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// Unhex is the value of the hexadecimal digit c (IsHex).
+func Unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
 }

@@ -7,7 +7,26 @@
 // imports pep, finds them set. Nothing else uses them.
 package fastcheck
 
-import "context"
+import (
+	"context"
+	"unicode/utf8"
+)
+
+// Askable reports whether a Checker may be asked about every scope of
+// scopes on resource (pep's checkRequest then accepts them): a resource
+// other than "" and the wildcard "*", at least one scope, none of them
+// empty, every name valid UTF-8.
+func Askable(resource string, scopes []string) bool {
+	if resource == "" || resource == "*" || len(scopes) == 0 || !utf8.ValidString(resource) {
+		return false
+	}
+	for _, s := range scopes {
+		if s == "" || !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
 
 // Query is one protected request's question: every scope of Scopes on
 // Resource, asked with the request context {Method, Path}.
