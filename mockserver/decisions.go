@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orgauthz/orgauthz/internal/verbatim"
 	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -206,18 +207,18 @@ func appendDecision(b []byte, res decision.Result) []byte {
 	}
 	b = slices.Grow(b, size)
 	b = append(b, `{"status":`...)
-	b = appendJSONString(b, string(res.Status))
+	b = verbatim.AppendJSON(b, string(res.Status))
 	b = append(b, `,"permissions":[`...)
 	for i, p := range res.Permissions {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"resource":`...)
-		b = appendJSONString(b, p.Resource)
+		b = verbatim.AppendJSON(b, p.Resource)
 		b = append(b, `,"scope":`...)
-		b = appendJSONString(b, p.Scope)
+		b = verbatim.AppendJSON(b, p.Scope)
 		b = append(b, `,"status":`...)
-		b = appendJSONString(b, string(p.Status))
+		b = verbatim.AppendJSON(b, string(p.Status))
 		b = append(b, '}')
 	}
 	return append(b, "]}\n"...)

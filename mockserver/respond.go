@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -66,31 +65,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it: printable ASCII that needs no escaping as it is, anything else
-// through json.Marshal.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if !verbatimJSON[s[i]] {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-// verbatimJSON reports the bytes encoding/json writes as they are in a
-// string: printable ASCII but the quote, the backslash and the HTML
-// characters it escapes.
-var verbatimJSON = func() (t [256]bool) {
-	for c := 0x20; c <= 0x7e; c++ {
-		t[c] = !strings.ContainsRune(`"\<>&`, rune(c))
-	}
-	return t
-}()
 
 // writeResult writes {"result": v}.
 func writeResult(w http.ResponseWriter, status int, v any) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/fastcheck"
+	"github.com/orgauthz/orgauthz/internal/verbatim"
 )
 
 func init() {
@@ -188,14 +189,14 @@ func appendRequestContext(b []byte, method, path string) []byte {
 	b = append(b, `{"attributes":{`...)
 	if method != "" {
 		b = append(b, `"method":`...)
-		b = appendJSONString(b, method)
+		b = verbatim.AppendJSON(b, method)
 	}
 	if path != "" {
 		if method != "" {
 			b = append(b, ',')
 		}
 		b = append(b, `"path":`...)
-		b = appendJSONString(b, path)
+		b = verbatim.AppendJSON(b, path)
 	}
 	return append(b, "}}"...)
 }

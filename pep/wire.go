@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/orgauthz/orgauthz/internal/transport"
@@ -283,13 +282,13 @@ func authorizeBody(clientID string, pairs []pair, context string) []byte {
 	}
 	b := make([]byte, 0, size)
 	b = append(b, `{"clientId":`...)
-	b = appendJSONString(b, clientID)
+	b = verbatim.AppendJSON(b, clientID)
 	b = append(b, `,"resources":[`...)
 	scopes := 0 // scopes in the open entry; 0 when no entry is open
 	for i, p := range pairs {
 		if scopes > 0 && p.scope != "" && p.resource == pairs[i-1].resource && scopes < maxScopesPerResource {
 			b = append(b, ',')
-			b = appendJSONString(b, p.scope)
+			b = verbatim.AppendJSON(b, p.scope)
 			scopes++
 			continue
 		}
@@ -300,14 +299,14 @@ func authorizeBody(clientID string, pairs []pair, context string) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, p.resource)
+		b = verbatim.AppendJSON(b, p.resource)
 		b = append(b, `,"scopes":[`...)
 		if p.scope == "" {
 			b = append(b, "]}"...)
 			scopes = 0
 			continue
 		}
-		b = appendJSONString(b, p.scope)
+		b = verbatim.AppendJSON(b, p.scope)
 		scopes = 1
 	}
 	if scopes > 0 {
@@ -317,31 +316,3 @@ func authorizeBody(clientID string, pairs []pair, context string) []byte {
 	b = append(b, context...)
 	return append(b, '}')
 }
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it: printable ASCII that needs no escaping as it is, anything else
-// through json.Marshal.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if !jsonPlain[s[i]] {
-			q, err := json.Marshal(s)
-			if err != nil { // a string always encodes
-				panic("pep: encoding a string: " + err.Error())
-			}
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-// jsonPlain holds true for the bytes encoding/json writes as they are: the
-// printable ASCII other than '"', '\\' and its HTML escapes <, > and &.
-// Every protected request's path is read against it (appendRequestContext).
-var jsonPlain = func() (t [256]bool) {
-	for c := 0x20; c <= 0x7e; c++ {
-		t[c] = strings.IndexByte(`"\<>&`, byte(c)) < 0
-	}
-	return t
-}()

@@ -9,6 +9,7 @@ package verbatim
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -130,3 +131,29 @@ func isFFFD(h []byte) bool {
 	}
 	return true
 }
+
+// AppendJSON appends s to b as a JSON string exactly as encoding/json
+// writes it: printable ASCII that needs no escaping as it is, anything
+// else through json.Marshal.
+func AppendJSON(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if !jsonPlain[s[i]] {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// jsonPlain holds true for the bytes encoding/json writes as they are in a
+// string: the printable ASCII other than '"', '\\' and its HTML escapes
+// <, > and &. Every protected request's path is read against it (pep's
+// request context).
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = strings.IndexByte(`"\<>&`, byte(c)) < 0
+	}
+	return t
+}()
