@@ -36,14 +36,11 @@ func (s AppSpec) check() (AppSpec, error) {
 	if s.Name == "" {
 		s.Name = s.ClientID
 	}
-	name, err := CheckName("name", s.Name)
+	name, err := checkNamed(s.Name, s.Description)
 	if err != nil {
 		return s, err
 	}
 	s.Name = name
-	if err := CheckDescription("description", s.Description); err != nil {
-		return s, err
-	}
 	if len(s.Tags) > MaxAttributeKeys {
 		return s, invalidField("tags", "must have at most 100 tags")
 	}
@@ -102,19 +99,15 @@ func (r *Realm) RegisterApplication(spec AppSpec, now time.Time) (*Application, 
 // Application returns the catalog application with the given id, or
 // ErrNotFound.
 func (r *Realm) Application(appID string) (*Application, error) {
-	a, ok := r.Apps[appID]
-	if !ok {
-		return nil, NotFound("application %q", appID)
-	}
-	return a, nil
+	return find(r.Apps, appID, "application %q", appID)
 }
 
 // ApplicationByClientID returns the catalog application of a clientId, or
 // ErrNotFound.
 func (r *Realm) ApplicationByClientID(clientID string) (*Application, error) {
-	id, ok := r.AppByID[clientID]
-	if !ok {
-		return nil, NotFound("application %q is not in the catalog", clientID)
+	id, err := find(r.AppByID, clientID, "application %q is not in the catalog", clientID)
+	if err != nil {
+		return nil, err
 	}
 	return r.Application(id)
 }

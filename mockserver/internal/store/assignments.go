@@ -9,11 +9,7 @@ import (
 
 // lookupUser returns the realm user with the given id, or ErrNotFound.
 func (r *Realm) lookupUser(id string) (*User, error) {
-	u, ok := r.Users[id]
-	if !ok {
-		return nil, NotFound("user %q", id)
-	}
-	return u, nil
+	return find(r.Users, id, "user %q", id)
 }
 
 // Assign places user userID in department deptID. Assignments are additive:

@@ -29,14 +29,7 @@ type DeptNode struct {
 // depth. A department of another organization is ErrNotFound, as is an
 // unknown organization and the organization's own id.
 func (r *Realm) Department(orgID, deptID string) (*Department, error) {
-	if _, err := r.Organization(orgID); err != nil {
-		return nil, err
-	}
-	d, ok := r.Depts[deptID]
-	if !ok || d.OrgID != orgID {
-		return nil, NotFound("department %q in organization %q", deptID, orgID)
-	}
-	return d, nil
+	return inOrg(r, orgID, r.Depts, deptID, "department")
 }
 
 // SubDepartment returns subID when it is a direct child of department
@@ -241,11 +234,8 @@ func (r *Realm) UpdateDepartment(orgID, deptID string, spec DeptSpec) (*Departme
 	if err != nil {
 		return nil, err
 	}
-	name, err := CheckName("name", spec.Name)
+	name, err := checkNamed(spec.Name, spec.Description)
 	if err != nil {
-		return nil, err
-	}
-	if err := CheckDescription("description", spec.Description); err != nil {
 		return nil, err
 	}
 	if err := CheckAttributes("attributes", spec.Attributes); err != nil {

@@ -112,6 +112,16 @@ func isIDForm(s string) bool {
 	return true
 }
 
+// checkNamed checks the name and the description of a spec: the name
+// trimmed (CheckName), or the first error.
+func checkNamed(name, description string) (string, error) {
+	name, err := CheckName("name", name)
+	if err != nil {
+		return "", err
+	}
+	return name, CheckDescription("description", description)
+}
+
 // CheckDescription validates a description (at most 2048 characters).
 func CheckDescription(field, d string) error {
 	if utf8.RuneCountInString(d) > MaxDescriptionLen {
@@ -167,19 +177,15 @@ func (s OrgSpec) check(withAlias bool) (OrgSpec, error) {
 
 // Organization returns the organization with the given id, or ErrNotFound.
 func (r *Realm) Organization(id string) (*Organization, error) {
-	o, ok := r.Orgs[id]
-	if !ok {
-		return nil, NotFound("organization %q", id)
-	}
-	return o, nil
+	return find(r.Orgs, id, "organization %q", id)
 }
 
 // OrganizationByAlias returns the organization with the given alias, or
 // ErrNotFound.
 func (r *Realm) OrganizationByAlias(alias string) (*Organization, error) {
-	id, ok := r.OrgByAlias[alias]
-	if !ok {
-		return nil, NotFound("organization with alias %q", alias)
+	id, err := find(r.OrgByAlias, alias, "organization with alias %q", alias)
+	if err != nil {
+		return nil, err
 	}
 	return r.Organization(id)
 }

@@ -46,6 +46,33 @@ func NotFound(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrNotFound, fmt.Sprintf(format, args...))
 }
 
+// find returns m[key], or an error wrapping ErrNotFound whose message is
+// format with args.
+func find[V any](m map[string]V, key, format string, args ...any) (V, error) {
+	v, ok := m[key]
+	if !ok {
+		return v, NotFound(format, args...)
+	}
+	return v, nil
+}
+
+// inOrg returns m[id] when organization orgID exists and m[id] is of it;
+// otherwise ErrNotFound, what naming the kind of m's values.
+func inOrg[T interface{ orgOf() string }](r *Realm, orgID string, m map[string]T, id, what string) (T, error) {
+	var none T
+	if _, err := r.Organization(orgID); err != nil {
+		return none, err
+	}
+	if v, ok := m[id]; ok && v.orgOf() == orgID {
+		return v, nil
+	}
+	return none, NotFound("%s %q in organization %q", what, id, orgID)
+}
+
+func (d *Department) orgOf() string         { return d.OrgID }
+func (t *PropertyTemplate) orgOf() string   { return t.OrgID }
+func (t *DepartmentTemplate) orgOf() string { return t.OrgID }
+
 // Conflict returns an error wrapping ErrConflict with a readable message.
 func Conflict(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrConflict, fmt.Sprintf(format, args...))

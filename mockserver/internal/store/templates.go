@@ -40,14 +40,11 @@ type PropertyTemplateSpec struct {
 // check validates a property template spec on its own (keys unique within
 // it, known types, ENUMs with allowed values) and returns it normalised.
 func (s PropertyTemplateSpec) check() (PropertyTemplateSpec, error) {
-	name, err := CheckName("name", s.Name)
+	name, err := checkNamed(s.Name, s.Description)
 	if err != nil {
 		return s, err
 	}
 	s.Name = name
-	if err := CheckDescription("description", s.Description); err != nil {
-		return s, err
-	}
 	if len(s.Properties) > MaxProperties {
 		return s, invalidField("properties", fmt.Sprintf("must have at most %d properties", MaxProperties))
 	}
@@ -84,14 +81,7 @@ func (s PropertyTemplateSpec) check() (PropertyTemplateSpec, error) {
 // PropertyTemplate returns a property template of an organization, or
 // ErrNotFound.
 func (r *Realm) PropertyTemplate(orgID, id string) (*PropertyTemplate, error) {
-	if _, err := r.Organization(orgID); err != nil {
-		return nil, err
-	}
-	t, ok := r.PropTmpls[id]
-	if !ok || t.OrgID != orgID {
-		return nil, NotFound("property template %q in organization %q", id, orgID)
-	}
-	return t, nil
+	return inOrg(r, orgID, r.PropTmpls, id, "property template")
 }
 
 // PropertyTemplates returns an organization's property templates sorted by
@@ -246,14 +236,7 @@ type DeptTemplateSpec struct {
 // DepartmentTemplate returns a department template of an organization, or
 // ErrNotFound.
 func (r *Realm) DepartmentTemplate(orgID, id string) (*DepartmentTemplate, error) {
-	if _, err := r.Organization(orgID); err != nil {
-		return nil, err
-	}
-	t, ok := r.DeptTmpls[id]
-	if !ok || t.OrgID != orgID {
-		return nil, NotFound("department template %q in organization %q", id, orgID)
-	}
-	return t, nil
+	return inOrg(r, orgID, r.DeptTmpls, id, "department template")
 }
 
 // DepartmentTemplates returns an organization's department templates sorted
@@ -280,11 +263,8 @@ func (r *Realm) CreateDepartmentTemplate(orgID string, spec DeptTemplateSpec, no
 	if _, err := r.Organization(orgID); err != nil {
 		return nil, err
 	}
-	name, err := CheckName("name", spec.Name)
+	name, err := checkNamed(spec.Name, spec.Description)
 	if err != nil {
-		return nil, err
-	}
-	if err := CheckDescription("description", spec.Description); err != nil {
 		return nil, err
 	}
 	aliases := map[string]bool{}
