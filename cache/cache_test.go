@@ -649,21 +649,16 @@ func TestBytesTrackRealMemory(t *testing.T) {
 			}
 			c, err := cache.New[token, string, bool](len(keys) + 1)
 			require.NoError(t, err)
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			for i, k := range keys {
-				g := groups[i/tt.per]
-				// The strings are the caller's already; the cache counts
-				// its own bookkeeping, its copy of the key included, and
-				// here nothing more.
-				c.Add(g, k, true, time.Hour, 0)
-			}
-			runtime.GC()
-			runtime.ReadMemStats(&after)
+			grown := float64(heapGrowth(func() {
+				for i, k := range keys {
+					// The strings are the caller's already; the cache
+					// counts its own bookkeeping, its copy of the key
+					// included, and here nothing more.
+					c.Add(groups[i/tt.per], k, true, time.Hour, 0)
+				}
+			}))
 			runtime.KeepAlive(keys) // the caller's keys and groups are not the cache's to free
 			runtime.KeepAlive(groups)
-			grown := float64(after.HeapAlloc) - float64(before.HeapAlloc)
 			counted := float64(c.Bytes())
 			t.Logf("heap grew %.0f bytes, counted %.0f (%.2f)", grown, counted, grown/counted)
 			assert.Less(t, grown, 1.15*counted, "the cache holds more than it counts")

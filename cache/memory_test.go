@@ -35,15 +35,11 @@ func TestOneEntryGroupsCostLittle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i := range tokens {
-		c.Add(tokens[i], keys[i], true, time.Hour, 0)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	perEntry := (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+	perEntry := float64(heapGrowth(func() {
+		for i := range tokens {
+			c.Add(tokens[i], keys[i], true, time.Hour, 0)
+		}
+	})) / n
 	t.Logf("%.1f bytes an entry", perEntry)
 	if perEntry > 140 {
 		t.Errorf("a token of one entry costs %.1f bytes of bookkeeping, want at most 140", perEntry)
@@ -74,16 +70,12 @@ func TestEmptyStringsHoldNothingOfTheCaller(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			for i := range n {
-				big := strings.Repeat(string(rune('a'+i%26)), size) // a request's bytes, say
-				tt.add(c, i, big)
-			}
-			runtime.GC()
-			runtime.ReadMemStats(&after)
-			grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			grown := heapGrowth(func() {
+				for i := range n {
+					big := strings.Repeat(string(rune('a'+i%26)), size) // a request's bytes, say
+					tt.add(c, i, big)
+				}
+			})
 			t.Logf("heap grew %d bytes; Bytes %d (bound %d)", grown, c.Bytes(), 1<<20)
 			if grown > 4<<20 {
 				t.Errorf("the cache keeps %d MiB of its callers' memory alive, Bytes counts %d bytes (bound 1 MiB)", grown>>20, c.Bytes())
@@ -127,27 +119,23 @@ func TestBytesCountTheRuntimesRounding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			for i := range n {
-				// A distinct key and token each time, from reused buffers:
-				// every byte the heap grows by is the cache's.
-				if len(keyBuf) >= 4 {
-					binary.LittleEndian.PutUint32(keyBuf, uint32(i))
+			grown := float64(heapGrowth(func() {
+				for i := range n {
+					// A distinct key and token each time, from reused buffers:
+					// every byte the heap grows by is the cache's.
+					if len(keyBuf) >= 4 {
+						binary.LittleEndian.PutUint32(keyBuf, uint32(i))
+					}
+					tokBuf[0] = byte(i)
+					if len(tokBuf) > 1 {
+						tokBuf[1] = byte(i >> 8)
+					}
+					g := token{"", unsafe.String(&tokBuf[0], len(tokBuf))}
+					if !c.Add(g, unsafe.String(&keyBuf[0], len(keyBuf)), true, time.Hour, 0) {
+						t.Fatal("not stored")
+					}
 				}
-				tokBuf[0] = byte(i)
-				if len(tokBuf) > 1 {
-					tokBuf[1] = byte(i >> 8)
-				}
-				g := token{"", unsafe.String(&tokBuf[0], len(tokBuf))}
-				if !c.Add(g, unsafe.String(&keyBuf[0], len(keyBuf)), true, time.Hour, 0) {
-					t.Fatal("not stored")
-				}
-			}
-			runtime.GC()
-			runtime.ReadMemStats(&after)
-			grown := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+			}))
 			counted := float64(c.Bytes())
 			t.Logf("%d entries: heap grew %.0f, Bytes %.0f: %.3f", c.Len(), grown, counted, grown/counted)
 			if grown > 1.05*counted {
@@ -156,4 +144,15 @@ func TestBytesCountTheRuntimesRounding(t *testing.T) {
 			runtime.KeepAlive(c)
 		})
 	}
+}
+
+// heapGrowth returns how many bytes the live heap grew by while fill ran.
+func heapGrowth(fill func()) int64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fill()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
 }
