@@ -96,16 +96,8 @@ var steady = pep.WithCache(pep.DefaultCacheSize, time.Hour, pep.DefaultDenyTTL)
 // (BENCHMARKS.md) counts no gateway call.
 func BenchmarkProtected(b *testing.B) {
 	gw := mockservertest.Start(b, mockserver.WithFixture(shop))
-	client, err := pep.New(gw.URL, "shop", "orders-api", steady)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
-	own, err := pep.New(gw.URL, "shop", "orders-api", steady)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer own.Close()
+	client := shopClient(b, gw.URL)
+	own := shopClient(b, gw.URL)
 	tok := gw.Token("shop", "ann")
 	own.SetToken(tok)
 	auth := "Bearer " + tok
@@ -185,11 +177,7 @@ func growStack(n int) byte {
 // target ≤ 1.3) and the median of the block pairs' ratios (median-ratio).
 func BenchmarkProtectedRatio(b *testing.B) {
 	gw := mockservertest.Start(b, mockserver.WithFixture(shop))
-	client, err := pep.New(gw.URL, "shop", "orders-api", steady)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
+	client := shopClient(b, gw.URL)
 	auth := "Bearer " + gw.Token("shop", "ann")
 	route := func(h http.Handler) http.Handler {
 		mux := http.NewServeMux()
@@ -250,11 +238,7 @@ func BenchmarkProtectedRatio(b *testing.B) {
 // (protected / handler, ≤ 1.1 is the target).
 func BenchmarkProtectedLoopback(b *testing.B) {
 	gw := mockservertest.Start(b, mockserver.WithFixture(shop))
-	client, err := pep.New(gw.URL, "shop", "orders-api", steady)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
+	client := shopClient(b, gw.URL)
 	auth := "Bearer " + gw.Token("shop", "ann")
 	const (
 		conns = 16
@@ -374,4 +358,15 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// shopClient is a client of the shop fixture's orders-api at url, closed
+// when the benchmark's run ends.
+func shopClient(b *testing.B, url string) *pep.Client {
+	c, err := pep.New(url, "shop", "orders-api", steady)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	return c
 }
