@@ -222,8 +222,8 @@ func (rc *realmCodes) drop(code string) {
 
 // authorizeRoutes registers the authorization endpoint at Keycloak's path.
 func (s *Server) authorizeRoutes(m mux) {
-	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", s.live(s.authorization))
-	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", s.live(s.authorization))
+	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", s.live(apiFail, s.authorization))
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", s.live(apiFail, s.authorization))
 }
 
 // authRequest is a validated authorization request.

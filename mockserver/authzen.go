@@ -29,8 +29,8 @@ func (s *Server) authzenRoutes(m mux) {
 	m.Handle("POST /realms/{realm}/access/v1/evaluation", s.authenticated(answered(s.accessEvaluation)))
 	m.Handle("POST /realms/{realm}/access/v1/evaluations", s.authenticated(answered(s.accessEvaluations)))
 	s.authzenSearchRoutes(m)
-	m.HandleFunc("GET /realms/{realm}/.well-known/authzen-configuration", s.live(s.authzenMetadata))
-	m.HandleFunc("GET /.well-known/authzen-configuration/realms/{realm}", s.live(s.authzenMetadata))
+	m.HandleFunc("GET /realms/{realm}/.well-known/authzen-configuration", s.live(apiFail, s.authzenMetadata))
+	m.HandleFunc("GET /.well-known/authzen-configuration/realms/{realm}", s.live(apiFail, s.authzenMetadata))
 }
 
 // maxEvaluations bounds the items of one Access Evaluations request, as

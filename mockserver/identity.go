@@ -20,14 +20,14 @@ import (
 // introspection (introspect.go). All of them are extensions of the service
 // specification, which leaves token issuance to the identity provider.
 func (s *Server) identityRoutes(m mux) {
-	m.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.live(s.discovery))
-	m.HandleFunc("GET /.well-known/oauth-authorization-server/realms/{realm}", s.live(s.authServerMetadata))
+	m.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.live(apiFail, s.discovery))
+	m.HandleFunc("GET /.well-known/oauth-authorization-server/realms/{realm}", s.live(apiFail, s.authServerMetadata))
 	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", s.certs)
 	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
 	m.Handle("GET /realms/{realm}/protocol/openid-connect/userinfo", s.authenticated(s.userinfo))
 	m.Handle("POST /realms/{realm}/protocol/openid-connect/userinfo", s.authenticated(s.userinfo))
-	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/revoke", s.live(s.revoke))
-	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token/introspect", s.live(s.introspect))
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/revoke", s.live(apiFail, s.revoke))
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token/introspect", s.live(apiFail, s.introspect))
 }
 
 // liveRealm runs fn on the named realm when it exists and is not
@@ -53,17 +53,21 @@ func (s *Server) lookupLive(name string) (*store.Realm, error) {
 }
 
 // live serves h on a route of a realm, the realm named in the path, when
-// the realm exists and is not decommissioned; otherwise 404.
-func (s *Server) live(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+// the realm exists and is not decommissioned; otherwise fail answers the
+// 404 (apiFail, or the web UI's uiError).
+func (s *Server) live(fail func(http.ResponseWriter, *http.Request, error), h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		realm := r.PathValue("realm")
 		if _, err := s.lookupLive(realm); err != nil {
-			writeErr(w, err)
+			fail(w, r, err)
 			return
 		}
 		h(w, r, realm)
 	}
 }
+
+// apiFail answers err as the API does (writeErr), for live.
+func apiFail(w http.ResponseWriter, _ *http.Request, err error) { writeErr(w, err) }
 
 // serverMetadata is the metadata of a realm: RFC 8414 authorization server
 // metadata, and with the OpenID fields set, OpenID Provider Metadata

@@ -65,8 +65,8 @@ func (s *Server) webUIRoutes(m mux) {
 	handle := func(pattern string, h http.Handler) { m.Handle(pattern, s.uiHost(h)) }
 	handle("GET "+uiPrefix+"/{$}", http.HandlerFunc(s.uiRealmChooser))
 	handle("GET "+uiPrefix+"/style.css", http.HandlerFunc(serveUIStyle))
-	handle("GET "+realm+"/login", http.HandlerFunc(s.uiLoginForm))
-	handle("POST "+realm+"/login", s.sameOrigin(http.HandlerFunc(s.uiLogin)))
+	handle("GET "+realm+"/login", s.live(s.uiError, s.uiLoginForm))
+	handle("POST "+realm+"/login", s.sameOrigin(s.live(s.uiError, s.uiLogin)))
 	handle("POST "+realm+"/logout", s.uiGuard(uiSignedIn, s.uiLogout))
 	handle("GET "+realm+"/home", s.uiPage(s.uiHome))
 	handle("GET "+realm+"/organizations/{orgId}", s.uiPage(s.uiOrganization))
@@ -144,12 +144,7 @@ func (s *Server) uiPage(h uiHandler) http.Handler { return s.uiGuard(uiManages, 
 // The user's roles are read on every request: a user who loses realm
 // management loses the UI at once, but can still sign out.
 func (s *Server) uiGuard(access uiAccess, h uiHandler) http.Handler {
-	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		realm := r.PathValue("realm")
-		if _, err := s.lookupLive(realm); err != nil {
-			s.uiError(w, r, err)
-			return
-		}
+	page := s.live(s.uiError, func(w http.ResponseWriter, r *http.Request, realm string) {
 		// A POST's form is read first: a request the form's rules refuse
 		// is a 4xx whoever sends it.
 		var form url.Values
@@ -312,6 +307,16 @@ type uiErrorPage struct {
 	Message string
 }
 
+// uiShow renders page name with data, or the error page of err when it
+// is not nil.
+func (s *Server) uiShow(w http.ResponseWriter, r *http.Request, name string, data any, err error) {
+	if err != nil {
+		s.uiError(w, r, err)
+		return
+	}
+	s.uiRender(w, http.StatusOK, name, data)
+}
+
 // uiError answers err as writeErr would, as an HTML page to a browser (a
 // request whose Accept names text/html) and as the service's JSON error
 // body to anyone else.
@@ -364,12 +369,7 @@ func (s *Server) uiRealmChooser(w http.ResponseWriter, r *http.Request) {
 
 // uiLoginForm serves the realm's login page: the server's own login form,
 // posting to the UI.
-func (s *Server) uiLoginForm(w http.ResponseWriter, r *http.Request) {
-	realm := r.PathValue("realm")
-	if _, err := s.lookupLive(realm); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
+func (s *Server) uiLoginForm(w http.ResponseWriter, r *http.Request, realm string) {
 	uiHeaders(w)
 	writeLoginPage(w, http.StatusOK, loginData{Realm: realm, Action: uiRealmPath(realm) + "/login"})
 }
@@ -380,12 +380,7 @@ func (s *Server) uiLoginForm(w http.ResponseWriter, r *http.Request) {
 // realm's first page. A failed login stores nothing and says only that it
 // failed: 401 for a wrong name or password, 403 for a user without realm
 // management.
-func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
-	realm := r.PathValue("realm")
-	if _, err := s.lookupLive(realm); err != nil {
-		s.uiError(w, r, err)
-		return
-	}
+func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, realm string) {
 	form, err := readUIForm(w, r)
 	if err != nil {
 		s.uiError(w, r, err)

@@ -149,11 +149,7 @@ func (s *Server) uiOrganization(w http.ResponseWriter, r *http.Request, ss *uiSe
 		p.Tree = build(tree)
 		return nil
 	})
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.uiRender(w, http.StatusOK, "organization", p)
+	s.uiShow(w, r, "organization", p, err)
 }
 
 // roleNames returns the names of the roles ids names, sorted.
@@ -214,11 +210,7 @@ func (s *Server) uiUser(w http.ResponseWriter, r *http.Request, ss *uiSession) {
 		p.Memberships = bound(ms)
 		return nil
 	})
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.uiRender(w, http.StatusOK, "user", p)
+	s.uiShow(w, r, "user", p, err)
 }
 
 // uiResource is a client resource with its scopes.
@@ -274,11 +266,7 @@ func (s *Server) uiClient(w http.ResponseWriter, r *http.Request, ss *uiSession)
 		})
 		return nil
 	})
-	if err != nil {
-		s.uiError(w, r, err)
-		return
-	}
-	s.uiRender(w, http.StatusOK, "client", p)
+	s.uiShow(w, r, "client", p, err)
 }
 
 // uiEvalPage is the evaluator: its form, and after a POST the decision
