@@ -73,15 +73,8 @@ func BenchmarkDecisionRate(b *testing.B) {
 				for range conns {
 					wg.Go(func() {
 						for range batch {
-							resp, err := post(client, url, token, body)
-							if err != nil {
+							if err := drainOK(post(client, url, token, body)); err != nil {
 								b.Error(err)
-								return
-							}
-							_, _ = io.Copy(io.Discard, resp.Body)
-							resp.Body.Close()
-							if resp.StatusCode != http.StatusOK {
-								b.Errorf("status %d", resp.StatusCode)
 								return
 							}
 						}
