@@ -65,6 +65,18 @@ func (s *sharedStore) hang(kind string) {
 	}
 }
 
+// begin holds a call of kind ("reads" or "writes") while the store is
+// frozen for it, then locks the store, which the caller unlocks; the error
+// is the failure set for kind.
+func (s *sharedStore) begin(kind string) error {
+	s.hang(kind)
+	s.mu.Lock()
+	if s.fail == nil && kind == "writes" {
+		return s.failWrites
+	}
+	return s.fail
+}
+
 func (s *sharedStore) now() time.Time {
 	if s.clock != nil {
 		return s.clock()
@@ -73,11 +85,9 @@ func (s *sharedStore) now() time.Time {
 }
 
 func (s *sharedStore) Recorded(_ context.Context, key string, since time.Time) (bool, error) {
-	s.hang("reads")
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.fail != nil {
-		return false, s.fail
+	if err := s.begin("reads"); err != nil {
+		return false, err
 	}
 	if since.Before(s.began) {
 		return false, fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew)
@@ -94,14 +104,9 @@ func (s *sharedStore) restart() {
 }
 
 func (s *sharedStore) Remember(_ context.Context, key string, until time.Time) (bool, error) {
-	s.hang("writes")
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.fail != nil {
-		return false, s.fail
-	}
-	if s.failWrites != nil {
-		return false, s.failWrites
+	if err := s.begin("writes"); err != nil {
+		return false, err
 	}
 	if s.failProofs != nil {
 		return false, s.failProofs
@@ -148,14 +153,9 @@ type gate struct {
 }
 
 func (s *sharedStore) recordOnce(_ context.Context, key, writer string, until, since time.Time) (bool, error) {
-	s.hang("writes")
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.fail != nil {
-		return false, s.fail
-	}
-	if s.failWrites != nil {
-		return false, s.failWrites
+	if err := s.begin("writes"); err != nil {
+		return false, err
 	}
 	if since.Before(s.began) {
 		return false, fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew)
@@ -174,14 +174,9 @@ func (s *sharedStore) recordOnce(_ context.Context, key, writer string, until, s
 // Finish makes writer's record no one's, its value becoming one no
 // writer has, and reports whether this call did.
 func (s *sharedStore) Finish(_ context.Context, key, writer string) (bool, error) {
-	s.hang("writes")
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.fail != nil {
-		return false, s.fail
-	}
-	if s.failWrites != nil {
-		return false, s.failWrites
+	if err := s.begin("writes"); err != nil {
+		return false, err
 	}
 	if w, ok := s.writers[key]; !ok || w != writer {
 		return false, nil
