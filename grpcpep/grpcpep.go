@@ -72,7 +72,6 @@ package grpcpep
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -317,7 +316,7 @@ func (g *guard) decide(ctx context.Context, fullMethod string, extra ...pep.Call
 			stack := debug.Stack()
 			_ = safego.Call(func() {
 				g.cfg.logger.ErrorContext(ctx, "grpcpep: the Func or the Checker panicked; the call is refused with PermissionDenied",
-					slog.String("method", fullMethod), slog.String("panic", panicText(r)), slog.String("stack", string(stack)))
+					slog.String("method", fullMethod), slog.String("panic", safego.Text(r)), slog.String("stack", string(stack)))
 			})
 		}
 	}()
@@ -386,17 +385,6 @@ var (
 	unauthenticated = status.Error(codes.Unauthenticated, `a valid "authorization: Bearer <token>" metadata value is required`)
 	denied          = status.Error(codes.PermissionDenied, "the caller is not allowed to do this")
 )
-
-// panicText is what a recovered panic value says; a value whose String or
-// Error method panics too says so.
-func panicText(r any) (text string) {
-	defer func() {
-		if recover() != nil {
-			text = fmt.Sprintf("a %T whose text panicked", r)
-		}
-	}()
-	return fmt.Sprint(r)
-}
 
 // resultKey is the context key of the decision.
 type resultKey struct{}

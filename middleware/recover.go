@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -44,17 +43,6 @@ func (c *config) recovered(w http.ResponseWriter, r *http.Request, callback stri
 	_ = safego.Call(func() {
 		logger.ErrorContext(r.Context(), "middleware: "+callback+" panicked; the request is refused with the denied answer",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.String("panic", panicText(v)), slog.String("stack", string(stack)))
+			slog.String("panic", safego.Text(v)), slog.String("stack", string(stack)))
 	})
-}
-
-// panicText is what a recovered panic value says; a value whose String or
-// Error method panics too says so.
-func panicText(v any) (text string) {
-	defer func() {
-		if recover() != nil {
-			text = fmt.Sprintf("a %T whose text panicked", v)
-		}
-	}()
-	return fmt.Sprint(v)
 }
