@@ -78,24 +78,20 @@ func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 	require.NoError(t, err)
 	c.SetToken(aliceToken)
 
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
 	const calls = 100
-	for i := range calls {
-		path := fmt.Sprint("orders/", i, "/", strings.Repeat("x", 256<<10))
-		resource, _, _ := strings.Cut(path, "/") // shares path's bytes
-		d, err := c.Check(t.Context(), resource, "read",
-			pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint("/orders/", i)}))
-		require.NoError(t, err)
-		require.True(t, d.Allowed())
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
+	grown := heapGrowth(func() {
+		for i := range calls {
+			path := fmt.Sprint("orders/", i, "/", strings.Repeat("x", 256<<10))
+			resource, _, _ := strings.Cut(path, "/") // shares path's bytes
+			d, err := c.Check(t.Context(), resource, "read",
+				pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint("/orders/", i)}))
+			require.NoError(t, err)
+			require.True(t, d.Allowed())
+		}
+	})
 	require.Equal(t, calls, c.Stats().CacheEntries, "every answer was cached")
 	// 100 entries keeping their 256 KiB paths would hold 25 MiB.
-	assert.Less(t, int64(after.HeapAlloc)-int64(before.HeapAlloc), int64(4<<20),
-		"the cache keeps copies of the names, not the strings they were cut from")
+	assert.Less(t, grown, int64(4<<20), "the cache keeps copies of the names, not the strings they were cut from")
 }
 
 // Break 4: whatever the request context a caller sends, an entry costs a
@@ -108,26 +104,21 @@ func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
 	c.SetToken(aliceToken)
 	longPath := "/orders/" + strings.Repeat("x", 100<<10)
 
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
 	const calls = 100
-	for i := range calls {
-		d, err := c.Check(t.Context(), "orders", "read",
-			pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint(longPath, i)}))
-		require.NoError(t, err)
-		require.True(t, d.Allowed())
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-
+	grown := heapGrowth(func() {
+		for i := range calls {
+			d, err := c.Check(t.Context(), "orders", "read",
+				pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint(longPath, i)}))
+			require.NoError(t, err)
+			require.True(t, d.Allowed())
+		}
+	})
 	s := c.Stats()
 	assert.Equal(t, calls, s.CacheEntries, "every answer was cached")
 	assert.LessOrEqual(t, s.CacheBytes, int64(budget))
 	assert.Less(t, s.CacheBytes/int64(s.CacheEntries), int64(2<<10), "an entry counts well under 2 KiB")
 	// 100 entries keyed by 100 KiB paths would hold 10 MiB.
-	assert.Less(t, int64(after.HeapAlloc)-int64(before.HeapAlloc), int64(2<<20),
-		"the cache keeps digests, not the paths")
+	assert.Less(t, grown, int64(2<<20), "the cache keeps digests, not the paths")
 	for i := range 3 { // and a digest finds the same context again
 		d, err := c.Check(t.Context(), "orders", "read",
 			pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint(longPath, i)}))
@@ -591,19 +582,15 @@ func TestCacheBytesAreHonest(t *testing.T) {
 	// Warm up the connection pool and the client's own structures.
 	_, err = c.Check(pep.WithToken(t.Context(), "warm-up-token"), "orders", "read")
 	require.NoError(t, err)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for _, tok := range tokens {
-		d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-		require.NoError(t, err)
-		require.True(t, d.Allowed())
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
+	grown := float64(heapGrowth(func() {
+		for _, tok := range tokens {
+			d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
+			require.NoError(t, err)
+			require.True(t, d.Allowed())
+		}
+	}))
 	s := c.Stats()
 	require.Equal(t, len(tokens)+1, s.CacheEntries)
-	grown := float64(after.HeapAlloc) - float64(before.HeapAlloc)
 	counted := float64(s.CacheBytes) * float64(len(tokens)) / float64(len(tokens)+1)
 	t.Logf("heap grew %.0f bytes for %d entries; counted %.0f (%.2f)", grown, len(tokens), counted, grown/counted)
 	assert.Less(t, grown, 1.25*counted)
@@ -628,4 +615,15 @@ func TestDeclaredLengthIsNotTrusted(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, d.Allowed())
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<10))
+}
+
+// heapGrowth returns how many bytes the live heap grew by while fill ran.
+func heapGrowth(fill func()) int64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fill()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
 }
