@@ -74,7 +74,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -234,7 +233,7 @@ type guard struct {
 
 func newGuard(c Checker, fn Func, opts []Option) *guard {
 	g := &guard{c: c, fn: fn, cfg: config{unavailable: codes.Unavailable, redecide: DefaultStreamRedecide, logger: slog.Default()}}
-	if isNil(c) {
+	if safego.IsNil(c) {
 		g.cfg.mistakes = append(g.cfg.mistakes, "the Checker is nil")
 	}
 	if fn == nil {
@@ -395,17 +394,4 @@ type resultKey struct{}
 func DecisionFromContext(ctx context.Context) (pep.Result, bool) {
 	res, ok := ctx.Value(resultKey{}).(pep.Result)
 	return res, ok
-}
-
-// isNil reports whether v is nil or an interface holding a nil pointer,
-// map, function, channel or slice (a typed nil, such as a nil *pep.Client).
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }

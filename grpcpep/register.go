@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc"
+
+	"github.com/orgauthz/orgauthz/internal/safego"
 )
 
 // CheckServiceDesc returns an error naming every stream of sd that no
@@ -44,7 +46,7 @@ func CheckServiceDesc(sd *grpc.ServiceDesc) error {
 //
 // A nil r panics at once.
 func CheckedRegistrar(r grpc.ServiceRegistrar) grpc.ServiceRegistrar {
-	if isNil(r) {
+	if safego.IsNil(r) {
 		panic("grpcpep: CheckedRegistrar needs a grpc.ServiceRegistrar, not nil")
 	}
 	return checkedRegistrar{r: r}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/safego"
 )
 
 // Evaluator asks an AuthZEN PDP for one decision. *authzen.Client
@@ -48,7 +49,7 @@ var _ Evaluator = (*authzen.Client)(nil)
 // handler. Options are Require's; WithClientToken changes nothing here.
 func RequireAuthZEN(e Evaluator, subject func(*http.Request) (authzen.Subject, error), target func(*http.Request) (authzen.Action, authzen.Resource), opts ...Option) Middleware {
 	cfg := config{denied: http.HandlerFunc(forbidden), unauthorized: http.HandlerFunc(unauthorized)}
-	if isNil(e) {
+	if safego.IsNil(e) {
 		cfg.mistakes = append(cfg.mistakes, "the Evaluator is nil")
 	}
 	if subject == nil {
@@ -59,7 +60,7 @@ func RequireAuthZEN(e Evaluator, subject func(*http.Request) (authzen.Subject, e
 	}
 	mustApply(&cfg, opts)
 	return func(next http.Handler) http.Handler {
-		if isNil(next) {
+		if safego.IsNil(next) {
 			panic("middleware: the handler to protect is nil")
 		}
 		return &azGuard{e: e, subject: subject, target: target, cfg: cfg, next: next}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/internal/ascii"
 	"github.com/orgauthz/orgauthz/internal/fastcheck"
+	"github.com/orgauthz/orgauthz/internal/safego"
 	"github.com/orgauthz/orgauthz/internal/transport"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -78,7 +78,7 @@ func (c *config) pass(next http.Handler, w http.ResponseWriter, r *http.Request)
 }
 
 func (c *config) handler(name string, h http.Handler, set *http.Handler) {
-	if isNil(h) {
+	if safego.IsNil(h) {
 		c.mistakes = append(c.mistakes, name+" was given a nil handler")
 		return
 	}
@@ -185,7 +185,7 @@ func newConfig(c Checker, fn func(*http.Request) (string, []string)) (config, fu
 		denied:       http.HandlerFunc(forbidden),
 		unauthorized: http.HandlerFunc(unauthorized),
 	}
-	if isNil(c) {
+	if safego.IsNil(c) {
 		cfg.mistakes = append(cfg.mistakes, "the Checker is nil")
 	}
 	if fn == nil {
@@ -241,7 +241,7 @@ func build(c Checker, fn func(*http.Request) (string, []string), rt any, cfg con
 		pc, rt = nil, nil
 	}
 	return func(next http.Handler) http.Handler {
-		if isNil(next) {
+		if safego.IsNil(next) {
 			panic("middleware: the handler to protect is nil")
 		}
 		return &guard{c: c, pc: pc, fn: fn, route: rt, cfg: cfg, next: next}
@@ -709,17 +709,4 @@ func writeError(w http.ResponseWriter, status int, message string) {
 		Error   string `json:"error"`
 		Message string `json:"message"`
 	}{http.StatusText(status), message})
-}
-
-// isNil reports whether v is nil or an interface holding a nil pointer,
-// map, function or channel (a typed nil, such as a nil *pep.Client).
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }

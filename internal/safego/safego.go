@@ -22,6 +22,7 @@ package safego
 
 import (
 	"fmt"
+	"reflect"
 	"runtime/debug"
 )
 
@@ -70,4 +71,18 @@ func Text(v any) (text string) {
 		}
 	}()
 	return fmt.Sprint(v)
+}
+
+// IsNil reports whether v, a value the user gave, is nil or an interface
+// holding a nil pointer, map, function, channel or slice (a typed nil,
+// such as a nil *pep.Client): a wiring mistake to refuse before it panics.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
