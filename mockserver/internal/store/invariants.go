@@ -196,34 +196,33 @@ func (r *Realm) checkLists(bad func(string, ...any)) {
 			bad("userIDs holds %q, which is no user", id)
 		}
 	}
-	if len(r.orgList) != len(r.Orgs) {
-		bad("orgList holds %d organizations for %d", len(r.orgList), len(r.Orgs))
-	}
-	for i, o := range r.orgList {
-		if r.Orgs[o.ID] != o {
-			bad("orgList[%d] = %q is not an organization", i, o.ID)
-		}
-		if i > 0 && cmpOrg(r.orgList[i-1], o) >= 0 {
-			bad("orgList is not sorted at %d", i)
-		}
-	}
-	if len(r.roleList) != len(r.Roles) {
-		bad("roleList holds %d roles for %d", len(r.roleList), len(r.Roles))
-	}
-	for i, ro := range r.roleList {
-		if r.Roles[ro.ID] != ro {
-			bad("roleList[%d] = %q is not a role", i, ro.ID)
-		}
-		if i > 0 && cmpRole(r.roleList[i-1], ro) >= 0 {
-			bad("roleList is not sorted at %d", i)
-		}
-	}
+	checkSorted(bad, "orgList", "organizations", "an organization", r.orgList, r.Orgs, cmpOrg)
+	checkSorted(bad, "roleList", "roles", "a role", r.roleList, r.Roles, cmpRole)
 	for id, ro := range r.Roles {
 		if _, ok := r.globalRoles[id]; ok != ro.IsGlobal() {
 			bad("role %q: global %v but globalRoles says %v", id, ro.IsGlobal(), ok)
 		}
 	}
 }
+
+// checkSorted checks list, named name, the sorted list of m's values
+// (plural, each one of them): one for each value, sorted by cmp.
+func checkSorted[T interface{ key() string }](bad func(string, ...any), name, plural, one string, list []T, m map[string]T, cmp func(a, b T) int) {
+	if len(list) != len(m) {
+		bad("%s holds %d %s for %d", name, len(list), plural, len(m))
+	}
+	for i, v := range list {
+		if any(m[v.key()]) != any(v) {
+			bad("%s[%d] = %q is not %s", name, i, v.key(), one)
+		}
+		if i > 0 && cmp(list[i-1], v) >= 0 {
+			bad("%s is not sorted at %d", name, i)
+		}
+	}
+}
+
+func (o *Organization) key() string { return o.ID }
+func (ro *Role) key() string        { return ro.ID }
 
 // checkOrgIndexes checks each organization's index against Depts: every
 // department sits once in its parent's sorted child list, aliases and counts
