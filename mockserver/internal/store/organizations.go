@@ -309,29 +309,26 @@ func byName(nameA, idA, nameB, idB string) int {
 	return cmp.Compare(idA, idB)
 }
 
+// nextLower returns the first rune of s, which is not empty, lower-cased
+// (unicode.ToLower), and the rest of s.
+func nextLower(s string) (rune, string) {
+	if c := s[0]; c < utf8.RuneSelf {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		return rune(c), s[1:]
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return unicode.ToLower(r), s[n:]
+}
+
 // compareLower compares strings.ToLower(a) with strings.ToLower(b) without
 // building them: lists are sorted and searched with it on every change.
 func compareLower(a, b string) int {
 	for a != "" && b != "" {
 		var ra, rb rune
-		if c := a[0]; c < utf8.RuneSelf {
-			ra, a = rune(c), a[1:]
-			if 'A' <= ra && ra <= 'Z' {
-				ra += 'a' - 'A'
-			}
-		} else {
-			r, n := utf8.DecodeRuneInString(a)
-			ra, a = unicode.ToLower(r), a[n:]
-		}
-		if c := b[0]; c < utf8.RuneSelf {
-			rb, b = rune(c), b[1:]
-			if 'A' <= rb && rb <= 'Z' {
-				rb += 'a' - 'A'
-			}
-		} else {
-			r, n := utf8.DecodeRuneInString(b)
-			rb, b = unicode.ToLower(r), b[n:]
-		}
+		ra, a = nextLower(a)
+		rb, b = nextLower(b)
 		if ra != rb {
 			return cmp.Compare(ra, rb)
 		}
