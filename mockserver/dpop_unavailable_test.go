@@ -45,11 +45,7 @@ func (f *front) requireNonces(replica string) {
 func TestDPoPNonceSourceDownIsUnavailable(t *testing.T) {
 	t.Parallel()
 	f := startFront(t, []string{"a"}, mockserver.WithFixture(dpopFixture()), mockserver.WithNonces(downNonces{}))
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	res := f.dpopToken("a", signer, "")
-	require.Equal(t, http.StatusOK, res.status, "nonces not required yet: %s", res.body)
-	token := res.json(t)["access_token"].(string)
+	signer, token := f.boundToken(t, "a")
 	f.requireNonces("a")
 
 	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
@@ -80,11 +76,7 @@ func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
 	t.Parallel()
 	store := &sharedStore{keys: map[string]time.Time{}}
 	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	res := f.dpopToken("a", signer, "")
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	token := res.json(t)["access_token"].(string)
+	signer, token := f.boundToken(t, "a")
 
 	store.set(&store.failProofs, fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew))
 	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
@@ -106,7 +98,7 @@ func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
 	store.set(&store.failProofs, errors.New("connection refused")) // an outage: a second
 	proof, err = signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
 	require.NoError(t, err)
-	res = f.decide("a", token, proof)
+	res := f.decide("a", token, proof)
 	require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
 	require.Equal(t, "1", res.header.Get("Retry-After"))
 }

@@ -244,6 +244,16 @@ func (f *front) do(replica, method, path, contentType, body string, header http.
 	return httpResult{status: res.StatusCode, header: res.Header, body: b}
 }
 
+// boundToken is a DPoP-bound token replica issued, and its key.
+func (f *front) boundToken(t *testing.T, replica string) (*dpop.Signer, string) {
+	t.Helper()
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	res := f.dpopToken(replica, signer, "")
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	return signer, res.json(t)["access_token"].(string)
+}
+
 // dpopToken gets alice a token bound to signer from replica.
 func (f *front) dpopToken(replica string, signer *dpop.Signer, nonce string) httpResult {
 	f.t.Helper()
@@ -285,16 +295,11 @@ func testReplicasActAsOne(t *testing.T, alg string) {
 	store := &sharedStore{keys: map[string]time.Time{}}
 	f := startFront(t, []string{"a", "b"}, mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed),
 		mockserver.WithReplayStore(store), mockserver.WithNonces(nonces), mockserver.WithAccessTokenAlgorithm(alg))
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
-
-	res := f.dpopToken("a", signer, "")
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	token := res.json(t)["access_token"].(string)
+	signer, token := f.boundToken(t, "a")
 
 	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
 	require.NoError(t, err)
-	res = f.decide("b", token, proof)
+	res := f.decide("b", token, proof)
 	require.Equal(t, http.StatusOK, res.status, "a token of replica a at replica b: %s", res.body)
 	require.Equal(t, "GRANT", res.json(t)["status"])
 	for _, r := range []string{"a", "b"} {
@@ -330,14 +335,10 @@ func TestReplayStoreDownIsUnavailable(t *testing.T) {
 	t.Parallel()
 	store := &sharedStore{keys: map[string]time.Time{}}
 	f := startFront(t, []string{"a"}, mockserver.WithFixture(dpopFixture()), mockserver.WithReplayStore(store))
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	res := f.dpopToken("a", signer, "")
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	token := res.json(t)["access_token"].(string)
+	signer, token := f.boundToken(t, "a")
 
 	store.set(&store.fail, errors.New("connection refused"))
-	res = f.dpopToken("a", signer, "")
+	res := f.dpopToken("a", signer, "")
 	require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
 	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
 	require.NotEmpty(t, res.header.Get("Retry-After"))
