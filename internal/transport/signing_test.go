@@ -60,13 +60,7 @@ func TestHungKeyHoldsBoundedSignatures(t *testing.T) {
 
 	const url = "https://gateway.example/authorize"
 	for i := range maxSigning {
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() {
-			<-started
-			cancel() // the call gives up while the key signs
-		}()
-		proof, err := prove(ctx, s, "POST", url, "a-token", "")
-		cancel()
+		proof, err := proveGivingUp(t, s, started, "a-token")
 		assert.Empty(t, proof)
 		require.ErrorIs(t, err, ErrUnavailable, "signature %d", i)
 		require.ErrorIs(t, err, context.Canceled, "signature %d", i)
@@ -113,13 +107,7 @@ func TestHangUpsDoNotLockOutASlowKey(t *testing.T) {
 	require.NoError(t, err)
 	const url = "https://gateway.example/authorize"
 	for range 4 {
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() {
-			<-started
-			cancel()
-		}()
-		_, err := prove(ctx, s, "POST", url, "a-token", "")
-		cancel()
+		_, err := proveGivingUp(t, s, started, "a-token")
 		require.ErrorIs(t, err, context.Canceled)
 	}
 	got := make(chan error, 1)
@@ -163,4 +151,17 @@ func TestPanickingKeyFailsTheCallClosed(t *testing.T) {
 	_, held := keys.m[keyID(s)]
 	keys.Unlock()
 	assert.False(t, held, "the key's slot came back")
+}
+
+// proveGivingUp has signer prove a request with token under a context
+// cancelled once the key began signing (started): the call gives up while
+// the key signs.
+func proveGivingUp(t *testing.T, signer *dpop.Signer, started <-chan struct{}, token string) (string, error) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		<-started
+		cancel()
+	}()
+	return prove(ctx, signer, "POST", "https://gateway.example/authorize", token, "")
 }

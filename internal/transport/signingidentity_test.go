@@ -60,13 +60,7 @@ func TestAKeyClaimingAnothersPublicKeySharesNoBound(t *testing.T) {
 	// signature began, take every slot it has.
 	const url = "https://gateway.example/authorize"
 	for i := range maxSigning {
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() {
-			<-started
-			cancel()
-		}()
-		_, err := prove(ctx, claimant, "POST", url, "claimant-token", "")
-		cancel()
+		_, err := proveGivingUp(t, claimant, started, "claimant-token")
 		require.ErrorIs(t, err, context.Canceled, "signature %d", i)
 	}
 	held := enterKey(claimant)

@@ -50,13 +50,7 @@ func TestHungKeyBoundIsPerKeyNotPerSigner(t *testing.T) {
 	// signature began, fill the key's slots.
 	const url = "https://gateway.example/authorize"
 	for i := range maxSigning {
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() {
-			<-started
-			cancel()
-		}()
-		_, err := prove(ctx, signers[i%len(signers)], "POST", url, "a-token", "")
-		cancel()
+		_, err := proveGivingUp(t, signers[i%len(signers)], started, "a-token")
 		require.ErrorIs(t, err, context.Canceled, "signature %d", i)
 	}
 
