@@ -25,11 +25,7 @@ func (a *orgAPI) expect(want int, method, path string, body any) (string, error)
 	if r.Status != want {
 		return "", fmt.Errorf("%s %s: status %d, want %d: %s", method, path, r.Status, want, r.Body)
 	}
-	var out struct {
-		Result struct {
-			ID string `json:"id"`
-		} `json:"result"`
-	}
+	var out idResult
 	_ = json.Unmarshal(r.Body, &out)
 	return out.Result.ID, nil
 }

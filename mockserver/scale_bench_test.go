@@ -447,11 +447,7 @@ func buildIsolationSetup() (*isolationSetup, error) {
 	req.Header.Set("Authorization", "Bearer "+admin)
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, req)
-	var out struct {
-		Result struct {
-			ID string `json:"id"`
-		} `json:"result"`
-	}
+	var out idResult
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); rec.Code != http.StatusCreated || err != nil {
 		return nil, fmt.Errorf("creating the template: %d %.300s", rec.Code, rec.Body)
 	}
@@ -740,13 +736,16 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
+// idResult is an answer {"result": {"id": ...}}.
+type idResult struct {
+	Result struct {
+		ID string `json:"id"`
+	} `json:"result"`
+}
+
 // idOf returns result.id of a recorded answer.
 func idOf(tb testing.TB, rec *httptest.ResponseRecorder) string {
-	var out struct {
-		Result struct {
-			ID string `json:"id"`
-		} `json:"result"`
-	}
+	var out idResult
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Result.ID == "" {
 		tb.Fatalf("no result.id in %.300s", rec.Body)
 	}
