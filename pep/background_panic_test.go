@@ -152,6 +152,16 @@ var refused401 = roundTripFunc(func(r *http.Request) (*http.Response, error) {
 	return resp, nil
 })
 
+// refusedClient is a client, closed when the test ends, of a gateway that
+// refuses every token (refused401), its purges published through inv.
+func refusedClient(t *testing.T, inv pep.Invalidator) *pep.Client {
+	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
+		pep.WithHTTPClient(&http.Client{Transport: refused401}), pep.WithInvalidator(inv))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // refusedPublishLogPanicsChild: the publication of a refused token's purge
 // fails, and the user's handler panics on the line that logs it, on the
 // publishing goroutine.
@@ -226,10 +236,7 @@ func TestAPublishThatEndsItsGoroutineReleasesItsSlot(t *testing.T) {
 	const tokens = 65 // past core's 64 publishers
 	inv := &goexitPublisher{}
 	inv.goexit.Store(true)
-	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
-		pep.WithHTTPClient(&http.Client{Transport: refused401}), pep.WithInvalidator(inv))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := refusedClient(t, inv)
 	for i := range tokens {
 		_, _ = c.Check(pep.WithToken(t.Context(), fmt.Sprintf("revoked-%d", i)), "orders", "read")
 	}

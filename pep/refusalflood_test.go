@@ -5,14 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -72,10 +70,7 @@ func TestARefusalFloodBecomesOnePurgeOfEveryCache(t *testing.T) {
 	t.Parallel()
 	const tokens = 64 + 1024 + 100 // past the publishers and the queue
 	inv := &gatedPublisher{open: make(chan struct{})}
-	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
-		pep.WithHTTPClient(&http.Client{Transport: refused401}), pep.WithInvalidator(inv))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := refusedClient(t, inv)
 	for i := range tokens {
 		_, err := c.Check(pep.WithToken(t.Context(), fmt.Sprintf("junk-%d", i)), "orders", "read")
 		require.ErrorIs(t, err, pep.ErrUnauthorized)
@@ -99,10 +94,7 @@ func TestARefusalThatWaitsTooLongBecomesAPurgeOfEveryCache(t *testing.T) {
 	t.Parallel()
 	const tokens = 64 + 10 // past the publishers, far below the queue's bound
 	inv := &gatedPublisher{open: make(chan struct{})}
-	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
-		pep.WithHTTPClient(&http.Client{Transport: refused401}), pep.WithInvalidator(inv))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := refusedClient(t, inv)
 	for i := range tokens {
 		_, err := c.Check(pep.WithToken(t.Context(), fmt.Sprintf("revoked-%d", i)), "orders", "read")
 		require.ErrorIs(t, err, pep.ErrUnauthorized)

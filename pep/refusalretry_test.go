@@ -1,13 +1,11 @@
 package pep_test
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -20,11 +18,8 @@ import (
 func TestOneRefusalAndAShortOutagePurgeThatTokenOnly(t *testing.T) {
 	t.Parallel()
 	inv := &gatedPublisher{up: time.Now().Add(2 * time.Second)}
-	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
-		pep.WithHTTPClient(&http.Client{Transport: refused401}), pep.WithInvalidator(inv))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	_, err = c.Check(pep.WithToken(t.Context(), "expired-token-1"), "orders", "read")
+	c := refusedClient(t, inv)
+	_, err := c.Check(pep.WithToken(t.Context(), "expired-token-1"), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
 	require.Eventually(t, func() bool { n, all := inv.taken(); return n >= 2 || all > 0 }, 10*time.Second, 5*time.Millisecond,
 		"nothing was published after the channel came back")
