@@ -21,8 +21,7 @@ import (
 // caller's DPoP proofs, revocations and code redemptions with them).
 func TestReusedCodesSharedRecordLastsAsLongAsItsToken(t *testing.T) {
 	t.Parallel()
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(webFixture()))
+	f, store := startStoreFront(t, mockserver.WithFixture(webFixture()))
 	const cycles = 50
 	for i := range cycles {
 		code := f.authCode("a", webRedirect)

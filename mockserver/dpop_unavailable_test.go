@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -74,8 +73,7 @@ func TestDPoPNonceSourceDownIsUnavailable(t *testing.T) {
 // of which every retry is refused again.
 func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
 	t.Parallel()
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
+	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()))
 	signer, token := f.boundToken(t, "a")
 
 	store.set(&store.failProofs, fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew))

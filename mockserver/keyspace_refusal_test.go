@@ -73,8 +73,7 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 	})
 	t.Run("a new token, code or session while the keyspace is younger than the clocks' margin", func(t *testing.T) {
 		t.Parallel()
-		store := &sharedStore{keys: map[string]time.Time{}}
-		f := startSharedFront(t, store, mockserver.WithFixture(webFixture()), mockserver.WithWebUI())
+		f, store := startStoreFront(t, mockserver.WithFixture(webFixture()), mockserver.WithWebUI())
 		// A keyspace that vouches for nothing issued before an hour from
 		// now: what Redis's marker says of every token within a minute
 		// after it lost its keys.
@@ -104,8 +103,7 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 	})
 	t.Run("authorization code", func(t *testing.T) {
 		t.Parallel()
-		store := &sharedStore{keys: map[string]time.Time{}}
-		f := startSharedFront(t, store, mockserver.WithFixture(webFixture()))
+		f, store := startStoreFront(t, mockserver.WithFixture(webFixture()))
 		code := f.authCode("a", webRedirect)
 		store.restart()
 		res := f.redeemCode("b", code)
@@ -116,8 +114,7 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 	})
 	t.Run("web UI session", func(t *testing.T) {
 		t.Parallel()
-		store := &sharedStore{keys: map[string]time.Time{}}
-		f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
+		f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
 		cookies, _ := f.uiSignIn("a")
 		store.restart()
 		res, body := f.send("b", http.MethodGet, "/ui/realms/acme/home", nil, cookies)
@@ -166,8 +163,7 @@ func TestIssueTokenIssuesNothingAYoungKeyspaceCannotVouchFor(t *testing.T) {
 // once the store answers, each issues again.
 func TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked(t *testing.T) {
 	t.Parallel()
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(webFixture()), mockserver.WithWebUI())
+	f, store := startStoreFront(t, mockserver.WithFixture(webFixture()), mockserver.WithWebUI())
 	s, err := mockserver.New(mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store),
 		mockserver.WithFixture(webFixture()), mockserver.WithIssuer("http://127.0.0.1:1"))
 	require.NoError(t, err)
@@ -206,8 +202,7 @@ func TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked(t *testing.T) {
 func TestASessionIssuedIsServedOnItsFirstUse(t *testing.T) {
 	t.Parallel()
 	now := time.Now().Truncate(time.Second).Add(500 * time.Millisecond)
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI(),
+	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI(),
 		mockserver.WithClock(func() time.Time { return now }))
 	// The store vouches for what was issued from 250 ms into this second.
 	store.mu.Lock()
@@ -235,8 +230,7 @@ func TestASessionIssuedIsServedOnItsFirstUse(t *testing.T) {
 func TestACodeIssuedIsRedeemedForATokenServed(t *testing.T) {
 	t.Parallel()
 	now := time.Now().Truncate(time.Second).Add(500 * time.Millisecond)
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(webFixture()), mockserver.WithClock(func() time.Time { return now }))
+	f, store := startStoreFront(t, mockserver.WithFixture(webFixture()), mockserver.WithClock(func() time.Time { return now }))
 	store.mu.Lock()
 	store.began = now.Truncate(time.Second).Add(250 * time.Millisecond) // vouches from 250 ms into the second
 	store.mu.Unlock()

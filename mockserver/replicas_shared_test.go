@@ -37,6 +37,13 @@ func webFixture() mockserver.Fixture {
 	return fx
 }
 
+// startStoreFront is startSharedFront on a new, empty sharedStore, which
+// it returns too.
+func startStoreFront(t *testing.T, opts ...mockserver.Option) (*front, *sharedStore) {
+	store := &sharedStore{keys: map[string]time.Time{}}
+	return startSharedFront(t, store, opts...), store
+}
+
 // startSharedFront starts replicas a and b sharing store and the key seed.
 func startSharedFront(t *testing.T, store *sharedStore, opts ...mockserver.Option) *front {
 	t.Helper()
@@ -135,8 +142,7 @@ func TestReplicasRefuseARevokedTokenWithAClockBehindTheStore(t *testing.T) {
 // answers.
 func TestReplicasRefuseATokenWhoseRevocationTheyCannotTell(t *testing.T) {
 	t.Parallel()
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
+	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()))
 	token := f.passwordToken("a")
 	require.Equal(t, http.StatusOK, f.bearerDecide("b", token).status)
 
@@ -171,8 +177,7 @@ func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 	t.Parallel()
 	const redirect = webRedirect
 	fx := webFixture()
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(fx))
+	f, store := startStoreFront(t, mockserver.WithFixture(fx))
 	code := func(replica string) string { return f.authCode(replica, redirect) }
 	redeem := f.redeemCode
 	c := code("a")
@@ -208,8 +213,7 @@ func TestReplicasKeepACodeWhoseProofIsRefused(t *testing.T) {
 	t.Parallel()
 	const redirect = webRedirect
 	fx := webFixture()
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(fx))
+	f, store := startStoreFront(t, mockserver.WithFixture(fx))
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	redeem := func(code string) httpResult { return f.redeemWith("b", code, pkceVerifier, signer) }
@@ -236,8 +240,7 @@ func TestReplicasRedeemACodeWhoseSpendFailedAfterItsWriteOnItsRedeemersRetry(t *
 	t.Parallel()
 	const redirect = webRedirect
 	fx := webFixture()
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(fx))
+	f, store := startStoreFront(t, mockserver.WithFixture(fx))
 	holder, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	other, err := dpop.GenerateKey()
@@ -371,8 +374,7 @@ func (f *front) uiSignIn(replica string) ([]*http.Cookie, string) {
 // token.
 func TestReplicasShareARevocationOnlyOnceItIsAnswered(t *testing.T) {
 	t.Parallel()
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
+	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()))
 	token := f.passwordToken("a")
 
 	// Redis full under noeviction: writes fail, reads answer.
@@ -402,8 +404,7 @@ func TestReplicasShareARevocationOnlyOnceItIsAnswered(t *testing.T) {
 // another replica still serves the session (a copy of the cookie).
 func TestReplicasShareAUISignOutOnlyOnceItIsAnswered(t *testing.T) {
 	t.Parallel()
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
+	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
 	cookies, csrf := f.uiSignIn("b")
 
 	store.set(&store.failWrites, errors.New("OOM command not allowed when used memory > 'maxmemory'"))
@@ -469,8 +470,7 @@ func TestReplicasBoundEveryCallOfTheSharedStore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			store := &sharedStore{keys: map[string]time.Time{}}
-			f := startSharedFront(t, store, mockserver.WithFixture(fx), mockserver.WithWebUI())
+			f, store := startStoreFront(t, mockserver.WithFixture(fx), mockserver.WithWebUI())
 			f.store, f.timeout = store, hangGuard
 			status, retryAfter := tc.call(f)
 			require.Equal(t, http.StatusServiceUnavailable, status, "%s with the store's %s frozen", tc.name, tc.frozen)
@@ -518,8 +518,7 @@ func TestReplicasContinueASearchAcrossThem(t *testing.T) {
 // that cannot ask whether the session was signed out refuses it (503).
 func TestReplicasShareUISessionsAndLogouts(t *testing.T) {
 	t.Parallel()
-	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
+	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
 	send := f.send
 	login, _ := send("a", http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
 	require.Equal(t, http.StatusSeeOther, login.StatusCode)
