@@ -56,9 +56,7 @@ func TestCheckManyDecisionsAndStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := startReference(t)
-			c := g.newClient(t)
-			c.SetToken(g.token(t, "alice"))
+			g, c := startWithAlice(t)
 			r, err := c.CheckMany(t.Context(), tt.resources)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantStatus, r.Status)
@@ -123,9 +121,7 @@ func TestCheckManyInputErrors(t *testing.T) {
 
 func TestCheckManyAsksOnlyForUncachedPairs(t *testing.T) {
 	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t)
-	c.SetToken(g.token(t, "alice"))
+	g, c := startWithAlice(t)
 	_, err := c.Check(t.Context(), "orders", "read")
 	require.NoError(t, err)
 	_, err = c.Check(t.Context(), "invoices", "pay")

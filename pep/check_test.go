@@ -375,9 +375,7 @@ func TestEveryAnswerReplacesTheCachedVerdict(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := startReference(t)
-			c := g.newClient(t)
-			c.SetToken(g.token(t, "alice"))
+			g, c := startWithAlice(t)
 			d, err := c.Check(t.Context(), "orders", "read")
 			require.NoError(t, err)
 			requireGatewayDecision(t, d, pep.Grant) // cached
@@ -560,9 +558,7 @@ func TestCachedCheckReadsOnlyItsOwnEntry(t *testing.T) {
 }
 
 func TestCheckHitAllocatesNothing(t *testing.T) {
-	g := startReference(t)
-	c := g.newClient(t)
-	c.SetToken(g.token(t, "alice"))
+	g, c := startWithAlice(t)
 	ctx := t.Context()
 	_, err := c.Check(ctx, "orders", "read")
 	require.NoError(t, err)

@@ -423,9 +423,7 @@ func TestContentTypeIsNotChecked(t *testing.T) {
 
 func TestCancelledContextFailsClosedWithoutRequest(t *testing.T) {
 	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t)
-	c.SetToken(g.token(t, "alice"))
+	g, c := startWithAlice(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	d, err := c.Check(ctx, "orders", "read")

@@ -174,9 +174,7 @@ func TestListGrantedFailures(t *testing.T) {
 	})
 	t.Run("empty resource name", func(t *testing.T) {
 		t.Parallel()
-		g := startReference(t)
-		c := g.newClient(t)
-		c.SetToken(g.token(t, "alice"))
+		g, c := startWithAlice(t)
 		_, err := c.ListGranted(t.Context(), []pep.Resource{{Scopes: []string{"read"}}})
 		require.EqualError(t, err, "pep: invalid argument: resource 0 has no name")
 		require.ErrorIs(t, err, pep.ErrInvalidArgument)

@@ -317,6 +317,15 @@ func (g *reference) expiredToken(t testing.TB, user string) string {
 	return g.token(t, user, mockserver.TokenLifetime(-time.Minute))
 }
 
+// startWithAlice starts a reference server and a client of it holding
+// alice's token.
+func startWithAlice(t testing.TB) (*reference, *pep.Client) {
+	g := startReference(t)
+	c := g.newClient(t)
+	c.SetToken(g.token(t, "alice"))
+	return g, c
+}
+
 // newClient returns an orders-api client using the server's own
 // *http.Client, so that its connections close with the server, with
 // hangguard.Timeout and then opts.

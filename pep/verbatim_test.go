@@ -31,9 +31,7 @@ const notUTF8 = "/orders/\xff"
 // the reference server or the cache.
 func TestQuestionsNotValidUTF8AreRefused(t *testing.T) {
 	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t)
-	c.SetToken(g.token(t, "alice"))
+	g, c := startWithAlice(t)
 	ctx := func(rc pep.RequestContext) pep.CallOption { return pep.WithRequestContext(rc) }
 	check := func(resource, scope string, opts ...pep.CallOption) func() error {
 		return func() error {
