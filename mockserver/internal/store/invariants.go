@@ -222,7 +222,7 @@ func checkSorted[T interface{ key() string }](bad func(string, ...any), name, pl
 }
 
 func (o *Organization) key() string { return o.ID }
-func (ro *Role) key() string        { return ro.ID }
+func (r *Role) key() string         { return r.ID }
 
 // checkOrgIndexes checks each organization's index against Depts: every
 // department sits once in its parent's sorted child list, aliases and counts
