@@ -145,24 +145,24 @@ func (r *Realm) CheckInvariants() error {
 			bad("department template %q: not in its organization's index", id)
 		}
 	}
-	for aid, orgs := range r.AppOrgs {
-		for oid := range orgs {
-			if _, ok := r.OrgApps[oid][aid]; !ok {
-				bad("AppOrgs[%q] lists %q but the organization does not", aid, oid)
-			}
-		}
-	}
-	for oid, apps := range r.OrgApps {
-		for aid := range apps {
-			if _, ok := r.AppOrgs[aid][oid]; !ok {
-				bad("OrgApps[%q] lists %q but AppOrgs does not", oid, aid)
-			}
-		}
-	}
+	checkMirror(bad, r.AppOrgs, r.OrgApps, "AppOrgs[%q] lists %q but the organization does not")
+	checkMirror(bad, r.OrgApps, r.AppOrgs, "OrgApps[%q] lists %q but AppOrgs does not")
 	checkIndex(bad, "GroupByName", r.GroupByName, r.Groups, "a group", "name", func(g *Group) string { return g.Name })
 	r.checkLists(bad)
 	r.checkOrgIndexes(bad)
 	return errors.Join(errs...)
+}
+
+// checkMirror checks that y holds every pair of x the other way round
+// (y[b][a] for each b of x[a]); said is the failure's message, of a and b.
+func checkMirror(bad func(string, ...any), x, y map[string]Set, said string) {
+	for a, bs := range x {
+		for b := range bs {
+			if _, ok := y[b][a]; !ok {
+				bad(said, a, b)
+			}
+		}
+	}
 }
 
 // checkIndex checks an index (key -> id) against the items it indexes, both
