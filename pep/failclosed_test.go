@@ -193,9 +193,7 @@ func TestFailClosed(t *testing.T) {
 			setup: func(t *testing.T) (*pep.Client, string) {
 				g := startReference(t)
 				c := g.newClientOf(t, "no-such-client", fastRetry)
-				token := g.token(t, "alice")
-				c.SetToken(token)
-				return c, token
+				return withAlice(t, g, c)
 			},
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusBadRequest),
@@ -212,9 +210,7 @@ func TestFailClosed(t *testing.T) {
 				g := startReference(t)
 				c, err := hangguard.NewPep(g.URL+"/no-such-prefix", testRealm, testClient, pep.WithHTTPClient(g.Client()), fastRetry)
 				require.NoError(t, err)
-				token := g.token(t, "alice")
-				c.SetToken(token)
-				return c, token
+				return withAlice(t, g, c)
 			},
 			wantRequests: 1,
 			wantCause:    wantAnswer(http.StatusNotFound),
@@ -349,9 +345,7 @@ func referenceWith(hook gwHook, opts ...pep.Option) func(t *testing.T) (*pep.Cli
 		g := startReference(t)
 		g.setHook(hook)
 		c := g.newClient(t, append([]pep.Option{fastRetry}, opts...)...)
-		token := g.token(t, "alice")
-		c.SetToken(token)
-		return c, token
+		return withAlice(t, g, c)
 	}
 }
 
@@ -365,9 +359,7 @@ func referenceHeld(h func(g *reference, w http.ResponseWriter, r *http.Request))
 			return true
 		})
 		c := g.newClient(t, fastRetry)
-		token := g.token(t, "alice")
-		c.SetToken(token)
-		return c, token
+		return withAlice(t, g, c)
 	}
 }
 
@@ -378,9 +370,7 @@ func referenceConfigured(config string, opts ...pep.Option) func(t *testing.T) (
 		g := startReference(t)
 		g.configure(t, config)
 		c := g.newClient(t, append([]pep.Option{fastRetry}, opts...)...)
-		token := g.token(t, "alice")
-		c.SetToken(token)
-		return c, token
+		return withAlice(t, g, c)
 	}
 }
 
@@ -433,4 +423,11 @@ func TestCancelledContextFailsClosedWithoutRequest(t *testing.T) {
 	require.ErrorIs(t, d.Cause, context.Canceled)
 	assert.Zero(t, c.Stats().GatewayRequests)
 	assert.Equal(t, 0, g.count())
+}
+
+// withAlice gives c alice's token of g, and returns both.
+func withAlice(t *testing.T, g *reference, c *pep.Client) (*pep.Client, string) {
+	token := g.token(t, "alice")
+	c.SetToken(token)
+	return c, token
 }
