@@ -27,7 +27,8 @@
 // all begin the keyspace again, and proofs are refused for the proof
 // window (70 s with the defaults). A Redis that may evict keys (maxmemory
 // set with a maxmemory-policy other than noeviction) fails every call,
-// saying so, and keys it evicted begin the keyspace again. Redis expires records by its own
+// saying so; keys it evicted, and SWAPDB, MOVE, DEBUG or CONFIG RESETSTAT
+// called on it, begin the keyspace again. Redis expires records by its own
 // clock, so a Redis whose clock steps ahead loses every record whose end
 // falls within the step: each call sends the marker's script this
 // process's clock reading, and the marker keeps the high-water of Redis's

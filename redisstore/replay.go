@@ -123,8 +123,10 @@ const SinceKey = "since"
 // volatile-lru); a Verifier reports it as dpop.ErrReplayStoreUnavailable,
 // the reference server as 503. It reads INFO stats too: evicted_keys
 // rising (an evicting policy set and reset between two calls) begins the
-// keyspace again, as a restart does. The client's Redis user must be
-// allowed INFO (server, memory and stats) inside EVAL.
+// keyspace again, as a restart does, and so does a call of SWAPDB, MOVE,
+// DEBUG or CONFIG RESETSTAT (INFO commandstats), which lose or replace keys,
+// or hide that they did, while run_id stays. The client's Redis user must be
+// allowed INFO (server, memory, stats and commandstats) inside EVAL.
 //
 // Remember returns by ctx's deadline whatever the client's configuration
 // (ContextTimeoutEnabled or not): the commands run on a goroutine of their

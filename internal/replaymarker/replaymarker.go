@@ -91,10 +91,27 @@ const HighWaterStep = 1000
 // stats' evicted_keys: the script takes a server that evicted keys in this
 // run for another run of it (the run it compares the marker's with is
 // "<run_id>e<evicted_keys>" once evicted_keys is not 0), so the keyspace
-// begins again, as after a restart, at every rise. CONFIG RESETSTAT, which
-// zeroes evicted_keys, begins it again too; evictions followed by a
-// RESETSTAT with no call between them are not seen. (CONFIG GET cannot be
+// begins again, as after a restart, at every rise. (CONFIG GET cannot be
 // called from a script; INFO can.)
+//
+// Eviction is one way a running server loses keys with its run_id
+// unchanged; the others are commands, and the script binds the marker to
+// their calls as well (INFO commandstats): SWAPDB (which brings back
+// another database, its older marker of the same run with it), MOVE
+// (which takes a key to another database), DEBUG (DEBUG RELOAD reloads
+// the last snapshot) and CONFIG RESETSTAT (which zeroes evicted_keys and
+// every count here, and so would hide the others). The run the marker is
+// compared with carries each of these counts that is not 0 ("a<swapdb>",
+// "b<move>", "c<debug>", "d<resetstat>" after "e<evicted_keys>", so it
+// stays a hex word): a call of any of them, on any database of the
+// server, begins the keyspace again at the next call of the store, as a
+// restart does (70 s of refused proofs with the Verifier's defaults). Not
+// seen: a second RESETSTAT that finds the counts as the first left them,
+// after an evicting policy set and reset with no call of the store
+// between (a server whose stats are reset routinely should keep
+// maxmemory 0 or noeviction for good, or deny CONFIG to all but its
+// operators); and Redis 6, which counts CONFIG RESETSTAT as CONFIG, whose
+// GETs monitoring sends all the time, so resets are not seen there.
 //
 // Because it is decided where it is stored, a marker write that reaches
 // the server late (its sender paused, its bytes held in a partitioned
@@ -131,6 +148,13 @@ if not evicted then
 end
 if evicted ~= '0' then
   run = run .. 'e' .. evicted
+end
+local stats = redis.call('INFO', 'commandstats')
+for tag, name in string.gmatch('aswapdb bmove cdebug dconfig|resetstat', '(%a)([%a|]+)') do
+  local calls = string.match(stats, '\ncmdstat_' .. name .. ':calls=(%d+)')
+  if calls and calls ~= '0' then
+    run = run .. tag .. calls
+  end
 end
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'string' then

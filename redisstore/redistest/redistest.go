@@ -298,7 +298,8 @@ func (s *Server) run(dir string) error {
 // own primary and no Cluster node, which redisstore.Invalidator checks at
 // every publication), INFO memory and INFO stats (maxmemory 0, policy
 // noeviction and evicted_keys 0, which is the truth: miniredis never
-// evicts; the replay marker's script checks them), and INFO
+// evicts; the replay marker's script checks them; no calls in INFO
+// commandstats, which the script reads too), and INFO
 // server, which answers a run_id (redisstore's replay marker is bound to
 // it), a new one each time addCommands runs: a restarted miniredis needs
 // them again, and is a new run. The INFO hook answers in scripts too (they
@@ -331,6 +332,9 @@ func addCommands(t testing.TB, mini *miniredis.Miniredis) {
 			c.WriteBulk("# Memory\r\nused_memory:0\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n")
 		case strings.EqualFold(args[0], "stats"):
 			c.WriteBulk("# Stats\r\nevicted_keys:0\r\n")
+		case strings.EqualFold(args[0], "commandstats"):
+			// no SWAPDB, MOVE, DEBUG or CONFIG RESETSTAT counted
+			c.WriteBulk("# Commandstats\r\n")
 		default:
 			return false
 		}
