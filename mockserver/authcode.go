@@ -346,7 +346,7 @@ func authRequestParams(w http.ResponseWriter, r *http.Request) (url.Values, *oau
 	for name, values := range params {
 		for _, v := range values {
 			if len(v) > maxAuthParam {
-				return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + name + " is too long"}
+				return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + paramName(name) + " is too long"}
 			}
 		}
 	}
@@ -480,13 +480,46 @@ func redirect(w http.ResponseWriter, req *authRequest, values url.Values) {
 
 // redirectError redirects an RFC 6749 section 4.1.2.1 error to the client.
 func redirectError(w http.ResponseWriter, req *authRequest, code, desc string) {
-	redirect(w, req, url.Values{"error": {code}, "error_description": {desc}})
+	redirect(w, req, url.Values{"error": {code}, "error_description": {strings.Map(rfc6749Description, desc)}})
 }
 
 // writeOAuthError answers an error that cannot be redirected.
 func writeOAuthError(w http.ResponseWriter, oe *oauthError) {
-	writeJSON(w, oe.status, map[string]string{"error": oe.code, "error_description": oe.description})
+	writeJSON(w, oe.status, map[string]string{"error": oe.code, "error_description": strings.Map(rfc6749Description, oe.description)})
 }
+
+// rfc6749Description maps a rune of an error description onto what RFC
+// 6749 section 5.2 allows there, printable ASCII without the double quote
+// and the backslash: a double quote to an apostrophe, anything else it
+// does not allow to '?'. Both writers of OAuth errors map through it.
+func rfc6749Description(c rune) rune {
+	switch {
+	case c == '"':
+		return '\''
+	case c < 0x20 || c > 0x7e || c == '\\':
+		return '?'
+	}
+	return c
+}
+
+// paramName is how an OAuth error description names a request
+// parameter: its name when the name has the shape of an OAuth
+// parameter's (at most 32 bytes of lower-case ASCII letters and '_', as
+// every name of RFC 6749 and its registry), [unnamedParam] otherwise. A
+// description says what was wrong and repeats nothing the caller chose
+// that could be a credential: a token sent in the wrong place (a value,
+// or a name: "<token>=1") would come back in an error string, which OAuth
+// clients put in their errors and logs.
+func paramName(name string) string {
+	if len(name) == 0 || len(name) > 32 || strings.TrimFunc(name, func(c rune) bool { return c == '_' || 'a' <= c && c <= 'z' }) != "" {
+		return unnamedParam
+	}
+	return name
+}
+
+// unnamedParam stands in an OAuth error description for a parameter's name
+// that paramName does not repeat.
+const unnamedParam = "(not an OAuth parameter's name)"
 
 // loginPage is the login form. It posts the authorization parameters back
 // as hidden fields with the user's name and password.

@@ -202,7 +202,7 @@ func writeOAuthAnswer(w http.ResponseWriter, realm string, err error) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="`+realm+`"`)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, oe.status, map[string]string{"error": oe.code, "error_description": oe.description})
+	writeOAuthError(w, oe)
 }
 
 // tokenResponse is an RFC 6749 section 5.1 answer, with the ID token of
@@ -258,7 +258,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 		return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "missing grant_type"}
 	case grantClientCredentials, grantPassword, grantAuthorizationCode:
 	default:
-		return nil, &oauthError{status: http.StatusBadRequest, code: "unsupported_grant_type", description: "unsupported grant_type " + grantType}
+		return nil, &oauthError{status: http.StatusBadRequest, code: "unsupported_grant_type", description: "unsupported grant_type: the token endpoint takes authorization_code, client_credentials or password"}
 	}
 
 	for _, rp := range refusedTokenParams {
@@ -462,7 +462,7 @@ func readOAuthForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthEr
 	}
 	for name, values := range r.PostForm {
 		if len(values) > 1 {
-			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + name + " is given more than once"}
+			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + paramName(name) + " is given more than once"}
 		}
 	}
 	return r.PostForm, nil

@@ -35,7 +35,7 @@ func wellFormedQuery(pattern string, h http.Handler) http.Handler {
 		if oauth {
 			w.Header().Set("Cache-Control", "no-store")
 			writeOAuthError(w, &oauthError{status: http.StatusBadRequest, code: "invalid_request",
-				description: "query parameter " + name + ": " + problem})
+				description: "query parameter " + paramName(name) + ": " + problem})
 			return
 		}
 		writeErr(w, badField(name, "%s", problem))
