@@ -2,6 +2,7 @@ package pep
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"unicode/utf8"
 
@@ -191,10 +192,22 @@ func askable(resource string, scopes []string) bool {
 // is not valid UTF-8, before appendRequestContext would write it as
 // another string. It does not allocate for valid ones.
 func checkRequestContext(method, path string) error {
-	if utf8.ValidString(method) && utf8.ValidString(path) {
+	if validUTF8(method) && validUTF8(path) {
 		return nil
 	}
 	return (&RequestContext{Method: method, Path: path}).check()
+}
+
+// validUTF8 is utf8.ValidString, with a byte loop over the ASCII start
+// first: a request's method and path are a few ASCII bytes, which
+// ValidString's eight-byte steps do not reach.
+func validUTF8(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return utf8.ValidString(s[i:])
+		}
+	}
+	return true
 }
 
 // appendRequestContext appends the canonical JSON of the request context
@@ -202,7 +215,19 @@ func checkRequestContext(method, path string) error {
 // Its strings must be valid UTF-8 (checkRequestContext).
 func appendRequestContext(b []byte, method, path string) []byte {
 	b = append(b, `{"attributes":{`...)
-	if method != "" {
+	switch method {
+	case "":
+	case http.MethodGet: // the methods of most requests, spelt out once
+		b = append(b, `"method":"GET"`...)
+	case http.MethodPost:
+		b = append(b, `"method":"POST"`...)
+	case http.MethodPut:
+		b = append(b, `"method":"PUT"`...)
+	case http.MethodPatch:
+		b = append(b, `"method":"PATCH"`...)
+	case http.MethodDelete:
+		b = append(b, `"method":"DELETE"`...)
+	default:
 		b = append(b, `"method":`...)
 		b = appendJSONString(b, method)
 	}

@@ -1,6 +1,9 @@
 package pep
 
-import "testing"
+import (
+	"testing"
+	"unicode/utf8"
+)
 
 // FuzzRequestContext holds the request context the middleware's requests
 // are cached and sent under (appendRequestContext, built by hand without
@@ -11,7 +14,7 @@ func FuzzRequestContext(f *testing.F) {
 	for _, seed := range [][2]string{
 		{"GET", "/orders/42"}, {"", ""}, {"GET", ""}, {"", "/x"},
 		{"POST", "/a<b>&c"}, {"PUT", "/\u2028\"\\"}, {"DELETE", "/\xff\xfe"},
-		{"get", "/ünïcode/%2F"},
+		{"get", "/ünïcode/%2F"}, {"PATCH", "/a"}, {"HEAD", "/"}, {"GET ", "/"},
 	} {
 		f.Add(seed[0], seed[1])
 	}
@@ -19,6 +22,19 @@ func FuzzRequestContext(f *testing.F) {
 		want := contextJSON(&RequestContext{Method: method, Path: path})
 		if got := string(appendRequestContext(nil, method, path)); got != want {
 			t.Fatalf("appendRequestContext(%q, %q) = %s, contextJSON makes %s", method, path, got, want)
+		}
+	})
+}
+
+// FuzzValidUTF8 holds validUTF8, which checkRequestContext refuses a
+// method or path by, to utf8.ValidString.
+func FuzzValidUTF8(f *testing.F) {
+	for _, seed := range []string{"", "GET", "/orders/42", "/ünïcode", "/\xff", "/a\xe2\x82", "\xc0\x80", "\xed\xa0\x80"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := validUTF8(s), utf8.ValidString(s); got != want {
+			t.Fatalf("validUTF8(%q) = %v, utf8.ValidString says %v", s, got, want)
 		}
 	})
 }
