@@ -118,13 +118,18 @@ func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Resu
 		res.Decisions = failedPairs(pairs, err)
 		return err
 	}
-	if err := checkRequestContext(q.Method, q.Path); err != nil {
-		c.core.CountCall()
-		c.failAll(ds, err)
-		return err
-	}
 	var buf [256]byte
-	cj := appendRequestContext(buf[:0], q.Method, q.Path)
+	cj, plain := appendRequestContext(buf[:0], q.Method, q.Path)
+	if !plain {
+		// Not every byte is printable ASCII: the strings may not be
+		// valid UTF-8, which json.Marshal would have written as other
+		// strings.
+		if err := checkRequestContext(q.Method, q.Path); err != nil {
+			c.core.CountCall()
+			c.failAll(ds, err)
+			return err
+		}
+	}
 	// ctxKey views buf while the cache is asked; a request gets strings
 	// of its own.
 	ctxKey := transient(cj)
@@ -189,31 +194,22 @@ func askable(resource string, scopes []string) bool {
 }
 
 // checkRequestContext refuses, as requestContextJSON does, a method or path that
-// is not valid UTF-8, before appendRequestContext would write it as
+// is not valid UTF-8, which appendRequestContext would have written as
 // another string. It does not allocate for valid ones.
 func checkRequestContext(method, path string) error {
-	if validUTF8(method) && validUTF8(path) {
+	if utf8.ValidString(method) && utf8.ValidString(path) {
 		return nil
 	}
 	return (&RequestContext{Method: method, Path: path}).check()
 }
 
-// validUTF8 is utf8.ValidString, with a byte loop over the ASCII start
-// first: a request's method and path are a few ASCII bytes, which
-// ValidString's eight-byte steps do not reach.
-func validUTF8(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return utf8.ValidString(s[i:])
-		}
-	}
-	return true
-}
-
 // appendRequestContext appends the canonical JSON of the request context
-// {Method: method, Path: path} to b: the bytes contextJSON makes of it.
-// Its strings must be valid UTF-8 (checkRequestContext).
-func appendRequestContext(b []byte, method, path string) []byte {
+// {Method: method, Path: path} to b: the bytes contextJSON makes of it
+// when its strings are valid UTF-8 (checkRequestContext). plain reports
+// that every byte of them is printable ASCII written as it is, so valid
+// UTF-8: the scan of the append spares a request's check.
+func appendRequestContext(b []byte, method, path string) (_ []byte, plain bool) {
+	plain = true
 	b = append(b, `{"attributes":{`...)
 	switch method {
 	case "":
@@ -229,14 +225,16 @@ func appendRequestContext(b []byte, method, path string) []byte {
 		b = append(b, `"method":"DELETE"`...)
 	default:
 		b = append(b, `"method":`...)
-		b = appendJSONString(b, method)
+		b, plain = appendJSONStringPlain(b, method)
 	}
 	if path != "" {
 		if method != "" {
 			b = append(b, ',')
 		}
 		b = append(b, `"path":`...)
-		b = appendJSONString(b, path)
+		var p bool
+		b, p = appendJSONStringPlain(b, path)
+		plain = plain && p
 	}
-	return append(b, "}}"...)
+	return append(b, "}}"...), plain
 }

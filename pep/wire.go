@@ -322,18 +322,25 @@ func authorizeBody(clientID string, pairs []pair, context string) []byte {
 // writes it: printable ASCII that needs no escaping as it is, anything else
 // through json.Marshal.
 func appendJSONString(b []byte, s string) []byte {
+	b, _ = appendJSONStringPlain(b, s)
+	return b
+}
+
+// appendJSONStringPlain is appendJSONString, and reports whether every
+// byte of s is written as it is (jsonPlain), which makes s printable ASCII.
+func appendJSONStringPlain(b []byte, s string) (_ []byte, plain bool) {
 	for i := 0; i < len(s); i++ {
 		if !jsonPlain[s[i]] {
 			q, err := json.Marshal(s)
 			if err != nil { // a string always encodes
 				panic("pep: encoding a string: " + err.Error())
 			}
-			return append(b, q...)
+			return append(b, q...), false
 		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)
-	return append(b, '"')
+	return append(b, '"'), true
 }
 
 // jsonPlain holds true for the bytes encoding/json writes as they are: the
