@@ -112,7 +112,9 @@ func (g *azGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.cfg.unauthorized.ServeHTTP(w, r)
 		return
 	}
-	method, body, ok := g.cfg.checkedMethod(w, r)
+	// Read after the subject function, which may change the header.
+	f := g.cfg.fields(r.Header)
+	method, body, ok := g.cfg.checkedMethod(w, r, &f)
 	if !ok {
 		return
 	}

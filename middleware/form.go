@@ -48,11 +48,14 @@ func (c *config) formOverride(w http.ResponseWriter, r *http.Request) (values []
 	if mayHoldFormKey(r.URL.RawQuery) {
 		queryExact, lookalike = formKeys(r.URL.RawQuery)
 	}
-	parsed := len(r.Form[formKey]) > 0 || len(r.PostForm[formKey]) > 0 ||
-		r.MultipartForm != nil && len(r.MultipartForm.Value[formKey]) > 0
-	lookalike += parsedLookalikes(r.Form) + parsedLookalikes(r.PostForm)
-	if r.MultipartForm != nil {
-		lookalike += parsedLookalikes(r.MultipartForm.Value)
+	parsed := false
+	if r.Form != nil || r.PostForm != nil || r.MultipartForm != nil { // a form an outer handler parsed
+		parsed = len(r.Form[formKey]) > 0 || len(r.PostForm[formKey]) > 0 ||
+			r.MultipartForm != nil && len(r.MultipartForm.Value[formKey]) > 0
+		lookalike += parsedLookalikes(r.Form) + parsedLookalikes(r.PostForm)
+		if r.MultipartForm != nil {
+			lookalike += parsedLookalikes(r.MultipartForm.Value)
+		}
 	}
 	if ref := c.formRefusal(queryExact, lookalike, parsed); ref != nil {
 		return nil, nil, ref

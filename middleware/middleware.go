@@ -274,7 +274,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.cfg.recovered(w, r, callback, recover())
 		}
 	}()
-	auth := r.Header["Authorization"] // the key is canonical: no Values, which canonicalizes it per call
+	// Authorization and the override headers, in one pass; nothing
+	// between here and checkedMethod runs user code that could change
+	// them.
+	f := g.cfg.fields(r.Header)
+	auth := f.auth
 	if !g.cfg.admit(w, r, auth) {
 		return
 	}
@@ -290,7 +294,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Only a request that carries a token the gateway can be asked about
 	// may have its body read before the decision, and only when the
 	// service trusts _method (WithMethodOverride): see override.go.
-	method, body, ok := g.cfg.checkedMethod(w, r)
+	method, body, ok := g.cfg.checkedMethod(w, r, &f)
 	if !ok {
 		return
 	}
@@ -412,9 +416,11 @@ func (c *config) admit(w http.ResponseWriter, r *http.Request, auth []string) bo
 // one checked) or a form it cannot read. The guards call it once the
 // caller's token has been read, so that a request without one never has
 // its body read; with one, only a trusted _method's body is read before
-// the decision (bounded), any other streams to the handler guarded.
-func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request) (method string, body io.ReadCloser, ok bool) {
-	method, body, ref := c.method(w, r)
+// the decision (bounded), any other streams to the handler guarded. f is
+// r's header fields (config.fields), read after the last callback that
+// could change them.
+func (c *config) checkedMethod(w http.ResponseWriter, r *http.Request, f *fields) (method string, body io.ReadCloser, ok bool) {
+	method, body, ref := c.method(w, r, f)
 	if ref != nil && ref.late {
 		// Out of time before the decision, as a check out of time is.
 		c.unavailableHandler().ServeHTTP(w, r)

@@ -209,15 +209,15 @@ func badRequest(message string) *refusal {
 // override the middleware does not trust or cannot take, or a form it
 // cannot read. It buffers a urlencoded POST body (given back whole) only
 // when _method is trusted, and otherwise guards it, as it guards a
-// multipart one: see the comment at the top of this file. It does not
-// change r.
-func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.ReadCloser, *refusal) {
-	for _, h := range overrideHeaders {
-		if len(r.Header[h]) > 0 && !slices.Contains(c.trustedHeaders, h) {
+// multipart one: see the comment at the top of this file. f is r's
+// header fields (config.fields). It does not change r.
+func (c *config) method(w http.ResponseWriter, r *http.Request, f *fields) (string, io.ReadCloser, *refusal) {
+	for i, h := range overrideHeaders {
+		if f.overrides&(1<<i) != 0 && !slices.Contains(c.trustedHeaders, h) {
 			return "", nil, badRequest("the request carries " + h + ", which this service does not honour; send the method itself")
 		}
 	}
-	switch h, override := c.underscoredHeader(r.Header); {
+	switch h, override := f.underscored, f.underscoredOverride; {
 	case override:
 		return "", nil, badRequest("the request carries " + h + " spelt with '_' for '-', which CGI, PHP and Rack read as " + h +
 			"; send the method itself, or " + h + " as it is spelt when this service honours it")
@@ -243,35 +243,85 @@ func (c *config) method(w http.ResponseWriter, r *http.Request) (string, io.Read
 	return m, body, nil
 }
 
-// underscoredHeader returns the header that a field of h names with '_'
-// or '.' where the header has '-' (X_HTTP_METHOD_OVERRIDE, Content_Type,
-// X.Http.Method.Override): CGI, and so PHP and Rack, read '_' and '-' as
-// one (HTTP_X_HTTP_METHOD_OVERRIDE), and PHP stores every variable with
-// '.' read as '_' (Caddy's php_fastcgi and FrankenPHP pass the '.' on),
-// where net/http keeps the spellings apart. The headers
-// are the override headers (overrideHeaders, or one WithMethodOverride
-// trusts; override is then true) and the ones the guards rely on
-// (guardedHeaders). It returns "" when there is none. One pass over h,
-// allocating nothing.
-func (c *config) underscoredHeader(h http.Header) (header string, override bool) {
-	for name := range h {
-		if strings.IndexByte(name, '_') < 0 && strings.IndexByte(name, '.') < 0 {
-			continue
-		}
-		for _, o := range overrideHeaders {
-			if cgiEqual(name, o) {
-				return o, true
+// fields is what the guards read of a request's header fields, in one
+// pass over them (config.fields): a lookup of each of the four names the
+// guards read costs a hash of the name and a probe, and the pass for the
+// spellings with '_' is needed anyway.
+type fields struct {
+	// auth is the Authorization field's values, r.Header["Authorization"].
+	auth []string
+	// overrides has bit i set when overrideHeaders[i] has a value, as
+	// len(r.Header[overrideHeaders[i]]) > 0 reads it (the canonical key:
+	// Header.Get and Values ask for no other).
+	overrides uint8
+	// underscored is the header that a field names with '_' or '.' where
+	// the header has '-' (X_HTTP_METHOD_OVERRIDE, Content_Type,
+	// X.Http.Method.Override), or "": CGI, and so PHP and Rack, read '_'
+	// and '-' as one (HTTP_X_HTTP_METHOD_OVERRIDE), and PHP stores every
+	// variable with '.' read as '_' (Caddy's php_fastcgi and FrankenPHP
+	// pass the '.' on), where net/http keeps the spellings apart. The
+	// headers are the override headers (overrideHeaders, or one
+	// WithMethodOverride trusts; underscoredOverride is then true) and the
+	// ones the guards rely on (guardedHeaders). With more than one such
+	// field, the one the pass met first.
+	underscored         string
+	underscoredOverride bool
+}
+
+// fields reads h in one pass, allocating nothing.
+func (c *config) fields(h http.Header) (f fields) {
+	for name, values := range h {
+		switch len(name) {
+		case len("Authorization"): // and len("X-Http-Method")
+			switch name {
+			case "Authorization":
+				f.auth = values
+				continue
+			case overrideHeaders[1]:
+				if len(values) > 0 {
+					f.overrides |= 1 << 1
+				}
+				continue
+			}
+		case len(overrideHeaders[0]):
+			if name == overrideHeaders[0] {
+				if len(values) > 0 {
+					f.overrides |= 1 << 0
+				}
+				continue
+			}
+		case len(overrideHeaders[2]):
+			if name == overrideHeaders[2] {
+				if len(values) > 0 {
+					f.overrides |= 1 << 2
+				}
+				continue
 			}
 		}
-		for _, o := range c.trustedHeaders {
-			if name != o && cgiEqual(name, o) {
-				return o, true
-			}
+		if f.underscored == "" && (strings.IndexByte(name, '_') >= 0 || strings.IndexByte(name, '.') >= 0) {
+			f.underscored, f.underscoredOverride = c.underscoredHeader(name)
 		}
-		for _, g := range guardedHeaders {
-			if cgiEqual(name, g) {
-				return g, false
-			}
+	}
+	return f
+}
+
+// underscoredHeader returns the header (fields.underscored) that name,
+// a field name holding '_' or '.', names, and whether it is an override
+// header, or "".
+func (c *config) underscoredHeader(name string) (header string, override bool) {
+	for _, o := range overrideHeaders {
+		if cgiEqual(name, o) {
+			return o, true
+		}
+	}
+	for _, o := range c.trustedHeaders {
+		if name != o && cgiEqual(name, o) {
+			return o, true
+		}
+	}
+	for _, g := range guardedHeaders {
+		if cgiEqual(name, g) {
+			return g, false
 		}
 	}
 	return "", false

@@ -149,6 +149,39 @@ func TestMethodOverride(t *testing.T) {
 	}
 }
 
+// TestEachOverrideHeaderIsTrustedAlone: trusting one override header
+// trusts that one only. Each of the three, trusted alone, is taken (dan
+// may PUT), and a request carrying another one is refused with 400 naming
+// the header it carries, whichever other headers the request has, so that
+// the pass that reads them (config.fields) tells each apart.
+func TestEachOverrideHeaderIsTrustedAlone(t *testing.T) {
+	t.Parallel()
+	guard, dan := danShop(t)
+	names := []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}
+	for _, trusted := range names {
+		h := guard.With(middleware.WithMethodOverride(trusted))(gorillaOverriding)
+		for _, sent := range names {
+			t.Run(trusted+"/"+sent, func(t *testing.T) {
+				t.Parallel()
+				req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/42", nil)
+				req.Header.Set("Authorization", "Bearer "+dan)
+				req.Header.Set("Accept", "application/json")
+				req.Header.Set("X-Request-Id", "42")
+				req.Header.Set(sent, http.MethodPut)
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if sent == trusted {
+					require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+					return
+				}
+				require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+				_, message := errorBody(t, rec.Body.String())
+				assert.Contains(t, message, "carries "+http.CanonicalHeaderKey(sent)+",")
+			})
+		}
+	}
+}
+
 // TestRequireAuthZENMethodOverride: RequireAuthZEN refuses override
 // headers and the form key _method alike, and with WithMethodOverride
 // sends the trusted method as the AuthZEN context and hands it to the

@@ -2,6 +2,7 @@ package pep
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"unicode/utf8"
 
@@ -118,13 +119,18 @@ func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Resu
 		res.Decisions = failedPairs(pairs, err)
 		return err
 	}
-	if err := checkRequestContext(q.Method, q.Path); err != nil {
-		c.core.CountCall()
-		c.failAll(ds, err)
-		return err
-	}
 	var buf [256]byte
-	cj := appendRequestContext(buf[:0], q.Method, q.Path)
+	cj, plain := appendRequestContext(buf[:0], q.Method, q.Path)
+	if !plain {
+		// Not every byte is printable ASCII: the strings may not be
+		// valid UTF-8, which json.Marshal would have written as other
+		// strings.
+		if err := checkRequestContext(q.Method, q.Path); err != nil {
+			c.core.CountCall()
+			c.failAll(ds, err)
+			return err
+		}
+	}
 	// ctxKey views buf while the cache is asked; a request gets strings
 	// of its own.
 	ctxKey := transient(cj)
@@ -173,7 +179,7 @@ func (c *Client) checkRequest(ctx context.Context, q *fastcheck.Query, res *Resu
 }
 
 // checkRequestContext refuses, as requestContextJSON does, a method or path that
-// is not valid UTF-8, before appendRequestContext would write it as
+// is not valid UTF-8, which appendRequestContext would have written as
 // another string. It does not allocate for valid ones.
 func checkRequestContext(method, path string) error {
 	if utf8.ValidString(method) && utf8.ValidString(path) {
@@ -183,20 +189,37 @@ func checkRequestContext(method, path string) error {
 }
 
 // appendRequestContext appends the canonical JSON of the request context
-// {Method: method, Path: path} to b: the bytes contextJSON makes of it.
-// Its strings must be valid UTF-8 (checkRequestContext).
-func appendRequestContext(b []byte, method, path string) []byte {
+// {Method: method, Path: path} to b: the bytes contextJSON makes of it
+// when its strings are valid UTF-8 (checkRequestContext). plain reports
+// that every byte of them is printable ASCII written as it is, so valid
+// UTF-8: the scan of the append spares a request's check.
+func appendRequestContext(b []byte, method, path string) (_ []byte, plain bool) {
+	plain = true
 	b = append(b, `{"attributes":{`...)
-	if method != "" {
+	switch method {
+	case "":
+	case http.MethodGet: // the methods of most requests, spelt out once
+		b = append(b, `"method":"GET"`...)
+	case http.MethodPost:
+		b = append(b, `"method":"POST"`...)
+	case http.MethodPut:
+		b = append(b, `"method":"PUT"`...)
+	case http.MethodPatch:
+		b = append(b, `"method":"PATCH"`...)
+	case http.MethodDelete:
+		b = append(b, `"method":"DELETE"`...)
+	default:
 		b = append(b, `"method":`...)
-		b = verbatim.AppendJSON(b, method)
+		b, plain = verbatim.AppendJSONPlain(b, method)
 	}
 	if path != "" {
 		if method != "" {
 			b = append(b, ',')
 		}
 		b = append(b, `"path":`...)
-		b = verbatim.AppendJSON(b, path)
+		var p bool
+		b, p = verbatim.AppendJSONPlain(b, path)
+		plain = plain && p
 	}
-	return append(b, "}}"...)
+	return append(b, "}}"...), plain
 }

@@ -136,15 +136,24 @@ func isFFFD(h []byte) bool {
 // writes it: printable ASCII that needs no escaping as it is, anything
 // else through json.Marshal.
 func AppendJSON(b []byte, s string) []byte {
+	b, _ = AppendJSONPlain(b, s)
+	return b
+}
+
+// AppendJSONPlain is AppendJSON, and reports whether every byte of s was
+// written as it is (jsonPlain), which makes s printable ASCII, so valid
+// UTF-8: a caller that must refuse invalid UTF-8 checks only when it is
+// not.
+func AppendJSONPlain(b []byte, s string) (_ []byte, plain bool) {
 	for i := 0; i < len(s); i++ {
 		if !jsonPlain[s[i]] {
 			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
+			return append(b, q...), false
 		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)
-	return append(b, '"')
+	return append(b, '"'), true
 }
 
 // jsonPlain holds true for the bytes encoding/json writes as they are in a
