@@ -1,12 +1,10 @@
 package middleware_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -43,23 +42,6 @@ func (warnPanics) Handle(_ context.Context, r slog.Record) error {
 		panic("a bug in the user's log handler")
 	}
 	return nil
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A user callback the middleware calls (the resource, subject or target
@@ -119,7 +101,7 @@ func TestPanickingUserCallbackIsDenied(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			logs := &syncBuffer{}
+			logs := &testkit.SyncBuffer{}
 			logger := tt.logger
 			if logger == nil {
 				logger = slog.New(slog.NewTextHandler(logs, nil))
