@@ -30,20 +30,6 @@ func (panicking) Evaluate(context.Context, authzen.Request, ...authzen.CallOptio
 	panic("a user's Evaluator with a bug")
 }
 
-// warnPanics is a user's slog handler with a bug on its Warn and Error
-// path.
-type warnPanics struct{}
-
-func (warnPanics) Enabled(context.Context, slog.Level) bool { return true }
-func (h warnPanics) WithAttrs([]slog.Attr) slog.Handler     { return h }
-func (h warnPanics) WithGroup(string) slog.Handler          { return h }
-func (warnPanics) Handle(_ context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn {
-		panic("a bug in the user's log handler")
-	}
-	return nil
-}
-
 // A user callback the middleware calls (the resource, subject or target
 // function, the Checker, the Evaluator) that panics costs only its
 // request, which gets the denied answer (403 in the service's error
@@ -61,7 +47,7 @@ func (warnPanics) Handle(_ context.Context, r slog.Record) error {
 // ended the process.)
 func TestPanickingUserCallbackIsDenied(t *testing.T) {
 	t.Parallel()
-	buggyLogger := slog.New(warnPanics{})
+	buggyLogger := slog.New(testkit.WarnPanics{})
 	down, err := hangguard.NewPep("http://127.0.0.1:1", adaptertest.Realm, adaptertest.ClientID,
 		pep.WithRetry(0, time.Millisecond, time.Millisecond), pep.WithLogger(buggyLogger))
 	require.NoError(t, err)

@@ -1,9 +1,12 @@
 // Package testkit holds the small helpers the tests of several packages
-// share: a clock moved by hand and a log buffer written from any goroutine.
+// share: a clock moved by hand, a log buffer written from any goroutine and
+// a user's log handler with a bug.
 // It is imported by tests only, and imports the standard library only.
 package testkit
 
 import (
+	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -57,4 +60,25 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// WarnPanics is a user's slog handler with a bug on its Warn and Error
+// path: it panics on every record at Warn or above.
+type WarnPanics struct{}
+
+// Enabled reports true for every level.
+func (WarnPanics) Enabled(context.Context, slog.Level) bool { return true }
+
+// WithAttrs returns the handler itself.
+func (h WarnPanics) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+// WithGroup returns the handler itself.
+func (h WarnPanics) WithGroup(string) slog.Handler { return h }
+
+// Handle panics on a record at Warn or above.
+func (WarnPanics) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		panic("a bug in the user's log handler")
+	}
+	return nil
 }
