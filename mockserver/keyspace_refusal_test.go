@@ -18,7 +18,7 @@ import (
 )
 
 // pepClient is a PEP of acme's orders-api at base, without retries, its
-// calls bounded by the hang guard (hangguard_test.go).
+// calls bounded by the hang guard (internal/hangguard's TestTestClientsHaveAHangGuard).
 func pepClient(t *testing.T, base string) *pep.Client {
 	t.Helper()
 	c, err := pep.New(base, "acme", "orders-api", pep.WithRetry(0, 0, 0), pep.WithTimeout(hangguard.Timeout))

@@ -10,7 +10,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The names and the fixture below are those of pep's and authzen's own
+// The names below are those of pep's and authzen's own
 // tests, which another module cannot import.
 const (
 	testRealm  = "acme"
