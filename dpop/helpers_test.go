@@ -123,32 +123,6 @@ func fixedClock(t time.Time) func() time.Time {
 	return func() time.Time { return t }
 }
 
-// manualClock is a clock a test moves by hand; safe for concurrent use.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newManualClock(t time.Time) *manualClock { return &manualClock{now: t} }
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *manualClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
 // forgeSign signs arbitrary header and claims bytes with key under alg using
 // the standard library directly, so tests can build proofs Signer never
 // would: wrong typ, alg none, HMAC, private jwk, duplicate members...

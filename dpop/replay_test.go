@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestVerifyFutureDatedProofsLeaveFreshOnesIn: proofs may be dated up to
@@ -27,7 +29,7 @@ func TestVerifyFutureDatedProofsLeaveFreshOnesIn(t *testing.T) {
 	t.Parallel()
 	const n = 100
 	T := testNow
-	clock := newManualClock(T.Add(-10 * time.Second))
+	clock := testkit.NewClock(T.Add(-10 * time.Second))
 	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(n), WithReplayKeyLimit(n))
 	require.NoError(t, err)
 	type sent struct {
@@ -79,7 +81,7 @@ func TestVerifyFutureDatedProofsLeaveFreshOnesIn(t *testing.T) {
 // tenth of its limit).
 func TestVerifyProofsDatedAheadPastTheBoundCostOneKey(t *testing.T) {
 	t.Parallel()
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(100))
 	require.NoError(t, err)
 	verify := func(r Request) error { _, err := v.Verify(t.Context(), r); return err }
@@ -353,7 +355,7 @@ func TestReplayCacheNeverForgetsAReplay(t *testing.T) {
 // out every client whose clock ran over a second fast.
 func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 	t.Parallel()
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	// The defaults scaled down tenfold (the room for proofs dated ahead is
 	// a tenth of the cache, 1,000 here; 10,000 by default): the same
 	// bounds in the same proportions, at a tenth of the signatures.
@@ -410,7 +412,7 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 // one proof, would be.
 func TestVerifyProofDatedAheadNotLockedOutByKeysOfOneProofEach(t *testing.T) {
 	t.Parallel()
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100))
 	require.NoError(t, err)
 	verify := func(r Request) error { _, err := v.Verify(t.Context(), r); return err }

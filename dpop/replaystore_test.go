@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // memStore is a ReplayStore in memory, shared by the Verifiers of a test
@@ -61,7 +63,7 @@ func (f storeFunc) Remember(ctx context.Context, key string, until time.Time) (b
 // margin; and the proof is refused by both for all of that time.
 func TestReplayStoreSharedByReplicas(t *testing.T) {
 	t.Parallel()
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	store := newMemStore(clock.Now)
 	a := newTestVerifier(t, WithClock(clock.Now), WithReplayStore(store))
 	b := newTestVerifier(t, WithClock(clock.Now), WithReplayStore(store))
@@ -186,7 +188,7 @@ func TestReplayStoreHungStopsAtTheContext(t *testing.T) {
 // replica frozen for an hour would accept a replay.
 func TestReplayStoreFrozenProcessRefusesStaleProof(t *testing.T) {
 	t.Parallel()
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	shared := newMemStore(clock.Now)
 	a := newTestVerifier(t, WithClock(clock.Now), WithReplayStore(shared))
 	f := newFixture(t)

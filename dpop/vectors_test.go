@@ -14,6 +14,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // vectorsPath is the package's copy of ../../shared/spec/dpop-vectors.json.
@@ -145,7 +147,7 @@ func TestRFC9449SharedJTI(t *testing.T) {
 	vec := loadVectors(t)
 	first, second := vec.Proofs[0], vec.Proofs[1]
 	require.Equal(t, first.JTI, second.JTI)
-	clock := newManualClock(time.Unix(first.IAT, 0))
+	clock := testkit.NewClock(time.Unix(first.IAT, 0))
 	v, err := NewVerifier(WithClock(clock.Now))
 	require.NoError(t, err)
 	req := func(p string) Request {

@@ -19,6 +19,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 const (
@@ -379,7 +381,7 @@ func privateJWKMap(t testing.TB, key any) map[string]any {
 func TestVerifyReplay(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	v, err := NewVerifier(WithClock(clock.Now))
 	require.NoError(t, err)
 	proof := f.proof(t, nil)
@@ -411,7 +413,7 @@ func TestVerifyReplay(t *testing.T) {
 func TestVerifyClockStepBack(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(1))
 	require.NoError(t, err)
 	first := f.proof(t, nil)
@@ -440,7 +442,7 @@ func TestVerifyClockStepBack(t *testing.T) {
 func TestVerifyOneWrongClockReadingAhead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	v, err := NewVerifier(WithClock(clock.Now))
 	require.NoError(t, err)
 	first := f.at(t, testNow)
@@ -477,7 +479,7 @@ func (f fixture) at(t testing.TB, iat time.Time) string {
 // whoever filled it denied DPoP to every caller for a minute.
 func TestVerifyFullReplayCacheForgetsTheOldest(t *testing.T) {
 	t.Parallel()
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(3))
 	require.NoError(t, err)
 	a, b := otherFixture(t), otherFixture(t)
@@ -519,7 +521,7 @@ func TestVerifyFullReplayCacheForgetsTheOldest(t *testing.T) {
 // the first key sends.
 func TestVerifyReplayKeyLimit(t *testing.T) {
 	t.Parallel()
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(3))
 	require.NoError(t, err)
 	flooder, other := otherFixture(t), otherFixture(t)
@@ -553,7 +555,7 @@ func TestVerifyReplayKeyLimit(t *testing.T) {
 // no newer than it, whatever its key, and only those.
 func TestVerifyReplayCacheOfOneProofPerKey(t *testing.T) {
 	t.Parallel()
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(3))
 	require.NoError(t, err)
 	keys := []fixture{otherFixture(t), otherFixture(t), otherFixture(t), otherFixture(t)}
@@ -583,7 +585,7 @@ func TestVerifyReplayCacheOfOneProofPerKey(t *testing.T) {
 func TestCheckRecordsNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	clock := newManualClock(testNow)
+	clock := testkit.NewClock(testNow)
 	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(1))
 	require.NoError(t, err)
 	proof := f.proof(t, nil)

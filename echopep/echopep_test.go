@@ -2,7 +2,6 @@ package echopep_test
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -48,26 +47,6 @@ func TestAdapterTable(t *testing.T) {
 	adaptertest.RunHTTP(t, adaptertest.Start(t), service)
 }
 
-// get sends GET path with the given authorization (none when empty) and
-// extra headers, and returns the status, the body and the X-Trace header.
-func get(t *testing.T, srv *httptest.Server, path, auth string, header ...string) (int, string, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
-	require.NoError(t, err)
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(body), resp.Header.Get("X-Trace")
-}
-
 var errTeapot = echo.NewHTTPError(http.StatusTeapot, "the handler's own error")
 
 // A guard in an echo chain: the middleware before it runs in any case,
@@ -94,42 +73,16 @@ func TestChain(t *testing.T) {
 	})
 	orders.GET("/fails", func(echo.Context) error { return errTeapot })
 	orders.GET("/files/*", func(c echo.Context) error { return c.String(http.StatusOK, "file") })
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
 	ann, ben := "Bearer "+env.Tokens["ann"], "Bearer "+env.Tokens["ben"]
-
-	tests := []struct {
-		name   string
-		path   string
-		auth   string
-		header []string
-		status int
-		body   string
-	}{
-		{"granted: the handler runs and sees the decision", "/orders/42", ann, nil, 200, "order 42 GRANT"},
-		{"granted: the handler's error reaches echo", "/orders/fails", ann, nil, 418, ""},
-		{"denied: the handler does not run", "/orders/42", ben, nil, 403, ""},
-		{"denied: nor does the failing one", "/orders/fails", ben, nil, 403, ""},
-		{"no token", "/orders/42", "", nil, 401, ""},
-		{"a path not in canonical form is the middleware's 400", "/orders/files/a/../b", ann, nil, 400, ""},
-		{"a method override is the middleware's 400", "/orders/42", ann, []string{"X-HTTP-Method-Override", "DELETE"}, 400, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			status, body, trace := get(t, srv, tt.path, tt.auth, tt.header...)
-			assert.Equal(t, tt.status, status, body)
-			assert.Equal(t, "outer", trace, "the middleware before the guard ran")
-			switch tt.status {
-			case http.StatusOK:
-				assert.Equal(t, tt.body, body)
-			case http.StatusTeapot:
-				assert.Contains(t, body, "the handler's own error")
-			default:
-				adaptertest.CheckErrorBody(t, status, []byte(body))
-			}
-		})
-	}
+	adaptertest.RunChain(t, e, []adaptertest.ChainCase{
+		{Name: "granted: the handler runs and sees the decision", Path: "/orders/42", Auth: ann, Status: 200, Body: "order 42 GRANT"},
+		{Name: "granted: the handler's error reaches echo", Path: "/orders/fails", Auth: ann, Status: 418, Body: "the handler's own error"},
+		{Name: "denied: the handler does not run", Path: "/orders/42", Auth: ben, Status: 403},
+		{Name: "denied: nor does the failing one", Path: "/orders/fails", Auth: ben, Status: 403},
+		{Name: "no token", Path: "/orders/42", Status: 401},
+		{Name: "a path not in canonical form is the middleware's 400", Path: "/orders/files/a/../b", Auth: ann, Status: 400},
+		{Name: "a method override is the middleware's 400", Path: "/orders/42", Auth: ann, Header: []string{"X-HTTP-Method-Override", "DELETE"}, Status: 400},
+	})
 }
 
 // The handler's error is Wrap's, unchanged.
@@ -162,30 +115,15 @@ func TestRequireFuncSeesTheCheckedMethod(t *testing.T) {
 func TestWiringMistakesPanic(t *testing.T) {
 	t.Parallel()
 	var nilClient *pep.Client
-	tests := []struct {
-		name  string
-		build func()
-		says  string
-	}{
-		{"Wrap(nil)", func() { echopep.Wrap(nil) }, "not nil"},
-		{"a nil checker", func() { echopep.Require(nilClient, "orders", "read") }, "the Checker is nil"},
-		{"no scope", func() { echopep.Require(adaptertest.Granter{}, "orders") }, "at least one scope"},
-		{"a nil function", func() { echopep.RequireFunc(adaptertest.Granter{}, nil) }, "not nil"},
-		{"a nil option", func() {
+	adaptertest.RunMistakes(t, []adaptertest.Mistake{
+		{Name: "Wrap(nil)", Build: func() { echopep.Wrap(nil) }, Says: "not nil"},
+		{Name: "a nil checker", Build: func() { echopep.Require(nilClient, "orders", "read") }, Says: "the Checker is nil"},
+		{Name: "no scope", Build: func() { echopep.Require(adaptertest.Granter{}, "orders") }, Says: "at least one scope"},
+		{Name: "a nil function", Build: func() { echopep.RequireFunc(adaptertest.Granter{}, nil) }, Says: "not nil"},
+		{Name: "a nil option", Build: func() {
 			echopep.RequireFunc(adaptertest.Granter{}, func(echo.Context) (string, []string) { return "", nil }, nil)
-		}, "an Option is nil"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			defer func() {
-				r := recover()
-				require.NotNil(t, r, "no panic")
-				assert.Contains(t, r, tt.says)
-			}()
-			tt.build()
-		})
-	}
+		}, Says: "an Option is nil"},
+	})
 }
 
 // TestTrustedFormBodyReadEndsWithTheRequestContext: the body read before

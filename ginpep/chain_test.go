@@ -1,40 +1,17 @@
 package ginpep_test
 
 import (
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/ginpep"
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
-
-// get sends GET path with the given authorization (none when empty) and
-// extra headers, and returns the status, the body and the X-Trace header.
-func get(t *testing.T, srv *httptest.Server, path, auth string, header ...string) (int, string, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
-	require.NoError(t, err)
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(body), resp.Header.Get("X-Trace")
-}
 
 // A guard in a gin chain: the handlers before it run in any case, those
 // after it only when it lets the request through, and they see the
@@ -58,37 +35,14 @@ func TestChain(t *testing.T) {
 	}
 	orders.GET("/:id", after, func(c *gin.Context) { c.String(http.StatusOK, "order "+c.Param("id")+" "+c.GetString("seen")) })
 	orders.GET("/files/*path", func(c *gin.Context) { c.String(http.StatusOK, "file") })
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
 	ann, ben := "Bearer "+env.Tokens["ann"], "Bearer "+env.Tokens["ben"]
-
-	tests := []struct {
-		name   string
-		path   string
-		auth   string
-		header []string
-		status int
-		body   string
-	}{
-		{"granted: the chain goes on and sees the decision", "/orders/42", ann, nil, 200, "order 42 GRANT"},
-		{"denied: the chain stops", "/orders/42", ben, nil, 403, ""},
-		{"no token: the chain stops", "/orders/42", "", nil, 401, ""},
-		{"a path not in canonical form is the middleware's 400", "/orders/files/a/../b", ann, nil, 400, ""},
-		{"a method override is the middleware's 400", "/orders/42", ann, []string{"X-HTTP-Method-Override", "DELETE"}, 400, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			status, body, trace := get(t, srv, tt.path, tt.auth, tt.header...)
-			assert.Equal(t, tt.status, status, body)
-			assert.Equal(t, "outer", trace, "the handlers before the guard ran")
-			if tt.status == http.StatusOK {
-				assert.Equal(t, tt.body, body)
-				return
-			}
-			adaptertest.CheckErrorBody(t, status, []byte(body))
-		})
-	}
+	adaptertest.RunChain(t, r, []adaptertest.ChainCase{
+		{Name: "granted: the chain goes on and sees the decision", Path: "/orders/42", Auth: ann, Status: 200, Body: "order 42 GRANT"},
+		{Name: "denied: the chain stops", Path: "/orders/42", Auth: ben, Status: 403},
+		{Name: "no token: the chain stops", Path: "/orders/42", Status: 401},
+		{Name: "a path not in canonical form is the middleware's 400", Path: "/orders/files/a/../b", Auth: ann, Status: 400},
+		{Name: "a method override is the middleware's 400", Path: "/orders/42", Auth: ann, Header: []string{"X-HTTP-Method-Override", "DELETE"}, Status: 400},
+	})
 }
 
 // RequireFunc's function sees the method the guard checks, and the gin
@@ -113,28 +67,13 @@ func TestRequireFuncSeesTheCheckedMethod(t *testing.T) {
 func TestWiringMistakesPanic(t *testing.T) {
 	t.Parallel()
 	var nilClient *pep.Client
-	tests := []struct {
-		name  string
-		build func()
-		says  string
-	}{
-		{"Wrap(nil)", func() { ginpep.Wrap(nil) }, "not nil"},
-		{"a nil checker", func() { ginpep.Require(nilClient, "orders", "read") }, "the Checker is nil"},
-		{"no scope", func() { ginpep.Require(adaptertest.Granter{}, "orders") }, "at least one scope"},
-		{"a nil function", func() { ginpep.RequireFunc(adaptertest.Granter{}, nil) }, "not nil"},
-		{"a nil option", func() {
+	adaptertest.RunMistakes(t, []adaptertest.Mistake{
+		{Name: "Wrap(nil)", Build: func() { ginpep.Wrap(nil) }, Says: "not nil"},
+		{Name: "a nil checker", Build: func() { ginpep.Require(nilClient, "orders", "read") }, Says: "the Checker is nil"},
+		{Name: "no scope", Build: func() { ginpep.Require(adaptertest.Granter{}, "orders") }, Says: "at least one scope"},
+		{Name: "a nil function", Build: func() { ginpep.RequireFunc(adaptertest.Granter{}, nil) }, Says: "not nil"},
+		{Name: "a nil option", Build: func() {
 			ginpep.RequireFunc(adaptertest.Granter{}, func(*gin.Context) (string, []string) { return "", nil }, nil)
-		}, "an Option is nil"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			defer func() {
-				r := recover()
-				require.NotNil(t, r, "no panic")
-				assert.Contains(t, r, tt.says)
-			}()
-			tt.build()
-		})
-	}
+		}, Says: "an Option is nil"},
+	})
 }

@@ -310,49 +310,34 @@ func TestWiringMistakesPanic(t *testing.T) {
 	t.Parallel()
 	fn := grpcpep.Map(rules())
 	var nilClient *pep.Client
-	type mistake struct {
-		name  string
-		build func()
-		says  string
-	}
-	tests := []mistake{
-		{"nil checker", func() { grpcpep.UnaryServerInterceptor(nil, fn) }, "the Checker is nil"},
-		{"typed nil checker", func() { grpcpep.StreamServerInterceptor(nilClient, fn) }, "the Checker is nil"},
-		{"nil func", func() { grpcpep.UnaryServerInterceptor(fixed{}, nil) }, "the Func is nil"},
-		{"nil option", func() { grpcpep.StreamServerInterceptor(fixed{}, fn, nil) }, "an Option is nil"},
-		{"OK as the outage code", func() { grpcpep.UnaryServerInterceptor(fixed{}, fn, grpcpep.WithUnavailableCode(codes.OK)) }, "other than OK"},
-		{"an undefined code", func() { grpcpep.UnaryServerInterceptor(fixed{}, fn, grpcpep.WithUnavailableCode(codes.Code(99))) }, "one gRPC defines"},
-		{"a key without a slash", func() { grpcpep.Map(map[string]grpcpep.Rule{"orders.v1.Orders/Read": {"orders", []string{"read"}}}) }, "not a full method name"},
-		{"a key without a method", func() { grpcpep.Map(map[string]grpcpep.Rule{"/orders.v1.Orders/": {"orders", []string{"read"}}}) }, "not a full method name"},
-		{"a wildcard resource", func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"*", []string{"read"}}}) }, "a resource other than"},
-		{"no scope", func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"orders", nil}}) }, "at least one scope"},
-		{"an empty scope", func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"orders", []string{"read", ""}}}) }, "none of them empty"},
-		{"a zero redecide interval", func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(0)) }, "grpcpep: WithStreamRedecide needs a positive interval"},
-		{"a negative redecide interval", func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(-time.Second)) }, "grpcpep: WithStreamRedecide needs a positive interval"},
+	tests := []adaptertest.Mistake{
+		{Name: "nil checker", Build: func() { grpcpep.UnaryServerInterceptor(nil, fn) }, Says: "the Checker is nil"},
+		{Name: "typed nil checker", Build: func() { grpcpep.StreamServerInterceptor(nilClient, fn) }, Says: "the Checker is nil"},
+		{Name: "nil func", Build: func() { grpcpep.UnaryServerInterceptor(fixed{}, nil) }, Says: "the Func is nil"},
+		{Name: "nil option", Build: func() { grpcpep.StreamServerInterceptor(fixed{}, fn, nil) }, Says: "an Option is nil"},
+		{Name: "OK as the outage code", Build: func() { grpcpep.UnaryServerInterceptor(fixed{}, fn, grpcpep.WithUnavailableCode(codes.OK)) }, Says: "other than OK"},
+		{Name: "an undefined code", Build: func() { grpcpep.UnaryServerInterceptor(fixed{}, fn, grpcpep.WithUnavailableCode(codes.Code(99))) }, Says: "one gRPC defines"},
+		{Name: "a key without a slash", Build: func() { grpcpep.Map(map[string]grpcpep.Rule{"orders.v1.Orders/Read": {"orders", []string{"read"}}}) }, Says: "not a full method name"},
+		{Name: "a key without a method", Build: func() { grpcpep.Map(map[string]grpcpep.Rule{"/orders.v1.Orders/": {"orders", []string{"read"}}}) }, Says: "not a full method name"},
+		{Name: "a wildcard resource", Build: func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"*", []string{"read"}}}) }, Says: "a resource other than"},
+		{Name: "no scope", Build: func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"orders", nil}}) }, Says: "at least one scope"},
+		{Name: "an empty scope", Build: func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"orders", []string{"read", ""}}}) }, Says: "none of them empty"},
+		{Name: "a zero redecide interval", Build: func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(0)) }, Says: "grpcpep: WithStreamRedecide needs a positive interval"},
+		{Name: "a negative redecide interval", Build: func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(-time.Second)) }, Says: "grpcpep: WithStreamRedecide needs a positive interval"},
 	}
 	// TestMapRefusesNamesNotValidUTF8 (a-dpop9 F2): a rule whose names
 	// JSON cannot carry as written is a wiring mistake, as an empty one is.
 	for _, r := range []grpcpep.Rule{{Resource: "orders\xff", Scopes: []string{"read"}}, {Resource: "orders", Scopes: []string{"\xfe"}}} {
-		tests = append(tests, mistake{fmt.Sprintf("TestMapRefusesNamesNotValidUTF8 %q %q", r.Resource, r.Scopes), func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": r}) },
-			`grpcpep: Map's rule for "/s.S/M" needs a resource other than "" and "*" and at least one scope, none of them empty, all valid UTF-8`})
+		tests = append(tests, adaptertest.Mistake{Name: fmt.Sprintf("TestMapRefusesNamesNotValidUTF8 %q %q", r.Resource, r.Scopes), Build: func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": r}) },
+			Says: `grpcpep: Map's rule for "/s.S/M" needs a resource other than "" and "*" and at least one scope, none of them empty, all valid UTF-8`})
 	}
 	// WithPublicMethods takes exact full method names only: a prefix, a
 	// service name or a pattern is a wiring mistake.
 	for _, name := range []string{"", "/grpc.health.v1.Health", "/grpc.health.v1.Health/", "grpc.health.v1.Health/Check", "/grpc.health.v1.Health/*/x"} {
-		tests = append(tests, mistake{"a public method " + name, func() { grpcpep.UnaryServerInterceptor(fixed{}, fn, grpcpep.WithPublicMethods(name)) },
-			"grpcpep: WithPublicMethods was given " + `"` + name + `"` + `, which is not a full method name "/package.Service/Method" (exact names only, no prefixes)`})
+		tests = append(tests, adaptertest.Mistake{Name: "a public method " + name, Build: func() { grpcpep.UnaryServerInterceptor(fixed{}, fn, grpcpep.WithPublicMethods(name)) },
+			Says: "grpcpep: WithPublicMethods was given " + `"` + name + `"` + `, which is not a full method name "/package.Service/Method" (exact names only, no prefixes)`})
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			defer func() {
-				r := recover()
-				require.NotNil(t, r, "no panic")
-				assert.Contains(t, r, tt.says)
-			}()
-			tt.build()
-		})
-	}
+	adaptertest.RunMistakes(t, tests)
 	assert.NotPanics(t, func() {
 		grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {Resource: "bestellungen-ü", Scopes: []string{"\uFFFD"}}})
 	})

@@ -1,10 +1,8 @@
 package grpcpep_test
 
 import (
-	"bytes"
 	"context"
 	"net"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,24 +33,6 @@ func serveWith(t *testing.T, svc *orders, register func(*grpc.Server), opts ...g
 		<-done
 	})
 	return conn
-}
-
-// lockedBuffer is a log destination safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // panickingChecker is a user's Checker with a bug.

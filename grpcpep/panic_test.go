@@ -1,7 +1,6 @@
 package grpcpep_test
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -20,24 +19,11 @@ import (
 	"github.com/orgauthz/orgauthz/grpcpep"
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
 const panicChildEnv = "GRPCPEP_PANIC_CHILD"
-
-// warnPanics is a user's slog handler with a bug on its Warn and Error
-// path.
-type warnPanics struct{}
-
-func (warnPanics) Enabled(context.Context, slog.Level) bool { return true }
-func (h warnPanics) WithAttrs([]slog.Attr) slog.Handler     { return h }
-func (h warnPanics) WithGroup(string) slog.Handler          { return h }
-func (warnPanics) Handle(_ context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn {
-		panic("a bug in the user's log handler")
-	}
-	return nil
-}
 
 // A Func or Checker that panics (the user's bug) costs only its own call:
 // grpc-go does not recover, so without the interceptor's recover one call
@@ -67,7 +53,7 @@ func TestPanickingUserCallbackCostsOnlyItsCall(t *testing.T) {
 	buggyFunc := func(full string) (string, []string) {
 		return strings.Split(full, "/")[5], []string{"read"} // out of range
 	}
-	buggyLogger := slog.New(warnPanics{})
+	buggyLogger := slog.New(testkit.WarnPanics{})
 	// The gateway is down: the client fails closed and logs it at Warn.
 	down, err := hangguard.NewPep("http://127.0.0.1:1", adaptertest.Realm, adaptertest.ClientID,
 		pep.WithRetry(0, time.Millisecond, time.Millisecond), pep.WithLogger(buggyLogger))
@@ -86,7 +72,7 @@ func TestPanickingUserCallbackCostsOnlyItsCall(t *testing.T) {
 	for _, tt := range tests {
 		for _, stream := range []bool{false, true} {
 			t.Run(tt.name+map[bool]string{false: "/unary", true: "/stream"}[stream], func(t *testing.T) {
-				logs := &lockedBuffer{}
+				logs := &testkit.SyncBuffer{}
 				logger := tt.logger
 				if logger == nil {
 					logger = slog.New(slog.NewTextHandler(logs, nil))

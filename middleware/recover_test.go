@@ -1,12 +1,10 @@
 package middleware_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -29,37 +28,6 @@ func (panicking) CheckMany(context.Context, []pep.Resource, ...pep.CallOption) (
 
 func (panicking) Evaluate(context.Context, authzen.Request, ...authzen.CallOption) (authzen.Decision, error) {
 	panic("a user's Evaluator with a bug")
-}
-
-// warnPanics is a user's slog handler with a bug on its Warn and Error
-// path.
-type warnPanics struct{}
-
-func (warnPanics) Enabled(context.Context, slog.Level) bool { return true }
-func (h warnPanics) WithAttrs([]slog.Attr) slog.Handler     { return h }
-func (h warnPanics) WithGroup(string) slog.Handler          { return h }
-func (warnPanics) Handle(_ context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn {
-		panic("a bug in the user's log handler")
-	}
-	return nil
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A user callback the middleware calls (the resource, subject or target
@@ -79,7 +47,7 @@ func (s *syncBuffer) String() string {
 // ended the process.)
 func TestPanickingUserCallbackIsDenied(t *testing.T) {
 	t.Parallel()
-	buggyLogger := slog.New(warnPanics{})
+	buggyLogger := slog.New(testkit.WarnPanics{})
 	down, err := hangguard.NewPep("http://127.0.0.1:1", adaptertest.Realm, adaptertest.ClientID,
 		pep.WithRetry(0, time.Millisecond, time.Millisecond), pep.WithLogger(buggyLogger))
 	require.NoError(t, err)
@@ -119,7 +87,7 @@ func TestPanickingUserCallbackIsDenied(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			logs := &syncBuffer{}
+			logs := &testkit.SyncBuffer{}
 			logger := tt.logger
 			if logger == nil {
 				logger = slog.New(slog.NewTextHandler(logs, nil))

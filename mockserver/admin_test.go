@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -24,7 +25,7 @@ func adminFixture() mockserver.Fixture {
 
 // bearerCall sends method path with token as Bearer (none when empty) and
 // body as JSON (no Content-Type on a call without a body but a POST).
-func bearerCall(t *testing.T, srv *mockservertest.Server, method, path, token, body string) httpResult {
+func bearerCall(t *testing.T, srv *mockservertest.Server, method, path, token, body string) servertest.Result {
 	t.Helper()
 	h := http.Header{}
 	if token != "" {
@@ -34,7 +35,7 @@ func bearerCall(t *testing.T, srv *mockservertest.Server, method, path, token, b
 	if body != "" || method == http.MethodPost {
 		ct = "application/json"
 	}
-	return send(t, srv, method, path, ct, strings.NewReader(body), h)
+	return servertest.Send(t, srv, method, path, ct, strings.NewReader(body), h)
 }
 
 func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
@@ -43,8 +44,8 @@ func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
 	admin := srv.AdminToken()
 
 	res := bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"standard","adminEmail":"boss@initech.test"}`)
-	require.Equal(t, http.StatusCreated, res.status, string(res.body))
-	tenant := res.json(t)["result"].(map[string]any)
+	require.Equal(t, http.StatusCreated, res.Status, string(res.Body))
+	tenant := res.JSON(t)["result"].(map[string]any)
 	require.Equal(t, "initech", tenant["name"])
 	require.Equal(t, "standard", tenant["plan"])
 	require.Equal(t, "boss@initech.test", tenant["adminEmail"])
@@ -52,44 +53,44 @@ func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
 	_, err := time.Parse(time.RFC3339, tenant["createdAt"].(string))
 	require.NoError(t, err)
 	id := tenant["tenantId"].(string)
-	require.Equal(t, srv.URL+"/admin/tenants/"+id, res.header.Get("Location"))
+	require.Equal(t, srv.URL+"/admin/tenants/"+id, res.Header.Get("Location"))
 	password := tenant["initialPassword"].(string)
 	require.NotEmpty(t, password)
 
-	login := tokenRequest(t, srv, "initech", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+	login := servertest.TokenRequest(t, srv, "initech", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 		"username": {"boss@initech.test"}, "password": {password}}, nil)
-	require.Equal(t, http.StatusOK, login.status, string(login.body))
-	tok := login.json(t)["access_token"].(string)
-	list := send(t, srv, http.MethodGet, "/admin/realms/initech/organizations", "", nil, http.Header{"Authorization": {"Bearer " + tok}})
-	require.Equal(t, http.StatusOK, list.status, "the tenant admin holds realm-admin: %s", list.body)
-	disc := send(t, srv, http.MethodGet, "/realms/initech/.well-known/openid-configuration", "", nil, nil)
-	require.Equal(t, http.StatusOK, disc.status)
+	require.Equal(t, http.StatusOK, login.Status, string(login.Body))
+	tok := login.JSON(t)["access_token"].(string)
+	list := servertest.Send(t, srv, http.MethodGet, "/admin/realms/initech/organizations", "", nil, http.Header{"Authorization": {"Bearer " + tok}})
+	require.Equal(t, http.StatusOK, list.Status, "the tenant admin holds realm-admin: %s", list.Body)
+	disc := servertest.Send(t, srv, http.MethodGet, "/realms/initech/.well-known/openid-configuration", "", nil, nil)
+	require.Equal(t, http.StatusOK, disc.Status)
 
 	dup := bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"x@initech.test"}`)
-	require.Equal(t, http.StatusConflict, dup.status)
+	require.Equal(t, http.StatusConflict, dup.Status)
 	dup = bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"acme","plan":"free","adminEmail":"x@acme.test"}`)
-	require.Equal(t, http.StatusConflict, dup.status, "a fixture realm's name is taken too")
+	require.Equal(t, http.StatusConflict, dup.Status, "a fixture realm's name is taken too")
 
 	// Decommissioning refuses every token of the realm from then on.
 	res = bearerCall(t, srv, http.MethodDelete, "/admin/tenants/"+id, admin, "")
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	gone := res.json(t)["result"].(map[string]any)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	gone := res.JSON(t)["result"].(map[string]any)
 	require.Equal(t, id, gone["tenantId"])
 	require.Equal(t, "DECOMMISSIONED", gone["status"])
 	_, err = time.Parse(time.RFC3339, gone["decommissionedAt"].(string))
 	require.NoError(t, err)
 
-	list = send(t, srv, http.MethodGet, "/admin/realms/initech/organizations", "", nil, http.Header{"Authorization": {"Bearer " + tok}})
-	require.Equal(t, http.StatusUnauthorized, list.status)
-	require.Contains(t, list.header.Get("WWW-Authenticate"), `error="invalid_token"`)
+	list = servertest.Send(t, srv, http.MethodGet, "/admin/realms/initech/organizations", "", nil, http.Header{"Authorization": {"Bearer " + tok}})
+	require.Equal(t, http.StatusUnauthorized, list.Status)
+	require.Contains(t, list.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
 	dec := bearerCall(t, srv, http.MethodPost, "/realms/initech/authorization-decision-provider/authorize", tok, `{"clientId":"admin-cli","resources":[{"name":"x"}]}`)
-	require.Equal(t, http.StatusUnauthorized, dec.status)
-	login = tokenRequest(t, srv, "initech", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+	require.Equal(t, http.StatusUnauthorized, dec.Status)
+	login = servertest.TokenRequest(t, srv, "initech", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 		"username": {"boss@initech.test"}, "password": {password}}, nil)
-	require.Equal(t, http.StatusNotFound, login.status)
+	require.Equal(t, http.StatusNotFound, login.Status)
 
 	res = bearerCall(t, srv, http.MethodDelete, "/admin/tenants/"+id, admin, "")
-	require.Equal(t, http.StatusNotFound, res.status, "a repeat is 404")
+	require.Equal(t, http.StatusNotFound, res.Status, "a repeat is 404")
 }
 
 func TestProvisionTenantValidation(t *testing.T) {
@@ -110,8 +111,8 @@ func TestProvisionTenantValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res := bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, tc.body)
-			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
-			details := res.json(t)["details"].([]any)
+			require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
+			details := res.JSON(t)["details"].([]any)
 			require.Equal(t, tc.field, details[0].(map[string]any)["field"])
 		})
 	}
@@ -137,7 +138,7 @@ func TestPlatformAdminOnly(t *testing.T) {
 				{http.MethodGet, "/admin/config", ""}, {http.MethodGet, "/admin/audit", ""},
 			} {
 				res := bearerCall(t, srv, call.method, call.path, tc.token, call.body)
-				require.Equal(t, tc.want, res.status, "%s %s", call.method, call.path)
+				require.Equal(t, tc.want, res.Status, "%s %s", call.method, call.path)
 			}
 		})
 	}
@@ -153,26 +154,26 @@ func TestAuditLog(t *testing.T) {
 	start := time.Now().UTC().Add(-time.Second)
 
 	res := bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"a@initech.test"}`)
-	require.Equal(t, http.StatusCreated, res.status)
-	tenantID := res.json(t)["result"].(map[string]any)["tenantId"].(string)
-	require.Equal(t, http.StatusConflict, bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"a@initech.test"}`).status)
-	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":600}`).status)
-	orgRes := send(t, srv, http.MethodPost, "/admin/realms/acme/organizations", "application/json",
+	require.Equal(t, http.StatusCreated, res.Status)
+	tenantID := res.JSON(t)["result"].(map[string]any)["tenantId"].(string)
+	require.Equal(t, http.StatusConflict, bearerCall(t, srv, http.MethodPost, "/admin/tenants", admin, `{"name":"initech","plan":"free","adminEmail":"a@initech.test"}`).Status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":600}`).Status)
+	orgRes := servertest.Send(t, srv, http.MethodPost, "/admin/realms/acme/organizations", "application/json",
 		strings.NewReader(`{"name":"Acme APAC","alias":"apac"}`), http.Header{"Authorization": {"Bearer " + realmAdmin}})
-	require.Equal(t, http.StatusCreated, orgRes.status, string(orgRes.body))
-	orgID := orgRes.json(t)["result"].(map[string]any)["id"].(string)
-	denied := send(t, srv, http.MethodPost, "/admin/realms/acme/organizations", "application/json",
+	require.Equal(t, http.StatusCreated, orgRes.Status, string(orgRes.Body))
+	orgID := orgRes.JSON(t)["result"].(map[string]any)["id"].(string)
+	denied := servertest.Send(t, srv, http.MethodPost, "/admin/realms/acme/organizations", "application/json",
 		strings.NewReader(`{"name":"Nope","alias":"nope"}`), http.Header{"Authorization": {"Bearer " + alice}})
-	require.Equal(t, http.StatusForbidden, denied.status)
-	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodDelete, "/admin/tenants/"+tenantID, admin, "").status)
+	require.Equal(t, http.StatusForbidden, denied.Status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodDelete, "/admin/tenants/"+tenantID, admin, "").Status)
 
 	type row struct{ actor, action, tenant, typ, resID, outcome string }
 	list := func(query string) []row {
 		t.Helper()
 		res := bearerCall(t, srv, http.MethodGet, "/admin/audit"+query, admin, "")
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 		var rows []row
-		for _, e := range res.json(t)["results"].([]any) {
+		for _, e := range res.JSON(t)["results"].([]any) {
 			m := e.(map[string]any)
 			require.NotEmpty(t, m["id"])
 			_, err := time.Parse(time.RFC3339, m["timestamp"].(string))
@@ -201,9 +202,9 @@ func TestAuditLog(t *testing.T) {
 	require.Empty(t, list("?from="+url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))))
 
 	res = bearerCall(t, srv, http.MethodGet, "/admin/audit?from=yesterday", admin, "")
-	require.Equal(t, http.StatusBadRequest, res.status)
+	require.Equal(t, http.StatusBadRequest, res.Status)
 	res = bearerCall(t, srv, http.MethodGet, "/admin/audit?count=0", admin, "")
-	require.Equal(t, http.StatusBadRequest, res.status)
+	require.Equal(t, http.StatusBadRequest, res.Status)
 }
 
 func TestConfig(t *testing.T) {
@@ -211,14 +212,14 @@ func TestConfig(t *testing.T) {
 	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(adminFixture()))
 	admin := srv.AdminToken()
 	res := bearerCall(t, srv, http.MethodGet, "/admin/config", admin, "")
-	require.Equal(t, http.StatusOK, res.status)
-	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":300,"maxPageSize":100,"dpopNonceRequired":false,"decisionLatencyMs":0,"decisionFailureRate":0}}`, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status)
+	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":300,"maxPageSize":100,"dpopNonceRequired":false,"decisionLatencyMs":0,"decisionFailureRate":0}}`, string(res.Body))
 
 	res = bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":60,"decisionLatencyMs":1,"decisionFailureRate":0.25}`)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":100,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0.25}}`, string(res.body))
-	tok := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}, nil)
-	require.EqualValues(t, 60, tok.json(t)["expires_in"])
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":100,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0.25}}`, string(res.Body))
+	tok := servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}, nil)
+	require.EqualValues(t, 60, tok.JSON(t)["expires_in"])
 
 	for _, tc := range []struct{ name, body, field string }{
 		{"unknown key", `{"tokenLifetime":60}`, "tokenLifetime"},
@@ -232,42 +233,42 @@ func TestConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := bearerCall(t, srv, http.MethodPut, "/admin/config", admin, tc.body)
-			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
-			require.Equal(t, tc.field, res.json(t)["details"].([]any)[0].(map[string]any)["field"])
+			require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
+			require.Equal(t, tc.field, res.JSON(t)["details"].([]any)[0].(map[string]any)["field"])
 		})
 	}
 	for _, body := range []string{`[]`, `null`, `{`} {
 		res := bearerCall(t, srv, http.MethodPut, "/admin/config", admin, body)
-		require.Equal(t, http.StatusBadRequest, res.status, body)
+		require.Equal(t, http.StatusBadRequest, res.Status, body)
 	}
 	res = bearerCall(t, srv, http.MethodGet, "/admin/config", admin, "")
-	require.Contains(t, string(res.body), `"decisionFailureRate":0.25`, "a refused PUT changes nothing")
+	require.Contains(t, string(res.Body), `"decisionFailureRate":0.25`, "a refused PUT changes nothing")
 
 	// PATCH changes the keys it names and keeps the others; PUT replaces
 	// the whole configuration; a refused PATCH changes nothing (the rows
 	// of TestPatchConfig).
 	res = bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"tokenLifetimeSeconds":60,"decisionLatencyMs":1}`)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	res = bearerCall(t, srv, http.MethodPatch, "/admin/config", admin, `{"maxPageSize":10}`)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":10,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0}}`, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":10,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0}}`, string(res.Body))
 	res = bearerCall(t, srv, http.MethodPatch, "/admin/config", admin, `{}`)
-	require.Equal(t, http.StatusOK, res.status)
-	require.Contains(t, string(res.body), `"maxPageSize":10`, "an empty PATCH changes nothing")
+	require.Equal(t, http.StatusOK, res.Status)
+	require.Contains(t, string(res.Body), `"maxPageSize":10`, "an empty PATCH changes nothing")
 
 	for _, body := range []string{`{"maxPageSize":50,"bogus":1}`, `{"maxPageSize":0}`, `{"maxPageSize":20,"maxPageSize":30}`, `[]`, `null`} {
 		res := bearerCall(t, srv, http.MethodPatch, "/admin/config", admin, body)
-		require.Equal(t, http.StatusBadRequest, res.status, body)
+		require.Equal(t, http.StatusBadRequest, res.Status, body)
 	}
 	res = bearerCall(t, srv, http.MethodGet, "/admin/config", admin, "")
-	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":10,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0}}`, string(res.body),
+	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":60,"maxPageSize":10,"dpopNonceRequired":false,"decisionLatencyMs":1,"decisionFailureRate":0}}`, string(res.Body),
 		"a refused PATCH changes nothing")
 
 	res = bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"maxPageSize":20}`)
-	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":300,"maxPageSize":20,"dpopNonceRequired":false,"decisionLatencyMs":0,"decisionFailureRate":0}}`, string(res.body),
+	require.JSONEq(t, `{"result":{"tokenLifetimeSeconds":300,"maxPageSize":20,"dpopNonceRequired":false,"decisionLatencyMs":0,"decisionFailureRate":0}}`, string(res.Body),
 		"PUT replaces: omitted keys take their defaults")
 	res = bearerCall(t, srv, http.MethodPatch, "/admin/config", srv.Token("acme", "alice"), `{"maxPageSize":5}`)
-	require.Equal(t, http.StatusUnauthorized, res.status)
+	require.Equal(t, http.StatusUnauthorized, res.Status)
 }
 
 func TestFaultInjection(t *testing.T) {
@@ -277,29 +278,29 @@ func TestFaultInjection(t *testing.T) {
 	alice := srv.Token("acme", "alice")
 	health := func() (int, string) {
 		res := bearerCall(t, srv, http.MethodGet, "/admin/health", admin, "")
-		m := res.json(t)
+		m := res.JSON(t)
 		_, err := time.Parse(time.RFC3339, m["checkedAt"].(string))
 		require.NoError(t, err)
 		require.NotEmpty(t, m["components"])
-		return res.status, m["status"].(string)
+		return res.Status, m["status"].(string)
 	}
 	code, status := health()
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "UP", status)
 
-	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"decisionFailureRate":1}`).status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"decisionFailureRate":1}`).Status)
 	for range 20 {
 		res := bearerCall(t, srv, http.MethodPost, authorizePath, alice, `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`)
-		require.Equal(t, http.StatusServiceUnavailable, res.status)
-		require.Equal(t, "Service Unavailable", res.json(t)["error"])
+		require.Equal(t, http.StatusServiceUnavailable, res.Status)
+		require.Equal(t, "Service Unavailable", res.JSON(t)["error"])
 		res = bearerCall(t, srv, http.MethodPost, "/realms/acme/authorization-decision-provider/get-organizations", alice, `{"clientId":"orders-api"}`)
-		require.Equal(t, http.StatusServiceUnavailable, res.status)
+		require.Equal(t, http.StatusServiceUnavailable, res.Status)
 	}
 	code, status = health()
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Equal(t, "DOWN", status)
 
-	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"decisionLatencyMs":60000}`).status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{"decisionLatencyMs":60000}`).Status)
 	code, status = health()
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "DEGRADED", status)
@@ -316,7 +317,7 @@ func TestFaultInjection(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(began), 10*time.Second)
 
-	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{}`).status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", admin, `{}`).Status)
 	res := bearerCall(t, srv, http.MethodPost, authorizePath, alice, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
-	require.Equal(t, http.StatusOK, res.status)
+	require.Equal(t, http.StatusOK, res.Status)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -25,7 +26,7 @@ type codeFlow struct {
 	// authCodeRequest) and returns where the endpoint redirected.
 	issue func(t *testing.T, q url.Values) *url.URL
 	// redeem redeems code with form, and signer's proof when not nil.
-	redeem func(t *testing.T, form url.Values, signer *dpop.Signer) httpResult
+	redeem func(t *testing.T, form url.Values, signer *dpop.Signer) servertest.Result
 }
 
 // codeFlows are the kept and the sealed code paths, each with the
@@ -56,12 +57,12 @@ func codeFlows(t *testing.T) map[string]func(t *testing.T) (codeFlow, string) {
 	}
 	return map[string]func(t *testing.T) (codeFlow, string){
 		"kept": func(t *testing.T) (codeFlow, string) {
-			redirect := redirectTarget(t)
-			srv := mockservertest.Start(t, mockserver.WithFixture(authCodeFixture(redirect)))
+			redirect := servertest.RedirectTarget(t)
+			srv := mockservertest.Start(t, mockserver.WithFixture(servertest.AuthCodeFixture(redirect)))
 			return codeFlow{
 				issue: func(t *testing.T, q url.Values) *url.URL { return post(t, srv.Client(), srv.URL+authPath, q) },
-				redeem: func(t *testing.T, form url.Values, signer *dpop.Signer) httpResult {
-					return tokenRequest(t, srv, "acme", form, tokenWith(t, signer, srv.URL+tokenPath))
+				redeem: func(t *testing.T, form url.Values, signer *dpop.Signer) servertest.Result {
+					return servertest.TokenRequest(t, srv, "acme", form, tokenWith(t, signer, srv.URL+tokenPath))
 				},
 			}, redirect
 		},
@@ -80,7 +81,7 @@ func codeFlows(t *testing.T) map[string]func(t *testing.T) (codeFlow, string) {
 					require.NoError(t, err)
 					return loc
 				},
-				redeem: func(t *testing.T, form url.Values, signer *dpop.Signer) httpResult {
+				redeem: func(t *testing.T, form url.Values, signer *dpop.Signer) servertest.Result {
 					return f.do("b", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), tokenWith(t, signer, f.URL+tokenPath))
 				},
 			}, webRedirect
@@ -90,11 +91,11 @@ func codeFlows(t *testing.T) map[string]func(t *testing.T) (codeFlow, string) {
 
 // answerOf is what a failing test says of a token endpoint's answer: an
 // error's body, a token answer's token_type, never the tokens.
-func answerOf(t *testing.T, res httpResult) string {
-	if res.status != http.StatusOK {
-		return string(res.body)
+func answerOf(t *testing.T, res servertest.Result) string {
+	if res.Status != http.StatusOK {
+		return string(res.Body)
 	}
-	return fmt.Sprintf("a token answer (token_type %v)", res.json(t)["token_type"])
+	return fmt.Sprintf("a token answer (token_type %v)", res.JSON(t)["token_type"])
 }
 
 // cloneValues returns a copy of q that can be changed without changing q.
@@ -138,15 +139,15 @@ func TestACodeBoundToADPoPKeyIsRedeemedOnlyWithThatKey(t *testing.T) {
 				signer *dpop.Signer
 			}{{"another key's proof", other}, {"no proof", nil}} {
 				res := flow.redeem(t, form, tc.signer)
-				require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", tc.name, answerOf(t, res))
-				require.Equal(t, "invalid_grant", res.json(t)["error"], tc.name)
-				require.Contains(t, res.json(t)["error_description"], "dpop_jkt", tc.name)
+				require.Equal(t, http.StatusBadRequest, res.Status, "%s: %s", tc.name, answerOf(t, res))
+				require.Equal(t, "invalid_grant", res.JSON(t)["error"], tc.name)
+				require.Contains(t, res.JSON(t)["error_description"], "dpop_jkt", tc.name)
 			}
 
 			res := flow.redeem(t, form, bound)
-			require.Equal(t, http.StatusOK, res.status, "the refusals left the code to its client: %s", answerOf(t, res))
-			require.Equal(t, "DPoP", res.json(t)["token_type"])
-			tok, err := jwt.ParseSigned(res.json(t)["access_token"].(string), []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
+			require.Equal(t, http.StatusOK, res.Status, "the refusals left the code to its client: %s", answerOf(t, res))
+			require.Equal(t, "DPoP", res.JSON(t)["token_type"])
+			tok, err := jwt.ParseSigned(res.JSON(t)["access_token"].(string), []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
 			require.NoError(t, err)
 			var claims struct {
 				Cnf struct {
@@ -157,7 +158,7 @@ func TestACodeBoundToADPoPKeyIsRedeemedOnlyWithThatKey(t *testing.T) {
 			require.Equal(t, bound.Thumbprint(), claims.Cnf.JKT)
 
 			res = flow.redeem(t, form, bound)
-			require.Equal(t, http.StatusBadRequest, res.status, "a code gives one answer: %s", answerOf(t, res))
+			require.Equal(t, http.StatusBadRequest, res.Status, "a code gives one answer: %s", answerOf(t, res))
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -81,7 +82,7 @@ func requireTokenRefused(t *testing.T, f *front, token string, replicas ...strin
 	t.Helper()
 	for _, r := range replicas {
 		res := f.bearerDecide(r, token)
-		require.Equal(t, http.StatusUnauthorized, res.status, "the code's token at %s after the code's reuse: %s", r, res.body)
+		require.Equal(t, http.StatusUnauthorized, res.Status, "the code's token at %s after the code's reuse: %s", r, res.Body)
 	}
 }
 
@@ -143,16 +144,16 @@ func TestCodeReusedIsRefusedAndRevokesItsToken(t *testing.T) {
 			f, _ := cs.start(t)
 			code := f.authCode(cs.first, webRedirect)
 			res := f.redeemCode(cs.first, code)
-			require.Equal(t, http.StatusOK, res.status, string(res.body))
-			token := res.json(t)["access_token"].(string)
+			require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+			token := res.JSON(t)["access_token"].(string)
 			for _, r := range []string{cs.first, cs.second} {
 				served := f.bearerDecide(r, token)
-				require.Equal(t, http.StatusOK, served.status, "the code's token at %s before the reuse: %s", r, served.body)
+				require.Equal(t, http.StatusOK, served.Status, "the code's token at %s before the reuse: %s", r, served.Body)
 			}
 
 			res = f.redeemCode(cs.second, code)
-			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
-			require.Equal(t, "invalid_grant", res.json(t)["error"])
+			require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
+			require.Equal(t, "invalid_grant", res.JSON(t)["error"])
 			requireTokenRefused(t, f, token, cs.first, cs.second)
 		})
 	}
@@ -173,7 +174,7 @@ func TestCodeKeptWhenItsProofCannotBeRecorded(t *testing.T) {
 			f, store := cs.start(t)
 			signer, err := dpop.GenerateKey()
 			require.NoError(t, err)
-			redeem := func(replica, code, proof string) httpResult {
+			redeem := func(replica, code, proof string) servertest.Result {
 				return f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"},
 					"client_id": {"web"}, "code": {code}, "redirect_uri": {webRedirect}, "code_verifier": {pkceVerifier}}.Encode(), http.Header{"Dpop": {proof}})
 			}
@@ -183,24 +184,24 @@ func TestCodeKeptWhenItsProofCannotBeRecorded(t *testing.T) {
 			if store != nil {
 				store.set(&store.failProofs, errors.New("connection reset"))
 				res := redeem(cs.first, code, proof)
-				require.Equal(t, http.StatusServiceUnavailable, res.status, "the proof cannot be recorded: %s", res.body)
-				require.NotEmpty(t, res.header.Get("Retry-After"))
+				require.Equal(t, http.StatusServiceUnavailable, res.Status, "the proof cannot be recorded: %s", res.Body)
+				require.NotEmpty(t, res.Header.Get("Retry-After"))
 				store.set(&store.failProofs, nil)
 			} else {
 				// Another request recorded the proof first (a password
 				// grant with it): the redemption's record of it is a replay.
 				pw := f.do(cs.first, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"password"},
 					"client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}.Encode(), http.Header{"Dpop": {proof}})
-				require.Equal(t, http.StatusOK, pw.status, string(pw.body))
+				require.Equal(t, http.StatusOK, pw.Status, string(pw.Body))
 				res := redeem(cs.first, code, proof)
-				require.Equal(t, http.StatusBadRequest, res.status, "the proof is a replay: %s", res.body)
-				require.Equal(t, "invalid_dpop_proof", res.json(t)["error"])
+				require.Equal(t, http.StatusBadRequest, res.Status, "the proof is a replay: %s", res.Body)
+				require.Equal(t, "invalid_dpop_proof", res.JSON(t)["error"])
 			}
 			fresh, err := signer.Proof(http.MethodPost, f.URL+tokenPath, "", "")
 			require.NoError(t, err)
 			res := redeem(cs.second, code, fresh)
-			require.Equal(t, http.StatusOK, res.status, "the client's retry with a fresh proof: %s", res.body)
-			require.Equal(t, "DPoP", res.json(t)["token_type"])
+			require.Equal(t, http.StatusOK, res.Status, "the client's retry with a fresh proof: %s", res.Body)
+			require.Equal(t, "DPoP", res.JSON(t)["token_type"])
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -22,8 +23,8 @@ import (
 // section 3.1).
 func TestAnAuthorizationRequestWithAnUnsupportedBindingParameterIsRefused(t *testing.T) {
 	t.Parallel()
-	redirect := redirectTarget(t)
-	srv := mockservertest.Start(t, mockserver.WithFixture(authCodeFixture(redirect)))
+	redirect := servertest.RedirectTarget(t)
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.AuthCodeFixture(redirect)))
 	client := noRedirect(srv.Client())
 	for _, tc := range []struct{ param, value, code string }{
 		{"request", "eyJhbGciOiJub25lIn0.eyJzY29wZSI6Im9wZW5pZCJ9.", "request_not_supported"},
@@ -70,9 +71,9 @@ func TestAnAuthorizationRequestWithAnUnsupportedBindingParameterIsRefused(t *tes
 	})
 	t.Run("the metadata says so", func(t *testing.T) {
 		for _, path := range []string{"/realms/acme/.well-known/openid-configuration", "/.well-known/oauth-authorization-server/realms/acme"} {
-			res := send(t, srv, http.MethodGet, path, "", nil, nil)
-			require.Equal(t, http.StatusOK, res.status, path)
-			doc := res.json(t)
+			res := servertest.Send(t, srv, http.MethodGet, path, "", nil, nil)
+			require.Equal(t, http.StatusOK, res.Status, path)
+			doc := res.JSON(t)
 			for _, field := range []string{"request_parameter_supported", "request_uri_parameter_supported", "claims_parameter_supported"} {
 				// Absent, request_uri_parameter_supported would be
 				// true (OpenID Connect Discovery 1.0 section 3).
@@ -92,8 +93,8 @@ func TestAnAuthorizationRequestWithAnUnsupportedBindingParameterIsRefused(t *tes
 // client.
 func TestATokenRequestWithAnUnsupportedBindingParameterIsRefused(t *testing.T) {
 	t.Parallel()
-	redirect := redirectTarget(t)
-	srv := mockservertest.Start(t, mockserver.WithFixture(authCodeFixture(redirect)))
+	redirect := servertest.RedirectTarget(t)
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.AuthCodeFixture(redirect)))
 	for _, p := range []struct{ name, value string }{
 		{"resource", "https://orders.example/"},
 		{"authorization_details", `[{"type":"payment_initiation"}]`},
@@ -113,17 +114,17 @@ func TestATokenRequestWithAnUnsupportedBindingParameterIsRefused(t *testing.T) {
 			} {
 				form := cloneValues(tc.form)
 				form.Set(p.name, p.value)
-				res := tokenRequest(t, srv, "acme", form, nil)
-				require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", tc.grant, answerOf(t, res))
-				require.Equal(t, "invalid_request", res.json(t)["error"], tc.grant)
-				require.Contains(t, res.json(t)["error_description"], p.name, tc.grant)
+				res := servertest.TokenRequest(t, srv, "acme", form, nil)
+				require.Equal(t, http.StatusBadRequest, res.Status, "%s: %s", tc.grant, answerOf(t, res))
+				require.Equal(t, "invalid_request", res.JSON(t)["error"], tc.grant)
+				require.Contains(t, res.JSON(t)["error_description"], p.name, tc.grant)
 				if tc.grant != "authorization_code" { // without it, the request is good
-					res = tokenRequest(t, srv, "acme", tc.form, nil)
-					require.Equal(t, http.StatusOK, res.status, "%s: %s", tc.grant, answerOf(t, res))
+					res = servertest.TokenRequest(t, srv, "acme", tc.form, nil)
+					require.Equal(t, http.StatusOK, res.Status, "%s: %s", tc.grant, answerOf(t, res))
 				}
 			}
-			res := tokenRequest(t, srv, "acme", codeForm, nil)
-			require.Equal(t, http.StatusOK, res.status, "the refusal left the code to its client: %s", answerOf(t, res))
+			res := servertest.TokenRequest(t, srv, "acme", codeForm, nil)
+			require.Equal(t, http.StatusOK, res.Status, "the refusal left the code to its client: %s", answerOf(t, res))
 		})
 	}
 }

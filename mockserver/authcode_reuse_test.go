@@ -29,26 +29,26 @@ func TestAReusedCodesRevocationOutlivesItsToken(t *testing.T) {
 
 	admin := f.do("a", http.MethodPost, "/realms/master/protocol/openid-connect/token", "application/x-www-form-urlencoded",
 		url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {"admin-secret"}}.Encode(), nil)
-	require.Equal(t, http.StatusOK, admin.status, string(admin.body))
-	adminToken := admin.json(t)["access_token"].(string)
+	require.Equal(t, http.StatusOK, admin.Status, string(admin.Body))
+	adminToken := admin.JSON(t)["access_token"].(string)
 	setLifetime := func(secs string) {
 		for _, r := range []string{"a", "b"} {
 			res := f.do(r, http.MethodPatch, "/admin/config", "application/json", `{"tokenLifetimeSeconds":`+secs+`}`,
 				http.Header{"Authorization": {"Bearer " + adminToken}})
-			require.Equal(t, http.StatusOK, res.status, "replica %s: %s", r, res.body)
+			require.Equal(t, http.StatusOK, res.Status, "replica %s: %s", r, res.Body)
 		}
 	}
 	setLifetime("3600")
 	code := f.authCode("a", webRedirect)
 	res := f.redeemCode("a", code)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	token := res.json(t)["access_token"].(string)
-	require.Equal(t, http.StatusOK, f.bearerDecide("a", token).status)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	token := res.JSON(t)["access_token"].(string)
+	require.Equal(t, http.StatusOK, f.bearerDecide("a", token).Status)
 
 	setLifetime("300") // an operator shortens the lifetime of new tokens
 	res = f.redeemCode("b", code)
-	require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
-	require.Equal(t, http.StatusUnauthorized, f.bearerDecide("a", token).status, "revoked by the reuse")
+	require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
+	require.Equal(t, http.StatusUnauthorized, f.bearerDecide("a", token).Status, "revoked by the reuse")
 
 	// Redis expires the revocation record by its own clock: 10 minutes
 	// later (the code's 60 s + 300 s + 60 s have passed), the token, valid
@@ -57,6 +57,6 @@ func TestAReusedCodesRevocationOutlivesItsToken(t *testing.T) {
 	skew = 10 * time.Minute
 	mu.Unlock()
 	served := f.bearerDecide("a", token)
-	require.Equal(t, http.StatusUnauthorized, served.status,
-		"the token revoked by the code's reuse is served again once the shorter revocation record expired: %s", served.body)
+	require.Equal(t, http.StatusUnauthorized, served.Status,
+		"the token revoked by the code's reuse is served again once the shorter revocation record expired: %s", served.Body)
 }

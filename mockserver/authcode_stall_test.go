@@ -51,13 +51,13 @@ func TestARedemptionStalledPastTheCodesExpirySpendsItOnce(t *testing.T) {
 
 	code := f.authCode("a", webRedirect)
 	first := f.redeemCode("a", code)
-	require.Equal(t, http.StatusOK, first.status, string(first.body))
+	require.Equal(t, http.StatusOK, first.Status, string(first.Body))
 	// The second redemption passes its checks within the code's minute,
 	// then is held up for three minutes before it spends the code.
 	offset.Add(int64(30 * time.Second))
 	armed.Store(true)
 	second := f.redeemCode("b", code)
 	require.False(t, armed.Load(), "the clock never saw spendCode")
-	require.NotEqual(t, http.StatusOK, second.status,
-		"one code redeemed twice (the second after a freeze between its checks and its spend): %s", second.body)
+	require.NotEqual(t, http.StatusOK, second.Status,
+		"one code redeemed twice (the second after a freeze between its checks and its spend): %s", second.Body)
 }

@@ -4,13 +4,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"html"
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,74 +15,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
 
 const authPath = "/realms/acme/protocol/openid-connect/auth"
-
-// redirectTarget is a client's redirection endpoint: it records nothing
-// and answers 200, so that a client following the server's redirect ends
-// there with the code in its URL.
-func redirectTarget(t *testing.T) string {
-	t.Helper()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = io.WriteString(w, "signed in")
-	}))
-	t.Cleanup(ts.Close)
-	return ts.URL + "/cb"
-}
-
-// authCodeFixture is dpopFixture with the public client web-app and the
-// confidential orders-api both registering redirect.
-func authCodeFixture(redirect string) mockserver.Fixture {
-	f := dpopFixture()
-	f.Realms[0].Clients[0].RedirectURIs = []string{redirect}
-	f.Realms[0].Clients = append(f.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web-app", Public: true,
-		RedirectURIs: []string{redirect, "https://app.test/cb?tenant=acme"}})
-	return f
-}
-
-var (
-	formAction  = regexp.MustCompile(`<form id="login" method="post" action="([^"]*)">`)
-	hiddenInput = regexp.MustCompile(`<input type="hidden" name="([^"]*)" value="([^"]*)">`)
-)
-
-// loginForm GETs authURL, which must answer the login form, and returns
-// the form's action and fields (the hidden ones).
-func loginForm(t *testing.T, client *http.Client, authURL string) (string, url.Values) {
-	t.Helper()
-	resp, err := client.Get(authURL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
-	require.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
-	m := formAction.FindSubmatch(b)
-	require.NotNil(t, m, string(b))
-	fields := url.Values{}
-	for _, h := range hiddenInput.FindAllSubmatch(b, -1) {
-		fields.Add(html.UnescapeString(string(h[1])), html.UnescapeString(string(h[2])))
-	}
-	return html.UnescapeString(string(m[1])), fields
-}
-
-// signIn posts the login form of authURL as a browser would, follows the
-// redirect to the client and returns the URL it ended at.
-func signIn(t *testing.T, client *http.Client, authURL, username, password string) *url.URL {
-	t.Helper()
-	action, fields := loginForm(t, client, authURL)
-	fields.Set("username", username)
-	fields.Set("password", password)
-	resp, err := client.PostForm(action, fields)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
-	require.Equal(t, "signed in", string(b), "the browser ended at the client")
-	return resp.Request.URL
-}
 
 // noRedirect is client not following redirects.
 func noRedirect(client *http.Client) *http.Client {
@@ -120,7 +55,7 @@ func authCodeRequest(redirect, verifier string) url.Values {
 // code.
 func getCode(t *testing.T, srv *mockservertest.Server, q url.Values) string {
 	t.Helper()
-	back := signIn(t, srv.Client(), srv.URL+authPath+"?"+q.Encode(), "alice", "alice-pw")
+	back := servertest.SignIn(t, srv.Client(), srv.URL+authPath+"?"+q.Encode(), "alice", "alice-pw")
 	code := back.Query().Get("code")
 	require.NotEmpty(t, code, back.String())
 	return code
@@ -133,10 +68,10 @@ func TestAuthCodeErrors(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	target := redirectTarget(t)
-	srv := mockservertest.Start(t, mockserver.WithFixture(authCodeFixture(target)), mockserver.WithClock(clock))
+	target := servertest.RedirectTarget(t)
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.AuthCodeFixture(target)), mockserver.WithClock(clock))
 	verifier := newVerifier()
-	exchange := func(form url.Values) httpResult {
+	exchange := func(form url.Values) servertest.Result {
 		t.Helper()
 		base := url.Values{"grant_type": {"authorization_code"}, "client_id": {"web-app"}, "redirect_uri": {target}, "code_verifier": {verifier}}
 		for k, v := range form {
@@ -147,12 +82,12 @@ func TestAuthCodeErrors(t *testing.T) {
 				delete(base, k)
 			}
 		}
-		return tokenRequest(t, srv, "acme", base, nil)
+		return servertest.TokenRequest(t, srv, "acme", base, nil)
 	}
-	requireGrantError := func(res httpResult, status int, code string) {
+	requireGrantError := func(res servertest.Result, status int, code string) {
 		t.Helper()
-		require.Equal(t, status, res.status, string(res.body))
-		require.Equal(t, code, res.json(t)["error"], string(res.body))
+		require.Equal(t, status, res.Status, string(res.Body))
+		require.Equal(t, code, res.JSON(t)["error"], string(res.Body))
 	}
 
 	t.Run("wrong verifier is refused and leaves the code to its redeemer", func(t *testing.T) {
@@ -160,7 +95,7 @@ func TestAuthCodeErrors(t *testing.T) {
 		// holding the code without its verifier cannot burn it.
 		code := getCode(t, srv, authCodeRequest(target, verifier))
 		requireGrantError(exchange(url.Values{"code": {code}, "code_verifier": {newVerifier()}}), 400, "invalid_grant")
-		require.Equal(t, 200, exchange(url.Values{"code": {code}}).status)
+		require.Equal(t, 200, exchange(url.Values{"code": {code}}).Status)
 		requireGrantError(exchange(url.Values{"code": {code}}), 400, "invalid_grant")
 	})
 	// One code per row, got by the authorization request edit makes (as
@@ -197,7 +132,7 @@ func TestAuthCodeErrors(t *testing.T) {
 			now.Add(int64(tc.wait))
 			maps.Copy(form, tc.form)
 			res := exchange(form)
-			require.Equal(t, tc.status, res.status, string(res.body))
+			require.Equal(t, tc.status, res.Status, string(res.Body))
 			if tc.code != "" {
 				requireGrantError(res, tc.status, tc.code)
 			}
@@ -269,7 +204,7 @@ func TestAuthCodeErrors(t *testing.T) {
 		require.Equal(t, "unsupported_response_type", loc.Query().Get("error"))
 	})
 	t.Run("wrong password shows the form again", func(t *testing.T) {
-		action, fields := loginForm(t, client, srv.URL+authPath+"?"+authCodeRequest(target, verifier).Encode())
+		action, fields := servertest.LoginForm(t, client, srv.URL+authPath+"?"+authCodeRequest(target, verifier).Encode())
 		for _, user := range [][2]string{{"alice", "wrong"}, {"alice", ""}, {"", ""}, {"service-account-orders-api", ""}, {"zed", "x"}} {
 			fields.Set("username", user[0])
 			fields.Set("password", user[1])
@@ -283,19 +218,19 @@ func TestAuthCodeErrors(t *testing.T) {
 		}
 	})
 	t.Run("malformed posts", func(t *testing.T) {
-		_, fields := loginForm(t, client, srv.URL+authPath+"?"+authCodeRequest(target, verifier).Encode())
+		_, fields := servertest.LoginForm(t, client, srv.URL+authPath+"?"+authCodeRequest(target, verifier).Encode())
 		fields.Set("username", "alice")
 		fields.Set("password", "alice-pw")
-		res := send(t, srv, http.MethodPost, authPath, "application/json", strings.NewReader(`{}`), nil)
-		require.Equal(t, http.StatusBadRequest, res.status)
-		res = send(t, srv, http.MethodPost, authPath, "application/x-www-form-urlencoded", strings.NewReader("%zz"), nil)
-		require.Equal(t, http.StatusBadRequest, res.status)
+		res := servertest.Send(t, srv, http.MethodPost, authPath, "application/json", strings.NewReader(`{}`), nil)
+		require.Equal(t, http.StatusBadRequest, res.Status)
+		res = servertest.Send(t, srv, http.MethodPost, authPath, "application/x-www-form-urlencoded", strings.NewReader("%zz"), nil)
+		require.Equal(t, http.StatusBadRequest, res.Status)
 		fields.Add("client_id", "web-app")
-		res = send(t, srv, http.MethodPost, authPath, "application/x-www-form-urlencoded", strings.NewReader(fields.Encode()), nil)
-		require.Equal(t, http.StatusBadRequest, res.status, "client_id twice")
+		res = servertest.Send(t, srv, http.MethodPost, authPath, "application/x-www-form-urlencoded", strings.NewReader(fields.Encode()), nil)
+		require.Equal(t, http.StatusBadRequest, res.Status, "client_id twice")
 	})
 	t.Run("unknown realm", func(t *testing.T) {
-		res := send(t, srv, http.MethodGet, "/realms/nowhere/protocol/openid-connect/auth?"+authCodeRequest(target, verifier).Encode(), "", nil, nil)
-		require.Equal(t, http.StatusNotFound, res.status)
+		res := servertest.Send(t, srv, http.MethodGet, "/realms/nowhere/protocol/openid-connect/auth?"+authCodeRequest(target, verifier).Encode(), "", nil, nil)
+		require.Equal(t, http.StatusNotFound, res.Status)
 	})
 }

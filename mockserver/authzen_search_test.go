@@ -15,6 +15,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -119,16 +120,16 @@ func TestAuthZENSearchPages(t *testing.T) {
 		Results []map[string]string
 	}
 	res := bearerCall(t, srv, http.MethodPost, searchActionPath, tok, body(`{"limit":1}`))
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	require.NoError(t, json.Unmarshal(res.body, &first))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.NoError(t, json.Unmarshal(res.Body, &first))
 	require.NotEmpty(t, first.Page.NextToken)
 	assert.Equal(t, 1, first.Page.Count)
 	assert.Equal(t, 2, first.Page.Total)
 	assert.Equal(t, []map[string]string{{"name": "read"}}, first.Results)
 
 	next := bearerCall(t, srv, http.MethodPost, searchActionPath, tok, body(`{"limit":1,"token":"`+first.Page.NextToken+`"}`))
-	require.Equal(t, http.StatusOK, next.status, string(next.body))
-	require.JSONEq(t, `{"page":{"next_token":"","count":1,"total":2},"results":[{"name":"write"}]}`, string(next.body))
+	require.Equal(t, http.StatusOK, next.Status, string(next.Body))
+	require.JSONEq(t, `{"page":{"next_token":"","count":1,"total":2},"results":[{"name":"write"}]}`, string(next.Body))
 
 	// A body that serves the subject search (subject.id is ignored) and
 	// the action search (action is ignored) alike; the token of one does
@@ -138,24 +139,24 @@ func TestAuthZENSearchPages(t *testing.T) {
 	}
 	nextOf := func(path string) string {
 		res := bearerCall(t, srv, http.MethodPost, path, tok, full(`{"limit":1}`))
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 		var p struct {
 			Page map[string]json.RawMessage
 		}
-		require.NoError(t, json.Unmarshal(res.body, &p))
+		require.NoError(t, json.Unmarshal(res.Body, &p))
 		var next string
 		require.NoError(t, json.Unmarshal(p.Page["next_token"], &next))
-		require.NotEmpty(t, next, "%s: %s", path, res.body)
+		require.NotEmpty(t, next, "%s: %s", path, res.Body)
 		return next
 	}
 	subjectNext, actionNext := nextOf(searchSubjectPath), nextOf(searchActionPath)
 	// Alice and carol read orders: the second page is one of them, the
 	// last, with no total.
 	res = bearerCall(t, srv, http.MethodPost, searchSubjectPath, tok, full(`{"limit":1,"token":"`+subjectNext+`"}`))
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	ids := []string{subjectOf(t, srv.Token("acme", "alice")), subjectOf(t, srv.Token("acme", "carol"))}
 	slices.Sort(ids)
-	require.JSONEq(t, `{"page":{"next_token":"","count":1},"results":[{"type":"user","id":"`+ids[1]+`"}]}`, string(res.body))
+	require.JSONEq(t, `{"page":{"next_token":"","count":1},"results":[{"type":"user","id":"`+ids[1]+`"}]}`, string(res.Body))
 	_, mac, _ := strings.Cut(subjectNext, ".")
 	swapped := base64.RawURLEncoding.EncodeToString([]byte(subjectOf(t, srv.Token("acme", "bob")))) + "." + mac
 
@@ -182,28 +183,28 @@ func TestAuthZENSearchPages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res := bearerCall(t, srv, http.MethodPost, tc.path, tok, tc.body)
-			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+			require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
 			var e struct{ Details []struct{ Field string } }
-			require.NoError(t, json.Unmarshal(res.body, &e))
-			require.Len(t, e.Details, 1, string(res.body))
+			require.NoError(t, json.Unmarshal(res.Body, &e))
+			require.Len(t, e.Details, 1, string(res.Body))
 			assert.Equal(t, tc.field, e.Details[0].Field)
 		})
 	}
 
 	// What the client does not define is no result and an error, not a 4xx.
 	res = bearerCall(t, srv, http.MethodPost, searchActionPath, tok, `{"subject":{"type":"user","id":"carol"},"resource":{"type":"ghost","id":"1"}}`)
-	require.Equal(t, http.StatusOK, res.status)
-	require.JSONEq(t, `{"page":{"next_token":"","count":0,"total":0},"results":[],"context":{"error":{"status":404,"message":"client \"orders-api\" defines no resource type \"ghost\""}}}`, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status)
+	require.JSONEq(t, `{"page":{"next_token":"","count":0,"total":0},"results":[],"context":{"error":{"status":404,"message":"client \"orders-api\" defines no resource type \"ghost\""}}}`, string(res.Body))
 	res = bearerCall(t, srv, http.MethodPost, searchSubjectPath, tok, `{"subject":{"type":"group"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"}}`)
-	require.Equal(t, http.StatusOK, res.status)
-	require.Contains(t, string(res.body), `"status":404`)
+	require.Equal(t, http.StatusOK, res.Status)
+	require.Contains(t, string(res.Body), `"status":404`)
 	res = bearerCall(t, srv, http.MethodPost, searchResourcePath, tok, `{"subject":{"type":"user","id":"nobody"},"action":{"name":"read"},"resource":{"type":"*"}}`)
-	require.Equal(t, http.StatusOK, res.status)
-	require.Contains(t, string(res.body), `no user has the id or username`)
+	require.Equal(t, http.StatusOK, res.Status)
+	require.Contains(t, string(res.Body), `no user has the id or username`)
 
 	// A user's token is refused as on the other AuthZEN endpoints.
 	res = bearerCall(t, srv, http.MethodPost, searchActionPath, srv.Token("acme", "alice"), body(`{}`))
-	require.Equal(t, http.StatusForbidden, res.status)
+	require.Equal(t, http.StatusForbidden, res.Status)
 }
 
 // pagingFixture is realm acme with 40 users, p00 to p39, who may write
@@ -287,12 +288,12 @@ func pageSubjects(t *testing.T, srv *mockservertest.Server, action string, limit
 			"resource": map[string]string{"type": "orders", "id": "1"}, "page": page})
 		require.NoError(t, err)
 		res := bearerCall(t, srv, http.MethodPost, searchSubjectPath, tok, string(body))
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 		var out struct {
 			Page    map[string]json.RawMessage
 			Results []map[string]string
 		}
-		require.NoError(t, json.Unmarshal(res.body, &out), string(res.body))
+		require.NoError(t, json.Unmarshal(res.Body, &out), string(res.Body))
 		require.NotContains(t, out.Page, "total", "a subject search has no total")
 		var count int
 		require.NoError(t, json.Unmarshal(out.Page["count"], &count))
@@ -375,12 +376,12 @@ func TestAuthZENSubjectSearchBetweenPages(t *testing.T) {
 	binPath := "/admin/realms/acme/organizations/" + org + "/departments/" + bin + "/users"
 	auth := http.Header{"Authorization": {"Bearer " + admin}}
 	assign := func(id string) {
-		res := send(t, srv, http.MethodPost, binPath, "application/json", strings.NewReader(`{"userId":"`+id+`"}`), auth)
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		res := servertest.Send(t, srv, http.MethodPost, binPath, "application/json", strings.NewReader(`{"userId":"`+id+`"}`), auth)
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	}
 	unassign := func(id string) {
-		res := send(t, srv, http.MethodDelete, binPath+"/"+id, "", nil, auth)
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		res := servertest.Send(t, srv, http.MethodDelete, binPath+"/"+id, "", nil, auth)
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	}
 	// Every user may delete but ids[5] and ids[30]; the first page of
 	// ten ends at ids[10].

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -63,8 +64,8 @@ func TestAuthZENEvaluation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res := bearerCall(t, srv, http.MethodPost, tc.path, tok, tc.body)
-			require.Equal(t, http.StatusOK, res.status, string(res.body))
-			require.JSONEq(t, tc.want, string(res.body))
+			require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+			require.JSONEq(t, tc.want, string(res.Body))
 		})
 	}
 }
@@ -99,21 +100,21 @@ func TestAuthZENRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res := bearerCall(t, srv, http.MethodPost, tc.path, tc.token, tc.body)
-			require.Equal(t, tc.status, res.status, string(res.body))
+			require.Equal(t, tc.status, res.Status, string(res.Body))
 			var e struct {
 				Error, Message string
 				Details        []struct{ Field string }
 			}
-			require.NoError(t, json.Unmarshal(res.body, &e))
+			require.NoError(t, json.Unmarshal(res.Body, &e))
 			require.NotEmpty(t, e.Message)
 			if tc.field != "" {
-				require.Len(t, e.Details, 1, string(res.body))
+				require.Len(t, e.Details, 1, string(res.Body))
 				require.Equal(t, tc.field, e.Details[0].Field)
 			}
 		})
 	}
-	res := send(t, srv, http.MethodPost, evaluationPath, "text/plain", strings.NewReader(az("alice", "read", "orders")), http.Header{"Authorization": {"Bearer " + tok}})
-	require.Equal(t, http.StatusUnsupportedMediaType, res.status)
+	res := servertest.Send(t, srv, http.MethodPost, evaluationPath, "text/plain", strings.NewReader(az("alice", "read", "orders")), http.Header{"Authorization": {"Bearer " + tok}})
+	require.Equal(t, http.StatusUnsupportedMediaType, res.Status)
 }
 
 // TestAuthZENMetadata: the realm's PDP metadata names the realm's issuer
@@ -123,10 +124,10 @@ func TestAuthZENMetadata(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(decisionFixture()))
 	for _, path := range []string{"/realms/acme/.well-known/authzen-configuration", "/.well-known/authzen-configuration/realms/acme"} {
-		res := send(t, srv, http.MethodGet, path, "", nil, nil)
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		res := servertest.Send(t, srv, http.MethodGet, path, "", nil, nil)
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 		var m map[string]string
-		require.NoError(t, json.Unmarshal(res.body, &m))
+		require.NoError(t, json.Unmarshal(res.Body, &m))
 		require.Equal(t, map[string]string{
 			"policy_decision_point":       srv.URL + "/realms/acme",
 			"access_evaluation_endpoint":  srv.URL + evaluationPath,
@@ -136,6 +137,6 @@ func TestAuthZENMetadata(t *testing.T) {
 			"search_action_endpoint":      srv.URL + searchActionPath,
 		}, m)
 	}
-	res := send(t, srv, http.MethodGet, "/realms/nowhere/.well-known/authzen-configuration", "", nil, nil)
-	require.Equal(t, http.StatusNotFound, res.status)
+	res := servertest.Send(t, srv, http.MethodGet, "/realms/nowhere/.well-known/authzen-configuration", "", nil, nil)
+	require.Equal(t, http.StatusNotFound, res.Status)
 }

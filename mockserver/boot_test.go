@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -55,8 +56,8 @@ func (f *restartFront) start(name string, opts ...mockserver.Option) {
 func (f *restartFront) requireGrant(replica, token, why string) {
 	f.t.Helper()
 	res := f.bearerDecide(replica, token)
-	require.Equal(f.t, http.StatusOK, res.status, "%s: %s", why, res.body)
-	require.Equal(f.t, "GRANT", res.json(f.t)["status"], why)
+	require.Equal(f.t, http.StatusOK, res.Status, "%s: %s", why, res.Body)
+	require.Equal(f.t, "GRANT", res.JSON(f.t)["status"], why)
 }
 
 // requireRevoked checks that replica refuses token as a revoked one: 401
@@ -64,13 +65,13 @@ func (f *restartFront) requireGrant(replica, token, why string) {
 func (f *restartFront) requireRevoked(replica, token, why string) {
 	f.t.Helper()
 	res := f.bearerDecide(replica, token)
-	require.Equal(f.t, http.StatusUnauthorized, res.status, "%s: %s", why, res.body)
-	require.Contains(f.t, res.header.Get("WWW-Authenticate"), `error="invalid_token"`, why)
-	require.Equal(f.t, "invalid token: token revoked", res.json(f.t)["message"], why)
+	require.Equal(f.t, http.StatusUnauthorized, res.Status, "%s: %s", why, res.Body)
+	require.Contains(f.t, res.Header.Get("WWW-Authenticate"), `error="invalid_token"`, why)
+	require.Equal(f.t, "invalid token: token revoked", res.JSON(f.t)["message"], why)
 	form := url.Values{"client_id": {"orders-api"}, "client_secret": {"orders-secret"}, "token": {token}}
 	res = f.do(replica, http.MethodPost, introspectPath, "application/x-www-form-urlencoded", form.Encode(), nil)
-	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
-	require.Equal(f.t, map[string]any{"active": false}, res.json(f.t), why)
+	require.Equal(f.t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(f.t, map[string]any{"active": false}, res.JSON(f.t), why)
 }
 
 // stepClock is a clock a test sets.
@@ -95,7 +96,7 @@ func (c *stepClock) add(d time.Duration) {
 func (f *restartFront) revoke(replica, token string) {
 	f.t.Helper()
 	res := f.revokeAt(replica, token)
-	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
+	require.Equal(f.t, http.StatusOK, res.Status, string(res.Body))
 }
 
 // TestWithoutSharedStoreServesOnlyItsOwnTokens: a seeded server without a
@@ -126,7 +127,7 @@ func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			clock := &stepClock{now: time.Now().Add(tc.ahead)}
-			opts := []mockserver.Option{mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithClock(clock.Now)}
+			opts := []mockserver.Option{mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithClock(clock.Now)}
 			f := newRestartFront(t)
 			f.start("a", opts...)
 
@@ -159,7 +160,7 @@ func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
 				clockA, clockB := &stepClock{now: time.Now()}, &stepClock{now: time.Now().Add(-30 * time.Second)} // b's clock is behind
-				opts := []mockserver.Option{mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed)}
+				opts := []mockserver.Option{mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithKeySeed(keySeed)}
 				if tc.shared {
 					opts = append(opts, mockserver.WithReplayStore(&sharedStore{keys: map[string]time.Time{}}))
 				}
@@ -186,16 +187,16 @@ func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 	})
 	t.Run("authorization code", func(t *testing.T) {
 		t.Parallel()
-		target := redirectTarget(t)
-		opts := []mockserver.Option{mockserver.WithFixture(authCodeFixture(target)), mockserver.WithKeySeed(keySeed)}
+		target := servertest.RedirectTarget(t)
+		opts := []mockserver.Option{mockserver.WithFixture(servertest.AuthCodeFixture(target)), mockserver.WithKeySeed(keySeed)}
 		f := newRestartFront(t)
 		f.start("a", opts...)
 		verifier := newVerifier()
 		code := func() string {
-			back := signIn(t, http.DefaultClient, f.URL+authPath+"?"+authCodeRequest(target, verifier).Encode(), "alice", "alice-pw")
+			back := servertest.SignIn(t, http.DefaultClient, f.URL+authPath+"?"+authCodeRequest(target, verifier).Encode(), "alice", "alice-pw")
 			return back.Query().Get("code")
 		}
-		redeem := func(code string) httpResult {
+		redeem := func(code string) servertest.Result {
 			form := url.Values{"grant_type": {"authorization_code"}, "client_id": {"web-app"}, "redirect_uri": {target},
 				"code_verifier": {verifier}, "code": {code}}
 			return f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
@@ -203,16 +204,16 @@ func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 		before := code()
 		f.start("a", opts...)
 		res := redeem(before)
-		require.Equal(t, http.StatusBadRequest, res.status, "a code issued before the restart: %s", res.body)
-		require.Equal(t, "invalid_grant", res.json(t)["error"])
+		require.Equal(t, http.StatusBadRequest, res.Status, "a code issued before the restart: %s", res.Body)
+		require.Equal(t, "invalid_grant", res.JSON(t)["error"])
 		res = redeem(code())
-		require.Equal(t, http.StatusOK, res.status, "a code issued after the restart: %s", res.body)
-		f.requireGrant("a", res.json(t)["access_token"].(string), "its token")
+		require.Equal(t, http.StatusOK, res.Status, "a code issued after the restart: %s", res.Body)
+		f.requireGrant("a", res.JSON(t)["access_token"].(string), "its token")
 	})
 	t.Run("shared store", func(t *testing.T) {
 		t.Parallel()
 		store := &sharedStore{keys: map[string]time.Time{}}
-		opts := []mockserver.Option{mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store)}
+		opts := []mockserver.Option{mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store)}
 		f := newRestartFront(t)
 		f.start("a", opts...)
 		revoked, kept := f.passwordToken("a"), f.passwordToken("a")

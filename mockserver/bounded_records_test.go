@@ -26,9 +26,9 @@ func TestReusedCodesSharedRecordLastsAsLongAsItsToken(t *testing.T) {
 	for i := range cycles {
 		code := f.authCode("a", webRedirect)
 		res := f.redeemCode("a", code)
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 		res = f.redeemCode("b", code)
-		require.Equal(t, http.StatusBadRequest, res.status, "cycle %d: %s", i, res.body)
+		require.Equal(t, http.StatusBadRequest, res.Status, "cycle %d: %s", i, res.Body)
 	}
 	// Every token these cycles minted expires within 300 s (and the
 	// clocks' margin): nothing of theirs need outlive an hour.

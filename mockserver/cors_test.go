@@ -8,16 +8,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
 
-// corsFixture is dpopFixture whose public client spa may be called from
+// corsFixture is servertest.DPoPFixture whose public client spa may be called from
 // https://app.test, with a client web-app whose webOrigins is "+" (its
 // redirect URI's origin, https://web.test), and a realm open whose client
 // allows any origin.
 func corsFixture() mockserver.Fixture {
-	f := dpopFixture()
+	f := servertest.DPoPFixture()
 	f.Realms[0].Clients[1].WebOrigins = []string{"https://app.test"}
 	f.Realms[0].Clients = append(f.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web-app", Public: true,
 		RedirectURIs: []string{"https://web.test/cb", "http://localhost:8000/cb"}, WebOrigins: []string{"+"}})
@@ -28,9 +29,9 @@ func corsFixture() mockserver.Fixture {
 
 // preflight sends a browser's CORS preflight for method on path from
 // origin.
-func preflight(t *testing.T, srv *mockservertest.Server, path, origin, method string) httpResult {
+func preflight(t *testing.T, srv *mockservertest.Server, path, origin, method string) servertest.Result {
 	t.Helper()
-	return send(t, srv, http.MethodOptions, path, "", nil, http.Header{
+	return servertest.Send(t, srv, http.MethodOptions, path, "", nil, http.Header{
 		"Origin": {origin}, "Access-Control-Request-Method": {method},
 		"Access-Control-Request-Headers": {"authorization,content-type,dpop"},
 	})
@@ -68,32 +69,32 @@ func TestCORSPreflight(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res := preflight(t, srv, tc.path, tc.origin, tc.method)
-			require.Contains(t, res.header.Values("Vary"), "Origin")
+			require.Contains(t, res.Header.Values("Vary"), "Origin")
 			if !tc.allowed {
-				require.Equal(t, http.StatusForbidden, res.status)
-				for k := range res.header {
+				require.Equal(t, http.StatusForbidden, res.Status)
+				for k := range res.Header {
 					require.False(t, strings.HasPrefix(k, "Access-Control-"), "no CORS header: %s", k)
 				}
-				require.Equal(t, "Forbidden", res.json(t)["error"])
+				require.Equal(t, "Forbidden", res.JSON(t)["error"])
 				return
 			}
-			require.Equal(t, http.StatusNoContent, res.status, string(res.body))
-			require.Empty(t, res.body)
-			require.Equal(t, tc.origin, res.header.Get("Access-Control-Allow-Origin"))
-			require.Equal(t, "true", res.header.Get("Access-Control-Allow-Credentials"))
-			require.Contains(t, strings.Split(res.header.Get("Access-Control-Allow-Methods"), ", "), tc.method)
+			require.Equal(t, http.StatusNoContent, res.Status, string(res.Body))
+			require.Empty(t, res.Body)
+			require.Equal(t, tc.origin, res.Header.Get("Access-Control-Allow-Origin"))
+			require.Equal(t, "true", res.Header.Get("Access-Control-Allow-Credentials"))
+			require.Contains(t, strings.Split(res.Header.Get("Access-Control-Allow-Methods"), ", "), tc.method)
 			for _, h := range []string{"Authorization", "Content-Type", "DPoP"} {
-				require.Contains(t, strings.Split(res.header.Get("Access-Control-Allow-Headers"), ", "), h)
+				require.Contains(t, strings.Split(res.Header.Get("Access-Control-Allow-Headers"), ", "), h)
 			}
-			require.NotEmpty(t, res.header.Get("Access-Control-Max-Age"))
+			require.NotEmpty(t, res.Header.Get("Access-Control-Max-Age"))
 		})
 	}
 
 	// An OPTIONS that is not a preflight names the path's methods.
-	res := send(t, srv, http.MethodOptions, "/admin/realms/acme/organizations", "", nil, nil)
-	require.Equal(t, http.StatusNoContent, res.status)
-	require.Equal(t, "GET, HEAD, POST, OPTIONS", res.header.Get("Allow"))
-	require.Empty(t, res.header.Get("Access-Control-Allow-Origin"))
+	res := servertest.Send(t, srv, http.MethodOptions, "/admin/realms/acme/organizations", "", nil, nil)
+	require.Equal(t, http.StatusNoContent, res.Status)
+	require.Equal(t, "GET, HEAD, POST, OPTIONS", res.Header.Get("Allow"))
+	require.Empty(t, res.Header.Get("Access-Control-Allow-Origin"))
 }
 
 // TestCORSActualResponses: an answer to a browser carries
@@ -141,17 +142,17 @@ func TestCORSActualResponses(t *testing.T) {
 				if strings.HasPrefix(tc.body, "{") {
 					ct = "application/json"
 				}
-				res := send(t, srv, tc.method, tc.path, ct, strings.NewReader(tc.body), h)
-				require.Equal(t, tc.wantStatus, res.status, string(res.body))
-				require.Contains(t, res.header.Values("Vary"), "Origin")
+				res := servertest.Send(t, srv, tc.method, tc.path, ct, strings.NewReader(tc.body), h)
+				require.Equal(t, tc.wantStatus, res.Status, string(res.Body))
+				require.Contains(t, res.Header.Values("Vary"), "Origin")
 				if !want {
-					require.Empty(t, res.header.Get("Access-Control-Allow-Origin"), origin)
-					require.Empty(t, res.header.Get("Access-Control-Expose-Headers"), origin)
+					require.Empty(t, res.Header.Get("Access-Control-Allow-Origin"), origin)
+					require.Empty(t, res.Header.Get("Access-Control-Expose-Headers"), origin)
 					continue
 				}
-				require.Equal(t, origin, res.header.Get("Access-Control-Allow-Origin"))
-				require.Equal(t, "true", res.header.Get("Access-Control-Allow-Credentials"))
-				exposed := strings.Split(res.header.Get("Access-Control-Expose-Headers"), ", ")
+				require.Equal(t, origin, res.Header.Get("Access-Control-Allow-Origin"))
+				require.Equal(t, "true", res.Header.Get("Access-Control-Allow-Credentials"))
+				exposed := strings.Split(res.Header.Get("Access-Control-Expose-Headers"), ", ")
 				require.Contains(t, exposed, "WWW-Authenticate")
 				require.Contains(t, exposed, "DPoP-Nonce")
 			}
@@ -164,23 +165,23 @@ func TestCORSActualResponses(t *testing.T) {
 // is not an origin, and so does it a fixture client's.
 func TestCORSOrigins(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(dpopFixture()), mockserver.WithCORSOrigins("http://localhost:5173"))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithCORSOrigins("http://localhost:5173"))
 	for _, path := range []string{tokenPath, "/admin/tenants", "/realms/master/protocol/openid-connect/token", authorizePath} {
 		res := preflight(t, srv, path, "http://localhost:5173", "POST")
-		require.Equal(t, http.StatusNoContent, res.status, path)
-		require.Equal(t, "http://localhost:5173", res.header.Get("Access-Control-Allow-Origin"), path)
-		require.Equal(t, http.StatusForbidden, preflight(t, srv, path, "http://localhost:5174", "POST").status, path)
+		require.Equal(t, http.StatusNoContent, res.Status, path)
+		require.Equal(t, "http://localhost:5173", res.Header.Get("Access-Control-Allow-Origin"), path)
+		require.Equal(t, http.StatusForbidden, preflight(t, srv, path, "http://localhost:5174", "POST").Status, path)
 	}
-	res := send(t, srv, http.MethodPost, authorizePath, "application/json",
+	res := servertest.Send(t, srv, http.MethodPost, authorizePath, "application/json",
 		strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`),
 		http.Header{"Origin": {"http://localhost:5173"}, "Authorization": {"Bearer " + srv.Token("acme", "alice")}})
-	require.Equal(t, http.StatusOK, res.status)
-	require.Equal(t, "http://localhost:5173", res.header.Get("Access-Control-Allow-Origin"), "whatever the token's client")
+	require.Equal(t, http.StatusOK, res.Status)
+	require.Equal(t, "http://localhost:5173", res.Header.Get("Access-Control-Allow-Origin"), "whatever the token's client")
 
 	for _, bad := range []string{"localhost:5173", "http://localhost:5173/", "http://localhost:5173/app", "ftp://x.test", "https://App.test", "+", ""} {
 		_, err := mockserver.New(mockserver.WithCORSOrigins(bad))
 		require.ErrorContains(t, err, "WithCORSOrigins", bad)
-		f := dpopFixture()
+		f := servertest.DPoPFixture()
 		f.Realms[0].Clients[1].WebOrigins = []string{bad}
 		if bad == "+" {
 			continue // "+" is a client's redirect URIs' origins
@@ -191,7 +192,7 @@ func TestCORSOrigins(t *testing.T) {
 	parsed, err := mockserver.ParseFixture([]byte(`{"realms":[{"name":"acme","clients":[{"clientId":"spa","public":true,"webOrigins":["https://app.test","+"]}]}]}`))
 	require.NoError(t, err)
 	require.Equal(t, []string{"https://app.test", "+"}, parsed.Realms[0].Clients[0].WebOrigins, "the fixture's JSON field")
-	f := dpopFixture()
+	f := servertest.DPoPFixture()
 	f.Realms[0].Clients[1].WebOrigins = []string{"https://app.test", "https://app.test"}
 	_, err = mockserver.New(mockserver.WithFixture(f))
 	require.ErrorContains(t, err, "listed twice")

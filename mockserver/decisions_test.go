@@ -10,6 +10,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -31,14 +32,14 @@ func decide(t *testing.T, srv *mockservertest.Server, token, resources, context 
 	t.Helper()
 	body := `{"clientId":"orders-api","resources":` + resources + `,"context":` + context + `}`
 	res := bearerCall(t, srv, http.MethodPost, authorizePath, token, body)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	var out struct {
 		Status      string `json:"status"`
 		Permissions []struct {
 			Resource, Scope, Status string
 		} `json:"permissions"`
 	}
-	require.NoError(t, json.Unmarshal(res.body, &out))
+	require.NoError(t, json.Unmarshal(res.Body, &out))
 	pairs := make([]string, len(out.Permissions))
 	for i, p := range out.Permissions {
 		pairs[i] = p.Resource + "/" + p.Scope + "=" + p.Status
@@ -91,9 +92,9 @@ func TestDecisionsTopLevelAndExpansion(t *testing.T) {
 // decodes the JSON answer.
 func adminGet(t *testing.T, srv *mockservertest.Server, token, path string) map[string]any {
 	t.Helper()
-	res := send(t, srv, http.MethodGet, "/admin/realms/acme/organizations"+path, "", nil, http.Header{"Authorization": {"Bearer " + token}})
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	return res.json(t)
+	res := servertest.Send(t, srv, http.MethodGet, "/admin/realms/acme/organizations"+path, "", nil, http.Header{"Authorization": {"Bearer " + token}})
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	return res.JSON(t)
 }
 
 // subjectOf returns the sub claim of a token.
@@ -147,8 +148,8 @@ func TestDecisionValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res := bearerCall(t, srv, http.MethodPost, authorizePath, alice, tc.body)
-			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
-			body := res.json(t)
+			require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
+			body := res.JSON(t)
 			require.Equal(t, "Bad Request", body["error"])
 			require.Contains(t, body["message"], tc.want)
 		})
@@ -157,13 +158,13 @@ func TestDecisionValidation(t *testing.T) {
 		t.Parallel()
 		items := strings.Repeat(`{"name":"orders","scopes":["read"]},`, 99) + `{"name":"orders","scopes":` + many(50, `"read"`) + `}`
 		res := bearerCall(t, srv, http.MethodPost, authorizePath, alice, `{"clientId":"orders-api","resources":[`+items+`],"context":{}}`)
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	})
 	t.Run("oversized body", func(t *testing.T) {
 		t.Parallel()
 		res := bearerCall(t, srv, http.MethodPost, authorizePath, alice, `{"clientId":"`+strings.Repeat("x", 1<<20)+`"}`)
-		require.Equal(t, http.StatusBadRequest, res.status)
-		require.Contains(t, res.json(t)["message"], "1 MiB")
+		require.Equal(t, http.StatusBadRequest, res.Status)
+		require.Contains(t, res.JSON(t)["message"], "1 MiB")
 	})
 }
 
@@ -187,12 +188,12 @@ func TestDecisionContextTakesOnlyItsMembers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res := bearerCall(t, srv, http.MethodPost, authorizePath, dave, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete"]}],"context":`+tc.context+`}`)
-			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+			require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
 			var body struct {
 				Error, Message string
 				Details        []struct{ Field, Message string }
 			}
-			require.NoError(t, json.Unmarshal(res.body, &body))
+			require.NoError(t, json.Unmarshal(res.Body, &body))
 			require.Equal(t, "Bad Request", body.Error)
 			require.Equal(t, tc.field+": "+tc.message, body.Message)
 			require.Equal(t, []struct{ Field, Message string }{{tc.field, tc.message}}, body.Details)
@@ -217,9 +218,9 @@ func TestDecisionsNeedAValidToken(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			res := bearerCall(t, srv, http.MethodPost, authorizePath, token, body)
-			require.Equal(t, http.StatusUnauthorized, res.status)
-			require.Contains(t, res.header.Get("WWW-Authenticate"), "Bearer")
-			require.Equal(t, "Unauthorized", res.json(t)["error"])
+			require.Equal(t, http.StatusUnauthorized, res.Status)
+			require.Contains(t, res.Header.Get("WWW-Authenticate"), "Bearer")
+			require.Equal(t, "Unauthorized", res.JSON(t)["error"])
 		})
 	}
 }
@@ -231,7 +232,7 @@ func TestGetOrganizations(t *testing.T) {
 
 	carol := srv.Token("acme", "carol")
 	res := bearerCall(t, srv, http.MethodPost, path, carol, `{"clientId":"orders-api"}`)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	var out struct {
 		Status       bool `json:"status"`
 		Organization struct {
@@ -246,7 +247,7 @@ func TestGetOrganizations(t *testing.T) {
 			} `json:"tenants"`
 		} `json:"organization"`
 	}
-	require.NoError(t, json.Unmarshal(res.body, &out))
+	require.NoError(t, json.Unmarshal(res.Body, &out))
 	require.True(t, out.Status)
 	require.Equal(t, subjectOf(t, carol), out.Organization.UserID)
 	var names []string
@@ -261,15 +262,15 @@ func TestGetOrganizations(t *testing.T) {
 	require.Equal(t, []string{"Acme EU:Sales,", "Acme US:Audit,Ops,"}, names)
 
 	res = bearerCall(t, srv, http.MethodPost, path, srv.Token("acme", "alice"), `{"clientId":"orders-api"}`)
-	require.Equal(t, http.StatusOK, res.status)
-	require.JSONEq(t, `{"status":true,"organization":{"userId":"`+subjectOf(t, srv.Token("acme", "alice"))+`","tenants":[]}}`, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status)
+	require.JSONEq(t, `{"status":true,"organization":{"userId":"`+subjectOf(t, srv.Token("acme", "alice"))+`","tenants":[]}}`, string(res.Body))
 
 	res = bearerCall(t, srv, http.MethodPost, path, carol, `{}`)
-	require.Equal(t, http.StatusBadRequest, res.status)
+	require.Equal(t, http.StatusBadRequest, res.Status)
 	res = bearerCall(t, srv, http.MethodPost, path, carol, `{"clientId":"nope"}`)
-	require.Equal(t, http.StatusBadRequest, res.status)
+	require.Equal(t, http.StatusBadRequest, res.Status)
 	res = bearerCall(t, srv, http.MethodPost, path, "", `{"clientId":"orders-api"}`)
-	require.Equal(t, http.StatusUnauthorized, res.status)
+	require.Equal(t, http.StatusUnauthorized, res.Status)
 }
 
 // TestAcmeExampleFixture checks the decisions the README's fixture promises,

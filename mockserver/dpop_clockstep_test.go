@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -21,14 +22,14 @@ import (
 func TestADPoPTokenIsIssuedAfterTheServersClockSteppedBack(t *testing.T) {
 	t.Parallel()
 	clock := &stepClock{now: time.Now().Add(10 * time.Minute)} // the host booted 10 minutes ahead
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()), mockserver.WithClock(clock.Now))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithClock(clock.Now))
 	key, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	signer := key.WithClock(clock.Now) // the client shares the server's clock
-	res := dpopToken(t, srv, signer, "")
-	require.Equal(t, http.StatusOK, res.status, "before the step: %s", res.body)
+	res := servertest.DPoPToken(t, srv, signer, "")
+	require.Equal(t, http.StatusOK, res.Status, "before the step: %s", res.Body)
 
 	clock.add(-10 * time.Minute) // NTP steps it back to the true time
-	res = dpopToken(t, srv, signer, "")
-	require.Equal(t, http.StatusOK, res.status, "a fresh proof on the server's own clock: %s", res.body)
+	res = servertest.DPoPToken(t, srv, signer, "")
+	require.Equal(t, http.StatusOK, res.Status, "a fresh proof on the server's own clock: %s", res.Body)
 }

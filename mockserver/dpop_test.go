@@ -17,51 +17,36 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
 
 const tokenPath = "/realms/acme/protocol/openid-connect/token"
 
-// dpopToken asks the token endpoint for a token bound to signer's key.
-func dpopToken(t *testing.T, srv *mockservertest.Server, signer *dpop.Signer, nonce string) httpResult {
-	t.Helper()
-	proof, err := signer.Proof(http.MethodPost, srv.URL+tokenPath, "", nonce)
-	require.NoError(t, err)
-	return tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
-		"username": {"alice"}, "password": {"alice-pw"}}, http.Header{"Dpop": {proof}})
-}
-
 // decideDPoP posts an authorize request with the DPoP scheme and the given
 // proof ("" for none).
-func decideDPoP(t *testing.T, srv *mockservertest.Server, scheme, token, proof string) httpResult {
+func decideDPoP(t *testing.T, srv *mockservertest.Server, scheme, token, proof string) servertest.Result {
 	t.Helper()
 	h := http.Header{"Authorization": {scheme + " " + token}}
 	if proof != "" {
 		h.Set("DPoP", proof)
 	}
-	return send(t, srv, http.MethodPost, authorizePath, "application/json",
+	return servertest.Send(t, srv, http.MethodPost, authorizePath, "application/json",
 		strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`), h)
-}
-
-func dpopFixture() mockserver.Fixture {
-	f := identityFixture()
-	f.Realms[0].Clients[0].Resources = []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"read"}}}
-	f.Realms[0].Clients[0].Permissions = []mockserver.FixturePermission{{Name: "admins read", Resource: "orders", Roles: []string{"realm-admin"}}}
-	return f
 }
 
 func TestDPoPBoundTokens(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	other, err := dpop.GenerateKey()
 	require.NoError(t, err)
 
-	res := dpopToken(t, srv, signer, "")
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	body := res.json(t)
+	res := servertest.DPoPToken(t, srv, signer, "")
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	body := res.JSON(t)
 	require.Equal(t, "DPoP", body["token_type"])
 	token := body["access_token"].(string)
 	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
@@ -82,14 +67,14 @@ func TestDPoPBoundTokens(t *testing.T) {
 
 	good := proof(signer, http.MethodPost, srv.URL+authorizePath)
 	res = decideDPoP(t, srv, "DPoP", token, good)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	require.Equal(t, "GRANT", res.json(t)["status"])
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, "GRANT", res.JSON(t)["status"])
 
 	minted := srv.Token("acme", "alice", mockserver.TokenDPoPBinding(signer.Thumbprint()))
 	p, err := signer.Proof(http.MethodPost, srv.URL+authorizePath, minted, "")
 	require.NoError(t, err)
 	res = decideDPoP(t, srv, "DPoP", minted, p)
-	require.Equal(t, http.StatusOK, res.status, "IssueToken's binding works the same: %s", res.body)
+	require.Equal(t, http.StatusOK, res.Status, "IssueToken's binding works the same: %s", res.Body)
 
 	cases := []struct {
 		name, scheme, proof, wantChallenge string
@@ -105,10 +90,10 @@ func TestDPoPBoundTokens(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := decideDPoP(t, srv, tc.scheme, token, tc.proof)
-			require.Equal(t, http.StatusUnauthorized, res.status, string(res.body))
-			require.Contains(t, res.header.Get("WWW-Authenticate"), tc.wantChallenge)
-			require.Equal(t, "Unauthorized", res.json(t)["error"])
-			require.NotContains(t, string(res.body), token)
+			require.Equal(t, http.StatusUnauthorized, res.Status, string(res.Body))
+			require.Contains(t, res.Header.Get("WWW-Authenticate"), tc.wantChallenge)
+			require.Equal(t, "Unauthorized", res.JSON(t)["error"])
+			require.NotContains(t, string(res.Body), token)
 		})
 	}
 
@@ -117,15 +102,15 @@ func TestDPoPBoundTokens(t *testing.T) {
 		p, err := signer.Proof(http.MethodPost, srv.URL+authorizePath, bearer, "")
 		require.NoError(t, err)
 		res := decideDPoP(t, srv, "DPoP", bearer, p)
-		require.Equal(t, http.StatusUnauthorized, res.status)
-		require.Contains(t, res.header.Get("WWW-Authenticate"), `DPoP realm="acme"`)
+		require.Equal(t, http.StatusUnauthorized, res.Status)
+		require.Contains(t, res.Header.Get("WWW-Authenticate"), `DPoP realm="acme"`)
 	})
 	// A token request that carries any DPoP line has its proof checked
 	// over every line, as a protected route does: an empty first line
 	// before a valid proof got an unbound Bearer token (a-dpop9).
 	elsewhere, err := signer.Proof(http.MethodPost, srv.URL+"/elsewhere", "", "")
 	require.NoError(t, err)
-	valid := func() string { // a proof dpopToken's request would carry
+	valid := func() string { // a proof servertest.DPoPToken's request would carry
 		p, err := signer.Proof(http.MethodPost, srv.URL+tokenPath, "", "")
 		require.NoError(t, err)
 		return p
@@ -139,14 +124,14 @@ func TestDPoPBoundTokens(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"},
+			res := servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"},
 				"client_secret": {"orders-secret"}}, http.Header{"Dpop": lines()})
-			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
-			require.Equal(t, "invalid_dpop_proof", res.json(t)["error"])
+			require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
+			require.Equal(t, "invalid_dpop_proof", res.JSON(t)["error"])
 		})
 	}
 	t.Run("discovery lists the proof algorithms", func(t *testing.T) {
-		doc := send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil).json(t)
+		doc := servertest.Send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil).JSON(t)
 		require.Contains(t, doc["dpop_signing_alg_values_supported"], "ES256")
 		require.Contains(t, doc["dpop_signing_alg_values_supported"], "EdDSA")
 	})
@@ -157,59 +142,59 @@ func TestDPoPNonceFlow(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(dpopFixture()), mockserver.WithClock(clock))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithClock(clock))
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	signer = signer.WithClock(clock)
 
-	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{"dpopNonceRequired":true}`).status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{"dpopNonceRequired":true}`).Status)
 
 	// Token endpoint: the first proof has no nonce and gets one.
-	res := dpopToken(t, srv, signer, "")
-	require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
-	require.Equal(t, "use_dpop_nonce", res.json(t)["error"])
-	nonce := res.header.Get("DPoP-Nonce")
+	res := servertest.DPoPToken(t, srv, signer, "")
+	require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
+	require.Equal(t, "use_dpop_nonce", res.JSON(t)["error"])
+	nonce := res.Header.Get("DPoP-Nonce")
 	require.NotEmpty(t, nonce)
-	res = dpopToken(t, srv, signer, nonce)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	require.Equal(t, nonce, res.header.Get("DPoP-Nonce"))
-	token := res.json(t)["access_token"].(string)
+	res = servertest.DPoPToken(t, srv, signer, nonce)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, nonce, res.Header.Get("DPoP-Nonce"))
+	token := res.JSON(t)["access_token"].(string)
 
-	call := func(nonce string) httpResult {
+	call := func(nonce string) servertest.Result {
 		p, err := signer.Proof(http.MethodPost, srv.URL+authorizePath, token, nonce)
 		require.NoError(t, err)
 		return decideDPoP(t, srv, "DPoP", token, p)
 	}
 	// Resource server: the same dance, with a 401 challenge.
 	res = call("")
-	require.Equal(t, http.StatusUnauthorized, res.status)
-	require.Contains(t, res.header.Get("WWW-Authenticate"), `DPoP error="use_dpop_nonce"`)
-	require.Equal(t, nonce, res.header.Get("DPoP-Nonce"))
+	require.Equal(t, http.StatusUnauthorized, res.Status)
+	require.Contains(t, res.Header.Get("WWW-Authenticate"), `DPoP error="use_dpop_nonce"`)
+	require.Equal(t, nonce, res.Header.Get("DPoP-Nonce"))
 	res = call(nonce)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	require.Equal(t, nonce, res.header.Get("DPoP-Nonce"), "successful responses carry the nonce too")
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, nonce, res.Header.Get("DPoP-Nonce"), "successful responses carry the nonce too")
 
 	// Nonces rotate: after one lifetime the old nonce is still accepted and
 	// a new one is announced; after two it is refused.
 	now.Add(int64(61 * time.Second))
 	res = call(nonce)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	rotated := res.header.Get("DPoP-Nonce")
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	rotated := res.Header.Get("DPoP-Nonce")
 	require.NotEqual(t, nonce, rotated)
 	now.Add(int64(61 * time.Second))
 	res = call(nonce)
-	require.Equal(t, http.StatusUnauthorized, res.status)
-	require.Contains(t, res.header.Get("WWW-Authenticate"), `error="use_dpop_nonce"`)
-	fresh := res.header.Get("DPoP-Nonce")
+	require.Equal(t, http.StatusUnauthorized, res.Status)
+	require.Contains(t, res.Header.Get("WWW-Authenticate"), `error="use_dpop_nonce"`)
+	fresh := res.Header.Get("DPoP-Nonce")
 	require.NotEmpty(t, fresh)
 	res = call(fresh)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 
 	// Turning the requirement off lets proofs without nonces through again.
-	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{}`).status)
+	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{}`).Status)
 	res = call("")
-	require.Equal(t, http.StatusOK, res.status)
-	require.Empty(t, res.header.Get("DPoP-Nonce"))
+	require.Equal(t, http.StatusOK, res.Status)
+	require.Empty(t, res.Header.Get("DPoP-Nonce"))
 }
 
 // ed25519Proof is a proof as oauth4webapi and openid-client make it for an
@@ -237,22 +222,22 @@ func ed25519Proof(t *testing.T, key ed25519.PrivateKey, method, u, token string)
 // with "algorithm not allowed".
 func TestDPoPWithEd25519AlgorithmName(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(dpopFixture()))
+	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(servertest.DPoPFixture()))
 	_, key, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)
-	res := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+	res := servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 		"username": {"alice"}, "password": {"alice-pw"}}, http.Header{"Dpop": {ed25519Proof(t, key, http.MethodPost, srv.URL+tokenPath, "")}})
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	body := res.json(t)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	body := res.JSON(t)
 	require.Equal(t, "DPoP", body["token_type"])
 	token := body["access_token"].(string)
 
 	res = decideDPoP(t, srv, "DPoP", token, ed25519Proof(t, key, http.MethodPost, srv.URL+authorizePath, token))
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	require.Equal(t, "GRANT", res.json(t)["status"])
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, "GRANT", res.JSON(t)["status"])
 
-	doc := send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil).json(t)
+	doc := servertest.Send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil).JSON(t)
 	require.Subset(t, doc["dpop_signing_alg_values_supported"], []any{"EdDSA", "Ed25519"})
 	res = decideDPoP(t, srv, "DPoP", token, "")
-	require.Contains(t, res.header.Get("WWW-Authenticate"), `algs="ES256 ES384 PS256 RS256 EdDSA Ed25519"`)
+	require.Contains(t, res.Header.Get("WWW-Authenticate"), `algs="ES256 ES384 PS256 RS256 EdDSA Ed25519"`)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -29,10 +30,10 @@ func (f *front) requireNonces(replica string) {
 	f.t.Helper()
 	admin := f.do(replica, http.MethodPost, "/realms/master/protocol/openid-connect/token", "application/x-www-form-urlencoded",
 		url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {"admin-secret"}}.Encode(), nil)
-	require.Equal(f.t, http.StatusOK, admin.status, string(admin.body))
+	require.Equal(f.t, http.StatusOK, admin.Status, string(admin.Body))
 	res := f.do(replica, http.MethodPatch, "/admin/config", "application/json", `{"dpopNonceRequired":true}`,
-		http.Header{"Authorization": {"Bearer " + admin.json(f.t)["access_token"].(string)}})
-	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
+		http.Header{"Authorization": {"Bearer " + admin.JSON(f.t)["access_token"].(string)}})
+	require.Equal(f.t, http.StatusOK, res.Status, string(res.Body))
 }
 
 // TestDPoPNonceSourceDownIsUnavailable: when the shared nonce source
@@ -43,23 +44,23 @@ func (f *front) requireNonces(replica string) {
 // can meet (dpop.NonceError: "should answer 5xx").
 func TestDPoPNonceSourceDownIsUnavailable(t *testing.T) {
 	t.Parallel()
-	f := startFront(t, []string{"a"}, mockserver.WithFixture(dpopFixture()), mockserver.WithNonces(downNonces{}))
+	f := startFront(t, []string{"a"}, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithNonces(downNonces{}))
 	signer, token := f.boundToken(t, "a")
 	f.requireNonces("a")
 
 	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
 	require.NoError(t, err)
-	for name, res := range map[string]httpResult{
+	for name, res := range map[string]servertest.Result{
 		"protected route": f.decide("a", token, proof),
 		"token endpoint":  f.dpopToken("a", signer, ""),
 	} {
 		t.Run(name, func(t *testing.T) {
-			require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
-			require.Equal(t, "1", res.header.Get("Retry-After"))
-			require.NotContains(t, res.header.Get("WWW-Authenticate"), "use_dpop_nonce")
-			require.NotContains(t, string(res.body), "use_dpop_nonce")
-			require.Contains(t, string(res.body), "nonce source is unavailable")
-			require.NotContains(t, string(res.body), token)
+			require.Equal(t, http.StatusServiceUnavailable, res.Status, string(res.Body))
+			require.Equal(t, "1", res.Header.Get("Retry-After"))
+			require.NotContains(t, res.Header.Get("WWW-Authenticate"), "use_dpop_nonce")
+			require.NotContains(t, string(res.Body), "use_dpop_nonce")
+			require.Contains(t, string(res.Body), "nonce source is unavailable")
+			require.NotContains(t, string(res.Body), token)
 		})
 	}
 }
@@ -73,7 +74,7 @@ func TestDPoPNonceSourceDownIsUnavailable(t *testing.T) {
 // of which every retry is refused again.
 func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
 	t.Parallel()
-	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()))
+	f, store := startStoreFront(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	signer, token := f.boundToken(t, "a")
 
 	store.set(&store.failProofs, fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew))
@@ -83,20 +84,20 @@ func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
 	// made exactly 70 s after a refusal at X.4 s is dated X+70, before the
 	// keyspace's X.4+70 (a-fix8d).
 	window := fmt.Sprint(int((dpop.DefaultMaxSkew + dpop.ReplayStoreMargin).Seconds()) + 1)
-	for name, res := range map[string]httpResult{
+	for name, res := range map[string]servertest.Result{
 		"protected route": f.decide("b", token, proof),
 		"token endpoint":  f.dpopToken("b", signer, ""),
 	} {
 		t.Run(name, func(t *testing.T) {
-			require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
-			require.Equal(t, window, res.header.Get("Retry-After"))
-			require.Contains(t, string(res.body), "keyspace is new")
+			require.Equal(t, http.StatusServiceUnavailable, res.Status, string(res.Body))
+			require.Equal(t, window, res.Header.Get("Retry-After"))
+			require.Contains(t, string(res.Body), "keyspace is new")
 		})
 	}
 	store.set(&store.failProofs, errors.New("connection refused")) // an outage: a second
 	proof, err = signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
 	require.NoError(t, err)
 	res := f.decide("a", token, proof)
-	require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
-	require.Equal(t, "1", res.header.Get("Retry-After"))
+	require.Equal(t, http.StatusServiceUnavailable, res.Status, string(res.Body))
+	require.Equal(t, "1", res.Header.Get("Retry-After"))
 }

@@ -49,9 +49,9 @@ func TestEvaluateWhoMayCall(t *testing.T) {
 		{"admin", srv.Token("acme", "alice"), http.StatusOK},
 	} {
 		res := bearerCall(t, srv, http.MethodPost, path, tc.token, body)
-		require.Equal(t, tc.want, res.status, "%s: %s", tc.name, res.body)
+		require.Equal(t, tc.want, res.Status, "%s: %s", tc.name, res.Body)
 		if tc.token != "" && tc.want != http.StatusOK {
-			require.NotContains(t, string(res.body), tc.token, tc.name)
+			require.NotContains(t, string(res.Body), tc.token, tc.name)
 		}
 	}
 
@@ -82,8 +82,8 @@ func TestEvaluateWhoMayCall(t *testing.T) {
 	for _, client := range []string{"orders-api", "nope", "%2e%2e", "orders-api%00"} {
 		for i, b := range bodies {
 			res := bearerCall(t, srv, http.MethodPost, strings.Replace(path, "%s", client, 1), admin, b)
-			require.Less(t, res.status, 500, "client %s body %d: %s", client, i, res.body)
-			require.NotContains(t, string(res.body), admin)
+			require.Less(t, res.Status, 500, "client %s body %d: %s", client, i, res.Body)
+			require.NotContains(t, string(res.Body), admin)
 		}
 	}
 }

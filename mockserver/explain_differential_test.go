@@ -133,9 +133,9 @@ func TestEvaluateMatchesAuthorizeFuzz(t *testing.T) {
 			status, pairs := decide(t, srv, srv.Token("acme", user, opts...), asked, `{"attributes":{"method":"`+method+`","path":"/x"}}`)
 			body := `{"username":"` + user + `","resources":` + asked + `,"context":{"attributes":{"method":"` + method + `"},"organization":"` + org + `"}}`
 			hr := bearerCall(t, srv, http.MethodPost, fmt.Sprintf(evaluatePath, "orders-api"), admin, body)
-			require.Equal(t, http.StatusOK, hr.status, string(hr.body))
+			require.Equal(t, http.StatusOK, hr.Status, string(hr.Body))
 			var ev evaluation
-			require.NoError(t, json.Unmarshal(hr.body, &ev))
+			require.NoError(t, json.Unmarshal(hr.Body, &ev))
 			got := []string{}
 			for _, p := range ev.Results {
 				got = append(got, p.Resource+"/"+p.Scope+"="+p.Status)

@@ -60,9 +60,9 @@ type roleSourceWA struct {
 func evaluate(t *testing.T, srv *mockservertest.Server, token, client, body string) evaluation {
 	t.Helper()
 	res := bearerCall(t, srv, http.MethodPost, fmt.Sprintf(evaluatePath, client), token, body)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	var ev evaluation
-	require.NoError(t, json.Unmarshal(res.body, &ev))
+	require.NoError(t, json.Unmarshal(res.Body, &ev))
 	return ev
 }
 
@@ -297,12 +297,12 @@ func TestPolicyEvaluateRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res := bearerCall(t, srv, http.MethodPost, fmt.Sprintf(evaluatePath, tc.client), tc.token, tc.body)
-			require.Equal(t, tc.status, res.status, string(res.body))
-			body := res.json(t)
+			require.Equal(t, tc.status, res.Status, string(res.Body))
+			body := res.JSON(t)
 			require.Equal(t, http.StatusText(tc.status), body["error"])
 			require.NotEmpty(t, body["message"])
 			if tc.field != "" {
-				require.Equal(t, tc.field, body["details"].([]any)[0].(map[string]any)["field"], string(res.body))
+				require.Equal(t, tc.field, body["details"].([]any)[0].(map[string]any)["field"], string(res.Body))
 			}
 		})
 	}
@@ -374,7 +374,7 @@ func TestDenialLog(t *testing.T) {
 		ask := func(path, body string) {
 			t.Helper()
 			res := bearerCall(t, srv, http.MethodPost, "/realms/acme/access/v1/"+path, pdp, body)
-			require.Equal(t, http.StatusOK, res.status, string(res.body))
+			require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 		}
 		ask("evaluation", `{"subject":{"type":"user","id":"bob"},"action":{"name":"read"},"resource":{"type":"orders","id":"7"}}`)
 		ask("evaluations", `{"subject":{"type":"user","id":"erin"},"resource":{"type":"orders","id":"7"},"context":{"method":"DELETE"},

@@ -2,7 +2,6 @@ package mockserver_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,69 +12,10 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
-
-// identityFixture has a realm admin, a user, a confidential client and a
-// platform admin.
-func identityFixture() mockserver.Fixture {
-	return mockserver.Fixture{
-		Realms: []mockserver.FixtureRealm{{
-			Name:  "acme",
-			Roles: []mockserver.FixtureRole{{Name: "viewer"}},
-			Users: []mockserver.FixtureUser{
-				{Username: "alice", Password: "alice-pw", Email: "alice@acme.test", Roles: []string{"realm-admin"}},
-				{Username: "bob", Password: "bob-pw", Roles: []string{"viewer"}},
-			},
-			Clients: []mockserver.FixtureClient{
-				{ClientID: "orders-api", Secret: "orders-secret", ServiceAccountRoles: []string{"viewer"}},
-				{ClientID: "spa", Public: true},
-			},
-		}},
-		PlatformAdmins: []mockserver.FixturePlatformAdmin{{ClientID: "platform-admin", Secret: "admin-secret"}},
-	}
-}
-
-// httpResult is a decoded answer of the server.
-type httpResult struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (h httpResult) json(t *testing.T) map[string]any {
-	t.Helper()
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(h.body, &m), string(h.body))
-	return m
-}
-
-// send performs one request against srv; authz, when set, is the
-// Authorization header value.
-func send(t *testing.T, srv *mockservertest.Server, method, path, contentType string, body io.Reader, header http.Header) httpResult {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, body)
-	require.NoError(t, err)
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return httpResult{status: resp.StatusCode, header: resp.Header, body: b}
-}
-
-func tokenRequest(t *testing.T, srv *mockservertest.Server, realm string, form url.Values, header http.Header) httpResult {
-	t.Helper()
-	return send(t, srv, http.MethodPost, "/realms/"+realm+"/protocol/openid-connect/token",
-		"application/x-www-form-urlencoded", strings.NewReader(form.Encode()), header)
-}
 
 // TestDiscovery: the OpenID Provider Metadata and the RFC 8414 metadata
 // are truthful. Every endpoint they name answers (it used to name an
@@ -86,14 +26,14 @@ func tokenRequest(t *testing.T, srv *mockservertest.Server, realm string, form u
 // redeems its codes, and refuses what the flow refuses).
 func TestDiscovery(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(identityFixture()))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.IdentityFixture()))
 	iss := srv.URL + "/realms/acme"
-	oidc := send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil)
-	require.Equal(t, http.StatusOK, oidc.status)
-	oauth := send(t, srv, http.MethodGet, "/.well-known/oauth-authorization-server/realms/acme", "", nil, nil)
-	require.Equal(t, http.StatusOK, oauth.status)
+	oidc := servertest.Send(t, srv, http.MethodGet, "/realms/acme/.well-known/openid-configuration", "", nil, nil)
+	require.Equal(t, http.StatusOK, oidc.Status)
+	oauth := servertest.Send(t, srv, http.MethodGet, "/.well-known/oauth-authorization-server/realms/acme", "", nil, nil)
+	require.Equal(t, http.StatusOK, oauth.Status)
 
-	for name, doc := range map[string]map[string]any{"openid-configuration": oidc.json(t), "oauth-authorization-server": oauth.json(t)} {
+	for name, doc := range map[string]map[string]any{"openid-configuration": oidc.JSON(t), "oauth-authorization-server": oauth.JSON(t)} {
 		t.Run(name, func(t *testing.T) {
 			require.Equal(t, iss, doc["issuer"])
 			require.Equal(t, iss+"/protocol/openid-connect/token", doc["token_endpoint"])
@@ -122,22 +62,22 @@ func TestDiscovery(t *testing.T) {
 				case "token_endpoint", "revocation_endpoint", "introspection_endpoint":
 					method = http.MethodPost
 				}
-				res := send(t, srv, method, strings.TrimPrefix(u, srv.URL), "application/x-www-form-urlencoded", strings.NewReader(""), nil)
-				require.NotEqual(t, http.StatusNotFound, res.status, "%s %s", k, u)
-				require.NotEqual(t, http.StatusMethodNotAllowed, res.status, "%s %s", k, u)
+				res := servertest.Send(t, srv, method, strings.TrimPrefix(u, srv.URL), "application/x-www-form-urlencoded", strings.NewReader(""), nil)
+				require.NotEqual(t, http.StatusNotFound, res.Status, "%s %s", k, u)
+				require.NotEqual(t, http.StatusMethodNotAllowed, res.Status, "%s %s", k, u)
 			}
 		})
 	}
-	doc := oidc.json(t)
+	doc := oidc.JSON(t)
 	require.Equal(t, []any{"public"}, doc["subject_types_supported"])
 	require.Equal(t, iss+"/protocol/openid-connect/userinfo", doc["userinfo_endpoint"])
-	require.NotContains(t, oauth.json(t), "userinfo_endpoint", "an OpenID Connect endpoint")
+	require.NotContains(t, oauth.JSON(t), "userinfo_endpoint", "an OpenID Connect endpoint")
 	require.Equal(t, []any{"RS256"}, doc["id_token_signing_alg_values_supported"])
-	require.NotContains(t, oauth.json(t), "id_token_signing_alg_values_supported")
+	require.NotContains(t, oauth.JSON(t), "id_token_signing_alg_values_supported")
 
 	for _, path := range []string{"/realms/nowhere/.well-known/openid-configuration", "/.well-known/oauth-authorization-server/realms/nowhere"} {
-		res := send(t, srv, http.MethodGet, path, "", nil, nil)
-		require.Equal(t, http.StatusNotFound, res.status, path)
+		res := servertest.Send(t, srv, http.MethodGet, path, "", nil, nil)
+		require.Equal(t, http.StatusNotFound, res.Status, path)
 	}
 }
 
@@ -147,18 +87,18 @@ func TestDiscovery(t *testing.T) {
 // answer's scope says what was granted.
 func TestIDTokens(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(identityFixture()))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.IdentityFixture()))
 	iss := srv.URL + "/realms/acme"
 	var set jose.JSONWebKeySet
-	require.NoError(t, json.Unmarshal(send(t, srv, http.MethodGet, "/realms/acme/protocol/openid-connect/certs", "", nil, nil).body, &set))
+	require.NoError(t, json.Unmarshal(servertest.Send(t, srv, http.MethodGet, "/realms/acme/protocol/openid-connect/certs", "", nil, nil).Body, &set))
 
-	res := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+	res := servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 		"username": {"alice"}, "password": {"alice-pw"}, "scope": {"openid profile email phone"}}, nil)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	body := res.json(t)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	body := res.JSON(t)
 	require.Equal(t, "openid profile email", body["scope"], "phone is not granted")
 	raw, ok := body["id_token"].(string)
-	require.True(t, ok, "an ID token: %s", res.body)
+	require.True(t, ok, "an ID token: %s", res.Body)
 	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
 	require.NoError(t, err)
 	keys := set.Key(tok.Headers[0].KeyID)
@@ -187,20 +127,20 @@ func TestIDTokens(t *testing.T) {
 	// The ID token is signed by the key that signs access tokens: its typ
 	// alone keeps it from being one.
 	require.Equal(t, access.Headers[0].KeyID, tok.Headers[0].KeyID)
-	require.Equal(t, http.StatusUnauthorized, bearerCall(t, srv, http.MethodPost, authorizePath, raw, `{"clientId":"orders-api","resources":[{"name":"x"}],"context":{}}`).status,
+	require.Equal(t, http.StatusUnauthorized, bearerCall(t, srv, http.MethodPost, authorizePath, raw, `{"clientId":"orders-api","resources":[{"name":"x"}],"context":{}}`).Status,
 		"an ID token is not accepted as an access token")
 
 	for name, form := range map[string]url.Values{
 		"password without openid": {"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob"}, "password": {"bob-pw"}, "scope": {"profile"}},
 		"client credentials":      {"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}, "scope": {"openid"}},
 	} {
-		res := tokenRequest(t, srv, "acme", form, nil)
-		require.Equal(t, http.StatusOK, res.status, name)
-		require.NotContains(t, res.json(t), "id_token", name)
-		require.NotContains(t, res.json(t)["scope"], "openid", name)
+		res := servertest.TokenRequest(t, srv, "acme", form, nil)
+		require.Equal(t, http.StatusOK, res.Status, name)
+		require.NotContains(t, res.JSON(t), "id_token", name)
+		require.NotContains(t, res.JSON(t)["scope"], "openid", name)
 	}
-	res = tokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}, nil)
-	require.NotContains(t, res.json(t), "scope", "no scope asked, none answered")
+	res = servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}, nil)
+	require.NotContains(t, res.JSON(t), "scope", "no scope asked, none answered")
 }
 
 // TestJWKSVerifiesIssuedTokens: the JWKS lists every key in use, each with
@@ -219,11 +159,11 @@ func TestJWKSVerifiesIssuedTokens(t *testing.T) {
 	} {
 		t.Run(tc.alg, func(t *testing.T) {
 			t.Parallel()
-			srv := mockservertest.Start(t, append(tc.opts, mockserver.WithFixture(identityFixture()))...)
-			res := send(t, srv, http.MethodGet, "/realms/acme/protocol/openid-connect/certs", "", nil, nil)
-			require.Equal(t, http.StatusOK, res.status)
+			srv := mockservertest.Start(t, append(tc.opts, mockserver.WithFixture(servertest.IdentityFixture()))...)
+			res := servertest.Send(t, srv, http.MethodGet, "/realms/acme/protocol/openid-connect/certs", "", nil, nil)
+			require.Equal(t, http.StatusOK, res.Status)
 			var set jose.JSONWebKeySet
-			require.NoError(t, json.Unmarshal(res.body, &set))
+			require.NoError(t, json.Unmarshal(res.Body, &set))
 			var algs []string
 			for _, k := range set.Keys {
 				require.True(t, k.IsPublic())
@@ -235,8 +175,8 @@ func TestJWKSVerifiesIssuedTokens(t *testing.T) {
 
 			for name, raw := range map[string]string{
 				"IssueToken": srv.Token("acme", "alice"),
-				"password grant": tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
-					"username": {"alice"}, "password": {"alice-pw"}}, nil).json(t)["access_token"].(string),
+				"password grant": servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+					"username": {"alice"}, "password": {"alice-pw"}}, nil).JSON(t)["access_token"].(string),
 			} {
 				t.Run(name, func(t *testing.T) {
 					tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.SignatureAlgorithm(tc.alg)})
@@ -270,9 +210,9 @@ func TestJWKSVerifiesIssuedTokens(t *testing.T) {
 			}
 
 			// Another realm's keys do not verify acme's tokens.
-			other := send(t, srv, http.MethodGet, "/realms/master/protocol/openid-connect/certs", "", nil, nil)
+			other := servertest.Send(t, srv, http.MethodGet, "/realms/master/protocol/openid-connect/certs", "", nil, nil)
 			var otherSet jose.JSONWebKeySet
-			require.NoError(t, json.Unmarshal(other.body, &otherSet))
+			require.NoError(t, json.Unmarshal(other.Body, &otherSet))
 			tok, err := jwt.ParseSigned(srv.Token("acme", "bob"), []jose.SignatureAlgorithm{jose.SignatureAlgorithm(tc.alg)})
 			require.NoError(t, err)
 			for _, k := range otherSet.Keys {
@@ -285,7 +225,7 @@ func TestJWKSVerifiesIssuedTokens(t *testing.T) {
 
 func TestTokenEndpoint(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(identityFixture()))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.IdentityFixture()))
 	basic := func(id, secret string) http.Header {
 		h := http.Header{}
 		r, _ := http.NewRequest(http.MethodGet, "/", nil)
@@ -335,18 +275,18 @@ func TestTokenEndpoint(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := tokenRequest(t, srv, "acme", tc.form, tc.header)
+			res := servertest.TokenRequest(t, srv, "acme", tc.form, tc.header)
 			if tc.name == "platform admin client" {
-				res = tokenRequest(t, srv, "master", tc.form, tc.header)
+				res = servertest.TokenRequest(t, srv, "master", tc.form, tc.header)
 			}
-			require.Equal(t, tc.wantStatus, res.status, string(res.body))
-			body := res.json(t)
-			require.Equal(t, "no-store", res.header.Get("Cache-Control"))
+			require.Equal(t, tc.wantStatus, res.Status, string(res.Body))
+			body := res.JSON(t)
+			require.Equal(t, "no-store", res.Header.Get("Cache-Control"))
 			if tc.wantError != "" {
 				require.Equal(t, tc.wantError, body["error"])
 				require.NotEmpty(t, body["error_description"])
 				if tc.header != nil && tc.wantStatus == 401 {
-					require.Equal(t, `Basic realm="acme"`, res.header.Get("WWW-Authenticate"))
+					require.Equal(t, `Basic realm="acme"`, res.Header.Get("WWW-Authenticate"))
 				}
 				return
 			}
@@ -367,13 +307,13 @@ func TestTokenEndpoint(t *testing.T) {
 
 	t.Run("not a form", func(t *testing.T) {
 		t.Parallel()
-		res := send(t, srv, http.MethodPost, "/realms/acme/protocol/openid-connect/token", "application/json", strings.NewReader(`{}`), nil)
-		require.Equal(t, http.StatusBadRequest, res.status)
-		require.Equal(t, "invalid_request", res.json(t)["error"])
+		res := servertest.Send(t, srv, http.MethodPost, "/realms/acme/protocol/openid-connect/token", "application/json", strings.NewReader(`{}`), nil)
+		require.Equal(t, http.StatusBadRequest, res.Status)
+		require.Equal(t, "invalid_request", res.JSON(t)["error"])
 	})
 	t.Run("unknown realm", func(t *testing.T) {
 		t.Parallel()
-		res := tokenRequest(t, srv, "nowhere", url.Values{"grant_type": {"password"}}, nil)
-		require.Equal(t, http.StatusNotFound, res.status)
+		res := servertest.TokenRequest(t, srv, "nowhere", url.Values{"grant_type": {"password"}}, nil)
+		require.Equal(t, http.StatusNotFound, res.Status)
 	})
 }

@@ -12,12 +12,13 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
 // pepClient is a PEP of acme's orders-api at base, without retries, its
-// calls bounded by the hang guard (hangguard_test.go).
+// calls bounded by the hang guard (internal/hangguard's TestTestClientsHaveAHangGuard).
 func pepClient(t *testing.T, base string) *pep.Client {
 	t.Helper()
 	c, err := pep.New(base, "acme", "orders-api", pep.WithRetry(0, 0, 0), pep.WithTimeout(hangguard.Timeout))
@@ -46,7 +47,7 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 		// One replica, "" (no X-Replica header): the PEP talks to it as
 		// to any gateway.
 		f := startFront(t, []string{""}, mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store),
-			mockserver.WithAccessTokenAlgorithm("ES256"), mockserver.WithFixture(dpopFixture()))
+			mockserver.WithAccessTokenAlgorithm("ES256"), mockserver.WithFixture(servertest.DPoPFixture()))
 		token := f.passwordToken("")
 		c := pepClient(t, f.URL)
 		c.SetToken(token)
@@ -62,14 +63,14 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 		require.NotErrorIs(t, cause, pep.ErrUnavailable)
 
 		res := f.bearerDecide("", token)
-		require.Equal(t, http.StatusUnauthorized, res.status, string(res.body))
-		require.Contains(t, res.header.Get("WWW-Authenticate"), `error="invalid_token"`)
-		require.Empty(t, res.header.Get("Retry-After"))
-		require.Contains(t, res.json(t)["message"], "predates the shared store's keyspace")
-		require.Contains(t, res.json(t)["message"], "get a new one")
-		require.NotContains(t, string(res.body), token)
+		require.Equal(t, http.StatusUnauthorized, res.Status, string(res.Body))
+		require.Contains(t, res.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
+		require.Empty(t, res.Header.Get("Retry-After"))
+		require.Contains(t, res.JSON(t)["message"], "predates the shared store's keyspace")
+		require.Contains(t, res.JSON(t)["message"], "get a new one")
+		require.NotContains(t, string(res.Body), token)
 
-		require.Equal(t, http.StatusOK, f.revokeAt("", token).status, "a token every replica refuses already is revoked")
+		require.Equal(t, http.StatusOK, f.revokeAt("", token).Status, "a token every replica refuses already is revoked")
 	})
 	t.Run("a new token, code or session while the keyspace is younger than the clocks' margin", func(t *testing.T) {
 		t.Parallel()
@@ -82,10 +83,10 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 		store.mu.Unlock()
 		form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}
 		res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
-		require.Equal(t, http.StatusServiceUnavailable, res.status, "a token no replica would ever serve is not handed out: %s", res.body)
-		require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
+		require.Equal(t, http.StatusServiceUnavailable, res.Status, "a token no replica would ever serve is not handed out: %s", res.Body)
+		require.Equal(t, "temporarily_unavailable", res.JSON(t)["error"])
 		retryAfter := fmt.Sprint(int(dpop.ReplayStoreMargin.Seconds()) + 1)
-		require.Equal(t, retryAfter, res.header.Get("Retry-After"))
+		require.Equal(t, retryAfter, res.Header.Get("Retry-After"))
 		loc := f.authRedirect("a", webRedirect)
 		require.Equal(t, "temporarily_unavailable", loc.Query().Get("error"), "no code no replica would redeem: %s", loc)
 		require.Empty(t, loc.Query().Get("code"))
@@ -97,8 +98,8 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 		store.mu.Lock()
 		store.began = time.Now().Add(-time.Hour) // the margin has passed
 		store.mu.Unlock()
-		require.Equal(t, http.StatusOK, f.bearerDecide("b", f.passwordToken("a")).status, "the retry's token is served")
-		require.Equal(t, http.StatusOK, f.redeemCode("b", f.authCode("a", webRedirect)).status, "the retry's code is redeemed")
+		require.Equal(t, http.StatusOK, f.bearerDecide("b", f.passwordToken("a")).Status, "the retry's token is served")
+		require.Equal(t, http.StatusOK, f.redeemCode("b", f.authCode("a", webRedirect)).Status, "the retry's code is redeemed")
 		f.uiSignIn("a") // the retry's session is served
 	})
 	t.Run("authorization code", func(t *testing.T) {
@@ -107,14 +108,14 @@ func TestReplicasRefuseACredentialOlderThanTheStoresKeyspaceForGood(t *testing.T
 		code := f.authCode("a", webRedirect)
 		store.restart()
 		res := f.redeemCode("b", code)
-		require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
-		require.Equal(t, "invalid_grant", res.json(t)["error"])
-		require.Contains(t, res.json(t)["error_description"], "predates the shared store's keyspace")
-		require.Empty(t, res.header.Get("Retry-After"))
+		require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
+		require.Equal(t, "invalid_grant", res.JSON(t)["error"])
+		require.Contains(t, res.JSON(t)["error_description"], "predates the shared store's keyspace")
+		require.Empty(t, res.Header.Get("Retry-After"))
 	})
 	t.Run("web UI session", func(t *testing.T) {
 		t.Parallel()
-		f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
+		f, store := startStoreFront(t, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithWebUI())
 		cookies, _ := f.uiSignIn("a")
 		store.restart()
 		res, body := f.send("b", http.MethodGet, "/ui/realms/acme/home", nil, cookies)
@@ -133,7 +134,7 @@ func TestIssueTokenIssuesNothingAYoungKeyspaceCannotVouchFor(t *testing.T) {
 	t.Parallel()
 	store := &sharedStore{keys: map[string]time.Time{}}
 	s, err := mockserver.New(mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store),
-		mockserver.WithFixture(dpopFixture()), mockserver.WithIssuer("http://127.0.0.1:1"))
+		mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithIssuer("http://127.0.0.1:1"))
 	require.NoError(t, err)
 	// A keyspace that vouches for nothing issued before an hour from now:
 	// what Redis's marker says of every token within a minute after it
@@ -171,9 +172,9 @@ func TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked(t *testing.T) {
 
 	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}
 	res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
-	require.Equal(t, http.StatusServiceUnavailable, res.status, "no token while the store cannot be asked: %s", res.body)
-	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
-	require.NotEmpty(t, res.header.Get("Retry-After"))
+	require.Equal(t, http.StatusServiceUnavailable, res.Status, "no token while the store cannot be asked: %s", res.Body)
+	require.Equal(t, "temporarily_unavailable", res.JSON(t)["error"])
+	require.NotEmpty(t, res.Header.Get("Retry-After"))
 	loc := f.authRedirect("a", webRedirect)
 	require.Equal(t, "temporarily_unavailable", loc.Query().Get("error"), "no code while the store cannot be asked: %s", loc)
 	require.Empty(t, loc.Query().Get("code"))
@@ -186,7 +187,7 @@ func TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked(t *testing.T) {
 	require.Empty(t, token)
 
 	store.set(&store.fail, nil)
-	require.Equal(t, http.StatusOK, f.bearerDecide("b", f.passwordToken("a")).status, "the retry's token is served")
+	require.Equal(t, http.StatusOK, f.bearerDecide("b", f.passwordToken("a")).Status, "the retry's token is served")
 	token, err = s.IssueToken("acme", "alice")
 	require.NoError(t, err)
 	require.NotEmpty(t, token)
@@ -202,7 +203,7 @@ func TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked(t *testing.T) {
 func TestASessionIssuedIsServedOnItsFirstUse(t *testing.T) {
 	t.Parallel()
 	now := time.Now().Truncate(time.Second).Add(500 * time.Millisecond)
-	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI(),
+	f, store := startStoreFront(t, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithWebUI(),
 		mockserver.WithClock(func() time.Time { return now }))
 	// The store vouches for what was issued from 250 ms into this second.
 	store.mu.Lock()
@@ -242,5 +243,5 @@ func TestACodeIssuedIsRedeemedForATokenServed(t *testing.T) {
 	store.began = now.Truncate(time.Second) // vouches from the second's start
 	store.mu.Unlock()
 	res := f.redeemCode("b", f.authCode("a", webRedirect))
-	require.Equal(t, http.StatusOK, res.status, "the code's token is issued: %s", res.body)
+	require.Equal(t, http.StatusOK, res.Status, "the code's token is issued: %s", res.Body)
 }

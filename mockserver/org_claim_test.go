@@ -29,7 +29,7 @@ func TestAnOrganizationLimitedTokenIsToldOfThatOrganizationOnly(t *testing.T) {
 
 	tenants := func(token string) []string {
 		res := bearerCall(t, srv, http.MethodPost, path, token, `{"clientId":"orders-api"}`)
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 		var out struct {
 			Organization struct {
 				Tenants []struct {
@@ -37,7 +37,7 @@ func TestAnOrganizationLimitedTokenIsToldOfThatOrganizationOnly(t *testing.T) {
 				} `json:"tenants"`
 			} `json:"organization"`
 		}
-		require.NoError(t, json.Unmarshal(res.body, &out))
+		require.NoError(t, json.Unmarshal(res.Body, &out))
 		names := []string{}
 		for _, tn := range out.Organization.Tenants {
 			names = append(names, tn.TenantName)

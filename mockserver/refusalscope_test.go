@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -21,13 +22,13 @@ func (f *restartFront) platformToken(replica string) string {
 	f.t.Helper()
 	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {"platform-secret"}}
 	res := f.do(replica, http.MethodPost, "/realms/master/protocol/openid-connect/token", "application/x-www-form-urlencoded", form.Encode(), nil)
-	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
-	return res.json(f.t)["access_token"].(string)
+	require.Equal(f.t, http.StatusOK, res.Status, string(res.Body))
+	return res.JSON(f.t)["access_token"].(string)
 }
 
 // provision provisions tenant name for adminEmail at replica and returns
 // the provisioning's answer.
-func (f *restartFront) provision(replica, name, adminEmail string) httpResult {
+func (f *restartFront) provision(replica, name, adminEmail string) servertest.Result {
 	f.t.Helper()
 	return f.do(replica, http.MethodPost, "/admin/tenants", "application/json",
 		`{"name":"`+name+`","plan":"free","adminEmail":"`+adminEmail+`"}`,
@@ -39,14 +40,14 @@ func (f *restartFront) provision(replica, name, adminEmail string) httpResult {
 func (f *restartFront) tenantAdmin(replica, name, adminEmail string) (tenantID, token string) {
 	f.t.Helper()
 	res := f.provision(replica, name, adminEmail)
-	require.Equal(f.t, http.StatusCreated, res.status, string(res.body))
-	out := res.json(f.t)["result"].(map[string]any)
+	require.Equal(f.t, http.StatusCreated, res.Status, string(res.Body))
+	out := res.JSON(f.t)["result"].(map[string]any)
 	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {adminEmail},
 		"password": {out["initialPassword"].(string)}}
 	tok := f.do(replica, http.MethodPost, "/realms/"+name+"/protocol/openid-connect/token",
 		"application/x-www-form-urlencoded", form.Encode(), nil)
-	require.Equal(f.t, http.StatusOK, tok.status, string(tok.body))
-	return out["tenantId"].(string), tok.json(f.t)["access_token"].(string)
+	require.Equal(f.t, http.StatusOK, tok.Status, string(tok.Body))
+	return out["tenantId"].(string), tok.JSON(f.t)["access_token"].(string)
 }
 
 // decommission decommissions tenantID at replica.
@@ -54,12 +55,12 @@ func (f *restartFront) decommission(replica, tenantID string) {
 	f.t.Helper()
 	res := f.do(replica, http.MethodDelete, "/admin/tenants/"+tenantID, "", "",
 		http.Header{"Authorization": {"Bearer " + f.platformToken(replica)}})
-	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
+	require.Equal(f.t, http.StatusOK, res.Status, string(res.Body))
 }
 
 // orgs lists (GET) or creates (POST) organizations of realm at replica as
 // token's holder.
-func (f *restartFront) orgs(replica, method, realm, token string) httpResult {
+func (f *restartFront) orgs(replica, method, realm, token string) servertest.Result {
 	f.t.Helper()
 	body, ctype := "", ""
 	if method == http.MethodPost {
@@ -75,8 +76,8 @@ func (f *restartFront) requireTenantRefused(replica, realm, token, why string) {
 	f.t.Helper()
 	for _, method := range []string{http.MethodGet, http.MethodPost} {
 		res := f.orgs(replica, method, realm, token)
-		require.Equal(f.t, http.StatusUnauthorized, res.status, "%s: %s %s", why, method, res.body)
-		require.Contains(f.t, res.header.Get("WWW-Authenticate"), `error="invalid_token"`, why)
+		require.Equal(f.t, http.StatusUnauthorized, res.Status, "%s: %s %s", why, method, res.Body)
+		require.Contains(f.t, res.Header.Get("WWW-Authenticate"), `error="invalid_token"`, why)
 	}
 }
 
@@ -85,14 +86,14 @@ func (f *restartFront) requireTenantRefused(replica, realm, token, why string) {
 func (f *restartFront) requireTenantServed(replica, realm, token, why string) {
 	f.t.Helper()
 	res := f.orgs(replica, http.MethodGet, realm, token)
-	require.Equal(f.t, http.StatusOK, res.status, "%s: %s", why, res.body)
+	require.Equal(f.t, http.StatusOK, res.Status, "%s: %s", why, res.Body)
 }
 
 // scopeOptions are the options of every process of these tests: one key
 // seed (so keys never refuse a token), an admin secret, and a shared store
 // when store is not nil.
 func scopeOptions(store *sharedStore) []mockserver.Option {
-	opts := []mockserver.Option{mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithAdminSecret("platform-secret")}
+	opts := []mockserver.Option{mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithAdminSecret("platform-secret")}
 	if store != nil {
 		opts = append(opts, mockserver.WithReplayStore(store))
 	}
@@ -166,7 +167,7 @@ func TestTenantTokenIsServedOnlyByItsOwnTenant(t *testing.T) {
 				id, old := f.tenantAdmin("a", "newco", "admin@old.example")
 				f.decommission("a", id)
 				res := f.provision("a", "newco", "admin@new.example")
-				require.Equal(t, http.StatusConflict, res.status, "a decommissioned name is not provisioned again: %s", res.body)
+				require.Equal(t, http.StatusConflict, res.Status, "a decommissioned name is not provisioned again: %s", res.Body)
 				f.requireTenantRefused("a", "newco", old, "decommissioned")
 			})
 		})

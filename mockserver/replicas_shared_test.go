@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -29,10 +30,10 @@ var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // webRedirect is the redirect URI of webFixture's public client "web".
 const webRedirect = "https://app.test/cb"
 
-// webFixture is dpopFixture with a public client "web" that redirects to
+// webFixture is servertest.DPoPFixture with a public client "web" that redirects to
 // webRedirect, for the authorization code flow.
 func webFixture() mockserver.Fixture {
-	fx := dpopFixture()
+	fx := servertest.DPoPFixture()
 	fx.Realms[0].Clients = append(fx.Realms[0].Clients, mockserver.FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{webRedirect}})
 	return fx
 }
@@ -56,12 +57,12 @@ func (f *front) passwordToken(replica string) string {
 	f.t.Helper()
 	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}
 	res := f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", form.Encode(), nil)
-	require.Equal(f.t, http.StatusOK, res.status, string(res.body))
-	return res.json(f.t)["access_token"].(string)
+	require.Equal(f.t, http.StatusOK, res.Status, string(res.Body))
+	return res.JSON(f.t)["access_token"].(string)
 }
 
 // bearerDecide asks replica for a decision with a Bearer token.
-func (f *front) bearerDecide(replica, token string) httpResult {
+func (f *front) bearerDecide(replica, token string) servertest.Result {
 	f.t.Helper()
 	return f.do(replica, http.MethodPost, authorizePath, "application/json",
 		`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`,
@@ -69,7 +70,7 @@ func (f *front) bearerDecide(replica, token string) httpResult {
 }
 
 // revokeAt revokes token at replica as admin-cli (a public client).
-func (f *front) revokeAt(replica, token string) httpResult {
+func (f *front) revokeAt(replica, token string) servertest.Result {
 	f.t.Helper()
 	return f.do(replica, http.MethodPost, revokePath, "application/x-www-form-urlencoded",
 		url.Values{"client_id": {"admin-cli"}, "token": {token}}.Encode(), nil)
@@ -81,27 +82,27 @@ func (f *front) revokeAt(replica, token string) httpResult {
 // alike, not only by the replica that took the revocation.
 func TestReplicasRefuseATokenRevokedAtAnyOfThem(t *testing.T) {
 	t.Parallel()
-	f := startSharedFront(t, &sharedStore{keys: map[string]time.Time{}}, mockserver.WithFixture(dpopFixture()))
+	f := startSharedFront(t, &sharedStore{keys: map[string]time.Time{}}, mockserver.WithFixture(servertest.DPoPFixture()))
 	token := f.passwordToken("a")
 	for _, r := range []string{"a", "b"} {
 		res := f.bearerDecide(r, token)
-		require.Equal(t, http.StatusOK, res.status, "replica %s before the revocation: %s", r, res.body)
-		require.Equal(t, "GRANT", res.json(t)["status"])
+		require.Equal(t, http.StatusOK, res.Status, "replica %s before the revocation: %s", r, res.Body)
+		require.Equal(t, "GRANT", res.JSON(t)["status"])
 	}
 	res := f.revokeAt("a", token)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	for _, r := range []string{"a", "b"} {
 		res = f.bearerDecide(r, token)
-		require.Equal(t, http.StatusUnauthorized, res.status, "replica %s serves the revoked token: %s", r, res.body)
-		require.Contains(t, string(res.body), "token revoked")
+		require.Equal(t, http.StatusUnauthorized, res.Status, "replica %s serves the revoked token: %s", r, res.Body)
+		require.Contains(t, string(res.Body), "token revoked")
 		res = f.do(r, http.MethodPost, introspectPath, "application/x-www-form-urlencoded",
 			url.Values{"client_id": {"orders-api"}, "client_secret": {"orders-secret"}, "token": {token}}.Encode(), nil)
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
-		require.Equal(t, false, res.json(t)["active"], "replica %s introspects the revoked token", r)
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+		require.Equal(t, false, res.JSON(t)["active"], "replica %s introspects the revoked token", r)
 	}
 	other := f.passwordToken("b")
 	res = f.bearerDecide("a", other)
-	require.Equal(t, http.StatusOK, res.status, "another token of the user is not revoked: %s", res.body)
+	require.Equal(t, http.StatusOK, res.Status, "another token of the user is not revoked: %s", res.Body)
 }
 
 // TestReplicasRefuseARevokedTokenWithAClockBehindTheStore: the store
@@ -114,23 +115,23 @@ func TestReplicasRefuseARevokedTokenWithAClockBehindTheStore(t *testing.T) {
 	t.Parallel()
 	var storeAhead atomic.Int64 // how far the store's clock runs ahead of the wall clock
 	store := &sharedStore{keys: map[string]time.Time{}, clock: func() time.Time { return time.Now().Add(time.Duration(storeAhead.Load())) }}
-	f := startSharedFront(t, store, mockserver.WithFixture(dpopFixture()))
+	f := startSharedFront(t, store, mockserver.WithFixture(servertest.DPoPFixture()))
 	res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded",
 		url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"alice-pw"}}.Encode(), nil)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	token := res.json(t)["access_token"].(string)
-	lifetime := time.Duration(res.json(t)["expires_in"].(float64)) * time.Second
-	require.Equal(t, http.StatusOK, f.revokeAt("a", token).status)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	token := res.JSON(t)["access_token"].(string)
+	lifetime := time.Duration(res.JSON(t)["expires_in"].(float64)) * time.Second
+	require.Equal(t, http.StatusOK, f.revokeAt("a", token).Status)
 
 	// Replica c's clock is lifetime-50s ahead of the wall clock: the token
 	// has 50 s left there. The store's clock is past the token's exp.
 	c, err := mockserver.New(mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store), mockserver.WithAccessTokenAlgorithm("ES256"),
-		mockserver.WithFixture(dpopFixture()), mockserver.WithClock(func() time.Time { return time.Now().Add(lifetime - 50*time.Second) }))
+		mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithClock(func() time.Time { return time.Now().Add(lifetime - 50*time.Second) }))
 	require.NoError(t, err)
 	f.replicas["c"] = c
 	storeAhead.Store(int64(lifetime + time.Second))
 	res = f.bearerDecide("c", token)
-	require.Equal(t, http.StatusUnauthorized, res.status, "a replica 51 s behind the store: %s", res.body)
+	require.Equal(t, http.StatusUnauthorized, res.Status, "a replica 51 s behind the store: %s", res.Body)
 }
 
 // TestReplicasRefuseATokenWhoseRevocationTheyCannotTell: a replica that
@@ -142,29 +143,29 @@ func TestReplicasRefuseARevokedTokenWithAClockBehindTheStore(t *testing.T) {
 // answers.
 func TestReplicasRefuseATokenWhoseRevocationTheyCannotTell(t *testing.T) {
 	t.Parallel()
-	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()))
+	f, store := startStoreFront(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	token := f.passwordToken("a")
-	require.Equal(t, http.StatusOK, f.bearerDecide("b", token).status)
+	require.Equal(t, http.StatusOK, f.bearerDecide("b", token).Status)
 
 	store.set(&store.fail, errors.New("connection refused"))
 	for _, r := range []string{"a", "b"} {
 		res := f.bearerDecide(r, token)
-		require.Equal(t, http.StatusServiceUnavailable, res.status, "replica %s, store down: %s", r, res.body)
-		require.NotEmpty(t, res.header.Get("Retry-After"))
-		require.NotContains(t, string(res.body), token)
+		require.Equal(t, http.StatusServiceUnavailable, res.Status, "replica %s, store down: %s", r, res.Body)
+		require.NotEmpty(t, res.Header.Get("Retry-After"))
+		require.NotContains(t, string(res.Body), token)
 	}
 	res := f.revokeAt("b", token)
-	require.Equal(t, http.StatusServiceUnavailable, res.status, "a revocation the store cannot record: %s", res.body)
-	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
+	require.Equal(t, http.StatusServiceUnavailable, res.Status, "a revocation the store cannot record: %s", res.Body)
+	require.Equal(t, "temporarily_unavailable", res.JSON(t)["error"])
 	store.set(&store.fail, nil)
-	require.Equal(t, http.StatusOK, f.bearerDecide("a", token).status, "store back, revocation never answered")
-	require.Equal(t, http.StatusOK, f.revokeAt("b", token).status, "the retried revocation")
-	require.Equal(t, http.StatusUnauthorized, f.bearerDecide("a", token).status)
+	require.Equal(t, http.StatusOK, f.bearerDecide("a", token).Status, "store back, revocation never answered")
+	require.Equal(t, http.StatusOK, f.revokeAt("b", token).Status, "the retried revocation")
+	require.Equal(t, http.StatusUnauthorized, f.bearerDecide("a", token).Status)
 
 	fresh := f.passwordToken("a")
 	store.restart() // the store lost the keys: it cannot vouch for tokens issued before
 	res = f.bearerDecide("b", fresh)
-	require.Equal(t, http.StatusUnauthorized, res.status, "a token older than the store's keyspace is refused for good: %s", res.body)
+	require.Equal(t, http.StatusUnauthorized, res.Status, "a token older than the store's keyspace is refused for good: %s", res.Body)
 }
 
 // TestReplicasRedeemACodeOnceBetweenThem: the authorization code is what a
@@ -182,27 +183,27 @@ func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 	redeem := f.redeemCode
 	c := code("a")
 	res := redeem("b", c)
-	require.Equal(t, http.StatusOK, res.status, "the code of replica a at replica b: %s", res.body)
-	require.Equal(t, http.StatusOK, f.bearerDecide("a", res.json(t)["access_token"].(string)).status)
+	require.Equal(t, http.StatusOK, res.Status, "the code of replica a at replica b: %s", res.Body)
+	require.Equal(t, http.StatusOK, f.bearerDecide("a", res.JSON(t)["access_token"].(string)).Status)
 	for _, r := range []string{"a", "b"} {
 		res = redeem(r, c)
-		require.Equal(t, http.StatusBadRequest, res.status, "the code redeemed again at replica %s: %s", r, res.body)
-		require.Equal(t, "invalid_grant", res.json(t)["error"])
+		require.Equal(t, http.StatusBadRequest, res.Status, "the code redeemed again at replica %s: %s", r, res.Body)
+		require.Equal(t, "invalid_grant", res.JSON(t)["error"])
 	}
 	res = redeem("a", code("b")+"x")
-	require.Equal(t, http.StatusBadRequest, res.status, "an altered code: %s", res.body)
-	require.Equal(t, "invalid_grant", res.json(t)["error"])
+	require.Equal(t, http.StatusBadRequest, res.Status, "an altered code: %s", res.Body)
+	require.Equal(t, "invalid_grant", res.JSON(t)["error"])
 
 	// A store that cannot record the code's use refuses the redemption
 	// (503), and the code is still good once the store is back.
 	c = code("b")
 	store.set(&store.fail, errors.New("connection refused"))
 	res = redeem("a", c)
-	require.Equal(t, http.StatusServiceUnavailable, res.status, "store down: %s", res.body)
-	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
-	require.NotEmpty(t, res.header.Get("Retry-After"))
+	require.Equal(t, http.StatusServiceUnavailable, res.Status, "store down: %s", res.Body)
+	require.Equal(t, "temporarily_unavailable", res.JSON(t)["error"])
+	require.NotEmpty(t, res.Header.Get("Retry-After"))
 	store.set(&store.fail, nil)
-	require.Equal(t, http.StatusOK, redeem("a", c).status)
+	require.Equal(t, http.StatusOK, redeem("a", c).Status)
 }
 
 // TestReplicasKeepACodeWhoseProofIsRefused: a code redeemed with a DPoP
@@ -216,16 +217,16 @@ func TestReplicasKeepACodeWhoseProofIsRefused(t *testing.T) {
 	f, store := startStoreFront(t, mockserver.WithFixture(fx))
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
-	redeem := func(code string) httpResult { return f.redeemWith("b", code, pkceVerifier, signer) }
+	redeem := func(code string) servertest.Result { return f.redeemWith("b", code, pkceVerifier, signer) }
 	code := f.authCode("a", redirect)
 	store.set(&store.failProofs, errors.New("connection reset"))
 	res := redeem(code)
-	require.Equal(t, http.StatusServiceUnavailable, res.status, "the proof cannot be recorded: %s", res.body)
-	require.NotEmpty(t, res.header.Get("Retry-After"))
+	require.Equal(t, http.StatusServiceUnavailable, res.Status, "the proof cannot be recorded: %s", res.Body)
+	require.NotEmpty(t, res.Header.Get("Retry-After"))
 	store.set(&store.failProofs, nil)
 	res = redeem(code)
-	require.Equal(t, http.StatusOK, res.status, "the client's retry with a new proof: %s", res.body)
-	require.Equal(t, "DPoP", res.json(t)["token_type"])
+	require.Equal(t, http.StatusOK, res.Status, "the client's retry with a new proof: %s", res.Body)
+	require.Equal(t, "DPoP", res.JSON(t)["token_type"])
 }
 
 // TestReplicasRedeemACodeWhoseSpendFailedAfterItsWriteOnItsRedeemersRetry:
@@ -260,22 +261,22 @@ func TestReplicasRedeemACodeWhoseSpendFailedAfterItsWriteOnItsRedeemersRetry(t *
 			store.set(&store.failAfterWrite, errors.New("WAIT: 0 of 1 replicas acknowledged"))
 			res := redeem("a", code, pkceVerifier, holder)
 			store.set(&store.failAfterWrite, nil)
-			require.Equal(t, http.StatusServiceUnavailable, res.status, "the spend failed after its write: %s", res.body)
-			require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
-			require.NotEmpty(t, res.header.Get("Retry-After"))
+			require.Equal(t, http.StatusServiceUnavailable, res.Status, "the spend failed after its write: %s", res.Body)
+			require.Equal(t, "temporarily_unavailable", res.JSON(t)["error"])
+			require.NotEmpty(t, res.Header.Get("Retry-After"))
 
 			res = redeem("b", code, tc.verifier, tc.signer)
-			require.Equal(t, http.StatusBadRequest, res.status, "another redeemer of the code: %s", res.body)
-			require.Equal(t, "invalid_grant", res.json(t)["error"])
+			require.Equal(t, http.StatusBadRequest, res.Status, "another redeemer of the code: %s", res.Body)
+			require.Equal(t, "invalid_grant", res.JSON(t)["error"])
 
 			res = redeem("b", code, pkceVerifier, holder)
-			require.Equal(t, http.StatusOK, res.status, "the redeemer's retry: %s", res.body)
-			require.Equal(t, "DPoP", res.json(t)["token_type"])
+			require.Equal(t, http.StatusOK, res.Status, "the redeemer's retry: %s", res.Body)
+			require.Equal(t, "DPoP", res.JSON(t)["token_type"])
 
 			// Answered, the redemption is not answered again.
 			res = redeem("a", code, pkceVerifier, holder)
-			require.Equal(t, http.StatusBadRequest, res.status, "the redemption repeated once answered: %s", res.body)
-			require.Equal(t, "invalid_grant", res.json(t)["error"])
+			require.Equal(t, http.StatusBadRequest, res.Status, "the redemption repeated once answered: %s", res.Body)
+			require.Equal(t, "invalid_grant", res.JSON(t)["error"])
 		})
 	}
 }
@@ -309,14 +310,14 @@ func (f *front) authRedirect(replica, redirect string) *url.URL {
 }
 
 // redeemCode redeems code at replica's token endpoint as "web".
-func (f *front) redeemCode(replica, code string) httpResult {
+func (f *front) redeemCode(replica, code string) servertest.Result {
 	f.t.Helper()
 	return f.redeemWith(replica, code, pkceVerifier, nil)
 }
 
 // redeemWith redeems code at replica with verifier, and a DPoP proof of
 // signer when not nil.
-func (f *front) redeemWith(replica, code, verifier string, signer *dpop.Signer) httpResult {
+func (f *front) redeemWith(replica, code, verifier string, signer *dpop.Signer) servertest.Result {
 	f.t.Helper()
 	h := http.Header{}
 	if signer != nil {
@@ -374,26 +375,26 @@ func (f *front) uiSignIn(replica string) ([]*http.Cookie, string) {
 // token.
 func TestReplicasShareARevocationOnlyOnceItIsAnswered(t *testing.T) {
 	t.Parallel()
-	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()))
+	f, store := startStoreFront(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	token := f.passwordToken("a")
 
 	// Redis full under noeviction: writes fail, reads answer.
 	store.set(&store.failWrites, errors.New("OOM command not allowed when used memory > 'maxmemory'"))
 	for _, attempt := range []string{"the revocation", "the client's retry"} {
 		res := f.revokeAt("a", token)
-		require.Equal(t, http.StatusServiceUnavailable, res.status, "%s at replica a, the store refusing writes: %s", attempt, res.body)
-		require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
-		require.NotEmpty(t, res.header.Get("Retry-After"))
+		require.Equal(t, http.StatusServiceUnavailable, res.Status, "%s at replica a, the store refusing writes: %s", attempt, res.Body)
+		require.Equal(t, "temporarily_unavailable", res.JSON(t)["error"])
+		require.NotEmpty(t, res.Header.Get("Retry-After"))
 		for _, r := range []string{"a", "b"} {
 			res = f.bearerDecide(r, token)
-			require.Equal(t, http.StatusOK, res.status, "after %s answered 503, replica %s: %s", attempt, r, res.body)
+			require.Equal(t, http.StatusOK, res.Status, "after %s answered 503, replica %s: %s", attempt, r, res.Body)
 		}
 	}
 	store.set(&store.failWrites, nil)
 	res := f.revokeAt("a", token)
-	require.Equal(t, http.StatusOK, res.status, "the retry once the store takes writes: %s", res.body)
+	require.Equal(t, http.StatusOK, res.Status, "the retry once the store takes writes: %s", res.Body)
 	for _, r := range []string{"a", "b"} {
-		require.Equal(t, http.StatusUnauthorized, f.bearerDecide(r, token).status, "replica %s after the revocation answered", r)
+		require.Equal(t, http.StatusUnauthorized, f.bearerDecide(r, token).Status, "replica %s after the revocation answered", r)
 	}
 }
 
@@ -404,7 +405,7 @@ func TestReplicasShareARevocationOnlyOnceItIsAnswered(t *testing.T) {
 // another replica still serves the session (a copy of the cookie).
 func TestReplicasShareAUISignOutOnlyOnceItIsAnswered(t *testing.T) {
 	t.Parallel()
-	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
+	f, store := startStoreFront(t, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithWebUI())
 	cookies, csrf := f.uiSignIn("b")
 
 	store.set(&store.failWrites, errors.New("OOM command not allowed when used memory > 'maxmemory'"))
@@ -447,7 +448,7 @@ func TestReplicasBoundEveryCallOfTheSharedStore(t *testing.T) {
 			token := f.passwordToken("a")
 			f.store.freeze(f.t, "reads")
 			res := f.bearerDecide("b", token)
-			return res.status, res.header.Get("Retry-After")
+			return res.Status, res.Header.Get("Retry-After")
 		}},
 		{"UI page", "reads", func(f *front) (int, string) {
 			cookies, _ := f.uiSignIn("a")
@@ -459,13 +460,13 @@ func TestReplicasBoundEveryCallOfTheSharedStore(t *testing.T) {
 			token := f.passwordToken("a")
 			f.store.freeze(f.t, "writes")
 			res := f.revokeAt("b", token)
-			return res.status, res.header.Get("Retry-After")
+			return res.Status, res.Header.Get("Retry-After")
 		}},
 		{"code redemption", "writes", func(f *front) (int, string) {
 			code := f.authCode("a", redirect)
 			f.store.freeze(f.t, "writes")
 			res := f.redeemCode("b", code)
-			return res.status, res.header.Get("Retry-After")
+			return res.Status, res.Header.Get("Retry-After")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -489,24 +490,24 @@ const hangGuard = 60 * time.Second
 // next page is served by whichever replica the front picks.
 func TestReplicasContinueASearchAcrossThem(t *testing.T) {
 	t.Parallel()
-	fx := dpopFixture()
+	fx := servertest.DPoPFixture()
 	fx.Realms[0].Clients[0].Permissions[0].Roles = []string{"realm-admin", "viewer"}
 	f := startSharedFront(t, &sharedStore{keys: map[string]time.Time{}}, mockserver.WithFixture(fx))
 	res := f.do("a", http.MethodPost, tokenPath, "application/x-www-form-urlencoded",
 		url.Values{"grant_type": {"client_credentials"}, "client_id": {"orders-api"}, "client_secret": {"orders-secret"}}.Encode(), nil)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	pep := http.Header{"Authorization": {"Bearer " + res.json(t)["access_token"].(string)}}
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	pep := http.Header{"Authorization": {"Bearer " + res.JSON(t)["access_token"].(string)}}
 	const search = "/realms/acme/access/v1/search/subject"
 	q := `{"subject":{"type":"user"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"},"page":{"limit":1%s}}`
 	res = f.do("a", http.MethodPost, search, "application/json", fmt.Sprintf(q, ""), pep)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	next := res.json(t)["page"].(map[string]any)["next_token"].(string)
-	require.NotEmpty(t, next, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	next := res.JSON(t)["page"].(map[string]any)["next_token"].(string)
+	require.NotEmpty(t, next, string(res.Body))
 	var pages []string
 	for _, r := range []string{"a", "b"} {
 		res = f.do(r, http.MethodPost, search, "application/json", fmt.Sprintf(q, `,"token":"`+next+`"`), pep)
-		require.Equal(t, http.StatusOK, res.status, "the next page at replica %s: %s", r, res.body)
-		pages = append(pages, string(res.body))
+		require.Equal(t, http.StatusOK, res.Status, "the next page at replica %s: %s", r, res.Body)
+		pages = append(pages, string(res.Body))
 	}
 	require.Equal(t, pages[0], pages[1], "both replicas serve the same next page")
 }
@@ -518,7 +519,7 @@ func TestReplicasContinueASearchAcrossThem(t *testing.T) {
 // that cannot ask whether the session was signed out refuses it (503).
 func TestReplicasShareUISessionsAndLogouts(t *testing.T) {
 	t.Parallel()
-	f, store := startStoreFront(t, mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI())
+	f, store := startStoreFront(t, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithWebUI())
 	send := f.send
 	login, _ := send("a", http.MethodPost, "/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}, nil)
 	require.Equal(t, http.StatusSeeOther, login.StatusCode)
@@ -570,7 +571,7 @@ func TestUISignOutOutlivesARestartWithTheKeySeed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			start := func() *front {
-				opts := []mockserver.Option{mockserver.WithKeySeed(keySeed), mockserver.WithFixture(dpopFixture()), mockserver.WithWebUI()}
+				opts := []mockserver.Option{mockserver.WithKeySeed(keySeed), mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithWebUI()}
 				if tc.store != nil {
 					opts = append(opts, mockserver.WithReplayStore(tc.store))
 				}

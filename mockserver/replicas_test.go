@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -225,7 +226,7 @@ func startFront(t *testing.T, names []string, opts ...mockserver.Option) *front 
 }
 
 // do sends a request to replica through the front.
-func (f *front) do(replica, method, path, contentType, body string, header http.Header) httpResult {
+func (f *front) do(replica, method, path, contentType, body string, header http.Header) servertest.Result {
 	f.t.Helper()
 	req, err := http.NewRequestWithContext(f.t.Context(), method, f.URL+path, strings.NewReader(body))
 	require.NoError(f.t, err)
@@ -241,7 +242,7 @@ func (f *front) do(replica, method, path, contentType, body string, header http.
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(f.t, err)
-	return httpResult{status: res.StatusCode, header: res.Header, body: b}
+	return servertest.Result{Status: res.StatusCode, Header: res.Header, Body: b}
 }
 
 // boundToken is a DPoP-bound token replica issued, and its key.
@@ -250,12 +251,12 @@ func (f *front) boundToken(t *testing.T, replica string) (*dpop.Signer, string) 
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	res := f.dpopToken(replica, signer, "")
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	return signer, res.json(t)["access_token"].(string)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	return signer, res.JSON(t)["access_token"].(string)
 }
 
 // dpopToken gets alice a token bound to signer from replica.
-func (f *front) dpopToken(replica string, signer *dpop.Signer, nonce string) httpResult {
+func (f *front) dpopToken(replica string, signer *dpop.Signer, nonce string) servertest.Result {
 	f.t.Helper()
 	p, err := signer.Proof(http.MethodPost, f.URL+tokenPath, "", nonce)
 	require.NoError(f.t, err)
@@ -264,7 +265,7 @@ func (f *front) dpopToken(replica string, signer *dpop.Signer, nonce string) htt
 }
 
 // decide asks replica for a decision with token and proof.
-func (f *front) decide(replica, token, proof string) httpResult {
+func (f *front) decide(replica, token, proof string) servertest.Result {
 	f.t.Helper()
 	return f.do(replica, http.MethodPost, authorizePath, "application/json",
 		`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`,
@@ -293,38 +294,38 @@ func testReplicasActAsOne(t *testing.T, alg string) {
 	nonces, err := dpop.NewHMACNonces(bytes.Repeat([]byte("n"), 32), time.Minute)
 	require.NoError(t, err)
 	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startFront(t, []string{"a", "b"}, mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed),
+	f := startFront(t, []string{"a", "b"}, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithKeySeed(keySeed),
 		mockserver.WithReplayStore(store), mockserver.WithNonces(nonces), mockserver.WithAccessTokenAlgorithm(alg))
 	signer, token := f.boundToken(t, "a")
 
 	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
 	require.NoError(t, err)
 	res := f.decide("b", token, proof)
-	require.Equal(t, http.StatusOK, res.status, "a token of replica a at replica b: %s", res.body)
-	require.Equal(t, "GRANT", res.json(t)["status"])
+	require.Equal(t, http.StatusOK, res.Status, "a token of replica a at replica b: %s", res.Body)
+	require.Equal(t, "GRANT", res.JSON(t)["status"])
 	for _, r := range []string{"a", "b"} {
 		res = f.decide(r, token, proof)
-		require.Equal(t, http.StatusUnauthorized, res.status, "replay at replica %s: %s", r, res.body)
-		require.Contains(t, res.header.Get("WWW-Authenticate"), `error="invalid_dpop_proof"`)
+		require.Equal(t, http.StatusUnauthorized, res.Status, "replay at replica %s: %s", r, res.Body)
+		require.Contains(t, res.Header.Get("WWW-Authenticate"), `error="invalid_dpop_proof"`)
 	}
 
 	// Nonces: required on both; one minted by a is accepted by b.
 	admin := f.do("a", http.MethodPost, "/realms/master/protocol/openid-connect/token", "application/x-www-form-urlencoded",
 		url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {"admin-secret"}}.Encode(), nil)
-	require.Equal(t, http.StatusOK, admin.status, string(admin.body))
-	adminToken := admin.json(t)["access_token"].(string)
+	require.Equal(t, http.StatusOK, admin.Status, string(admin.Body))
+	adminToken := admin.JSON(t)["access_token"].(string)
 	for _, r := range []string{"a", "b"} {
 		res = f.do(r, http.MethodPatch, "/admin/config", "application/json", `{"dpopNonceRequired":true}`,
 			http.Header{"Authorization": {"Bearer " + adminToken}})
-		require.Equal(t, http.StatusOK, res.status, "replica %s: %s", r, res.body)
+		require.Equal(t, http.StatusOK, res.Status, "replica %s: %s", r, res.Body)
 	}
 	res = f.dpopToken("a", signer, "")
-	require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
-	require.Equal(t, "use_dpop_nonce", res.json(t)["error"])
-	nonce := res.header.Get("DPoP-Nonce")
+	require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
+	require.Equal(t, "use_dpop_nonce", res.JSON(t)["error"])
+	nonce := res.Header.Get("DPoP-Nonce")
 	require.NotEmpty(t, nonce)
 	res = f.dpopToken("b", signer, nonce)
-	require.Equal(t, http.StatusOK, res.status, "a nonce of replica a at replica b: %s", res.body)
+	require.Equal(t, http.StatusOK, res.Status, "a nonce of replica a at replica b: %s", res.Body)
 }
 
 // TestReplayStoreDownIsUnavailable: while the shared replay store fails,
@@ -334,28 +335,28 @@ func testReplicasActAsOne(t *testing.T, alg string) {
 func TestReplayStoreDownIsUnavailable(t *testing.T) {
 	t.Parallel()
 	store := &sharedStore{keys: map[string]time.Time{}}
-	f := startFront(t, []string{"a"}, mockserver.WithFixture(dpopFixture()), mockserver.WithReplayStore(store))
+	f := startFront(t, []string{"a"}, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithReplayStore(store))
 	signer, token := f.boundToken(t, "a")
 
 	store.set(&store.fail, errors.New("connection refused"))
 	res := f.dpopToken("a", signer, "")
-	require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
-	require.Equal(t, "temporarily_unavailable", res.json(t)["error"])
-	require.NotEmpty(t, res.header.Get("Retry-After"))
+	require.Equal(t, http.StatusServiceUnavailable, res.Status, string(res.Body))
+	require.Equal(t, "temporarily_unavailable", res.JSON(t)["error"])
+	require.NotEmpty(t, res.Header.Get("Retry-After"))
 
 	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
 	require.NoError(t, err)
 	res = f.decide("a", token, proof)
-	require.Equal(t, http.StatusServiceUnavailable, res.status, string(res.body))
-	require.Equal(t, "Service Unavailable", res.json(t)["error"])
-	require.NotEmpty(t, res.header.Get("Retry-After"))
-	require.NotContains(t, string(res.body), token)
+	require.Equal(t, http.StatusServiceUnavailable, res.Status, string(res.Body))
+	require.Equal(t, "Service Unavailable", res.JSON(t)["error"])
+	require.NotEmpty(t, res.Header.Get("Retry-After"))
+	require.NotContains(t, string(res.Body), token)
 
 	store.set(&store.fail, nil)
 	proof, err = signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
 	require.NoError(t, err)
 	res = f.decide("a", token, proof)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 }
 
 func TestReplicaOptionsRefuseMisuse(t *testing.T) {

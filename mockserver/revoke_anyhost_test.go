@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -22,14 +23,14 @@ import (
 // the realm's is still 200 with nothing recorded.
 func TestRevocationRevokesATokenMintedUnderAnotherNameOfTheServer(t *testing.T) {
 	t.Parallel()
-	ms, err := mockserver.New(mockserver.WithFixture(dpopFixture()))
+	ms, err := mockserver.New(mockserver.WithFixture(servertest.DPoPFixture()))
 	require.NoError(t, err)
 	srv := httptest.NewServer(ms)
 	t.Cleanup(srv.Close)
 	u, err := url.Parse(srv.URL)
 	require.NoError(t, err)
 	minted, revokedAt := "localhost:"+u.Port(), u.Host
-	call := func(host, path, ctype, body string, h http.Header) httpResult {
+	call := func(host, path, ctype, body string, h http.Header) servertest.Result {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+path, strings.NewReader(body))
 		require.NoError(t, err)
@@ -43,23 +44,23 @@ func TestRevocationRevokesATokenMintedUnderAnotherNameOfTheServer(t *testing.T) 
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
-		return httpResult{status: resp.StatusCode, header: resp.Header, body: b}
+		return servertest.Result{Status: resp.StatusCode, Header: resp.Header, Body: b}
 	}
 	form := "application/x-www-form-urlencoded"
 	res := call(minted, tokenPath, form, url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 		"username": {"alice"}, "password": {"alice-pw"}}.Encode(), nil)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	token := res.json(t)["access_token"].(string)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	token := res.JSON(t)["access_token"].(string)
 	decide := func(host string) int {
 		return call(host, authorizePath, "application/json", `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`,
-			http.Header{"Authorization": {"Bearer " + token}}).status
+			http.Header{"Authorization": {"Bearer " + token}}).Status
 	}
 	require.Equal(t, http.StatusOK, decide(minted))
 
 	res = call(revokedAt, revokePath, form, url.Values{"client_id": {"admin-cli"}, "token": {token}}.Encode(), nil)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	require.Equal(t, http.StatusUnauthorized, decide(minted), "a token whose revocation was answered 200 is refused")
 
 	res = call(revokedAt, revokePath, form, url.Values{"client_id": {"admin-cli"}, "token": {token + "x"}}.Encode(), nil)
-	require.Equal(t, http.StatusOK, res.status, "a token that is not the realm's: RFC 7009 section 2.2: %s", res.body)
+	require.Equal(t, http.StatusOK, res.Status, "a token that is not the realm's: RFC 7009 section 2.2: %s", res.Body)
 }

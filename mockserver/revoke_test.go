@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -20,30 +21,24 @@ const (
 	introspectPath = "/realms/acme/protocol/openid-connect/token/introspect"
 )
 
-// formPost posts form to path with header.
-func formPost(t *testing.T, srv *mockservertest.Server, path string, form url.Values, header http.Header) httpResult {
-	t.Helper()
-	return send(t, srv, http.MethodPost, path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), header)
-}
-
 // revokeAs revokes token as the client clientID (secret "" for a public
 // client, sent in the form).
-func revokeAs(t *testing.T, srv *mockservertest.Server, clientID, secret, token string) httpResult {
+func revokeAs(t *testing.T, srv *mockservertest.Server, clientID, secret, token string) servertest.Result {
 	t.Helper()
 	form := url.Values{"client_id": {clientID}, "token": {token}}
 	if secret != "" {
 		form.Set("client_secret", secret)
 	}
-	return formPost(t, srv, revokePath, form, nil)
+	return servertest.FormPost(t, srv, revokePath, form, nil)
 }
 
 // introspectAs introspects token as orders-api.
 func introspectAs(t *testing.T, srv *mockservertest.Server, token string) map[string]any {
 	t.Helper()
-	res := formPost(t, srv, introspectPath, url.Values{"client_id": {"orders-api"}, "client_secret": {"orders-secret"}, "token": {token}}, nil)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	require.Equal(t, "no-store", res.header.Get("Cache-Control"))
-	return res.json(t)
+	res := servertest.FormPost(t, srv, introspectPath, url.Values{"client_id": {"orders-api"}, "client_secret": {"orders-secret"}, "token": {token}}, nil)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, "no-store", res.Header.Get("Cache-Control"))
+	return res.JSON(t)
 }
 
 // TestUserinfo: the userinfo endpoint answers, GET and POST, the token's
@@ -52,29 +47,29 @@ func introspectAs(t *testing.T, srv *mockservertest.Server, token string) map[st
 // the challenges every protected route sends.
 func TestUserinfo(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	alice := srv.Token("acme", "alice")
 	aliceID := subjectOf(t, alice)
 	sa := srv.Token("acme", "service-account-orders-api")
 
 	for _, method := range []string{http.MethodGet, http.MethodPost} {
-		res := send(t, srv, method, userinfoPath, "", nil, http.Header{"Authorization": {"Bearer " + alice}})
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
-		require.Equal(t, "no-store", res.header.Get("Cache-Control"))
-		require.Equal(t, map[string]any{"sub": aliceID, "preferred_username": "alice", "email": "alice@acme.test"}, res.json(t), method)
+		res := servertest.Send(t, srv, method, userinfoPath, "", nil, http.Header{"Authorization": {"Bearer " + alice}})
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+		require.Equal(t, "no-store", res.Header.Get("Cache-Control"))
+		require.Equal(t, map[string]any{"sub": aliceID, "preferred_username": "alice", "email": "alice@acme.test"}, res.JSON(t), method)
 	}
 	res := bearerCall(t, srv, http.MethodGet, userinfoPath, sa, "")
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	require.Equal(t, map[string]any{"sub": subjectOf(t, sa), "preferred_username": "service-account-orders-api"}, res.json(t))
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, map[string]any{"sub": subjectOf(t, sa), "preferred_username": "service-account-orders-api"}, res.JSON(t))
 
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
-	bound := dpopToken(t, srv, signer, "").json(t)["access_token"].(string)
+	bound := servertest.DPoPToken(t, srv, signer, "").JSON(t)["access_token"].(string)
 	proof, err := signer.Proof(http.MethodGet, srv.URL+userinfoPath, bound, "")
 	require.NoError(t, err)
-	res = send(t, srv, http.MethodGet, userinfoPath, "", nil, http.Header{"Authorization": {"DPoP " + bound}, "Dpop": {proof}})
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	require.Equal(t, "alice", res.json(t)["preferred_username"])
+	res = servertest.Send(t, srv, http.MethodGet, userinfoPath, "", nil, http.Header{"Authorization": {"DPoP " + bound}, "Dpop": {proof}})
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, "alice", res.JSON(t)["preferred_username"])
 
 	for name, h := range map[string]http.Header{
 		"no token":            nil,
@@ -83,9 +78,9 @@ func TestUserinfo(t *testing.T) {
 		"bound as Bearer":     {"Authorization": {"Bearer " + bound}},
 		"other realm":         {"Authorization": {"Bearer " + srv.Token("master", "service-account-platform-admin")}},
 	} {
-		res := send(t, srv, http.MethodGet, userinfoPath, "", nil, h)
-		require.Equal(t, http.StatusUnauthorized, res.status, name)
-		require.NotEmpty(t, res.header.Values("WWW-Authenticate"), name)
+		res := servertest.Send(t, srv, http.MethodGet, userinfoPath, "", nil, h)
+		require.Equal(t, http.StatusUnauthorized, res.Status, name)
+		require.NotEmpty(t, res.Header.Values("WWW-Authenticate"), name)
 	}
 }
 
@@ -96,15 +91,15 @@ func TestUserinfo(t *testing.T) {
 // the same user are untouched.
 func TestRevocation(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	decision := `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
 	routes := func(t *testing.T, token string) map[string]int {
 		t.Helper()
 		return map[string]int{
-			"decision":      bearerCall(t, srv, http.MethodPost, authorizePath, token, decision).status,
-			"authzen":       bearerCall(t, srv, http.MethodPost, evaluationPath, token, `{"subject":{"type":"user","id":"alice"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"}}`).status,
-			"organizations": bearerCall(t, srv, http.MethodGet, "/admin/realms/acme/organizations", token, "").status,
-			"userinfo":      bearerCall(t, srv, http.MethodGet, userinfoPath, token, "").status,
+			"decision":      bearerCall(t, srv, http.MethodPost, authorizePath, token, decision).Status,
+			"authzen":       bearerCall(t, srv, http.MethodPost, evaluationPath, token, `{"subject":{"type":"user","id":"alice"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"}}`).Status,
+			"organizations": bearerCall(t, srv, http.MethodGet, "/admin/realms/acme/organizations", token, "").Status,
+			"userinfo":      bearerCall(t, srv, http.MethodGet, userinfoPath, token, "").Status,
 		}
 	}
 	// AuthZEN answers only a client's service account: a user's token
@@ -129,15 +124,15 @@ func TestRevocation(t *testing.T) {
 			require.Equal(t, true, introspectAs(t, srv, tok)["active"])
 
 			res := revokeAs(t, srv, tc.client, tc.secret, tok)
-			require.Equal(t, http.StatusOK, res.status, string(res.body))
-			require.Empty(t, res.body)
+			require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+			require.Empty(t, res.Body)
 			require.Equal(t, all401, routes(t, tok))
 			require.Equal(t, map[string]any{"active": false}, introspectAs(t, srv, tok))
 			res = bearerCall(t, srv, http.MethodPost, authorizePath, tok, decision)
-			require.Contains(t, res.header.Get("WWW-Authenticate"), `error="invalid_token"`)
-			require.Contains(t, res.json(t)["message"], "revoked")
+			require.Contains(t, res.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
+			require.Contains(t, res.JSON(t)["message"], "revoked")
 
-			require.Equal(t, http.StatusOK, revokeAs(t, srv, tc.client, tc.secret, tok).status, "revoking twice")
+			require.Equal(t, http.StatusOK, revokeAs(t, srv, tc.client, tc.secret, tok).Status, "revoking twice")
 			require.Equal(t, allOK, routes(t, other), "the user's other token")
 		})
 	}
@@ -146,14 +141,14 @@ func TestRevocation(t *testing.T) {
 		t.Parallel()
 		signer, err := dpop.GenerateKey()
 		require.NoError(t, err)
-		bound := dpopToken(t, srv, signer, "").json(t)["access_token"].(string)
+		bound := servertest.DPoPToken(t, srv, signer, "").JSON(t)["access_token"].(string)
 		call := func() int {
 			proof, err := signer.Proof(http.MethodGet, srv.URL+userinfoPath, bound, "")
 			require.NoError(t, err)
-			return send(t, srv, http.MethodGet, userinfoPath, "", nil, http.Header{"Authorization": {"DPoP " + bound}, "Dpop": {proof}}).status
+			return servertest.Send(t, srv, http.MethodGet, userinfoPath, "", nil, http.Header{"Authorization": {"DPoP " + bound}, "Dpop": {proof}}).Status
 		}
 		require.Equal(t, http.StatusOK, call())
-		require.Equal(t, http.StatusOK, revokeAs(t, srv, "admin-cli", "", bound).status)
+		require.Equal(t, http.StatusOK, revokeAs(t, srv, "admin-cli", "", bound).Status)
 		require.Equal(t, http.StatusUnauthorized, call(), "with a valid proof")
 	})
 }
@@ -174,11 +169,11 @@ func TestRevocationRefusals(t *testing.T) {
 }
 
 func testRevocationRefusals(t *testing.T, alg string) {
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()), mockserver.WithAccessTokenAlgorithm(alg))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithAccessTokenAlgorithm(alg))
 	alice := srv.Token("acme", "alice") // issued to admin-cli
-	idRes := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+	idRes := servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 		"username": {"alice"}, "password": {"alice-pw"}, "scope": {"openid"}}, nil)
-	idToken := idRes.json(t)["id_token"].(string)
+	idToken := idRes.JSON(t)["id_token"].(string)
 	basic := func(id, secret string) http.Header {
 		r, _ := http.NewRequest(http.MethodGet, "/", nil)
 		r.SetBasicAuth(id, secret)
@@ -213,20 +208,20 @@ func testRevocationRefusals(t *testing.T, alg string) {
 			if ct == "" {
 				ct = "application/x-www-form-urlencoded"
 			}
-			res := send(t, srv, http.MethodPost, revokePath, ct, strings.NewReader(tc.form.Encode()), tc.header)
-			require.Equal(t, tc.wantStatus, res.status, string(res.body))
+			res := servertest.Send(t, srv, http.MethodPost, revokePath, ct, strings.NewReader(tc.form.Encode()), tc.header)
+			require.Equal(t, tc.wantStatus, res.Status, string(res.Body))
 			if tc.wantError != "" {
-				require.Equal(t, tc.wantError, res.json(t)["error"])
-				require.Equal(t, "no-store", res.header.Get("Cache-Control"))
+				require.Equal(t, tc.wantError, res.JSON(t)["error"])
+				require.Equal(t, "no-store", res.Header.Get("Cache-Control"))
 			}
 			if tc.header != nil && tc.wantStatus == 401 {
-				require.Equal(t, `Basic realm="acme"`, res.header.Get("WWW-Authenticate"))
+				require.Equal(t, `Basic realm="acme"`, res.Header.Get("WWW-Authenticate"))
 			}
-			require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodGet, userinfoPath, alice, "").status, "alice's token is not revoked")
+			require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodGet, userinfoPath, alice, "").Status, "alice's token is not revoked")
 		})
 	}
 	require.Equal(t, http.StatusNotFound,
-		formPost(t, srv, "/realms/nowhere/protocol/openid-connect/revoke", url.Values{"client_id": {"admin-cli"}, "token": {alice}}, nil).status)
+		servertest.FormPost(t, srv, "/realms/nowhere/protocol/openid-connect/revoke", url.Values{"client_id": {"admin-cli"}, "token": {alice}}, nil).Status)
 }
 
 // TestIntrospection: a confidential client introspects (RFC 7662): an
@@ -236,7 +231,7 @@ func testRevocationRefusals(t *testing.T, alg string) {
 // refused, as Keycloak refuses them.
 func TestIntrospection(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	alice := srv.Token("acme", "alice")
 	got := introspectAs(t, srv, alice)
 	require.Equal(t, true, got["active"])
@@ -251,13 +246,13 @@ func TestIntrospection(t *testing.T) {
 
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
-	bound := dpopToken(t, srv, signer, "").json(t)["access_token"].(string)
+	bound := servertest.DPoPToken(t, srv, signer, "").JSON(t)["access_token"].(string)
 	got = introspectAs(t, srv, bound)
 	require.Equal(t, "DPoP", got["token_type"])
 	require.Equal(t, signer.Thumbprint(), got["cnf"].(map[string]any)["jkt"])
 
-	idToken := tokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
-		"username": {"alice"}, "password": {"alice-pw"}, "scope": {"openid"}}, nil).json(t)["id_token"].(string)
+	idToken := servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
+		"username": {"alice"}, "password": {"alice-pw"}, "scope": {"openid"}}, nil).JSON(t)["id_token"].(string)
 	for name, tok := range map[string]string{
 		"garbage":       "not-a-token",
 		"expired":       srv.Token("acme", "alice", mockserver.TokenLifetime(-time.Minute)),
@@ -279,10 +274,10 @@ func TestIntrospection(t *testing.T) {
 		{"no token", url.Values{"client_id": {"orders-api"}, "client_secret": {"orders-secret"}}, 400, "invalid_request"},
 		{"unknown hint", url.Values{"client_id": {"orders-api"}, "client_secret": {"orders-secret"}, "token": {alice}, "token_type_hint": {"id_token"}}, 400, "invalid_request"},
 	} {
-		res := formPost(t, srv, introspectPath, tc.form, nil)
-		require.Equal(t, tc.wantStatus, res.status, tc.name)
-		require.Equal(t, tc.wantError, res.json(t)["error"], tc.name)
+		res := servertest.FormPost(t, srv, introspectPath, tc.form, nil)
+		require.Equal(t, tc.wantStatus, res.Status, tc.name)
+		require.Equal(t, tc.wantError, res.JSON(t)["error"], tc.name)
 	}
-	res := formPost(t, srv, introspectPath, url.Values{"client_id": {"orders-api"}, "client_secret": {"orders-secret"}, "token": {alice}, "token_type_hint": {"access_token"}}, nil)
-	require.Equal(t, true, res.json(t)["active"])
+	res := servertest.FormPost(t, srv, introspectPath, url.Values{"client_id": {"orders-api"}, "client_secret": {"orders-secret"}, "token": {alice}, "token_type_hint": {"access_token"}}, nil)
+	require.Equal(t, true, res.JSON(t)["active"])
 }

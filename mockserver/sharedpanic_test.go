@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -49,9 +50,9 @@ func TestPanickingSharedStoreIsAFailingStore(t *testing.T) {
 		return
 	}
 	store := &panickyStore{sharedStore: &sharedStore{keys: map[string]time.Time{}}}
-	gw := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store))
-	realm := dpopFixture().Realms[0].Name
-	user := dpopFixture().Realms[0].Users[0].Username
+	gw := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithReplayStore(store))
+	realm := servertest.DPoPFixture().Realms[0].Name
+	user := servertest.DPoPFixture().Realms[0].Users[0].Username
 	token := gw.Token(realm, user)
 	userinfo := func() int {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, gw.URL+"/realms/"+realm+"/protocol/openid-connect/userinfo", nil)

@@ -20,18 +20,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
 // breakerOptions make a client with a 3-failure, 5 s breaker on a manual
 // clock, without retries so that one call is one gateway request, and
 // without a cache so that every call is one.
-func breakerOptions(clk *manualClock) []pep.Option {
+func breakerOptions(clk *testkit.Clock) []pep.Option {
 	return []pep.Option{noRetry, pep.WithBreaker(3, 5*time.Second), pep.WithClock(clk.Now), pep.WithCache(0, 0, 0)}
 }
 
 // breakerClient returns an orders-api client of alice with breakerOptions.
-func breakerClient(t *testing.T, g *reference, clk *manualClock) *pep.Client {
+func breakerClient(t *testing.T, g *reference, clk *testkit.Clock) *pep.Client {
 	t.Helper()
 	c := g.newClient(t, breakerOptions(clk)...)
 	c.SetToken(g.token(t, "alice"))

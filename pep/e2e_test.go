@@ -2,7 +2,7 @@ package pep_test
 
 // End-to-end tests: the client against the reference server (mockserver)
 // over real HTTP, for every client call with Bearer and DPoP tokens, on the
-// corp fixture below (also used by misconfig_test.go and
+// corp fixture (internal/corpfixture, also used by misconfig_test.go and
 // hostile_test.go). Expected answers are worked out by hand from it, never
 // from the code under test.
 
@@ -17,50 +17,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/corpfixture"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
 )
-
-// corp: ada manages the realm; uma reads docs (a direct role) and sits in South/Desk; wes writes
-// docs through the role linked to organization North, where he sits in Ops
-// and Night, and may delete docs only with DELETE; vic reads reports through
-// the audit group and has no assignment.
-var corp = mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
-	Name:   "corp",
-	Roles:  []mockserver.FixtureRole{{Name: "reader"}, {Name: "writer"}, {Name: "auditor"}},
-	Groups: []mockserver.FixtureGroup{{Name: "audit", Roles: []string{"auditor"}}},
-	Users: []mockserver.FixtureUser{
-		{Username: "ada", Roles: []string{"realm-admin"}},
-		{Username: "uma", Roles: []string{"reader"}},
-		{Username: "wes"},
-		{Username: "vic", Groups: []string{"audit"}},
-	},
-	Clients: []mockserver.FixtureClient{{
-		ClientID: "docs-api", Secret: "docs-secret",
-		Resources: []mockserver.FixtureResource{
-			{Name: "docs", Scopes: []string{"read", "write", "delete"}},
-			{Name: "reports", Scopes: []string{"read"}},
-		},
-		Permissions: []mockserver.FixturePermission{
-			{Name: "readers read docs", Resource: "docs", Scopes: []string{"read"}, Roles: []string{"reader"}},
-			{Name: "writers write docs", Resource: "docs", Scopes: []string{"write"}, Roles: []string{"writer"}},
-			{Name: "writers delete docs with DELETE", Resource: "docs", Scopes: []string{"delete"}, Roles: []string{"writer"}, Methods: []string{"DELETE"}},
-			{Name: "auditors read reports", Resource: "reports", Scopes: []string{"read"}, Roles: []string{"auditor"}},
-		},
-	}},
-	Organizations: []mockserver.FixtureOrganization{
-		{Name: "North", Alias: "north", Roles: []string{"writer"}, Departments: []mockserver.FixtureDepartment{
-			{Name: "Ops", Alias: "ops", Users: []string{"wes"}, Children: []mockserver.FixtureDepartment{
-				{Name: "Night", Alias: "night", Users: []string{"wes"}},
-			}},
-		}},
-		{Name: "South", Alias: "south", Departments: []mockserver.FixtureDepartment{
-			{Name: "Desk", Alias: "desk", Users: []string{"uma"}},
-		}},
-	},
-}}}
 
 // e2e is one reference server and a way to get clients of it.
 type e2e struct {
@@ -72,7 +34,7 @@ type e2e struct {
 // access tokens ES256 (es256Tokens).
 func startE2E(t *testing.T) *e2e {
 	t.Helper()
-	return &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corp), es256Tokens)}
+	return &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corpfixture.Corp), es256Tokens)}
 }
 
 // startDefaultE2E starts a reference server with the corp fixture and
@@ -80,7 +42,7 @@ func startE2E(t *testing.T) *e2e {
 // it checks.
 func startDefaultE2E(t *testing.T) *e2e {
 	t.Helper()
-	e := &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corp))}
+	e := &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corpfixture.Corp))}
 	head, _, _ := strings.Cut(e.gw.Token("corp", "uma"), ".")
 	raw, err := base64.RawURLEncoding.DecodeString(head)
 	require.NoError(t, err)

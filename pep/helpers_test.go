@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -23,17 +23,10 @@ const (
 	testClient = "orders-api"
 )
 
-// manualClock is a clock that moves only when told to.
-type manualClock struct{ ns atomic.Int64 }
-
-func newManualClock() *manualClock {
-	c := &manualClock{}
-	c.ns.Store(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
+// newManualClock returns a clock that moves only when told to.
+func newManualClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 }
-
-func (c *manualClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *manualClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // noRetry keeps tests of single answers to one request each.
 var noRetry = pep.WithRetry(0, 0, 0)

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -202,24 +202,6 @@ func (p *panickyInvalidator) Subscribe(ctx context.Context, r invalidation.Recei
 	return ctx.Err()
 }
 
-// syncBuffer is a log's text, written from any goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // invalidatorPanicChild runs a client whose Invalidator panics on the
 // client's own goroutines: the subscription, and the publication of a
 // token the gateway refused (401). It exits 0 when the process survived,
@@ -232,7 +214,7 @@ func invalidatorPanicChild() int {
 		resp.Header.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		return resp, nil
 	})
-	var log syncBuffer
+	var log testkit.SyncBuffer
 	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
 		pep.WithHTTPClient(&http.Client{Transport: rt}), pep.WithInvalidator(inv),
 		pep.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))

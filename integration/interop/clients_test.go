@@ -12,6 +12,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -23,7 +24,7 @@ import (
 // the decision endpoint.
 func TestRealClients(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
 	iss := srv.URL + "/realms/acme"
 
@@ -55,7 +56,7 @@ func TestRealClients(t *testing.T) {
 	require.Error(t, err, "the ID token is for admin-cli")
 
 	res := postJSON(t, srv, authorizePath, tok.AccessToken, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
-	require.Equal(t, "GRANT", res.json(t)["status"])
+	require.Equal(t, "GRANT", res.JSON(t)["status"])
 
 	for _, style := range []oauth2.AuthStyle{oauth2.AuthStyleInHeader, oauth2.AuthStyleInParams, oauth2.AuthStyleAutoDetect} {
 		cc := clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: meta.TokenEndpoint, AuthStyle: style}
@@ -63,7 +64,7 @@ func TestRealClients(t *testing.T) {
 		require.NoError(t, err, "auth style %d", style)
 		require.Equal(t, "Bearer", ctok.TokenType)
 		res := postJSON(t, srv, authorizePath, ctok.AccessToken, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
-		require.Equal(t, 200, res.status)
+		require.Equal(t, 200, res.Status)
 	}
 	bad := clientcredentials.Config{ClientID: "orders-api", ClientSecret: "wrong", TokenURL: meta.TokenEndpoint}
 	_, err = bad.Token(ctx)
@@ -80,8 +81,8 @@ func TestRealClients(t *testing.T) {
 // exchanges with its secret, and a DPoP proof binds the token.
 func TestRealClientsAuthCode(t *testing.T) {
 	t.Parallel()
-	target := redirectTarget(t)
-	srv := mockservertest.Start(t, mockserver.WithFixture(authCodeFixture(target)))
+	target := servertest.RedirectTarget(t)
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.AuthCodeFixture(target)))
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
 	iss := srv.URL + "/realms/acme"
 	provider, err := oidc.NewProvider(ctx, iss)
@@ -92,7 +93,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 		Scopes: []string{oidc.ScopeOpenID, "profile", "email"}}
 	verifier, state, nonce := oauth2.GenerateVerifier(), "state-"+rand.Text(), rand.Text()
 	authURL := conf.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce))
-	back := signIn(t, srv.Client(), authURL, "alice", "alice-pw")
+	back := servertest.SignIn(t, srv.Client(), authURL, "alice", "alice-pw")
 	require.Equal(t, target, back.Scheme+"://"+back.Host+back.Path)
 	require.Equal(t, state, back.Query().Get("state"))
 	code := back.Query().Get("code")
@@ -114,7 +115,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 	require.Equal(t, "alice", claims.Username)
 	require.NotZero(t, claims.AuthTime)
 	res := postJSON(t, srv, authorizePath, tok.AccessToken, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
-	require.Equal(t, "GRANT", res.json(t)["status"])
+	require.Equal(t, "GRANT", res.JSON(t)["status"])
 
 	_, err = conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
 	var re *oauth2.RetrieveError
@@ -127,7 +128,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 			Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID}}
 		cc.Endpoint.AuthStyle = style
 		verifier := oauth2.GenerateVerifier()
-		back := signIn(t, srv.Client(), cc.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), "bob", "bob-pw")
+		back := servertest.SignIn(t, srv.Client(), cc.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), "bob", "bob-pw")
 		tok, err := cc.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier))
 		require.NoError(t, err, "auth style %d", style)
 		id, err := provider.Verifier(&oidc.Config{ClientID: "orders-api"}).Verify(ctx, tok.Extra("id_token").(string))
@@ -135,7 +136,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 		require.Empty(t, id.Nonce)
 	}
 	cc := oauth2.Config{ClientID: "orders-api", ClientSecret: "wrong", RedirectURL: target, Endpoint: provider.Endpoint()}
-	back = signIn(t, srv.Client(), cc.AuthCodeURL("s"), "bob", "bob-pw")
+	back = servertest.SignIn(t, srv.Client(), cc.AuthCodeURL("s"), "bob", "bob-pw")
 	_, err = cc.Exchange(ctx, back.Query().Get("code"))
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, "invalid_client", re.ErrorCode)
@@ -143,24 +144,24 @@ func TestRealClientsAuthCode(t *testing.T) {
 	// DPoP: a proof with the exchange binds the token to its key. With
 	// nonces required, the first attempt is told the nonce and the code
 	// survives it.
-	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{"dpopNonceRequired":true}`).status)
+	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{"dpopNonceRequired":true}`).Status)
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	verifier = oauth2.GenerateVerifier()
-	back = signIn(t, srv.Client(), conf.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), "alice", "alice-pw")
-	exchange := func(nonce string) httpResult {
+	back = servertest.SignIn(t, srv.Client(), conf.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), "alice", "alice-pw")
+	exchange := func(nonce string) servertest.Result {
 		proof, err := signer.Proof(http.MethodPost, provider.Endpoint().TokenURL, "", nonce)
 		require.NoError(t, err)
-		return tokenRequest(t, srv, "acme", url.Values{"grant_type": {"authorization_code"}, "client_id": {"web-app"},
+		return servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"authorization_code"}, "client_id": {"web-app"},
 			"code": {back.Query().Get("code")}, "redirect_uri": {target}, "code_verifier": {verifier}}, http.Header{"Dpop": {proof}})
 	}
 	dres := exchange("")
-	require.Equal(t, "use_dpop_nonce", dres.json(t)["error"])
-	dres = exchange(dres.header.Get("DPoP-Nonce"))
-	require.Equal(t, http.StatusOK, dres.status, string(dres.body))
-	require.Equal(t, "DPoP", dres.json(t)["token_type"])
-	require.Equal(t, "openid profile email", dres.json(t)["scope"])
-	bound := dres.json(t)["access_token"].(string)
-	require.Equal(t, http.StatusUnauthorized, postJSON(t, srv, authorizePath, bound, `{"clientId":"orders-api","resources":[],"context":{}}`).status,
+	require.Equal(t, "use_dpop_nonce", dres.JSON(t)["error"])
+	dres = exchange(dres.Header.Get("DPoP-Nonce"))
+	require.Equal(t, http.StatusOK, dres.Status, string(dres.Body))
+	require.Equal(t, "DPoP", dres.JSON(t)["token_type"])
+	require.Equal(t, "openid profile email", dres.JSON(t)["scope"])
+	bound := dres.JSON(t)["access_token"].(string)
+	require.Equal(t, http.StatusUnauthorized, postJSON(t, srv, authorizePath, bound, `{"clientId":"orders-api","resources":[],"context":{}}`).Status,
 		"a DPoP-bound token sent as Bearer")
 }

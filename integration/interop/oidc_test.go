@@ -13,6 +13,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -36,7 +37,7 @@ func TestGoOIDCVerifiesAccessTokens(t *testing.T) {
 	} {
 		t.Run(tc.alg, func(t *testing.T) {
 			t.Parallel()
-			srv := mockservertest.Start(t, append(tc.opts, mockserver.WithFixture(dpopFixture()))...)
+			srv := mockservertest.Start(t, append(tc.opts, mockserver.WithFixture(servertest.DPoPFixture()))...)
 			ctx := oidc.ClientContext(t.Context(), srv.Client())
 			provider, err := oidc.NewProvider(ctx, srv.URL+"/realms/acme")
 			require.NoError(t, err)
@@ -52,16 +53,16 @@ func TestGoOIDCVerifiesAccessTokens(t *testing.T) {
 			require.NoError(t, err)
 			signer, err := dpop.GenerateKey()
 			require.NoError(t, err)
-			bound := dpopToken(t, srv, signer, "")
-			require.Equal(t, http.StatusOK, bound.status, string(bound.body))
-			require.Equal(t, "DPoP", bound.json(t)["token_type"])
+			bound := servertest.DPoPToken(t, srv, signer, "")
+			require.Equal(t, http.StatusOK, bound.Status, string(bound.Body))
+			require.Equal(t, "DPoP", bound.JSON(t)["token_type"])
 
 			for _, c := range []struct {
 				name, raw, client, user string
 			}{
 				{"user", user.AccessToken, "admin-cli", "alice"},
 				{"service account", sa.AccessToken, "orders-api", "service-account-orders-api"},
-				{"DPoP-bound", bound.json(t)["access_token"].(string), "admin-cli", "alice"},
+				{"DPoP-bound", bound.JSON(t)["access_token"].(string), "admin-cli", "alice"},
 				{"IssueToken", srv.Token("acme", "bob"), "admin-cli", "bob"},
 			} {
 				t.Run(c.name, func(t *testing.T) {
@@ -103,7 +104,7 @@ func TestAccessTokenAlgorithmOption(t *testing.T) {
 // provider".
 func TestGoOIDCUserInfo(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
 	provider, err := oidc.NewProvider(ctx, srv.URL+"/realms/acme")
 	require.NoError(t, err)
@@ -138,13 +139,13 @@ func TestGoOIDCUserInfo(t *testing.T) {
 
 	// The client revokes its token: userinfo refuses it, introspection
 	// calls it inactive.
-	res := formPost(t, srv, strings.TrimPrefix(meta.Revocation, srv.URL), url.Values{"client_id": {"admin-cli"}, "token": {user.AccessToken}}, nil)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	res := servertest.FormPost(t, srv, strings.TrimPrefix(meta.Revocation, srv.URL), url.Values{"client_id": {"admin-cli"}, "token": {user.AccessToken}}, nil)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	_, err = provider.UserInfo(ctx, oauth2.StaticTokenSource(user))
 	require.ErrorContains(t, err, "401")
-	res = formPost(t, srv, strings.TrimPrefix(meta.Introspection, srv.URL), url.Values{"token": {user.AccessToken}},
+	res = servertest.FormPost(t, srv, strings.TrimPrefix(meta.Introspection, srv.URL), url.Values{"token": {user.AccessToken}},
 		http.Header{"Authorization": {"Basic " + basicCredentials("orders-api", "orders-secret")}})
-	require.Equal(t, map[string]any{"active": false}, res.json(t))
+	require.Equal(t, map[string]any{"active": false}, res.JSON(t))
 	_, err = provider.UserInfo(ctx, oauth2.StaticTokenSource(sa))
 	require.NoError(t, err, "another token is untouched")
 }
@@ -162,7 +163,7 @@ func basicCredentials(id, secret string) string {
 // routes refuse the ID token too.
 func TestGoOIDCResourceServerChecksTyp(t *testing.T) {
 	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixture(dpopFixture()))
+	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
 	provider, err := oidc.NewProvider(ctx, srv.URL+"/realms/acme")
 	require.NoError(t, err)
@@ -183,5 +184,5 @@ func TestGoOIDCResourceServerChecksTyp(t *testing.T) {
 	require.Equal(t, "Bearer", typ(tok.AccessToken))
 	idToken := tok.Extra("id_token").(string)
 	require.Equal(t, "ID", typ(idToken), "the typ check refuses the ID token")
-	require.Equal(t, http.StatusUnauthorized, bearerGet(t, srv, userinfoPath, idToken).status)
+	require.Equal(t, http.StatusUnauthorized, bearerGet(t, srv, userinfoPath, idToken).Status)
 }

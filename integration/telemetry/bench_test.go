@@ -7,6 +7,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/orgauthz/orgauthz/internal/corpfixture"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -19,7 +20,7 @@ import (
 // installed: every call sampled and recorded (two spans, the request's
 // metrics), metrics read by a ManualReader nobody collects.
 func BenchmarkUncachedCheck(b *testing.B) {
-	srv := mockservertest.Start(b, mockserver.WithFixture(corp))
+	srv := mockservertest.Start(b, mockserver.WithFixture(corpfixture.Corp))
 	token := srv.Token("corp", "uma")
 	ctx := context.Background()
 	run := func(b *testing.B, opts ...pep.Option) {

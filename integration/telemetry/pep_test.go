@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/orgauthz/orgauthz/internal/corpfixture"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
@@ -38,7 +39,7 @@ func startOTelGateway(t *testing.T) (*otelGateway, string) {
 	t.Helper()
 	gw, ln := gatewaytest.Listen(t)
 	g := &otelGateway{Server: gw}
-	srv, err := mockserver.New(mockserver.WithFixture(corp), mockserver.WithIssuer(g.URL), es256Tokens)
+	srv, err := mockserver.New(mockserver.WithFixture(corpfixture.Corp), mockserver.WithIssuer(g.URL), es256Tokens)
 	require.NoError(t, err)
 	g.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/authorize") {

@@ -21,6 +21,7 @@ package adaptertest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -296,4 +297,33 @@ func (Granter) CheckMany(_ context.Context, resources []pep.Resource, _ ...pep.C
 		}
 	}
 	return res, nil
+}
+
+// Mistake is a wiring mistake of an adapter: build must panic with a value
+// whose text contains Says.
+type Mistake struct {
+	Name  string
+	Build func()
+	Says  string
+}
+
+// RunMistakes runs each mistake's Build in a subtest of its own and checks
+// that it panics saying what to fix.
+func RunMistakes(t *testing.T, mistakes []Mistake) {
+	t.Helper()
+	for _, m := range mistakes {
+		t.Run(m.Name, func(t *testing.T) {
+			t.Parallel()
+			defer func() {
+				r := recover()
+				if r == nil {
+					t.Fatal("no panic")
+				}
+				if s := fmt.Sprint(r); !strings.Contains(s, m.Says) {
+					t.Errorf("the panic %q does not say %q", s, m.Says)
+				}
+			}()
+			m.Build()
+		})
+	}
 }

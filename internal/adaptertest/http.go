@@ -161,3 +161,63 @@ func GetAs(t *testing.T, h http.Handler, path, token string) (int, []byte) {
 	}
 	return resp.StatusCode, body
 }
+
+// ChainCase is a request to a chain's test service: GET Path with Auth as
+// the Authorization value (none when empty) and Header's name-value pairs;
+// the answer must have Status and, when Body is set, the body Body (a 200)
+// or a body containing Body (another status: the handler's own error).
+type ChainCase struct {
+	Name, Path, Auth string
+	Header           []string
+	Status           int
+	Body             string
+}
+
+// RunChain serves h on a loopback server of its own, sends each case to it
+// in a subtest of its own and checks its
+// answer: the status, that the chain's outer middleware ran (it sets
+// X-Trace: outer) and the body; an answer other than a 200 and without a
+// Body must be the service's error shape (CheckErrorBody).
+func RunChain(t *testing.T, h http.Handler, cases []ChainCase) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+c.Path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Auth != "" {
+				req.Header.Set("Authorization", c.Auth)
+			}
+			for i := 0; i+1 < len(c.Header); i += 2 {
+				req.Header.Set(c.Header[i], c.Header[i+1])
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != c.Status {
+				t.Fatalf("status %d, want %d; body %q", resp.StatusCode, c.Status, body)
+			}
+			if got := resp.Header.Get("X-Trace"); got != "outer" {
+				t.Errorf("X-Trace %q: the middleware before the guard did not run", got)
+			}
+			switch {
+			case c.Status == http.StatusOK && string(body) != c.Body:
+				t.Errorf("body %q, want %q", body, c.Body)
+			case c.Status != http.StatusOK && c.Body != "" && !strings.Contains(string(body), c.Body):
+				t.Errorf("body %q does not contain %q", body, c.Body)
+			case c.Status != http.StatusOK && c.Body == "":
+				CheckErrorBody(t, resp.StatusCode, body)
+			}
+		})
+	}
+}

@@ -6,8 +6,9 @@
 // under -race on a loaded machine can take longer than 2 s; it then fails
 // closed (a DENY whose Cause is ErrUnavailable, and a nil error) in a test
 // about something else. Added client by client, the guard was missed and
-// lost in merges; checked here, a test client without it fails the
-// package's tests, at the line that made it. CheckSupport does the same
+// lost in merges; checked here, a test client without it fails
+// TestTestClientsHaveAHangGuard, whose table names every package's tests
+// (nested modules' included), at the line that made it. CheckSupport does the same
 // for a test-support package (adaptertest) whose exported helpers make the
 // clients of other packages' tests, and Timeout is the guard every helper
 // gives. It is imported by tests and test-support packages only.

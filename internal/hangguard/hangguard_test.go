@@ -2,6 +2,7 @@ package hangguard_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -106,4 +107,61 @@ func TestCheckSupport(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTestClientsHaveAHangGuard: every pep and authzen client the tests of
+// the tree's packages make, nested modules included, comes from
+// hangguard.NewPep or NewAuthZEN, or from a helper of the guard (exempt,
+// "the helper itself"; adaptertest's Start through CheckSupport), whose
+// calls the guard bounds, never the production default of 2 s. A clean
+// call beside the rest of the suite on a loaded machine can overrun it and
+// fails closed (a DENY whose Cause is ErrUnavailable and a nil error; the
+// middleware's 403 or 503, the interceptor's PermissionDenied) in a test
+// about something else: a DPoP test of an expired token got a nil error
+// where its refused token must be ErrUnauthorized; added client by client,
+// the guard missed that test and was lost in a merge. Examples are skipped
+// (they show the defaults, or give their own generous timeout in words a
+// reader can copy), and so are benchmarks (they measure the defaults).
+func TestTestClientsHaveAHangGuard(t *testing.T) {
+	t.Parallel()
+	const helper = "the helper itself"
+	newValidates := "New's own validation is the subject, with the options as given; its clients send nothing"
+	mw := []string{"example_test.go", "example_authzen_test.go", "bench_test.go"}
+	for _, c := range []struct {
+		dir, pkg string
+		exempt   map[string]string
+		skip     []string
+	}{
+		{"pep", "pep", map[string]string{
+			"TestNewValidates": newValidates,
+			"freezeChild":      "a child process frozen on purpose: its clock and its deadlines are what it measures",
+		}, []string{"example_test.go", "bench_test.go"}},
+		{"authzen", "authzen", map[string]string{"TestNewValidates": newValidates}, []string{"example_test.go"}},
+		{"redisstore", "pep", map[string]string{
+			"freezeChild": "the frozen replica runs with the production settings, as pep's freezeChild does",
+			"TestCloseDoesNotWaitForAPurgeWithoutDeadline": "it holds that Close waits for a Purge no longer than the client's own timeout, the production one",
+		}, nil},
+		{"middleware", "pep", nil, mw},
+		{"middleware", "authzen", nil, mw},
+		{"grpcpep", "pep", nil, []string{"example_test.go"}},
+		{"echopep", "pep", nil, nil},
+		{"ginpep", "pep", nil, nil},
+		{"mockserver", "authzen", map[string]string{"searchClient": helper}, nil},
+		{"mockserver", "pep", map[string]string{"pepClient": helper}, nil},
+		{"mockserver/mockservertest", "pep", map[string]string{"client": helper}, []string{"example_test.go"}},
+		{"integration/telemetry", "pep", nil, []string{"bench_test.go"}},
+		{"integration/telemetry", "authzen", nil, []string{"bench_test.go"}},
+		{"integration/soak", "pep", map[string]string{"newSoakClient": helper}, nil},
+		{"integration/faults", "pep", nil, nil},
+		{"examples/middleware", "pep", nil, nil},
+		{"examples/replicas", "pep", nil, nil},
+		{"examples/quickstart", "pep", nil, nil},
+		{"examples/dpop", "pep", nil, nil},
+	} {
+		t.Run(c.dir+" "+c.pkg, func(t *testing.T) {
+			t.Parallel()
+			hangguard.Check(t, filepath.Join("..", "..", filepath.FromSlash(c.dir)), c.pkg, c.exempt, c.skip...)
+		})
+	}
+	hangguard.CheckSupport(t, filepath.Join("..", "adaptertest"), "pep", map[string]string{"newClient": helper})
 }

@@ -1,31 +1,14 @@
 package transport
 
 import (
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
-
-// manualClock moves only when told to.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // breakerStep is one event of a breaker's life: a request that allow lets
 // through or not, and the outcome it reports; or time passing.
@@ -83,7 +66,7 @@ func TestBreakerStateMachine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			clk := &manualClock{now: time.Unix(1e9, 0)}
+			clk := testkit.NewClock(time.Unix(1e9, 0))
 			var changes [][2]BreakerState
 			b := NewBreaker(2, coolDown, clk.Now, func(from, to BreakerState) {
 				changes = append(changes, [2]BreakerState{from, to})
@@ -112,7 +95,7 @@ func TestBreakerStateMachine(t *testing.T) {
 // change it when they end.
 func TestBreakerOneProbeAtATime(t *testing.T) {
 	t.Parallel()
-	clk := &manualClock{now: time.Unix(1e9, 0)}
+	clk := testkit.NewClock(time.Unix(1e9, 0))
 	b := NewBreaker(1, time.Second, clk.Now, nil)
 	early, _ := b.allow() // under way when the breaker opens
 	require.True(t, early)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // roundTripFunc is an http.RoundTripper made of a function.
@@ -132,7 +134,7 @@ func TestPostOutcomes(t *testing.T) {
 			if cred == nil {
 				cred = bearerCred
 			}
-			clk := &manualClock{now: time.Unix(1e9, 0)}
+			clk := testkit.NewClock(time.Unix(1e9, 0))
 			logger := slog.New(slog.DiscardHandler)
 			x := &Exchanger{Peer: "authzen: PDP", Base: base, Logger: logger, Observe: quietObserver{},
 				Retry:   RetryPolicy{Logger: logger, Retries: new(atomic.Uint64)},

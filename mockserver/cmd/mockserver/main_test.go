@@ -17,13 +17,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/leakcheck"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 )
@@ -583,25 +583,6 @@ func TestRunWebUI(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines and the
-// test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRunLogDenials: with -log-denials, a DENY of /authorize is explained
 // on standard error, and a GRANT is not; without it nothing is.
 func TestRunLogDenials(t *testing.T) {
@@ -609,7 +590,7 @@ func TestRunLogDenials(t *testing.T) {
 		t.Run(fmt.Sprint("log-denials=", on), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			pr, pw := io.Pipe()
-			var stderr syncBuffer
+			var stderr testkit.SyncBuffer
 			args := []string{"-addr", "127.0.0.1:0", "-fixture", "../../../examples/fixtures/acme.json", "-access-token-alg", "ES256"}
 			if on {
 				args = append(args, "-log-denials")

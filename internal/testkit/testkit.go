@@ -1,0 +1,84 @@
+// Package testkit holds the small helpers the tests of several packages
+// share: a clock moved by hand, a log buffer written from any goroutine and
+// a user's log handler with a bug.
+// It is imported by tests only, and imports the standard library only.
+package testkit
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Clock is a clock that moves only when told to; safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a Clock standing at t.
+func NewClock(t time.Time) *Clock { return &Clock{now: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Set puts the clock at t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// SyncBuffer is a log's text, written from any goroutine.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns the text written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// WarnPanics is a user's slog handler with a bug on its Warn and Error
+// path: it panics on every record at Warn or above.
+type WarnPanics struct{}
+
+// Enabled reports true for every level.
+func (WarnPanics) Enabled(context.Context, slog.Level) bool { return true }
+
+// WithAttrs returns the handler itself.
+func (h WarnPanics) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+// WithGroup returns the handler itself.
+func (h WarnPanics) WithGroup(string) slog.Handler { return h }
+
+// Handle panics on a record at Warn or above.
+func (WarnPanics) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		panic("a bug in the user's log handler")
+	}
+	return nil
+}
