@@ -124,15 +124,22 @@ func (c *Core) Bound(ctx context.Context, cl *Call) (context.Context, context.Ca
 // settled before that code ran, so that a panic there (recovered by the
 // caller's middleware) never leaves a refused token's cached GRANTs
 // served.
-func (c *Core) post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) ([]byte, error) {
-	var answer error
+//
+// heard reports that the server answered (Post settled an answer), used
+// or not: read after the call's deadline, or cut short.
+func (c *Core) post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (_ []byte, heard bool, _ error) {
+	answer := errUnsettled
 	defer func() {
-		if answer != nil {
+		if answer != nil && answer != errUnsettled {
 			c.refused(ctx, cl, answer)
 		}
 	}()
-	return c.x.Post(ctx, cred, url, body, header, cl.Own, &answer)
+	data, err := c.x.Post(ctx, cred, url, body, header, cl.Own, &answer)
+	return data, answer != errUnsettled, err
 }
+
+// errUnsettled stands in post's answer until Post settles one.
+var errUnsettled = errors.New("no answer settled")
 
 // Late returns the Cause of a call out of time (transport.Late), said by
 // the client, or nil while it has time.
@@ -218,8 +225,12 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 				w.Close()
 			}
 		}()
-		data, err := c.post(ctx, cl, cred, url, body, header)
-		returned, answered = true, err == nil
+		data, heard, err := c.post(ctx, cl, cred, url, body, header)
+		var decided *transport.ResponseError
+		// Answered: a 200 used, or one read but not used (after the
+		// deadline, or cut short), which could be newer than what the
+		// cache holds. Not a status that decided nothing (503, 429, 400).
+		returned, answered = true, err == nil || heard && !errors.As(err, &decided)
 		return &Outcome[[]byte]{Value: data, Err: err}
 	})
 	if shared {
@@ -228,8 +239,9 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 	if out.Err != nil {
 		if answered && w != nil {
 			// The server answered, but this caller, who was to store the
-			// answer, left before taking it (its deadline passed at the
-			// hand-over): callers that shared it are served it, and no
+			// answer, did not take it (its deadline passed as the answer
+			// was read or at the hand-over, or the answer was cut short):
+			// callers that shared a whole answer are served it, and no
 			// older decision of the token may be served after it.
 			c.purge(cl.ID)
 		}
@@ -347,7 +359,8 @@ func (c *Core) Exchange(ctx context.Context, cl *Call, send func(ctx context.Con
 	ctx, cancel := c.Bound(ctx, cl)
 	defer cancel()
 	return send(ctx, func(url string, body []byte, header http.Header) ([]byte, error) {
-		return c.post(ctx, cl, cred, url, body, header)
+		data, _, err := c.post(ctx, cl, cred, url, body, header)
+		return data, err
 	})
 }
 

@@ -267,7 +267,18 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 // or of an answer that came after the call's deadline (late). It runs no
 // user code but the body's Read, so that the answer is settled before the
 // user code that follows it runs (send).
+//
+// An answer read counts for all that makes the client safer, however late
+// it came and whatever became of its body: only what could grant is
+// refused for being late or cut. So a 401 is decided by its status line
+// and challenge, before the body and the deadline are: its token is
+// retired and tokenExpired emitted (core's refused) even when the rest of
+// the answer never came or came too late to use.
 func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Response, ownDeadline bool) (_ []byte, _ outcome, late bool, _ error) {
+	if resp.StatusCode == http.StatusUnauthorized {
+		data, _ := ReadBody(resp.Body, resp.ContentLength) // its error and message, when they came
+		return nil, outcomeSuccess, Late(ctx) != nil, x.Peer.NewResponseError(resp, data, cred.Ident())
+	}
 	data, err := ReadBody(resp.Body, resp.ContentLength)
 	if err != nil {
 		return nil, callerOutcome(ctx, ownDeadline), false, x.Peer.Unavailable(err)
