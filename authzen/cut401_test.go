@@ -18,8 +18,8 @@ import (
 )
 
 // a-client12b F1 in authzen (the same transport.Exchanger.answer): a 401
-// whose status and challenge were read but whose body was cut is taken
-// for an unavailable PDP; the refused token's cached GRANT stays served.
+// whose status and challenge were read but whose body was cut was taken
+// for an unavailable PDP; the refused token's cached GRANT stayed served.
 func TestA401WithACutBodyRetiresTheToken(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"),

@@ -98,9 +98,9 @@ func revokedAnswer(ctx *frozentest.Unfired) gwHook {
 }
 
 // The same rule, other bytes: a 401 whose status and WWW-Authenticate were
-// read but whose body was cut (the connection lost mid-body) is taken for
-// an unavailable gateway (ReadBody's error comes before the status is
-// looked at): the refused token's cached GRANT stays served.
+// read but whose body was cut (the connection lost mid-body) was taken for
+// an unavailable gateway (ReadBody's error came before the status was
+// looked at): the refused token's cached GRANT stayed served.
 func TestA401WithACutBodyRetiresTheToken(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
@@ -133,10 +133,10 @@ func TestA401WithACutBodyRetiresTheToken(t *testing.T) {
 // a-client12b F2, the same rule for a 200: a call that asks the gateway
 // again (NoCache) is answered DENY (the permission was taken away), and
 // the answer is read just past the call's deadline (timer not fired). The
-// answer is dropped whole, and with it the newer verdict: the older
-// cached GRANT is served to the next call, until its TTL. send purges the
-// token when a caller leaves at the hand-over (answered && w != nil), but
-// not when answer() itself found the call late.
+// answer was dropped whole, and with it the newer verdict: the older
+// cached GRANT was served to the next call, until its TTL. send purged the
+// token when a caller left at the hand-over, but not when answer() itself
+// found the call late; now any answer read and not used purges it.
 func TestADenyReadLateDropsTheOlderGrant(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
