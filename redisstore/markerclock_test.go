@@ -22,7 +22,9 @@ import (
 // than the caller's reading plus the margin, nor the reading later than
 // TIME plus the margin, begins again when TIME fell
 // below the high-water by more than the margin, and writes the
-// high-water at most once a second.
+// high-water at most once a second. It refuses a marker of a lower
+// generation than the caller has seen (a keyspace rolled back to an older
+// copy of itself), and raises the generation when the caller wrote.
 func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -39,10 +41,12 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 	T := redisNow.UnixMilli()
 	margin := dpop.ReplayStoreMargin.Milliseconds()
 	old := T - time.Hour.Milliseconds()
+	// marker is "<start>@<of>", or with a high-water "<start>@<of>@<hw>@<gen>",
+	// of generation 3.
 	marker := func(start int64, of string, hw ...int64) string {
 		v := fmt.Sprintf("%d@%s", start, of)
 		for _, h := range hw {
-			v += fmt.Sprintf("@%d", h)
+			v += fmt.Sprintf("@%d@3", h)
 		}
 		return v
 	}
@@ -56,32 +60,46 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 		start int64
 		// kept: the marker is left as it was (no high-water written).
 		kept bool
+		// known is the highest generation the caller has seen, wrote
+		// that it wrote a record; gen is the generation answered (and
+		// stored).
+		known int64
+		wrote bool
+		gen   string
 	}{
-		{name: "missing", caller: T, answer: replaymarker.Began},
-		{name: "in step", marker: marker(old, run, T-5000), caller: T, answer: replaymarker.Vouched, start: old},
-		{name: "caller behind by more than the margin", marker: marker(old, run, T+5000), caller: T - margin - 5000, answer: replaymarker.ClockAhead, start: old, kept: true},
-		{name: "caller behind within the margin", marker: marker(old, run, T+5000), caller: T - margin + 10000, answer: replaymarker.Vouched, start: old, kept: true},
-		{name: "caller ahead by more than the margin", marker: marker(old, run, T+5000), caller: T + margin + 10000, answer: replaymarker.CallerAhead, start: old, kept: true},
-		{name: "caller ahead within the margin", marker: marker(old, run, T+5000), caller: T + margin - 10000, answer: replaymarker.Vouched, start: old, kept: true},
-		{name: "clock stepped back below the high-water by more than the margin", marker: marker(old, run, T+margin+5000), caller: T, answer: replaymarker.Began},
-		{name: "clock stepped back within the margin", marker: marker(old, run, T+margin/2), caller: T, answer: replaymarker.Vouched, start: old, kept: true},
-		{name: "caller behind the high-water by more than the margin", marker: marker(old, run, T+margin/2), caller: T - margin/2 - 5000, answer: replaymarker.ClockAhead, start: old, kept: true},
-		{name: "bare time bound", marker: strconv.FormatInt(old, 10), caller: T, answer: replaymarker.Vouched, start: old},
-		{name: "run_id marker upgraded", marker: marker(old, run), caller: T, answer: replaymarker.Vouched, start: old},
-		{name: "another run", marker: marker(old, strings.Repeat("0", 40), T), caller: T, answer: replaymarker.Began},
-		{name: "high-water not a time", marker: unreadableHighWater(old, run), caller: T, answer: replaymarker.Began},
+		{name: "missing", caller: T, answer: replaymarker.Began, gen: "1"},
+		{name: "in step", marker: marker(old, run, T-5000), caller: T, answer: replaymarker.Vouched, start: old, gen: "3"},
+		{name: "in step, the caller saw this generation", marker: marker(old, run, T-5000), caller: T, known: 3, answer: replaymarker.Vouched, start: old, gen: "3"},
+		{name: "the caller wrote: the generation raised", marker: marker(old, run, T-5000), caller: T, known: 3, wrote: true, answer: replaymarker.Vouched, start: old, gen: "4"},
+		{name: "a generation below the caller's: rolled back", marker: marker(old, run, T-5000), caller: T, known: 4, answer: replaymarker.Began, gen: "5"},
+		{name: "caller behind by more than the margin", marker: marker(old, run, T+5000), caller: T - margin - 5000, answer: replaymarker.ClockAhead, start: old, kept: true, gen: "3"},
+		{name: "caller behind within the margin", marker: marker(old, run, T+5000), caller: T - margin + 10000, answer: replaymarker.Vouched, start: old, kept: true, gen: "3"},
+		{name: "caller ahead by more than the margin", marker: marker(old, run, T+5000), caller: T + margin + 10000, answer: replaymarker.CallerAhead, start: old, kept: true, gen: "3"},
+		{name: "caller ahead within the margin", marker: marker(old, run, T+5000), caller: T + margin - 10000, answer: replaymarker.Vouched, start: old, kept: true, gen: "3"},
+		{name: "clock stepped back below the high-water by more than the margin", marker: marker(old, run, T+margin+5000), caller: T, answer: replaymarker.Began, gen: "1"},
+		{name: "clock stepped back within the margin", marker: marker(old, run, T+margin/2), caller: T, answer: replaymarker.Vouched, start: old, kept: true, gen: "3"},
+		{name: "caller behind the high-water by more than the margin", marker: marker(old, run, T+margin/2), caller: T - margin/2 - 5000, answer: replaymarker.ClockAhead, start: old, kept: true, gen: "3"},
+		{name: "bare time bound, at the caller's generation", marker: strconv.FormatInt(old, 10), caller: T, known: 7, answer: replaymarker.Vouched, start: old, gen: "7"},
+		{name: "run_id marker upgraded", marker: marker(old, run), caller: T, answer: replaymarker.Vouched, start: old, gen: "0"},
+		{name: "another run", marker: marker(old, strings.Repeat("0", 40), T), caller: T, answer: replaymarker.Began, gen: "1"},
+		{name: "high-water not a time", marker: unreadableHighWater(old, run), caller: T, answer: replaymarker.Began, gen: "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "clock:" + tc.name
 			if tc.marker != "" {
 				require.NoError(t, c.Set(ctx, key, tc.marker, 0).Err())
 			}
-			res, err := c.Eval(ctx, replaymarker.Script, []string{key}, margin, tc.caller).StringSlice()
+			wrote := "0"
+			if tc.wrote {
+				wrote = "1"
+			}
+			res, err := c.Eval(ctx, replaymarker.Script, []string{key}, margin, tc.caller, tc.known, wrote).StringSlice()
 			require.NoError(t, err)
 			after, err := c.Time(ctx).Result()
 			require.NoError(t, err)
-			require.Len(t, res, 2)
+			require.Len(t, res, 3)
 			require.Equal(t, tc.answer, res[1], "answer")
+			require.Equal(t, tc.gen, res[2], "generation")
 			stored, err := c.Get(ctx, key).Result()
 			require.NoError(t, err)
 			switch {
@@ -92,12 +110,13 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 				require.NoError(t, err)
 				require.GreaterOrEqual(t, began, T, "begun at TIME")
 				require.LessOrEqual(t, began, after.UnixMilli()+1)
-				require.Equal(t, marker(began, run, began), stored)
+				require.Equal(t, fmt.Sprintf("%d@%s@%d@%s", began, run, began, tc.gen), stored)
 			default:
 				require.Equal(t, strconv.FormatInt(tc.start, 10), res[0], "the marker's time does not move")
-				start, of, hw := splitMarker(t, stored)
+				start, of, hw, gen := splitMarker(t, stored)
 				require.Equal(t, tc.start, start)
 				require.Equal(t, run, of)
+				require.Equal(t, tc.gen, gen, "the generation stored")
 				require.GreaterOrEqual(t, hw, T, "the high-water raised to TIME")
 				require.LessOrEqual(t, hw, after.UnixMilli()+1)
 			}
@@ -106,7 +125,7 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 
 	t.Run("caller reading not a time", func(t *testing.T) {
 		require.NoError(t, c.Set(ctx, "clock:bad", marker(old, run, T), 0).Err())
-		err := c.Eval(ctx, replaymarker.Script, []string{"clock:bad"}, margin, "soon").Err()
+		err := c.Eval(ctx, replaymarker.Script, []string{"clock:bad"}, margin, "soon", 0, "0").Err()
 		require.ErrorContains(t, err, "clock reading")
 		v, err := c.Get(ctx, "clock:bad").Result()
 		require.NoError(t, err)
@@ -119,14 +138,14 @@ func unreadableHighWater(start int64, run string) string {
 	return fmt.Sprintf("%d@%s@soon", start, run)
 }
 
-// splitMarker parses "<ms>@<run_id>@<hw>".
-func splitMarker(t *testing.T, v string) (start int64, run string, hw int64) {
+// splitMarker parses "<ms>@<run_id>@<hw>@<generation>".
+func splitMarker(t *testing.T, v string) (start int64, run string, hw int64, gen string) {
 	t.Helper()
 	parts := strings.Split(v, "@")
-	require.Len(t, parts, 3, "marker %q", v)
+	require.Len(t, parts, 4, "marker %q", v)
 	start, err := strconv.ParseInt(parts[0], 10, 64)
 	require.NoError(t, err)
 	hw, err = strconv.ParseInt(parts[2], 10, 64)
 	require.NoError(t, err)
-	return start, parts[1], hw
+	return start, parts[1], hw, parts[3]
 }

@@ -136,6 +136,8 @@ type ReplayStore struct {
 	client redis.UniversalClient
 	prefix string
 	since  string
+	// gen is the highest generation of the marker seen (replaymarker).
+	gen replaymarker.Generation
 	// lifetime is how long before its until a record may have been
 	// taken: maxAge + maxSkew, plus twice the margin.
 	lifetime time.Duration
@@ -265,7 +267,7 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		set = pipe.Do(ctx, "SET", s.prefix+key, "1", "NX", "PXAT", ms)
 		wait = s.queueWait(ctx, pipe)
-		marker = s.decideMarker(ctx, pipe)
+		marker = s.decideMarker(ctx, pipe, true)
 	}); err != nil {
 		return false, err
 	}
@@ -276,7 +278,7 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	if err := s.replicated(wait); err != nil {
 		return false, err
 	}
-	return markers.First(ms, s.lifetime, marker)
+	return markers.First(&s.gen, ms, s.lifetime, marker)
 }
 
 // Recorded reports whether key was recorded (by [ReplayStore.Remember] or
@@ -301,14 +303,14 @@ func (s *ReplayStore) Recorded(ctx context.Context, key string, since time.Time)
 	var marker *redis.Cmd
 	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		val = pipe.Get(ctx, s.prefix+key)
-		marker = s.decideMarker(ctx, pipe)
+		marker = s.decideMarker(ctx, pipe, false)
 	}); err != nil {
 		return false, err
 	}
 	if err := val.Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
-	if _, err := markers.Vouch(since, marker); err != nil {
+	if _, err := markers.Vouch(&s.gen, since, marker); err != nil {
 		return false, err
 	}
 	found := val.Err() == nil
@@ -384,11 +386,11 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until,
 	}
 	var marker *redis.Cmd
 	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
-		marker = s.decideMarker(ctx, pipe)
+		marker = s.decideMarker(ctx, pipe, false)
 	}); err != nil {
 		return false, err
 	}
-	began, err := markers.Vouch(since, marker)
+	began, err := markers.Vouch(&s.gen, since, marker)
 	if err != nil {
 		return false, err
 	}
@@ -396,7 +398,7 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until,
 	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		rec = pipe.Eval(ctx, onetime.Script, []string{s.prefix + key}, writer, replaymarker.CeilMilli(until), s.rewrite())
 		wait = s.queueWait(ctx, pipe)
-		again = s.decideMarker(ctx, pipe)
+		again = s.decideMarker(ctx, pipe, true)
 	}); err != nil {
 		return false, err
 	}
@@ -404,7 +406,7 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until,
 	if err != nil {
 		return false, err
 	}
-	if err := markers.Same(began, again); err != nil {
+	if err := markers.Same(&s.gen, began, again); err != nil {
 		return false, err // the keys may have been lost between the reads
 	}
 	// New, the caller's or another's, the record stands only once the
@@ -514,10 +516,11 @@ func (s *ReplayStore) queueWait(ctx context.Context, pipe redis.Pipeliner) *redi
 // atomic step, by its own clock and run_id, and answers its time and
 // whether it began the keyspace now, or that its clock ran ahead of the
 // reading (markerResult reads the answer). Every read of the marker is
-// this script: one parser, one rule.
-func (s *ReplayStore) decideMarker(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd {
-	margin, now := replaymarker.Args()
-	return pipe.Eval(ctx, replaymarker.Script, []string{s.since}, margin, now)
+// this script: one parser, one rule. wrote says that a record was queued
+// before it in pipe, which raises the marker's generation.
+func (s *ReplayStore) decideMarker(ctx context.Context, pipe redis.Pipeliner, wrote bool) *redis.Cmd {
+	a := replaymarker.Args(&s.gen, wrote)
+	return pipe.Eval(ctx, replaymarker.Script, []string{s.since}, a[0], a[1], a[2], a[3])
 }
 
 // setResult reads the answer to SET NX: OK when the key was set, nil when

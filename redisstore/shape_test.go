@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,8 +35,14 @@ func (r *sentRounds) text(cmd redis.Cmder) string {
 		switch a[1] {
 		case replaymarker.Script:
 			a = append([]any{"eval", "marker"}, a[2:]...)
-			if ms, ok := a[len(a)-1].(int64); ok && ms >= r.from && ms <= time.Now().UnixMilli() {
-				a[len(a)-1] = "<clock>"
+			// ..., the clock reading, the generation seen, wrote
+			if s, ok := a[len(a)-3].(string); ok {
+				if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= r.from && ms <= time.Now().UnixMilli() {
+					a[len(a)-3] = "<clock>"
+				}
+			}
+			if _, ok := a[len(a)-2].(string); ok {
+				a[len(a)-2] = "<gen>"
 			}
 		case onetime.Script:
 			a = append([]any{"eval", "onetime"}, a[2:]...)
@@ -85,15 +92,17 @@ func (r *sentRounds) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // TIME; one-time records are the one-time script's, holding their writer,
 // and with WithReplicas a record written or found is followed by WAIT on
 // its connection. The exact round trips:
-//   - Remember: SET NX PXAT, (WAIT), marker;
+//   - Remember: SET NX PXAT, (WAIT), marker (wrote);
 //   - Recorded: GET, marker; with WithReplicas and a record found, then
 //     the one-time script with no writer and its rewrite, WAIT;
 //   - RecordOnce: marker; then the one-time script (writer, until, its
-//     rewrite with WithReplicas), (WAIT), marker.
+//     rewrite with WithReplicas), (WAIT), marker (wrote).
 func TestReplayStoreReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 	t.Parallel()
 	margin := fmt.Sprint(dpop.ReplayStoreMargin.Milliseconds())
-	marker := "eval marker 1 t:since " + margin + " <clock>"
+	// the marker's script after a read, and after a record's write
+	marker := "eval marker 1 t:since " + margin + " <clock> <gen> 0"
+	markerWrote := "eval marker 1 t:since " + margin + " <clock> <gen> 1"
 	until := time.UnixMilli(4_000_000_000_000).Add(time.Microsecond)
 	for _, tc := range []struct {
 		name     string
@@ -131,7 +140,7 @@ func TestReplayStoreReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 			}
 			require.Equal(t, [][]string{
 				{marker},
-				withWait("eval onetime 1 t:k w 4000000000001 "+tc.rewrite, marker),
+				withWait("eval onetime 1 t:k w 4000000000001 "+tc.rewrite, markerWrote),
 			}, sent.take(), "RecordOnce")
 
 			found, err := s.Recorded(ctx, "k", issued)
@@ -151,7 +160,7 @@ func TestReplayStoreReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 			} else {
 				require.NoError(t, err)
 			}
-			require.Equal(t, [][]string{withWait("SET t:p 1 NX PXAT 4000000000001", marker)}, sent.take(), "Remember")
+			require.Equal(t, [][]string{withWait("SET t:p 1 NX PXAT 4000000000001", markerWrote)}, sent.take(), "Remember")
 		})
 	}
 }

@@ -160,8 +160,11 @@ func TestReplayStoreBindsAMarkerWrittenByHandWithoutMovingIt(t *testing.T) {
 		bound, hw, ok := strings.Cut(strings.TrimPrefix(got, strconv.FormatInt(hourAgo, 10)+"@"), "@")
 		require.True(t, ok, "marker %q", got)
 		require.Equal(t, run, bound, "bound to this run, not moved: %q", got)
+		hw, gen, ok := strings.Cut(hw, "@")
+		require.True(t, ok, "and a generation: %q", got)
 		_, err = strconv.ParseInt(hw, 10, 64)
 		require.NoError(t, err, "with the high-water of Redis's clock: %q", got)
+		require.Equal(t, "0", gen, "the generation this process has seen: %q", got)
 
 		srv.Save()
 		srv.RestartFromSnapshot()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
@@ -39,9 +40,33 @@ func NewReader(prefix string) *Reader {
 }
 
 // Args are the script's arguments after the key: the margin and this
-// process's clock reading, in Unix milliseconds.
-func Args() (margin, caller int64) {
-	return dpop.ReplayStoreMargin.Milliseconds(), time.Now().UnixMilli()
+// process's clock reading, in Unix milliseconds, the highest generation
+// of the marker g has seen, and whether the call wrote a record before
+// the script (the script then raises the generation).
+func Args(g *Generation, wrote bool) [4]string {
+	raise := "0"
+	if wrote {
+		raise = "1"
+	}
+	return [4]string{strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10),
+		strconv.FormatInt(time.Now().UnixMilli(), 10), strconv.FormatInt(g.n.Load(), 10), raise}
+}
+
+// Generation is the highest generation of a store's marker its answers
+// have shown this process: [Script] refuses to vouch for a marker of a
+// lower one, which only a keyspace rolled back to an older copy of itself
+// has. Each store (one Redis keyspace) keeps its own; the zero value is
+// ready (it has seen none). It is safe for concurrent use.
+type Generation struct{ n atomic.Int64 }
+
+// saw raises g to n.
+func (g *Generation) saw(n int64) {
+	for {
+		old := g.n.Load()
+		if n <= old || g.n.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 // Answer is the script's answer as a store's client holds it: its
@@ -53,11 +78,20 @@ type Answer interface {
 // Result reads the answer to the script: the marker's time (Unix milliseconds)
 // and whether the script began the keyspace now; ClockAhead when Redis's
 // clock ran ahead of the caller's, CallerAhead when the caller's ran ahead
-// of Redis's.
-func (m *Reader) Result(a Answer) (began int64, wrote bool, _ error) {
+// of Redis's. It raises g to the marker's generation, when the answer has
+// one.
+func (m *Reader) Result(g *Generation, a Answer) (began int64, wrote bool, _ error) {
 	res, err := a.StringSlice()
 	if err != nil {
 		return 0, false, fmt.Errorf("%sdeciding the replay keyspace's marker: %w", m.prefix, err)
+	}
+	if len(res) == 3 {
+		gen, err := strconv.ParseInt(res[2], 10, 64)
+		if err != nil || gen < 0 {
+			return 0, false, fmt.Errorf("%sdeciding the replay keyspace's marker: the script answered %q", m.prefix, res)
+		}
+		g.saw(gen)
+		res = res[:2]
 	}
 	if len(res) == 2 {
 		if began, err := strconv.ParseInt(res[0], 10, 64); err == nil {
@@ -78,8 +112,8 @@ func (m *Reader) Result(a Answer) (began int64, wrote bool, _ error) {
 // marker's time when the keyspace began no later than since less
 // dpop.ReplayStoreMargin, KeyspaceNew otherwise (and when the script
 // began the keyspace now).
-func (m *Reader) Vouch(since time.Time, a Answer) (int64, error) {
-	began, wrote, err := m.Result(a)
+func (m *Reader) Vouch(g *Generation, since time.Time, a Answer) (int64, error) {
+	began, wrote, err := m.Result(g, a)
 	switch {
 	case err != nil:
 		return 0, err
@@ -94,8 +128,8 @@ func (m *Reader) Vouch(since time.Time, a Answer) (int64, error) {
 // early enough to hold every earlier record of a proof recorded until
 // untilMillis by a store of lifetime (refused when the script began it
 // now).
-func (m *Reader) First(untilMillis int64, lifetime time.Duration, a Answer) (bool, error) {
-	began, wrote, err := m.Result(a)
+func (m *Reader) First(g *Generation, untilMillis int64, lifetime time.Duration, a Answer) (bool, error) {
+	began, wrote, err := m.Result(g, a)
 	switch {
 	case err != nil:
 		return false, err
@@ -109,8 +143,8 @@ func (m *Reader) First(untilMillis int64, lifetime time.Duration, a Answer) (boo
 // record's write as Result does: nil when the marker is still the one
 // that vouched for the record at began (KeyspaceNew when the keys were
 // lost between the two).
-func (m *Reader) Same(began int64, a Answer) error {
-	if now, wrote, err := m.Result(a); err != nil {
+func (m *Reader) Same(g *Generation, began int64, a Answer) error {
+	if now, wrote, err := m.Result(g, a); err != nil {
 		return err
 	} else if wrote || now != began {
 		return m.KeyspaceNew

@@ -32,7 +32,7 @@ const (
 const HighWaterStep = 1000
 
 // Script is the Lua script (EVAL Script 1 marker marginMillis
-// callerMillis) that decides the keyspace's marker on the server, in one
+// callerMillis generation wrote) that decides the keyspace's marker on the server, in one
 // atomic step, with the server's own clock and identity: it reads TIME
 // (in Unix milliseconds, rounded up), the server's run_id (INFO server: a
 // new one on every start of the server, so on every restart, with or
@@ -113,6 +113,21 @@ const HighWaterStep = 1000
 // operators); and Redis 6, which counts CONFIG RESETSTAT as CONFIG, whose
 // GETs monitoring sends all the time, so resets are not seen there.
 //
+// Listing the ways a running server loses keys cannot be complete: a
+// keyspace can be put back as it was before, with its marker of this
+// very run (REPLICAOF a copy and back, RESTORE of a DUMP after FLUSHDB,
+// COPY back, SWAPDB hidden in a MULTI with a RESETSTAT). So the marker
+// also counts its generation, "<ms>@<run_id>@<hw>@<gen>": a call that
+// wrote a record before the script in the same round trip (ARGV[4] = 1)
+// raises it by one, and every call sends the highest generation its
+// store has seen answered (ARGV[3]; the script answers the generation as
+// the array's third element). A marker of a lower generation than the
+// caller's is an older copy of the keyspace, missing records the caller
+// saw written, and is replaced (Began, of the caller's generation plus
+// one). A marker without a generation (a bare time, an older format) is
+// taken at the caller's generation. Not seen: a rollback that no running
+// process saw the newer generation of (all of them restarted since).
+//
 // Because it is decided where it is stored, a marker write that reaches
 // the server late (its sender paused, its bytes held in a partitioned
 // connection) judges the marker as it is then: it can never replace a
@@ -129,6 +144,10 @@ if not string.match(ARGV[2] or '', '^[+-]?%d+$') or string.len(ARGV[2]) > 16 the
   return redis.error_reply('ERR the caller\'s clock reading is not a time in Unix milliseconds')
 end
 local caller = tonumber(ARGV[2])
+if not string.match(ARGV[3] or '', '^%d+$') or string.len(ARGV[3]) > 15 then
+  return redis.error_reply('ERR the caller\'s generation is not a decimal integer')
+end
+local known = tonumber(ARGV[3])
 local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 if not run then
   return redis.error_reply('ERR INFO server answered no run_id: the replay keyspace cannot know its server lost writes')
@@ -158,7 +177,10 @@ for tag, name in string.gmatch('aswapdb bmove cdebug dconfig|resetstat', '(%a)([
 end
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'string' then
-  local ms, r, hw = string.match(v, '^([+-]?%d+)@(%x+)@([+-]?%d+)$')
+  local ms, r, hw, gen = string.match(v, '^([+-]?%d+)@(%x+)@([+-]?%d+)@(%d+)$')
+  if not ms then
+    ms, r, hw = string.match(v, '^([+-]?%d+)@(%x+)@([+-]?%d+)$')
+  end
   if not ms then
     ms, r = string.match(v, '^([+-]?%d+)@(%x+)$')
   end
@@ -166,25 +188,37 @@ if type(v) == 'string' then
     ms = string.match(v, '^[+-]?%d+$')
   end
   if ms and string.len(ms) <= 16 and tonumber(ms) <= now + margin and (r == nil or r == run)
-      and (hw == nil or (string.len(hw) <= 16 and tonumber(hw) <= now + margin)) then
-    local reach = now
-    if hw == nil or now >= tonumber(hw) + ` + highWaterStep + ` then
-      redis.call('SET', KEYS[1], ms .. '@' .. run .. '@' .. string.format('%.0f', now))
+      and (hw == nil or (string.len(hw) <= 16 and tonumber(hw) <= now + margin))
+      and (gen == nil or (string.len(gen) <= 15 and tonumber(gen) >= known)) then
+    local g, write = known, gen == nil
+    if gen then
+      g = tonumber(gen)
+    end
+    if ARGV[4] == '1' then
+      g, write = g + 1, true
+    end
+    local reach, mark = now, now
+    if hw ~= nil and now < tonumber(hw) + ` + highWaterStep + ` then
+      reach, mark = math.max(now, tonumber(hw) + ` + highWaterStep + ` - 1), tonumber(hw)
     else
-      reach = math.max(now, tonumber(hw) + ` + highWaterStep + ` - 1)
+      write = true
+    end
+    g = string.format('%.0f', g)
+    if write then
+      redis.call('SET', KEYS[1], ms .. '@' .. run .. '@' .. string.format('%.0f', mark) .. '@' .. g)
     end
     if reach > caller + margin then
-      return {ms, '` + ClockAhead + `'}
+      return {ms, '` + ClockAhead + `', g}
     end
     if caller > now + margin then
-      return {ms, '` + CallerAhead + `'}
+      return {ms, '` + CallerAhead + `', g}
     end
-    return {ms, '` + Vouched + `'}
+    return {ms, '` + Vouched + `', g}
   end
 end
-local s = string.format('%.0f', now)
-redis.call('SET', KEYS[1], s .. '@' .. run .. '@' .. s)
-return {s, '` + Began + `'}
+local s, g = string.format('%.0f', now), string.format('%.0f', known + 1)
+redis.call('SET', KEYS[1], s .. '@' .. run .. '@' .. s .. '@' .. g)
+return {s, '` + Began + `', g}
 `
 
 // highWaterStep is HighWaterStep as the script's text.

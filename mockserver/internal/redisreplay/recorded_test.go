@@ -259,7 +259,10 @@ func TestRecordOnceReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 	issued := now.Add(-time.Minute)
 	until := time.UnixMilli(4_000_000_000_000).Add(time.Microsecond)
 	margin := strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10)
-	marker := []string{"EVAL", replaymarker.Script, "1", "p:since", margin, clockRead}
+	// the marker's script after a read and after a write (the fake
+	// answers no generation: the process has seen 0)
+	marker := []string{"EVAL", replaymarker.Script, "1", "p:since", margin, clockRead, "0", "0"}
+	markerWrote := []string{"EVAL", replaymarker.Script, "1", "p:since", margin, clockRead, "0", "1"}
 
 	before, from := len(f.commands()), time.Now().UnixMilli()
 	first, err := s.RecordOnce(t.Context(), "k", "w", until, issued)
@@ -268,7 +271,7 @@ func TestRecordOnceReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 	require.Equal(t, [][]string{
 		marker,
 		{"EVAL", onetime.Script, "1", "p:k", "w", "4000000000001", "0"},
-		marker,
+		markerWrote,
 	}, withClockRead(f.commands()[before:], from), "the marker decided by its script, before the write and with it, with the process's clock reading")
 
 	restart.Store(true)

@@ -56,6 +56,8 @@ type Store struct {
 	// lifetime is how long before its until a record may have been
 	// taken (the Verifier's maxAge + maxSkew, plus twice the margin).
 	lifetime time.Duration
+	// gen is the highest generation of the marker seen (replaymarker).
+	gen replaymarker.Generation
 
 	slots chan struct{} // one per connection open or being opened
 	idle  chan *conn
@@ -128,7 +130,7 @@ func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool
 	ms := replaymarker.CeilMilli(until)
 	cmds := [][]string{
 		{"SET", s.prefix + key, "1", "NX", "PXAT", strconv.FormatInt(ms, 10)},
-		s.markerCommand(),
+		s.markerCommand(true),
 	}
 	c, replies, err := s.exchange(ctx, cmds)
 	if err != nil {
@@ -143,7 +145,7 @@ func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool
 	case set.arr != nil || set.s != "OK":
 		return false, fmt.Errorf("redis: SET answered %q", set.s)
 	}
-	return markers.First(ms, s.lifetime, replies[1])
+	return markers.First(&s.gen, ms, s.lifetime, replies[1])
 }
 
 // bound gives ctx CallTimeout when it has no deadline.
@@ -186,7 +188,7 @@ func (s *Store) exchange(ctx context.Context, cmds [][]string) (*conn, []reply, 
 func (s *Store) Recorded(ctx context.Context, key string, since time.Time) (bool, error) {
 	ctx, cancel := bound(ctx)
 	defer cancel()
-	c, replies, err := s.exchange(ctx, [][]string{{"GET", s.prefix + key}, s.markerCommand()})
+	c, replies, err := s.exchange(ctx, [][]string{{"GET", s.prefix + key}, s.markerCommand(false)})
 	if err != nil {
 		return false, err
 	}
@@ -198,7 +200,7 @@ func (s *Store) Recorded(ctx context.Context, key string, since time.Time) (bool
 	if val.arr != nil {
 		return false, errors.New("redis: GET answered an array")
 	}
-	if _, err := markers.Vouch(since, replies[1]); err != nil {
+	if _, err := markers.Vouch(&s.gen, since, replies[1]); err != nil {
 		return false, err
 	}
 	return !val.null, nil
@@ -228,17 +230,17 @@ func (s *Store) RecordOnce(ctx context.Context, key, writer string, until, since
 	}
 	ctx, cancel := bound(ctx)
 	defer cancel()
-	c, replies, err := s.exchange(ctx, [][]string{s.markerCommand()})
+	c, replies, err := s.exchange(ctx, [][]string{s.markerCommand(false)})
 	if err != nil {
 		return false, err
 	}
-	began, err := markers.Vouch(since, replies[0])
+	began, err := markers.Vouch(&s.gen, since, replies[0])
 	if err != nil {
 		s.put(c, true)
 		return false, err
 	}
 	replies, err = c.do(ctx, []string{"EVAL", onetime.Script, "1", s.prefix + key, writer, strconv.FormatInt(replaymarker.CeilMilli(until), 10), "0"},
-		s.markerCommand())
+		s.markerCommand(true))
 	if err != nil {
 		s.put(c, false)
 		return false, err
@@ -248,7 +250,7 @@ func (s *Store) RecordOnce(ctx context.Context, key, writer string, until, since
 	if rec.err != nil {
 		return false, rec.err
 	}
-	if err := markers.Same(began, marker); err != nil {
+	if err := markers.Same(&s.gen, began, marker); err != nil {
 		return false, err // the keys may have been lost between the two
 	}
 	if len(rec.arr) != 2 || (rec.arr[0] != onetime.New && rec.arr[0] != onetime.Found) {
@@ -289,10 +291,11 @@ func (s *Store) Finish(ctx context.Context, key, writer string) (bool, error) {
 // moves a newer marker earlier (as a SET of a TIME read before would), and
 // a Redis clock ahead of the reading is answered as such. Every read of
 // the marker is this script: one parser, one rule, shared with
-// redisstore.
-func (s *Store) markerCommand() []string {
-	margin, now := replaymarker.Args()
-	return []string{"EVAL", replaymarker.Script, "1", s.prefix + sinceKey, strconv.FormatInt(margin, 10), strconv.FormatInt(now, 10)}
+// redisstore. wrote says that a record was written before it in the same
+// round trip, which raises the marker's generation.
+func (s *Store) markerCommand(wrote bool) []string {
+	a := replaymarker.Args(&s.gen, wrote)
+	return []string{"EVAL", replaymarker.Script, "1", s.prefix + sinceKey, a[0], a[1], a[2], a[3]}
 }
 
 // get returns an idle connection (reused) or a new one, waiting for a

@@ -249,15 +249,16 @@ func redisLikeAt(clock func() time.Time) func(cmd []string) string {
 const clockRead = "<clock>"
 
 // withClockRead returns cmds with the marker script's caller's clock
-// reading (its last argument) replaced by clockRead when it is a reading
-// of this process's clock since from (Unix milliseconds).
+// reading (its argument before the generation and the wrote flag)
+// replaced by clockRead when it is a reading of this process's clock since
+// from (Unix milliseconds).
 func withClockRead(cmds [][]string, from int64) [][]string {
 	out := make([][]string, len(cmds))
 	for i, cmd := range cmds {
 		out[i] = cmd
-		if len(cmd) == 6 && cmd[0] == "EVAL" && cmd[1] == replaymarker.Script {
+		if len(cmd) == 8 && cmd[0] == "EVAL" && cmd[1] == replaymarker.Script {
 			if ms, err := strconv.ParseInt(cmd[5], 10, 64); err == nil && ms >= from && ms <= time.Now().UnixMilli() {
-				out[i] = append(slices.Clone(cmd[:5]), clockRead)
+				out[i] = append(slices.Clone(cmd[:5]), clockRead, cmd[6], cmd[7])
 			}
 		}
 	}
@@ -376,8 +377,8 @@ func TestRememberSpeaksRESP(t *testing.T) {
 	require.Equal(t, []string{"SELECT", "3"}, cmds[1])
 	require.Equal(t, "p:since", cmds[2][1], "settledStore's marker")
 	require.Equal(t, []string{"SET", "p:k", "1", "NX", "PXAT", "4000000000001"}, cmds[3])
-	require.Equal(t, []string{"EVAL", replaymarker.Script, "1", "p:since", strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10), clockRead},
-		withClockRead(cmds, from)[4], "the marker decided by the server, after the record, in the same round trip, with the process's clock reading")
+	require.Equal(t, []string{"EVAL", replaymarker.Script, "1", "p:since", strconv.FormatInt(dpop.ReplayStoreMargin.Milliseconds(), 10), clockRead, "0", "1"},
+		withClockRead(cmds, from)[4], "the marker decided by the server, after the record, in the same round trip, with the process's clock reading, the generation seen (the fake answers none) and that a record was written")
 	require.Len(t, cmds, 7, "one connection: AUTH and SELECT once")
 
 	for _, tc := range []struct {

@@ -21,7 +21,8 @@ type conn struct {
 
 // reply is one RESP2 reply: a simple string or bulk string (s), a null
 // bulk string (null), an integer (as s), an error reply (err), or an array
-// of at most maxArray strings (arr, non-nil; TIME's answer).
+// of at most maxArray strings (arr, non-nil: the marker's and the one-time
+// record's scripts' answers).
 type reply struct {
 	s    string
 	null bool
@@ -33,8 +34,9 @@ type reply struct {
 // or its error.
 func (r reply) StringSlice() ([]string, error) { return r.arr, r.err }
 
-// maxArray bounds the elements of an array reply the store reads.
-const maxArray = 2
+// maxArray bounds the elements of an array reply the store reads (the
+// marker script's three).
+const maxArray = 3
 
 // do writes cmds in one go and reads one reply each, within ctx: its
 // deadline becomes the connection's, and its cancellation ends the wait.
