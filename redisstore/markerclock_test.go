@@ -51,6 +51,7 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 		return v
 	}
 
+	const clockGen = "<TIME>"
 	for _, tc := range []struct {
 		name   string
 		marker string // "": missing
@@ -62,27 +63,29 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 		kept bool
 		// known is the highest generation the caller has seen, wrote
 		// that it wrote a record; gen is the generation answered (and
-		// stored).
+		// stored), clockGen for TIME in milliseconds.
 		known int64
 		wrote bool
 		gen   string
 	}{
-		{name: "missing", caller: T, answer: replaymarker.Began, gen: "1"},
+		{name: "missing", caller: T, answer: replaymarker.Began, gen: clockGen},
 		{name: "in step", marker: marker(old, run, T-5000), caller: T, answer: replaymarker.Vouched, start: old, gen: "3"},
 		{name: "in step, the caller saw this generation", marker: marker(old, run, T-5000), caller: T, known: 3, answer: replaymarker.Vouched, start: old, gen: "3"},
 		{name: "the caller wrote: the generation raised", marker: marker(old, run, T-5000), caller: T, known: 3, wrote: true, answer: replaymarker.Vouched, start: old, gen: "4"},
-		{name: "a generation below the caller's: rolled back", marker: marker(old, run, T-5000), caller: T, known: 4, answer: replaymarker.Began, gen: "5"},
+		{name: "a generation below the caller's: rolled back", marker: marker(old, run, T-5000), caller: T, known: 4, answer: replaymarker.Began, gen: clockGen},
+		{name: "begun above TIME when the caller saw more", caller: T, known: 9_000_000_000_000, answer: replaymarker.Began, gen: "9000000000001"},
 		{name: "caller behind by more than the margin", marker: marker(old, run, T+5000), caller: T - margin - 5000, answer: replaymarker.ClockAhead, start: old, kept: true, gen: "3"},
 		{name: "caller behind within the margin", marker: marker(old, run, T+5000), caller: T - margin + 10000, answer: replaymarker.Vouched, start: old, kept: true, gen: "3"},
 		{name: "caller ahead by more than the margin", marker: marker(old, run, T+5000), caller: T + margin + 10000, answer: replaymarker.CallerAhead, start: old, kept: true, gen: "3"},
 		{name: "caller ahead within the margin", marker: marker(old, run, T+5000), caller: T + margin - 10000, answer: replaymarker.Vouched, start: old, kept: true, gen: "3"},
-		{name: "clock stepped back below the high-water by more than the margin", marker: marker(old, run, T+margin+5000), caller: T, answer: replaymarker.Began, gen: "1"},
+		{name: "clock stepped back below the high-water by more than the margin", marker: marker(old, run, T+margin+5000), caller: T, answer: replaymarker.Began, gen: clockGen},
 		{name: "clock stepped back within the margin", marker: marker(old, run, T+margin/2), caller: T, answer: replaymarker.Vouched, start: old, kept: true, gen: "3"},
 		{name: "caller behind the high-water by more than the margin", marker: marker(old, run, T+margin/2), caller: T - margin/2 - 5000, answer: replaymarker.ClockAhead, start: old, kept: true, gen: "3"},
-		{name: "bare time bound, at the caller's generation", marker: strconv.FormatInt(old, 10), caller: T, known: 7, answer: replaymarker.Vouched, start: old, gen: "7"},
-		{name: "run_id marker upgraded", marker: marker(old, run), caller: T, answer: replaymarker.Vouched, start: old, gen: "0"},
-		{name: "another run", marker: marker(old, strings.Repeat("0", 40), T), caller: T, answer: replaymarker.Began, gen: "1"},
-		{name: "high-water not a time", marker: unreadableHighWater(old, run), caller: T, answer: replaymarker.Began, gen: "1"},
+		{name: "bare time bound, at TIME", marker: strconv.FormatInt(old, 10), caller: T, known: 7, answer: replaymarker.Vouched, start: old, gen: clockGen},
+		{name: "bare time bound, at the caller's generation when higher", marker: strconv.FormatInt(old, 10), caller: T, known: 9_000_000_000_000, answer: replaymarker.Vouched, start: old, gen: "9000000000000"},
+		{name: "run_id marker upgraded", marker: marker(old, run), caller: T, answer: replaymarker.Vouched, start: old, gen: clockGen},
+		{name: "another run", marker: marker(old, strings.Repeat("0", 40), T), caller: T, answer: replaymarker.Began, gen: clockGen},
+		{name: "high-water not a time", marker: unreadableHighWater(old, run), caller: T, answer: replaymarker.Began, gen: clockGen},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "clock:" + tc.name
@@ -99,6 +102,13 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, res, 3)
 			require.Equal(t, tc.answer, res[1], "answer")
+			if tc.gen == clockGen { // TIME in milliseconds
+				g, err := strconv.ParseInt(res[2], 10, 64)
+				require.NoError(t, err)
+				require.GreaterOrEqual(t, g, T, "generation")
+				require.LessOrEqual(t, g, after.UnixMilli()+1, "generation")
+				tc.gen = res[2]
+			}
 			require.Equal(t, tc.gen, res[2], "generation")
 			stored, err := c.Get(ctx, key).Result()
 			require.NoError(t, err)

@@ -123,10 +123,14 @@ const HighWaterStep = 1000
 // store has seen answered (ARGV[3]; the script answers the generation as
 // the array's third element). A marker of a lower generation than the
 // caller's is an older copy of the keyspace, missing records the caller
-// saw written, and is replaced (Began, of the caller's generation plus
-// one). A marker without a generation (a bare time, an older format) is
-// taken at the caller's generation. Not seen: a rollback that no running
-// process saw the newer generation of (all of them restarted since).
+// saw written, and is replaced (Began). A marker begun, and one without a
+// generation (a bare time, an older format) bound, takes TIME in
+// milliseconds as its generation, or the caller's generation (plus one,
+// when begun) when that is higher: so a generation only grows, and a
+// marker an operator wrote by hand is not taken for an older copy by
+// processes that saw more writes than the binding caller did. Not seen: a
+// rollback that no running process saw the newer generation of (all of
+// them restarted since).
 //
 // Because it is decided where it is stored, a marker write that reaches
 // the server late (its sender paused, its bytes held in a partitioned
@@ -190,7 +194,7 @@ if type(v) == 'string' then
   if ms and string.len(ms) <= 16 and tonumber(ms) <= now + margin and (r == nil or r == run)
       and (hw == nil or (string.len(hw) <= 16 and tonumber(hw) <= now + margin))
       and (gen == nil or (string.len(gen) <= 15 and tonumber(gen) >= known)) then
-    local g, write = known, gen == nil
+    local g, write = math.max(known, now), gen == nil
     if gen then
       g = tonumber(gen)
     end
@@ -216,7 +220,7 @@ if type(v) == 'string' then
     return {ms, '` + Vouched + `', g}
   end
 end
-local s, g = string.format('%.0f', now), string.format('%.0f', known + 1)
+local s, g = string.format('%.0f', now), string.format('%.0f', math.max(known + 1, now))
 redis.call('SET', KEYS[1], s .. '@' .. run .. '@' .. s .. '@' .. g)
 return {s, '` + Began + `', g}
 `
