@@ -46,8 +46,9 @@ const SinceKey = "since"
 // (RDB, or AOF with appendfsync everysec) without the records written
 // after it. So the store keeps a marker, prefix + [SinceKey], holding when
 // the keyspace began by Redis's own clock (TIME), the run of the server
-// that began it, and the high-water of Redis's clock since:
-// "<ms>@<run_id>@<hw>", run_id being INFO server's, new on every start of
+// that began it, the high-water of Redis's clock since, and the marker's
+// generation, raised by every write (see [replaymarker.Script]):
+// "<ms>@<run_id>@<hw>@<gen>", run_id being INFO server's, new on every start of
 // the server (with or without persistence) and different on a replica
 // promoted by a failover. Every read of the marker is an EVAL of one
 // script ([replaymarker.Script]) on the marker's key, with this process's

@@ -37,9 +37,9 @@ const HighWaterStep = 1000
 // (in Unix milliseconds, rounded up), the server's run_id (INFO server: a
 // new one on every start of the server, so on every restart, with or
 // without persistence, and every restore from a snapshot or an AOF) and
-// the marker, "<ms>@<run_id>@<hw>": when the keyspace began, the run of
-// the server that began it, and the high-water of TIME seen by the
-// script since (the latest TIME it wrote). callerMillis is the caller's
+// the marker, "<ms>@<run_id>@<hw>@<gen>": when the keyspace began, the run of
+// the server that began it, the high-water of TIME seen by the
+// script since (the latest TIME it wrote), and its generation (below). callerMillis is the caller's
 // own clock reading (Unix milliseconds) when it sent the call.
 //
 // The marker stands when it was written by this run of the server, its
@@ -50,12 +50,13 @@ const HighWaterStep = 1000
 // integer of at most 16 characters), later than TIME + marginMillis, or
 // whose high-water is (Redis's clock stepped back after running ahead:
 // it expired, by the later clock, records whose until the callers still
-// count as live) is replaced by "<TIME>@<run_id>@<TIME>": the keyspace
+// count as live) is replaced by "<TIME>@<run_id>@<TIME>@<gen>": the keyspace
 // begins now, and the script answers {TIME, [Began]}. A bare time "<ms>"
 // (written by hand: an operator vouching for the keyspace as it is, or an
-// older version) is taken for this run, and a "<ms>@<run_id>" of an
-// older version has no high-water: the script binds or upgrades them,
-// writing "<ms>@<run_id>@<TIME>", without moving the time. A marker that
+// older version) is taken for this run, and a "<ms>@<run_id>" or
+// "<ms>@<run_id>@<hw>" of an older version has no high-water or no
+// generation: the script binds or upgrades them, writing
+// "<ms>@<run_id>@<TIME>@<gen>", without moving the time. A marker that
 // stands gets its high-water raised to TIME when TIME passed it by
 // [HighWaterStep] or more (one write a second at most).
 //
