@@ -63,7 +63,7 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 		kept bool
 		// known is the highest generation the caller has seen, wrote
 		// that it wrote a record; gen is the generation answered (and
-		// stored), clockGen for TIME in milliseconds.
+		// stored), clockGen for TIME in microseconds.
 		known int64
 		wrote bool
 		gen   string
@@ -73,7 +73,9 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 		{name: "in step, the caller saw this generation", marker: marker(old, run, T-5000), caller: T, known: 3, answer: replaymarker.Vouched, start: old, gen: "3"},
 		{name: "the caller wrote: the generation raised", marker: marker(old, run, T-5000), caller: T, known: 3, wrote: true, answer: replaymarker.Vouched, start: old, gen: "4"},
 		{name: "a generation below the caller's: rolled back", marker: marker(old, run, T-5000), caller: T, known: 4, answer: replaymarker.Began, gen: clockGen},
-		{name: "begun above TIME when the caller saw more", caller: T, known: 9_000_000_000_000, answer: replaymarker.Began, gen: "9000000000001"},
+		{name: "begun above TIME when the caller saw more", caller: T, known: 8_999_999_999_999_990, answer: replaymarker.Began, gen: "8999999999999991"},
+		{name: "begun at most at the highest generation", caller: T, known: replaymarker.MaxGeneration, answer: replaymarker.Began, gen: "9000000000000000"},
+		{name: "a write at the highest generation leaves it", marker: fmt.Sprintf("%d@%s@%d@%d", old, run, T-5000, replaymarker.MaxGeneration), caller: T, known: replaymarker.MaxGeneration, wrote: true, answer: replaymarker.Vouched, start: old, gen: "9000000000000000"},
 		{name: "caller behind by more than the margin", marker: marker(old, run, T+5000), caller: T - margin - 5000, answer: replaymarker.ClockAhead, start: old, kept: true, gen: "3"},
 		{name: "caller behind within the margin", marker: marker(old, run, T+5000), caller: T - margin + 10000, answer: replaymarker.Vouched, start: old, kept: true, gen: "3"},
 		{name: "caller ahead by more than the margin", marker: marker(old, run, T+5000), caller: T + margin + 10000, answer: replaymarker.CallerAhead, start: old, kept: true, gen: "3"},
@@ -82,7 +84,7 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 		{name: "clock stepped back within the margin", marker: marker(old, run, T+margin/2), caller: T, answer: replaymarker.Vouched, start: old, kept: true, gen: "3"},
 		{name: "caller behind the high-water by more than the margin", marker: marker(old, run, T+margin/2), caller: T - margin/2 - 5000, answer: replaymarker.ClockAhead, start: old, kept: true, gen: "3"},
 		{name: "bare time bound, at TIME", marker: strconv.FormatInt(old, 10), caller: T, known: 7, answer: replaymarker.Vouched, start: old, gen: clockGen},
-		{name: "bare time bound, at the caller's generation when higher", marker: strconv.FormatInt(old, 10), caller: T, known: 9_000_000_000_000, answer: replaymarker.Vouched, start: old, gen: "9000000000000"},
+		{name: "bare time bound, at the caller's generation when higher", marker: strconv.FormatInt(old, 10), caller: T, known: 8_999_999_999_999_990, answer: replaymarker.Vouched, start: old, gen: "8999999999999990"},
 		{name: "run_id marker upgraded", marker: marker(old, run), caller: T, answer: replaymarker.Vouched, start: old, gen: clockGen},
 		{name: "another run", marker: marker(old, strings.Repeat("0", 40), T), caller: T, answer: replaymarker.Began, gen: clockGen},
 		{name: "high-water not a time", marker: unreadableHighWater(old, run), caller: T, answer: replaymarker.Began, gen: clockGen},
@@ -102,11 +104,11 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, res, 3)
 			require.Equal(t, tc.answer, res[1], "answer")
-			if tc.gen == clockGen { // TIME in milliseconds
+			if tc.gen == clockGen { // TIME in microseconds
 				g, err := strconv.ParseInt(res[2], 10, 64)
 				require.NoError(t, err)
-				require.GreaterOrEqual(t, g, T, "generation")
-				require.LessOrEqual(t, g, after.UnixMilli()+1, "generation")
+				require.GreaterOrEqual(t, g, T*1000-1000, "generation")
+				require.LessOrEqual(t, g, after.UnixMicro(), "generation")
 				tc.gen = res[2]
 			}
 			require.Equal(t, tc.gen, res[2], "generation")
@@ -140,6 +142,8 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 		v, err := c.Get(ctx, "clock:bad").Result()
 		require.NoError(t, err)
 		require.Equal(t, marker(old, run, T), v, "nothing written")
+		err = c.Eval(ctx, replaymarker.Script, []string{"clock:bad"}, margin, T, "9000000000000001", "0").Err()
+		require.ErrorContains(t, err, "generation", "past the highest generation")
 	})
 }
 

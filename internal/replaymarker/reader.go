@@ -87,7 +87,7 @@ func (m *Reader) Result(g *Generation, a Answer) (began int64, wrote bool, _ err
 	}
 	if len(res) == 3 {
 		gen, err := strconv.ParseInt(res[2], 10, 64)
-		if err != nil || gen < 0 {
+		if err != nil || gen < 0 || gen > MaxGeneration {
 			return 0, false, fmt.Errorf("%sdeciding the replay keyspace's marker: the script answered %q", m.prefix, res)
 		}
 		g.saw(gen)

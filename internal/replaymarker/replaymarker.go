@@ -126,10 +126,13 @@ const HighWaterStep = 1000
 // caller's is an older copy of the keyspace, missing records the caller
 // saw written, and is replaced (Began). A marker begun, and one without a
 // generation (a bare time, an older format) bound, takes TIME in
-// milliseconds as its generation, or the caller's generation (plus one,
-// when begun) when that is higher: so a generation only grows, and a
-// marker an operator wrote by hand is not taken for an older copy by
-// processes that saw more writes than the binding caller did. Not seen: a
+// microseconds as its generation, or the caller's generation (plus one,
+// when begun) when that is higher: a generation grows by one a write,
+// and Redis takes fewer than a write a microsecond, so no process has
+// seen a generation past TIME in microseconds, and a marker an operator
+// wrote by hand is not taken for an older copy by one. A generation stops
+// at [MaxGeneration] (after the year 2255 at a write a microsecond): a
+// rollback is then no longer told. Not seen: a
 // rollback that no running process saw the newer generation of (all of
 // them restarted since).
 //
@@ -149,10 +152,11 @@ if not string.match(ARGV[2] or '', '^[+-]?%d+$') or string.len(ARGV[2]) > 16 the
   return redis.error_reply('ERR the caller\'s clock reading is not a time in Unix milliseconds')
 end
 local caller = tonumber(ARGV[2])
-if not string.match(ARGV[3] or '', '^%d+$') or string.len(ARGV[3]) > 15 then
-  return redis.error_reply('ERR the caller\'s generation is not a decimal integer')
+if not string.match(ARGV[3] or '', '^%d+$') or string.len(ARGV[3]) > 16 or tonumber(ARGV[3]) > ` + maxGeneration + ` then
+  return redis.error_reply('ERR the caller\'s generation is not a decimal integer of at most ` + maxGeneration + `')
 end
 local known = tonumber(ARGV[3])
+local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 if not run then
   return redis.error_reply('ERR INFO server answered no run_id: the replay keyspace cannot know its server lost writes')
@@ -194,13 +198,13 @@ if type(v) == 'string' then
   end
   if ms and string.len(ms) <= 16 and tonumber(ms) <= now + margin and (r == nil or r == run)
       and (hw == nil or (string.len(hw) <= 16 and tonumber(hw) <= now + margin))
-      and (gen == nil or (string.len(gen) <= 15 and tonumber(gen) >= known)) then
-    local g, write = math.max(known, now), gen == nil
+      and (gen == nil or (string.len(gen) <= 16 and tonumber(gen) <= ` + maxGeneration + ` and tonumber(gen) >= known)) then
+    local g, write = math.max(known, floor), gen == nil
     if gen then
       g = tonumber(gen)
     end
     if ARGV[4] == '1' then
-      g, write = g + 1, true
+      g, write = math.min(g + 1, ` + maxGeneration + `), true
     end
     local reach, mark = now, now
     if hw ~= nil and now < tonumber(hw) + ` + highWaterStep + ` then
@@ -221,13 +225,20 @@ if type(v) == 'string' then
     return {ms, '` + Vouched + `', g}
   end
 end
-local s, g = string.format('%.0f', now), string.format('%.0f', math.max(known + 1, now))
+local s, g = string.format('%.0f', now), string.format('%.0f', math.min(math.max(known + 1, floor), ` + maxGeneration + `))
 redis.call('SET', KEYS[1], s .. '@' .. run .. '@' .. s .. '@' .. g)
 return {s, '` + Began + `', g}
 `
 
 // highWaterStep is HighWaterStep as the script's text.
 const highWaterStep = "1000"
+
+// MaxGeneration is the highest generation of a marker: the largest
+// integer of this form that Lua's numbers (doubles) hold exactly.
+const MaxGeneration = 9_000_000_000_000_000
+
+// maxGeneration is MaxGeneration as the script's text.
+const maxGeneration = "9000000000000000"
 
 // Messages of [Script]'s error replies about eviction (no single quote:
 // they are in the script's Lua strings).
