@@ -172,3 +172,46 @@ func TestADenyReadLateDropsTheOlderGrant(t *testing.T) {
 	assert.False(t, d.Allowed() && d.Cached,
 		"the older cached GRANT is served after the client read the gateway's newer DENY for the pair")
 }
+
+// a-fix12b: the rule above first took any answer read late for a newer
+// decision, so a 503 (or 429, 400) read past the deadline, which decides
+// nothing, purged the token's cached decisions: an overloaded gateway's
+// slow 503s wiped the GRANTs that keep the token's other pairs served
+// through the outage. Only a 200 read and not used purges now.
+func TestALateAnswerThatDecidedNothingKeepsTheCache(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusBadRequest} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			g := startReference(t)
+			c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
+			c.SetToken(g.token(t, "alice"))
+
+			d, err := c.Check(t.Context(), "orders", "read")
+			require.NoError(t, err)
+			require.True(t, d.Allowed(), "alice reads orders: %v", d.Cause)
+
+			// An uncached pair; the gateway, overloaded, answers late.
+			ctx := frozentest.NewUnfired(time.Minute)
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				ctx.Pass()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				_, _ = w.Write([]byte(`{"error":"busy"}`))
+				return true
+			})
+			d, _ = c.Check(ctx, "orders", "write")
+			require.False(t, d.Allowed())
+			require.Equal(t, status, g.last(t).Status)
+
+			// The gateway still fails; the cached pair should still be served.
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return true
+			})
+			d, err = c.Check(t.Context(), "orders", "read")
+			g.setHook(nil)
+			assert.True(t, d.Allowed() && d.Cached,
+				"the token's cached GRANT was purged by a late %d, which decided nothing (err=%v cause=%v)", status, err, d.Cause)
+		})
+	}
+}

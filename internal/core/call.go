@@ -124,22 +124,15 @@ func (c *Core) Bound(ctx context.Context, cl *Call) (context.Context, context.Ca
 // settled before that code ran, so that a panic there (recovered by the
 // caller's middleware) never leaves a refused token's cached GRANTs
 // served.
-//
-// heard reports that the server answered (Post settled an answer), used
-// or not: read after the call's deadline, or cut short.
-func (c *Core) post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (_ []byte, heard bool, _ error) {
-	answer := errUnsettled
+func (c *Core) post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) ([]byte, error) {
+	var answer error
 	defer func() {
-		if answer != nil && answer != errUnsettled {
+		if answer != nil {
 			c.refused(ctx, cl, answer)
 		}
 	}()
-	data, err := c.x.Post(ctx, cred, url, body, header, cl.Own, &answer)
-	return data, answer != errUnsettled, err
+	return c.x.Post(ctx, cred, url, body, header, cl.Own, &answer)
 }
-
-// errUnsettled stands in post's answer until Post settles one.
-var errUnsettled = errors.New("no answer settled")
 
 // Late returns the Cause of a call out of time (transport.Late), said by
 // the client, or nil while it has time.
@@ -225,12 +218,11 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 				w.Close()
 			}
 		}()
-		data, heard, err := c.post(ctx, cl, cred, url, body, header)
-		var decided *transport.ResponseError
+		data, err := c.post(ctx, cl, cred, url, body, header)
 		// Answered: a 200 used, or one read but not used (after the
 		// deadline, or cut short), which could be newer than what the
 		// cache holds. Not a status that decided nothing (503, 429, 400).
-		returned, answered = true, err == nil || heard && !errors.As(err, &decided)
+		returned, answered = true, err == nil || transport.UnusedAnswer(err)
 		return &Outcome[[]byte]{Value: data, Err: err}
 	})
 	if shared {
@@ -359,8 +351,7 @@ func (c *Core) Exchange(ctx context.Context, cl *Call, send func(ctx context.Con
 	ctx, cancel := c.Bound(ctx, cl)
 	defer cancel()
 	return send(ctx, func(url string, body []byte, header http.Header) ([]byte, error) {
-		data, _, err := c.post(ctx, cl, cred, url, body, header)
-		return data, err
+		return c.post(ctx, cl, cred, url, body, header)
 	})
 }
 

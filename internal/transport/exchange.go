@@ -281,14 +281,14 @@ func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Resp
 	}
 	data, err := ReadBody(resp.Body, resp.ContentLength)
 	if err != nil {
-		return nil, callerOutcome(ctx, ownDeadline), false, x.Peer.Unavailable(err)
+		return nil, callerOutcome(ctx, ownDeadline), false, unused(resp, x.Peer.Unavailable(err))
 	}
 	// The one place an answer is taken: none is used once the call's
 	// deadline has passed, read on the clock (Late), whatever the status.
 	// The context's timer may not have fired yet: the process may have
 	// been frozen while the answer arrived.
 	if past := Late(ctx); past != nil {
-		return nil, timeOutcome(past, ownDeadline), true, x.Peer.Unavailable(past)
+		return nil, timeOutcome(past, ownDeadline), true, unused(resp, x.Peer.Unavailable(past))
 	}
 	token := cred.Ident()
 	switch resp.StatusCode {
@@ -306,6 +306,29 @@ func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Resp
 		return nil, outcomeNeutral, false, x.Peer.NewResponseError(resp, data, token)
 	}
 	return nil, outcomeSuccess, false, x.Peer.NewResponseError(resp, data, token)
+}
+
+// unusedAnswer is the Cause of a 200 answer the client read but did not
+// use (read after the call's deadline, or cut short): the server decided,
+// and the client cannot tell what (UnusedAnswer). Its text is the Cause's.
+type unusedAnswer struct{ error }
+
+func (u unusedAnswer) Unwrap() error { return u.error }
+
+// unused marks cause as an unused answer when resp is a 200.
+func unused(resp *http.Response, cause error) error {
+	if resp.StatusCode != http.StatusOK {
+		return cause
+	}
+	return unusedAnswer{cause}
+}
+
+// UnusedAnswer reports whether err is the Cause of a 200 answer read but
+// not used: a decision newer than what a cache holds of its token, which
+// the cache must then not serve (core's send).
+func UnusedAnswer(err error) bool {
+	var u unusedAnswer
+	return errors.As(err, &u)
 }
 
 // callerOutcome is what a request that got no answer says about the
