@@ -96,24 +96,7 @@ func TestAKeyspaceThatLostKeysBeginsAgain(t *testing.T) {
 						10*time.Second, 20*time.Millisecond)
 				}
 			}},
-		{name: "FLUSHDB and RESTORE of a DUMP", args: []string{"--maxmemory-policy", "noeviction"},
-			lose: func(t *testing.T, c *redis.Client) func() {
-				keys, err := c.Keys(ctx, "t:*").Result()
-				require.NoError(t, err)
-				dumps, ttls := map[string]string{}, map[string]time.Duration{}
-				for _, k := range keys {
-					dumps[k], err = c.Dump(ctx, k).Result()
-					require.NoError(t, err)
-					ttls[k], err = c.PTTL(ctx, k).Result()
-					require.NoError(t, err)
-				}
-				return func() {
-					require.NoError(t, c.FlushDB(ctx).Err())
-					for k, d := range dumps {
-						require.NoError(t, c.Restore(ctx, k, max(ttls[k], 0), d).Err())
-					}
-				}
-			}},
+		{name: "FLUSHDB and RESTORE of a DUMP", args: []string{"--maxmemory-policy", "noeviction"}, lose: dumped},
 		{name: "COPY to database 1, FLUSHDB, COPY back", args: []string{"--maxmemory-policy", "noeviction"},
 			lose: func(t *testing.T, c *redis.Client) func() {
 				keys := copyKeys(t, c)
@@ -193,4 +176,54 @@ func syncedFrom(t *testing.T, c *redis.Client, primary string) {
 		return err == nil && strings.Contains(info, "master_link_status:up") && n == 1
 	}, 20*time.Second, 20*time.Millisecond)
 	require.NoError(t, c.Do(ctx, "REPLICAOF", "NO", "ONE").Err())
+}
+
+// dumped takes a backup of c's keys (DUMP) and returns its restore after a
+// FLUSHDB.
+func dumped(t *testing.T, c *redis.Client) (restore func()) {
+	ctx := t.Context()
+	keys, err := c.Keys(ctx, "t:*").Result()
+	require.NoError(t, err)
+	dumps, ttls := map[string]string{}, map[string]time.Duration{}
+	for _, k := range keys {
+		dumps[k], err = c.Dump(ctx, k).Result()
+		require.NoError(t, err)
+		ttls[k], err = c.PTTL(ctx, k).Result()
+		require.NoError(t, err)
+	}
+	return func() {
+		require.NoError(t, c.FlushDB(ctx).Err())
+		for k, d := range dumps {
+			require.NoError(t, c.Restore(ctx, k, max(ttls[k], 0), d).Err())
+		}
+	}
+}
+
+// TestAFinishPutBackIsSeen: a-fix12b F4. Finish (the step on which the
+// reference server redeems an authorization code: it issues tokens only
+// when Finish answers true) wrote without the marker's script, so it
+// raised no generation: a copy taken between RecordOnce and Finish and
+// restored after it had the keyspace's own generation, and the writer's
+// repeated call finished the record a second time (a code redeemed
+// twice). Finish now raises the generation as every write does.
+func TestAFinishPutBackIsSeen(t *testing.T) {
+	ctx := t.Context()
+	c := redistest.Start(t, "--maxmemory-policy", "noeviction").Client()
+	s := NewReplayStore(c, "t:")
+	settled(t, c, "t:")
+	since, until := time.Now(), time.Now().Add(time.Minute)
+	mine, err := s.RecordOnce(ctx, "code", "w", until, since)
+	require.NoError(t, err)
+	require.True(t, mine)
+	restore := dumped(t, c)
+	done, err := s.Finish(ctx, "code", "w")
+	require.NoError(t, err)
+	require.True(t, done, "the first redemption answers")
+
+	restore()
+	mine, err = s.RecordOnce(ctx, "code", "w", until, since)
+	if err == nil && mine {
+		done, err = s.Finish(ctx, "code", "w")
+		require.False(t, err == nil && done, "the record is finished a second time after the keyspace was put back to a copy from before its Finish")
+	}
 }

@@ -434,14 +434,19 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until,
 // holds writer again, which only that writer's own repeat finds its own.
 // Calls return by ctx's deadline.
 func (s *ReplayStore) Finish(ctx context.Context, key, writer string) (bool, error) {
-	var res string
-	err := bounded(ctx, func() error {
-		var err error
-		res, err = s.client.Eval(ctx, onetime.FinishScript, []string{s.prefix + key}, writer).Text()
-		return err
-	})
+	var fin, marker *redis.Cmd
+	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
+		fin = pipe.Eval(ctx, onetime.FinishScript, []string{s.prefix + key}, writer)
+		marker = s.decideMarker(ctx, pipe, true) // a write: the generation rises
+	}); err != nil {
+		return false, err
+	}
+	res, err := fin.Text()
 	if err != nil {
 		return false, fmt.Errorf("redisstore: finishing a one-time record: %w", err)
+	}
+	if _, _, err := markers.Result(&s.gen, marker); err != nil {
+		return false, err
 	}
 	return res == "1", nil
 }

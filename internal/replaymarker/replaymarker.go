@@ -132,7 +132,13 @@ const HighWaterStep = 1000
 // seen a generation past TIME in microseconds, and a marker an operator
 // wrote by hand is not taken for an older copy by one. A generation stops
 // at [MaxGeneration] (after the year 2255 at a write a microsecond): a
-// rollback is then no longer told. Not seen: a
+// rollback is then no longer told.
+//
+// A process tells a rollback only by the generation it has itself seen:
+// one that made no call since the last write the copy misses (a replica
+// that only read, and not since that write) takes the older copy for the
+// keyspace until a process that saw the newer generation calls again,
+// which begins the keyspace for all. Not seen: a
 // rollback that no running process saw the newer generation of (all of
 // them restarted since).
 //

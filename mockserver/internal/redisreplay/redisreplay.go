@@ -269,7 +269,7 @@ func (s *Store) RecordOnce(ctx context.Context, key, writer string, until, since
 func (s *Store) Finish(ctx context.Context, key, writer string) (bool, error) {
 	ctx, cancel := bound(ctx)
 	defer cancel()
-	c, replies, err := s.exchange(ctx, [][]string{{"EVAL", onetime.FinishScript, "1", s.prefix + key, writer}})
+	c, replies, err := s.exchange(ctx, [][]string{{"EVAL", onetime.FinishScript, "1", s.prefix + key, writer}, s.markerCommand(true)})
 	if err != nil {
 		return false, err
 	}
@@ -279,6 +279,9 @@ func (s *Store) Finish(ctx context.Context, key, writer string) (bool, error) {
 		return false, r.err
 	case r.arr != nil || r.null || (r.s != "1" && r.s != "0"):
 		return false, errors.New("redis: finishing a one-time record: the script answered neither 1 nor 0")
+	}
+	if _, _, err := markers.Result(&s.gen, replies[1]); err != nil { // a write: the generation rose
+		return false, err
 	}
 	return replies[0].s == "1", nil
 }
