@@ -185,7 +185,9 @@ if evicted ~= '0' then
 end
 local stats = redis.call('INFO', 'commandstats')
 for tag, name in string.gmatch('aswapdb bmove cdebug dconfig|resetstat', '(%a)([%a|]+)') do
-  local calls = string.match(stats, '\ncmdstat_' .. name .. ':calls=(%d+)')
+  local key = '\ncmdstat_' .. name .. ':calls='
+  local i = string.find(stats, key, 1, true)
+  local calls = i and string.match(stats, '^%d+', i + string.len(key))
   if calls and calls ~= '0' then
     run = run .. tag .. calls
   end
