@@ -434,19 +434,22 @@ func (s *ReplayStore) RecordOnce(ctx context.Context, key, writer string, until,
 // holds writer again, which only that writer's own repeat finds its own.
 // Calls return by ctx's deadline.
 func (s *ReplayStore) Finish(ctx context.Context, key, writer string) (bool, error) {
-	var fin, marker *redis.Cmd
-	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
-		fin = pipe.Eval(ctx, onetime.FinishScript, []string{s.prefix + key}, writer)
-		marker = s.decideMarker(ctx, pipe, true) // a write: the generation rises
-	}); err != nil {
-		return false, err
-	}
-	res, err := fin.Text()
+	var res string
+	err := bounded(ctx, func() error {
+		var err error
+		res, err = s.client.Eval(ctx, onetime.FinishScript, []string{s.prefix + key}, writer).Text()
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("redisstore: finishing a one-time record: %w", err)
 	}
-	if _, _, err := markers.Result(&s.gen, marker); err != nil {
-		return false, err
+	// A write: the marker's generation rises, in a round trip of its own
+	// whose answer only raises what this store has seen. The record is
+	// finished whatever it says: an error here would refuse a redemption
+	// whose record is spent, and its retry too.
+	var marker *redis.Cmd
+	if s.pipelined(ctx, func(pipe redis.Pipeliner) { marker = s.decideMarker(ctx, pipe, true) }) == nil {
+		_, _, _ = markers.Result(&s.gen, marker)
 	}
 	return res == "1", nil
 }

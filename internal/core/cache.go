@@ -186,9 +186,18 @@ func (d *decisions) purgeAll() {
 // nothing once the token's entries were purged after it was made, so that
 // an answer in flight cannot bring a purged token's decisions back. A nil
 // *Writer (no cache, or a token too long to cache) stores nothing.
+//
+// A Writer handed out with a 200 answer (Send) that is closed having
+// stored or forgotten nothing (the answer could not be read: empty, cut
+// cleanly, past its bound, not the answer asked for) purges its token's
+// decisions as it closes: the server decided, newer than what the cache
+// holds, and the client cannot say what.
 type Writer struct {
-	w *cache.Writer[transport.Ident, string, bool]
-	d *decisions
+	w  *cache.Writer[transport.Ident, string, bool]
+	d  *decisions
+	id transport.Ident
+	// answered: handed out with a 200; wrote: Add or Forget was called.
+	answered, wrote bool
 }
 
 // writer returns the Writer of id's decisions, and indexes id
@@ -197,7 +206,7 @@ func (d *decisions) writer(id transport.Ident) *Writer {
 	if !d.cached(id) {
 		return nil
 	}
-	w := &Writer{w: d.lru.Writer(id), d: d} // the cache keeps its own copy of the token
+	w := &Writer{w: d.lru.Writer(id), d: d, id: id} // the cache keeps its own copy of the token
 	// After the Writer, whose group holds the cache's copy of the token,
 	// which the index keeps: the group is held while it is indexed.
 	d.digests.add(w.w.GroupValue(), d.lru)
@@ -211,6 +220,7 @@ func (w *Writer) Add(key string, allowed bool) {
 	if w == nil {
 		return
 	}
+	w.wrote = true
 	ttl := w.d.denyTTL
 	if allowed {
 		ttl = w.d.allowTTL
@@ -235,15 +245,22 @@ func (w *Writer) Forget(key string) {
 	}
 	// A zero TTL stores nothing and removes the earlier entry
 	// (cache.Writer.Add).
+	w.wrote = true
 	w.w.Add(key, false, 0, 0)
 }
 
-// Close releases the writer; closing it again, or a nil one, does
-// nothing.
+// Close releases the writer, purging its token's decisions when it was
+// handed out with a 200 answer and wrote nothing (see Writer); closing it
+// again, or a nil one, does nothing.
 func (w *Writer) Close() {
-	if w != nil {
-		w.w.Close()
+	if w == nil {
+		return
 	}
+	if w.answered && !w.wrote {
+		w.answered = false
+		w.d.purge(w.id)
+	}
+	w.w.Close()
 }
 
 // cacheStats are the cache's counters, entries and bytes.

@@ -127,7 +127,12 @@ func (c *Core) Bound(ctx context.Context, cl *Call) (context.Context, context.Ca
 func (c *Core) post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) ([]byte, error) {
 	var answer error
 	defer func() {
-		if answer != nil {
+		switch {
+		case transport.UnusedAnswer(answer):
+			// A 200 read but not used (late, cut short): newer than what
+			// the cache holds of the token, and unknown.
+			c.cache.purge(cl.ID)
+		case answer != nil:
 			c.refused(ctx, cl, answer)
 		}
 	}()
@@ -219,10 +224,7 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 			}
 		}()
 		data, err := c.post(ctx, cl, cred, url, body, header)
-		// Answered: a 200 used, or one read but not used (after the
-		// deadline, or cut short), which could be newer than what the
-		// cache holds. Not a status that decided nothing (503, 429, 400).
-		returned, answered = true, err == nil || transport.UnusedAnswer(err)
+		returned, answered = true, err == nil
 		return &Outcome[[]byte]{Value: data, Err: err}
 	})
 	if shared {
@@ -231,14 +233,17 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 	if out.Err != nil {
 		if answered && w != nil {
 			// The server answered, but this caller, who was to store the
-			// answer, did not take it (its deadline passed as the answer
-			// was read or at the hand-over, or the answer was cut short):
-			// callers that shared a whole answer are served it, and no
-			// older decision of the token may be served after it.
+			// answer, left before taking it (its deadline passed at the
+			// hand-over): callers that shared it are served it, and no
+			// older decision of the token may be served after it. (An
+			// answer read but not used was purged for in post.)
 			c.purge(cl.ID)
 		}
 		w.Close()
 		return nil, nil, out.Err
+	}
+	if w != nil {
+		w.answered = true // closed unwritten, it purges (Writer)
 	}
 	return out.Value, w, nil
 }

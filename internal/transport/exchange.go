@@ -294,7 +294,7 @@ func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Resp
 	switch resp.StatusCode {
 	case http.StatusOK:
 		if len(data) > MaxBody {
-			return nil, outcomeSuccess, false, x.Peer.Malformed("the body exceeds %d bytes", MaxBody)
+			return nil, outcomeSuccess, false, unused(resp, x.Peer.Malformed("the body exceeds %d bytes", MaxBody))
 		}
 		if released(cred) { // an answer for a token the client let go of meanwhile
 			return nil, outcomeSuccess, false, x.Peer.Err(ErrTokenChanged)
