@@ -22,6 +22,7 @@ import (
 //     declared bytes, no read error, the JSON is cut -> ErrMalformedResponse;
 //   - a body past MaxBody -> Malformed;
 //   - a body that is not the answer's JSON.
+//
 // The gateway's newer DENY was read, and the older GRANT was served next.
 func TestAUnused200OfAnyKindDropsTheOlderGrant(t *testing.T) {
 	t.Parallel()
