@@ -26,6 +26,7 @@ import (
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -79,7 +80,7 @@ func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 	c.SetToken(aliceToken)
 
 	const calls = 100
-	grown := heapGrowth(func() {
+	grown := testkit.HeapGrowth(func() {
 		for i := range calls {
 			path := fmt.Sprint("orders/", i, "/", strings.Repeat("x", 256<<10))
 			resource, _, _ := strings.Cut(path, "/") // shares path's bytes
@@ -105,7 +106,7 @@ func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
 	longPath := "/orders/" + strings.Repeat("x", 100<<10)
 
 	const calls = 100
-	grown := heapGrowth(func() {
+	grown := testkit.HeapGrowth(func() {
 		for i := range calls {
 			d, err := c.Check(t.Context(), "orders", "read",
 				pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint(longPath, i)}))
@@ -582,7 +583,7 @@ func TestCacheBytesAreHonest(t *testing.T) {
 	// Warm up the connection pool and the client's own structures.
 	_, err = c.Check(pep.WithToken(t.Context(), "warm-up-token"), "orders", "read")
 	require.NoError(t, err)
-	grown := float64(heapGrowth(func() {
+	grown := float64(testkit.HeapGrowth(func() {
 		for _, tok := range tokens {
 			d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
 			require.NoError(t, err)
@@ -615,15 +616,4 @@ func TestDeclaredLengthIsNotTrusted(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, d.Allowed())
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<10))
-}
-
-// heapGrowth returns how many bytes the live heap grew by while fill ran.
-func heapGrowth(fill func()) int64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fill()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
 }
