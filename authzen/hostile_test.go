@@ -33,6 +33,15 @@ func standIn(t *testing.T, h http.HandlerFunc, opts ...authzen.Option) (*authzen
 	return c, srv
 }
 
+// evaluated is c.Evaluate of req with the test's context, failing the
+// test on an error.
+func evaluated(t *testing.T, c *authzen.Client, req authzen.Request, opts ...authzen.CallOption) authzen.Decision {
+	t.Helper()
+	d, err := c.Evaluate(t.Context(), req, opts...)
+	require.NoError(t, err)
+	return d
+}
+
 // answer answers every request with status and a JSON body.
 func answer(status int, body string) http.HandlerFunc {
 	return gatewaytest.Answer(status, "application/json", body)
@@ -110,8 +119,7 @@ func TestEvaluateAllowsOnlyTrue(t *testing.T) {
 		got = r.Header.Clone()
 		answer(200, `{"decision":true,"unknown":[1,2]}`)(w, r)
 	})
-	d, err := c.Evaluate(t.Context(), req)
-	require.NoError(t, err)
+	d := evaluated(t, c, req)
 	assert.True(t, d.Allowed())
 	assert.Equal(t, "Bearer "+pepToken, got.Get("Authorization"))
 	assert.NotEmpty(t, got.Get("X-Request-ID"))
@@ -208,14 +216,12 @@ func TestDiscovery(t *testing.T) {
 	require.NoError(t, err)
 	c.SetToken(pepToken)
 	require.NoError(t, c.Discover(t.Context()))
-	d, err := c.Evaluate(t.Context(), req)
-	require.NoError(t, err)
+	d := evaluated(t, c, req)
 	assert.True(t, d.Allowed())
 
 	mixUp, err := hangguard.NewAuthZEN(srv.URL + "/other")
 	require.NoError(t, err)
 	mixUp.SetToken(pepToken)
-	d, err = mixUp.Evaluate(t.Context(), req)
-	require.NoError(t, err)
+	d = evaluated(t, mixUp, req)
 	require.True(t, errors.Is(d.Cause, authzen.ErrDiscovery), "%v", d.Cause)
 }

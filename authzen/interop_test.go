@@ -96,8 +96,7 @@ func runTodoScenario(t *testing.T, c *authzen.Client, enrich func(authzen.Reques
 	}
 	for i, e := range sc.Evaluation {
 		r := enrich(e.Request.request())
-		d, err := c.Evaluate(t.Context(), r, authzen.NoCache())
-		require.NoError(t, err)
+		d := evaluated(t, c, r, authzen.NoCache())
 		got, v := verdict(d, e.Expected)
 		rows = append(rows, row{fmt.Sprintf("evaluation %2d: %s %s %s:%s", i+1, short(r.Subject.ID), r.Action.Name, r.Resource.Type, r.Resource.ID), fmt.Sprint(e.Expected), got, v})
 	}

@@ -28,8 +28,7 @@ func TestInvalidatorAcrossPEPs(t *testing.T) {
 	<-ch.Joined
 
 	cached := func(c *authzen.Client) bool {
-		d, err := c.Evaluate(t.Context(), todoRead)
-		require.NoError(t, err)
+		d := evaluated(t, c, todoRead)
 		require.True(t, d.Allowed())
 		return d.Cached
 	}

@@ -50,8 +50,7 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 	pdp := startSidecar(t)
 	c := sidecarClient(t, pdp, authzen.WithoutCredentials())
 	for range 2 {
-		d, err := c.Evaluate(t.Context(), readDoc)
-		require.NoError(t, err)
+		d := evaluated(t, c, readDoc)
 		assert.True(t, d.Allowed(), "cause %v", d.Cause)
 	}
 	require.Equal(t, [][]string{nil}, pdp.Authorizations(), "one request, without an Authorization header")
@@ -128,8 +127,7 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
 			c := sidecarClient(t, pdp, authzen.WithoutCredentials())
-			_, err := c.Evaluate(t.Context(), readDoc)
-			require.NoError(t, err)
+			evaluated(t, c, readDoc)
 			tt.give(c)
 			d, err := c.Evaluate(t.Context(), readDoc)
 			require.ErrorIs(t, err, authzen.ErrNoToken)
@@ -140,8 +138,7 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 			assert.Len(t, pdp.Authorizations(), 1, "nothing sent after the mistake; not even the cached grant is served")
 
 			c.ClearToken() // undoes the mistake: the client sends none again
-			d, err = c.Evaluate(t.Context(), readDoc)
-			require.NoError(t, err)
+			d = evaluated(t, c, readDoc)
 			assert.True(t, d.Allowed())
 			assert.Equal(t, [][]string{nil, nil}, pdp.Authorizations(), "asked again, still without an Authorization header")
 		})

@@ -160,8 +160,7 @@ func TestLogger(t *testing.T) {
 	srv, c := startTodo(t, authzen.WithLogger(slog.New(log)), authzen.WithRetry(0, 0, 0), authzen.WithBreaker(1, time.Hour),
 		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/realms/todo/access/v1/no-such-api", Evaluations: "/realms/todo/access/v1/evaluations"}))
 	for range 3 {
-		d, err := c.Evaluate(t.Context(), todoRead)
-		require.NoError(t, err)
+		d := evaluated(t, c, todoRead)
 		var re *authzen.ResponseError
 		require.ErrorAs(t, d.Cause, &re)
 		assert.Equal(t, http.StatusNotFound, re.StatusCode)
@@ -183,19 +182,17 @@ func TestErrorsSayAuthzen(t *testing.T) {
 	srv, c := startTodo(t, authzen.WithRetry(0, 0, 0), authzen.WithBreaker(1, time.Hour), authzen.WithTimeout(time.Second))
 	require.NoError(t, c.Discover(t.Context()))
 	srv.Stop()
-	d, err := c.Evaluate(t.Context(), todoRead)
-	require.NoError(t, err)
+	d := evaluated(t, c, todoRead)
 	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
 	assert.True(t, strings.HasPrefix(d.Cause.Error(), "authzen: PDP unavailable: "), d.Cause.Error())
-	d, err = c.Evaluate(t.Context(), todoRead)
-	require.NoError(t, err)
+	d = evaluated(t, c, todoRead)
 	require.ErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 	require.ErrorIs(t, d.Cause, authzen.ErrCircuitOpen)
 	assert.Equal(t, "authzen: circuit breaker open", d.Cause.Error())
 	assert.Equal(t, authzen.BreakerState(pep.BreakerOpen), c.Stats().Breaker, "Stats reports the breaker")
 
 	c.ClearToken()
-	_, err = c.Evaluate(t.Context(), todoRead)
+	_, err := c.Evaluate(t.Context(), todoRead)
 	require.ErrorIs(t, err, pep.ErrNoToken)
 	assert.Equal(t, "authzen: no token: call SetToken or SetDPoPToken (or make the client WithoutCredentials, for a PDP that takes none)", err.Error())
 	c.SetToken("a token\nwith a newline")

@@ -122,10 +122,8 @@ func TestCheckManyInputErrors(t *testing.T) {
 func TestCheckManyAsksOnlyForUncachedPairs(t *testing.T) {
 	t.Parallel()
 	g, c := startWithAlice(t)
-	_, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	_, err = c.Check(t.Context(), "invoices", "pay")
-	require.NoError(t, err)
+	checked(t, c, "orders", "read")
+	checked(t, c, "invoices", "pay")
 
 	r, err := c.CheckMany(t.Context(), []pep.Resource{
 		{Name: "orders", Scopes: []string{"read", "write"}},

@@ -48,14 +48,12 @@ func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 
 	for i := range 3 {
 		assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker, "before failure %d", i+1)
-		d, err := c.Check(t.Context(), "orders", "read")
-		require.NoError(t, err)
+		d := checked(t, c, "orders", "read")
 		assert.NotErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 	}
 	assert.Equal(t, pep.BreakerOpen, c.Stats().Breaker)
 
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	assert.False(t, d.Allowed())
 	require.ErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
@@ -92,8 +90,7 @@ func TestBreakerOptions(t *testing.T) {
 			c := g.newClient(t, append([]pep.Option{noRetry, pep.WithClock(clk.Now)}, tt.opts...)...)
 			c.SetToken(g.token(t, "alice"))
 			for range tt.failures {
-				d, err := c.Check(t.Context(), "orders", "read")
-				require.NoError(t, err)
+				d := checked(t, c, "orders", "read")
 				assert.NotErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 			}
 			assert.Equal(t, tt.failures, g.count())

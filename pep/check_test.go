@@ -80,8 +80,7 @@ func TestRequestOnTheWire(t *testing.T) {
 			c := g.newClient(t)
 			alice := g.token(t, "alice")
 			c.SetToken(alice)
-			d, err := c.Check(t.Context(), "orders", "read", tt.opts...)
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read", tt.opts...)
 			requireGatewayDecision(t, d, pep.Grant) // the server took the request as it is meant
 
 			r := g.last(t)
@@ -103,8 +102,7 @@ func TestGatewayURLWithPathPrefix(t *testing.T) {
 	c, err := hangguard.NewPep(g.URL+"/gw/", testRealm, testClient, pep.WithHTTPClient(g.Client()), noRetry)
 	require.NoError(t, err)
 	c.SetToken(g.token(t, "alice"))
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	assert.False(t, d.Allowed(), "the server has no /gw prefix, so this is a 404")
 	var re *pep.ResponseError
 	require.ErrorAs(t, d.Cause, &re)
@@ -297,19 +295,16 @@ func TestNoCacheBypassesReadButStores(t *testing.T) {
 	c := g.newClient(t)
 	c.SetToken(g.token(t, "carol"))
 
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	require.True(t, d.Allowed(), "carol reads orders through Acme Labs")
 
 	// The gateway changes its mind; NoCache sees it, and stores it.
 	g.unassign(t, "carol")
-	d, err = c.Check(t.Context(), "orders", "read", pep.NoCache())
-	require.NoError(t, err)
+	d = checked(t, c, "orders", "read", pep.NoCache())
 	requireGatewayDecision(t, d, pep.Deny)
 	assert.False(t, d.Cached)
 
-	d, err = c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d = checked(t, c, "orders", "read")
 	assert.True(t, d.Cached)
 	requireGatewayDecision(t, d, pep.Deny)
 	assert.Equal(t, 2, g.count())
@@ -376,8 +371,7 @@ func TestEveryAnswerReplacesTheCachedVerdict(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g, c := startWithAlice(t)
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant) // cached
 
 			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
@@ -388,8 +382,7 @@ func TestEveryAnswerReplacesTheCachedVerdict(t *testing.T) {
 			g.setHook(nil)
 
 			asked := g.count()
-			d, err = c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d = checked(t, c, "orders", "read")
 			assert.False(t, d.Cached, "the older GRANT is served in place of the gateway's newer answer")
 			assert.Equal(t, asked+1, g.count(), "the Check asks the gateway")
 			requireGatewayDecision(t, d, pep.Grant) // the reference server's answer

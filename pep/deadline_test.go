@@ -46,8 +46,7 @@ func TestAnswerPastTheDeadlineIsNotUsed(t *testing.T) {
 	requireDeadlineDenial(t, d)
 
 	g.setHook(nil)
-	d, err = c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d = checked(t, c, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant)
 	assert.False(t, d.Cached, "the answer taken past its call's deadline was cached")
 	assert.Equal(t, 2, g.count())

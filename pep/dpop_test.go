@@ -45,8 +45,7 @@ func TestDPoPRequest(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c, rec, tok := g.dpopClient(t, "alice", nil)
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant) // the server verified the proof
 
 	r := g.last(t)
@@ -82,8 +81,7 @@ func TestDPoPProofHTUIsNormalised(t *testing.T) {
 	c, err := hangguard.NewPep("HTTPS://Gateway.EXAMPLE.com:443/Base", testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: mock}))
 	require.NoError(t, err)
 	c.SetDPoPToken("dpop-bound-token", signer)
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	require.True(t, d.Allowed())
 	assert.Equal(t, "https://gateway.example.com/Base/realms/acme/authorization-decision-provider/authorize", htu.Load(),
 		"scheme and host lower-cased, default port dropped, path kept")
@@ -96,11 +94,9 @@ func TestDPoPFreshProofPerAttempt(t *testing.T) {
 	g := startReference(t)
 	c, _, _ := g.dpopClient(t, "alice", nil, fastRetry, pep.WithCache(0, 0, 0))
 	g.setHook(failFirst(nil, 503, 503))
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant)
-	_, err = c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	checked(t, c, "orders", "read")
 
 	reqs := g.received()
 	require.Len(t, reqs, 4)
@@ -161,8 +157,7 @@ func TestDPoPNonceChallenge(t *testing.T) {
 			tt.setup(t, g)
 			c, rec, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, 1, 1), pep.WithCache(0, 0, 0))
 
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant)
 			reqs := g.received()
 			require.Len(t, reqs, 2, "one resend with the nonce")
@@ -178,8 +173,7 @@ func TestDPoPNonceChallenge(t *testing.T) {
 
 			// The nonce is remembered for the origin: the next call uses
 			// the latest one at once.
-			d, err = c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d = checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant)
 			reqs = g.received()
 			require.Len(t, reqs, 3)
@@ -215,8 +209,7 @@ func TestDPoPNonceResendIsOutsideTheRetryBudget(t *testing.T) {
 		return false
 	})
 	c, _, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, 1, 1))
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant)
 	reqs := g.received()
 	require.Len(t, reqs, 3)
@@ -231,15 +224,13 @@ func TestDPoPAndBearerCacheSeparately(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c, _, tok := g.dpopClient(t, "alice", nil)
-	_, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	_, err = c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
+	checked(t, c, "orders", "read")
+	_, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized, "the server enforces the binding")
 	assert.Equal(t, "Bearer "+tok, g.last(t).Authorization)
 	assert.Equal(t, 2, g.count())
 	assert.Equal(t, 1, c.Stats().CacheEntries, "the Bearer refusal left the DPoP entry alone")
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	assert.True(t, d.Cached)
 }
 
@@ -251,15 +242,13 @@ func TestSameDPoPTokenWithoutSignerGetsNoCachedGrant(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c, _, tok := g.dpopClient(t, "alice", nil)
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	require.True(t, d.Allowed())
-	d, err = c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d = checked(t, c, "orders", "read")
 	require.True(t, d.Cached)
 
 	c.SetDPoPToken(tok, nil)
-	d, err = c.Check(t.Context(), "orders", "read")
+	d, err := c.Check(t.Context(), "orders", "read")
 	assert.False(t, d.Allowed(), "a GRANT served to a DPoP token the client can no longer prove")
 	require.ErrorIs(t, err, pep.ErrNoToken)
 	assert.Equal(t, 1, g.count(), "nothing is sent without a signer")

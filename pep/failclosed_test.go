@@ -403,8 +403,7 @@ func TestContentTypeIsNotChecked(t *testing.T) {
 				gatewaytest.Answer(http.StatusOK, contentType, faultGrant)(w, nil)
 				return true
 			})(t)
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant)
 			assert.Equal(t, 1, c.Stats().CacheEntries, "a gateway GRANT is cached")
 		})

@@ -96,3 +96,12 @@ func cannedResponse(r *http.Request, status int, body []byte) *http.Response {
 		Request:       r,
 	}
 }
+
+// checked is c.Check of resource and scope with the test's context,
+// failing the test on an error.
+func checked(t *testing.T, c *pep.Client, resource, scope string, opts ...pep.CallOption) pep.Decision {
+	t.Helper()
+	d, err := c.Check(t.Context(), resource, scope, opts...)
+	require.NoError(t, err)
+	return d
+}

@@ -57,8 +57,7 @@ func TestJunkTokensDoNotSwitchTheCacheOff(t *testing.T) {
 	}
 	hits := 0
 	for range 40 {
-		d, err := c.Check(t.Context(), "docs", "read")
-		require.NoError(t, err)
+		d := checked(t, c, "docs", "read")
 		require.True(t, d.Allowed())
 		if d.Cached {
 			hits++
@@ -457,8 +456,7 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 				c = g.newClient(t, pep.WithEventHandler(rec.handle))
 				c.SetToken(g.token(t, "alice"))
 			}
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			require.True(t, d.Allowed())
 			require.Equal(t, 1, c.Stats().CacheEntries)
 
@@ -468,7 +466,7 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 			g.setHook(tt.hook)
 			sent := g.count()
 			for range 2 {
-				_, err = c.Check(t.Context(), "orders", "write")
+				_, err := c.Check(t.Context(), "orders", "write")
 				if tt.expired {
 					require.ErrorIs(t, err, pep.ErrUnauthorized)
 					require.NotErrorIs(t, err, pep.ErrProofRejected)

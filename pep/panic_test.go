@@ -115,8 +115,7 @@ func TestBreakerProbeThatPanicsIsReleased(t *testing.T) {
 			logPanics.Store(false)
 
 			g.configure(t, `{}`) // the gateway is healthy again
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant)
 			require.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
 		})

@@ -134,8 +134,7 @@ func TestPanickingHandlerDoesNotBreakTheClient(t *testing.T) {
 	assert.Contains(t, logs.String(), "handler bug")
 
 	require.NotPanics(t, func() { c.SetToken(g.token(t, "alice")) }) // the refresh
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	assert.True(t, d.Allowed(), "the client keeps working")
 }
 

@@ -107,8 +107,7 @@ func TestTokenChangeStopsTheCall(t *testing.T) {
 
 				g.setHook(nil)
 				if ch.stillHeld { // the new token: nothing cached for it
-					d, err = c.Check(t.Context(), "orders", "read")
-					require.NoError(t, err)
+					d = checked(t, c, "orders", "read")
 					assert.False(t, d.Cached)
 				}
 				if !ch.dpop && !ch.same { // the old token, as a per-call token: nothing cached for it either
