@@ -189,3 +189,11 @@ func thumbprintOf(t testing.TB, pub crypto.PublicKey) string {
 	require.NoError(t, err)
 	return base64.RawURLEncoding.EncodeToString(tp)
 }
+
+// verified is v.Verify of req with the test's context, failing the test
+// when it refuses the proof.
+func verified(t testing.TB, v *Verifier, req Request) {
+	t.Helper()
+	_, err := v.Verify(t.Context(), req)
+	require.NoError(t, err)
+}

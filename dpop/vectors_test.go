@@ -154,8 +154,7 @@ func TestRFC9449SharedJTI(t *testing.T) {
 		return Request{Proofs: []string{p}, Method: "POST", URL: "https://server.example.com/token"}
 	}
 
-	_, err = v.Verify(t.Context(), req(first.Proof))
-	require.NoError(t, err)
+	verified(t, v, req(first.Proof))
 	clock.Advance(30 * time.Second)
 	_, err = v.Verify(t.Context(), req(first.Proof))
 	requireOnly(t, err, ErrReplay)

@@ -386,8 +386,7 @@ func TestVerifyReplay(t *testing.T) {
 	require.NoError(t, err)
 	proof := f.proof(t, nil)
 
-	_, err = v.Verify(t.Context(), f.request(proof))
-	require.NoError(t, err)
+	verified(t, v, f.request(proof))
 	_, err = v.Verify(t.Context(), f.request(proof))
 	requireOnly(t, err, ErrReplay)
 
@@ -398,8 +397,7 @@ func TestVerifyReplay(t *testing.T) {
 	otherKey := forgeSign(t, "EdDSA", testEd, mustJSON(t, h), mustJSON(t, claims))
 	req := f.request(otherKey)
 	req.JKT = thumbprintOf(t, testEd.Public())
-	_, err = v.Verify(t.Context(), req)
-	require.NoError(t, err)
+	verified(t, v, req)
 
 	// Still a replay at the end of the window, and too old after it.
 	clock.Advance(DefaultMaxAge)
@@ -417,14 +415,12 @@ func TestVerifyClockStepBack(t *testing.T) {
 	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(1))
 	require.NoError(t, err)
 	first := f.proof(t, nil)
-	_, err = v.Verify(t.Context(), f.request(first))
-	require.NoError(t, err)
+	verified(t, v, f.request(first))
 
 	// Later, a new proof purges the first from the cache.
 	clock.Advance(2 * time.Minute)
 	later := f.proof(t, func(_, c map[string]any) { c["iat"] = testNow.Add(2 * time.Minute).Unix() })
-	_, err = v.Verify(t.Context(), f.request(later))
-	require.NoError(t, err)
+	verified(t, v, f.request(later))
 
 	// The wall clock steps back: the first proof must not become fresh again.
 	clock.Set(testNow)
@@ -446,8 +442,7 @@ func TestVerifyOneWrongClockReadingAhead(t *testing.T) {
 	v, err := NewVerifier(WithClock(clock.Now))
 	require.NoError(t, err)
 	first := f.at(t, testNow)
-	_, err = v.Verify(t.Context(), f.request(first))
-	require.NoError(t, err)
+	verified(t, v, f.request(first))
 
 	clock.Set(testNow.Add(time.Hour)) // one request verified while the clock is an hour ahead
 	_, err = v.Verify(t.Context(), f.request(f.at(t, testNow)))
@@ -487,8 +482,7 @@ func TestVerifyFullReplayCacheForgetsTheOldest(t *testing.T) {
 	for range 3 {
 		p := a.at(t, testNow)
 		olds = append(olds, p)
-		_, err := v.Verify(t.Context(), a.request(p))
-		require.NoError(t, err)
+		verified(t, v, a.request(p))
 	}
 
 	clock.Advance(time.Second)
@@ -510,8 +504,7 @@ func TestVerifyFullReplayCacheForgetsTheOldest(t *testing.T) {
 
 	// Once the entries expire the cache is whole again.
 	clock.Advance(DefaultMaxAge + time.Second)
-	_, err = v.Verify(t.Context(), a.request(a.at(t, clock.Now())))
-	require.NoError(t, err)
+	verified(t, v, a.request(a.at(t, clock.Now())))
 	assert.Equal(t, 1, v.replay.len())
 }
 
@@ -526,11 +519,9 @@ func TestVerifyReplayKeyLimit(t *testing.T) {
 	require.NoError(t, err)
 	flooder, other := otherFixture(t), otherFixture(t)
 	first := flooder.at(t, testNow)
-	_, err = v.Verify(t.Context(), flooder.request(first))
-	require.NoError(t, err)
+	verified(t, v, flooder.request(first))
 	for range 2 {
-		_, err = v.Verify(t.Context(), flooder.request(flooder.at(t, testNow)))
-		require.NoError(t, err)
+		verified(t, v, flooder.request(flooder.at(t, testNow)))
 	}
 	_, err = v.Verify(t.Context(), flooder.request(flooder.at(t, testNow)))
 	requireOnly(t, err, ErrReplayCacheFull) // its limit is reached within one second
@@ -563,20 +554,17 @@ func TestVerifyReplayCacheOfOneProofPerKey(t *testing.T) {
 	for _, k := range keys[:3] {
 		p := k.at(t, testNow)
 		firsts = append(firsts, p)
-		_, err := v.Verify(t.Context(), k.request(p))
-		require.NoError(t, err)
+		verified(t, v, k.request(p))
 	}
 	clock.Advance(time.Second)
-	_, err = v.Verify(t.Context(), keys[3].request(keys[3].at(t, clock.Now())))
-	require.NoError(t, err)
+	verified(t, v, keys[3].request(keys[3].at(t, clock.Now())))
 	for i, p := range firsts {
 		_, err = v.Verify(t.Context(), keys[i].request(p))
 		require.Error(t, err, "a replay is never accepted")
 	}
 	_, err = v.Verify(t.Context(), keys[3].request(keys[3].at(t, testNow)))
 	requireOnly(t, err, ErrReplayCacheFull)
-	_, err = v.Verify(t.Context(), keys[0].request(keys[0].at(t, clock.Now())))
-	require.NoError(t, err)
+	verified(t, v, keys[0].request(keys[0].at(t, clock.Now())))
 }
 
 // TestCheckRecordsNothing: Check runs Verify's checks without recording,
@@ -706,8 +694,7 @@ func TestVerifyNonce(t *testing.T) {
 			if tt.nonces.mintErr == nil {
 				// The client retries with the nonce it was given.
 				retry := f.proof(t, func(_, c map[string]any) { c["nonce"] = nerr.Nonce })
-				_, err = v.Verify(t.Context(), f.request(retry))
-				require.NoError(t, err)
+				verified(t, v, f.request(retry))
 			}
 		})
 	}
