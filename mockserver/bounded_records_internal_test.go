@@ -48,8 +48,7 @@ func TestReusedCodesRevocationLastsAsLongAsItsToken(t *testing.T) {
 	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
-	s, err := New(WithFixture(a10bFixture()), WithIssuer(base), WithClock(clock), WithAdminSecret("boot"))
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(a10bFixture()), WithIssuer(base), WithClock(clock), WithAdminSecret("boot"))
 	ts.Config.Handler = s
 	ts.Start()
 	t.Cleanup(ts.Close)
@@ -84,8 +83,7 @@ func TestReusedCodesRevocationLastsAsLongAsItsToken(t *testing.T) {
 	// Ten minutes later every code (60 s) and every token (300 s) has
 	// expired. One more revocation forgets the realm's expired entries.
 	now.Add(int64(10 * time.Minute))
-	fresh, err := s.IssueToken("acme", "bob")
-	require.NoError(t, err)
+	fresh := mustIssue(t, s, "acme", "bob")
 	resp, body := post("/realms/acme/protocol/openid-connect/revoke", url.Values{"client_id": {"admin-cli"}, "token": {fresh}})
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	rr, ok := s.auth.revoked.realms.lookup("acme")
@@ -153,8 +151,7 @@ func TestAuditEntriesAreBoundedInBytes(t *testing.T) {
 // remembered, while the usual ways of addressing a server still answer.
 func TestIssuerHostIsBoundedBeforeItIsKept(t *testing.T) {
 	ts := httptest.NewUnstartedServer(nil)
-	s, err := New(WithFixture(authFixture()), WithAdminSecret("boot"))
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(authFixture()), WithAdminSecret("boot"))
 	ts.Config.Handler = s
 	ts.Start()
 	t.Cleanup(ts.Close)

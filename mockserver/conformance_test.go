@@ -319,8 +319,7 @@ func TestLocationsFollowThePublicURL(t *testing.T) {
 			http.Header{"X-Forwarded-Proto": {"https"}, "X-Forwarded-Host": {"public.test"}}, "https://public.test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := New(append([]Option{WithFixture(orgFixture()), WithAdminSecret("boot"), es256Tokens}, tc.opts...)...)
-			require.NoError(t, err)
+			s := mustNew(t, append([]Option{WithFixture(orgFixture()), WithAdminSecret("boot"), es256Tokens}, tc.opts...)...)
 			alice := token(t, s, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 				"username": {"alice"}, "password": {"alice"}}, tc.header)
 			admin := token(t, s, "master", url.Values{"grant_type": {"client_credentials"},

@@ -20,8 +20,7 @@ import (
 // values that are not a scheme or a host are ignored.
 func TestIssuerBase(t *testing.T) {
 	t.Parallel()
-	s, err := New(WithTrustedProxies("10.0.0.0/8", "192.0.2.7, ::1"))
-	require.NoError(t, err)
+	s := mustNew(t, WithTrustedProxies("10.0.0.0/8", "192.0.2.7, ::1"))
 	tests := []struct {
 		name, remote string
 		tls          bool
@@ -59,14 +58,13 @@ func TestIssuerBase(t *testing.T) {
 		})
 	}
 
-	fixed, err := New(WithIssuer("https://fixed.test"), WithTrustedProxies("10.0.0.0/8"))
-	require.NoError(t, err)
+	fixed := mustNew(t, WithIssuer("https://fixed.test"), WithTrustedProxies("10.0.0.0/8"))
 	r := httptest.NewRequest(http.MethodGet, "http://api.test/x", nil)
 	r.RemoteAddr = "10.0.0.1:1"
 	r.Header.Set("X-Forwarded-Host", "public.test")
 	assert.Equal(t, "https://fixed.test", fixed.issuerBase(r), "WithIssuer wins")
 
-	_, err = New(WithTrustedProxies("not-an-address"))
+	_, err := New(WithTrustedProxies("not-an-address"))
 	require.Error(t, err)
 }
 

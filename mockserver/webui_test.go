@@ -69,8 +69,7 @@ func newUIServer(t *testing.T, opts ...Option) *uiServer {
 	u := &uiServer{t: t}
 	u.now.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, u.now.Load()).UTC() }
-	s, err := New(append([]Option{WithFixture(uiFixture()), WithClock(clock), WithWebUI(), es256Tokens}, opts...)...)
-	require.NoError(t, err)
+	s := mustNew(t, append([]Option{WithFixture(uiFixture()), WithClock(clock), WithWebUI(), es256Tokens}, opts...)...)
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	u.s, u.url = s, ts.URL
@@ -188,8 +187,7 @@ func (u *uiServer) pages() []struct{ method, path string } {
 // TestWebUIIsOffByDefault: without WithWebUI no /ui/ route exists.
 func TestWebUIIsOffByDefault(t *testing.T) {
 	t.Parallel()
-	s, err := New(WithFixture(uiFixture()))
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(uiFixture()))
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	for _, path := range []string{"/ui/", "/ui/realms/acme/home", "/ui/realms/acme/login", "/ui/style.css"} {
@@ -366,8 +364,7 @@ func TestWebUISessionCookie(t *testing.T) {
 		})
 	}
 	t.Run("tls", func(t *testing.T) {
-		s, err := New(WithFixture(uiFixture()), WithWebUI())
-		require.NoError(t, err)
+		s := mustNew(t, WithFixture(uiFixture()), WithWebUI())
 		ts := httptest.NewTLSServer(s)
 		t.Cleanup(ts.Close)
 		c := ts.Client()
