@@ -15,7 +15,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 )
 
 // The tests of this file hold what an attack on the first version of the
@@ -133,8 +132,7 @@ func TestSemanticsStopWithinARequest(t *testing.T) {
 func TestDiscoveryKeepsDeadlines(t *testing.T) {
 	t.Parallel()
 	srv := gatewaytest.Start(t, func(_ http.ResponseWriter, r *http.Request) { gatewaytest.Hold(r) })
-	c, err := hangguard.NewAuthZEN(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(time.Hour))
-	require.NoError(t, err)
+	c := mustAuthZEN(t, srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(time.Hour))
 	c.SetToken(pepToken)
 	started := make(chan struct{})
 	go func() {
@@ -160,8 +158,7 @@ func TestDiscoveryKeepsDeadlines(t *testing.T) {
 	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded, "Evaluate returned only once its deadline had passed")
 	assert.ErrorIs(t, d.Cause, authzen.ErrDiscovery)
 
-	short, err := hangguard.NewAuthZEN(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(50*time.Millisecond))
-	require.NoError(t, err)
+	short := mustAuthZEN(t, srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(50*time.Millisecond))
 	assert.ErrorIs(t, short.Discover(t.Context()), authzen.ErrDiscovery, "Discover ends with the client's timeout")
 }
 
@@ -187,8 +184,7 @@ func TestDiscoveryKeepsEndpointsOnThePDPsOrigin(t *testing.T) {
 				}
 				answer(200, strings.NewReplacer("PDP", "https://"+r.Host, "ELSEWHERE", elsewhere.URL).Replace(tt.doc))(w, r)
 			}, gatewaytest.WithTLS())
-			c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithHTTPClient(pdp.Client()))
-			require.NoError(t, err)
+			c := mustAuthZEN(t, pdp.URL, authzen.WithHTTPClient(pdp.Client()))
 			c.SetToken(pepToken)
 			d := evaluated(t, c, req)
 			assert.False(t, d.Allowed())

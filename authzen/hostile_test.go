@@ -27,8 +27,7 @@ func standIn(t *testing.T, h http.HandlerFunc, opts ...authzen.Option) (*authzen
 		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation", Evaluations: "/access/v1/evaluations"}),
 		authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithTimeout(2 * time.Second),
 	}, opts...)
-	c, err := hangguard.NewAuthZEN(srv.URL, opts...)
-	require.NoError(t, err)
+	c := mustAuthZEN(t, srv.URL, opts...)
 	c.SetToken(pepToken)
 	return c, srv
 }
@@ -40,6 +39,14 @@ func evaluated(t *testing.T, c *authzen.Client, req authzen.Request, opts ...aut
 	d, err := c.Evaluate(t.Context(), req, opts...)
 	require.NoError(t, err)
 	return d
+}
+
+// mustAuthZEN is hangguard.NewAuthZEN, failing the test on an error.
+func mustAuthZEN(t testing.TB, pdp string, opts ...authzen.Option) *authzen.Client {
+	t.Helper()
+	c, err := hangguard.NewAuthZEN(pdp, opts...)
+	require.NoError(t, err)
+	return c
 }
 
 // answer answers every request with status and a JSON body.
@@ -212,15 +219,13 @@ func TestDiscovery(t *testing.T) {
 		}
 	})
 	srvURL = srv.URL
-	c, err := hangguard.NewAuthZEN(srv.URL)
-	require.NoError(t, err)
+	c := mustAuthZEN(t, srv.URL)
 	c.SetToken(pepToken)
 	require.NoError(t, c.Discover(t.Context()))
 	d := evaluated(t, c, req)
 	assert.True(t, d.Allowed())
 
-	mixUp, err := hangguard.NewAuthZEN(srv.URL + "/other")
-	require.NoError(t, err)
+	mixUp := mustAuthZEN(t, srv.URL+"/other")
 	mixUp.SetToken(pepToken)
 	d = evaluated(t, mixUp, req)
 	require.True(t, errors.Is(d.Cause, authzen.ErrDiscovery), "%v", d.Cause)

@@ -97,8 +97,7 @@ telemetry:
 	base := "http://" + httpAddr
 	waitHealthy(t, base+"/_cerbos/health")
 
-	c, err := hangguard.NewAuthZEN(base, authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
-	require.NoError(t, err)
+	c := mustAuthZEN(t, base, authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Discover(t.Context()))
 	rows, ok := runTodoScenario(t, c, todoSubjects(t))

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 )
 
@@ -19,8 +18,7 @@ func TestInvalidatorAcrossPEPs(t *testing.T) {
 	ch := invalidationtest.NewLong()
 	srv, a := startTodo(t, authzen.WithInvalidator(ch))
 	t.Cleanup(func() { _ = a.Close() })
-	b, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
-	require.NoError(t, err)
+	b := mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
 	t.Cleanup(func() { _ = b.Close() })
 	tok := srv.Token("todo", "service-account-todo-api")
 	b.SetToken(tok)

@@ -14,7 +14,6 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 )
 
 // startSidecar starts a PDP that takes no credential (Cerbos, OpenFGA
@@ -29,8 +28,7 @@ func startSidecar(t *testing.T) *gatewaytest.Server {
 // and opts, closed when the test ends.
 func sidecarClient(t *testing.T, pdp *gatewaytest.Server, opts ...authzen.Option) *authzen.Client {
 	t.Helper()
-	c, err := hangguard.NewAuthZEN(pdp.URL, append([]authzen.Option{authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"})}, opts...)...)
-	require.NoError(t, err)
+	c := mustAuthZEN(t, pdp.URL, append([]authzen.Option{authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"})}, opts...)...)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -151,8 +149,7 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 func TestWithoutCredentialsAgainstAPDPThatWantsOne(t *testing.T) {
 	t.Parallel()
 	srv, _ := startTodo(t)
-	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithoutCredentials(), authzen.WithHTTPClient(srv.Client()))
-	require.NoError(t, err)
+	c := mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithoutCredentials(), authzen.WithHTTPClient(srv.Client()))
 	t.Cleanup(func() { _ = c.Close() })
 	d, err := c.Evaluate(t.Context(), authzen.Request{
 		Subject:  authzen.Subject{Type: "identity", ID: "CiRmZDA2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs"},

@@ -32,8 +32,7 @@ func TestEventHandler(t *testing.T) {
 			got = append(got, name+" "+ev.Kind.String()+" "+ev.TokenType)
 		}
 	}
-	c, err := hangguard.NewAuthZEN("https://pdp.example.com", authzen.WithEventHandler(record("a")), authzen.WithEventHandler(record("b")))
-	require.NoError(t, err)
+	c := mustAuthZEN(t, "https://pdp.example.com", authzen.WithEventHandler(record("a")), authzen.WithEventHandler(record("b")))
 	c.SetToken("token-1")
 	c.SetDPoPToken("token-2", nil)
 	c.ClearToken()

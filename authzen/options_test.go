@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -32,8 +31,7 @@ func startTodo(t *testing.T, opts ...authzen.Option) (*mockservertest.Server, *a
 	t.Helper()
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"),
 		mockserver.WithAccessTokenAlgorithm("ES256"))
-	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", append([]authzen.Option{authzen.WithHTTPClient(srv.Client())}, opts...)...)
-	require.NoError(t, err)
+	c := mustAuthZEN(t, srv.URL+"/realms/todo", append([]authzen.Option{authzen.WithHTTPClient(srv.Client())}, opts...)...)
 	c.SetToken(srv.Token("todo", "service-account-todo-api"))
 	return srv, c
 }

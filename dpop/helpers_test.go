@@ -197,3 +197,11 @@ func verified(t testing.TB, v *Verifier, req Request) {
 	_, err := v.Verify(t.Context(), req)
 	require.NoError(t, err)
 }
+
+// mustVerifier is NewVerifier, failing the test on an error.
+func mustVerifier(t testing.TB, opts ...Option) *Verifier {
+	t.Helper()
+	v, err := NewVerifier(opts...)
+	require.NoError(t, err)
+	return v
+}

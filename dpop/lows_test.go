@@ -83,8 +83,7 @@ func TestSignerES256ProofsAreLowS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := mustSigner(t, tc.key)
-			v, err := NewVerifier()
-			require.NoError(t, err)
+			v := mustVerifier(t)
 			const url = "https://rs.example/r"
 			for range 100 {
 				proof, err := s.Proof("GET", url, "", "")
@@ -120,8 +119,7 @@ func TestVerifierProofIdentityIsKeyAndJTI(t *testing.T) {
 			if tc.store {
 				opts = append(opts, WithReplayStore(newMemStore(time.Now)))
 			}
-			v, err := NewVerifier(opts...)
-			require.NoError(t, err)
+			v := mustVerifier(t, opts...)
 			verify := func(ctx context.Context, proof string) error {
 				_, err := v.Verify(ctx, Request{Proofs: []string{proof}, Method: "GET", URL: url})
 				return err

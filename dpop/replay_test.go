@@ -30,8 +30,7 @@ func TestVerifyFutureDatedProofsLeaveFreshOnesIn(t *testing.T) {
 	const n = 100
 	T := testNow
 	clock := testkit.NewClock(T.Add(-10 * time.Second))
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(n), WithReplayKeyLimit(n))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(n), WithReplayKeyLimit(n))
 	type sent struct {
 		f     fixture
 		proof string
@@ -52,7 +51,7 @@ func TestVerifyFutureDatedProofsLeaveFreshOnesIn(t *testing.T) {
 
 	clock.Set(T)
 	honest := otherFixture(t)
-	_, err = v.Verify(t.Context(), honest.request(honest.at(t, T)))
+	_, err := v.Verify(t.Context(), honest.request(honest.at(t, T)))
 	require.NoError(t, err, "a fresh proof is refused after %d proofs spread over 10 s, each dated 10 s ahead", n)
 
 	// Replays stay refused while each proof is dated ahead, once it is
@@ -81,8 +80,7 @@ func TestVerifyFutureDatedProofsLeaveFreshOnesIn(t *testing.T) {
 func TestVerifyProofsDatedAheadPastTheBoundCostOneKey(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(100))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(100))
 	verify := func(r Request) error { _, err := v.Verify(t.Context(), r); return err }
 	a, b := otherFixture(t), otherFixture(t)
 	ahead := testNow.Add(5 * time.Second)
@@ -359,8 +357,7 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 	// a tenth of the cache, 1,000 here; 10,000 by default): the same
 	// bounds in the same proportions, at a tenth of the signatures.
 	const cacheSize, keyLimit = DefaultReplayCacheSize / 10, DefaultReplayKeyLimit / 10
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(cacheSize), WithReplayKeyLimit(keyLimit))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(cacheSize), WithReplayKeyLimit(keyLimit))
 	const url = "https://rs.example/api"
 	ahead := func(d time.Duration) func() time.Time { return func() time.Time { return clock.Now().Add(d) } }
 	var sent []string
@@ -412,8 +409,7 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 func TestVerifyProofDatedAheadNotLockedOutByKeysOfOneProofEach(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(100))
 	verify := func(r Request) error { _, err := v.Verify(t.Context(), r); return err }
 	var sent []Request
 	for range 30 { // three times the room (a tenth of 100)

@@ -26,8 +26,7 @@ func TestAProofIssuedBeforeTheVerifierIsRefused(t *testing.T) {
 	captured, err := key.WithClock(func() time.Time { return time.Now().Add(-2 * time.Second) }).Proof("DELETE", url, token, "")
 	require.NoError(t, err)
 
-	restarted, err := NewVerifier()
-	require.NoError(t, err)
+	restarted := mustVerifier(t)
 	_, err = restarted.Verify(t.Context(), request(captured))
 	require.ErrorIs(t, err, ErrIATTooOld, "a proof issued before the Verifier was made")
 	require.NotContains(t, err.Error(), token)
@@ -36,13 +35,11 @@ func TestAProofIssuedBeforeTheVerifierIsRefused(t *testing.T) {
 	_, err = restarted.Verify(t.Context(), request(fresh))
 	require.NoError(t, err, "a proof signed after the restart")
 
-	withStore, err := NewVerifier(WithReplayStore(newMemStore(time.Now)))
-	require.NoError(t, err)
+	withStore := mustVerifier(t, WithReplayStore(newMemStore(time.Now)))
 	_, err = withStore.Verify(t.Context(), request(captured))
 	require.NoError(t, err, "a store that vouches for the window decides, not the Verifier's age")
 
-	ownClock, err := NewVerifier(WithClock(time.Now))
-	require.NoError(t, err)
+	ownClock := mustVerifier(t, WithClock(time.Now))
 	_, err = ownClock.Verify(t.Context(), request(captured))
 	require.NoError(t, err, "on the caller's clock")
 }

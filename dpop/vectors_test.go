@@ -148,15 +148,14 @@ func TestRFC9449SharedJTI(t *testing.T) {
 	first, second := vec.Proofs[0], vec.Proofs[1]
 	require.Equal(t, first.JTI, second.JTI)
 	clock := testkit.NewClock(time.Unix(first.IAT, 0))
-	v, err := NewVerifier(WithClock(clock.Now))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now))
 	req := func(p string) Request {
 		return Request{Proofs: []string{p}, Method: "POST", URL: "https://server.example.com/token"}
 	}
 
 	verified(t, v, req(first.Proof))
 	clock.Advance(30 * time.Second)
-	_, err = v.Verify(t.Context(), req(first.Proof))
+	_, err := v.Verify(t.Context(), req(first.Proof))
 	requireOnly(t, err, ErrReplay)
 
 	clock.Set(time.Unix(second.IAT, 0))
@@ -168,8 +167,7 @@ func TestRFC9449SharedJTI(t *testing.T) {
 
 func newVerifierAt(t *testing.T, now time.Time) *Verifier {
 	t.Helper()
-	v, err := NewVerifier(WithClock(fixedClock(now)))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(fixedClock(now)))
 	return v
 }
 

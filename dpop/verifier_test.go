@@ -32,8 +32,7 @@ var testNow = time.Unix(1_700_000_000, 0)
 
 func newTestVerifier(t testing.TB, opts ...Option) *Verifier {
 	t.Helper()
-	v, err := NewVerifier(append([]Option{WithClock(fixedClock(testNow))}, opts...)...)
-	require.NoError(t, err)
+	v := mustVerifier(t, append([]Option{WithClock(fixedClock(testNow))}, opts...)...)
 	return v
 }
 
@@ -382,12 +381,11 @@ func TestVerifyReplay(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now))
 	proof := f.proof(t, nil)
 
 	verified(t, v, f.request(proof))
-	_, err = v.Verify(t.Context(), f.request(proof))
+	_, err := v.Verify(t.Context(), f.request(proof))
 	requireOnly(t, err, ErrReplay)
 
 	// Same jti under another key is a different proof.
@@ -412,8 +410,7 @@ func TestVerifyClockStepBack(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(1))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(1))
 	first := f.proof(t, nil)
 	verified(t, v, f.request(first))
 
@@ -424,7 +421,7 @@ func TestVerifyClockStepBack(t *testing.T) {
 
 	// The wall clock steps back: the first proof must not become fresh again.
 	clock.Set(testNow)
-	_, err = v.Verify(t.Context(), f.request(first))
+	_, err := v.Verify(t.Context(), f.request(first))
 	requireOnly(t, err, ErrIATTooOld)
 }
 
@@ -439,13 +436,12 @@ func TestVerifyOneWrongClockReadingAhead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now))
 	first := f.at(t, testNow)
 	verified(t, v, f.request(first))
 
 	clock.Set(testNow.Add(time.Hour)) // one request verified while the clock is an hour ahead
-	_, err = v.Verify(t.Context(), f.request(f.at(t, testNow)))
+	_, err := v.Verify(t.Context(), f.request(f.at(t, testNow)))
 	requireOnly(t, err, ErrIATTooOld)
 
 	clock.Set(testNow.Add(time.Second)) // the clock is right again
@@ -475,8 +471,7 @@ func (f fixture) at(t testing.TB, iat time.Time) string {
 func TestVerifyFullReplayCacheForgetsTheOldest(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(3))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(3))
 	a, b := otherFixture(t), otherFixture(t)
 	var olds []string
 	for range 3 {
@@ -486,7 +481,7 @@ func TestVerifyFullReplayCacheForgetsTheOldest(t *testing.T) {
 	}
 
 	clock.Advance(time.Second)
-	_, err = v.Verify(t.Context(), b.request(b.at(t, clock.Now())))
+	_, err := v.Verify(t.Context(), b.request(b.at(t, clock.Now())))
 	require.NoError(t, err, "a newer proof of another key is accepted")
 	_, err = v.Verify(t.Context(), a.request(a.at(t, clock.Now())))
 	require.NoError(t, err, "so is a newer proof of the key that filled the cache")
@@ -515,15 +510,14 @@ func TestVerifyFullReplayCacheForgetsTheOldest(t *testing.T) {
 func TestVerifyReplayKeyLimit(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(3))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(3))
 	flooder, other := otherFixture(t), otherFixture(t)
 	first := flooder.at(t, testNow)
 	verified(t, v, flooder.request(first))
 	for range 2 {
 		verified(t, v, flooder.request(flooder.at(t, testNow)))
 	}
-	_, err = v.Verify(t.Context(), flooder.request(flooder.at(t, testNow)))
+	_, err := v.Verify(t.Context(), flooder.request(flooder.at(t, testNow)))
 	requireOnly(t, err, ErrReplayCacheFull) // its limit is reached within one second
 
 	for range 10 {
@@ -547,8 +541,7 @@ func TestVerifyReplayKeyLimit(t *testing.T) {
 func TestVerifyReplayCacheOfOneProofPerKey(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(3))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(3))
 	keys := []fixture{otherFixture(t), otherFixture(t), otherFixture(t), otherFixture(t)}
 	var firsts []string
 	for _, k := range keys[:3] {
@@ -559,10 +552,10 @@ func TestVerifyReplayCacheOfOneProofPerKey(t *testing.T) {
 	clock.Advance(time.Second)
 	verified(t, v, keys[3].request(keys[3].at(t, clock.Now())))
 	for i, p := range firsts {
-		_, err = v.Verify(t.Context(), keys[i].request(p))
+		_, err := v.Verify(t.Context(), keys[i].request(p))
 		require.Error(t, err, "a replay is never accepted")
 	}
-	_, err = v.Verify(t.Context(), keys[3].request(keys[3].at(t, testNow)))
+	_, err := v.Verify(t.Context(), keys[3].request(keys[3].at(t, testNow)))
 	requireOnly(t, err, ErrReplayCacheFull)
 	verified(t, v, keys[0].request(keys[0].at(t, clock.Now())))
 }
@@ -574,14 +567,13 @@ func TestCheckRecordsNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(1))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(1))
 	proof := f.proof(t, nil)
 	for range 3 {
 		_, err := v.Check(t.Context(), f.request(proof))
 		require.NoError(t, err)
 	}
-	_, err = v.Check(t.Context(), f.request(f.proof(t, nil)))
+	_, err := v.Check(t.Context(), f.request(f.proof(t, nil)))
 	require.NoError(t, err, "nothing checked filled the cache of one")
 	assert.Zero(t, v.replay.len())
 

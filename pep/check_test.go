@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -99,8 +98,7 @@ func TestGatewayURLWithPathPrefix(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	// The server serves at the root; a prefix must show up in the path.
-	c, err := hangguard.NewPep(g.URL+"/gw/", testRealm, testClient, pep.WithHTTPClient(g.Client()), noRetry)
-	require.NoError(t, err)
+	c := mustPep(t, g.URL+"/gw/", testRealm, testClient, pep.WithHTTPClient(g.Client()), noRetry)
 	c.SetToken(g.token(t, "alice"))
 	d := checked(t, c, "orders", "read")
 	assert.False(t, d.Allowed(), "the server has no /gw prefix, so this is a 404")

@@ -74,8 +74,7 @@ func TestHungKeyBoundIsSharedByEverySignerOfIt(t *testing.T) {
 	const user = "CiRmZDA2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs"
 	binding := mockserver.TokenDPoPBinding(base.Thumbprint())
 	pepClient := func(s *dpop.Signer) func(context.Context) error {
-		c, err := hangguard.NewPep(srv.URL, "todo", "todo-api", pep.WithHTTPClient(srv.Client()), noRetry, pep.WithCache(0, 0, 0))
-		require.NoError(t, err)
+		c := mustPep(t, srv.URL, "todo", "todo-api", pep.WithHTTPClient(srv.Client()), noRetry, pep.WithCache(0, 0, 0))
 		t.Cleanup(func() { _ = c.Close() })
 		c.SetDPoPToken(srv.Token("todo", user, binding), s)
 		return func(ctx context.Context) error {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -78,8 +77,7 @@ func TestDPoPProofHTUIsNormalised(t *testing.T) {
 		htu.Store(claims.HTU)
 		return cannedResponse(r, 200, []byte(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`)), nil
 	})
-	c, err := hangguard.NewPep("HTTPS://Gateway.EXAMPLE.com:443/Base", testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: mock}))
-	require.NoError(t, err)
+	c := mustPep(t, "HTTPS://Gateway.EXAMPLE.com:443/Base", testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: mock}))
 	c.SetDPoPToken("dpop-bound-token", signer)
 	d := checked(t, c, "orders", "read")
 	require.True(t, d.Allowed())

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -83,8 +82,7 @@ func TestFailClosed(t *testing.T) {
 				// Refused on every attempt, and no parallel test's server
 				// can take the port in the meantime.
 				url := "http://" + gatewaytest.Refusing(t)
-				c, err := hangguard.NewPep(url, testRealm, testClient, fastRetry)
-				require.NoError(t, err)
+				c := mustPep(t, url, testRealm, testClient, fastRetry)
 				c.SetToken(faultToken)
 				return c, faultToken
 			},
@@ -208,8 +206,7 @@ func TestFailClosed(t *testing.T) {
 			name: "404 for a path the gateway does not serve",
 			setup: func(t *testing.T) (*pep.Client, string) {
 				g := startReference(t)
-				c, err := hangguard.NewPep(g.URL+"/no-such-prefix", testRealm, testClient, pep.WithHTTPClient(g.Client()), fastRetry)
-				require.NoError(t, err)
+				c := mustPep(t, g.URL+"/no-such-prefix", testRealm, testClient, pep.WithHTTPClient(g.Client()), fastRetry)
 				return withAlice(t, g, c)
 			},
 			wantRequests: 1,

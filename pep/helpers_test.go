@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -104,4 +105,12 @@ func checked(t *testing.T, c *pep.Client, resource, scope string, opts ...pep.Ca
 	d, err := c.Check(t.Context(), resource, scope, opts...)
 	require.NoError(t, err)
 	return d
+}
+
+// mustPep is hangguard.NewPep, failing the test on an error.
+func mustPep(t testing.TB, gateway, realm, clientID string, opts ...pep.Option) *pep.Client {
+	t.Helper()
+	c, err := hangguard.NewPep(gateway, realm, clientID, opts...)
+	require.NoError(t, err)
+	return c
 }

@@ -74,8 +74,7 @@ func TestJunkTokensDoNotSwitchTheCacheOff(t *testing.T) {
 // that string alive in the cache, whose budget counts only the name.
 func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20))
 	c.SetToken(aliceToken)
 
 	const calls = 100
@@ -99,8 +98,7 @@ func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
 	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
 	const budget = 4 << 20
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget))
 	c.SetToken(aliceToken)
 	longPath := "/orders/" + strings.Repeat("x", 100<<10)
 
@@ -294,8 +292,7 @@ func TestEveryCallerKeepsItsOwnDeadline(t *testing.T) {
 	t.Parallel()
 	g := gatewaytest.Start(t, func(_ http.ResponseWriter, r *http.Request) { gatewaytest.Hold(r) })
 	const timeout = 300 * time.Millisecond
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithTimeout(timeout), pep.WithHTTPClient(g.Client()))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, noRetry, pep.WithTimeout(timeout), pep.WithHTTPClient(g.Client()))
 	c.SetToken(aliceToken)
 
 	type caller struct {
@@ -391,8 +388,7 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 				}
 				gatewaytest.Answer(http.StatusOK, "application/json", b)(w, nil)
 			})
-			c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()), pep.WithCache(0, 0, 0))
-			require.NoError(t, err)
+			c := mustPep(t, g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()), pep.WithCache(0, 0, 0))
 			c.SetToken(aliceToken)
 			_, _ = c.Check(t.Context(), "orders", "read") // warm the connection, with a short answer
 
@@ -502,8 +498,7 @@ func TestCookiesAreNeverSent(t *testing.T) {
 		faultOK(w)
 	})
 	jar := &memoryJar{}
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Jar: jar}), pep.WithCache(0, 0, 0))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Jar: jar}), pep.WithCache(0, 0, 0))
 	c.SetToken(aliceToken)
 	for _, tok := range []string{aliceToken, bobToken} {
 		_, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
@@ -572,14 +567,13 @@ func TestSlowHandlerDoesNotHoldTheCall(t *testing.T) {
 // several times more.
 func TestCacheBytesAreHonest(t *testing.T) {
 	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCache(100_000, time.Hour, time.Hour))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCache(100_000, time.Hour, time.Hour))
 	tokens := make([]string, 3000)
 	for i := range tokens {
 		tokens[i] = fmt.Sprintf("eyJhbGciOiJFUzI1NiJ9.caller-%06d.%s", i, strings.Repeat("s", 86))
 	}
 	// Warm up the connection pool and the client's own structures.
-	_, err = c.Check(pep.WithToken(t.Context(), "warm-up-token"), "orders", "read")
+	_, err := c.Check(pep.WithToken(t.Context(), "warm-up-token"), "orders", "read")
 	require.NoError(t, err)
 	grown := float64(testkit.HeapGrowth(func() {
 		for _, tok := range tokens {
@@ -604,8 +598,7 @@ func TestDeclaredLengthIsNotTrusted(t *testing.T) {
 		_, _ = w.Write([]byte(`{"st`))
 		// The handler returns: the server closes the short body.
 	})
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()))
 	c.SetToken(aliceToken)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

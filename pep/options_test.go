@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -92,8 +91,7 @@ func TestWithHTTPClientIsCopiedNotMutated(t *testing.T) {
 	hc := &http.Client{Transport: transport, CheckRedirect: checkRedirect, Timeout: time.Minute}
 	before := *hc
 
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(hc))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(hc))
 	c.SetToken(g.token(t, "alice"))
 	d := checked(t, c, "orders", "read")
 	require.True(t, d.Allowed())

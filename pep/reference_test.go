@@ -30,7 +30,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -337,8 +336,7 @@ func (g *reference) newClient(t testing.TB, opts ...pep.Option) *pep.Client {
 // newClientOf is newClient for another client ID.
 func (g *reference) newClientOf(t testing.TB, clientID string, opts ...pep.Option) *pep.Client {
 	t.Helper()
-	c, err := hangguard.NewPep(g.URL, testRealm, clientID, append([]pep.Option{pep.WithHTTPClient(g.Client())}, opts...)...)
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, clientID, append([]pep.Option{pep.WithHTTPClient(g.Client())}, opts...)...)
 	return c
 }
 

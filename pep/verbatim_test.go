@@ -152,8 +152,7 @@ func TestRequestContextSentVerbatim(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(out)
 	})
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()))
 	c.SetToken(aliceToken)
 	tests := []struct {
 		name, resource, path string
