@@ -54,14 +54,12 @@ func TestEmptyItemContextIsTheDefaults(t *testing.T) {
 	c, _ := standIn(t, contextPDP)
 	item := req
 	item.Context = map[string]any{}
-	ds, err := c.Evaluations(t.Context(), authzen.Request{Context: map[string]any{"net": "trusted"}}, []authzen.Request{item})
-	require.NoError(t, err)
+	ds := evaluatedAll(t, c, authzen.Request{Context: map[string]any{"net": "trusted"}}, []authzen.Request{item})
 	require.True(t, ds[0].Allowed(), "the PDP applied the batch's trusted context")
 
 	d := evaluated(t, c, req)
 	assert.False(t, d.Allowed(), "without a context the PDP denies (cached: %v)", d.Cached)
-	ds, err = c.Evaluations(t.Context(), authzen.Request{Context: map[string]any{"net": "untrusted"}}, []authzen.Request{item})
-	require.NoError(t, err)
+	ds = evaluatedAll(t, c, authzen.Request{Context: map[string]any{"net": "untrusted"}}, []authzen.Request{item})
 	assert.False(t, ds[0].Allowed(), "under an untrusted batch context the PDP denies (cached: %v)", ds[0].Cached)
 }
 
@@ -109,8 +107,7 @@ func TestSemanticsStopWithinARequest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, _ := standIn(t, answer(200, tt.body))
-			ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(tt.s))
-			require.NoError(t, err)
+			ds := evaluatedAll(t, c, defaults, items, authzen.WithSemantic(tt.s))
 			require.Len(t, ds, len(items))
 			decided := 0
 			for i, d := range ds {

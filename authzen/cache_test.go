@@ -33,14 +33,12 @@ func TestEveryAnswerReplacesTheCachedDecision(t *testing.T) {
 			}},
 		{"an item's error (Evaluations, NoCache)", `{"evaluations":[{"decision":false,"context":{"error":{"status":404,"message":"no such document"}}}]}`,
 			func(t *testing.T, c *authzen.Client) {
-				ds, err := c.Evaluations(t.Context(), authzen.Request{}, []authzen.Request{req}, authzen.NoCache())
-				require.NoError(t, err)
+				ds := evaluatedAll(t, c, authzen.Request{}, []authzen.Request{req}, authzen.NoCache())
 				assert.False(t, ds[0].Allowed())
 			}},
 		{"a denial with reasons under a semantic", `{"evaluations":[{"decision":false,"context":{"reason":"revoked"}}]}`,
 			func(t *testing.T, c *authzen.Client) {
-				ds, err := c.Evaluations(t.Context(), authzen.Request{}, []authzen.Request{req}, authzen.WithSemantic(authzen.DenyOnFirstDeny))
-				require.NoError(t, err)
+				ds := evaluatedAll(t, c, authzen.Request{}, []authzen.Request{req}, authzen.WithSemantic(authzen.DenyOnFirstDeny))
 				assert.False(t, ds[0].Allowed())
 			}},
 	}

@@ -41,6 +41,15 @@ func evaluated(t *testing.T, c *authzen.Client, req authzen.Request, opts ...aut
 	return d
 }
 
+// evaluatedAll is c.Evaluations with the test's context, failing the test
+// on an error.
+func evaluatedAll(t *testing.T, c *authzen.Client, defaults authzen.Request, items []authzen.Request, opts ...authzen.CallOption) []authzen.Decision {
+	t.Helper()
+	ds, err := c.Evaluations(t.Context(), defaults, items, opts...)
+	require.NoError(t, err)
+	return ds
+}
+
 // mustAuthZEN is hangguard.NewAuthZEN, failing the test on an error.
 func mustAuthZEN(t testing.TB, pdp string, opts ...authzen.Option) *authzen.Client {
 	t.Helper()
@@ -180,8 +189,7 @@ func TestEvaluationsCountMismatch(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c, _ := standIn(t, answer(200, body))
-			ds, err := c.Evaluations(t.Context(), defaults, items)
-			require.NoError(t, err)
+			ds := evaluatedAll(t, c, defaults, items)
 			require.Len(t, ds, 2)
 			for _, d := range ds {
 				assert.False(t, d.Allowed())

@@ -109,8 +109,7 @@ func runTodoScenario(t *testing.T, c *authzen.Client, enrich func(authzen.Reques
 		}
 		defaults := enrich(b.Request.request())
 		for _, s := range []authzen.Semantic{authzen.ExecuteAll, authzen.DenyOnFirstDeny, authzen.PermitOnFirstPermit} {
-			ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(s), authzen.NoCache())
-			require.NoError(t, err)
+			ds := evaluatedAll(t, c, defaults, items, authzen.WithSemantic(s), authzen.NoCache())
 			stopped := false
 			for k, d := range ds {
 				want := b.Expected[k].Decision

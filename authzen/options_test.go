@@ -110,8 +110,7 @@ func TestBatchSize(t *testing.T) {
 		Action:   authzen.Action{Name: "can_update_todo"},
 		Resource: authzen.Resource{Type: "todo", ID: "7240d0db-8ff0-41ec-98b2-34a096273b92", Properties: map[string]any{"ownerID": "rick@the-citadel.com"}},
 	}
-	ds, err := c.Evaluations(t.Context(), authzen.Request{}, items)
-	require.NoError(t, err)
+	ds := evaluatedAll(t, c, authzen.Request{}, items)
 	require.Len(t, ds, 5)
 	for i, d := range ds {
 		require.NoError(t, d.Cause, "item %d", i)
@@ -166,8 +165,7 @@ func TestLogger(t *testing.T) {
 	assert.Equal(t, 1, log.count(slog.LevelError, "authzen: the PDP refuses this client's requests"))
 
 	srv.Stop()
-	ds, err := c.Evaluations(t.Context(), authzen.Request{}, []authzen.Request{todoRead})
-	require.NoError(t, err)
+	ds := evaluatedAll(t, c, authzen.Request{}, []authzen.Request{todoRead})
 	require.ErrorIs(t, ds[0].Cause, authzen.ErrUnavailable)
 	assert.Equal(t, 1, log.count(slog.LevelWarn, "authzen: failing closed"))
 	assert.Equal(t, 1, log.count(slog.LevelWarn, "authzen: circuit breaker changed"))

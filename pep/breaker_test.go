@@ -59,12 +59,11 @@ func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
 	assert.Equal(t, 3, g.count(), "an open breaker does not call the gateway")
 
-	r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
-	require.NoError(t, err)
+	r := checkedMany(t, c, t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
 	for _, d := range r.Decisions {
 		require.ErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 	}
-	_, err = c.Organizations(t.Context())
+	_, err := c.Organizations(t.Context())
 	require.ErrorIs(t, err, pep.ErrCircuitOpen)
 	assert.Equal(t, 3, g.count())
 }

@@ -37,8 +37,7 @@ func TestCheckDecisions(t *testing.T) {
 			t.Parallel()
 			c := g.newClient(t)
 			c.SetToken(g.token(t, tt.user))
-			d, err := c.Check(t.Context(), tt.resource, tt.scope)
-			require.NoError(t, err)
+			d := checkedIn(t, c, t.Context(), tt.resource, tt.scope)
 			assert.Equal(t, tt.resource, d.Resource)
 			assert.Equal(t, tt.scope, d.Scope)
 			assert.False(t, d.Cached)
@@ -174,12 +173,10 @@ func TestCacheTTLs(t *testing.T) {
 			c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(100, 30*time.Second, 10*time.Second))
 			c.SetToken(g.token(t, "alice"))
 			want := map[string]pep.Status{"read": pep.Grant, "write": pep.Deny}[tt.scope]
-			d, err := c.Check(t.Context(), "orders", tt.scope)
-			require.NoError(t, err)
+			d := checkedIn(t, c, t.Context(), "orders", tt.scope)
 			requireGatewayDecision(t, d, want)
 			clk.Advance(tt.then)
-			d, err = c.Check(t.Context(), "orders", tt.scope)
-			require.NoError(t, err)
+			d = checkedIn(t, c, t.Context(), "orders", tt.scope)
 			requireGatewayDecision(t, d, want)
 			assert.Equal(t, !tt.wantFetch, d.Cached)
 			assert.Equal(t, map[bool]int{false: 1, true: 2}[tt.wantFetch], g.count())
@@ -216,8 +213,7 @@ func TestCacheKeepsOnlyGatewayGrantAndDeny(t *testing.T) {
 			c := g.newClient(t, tt.opts...)
 			c.SetToken(g.token(t, "alice"))
 			for i := range 3 {
-				d, err := c.Check(t.Context(), "orders", tt.scope)
-				require.NoError(t, err)
+				d := checkedIn(t, c, t.Context(), "orders", tt.scope)
 				requireGatewayDecision(t, d, tt.wantStatus)
 				assert.Equal(t, i > 0 && tt.want.CacheHits > 0, d.Cached, "call %d", i)
 			}
@@ -435,22 +431,19 @@ func TestAnOlderAnswerNeverReplacesANewerOne(t *testing.T) {
 				many <- err
 			}()
 			<-arrived
-			d, err := c.Check(alice, "orders", "read")
-			require.NoError(t, err)
+			d := checkedIn(t, c, alice, "orders", "read")
 			require.False(t, d.Cached)
 			require.Equal(t, pep.Deny, d.Status, "the gateway's newer answer")
 			if evicted { // other traffic: bob's decisions evict alice's newer DENY
 				bob := pep.WithToken(t.Context(), g.token(t, "bob"))
 				for _, scope := range []string{"a", "b"} {
-					_, err := c.Check(bob, "invoices", scope)
-					require.NoError(t, err)
+					checkedIn(t, c, bob, "invoices", scope)
 				}
 			}
 			close(release)
 			require.NoError(t, <-many)
 
-			d, err = c.Check(alice, "orders", "read")
-			require.NoError(t, err)
+			d = checkedIn(t, c, alice, "orders", "read")
 			assert.False(t, d.Cached && d.Status == pep.Grant, "the older GRANT is served after the newer DENY")
 			if !evicted {
 				assert.True(t, d.Cached, "the newer DENY stays cached")
@@ -471,8 +464,7 @@ func TestWildcardReplacesOnlyItsTokensEntries(t *testing.T) {
 	alice := pep.WithToken(t.Context(), g.token(t, "alice"))
 	bob := pep.WithToken(t.Context(), g.token(t, "bob"))
 	for _, ctx := range []context.Context{alice, bob} {
-		d, err := c.Check(ctx, "orders", "write")
-		require.NoError(t, err)
+		d := checkedIn(t, c, ctx, "orders", "write")
 		require.False(t, d.Cached)
 	}
 
@@ -493,8 +485,7 @@ func TestWildcardReplacesOnlyItsTokensEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := c.Check(tt.ctx, tt.resource, tt.scope)
-			require.NoError(t, err)
+			d := checkedIn(t, c, tt.ctx, tt.resource, tt.scope)
 			requireGatewayDecision(t, d, tt.want)
 			assert.Equal(t, tt.cached, d.Cached)
 		})
@@ -512,37 +503,31 @@ func TestCachedCheckReadsOnlyItsOwnEntry(t *testing.T) {
 	c := g.newClient(t)
 	c.SetToken(g.token(t, "alice")) // a clerk: reads orders
 	ctx := t.Context()
-	d, err := c.Check(ctx, "orders", "read")
-	require.NoError(t, err)
+	d := checkedIn(t, c, ctx, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant)
 	sent := g.count()
 
 	dave := pep.WithToken(ctx, g.token(t, "dave")) // no role: reads nothing
-	d, err = c.Check(dave, "orders", "read")
-	require.NoError(t, err)
+	d = checkedIn(t, c, dave, "orders", "read")
 	requireGatewayDecision(t, d, pep.Deny)
 	assert.False(t, d.Cached, "a per-call token is not answered from the client token's entry")
 	assert.Equal(t, sent+1, g.count())
 
-	_, err = c.Check(pep.WithToken(ctx, ""), "orders", "read")
+	_, err := c.Check(pep.WithToken(ctx, ""), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrNoToken, "an empty per-call token does not fall back to the client token's entry")
 
 	for i, method := range []string{"GET", "POST", "GET"} {
-		d, err = c.Check(ctx, "orders", "read", pep.WithRequestContext(pep.RequestContext{Method: method, Path: "/orders"}))
-		require.NoError(t, err)
+		d = checkedIn(t, c, ctx, "orders", "read", pep.WithRequestContext(pep.RequestContext{Method: method, Path: "/orders"}))
 		assert.Equal(t, i == 2, d.Cached, "a request context has entries of its own, %s", method)
 	}
-	d, err = c.Check(ctx, "orders", "read", pep.NoCache())
-	require.NoError(t, err)
+	d = checkedIn(t, c, ctx, "orders", "read", pep.NoCache())
 	assert.False(t, d.Cached, "NoCache asks the gateway")
 	assert.Equal(t, sent+4, g.count())
 
-	d, err = c.Check(ctx, "orders", "read")
-	require.NoError(t, err)
+	d = checkedIn(t, c, ctx, "orders", "read")
 	assert.True(t, d.Cached)
 	assert.True(t, d.Allowed(), "the client token's entry, not dave's")
-	d, err = c.Check(dave, "orders", "read")
-	require.NoError(t, err)
+	d = checkedIn(t, c, dave, "orders", "read")
 	assert.True(t, d.Cached)
 	assert.False(t, d.Allowed(), "dave's entry, not the client token's")
 	assert.Equal(t, sent+4, g.count())
@@ -551,12 +536,10 @@ func TestCachedCheckReadsOnlyItsOwnEntry(t *testing.T) {
 func TestCheckHitAllocatesNothing(t *testing.T) {
 	g, c := startWithAlice(t)
 	ctx := t.Context()
-	_, err := c.Check(ctx, "orders", "read")
-	require.NoError(t, err)
+	checkedIn(t, c, ctx, "orders", "read")
 
 	perCall := pep.WithToken(ctx, g.token(t, "bob"))
-	_, err = c.Check(perCall, "orders", "read")
-	require.NoError(t, err)
+	checkedIn(t, c, perCall, "orders", "read")
 
 	for name, ctx := range map[string]context.Context{"client token": ctx, "per-call token": perCall} {
 		allocs := testing.AllocsPerRun(1000, func() {

@@ -23,8 +23,7 @@ func TestCloseReleasesConnections(t *testing.T) {
 	c := mustPep(t, g.URL, testRealm, bulkClient, pep.WithBatchSize(5), pep.WithCache(0, 0, 0))
 	c.SetToken(g.token(t, "alice"))
 	// 20 pairs in 4 requests at once: several connections.
-	res, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "reports", Scopes: bulkScopes(20)}})
-	require.NoError(t, err)
+	res := checkedMany(t, c, t.Context(), []pep.Resource{{Name: "reports", Scopes: bulkScopes(20)}})
 	require.True(t, res.Allowed())
 
 	require.NoError(t, c.Close())

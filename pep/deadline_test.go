@@ -41,8 +41,7 @@ func TestAnswerPastTheDeadlineIsNotUsed(t *testing.T) {
 	c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
 	c.SetToken(g.token(t, "alice"))
 
-	d, err := c.Check(ctx, "orders", "read")
-	require.NoError(t, err)
+	d := checkedIn(t, c, ctx, "orders", "read")
 	requireDeadlineDenial(t, d)
 
 	g.setHook(nil)

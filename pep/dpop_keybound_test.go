@@ -78,8 +78,7 @@ func TestHungKeyBoundIsSharedByEverySignerOfIt(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		c.SetDPoPToken(srv.Token("todo", user, binding), s)
 		return func(ctx context.Context) error {
-			d, err := c.Check(ctx, "todo", "can_read_todos")
-			require.NoError(t, err)
+			d := checkedIn(t, c, ctx, "todo", "can_read_todos")
 			return d.Cause
 		}
 	}

@@ -2,6 +2,7 @@ package pep_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -102,9 +103,7 @@ func cannedResponse(r *http.Request, status int, body []byte) *http.Response {
 // failing the test on an error.
 func checked(t *testing.T, c *pep.Client, resource, scope string, opts ...pep.CallOption) pep.Decision {
 	t.Helper()
-	d, err := c.Check(t.Context(), resource, scope, opts...)
-	require.NoError(t, err)
-	return d
+	return checkedIn(t, c, t.Context(), resource, scope, opts...)
 }
 
 // mustPep is hangguard.NewPep, failing the test on an error.
@@ -113,4 +112,20 @@ func mustPep(t testing.TB, gateway, realm, clientID string, opts ...pep.Option) 
 	c, err := hangguard.NewPep(gateway, realm, clientID, opts...)
 	require.NoError(t, err)
 	return c
+}
+
+// checkedIn is c.Check with ctx, failing the test on an error.
+func checkedIn(t *testing.T, c *pep.Client, ctx context.Context, resource, scope string, opts ...pep.CallOption) pep.Decision {
+	t.Helper()
+	d, err := c.Check(ctx, resource, scope, opts...)
+	require.NoError(t, err)
+	return d
+}
+
+// checkedMany is c.CheckMany with ctx, failing the test on an error.
+func checkedMany(t *testing.T, c *pep.Client, ctx context.Context, resources []pep.Resource, opts ...pep.CallOption) pep.Result {
+	t.Helper()
+	r, err := c.CheckMany(ctx, resources, opts...)
+	require.NoError(t, err)
+	return r
 }

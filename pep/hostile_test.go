@@ -501,8 +501,7 @@ func TestCookiesAreNeverSent(t *testing.T) {
 	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Jar: jar}), pep.WithCache(0, 0, 0))
 	c.SetToken(aliceToken)
 	for _, tok := range []string{aliceToken, bobToken} {
-		_, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-		require.NoError(t, err)
+		checkedIn(t, c, pep.WithToken(t.Context(), tok), "orders", "read")
 	}
 	assert.Equal(t, []string{"", ""}, cookies)
 	assert.Zero(t, jar.sets.Load(), "the caller's jar was not touched")
@@ -573,12 +572,10 @@ func TestCacheBytesAreHonest(t *testing.T) {
 		tokens[i] = fmt.Sprintf("eyJhbGciOiJFUzI1NiJ9.caller-%06d.%s", i, strings.Repeat("s", 86))
 	}
 	// Warm up the connection pool and the client's own structures.
-	_, err := c.Check(pep.WithToken(t.Context(), "warm-up-token"), "orders", "read")
-	require.NoError(t, err)
+	checkedIn(t, c, pep.WithToken(t.Context(), "warm-up-token"), "orders", "read")
 	grown := float64(testkit.HeapGrowth(func() {
 		for _, tok := range tokens {
-			d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-			require.NoError(t, err)
+			d := checkedIn(t, c, pep.WithToken(t.Context(), tok), "orders", "read")
 			require.True(t, d.Allowed())
 		}
 	}))

@@ -258,8 +258,7 @@ func FuzzInvalidationMessage(f *testing.F) {
 	dave := g.token(f, "dave")
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		b.Deliver(msg)
-		d, err := c.Check(pep.WithToken(t.Context(), dave), "orders", "read")
-		require.NoError(t, err)
+		d := checkedIn(t, c, pep.WithToken(t.Context(), dave), "orders", "read")
 		require.Equal(t, pep.Deny, d.Status)
 	})
 }

@@ -104,12 +104,10 @@ func TestEverySpellingOfARetiredTokenIsRetired(t *testing.T) {
 			// the token's cached decision.
 			for _, ctx := range []context.Context{ctx, pep.WithToken(t.Context(), alt)} {
 				before := g.count()
-				d, err := c.Check(ctx, "orders", "read")
-				require.NoError(t, err)
+				d := checkedIn(t, c, ctx, "orders", "read")
 				require.True(t, d.Allowed(), "the gateway grants the spelling: %+v", d)
 				require.Greater(t, g.count(), before, "served another spelling's cached decision")
-				d, err = c.Check(ctx, "orders", "read")
-				require.NoError(t, err)
+				d = checkedIn(t, c, ctx, "orders", "read")
 				require.True(t, d.Allowed() && d.Cached, "%+v", d)
 			}
 
