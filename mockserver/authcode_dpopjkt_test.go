@@ -42,15 +42,13 @@ func codeFlows(t *testing.T) map[string]func(t *testing.T) (codeFlow, string) {
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		require.Equal(t, http.StatusFound, resp.StatusCode)
-		loc, err := url.Parse(resp.Header.Get("Location"))
-		require.NoError(t, err)
+		loc := parseURL(t, resp.Header.Get("Location"))
 		return loc
 	}
 	tokenWith := func(t *testing.T, signer *dpop.Signer, tokenURL string) http.Header {
 		h := http.Header{}
 		if signer != nil {
-			proof, err := signer.Proof(http.MethodPost, tokenURL, "", "")
-			require.NoError(t, err)
+			proof := proofOf(t, signer, http.MethodPost, tokenURL, "", "")
 			h.Set("DPoP", proof)
 		}
 		return h
@@ -77,8 +75,7 @@ func codeFlows(t *testing.T) map[string]func(t *testing.T) (codeFlow, string) {
 					q.Set("password", "alice-pw")
 					resp, body := f.send("a", http.MethodPost, authPath, q, nil)
 					require.Equal(t, http.StatusFound, resp.StatusCode, body)
-					loc, err := url.Parse(resp.Header.Get("Location"))
-					require.NoError(t, err)
+					loc := parseURL(t, resp.Header.Get("Location"))
 					return loc
 				},
 				redeem: func(t *testing.T, form url.Values, signer *dpop.Signer) servertest.Result {
@@ -170,8 +167,7 @@ func TestACodeBoundToADPoPKeyIsRedeemedOnlyWithThatKey(t *testing.T) {
 // errors, with no code: never taken as no binding.
 func TestAnAuthorizationRequestWithAMalformedDPoPJKTIsRefused(t *testing.T) {
 	t.Parallel()
-	key, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	key := newKey(t)
 	good := key.Thumbprint()
 	for name, start := range codeFlows(t) {
 		t.Run(name, func(t *testing.T) {

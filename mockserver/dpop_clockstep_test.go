@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
@@ -24,8 +23,7 @@ func TestADPoPTokenIsIssuedAfterTheServersClockSteppedBack(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(time.Now().Add(10 * time.Minute)) // the host booted 10 minutes ahead
 	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithClock(clock.Now))
-	key, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	key := newKey(t)
 	signer := key.WithClock(clock.Now) // the client shares the server's clock
 	res := servertest.DPoPToken(t, srv, signer, "")
 	require.Equal(t, http.StatusOK, res.Status, "before the step: %s", res.Body)

@@ -219,10 +219,8 @@ func TestReplicasRedeemACodeWhoseSpendFailedAfterItsWriteOnItsRedeemersRetry(t *
 	const redirect = webRedirect
 	fx := webFixture()
 	f, store := startStoreFront(t, mockserver.WithFixture(fx))
-	holder, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	other, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	holder := newKey(t)
+	other := newKey(t)
 	redeem := f.redeemWith
 	for _, tc := range []struct {
 		name     string
