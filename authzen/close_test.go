@@ -29,15 +29,14 @@ func TestCloseReleasesConnections(t *testing.T) {
 	before := leakcheck.Current()
 	c := mustAuthZEN(t, srv.URL+"/realms/todo")
 	c.SetToken(srv.Token("todo", "service-account-todo-api"))
-	d, err := c.Evaluate(t.Context(), todoRead) // discovery, then the evaluation
-	require.NoError(t, err)
+	d := evaluated(t, c, todoRead) // discovery, then the evaluation
 	require.True(t, d.Allowed())
 	sent := c.Stats().PDPRequests
 
 	require.NoError(t, c.Close())
 	leakcheck.VerifyNone(t, before)
 
-	d, err = c.Evaluate(t.Context(), todoRead)
+	d, err := c.Evaluate(t.Context(), todoRead)
 	require.ErrorIs(t, err, authzen.ErrClosed)
 	assert.False(t, d.Allowed())
 	require.ErrorIs(t, d.Cause, authzen.ErrClosed)

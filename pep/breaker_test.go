@@ -161,8 +161,7 @@ func TestBreakerTransitionsAreLogged(t *testing.T) {
 	_, _ = c.Check(t.Context(), "orders", "read") // open -> half-open -> open
 	clk.Advance(5 * time.Second)
 	g.configure(t, `{}`)
-	d, err := c.Check(t.Context(), "orders", "read") // open -> half-open -> closed
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read") // open -> half-open -> closed
 	requireGatewayDecision(t, d, pep.Grant)
 
 	log.mu.Lock()

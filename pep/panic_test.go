@@ -100,8 +100,7 @@ func TestBreakerProbeThatPanicsIsReleased(t *testing.T) {
 			t.Cleanup(func() { _ = c.Close() })
 			c.SetToken(g.token(t, "alice"))
 
-			_, err := c.Check(t.Context(), "orders", "read") // the gateway fails: the breaker opens
-			require.NoError(t, err)
+			checked(t, c, "orders", "read") // the gateway fails: the breaker opens
 			require.Equal(t, pep.BreakerOpen, c.Stats().Breaker)
 			clk.Advance(5 * time.Second) // the next call is the probe
 
