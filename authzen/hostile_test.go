@@ -50,11 +50,13 @@ func evaluatedAll(t *testing.T, c *authzen.Client, defaults authzen.Request, ite
 	return ds
 }
 
-// mustAuthZEN is hangguard.NewAuthZEN, failing the test on an error.
+// mustAuthZEN is hangguard.NewAuthZEN, failing the test on an error, and closed when
+// the test ends.
 func mustAuthZEN(t testing.TB, pdp string, opts ...authzen.Option) *authzen.Client {
 	t.Helper()
 	c, err := hangguard.NewAuthZEN(pdp, opts...)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 

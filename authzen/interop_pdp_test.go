@@ -98,7 +98,6 @@ telemetry:
 	waitHealthy(t, base+"/_cerbos/health")
 
 	c := mustAuthZEN(t, base, authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
-	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Discover(t.Context()))
 	rows, ok := runTodoScenario(t, c, todoSubjects(t))
 	printTable(t, "Cerbos", rows)

@@ -19,7 +19,6 @@ func TestInvalidatorAcrossPEPs(t *testing.T) {
 	srv, a := startTodo(t, authzen.WithInvalidator(ch))
 	t.Cleanup(func() { _ = a.Close() })
 	b := mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
-	t.Cleanup(func() { _ = b.Close() })
 	tok := srv.Token("todo", "service-account-todo-api")
 	b.SetToken(tok)
 	<-ch.Joined

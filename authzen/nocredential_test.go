@@ -29,7 +29,6 @@ func startSidecar(t *testing.T) *gatewaytest.Server {
 func sidecarClient(t *testing.T, pdp *gatewaytest.Server, opts ...authzen.Option) *authzen.Client {
 	t.Helper()
 	c := mustAuthZEN(t, pdp.URL, append([]authzen.Option{authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"})}, opts...)...)
-	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
@@ -150,7 +149,6 @@ func TestWithoutCredentialsAgainstAPDPThatWantsOne(t *testing.T) {
 	t.Parallel()
 	srv, _ := startTodo(t)
 	c := mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithoutCredentials(), authzen.WithHTTPClient(srv.Client()))
-	t.Cleanup(func() { _ = c.Close() })
 	d, err := c.Evaluate(t.Context(), authzen.Request{
 		Subject:  authzen.Subject{Type: "identity", ID: "CiRmZDA2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs"},
 		Action:   authzen.Action{Name: "can_read_user"},

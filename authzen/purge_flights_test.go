@@ -53,7 +53,6 @@ func TestRemotePurgeRetiresRequestsInFlight(t *testing.T) {
 			}, tt.cache, authzen.WithInvalidator(ch), authzen.WithFlightWaitHook(func() { waiting <- struct{}{} }))
 			t.Cleanup(func() { _ = c.Close() })
 			other := mustAuthZEN(t, srv.URL, authzen.WithInvalidator(ch)) // another replica
-			t.Cleanup(func() { _ = other.Close() })
 			<-ch.Joined
 			<-ch.Joined
 			c.SetToken(tt.token)

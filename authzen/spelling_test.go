@@ -21,7 +21,6 @@ func replicaPair(t *testing.T) (srv *mockservertest.Server, a, b *authzen.Client
 	srv, a = startTodo(t, authzen.WithInvalidator(ch))
 	t.Cleanup(func() { _ = a.Close() })
 	b = mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
-	t.Cleanup(func() { _ = b.Close() })
 	<-ch.Joined
 	<-ch.Joined
 	ch.Beat(time.Now())

@@ -75,7 +75,6 @@ func TestHungKeyBoundIsSharedByEverySignerOfIt(t *testing.T) {
 	binding := mockserver.TokenDPoPBinding(base.Thumbprint())
 	pepClient := func(s *dpop.Signer) func(context.Context) error {
 		c := mustPep(t, srv.URL, "todo", "todo-api", pep.WithHTTPClient(srv.Client()), noRetry, pep.WithCache(0, 0, 0))
-		t.Cleanup(func() { _ = c.Close() })
 		c.SetDPoPToken(srv.Token("todo", user, binding), s)
 		return func(ctx context.Context) error {
 			d := checkedIn(t, c, ctx, "todo", "can_read_todos")

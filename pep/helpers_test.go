@@ -106,11 +106,13 @@ func checked(t *testing.T, c *pep.Client, resource, scope string, opts ...pep.Ca
 	return checkedIn(t, c, t.Context(), resource, scope, opts...)
 }
 
-// mustPep is hangguard.NewPep, failing the test on an error.
+// mustPep is hangguard.NewPep, failing the test on an error, and closed when
+// the test ends.
 func mustPep(t testing.TB, gateway, realm, clientID string, opts ...pep.Option) *pep.Client {
 	t.Helper()
 	c, err := hangguard.NewPep(gateway, realm, clientID, opts...)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 

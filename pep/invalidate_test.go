@@ -30,7 +30,6 @@ func newLongBus() *bus { return &bus{invalidationtest.NewLong()} }
 func (b *bus) client(t *testing.T, g *reference, opts ...pep.Option) *pep.Client {
 	t.Helper()
 	c := g.newClient(t, append([]pep.Option{pep.WithInvalidator(b)}, opts...)...)
-	t.Cleanup(func() { _ = c.Close() })
 	select {
 	case <-b.Joined:
 	case <-t.Context().Done():

@@ -92,7 +92,6 @@ func TestEverySpellingOfARetiredTokenIsRetired(t *testing.T) {
 				b.Beat(time.Now())
 			} else {
 				c = g.newClient(t)
-				t.Cleanup(func() { _ = c.Close() })
 			}
 			ctx := pep.WithToken(t.Context(), tok)
 			if rt.own {
@@ -138,7 +137,6 @@ func TestAForgedSpellingIsRefusedAndOnlyCostsAQuestion(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c := g.newClient(t)
-	t.Cleanup(func() { _ = c.Close() })
 	tok := g.token(t, "carol", mockserver.TokenClient(testClient))
 	forged, err := respell.Forged(tok)
 	require.NoError(t, err)
