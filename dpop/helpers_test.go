@@ -205,3 +205,12 @@ func mustVerifier(t testing.TB, opts ...Option) *Verifier {
 	require.NoError(t, err)
 	return v
 }
+
+// proofOf is s's proof for method, url, accessToken and nonce, failing the
+// test on an error.
+func proofOf(t testing.TB, s *Signer, method, url, accessToken, nonce string) string {
+	t.Helper()
+	p, err := s.Proof(method, url, accessToken, nonce)
+	require.NoError(t, err)
+	return p
+}

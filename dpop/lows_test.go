@@ -86,8 +86,7 @@ func TestSignerES256ProofsAreLowS(t *testing.T) {
 			v := mustVerifier(t)
 			const url = "https://rs.example/r"
 			for range 100 {
-				proof, err := s.Proof("GET", url, "", "")
-				require.NoError(t, err)
+				proof := proofOf(t, s, "GET", url, "", "")
 				require.LessOrEqual(t, proofS(t, proof).Cmp(half), 0, "a high-S signature")
 				verified(t, v, Request{Proofs: []string{proof}, Method: "GET", URL: url})
 				require.NoError(t, verifyWithGoJose(proof))

@@ -366,8 +366,7 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 		require.NoError(t, err)
 		s := key.WithClock(ahead(DefaultMaxSkew))
 		for i := range keyLimit/10 + 10 {
-			p, err := s.Proof("GET", url, "", "")
-			require.NoError(t, err)
+			p := proofOf(t, s, "GET", url, "", "")
 			_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
 			if err != nil {
 				// Past the part's bound, the key holding the latest due proof pays.
@@ -383,8 +382,7 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 	require.NoError(t, err)
 	s := honest.WithClock(ahead(2 * time.Second))
 	for i := range 3 {
-		p, err := s.Proof("GET", url, "", "")
-		require.NoError(t, err)
+		p := proofOf(t, s, "GET", url, "", "")
 		_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
 		require.NoError(t, err, "proof %d of another key dated 2 s ahead (10 s are allowed)", i)
 	}

@@ -30,8 +30,7 @@ func TestAProofIssuedBeforeTheVerifierIsRefused(t *testing.T) {
 	_, err = restarted.Verify(t.Context(), request(captured))
 	require.ErrorIs(t, err, ErrIATTooOld, "a proof issued before the Verifier was made")
 	require.NotContains(t, err.Error(), token)
-	fresh, err := key.Proof("DELETE", url, token, "")
-	require.NoError(t, err)
+	fresh := proofOf(t, key, "DELETE", url, token, "")
 	_, err = restarted.Verify(t.Context(), request(fresh))
 	require.NoError(t, err, "a proof signed after the restart")
 

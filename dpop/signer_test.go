@@ -147,8 +147,7 @@ func TestProofContents(t *testing.T) {
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
-					proof, err := s.Proof(tt.method, tt.url, tt.token, tt.nonce)
-					require.NoError(t, err)
+					proof := proofOf(t, s, tt.method, tt.url, tt.token, tt.nonce)
 					require.NoError(t, verifyWithGoJose(proof))
 					header, claims := decodeProof(t, proof)
 
@@ -188,8 +187,7 @@ func TestProofUsesRealTimeByDefault(t *testing.T) {
 	s, err := GenerateKey()
 	require.NoError(t, err)
 	before := time.Now().Unix()
-	proof, err := s.Proof("GET", "https://example.com/", "", "")
-	require.NoError(t, err)
+	proof := proofOf(t, s, "GET", "https://example.com/", "", "")
 	after := time.Now().Unix()
 	_, claims := decodeProof(t, proof)
 	iat, ok := claims["iat"].(float64)
@@ -200,12 +198,10 @@ func TestProofUsesRealTimeByDefault(t *testing.T) {
 	// WithClock(nil) also means the real clock; the original is unchanged.
 	fixed := s.WithClock(fixedClock(time.Unix(42, 0)))
 	back := fixed.WithClock(nil)
-	proof, err = back.Proof("GET", "https://example.com/", "", "")
-	require.NoError(t, err)
+	proof = proofOf(t, back, "GET", "https://example.com/", "", "")
 	_, claims = decodeProof(t, proof)
 	assert.GreaterOrEqual(t, int64(claims["iat"].(float64)), before)
-	proof, err = fixed.Proof("GET", "https://example.com/", "", "")
-	require.NoError(t, err)
+	proof = proofOf(t, fixed, "GET", "https://example.com/", "", "")
 	_, claims = decodeProof(t, proof)
 	assert.EqualValues(t, 42, claims["iat"])
 }
@@ -216,8 +212,7 @@ func TestProofUniqueJTI(t *testing.T) {
 	require.NoError(t, err)
 	seen := make(map[string]bool)
 	for range 200 {
-		proof, err := s.Proof("GET", "https://example.com/", "", "")
-		require.NoError(t, err)
+		proof := proofOf(t, s, "GET", "https://example.com/", "", "")
 		_, claims := decodeProof(t, proof)
 		jti := claims["jti"].(string)
 		require.False(t, seen[jti], "jti repeated")
@@ -281,8 +276,7 @@ func TestProofErrors(t *testing.T) {
 		s := mustSigner(t, testP256)
 		page := "https://example.com/orders" + strings.Repeat(" ", 1<<16)
 		url := page[:len("https://example.com/orders")]
-		_, err := s.Proof("GET", url, token, "")
-		require.NoError(t, err)
+		proofOf(t, s, "GET", url, token, "")
 		m := s.lastHTU.Load()
 		require.NotNil(t, m)
 		assert.Equal(t, url, m.url)

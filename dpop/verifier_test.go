@@ -110,8 +110,7 @@ func TestVerifyAcceptsSignerProofs(t *testing.T) {
 			t.Parallel()
 			s := mustSigner(t, hide(key)).WithClock(fixedClock(testNow))
 			v := newTestVerifier(t)
-			proof, err := s.Proof("DELETE", "https://rs.example.com/orders/7?force=1", testToken, "")
-			require.NoError(t, err)
+			proof := proofOf(t, s, "DELETE", "https://rs.example.com/orders/7?force=1", testToken, "")
 			res, err := v.Verify(t.Context(), Request{
 				Proofs: []string{proof}, Method: "DELETE", URL: "https://rs.example.com/orders/7",
 				AccessToken: testToken, JKT: s.Thumbprint(),
