@@ -214,3 +214,11 @@ func proofOf(t testing.TB, s *Signer, method, url, accessToken, nonce string) st
 	require.NoError(t, err)
 	return p
 }
+
+// newKey is GenerateKey, failing the test on an error.
+func newKey(t testing.TB) *Signer {
+	t.Helper()
+	s, err := GenerateKey()
+	require.NoError(t, err)
+	return s
+}

@@ -362,12 +362,11 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 	ahead := func(d time.Duration) func() time.Time { return func() time.Time { return clock.Now().Add(d) } }
 	var sent []string
 	for range 10 {
-		key, err := GenerateKey()
-		require.NoError(t, err)
+		key := newKey(t)
 		s := key.WithClock(ahead(DefaultMaxSkew))
 		for i := range keyLimit/10 + 10 {
 			p := proofOf(t, s, "GET", url, "", "")
-			_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
+			_, err := v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
 			if err != nil {
 				// Past the part's bound, the key holding the latest due proof pays.
 				requireOnly(t, err, ErrReplayCacheFull)
@@ -378,18 +377,17 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 			}
 		}
 	}
-	honest, err := GenerateKey()
-	require.NoError(t, err)
+	honest := newKey(t)
 	s := honest.WithClock(ahead(2 * time.Second))
 	for i := range 3 {
 		p := proofOf(t, s, "GET", url, "", "")
-		_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
+		_, err := v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
 		require.NoError(t, err, "proof %d of another key dated 2 s ahead (10 s are allowed)", i)
 	}
 	for _, step := range []time.Duration{0, 9 * time.Second, DefaultMaxAge} {
 		clock.Set(testNow.Add(step))
 		for _, p := range sent {
-			_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
+			_, err := v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
 			require.Error(t, err, "a replay is never accepted (at +%v)", step)
 			require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "%v", err)
 		}

@@ -16,8 +16,7 @@ import (
 // caller's (WithClock) there is no restart to guard.
 func TestAProofIssuedBeforeTheVerifierIsRefused(t *testing.T) {
 	t.Parallel()
-	key, err := GenerateKey()
-	require.NoError(t, err)
+	key := newKey(t)
 	const url, token = "https://api.example/orders/42", "bound-access-token"
 	request := func(proof string) Request {
 		return Request{Proofs: []string{proof}, Method: "DELETE", URL: url, AccessToken: token, JKT: key.Thumbprint()}

@@ -96,10 +96,8 @@ func TestNewSigner(t *testing.T) {
 
 func TestGenerateKey(t *testing.T) {
 	t.Parallel()
-	a, err := GenerateKey()
-	require.NoError(t, err)
-	b, err := GenerateKey()
-	require.NoError(t, err)
+	a := newKey(t)
+	b := newKey(t)
 	assert.Equal(t, "ES256", a.Algorithm())
 	assert.True(t, a.InMemory())
 	assert.NotEqual(t, a.Thumbprint(), b.Thumbprint())
@@ -184,8 +182,7 @@ func TestProofContents(t *testing.T) {
 
 func TestProofUsesRealTimeByDefault(t *testing.T) {
 	t.Parallel()
-	s, err := GenerateKey()
-	require.NoError(t, err)
+	s := newKey(t)
 	before := time.Now().Unix()
 	proof := proofOf(t, s, "GET", "https://example.com/", "", "")
 	after := time.Now().Unix()
@@ -208,8 +205,7 @@ func TestProofUsesRealTimeByDefault(t *testing.T) {
 
 func TestProofUniqueJTI(t *testing.T) {
 	t.Parallel()
-	s, err := GenerateKey()
-	require.NoError(t, err)
+	s := newKey(t)
 	seen := make(map[string]bool)
 	for range 200 {
 		proof := proofOf(t, s, "GET", "https://example.com/", "", "")

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
@@ -144,8 +143,7 @@ func TestACodeBoundToADPoPKeyIsRedeemedOnlyWithThatKey(t *testing.T) {
 			res := flow.redeem(t, form, bound)
 			require.Equal(t, http.StatusOK, res.Status, "the refusals left the code to its client: %s", answerOf(t, res))
 			require.Equal(t, "DPoP", res.JSON(t)["token_type"])
-			tok, err := jwt.ParseSigned(res.JSON(t)["access_token"].(string), []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
-			require.NoError(t, err)
+			tok := parseJWT(t, res.JSON(t)["access_token"].(string), []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
 			var claims struct {
 				Cnf struct {
 					JKT string `json:"jkt"`

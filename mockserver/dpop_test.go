@@ -13,7 +13,6 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
@@ -47,8 +46,7 @@ func TestDPoPBoundTokens(t *testing.T) {
 	body := res.JSON(t)
 	require.Equal(t, "DPoP", body["token_type"])
 	token := body["access_token"].(string)
-	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
-	require.NoError(t, err)
+	tok := parseJWT(t, token, []jose.SignatureAlgorithm{jose.RS256})
 	var claims struct {
 		Cnf struct {
 			JKT string `json:"jkt"`
