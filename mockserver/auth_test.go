@@ -58,6 +58,15 @@ func mustIssue(t testing.TB, s *Server, realm, username string, opts ...TokenOpt
 	return tok
 }
 
+// newRequest is a client request with the test's context, failing the
+// test on an error.
+func newRequest(t testing.TB, method, url string, body io.Reader) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, body)
+	require.NoError(t, err)
+	return req
+}
+
 // authHarness serves probe routes wrapped by the three protections.
 type authHarness struct {
 	s   *Server
@@ -106,8 +115,7 @@ func (h *authHarness) token(t *testing.T, realm, user string, opts ...TokenOptio
 
 func (h *authHarness) do(t *testing.T, method, path, authz string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, h.url+path, nil)
-	require.NoError(t, err)
+	req := newRequest(t, method, h.url+path, nil)
 	if authz != "" {
 		req.Header.Set("Authorization", authz)
 	}

@@ -54,8 +54,7 @@ func TestReusedCodesRevocationLastsAsLongAsItsToken(t *testing.T) {
 	t.Cleanup(ts.Close)
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	post := func(path string, form url.Values) (*http.Response, string) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+path, strings.NewReader(form.Encode()))
-		require.NoError(t, err)
+		req := newRequest(t, http.MethodPost, base+path, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		resp, err := noFollow.Do(req)
 		require.NoError(t, err)
@@ -191,8 +190,7 @@ func TestIssuerHostIsBoundedBeforeItIsKept(t *testing.T) {
 			require.Contains(t, body, `Host must be`)
 			require.Less(t, len(body), 1<<10, "the refusal does not echo the Host")
 			// The service's routes answer with the service's error body.
-			req, err = http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/admin/config", nil)
-			require.NoError(t, err)
+			req = newRequest(t, http.MethodGet, ts.URL+"/admin/config", nil)
 			req.Host = tc.host
 			resp, err = http.DefaultClient.Do(req)
 			require.NoError(t, err)

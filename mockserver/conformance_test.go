@@ -171,8 +171,7 @@ func (a *orgAPI) sendRaw(token, method, url, contentType, body string) *apiResp 
 // (canonical keys), and reads the answer whole.
 func (a *orgAPI) sendHeader(t testing.TB, method, url, body string, h http.Header) *apiResp {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
-	require.NoError(t, err)
+	req := newRequest(t, method, url, strings.NewReader(body))
 	maps.Copy(req.Header, h)
 	resp, err := a.hc.Do(req)
 	require.NoError(t, err)

@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/orgauthz/orgauthz/dpop"
 )
 
 // TestIssuerBase: forwarding headers count only from a trusted proxy, the
@@ -85,8 +83,7 @@ func TestDPoPBehindTrustedProxy(t *testing.T) {
 		require.NoError(t, err)
 		ts := httptest.NewServer(s)
 		t.Cleanup(ts.Close)
-		signer, err := dpop.GenerateKey()
-		require.NoError(t, err)
+		signer := newKey(t)
 		const public = "https://auth.public.test"
 		proxied := func(req *http.Request) *http.Response {
 			req.Header.Set("X-Forwarded-Proto", "https")
@@ -96,8 +93,7 @@ func TestDPoPBehindTrustedProxy(t *testing.T) {
 			t.Cleanup(func() { resp.Body.Close() })
 			return resp
 		}
-		proof, err := signer.Proof(http.MethodPost, public+"/realms/acme/protocol/openid-connect/token", "", "")
-		require.NoError(t, err)
+		proof := proofOf(t, signer, http.MethodPost, public+"/realms/acme/protocol/openid-connect/token", "", "")
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/realms/acme/protocol/openid-connect/token",
 			strings.NewReader(url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"pw"}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -114,8 +110,7 @@ func TestDPoPBehindTrustedProxy(t *testing.T) {
 		(&apiResp{Body: readAll(t, resp)}).into(t, &tok)
 
 		authz := public + "/realms/acme/authorization-decision-provider/authorize"
-		proof, err = signer.Proof(http.MethodPost, authz, tok.AccessToken, "")
-		require.NoError(t, err)
+		proof = proofOf(t, signer, http.MethodPost, authz, tok.AccessToken, "")
 		req, _ = http.NewRequest(http.MethodPost, ts.URL+"/realms/acme/authorization-decision-provider/authorize",
 			strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"x"}],"context":{}}`))
 		req.Header.Set("Content-Type", "application/json")

@@ -112,8 +112,7 @@ func (u *uiServer) do(c *http.Client, method, path string, form url.Values, hdr 
 // when empty) and the headers of h, and reads the answer.
 func (u *uiServer) send(t *testing.T, c *http.Client, method, path, ctype, body string, h http.Header) uiAnswer {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, u.url+path, strings.NewReader(body))
-	require.NoError(t, err)
+	req := newRequest(t, method, u.url+path, strings.NewReader(body))
 	maps.Copy(req.Header, h)
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
@@ -729,8 +728,7 @@ func TestWebUIRefusesForeignHost(t *testing.T) {
 	} {
 		t.Run(tc.host, func(t *testing.T) {
 			for _, path := range []string{"/ui/realms/acme/home", "/ui/", "/ui/style.css", "/ui/realms/acme/login"} {
-				req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u.url+path, nil)
-				require.NoError(t, err)
+				req := newRequest(t, http.MethodGet, u.url+path, nil)
 				req.Host = tc.host
 				req.AddCookie(cookie)
 				resp, err := http.DefaultClient.Do(req)
