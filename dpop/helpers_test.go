@@ -109,8 +109,7 @@ func decodeProof(t testing.TB, proof string) (header, claims map[string]any) {
 	parts := strings.Split(proof, ".")
 	require.Len(t, parts, 3)
 	decode := func(s string) map[string]any {
-		b, err := base64.RawURLEncoding.DecodeString(s)
-		require.NoError(t, err)
+		b := unbase64(t, s)
 		var m map[string]any
 		require.NoError(t, json.Unmarshal(b, &m))
 		return m
@@ -221,4 +220,12 @@ func newKey(t testing.TB) *Signer {
 	s, err := GenerateKey()
 	require.NoError(t, err)
 	return s
+}
+
+// unbase64 decodes s as unpadded base64url, failing the test on an error.
+func unbase64(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	require.NoError(t, err)
+	return b
 }

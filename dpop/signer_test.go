@@ -158,8 +158,7 @@ func TestProofContents(t *testing.T) {
 
 					jti, ok := claims["jti"].(string)
 					require.True(t, ok)
-					raw, err := base64.RawURLEncoding.DecodeString(jti)
-					require.NoError(t, err)
+					raw := unbase64(t, jti)
 					assert.GreaterOrEqual(t, len(raw)*8, 96)
 					assert.Equal(t, tt.method, claims["htm"])
 					assert.Equal(t, tt.wantHTU, claims["htu"])

@@ -2,7 +2,6 @@ package dpop
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -78,8 +77,7 @@ func tokenJKT(t *testing.T, token string) string {
 	t.Helper()
 	parts := strings.Split(token, ".")
 	require.Len(t, parts, 3)
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	require.NoError(t, err)
+	payload := unbase64(t, parts[1])
 	var claims struct {
 		Cnf struct {
 			JKT string `json:"jkt"`
@@ -192,8 +190,7 @@ func TestThumbprintVectors(t *testing.T) {
 			if tv.BuggyJKT != "" {
 				var members map[string]string
 				require.NoError(t, json.Unmarshal(tv.JWK, &members))
-				x, err := base64.RawURLEncoding.DecodeString(members["x"])
-				require.NoError(t, err)
+				x := unbase64(t, members["x"])
 				require.Len(t, x, 32)
 				require.Zero(t, x[0], "the vector's x coordinate has a leading zero byte")
 				assert.NotEqual(t, tv.BuggyJKT, s.Thumbprint())
