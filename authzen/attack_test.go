@@ -15,7 +15,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 )
 
 // The tests of this file hold what an attack on the first version of the
@@ -55,15 +54,12 @@ func TestEmptyItemContextIsTheDefaults(t *testing.T) {
 	c, _ := standIn(t, contextPDP)
 	item := req
 	item.Context = map[string]any{}
-	ds, err := c.Evaluations(t.Context(), authzen.Request{Context: map[string]any{"net": "trusted"}}, []authzen.Request{item})
-	require.NoError(t, err)
+	ds := evaluatedAll(t, c, authzen.Request{Context: map[string]any{"net": "trusted"}}, []authzen.Request{item})
 	require.True(t, ds[0].Allowed(), "the PDP applied the batch's trusted context")
 
-	d, err := c.Evaluate(t.Context(), req)
-	require.NoError(t, err)
+	d := evaluated(t, c, req)
 	assert.False(t, d.Allowed(), "without a context the PDP denies (cached: %v)", d.Cached)
-	ds, err = c.Evaluations(t.Context(), authzen.Request{Context: map[string]any{"net": "untrusted"}}, []authzen.Request{item})
-	require.NoError(t, err)
+	ds = evaluatedAll(t, c, authzen.Request{Context: map[string]any{"net": "untrusted"}}, []authzen.Request{item})
 	assert.False(t, ds[0].Allowed(), "under an untrusted batch context the PDP denies (cached: %v)", ds[0].Cached)
 }
 
@@ -111,8 +107,7 @@ func TestSemanticsStopWithinARequest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, _ := standIn(t, answer(200, tt.body))
-			ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(tt.s))
-			require.NoError(t, err)
+			ds := evaluatedAll(t, c, defaults, items, authzen.WithSemantic(tt.s))
 			require.Len(t, ds, len(items))
 			decided := 0
 			for i, d := range ds {
@@ -134,8 +129,7 @@ func TestSemanticsStopWithinARequest(t *testing.T) {
 func TestDiscoveryKeepsDeadlines(t *testing.T) {
 	t.Parallel()
 	srv := gatewaytest.Start(t, func(_ http.ResponseWriter, r *http.Request) { gatewaytest.Hold(r) })
-	c, err := hangguard.NewAuthZEN(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(time.Hour))
-	require.NoError(t, err)
+	c := mustAuthZEN(t, srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(time.Hour))
 	c.SetToken(pepToken)
 	started := make(chan struct{})
 	go func() {
@@ -161,8 +155,7 @@ func TestDiscoveryKeepsDeadlines(t *testing.T) {
 	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded, "Evaluate returned only once its deadline had passed")
 	assert.ErrorIs(t, d.Cause, authzen.ErrDiscovery)
 
-	short, err := hangguard.NewAuthZEN(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(50*time.Millisecond))
-	require.NoError(t, err)
+	short := mustAuthZEN(t, srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithTimeout(50*time.Millisecond))
 	assert.ErrorIs(t, short.Discover(t.Context()), authzen.ErrDiscovery, "Discover ends with the client's timeout")
 }
 
@@ -188,11 +181,9 @@ func TestDiscoveryKeepsEndpointsOnThePDPsOrigin(t *testing.T) {
 				}
 				answer(200, strings.NewReplacer("PDP", "https://"+r.Host, "ELSEWHERE", elsewhere.URL).Replace(tt.doc))(w, r)
 			}, gatewaytest.WithTLS())
-			c, err := hangguard.NewAuthZEN(pdp.URL, authzen.WithHTTPClient(pdp.Client()))
-			require.NoError(t, err)
+			c := mustAuthZEN(t, pdp.URL, authzen.WithHTTPClient(pdp.Client()))
 			c.SetToken(pepToken)
-			d, err := c.Evaluate(t.Context(), req)
-			require.NoError(t, err)
+			d := evaluated(t, c, req)
 			assert.False(t, d.Allowed())
 			assert.ErrorIs(t, d.Cause, authzen.ErrDiscovery)
 			assert.Zero(t, elsewhere.Requests(), "the credential went to another origin")

@@ -28,20 +28,17 @@ func TestEveryAnswerReplacesTheCachedDecision(t *testing.T) {
 	}{
 		{"a denial with reasons (Evaluate, NoCache)", `{"decision":false,"context":{"reason":"the user's role was removed"}}`,
 			func(t *testing.T, c *authzen.Client) {
-				d, err := c.Evaluate(t.Context(), req, authzen.NoCache())
-				require.NoError(t, err)
+				d := evaluated(t, c, req, authzen.NoCache())
 				assert.False(t, d.Allowed())
 			}},
 		{"an item's error (Evaluations, NoCache)", `{"evaluations":[{"decision":false,"context":{"error":{"status":404,"message":"no such document"}}}]}`,
 			func(t *testing.T, c *authzen.Client) {
-				ds, err := c.Evaluations(t.Context(), authzen.Request{}, []authzen.Request{req}, authzen.NoCache())
-				require.NoError(t, err)
+				ds := evaluatedAll(t, c, authzen.Request{}, []authzen.Request{req}, authzen.NoCache())
 				assert.False(t, ds[0].Allowed())
 			}},
 		{"a denial with reasons under a semantic", `{"evaluations":[{"decision":false,"context":{"reason":"revoked"}}]}`,
 			func(t *testing.T, c *authzen.Client) {
-				ds, err := c.Evaluations(t.Context(), authzen.Request{}, []authzen.Request{req}, authzen.WithSemantic(authzen.DenyOnFirstDeny))
-				require.NoError(t, err)
+				ds := evaluatedAll(t, c, authzen.Request{}, []authzen.Request{req}, authzen.WithSemantic(authzen.DenyOnFirstDeny))
 				assert.False(t, ds[0].Allowed())
 			}},
 	}
@@ -59,8 +56,7 @@ func TestEveryAnswerReplacesTheCachedDecision(t *testing.T) {
 				}
 				_, _ = w.Write([]byte(`{"decision":true}`))
 			})
-			d, err := c.Evaluate(t.Context(), req)
-			require.NoError(t, err)
+			d := evaluated(t, c, req)
 			require.True(t, d.Allowed()) // cached
 
 			revoked.Store(true)
@@ -68,8 +64,7 @@ func TestEveryAnswerReplacesTheCachedDecision(t *testing.T) {
 			revoked.Store(false) // a new question would be answered afresh
 
 			before := asked.Load()
-			d, err = c.Evaluate(t.Context(), req)
-			require.NoError(t, err)
+			d = evaluated(t, c, req)
 			assert.False(t, d.Cached, "the older permit is served in place of the PDP's newer answer")
 			assert.Equal(t, before+1, asked.Load(), "the Evaluate asks the PDP")
 		})

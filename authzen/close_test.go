@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/internal/leakcheck"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -28,18 +27,16 @@ var todoRead = authzen.Request{
 func TestCloseReleasesConnections(t *testing.T) {
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
 	before := leakcheck.Current()
-	c, err := hangguard.NewAuthZEN(srv.URL + "/realms/todo")
-	require.NoError(t, err)
+	c := mustAuthZEN(t, srv.URL+"/realms/todo")
 	c.SetToken(srv.Token("todo", "service-account-todo-api"))
-	d, err := c.Evaluate(t.Context(), todoRead) // discovery, then the evaluation
-	require.NoError(t, err)
+	d := evaluated(t, c, todoRead) // discovery, then the evaluation
 	require.True(t, d.Allowed())
 	sent := c.Stats().PDPRequests
 
 	require.NoError(t, c.Close())
 	leakcheck.VerifyNone(t, before)
 
-	d, err = c.Evaluate(t.Context(), todoRead)
+	d, err := c.Evaluate(t.Context(), todoRead)
 	require.ErrorIs(t, err, authzen.ErrClosed)
 	assert.False(t, d.Allowed())
 	require.ErrorIs(t, d.Cause, authzen.ErrClosed)

@@ -27,10 +27,37 @@ func standIn(t *testing.T, h http.HandlerFunc, opts ...authzen.Option) (*authzen
 		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation", Evaluations: "/access/v1/evaluations"}),
 		authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithTimeout(2 * time.Second),
 	}, opts...)
-	c, err := hangguard.NewAuthZEN(srv.URL, opts...)
-	require.NoError(t, err)
+	c := mustAuthZEN(t, srv.URL, opts...)
 	c.SetToken(pepToken)
 	return c, srv
+}
+
+// evaluated is c.Evaluate of req with the test's context, failing the
+// test on an error.
+func evaluated(t *testing.T, c *authzen.Client, req authzen.Request, opts ...authzen.CallOption) authzen.Decision {
+	t.Helper()
+	d, err := c.Evaluate(t.Context(), req, opts...)
+	require.NoError(t, err)
+	return d
+}
+
+// evaluatedAll is c.Evaluations with the test's context, failing the test
+// on an error.
+func evaluatedAll(t *testing.T, c *authzen.Client, defaults authzen.Request, items []authzen.Request, opts ...authzen.CallOption) []authzen.Decision {
+	t.Helper()
+	ds, err := c.Evaluations(t.Context(), defaults, items, opts...)
+	require.NoError(t, err)
+	return ds
+}
+
+// mustAuthZEN is hangguard.NewAuthZEN, failing the test on an error, and closed when
+// the test ends.
+func mustAuthZEN(t testing.TB, pdp string, opts ...authzen.Option) *authzen.Client {
+	t.Helper()
+	c, err := hangguard.NewAuthZEN(pdp, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // answer answers every request with status and a JSON body.
@@ -110,8 +137,7 @@ func TestEvaluateAllowsOnlyTrue(t *testing.T) {
 		got = r.Header.Clone()
 		answer(200, `{"decision":true,"unknown":[1,2]}`)(w, r)
 	})
-	d, err := c.Evaluate(t.Context(), req)
-	require.NoError(t, err)
+	d := evaluated(t, c, req)
 	assert.True(t, d.Allowed())
 	assert.Equal(t, "Bearer "+pepToken, got.Get("Authorization"))
 	assert.NotEmpty(t, got.Get("X-Request-ID"))
@@ -165,8 +191,7 @@ func TestEvaluationsCountMismatch(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c, _ := standIn(t, answer(200, body))
-			ds, err := c.Evaluations(t.Context(), defaults, items)
-			require.NoError(t, err)
+			ds := evaluatedAll(t, c, defaults, items)
 			require.Len(t, ds, 2)
 			for _, d := range ds {
 				assert.False(t, d.Allowed())
@@ -204,18 +229,14 @@ func TestDiscovery(t *testing.T) {
 		}
 	})
 	srvURL = srv.URL
-	c, err := hangguard.NewAuthZEN(srv.URL)
-	require.NoError(t, err)
+	c := mustAuthZEN(t, srv.URL)
 	c.SetToken(pepToken)
 	require.NoError(t, c.Discover(t.Context()))
-	d, err := c.Evaluate(t.Context(), req)
-	require.NoError(t, err)
+	d := evaluated(t, c, req)
 	assert.True(t, d.Allowed())
 
-	mixUp, err := hangguard.NewAuthZEN(srv.URL + "/other")
-	require.NoError(t, err)
+	mixUp := mustAuthZEN(t, srv.URL+"/other")
 	mixUp.SetToken(pepToken)
-	d, err = mixUp.Evaluate(t.Context(), req)
-	require.NoError(t, err)
+	d = evaluated(t, mixUp, req)
 	require.True(t, errors.Is(d.Cause, authzen.ErrDiscovery), "%v", d.Cause)
 }

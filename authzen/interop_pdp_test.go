@@ -97,9 +97,7 @@ telemetry:
 	base := "http://" + httpAddr
 	waitHealthy(t, base+"/_cerbos/health")
 
-	c, err := hangguard.NewAuthZEN(base, authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := mustAuthZEN(t, base, authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
 	require.NoError(t, c.Discover(t.Context()))
 	rows, ok := runTodoScenario(t, c, todoSubjects(t))
 	printTable(t, "Cerbos", rows)

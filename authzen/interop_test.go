@@ -11,7 +11,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/dpop"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -96,8 +95,7 @@ func runTodoScenario(t *testing.T, c *authzen.Client, enrich func(authzen.Reques
 	}
 	for i, e := range sc.Evaluation {
 		r := enrich(e.Request.request())
-		d, err := c.Evaluate(t.Context(), r, authzen.NoCache())
-		require.NoError(t, err)
+		d := evaluated(t, c, r, authzen.NoCache())
 		got, v := verdict(d, e.Expected)
 		rows = append(rows, row{fmt.Sprintf("evaluation %2d: %s %s %s:%s", i+1, short(r.Subject.ID), r.Action.Name, r.Resource.Type, r.Resource.ID), fmt.Sprint(e.Expected), got, v})
 	}
@@ -111,8 +109,7 @@ func runTodoScenario(t *testing.T, c *authzen.Client, enrich func(authzen.Reques
 		}
 		defaults := enrich(b.Request.request())
 		for _, s := range []authzen.Semantic{authzen.ExecuteAll, authzen.DenyOnFirstDeny, authzen.PermitOnFirstPermit} {
-			ds, err := c.Evaluations(t.Context(), defaults, items, authzen.WithSemantic(s), authzen.NoCache())
-			require.NoError(t, err)
+			ds := evaluatedAll(t, c, defaults, items, authzen.WithSemantic(s), authzen.NoCache())
 			stopped := false
 			for k, d := range ds {
 				want := b.Expected[k].Decision
@@ -160,8 +157,7 @@ func TestTodoReferenceServer(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()))
-			require.NoError(t, err)
+			c := mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()))
 			tc.set(c)
 			require.NoError(t, c.Discover(t.Context()))
 			rows, _ := runTodoScenario(t, c, nil)

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 )
 
@@ -19,17 +18,14 @@ func TestInvalidatorAcrossPEPs(t *testing.T) {
 	ch := invalidationtest.NewLong()
 	srv, a := startTodo(t, authzen.WithInvalidator(ch))
 	t.Cleanup(func() { _ = a.Close() })
-	b, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
+	b := mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
 	tok := srv.Token("todo", "service-account-todo-api")
 	b.SetToken(tok)
 	<-ch.Joined
 	<-ch.Joined
 
 	cached := func(c *authzen.Client) bool {
-		d, err := c.Evaluate(t.Context(), todoRead)
-		require.NoError(t, err)
+		d := evaluated(t, c, todoRead)
 		require.True(t, d.Allowed())
 		return d.Cached
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 )
 
 // startSidecar starts a PDP that takes no credential (Cerbos, OpenFGA
@@ -29,9 +28,7 @@ func startSidecar(t *testing.T) *gatewaytest.Server {
 // and opts, closed when the test ends.
 func sidecarClient(t *testing.T, pdp *gatewaytest.Server, opts ...authzen.Option) *authzen.Client {
 	t.Helper()
-	c, err := hangguard.NewAuthZEN(pdp.URL, append([]authzen.Option{authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"})}, opts...)...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := mustAuthZEN(t, pdp.URL, append([]authzen.Option{authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"})}, opts...)...)
 	return c
 }
 
@@ -50,8 +47,7 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 	pdp := startSidecar(t)
 	c := sidecarClient(t, pdp, authzen.WithoutCredentials())
 	for range 2 {
-		d, err := c.Evaluate(t.Context(), readDoc)
-		require.NoError(t, err)
+		d := evaluated(t, c, readDoc)
 		assert.True(t, d.Allowed(), "cause %v", d.Cause)
 	}
 	require.Equal(t, [][]string{nil}, pdp.Authorizations(), "one request, without an Authorization header")
@@ -128,8 +124,7 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 			t.Parallel()
 			pdp := startSidecar(t)
 			c := sidecarClient(t, pdp, authzen.WithoutCredentials())
-			_, err := c.Evaluate(t.Context(), readDoc)
-			require.NoError(t, err)
+			evaluated(t, c, readDoc)
 			tt.give(c)
 			d, err := c.Evaluate(t.Context(), readDoc)
 			require.ErrorIs(t, err, authzen.ErrNoToken)
@@ -140,8 +135,7 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 			assert.Len(t, pdp.Authorizations(), 1, "nothing sent after the mistake; not even the cached grant is served")
 
 			c.ClearToken() // undoes the mistake: the client sends none again
-			d, err = c.Evaluate(t.Context(), readDoc)
-			require.NoError(t, err)
+			d = evaluated(t, c, readDoc)
 			assert.True(t, d.Allowed())
 			assert.Equal(t, [][]string{nil, nil}, pdp.Authorizations(), "asked again, still without an Authorization header")
 		})
@@ -154,9 +148,7 @@ func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 func TestWithoutCredentialsAgainstAPDPThatWantsOne(t *testing.T) {
 	t.Parallel()
 	srv, _ := startTodo(t)
-	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithoutCredentials(), authzen.WithHTTPClient(srv.Client()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithoutCredentials(), authzen.WithHTTPClient(srv.Client()))
 	d, err := c.Evaluate(t.Context(), authzen.Request{
 		Subject:  authzen.Subject{Type: "identity", ID: "CiRmZDA2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs"},
 		Action:   authzen.Action{Name: "can_read_user"},

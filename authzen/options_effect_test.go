@@ -32,8 +32,7 @@ func TestEventHandler(t *testing.T) {
 			got = append(got, name+" "+ev.Kind.String()+" "+ev.TokenType)
 		}
 	}
-	c, err := hangguard.NewAuthZEN("https://pdp.example.com", authzen.WithEventHandler(record("a")), authzen.WithEventHandler(record("b")))
-	require.NoError(t, err)
+	c := mustAuthZEN(t, "https://pdp.example.com", authzen.WithEventHandler(record("a")), authzen.WithEventHandler(record("b")))
 	c.SetToken("token-1")
 	c.SetDPoPToken("token-2", nil)
 	c.ClearToken()
@@ -66,8 +65,7 @@ func TestCacheMaxBytes(t *testing.T) {
 			t.Parallel()
 			_, c := startTodo(t, tt.opts...)
 			for _, r := range []authzen.Request{todoRead, second} {
-				d, err := c.Evaluate(t.Context(), r)
-				require.NoError(t, err)
+				d := evaluated(t, c, r)
 				require.True(t, d.Allowed())
 			}
 			s := c.Stats()
@@ -92,8 +90,7 @@ func TestMaxTokenBytes(t *testing.T) {
 		authzen.WithMaxTokenBytes(len(tok)), authzen.WithCache(0, 0, 0))
 	require.NoError(t, err)
 	c.SetToken(tok)
-	d, err := c.Evaluate(t.Context(), todoRead)
-	require.NoError(t, err)
+	d := evaluated(t, c, todoRead)
 	require.True(t, d.Allowed())
 	sent := c.Stats().PDPRequests
 

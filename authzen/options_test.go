@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -32,8 +31,7 @@ func startTodo(t *testing.T, opts ...authzen.Option) (*mockservertest.Server, *a
 	t.Helper()
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"),
 		mockserver.WithAccessTokenAlgorithm("ES256"))
-	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", append([]authzen.Option{authzen.WithHTTPClient(srv.Client())}, opts...)...)
-	require.NoError(t, err)
+	c := mustAuthZEN(t, srv.URL+"/realms/todo", append([]authzen.Option{authzen.WithHTTPClient(srv.Client())}, opts...)...)
 	c.SetToken(srv.Token("todo", "service-account-todo-api"))
 	return srv, c
 }
@@ -112,8 +110,7 @@ func TestBatchSize(t *testing.T) {
 		Action:   authzen.Action{Name: "can_update_todo"},
 		Resource: authzen.Resource{Type: "todo", ID: "7240d0db-8ff0-41ec-98b2-34a096273b92", Properties: map[string]any{"ownerID": "rick@the-citadel.com"}},
 	}
-	ds, err := c.Evaluations(t.Context(), authzen.Request{}, items)
-	require.NoError(t, err)
+	ds := evaluatedAll(t, c, authzen.Request{}, items)
 	require.Len(t, ds, 5)
 	for i, d := range ds {
 		require.NoError(t, d.Cause, "item %d", i)
@@ -160,8 +157,7 @@ func TestLogger(t *testing.T) {
 	srv, c := startTodo(t, authzen.WithLogger(slog.New(log)), authzen.WithRetry(0, 0, 0), authzen.WithBreaker(1, time.Hour),
 		authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/realms/todo/access/v1/no-such-api", Evaluations: "/realms/todo/access/v1/evaluations"}))
 	for range 3 {
-		d, err := c.Evaluate(t.Context(), todoRead)
-		require.NoError(t, err)
+		d := evaluated(t, c, todoRead)
 		var re *authzen.ResponseError
 		require.ErrorAs(t, d.Cause, &re)
 		assert.Equal(t, http.StatusNotFound, re.StatusCode)
@@ -169,8 +165,7 @@ func TestLogger(t *testing.T) {
 	assert.Equal(t, 1, log.count(slog.LevelError, "authzen: the PDP refuses this client's requests"))
 
 	srv.Stop()
-	ds, err := c.Evaluations(t.Context(), authzen.Request{}, []authzen.Request{todoRead})
-	require.NoError(t, err)
+	ds := evaluatedAll(t, c, authzen.Request{}, []authzen.Request{todoRead})
 	require.ErrorIs(t, ds[0].Cause, authzen.ErrUnavailable)
 	assert.Equal(t, 1, log.count(slog.LevelWarn, "authzen: failing closed"))
 	assert.Equal(t, 1, log.count(slog.LevelWarn, "authzen: circuit breaker changed"))
@@ -183,19 +178,17 @@ func TestErrorsSayAuthzen(t *testing.T) {
 	srv, c := startTodo(t, authzen.WithRetry(0, 0, 0), authzen.WithBreaker(1, time.Hour), authzen.WithTimeout(time.Second))
 	require.NoError(t, c.Discover(t.Context()))
 	srv.Stop()
-	d, err := c.Evaluate(t.Context(), todoRead)
-	require.NoError(t, err)
+	d := evaluated(t, c, todoRead)
 	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
 	assert.True(t, strings.HasPrefix(d.Cause.Error(), "authzen: PDP unavailable: "), d.Cause.Error())
-	d, err = c.Evaluate(t.Context(), todoRead)
-	require.NoError(t, err)
+	d = evaluated(t, c, todoRead)
 	require.ErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 	require.ErrorIs(t, d.Cause, authzen.ErrCircuitOpen)
 	assert.Equal(t, "authzen: circuit breaker open", d.Cause.Error())
 	assert.Equal(t, authzen.BreakerState(pep.BreakerOpen), c.Stats().Breaker, "Stats reports the breaker")
 
 	c.ClearToken()
-	_, err = c.Evaluate(t.Context(), todoRead)
+	_, err := c.Evaluate(t.Context(), todoRead)
 	require.ErrorIs(t, err, pep.ErrNoToken)
 	assert.Equal(t, "authzen: no token: call SetToken or SetDPoPToken (or make the client WithoutCredentials, for a PDP that takes none)", err.Error())
 	c.SetToken("a token\nwith a newline")

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 )
 
@@ -53,9 +52,7 @@ func TestRemotePurgeRetiresRequestsInFlight(t *testing.T) {
 				answer(http.StatusOK, `{"decision":true}`)(w, r)
 			}, tt.cache, authzen.WithInvalidator(ch), authzen.WithFlightWaitHook(func() { waiting <- struct{}{} }))
 			t.Cleanup(func() { _ = c.Close() })
-			other, err := hangguard.NewAuthZEN(srv.URL, authzen.WithInvalidator(ch)) // another replica
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = other.Close() })
+			other := mustAuthZEN(t, srv.URL, authzen.WithInvalidator(ch)) // another replica
 			<-ch.Joined
 			<-ch.Joined
 			c.SetToken(tt.token)

@@ -68,8 +68,7 @@ func TestEveryRefusalPurgesAndExpiresTheTokenOnce(t *testing.T) {
 			t.Cleanup(func() { _ = c.Close() })
 			c.SetToken(srv.Token("todo", "service-account-todo-api", mockserver.TokenLifetime(time.Minute)))
 			for _, cached := range []bool{false, true} {
-				d, err := c.Evaluate(t.Context(), todoRead)
-				require.NoError(t, err)
+				d := evaluated(t, c, todoRead)
 				require.True(t, d.Allowed())
 				require.Equal(t, cached, d.Cached)
 			}

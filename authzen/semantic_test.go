@@ -40,8 +40,7 @@ func TestSemanticStopsTheBatchAcrossRequests(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, c := startTodo(t, authzen.WithBatchSize(1))
-			ds, err := c.Evaluations(t.Context(), authzen.Request{}, items, authzen.WithSemantic(tt.semantic))
-			require.NoError(t, err)
+			ds := evaluatedAll(t, c, authzen.Request{}, items, authzen.WithSemantic(tt.semantic))
 			require.Len(t, ds, len(items))
 			for k, d := range ds {
 				if k < tt.evaluated {

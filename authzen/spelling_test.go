@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 	"github.com/orgauthz/orgauthz/internal/respell"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -21,9 +20,7 @@ func replicaPair(t *testing.T) (srv *mockservertest.Server, a, b *authzen.Client
 	ch = invalidationtest.NewLong()
 	srv, a = startTodo(t, authzen.WithInvalidator(ch))
 	t.Cleanup(func() { _ = a.Close() })
-	b, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
+	b = mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
 	<-ch.Joined
 	<-ch.Joined
 	ch.Beat(time.Now())

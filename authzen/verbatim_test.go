@@ -109,8 +109,7 @@ func TestQuestionsNotValidUTF8AreRefused(t *testing.T) {
 		{"action search", searchAction, with(func(r *authzen.Request) { r.Context = map[string]any{"k": []string{bad}} }), "context (a string)"},
 	}
 	_, c := startTodo(t)
-	d, err := c.Evaluate(t.Context(), utf8Read) // discovery done, one entry cached
-	require.NoError(t, err)
+	d := evaluated(t, c, utf8Read) // discovery done, one entry cached
 	require.True(t, d.Allowed())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

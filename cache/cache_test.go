@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/cache"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // clock is a manual clock for tests: time moves only when advance is called.
@@ -649,7 +650,7 @@ func TestBytesTrackRealMemory(t *testing.T) {
 			}
 			c, err := cache.New[token, string, bool](len(keys) + 1)
 			require.NoError(t, err)
-			grown := float64(heapGrowth(func() {
+			grown := float64(testkit.HeapGrowth(func() {
 				for i, k := range keys {
 					// The strings are the caller's already; the cache
 					// counts its own bookkeeping, its copy of the key

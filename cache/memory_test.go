@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/orgauthz/orgauthz/cache"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // A cache of many callers holds one or two decisions per token: such a
@@ -35,7 +36,7 @@ func TestOneEntryGroupsCostLittle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	perEntry := float64(heapGrowth(func() {
+	perEntry := float64(testkit.HeapGrowth(func() {
 		for i := range tokens {
 			c.Add(tokens[i], keys[i], true, time.Hour, 0)
 		}
@@ -70,7 +71,7 @@ func TestEmptyStringsHoldNothingOfTheCaller(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			grown := heapGrowth(func() {
+			grown := testkit.HeapGrowth(func() {
 				for i := range n {
 					big := strings.Repeat(string(rune('a'+i%26)), size) // a request's bytes, say
 					tt.add(c, i, big)
@@ -119,7 +120,7 @@ func TestBytesCountTheRuntimesRounding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			grown := float64(heapGrowth(func() {
+			grown := float64(testkit.HeapGrowth(func() {
 				for i := range n {
 					// A distinct key and token each time, from reused buffers:
 					// every byte the heap grows by is the cache's.
@@ -144,15 +145,4 @@ func TestBytesCountTheRuntimesRounding(t *testing.T) {
 			runtime.KeepAlive(c)
 		})
 	}
-}
-
-// heapGrowth returns how many bytes the live heap grew by while fill ran.
-func heapGrowth(fill func()) int64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fill()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
 }

@@ -19,8 +19,7 @@ func TestVerifyRefusesDuplicateMembersUnderAnySpelling(t *testing.T) {
 	jwk := fmt.Sprintf(`{"kty":"EC","crv":"P-256","x":%q,"y":%q}`, m["x"], m["y"])
 	other := fmt.Sprintf(`{"kty":"EC","crv":"P-256","x":%q,"y":%q}`, m["y"], m["x"])
 	claims := `{"jti":"a","htm":"GET","htu":"https://rs.example/r","iat":1700000000}`
-	v, err := NewVerifier(WithClock(func() time.Time { return time.Unix(1700000000, 0) }))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(func() time.Time { return time.Unix(1700000000, 0) }))
 	for _, tc := range []struct {
 		name, header, claims string
 		want                 error

@@ -109,8 +109,7 @@ func decodeProof(t testing.TB, proof string) (header, claims map[string]any) {
 	parts := strings.Split(proof, ".")
 	require.Len(t, parts, 3)
 	decode := func(s string) map[string]any {
-		b, err := base64.RawURLEncoding.DecodeString(s)
-		require.NoError(t, err)
+		b := unbase64(t, s)
 		var m map[string]any
 		require.NoError(t, json.Unmarshal(b, &m))
 		return m
@@ -188,4 +187,45 @@ func thumbprintOf(t testing.TB, pub crypto.PublicKey) string {
 	tp, err := k.Thumbprint(crypto.SHA256)
 	require.NoError(t, err)
 	return base64.RawURLEncoding.EncodeToString(tp)
+}
+
+// verified is v.Verify of req with the test's context, failing the test
+// when it refuses the proof.
+func verified(t testing.TB, v *Verifier, req Request) {
+	t.Helper()
+	_, err := v.Verify(t.Context(), req)
+	require.NoError(t, err)
+}
+
+// mustVerifier is NewVerifier, failing the test on an error.
+func mustVerifier(t testing.TB, opts ...Option) *Verifier {
+	t.Helper()
+	v, err := NewVerifier(opts...)
+	require.NoError(t, err)
+	return v
+}
+
+// proofOf is s's proof for method, url, accessToken and nonce, failing the
+// test on an error.
+func proofOf(t testing.TB, s *Signer, method, url, accessToken, nonce string) string {
+	t.Helper()
+	p, err := s.Proof(method, url, accessToken, nonce)
+	require.NoError(t, err)
+	return p
+}
+
+// newKey is GenerateKey, failing the test on an error.
+func newKey(t testing.TB) *Signer {
+	t.Helper()
+	s, err := GenerateKey()
+	require.NoError(t, err)
+	return s
+}
+
+// unbase64 decodes s as unpadded base64url, failing the test on an error.
+func unbase64(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	require.NoError(t, err)
+	return b
 }

@@ -23,8 +23,7 @@ func TestSignerAndDefaultVerifierShareTheRSABound(t *testing.T) {
 		t.Parallel()
 		key := readRSAKey(t, "testdata/rsa4096-test-key.pem", DefaultMaxRSABits)
 		s := mustSigner(t, key).WithClock(fixedClock(testNow))
-		proof, err := s.Proof("GET", testURL, testToken, "")
-		require.NoError(t, err)
+		proof := proofOf(t, s, "GET", testURL, testToken, "")
 		req := Request{Proofs: []string{proof}, Method: "GET", URL: testURL, AccessToken: testToken, JKT: s.Thumbprint()}
 		res, err := newTestVerifier(t).Verify(t.Context(), req)
 		require.NoError(t, err)

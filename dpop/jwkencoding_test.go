@@ -21,11 +21,9 @@ func TestVerifyRefusesEveryJWKGoJoseRefuses(t *testing.T) {
 	loadKeys(t)
 	m := publicJWKMap(t, testP256.Public())
 	x, y := m["x"].(string), m["y"].(string)
-	xb, err := base64.RawURLEncoding.DecodeString(x)
-	require.NoError(t, err)
+	xb := unbase64(t, x)
 	ec := func(x, y string) string { return fmt.Sprintf(`{"kty":"EC","crv":"P-256","x":%q,"y":%q}`, x, y) }
-	v, err := NewVerifier(WithClock(func() time.Time { return time.Unix(1700000000, 0) }))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(func() time.Time { return time.Unix(1700000000, 0) }))
 	for _, tc := range []struct {
 		name, jwk string
 		accepted  bool

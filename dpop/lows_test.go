@@ -83,15 +83,12 @@ func TestSignerES256ProofsAreLowS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := mustSigner(t, tc.key)
-			v, err := NewVerifier()
-			require.NoError(t, err)
+			v := mustVerifier(t)
 			const url = "https://rs.example/r"
 			for range 100 {
-				proof, err := s.Proof("GET", url, "", "")
-				require.NoError(t, err)
+				proof := proofOf(t, s, "GET", url, "", "")
 				require.LessOrEqual(t, proofS(t, proof).Cmp(half), 0, "a high-S signature")
-				_, err = v.Verify(t.Context(), Request{Proofs: []string{proof}, Method: "GET", URL: url})
-				require.NoError(t, err)
+				verified(t, v, Request{Proofs: []string{proof}, Method: "GET", URL: url})
 				require.NoError(t, verifyWithGoJose(proof))
 			}
 		})
@@ -121,8 +118,7 @@ func TestVerifierProofIdentityIsKeyAndJTI(t *testing.T) {
 			if tc.store {
 				opts = append(opts, WithReplayStore(newMemStore(time.Now)))
 			}
-			v, err := NewVerifier(opts...)
-			require.NoError(t, err)
+			v := mustVerifier(t, opts...)
 			verify := func(ctx context.Context, proof string) error {
 				_, err := v.Verify(ctx, Request{Proofs: []string{proof}, Method: "GET", URL: url})
 				return err

@@ -30,8 +30,7 @@ func TestVerifyFutureDatedProofsLeaveFreshOnesIn(t *testing.T) {
 	const n = 100
 	T := testNow
 	clock := testkit.NewClock(T.Add(-10 * time.Second))
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(n), WithReplayKeyLimit(n))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(n), WithReplayKeyLimit(n))
 	type sent struct {
 		f     fixture
 		proof string
@@ -52,15 +51,14 @@ func TestVerifyFutureDatedProofsLeaveFreshOnesIn(t *testing.T) {
 
 	clock.Set(T)
 	honest := otherFixture(t)
-	_, err = v.Verify(t.Context(), honest.request(honest.at(t, T)))
+	_, err := v.Verify(t.Context(), honest.request(honest.at(t, T)))
 	require.NoError(t, err, "a fresh proof is refused after %d proofs spread over 10 s, each dated 10 s ahead", n)
 
 	// Replays stay refused while each proof is dated ahead, once it is
 	// not, and to the end of its window, however the cache moved it.
 	for _, step := range []time.Duration{0, 5 * time.Second, 10 * time.Second, DefaultMaxAge} {
 		clock.Set(T.Add(step))
-		_, err = v.Verify(t.Context(), honest.request(honest.at(t, clock.Now())))
-		require.NoError(t, err)
+		verified(t, v, honest.request(honest.at(t, clock.Now())))
 		for _, s := range accepted {
 			_, err = v.Verify(t.Context(), s.f.request(s.proof))
 			require.Error(t, err, "a replay is never accepted (at T+%v)", step)
@@ -82,8 +80,7 @@ func TestVerifyFutureDatedProofsLeaveFreshOnesIn(t *testing.T) {
 func TestVerifyProofsDatedAheadPastTheBoundCostOneKey(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(100))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(100))
 	verify := func(r Request) error { _, err := v.Verify(t.Context(), r); return err }
 	a, b := otherFixture(t), otherFixture(t)
 	ahead := testNow.Add(5 * time.Second)
@@ -360,19 +357,16 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 	// a tenth of the cache, 1,000 here; 10,000 by default): the same
 	// bounds in the same proportions, at a tenth of the signatures.
 	const cacheSize, keyLimit = DefaultReplayCacheSize / 10, DefaultReplayKeyLimit / 10
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(cacheSize), WithReplayKeyLimit(keyLimit))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(cacheSize), WithReplayKeyLimit(keyLimit))
 	const url = "https://rs.example/api"
 	ahead := func(d time.Duration) func() time.Time { return func() time.Time { return clock.Now().Add(d) } }
 	var sent []string
 	for range 10 {
-		key, err := GenerateKey()
-		require.NoError(t, err)
+		key := newKey(t)
 		s := key.WithClock(ahead(DefaultMaxSkew))
 		for i := range keyLimit/10 + 10 {
-			p, err := s.Proof("GET", url, "", "")
-			require.NoError(t, err)
-			_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
+			p := proofOf(t, s, "GET", url, "", "")
+			_, err := v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
 			if err != nil {
 				// Past the part's bound, the key holding the latest due proof pays.
 				requireOnly(t, err, ErrReplayCacheFull)
@@ -383,19 +377,17 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 			}
 		}
 	}
-	honest, err := GenerateKey()
-	require.NoError(t, err)
+	honest := newKey(t)
 	s := honest.WithClock(ahead(2 * time.Second))
 	for i := range 3 {
-		p, err := s.Proof("GET", url, "", "")
-		require.NoError(t, err)
-		_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
+		p := proofOf(t, s, "GET", url, "", "")
+		_, err := v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
 		require.NoError(t, err, "proof %d of another key dated 2 s ahead (10 s are allowed)", i)
 	}
 	for _, step := range []time.Duration{0, 9 * time.Second, DefaultMaxAge} {
 		clock.Set(testNow.Add(step))
 		for _, p := range sent {
-			_, err = v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
+			_, err := v.Verify(t.Context(), Request{Proofs: []string{p}, Method: "GET", URL: url})
 			require.Error(t, err, "a replay is never accepted (at +%v)", step)
 			require.True(t, errors.Is(err, ErrReplay) || errors.Is(err, ErrReplayCacheFull), "%v", err)
 		}
@@ -413,8 +405,7 @@ func TestVerifyProofDatedAheadNotLockedOutByOtherKeys(t *testing.T) {
 func TestVerifyProofDatedAheadNotLockedOutByKeysOfOneProofEach(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(100))
 	verify := func(r Request) error { _, err := v.Verify(t.Context(), r); return err }
 	var sent []Request
 	for range 30 { // three times the room (a tenth of 100)

@@ -70,8 +70,7 @@ func TestReplayStoreSharedByReplicas(t *testing.T) {
 	f := newFixture(t)
 	p := f.proof(t, nil)
 
-	_, err := a.Verify(t.Context(), f.request(p))
-	require.NoError(t, err)
+	verified(t, a, f.request(p))
 	for _, tc := range []struct {
 		name string
 		v    *Verifier
@@ -88,7 +87,7 @@ func TestReplayStoreSharedByReplicas(t *testing.T) {
 
 	// At the last instant of the window the store still holds it.
 	clock.Set(testNow.Add(DefaultMaxAge))
-	_, err = b.Verify(t.Context(), f.request(p))
+	_, err := b.Verify(t.Context(), f.request(p))
 	requireOnly(t, err, ErrReplay)
 	// After the window the iat check refuses it, whatever the store did.
 	clock.Set(testNow.Add(DefaultMaxAge + ReplayStoreMargin + time.Second))
@@ -109,8 +108,7 @@ func TestReplayStoreKeysCarryNoProofMaterial(t *testing.T) {
 		f   fixture
 		jti string
 	}{{f, "short-jti-1"}, {f, longJTI}, {g, "short-jti-1"}} {
-		_, err := v.Verify(t.Context(), p.f.request(p.f.proof(t, func(_, c map[string]any) { c["jti"] = p.jti })))
-		require.NoError(t, err)
+		verified(t, v, p.f.request(p.f.proof(t, func(_, c map[string]any) { c["jti"] = p.jti })))
 	}
 	calls := store.recorded()
 	require.Len(t, calls, 3)
@@ -193,8 +191,7 @@ func TestReplayStoreFrozenProcessRefusesStaleProof(t *testing.T) {
 	a := newTestVerifier(t, WithClock(clock.Now), WithReplayStore(shared))
 	f := newFixture(t)
 	p := f.proof(t, nil)
-	_, err := a.Verify(t.Context(), f.request(p))
-	require.NoError(t, err)
+	verified(t, a, f.request(p))
 
 	// Replica b checks the replay of p's iat at testNow, then freezes for
 	// an hour before its Remember reaches the store, which let p go.
@@ -203,7 +200,7 @@ func TestReplayStoreFrozenProcessRefusesStaleProof(t *testing.T) {
 		return shared.Remember(ctx, key, until)
 	})
 	b := newTestVerifier(t, WithClock(clock.Now), WithReplayStore(frozen))
-	_, err = b.Verify(t.Context(), f.request(p))
+	_, err := b.Verify(t.Context(), f.request(p))
 	requireOnly(t, err, ErrIATTooOld)
 }
 

@@ -16,8 +16,7 @@ import (
 // caller's (WithClock) there is no restart to guard.
 func TestAProofIssuedBeforeTheVerifierIsRefused(t *testing.T) {
 	t.Parallel()
-	key, err := GenerateKey()
-	require.NoError(t, err)
+	key := newKey(t)
 	const url, token = "https://api.example/orders/42", "bound-access-token"
 	request := func(proof string) Request {
 		return Request{Proofs: []string{proof}, Method: "DELETE", URL: url, AccessToken: token, JKT: key.Thumbprint()}
@@ -26,23 +25,19 @@ func TestAProofIssuedBeforeTheVerifierIsRefused(t *testing.T) {
 	captured, err := key.WithClock(func() time.Time { return time.Now().Add(-2 * time.Second) }).Proof("DELETE", url, token, "")
 	require.NoError(t, err)
 
-	restarted, err := NewVerifier()
-	require.NoError(t, err)
+	restarted := mustVerifier(t)
 	_, err = restarted.Verify(t.Context(), request(captured))
 	require.ErrorIs(t, err, ErrIATTooOld, "a proof issued before the Verifier was made")
 	require.NotContains(t, err.Error(), token)
-	fresh, err := key.Proof("DELETE", url, token, "")
-	require.NoError(t, err)
+	fresh := proofOf(t, key, "DELETE", url, token, "")
 	_, err = restarted.Verify(t.Context(), request(fresh))
 	require.NoError(t, err, "a proof signed after the restart")
 
-	withStore, err := NewVerifier(WithReplayStore(newMemStore(time.Now)))
-	require.NoError(t, err)
+	withStore := mustVerifier(t, WithReplayStore(newMemStore(time.Now)))
 	_, err = withStore.Verify(t.Context(), request(captured))
 	require.NoError(t, err, "a store that vouches for the window decides, not the Verifier's age")
 
-	ownClock, err := NewVerifier(WithClock(time.Now))
-	require.NoError(t, err)
+	ownClock := mustVerifier(t, WithClock(time.Now))
 	_, err = ownClock.Verify(t.Context(), request(captured))
 	require.NoError(t, err, "on the caller's clock")
 }

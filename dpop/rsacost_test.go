@@ -44,10 +44,8 @@ func attackRSAProof(t testing.TB, bits int, e int64) string {
 // signature is what fails.
 func TestVerifyBoundsTheCostOfAnRSAKey(t *testing.T) {
 	t.Parallel()
-	def, err := NewVerifier()
-	require.NoError(t, err)
-	wide, err := NewVerifier(WithMaxRSABits(8192))
-	require.NoError(t, err)
+	def := mustVerifier(t)
+	wide := mustVerifier(t, WithMaxRSABits(8192))
 	for _, tc := range []struct {
 		name string
 		v    *Verifier

@@ -96,10 +96,8 @@ func TestNewSigner(t *testing.T) {
 
 func TestGenerateKey(t *testing.T) {
 	t.Parallel()
-	a, err := GenerateKey()
-	require.NoError(t, err)
-	b, err := GenerateKey()
-	require.NoError(t, err)
+	a := newKey(t)
+	b := newKey(t)
 	assert.Equal(t, "ES256", a.Algorithm())
 	assert.True(t, a.InMemory())
 	assert.NotEqual(t, a.Thumbprint(), b.Thumbprint())
@@ -147,8 +145,7 @@ func TestProofContents(t *testing.T) {
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
-					proof, err := s.Proof(tt.method, tt.url, tt.token, tt.nonce)
-					require.NoError(t, err)
+					proof := proofOf(t, s, tt.method, tt.url, tt.token, tt.nonce)
 					require.NoError(t, verifyWithGoJose(proof))
 					header, claims := decodeProof(t, proof)
 
@@ -161,8 +158,7 @@ func TestProofContents(t *testing.T) {
 
 					jti, ok := claims["jti"].(string)
 					require.True(t, ok)
-					raw, err := base64.RawURLEncoding.DecodeString(jti)
-					require.NoError(t, err)
+					raw := unbase64(t, jti)
 					assert.GreaterOrEqual(t, len(raw)*8, 96)
 					assert.Equal(t, tt.method, claims["htm"])
 					assert.Equal(t, tt.wantHTU, claims["htu"])
@@ -185,11 +181,9 @@ func TestProofContents(t *testing.T) {
 
 func TestProofUsesRealTimeByDefault(t *testing.T) {
 	t.Parallel()
-	s, err := GenerateKey()
-	require.NoError(t, err)
+	s := newKey(t)
 	before := time.Now().Unix()
-	proof, err := s.Proof("GET", "https://example.com/", "", "")
-	require.NoError(t, err)
+	proof := proofOf(t, s, "GET", "https://example.com/", "", "")
 	after := time.Now().Unix()
 	_, claims := decodeProof(t, proof)
 	iat, ok := claims["iat"].(float64)
@@ -200,24 +194,20 @@ func TestProofUsesRealTimeByDefault(t *testing.T) {
 	// WithClock(nil) also means the real clock; the original is unchanged.
 	fixed := s.WithClock(fixedClock(time.Unix(42, 0)))
 	back := fixed.WithClock(nil)
-	proof, err = back.Proof("GET", "https://example.com/", "", "")
-	require.NoError(t, err)
+	proof = proofOf(t, back, "GET", "https://example.com/", "", "")
 	_, claims = decodeProof(t, proof)
 	assert.GreaterOrEqual(t, int64(claims["iat"].(float64)), before)
-	proof, err = fixed.Proof("GET", "https://example.com/", "", "")
-	require.NoError(t, err)
+	proof = proofOf(t, fixed, "GET", "https://example.com/", "", "")
 	_, claims = decodeProof(t, proof)
 	assert.EqualValues(t, 42, claims["iat"])
 }
 
 func TestProofUniqueJTI(t *testing.T) {
 	t.Parallel()
-	s, err := GenerateKey()
-	require.NoError(t, err)
+	s := newKey(t)
 	seen := make(map[string]bool)
 	for range 200 {
-		proof, err := s.Proof("GET", "https://example.com/", "", "")
-		require.NoError(t, err)
+		proof := proofOf(t, s, "GET", "https://example.com/", "", "")
 		_, claims := decodeProof(t, proof)
 		jti := claims["jti"].(string)
 		require.False(t, seen[jti], "jti repeated")
@@ -281,8 +271,7 @@ func TestProofErrors(t *testing.T) {
 		s := mustSigner(t, testP256)
 		page := "https://example.com/orders" + strings.Repeat(" ", 1<<16)
 		url := page[:len("https://example.com/orders")]
-		_, err := s.Proof("GET", url, token, "")
-		require.NoError(t, err)
+		proofOf(t, s, "GET", url, token, "")
 		m := s.lastHTU.Load()
 		require.NotNil(t, m)
 		assert.Equal(t, url, m.url)

@@ -76,9 +76,8 @@ func TestVerifyDecodesEveryPartStrictly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// A verifier per case: the proofs share one jti.
-			v, err := NewVerifier(WithClock(func() time.Time { return time.Unix(iat, 0) }))
-			require.NoError(t, err)
-			_, err = v.Verify(t.Context(), Request{Proofs: []string{tc.proof}, Method: "GET", URL: "https://rs.example/r"})
+			v := mustVerifier(t, WithClock(func() time.Time { return time.Unix(iat, 0) }))
+			_, err := v.Verify(t.Context(), Request{Proofs: []string{tc.proof}, Method: "GET", URL: "https://rs.example/r"})
 			if tc.accepted {
 				require.NoError(t, err)
 				return

@@ -2,7 +2,6 @@ package dpop
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -78,8 +77,7 @@ func tokenJKT(t *testing.T, token string) string {
 	t.Helper()
 	parts := strings.Split(token, ".")
 	require.Len(t, parts, 3)
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	require.NoError(t, err)
+	payload := unbase64(t, parts[1])
 	var claims struct {
 		Cnf struct {
 			JKT string `json:"jkt"`
@@ -148,16 +146,14 @@ func TestRFC9449SharedJTI(t *testing.T) {
 	first, second := vec.Proofs[0], vec.Proofs[1]
 	require.Equal(t, first.JTI, second.JTI)
 	clock := testkit.NewClock(time.Unix(first.IAT, 0))
-	v, err := NewVerifier(WithClock(clock.Now))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now))
 	req := func(p string) Request {
 		return Request{Proofs: []string{p}, Method: "POST", URL: "https://server.example.com/token"}
 	}
 
-	_, err = v.Verify(t.Context(), req(first.Proof))
-	require.NoError(t, err)
+	verified(t, v, req(first.Proof))
 	clock.Advance(30 * time.Second)
-	_, err = v.Verify(t.Context(), req(first.Proof))
+	_, err := v.Verify(t.Context(), req(first.Proof))
 	requireOnly(t, err, ErrReplay)
 
 	clock.Set(time.Unix(second.IAT, 0))
@@ -169,8 +165,7 @@ func TestRFC9449SharedJTI(t *testing.T) {
 
 func newVerifierAt(t *testing.T, now time.Time) *Verifier {
 	t.Helper()
-	v, err := NewVerifier(WithClock(fixedClock(now)))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(fixedClock(now)))
 	return v
 }
 
@@ -195,8 +190,7 @@ func TestThumbprintVectors(t *testing.T) {
 			if tv.BuggyJKT != "" {
 				var members map[string]string
 				require.NoError(t, json.Unmarshal(tv.JWK, &members))
-				x, err := base64.RawURLEncoding.DecodeString(members["x"])
-				require.NoError(t, err)
+				x := unbase64(t, members["x"])
 				require.Len(t, x, 32)
 				require.Zero(t, x[0], "the vector's x coordinate has a leading zero byte")
 				assert.NotEqual(t, tv.BuggyJKT, s.Thumbprint())

@@ -32,8 +32,7 @@ var testNow = time.Unix(1_700_000_000, 0)
 
 func newTestVerifier(t testing.TB, opts ...Option) *Verifier {
 	t.Helper()
-	v, err := NewVerifier(append([]Option{WithClock(fixedClock(testNow))}, opts...)...)
-	require.NoError(t, err)
+	v := mustVerifier(t, append([]Option{WithClock(fixedClock(testNow))}, opts...)...)
 	return v
 }
 
@@ -111,8 +110,7 @@ func TestVerifyAcceptsSignerProofs(t *testing.T) {
 			t.Parallel()
 			s := mustSigner(t, hide(key)).WithClock(fixedClock(testNow))
 			v := newTestVerifier(t)
-			proof, err := s.Proof("DELETE", "https://rs.example.com/orders/7?force=1", testToken, "")
-			require.NoError(t, err)
+			proof := proofOf(t, s, "DELETE", "https://rs.example.com/orders/7?force=1", testToken, "")
 			res, err := v.Verify(t.Context(), Request{
 				Proofs: []string{proof}, Method: "DELETE", URL: "https://rs.example.com/orders/7",
 				AccessToken: testToken, JKT: s.Thumbprint(),
@@ -279,8 +277,7 @@ func TestVerify(t *testing.T) {
 		{name: "signature altered", proof: func(t *testing.T) string {
 			p := f.proof(t, nil)
 			cut := strings.LastIndexByte(p, '.') + 1
-			sig, err := base64.RawURLEncoding.DecodeString(p[cut:])
-			require.NoError(t, err)
+			sig := unbase64(t, p[cut:])
 			sig[10] ^= 0x01
 			return p[:cut] + base64.RawURLEncoding.EncodeToString(sig)
 		}, want: ErrSignature},
@@ -382,13 +379,11 @@ func TestVerifyReplay(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now))
 	proof := f.proof(t, nil)
 
-	_, err = v.Verify(t.Context(), f.request(proof))
-	require.NoError(t, err)
-	_, err = v.Verify(t.Context(), f.request(proof))
+	verified(t, v, f.request(proof))
+	_, err := v.Verify(t.Context(), f.request(proof))
 	requireOnly(t, err, ErrReplay)
 
 	// Same jti under another key is a different proof.
@@ -398,8 +393,7 @@ func TestVerifyReplay(t *testing.T) {
 	otherKey := forgeSign(t, "EdDSA", testEd, mustJSON(t, h), mustJSON(t, claims))
 	req := f.request(otherKey)
 	req.JKT = thumbprintOf(t, testEd.Public())
-	_, err = v.Verify(t.Context(), req)
-	require.NoError(t, err)
+	verified(t, v, req)
 
 	// Still a replay at the end of the window, and too old after it.
 	clock.Advance(DefaultMaxAge)
@@ -414,21 +408,18 @@ func TestVerifyClockStepBack(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(1))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(1))
 	first := f.proof(t, nil)
-	_, err = v.Verify(t.Context(), f.request(first))
-	require.NoError(t, err)
+	verified(t, v, f.request(first))
 
 	// Later, a new proof purges the first from the cache.
 	clock.Advance(2 * time.Minute)
 	later := f.proof(t, func(_, c map[string]any) { c["iat"] = testNow.Add(2 * time.Minute).Unix() })
-	_, err = v.Verify(t.Context(), f.request(later))
-	require.NoError(t, err)
+	verified(t, v, f.request(later))
 
 	// The wall clock steps back: the first proof must not become fresh again.
 	clock.Set(testNow)
-	_, err = v.Verify(t.Context(), f.request(first))
+	_, err := v.Verify(t.Context(), f.request(first))
 	requireOnly(t, err, ErrIATTooOld)
 }
 
@@ -443,14 +434,12 @@ func TestVerifyOneWrongClockReadingAhead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now))
 	first := f.at(t, testNow)
-	_, err = v.Verify(t.Context(), f.request(first))
-	require.NoError(t, err)
+	verified(t, v, f.request(first))
 
 	clock.Set(testNow.Add(time.Hour)) // one request verified while the clock is an hour ahead
-	_, err = v.Verify(t.Context(), f.request(f.at(t, testNow)))
+	_, err := v.Verify(t.Context(), f.request(f.at(t, testNow)))
 	requireOnly(t, err, ErrIATTooOld)
 
 	clock.Set(testNow.Add(time.Second)) // the clock is right again
@@ -480,19 +469,17 @@ func (f fixture) at(t testing.TB, iat time.Time) string {
 func TestVerifyFullReplayCacheForgetsTheOldest(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(3))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(3))
 	a, b := otherFixture(t), otherFixture(t)
 	var olds []string
 	for range 3 {
 		p := a.at(t, testNow)
 		olds = append(olds, p)
-		_, err := v.Verify(t.Context(), a.request(p))
-		require.NoError(t, err)
+		verified(t, v, a.request(p))
 	}
 
 	clock.Advance(time.Second)
-	_, err = v.Verify(t.Context(), b.request(b.at(t, clock.Now())))
+	_, err := v.Verify(t.Context(), b.request(b.at(t, clock.Now())))
 	require.NoError(t, err, "a newer proof of another key is accepted")
 	_, err = v.Verify(t.Context(), a.request(a.at(t, clock.Now())))
 	require.NoError(t, err, "so is a newer proof of the key that filled the cache")
@@ -510,8 +497,7 @@ func TestVerifyFullReplayCacheForgetsTheOldest(t *testing.T) {
 
 	// Once the entries expire the cache is whole again.
 	clock.Advance(DefaultMaxAge + time.Second)
-	_, err = v.Verify(t.Context(), a.request(a.at(t, clock.Now())))
-	require.NoError(t, err)
+	verified(t, v, a.request(a.at(t, clock.Now())))
 	assert.Equal(t, 1, v.replay.len())
 }
 
@@ -522,17 +508,14 @@ func TestVerifyFullReplayCacheForgetsTheOldest(t *testing.T) {
 func TestVerifyReplayKeyLimit(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(3))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(100), WithReplayKeyLimit(3))
 	flooder, other := otherFixture(t), otherFixture(t)
 	first := flooder.at(t, testNow)
-	_, err = v.Verify(t.Context(), flooder.request(first))
-	require.NoError(t, err)
+	verified(t, v, flooder.request(first))
 	for range 2 {
-		_, err = v.Verify(t.Context(), flooder.request(flooder.at(t, testNow)))
-		require.NoError(t, err)
+		verified(t, v, flooder.request(flooder.at(t, testNow)))
 	}
-	_, err = v.Verify(t.Context(), flooder.request(flooder.at(t, testNow)))
+	_, err := v.Verify(t.Context(), flooder.request(flooder.at(t, testNow)))
 	requireOnly(t, err, ErrReplayCacheFull) // its limit is reached within one second
 
 	for range 10 {
@@ -556,27 +539,23 @@ func TestVerifyReplayKeyLimit(t *testing.T) {
 func TestVerifyReplayCacheOfOneProofPerKey(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(3))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(3))
 	keys := []fixture{otherFixture(t), otherFixture(t), otherFixture(t), otherFixture(t)}
 	var firsts []string
 	for _, k := range keys[:3] {
 		p := k.at(t, testNow)
 		firsts = append(firsts, p)
-		_, err := v.Verify(t.Context(), k.request(p))
-		require.NoError(t, err)
+		verified(t, v, k.request(p))
 	}
 	clock.Advance(time.Second)
-	_, err = v.Verify(t.Context(), keys[3].request(keys[3].at(t, clock.Now())))
-	require.NoError(t, err)
+	verified(t, v, keys[3].request(keys[3].at(t, clock.Now())))
 	for i, p := range firsts {
-		_, err = v.Verify(t.Context(), keys[i].request(p))
+		_, err := v.Verify(t.Context(), keys[i].request(p))
 		require.Error(t, err, "a replay is never accepted")
 	}
-	_, err = v.Verify(t.Context(), keys[3].request(keys[3].at(t, testNow)))
+	_, err := v.Verify(t.Context(), keys[3].request(keys[3].at(t, testNow)))
 	requireOnly(t, err, ErrReplayCacheFull)
-	_, err = v.Verify(t.Context(), keys[0].request(keys[0].at(t, clock.Now())))
-	require.NoError(t, err)
+	verified(t, v, keys[0].request(keys[0].at(t, clock.Now())))
 }
 
 // TestCheckRecordsNothing: Check runs Verify's checks without recording,
@@ -586,14 +565,13 @@ func TestCheckRecordsNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	clock := testkit.NewClock(testNow)
-	v, err := NewVerifier(WithClock(clock.Now), WithReplayCacheSize(1))
-	require.NoError(t, err)
+	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(1))
 	proof := f.proof(t, nil)
 	for range 3 {
 		_, err := v.Check(t.Context(), f.request(proof))
 		require.NoError(t, err)
 	}
-	_, err = v.Check(t.Context(), f.request(f.proof(t, nil)))
+	_, err := v.Check(t.Context(), f.request(f.proof(t, nil)))
 	require.NoError(t, err, "nothing checked filled the cache of one")
 	assert.Zero(t, v.replay.len())
 
@@ -706,8 +684,7 @@ func TestVerifyNonce(t *testing.T) {
 			if tt.nonces.mintErr == nil {
 				// The client retries with the nonce it was given.
 				retry := f.proof(t, func(_, c map[string]any) { c["nonce"] = nerr.Nonce })
-				_, err = v.Verify(t.Context(), f.request(retry))
-				require.NoError(t, err)
+				verified(t, v, f.request(retry))
 			}
 		})
 	}

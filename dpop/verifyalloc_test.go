@@ -25,8 +25,7 @@ func TestVerifyAllocationBudget(t *testing.T) {
 			s := mustSigner(t, keys[name]).WithClock(fixedClock(testNow))
 			proofs := make([]string, runs+1) // AllocsPerRun runs once more to warm up
 			for i := range proofs {
-				p, err := s.Proof("GET", benchURL, testToken, "")
-				require.NoError(t, err)
+				p := proofOf(t, s, "GET", benchURL, testToken, "")
 				proofs[i] = p
 			}
 			v := newTestVerifier(t)

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -281,7 +281,7 @@ func BenchmarkProtectedLoopback(b *testing.B) {
 	}
 	lats := make([][]time.Duration, conns)
 	phase := func(s *side) time.Duration {
-		start, startCPU := time.Now(), processCPU(b)
+		start, startCPU := time.Now(), testkit.ProcessCPU(b)
 		var wg sync.WaitGroup
 		for i := range conns {
 			wg.Go(func() {
@@ -300,7 +300,7 @@ func BenchmarkProtectedLoopback(b *testing.B) {
 		wg.Wait()
 		wall := time.Since(start)
 		s.wall += wall
-		s.cpu += processCPU(b) - startCPU
+		s.cpu += testkit.ProcessCPU(b) - startCPU
 		s.requests += conns * batch
 		for _, l := range lats {
 			s.lat = append(s.lat, l...)
@@ -349,15 +349,6 @@ func BenchmarkProtectedLoopback(b *testing.B) {
 	if s := client.Stats(); s.GatewayRequests != 1 {
 		b.Fatalf("the client made %d gateway requests, want 1: the benchmark measured misses", s.GatewayRequests)
 	}
-}
-
-// processCPU returns the CPU time the process has used, user and system.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // shopClient is a client of the shop fixture's orders-api at url, closed

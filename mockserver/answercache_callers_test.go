@@ -64,8 +64,7 @@ func answersWant(t *testing.T, s *Server, user, org string, resources []decision
 // engine's on the live realm.
 func TestAnswersFollowWritesUnderConcurrentDecisions(t *testing.T) {
 	t.Parallel()
-	s, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
 	askers := answerAskers(t, s)
 	bodies := answerBodies
 	ids := answerIDs(t, s)
@@ -131,8 +130,7 @@ func TestCachedAnswerNeedsAValidToken(t *testing.T) {
 	clock := func() time.Time { return time.Unix(0, nowNs.Load()) }
 	fx := DecisionFixture()
 	fx.Realms[1].Users = append(fx.Realms[1].Users, FixtureUser{Username: "alice"}) // globex's alice
-	s, err := New(WithFixture(fx), WithIssuer(answersBase), WithClock(clock), es256Tokens)
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(fx), WithIssuer(answersBase), WithClock(clock), es256Tokens)
 	body := `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
 	grant := func(tok string) {
 		t.Helper()
@@ -144,8 +142,7 @@ func TestCachedAnswerNeedsAValidToken(t *testing.T) {
 	}
 
 	// revoked
-	tok, err := s.IssueToken("acme", "alice", TokenClient("orders-api"))
-	require.NoError(t, err)
+	tok := mustIssue(t, s, "acme", "alice", TokenClient("orders-api"))
 	grant(tok)
 	req := httptest.NewRequest(http.MethodPost, answersBase+"/realms/acme/protocol/openid-connect/revoke", strings.NewReader("token="+tok))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -157,8 +154,7 @@ func TestCachedAnswerNeedsAValidToken(t *testing.T) {
 	require.Equal(t, 401, rec.Code, "revoked token answered from the cache: %s", rec.Body.String())
 
 	// another token of alice still gets the cached GRANT (shared by design)
-	tok2, err := s.IssueToken("acme", "alice", TokenLifetime(time.Minute))
-	require.NoError(t, err)
+	tok2 := mustIssue(t, s, "acme", "alice", TokenLifetime(time.Minute))
 	grant(tok2)
 	// expired
 	nowNs.Add(int64(2 * time.Minute))
@@ -166,20 +162,17 @@ func TestCachedAnswerNeedsAValidToken(t *testing.T) {
 	require.Equal(t, 401, rec.Code, "expired token answered from the cache: %s", rec.Body.String())
 
 	// a token of globex's alice on acme's route
-	tok3, err := s.IssueToken("globex", "alice")
-	require.NoError(t, err)
+	tok3 := mustIssue(t, s, "globex", "alice")
 	rec = answersAsk(s, tok3, body)
 	require.Equal(t, 401, rec.Code, rec.Body.String())
 	// no token
 	rec = answersAsk(s, "", body)
 	require.Equal(t, 401, rec.Code, rec.Body.String())
 	// a token whose last 64 bytes are a valid cached token's, the rest changed
-	tok4, err := s.IssueToken("acme", "alice", TokenLifetime(time.Hour))
-	require.NoError(t, err)
+	tok4 := mustIssue(t, s, "acme", "alice", TokenLifetime(time.Hour))
 	grant(tok4)
 	parts := strings.Split(tok4, ".")
-	carolTok, err := s.IssueToken("acme", "carol", TokenLifetime(time.Hour))
-	require.NoError(t, err)
+	carolTok := mustIssue(t, s, "acme", "carol", TokenLifetime(time.Hour))
 	cp := strings.Split(carolTok, ".")
 	forged := cp[0] + "." + cp[1] + "." + parts[2] // carol's claims with alice's signature
 	rec = answersAsk(s, forged, body)
@@ -195,8 +188,7 @@ func TestCachedAnswersTakeFaultsAndTheDenialLog(t *testing.T) {
 	s, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens,
 		WithDenialLog(func(f string, a ...any) { mu.Lock(); logged = append(logged, fmt.Sprintf(f, a...)); mu.Unlock() }))
 	require.NoError(t, err)
-	tok, err := s.IssueToken("acme", "dave")
-	require.NoError(t, err)
+	tok := mustIssue(t, s, "acme", "dave")
 	body := `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
 	for range 5 {
 		rec := answersAsk(s, tok, body)
@@ -206,10 +198,8 @@ func TestCachedAnswersTakeFaultsAndTheDenialLog(t *testing.T) {
 	require.Len(t, logged, 5)
 	mu.Unlock()
 
-	s2, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
-	require.NoError(t, err)
-	tok, err = s2.IssueToken("acme", "alice")
-	require.NoError(t, err)
+	s2 := mustNew(t, WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
+	tok = mustIssue(t, s2, "acme", "alice")
 	for range 3 {
 		require.Equal(t, 200, answersAsk(s2, tok, body).Code)
 	}
@@ -224,14 +214,12 @@ func TestCachedAnswersTakeFaultsAndTheDenialLog(t *testing.T) {
 // refused without its proof.
 func TestCachedAnswerRefusedAfterDecommissionOrWithoutItsBinding(t *testing.T) {
 	t.Parallel()
-	s, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
 	key, kid, err := s.keys.signing("tenant1")
 	require.NoError(t, err)
 	rm, err := s.store.ProvisionTenant("tenant1", "free", "boss@t.test", "pw-pw-pw-pw", key, kid)
 	require.NoError(t, err)
-	tok, err := s.IssueToken("tenant1", "boss@t.test")
-	require.NoError(t, err)
+	tok := mustIssue(t, s, "tenant1", "boss@t.test")
 	body := `{"clientId":"admin-cli","resources":[{"name":"x"}],"context":{}}`
 	ask := func() *httptest.ResponseRecorder { return answersAskIn(s, "tenant1", tok, body) }
 	for range 3 {
@@ -243,14 +231,12 @@ func TestCachedAnswerRefusedAfterDecommissionOrWithoutItsBinding(t *testing.T) {
 	rec := ask()
 	require.NotEqual(t, 200, rec.Code, rec.Body.String())
 
-	alice, err := s.IssueToken("acme", "alice")
-	require.NoError(t, err)
+	alice := mustIssue(t, s, "acme", "alice")
 	gbody := `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
 	for range 3 {
 		require.Contains(t, answersAsk(s, alice, gbody).Body.String(), `"status":"GRANT"`)
 	}
-	bound, err := s.IssueToken("acme", "alice", TokenDPoPBinding("0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"))
-	require.NoError(t, err)
+	bound := mustIssue(t, s, "acme", "alice", TokenDPoPBinding("0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"))
 	rec = answersAsk(s, bound, gbody)
 	require.Equal(t, 401, rec.Code, "a bound token without its proof: %s", rec.Body.String())
 }

@@ -47,8 +47,7 @@ func answerIDs(t *testing.T, s *Server) map[string]string {
 // another's).
 func TestAnswersFollowEveryWrite(t *testing.T) {
 	t.Parallel()
-	s, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), WithKeySeed([]byte("answer-cache-test")))
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(DecisionFixture()), WithIssuer(answersBase), WithKeySeed([]byte("answer-cache-test")))
 
 	askers := answerAskers(t, s)
 	bodies := answerBodies
@@ -198,8 +197,7 @@ func answerAskers(t *testing.T, s *Server) []answerAsker {
 	var askers []answerAsker
 	for _, user := range []string{"alice", "bob", "carol", "dave"} {
 		for _, org := range []string{"", "eu", "us"} {
-			tok, err := s.IssueToken("acme", user, TokenOrganization(org))
-			require.NoError(t, err)
+			tok := mustIssue(t, s, "acme", user, TokenOrganization(org))
 			askers = append(askers, answerAsker{user, org, tok})
 		}
 	}

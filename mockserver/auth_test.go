@@ -42,6 +42,31 @@ func authFixture() Fixture {
 	}
 }
 
+// mustNew is New, failing the test on an error.
+func mustNew(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s, err := New(opts...)
+	require.NoError(t, err)
+	return s
+}
+
+// mustIssue is s.IssueToken, failing the test on an error.
+func mustIssue(t testing.TB, s *Server, realm, username string, opts ...TokenOption) string {
+	t.Helper()
+	tok, err := s.IssueToken(realm, username, opts...)
+	require.NoError(t, err)
+	return tok
+}
+
+// newRequest is a client request with the test's context, failing the
+// test on an error.
+func newRequest(t testing.TB, method, url string, body io.Reader) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, body)
+	require.NoError(t, err)
+	return req
+}
+
 // authHarness serves probe routes wrapped by the three protections.
 type authHarness struct {
 	s   *Server
@@ -57,8 +82,7 @@ func newAuthHarness(t *testing.T) *authHarness {
 	mux := http.NewServeMux()
 	ts := httptest.NewUnstartedServer(mux)
 	url := "http://" + ts.Listener.Addr().String()
-	s, err := New(WithFixture(authFixture()), WithIssuer(url), WithClock(clock), WithAdminSecret("boot"))
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(authFixture()), WithIssuer(url), WithClock(clock), WithAdminSecret("boot"))
 	h.s, h.url = s, url
 	mux.Handle("POST /probe/{realm}/admin", s.realmAdmin("organization.create", func(w http.ResponseWriter, r *http.Request, c *caller) {
 		c.resourceID = "res-1"
@@ -91,8 +115,7 @@ func (h *authHarness) token(t *testing.T, realm, user string, opts ...TokenOptio
 
 func (h *authHarness) do(t *testing.T, method, path, authz string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, h.url+path, nil)
-	require.NoError(t, err)
+	req := newRequest(t, method, h.url+path, nil)
 	if authz != "" {
 		req.Header.Set("Authorization", authz)
 	}
@@ -113,10 +136,8 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 
 	// A token minted by a server with another issuer base but the same key
 	// cannot be made here; a token signed for acme by another server is.
-	other, err := New(WithFixture(authFixture()), WithIssuer("http://elsewhere.test"))
-	require.NoError(t, err)
-	foreign, err := other.IssueToken("acme", "alice")
-	require.NoError(t, err)
+	other := mustNew(t, WithFixture(authFixture()), WithIssuer("http://elsewhere.test"))
+	foreign := mustIssue(t, other, "acme", "alice")
 	wrongIss, err := func() (string, error) {
 		s2 := *h.s
 		s2.issuer = "http://elsewhere.test"

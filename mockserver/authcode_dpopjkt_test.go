@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
@@ -42,15 +41,13 @@ func codeFlows(t *testing.T) map[string]func(t *testing.T) (codeFlow, string) {
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		require.Equal(t, http.StatusFound, resp.StatusCode)
-		loc, err := url.Parse(resp.Header.Get("Location"))
-		require.NoError(t, err)
+		loc := parseURL(t, resp.Header.Get("Location"))
 		return loc
 	}
 	tokenWith := func(t *testing.T, signer *dpop.Signer, tokenURL string) http.Header {
 		h := http.Header{}
 		if signer != nil {
-			proof, err := signer.Proof(http.MethodPost, tokenURL, "", "")
-			require.NoError(t, err)
+			proof := proofOf(t, signer, http.MethodPost, tokenURL, "", "")
 			h.Set("DPoP", proof)
 		}
 		return h
@@ -77,8 +74,7 @@ func codeFlows(t *testing.T) map[string]func(t *testing.T) (codeFlow, string) {
 					q.Set("password", "alice-pw")
 					resp, body := f.send("a", http.MethodPost, authPath, q, nil)
 					require.Equal(t, http.StatusFound, resp.StatusCode, body)
-					loc, err := url.Parse(resp.Header.Get("Location"))
-					require.NoError(t, err)
+					loc := parseURL(t, resp.Header.Get("Location"))
 					return loc
 				},
 				redeem: func(t *testing.T, form url.Values, signer *dpop.Signer) servertest.Result {
@@ -147,8 +143,7 @@ func TestACodeBoundToADPoPKeyIsRedeemedOnlyWithThatKey(t *testing.T) {
 			res := flow.redeem(t, form, bound)
 			require.Equal(t, http.StatusOK, res.Status, "the refusals left the code to its client: %s", answerOf(t, res))
 			require.Equal(t, "DPoP", res.JSON(t)["token_type"])
-			tok, err := jwt.ParseSigned(res.JSON(t)["access_token"].(string), []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
-			require.NoError(t, err)
+			tok := parseJWT(t, res.JSON(t)["access_token"].(string), []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
 			var claims struct {
 				Cnf struct {
 					JKT string `json:"jkt"`
@@ -170,8 +165,7 @@ func TestACodeBoundToADPoPKeyIsRedeemedOnlyWithThatKey(t *testing.T) {
 // errors, with no code: never taken as no binding.
 func TestAnAuthorizationRequestWithAMalformedDPoPJKTIsRefused(t *testing.T) {
 	t.Parallel()
-	key, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	key := newKey(t)
 	good := key.Thumbprint()
 	for name, start := range codeFlows(t) {
 		t.Run(name, func(t *testing.T) {

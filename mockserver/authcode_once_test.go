@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
@@ -172,15 +171,13 @@ func TestCodeKeptWhenItsProofCannotBeRecorded(t *testing.T) {
 		t.Run(cs.name, func(t *testing.T) {
 			t.Parallel()
 			f, store := cs.start(t)
-			signer, err := dpop.GenerateKey()
-			require.NoError(t, err)
+			signer := newKey(t)
 			redeem := func(replica, code, proof string) servertest.Result {
 				return f.do(replica, http.MethodPost, tokenPath, "application/x-www-form-urlencoded", url.Values{"grant_type": {"authorization_code"},
 					"client_id": {"web"}, "code": {code}, "redirect_uri": {webRedirect}, "code_verifier": {pkceVerifier}}.Encode(), http.Header{"Dpop": {proof}})
 			}
 			code := f.authCode(cs.first, webRedirect)
-			proof, err := signer.Proof(http.MethodPost, f.URL+tokenPath, "", "")
-			require.NoError(t, err)
+			proof := proofOf(t, signer, http.MethodPost, f.URL+tokenPath, "", "")
 			if store != nil {
 				store.set(&store.failProofs, errors.New("connection reset"))
 				res := redeem(cs.first, code, proof)
@@ -197,8 +194,7 @@ func TestCodeKeptWhenItsProofCannotBeRecorded(t *testing.T) {
 				require.Equal(t, http.StatusBadRequest, res.Status, "the proof is a replay: %s", res.Body)
 				require.Equal(t, "invalid_dpop_proof", res.JSON(t)["error"])
 			}
-			fresh, err := signer.Proof(http.MethodPost, f.URL+tokenPath, "", "")
-			require.NoError(t, err)
+			fresh := proofOf(t, signer, http.MethodPost, f.URL+tokenPath, "", "")
 			res := redeem(cs.second, code, fresh)
 			require.Equal(t, http.StatusOK, res.Status, "the client's retry with a fresh proof: %s", res.Body)
 			require.Equal(t, "DPoP", res.JSON(t)["token_type"])

@@ -74,8 +74,7 @@ func TestKeptCodeSurvivesAProofThatCannotBeRecorded(t *testing.T) {
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	post := func(path string, form url.Values, header http.Header) *http.Response {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, hs.URL+path, strings.NewReader(form.Encode()))
-		require.NoError(t, err)
+		req := newRequest(t, http.MethodPost, hs.URL+path, strings.NewReader(form.Encode()))
 		for k, v := range header {
 			req.Header[k] = v
 		}
@@ -95,13 +94,11 @@ func TestKeptCodeSurvivesAProofThatCannotBeRecorded(t *testing.T) {
 	code := loc.Query().Get("code")
 	require.NotEmpty(t, code, loc.String())
 
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := newKey(t)
 	tokenPath := "/realms/acme/protocol/openid-connect/token"
 	redeem := func() *http.Response {
 		t.Helper()
-		p, err := signer.Proof(http.MethodPost, hs.URL+tokenPath, "", "")
-		require.NoError(t, err)
+		p := proofOf(t, signer, http.MethodPost, hs.URL+tokenPath, "", "")
 		return post(tokenPath, url.Values{"grant_type": {"authorization_code"}, "client_id": {"web"}, "code": {code},
 			"redirect_uri": {redirect}, "code_verifier": {verifier}}, http.Header{"Dpop": {p}})
 	}

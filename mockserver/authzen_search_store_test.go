@@ -23,8 +23,7 @@ import (
 func TestSubjectSearchSeesNewUsers(t *testing.T) {
 	t.Parallel()
 	s := scaleServer(t, searchFixture(40))
-	tok, err := s.IssueToken("big", "service-account-orders-api")
-	require.NoError(t, err)
+	tok := mustIssue(t, s, "big", "service-account-orders-api")
 	page := func(token string) ([]string, string) {
 		body := `{"subject":{"type":"user"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"},"page":{"limit":5,"token":"` + token + `"}}`
 		var out azSearchAnswer
@@ -41,7 +40,7 @@ func TestSubjectSearchSeesNewUsers(t *testing.T) {
 	cursor := first[4]
 
 	var before, after []string // the new members' ids, by side of the cursor
-	err = s.store.Write("big", func(rm *store.Realm) error {
+	err := s.store.Write("big", func(rm *store.Realm) error {
 		member := rm.RoleByName["member"]
 		for i := 0; len(before) == 0 || len(after) == 0; i++ {
 			if i == 64 {
@@ -153,8 +152,7 @@ func TestSubjectSearchPageEvaluatesBoundedUsers(t *testing.T) {
 	const users, bound = 500, 20
 	s := scaleServer(t, rareFixture(users))
 	s.subjectScan = bound
-	tok, err := s.IssueToken("big", "service-account-orders-api")
-	require.NoError(t, err)
+	tok := mustIssue(t, s, "big", "service-account-orders-api")
 	got, pages := readSubjects(t, s, tok, "", 100)
 	require.Equal(t, members(t, s), got)
 	require.GreaterOrEqual(t, pages, users/bound, "a page evaluated more users than its bound")
@@ -166,8 +164,7 @@ func TestSubjectSearchPageEvaluatesBoundedUsers(t *testing.T) {
 func TestSubjectSearchStopsWhenItsClientHasGone(t *testing.T) {
 	t.Parallel()
 	s := scaleServer(t, rareFixture(4*subjectScanCheck))
-	tok, err := s.IssueToken("big", "service-account-orders-api")
-	require.NoError(t, err)
+	tok := mustIssue(t, s, "big", "service-account-orders-api")
 	all := members(t, s)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -74,24 +75,6 @@ func (f *restartFront) requireRevoked(replica, token, why string) {
 	require.Equal(f.t, map[string]any{"active": false}, res.JSON(f.t), why)
 }
 
-// stepClock is a clock a test sets.
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // revoke revokes token at replica (RFC 7009, as its client admin-cli).
 func (f *restartFront) revoke(replica, token string) {
 	f.t.Helper()
@@ -126,7 +109,7 @@ func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			clock := &stepClock{now: time.Now().Add(tc.ahead)}
+			clock := testkit.NewClock(time.Now().Add(tc.ahead))
 			opts := []mockserver.Option{mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithKeySeed(keySeed), mockserver.WithClock(clock.Now)}
 			f := newRestartFront(t)
 			f.start("a", opts...)
@@ -136,14 +119,14 @@ func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 			f.requireRevoked("a", revoked, "revoked before the restart")
 			f.requireGrant("a", kept, "not revoked, before the restart")
 
-			clock.add(-tc.ahead) // NTP corrects a clock that ran ahead
+			clock.Advance(-tc.ahead) // NTP corrects a clock that ran ahead
 			f.start("a", opts...)
 			f.requireRevoked("a", revoked, "revoked before the restart, after it")
 			f.requireRevoked("a", kept, "minted before the restart, after it")
 			fresh := f.passwordToken("a")
 			f.requireGrant("a", fresh, "minted after the restart")
 
-			clock.add(-time.Hour) // the clock steps back
+			clock.Advance(-time.Hour) // the clock steps back
 			f.requireGrant("a", fresh, "its own token minted before the step back")
 			f.requireGrant("a", f.passwordToken("a"), "its own token minted after the step back")
 		})
@@ -159,7 +142,7 @@ func TestWithoutSharedStoreServesOnlyItsOwnTokens(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				clockA, clockB := &stepClock{now: time.Now()}, &stepClock{now: time.Now().Add(-30 * time.Second)} // b's clock is behind
+				clockA, clockB := testkit.NewClock(time.Now()), testkit.NewClock(time.Now().Add(-30*time.Second)) // b's clock is behind
 				opts := []mockserver.Option{mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithKeySeed(keySeed)}
 				if tc.shared {
 					opts = append(opts, mockserver.WithReplayStore(&sharedStore{keys: map[string]time.Time{}}))

@@ -48,15 +48,13 @@ func TestReusedCodesRevocationLastsAsLongAsItsToken(t *testing.T) {
 	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
-	s, err := New(WithFixture(a10bFixture()), WithIssuer(base), WithClock(clock), WithAdminSecret("boot"))
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(a10bFixture()), WithIssuer(base), WithClock(clock), WithAdminSecret("boot"))
 	ts.Config.Handler = s
 	ts.Start()
 	t.Cleanup(ts.Close)
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	post := func(path string, form url.Values) (*http.Response, string) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+path, strings.NewReader(form.Encode()))
-		require.NoError(t, err)
+		req := newRequest(t, http.MethodPost, base+path, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		resp, err := noFollow.Do(req)
 		require.NoError(t, err)
@@ -84,8 +82,7 @@ func TestReusedCodesRevocationLastsAsLongAsItsToken(t *testing.T) {
 	// Ten minutes later every code (60 s) and every token (300 s) has
 	// expired. One more revocation forgets the realm's expired entries.
 	now.Add(int64(10 * time.Minute))
-	fresh, err := s.IssueToken("acme", "bob")
-	require.NoError(t, err)
+	fresh := mustIssue(t, s, "acme", "bob")
 	resp, body := post("/realms/acme/protocol/openid-connect/revoke", url.Values{"client_id": {"admin-cli"}, "token": {fresh}})
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	rr, ok := s.auth.revoked.realms.lookup("acme")
@@ -153,8 +150,7 @@ func TestAuditEntriesAreBoundedInBytes(t *testing.T) {
 // remembered, while the usual ways of addressing a server still answer.
 func TestIssuerHostIsBoundedBeforeItIsKept(t *testing.T) {
 	ts := httptest.NewUnstartedServer(nil)
-	s, err := New(WithFixture(authFixture()), WithAdminSecret("boot"))
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(authFixture()), WithAdminSecret("boot"))
 	ts.Config.Handler = s
 	ts.Start()
 	t.Cleanup(ts.Close)
@@ -194,8 +190,7 @@ func TestIssuerHostIsBoundedBeforeItIsKept(t *testing.T) {
 			require.Contains(t, body, `Host must be`)
 			require.Less(t, len(body), 1<<10, "the refusal does not echo the Host")
 			// The service's routes answer with the service's error body.
-			req, err = http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/admin/config", nil)
-			require.NoError(t, err)
+			req = newRequest(t, http.MethodGet, ts.URL+"/admin/config", nil)
 			req.Host = tc.host
 			resp, err = http.DefaultClient.Do(req)
 			require.NoError(t, err)

@@ -171,8 +171,7 @@ func (a *orgAPI) sendRaw(token, method, url, contentType, body string) *apiResp 
 // (canonical keys), and reads the answer whole.
 func (a *orgAPI) sendHeader(t testing.TB, method, url, body string, h http.Header) *apiResp {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
-	require.NoError(t, err)
+	req := newRequest(t, method, url, strings.NewReader(body))
 	maps.Copy(req.Header, h)
 	resp, err := a.hc.Do(req)
 	require.NoError(t, err)
@@ -319,8 +318,7 @@ func TestLocationsFollowThePublicURL(t *testing.T) {
 			http.Header{"X-Forwarded-Proto": {"https"}, "X-Forwarded-Host": {"public.test"}}, "https://public.test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := New(append([]Option{WithFixture(orgFixture()), WithAdminSecret("boot"), es256Tokens}, tc.opts...)...)
-			require.NoError(t, err)
+			s := mustNew(t, append([]Option{WithFixture(orgFixture()), WithAdminSecret("boot"), es256Tokens}, tc.opts...)...)
 			alice := token(t, s, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 				"username": {"alice"}, "password": {"alice"}}, tc.header)
 			admin := token(t, s, "master", url.Values{"grant_type": {"client_credentials"},

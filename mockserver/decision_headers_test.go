@@ -55,10 +55,8 @@ func TestDecisionHeaderValuesAreEachAnswersOwn(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
 	newSrv := func() (http.Handler, string) {
-		s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
-		require.NoError(t, err)
-		tok, err := s.IssueToken("acme", "alice")
-		require.NoError(t, err)
+		s := mustNew(t, WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
+		tok := mustIssue(t, s, "acme", "alice")
 		return s.withCORS(readBodyFirst(s.routes())), tok
 	}
 	// Its own Content-Length, so that no earlier test's edit is seen.

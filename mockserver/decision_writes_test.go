@@ -56,17 +56,12 @@ func (a attackSrv) decide(token, resource, scope string) string {
 func TestDecisionFollowsWritesUnderLoad(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
-	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
 	a := attackSrv{t: t, s: s}
-	admin, err := s.IssueToken("acme", "admin")
-	require.NoError(t, err)
-	carol, err := s.IssueToken("acme", "carol")
-	require.NoError(t, err)
-	carolEU, err := s.IssueToken("acme", "carol", TokenOrganization("eu"))
-	require.NoError(t, err)
-	alice, err := s.IssueToken("acme", "alice")
-	require.NoError(t, err)
+	admin := mustIssue(t, s, "acme", "admin")
+	carol := mustIssue(t, s, "acme", "carol")
+	carolEU := mustIssue(t, s, "acme", "carol", TokenOrganization("eu"))
+	alice := mustIssue(t, s, "acme", "alice")
 
 	var orgID, carolID string
 	require.NoError(t, s.store.Read("acme", func(rm *store.Realm) error {

@@ -8,12 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -68,7 +68,7 @@ func BenchmarkDecisionRate(b *testing.B) {
 			msClient, trivialClient := clients(), clients()
 			var msCPU, trivialCPU time.Duration
 			phase := func(client *http.Client, url string, cpu *time.Duration) time.Duration {
-				start, startCPU := time.Now(), processCPU(b)
+				start, startCPU := time.Now(), testkit.ProcessCPU(b)
 				var wg sync.WaitGroup
 				for range conns {
 					wg.Go(func() {
@@ -81,7 +81,7 @@ func BenchmarkDecisionRate(b *testing.B) {
 					})
 				}
 				wg.Wait()
-				*cpu += processCPU(b) - startCPU
+				*cpu += testkit.ProcessCPU(b) - startCPU
 				return time.Since(start)
 			}
 			phase(msClient, ms.URL, new(time.Duration)) // open the connections
@@ -118,15 +118,6 @@ func BenchmarkDecisionRate(b *testing.B) {
 			b.ReportMetric(float64(trivialCPU)/float64(msCPU), "cpu-ratio")
 		})
 	}
-}
-
-// processCPU returns the CPU time (user and system) the process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // post sends one decision request.

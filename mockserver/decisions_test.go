@@ -100,8 +100,7 @@ func adminGet(t *testing.T, srv *mockservertest.Server, token, path string) map[
 // subjectOf returns the sub claim of a token.
 func subjectOf(t *testing.T, raw string) string {
 	t.Helper()
-	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
-	require.NoError(t, err)
+	tok := parseJWT(t, raw, []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
 	var c jwt.Claims
 	require.NoError(t, tok.UnsafeClaimsWithoutVerification(&c))
 	return c.Subject

@@ -56,18 +56,15 @@ func attackFixture() Fixture {
 func TestDirectRouteAnswersAsServeMux(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
-	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
 	withDirect := s.routes().(mux)
 	without := s.routes().(mux)
 	*without.direct = nil
 	hDirect := s.withCORS(readBodyFirst(withDirect))
 	hPlain := s.withCORS(readBodyFirst(without))
 
-	alice, err := s.IssueToken("acme", "alice")
-	require.NoError(t, err)
-	gina, err := s.IssueToken("globex", "gina")
-	require.NoError(t, err)
+	alice := mustIssue(t, s, "acme", "alice")
+	gina := mustIssue(t, s, "globex", "gina")
 
 	paths := []string{
 		"/realms/acme/authorization-decision-provider/authorize",
@@ -182,11 +179,9 @@ func TestDirectRouteAnswersAsServeMux(t *testing.T) {
 func TestDirectRouteSetsPatternAndPathValue(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
-	s, err := New(WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(attackFixture()), WithIssuer("http://srv.test"), WithClock(func() time.Time { return now }), es256Tokens)
 	inner := readBodyFirst(s.routes()) // what New serves (no CORS origins: withCORS is h)
-	alice, err := s.IssueToken("acme", "alice")
-	require.NoError(t, err)
+	alice := mustIssue(t, s, "acme", "alice")
 	for _, tt := range []struct{ path, body string }{
 		{"/realms/acme/authorization-decision-provider/get-organizations", `{"clientId":"orders-api"}`},
 		{"/realms/acme/authorization-decision-provider/authorize", `{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{}}`},

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -21,15 +21,14 @@ import (
 // start can be a replay of one it had not seen.
 func TestADPoPTokenIsIssuedAfterTheServersClockSteppedBack(t *testing.T) {
 	t.Parallel()
-	clock := &stepClock{now: time.Now().Add(10 * time.Minute)} // the host booted 10 minutes ahead
+	clock := testkit.NewClock(time.Now().Add(10 * time.Minute)) // the host booted 10 minutes ahead
 	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithClock(clock.Now))
-	key, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	key := newKey(t)
 	signer := key.WithClock(clock.Now) // the client shares the server's clock
 	res := servertest.DPoPToken(t, srv, signer, "")
 	require.Equal(t, http.StatusOK, res.Status, "before the step: %s", res.Body)
 
-	clock.add(-10 * time.Minute) // NTP steps it back to the true time
+	clock.Advance(-10 * time.Minute) // NTP steps it back to the true time
 	res = servertest.DPoPToken(t, srv, signer, "")
 	require.Equal(t, http.StatusOK, res.Status, "a fresh proof on the server's own clock: %s", res.Body)
 }

@@ -32,8 +32,7 @@ func TestUnauthenticatedTokenRequestsStoreNoProof(t *testing.T) {
 		return r.Status, string(r.Body)
 	}
 	newSigner := func(t *testing.T) *dpop.Signer {
-		key, err := dpop.GenerateKey()
-		require.NoError(t, err)
+		key := newKey(t)
 		return key.WithClock(clock)
 	}
 
@@ -67,10 +66,8 @@ func TestUnauthenticatedTokenRequestsStoreNoProof(t *testing.T) {
 func TestUnauthenticatedRequestsLeaveNoVerifiedToken(t *testing.T) {
 	a := newOrgAPI(t)
 	clock := func() time.Time { return time.Unix(0, a.now.Load()) }
-	key, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	other, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	key := newKey(t)
+	other := newKey(t)
 	tok, err := a.s.IssueToken("acme", "alice", TokenDPoPBinding(key.Thumbprint()))
 	require.NoError(t, err)
 	rm, ok := a.s.store.Lookup("acme")
@@ -136,14 +133,12 @@ func TestFastClockClientServedWhateverOthersDateAhead(t *testing.T) {
 	}
 	var bobs []sent
 	for range 2 {
-		key, err := dpop.GenerateKey()
-		require.NoError(t, err)
+		key := newKey(t)
 		bob := key.WithClock(ahead(10 * time.Second))
 		tok, err := a.s.IssueToken("acme", "bob", TokenDPoPBinding(bob.Thumbprint()))
 		require.NoError(t, err)
 		for range 15 {
-			p, err := bob.Proof(http.MethodGet, userinfo, tok, "")
-			require.NoError(t, err)
+			p := proofOf(t, bob, http.MethodGet, userinfo, tok, "")
 			switch status := get(t, bob, tok, p); status {
 			case http.StatusOK:
 				bobs = append(bobs, sent{bob, tok, p})
@@ -154,8 +149,7 @@ func TestFastClockClientServedWhateverOthersDateAhead(t *testing.T) {
 		}
 	}
 
-	key, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	key := newKey(t)
 	carol := key.WithClock(ahead(2 * time.Second))
 	tok, err := a.s.IssueToken("acme", "alice", TokenDPoPBinding(carol.Thumbprint()))
 	require.NoError(t, err)
@@ -176,8 +170,7 @@ func TestFastClockClientServedWhateverOthersDateAhead(t *testing.T) {
 // for token, and token as a DPoP token unless it is empty.
 func dpopHeader(t testing.TB, signer *dpop.Signer, method, url, token string) http.Header {
 	t.Helper()
-	proof, err := signer.Proof(method, url, token, "")
-	require.NoError(t, err)
+	proof := proofOf(t, signer, method, url, token, "")
 	h := http.Header{}
 	h.Set("DPoP", proof)
 	if token != "" {
@@ -190,4 +183,21 @@ func dpopHeader(t testing.TB, signer *dpop.Signer, method, url, token string) ht
 func formHeader(h http.Header) http.Header {
 	h.Set("Content-Type", "application/x-www-form-urlencoded")
 	return h
+}
+
+// newKey is a new DPoP key, failing the test on an error.
+func newKey(t testing.TB) *dpop.Signer {
+	t.Helper()
+	k, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	return k
+}
+
+// proofOf is signer's proof for method, u, token and nonce, failing the
+// test on an error.
+func proofOf(t testing.TB, signer *dpop.Signer, method, u, token, nonce string) string {
+	t.Helper()
+	p, err := signer.Proof(method, u, token, nonce)
+	require.NoError(t, err)
+	return p
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
@@ -39,18 +38,15 @@ func decideDPoP(t *testing.T, srv *mockservertest.Server, scheme, token, proof s
 func TestDPoPBoundTokens(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	other, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := newKey(t)
+	other := newKey(t)
 
 	res := servertest.DPoPToken(t, srv, signer, "")
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	body := res.JSON(t)
 	require.Equal(t, "DPoP", body["token_type"])
 	token := body["access_token"].(string)
-	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
-	require.NoError(t, err)
+	tok := parseJWT(t, token, []jose.SignatureAlgorithm{jose.RS256})
 	var claims struct {
 		Cnf struct {
 			JKT string `json:"jkt"`
@@ -60,8 +56,7 @@ func TestDPoPBoundTokens(t *testing.T) {
 	require.Equal(t, signer.Thumbprint(), claims.Cnf.JKT)
 
 	proof := func(s *dpop.Signer, method, u string) string {
-		p, err := s.Proof(method, u, token, "")
-		require.NoError(t, err)
+		p := proofOf(t, s, method, u, token, "")
 		return p
 	}
 
@@ -71,8 +66,7 @@ func TestDPoPBoundTokens(t *testing.T) {
 	require.Equal(t, "GRANT", res.JSON(t)["status"])
 
 	minted := srv.Token("acme", "alice", mockserver.TokenDPoPBinding(signer.Thumbprint()))
-	p, err := signer.Proof(http.MethodPost, srv.URL+authorizePath, minted, "")
-	require.NoError(t, err)
+	p := proofOf(t, signer, http.MethodPost, srv.URL+authorizePath, minted, "")
 	res = decideDPoP(t, srv, "DPoP", minted, p)
 	require.Equal(t, http.StatusOK, res.Status, "IssueToken's binding works the same: %s", res.Body)
 
@@ -99,8 +93,7 @@ func TestDPoPBoundTokens(t *testing.T) {
 
 	t.Run("unbound token sent as DPoP", func(t *testing.T) {
 		bearer := srv.Token("acme", "alice")
-		p, err := signer.Proof(http.MethodPost, srv.URL+authorizePath, bearer, "")
-		require.NoError(t, err)
+		p := proofOf(t, signer, http.MethodPost, srv.URL+authorizePath, bearer, "")
 		res := decideDPoP(t, srv, "DPoP", bearer, p)
 		require.Equal(t, http.StatusUnauthorized, res.Status)
 		require.Contains(t, res.Header.Get("WWW-Authenticate"), `DPoP realm="acme"`)
@@ -108,11 +101,9 @@ func TestDPoPBoundTokens(t *testing.T) {
 	// A token request that carries any DPoP line has its proof checked
 	// over every line, as a protected route does: an empty first line
 	// before a valid proof got an unbound Bearer token (a-dpop9).
-	elsewhere, err := signer.Proof(http.MethodPost, srv.URL+"/elsewhere", "", "")
-	require.NoError(t, err)
+	elsewhere := proofOf(t, signer, http.MethodPost, srv.URL+"/elsewhere", "", "")
 	valid := func() string { // a proof servertest.DPoPToken's request would carry
-		p, err := signer.Proof(http.MethodPost, srv.URL+tokenPath, "", "")
-		require.NoError(t, err)
+		p := proofOf(t, signer, http.MethodPost, srv.URL+tokenPath, "", "")
 		return p
 	}
 	for name, lines := range map[string]func() []string{
@@ -143,8 +134,7 @@ func TestDPoPNonceFlow(t *testing.T) {
 	now.Store(time.Now().UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
 	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithClock(clock))
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := newKey(t)
 	signer = signer.WithClock(clock)
 
 	require.Equal(t, http.StatusOK, bearerCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{"dpopNonceRequired":true}`).Status)
@@ -161,8 +151,7 @@ func TestDPoPNonceFlow(t *testing.T) {
 	token := res.JSON(t)["access_token"].(string)
 
 	call := func(nonce string) servertest.Result {
-		p, err := signer.Proof(http.MethodPost, srv.URL+authorizePath, token, nonce)
-		require.NoError(t, err)
+		p := proofOf(t, signer, http.MethodPost, srv.URL+authorizePath, token, nonce)
 		return decideDPoP(t, srv, "DPoP", token, p)
 	}
 	// Resource server: the same dance, with a 401 challenge.
@@ -195,6 +184,31 @@ func TestDPoPNonceFlow(t *testing.T) {
 	res = call("")
 	require.Equal(t, http.StatusOK, res.Status)
 	require.Empty(t, res.Header.Get("DPoP-Nonce"))
+}
+
+// newKey is a new DPoP key, failing the test on an error.
+func newKey(t *testing.T) *dpop.Signer {
+	t.Helper()
+	k, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	return k
+}
+
+// proofOf is signer's proof for method, u, token and nonce, failing the
+// test on an error.
+func proofOf(t *testing.T, signer *dpop.Signer, method, u, token, nonce string) string {
+	t.Helper()
+	p, err := signer.Proof(method, u, token, nonce)
+	require.NoError(t, err)
+	return p
+}
+
+// parseURL is url.Parse, failing the test on an error.
+func parseURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return u
 }
 
 // ed25519Proof is a proof as oauth4webapi and openid-client make it for an

@@ -48,8 +48,7 @@ func TestDPoPNonceSourceDownIsUnavailable(t *testing.T) {
 	signer, token := f.boundToken(t, "a")
 	f.requireNonces("a")
 
-	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
-	require.NoError(t, err)
+	proof := proofOf(t, signer, http.MethodPost, f.URL+authorizePath, token, "")
 	for name, res := range map[string]servertest.Result{
 		"protected route": f.decide("a", token, proof),
 		"token endpoint":  f.dpopToken("a", signer, ""),
@@ -78,8 +77,7 @@ func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
 	signer, token := f.boundToken(t, "a")
 
 	store.set(&store.failProofs, fmt.Errorf("the store restarted: %w", dpop.ErrKeyspaceNew))
-	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
-	require.NoError(t, err)
+	proof := proofOf(t, signer, http.MethodPost, f.URL+authorizePath, token, "")
 	// the window, and a second for the proofs' whole-second iat: a proof
 	// made exactly 70 s after a refusal at X.4 s is dated X+70, before the
 	// keyspace's X.4+70 (a-fix8d).
@@ -95,8 +93,7 @@ func TestDPoPProofRefusedForANewKeyspaceSaysWhenToRetry(t *testing.T) {
 		})
 	}
 	store.set(&store.failProofs, errors.New("connection refused")) // an outage: a second
-	proof, err = signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
-	require.NoError(t, err)
+	proof = proofOf(t, signer, http.MethodPost, f.URL+authorizePath, token, "")
 	res := f.decide("a", token, proof)
 	require.Equal(t, http.StatusServiceUnavailable, res.Status, string(res.Body))
 	require.Equal(t, "1", res.Header.Get("Retry-After"))

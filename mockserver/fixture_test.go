@@ -26,8 +26,7 @@ func TestFixtureRefusesUndefinedNames(t *testing.T) {
 				Departments:  []FixtureDepartment{{Name: "Sales", Alias: "sales", Users: []string{"alice"}}}}},
 		}}}
 	}
-	_, err := New(WithFixture(base()))
-	require.NoError(t, err)
+	mustNew(t, WithFixture(base()))
 
 	cases := []struct {
 		name   string
@@ -107,8 +106,7 @@ func TestFixtureBuildsConsistentState(t *testing.T) {
 			Departments: []FixtureDepartment{{Name: "Sales", Alias: "sales", Users: []string{"alice", "bob"}, Roles: []string{"clerk"},
 				Children: []FixtureDepartment{{Name: "Inside Sales", Alias: "inside-sales", Users: []string{"bob"}}}}}}},
 	}}}
-	s, err := New(WithFixture(f), WithAdminSecret("boot"))
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(f), WithAdminSecret("boot"))
 	require.Equal(t, "boot", s.AdminSecret())
 	require.NoError(t, s.store.CheckInvariants())
 	require.Contains(t, s.store.Realms(), "master")
@@ -162,16 +160,14 @@ func TestFixtureFile(t *testing.T) {
 	good := filepath.Join(dir, "good.json")
 	require.NoError(t, os.WriteFile(good, []byte(`{"realms":[{"name":"acme","users":[{"username":"alice"}]}],
 		"platformAdmins":[{"clientId":"platform-admin","secret":"from-file"}]}`), 0o600))
-	s, err := New(WithFixtureFile(good))
-	require.NoError(t, err)
+	s := mustNew(t, WithFixtureFile(good))
 	require.Equal(t, "from-file", s.AdminSecret())
-	s, err = New(WithFixtureFile(good), WithAdminSecret("flag"))
-	require.NoError(t, err)
+	s = mustNew(t, WithFixtureFile(good), WithAdminSecret("flag"))
 	require.Equal(t, "flag", s.AdminSecret())
 
 	typo := filepath.Join(dir, "typo.json")
 	require.NoError(t, os.WriteFile(typo, []byte(`{"realms":[{"name":"acme","user":[]}]}`), 0o600))
-	_, err = New(WithFixtureFile(typo))
+	_, err := New(WithFixtureFile(typo))
 	require.ErrorContains(t, err, `realms[].user: unknown member`)
 
 	_, err = New(WithFixtureFile(filepath.Join(dir, "missing.json")))
@@ -191,8 +187,7 @@ func TestNewValidatesOptions(t *testing.T) {
 	require.ErrorContains(t, err, "WithIssuer")
 	_, err = New(WithClock(nil))
 	require.ErrorContains(t, err, "WithClock")
-	s, err := New()
-	require.NoError(t, err)
+	s := mustNew(t)
 	require.NotEmpty(t, s.AdminSecret(), "a random bootstrap secret is generated")
 	_, err = s.IssueToken("master", "service-account-platform-admin")
 	require.ErrorIs(t, err, errNoIssuer)

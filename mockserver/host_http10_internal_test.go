@@ -19,8 +19,7 @@ import (
 // whose health check reads the JWKS marks every replica down.
 func TestAnHTTP10RequestWithoutHostIsServed(t *testing.T) {
 	ts := httptest.NewUnstartedServer(nil)
-	s, err := New(WithFixture(authFixture()), WithAdminSecret("boot"))
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(authFixture()), WithAdminSecret("boot"))
 	ts.Config.Handler = s
 	ts.Start()
 	t.Cleanup(ts.Close)

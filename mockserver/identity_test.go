@@ -99,8 +99,7 @@ func TestIDTokens(t *testing.T) {
 	require.Equal(t, "openid profile email", body["scope"], "phone is not granted")
 	raw, ok := body["id_token"].(string)
 	require.True(t, ok, "an ID token: %s", res.Body)
-	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
-	require.NoError(t, err)
+	tok := parseJWT(t, raw, []jose.SignatureAlgorithm{jose.RS256})
 	keys := set.Key(tok.Headers[0].KeyID)
 	require.Len(t, keys, 1)
 	require.Equal(t, "RS256", keys[0].Algorithm)
@@ -118,8 +117,7 @@ func TestIDTokens(t *testing.T) {
 	require.Equal(t, "alice", id.Username)
 	require.Equal(t, "alice@acme.test", id.Email)
 	require.NotZero(t, id.AuthTime)
-	access, err := jwt.ParseSigned(body["access_token"].(string), []jose.SignatureAlgorithm{jose.RS256})
-	require.NoError(t, err)
+	access := parseJWT(t, body["access_token"].(string), []jose.SignatureAlgorithm{jose.RS256})
 	var at jwt.Claims
 	require.NoError(t, access.UnsafeClaimsWithoutVerification(&at))
 	require.Equal(t, at.Subject, id.Subject)
@@ -179,8 +177,7 @@ func TestJWKSVerifiesIssuedTokens(t *testing.T) {
 					"username": {"alice"}, "password": {"alice-pw"}}, nil).JSON(t)["access_token"].(string),
 			} {
 				t.Run(name, func(t *testing.T) {
-					tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.SignatureAlgorithm(tc.alg)})
-					require.NoError(t, err)
+					tok := parseJWT(t, raw, []jose.SignatureAlgorithm{jose.SignatureAlgorithm(tc.alg)})
 					keys := set.Key(tok.Headers[0].KeyID)
 					require.Len(t, keys, 1)
 					require.Equal(t, tc.alg, keys[0].Algorithm)
@@ -213,8 +210,7 @@ func TestJWKSVerifiesIssuedTokens(t *testing.T) {
 			other := servertest.Send(t, srv, http.MethodGet, "/realms/master/protocol/openid-connect/certs", "", nil, nil)
 			var otherSet jose.JSONWebKeySet
 			require.NoError(t, json.Unmarshal(other.Body, &otherSet))
-			tok, err := jwt.ParseSigned(srv.Token("acme", "bob"), []jose.SignatureAlgorithm{jose.SignatureAlgorithm(tc.alg)})
-			require.NoError(t, err)
+			tok := parseJWT(t, srv.Token("acme", "bob"), []jose.SignatureAlgorithm{jose.SignatureAlgorithm(tc.alg)})
 			for _, k := range otherSet.Keys {
 				var c jwt.Claims
 				require.Error(t, tok.Claims(k.Key, &c))
@@ -293,8 +289,7 @@ func TestTokenEndpoint(t *testing.T) {
 			require.Equal(t, "Bearer", body["token_type"])
 			require.EqualValues(t, 300, body["expires_in"])
 			raw := body["access_token"].(string)
-			tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
-			require.NoError(t, err)
+			tok := parseJWT(t, raw, []jose.SignatureAlgorithm{jose.RS256})
 			var c struct {
 				PreferredUsername string `json:"preferred_username"`
 			}
@@ -316,4 +311,12 @@ func TestTokenEndpoint(t *testing.T) {
 		res := servertest.TokenRequest(t, srv, "nowhere", url.Values{"grant_type": {"password"}}, nil)
 		require.Equal(t, http.StatusNotFound, res.Status)
 	})
+}
+
+// parseJWT is jwt.ParseSigned, failing the test on an error.
+func parseJWT(t *testing.T, raw string, algs []jose.SignatureAlgorithm) *jwt.JSONWebToken {
+	t.Helper()
+	tok, err := jwt.ParseSigned(raw, algs)
+	require.NoError(t, err)
+	return tok
 }

@@ -94,8 +94,7 @@ func TestRealmWorkDoesNotBlockOtherRealms(t *testing.T) {
 func TestDPoPReplayCachesArePerRealm(t *testing.T) {
 	a := newOrgAPI(t)
 	a.s.auth.proofOpts = append(a.s.auth.proofOpts, dpop.WithReplayCacheSize(3))
-	key, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	key := newKey(t)
 	signer := key.WithClock(func() time.Time { return time.Unix(0, a.now.Load()) }) // the server's second
 	for range 3 {
 		require.Equal(t, http.StatusOK, a.dpopGet(t, signer, "acme", "alice").Status)
@@ -165,8 +164,7 @@ func TestOnlyAuthenticatedRequestsPaceOtherRealms(t *testing.T) {
 	// (and not remembered): a stolen bound token serves nobody. With its
 	// proof, it counts.
 	a.now.Store(time.Now().UnixNano()) // proofs carry the wall clock's iat
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := newKey(t)
 	bound, err := a.s.IssueToken("globex", "gina", TokenDPoPBinding(signer.Thumbprint()))
 	require.NoError(t, err)
 	orgs := "/admin/realms/globex/organizations"

@@ -15,8 +15,7 @@ import (
 func TestSeededRSAKeysAreTheSeedsAndTheRealms(t *testing.T) {
 	t.Parallel()
 	jwks := func(seed, realm string) string {
-		s, err := New(WithKeySeed(bytes.Repeat([]byte(seed), 32)), WithFixture(Fixture{Realms: []FixtureRealm{{Name: "acme"}}}))
-		require.NoError(t, err)
+		s := mustNew(t, WithKeySeed(bytes.Repeat([]byte(seed), 32)), WithFixture(Fixture{Realms: []FixtureRealm{{Name: "acme"}}}))
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/realms/"+realm+"/protocol/openid-connect/certs", nil))
 		require.Equal(t, http.StatusOK, w.Code, w.Body.String())

@@ -48,8 +48,7 @@ func TestTheHostRefusalsBodyFollowsTheEscapedPath(t *testing.T) {
 	chk, err := openapitest.New(openAPIDocument)
 	require.NoError(t, err)
 	chk.HostRefused = refusedHost
-	noIssuer, err := New(WithFixture(orgFixture()), WithAdminSecret("boot"))
-	require.NoError(t, err)
+	noIssuer := mustNew(t, WithFixture(orgFixture()), WithAdminSecret("boot"))
 	h := chk.Middleware(noIssuer)
 	req := httptest.NewRequest(http.MethodGet, "http://x.test/admin/realms/acme/organizations/x%2Fprotocol%2Fopenid-connect%2Fy", nil)
 	req.Host = strings.Repeat("h", 256) + ".test"

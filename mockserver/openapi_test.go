@@ -66,8 +66,7 @@ func TestOpenAPIDocumentsOddPaths(t *testing.T) {
 	require.NoError(t, err)
 	chk.HostRefused = refusedHost
 	h := chk.Middleware(a.s)
-	noIssuer, err := New(WithFixture(orgFixture()), WithAdminSecret("boot"), WithWebUI())
-	require.NoError(t, err)
+	noIssuer := mustNew(t, WithFixture(orgFixture()), WithAdminSecret("boot"), WithWebUI())
 	badHost := chk.Middleware(noIssuer)
 	values := map[string]string{"{realm}": "acme", "{orgId}": org, "{departmentId}": dept, "{alias}": "acme"}
 	send := func(path string, methods ...string) {

@@ -68,8 +68,7 @@ func newOrgAPI(t testing.TB) *orgAPI {
 	a.url = "http://" + ts.Listener.Addr().String()
 	// The web UI is on, so that the tests that walk every route walk its
 	// routes too.
-	s, err := New(WithFixture(orgFixture()), WithIssuer(a.url), WithClock(clock), WithAdminSecret("boot"), WithWebUI(), es256Tokens)
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(orgFixture()), WithIssuer(a.url), WithClock(clock), WithAdminSecret("boot"), WithWebUI(), es256Tokens)
 	h, a.s = s, s
 	ts.Start()
 	t.Cleanup(ts.Close)

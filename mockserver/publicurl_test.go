@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/orgauthz/orgauthz/dpop"
 )
 
 // TestIssuerBase: forwarding headers count only from a trusted proxy, the
@@ -20,8 +18,7 @@ import (
 // values that are not a scheme or a host are ignored.
 func TestIssuerBase(t *testing.T) {
 	t.Parallel()
-	s, err := New(WithTrustedProxies("10.0.0.0/8", "192.0.2.7, ::1"))
-	require.NoError(t, err)
+	s := mustNew(t, WithTrustedProxies("10.0.0.0/8", "192.0.2.7, ::1"))
 	tests := []struct {
 		name, remote string
 		tls          bool
@@ -59,14 +56,13 @@ func TestIssuerBase(t *testing.T) {
 		})
 	}
 
-	fixed, err := New(WithIssuer("https://fixed.test"), WithTrustedProxies("10.0.0.0/8"))
-	require.NoError(t, err)
+	fixed := mustNew(t, WithIssuer("https://fixed.test"), WithTrustedProxies("10.0.0.0/8"))
 	r := httptest.NewRequest(http.MethodGet, "http://api.test/x", nil)
 	r.RemoteAddr = "10.0.0.1:1"
 	r.Header.Set("X-Forwarded-Host", "public.test")
 	assert.Equal(t, "https://fixed.test", fixed.issuerBase(r), "WithIssuer wins")
 
-	_, err = New(WithTrustedProxies("not-an-address"))
+	_, err := New(WithTrustedProxies("not-an-address"))
 	require.Error(t, err)
 }
 
@@ -87,8 +83,7 @@ func TestDPoPBehindTrustedProxy(t *testing.T) {
 		require.NoError(t, err)
 		ts := httptest.NewServer(s)
 		t.Cleanup(ts.Close)
-		signer, err := dpop.GenerateKey()
-		require.NoError(t, err)
+		signer := newKey(t)
 		const public = "https://auth.public.test"
 		proxied := func(req *http.Request) *http.Response {
 			req.Header.Set("X-Forwarded-Proto", "https")
@@ -98,8 +93,7 @@ func TestDPoPBehindTrustedProxy(t *testing.T) {
 			t.Cleanup(func() { resp.Body.Close() })
 			return resp
 		}
-		proof, err := signer.Proof(http.MethodPost, public+"/realms/acme/protocol/openid-connect/token", "", "")
-		require.NoError(t, err)
+		proof := proofOf(t, signer, http.MethodPost, public+"/realms/acme/protocol/openid-connect/token", "", "")
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/realms/acme/protocol/openid-connect/token",
 			strings.NewReader(url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"alice"}, "password": {"pw"}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -116,8 +110,7 @@ func TestDPoPBehindTrustedProxy(t *testing.T) {
 		(&apiResp{Body: readAll(t, resp)}).into(t, &tok)
 
 		authz := public + "/realms/acme/authorization-decision-provider/authorize"
-		proof, err = signer.Proof(http.MethodPost, authz, tok.AccessToken, "")
-		require.NoError(t, err)
+		proof = proofOf(t, signer, http.MethodPost, authz, tok.AccessToken, "")
 		req, _ = http.NewRequest(http.MethodPost, ts.URL+"/realms/acme/authorization-decision-provider/authorize",
 			strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"x"}],"context":{}}`))
 		req.Header.Set("Content-Type", "application/json")

@@ -206,29 +206,6 @@ func TestReplicasRedeemACodeOnceBetweenThem(t *testing.T) {
 	require.Equal(t, http.StatusOK, redeem("a", c).Status)
 }
 
-// TestReplicasKeepACodeWhoseProofIsRefused: a code redeemed with a DPoP
-// proof the server cannot record (the shared store fails for proofs: 503)
-// is not spent by that attempt: the client's retry with a new proof is
-// redeemed, bound to the proof's key, never invalid_grant.
-func TestReplicasKeepACodeWhoseProofIsRefused(t *testing.T) {
-	t.Parallel()
-	const redirect = webRedirect
-	fx := webFixture()
-	f, store := startStoreFront(t, mockserver.WithFixture(fx))
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	redeem := func(code string) servertest.Result { return f.redeemWith("b", code, pkceVerifier, signer) }
-	code := f.authCode("a", redirect)
-	store.set(&store.failProofs, errors.New("connection reset"))
-	res := redeem(code)
-	require.Equal(t, http.StatusServiceUnavailable, res.Status, "the proof cannot be recorded: %s", res.Body)
-	require.NotEmpty(t, res.Header.Get("Retry-After"))
-	store.set(&store.failProofs, nil)
-	res = redeem(code)
-	require.Equal(t, http.StatusOK, res.Status, "the client's retry with a new proof: %s", res.Body)
-	require.Equal(t, "DPoP", res.JSON(t)["token_type"])
-}
-
 // TestReplicasRedeemACodeWhoseSpendFailedAfterItsWriteOnItsRedeemersRetry:
 // a redemption whose spend reached the shared store but failed after it
 // (too few replicas acknowledged it, or its answer came late) is answered
@@ -242,10 +219,8 @@ func TestReplicasRedeemACodeWhoseSpendFailedAfterItsWriteOnItsRedeemersRetry(t *
 	const redirect = webRedirect
 	fx := webFixture()
 	f, store := startStoreFront(t, mockserver.WithFixture(fx))
-	holder, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	other, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	holder := newKey(t)
+	other := newKey(t)
 	redeem := f.redeemWith
 	for _, tc := range []struct {
 		name     string

@@ -248,8 +248,7 @@ func (f *front) do(replica, method, path, contentType, body string, header http.
 // boundToken is a DPoP-bound token replica issued, and its key.
 func (f *front) boundToken(t *testing.T, replica string) (*dpop.Signer, string) {
 	t.Helper()
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := newKey(t)
 	res := f.dpopToken(replica, signer, "")
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	return signer, res.JSON(t)["access_token"].(string)
@@ -298,8 +297,7 @@ func testReplicasActAsOne(t *testing.T, alg string) {
 		mockserver.WithReplayStore(store), mockserver.WithNonces(nonces), mockserver.WithAccessTokenAlgorithm(alg))
 	signer, token := f.boundToken(t, "a")
 
-	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
-	require.NoError(t, err)
+	proof := proofOf(t, signer, http.MethodPost, f.URL+authorizePath, token, "")
 	res := f.decide("b", token, proof)
 	require.Equal(t, http.StatusOK, res.Status, "a token of replica a at replica b: %s", res.Body)
 	require.Equal(t, "GRANT", res.JSON(t)["status"])
@@ -344,8 +342,7 @@ func TestReplayStoreDownIsUnavailable(t *testing.T) {
 	require.Equal(t, "temporarily_unavailable", res.JSON(t)["error"])
 	require.NotEmpty(t, res.Header.Get("Retry-After"))
 
-	proof, err := signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
-	require.NoError(t, err)
+	proof := proofOf(t, signer, http.MethodPost, f.URL+authorizePath, token, "")
 	res = f.decide("a", token, proof)
 	require.Equal(t, http.StatusServiceUnavailable, res.Status, string(res.Body))
 	require.Equal(t, "Service Unavailable", res.JSON(t)["error"])
@@ -353,8 +350,7 @@ func TestReplayStoreDownIsUnavailable(t *testing.T) {
 	require.NotContains(t, string(res.Body), token)
 
 	store.set(&store.fail, nil)
-	proof, err = signer.Proof(http.MethodPost, f.URL+authorizePath, token, "")
-	require.NoError(t, err)
+	proof = proofOf(t, signer, http.MethodPost, f.URL+authorizePath, token, "")
 	res = f.decide("a", token, proof)
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 }

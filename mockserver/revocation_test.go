@@ -15,8 +15,7 @@ import (
 // revoke posts a revocation of token by the public client admin-cli.
 func (h *authHarness) revoke(t *testing.T, form url.Values) int {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.url+"/realms/acme/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
-	require.NoError(t, err)
+	req := newRequest(t, http.MethodPost, h.url+"/realms/acme/protocol/openid-connect/revoke", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

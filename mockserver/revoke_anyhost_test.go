@@ -27,8 +27,7 @@ func TestRevocationRevokesATokenMintedUnderAnotherNameOfTheServer(t *testing.T) 
 	require.NoError(t, err)
 	srv := httptest.NewServer(ms)
 	t.Cleanup(srv.Close)
-	u, err := url.Parse(srv.URL)
-	require.NoError(t, err)
+	u := parseURL(t, srv.URL)
 	minted, revokedAt := "localhost:"+u.Port(), u.Host
 	call := func(host, path, ctype, body string, h http.Header) servertest.Result {
 		t.Helper()

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/servertest"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -62,11 +61,9 @@ func TestUserinfo(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	require.Equal(t, map[string]any{"sub": subjectOf(t, sa), "preferred_username": "service-account-orders-api"}, res.JSON(t))
 
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := newKey(t)
 	bound := servertest.DPoPToken(t, srv, signer, "").JSON(t)["access_token"].(string)
-	proof, err := signer.Proof(http.MethodGet, srv.URL+userinfoPath, bound, "")
-	require.NoError(t, err)
+	proof := proofOf(t, signer, http.MethodGet, srv.URL+userinfoPath, bound, "")
 	res = servertest.Send(t, srv, http.MethodGet, userinfoPath, "", nil, http.Header{"Authorization": {"DPoP " + bound}, "Dpop": {proof}})
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	require.Equal(t, "alice", res.JSON(t)["preferred_username"])
@@ -139,12 +136,10 @@ func TestRevocation(t *testing.T) {
 
 	t.Run("DPoP-bound", func(t *testing.T) {
 		t.Parallel()
-		signer, err := dpop.GenerateKey()
-		require.NoError(t, err)
+		signer := newKey(t)
 		bound := servertest.DPoPToken(t, srv, signer, "").JSON(t)["access_token"].(string)
 		call := func() int {
-			proof, err := signer.Proof(http.MethodGet, srv.URL+userinfoPath, bound, "")
-			require.NoError(t, err)
+			proof := proofOf(t, signer, http.MethodGet, srv.URL+userinfoPath, bound, "")
 			return servertest.Send(t, srv, http.MethodGet, userinfoPath, "", nil, http.Header{"Authorization": {"DPoP " + bound}, "Dpop": {proof}}).Status
 		}
 		require.Equal(t, http.StatusOK, call())
@@ -244,8 +239,7 @@ func TestIntrospection(t *testing.T) {
 	require.NotEmpty(t, got["jti"])
 	require.Contains(t, got["realm_access"].(map[string]any)["roles"], "realm-admin")
 
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := newKey(t)
 	bound := servertest.DPoPToken(t, srv, signer, "").JSON(t)["access_token"].(string)
 	got = introspectAs(t, srv, bound)
 	require.Equal(t, "DPoP", got["token_type"])

@@ -69,8 +69,7 @@ func newUIServer(t *testing.T, opts ...Option) *uiServer {
 	u := &uiServer{t: t}
 	u.now.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, u.now.Load()).UTC() }
-	s, err := New(append([]Option{WithFixture(uiFixture()), WithClock(clock), WithWebUI(), es256Tokens}, opts...)...)
-	require.NoError(t, err)
+	s := mustNew(t, append([]Option{WithFixture(uiFixture()), WithClock(clock), WithWebUI(), es256Tokens}, opts...)...)
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	u.s, u.url = s, ts.URL
@@ -113,8 +112,7 @@ func (u *uiServer) do(c *http.Client, method, path string, form url.Values, hdr 
 // when empty) and the headers of h, and reads the answer.
 func (u *uiServer) send(t *testing.T, c *http.Client, method, path, ctype, body string, h http.Header) uiAnswer {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, u.url+path, strings.NewReader(body))
-	require.NoError(t, err)
+	req := newRequest(t, method, u.url+path, strings.NewReader(body))
 	maps.Copy(req.Header, h)
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
@@ -188,8 +186,7 @@ func (u *uiServer) pages() []struct{ method, path string } {
 // TestWebUIIsOffByDefault: without WithWebUI no /ui/ route exists.
 func TestWebUIIsOffByDefault(t *testing.T) {
 	t.Parallel()
-	s, err := New(WithFixture(uiFixture()))
-	require.NoError(t, err)
+	s := mustNew(t, WithFixture(uiFixture()))
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	for _, path := range []string{"/ui/", "/ui/realms/acme/home", "/ui/realms/acme/login", "/ui/style.css"} {
@@ -366,8 +363,7 @@ func TestWebUISessionCookie(t *testing.T) {
 		})
 	}
 	t.Run("tls", func(t *testing.T) {
-		s, err := New(WithFixture(uiFixture()), WithWebUI())
-		require.NoError(t, err)
+		s := mustNew(t, WithFixture(uiFixture()), WithWebUI())
 		ts := httptest.NewTLSServer(s)
 		t.Cleanup(ts.Close)
 		c := ts.Client()
@@ -732,8 +728,7 @@ func TestWebUIRefusesForeignHost(t *testing.T) {
 	} {
 		t.Run(tc.host, func(t *testing.T) {
 			for _, path := range []string{"/ui/realms/acme/home", "/ui/", "/ui/style.css", "/ui/realms/acme/login"} {
-				req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u.url+path, nil)
-				require.NoError(t, err)
+				req := newRequest(t, http.MethodGet, u.url+path, nil)
 				req.Host = tc.host
 				req.AddCookie(cookie)
 				resp, err := http.DefaultClient.Do(req)

@@ -57,8 +57,7 @@ func TestCheckManyDecisionsAndStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g, c := startWithAlice(t)
-			r, err := c.CheckMany(t.Context(), tt.resources)
-			require.NoError(t, err)
+			r := checkedMany(t, c, t.Context(), tt.resources)
 			assert.Equal(t, tt.wantStatus, r.Status)
 			assert.Equal(t, tt.wantStatus == pep.Grant, r.Allowed())
 			assert.Equal(t, tt.want, summarize(r.Decisions))
@@ -122,10 +121,8 @@ func TestCheckManyInputErrors(t *testing.T) {
 func TestCheckManyAsksOnlyForUncachedPairs(t *testing.T) {
 	t.Parallel()
 	g, c := startWithAlice(t)
-	_, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	_, err = c.Check(t.Context(), "invoices", "pay")
-	require.NoError(t, err)
+	checked(t, c, "orders", "read")
+	checked(t, c, "invoices", "pay")
 
 	r, err := c.CheckMany(t.Context(), []pep.Resource{
 		{Name: "orders", Scopes: []string{"read", "write"}},
@@ -142,8 +139,7 @@ func TestCheckManyAsksOnlyForUncachedPairs(t *testing.T) {
 
 	// Everything is cached now: no request at all.
 	before := g.count()
-	r, err = c.CheckMany(t.Context(), []pep.Resource{{Name: "invoices", Scopes: []string{"read", "pay"}}, {Name: "orders", Scopes: []string{"write"}}})
-	require.NoError(t, err)
+	r = checkedMany(t, c, t.Context(), []pep.Resource{{Name: "invoices", Scopes: []string{"read", "pay"}}, {Name: "orders", Scopes: []string{"write"}}})
 	assert.Equal(t, pep.Deny, r.Status)
 	assert.Equal(t, before, g.count())
 }
@@ -190,8 +186,7 @@ func TestBatching(t *testing.T) {
 	})
 	c := g.newClientOf(t, bulkClient, pep.WithBatchSize(100), noRetry)
 	c.SetToken(g.token(t, "alice"))
-	r, err := c.CheckMany(t.Context(), resources)
-	require.NoError(t, err)
+	r := checkedMany(t, c, t.Context(), resources)
 	assert.Equal(t, pep.Deny, r.Status)
 	require.Len(t, r.Decisions, 250)
 	for i, d := range r.Decisions {
@@ -226,8 +221,7 @@ func TestManyScopesOfOneResourceAreSplit(t *testing.T) {
 	g := startReference(t)
 	c := g.newClientOf(t, bulkClient)
 	c.SetToken(g.token(t, "alice"))
-	r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "reports", Scopes: bulkScopes(60)}})
-	require.NoError(t, err)
+	r := checkedMany(t, c, t.Context(), []pep.Resource{{Name: "reports", Scopes: bulkScopes(60)}})
 	assert.True(t, r.Allowed(), "the gateway refuses more than 50 scopes per resource entry; clerks use every scope of reports")
 	res := g.last(t).Body.Resources
 	require.Len(t, res, 2)

@@ -48,25 +48,22 @@ func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 
 	for i := range 3 {
 		assert.Equal(t, pep.BreakerClosed, c.Stats().Breaker, "before failure %d", i+1)
-		d, err := c.Check(t.Context(), "orders", "read")
-		require.NoError(t, err)
+		d := checked(t, c, "orders", "read")
 		assert.NotErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 	}
 	assert.Equal(t, pep.BreakerOpen, c.Stats().Breaker)
 
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	assert.False(t, d.Allowed())
 	require.ErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
 	assert.Equal(t, 3, g.count(), "an open breaker does not call the gateway")
 
-	r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
-	require.NoError(t, err)
+	r := checkedMany(t, c, t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
 	for _, d := range r.Decisions {
 		require.ErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 	}
-	_, err = c.Organizations(t.Context())
+	_, err := c.Organizations(t.Context())
 	require.ErrorIs(t, err, pep.ErrCircuitOpen)
 	assert.Equal(t, 3, g.count())
 }
@@ -92,8 +89,7 @@ func TestBreakerOptions(t *testing.T) {
 			c := g.newClient(t, append([]pep.Option{noRetry, pep.WithClock(clk.Now)}, tt.opts...)...)
 			c.SetToken(g.token(t, "alice"))
 			for range tt.failures {
-				d, err := c.Check(t.Context(), "orders", "read")
-				require.NoError(t, err)
+				d := checked(t, c, "orders", "read")
 				assert.NotErrorIs(t, d.Cause, pep.ErrCircuitOpen)
 			}
 			assert.Equal(t, tt.failures, g.count())
@@ -165,8 +161,7 @@ func TestBreakerTransitionsAreLogged(t *testing.T) {
 	_, _ = c.Check(t.Context(), "orders", "read") // open -> half-open -> open
 	clk.Advance(5 * time.Second)
 	g.configure(t, `{}`)
-	d, err := c.Check(t.Context(), "orders", "read") // open -> half-open -> closed
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read") // open -> half-open -> closed
 	requireGatewayDecision(t, d, pep.Grant)
 
 	log.mu.Lock()

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -38,8 +37,7 @@ func TestCheckDecisions(t *testing.T) {
 			t.Parallel()
 			c := g.newClient(t)
 			c.SetToken(g.token(t, tt.user))
-			d, err := c.Check(t.Context(), tt.resource, tt.scope)
-			require.NoError(t, err)
+			d := checkedIn(t, c, t.Context(), tt.resource, tt.scope)
 			assert.Equal(t, tt.resource, d.Resource)
 			assert.Equal(t, tt.scope, d.Scope)
 			assert.False(t, d.Cached)
@@ -80,8 +78,7 @@ func TestRequestOnTheWire(t *testing.T) {
 			c := g.newClient(t)
 			alice := g.token(t, "alice")
 			c.SetToken(alice)
-			d, err := c.Check(t.Context(), "orders", "read", tt.opts...)
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read", tt.opts...)
 			requireGatewayDecision(t, d, pep.Grant) // the server took the request as it is meant
 
 			r := g.last(t)
@@ -100,11 +97,9 @@ func TestGatewayURLWithPathPrefix(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	// The server serves at the root; a prefix must show up in the path.
-	c, err := hangguard.NewPep(g.URL+"/gw/", testRealm, testClient, pep.WithHTTPClient(g.Client()), noRetry)
-	require.NoError(t, err)
+	c := mustPep(t, g.URL+"/gw/", testRealm, testClient, pep.WithHTTPClient(g.Client()), noRetry)
 	c.SetToken(g.token(t, "alice"))
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	assert.False(t, d.Allowed(), "the server has no /gw prefix, so this is a 404")
 	var re *pep.ResponseError
 	require.ErrorAs(t, d.Cause, &re)
@@ -178,12 +173,10 @@ func TestCacheTTLs(t *testing.T) {
 			c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(100, 30*time.Second, 10*time.Second))
 			c.SetToken(g.token(t, "alice"))
 			want := map[string]pep.Status{"read": pep.Grant, "write": pep.Deny}[tt.scope]
-			d, err := c.Check(t.Context(), "orders", tt.scope)
-			require.NoError(t, err)
+			d := checkedIn(t, c, t.Context(), "orders", tt.scope)
 			requireGatewayDecision(t, d, want)
 			clk.Advance(tt.then)
-			d, err = c.Check(t.Context(), "orders", tt.scope)
-			require.NoError(t, err)
+			d = checkedIn(t, c, t.Context(), "orders", tt.scope)
 			requireGatewayDecision(t, d, want)
 			assert.Equal(t, !tt.wantFetch, d.Cached)
 			assert.Equal(t, map[bool]int{false: 1, true: 2}[tt.wantFetch], g.count())
@@ -220,8 +213,7 @@ func TestCacheKeepsOnlyGatewayGrantAndDeny(t *testing.T) {
 			c := g.newClient(t, tt.opts...)
 			c.SetToken(g.token(t, "alice"))
 			for i := range 3 {
-				d, err := c.Check(t.Context(), "orders", tt.scope)
-				require.NoError(t, err)
+				d := checkedIn(t, c, t.Context(), "orders", tt.scope)
 				requireGatewayDecision(t, d, tt.wantStatus)
 				assert.Equal(t, i > 0 && tt.want.CacheHits > 0, d.Cached, "call %d", i)
 			}
@@ -297,19 +289,16 @@ func TestNoCacheBypassesReadButStores(t *testing.T) {
 	c := g.newClient(t)
 	c.SetToken(g.token(t, "carol"))
 
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	require.True(t, d.Allowed(), "carol reads orders through Acme Labs")
 
 	// The gateway changes its mind; NoCache sees it, and stores it.
 	g.unassign(t, "carol")
-	d, err = c.Check(t.Context(), "orders", "read", pep.NoCache())
-	require.NoError(t, err)
+	d = checked(t, c, "orders", "read", pep.NoCache())
 	requireGatewayDecision(t, d, pep.Deny)
 	assert.False(t, d.Cached)
 
-	d, err = c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d = checked(t, c, "orders", "read")
 	assert.True(t, d.Cached)
 	requireGatewayDecision(t, d, pep.Deny)
 	assert.Equal(t, 2, g.count())
@@ -376,8 +365,7 @@ func TestEveryAnswerReplacesTheCachedVerdict(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g, c := startWithAlice(t)
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant) // cached
 
 			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
@@ -388,8 +376,7 @@ func TestEveryAnswerReplacesTheCachedVerdict(t *testing.T) {
 			g.setHook(nil)
 
 			asked := g.count()
-			d, err = c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d = checked(t, c, "orders", "read")
 			assert.False(t, d.Cached, "the older GRANT is served in place of the gateway's newer answer")
 			assert.Equal(t, asked+1, g.count(), "the Check asks the gateway")
 			requireGatewayDecision(t, d, pep.Grant) // the reference server's answer
@@ -444,22 +431,19 @@ func TestAnOlderAnswerNeverReplacesANewerOne(t *testing.T) {
 				many <- err
 			}()
 			<-arrived
-			d, err := c.Check(alice, "orders", "read")
-			require.NoError(t, err)
+			d := checkedIn(t, c, alice, "orders", "read")
 			require.False(t, d.Cached)
 			require.Equal(t, pep.Deny, d.Status, "the gateway's newer answer")
 			if evicted { // other traffic: bob's decisions evict alice's newer DENY
 				bob := pep.WithToken(t.Context(), g.token(t, "bob"))
 				for _, scope := range []string{"a", "b"} {
-					_, err := c.Check(bob, "invoices", scope)
-					require.NoError(t, err)
+					checkedIn(t, c, bob, "invoices", scope)
 				}
 			}
 			close(release)
 			require.NoError(t, <-many)
 
-			d, err = c.Check(alice, "orders", "read")
-			require.NoError(t, err)
+			d = checkedIn(t, c, alice, "orders", "read")
 			assert.False(t, d.Cached && d.Status == pep.Grant, "the older GRANT is served after the newer DENY")
 			if !evicted {
 				assert.True(t, d.Cached, "the newer DENY stays cached")
@@ -480,8 +464,7 @@ func TestWildcardReplacesOnlyItsTokensEntries(t *testing.T) {
 	alice := pep.WithToken(t.Context(), g.token(t, "alice"))
 	bob := pep.WithToken(t.Context(), g.token(t, "bob"))
 	for _, ctx := range []context.Context{alice, bob} {
-		d, err := c.Check(ctx, "orders", "write")
-		require.NoError(t, err)
+		d := checkedIn(t, c, ctx, "orders", "write")
 		require.False(t, d.Cached)
 	}
 
@@ -502,8 +485,7 @@ func TestWildcardReplacesOnlyItsTokensEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := c.Check(tt.ctx, tt.resource, tt.scope)
-			require.NoError(t, err)
+			d := checkedIn(t, c, tt.ctx, tt.resource, tt.scope)
 			requireGatewayDecision(t, d, tt.want)
 			assert.Equal(t, tt.cached, d.Cached)
 		})
@@ -521,37 +503,31 @@ func TestCachedCheckReadsOnlyItsOwnEntry(t *testing.T) {
 	c := g.newClient(t)
 	c.SetToken(g.token(t, "alice")) // a clerk: reads orders
 	ctx := t.Context()
-	d, err := c.Check(ctx, "orders", "read")
-	require.NoError(t, err)
+	d := checkedIn(t, c, ctx, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant)
 	sent := g.count()
 
 	dave := pep.WithToken(ctx, g.token(t, "dave")) // no role: reads nothing
-	d, err = c.Check(dave, "orders", "read")
-	require.NoError(t, err)
+	d = checkedIn(t, c, dave, "orders", "read")
 	requireGatewayDecision(t, d, pep.Deny)
 	assert.False(t, d.Cached, "a per-call token is not answered from the client token's entry")
 	assert.Equal(t, sent+1, g.count())
 
-	_, err = c.Check(pep.WithToken(ctx, ""), "orders", "read")
+	_, err := c.Check(pep.WithToken(ctx, ""), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrNoToken, "an empty per-call token does not fall back to the client token's entry")
 
 	for i, method := range []string{"GET", "POST", "GET"} {
-		d, err = c.Check(ctx, "orders", "read", pep.WithRequestContext(pep.RequestContext{Method: method, Path: "/orders"}))
-		require.NoError(t, err)
+		d = checkedIn(t, c, ctx, "orders", "read", pep.WithRequestContext(pep.RequestContext{Method: method, Path: "/orders"}))
 		assert.Equal(t, i == 2, d.Cached, "a request context has entries of its own, %s", method)
 	}
-	d, err = c.Check(ctx, "orders", "read", pep.NoCache())
-	require.NoError(t, err)
+	d = checkedIn(t, c, ctx, "orders", "read", pep.NoCache())
 	assert.False(t, d.Cached, "NoCache asks the gateway")
 	assert.Equal(t, sent+4, g.count())
 
-	d, err = c.Check(ctx, "orders", "read")
-	require.NoError(t, err)
+	d = checkedIn(t, c, ctx, "orders", "read")
 	assert.True(t, d.Cached)
 	assert.True(t, d.Allowed(), "the client token's entry, not dave's")
-	d, err = c.Check(dave, "orders", "read")
-	require.NoError(t, err)
+	d = checkedIn(t, c, dave, "orders", "read")
 	assert.True(t, d.Cached)
 	assert.False(t, d.Allowed(), "dave's entry, not the client token's")
 	assert.Equal(t, sent+4, g.count())
@@ -560,12 +536,10 @@ func TestCachedCheckReadsOnlyItsOwnEntry(t *testing.T) {
 func TestCheckHitAllocatesNothing(t *testing.T) {
 	g, c := startWithAlice(t)
 	ctx := t.Context()
-	_, err := c.Check(ctx, "orders", "read")
-	require.NoError(t, err)
+	checkedIn(t, c, ctx, "orders", "read")
 
 	perCall := pep.WithToken(ctx, g.token(t, "bob"))
-	_, err = c.Check(perCall, "orders", "read")
-	require.NoError(t, err)
+	checkedIn(t, c, perCall, "orders", "read")
 
 	for name, ctx := range map[string]context.Context{"client token": ctx, "per-call token": perCall} {
 		allocs := testing.AllocsPerRun(1000, func() {

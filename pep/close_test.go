@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/internal/leakcheck"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -21,12 +20,10 @@ import (
 func TestCloseReleasesConnections(t *testing.T) {
 	g := startReference(t)
 	before := leakcheck.Current()
-	c, err := hangguard.NewPep(g.URL, testRealm, bulkClient, pep.WithBatchSize(5), pep.WithCache(0, 0, 0))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, bulkClient, pep.WithBatchSize(5), pep.WithCache(0, 0, 0))
 	c.SetToken(g.token(t, "alice"))
 	// 20 pairs in 4 requests at once: several connections.
-	res, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "reports", Scopes: bulkScopes(20)}})
-	require.NoError(t, err)
+	res := checkedMany(t, c, t.Context(), []pep.Resource{{Name: "reports", Scopes: bulkScopes(20)}})
 	require.True(t, res.Allowed())
 
 	require.NoError(t, c.Close())
@@ -53,8 +50,7 @@ func TestCloseDuringACall(t *testing.T) {
 		return true
 	})
 	before := leakcheck.Current()
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, fastRetry)
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, fastRetry)
 	c.SetToken(g.token(t, "alice"))
 	done := make(chan pep.Decision)
 	go func() {
@@ -80,8 +76,7 @@ func TestCallsAfterCloseFail(t *testing.T) {
 	c := b.client(t, g)
 	b.Beat(time.Now())
 	c.SetToken(g.token(t, "alice"))
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	require.True(t, d.Allowed())
 	require.NoError(t, c.Close())
 	require.NoError(t, c.Close(), "closing twice is harmless")
@@ -144,13 +139,11 @@ func TestCloseLeavesTheCallersTransport(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	rt := &idleRecorder{RoundTripper: g.Client().Transport}
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: rt}))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: rt}))
 	c.SetToken(g.token(t, "alice"))
-	_, err = c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	checked(t, c, "orders", "read")
 	require.NoError(t, c.Close())
 	assert.False(t, rt.closed.Load())
-	_, err = c.Check(t.Context(), "orders", "read")
+	_, err := c.Check(t.Context(), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrClosed)
 }

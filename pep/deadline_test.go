@@ -41,13 +41,11 @@ func TestAnswerPastTheDeadlineIsNotUsed(t *testing.T) {
 	c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
 	c.SetToken(g.token(t, "alice"))
 
-	d, err := c.Check(ctx, "orders", "read")
-	require.NoError(t, err)
+	d := checkedIn(t, c, ctx, "orders", "read")
 	requireDeadlineDenial(t, d)
 
 	g.setHook(nil)
-	d, err = c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d = checked(t, c, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant)
 	assert.False(t, d.Cached, "the answer taken past its call's deadline was cached")
 	assert.Equal(t, 2, g.count())

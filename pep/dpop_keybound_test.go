@@ -74,13 +74,10 @@ func TestHungKeyBoundIsSharedByEverySignerOfIt(t *testing.T) {
 	const user = "CiRmZDA2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs"
 	binding := mockserver.TokenDPoPBinding(base.Thumbprint())
 	pepClient := func(s *dpop.Signer) func(context.Context) error {
-		c, err := hangguard.NewPep(srv.URL, "todo", "todo-api", pep.WithHTTPClient(srv.Client()), noRetry, pep.WithCache(0, 0, 0))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = c.Close() })
+		c := mustPep(t, srv.URL, "todo", "todo-api", pep.WithHTTPClient(srv.Client()), noRetry, pep.WithCache(0, 0, 0))
 		c.SetDPoPToken(srv.Token("todo", user, binding), s)
 		return func(ctx context.Context) error {
-			d, err := c.Check(ctx, "todo", "can_read_todos")
-			require.NoError(t, err)
+			d := checkedIn(t, c, ctx, "todo", "can_read_todos")
 			return d.Cause
 		}
 	}
@@ -154,83 +151,4 @@ func TestHungKeyBoundIsSharedByEverySignerOfIt(t *testing.T) {
 			require.NoError(t, c.call(t.Context()))
 		})
 	}
-}
-
-// claimingKey is a crypto.Signer that claims pub, anyone's public key, and
-// whose service hangs until release is closed, saying on started when each
-// signature begins: another tenant's remote signer configured with the
-// victim's public JWK, or the hung region of a multi-region KMS key.
-type claimingKey struct {
-	pub     crypto.PublicKey
-	release <-chan struct{}
-	started chan<- struct{}
-}
-
-func (k claimingKey) Public() crypto.PublicKey { return k.pub }
-func (k claimingKey) Sign(io.Reader, []byte, crypto.SignerOpts) ([]byte, error) {
-	k.started <- struct{}{}
-	<-k.release
-	return nil, io.ErrUnexpectedEOF
-}
-
-// workingKey is a KMS key that answers at once: not held in memory as the
-// standard library's keys are, so it signs on a goroutine of its own,
-// within the bound.
-type workingKey struct{ *ecdsa.PrivateKey }
-
-// TestAKeyClaimingAnothersPublicKeyLocksNoOneOut (a-fix9c F3): the 16
-// signatures at once are a signer's, not a public key's: a client whose
-// crypto.Signer claims B's public key and hangs, with all of its 16 slots
-// taken for as long as it hangs, leaves a client signing with B's working
-// key its decisions. Keyed by thumbprint, B's calls waited for a slot
-// until their deadline and were denied.
-func TestAKeyClaimingAnothersPublicKeyLocksNoOneOut(t *testing.T) {
-	t.Parallel()
-	srv := mockservertest.Start(t, mockserver.WithFixtureFile("../authzen/testdata/todo/orgauthz-fixture.json"))
-	privB, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	victim, err := dpop.NewSigner(workingKey{privB})
-	require.NoError(t, err)
-	release, started := make(chan struct{}), make(chan struct{}, 16)
-	t.Cleanup(func() { close(release) })
-	claimant, err := dpop.NewSigner(claimingKey{pub: privB.Public(), release: release, started: started})
-	require.NoError(t, err)
-	require.Equal(t, victim.Thumbprint(), claimant.Thumbprint())
-
-	const user = "CiRmZDA2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs"
-	client := func(s *dpop.Signer) *pep.Client {
-		c, err := hangguard.NewPep(srv.URL, "todo", "todo-api", pep.WithHTTPClient(srv.Client()), noRetry, pep.WithCache(0, 0, 0))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = c.Close() })
-		c.SetDPoPToken(srv.Token("todo", user, mockserver.TokenDPoPBinding(s.Thumbprint())), s)
-		return c
-	}
-	claiming, working := client(claimant), client(victim)
-
-	// 16 calls through the claimant, each giving up once its signature
-	// began, take every slot it has.
-	for i := range 16 {
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() {
-			<-started
-			cancel()
-		}()
-		d, err := claiming.Check(ctx, "todo", "can_read_todos")
-		cancel()
-		require.NoError(t, err)
-		require.ErrorIs(t, d.Cause, pep.ErrUnavailable, "call %d", i)
-		require.ErrorIs(t, d.Cause, context.Canceled, "call %d", i)
-	}
-
-	// B's client has its decision. The deadline only keeps a failing run
-	// from waiting forever.
-	for i := range 20 {
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		d, err := working.Check(ctx, "todo", "can_read_todos")
-		cancel()
-		require.NoError(t, err)
-		require.NoError(t, d.Cause, "call %d of B's working key", i)
-		require.Equal(t, pep.Grant, d.Status)
-	}
-	assert.Len(t, started, 0, "the hung claimant was asked for another signature")
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -45,8 +44,7 @@ func TestDPoPRequest(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c, rec, tok := g.dpopClient(t, "alice", nil)
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant) // the server verified the proof
 
 	r := g.last(t)
@@ -79,11 +77,9 @@ func TestDPoPProofHTUIsNormalised(t *testing.T) {
 		htu.Store(claims.HTU)
 		return cannedResponse(r, 200, []byte(`{"status":"GRANT","permissions":[{"resource":"orders","scope":"read","status":"GRANT"}]}`)), nil
 	})
-	c, err := hangguard.NewPep("HTTPS://Gateway.EXAMPLE.com:443/Base", testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: mock}))
-	require.NoError(t, err)
+	c := mustPep(t, "HTTPS://Gateway.EXAMPLE.com:443/Base", testRealm, testClient, pep.WithHTTPClient(&http.Client{Transport: mock}))
 	c.SetDPoPToken("dpop-bound-token", signer)
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	require.True(t, d.Allowed())
 	assert.Equal(t, "https://gateway.example.com/Base/realms/acme/authorization-decision-provider/authorize", htu.Load(),
 		"scheme and host lower-cased, default port dropped, path kept")
@@ -96,11 +92,9 @@ func TestDPoPFreshProofPerAttempt(t *testing.T) {
 	g := startReference(t)
 	c, _, _ := g.dpopClient(t, "alice", nil, fastRetry, pep.WithCache(0, 0, 0))
 	g.setHook(failFirst(nil, 503, 503))
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant)
-	_, err = c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	checked(t, c, "orders", "read")
 
 	reqs := g.received()
 	require.Len(t, reqs, 4)
@@ -161,8 +155,7 @@ func TestDPoPNonceChallenge(t *testing.T) {
 			tt.setup(t, g)
 			c, rec, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, 1, 1), pep.WithCache(0, 0, 0))
 
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant)
 			reqs := g.received()
 			require.Len(t, reqs, 2, "one resend with the nonce")
@@ -178,8 +171,7 @@ func TestDPoPNonceChallenge(t *testing.T) {
 
 			// The nonce is remembered for the origin: the next call uses
 			// the latest one at once.
-			d, err = c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d = checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant)
 			reqs = g.received()
 			require.Len(t, reqs, 3)
@@ -215,8 +207,7 @@ func TestDPoPNonceResendIsOutsideTheRetryBudget(t *testing.T) {
 		return false
 	})
 	c, _, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, 1, 1))
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant)
 	reqs := g.received()
 	require.Len(t, reqs, 3)
@@ -231,15 +222,13 @@ func TestDPoPAndBearerCacheSeparately(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c, _, tok := g.dpopClient(t, "alice", nil)
-	_, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	_, err = c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
+	checked(t, c, "orders", "read")
+	_, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized, "the server enforces the binding")
 	assert.Equal(t, "Bearer "+tok, g.last(t).Authorization)
 	assert.Equal(t, 2, g.count())
 	assert.Equal(t, 1, c.Stats().CacheEntries, "the Bearer refusal left the DPoP entry alone")
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	assert.True(t, d.Cached)
 }
 
@@ -251,15 +240,13 @@ func TestSameDPoPTokenWithoutSignerGetsNoCachedGrant(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c, _, tok := g.dpopClient(t, "alice", nil)
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	require.True(t, d.Allowed())
-	d, err = c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d = checked(t, c, "orders", "read")
 	require.True(t, d.Cached)
 
 	c.SetDPoPToken(tok, nil)
-	d, err = c.Check(t.Context(), "orders", "read")
+	d, err := c.Check(t.Context(), "orders", "read")
 	assert.False(t, d.Allowed(), "a GRANT served to a DPoP token the client can no longer prove")
 	require.ErrorIs(t, err, pep.ErrNoToken)
 	assert.Equal(t, 1, g.count(), "nothing is sent without a signer")

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -83,8 +82,7 @@ func TestFailClosed(t *testing.T) {
 				// Refused on every attempt, and no parallel test's server
 				// can take the port in the meantime.
 				url := "http://" + gatewaytest.Refusing(t)
-				c, err := hangguard.NewPep(url, testRealm, testClient, fastRetry)
-				require.NoError(t, err)
+				c := mustPep(t, url, testRealm, testClient, fastRetry)
 				c.SetToken(faultToken)
 				return c, faultToken
 			},
@@ -208,8 +206,7 @@ func TestFailClosed(t *testing.T) {
 			name: "404 for a path the gateway does not serve",
 			setup: func(t *testing.T) (*pep.Client, string) {
 				g := startReference(t)
-				c, err := hangguard.NewPep(g.URL+"/no-such-prefix", testRealm, testClient, pep.WithHTTPClient(g.Client()), fastRetry)
-				require.NoError(t, err)
+				c := mustPep(t, g.URL+"/no-such-prefix", testRealm, testClient, pep.WithHTTPClient(g.Client()), fastRetry)
 				return withAlice(t, g, c)
 			},
 			wantRequests: 1,
@@ -323,8 +320,7 @@ func TestFailClosed(t *testing.T) {
 			// The same holds for CheckMany.
 			ctx, cancel := context.WithTimeout(t.Context(), deadline)
 			defer cancel()
-			r, err := c.CheckMany(ctx, []pep.Resource{{Name: "orders", Scopes: []string{"read"}}})
-			require.NoError(t, err)
+			r := checkedMany(t, c, ctx, []pep.Resource{{Name: "orders", Scopes: []string{"read"}}})
 			assert.False(t, r.Allowed())
 			assert.Equal(t, pep.Deny, r.Status)
 			require.Len(t, r.Decisions, 1)
@@ -403,8 +399,7 @@ func TestContentTypeIsNotChecked(t *testing.T) {
 				gatewaytest.Answer(http.StatusOK, contentType, faultGrant)(w, nil)
 				return true
 			})(t)
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant)
 			assert.Equal(t, 1, c.Stats().CacheEntries, "a gateway GRANT is cached")
 		})
@@ -416,8 +411,7 @@ func TestCancelledContextFailsClosedWithoutRequest(t *testing.T) {
 	g, c := startWithAlice(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	d, err := c.Check(ctx, "orders", "read")
-	require.NoError(t, err)
+	d := checkedIn(t, c, ctx, "orders", "read")
 	assert.False(t, d.Allowed())
 	require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
 	require.ErrorIs(t, d.Cause, context.Canceled)

@@ -58,8 +58,7 @@ func TestOversizedTokenLeavesTheBreakerClosed(t *testing.T) {
 			assert.Zero(t, g.count(), "nothing was sent")
 
 			c.SetToken(g.token(t, "alice"))
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant)
 		})
 	}
@@ -73,11 +72,10 @@ func TestMaxTokenBytesIsTheBound(t *testing.T) {
 	tok := g.token(t, "alice")
 	c := g.newClient(t, pep.WithMaxTokenBytes(len(tok)), pep.WithCache(0, 0, 0))
 	c.SetToken(tok)
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant)
 
-	_, err = c.Check(pep.WithToken(t.Context(), tok+"x"), "orders", "read")
+	_, err := c.Check(pep.WithToken(t.Context(), tok+"x"), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrNoToken)
 	assert.Equal(t, 1, g.count())
 }

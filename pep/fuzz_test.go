@@ -22,7 +22,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/events"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -83,8 +82,7 @@ func fzClient(t *testing.T, status int, contentType string, body []byte, opts ..
 		pep.WithHTTPClient(&http.Client{Transport: mock}),
 		pep.WithRetry(0, 0, 0), pep.WithBreaker(0, 0),
 	}, opts...)
-	c, err := hangguard.NewPep("https://gateway.fuzz", "acme", "orders-api", all...)
-	require.NoError(t, err)
+	c := mustPep(t, "https://gateway.fuzz", "acme", "orders-api", all...)
 	c.SetToken(fzToken)
 	return c
 }

@@ -43,16 +43,14 @@ func TestOneCallersTokenPastTheGatewaysHeaderLimitOpensNoBreaker(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 
 	// A legitimate caller is granted.
-	d, err := c.Check(pep.WithToken(t.Context(), "alice-token"), "orders", "read")
-	require.NoError(t, err)
+	d := checkedIn(t, c, pep.WithToken(t.Context(), "alice-token"), "orders", "read")
 	require.True(t, d.Allowed(), "the legitimate caller first: %v", d.Cause)
 
 	// One unauthenticated caller, five requests with a made-up token of
 	// 12 KiB: within the client's bound, a token the client says it sends.
 	junk := strings.Repeat("A", 12<<10)
 	for range 5 {
-		d, err := c.Check(pep.WithToken(t.Context(), junk), "orders", "read")
-		require.NoError(t, err)
+		d := checkedIn(t, c, pep.WithToken(t.Context(), junk), "orders", "read")
 		require.False(t, d.Allowed())
 		require.ErrorIs(t, d.Cause, pep.ErrUnavailable)
 		require.NotContains(t, d.Cause.Error(), junk[:64], "the token is in the cause")
@@ -60,8 +58,7 @@ func TestOneCallersTokenPastTheGatewaysHeaderLimitOpensNoBreaker(t *testing.T) {
 	assert.Zero(t, c.Stats().Retries, "a request the transport will not write is retried")
 
 	// The legitimate caller again: the gateway is well, and answers it.
-	d, err = c.Check(pep.WithToken(t.Context(), "alice-token"), "orders", "read")
-	require.NoError(t, err)
+	d = checkedIn(t, c, pep.WithToken(t.Context(), "alice-token"), "orders", "read")
 	assert.False(t, errors.Is(d.Cause, pep.ErrCircuitOpen), "one caller's tokens opened the breaker for everyone: %v", d.Cause)
 	assert.True(t, d.Allowed(), "a legitimate caller is denied: %v (breaker %v)", d.Cause, c.Stats().Breaker)
 }
@@ -93,13 +90,11 @@ func TestADeadGatewayOpensTheBreakerWhateverTheTokenSize(t *testing.T) {
 			t.Cleanup(func() { _ = c.Close() })
 			tok := strings.Repeat("A", tc.token)
 			for range 5 {
-				d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-				require.NoError(t, err)
+				d := checkedIn(t, c, pep.WithToken(t.Context(), tok), "orders", "read")
 				require.False(t, d.Allowed())
 				require.NotErrorIs(t, d.Cause, pep.ErrCircuitOpen, "open before five failures")
 			}
-			d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-			require.NoError(t, err)
+			d := checkedIn(t, c, pep.WithToken(t.Context(), tok), "orders", "read")
 			require.ErrorIs(t, d.Cause, pep.ErrCircuitOpen, "five calls to a dead gateway left the breaker %v", c.Stats().Breaker)
 		})
 	}

@@ -2,6 +2,7 @@ package pep_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -95,4 +97,37 @@ func cannedResponse(r *http.Request, status int, body []byte) *http.Response {
 		ContentLength: -1,
 		Request:       r,
 	}
+}
+
+// checked is c.Check of resource and scope with the test's context,
+// failing the test on an error.
+func checked(t *testing.T, c *pep.Client, resource, scope string, opts ...pep.CallOption) pep.Decision {
+	t.Helper()
+	return checkedIn(t, c, t.Context(), resource, scope, opts...)
+}
+
+// mustPep is hangguard.NewPep, failing the test on an error, and closed when
+// the test ends.
+func mustPep(t testing.TB, gateway, realm, clientID string, opts ...pep.Option) *pep.Client {
+	t.Helper()
+	c, err := hangguard.NewPep(gateway, realm, clientID, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// checkedIn is c.Check with ctx, failing the test on an error.
+func checkedIn(t *testing.T, c *pep.Client, ctx context.Context, resource, scope string, opts ...pep.CallOption) pep.Decision {
+	t.Helper()
+	d, err := c.Check(ctx, resource, scope, opts...)
+	require.NoError(t, err)
+	return d
+}
+
+// checkedMany is c.CheckMany with ctx, failing the test on an error.
+func checkedMany(t *testing.T, c *pep.Client, ctx context.Context, resources []pep.Resource, opts ...pep.CallOption) pep.Result {
+	t.Helper()
+	r, err := c.CheckMany(ctx, resources, opts...)
+	require.NoError(t, err)
+	return r
 }

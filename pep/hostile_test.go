@@ -26,6 +26,7 @@ import (
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -56,8 +57,7 @@ func TestJunkTokensDoNotSwitchTheCacheOff(t *testing.T) {
 	}
 	hits := 0
 	for range 40 {
-		d, err := c.Check(t.Context(), "docs", "read")
-		require.NoError(t, err)
+		d := checked(t, c, "docs", "read")
 		require.True(t, d.Allowed())
 		if d.Cached {
 			hits++
@@ -74,12 +74,11 @@ func TestJunkTokensDoNotSwitchTheCacheOff(t *testing.T) {
 // that string alive in the cache, whose budget counts only the name.
 func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(1<<20))
 	c.SetToken(aliceToken)
 
 	const calls = 100
-	grown := heapGrowth(func() {
+	grown := testkit.HeapGrowth(func() {
 		for i := range calls {
 			path := fmt.Sprint("orders/", i, "/", strings.Repeat("x", 256<<10))
 			resource, _, _ := strings.Cut(path, "/") // shares path's bytes
@@ -99,13 +98,12 @@ func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
 	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
 	const budget = 4 << 20
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCacheMaxBytes(budget))
 	c.SetToken(aliceToken)
 	longPath := "/orders/" + strings.Repeat("x", 100<<10)
 
 	const calls = 100
-	grown := heapGrowth(func() {
+	grown := testkit.HeapGrowth(func() {
 		for i := range calls {
 			d, err := c.Check(t.Context(), "orders", "read",
 				pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint(longPath, i)}))
@@ -294,8 +292,7 @@ func TestEveryCallerKeepsItsOwnDeadline(t *testing.T) {
 	t.Parallel()
 	g := gatewaytest.Start(t, func(_ http.ResponseWriter, r *http.Request) { gatewaytest.Hold(r) })
 	const timeout = 300 * time.Millisecond
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithTimeout(timeout), pep.WithHTTPClient(g.Client()))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, noRetry, pep.WithTimeout(timeout), pep.WithHTTPClient(g.Client()))
 	c.SetToken(aliceToken)
 
 	type caller struct {
@@ -391,8 +388,7 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 				}
 				gatewaytest.Answer(http.StatusOK, "application/json", b)(w, nil)
 			})
-			c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()), pep.WithCache(0, 0, 0))
-			require.NoError(t, err)
+			c := mustPep(t, g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()), pep.WithCache(0, 0, 0))
 			c.SetToken(aliceToken)
 			_, _ = c.Check(t.Context(), "orders", "read") // warm the connection, with a short answer
 
@@ -456,8 +452,7 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 				c = g.newClient(t, pep.WithEventHandler(rec.handle))
 				c.SetToken(g.token(t, "alice"))
 			}
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			require.True(t, d.Allowed())
 			require.Equal(t, 1, c.Stats().CacheEntries)
 
@@ -467,7 +462,7 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 			g.setHook(tt.hook)
 			sent := g.count()
 			for range 2 {
-				_, err = c.Check(t.Context(), "orders", "write")
+				_, err := c.Check(t.Context(), "orders", "write")
 				if tt.expired {
 					require.ErrorIs(t, err, pep.ErrUnauthorized)
 					require.NotErrorIs(t, err, pep.ErrProofRejected)
@@ -503,12 +498,10 @@ func TestCookiesAreNeverSent(t *testing.T) {
 		faultOK(w)
 	})
 	jar := &memoryJar{}
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Jar: jar}), pep.WithCache(0, 0, 0))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(&http.Client{Jar: jar}), pep.WithCache(0, 0, 0))
 	c.SetToken(aliceToken)
 	for _, tok := range []string{aliceToken, bobToken} {
-		_, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-		require.NoError(t, err)
+		checkedIn(t, c, pep.WithToken(t.Context(), tok), "orders", "read")
 	}
 	assert.Equal(t, []string{"", ""}, cookies)
 	assert.Zero(t, jar.sets.Load(), "the caller's jar was not touched")
@@ -573,19 +566,16 @@ func TestSlowHandlerDoesNotHoldTheCall(t *testing.T) {
 // several times more.
 func TestCacheBytesAreHonest(t *testing.T) {
 	g := gatewaytest.Start(t, func(w http.ResponseWriter, _ *http.Request) { faultOK(w) })
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCache(100_000, time.Hour, time.Hour))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()), pep.WithCache(100_000, time.Hour, time.Hour))
 	tokens := make([]string, 3000)
 	for i := range tokens {
 		tokens[i] = fmt.Sprintf("eyJhbGciOiJFUzI1NiJ9.caller-%06d.%s", i, strings.Repeat("s", 86))
 	}
 	// Warm up the connection pool and the client's own structures.
-	_, err = c.Check(pep.WithToken(t.Context(), "warm-up-token"), "orders", "read")
-	require.NoError(t, err)
-	grown := float64(heapGrowth(func() {
+	checkedIn(t, c, pep.WithToken(t.Context(), "warm-up-token"), "orders", "read")
+	grown := float64(testkit.HeapGrowth(func() {
 		for _, tok := range tokens {
-			d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-			require.NoError(t, err)
+			d := checkedIn(t, c, pep.WithToken(t.Context(), tok), "orders", "read")
 			require.True(t, d.Allowed())
 		}
 	}))
@@ -605,8 +595,7 @@ func TestDeclaredLengthIsNotTrusted(t *testing.T) {
 		_, _ = w.Write([]byte(`{"st`))
 		// The handler returns: the server closes the short body.
 	})
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, noRetry, pep.WithHTTPClient(g.Client()))
 	c.SetToken(aliceToken)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -615,15 +604,4 @@ func TestDeclaredLengthIsNotTrusted(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, d.Allowed())
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<10))
-}
-
-// heapGrowth returns how many bytes the live heap grew by while fill ran.
-func heapGrowth(fill func()) int64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fill()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
 }

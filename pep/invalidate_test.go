@@ -30,7 +30,6 @@ func newLongBus() *bus { return &bus{invalidationtest.NewLong()} }
 func (b *bus) client(t *testing.T, g *reference, opts ...pep.Option) *pep.Client {
 	t.Helper()
 	c := g.newClient(t, append([]pep.Option{pep.WithInvalidator(b)}, opts...)...)
-	t.Cleanup(func() { _ = c.Close() })
 	select {
 	case <-b.Joined:
 	case <-t.Context().Done():
@@ -258,8 +257,7 @@ func FuzzInvalidationMessage(f *testing.F) {
 	dave := g.token(f, "dave")
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		b.Deliver(msg)
-		d, err := c.Check(pep.WithToken(t.Context(), dave), "orders", "read")
-		require.NoError(t, err)
+		d := checkedIn(t, c, pep.WithToken(t.Context(), dave), "orders", "read")
 		require.Equal(t, pep.Deny, d.Status)
 	})
 }

@@ -110,8 +110,7 @@ func TestListGrantedCachesWildcardAnswersAsPairs(t *testing.T) {
 	require.Equal(t, 1, g.count())
 
 	for _, scope := range []string{"read", "write", "delete"} {
-		d, err := c.Check(t.Context(), "orders", scope)
-		require.NoError(t, err)
+		d := checkedIn(t, c, t.Context(), "orders", scope)
 		assert.True(t, d.Cached, scope)
 	}
 	assert.Equal(t, 1, g.count())

@@ -141,8 +141,7 @@ func TestVerifyPassesForAClientOfAnySize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := hangguard.NewPep(gw.URL, "corp", tt.client, pep.WithHTTPClient(gw.Client()), noRetry)
-			require.NoError(t, err)
+			c := mustPep(t, gw.URL, "corp", tt.client, pep.WithHTTPClient(gw.Client()), noRetry)
 			c.SetToken(token)
 			if tt.want == nil {
 				require.NoError(t, c.Verify(t.Context()))

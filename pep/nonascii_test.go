@@ -80,8 +80,7 @@ func TestCheckRefusesNonASCIIMemberNames(t *testing.T) {
 			require.Equal(t, "DENY", upperReader(t, []byte(body), "orders", "read"),
 				"a reader that upper-cases names reads DENY")
 			c := fzClient(t, http.StatusOK, "application/json", []byte(body))
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			require.False(t, d.Allowed(), "the client allows (%v, cause %v) where another reader of the same answer denies", d.Status, d.Cause)
 		})
 	}

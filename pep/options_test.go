@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -92,11 +91,9 @@ func TestWithHTTPClientIsCopiedNotMutated(t *testing.T) {
 	hc := &http.Client{Transport: transport, CheckRedirect: checkRedirect, Timeout: time.Minute}
 	before := *hc
 
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(hc))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(hc))
 	c.SetToken(g.token(t, "alice"))
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	require.True(t, d.Allowed())
 
 	assert.Equal(t, int64(1), transport.n.Load(), "the caller's transport carries the requests")
@@ -150,8 +147,7 @@ func TestMalformedAnswerErrorText(t *testing.T) {
 	g.setHook(bodyHook(`{"status":"GRANT","permissions":[]}`))
 	c := g.newClient(t)
 	c.SetToken(g.token(t, "alice"))
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
+	d := checked(t, c, "orders", "read")
 	assert.Equal(t, `pep: gateway answered 200 OK: malformed gateway response: the answer does not list the pair`, d.Cause.Error(),
 		"the text names no resource: a caller may choose one that holds its token")
 }

@@ -100,8 +100,7 @@ func TestBreakerProbeThatPanicsIsReleased(t *testing.T) {
 			t.Cleanup(func() { _ = c.Close() })
 			c.SetToken(g.token(t, "alice"))
 
-			_, err := c.Check(t.Context(), "orders", "read") // the gateway fails: the breaker opens
-			require.NoError(t, err)
+			checked(t, c, "orders", "read") // the gateway fails: the breaker opens
 			require.Equal(t, pep.BreakerOpen, c.Stats().Breaker)
 			clk.Advance(5 * time.Second) // the next call is the probe
 
@@ -115,8 +114,7 @@ func TestBreakerProbeThatPanicsIsReleased(t *testing.T) {
 			logPanics.Store(false)
 
 			g.configure(t, `{}`) // the gateway is healthy again
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant)
 			require.Equal(t, pep.BreakerClosed, c.Stats().Breaker)
 		})

@@ -78,7 +78,6 @@ func TestRemotePurgeRetiresRequestsInFlight(t *testing.T) {
 				c, other = b.client(t, g, opts...), b.client(t, g) // another replica
 			} else { // no invalidator: the retirement is this client's alone
 				c = g.newClient(t, opts...)
-				t.Cleanup(func() { _ = c.Close() })
 				tok = g.token(t, "carol", mockserver.TokenClient(testClient))
 				var err error
 				sends, err = respell.UnusedBits(tok, respell.Signature)

@@ -35,8 +35,7 @@ func TestNoCallerSteersTheCacheIntoRebuildingOnEveryMiss(t *testing.T) {
 	// entries, under one request context, are all of one size.
 	bulk, _ := bulkCatalog()
 	check := func(c *pep.Client, i int) {
-		d, err := c.Check(ctx, "r00", "s1", rc(i))
-		require.NoError(t, err)
+		d := checkedIn(t, c, ctx, "r00", "s1", rc(i))
 		require.False(t, d.Allowed())
 	}
 	// What one entry and the token's group count against the byte bound.
@@ -54,8 +53,7 @@ func TestNoCallerSteersTheCacheIntoRebuildingOnEveryMiss(t *testing.T) {
 		// Filled 250 denied pairs a call, past the bound.
 		n := int(fit)/250 + 2
 		for i := range n {
-			r, err := c.CheckMany(ctx, bulk, rc(i))
-			require.NoError(t, err)
+			r := checkedMany(t, c, ctx, bulk, rc(i))
 			require.False(t, r.Allowed())
 		}
 		require.EqualValues(t, fit, c.Stats().CacheEntries)

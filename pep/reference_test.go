@@ -30,7 +30,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -328,7 +327,7 @@ func startWithAlice(t testing.TB) (*reference, *pep.Client) {
 
 // newClient returns an orders-api client using the server's own
 // *http.Client, so that its connections close with the server, with
-// hangguard.Timeout and then opts.
+// hangguard.Timeout and then opts, closed when the test ends.
 func (g *reference) newClient(t testing.TB, opts ...pep.Option) *pep.Client {
 	t.Helper()
 	return g.newClientOf(t, testClient, opts...)
@@ -337,9 +336,7 @@ func (g *reference) newClient(t testing.TB, opts ...pep.Option) *pep.Client {
 // newClientOf is newClient for another client ID.
 func (g *reference) newClientOf(t testing.TB, clientID string, opts ...pep.Option) *pep.Client {
 	t.Helper()
-	c, err := hangguard.NewPep(g.URL, testRealm, clientID, append([]pep.Option{pep.WithHTTPClient(g.Client())}, opts...)...)
-	require.NoError(t, err)
-	return c
+	return mustPep(t, g.URL, testRealm, clientID, append([]pep.Option{pep.WithHTTPClient(g.Client())}, opts...)...)
 }
 
 // dpopClient returns an orders-api client holding a token of user, minted

@@ -34,7 +34,6 @@ func TestARefusalIsHandledEvenWhenUserCodePanicsAfterThe401(t *testing.T) {
 				opts = append(opts, pep.WithTracerProvider(gatewaytest.ErrorPanicTracerProvider{}))
 			}
 			c := g.newClient(t, opts...)
-			t.Cleanup(func() { _ = c.Close() })
 			tok := g.token(t, "alice", mockserver.TokenClient(testClient))
 			c.SetToken(tok)
 

@@ -67,11 +67,9 @@ func TestEveryRefusalPurgesAndExpiresTheTokenOnce(t *testing.T) {
 			b.Beat(clk.Now())
 			alice := g.token(t, "alice", mockserver.TokenClient(testClient))
 			c.SetToken(alice)
-			d, err := c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d := checked(t, c, "orders", "read")
 			require.True(t, d.Allowed())
-			d, err = c.Check(t.Context(), "orders", "read")
-			require.NoError(t, err)
+			d = checked(t, c, "orders", "read")
 			require.True(t, d.Cached, "the GRANT is cached")
 
 			g.revoke(t, alice)
@@ -91,7 +89,7 @@ func TestEveryRefusalPurgesAndExpiresTheTokenOnce(t *testing.T) {
 			}
 			assert.Len(t, g.posts(), sent+3, "a 401 is not retried")
 			assert.Zero(t, c.Stats().CacheEntries, "the refused token's decisions are purged")
-			d, err = c.Check(t.Context(), "orders", "read")
+			d, err := c.Check(t.Context(), "orders", "read")
 			require.ErrorIs(t, err, pep.ErrUnauthorized, "the cached GRANT outlived the refusal")
 			assert.False(t, d.Allowed())
 			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())

@@ -92,7 +92,6 @@ func TestEverySpellingOfARetiredTokenIsRetired(t *testing.T) {
 				b.Beat(time.Now())
 			} else {
 				c = g.newClient(t)
-				t.Cleanup(func() { _ = c.Close() })
 			}
 			ctx := pep.WithToken(t.Context(), tok)
 			if rt.own {
@@ -104,12 +103,10 @@ func TestEverySpellingOfARetiredTokenIsRetired(t *testing.T) {
 			// the token's cached decision.
 			for _, ctx := range []context.Context{ctx, pep.WithToken(t.Context(), alt)} {
 				before := g.count()
-				d, err := c.Check(ctx, "orders", "read")
-				require.NoError(t, err)
+				d := checkedIn(t, c, ctx, "orders", "read")
 				require.True(t, d.Allowed(), "the gateway grants the spelling: %+v", d)
 				require.Greater(t, g.count(), before, "served another spelling's cached decision")
-				d, err = c.Check(ctx, "orders", "read")
-				require.NoError(t, err)
+				d = checkedIn(t, c, ctx, "orders", "read")
 				require.True(t, d.Allowed() && d.Cached, "%+v", d)
 			}
 
@@ -140,7 +137,6 @@ func TestAForgedSpellingIsRefusedAndOnlyCostsAQuestion(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c := g.newClient(t)
-	t.Cleanup(func() { _ = c.Close() })
 	tok := g.token(t, "carol", mockserver.TokenClient(testClient))
 	forged, err := respell.Forged(tok)
 	require.NoError(t, err)

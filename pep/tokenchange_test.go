@@ -107,13 +107,11 @@ func TestTokenChangeStopsTheCall(t *testing.T) {
 
 				g.setHook(nil)
 				if ch.stillHeld { // the new token: nothing cached for it
-					d, err = c.Check(t.Context(), "orders", "read")
-					require.NoError(t, err)
+					d = checked(t, c, "orders", "read")
 					assert.False(t, d.Cached)
 				}
 				if !ch.dpop && !ch.same { // the old token, as a per-call token: nothing cached for it either
-					d, err = c.Check(pep.WithToken(t.Context(), tk.old), "orders", "read")
-					require.NoError(t, err)
+					d = checkedIn(t, c, pep.WithToken(t.Context(), tk.old), "orders", "read")
 					assert.False(t, d.Cached)
 					requireGatewayDecision(t, d, pep.Grant)
 				}

@@ -97,8 +97,7 @@ func TestQuestionsNotValidUTF8AreRefused(t *testing.T) {
 	}
 	// The same questions with valid strings are cached: what a refusal
 	// leaves out is not a cache that was never there.
-	_, err := c.Check(t.Context(), "orders", "read", pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: "/orders/\uFFFD"}))
-	require.NoError(t, err)
+	checked(t, c, "orders", "read", pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: "/orders/\uFFFD"}))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before, sent := c.Stats(), g.count()
@@ -153,8 +152,7 @@ func TestRequestContextSentVerbatim(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(out)
 	})
-	c, err := hangguard.NewPep(g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()))
-	require.NoError(t, err)
+	c := mustPep(t, g.URL, testRealm, testClient, pep.WithHTTPClient(g.Client()))
 	c.SetToken(aliceToken)
 	tests := []struct {
 		name, resource, path string

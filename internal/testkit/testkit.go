@@ -1,12 +1,13 @@
 // Package testkit holds the small helpers the tests of several packages
-// share: a clock moved by hand, a log buffer written from any goroutine and
-// a user's log handler with a bug.
+// share: a clock moved by hand, a log buffer written from any goroutine, a
+// user's log handler with a bug and a measure of the live heap's growth.
 // It is imported by tests only, and imports the standard library only.
 package testkit
 
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -81,4 +82,15 @@ func (WarnPanics) Handle(_ context.Context, r slog.Record) error {
 		panic("a bug in the user's log handler")
 	}
 	return nil
+}
+
+// HeapGrowth returns how many bytes the live heap grew by while fill ran.
+func HeapGrowth(fill func()) int64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fill()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
 }

@@ -1,27 +1,20 @@
 package transport
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/orgauthz/orgauthz/dpop"
 )
 
 // TestCredentials: what each credential attaches to an attempt, made on a
 // clone of the request so that nothing reaches the next attempt.
 func TestCredentials(t *testing.T) {
 	t.Parallel()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	signer, err := dpop.NewSigner(key)
-	require.NoError(t, err)
+	key := p256Key(t)
+	signer := mustSigner(t, key)
 	tests := []struct {
 		name       string
 		cred       Credential

@@ -18,6 +18,22 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 )
 
+// mustSigner is dpop.NewSigner, failing the test on an error.
+func mustSigner(t testing.TB, key crypto.Signer) *dpop.Signer {
+	t.Helper()
+	s, err := dpop.NewSigner(key)
+	require.NoError(t, err)
+	return s
+}
+
+// p256Key is a new P-256 key, failing the test on an error.
+func p256Key(t testing.TB) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	return k
+}
+
 // hangingKey is a crypto.Signer whose Sign waits until release is closed:
 // a KMS or HSM key whose service hangs. It counts the signatures asked of
 // it and says on started when one begins.
@@ -44,12 +60,10 @@ func (k hangingKey) Sign(r io.Reader, digest []byte, opts crypto.SignerOpts) ([]
 // is asked again.
 func TestHungKeyHoldsBoundedSignatures(t *testing.T) {
 	t.Parallel()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
+	priv := p256Key(t)
 	release, started := make(chan struct{}), make(chan struct{}, maxSigning+2)
 	var asked atomic.Int32
-	s, err := dpop.NewSigner(hangingKey{PrivateKey: priv, release: release, started: started, asked: &asked})
-	require.NoError(t, err)
+	s := mustSigner(t, hangingKey{PrivateKey: priv, release: release, started: started, asked: &asked})
 	require.False(t, s.InMemory())
 	released := false
 	t.Cleanup(func() {
@@ -99,12 +113,10 @@ func TestHungKeyHoldsBoundedSignatures(t *testing.T) {
 // caller refused at once, for as long as anyone kept hanging up.
 func TestHangUpsDoNotLockOutASlowKey(t *testing.T) {
 	t.Parallel()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
+	priv := p256Key(t)
 	release, started := make(chan struct{}), make(chan struct{}, 8)
 	var asked atomic.Int32
-	s, err := dpop.NewSigner(hangingKey{PrivateKey: priv, release: release, started: started, asked: &asked})
-	require.NoError(t, err)
+	s := mustSigner(t, hangingKey{PrivateKey: priv, release: release, started: started, asked: &asked})
 	const url = "https://gateway.example/authorize"
 	for range 4 {
 		_, err := proveGivingUp(t, s, started, "a-token")
@@ -140,10 +152,8 @@ func (panickingKey) Sign(io.Reader, []byte, crypto.SignerOpts) ([]byte, error) {
 // the Exchanger turns into a fail-closed Cause.
 func TestPanickingKeyFailsTheCallClosed(t *testing.T) {
 	t.Parallel()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	s, err := dpop.NewSigner(panickingKey{priv})
-	require.NoError(t, err)
+	priv := p256Key(t)
+	s := mustSigner(t, panickingKey{priv})
 	proof, err := prove(t.Context(), s, "POST", "https://gateway.example/authorize", "a-token", "")
 	assert.Empty(t, proof)
 	require.ErrorIs(t, err, errKeyPanicked)

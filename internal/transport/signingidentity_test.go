@@ -3,9 +3,7 @@ package transport
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
 	"io"
@@ -46,14 +44,11 @@ func (k claimingKey) Sign(io.Reader, []byte, crypto.SignerOpts) ([]byte, error) 
 // past hungAfter.
 func TestAKeyClaimingAnothersPublicKeySharesNoBound(t *testing.T) {
 	t.Parallel()
-	privB, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	victim, err := dpop.NewSigner(remoteKey{privB})
-	require.NoError(t, err)
+	privB := p256Key(t)
+	victim := mustSigner(t, remoteKey{privB})
 	release, started := make(chan struct{}), make(chan struct{}, maxSigning)
 	t.Cleanup(func() { close(release) })
-	claimant, err := dpop.NewSigner(claimingKey{pub: privB.Public(), release: release, started: started})
-	require.NoError(t, err)
+	claimant := mustSigner(t, claimingKey{pub: privB.Public(), release: release, started: started})
 	require.Equal(t, victim.Thumbprint(), claimant.Thumbprint(), "the claimant's proofs would carry B's public key")
 
 	// maxSigning calls through the claimant, each giving up once its
@@ -105,8 +100,7 @@ type unhashableKey struct {
 // original's bound, another NewSigner of it has its own, and none panics.
 func TestSignerBoundIdentity(t *testing.T) {
 	t.Parallel()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
+	priv := p256Key(t)
 	_, edPriv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
 	edPub := edPriv.Public() // ed25519.PublicKey: a slice
@@ -122,10 +116,8 @@ func TestSignerBoundIdentity(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := tc.key()
-			a, err := dpop.NewSigner(key)
-			require.NoError(t, err)
-			b, err := dpop.NewSigner(key)
-			require.NoError(t, err)
+			a := mustSigner(t, key)
+			b := mustSigner(t, key)
 			ka := enterKey(a)
 			for _, s := range []*dpop.Signer{a.WithClock(nil), a.WithClock(time.Now).WithClock(nil)} {
 				e := enterKey(s)
@@ -142,8 +134,7 @@ func TestSignerBoundIdentity(t *testing.T) {
 			ka.leave(a)
 			<-ka.idle
 			<-kb.idle
-			other, err := dpop.NewSigner(remoteKey{priv})
-			require.NoError(t, err)
+			other := mustSigner(t, remoteKey{priv})
 			ko := enterKey(other)
 			defer ko.leave(other)
 			if _, same := key.(remoteKey); !same {

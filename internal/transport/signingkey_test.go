@@ -2,9 +2,6 @@ package transport
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,8 +22,7 @@ import (
 // an entry of its own.
 func TestHungKeyBoundIsPerKeyNotPerSigner(t *testing.T) {
 	t.Parallel()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
+	priv := p256Key(t)
 	release, started := make(chan struct{}), make(chan struct{}, 4*maxSigning)
 	var asked atomic.Int32
 	key := hangingKey{PrivateKey: priv, release: release, started: started, asked: &asked}
@@ -36,10 +32,8 @@ func TestHungKeyBoundIsPerKeyNotPerSigner(t *testing.T) {
 			close(release)
 		}
 	})
-	base, err := dpop.NewSigner(key)
-	require.NoError(t, err)
-	again, err := dpop.NewSigner(key)
-	require.NoError(t, err)
+	base := mustSigner(t, key)
+	again := mustSigner(t, key)
 	signers := []*dpop.Signer{base, again}
 	for i := range 62 { // clock corrections of both
 		s := []*dpop.Signer{base, again}[i%2]
@@ -71,8 +65,7 @@ func TestHungKeyBoundIsPerKeyNotPerSigner(t *testing.T) {
 
 	// A call through any Signer of it, a fresh one included, waits for a
 	// slot until its context ends, and the key is asked for nothing more.
-	fresh, err := dpop.NewSigner(key)
-	require.NoError(t, err)
+	fresh := mustSigner(t, key)
 	for _, s := range []*dpop.Signer{fresh, again.WithClock(nil), signers[len(signers)-1]} {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 		proof, err := prove(ctx, s, "POST", url, "a-token", "")

@@ -4,7 +4,6 @@ package main
 
 import (
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -31,8 +30,7 @@ func TestLimitKeepsConnectionsWithBytesWaiting(t *testing.T) {
 		kept     bool
 	}{
 		{"a request waits in the socket", func(t *testing.T, c net.Conn) {
-			_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-			require.NoError(t, err)
+			writeString(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		}, true, true},
 		{"nothing sent", func(*testing.T, net.Conn) {}, false, false},
 		{"closed by the client", func(t *testing.T, c net.Conn) { require.NoError(t, c.Close()) }, true, false},

@@ -397,8 +397,7 @@ func TestLimitReadSeesRequests(t *testing.T) {
 		t.Run(state.String()+", bytes make a request in progress", func(t *testing.T) {
 			l, c, cli := setup(t, state)
 			require.NoError(t, read(t, c, func() {
-				_, err := io.WriteString(cli, "GET / HT") // the start of the headers
-				require.NoError(t, err)
+				writeString(t, cli, "GET / HT") // the start of the headers
 			}))
 			l.mu.Lock()
 			defer l.mu.Unlock()
@@ -488,8 +487,7 @@ func TestRunNoAddressHoldsEverySlot(t *testing.T) {
 					if i < slots {
 						tc.hold(t, conn, addr, token)
 					} else { // no answer can come: it waits for a slot
-						_, err = io.WriteString(conn, tokenHead(addr))
-						require.NoError(t, err)
+						writeString(t, conn, tokenHead(addr))
 					}
 				}
 
@@ -636,13 +634,11 @@ func tokenHead(addr string) string {
 // trickleBody sends a token request's head and the start of its body.
 func trickleBody(t *testing.T, conn net.Conn, addr, _ string) {
 	t.Helper()
-	_, err := io.WriteString(conn, tokenHead(addr))
-	require.NoError(t, err)
+	writeString(t, conn, tokenHead(addr))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusContinue, resp.StatusCode, "the handler reads the body: the request is in progress")
-	_, err = io.WriteString(conn, "grant_type=")
-	require.NoError(t, err)
+	writeString(t, conn, "grant_type=")
 }
 
 // unreadAnswers pipelines requests for the OpenAPI document (240 KB
@@ -650,10 +646,9 @@ func trickleBody(t *testing.T, conn net.Conn, addr, _ string) {
 // writing it, and on a small socket (smallSocket) cannot finish.
 func unreadAnswers(t *testing.T, conn net.Conn, addr, _ string) {
 	t.Helper()
-	_, err := io.WriteString(conn, strings.Repeat("GET /openapi.json HTTP/1.1\r\nHost: "+addr+"\r\n\r\n", 8))
-	require.NoError(t, err)
+	writeString(t, conn, strings.Repeat("GET /openapi.json HTTP/1.1\r\nHost: "+addr+"\r\n\r\n", 8))
 	status := make([]byte, len("HTTP/1.1 200"))
-	_, err = io.ReadFull(conn, status)
+	_, err := io.ReadFull(conn, status)
 	require.NoError(t, err)
 	require.Equal(t, "HTTP/1.1 200", string(status), "the answer is being written: the request is in progress")
 }
@@ -670,16 +665,14 @@ func slowDecision(t *testing.T, conn net.Conn, addr, token string) {
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusContinue, resp.StatusCode, "the handler reads the body: the request is in progress")
-	_, err = io.WriteString(conn, body)
-	require.NoError(t, err)
+	writeString(t, conn, body)
 }
 
 // idleAfterRequest sends a request, reads its answer and keeps the
 // connection open.
 func idleAfterRequest(t *testing.T, conn net.Conn, addr, _ string) {
 	t.Helper()
-	_, err := io.WriteString(conn, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
-	require.NoError(t, err)
+	writeString(t, conn, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	require.NoError(t, err)
 	_, err = io.Copy(io.Discard, resp.Body)

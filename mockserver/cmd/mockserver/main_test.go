@@ -297,8 +297,7 @@ func TestRunBoundsSlowClients(t *testing.T) {
 			require.NoError(t, err)
 			defer conn.Close()
 			require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
-			_, err = io.WriteString(conn, req)
-			require.NoError(t, err)
+			writeString(t, conn, req)
 			_, err = io.Copy(io.Discard, conn) // returns once the server closes
 			require.NoError(t, err, "the server should close the connection, not the test's deadline")
 		})
@@ -347,8 +346,7 @@ func TestRunLimitsConnections(t *testing.T) {
 	second, err := net.Dial("tcp", addr) // the kernel completes the handshake
 	require.NoError(t, err)
 	defer second.Close()
-	_, err = io.WriteString(second, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
-	require.NoError(t, err)
+	writeString(t, second, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
 	br := bufio.NewReader(second)
 	require.NoError(t, second.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
 	_, err = br.Peek(1)
@@ -356,8 +354,7 @@ func TestRunLimitsConnections(t *testing.T) {
 	require.ErrorAs(t, err, &ne, "no answer while the first connection's request holds the only slot")
 	require.True(t, ne.Timeout(), "%v", err)
 
-	_, err = io.WriteString(first, rest)
-	require.NoError(t, err)
+	writeString(t, first, rest)
 	resp, err := http.ReadResponse(bufio.NewReader(first), nil)
 	require.NoError(t, err, "the first request is answered whole")
 	_, err = io.Copy(io.Discard, resp.Body)
@@ -390,8 +387,7 @@ func TestRunBoundsNonReadingClients(t *testing.T) {
 	for range n {
 		reqs.WriteString("GET /openapi.json HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")
 	}
-	_, err = io.WriteString(conn, reqs.String())
-	require.NoError(t, err)
+	writeString(t, conn, reqs.String())
 	time.Sleep(time.Second) // not reading
 
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
@@ -462,8 +458,7 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			_, err = io.WriteString(conn, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
-			require.NoError(t, err)
+			writeString(t, conn, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
 			resp, err = http.ReadResponse(br, nil)
 			require.NoError(t, err)
 			resp.Body.Close()
@@ -746,4 +741,11 @@ func TestRunReplicasShareKeys(t *testing.T) {
 			require.NoError(t, stopB())
 		})
 	}
+}
+
+// writeString is io.WriteString, failing the test on an error.
+func writeString(t *testing.T, w io.Writer, s string) {
+	t.Helper()
+	_, err := io.WriteString(w, s)
+	require.NoError(t, err)
 }

@@ -66,8 +66,7 @@ func TestDeleteDepartmentRemovesSubtreeAndAssignments(t *testing.T) {
 	_, _, err := r.Assign("u-bob", top.ID, t0)
 	require.NoError(t, err)
 
-	gone, err := r.DeleteDepartment(o.ID, top.ID)
-	require.NoError(t, err)
+	gone := deleteDepartment(t, r, o.ID, top.ID)
 	assert.Len(t, gone, 3)
 	assert.Equal(t, top, gone[0])
 	assert.Len(t, r.Depts, 1)
@@ -80,4 +79,12 @@ func TestDeleteDepartmentRemovesSubtreeAndAssignments(t *testing.T) {
 	mustDept(t, r, o.ID, "", DeptSpec{Name: "Top", Alias: "top"})
 	_, err = r.DeleteDepartment(o.ID, top.ID)
 	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// deleteDepartment is r.DeleteDepartment, failing the test on an error.
+func deleteDepartment(t *testing.T, r *Realm, orgID, deptID string) []*Department {
+	t.Helper()
+	gone, err := r.DeleteDepartment(orgID, deptID)
+	require.NoError(t, err)
+	return gone
 }

@@ -33,10 +33,8 @@ func TestRecycledDepartmentHandleHoldsNothing(t *testing.T) {
 		for _, d := range r.Depts {
 			oldHandles[d.h] = true
 		}
-		removed, err := r.DeleteDepartment(o.ID, top.ID)
-		require.NoError(t, err)
-		removedPlain, err := r.DeleteDepartment(o.ID, plain.ID)
-		require.NoError(t, err)
+		removed := deleteDepartment(t, r, o.ID, top.ID)
+		removedPlain := deleteDepartment(t, r, o.ID, plain.ID)
 		for _, d := range append(removed, removedPlain...) {
 			assert.Zero(t, d.h, "a removed department keeps no handle")
 		}
@@ -81,10 +79,8 @@ func TestRecycledDepartmentHandleHoldsNothing(t *testing.T) {
 		assert.Equal(t, 1, r.AssignmentCount())
 		requireConsistent(t, r)
 
-		_, err = r.DeleteDepartment(o.ID, again.ID)
-		require.NoError(t, err)
-		_, err = r.DeleteDepartment(o.ID, fresh.ID)
-		require.NoError(t, err)
+		deleteDepartment(t, r, o.ID, again.ID)
+		deleteDepartment(t, r, o.ID, fresh.ID)
 		assert.Zero(t, r.AssignmentCount())
 		assert.Empty(t, r.AssignmentsByDept())
 		requireConsistent(t, r)

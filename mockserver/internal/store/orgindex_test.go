@@ -52,8 +52,7 @@ func TestChildListsFollowRenames(t *testing.T) {
 	_, err := r.UpdateDepartment(o.ID, ids[1], DeptSpec{Name: "echo"}) // alpha -> echo
 	require.NoError(t, err)
 	require.Equal(t, []string{"bravo", "Charlie", "delta", "echo"}, names())
-	_, err = r.DeleteDepartment(o.ID, ids[2]) // Charlie
-	require.NoError(t, err)
+	deleteDepartment(t, r, o.ID, ids[2]) // Charlie
 	require.Equal(t, []string{"bravo", "delta", "echo"}, names())
 
 	_, err = r.UpdateOrganization(o.ID, OrgSpec{Name: "0 first"})
@@ -216,8 +215,7 @@ func TestWideDeletesSearchNoSiblingList(t *testing.T) {
 	require.NoError(t, err)
 
 	compares := countDeptCompares(t)
-	gone, err := r.DeleteDepartment(o.ID, w.ID)
-	require.NoError(t, err)
+	gone := deleteDepartment(t, r, o.ID, w.ID)
 	require.Len(t, gone, n+1)
 	// Only w's own removal from the n+1 roots: about 3 log2 n compares.
 	assert.LessOrEqual(t, *compares, 5*bits.Len(n+1), "deleting a department of %d children", n)

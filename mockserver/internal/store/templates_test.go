@@ -94,8 +94,7 @@ func TestDepartmentTemplates(t *testing.T) {
 	assert.Len(t, r.Depts, 3)
 
 	// A property template added later applies at instantiation.
-	_, err = r.DeleteDepartment(o.ID, top.ID)
-	require.NoError(t, err)
+	deleteDepartment(t, r, o.ID, top.ID)
 	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "p",
 		Properties: []Property{{Key: "cost", Type: PropNumber, Required: true}}}, t0)
 	require.NoError(t, err)
