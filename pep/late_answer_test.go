@@ -1,7 +1,12 @@
 package pep_test
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,205 +18,133 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// a-client12b F1: a 401 read after the call's deadline (its context's
-// timer not yet fired: a process frozen while the gateway answered, or a
-// caller's deadline passing as the answer is read) was dropped whole by
-// the one place an answer is taken (transport.Exchanger.answer: "none is
-// used once the call's deadline has passed, whatever the status"). So the
-// client, which had read the gateway's word that the token is refused,
-// neither retired the token (its cached GRANTs stayed served) nor emitted
-// tokenExpired. A refusal makes nothing granted: it must be used however
-// late it is read.
-func TestA401ReadLateRetiresTheToken(t *testing.T) {
+// TestAnAnswerReadCountsForWhatItSays: an answer the client read counts for
+// all that makes it safer, however late it came, whatever became of its
+// body and whatever user code did after it; only what could grant is
+// refused for being late or unusable. The token's GRANT of (orders, read)
+// is cached, then the gateway answers one call as the row says:
+//   - a-client12b F1: a 401 read just past the call's deadline (its timer
+//     not fired: a process frozen while the gateway answered) or cut
+//     mid-body was taken for an unavailable gateway: the refused token's
+//     cached GRANT stayed served and no tokenExpired came;
+//   - a-client12b F2, a-fix12c F1, F3: a 200 DENY (the permission taken
+//     away) read late, cut cleanly, past its bound, empty, not the answer,
+//     or late with a log line that panics, was thrown away, and the older
+//     GRANT stayed served;
+//   - a-fix12b: a late 503, 429 or 400, which decided nothing, purged the
+//     token's cache, so an overloaded gateway wiped the GRANTs that carry
+//     it through the outage.
+//
+// Then the gateway fails (503): the cached GRANT is served only when the
+// answer decided nothing.
+func TestAnAnswerReadCountsForWhatItSays(t *testing.T) {
 	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
-	tok := g.token(t, "alice")
-
-	// The per-call token (middleware's caller) is granted, and cached.
-	d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-	require.NoError(t, err)
-	require.True(t, d.Allowed(), "alice reads orders: %v", d.Cause)
-
-	// The next uncached call with that token is answered 401; its
-	// deadline passes while the gateway answers (timer not fired).
-	ctx := frozentest.NewUnfired(time.Minute)
-	g.setHook(revokedAnswer(ctx))
-	d, err = c.Check(pep.WithToken(ctx, tok), "orders", "write")
-	g.setHook(nil)
-	require.False(t, d.Allowed())
-	t.Logf("the late call: err=%v cause=%v", err, d.Cause)
-	require.Equal(t, http.StatusUnauthorized, g.last(t).Status, "the gateway refused the token")
-
-	// The client read the 401: the token's cached GRANT must be gone.
-	d, err = c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-	assert.False(t, d.Allowed() && d.Cached,
-		"the revoked token's cached GRANT is still served after the client read the gateway's 401 for it (err=%v)", err)
-}
-
-// The same for the client's own token: besides the cached GRANT, no
-// tokenExpired is emitted, so no refresh handler is asked for a new token.
-func TestA401ReadLateEmitsTokenExpired(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
-	tok := g.token(t, "alice")
-	c.SetToken(tok)
-	expired := make(chan struct{}, 4)
-	unsub := c.Subscribe(func(e events.Event) {
-		if e.Kind == events.TokenExpired {
-			expired <- struct{}{}
-		}
-	})
-	t.Cleanup(unsub)
-
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	require.True(t, d.Allowed(), "alice reads orders: %v", d.Cause)
-
-	ctx := frozentest.NewUnfired(time.Minute)
-	g.setHook(revokedAnswer(ctx))
-	_, _ = c.Check(ctx, "orders", "write")
-	g.setHook(nil)
-	require.Equal(t, http.StatusUnauthorized, g.last(t).Status, "the gateway refused the token")
-
-	d, _ = c.Check(t.Context(), "orders", "read")
-	assert.False(t, d.Allowed() && d.Cached, "the revoked own token's cached GRANT is still served after its 401 was read")
-	select {
-	case <-expired:
-	case <-time.After(2 * time.Second): // hang guard, not a synchronisation: delivery is synchronous with the call
-		t.Error("no tokenExpired for the own token after the client read its 401")
-	}
-}
-
-// revokedAnswer answers as a gateway does for a token revoked meanwhile:
-// 401 invalid_token. The call's deadline passes while it answers.
-func revokedAnswer(ctx *frozentest.Unfired) gwHook {
-	return func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-		ctx.Pass()
+	deny := `{"status":"DENY","permissions":[{"resource":"orders","scope":"read","status":"DENY"}]}`
+	revoked := func(w http.ResponseWriter) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="the token was revoked"`)
-		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = w.Write([]byte(`{"error":"invalid_token"}`))
-		return true
 	}
-}
-
-// The same rule, other bytes: a 401 whose status and WWW-Authenticate were
-// read but whose body was cut (the connection lost mid-body) was taken for
-// an unavailable gateway (ReadBody's error came before the status was
-// looked at): the refused token's cached GRANT stayed served.
-func TestA401WithACutBodyRetiresTheToken(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t) // the default options: retries change nothing here
-	tok := g.token(t, "alice")
-
-	d, err := c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-	require.NoError(t, err)
-	require.True(t, d.Allowed(), "alice reads orders: %v", d.Cause)
-
-	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="the token was revoked"`)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", "100")
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write([]byte(`{"error":`))
-		_ = http.NewResponseController(w).Flush()
-		panic(http.ErrAbortHandler) // the connection is lost mid-body
-	})
-	d, err = c.Check(pep.WithToken(t.Context(), tok), "orders", "write")
-	g.setHook(nil)
-	require.False(t, d.Allowed())
-	t.Logf("the cut 401: err=%v cause=%v", err, d.Cause)
-
-	d, err = c.Check(pep.WithToken(t.Context(), tok), "orders", "read")
-	assert.False(t, d.Allowed() && d.Cached,
-		"the revoked token's cached GRANT is still served after the client read the gateway's 401 for it (err=%v)", err)
-}
-
-// a-client12b F2, the same rule for a 200: a call that asks the gateway
-// again (NoCache) is answered DENY (the permission was taken away), and
-// the answer is read just past the call's deadline (timer not fired). The
-// answer was dropped whole, and with it the newer verdict: the older
-// cached GRANT was served to the next call, until its TTL. send purged the
-// token when a caller left at the hand-over, but not when answer() itself
-// found the call late; now any answer read and not used purges it.
-func TestADenyReadLateDropsTheOlderGrant(t *testing.T) {
-	t.Parallel()
-	g := startReference(t)
-	c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
-	c.SetToken(g.token(t, "alice"))
-
-	d, err := c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	require.True(t, d.Allowed(), "alice reads orders: %v", d.Cause)
-
-	ctx := frozentest.NewUnfired(time.Minute)
-	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-		ctx.Pass()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"DENY","permissions":[{"resource":"orders","scope":"read","status":"DENY"}]}`))
-		return true
-	})
-	d, err = c.Check(ctx, "orders", "read", pep.NoCache())
-	g.setHook(nil)
-	require.NoError(t, err)
-	require.False(t, d.Allowed())
-	t.Logf("the late call: cause=%v", d.Cause)
-	require.Equal(t, http.StatusOK, g.last(t).Status, "the gateway answered")
-
-	// Nothing in between: the next call is served the older GRANT.
-	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"DENY","permissions":[{"resource":"orders","scope":"read","status":"DENY"}]}`))
-		return true
-	})
-	d, err = c.Check(t.Context(), "orders", "read")
-	require.NoError(t, err)
-	assert.False(t, d.Allowed() && d.Cached,
-		"the older cached GRANT is served after the client read the gateway's newer DENY for the pair")
-}
-
-// a-fix12b: the rule above first took any answer read late for a newer
-// decision, so a 503 (or 429, 400) read past the deadline, which decides
-// nothing, purged the token's cached decisions: an overloaded gateway's
-// slow 503s wiped the GRANTs that keep the token's other pairs served
-// through the outage. Only a 200 read and not used purges now.
-func TestALateAnswerThatDecidedNothingKeepsTheCache(t *testing.T) {
-	t.Parallel()
-	for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusBadRequest} {
-		t.Run(http.StatusText(status), func(t *testing.T) {
+	status := func(code int, body string) func(w http.ResponseWriter) {
+		return func(w http.ResponseWriter) { w.WriteHeader(code); _, _ = w.Write([]byte(body)) }
+	}
+	for _, tc := range []struct {
+		name string
+		// answer writes the gateway's answer; late: it comes after the
+		// call's deadline; panics: the late-answer log line panics.
+		answer      func(w http.ResponseWriter)
+		late, panic bool
+		kept        bool // the cached GRANT still served after it
+		expired     bool // tokenExpired emitted
+	}{
+		{name: "401 read late", answer: revoked, late: true, expired: true},
+		{name: "401 cut mid-body", expired: true, answer: func(w http.ResponseWriter) {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="the token was revoked"`)
+			w.Header().Set("Content-Length", "100")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":`))
+			_ = http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler) // the connection is lost mid-body
+		}},
+		{name: "DENY read late", answer: status(http.StatusOK, deny), late: true},
+		{name: "DENY read late, its log line panicking", answer: status(http.StatusOK, deny), late: true, panic: true},
+		{name: "DENY with a Content-Length short of its body", answer: func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(deny)/2))
+			status(http.StatusOK, deny)(w)
+		}},
+		{name: "DENY past the bound of a body", answer: status(http.StatusOK, deny[:len(deny)-1]+`,"pad":"`+strings.Repeat("x", 1<<20)+`"}`)},
+		{name: "200 with an empty body", answer: status(http.StatusOK, "")},
+		{name: "200 not the answer", answer: status(http.StatusOK, deny[:len(deny)-1])},
+		{name: "503 read late", answer: status(http.StatusServiceUnavailable, `{"error":"busy"}`), late: true, kept: true},
+		{name: "429 read late", answer: status(http.StatusTooManyRequests, `{"error":"busy"}`), late: true, kept: true},
+		{name: "400 read late", answer: status(http.StatusBadRequest, `{"error":"busy"}`), late: true, kept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			g := startReference(t)
-			c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
+			var armed atomic.Bool
+			c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry, pep.WithLogger(slog.New(lateLinePanics{&armed})))
 			c.SetToken(g.token(t, "alice"))
-
+			expired := make(chan struct{}, 4)
+			t.Cleanup(c.Subscribe(func(e events.Event) {
+				if e.Kind == events.TokenExpired {
+					expired <- struct{}{}
+				}
+			}))
 			d, err := c.Check(t.Context(), "orders", "read")
 			require.NoError(t, err)
 			require.True(t, d.Allowed(), "alice reads orders: %v", d.Cause)
 
-			// An uncached pair; the gateway, overloaded, answers late.
-			ctx := frozentest.NewUnfired(time.Minute)
+			ctx := context.Context(t.Context())
+			unfired := frozentest.NewUnfired(time.Minute)
+			if tc.late {
+				ctx = unfired
+			}
 			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-				ctx.Pass()
+				if tc.late {
+					unfired.Pass()
+				}
 				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(status)
-				_, _ = w.Write([]byte(`{"error":"busy"}`))
+				tc.answer(w)
 				return true
 			})
-			d, _ = c.Check(ctx, "orders", "write")
-			require.False(t, d.Allowed())
-			require.Equal(t, status, g.last(t).Status)
+			armed.Store(tc.panic)
+			recovered := recoverCall(func() {
+				d, _ = c.Check(ctx, "orders", "read", pep.NoCache())
+				require.False(t, d.Allowed())
+			})
+			armed.Store(false)
+			require.Equal(t, tc.panic, recovered != nil, "the log line panicked: %v", recovered)
 
-			// The gateway still fails; the cached pair should still be served.
-			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool { // the gateway fails
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return true
 			})
 			d, err = c.Check(t.Context(), "orders", "read")
 			g.setHook(nil)
-			assert.True(t, d.Allowed() && d.Cached,
-				"the token's cached GRANT was purged by a late %d, which decided nothing (err=%v cause=%v)", status, err, d.Cause)
+			assert.Equal(t, tc.kept, d.Allowed() && d.Cached, "the older cached GRANT served after the answer (err=%v)", err)
+			if tc.expired {
+				select {
+				case <-expired:
+				case <-time.After(10 * time.Second): // a hang guard: delivery ends with the call
+					t.Error("no tokenExpired for the own token after the client read its 401")
+				}
+			}
+			assert.Empty(t, expired, "tokenExpired once for the own token's 401, and for nothing else")
 		})
 	}
+}
+
+// lateLinePanics is a user's log handler with a bug: while armed, the
+// line saying an answer came after the call's deadline panics.
+type lateLinePanics struct{ armed *atomic.Bool }
+
+func (h lateLinePanics) Enabled(context.Context, slog.Level) bool { return true }
+func (h lateLinePanics) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h lateLinePanics) WithGroup(string) slog.Handler            { return h }
+func (h lateLinePanics) Handle(_ context.Context, r slog.Record) error {
+	if h.armed.Load() && strings.Contains(r.Message, "answered after the call's deadline") {
+		panic("a bug in the user's log handler")
+	}
+	return nil
 }
