@@ -22,18 +22,25 @@ import (
 // but whose body was cut was taken for an unavailable PDP, and the refused
 // token's cached GRANT stayed served. a-fix12b: the first fix purged the
 // token's cache for a cut 503 too, which decided nothing, so a failing
-// PDP wiped the GRANTs that carry the token through its outage.
+// PDP wiped the GRANTs that carry the token through its outage. a-fix12c
+// F1: a 200 DENY read and thrown away (cut cleanly, past its bound) left
+// the older GRANT served.
 func TestACutAnswerCountsForWhatItSays(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
+		name   string
 		status int
 		header http.Header
+		body   string
+		cut    bool // the connection is lost after the body
 		kept   bool // the token's cached GRANT is still served after it
 	}{
-		{status: http.StatusUnauthorized, header: http.Header{"Www-Authenticate": {`Bearer error="invalid_token", error_description="the token was revoked"`}}},
-		{status: http.StatusServiceUnavailable, header: http.Header{}, kept: true},
+		{name: "401 cut", status: http.StatusUnauthorized, header: http.Header{"Www-Authenticate": {`Bearer error="invalid_token", error_description="the token was revoked"`}}, body: `{"error":`, cut: true},
+		{name: "503 cut", status: http.StatusServiceUnavailable, header: http.Header{}, body: `{"error":`, cut: true, kept: true},
+		{name: "200 cut cleanly", status: http.StatusOK, header: http.Header{}, body: `{"decision":false`},
+		{name: "200 past the bound of a body", status: http.StatusOK, header: http.Header{}, body: `{"decision":false,"context":{"pad":"` + strings.Repeat("x", 1<<20) + `"}}`},
 	} {
-		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"),
 				mockserver.WithAccessTokenAlgorithm("ES256"))
@@ -43,10 +50,12 @@ func TestACutAnswerCountsForWhatItSays(t *testing.T) {
 				if !cut.Load() || r.Method != http.MethodPost {
 					return base.RoundTrip(r)
 				}
-				// The PDP's answer arrives, and the connection is lost mid-body.
+				body := io.Reader(strings.NewReader(tc.body))
+				if tc.cut {
+					body = io.MultiReader(body, errReader{io.ErrUnexpectedEOF})
+				}
 				return &http.Response{StatusCode: tc.status, Status: http.StatusText(tc.status), Header: tc.header,
-					Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, ContentLength: 100, Request: r,
-					Body: io.NopCloser(io.MultiReader(strings.NewReader(`{"error":`), errReader{io.ErrUnexpectedEOF}))}, nil
+					Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, ContentLength: -1, Request: r, Body: io.NopCloser(body)}, nil
 			})
 			c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: rt}))
 			require.NoError(t, err)

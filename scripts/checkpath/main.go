@@ -48,7 +48,8 @@ const module = "github.com/orgauthz/orgauthz"
 // skipped are the directories whose functions are not recorded: the
 // reference server, programs, test helpers, nested modules.
 var skipped = []string{"mockserver", "examples", "integration", "redisstore", "scripts", "internal/cptrace",
-	"internal/gatewaytest", "internal/adaptertest", "internal/frozentest", "internal/deps", "internal/hangguard"}
+	"internal/gatewaytest", "internal/adaptertest", "internal/frozentest", "internal/deps", "internal/hangguard",
+	"internal/testkit", "internal/servertest", "internal/corpfixture"}
 
 func main() {
 	rev := flag.String("rev", "", "the revision to measure (default: the working tree)")
