@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // ident has the shape of the decision cache's group, transport.Ident: a
@@ -48,14 +49,6 @@ func scaleSet(n, tokens int) []scaleKey {
 		set[i] = scaleKey{toks[i%tokens], string([]byte{0, byte(len(res)), 0, 4}) + res + "read"}
 	}
 	return set
-}
-
-// heapAfter returns the live heap once a collection has run.
-func heapAfter() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // BenchmarkCacheScale compares a hit of the cache with a lookup in a plain
@@ -98,7 +91,7 @@ func BenchmarkCacheScale(b *testing.B) {
 		name := fmt.Sprintf("entries=%d/tokens=%d", sc.entries, sc.tokens)
 		b.Run(name+"/map", func(b *testing.B) {
 			set, probes := keys()
-			before := heapAfter()
+			before := testkit.LiveHeap()
 			m := make(map[scaleKey]bool)
 			own := make(map[string]string) // one copy of each token, as the cache keeps
 			for _, k := range set {
@@ -109,7 +102,7 @@ func BenchmarkCacheScale(b *testing.B) {
 				}
 				m[scaleKey{ident{k.g.scheme, t}, clone(k.k)}] = true
 			}
-			perEntry := float64(heapAfter()-before) / float64(len(set))
+			perEntry := float64(testkit.LiveHeap()-before) / float64(len(set))
 			i := 0
 			for b.Loop() {
 				if !m[probes[i]] {
@@ -124,7 +117,7 @@ func BenchmarkCacheScale(b *testing.B) {
 		})
 		b.Run(name+"/cache", func(b *testing.B) {
 			set, probes := keys()
-			before := heapAfter()
+			before := testkit.LiveHeap()
 			c, err := cache.New[ident, string, bool](len(set))
 			if err != nil {
 				b.Fatal(err)
@@ -132,7 +125,7 @@ func BenchmarkCacheScale(b *testing.B) {
 			for _, k := range set {
 				c.Add(ident{k.g.scheme, clone(k.g.token)}, clone(k.k), true, time.Hour, int64(len(k.g.token)+len(k.k)))
 			}
-			perEntry := float64(heapAfter()-before) / float64(len(set))
+			perEntry := float64(testkit.LiveHeap()-before) / float64(len(set))
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {

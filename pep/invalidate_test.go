@@ -189,7 +189,7 @@ func TestPurgeReachesEveryReplica(t *testing.T) {
 				_, err := a.Check(pep.WithToken(t.Context(), carol), "invoices", "read")
 				require.ErrorIs(t, err, pep.ErrUnauthorized)
 				// published on a goroutine of its own
-				eventually(t, "the purge reaches the other replica", func() bool { return r.Stats().Invalidations > 0 })
+				require.Eventually(t, func() bool { return r.Stats().Invalidations > 0 }, 10*time.Second, 2*time.Millisecond, "the purge reaches the other replica")
 			}
 			for _, c := range []*pep.Client{a, r} {
 				s, asked := checkServed(t, g, c, carol)
@@ -320,28 +320,11 @@ func TestRefusedTokenIsPublishedOncePerQuietPeriod(t *testing.T) {
 	// before Check returned.
 	// Each publication is two messages: one for this version, one for
 	// earlier ones.
-	eventually(t, "the refusal is published", func() bool { return published() >= 2 })
+	require.Eventually(t, func() bool { return published() >= 2 }, 10*time.Second, 2*time.Millisecond, "the refusal is published")
 	require.Equal(t, 2, published())
 	clk.Advance(time.Second)
 	_, err := c.Check(pep.WithToken(t.Context(), bob), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
-	eventually(t, "the refusal is published again", func() bool { return published() >= 4 })
+	require.Eventually(t, func() bool { return published() >= 4 }, 10*time.Second, 2*time.Millisecond, "the refusal is published again")
 	require.Equal(t, 4, published())
-}
-
-// eventually polls cond every few milliseconds, failing the test after
-// ten seconds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	limit := time.NewTimer(10 * time.Second)
-	defer limit.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-limit.C:
-			t.Fatalf("%s: not within 10 s", what)
-		}
-	}
 }

@@ -99,9 +99,9 @@ func TestEveryRefusalPurgesAndExpiresTheTokenOnce(t *testing.T) {
 			assert.False(t, expired.Time.IsZero())
 			// Published on a goroutine of its own, started before the call
 			// returned.
-			eventually(t, "the refusal is published to the other replicas", func() bool {
+			require.Eventually(t, func() bool {
 				return len(b.Published()) == 2 // a message for this version, one for earlier ones
-			})
+			}, 10*time.Second, 2*time.Millisecond, "the refusal is published to the other replicas")
 		})
 	}
 }

@@ -115,7 +115,7 @@ func TestEverySpellingOfARetiredTokenIsRetired(t *testing.T) {
 				rt.retire(t, g, other, tok)
 				// A 401's purge is published on a goroutine of its
 				// own; its message for this version comes first.
-				eventually(t, "the purge reaches the replica", func() bool { return c.Stats().Invalidations > 0 })
+				require.Eventually(t, func() bool { return c.Stats().Invalidations > 0 }, 10*time.Second, 2*time.Millisecond, "the purge reaches the replica")
 			} else {
 				rt.retire(t, g, c, tok)
 			}

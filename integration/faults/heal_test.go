@@ -73,7 +73,7 @@ func TestHealWithAStuckToxic(t *testing.T) {
 	defer client.Close()
 	// The answer's first chunk waits in the latency toxic; limit_data
 	// blocks sending the second to it.
-	until(t, "the toxic blocks", time.Minute, func() bool { return blocked("toxics.(*LimitDataToxic).Pipe") })
+	require.Eventually(t, func() bool { return blocked("toxics.(*LimitDataToxic).Pipe") }, time.Minute, 5*time.Millisecond, "the toxic blocks")
 
 	healed := make(chan error, 1)
 	go func() { healed <- r.heal() }()

@@ -60,22 +60,6 @@ func (r *redisRig) heal(t *testing.T) {
 	r.proxy = proxy
 }
 
-// until polls cond every few milliseconds, failing the test after limit.
-func until(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-	}
-}
-
 // every reports whether cond holds for every replica.
 func (r *redisRig) every(cond func(pep.Stats) bool) func() bool {
 	return func() bool {
@@ -128,7 +112,7 @@ func TestInvalidationChannelFaults(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
 			r := newRedisRig(t)
-			until(t, "every replica trusts its cache", 10*time.Second, r.every(func(s pep.Stats) bool { return !s.CacheBypassed }))
+			require.Eventually(t, r.every(func(s pep.Stats) bool { return !s.CacheBypassed }), 10*time.Second, 5*time.Millisecond, "every replica trusts its cache")
 			alice, other := r.gw.Token(realm, "alice", mockserver.TokenClient(clientID)), r.gw.Token(realm, "alice")
 			for _, c := range r.peps {
 				for _, tok := range []string{alice, other} {
@@ -139,7 +123,7 @@ func TestInvalidationChannelFaults(t *testing.T) {
 			}
 
 			f.apply(t, r)
-			until(t, "every replica bypasses its cache", 10*time.Second, r.every(func(s pep.Stats) bool { return s.CacheBypassed }))
+			require.Eventually(t, r.every(func(s pep.Stats) bool { return s.CacheBypassed }), 10*time.Second, 5*time.Millisecond, "every replica bypasses its cache")
 			for i, c := range r.peps {
 				s, asked := check(t, c, other)
 				require.True(t, asked, "replica %d served a cached decision during the fault", i)
@@ -157,7 +141,7 @@ func TestInvalidationChannelFaults(t *testing.T) {
 			} else {
 				r.heal(t)
 			}
-			until(t, "every replica trusts its cache again", 15*time.Second, r.every(func(s pep.Stats) bool { return !s.CacheBypassed }))
+			require.Eventually(t, r.every(func(s pep.Stats) bool { return !s.CacheBypassed }), 15*time.Second, 5*time.Millisecond, "every replica trusts its cache again")
 			for i, c := range r.peps {
 				s, _ := check(t, c, alice)
 				require.NotEqual(t, pep.Grant, s, "replica %d granted the token revoked during the fault", i)

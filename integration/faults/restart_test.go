@@ -110,17 +110,6 @@ func TestGatewayRestart(t *testing.T) {
 	}
 	defer func() { close(stop); wg.Wait() }()
 
-	// poll waits for cond, checking every 2 ms, for at most limit.
-	poll := func(limit time.Duration, cond func() bool) bool {
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for deadline := time.Now().Add(limit); !cond(); <-tick.C {
-			if time.Now().After(deadline) {
-				return false
-			}
-		}
-		return true
-	}
 	everyone := func(f func(*caller) bool) func() bool {
 		return func() bool {
 			for _, cr := range callers {
@@ -134,7 +123,7 @@ func TestGatewayRestart(t *testing.T) {
 
 	// A clean run first, then the gateway goes down until every caller
 	// has failed closed at least once, then comes back on the same address.
-	require.True(t, poll(10*time.Second, everyone(func(cr *caller) bool { return cr.calls.Load() >= 6 })), "the callers run")
+	require.Eventually(t, everyone(func(cr *caller) bool { return cr.calls.Load() >= 6 }), 10*time.Second, 2*time.Millisecond, "the callers run")
 	for _, cr := range callers {
 		require.Zero(t, cr.failed.Load(), "%s: nothing fails before the restart", cr.kind)
 	}
@@ -143,14 +132,13 @@ func TestGatewayRestart(t *testing.T) {
 	require.NoError(t, gw.Stop(stopCtx))
 	cancel()
 	gapStart := time.Now()
-	felt := poll(10*time.Second, everyone(func(cr *caller) bool { return cr.failed.Load() > 0 }))
+	assert.Eventually(t, everyone(func(cr *caller) bool { return cr.failed.Load() > 0 }), 10*time.Second, 2*time.Millisecond, "every caller felt the gap")
 	require.NoError(t, gw.Restart())
 	gap := time.Since(gapStart)
 	down.Store(false)
 	restarts.Store(1)
-	assert.True(t, felt, "every caller felt the gap")
 
-	require.True(t, poll(10*time.Second, everyone(func(cr *caller) bool { return cr.recovered.Load() })),
+	require.Eventually(t, everyone(func(cr *caller) bool { return cr.recovered.Load() }), 10*time.Second, 2*time.Millisecond,
 		"every caller gets a clean answer from the gateway again, without being rebuilt")
 	close(stop)
 	wg.Wait()

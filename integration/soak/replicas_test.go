@@ -27,6 +27,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
@@ -528,7 +529,7 @@ type replicasSummary struct {
 // refuses every proof for the iat window.
 func TestReplicasSoak(t *testing.T) {
 	goroutinesBefore := runtime.NumGoroutine()
-	heapBefore := soakHeap()
+	heapBefore := testkit.LiveHeap()
 	var s replicasSummary
 	t.Run("load", func(t *testing.T) { s = replicasLoad(t, max(*soakDuration, replicasMinDuration), *replicasRedisEvery) })
 	if s.tally == nil {
@@ -763,7 +764,7 @@ func replicasLoad(t *testing.T, duration, redisEvery time.Duration) replicasSumm
 	require.NoError(t, g.Wait())
 	elapsed := time.Since(start)
 
-	s := replicasSummary{elapsed: elapsed, tally: tally, restarts: restarts, heapLoaded: soakHeap()}
+	s := replicasSummary{elapsed: elapsed, tally: tally, restarts: restarts, heapLoaded: testkit.LiveHeap()}
 	s.purges = watch.figures(time.Now().Add(-replicasBound))
 	for _, c := range peps {
 		st := c.Stats()

@@ -28,6 +28,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -540,14 +541,6 @@ func (w *soakWorker) organizations(ctx context.Context) error {
 	return nil
 }
 
-// soakHeap returns the live heap after a full collection.
-func soakHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // backToBaseline waits until goroutines and heap come back to what they
 // were before a load (goroutinesBefore, heapBefore), failing t if they do
 // not within ten seconds each, and returns what they came back to. The
@@ -568,7 +561,7 @@ func backToBaseline(t *testing.T, goroutinesBefore int, heapBefore uint64) (goro
 	heapLimit := 2*heapBefore + 8<<20
 	var after atomic.Uint64
 	assert.Eventually(t, func() bool {
-		after.Store(soakHeap())
+		after.Store(testkit.LiveHeap())
 		return after.Load() <= heapLimit
 	}, 10*time.Second, 100*time.Millisecond, "heap did not return below %d B (before: %d B)", heapLimit, heapBefore)
 	return goroutinesAfter, after.Load()
@@ -579,7 +572,7 @@ func backToBaseline(t *testing.T, goroutinesBefore int, heapBefore uint64) (goro
 // goroutines and heap came back to what they were before it.
 func TestSoak(t *testing.T) {
 	goroutinesBefore := runtime.NumGoroutine()
-	heapBefore := soakHeap()
+	heapBefore := testkit.LiveHeap()
 	var s soakSummary
 	t.Run("load", func(t *testing.T) { s = soakLoad(t, *soakDuration, *soakWorkers, *soakUsers) })
 	if s.tally == nil {
@@ -769,7 +762,7 @@ func soakLoad(t *testing.T, duration time.Duration, workers, users int) soakSumm
 	})
 	require.NoError(t, g.Wait())
 	elapsed := time.Since(start)
-	heapLoaded := soakHeap()
+	heapLoaded := testkit.LiveHeap()
 	require.EqualValues(t, 1, env.restarts.Load(), "the gateway restarted once")
 
 	// Every client recovered without being rebuilt: a fresh answer from

@@ -86,11 +86,15 @@ func (WarnPanics) Handle(_ context.Context, r slog.Record) error {
 
 // HeapGrowth returns how many bytes the live heap grew by while fill ran.
 func HeapGrowth(fill func()) int64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	before := LiveHeap()
 	fill()
+	return int64(LiveHeap()) - int64(before)
+}
+
+// LiveHeap returns the live heap once a collection has run.
+func LiveHeap() uint64 {
 	runtime.GC()
-	runtime.ReadMemStats(&after)
-	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
