@@ -361,6 +361,7 @@ func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credent
 // reach (after the item that stopped the batch) are not answered and keep
 // what they hold.
 func store(w *core.Writer, keys []string, items []item) {
+	w.Used()
 	for k, it := range items {
 		if it.err == nil && len(it.context) == 0 {
 			w.Add(keys[k], it.allowed)

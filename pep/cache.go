@@ -130,6 +130,7 @@ func store(w *core.Writer, cl *call, a *answer) {
 	if w == nil {
 		return
 	}
+	w.Used() // read whole, pairs it does not cache included
 	var buf []byte
 	for _, e := range a.entries {
 		p, l := e.p, e.l

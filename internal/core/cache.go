@@ -187,17 +187,26 @@ func (d *decisions) purgeAll() {
 // an answer in flight cannot bring a purged token's decisions back. A nil
 // *Writer (no cache, or a token too long to cache) stores nothing.
 //
-// A Writer handed out with a 200 answer (Send) that is closed having
-// stored or forgotten nothing (the answer could not be read: empty, cut
-// cleanly, past its bound, not the answer asked for) purges its token's
-// decisions as it closes: the server decided, newer than what the cache
-// holds, and the client cannot say what.
+// A Writer handed out with a 200 answer (Send) that is closed before the
+// caller said it read the answer (Used: it could not, the answer being
+// empty, cut cleanly, past its bound, not the answer asked for) purges
+// its token's decisions as it closes: the server decided, newer than what
+// the cache holds, and the client cannot say what.
 type Writer struct {
 	w  *cache.Writer[transport.Ident, string, bool]
 	d  *decisions
 	id transport.Ident
-	// answered: handed out with a 200; wrote: Add or Forget was called.
-	answered, wrote bool
+	// answered: handed out with a 200; used: Used was called.
+	answered, used bool
+}
+
+// Used says that the answer the Writer was handed out with was read, and
+// what it says stored or forgotten through the Writer (a pair it does not
+// cache included): closing it then purges nothing.
+func (w *Writer) Used() {
+	if w != nil {
+		w.used = true
+	}
 }
 
 // writer returns the Writer of id's decisions, and indexes id
@@ -220,7 +229,6 @@ func (w *Writer) Add(key string, allowed bool) {
 	if w == nil {
 		return
 	}
-	w.wrote = true
 	ttl := w.d.denyTTL
 	if allowed {
 		ttl = w.d.allowTTL
@@ -245,18 +253,17 @@ func (w *Writer) Forget(key string) {
 	}
 	// A zero TTL stores nothing and removes the earlier entry
 	// (cache.Writer.Add).
-	w.wrote = true
 	w.w.Add(key, false, 0, 0)
 }
 
 // Close releases the writer, purging its token's decisions when it was
-// handed out with a 200 answer and wrote nothing (see Writer); closing it
+// handed out with a 200 answer that was not Used (see Writer); closing it
 // again, or a nil one, does nothing.
 func (w *Writer) Close() {
 	if w == nil {
 		return
 	}
-	if w.answered && !w.wrote {
+	if w.answered && !w.used {
 		w.answered = false
 		w.d.purge(w.id)
 	}
