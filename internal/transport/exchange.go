@@ -309,7 +309,7 @@ func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Resp
 }
 
 // unusedAnswer is the Cause of a 200 answer the client read but did not
-// use (read after the call's deadline, or cut short): the server decided,
+// use (read after the call's deadline, cut short, or past MaxBody): the server decided,
 // and the client cannot tell what (UnusedAnswer). Its text is the Cause's.
 type unusedAnswer struct{ error }
 
@@ -325,7 +325,7 @@ func unused(resp *http.Response, cause error) error {
 
 // UnusedAnswer reports whether err is the Cause of a 200 answer read but
 // not used: a decision newer than what a cache holds of its token, which
-// the cache must then not serve (core's send).
+// the cache must then not serve (core's post purges it).
 func UnusedAnswer(err error) bool {
 	var u unusedAnswer
 	return errors.As(err, &u)
