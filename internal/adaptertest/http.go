@@ -50,15 +50,7 @@ func RunHTTP(t *testing.T, env *Env, build BuildHTTP) {
 			for _, v := range c.Values(env.Tokens) {
 				req.Header.Add("Authorization", v)
 			}
-			resp, err := srv.Client().Do(req)
-			if err != nil {
-				t.Fatalf("the request failed: %v", err)
-			}
-			body, err := io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp, body := roundTrip(t, srv.Client(), req)
 			if got, want := resp.StatusCode, c.Want.HTTPStatus(); got != want {
 				t.Fatalf("status %d, want %d (%s); body %q", got, want, c.Want, body)
 			}
@@ -126,7 +118,15 @@ func PostOverridden(t *testing.T, h http.Handler) (int, string) {
 	}
 	req.Header.Set("Authorization", "Bearer tok")
 	req.Header.Set("X-HTTP-Method-Override", "DELETE")
-	resp, err := srv.Client().Do(req)
+	resp, body := roundTrip(t, srv.Client(), req)
+	return resp.StatusCode, string(body)
+}
+
+// roundTrip sends req with c and returns the response and its whole body
+// (closed); no answer, or a body not read whole, fails t.
+func roundTrip(t *testing.T, c *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func PostOverridden(t *testing.T, h http.Handler) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, string(body)
+	return resp, body
 }
 
 // GetAs sends GET path to h, on a loopback server of its own, with token
@@ -150,15 +150,7 @@ func GetAs(t *testing.T, h http.Handler, path, token string) (int, []byte) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatalf("the request got no answer: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := roundTrip(t, srv.Client(), req)
 	return resp.StatusCode, body
 }
 
@@ -195,15 +187,7 @@ func RunChain(t *testing.T, h http.Handler, cases []ChainCase) {
 			for i := 0; i+1 < len(c.Header); i += 2 {
 				req.Header.Set(c.Header[i], c.Header[i+1])
 			}
-			resp, err := srv.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp, body := roundTrip(t, srv.Client(), req)
 			if resp.StatusCode != c.Status {
 				t.Fatalf("status %d, want %d; body %q", resp.StatusCode, c.Status, body)
 			}
