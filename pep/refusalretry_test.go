@@ -27,3 +27,21 @@ func TestOneRefusalAndAShortOutagePurgeThatTokenOnly(t *testing.T) {
 	require.Zero(t, all, "one refused token and a 2 s blip purged every replica's whole cache (%d messages, overflows %d)", n, c.Stats().InvalidationRefusalOverflows)
 	require.Equal(t, 2, n, "the token's own purge (identity and own digest)")
 }
+
+// TestARefusalQueuedBeforeCloseIsPublished: a replica shut down just after
+// a 401 (Close as the last request is answered) still tells the other
+// replicas, here over a channel that fails for its first half second:
+// Close waits, at most 2 s, for the purges queued before it (a-rep13 F1:
+// Close dropped them, and another replica served the revoked token's
+// cached GRANT for its whole TTL).
+func TestARefusalQueuedBeforeCloseIsPublished(t *testing.T) {
+	t.Parallel()
+	inv := &gatedPublisher{up: time.Now().Add(500 * time.Millisecond)}
+	c := refusedClient(t, inv)
+	_, err := c.Check(pep.WithToken(t.Context(), "revoked-token"), "orders", "read")
+	require.ErrorIs(t, err, pep.ErrUnauthorized)
+	require.NoError(t, c.Close())
+	n, all := inv.taken()
+	require.Equal(t, 2, n, "the refused token's purge (identity and own digest) was not published before Close returned")
+	require.Zero(t, all)
+}

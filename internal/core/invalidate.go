@@ -134,12 +134,15 @@ type replicas struct {
 	lostAt    time.Duration
 
 	// refusedMu guards the refused tokens' purges waiting to be published
-	// (refusals, see refused.go) and closed, which stops new publications
-	// (Close); pubs waits for the publications and publishers under way.
+	// (refusals, see refused.go), closed, which stops new publications
+	// (Close), and drained, which Close waits on for what was queued
+	// before it; pubs waits for the publications and publishers under
+	// way.
 	refusedMu sync.Mutex
 	refusals
-	closed bool
-	pubs   sync.WaitGroup
+	closed  bool
+	drained chan struct{}
+	pubs    sync.WaitGroup
 	// ctx ends at Close.
 	ctx context.Context
 
@@ -253,18 +256,45 @@ const (
 	resubscribeMax = 5 * time.Second
 )
 
-// closeReplicas stops the subscription and the publications of refused
-// tokens, and waits for them to end.
+// closeReplicas first lets the refused tokens' purges already queued be
+// published, for at most closeDrainTimeout (a replica shut down just
+// after a 401 must not take the other replicas' purge with it: a-rep13
+// F1), then stops the subscription and the publications, and waits for
+// them to end.
 func (c *Core) closeReplicas() {
-	if r := c.replicas; r != nil {
-		r.refusedMu.Lock()
-		r.closed = true
-		r.refusedMu.Unlock()
-		r.cancel()
-		r.done.Wait()
-		r.pubs.Wait()
+	r := c.replicas
+	if r == nil {
+		return
 	}
+	r.refusedMu.Lock()
+	if r.publishers > 0 || r.backlog() > 0 {
+		r.drained = make(chan struct{})
+	}
+	drained := r.drained
+	r.refusedMu.Unlock()
+	if drained != nil {
+		t := time.NewTimer(closeDrainTimeout)
+		select {
+		case <-drained:
+		case <-t.C:
+			c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": closing with refused tokens' purges not yet delivered to the other replicas; they stop trusting their caches when this channel's heartbeats stop",
+				"waited", closeDrainTimeout)
+		}
+		t.Stop()
+	}
+	r.refusedMu.Lock()
+	r.closed = true
+	r.refusedMu.Unlock()
+	r.cancel()
+	r.done.Wait()
+	r.pubs.Wait()
 }
+
+// closeDrainTimeout bounds how long Close waits for the refused tokens'
+// purges queued before it: one publication's bound, and the trust window
+// in which the other replicas, hearing no heartbeat on a channel that is
+// down, stop trusting their caches anyway.
+const closeDrainTimeout = refusedPublishTimeout
 
 // receiver is what the client's Invalidator reports to.
 type receiver struct{ c *Core }

@@ -27,7 +27,8 @@ import (
 //     runtime.Goexit of the Invalidator's Publish) goes back to the set,
 //     and its publisher pauses (from refusedRetryMin, doubling up to
 //     refusedRetryMax) before it takes the next: retried until delivered,
-//     or until Close.
+//     or until Close, which first waits for what was queued, at most
+//     closeDrainTimeout.
 //   - When the set is full (maxPendingRefusals: a flood of refused
 //     tokens, which anyone can send, faster than the channel takes them),
 //     or when the oldest refusal in it has waited refusalMaxWait to be
@@ -224,6 +225,10 @@ func (c *Core) publishRefusals(pause time.Duration) {
 		}
 		r.publishers--
 		start := r.publisherNeeded()
+		if r.drained != nil && r.publishers == 0 && r.backlog() == 0 {
+			close(r.drained) // Close waits for nothing more
+			r.drained = nil
+		}
 		r.refusedMu.Unlock()
 		c.refusalsQueued(overflowed, start, pause)
 		r.pubs.Done()
