@@ -98,12 +98,16 @@ var (
 )
 
 // NonceError is the error [Verifier.Verify] returns when the server's
-// [Nonces] reject the proof. It matches [ErrUseNonce] and the specific cause
-// ([ErrNonceRequired] or [ErrNonceStale]) under errors.Is; if minting the next
-// nonce failed it also matches that error and Nonce is empty, in which case
-// the server cannot issue a usable challenge and should answer 5xx.
+// [Nonces] reject the proof, or when a proof dated before the Verifier was
+// made carries no nonce given since (see [Verifier]). It matches
+// [ErrUseNonce] and the specific cause ([ErrNonceRequired] or
+// [ErrNonceStale]) under errors.Is; if minting the next nonce failed it
+// also matches that error and Nonce is empty, in which case the server
+// cannot issue a usable challenge and should answer 5xx.
 type NonceError struct {
-	// Err is ErrNonceRequired or ErrNonceStale.
+	// Err is ErrNonceRequired or ErrNonceStale, or for a proof dated
+	// before the Verifier was made an error matching both
+	// ErrNonceRequired and ErrIATTooOld.
 	Err error
 	// Nonce is the fresh nonce to send in the DPoP-Nonce response header.
 	Nonce string

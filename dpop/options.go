@@ -148,7 +148,7 @@ func WithIATWindow(maxAge, maxSkew time.Duration) Option {
 // step back or be wrong ahead for a while: no replay is accepted either
 // way, and a reading wrong ahead costs the proofs it found too old, not
 // every proof until the real time passes it. With a clock of its own the
-// Verifier does not refuse proofs issued before it was made (see
+// Verifier does not ask a nonce of proofs dated before it was made (see
 // [Verifier]): a restart has no meaning on a clock the caller moves.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) {

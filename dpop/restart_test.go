@@ -1,37 +1,83 @@
 package dpop
 
 import (
+	"crypto/rand"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// TestAProofIssuedBeforeTheVerifierIsRefused (a-dpop11 F1): a Verifier's
-// in-memory replay cache begins empty, so a process restarted accepted a
-// captured request's proof again for the rest of its window. A Verifier
-// without a store, on the real clock, refuses every proof issued before
-// the second it was made in, as too old; fresh proofs pass. With a
+// TestAProofDatedBeforeTheVerifierNeedsANonceGivenSince: a Verifier's
+// in-memory replay cache begins empty, so a restarted process accepted a
+// captured request's proof again for the rest of its window (a-dpop11 F1);
+// and a client whose clock runs a few seconds slow dates its fresh proofs
+// before a Verifier only seconds old, which refusing every such proof
+// locked out (a-dpop13 F1). Only something the server gave since its start
+// tells the two apart: a proof dated before the Verifier was made is asked
+// for a nonce (use_dpop_nonce, ErrIATTooOld and ErrNonceRequired), the
+// captured one can never carry it, and the slow client's resend with it
+// passes. With WithNonces the server's nonce does the same; with a
 // ReplayStore the store's keyspace rule decides, and with a clock of the
 // caller's (WithClock) there is no restart to guard.
-func TestAProofIssuedBeforeTheVerifierIsRefused(t *testing.T) {
+func TestAProofDatedBeforeTheVerifierNeedsANonceGivenSince(t *testing.T) {
 	t.Parallel()
 	key := newKey(t)
 	const url, token = "https://api.example/orders/42", "bound-access-token"
 	request := func(proof string) Request {
 		return Request{Proofs: []string{proof}, Method: "DELETE", URL: url, AccessToken: token, JKT: key.Thumbprint()}
 	}
-	// Captured two seconds before the process (re)started.
-	captured, err := key.WithClock(func() time.Time { return time.Now().Add(-2 * time.Second) }).Proof("DELETE", url, token, "")
+	slow := key.WithClock(func() time.Time { return time.Now().Add(-3 * time.Second) })
+	// Captured three seconds before the process (re)started.
+	captured := proofOf(t, slow, "DELETE", url, token, "")
+	secret := make([]byte, MinNonceSecretSize)
+	_, _ = rand.Read(secret)
+	hmacNonces, err := NewHMACNonces(secret, time.Minute)
 	require.NoError(t, err)
 
-	restarted := mustVerifier(t)
-	_, err = restarted.Verify(t.Context(), request(captured))
-	require.ErrorIs(t, err, ErrIATTooOld, "a proof issued before the Verifier was made")
-	require.NotContains(t, err.Error(), token)
-	fresh := proofOf(t, key, "DELETE", url, token, "")
-	_, err = restarted.Verify(t.Context(), request(fresh))
-	require.NoError(t, err, "a proof signed after the restart")
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		// tooOld: the refusal names the date (the server's nonces are
+		// required of every proof, and refuse it first).
+		tooOld bool
+	}{
+		{"the Verifier's own nonce", nil, true},
+		{"the server's nonces", []Option{WithNonces(hmacNonces)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			restarted := mustVerifier(t, tc.opts...)
+			_, err := restarted.Verify(t.Context(), request(captured))
+			var nerr *NonceError
+			require.ErrorAs(t, err, &nerr, "a proof issued before the Verifier was made, without a nonce given since")
+			require.Equal(t, tc.tooOld, errors.Is(err, ErrIATTooOld))
+			require.ErrorIs(t, err, ErrNonceRequired)
+			require.Equal(t, CodeUseNonce, ErrorCode(err))
+			require.NotEmpty(t, nerr.Nonce)
+			require.NotContains(t, err.Error(), token)
+			require.NotContains(t, err.Error(), nerr.Nonce)
+
+			// The slow client's fresh proof, dated before the start too,
+			// passes with the nonce it was sent; the captured one is still
+			// refused.
+			_, err = restarted.Verify(t.Context(), request(proofOf(t, slow, "DELETE", url, token, nerr.Nonce)))
+			require.NoError(t, err, "a slow client's proof with the nonce given since the start")
+			_, err = restarted.Verify(t.Context(), request(captured))
+			require.ErrorIs(t, err, ErrNonceRequired, "the captured proof, sent again")
+			_, err = restarted.Verify(t.Context(), request(proofOf(t, key, "DELETE", url, token, nerr.Nonce)))
+			require.NoError(t, err, "a proof dated after the start")
+		})
+	}
+
+	t.Run("another Verifier's nonce", func(t *testing.T) {
+		_, err := mustVerifier(t).Verify(t.Context(), request(captured))
+		var before *NonceError
+		require.ErrorAs(t, err, &before)
+		restarted := mustVerifier(t)
+		_, err = restarted.Verify(t.Context(), request(proofOf(t, slow, "DELETE", url, token, before.Nonce)))
+		require.ErrorIs(t, err, ErrNonceRequired, "a nonce the process before the restart gave")
+	})
 
 	withStore := mustVerifier(t, WithReplayStore(newMemStore(time.Now)))
 	_, err = withStore.Verify(t.Context(), request(captured))

@@ -3,6 +3,7 @@ package dpop
 import (
 	"context"
 	"crypto"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -50,15 +51,24 @@ func decodePart(dst []byte, part string) ([]byte, error) {
 // The replay cache lives in memory: several server replicas each need their
 // own Verifier and detect replays only among the proofs they saw themselves,
 // unless they share a [ReplayStore] ([WithReplayStore]). It begins empty,
-// so a Verifier without a store, on the real clock, refuses as too old
-// ([ErrIATTooOld]) every proof issued before the second it was made in: a
-// request captured before a process restarted is not accepted after it.
-// Its start is kept on the monotonic clock, so a step of the wall clock
-// since moves it too. Clients sign a fresh proof per request, so only a
-// proof signed before the restart and sent after it is refused. A proof a
-// fast client clock dated ahead, or one accepted in the same second as the
+// so a Verifier without a store, on the real clock, cannot tell a proof
+// issued before the second it was made in from the replay of a request
+// captured before a process restarted. Such a proof is accepted only with
+// a nonce the server gave after that start: without one it is refused
+// with a [*NonceError] (ErrorCode "use_dpop_nonce", matching
+// [ErrNonceRequired] and [ErrIATTooOld]) carrying the nonce to send, and
+// the client's resend with it passes. Without [WithNonces] that nonce is
+// the Verifier's own, drawn at random when it was made and asked for only
+// of such proofs; with it, a nonce the server's [Nonces] accept vouches
+// (so a source whose nonces outlive a restart vouches for a proof captured
+// before it, as any replica without a shared store does). The proof's iat
+// is the client's clock: a client whose clock runs a few seconds slow
+// dates its fresh proofs before a Verifier only seconds old, and must not
+// be refused for it (a-dpop13 F1). The start is kept on the monotonic
+// clock, so a step of the wall clock since moves it too. A proof a fast
+// client clock dated ahead, or one accepted in the same second as the
 // restart, can still be replayed after it: a ReplayStore, or nonces from a
-// source that a restart renews ([WithNonces]), closes that.
+// source that a restart renews, closes that.
 type Verifier struct {
 	algs    []jose.SignatureAlgorithm
 	algList string // space-separated, for the challenge
@@ -69,11 +79,13 @@ type Verifier struct {
 	replay  *replayCache
 	store   ReplayStore // replaces replay when set (replaystore.go)
 	// made is when the in-memory replay cache began, with its monotonic
-	// reading: a proof issued before that second is refused
-	// (errBeforeVerifier). Zero with a store, which has its own rule for a
+	// reading: a proof issued before that second needs a nonce given
+	// since (beforeMade). Zero with a store, which has its own rule for a
 	// keyspace that began too recently (ErrKeyspaceNew), and with a clock
-	// of the caller's (WithClock).
-	made time.Time
+	// of the caller's (WithClock). startNonce is the nonce given for such
+	// a proof without WithNonces: random, drawn when made was read.
+	made       time.Time
+	startNonce string
 	// maxRSABits bounds an RSA key's modulus (WithMaxRSABits).
 	maxRSABits int
 }
@@ -99,20 +111,25 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 	for i, a := range c.algs {
 		names[i] = string(a)
 	}
-	var made time.Time
+	var (
+		made       time.Time
+		startNonce string
+	)
 	if c.store == nil && !c.clockSet {
 		made = time.Now()
+		startNonce = rand.Text()
 	}
 	return &Verifier{
-		made:    made,
-		algs:    append([]jose.SignatureAlgorithm(nil), c.algs...),
-		algList: strings.Join(names, " "),
-		maxAge:  c.maxAge,
-		maxSkew: c.maxSkew,
-		now:     c.now,
-		nonces:  c.nonces,
-		replay:  newReplayCache(c.cacheSize, c.keyLimit, c.maxAge),
-		store:   c.store,
+		made:       made,
+		startNonce: startNonce,
+		algs:       append([]jose.SignatureAlgorithm(nil), c.algs...),
+		algList:    strings.Join(names, " "),
+		maxAge:     c.maxAge,
+		maxSkew:    c.maxSkew,
+		now:        c.now,
+		nonces:     c.nonces,
+		replay:     newReplayCache(c.cacheSize, c.keyLimit, c.maxAge),
+		store:      c.store,
 
 		maxRSABits: c.maxRSA,
 	}, nil
@@ -252,9 +269,6 @@ func (v *Verifier) check(ctx context.Context, req Request, s *scratch) (*Result,
 	if claims.IssuedAt.Before(now.Add(-v.maxAge)) {
 		return nil, ErrIATTooOld
 	}
-	if v.issuedBeforeMade(claims.IssuedAt, now) {
-		return nil, errBeforeVerifier
-	}
 	if claims.IssuedAt.After(now.Add(v.maxSkew)) {
 		return nil, ErrIATInFuture
 	}
@@ -281,11 +295,10 @@ func (v *Verifier) check(ctx context.Context, req Request, s *scratch) (*Result,
 		if claims.Nonce == "" {
 			nerr.Err = ErrNonceRequired
 		}
-		nerr.Nonce, nerr.MintErr = v.nonces.Next(ctx)
-		if nerr.MintErr != nil {
-			nerr.Nonce = ""
-		}
-		return nil, nerr
+		return nil, v.askNonce(ctx, nerr)
+	}
+	if v.issuedBeforeMade(claims.IssuedAt, now) && !v.nonceSinceMade(claims.Nonce) {
+		return nil, v.askNonce(ctx, &NonceError{Err: errBeforeVerifier})
 	}
 
 	if v.store == nil {
@@ -363,10 +376,52 @@ func (v *Verifier) issuedBeforeMade(iat, now time.Time) bool {
 	return iat.Before(now.Add(-up).Truncate(time.Second)) // iat counts whole seconds
 }
 
-// errBeforeVerifier refuses a proof issued before the Verifier's in-memory
-// replay cache began: the cache cannot know whether the process before a
-// restart (or a Verifier made earlier) accepted it.
-var errBeforeVerifier = fmt.Errorf("%w: issued before this Verifier began, so its replay cache cannot tell it from a replay (WithReplayStore keeps proofs across restarts)", ErrIATTooOld)
+// nonceSinceMade reports whether nonce, a proof's nonce claim, was given by
+// the server since the Verifier was made: its own start nonce, or (with
+// WithNonces) any nonce the server's Nonces accepted, which check did
+// before. The comparison with the start nonce takes constant time.
+func (v *Verifier) nonceSinceMade(nonce string) bool {
+	if nonce == "" {
+		return false
+	}
+	if v.nonces != nil {
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(nonce), []byte(v.startNonce)) == 1
+}
+
+// askNonce fills nerr with the nonce to send, the server's next (with
+// WithNonces; none if minting it failed) or the Verifier's start nonce,
+// and returns it.
+func (v *Verifier) askNonce(ctx context.Context, nerr *NonceError) *NonceError {
+	if v.nonces == nil {
+		nerr.Nonce = v.startNonce
+		return nerr
+	}
+	nerr.Nonce, nerr.MintErr = v.nonces.Next(ctx)
+	if nerr.MintErr != nil {
+		nerr.Nonce = ""
+	}
+	return nerr
+}
+
+// errBeforeVerifier is the cause of the [*NonceError] refusing a proof
+// issued before the Verifier's in-memory replay cache began and carrying
+// no nonce given since: the cache cannot know whether the process before
+// a restart (or a Verifier made earlier) accepted it. It matches
+// ErrNonceRequired, so that the server asks for the nonce, and
+// ErrIATTooOld, what the proof's date alone says.
+var errBeforeVerifier error = beforeVerifier{}
+
+type beforeVerifier struct{}
+
+func (beforeVerifier) Error() string {
+	return "dpop: nonce required: the proof is dated before this Verifier began, so only a nonce given since tells it from a replay (WithReplayStore keeps proofs across restarts)"
+}
+
+func (beforeVerifier) Is(target error) bool {
+	return target == ErrNonceRequired || target == ErrIATTooOld
+}
 
 // singleProof returns the one DPoP header value of a request.
 func singleProof(values []string) (string, error) {
