@@ -267,8 +267,8 @@ func (c *Core) closeReplicas() {
 		return
 	}
 	r.refusedMu.Lock()
-	if r.publishers > 0 || r.backlog() > 0 {
-		r.drained = make(chan struct{})
+	if r.drained == nil && (r.publishers > 0 || r.backlog() > 0) {
+		r.drained = make(chan struct{}) // one for every Close called meanwhile
 	}
 	drained := r.drained
 	r.refusedMu.Unlock()
