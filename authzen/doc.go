@@ -39,8 +39,10 @@
 // (ErrTokenChanged: no retry goes out with it, no answer to it is used or
 // cached).
 // A 401 is returned as an error (ErrUnauthorized), purges the credential's
-// cached decisions and emits tokenExpired once; a missing credential is
-// ErrNoToken and sends nothing. A client made WithoutCredentials sent no
+// cached decisions and emits tokenExpired once, unless it blames a DPoP
+// proof rather than the token (ErrProofRejected, see there: nothing is
+// purged or emitted); a missing credential is ErrNoToken and sends
+// nothing. A client made WithoutCredentials sent no
 // credential to refuse: its 401 is only the call's error (ErrUnauthorized),
 // with no purge and no event.
 //

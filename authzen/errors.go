@@ -15,12 +15,20 @@ var (
 	// ErrUnauthorized is matched by the *ResponseError of a PDP 401: the
 	// PEP's credential was refused. The client purges the credential's
 	// cached decisions and, for its current credential, emits tokenExpired
-	// once. A 401 to the discovery request, which carries no credential,
-	// matches neither it nor ErrProofRejected: it is an ErrDiscovery.
+	// once. For a DPoP token only an explicit verdict against it counts: a
+	// DPoP challenge whose error is invalid_token (or any error but the two
+	// of ErrProofRejected), or a 401 with no DPoP signal at all. A 401 to
+	// the discovery request, which carries no credential, matches neither
+	// it nor ErrProofRejected: it is an ErrDiscovery.
 	ErrUnauthorized = transport.ErrUnauthorized
-	// ErrProofRejected is matched by the *ResponseError of a 401 whose DPoP
-	// challenge blames the proof rather than the token (error=
-	// "invalid_dpop_proof", or "use_dpop_nonce" still after the one resend).
+	// ErrProofRejected is matched by the *ResponseError of a 401 to a DPoP
+	// request that blames the proof rather than the token: its DPoP
+	// challenge says error="invalid_dpop_proof", or "use_dpop_nonce" still
+	// after the one resend; or, when the challenge names no error or there
+	// is none, its JSON body's "error" says one of the two (RFC 9449
+	// section 8). Nothing is purged and no event is emitted. A DPoP request
+	// whose 401 or 400 carries a new DPoP-Nonce is resent once with it,
+	// unless its DPoP challenge says error="invalid_token".
 	ErrProofRejected = transport.ErrProofRejected
 	// ErrNoToken is returned, without a request, when the client has no
 	// usable credential (SetToken, SetDPoPToken): none, one an HTTP header

@@ -70,8 +70,9 @@ func WithMaxResults(n int) SearchOption {
 // errors are those of Evaluate's Causes and errors: ErrInvalidArgument
 // (nothing sent), ErrNoToken, ErrDiscovery (also when the PDP names no
 // such endpoint), ErrUnavailable and ErrCircuitOpen, a *ResponseError for
-// any status but 200 (redirects included; a 401 matches ErrUnauthorized
-// and is handled as Evaluate handles it) or for an answer that is not
+// any status but 200 (redirects included; a 401 matches ErrUnauthorized,
+// or ErrProofRejected when it blames the DPoP proof, and is handled as
+// Evaluate handles it) or for an answer that is not
 // strictly a search answer (ErrMalformedResponse): a member named twice or
 // in another case, a value of the wrong type, trailing data, a result
 // without a type, a page count that is not the number of results, a page

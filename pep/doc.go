@@ -33,7 +33,10 @@
 // which purges the token's cached decisions and emits tokenExpired for the
 // client's own current token, or ErrProofRejected when the gateway blames
 // the DPoP proof rather than the token (a rejected proof, or a nonce still
-// owed after the one resend), which purges and emits nothing.
+// owed after the one resend, in the DPoP challenge or, when that names no
+// error, in the JSON body), which purges and emits nothing. A DPoP token
+// is retired only on an explicit verdict against it: a DPoP challenge
+// saying invalid_token, or a 401 with no DPoP signal at all.
 //
 // No call returns later than its own deadline (its context's, else the
 // client's timeout) plus a few milliseconds, whatever the callers it shares

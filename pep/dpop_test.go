@@ -119,12 +119,37 @@ func latestNonce(reqs []sentRequest) string {
 	return nonce
 }
 
+// TestDPoPNonceChallenge: whichever way the gateway asks for a DPoP nonce,
+// the call is resent once with the nonce it gave and granted, the token
+// stays (no tokenExpired), and the nonce is used at once by the next call.
+// The forms in the body are a-dpop13 F2: a 401 whose challenge names no
+// error, or that has none, was taken as refusing the token (retired,
+// purged on every replica, tokenExpired), and the 400 was not resent.
 func TestDPoPNonceChallenge(t *testing.T) {
 	t.Parallel()
+	// askUntilN1 makes the hook answer in the reference server's place,
+	// with status, challenge ("" for none) and body, until the proof
+	// carries n1: the reference server asks only with a 401 and a
+	// challenge.
+	askUntilN1 := func(status int, challenge string, body any) func(*testing.T, *reference) {
+		return func(_ *testing.T, g *reference) {
+			g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+				if proofNonce(r) == "n1" {
+					return false
+				}
+				if challenge != "" {
+					w.Header().Set("WWW-Authenticate", challenge)
+				}
+				w.Header().Set("DPoP-Nonce", "n1")
+				writeJSON(w, status, body)
+				return true
+			})
+		}
+	}
+	inBody := map[string]string{"error": "use_dpop_nonce", "error_description": "nonce required in the DPoP proof"}
 	tests := []struct {
 		name string
-		// setup makes the gateway demand a nonce in one of the two
-		// challenge forms.
+		// setup makes the gateway demand a nonce in one of its forms.
 		setup func(t *testing.T, g *reference)
 	}{
 		{
@@ -132,21 +157,13 @@ func TestDPoPNonceChallenge(t *testing.T) {
 			setup: func(t *testing.T, g *reference) { g.configure(t, `{"dpopNonceRequired": true}`) },
 		},
 		{
-			// The reference server challenges with a 401 only: the hook
-			// answers in its place until the proof carries n1.
 			name: "400 with a DPoP challenge",
-			setup: func(_ *testing.T, g *reference) {
-				g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
-					if proofNonce(r) == "n1" {
-						return false
-					}
-					w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce", error_description="nonce required"`)
-					w.Header().Set("DPoP-Nonce", "n1")
-					writeError(w, http.StatusBadRequest, "use the nonce")
-					return true
-				})
-			},
+			setup: askUntilN1(http.StatusBadRequest, `DPoP error="use_dpop_nonce", error_description="nonce required"`,
+				map[string]string{"error": "Bad Request", "message": "use the nonce"}),
 		},
+		{name: "401 asking in the body under a DPoP challenge without error", setup: askUntilN1(http.StatusUnauthorized, `DPoP algs="ES256 PS256"`, inBody)},
+		{name: "401 asking in the body without a challenge", setup: askUntilN1(http.StatusUnauthorized, "", inBody)},
+		{name: "400 asking in the body without a challenge, as RFC 9449 section 8 has it", setup: askUntilN1(http.StatusBadRequest, "", inBody)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

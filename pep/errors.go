@@ -15,17 +15,25 @@ var (
 	// ErrUnauthorized is matched (with errors.Is) by the *ResponseError of a
 	// gateway 401: the token was refused. The client purges the token's
 	// cached decisions and, for its own current token, emits tokenExpired.
-	// A 401 that blames the DPoP proof rather than the token matches
+	// For a DPoP token only an explicit verdict against it counts: a DPoP
+	// challenge whose error is invalid_token (or any error but the two of
+	// [ErrProofRejected]), or a 401 that carries no DPoP signal at all. A
+	// 401 that blames the DPoP proof rather than the token matches
 	// [ErrProofRejected] instead.
 	ErrUnauthorized = transport.ErrUnauthorized
 
-	// ErrProofRejected is matched by the *ResponseError of a gateway 401
-	// whose DPoP challenge blames the proof, not the token: it says
-	// error="invalid_dpop_proof" (a clock out of step, say), or
-	// error="use_dpop_nonce" still after the one resend with the nonce the
-	// gateway gave. The token stays: nothing is purged and no event is
-	// emitted, so a handler that refreshes tokens on ErrUnauthorized is not
-	// asked to replace a valid one.
+	// ErrProofRejected is matched by the *ResponseError of a gateway 401 to
+	// a DPoP request that blames the proof, not the token: its DPoP
+	// challenge says error="invalid_dpop_proof" (a clock out of step, say),
+	// or error="use_dpop_nonce" still after the one resend with the nonce
+	// the gateway gave; or, when the challenge names no error or there is
+	// none, its JSON body's "error" says one of the two (RFC 9449 section
+	// 8's {"error":"use_dpop_nonce"}). The token stays: nothing is purged
+	// and no event is emitted, so a handler that refreshes tokens on
+	// ErrUnauthorized is not asked to replace a valid one. A DPoP request
+	// whose 401 or 400 carries a new DPoP-Nonce is resent once with it,
+	// however the answer asks for it, unless its DPoP challenge says
+	// error="invalid_token".
 	ErrProofRejected = transport.ErrProofRejected
 
 	// ErrNotEvaluated is the Cause of an ERROR decision: the gateway could

@@ -413,32 +413,50 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 
 // TestWhichRefusalExpiresTheToken: a 401 that refuses the token expires it
 // (ErrUnauthorized, tokenExpired of the token's type, its cached decisions
-// purged, no resend): a DPoP-bound token the server no longer takes, and a
-// Bearer token refused with a DPoP challenge, which means nothing to it (a
-// nonce is no cue to resend, and a proof it never sent cannot be what was
+// purged, no resend): a DPoP-bound token the server no longer takes, even
+// when its answer carries a new nonce and asks for it in the body (its
+// challenge's invalid_token decides), and a Bearer token refused with a
+// DPoP challenge or a DPoP error body, which mean nothing to it (a nonce
+// is no cue to resend, and a proof it never sent cannot be what was
 // refused: attack F10). A 401 that blames the DPoP proof (rule 9: a clock
-// out of step, say) is no verdict on the token: ErrProofRejected, nothing
-// purged, nothing emitted.
+// out of step, say), or still asks for a nonce after the one resend, in
+// its challenge or in its body (a-dpop13 F2), is no verdict on the token:
+// ErrProofRejected, nothing purged, nothing emitted. A 401 to a DPoP
+// request that carries a new nonce is resent once with it, unless its
+// challenge refuses the token.
 func TestWhichRefusalExpiresTheToken(t *testing.T) {
 	t.Parallel()
-	challenge := func(header string) gwHook {
+	refusal := func(header string, body any) gwHook {
 		return func(w http.ResponseWriter, _ *http.Request, _ int) bool {
-			w.Header().Set("WWW-Authenticate", header)
+			if header != "" {
+				w.Header().Set("WWW-Authenticate", header)
+			}
 			w.Header().Set("DPoP-Nonce", "n-1")
-			writeError(w, http.StatusUnauthorized, "refused")
+			writeJSON(w, http.StatusUnauthorized, body)
 			return true
 		}
 	}
+	challenge := func(header string) gwHook {
+		return refusal(header, map[string]string{"error": "Unauthorized", "message": "refused"})
+	}
+	inBody := map[string]string{"error": "use_dpop_nonce", "error_description": "nonce required in the DPoP proof"}
 	tests := []struct {
 		name    string
 		dpop    bool
 		hook    gwHook // nil: the server refuses the token, expired by then
 		expired bool   // else the proof is refused
+		sends   int    // the requests of the two calls
 	}{
-		{"a DPoP token the server refuses", true, nil, true},
-		{"a Bearer token refused with a nonce challenge", false, challenge(`DPoP error="use_dpop_nonce"`), true},
-		{"a Bearer token refused with a proof challenge", false, challenge(`DPoP algs="ES256", error="invalid_dpop_proof"`), true},
-		{"a DPoP proof refused", true, challenge(`DPoP algs="ES256", error="invalid_dpop_proof", error_description="iat is too far in the future"`), false},
+		{"a DPoP token the server refuses", true, nil, true, 2},
+		{"a DPoP token refused with a new nonce, asked for in the body", true,
+			refusal(`DPoP algs="ES256", error="invalid_token"`, inBody), true, 2},
+		{"a Bearer token refused with a nonce challenge", false, challenge(`DPoP error="use_dpop_nonce"`), true, 2},
+		{"a Bearer token refused with a proof challenge", false, challenge(`DPoP algs="ES256", error="invalid_dpop_proof"`), true, 2},
+		{"a Bearer token refused with a nonce asked for in the body", false, refusal("", inBody), true, 2},
+		// The first call is resent once, with the nonce n-1 it was given.
+		{"a DPoP proof refused", true, challenge(`DPoP algs="ES256", error="invalid_dpop_proof", error_description="iat is too far in the future"`), false, 3},
+		{"a DPoP nonce asked for in the body again and again", true, refusal("", inBody), false, 3},
+		{"a DPoP nonce asked for in the body under a challenge without error", true, refusal(`DPoP algs="ES256 PS256"`, inBody), false, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -471,7 +489,7 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 					require.NotErrorIs(t, err, pep.ErrUnauthorized, "the token was not refused")
 				}
 			}
-			assert.Equal(t, sent+2, g.count(), "no resend")
+			assert.Equal(t, sent+tt.sends, g.count())
 			if tt.expired {
 				assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
 				assert.Equal(t, kind, rec.evs[1].TokenType)

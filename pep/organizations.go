@@ -41,7 +41,8 @@ type wireOrganizationsRequest struct {
 // There is no decision to deny, so it does not fail closed: every failure is
 // an error. Transport failures, timeouts and an open breaker match
 // ErrUnavailable; other gateway answers are a *ResponseError (a 401 matches
-// ErrUnauthorized and is handled as in Check); an answer that is not read
+// ErrUnauthorized, or ErrProofRejected when it blames the DPoP proof, and
+// is handled as in Check); an answer that is not read
 // completely and strictly (see the package documentation) wraps
 // ErrMalformedResponse (so does one listing more than 10,000 tenants and
 // departments); a missing token is ErrNoToken. It uses neither the cache

@@ -187,8 +187,9 @@ func (c *Core) enqueue(kind events.Kind, s transport.Scheme, err error) {
 // goroutine of its own) on every replica, and, if it is still the
 // client's own current token, tokenExpired is emitted once per token, its
 // delivery bounded by ctx (the call's deadline). A 401 that blames the DPoP proof (ErrProofRejected: a
-// rejected proof, or a nonce challenge still refused after its one
-// resend) is no verdict on the token: nothing happens; nor for a per-call
+// rejected proof, or a nonce still asked for after its one resend, in the
+// DPoP challenge or, when that names no error, in the JSON body) is no
+// verdict on the token: nothing happens; nor for a per-call
 // token beyond the purge, since the client's own is unaffected. Only a
 // credential the call sent can be refused: a 401 to a call that sent none
 // (SchemeNone, a client made to go without) is the call's error and

@@ -244,10 +244,16 @@ func dpopNonce(resp *http.Response) string {
 	return ""
 }
 
-// nonceChallenge returns the new nonce of a use_dpop_nonce challenge: a 401
-// or 400 whose WWW-Authenticate holds a DPoP challenge with that error, and
-// a DPoP-Nonce header. It returns "" for any other response.
-func nonceChallenge(resp *http.Response) string {
+// nonceAsked returns the nonce an answer to a DPoP request may be owing
+// (see authorizer): that of a 401 or 400 carrying a DPoP-Nonce, unless its
+// DPoP challenge refuses the token (error="invalid_token"). It returns ""
+// for any other answer. The nonce may be asked for in the challenge
+// (error="use_dpop_nonce"), in the JSON body as RFC 9449 section 8 words
+// it ({"error":"use_dpop_nonce"}) under a challenge that names no error or
+// none at all, or not at all (a server that rotates its nonce on every
+// answer): the body is not read for this, and a server that sends a new
+// nonce with a refusal that names no error costs one extra request.
+func nonceAsked(resp *http.Response) string {
 	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusBadRequest {
 		return ""
 	}
@@ -256,11 +262,11 @@ func nonceChallenge(resp *http.Response) string {
 		return ""
 	}
 	for _, v := range resp.Header.Values("WWW-Authenticate") {
-		if DPoPChallengeError(v) == "use_dpop_nonce" {
-			return nonce
+		if DPoPChallengeError(v) == "invalid_token" {
+			return ""
 		}
 	}
-	return ""
+	return nonce
 }
 
 // DPoPChallengeError returns the error parameter of the DPoP challenge in a
@@ -399,10 +405,17 @@ func newWrites() *writes {
 // authorizer attaches its credential to a clone of every attempt and
 // delegates to next, like golang.org/x/oauth2's Transport. It keeps the
 // latest DPoP-Nonce per origin from every answer (send), and for a DPoP
-// credential answers a nonce challenge by sending the request once more
-// with the new nonce;
-// being below the retrier, that resend is not a retry, and one chain (one
-// gateway request, all its attempts) resends for a nonce at most once.
+// credential answers a nonce request by sending the request once more
+// with the new nonce; being below the retrier, that resend is not a retry.
+//
+// The rule (a-dpop13 F2): a token is retired only on an explicit verdict
+// against it, a DPoP challenge saying error="invalid_token" or a 401 that
+// carries no DPoP signal at all (NewResponseError). So a DPoP request is
+// resent for a 401 or 400 carrying a DPoP-Nonce other than the one it
+// used (nonceAsked), whatever its challenge or body says, unless its DPoP
+// challenge says error="invalid_token"; one chain (one gateway request,
+// all its attempts) resends at most once, and never for the nonce just
+// refused. A Bearer request cannot owe a nonce and is never resent.
 type authorizer struct {
 	cred   Credential
 	nonces *NonceStore
@@ -423,7 +436,7 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	fresh := nonceChallenge(resp)
+	fresh := nonceAsked(resp)
 	// Resend once, and never for the nonce that was just refused: a server
 	// repeating it would otherwise be asked forever.
 	if fresh == "" || fresh == used || req.GetBody == nil || !a.nonceResent.CompareAndSwap(false, true) {

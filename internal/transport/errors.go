@@ -17,11 +17,15 @@ import (
 // "authzen: PDP unavailable: ...") and that matches the sentinel.
 var (
 	// ErrUnauthorized is matched by the *ResponseError of a 401 that refuses
-	// the token.
+	// the token: for a DPoP request, one whose DPoP challenge says
+	// error="invalid_token" (or another error than the two below), or that
+	// carries no DPoP signal at all.
 	ErrUnauthorized error = &sentinel{format: "unauthorized"}
-	// ErrProofRejected is matched by the *ResponseError of a 401 whose DPoP
-	// challenge blames the proof, not the token: error="invalid_dpop_proof",
-	// or error="use_dpop_nonce" still owed after the one resend.
+	// ErrProofRejected is matched by the *ResponseError of a 401 to a DPoP
+	// request that blames the proof, not the token: its DPoP challenge
+	// says error="invalid_dpop_proof", or error="use_dpop_nonce" still
+	// owed after the one resend, or, when the challenge names no error,
+	// its JSON body's "error" says so (RFC 9449 section 8).
 	ErrProofRejected error = &sentinel{format: "DPoP proof rejected"}
 	// ErrNoToken is returned, without any request being sent, when a call
 	// has no usable token.
@@ -139,7 +143,7 @@ type ResponseError struct {
 
 	// who names the server in Error.
 	who Peer
-	// dpop is what the DPoP challenge of a 401 to a DPoP request said.
+	// dpop is what a 401 to a DPoP request blamed (dpopVerdictOf).
 	dpop dpopVerdict
 	// namesClient is set for a 400 whose body blames the clientId.
 	namesClient bool
@@ -151,14 +155,33 @@ type ResponseError struct {
 	uncredentialed bool
 }
 
-// dpopVerdict is what a 401's DPoP challenge blames.
+// dpopVerdict is what a 401 to a DPoP request blames.
 type dpopVerdict uint8
 
 const (
-	dpopNone          dpopVerdict = iota
-	dpopProofRejected             // error="invalid_dpop_proof": the proof, not the token
-	dpopNonceOwed                 // error="use_dpop_nonce", still owed after the one resend
+	dpopNone          dpopVerdict = iota // the token
+	dpopProofRejected                    // invalid_dpop_proof: the proof, not the token
+	dpopNonceOwed                        // use_dpop_nonce, still owed after the one resend
 )
+
+// dpopVerdictOf returns what a 401 to a DPoP request blames: the error of
+// its DPoP challenge decides when there is one (invalid_token, or any
+// error but the proof's two, refuses the token); when the challenge names
+// none, or there is no challenge, the "error" of its JSON body does, as
+// RFC 9449 section 8 words a nonce request. A 401 that says neither
+// carries no DPoP signal and refuses the token.
+func dpopVerdictOf(challengeError, bodyError string) dpopVerdict {
+	if challengeError == "" {
+		challengeError = bodyError
+	}
+	switch challengeError {
+	case "invalid_dpop_proof":
+		return dpopProofRejected
+	case "use_dpop_nonce":
+		return dpopNonceOwed
+	}
+	return dpopNone
+}
 
 // Error returns "<peer> answered <status>" followed by the error name and
 // message. It never contains a token.
@@ -235,9 +258,9 @@ func namesClient(body []byte) bool {
 // request was sent with: the zero Ident for one sent without the client's
 // credential (a discovery document), whose 401 says nothing of the token
 // or its proof and so matches neither ErrUnauthorized nor
-// ErrProofRejected. What the DPoP challenge says is read from the raw
-// header, and only for a DPoP request: a Bearer request cannot have a
-// rejected proof or owe a nonce.
+// ErrProofRejected. What a 401 blames is read from the raw header and
+// body (dpopVerdictOf), and only for a DPoP request: a Bearer request
+// cannot have a rejected proof or owe a nonce.
 func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *ResponseError {
 	var eb struct {
 		Error   string `json:"error"`
@@ -253,12 +276,7 @@ func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *Resp
 		who:        p,
 	}
 	if id.Scheme == SchemeDPoP && resp.StatusCode == http.StatusUnauthorized {
-		switch DPoPChallengeError(challenge) {
-		case "invalid_dpop_proof":
-			e.dpop = dpopProofRejected
-		case "use_dpop_nonce":
-			e.dpop = dpopNonceOwed
-		}
+		e.dpop = dpopVerdictOf(DPoPChallengeError(challenge), eb.Error)
 	}
 	e.namesClient = resp.StatusCode == http.StatusBadRequest && namesClient(body)
 	e.sentNone = resp.StatusCode == http.StatusUnauthorized && id.Scheme == SchemeNone

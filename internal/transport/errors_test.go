@@ -65,6 +65,8 @@ func TestResponseError(t *testing.T) {
 	bearer := Ident{Scheme: SchemeBearer, Token: "tok"}
 	proofRejected := http.Header{"Www-Authenticate": {`DPoP error="invalid_dpop_proof"`}}
 	nonceOwed := http.Header{"Www-Authenticate": {`DPoP error="use_dpop_nonce"`}}
+	algsOnly := http.Header{"Www-Authenticate": {`DPoP algs="ES256 PS256"`}}
+	tokenRefused := http.Header{"Www-Authenticate": {`Bearer realm="x"`, `DPoP algs="ES256", error="invalid_token"`}}
 	tests := []struct {
 		name        string
 		resp        *http.Response
@@ -84,6 +86,27 @@ func TestResponseError(t *testing.T) {
 			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
 		{name: "401 still owing a nonce blames the proof", resp: answer(401, nonceOwed), id: dpop,
 			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
+		// a-dpop13 F2: the JSON error of RFC 9449 section 8 under a
+		// challenge that names no error, or none at all.
+		{name: "401 still owing a nonce in its body blames the proof", resp: answer(401, nil),
+			body: `{"error":"use_dpop_nonce","error_description":"nonce required"}`, id: dpop,
+			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized},
+			text: "authzen: PDP answered 401 Unauthorized (use_dpop_nonce)"},
+		{name: "401 still owing a nonce in its body under a challenge without error blames the proof",
+			resp: answer(401, algsOnly), body: `{"error":"use_dpop_nonce"}`, id: dpop,
+			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
+		{name: "401 blaming the proof in its body", resp: answer(401, algsOnly), body: `{"error":"invalid_dpop_proof"}`, id: dpop,
+			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
+		{name: "401 whose challenge refuses the token, whatever its body", resp: answer(401, tokenRefused),
+			body: `{"error":"use_dpop_nonce"}`, id: dpop, is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "401 whose challenge blames the proof, whatever its body", resp: answer(401, proofRejected),
+			body: `{"error":"invalid_token"}`, id: dpop, is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
+		{name: "401 to a DPoP request saying nothing of DPoP refuses the token", resp: answer(401, algsOnly),
+			body: `{"error":"Unauthorized","message":"expired"}`, id: dpop, is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "401 owing a nonce in the body of a Bearer request is the token's", resp: answer(401, nil),
+			body: `{"error":"use_dpop_nonce"}`, id: bearer, is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "400 owing a nonce in its body matches neither", resp: answer(400, nil), body: `{"error":"use_dpop_nonce"}`, id: dpop,
+			isNot: []error{ErrUnauthorized, ErrProofRejected, ErrUnavailable}},
 		{name: "401 to a request sent without the credential refuses no token", resp: answer(401, nil), id: Ident{},
 			isNot: []error{ErrUnauthorized, ErrProofRejected}, text: "authzen: PDP answered 401 Unauthorized"},
 		{name: "401 owing a nonce to a request sent without the credential blames no proof", resp: answer(401, nonceOwed), id: Ident{},

@@ -27,17 +27,37 @@ func (nonceCredential) Authorize(r *http.Request, nonce string) error {
 }
 
 // step is one scripted answer: its status and the DPoP-Nonce it carries
-// ("" for none). A 401 with a nonce is a use_dpop_nonce challenge.
+// ("" for none). A 401 or 400 carries what its script's asking says.
 type step struct {
 	status int
 	nonce  string
 }
 
+// asking is what a scripted 401 or 400 says besides its DPoP-Nonce: its
+// WWW-Authenticate ("" for none) and its body.
+type asking struct {
+	name, challenge, body string
+}
+
+// The forms of a nonce request: the use_dpop_nonce error in the DPoP
+// challenge, or in the JSON body as RFC 9449 section 8 words it, with a
+// DPoP challenge that names no error or with no challenge at all (a-dpop13
+// F2).
+var (
+	askInChallenge     = asking{"in the challenge", `DPoP error="use_dpop_nonce"`, `{}`}
+	askInBody          = asking{"in the body", "", `{"error":"use_dpop_nonce","error_description":"nonce required"}`}
+	askInBodyUnderAlgs = asking{"in the body under a challenge without error", `DPoP algs="ES256 PS256"`,
+		`{"error":"use_dpop_nonce","error_description":"nonce required"}`}
+	nonceAskings = []asking{askInChallenge, askInBody, askInBodyUnderAlgs}
+)
+
 // scripted answers the requests it receives with its steps in turn and
-// records the nonce each request's proof carried.
+// records the nonce each request's proof carried. Its 401s and 400s say
+// what ask says (askInChallenge when nil).
 type scripted struct {
 	mu    sync.Mutex
 	steps []step
+	ask   *asking
 	sent  []string
 }
 
@@ -56,11 +76,19 @@ func (s *scripted) RoundTrip(r *http.Request) (*http.Response, error) {
 	if st.nonce != "" {
 		h.Set("DPoP-Nonce", st.nonce)
 	}
-	if st.status == http.StatusUnauthorized && st.nonce != "" {
-		h.Set("WWW-Authenticate", `DPoP error="use_dpop_nonce"`)
+	body := `{}`
+	if st.status == http.StatusUnauthorized || st.status == http.StatusBadRequest {
+		ask := askInChallenge
+		if s.ask != nil {
+			ask = *s.ask
+		}
+		if ask.challenge != "" {
+			h.Set("WWW-Authenticate", ask.challenge)
+		}
+		body = ask.body
 	}
-	return &http.Response{StatusCode: st.status, Header: h, Body: io.NopCloser(strings.NewReader(`{}`)),
-		ContentLength: 2, Request: r}, nil
+	return &http.Response{StatusCode: st.status, Header: h, Body: io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)), Request: r}, nil
 }
 
 // scriptedExchanger sends to rt with 2 retries, 1 ms apart.
@@ -146,11 +174,12 @@ func TestEveryAnswerUpdatesTheNonce(t *testing.T) {
 	}
 }
 
-// TestNonceChallengeIsResentAtMostOnce: a use_dpop_nonce challenge is
-// answered by sending the request once more with the new nonce, never
-// for the nonce just refused, and at most once per call however many
-// challenges its attempts (retries included) meet; the challenge that
-// stands then fails the call as a refused proof, not a refused token.
+// TestNonceChallengeIsResentAtMostOnce: a nonce request, in whichever
+// form (nonceAskings), is answered by sending the request once more with
+// the new nonce, never for the nonce just refused, and at most once per
+// call however many requests its attempts (retries included) meet; the
+// request that stands then fails the call as a refused proof, not a
+// refused token.
 func TestNonceChallengeIsResentAtMostOnce(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -182,23 +211,94 @@ func TestNonceChallengeIsResentAtMostOnce(t *testing.T) {
 			want:  []string{"", "n1"},
 		},
 	}
+	for _, ask := range nonceAskings {
+		for _, tt := range tests {
+			t.Run(ask.name+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				rt := &scripted{steps: tt.steps, ask: &ask}
+				x := scriptedExchanger(rt)
+				var err error
+				for range 2 { // a call answered 200 first, if the script says so
+					if _, err = x.Post(t.Context(), nonceCredential{}, "https://gw.example/decide", []byte(`{}`), nil, true, nil); err != nil {
+						break
+					}
+				}
+				require.ErrorIs(t, err, ErrProofRejected, "a nonce still owed blames the proof")
+				require.NotErrorIs(t, err, ErrUnauthorized, "a valid token does not look refused")
+				var re *ResponseError
+				require.ErrorAs(t, err, &re)
+				assert.Contains(t, re.Challenge+re.ErrorName, "use_dpop_nonce", "what the server said is kept")
+				assert.Equal(t, tt.want, rt.sent)
+			})
+		}
+	}
+}
+
+// TestWhichAnswerIsResentForANonce: a DPoP request is sent once more, with
+// the nonce its answer carried, for a 401 or 400 that carries a DPoP-Nonce
+// other than the one just used, whatever else it says (the use_dpop_nonce
+// error in its challenge, in its body, or nowhere: a server that rotates
+// its nonce on a refusal costs one request), unless its DPoP challenge
+// refuses the token (error="invalid_token"). A Bearer request is never
+// resent. What the last answer says then decides the error: only an
+// explicit verdict on the token (the challenge's invalid_token, or a 401
+// with no DPoP error in its challenge or body) is ErrUnauthorized.
+func TestWhichAnswerIsResentForANonce(t *testing.T) {
+	t.Parallel()
+	const nonceBody = `{"error":"use_dpop_nonce","error_description":"nonce required"}`
+	tests := []struct {
+		name   string
+		status int
+		ask    asking
+		nonce  string // the DPoP-Nonce of every answer but the resend's
+		bearer bool
+		// resent is whether the call was resent (and then granted);
+		// otherwise the call fails with err.
+		resent bool
+		err    error
+	}{
+		{name: "401 asking in the challenge", status: 401, ask: askInChallenge, nonce: "n1", resent: true},
+		{name: "401 asking in the body", status: 401, ask: askInBody, nonce: "n1", resent: true},
+		{name: "401 asking in the body under a challenge without error", status: 401, ask: askInBodyUnderAlgs, nonce: "n1", resent: true},
+		{name: "400 asking in the challenge", status: 400, ask: askInChallenge, nonce: "n1", resent: true},
+		{name: "400 asking in the body, as RFC 9449 section 8 has it", status: 400, ask: askInBody, nonce: "n1", resent: true},
+		{name: "401 refusing the proof with a new nonce", status: 401,
+			ask: asking{challenge: `DPoP error="invalid_dpop_proof"`, body: `{}`}, nonce: "n1", resent: true},
+		{name: "401 saying nothing but a new nonce", status: 401, ask: asking{body: `{"error":"Unauthorized"}`}, nonce: "n1", resent: true},
+		{name: "401 refusing the token with a new nonce", status: 401,
+			ask: asking{challenge: `DPoP algs="ES256", error="invalid_token"`, body: `{}`}, nonce: "n1", err: ErrUnauthorized},
+		{name: "401 refusing the token in the challenge, asking in the body", status: 401,
+			ask: asking{challenge: `DPoP error="invalid_token"`, body: nonceBody}, nonce: "n1", err: ErrUnauthorized},
+		{name: "401 asking in the body without a nonce", status: 401, ask: askInBody, err: ErrProofRejected},
+		{name: "401 refusing the proof in the body without a nonce", status: 401,
+			ask: asking{body: `{"error":"invalid_dpop_proof"}`}, err: ErrProofRejected},
+		{name: "401 saying nothing of DPoP, without a nonce", status: 401, ask: asking{body: `{"error":"Unauthorized"}`}, err: ErrUnauthorized},
+		{name: "a Bearer request's 401 asking in the body", status: 401, ask: askInBody, nonce: "n1", bearer: true, err: ErrUnauthorized},
+		{name: "a Bearer request's 401 asking in the challenge", status: 401, ask: askInChallenge, nonce: "n1", bearer: true, err: ErrUnauthorized},
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			rt := &scripted{steps: tt.steps}
+			rt := &scripted{steps: []step{{tt.status, tt.nonce}, {http.StatusOK, ""}}, ask: &tt.ask}
 			x := scriptedExchanger(rt)
-			var err error
-			for range 2 { // a call answered 200 first, if the script says so
-				if _, err = x.Post(t.Context(), nonceCredential{}, "https://gw.example/decide", []byte(`{}`), nil, true, nil); err != nil {
-					break
+			x.Retry.Max = 0
+			var cred Credential = nonceCredential{}
+			if tt.bearer {
+				cred = NewBearer("a-token")
+			}
+			_, err := x.Post(t.Context(), cred, "https://gw.example/decide", []byte(`{}`), nil, true, nil)
+			if tt.resent {
+				require.NoError(t, err)
+				assert.Equal(t, []string{"", tt.nonce}, rt.sent, "resent once, with the nonce the answer carried")
+				return
+			}
+			assert.Equal(t, []string{""}, rt.sent, "not resent")
+			require.ErrorIs(t, err, tt.err)
+			for _, other := range []error{ErrUnauthorized, ErrProofRejected} {
+				if other != tt.err {
+					assert.NotErrorIs(t, err, other)
 				}
 			}
-			require.ErrorIs(t, err, ErrProofRejected, "a nonce still owed blames the proof")
-			require.NotErrorIs(t, err, ErrUnauthorized, "a valid token does not look refused")
-			var re *ResponseError
-			require.ErrorAs(t, err, &re)
-			assert.Contains(t, re.Challenge, "use_dpop_nonce")
-			assert.Equal(t, tt.want, rt.sent)
 		})
 	}
 }
