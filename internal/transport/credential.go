@@ -236,13 +236,27 @@ func origin(u *url.URL) originKey {
 
 // dpopNonce returns resp's DPoP-Nonce header, read by its canonical key
 // ("Dpop-Nonce"): Header.Get would canonicalise "DPoP-Nonce" anew, with an
-// allocation, on every response.
+// allocation, on every response. A value that is not a nonce (RFC 9449
+// section 8: 1*NQCHAR) or is longer than maxNonceBytes counts as none: it
+// would go into every later proof, each then refused, until the server
+// sent another.
 func dpopNonce(resp *http.Response) string {
-	if v := resp.Header["Dpop-Nonce"]; len(v) > 0 {
-		return v[0]
+	v := resp.Header["Dpop-Nonce"]
+	if len(v) == 0 || len(v[0]) > maxNonceBytes {
+		return ""
 	}
-	return ""
+	for i := 0; i < len(v[0]); i++ {
+		if c := v[0][i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return ""
+		}
+	}
+	return v[0]
 }
+
+// maxNonceBytes bounds a DPoP-Nonce the client takes: far above any
+// server's (a nonce is a handful of random bytes or a MACed time), far
+// below what would push a proof past a server's header limits.
+const maxNonceBytes = 1024
 
 // nonceAsked returns the nonce an answer to a DPoP request may be owing
 // (see authorizer): that of a 401 or 400 carrying a DPoP-Nonce, unless its

@@ -119,3 +119,30 @@ func TestNonceStoreIsBounded(t *testing.T) {
 	assert.Len(t, s.m, 1)
 	assert.Empty(t, s.get(known))
 }
+
+// TestOnlyANonceIsTaken: an answer's DPoP-Nonce goes into every later
+// proof, so a value that is not a nonce (RFC 9449: 1*NQCHAR, printable
+// ASCII bar '"' and '\') or is past maxNonceBytes is not taken: the
+// next proof would carry it and be refused, and every one after it.
+func TestOnlyANonceIsTaken(t *testing.T) {
+	t.Parallel()
+	for value, taken := range map[string]bool{
+		"eyJ7S_zG.9WfMXF-~!#$%&'()*+,/:;<=>?@[]^`{|}": true,
+		strings.Repeat("n", maxNonceBytes):            true,
+		strings.Repeat("n", maxNonceBytes+1):          false,
+		"":                                            false,
+		"two words":                                   false,
+		`quo"te`:                                      false,
+		`back\slash`:                                  false,
+		"tab\there":                                   false,
+		"caf\xc3\xa9":                                 false,
+		"del\x7f":                                     false,
+	} {
+		resp := &http.Response{Header: http.Header{"Dpop-Nonce": {value}}}
+		if taken {
+			assert.Equal(t, value, dpopNonce(resp), "%.40q", value)
+		} else {
+			assert.Empty(t, dpopNonce(resp), "%.40q", value)
+		}
+	}
+}
