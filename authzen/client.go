@@ -174,7 +174,8 @@ func (c *Client) ClearToken() {
 // Close releases the client's connections: every call made after it
 // (Evaluate, Evaluations, the searches, Discover) fails with ErrClosed
 // without sending anything; calls under way finish, and their connections
-// are closed as they end. Close does not wait for them. It closes only the
+// are closed as they end. Close does not wait for them (with WithInvalidator
+// it does, for at most 2 s, so that their 401s reach the other replicas). It closes only the
 // connections of the transport New made; one given with WithHTTPClient is
 // the caller's to close. It always returns nil; calling it again does
 // nothing more.

@@ -25,8 +25,9 @@ type Invalidator = invalidation.Invalidator
 // says otherwise), read on the monotonic clock at every lookup, else every
 // call goes to the PDP, and the whole cache is purged after a break. The
 // client subscribes on a goroutine of its own from New until Close, which
-// waits for it, and first, for at most 2 s, for the 401s' purges already
-// queued to be published: a client with an invalidator must be closed. A panic of
+// waits for it, and first, for at most 2 s, for the calls under way and
+// the 401s' purges queued to be published (then at most 2 s more for inv's
+// calls to end): a client with an invalidator must be closed. A panic of
 // inv's on the client's goroutines is logged, never fatal. A nil inv means
 // none (the default).
 func WithInvalidator(inv Invalidator) Option { return option(func(c *config) { c.Invalidator = inv }) }

@@ -88,7 +88,9 @@ func (c *Client) ClearToken() { c.core.ClearToken() }
 // Calls under way finish as they would have; their connections are closed
 // as they end, so that once they have, the client keeps no connection and
 // no goroutine (what goleak.VerifyTestMain checks). Close does not wait for
-// them. It always returns nil; calling it again does nothing more.
+// them (with WithInvalidator it does, for at most 2 s, so that their 401s
+// reach the other replicas). It always returns nil; calling it again does
+// nothing more.
 //
 // Close closes the connections of the client's own transport, the one New
 // makes when WithHTTPClient is not given. A transport given with

@@ -56,11 +56,13 @@ type Invalidator = invalidation.Invalidator
 // A panic of inv's Subscribe there, or of its Publish of a 401's purge (on
 // a goroutine of its own too), is logged at Error and taken as its error:
 // Subscribe is called again after a pause, the publication is counted as
-// failed and retried. Close first lets the 401s' purges already queued be
-// published, for at most 2 s (a replica shut down just after a 401 does
-// not take the other replicas' purge with it), then stops what is left of
-// them and waits for the publications under way, each bounded by 2 s. A
-// nil inv means none (the default).
+// failed and retried. Close first lets the calls under way end and the
+// 401s' purges they and earlier calls queued be published, for at most 2 s
+// (a replica shut down just after a 401, or while a call was at the
+// gateway, does not take the other replicas' purge with it), then stops
+// what is left of them and waits for inv's calls under way to end, for at
+// most 2 s more: it returns whatever inv does. A nil inv means none (the
+// default).
 func WithInvalidator(inv Invalidator) Option { return option(func(c *config) { c.Invalidator = inv }) }
 
 // Purge drops every cached decision of token (as a Bearer or a DPoP

@@ -1,11 +1,16 @@
 package pep_test
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -28,20 +33,88 @@ func TestOneRefusalAndAShortOutagePurgeThatTokenOnly(t *testing.T) {
 	require.Equal(t, 2, n, "the token's own purge (identity and own digest)")
 }
 
-// TestARefusalQueuedBeforeCloseIsPublished: a replica shut down just after
-// a 401 (Close as the last request is answered) still tells the other
-// replicas, here over a channel that fails for its first half second:
-// Close waits, at most 2 s, for the purges queued before it (a-rep13 F1:
-// Close dropped them, and another replica served the revoked token's
-// cached GRANT for its whole TTL).
-func TestARefusalQueuedBeforeCloseIsPublished(t *testing.T) {
+// TestCloseLetsEveryRefusalBePublished: a replica shut down just after a
+// 401 (Close as the last request is answered), or while a call is at the
+// gateway (Close as the process stops), still tells the other replicas:
+// Close waits, at most 2 s, for the calls under way and the purges they
+// and earlier calls queued (a-rep13 F1: Close dropped what was queued;
+// a-fix13 F1: a 401 read after Close began was never queued; either way
+// another replica served the revoked token's cached GRANT for its TTL).
+// The channel fails for its first half second.
+func TestCloseLetsEveryRefusalBePublished(t *testing.T) {
 	t.Parallel()
-	inv := &gatedPublisher{up: time.Now().Add(500 * time.Millisecond)}
+	for _, underWay := range []bool{false, true} {
+		t.Run(map[bool]string{false: "queued before Close", true: "read while Close waits"}[underWay], func(t *testing.T) {
+			t.Parallel()
+			inv := &gatedPublisher{up: time.Now().Add(500 * time.Millisecond)}
+			arrived, release := make(chan struct{}), make(chan struct{})
+			gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if underWay {
+					close(arrived)
+					<-release
+				}
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+				w.WriteHeader(http.StatusUnauthorized)
+			}))
+			t.Cleanup(gw.Close)
+			c := mustPep(t, gw.URL, "acme", "orders-api", pep.WithInvalidator(inv))
+			called := make(chan error, 1)
+			go func() {
+				_, err := c.Check(pep.WithToken(t.Context(), "revoked-token"), "orders", "read")
+				called <- err
+			}()
+			closed := make(chan struct{})
+			if underWay {
+				<-arrived
+				go func() { _ = c.Close(); close(closed) }()
+				close(release)
+			} else {
+				require.ErrorIs(t, <-called, pep.ErrUnauthorized)
+				_ = c.Close()
+				close(closed)
+			}
+			<-closed
+			n, all := inv.taken()
+			require.Equal(t, 2, n, "the refused token's purge (identity and own digest) was not published before Close returned")
+			require.Zero(t, all)
+			if underWay {
+				require.ErrorIs(t, <-called, pep.ErrUnauthorized)
+			}
+		})
+	}
+}
+
+// deafPublisher's Publish ignores its context (a Redis client stuck on a
+// dead connection) and returns only when stop is closed.
+type deafPublisher struct {
+	entered, stop chan struct{}
+	once          sync.Once
+}
+
+func (p *deafPublisher) Publish(context.Context, []byte) error {
+	p.once.Do(func() { close(p.entered) })
+	<-p.stop
+	return nil
+}
+
+func (p *deafPublisher) Subscribe(ctx context.Context, r invalidation.Receiver) error {
+	r.Heartbeat(time.Now())
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestCloseReturnsWhateverTheInvalidatorDoes: Close waits for the
+// publications under way, but never on user code without a bound: one
+// Publish that ignores its context hung Close, and the replica's shutdown
+// with it, for ever (a-fix13 F2). Close returns (within its 2 s for the
+// purges and 2 s for the Invalidator's calls) before the Publish does.
+func TestCloseReturnsWhateverTheInvalidatorDoes(t *testing.T) {
+	t.Parallel()
+	inv := &deafPublisher{entered: make(chan struct{}), stop: make(chan struct{})}
 	c := refusedClient(t, inv)
 	_, err := c.Check(pep.WithToken(t.Context(), "revoked-token"), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
-	require.NoError(t, c.Close())
-	n, all := inv.taken()
-	require.Equal(t, 2, n, "the refused token's purge (identity and own digest) was not published before Close returned")
-	require.Zero(t, all)
+	<-inv.entered
+	require.NoError(t, c.Close(), "Close returned, the Publish still under way")
+	close(inv.stop) // the goroutine it holds ends; goleak checks it does
 }

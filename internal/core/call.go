@@ -125,6 +125,10 @@ func (c *Core) Bound(ctx context.Context, cl *Call) (context.Context, context.Ca
 // caller's middleware) never leaves a refused token's cached GRANTs
 // served.
 func (c *Core) post(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) ([]byte, error) {
+	if r := c.replicas; r != nil {
+		r.posted(1)
+		defer r.posted(-1) // after the 401 is handled: Close waits for its purge
+	}
 	var answer error
 	defer func() {
 		switch {

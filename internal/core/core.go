@@ -182,8 +182,9 @@ func (c *Core) Closed() bool { return c.x.Closed() }
 
 // Close makes every later call fail with ErrClosed and closes the
 // connections of the transport Init made (not one the user gave): at once,
-// and again as the requests under way end. It does not wait for them; it
-// does wait for the invalidation channel's subscription to end.
+// and again as the requests under way end. It does not wait for them unless
+// there is an Invalidator (closeReplicas: at most 2 s, for their 401s'
+// purges, then at most 2 s for the Invalidator's calls to end).
 func (c *Core) Close() {
 	c.x.Close()
 	c.closeReplicas()

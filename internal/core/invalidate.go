@@ -135,19 +135,20 @@ type replicas struct {
 
 	// refusedMu guards the refused tokens' purges waiting to be published
 	// (refusals, see refused.go), closed, which stops new publications
-	// (Close), and drained, which Close waits on for what was queued
-	// before it; pubs waits for the publications and publishers under
-	// way.
+	// (Close), and what Close waits for (see quiet): the posts under way
+	// (posting), which may queue a refusal, and the publications of
+	// Purge and PurgeAll (publishing); quietly is closed when that is
+	// done, for the Close that made it.
 	refusedMu sync.Mutex
 	refusals
-	closed  bool
-	drained chan struct{}
-	pubs    sync.WaitGroup
-	// ctx ends at Close.
-	ctx context.Context
-
-	cancel context.CancelFunc
-	done   sync.WaitGroup
+	closed     bool
+	posting    int
+	publishing int
+	quietly    chan struct{}
+	// ctx ends at Close; stopped is closed when the subscription ended.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stopped chan struct{}
 
 	received, malformed, gaps, recoveries, publishFailures, overflows atomic.Uint64
 	// publishFailing is set by a failed publication of a refused token's
@@ -175,9 +176,12 @@ func (c *Core) initReplicas(inv invalidation.Invalidator, testClock bool) error 
 	c.cache.stopServing()
 	r.downSince, r.lostAt = r.epoch, -1 // a heartbeat sent from the start counts
 	ctx, cancel := context.WithCancel(context.Background())
-	r.ctx, r.cancel = ctx, cancel
+	r.ctx, r.cancel, r.stopped = ctx, cancel, make(chan struct{})
 	c.replicas = r
-	r.done.Go(func() { c.subscribe(ctx) })
+	c.goBackground("the invalidation channel's subscription", func() {
+		defer close(r.stopped)
+		c.subscribe(ctx)
+	})
 	return nil
 }
 
@@ -256,45 +260,110 @@ const (
 	resubscribeMax = 5 * time.Second
 )
 
-// closeReplicas first lets the refused tokens' purges already queued be
-// published, for at most closeDrainTimeout (a replica shut down just
-// after a 401 must not take the other replicas' purge with it: a-rep13
-// F1), then stops the subscription and the publications, and waits for
-// them to end.
+// closeReplicas first lets the calls under way end and the refused
+// tokens' purges they and earlier calls queued be published, for at most
+// closeDrainTimeout (a replica shut down just after a 401, or while a call
+// was at the server, must not take the other replicas' purge with it:
+// a-rep13 F1, a-fix13 F1), then stops the subscription and the
+// publications, and waits for them to end, for at most closeStopTimeout:
+// Close never waits on user code (an Invalidator whose Publish or
+// Subscribe ignores its context) without a bound (a-fix13 F2).
 func (c *Core) closeReplicas() {
 	r := c.replicas
 	if r == nil {
 		return
 	}
-	r.refusedMu.Lock()
-	if r.drained == nil && (r.publishers > 0 || r.backlog() > 0) {
-		r.drained = make(chan struct{}) // one for every Close called meanwhile
-	}
-	drained := r.drained
-	r.refusedMu.Unlock()
-	if drained != nil {
-		t := time.NewTimer(closeDrainTimeout)
-		select {
-		case <-drained:
-		case <-t.C:
-			c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": closing with refused tokens' purges not yet delivered to the other replicas; they stop trusting their caches when this channel's heartbeats stop",
-				"waited", closeDrainTimeout)
-		}
-		t.Stop()
+	if !r.waitQuiet(closeDrainTimeout) {
+		c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": closing with refused tokens' purges not yet delivered to the other replicas; they stop trusting their caches when this channel's heartbeats stop",
+			"waited", closeDrainTimeout)
 	}
 	r.refusedMu.Lock()
 	r.closed = true
 	r.refusedMu.Unlock()
 	r.cancel()
-	r.done.Wait()
-	r.pubs.Wait()
+	stop := time.Now().Add(closeStopTimeout)
+	t := time.NewTimer(closeStopTimeout)
+	defer t.Stop()
+	select {
+	case <-r.stopped:
+	case <-t.C:
+	}
+	if !r.waitQuiet(max(time.Until(stop), 0)) || !isClosed(r.stopped) {
+		c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": closed with the Invalidator's Subscribe or Publish still running past its context's end",
+			"waited", closeStopTimeout)
+	}
 }
 
-// closeDrainTimeout bounds how long Close waits for the refused tokens'
-// purges queued before it: one publication's bound, and the trust window
-// in which the other replicas, hearing no heartbeat on a channel that is
-// down, stop trusting their caches anyway.
-const closeDrainTimeout = refusedPublishTimeout
+// quiet reports whether what Close waits for is done: before the
+// publications are stopped, no post under way, no refusal waiting nor
+// being published and no Purge publishing; after, no publisher nor Purge
+// running. r's refusedMu must be held.
+func (r *replicas) quiet() bool {
+	if r.publishers > 0 || r.publishing > 0 {
+		return false
+	}
+	return r.closed || r.posting == 0 && r.backlog() == 0
+}
+
+// settled closes quietly if a Close waits and what it waits for is done;
+// r's refusedMu must be held. Every change that can make r quiet calls it.
+func (r *replicas) settled() {
+	if r.quietly != nil && r.quiet() {
+		close(r.quietly)
+		r.quietly = nil
+	}
+}
+
+// waitQuiet waits until r is quiet, for at most d, and reports whether it
+// is. Concurrent Closes share one signal.
+func (r *replicas) waitQuiet(d time.Duration) bool {
+	r.refusedMu.Lock()
+	if r.quiet() {
+		r.refusedMu.Unlock()
+		return true
+	}
+	if r.quietly == nil {
+		r.quietly = make(chan struct{})
+	}
+	quietly := r.quietly
+	r.refusedMu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-quietly:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// posted counts a post under way (n = 1) or ended (n = -1), after its 401
+// was handled: Close waits for the refusals it may queue.
+func (r *replicas) posted(n int) {
+	r.refusedMu.Lock()
+	r.posting += n
+	r.settled()
+	r.refusedMu.Unlock()
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// closeDrainTimeout bounds how long Close waits for the calls under way
+// and the refused tokens' purges: one publication's bound, and the trust
+// window in which the other replicas, hearing no heartbeat on a channel
+// that is down, stop trusting their caches anyway. closeStopTimeout
+// bounds how long it then waits for the Invalidator's calls to end.
+const (
+	closeDrainTimeout = refusedPublishTimeout
+	closeStopTimeout  = refusedPublishTimeout
+)
 
 // receiver is what the client's Invalidator reports to.
 type receiver struct{ c *Core }
@@ -418,13 +487,18 @@ func (c *Core) publish(ctx context.Context, op string, msgs ...[]byte) error {
 	r.refusedMu.Lock()
 	closed := r.closed
 	if !closed {
-		r.pubs.Add(1)
+		r.publishing++
 	}
 	r.refusedMu.Unlock()
 	if closed {
 		return c.who.Peer.Err(transport.ErrClosed)
 	}
-	defer r.pubs.Done()
+	defer func() {
+		r.refusedMu.Lock()
+		r.publishing--
+		r.settled()
+		r.refusedMu.Unlock()
+	}()
 	// Every publication is bounded by the client's timeout (WithTimeout),
 	// whatever ctx's deadline: Close waits for the publications under way,
 	// and must not wait forever behind a ctx without one.

@@ -183,7 +183,6 @@ func (r *replicas) publisherNeeded() bool {
 		return false
 	}
 	r.publishers++
-	r.pubs.Add(1)
 	return true
 }
 
@@ -225,13 +224,9 @@ func (c *Core) publishRefusals(pause time.Duration) {
 		}
 		r.publishers--
 		start := r.publisherNeeded()
-		if r.drained != nil && r.publishers == 0 && r.backlog() == 0 {
-			close(r.drained) // Close waits for nothing more
-			r.drained = nil
-		}
+		r.settled()
 		r.refusedMu.Unlock()
 		c.refusalsQueued(overflowed, start, pause)
-		r.pubs.Done()
 	}()
 	for {
 		if pause > 0 && !wait(r.ctx, pause) {
