@@ -1,6 +1,7 @@
 package dpop
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"testing"
@@ -29,24 +30,43 @@ func TestAProofDatedBeforeTheVerifierNeedsANonceGivenSince(t *testing.T) {
 		return Request{Proofs: []string{proof}, Method: "DELETE", URL: url, AccessToken: token, JKT: key.Thumbprint()}
 	}
 	slow := key.WithClock(func() time.Time { return time.Now().Add(-3 * time.Second) })
-	// Captured three seconds before the process (re)started.
-	captured := proofOf(t, slow, "DELETE", url, token, "")
-	secret := make([]byte, MinNonceSecretSize)
-	_, _ = rand.Read(secret)
-	hmacNonces, err := NewHMACNonces(secret, time.Minute)
-	require.NoError(t, err)
+	hmacNonces := func(secret []byte) Nonces {
+		if secret == nil {
+			secret = make([]byte, MinNonceSecretSize)
+			_, _ = rand.Read(secret)
+		}
+		n, err := NewHMACNonces(secret, time.Minute)
+		require.NoError(t, err)
+		return n
+	}
+	kept := make([]byte, MinNonceSecretSize)
+	_, _ = rand.Read(kept)
+	nextOf := func(n Nonces) string {
+		next, err := n.Next(t.Context())
+		require.NoError(t, err)
+		return next
+	}
 
 	for _, tc := range []struct {
 		name string
 		opts []Option
-		// tooOld: the refusal names the date (the server's nonces are
-		// required of every proof, and refuse it first).
+		// nonce is the captured proof's: the nonce the process before
+		// the restart gave (a client puts its latest in every proof).
+		nonce string
+		// tooOld: the refusal names the date (the server's nonces, when
+		// required of every proof and missing, refuse it first).
 		tooOld bool
 	}{
-		{"the Verifier's own nonce", nil, true},
-		{"the server's nonces", []Option{WithNonces(hmacNonces)}, false},
+		{"the Verifier's own nonce", nil, "", true},
+		{"the server's nonces", []Option{WithNonces(hmacNonces(nil))}, "", false},
+		// The server's Nonces cannot say when a nonce was given, so one
+		// they accept does not vouch alone (a-fix13 F3).
+		{"a secret kept across the restart", []Option{WithNonces(hmacNonces(kept))}, nextOf(hmacNonces(kept)), true},
+		{"a requirement switched off", []Option{WithNonces(optionalNonces{hmacNonces(nil)})}, nextOf(hmacNonces(nil)), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Captured three seconds before the process (re)started.
+			captured := proofOf(t, slow, "DELETE", url, token, tc.nonce)
 			restarted := mustVerifier(t, tc.opts...)
 			_, err := restarted.Verify(t.Context(), request(captured))
 			var nerr *NonceError
@@ -70,6 +90,7 @@ func TestAProofDatedBeforeTheVerifierNeedsANonceGivenSince(t *testing.T) {
 		})
 	}
 
+	captured := proofOf(t, slow, "DELETE", url, token, "")
 	t.Run("another Verifier's nonce", func(t *testing.T) {
 		_, err := mustVerifier(t).Verify(t.Context(), request(captured))
 		var before *NonceError
@@ -80,10 +101,17 @@ func TestAProofDatedBeforeTheVerifierNeedsANonceGivenSince(t *testing.T) {
 	})
 
 	withStore := mustVerifier(t, WithReplayStore(newMemStore(time.Now)))
-	_, err = withStore.Verify(t.Context(), request(captured))
+	_, err := withStore.Verify(t.Context(), request(captured))
 	require.NoError(t, err, "a store that vouches for the window decides, not the Verifier's age")
 
 	ownClock := mustVerifier(t, WithClock(time.Now))
 	_, err = ownClock.Verify(t.Context(), request(captured))
 	require.NoError(t, err, "on the caller's clock")
 }
+
+// optionalNonces is Nonces whose requirement is off: while it is, any
+// nonce is acceptable (the contract lets Valid say so; the reference
+// server's sharedNonces does).
+type optionalNonces struct{ Nonces }
+
+func (optionalNonces) Valid(context.Context, string) bool { return true }

@@ -59,9 +59,11 @@ func decodePart(dst []byte, part string) ([]byte, error) {
 // [ErrNonceRequired] and [ErrIATTooOld]) carrying the nonce to send, and
 // the client's resend with it passes. Without [WithNonces] that nonce is
 // the Verifier's own, drawn at random when it was made and asked for only
-// of such proofs; with it, a nonce the server's [Nonces] accept vouches
-// (so a source whose nonces outlive a restart vouches for a proof captured
-// before it, as any replica without a shared store does). The proof's iat
+// of such proofs; with it, the server's next nonce followed by '~' and the
+// Verifier's own, whose first part the server's [Nonces] check as any
+// other: a nonce they accept does not vouch alone, since they cannot say
+// when it was given (a secret kept across the restart, a requirement
+// switched off). The proof's iat
 // is the client's clock: a client whose clock runs a few seconds slow
 // dates its fresh proofs before a Verifier only seconds old, and must not
 // be refused for it (a-dpop13 F1). The start is kept on the monotonic
@@ -290,15 +292,17 @@ func (v *Verifier) check(ctx context.Context, req Request, s *scratch) (*Result,
 		return nil, ErrKeyMismatch
 	}
 
-	if v.nonces != nil && !v.nonces.Valid(ctx, claims.Nonce) {
+	nonce, sinceMade := v.splitNonce(claims.Nonce)
+	before := !sinceMade && v.issuedBeforeMade(claims.IssuedAt, now)
+	if v.nonces != nil && !v.nonces.Valid(ctx, nonce) {
 		nerr := &NonceError{Err: ErrNonceStale}
-		if claims.Nonce == "" {
+		if nonce == "" {
 			nerr.Err = ErrNonceRequired
 		}
-		return nil, v.askNonce(ctx, nerr)
+		return nil, v.askNonce(ctx, nerr, before)
 	}
-	if v.issuedBeforeMade(claims.IssuedAt, now) && !v.nonceSinceMade(claims.Nonce) {
-		return nil, v.askNonce(ctx, &NonceError{Err: errBeforeVerifier})
+	if before {
+		return nil, v.askNonce(ctx, &NonceError{Err: errBeforeVerifier}, true)
 	}
 
 	if v.store == nil {
@@ -376,31 +380,41 @@ func (v *Verifier) issuedBeforeMade(iat, now time.Time) bool {
 	return iat.Before(now.Add(-up).Truncate(time.Second)) // iat counts whole seconds
 }
 
-// nonceSinceMade reports whether nonce, a proof's nonce claim, was given by
-// the server since the Verifier was made: its own start nonce, or (with
-// WithNonces) any nonce the server's Nonces accepted, which check did
-// before. The comparison with the start nonce takes constant time.
-func (v *Verifier) nonceSinceMade(nonce string) bool {
-	if nonce == "" {
-		return false
+// splitNonce takes the Verifier's start nonce off a proof's nonce claim:
+// it returns what is left for the server's Nonces, and whether the start
+// nonce was there (compared in constant time). The start nonce is the
+// whole claim without WithNonces, and follows the server's nonce after a
+// '~' with it: the server's Nonces cannot say when a nonce was given (an
+// HMAC secret kept across a restart, a requirement switched off), so only
+// the Verifier's own tells a proof made since it began (a-fix13 F3).
+func (v *Verifier) splitNonce(nonce string) (rest string, sinceMade bool) {
+	start := v.startNonce
+	if start == "" || len(nonce) < len(start) {
+		return nonce, false
 	}
-	if v.nonces != nil {
-		return true
+	cut := len(nonce) - len(start)
+	if cut > 0 && nonce[cut-1] != '~' ||
+		subtle.ConstantTimeCompare([]byte(nonce[cut:]), []byte(start)) != 1 {
+		return nonce, false
 	}
-	return subtle.ConstantTimeCompare([]byte(nonce), []byte(v.startNonce)) == 1
+	return nonce[:max(cut-1, 0)], true
 }
 
-// askNonce fills nerr with the nonce to send, the server's next (with
-// WithNonces; none if minting it failed) or the Verifier's start nonce,
-// and returns it.
-func (v *Verifier) askNonce(ctx context.Context, nerr *NonceError) *NonceError {
+// askNonce fills nerr with the nonce to send and returns it: the server's
+// next (with WithNonces; none if minting it failed), followed by '~' and
+// the Verifier's start nonce when the proof is dated before the Verifier
+// began (withStart), or the start nonce alone without WithNonces.
+func (v *Verifier) askNonce(ctx context.Context, nerr *NonceError, withStart bool) *NonceError {
 	if v.nonces == nil {
 		nerr.Nonce = v.startNonce
 		return nerr
 	}
 	nerr.Nonce, nerr.MintErr = v.nonces.Next(ctx)
-	if nerr.MintErr != nil {
+	switch {
+	case nerr.MintErr != nil:
 		nerr.Nonce = ""
+	case withStart:
+		nerr.Nonce += "~" + v.startNonce
 	}
 	return nerr
 }
