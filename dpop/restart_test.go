@@ -115,3 +115,20 @@ func TestAProofDatedBeforeTheVerifierNeedsANonceGivenSince(t *testing.T) {
 type optionalNonces struct{ Nonces }
 
 func (optionalNonces) Valid(context.Context, string) bool { return true }
+
+// TestAProofDatedBeforeTheVerifierNeedsANonceAfterAClockStep: a wall clock
+// stepped back (65 s, after the proofs' 70 s window had passed since the
+// start) brings a request captured before the restart back into the iat
+// window; the start read on the wall clock then still dates it before the
+// Verifier, so it is asked for a nonce it cannot carry (a-fix13).
+func TestAProofDatedBeforeTheVerifierNeedsANonceAfterAClockStep(t *testing.T) {
+	t.Parallel()
+	key := newKey(t)
+	const url, token = "https://api.example/orders/42", "bound-access-token"
+	v := mustVerifier(t)
+	v.made = time.Now().Add(-2 * time.Minute)                             // started two minutes ago
+	v.now = func() time.Time { return time.Now().Add(-65 * time.Second) } // the wall clock since stepped back
+	captured := proofOf(t, key.WithClock(func() time.Time { return v.made.Add(-3 * time.Second) }), "DELETE", url, token, "")
+	_, err := v.Verify(t.Context(), Request{Proofs: []string{captured}, Method: "DELETE", URL: url, AccessToken: token, JKT: key.Thumbprint()})
+	require.ErrorIs(t, err, ErrNonceRequired, "a proof captured before the start, back in the window after the clock stepped back")
+}

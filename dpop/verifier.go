@@ -66,8 +66,10 @@ func decodePart(dst []byte, part string) ([]byte, error) {
 // switched off). The proof's iat
 // is the client's clock: a client whose clock runs a few seconds slow
 // dates its fresh proofs before a Verifier only seconds old, and must not
-// be refused for it (a-dpop13 F1). The start is kept on the monotonic
-// clock, so a step of the wall clock since moves it too. A proof a fast
+// be refused for it (a-dpop13 F1). The start is read on the wall clock of
+// then and kept on the monotonic clock, and a proof dated before either
+// is asked for the nonce, so that no step of the wall clock since moves a
+// captured proof past it. A proof a fast
 // client clock dated ahead, or one accepted in the same second as the
 // restart, can still be replayed after it: a ReplayStore, or nonces from a
 // source that a restart renews, closes that.
@@ -366,18 +368,19 @@ func (v *Verifier) clock() time.Time { return v.now() }
 
 // issuedBeforeMade reports whether a proof issued at iat could have been
 // accepted before the Verifier's replay cache began (made), read at now,
-// the real clock: the start is found by the monotonic time since it, so
-// that a step of the wall clock since moves it along. Once the proofs'
-// whole window has passed since, the iat window refuses such a proof.
+// the real clock: whether iat is before made's second on the wall clock
+// as it read then, or as it reads now (now less the monotonic time since
+// made). A step of the wall clock either way since, however long after
+// the start, moves neither past a proof captured before it (a-fix13: a
+// clock stepped back after the proofs' window had passed let one back
+// into the window). A proof so dated is asked for a nonce, not refused,
+// so a wall clock wrong at the start costs its clients one round trip.
 func (v *Verifier) issuedBeforeMade(iat, now time.Time) bool {
 	if v.made.IsZero() {
 		return false
 	}
-	up := time.Since(v.made)
-	if up > v.maxAge+v.maxSkew+time.Second {
-		return false
-	}
-	return iat.Before(now.Add(-up).Truncate(time.Second)) // iat counts whole seconds
+	since := now.Add(-time.Since(v.made)).Truncate(time.Second) // iat counts whole seconds
+	return iat.Before(since) || iat.Before(v.made.Truncate(time.Second))
 }
 
 // splitNonce takes the Verifier's start nonce off a proof's nonce claim:
