@@ -271,15 +271,30 @@ func TestSlowHandlerDoesNotHoldTheCallerPastItsContext(t *testing.T) {
 }
 
 // A handler that ends its goroutine (t.Fatal calls runtime.Goexit) must not
-// stop the events after it.
+// stop the delivery: the handlers subscribed after it still get the event it
+// exited on (a refresh handler still hears tokenExpired), and every handler
+// still gets the later events, in order.
 func TestHandlerCallingGoexitDoesNotStopDelivery(t *testing.T) {
 	t.Parallel()
 	var e events.Emitter
-	got := make(chan events.Kind, 3)
+	var mu sync.Mutex
+	var got []string
+	record := func(name string, ev events.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, name+":"+ev.Kind.String())
+	}
 	e.Subscribe(func(ev events.Event) {
-		got <- ev.Kind
+		record("first", ev)
 		if ev.Kind == events.TokenExpired {
 			runtime.Goexit()
+		}
+	})
+	e.Subscribe(func(ev events.Event) { record("second", ev) })
+	last := make(chan struct{})
+	e.Subscribe(func(ev events.Event) {
+		if ev.Kind == events.TokenCleared { // the last event's last handler
+			close(last)
 		}
 	})
 	done := make(chan struct{})
@@ -290,7 +305,12 @@ func TestHandlerCallingGoexitDoesNotStopDelivery(t *testing.T) {
 	<-done
 	e.Emit(events.Event{Kind: events.TokenSet})
 	e.Emit(events.Event{Kind: events.TokenCleared})
-	assert.Equal(t, events.TokenExpired, <-got)
-	assert.Equal(t, events.TokenSet, <-got)
-	assert.Equal(t, events.TokenCleared, <-got)
+	<-last
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{
+		"first:tokenExpired", "second:tokenExpired",
+		"first:tokenSet", "second:tokenSet",
+		"first:tokenCleared", "second:tokenCleared",
+	}, got)
 }
