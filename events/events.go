@@ -165,7 +165,10 @@ func (e *Emitter) Enqueue(ev Event) {
 // When a delivery is already under way (on another goroutine, or further up
 // this one's stack, as when a handler emits), Deliver returns at once and
 // that delivery delivers the queued events after the one it is delivering.
-// A handler that panics is recovered; later handlers still run.
+// A handler that panics is recovered; later handlers still run. A handler
+// that ends its goroutine (runtime.Goexit) ends the caller's too when the
+// delivery runs on it; the delivery resumes on a new goroutine with the
+// next handler of the same event.
 func (e *Emitter) Deliver(ctx context.Context) {
 	e.mu.Lock()
 	if e.delivering || len(e.queue) == 0 {
