@@ -95,8 +95,10 @@ func WithHTTPClient(hc *http.Client) Option { return option(func(c *config) { c.
 // between attempts. Only connection errors and the statuses 429, 502, 503
 // and 504 are retried; a Retry-After up to maxWait is waited out exactly.
 // No retry starts when its wait would run past the call's deadline.
-// Defaults: 2 retries, 25 ms to 400 ms. max must not be negative; when it
-// is positive, minWait must be positive and maxWait at least minWait.
+// Defaults: 2 retries, 25 ms to 400 ms. max must be from 0 to 10 (each
+// retry adds load on a PDP already failing, and the breaker counts the
+// call once, after them); when it is positive, minWait must be at least
+// 1 ms and maxWait at least minWait.
 func WithRetry(max int, minWait, maxWait time.Duration) Option {
 	return option(func(c *config) { c.RetryMax, c.RetryMinWait, c.RetryMaxWait = max, minWait, maxWait })
 }
@@ -116,7 +118,8 @@ func WithTimeout(d time.Duration) Option { return option(func(c *config) { c.Tim
 // cached; every answer replaces what the cache held for its evaluation,
 // and one not kept (a denial with reasons, an item's error) removes the
 // older entry. Entries are per credential, two credentials never share one.
-// Defaults: 10,000 entries, 30 s, 10 s. Negative values are errors.
+// Defaults: 10,000 entries, 30 s, 10 s. size must be from 0 to 2^31
+// (2147483648); negative TTLs are errors.
 func WithCache(size int, allowTTL, denyTTL time.Duration) Option {
 	return option(func(c *config) { c.CacheSize, c.AllowTTL, c.DenyTTL = size, allowTTL, denyTTL })
 }
@@ -127,8 +130,10 @@ func WithCache(size int, allowTTL, denyTTL time.Duration) Option {
 // SHA-256 digest), and each credential its own bytes once, however many
 // entries it has, plus a fixed overhead of a few hundred bytes each, as
 // the Go runtime rounds them; a credential longer than 8 KiB is never
-// cached. Default
-// 32 MiB. n must be positive.
+// cached. Default 32 MiB. n must be at least what one decision of the
+// longest cached credential and key counts (9,573 bytes on 64-bit
+// platforms; New's error gives the exact figure): a smaller bound would
+// keep nothing, and every call would ask the PDP.
 func WithCacheMaxBytes(n int64) Option { return option(func(c *config) { c.CacheMaxBytes = n }) }
 
 // WithBatchSize sets how many items one Access Evaluations request carries

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -58,7 +59,7 @@ func TestCacheMaxBytes(t *testing.T) {
 		wantEntries int
 	}{
 		{"room for both", nil, 2},
-		{"room for none", []authzen.Option{authzen.WithCacheMaxBytes(1)}, 0},
+		{"the least bound", []authzen.Option{authzen.WithCacheMaxBytes(core.MinCacheMaxBytes)}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

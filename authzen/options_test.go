@@ -3,7 +3,9 @@ package authzen_test
 import (
 	"context"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -60,8 +62,13 @@ func TestNewValidates(t *testing.T) {
 			wantErrs: []string{"authzen: WithHTTPClient: the *http.Client is nil"}},
 		{name: "nil event handler", pdp: url, opts: []authzen.Option{authzen.WithEventHandler(nil)},
 			wantErrs: []string{"authzen: WithEventHandler: the handler is nil"}},
-		{name: "zero byte bound", pdp: url, opts: []authzen.Option{authzen.WithCacheMaxBytes(0)},
-			wantErrs: []string{"authzen: WithCacheMaxBytes: the byte bound must be positive"}},
+		{name: "byte bound no decision fits in", pdp: url, opts: []authzen.Option{authzen.WithCacheMaxBytes(1)},
+			wantErrs: []string{"authzen: WithCacheMaxBytes: the byte bound must be at least", "got 1"}},
+		{name: "retries that flood the PDP", pdp: url, opts: []authzen.Option{authzen.WithRetry(1<<30, time.Nanosecond, time.Nanosecond)},
+			wantErrs: []string{"authzen: WithRetry: max must be from 0 (no retries) to 10, got 1073741824",
+				"authzen: WithRetry: minWait must be at least 1ms when retrying, got 1ns"}},
+		{name: "cache size past the cache's limit", pdp: url, opts: []authzen.Option{authzen.WithCache(math.MaxInt, time.Second, time.Second)},
+			wantErrs: []string{"authzen: WithCache: size must be from 0 (no cache) to 2147483648 entries, got " + strconv.Itoa(math.MaxInt)}},
 		{name: "zero token bound", pdp: url, opts: []authzen.Option{authzen.WithMaxTokenBytes(0)},
 			wantErrs: []string{"authzen: WithMaxTokenBytes: the bound must be positive"}},
 		{name: "an endpoint on no origin", pdp: url, opts: []authzen.Option{authzen.WithEndpoints(authzen.Endpoints{Evaluation: "access/v1"})},
@@ -92,6 +99,7 @@ func TestNewValidates(t *testing.T) {
 				assert.Contains(t, err.Error(), want)
 			}
 			assert.NotContains(t, err.Error(), "hunter2", "secrets in the URL are not echoed")
+			assert.NotContains(t, err.Error(), ": cache:", "the cache package's wording does not show through")
 		})
 	}
 }

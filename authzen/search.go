@@ -47,13 +47,17 @@ type searchOption func(*searchConfig)
 func (f searchOption) applySearch(c *searchConfig) { f(c) }
 
 // WithPageLimit asks the PDP for at most n results per page (page.limit);
-// 0, the default, leaves the page size to the PDP.
+// 0, the default, leaves the page size to the PDP. A negative n makes the
+// search fail with ErrInvalidArgument. However small the pages, one search
+// reads at most MaxSearchPages of them.
 func WithPageLimit(n int) SearchOption {
 	return searchOption(func(c *searchConfig) { c.pageLimit = n })
 }
 
 // WithMaxResults sets the most results one search may return (default
 // DefaultMaxSearchResults); a PDP that returns more makes the search fail.
+// n must be at least 1 (the search fails with ErrInvalidArgument
+// otherwise); however large, the results stay within MaxSearchBytes.
 func WithMaxResults(n int) SearchOption {
 	return searchOption(func(c *searchConfig) { c.maxResults = n })
 }
@@ -186,8 +190,11 @@ func (c *Client) search(ctx context.Context, kind searchKind, w wireRequest, opt
 			o.applySearch(&cfg)
 		}
 	}
-	if cfg.pageLimit < 0 || cfg.maxResults < 1 {
-		return fmt.Errorf("%w: the page limit must be 0 or more and the most results at least 1", ErrInvalidArgument)
+	switch {
+	case cfg.pageLimit < 0:
+		return fmt.Errorf("%w: WithPageLimit: the page limit must be 0 (the PDP's) or more, got %d", ErrInvalidArgument, cfg.pageLimit)
+	case cfg.maxResults < 1:
+		return fmt.Errorf("%w: WithMaxResults: the most results must be at least 1, got %d", ErrInvalidArgument, cfg.maxResults)
 	}
 	p.maxResults = cfg.maxResults
 	var cl core.Call

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,12 +180,23 @@ const (
 	maxChances = 64
 )
 
-// maxEntriesLimit is the largest maxEntries New takes: an entry's places
-// in the recency ring and in its group are 32-bit numbers.
-const maxEntriesLimit = 1 << 31
+// MaxEntries is the largest maxEntries New takes: an entry's places in
+// the recency ring and in its group are 32-bit numbers.
+const MaxEntries = 1 << 31
+
+// Footprint returns what one entry of size size (the caller's, as given to
+// Writer.Add) under key k, alone in the group of value g, counts against
+// the byte bound of a Cache[G, K, V] (WithMaxBytes): the least bound under
+// which such an entry can be kept. It counts what Bytes counts.
+func Footprint[G, K comparable, V any](g G, k K, size int64) int64 {
+	ks := keyStore[G, K, V]{strings: reflect.TypeFor[K]().Kind() == reflect.String}
+	var gs groupStore[G, K, V]
+	gs.init()
+	return gs.cost(&g) + ks.cost(&k) + max(size, 0)
+}
 
 // New returns an empty cache holding at most maxEntries entries. It returns
-// an error when maxEntries is not positive or more than 2^31, or an option
+// an error when maxEntries is not positive or more than MaxEntries, or an option
 // is invalid.
 func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V], error) {
 	var cfg config
@@ -197,7 +209,7 @@ func New[G, K comparable, V any](maxEntries int, opts ...Option) (*Cache[G, K, V
 	if maxEntries <= 0 {
 		errs = append(errs, fmt.Errorf("cache: size must be positive, got %d", maxEntries))
 	}
-	if maxEntries > maxEntriesLimit {
+	if maxEntries > MaxEntries {
 		errs = append(errs, fmt.Errorf("cache: size must be at most 2^31 entries, got %d", maxEntries))
 	}
 	if cfg.clockSet && cfg.now == nil {

@@ -146,3 +146,48 @@ func TestBytesCountTheRuntimesRounding(t *testing.T) {
 		})
 	}
 }
+
+// TestFootprintIsTheLeastBoundThatKeepsTheEntry: Footprint is what one
+// entry alone in its group adds to Bytes, and a byte bound of Footprint
+// keeps it while one byte less keeps nothing, for keys and group values
+// from empty to longer than the runtime's small size classes: a caller can
+// refuse a bound that could never keep an entry (pep's WithCacheMaxBytes).
+func TestFootprintIsTheLeastBoundThatKeepsTheEntry(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		grp  token
+		key  string
+		size int64
+	}{
+		{"empty key and token", token{"Bearer", ""}, "", 0},
+		{"short key and token", token{"Bearer", "alice"}, "orders/read", 0},
+		{"caller's size", token{"DPoP", "alice"}, "orders/read", 100},
+		{"token past the small size classes", token{"Bearer", strings.Repeat("t", 40<<10)}, strings.Repeat("k", 1028), 0},
+		{"8 KiB token and 1 KiB key", token{"Bearer", strings.Repeat("t", 8<<10)}, strings.Repeat("k", 1028), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			need := cache.Footprint[token, string, bool](tt.grp, tt.key, tt.size)
+			unbounded, err := cache.New[token, string, bool](10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unbounded.Add(tt.grp, tt.key, true, time.Hour, tt.size)
+			if got := unbounded.Bytes(); got != need {
+				t.Errorf("one entry counts %d bytes, Footprint says %d", got, need)
+			}
+			for _, bound := range []int64{need, need - 1} {
+				c, err := cache.New[token, string, bool](10, cache.WithMaxBytes(bound))
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Add(tt.grp, tt.key, true, time.Hour, tt.size)
+				if want := map[bool]int{true: 1, false: 0}[bound == need]; c.Len() != want {
+					t.Errorf("a bound of %d bytes (Footprint %d) keeps %d entries, want %d", bound, need, c.Len(), want)
+				}
+			}
+		})
+	}
+}

@@ -31,6 +31,23 @@ const (
 	DefaultReplayKeyLimit = 10_000
 )
 
+// The ranges of the numeric options beyond their sign, so that each keeps
+// its feature meaningful and the memory it may take bounded.
+const (
+	// MinMaxAge is the least maxAge of [WithIATWindow]: iat counts whole
+	// seconds, so a shorter one would refuse proofs made this very second.
+	MinMaxAge = time.Second
+	// MaxIATWindow bounds maxAge and maxSkew of [WithIATWindow]: RFC 9449
+	// (section 11.1) asks for a window of seconds or minutes, and a proof
+	// stays valid, and its record kept, for the whole window.
+	MaxIATWindow = time.Hour
+	// MaxReplayCacheSize bounds [WithReplayCacheSize]: a hundred times the
+	// default, about 1.1 GB when full, besides its marks (8.3 to 17 bytes
+	// per proof of the size, allocated as soon as one key forgets a proof
+	// dated ahead; see [WithReplayCacheSize]).
+	MaxReplayCacheSize = 10_000_000
+)
+
 // Nonces is the server's source of DPoP nonces (RFC 9449 sections 8 and 9),
 // given to a Verifier with [WithNonces]. Implementations must be safe for
 // concurrent use. How nonces are made (random values in a shared store,
@@ -130,13 +147,15 @@ func WithAlgorithms(algs ...string) Option {
 
 // WithIATWindow sets how far a proof's iat may lie in the past (maxAge, default
 // [DefaultMaxAge]) and in the future (maxSkew, default [DefaultMaxSkew]).
-// maxAge must be positive and maxSkew not negative. Accepted proofs stay in
-// the replay cache for maxAge after their iat, so a wider window needs a
-// larger [WithReplayCacheSize].
+// maxAge must be from [MinMaxAge] (1 s) to [MaxIATWindow] (1 h), and
+// maxSkew from 0 to [MaxIATWindow]; NewVerifier fails otherwise. Accepted
+// proofs stay in the replay cache for maxAge after their iat, so a wider
+// window needs a larger [WithReplayCacheSize].
 func WithIATWindow(maxAge, maxSkew time.Duration) Option {
 	return func(c *config) {
-		if maxAge <= 0 || maxSkew < 0 {
-			c.errs = append(c.errs, errors.New("dpop: WithIATWindow: maxAge must be positive and maxSkew not negative"))
+		if maxAge < MinMaxAge || maxAge > MaxIATWindow || maxSkew < 0 || maxSkew > MaxIATWindow {
+			c.errs = append(c.errs, fmt.Errorf("dpop: WithIATWindow(%v, %v): maxAge must be from %v to %v and maxSkew from 0 to %v",
+				maxAge, maxSkew, MinMaxAge, MaxIATWindow, MaxIATWindow))
 			return
 		}
 		c.maxAge, c.maxSkew = maxAge, maxSkew
@@ -161,7 +180,8 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithReplayCacheSize sets how many unexpired proofs the Verifier remembers to
-// detect replays (default [DefaultReplayCacheSize]); n must be positive. Size
+// detect replays (default [DefaultReplayCacheSize]); n must be from 1 to
+// [MaxReplayCacheSize] (10,000,000), or NewVerifier fails. Size
 // it for the rate of accepted proofs times the window (maxAge plus maxSkew of
 // [WithIATWindow]). A full cache makes room for a new proof by forgetting its
 // oldest one, and refuses, with [ErrReplayCacheFull], a proof no newer than
@@ -209,8 +229,8 @@ func WithClock(now func() time.Time) Option {
 // ErrReplayCacheFull only in that last case.
 func WithReplayCacheSize(n int) Option {
 	return func(c *config) {
-		if n <= 0 {
-			c.errs = append(c.errs, errors.New("dpop: WithReplayCacheSize: size must be positive"))
+		if n <= 0 || n > MaxReplayCacheSize {
+			c.errs = append(c.errs, fmt.Errorf("dpop: WithReplayCacheSize(%d): size must be from 1 to %d", n, MaxReplayCacheSize))
 			return
 		}
 		c.cacheSize = n

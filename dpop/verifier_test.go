@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -716,10 +717,23 @@ func TestNewVerifierOptions(t *testing.T) {
 		{name: "HS256 refused", opts: []Option{WithAlgorithms("HS256")}, wantErr: `"HS256" is not an allowed`},
 		{name: "unknown refused", opts: []Option{WithAlgorithms("ES256K")}, wantErr: `"ES256K" is not an allowed`},
 		{name: "empty list refused", opts: []Option{WithAlgorithms()}, wantErr: "empty list"},
-		{name: "zero max age refused", opts: []Option{WithIATWindow(0, time.Second)}, wantErr: "maxAge must be positive"},
-		{name: "negative skew refused", opts: []Option{WithIATWindow(time.Second, -time.Second)}, wantErr: "maxAge must be positive"},
+		{name: "zero max age refused", opts: []Option{WithIATWindow(0, time.Second)},
+			wantErr: "dpop: WithIATWindow(0s, 1s): maxAge must be from 1s to 1h0m0s and maxSkew from 0 to 1h0m0s"},
+		{name: "negative skew refused", opts: []Option{WithIATWindow(time.Second, -time.Second)}, wantErr: "WithIATWindow(1s, -1s): maxAge must be from 1s"},
+		// iat counts whole seconds: a shorter maxAge refuses proofs of this very second.
+		{name: "a max age under a second refused", opts: []Option{WithIATWindow(999*time.Millisecond, 0)}, wantErr: "WithIATWindow(999ms, 0s)"},
+		// a window of years, or math.MaxInt64 as "no bound", keeps every proof valid
+		// and its record for as long.
+		{name: "a max age past an hour refused", opts: []Option{WithIATWindow(math.MaxInt64, 0)}, wantErr: "WithIATWindow(2562047h47m16.854775807s, 0s)"},
+		{name: "a skew past an hour refused", opts: []Option{WithIATWindow(time.Minute, time.Hour+time.Second)}, wantErr: "WithIATWindow(1m0s, 1h0m1s)"},
+		{name: "the widest window", opts: []Option{WithIATWindow(time.Hour, time.Hour)}, wantAlgs: []string{"ES256", "ES384", "PS256", "RS256", "EdDSA", "Ed25519"}},
+		{name: "the narrowest window", opts: []Option{WithIATWindow(time.Second, 0)}, wantAlgs: []string{"ES256", "ES384", "PS256", "RS256", "EdDSA", "Ed25519"}},
 		{name: "nil clock refused", opts: []Option{WithClock(nil)}, wantErr: "nil clock"},
-		{name: "zero cache refused", opts: []Option{WithReplayCacheSize(0)}, wantErr: "size must be positive"},
+		{name: "zero cache refused", opts: []Option{WithReplayCacheSize(0)}, wantErr: "dpop: WithReplayCacheSize(0): size must be from 1 to 10000000"},
+		// a-client13 F3's rule: one key at its limit would make the Verifier
+		// allocate marks for the whole size at once.
+		{name: "a cache past its bound refused", opts: []Option{WithReplayCacheSize(1 << 30)}, wantErr: "WithReplayCacheSize(1073741824): size must be from 1 to 10000000"},
+		{name: "the largest cache", opts: []Option{WithReplayCacheSize(10_000_000)}, wantAlgs: []string{"ES256", "ES384", "PS256", "RS256", "EdDSA", "Ed25519"}},
 		{name: "zero key limit refused", opts: []Option{WithReplayKeyLimit(0)}, wantErr: "limit must be positive"},
 		{name: "nil nonces refused", opts: []Option{WithNonces(nil)}, wantErr: "nil Nonces"},
 		{name: "nil replay store refused", opts: []Option{WithReplayStore(nil)}, wantErr: "WithReplayStore: nil ReplayStore"},

@@ -12,7 +12,10 @@
 // fresh token). Delivery is bounded by the caller's context: a slow handler
 // finishes on its own goroutine rather than hold the call that caused the
 // event past its deadline. A handler that panics is recovered: later
-// handlers still run and the emitter stays usable.
+// handlers still run and the emitter stays usable. One that ends its
+// goroutine (runtime.Goexit, as t.Fatal does) cannot be recovered, but the
+// delivery resumes on a new goroutine with the next handler of the same
+// event: an event counts as delivered only once its last handler returned.
 //
 // The package imports only the standard library.
 package events

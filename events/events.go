@@ -75,6 +75,11 @@ type Emitter struct {
 	// delivers every event queued meanwhile, so there is only one at a
 	// time and the order holds.
 	delivering bool
+	// next is the index, in queue[0].subs, of the next handler to call.
+	// The event at queue[0] stays queued until its last handler has
+	// returned, so a delivery resumed after a handler ended its goroutine
+	// carries on with the same event's next handler.
+	next int
 }
 
 type subscription struct {
@@ -160,7 +165,10 @@ func (e *Emitter) Enqueue(ev Event) {
 // When a delivery is already under way (on another goroutine, or further up
 // this one's stack, as when a handler emits), Deliver returns at once and
 // that delivery delivers the queued events after the one it is delivering.
-// A handler that panics is recovered; later handlers still run.
+// A handler that panics is recovered; later handlers still run. A handler
+// that ends its goroutine (runtime.Goexit) ends the caller's too when the
+// delivery runs on it; the delivery resumes on a new goroutine with the
+// next handler of the same event.
 func (e *Emitter) Deliver(ctx context.Context) {
 	e.mu.Lock()
 	if e.delivering || len(e.queue) == 0 {
@@ -182,9 +190,12 @@ func (e *Emitter) Deliver(ctx context.Context) {
 	}
 }
 
-// drain delivers the queue until it is empty, then closes drained. A
-// handler that ends its goroutine (runtime.Goexit, as t.Fatal does) cannot
-// be stopped, but the delivery goes on, on a new goroutine.
+// drain delivers the queue until it is empty, then closes drained. An
+// event leaves the queue only once its last handler has returned. A handler
+// that ends its goroutine (runtime.Goexit, as t.Fatal does) cannot be
+// stopped, but the delivery goes on, on a new goroutine, from the next
+// handler of the same event: the handlers after it still get that event,
+// before any later one.
 func (e *Emitter) drain(drained chan struct{}) {
 	finished := false
 	defer func() {
@@ -197,18 +208,27 @@ func (e *Emitter) drain(drained chan struct{}) {
 		if len(e.queue) == 0 {
 			e.delivering = false
 			e.queue = nil // let the backing array go
+			e.next = 0
 			e.mu.Unlock()
 			finished = true
 			close(drained)
 			return
 		}
 		q := e.queue[0]
-		e.queue[0] = queued{}
-		e.queue = e.queue[1:]
-		e.mu.Unlock()
-		for _, s := range q.subs {
-			e.call(s.h, q.ev)
+		if e.next >= len(q.subs) {
+			// Every handler of this event has returned.
+			e.queue[0] = queued{}
+			e.queue = e.queue[1:]
+			e.next = 0
+			e.mu.Unlock()
+			continue
 		}
+		s := q.subs[e.next]
+		// Counted before the call: a handler that ends its goroutine
+		// is not called again.
+		e.next++
+		e.mu.Unlock()
+		e.call(s.h, q.ev)
 	}
 }
 

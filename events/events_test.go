@@ -271,26 +271,59 @@ func TestSlowHandlerDoesNotHoldTheCallerPastItsContext(t *testing.T) {
 }
 
 // A handler that ends its goroutine (t.Fatal calls runtime.Goexit) must not
-// stop the events after it.
+// stop the delivery: the handlers subscribed after it still get the event it
+// exited on (a refresh handler still hears tokenExpired), and every handler
+// still gets the later events, in order. The same holds when the goroutine
+// ends in the panic report (onPanic) of a handler that panicked.
 func TestHandlerCallingGoexitDoesNotStopDelivery(t *testing.T) {
 	t.Parallel()
-	var e events.Emitter
-	got := make(chan events.Kind, 3)
-	e.Subscribe(func(ev events.Event) {
-		got <- ev.Kind
-		if ev.Kind == events.TokenExpired {
-			runtime.Goexit()
-		}
-	})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.Emit(events.Event{Kind: events.TokenExpired}) // ends this goroutine
-	}()
-	<-done
-	e.Emit(events.Event{Kind: events.TokenSet})
-	e.Emit(events.Event{Kind: events.TokenCleared})
-	assert.Equal(t, events.TokenExpired, <-got)
-	assert.Equal(t, events.TokenSet, <-got)
-	assert.Equal(t, events.TokenCleared, <-got)
+	for _, tt := range []struct {
+		name    string
+		onPanic func(events.Event, any)
+		exit    func()
+	}{
+		{"the handler exits", nil, runtime.Goexit},
+		{"the panic report exits", func(events.Event, any) { runtime.Goexit() }, func() { panic("handler bug") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := events.NewEmitter(tt.onPanic)
+			var mu sync.Mutex
+			var got []string
+			record := func(name string, ev events.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, name+":"+ev.Kind.String())
+			}
+			e.Subscribe(func(ev events.Event) {
+				record("first", ev)
+				if ev.Kind == events.TokenExpired {
+					tt.exit()
+				}
+			})
+			e.Subscribe(func(ev events.Event) { record("second", ev) })
+			last := make(chan struct{})
+			e.Subscribe(func(ev events.Event) {
+				if ev.Kind == events.TokenCleared { // the last event's last handler
+					close(last)
+				}
+			})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				e.Emit(events.Event{Kind: events.TokenExpired}) // ends this goroutine
+			}()
+			<-done
+			e.Emit(events.Event{Kind: events.TokenSet})
+			e.Emit(events.Event{Kind: events.TokenCleared})
+			<-last
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, []string{
+				"first:tokenExpired", "second:tokenExpired",
+				"first:tokenSet", "second:tokenSet",
+				"first:tokenCleared", "second:tokenCleared",
+			}, got)
+		})
+	}
 }

@@ -72,6 +72,7 @@ package grpcpep
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -156,6 +157,9 @@ type config struct {
 	public map[string]bool
 	// redecide is the lifetime of a stream's grant (WithStreamRedecide).
 	redecide time.Duration
+	// now reads the clock a stream's grant is timed on: time.Now, or a
+	// test's clock.
+	now      func() time.Time
 	logger   *slog.Logger
 	mistakes []string
 }
@@ -163,6 +167,11 @@ type config struct {
 // DefaultStreamRedecide is how long a stream's grant lasts before the
 // stream's next message has it decided again (WithStreamRedecide).
 const DefaultStreamRedecide = 30 * time.Second
+
+// MinStreamRedecide is the shortest interval WithStreamRedecide takes: each
+// re-decision is a gateway request past the client's cache, so a shorter
+// one would make a stream's every message a gateway request.
+const MinStreamRedecide = time.Second
 
 // WithStreamRedecide sets the lifetime of a stream's grant, counted from
 // when its decision was asked of the gateway (a stream is opened on a
@@ -174,12 +183,12 @@ const DefaultStreamRedecide = 30 * time.Second
 // stream whose new decision is not a grant ends with the code that
 // decision gets on a new call (Unauthenticated for an expired or revoked
 // token, PermissionDenied, the unavailable code). DefaultStreamRedecide
-// (30 s) by default. An interval that is not positive is a wiring mistake.
-// Only the stream interceptor uses it.
+// (30 s) by default. An interval under MinStreamRedecide (1 s) is a wiring
+// mistake. Only the stream interceptor uses it.
 func WithStreamRedecide(interval time.Duration) Option {
 	return func(c *config) {
-		if interval <= 0 {
-			c.mistakes = append(c.mistakes, "WithStreamRedecide needs a positive interval")
+		if interval < MinStreamRedecide {
+			c.mistakes = append(c.mistakes, fmt.Sprintf("WithStreamRedecide needs an interval of at least %v, got %v", MinStreamRedecide, interval))
 			return
 		}
 		c.redecide = interval
@@ -232,7 +241,7 @@ type guard struct {
 }
 
 func newGuard(c Checker, fn Func, opts []Option) *guard {
-	g := &guard{c: c, fn: fn, cfg: config{unavailable: codes.Unavailable, redecide: DefaultStreamRedecide, logger: slog.Default()}}
+	g := &guard{c: c, fn: fn, cfg: config{unavailable: codes.Unavailable, redecide: DefaultStreamRedecide, now: time.Now, logger: slog.Default()}}
 	if safego.IsNil(c) {
 		g.cfg.mistakes = append(g.cfg.mistakes, "the Checker is nil")
 	}
@@ -289,7 +298,7 @@ func StreamServerInterceptor(c Checker, fn Func, opts ...Option) grpc.StreamServ
 		// gateway: a cached decision may already be grantTTL old, and the
 		// client's cache does not say how old, so the stream is decided
 		// past it (pep.NoCache).
-		decided := time.Now()
+		decided := g.cfg.now()
 		ctx, err := g.decide(ss.Context(), info.FullMethod, pep.NoCache())
 		if err != nil {
 			return err

@@ -322,8 +322,11 @@ func TestWiringMistakesPanic(t *testing.T) {
 		{Name: "a wildcard resource", Build: func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"*", []string{"read"}}}) }, Says: "a resource other than"},
 		{Name: "no scope", Build: func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"orders", nil}}) }, Says: "at least one scope"},
 		{Name: "an empty scope", Build: func() { grpcpep.Map(map[string]grpcpep.Rule{"/s.S/M": {"orders", []string{"read", ""}}}) }, Says: "none of them empty"},
-		{Name: "a zero redecide interval", Build: func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(0)) }, Says: "grpcpep: WithStreamRedecide needs a positive interval"},
-		{Name: "a negative redecide interval", Build: func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(-time.Second)) }, Says: "grpcpep: WithStreamRedecide needs a positive interval"},
+		{Name: "a zero redecide interval", Build: func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(0)) }, Says: "grpcpep: WithStreamRedecide needs an interval of at least 1s, got 0s"},
+		{Name: "a negative redecide interval", Build: func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(-time.Second)) }, Says: "grpcpep: WithStreamRedecide needs an interval of at least 1s, got -1s"},
+		// Every message of a stream would be a gateway request past the
+		// client's cache (F3's rule: the load an option makes is bounded).
+		{Name: "a redecide interval that decides every message", Build: func() { grpcpep.StreamServerInterceptor(fixed{}, fn, grpcpep.WithStreamRedecide(time.Nanosecond)) }, Says: "grpcpep: WithStreamRedecide needs an interval of at least 1s, got 1ns"},
 	}
 	// TestMapRefusesNamesNotValidUTF8 (a-dpop9 F2): a rule whose names
 	// JSON cannot carry as written is a wiring mistake, as an empty one is.

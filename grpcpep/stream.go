@@ -25,8 +25,8 @@ type decidedStream struct {
 	// mu serialises the re-decisions of the stream's sender and receiver
 	// (grpc allows one of each at a time).
 	mu sync.Mutex
-	// decided is when the last grant was asked for, with the monotonic
-	// reading time.Now gives it.
+	// decided is when the last grant was asked for, by the guard's clock
+	// (time.Now, with its monotonic reading).
 	decided time.Time
 	// refused is the status error of the first refusal; every later
 	// message gets it.
@@ -68,10 +68,10 @@ func (s *decidedStream) current() error {
 	if s.refused != nil {
 		return s.refused
 	}
-	if time.Since(s.decided) < s.g.cfg.redecide {
+	if s.g.cfg.now().Sub(s.decided) < s.g.cfg.redecide {
 		return nil
 	}
-	asked := time.Now()
+	asked := s.g.cfg.now()
 	if _, err := s.g.decide(s.ServerStream.Context(), s.fullMethod, pep.NoCache()); err != nil {
 		s.refused = err
 		s.cancel(err)

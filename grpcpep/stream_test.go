@@ -13,24 +13,28 @@ import (
 
 	"github.com/orgauthz/orgauthz/grpcpep"
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
 // A stream's grant has a lifetime: once it is older than the interval,
 // the stream's next message is decided again, past the client's cache,
 // and a stream whose token was revoked meanwhile ends with the code a new
-// call gets (Unauthenticated). The interval here is a nanosecond, so every
-// message is re-decided and no wait is needed.
+// call gets (Unauthenticated). The guard's clock is the test's, moved
+// past the interval before each message, so every message is re-decided
+// and no wait is needed.
 func TestStreamGrantIsDecidedAgain(t *testing.T) {
 	t.Parallel()
 	env := adaptertest.Start(t)
 	svc := &orders{}
-	conn := serve(t, svc, guarded(env.Client, grpcpep.WithStreamRedecide(time.Nanosecond))...)
+	clk := testkit.NewClock(time.Now())
+	conn := serve(t, svc, guarded(env.Client, grpcpep.WithStreamRedecide(grpcpep.MinStreamRedecide), grpcpep.WithClock(clk.Now))...)
 	token := env.Gateway.Token(adaptertest.Realm, "ann", mockserver.TokenClient(adaptertest.ClientID))
 	ctx := bearer(t.Context(), token)
 	cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
 	require.NoError(t, err)
 	ping := func() error {
+		clk.Advance(grpcpep.MinStreamRedecide)
 		if err := cs.SendMsg(wrapperspb.String("x")); err != nil {
 			return err
 		}

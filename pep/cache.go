@@ -21,6 +21,10 @@ const (
 	maxExactContext = 512
 )
 
+// The longest key (keyLen) is within the bound WithCacheMaxBytes's least
+// value is computed for; the build fails otherwise.
+const _ = uint(core.MaxCachedKey - (4 + maxCachedNames + maxExactContext))
+
 // A cache key holds the pair and the request context (contextKey's form of
 // it) in one string, so that a hit hashes and compares one string rather
 // than three. It holds the lengths of the resource and the scope (two

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -170,7 +171,7 @@ func TestDPoPNonceChallenge(t *testing.T) {
 			t.Parallel()
 			g := startReference(t)
 			tt.setup(t, g)
-			c, rec, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, 1, 1), pep.WithCache(0, 0, 0))
+			c, rec, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, time.Millisecond, time.Millisecond), pep.WithCache(0, 0, 0))
 
 			d := checked(t, c, "orders", "read")
 			requireGatewayDecision(t, d, pep.Grant)
@@ -223,7 +224,7 @@ func TestDPoPNonceResendIsOutsideTheRetryBudget(t *testing.T) {
 		}
 		return false
 	})
-	c, _, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, 1, 1))
+	c, _, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, time.Millisecond, time.Millisecond))
 	d := checked(t, c, "orders", "read")
 	requireGatewayDecision(t, d, pep.Grant)
 	reqs := g.received()

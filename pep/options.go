@@ -67,8 +67,10 @@ func WithHTTPClient(hc *http.Client) Option { return option(func(c *config) { c.
 // and 504 are retried. A Retry-After header (on 429 and 503) up to maxWait is
 // waited out exactly; a longer one ends the retries. No retry starts when
 // its wait would run past the call's deadline. Defaults: 2 retries, 25 ms to
-// 400 ms. max must not be negative; when it is positive, minWait must be
-// positive and maxWait at least minWait.
+// 400 ms. max must be from 0 to 10 (each retry adds load on a gateway
+// already failing, and the breaker counts the call once, after them); when
+// it is positive, minWait must be at least 1 ms and maxWait at least
+// minWait.
 func WithRetry(max int, minWait, maxWait time.Duration) Option {
 	return option(func(c *config) { c.RetryMax, c.RetryMinWait, c.RetryMaxWait = max, minWait, maxWait })
 }
@@ -91,8 +93,8 @@ func WithTimeout(d time.Duration) Option { return option(func(c *config) { c.Tim
 // (an ERROR, a pair a wildcard of ListGranted no longer lists) removes the
 // older entry, so no older verdict is served in place of a newer answer.
 // A ListGranted with a wildcard drops the token's cached decisions when
-// its request is sent. Defaults: 10,000 entries, 30 s, 10 s. Negative
-// values are errors.
+// its request is sent. Defaults: 10,000 entries, 30 s, 10 s. size must
+// be from 0 to 2^31 (2147483648); negative TTLs are errors.
 func WithCache(size int, grantTTL, denyTTL time.Duration) Option {
 	return option(func(c *config) { c.CacheSize, c.AllowTTL, c.DenyTTL = size, grantTTL, denyTTL })
 }
@@ -106,7 +108,10 @@ func WithCache(size int, grantTTL, denyTTL time.Duration) Option {
 // a request context longer than 512 bytes is kept as its 32-byte SHA-256
 // digest, and tokens longer than 8 KiB and pairs whose resource and scope
 // exceed 512 bytes are never cached (each such call asks the gateway).
-// Default 32 MiB. n must be positive.
+// Default 32 MiB. n must be at least what one decision of the longest
+// cached token and key counts (9,573 bytes on 64-bit platforms; New's error
+// gives the exact figure): a smaller bound would keep nothing, and every
+// call would ask the gateway.
 func WithCacheMaxBytes(n int64) Option { return option(func(c *config) { c.CacheMaxBytes = n }) }
 
 // WithBatchSize sets how many resource-scope pairs go into one gateway

@@ -1,7 +1,9 @@
 package pep_test
 
 import (
+	"math"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/core"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -46,6 +49,24 @@ func TestNewValidates(t *testing.T) {
 			wantErrs: []string{"pep: WithHTTPClient: the *http.Client is nil"}},
 		{name: "zero timeout", gateway: url, realm: "acme", clnt: "c", opts: []pep.Option{pep.WithTimeout(0)},
 			wantErrs: []string{"pep: WithTimeout: the timeout must be positive, got 0s"}},
+		// a-client13 F3: one Check against a gateway answering 503 sent
+		// over ten thousand requests.
+		{name: "retries that flood the gateway", gateway: url, realm: "acme", clnt: "c",
+			opts: []pep.Option{pep.WithRetry(1<<30, time.Nanosecond, time.Nanosecond)},
+			wantErrs: []string{"pep: WithRetry: max must be from 0 (no retries) to 10, got 1073741824",
+				"pep: WithRetry: minWait must be at least 1ms when retrying, got 1ns"}},
+		// a-client13 F3: a bound no decision fits in, and the cache kept
+		// nothing.
+		{name: "byte bound no decision fits in", gateway: url, realm: "acme", clnt: "c",
+			opts:     []pep.Option{pep.WithCacheMaxBytes(1)},
+			wantErrs: []string{"pep: WithCacheMaxBytes: the byte bound must be at least", "got 1"}},
+		// a-client13 F5: the cache package's own wording showed through.
+		{name: "cache size past the cache's limit", gateway: url, realm: "acme", clnt: "c",
+			opts:     []pep.Option{pep.WithCache(math.MaxInt, time.Second, time.Second)},
+			wantErrs: []string{"pep: WithCache: size must be from 0 (no cache) to 2147483648 entries, got " + strconv.Itoa(math.MaxInt)}},
+		{name: "the bounds themselves", gateway: url, realm: "acme", clnt: "c",
+			opts: []pep.Option{pep.WithRetry(10, time.Millisecond, time.Millisecond),
+				pep.WithCache(1<<31, time.Second, time.Second), pep.WithCacheMaxBytes(core.MinCacheMaxBytes)}},
 		{name: "a later option wins", gateway: url, realm: "acme", clnt: "c",
 			opts: []pep.Option{pep.WithBatchSize(0), pep.WithBatchSize(10)}},
 	}
@@ -64,6 +85,7 @@ func TestNewValidates(t *testing.T) {
 				assert.Contains(t, err.Error(), want)
 			}
 			assert.NotContains(t, err.Error(), "hunter2", "secrets in the URL are not echoed")
+			assert.NotContains(t, err.Error(), ": cache:", "the cache package's wording does not show through")
 		})
 	}
 }

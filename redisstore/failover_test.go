@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"errors"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -129,8 +130,13 @@ func TestNewReplayStoreRefusesMisusedOptions(t *testing.T) {
 		// (restarts, evictions) never see.
 		{"a Ring", ring, nil, "a *redis.Ring may spread records over servers"},
 		{"a wrapped Ring (a-last10)", struct{ *redis.Ring }{ring}, nil, "may spread records over servers"},
-		{"no iat max age", single, WithIATWindow(0, time.Second), "give maxAge > 0 and maxSkew >= 0"},
-		{"a negative skew", single, WithIATWindow(time.Minute, -time.Second), "give maxAge > 0 and maxSkew >= 0"},
+		{"no iat max age", single, WithIATWindow(0, time.Second), "WithIATWindow(0s, 1s): give maxAge from 1s to 1h0m0s and maxSkew from 0 to 1h0m0s"},
+		{"a negative skew", single, WithIATWindow(time.Minute, -time.Second), "WithIATWindow(1m0s, -1s): give maxAge from 1s"},
+		// The store's lifetime (maxAge + maxSkew + margins) overflowed to a
+		// negative duration, and a keyspace that began after a proof's
+		// first record no longer made its replay refused.
+		{"a max age of no bound", single, WithIATWindow(math.MaxInt64, 0), "WithIATWindow(2562047h47m16.854775807s, 0s): give maxAge from 1s"},
+		{"a skew past the Verifiers' bound", single, WithIATWindow(time.Minute, time.Hour+time.Second), "WithIATWindow(1m0s, 1h0m1s): give maxAge from 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {

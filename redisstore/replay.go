@@ -160,11 +160,13 @@ type ReplayOption func(*ReplayStore)
 // dpop.DefaultMaxAge and dpop.DefaultMaxSkew. It must be at least as wide as
 // every such Verifier's, or a proof accepted just before Redis lost its keys
 // could be accepted again after. NewReplayStore panics when maxAge is not
-// positive or maxSkew is negative, as dpop.WithIATWindow refuses them.
+// from dpop.MinMaxAge (1 s) to dpop.MaxIATWindow (1 h) or maxSkew not
+// from 0 to dpop.MaxIATWindow, as dpop.WithIATWindow refuses them.
 func WithIATWindow(maxAge, maxSkew time.Duration) ReplayOption {
 	return func(s *ReplayStore) {
-		if maxAge <= 0 || maxSkew < 0 {
-			s.optErr = fmt.Sprintf("WithIATWindow(%v, %v): give maxAge > 0 and maxSkew >= 0, the Verifiers' own window", maxAge, maxSkew)
+		if maxAge < dpop.MinMaxAge || maxAge > dpop.MaxIATWindow || maxSkew < 0 || maxSkew > dpop.MaxIATWindow {
+			s.optErr = fmt.Sprintf("WithIATWindow(%v, %v): give maxAge from %v to %v and maxSkew from 0 to %v, the Verifiers' own window",
+				maxAge, maxSkew, dpop.MinMaxAge, dpop.MaxIATWindow, dpop.MaxIATWindow)
 			return
 		}
 		s.lifetime = maxAge + maxSkew + 2*dpop.ReplayStoreMargin

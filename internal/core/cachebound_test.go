@@ -85,3 +85,38 @@ func TestDigestIndexKeepsToTheByteBound(t *testing.T) {
 		t.Errorf("heap grew %d bytes (%d tokens in the digest index) under a %d-byte WithCacheMaxBytes", grown, held, bound)
 	}
 }
+
+// TestLeastByteBoundKeepsTheLongestDecision: MinCacheMaxBytes, the least
+// WithCacheMaxBytes Validate takes, keeps a decision of the longest token
+// and the longest key the cache keeps, and is tight: a byte less keeps
+// none. So no accepted bound leaves a client caching nothing (a-client13
+// F3: WithCacheMaxBytes(1) was accepted, and every call asked the gateway).
+func TestLeastByteBoundKeepsTheLongestDecision(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		bound int64
+		kept  bool
+	}{
+		{"MinCacheMaxBytes", MinCacheMaxBytes, true},
+		{"a byte less", MinCacheMaxBytes - 1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := newDecisions(&Settings{CacheSize: 10, CacheMaxBytes: tt.bound, AllowTTL: time.Hour, DenyTTL: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := bearer(strings.Repeat("t", MaxCachedToken))
+			key := strings.Repeat("k", MaxCachedKey)
+			pin := d.pin(id)
+			defer pin.Unpin()
+			w := d.writer(id)
+			w.Add(key, true)
+			w.Close()
+			if _, ok := pin.Get(key); ok != tt.kept {
+				t.Errorf("under a bound of %d bytes the decision is kept: %v, want %v", tt.bound, ok, tt.kept)
+			}
+		})
+	}
+}

@@ -6,12 +6,15 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/orgauthz/orgauthz/cache"
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/transport"
 	"github.com/orgauthz/orgauthz/invalidation"
 )
 
@@ -32,6 +35,34 @@ const (
 	// DPoP-bound or not, is a few KiB at most.
 	DefaultMaxTokenBytes = 16 << 10
 )
+
+// The ranges of the numeric settings that have bounds beyond their sign,
+// so that every value keeps its feature meaningful and the load it makes
+// bounded.
+const (
+	// MaxRetries bounds WithRetry's max: with the default 2, and a deadline
+	// that rarely fits more, a larger number adds only load on a gateway
+	// already failing (each retry counts once in the breaker, after them).
+	MaxRetries = 10
+	// MinRetryWait bounds WithRetry's minWait when retrying, so that the
+	// retries of one call are spread out rather than sent back to back.
+	MinRetryWait = time.Millisecond
+	// MaxCacheSize bounds WithCache's size: the cache's own limit.
+	MaxCacheSize = cache.MaxEntries
+	// MaxCachedKey bounds the key of a cached decision below its token,
+	// for both clients: pep's is at most 4+512+512 bytes (the pair's
+	// lengths, the pair and the request context or its digest), authzen's
+	// at most 512.
+	MaxCachedKey = 4 + 512 + 512
+)
+
+// MinCacheMaxBytes is the least WithCacheMaxBytes: what one decision of
+// the longest token and key the cache keeps (MaxCachedToken, MaxCachedKey)
+// counts, by the cache's own accounting; a smaller bound would keep no
+// such decision, and the cache would ask the gateway on every call.
+var MinCacheMaxBytes = cache.Footprint[transport.Ident, string, bool](
+	transport.Ident{Scheme: transport.SchemeDPoP, Token: strings.Repeat("t", MaxCachedToken)},
+	strings.Repeat("k", MaxCachedKey), 0)
 
 // Settings are what a client's options set. A client's New starts from
 // Defaults, applies its options in order (a later one wins), and Init
@@ -100,12 +131,12 @@ func (s *Settings) Validate(pkg string) error {
 	if s.HTTPClient == nil {
 		add("WithHTTPClient: the *http.Client is nil; omit the option to use the default")
 	}
-	if s.RetryMax < 0 {
-		add("WithRetry: max must be 0 (no retries) or more, got %d", s.RetryMax)
+	if s.RetryMax < 0 || s.RetryMax > MaxRetries {
+		add("WithRetry: max must be from 0 (no retries) to %d, got %d", MaxRetries, s.RetryMax)
 	}
 	if s.RetryMax > 0 {
-		if s.RetryMinWait <= 0 {
-			add("WithRetry: minWait must be positive when retrying, got %v", s.RetryMinWait)
+		if s.RetryMinWait < MinRetryWait {
+			add("WithRetry: minWait must be at least %v when retrying, got %v", MinRetryWait, s.RetryMinWait)
 		}
 		if s.RetryMaxWait < s.RetryMinWait {
 			add("WithRetry: maxWait (%v) must be at least minWait (%v)", s.RetryMaxWait, s.RetryMinWait)
@@ -114,11 +145,11 @@ func (s *Settings) Validate(pkg string) error {
 	if s.Timeout <= 0 {
 		add("WithTimeout: the timeout must be positive, got %v", s.Timeout)
 	}
-	if s.CacheSize < 0 {
-		add("WithCache: size must be 0 (no cache) or more, got %d", s.CacheSize)
+	if s.CacheSize < 0 || s.CacheSize > MaxCacheSize {
+		add("WithCache: size must be from 0 (no cache) to %d entries, got %d", MaxCacheSize, s.CacheSize)
 	}
-	if s.CacheMaxBytes <= 0 {
-		add("WithCacheMaxBytes: the byte bound must be positive, got %d", s.CacheMaxBytes)
+	if s.CacheMaxBytes < MinCacheMaxBytes {
+		add("WithCacheMaxBytes: the byte bound must be at least %d (one decision of the longest token and key the cache keeps), got %d", MinCacheMaxBytes, s.CacheMaxBytes)
 	}
 	if s.AllowTTL < 0 || s.DenyTTL < 0 {
 		add("WithCache: TTLs must not be negative, got %v and %v", s.AllowTTL, s.DenyTTL)

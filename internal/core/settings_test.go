@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,19 +30,31 @@ func TestValidate(t *testing.T) {
 		{name: "nil http client", set: func(s *Settings) { s.HTTPClient = nil },
 			wantErrs: []string{"pep: WithHTTPClient: the *http.Client is nil"}},
 		{name: "negative retries", set: func(s *Settings) { s.RetryMax = -1 },
-			wantErrs: []string{"pep: WithRetry: max must be 0 (no retries) or more, got -1"}},
+			wantErrs: []string{"pep: WithRetry: max must be from 0 (no retries) to 10, got -1"}},
+		{name: "most retries", set: func(s *Settings) { s.RetryMax = 10 }},
+		{name: "retries that flood the gateway", set: func(s *Settings) { s.RetryMax = 1 << 30 },
+			wantErrs: []string{"pep: WithRetry: max must be from 0 (no retries) to 10, got 1073741824"}},
+		{name: "shortest minWait", set: func(s *Settings) { s.RetryMinWait, s.RetryMaxWait = time.Millisecond, time.Millisecond }},
+		{name: "minWait too short to spread the retries", set: func(s *Settings) { s.RetryMinWait, s.RetryMaxWait = time.Nanosecond, time.Nanosecond },
+			wantErrs: []string{"pep: WithRetry: minWait must be at least 1ms when retrying, got 1ns"}},
 		{name: "zero minWait", set: func(s *Settings) { s.RetryMinWait = 0 },
-			wantErrs: []string{"pep: WithRetry: minWait must be positive"}},
+			wantErrs: []string{"pep: WithRetry: minWait must be at least 1ms when retrying, got 0s"}},
 		{name: "maxWait below minWait", set: func(s *Settings) { s.RetryMinWait, s.RetryMaxWait = time.Second, time.Millisecond },
 			wantErrs: []string{"pep: WithRetry: maxWait (1ms) must be at least minWait (1s)"}},
 		{name: "zero timeout", set: func(s *Settings) { s.Timeout = 0 },
 			wantErrs: []string{"pep: WithTimeout: the timeout must be positive, got 0s"}},
 		{name: "negative cache size", set: func(s *Settings) { s.CacheSize = -1 },
-			wantErrs: []string{"pep: WithCache: size must be 0 (no cache) or more, got -1"}},
+			wantErrs: []string{"pep: WithCache: size must be from 0 (no cache) to 2147483648 entries, got -1"}},
+		{name: "largest cache size", set: func(s *Settings) { s.CacheSize = 1 << 31 }},
+		{name: "cache size past the cache's limit", set: func(s *Settings) { s.CacheSize = 1<<31 + 1 },
+			wantErrs: []string{"pep: WithCache: size must be from 0 (no cache) to 2147483648 entries, got 2147483649"}},
 		{name: "negative TTL", set: func(s *Settings) { s.AllowTTL = -time.Second },
 			wantErrs: []string{"pep: WithCache: TTLs must not be negative"}},
 		{name: "zero byte bound", set: func(s *Settings) { s.CacheMaxBytes = 0 },
-			wantErrs: []string{"pep: WithCacheMaxBytes: the byte bound must be positive, got 0"}},
+			wantErrs: []string{fmt.Sprintf("pep: WithCacheMaxBytes: the byte bound must be at least %d (one decision of the longest token and key the cache keeps), got 0", MinCacheMaxBytes)}},
+		{name: "byte bound of one longest decision", set: func(s *Settings) { s.CacheMaxBytes = MinCacheMaxBytes }},
+		{name: "byte bound no decision fits in", set: func(s *Settings) { s.CacheMaxBytes = 1 },
+			wantErrs: []string{fmt.Sprintf("pep: WithCacheMaxBytes: the byte bound must be at least %d (one decision of the longest token and key the cache keeps), got 1", MinCacheMaxBytes)}},
 		{name: "zero batch", set: func(s *Settings) { s.BatchSize = 0 },
 			wantErrs: []string{"pep: WithBatchSize: the batch size must be positive, got 0"}},
 		{name: "zero token bound", set: func(s *Settings) { s.MaxTokenBytes = 0 },
