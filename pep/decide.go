@@ -52,14 +52,20 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 // Cause of its request (a call out of time: the deadline of ctx). ds
 // holding no cached decision (a Check) costs a scan.
 func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision) error {
-	var hits []int
+	n := 0
+	for i := range ds {
+		if ds[i].Cached {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	hits := make([]int, 0, n)
 	for i := range ds {
 		if ds[i].Cached {
 			hits = append(hits, i)
 		}
-	}
-	if len(hits) == 0 {
-		return nil
 	}
 	return core.Reconfirm(hits, func(i int) bool {
 		s, ok := get(cl.Group, cl.ctxKey, pair{resource: ds[i].Resource, scope: ds[i].Scope})
