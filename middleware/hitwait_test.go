@@ -51,7 +51,7 @@ func (a whileAsked) RoundTrip(r *http.Request) (*http.Response, error) {
 // wait. Without the purge, the GRANT still stands (within its TTL, the
 // cache's promise) and the request goes through, asking about write alone.
 // (An entry whose TTL runs out during the wait takes the same path, read
-// again after it: pep's TestCheckManyReadsItsHitsAgainAfterTheWait sets
+// again after it: pep's TestHitsAreReadAgainAfterTheWait sets
 // the client's clock, which this package cannot.)
 func TestCachedGrantIsReadAgainAfterTheWait(t *testing.T) {
 	t.Parallel()

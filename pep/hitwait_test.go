@@ -15,15 +15,16 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// TestCheckManyReadsItsHitsAgainAfterTheWait (a-client13 F2): CheckMany
-// reads orders/read from the cache, a GRANT cached 29 s ago with a 30 s
-// TTL, and waits for the gateway about orders/write. carol's GRANT was
-// revoked since it was cached (the cache cannot know). Whatever happens to
-// the entry while the call waits, no GRANT leaves the client past its TTL
-// or its token's purge: the hit is read again when the gateway part is
-// done and, if the cache no longer serves it, asked again within the
-// call's deadline, or failed closed past it.
-func TestCheckManyReadsItsHitsAgainAfterTheWait(t *testing.T) {
+// TestHitsAreReadAgainAfterTheWait (a-client13 F2): CheckMany, and
+// ListGranted of named pairs, read orders/read from the cache, a GRANT
+// cached 29 s ago with a 30 s TTL, and wait for the gateway about
+// orders/write. carol's GRANT was revoked since it was cached (the cache
+// cannot know). Whatever happens to the entry while the call waits, no
+// GRANT leaves the client past its TTL or its token's purge: the hit is
+// read again when the gateway part is done and, if the cache no longer
+// serves it, asked again within the call's deadline, or failed closed
+// past it.
+func TestHitsAreReadAgainAfterTheWait(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -72,9 +73,13 @@ func TestCheckManyReadsItsHitsAgainAfterTheWait(t *testing.T) {
 			wantAsked: []string{"orders/write"},
 		},
 	}
+	resources := []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
+		// setup returns a client whose cache holds carol's revoked GRANT of
+		// orders/read, 29 s into its 30 s TTL, the context of the call,
+		// and the count of requests so far; the gateway runs tt.wait while
+		// it holds orders/write.
+		setup := func(t *testing.T) (*reference, *pep.Client, *frozentest.Unfired, int) {
 			clk := newManualClock()
 			g := startReference(t)
 			c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(100, 30*time.Second, 10*time.Second),
@@ -92,8 +97,19 @@ func TestCheckManyReadsItsHitsAgainAfterTheWait(t *testing.T) {
 				}
 				return false // the reference server answers
 			})
-			before := len(g.posts())
-			r, err := c.CheckMany(ctx, []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
+			return g, c, ctx, len(g.posts())
+		}
+		askedSince := func(g *reference, before int) []string {
+			var asked []string
+			for _, s := range g.posts()[before:] {
+				asked = append(asked, s.pairs()...)
+			}
+			return asked
+		}
+		t.Run(tt.name+"/CheckMany", func(t *testing.T) {
+			t.Parallel()
+			g, c, ctx, before := setup(t)
+			r, err := c.CheckMany(ctx, resources)
 			require.NoError(t, err)
 			require.Len(t, r.Decisions, 2)
 			d := r.Decisions[0]
@@ -107,11 +123,23 @@ func TestCheckManyReadsItsHitsAgainAfterTheWait(t *testing.T) {
 				requireGatewayDecision(t, r.Decisions[1], pep.Deny)
 			}
 			assert.Equal(t, pep.Deny, r.Status)
-			var asked []string
-			for _, s := range g.posts()[before:] {
-				asked = append(asked, s.pairs()...)
+			assert.Equal(t, tt.wantAsked, askedSince(g, before))
+		})
+		t.Run(tt.name+"/ListGranted", func(t *testing.T) {
+			t.Parallel()
+			g, c, ctx, before := setup(t)
+			got, err := c.ListGranted(ctx, resources)
+			if tt.wantLate {
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+			} else {
+				require.NoError(t, err)
 			}
-			assert.Equal(t, tt.wantAsked, asked)
+			var want []pep.Permission
+			if tt.want == pep.Grant {
+				want = perms("orders", "read")
+			}
+			assert.Equal(t, want, got)
+			assert.Equal(t, tt.wantAsked, askedSince(g, before))
 		})
 	}
 }
