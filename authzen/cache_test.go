@@ -1,14 +1,20 @@
 package authzen_test
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/frozentest"
 )
 
 // TestEveryAnswerReplacesTheCachedDecision: whatever the PDP answers for an
@@ -67,6 +73,79 @@ func TestEveryAnswerReplacesTheCachedDecision(t *testing.T) {
 			d = evaluated(t, c, req)
 			assert.False(t, d.Cached, "the older permit is served in place of the PDP's newer answer")
 			assert.Equal(t, before+1, asked.Load(), "the Evaluate asks the PDP")
+		})
+	}
+}
+
+// TestEvaluationsReadsItsHitsAgainAfterTheWait (a-client13 F2): an
+// Evaluations call reads its first item from the cache (a permit) and
+// waits for the PDP about the second. alice's permit is revoked at the PDP
+// meanwhile, and the credential's decisions are purged (Purge, as an
+// invalidation message does): the first item is read again when the wait
+// is over and, the cache no longer serving it, asked again: denied. Past
+// the call's deadline (the process frozen meanwhile) it is not asked but
+// fails closed. Without the purge the permit stands (within its TTL).
+func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
+	t.Parallel()
+	doc2 := req
+	doc2.Resource.ID = "2"
+	tests := []struct {
+		name  string
+		purge bool
+		late  bool
+		// wantAsked counts the PDP's requests of the call.
+		wantAsked   int32
+		wantAllowed bool
+	}{
+		{name: "the entry still serves", wantAsked: 1, wantAllowed: true},
+		{name: "purged meanwhile: asked again", purge: true, wantAsked: 2},
+		{name: "purged, and the deadline passed: fails closed, nothing sent", purge: true, late: true, wantAsked: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var revoked atomic.Bool
+			var asked atomic.Int32
+			var c *authzen.Client
+			ctx := frozentest.NewUnfired(time.Hour)
+			c, _ = standIn(t, func(w http.ResponseWriter, r *http.Request) {
+				asked.Add(1)
+				body, _ := io.ReadAll(r.Body)
+				if bytes.Contains(body, []byte(`"id":"2"`)) { // the PDP answers the second item
+					revoked.Store(true)
+					if tt.purge {
+						if err := c.Purge(context.Background(), pepToken); err != nil {
+							panic(err) // the test's goroutine is waiting: the panic fails the test
+						}
+					}
+					if tt.late {
+						ctx.Pass()
+					}
+				}
+				w.Header().Set("Content-Type", "application/json")
+				decision := strconv.FormatBool(!revoked.Load())
+				if r.URL.Path == "/access/v1/evaluation" {
+					_, _ = io.WriteString(w, `{"decision":`+decision+`}`)
+					return
+				}
+				_, _ = io.WriteString(w, `{"evaluations":[{"decision":`+decision+`}]}`) // one item a request here
+			}, authzen.WithTimeout(2*time.Hour))
+			require.True(t, evaluated(t, c, req).Allowed()) // cached
+
+			before := asked.Load()
+			ds, err := c.Evaluations(ctx, authzen.Request{}, []authzen.Request{req, doc2})
+			require.NoError(t, err)
+			require.Len(t, ds, 2)
+			assert.Equal(t, tt.wantAllowed, ds[0].Allowed())
+			assert.Equal(t, tt.wantAllowed, ds[0].Cached)
+			if tt.late {
+				require.ErrorIs(t, ds[0].Cause, context.DeadlineExceeded)
+				require.ErrorIs(t, ds[1].Cause, context.DeadlineExceeded)
+			} else {
+				require.NoError(t, ds[0].Cause)
+			}
+			assert.False(t, ds[1].Allowed())
+			assert.Equal(t, tt.wantAsked, asked.Load()-before)
 		})
 	}
 }

@@ -64,7 +64,10 @@ func (c *Client) Evaluate(ctx context.Context, req Request, opts ...CallOption) 
 // order. Cached items are answered locally (ExecuteAll only); the others
 // are sent in requests of at most the batch size (WithBatchSize), several
 // at a time under ExecuteAll and one after the other otherwise, so that
-// the batch stops where the semantic says.
+// the batch stops where the semantic says. A cached decision is good as of
+// the call's return: once the requests are done the cached items are read
+// again, and an item whose entry expired or was purged meanwhile is asked
+// of the PDP (denied with the Cause of a late call past the deadline).
 //
 // Each item's decision is read from the answer's entry at its own
 // position. An answer with more entries than asked, or fewer when the
@@ -132,10 +135,11 @@ func (c *Client) decide(ctx context.Context, api string, defaults Request, reqs 
 	if err != nil {
 		return c.failAll(ds, err), 0, err
 	}
-	var missing []int
+	var missing, hits []int
 	for i, ev := range evs {
 		if allowed, ok := core.Get(cl.Group, ev.key); ok {
 			ds[i] = Decision{allowed: allowed, Cached: true}
+			hits = append(hits, i)
 			continue
 		}
 		missing = append(missing, i)
@@ -146,13 +150,32 @@ func (c *Client) decide(ctx context.Context, api string, defaults Request, reqs 
 		if err := c.ask(ctx, api, &cl, cred, defaults, cc.semantic, evs, missing, ds); err != nil {
 			return c.failAll(ds, err), 0, err
 		}
+		// The hits read before the wait are good only as of the call's
+		// return: each is read again, and asked again when the cache no
+		// longer serves it (expired or purged meanwhile).
+		err := core.Reconfirm(hits, func(i int) bool {
+			allowed, ok := core.Get(cl.Group, evs[i].key)
+			if ok {
+				ds[i] = Decision{allowed: allowed, Cached: true}
+			}
+			return ok
+		}, func(stale []int) error {
+			return c.ask(ctx, api, &cl, cred, defaults, cc.semantic, evs, stale, ds)
+		})
+		if err != nil {
+			return c.failAll(ds, err), 0, err
+		}
 	}
+	cached := 0
 	var t core.Tally
 	for _, d := range ds {
 		t.Add(verdict(d), d.Cause)
+		if d.Cached {
+			cached++
+		}
 	}
 	c.core.Record(&t)
-	return ds, len(ds) - len(missing), nil
+	return ds, cached, nil
 }
 
 // verdict is what a decision amounts to for the counters: an item the PDP

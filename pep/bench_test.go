@@ -465,6 +465,45 @@ func BenchmarkCheckMany1000(b *testing.B) {
 	})
 }
 
+// BenchmarkCheckManyCachedAndAsked is one CheckMany of 1,000 cached pairs
+// (GRANTs kept for an hour) and one pair the gateway is asked about on
+// every call (a DENY, which the cache does not keep: its TTL is 0): the
+// hits a call reads again once its request is done (a-client13 F2). An op
+// is the call. "all-cached" is the same 1,000 pairs alone, which wait for
+// nothing and are read once.
+func BenchmarkCheckManyCachedAndAsked(b *testing.B) {
+	g := startBenchGateway(b, nil)
+	tok := g.token(b)
+	ctx := context.Background()
+	cached := benchBulk()
+	withAsked := append(benchBulk(), pep.Resource{Name: "orders", Scopes: []string{"write"}})
+	for _, tc := range []struct {
+		name      string
+		resources []pep.Resource
+		want      pep.Status
+	}{
+		{"all-cached", cached, pep.Grant},
+		{"cached-and-asked", withAsked, pep.Deny},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := g.newClient(b, pep.WithCache(pep.DefaultCacheSize, time.Hour, 0))
+			c.SetToken(tok)
+			if _, err := c.CheckMany(ctx, cached); err != nil { // the 1,000 GRANTs cached
+				b.Fatal(err)
+			}
+			before := c.Stats().GatewayRequests
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := c.CheckMany(ctx, tc.resources)
+				if err != nil || res.Status != tc.want {
+					b.Fatalf("want %v, got %v, %v", tc.want, res.Status, err)
+				}
+			}
+			b.ReportMetric(float64(c.Stats().GatewayRequests-before)/float64(b.N), "requests/op")
+		})
+	}
+}
+
 // BenchmarkCoalescing runs rounds of 64 goroutines asking the same uncached
 // pair at once. The gateway holds each round's request until all 64 callers
 // wait on it (the flight-wait test seam), so every round is the worst case,

@@ -140,7 +140,11 @@ func (c *Client) refuse(d Decision, err error) (Decision, error) {
 // per pair, in request order with duplicates removed. Cached pairs are
 // answered locally; the others are sent in requests of at most the batch
 // size (WithBatchSize), several at a time. A failed request fails closed for
-// its own pairs only. The rules for errors and fail-closed denials are those
+// its own pairs only. A cached decision is good as of the call's return,
+// not of its first reading: once the requests are done, the cached pairs
+// are read again, and a pair whose entry expired or was purged while the
+// call waited is asked of the gateway (failing closed, with the Cause of a
+// late call, past the call's deadline). The rules for errors and fail-closed denials are those
 // of Check; in addition an empty resources slice or a resource without
 // scopes is refused (ErrInvalidArgument) and sends nothing.
 func (c *Client) CheckMany(ctx context.Context, resources []Resource, opts ...CallOption) (Result, error) {
@@ -299,9 +303,13 @@ func lookup(g *core.Group, ctxKey string, ds []Decision) (missing []int) {
 // resource without scopes asks for every scope defined on it, the resource
 // name "*" for every resource of the client, and nil resources for every
 // permission of the client. Specific pairs are answered from the cache when
-// possible; answers for wildcards are cached as pairs for later Checks.
+// possible (read again once the call's requests are done, as CheckMany's
+// are); answers for wildcards are cached as pairs for later Checks.
 // Every listed pair is decided like a Check of it: by the answer's one
-// entry for exactly that pair.
+// entry for exactly that pair. A pair the call gets several decisions for
+// (named and covered by a wildcard, or covered by two) is listed only when
+// every one of them grants: a DENY, an ERROR or a failure in any answer
+// beats a GRANT in another, whichever is newer.
 //
 // An answer may make the client keep at most 10,000 distinct pairs; a
 // longer listing is refused as malformed, so that a hostile gateway cannot
@@ -310,8 +318,10 @@ func lookup(g *core.Group, ctxKey string, ds []Decision) (missing []int) {
 // ListGranted fails closed like CheckMany: a pair that could not be decided
 // is not listed. Then, unlike CheckMany, it also returns an error (the Cause
 // of the first such pair) together with the permissions it could confirm,
-// since an incomplete list cannot be told from a short one. A 401 or a
-// missing token return no permissions and the error.
+// since an incomplete list cannot be told from a short one. A pair left
+// out because one answer denied it (or could not evaluate it) returns no
+// error: the gateway decided it. A 401 or a missing token return no
+// permissions and the error.
 func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...CallOption) ([]Permission, error) {
 	c.core.CountCall()
 	if resources == nil {
@@ -329,36 +339,64 @@ func (c *Client) ListGranted(ctx context.Context, resources []Resource, opts ...
 	}
 	// answers holds, per query, the decisions it yields: one for a
 	// specific pair, the covered pairs for a wildcard.
+	// A specific pair's cache hit is held in hits, where the call reads it
+	// again once its requests are done (listMissing).
 	answers := make([][]Decision, len(queries))
 	var missing []int
+	var hits []Decision
+	var hitAt []int
 	for i, q := range queries {
 		if s, ok := get(cl.Group, cl.ctxKey, q); ok {
-			answers[i] = []Decision{{Resource: q.resource, Scope: q.scope, Status: s, Cached: true}}
+			hits = append(hits, Decision{Resource: q.resource, Scope: q.scope, Status: s, Cached: true})
+			hitAt = append(hitAt, i)
 			continue
 		}
 		missing = append(missing, i)
 	}
 	if len(missing) > 0 {
-		if err := c.listMissing(ctx, &cl, queries, missing, answers); err != nil {
+		if err := c.listMissing(ctx, &cl, queries, missing, answers, hits); err != nil {
 			return nil, err
 		}
 	} else {
 		c.core.Telemetry().CachedCall(ctx, "pep.ListGranted", len(queries), "listed")
 	}
+	for k, i := range hitAt {
+		answers[i] = hits[k : k+1]
+	}
+	return listed(answers)
+}
 
-	var perms []Permission
+// listed merges every decision a ListGranted call holds for each pair (a
+// pair named and covered by a wildcard, or covered by two, gets one from
+// each answer) and lists, in the order of their first decision, the pairs
+// that every one of their decisions grants: any DENY, ERROR or failure of
+// a pair beats a GRANT of it, whichever answer is the newer, so a pair the
+// gateway has just revoked is never listed from an answer sent before the
+// revocation. The error is the Cause of the first decision that failed
+// (not ErrNotEvaluated): a pair denied or left unevaluated by one answer
+// and granted by another is left out without an error, since the gateway
+// did decide it (the list is not incomplete), and failing closed, the
+// client cannot tell the newer answer.
+func listed(answers [][]Decision) ([]Permission, error) {
 	var firstCause error
-	seen := make(map[pair]struct{})
+	denied := make(map[pair]bool)
 	for _, ds := range answers {
 		for _, d := range ds {
 			if firstCause == nil && !errors.Is(d.Cause, ErrNotEvaluated) {
 				firstCause = d.Cause
 			}
 			p := pair{resource: d.Resource, scope: d.Scope}
-			if _, dup := seen[p]; dup || !d.Allowed() {
+			denied[p] = denied[p] || !d.Allowed()
+		}
+	}
+	var perms []Permission
+	for _, ds := range answers {
+		for _, d := range ds {
+			p := pair{resource: d.Resource, scope: d.Scope}
+			if no, ok := denied[p]; !ok || no {
 				continue
 			}
-			seen[p] = struct{}{}
+			delete(denied, p) // listed once
 			perms = append(perms, Permission{Resource: d.Resource, Scope: d.Scope, Status: Grant})
 		}
 	}

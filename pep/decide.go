@@ -18,7 +18,8 @@ import (
 // logged, and its decisions summed up (overall, outcomeOf).
 
 // decide asks the gateway for ds[i] of every i in missing and fills each in
-// from the answer's entries for exactly that pair. On a refused token every
+// from the answer's entries for exactly that pair, then reads the call's
+// cached decisions again (reconfirm). On a refused token every
 // decision of the call becomes a DENY carrying the error, cached ones
 // included, since the token behind them was just refused.
 func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision, missing []int) (err error) {
@@ -37,7 +38,50 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 	err = c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
 		ds[missing[k]] = decideFrom(o, queries[k])
 	})
+	if err == nil {
+		err = c.reconfirm(ctx, cl, ds)
+	}
 	return c.settle(ds, err)
+}
+
+// reconfirm reads the cached decisions of ds (Cached) again once the call's
+// requests are done, and asks the gateway again about those the cache no
+// longer serves (core.Reconfirm): a decision read before the call waited
+// is good only as of the call's return, not of its reading. A decision
+// asked again is the gateway's (Cached false), or fails closed with the
+// Cause of its request (a call out of time: the deadline of ctx). ds
+// holding no cached decision (a Check) costs a scan.
+func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision) error {
+	n := 0
+	for i := range ds {
+		if ds[i].Cached {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	hits := make([]int, 0, n)
+	for i := range ds {
+		if ds[i].Cached {
+			hits = append(hits, i)
+		}
+	}
+	return core.Reconfirm(hits, func(i int) bool {
+		s, ok := get(cl.Group, cl.ctxKey, pair{resource: ds[i].Resource, scope: ds[i].Scope})
+		if ok {
+			ds[i].Status = s
+		}
+		return ok
+	}, func(stale []int) error {
+		queries := make([]pair, len(stale))
+		for k, i := range stale {
+			queries[k] = pair{resource: ds[i].Resource, scope: ds[i].Scope}
+		}
+		return c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
+			ds[stale[k]] = decideFrom(o, queries[k])
+		})
+	})
 }
 
 // chunkOutcome is the outcome of one gateway request: the answer, or the
@@ -212,8 +256,9 @@ func (c *Client) failAll(ds []Decision, err error) {
 }
 
 // listMissing asks the gateway for queries[i] of every i in missing and
-// sets answers[i].
-func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, missing []int, answers [][]Decision) (err error) {
+// sets answers[i]; then it reads the call's cache hits again (reconfirm),
+// each of which it may replace by the gateway's answer.
+func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, missing []int, answers [][]Decision, hits []Decision) (err error) {
 	tel := c.core.Telemetry()
 	ctx, span := tel.StartCall(ctx, "pep.ListGranted", len(queries), len(queries)-len(missing))
 	defer func() { tel.EndCall(span, "listed", err) }()
@@ -239,6 +284,16 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 			answers[i] = o.Value.covered(q)
 		}
 		fresh[k] = answers[i]
+	}
+	if err := c.reconfirm(ctx, cl, hits); err != nil {
+		_ = c.settle(nil, err)
+		c.core.FailAll(len(missing))
+		return err
+	}
+	for _, d := range hits {
+		if !d.Cached { // asked again: counted as the call's other answers are
+			fresh = append(fresh, []Decision{d})
+		}
 	}
 	c.record(fresh...)
 	return nil

@@ -65,7 +65,10 @@
 // request context; two tokens never share an entry. The cache is bounded in
 // entries and in bytes (WithCacheMaxBytes), and no caller chooses what an
 // entry costs. CheckMany answers cached pairs locally and sends the rest in
-// batches, several at a time. Identical concurrent requests share one
+// batches, several at a time; a cached answer is good as of the call's
+// return, not of its first reading, so the cached pairs of a call that
+// waited for the gateway are read again when it is done, and those that
+// expired or were purged meanwhile are asked again. Identical concurrent requests share one
 // gateway request, which each caller waits for only until its own deadline.
 // SetToken, ClearToken and a 401 purge that token's entries, and only
 // those; Purge and PurgeAll purge on demand. Replicas of a service share

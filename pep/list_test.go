@@ -180,3 +180,107 @@ func TestListGrantedFailures(t *testing.T) {
 		assert.Equal(t, 0, g.count())
 	})
 }
+
+// TestListGrantedListsAPairOnlyWhenEveryAnswerGrants (a-client13 F1): a
+// call whose queries overlap (a named pair and a wildcard that covers it,
+// or two wildcards) gets a decision for the pair from each answer, and
+// the answers may disagree: the pair was revoked between them. Any DENY,
+// ERROR or failure for the pair beats a GRANT for it, whichever answer is
+// the newer: the pair is not listed. A failure also returns its error (the
+// list is incomplete); a DENY or an ERROR does not (the gateway decided).
+// alice reads orders and invoices; the hook gives one request's answer
+// after the revocation, the server the other's, in separate requests
+// (batch size 1), in whichever order they come.
+func TestListGrantedListsAPairOnlyWhenEveryAnswerGrants(t *testing.T) {
+	t.Parallel()
+	ordersReadDenied := `{"status":"DENY","permissions":[{"resource":"orders","scope":"read","status":"DENY"}]}`
+	tests := []struct {
+		name      string
+		resources []pep.Resource
+		// the hook answers the request whose body holds match with body,
+		// or with status when body is empty.
+		match, body string
+		status      int
+		want        []pep.Permission
+		wantErr     error
+	}{
+		{
+			name:      "the named pair denied, the wildcard grants",
+			resources: []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}},
+			match:     `"scopes":["read"]`, body: ordersReadDenied,
+		},
+		{
+			name:      "the wildcard denies, the named pair granted",
+			resources: []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}},
+			match:     `"scopes":[]`, body: ordersReadDenied,
+		},
+		{
+			name:      "the named pair not evaluated (ERROR), the wildcard grants",
+			resources: []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}},
+			match:     `"scopes":["read"]`,
+			body:      `{"status":"ERROR","permissions":[{"resource":"orders","scope":"read","status":"ERROR"}]}`,
+		},
+		{
+			name:      "the named pair's request fails, the wildcard grants",
+			resources: []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}},
+			match:     `"scopes":["read"]`, status: http.StatusServiceUnavailable,
+			wantErr: pep.ErrUnavailable,
+		},
+		{
+			name:      "two wildcards disagree about one pair, not about another",
+			resources: []pep.Resource{{Name: "*", Scopes: []string{"read"}}, {Name: "orders"}},
+			match:     `"name":"*"`,
+			body: `{"status":"DENY","permissions":[{"resource":"orders","scope":"read","status":"DENY"},` +
+				`{"resource":"invoices","scope":"read","status":"GRANT"}]}`,
+			want: perms("invoices", "read"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := startReference(t)
+			g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+				if body, _ := readBodyString(r); !strings.Contains(body, tt.match) {
+					return false // the reference server answers
+				}
+				if tt.body == "" {
+					writeError(w, tt.status, "injected")
+					return true
+				}
+				return bodyHook(tt.body)(w, r, 0)
+			})
+			c := g.newClient(t, pep.WithBatchSize(1), pep.WithCache(0, 0, 0), noRetry)
+			c.SetToken(g.token(t, "alice"))
+			got, err := c.ListGranted(t.Context(), tt.resources)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tt.want, got)
+			assert.Len(t, g.posts(), 2, "one request per query")
+		})
+	}
+}
+
+// TestListGrantedReadsItsHitsAgainAfterTheWait (a-client13 F1, F2): a
+// named pair's cache hit is read before the call's wildcard request, whose
+// sending drops the token's cached decisions, and whose answer is newer
+// than the hit. The hit counts for no more than that answer: read again
+// once the requests are done, it is what the wildcard's answer left in
+// the cache, or asked again. carol's GRANT of orders/read, cached, is
+// revoked before the call; the call lists nothing, and a Check after it
+// is denied.
+func TestListGrantedReadsItsHitsAgainAfterTheWait(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	c := g.newClient(t, noRetry)
+	c.SetToken(g.token(t, "carol"))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	g.unassign(t, "carol")
+
+	got, err := c.ListGranted(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}})
+	require.NoError(t, err)
+	assert.Empty(t, got, "orders/read listed from the GRANT cached before the revocation")
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Deny)
+}

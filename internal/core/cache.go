@@ -323,3 +323,44 @@ func (c *Core) Hit(ctx context.Context, op string, allowed bool) {
 	}
 	c.tel.CachedCall(ctx, op, 1, outcome)
 }
+
+// Reconfirm holds a call to the rule that no cached decision leaves the
+// client past its TTL or its token's purge (issue 17): a call that read
+// some decisions from the cache (hits, their positions) and then waited
+// for the server about the others must not return what it read before the
+// wait unchanged, since an entry may have expired, or been purged, while
+// the call waited (a slow server, a process frozen meanwhile). Once the
+// call's requests are done, Reconfirm reads every hit again (reread, on
+// the cache's clock, through the call's group: it sets the decision to
+// what the cache serves now and reports whether it serves one), and asks
+// the server (ask, fresh, within the call's deadline) about the hits the
+// cache no longer serves; since asking takes time too, it then reads the
+// hits left again, until a reading follows the last wait. Each round asks
+// about one hit at least, so there are at most as many as hits. A hit that
+// could not be asked in time fails closed as any asked pair does: its
+// request was late. An error from ask (one that concerns the whole call,
+// a refused token) ends the rounds and is returned.
+//
+// A call that waited for nothing (every decision a hit) has nothing to
+// read again: its readings are as fresh as its return.
+func Reconfirm(hits []int, reread func(i int) bool, ask func(stale []int) error) error {
+	for len(hits) > 0 {
+		var stale []int
+		kept := hits[:0] // reread in place: hits is the caller's scratch
+		for _, i := range hits {
+			if reread(i) {
+				kept = append(kept, i)
+			} else {
+				stale = append(stale, i)
+			}
+		}
+		if len(stale) == 0 {
+			return nil
+		}
+		if err := ask(stale); err != nil {
+			return err
+		}
+		hits = kept
+	}
+	return nil
+}
