@@ -65,9 +65,10 @@ func describe(v string) string {
 // sayableField returns f, a details[].field, with each of its
 // dot-separated segments kept when it has the shape of a name of the API's
 // schema -- a JSON member ("clientId", "scopes[1]", "resources[]") or a
-// query parameter's name: at most maxEcho bytes of ASCII letters, digits
-// and "_[]", starting with a letter -- and described otherwise, so that
-// "resources[].ſcopes" still says where the member was.
+// query parameter's name: at most maxFieldSegment bytes of ASCII letters,
+// digits and "_[]", starting with a letter -- and described otherwise, so
+// that "resources[].ſcopes" still says where the member was. A JWT's
+// payload and signature are longer than a segment.
 func sayableField(f string) string {
 	if fieldSegment(f) {
 		return f // the usual case allocates nothing
@@ -81,10 +82,15 @@ func sayableField(f string) string {
 	return strings.Join(segs, ".")
 }
 
+// maxFieldSegment is the longest segment of a field name an error repeats,
+// in bytes: the API's longest member names are about 20 bytes; a JWT's
+// payload and signature (43 bytes at the least) are longer.
+const maxFieldSegment = 32
+
 // fieldSegment reports whether s has the shape of a name of the API's
 // schema (sayableField).
 func fieldSegment(s string) bool {
-	if s == "" || len(s) > maxEcho || !('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z') {
+	if s == "" || len(s) > maxFieldSegment || !('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z') {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -193,8 +199,12 @@ func sayablePath(path string) string {
 // sayableError returns ae as the server may write it: its message through
 // sayable and each detail's field through sayableField and message through
 // sayable; a field that is not said is not said in the message either
-// (the "field: problem" of badField's message). ae itself is not changed.
+// (the "field: problem" of badField's message). ae itself is not changed;
+// it is returned as it is when it says nothing it may not.
 func sayableError(ae *apiError) *apiError {
+	if fits(ae.message) && len(ae.details) == 0 {
+		return ae // the usual case allocates nothing
+	}
 	out := &apiError{status: ae.status, message: ae.message}
 	if len(ae.details) > 0 {
 		// Each detail's field and message are said by the same rules.

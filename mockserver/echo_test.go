@@ -308,3 +308,37 @@ func TestErrorsStillNameWhatLooksLikeAnIdentifier(t *testing.T) {
 		})
 	}
 }
+
+// TestSayable: what sayable keeps of a message and what it describes.
+func TestSayable(t *testing.T) {
+	t.Parallel()
+	tok := "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJib2IifQ.c2lnbmF0dXJlLW9mLXRoZS10b2tlbi10aGF0LWlzLWxvbmc"
+	for _, tc := range []struct{ in, want string }{
+		{"the resources array cannot be empty", "the resources array cannot be empty"},
+		{`unknown client "orders-api"`, `unknown client "orders-api"`},
+		{`not found: user "bob@example.com"`, `not found: user "bob@example.com"`},
+		{`no resource type "*"`, `no resource type "*"`},
+		{`invalid URL escape "%zz"`, `invalid URL escape "%zz"`},
+		{`unknown client "` + tok + `"`, "unknown client (a value of 87 bytes, not repeated)"},
+		{`unknown client "Bearer abc"`, "unknown client (a value of 10 bytes, not repeated)"},
+		{`unknown client "-x"`, "unknown client (a value of 2 bytes, not repeated)"},
+		{`a "quoted \"inner\" value" and "ok"`, `a (a value of 20 bytes, not repeated) and "ok"`},
+		{`no route for GET "/admin/` + tok + `/x"`, `no route for GET "/admin/(a value of 87 bytes, not repeated)/x"`},
+		{`a " quoted "` + tok, `a (a value of 8 bytes, not repeated)(a value of 87 bytes, not repeated)`},
+		{`a lone "` + tok, `a lone "(a value of 87 bytes, not repeated)`},
+		{"bare " + tok + " text", "bare (a value of 87 bytes, not repeated) text"},
+		{"bare /path/" + tok, "bare /path/(a value of 87 bytes, not repeated)"},
+	} {
+		assert.Equal(t, tc.want, sayable(tc.in), "%s", redactedURL(tc.in, tok))
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"clientId", "clientId"},
+		{"resources[0].scopes[1]", "resources[0].scopes[1]"},
+		{"resources[].ſcopes", "resources[].(a name of 7 bytes, not repeated)"},
+		{tok, "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJib2IifQ.(a name of 47 bytes, not repeated)"},
+		{"context.attributes.methıd", "context.attributes.(a name of 7 bytes, not repeated)"},
+		{"a+b", "(a name of 3 bytes, not repeated)"},
+	} {
+		assert.Equal(t, tc.want, sayableField(tc.in))
+	}
+}
