@@ -160,8 +160,8 @@ func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
 	}
 	algs := fmt.Sprintf("algs=%q", strings.Join(s.auth.dpop.Algorithms(), " "))
 	if f.code == "" && f.challenge == "" {
-		w.Header().Add("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
-		w.Header().Add("WWW-Authenticate", fmt.Sprintf("DPoP realm=%q, %s", realm, algs))
+		w.Header().Add("WWW-Authenticate", "Bearer "+challengeRealm(realm))
+		w.Header().Add("WWW-Authenticate", "DPoP "+challengeRealm(realm)+", "+algs)
 		writeErr(w, errf(http.StatusUnauthorized, "%s", f.message))
 		return
 	}
@@ -171,12 +171,12 @@ func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
 		if f.dpop {
 			scheme = "DPoP"
 		}
-		ch = fmt.Sprintf("%s realm=%q", scheme, realm)
+		ch = scheme + " " + challengeRealm(realm)
 		if f.dpop {
 			ch += ", " + algs
 		}
 		if f.code != "" {
-			ch += fmt.Sprintf(", error=%q, error_description=%q", f.code, f.message)
+			ch += fmt.Sprintf(", error=%q, error_description=%q", f.code, sayable(f.message))
 		}
 	}
 	w.Header().Add("WWW-Authenticate", ch)

@@ -480,12 +480,12 @@ func redirect(w http.ResponseWriter, req *authRequest, values url.Values) {
 
 // redirectError redirects an RFC 6749 section 4.1.2.1 error to the client.
 func redirectError(w http.ResponseWriter, req *authRequest, code, desc string) {
-	redirect(w, req, url.Values{"error": {code}, "error_description": {strings.Map(rfc6749Description, desc)}})
+	redirect(w, req, url.Values{"error": {code}, "error_description": {strings.Map(rfc6749Description, sayable(desc))}})
 }
 
 // writeOAuthError answers an error that cannot be redirected.
 func writeOAuthError(w http.ResponseWriter, oe *oauthError) {
-	writeJSON(w, oe.status, map[string]string{"error": oe.code, "error_description": strings.Map(rfc6749Description, oe.description)})
+	writeJSON(w, oe.status, map[string]string{"error": oe.code, "error_description": strings.Map(rfc6749Description, sayable(oe.description))})
 }
 
 // rfc6749Description maps a rune of an error description onto what RFC

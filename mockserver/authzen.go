@@ -328,7 +328,7 @@ func (e *azEvaluator) decide(req *azRequest) azDecision {
 }
 
 // azFailure is a denial whose context carries an error (404): what was
-// asked about is unknown.
+// asked about is unknown. The message repeats only what sayable lets it.
 func azFailure(format string, args ...any) azDecision {
-	return azDecision{Context: &azContext{Error: azError{Status: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}}}
+	return azDecision{Context: &azContext{Error: azError{Status: http.StatusNotFound, Message: sayable(fmt.Sprintf(format, args...))}}}
 }

@@ -151,7 +151,12 @@
 //
 // Every non-2xx answer has the body {"error": "<reason phrase>", "message":
 // "..."}, with details naming the fields on a 400 (a web UI page answers a
-// browser the same as an HTML page). Malformed or oversized
+// browser the same as an HTML page). An error repeats a value or a name
+// the caller sent only when it has the shape of one of the server's
+// identifiers (a UUID, an alias or a name of at most 63 bytes of ASCII
+// letters, digits and "-_.@:*") or of a field name of the API; anything
+// else, a token sent in the wrong place among it, is described by its
+// length: "(a value of 812 bytes, not repeated)". Malformed or oversized
 // input is a 4xx, never a 500. A request body is at most 1 MiB, a page 100
 // items, a department tree 32 levels, a department template 1,000 nodes.
 //

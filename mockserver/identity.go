@@ -199,7 +199,7 @@ func writeOAuthAnswer(w http.ResponseWriter, realm string, err error) {
 		return
 	}
 	if oe.basic && oe.status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Basic realm="`+realm+`"`)
+		w.Header().Set("WWW-Authenticate", "Basic "+challengeRealm(realm))
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeOAuthError(w, oe)

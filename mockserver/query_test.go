@@ -30,7 +30,7 @@ func TestEveryRouteRefusesAMalformedQuery(t *testing.T) {
 	queries := []struct{ query, name string }{
 		{"count=%zz", "count"},
 		{"offset=0&search=a%zz", "search"},
-		{"%zz=1", "%zz"},
+		{"%zz=1", "(a name of 3 bytes, not repeated)"}, // no name of the API's (sayableField)
 		{"offset=0;count=2", "offset"},
 	}
 	for _, p := range a.s.patterns {
@@ -59,7 +59,7 @@ func TestEveryRouteRefusesAMalformedQuery(t *testing.T) {
 					}{&body.Error, &body.ErrorDescription}))
 					require.Equal(t, "invalid_request", body.Error)
 					named := q.name // an OAuth error repeats no name a credential could be
-					if named == "%zz" {
+					if strings.HasPrefix(named, "(") {
 						named = "(not an OAuth parameter's name)"
 					}
 					require.True(t, strings.HasPrefix(body.ErrorDescription, "query parameter "+named+": "), body.ErrorDescription)
@@ -100,7 +100,7 @@ func TestMalformedQueryNamesTheParameter(t *testing.T) {
 	}{
 		{"count=%zz", "count", `the value is not properly percent-encoded: invalid URL escape "%zz"`},
 		{"count=5&search=%e", "search", `the value is not properly percent-encoded: invalid URL escape "%e"`},
-		{"s%zzrch=x", "s%zzrch", `the name is not properly percent-encoded: invalid URL escape "%zz"`},
+		{"s%zzrch=x", "(a name of 7 bytes, not repeated)", `the name is not properly percent-encoded: invalid URL escape "%zz"`},
 		{"count=5;offset=2", "count", "a semicolon does not separate query parameters; use & between them, and %3B for a semicolon in a value"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {

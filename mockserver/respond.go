@@ -85,7 +85,9 @@ func writeErr(w http.ResponseWriter, err error) {
 	writeJSON(w, ae.status, errorBody{Error: http.StatusText(ae.status), Message: ae.message, Details: ae.details})
 }
 
-// asAPIError is the status and message writeErr answers err with.
+// asAPIError is the status and message writeErr answers err with, as the
+// server may write them (sayableError): every writer of the service's
+// errors, writeErr and the UI's, reads err through it.
 func asAPIError(err error) *apiError {
 	var ae *apiError
 	switch {
@@ -99,7 +101,7 @@ func asAPIError(err error) *apiError {
 	default:
 		ae = &apiError{status: http.StatusInternalServerError, message: "internal error"}
 	}
-	return ae
+	return sayableError(ae)
 }
 
 // decodeBody reads a JSON object from r into v through the 1 MiB limit. A
