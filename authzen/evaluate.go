@@ -154,7 +154,7 @@ func (c *Client) decide(ctx context.Context, api string, defaults Request, reqs 
 		// return: each is read again, and asked again when the cache no
 		// longer serves it (expired or purged meanwhile).
 		err := core.Reconfirm(hits, func(i int) bool {
-			allowed, ok := core.Get(cl.Group, evs[i].key)
+			allowed, ok := core.Recheck(cl.Group, evs[i].key)
 			if ok {
 				ds[i] = Decision{allowed: allowed, Cached: true}
 			}

@@ -309,6 +309,11 @@ func (c *Cache[G, K, V]) serves(e *entry[G, K, V], grp *Group[G, K, V], now time
 	return true
 }
 
+// live is serves without its counting and marking (Peek).
+func (c *Cache[G, K, V]) live(e *entry[G, K, V], grp *Group[G, K, V], now time.Duration) bool {
+	return e.state.Load()>>1 == grp.gen.Load() && now < e.expires && now < time.Duration(c.horizon.Load())
+}
+
 // Lookup returns a handle on group g for reading; for a group the cache
 // holds nothing of, a handle that reads nothing. The handle reads nothing
 // either once the group has been removed and forgotten; use Pin to keep one
@@ -814,6 +819,24 @@ func (grp *Group[G, K, V]) Get(k K) (value V, ok bool) {
 		return e.value, true
 	}
 	c.miss(e)
+	return value, false
+}
+
+// Peek is Get for reading again a value a Get already counted: it returns
+// what Get would, reading the clock as Get does, but counts neither a hit
+// nor a miss, marks nothing used and drops nothing. A caller that read a
+// value, then waited, checks so that the cache still serves it.
+func (grp *Group[G, K, V]) Peek(k K) (value V, ok bool) {
+	c := grp.c
+	e := grp.one.Load()
+	if e == nil {
+		e = c.idx.get(keyHash(&c.keys, grp.seed, k), grp, k)
+	} else if e.key != k {
+		e = nil
+	}
+	if e != nil && c.live(e, grp, c.clk.elapsed()) {
+		return e.value, true
+	}
 	return value, false
 }
 

@@ -85,6 +85,8 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
+// TestExpiry: an entry is served until its deadline, by Get and by Peek,
+// which counts nothing.
 func TestExpiry(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -111,8 +113,13 @@ func TestExpiry(t *testing.T) {
 			}
 			assert.Equal(t, tt.ttl > 0, c.Add("alice", "k", "v", tt.ttl, 1))
 			clk.advance(tt.wait)
+			// Peek serves what Get does, and counts nothing.
+			peeked, peekOK := c.Lookup("alice").Peek("k")
+			assert.Equal(t, tt.wantHit, peekOK)
+			assert.Equal(t, cache.Stats{}, c.Stats())
 			got, ok := c.Get("alice", "k")
 			assert.Equal(t, tt.wantHit, ok)
+			assert.Equal(t, got, peeked)
 			if tt.wantHit {
 				assert.Equal(t, "v", got)
 				assert.Equal(t, cache.Stats{Hits: 1}, c.Stats())

@@ -91,6 +91,16 @@ func get(g *core.Group, ctxKey string, p pair) (Status, bool) {
 	return status(g.Get(transient(appendKey(buf[:0], p, ""))))
 }
 
+// recheck is get for reading again a decision a get already counted
+// (reconfirm): it counts nothing (Group.Peek).
+func recheck(g *core.Group, ctxKey string, p pair) (Status, bool) {
+	if g == nil || !cacheablePair(p) {
+		return Deny, false
+	}
+	var buf [hitKeyBytes]byte
+	return status(g.Peek(transient(appendKey(buf[:0], p, ctxKey))))
+}
+
 // getKey is get for any key: with a request context, or longer than a
 // lookup builds on its stack.
 func getKey(g *core.Group, ctxKey string, p pair) (Status, bool) {

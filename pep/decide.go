@@ -68,7 +68,7 @@ func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision) error {
 		}
 	}
 	return core.Reconfirm(hits, func(i int) bool {
-		s, ok := get(cl.Group, cl.ctxKey, pair{resource: ds[i].Resource, scope: ds[i].Scope})
+		s, ok := recheck(cl.Group, cl.ctxKey, pair{resource: ds[i].Resource, scope: ds[i].Scope})
 		if ok {
 			ds[i].Status = s
 		}

@@ -287,6 +287,15 @@ func Get(g *Group, key string) (allowed, ok bool) {
 	return g.Get(key)
 }
 
+// Recheck is Get for reading again a verdict a Get already counted
+// (Reconfirm): it counts nothing (cache.Group.Peek).
+func Recheck(g *Group, key string) (allowed, ok bool) {
+	if g == nil {
+		return false, false
+	}
+	return g.Peek(key)
+}
+
 // OwnGroup returns the cache entries of the client's own token, as Own
 // would find them, without making a call: for a call that asks the cache
 // before anything else. It reports false when Own would fail; the group
