@@ -150,7 +150,7 @@ type ReplayStore struct {
 	optErr string
 }
 
-var _ dpop.ReplayStore = (*ReplayStore)(nil)
+var _ dpop.ChargedReplayStore = (*ReplayStore)(nil)
 
 // ReplayOption configures a [ReplayStore].
 type ReplayOption func(*ReplayStore)
@@ -280,6 +280,59 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 		return false, err
 	}
 	return markers.First(&s.gen, ms, s.lifetime, marker)
+}
+
+// errOverLimit is the error of a proof whose key holds the Verifier's
+// limit of records (RememberCharged): the Verifier refuses it with
+// dpop.ErrReplayCacheFull, that key's alone.
+var errOverLimit = fmt.Errorf("redisstore: the proof's key holds its limit of records (dpop.WithReplayKeyLimit): %w", dpop.ErrReplayCacheFull)
+
+// RememberCharged is Remember, charging the record to owner (the
+// Verifier's digest of the proof's key, dpop.ChargedReplayStore): the
+// record and its count are one EVAL ([replaymarker.ChargeScript]), in
+// place of the SET, in the same pipeline as the marker's script. It
+// refuses, writing nothing, with an error wrapping dpop.ErrReplayCacheFull,
+// a proof whose key had limit records or more taken within the proofs'
+// window (maxAge + maxSkew + dpop.ReplayStoreMargin, the longest a record
+// lives; counted in buckets of a quarter of it, so a key is refused only
+// when it had limit within at most 1.25 windows). So one caller's key
+// cannot fill Redis: with the Verifier's default limit, a key holds at
+// most 10,000 records (about a megabyte), and its counters five keys. The
+// count is by Redis's clock, the same for every replica.
+//
+// On a Cluster the record and its owner's counters lie in different
+// slots, which one script cannot touch: there RememberCharged is
+// Remember, and no bound per key applies (a known limit: give such a
+// Cluster room for the proofs it may be sent, or keep its Redis without
+// maxmemory).
+func (s *ReplayStore) RememberCharged(ctx context.Context, key, owner string, limit int, until time.Time) (bool, error) {
+	if _, single := s.client.(*redis.Client); !single {
+		return s.Remember(ctx, key, until)
+	}
+	a := replaymarker.ChargeArgs(until, limit, s.lifetime-dpop.ReplayStoreMargin)
+	var rec, wait, marker *redis.Cmd
+	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
+		rec = pipe.Eval(ctx, replaymarker.ChargeScript, []string{s.prefix + key, replaymarker.ChargeKey(s.prefix, owner)}, a[0], a[1], a[2])
+		wait = s.queueWait(ctx, pipe)
+		marker = s.decideMarker(ctx, pipe, true)
+	}); err != nil {
+		return false, err
+	}
+	n, err := rec.Int64()
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("redisstore: %w", err)
+	case n == replaymarker.ChargeOverLimit:
+		return false, errOverLimit
+	case n == replaymarker.ChargeTaken:
+		return false, nil
+	case n != replaymarker.ChargeFirst:
+		return false, fmt.Errorf("redisstore: the record's script answered %d", n)
+	}
+	if err := s.replicated(wait); err != nil {
+		return false, err
+	}
+	return markers.First(&s.gen, replaymarker.CeilMilli(until), s.lifetime, marker)
 }
 
 // Recorded reports whether key was recorded (by [ReplayStore.Remember] or

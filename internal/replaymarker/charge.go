@@ -1,0 +1,94 @@
+package replaymarker
+
+import (
+	"strconv"
+	"time"
+)
+
+// Answers of [ChargeScript].
+const (
+	// ChargeFirst: the record was not there; the script wrote it and
+	// charged it to its owner.
+	ChargeFirst = 1
+	// ChargeTaken: the record was there (a replay); nothing was written.
+	ChargeTaken = 0
+	// ChargeOverLimit: the owner holds its limit of records taken within
+	// the window; nothing was written.
+	ChargeOverLimit = -1
+)
+
+// ChargeBuckets is how many buckets of width window/ChargeBuckets (rounded
+// up) [ChargeScript] sums, besides the current one: together they cover
+// at least the window, at most a bucket more.
+const ChargeBuckets = 4
+
+// ChargeScript is the Lua script (EVAL ChargeScript 1 record counterBase
+// untilMillis limit widthMillis) that records a DPoP proof charged to the
+// key that signed it, in one atomic step: it sums the owner's counters of
+// the current time bucket and the [ChargeBuckets] before it (by Redis's
+// clock, TIME: one clock for every replica), counterBase .. bucket, and
+// answers [ChargeOverLimit], writing nothing, when the sum is limit or
+// more and the record is not there ([ChargeTaken] when it is: a replay
+// stays a replay). Otherwise it writes the record (SET record 1 NX PXAT
+// until): [ChargeTaken] when it was there, else it adds one to the current
+// bucket's counter, which expires once no later call sums it, and answers
+// [ChargeFirst].
+//
+// So an owner holds at most limit records whose until is within the
+// window of their writing (a record taken earlier than the window has
+// expired: window is at least a record's lifetime), and an owner is
+// refused only when it had limit records taken within the window plus at
+// most one bucket (width = window / ChargeBuckets). The counters cost an
+// owner ChargeBuckets + 1 keys at most, each a few dozen bytes, whatever
+// it sends. counterBase names the counters' keys ([ChargeKey]). The script
+// touches keys it was not given (the counters of the current time), which
+// a single server allows; on a Cluster the record and the counters lie in
+// different slots, so it runs on a single server only.
+const ChargeScript = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit, width = tonumber(ARGV[2]), tonumber(ARGV[3])
+local b = math.floor(now / width)
+local sum = 0
+for i = 0, ` + chargeBuckets + ` do
+  local c = redis.call('GET', KEYS[2] .. string.format('%.0f', b - i))
+  if c then
+    sum = sum + (tonumber(c) or 0)
+  end
+end
+if sum >= limit then
+  if redis.call('EXISTS', KEYS[1]) == 1 then
+    return ` + chargeTaken + `
+  end
+  return ` + chargeOverLimit + `
+end
+if not redis.call('SET', KEYS[1], '1', 'NX', 'PXAT', ARGV[1]) then
+  return ` + chargeTaken + `
+end
+local k = KEYS[2] .. string.format('%.0f', b)
+redis.call('INCR', k)
+redis.call('PEXPIREAT', k, string.format('%.0f', (b + ` + chargeBuckets + ` + 1) * width))
+return ` + chargeFirst + `
+`
+
+// The answers and ChargeBuckets as the script's text.
+const (
+	chargeBuckets   = "4"
+	chargeFirst     = "1"
+	chargeTaken     = "0"
+	chargeOverLimit = "-1"
+)
+
+// ChargeArgs are [ChargeScript]'s arguments after its keys: the record's
+// until (Unix milliseconds, rounded up), the owner's limit and the
+// buckets' width for a window (records live at most window after they are
+// taken).
+func ChargeArgs(until time.Time, limit int, window time.Duration) [3]string {
+	width := (window.Milliseconds() + ChargeBuckets - 1) / ChargeBuckets
+	return [3]string{strconv.FormatInt(CeilMilli(until), 10), strconv.Itoa(max(limit, 1)), strconv.FormatInt(max(width, 1), 10)}
+}
+
+// ChargeKey is the key of an owner's counters under prefix: "n{" owner
+// "}:"; the braces make them share a Cluster slot.
+func ChargeKey(prefix, owner string) string {
+	return prefix + "n{" + owner + "}:"
+}
