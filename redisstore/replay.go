@@ -33,7 +33,11 @@ const SinceKey = "since"
 // proof once between them. Each proof is one key, prefix + the Verifier's
 // digest of the proof's key and jti (no token material), written with
 // SET key 1 NX PXAT until, which is atomic on a single server, a
-// Sentinel-managed primary and a Cluster alike. Recorded reads a record
+// Sentinel-managed primary and a Cluster alike; on one server (a
+// *redis.Client) the Verifier's calls are [ReplayStore.RememberCharged],
+// whose script writes the record and charges it to the proof's key, so
+// that one key holds at most dpop.WithReplayKeyLimit records (one caller
+// cannot fill Redis for every replica). Recorded reads a record
 // back, RecordOnce writes a one-time record that is no DPoP proof, holding
 // who wrote it, and Finish marks one answered, for exactly one of its
 // writer's calls (the reference server's
