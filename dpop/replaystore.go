@@ -46,10 +46,12 @@ type ChargedReplayStore interface {
 	// nothing, a key whose owner's records taken within the proofs'
 	// window number limit or more (a replay of a recorded key is still
 	// answered first == false). It must be atomic with the record: two
-	// concurrent calls of one owner cannot both pass the last place
-	// (exactness is not needed beyond that: a store may count over a
-	// somewhat longer window, but never refuses an owner with fewer
-	// than limit records taken within the window).
+	// concurrent calls of one owner cannot both pass the last place.
+	// Exactness is not needed beyond that: a store may count over a
+	// somewhat shorter span (redisstore's counts three quarters of the
+	// window at least), and so hold a few times limit records of one
+	// owner, but it never refuses an owner that had fewer than limit
+	// records taken within any window (maxAge + maxSkew).
 	//
 	// owner is at most 64 bytes of base64url text: a digest of the
 	// proof's key thumbprint (not the thumbprint), the same for every

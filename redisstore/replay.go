@@ -297,12 +297,14 @@ var errOverLimit = fmt.Errorf("redisstore: the proof's key holds its limit of re
 // place of the SET, in the same pipeline as the marker's script. It
 // refuses, writing nothing, with an error wrapping dpop.ErrReplayCacheFull,
 // a proof whose key had limit records or more taken within the proofs'
-// window (maxAge + maxSkew + dpop.ReplayStoreMargin, the longest a record
-// lives; counted in buckets of a quarter of it, so a key is refused only
-// when it had limit within at most 1.25 windows). So one caller's key
-// cannot fill Redis: with the Verifier's default limit, a key holds at
-// most 10,000 records (about a megabyte), and its counters five keys. The
-// count is by Redis's clock, the same for every replica.
+// window (maxAge + maxSkew: counted in buckets of a quarter of it, over
+// the last three and the current one, so a key sending fewer than limit
+// proofs in any window is never refused, as in memory). So one caller's
+// key cannot fill Redis: it holds at most three times limit records (a
+// record lives the window plus dpop.ReplayStoreMargin; with the
+// Verifier's defaults, 30,000 records of some 100 bytes), and its
+// counters four keys. The count is by Redis's clock, the same for every
+// replica.
 //
 // On a Cluster the record and its owner's counters lie in different
 // slots, which one script cannot touch: there RememberCharged is
@@ -313,7 +315,7 @@ func (s *ReplayStore) RememberCharged(ctx context.Context, key, owner string, li
 	if _, single := s.client.(*redis.Client); !single {
 		return s.Remember(ctx, key, until)
 	}
-	a := replaymarker.ChargeArgs(until, limit, s.lifetime-dpop.ReplayStoreMargin)
+	a := replaymarker.ChargeArgs(until, limit, s.lifetime-2*dpop.ReplayStoreMargin)
 	var rec, wait, marker *redis.Cmd
 	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		rec = pipe.Eval(ctx, replaymarker.ChargeScript, []string{s.prefix + key, replaymarker.ChargeKey(s.prefix, owner)}, a[0], a[1], a[2])

@@ -18,14 +18,15 @@ const (
 )
 
 // ChargeBuckets is how many buckets of width window/ChargeBuckets (rounded
-// up) [ChargeScript] sums, besides the current one: together they cover
-// at least the window, at most a bucket more.
+// down) [ChargeScript] sums: the current one and the ChargeBuckets - 1
+// before it, which together cover at most the window, and at least
+// (ChargeBuckets - 1) / ChargeBuckets of it.
 const ChargeBuckets = 4
 
-// ChargeScript is the Lua script (EVAL ChargeScript 1 record counterBase
+// ChargeScript is the Lua script (EVAL ChargeScript 2 record counterBase
 // untilMillis limit widthMillis) that records a DPoP proof charged to the
 // key that signed it, in one atomic step: it sums the owner's counters of
-// the current time bucket and the [ChargeBuckets] before it (by Redis's
+// the current time bucket and the ChargeBuckets - 1 before it (by Redis's
 // clock, TIME: one clock for every replica), counterBase .. bucket, and
 // answers [ChargeOverLimit], writing nothing, when the sum is limit or
 // more and the record is not there ([ChargeTaken] when it is: a replay
@@ -34,22 +35,25 @@ const ChargeBuckets = 4
 // bucket's counter, which expires once no later call sums it, and answers
 // [ChargeFirst].
 //
-// So an owner holds at most limit records whose until is within the
-// window of their writing (a record taken earlier than the window has
-// expired: window is at least a record's lifetime), and an owner is
-// refused only when it had limit records taken within the window plus at
-// most one bucket (width = window / ChargeBuckets). The counters cost an
-// owner ChargeBuckets + 1 keys at most, each a few dozen bytes, whatever
-// it sends. counterBase names the counters' keys ([ChargeKey]). The script
-// touches keys it was not given (the counters of the current time), which
-// a single server allows; on a Cluster the record and the counters lie in
-// different slots, so it runs on a single server only.
+// With width the proofs' window (maxAge + maxSkew) / ChargeBuckets, an
+// owner is refused only when it had limit records taken within at most
+// the window, so never while it sends fewer than limit proofs in any
+// window (the in-memory cache's bound: proofs held of one key); and it
+// holds at most limit records taken within any 3/4 of the window, so at
+// most 3 * limit records in all (a record lives at most the window plus
+// dpop.ReplayStoreMargin, 130 s with the defaults, under three spans of
+// 52.5 s). The counters cost an owner ChargeBuckets keys at most, each a
+// few dozen bytes, whatever it sends. counterBase names the counters' keys
+// ([ChargeKey]). The script touches keys it was not given (the counters
+// of the current time), which a single server allows; on a Cluster the
+// record and the counters lie in different slots, so it runs on a single
+// server only.
 const ChargeScript = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit, width = tonumber(ARGV[2]), tonumber(ARGV[3])
 local b = math.floor(now / width)
 local sum = 0
-for i = 0, ` + chargeBuckets + ` do
+for i = 0, ` + chargeBuckets + ` - 1 do
   local c = redis.call('GET', KEYS[2] .. string.format('%.0f', b - i))
   if c then
     sum = sum + (tonumber(c) or 0)
@@ -66,7 +70,7 @@ if not redis.call('SET', KEYS[1], '1', 'NX', 'PXAT', ARGV[1]) then
 end
 local k = KEYS[2] .. string.format('%.0f', b)
 redis.call('INCR', k)
-redis.call('PEXPIREAT', k, string.format('%.0f', (b + ` + chargeBuckets + ` + 1) * width))
+redis.call('PEXPIREAT', k, string.format('%.0f', (b + ` + chargeBuckets + `) * width))
 return ` + chargeFirst + `
 `
 
@@ -80,10 +84,9 @@ const (
 
 // ChargeArgs are [ChargeScript]'s arguments after its keys: the record's
 // until (Unix milliseconds, rounded up), the owner's limit and the
-// buckets' width for a window (records live at most window after they are
-// taken).
+// buckets' width for window, the proofs' window (maxAge + maxSkew).
 func ChargeArgs(until time.Time, limit int, window time.Duration) [3]string {
-	width := (window.Milliseconds() + ChargeBuckets - 1) / ChargeBuckets
+	width := window.Milliseconds() / ChargeBuckets
 	return [3]string{strconv.FormatInt(CeilMilli(until), 10), strconv.Itoa(max(limit, 1)), strconv.FormatInt(max(width, 1), 10)}
 }
 

@@ -160,13 +160,14 @@ var errOverLimit = fmt.Errorf("redis: the proof's key holds its limit of records
 // of the SET, in the same round trip as the marker's script. It refuses,
 // writing nothing, with an error wrapping dpop.ErrReplayCacheFull, a proof
 // whose key had limit records or more taken within the proofs' window
-// (maxAge + maxSkew + dpop.ReplayStoreMargin; the reference server's limit
-// is 20,000), so one client's key cannot fill Redis for every replica
-// (redisstore.ReplayStore.RememberCharged, the same keys and rule).
+// (maxAge + maxSkew; the reference server's limit is 20,000, so a key
+// holds at most 60,000 records, some 7 MB), so one client's key cannot
+// fill Redis for every replica (redisstore.ReplayStore.RememberCharged,
+// the same keys and rule).
 func (s *Store) RememberCharged(ctx context.Context, key, owner string, limit int, until time.Time) (bool, error) {
 	ctx, cancel := bound(ctx)
 	defer cancel()
-	a := replaymarker.ChargeArgs(until, limit, s.lifetime-dpop.ReplayStoreMargin)
+	a := replaymarker.ChargeArgs(until, limit, s.lifetime-2*dpop.ReplayStoreMargin)
 	cmds := [][]string{
 		{"EVAL", replaymarker.ChargeScript, "2", s.prefix + key, replaymarker.ChargeKey(s.prefix, owner), a[0], a[1], a[2]},
 		s.markerCommand(true),
