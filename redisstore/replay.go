@@ -302,7 +302,8 @@ var errOverLimit = fmt.Errorf("redisstore: the proof's key holds its limit of re
 // proofs in any window is never refused, as in memory). So one caller's
 // key cannot fill Redis: it holds at most three times limit records (a
 // record lives the window plus dpop.ReplayStoreMargin; with the
-// Verifier's defaults, 30,000 records of some 100 bytes), and its
+// Verifier's defaults, 30,000 records, some 5 MB at the 170 bytes a
+// record measured on redis-server 7), and its
 // counters four keys. The count is by Redis's clock, the same for every
 // replica.
 //

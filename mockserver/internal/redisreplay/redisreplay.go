@@ -161,7 +161,7 @@ var errOverLimit = fmt.Errorf("redis: the proof's key holds its limit of records
 // writing nothing, with an error wrapping dpop.ErrReplayCacheFull, a proof
 // whose key had limit records or more taken within the proofs' window
 // (maxAge + maxSkew; the reference server's limit is 20,000, so a key
-// holds at most 60,000 records, some 7 MB), so one client's key cannot
+// holds at most 60,000 records, some 10 MB), so one client's key cannot
 // fill Redis for every replica (redisstore.ReplayStore.RememberCharged,
 // the same keys and rule).
 func (s *Store) RememberCharged(ctx context.Context, key, owner string, limit int, until time.Time) (bool, error) {
