@@ -13,17 +13,19 @@ import (
 )
 
 // TestOneCallersProofsLockOutNoReplica: two replicas of the reference
-// server binary on one Redis (-redis) of 8 MB, noeviction (a-rep13 F2:
+// server binary on one Redis (-redis) of 16 MB, noeviction (a-rep13 F2:
 // alice, through the public admin-cli client with her own DPoP key, sent
 // proofs of one key until Redis was full, and every replica then answered
 // 503 to every other client, DPoP or Bearer). Her proofs, at both
-// replicas, are accepted up to the server's per-key limit (20,000) and
+// replicas, are accepted up to the server's per-key limit (20,000 within
+// the proof window; 20,000 exactly when the flood takes less than three
+// quarters of the window, up to three times that over a longer one) and
 // then refused (503, her key's alone); another client's Bearer token and
 // another DPoP client's token request then pass at both replicas, and her
 // key stays refused.
 func TestOneCallersProofsLockOutNoReplica(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t, "--maxmemory", "8mb", "--maxmemory-policy", "noeviction")
+	srv := redistest.Start(t, "--maxmemory", "16mb", "--maxmemory-policy", "noeviction")
 	require.True(t, srv.Real(), "a memory bound needs redis-server, on PATH here and in CI")
 	c := srv.Client()
 	const prefix, perKey = "orgauthz:mockserver:dpop:", 20_000
@@ -45,8 +47,8 @@ func TestOneCallersProofsLockOutNoReplica(t *testing.T) {
 		return s
 	}
 	// One proof went to the token endpoint; the rest, at both replicas,
-	// from 4 callers, until the key is refused (3 times the limit would
-	// fill the 8 MB many times over).
+	// from 4 callers, until the key is refused (3 times the limit is the
+	// most it can hold; past 16 MB, some 95,000 records, Redis is full).
 	var accepted, refused atomic.Int64
 	var other sync.Map // statuses other than 200 and 503
 	var wg sync.WaitGroup
@@ -79,5 +81,7 @@ func TestOneCallersProofsLockOutNoReplica(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, "another DPoP client's token request: %s", resp)
 		require.Equal(t, http.StatusServiceUnavailable, flood(base), "her key, past its limit")
 	}
-	require.Equal(t, int64(perKey-1), accepted.Load(), "her key's proofs accepted, after the token request's")
+	t.Logf("her key's proofs accepted before it was refused: %d", accepted.Load())
+	require.GreaterOrEqual(t, accepted.Load(), int64(perKey-1), "her key's proofs accepted, after the token request's")
+	require.Less(t, accepted.Load(), int64(3*perKey), "her key's proofs accepted, after the token request's")
 }
