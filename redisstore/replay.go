@@ -33,11 +33,11 @@ const SinceKey = "since"
 // proof once between them. Each proof is one key, prefix + the Verifier's
 // digest of the proof's key and jti (no token material), written with
 // SET key 1 NX PXAT until, which is atomic on a single server, a
-// Sentinel-managed primary and a Cluster alike; on one server (a
-// *redis.Client) the Verifier's calls are [ReplayStore.RememberCharged],
-// whose script writes the record and charges it to the proof's key, so
-// that one key holds at most dpop.WithReplayKeyLimit records (one caller
-// cannot fill Redis for every replica). Recorded reads a record
+// Sentinel-managed primary and a Cluster alike. The Verifier's calls are
+// [ReplayStore.RememberCharged], which also charges the record to the
+// proof's key, so that one key holds a bounded number of records
+// (dpop.WithReplayKeyLimit: one caller cannot fill Redis for every
+// replica). Recorded reads a record
 // back, RecordOnce writes a one-time record that is no DPoP proof, holding
 // who wrote it, and Finish marks one answered, for exactly one of its
 // writer's calls (the reference server's
@@ -308,15 +308,31 @@ var errOverLimit = fmt.Errorf("redisstore: the proof's key holds its limit of re
 // replica.
 //
 // On a Cluster the record and its owner's counters lie in different
-// slots, which one script cannot touch: there RememberCharged is
-// Remember, and no bound per key applies (a known limit: give such a
-// Cluster room for the proofs it may be sent, or keep its Redis without
-// maxmemory).
+// slots, which one script cannot touch: there the count comes first, in a
+// round trip of its own on the counters' slot
+// ([replaymarker.ChargeCountScript]), and Remember after it; a proof
+// refused there writes nothing, but every record tried is charged, a
+// replay's too (only a holder of the token the proof is bound to can
+// replay it).
 func (s *ReplayStore) RememberCharged(ctx context.Context, key, owner string, limit int, until time.Time) (bool, error) {
+	a := replaymarker.ChargeArgs(until, limit, s.lifetime-2*dpop.ReplayStoreMargin)
 	if _, single := s.client.(*redis.Client); !single {
+		var n int64
+		err := bounded(ctx, func() error {
+			var err error
+			n, err = s.client.Eval(ctx, replaymarker.ChargeCountScript, []string{replaymarker.ChargeKey(s.prefix, owner)}, a[1], a[2]).Int64()
+			return err
+		})
+		switch {
+		case err != nil:
+			return false, fmt.Errorf("redisstore: charging the proof to its key: %w", err)
+		case n == replaymarker.ChargeOverLimit:
+			return false, errOverLimit
+		case n != replaymarker.ChargeFirst:
+			return false, fmt.Errorf("redisstore: the count's script answered %d", n)
+		}
 		return s.Remember(ctx, key, until)
 	}
-	a := replaymarker.ChargeArgs(until, limit, s.lifetime-2*dpop.ReplayStoreMargin)
 	var rec, wait, marker *redis.Cmd
 	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		rec = pipe.Eval(ctx, replaymarker.ChargeScript, []string{s.prefix + key, replaymarker.ChargeKey(s.prefix, owner)}, a[0], a[1], a[2])

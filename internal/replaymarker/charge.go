@@ -74,6 +74,37 @@ redis.call('PEXPIREAT', k, string.format('%.0f', (b + ` + chargeBuckets + `) * w
 return ` + chargeFirst + `
 `
 
+// ChargeCountScript is the Lua script (EVAL ChargeCountScript 1
+// counterBase limit widthMillis) that charges a record about to be written
+// to its owner where the record and the counters cannot be in one script
+// (a Cluster: they lie in different slots): it sums the owner's counters
+// as [ChargeScript] does and answers [ChargeOverLimit] when the sum is
+// limit or more, writing nothing; otherwise it adds one to the current
+// bucket's counter and answers [ChargeFirst]. The caller writes the
+// record after it, so the count is atomic (two calls never both pass the
+// last place) but charges every record tried, a replay's too (only a
+// holder of the token the proof is bound to can replay it). Its keys
+// share counterBase's hash tag ([ChargeKey]), so one slot.
+const ChargeCountScript = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit, width = tonumber(ARGV[1]), tonumber(ARGV[2])
+local b = math.floor(now / width)
+local sum = 0
+for i = 0, ` + chargeBuckets + ` - 1 do
+  local c = redis.call('GET', KEYS[1] .. string.format('%.0f', b - i))
+  if c then
+    sum = sum + (tonumber(c) or 0)
+  end
+end
+if sum >= limit then
+  return ` + chargeOverLimit + `
+end
+local k = KEYS[1] .. string.format('%.0f', b)
+redis.call('INCR', k)
+redis.call('PEXPIREAT', k, string.format('%.0f', (b + ` + chargeBuckets + `) * width))
+return ` + chargeFirst + `
+`
+
 // The answers and ChargeBuckets as the script's text.
 const (
 	chargeBuckets   = "4"
