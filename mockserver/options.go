@@ -152,7 +152,7 @@ func WithDenialLog(logf func(format string, args ...any)) Option {
 // while the store's keyspace is too young to vouch for it (503 with
 // Retry-After); a DPoP proof refused for that reason is a 503 with the
 // proof window's Retry-After (71 s). A store that is a
-// dpop.ChargedReplayStore (redisstore.ReplayStore on one server, and the
+// dpop.ChargedReplayStore (redisstore.ReplayStore, and the
 // binary's -redis store) charges each proof to its key with the realm's
 // per-key limit (20,000 proofs within the proof window): a key past it has
 // its proofs answered 503, as the in-memory cache does, so one client
