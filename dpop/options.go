@@ -248,7 +248,12 @@ func WithReplayCacheSize(n int) Option {
 // limit: [WithReplayCacheSize] says which key pays when their room is
 // full. Proofs are recorded only
 // once the caller is authenticated (see [Verifier.Check]), but a caller
-// may hold any number of keys.
+// may hold any number of keys. With a [ReplayStore] ([WithReplayStore]) it
+// bounds the records one key holds in the store when the store is a
+// [ChargedReplayStore]: a proof of a key holding n records taken within
+// the proofs' window is refused with ErrReplayCacheFull (a store can
+// forget no record to make room), that key's alone; with any other store
+// it has no effect.
 func WithReplayKeyLimit(n int) Option {
 	return func(c *config) {
 		if n <= 0 {

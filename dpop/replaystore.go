@@ -29,6 +29,36 @@ type ReplayStore interface {
 	Remember(ctx context.Context, key string, until time.Time) (first bool, err error)
 }
 
+// ChargedReplayStore is a [ReplayStore] that charges each record to the
+// key whose proof made it, and bounds how many records one key holds: the
+// Verifier's [WithReplayKeyLimit] then applies with the store as it does
+// in memory, so one caller's proofs cannot fill a store that every replica
+// shares (a Redis with a memory bound refuses every write once full: every
+// other client's proof, at every replica). A Verifier whose store
+// implements it calls RememberCharged instead of Remember; a store that
+// does not keeps Remember's behaviour: no bound per key (each accepted
+// proof a record until its window ends). github.com/orgauthz/orgauthz/redisstore's
+// ReplayStore implements it.
+type ChargedReplayStore interface {
+	ReplayStore
+	// RememberCharged is Remember, charging the record to owner: it
+	// refuses, with an error wrapping [ErrReplayCacheFull] and writing
+	// nothing, a key whose owner's records taken within the proofs'
+	// window number limit or more (a replay of a recorded key is still
+	// answered first == false). It must be atomic with the record: two
+	// concurrent calls of one owner cannot both pass the last place.
+	// Exactness is not needed beyond that: a store may count over a
+	// somewhat shorter span (redisstore's counts three quarters of the
+	// window at least), and so hold a few times limit records of one
+	// owner, but it never refuses an owner that had fewer than limit
+	// records taken within any window (maxAge + maxSkew).
+	//
+	// owner is at most 64 bytes of base64url text: a digest of the
+	// proof's key thumbprint (not the thumbprint), the same for every
+	// proof of one key; limit is the Verifier's [WithReplayKeyLimit].
+	RememberCharged(ctx context.Context, key, owner string, limit int, until time.Time) (first bool, err error)
+}
+
 // ErrKeyspaceNew is what a [ReplayStore]'s error wraps when the store
 // refuses because its keyspace began too recently to hold every earlier
 // record of what it was asked about (its keys were lost: Redis restarted,
@@ -60,8 +90,11 @@ const ReplayStoreMargin = time.Minute
 // WithReplayStore makes the Verifier record accepted proofs in s instead of
 // its in-memory replay cache, so that replicas sharing s detect each
 // other's replays. A nil s makes NewVerifier fail. With a store,
-// [WithReplayCacheSize] and [WithReplayKeyLimit] have no effect and
-// [ErrReplayCacheFull] is never returned; [ErrReplayStoreUnavailable] is,
+// [WithReplayCacheSize] has no effect. [WithReplayKeyLimit] applies when s
+// is a [ChargedReplayStore] (redisstore's is): a proof of a key holding its
+// limit of records in the store is refused with [ErrReplayCacheFull], for
+// that key only; with any other store it has no effect, and
+// ErrReplayCacheFull is never returned. [ErrReplayStoreUnavailable] is,
 // whenever the store fails, panics (on a goroutine of the Verifier's own,
 // recovered) or does not answer within its context (bounded by
 // [ReplayStoreTimeout]). A proof is recorded until maxAge after its iat
@@ -95,6 +128,20 @@ func storeKey(jkt, jti string) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
 }
 
+// storeOwner returns the owner a proof of the key with thumbprint jkt is
+// charged to in a ChargedReplayStore: base64url of the first 16 bytes of
+// SHA-256("owner" || 0 || jkt), 22 bytes. It is not the thumbprint (a
+// reader of the store learns no key's identity), and 128 bits leave no
+// caller a way to make its key share another's count.
+func storeOwner(jkt string) string {
+	h := sha256.New()
+	h.Write([]byte("owner"))
+	h.Write([]byte{0})
+	h.Write([]byte(jkt))
+	var sum [sha256.Size]byte
+	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
 // errStorePanicked is the error of a ReplayStore whose Remember panicked.
 var errStorePanicked = errors.New("the replay store panicked")
 
@@ -126,7 +173,7 @@ func (v *Verifier) recordInStore(ctx context.Context, res *Result, expires time.
 		// the proof instead (the request may have stopped waiting for it).
 		r := rememberResult{err: errStorePanicked}
 		defer func() { done <- r }()
-		if safego.Call(func() { r.first, r.err = v.store.Remember(ctx, key, until) }) != nil {
+		if safego.Call(func() { r.first, r.err = v.remember(ctx, res.Thumbprint, key, until) }) != nil {
 			r = rememberResult{err: errStorePanicked}
 		}
 	}()
@@ -137,6 +184,8 @@ func (v *Verifier) recordInStore(ctx context.Context, res *Result, expires time.
 		return fmt.Errorf("%w: %w", ErrReplayStoreUnavailable, context.Cause(ctx))
 	}
 	switch {
+	case errors.Is(r.err, ErrReplayCacheFull):
+		return ErrReplayCacheFull // this key's own bound, as in memory
 	case r.err != nil:
 		return fmt.Errorf("%w: %w", ErrReplayStoreUnavailable, r.err)
 	case !r.first:
@@ -150,4 +199,14 @@ func (v *Verifier) recordInStore(ctx context.Context, res *Result, expires time.
 		return ErrIATTooOld
 	}
 	return nil
+}
+
+// remember records key in v's store: charged to the proof's key (jkt) with
+// v's per-key limit when the store is a ChargedReplayStore, by Remember
+// otherwise.
+func (v *Verifier) remember(ctx context.Context, jkt, key string, until time.Time) (bool, error) {
+	if cs, ok := v.store.(ChargedReplayStore); ok {
+		return cs.RememberCharged(ctx, key, storeOwner(jkt), v.keyLimit, until)
+	}
+	return v.store.Remember(ctx, key, until)
 }

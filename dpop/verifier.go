@@ -82,6 +82,9 @@ type Verifier struct {
 	nonces  Nonces
 	replay  *replayCache
 	store   ReplayStore // replaces replay when set (replaystore.go)
+	// keyLimit is WithReplayKeyLimit's bound, given to a
+	// ChargedReplayStore.
+	keyLimit int
 	// made is when the in-memory replay cache began, with its monotonic
 	// reading: a proof issued before that second needs a nonce given
 	// since (beforeMade). Zero with a store, which has its own rule for a
@@ -135,6 +138,7 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 		replay:     newReplayCache(c.cacheSize, c.keyLimit, c.maxAge),
 		store:      c.store,
 
+		keyLimit:   c.keyLimit,
 		maxRSABits: c.maxRSA,
 	}, nil
 }

@@ -151,7 +151,12 @@ func WithDenialLog(logf func(format string, args ...any)) Option {
 // (401 invalid_token, invalid_grant, the login page), and none is issued
 // while the store's keyspace is too young to vouch for it (503 with
 // Retry-After); a DPoP proof refused for that reason is a 503 with the
-// proof window's Retry-After (71 s). A nil store makes New fail.
+// proof window's Retry-After (71 s). A store that is a
+// dpop.ChargedReplayStore (redisstore.ReplayStore, and the
+// binary's -redis store) charges each proof to its key with the realm's
+// per-key limit (20,000 proofs within the proof window): a key past it has
+// its proofs answered 503, as the in-memory cache does, so one client
+// cannot fill the store for every replica. A nil store makes New fail.
 func WithReplayStore(store SharedStore) Option {
 	return func(c *config) { c.replay = store; c.replayGiven = true }
 }

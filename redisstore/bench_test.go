@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"context"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,13 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
+
+// unchargedStore hides RememberCharged: the Verifier calls Remember.
+type unchargedStore struct{ s *ReplayStore }
+
+func (u unchargedStore) Remember(ctx context.Context, key string, until time.Time) (bool, error) {
+	return u.s.Remember(ctx, key, until)
+}
 
 // BenchmarkReplayRecord measures the replay step of a Verifier (recording
 // a checked proof) in its in-memory cache and on Redis (a real
@@ -31,7 +39,10 @@ func BenchmarkReplayRecord(b *testing.B) {
 		opts []dpop.Option
 	}{
 		{"memory", []dpop.Option{dpop.WithReplayCacheSize(10_000_000), dpop.WithReplayKeyLimit(10_000_000)}},
-		{"redis", []dpop.Option{dpop.WithReplayStore(store)}},
+		{"redis", []dpop.Option{dpop.WithReplayStore(store), dpop.WithReplayKeyLimit(1 << 40)}},
+		// uncharged: the store without RememberCharged (a SET instead of
+		// the charging script), as before a-rep13 F2's fix.
+		{"redis-uncharged", []dpop.Option{dpop.WithReplayStore(unchargedStore{store})}},
 	} {
 		v, err := dpop.NewVerifier(tc.opts...)
 		if err != nil {

@@ -33,7 +33,11 @@ const SinceKey = "since"
 // proof once between them. Each proof is one key, prefix + the Verifier's
 // digest of the proof's key and jti (no token material), written with
 // SET key 1 NX PXAT until, which is atomic on a single server, a
-// Sentinel-managed primary and a Cluster alike. Recorded reads a record
+// Sentinel-managed primary and a Cluster alike. The Verifier's calls are
+// [ReplayStore.RememberCharged], which also charges the record to the
+// proof's key, so that one key holds a bounded number of records
+// (dpop.WithReplayKeyLimit: one caller cannot fill Redis for every
+// replica). Recorded reads a record
 // back, RecordOnce writes a one-time record that is no DPoP proof, holding
 // who wrote it, and Finish marks one answered, for exactly one of its
 // writer's calls (the reference server's
@@ -150,7 +154,7 @@ type ReplayStore struct {
 	optErr string
 }
 
-var _ dpop.ReplayStore = (*ReplayStore)(nil)
+var _ dpop.ChargedReplayStore = (*ReplayStore)(nil)
 
 // ReplayOption configures a [ReplayStore].
 type ReplayOption func(*ReplayStore)
@@ -282,6 +286,78 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 		return false, err
 	}
 	return markers.First(&s.gen, ms, s.lifetime, marker)
+}
+
+// errOverLimit is the error of a proof whose key holds the Verifier's
+// limit of records (RememberCharged): the Verifier refuses it with
+// dpop.ErrReplayCacheFull, that key's alone.
+var errOverLimit = fmt.Errorf("redisstore: the proof's key holds its limit of records (dpop.WithReplayKeyLimit): %w", dpop.ErrReplayCacheFull)
+
+// RememberCharged is Remember, charging the record to owner (the
+// Verifier's digest of the proof's key, dpop.ChargedReplayStore): the
+// record and its count are one EVAL ([replaymarker.ChargeScript]), in
+// place of the SET, in the same pipeline as the marker's script. It
+// refuses, writing nothing, with an error wrapping dpop.ErrReplayCacheFull,
+// a proof whose key had limit records or more taken within the proofs'
+// window (maxAge + maxSkew: counted in buckets of a quarter of it, over
+// the last three and the current one, so a key sending fewer than limit
+// proofs in any window is never refused, as in memory). So one caller's
+// key cannot fill Redis: it holds at most three times limit records (a
+// record lives the window plus dpop.ReplayStoreMargin; with the
+// Verifier's defaults, 30,000 records, some 5 MB at the 170 bytes a
+// record measured on redis-server 7), and its
+// counters four keys. The count is by Redis's clock, the same for every
+// replica.
+//
+// On a Cluster the record and its owner's counters lie in different
+// slots, which one script cannot touch: there the count comes first, in a
+// round trip of its own on the counters' slot
+// ([replaymarker.ChargeCountScript]), and Remember after it; a proof
+// refused there writes nothing, but every record tried is charged, a
+// replay's too (only a holder of the token the proof is bound to can
+// replay it).
+func (s *ReplayStore) RememberCharged(ctx context.Context, key, owner string, limit int, until time.Time) (bool, error) {
+	a := replaymarker.ChargeArgs(until, limit, s.lifetime-2*dpop.ReplayStoreMargin)
+	if _, single := s.client.(*redis.Client); !single {
+		var n int64
+		err := bounded(ctx, func() error {
+			var err error
+			n, err = s.client.Eval(ctx, replaymarker.ChargeCountScript, []string{replaymarker.ChargeKey(s.prefix, owner)}, a[1], a[2]).Int64()
+			return err
+		})
+		switch {
+		case err != nil:
+			return false, fmt.Errorf("redisstore: charging the proof to its key: %w", err)
+		case n == replaymarker.ChargeOverLimit:
+			return false, errOverLimit
+		case n != replaymarker.ChargeFirst:
+			return false, fmt.Errorf("redisstore: the count's script answered %d", n)
+		}
+		return s.Remember(ctx, key, until)
+	}
+	var rec, wait, marker *redis.Cmd
+	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
+		rec = pipe.Eval(ctx, replaymarker.ChargeScript, []string{s.prefix + key, replaymarker.ChargeKey(s.prefix, owner)}, a[0], a[1], a[2])
+		wait = s.queueWait(ctx, pipe)
+		marker = s.decideMarker(ctx, pipe, true)
+	}); err != nil {
+		return false, err
+	}
+	n, err := rec.Int64()
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("redisstore: %w", err)
+	case n == replaymarker.ChargeOverLimit:
+		return false, errOverLimit
+	case n == replaymarker.ChargeTaken:
+		return false, nil
+	case n != replaymarker.ChargeFirst:
+		return false, fmt.Errorf("redisstore: the record's script answered %d", n)
+	}
+	if err := s.replicated(wait); err != nil {
+		return false, err
+	}
+	return markers.First(&s.gen, replaymarker.CeilMilli(until), s.lifetime, marker)
 }
 
 // Recorded reports whether key was recorded (by [ReplayStore.Remember] or

@@ -58,7 +58,17 @@ const HighWaterStep = 1000
 // generation: the script binds or upgrades them, writing
 // "<ms>@<run_id>@<TIME>@<gen>", without moving the time. A marker that
 // stands gets its high-water raised to TIME when TIME passed it by
-// [HighWaterStep] or more (one write a second at most).
+// [HighWaterStep] or more (one write a second at most). When that is the
+// only write due (a read: no record written before, the marker bound and
+// of the caller's generation or higher), a refused write (a Redis full to
+// its maxmemory answers OOM to every write) does not fail the call: the
+// answer is decided as if it were written (this call's TIME is checked
+// all the same), and only the high-water stays behind, so a step of
+// Redis's clock ahead and back until a later write lands is not seen (as
+// one between two calls is not). A read's answer thus never depends on
+// room for one write, and one caller filling Redis cannot refuse every
+// read (a-rep13 F2). A write that binds or upgrades the marker, or raises
+// its generation after a record, still fails the call when refused.
 //
 // Redis expires records by its own clock (PXAT is absolute), so a record
 // the caller still counts as live (its until later than the caller's
@@ -214,15 +224,17 @@ if type(v) == 'string' then
     if ARGV[4] == '1' then
       g, write = math.min(g + 1, ` + maxGeneration + `), true
     end
-    local reach, mark = now, now
+    local reach, mark, due = now, now, false
     if hw ~= nil and now < tonumber(hw) + ` + highWaterStep + ` then
       reach, mark = math.max(now, tonumber(hw) + ` + highWaterStep + ` - 1), tonumber(hw)
     else
-      write = true
+      due = true
     end
     g = string.format('%.0f', g)
     if write then
       redis.call('SET', KEYS[1], ms .. '@' .. run .. '@' .. string.format('%.0f', mark) .. '@' .. g)
+    elseif due then
+      redis.pcall('SET', KEYS[1], ms .. '@' .. run .. '@' .. string.format('%.0f', mark) .. '@' .. g)
     end
     if reach > caller + margin then
       return {ms, '` + ClockAhead + `', g}

@@ -65,7 +65,7 @@ type Store struct {
 	closed atomic.Bool
 }
 
-var _ dpop.ReplayStore = (*Store)(nil)
+var _ dpop.ChargedReplayStore = (*Store)(nil)
 
 // Open returns a Store for the server rawURL names,
 // redis://[[user]:password@]host[:port][/db], with keys under prefix
@@ -146,6 +146,52 @@ func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool
 		return false, fmt.Errorf("redis: SET answered %q", set.s)
 	}
 	return markers.First(&s.gen, ms, s.lifetime, replies[1])
+}
+
+// errOverLimit is the error of a proof whose key holds the Verifier's
+// limit of records (RememberCharged): the Verifier refuses it with
+// dpop.ErrReplayCacheFull, that key's alone (the server answers 503 to
+// that key's proofs only).
+var errOverLimit = fmt.Errorf("redis: the proof's key holds its limit of records (dpop.WithReplayKeyLimit): %w", dpop.ErrReplayCacheFull)
+
+// RememberCharged is Remember, charging the record to owner (the
+// Verifier's digest of the proof's key, dpop.ChargedReplayStore): the
+// record and its count are one EVAL of replaymarker.ChargeScript, in place
+// of the SET, in the same round trip as the marker's script. It refuses,
+// writing nothing, with an error wrapping dpop.ErrReplayCacheFull, a proof
+// whose key had limit records or more taken within the proofs' window
+// (maxAge + maxSkew; the reference server's limit is 20,000, so a key
+// holds at most 60,000 records, some 10 MB), so one client's key cannot
+// fill Redis for every replica (redisstore.ReplayStore.RememberCharged,
+// the same keys and rule).
+func (s *Store) RememberCharged(ctx context.Context, key, owner string, limit int, until time.Time) (bool, error) {
+	ctx, cancel := bound(ctx)
+	defer cancel()
+	a := replaymarker.ChargeArgs(until, limit, s.lifetime-2*dpop.ReplayStoreMargin)
+	cmds := [][]string{
+		{"EVAL", replaymarker.ChargeScript, "2", s.prefix + key, replaymarker.ChargeKey(s.prefix, owner), a[0], a[1], a[2]},
+		s.markerCommand(true),
+	}
+	c, replies, err := s.exchange(ctx, cmds)
+	if err != nil {
+		return false, err
+	}
+	s.put(c, true)
+	rec := replies[0]
+	if rec.err != nil {
+		return false, rec.err
+	}
+	switch n, err := strconv.Atoi(rec.s); {
+	case rec.arr != nil || rec.null || err != nil:
+		return false, errors.New("redis: the record's script answered no number")
+	case n == replaymarker.ChargeOverLimit:
+		return false, errOverLimit
+	case n == replaymarker.ChargeTaken:
+		return false, nil
+	case n != replaymarker.ChargeFirst:
+		return false, fmt.Errorf("redis: the record's script answered %d", n)
+	}
+	return markers.First(&s.gen, replaymarker.CeilMilli(until), s.lifetime, replies[1])
 }
 
 // bound gives ctx CallTimeout when it has no deadline.
