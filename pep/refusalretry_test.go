@@ -2,14 +2,17 @@ package pep_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -103,18 +106,45 @@ func (p *deafPublisher) Subscribe(ctx context.Context, r invalidation.Receiver) 
 	return ctx.Err()
 }
 
+// closingHandler closes the client (self) on every warning it logs,
+// counting the times.
+type closingHandler struct {
+	self   *atomic.Pointer[pep.Client]
+	closes *atomic.Int32
+}
+
+func (closingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h closingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn && h.closes.Add(1) < 50 {
+		_ = h.self.Load().Close()
+	}
+	return nil
+}
+func (h closingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h closingHandler) WithGroup(string) slog.Handler      { return h }
+
 // TestCloseReturnsWhateverTheInvalidatorDoes: Close waits for the
 // publications under way, but never on user code without a bound: one
 // Publish that ignores its context hung Close, and the replica's shutdown
-// with it, for ever (a-fix13 F2). Close returns (within its 2 s for the
-// purges and 2 s for the Invalidator's calls) before the Publish does.
+// with it, for ever (a-fix13 F2); and a logger that closed the client on
+// Close's own warning made Close call itself for ever (a-fix13b F1). One
+// Close does the work and logs only once it is done; another waits for
+// it. Close returns (within its 2 s for the purges and 2 s for the
+// Invalidator's calls) before the Publish does, having warned.
 func TestCloseReturnsWhateverTheInvalidatorDoes(t *testing.T) {
 	t.Parallel()
 	inv := &deafPublisher{entered: make(chan struct{}), stop: make(chan struct{})}
-	c := refusedClient(t, inv)
-	_, err := c.Check(pep.WithToken(t.Context(), "revoked-token"), "orders", "read")
+	var self atomic.Pointer[pep.Client]
+	var closes atomic.Int32
+	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
+		pep.WithHTTPClient(&http.Client{Transport: refused401}), pep.WithInvalidator(inv),
+		pep.WithLogger(slog.New(closingHandler{&self, &closes})))
+	require.NoError(t, err)
+	self.Store(c)
+	_, err = c.Check(pep.WithToken(t.Context(), "revoked-token"), "orders", "read")
 	require.ErrorIs(t, err, pep.ErrUnauthorized)
 	<-inv.entered
 	require.NoError(t, c.Close(), "Close returned, the Publish still under way")
+	require.NotZero(t, closes.Load(), "Close warned that a Publish outlived it, to a logger that closed the client again")
 	close(inv.stop) // the goroutine it holds ends; goleak checks it does
 }

@@ -145,6 +145,10 @@ type replicas struct {
 	posting    int
 	publishing int
 	quietly    chan struct{}
+	// closing is made by the first Close and closed when its work is
+	// done; closeBy bounds how long another Close waits for it.
+	closing chan struct{}
+	closeBy time.Time
 	// ctx ends at Close; stopped is closed when the subscription ended.
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -273,22 +277,47 @@ func (c *Core) closeReplicas() {
 	if r == nil {
 		return
 	}
-	if !r.waitQuiet(closeDrainTimeout) {
-		c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": closing with refused tokens' purges not yet delivered to the other replicas; they stop trusting their caches when this channel's heartbeats stop",
-			"waited", closeDrainTimeout)
+	// One Close does the work; another, or one that user code called
+	// from inside it (a logger, an event handler, the Invalidator), waits
+	// for it no longer than its bound, and nothing is logged, no user
+	// code called, before the work is done (a-fix13b F1: a logger that
+	// called Close on the warning made Close call itself for ever).
+	r.refusedMu.Lock()
+	first := r.closing == nil
+	if first {
+		r.closing = make(chan struct{})
+		r.closeBy = time.Now().Add(closeDrainTimeout + closeStopTimeout)
 	}
+	closing, by := r.closing, r.closeBy
+	r.refusedMu.Unlock()
+	if !first {
+		t := time.NewTimer(max(time.Until(by), 0))
+		defer t.Stop()
+		select {
+		case <-closing:
+		case <-t.C:
+		}
+		return
+	}
+	drained := r.waitQuiet(closeDrainTimeout)
 	r.refusedMu.Lock()
 	r.closed = true
 	r.refusedMu.Unlock()
 	r.cancel()
 	stop := time.Now().Add(closeStopTimeout)
 	t := time.NewTimer(closeStopTimeout)
-	defer t.Stop()
 	select {
 	case <-r.stopped:
 	case <-t.C:
 	}
-	if !r.waitQuiet(max(time.Until(stop), 0)) || !isClosed(r.stopped) {
+	t.Stop()
+	stopped := r.waitQuiet(max(time.Until(stop), 0)) && isClosed(r.stopped)
+	close(closing)
+	if !drained {
+		c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": closed with refused tokens' purges not yet delivered to the other replicas; they stop trusting their caches when this channel's heartbeats stop",
+			"waited", closeDrainTimeout)
+	}
+	if !stopped {
 		c.logBackground(slog.LevelWarn, c.who.Peer.Pkg()+": closed with the Invalidator's Subscribe or Publish still running past its context's end",
 			"waited", closeStopTimeout)
 	}
