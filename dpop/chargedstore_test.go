@@ -22,12 +22,14 @@ type chargedStore struct {
 	mu     sync.Mutex
 	owners map[string]int
 	limits []int
+	iats   []time.Time
 }
 
-func (s *chargedStore) RememberCharged(ctx context.Context, key, owner string, limit int, until time.Time) (bool, error) {
+func (s *chargedStore) RememberCharged(ctx context.Context, key, owner string, limit int, iat, until time.Time) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.limits = append(s.limits, limit)
+	s.iats = append(s.iats, iat)
 	if s.owners[owner] >= limit {
 		return false, errors.Join(errors.New("chargedStore: the key holds its limit"), ErrReplayCacheFull)
 	}
@@ -74,6 +76,9 @@ func TestChargedReplayStoreBoundsOneKey(t *testing.T) {
 	}
 	for _, l := range store.limits {
 		require.Equal(t, limit, l)
+	}
+	for _, iat := range store.iats {
+		require.True(t, iat.Equal(testNow.Truncate(time.Second)), "the store is given the proof's iat, %v", iat)
 	}
 }
 

@@ -250,10 +250,10 @@ func WithReplayCacheSize(n int) Option {
 // once the caller is authenticated (see [Verifier.Check]), but a caller
 // may hold any number of keys. With a [ReplayStore] ([WithReplayStore]) it
 // bounds the records one key holds in the store when the store is a
-// [ChargedReplayStore]: a proof of a key holding n records taken within
-// the proofs' window is refused with ErrReplayCacheFull (a store can
-// forget no record to make room), that key's alone; with any other store
-// it has no effect.
+// [ChargedReplayStore], by the same rule: the key's oldest record is
+// dropped to make room, and its proofs no newer than that one are refused
+// with ErrReplayCacheFull, that key's alone; with any other store it has
+// no effect.
 func WithReplayKeyLimit(n int) Option {
 	return func(c *config) {
 		if n <= 0 {

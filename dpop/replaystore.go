@@ -41,22 +41,24 @@ type ReplayStore interface {
 // ReplayStore implements it.
 type ChargedReplayStore interface {
 	ReplayStore
-	// RememberCharged is Remember, charging the record to owner: it
-	// refuses, with an error wrapping [ErrReplayCacheFull] and writing
-	// nothing, a key whose owner's records taken within the proofs'
-	// window number limit or more (a replay of a recorded key is still
-	// answered first == false). It must be atomic with the record: two
-	// concurrent calls of one owner cannot both pass the last place.
-	// Exactness is not needed beyond that: a store may count over a
-	// somewhat shorter span (redisstore's counts three quarters of the
-	// window at least), and so hold a few times limit records of one
-	// owner, but it never refuses an owner that had fewer than limit
-	// records taken within any window (maxAge + maxSkew).
+	// RememberCharged is Remember, charging the record to owner and
+	// keeping at most limit records of it, as the in-memory cache keeps
+	// of one key: when the owner holds limit, its oldest record (by iat)
+	// is dropped to make room, and from then on the owner's proofs dated
+	// no later than the newest record it dropped are refused, with an
+	// error wrapping [ErrReplayCacheFull] and nothing written (such a
+	// proof cannot be told from that record's replay). So a fresh proof
+	// always passes, however many the key sends (a-fix13d: a count that
+	// refused every proof of a busy key locked out every caller of a
+	// service signing with it). A replay of a record held is still
+	// answered first == false. It must be atomic with the record: two
+	// concurrent calls of one owner cannot both take the last place.
 	//
 	// owner is at most 64 bytes of base64url text: a digest of the
 	// proof's key thumbprint (not the thumbprint), the same for every
-	// proof of one key; limit is the Verifier's [WithReplayKeyLimit].
-	RememberCharged(ctx context.Context, key, owner string, limit int, until time.Time) (first bool, err error)
+	// proof of one key; limit is the Verifier's [WithReplayKeyLimit]; iat
+	// is the proof's iat and until the record's end, as for Remember.
+	RememberCharged(ctx context.Context, key, owner string, limit int, iat, until time.Time) (first bool, err error)
 }
 
 // ErrKeyspaceNew is what a [ReplayStore]'s error wraps when the store
@@ -173,7 +175,7 @@ func (v *Verifier) recordInStore(ctx context.Context, res *Result, expires time.
 		// the proof instead (the request may have stopped waiting for it).
 		r := rememberResult{err: errStorePanicked}
 		defer func() { done <- r }()
-		if safego.Call(func() { r.first, r.err = v.remember(ctx, res.Thumbprint, key, until) }) != nil {
+		if safego.Call(func() { r.first, r.err = v.remember(ctx, res.Thumbprint, key, res.Claims.IssuedAt, until) }) != nil {
 			r = rememberResult{err: errStorePanicked}
 		}
 	}()
@@ -204,9 +206,9 @@ func (v *Verifier) recordInStore(ctx context.Context, res *Result, expires time.
 // remember records key in v's store: charged to the proof's key (jkt) with
 // v's per-key limit when the store is a ChargedReplayStore, by Remember
 // otherwise.
-func (v *Verifier) remember(ctx context.Context, jkt, key string, until time.Time) (bool, error) {
+func (v *Verifier) remember(ctx context.Context, jkt, key string, iat, until time.Time) (bool, error) {
 	if cs, ok := v.store.(ChargedReplayStore); ok {
-		return cs.RememberCharged(ctx, key, storeOwner(jkt), v.keyLimit, until)
+		return cs.RememberCharged(ctx, key, storeOwner(jkt), v.keyLimit, iat, until)
 	}
 	return v.store.Remember(ctx, key, until)
 }

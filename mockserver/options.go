@@ -154,9 +154,10 @@ func WithDenialLog(logf func(format string, args ...any)) Option {
 // proof window's Retry-After (71 s). A store that is a
 // dpop.ChargedReplayStore (redisstore.ReplayStore, and the
 // binary's -redis store) charges each proof to its key with the realm's
-// per-key limit (20,000 proofs within the proof window): a key past it has
-// its proofs answered 503, as the in-memory cache does, so one client
-// cannot fill the store for every replica. A nil store makes New fail.
+// per-key limit (20,000 records): a key at it has its oldest record
+// dropped to make room, and its proofs no newer than that one answered
+// 503, as the in-memory cache does, so one client cannot fill the store
+// for every replica and a busy key's fresh proofs pass. A nil store makes New fail.
 func WithReplayStore(store SharedStore) Option {
 	return func(c *config) { c.replay = store; c.replayGiven = true }
 }

@@ -7,54 +7,72 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
-// TestChargeScriptCountsOneWindow runs the charging script on a server
-// whose clock the test sets (miniredis: TIME follows SetTime): an owner
-// with limit records is refused, writing nothing, while another owner is
-// not, and a replay stays a replay; its records count until one proofs'
-// window (maxAge + maxSkew, 70 s) has passed since they were taken, no
-// longer; its counter expires then.
-func TestChargeScriptCountsOneWindow(t *testing.T) {
+// TestChargeScriptKeepsAKeysNewestRecords runs the charging script on a
+// server whose clock the test sets (miniredis: TIME follows SetTime). An
+// owner holds at most limit records: past it, its oldest is dropped (its
+// record deleted) to make room, and a proof dated no later than the
+// newest record it dropped is refused, writing nothing, since it cannot be
+// told from that record's replay; a fresh proof always passes, however
+// many the key sends (a-fix13d: a count that refused every proof of a busy
+// key for up to a window locked out every caller of a service signing with
+// it, and counted over the store's window, not the proof's). A replay of a
+// held record stays a replay; another owner is not touched; records whose
+// life is over leave the owner's set.
+func TestChargeScriptKeepsAKeysNewestRecords(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartInProcess(t)
 	m, c := srv.Miniredis(), srv.Client()
 	ctx := t.Context()
-	window := dpop.DefaultMaxAge + dpop.DefaultMaxSkew
-	width := window.Milliseconds() / replaymarker.ChargeBuckets
-	// t0: a second into a time bucket.
-	b0 := time.Now().UnixMilli()/width + 1
-	t0 := time.UnixMilli(b0*width + 1000)
+	t0 := time.Now().Truncate(time.Second)
 	m.SetTime(t0)
-	const limit = 10
+	const limit, life = 10, 130 * time.Second
 	seq := 0
-	charge := func(owner, key string) int64 {
-		a := replaymarker.ChargeArgs(time.Now().Add(time.Hour), limit, window)
-		n, err := c.Eval(ctx, replaymarker.ChargeScript, []string{"p:" + key, replaymarker.ChargeKey("p:", owner)}, a[0], a[1], a[2]).Int64()
+	charge := func(owner, key string, iat time.Time) int64 {
+		a := replaymarker.ChargeArgs(iat, iat.Add(life), limit)
+		set, mark := replaymarker.ChargeKeys("p:", owner)
+		n, err := c.Eval(ctx, replaymarker.ChargeScript, []string{"p:" + key, set, mark}, a[0], a[1], a[2], a[3]).Int64()
 		require.NoError(t, err)
 		return n
 	}
-	fresh := func(owner string) int64 { seq++; return charge(owner, strconv.Itoa(seq)) }
-	for range limit {
-		require.EqualValues(t, replaymarker.ChargeFirst, fresh("mallory"))
+	fresh := func(owner string, iat time.Time) int64 { seq++; return charge(owner, strconv.Itoa(seq), iat) }
+	held := func(owner string) int64 {
+		set, _ := replaymarker.ChargeKeys("p:", owner)
+		n, err := c.ZCard(ctx, set).Result()
+		require.NoError(t, err)
+		return n
 	}
-	require.EqualValues(t, replaymarker.ChargeOverLimit, fresh("mallory"))
-	require.Zero(t, m.Exists("p:"+strconv.Itoa(seq)), "a refused record is not written")
-	require.EqualValues(t, replaymarker.ChargeTaken, charge("mallory", "1"), "a replay past the limit is a replay")
-	require.EqualValues(t, replaymarker.ChargeFirst, fresh("alice"))
-	counter := replaymarker.ChargeKey("p:", "mallory") + strconv.FormatInt(b0, 10)
-	require.Equal(t, window-time.Second, m.TTL(counter), "the counter lives until no call sums it")
 
-	// Still within one window of the records: refused.
-	m.SetTime(t0.Add(window - time.Second - time.Millisecond))
-	require.EqualValues(t, replaymarker.ChargeOverLimit, fresh("mallory"))
-	// The records are a window old: the owner passes again, up to its limit.
-	m.SetTime(t0.Add(window))
 	for range limit {
-		require.EqualValues(t, replaymarker.ChargeFirst, fresh("mallory"))
+		require.EqualValues(t, replaymarker.ChargeFirst, fresh("mallory", t0))
 	}
-	require.EqualValues(t, replaymarker.ChargeOverLimit, fresh("mallory"))
+	// The seconds after, the key goes on at its limit a second: its
+	// oldest records make room.
+	var t1 time.Time
+	for s := 1; s <= 3; s++ {
+		t1 = t0.Add(time.Duration(s) * time.Second)
+		m.SetTime(t1)
+		for range limit {
+			require.EqualValues(t, replaymarker.ChargeFirst, fresh("mallory", t1), "a fresh proof of a busy key")
+			require.LessOrEqual(t, held("mallory"), int64(limit))
+		}
+	}
+	require.Zero(t, m.Exists("p:1"), "a dropped record is deleted")
+	// One more in this second drops one of this second's records.
+	require.EqualValues(t, replaymarker.ChargeFirst, fresh("mallory", t1))
+	require.EqualValues(t, replaymarker.ChargeOverLimit, charge("mallory", "1", t0), "the replay of a dropped record")
+	require.EqualValues(t, replaymarker.ChargeOverLimit, fresh("mallory", t1), "a proof dated no later than a dropped record")
+	require.Zero(t, m.Exists("p:"+strconv.Itoa(seq)), "a refused record is not written")
+	require.EqualValues(t, replaymarker.ChargeTaken, charge("mallory", strconv.Itoa(seq-1), t1), "a replay of a held record is a replay")
+	require.EqualValues(t, replaymarker.ChargeFirst, fresh("mallory", t1.Add(time.Second)), "the key's next second")
+	require.EqualValues(t, replaymarker.ChargeFirst, fresh("alice", t0), "another key, dated earlier")
+
+	// The records' life is over: they leave the set, and nothing is dropped.
+	t2 := t1.Add(life + 2*time.Second)
+	m.SetTime(t2)
+	require.EqualValues(t, replaymarker.ChargeFirst, fresh("mallory", t2))
+	require.EqualValues(t, 1, held("mallory"))
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +16,11 @@ import (
 // TestOneKeyIsChargedOnACluster: on a Redis Cluster (one node holding
 // every slot: the record and its key's counters lie in different slots
 // all the same, which one script may not touch) the store charges each
-// proof to its key too: one key's proofs are accepted up to the
-// Verifier's limit and then refused with dpop.ErrReplayCacheFull, no store
-// outage; a replay is a replay; another key's proof is accepted.
+// proof to its key too: one key holds the Verifier's limit of records, the
+// oldest dropped (and deleted, in its own slot) to make room; a proof of a
+// second whose record it dropped, and the dropped proof's replay, are
+// refused with dpop.ErrReplayCacheFull, no store outage; a held proof's
+// replay is refused; the key's next second and another key pass.
 func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
@@ -40,23 +43,36 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 		_, err := v.Verify(ctx, dpop.Request{Proofs: []string{p}, Method: "GET", URL: testURL})
 		return err
 	}
-	mallory, err := dpop.GenerateKey()
+	key, err := dpop.GenerateKey()
 	require.NoError(t, err)
+	now := time.Now()
+	mallory := key.WithClock(func() time.Time { return now }) // one second's proofs
 	var proofs []string
-	for range limit + 1 {
+	for range limit + 2 {
 		p, err := mallory.Proof("GET", testURL, "", "")
 		require.NoError(t, err)
 		proofs = append(proofs, p)
 	}
-	for _, p := range proofs[:limit] {
+	// The limit's proofs, then one that drops the oldest to make room.
+	for _, p := range proofs[:limit+1] {
 		require.NoError(t, verify(p))
 	}
-	err = verify(proofs[limit])
-	require.ErrorIs(t, err, dpop.ErrReplayCacheFull)
+	err = verify(proofs[limit+1])
+	require.ErrorIs(t, err, dpop.ErrReplayCacheFull, "a proof of the second whose record its key dropped")
 	require.NotErrorIs(t, err, dpop.ErrReplayStoreUnavailable)
+	require.ErrorIs(t, verify(proofs[0]), dpop.ErrReplayCacheFull, "the replay of the dropped proof")
+	// A held proof's replay is refused: on a Cluster the charge, on the
+	// owner's slot, comes before the record, so one of the second the key
+	// dropped from is refused as such, not as a replay.
+	err = verify(proofs[limit])
+	require.True(t, errors.Is(err, dpop.ErrReplay) || errors.Is(err, dpop.ErrReplayCacheFull), "the replay of a held proof: %v", err)
+	later := key.WithClock(func() time.Time { return now.Add(time.Second) })
+	p, err := later.Proof("GET", testURL, "", "")
+	require.NoError(t, err)
+	require.NoError(t, verify(p), "the key's proof of the next second")
 	alice, err := dpop.GenerateKey()
 	require.NoError(t, err)
-	p, err := alice.Proof("GET", testURL, "", "")
+	p, err = alice.Proof("GET", testURL, "", "")
 	require.NoError(t, err)
 	require.NoError(t, verify(p), "another key's proof")
 	require.ErrorIs(t, verify(p), dpop.ErrReplay)

@@ -288,56 +288,62 @@ func (s *ReplayStore) Remember(ctx context.Context, key string, until time.Time)
 	return markers.First(&s.gen, ms, s.lifetime, marker)
 }
 
-// errOverLimit is the error of a proof whose key holds the Verifier's
-// limit of records (RememberCharged): the Verifier refuses it with
-// dpop.ErrReplayCacheFull, that key's alone.
-var errOverLimit = fmt.Errorf("redisstore: the proof's key holds its limit of records (dpop.WithReplayKeyLimit): %w", dpop.ErrReplayCacheFull)
+// errOverLimit is the error of a proof dated no later than a record its
+// key had to drop to stay within the Verifier's limit (RememberCharged):
+// the Verifier refuses it with dpop.ErrReplayCacheFull, that key's alone.
+var errOverLimit = fmt.Errorf("redisstore: the proof is dated no later than a record its key dropped to stay within its limit (dpop.WithReplayKeyLimit): %w", dpop.ErrReplayCacheFull)
 
 // RememberCharged is Remember, charging the record to owner (the
 // Verifier's digest of the proof's key, dpop.ChargedReplayStore): the
-// record and its count are one EVAL ([replaymarker.ChargeScript]), in
-// place of the SET, in the same pipeline as the marker's script. It
-// refuses, writing nothing, with an error wrapping dpop.ErrReplayCacheFull,
-// a proof whose key had limit records or more taken within the proofs'
-// window (maxAge + maxSkew: counted in buckets of a quarter of it, over
-// the last three and the current one, so a key sending fewer than limit
-// proofs in any window is never refused, as in memory). So one caller's
-// key cannot fill Redis: it holds at most three times limit records (a
-// record lives the window plus dpop.ReplayStoreMargin; with the
-// Verifier's defaults, 30,000 records, some 5 MB at the 170 bytes a
-// record measured on redis-server 7), and its
-// counters four keys. The count is by Redis's clock, the same for every
-// replica.
+// record and its charge are one EVAL ([replaymarker.ChargeScript]), in
+// place of the SET, in the same pipeline as the marker's script. The owner
+// holds at most limit records, its oldest (by iat) dropped to make room,
+// and a proof dated no later than the newest record it dropped is
+// refused, writing nothing, with an error wrapping dpop.ErrReplayCacheFull
+// (it cannot be told from that record's replay): fresh proofs always
+// pass, as in memory. So one caller's key cannot fill Redis: it holds at
+// most limit records (with the Verifier's defaults, 10,000, some 3 MB with
+// their names in its set), a sorted set of their names and a mark.
 //
-// On a Cluster the record and its owner's counters lie in different
-// slots, which one script cannot touch: there the count comes first, in a
-// round trip of its own on the counters' slot
-// ([replaymarker.ChargeCountScript]), and Remember after it; a proof
-// refused there writes nothing, but every record tried is charged, a
-// replay's too (only a holder of the token the proof is bound to can
-// replay it).
-func (s *ReplayStore) RememberCharged(ctx context.Context, key, owner string, limit int, until time.Time) (bool, error) {
-	a := replaymarker.ChargeArgs(until, limit, s.lifetime-2*dpop.ReplayStoreMargin)
+// On a Cluster the record and its owner's keys lie in different slots,
+// which one script cannot touch: there the charge comes first, in a
+// round trip of its own on the owner's slot
+// ([replaymarker.ChargeCountScript]), the records it dropped are deleted,
+// and Remember follows.
+func (s *ReplayStore) RememberCharged(ctx context.Context, key, owner string, limit int, iat, until time.Time) (bool, error) {
+	a := replaymarker.ChargeArgs(iat, until, limit)
+	set, mark := replaymarker.ChargeKeys(s.prefix, owner)
 	if _, single := s.client.(*redis.Client); !single {
-		var n int64
+		var answer []any
 		err := bounded(ctx, func() error {
 			var err error
-			n, err = s.client.Eval(ctx, replaymarker.ChargeCountScript, []string{replaymarker.ChargeKey(s.prefix, owner)}, a[1], a[2]).Int64()
+			answer, err = s.client.Eval(ctx, replaymarker.ChargeCountScript, []string{set, mark}, a[0], a[1], a[2], a[3], s.prefix+key).Slice()
 			return err
 		})
+		var n int64 = -2
+		if len(answer) > 0 {
+			n, _ = answer[0].(int64)
+		}
 		switch {
 		case err != nil:
 			return false, fmt.Errorf("redisstore: charging the proof to its key: %w", err)
 		case n == replaymarker.ChargeOverLimit:
 			return false, errOverLimit
 		case n != replaymarker.ChargeFirst:
-			return false, fmt.Errorf("redisstore: the count's script answered %d", n)
+			return false, fmt.Errorf("redisstore: the charge's script answered %v", answer)
+		}
+		for _, d := range answer[1:] {
+			if name, ok := d.(string); ok { // a record dropped, in a slot of its own
+				if err := bounded(ctx, func() error { return s.client.Del(ctx, name).Err() }); err != nil {
+					return false, fmt.Errorf("redisstore: dropping a record of the proof's key: %w", err)
+				}
+			}
 		}
 		return s.Remember(ctx, key, until)
 	}
 	var rec, wait, marker *redis.Cmd
 	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
-		rec = pipe.Eval(ctx, replaymarker.ChargeScript, []string{s.prefix + key, replaymarker.ChargeKey(s.prefix, owner)}, a[0], a[1], a[2])
+		rec = pipe.Eval(ctx, replaymarker.ChargeScript, []string{s.prefix + key, set, mark}, a[0], a[1], a[2], a[3])
 		wait = s.queueWait(ctx, pipe)
 		marker = s.decideMarker(ctx, pipe, true)
 	}); err != nil {

@@ -5,124 +5,130 @@ import (
 	"time"
 )
 
-// Answers of [ChargeScript].
+// Answers of [ChargeScript] and (first element) [ChargeCountScript].
 const (
-	// ChargeFirst: the record was not there; the script wrote it and
-	// charged it to its owner.
+	// ChargeFirst: the record was not there; the script wrote it (or,
+	// ChargeCountScript, charged it for the caller to write).
 	ChargeFirst = 1
 	// ChargeTaken: the record was there (a replay); nothing was written.
 	ChargeTaken = 0
-	// ChargeOverLimit: the owner holds its limit of records taken within
-	// the window; nothing was written.
+	// ChargeOverLimit: the proof is dated no later than a record its owner
+	// had to drop to stay within its limit, so it cannot be told from the
+	// replay of that record; nothing was written.
 	ChargeOverLimit = -1
 )
 
-// ChargeBuckets is how many buckets of width window/ChargeBuckets (rounded
-// down) [ChargeScript] sums: the current one and the ChargeBuckets - 1
-// before it, which together cover at most the window, and at least
-// (ChargeBuckets - 1) / ChargeBuckets of it.
-const ChargeBuckets = 4
-
-// ChargeScript is the Lua script (EVAL ChargeScript 2 record counterBase
-// untilMillis limit widthMillis) that records a DPoP proof charged to the
-// key that signed it, in one atomic step: it sums the owner's counters of
-// the current time bucket and the ChargeBuckets - 1 before it (by Redis's
-// clock, TIME: one clock for every replica), counterBase .. bucket, and
-// answers [ChargeOverLimit], writing nothing, when the sum is limit or
-// more and the record is not there ([ChargeTaken] when it is: a replay
-// stays a replay). Otherwise it writes the record (SET record 1 NX PXAT
-// until): [ChargeTaken] when it was there, else it adds one to the current
-// bucket's counter, which expires once no later call sums it, and answers
-// [ChargeFirst].
+// ChargeScript is the Lua script (EVAL ChargeScript 3 record ownerSet
+// ownerMark untilMillis iatSeconds limit lifeMillis; the keys from
+// [ChargeKeys]) that records a DPoP proof charged to the key that signed
+// it, in one atomic step, with the bound the in-memory replay cache keeps
+// on one key: an owner holds at most limit records, its oldest (by iat)
+// dropped to make room for a new one, and a proof dated no later than the
+// newest record it dropped is refused ([ChargeOverLimit]: it cannot be
+// told from that record's replay), so that a fresh proof always passes
+// and only a flood's stragglers of its own second are refused.
 //
-// With width the proofs' window (maxAge + maxSkew) / ChargeBuckets, an
-// owner is refused only when it had limit records taken within at most
-// the window, so never while it sends fewer than limit proofs in any
-// window (the in-memory cache's bound: proofs held of one key); and it
-// holds at most limit records taken within any 3/4 of the window, so at
-// most 3 * limit records in all (a record lives at most the window plus
-// dpop.ReplayStoreMargin, 130 s with the defaults, under three spans of
-// 52.5 s). The counters cost an owner ChargeBuckets keys at most, each a
-// few dozen bytes, whatever it sends. counterBase names the counters' keys
-// ([ChargeKey]). The script touches keys it was not given (the counters
-// of the current time), which a single server allows; on a Cluster the
-// record and the counters lie in different slots, so it runs on a single
-// server only.
+// A record there answers [ChargeTaken] (a replay stays a replay). A proof
+// dated at or before ownerMark answers [ChargeOverLimit]. Otherwise the
+// script forgets the owner's records whose life (lifeMillis from their
+// iat, by Redis's clock, TIME) is over, drops the oldest while the owner
+// holds limit (deleting each one's record and raising ownerMark to its
+// iat, kept until that record would have expired), writes the record (SET
+// record 1 NX PXAT until), adds it to ownerSet (a sorted set by iat that
+// lives as long as its latest record) and answers [ChargeFirst]. An owner
+// costs its records, their names in ownerSet, and a mark. The script
+// touches keys it was not given (the records it drops), which a single
+// server allows; on a Cluster the record and the owner's keys lie in
+// different slots, so it runs on a single server only.
 const ChargeScript = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local limit, width = tonumber(ARGV[2]), tonumber(ARGV[3])
-local b = math.floor(now / width)
-local sum = 0
-for i = 0, ` + chargeBuckets + ` - 1 do
-  local c = redis.call('GET', KEYS[2] .. string.format('%.0f', b - i))
-  if c then
-    sum = sum + (tonumber(c) or 0)
-  end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return ` + chargeTaken + `
 end
-if sum >= limit then
-  if redis.call('EXISTS', KEYS[1]) == 1 then
-    return ` + chargeTaken + `
-  end
-  return ` + chargeOverLimit + `
-end
+local record, dropped = KEYS[1], nil
+` + chargeOwner + `
 if not redis.call('SET', KEYS[1], '1', 'NX', 'PXAT', ARGV[1]) then
   return ` + chargeTaken + `
 end
-local k = KEYS[2] .. string.format('%.0f', b)
-redis.call('INCR', k)
-redis.call('PEXPIREAT', k, string.format('%.0f', (b + ` + chargeBuckets + `) * width))
 return ` + chargeFirst + `
 `
 
-// ChargeCountScript is the Lua script (EVAL ChargeCountScript 1
-// counterBase limit widthMillis) that charges a record about to be written
-// to its owner where the record and the counters cannot be in one script
-// (a Cluster: they lie in different slots): it sums the owner's counters
-// as [ChargeScript] does and answers [ChargeOverLimit] when the sum is
-// limit or more, writing nothing; otherwise it adds one to the current
-// bucket's counter and answers [ChargeFirst]. The caller writes the
-// record after it, so the count is atomic (two calls never both pass the
-// last place) but charges every record tried, a replay's too (only a
-// holder of the token the proof is bound to can replay it). Its keys
-// share counterBase's hash tag ([ChargeKey]), so one slot.
+// ChargeCountScript is the Lua script (EVAL ChargeCountScript 2 ownerSet
+// ownerMark record untilMillis iatSeconds limit lifeMillis) that charges a
+// record about to be written to its owner where the record and the
+// owner's keys cannot be in one script (a Cluster: they lie in different
+// slots): the owner's part of [ChargeScript] (the mark's refusal, the
+// owner's records kept within limit, the record added to ownerSet). It
+// answers an array: [ChargeOverLimit], or [ChargeFirst] followed by the
+// names of the records it dropped, which the caller deletes before it
+// writes the record (a replay's charge adds nothing: its name is in
+// ownerSet already).
 const ChargeCountScript = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local limit, width = tonumber(ARGV[1]), tonumber(ARGV[2])
-local b = math.floor(now / width)
-local sum = 0
-for i = 0, ` + chargeBuckets + ` - 1 do
-  local c = redis.call('GET', KEYS[1] .. string.format('%.0f', b - i))
-  if c then
-    sum = sum + (tonumber(c) or 0)
-  end
-end
-if sum >= limit then
-  return ` + chargeOverLimit + `
-end
-local k = KEYS[1] .. string.format('%.0f', b)
-redis.call('INCR', k)
-redis.call('PEXPIREAT', k, string.format('%.0f', (b + ` + chargeBuckets + `) * width))
-return ` + chargeFirst + `
+local record = ARGV[5]
+local dropped = {` + chargeFirst + `}
+` + chargeOwner + `
+return dropped
 `
 
-// The answers and ChargeBuckets as the script's text.
+// chargeOwner is the owner's part of both scripts. KEYS[2] and KEYS[3]
+// (ChargeScript) or KEYS[1] and KEYS[2] (ChargeCountScript) are the
+// owner's set and mark: it names them set and mark; the script before it
+// names the record (record) and, when the caller deletes the records it
+// drops, the list that collects them (dropped, nil otherwise).
+const chargeOwner = `local set, mark = KEYS[#KEYS - 1], KEYS[#KEYS]
+local untilMs, iat, limit, life = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local m = tonumber(redis.call('GET', mark) or '')
+if m and iat <= m then
+  if dropped then
+    return {` + chargeOverLimit + `}
+  end
+  return ` + chargeOverLimit + `
+end
+redis.call('ZREMRANGEBYSCORE', set, '-inf', '(' .. string.format('%.0f', math.floor((now - life) / 1000)))
+local raised = false
+while redis.call('ZCARD', set) >= limit do
+  local p = redis.call('ZPOPMIN', set)
+  if dropped then
+    dropped[#dropped + 1] = p[1]
+  else
+    redis.call('DEL', p[1])
+  end
+  local s = tonumber(p[2])
+  if not m or s > m then
+    m, raised = s, true
+  end
+end
+if raised then
+  redis.call('SET', mark, string.format('%.0f', m), 'PXAT', string.format('%.0f', m * 1000 + life + 1000))
+end
+redis.call('ZADD', set, iat, record)
+local ttl = redis.call('PTTL', set)
+if ttl < 0 or now + ttl < untilMs then
+  redis.call('PEXPIREAT', set, string.format('%.0f', untilMs))
+end`
+
+// The answers as the scripts' text.
 const (
-	chargeBuckets   = "4"
 	chargeFirst     = "1"
 	chargeTaken     = "0"
 	chargeOverLimit = "-1"
 )
 
-// ChargeArgs are [ChargeScript]'s arguments after its keys: the record's
-// until (Unix milliseconds, rounded up), the owner's limit and the
-// buckets' width for window, the proofs' window (maxAge + maxSkew).
-func ChargeArgs(until time.Time, limit int, window time.Duration) [3]string {
-	width := window.Milliseconds() / ChargeBuckets
-	return [3]string{strconv.FormatInt(CeilMilli(until), 10), strconv.Itoa(max(limit, 1)), strconv.FormatInt(max(width, 1), 10)}
+// ChargeArgs are the scripts' arguments after their keys: the record's
+// until (Unix milliseconds, rounded up), the proof's iat (Unix seconds),
+// the owner's limit (at least 1) and the record's life from its iat in
+// milliseconds.
+func ChargeArgs(iat, until time.Time, limit int) [4]string {
+	u := CeilMilli(until)
+	return [4]string{strconv.FormatInt(u, 10), strconv.FormatInt(iat.Unix(), 10), strconv.Itoa(max(limit, 1)),
+		strconv.FormatInt(max(u-iat.Unix()*1000, 1), 10)}
 }
 
-// ChargeKey is the key of an owner's counters under prefix: "n{" owner
-// "}:"; the braces make them share a Cluster slot.
-func ChargeKey(prefix, owner string) string {
-	return prefix + "n{" + owner + "}:"
+// ChargeKeys are the names of an owner's sorted set of records and mark
+// under prefix: "n{" owner "}:s" and ":m"; the braces make them share a
+// Cluster slot.
+func ChargeKeys(prefix, owner string) (set, mark string) {
+	base := prefix + "n{" + owner + "}:"
+	return base + "s", base + "m"
 }

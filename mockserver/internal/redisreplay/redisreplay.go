@@ -148,28 +148,29 @@ func (s *Store) Remember(ctx context.Context, key string, until time.Time) (bool
 	return markers.First(&s.gen, ms, s.lifetime, replies[1])
 }
 
-// errOverLimit is the error of a proof whose key holds the Verifier's
-// limit of records (RememberCharged): the Verifier refuses it with
-// dpop.ErrReplayCacheFull, that key's alone (the server answers 503 to
-// that key's proofs only).
-var errOverLimit = fmt.Errorf("redis: the proof's key holds its limit of records (dpop.WithReplayKeyLimit): %w", dpop.ErrReplayCacheFull)
+// errOverLimit is the error of a proof dated no later than a record its
+// key had to drop to stay within the limit (RememberCharged): the Verifier
+// refuses it with dpop.ErrReplayCacheFull, that key's alone (the server
+// answers 503 to that proof only: the key's next fresh proof passes).
+var errOverLimit = fmt.Errorf("redis: the proof is dated no later than a record its key dropped to stay within its limit (dpop.WithReplayKeyLimit): %w", dpop.ErrReplayCacheFull)
 
 // RememberCharged is Remember, charging the record to owner (the
 // Verifier's digest of the proof's key, dpop.ChargedReplayStore): the
-// record and its count are one EVAL of replaymarker.ChargeScript, in place
-// of the SET, in the same round trip as the marker's script. It refuses,
-// writing nothing, with an error wrapping dpop.ErrReplayCacheFull, a proof
-// whose key had limit records or more taken within the proofs' window
-// (maxAge + maxSkew; the reference server's limit is 20,000, so a key
-// holds at most 60,000 records, some 10 MB), so one client's key cannot
-// fill Redis for every replica (redisstore.ReplayStore.RememberCharged,
-// the same keys and rule).
-func (s *Store) RememberCharged(ctx context.Context, key, owner string, limit int, until time.Time) (bool, error) {
+// record and its charge are one EVAL of replaymarker.ChargeScript, in
+// place of the SET, in the same round trip as the marker's script. The
+// owner holds at most limit records (the reference server's 20,000, some
+// 6 MB), its oldest dropped to make room, and a proof dated no later than
+// the newest it dropped is refused with an error wrapping
+// dpop.ErrReplayCacheFull: fresh proofs always pass, as in memory, and
+// one client's key cannot fill Redis for every replica
+// (redisstore.ReplayStore.RememberCharged, the same keys and rule).
+func (s *Store) RememberCharged(ctx context.Context, key, owner string, limit int, iat, until time.Time) (bool, error) {
 	ctx, cancel := bound(ctx)
 	defer cancel()
-	a := replaymarker.ChargeArgs(until, limit, s.lifetime-2*dpop.ReplayStoreMargin)
+	a := replaymarker.ChargeArgs(iat, until, limit)
+	set, mark := replaymarker.ChargeKeys(s.prefix, owner)
 	cmds := [][]string{
-		{"EVAL", replaymarker.ChargeScript, "2", s.prefix + key, replaymarker.ChargeKey(s.prefix, owner), a[0], a[1], a[2]},
+		{"EVAL", replaymarker.ChargeScript, "3", s.prefix + key, set, mark, a[0], a[1], a[2], a[3]},
 		s.markerCommand(true),
 	}
 	c, replies, err := s.exchange(ctx, cmds)
