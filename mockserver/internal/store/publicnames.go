@@ -1,0 +1,92 @@
+package store
+
+import "slices"
+
+// IsID reports whether s has the form of the ids the server assigns (a
+// UUID, 8-4-4-4-12 hexadecimal digits): ids are public, an error may
+// repeat one.
+func IsID(s string) bool { return isIDForm(s) }
+
+// PublicName reports whether v is a name the store publishes: a realm's
+// name, or a name one of its realms publishes (Realm.PublicName). Each
+// realm is read under its read lock in turn, so the caller must hold no
+// realm's lock. It is for the reference server's error paths, which repeat
+// a caller's value only when it names something public (mockserver's
+// echo.go): an unknown value, a secret among them, is not repeated.
+func (s *Store) PublicName(v string) bool {
+	if v == "" {
+		return false
+	}
+	if _, ok := s.Lookup(v); ok {
+		return true
+	}
+	s.mu.RLock()
+	realms := make([]*Realm, 0, len(s.realms))
+	for _, r := range s.realms {
+		realms = append(realms, r)
+	}
+	s.mu.RUnlock()
+	for _, r := range realms {
+		r.mu.RLock()
+		ok := r.PublicName(v)
+		r.mu.RUnlock()
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// PublicName reports whether v is a name r publishes: a username, a role's,
+// group's, organization's, property or department template's name, a
+// property template's key,
+// clientId (a client's or an application's), an organization's or a
+// department's alias, a client's resource or scope name. The caller holds
+// r's lock (Read, Write). Indexes answer the common names; a realm's
+// clients, templates and organizations' alias indexes are walked.
+func (r *Realm) PublicName(v string) bool {
+	if _, ok := r.UserByName[v]; ok {
+		return true
+	}
+	if _, ok := r.RoleByName[v]; ok {
+		return true
+	}
+	if _, ok := r.GroupByName[v]; ok {
+		return true
+	}
+	if _, ok := r.ClientByID[v]; ok {
+		return true
+	}
+	if _, ok := r.AppByID[v]; ok {
+		return true
+	}
+	if _, ok := r.OrgByAlias[v]; ok {
+		return true
+	}
+	if i, _ := slices.BinarySearchFunc(r.orgList, v, func(o *Organization, name string) int { return byName(o.Name, o.ID, name, "") }); i < len(r.orgList) && r.orgList[i].Name == v {
+		return true
+	}
+	for _, ix := range r.orgs {
+		if _, ok := ix.aliases[v]; ok {
+			return true
+		}
+	}
+	for _, c := range r.Clients {
+		for _, res := range c.Resources {
+			if res.Name == v || slices.Contains(res.Scopes, v) {
+				return true
+			}
+		}
+	}
+	for _, t := range r.PropTmpls {
+		if t.Name == v || slices.ContainsFunc(t.Properties, func(p Property) bool { return p.Key == v }) {
+			return true
+		}
+	}
+	for _, t := range r.DeptTmpls {
+		if t.Name == v {
+			return true
+		}
+	}
+	return false
+}
