@@ -156,8 +156,8 @@
 // (a UUID), the wildcard "*", a word of the API (a route's segment, a
 // member's or parameter's name, an enumerated value) or a name the store
 // publishes in any realm (a realm, user, role, group, client, application,
-// organization or department alias, organization or template name,
-// resource or scope); a details[].field only when each segment is a
+// organization's alias, organization or template name, resource or scope;
+// not a department's alias); a details[].field only when each segment is a
 // member's name of the API or such a name. Anything else -- an unknown
 // value, however well-shaped, a token or a secret the server made sent in
 // the wrong place among it -- is described by its length: "(a value of 14

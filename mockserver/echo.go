@@ -45,6 +45,27 @@ const maxEcho = 63
 // the API's own words are repeated.
 type knower func(v string) bool
 
+// maxLookups is how many of one error's values the store is asked about
+// (knower): a path of thousands of segments, which the router's 404 quotes,
+// would otherwise cost one walk of the store each. Values past it are
+// described.
+const maxLookups = 16
+
+// budgeted returns known limited to maxLookups answers, nil for nil.
+func budgeted(known knower) knower {
+	if known == nil {
+		return nil
+	}
+	n := 0
+	return func(v string) bool {
+		if n >= maxLookups {
+			return false
+		}
+		n++
+		return known(v)
+	}
+}
+
 // echoable reports whether an error may repeat v, a value a caller sent.
 // Whether a value may be repeated is a property of the value, not of its
 // shape: every secret the server makes (a client secret, an initial
@@ -236,6 +257,11 @@ func sayable(msg string, known knower) string {
 	if fits(msg) {
 		return msg // the usual case allocates nothing
 	}
+	return sayQuoted(msg, budgeted(known))
+}
+
+// sayQuoted is sayable of a message that does not fit, known budgeted.
+func sayQuoted(msg string, known knower) string {
 	var b strings.Builder
 	for msg != "" {
 		i := strings.IndexByte(msg, '"')
@@ -262,6 +288,14 @@ func sayable(msg string, known knower) string {
 		msg = msg[i+len(q):]
 	}
 	return b.String()
+}
+
+// sayableBudgeted is sayable with known already budgeted.
+func sayableBudgeted(msg string, known knower) string {
+	if fits(msg) {
+		return msg
+	}
+	return sayQuoted(msg, known)
 }
 
 // fits reports whether msg holds no quoted string and no run sayBare
@@ -328,6 +362,7 @@ func sayableError(ae *apiError, known knower) *apiError {
 	if fits(ae.message) && len(ae.details) == 0 {
 		return ae // the usual case allocates nothing
 	}
+	known = budgeted(known) // one budget for the whole error
 	out := &apiError{status: ae.status, message: ae.message}
 	if len(ae.details) > 0 {
 		// Each detail's field and message are said by the same rules.
@@ -337,10 +372,10 @@ func sayableError(ae *apiError, known knower) *apiError {
 			if f != d.Field && strings.HasPrefix(out.message, d.Field+": ") {
 				out.message = f + out.message[len(d.Field):]
 			}
-			out.details[i] = fieldError{Field: f, Message: sayable(d.Message, known)}
+			out.details[i] = fieldError{Field: f, Message: sayableBudgeted(d.Message, known)}
 		}
 	}
-	out.message = sayable(out.message, known)
+	out.message = sayableBudgeted(out.message, known)
 	return out
 }
 

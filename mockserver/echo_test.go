@@ -369,3 +369,24 @@ func TestSayable(t *testing.T) {
 		assert.Equal(t, tc.want, sayableField(tc.in, known))
 	}
 }
+
+// TestAnErrorAsksTheStoreABoundedNumberOfTimes: the router's 404 quotes
+// the path, and each segment that is no word of the API is a walk of the
+// store; a path of thousands of segments, sent without a token, cost one
+// walk each. An error asks about 16 values at most and describes the rest.
+func TestAnErrorAsksTheStoreABoundedNumberOfTimes(t *testing.T) {
+	t.Parallel()
+	asked := 0
+	known := func(v string) bool { asked++; return v == "carol" }
+	path := "/x" + strings.Repeat("/carol", 1000)
+	said := sayable(`no route for GET "`+path+`"`, known)
+	assert.Equal(t, 16, asked)
+	assert.Equal(t, 15, strings.Count(said, "/carol"), "the first lookups still name what they find (/x is the first)")
+	assert.Equal(t, 985, strings.Count(said, "(a value of 5 bytes, not repeated)"))
+
+	asked = 0
+	e := sayableError(&apiError{status: 400, message: `clientId: ` + strings.Repeat(`"carol" `, 40),
+		details: []fieldError{{Field: "clientId", Message: strings.Repeat(`"carol" `, 40)}}}, known)
+	assert.Equal(t, 16, asked, "one budget for the message and its details")
+	assert.Equal(t, 16, strings.Count(e.message+e.details[0].Message, `"carol"`))
+}
