@@ -154,11 +154,12 @@
 // browser the same as an HTML page). An error repeats a value or a name
 // the caller sent only when the server already knows it as public: an id
 // (a UUID), the wildcard "*", a word of the API (a route's segment, a
-// member's or parameter's name, an enumerated value) or a name the store
-// publishes in any realm (a realm, user, role, group, client, application,
-// organization's alias, organization or template name, resource or scope;
-// not a department's alias); a details[].field only when each segment is a
-// member's name of the API or such a name. Anything else -- an unknown
+// member's or parameter's name, an enumerated value) or a realm's name
+// (realms are public; a name within a realm -- a user, a client, an alias
+// -- is public to that realm's callers only, which an error's writer
+// cannot tell, except an AuthZEN evaluation's, which names its own realm's);
+// a details[].field only when each segment is a member's name of the API
+// or such a name. Anything else -- an unknown
 // value, however well-shaped, a token or a secret the server made sent in
 // the wrong place among it -- is described by its length: "(a value of 14
 // bytes, not repeated)". Malformed or oversized

@@ -20,9 +20,9 @@ import (
 // context; writeOAuthError and redirectError for the OAuth endpoints;
 // challengeRealm for the realm of a WWW-Authenticate challenge): a caller's
 // value is repeated only when the server already knows it as public
-// (echoable: an id, the wildcard, a word of the API, a name the store
-// publishes), and a name in details[].field only when it is a name of the
-// API's schema or one the store publishes (sayableField). The shape of a
+// (echoable: an id, the wildcard, a word of the API, a realm's name), and a
+// name in details[].field only when it is a name of the API's schema or a
+// realm's (sayableField). The shape of a
 // value decides nothing: every secret the server makes -- a client secret,
 // a tenant's initial password, an authorization code -- has an
 // identifier's shape. Anything else is described by its length, not
@@ -74,9 +74,9 @@ func budgeted(known knower) knower {
 // wildcard "*", a word of the API itself (a route's segment, a member's or
 // a parameter's name, an enumerated value: apiWords), a bad percent escape
 // as url.EscapeError names it ("%zz", at most 3 bytes: no credential), or a
-// name the server publishes (known: a realm, user, role, group, client,
-// application, organization, alias, resource, scope or template name). An
-// unknown value, however well-shaped, is described by its length.
+// name the server publishes to the caller (known: a realm's name, and for
+// an AuthZEN evaluation its realm's names). An unknown value, however
+// well-shaped, is described by its length.
 func echoable(v string, known knower) bool {
 	if v == "" || len(v) > maxEcho {
 		return false
@@ -389,8 +389,8 @@ func challengeRealm(realm string, known knower) string {
 	return "realm=" + strconv.Quote(describe(realm))
 }
 
-// publicName is the server's knower: whether v is a name its store
-// publishes (store.Store.PublicName), read under each realm's read lock in
-// turn, on an error's path only. A writer that holds a realm's lock uses
-// that realm's names instead (azEvaluator.publicName).
+// publicName is the server's knower: whether v is a realm's name
+// (store.Store.PublicName), the only names public to every caller. A
+// writer that answers a realm's authenticated caller under that realm's
+// lock uses the realm's names too (azEvaluator.publicName).
 func (s *Server) publicName(v string) bool { return s.store.PublicName(v) }

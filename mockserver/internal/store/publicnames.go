@@ -7,34 +7,19 @@ import "slices"
 // repeat one.
 func IsID(s string) bool { return isIDForm(s) }
 
-// PublicName reports whether v is a name the store publishes: a realm's
-// name, or a name one of its realms publishes (Realm.PublicName). Each
-// realm is read under its read lock in turn, so the caller must hold no
-// realm's lock. It is for the reference server's error paths, which repeat
-// a caller's value only when it names something public (mockserver's
-// echo.go): an unknown value, a secret among them, is not repeated.
+// PublicName reports whether v is a realm's name. Realms are public (each
+// answers its discovery document to anyone), so an error may repeat one; a
+// name within a realm (a user, a client, an alias) is public only to that
+// realm's callers (Realm.PublicName), which the server's error writers,
+// answering any caller, cannot tell apart: looking such names up in every
+// realm told a caller of one tenant whether a name exists in another
+// (mockserver's echo.go). It is for the reference server's error paths.
 func (s *Store) PublicName(v string) bool {
 	if v == "" {
 		return false
 	}
-	if _, ok := s.Lookup(v); ok {
-		return true
-	}
-	s.mu.RLock()
-	realms := make([]*Realm, 0, len(s.realms))
-	for _, r := range s.realms {
-		realms = append(realms, r)
-	}
-	s.mu.RUnlock()
-	for _, r := range realms {
-		r.mu.RLock()
-		ok := r.PublicName(v)
-		r.mu.RUnlock()
-		if ok {
-			return true
-		}
-	}
-	return false
+	_, ok := s.Lookup(v)
+	return ok
 }
 
 // PublicName reports whether v is a name r publishes: a username, a role's,

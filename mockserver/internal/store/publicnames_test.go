@@ -31,11 +31,18 @@ func TestPublicNameKnowsWhatTheStorePublishes(t *testing.T) {
 	other.addUser(&User{ID: "u-gina", Username: "gina", Password: "Xq7_vLm2-RtZ9pWk4sNb8cJd", RoleIDs: Set{}, GroupIDs: Set{}})
 	require.NoError(t, s.Install(r, other))
 
-	for _, v := range []string{"acme", "globex", "alice", "gina", "viewer", "platform", "shop-api", "orders", "approve",
-		"acme-eu", "Acme Europe", "costs", "cost"} {
+	// To every caller, only the realms' names (each answers its discovery
+	// document to anyone); a realm's own names only to its callers.
+	for _, v := range []string{"acme", "globex"} {
 		assert.True(t, s.PublicName(v), "%q is published", v)
 	}
-	for _, v := range []string{"", "s3cr3t-of-shop", "Xq7_vLm2-RtZ9pWk4sNb8cJd", "Sales Team", "sales", "u-gina", "no-such-client", "ACME"} {
-		assert.False(t, s.PublicName(v), "%q is not published", v)
+	for _, v := range []string{"", "alice", "gina", "shop-api", "acme-eu", "s3cr3t-of-shop", "Xq7_vLm2-RtZ9pWk4sNb8cJd", "no-such-client", "ACME"} {
+		assert.False(t, s.PublicName(v), "%q is not published to every caller", v)
+	}
+	for _, v := range []string{"alice", "viewer", "platform", "shop-api", "orders", "approve", "acme-eu", "Acme Europe", "costs", "cost"} {
+		assert.True(t, r.PublicName(v), "%q is published to the realm's callers", v)
+	}
+	for _, v := range []string{"gina", "s3cr3t-of-shop", "Sales Team", "sales", "no-such-client"} {
+		assert.False(t, r.PublicName(v), "%q is not published by the realm", v)
 	}
 }
