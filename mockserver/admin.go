@@ -20,13 +20,13 @@ import (
 // Every route needs the platform-admin role in a master realm token.
 func (s *Server) adminRoutes(m mux) {
 	m.Handle("POST /admin/tenants", s.platformAdmin("tenant.create", s.provisionTenant))
-	m.Handle("GET /admin/tenants/{tenantId}", s.platformAdmin("", answered(s.getTenant)))
+	m.Handle("GET /admin/tenants/{tenantId}", s.platformAdmin("", s.answered(s.getTenant)))
 	m.Handle("DELETE /admin/tenants/{tenantId}", s.platformAdmin("tenant.decommission", s.decommissionTenant))
 	m.Handle("GET /admin/health", s.platformAdmin("", s.health))
 	m.Handle("GET /admin/config", s.platformAdmin("", s.getConfig))
-	m.Handle("PUT /admin/config", s.platformAdmin("config.update", answered(s.putConfig)))
-	m.Handle("PATCH /admin/config", s.platformAdmin("config.update", answered(s.patchConfig)))
-	m.Handle("GET /admin/audit", s.platformAdmin("", answered(s.audit)))
+	m.Handle("PUT /admin/config", s.platformAdmin("config.update", s.answered(s.putConfig)))
+	m.Handle("PATCH /admin/config", s.platformAdmin("config.update", s.answered(s.patchConfig)))
+	m.Handle("GET /admin/audit", s.platformAdmin("", s.answered(s.audit)))
 }
 
 var (
@@ -76,22 +76,22 @@ func (req tenantRequest) check() error {
 func (s *Server) provisionTenant(w http.ResponseWriter, r *http.Request, c *caller) {
 	var req tenantRequest
 	if err := decodeBody(r, &req); err != nil {
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
 	if err := req.check(); err != nil {
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
 	key, kid, err := s.keys.signing(req.Name)
 	if err != nil {
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
 	password := randomSecret(18)
 	rm, err := s.store.ProvisionTenant(req.Name, req.Plan, req.AdminEmail, password, key, kid)
 	if err != nil {
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
 	t := rm.Tenant // immutable but for DecommissionedAt, which is not read
@@ -122,7 +122,7 @@ func (s *Server) decommissionTenant(w http.ResponseWriter, r *http.Request, c *c
 	c.resourceID = id
 	realm, at, err := s.store.DecommissionTenant(id)
 	if err != nil {
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
 	// Its tokens are refused from now on: what remembers them goes.

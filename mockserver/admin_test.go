@@ -222,7 +222,7 @@ func TestConfig(t *testing.T) {
 	require.EqualValues(t, 60, tok.JSON(t)["expires_in"])
 
 	for _, tc := range []struct{ name, body, field string }{
-		{"unknown key", `{"tokenLifetime":60}`, "tokenLifetime"},
+		{"unknown key", `{"tokenLifetime":60}`, "(a name of 13 bytes, not repeated)"},
 		{"lifetime zero", `{"tokenLifetimeSeconds":0}`, "tokenLifetimeSeconds"},
 		{"lifetime not a number", `{"tokenLifetimeSeconds":"60"}`, "tokenLifetimeSeconds"},
 		{"page size too big", `{"maxPageSize":101}`, "maxPageSize"},

@@ -43,11 +43,11 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c *caller)
 
 // answered adapts a handler that returns the body of its 200 answer, or
 // the error to answer instead (writeErr), to a handlerFunc.
-func answered(h func(r *http.Request, c *caller) (any, error)) handlerFunc {
+func (s *Server) answered(h func(r *http.Request, c *caller) (any, error)) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, c *caller) {
 		v, err := h(r, c)
 		if err != nil {
-			writeErr(w, err)
+			s.writeErr(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
@@ -113,7 +113,7 @@ func (s *Server) protectIn(allowed func(*issuer.Claims) bool, need, action strin
 		}
 		if action == "" {
 			if allowed != nil && !allowed(c.claims) {
-				writeErr(w, errf(http.StatusForbidden, "the token lacks %s", need))
+				s.writeErr(w, errf(http.StatusForbidden, "the token lacks %s", need))
 				return
 			}
 			h(w, r, c)
@@ -121,7 +121,7 @@ func (s *Server) protectIn(allowed func(*issuer.Claims) bool, need, action strin
 		}
 		rec := &statusRecorder{ResponseWriter: w}
 		if allowed != nil && !allowed(c.claims) {
-			writeErr(rec, errf(http.StatusForbidden, "the token lacks %s", need))
+			s.writeErr(rec, errf(http.StatusForbidden, "the token lacks %s", need))
 		} else {
 			h(rec, r, c)
 		}
@@ -155,14 +155,14 @@ func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
 			retryAfter = proofRetryAfter
 		}
 		w.Header().Set("Retry-After", retryAfter)
-		writeErr(w, errf(http.StatusServiceUnavailable, "%s", f.message))
+		s.writeErr(w, errf(http.StatusServiceUnavailable, "%s", f.message))
 		return
 	}
 	algs := fmt.Sprintf("algs=%q", strings.Join(s.auth.dpop.Algorithms(), " "))
 	if f.code == "" && f.challenge == "" {
-		w.Header().Add("WWW-Authenticate", "Bearer "+challengeRealm(realm))
-		w.Header().Add("WWW-Authenticate", "DPoP "+challengeRealm(realm)+", "+algs)
-		writeErr(w, errf(http.StatusUnauthorized, "%s", f.message))
+		w.Header().Add("WWW-Authenticate", "Bearer "+challengeRealm(realm, s.publicName))
+		w.Header().Add("WWW-Authenticate", "DPoP "+challengeRealm(realm, s.publicName)+", "+algs)
+		s.writeErr(w, errf(http.StatusUnauthorized, "%s", f.message))
 		return
 	}
 	ch := f.challenge
@@ -171,19 +171,19 @@ func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
 		if f.dpop {
 			scheme = "DPoP"
 		}
-		ch = scheme + " " + challengeRealm(realm)
+		ch = scheme + " " + challengeRealm(realm, s.publicName)
 		if f.dpop {
 			ch += ", " + algs
 		}
 		if f.code != "" {
-			ch += fmt.Sprintf(", error=%q, error_description=%q", f.code, sayable(f.message))
+			ch += fmt.Sprintf(", error=%q, error_description=%q", f.code, sayable(f.message, s.publicName))
 		}
 	}
 	w.Header().Add("WWW-Authenticate", ch)
 	if f.nonce != "" {
 		w.Header().Set("DPoP-Nonce", f.nonce)
 	}
-	writeErr(w, errf(http.StatusUnauthorized, "%s", f.message))
+	s.writeErr(w, errf(http.StatusUnauthorized, "%s", f.message))
 }
 
 // authenticate validates the request's access token for realm and returns

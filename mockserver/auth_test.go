@@ -89,7 +89,7 @@ func newAuthHarness(t *testing.T) *authHarness {
 		writeResult(w, http.StatusCreated, map[string]string{"subject": c.subject})
 	}))
 	mux.Handle("POST /probe/{realm}/fail", s.realmAdmin("organization.delete", func(w http.ResponseWriter, r *http.Request, c *caller) {
-		writeErr(w, store.NotFound("organization %q", "x"))
+		s.writeErr(w, store.NotFound("organization %q", "x"))
 	}))
 	mux.Handle("GET /probe/{realm}/read", s.realmAdmin("", func(w http.ResponseWriter, r *http.Request, c *caller) {
 		writeResult(w, http.StatusOK, map[string]string{"subject": c.subject})

@@ -222,8 +222,8 @@ func (rc *realmCodes) drop(code string) {
 
 // authorizeRoutes registers the authorization endpoint at Keycloak's path.
 func (s *Server) authorizeRoutes(m mux) {
-	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", s.live(apiFail, s.authorization))
-	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", s.live(apiFail, s.authorization))
+	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/auth", s.live(s.apiFail, s.authorization))
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/auth", s.live(s.apiFail, s.authorization))
 }
 
 // authRequest is a validated authorization request.
@@ -244,16 +244,16 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request, realm str
 	w.Header().Set("Cache-Control", "no-store")
 	params, oe := authRequestParams(w, r)
 	if oe != nil {
-		writeOAuthError(w, oe)
+		s.writeOAuthError(w, oe)
 		return
 	}
 	req, oe := s.authClient(realm, params)
 	if oe != nil {
-		writeOAuthError(w, oe)
+		s.writeOAuthError(w, oe)
 		return
 	}
 	if code, desc := checkAuthRequest(req); code != "" {
-		redirectError(w, req, code, desc)
+		s.redirectError(w, req, code, desc)
 		return
 	}
 	if r.Method != http.MethodPost { // GET, or HEAD
@@ -274,7 +274,7 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request, realm str
 		return
 	}
 	if err != nil {
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
 	c := newAuthCode(realm, req, username, authTime, time.Duration(s.store.Config().TokenLifetimeSeconds)*time.Second)
@@ -282,12 +282,12 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request, realm str
 	// authTime's: the store is asked about the earliest stamp the token
 	// can carry, so that no code is issued whose token it would refuse.
 	if ir := s.issueRefusal(r.Context(), realm, "", authTime.Truncate(time.Second)); ir != nil {
-		redirectError(w, req, "temporarily_unavailable", ir.message)
+		s.redirectError(w, req, "temporarily_unavailable", ir.message)
 		return
 	}
 	code, ok := s.issueCode(c)
 	if !ok {
-		redirectError(w, req, "temporarily_unavailable", "too many unredeemed authorization codes; retry shortly")
+		s.redirectError(w, req, "temporarily_unavailable", "too many unredeemed authorization codes; retry shortly")
 		return
 	}
 	redirect(w, req, url.Values{"code": {code}})
@@ -479,13 +479,13 @@ func redirect(w http.ResponseWriter, req *authRequest, values url.Values) {
 }
 
 // redirectError redirects an RFC 6749 section 4.1.2.1 error to the client.
-func redirectError(w http.ResponseWriter, req *authRequest, code, desc string) {
-	redirect(w, req, url.Values{"error": {code}, "error_description": {strings.Map(rfc6749Description, sayable(desc))}})
+func (s *Server) redirectError(w http.ResponseWriter, req *authRequest, code, desc string) {
+	redirect(w, req, url.Values{"error": {code}, "error_description": {strings.Map(rfc6749Description, sayable(desc, s.publicName))}})
 }
 
 // writeOAuthError answers an error that cannot be redirected.
-func writeOAuthError(w http.ResponseWriter, oe *oauthError) {
-	writeJSON(w, oe.status, map[string]string{"error": oe.code, "error_description": strings.Map(rfc6749Description, sayable(oe.description))})
+func (s *Server) writeOAuthError(w http.ResponseWriter, oe *oauthError) {
+	writeJSON(w, oe.status, map[string]string{"error": oe.code, "error_description": strings.Map(rfc6749Description, sayable(oe.description, s.publicName))})
 }
 
 // rfc6749Description maps a rune of an error description onto what RFC

@@ -26,11 +26,11 @@ import (
 // PDP identifier (the well-known segment between host and path, as
 // RFC 8414 does), which is where AuthZEN clients look.
 func (s *Server) authzenRoutes(m mux) {
-	m.Handle("POST /realms/{realm}/access/v1/evaluation", s.authenticated(answered(s.accessEvaluation)))
-	m.Handle("POST /realms/{realm}/access/v1/evaluations", s.authenticated(answered(s.accessEvaluations)))
+	m.Handle("POST /realms/{realm}/access/v1/evaluation", s.authenticated(s.answered(s.accessEvaluation)))
+	m.Handle("POST /realms/{realm}/access/v1/evaluations", s.authenticated(s.answered(s.accessEvaluations)))
 	s.authzenSearchRoutes(m)
-	m.HandleFunc("GET /realms/{realm}/.well-known/authzen-configuration", s.live(apiFail, s.authzenMetadata))
-	m.HandleFunc("GET /.well-known/authzen-configuration/realms/{realm}", s.live(apiFail, s.authzenMetadata))
+	m.HandleFunc("GET /realms/{realm}/.well-known/authzen-configuration", s.live(s.apiFail, s.authzenMetadata))
+	m.HandleFunc("GET /.well-known/authzen-configuration/realms/{realm}", s.live(s.apiFail, s.authzenMetadata))
 }
 
 // maxEvaluations bounds the items of one Access Evaluations request, as
@@ -322,13 +322,17 @@ func (e *azEvaluator) decide(req *azRequest) azDecision {
 	case decision.Grant:
 		return azDecision{Decision: true}
 	case decision.Error:
-		return azFailure("client %q defines no resource type %q with the action %q", e.client.ClientID, *req.Resource.Type, *req.Action.Name)
+		return e.failure("client %q defines no resource type %q with the action %q", e.client.ClientID, *req.Resource.Type, *req.Action.Name)
 	}
 	return azDecision{}
 }
 
 // azFailure is a denial whose context carries an error (404): what was
 // asked about is unknown. The message repeats only what sayable lets it.
-func azFailure(format string, args ...any) azDecision {
-	return azDecision{Context: &azContext{Error: azError{Status: http.StatusNotFound, Message: sayable(fmt.Sprintf(format, args...))}}}
+func (e *azEvaluator) failure(format string, args ...any) azDecision {
+	return azDecision{Context: &azContext{Error: azError{Status: http.StatusNotFound, Message: sayable(fmt.Sprintf(format, args...), e.publicName)}}}
 }
+
+// publicName is the evaluator's knower (echo.go): a name its realm
+// publishes, read under the realm's read lock the evaluation holds.
+func (e *azEvaluator) publicName(v string) bool { return e.rm.PublicName(v) }

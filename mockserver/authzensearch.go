@@ -116,7 +116,7 @@ func (s *Server) authzenSearchRoutes(m mux) {
 }
 
 func (s *Server) searchHandler(kind searchKind) handlerFunc {
-	return answered(func(r *http.Request, c *caller) (any, error) {
+	return s.answered(func(r *http.Request, c *caller) (any, error) {
 		if err := s.authzenCaller(c); err != nil {
 			return nil, err
 		}
@@ -301,10 +301,10 @@ func (e *azEvaluator) search(ctx context.Context, kind searchKind, req *azReques
 // last two cases the next page starts after the last user evaluated.
 func (e *azEvaluator) searchSubjects(ctx context.Context, req *azRequest, pos pagePos) ([]azResult, string, *azContext) {
 	if *req.Subject.Type != authzenSubjectType {
-		return nil, "", azFailure("subject type %q is unknown: the subjects are users (type %q)", *req.Subject.Type, authzenSubjectType).Context
+		return nil, "", e.failure("subject type %q is unknown: the subjects are users (type %q)", *req.Subject.Type, authzenSubjectType).Context
 	}
 	if scopes, _ := e.policy.Scopes(*req.Resource.Type); !slices.Contains(scopes, *req.Action.Name) {
-		return nil, "", azFailure("client %q defines no resource type %q with the action %q", e.client.ClientID, *req.Resource.Type, *req.Action.Name).Context
+		return nil, "", e.failure("client %q defines no resource type %q with the action %q", e.client.ClientID, *req.Resource.Type, *req.Action.Name).Context
 	}
 	method, _ := req.Context["method"].(string)
 	var (
@@ -348,7 +348,7 @@ func (e *azEvaluator) searchAll(kind searchKind, req *azRequest) ([]azResult, *a
 		if *req.Resource.Type == decision.Wildcard {
 			types = e.policy.Resources()
 		} else if _, ok := e.policy.Scopes(*req.Resource.Type); !ok {
-			return fail(azFailure("client %q defines no resource type %q", e.client.ClientID, *req.Resource.Type))
+			return fail(e.failure("client %q defines no resource type %q", e.client.ClientID, *req.Resource.Type))
 		}
 		for _, t := range types {
 			if e.policy.Decide(&sub, t, *req.Action.Name, method, props) == decision.Grant {
@@ -359,7 +359,7 @@ func (e *azEvaluator) searchAll(kind searchKind, req *azRequest) ([]azResult, *a
 	}
 	scopes, ok := e.policy.Scopes(*req.Resource.Type)
 	if !ok {
-		return fail(azFailure("client %q defines no resource type %q", e.client.ClientID, *req.Resource.Type))
+		return fail(e.failure("client %q defines no resource type %q", e.client.ClientID, *req.Resource.Type))
 	}
 	for _, sc := range scopes {
 		if e.policy.Decide(&sub, *req.Resource.Type, sc, method, props) == decision.Grant {
@@ -373,13 +373,13 @@ func (e *azEvaluator) searchAll(kind searchKind, req *azRequest) ([]azResult, *a
 // the failed decision an evaluation of it would be.
 func (e *azEvaluator) subject(req *azRequest) (decision.Subject, azDecision, bool) {
 	if *req.Subject.Type != authzenSubjectType {
-		return decision.Subject{}, azFailure("subject type %q is unknown: the subjects are users (type %q)", *req.Subject.Type, authzenSubjectType), false
+		return decision.Subject{}, e.failure("subject type %q is unknown: the subjects are users (type %q)", *req.Subject.Type, authzenSubjectType), false
 	}
 	userID := *req.Subject.ID
 	if _, ok := e.rm.Users[userID]; !ok {
 		id, ok := e.rm.UserByName[userID]
 		if !ok {
-			return decision.Subject{}, azFailure("no user has the id or username %q", userID), false
+			return decision.Subject{}, e.failure("no user has the id or username %q", userID), false
 		}
 		userID = id
 	}

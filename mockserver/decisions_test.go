@@ -117,7 +117,7 @@ func TestDecisionValidation(t *testing.T) {
 		name, body, want string
 	}{
 		{"missing clientId", `{"resources":[{"name":"orders"}],"context":{}}`, "clientId: is required"},
-		{"unknown clientId", `{"clientId":"nope","resources":[{"name":"orders"}],"context":{}}`, `clientId: unknown client "nope"`},
+		{"unknown clientId", `{"clientId":"nope","resources":[{"name":"orders"}],"context":{}}`, `clientId: unknown client (a value of 4 bytes, not repeated)`},
 		{"resources missing", `{"clientId":"orders-api","context":{}}`, "the resources array cannot be empty"},
 		{"resources empty", `{"clientId":"orders-api","resources":[],"context":{}}`, "the resources array cannot be empty"},
 		{"resources null", `{"clientId":"orders-api","resources":null,"context":{}}`, "the resources array cannot be empty"},
@@ -180,8 +180,8 @@ func TestDecisionContextTakesOnlyItsMembers(t *testing.T) {
 		name, context, field, message string
 	}{
 		{"method beside attributes", `{"method":"DELETE"}`, "context.method", `unknown member: context takes only "attributes"`},
-		{"misspelt attributes", `{"attribute":{"method":"DELETE"}}`, "context.attribute", `unknown member: context takes only "attributes"`},
-		{"unknown attribute", `{"attributes":{"verb":"DELETE"}}`, "context.attributes.verb",
+		{"misspelt attributes", `{"attribute":{"method":"DELETE"}}`, "context.(a name of 9 bytes, not repeated)", `unknown member: context takes only "attributes"`},
+		{"unknown attribute", `{"attributes":{"verb":"DELETE"}}`, "context.attributes.(a name of 4 bytes, not repeated)",
 			`unknown member: context.attributes takes only "method", "path", "headers" and "body"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -152,11 +152,17 @@
 // Every non-2xx answer has the body {"error": "<reason phrase>", "message":
 // "..."}, with details naming the fields on a 400 (a web UI page answers a
 // browser the same as an HTML page). An error repeats a value or a name
-// the caller sent only when it has the shape of one of the server's
-// identifiers (a UUID, an alias or a name of at most 63 bytes of ASCII
-// letters, digits and "-_.@:*") or of a field name of the API; anything
-// else, a token sent in the wrong place among it, is described by its
-// length: "(a value of 812 bytes, not repeated)". Malformed or oversized
+// the caller sent only when the server already knows it as public: an id
+// (a UUID), the wildcard "*", a word of the API (a route's segment, a
+// member's or parameter's name, an enumerated value) or a realm's name
+// (realms are public; a name within a realm -- a user, a client, an alias
+// -- is public to that realm's callers only, which an error's writer
+// cannot tell, except an AuthZEN evaluation's, which names its own realm's);
+// a details[].field only when each segment is a member's name of the API
+// or such a name. Anything else -- an unknown
+// value, however well-shaped, a token or a secret the server made sent in
+// the wrong place among it -- is described by its length: "(a value of 14
+// bytes, not repeated)". Malformed or oversized
 // input is a 4xx, never a 500. A request body is at most 1 MiB, a page 100
 // items, a department tree 32 levels, a department template 1,000 nodes.
 //

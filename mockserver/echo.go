@@ -1,50 +1,103 @@
 package mockserver
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
-// What an error repeats of the request (a-server12 F1, a-server13 F1): a
-// caller sends a token or a client secret in the wrong place -- as the
-// clientId a PEP was configured with, in a path segment, as a query
-// parameter's name -- and an error that copies what it was sent puts the
-// credential into the error string pep builds from the message, which
-// applications log. So every error the server writes passes through one
-// function, sayable (asAPIError for writeErr, the router's 404 and 405 and
-// the UI's pages; azFailure for AuthZEN's error context; writeOAuthError
-// and redirectError for the OAuth endpoints; challengeRealm for the realm
-// of a WWW-Authenticate challenge): a caller's value is repeated
-// only when it has the shape of one of the server's own identifiers
-// (echoable), and a name in details[].field only when it has the shape of
-// one of the API's field names (sayableField). Anything else is described
-// by its length, not copied: neither its first bytes (the start of a client
-// secret or an opaque token is secret itself) nor a digest (which a low-
-// entropy secret can be guessed back from); the caller has what it sent,
-// and the message still says where it was. Messages quote what a caller
-// sent with %q: sayable reads each quoted string of a message, so a handler
-// that quotes a caller's value need not remember the rule.
+// What an error repeats of the request (a-server12 F1, a-server13 F1,
+// a-fix13c F1): a caller sends a token or a client secret in the wrong
+// place -- as the clientId a PEP was configured with, in a path segment,
+// as a query parameter's name -- and an error that copies what it was sent
+// puts the credential into the error string pep builds from the message,
+// which applications log. So every error the server writes passes through
+// one function, sayable (asAPIError for writeErr, the router's 404 and 405
+// and the UI's pages; the AuthZEN evaluator's failure for its error
+// context; writeOAuthError and redirectError for the OAuth endpoints;
+// challengeRealm for the realm of a WWW-Authenticate challenge): a caller's
+// value is repeated only when the server already knows it as public
+// (echoable: an id, the wildcard, a word of the API, a realm's name), and a
+// name in details[].field only when it is a name of the API's schema or a
+// realm's (sayableField). The shape of a
+// value decides nothing: every secret the server makes -- a client secret,
+// a tenant's initial password, an authorization code -- has an
+// identifier's shape. Anything else is described by its length, not
+// copied: neither its first bytes (the start of a client secret or an
+// opaque token is secret itself) nor a digest (which a low-entropy secret
+// can be guessed back from); the caller has what it sent, and the message
+// still says where it was. Messages quote what a caller sent with %q:
+// sayable reads each quoted string of a message, so a handler that quotes
+// a caller's value need not remember the rule. The store is asked only on
+// an error's path, and only about a value of an identifier's shape.
 
 // maxEcho is the longest value an error repeats, in bytes: the server's
 // longest identifiers, aliases and tenant names, are at most 63 bytes
 // (aliasPattern, tenantNameRE); a UUID is 36. A token is longer.
 const maxEcho = 63
 
-// echoable reports whether an error may repeat v, a value a caller sent:
-// 1 to maxEcho bytes of ASCII letters, digits and "-_.@:*", starting with
-// a letter, a digit or '*' -- a UUID, an alias, a tenant's, client's,
-// user's (an email address too), resource's or scope's name, the wildcard
-// resource -- or a bad percent escape as url.EscapeError names it ("%zz",
-// at most 3 bytes: no credential). An honest mistake (an unknown but
-// well-shaped clientId) is still named; a token (longer) or a value with
-// other bytes is not.
-func echoable(v string) bool {
+// knower reports whether a value of an identifier's shape is a name the
+// server publishes (Server.publicName; an AuthZEN evaluation's realm,
+// azEvaluator.publicName). nil knows no name: only ids, the wildcard and
+// the API's own words are repeated.
+type knower func(v string) bool
+
+// maxLookups is how many of one error's values the store is asked about
+// (knower): a path of thousands of segments, which the router's 404 quotes,
+// would otherwise cost one walk of the store each. Values past it are
+// described.
+const maxLookups = 16
+
+// budgeted returns known limited to maxLookups answers, nil for nil.
+func budgeted(known knower) knower {
+	if known == nil {
+		return nil
+	}
+	n := 0
+	return func(v string) bool {
+		if n >= maxLookups {
+			return false
+		}
+		n++
+		return known(v)
+	}
+}
+
+// echoable reports whether an error may repeat v, a value a caller sent.
+// Whether a value may be repeated is a property of the value, not of its
+// shape: every secret the server makes (a client secret, an initial
+// password, an authorization code) has an identifier's shape too (a-fix13c
+// F1). So v is repeated only when it is an id (a UUID: ids are public), the
+// wildcard "*", a word of the API itself (a route's segment, a member's or
+// a parameter's name, an enumerated value: apiWords), a bad percent escape
+// as url.EscapeError names it ("%zz", at most 3 bytes: no credential), or a
+// name the server publishes to the caller (known: a realm's name, and for
+// an AuthZEN evaluation its realm's names). An unknown value, however
+// well-shaped, is described by its length.
+func echoable(v string, known knower) bool {
 	if v == "" || len(v) > maxEcho {
 		return false
 	}
 	if v[0] == '%' && len(v) <= 3 {
 		return true
 	}
+	if !identifierShape(v) {
+		return false
+	}
+	if v == "*" || store.IsID(v) || apiWords()[v] {
+		return true
+	}
+	return known != nil && known(v)
+}
+
+// identifierShape reports whether v, at most maxEcho bytes, has the shape
+// of one of the server's identifiers: ASCII letters, digits and "-_.@:*",
+// starting with a letter, a digit or '*'. Only a value of that shape can be
+// a name the server publishes; the rest is not looked up.
+func identifierShape(v string) bool {
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		switch {
@@ -54,7 +107,84 @@ func echoable(v string) bool {
 			return false
 		}
 	}
-	return true
+	return v != ""
+}
+
+// apiWords is the set of the API's own words, read from the OpenAPI
+// document once, on the first error that needs it: each literal segment of
+// a path, each member's and parameter's name, each enumerated value. They
+// are the server's, not a caller's, and name no credential.
+var apiWords = sync.OnceValue(func() map[string]bool {
+	words := map[string]bool{authzenSubjectType: true, "Host": true}
+	walkAPI(func(m map[string]any) {
+		props, _ := m["properties"].(map[string]any)
+		for name := range props {
+			words[name] = true
+		}
+		if name, ok := m["name"].(string); ok && m["in"] != nil {
+			words[name] = true
+		}
+	})
+	var doc struct {
+		Paths map[string]json.RawMessage `json:"paths"`
+	}
+	_ = json.Unmarshal(openAPIDocument, &doc) // the embedded document parses (TestOpenAPI)
+	for p := range doc.Paths {
+		for _, seg := range strings.Split(p, "/") {
+			if seg != "" && !strings.HasPrefix(seg, "{") {
+				words[seg] = true
+			}
+		}
+	}
+	walkAPI(func(m map[string]any) {
+		enum, _ := m["enum"].([]any)
+		for _, e := range enum {
+			if s, ok := e.(string); ok && s != "" {
+				words[s] = true
+			}
+		}
+	})
+	return words
+})
+
+// apiMembers is the set of the names of the API's schema, lower-cased,
+// read from the OpenAPI document once: each member of an object and each
+// parameter (query, path, header), and the Host header the server checks.
+// A details[].field is made of them, or of one in another case (a member
+// the server refuses for its case: "Resources").
+var apiMembers = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{"host": true}
+	walkAPI(func(m map[string]any) {
+		props, _ := m["properties"].(map[string]any)
+		for name := range props {
+			names[strings.ToLower(name)] = true
+		}
+		if name, ok := m["name"].(string); ok && m["in"] != nil {
+			names[strings.ToLower(name)] = true
+		}
+	})
+	return names
+})
+
+// walkAPI calls fn with each object of the OpenAPI document.
+func walkAPI(fn func(map[string]any)) {
+	var doc any
+	_ = json.Unmarshal(openAPIDocument, &doc)
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			fn(v)
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
 }
 
 // describe is what an error says in place of a value it does not repeat.
@@ -63,19 +193,20 @@ func describe(v string) string {
 }
 
 // sayableField returns f, a details[].field, with each of its
-// dot-separated segments kept when it has the shape of a name of the API's
-// schema -- a JSON member ("clientId", "scopes[1]", "resources[]") or a
-// query parameter's name: at most maxFieldSegment bytes of ASCII letters,
-// digits and "_[]", starting with a letter -- and described otherwise, so
-// that "resources[].ſcopes" still says where the member was. A JWT's
-// payload and signature are longer than a segment.
-func sayableField(f string) string {
-	if fieldSegment(f) {
+// dot-separated segments kept when it is a name of the API's schema -- a
+// JSON member ("clientId", "scopes[1]", "resources[]") or a parameter's
+// name (apiMembers), with its indexes -- or a name the server publishes
+// (known: an attribute's key that a property template defines) and
+// described otherwise, so that "resources[].ſcopes" still says where the
+// member was. A short word that is neither (a secret, a JWT's header) is
+// not repeated.
+func sayableField(f string, known knower) string {
+	if fieldSegment(f, known) {
 		return f // the usual case allocates nothing
 	}
 	segs := strings.Split(f, ".")
 	for i, seg := range segs {
-		if !fieldSegment(seg) {
+		if !fieldSegment(seg, known) {
 			segs[i] = "(a name of " + strconv.Itoa(len(seg)) + " bytes, not repeated)"
 		}
 	}
@@ -83,23 +214,36 @@ func sayableField(f string) string {
 }
 
 // maxFieldSegment is the longest segment of a field name an error repeats,
-// in bytes: the API's longest member names are about 20 bytes; a JWT's
-// payload and signature (43 bytes at the least) are longer.
+// in bytes: the API's longest member names are about 20 bytes.
 const maxFieldSegment = 32
 
-// fieldSegment reports whether s has the shape of a name of the API's
-// schema (sayableField).
-func fieldSegment(s string) bool {
-	if s == "" || len(s) > maxFieldSegment || !('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z') {
+// fieldSegment reports whether s is a name of the API's schema
+// (apiMembers) or one the server publishes (known), followed by indexes
+// ("[]", "[12]"), as sayableField keeps it.
+func fieldSegment(s string, known knower) bool {
+	if s == "" || len(s) > maxFieldSegment {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '[' || c == ']') {
-			return false
+	name := s
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		name = s[:i]
+		for rest := s[i:]; rest != ""; {
+			if rest[0] != '[' {
+				return false
+			}
+			j := strings.IndexByte(rest, ']')
+			if j < 0 {
+				return false
+			}
+			for _, c := range []byte(rest[1:j]) {
+				if c < '0' || c > '9' {
+					return false
+				}
+			}
+			rest = rest[j+1:]
 		}
 	}
-	return true
+	return apiMembers()[strings.ToLower(name)] || known != nil && identifierShape(name) && known(name)
 }
 
 // sayable returns msg, an error's message, as the server may write it:
@@ -109,10 +253,15 @@ func fieldSegment(s string) bool {
 // for. A run of more than maxEcho bytes with no space, slash or quote in
 // the rest of the message (a value formatted with %s by mistake) is
 // described too.
-func sayable(msg string) string {
+func sayable(msg string, known knower) string {
 	if fits(msg) {
 		return msg // the usual case allocates nothing
 	}
+	return sayQuoted(msg, budgeted(known))
+}
+
+// sayQuoted is sayable of a message that does not fit, known budgeted.
+func sayQuoted(msg string, known knower) string {
 	var b strings.Builder
 	for msg != "" {
 		i := strings.IndexByte(msg, '"')
@@ -129,16 +278,24 @@ func sayable(msg string) string {
 		}
 		v, _ := strconv.Unquote(q) // QuotedPrefix's answer unquotes
 		switch {
-		case echoable(v):
+		case echoable(v, known):
 			b.WriteString(q)
 		case strings.HasPrefix(v, "/"):
-			b.WriteString(strconv.Quote(sayablePath(v)))
+			b.WriteString(strconv.Quote(sayablePath(v, known)))
 		default:
 			b.WriteString(describe(v))
 		}
 		msg = msg[i+len(q):]
 	}
 	return b.String()
+}
+
+// sayableBudgeted is sayable with known already budgeted.
+func sayableBudgeted(msg string, known knower) string {
+	if fits(msg) {
+		return msg
+	}
+	return sayQuoted(msg, known)
 }
 
 // fits reports whether msg holds no quoted string and no run sayBare
@@ -186,10 +343,10 @@ func sayBare(b *strings.Builder, s string) {
 
 // sayablePath returns path with each segment that is not echoable
 // described.
-func sayablePath(path string) string {
+func sayablePath(path string, known knower) string {
 	segs := strings.Split(path, "/")
 	for i, s := range segs {
-		if s != "" && !echoable(s) {
+		if s != "" && !echoable(s, known) {
 			segs[i] = describe(s)
 		}
 	}
@@ -201,32 +358,39 @@ func sayablePath(path string) string {
 // sayable; a field that is not said is not said in the message either
 // (the "field: problem" of badField's message). ae itself is not changed;
 // it is returned as it is when it says nothing it may not.
-func sayableError(ae *apiError) *apiError {
+func sayableError(ae *apiError, known knower) *apiError {
 	if fits(ae.message) && len(ae.details) == 0 {
 		return ae // the usual case allocates nothing
 	}
+	known = budgeted(known) // one budget for the whole error
 	out := &apiError{status: ae.status, message: ae.message}
 	if len(ae.details) > 0 {
 		// Each detail's field and message are said by the same rules.
 		out.details = make([]fieldError, len(ae.details))
 		for i, d := range ae.details {
-			f := sayableField(d.Field)
+			f := sayableField(d.Field, known)
 			if f != d.Field && strings.HasPrefix(out.message, d.Field+": ") {
 				out.message = f + out.message[len(d.Field):]
 			}
-			out.details[i] = fieldError{Field: f, Message: sayable(d.Message)}
+			out.details[i] = fieldError{Field: f, Message: sayableBudgeted(d.Message, known)}
 		}
 	}
-	out.message = sayable(out.message)
+	out.message = sayableBudgeted(out.message, known)
 	return out
 }
 
 // challengeRealm is the realm parameter of a WWW-Authenticate challenge for
 // realm, the path's realm value: the realm when echoable, else its
 // description (the parameter is a quoted-string either way).
-func challengeRealm(realm string) string {
-	if echoable(realm) {
+func challengeRealm(realm string, known knower) string {
+	if echoable(realm, known) {
 		return "realm=" + strconv.Quote(realm)
 	}
 	return "realm=" + strconv.Quote(describe(realm))
 }
+
+// publicName is the server's knower: whether v is a realm's name
+// (store.Store.PublicName), the only names public to every caller. A
+// writer that answers a realm's authenticated caller under that realm's
+// lock uses the realm's names too (azEvaluator.publicName).
+func (s *Server) publicName(v string) bool { return s.store.PublicName(v) }

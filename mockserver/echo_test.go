@@ -259,14 +259,15 @@ func encodeBody(ct string, v any) string {
 	return string(b)
 }
 
-// TestErrorsStillNameWhatLooksLikeAnIdentifier: the rule that keeps a
-// credential out of an error (sayable) keeps the errors of honest mistakes
-// useful: an unknown but well-shaped client, organization id, alias or
-// route is named, and what is not repeated is described by its length,
-// where it was.
-func TestErrorsStillNameWhatLooksLikeAnIdentifier(t *testing.T) {
+// TestErrorsNameOnlyWhatTheServerPublishes: an error repeats a caller's
+// value only when the server knows it as a public name (a client, a user,
+// an alias, a realm, in any realm), an id or a word of the API; an unknown
+// value, however well-shaped, is described by its length where it was
+// (a-fix13c F1: every secret the server makes has an identifier's shape).
+func TestErrorsNameOnlyWhatTheServerPublishes(t *testing.T) {
 	t.Parallel()
 	a := newOrgAPI(t)
+	a.createOrg("Acme", "acme-eu")
 	decide := a.url + "/realms/acme/authorization-decision-provider"
 	missing := "3f1e0c55-2b9a-4c0e-9d7e-6a8f2c1b0d4e"
 	long := strings.Repeat("a", 64) // one byte longer than any identifier
@@ -277,7 +278,17 @@ func TestErrorsStillNameWhatLooksLikeAnIdentifier(t *testing.T) {
 		field                    string
 	}{
 		{"unknown client", http.MethodPost, decide + "/authorize", `{"clientId":"no-such-client","resources":[{"name":"orders"}],"context":{}}`,
-			http.StatusBadRequest, `clientId: unknown client "no-such-client"`, "clientId"},
+			http.StatusBadRequest, `clientId: unknown client (a value of 14 bytes, not repeated)`, "clientId"},
+		// A name within a realm is public to its callers only, which an
+		// error's writer cannot tell: described, here and in another realm
+		// (looking them up in every realm was an oracle of one tenant's
+		// names for another's callers).
+		{"a user's name given as a client", http.MethodPost, decide + "/authorize", `{"clientId":"carol","resources":[{"name":"orders"}],"context":{}}`,
+			http.StatusBadRequest, `clientId: unknown client (a value of 5 bytes, not repeated)`, "clientId"},
+		{"another realm's user given as a client", http.MethodPost, decide + "/authorize", `{"clientId":"gina","resources":[{"name":"orders"}],"context":{}}`,
+			http.StatusBadRequest, `clientId: unknown client (a value of 4 bytes, not repeated)`, "clientId"},
+		{"a realm's name", http.MethodPost, decide + "/authorize", `{"clientId":"globex","resources":[{"name":"orders"}],"context":{}}`,
+			http.StatusBadRequest, `clientId: unknown client "globex"`, "clientId"},
 		{"a client that is no identifier", http.MethodPost, decide + "/authorize", `{"clientId":"Bearer abc","resources":[{"name":"orders"}],"context":{}}`,
 			http.StatusBadRequest, `clientId: unknown client (a value of 10 bytes, not repeated)`, "clientId"},
 		{"a client longer than an identifier", http.MethodPost, decide + "/authorize", `{"clientId":"` + long + `","resources":[{"name":"orders"}],"context":{}}`,
@@ -285,14 +296,19 @@ func TestErrorsStillNameWhatLooksLikeAnIdentifier(t *testing.T) {
 		{"unknown organization id", http.MethodGet, "/" + missing, "",
 			http.StatusNotFound, `not found: organization "` + missing + `"`, ""},
 		{"unknown alias", http.MethodGet, "/alias/no-such-org", "",
-			http.StatusNotFound, `not found: organization with alias "no-such-org"`, ""},
+			http.StatusNotFound, `not found: organization with alias (a value of 11 bytes, not repeated)`, ""},
 		{"unrouted path", http.MethodGet, a.url + "/admin/realms/acme/nope", "",
-			http.StatusNotFound, `no route for GET "/admin/realms/acme/nope"`, ""},
-		{"unrouted path with a long segment", http.MethodGet, a.url + "/admin/realms/acme/nope/" + long, "",
-			http.StatusNotFound, `no route for GET "/admin/realms/acme/nope/(a value of 64 bytes, not repeated)"`, ""},
+			http.StatusNotFound, `no route for GET "/admin/realms/acme/(a value of 4 bytes, not repeated)"`, ""},
+		{"unrouted path of the API's words and a realm's names", http.MethodGet, a.url + "/admin/realms/acme/organizations/alias/acme-eu/orders-api", "",
+			http.StatusNotFound, `no route for GET "/admin/realms/acme/organizations/alias/(a value of 7 bytes, not repeated)/(a value of 10 bytes, not repeated)"`, ""},
+		{"unrouted path with a long segment", http.MethodGet, a.url + "/admin/realms/acme/users/" + long, "",
+			http.StatusNotFound, `no route for GET "/admin/realms/acme/users/(a value of 64 bytes, not repeated)"`, ""},
 		{"a query parameter's name that is no name of the API", http.MethodGet, "?offset=0&a+b=1;", "",
 			http.StatusBadRequest, "(a name of 3 bytes, not repeated): a semicolon does not separate query parameters; use & between them, and %3B for a semicolon in a value",
 			"(a name of 3 bytes, not repeated)"},
+		{"a query parameter's name of the API", http.MethodGet, "?offset=0&count=1;", "",
+			http.StatusBadRequest, "count: a semicolon does not separate query parameters; use & between them, and %3B for a semicolon in a value",
+			"count"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var body any
@@ -309,36 +325,74 @@ func TestErrorsStillNameWhatLooksLikeAnIdentifier(t *testing.T) {
 	}
 }
 
-// TestSayable: what sayable keeps of a message and what it describes.
+// TestSayable: what sayable keeps of a message and what it describes: a
+// value the server publishes (known), an id, the wildcard, a word of the
+// API, a bad escape; not an unknown value, however well-shaped.
 func TestSayable(t *testing.T) {
 	t.Parallel()
 	tok := "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJib2IifQ.c2lnbmF0dXJlLW9mLXRoZS10b2tlbi10aGF0LWlzLWxvbmc"
+	secret := "j_efXXrzpM2zQE9lDAUSq6Th6SZu9PpY" // a client secret's shape: randomSecret(24)
+	known := func(v string) bool { return v == "orders-api" || v == "bob@example.com" || v == "acme" }
 	for _, tc := range []struct{ in, want string }{
 		{"the resources array cannot be empty", "the resources array cannot be empty"},
 		{`unknown client "orders-api"`, `unknown client "orders-api"`},
 		{`not found: user "bob@example.com"`, `not found: user "bob@example.com"`},
+		{`not found: user "carol@example.com"`, `not found: user (a value of 17 bytes, not repeated)`},
+		{`unknown client "no-such-client"`, `unknown client (a value of 14 bytes, not repeated)`},
+		{`unknown client "` + secret + `"`, `unknown client (a value of 32 bytes, not repeated)`},
+		{`not found: organization "3f1e0c55-2b9a-4c0e-9d7e-6a8f2c1b0d4e"`, `not found: organization "3f1e0c55-2b9a-4c0e-9d7e-6a8f2c1b0d4e"`},
 		{`no resource type "*"`, `no resource type "*"`},
+		{`the member "clientId" is required`, `the member "clientId" is required`},
 		{`invalid URL escape "%zz"`, `invalid URL escape "%zz"`},
 		{`unknown client "` + tok + `"`, "unknown client (a value of 87 bytes, not repeated)"},
 		{`unknown client "Bearer abc"`, "unknown client (a value of 10 bytes, not repeated)"},
 		{`unknown client "-x"`, "unknown client (a value of 2 bytes, not repeated)"},
-		{`a "quoted \"inner\" value" and "ok"`, `a (a value of 20 bytes, not repeated) and "ok"`},
-		{`no route for GET "/admin/` + tok + `/x"`, `no route for GET "/admin/(a value of 87 bytes, not repeated)/x"`},
+		{`a "quoted \"inner\" value" and "orders-api"`, `a (a value of 20 bytes, not repeated) and "orders-api"`},
+		{`no route for GET "/admin/realms/acme/nope"`, `no route for GET "/admin/realms/acme/(a value of 4 bytes, not repeated)"`},
+		{`no route for GET "/admin/` + tok + `/x"`, `no route for GET "/admin/(a value of 87 bytes, not repeated)/(a value of 1 bytes, not repeated)"`},
 		{`a " quoted "` + tok, `a (a value of 8 bytes, not repeated)(a value of 87 bytes, not repeated)`},
 		{`a lone "` + tok, `a lone "(a value of 87 bytes, not repeated)`},
 		{"bare " + tok + " text", "bare (a value of 87 bytes, not repeated) text"},
 		{"bare /path/" + tok, "bare /path/(a value of 87 bytes, not repeated)"},
 	} {
-		assert.Equal(t, tc.want, sayable(tc.in), "%s", redactedURL(tc.in, tok))
+		assert.Equal(t, tc.want, sayable(tc.in, known), "%s", redactedURL(tc.in, tok))
 	}
+	// Without a knower only ids, the wildcard and the API's words are named.
+	assert.Equal(t, `unknown client (a value of 10 bytes, not repeated)`, sayable(`unknown client "orders-api"`, nil))
 	for _, tc := range []struct{ in, want string }{
 		{"clientId", "clientId"},
 		{"resources[0].scopes[1]", "resources[0].scopes[1]"},
+		{"resources[]", "resources[]"},
 		{"resources[].ſcopes", "resources[].(a name of 7 bytes, not repeated)"},
-		{tok, "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJib2IifQ.(a name of 47 bytes, not repeated)"},
-		{"context.attributes.methıd", "context.attributes.(a name of 7 bytes, not repeated)"},
+		{"resources[x]", "(a name of 12 bytes, not repeated)"},
+		{tok, "(a name of 20 bytes, not repeated).(a name of 18 bytes, not repeated).(a name of 47 bytes, not repeated)"},
+		{secret, "(a name of 32 bytes, not repeated)"},
+		{"clientId.Zm9vYmFy", "clientId.(a name of 8 bytes, not repeated)"},
+		{"context.methıd", "context.(a name of 7 bytes, not repeated)"},
 		{"a+b", "(a name of 3 bytes, not repeated)"},
+		{"Host", "Host"},
 	} {
-		assert.Equal(t, tc.want, sayableField(tc.in))
+		assert.Equal(t, tc.want, sayableField(tc.in, known))
 	}
+}
+
+// TestAnErrorAsksTheStoreABoundedNumberOfTimes: the router's 404 quotes
+// the path, and each segment that is no word of the API is a walk of the
+// store; a path of thousands of segments, sent without a token, cost one
+// walk each. An error asks about 16 values at most and describes the rest.
+func TestAnErrorAsksTheStoreABoundedNumberOfTimes(t *testing.T) {
+	t.Parallel()
+	asked := 0
+	known := func(v string) bool { asked++; return v == "carol" }
+	path := "/x" + strings.Repeat("/carol", 1000)
+	said := sayable(`no route for GET "`+path+`"`, known)
+	assert.Equal(t, 16, asked)
+	assert.Equal(t, 15, strings.Count(said, "/carol"), "the first lookups still name what they find (/x is the first)")
+	assert.Equal(t, 985, strings.Count(said, "(a value of 5 bytes, not repeated)"))
+
+	asked = 0
+	e := sayableError(&apiError{status: 400, message: `clientId: ` + strings.Repeat(`"carol" `, 40),
+		details: []fieldError{{Field: "clientId", Message: strings.Repeat(`"carol" `, 40)}}}, known)
+	assert.Equal(t, 16, asked, "one budget for the message and its details")
+	assert.Equal(t, 16, strings.Count(e.message+e.details[0].Message, `"carol"`))
 }

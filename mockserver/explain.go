@@ -18,7 +18,7 @@ import (
 
 // explainRoutes registers the policy evaluation route.
 func (s *Server) explainRoutes(m mux) {
-	m.Handle("POST /admin/realms/{realm}/clients/{client}/authz/resource-server/policy/evaluate", s.realmAdmin("", answered(s.evaluatePolicy)))
+	m.Handle("POST /admin/realms/{realm}/clients/{client}/authz/resource-server/policy/evaluate", s.realmAdmin("", s.answered(s.evaluatePolicy)))
 }
 
 // evaluateRequest is the body of the policy evaluation route: the subject

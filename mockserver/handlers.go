@@ -61,7 +61,7 @@ func (s *Server) readList(w http.ResponseWriter, r *http.Request, fn func(rm *st
 		return err
 	})
 	if err != nil {
-		fail(w, err)
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -152,7 +152,7 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, fn func(rm *st
 		return err
 	})
 	if err != nil {
-		fail(w, err)
+		s.fail(w, err)
 		return
 	}
 	writeResult(w, http.StatusOK, out)
@@ -175,7 +175,7 @@ func (s *Server) createOne(w http.ResponseWriter, r *http.Request, c *caller, co
 		return err
 	})
 	if err != nil {
-		fail(w, err)
+		s.fail(w, err)
 		return
 	}
 	c.resourceID = id
@@ -269,12 +269,12 @@ func linkToOrg[B idBody](s *Server, w http.ResponseWriter, r *http.Request,
 
 // fail writes err as the error body; a store field error becomes a 400
 // naming the field.
-func fail(w http.ResponseWriter, err error) {
+func (s *Server) fail(w http.ResponseWriter, err error) {
 	var fe *store.FieldError
 	if errors.As(err, &fe) {
 		err = badField(fe.Field, "%s", fe.Message)
 	}
-	writeErr(w, err)
+	s.writeErr(w, err)
 }
 
 // deletedJSON is the result of every DELETE.

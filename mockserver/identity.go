@@ -20,14 +20,14 @@ import (
 // introspection (introspect.go). All of them are extensions of the service
 // specification, which leaves token issuance to the identity provider.
 func (s *Server) identityRoutes(m mux) {
-	m.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.live(apiFail, s.discovery))
-	m.HandleFunc("GET /.well-known/oauth-authorization-server/realms/{realm}", s.live(apiFail, s.authServerMetadata))
+	m.HandleFunc("GET /realms/{realm}/.well-known/openid-configuration", s.live(s.apiFail, s.discovery))
+	m.HandleFunc("GET /.well-known/oauth-authorization-server/realms/{realm}", s.live(s.apiFail, s.authServerMetadata))
 	m.HandleFunc("GET /realms/{realm}/protocol/openid-connect/certs", s.certs)
 	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.token)
 	m.Handle("GET /realms/{realm}/protocol/openid-connect/userinfo", s.authenticated(s.userinfo))
 	m.Handle("POST /realms/{realm}/protocol/openid-connect/userinfo", s.authenticated(s.userinfo))
-	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/revoke", s.live(apiFail, s.revoke))
-	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token/introspect", s.live(apiFail, s.introspect))
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/revoke", s.live(s.apiFail, s.revoke))
+	m.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token/introspect", s.live(s.apiFail, s.introspect))
 }
 
 // liveRealm runs fn on the named realm when it exists and is not
@@ -54,7 +54,7 @@ func (s *Server) lookupLive(name string) (*store.Realm, error) {
 
 // live serves h on a route of a realm, the realm named in the path, when
 // the realm exists and is not decommissioned; otherwise fail answers the
-// 404 (apiFail, or the web UI's uiError).
+// 404 (s.apiFail, or the web UI's uiError).
 func (s *Server) live(fail func(http.ResponseWriter, *http.Request, error), h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		realm := r.PathValue("realm")
@@ -67,7 +67,7 @@ func (s *Server) live(fail func(http.ResponseWriter, *http.Request, error), h fu
 }
 
 // apiFail answers err as the API does (writeErr), for live.
-func apiFail(w http.ResponseWriter, _ *http.Request, err error) { writeErr(w, err) }
+func (s *Server) apiFail(w http.ResponseWriter, _ *http.Request, err error) { s.writeErr(w, err) }
 
 // serverMetadata is the metadata of a realm: RFC 8414 authorization server
 // metadata, and with the OpenID fields set, OpenID Provider Metadata
@@ -156,17 +156,17 @@ func (s *Server) authServerMetadata(w http.ResponseWriter, r *http.Request, real
 func (s *Server) certs(w http.ResponseWriter, r *http.Request) {
 	rm, err := s.lookupLive(r.PathValue("realm"))
 	if err != nil {
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
 	set, err := s.publicKeys(rm)
 	if err != nil {
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
 	b, err := json.Marshal(set)
 	if err != nil {
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -192,17 +192,17 @@ func (e *oauthError) Error() string { return e.code + ": " + e.description }
 // writeOAuthAnswer answers err: an *oauthError as RFC 6749 section 5.2 says
 // (a Basic challenge when a client that authenticated with HTTP Basic
 // failed), anything else as the service's error body.
-func writeOAuthAnswer(w http.ResponseWriter, realm string, err error) {
+func (s *Server) writeOAuthAnswer(w http.ResponseWriter, realm string, err error) {
 	var oe *oauthError
 	if !errors.As(err, &oe) {
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
 	if oe.basic && oe.status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", "Basic "+challengeRealm(realm))
+		w.Header().Set("WWW-Authenticate", "Basic "+challengeRealm(realm, s.publicName))
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeOAuthError(w, oe)
+	s.writeOAuthError(w, oe)
 }
 
 // tokenResponse is an RFC 6749 section 5.1 answer, with the ID token of
@@ -222,12 +222,12 @@ type tokenResponse struct {
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	realm := r.PathValue("realm")
 	if err := s.liveRealm(realm, func(*store.Realm) error { return nil }); err != nil {
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
 	tok, err := s.grant(w, r, realm)
 	if err != nil {
-		writeOAuthAnswer(w, realm, err)
+		s.writeOAuthAnswer(w, realm, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

@@ -22,7 +22,7 @@ import (
 func (s *Server) introspect(w http.ResponseWriter, r *http.Request, realm string) {
 	out, err := s.introspection(w, r, realm)
 	if err != nil {
-		writeOAuthAnswer(w, realm, err)
+		s.writeOAuthAnswer(w, realm, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

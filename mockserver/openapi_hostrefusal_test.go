@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // TestTheCheckerTakesAHostRefusalOnlyForARefusedHost (a-fix11 F5): the
@@ -24,15 +25,16 @@ func TestTheCheckerTakesAHostRefusalOnlyForARefusedHost(t *testing.T) {
 	require.NoError(t, err)
 	chk.HostRefused = refusedHost
 
+	s := &Server{store: store.New(nil)}
 	rec := httptest.NewRecorder()
-	writeErr(rec, badField("Host", "whatever a handler says"))
+	s.writeErr(rec, badField("Host", "whatever a handler says"))
 	req := httptest.NewRequest(http.MethodGet, "http://ok.test/no/such/route", nil)
 	require.True(t, validHost(req.Host))
 	err = chk.Check(req, rec.Code, rec.Header(), rec.Body.Bytes())
 	assert.Error(t, err, "an undocumented route's 400 to a request with a valid Host is a mismatch")
 
 	rec = httptest.NewRecorder()
-	writeOAuthError(rec, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "Host unrelated"})
+	s.writeOAuthError(rec, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "Host unrelated"})
 	req = httptest.NewRequest(http.MethodPut, "http://ok.test/realms/acme/protocol/openid-connect/token", nil)
 	err = chk.Check(req, rec.Code, rec.Header(), rec.Body.Bytes())
 	assert.Error(t, err, "a method the document does not list, answered 400, with a valid Host")

@@ -35,10 +35,10 @@ func (s *Server) hostChecked(h http.Handler) http.Handler {
 			// The OAuth endpoints' own error body, chosen by the path as
 			// the router reads it (escaped).
 			if strings.Contains(r.URL.EscapedPath(), "/protocol/openid-connect/") {
-				writeOAuthError(w, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "Host " + msg})
+				s.writeOAuthError(w, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "Host " + msg})
 				return
 			}
-			writeErr(w, badField("Host", msg))
+			s.writeErr(w, badField("Host", msg))
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -20,7 +20,7 @@ import (
 // calls h. Routes of the OpenID Connect protocol (pattern under
 // /protocol/openid-connect/) answer with the RFC 6749 error shape their
 // clients read, the others with the service's.
-func wellFormedQuery(pattern string, h http.Handler) http.Handler {
+func (s *Server) wellFormedQuery(pattern string, h http.Handler) http.Handler {
 	oauth := strings.Contains(pattern, "/protocol/openid-connect/")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawQuery == "" { // the usual case costs nothing
@@ -34,11 +34,11 @@ func wellFormedQuery(pattern string, h http.Handler) http.Handler {
 		}
 		if oauth {
 			w.Header().Set("Cache-Control", "no-store")
-			writeOAuthError(w, &oauthError{status: http.StatusBadRequest, code: "invalid_request",
+			s.writeOAuthError(w, &oauthError{status: http.StatusBadRequest, code: "invalid_request",
 				description: "query parameter " + paramName(name) + ": " + problem})
 			return
 		}
-		writeErr(w, badField(name, "%s", problem))
+		s.writeErr(w, badField(name, "%s", problem))
 	})
 }
 

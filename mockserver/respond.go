@@ -80,15 +80,15 @@ type resultBody struct {
 // writeErr writes err as the service's error body. Store errors map to 404,
 // 409 and 400; an apiError keeps its status; anything else is a 500 whose
 // message does not leak internals.
-func writeErr(w http.ResponseWriter, err error) {
-	ae := asAPIError(err)
+func (s *Server) writeErr(w http.ResponseWriter, err error) {
+	ae := s.asAPIError(err)
 	writeJSON(w, ae.status, errorBody{Error: http.StatusText(ae.status), Message: ae.message, Details: ae.details})
 }
 
 // asAPIError is the status and message writeErr answers err with, as the
 // server may write them (sayableError): every writer of the service's
 // errors, writeErr and the UI's, reads err through it.
-func asAPIError(err error) *apiError {
+func (s *Server) asAPIError(err error) *apiError {
 	var ae *apiError
 	switch {
 	case errors.As(err, &ae):
@@ -101,7 +101,7 @@ func asAPIError(err error) *apiError {
 	default:
 		ae = &apiError{status: http.StatusInternalServerError, message: "internal error"}
 	}
-	return sayableError(ae)
+	return sayableError(ae, s.publicName)
 }
 
 // decodeBody reads a JSON object from r into v through the 1 MiB limit. A

@@ -23,7 +23,7 @@ import (
 // invalid_request, as Keycloak answers them.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request, realm string) {
 	if err := s.revokeToken(w, r, realm); err != nil {
-		writeOAuthAnswer(w, realm, err)
+		s.writeOAuthAnswer(w, realm, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
 // TestOddPathsAndMethods sends odd paths with every method and three kinds
@@ -70,7 +72,7 @@ func TestMuxAnswersAsServeMux(t *testing.T) {
 		"GET /a", "POST /a", "DELETE /a/{id}", "GET /a/{id}/b", "PUT /a/{id}/b",
 		"GET /files/{path...}", "POST /dir/", "GET /exact/{$}", "GET /x/{v}/y/{w}",
 	}
-	m := newMux(&[]string{}, &preflightRoutes{s: &Server{}, methods: map[*http.ServeMux]map[string]*[]string{}})
+	m := newMux(&[]string{}, &preflightRoutes{s: &Server{store: store.New(nil)}, methods: map[*http.ServeMux]map[string]*[]string{}})
 	ref := http.NewServeMux()
 	options := map[string]bool{}
 	direct := map[string]bool{"PUT /a/{id}/b": true, "DELETE /a/{id}": true} // HandleDirect
@@ -156,7 +158,7 @@ func TestDirectRoutesAgreeWithServeMux(t *testing.T) {
 	require.NotEmpty(t, *top.direct)
 	require.Empty(t, directRouteConflicts(top))
 
-	shadowing := newMux(&[]string{}, &preflightRoutes{s: &Server{}, methods: map[*http.ServeMux]map[string]*[]string{}})
+	shadowing := newMux(&[]string{}, &preflightRoutes{s: &Server{store: store.New(nil)}, methods: map[*http.ServeMux]map[string]*[]string{}})
 	shadowing.HandleDirect("POST /realms/{realm}/decide", func(http.ResponseWriter, *http.Request, string) {})
 	shadowing.Handle("POST /realms/master/decide", http.NotFoundHandler())
 	require.Equal(t, []string{"POST /realms/master/decide: direct route POST /realms/{realm}/decide, ServeMux POST /realms/master/decide"},

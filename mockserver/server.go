@@ -146,7 +146,7 @@ type preflightRoutes struct {
 // does not decode never reaches h (wellFormedQuery).
 func (m mux) Handle(pattern string, h http.Handler) {
 	*m.patterns = append(*m.patterns, pattern)
-	m.route(pattern, wellFormedQuery(pattern, h))
+	m.route(pattern, m.preflights.s.wellFormedQuery(pattern, h))
 	method, path, _ := strings.Cut(pattern, " ")
 	paths := m.preflights.methods[m.ServeMux]
 	if paths == nil {
@@ -197,7 +197,7 @@ func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.Path; !isCleanPath(p) {
 		// ServeMux would redirect to the cleaned path in plain text; the
 		// service names its resources by canonical paths only.
-		writeErr(w, errf(http.StatusNotFound, "no route for %s %q: the path is not canonical (%q)", r.Method, p, cleanPath(p)))
+		m.preflights.s.writeErr(w, errf(http.StatusNotFound, "no route for %s %q: the path is not canonical (%q)", r.Method, p, cleanPath(p)))
 		return
 	}
 	// A path that is its escaped form (RawPath empty) and has no percent
@@ -285,9 +285,9 @@ func (m mux) noRoute(w http.ResponseWriter, r *http.Request) {
 	case rec.status == http.StatusMethodNotAllowed:
 		allow := rec.header.Get("Allow")
 		w.Header().Set("Allow", allow)
-		writeErr(w, errf(http.StatusMethodNotAllowed, "method %s is not allowed on %q; allowed: %s", r.Method, r.URL.Path, allow))
+		m.preflights.s.writeErr(w, errf(http.StatusMethodNotAllowed, "method %s is not allowed on %q; allowed: %s", r.Method, r.URL.Path, allow))
 	default:
-		writeErr(w, errf(http.StatusNotFound, "no route for %s %q", r.Method, r.URL.Path))
+		m.preflights.s.writeErr(w, errf(http.StatusNotFound, "no route for %s %q", r.Method, r.URL.Path))
 	}
 }
 

@@ -290,7 +290,7 @@ func (s *Server) uiRender(w http.ResponseWriter, status int, name string, data a
 	var buf bytes.Buffer
 	if err := uiPages[name].ExecuteTemplate(&buf, "layout.html", data); err != nil {
 		s.logger.Error("webui: render", "page", name, "err", err)
-		writeErr(w, errf(http.StatusInternalServerError, "internal error"))
+		s.writeErr(w, errf(http.StatusInternalServerError, "internal error"))
 		return
 	}
 	uiHeaders(w)
@@ -323,10 +323,10 @@ func (s *Server) uiShow(w http.ResponseWriter, r *http.Request, name string, dat
 func (s *Server) uiError(w http.ResponseWriter, r *http.Request, err error) {
 	if !acceptsHTML(r) {
 		uiHeaders(w)
-		writeErr(w, err)
+		s.writeErr(w, err)
 		return
 	}
-	ae := asAPIError(err)
+	ae := s.asAPIError(err)
 	s.uiRender(w, ae.status, "error", uiErrorPage{Status: ae.status, Reason: http.StatusText(ae.status), Message: ae.message})
 }
 

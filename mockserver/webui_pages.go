@@ -357,7 +357,7 @@ func (s *Server) uiEvaluate(w http.ResponseWriter, _ *http.Request, ss *uiSessio
 	})
 	status := http.StatusOK
 	if err != nil {
-		ae := asAPIError(err)
+		ae := s.asAPIError(err)
 		p.Problem, status = ae.message, ae.status
 	}
 	s.uiRender(w, status, "evaluate", p)

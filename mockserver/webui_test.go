@@ -656,8 +656,8 @@ func TestWebUIEvaluatorDecidesAsAuthorize(t *testing.T) {
 		status int
 		says   string
 	}{
-		{"unknown user", url.Values{"user": {"mallory"}, "client": {"orders-api"}, "resource": {"orders"}, "scope": {"read"}}, http.StatusNotFound, "user &#34;mallory&#34; in realm &#34;acme&#34;"},
-		{"unknown client", url.Values{"user": {"bob"}, "client": {"nope"}, "resource": {"orders"}, "scope": {"read"}}, http.StatusNotFound, "client &#34;nope&#34; in realm &#34;acme&#34;"},
+		{"unknown user", url.Values{"user": {"mallory"}, "client": {"orders-api"}, "resource": {"orders"}, "scope": {"read"}}, http.StatusNotFound, "user (a value of 7 bytes, not repeated) in realm &#34;acme&#34;"},
+		{"unknown client", url.Values{"user": {"bob"}, "client": {"nope"}, "resource": {"orders"}, "scope": {"read"}}, http.StatusNotFound, "client (a value of 4 bytes, not repeated) in realm &#34;acme&#34;"},
 		{"no user", url.Values{"user": {""}, "client": {"orders-api"}, "resource": {"orders"}, "scope": {"read"}}, http.StatusBadRequest, "name a user and a client"},
 		{"odd method", url.Values{"user": {"bob"}, "client": {"orders-api"}, "resource": {"orders"}, "scope": {"read"}, "method": {"BREW"}}, http.StatusBadRequest, "method must be one of"},
 	} {

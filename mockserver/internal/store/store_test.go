@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func keyedRealm(t *testing.T, name string) *Realm {
+func keyedRealm(t testing.TB, name string) *Realm {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)

@@ -1,0 +1,119 @@
+package mockserver
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNoErrorRepeatsASecretOfTheServer (a-fix13c F1): every secret the
+// server makes has an identifier's shape -- the platform admin's client
+// secret (randomSecret(24): 32 bytes of base64url), a tenant's initial
+// password (randomSecret(18)), an authorization code -- and so may a
+// user's password. The rule that repeated any well-shaped value gave each
+// back, word for word, to a PEP configured with its secret where its
+// clientId should be: `clientId: unknown client "j_efXXrzpM2zQE9l..."`,
+// and pep puts that message into the error string applications log. Each
+// secret is sent as a decision's clientId, an AuthZEN subject id and
+// resource type, an organization alias and a query parameter's name: no
+// answer repeats it, and the decision's message says how long it was.
+func TestNoErrorRepeatsASecretOfTheServer(t *testing.T) {
+	t.Parallel()
+	const redirect = "https://app.test/cb"
+	const password = "Xq7_vLm2-RtZ9pWk4sNb8cJd" // a user's password, of an identifier's shape
+	a := &orgAPI{t: t}
+	a.now.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, a.now.Load()).UTC() }
+	h := http.NotFoundHandler()
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	a.url = "http://" + ts.Listener.Addr().String()
+	fx := orgFixture()
+	fx.Realms[0].Users = append(fx.Realms[0].Users, FixtureUser{Username: "erin", Password: password})
+	fx.Realms[0].Clients = append(fx.Realms[0].Clients, FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
+	// No WithAdminSecret: the server generates the platform admin's secret.
+	s := mustNew(t, WithFixture(fx), WithIssuer(a.url), WithClock(clock), es256Tokens)
+	h, a.s = s, s
+	ts.Start()
+	t.Cleanup(ts.Close)
+	a.hc = ts.Client()
+	a.hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	a.base = a.url + "/admin/realms/acme/organizations"
+	a.admin = a.token("acme", "alice")
+	pep := a.token("acme", "service-account-orders-api")
+
+	adminSecret := s.AdminSecret()
+	require.Len(t, adminSecret, 32)
+
+	// A tenant's initial password, as its provisioning answers it once.
+	platform := a.sendRaw("", http.MethodPost, a.url+"/realms/master/protocol/openid-connect/token", "application/x-www-form-urlencoded",
+		url.Values{"grant_type": {"client_credentials"}, "client_id": {"platform-admin"}, "client_secret": {adminSecret}}.Encode())
+	require.Equal(t, http.StatusOK, platform.Status, string(platform.Body))
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	platform.into(t, &tok)
+	tenant := a.doAs(tok.AccessToken, http.MethodPost, a.url+"/admin/tenants", `{"name":"initech","plan":"free","adminEmail":"boss@initech.test"}`)
+	require.Equal(t, http.StatusCreated, tenant.Status, string(tenant.Body))
+	var created struct {
+		Result struct {
+			InitialPassword string `json:"initialPassword"`
+		} `json:"result"`
+	}
+	tenant.into(t, &created)
+	initial := created.Result.InitialPassword
+	require.NotEmpty(t, initial)
+
+	// An authorization code, unredeemed.
+	login := a.sendRaw("", http.MethodPost, a.url+"/realms/acme/protocol/openid-connect/auth", "application/x-www-form-urlencoded",
+		url.Values{"response_type": {"code"}, "client_id": {"web"}, "redirect_uri": {redirect},
+			"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"},
+			"username": {"erin"}, "password": {password}}.Encode())
+	require.Equal(t, http.StatusFound, login.Status, string(login.Body))
+	loc, err := url.Parse(login.Header.Get("Location"))
+	require.NoError(t, err)
+	code := loc.Query().Get("code")
+	require.NotEmpty(t, code, loc.String())
+
+	for _, tc := range []struct{ name, secret string }{
+		{"the platform admin's client secret", adminSecret},
+		{"a tenant's initial password", initial},
+		{"an authorization code", code},
+		{"a user's password", password},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.secret
+			require.True(t, identifierShape(v) && len(v) <= maxEcho, "the secret has an identifier's shape")
+			check := func(where string, r *apiResp, status int) {
+				t.Helper()
+				require.Equal(t, status, r.Status, "%s: %s", where, redactedURL(string(r.Body), v))
+				assert.NotContains(t, string(r.Body), v, "%s: the answer repeats the secret", where)
+				for name, vals := range r.Header {
+					assert.NotContains(t, strings.Join(vals, " "), v, "%s: header %s repeats the secret", where, name)
+				}
+			}
+			decide := a.doAs(pep, http.MethodPost, a.url+"/realms/acme/authorization-decision-provider/authorize",
+				`{"clientId":"`+v+`","resources":[{"name":"orders"}],"context":{}}`)
+			check("a decision's clientId", decide, http.StatusBadRequest)
+			assert.Contains(t, string(decide.Body), "unknown client (a value of "+strconv.Itoa(len(v))+" bytes, not repeated)")
+			check("an AuthZEN subject id", a.doAs(pep, http.MethodPost, a.url+"/realms/acme/access/v1/evaluation",
+				`{"subject":{"type":"user","id":"`+v+`"},"action":{"name":"read"},"resource":{"type":"orders","id":"1"}}`), http.StatusOK)
+			check("an AuthZEN resource type", a.doAs(pep, http.MethodPost, a.url+"/realms/acme/access/v1/evaluation",
+				`{"subject":{"type":"user","id":"bob"},"action":{"name":"read"},"resource":{"type":"`+v+`","id":"1"}}`), http.StatusOK)
+			check("an AuthZEN action", a.doAs(pep, http.MethodPost, a.url+"/realms/acme/access/v1/evaluation",
+				`{"subject":{"type":"user","id":"bob"},"action":{"name":"`+v+`"},"resource":{"type":"orders","id":"1"}}`), http.StatusOK)
+			check("an organization alias", a.doAs(a.admin, http.MethodGet, "/alias/"+v, nil), http.StatusNotFound)
+			check("an organization id", a.doAs(a.admin, http.MethodGet, "/"+v, nil), http.StatusNotFound)
+			check("a query parameter's name", a.doAs(a.admin, http.MethodGet, a.base+"?offset=0&"+v+"=1;", nil), http.StatusBadRequest)
+			check("a member's name", a.doAs(pep, http.MethodPost, a.url+"/realms/acme/authorization-decision-provider/authorize",
+				`{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{"attributes":{"`+v+`":"x"}}}`), http.StatusBadRequest)
+			check("an unrouted path", a.doAs(a.admin, http.MethodGet, a.url+"/admin/realms/acme/"+v, nil), http.StatusNotFound)
+		})
+	}
+}
