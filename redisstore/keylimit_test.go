@@ -7,14 +7,12 @@ package redisstore
 // Redis with a memory bound keeps room for everyone else.
 
 import (
-	"errors"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/replaytest"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -41,50 +39,9 @@ func TestOneKeyCannotFillTheReplayStore(t *testing.T) {
 	require.NoError(t, err)
 	b, err := dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit))
 	require.NoError(t, err)
-	verify := func(v *dpop.Verifier, p string) error {
-		_, err := v.Verify(t.Context(), dpop.Request{Proofs: []string{p}, Method: "GET", URL: testURL})
-		return err
-	}
-	mallory, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	accepted, refused, firstProof := 0, 0, ""
-	for range 5 * limit {
-		p, err := mallory.Proof("GET", testURL, "", "")
+	replaytest.FloodOneKey(t, a, b, testURL, limit, func() int {
+		keys, err := c.Keys(t.Context(), s.prefix+"*").Result()
 		require.NoError(t, err)
-		if err := verify(a, p); err != nil {
-			require.ErrorIs(t, err, dpop.ErrReplayCacheFull, "after %d accepted", accepted)
-			require.False(t, errors.Is(err, dpop.ErrReplayStoreUnavailable), "one key's flood is no store outage: %v", err)
-			if refused == 0 {
-				require.GreaterOrEqual(t, accepted, limit, "a key refused below its limit")
-			}
-			refused++
-			continue
-		}
-		if firstProof == "" {
-			firstProof = p
-		}
-		accepted++
-	}
-	keys, err := c.Keys(t.Context(), s.prefix+"*").Result()
-	require.NoError(t, err)
-	owner := 0
-	for _, k := range keys {
-		if strings.HasPrefix(k, s.prefix+"n{") {
-			owner++
-		}
-	}
-	require.LessOrEqual(t, owner, 2, "the key's set and mark (%d keys in Redis)", len(keys))
-	require.LessOrEqual(t, len(keys), limit+owner+1, "the key's records, its set and mark, and the marker")
-	require.ErrorIs(t, verify(b, firstProof), dpop.ErrReplayCacheFull, "the replay of a dropped proof")
-	next := mallory.WithClock(func() time.Time { return time.Now().Add(time.Second) })
-	p, err := next.Proof("GET", testURL, "", "")
-	require.NoError(t, err)
-	require.NoError(t, verify(b, p), "the flooding key's proof of the next second")
-	alice, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	for _, v := range []*dpop.Verifier{b, a} {
-		p, err := alice.Proof("GET", testURL, "", "")
-		require.NoError(t, err)
-		require.NoError(t, verify(v, p), "another key's proof, after one key sent its limit and more")
-	}
+		return len(keys)
+	}, 3)
 }

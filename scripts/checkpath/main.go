@@ -49,7 +49,7 @@ const module = "github.com/orgauthz/orgauthz"
 // reference server, programs, test helpers, nested modules.
 var skipped = []string{"mockserver", "examples", "integration", "redisstore", "scripts", "internal/cptrace",
 	"internal/gatewaytest", "internal/adaptertest", "internal/frozentest", "internal/deps", "internal/hangguard",
-	"internal/testkit", "internal/servertest", "internal/corpfixture"}
+	"internal/testkit", "internal/servertest", "internal/corpfixture", "internal/replaytest"}
 
 func main() {
 	rev := flag.String("rev", "", "the revision to measure (default: the working tree)")

@@ -6,7 +6,6 @@ package redisreplay
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/replaytest"
 )
 
 // requireRedisEnv is redisstore/redistest's RequireEnv: under it (CI) a
@@ -110,44 +110,7 @@ func TestOneKeyCannotFillRedis(t *testing.T) {
 	require.NoError(t, err)
 	b, err := dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit))
 	require.NoError(t, err)
-	const url = "https://api.example.test/orders"
-	verify := func(v *dpop.Verifier, p string) error {
-		_, err := v.Verify(t.Context(), dpop.Request{Proofs: []string{p}, Method: "GET", URL: url})
-		return err
-	}
-	mallory, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	accepted, refused, firstProof := 0, 0, ""
-	for range 5 * limit {
-		p, err := mallory.Proof("GET", url, "", "")
-		require.NoError(t, err)
-		if err := verify(a, p); err != nil {
-			require.ErrorIs(t, err, dpop.ErrReplayCacheFull, "after %d accepted", accepted)
-			require.False(t, errors.Is(err, dpop.ErrReplayStoreUnavailable), "one key's flood is no store outage: %v", err)
-			if refused == 0 {
-				require.GreaterOrEqual(t, accepted, limit, "a key refused below its limit")
-			}
-			refused++
-			continue
-		}
-		if firstProof == "" {
-			firstProof = p
-		}
-		accepted++
-	}
-	require.LessOrEqual(t, dbsize(t, addr), limit+16, "the key's records, its set and mark, the marker")
-	require.Error(t, verify(b, firstProof), "the replay of a dropped proof")
-	next := mallory.WithClock(func() time.Time { return time.Now().Add(time.Second) })
-	p, err := next.Proof("GET", url, "", "")
-	require.NoError(t, err)
-	require.NoError(t, verify(b, p), "the flooding key's proof of the next second")
-	alice, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	for _, v := range []*dpop.Verifier{b, a} {
-		p, err := alice.Proof("GET", url, "", "")
-		require.NoError(t, err)
-		require.NoError(t, verify(v, p), "another key's proof, after one key sent its limit and more")
-	}
+	replaytest.FloodOneKey(t, a, b, "https://api.example.test/orders", limit, func() int { return dbsize(t, addr) }, 16)
 }
 
 // dbsize returns the number of keys of the redis-server at addr.
