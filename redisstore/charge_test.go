@@ -70,6 +70,23 @@ func TestChargeScriptKeepsAKeysNewestRecords(t *testing.T) {
 	require.EqualValues(t, replaymarker.ChargeFirst, fresh("mallory", t1.Add(time.Second)), "the key's next second")
 	require.EqualValues(t, replaymarker.ChargeFirst, fresh("alice", t0), "another key, dated earlier")
 
+	// A record a Verifier of a wider window wrote, dropped by a call of a
+	// narrower one: the mark lasts as long as that record would have, so
+	// its replay, still in the wider window, stays refused.
+	wide := func(key string, iat time.Time, life time.Duration) int64 {
+		a := replaymarker.ChargeArgs(iat, iat.Add(life), limit)
+		set, mark := replaymarker.ChargeKeys("p:", "wide")
+		n, err := c.Eval(ctx, replaymarker.ChargeScript, []string{"p:" + key, set, mark}, a[0], a[1], a[2], a[3]).Int64()
+		require.NoError(t, err)
+		return n
+	}
+	for i := range limit {
+		require.EqualValues(t, replaymarker.ChargeFirst, wide("w"+strconv.Itoa(i), t1, time.Hour))
+	}
+	require.EqualValues(t, replaymarker.ChargeFirst, wide("narrow", t1.Add(time.Second), life))
+	_, mark := replaymarker.ChargeKeys("p:", "wide")
+	require.Greater(t, m.TTL(mark), time.Hour-time.Minute, "the mark outlives the dropped record's window")
+
 	// The records' life is over: they leave the set, and nothing is dropped.
 	t2 := t1.Add(life + 2*time.Second)
 	m.SetTime(t2)

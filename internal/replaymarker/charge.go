@@ -33,7 +33,10 @@ const (
 // script forgets the owner's records whose life (lifeMillis from their
 // iat, by Redis's clock, TIME) is over, drops the oldest while the owner
 // holds limit (deleting each one's record and raising ownerMark to its
-// iat, kept until that record would have expired), writes the record (SET
+// iat, kept until every record it dropped would have expired: the
+// record's own expiry, which the Verifier that wrote it chose, or on a
+// Cluster, where the script cannot read it, the caller's lifeMillis from
+// its iat), writes the record (SET
 // record 1 NX PXAT until), adds it to ownerSet (a sorted set by iat that
 // lives as long as its latest record) and answers [ChargeFirst]. An owner
 // costs its records, their names in ownerSet, and a mark. The script
@@ -86,21 +89,33 @@ if m and iat <= m then
   return ` + chargeOverLimit + `
 end
 redis.call('ZREMRANGEBYSCORE', set, '-inf', '(' .. string.format('%.0f', math.floor((now - life) / 1000)))
-local raised = false
+local keep = 0
 while redis.call('ZCARD', set) >= limit do
   local p = redis.call('ZPOPMIN', set)
+  local s = tonumber(p[2])
+  local ends = s * 1000 + life + 1000
   if dropped then
     dropped[#dropped + 1] = p[1]
   else
+    local pt = redis.call('PTTL', p[1])
+    if pt > 0 and now + pt > ends then
+      ends = now + pt
+    end
     redis.call('DEL', p[1])
   end
-  local s = tonumber(p[2])
+  if ends > keep then
+    keep = ends
+  end
   if not m or s > m then
-    m, raised = s, true
+    m = s
   end
 end
-if raised then
-  redis.call('SET', mark, string.format('%.0f', m), 'PXAT', string.format('%.0f', m * 1000 + life + 1000))
+if keep > 0 then
+  local pt = redis.call('PTTL', mark)
+  if pt > 0 and now + pt > keep then
+    keep = now + pt
+  end
+  redis.call('SET', mark, string.format('%.0f', m), 'PXAT', string.format('%.0f', keep))
 end
 redis.call('ZADD', set, iat, record)
 local ttl = redis.call('PTTL', set)
