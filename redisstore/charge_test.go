@@ -86,6 +86,12 @@ func TestChargeScriptKeepsAKeysNewestRecords(t *testing.T) {
 	require.EqualValues(t, replaymarker.ChargeFirst, wide("narrow", t1.Add(time.Second), life))
 	_, mark := replaymarker.ChargeKeys("p:", "wide")
 	require.Greater(t, m.TTL(mark), time.Hour-time.Minute, "the mark outlives the dropped record's window")
+	// A narrow record dropped later raises the mark but never shortens it.
+	for i := range limit {
+		require.EqualValues(t, replaymarker.ChargeFirst, wide("n"+strconv.Itoa(i), t1.Add(2*time.Second), life))
+	}
+	require.Greater(t, m.TTL(mark), time.Hour-time.Minute, "a later, narrower drop kept the mark's end")
+	require.EqualValues(t, replaymarker.ChargeOverLimit, wide("w0", t1, time.Hour), "the wide record's replay")
 
 	// The records' life is over: they leave the set, and nothing is dropped.
 	t2 := t1.Add(life + 2*time.Second)

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/replaymarker"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -76,4 +78,22 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, verify(p), "another key's proof")
 	require.ErrorIs(t, verify(p), dpop.ErrReplay)
+
+	// A record a Verifier of a wider window wrote, dropped by a charge of
+	// a narrower one: the mark, on another slot than the record, lasts as
+	// long as that record would have (a-fix13f: it lasted the narrower
+	// window, and the record's replay passed at the wider Verifier after).
+	iat := time.Now().Truncate(time.Second)
+	first, err := s.RememberCharged(ctx, "wide", "owner", 2, iat, iat.Add(10*time.Minute))
+	require.NoError(t, err)
+	require.True(t, first)
+	for i := range 2 {
+		first, err := s.RememberCharged(ctx, "narrow"+strconv.Itoa(i), "owner", 2, iat.Add(time.Second), iat.Add(3*time.Second))
+		require.NoError(t, err)
+		require.True(t, first)
+	}
+	_, mark := replaymarker.ChargeKeys(s.prefix, "owner")
+	require.Greater(t, c.PTTL(ctx, mark).Val(), 9*time.Minute, "the mark outlives the dropped record")
+	first, err = s.RememberCharged(ctx, "wide", "owner", 2, iat, iat.Add(10*time.Minute))
+	require.False(t, first && err == nil, "the dropped record's replay")
 }

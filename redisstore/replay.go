@@ -332,15 +332,53 @@ func (s *ReplayStore) RememberCharged(ctx context.Context, key, owner string, li
 		case n != replaymarker.ChargeFirst:
 			return false, fmt.Errorf("redisstore: the charge's script answered %v", answer)
 		}
-		for _, d := range answer[1:] {
-			if name, ok := d.(string); ok { // a record dropped, in a slot of its own
-				if err := bounded(ctx, func() error { return s.client.Del(ctx, name).Err() }); err != nil {
-					return false, fmt.Errorf("redisstore: dropping a record of the proof's key: %w", err)
-				}
-			}
+		if err := s.dropRecords(ctx, mark, answer[1:]); err != nil {
+			return false, err
 		}
 		return s.Remember(ctx, key, until)
 	}
+	return s.rememberCharged(ctx, key, set, mark, a, until)
+}
+
+// dropRecords deletes, on a Cluster, the records the charge dropped (each
+// in a slot of its own), and keeps the key's mark until each would have
+// expired (replaymarker.ExtendMarkScript, on the mark's slot): the count
+// script, on another slot, could not read their own expiry, which a
+// Verifier of a wider window than the charging one chose.
+func (s *ReplayStore) dropRecords(ctx context.Context, mark string, dropped []any) error {
+	var longest time.Duration
+	for _, d := range dropped {
+		name, ok := d.(string)
+		if !ok {
+			continue
+		}
+		err := bounded(ctx, func() error {
+			left, err := s.client.PTTL(ctx, name).Result()
+			if err == nil {
+				longest = max(longest, left)
+				err = s.client.Del(ctx, name).Err()
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("redisstore: dropping a record of the proof's key: %w", err)
+		}
+	}
+	if longest <= 0 {
+		return nil
+	}
+	err := bounded(ctx, func() error {
+		return s.client.Eval(ctx, replaymarker.ExtendMarkScript, []string{mark}, longest.Milliseconds()+1).Err()
+	})
+	if err != nil {
+		return fmt.Errorf("redisstore: keeping the mark of the proof's key: %w", err)
+	}
+	return nil
+}
+
+// rememberCharged is RememberCharged on a single server: the record and
+// its charge in one script.
+func (s *ReplayStore) rememberCharged(ctx context.Context, key, set, mark string, a [4]string, until time.Time) (bool, error) {
 	var rec, wait, marker *redis.Cmd
 	if err := s.pipelined(ctx, func(pipe redis.Pipeliner) {
 		rec = pipe.Eval(ctx, replaymarker.ChargeScript, []string{s.prefix + key, set, mark}, a[0], a[1], a[2], a[3])

@@ -74,6 +74,23 @@ local dropped = {` + chargeFirst + `}
 return dropped
 `
 
+// ExtendMarkScript is the Lua script (EVAL ExtendMarkScript 1 ownerMark
+// millis) that keeps an owner's mark at least millis more, by Redis's
+// clock, and never shortens it: on a Cluster, where [ChargeCountScript]
+// cannot read the expiry of the records it drops (they lie in other
+// slots), the caller reads it and keeps the mark until each would have
+// expired.
+const ExtendMarkScript = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local want = now + tonumber(ARGV[1])
+local pt = redis.call('PTTL', KEYS[1])
+if pt == -2 or (pt > 0 and now + pt >= want) then
+  return 0
+end
+redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', want))
+return 1
+`
+
 // chargeOwner is the owner's part of both scripts. KEYS[2] and KEYS[3]
 // (ChargeScript) or KEYS[1] and KEYS[2] (ChargeCountScript) are the
 // owner's set and mark: it names them set and mark; the script before it
