@@ -47,7 +47,8 @@ type knower func(v string) bool
 
 // maxLookups is how many of one error's values the store is asked about
 // (knower): a path of thousands of segments, which the router's 404 quotes,
-// would otherwise cost one walk of the store each. Values past it are
+// would otherwise cost a lookup each (a walk of a realm's clients and
+// templates, for an AuthZEN evaluation's knower). Values past it are
 // described.
 const maxLookups = 16
 

@@ -176,8 +176,8 @@ func (c *Core) publishRefused(token string, identity [digestBytes]byte) {
 }
 
 // publisherNeeded reports whether a publisher must be started for what
-// waits, and if so counts it (and in pubs, which Close waits for); r's
-// refusedMu must be held.
+// waits, and if so counts it (publishers, which Close waits to reach
+// zero: quiet); r's refusedMu must be held.
 func (r *replicas) publisherNeeded() bool {
 	if r.closed || r.publishers >= maxRefusedPublishers || r.publishers >= r.backlog() {
 		return false
