@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,4 +66,46 @@ func TestAttackSlowClientRefusedAfterRotation(t *testing.T) {
 	require.NoError(t, err)
 	_, err = v.Verify(ctx, req(p))
 	require.NoError(t, err, "a valid slow client that resent with the nonce it was just given is refused again (given %q)", nonce)
+}
+
+// TestAttackSlowClientRefusedAfterHMACRotation: the same break with the
+// package's own NewHMACNonces (lifetime 2 s) on the real clock: once the
+// nonce the slow client holds ("hmac~start") has gone stale, the nonce the
+// Verifier hands back lacks the start part and the resend with it is
+// refused.
+func TestAttackSlowClientRefusedAfterHMACRotation(t *testing.T) {
+	key := newKey(t)
+	const url, token = "https://api.example/orders/42", "bound-access-token"
+	req := func(proof string) Request {
+		return Request{Proofs: []string{proof}, Method: "GET", URL: url, AccessToken: token, JKT: key.Thumbprint()}
+	}
+	slow := key.WithClock(func() time.Time { return time.Now().Add(-30 * time.Second) })
+	secret := make([]byte, MinNonceSecretSize)
+	hn, err := NewHMACNonces(secret, 2*time.Second)
+	require.NoError(t, err)
+	v, err := NewVerifier(WithNonces(hn))
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	p, _ := slow.Proof("GET", url, token, "")
+	_, err = v.Verify(ctx, req(p))
+	var ne *NonceError
+	require.True(t, errors.As(err, &ne), "%v", err)
+	nonce := ne.Nonce
+	p, _ = slow.Proof("GET", url, token, nonce)
+	_, err = v.Verify(ctx, req(p))
+	require.NoError(t, err)
+
+	server, _, _ := strings.Cut(nonce, "~")
+	deadline := time.Now().Add(5 * time.Second)
+	for hn.Valid(ctx, server) { // wait for the real clock to make it stale
+		require.True(t, time.Now().Before(deadline))
+		time.Sleep(50 * time.Millisecond)
+	}
+	p, _ = slow.Proof("GET", url, token, nonce)
+	_, err = v.Verify(ctx, req(p))
+	require.True(t, errors.As(err, &ne), "%v", err)
+	p, _ = slow.Proof("GET", url, token, ne.Nonce)
+	_, err = v.Verify(ctx, req(p))
+	require.NoError(t, err, "the resend with the nonce just given is refused again")
 }
