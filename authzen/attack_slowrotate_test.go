@@ -1,0 +1,74 @@
+package authzen_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/dpop"
+)
+
+type attackRotNonces struct{ cur atomic.Int64 }
+
+func (r *attackRotNonces) Valid(_ context.Context, n string) bool {
+	return n == "n"+strconv.FormatInt(r.cur.Load(), 10)
+}
+func (r *attackRotNonces) Next(context.Context) (string, error) {
+	return "n" + strconv.FormatInt(r.cur.Load(), 10), nil
+}
+
+// TestAttackSlowClientEvaluationFailsAfterNonceRotation: authzen's side of
+// the slow-clock rotation break (see pep/attack_slowrotate_test.go): a PDP
+// that checks proofs with dpop.Verifier (real clock, no store, WithNonces)
+// answers a proof "old~start" dated before its start with the bare new
+// nonce; the client's one resend with it is asked again, and the
+// evaluation of a valid token fails.
+func TestAttackSlowClientEvaluationFailsAfterNonceRotation(t *testing.T) {
+	signer, err := dpop.GenerateKey()
+	require.NoError(t, err)
+	slow := signer.WithClock(func() time.Time { return time.Now().Add(-30 * time.Second) })
+	rot := &attackRotNonces{}
+	v, err := dpop.NewVerifier(dpop.WithNonces(rot))
+	require.NoError(t, err)
+	var srvURL string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := v.Verify(r.Context(), dpop.Request{Proofs: r.Header.Values("DPoP"), Method: r.Method,
+			URL: srvURL + r.URL.Path, AccessToken: strings.TrimPrefix(r.Header.Get("Authorization"), "DPoP "), JKT: signer.Thumbprint()})
+		var ne *dpop.NonceError
+		if errors.As(err, &ne) {
+			w.Header().Set("DPoP-Nonce", ne.Nonce)
+		}
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", v.Challenge(err))
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"decision":true}`))
+	}))
+	defer srv.Close()
+	srvURL = srv.URL
+
+	c := mustAuthZEN(t, srv.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}),
+		authzen.WithHTTPClient(srv.Client()), authzen.WithCache(0, 0, 0))
+	c.SetDPoPToken("dpop-bound-token", slow)
+	req := authzen.Request{Subject: authzen.Subject{Type: "user", ID: "alice"}, Action: authzen.Action{Name: "can_read"},
+		Resource: authzen.Resource{Type: "document", ID: "42"}}
+	d, err := c.Evaluate(t.Context(), req)
+	require.NoError(t, err, "first evaluation: one nonce resend passes")
+	require.True(t, d.Allowed())
+
+	rot.cur.Add(1)
+	d, err = c.Evaluate(t.Context(), req)
+	require.NoError(t, err, "a valid token's evaluation after a nonce rotation fails")
+	require.True(t, d.Allowed())
+}
