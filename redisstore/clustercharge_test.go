@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -96,4 +97,42 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	require.Greater(t, c.PTTL(ctx, mark).Val(), 9*time.Minute, "the mark outlives the dropped record")
 	first, err = s.RememberCharged(ctx, "wide", "owner", 2, iat, iat.Add(10*time.Minute))
 	require.False(t, first && err == nil, "the dropped record's replay")
+
+	// The same drop with the mark's extension failing (a reset connection,
+	// the store's timeout: a-rep14 F1): the dropped record is deleted only
+	// after its mark lasts as long as it would have, so it is still there,
+	// and its replay is refused for as long as it would have been (it was
+	// deleted first, and the mark lasted the narrower window).
+	failing := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr()}})
+	failing.AddHook(failExtendMark{})
+	t.Cleanup(func() { _ = failing.Close() })
+	sf := NewReplayStore(failing, "")
+	first, err = s.RememberCharged(ctx, "wide2", "owner2", 1, iat, iat.Add(10*time.Minute))
+	require.NoError(t, err)
+	require.True(t, first)
+	_, err = sf.RememberCharged(ctx, "narrow2", "owner2", 1, iat.Add(time.Second), iat.Add(3*time.Second))
+	require.ErrorIs(t, err, errExtendMark, "the charge fails closed")
+	require.Greater(t, c.PTTL(ctx, s.prefix+"wide2").Val(), 9*time.Minute, "the dropped record stays until its mark would outlive it")
+	first, err = s.RememberCharged(ctx, "wide2", "owner2", 1, iat, iat.Add(10*time.Minute))
+	require.False(t, first && err == nil, "the dropped record's replay")
+}
+
+// errExtendMark is failExtendMark's error.
+var errExtendMark = errors.New("injected: the mark's extension failed")
+
+// failExtendMark fails every ExtendMarkScript round trip.
+type failExtendMark struct{}
+
+func (failExtendMark) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (failExtendMark) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (failExtendMark) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); len(a) > 1 && a[1] == replaymarker.ExtendMarkScript {
+			cmd.SetErr(errExtendMark)
+			return errExtendMark
+		}
+		return next(ctx, cmd)
+	}
 }

@@ -341,11 +341,18 @@ func (s *ReplayStore) RememberCharged(ctx context.Context, key, owner string, li
 }
 
 // dropRecords deletes, on a Cluster, the records the charge dropped (each
-// in a slot of its own), and keeps the key's mark until each would have
-// expired (replaymarker.ExtendMarkScript, on the mark's slot): the count
-// script, on another slot, could not read their own expiry, which a
-// Verifier of a wider window than the charging one chose.
+// in a slot of its own), after keeping the key's mark until each would
+// have expired (replaymarker.ExtendMarkScript, on the mark's slot): the
+// count script, on another slot, could not read their own expiry, which a
+// Verifier of a wider window than the charging one chose. The order is
+// the rule (a-rep14 F1): a record, the evidence of its proof's replay, is
+// deleted only once the mark that refuses that replay lasts as long as it
+// would have, so a failure after any step (a reset connection, the
+// store's timeout) leaves the store at least as strict as before: a
+// record not deleted still refuses its replay, and is only uncounted
+// until it expires.
 func (s *ReplayStore) dropRecords(ctx context.Context, mark string, dropped []any) error {
+	names := make([]string, 0, len(dropped))
 	var longest time.Duration
 	for _, d := range dropped {
 		name, ok := d.(string)
@@ -354,24 +361,26 @@ func (s *ReplayStore) dropRecords(ctx context.Context, mark string, dropped []an
 		}
 		err := bounded(ctx, func() error {
 			left, err := s.client.PTTL(ctx, name).Result()
-			if err == nil {
-				longest = max(longest, left)
-				err = s.client.Del(ctx, name).Err()
-			}
+			longest = max(longest, left)
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("redisstore: dropping a record of the proof's key: %w", err)
+			return fmt.Errorf("redisstore: reading a dropped record's expiry: %w", err)
+		}
+		names = append(names, name)
+	}
+	if longest > 0 {
+		err := bounded(ctx, func() error {
+			return s.client.Eval(ctx, replaymarker.ExtendMarkScript, []string{mark}, longest.Milliseconds()+1).Err()
+		})
+		if err != nil {
+			return fmt.Errorf("redisstore: keeping the mark of the proof's key: %w", err)
 		}
 	}
-	if longest <= 0 {
-		return nil
-	}
-	err := bounded(ctx, func() error {
-		return s.client.Eval(ctx, replaymarker.ExtendMarkScript, []string{mark}, longest.Milliseconds()+1).Err()
-	})
-	if err != nil {
-		return fmt.Errorf("redisstore: keeping the mark of the proof's key: %w", err)
+	for _, name := range names {
+		if err := bounded(ctx, func() error { return s.client.Del(ctx, name).Err() }); err != nil {
+			return fmt.Errorf("redisstore: dropping a record of the proof's key: %w", err)
+		}
 	}
 	return nil
 }
