@@ -14,6 +14,7 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // startSidecar starts a PDP that takes no credential (Cerbos, OpenFGA
@@ -63,8 +64,7 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 // clears are the ways to clear a client's token: SetToken("") and
 // SetDPoPToken("", signer) are ClearToken() on every client.
 func clears(t *testing.T) map[string]func(*authzen.Client) {
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	return map[string]func(*authzen.Client){
 		"TestNoTokenSendsNothing":          (*authzen.Client).ClearToken,
 		"SetToken(\"\") is ClearToken":     func(c *authzen.Client) { c.SetToken("") },
@@ -109,8 +109,7 @@ func TestNoCredentialIsNeverTheDefault(t *testing.T) {
 // is never quoted.
 func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 	t.Parallel()
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	tests := []struct {
 		name   string
 		method string

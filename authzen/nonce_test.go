@@ -16,6 +16,7 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -50,9 +51,8 @@ func TestDPoPNonceAskedForInAnyForm(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				gw, ln := gatewaytest.Listen(t)
-				srv, err := mockserver.New(mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"),
-					mockserver.WithAccessTokenAlgorithm("ES256"), mockserver.WithIssuer(gw.URL))
-				require.NoError(t, err)
+				srv := testkit.Must(mockserver.New(mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"),
+					mockserver.WithAccessTokenAlgorithm("ES256"), mockserver.WithIssuer(gw.URL)))(t)
 				var nonces []string // the nonce of each evaluation's proof
 				var mu sync.Mutex
 				gw.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -80,10 +80,8 @@ func TestDPoPNonceAskedForInAnyForm(t *testing.T) {
 						expired.Add(1)
 					}
 				}))
-				signer, err := dpop.GenerateKey()
-				require.NoError(t, err)
-				tok, err := srv.IssueToken("todo", "service-account-todo-api", mockserver.TokenDPoPBinding(signer.Thumbprint()))
-				require.NoError(t, err)
+				signer := testkit.Must(dpop.GenerateKey())(t)
+				tok := testkit.Must(srv.IssueToken("todo", "service-account-todo-api", mockserver.TokenDPoPBinding(signer.Thumbprint())))(t)
 				c.SetDPoPToken(tok, signer)
 
 				d, err := c.Evaluate(t.Context(), todoRead)

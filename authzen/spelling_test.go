@@ -9,6 +9,7 @@ import (
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 	"github.com/orgauthz/orgauthz/internal/respell"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
 
@@ -74,8 +75,7 @@ func TestEverySpellingOfARetiredTokenIsRetired(t *testing.T) {
 			t.Parallel()
 			srv, a, b, _ := replicaPair(t)
 			tok := srv.Token("todo", "service-account-todo-api")
-			alt, err := sp.spell(tok)
-			require.NoError(t, err)
+			alt := testkit.Must(sp.spell(tok))(t)
 			require.NotEqual(t, tok, alt)
 			a.SetToken(alt)
 			b.SetToken(tok)
@@ -107,8 +107,7 @@ func TestAForgedSpellingIsRefusedAndOnlyCostsAQuestion(t *testing.T) {
 	t.Parallel()
 	srv, a, b, _ := replicaPair(t)
 	tok := srv.Token("todo", "service-account-todo-api")
-	forged, err := respell.Forged(tok)
-	require.NoError(t, err)
+	forged := testkit.Must(respell.Forged(tok))(t)
 	a.SetToken(tok)
 	b.SetToken(forged)
 	evaluate(t, a)

@@ -32,9 +32,7 @@ func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 // newCache returns a cache of string groups and keys on clk.
 func newCache[V any](t testing.TB, size int, clk *clock, opts ...cache.Option) *cache.Cache[string, string, V] {
 	t.Helper()
-	c, err := cache.New[string, string, V](size, append([]cache.Option{cache.WithClock(clk.now)}, opts...)...)
-	require.NoError(t, err)
-	return c
+	return testkit.Must(cache.New[string, string, V](size, append([]cache.Option{cache.WithClock(clk.now)}, opts...)...))(t)
 }
 
 // overhead learns what the cache's own bookkeeping counts for an entry and
@@ -397,8 +395,7 @@ func TestWriterTTLCountsFromItsMaking(t *testing.T) {
 func TestRealClockExpiresAnEntryInUse(t *testing.T) {
 	t.Parallel()
 	const ttl = 50 * time.Millisecond
-	c, err := cache.New[string, string, bool](4)
-	require.NoError(t, err)
+	c := testkit.Must(cache.New[string, string, bool](4))(t)
 	before := time.Now()
 	require.True(t, c.Add("alice", "orders", true, ttl, 1))
 	after := time.Now()
@@ -472,8 +469,7 @@ func TestRemoveAndPurge(t *testing.T) {
 type token struct{ scheme, value string }
 
 func TestHitAllocatesNothing(t *testing.T) {
-	c, err := cache.New[token, string, bool](16)
-	require.NoError(t, err)
+	c := testkit.Must(cache.New[token, string, bool](16))(t)
 	g := token{"Bearer", "a-long-opaque-token"}
 	c.Add(g, "orders", true, time.Minute, 1)
 	allocs := testing.AllocsPerRun(1000, func() {
@@ -522,8 +518,7 @@ func TestConcurrentUse(t *testing.T) {
 // that entries are published whole).
 func TestConcurrentReadersSeeOnlyTheirGroup(t *testing.T) {
 	t.Parallel()
-	c, err := cache.New[string, int, int](200)
-	require.NoError(t, err)
+	c := testkit.Must(cache.New[string, int, int](200))(t)
 	const groups, keys = 4, 64
 	name := func(g int) string { return fmt.Sprint("token-", g) }
 	var done atomic.Bool
@@ -655,8 +650,7 @@ func TestBytesTrackRealMemory(t *testing.T) {
 			for i := range keys {
 				keys[i] = fmt.Sprintf("%s-key-%06d", payload, i)
 			}
-			c, err := cache.New[token, string, bool](len(keys) + 1)
-			require.NoError(t, err)
+			c := testkit.Must(cache.New[token, string, bool](len(keys) + 1))(t)
 			grown := float64(testkit.HeapGrowth(func() {
 				for i, k := range keys {
 					// The strings are the caller's already; the cache
@@ -726,8 +720,7 @@ func TestAddKeepsItsOwnCopyOfTheKey(t *testing.T) {
 		for _, n := range []int{1, 20, 43, 200, 900, 3000} {
 			name := map[bool]string{false: "key", true: "TestAddKeepsItsOwnCopyOfTheGroup"}[inGroup]
 			t.Run(fmt.Sprint(name, "/", n), func(t *testing.T) {
-				c, err := cache.New[token, string, int](16)
-				require.NoError(t, err)
+				c := testkit.Must(cache.New[token, string, int](16))(t)
 				at := func(s string) (token, string) { // the group and key s is in
 					if inGroup {
 						return token{"Bearer", s}, "k"

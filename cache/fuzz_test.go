@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // model is what a cache that never evicts holds: each (group, key)'s value
@@ -57,10 +58,7 @@ func FuzzCacheMatchesModel(f *testing.F) {
 	f.Add([]byte{0, 0x35, 0, 0x45, 6, 3, 1, 0x35, 0, 0x05, 6, 9, 1, 0x45, 3, 0x05})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		clk := newClock()
-		c, err := cache.New[string, string, int](1000, cache.WithClock(clk.now))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := testkit.Must(cache.New[string, string, int](1000, cache.WithClock(clk.now)))(t)
 		m := &model{entries: map[[2]int]modelEntry{}}
 		type writer struct {
 			w       *cache.Writer[string, string, int]

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // marksOf returns what grp remembers of keys written while an older
@@ -68,10 +70,7 @@ func TestMarksLastOnlyWhileAnOlderWriterIsOpen(t *testing.T) {
 // timeout): a cache bounded at 64 KiB holds no megabytes it does not count.
 func TestMarksOfAGroupAreBounded(t *testing.T) {
 	const maxBytes = 64 << 10
-	c, err := New[string, string, bool](1000, WithMaxBytes(maxBytes))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Must(New[string, string, bool](1000, WithMaxBytes(maxBytes)))(t)
 	older := c.Writer("mallory") // one slow request of the caller's own token
 	var before, after runtime.MemStats
 	runtime.GC()

@@ -48,8 +48,7 @@ type vectors struct {
 
 func loadVectors(t *testing.T) vectors {
 	t.Helper()
-	raw, err := os.ReadFile(vectorsPath)
-	require.NoError(t, err)
+	raw := testkit.Must(os.ReadFile(vectorsPath))(t)
 	var v vectors
 	require.NoError(t, json.Unmarshal(raw, &v))
 	require.Len(t, v.Proofs, 3)
@@ -60,8 +59,7 @@ func loadVectors(t *testing.T) vectors {
 // when the shared checkout sits beside the module (as in CI).
 func TestVectorsCopyInSync(t *testing.T) {
 	t.Parallel()
-	local, err := os.ReadFile(vectorsPath)
-	require.NoError(t, err)
+	local := testkit.Must(os.ReadFile(vectorsPath))(t)
 	shared, err := os.ReadFile(sharedVectorsPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Logf("%s not present; only the testdata copy is used", sharedVectorsPath)
@@ -180,8 +178,7 @@ func TestThumbprintVectors(t *testing.T) {
 			require.NoError(t, key.UnmarshalJSON(tv.JWK))
 
 			// The Signer's thumbprint, for a key that only exposes Public.
-			s, err := NewSigner(opaqueKey{pub: key.Key})
-			require.NoError(t, err)
+			s := testkit.Must(NewSigner(opaqueKey{pub: key.Key}))(t)
 			assert.Equal(t, tv.JKT, s.Thumbprint())
 
 			// The Verifier's computation.

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/echopep"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -49,11 +50,9 @@ func TestAnEscapedLetterSkipsNoRouteRule(t *testing.T) {
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	do := func(p string) (int, string) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+p, nil)
-		require.NoError(t, err)
+		req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+p, nil))(t)
 		req.Header.Set("Authorization", "Bearer abcdefghijklmnopqrstuvwxyz")
-		resp, err := srv.Client().Do(req)
-		require.NoError(t, err)
+		resp := testkit.Must(srv.Client().Do(req))(t)
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)

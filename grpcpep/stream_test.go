@@ -57,9 +57,8 @@ func TestStreamGrantLastsItsInterval(t *testing.T) {
 	env := adaptertest.Start(t)
 	counter := &adaptertest.Counter{Checker: env.Client}
 	conn := serve(t, &orders{}, guarded(counter)...)
-	cs, err := conn.NewStream(bearer(t.Context(), env.Tokens["ann"]),
-		&grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
-	require.NoError(t, err)
+	cs := testkit.Must(conn.NewStream(bearer(t.Context(), env.Tokens["ann"]),
+		&grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true)))(t)
 	for range 5 {
 		require.NoError(t, cs.SendMsg(wrapperspb.String("x")))
 		require.NoError(t, cs.RecvMsg(new(wrapperspb.StringValue)))
@@ -87,9 +86,7 @@ func TestStreamOpensOnTheGatewaysDecision(t *testing.T) {
 		return cs.RecvMsg(new(wrapperspb.StringValue))
 	}
 	open := func() grpc.ClientStream {
-		cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
-		require.NoError(t, err)
-		return cs
+		return testkit.Must(conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true)))(t)
 	}
 
 	first := open()

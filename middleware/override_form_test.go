@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -224,15 +225,12 @@ func TestFormContentTypeAsNetHTTPReadsItOverTheWire(t *testing.T) {
 	guard, dan := danShop(t)
 	srv := httptest.NewServer(guard(gorillaOverriding))
 	t.Cleanup(srv.Close)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders/42", strings.NewReader("_method=DELETE"))
-	require.NoError(t, err)
+	req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders/42", strings.NewReader("_method=DELETE")))(t)
 	req.Header.Set("Authorization", "Bearer "+dan)
 	req.Header.Set("Content-Type", "appl\u0130cation/x-www-form-urlencoded")
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
+	resp := testkit.Must(srv.Client().Do(req))(t)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	b := testkit.Must(io.ReadAll(resp.Body))(t)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	require.Equal(t, "performed POST", string(b))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -176,8 +177,7 @@ func TestAuditLog(t *testing.T) {
 		for _, e := range res.JSON(t)["results"].([]any) {
 			m := e.(map[string]any)
 			require.NotEmpty(t, m["id"])
-			_, err := time.Parse(time.RFC3339, m["timestamp"].(string))
-			require.NoError(t, err)
+			testkit.Must(time.Parse(time.RFC3339, m["timestamp"].(string)))(t)
 			rows = append(rows, row{m["actorId"].(string), m["action"].(string), m["tenantId"].(string),
 				m["resourceType"].(string), m["resourceId"].(string), m["outcome"].(string)})
 		}
@@ -279,8 +279,7 @@ func TestFaultInjection(t *testing.T) {
 	health := func() (int, string) {
 		res := bearerCall(t, srv, http.MethodGet, "/admin/health", admin, "")
 		m := res.JSON(t)
-		_, err := time.Parse(time.RFC3339, m["checkedAt"].(string))
-		require.NoError(t, err)
+		testkit.Must(time.Parse(time.RFC3339, m["checkedAt"].(string)))(t)
 		require.NotEmpty(t, m["components"])
 		return res.Status, m["status"].(string)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -45,26 +46,20 @@ func authFixture() Fixture {
 // mustNew is New, failing the test on an error.
 func mustNew(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s, err := New(opts...)
-	require.NoError(t, err)
-	return s
+	return testkit.Must(New(opts...))(t)
 }
 
 // mustIssue is s.IssueToken, failing the test on an error.
 func mustIssue(t testing.TB, s *Server, realm, username string, opts ...TokenOption) string {
 	t.Helper()
-	tok, err := s.IssueToken(realm, username, opts...)
-	require.NoError(t, err)
-	return tok
+	return testkit.Must(s.IssueToken(realm, username, opts...))(t)
 }
 
 // newRequest is a client request with the test's context, failing the
 // test on an error.
 func newRequest(t testing.TB, method, url string, body io.Reader) *http.Request {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, body)
-	require.NoError(t, err)
-	return req
+	return testkit.Must(http.NewRequestWithContext(t.Context(), method, url, body))(t)
 }
 
 // authHarness serves probe routes wrapped by the three protections.
@@ -108,9 +103,7 @@ func newAuthHarness(t *testing.T) *authHarness {
 
 func (h *authHarness) token(t *testing.T, realm, user string, opts ...TokenOption) string {
 	t.Helper()
-	tok, err := h.s.IssueToken(realm, user, opts...)
-	require.NoError(t, err)
-	return tok
+	return testkit.Must(h.s.IssueToken(realm, user, opts...))(t)
 }
 
 func (h *authHarness) do(t *testing.T, method, path, authz string) (*http.Response, string) {
@@ -119,11 +112,9 @@ func (h *authHarness) do(t *testing.T, method, path, authz string) (*http.Respon
 	if authz != "" {
 		req.Header.Set("Authorization", authz)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp := testkit.Must(http.DefaultClient.Do(req))(t)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	b := testkit.Must(io.ReadAll(resp.Body))(t)
 	return resp, string(b)
 }
 
@@ -399,14 +390,11 @@ func (h *authHarness) signed(t *testing.T, realm, user string, edit func(*issuer
 	require.True(t, ok)
 	key, kid, err := h.s.accessKey(rm)
 	require.NoError(t, err)
-	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{issuer.AlgorithmOf(key.Public())})
-	require.NoError(t, err)
+	tok := testkit.Must(jwt.ParseSigned(raw, []jose.SignatureAlgorithm{issuer.AlgorithmOf(key.Public())}))(t)
 	var c issuer.Claims
 	require.NoError(t, tok.Claims(key.Public(), &c))
 	edit(&c)
-	out, err := issuer.Sign(key, kid, &c)
-	require.NoError(t, err)
-	return out
+	return testkit.Must(issuer.Sign(key, kid, &c))(t)
 }
 
 // mustKey returns a fresh signing key for a test realm.

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // failingProofStore is a dpop.ReplayStore whose Remember fails while down
@@ -59,12 +60,11 @@ func (m *memoryProofs) Remember(_ context.Context, key string, _ time.Time) (boo
 func TestKeptCodeSurvivesAProofThatCannotBeRecorded(t *testing.T) {
 	t.Parallel()
 	const redirect = "https://app.test/cb"
-	s, err := New(WithFixture(Fixture{Realms: []FixtureRealm{{
+	s := testkit.Must(New(WithFixture(Fixture{Realms: []FixtureRealm{{
 		Name:    "acme",
 		Users:   []FixtureUser{{Username: "alice", Password: "alice-pw"}},
 		Clients: []FixtureClient{{ClientID: "web", Public: true, RedirectURIs: []string{redirect}}},
-	}}}))
-	require.NoError(t, err)
+	}}})))(t)
 	require.Nil(t, s.shared, "codes are kept in memory")
 	proofs := &failingProofStore{ReplayStore: &memoryProofs{keys: map[string]bool{}}}
 	opts := append(append([]dpop.Option(nil), s.auth.proofOpts...), dpop.WithReplayStore(proofs))
@@ -79,8 +79,7 @@ func TestKeptCodeSurvivesAProofThatCannotBeRecorded(t *testing.T) {
 			req.Header[k] = v
 		}
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		res, err := client.Do(req)
-		require.NoError(t, err)
+		res := testkit.Must(client.Do(req))(t)
 		t.Cleanup(func() { _ = res.Body.Close() })
 		return res
 	}
@@ -89,8 +88,7 @@ func TestKeptCodeSurvivesAProofThatCannotBeRecorded(t *testing.T) {
 		"redirect_uri": {redirect}, "code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"},
 		"username": {"alice"}, "password": {"alice-pw"}}, nil)
 	require.Equal(t, http.StatusFound, login.StatusCode)
-	loc, err := url.Parse(login.Header.Get("Location"))
-	require.NoError(t, err)
+	loc := testkit.Must(url.Parse(login.Header.Get("Location")))(t)
 	code := loc.Query().Get("code")
 	require.NotEmpty(t, code, loc.String())
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -37,9 +38,8 @@ func TestOneCallersTokenPastTheGatewaysHeaderLimitOpensNoBreaker(t *testing.T) {
 	gw.StartTLS()
 	t.Cleanup(gw.Close)
 
-	c, err := hangguard.NewPep(gw.URL, "shop", "orders-api",
-		pep.WithHTTPClient(gw.Client()), pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0))
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewPep(gw.URL, "shop", "orders-api",
+		pep.WithHTTPClient(gw.Client()), pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0)))(t)
 	t.Cleanup(func() { _ = c.Close() })
 
 	// A legitimate caller is granted.
@@ -84,9 +84,8 @@ func TestADeadGatewayOpensTheBreakerWhateverTheTokenSize(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := hangguard.NewPep(closingGateway(t, tc.reset), "shop", "orders-api",
-				pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0))
-			require.NoError(t, err)
+			c := testkit.Must(hangguard.NewPep(closingGateway(t, tc.reset), "shop", "orders-api",
+				pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0)))(t)
 			t.Cleanup(func() { _ = c.Close() })
 			tok := strings.Repeat("A", tc.token)
 			for range 5 {

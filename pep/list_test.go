@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -92,8 +93,7 @@ func TestListGranted(t *testing.T) {
 			g := startReference(t)
 			c := g.newClient(t)
 			c.SetToken(g.token(t, tt.user))
-			got, err := c.ListGranted(t.Context(), tt.resources)
-			require.NoError(t, err)
+			got := testkit.Must(c.ListGranted(t.Context(), tt.resources))(t)
 			assert.Equal(t, tt.want, got)
 			assert.Equal(t, tt.wantSent, g.last(t).pairs())
 		})
@@ -279,8 +279,7 @@ func TestListGrantedReadsItsHitsAgainAfterTheWait(t *testing.T) {
 	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
 	g.unassign(t, "carol")
 
-	got, err := c.ListGranted(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}})
-	require.NoError(t, err)
+	got := testkit.Must(c.ListGranted(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}}))(t)
 	assert.Empty(t, got, "orders/read listed from the GRANT cached before the revocation")
 	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Deny)
 }

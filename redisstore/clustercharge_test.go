@@ -12,6 +12,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -39,8 +40,7 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	s := NewReplayStore(c, "")
 	settled(t, c, s.prefix)
 	const limit = 20
-	v, err := dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit))
-	require.NoError(t, err)
+	v := testkit.Must(dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit)))(t)
 	verify := func(p string) error {
 		_, err := v.Verify(ctx, dpop.Request{Proofs: []string{p}, Method: "GET", URL: testURL})
 		return err
@@ -69,13 +69,10 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	err = verify(proofs[limit])
 	require.True(t, errors.Is(err, dpop.ErrReplay) || errors.Is(err, dpop.ErrReplayCacheFull), "the replay of a held proof: %v", err)
 	later := key.WithClock(func() time.Time { return now.Add(time.Second) })
-	p, err := later.Proof("GET", testURL, "", "")
-	require.NoError(t, err)
+	p := testkit.Must(later.Proof("GET", testURL, "", ""))(t)
 	require.NoError(t, verify(p), "the key's proof of the next second")
-	alice, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	p, err = alice.Proof("GET", testURL, "", "")
-	require.NoError(t, err)
+	alice := testkit.Must(dpop.GenerateKey())(t)
+	p = testkit.Must(alice.Proof("GET", testURL, "", ""))(t)
 	require.NoError(t, verify(p), "another key's proof")
 	require.ErrorIs(t, verify(p), dpop.ErrReplay)
 
@@ -84,12 +81,10 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	// long as that record would have (a-fix13f: it lasted the narrower
 	// window, and the record's replay passed at the wider Verifier after).
 	iat := time.Now().Truncate(time.Second)
-	first, err := s.RememberCharged(ctx, "wide", "owner", 2, iat, iat.Add(10*time.Minute))
-	require.NoError(t, err)
+	first := testkit.Must(s.RememberCharged(ctx, "wide", "owner", 2, iat, iat.Add(10*time.Minute)))(t)
 	require.True(t, first)
 	for i := range 2 {
-		first, err := s.RememberCharged(ctx, "narrow"+strconv.Itoa(i), "owner", 2, iat.Add(time.Second), iat.Add(3*time.Second))
-		require.NoError(t, err)
+		first := testkit.Must(s.RememberCharged(ctx, "narrow"+strconv.Itoa(i), "owner", 2, iat.Add(time.Second), iat.Add(3*time.Second)))(t)
 		require.True(t, first)
 	}
 	_, mark := replaymarker.ChargeKeys(s.prefix, "owner")

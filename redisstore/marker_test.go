@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -107,8 +108,7 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 
 	// Proof P, accepted: its until is past T1 + lifetime.
 	until := time.UnixMilli(t1 + x.lifetime.Milliseconds() + 20)
-	ok, err := x.Remember(ctx, "proof-P", until)
-	require.NoError(t, err)
+	ok := testkit.Must(x.Remember(ctx, "proof-P", until))(t)
 	require.True(t, ok, "P is accepted")
 
 	// Redis's clock passes T1 + 20 ms, so that a marker written from now
@@ -187,8 +187,7 @@ func TestReplayMarkerWriteReturnsByTheContext(t *testing.T) {
 func waitRedisClock(t *testing.T, c *redis.Client, ms int64) {
 	t.Helper()
 	for range 1_000_000 {
-		now, err := c.Time(t.Context()).Result()
-		require.NoError(t, err)
+		now := testkit.Must(c.Time(t.Context()).Result())(t)
 		if now.UnixMilli() >= ms {
 			return
 		}

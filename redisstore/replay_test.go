@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -42,21 +43,17 @@ func TestReplayStoreRemember(t *testing.T) {
 	ctx := t.Context()
 	until := time.Now().Add(time.Hour)
 
-	first, err := s.Remember(ctx, "a", until)
-	require.NoError(t, err)
+	first := testkit.Must(s.Remember(ctx, "a", until))(t)
 	require.True(t, first, "a new key is first")
-	first, err = s.Remember(ctx, "a", until)
-	require.NoError(t, err)
+	first = testkit.Must(s.Remember(ctx, "a", until))(t)
 	require.False(t, first, "a recorded key is not first")
-	first, err = s.Remember(ctx, "b", until)
-	require.NoError(t, err)
+	first = testkit.Must(s.Remember(ctx, "b", until))(t)
 	require.True(t, first, "another key is first")
 
 	// A key whose until has passed is gone: the next Remember is first.
 	past := time.Now().Add(-time.Second)
 	for range 2 {
-		first, err = s.Remember(ctx, "expired", past)
-		require.NoError(t, err)
+		first = testkit.Must(s.Remember(ctx, "expired", past))(t)
 		require.True(t, first)
 	}
 }
@@ -95,15 +92,12 @@ func TestReplayStoreOneFirstUnderRace(t *testing.T) {
 // replica is one service replica: a Verifier on the shared store.
 func replica(t *testing.T, s dpop.ReplayStore, now func() time.Time) *dpop.Verifier {
 	t.Helper()
-	v, err := dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithClock(now))
-	require.NoError(t, err)
-	return v
+	return testkit.Must(dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithClock(now)))(t)
 }
 
 func proofAt(t *testing.T, signer *dpop.Signer, at time.Time) dpop.Request {
 	t.Helper()
-	p, err := signer.WithClock(func() time.Time { return at }).Proof("GET", testURL, "", "")
-	require.NoError(t, err)
+	p := testkit.Must(signer.WithClock(func() time.Time { return at }).Proof("GET", testURL, "", ""))(t)
 	return dpop.Request{Proofs: []string{p}, Method: "GET", URL: testURL}
 }
 
@@ -171,8 +165,7 @@ func TestReplayStoreRefusesWhileTheKeyspaceIsNew(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Remember(t.Context(), "first", time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errKeyspaceNew, "the proof that finds the keyspace empty")
-	after, err := c.Time(t.Context()).Result()
-	require.NoError(t, err)
+	after := testkit.Must(c.Time(t.Context()).Result())(t)
 	began := time.UnixMilli(markerOf(t, c, s.since))
 	require.False(t, began.Before(before.Truncate(time.Millisecond)), "the marker is Redis's time")
 	require.False(t, began.After(after.Add(time.Millisecond)), "the marker is Redis's time")
@@ -224,8 +217,7 @@ func TestReplayStoreRewritesAMarkerThatCannotBeRight(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	for _, tc := range []struct {
 		name      string
 		marker    func(redisNow time.Time) string
@@ -251,8 +243,7 @@ func TestReplayStoreRewritesAMarkerThatCannotBeRight(t *testing.T) {
 				require.Equal(t, mk, strconv.FormatInt(ms, 10), "kept")
 				return
 			}
-			after, err := c.Time(t.Context()).Result()
-			require.NoError(t, err)
+			after := testkit.Must(c.Time(t.Context()).Result())(t)
 			require.False(t, time.UnixMilli(ms).After(after.Add(time.Millisecond)), "rewritten from Redis's clock")
 
 			later := time.Now().Add(10 * time.Minute)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -28,8 +29,7 @@ func TestRealClients(t *testing.T) {
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
 	iss := srv.URL + "/realms/acme"
 
-	provider, err := oidc.NewProvider(ctx, iss)
-	require.NoError(t, err)
+	provider := testkit.Must(oidc.NewProvider(ctx, iss))(t)
 	var meta struct {
 		TokenEndpoint string   `json:"token_endpoint"`
 		IDTokenAlgs   []string `json:"id_token_signing_alg_values_supported"`
@@ -38,8 +38,7 @@ func TestRealClients(t *testing.T) {
 	require.Equal(t, []string{"RS256"}, meta.IDTokenAlgs)
 
 	conf := oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "profile", "email"}}
-	tok, err := conf.PasswordCredentialsToken(ctx, "alice", "alice-pw")
-	require.NoError(t, err)
+	tok := testkit.Must(conf.PasswordCredentialsToken(ctx, "alice", "alice-pw"))(t)
 	rawID, ok := tok.Extra("id_token").(string)
 	require.True(t, ok, "an ID token")
 	id, err := provider.Verifier(&oidc.Config{ClientID: "admin-cli"}).Verify(ctx, rawID)
@@ -85,8 +84,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.AuthCodeFixture(target)))
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
 	iss := srv.URL + "/realms/acme"
-	provider, err := oidc.NewProvider(ctx, iss)
-	require.NoError(t, err)
+	provider := testkit.Must(oidc.NewProvider(ctx, iss))(t)
 	require.Equal(t, iss+"/protocol/openid-connect/auth", provider.Endpoint().AuthURL)
 
 	conf := oauth2.Config{ClientID: "web-app", Endpoint: provider.Endpoint(), RedirectURL: target,
@@ -99,8 +97,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 	code := back.Query().Get("code")
 	require.NotEmpty(t, code)
 
-	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
-	require.NoError(t, err)
+	tok := testkit.Must(conf.Exchange(ctx, code, oauth2.VerifierOption(verifier)))(t)
 	require.Equal(t, "Bearer", tok.TokenType)
 	rawID, ok := tok.Extra("id_token").(string)
 	require.True(t, ok, "an ID token")
@@ -131,8 +128,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 		back := servertest.SignIn(t, srv.Client(), cc.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), "bob", "bob-pw")
 		tok, err := cc.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier))
 		require.NoError(t, err, "auth style %d", style)
-		id, err := provider.Verifier(&oidc.Config{ClientID: "orders-api"}).Verify(ctx, tok.Extra("id_token").(string))
-		require.NoError(t, err)
+		id := testkit.Must(provider.Verifier(&oidc.Config{ClientID: "orders-api"}).Verify(ctx, tok.Extra("id_token").(string)))(t)
 		require.Empty(t, id.Nonce)
 	}
 	cc := oauth2.Config{ClientID: "orders-api", ClientSecret: "wrong", RedirectURL: target, Endpoint: provider.Endpoint()}
@@ -145,13 +141,11 @@ func TestRealClientsAuthCode(t *testing.T) {
 	// nonces required, the first attempt is told the nonce and the code
 	// survives it.
 	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{"dpopNonceRequired":true}`).Status)
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	verifier = oauth2.GenerateVerifier()
 	back = servertest.SignIn(t, srv.Client(), conf.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), "alice", "alice-pw")
 	exchange := func(nonce string) servertest.Result {
-		proof, err := signer.Proof(http.MethodPost, provider.Endpoint().TokenURL, "", nonce)
-		require.NoError(t, err)
+		proof := testkit.Must(signer.Proof(http.MethodPost, provider.Endpoint().TokenURL, "", nonce))(t)
 		return servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"authorization_code"}, "client_id": {"web-app"},
 			"code": {back.Query().Get("code")}, "redirect_uri": {target}, "code_verifier": {verifier}}, http.Header{"Dpop": {proof}})
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -39,20 +40,16 @@ func TestGoOIDCVerifiesAccessTokens(t *testing.T) {
 			t.Parallel()
 			srv := mockservertest.Start(t, append(tc.opts, mockserver.WithFixture(servertest.DPoPFixture()))...)
 			ctx := oidc.ClientContext(t.Context(), srv.Client())
-			provider, err := oidc.NewProvider(ctx, srv.URL+"/realms/acme")
-			require.NoError(t, err)
+			provider := testkit.Must(oidc.NewProvider(ctx, srv.URL+"/realms/acme"))(t)
 			var meta struct {
 				IDTokenAlgs []string `json:"id_token_signing_alg_values_supported"`
 			}
 			require.NoError(t, provider.Claims(&meta))
 			require.Equal(t, tc.wantAlgs, meta.IDTokenAlgs)
 
-			user, err := (&oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint()}).PasswordCredentialsToken(ctx, "alice", "alice-pw")
-			require.NoError(t, err)
-			sa, err := (&clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: provider.Endpoint().TokenURL}).Token(ctx)
-			require.NoError(t, err)
-			signer, err := dpop.GenerateKey()
-			require.NoError(t, err)
+			user := testkit.Must((&oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint()}).PasswordCredentialsToken(ctx, "alice", "alice-pw"))(t)
+			sa := testkit.Must((&clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: provider.Endpoint().TokenURL}).Token(ctx))(t)
+			signer := testkit.Must(dpop.GenerateKey())(t)
 			bound := servertest.DPoPToken(t, srv, signer, "")
 			require.Equal(t, http.StatusOK, bound.Status, string(bound.Body))
 			require.Equal(t, "DPoP", bound.JSON(t)["token_type"])
@@ -66,8 +63,7 @@ func TestGoOIDCVerifiesAccessTokens(t *testing.T) {
 				{"IssueToken", srv.Token("acme", "bob"), "admin-cli", "bob"},
 			} {
 				t.Run(c.name, func(t *testing.T) {
-					tok, err := provider.Verifier(&oidc.Config{ClientID: c.client}).Verify(ctx, c.raw)
-					require.NoError(t, err)
+					tok := testkit.Must(provider.Verifier(&oidc.Config{ClientID: c.client}).Verify(ctx, c.raw))(t)
 					var claims struct {
 						Username string `json:"preferred_username"`
 						AZP      string `json:"azp"`
@@ -106,8 +102,7 @@ func TestGoOIDCUserInfo(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
-	provider, err := oidc.NewProvider(ctx, srv.URL+"/realms/acme")
-	require.NoError(t, err)
+	provider := testkit.Must(oidc.NewProvider(ctx, srv.URL+"/realms/acme"))(t)
 	require.Equal(t, srv.URL+"/realms/acme/protocol/openid-connect/userinfo", provider.UserInfoEndpoint())
 	var meta struct {
 		Revocation    string `json:"revocation_endpoint"`
@@ -116,13 +111,10 @@ func TestGoOIDCUserInfo(t *testing.T) {
 	require.NoError(t, provider.Claims(&meta))
 
 	conf := oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "email"}}
-	user, err := conf.PasswordCredentialsToken(ctx, "alice", "alice-pw")
-	require.NoError(t, err)
-	info, err := provider.UserInfo(ctx, oauth2.StaticTokenSource(user))
-	require.NoError(t, err)
+	user := testkit.Must(conf.PasswordCredentialsToken(ctx, "alice", "alice-pw"))(t)
+	info := testkit.Must(provider.UserInfo(ctx, oauth2.StaticTokenSource(user)))(t)
 	require.Equal(t, "alice@acme.test", info.Email)
-	id, err := provider.Verifier(&oidc.Config{ClientID: "admin-cli"}).Verify(ctx, user.Extra("id_token").(string))
-	require.NoError(t, err)
+	id := testkit.Must(provider.Verifier(&oidc.Config{ClientID: "admin-cli"}).Verify(ctx, user.Extra("id_token").(string)))(t)
 	require.Equal(t, id.Subject, info.Subject, "the ID token's subject")
 	var claims struct {
 		Username string `json:"preferred_username"`
@@ -165,8 +157,7 @@ func TestGoOIDCResourceServerChecksTyp(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
-	provider, err := oidc.NewProvider(ctx, srv.URL+"/realms/acme")
-	require.NoError(t, err)
+	provider := testkit.Must(oidc.NewProvider(ctx, srv.URL+"/realms/acme"))(t)
 	tok, err := (&oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID}}).
 		PasswordCredentialsToken(ctx, "alice", "alice-pw")
 	require.NoError(t, err)

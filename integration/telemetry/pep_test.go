@@ -23,6 +23,7 @@ import (
 	"github.com/orgauthz/orgauthz/internal/corpfixture"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -39,8 +40,7 @@ func startOTelGateway(t *testing.T) (*otelGateway, string) {
 	t.Helper()
 	gw, ln := gatewaytest.Listen(t)
 	g := &otelGateway{Server: gw}
-	srv, err := mockserver.New(mockserver.WithFixture(corpfixture.Corp), mockserver.WithIssuer(g.URL), es256Tokens)
-	require.NoError(t, err)
+	srv := testkit.Must(mockserver.New(mockserver.WithFixture(corpfixture.Corp), mockserver.WithIssuer(g.URL), es256Tokens))(t)
 	g.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/authorize") {
 			g.mu.Lock()
@@ -49,8 +49,7 @@ func startOTelGateway(t *testing.T) (*otelGateway, string) {
 		}
 		srv.ServeHTTP(w, r)
 	}))
-	token, err := srv.IssueToken("corp", "uma")
-	require.NoError(t, err)
+	token := testkit.Must(srv.IssueToken("corp", "uma"))(t)
 	return g, token
 }
 
@@ -63,9 +62,8 @@ func TestPEPTelemetry(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
 
-	c, err := hangguard.NewPep(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
-		pep.WithTracerProvider(tp), pep.WithMeterProvider(mp))
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewPep(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
+		pep.WithTracerProvider(tp), pep.WithMeterProvider(mp)))(t)
 	// Closed when the test ends, and so reachable until then: the
 	// metrics' callback holds the client only weakly, and a client
 	// collected before reader.Collect reports nothing.
@@ -122,8 +120,7 @@ func TestPEPTelemetry(t *testing.T) {
 	assert.Equal(t, int64(1), attrs(cached)["pep.pairs.cached"].AsInt64())
 
 	// A fail-closed call: the outage is on the spans and in the metrics.
-	d, err = c.Check(t.Context(), "nosuch", "read")
-	require.NoError(t, err)
+	d = testkit.Must(c.Check(t.Context(), "nosuch", "read"))(t)
 	assert.Equal(t, pep.Error, d.Status)
 
 	var rm metricdata.ResourceMetrics

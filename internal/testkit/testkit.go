@@ -1,6 +1,7 @@
 // Package testkit holds the small helpers the tests of several packages
 // share: a clock moved by hand, a log buffer written from any goroutine, a
-// user's log handler with a bug and a measure of the live heap's growth.
+// user's log handler with a bug, a measure of the live heap's growth and
+// Must, for a value a test needs from a call that must not fail.
 // It is imported by tests only, and imports the standard library only.
 package testkit
 
@@ -10,8 +11,23 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
+
+// Must returns a function that returns v, having failed the test it is
+// given (and stopped it, as require.NoError does) if err is not nil: a
+// test's `v := testkit.Must(f())(t)` for the call and then its
+// require.NoError(t, err).
+func Must[T any](v T, err error) func(testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return v
+	}
+}
 
 // Clock is a clock that moves only when told to; safe for concurrent use.
 type Clock struct {

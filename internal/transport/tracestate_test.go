@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestACallersTracestateIsBounded: the W3C trace context of the call goes
@@ -20,8 +22,7 @@ import (
 func TestACallersTracestateIsBounded(t *testing.T) {
 	t.Parallel()
 	span := func(state string) context.Context {
-		ts, err := trace.ParseTraceState(state)
-		require.NoError(t, err)
+		ts := testkit.Must(trace.ParseTraceState(state))(t)
 		return trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
 			TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, TraceState: ts}))
 	}
@@ -43,10 +44,8 @@ func TestACallersTracestateIsBounded(t *testing.T) {
 	// Nor does a propagating transport under it (otelhttp) find them in the
 	// request's context (a-last10c F2), baggage included.
 	assert.Zero(t, trace.SpanContextFromContext(req.Context()).TraceState().Len())
-	m, err := baggage.NewMember("k", strings.Repeat("v", 1000))
-	require.NoError(t, err)
-	b, err := baggage.New(m)
-	require.NoError(t, err)
+	m := testkit.Must(baggage.NewMember("k", strings.Repeat("v", 1000)))(t)
+	b := testkit.Must(baggage.New(m))(t)
 	req, err = x.newPost(baggage.ContextWithBaggage(span(small), b), "http://gateway.example/authorize", []byte(`{}`), nil)
 	require.NoError(t, err)
 	assert.Zero(t, baggage.FromContext(req.Context()).Len(), "a 1 KiB baggage went on")

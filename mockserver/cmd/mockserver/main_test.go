@@ -110,17 +110,14 @@ func get(t *testing.T, u string) *http.Response {
 // the server's connection limit.
 func send(t *testing.T, method, u, ctype, body string, h http.Header) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(body))
-	require.NoError(t, err)
+	req := testkit.Must(http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(body)))(t)
 	maps.Copy(req.Header, h)
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	resp, err := client.Do(req)
-	require.NoError(t, err)
+	resp := testkit.Must(client.Do(req))(t)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	b := testkit.Must(io.ReadAll(resp.Body))(t)
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp
 }
@@ -335,8 +332,7 @@ func TestRunLimitsConnections(t *testing.T) {
 	defer func() { require.NoError(t, stop()) }()
 	addr := strings.TrimPrefix(base, "http://")
 
-	first, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
+	first := testkit.Must(net.Dial("tcp", addr))(t)
 	defer first.Close()
 	require.NoError(t, first.SetDeadline(time.Now().Add(time.Minute)))
 	trickleBody(t, first, addr, "") // "grant_type=" of tokenHead's 1000 bytes
@@ -378,8 +374,7 @@ func TestRunBoundsNonReadingClients(t *testing.T) {
 	base, stop := start(t, "-write-timeout", "300ms")
 	defer func() { require.NoError(t, stop()) }()
 	addr := strings.TrimPrefix(base, "http://")
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
+	conn := testkit.Must(net.Dial("tcp", addr))(t)
 	defer conn.Close()
 	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(4096))
 	const n = 100 // answers far larger than the sockets' buffers
@@ -425,8 +420,7 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 		{"oversized body", "Bearer " + token, "application/json", 4 << 20, http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", addr)
-			require.NoError(t, err)
+			conn := testkit.Must(net.Dial("tcp", addr))(t)
 			defer conn.Close()
 			require.NoError(t, conn.(*net.TCPConn).SetWriteBuffer(64<<10))
 			require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
@@ -459,8 +453,7 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 				return
 			}
 			writeString(t, conn, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
-			resp, err = http.ReadResponse(br, nil)
-			require.NoError(t, err)
+			resp = testkit.Must(http.ReadResponse(br, nil))(t)
 			resp.Body.Close()
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 		})
@@ -476,8 +469,7 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 		"\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n")
 	require.NoError(t, err)
 	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
+	resp := testkit.Must(http.ReadResponse(br, nil))(t)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "not 100 Continue")
 	require.True(t, resp.Close)
@@ -534,8 +526,7 @@ func requireServed(t *testing.T, base string, within time.Duration, msg string) 
 	ctx, cancel := context.WithTimeout(t.Context(), within)
 	defer cancel()
 	c := &http.Client{Transport: checker.Transport(&http.Transport{DisableKeepAlives: true})}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/realms/master/.well-known/openid-configuration", nil)
-	require.NoError(t, err)
+	req := testkit.Must(http.NewRequestWithContext(ctx, http.MethodGet, base+"/realms/master/.well-known/openid-configuration", nil))(t)
 	resp, err := c.Do(req)
 	require.NoError(t, err, msg)
 	resp.Body.Close()
@@ -559,12 +550,10 @@ func TestRunWebUI(t *testing.T) {
 				return
 			}
 			require.Equal(t, http.StatusOK, resp.StatusCode)
-			jar, err := cookiejar.New(nil)
-			require.NoError(t, err)
+			jar := testkit.Must(cookiejar.New(nil))(t)
 			browser := &http.Client{Transport: client.Transport, Jar: jar}
 			form := url.Values{"username": {"alice"}, "password": {"alice"}}
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/ui/realms/acme/login", strings.NewReader(form.Encode()))
-			require.NoError(t, err)
+			req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/ui/realms/acme/login", strings.NewReader(form.Encode())))(t)
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			home, err := browser.Do(req) // follows the redirect to the realm's first page
 			require.NoError(t, err)
@@ -674,8 +663,7 @@ func TestRunReplicasShareKeys(t *testing.T) {
 	const fixture = "../../../examples/fixtures/acme.json"
 	call := func(t *testing.T, method, base, path, token, ctype, body string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
-		require.NoError(t, err)
+		req := testkit.Must(http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body)))(t)
 		req.Host = "front.test"
 		if ctype != "" {
 			req.Header.Set("Content-Type", ctype)
@@ -683,8 +671,7 @@ func TestRunReplicasShareKeys(t *testing.T) {
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := client.Do(req)
-		require.NoError(t, err)
+		resp := testkit.Must(client.Do(req))(t)
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}
@@ -703,8 +690,7 @@ func TestRunReplicasShareKeys(t *testing.T) {
 		t.Helper()
 		resp := call(t, http.MethodGet, base, "/realms/master/protocol/openid-connect/certs", "", "", "")
 		require.Equal(t, http.StatusOK, resp.StatusCode)
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
+		b := testkit.Must(io.ReadAll(resp.Body))(t)
 		return string(b)
 	}
 	for _, tc := range []struct {
@@ -746,6 +732,5 @@ func TestRunReplicasShareKeys(t *testing.T) {
 // writeString is io.WriteString, failing the test on an error.
 func writeString(t *testing.T, w io.Writer, s string) {
 	t.Helper()
-	_, err := io.WriteString(w, s)
-	require.NoError(t, err)
+	testkit.Must(io.WriteString(w, s))(t)
 }

@@ -11,16 +11,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // hostile serves one canned answer to every connection, after reading
 // what the client sends; slow answers are dribbled byte by byte.
 func hostile(t *testing.T, answer string, slow bool) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testkit.Must(net.Listen("tcp", "127.0.0.1:0"))(t)
 	done := make(chan struct{})
 	t.Cleanup(func() { _ = ln.Close(); <-done })
 	go func() {

@@ -14,6 +14,7 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/onetime"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestRecordedReadsWhatRememberWrote: what one replica records (a
@@ -24,15 +25,12 @@ func TestRecordedReadsWhatRememberWrote(t *testing.T) {
 	f := startFake(t, redisLike())
 	s := settledStore(t, "redis://"+f.addr)
 	since := time.Now().Add(-time.Minute)
-	found, err := s.Recorded(t.Context(), "k", since)
-	require.NoError(t, err)
+	found := testkit.Must(s.Recorded(t.Context(), "k", since))(t)
 	require.False(t, found, "not recorded yet")
-	first, err := s.Remember(t.Context(), "k", time.Now().Add(time.Hour))
-	require.NoError(t, err)
+	first := testkit.Must(s.Remember(t.Context(), "k", time.Now().Add(time.Hour)))(t)
 	require.True(t, first)
 	before := len(f.commands())
-	found, err = s.Recorded(t.Context(), "k", since)
-	require.NoError(t, err)
+	found = testkit.Must(s.Recorded(t.Context(), "k", since))(t)
 	require.True(t, found)
 	cmds := f.commands()[before:]
 	require.Len(t, cmds, 2, "one round trip")
@@ -101,14 +99,11 @@ func TestRecordOnceDecidesTheKeyspaceBeforeWriting(t *testing.T) {
 	}
 	// The operator knows the keyspace is older: the retry records.
 	answer([]string{"SET", "p:since", strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10)})
-	first, err := s.RecordOnce(t.Context(), "k", "w", issued.Add(2*time.Minute), issued)
-	require.NoError(t, err)
+	first := testkit.Must(s.RecordOnce(t.Context(), "k", "w", issued.Add(2*time.Minute), issued))(t)
 	require.True(t, first)
-	first, err = s.RecordOnce(t.Context(), "k", "other", issued.Add(2*time.Minute), issued)
-	require.NoError(t, err)
+	first = testkit.Must(s.RecordOnce(t.Context(), "k", "other", issued.Add(2*time.Minute), issued))(t)
 	require.False(t, first, "recorded already, by another writer")
-	found, err := s.Recorded(t.Context(), "k", issued)
-	require.NoError(t, err)
+	found := testkit.Must(s.Recorded(t.Context(), "k", issued))(t)
 	require.True(t, found)
 }
 
@@ -128,11 +123,9 @@ func TestRecordOnceTakesEveryTextOfTheMarkersTime(t *testing.T) {
 			issued := time.Now().Add(-time.Minute)
 			_, err := s.Recorded(t.Context(), "k", issued)
 			require.NoError(t, err, "the keyspace vouches for reads")
-			first, err := s.RecordOnce(t.Context(), "k", "w", time.Now().Add(time.Hour), issued)
-			require.NoError(t, err)
+			first := testkit.Must(s.RecordOnce(t.Context(), "k", "w", time.Now().Add(time.Hour), issued))(t)
 			require.True(t, first)
-			first, err = s.RecordOnce(t.Context(), "k", "other", time.Now().Add(time.Hour), issued)
-			require.NoError(t, err)
+			first = testkit.Must(s.RecordOnce(t.Context(), "k", "other", time.Now().Add(time.Hour), issued))(t)
 			require.False(t, first, "recorded already, by another writer")
 		})
 	}
@@ -153,8 +146,7 @@ func TestARestartedServerVouchesForNothingBeforeIt(t *testing.T) {
 	f := startFake(t, answer)
 	s := settledStore(t, "redis://"+f.addr)
 	issued := now.Add(-time.Minute)
-	first, err := s.RecordOnce(t.Context(), "revoked", "w", now.Add(time.Hour), issued)
-	require.NoError(t, err)
+	first := testkit.Must(s.RecordOnce(t.Context(), "revoked", "w", now.Add(time.Hour), issued))(t)
 	require.True(t, first)
 	found, err := s.Recorded(t.Context(), "k", issued)
 	require.NoError(t, err)
@@ -208,8 +200,7 @@ func TestRecordOnceKeepsARecordForItsWritersRetry(t *testing.T) {
 		{"another", false},
 		{"writer", true},
 	} {
-		mine, err := s.RecordOnce(t.Context(), "k", tc.writer, until, issued)
-		require.NoError(t, err)
+		mine := testkit.Must(s.RecordOnce(t.Context(), "k", tc.writer, until, issued))(t)
 		require.Equal(t, tc.mine, mine, "RecordOnce of %s", tc.writer)
 	}
 	for _, tc := range []struct {
@@ -220,13 +211,11 @@ func TestRecordOnceKeepsARecordForItsWritersRetry(t *testing.T) {
 		{"writer", true},   // the one call that finishes it
 		{"writer", false},  // finished already: no second answer
 	} {
-		finished, err := s.Finish(t.Context(), "k", tc.writer)
-		require.NoError(t, err)
+		finished := testkit.Must(s.Finish(t.Context(), "k", tc.writer))(t)
 		require.Equal(t, tc.finished, finished, "Finish of %s", tc.writer)
 	}
 	for _, w := range []string{"writer", "another"} {
-		mine, err := s.RecordOnce(t.Context(), "k", w, until, issued)
-		require.NoError(t, err)
+		mine := testkit.Must(s.RecordOnce(t.Context(), "k", w, until, issued))(t)
 		require.False(t, mine, "RecordOnce of %s once the record is finished", w)
 	}
 	for _, w := range []string{"", onetime.Finished, strings.Repeat("w", onetime.MaxWriter+1)} {

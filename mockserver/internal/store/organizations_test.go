@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -42,16 +44,12 @@ func testRealm(t *testing.T) *Realm {
 
 func mustOrg(t *testing.T, r *Realm, name, alias string) *Organization {
 	t.Helper()
-	o, err := r.CreateOrganization(OrgSpec{Name: name, Alias: alias}, t0)
-	require.NoError(t, err)
-	return o
+	return testkit.Must(r.CreateOrganization(OrgSpec{Name: name, Alias: alias}, t0))(t)
 }
 
 func mustDept(t *testing.T, r *Realm, orgID, parentID string, spec DeptSpec) *Department {
 	t.Helper()
-	d, err := r.CreateDepartment(orgID, parentID, spec, t0)
-	require.NoError(t, err)
-	return d
+	return testkit.Must(r.CreateDepartment(orgID, parentID, spec, t0))(t)
 }
 
 func requireConsistent(t *testing.T, r *Realm) {
@@ -100,8 +98,7 @@ func TestDeleteOrganizationCascades(t *testing.T) {
 	require.NoError(t, err)
 	_, err = r.LinkGroup(o.ID, "g-eng")
 	require.NoError(t, err)
-	app, err := r.RegisterApplication(AppSpec{ClientID: "orders-api"}, t0)
-	require.NoError(t, err)
+	app := testkit.Must(r.RegisterApplication(AppSpec{ClientID: "orders-api"}, t0))(t)
 	_, _, err = r.AssignApplication(o.ID, "orders-api")
 	require.NoError(t, err)
 	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "p",

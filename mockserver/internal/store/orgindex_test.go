@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestOrganizationIsNotItsOwnParent: the organization's id is not a
@@ -23,8 +25,7 @@ func TestOrganizationIsNotItsOwnParent(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = r.CreateDepartment(o.ID, o.ID, DeptSpec{Name: "x"}, t0)
 	require.ErrorIs(t, err, ErrNotFound)
-	roots, err := r.Departments(o.ID, "")
-	require.NoError(t, err)
+	roots := testkit.Must(r.Departments(o.ID, ""))(t)
 	require.Equal(t, 1, roots.Len())
 }
 
@@ -40,8 +41,7 @@ func TestChildListsFollowRenames(t *testing.T) {
 		ids = append(ids, mustDept(t, r, o.ID, "", DeptSpec{Name: n}).ID)
 	}
 	names := func() []string {
-		list, err := r.Departments(o.ID, "")
-		require.NoError(t, err)
+		list := testkit.Must(r.Departments(o.ID, ""))(t)
 		var out []string
 		for d := range list.All() {
 			out = append(out, d.Name)
@@ -124,8 +124,7 @@ func TestAssignmentTreeMatchesPrunedTree(t *testing.T) {
 				_, _, err := r.Assign("u-alice", d.ID, t0)
 				require.NoError(t, err)
 			}
-			got, err := r.AssignmentTree("u-alice")
-			require.NoError(t, err)
+			got := testkit.Must(r.AssignmentTree("u-alice"))(t)
 			require.Equal(t, prunedTrees(t, r, assigned), flattenOrgs(got))
 		})
 	}
@@ -136,8 +135,7 @@ func TestAssignmentTreeMatchesPrunedTree(t *testing.T) {
 func prunedTrees(t *testing.T, r *Realm, assigned map[string]bool) []string {
 	var orgs []*OrgNode
 	for _, o := range r.Organizations("") {
-		tree, err := r.DepartmentTree(o.ID)
-		require.NoError(t, err)
+		tree := testkit.Must(r.DepartmentTree(o.ID))(t)
 		if kept := prune(tree, assigned); len(kept) > 0 {
 			orgs = append(orgs, &OrgNode{Org: o, Children: kept})
 		}
@@ -242,8 +240,7 @@ func TestSiblingsInAnyOrderStayShallow(t *testing.T) {
 	for i := range n {
 		mustDept(t, r, o.ID, "", DeptSpec{Name: fmt.Sprintf("d%05d", n-i)})
 	}
-	roots, err := r.Departments(o.ID, "")
-	require.NoError(t, err)
+	roots := testkit.Must(r.Departments(o.ID, ""))(t)
 	require.Equal(t, n, roots.Len())
 	assert.LessOrEqual(t, treeDepth(roots.root), 5*bits.Len(n))
 	assert.LessOrEqual(t, *compares, n*5*bits.Len(n))

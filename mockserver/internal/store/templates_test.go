@@ -6,12 +6,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 func TestDepartmentAttributesFollowPropertyTemplates(t *testing.T) {
 	r := testRealm(t)
 	o := mustOrg(t, r, "A", "a")
-	_, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "all", Properties: []Property{
+	testkit.Must(r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "all", Properties: []Property{
 		{Key: "cost", Type: PropNumber, Required: true},
 		{Key: "active", Type: PropBoolean},
 		{Key: "since", Type: PropDate},
@@ -19,8 +21,7 @@ func TestDepartmentAttributesFollowPropertyTemplates(t *testing.T) {
 		{Key: "site", Type: PropURL},
 		{Key: "tier", Type: PropEnum, AllowedValues: []string{"gold"}},
 		{Key: "note", Type: PropString},
-	}}, t0)
-	require.NoError(t, err)
+	}}, t0))(t)
 
 	ok := Attributes{"cost": {"12.5"}, "active": {"true"}, "since": {"2024-02-29"},
 		"mail": {"a@b.test"}, "site": {"https://x.test/p"}, "tier": {"gold"}, "note": {"anything"}, "free": {"x"}}
@@ -70,8 +71,7 @@ func TestDepartmentTemplates(t *testing.T) {
 	_, err = r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "x", Root: TemplateNode{}}, t0)
 	assert.Equal(t, "root.name", fieldOf(err))
 
-	top, err := r.InstantiateTemplate(o.ID, "", tmpl.ID, t0)
-	require.NoError(t, err)
+	top := testkit.Must(r.InstantiateTemplate(o.ID, "", tmpl.ID, t0))(t)
 	assert.Equal(t, "Branch", top.Name)
 	assert.Equal(t, []string{"r-auditor"}, top.TemplateRoleIDs)
 	assert.Len(t, r.Depts, 3)
@@ -105,8 +105,7 @@ func TestDepartmentTemplates(t *testing.T) {
 
 	_, err = r.InstantiateTemplate(o.ID, "", "ghost", t0)
 	require.ErrorIs(t, err, ErrNotFound)
-	list, err := r.DepartmentTemplates(o.ID)
-	require.NoError(t, err)
+	list := testkit.Must(r.DepartmentTemplates(o.ID))(t)
 	assert.Len(t, list, 1)
 	requireConsistent(t, r)
 }
