@@ -88,8 +88,7 @@ func multipartBody(t *testing.T, fields ...string) (contentType, body string) {
 	}
 	fw, err := mw.CreateFormFile("receipt", "receipt.txt")
 	require.NoError(t, err)
-	_, err = io.WriteString(fw, "a file\r\nwith lines\r\n")
-	require.NoError(t, err)
+	testkit.Must(io.WriteString(fw, "a file\r\nwith lines\r\n"))(t)
 	require.NoError(t, mw.Close())
 	return mw.FormDataContentType(), b.String()
 }

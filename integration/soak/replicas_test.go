@@ -605,8 +605,7 @@ func replicasLoad(t *testing.T, duration, redisEvery time.Duration) replicasSumm
 		return s
 	}
 	secret := make([]byte, dpop.MinNonceSecretSize)
-	_, err = rand.Read(secret)
-	require.NoError(t, err)
+	testkit.Must(rand.Read(secret))(t)
 
 	frontSrv := httptest.NewUnstartedServer(nil)
 	public := "http://" + frontSrv.Listener.Addr().String()

@@ -107,12 +107,10 @@ func TestPEPTelemetry(t *testing.T) {
 
 	// A cached Check outside any trace makes no span; inside a recorded
 	// trace it makes one.
-	_, err = c.Check(t.Context(), "docs", "read")
-	require.NoError(t, err)
+	testkit.Must(c.Check(t.Context(), "docs", "read"))(t)
 	require.Len(t, spans.Ended(), 2)
 	ctx, parent := tp.Tracer("test").Start(t.Context(), "handler")
-	_, err = c.Check(ctx, "docs", "read")
-	require.NoError(t, err)
+	testkit.Must(c.Check(ctx, "docs", "read"))(t)
 	parent.End()
 	require.Len(t, spans.Ended(), 4)
 	cached := spans.Ended()[2]
@@ -180,8 +178,7 @@ func TestCachedCheckAllocatesNothingWithTheSDK(t *testing.T) {
 	require.NoError(t, err)
 	c.SetToken(token)
 	ctx := t.Context()
-	_, err = c.Check(ctx, "docs", "read")
-	require.NoError(t, err)
+	testkit.Must(c.Check(ctx, "docs", "read"))(t)
 	allocs := testing.AllocsPerRun(1000, func() {
 		if d, err := c.Check(ctx, "docs", "read"); err != nil || !d.Cached {
 			t.Fatalf("expected a cache hit, got %+v, %v", d, err)

@@ -80,8 +80,7 @@ func TestRawWritesTheConnection(t *testing.T) {
 	conn, err := net.Dial("tcp", s.Addr)
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	require.NoError(t, err)
+	testkit.Must(io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))(t)
 	line := testkit.Must(bufio.NewReader(conn).ReadString('\n'))(t)
 	assert.Equal(t, "HTTP/1.1 2x0 nonsense\r\n", line)
 }

@@ -672,8 +672,7 @@ func idleAfterRequest(t *testing.T, conn net.Conn, addr, _ string) {
 	writeString(t, conn, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	require.NoError(t, err)
-	_, err = io.Copy(io.Discard, resp.Body)
-	require.NoError(t, err)
+	testkit.Must(io.Copy(io.Discard, resp.Body))(t)
 	resp.Body.Close()
 	require.False(t, resp.Close, "the connection is kept alive")
 }

@@ -353,8 +353,7 @@ func TestRunLimitsConnections(t *testing.T) {
 	writeString(t, first, rest)
 	resp, err := http.ReadResponse(bufio.NewReader(first), nil)
 	require.NoError(t, err, "the first request is answered whole")
-	_, err = io.Copy(io.Discard, resp.Body)
-	require.NoError(t, err)
+	testkit.Must(io.Copy(io.Discard, resp.Body))(t)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 
@@ -439,8 +438,7 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 			br := bufio.NewReader(conn)
 			resp, err := http.ReadResponse(br, nil)
 			require.NoError(t, err, "the answer arrives whole")
-			_, err = io.Copy(io.Discard, resp.Body)
-			require.NoError(t, err)
+			testkit.Must(io.Copy(io.Discard, resp.Body))(t)
 			resp.Body.Close()
 			require.Equal(t, tc.want, resp.StatusCode)
 			require.NoError(t, <-written, "the server reads the whole body rather than reset the connection")
@@ -448,8 +446,7 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 			// The body was read as a body: the connection carries the next
 			// request, or says it closes.
 			if resp.Close {
-				_, err = io.Copy(io.Discard, br)
-				require.NoError(t, err)
+				testkit.Must(io.Copy(io.Discard, br))(t)
 				return
 			}
 			writeString(t, conn, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")

@@ -52,10 +52,8 @@ func newWorld(t testing.TB) *world {
 	us, err := r.CreateOrganization(store.OrgSpec{Name: "Acme US", Alias: "us"}, now)
 	require.NoError(t, err)
 	w.ids["eu"], w.ids["us"] = eu.ID, us.ID
-	_, err = r.LinkRole(eu.ID, editor)
-	require.NoError(t, err)
-	_, err = r.LinkRole(us.ID, auditor)
-	require.NoError(t, err)
+	testkit.Must(r.LinkRole(eu.ID, editor))(t)
+	testkit.Must(r.LinkRole(us.ID, auditor))(t)
 	sales := testkit.Must(r.CreateDepartment(eu.ID, "", store.DeptSpec{Name: "Sales", Alias: "sales"}, now))(t)
 	ops := testkit.Must(r.CreateDepartment(us.ID, "", store.DeptSpec{Name: "Ops", Alias: "ops", TemplateRoleIDs: []string{viewer}}, now))(t)
 	w.ids["sales"], w.ids["ops"] = sales.ID, ops.ID

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestCheckInvariantsCatchesCorruption proves the checker is not vacuous:
@@ -17,10 +19,8 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 		d := mustDept(t, r, o.ID, "", DeptSpec{Name: "D", Alias: "d", Children: []DeptSpec{{Name: "C"}}})
 		_, _, err := r.Assign("u-alice", d.ID, t0)
 		require.NoError(t, err)
-		_, err = r.LinkGroup(o.ID, "g-eng")
-		require.NoError(t, err)
-		_, err = r.LinkRole(o.ID, "r-editor")
-		require.NoError(t, err)
+		testkit.Must(r.LinkGroup(o.ID, "g-eng"))(t)
+		testkit.Must(r.LinkRole(o.ID, "r-editor"))(t)
 		app, err := r.RegisterApplication(AppSpec{ClientID: "orders-api"}, t0)
 		require.NoError(t, err)
 		_, _, err = r.AssignApplication(o.ID, app.ClientID)

@@ -55,8 +55,7 @@ func TestChildListsFollowRenames(t *testing.T) {
 	deleteDepartment(t, r, o.ID, ids[2]) // Charlie
 	require.Equal(t, []string{"bravo", "delta", "echo"}, names())
 
-	_, err = r.UpdateOrganization(o.ID, OrgSpec{Name: "0 first"})
-	require.NoError(t, err)
+	testkit.Must(r.UpdateOrganization(o.ID, OrgSpec{Name: "0 first"}))(t)
 	require.Equal(t, o, r.Organizations("")[0])
 	requireConsistent(t, r)
 }
@@ -80,8 +79,7 @@ func TestTemplateNodeLimit(t *testing.T) {
 	assert.Equal(t, "root", fieldOf(err))
 	assert.Contains(t, err.Error(), "1000")
 
-	_, err = r.InstantiateTemplate(o.ID, "", tmpl.ID, t0)
-	require.NoError(t, err)
+	testkit.Must(r.InstantiateTemplate(o.ID, "", tmpl.ID, t0))(t)
 	assert.Len(t, r.Depts, MaxTemplateNodes)
 	_, err = r.CreateDepartment(o.ID, "", DeptSpec{Name: "x", Children: make([]DeptSpec, MaxTemplateNodes)}, t0)
 	require.ErrorIs(t, err, ErrInvalid, "a department spec is bounded the same way")
