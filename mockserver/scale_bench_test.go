@@ -135,8 +135,7 @@ func propTemplateBody(name string) string {
 // scaleServer loads fx into a new server.
 func scaleServer(tb testing.TB, fx Fixture) *Server {
 	tb.Helper()
-	s := testkit.Must(New(WithFixture(fx), WithIssuer(scaleBase), WithAdminSecret("boot")))(tb)
-	return s
+	return testkit.Must(New(WithFixture(fx), WithIssuer(scaleBase), WithAdminSecret("boot")))(tb)
 }
 
 // serve runs one request in process and fails unless the status is want.
@@ -386,8 +385,7 @@ type isolationSetup struct {
 const smallAuthorize = "/realms/small/authorization-decision-provider/authorize"
 
 func newIsolationSetup(b *testing.B) *isolationSetup {
-	is := testkit.Must(buildIsolationSetup())(b)
-	return is
+	return testkit.Must(buildIsolationSetup())(b)
 }
 
 // buildIsolationSetup is newIsolationSetup without a testing.TB, so that

@@ -109,14 +109,12 @@ func startBenchGateway(b *testing.B, wrap func(http.Handler) http.Handler) *benc
 
 func (g *benchGateway) token(b *testing.B, opts ...mockserver.TokenOption) string {
 	b.Helper()
-	tok := testkit.Must(g.srv.IssueToken(benchRealm, "alice", opts...))(b)
-	return tok
+	return testkit.Must(g.srv.IssueToken(benchRealm, "alice", opts...))(b)
 }
 
 func (g *benchGateway) newClient(b *testing.B, opts ...pep.Option) *pep.Client {
 	b.Helper()
-	c := testkit.Must(pep.New(g.url, benchRealm, benchClient, append([]pep.Option{pep.WithHTTPClient(g.client)}, opts...)...))(b)
-	return c
+	return testkit.Must(pep.New(g.url, benchRealm, benchClient, append([]pep.Option{pep.WithHTTPClient(g.client)}, opts...)...))(b)
 }
 
 // uncached is a client without a cache, so every Check asks the gateway.
