@@ -31,7 +31,6 @@ func TestAFinishThatErrsHasNotSpentTheRecord(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
-	t.Cleanup(func() { _ = c.Close() })
 	ctx := t.Context()
 	s := NewReplayStore(c, "t:")
 	settled(t, c, s.prefix)

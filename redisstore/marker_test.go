@@ -79,14 +79,12 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 	const prefix = "marker:late:"
 	marker := prefix + SinceKey
 	admin := rs.Client()
-	t.Cleanup(func() { _ = admin.Close() })
 	ctx := t.Context()
 	future := time.Now().Add(time.Hour).UnixMilli()
 	require.NoError(t, admin.Set(ctx, marker, future, 0).Err())
 
 	// Y: a replica whose rewrite of the future marker lands late.
 	rdbY := rs.Client()
-	t.Cleanup(func() { _ = rdbY.Close() })
 	hold := newHoldMarkerWrite(marker)
 	rdbY.AddHook(hold)
 	y := NewReplayStore(rdbY, prefix)
@@ -99,7 +97,6 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 
 	// X: another replica, on time.
 	rdbX := rs.Client()
-	t.Cleanup(func() { _ = rdbX.Close() })
 	x := NewReplayStore(rdbX, prefix)
 	_, err := x.Remember(ctx, "x-first", time.Now().Add(time.Hour))
 	require.Error(t, err, "the future marker is rewritten: the keyspace begins now (T1)")

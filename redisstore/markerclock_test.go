@@ -30,7 +30,6 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
-	t.Cleanup(func() { _ = c.Close() })
 	ctx := t.Context()
 	info := testkit.Must(c.Info(ctx, "server").Result())(t)
 	_, rest, ok := strings.Cut(info, "run_id:")
