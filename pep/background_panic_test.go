@@ -155,11 +155,8 @@ var refused401 = roundTripFunc(func(r *http.Request) (*http.Response, error) {
 // refusedClient is a client, closed when the test ends, of a gateway that
 // refuses every token (refused401), its purges published through inv.
 func refusedClient(t *testing.T, inv pep.Invalidator) *pep.Client {
-	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
+	return mustPep(t, "http://gateway.invalid", "acme", "orders-api",
 		pep.WithHTTPClient(&http.Client{Transport: refused401}), pep.WithInvalidator(inv))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
 }
 
 // refusedPublishLogPanicsChild: the publication of a refused token's purge

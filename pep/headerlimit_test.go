@@ -13,8 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
-	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -38,9 +36,8 @@ func TestOneCallersTokenPastTheGatewaysHeaderLimitOpensNoBreaker(t *testing.T) {
 	gw.StartTLS()
 	t.Cleanup(gw.Close)
 
-	c := testkit.Must(hangguard.NewPep(gw.URL, "shop", "orders-api",
-		pep.WithHTTPClient(gw.Client()), pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0)))(t)
-	t.Cleanup(func() { _ = c.Close() })
+	c := mustPep(t, gw.URL, "shop", "orders-api",
+		pep.WithHTTPClient(gw.Client()), pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0))
 
 	// A legitimate caller is granted.
 	d := checkedIn(t, c, pep.WithToken(t.Context(), "alice-token"), "orders", "read")
@@ -84,9 +81,8 @@ func TestADeadGatewayOpensTheBreakerWhateverTheTokenSize(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := testkit.Must(hangguard.NewPep(closingGateway(t, tc.reset), "shop", "orders-api",
-				pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0)))(t)
-			t.Cleanup(func() { _ = c.Close() })
+			c := mustPep(t, closingGateway(t, tc.reset), "shop", "orders-api",
+				pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0))
 			tok := strings.Repeat("A", tc.token)
 			for range 5 {
 				d := checkedIn(t, c, pep.WithToken(t.Context(), tok), "orders", "read")
