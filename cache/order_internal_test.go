@@ -26,8 +26,7 @@ func marksOf[G, K comparable, V any](c *Cache[G, K, V], grp *Group[G, K, V]) *ma
 // calls under way, and nothing is left once they end.
 func TestMarksLastOnlyWhileAnOlderWriterIsOpen(t *testing.T) {
 	now := time.Duration(0)
-	c, err := New[string, string, bool](64, WithClock(func() time.Time { return time.Unix(0, int64(now)) }))
-	require.NoError(t, err)
+	c := testkit.Must(New[string, string, bool](64, WithClock(func() time.Time { return time.Unix(0, int64(now)) })))(t)
 
 	// No writer open: nothing to remember.
 	for i := range 100 {

@@ -238,12 +238,11 @@ func TestDecisionContextIsPOSTAndTheMethod(t *testing.T) {
 		}},
 	}}}
 	gw := mockservertest.Start(t, mockserver.WithFixture(fx), adaptertest.ES256Tokens)
-	client, err := hangguard.NewPep(gw.URL, "r", "api")
-	require.NoError(t, err)
+	client := testkit.Must(hangguard.NewPep(gw.URL, "r", "api"))(t)
 	t.Cleanup(func() { _ = client.Close() })
 	conn := serve(t, &orders{}, guarded(client)...)
 	ctx := bearer(t.Context(), gw.Token("r", "ann"))
-	_, err = call(ctx, conn, adaptertest.OpRead, false)
+	_, err := call(ctx, conn, adaptertest.OpRead, false)
 	assert.Equal(t, codes.PermissionDenied, status.Code(err), "read is granted for GET only")
 	_, err = call(ctx, conn, adaptertest.OpWrite, false)
 	assert.Equal(t, codes.OK, status.Code(err), "write is granted for POST: %v", err)

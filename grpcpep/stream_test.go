@@ -31,8 +31,7 @@ func TestStreamGrantIsDecidedAgain(t *testing.T) {
 	conn := serve(t, svc, guarded(env.Client, grpcpep.WithStreamRedecide(grpcpep.MinStreamRedecide), grpcpep.WithClock(clk.Now))...)
 	token := env.Gateway.Token(adaptertest.Realm, "ann", mockserver.TokenClient(adaptertest.ClientID))
 	ctx := bearer(t.Context(), token)
-	cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
-	require.NoError(t, err)
+	cs := testkit.Must(conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true)))(t)
 	ping := func() error {
 		clk.Advance(grpcpep.MinStreamRedecide)
 		if err := cs.SendMsg(wrapperspb.String("x")); err != nil {
@@ -44,7 +43,7 @@ func TestStreamGrantIsDecidedAgain(t *testing.T) {
 	require.NoError(t, ping(), "a re-decided grant lets the stream go on")
 
 	env.Gateway.Revoke(t, adaptertest.Realm, adaptertest.ClientID, "s3cret", token)
-	_, err = call(ctx, conn, adaptertest.OpRead, false)
+	_, err := call(ctx, conn, adaptertest.OpRead, false)
 	require.Equal(t, codes.Unauthenticated, status.Code(err), "the revoked token on a new call")
 	err = ping()
 	require.Equal(t, codes.Unauthenticated, status.Code(err), "the open stream kept serving its revoked token: %v", err)

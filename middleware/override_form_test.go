@@ -86,8 +86,7 @@ func multipartBody(t *testing.T, fields ...string) (contentType, body string) {
 	for i := 0; i+1 < len(fields); i += 2 {
 		require.NoError(t, mw.WriteField(fields[i], fields[i+1]))
 	}
-	fw, err := mw.CreateFormFile("receipt", "receipt.txt")
-	require.NoError(t, err)
+	fw := testkit.Must(mw.CreateFormFile("receipt", "receipt.txt"))(t)
 	testkit.Must(io.WriteString(fw, "a file\r\nwith lines\r\n"))(t)
 	require.NoError(t, mw.Close())
 	return mw.FormDataContentType(), b.String()

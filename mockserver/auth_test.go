@@ -171,8 +171,7 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 func TestAuthDecommissionedRealm(t *testing.T) {
 	h := newAuthHarness(t)
 	key, kid := h.s.mustKey(t)
-	r, err := h.s.store.ProvisionTenant("initech", "free", "admin@initech.test", "pw", key, kid)
-	require.NoError(t, err)
+	r := testkit.Must(h.s.store.ProvisionTenant("initech", "free", "admin@initech.test", "pw", key, kid))(t)
 	tok := h.token(t, r.Name, "admin@initech.test")
 	resp, _ := h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -188,7 +187,7 @@ func TestAuthDecommissionedRealm(t *testing.T) {
 	resp, _ = h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
-	_, err = h.s.IssueToken("initech", "admin@initech.test")
+	_, err := h.s.IssueToken("initech", "admin@initech.test")
 	require.Error(t, err)
 }
 

@@ -45,8 +45,7 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 		_, err := v.Verify(ctx, dpop.Request{Proofs: []string{p}, Method: "GET", URL: testURL})
 		return err
 	}
-	key, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	key := testkit.Must(dpop.GenerateKey())(t)
 	now := time.Now()
 	mallory := key.WithClock(func() time.Time { return now }) // one second's proofs
 	var proofs []string
@@ -59,7 +58,7 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	for _, p := range proofs[:limit+1] {
 		require.NoError(t, verify(p))
 	}
-	err = verify(proofs[limit+1])
+	err := verify(proofs[limit+1])
 	require.ErrorIs(t, err, dpop.ErrReplayCacheFull, "a proof of the second whose record its key dropped")
 	require.NotErrorIs(t, err, dpop.ErrReplayStoreUnavailable)
 	require.ErrorIs(t, verify(proofs[0]), dpop.ErrReplayCacheFull, "the replay of the dropped proof")

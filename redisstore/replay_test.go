@@ -114,11 +114,11 @@ func TestReplayAcrossReplicasOnRedis(t *testing.T) {
 	settled(t, c, s.prefix)
 	clock := newClockAt(time.Now())
 	a, b := replica(t, s, clock.Now), replica(t, s, clock.Now)
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 
 	req := proofAt(t, signer, clock.Now())
-	testkit.Must(a.Verify(t.Context(), req))(t)
+	_, err := a.Verify(t.Context(), req)
+	require.NoError(t, err)
 	for name, v := range map[string]*dpop.Verifier{"other": b, "same": a} {
 		_, err = v.Verify(t.Context(), req)
 		require.ErrorIs(t, err, dpop.ErrReplay, "replay at the %s replica", name)
@@ -160,9 +160,8 @@ func TestReplayStoreRefusesWhileTheKeyspaceIsNew(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client()
 	s := NewReplayStore(c, "")
-	before, err := c.Time(t.Context()).Result()
-	require.NoError(t, err)
-	_, err = s.Remember(t.Context(), "first", time.Now().Add(time.Hour))
+	before := testkit.Must(c.Time(t.Context()).Result())(t)
+	_, err := s.Remember(t.Context(), "first", time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errKeyspaceNew, "the proof that finds the keyspace empty")
 	after := testkit.Must(c.Time(t.Context()).Result())(t)
 	began := time.UnixMilli(markerOf(t, c, s.since))
@@ -230,12 +229,11 @@ func TestReplayStoreRewritesAMarkerThatCannotBeRight(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewReplayStore(c, "t:"+tc.name+":")
-			redisNow, err := c.Time(t.Context()).Result()
-			require.NoError(t, err)
+			redisNow := testkit.Must(c.Time(t.Context()).Result())(t)
 			mk := tc.marker(redisNow)
 			require.NoError(t, c.Set(t.Context(), s.since, mk, 0).Err())
 
-			_, err = replica(t, s, time.Now).Verify(t.Context(), proofAt(t, signer, time.Now()))
+			_, err := replica(t, s, time.Now).Verify(t.Context(), proofAt(t, signer, time.Now()))
 			require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable, "the proof that finds the marker")
 			ms := markerOf(t, c, s.since)
 			if !tc.rewritten {
@@ -260,10 +258,9 @@ func TestReplayStoreHungRedis(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	v := replica(t, NewReplayStore(c, ""), time.Now)
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	_, err = v.Verify(ctx, proofAt(t, signer, time.Now()))
+	_, err := v.Verify(ctx, proofAt(t, signer, time.Now()))
 	require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable)
 }

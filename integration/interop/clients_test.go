@@ -41,8 +41,7 @@ func TestRealClients(t *testing.T) {
 	tok := testkit.Must(conf.PasswordCredentialsToken(ctx, "alice", "alice-pw"))(t)
 	rawID, ok := tok.Extra("id_token").(string)
 	require.True(t, ok, "an ID token")
-	id, err := provider.Verifier(&oidc.Config{ClientID: "admin-cli"}).Verify(ctx, rawID)
-	require.NoError(t, err)
+	id := testkit.Must(provider.Verifier(&oidc.Config{ClientID: "admin-cli"}).Verify(ctx, rawID))(t)
 	require.Equal(t, iss, id.Issuer)
 	var claims struct {
 		Username string `json:"preferred_username"`
@@ -51,7 +50,7 @@ func TestRealClients(t *testing.T) {
 	require.NoError(t, id.Claims(&claims))
 	require.Equal(t, "alice", claims.Username)
 	require.Equal(t, "alice@acme.test", claims.Email)
-	_, err = provider.Verifier(&oidc.Config{ClientID: "orders-api"}).Verify(ctx, rawID)
+	_, err := provider.Verifier(&oidc.Config{ClientID: "orders-api"}).Verify(ctx, rawID)
 	require.Error(t, err, "the ID token is for admin-cli")
 
 	res := postJSON(t, srv, authorizePath, tok.AccessToken, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
@@ -101,8 +100,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 	require.Equal(t, "Bearer", tok.TokenType)
 	rawID, ok := tok.Extra("id_token").(string)
 	require.True(t, ok, "an ID token")
-	id, err := provider.Verifier(&oidc.Config{ClientID: "web-app"}).Verify(ctx, rawID)
-	require.NoError(t, err)
+	id := testkit.Must(provider.Verifier(&oidc.Config{ClientID: "web-app"}).Verify(ctx, rawID))(t)
 	require.Equal(t, nonce, id.Nonce)
 	var claims struct {
 		Username string `json:"preferred_username"`
@@ -114,7 +112,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 	res := postJSON(t, srv, authorizePath, tok.AccessToken, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
 	require.Equal(t, "GRANT", res.JSON(t)["status"])
 
-	_, err = conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	_, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
 	var re *oauth2.RetrieveError
 	require.ErrorAs(t, err, &re, "a code is redeemed once")
 	require.Equal(t, "invalid_grant", re.ErrorCode)

@@ -74,8 +74,7 @@ func TestProofVerifiedByJWX(t *testing.T) {
 			t.Parallel()
 			s := mustSigner(t, hide(key))
 			before := time.Now().Unix()
-			proof, err := s.Proof("POST", "https://Server.Example.com:443/token?q=1", token, "n-0S6_WzA2Mj")
-			require.NoError(t, err)
+			proof := testkit.Must(s.Proof("POST", "https://Server.Example.com:443/token?q=1", token, "n-0S6_WzA2Mj"))(t)
 
 			msg := testkit.Must(jws.Parse([]byte(proof)))(t)
 			require.Len(t, msg.Signatures(), 1)
@@ -94,7 +93,7 @@ func TestProofVerifiedByJWX(t *testing.T) {
 			tp := testkit.Must(key.Thumbprint(crypto.SHA256))(t)
 			assert.Equal(t, s.Thumbprint(), base64.RawURLEncoding.EncodeToString(tp))
 
-			_, err = jws.Verify([]byte(proof), jws.WithKey(alg, key))
+			_, err := jws.Verify([]byte(proof), jws.WithKey(alg, key))
 			require.NoError(t, err, "jwx verifies the signature")
 
 			other := mustSigner(t, testP256)

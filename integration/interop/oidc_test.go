@@ -122,10 +122,8 @@ func TestGoOIDCUserInfo(t *testing.T) {
 	require.NoError(t, info.Claims(&claims))
 	require.Equal(t, "alice", claims.Username)
 
-	sa, err := (&clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: provider.Endpoint().TokenURL}).Token(ctx)
-	require.NoError(t, err)
-	info, err = provider.UserInfo(ctx, oauth2.StaticTokenSource(sa))
-	require.NoError(t, err)
+	sa := testkit.Must((&clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: provider.Endpoint().TokenURL}).Token(ctx))(t)
+	info = testkit.Must(provider.UserInfo(ctx, oauth2.StaticTokenSource(sa)))(t)
 	require.NoError(t, info.Claims(&claims))
 	require.Equal(t, "service-account-orders-api", claims.Username)
 
@@ -133,7 +131,7 @@ func TestGoOIDCUserInfo(t *testing.T) {
 	// calls it inactive.
 	res := servertest.FormPost(t, srv, strings.TrimPrefix(meta.Revocation, srv.URL), url.Values{"client_id": {"admin-cli"}, "token": {user.AccessToken}}, nil)
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	_, err = provider.UserInfo(ctx, oauth2.StaticTokenSource(user))
+	_, err := provider.UserInfo(ctx, oauth2.StaticTokenSource(user))
 	require.ErrorContains(t, err, "401")
 	res = servertest.FormPost(t, srv, strings.TrimPrefix(meta.Introspection, srv.URL), url.Values{"token": {user.AccessToken}},
 		http.Header{"Authorization": {"Basic " + basicCredentials("orders-api", "orders-secret")}})

@@ -130,8 +130,7 @@ func TestAuthZENTelemetry(t *testing.T) {
 	})
 
 	// The searches: a span each, counting the results.
-	actions, err := c.SearchAction(t.Context(), authzen.Request{Subject: read.Subject, Resource: del.Resource})
-	require.NoError(t, err)
+	actions := testkit.Must(c.SearchAction(t.Context(), authzen.Request{Subject: read.Subject, Resource: del.Resource}))(t)
 	require.NotEmpty(t, actions)
 	testkit.Must(c.SearchResource(t.Context(), authzen.Request{Subject: read.Subject, Action: del.Action, Resource: authzen.Resource{Type: "todo"}}))(t)
 	testkit.Must(c.SearchSubject(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user"}, Action: del.Action, Resource: del.Resource}))(t)
@@ -211,8 +210,7 @@ func TestAuthZENTelemetry(t *testing.T) {
 func TestDroppedClientIsCollected(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	c, err := hangguard.NewAuthZEN("http://127.0.0.1:1", authzen.WithMeterProvider(mp))
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewAuthZEN("http://127.0.0.1:1", authzen.WithMeterProvider(mp)))(t)
 	c.SetToken(pepToken)
 	w := weak.Make(c)
 	c = nil

@@ -72,8 +72,7 @@ func TestPEPTelemetry(t *testing.T) {
 
 	// An uncached Check: a call span with a client span under it, whose
 	// trace context reached the gateway.
-	d, err := c.Check(t.Context(), "docs", "read")
-	require.NoError(t, err)
+	d := testkit.Must(c.Check(t.Context(), "docs", "read"))(t)
 	require.True(t, d.Allowed())
 	ended := spans.Ended()
 	require.Len(t, ended, 2)
@@ -229,8 +228,7 @@ func TestDroppedClientsLeaveNoCallbacks(t *testing.T) {
 	const clients = 200
 	kept := make([]*pep.Client, 0, clients)
 	for range clients {
-		c, err := hangguard.NewPep("http://127.0.0.1:1", testRealm, testClient, pep.WithMeterProvider(mp))
-		require.NoError(t, err)
+		c := testkit.Must(hangguard.NewPep("http://127.0.0.1:1", testRealm, testClient, pep.WithMeterProvider(mp)))(t)
 		kept = append(kept, c)
 	}
 	runtime.GC()

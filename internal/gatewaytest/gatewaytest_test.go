@@ -77,8 +77,7 @@ func TestHoldEndsWithTheServer(t *testing.T) {
 func TestRawWritesTheConnection(t *testing.T) {
 	t.Parallel()
 	s := gatewaytest.Start(t, gatewaytest.Raw("HTTP/1.1 2x0 nonsense\r\n\r\n"))
-	conn, err := net.Dial("tcp", s.Addr)
-	require.NoError(t, err)
+	conn := testkit.Must(net.Dial("tcp", s.Addr))(t)
 	defer conn.Close()
 	testkit.Must(io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))(t)
 	line := testkit.Must(bufio.NewReader(conn).ReadString('\n'))(t)

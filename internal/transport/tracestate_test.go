@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/trace"
 
@@ -28,8 +27,7 @@ func TestACallersTracestateIsBounded(t *testing.T) {
 	}
 	x := &Exchanger{}
 	small := "vendor=" + strings.Repeat("a", 200)
-	req, err := x.newPost(span(small), "http://gateway.example/authorize", []byte(`{}`), nil)
-	require.NoError(t, err)
+	req := testkit.Must(x.newPost(span(small), "http://gateway.example/authorize", []byte(`{}`), nil))(t)
 	assert.Equal(t, small, req.Header.Get("Tracestate"))
 	assert.NotEmpty(t, req.Header.Get("Traceparent"))
 
@@ -37,8 +35,7 @@ func TestACallersTracestateIsBounded(t *testing.T) {
 	for i := range 20 {
 		members = append(members, "v"+string(rune('a'+i))+"="+strings.Repeat("b", 250))
 	}
-	req, err = x.newPost(span(strings.Join(members, ",")), "http://gateway.example/authorize", []byte(`{}`), nil)
-	require.NoError(t, err)
+	req = testkit.Must(x.newPost(span(strings.Join(members, ",")), "http://gateway.example/authorize", []byte(`{}`), nil))(t)
 	assert.Empty(t, req.Header.Values("Tracestate"), "a 5 KiB tracestate went out")
 	assert.NotEmpty(t, req.Header.Get("Traceparent"), "the trace itself still goes out")
 	// Nor does a propagating transport under it (otelhttp) find them in the
@@ -46,8 +43,7 @@ func TestACallersTracestateIsBounded(t *testing.T) {
 	assert.Zero(t, trace.SpanContextFromContext(req.Context()).TraceState().Len())
 	m := testkit.Must(baggage.NewMember("k", strings.Repeat("v", 1000)))(t)
 	b := testkit.Must(baggage.New(m))(t)
-	req, err = x.newPost(baggage.ContextWithBaggage(span(small), b), "http://gateway.example/authorize", []byte(`{}`), nil)
-	require.NoError(t, err)
+	req = testkit.Must(x.newPost(baggage.ContextWithBaggage(span(small), b), "http://gateway.example/authorize", []byte(`{}`), nil))(t)
 	assert.Zero(t, baggage.FromContext(req.Context()).Len(), "a 1 KiB baggage went on")
 	assert.Equal(t, small, trace.SpanContextFromContext(req.Context()).TraceState().String())
 }

@@ -670,8 +670,7 @@ func slowDecision(t *testing.T, conn net.Conn, addr, token string) {
 func idleAfterRequest(t *testing.T, conn net.Conn, addr, _ string) {
 	t.Helper()
 	writeString(t, conn, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err)
+	resp := testkit.Must(http.ReadResponse(bufio.NewReader(conn), nil))(t)
 	testkit.Must(io.Copy(io.Discard, resp.Body))(t)
 	resp.Body.Close()
 	require.False(t, resp.Close, "the connection is kept alive")

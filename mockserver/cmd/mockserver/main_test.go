@@ -290,12 +290,11 @@ func TestRunBoundsSlowClients(t *testing.T) {
 		"headers never finished": "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: " + addr + "\r\nX-Slow: ",
 	} {
 		t.Run(name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", addr)
-			require.NoError(t, err)
+			conn := testkit.Must(net.Dial("tcp", addr))(t)
 			defer conn.Close()
 			require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
 			writeString(t, conn, req)
-			_, err = io.Copy(io.Discard, conn) // returns once the server closes
+			_, err := io.Copy(io.Discard, conn) // returns once the server closes
 			require.NoError(t, err, "the server should close the connection, not the test's deadline")
 		})
 	}
@@ -339,13 +338,12 @@ func TestRunLimitsConnections(t *testing.T) {
 	rest := "client_credentials&client_id=nobody&pad="
 	rest += strings.Repeat("x", 1000-len("grant_type=")-len(rest))
 
-	second, err := net.Dial("tcp", addr) // the kernel completes the handshake
-	require.NoError(t, err)
+	second := testkit.Must(net.Dial("tcp", addr))(t) // the kernel completes the handshake
 	defer second.Close()
 	writeString(t, second, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
 	br := bufio.NewReader(second)
 	require.NoError(t, second.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
-	_, err = br.Peek(1)
+	_, err := br.Peek(1)
 	var ne net.Error
 	require.ErrorAs(t, err, &ne, "no answer while the first connection's request holds the only slot")
 	require.True(t, ne.Timeout(), "%v", err)
@@ -458,11 +456,10 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 
 	// A client that waits for 100 Continue is answered without being asked
 	// for its body, and the connection closes.
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
+	conn := testkit.Must(net.Dial("tcp", addr))(t)
 	defer conn.Close()
 	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
-	_, err = io.WriteString(conn, "POST "+decision+" HTTP/1.1\r\nHost: "+addr+
+	_, err := io.WriteString(conn, "POST "+decision+" HTTP/1.1\r\nHost: "+addr+
 		"\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n")
 	require.NoError(t, err)
 	br := bufio.NewReader(conn)
@@ -498,11 +495,10 @@ func TestRunDoesNotWaitForBodiesItRefuses(t *testing.T) {
 		{"trickling", 1_000_000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", addr)
-			require.NoError(t, err)
+			conn := testkit.Must(net.Dial("tcp", addr))(t)
 			defer conn.Close()
 			require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
-			_, err = io.WriteString(conn, "POST /realms/master/authorization-decision-provider/authorize HTTP/1.1\r\nHost: "+addr+
+			_, err := io.WriteString(conn, "POST /realms/master/authorization-decision-provider/authorize HTTP/1.1\r\nHost: "+addr+
 				"\r\nContent-Type: application/json\r\nContent-Length: "+fmt.Sprint(tc.length)+"\r\n\r\n{\"a\":")
 			require.NoError(t, err)
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -552,8 +548,7 @@ func TestRunWebUI(t *testing.T) {
 			form := url.Values{"username": {"alice"}, "password": {"alice"}}
 			req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/ui/realms/acme/login", strings.NewReader(form.Encode())))(t)
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			home, err := browser.Do(req) // follows the redirect to the realm's first page
-			require.NoError(t, err)
+			home := testkit.Must(browser.Do(req))(t) // follows the redirect to the realm's first page
 			b, err := io.ReadAll(home.Body)
 			home.Body.Close()
 			require.NoError(t, err)

@@ -49,8 +49,7 @@ func newWorld(t testing.TB) *world {
 	dave := user("dave", nil, nil)
 
 	eu := testkit.Must(r.CreateOrganization(store.OrgSpec{Name: "Acme EU", Alias: "eu"}, now))(t)
-	us, err := r.CreateOrganization(store.OrgSpec{Name: "Acme US", Alias: "us"}, now)
-	require.NoError(t, err)
+	us := testkit.Must(r.CreateOrganization(store.OrgSpec{Name: "Acme US", Alias: "us"}, now))(t)
 	w.ids["eu"], w.ids["us"] = eu.ID, us.ID
 	testkit.Must(r.LinkRole(eu.ID, editor))(t)
 	testkit.Must(r.LinkRole(us.ID, auditor))(t)

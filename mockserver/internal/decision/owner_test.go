@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
@@ -19,10 +20,8 @@ import (
 func TestAnOwnerStringNamesOneUser(t *testing.T) {
 	t.Parallel()
 	r := store.NewRealm("acme", time.Unix(0, 0))
-	editor, err := r.AddRole("editor", "", nil)
-	require.NoError(t, err)
-	_, err = r.AddUser(store.User{Username: "morty", Email: "morty@citadel.test"}, []string{editor.ID}, nil)
-	require.NoError(t, err)
+	editor := testkit.Must(r.AddRole("editor", "", nil))(t)
+	testkit.Must(r.AddUser(store.User{Username: "morty", Email: "morty@citadel.test"}, []string{editor.ID}, nil))(t)
 	c, err := r.AddClient(store.Client{ClientID: "todo", Secret: "s",
 		Resources:   []store.ClientResource{{Name: "todo", Scopes: []string{"update"}}},
 		Permissions: []store.ClientPermission{{Name: "own", Resource: "todo", Roles: []string{editor.ID}, OwnerProperty: "ownerID"}}}, nil)

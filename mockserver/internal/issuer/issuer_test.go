@@ -55,8 +55,7 @@ func TestSignVerify(t *testing.T) {
 			require.Equal(t, "org1", got.Organization)
 			require.Equal(t, "thumb", got.JKT())
 
-			forged, err := Sign(other, kid, claims) // right kid, wrong key
-			require.NoError(t, err)
+			forged := testkit.Must(Sign(other, kid, claims))(t) // right kid, wrong key
 			otherKey := testkit.Must(Sign(other, otherKid, claims))(t)
 			later := *claims
 			later.NotBefore = jwt.NewNumericDate(now.Add(time.Hour))

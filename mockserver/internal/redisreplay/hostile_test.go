@@ -86,8 +86,7 @@ func TestRememberRefusesHostileAnswers(t *testing.T) {
 		{"marker garbage", "+OK\r\n*2\r\n$3\r\n1e9\r\n$1\r\n0\r\n", false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := Open("redis://"+hostile(t, c.answer, c.slow), "")
-			require.NoError(t, err)
+			s := testkit.Must(Open("redis://"+hostile(t, c.answer, c.slow), ""))(t)
 			defer s.Close()
 			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 			defer cancel()

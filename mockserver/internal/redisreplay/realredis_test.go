@@ -114,8 +114,7 @@ func TestOneKeyCannotFillRedis(t *testing.T) {
 // dbsize returns the number of keys of the redis-server at addr.
 func dbsize(t *testing.T, addr string) int {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(addr, "redis://"))
-	require.NoError(t, err)
+	conn := testkit.Must(net.Dial("tcp", strings.TrimPrefix(addr, "redis://")))(t)
 	defer conn.Close()
 	testkit.Must(conn.Write([]byte("DBSIZE\r\n")))(t)
 	line := testkit.Must(bufio.NewReader(conn).ReadString('\n'))(t)

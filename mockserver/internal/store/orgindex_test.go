@@ -49,8 +49,7 @@ func TestChildListsFollowRenames(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []string{"alpha", "bravo", "Charlie", "delta"}, names())
-	_, err := r.UpdateDepartment(o.ID, ids[1], DeptSpec{Name: "echo"}) // alpha -> echo
-	require.NoError(t, err)
+	testkit.Must(r.UpdateDepartment(o.ID, ids[1], DeptSpec{Name: "echo"}))(t) // alpha -> echo
 	require.Equal(t, []string{"bravo", "Charlie", "delta", "echo"}, names())
 	deleteDepartment(t, r, o.ID, ids[2]) // Charlie
 	require.Equal(t, []string{"bravo", "delta", "echo"}, names())
@@ -72,9 +71,8 @@ func TestTemplateNodeLimit(t *testing.T) {
 		}
 		return root
 	}
-	tmpl, err := r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "max", Root: wide(MaxTemplateNodes)}, t0)
-	require.NoError(t, err)
-	_, err = r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "too big", Root: wide(MaxTemplateNodes + 1)}, t0)
+	tmpl := testkit.Must(r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "max", Root: wide(MaxTemplateNodes)}, t0))(t)
+	_, err := r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "too big", Root: wide(MaxTemplateNodes + 1)}, t0)
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Equal(t, "root", fieldOf(err))
 	assert.Contains(t, err.Error(), "1000")

@@ -25,8 +25,7 @@ func TestDepartmentAttributesFollowPropertyTemplates(t *testing.T) {
 
 	ok := Attributes{"cost": {"12.5"}, "active": {"true"}, "since": {"2024-02-29"},
 		"mail": {"a@b.test"}, "site": {"https://x.test/p"}, "tier": {"gold"}, "note": {"anything"}, "free": {"x"}}
-	d, err := r.CreateDepartment(o.ID, "", DeptSpec{Name: "ok", Attributes: ok}, t0)
-	require.NoError(t, err)
+	d := testkit.Must(r.CreateDepartment(o.ID, "", DeptSpec{Name: "ok", Attributes: ok}, t0))(t)
 
 	tests := []struct {
 		field string
@@ -47,7 +46,7 @@ func TestDepartmentAttributesFollowPropertyTemplates(t *testing.T) {
 		_, err = r.UpdateDepartment(o.ID, d.ID, DeptSpec{Name: "ok", Attributes: tc.attrs})
 		require.ErrorIs(t, err, ErrInvalid, tc.attrs)
 	}
-	_, err = r.CreateDepartment(o.ID, "", DeptSpec{Name: "nan", Attributes: Attributes{"cost": {"NaN"}}}, t0)
+	_, err := r.CreateDepartment(o.ID, "", DeptSpec{Name: "nan", Attributes: Attributes{"cost": {"NaN"}}}, t0)
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Len(t, r.Depts, 1)
 	assert.Equal(t, ok, r.Depts[d.ID].Attributes, "failed updates change nothing")
