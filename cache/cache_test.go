@@ -17,22 +17,13 @@ import (
 	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
-// clock is a manual clock for tests: time moves only when advance is called.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-
-func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+// newClock returns a clock that moves only when told to.
+func newClock() *testkit.Clock { return testkit.NewClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)) }
 
 // newCache returns a cache of string groups and keys on clk.
-func newCache[V any](t testing.TB, size int, clk *clock, opts ...cache.Option) *cache.Cache[string, string, V] {
+func newCache[V any](t testing.TB, size int, clk *testkit.Clock, opts ...cache.Option) *cache.Cache[string, string, V] {
 	t.Helper()
-	return testkit.Must(cache.New[string, string, V](size, append([]cache.Option{cache.WithClock(clk.now)}, opts...)...))(t)
+	return testkit.Must(cache.New[string, string, V](size, append([]cache.Option{cache.WithClock(clk.Now)}, opts...)...))(t)
 }
 
 // overhead learns what the cache's own bookkeeping counts for an entry and
@@ -110,7 +101,7 @@ func TestExpiry(t *testing.T) {
 				require.True(t, c.Add("alice", "k", "old answer", time.Minute, 1))
 			}
 			assert.Equal(t, tt.ttl > 0, c.Add("alice", "k", "v", tt.ttl, 1))
-			clk.advance(tt.wait)
+			clk.Advance(tt.wait)
 			// Peek serves what Get does, and counts nothing.
 			peeked, peekOK := c.Lookup("alice").Peek("k")
 			assert.Equal(t, tt.wantHit, peekOK)
@@ -235,7 +226,7 @@ func TestRemoveGroup(t *testing.T) {
 	c.Add("alice", "orders", true, time.Minute, 1)
 	c.Add("alice", "invoices", false, time.Second, 1)
 	c.Add("bob", "orders", true, time.Minute, 1)
-	clk.advance(2 * time.Second) // alice's invoices entry has expired; it goes too
+	clk.Advance(2 * time.Second) // alice's invoices entry has expired; it goes too
 
 	assert.Equal(t, 2, c.RemoveGroup("alice"))
 	assert.Equal(t, 0, c.RemoveGroup("alice"), "a removed group is empty")
@@ -302,14 +293,14 @@ func TestNewerValueThatLeftStillKeepsOlderOnesOut(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		leave func(c *cache.Cache[string, string, string], clk *clock)
+		leave func(c *cache.Cache[string, string, string], clk *testkit.Clock)
 	}{
-		{"evicted", func(c *cache.Cache[string, string, string], _ *clock) {
+		{"evicted", func(c *cache.Cache[string, string, string], _ *testkit.Clock) {
 			for i := range 4 {
 				c.Add(fmt.Sprintf("other-%d", i), "k", "x", time.Minute, 1)
 			}
 		}},
-		{"expired", func(_ *cache.Cache[string, string, string], clk *clock) { clk.advance(1500 * time.Millisecond) }},
+		{"expired", func(_ *cache.Cache[string, string, string], clk *testkit.Clock) { clk.Advance(1500 * time.Millisecond) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,7 +309,7 @@ func TestNewerValueThatLeftStillKeepsOlderOnesOut(t *testing.T) {
 			c := newCache[string](t, 2, clk)
 			older := c.Writer("alice")
 			defer older.Close()
-			clk.advance(100 * time.Millisecond)
+			clk.Advance(100 * time.Millisecond)
 			newer := c.Writer("alice")
 			newer.Add("orders", "DENY", time.Second, 1)
 			newer.Close()
@@ -341,7 +332,7 @@ func TestOrderFollowsTheCallsNotTheClock(t *testing.T) {
 	clk := newClock()
 	c := newCache[string](t, 16, clk)
 	c.Add("alice", "orders", "first", time.Hour, 1)
-	clk.advance(-time.Minute)
+	clk.Advance(-time.Minute)
 	require.True(t, c.Add("alice", "orders", "second", time.Hour, 1))
 	got, _ := c.Get("alice", "orders")
 	assert.Equal(t, "second", got)
@@ -376,9 +367,9 @@ func TestWriterTTLCountsFromItsMaking(t *testing.T) {
 			c.Add("alice", "orders", "an older answer", time.Hour, 1)
 			w := c.Writer("alice")
 			defer w.Close()
-			clk.advance(tt.fetch)
+			clk.Advance(tt.fetch)
 			assert.Equal(t, tt.wantStore, w.Add("orders", "the answer", time.Minute, 1))
-			clk.advance(tt.then)
+			clk.Advance(tt.then)
 			got, ok := c.Get("alice", "orders")
 			assert.Equal(t, tt.wantHit, ok, "got %q", got)
 			if !tt.wantStore {
@@ -436,7 +427,7 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 	for i := range 40 {
 		c.Add("old", fmt.Sprint(i), i, time.Second, 1)
 	}
-	clk.advance(time.Minute)
+	clk.Advance(time.Minute)
 	// Nobody asks for the old entries again; newer activity drops them
 	// a batch at a time.
 	for i := range 3 {
@@ -500,7 +491,7 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				if i%100 == 0 {
 					c.RemoveGroup(group)
-					clk.advance(time.Second)
+					clk.Advance(time.Second)
 				}
 			}
 		})

@@ -26,7 +26,7 @@ func TestReplayAttackThroughRedisFaults(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	proxy := redistest.StartProxy(t, redistest.Listen(t), srv.Addr(), nil)
-	now := newClockAt(time.Now())
+	now := testkit.NewClock(time.Now())
 	const replicas = 3
 	vs := make([]*dpop.Verifier, replicas)
 	var marker *ReplayStore

@@ -27,13 +27,6 @@ func settled(t *testing.T, c redis.UniversalClient, prefix string) {
 	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
 }
 
-// clockAt is a clock a test sets; safe for concurrent use.
-type clockAt struct{ ns atomic.Int64 }
-
-func newClockAt(t time.Time) *clockAt { c := &clockAt{}; c.Set(t); return c }
-func (c *clockAt) Set(t time.Time)    { c.ns.Store(t.UnixNano()) }
-func (c *clockAt) Now() time.Time     { return time.Unix(0, c.ns.Load()) }
-
 func TestReplayStoreRemember(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -112,7 +105,7 @@ func TestReplayAcrossReplicasOnRedis(t *testing.T) {
 	c := srv.Client()
 	s := NewReplayStore(c, "")
 	settled(t, c, s.prefix)
-	clock := newClockAt(time.Now())
+	clock := testkit.NewClock(time.Now())
 	a, b := replica(t, s, clock.Now), replica(t, s, clock.Now)
 	signer := testkit.Must(dpop.GenerateKey())(t)
 
