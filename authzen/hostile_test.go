@@ -107,8 +107,7 @@ func TestEvaluateFailsClosed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, _ := standIn(t, tt.pdp)
-			d, err := c.Evaluate(t.Context(), req)
-			require.NoError(t, err, "a PDP failure is a denial, not an error")
+			d := testkit.Must(c.Evaluate(t.Context(), req))(t, "a PDP failure is a denial, not an error")
 			assert.False(t, d.Allowed())
 			if tt.name == "decision false" {
 				assert.NoError(t, d.Cause)

@@ -55,8 +55,7 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 	assert.Equal(t, uint64(1), c.Stats().CacheHits)
 	for name, clear := range clears(t) { // nothing to clear: the client still sends none
 		clear(c)
-		d, err := c.Evaluate(t.Context(), readDoc, authzen.NoCache())
-		require.NoError(t, err, name)
+		d := testkit.Must(c.Evaluate(t.Context(), readDoc, authzen.NoCache()))(t, name)
 		assert.True(t, d.Allowed(), name)
 	}
 }
@@ -196,7 +195,6 @@ func TestWithoutCredentialsNeverEmitsTokenExpired(t *testing.T) {
 	assert.Empty(t, got, "a client without a credential emitted a token lifecycle event")
 	mu.Unlock()
 
-	d, err = c.Evaluate(t.Context(), readDoc, authzen.NoCache())
-	require.NoError(t, err, "one 401 refused the client for good")
+	d = testkit.Must(c.Evaluate(t.Context(), readDoc, authzen.NoCache()))(t, "one 401 refused the client for good")
 	assert.True(t, d.Allowed())
 }

@@ -387,8 +387,7 @@ func (h *authHarness) signed(t *testing.T, realm, user string, edit func(*issuer
 	raw := h.token(t, realm, user)
 	rm, ok := h.s.store.Lookup(realm)
 	require.True(t, ok)
-	key, kid, err := h.s.accessKey(rm)
-	require.NoError(t, err)
+	key, kid := testkit.Must2(h.s.accessKey(rm))(t)
 	tok := testkit.Must(jwt.ParseSigned(raw, []jose.SignatureAlgorithm{issuer.AlgorithmOf(key.Public())}))(t)
 	var c issuer.Claims
 	require.NoError(t, tok.Claims(key.Public(), &c))
@@ -399,8 +398,7 @@ func (h *authHarness) signed(t *testing.T, realm, user string, edit func(*issuer
 // mustKey returns a fresh signing key for a test realm.
 func (s *Server) mustKey(t *testing.T) (crypto.Signer, string) {
 	t.Helper()
-	k, kid, err := issuer.GenerateKey()
-	require.NoError(t, err)
+	k, kid := testkit.Must2(issuer.GenerateKey())(t)
 	return k, kid
 }
 

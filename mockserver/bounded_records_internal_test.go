@@ -154,8 +154,7 @@ func TestIssuerHostIsBoundedBeforeItIsKept(t *testing.T) {
 	ts.Config.Handler = s
 	ts.Start()
 	t.Cleanup(ts.Close)
-	_, port, err := net.SplitHostPort(ts.Listener.Addr().String())
-	require.NoError(t, err)
+	_, port := testkit.Must2(net.SplitHostPort(ts.Listener.Addr().String()))(t)
 	for _, tc := range []struct {
 		name, host string
 		want       int

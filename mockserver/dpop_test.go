@@ -231,8 +231,7 @@ func ed25519Proof(t *testing.T, key ed25519.PrivateKey, method, u, token string)
 func TestDPoPWithEd25519AlgorithmName(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(servertest.DPoPFixture()))
-	_, key, err := ed25519.GenerateKey(nil)
-	require.NoError(t, err)
+	_, key := testkit.Must2(ed25519.GenerateKey(nil))(t)
 	res := servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 		"username": {"alice"}, "password": {"alice-pw"}}, http.Header{"Dpop": {ed25519Proof(t, key, http.MethodPost, srv.URL+tokenPath, "")}})
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))

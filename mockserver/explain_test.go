@@ -442,8 +442,7 @@ func TestExplainDecisionErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, text, "DENY for erin on client orders-api")
 	require.Contains(t, text, "invoices#read: GRANT")
-	text, err = srv.ExplainDecision("acme", mockserver.DecisionQuery{Client: "orders-api", User: "bob", Resource: "orders", Scopes: []string{"fly"}})
-	require.NoError(t, err, "an undefined scope is explained")
+	text = testkit.Must(srv.ExplainDecision("acme", mockserver.DecisionQuery{Client: "orders-api", User: "bob", Resource: "orders", Scopes: []string{"fly"}}))(t, "an undefined scope is explained")
 	require.Contains(t, text, "orders#fly: ERROR")
 }
 

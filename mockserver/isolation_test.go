@@ -74,8 +74,7 @@ func TestRealmWorkDoesNotBlockOtherRealms(t *testing.T) {
 			if tt.contentType != "" {
 				req.Header.Set("Content-Type", tt.contentType)
 			}
-			resp, err := a.hc.Do(req)
-			require.NoError(t, err, "the request waited for another realm's lock")
+			resp := testkit.Must(a.hc.Do(req))(t, "the request waited for another realm's lock")
 			defer resp.Body.Close()
 			b, _ := io.ReadAll(resp.Body)
 			require.Equal(t, tt.want, resp.StatusCode, "%s", b)

@@ -147,8 +147,7 @@ func startTwoNodeCluster(t *testing.T) twoNodeCluster {
 	sub := y.Subscribe(ctx, channel)
 	testkit.Must(sub.Receive(ctx))(t)
 	require.NoError(t, x.Publish(ctx, channel, "hello").Err())
-	m, err := sub.ReceiveTimeout(ctx, 5*time.Second)
-	require.NoError(t, err, "a PUBLISH on X reaches Y's subscribers over the bus")
+	m := testkit.Must(sub.ReceiveTimeout(ctx, 5*time.Second))(t, "a PUBLISH on X reaches Y's subscribers over the bus")
 	require.Equal(t, "hello", m.(*redis.Message).Payload)
 	_ = sub.Close()
 	return twoNodeCluster{x: x, y: y, proxy: proxy, channel: channel}

@@ -164,8 +164,7 @@ func warm(t *testing.T, c *redis.Client) {
 func syncedFrom(t *testing.T, c *redis.Client, primary string) {
 	t.Helper()
 	ctx := t.Context()
-	host, port, err := net.SplitHostPort(primary)
-	require.NoError(t, err)
+	host, port := testkit.Must2(net.SplitHostPort(primary))(t)
 	require.NoError(t, c.Do(ctx, "REPLICAOF", host, port).Err())
 	require.Eventually(t, func() bool {
 		info, err := c.Info(ctx, "replication").Result()

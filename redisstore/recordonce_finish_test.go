@@ -59,8 +59,7 @@ func TestFinishIsWonByOneCall(t *testing.T) {
 		{"another writer's", "k", "another"},
 		{"no record", "none", "writer"},
 	} {
-		ok, err := store.Finish(t.Context(), tc.key, tc.writer)
-		require.NoError(t, err, tc.name)
+		ok := testkit.Must(store.Finish(t.Context(), tc.key, tc.writer))(t, tc.name)
 		require.False(t, ok, tc.name)
 	}
 	mine = testkit.Must(store.RecordOnce(t.Context(), "k", "writer", until, since))(t)

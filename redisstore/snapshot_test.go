@@ -161,8 +161,7 @@ func TestReplayStoreBindsAMarkerWrittenByHandWithoutMovingIt(t *testing.T) {
 		require.True(t, ok, "and a generation: %q", got)
 		_, err = strconv.ParseInt(hw, 10, 64)
 		require.NoError(t, err, "with the high-water of Redis's clock: %q", got)
-		g, err := strconv.ParseInt(gen, 10, 64)
-		require.NoError(t, err, "and a generation: %q", got)
+		g := testkit.Must(strconv.ParseInt(gen, 10, 64))(t, "and a generation: %q", got)
 		require.Greater(t, g, hourAgo, "the generation bound at Redis's clock: %q", got)
 
 		srv.Save()
@@ -178,8 +177,7 @@ func markerOf(t *testing.T, c *redis.Client, key string) int64 {
 	t.Helper()
 	v := testkit.Must(c.Get(t.Context(), key).Result())(t)
 	ms, _, _ := strings.Cut(v, "@")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	require.NoError(t, err, "marker %q", v)
+	n := testkit.Must(strconv.ParseInt(ms, 10, 64))(t, "marker %q", v)
 	return n
 }
 

@@ -58,8 +58,7 @@ func TestRealClients(t *testing.T) {
 
 	for _, style := range []oauth2.AuthStyle{oauth2.AuthStyleInHeader, oauth2.AuthStyleInParams, oauth2.AuthStyleAutoDetect} {
 		cc := clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: meta.TokenEndpoint, AuthStyle: style}
-		ctok, err := cc.Token(ctx)
-		require.NoError(t, err, "auth style %d", style)
+		ctok := testkit.Must(cc.Token(ctx))(t, "auth style %d", style)
 		require.Equal(t, "Bearer", ctok.TokenType)
 		res := postJSON(t, srv, authorizePath, ctok.AccessToken, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
 		require.Equal(t, 200, res.Status)
@@ -124,8 +123,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 		cc.Endpoint.AuthStyle = style
 		verifier := oauth2.GenerateVerifier()
 		back := servertest.SignIn(t, srv.Client(), cc.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), "bob", "bob-pw")
-		tok, err := cc.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier))
-		require.NoError(t, err, "auth style %d", style)
+		tok := testkit.Must(cc.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier)))(t, "auth style %d", style)
 		id := testkit.Must(provider.Verifier(&oidc.Config{ClientID: "orders-api"}).Verify(ctx, tok.Extra("id_token").(string)))(t)
 		require.Empty(t, id.Nonce)
 	}

@@ -86,8 +86,7 @@ func TestAccessTokenAlgorithmOption(t *testing.T) {
 		require.ErrorContains(t, err, "WithAccessTokenAlgorithm", alg)
 	}
 	for _, alg := range []string{"", "RS256", "ES256"} {
-		_, err := mockserver.New(mockserver.WithAccessTokenAlgorithm(alg))
-		require.NoError(t, err, alg)
+		testkit.Must(mockserver.New(mockserver.WithAccessTokenAlgorithm(alg)))(t, alg)
 	}
 }
 
@@ -162,8 +161,7 @@ func TestGoOIDCResourceServerChecksTyp(t *testing.T) {
 	verifier := provider.Verifier(&oidc.Config{ClientID: "admin-cli"})
 	typ := func(raw string) string {
 		t.Helper()
-		verified, err := verifier.Verify(ctx, raw)
-		require.NoError(t, err, "go-oidc's Verifier takes both kinds of token")
+		verified := testkit.Must(verifier.Verify(ctx, raw))(t, "go-oidc's Verifier takes both kinds of token")
 		var claims struct {
 			Typ string `json:"typ"`
 		}

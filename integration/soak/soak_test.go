@@ -778,8 +778,7 @@ func soakLoad(t *testing.T, duration time.Duration, workers, users int) soakSumm
 		}
 	}
 	for _, w := range ws {
-		_, err := w.client.Organizations(t.Context())
-		require.NoError(t, err, "writer %d recovered", w.n)
+		testkit.Must(w.client.Organizations(t.Context()))(t, "writer %d recovered", w.n)
 	}
 	for _, j := range junk {
 		_, err := j.client.CheckMany(pep.WithToken(t.Context(), junkTokens[0]), soakAsk)

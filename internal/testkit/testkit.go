@@ -7,6 +7,7 @@ package testkit
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -18,14 +19,38 @@ import (
 // Must returns a function that returns v, having failed the test it is
 // given (and stopped it, as require.NoError does) if err is not nil: a
 // test's `v := testkit.Must(f())(t)` for the call and then its
-// require.NoError(t, err).
-func Must[T any](v T, err error) func(testing.TB) T {
-	return func(t testing.TB) T {
+// require.NoError(t, err). msgAndArgs, as require's, say what failed.
+func Must[T any](v T, err error) func(t testing.TB, msgAndArgs ...any) T {
+	return func(t testing.TB, msgAndArgs ...any) T {
 		t.Helper()
-		if err != nil {
-			t.Fatalf("unexpected error: %v", err)
-		}
+		noError(t, err, msgAndArgs)
 		return v
+	}
+}
+
+// Must2 is Must for a call of two values and an error.
+func Must2[A, B any](a A, b B, err error) func(t testing.TB, msgAndArgs ...any) (A, B) {
+	return func(t testing.TB, msgAndArgs ...any) (A, B) {
+		t.Helper()
+		noError(t, err, msgAndArgs)
+		return a, b
+	}
+}
+
+// noError fails and stops the test if err is not nil, saying
+// msgAndArgs (a message, or a format and its arguments) before it.
+func noError(t testing.TB, err error, msgAndArgs []any) {
+	t.Helper()
+	switch {
+	case err == nil:
+	case len(msgAndArgs) == 0:
+		t.Fatalf("unexpected error: %v", err)
+	default:
+		msg := fmt.Sprint(msgAndArgs...)
+		if f, ok := msgAndArgs[0].(string); ok && len(msgAndArgs) > 1 {
+			msg = fmt.Sprintf(f, msgAndArgs[1:]...)
+		}
+		t.Fatalf("%s: unexpected error: %v", msg, err)
 	}
 }
 

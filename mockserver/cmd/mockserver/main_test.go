@@ -294,8 +294,7 @@ func TestRunBoundsSlowClients(t *testing.T) {
 			defer conn.Close()
 			require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
 			writeString(t, conn, req)
-			_, err := io.Copy(io.Discard, conn) // returns once the server closes
-			require.NoError(t, err, "the server should close the connection, not the test's deadline")
+			testkit.Must(io.Copy(io.Discard, conn))(t, "the server should close the connection, not the test's deadline") // returns once the server closes
 		})
 	}
 }
@@ -349,15 +348,13 @@ func TestRunLimitsConnections(t *testing.T) {
 	require.True(t, ne.Timeout(), "%v", err)
 
 	writeString(t, first, rest)
-	resp, err := http.ReadResponse(bufio.NewReader(first), nil)
-	require.NoError(t, err, "the first request is answered whole")
+	resp := testkit.Must(http.ReadResponse(bufio.NewReader(first), nil))(t, "the first request is answered whole")
 	testkit.Must(io.Copy(io.Discard, resp.Body))(t)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 
 	require.NoError(t, second.SetReadDeadline(time.Now().Add(time.Minute)))
-	resp, err = http.ReadResponse(br, nil)
-	require.NoError(t, err, "served once the first connection had no request")
+	resp = testkit.Must(http.ReadResponse(br, nil))(t, "served once the first connection had no request")
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
@@ -434,8 +431,7 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 				written <- err
 			}()
 			br := bufio.NewReader(conn)
-			resp, err := http.ReadResponse(br, nil)
-			require.NoError(t, err, "the answer arrives whole")
+			resp := testkit.Must(http.ReadResponse(br, nil))(t, "the answer arrives whole")
 			testkit.Must(io.Copy(io.Discard, resp.Body))(t)
 			resp.Body.Close()
 			require.Equal(t, tc.want, resp.StatusCode)
@@ -501,8 +497,7 @@ func TestRunDoesNotWaitForBodiesItRefuses(t *testing.T) {
 			_, err := io.WriteString(conn, "POST /realms/master/authorization-decision-provider/authorize HTTP/1.1\r\nHost: "+addr+
 				"\r\nContent-Type: application/json\r\nContent-Length: "+fmt.Sprint(tc.length)+"\r\n\r\n{\"a\":")
 			require.NoError(t, err)
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			require.NoError(t, err, "the answer comes without the rest of the body")
+			resp := testkit.Must(http.ReadResponse(bufio.NewReader(conn), nil))(t, "the answer comes without the rest of the body")
 			resp.Body.Close()
 			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 			require.True(t, resp.Close, "the connection closes after the answer")
@@ -520,8 +515,7 @@ func requireServed(t *testing.T, base string, within time.Duration, msg string) 
 	defer cancel()
 	c := &http.Client{Transport: checker.Transport(&http.Transport{DisableKeepAlives: true})}
 	req := testkit.Must(http.NewRequestWithContext(ctx, http.MethodGet, base+"/realms/master/.well-known/openid-configuration", nil))(t)
-	resp, err := c.Do(req)
-	require.NoError(t, err, msg)
+	resp := testkit.Must(c.Do(req))(t, msg)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }

@@ -57,8 +57,7 @@ func newWorld(t testing.TB) *world {
 	ops := testkit.Must(r.CreateDepartment(us.ID, "", store.DeptSpec{Name: "Ops", Alias: "ops", TemplateRoleIDs: []string{viewer}}, now))(t)
 	w.ids["sales"], w.ids["ops"] = sales.ID, ops.ID
 	for _, d := range []string{sales.ID, ops.ID} {
-		_, _, err := r.Assign(carol, d, now)
-		require.NoError(t, err)
+		testkit.Must2(r.Assign(carol, d, now))(t)
 	}
 
 	c := testkit.Must(r.AddClient(store.Client{ClientID: "api", Secret: "s",

@@ -27,8 +27,7 @@ func TestSignVerify(t *testing.T) {
 	for _, km := range keyMakers {
 		t.Run(km.alg, func(t *testing.T) {
 			t.Parallel()
-			key, kid, err := km.gen()
-			require.NoError(t, err)
+			key, kid := testkit.Must2(km.gen())(t)
 			other, otherKid, err := km.gen()
 			require.NoError(t, err)
 			now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -97,8 +96,7 @@ func TestSignVerify(t *testing.T) {
 				// other algorithm's is malformed, whatever its kid. An ID
 				// token, signed by the key of RS256 access tokens, is
 				// no access token.
-				ec, _, err := GenerateKey()
-				require.NoError(t, err)
+				ec, _ := testkit.Must2(GenerateKey())(t)
 				es := testkit.Must(Sign(ec, kid, claims))(t)
 				id := testkit.Must(SignIDToken(key, kid, &IDClaims{Claims: claims.Claims}))(t)
 				cases = append(cases, verifyCase{"TestVerifyAcceptsOnlyTheKeysAlgorithm", es, iss, now, ErrMalformed},
@@ -122,10 +120,8 @@ func TestSignVerify(t *testing.T) {
 // revoking a token needs), and refuses the rest as Verify does.
 func TestVerifyOwn(t *testing.T) {
 	t.Parallel()
-	key, kid, err := GenerateKey()
-	require.NoError(t, err)
-	other, _, err := GenerateKey()
-	require.NoError(t, err)
+	key, kid := testkit.Must2(GenerateKey())(t)
+	other, _ := testkit.Must2(GenerateKey())(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	sign := func(k crypto.Signer, iss, typ string, nbf time.Time) string {
 		raw := testkit.Must(Sign(k, kid, &Claims{Claims: jwt.Claims{Issuer: iss, ID: "j", Expiry: jwt.NewNumericDate(now.Add(time.Minute)),

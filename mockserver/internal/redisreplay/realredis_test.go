@@ -118,8 +118,7 @@ func dbsize(t *testing.T, addr string) int {
 	defer conn.Close()
 	testkit.Must(conn.Write([]byte("DBSIZE\r\n")))(t)
 	line := testkit.Must(bufio.NewReader(conn).ReadString('\n'))(t)
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, ":")))
-	require.NoError(t, err, "DBSIZE answered %q", line)
+	n := testkit.Must(strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, ":"))))(t, "DBSIZE answered %q", line)
 	return n
 }
 
@@ -137,8 +136,7 @@ func TestRecordedAnswersOnAFullRedis(t *testing.T) {
 
 	// The marker's high-water put 5 s back: the next read's script is
 	// due to raise it (one write a second), whatever the test's pace.
-	c, _, err := s.get(ctx)
-	require.NoError(t, err)
+	c, _ := testkit.Must2(s.get(ctx))(t)
 	defer s.put(c, true)
 	replies := testkit.Must(c.do(ctx, []string{"EVAL", `local ms, r, hw, gen = string.match(redis.call('GET', KEYS[1]), '^(%d+)@(%x+)@(%d+)@(%d+)$')
 redis.call('SET', KEYS[1], ms .. '@' .. r .. '@' .. string.format('%.0f', tonumber(hw) - 5000) .. '@' .. gen)

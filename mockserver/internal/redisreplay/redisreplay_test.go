@@ -367,8 +367,7 @@ func TestRememberSpeaksRESP(t *testing.T) {
 	s := settledStore(t, "redis://u:pw@"+f.addr+"/3")
 	until := time.UnixMilli(4_000_000_000_000).Add(time.Microsecond)
 	for i, want := range []bool{true, false} {
-		first, err := s.Remember(t.Context(), "k", until)
-		require.NoError(t, err, "call %d", i)
+		first := testkit.Must(s.Remember(t.Context(), "k", until))(t, "call %d", i)
 		require.Equal(t, want, first, "call %d", i)
 	}
 	cmds := f.commands()

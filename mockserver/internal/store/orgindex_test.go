@@ -117,8 +117,7 @@ func TestAssignmentTreeMatchesPrunedTree(t *testing.T) {
 			for range 1 + rng.IntN(10) {
 				d := depts[rng.IntN(len(depts))]
 				assigned[d.ID] = true
-				_, _, err := r.Assign("u-alice", d.ID, t0)
-				require.NoError(t, err)
+				testkit.Must2(r.Assign("u-alice", d.ID, t0))(t)
 			}
 			got := testkit.Must(r.AssignmentTree("u-alice"))(t)
 			require.Equal(t, prunedTrees(t, r, assigned), flattenOrgs(got))
@@ -205,8 +204,7 @@ func TestWideDeletesSearchNoSiblingList(t *testing.T) {
 		wide.Children = append(wide.Children, DeptSpec{Name: fmt.Sprint("child ", i)})
 	}
 	w := mustDept(t, r, o.ID, "", wide)
-	_, _, err := r.Assign("u-alice", r.orgIndex(o.ID).children[w.ID].At(0).ID, t0)
-	require.NoError(t, err)
+	testkit.Must2(r.Assign("u-alice", r.orgIndex(o.ID).children[w.ID].At(0).ID, t0))(t)
 
 	compares := countDeptCompares(t)
 	gone := deleteDepartment(t, r, o.ID, w.ID)
