@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
-	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -90,6 +89,7 @@ func TestCloseLetsEveryRefusalBePublished(t *testing.T) {
 // deafPublisher's Publish ignores its context (a Redis client stuck on a
 // dead connection) and returns only when stop is closed.
 type deafPublisher struct {
+	upSubscription
 	entered, stop chan struct{}
 	once          sync.Once
 }
@@ -98,12 +98,6 @@ func (p *deafPublisher) Publish(context.Context, []byte) error {
 	p.once.Do(func() { close(p.entered) })
 	<-p.stop
 	return nil
-}
-
-func (p *deafPublisher) Subscribe(ctx context.Context, r invalidation.Receiver) error {
-	r.Heartbeat(time.Now())
-	<-ctx.Done()
-	return ctx.Err()
 }
 
 // closingHandler closes the client (self) on every warning it logs,
