@@ -1,10 +1,7 @@
 package authzen_test
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,7 +57,7 @@ func TestDPoPNonceAskedForInAnyForm(t *testing.T) {
 						srv.ServeHTTP(w, r)
 						return
 					}
-					nonce := proofNonce(r.Header.Get("DPoP"))
+					nonce := testkit.ProofNonce(r.Header.Get("DPoP"))
 					mu.Lock()
 					nonces = append(nonces, nonce)
 					mu.Unlock()
@@ -107,19 +104,4 @@ func TestDPoPNonceAskedForInAnyForm(t *testing.T) {
 			})
 		}
 	}
-}
-
-// proofNonce returns the nonce claim of a DPoP proof, "" if none (or if
-// the proof cannot be read: the server then refuses it, and the test sees
-// the refusal).
-func proofNonce(proof string) string {
-	var claims struct {
-		Nonce string `json:"nonce"`
-	}
-	if parts := strings.Split(proof, "."); len(parts) == 3 {
-		if b, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
-			_ = json.Unmarshal(b, &claims)
-		}
-	}
-	return claims.Nonce
 }

@@ -132,7 +132,7 @@ func TestDPoPNonceChallenge(t *testing.T) {
 	askUntilN1 := func(status int, challenge string, body any) func(*testing.T, *reference) {
 		return func(_ *testing.T, g *reference) {
 			g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
-				if proofNonce(r) == "n1" {
+				if testkit.ProofNonce(r.Header.Get("DPoP")) == "n1" {
 					return false
 				}
 				if challenge != "" {
@@ -194,18 +194,6 @@ func TestDPoPNonceChallenge(t *testing.T) {
 			assert.Equal(t, latestNonce(reqs[:2]), third.Nonce)
 		})
 	}
-}
-
-// proofNonce returns the nonce claim of a request's proof, "" if none.
-func proofNonce(r *http.Request) string {
-	var claims proofClaims
-	parts := strings.Split(r.Header.Get("DPoP"), ".")
-	if len(parts) == 3 {
-		if b, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
-			_ = json.Unmarshal(b, &claims)
-		}
-	}
-	return claims.Nonce
 }
 
 // TestDPoPNonceResendIsOutsideTheRetryBudget: the server's nonce challenge,

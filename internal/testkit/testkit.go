@@ -1,12 +1,15 @@
 // Package testkit holds the small helpers the tests of several packages
 // share: a clock moved by hand, a log buffer written from any goroutine, a
-// user's log handler with a bug, a measure of the live heap's growth and
-// Must, for a value a test needs from a call that must not fail.
+// user's log handler with a bug, a measure of the live heap's growth, a
+// DPoP proof's nonce and Must, for a value a test needs from a call that
+// must not fail.
 // It is imported by tests only, and imports the standard library only.
 package testkit
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -138,4 +141,19 @@ func LiveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// ProofNonce returns the nonce claim of a DPoP proof, "" if none (or if
+// the proof cannot be read: the server then refuses it, and the test sees
+// the refusal).
+func ProofNonce(proof string) string {
+	var claims struct {
+		Nonce string `json:"nonce"`
+	}
+	if parts := strings.Split(proof, "."); len(parts) == 3 {
+		if b, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
+			_ = json.Unmarshal(b, &claims)
+		}
+	}
+	return claims.Nonce
 }
