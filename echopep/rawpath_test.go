@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"testing/fstest"
 
@@ -47,8 +46,7 @@ func TestAnEscapedLetterSkipsNoRouteRule(t *testing.T) {
 	e := echo.New()
 	e.GET("/files/private/*", files, echopep.Require(gw, "private", "read"))
 	e.GET("/files/*", files, echopep.Require(gw, "files", "read"))
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
+	srv := testkit.Serve(t, e)
 	do := func(p string) (int, string) {
 		req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+p, nil))(t)
 		req.Header.Set("Authorization", "Bearer abcdefghijklmnopqrstuvwxyz")

@@ -38,7 +38,7 @@ func trustedGuard() http.Handler {
 func TestALateTrustedBodyReadClosesItsConnection(t *testing.T) {
 	t.Parallel()
 	guard := trustedGuard()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := testkit.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		r = r.WithContext(ctx)
@@ -46,7 +46,6 @@ func TestALateTrustedBodyReadClosesItsConnection(t *testing.T) {
 		r.Body = &cancelAtEOF{ReadCloser: r.Body, cancel: cancel}
 		guard.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
 	conn := testkit.Must(net.Dial("tcp", srv.Listener.Addr().String()))(t)
 	t.Cleanup(func() { _ = conn.Close() })
 	body := "_method=DELETE&x=1"

@@ -157,8 +157,7 @@ func TestCallerChosenResourceAgainstReferenceServer(t *testing.T) {
 		ran.Add(1)
 		_, _ = io.WriteString(w, "ran")
 	})))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	srv := testkit.Serve(t, mux)
 	ann := gw.Token("shop", "ann")
 
 	tests := []struct {

@@ -221,8 +221,7 @@ var performed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 func TestFormContentTypeAsNetHTTPReadsItOverTheWire(t *testing.T) {
 	t.Parallel()
 	guard, dan := danShop(t)
-	srv := httptest.NewServer(guard(gorillaOverriding))
-	t.Cleanup(srv.Close)
+	srv := testkit.Serve(t, guard(gorillaOverriding))
 	req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders/42", strings.NewReader("_method=DELETE")))(t)
 	req.Header.Set("Authorization", "Bearer "+dan)
 	req.Header.Set("Content-Type", "appl\u0130cation/x-www-form-urlencoded")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -69,8 +68,7 @@ func TestKeptCodeSurvivesAProofThatCannotBeRecorded(t *testing.T) {
 	proofs := &failingProofStore{ReplayStore: &memoryProofs{keys: map[string]bool{}}}
 	opts := append(append([]dpop.Option(nil), s.auth.proofOpts...), dpop.WithReplayStore(proofs))
 	s.auth.proofs = newPerRealm(func() (*dpop.Verifier, error) { return dpop.NewVerifier(opts...) })
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
+	hs := testkit.Serve(t, s)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	post := func(path string, form url.Values, header http.Header) *http.Response {
 		t.Helper()

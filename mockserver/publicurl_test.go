@@ -82,8 +82,7 @@ func TestDPoPBehindTrustedProxy(t *testing.T) {
 		s := testkit.Must(New(append(opts, WithFixture(Fixture{Realms: []FixtureRealm{{Name: "acme",
 			Users:   []FixtureUser{{Username: "alice", Password: "pw", Roles: []string{"realm-admin"}}},
 			Clients: []FixtureClient{{ClientID: "orders-api", Secret: "s"}}}}}))...))(t)
-		ts := httptest.NewServer(s)
-		t.Cleanup(ts.Close)
+		ts := testkit.Serve(t, s)
 		signer := newKey(t)
 		const public = "https://auth.public.test"
 		proxied := func(req *http.Request) *http.Response {

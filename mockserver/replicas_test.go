@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -217,10 +216,9 @@ func startFront(t *testing.T, names []string, opts ...mockserver.Option) *front 
 		s := testkit.Must(mockserver.New(opts...))(t)
 		f.replicas[n] = s
 	}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := testkit.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.replicas[r.Header.Get("X-Replica")].ServeHTTP(w, r)
 	}))
-	t.Cleanup(hs.Close)
 	f.URL = hs.URL
 	return f
 }

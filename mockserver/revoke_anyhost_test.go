@@ -3,7 +3,6 @@ package mockserver_test
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -25,8 +24,7 @@ import (
 func TestRevocationRevokesATokenMintedUnderAnotherNameOfTheServer(t *testing.T) {
 	t.Parallel()
 	ms := testkit.Must(mockserver.New(mockserver.WithFixture(servertest.DPoPFixture())))(t)
-	srv := httptest.NewServer(ms)
-	t.Cleanup(srv.Close)
+	srv := testkit.Serve(t, ms)
 	u := parseURL(t, srv.URL)
 	minted, revokedAt := "localhost:"+u.Port(), u.Host
 	call := func(host, path, ctype, body string, h http.Header) servertest.Result {

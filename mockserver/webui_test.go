@@ -71,8 +71,7 @@ func newUIServer(t *testing.T, opts ...Option) *uiServer {
 	u.now.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, u.now.Load()).UTC() }
 	s := mustNew(t, append([]Option{WithFixture(uiFixture()), WithClock(clock), WithWebUI(), es256Tokens}, opts...)...)
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
+	ts := testkit.Serve(t, s)
 	u.s, u.url = s, ts.URL
 	return u
 }
@@ -186,8 +185,7 @@ func (u *uiServer) pages() []struct{ method, path string } {
 func TestWebUIIsOffByDefault(t *testing.T) {
 	t.Parallel()
 	s := mustNew(t, WithFixture(uiFixture()))
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
+	ts := testkit.Serve(t, s)
 	for _, path := range []string{"/ui/", "/ui/realms/acme/home", "/ui/realms/acme/login", "/ui/style.css"} {
 		t.Run(path, func(t *testing.T) {
 			resp := testkit.Must(ts.Client().Get(ts.URL + path))(t)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -50,7 +50,7 @@ func TestCloseLetsEveryRefusalBePublished(t *testing.T) {
 			t.Parallel()
 			inv := &gatedPublisher{up: time.Now().Add(500 * time.Millisecond)}
 			arrived, release := make(chan struct{}), make(chan struct{})
-			gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			gw := testkit.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if underWay {
 					close(arrived)
 					<-release
@@ -58,7 +58,6 @@ func TestCloseLetsEveryRefusalBePublished(t *testing.T) {
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 				w.WriteHeader(http.StatusUnauthorized)
 			}))
-			t.Cleanup(gw.Close)
 			c := mustPep(t, gw.URL, "acme", "orders-api", pep.WithInvalidator(inv))
 			called := make(chan error, 1)
 			go func() {

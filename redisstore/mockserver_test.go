@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -309,8 +308,7 @@ func inProcess(t *testing.T, store *ReplayStore, seed string, opts ...mockserver
 		opts = append(opts, mockserver.WithReplayStore(store))
 	}
 	ms := testkit.Must(mockserver.New(opts...))(t)
-	hs := httptest.NewServer(ms)
-	t.Cleanup(hs.Close)
+	hs := testkit.Serve(t, ms)
 	return hs.URL, hs.Close
 }
 

@@ -98,8 +98,7 @@ func TestReplicasBehindAFront(t *testing.T) {
 	for range 3 {
 		verifier := testkit.Must(dpop.NewVerifier(dpop.WithReplayStore(redisstore.NewReplayStore(replayRedis.Client(), replayPrefix))))(t)
 		s := &service{pep: replica(t, gw, invRedis.Client(), "test:replicas"), verifier: verifier, public: public, jkt: jktOf}
-		backend := httptest.NewServer(s)
-		t.Cleanup(backend.Close)
+		backend := testkit.Serve(t, s)
 		u := testkit.Must(url.Parse(backend.URL))(t)
 		proxies = append(proxies, httputil.NewSingleHostReverseProxy(u))
 		replicas = append(replicas, s)

@@ -3,7 +3,6 @@ package frameworks_test
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -37,8 +36,7 @@ func chiOrders(client middleware.Checker) http.Handler {
 func TestChiExample(t *testing.T) {
 	t.Parallel()
 	env := adaptertest.Start(t)
-	srv := httptest.NewServer(chiOrders(env.Client))
-	t.Cleanup(srv.Close)
+	srv := testkit.Serve(t, chiOrders(env.Client))
 	tests := []struct {
 		name, path, user string
 		status           int

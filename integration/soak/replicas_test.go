@@ -624,8 +624,7 @@ func replicasLoad(t *testing.T, duration, redisEvery time.Duration) replicasSumm
 		inv := &watchedInvalidator{Invalidator: redisstore.NewInvalidator(invRedis.Client(), "soak:replicas"), replica: i, watch: watch}
 		c := testkit.Must(newSoakClient(gw.URL, gwClient, pep.WithInvalidator(inv)))(t)
 		t.Cleanup(func() { _ = c.Close() })
-		backend := httptest.NewServer(&replicaService{pep: c, verifier: verifier, public: public, jkt: jktOf})
-		t.Cleanup(backend.Close)
+		backend := testkit.Serve(t, &replicaService{pep: c, verifier: verifier, public: public, jkt: jktOf})
 		u := testkit.Must(url.Parse(backend.URL))(t)
 		p := httputil.NewSingleHostReverseProxy(u)
 		p.Transport = proxyTransport

@@ -1,8 +1,8 @@
 // Package testkit holds the small helpers the tests of several packages
 // share: a clock moved by hand, a log buffer written from any goroutine, a
 // user's log handler with a bug, a measure of the live heap's growth, a
-// DPoP proof's nonce and Must, for a value a test needs from a call that
-// must not fail.
+// DPoP proof's nonce, a server closed when the test ends and Must, for a
+// value a test needs from a call that must not fail.
 // It is imported by tests only, and imports the standard library only.
 package testkit
 
@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -156,4 +158,11 @@ func ProofNonce(proof string) string {
 		}
 	}
 	return claims.Nonce
+}
+
+// Serve starts an httptest.Server of h, closed when the test ends.
+func Serve(t testing.TB, h http.Handler) *httptest.Server {
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
 }

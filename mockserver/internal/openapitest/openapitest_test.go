@@ -128,12 +128,11 @@ func TestMiddlewareTakesANilBody(t *testing.T) {
 func TestTransport(t *testing.T) {
 	t.Parallel()
 	chk := testkit.Must(New([]byte(testDoc)))(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := testkit.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"error":"Not Found","message":"x"}`)
 	}))
-	t.Cleanup(srv.Close)
 	client := &http.Client{Transport: chk.Transport(srv.Client().Transport)}
 	resp := testkit.Must(client.Get(srv.URL + "/nowhere"))(t)
 	b, _ := io.ReadAll(resp.Body)
