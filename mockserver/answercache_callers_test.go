@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -215,8 +216,7 @@ func TestCachedAnswersTakeFaultsAndTheDenialLog(t *testing.T) {
 func TestCachedAnswerRefusedAfterDecommissionOrWithoutItsBinding(t *testing.T) {
 	t.Parallel()
 	s := mustNew(t, WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
-	key, kid, err := s.keys.signing("tenant1")
-	require.NoError(t, err)
+	key, kid := testkit.Must2(s.keys.signing("tenant1"))(t)
 	rm, err := s.store.ProvisionTenant("tenant1", "free", "boss@t.test", "pw-pw-pw-pw", key, kid)
 	require.NoError(t, err)
 	tok := mustIssue(t, s, "tenant1", "boss@t.test")
@@ -226,8 +226,7 @@ func TestCachedAnswerRefusedAfterDecommissionOrWithoutItsBinding(t *testing.T) {
 		rec := ask()
 		require.Equal(t, 200, rec.Code, rec.Body.String())
 	}
-	_, _, err = s.store.DecommissionTenant(rm.Tenant.ID)
-	require.NoError(t, err)
+	testkit.Must2(s.store.DecommissionTenant(rm.Tenant.ID))(t)
 	rec := ask()
 	require.NotEqual(t, 200, rec.Code, rec.Body.String())
 

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 func TestUserOrgRoleIDs(t *testing.T) {
@@ -18,10 +20,8 @@ func TestUserOrgRoleIDs(t *testing.T) {
 	require.NoError(t, err)
 	_, err = r.LinkRole(b.ID, "r-viewer")
 	require.NoError(t, err)
-	_, _, err = r.Assign("u-alice", da.ID, t0)
-	require.NoError(t, err)
-	_, _, err = r.Assign("u-alice", db.ID, t0)
-	require.NoError(t, err)
+	testkit.Must2(r.Assign("u-alice", da.ID, t0))(t)
+	testkit.Must2(r.Assign("u-alice", db.ID, t0))(t)
 
 	assert.Equal(t, Set{"r-editor": {}, "r-auditor": {}, "r-viewer": {}}, r.UserOrgRoleIDs("u-alice", ""))
 	assert.Equal(t, Set{"r-editor": {}, "r-auditor": {}}, r.UserOrgRoleIDs("u-alice", a.ID))
@@ -42,8 +42,7 @@ func TestAssignmentTimeAnyClock(t *testing.T) {
 		r := testRealm(t)
 		o := mustOrg(t, r, "A", "a")
 		d := mustDept(t, r, o.ID, "", DeptSpec{Name: "One"})
-		a, created, err := r.Assign("u-alice", d.ID, at)
-		require.NoError(t, err)
+		a, created := testkit.Must2(r.Assign("u-alice", d.ID, at))(t)
 		require.True(t, created)
 		at = at.Truncate(time.Second) // TestAssignmentTimeTruncatesToTheSecond
 		assert.True(t, at.Equal(a.AssignedAt), "assigned at %v, got %v", at, a.AssignedAt)
@@ -51,8 +50,7 @@ func TestAssignmentTimeAnyClock(t *testing.T) {
 		require.True(t, ok)
 		assert.True(t, at.Equal(got.AssignedAt), "read back %v, got %v", at, got.AssignedAt)
 		assert.Equal(t, time.UTC, got.AssignedAt.Location())
-		later, _, err := r.Assign("u-alice", d.ID, at.Add(time.Hour))
-		require.NoError(t, err)
+		later, _ := testkit.Must2(r.Assign("u-alice", d.ID, at.Add(time.Hour)))(t)
 		assert.True(t, at.Equal(later.AssignedAt), "a repeat keeps %v, got %v", at, later.AssignedAt)
 	}
 }

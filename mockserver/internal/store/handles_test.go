@@ -26,8 +26,7 @@ func TestRecycledDepartmentHandleHoldsNothing(t *testing.T) {
 		require.NoError(t, err)
 		plain := mustDept(t, r, o.ID, "", DeptSpec{Name: "Plain"})
 		for _, d := range []*Department{top, plain} {
-			_, _, err = r.Assign("u-alice", d.ID, t0)
-			require.NoError(t, err)
+			testkit.Must2(r.Assign("u-alice", d.ID, t0))(t)
 		}
 		require.Contains(t, r.UserOrgRoleIDs("u-alice", ""), "r-auditor")
 		oldHandles := map[uint32]bool{}
@@ -52,8 +51,7 @@ func TestRecycledDepartmentHandleHoldsNothing(t *testing.T) {
 			}
 		}
 		require.Equal(t, 3, reused, "round %d: the test must recycle every freed handle", round)
-		_, _, err = r.Assign("u-bob", fresh.ID, t0)
-		require.NoError(t, err)
+		testkit.Must2(r.Assign("u-bob", fresh.ID, t0))(t)
 
 		for _, d := range []*Department{fresh, again} {
 			_, ok := r.Assignment("u-alice", d.ID)

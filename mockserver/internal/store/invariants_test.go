@@ -17,13 +17,11 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 		r := testRealm(t)
 		o := mustOrg(t, r, "A", "a")
 		d := mustDept(t, r, o.ID, "", DeptSpec{Name: "D", Alias: "d", Children: []DeptSpec{{Name: "C"}}})
-		_, _, err := r.Assign("u-alice", d.ID, t0)
-		require.NoError(t, err)
+		testkit.Must2(r.Assign("u-alice", d.ID, t0))(t)
 		testkit.Must(r.LinkGroup(o.ID, "g-eng"))(t)
 		testkit.Must(r.LinkRole(o.ID, "r-editor"))(t)
 		app := testkit.Must(r.RegisterApplication(AppSpec{ClientID: "orders-api"}, t0))(t)
-		_, _, err = r.AssignApplication(o.ID, app.ClientID)
-		require.NoError(t, err)
+		testkit.Must2(r.AssignApplication(o.ID, app.ClientID))(t)
 		requireConsistent(t, r)
 		return r, o, d
 	}

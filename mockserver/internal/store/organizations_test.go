@@ -96,8 +96,7 @@ func TestDeleteOrganizationCascades(t *testing.T) {
 	_, err := r.LinkGroup(o.ID, "g-eng")
 	require.NoError(t, err)
 	app := testkit.Must(r.RegisterApplication(AppSpec{ClientID: "orders-api"}, t0))(t)
-	_, _, err = r.AssignApplication(o.ID, "orders-api")
-	require.NoError(t, err)
+	testkit.Must2(r.AssignApplication(o.ID, "orders-api"))(t)
 	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "p",
 		Properties: []Property{{Key: "cost", Type: PropNumber}}}, t0)
 	require.NoError(t, err)
