@@ -217,8 +217,7 @@ func TestCachedAnswerRefusedAfterDecommissionOrWithoutItsBinding(t *testing.T) {
 	t.Parallel()
 	s := mustNew(t, WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
 	key, kid := testkit.Must2(s.keys.signing("tenant1"))(t)
-	rm, err := s.store.ProvisionTenant("tenant1", "free", "boss@t.test", "pw-pw-pw-pw", key, kid)
-	require.NoError(t, err)
+	rm := testkit.Must(s.store.ProvisionTenant("tenant1", "free", "boss@t.test", "pw-pw-pw-pw", key, kid))(t)
 	tok := mustIssue(t, s, "tenant1", "boss@t.test")
 	body := `{"clientId":"admin-cli","resources":[{"name":"x"}],"context":{}}`
 	ask := func() *httptest.ResponseRecorder { return answersAskIn(s, "tenant1", tok, body) }

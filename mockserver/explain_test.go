@@ -438,8 +438,7 @@ func TestExplainDecisionErrors(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	text, err := srv.ExplainDecision("acme", mockserver.DecisionQuery{User: "erin", Resource: "*"})
-	require.NoError(t, err)
+	text := testkit.Must(srv.ExplainDecision("acme", mockserver.DecisionQuery{User: "erin", Resource: "*"}))(t)
 	require.Contains(t, text, "DENY for erin on client orders-api")
 	require.Contains(t, text, "invoices#read: GRANT")
 	text = testkit.Must(srv.ExplainDecision("acme", mockserver.DecisionQuery{Client: "orders-api", User: "bob", Resource: "orders", Scopes: []string{"fly"}}))(t, "an undefined scope is explained")

@@ -50,8 +50,7 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	mallory := key.WithClock(func() time.Time { return now }) // one second's proofs
 	var proofs []string
 	for range limit + 2 {
-		p, err := mallory.Proof("GET", testURL, "", "")
-		require.NoError(t, err)
+		p := testkit.Must(mallory.Proof("GET", testURL, "", ""))(t)
 		proofs = append(proofs, p)
 	}
 	// The limit's proofs, then one that drops the oldest to make room.

@@ -93,11 +93,10 @@ func TestDeleteOrganizationCascades(t *testing.T) {
 	}
 	testkit.Must(r.LinkRole(o.ID, "r-editor"))(t)
 	testkit.Must(r.LinkRole(keep.ID, "r-editor"))(t)
-	_, err := r.LinkGroup(o.ID, "g-eng")
-	require.NoError(t, err)
+	testkit.Must(r.LinkGroup(o.ID, "g-eng"))(t)
 	app := testkit.Must(r.RegisterApplication(AppSpec{ClientID: "orders-api"}, t0))(t)
 	testkit.Must2(r.AssignApplication(o.ID, "orders-api"))(t)
-	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "p",
+	_, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "p",
 		Properties: []Property{{Key: "cost", Type: PropNumber}}}, t0)
 	require.NoError(t, err)
 	_, err = r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "t", Root: TemplateNode{Name: "x"}}, t0)
