@@ -186,9 +186,8 @@ func TestCachedAnswersTakeFaultsAndTheDenialLog(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var logged []string
-	s, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens,
-		WithDenialLog(func(f string, a ...any) { mu.Lock(); logged = append(logged, fmt.Sprintf(f, a...)); mu.Unlock() }))
-	require.NoError(t, err)
+	s := testkit.Must(New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens,
+		WithDenialLog(func(f string, a ...any) { mu.Lock(); logged = append(logged, fmt.Sprintf(f, a...)); mu.Unlock() })))(t)
 	tok := mustIssue(t, s, "acme", "dave")
 	body := `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
 	for range 5 {

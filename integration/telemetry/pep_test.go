@@ -172,9 +172,8 @@ func TestCachedCheckAllocatesNothingWithTheSDK(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
-	c, err := hangguard.NewPep(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
-		pep.WithTracerProvider(tp), pep.WithMeterProvider(mp))
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewPep(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
+		pep.WithTracerProvider(tp), pep.WithMeterProvider(mp)))(t)
 	c.SetToken(token)
 	ctx := t.Context()
 	testkit.Must(c.Check(ctx, "docs", "read"))(t)

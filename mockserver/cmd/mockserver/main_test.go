@@ -455,9 +455,8 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 	conn := testkit.Must(net.Dial("tcp", addr))(t)
 	defer conn.Close()
 	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
-	_, err := io.WriteString(conn, "POST "+decision+" HTTP/1.1\r\nHost: "+addr+
-		"\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n")
-	require.NoError(t, err)
+	testkit.Must(io.WriteString(conn, "POST "+decision+" HTTP/1.1\r\nHost: "+addr+
+		"\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n"))(t)
 	br := bufio.NewReader(conn)
 	resp := testkit.Must(http.ReadResponse(br, nil))(t)
 	resp.Body.Close()
@@ -494,9 +493,8 @@ func TestRunDoesNotWaitForBodiesItRefuses(t *testing.T) {
 			conn := testkit.Must(net.Dial("tcp", addr))(t)
 			defer conn.Close()
 			require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
-			_, err := io.WriteString(conn, "POST /realms/master/authorization-decision-provider/authorize HTTP/1.1\r\nHost: "+addr+
-				"\r\nContent-Type: application/json\r\nContent-Length: "+fmt.Sprint(tc.length)+"\r\n\r\n{\"a\":")
-			require.NoError(t, err)
+			testkit.Must(io.WriteString(conn, "POST /realms/master/authorization-decision-provider/authorize HTTP/1.1\r\nHost: "+addr+
+				"\r\nContent-Type: application/json\r\nContent-Length: "+fmt.Sprint(tc.length)+"\r\n\r\n{\"a\":"))(t)
 			resp := testkit.Must(http.ReadResponse(bufio.NewReader(conn), nil))(t, "the answer comes without the rest of the body")
 			resp.Body.Close()
 			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/testkit"
 )
@@ -107,9 +106,8 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 			r.orgs[d.OrgID].depts++
 		},
 		"stale property key": func(t *testing.T, r *Realm, o *Organization, _ *Department) {
-			tmpl, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "P",
-				Properties: []Property{{Key: "cost-center", Type: PropString, Required: true}}}, t0)
-			require.NoError(t, err)
+			tmpl := testkit.Must(r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "P",
+				Properties: []Property{{Key: "cost-center", Type: PropString, Required: true}}}, t0))(t)
 			tmpl.Properties = []Property{{Key: "region", Type: PropString}}
 		},
 		"stale department alias": func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.orgs[o.ID].aliases["ghost"] = "x" },
