@@ -123,8 +123,7 @@ func TestRetrier(t *testing.T) {
 // newTestPost returns a replayable POST of body under ctx.
 func newTestPost(t *testing.T, ctx context.Context, body string) *http.Request {
 	t.Helper()
-	req := testkit.Must(http.NewRequestWithContext(ctx, http.MethodPost, "https://gw.example/decide", strings.NewReader(body)))(t)
-	return req
+	return testkit.Must(http.NewRequestWithContext(ctx, http.MethodPost, "https://gw.example/decide", strings.NewReader(body)))(t)
 }
 
 // TestRetrierKeepsToTheDeadline: no retry starts whose wait would pass the
