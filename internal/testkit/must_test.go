@@ -12,8 +12,10 @@ type fatals struct {
 	said []string
 }
 
-func (f *fatals) Helper()                           {}
-func (f *fatals) Fatalf(format string, args ...any) { f.said = append(f.said, fmt.Sprintf(format, args...)) }
+func (f *fatals) Helper() {}
+func (f *fatals) Fatalf(format string, args ...any) {
+	f.said = append(f.said, fmt.Sprintf(format, args...))
+}
 
 // TestMustFailsOnAnError: Must and Must2 hand the values on when the error
 // is nil and fail the test, saying the error and the caller's message,
