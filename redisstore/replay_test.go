@@ -136,8 +136,7 @@ func TestReplayAcrossReplicasOnRedis(t *testing.T) {
 	// which the replicas' clocks agree with.
 	clock.Set(time.Now().Add(dpop.DefaultMaxSkew + dpop.ReplayStoreMargin + time.Second))
 	fresh := proofAt(t, signer, clock.Now())
-	_, err = a.Verify(t.Context(), fresh)
-	require.NoError(t, err, "a fresh proof once the window has passed since the restart")
+	testkit.Must(a.Verify(t.Context(), fresh))(t, "a fresh proof once the window has passed since the restart")
 	_, err = b.Verify(t.Context(), fresh)
 	require.ErrorIs(t, err, dpop.ErrReplay)
 }
@@ -237,8 +236,7 @@ func TestReplayStoreRewritesAMarkerThatCannotBeRight(t *testing.T) {
 			require.False(t, time.UnixMilli(ms).After(after.Add(time.Millisecond)), "rewritten from Redis's clock")
 
 			later := time.Now().Add(10 * time.Minute)
-			_, err = replica(t, s, func() time.Time { return later }).Verify(t.Context(), proofAt(t, signer, later))
-			require.NoError(t, err, "accepted once the keyspace's window has passed")
+			testkit.Must(replica(t, s, func() time.Time { return later }).Verify(t.Context(), proofAt(t, signer, later)))(t, "accepted once the keyspace's window has passed")
 		})
 	}
 }

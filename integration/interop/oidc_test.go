@@ -135,8 +135,7 @@ func TestGoOIDCUserInfo(t *testing.T) {
 	res = servertest.FormPost(t, srv, strings.TrimPrefix(meta.Introspection, srv.URL), url.Values{"token": {user.AccessToken}},
 		http.Header{"Authorization": {"Basic " + basicCredentials("orders-api", "orders-secret")}})
 	require.Equal(t, map[string]any{"active": false}, res.JSON(t))
-	_, err = provider.UserInfo(ctx, oauth2.StaticTokenSource(sa))
-	require.NoError(t, err, "another token is untouched")
+	testkit.Must(provider.UserInfo(ctx, oauth2.StaticTokenSource(sa)))(t, "another token is untouched")
 }
 
 // basicCredentials is the HTTP Basic credentials of id and secret.

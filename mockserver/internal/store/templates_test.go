@@ -157,8 +157,7 @@ func TestPropertyKeyIndexFollowsTemplates(t *testing.T) {
 	require.Len(t, ix.props, 200*MaxProperties)
 	_, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "dup", Properties: []Property{{Key: "k7_7", Type: PropString}}}, t0)
 	require.ErrorIs(t, err, ErrConflict)
-	_, err = r.CreatePropertyTemplate(other.ID, PropertyTemplateSpec{Name: "dup", Properties: []Property{{Key: "k7_7", Type: PropString}}}, t0)
-	require.NoError(t, err, "keys are unique per organization only")
+	testkit.Must(r.CreatePropertyTemplate(other.ID, PropertyTemplateSpec{Name: "dup", Properties: []Property{{Key: "k7_7", Type: PropString}}}, t0))(t, "keys are unique per organization only")
 
 	_, err = r.CreateDepartment(o.ID, "", DeptSpec{Name: "x", Attributes: Attributes{"k5_5": {"many"}}}, t0)
 	require.ErrorIs(t, err, ErrInvalid)
@@ -184,7 +183,6 @@ func TestPropertyKeyIndexFollowsTemplates(t *testing.T) {
 	require.Len(t, ix.props, 199*MaxProperties)
 	require.Empty(t, ix.required)
 	mustDept(t, r, o.ID, "", DeptSpec{Name: "z"})
-	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "again", Properties: []Property{{Key: "k199_0", Type: PropString}}}, t0)
-	require.NoError(t, err, "a deleted template's keys are free again")
+	testkit.Must(r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "again", Properties: []Property{{Key: "k199_0", Type: PropString}}}, t0))(t, "a deleted template's keys are free again")
 	requireConsistent(t, r)
 }
