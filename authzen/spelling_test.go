@@ -20,7 +20,6 @@ func replicaPair(t *testing.T) (srv *mockservertest.Server, a, b *authzen.Client
 	t.Helper()
 	ch = invalidationtest.NewLong()
 	srv, a = startTodo(t, authzen.WithInvalidator(ch))
-	t.Cleanup(func() { _ = a.Close() })
 	b = mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
 	<-ch.Joined
 	<-ch.Joined

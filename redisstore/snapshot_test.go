@@ -177,8 +177,7 @@ func markerOf(t *testing.T, c *redis.Client, key string) int64 {
 	t.Helper()
 	v := testkit.Must(c.Get(t.Context(), key).Result())(t)
 	ms, _, _ := strings.Cut(v, "@")
-	n := testkit.Must(strconv.ParseInt(ms, 10, 64))(t, "marker %q", v)
-	return n
+	return testkit.Must(strconv.ParseInt(ms, 10, 64))(t, "marker %q", v)
 }
 
 // TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover: a replica holds
