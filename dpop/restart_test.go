@@ -37,15 +37,13 @@ func TestAProofDatedBeforeTheVerifierNeedsANonceGivenSince(t *testing.T) {
 			secret = make([]byte, MinNonceSecretSize)
 			_, _ = rand.Read(secret)
 		}
-		n, err := NewHMACNonces(secret, time.Minute)
-		require.NoError(t, err)
+		n := testkit.Must(NewHMACNonces(secret, time.Minute))(t)
 		return n
 	}
 	kept := make([]byte, MinNonceSecretSize)
 	_, _ = rand.Read(kept)
 	nextOf := func(n Nonces) string {
-		next, err := n.Next(t.Context())
-		require.NoError(t, err)
+		next := testkit.Must(n.Next(t.Context()))(t)
 		return next
 	}
 

@@ -22,10 +22,9 @@ func TestAnOwnerStringNamesOneUser(t *testing.T) {
 	r := store.NewRealm("acme", time.Unix(0, 0))
 	editor := testkit.Must(r.AddRole("editor", "", nil))(t)
 	testkit.Must(r.AddUser(store.User{Username: "morty", Email: "morty@citadel.test"}, []string{editor.ID}, nil))(t)
-	c, err := r.AddClient(store.Client{ClientID: "todo", Secret: "s",
+	c := testkit.Must(r.AddClient(store.Client{ClientID: "todo", Secret: "s",
 		Resources:   []store.ClientResource{{Name: "todo", Scopes: []string{"update"}}},
-		Permissions: []store.ClientPermission{{Name: "own", Resource: "todo", Roles: []string{editor.ID}, OwnerProperty: "ownerID"}}}, nil)
-	require.NoError(t, err)
+		Permissions: []store.ClientPermission{{Name: "own", Resource: "todo", Roles: []string{editor.ID}, OwnerProperty: "ownerID"}}}, nil))(t)
 	mortysTodo := map[string]any{"ownerID": "morty@citadel.test"}
 	morty := SubjectOf(r, r.UserByName["morty"], "")
 	require.Equal(t, Grant, Compile(c).Decide(&morty, "todo", "update", "PUT", mortysTodo), "the owner")
