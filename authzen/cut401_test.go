@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -57,9 +56,7 @@ func TestACutAnswerCountsForWhatItSays(t *testing.T) {
 				return &http.Response{StatusCode: tc.status, Status: http.StatusText(tc.status), Header: tc.header,
 					Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, ContentLength: -1, Request: r, Body: io.NopCloser(body)}, nil
 			})
-			c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: rt}))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
+			c := mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: rt}))
 			c.SetToken(srv.Token("todo", "service-account-todo-api", mockserver.TokenLifetime(time.Hour)))
 
 			d, err := c.Evaluate(t.Context(), todoRead)

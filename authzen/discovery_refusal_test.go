@@ -13,6 +13,7 @@ import (
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestDiscoveryRefusalIsNotATokenRefusal: the discovery request carries no
@@ -44,17 +45,15 @@ func TestDiscoveryRefusalIsNotATokenRefusal(t *testing.T) {
 				answer(http.StatusUnauthorized, `{"error":"Unauthorized"}`)(w, r)
 			})
 			var expired atomic.Int32
-			c, err := hangguard.NewAuthZEN(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0),
+			c := testkit.Must(hangguard.NewAuthZEN(srv.URL, authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0),
 				authzen.WithEventHandler(func(e events.Event) {
 					if e.Kind == events.TokenExpired {
 						expired.Add(1)
 					}
-				}))
-			require.NoError(t, err)
+				})))(t)
 			t.Cleanup(func() { _ = c.Close() })
 			if tt.dpop {
-				signer, err := dpop.GenerateKey()
-				require.NoError(t, err)
+				signer := testkit.Must(dpop.GenerateKey())(t)
 				c.SetDPoPToken(pepToken, signer)
 			} else {
 				c.SetToken(pepToken)

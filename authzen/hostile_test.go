@@ -13,6 +13,7 @@ import (
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 const pepToken = "pep-token-0123456789abcdef"
@@ -36,26 +37,21 @@ func standIn(t *testing.T, h http.HandlerFunc, opts ...authzen.Option) (*authzen
 // test on an error.
 func evaluated(t *testing.T, c *authzen.Client, req authzen.Request, opts ...authzen.CallOption) authzen.Decision {
 	t.Helper()
-	d, err := c.Evaluate(t.Context(), req, opts...)
-	require.NoError(t, err)
-	return d
+	return testkit.Must(c.Evaluate(t.Context(), req, opts...))(t)
 }
 
 // evaluatedAll is c.Evaluations with the test's context, failing the test
 // on an error.
 func evaluatedAll(t *testing.T, c *authzen.Client, defaults authzen.Request, items []authzen.Request, opts ...authzen.CallOption) []authzen.Decision {
 	t.Helper()
-	ds, err := c.Evaluations(t.Context(), defaults, items, opts...)
-	require.NoError(t, err)
-	return ds
+	return testkit.Must(c.Evaluations(t.Context(), defaults, items, opts...))(t)
 }
 
 // mustAuthZEN is hangguard.NewAuthZEN, failing the test on an error, and closed when
 // the test ends.
 func mustAuthZEN(t testing.TB, pdp string, opts ...authzen.Option) *authzen.Client {
 	t.Helper()
-	c, err := hangguard.NewAuthZEN(pdp, opts...)
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewAuthZEN(pdp, opts...))(t)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -111,8 +107,7 @@ func TestEvaluateFailsClosed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, _ := standIn(t, tt.pdp)
-			d, err := c.Evaluate(t.Context(), req)
-			require.NoError(t, err, "a PDP failure is a denial, not an error")
+			d := testkit.Must(c.Evaluate(t.Context(), req))(t, "a PDP failure is a denial, not an error")
 			assert.False(t, d.Allowed())
 			if tt.name == "decision false" {
 				assert.NoError(t, d.Cause)
@@ -204,10 +199,9 @@ func TestEvaluationsCountMismatch(t *testing.T) {
 func TestEvaluationsItemErrorDeniesOnlyThatItem(t *testing.T) {
 	t.Parallel()
 	c, _ := standIn(t, answer(200, `{"evaluations":[{"decision":true},{"decision":false,"context":{"error":{"status":404,"message":"Resource not found"}}},{"decision":false}]}`))
-	ds, err := c.Evaluations(t.Context(), authzen.Request{Subject: req.Subject, Action: req.Action}, []authzen.Request{
+	ds := testkit.Must(c.Evaluations(t.Context(), authzen.Request{Subject: req.Subject, Action: req.Action}, []authzen.Request{
 		{Resource: authzen.Resource{Type: "doc", ID: "1"}}, {Resource: authzen.Resource{Type: "doc", ID: "2"}}, {Resource: authzen.Resource{Type: "doc", ID: "3"}},
-	})
-	require.NoError(t, err)
+	}))(t)
 	assert.True(t, ds[0].Allowed())
 	require.ErrorIs(t, ds[1].Cause, authzen.ErrEvaluationFailed)
 	assert.NotNil(t, ds[1].Context["error"])

@@ -24,6 +24,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // pdpBinary returns the binary that the environment variable env names,
@@ -49,18 +50,15 @@ func TestTodoInteropOpenFGA(t *testing.T) {
 
 	var store struct{ ID string }
 	post(t, base+"/stores", `{"name":"authzen-todo"}`, &store)
-	model, err := os.ReadFile("testdata/todo/model.json")
-	require.NoError(t, err)
+	model := testkit.Must(os.ReadFile("testdata/todo/model.json"))(t)
 	post(t, base+"/stores/"+store.ID+"/authorization-models", string(model), nil)
-	tuples, err := os.ReadFile("testdata/todo/tuples.json")
-	require.NoError(t, err)
+	tuples := testkit.Must(os.ReadFile("testdata/todo/tuples.json"))(t)
 	post(t, base+"/stores/"+store.ID+"/write", `{"writes":`+string(tuples)+`}`, nil)
 
 	prefix := "/stores/" + store.ID + "/access/v1/"
-	c, err := hangguard.NewAuthZEN(base, authzen.WithEndpoints(authzen.Endpoints{
+	c := testkit.Must(hangguard.NewAuthZEN(base, authzen.WithEndpoints(authzen.Endpoints{
 		Evaluation: prefix + "evaluation", Evaluations: prefix + "evaluations",
-	}), authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials())
-	require.NoError(t, err)
+	}), authzen.WithTimeout(10*time.Second), authzen.WithoutCredentials()))(t)
 	t.Cleanup(func() { _ = c.Close() })
 	rows, ok := runTodoScenario(t, c, nil)
 	printTable(t, "OpenFGA", rows)
@@ -76,8 +74,7 @@ func TestTodoInteropOpenFGA(t *testing.T) {
 // testdata/todo/orgauthz-fixture.json.
 func TestTodoInteropCerbos(t *testing.T) {
 	bin := pdpBinary(t, "AUTHZEN_CERBOS_BIN")
-	policies, err := filepath.Abs("testdata/todo/cerbos")
-	require.NoError(t, err)
+	policies := testkit.Must(filepath.Abs("testdata/todo/cerbos"))(t)
 	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)
 	conf := filepath.Join(t.TempDir(), "cerbos.yaml")
 	require.NoError(t, os.WriteFile(conf, []byte(`server:
@@ -108,8 +105,7 @@ telemetry:
 // to its properties, from the reference server's fixture of the scenario.
 func todoSubjects(t *testing.T) func(authzen.Request) authzen.Request {
 	t.Helper()
-	data, err := os.ReadFile("testdata/todo/orgauthz-fixture.json")
-	require.NoError(t, err)
+	data := testkit.Must(os.ReadFile("testdata/todo/orgauthz-fixture.json"))(t)
 	var fx struct {
 		Realms []struct {
 			Users []struct {
@@ -155,8 +151,7 @@ func start(t *testing.T, cmd *exec.Cmd) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	l := testkit.Must(net.Listen("tcp", "127.0.0.1:0"))(t)
 	defer l.Close()
 	return l.Addr().String()
 }
@@ -185,8 +180,7 @@ func waitHealthy(t *testing.T, url string) {
 
 func post(t *testing.T, url, body string, out any) {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", bytes.NewBufferString(body))
-	require.NoError(t, err)
+	resp := testkit.Must(http.Post(url, "application/json", bytes.NewBufferString(body)))(t)
 	defer resp.Body.Close()
 	var buf bytes.Buffer
 	_, _ = buf.ReadFrom(resp.Body)

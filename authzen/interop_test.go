@@ -11,6 +11,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -73,8 +74,7 @@ type row struct{ name, expected, got, verdict string }
 // turned into a denial with a Cause.
 func runTodoScenario(t *testing.T, c *authzen.Client, enrich func(authzen.Request) authzen.Request) ([]row, bool) {
 	t.Helper()
-	data, err := os.ReadFile("testdata/todo/decisions-authorization-api-1_0-02.json")
-	require.NoError(t, err)
+	data := testkit.Must(os.ReadFile("testdata/todo/decisions-authorization-api-1_0-02.json"))(t)
 	var sc scenario
 	require.NoError(t, json.Unmarshal(data, &sc))
 	var rows []row
@@ -145,8 +145,7 @@ func short(id string) string {
 func TestTodoReferenceServer(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"))
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	for _, tc := range []struct {
 		name string
 		set  func(c *authzen.Client)

@@ -17,7 +17,6 @@ func TestInvalidatorAcrossPEPs(t *testing.T) {
 	t.Parallel()
 	ch := invalidationtest.NewLong()
 	srv, a := startTodo(t, authzen.WithInvalidator(ch))
-	t.Cleanup(func() { _ = a.Close() })
 	b := mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
 	tok := srv.Token("todo", "service-account-todo-api")
 	b.SetToken(tok)

@@ -14,6 +14,7 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // startSidecar starts a PDP that takes no credential (Cerbos, OpenFGA
@@ -54,8 +55,7 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 	assert.Equal(t, uint64(1), c.Stats().CacheHits)
 	for name, clear := range clears(t) { // nothing to clear: the client still sends none
 		clear(c)
-		d, err := c.Evaluate(t.Context(), readDoc, authzen.NoCache())
-		require.NoError(t, err, name)
+		d := testkit.Must(c.Evaluate(t.Context(), readDoc, authzen.NoCache()))(t, name)
 		assert.True(t, d.Allowed(), name)
 	}
 }
@@ -63,8 +63,7 @@ func TestWithoutCredentialsSendsNone(t *testing.T) {
 // clears are the ways to clear a client's token: SetToken("") and
 // SetDPoPToken("", signer) are ClearToken() on every client.
 func clears(t *testing.T) map[string]func(*authzen.Client) {
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	return map[string]func(*authzen.Client){
 		"TestNoTokenSendsNothing":          (*authzen.Client).ClearToken,
 		"SetToken(\"\") is ClearToken":     func(c *authzen.Client) { c.SetToken("") },
@@ -109,8 +108,7 @@ func TestNoCredentialIsNeverTheDefault(t *testing.T) {
 // is never quoted.
 func TestWithoutCredentialsRefusesATokenGivenLater(t *testing.T) {
 	t.Parallel()
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	tests := []struct {
 		name   string
 		method string
@@ -197,7 +195,6 @@ func TestWithoutCredentialsNeverEmitsTokenExpired(t *testing.T) {
 	assert.Empty(t, got, "a client without a credential emitted a token lifecycle event")
 	mu.Unlock()
 
-	d, err = c.Evaluate(t.Context(), readDoc, authzen.NoCache())
-	require.NoError(t, err, "one 401 refused the client for good")
+	d = testkit.Must(c.Evaluate(t.Context(), readDoc, authzen.NoCache()))(t, "one 401 refused the client for good")
 	assert.True(t, d.Allowed())
 }

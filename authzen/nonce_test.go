@@ -1,10 +1,7 @@
 package authzen_test
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +13,7 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -50,9 +48,8 @@ func TestDPoPNonceAskedForInAnyForm(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				gw, ln := gatewaytest.Listen(t)
-				srv, err := mockserver.New(mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"),
-					mockserver.WithAccessTokenAlgorithm("ES256"), mockserver.WithIssuer(gw.URL))
-				require.NoError(t, err)
+				srv := testkit.Must(mockserver.New(mockserver.WithFixtureFile("testdata/todo/orgauthz-fixture.json"),
+					mockserver.WithAccessTokenAlgorithm("ES256"), mockserver.WithIssuer(gw.URL)))(t)
 				var nonces []string // the nonce of each evaluation's proof
 				var mu sync.Mutex
 				gw.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +57,7 @@ func TestDPoPNonceAskedForInAnyForm(t *testing.T) {
 						srv.ServeHTTP(w, r)
 						return
 					}
-					nonce := proofNonce(r.Header.Get("DPoP"))
+					nonce := testkit.ProofNonce(r.Header.Get("DPoP"))
 					mu.Lock()
 					nonces = append(nonces, nonce)
 					mu.Unlock()
@@ -80,10 +77,8 @@ func TestDPoPNonceAskedForInAnyForm(t *testing.T) {
 						expired.Add(1)
 					}
 				}))
-				signer, err := dpop.GenerateKey()
-				require.NoError(t, err)
-				tok, err := srv.IssueToken("todo", "service-account-todo-api", mockserver.TokenDPoPBinding(signer.Thumbprint()))
-				require.NoError(t, err)
+				signer := testkit.Must(dpop.GenerateKey())(t)
+				tok := testkit.Must(srv.IssueToken("todo", "service-account-todo-api", mockserver.TokenDPoPBinding(signer.Thumbprint())))(t)
 				c.SetDPoPToken(tok, signer)
 
 				d, err := c.Evaluate(t.Context(), todoRead)
@@ -109,19 +104,4 @@ func TestDPoPNonceAskedForInAnyForm(t *testing.T) {
 			})
 		}
 	}
-}
-
-// proofNonce returns the nonce claim of a DPoP proof, "" if none (or if
-// the proof cannot be read: the server then refuses it, and the test sees
-// the refusal).
-func proofNonce(proof string) string {
-	var claims struct {
-		Nonce string `json:"nonce"`
-	}
-	if parts := strings.Split(proof, "."); len(parts) == 3 {
-		if b, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
-			_ = json.Unmarshal(b, &claims)
-		}
-	}
-	return claims.Nonce
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 )
 
 // panicAfter is a user's RoundTripper that lets its first request through
@@ -36,10 +35,8 @@ func (p *panicAfter) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestEvaluationsChunkPanicReachesTheCaller(t *testing.T) {
 	t.Parallel()
 	srv, _ := startTodo(t)
-	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithBatchSize(1), authzen.WithHTTPClient(&http.Client{
+	c := mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithBatchSize(1), authzen.WithHTTPClient(&http.Client{
 		Transport: &panicAfter{next: srv.Client().Transport, sent: make(chan struct{}, 1)}}))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
 	c.SetToken(srv.Token("todo", "service-account-todo-api"))
 	items := []authzen.Request{
 		{Resource: authzen.Resource{Type: "todo", ID: "1"}},

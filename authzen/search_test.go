@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 var searchEndpoints = authzen.WithEndpoints(authzen.Endpoints{
@@ -54,8 +55,7 @@ func TestSearchFollowsPages(t *testing.T) {
 		`{"page":{"next_token":"t0","count":2,"total":3},"results":[{"type":"user","id":"alice"},{"type":"user","id":"bob","properties":{"dept":"eng"}}]}`,
 		`{"results":[{"type":"user","id":"carol"}],"page":{"next_token":""},"context":{"x":1}}`)
 	c, n := standIn(t, h, searchEndpoints)
-	subs, err := c.SearchSubject(t.Context(), req, authzen.WithPageLimit(2))
-	require.NoError(t, err)
+	subs := testkit.Must(c.SearchSubject(t.Context(), req, authzen.WithPageLimit(2)))(t)
 	assert.Equal(t, []authzen.Subject{{Type: "user", ID: "alice"}, {Type: "user", ID: "bob", Properties: map[string]any{"dept": "eng"}}, {Type: "user", ID: "carol"}}, subs)
 	assert.EqualValues(t, 2, n.Requests())
 	// The subject's id is not sent; everything but the token stays.
@@ -66,16 +66,14 @@ func TestSearchFollowsPages(t *testing.T) {
 
 	h, seen = pagedPDP(t, `{"results":[{"name":"can_read"},{"name":"can_write"}]}`)
 	c, _ = standIn(t, h, searchEndpoints)
-	acts, err := c.SearchAction(t.Context(), req)
-	require.NoError(t, err)
+	acts := testkit.Must(c.SearchAction(t.Context(), req))(t)
 	assert.Equal(t, []authzen.Action{{Name: "can_read"}, {Name: "can_write"}}, acts)
 	assert.NotContains(t, (*seen)[0], "action")
 	assert.NotContains(t, (*seen)[0], "page")
 
 	h, seen = pagedPDP(t, `{"results":[]}`)
 	c, _ = standIn(t, h, searchEndpoints)
-	res, err := c.SearchResource(t.Context(), req)
-	require.NoError(t, err)
+	res := testkit.Must(c.SearchResource(t.Context(), req))(t)
 	assert.Empty(t, res)
 	assert.Equal(t, map[string]any{"type": "document"}, (*seen)[0]["resource"])
 }
@@ -177,8 +175,7 @@ func TestSearchIsBounded(t *testing.T) {
 	acts, err = c.SearchAction(t.Context(), req, authzen.WithMaxResults(2))
 	require.ErrorIs(t, err, authzen.ErrMalformedResponse)
 	assert.Nil(t, acts)
-	acts, err = c.SearchAction(t.Context(), req, authzen.WithMaxResults(3))
-	require.NoError(t, err)
+	acts = testkit.Must(c.SearchAction(t.Context(), req, authzen.WithMaxResults(3)))(t)
 	assert.Len(t, acts, 3)
 
 	// Properties are decoded into maps: those of a whole search are

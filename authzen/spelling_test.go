@@ -9,6 +9,7 @@ import (
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 	"github.com/orgauthz/orgauthz/internal/respell"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
 
@@ -19,7 +20,6 @@ func replicaPair(t *testing.T) (srv *mockservertest.Server, a, b *authzen.Client
 	t.Helper()
 	ch = invalidationtest.NewLong()
 	srv, a = startTodo(t, authzen.WithInvalidator(ch))
-	t.Cleanup(func() { _ = a.Close() })
 	b = mustAuthZEN(t, srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()), authzen.WithInvalidator(ch))
 	<-ch.Joined
 	<-ch.Joined
@@ -74,8 +74,7 @@ func TestEverySpellingOfARetiredTokenIsRetired(t *testing.T) {
 			t.Parallel()
 			srv, a, b, _ := replicaPair(t)
 			tok := srv.Token("todo", "service-account-todo-api")
-			alt, err := sp.spell(tok)
-			require.NoError(t, err)
+			alt := testkit.Must(sp.spell(tok))(t)
 			require.NotEqual(t, tok, alt)
 			a.SetToken(alt)
 			b.SetToken(tok)
@@ -107,8 +106,7 @@ func TestAForgedSpellingIsRefusedAndOnlyCostsAQuestion(t *testing.T) {
 	t.Parallel()
 	srv, a, b, _ := replicaPair(t)
 	tok := srv.Token("todo", "service-account-todo-api")
-	forged, err := respell.Forged(tok)
-	require.NoError(t, err)
+	forged := testkit.Must(respell.Forged(tok))(t)
 	a.SetToken(tok)
 	b.SetToken(forged)
 	evaluate(t, a)

@@ -17,24 +17,13 @@ import (
 	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
-// clock is a manual clock for tests: time moves only when advance is called.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-
-func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+// newClock returns a clock that moves only when told to.
+func newClock() *testkit.Clock { return testkit.NewClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)) }
 
 // newCache returns a cache of string groups and keys on clk.
-func newCache[V any](t testing.TB, size int, clk *clock, opts ...cache.Option) *cache.Cache[string, string, V] {
+func newCache[V any](t testing.TB, size int, clk *testkit.Clock, opts ...cache.Option) *cache.Cache[string, string, V] {
 	t.Helper()
-	c, err := cache.New[string, string, V](size, append([]cache.Option{cache.WithClock(clk.now)}, opts...)...)
-	require.NoError(t, err)
-	return c
+	return testkit.Must(cache.New[string, string, V](size, append([]cache.Option{cache.WithClock(clk.Now)}, opts...)...))(t)
 }
 
 // overhead learns what the cache's own bookkeeping counts for an entry and
@@ -112,7 +101,7 @@ func TestExpiry(t *testing.T) {
 				require.True(t, c.Add("alice", "k", "old answer", time.Minute, 1))
 			}
 			assert.Equal(t, tt.ttl > 0, c.Add("alice", "k", "v", tt.ttl, 1))
-			clk.advance(tt.wait)
+			clk.Advance(tt.wait)
 			// Peek serves what Get does, and counts nothing.
 			peeked, peekOK := c.Lookup("alice").Peek("k")
 			assert.Equal(t, tt.wantHit, peekOK)
@@ -237,7 +226,7 @@ func TestRemoveGroup(t *testing.T) {
 	c.Add("alice", "orders", true, time.Minute, 1)
 	c.Add("alice", "invoices", false, time.Second, 1)
 	c.Add("bob", "orders", true, time.Minute, 1)
-	clk.advance(2 * time.Second) // alice's invoices entry has expired; it goes too
+	clk.Advance(2 * time.Second) // alice's invoices entry has expired; it goes too
 
 	assert.Equal(t, 2, c.RemoveGroup("alice"))
 	assert.Equal(t, 0, c.RemoveGroup("alice"), "a removed group is empty")
@@ -304,14 +293,14 @@ func TestNewerValueThatLeftStillKeepsOlderOnesOut(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		leave func(c *cache.Cache[string, string, string], clk *clock)
+		leave func(c *cache.Cache[string, string, string], clk *testkit.Clock)
 	}{
-		{"evicted", func(c *cache.Cache[string, string, string], _ *clock) {
+		{"evicted", func(c *cache.Cache[string, string, string], _ *testkit.Clock) {
 			for i := range 4 {
 				c.Add(fmt.Sprintf("other-%d", i), "k", "x", time.Minute, 1)
 			}
 		}},
-		{"expired", func(_ *cache.Cache[string, string, string], clk *clock) { clk.advance(1500 * time.Millisecond) }},
+		{"expired", func(_ *cache.Cache[string, string, string], clk *testkit.Clock) { clk.Advance(1500 * time.Millisecond) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -320,7 +309,7 @@ func TestNewerValueThatLeftStillKeepsOlderOnesOut(t *testing.T) {
 			c := newCache[string](t, 2, clk)
 			older := c.Writer("alice")
 			defer older.Close()
-			clk.advance(100 * time.Millisecond)
+			clk.Advance(100 * time.Millisecond)
 			newer := c.Writer("alice")
 			newer.Add("orders", "DENY", time.Second, 1)
 			newer.Close()
@@ -343,7 +332,7 @@ func TestOrderFollowsTheCallsNotTheClock(t *testing.T) {
 	clk := newClock()
 	c := newCache[string](t, 16, clk)
 	c.Add("alice", "orders", "first", time.Hour, 1)
-	clk.advance(-time.Minute)
+	clk.Advance(-time.Minute)
 	require.True(t, c.Add("alice", "orders", "second", time.Hour, 1))
 	got, _ := c.Get("alice", "orders")
 	assert.Equal(t, "second", got)
@@ -378,9 +367,9 @@ func TestWriterTTLCountsFromItsMaking(t *testing.T) {
 			c.Add("alice", "orders", "an older answer", time.Hour, 1)
 			w := c.Writer("alice")
 			defer w.Close()
-			clk.advance(tt.fetch)
+			clk.Advance(tt.fetch)
 			assert.Equal(t, tt.wantStore, w.Add("orders", "the answer", time.Minute, 1))
-			clk.advance(tt.then)
+			clk.Advance(tt.then)
 			got, ok := c.Get("alice", "orders")
 			assert.Equal(t, tt.wantHit, ok, "got %q", got)
 			if !tt.wantStore {
@@ -397,8 +386,7 @@ func TestWriterTTLCountsFromItsMaking(t *testing.T) {
 func TestRealClockExpiresAnEntryInUse(t *testing.T) {
 	t.Parallel()
 	const ttl = 50 * time.Millisecond
-	c, err := cache.New[string, string, bool](4)
-	require.NoError(t, err)
+	c := testkit.Must(cache.New[string, string, bool](4))(t)
 	before := time.Now()
 	require.True(t, c.Add("alice", "orders", true, ttl, 1))
 	after := time.Now()
@@ -439,7 +427,7 @@ func TestExpiredEntriesAreSwept(t *testing.T) {
 	for i := range 40 {
 		c.Add("old", fmt.Sprint(i), i, time.Second, 1)
 	}
-	clk.advance(time.Minute)
+	clk.Advance(time.Minute)
 	// Nobody asks for the old entries again; newer activity drops them
 	// a batch at a time.
 	for i := range 3 {
@@ -472,8 +460,7 @@ func TestRemoveAndPurge(t *testing.T) {
 type token struct{ scheme, value string }
 
 func TestHitAllocatesNothing(t *testing.T) {
-	c, err := cache.New[token, string, bool](16)
-	require.NoError(t, err)
+	c := testkit.Must(cache.New[token, string, bool](16))(t)
 	g := token{"Bearer", "a-long-opaque-token"}
 	c.Add(g, "orders", true, time.Minute, 1)
 	allocs := testing.AllocsPerRun(1000, func() {
@@ -504,7 +491,7 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				if i%100 == 0 {
 					c.RemoveGroup(group)
-					clk.advance(time.Second)
+					clk.Advance(time.Second)
 				}
 			}
 		})
@@ -522,8 +509,7 @@ func TestConcurrentUse(t *testing.T) {
 // that entries are published whole).
 func TestConcurrentReadersSeeOnlyTheirGroup(t *testing.T) {
 	t.Parallel()
-	c, err := cache.New[string, int, int](200)
-	require.NoError(t, err)
+	c := testkit.Must(cache.New[string, int, int](200))(t)
 	const groups, keys = 4, 64
 	name := func(g int) string { return fmt.Sprint("token-", g) }
 	var done atomic.Bool
@@ -655,8 +641,7 @@ func TestBytesTrackRealMemory(t *testing.T) {
 			for i := range keys {
 				keys[i] = fmt.Sprintf("%s-key-%06d", payload, i)
 			}
-			c, err := cache.New[token, string, bool](len(keys) + 1)
-			require.NoError(t, err)
+			c := testkit.Must(cache.New[token, string, bool](len(keys) + 1))(t)
 			grown := float64(testkit.HeapGrowth(func() {
 				for i, k := range keys {
 					// The strings are the caller's already; the cache
@@ -726,8 +711,7 @@ func TestAddKeepsItsOwnCopyOfTheKey(t *testing.T) {
 		for _, n := range []int{1, 20, 43, 200, 900, 3000} {
 			name := map[bool]string{false: "key", true: "TestAddKeepsItsOwnCopyOfTheGroup"}[inGroup]
 			t.Run(fmt.Sprint(name, "/", n), func(t *testing.T) {
-				c, err := cache.New[token, string, int](16)
-				require.NoError(t, err)
+				c := testkit.Must(cache.New[token, string, int](16))(t)
 				at := func(s string) (token, string) { // the group and key s is in
 					if inGroup {
 						return token{"Bearer", s}, "k"

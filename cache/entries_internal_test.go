@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // A short string key's bytes are in its entry's own allocation, right
@@ -15,10 +17,7 @@ import (
 // what the entry counts against the byte bound is that allocation and its
 // share of the cache's structures.
 func TestShortKeyLivesInItsEntry(t *testing.T) {
-	c, err := New[string, string, bool](8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Must(New[string, string, bool](8))(t)
 	size := entrySize[string, string, bool]()
 	// The largest key that shares a 1 KiB allocation: an object of more
 	// than 512 bytes that holds pointers carries an 8-byte malloc header.
@@ -50,10 +49,7 @@ func TestGroupValueStringsLiveInTheGroup(t *testing.T) {
 		scheme uint8
 		token  string
 	}
-	c, err := New[ident, string, bool](8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Must(New[ident, string, bool](8))(t)
 	tok := []byte(strings.Repeat("t", 43))
 	c.Add(ident{1, unsafe.String(&tok[0], len(tok))}, "k", true, time.Hour, 0)
 	copy(tok, strings.Repeat("x", 43)) // the caller's bytes change; the cache's do not
@@ -82,10 +78,7 @@ func TestGroupValueStringsLiveInTheGroup(t *testing.T) {
 func TestEntryAndKeyTakeTheClassTheyCount(t *testing.T) {
 	size := entrySize[string, string, bool]()
 	for _, n := range []int{64, 400, 512 - int(size), 513 - int(size), 1024 - 8 - int(size), 1024 - int(size)} {
-		c, err := New[string, string, bool](1 << 20)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := testkit.Must(New[string, string, bool](1 << 20))(t)
 		key := strings.Repeat("k", n)
 		const count = 2000
 		keep := make([]*entry[string, string, bool], count)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // model is what a cache that never evicts holds: each (group, key)'s value
@@ -57,10 +58,7 @@ func FuzzCacheMatchesModel(f *testing.F) {
 	f.Add([]byte{0, 0x35, 0, 0x45, 6, 3, 1, 0x35, 0, 0x05, 6, 9, 1, 0x45, 3, 0x05})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		clk := newClock()
-		c, err := cache.New[string, string, int](1000, cache.WithClock(clk.now))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := testkit.Must(cache.New[string, string, int](1000, cache.WithClock(clk.Now)))(t)
 		m := &model{entries: map[[2]int]modelEntry{}}
 		type writer struct {
 			w       *cache.Writer[string, string, int]
@@ -81,7 +79,7 @@ func FuzzCacheMatchesModel(f *testing.F) {
 		// to the model.
 		add := func(g, k, v int, from time.Time, ttl time.Duration) bool {
 			p := [2]int{g, k}
-			if exp := from.Add(ttl); ttl > 0 && clk.now().Before(exp) {
+			if exp := from.Add(ttl); ttl > 0 && clk.Now().Before(exp) {
 				m.entries[p] = modelEntry{v, exp}
 				return true
 			}
@@ -100,7 +98,7 @@ func FuzzCacheMatchesModel(f *testing.F) {
 		}
 		read := func(how string, g, k int, got int, ok bool) {
 			t.Helper()
-			want, wantOK := m.live(g, k, clk.now())
+			want, wantOK := m.live(g, k, clk.Now())
 			if ok != wantOK || got != want {
 				t.Fatalf("%s (%d, %d) = %d, %v; the model holds %d, %v", how, g, k, got, ok, want, wantOK)
 			}
@@ -109,7 +107,7 @@ func FuzzCacheMatchesModel(f *testing.F) {
 			op, arg := ops[i]%14, ops[i+1]
 			g, k := int(arg>>4)%4, int(arg&7)
 			v := i
-			now := clk.now()
+			now := clk.Now()
 			switch op {
 			case 0: // Add
 				ttl := ttls[int(arg>>3)&1|int(arg>>6)&2]
@@ -145,7 +143,7 @@ func FuzzCacheMatchesModel(f *testing.F) {
 					removeGroup(g)
 				}
 			case 6: // time passes
-				clk.advance(time.Duration(arg%8) * 500 * time.Millisecond)
+				clk.Advance(time.Duration(arg%8) * 500 * time.Millisecond)
 			case 7: // a Writer
 				if writers[g] == nil {
 					seq++
@@ -188,7 +186,7 @@ func FuzzCacheMatchesModel(f *testing.F) {
 			// Counts: Len holds every unexpired entry, and nothing the
 			// model does not; a group is held while it has unexpired
 			// entries, a pin or a writer, and not without any entry.
-			now = clk.now()
+			now = clk.Now()
 			live, all := 0, len(m.entries)
 			for _, e := range m.entries {
 				if now.Before(e.expires) {

@@ -17,17 +17,17 @@ func TestServeUntil(t *testing.T) {
 	clk := newClock()
 	c := newCache[int](t, 10, clk)
 	c.Add("g", "k", 1, time.Hour, 0)
-	c.ServeUntil(clk.now().Add(time.Second))
+	c.ServeUntil(clk.Now().Add(time.Second))
 	_, ok := c.Get("g", "k")
 	require.True(t, ok)
 
-	clk.advance(time.Second) // a frozen process resumes here: nothing refreshed the horizon
+	clk.Advance(time.Second) // a frozen process resumes here: nothing refreshed the horizon
 	_, ok = c.Get("g", "k")
 	require.False(t, ok, "served at the horizon")
 	require.True(t, c.Add("g", "k2", 2, time.Hour, 0), "additions go on")
 	require.Equal(t, 2, c.Len())
 
-	c.ServeUntil(clk.now().Add(time.Second))
+	c.ServeUntil(clk.Now().Add(time.Second))
 	v, ok := c.Get("g", "k2")
 	require.True(t, ok)
 	require.Equal(t, 2, v)
@@ -35,7 +35,7 @@ func TestServeUntil(t *testing.T) {
 	c.StopServing()
 	_, ok = c.Get("g", "k")
 	require.False(t, ok)
-	c.ServeUntil(clk.now().Add(time.Nanosecond))
+	c.ServeUntil(clk.Now().Add(time.Nanosecond))
 	_, ok = c.Get("g", "k")
 	require.True(t, ok)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestReadersNeverMissAnEntryWhileItsGroupGrows: a group of one entry keeps
@@ -17,10 +18,7 @@ import (
 // key's value. Many groups grow while readers read their first entries.
 func TestReadersNeverMissAnEntryWhileItsGroupGrows(t *testing.T) {
 	const groups = 4000
-	c, err := cache.New[string, string, int](4 * groups)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Must(cache.New[string, string, int](4 * groups))(t)
 	names := make([]string, groups)
 	for i := range names {
 		names[i] = "token-" + strconv.Itoa(i)

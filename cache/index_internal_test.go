@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // testIndex is an index of entries of a few groups of one hasher, for the
@@ -236,10 +238,7 @@ func TestIndexComparesGroupsAndKeysWhole(t *testing.T) {
 // cache: two tokens' entries forced into one hash, read both ways, by
 // value and through handles, are each a miss for the other.
 func TestCollidingGroupsServeNothingOfEachOther(t *testing.T) {
-	c, err := New[string, string, string](16)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Must(New[string, string, string](16))(t)
 	c.Add("alice", "orders/read", "GRANT", time.Hour, 0)
 	mallory := c.Pin("mallory")
 	defer mallory.Unpin()

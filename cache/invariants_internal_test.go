@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // checkInvariants fails t when what c counts is not what it holds
@@ -98,10 +100,7 @@ func TestRandomOperationsKeepEveryCountTrue(t *testing.T) {
 	for seed := range uint64(60) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		now := time.Duration(0)
-		c, err := New[string, string, int](8+r.IntN(20), WithClock(func() time.Time { return time.Unix(0, int64(now)) }), WithMaxBytes(int64(2000+r.IntN(3000))))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := testkit.Must(New[string, string, int](8+r.IntN(20), WithClock(func() time.Time { return time.Unix(0, int64(now)) }), WithMaxBytes(int64(2000+r.IntN(3000)))))(t)
 		var ws []*Writer[string, string, int]
 		var pins []*Group[string, string, int]
 		model := map[[2]string]int{} // not a full model: only checks invariants

@@ -32,10 +32,7 @@ func TestOneEntryGroupsCostLittle(t *testing.T) {
 		tokens[i] = token{"Bearer", fmt.Sprintf("%s%08d", strings.Repeat("t", 35), i)}
 		keys[i] = fmt.Sprintf("\x00\x08\x00\x04orders/%dread", i%1000)
 	}
-	c, err := cache.New[token, string, bool](n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Must(cache.New[token, string, bool](n))(t)
 	perEntry := float64(testkit.HeapGrowth(func() {
 		for i := range tokens {
 			c.Add(tokens[i], keys[i], true, time.Hour, 0)
@@ -67,10 +64,7 @@ func TestEmptyStringsHoldNothingOfTheCaller(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			const n, size = 64, 1 << 20
-			c, err := cache.New[token, string, bool](1000, cache.WithMaxBytes(1<<20))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := testkit.Must(cache.New[token, string, bool](1000, cache.WithMaxBytes(1<<20)))(t)
 			grown := testkit.HeapGrowth(func() {
 				for i := range n {
 					big := strings.Repeat(string(rune('a'+i%26)), size) // a request's bytes, say
@@ -116,10 +110,7 @@ func TestBytesCountTheRuntimesRounding(t *testing.T) {
 			}
 			keyBuf := []byte(strings.Repeat("k", tt.keyLen))
 			tokBuf := []byte(strings.Repeat("t", tt.tokLen))
-			c, err := cache.New[token, string, bool](n + 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := testkit.Must(cache.New[token, string, bool](n + 1))(t)
 			grown := float64(testkit.HeapGrowth(func() {
 				for i := range n {
 					// A distinct key and token each time, from reused buffers:
@@ -170,19 +161,13 @@ func TestFootprintIsTheLeastBoundThatKeepsTheEntry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			need := cache.Footprint[token, string, bool](tt.grp, tt.key, tt.size)
-			unbounded, err := cache.New[token, string, bool](10)
-			if err != nil {
-				t.Fatal(err)
-			}
+			unbounded := testkit.Must(cache.New[token, string, bool](10))(t)
 			unbounded.Add(tt.grp, tt.key, true, time.Hour, tt.size)
 			if got := unbounded.Bytes(); got != need {
 				t.Errorf("one entry counts %d bytes, Footprint says %d", got, need)
 			}
 			for _, bound := range []int64{need, need - 1} {
-				c, err := cache.New[token, string, bool](10, cache.WithMaxBytes(bound))
-				if err != nil {
-					t.Fatal(err)
-				}
+				c := testkit.Must(cache.New[token, string, bool](10, cache.WithMaxBytes(bound)))(t)
 				c.Add(tt.grp, tt.key, true, time.Hour, tt.size)
 				if want := map[bool]int{true: 1, false: 0}[bound == need]; c.Len() != want {
 					t.Errorf("a bound of %d bytes (Footprint %d) keeps %d entries, want %d", bound, need, c.Len(), want)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // marksOf returns what grp remembers of keys written while an older
@@ -24,8 +26,7 @@ func marksOf[G, K comparable, V any](c *Cache[G, K, V], grp *Group[G, K, V]) *ma
 // calls under way, and nothing is left once they end.
 func TestMarksLastOnlyWhileAnOlderWriterIsOpen(t *testing.T) {
 	now := time.Duration(0)
-	c, err := New[string, string, bool](64, WithClock(func() time.Time { return time.Unix(0, int64(now)) }))
-	require.NoError(t, err)
+	c := testkit.Must(New[string, string, bool](64, WithClock(func() time.Time { return time.Unix(0, int64(now)) })))(t)
 
 	// No writer open: nothing to remember.
 	for i := range 100 {
@@ -68,10 +69,7 @@ func TestMarksLastOnlyWhileAnOlderWriterIsOpen(t *testing.T) {
 // timeout): a cache bounded at 64 KiB holds no megabytes it does not count.
 func TestMarksOfAGroupAreBounded(t *testing.T) {
 	const maxBytes = 64 << 10
-	c, err := New[string, string, bool](1000, WithMaxBytes(maxBytes))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Must(New[string, string, bool](1000, WithMaxBytes(maxBytes)))(t)
 	older := c.Writer("mallory") // one slow request of the caller's own token
 	var before, after runtime.MemStats
 	runtime.GC()

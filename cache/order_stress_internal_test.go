@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // Writers of a few groups opened, written (kept and not kept) and closed on
@@ -16,12 +18,9 @@ import (
 func TestWritersUnderConcurrencyLeaveNothingHeld(t *testing.T) {
 	var ns atomic.Int64
 	ns.Store(1e12)
-	c, err := New[string, string, int](64, WithMaxBytes(16<<10), WithClock(func() time.Time {
+	c := testkit.Must(New[string, string, int](64, WithMaxBytes(16<<10), WithClock(func() time.Time {
 		return time.Unix(0, ns.Add(int64(rand.IntN(2000))-700))
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})))(t)
 	groups := []string{"a", "b", "c"}
 	var wg sync.WaitGroup
 	for g := range 8 {

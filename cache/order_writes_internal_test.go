@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // A model of the order of answers: a writer's value is stored iff the
@@ -22,10 +24,7 @@ func TestWriterStoresExactlyWhenNoNewerValueWasWritten(t *testing.T) {
 	for seed := range uint64(80) {
 		r := rand.New(rand.NewPCG(seed, 11))
 		now := time.Duration(0)
-		c, err := New[string, string, int](4+r.IntN(10), WithClock(func() time.Time { return time.Unix(0, int64(now)) }))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := testkit.Must(New[string, string, int](4+r.IntN(10), WithClock(func() time.Time { return time.Unix(0, int64(now)) })))(t)
 		type mw struct {
 			w       *Writer[string, string, int]
 			g       string

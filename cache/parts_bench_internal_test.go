@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // BenchmarkHitParts times the parts of a pinned hit one after the other in
@@ -13,10 +15,7 @@ import (
 // hash (hash), the probe of the index with its comparisons (probe), the
 // whole hit (hit) and the map (map).
 func BenchmarkHitParts(b *testing.B) {
-	c, err := New[string, string, bool](2000)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := testkit.Must(New[string, string, bool](2000))(b)
 	grp := c.Pin("a-43-character-opaque-token-of-the-client.")
 	defer grp.Unpin()
 	keys := make([]string, 1000)

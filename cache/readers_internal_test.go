@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 type av struct {
@@ -20,10 +22,7 @@ type av struct {
 // and never sees a value written before a RemoveGroup that completed
 // before the read began when nothing was written after.
 func TestReadersAcrossGroupTransitions(t *testing.T) {
-	c, err := New[string, string, av](12)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Must(New[string, string, av](12))(t)
 	groups := []string{"g0", "g1", "g2", "g3"}
 	keys := []string{"a", "b", "c"}
 	var ver atomic.Int64

@@ -7,16 +7,14 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // churnBytesPerAdd fills a cache bounded at max entries with distinct
 // (group, key) pairs, one group each as a cache of many callers holds,
 // then measures the heap allocated per Add while every Add evicts one.
 func churnBytesPerAdd(t *testing.T, max int) float64 {
-	c, err := cache.New[string, string, bool](max)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Must(cache.New[string, string, bool](max))(t)
 	names := make([]string, max+16+200)
 	for i := range names {
 		names[i] = fmt.Sprintf("tok-%09d", i)
@@ -67,10 +65,7 @@ func TestNoRebuildOnEveryAddAtTheByteBound(t *testing.T) {
 	key := func(i int) string { return fmt.Sprintf("%0*d", keyLen, i) }
 	// What an entry of such a key and its group count, learned from Bytes:
 	// the cache counts its copy of the key itself.
-	probe, err := cache.New[string, string, bool](8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	probe := testkit.Must(cache.New[string, string, bool](8))(t)
 	probe.Add("one-token", key(0), false, time.Hour, 0)
 	one := probe.Bytes()
 	probe.Add("one-token", key(1), false, time.Hour, 0)
@@ -80,10 +75,7 @@ func TestNoRebuildOnEveryAddAtTheByteBound(t *testing.T) {
 		t.Fatalf("an entry of a %d-byte key counts %d bytes, its group %d", keyLen, perEntry, groupCost)
 	}
 	run := func(fit int64) float64 {
-		c, err := cache.New[string, string, bool](1<<20, cache.WithMaxBytes(groupCost+fit*perEntry+perEntry/2))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := testkit.Must(cache.New[string, string, bool](1<<20, cache.WithMaxBytes(groupCost+fit*perEntry+perEntry/2)))(t)
 		for i := 0; i < int(fit)+16; i++ {
 			c.Add("one-token", key(i), false, time.Hour, 0)
 		}

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/orgauthz/orgauthz/cache"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestEveryOperationAtOnceServesOnlyLiveOwnValues mixes every operation on a small cache (so that
@@ -113,10 +114,7 @@ func everyOperationAtOnce[G comparable](t *testing.T, run stressRun[G]) {
 	var ns atomic.Int64
 	ns.Store(1 << 40)
 	now := func() time.Time { return time.Unix(0, ns.Load()) }
-	c, err := cache.New[G, string, string](48, cache.WithClock(now), cache.WithMaxBytes(run.maxBytes))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Must(cache.New[G, string, string](48, cache.WithClock(now), cache.WithMaxBytes(run.maxBytes)))(t)
 	const tick = time.Millisecond
 	// The clock steps until every worker is done.
 	var done atomic.Bool

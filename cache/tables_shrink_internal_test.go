@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestTablesShrinkBackAfterABurst: after a burst of 6,000 groups, half of
@@ -20,10 +22,7 @@ func TestTablesShrinkBackAfterABurst(t *testing.T) {
 	const burst = 6_000
 	var ns int64 = 1 << 40
 	now := func() time.Time { return time.Unix(0, ns) }
-	c, err := New[string, string, int](100_000, WithClock(now))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Must(New[string, string, int](100_000, WithClock(now)))(t)
 	// keys returns the keys of group i: two for an odd i, whose entries
 	// the index holds, one for an even i.
 	keys := func(i int) []string { return []string{"k", "j"}[:1+i%2] }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestVerifyResultsAreTheirOwnProofsUnderConcurrency: proofs of different
@@ -18,10 +20,7 @@ func TestVerifyResultsAreTheirOwnProofsUnderConcurrency(t *testing.T) {
 	_, ed2, _ := ed25519.GenerateKey(rand.Reader)
 	rsa4096 := readRSAKey(t, "testdata/rsa4096-test-key.pem", DefaultMaxRSABits) // a fixed key: generating one takes seconds
 	signers := []*Signer{mustSigner(t, testP256), mustSigner(t, testEd), mustSigner(t, testRSA), mustSigner(t, rsa4096), mustSigner(t, ed2)}
-	v, err := NewVerifier()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := testkit.Must(NewVerifier())(t)
 	const url = "https://rs.example/resource"
 	var wg sync.WaitGroup
 	for g := range 8 {

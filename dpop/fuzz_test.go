@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // fuzzNow is close to the iat of the RFC 9449 section 4.1 example proof, so
@@ -48,10 +50,7 @@ func FuzzVerify(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := NewVerifier(WithClock(fixedClock(fuzzNow)), WithReplayCacheSize(4))
-		if err != nil {
-			t.Fatal(err)
-		}
+		v := testkit.Must(NewVerifier(WithClock(fixedClock(fuzzNow)), WithReplayCacheSize(4)))(t)
 		res, err := v.Verify(t.Context(), Request{
 			Proofs: []string{string(data)},
 			Method: "POST",
@@ -88,10 +87,7 @@ func FuzzVerifySigned(f *testing.F) {
 	f.Add([]byte(`{"typ":"dpop+jwt","alg":"ES256","alg":"none"}`), []byte(`{"jti":"j","jti":""}`))
 
 	f.Fuzz(func(t *testing.T, header, claims []byte) {
-		v, err := NewVerifier(WithClock(fixedClock(fuzzNow)), WithReplayCacheSize(4))
-		if err != nil {
-			t.Fatal(err)
-		}
+		v := testkit.Must(NewVerifier(WithClock(fixedClock(fuzzNow)), WithReplayCacheSize(4)))(t)
 		proof := forgeSign(t, "ES256", fx.key, header, claims)
 		res, err := v.Verify(t.Context(), Request{
 			Proofs: []string{proof}, Method: "POST", URL: "https://server.example.com/token",

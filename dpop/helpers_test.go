@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/leakcheck"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -78,12 +79,10 @@ func loadKeys(t testing.TB) {
 // test key: generating one takes seconds under -race).
 func readRSAKey(t testing.TB, path string, bits int) *rsa.PrivateKey {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
+	data := testkit.Must(os.ReadFile(path))(t)
 	block, _ := pem.Decode(data)
 	require.NotNil(t, block)
-	parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-	require.NoError(t, err)
+	parsed := testkit.Must(x509.ParsePKCS8PrivateKey(block.Bytes))(t)
 	key := parsed.(*rsa.PrivateKey)
 	require.Equal(t, bits, key.N.BitLen())
 	return key
@@ -97,9 +96,7 @@ func testKeys(t testing.TB) map[string]crypto.Signer {
 
 func mustSigner(t testing.TB, key crypto.Signer) *Signer {
 	t.Helper()
-	s, err := NewSigner(key)
-	require.NoError(t, err)
-	return s
+	return testkit.Must(NewSigner(key))(t)
 }
 
 // decodeProof splits a compact JWS and decodes header and claims without
@@ -145,8 +142,7 @@ func forgeSign(t testing.TB, alg string, key any, header, claims []byte) string 
 		d := h.New()
 		d.Write([]byte(input))
 		var der []byte
-		der, err = ecdsa.SignASN1(rand.Reader, key.(*ecdsa.PrivateKey), d.Sum(nil))
-		require.NoError(t, err)
+		der = testkit.Must(ecdsa.SignASN1(rand.Reader, key.(*ecdsa.PrivateKey), d.Sum(nil)))(t)
 		sig, err = ecdsaDERToJWS(der, size)
 	case "EdDSA":
 		sig = ed25519.Sign(key.(ed25519.PrivateKey), []byte(input))
@@ -166,8 +162,7 @@ func forgeSign(t testing.TB, alg string, key any, header, claims []byte) string 
 // publicJWKMap returns the public JWK of key as a JSON object.
 func publicJWKMap(t testing.TB, pub crypto.PublicKey) map[string]any {
 	t.Helper()
-	b, err := json.Marshal(jose.JSONWebKey{Key: pub})
-	require.NoError(t, err)
+	b := testkit.Must(json.Marshal(jose.JSONWebKey{Key: pub}))(t)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))
 	return m
@@ -175,17 +170,14 @@ func publicJWKMap(t testing.TB, pub crypto.PublicKey) map[string]any {
 
 func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return b
+	return testkit.Must(json.Marshal(v))(t)
 }
 
 // thumbprintOf returns the RFC 7638 thumbprint of a public key.
 func thumbprintOf(t testing.TB, pub crypto.PublicKey) string {
 	t.Helper()
 	k := jose.JSONWebKey{Key: pub}
-	tp, err := k.Thumbprint(crypto.SHA256)
-	require.NoError(t, err)
+	tp := testkit.Must(k.Thumbprint(crypto.SHA256))(t)
 	return base64.RawURLEncoding.EncodeToString(tp)
 }
 
@@ -193,39 +185,30 @@ func thumbprintOf(t testing.TB, pub crypto.PublicKey) string {
 // when it refuses the proof.
 func verified(t testing.TB, v *Verifier, req Request) {
 	t.Helper()
-	_, err := v.Verify(t.Context(), req)
-	require.NoError(t, err)
+	testkit.Must(v.Verify(t.Context(), req))(t)
 }
 
 // mustVerifier is NewVerifier, failing the test on an error.
 func mustVerifier(t testing.TB, opts ...Option) *Verifier {
 	t.Helper()
-	v, err := NewVerifier(opts...)
-	require.NoError(t, err)
-	return v
+	return testkit.Must(NewVerifier(opts...))(t)
 }
 
 // proofOf is s's proof for method, url, accessToken and nonce, failing the
 // test on an error.
 func proofOf(t testing.TB, s *Signer, method, url, accessToken, nonce string) string {
 	t.Helper()
-	p, err := s.Proof(method, url, accessToken, nonce)
-	require.NoError(t, err)
-	return p
+	return testkit.Must(s.Proof(method, url, accessToken, nonce))(t)
 }
 
 // newKey is GenerateKey, failing the test on an error.
 func newKey(t testing.TB) *Signer {
 	t.Helper()
-	s, err := GenerateKey()
-	require.NoError(t, err)
-	return s
+	return testkit.Must(GenerateKey())(t)
 }
 
 // unbase64 decodes s as unpadded base64url, failing the test on an error.
 func unbase64(t testing.TB, s string) []byte {
 	t.Helper()
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	require.NoError(t, err)
-	return b
+	return testkit.Must(base64.RawURLEncoding.DecodeString(s))(t)
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // p256Params is P-256's order n and n/2, from the standard library, as the
@@ -26,8 +28,7 @@ func p256Params() (n, half *big.Int) {
 // proofS returns the s of an ES256 proof's signature.
 func proofS(t testing.TB, proof string) *big.Int {
 	t.Helper()
-	sig, err := base64.RawURLEncoding.Strict().DecodeString(proof[strings.LastIndexByte(proof, '.')+1:])
-	require.NoError(t, err)
+	sig := testkit.Must(base64.RawURLEncoding.Strict().DecodeString(proof[strings.LastIndexByte(proof, '.')+1:]))(t)
 	require.Len(t, sig, 64)
 	return new(big.Int).SetBytes(sig[32:])
 }
@@ -37,8 +38,7 @@ func proofS(t testing.TB, proof string) *big.Int {
 func twin(t testing.TB, proof string) string {
 	t.Helper()
 	dot := strings.LastIndexByte(proof, '.')
-	sig, err := base64.RawURLEncoding.Strict().DecodeString(proof[dot+1:])
-	require.NoError(t, err)
+	sig := testkit.Must(base64.RawURLEncoding.Strict().DecodeString(proof[dot+1:]))(t)
 	n, _ := p256Params()
 	s := new(big.Int).Sub(n, new(big.Int).SetBytes(sig[32:]))
 	s.FillBytes(sig[32:])
@@ -123,8 +123,7 @@ func TestVerifierProofIdentityIsKeyAndJTI(t *testing.T) {
 				_, err := v.Verify(ctx, Request{Proofs: []string{proof}, Method: "GET", URL: url})
 				return err
 			}
-			low, err := mustSigner(t, testP256).Proof("GET", url, "", "")
-			require.NoError(t, err)
+			low := testkit.Must(mustSigner(t, testP256).Proof("GET", url, "", ""))(t)
 			high := twin(t, low)
 			require.Positive(t, proofS(t, high).Cmp(half), "the twin is the high-S form")
 
@@ -132,8 +131,7 @@ func TestVerifierProofIdentityIsKeyAndJTI(t *testing.T) {
 			require.ErrorIs(t, verify(t.Context(), low), ErrReplay, "its low-S twin")
 			require.ErrorIs(t, verify(t.Context(), high), ErrReplay, "itself again")
 
-			low, err = mustSigner(t, testP256).Proof("GET", url, "", "")
-			require.NoError(t, err)
+			low = testkit.Must(mustSigner(t, testP256).Proof("GET", url, "", ""))(t)
 			require.NoError(t, verify(t.Context(), low), "a Signer's proof")
 			require.ErrorIs(t, verify(t.Context(), twin(t, low)), ErrReplay, "its high-S twin, made without the key")
 		})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestVerifyTakesNonASCIIValuesAndExtensionNames: a valid proof (RFC 9449;
@@ -15,10 +17,7 @@ func TestVerifyTakesNonASCIIValuesAndExtensionNames(t *testing.T) {
 	loadKeys(t)
 	m := publicJWKMap(t, testP256.Public())
 	jwk := fmt.Sprintf(`{"kty":"EC","crv":"P-256","x":%q,"y":%q}`, m["x"], m["y"])
-	v, err := NewVerifier(WithClock(func() time.Time { return time.Unix(1700000000, 0) }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := testkit.Must(NewVerifier(WithClock(func() time.Time { return time.Unix(1700000000, 0) })))(t)
 	for i, tc := range []struct {
 		name, header, claims string
 	}{

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // hostClock is a host's two clocks as a test drives them: the wall clock
@@ -50,16 +52,12 @@ var nonceSecret = bytes.Repeat([]byte{7}, MinNonceSecretSize)
 
 func testNonces(t *testing.T, c *hostClock, lifetime time.Duration, secret []byte, older ...[]byte) *hmacNonces {
 	t.Helper()
-	n, err := newHMACNonces(secret, lifetime, older, c.Wall, c.Elapsed)
-	require.NoError(t, err)
-	return n
+	return testkit.Must(newHMACNonces(secret, lifetime, older, c.Wall, c.Elapsed))(t)
 }
 
 func next(t *testing.T, n Nonces) string {
 	t.Helper()
-	s, err := n.Next(t.Context())
-	require.NoError(t, err)
-	return s
+	return testkit.Must(n.Next(t.Context()))(t)
 }
 
 // TestHMACNoncesSharedByReplicas: a nonce minted by one replica is valid
@@ -200,10 +198,8 @@ func TestNewHMACNoncesRefusesBadInput(t *testing.T) {
 	}
 
 	secret := bytes.Clone(nonceSecret)
-	n, err := NewHMACNonces(secret, time.Minute)
-	require.NoError(t, err)
-	nonce, err := n.Next(context.Background())
-	require.NoError(t, err)
+	n := testkit.Must(NewHMACNonces(secret, time.Minute))(t)
+	nonce := testkit.Must(n.Next(context.Background()))(t)
 	secret[0] ^= 1
 	require.True(t, n.Valid(t.Context(), nonce))
 }

@@ -241,10 +241,8 @@ func TestReplayStoreCheckThenRecord(t *testing.T) {
 	f := newFixture(t)
 	req := f.request(f.proof(t, nil))
 
-	resA, err := a.Check(t.Context(), req)
-	require.NoError(t, err)
-	resB, err := b.Check(t.Context(), req)
-	require.NoError(t, err)
+	resA := testkit.Must(a.Check(t.Context(), req))(t)
+	resB := testkit.Must(b.Check(t.Context(), req))(t)
 	require.Empty(t, store.recorded(), "Check stored something")
 
 	require.NoError(t, a.RecordContext(t.Context(), resA))

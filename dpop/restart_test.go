@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestAProofDatedBeforeTheVerifierNeedsANonceGivenSince: a Verifier's
@@ -35,15 +37,13 @@ func TestAProofDatedBeforeTheVerifierNeedsANonceGivenSince(t *testing.T) {
 			secret = make([]byte, MinNonceSecretSize)
 			_, _ = rand.Read(secret)
 		}
-		n, err := NewHMACNonces(secret, time.Minute)
-		require.NoError(t, err)
+		n := testkit.Must(NewHMACNonces(secret, time.Minute))(t)
 		return n
 	}
 	kept := make([]byte, MinNonceSecretSize)
 	_, _ = rand.Read(kept)
 	nextOf := func(n Nonces) string {
-		next, err := n.Next(t.Context())
-		require.NoError(t, err)
+		next := testkit.Must(n.Next(t.Context()))(t)
 		return next
 	}
 
@@ -81,12 +81,10 @@ func TestAProofDatedBeforeTheVerifierNeedsANonceGivenSince(t *testing.T) {
 			// The slow client's fresh proof, dated before the start too,
 			// passes with the nonce it was sent; the captured one is still
 			// refused.
-			_, err = restarted.Verify(t.Context(), request(proofOf(t, slow, "DELETE", url, token, nerr.Nonce)))
-			require.NoError(t, err, "a slow client's proof with the nonce given since the start")
+			testkit.Must(restarted.Verify(t.Context(), request(proofOf(t, slow, "DELETE", url, token, nerr.Nonce))))(t, "a slow client's proof with the nonce given since the start")
 			_, err = restarted.Verify(t.Context(), request(captured))
 			require.ErrorIs(t, err, ErrNonceRequired, "the captured proof, sent again")
-			_, err = restarted.Verify(t.Context(), request(proofOf(t, key, "DELETE", url, token, nerr.Nonce)))
-			require.NoError(t, err, "a proof dated after the start")
+			testkit.Must(restarted.Verify(t.Context(), request(proofOf(t, key, "DELETE", url, token, nerr.Nonce))))(t, "a proof dated after the start")
 		})
 	}
 
@@ -101,12 +99,10 @@ func TestAProofDatedBeforeTheVerifierNeedsANonceGivenSince(t *testing.T) {
 	})
 
 	withStore := mustVerifier(t, WithReplayStore(newMemStore(time.Now)))
-	_, err := withStore.Verify(t.Context(), request(captured))
-	require.NoError(t, err, "a store that vouches for the window decides, not the Verifier's age")
+	testkit.Must(withStore.Verify(t.Context(), request(captured)))(t, "a store that vouches for the window decides, not the Verifier's age")
 
 	ownClock := mustVerifier(t, WithClock(time.Now))
-	_, err = ownClock.Verify(t.Context(), request(captured))
-	require.NoError(t, err, "on the caller's clock")
+	testkit.Must(ownClock.Verify(t.Context(), request(captured)))(t, "on the caller's clock")
 }
 
 // optionalNonces is Nonces whose requirement is off: while it is, any

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // attackRSAProof builds a proof whose jwk is an RSA "key" of the given size
@@ -18,10 +20,7 @@ import (
 // checkHeader and the signature run before anything else.
 func attackRSAProof(t testing.TB, bits int, e int64) string {
 	t.Helper()
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), uint(bits)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := testkit.Must(rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), uint(bits))))(t)
 	n.SetBit(n, bits-1, 1)
 	n.SetBit(n, 0, 1)
 	eb := big.NewInt(e).Bytes()

@@ -21,17 +21,16 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 func TestNewSigner(t *testing.T) {
 	t.Parallel()
 	loadKeys(t)
-	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	require.NoError(t, err)
-	p521, err := ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
-	require.NoError(t, err)
-	rsa1024, err := rsa.GenerateKey(rand.Reader, 1024)
-	require.NoError(t, err)
+	p384 := testkit.Must(ecdsa.GenerateKey(elliptic.P384(), rand.Reader))(t)
+	p521 := testkit.Must(ecdsa.GenerateKey(elliptic.P521(), rand.Reader))(t)
+	rsa1024 := testkit.Must(rsa.GenerateKey(rand.Reader, 1024))(t)
 	e3 := *testRSA // the Signer signs with no key the Verifier would refuse for its exponent
 	e3.E = 3
 
@@ -76,14 +75,12 @@ func TestNewSigner(t *testing.T) {
 			assert.Equal(t, tt.inMemory, s.InMemory(), "InMemory")
 
 			want := jose.JSONWebKey{Key: tt.key.Public()}
-			tp, err := want.Thumbprint(crypto.SHA256)
-			require.NoError(t, err)
+			tp := testkit.Must(want.Thumbprint(crypto.SHA256))(t)
 			assert.Equal(t, base64.RawURLEncoding.EncodeToString(tp), s.Thumbprint())
 
 			jwk := s.PublicJWK()
 			assert.True(t, jwk.IsPublic())
-			raw, err := json.Marshal(jwk)
-			require.NoError(t, err)
+			raw := testkit.Must(json.Marshal(jwk))(t)
 			var members map[string]any
 			require.NoError(t, json.Unmarshal(raw, &members))
 			for _, private := range []string{"d", "p", "q", "dp", "dq", "qi", "k"} {

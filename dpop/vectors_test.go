@@ -48,8 +48,7 @@ type vectors struct {
 
 func loadVectors(t *testing.T) vectors {
 	t.Helper()
-	raw, err := os.ReadFile(vectorsPath)
-	require.NoError(t, err)
+	raw := testkit.Must(os.ReadFile(vectorsPath))(t)
 	var v vectors
 	require.NoError(t, json.Unmarshal(raw, &v))
 	require.Len(t, v.Proofs, 3)
@@ -60,8 +59,7 @@ func loadVectors(t *testing.T) vectors {
 // when the shared checkout sits beside the module (as in CI).
 func TestVectorsCopyInSync(t *testing.T) {
 	t.Parallel()
-	local, err := os.ReadFile(vectorsPath)
-	require.NoError(t, err)
+	local := testkit.Must(os.ReadFile(vectorsPath))(t)
 	shared, err := os.ReadFile(sharedVectorsPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Logf("%s not present; only the testdata copy is used", sharedVectorsPath)
@@ -103,8 +101,7 @@ func TestRFC9449Proofs(t *testing.T) {
 				req.AccessToken, req.JKT = p.AccessToken, jkt
 				assert.Equal(t, p.ATH, TokenHash(p.AccessToken))
 			}
-			res, err := v.Verify(t.Context(), req)
-			require.NoError(t, err)
+			res := testkit.Must(v.Verify(t.Context(), req))(t)
 			assert.Equal(t, vec.KeyJKT, res.Thumbprint)
 			assert.Equal(t, "ES256", res.Algorithm)
 			assert.Equal(t, p.JTI, res.Claims.ID)
@@ -113,7 +110,7 @@ func TestRFC9449Proofs(t *testing.T) {
 			assert.Equal(t, p.IAT, res.Claims.IssuedAt.Unix())
 			assert.Equal(t, p.ATH, res.Claims.AccessTokenHash)
 
-			_, err = v.Verify(t.Context(), req)
+			_, err := v.Verify(t.Context(), req)
 			requireOnly(t, err, ErrReplay)
 
 			// The same proof against other requests or later clocks.
@@ -157,8 +154,7 @@ func TestRFC9449SharedJTI(t *testing.T) {
 	requireOnly(t, err, ErrReplay)
 
 	clock.Set(time.Unix(second.IAT, 0))
-	_, err = v.Verify(t.Context(), req(second.Proof))
-	require.NoError(t, err, "the first proof's entry expired with its window")
+	testkit.Must(v.Verify(t.Context(), req(second.Proof)))(t, "the first proof's entry expired with its window")
 	_, err = v.Verify(t.Context(), req(second.Proof))
 	requireOnly(t, err, ErrReplay)
 }
@@ -180,8 +176,7 @@ func TestThumbprintVectors(t *testing.T) {
 			require.NoError(t, key.UnmarshalJSON(tv.JWK))
 
 			// The Signer's thumbprint, for a key that only exposes Public.
-			s, err := NewSigner(opaqueKey{pub: key.Key})
-			require.NoError(t, err)
+			s := testkit.Must(NewSigner(opaqueKey{pub: key.Key}))(t)
 			assert.Equal(t, tv.JKT, s.Thumbprint())
 
 			// The Verifier's computation.

@@ -129,12 +129,9 @@ func TestVerifyAcceptsSignerProofs(t *testing.T) {
 func TestVerify(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	require.NoError(t, err)
-	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	rsa1024, err := rsa.GenerateKey(rand.Reader, 1024)
-	require.NoError(t, err)
+	p384 := testkit.Must(ecdsa.GenerateKey(elliptic.P384(), rand.Reader))(t)
+	other := testkit.Must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader))(t)
+	rsa1024 := testkit.Must(rsa.GenerateKey(rand.Reader, 1024))(t)
 
 	// signed builds a proof from raw header and claims JSON, signed by the
 	// fixture's key with ES256.
@@ -452,8 +449,7 @@ func TestVerifyOneWrongClockReadingAhead(t *testing.T) {
 
 // otherFixture is a fixture around a fresh P-256 key of its own.
 func otherFixture(t testing.TB) fixture {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
+	k := testkit.Must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader))(t)
 	return fixture{key: k, jkt: thumbprintOf(t, k.Public())}
 }
 
@@ -569,17 +565,14 @@ func TestCheckRecordsNothing(t *testing.T) {
 	v := mustVerifier(t, WithClock(clock.Now), WithReplayCacheSize(1))
 	proof := f.proof(t, nil)
 	for range 3 {
-		_, err := v.Check(t.Context(), f.request(proof))
-		require.NoError(t, err)
+		testkit.Must(v.Check(t.Context(), f.request(proof)))(t)
 	}
 	_, err := v.Check(t.Context(), f.request(f.proof(t, nil)))
 	require.NoError(t, err, "nothing checked filled the cache of one")
 	assert.Zero(t, v.replay.len())
 
-	res, err := v.Check(t.Context(), f.request(proof))
-	require.NoError(t, err)
-	late, err := v.Check(t.Context(), f.request(f.proof(t, nil)))
-	require.NoError(t, err)
+	res := testkit.Must(v.Check(t.Context(), f.request(proof)))(t)
+	late := testkit.Must(v.Check(t.Context(), f.request(f.proof(t, nil))))(t)
 	require.NoError(t, v.Record(res))
 	requireOnly(t, v.Record(res), ErrReplay)
 	_, err = v.Check(t.Context(), f.request(proof))

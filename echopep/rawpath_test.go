@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"testing/fstest"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/echopep"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -46,14 +46,11 @@ func TestAnEscapedLetterSkipsNoRouteRule(t *testing.T) {
 	e := echo.New()
 	e.GET("/files/private/*", files, echopep.Require(gw, "private", "read"))
 	e.GET("/files/*", files, echopep.Require(gw, "files", "read"))
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
+	srv := testkit.Serve(t, e)
 	do := func(p string) (int, string) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+p, nil)
-		require.NoError(t, err)
+		req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+p, nil))(t)
 		req.Header.Set("Authorization", "Bearer abcdefghijklmnopqrstuvwxyz")
-		resp, err := srv.Client().Do(req)
-		require.NoError(t, err)
+		resp := testkit.Must(srv.Client().Do(req))(t)
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)

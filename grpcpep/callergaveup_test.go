@@ -15,6 +15,7 @@ import (
 	"github.com/orgauthz/orgauthz/grpcpep"
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -42,8 +43,7 @@ func (outage) CheckMany(context.Context, []pep.Resource, ...pep.CallOption) (pep
 func TestCallerWhoGaveUpGetsItsOwnCode(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(adaptertest.Fixture), adaptertest.ES256Tokens)
-	client, err := hangguard.NewPep(gw.URL, adaptertest.Realm, adaptertest.ClientID)
-	require.NoError(t, err)
+	client := testkit.Must(hangguard.NewPep(gw.URL, adaptertest.Realm, adaptertest.ClientID))(t)
 	t.Cleanup(func() { _ = client.Close() })
 	cached := &counting{Checker: client}
 	rules := grpcpep.Map(map[string]grpcpep.Rule{"/orders.Orders/Read": {Resource: "orders", Scopes: []string{"read"}}})
@@ -53,8 +53,7 @@ func TestCallerWhoGaveUpGetsItsOwnCode(t *testing.T) {
 	}
 	var ran atomic.Int32
 	handler := func(context.Context, any) (any, error) { ran.Add(1); return nil, nil }
-	_, err = grpcpep.UnaryServerInterceptor(cached, rules)(withToken(t.Context()), nil, info, handler) // ann may read: the grant is cached
-	require.NoError(t, err)
+	testkit.Must(grpcpep.UnaryServerInterceptor(cached, rules)(withToken(t.Context()), nil, info, handler))(t) // ann may read: the grant is cached
 	require.EqualValues(t, 1, ran.Load())
 
 	expired, cancel := context.WithDeadline(withToken(context.Background()), time.Now().Add(-time.Second))

@@ -19,6 +19,7 @@ import (
 	"github.com/orgauthz/orgauthz/grpcpep"
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -57,9 +58,8 @@ func slowGateway(t *testing.T) (*pep.Client, map[string]string) {
 	t.Helper()
 	gw := mockservertest.Start(t, mockserver.WithFixture(adaptertest.Fixture), adaptertest.ES256Tokens)
 	gw.SetFaults(mockservertest.Faults{DecisionLatency: time.Minute})
-	client, err := hangguard.NewPep(gw.URL, adaptertest.Realm, adaptertest.ClientID,
-		pep.WithTimeout(2*time.Minute), pep.WithRetry(0, time.Millisecond, time.Millisecond))
-	require.NoError(t, err)
+	client := testkit.Must(hangguard.NewPep(gw.URL, adaptertest.Realm, adaptertest.ClientID,
+		pep.WithTimeout(2*time.Minute), pep.WithRetry(0, time.Millisecond, time.Millisecond)))(t)
 	t.Cleanup(func() { _ = client.Close() })
 	return client, map[string]string{"ann": gw.Token(adaptertest.Realm, "ann")}
 }
@@ -125,8 +125,7 @@ func TestCancelledStreamIsNotDecided(t *testing.T) {
 	conn := serve(t, svc, guarded(sp)...)
 	ctx, cancel := context.WithCancel(bearer(t.Context(), tokens["ann"]))
 	defer cancel()
-	cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
-	require.NoError(t, err)
+	cs := testkit.Must(conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true)))(t)
 	<-sp.entered
 	cancel()
 	got := <-sp.done
@@ -143,9 +142,8 @@ func TestGrantedStreamCarriesMessages(t *testing.T) {
 	checker := &adaptertest.Counter{Checker: env.Client}
 	svc := &orders{}
 	conn := serve(t, svc, guarded(checker)...)
-	cs, err := conn.NewStream(bearer(t.Context(), env.Tokens["ann"]),
-		&grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
-	require.NoError(t, err)
+	cs := testkit.Must(conn.NewStream(bearer(t.Context(), env.Tokens["ann"]),
+		&grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true)))(t)
 	for range 3 {
 		require.NoError(t, cs.SendMsg(wrapperspb.String("hello")))
 		out := new(wrapperspb.StringValue)
@@ -240,12 +238,11 @@ func TestDecisionContextIsPOSTAndTheMethod(t *testing.T) {
 		}},
 	}}}
 	gw := mockservertest.Start(t, mockserver.WithFixture(fx), adaptertest.ES256Tokens)
-	client, err := hangguard.NewPep(gw.URL, "r", "api")
-	require.NoError(t, err)
+	client := testkit.Must(hangguard.NewPep(gw.URL, "r", "api"))(t)
 	t.Cleanup(func() { _ = client.Close() })
 	conn := serve(t, &orders{}, guarded(client)...)
 	ctx := bearer(t.Context(), gw.Token("r", "ann"))
-	_, err = call(ctx, conn, adaptertest.OpRead, false)
+	_, err := call(ctx, conn, adaptertest.OpRead, false)
 	assert.Equal(t, codes.PermissionDenied, status.Code(err), "read is granted for GET only")
 	_, err = call(ctx, conn, adaptertest.OpWrite, false)
 	assert.Equal(t, codes.OK, status.Code(err), "write is granted for POST: %v", err)

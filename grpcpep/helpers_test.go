@@ -5,18 +5,17 @@ import (
 	"net"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
 // serveWith is serve with extra services registered.
 func serveWith(t *testing.T, svc *orders, register func(*grpc.Server), opts ...grpc.ServerOption) *grpc.ClientConn {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := testkit.Must(net.Listen("tcp", "127.0.0.1:0"))(t)
 	srv := grpc.NewServer(opts...)
 	srv.RegisterService(svc.desc(), svc)
 	register(srv)
@@ -25,8 +24,7 @@ func serveWith(t *testing.T, svc *orders, register func(*grpc.Server), opts ...g
 		defer close(done)
 		_ = srv.Serve(ln)
 	}()
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
+	conn := testkit.Must(grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials())))(t)
 	t.Cleanup(func() {
 		_ = conn.Close()
 		srv.Stop()

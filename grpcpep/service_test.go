@@ -14,6 +14,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/grpcpep"
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // The test service, registered by hand (no protoc): for each operation of
@@ -102,10 +103,7 @@ func (o *orders) desc() *grpc.ServiceDesc {
 // grpc-go client connection to it; both end with t.
 func serve(t *testing.T, svc *orders, opts ...grpc.ServerOption) *grpc.ClientConn {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testkit.Must(net.Listen("tcp", "127.0.0.1:0"))(t)
 	srv := grpc.NewServer(opts...)
 	srv.RegisterService(svc.desc(), svc)
 	done := make(chan struct{})
@@ -113,10 +111,7 @@ func serve(t *testing.T, svc *orders, opts ...grpc.ServerOption) *grpc.ClientCon
 		defer close(done)
 		_ = srv.Serve(ln)
 	}()
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := testkit.Must(grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials())))(t)
 	t.Cleanup(func() {
 		_ = conn.Close()
 		srv.Stop()

@@ -31,8 +31,7 @@ func TestStreamGrantIsDecidedAgain(t *testing.T) {
 	conn := serve(t, svc, guarded(env.Client, grpcpep.WithStreamRedecide(grpcpep.MinStreamRedecide), grpcpep.WithClock(clk.Now))...)
 	token := env.Gateway.Token(adaptertest.Realm, "ann", mockserver.TokenClient(adaptertest.ClientID))
 	ctx := bearer(t.Context(), token)
-	cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
-	require.NoError(t, err)
+	cs := testkit.Must(conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true)))(t)
 	ping := func() error {
 		clk.Advance(grpcpep.MinStreamRedecide)
 		if err := cs.SendMsg(wrapperspb.String("x")); err != nil {
@@ -44,7 +43,7 @@ func TestStreamGrantIsDecidedAgain(t *testing.T) {
 	require.NoError(t, ping(), "a re-decided grant lets the stream go on")
 
 	env.Gateway.Revoke(t, adaptertest.Realm, adaptertest.ClientID, "s3cret", token)
-	_, err = call(ctx, conn, adaptertest.OpRead, false)
+	_, err := call(ctx, conn, adaptertest.OpRead, false)
 	require.Equal(t, codes.Unauthenticated, status.Code(err), "the revoked token on a new call")
 	err = ping()
 	require.Equal(t, codes.Unauthenticated, status.Code(err), "the open stream kept serving its revoked token: %v", err)
@@ -57,9 +56,8 @@ func TestStreamGrantLastsItsInterval(t *testing.T) {
 	env := adaptertest.Start(t)
 	counter := &adaptertest.Counter{Checker: env.Client}
 	conn := serve(t, &orders{}, guarded(counter)...)
-	cs, err := conn.NewStream(bearer(t.Context(), env.Tokens["ann"]),
-		&grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
-	require.NoError(t, err)
+	cs := testkit.Must(conn.NewStream(bearer(t.Context(), env.Tokens["ann"]),
+		&grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true)))(t)
 	for range 5 {
 		require.NoError(t, cs.SendMsg(wrapperspb.String("x")))
 		require.NoError(t, cs.RecvMsg(new(wrapperspb.StringValue)))
@@ -87,9 +85,7 @@ func TestStreamOpensOnTheGatewaysDecision(t *testing.T) {
 		return cs.RecvMsg(new(wrapperspb.StringValue))
 	}
 	open := func() grpc.ClientStream {
-		cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true))
-		require.NoError(t, err)
-		return cs
+		return testkit.Must(conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method(adaptertest.OpRead, true)))(t)
 	}
 
 	first := open()

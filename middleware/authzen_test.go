@@ -12,6 +12,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -41,8 +42,7 @@ func orderTarget(r *http.Request) (authzen.Action, authzen.Resource) {
 // credential ("" for none).
 func azApp(t *testing.T, gw *mockservertest.Server, pepToken string, opts ...middleware.Option) (http.Handler, *authzen.Client) {
 	t.Helper()
-	c, err := hangguard.NewAuthZEN(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0))
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewAuthZEN(gw.URL+"/realms/shop", authzen.WithRetry(0, 0, 0), authzen.WithBreaker(0, 0), authzen.WithCache(0, 0, 0)))(t)
 	if pepToken != "" {
 		c.SetToken(pepToken)
 	}
@@ -136,8 +136,7 @@ func TestRequireAuthZENFailsClosed(t *testing.T) {
 // With works on RequireAuthZEN.
 func TestRequireAuthZENWiring(t *testing.T) {
 	t.Parallel()
-	c, err := hangguard.NewAuthZEN("https://pdp.example.com")
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewAuthZEN("https://pdp.example.com"))(t)
 	require.PanicsWithValue(t, "middleware: the Evaluator is nil", func() { middleware.RequireAuthZEN(nil, headerSubject, orderTarget) })
 	require.PanicsWithValue(t, "middleware: the subject function is nil; the target function is nil", func() { middleware.RequireAuthZEN(c, nil, nil) })
 	m := middleware.RequireAuthZEN(c, headerSubject, orderTarget).With(middleware.WithUnauthorizedHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -354,10 +354,7 @@ func BenchmarkProtectedLoopback(b *testing.B) {
 // shopClient is a client of the shop fixture's orders-api at url, closed
 // when the benchmark's run ends.
 func shopClient(b *testing.B, url string) *pep.Client {
-	c, err := pep.New(url, "shop", "orders-api", steady)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := testkit.Must(pep.New(url, "shop", "orders-api", steady))(b)
 	b.Cleanup(func() { _ = c.Close() })
 	return c
 }

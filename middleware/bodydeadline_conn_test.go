@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -37,7 +38,7 @@ func trustedGuard() http.Handler {
 func TestALateTrustedBodyReadClosesItsConnection(t *testing.T) {
 	t.Parallel()
 	guard := trustedGuard()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := testkit.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		r = r.WithContext(ctx)
@@ -45,16 +46,12 @@ func TestALateTrustedBodyReadClosesItsConnection(t *testing.T) {
 		r.Body = &cancelAtEOF{ReadCloser: r.Body, cancel: cancel}
 		guard.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
-	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	require.NoError(t, err)
+	conn := testkit.Must(net.Dial("tcp", srv.Listener.Addr().String()))(t)
 	t.Cleanup(func() { _ = conn.Close() })
 	body := "_method=DELETE&x=1"
-	_, err = fmt.Fprintf(conn, "POST /orders/42 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer not-a-real-token-at-all\r\n"+
-		"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	require.NoError(t, err)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err)
+	testkit.Must(fmt.Fprintf(conn, "POST /orders/42 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer not-a-real-token-at-all\r\n"+
+		"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s", len(body), body))(t)
+	resp := testkit.Must(http.ReadResponse(bufio.NewReader(conn), nil))(t)
 	b, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, string(b))

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -55,8 +55,7 @@ func TestTrustedFormBodyReadEndsWithTheRequestContext(t *testing.T) {
 
 			pr, pw := io.Pipe()
 			t.Cleanup(func() { _ = pw.Close() })
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders/42", pr)
-			require.NoError(t, err)
+			req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders/42", pr))(t)
 			req.ContentLength = 1000
 			req.Header.Set("Authorization", "Bearer not-a-real-token-at-all")
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -56,8 +57,7 @@ var es256Tokens = mockserver.WithAccessTokenAlgorithm("ES256")
 // (hangguard.NewPep) and opts, closed when the test ends.
 func newPep(t *testing.T, gw *mockservertest.Server, realm, clientID string, opts ...pep.Option) *pep.Client {
 	t.Helper()
-	c, err := hangguard.NewPep(gw.URL, realm, clientID, opts...)
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewPep(gw.URL, realm, clientID, opts...))(t)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -67,8 +67,7 @@ func newPep(t *testing.T, gw *mockservertest.Server, realm, clientID string, opt
 func app(t *testing.T) (*mockservertest.Server, http.Handler) {
 	t.Helper()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
-	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
-	require.NoError(t, err)
+	client := testkit.Must(hangguard.NewPep(gw.URL, "shop", "orders-api"))(t)
 
 	ok := func(label string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -149,8 +148,7 @@ func TestRequireAgainstReferenceServer(t *testing.T) {
 func TestCallerChosenResourceAgainstReferenceServer(t *testing.T) {
 	t.Parallel()
 	gw := mockservertest.Start(t, mockserver.WithFixture(shop), es256Tokens)
-	client, err := hangguard.NewPep(gw.URL, "shop", "orders-api")
-	require.NoError(t, err)
+	client := testkit.Must(hangguard.NewPep(gw.URL, "shop", "orders-api"))(t)
 	var ran atomic.Int32
 	mux := http.NewServeMux()
 	mux.Handle("GET /{kind}/{scope}", middleware.RequireFunc(client, func(r *http.Request) (string, []string) {
@@ -159,8 +157,7 @@ func TestCallerChosenResourceAgainstReferenceServer(t *testing.T) {
 		ran.Add(1)
 		_, _ = io.WriteString(w, "ran")
 	})))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	srv := testkit.Serve(t, mux)
 	ann := gw.Token("shop", "ann")
 
 	tests := []struct {
@@ -177,13 +174,10 @@ func TestCallerChosenResourceAgainstReferenceServer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			before := ran.Load()
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+tt.path, nil)
-			require.NoError(t, err)
+			req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+tt.path, nil))(t)
 			req.Header.Set("Authorization", "Bearer "+ann)
-			resp, err := srv.Client().Do(req)
-			require.NoError(t, err, "the connection must survive")
-			body, err := io.ReadAll(resp.Body)
-			require.NoError(t, err)
+			resp := testkit.Must(srv.Client().Do(req))(t, "the connection must survive")
+			body := testkit.Must(io.ReadAll(resp.Body))(t)
 			require.NoError(t, resp.Body.Close())
 			assert.Equal(t, tt.status, resp.StatusCode, string(body))
 			if tt.status == http.StatusOK {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -64,13 +65,11 @@ func TestCallerTokenReadAsBearerToken(t *testing.T) {
 	} {
 		t.Run(auth[:10], func(t *testing.T) {
 			t.Parallel()
-			want, err := bearerOf(auth)
-			require.NoError(t, err)
+			want := testkit.Must(bearerOf(auth))(t)
 			fc := &fakeChecker{res: result(pep.Grant, nil)}
 			var got []string
 			h := middleware.Require(fc, "orders", "read")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				tok, err := middleware.BearerToken(r)
-				require.NoError(t, err)
+				tok := testkit.Must(middleware.BearerToken(r))(t)
 				got = append(got, tok)
 			}))
 			for range 2 { // the second time, the token is one the guard granted

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -85,10 +86,8 @@ func multipartBody(t *testing.T, fields ...string) (contentType, body string) {
 	for i := 0; i+1 < len(fields); i += 2 {
 		require.NoError(t, mw.WriteField(fields[i], fields[i+1]))
 	}
-	fw, err := mw.CreateFormFile("receipt", "receipt.txt")
-	require.NoError(t, err)
-	_, err = io.WriteString(fw, "a file\r\nwith lines\r\n")
-	require.NoError(t, err)
+	fw := testkit.Must(mw.CreateFormFile("receipt", "receipt.txt"))(t)
+	testkit.Must(io.WriteString(fw, "a file\r\nwith lines\r\n"))(t)
 	require.NoError(t, mw.Close())
 	return mw.FormDataContentType(), b.String()
 }
@@ -222,17 +221,13 @@ var performed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 func TestFormContentTypeAsNetHTTPReadsItOverTheWire(t *testing.T) {
 	t.Parallel()
 	guard, dan := danShop(t)
-	srv := httptest.NewServer(guard(gorillaOverriding))
-	t.Cleanup(srv.Close)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders/42", strings.NewReader("_method=DELETE"))
-	require.NoError(t, err)
+	srv := testkit.Serve(t, guard(gorillaOverriding))
+	req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/orders/42", strings.NewReader("_method=DELETE")))(t)
 	req.Header.Set("Authorization", "Bearer "+dan)
 	req.Header.Set("Content-Type", "appl\u0130cation/x-www-form-urlencoded")
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
+	resp := testkit.Must(srv.Client().Do(req))(t)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	b := testkit.Must(io.ReadAll(resp.Body))(t)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	require.Equal(t, "performed POST", string(b))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -288,8 +289,7 @@ func TestBodyGuardsLetNoHandlerReadAMethod(t *testing.T) {
 	// mime/multipart reads _method from, or (a second boundary=) one Rack
 	// reads a _method part from.
 	for _, tc := range groups["TestMultipartFormMethodOverrideIsNeverRead"] {
-		form, err := multipart.NewReader(strings.NewReader(tc.body), b0).ReadForm(1 << 20)
-		require.NoError(t, err)
+		form := testkit.Must(multipart.NewReader(strings.NewReader(tc.body), b0).ReadForm(1 << 20))(t)
 		require.Equal(t, []string{"DELETE"}, form.Value["_method"], "mime/multipart reads _method from %s", tc.name)
 	}
 	for _, tc := range groups["TestSecondBoundaryEqualsFailsEveryRead"] {
@@ -300,8 +300,7 @@ func TestBodyGuardsLetNoHandlerReadAMethod(t *testing.T) {
 			continue
 		}
 		require.Equal(t, "Z", m[1], "Rack's boundary")
-		p, err := multipart.NewReader(strings.NewReader(tc.body), m[1]).NextPart()
-		require.NoError(t, err)
+		p := testkit.Must(multipart.NewReader(strings.NewReader(tc.body), m[1]).NextPart())(t)
 		require.Equal(t, "_method", p.FormName(), "the part Rack reads")
 	}
 }
@@ -386,8 +385,7 @@ func upload(t *testing.T, name string) string {
 	var b strings.Builder
 	mw := multipart.NewWriter(&b)
 	require.NoError(t, mw.SetBoundary("XyZ"))
-	fw, err := mw.CreateFormFile("upload", name)
-	require.NoError(t, err)
+	fw := testkit.Must(mw.CreateFormFile("upload", name))(t)
 	_, _ = io.WriteString(fw, "%PDF-1.4 ...")
 	require.NoError(t, mw.Close())
 	require.Contains(t, b.String(), `filename="`+name+`"`)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -50,8 +51,7 @@ func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
 	require.Equal(t, "standard", tenant["plan"])
 	require.Equal(t, "boss@initech.test", tenant["adminEmail"])
 	require.Equal(t, "ACTIVE", tenant["status"])
-	_, err := time.Parse(time.RFC3339, tenant["createdAt"].(string))
-	require.NoError(t, err)
+	testkit.Must(time.Parse(time.RFC3339, tenant["createdAt"].(string)))(t)
 	id := tenant["tenantId"].(string)
 	require.Equal(t, srv.URL+"/admin/tenants/"+id, res.Header.Get("Location"))
 	password := tenant["initialPassword"].(string)
@@ -77,8 +77,7 @@ func TestProvisionTenantThenAdminLogsIn(t *testing.T) {
 	gone := res.JSON(t)["result"].(map[string]any)
 	require.Equal(t, id, gone["tenantId"])
 	require.Equal(t, "DECOMMISSIONED", gone["status"])
-	_, err = time.Parse(time.RFC3339, gone["decommissionedAt"].(string))
-	require.NoError(t, err)
+	testkit.Must(time.Parse(time.RFC3339, gone["decommissionedAt"].(string)))(t)
 
 	list = servertest.Send(t, srv, http.MethodGet, "/admin/realms/initech/organizations", "", nil, http.Header{"Authorization": {"Bearer " + tok}})
 	require.Equal(t, http.StatusUnauthorized, list.Status)
@@ -176,8 +175,7 @@ func TestAuditLog(t *testing.T) {
 		for _, e := range res.JSON(t)["results"].([]any) {
 			m := e.(map[string]any)
 			require.NotEmpty(t, m["id"])
-			_, err := time.Parse(time.RFC3339, m["timestamp"].(string))
-			require.NoError(t, err)
+			testkit.Must(time.Parse(time.RFC3339, m["timestamp"].(string)))(t)
 			rows = append(rows, row{m["actorId"].(string), m["action"].(string), m["tenantId"].(string),
 				m["resourceType"].(string), m["resourceId"].(string), m["outcome"].(string)})
 		}
@@ -279,8 +277,7 @@ func TestFaultInjection(t *testing.T) {
 	health := func() (int, string) {
 		res := bearerCall(t, srv, http.MethodGet, "/admin/health", admin, "")
 		m := res.JSON(t)
-		_, err := time.Parse(time.RFC3339, m["checkedAt"].(string))
-		require.NoError(t, err)
+		testkit.Must(time.Parse(time.RFC3339, m["checkedAt"].(string)))(t)
 		require.NotEmpty(t, m["components"])
 		return res.Status, m["status"].(string)
 	}

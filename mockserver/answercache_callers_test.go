@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/decision"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -185,9 +186,8 @@ func TestCachedAnswersTakeFaultsAndTheDenialLog(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var logged []string
-	s, err := New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens,
-		WithDenialLog(func(f string, a ...any) { mu.Lock(); logged = append(logged, fmt.Sprintf(f, a...)); mu.Unlock() }))
-	require.NoError(t, err)
+	s := testkit.Must(New(WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens,
+		WithDenialLog(func(f string, a ...any) { mu.Lock(); logged = append(logged, fmt.Sprintf(f, a...)); mu.Unlock() })))(t)
 	tok := mustIssue(t, s, "acme", "dave")
 	body := `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`
 	for range 5 {
@@ -215,10 +215,8 @@ func TestCachedAnswersTakeFaultsAndTheDenialLog(t *testing.T) {
 func TestCachedAnswerRefusedAfterDecommissionOrWithoutItsBinding(t *testing.T) {
 	t.Parallel()
 	s := mustNew(t, WithFixture(DecisionFixture()), WithIssuer(answersBase), es256Tokens)
-	key, kid, err := s.keys.signing("tenant1")
-	require.NoError(t, err)
-	rm, err := s.store.ProvisionTenant("tenant1", "free", "boss@t.test", "pw-pw-pw-pw", key, kid)
-	require.NoError(t, err)
+	key, kid := testkit.Must2(s.keys.signing("tenant1"))(t)
+	rm := testkit.Must(s.store.ProvisionTenant("tenant1", "free", "boss@t.test", "pw-pw-pw-pw", key, kid))(t)
 	tok := mustIssue(t, s, "tenant1", "boss@t.test")
 	body := `{"clientId":"admin-cli","resources":[{"name":"x"}],"context":{}}`
 	ask := func() *httptest.ResponseRecorder { return answersAskIn(s, "tenant1", tok, body) }
@@ -226,8 +224,7 @@ func TestCachedAnswerRefusedAfterDecommissionOrWithoutItsBinding(t *testing.T) {
 		rec := ask()
 		require.Equal(t, 200, rec.Code, rec.Body.String())
 	}
-	_, _, err = s.store.DecommissionTenant(rm.Tenant.ID)
-	require.NoError(t, err)
+	testkit.Must2(s.store.DecommissionTenant(rm.Tenant.ID))(t)
 	rec := ask()
 	require.NotEqual(t, 200, rec.Code, rec.Body.String())
 

@@ -17,6 +17,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/issuer"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -45,26 +46,20 @@ func authFixture() Fixture {
 // mustNew is New, failing the test on an error.
 func mustNew(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s, err := New(opts...)
-	require.NoError(t, err)
-	return s
+	return testkit.Must(New(opts...))(t)
 }
 
 // mustIssue is s.IssueToken, failing the test on an error.
 func mustIssue(t testing.TB, s *Server, realm, username string, opts ...TokenOption) string {
 	t.Helper()
-	tok, err := s.IssueToken(realm, username, opts...)
-	require.NoError(t, err)
-	return tok
+	return testkit.Must(s.IssueToken(realm, username, opts...))(t)
 }
 
 // newRequest is a client request with the test's context, failing the
 // test on an error.
 func newRequest(t testing.TB, method, url string, body io.Reader) *http.Request {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, body)
-	require.NoError(t, err)
-	return req
+	return testkit.Must(http.NewRequestWithContext(t.Context(), method, url, body))(t)
 }
 
 // authHarness serves probe routes wrapped by the three protections.
@@ -108,9 +103,7 @@ func newAuthHarness(t *testing.T) *authHarness {
 
 func (h *authHarness) token(t *testing.T, realm, user string, opts ...TokenOption) string {
 	t.Helper()
-	tok, err := h.s.IssueToken(realm, user, opts...)
-	require.NoError(t, err)
-	return tok
+	return testkit.Must(h.s.IssueToken(realm, user, opts...))(t)
 }
 
 func (h *authHarness) do(t *testing.T, method, path, authz string) (*http.Response, string) {
@@ -119,11 +112,9 @@ func (h *authHarness) do(t *testing.T, method, path, authz string) (*http.Respon
 	if authz != "" {
 		req.Header.Set("Authorization", authz)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp := testkit.Must(http.DefaultClient.Do(req))(t)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	b := testkit.Must(io.ReadAll(resp.Body))(t)
 	return resp, string(b)
 }
 
@@ -180,8 +171,7 @@ func TestAuthRefusesBadTokens(t *testing.T) {
 func TestAuthDecommissionedRealm(t *testing.T) {
 	h := newAuthHarness(t)
 	key, kid := h.s.mustKey(t)
-	r, err := h.s.store.ProvisionTenant("initech", "free", "admin@initech.test", "pw", key, kid)
-	require.NoError(t, err)
+	r := testkit.Must(h.s.store.ProvisionTenant("initech", "free", "admin@initech.test", "pw", key, kid))(t)
 	tok := h.token(t, r.Name, "admin@initech.test")
 	resp, _ := h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -197,7 +187,7 @@ func TestAuthDecommissionedRealm(t *testing.T) {
 	resp, _ = h.do(t, http.MethodGet, "/probe/initech/read", "Bearer "+tok)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
-	_, err = h.s.IssueToken("initech", "admin@initech.test")
+	_, err := h.s.IssueToken("initech", "admin@initech.test")
 	require.Error(t, err)
 }
 
@@ -397,23 +387,18 @@ func (h *authHarness) signed(t *testing.T, realm, user string, edit func(*issuer
 	raw := h.token(t, realm, user)
 	rm, ok := h.s.store.Lookup(realm)
 	require.True(t, ok)
-	key, kid, err := h.s.accessKey(rm)
-	require.NoError(t, err)
-	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{issuer.AlgorithmOf(key.Public())})
-	require.NoError(t, err)
+	key, kid := testkit.Must2(h.s.accessKey(rm))(t)
+	tok := testkit.Must(jwt.ParseSigned(raw, []jose.SignatureAlgorithm{issuer.AlgorithmOf(key.Public())}))(t)
 	var c issuer.Claims
 	require.NoError(t, tok.Claims(key.Public(), &c))
 	edit(&c)
-	out, err := issuer.Sign(key, kid, &c)
-	require.NoError(t, err)
-	return out
+	return testkit.Must(issuer.Sign(key, kid, &c))(t)
 }
 
 // mustKey returns a fresh signing key for a test realm.
 func (s *Server) mustKey(t *testing.T) (crypto.Signer, string) {
 	t.Helper()
-	k, kid, err := issuer.GenerateKey()
-	require.NoError(t, err)
+	k, kid := testkit.Must2(issuer.GenerateKey())(t)
 	return k, kid
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -37,8 +38,7 @@ func codeFlows(t *testing.T) map[string]func(t *testing.T) (codeFlow, string) {
 		q = cloneValues(q)
 		q.Set("username", "alice")
 		q.Set("password", "alice-pw")
-		resp, err := noRedirect(client).PostForm(target, q)
-		require.NoError(t, err)
+		resp := testkit.Must(noRedirect(client).PostForm(target, q))(t)
 		defer resp.Body.Close()
 		require.Equal(t, http.StatusFound, resp.StatusCode)
 		loc := parseURL(t, resp.Header.Get("Location"))
@@ -116,10 +116,8 @@ func TestACodeBoundToADPoPKeyIsRedeemedOnlyWithThatKey(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			flow, redirect := start(t)
-			bound, err := dpop.GenerateKey() // the client's key, named by dpop_jkt
-			require.NoError(t, err)
-			other, err := dpop.GenerateKey() // whoever redeems the code instead
-			require.NoError(t, err)
+			bound := testkit.Must(dpop.GenerateKey())(t) // the client's key, named by dpop_jkt
+			other := testkit.Must(dpop.GenerateKey())(t) // whoever redeems the code instead
 
 			verifier := newVerifier()
 			q := authCodeRequest(redirect, verifier)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // failingProofStore is a dpop.ReplayStore whose Remember fails while down
@@ -59,18 +59,16 @@ func (m *memoryProofs) Remember(_ context.Context, key string, _ time.Time) (boo
 func TestKeptCodeSurvivesAProofThatCannotBeRecorded(t *testing.T) {
 	t.Parallel()
 	const redirect = "https://app.test/cb"
-	s, err := New(WithFixture(Fixture{Realms: []FixtureRealm{{
+	s := testkit.Must(New(WithFixture(Fixture{Realms: []FixtureRealm{{
 		Name:    "acme",
 		Users:   []FixtureUser{{Username: "alice", Password: "alice-pw"}},
 		Clients: []FixtureClient{{ClientID: "web", Public: true, RedirectURIs: []string{redirect}}},
-	}}}))
-	require.NoError(t, err)
+	}}})))(t)
 	require.Nil(t, s.shared, "codes are kept in memory")
 	proofs := &failingProofStore{ReplayStore: &memoryProofs{keys: map[string]bool{}}}
 	opts := append(append([]dpop.Option(nil), s.auth.proofOpts...), dpop.WithReplayStore(proofs))
 	s.auth.proofs = newPerRealm(func() (*dpop.Verifier, error) { return dpop.NewVerifier(opts...) })
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
+	hs := testkit.Serve(t, s)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	post := func(path string, form url.Values, header http.Header) *http.Response {
 		t.Helper()
@@ -79,8 +77,7 @@ func TestKeptCodeSurvivesAProofThatCannotBeRecorded(t *testing.T) {
 			req.Header[k] = v
 		}
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		res, err := client.Do(req)
-		require.NoError(t, err)
+		res := testkit.Must(client.Do(req))(t)
 		t.Cleanup(func() { _ = res.Body.Close() })
 		return res
 	}
@@ -89,8 +86,7 @@ func TestKeptCodeSurvivesAProofThatCannotBeRecorded(t *testing.T) {
 		"redirect_uri": {redirect}, "code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"},
 		"username": {"alice"}, "password": {"alice-pw"}}, nil)
 	require.Equal(t, http.StatusFound, login.StatusCode)
-	loc, err := url.Parse(login.Header.Get("Location"))
-	require.NoError(t, err)
+	loc := testkit.Must(url.Parse(login.Header.Get("Location")))(t)
 	code := loc.Query().Get("code")
 	require.NotEmpty(t, code, loc.String())
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -142,8 +143,7 @@ func TestAuthCodeErrors(t *testing.T) {
 	client := noRedirect(srv.Client())
 	get := func(q url.Values) *http.Response {
 		t.Helper()
-		resp, err := client.Get(srv.URL + authPath + "?" + q.Encode())
-		require.NoError(t, err)
+		resp := testkit.Must(client.Get(srv.URL + authPath + "?" + q.Encode()))(t)
 		_, _ = io.Copy(io.Discard, resp.Body)
 		require.NoError(t, resp.Body.Close())
 		return resp
@@ -206,8 +206,7 @@ func TestAuthCodeErrors(t *testing.T) {
 		for _, user := range [][2]string{{"alice", "wrong"}, {"alice", ""}, {"", ""}, {"service-account-orders-api", ""}, {"zed", "x"}} {
 			fields.Set("username", user[0])
 			fields.Set("password", user[1])
-			resp, err := client.PostForm(action, fields)
-			require.NoError(t, err)
+			resp := testkit.Must(client.PostForm(action, fields))(t)
 			b, _ := io.ReadAll(resp.Body)
 			require.NoError(t, resp.Body.Close())
 			require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -16,6 +16,7 @@ import (
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -32,8 +33,7 @@ const (
 // clean call on a loaded machine can overrun.
 func searchClient(t *testing.T, srv *mockservertest.Server) *authzen.Client {
 	t.Helper()
-	c, err := authzen.New(srv.URL+"/realms/acme", authzen.WithTimeout(hangguard.Timeout), authzen.WithHTTPClient(srv.Client()))
-	require.NoError(t, err)
+	c := testkit.Must(authzen.New(srv.URL+"/realms/acme", authzen.WithTimeout(hangguard.Timeout), authzen.WithHTTPClient(srv.Client())))(t)
 	c.SetToken(pepToken(srv))
 	require.NoError(t, c.Discover(t.Context()))
 	return c
@@ -64,39 +64,30 @@ func TestAuthZENSearch(t *testing.T) {
 	orders := authzen.Resource{Type: "orders", ID: "1"}
 	for _, limit := range []int{0, 1, 2} {
 		page := authzen.WithPageLimit(limit)
-		subs, err := c.SearchSubject(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user"}, Action: authzen.Action{Name: "read"}, Resource: orders}, page)
-		require.NoError(t, err)
+		subs := testkit.Must(c.SearchSubject(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user"}, Action: authzen.Action{Name: "read"}, Resource: orders}, page))(t)
 		assert.Equal(t, []string{"alice", "carol"}, names(subs), "limit %d", limit)
-		subs, err = c.SearchSubject(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user"}, Action: authzen.Action{Name: "delete"}, Resource: orders,
-			Context: map[string]any{"method": "DELETE"}}, page)
-		require.NoError(t, err)
+		subs = testkit.Must(c.SearchSubject(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user"}, Action: authzen.Action{Name: "delete"}, Resource: orders,
+			Context: map[string]any{"method": "DELETE"}}, page))(t)
 		assert.Equal(t, []string{"dave"}, names(subs))
 
-		res, err := c.SearchResource(t.Context(), authzen.Request{Subject: user("carol"), Action: authzen.Action{Name: "read"}, Resource: authzen.Resource{Type: "*"}}, page)
-		require.NoError(t, err)
+		res := testkit.Must(c.SearchResource(t.Context(), authzen.Request{Subject: user("carol"), Action: authzen.Action{Name: "read"}, Resource: authzen.Resource{Type: "*"}}, page))(t)
 		assert.Equal(t, []authzen.Resource{{Type: "orders"}, {Type: "invoices"}}, res)
-		res, err = c.SearchResource(t.Context(), authzen.Request{Subject: user("alice"), Action: authzen.Action{Name: "read"}, Resource: authzen.Resource{Type: "invoices"}}, page)
-		require.NoError(t, err)
+		res = testkit.Must(c.SearchResource(t.Context(), authzen.Request{Subject: user("alice"), Action: authzen.Action{Name: "read"}, Resource: authzen.Resource{Type: "invoices"}}, page))(t)
 		assert.Empty(t, res)
 
-		acts, err := c.SearchAction(t.Context(), authzen.Request{Subject: user("carol"), Resource: orders}, page)
-		require.NoError(t, err)
+		acts := testkit.Must(c.SearchAction(t.Context(), authzen.Request{Subject: user("carol"), Resource: orders}, page))(t)
 		assert.Equal(t, []authzen.Action{{Name: "read"}, {Name: "write"}}, acts)
-		acts, err = c.SearchAction(t.Context(), authzen.Request{Subject: user("bob"), Resource: authzen.Resource{Type: "invoices", ID: "9"}}, page)
-		require.NoError(t, err)
+		acts = testkit.Must(c.SearchAction(t.Context(), authzen.Request{Subject: user("bob"), Resource: authzen.Resource{Type: "invoices", ID: "9"}}, page))(t)
 		assert.Equal(t, []authzen.Action{{Name: "approve"}}, acts)
 	}
 
 	// The semantics: each result, evaluated, is allowed.
 	for _, u := range []string{"alice", "bob", "carol", "dave"} {
-		res, err := c.SearchResource(t.Context(), authzen.Request{Subject: user(u), Action: authzen.Action{Name: "read"}, Resource: authzen.Resource{Type: "*"}})
-		require.NoError(t, err)
+		res := testkit.Must(c.SearchResource(t.Context(), authzen.Request{Subject: user(u), Action: authzen.Action{Name: "read"}, Resource: authzen.Resource{Type: "*"}}))(t)
 		for _, r := range res {
-			acts, err := c.SearchAction(t.Context(), authzen.Request{Subject: user(u), Resource: authzen.Resource{Type: r.Type, ID: "1"}})
-			require.NoError(t, err)
+			acts := testkit.Must(c.SearchAction(t.Context(), authzen.Request{Subject: user(u), Resource: authzen.Resource{Type: r.Type, ID: "1"}}))(t)
 			for _, a := range acts {
-				d, err := c.Evaluate(t.Context(), authzen.Request{Subject: user(u), Action: a, Resource: authzen.Resource{Type: r.Type, ID: "1"}})
-				require.NoError(t, err)
+				d := testkit.Must(c.Evaluate(t.Context(), authzen.Request{Subject: user(u), Action: a, Resource: authzen.Resource{Type: r.Type, ID: "1"}}))(t)
 				assert.True(t, d.Allowed(), "%s %s %s", u, a.Name, r.Type)
 			}
 		}
@@ -284,9 +275,8 @@ func pageSubjects(t *testing.T, srv *mockservertest.Server, action string, limit
 		if next != "" {
 			page["token"] = next
 		}
-		body, err := json.Marshal(map[string]any{"subject": map[string]string{"type": "user"}, "action": map[string]string{"name": action},
-			"resource": map[string]string{"type": "orders", "id": "1"}, "page": page})
-		require.NoError(t, err)
+		body := testkit.Must(json.Marshal(map[string]any{"subject": map[string]string{"type": "user"}, "action": map[string]string{"name": action},
+			"resource": map[string]string{"type": "orders", "id": "1"}, "page": page}))(t)
 		res := bearerCall(t, srv, http.MethodPost, searchSubjectPath, tok, string(body))
 		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 		var out struct {
@@ -329,8 +319,7 @@ func TestAuthZENSubjectSearchPagesByCursor(t *testing.T) {
 	c := searchClient(t, srv)
 	var want []string
 	for name, id := range pagingUsers(t, srv) {
-		d, err := c.Evaluate(t.Context(), authzen.Request{Subject: user(name), Action: authzen.Action{Name: "write"}, Resource: authzen.Resource{Type: "orders", ID: "1"}})
-		require.NoError(t, err)
+		d := testkit.Must(c.Evaluate(t.Context(), authzen.Request{Subject: user(name), Action: authzen.Action{Name: "write"}, Resource: authzen.Resource{Type: "orders", ID: "1"}}))(t)
 		if d.Allowed() {
 			want = append(want, id)
 		}
@@ -345,9 +334,8 @@ func TestAuthZENSubjectSearchPagesByCursor(t *testing.T) {
 			assert.Len(t, pages, (len(want)+limit-1)/limit, "limit %d", limit)
 		}
 	}
-	subs, err := c.SearchSubject(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user"}, Action: authzen.Action{Name: "write"},
-		Resource: authzen.Resource{Type: "orders", ID: "1"}}, authzen.WithPageLimit(5))
-	require.NoError(t, err)
+	subs := testkit.Must(c.SearchSubject(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user"}, Action: authzen.Action{Name: "write"},
+		Resource: authzen.Resource{Type: "orders", ID: "1"}}, authzen.WithPageLimit(5)))(t)
 	var got []string
 	for _, s := range subs {
 		got = append(got, s.ID)

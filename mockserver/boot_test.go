@@ -2,7 +2,6 @@ package mockserver_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"sync"
 	"testing"
@@ -27,7 +26,7 @@ type restartFront struct {
 func newRestartFront(t *testing.T) *restartFront {
 	t.Helper()
 	f := &restartFront{front: &front{t: t}, servers: map[string]*mockserver.Server{}}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := testkit.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		name := r.Header.Get("X-Replica")
 		if name == "" { // a browser's request
@@ -37,7 +36,6 @@ func newRestartFront(t *testing.T) *restartFront {
 		f.mu.Unlock()
 		s.ServeHTTP(w, r)
 	}))
-	t.Cleanup(hs.Close)
 	f.URL = hs.URL
 	return f
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // a10bFixture is authFixture with a public client "web" that may use the
@@ -56,8 +58,7 @@ func TestReusedCodesRevocationLastsAsLongAsItsToken(t *testing.T) {
 	post := func(path string, form url.Values) (*http.Response, string) {
 		req := newRequest(t, http.MethodPost, base+path, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		resp, err := noFollow.Do(req)
-		require.NoError(t, err)
+		resp := testkit.Must(noFollow.Do(req))(t)
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp, string(b)
@@ -68,8 +69,7 @@ func TestReusedCodesRevocationLastsAsLongAsItsToken(t *testing.T) {
 			"redirect_uri": {"https://app.test/cb"}, "state": {"s"}, "code_challenge": {a10bChallenge},
 			"code_challenge_method": {"S256"}, "username": {"bob"}, "password": {"bob"}})
 		require.Equal(t, http.StatusFound, resp.StatusCode, body)
-		loc, err := url.Parse(resp.Header.Get("Location"))
-		require.NoError(t, err)
+		loc := testkit.Must(url.Parse(resp.Header.Get("Location")))(t)
 		code := loc.Query().Get("code")
 		require.NotEmpty(t, code, loc.String())
 		redeem := url.Values{"grant_type": {"authorization_code"}, "client_id": {"web"}, "code": {code},
@@ -154,8 +154,7 @@ func TestIssuerHostIsBoundedBeforeItIsKept(t *testing.T) {
 	ts.Config.Handler = s
 	ts.Start()
 	t.Cleanup(ts.Close)
-	_, port, err := net.SplitHostPort(ts.Listener.Addr().String())
-	require.NoError(t, err)
+	_, port := testkit.Must2(net.SplitHostPort(ts.Listener.Addr().String()))(t)
 	for _, tc := range []struct {
 		name, host string
 		want       int
@@ -171,13 +170,11 @@ func TestIssuerHostIsBoundedBeforeItIsKept(t *testing.T) {
 		{"not a host", "evil.test/path", http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/realms/acme/protocol/openid-connect/token",
-				strings.NewReader(url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob"}, "password": {"bob"}}.Encode()))
-			require.NoError(t, err)
+			req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/realms/acme/protocol/openid-connect/token",
+				strings.NewReader(url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {"bob"}, "password": {"bob"}}.Encode())))(t)
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			req.Host = tc.host
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
+			resp := testkit.Must(http.DefaultClient.Do(req))(t)
 			defer resp.Body.Close()
 			b, _ := io.ReadAll(resp.Body)
 			body := string(b)
@@ -192,8 +189,7 @@ func TestIssuerHostIsBoundedBeforeItIsKept(t *testing.T) {
 			// The service's routes answer with the service's error body.
 			req = newRequest(t, http.MethodGet, ts.URL+"/admin/config", nil)
 			req.Host = tc.host
-			resp, err = http.DefaultClient.Do(req)
-			require.NoError(t, err)
+			resp = testkit.Must(http.DefaultClient.Do(req))(t)
 			defer resp.Body.Close()
 			b, _ = io.ReadAll(resp.Body)
 			require.Equal(t, http.StatusBadRequest, resp.StatusCode, string(b))

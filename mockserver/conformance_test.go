@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
@@ -173,11 +174,9 @@ func (a *orgAPI) sendHeader(t testing.TB, method, url, body string, h http.Heade
 	t.Helper()
 	req := newRequest(t, method, url, strings.NewReader(body))
 	maps.Copy(req.Header, h)
-	resp, err := a.hc.Do(req)
-	require.NoError(t, err)
+	resp := testkit.Must(a.hc.Do(req))(t)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	b := testkit.Must(io.ReadAll(resp.Body))(t)
 	return &apiResp{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestUnauthenticatedTokenRequestsStoreNoProof floods acme's token endpoint
@@ -68,8 +69,7 @@ func TestUnauthenticatedRequestsLeaveNoVerifiedToken(t *testing.T) {
 	clock := func() time.Time { return time.Unix(0, a.now.Load()) }
 	key := newKey(t)
 	other := newKey(t)
-	tok, err := a.s.IssueToken("acme", "alice", TokenDPoPBinding(key.Thumbprint()))
-	require.NoError(t, err)
+	tok := testkit.Must(a.s.IssueToken("acme", "alice", TokenDPoPBinding(key.Thumbprint())))(t)
 	rm, ok := a.s.store.Lookup("acme")
 	require.True(t, ok)
 	_, kid, ok := a.s.accessVerificationKey(rm)
@@ -135,8 +135,7 @@ func TestFastClockClientServedWhateverOthersDateAhead(t *testing.T) {
 	for range 2 {
 		key := newKey(t)
 		bob := key.WithClock(ahead(10 * time.Second))
-		tok, err := a.s.IssueToken("acme", "bob", TokenDPoPBinding(bob.Thumbprint()))
-		require.NoError(t, err)
+		tok := testkit.Must(a.s.IssueToken("acme", "bob", TokenDPoPBinding(bob.Thumbprint())))(t)
 		for range 15 {
 			p := proofOf(t, bob, http.MethodGet, userinfo, tok, "")
 			switch status := get(t, bob, tok, p); status {
@@ -151,8 +150,7 @@ func TestFastClockClientServedWhateverOthersDateAhead(t *testing.T) {
 
 	key := newKey(t)
 	carol := key.WithClock(ahead(2 * time.Second))
-	tok, err := a.s.IssueToken("acme", "alice", TokenDPoPBinding(carol.Thumbprint()))
-	require.NoError(t, err)
+	tok := testkit.Must(a.s.IssueToken("acme", "alice", TokenDPoPBinding(carol.Thumbprint())))(t)
 	for i := range 3 {
 		require.Equal(t, http.StatusOK, get(t, carol, tok, ""), "request %d of a client 2 s fast (10 s are allowed)", i)
 	}
@@ -188,16 +186,12 @@ func formHeader(h http.Header) http.Header {
 // newKey is a new DPoP key, failing the test on an error.
 func newKey(t testing.TB) *dpop.Signer {
 	t.Helper()
-	k, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	return k
+	return testkit.Must(dpop.GenerateKey())(t)
 }
 
 // proofOf is signer's proof for method, u, token and nonce, failing the
 // test on an error.
 func proofOf(t testing.TB, signer *dpop.Signer, method, u, token, nonce string) string {
 	t.Helper()
-	p, err := signer.Proof(method, u, token, nonce)
-	require.NoError(t, err)
-	return p
+	return testkit.Must(signer.Proof(method, u, token, nonce))(t)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -189,26 +190,20 @@ func TestDPoPNonceFlow(t *testing.T) {
 // newKey is a new DPoP key, failing the test on an error.
 func newKey(t *testing.T) *dpop.Signer {
 	t.Helper()
-	k, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	return k
+	return testkit.Must(dpop.GenerateKey())(t)
 }
 
 // proofOf is signer's proof for method, u, token and nonce, failing the
 // test on an error.
 func proofOf(t *testing.T, signer *dpop.Signer, method, u, token, nonce string) string {
 	t.Helper()
-	p, err := signer.Proof(method, u, token, nonce)
-	require.NoError(t, err)
-	return p
+	return testkit.Must(signer.Proof(method, u, token, nonce))(t)
 }
 
 // parseURL is url.Parse, failing the test on an error.
 func parseURL(t *testing.T, raw string) *url.URL {
 	t.Helper()
-	u, err := url.Parse(raw)
-	require.NoError(t, err)
-	return u
+	return testkit.Must(url.Parse(raw))(t)
 }
 
 // ed25519Proof is a proof as oauth4webapi and openid-client make it for an
@@ -216,8 +211,7 @@ func parseURL(t *testing.T, raw string) *url.URL {
 func ed25519Proof(t *testing.T, key ed25519.PrivateKey, method, u, token string) string {
 	t.Helper()
 	enc := func(v any) string {
-		b, err := json.Marshal(v)
-		require.NoError(t, err)
+		b := testkit.Must(json.Marshal(v))(t)
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
 	claims := map[string]any{"jti": rand.Text(),
@@ -237,8 +231,7 @@ func ed25519Proof(t *testing.T, key ed25519.PrivateKey, method, u, token string)
 func TestDPoPWithEd25519AlgorithmName(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixture(servertest.DPoPFixture()))
-	_, key, err := ed25519.GenerateKey(nil)
-	require.NoError(t, err)
+	_, key := testkit.Must2(ed25519.GenerateKey(nil))(t)
 	res := servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"},
 		"username": {"alice"}, "password": {"alice-pw"}}, http.Header{"Dpop": {ed25519Proof(t, key, http.MethodPost, srv.URL+tokenPath, "")}})
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))

@@ -2,12 +2,10 @@ package mockserver
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,24 +26,13 @@ func TestNoErrorRepeatsASecretOfTheServer(t *testing.T) {
 	t.Parallel()
 	const redirect = "https://app.test/cb"
 	const password = "Xq7_vLm2-RtZ9pWk4sNb8cJd" // a user's password, of an identifier's shape
-	a := &orgAPI{t: t}
-	a.now.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	clock := func() time.Time { return time.Unix(0, a.now.Load()).UTC() }
-	h := http.NotFoundHandler()
-	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
-	a.url = "http://" + ts.Listener.Addr().String()
 	fx := orgFixture()
 	fx.Realms[0].Users = append(fx.Realms[0].Users, FixtureUser{Username: "erin", Password: password})
 	fx.Realms[0].Clients = append(fx.Realms[0].Clients, FixtureClient{ClientID: "web", Public: true, RedirectURIs: []string{redirect}})
 	// No WithAdminSecret: the server generates the platform admin's secret.
-	s := mustNew(t, WithFixture(fx), WithIssuer(a.url), WithClock(clock), es256Tokens)
-	h, a.s = s, s
-	ts.Start()
-	t.Cleanup(ts.Close)
-	a.hc = ts.Client()
+	a := newOrgAPIWith(t, WithFixture(fx))
+	s := a.s
 	a.hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	a.base = a.url + "/admin/realms/acme/organizations"
-	a.admin = a.token("acme", "alice")
 	pep := a.token("acme", "service-account-orders-api")
 
 	adminSecret := s.AdminSecret()

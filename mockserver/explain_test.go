@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -159,8 +160,7 @@ func (o *fixtureOracle) sources(username, org string) []string {
 func TestExplainMatchesAuthorizeOnAcme(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, es256Tokens, mockserver.WithFixtureFile(acmeFixture))
-	fx, err := mockserver.LoadFixtureFile(acmeFixture)
-	require.NoError(t, err)
+	fx := testkit.Must(mockserver.LoadFixtureFile(acmeFixture))(t)
 	o := &fixtureOracle{realm: fx.Realms[0], client: fx.Realms[0].Clients[0]}
 	require.Equal(t, "orders-api", o.client.ClientID)
 	admin := srv.Token("acme", "alice")
@@ -418,8 +418,7 @@ func TestDenialLog(t *testing.T) {
 // resources, and an undefined scope is explained as ERROR (issue 28).
 func TestExplainDecisionErrors(t *testing.T) {
 	t.Parallel()
-	srv, err := mockserver.New(mockserver.WithFixtureFile(acmeFixture))
-	require.NoError(t, err)
+	srv := testkit.Must(mockserver.New(mockserver.WithFixtureFile(acmeFixture)))(t)
 	cases := []struct {
 		name, realm string
 		q           mockserver.DecisionQuery
@@ -439,12 +438,10 @@ func TestExplainDecisionErrors(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	text, err := srv.ExplainDecision("acme", mockserver.DecisionQuery{User: "erin", Resource: "*"})
-	require.NoError(t, err)
+	text := testkit.Must(srv.ExplainDecision("acme", mockserver.DecisionQuery{User: "erin", Resource: "*"}))(t)
 	require.Contains(t, text, "DENY for erin on client orders-api")
 	require.Contains(t, text, "invoices#read: GRANT")
-	text, err = srv.ExplainDecision("acme", mockserver.DecisionQuery{Client: "orders-api", User: "bob", Resource: "orders", Scopes: []string{"fly"}})
-	require.NoError(t, err, "an undefined scope is explained")
+	text = testkit.Must(srv.ExplainDecision("acme", mockserver.DecisionQuery{Client: "orders-api", User: "bob", Resource: "orders", Scopes: []string{"fly"}}))(t, "an undefined scope is explained")
 	require.Contains(t, text, "orders#fly: ERROR")
 }
 

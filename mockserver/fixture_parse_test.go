@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -63,14 +64,11 @@ func TestParseFixtureSaysWhere(t *testing.T) {
 // into what it says.
 func TestParseFixtureReadsTheExample(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join("..", "examples", "fixtures", "acme.json"))
-	require.NoError(t, err)
-	f, err := mockserver.ParseFixture(data)
-	require.NoError(t, err)
+	data := testkit.Must(os.ReadFile(filepath.Join("..", "examples", "fixtures", "acme.json")))(t)
+	f := testkit.Must(mockserver.ParseFixture(data))(t)
 	require.Len(t, f.Realms, 1)
 	require.Equal(t, "acme", f.Realms[0].Name)
-	_, err = mockserver.New(mockserver.WithFixture(f))
-	require.NoError(t, err)
+	testkit.Must(mockserver.New(mockserver.WithFixture(f)))(t)
 }
 
 // TestWithFixtureFileSaysWhere checks that New, given a broken fixture

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestAnHTTP10RequestWithoutHostIsServed (a-last10b): an HTTP/1.0 request
@@ -25,14 +27,11 @@ func TestAnHTTP10RequestWithoutHostIsServed(t *testing.T) {
 	t.Cleanup(ts.Close)
 	for _, path := range []string{"/realms/acme/protocol/openid-connect/certs", "/openapi.json"} {
 		t.Run(path, func(t *testing.T) {
-			c, err := net.DialTimeout("tcp", ts.Listener.Addr().String(), 5*time.Second)
-			require.NoError(t, err)
+			c := testkit.Must(net.DialTimeout("tcp", ts.Listener.Addr().String(), 5*time.Second))(t)
 			defer c.Close()
 			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-			_, err = c.Write([]byte("GET " + path + " HTTP/1.0\r\n\r\n"))
-			require.NoError(t, err)
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			require.NoError(t, err)
+			testkit.Must(c.Write([]byte("GET " + path + " HTTP/1.0\r\n\r\n")))(t)
+			resp := testkit.Must(http.ReadResponse(bufio.NewReader(c), nil))(t)
 			defer resp.Body.Close()
 			require.Equal(t, http.StatusOK, resp.StatusCode, "an HTTP/1.0 request without Host is refused at %s", path)
 		})

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // isolationServerEnv, when set, makes the test binary the server of
@@ -60,14 +62,8 @@ func startIsolationServer(b *testing.B) *isolationSetup {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), isolationServerEnv+"=1")
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
+	stdin := testkit.Must(cmd.StdinPipe())(b)
+	stdout := testkit.Must(cmd.StdoutPipe())(b)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}

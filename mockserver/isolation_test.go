@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
@@ -66,16 +67,14 @@ func TestRealmWorkDoesNotBlockOtherRealms(t *testing.T) {
 			if tt.body != "" {
 				body = strings.NewReader(tt.body)
 			}
-			req, err := http.NewRequestWithContext(ctx, tt.method, tt.path, body)
-			require.NoError(t, err)
+			req := testkit.Must(http.NewRequestWithContext(ctx, tt.method, tt.path, body))(t)
 			if tt.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tt.token)
 			}
 			if tt.contentType != "" {
 				req.Header.Set("Content-Type", tt.contentType)
 			}
-			resp, err := a.hc.Do(req)
-			require.NoError(t, err, "the request waited for another realm's lock")
+			resp := testkit.Must(a.hc.Do(req))(t, "the request waited for another realm's lock")
 			defer resp.Body.Close()
 			b, _ := io.ReadAll(resp.Body)
 			require.Equal(t, tt.want, resp.StatusCode, "%s", b)
@@ -118,8 +117,7 @@ func TestDPoPReplayCachesArePerRealm(t *testing.T) {
 // signer's key and a proof signer makes.
 func (a *orgAPI) dpopGet(t *testing.T, signer *dpop.Signer, realm, user string) *apiResp {
 	t.Helper()
-	tok, err := a.s.IssueToken(realm, user, TokenDPoPBinding(signer.Thumbprint()))
-	require.NoError(t, err)
+	tok := testkit.Must(a.s.IssueToken(realm, user, TokenDPoPBinding(signer.Thumbprint())))(t)
 	u := a.url + "/admin/realms/" + realm + "/organizations"
 	return a.sendHeader(t, http.MethodGet, u, "", dpopHeader(t, signer, http.MethodGet, u, tok))
 }
@@ -165,8 +163,7 @@ func TestOnlyAuthenticatedRequestsPaceOtherRealms(t *testing.T) {
 	// proof, it counts.
 	a.now.Store(time.Now().UnixNano()) // proofs carry the wall clock's iat
 	signer := newKey(t)
-	bound, err := a.s.IssueToken("globex", "gina", TokenDPoPBinding(signer.Thumbprint()))
-	require.NoError(t, err)
+	bound := testkit.Must(a.s.IssueToken("globex", "gina", TokenDPoPBinding(signer.Thumbprint())))(t)
 	orgs := "/admin/realms/globex/organizations"
 	do(http.MethodGet, orgs, bound, "", "")
 	require.NotContains(t, a.s.store.LastServing(), "globex", "a bound token without its proof")

@@ -13,6 +13,7 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -21,8 +22,7 @@ import (
 // calls bounded by the hang guard (internal/hangguard's TestTestClientsHaveAHangGuard).
 func pepClient(t *testing.T, base string) *pep.Client {
 	t.Helper()
-	c, err := pep.New(base, "acme", "orders-api", pep.WithRetry(0, 0, 0), pep.WithTimeout(hangguard.Timeout))
-	require.NoError(t, err)
+	c := testkit.Must(pep.New(base, "acme", "orders-api", pep.WithRetry(0, 0, 0), pep.WithTimeout(hangguard.Timeout)))(t)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -149,8 +149,7 @@ func TestIssueTokenIssuesNothingAYoungKeyspaceCannotVouchFor(t *testing.T) {
 	store.mu.Lock()
 	store.began = time.Now().Add(-time.Hour) // the margin has passed
 	store.mu.Unlock()
-	token, err = s.IssueToken("acme", "alice")
-	require.NoError(t, err)
+	token = testkit.Must(s.IssueToken("acme", "alice"))(t)
 	require.NotEmpty(t, token)
 }
 
@@ -188,8 +187,7 @@ func TestNothingIsIssuedWhileTheSharedStoreCannotBeAsked(t *testing.T) {
 
 	store.set(&store.fail, nil)
 	require.Equal(t, http.StatusOK, f.bearerDecide("b", f.passwordToken("a")).Status, "the retry's token is served")
-	token, err = s.IssueToken("acme", "alice")
-	require.NoError(t, err)
+	token = testkit.Must(s.IssueToken("acme", "alice"))(t)
 	require.NotEmpty(t, token)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -34,13 +35,10 @@ func TestOAuthErrorsRepeatNoValue(t *testing.T) {
 		{"a token as a malformed query parameter's name", oidc + "token?" + tok + "%zz=1", "grant_type=password"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+tc.path, strings.NewReader(tc.form))
-			require.NoError(t, err)
+			req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+tc.path, strings.NewReader(tc.form)))(t)
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			res, err := srv.Client().Do(req)
-			require.NoError(t, err)
-			body, err := io.ReadAll(res.Body)
-			require.NoError(t, err)
+			res := testkit.Must(srv.Client().Do(req))(t)
+			body := testkit.Must(io.ReadAll(res.Body))(t)
 			require.NoError(t, res.Body.Close())
 			require.Equal(t, http.StatusBadRequest, res.StatusCode, "%.300s", body)
 			var e struct {

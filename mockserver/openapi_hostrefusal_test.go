@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
@@ -21,8 +22,7 @@ import (
 // refuses the Host.
 func TestTheCheckerTakesAHostRefusalOnlyForARefusedHost(t *testing.T) {
 	t.Parallel()
-	chk, err := openapitest.New(openAPIDocument)
-	require.NoError(t, err)
+	chk := testkit.Must(openapitest.New(openAPIDocument))(t)
 	chk.HostRefused = refusedHost
 
 	s := &Server{store: store.New(nil)}
@@ -30,7 +30,7 @@ func TestTheCheckerTakesAHostRefusalOnlyForARefusedHost(t *testing.T) {
 	s.writeErr(rec, badField("Host", "whatever a handler says"))
 	req := httptest.NewRequest(http.MethodGet, "http://ok.test/no/such/route", nil)
 	require.True(t, validHost(req.Host))
-	err = chk.Check(req, rec.Code, rec.Header(), rec.Body.Bytes())
+	err := chk.Check(req, rec.Code, rec.Header(), rec.Body.Bytes())
 	assert.Error(t, err, "an undocumented route's 400 to a request with a valid Host is a mismatch")
 
 	rec = httptest.NewRecorder()
@@ -47,8 +47,7 @@ func TestTheCheckerTakesAHostRefusalOnlyForARefusedHost(t *testing.T) {
 // as the router reads it.
 func TestTheHostRefusalsBodyFollowsTheEscapedPath(t *testing.T) {
 	t.Parallel()
-	chk, err := openapitest.New(openAPIDocument)
-	require.NoError(t, err)
+	chk := testkit.Must(openapitest.New(openAPIDocument))(t)
 	chk.HostRefused = refusedHost
 	noIssuer := mustNew(t, WithFixture(orgFixture()), WithAdminSecret("boot"))
 	h := chk.Middleware(noIssuer)

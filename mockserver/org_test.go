@@ -60,15 +60,22 @@ type orgAPI struct {
 
 func newOrgAPI(t testing.TB) *orgAPI {
 	t.Helper()
+	// The web UI is on, so that the tests that walk every route walk its
+	// routes too.
+	return newOrgAPIWith(t, WithFixture(orgFixture()), WithAdminSecret("boot"), WithWebUI())
+}
+
+// newOrgAPIWith is newOrgAPI's server with opts instead of its fixture,
+// admin secret and web UI.
+func newOrgAPIWith(t testing.TB, opts ...Option) *orgAPI {
+	t.Helper()
 	a := &orgAPI{t: t}
 	a.now.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, a.now.Load()).UTC() }
 	h := http.NotFoundHandler()
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	a.url = "http://" + ts.Listener.Addr().String()
-	// The web UI is on, so that the tests that walk every route walk its
-	// routes too.
-	s := mustNew(t, WithFixture(orgFixture()), WithIssuer(a.url), WithClock(clock), WithAdminSecret("boot"), WithWebUI(), es256Tokens)
+	s := mustNew(t, append([]Option{WithIssuer(a.url), WithClock(clock), es256Tokens}, opts...)...)
 	h, a.s = s, s
 	ts.Start()
 	t.Cleanup(ts.Close)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestIssuerBase: forwarding headers count only from a trusted proxy, the
@@ -77,19 +79,16 @@ func TestDPoPBehindTrustedProxy(t *testing.T) {
 		if trusted {
 			opts = append(opts, WithTrustedProxies("127.0.0.1", "::1"))
 		}
-		s, err := New(append(opts, WithFixture(Fixture{Realms: []FixtureRealm{{Name: "acme",
+		s := testkit.Must(New(append(opts, WithFixture(Fixture{Realms: []FixtureRealm{{Name: "acme",
 			Users:   []FixtureUser{{Username: "alice", Password: "pw", Roles: []string{"realm-admin"}}},
-			Clients: []FixtureClient{{ClientID: "orders-api", Secret: "s"}}}}}))...)
-		require.NoError(t, err)
-		ts := httptest.NewServer(s)
-		t.Cleanup(ts.Close)
+			Clients: []FixtureClient{{ClientID: "orders-api", Secret: "s"}}}}}))...))(t)
+		ts := testkit.Serve(t, s)
 		signer := newKey(t)
 		const public = "https://auth.public.test"
 		proxied := func(req *http.Request) *http.Response {
 			req.Header.Set("X-Forwarded-Proto", "https")
 			req.Header.Set("X-Forwarded-Host", "auth.public.test")
-			resp, err := ts.Client().Do(req)
-			require.NoError(t, err)
+			resp := testkit.Must(ts.Client().Do(req))(t)
 			t.Cleanup(func() { resp.Body.Close() })
 			return resp
 		}
@@ -126,7 +125,6 @@ func TestDPoPBehindTrustedProxy(t *testing.T) {
 func readAll(t *testing.T, resp *http.Response) []byte {
 	t.Helper()
 	var b strings.Builder
-	_, err := io.Copy(&b, resp.Body)
-	require.NoError(t, err)
+	testkit.Must(io.Copy(&b, resp.Body))(t)
 	return []byte(b.String())
 }

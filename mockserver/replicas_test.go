@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -213,14 +213,12 @@ func startFront(t *testing.T, names []string, opts ...mockserver.Option) *front 
 	t.Helper()
 	f := &front{t: t, replicas: map[string]*mockserver.Server{}}
 	for _, n := range names {
-		s, err := mockserver.New(opts...)
-		require.NoError(t, err)
+		s := testkit.Must(mockserver.New(opts...))(t)
 		f.replicas[n] = s
 	}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := testkit.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.replicas[r.Header.Get("X-Replica")].ServeHTTP(w, r)
 	}))
-	t.Cleanup(hs.Close)
 	f.URL = hs.URL
 	return f
 }
@@ -290,8 +288,7 @@ func TestReplicasActAsOne(t *testing.T) {
 }
 
 func testReplicasActAsOne(t *testing.T, alg string) {
-	nonces, err := dpop.NewHMACNonces(bytes.Repeat([]byte("n"), 32), time.Minute)
-	require.NoError(t, err)
+	nonces := testkit.Must(dpop.NewHMACNonces(bytes.Repeat([]byte("n"), 32), time.Minute))(t)
 	store := &sharedStore{keys: map[string]time.Time{}}
 	f := startFront(t, []string{"a", "b"}, mockserver.WithFixture(servertest.DPoPFixture()), mockserver.WithKeySeed(keySeed),
 		mockserver.WithReplayStore(store), mockserver.WithNonces(nonces), mockserver.WithAccessTokenAlgorithm(alg))

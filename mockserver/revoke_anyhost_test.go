@@ -3,7 +3,6 @@ package mockserver_test
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 )
 
@@ -23,26 +23,21 @@ import (
 // the realm's is still 200 with nothing recorded.
 func TestRevocationRevokesATokenMintedUnderAnotherNameOfTheServer(t *testing.T) {
 	t.Parallel()
-	ms, err := mockserver.New(mockserver.WithFixture(servertest.DPoPFixture()))
-	require.NoError(t, err)
-	srv := httptest.NewServer(ms)
-	t.Cleanup(srv.Close)
+	ms := testkit.Must(mockserver.New(mockserver.WithFixture(servertest.DPoPFixture())))(t)
+	srv := testkit.Serve(t, ms)
 	u := parseURL(t, srv.URL)
 	minted, revokedAt := "localhost:"+u.Port(), u.Host
 	call := func(host, path, ctype, body string, h http.Header) servertest.Result {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+path, strings.NewReader(body))
-		require.NoError(t, err)
+		req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+path, strings.NewReader(body)))(t)
 		req.Host = host
 		for k, v := range h {
 			req.Header[k] = v
 		}
 		req.Header.Set("Content-Type", ctype)
-		resp, err := srv.Client().Do(req)
-		require.NoError(t, err)
+		resp := testkit.Must(srv.Client().Do(req))(t)
 		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
+		b := testkit.Must(io.ReadAll(resp.Body))(t)
 		return servertest.Result{Status: resp.StatusCode, Header: resp.Header, Body: b}
 	}
 	form := "application/x-www-form-urlencoded"

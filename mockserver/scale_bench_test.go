@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
@@ -134,11 +135,7 @@ func propTemplateBody(name string) string {
 // scaleServer loads fx into a new server.
 func scaleServer(tb testing.TB, fx Fixture) *Server {
 	tb.Helper()
-	s, err := New(WithFixture(fx), WithIssuer(scaleBase), WithAdminSecret("boot"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
+	return testkit.Must(New(WithFixture(fx), WithIssuer(scaleBase), WithAdminSecret("boot")))(tb)
 }
 
 // serve runs one request in process and fails unless the status is want.
@@ -151,10 +148,7 @@ func serve(tb testing.TB, h http.Handler, method, path, token, body string, want
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, scaleBase+path, rd)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	req := testkit.Must(http.NewRequest(method, scaleBase+path, rd))(tb)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -391,11 +385,7 @@ type isolationSetup struct {
 const smallAuthorize = "/realms/small/authorization-decision-provider/authorize"
 
 func newIsolationSetup(b *testing.B) *isolationSetup {
-	is, err := buildIsolationSetup()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return is
+	return testkit.Must(buildIsolationSetup())(b)
 }
 
 // buildIsolationSetup is newIsolationSetup without a testing.TB, so that

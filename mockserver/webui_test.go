@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
@@ -70,8 +71,7 @@ func newUIServer(t *testing.T, opts ...Option) *uiServer {
 	u.now.Store(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, u.now.Load()).UTC() }
 	s := mustNew(t, append([]Option{WithFixture(uiFixture()), WithClock(clock), WithWebUI(), es256Tokens}, opts...)...)
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
+	ts := testkit.Serve(t, s)
 	u.s, u.url = s, ts.URL
 	return u
 }
@@ -117,11 +117,9 @@ func (u *uiServer) send(t *testing.T, c *http.Client, method, path, ctype, body 
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	resp, err := c.Do(req)
-	require.NoError(t, err)
+	resp := testkit.Must(c.Do(req))(t)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	b := testkit.Must(io.ReadAll(resp.Body))(t)
 	return uiAnswer{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }
 
@@ -187,12 +185,10 @@ func (u *uiServer) pages() []struct{ method, path string } {
 func TestWebUIIsOffByDefault(t *testing.T) {
 	t.Parallel()
 	s := mustNew(t, WithFixture(uiFixture()))
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
+	ts := testkit.Serve(t, s)
 	for _, path := range []string{"/ui/", "/ui/realms/acme/home", "/ui/realms/acme/login", "/ui/style.css"} {
 		t.Run(path, func(t *testing.T) {
-			resp, err := ts.Client().Get(ts.URL + path)
-			require.NoError(t, err)
+			resp := testkit.Must(ts.Client().Get(ts.URL + path))(t)
 			resp.Body.Close()
 			require.Equal(t, http.StatusNotFound, resp.StatusCode)
 		})
@@ -368,8 +364,7 @@ func TestWebUISessionCookie(t *testing.T) {
 		t.Cleanup(ts.Close)
 		c := ts.Client()
 		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		resp, err := c.PostForm(ts.URL+"/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}})
-		require.NoError(t, err)
+		resp := testkit.Must(c.PostForm(ts.URL+"/ui/realms/acme/login", url.Values{"username": {"alice"}, "password": {"alice-pw"}}))(t)
 		resp.Body.Close()
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		require.Len(t, resp.Cookies(), 1)
@@ -634,8 +629,7 @@ func TestWebUIEvaluatorDecidesAsAuthorize(t *testing.T) {
 	} {
 		t.Run(tc.user+" "+tc.resource+" "+tc.scope+" "+tc.method+" "+tc.org, func(t *testing.T) {
 			// What /authorize answers for a token of the user.
-			tok, err := u.s.IssueToken("acme", tc.user, TokenOrganization(tc.org))
-			require.NoError(t, err)
+			tok := testkit.Must(u.s.IssueToken("acme", tc.user, TokenOrganization(tc.org)))(t)
 			body := `{"clientId":"orders-api","resources":[{"name":"` + tc.resource + `","scopes":["` + tc.scope + `"]}],"context":{"attributes":{"method":"` + tc.method + `"}}}`
 			res := u.send(t, http.DefaultClient, http.MethodPost, "/realms/acme/authorization-decision-provider/authorize", "application/json", body,
 				http.Header{"Authorization": {"Bearer " + tok}})
@@ -708,8 +702,7 @@ func TestWebUILogoutWithoutRealmManagement(t *testing.T) {
 func TestWebUIRefusesForeignHost(t *testing.T) {
 	t.Parallel()
 	u := newUIServer(t, WithIssuer("https://idp.example/auth"))
-	base, err := url.Parse(u.url + "/ui/realms/acme/home")
-	require.NoError(t, err)
+	base := testkit.Must(url.Parse(u.url + "/ui/realms/acme/home"))(t)
 	cookie := u.admin().Jar.Cookies(base)[0]
 	for _, tc := range []struct {
 		host string
@@ -731,10 +724,8 @@ func TestWebUIRefusesForeignHost(t *testing.T) {
 				req := newRequest(t, http.MethodGet, u.url+path, nil)
 				req.Host = tc.host
 				req.AddCookie(cookie)
-				resp, err := http.DefaultClient.Do(req)
-				require.NoError(t, err)
-				body, err := io.ReadAll(resp.Body)
-				require.NoError(t, err)
+				resp := testkit.Must(http.DefaultClient.Do(req))(t)
+				body := testkit.Must(io.ReadAll(resp.Body))(t)
 				_ = resp.Body.Close()
 				require.Equal(t, tc.want, resp.StatusCode, "%s %s: %s", tc.host, path, body)
 				if tc.want == http.StatusForbidden {

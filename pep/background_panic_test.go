@@ -129,7 +129,10 @@ func subscribePanicLogPanicsChild() int {
 
 // failingPublisher is subscribed and healthy, but its Publish fails,
 // telling published of each call.
-type failingPublisher struct{ published chan struct{} }
+type failingPublisher struct {
+	upSubscription
+	published chan struct{}
+}
 
 func (f *failingPublisher) Publish(context.Context, []byte) error {
 	select { // the first call is told; the retries' are not
@@ -137,12 +140,6 @@ func (f *failingPublisher) Publish(context.Context, []byte) error {
 	default:
 	}
 	return errors.New("redis: READONLY")
-}
-
-func (f *failingPublisher) Subscribe(ctx context.Context, r invalidation.Receiver) error {
-	r.Heartbeat(time.Now())
-	<-ctx.Done()
-	return ctx.Err()
 }
 
 // refused401 is a transport whose gateway refuses every token (401).
@@ -155,11 +152,8 @@ var refused401 = roundTripFunc(func(r *http.Request) (*http.Response, error) {
 // refusedClient is a client, closed when the test ends, of a gateway that
 // refuses every token (refused401), its purges published through inv.
 func refusedClient(t *testing.T, inv pep.Invalidator) *pep.Client {
-	c, err := hangguard.NewPep("http://gateway.invalid", "acme", "orders-api",
+	return mustPep(t, "http://gateway.invalid", "acme", "orders-api",
 		pep.WithHTTPClient(&http.Client{Transport: refused401}), pep.WithInvalidator(inv))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
 }
 
 // refusedPublishLogPanicsChild: the publication of a refused token's purge
@@ -207,6 +201,7 @@ func TestBackgroundUserCodeNeverEndsTheProcess(t *testing.T) {
 // goexitPublisher's Publish ends its goroutine (runtime.Goexit) while
 // goexit is set; else it takes the message, counted in delivered.
 type goexitPublisher struct {
+	upSubscription
 	goexit    atomic.Bool
 	delivered atomic.Int64
 }
@@ -217,12 +212,6 @@ func (p *goexitPublisher) Publish(context.Context, []byte) error {
 	}
 	p.delivered.Add(1)
 	return nil
-}
-
-func (p *goexitPublisher) Subscribe(ctx context.Context, r invalidation.Receiver) error {
-	r.Heartbeat(time.Now())
-	<-ctx.Done()
-	return ctx.Err()
 }
 
 // A Publish that ends its goroutine (runtime.Goexit) neither keeps its

@@ -31,6 +31,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -108,20 +109,12 @@ func startBenchGateway(b *testing.B, wrap func(http.Handler) http.Handler) *benc
 
 func (g *benchGateway) token(b *testing.B, opts ...mockserver.TokenOption) string {
 	b.Helper()
-	tok, err := g.srv.IssueToken(benchRealm, "alice", opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return tok
+	return testkit.Must(g.srv.IssueToken(benchRealm, "alice", opts...))(b)
 }
 
 func (g *benchGateway) newClient(b *testing.B, opts ...pep.Option) *pep.Client {
 	b.Helper()
-	c, err := pep.New(g.url, benchRealm, benchClient, append([]pep.Option{pep.WithHTTPClient(g.client)}, opts...)...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
+	return testkit.Must(pep.New(g.url, benchRealm, benchClient, append([]pep.Option{pep.WithHTTPClient(g.client)}, opts...)...))(b)
 }
 
 // uncached is a client without a cache, so every Check asks the gateway.
@@ -646,14 +639,8 @@ func BenchmarkDPoPClientCost(b *testing.B) {
 		}
 		return c
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
-	signer, err := dpop.NewSigner(key)
-	if err != nil {
-		b.Fatal(err)
-	}
+	key := testkit.Must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader))(b)
+	signer := testkit.Must(dpop.NewSigner(key))(b)
 	const token = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhbGljZSIsImNuZiI6eyJqa3QiOiJ4In19.c2lnbmF0dXJl"
 	ctx := context.Background()
 	b.Run("Bearer", func(b *testing.B) {

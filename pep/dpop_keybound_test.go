@@ -17,6 +17,7 @@ import (
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -52,8 +53,7 @@ func (k countedKey) Sign(r io.Reader, digest []byte, opts crypto.SignerOpts) ([]
 func TestHungKeyBoundIsSharedByEverySignerOfIt(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixtureFile("../authzen/testdata/todo/orgauthz-fixture.json"))
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
+	priv := testkit.Must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader))(t)
 	release, started := make(chan struct{}), make(chan struct{}, 64)
 	var inSign atomic.Int64
 	key := countedKey{PrivateKey: priv, release: release, started: started, inSign: &inSign}
@@ -64,9 +64,7 @@ func TestHungKeyBoundIsSharedByEverySignerOfIt(t *testing.T) {
 		}
 	})
 	newSigner := func() *dpop.Signer {
-		s, err := dpop.NewSigner(key)
-		require.NoError(t, err)
-		return s
+		return testkit.Must(dpop.NewSigner(key))(t)
 	}
 	base, again := newSigner(), newSigner()
 	later := func() time.Time { return time.Now().Add(time.Second) }
@@ -82,9 +80,8 @@ func TestHungKeyBoundIsSharedByEverySignerOfIt(t *testing.T) {
 		}
 	}
 	authzenClient := func(s *dpop.Signer) func(context.Context) error {
-		c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()),
-			authzen.WithRetry(0, 0, 0), authzen.WithCache(0, 0, 0))
-		require.NoError(t, err)
+		c := testkit.Must(hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(srv.Client()),
+			authzen.WithRetry(0, 0, 0), authzen.WithCache(0, 0, 0)))(t)
 		t.Cleanup(func() { _ = c.Close() })
 		c.SetDPoPToken(srv.Token("todo", "service-account-todo-api", binding), s)
 		require.NoError(t, c.Discover(t.Context()))
@@ -94,8 +91,7 @@ func TestHungKeyBoundIsSharedByEverySignerOfIt(t *testing.T) {
 			Resource: authzen.Resource{Type: "todo", ID: "todo-1"},
 		}
 		return func(ctx context.Context) error {
-			d, err := c.Evaluate(ctx, req)
-			require.NoError(t, err)
+			d := testkit.Must(c.Evaluate(ctx, req))(t)
 			return d.Cause
 		}
 	}

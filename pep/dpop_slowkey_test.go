@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -42,11 +43,9 @@ func (k slowKey) Sign(r io.Reader, digest []byte, opts crypto.SignerOpts) ([]byt
 // test ends unless the test released it, and the key's channels.
 func newSlowSigner(t *testing.T) (signer *dpop.Signer, release func(), signing <-chan struct{}) {
 	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
+	priv := testkit.Must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader))(t)
 	rel, sig := make(chan struct{}), make(chan struct{}, 1)
-	signer, err = dpop.NewSigner(slowKey{PrivateKey: priv, release: rel, signing: sig})
-	require.NoError(t, err)
+	signer = testkit.Must(dpop.NewSigner(slowKey{PrivateKey: priv, release: rel, signing: sig}))(t)
 	released := false
 	release = func() {
 		if !released {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -32,11 +33,9 @@ func decodeProof(t *testing.T, proof string) (header map[string]any, claims proo
 	t.Helper()
 	parts := strings.Split(proof, ".")
 	require.Len(t, parts, 3, "a compact JWS")
-	h, err := base64.RawURLEncoding.DecodeString(parts[0])
-	require.NoError(t, err)
+	h := testkit.Must(base64.RawURLEncoding.DecodeString(parts[0]))(t)
 	require.NoError(t, json.Unmarshal(h, &header))
-	c, err := base64.RawURLEncoding.DecodeString(parts[1])
-	require.NoError(t, err)
+	c := testkit.Must(base64.RawURLEncoding.DecodeString(parts[1]))(t)
 	require.NoError(t, json.Unmarshal(c, &claims))
 	return header, claims
 }
@@ -61,8 +60,7 @@ func TestDPoPRequest(t *testing.T) {
 	assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds())
 	assert.Equal(t, "DPoP", rec.evs[0].TokenType)
 
-	oc, err := c.Organizations(t.Context())
-	require.NoError(t, err)
+	oc := testkit.Must(c.Organizations(t.Context()))(t)
 	assert.Equal(t, subject(t, tok), oc.UserID)
 	_, claims = decodeProof(t, g.last(t).Header.Get("DPoP"))
 	assert.Equal(t, g.URL+"/realms/acme/authorization-decision-provider/get-organizations", claims.HTU)
@@ -70,8 +68,7 @@ func TestDPoPRequest(t *testing.T) {
 
 func TestDPoPProofHTUIsNormalised(t *testing.T) {
 	t.Parallel()
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	var htu atomic.Value
 	mock := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		_, claims := decodeProof(t, r.Header.Get("DPoP"))
@@ -135,7 +132,7 @@ func TestDPoPNonceChallenge(t *testing.T) {
 	askUntilN1 := func(status int, challenge string, body any) func(*testing.T, *reference) {
 		return func(_ *testing.T, g *reference) {
 			g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
-				if proofNonce(r) == "n1" {
+				if testkit.ProofNonce(r.Header.Get("DPoP")) == "n1" {
 					return false
 				}
 				if challenge != "" {
@@ -197,18 +194,6 @@ func TestDPoPNonceChallenge(t *testing.T) {
 			assert.Equal(t, latestNonce(reqs[:2]), third.Nonce)
 		})
 	}
-}
-
-// proofNonce returns the nonce claim of a request's proof, "" if none.
-func proofNonce(r *http.Request) string {
-	var claims proofClaims
-	parts := strings.Split(r.Header.Get("DPoP"), ".")
-	if len(parts) == 3 {
-		if b, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
-			_ = json.Unmarshal(b, &claims)
-		}
-	}
-	return claims.Nonce
 }
 
 // TestDPoPNonceResendIsOutsideTheRetryBudget: the server's nonce challenge,

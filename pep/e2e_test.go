@@ -19,6 +19,7 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/corpfixture"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -44,8 +45,7 @@ func startDefaultE2E(t *testing.T) *e2e {
 	t.Helper()
 	e := &e2e{t: t, gw: mockservertest.Start(t, mockserver.WithFixture(corpfixture.Corp))}
 	head, _, _ := strings.Cut(e.gw.Token("corp", "uma"), ".")
-	raw, err := base64.RawURLEncoding.DecodeString(head)
-	require.NoError(t, err)
+	raw := testkit.Must(base64.RawURLEncoding.DecodeString(head))(t)
 	var h struct{ Alg string }
 	require.NoError(t, json.Unmarshal(raw, &h))
 	require.Equal(t, "RS256", h.Alg, "the default server's access tokens")
@@ -109,18 +109,16 @@ func TestE2EEveryCall(t *testing.T) {
 				if tt.method != "" {
 					opts = append(opts, pep.WithRequestContext(pep.RequestContext{Method: tt.method, Path: "/docs/1"}))
 				}
-				d, err := tt.c.Check(t.Context(), tt.resource, tt.scope, opts...)
-				require.NoError(t, err)
+				d := testkit.Must(tt.c.Check(t.Context(), tt.resource, tt.scope, opts...))(t)
 				assert.Equal(t, tt.want, d.Status, "%s %s:%s %s", tt.who, tt.resource, tt.scope, tt.method)
 				requireGatewayCause(t, d)
 			}
 
-			res, err := wes.CheckMany(t.Context(), []pep.Resource{
+			res := testkit.Must(wes.CheckMany(t.Context(), []pep.Resource{
 				{Name: "docs", Scopes: []string{"write", "read", "write"}},
 				{Name: "reports", Scopes: []string{"read"}},
 				{Name: "docs", Scopes: []string{"print"}},
-			})
-			require.NoError(t, err)
+			}))(t)
 			var got []string
 			for _, d := range res.Decisions {
 				got = append(got, d.Resource+":"+d.Scope+"="+d.Status.String())
@@ -129,16 +127,13 @@ func TestE2EEveryCall(t *testing.T) {
 				"request order, duplicates removed")
 			assert.Equal(t, pep.Deny, res.Status)
 
-			all, err := wes.ListGranted(t.Context(), nil)
-			require.NoError(t, err)
+			all := testkit.Must(wes.ListGranted(t.Context(), nil))(t)
 			require.Len(t, all, 1)
 			assert.Equal(t, pep.Permission{Resource: "docs", Scope: "write", Status: pep.Grant}, all[0])
-			none, err := vic.ListGranted(t.Context(), []pep.Resource{{Name: "docs"}})
-			require.NoError(t, err)
+			none := testkit.Must(vic.ListGranted(t.Context(), []pep.Resource{{Name: "docs"}}))(t)
 			assert.Empty(t, none)
 
-			org, err := wes.Organizations(t.Context())
-			require.NoError(t, err)
+			org := testkit.Must(wes.Organizations(t.Context()))(t)
 			require.Len(t, org.Tenants, 1)
 			assert.Equal(t, "North", org.Tenants[0].Name)
 			var depts []string
@@ -146,8 +141,7 @@ func TestE2EEveryCall(t *testing.T) {
 				depts = append(depts, d.Name)
 			}
 			assert.ElementsMatch(t, []string{"Ops", "Night"}, depts)
-			org, err = vic.Organizations(t.Context())
-			require.NoError(t, err)
+			org = testkit.Must(vic.Organizations(t.Context()))(t)
 			assert.Empty(t, org.Tenants)
 		})
 	}
@@ -158,8 +152,7 @@ func subject(t *testing.T, token string) string {
 	t.Helper()
 	parts := strings.Split(token, ".")
 	require.Len(t, parts, 3)
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	require.NoError(t, err)
+	payload := testkit.Must(base64.RawURLEncoding.DecodeString(parts[1]))(t)
 	var claims struct{ Sub string }
 	require.NoError(t, json.Unmarshal(payload, &claims))
 	return claims.Sub

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/frozentest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -113,16 +114,14 @@ func TestNoGrantPastItsTTLAfterAFreeze(t *testing.T) {
 			defer cancel()
 			k := frozentest.StartChild(ctx, t, childEnv, "freeze", "GOMAXPROCS=1")
 
-			cfg, err := json.Marshal(freezeConfig{URL: g.URL, Token: tok, Mode: mode})
-			require.NoError(t, err)
+			cfg := testkit.Must(json.Marshal(freezeConfig{URL: g.URL, Token: tok, Mode: mode}))(t)
 			k.Tell(t, string(cfg))
 			require.Equal(t, "cached", k.Next(t, `"cached"`))
 
 			// The gateway changes its mind: carol loses the role that let
 			// her read orders. A client without a cache sees it at once.
 			g.unassign(t, "carol")
-			d, err := g.newClient(t, pep.WithCache(0, 0, 0)).Check(pep.WithToken(ctx, tok), "orders", "read")
-			require.NoError(t, err)
+			d := testkit.Must(g.newClient(t, pep.WithCache(0, 0, 0)).Check(pep.WithToken(ctx, tok), "orders", "read"))(t)
 			requireGatewayDecision(t, d, pep.Deny)
 
 			k.Tell(t, "loop")

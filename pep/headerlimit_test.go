@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/internal/hangguard"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -37,10 +36,8 @@ func TestOneCallersTokenPastTheGatewaysHeaderLimitOpensNoBreaker(t *testing.T) {
 	gw.StartTLS()
 	t.Cleanup(gw.Close)
 
-	c, err := hangguard.NewPep(gw.URL, "shop", "orders-api",
+	c := mustPep(t, gw.URL, "shop", "orders-api",
 		pep.WithHTTPClient(gw.Client()), pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
 
 	// A legitimate caller is granted.
 	d := checkedIn(t, c, pep.WithToken(t.Context(), "alice-token"), "orders", "read")
@@ -84,10 +81,8 @@ func TestADeadGatewayOpensTheBreakerWhateverTheTokenSize(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := hangguard.NewPep(closingGateway(t, tc.reset), "shop", "orders-api",
+			c := mustPep(t, closingGateway(t, tc.reset), "shop", "orders-api",
 				pep.WithBreaker(5, time.Minute), pep.WithCache(0, 0, 0))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
 			tok := strings.Repeat("A", tc.token)
 			for range 5 {
 				d := checkedIn(t, c, pep.WithToken(t.Context(), tok), "orders", "read")

@@ -110,8 +110,7 @@ func checked(t *testing.T, c *pep.Client, resource, scope string, opts ...pep.Ca
 // the test ends.
 func mustPep(t testing.TB, gateway, realm, clientID string, opts ...pep.Option) *pep.Client {
 	t.Helper()
-	c, err := hangguard.NewPep(gateway, realm, clientID, opts...)
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewPep(gateway, realm, clientID, opts...))(t)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -119,15 +118,11 @@ func mustPep(t testing.TB, gateway, realm, clientID string, opts ...pep.Option) 
 // checkedIn is c.Check with ctx, failing the test on an error.
 func checkedIn(t *testing.T, c *pep.Client, ctx context.Context, resource, scope string, opts ...pep.CallOption) pep.Decision {
 	t.Helper()
-	d, err := c.Check(ctx, resource, scope, opts...)
-	require.NoError(t, err)
-	return d
+	return testkit.Must(c.Check(ctx, resource, scope, opts...))(t)
 }
 
 // checkedMany is c.CheckMany with ctx, failing the test on an error.
 func checkedMany(t *testing.T, c *pep.Client, ctx context.Context, resources []pep.Resource, opts ...pep.CallOption) pep.Result {
 	t.Helper()
-	r, err := c.CheckMany(ctx, resources, opts...)
-	require.NoError(t, err)
-	return r
+	return testkit.Must(c.CheckMany(ctx, resources, opts...))(t)
 }

@@ -109,8 +109,7 @@ func TestHitsAreReadAgainAfterTheWait(t *testing.T) {
 		t.Run(tt.name+"/CheckMany", func(t *testing.T) {
 			t.Parallel()
 			g, c, ctx, before := setup(t)
-			r, err := c.CheckMany(ctx, resources)
-			require.NoError(t, err)
+			r := testkit.Must(c.CheckMany(ctx, resources))(t)
 			require.Len(t, r.Decisions, 2)
 			d := r.Decisions[0]
 			if tt.wantLate {

@@ -82,9 +82,8 @@ func TestEntriesDoNotKeepWhatTheirNamesWereCutFrom(t *testing.T) {
 		for i := range calls {
 			path := fmt.Sprint("orders/", i, "/", strings.Repeat("x", 256<<10))
 			resource, _, _ := strings.Cut(path, "/") // shares path's bytes
-			d, err := c.Check(t.Context(), resource, "read",
-				pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint("/orders/", i)}))
-			require.NoError(t, err)
+			d := testkit.Must(c.Check(t.Context(), resource, "read",
+				pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint("/orders/", i)})))(t)
 			require.True(t, d.Allowed())
 		}
 	})
@@ -105,9 +104,8 @@ func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
 	const calls = 100
 	grown := testkit.HeapGrowth(func() {
 		for i := range calls {
-			d, err := c.Check(t.Context(), "orders", "read",
-				pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint(longPath, i)}))
-			require.NoError(t, err)
+			d := testkit.Must(c.Check(t.Context(), "orders", "read",
+				pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint(longPath, i)})))(t)
 			require.True(t, d.Allowed())
 		}
 	})
@@ -118,14 +116,12 @@ func TestEntryCostIsNotTheCallersToChoose(t *testing.T) {
 	// 100 entries keyed by 100 KiB paths would hold 10 MiB.
 	assert.Less(t, grown, int64(2<<20), "the cache keeps digests, not the paths")
 	for i := range 3 { // and a digest finds the same context again
-		d, err := c.Check(t.Context(), "orders", "read",
-			pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint(longPath, i)}))
-		require.NoError(t, err)
+		d := testkit.Must(c.Check(t.Context(), "orders", "read",
+			pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: fmt.Sprint(longPath, i)})))(t)
 		assert.True(t, d.Cached)
 	}
-	d, err := c.Check(t.Context(), "orders", "read",
-		pep.WithRequestContext(pep.RequestContext{Method: "POST", Path: fmt.Sprint(longPath, 0)}))
-	require.NoError(t, err)
+	d := testkit.Must(c.Check(t.Context(), "orders", "read",
+		pep.WithRequestContext(pep.RequestContext{Method: "POST", Path: fmt.Sprint(longPath, 0)})))(t)
 	assert.False(t, d.Cached, "another context is another entry")
 }
 
@@ -135,9 +131,8 @@ func TestCacheByteBoundEvicts(t *testing.T) {
 	c := g.newClient(t, pep.WithCacheMaxBytes(16<<10))
 	c.SetToken(g.token(t, "alice"))
 	for i := range 100 {
-		_, err := c.Check(t.Context(), "orders", "read",
-			pep.WithRequestContext(pep.RequestContext{Path: fmt.Sprint("/orders/", i)}))
-		require.NoError(t, err)
+		testkit.Must(c.Check(t.Context(), "orders", "read",
+			pep.WithRequestContext(pep.RequestContext{Path: fmt.Sprint("/orders/", i)})))(t)
 	}
 	s := c.Stats()
 	assert.LessOrEqual(t, s.CacheBytes, int64(16<<10))
@@ -211,10 +206,9 @@ func TestTokenEchoesNeverReachAString(t *testing.T) {
 			var logs bytes.Buffer
 			var rec recorder
 			gw, token := tt.gateway(t)
-			c, err := hangguard.NewPep(gw, testRealm, testClient, fastRetry,
+			c := testkit.Must(hangguard.NewPep(gw, testRealm, testClient, fastRetry,
 				pep.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
-				pep.WithEventHandler(rec.handle))
-			require.NoError(t, err)
+				pep.WithEventHandler(rec.handle)))(t)
 			c.SetToken(token)
 			d, texts := everyCallsTexts(t, c)
 			assert.Equal(t, token != secret, d.Allowed(), "only the reference server grants")

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -92,8 +93,7 @@ func TestListGranted(t *testing.T) {
 			g := startReference(t)
 			c := g.newClient(t)
 			c.SetToken(g.token(t, tt.user))
-			got, err := c.ListGranted(t.Context(), tt.resources)
-			require.NoError(t, err)
+			got := testkit.Must(c.ListGranted(t.Context(), tt.resources))(t)
 			assert.Equal(t, tt.want, got)
 			assert.Equal(t, tt.wantSent, g.last(t).pairs())
 		})
@@ -105,8 +105,7 @@ func TestListGrantedCachesWildcardAnswersAsPairs(t *testing.T) {
 	g := startReference(t)
 	c := g.newClient(t)
 	c.SetToken(g.token(t, "bob"))
-	_, err := c.ListGranted(t.Context(), nil)
-	require.NoError(t, err)
+	testkit.Must(c.ListGranted(t.Context(), nil))(t)
 	require.Equal(t, 1, g.count())
 
 	for _, scope := range []string{"read", "write", "delete"} {
@@ -116,11 +115,9 @@ func TestListGrantedCachesWildcardAnswersAsPairs(t *testing.T) {
 	assert.Equal(t, 1, g.count())
 
 	// Specific pairs come from the cache; wildcards always ask.
-	_, err = c.ListGranted(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read"}}})
-	require.NoError(t, err)
+	testkit.Must(c.ListGranted(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read"}}}))(t)
 	assert.Equal(t, 1, g.count())
-	_, err = c.ListGranted(t.Context(), []pep.Resource{{Name: "orders"}})
-	require.NoError(t, err)
+	testkit.Must(c.ListGranted(t.Context(), []pep.Resource{{Name: "orders"}}))(t)
 	assert.Equal(t, 2, g.count())
 }
 
@@ -279,8 +276,7 @@ func TestListGrantedReadsItsHitsAgainAfterTheWait(t *testing.T) {
 	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
 	g.unassign(t, "carol")
 
-	got, err := c.ListGranted(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}})
-	require.NoError(t, err)
+	got := testkit.Must(c.ListGranted(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}}))(t)
 	assert.Empty(t, got, "orders/read listed from the GRANT cached before the revocation")
 	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Deny)
 }

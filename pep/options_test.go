@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/core"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -126,10 +127,8 @@ func TestWithHTTPClientIsCopiedNotMutated(t *testing.T) {
 	assert.Equal(t, int64(1), redirectCalls.Load())
 
 	// The token layer clones requests: nothing leaks into the caller's client.
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, g.URL+"/elsewhere", nil)
-	require.NoError(t, err)
-	resp, err := hc.Do(req)
-	require.NoError(t, err)
+	req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodGet, g.URL+"/elsewhere", nil))(t)
+	resp := testkit.Must(hc.Do(req))(t)
 	require.NoError(t, resp.Body.Close())
 	assert.Empty(t, g.last(t).Authorization, "the caller's own client sends no token")
 }

@@ -97,7 +97,6 @@ func TestBreakerProbeThatPanicsIsReleased(t *testing.T) {
 			c := g.newClient(t, noRetry, pep.WithBreaker(1, 5*time.Second), pep.WithClock(clk.Now), pep.WithCache(0, 0, 0),
 				pep.WithHTTPClient(&http.Client{Transport: rt}),
 				pep.WithLogger(slog.New(panickyHandler{msg: "pep: circuit breaker changed", to: "half-open", armed: &logPanics})))
-			t.Cleanup(func() { _ = c.Close() })
 			c.SetToken(g.token(t, "alice"))
 
 			checked(t, c, "orders", "read") // the gateway fails: the breaker opens

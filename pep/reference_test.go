@@ -30,6 +30,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -305,9 +306,7 @@ func (g *reference) last(t testing.TB) sentRequest {
 // token mints an access token of user.
 func (g *reference) token(t testing.TB, user string, opts ...mockserver.TokenOption) string {
 	t.Helper()
-	tok, err := g.srv.IssueToken(testRealm, user, opts...)
-	require.NoError(t, err)
-	return tok
+	return testkit.Must(g.srv.IssueToken(testRealm, user, opts...))(t)
 }
 
 // expiredToken mints an access token of user that expired a minute ago.
@@ -344,8 +343,7 @@ func (g *reference) newClientOf(t testing.TB, clientID string, opts ...pep.Optio
 // and the token.
 func (g *reference) dpopClient(t *testing.T, user string, tokenOpts []mockserver.TokenOption, opts ...pep.Option) (*pep.Client, *recorder, string) {
 	t.Helper()
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	tok := g.token(t, user, append(tokenOpts, mockserver.TokenDPoPBinding(signer.Thumbprint()))...)
 	rec := &recorder{}
 	c := g.newClient(t, append([]pep.Option{pep.WithEventHandler(rec.handle)}, opts...)...)
@@ -357,12 +355,10 @@ func (g *reference) dpopClient(t *testing.T, user string, tokenOpts []mockserver
 // the answer, which the test's cleanup closes.
 func (g *reference) admin(t *testing.T, method, path, token, body string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, g.URL+path, strings.NewReader(body))
-	require.NoError(t, err)
+	req := testkit.Must(http.NewRequestWithContext(t.Context(), method, g.URL+path, strings.NewReader(body)))(t)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := g.Client().Do(req)
-	require.NoError(t, err)
+	resp := testkit.Must(g.Client().Do(req))(t)
 	t.Cleanup(func() { _ = resp.Body.Close() })
 	return resp
 }
@@ -375,8 +371,7 @@ const everyDecisionFails = `{"decisionFailureRate": 1}`
 // /admin/config), e.g. everyDecisionFails.
 func (g *reference) configure(t *testing.T, config string) {
 	t.Helper()
-	admin, err := g.srv.IssueToken("master", "service-account-platform-admin")
-	require.NoError(t, err)
+	admin := testkit.Must(g.srv.IssueToken("master", "service-account-platform-admin"))(t)
 	resp := g.admin(t, http.MethodPut, "/admin/config", admin, config)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }

@@ -15,9 +15,20 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
+// upSubscription is the Subscribe of a channel that is up: it beats once
+// and holds until the client stops it.
+type upSubscription struct{}
+
+func (upSubscription) Subscribe(ctx context.Context, r invalidation.Receiver) error {
+	r.Heartbeat(time.Now())
+	<-ctx.Done()
+	return ctx.Err()
+}
+
 // gatedPublisher's Publish holds until open is closed (or its context
 // ends), or, with open nil, fails until up; then it takes the message.
 type gatedPublisher struct {
+	upSubscription
 	open chan struct{}
 	up   time.Time
 	mu   sync.Mutex
@@ -40,12 +51,6 @@ func (p *gatedPublisher) Publish(ctx context.Context, msg []byte) error {
 	defer p.mu.Unlock()
 	p.msgs = append(p.msgs, bytes.Clone(msg))
 	return nil
-}
-
-func (p *gatedPublisher) Subscribe(ctx context.Context, r invalidation.Receiver) error {
-	r.Heartbeat(time.Now())
-	<-ctx.Done()
-	return ctx.Err()
 }
 
 // taken returns the messages taken so far and how many of them purge

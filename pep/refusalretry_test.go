@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
-	"github.com/orgauthz/orgauthz/invalidation"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
@@ -51,7 +50,7 @@ func TestCloseLetsEveryRefusalBePublished(t *testing.T) {
 			t.Parallel()
 			inv := &gatedPublisher{up: time.Now().Add(500 * time.Millisecond)}
 			arrived, release := make(chan struct{}), make(chan struct{})
-			gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			gw := testkit.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if underWay {
 					close(arrived)
 					<-release
@@ -59,7 +58,6 @@ func TestCloseLetsEveryRefusalBePublished(t *testing.T) {
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 				w.WriteHeader(http.StatusUnauthorized)
 			}))
-			t.Cleanup(gw.Close)
 			c := mustPep(t, gw.URL, "acme", "orders-api", pep.WithInvalidator(inv))
 			called := make(chan error, 1)
 			go func() {
@@ -90,6 +88,7 @@ func TestCloseLetsEveryRefusalBePublished(t *testing.T) {
 // deafPublisher's Publish ignores its context (a Redis client stuck on a
 // dead connection) and returns only when stop is closed.
 type deafPublisher struct {
+	upSubscription
 	entered, stop chan struct{}
 	once          sync.Once
 }
@@ -98,12 +97,6 @@ func (p *deafPublisher) Publish(context.Context, []byte) error {
 	p.once.Do(func() { close(p.entered) })
 	<-p.stop
 	return nil
-}
-
-func (p *deafPublisher) Subscribe(ctx context.Context, r invalidation.Receiver) error {
-	r.Heartbeat(time.Now())
-	<-ctx.Done()
-	return ctx.Err()
 }
 
 // closingHandler closes the client (self) on every warning it logs,

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/respell"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -81,8 +82,7 @@ func TestEverySpellingOfARetiredTokenIsRetired(t *testing.T) {
 			t.Parallel()
 			g := startReference(t)
 			tok := g.token(t, "carol", mockserver.TokenClient(testClient))
-			alt, err := sp.spell(tok)
-			require.NoError(t, err)
+			alt := testkit.Must(sp.spell(tok))(t)
 			require.NotEqual(t, tok, alt)
 
 			var c, other *pep.Client
@@ -138,8 +138,7 @@ func TestAForgedSpellingIsRefusedAndOnlyCostsAQuestion(t *testing.T) {
 	g := startReference(t)
 	c := g.newClient(t)
 	tok := g.token(t, "carol", mockserver.TokenClient(testClient))
-	forged, err := respell.Forged(tok)
-	require.NoError(t, err)
+	forged := testkit.Must(respell.Forged(tok))(t)
 	require.NotEqual(t, tok, forged)
 	checkServed(t, g, c, tok)
 	s, asked := checkServed(t, g, c, tok)
@@ -177,16 +176,14 @@ func TestPurgesAcrossVersions(t *testing.T) {
 	c := b.client(t, g)
 	b.Beat(time.Now())
 	tok := g.token(t, "carol", mockserver.TokenClient(testClient))
-	alt, err := respell.UnusedBits(tok, respell.Payload)
-	require.NoError(t, err)
+	alt := testkit.Must(respell.UnusedBits(tok, respell.Payload))(t)
 	earlier := func(tok string) []byte {
 		d := sha256.Sum256([]byte("orgauthz/invalidation/v1\x00" + tok))
 		return append([]byte{1, 't'}, d[:]...)
 	}
 	segs := strings.Split(tok, ".")
 	for i := range segs[:2] {
-		raw, err := base64.RawURLEncoding.DecodeString(segs[i])
-		require.NoError(t, err)
+		raw := testkit.Must(base64.RawURLEncoding.DecodeString(segs[i]))(t)
 		segs[i] = base64.RawURLEncoding.EncodeToString(raw)
 	}
 	d := sha256.Sum256([]byte("orgauthz/invalidation/identity/v1\x00" + segs[0] + "." + segs[1]))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -30,10 +31,7 @@ func BenchmarkReplayRecord(b *testing.B) {
 	if err := c.Set(b.Context(), store.since, time.Now().Add(-time.Hour).UnixMilli(), 0).Err(); err != nil {
 		b.Fatal(err)
 	}
-	signer, err := dpop.GenerateKey()
-	if err != nil {
-		b.Fatal(err)
-	}
+	signer := testkit.Must(dpop.GenerateKey())(b)
 	for _, tc := range []struct {
 		name string
 		opts []dpop.Option

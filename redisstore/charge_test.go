@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -34,16 +35,12 @@ func TestChargeScriptKeepsAKeysNewestRecords(t *testing.T) {
 	charge := func(owner, key string, iat time.Time) int64 {
 		a := replaymarker.ChargeArgs(iat, iat.Add(life), limit)
 		set, mark := replaymarker.ChargeKeys("p:", owner)
-		n, err := c.Eval(ctx, replaymarker.ChargeScript, []string{"p:" + key, set, mark}, a[0], a[1], a[2], a[3]).Int64()
-		require.NoError(t, err)
-		return n
+		return testkit.Must(c.Eval(ctx, replaymarker.ChargeScript, []string{"p:" + key, set, mark}, a[0], a[1], a[2], a[3]).Int64())(t)
 	}
 	fresh := func(owner string, iat time.Time) int64 { seq++; return charge(owner, strconv.Itoa(seq), iat) }
 	held := func(owner string) int64 {
 		set, _ := replaymarker.ChargeKeys("p:", owner)
-		n, err := c.ZCard(ctx, set).Result()
-		require.NoError(t, err)
-		return n
+		return testkit.Must(c.ZCard(ctx, set).Result())(t)
 	}
 
 	for range limit {
@@ -76,9 +73,7 @@ func TestChargeScriptKeepsAKeysNewestRecords(t *testing.T) {
 	wide := func(key string, iat time.Time, life time.Duration) int64 {
 		a := replaymarker.ChargeArgs(iat, iat.Add(life), limit)
 		set, mark := replaymarker.ChargeKeys("p:", "wide")
-		n, err := c.Eval(ctx, replaymarker.ChargeScript, []string{"p:" + key, set, mark}, a[0], a[1], a[2], a[3]).Int64()
-		require.NoError(t, err)
-		return n
+		return testkit.Must(c.Eval(ctx, replaymarker.ChargeScript, []string{"p:" + key, set, mark}, a[0], a[1], a[2], a[3]).Int64())(t)
 	}
 	for i := range limit {
 		require.EqualValues(t, replaymarker.ChargeFirst, wide("w"+strconv.Itoa(i), t1, time.Hour))

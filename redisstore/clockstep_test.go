@@ -19,6 +19,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -50,8 +51,7 @@ func TestReplayKeyspaceNeverVouchesForRecordsRedissClockExpiredEarly(t *testing.
 	settled(t, c, s.prefix) // the keyspace has been in use for an hour
 
 	iat, exp := now.Add(-time.Minute), now.Add(30*time.Minute)
-	first, err := s.RecordOnce(ctx, "revoked", "w", exp.Add(dpop.ReplayStoreMargin), iat)
-	require.NoError(t, err)
+	first := testkit.Must(s.RecordOnce(ctx, "revoked", "w", exp.Add(dpop.ReplayStoreMargin), iat))(t)
 	require.True(t, first)
 
 	// Within the margin: nothing the service counts as live expired.
@@ -77,8 +77,7 @@ func TestReplayKeyspaceNeverVouchesForRecordsRedissClockExpiredEarly(t *testing.
 	m.SetTime(now)
 	rec, err = s.Recorded(ctx, "revoked", iat)
 	require.ErrorIs(t, err, errKeyspaceNew, "Redis's clock stepped back below its high-water (answered %v)", rec)
-	v, err := c.Get(ctx, s.since).Result()
-	require.NoError(t, err)
+	v := testkit.Must(c.Get(ctx, s.since).Result())(t)
 	began, _, _ := strings.Cut(v, "@")
 	require.Equal(t, strconv.FormatInt(replaymarker.CeilMilli(now), 10), began, "the keyspace begins at Redis's TIME")
 }
@@ -109,7 +108,6 @@ func TestReplayKeyspaceVouchesForNothingWhileTheCallersClockIsAhead(t *testing.T
 	require.False(t, m.Exists("t:spent"), "nothing written for a call refused before its write")
 
 	m.SetTime(time.Now().Add(-dpop.ReplayStoreMargin / 2)) // within the margin: the clocks agree
-	rec, err = s.Recorded(ctx, "revoked", iat)
-	require.NoError(t, err)
+	rec = testkit.Must(s.Recorded(ctx, "revoked", iat))(t)
 	require.False(t, rec)
 }

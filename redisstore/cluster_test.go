@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/pep"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
@@ -113,8 +114,7 @@ func startTwoNodeCluster(t *testing.T) twoNodeCluster {
 		srv := redistest.Start(t, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "60000"}, extra...)...)
 		_, port, _ := net.SplitHostPort(srv.Addr())
-		p, err := strconv.Atoi(port)
-		require.NoError(t, err)
+		p := testkit.Must(strconv.Atoi(port))(t)
 		return srv.Client(), p
 	}
 	// Y announces a bus port that is the proxy's; the proxy forwards to
@@ -138,19 +138,16 @@ func startTwoNodeCluster(t *testing.T) twoNodeCluster {
 	var channel string
 	for i := 0; ; i++ {
 		channel = fmt.Sprintf("orders-api:invalidations:%d", i)
-		slot, err := x.ClusterKeySlot(ctx, channel).Result()
-		require.NoError(t, err)
+		slot := testkit.Must(x.ClusterKeySlot(ctx, channel).Result())(t)
 		if slot >= 8192 {
 			break
 		}
 	}
 	// Sanity: the cluster delivers a PUBLISH on X to a subscriber on Y.
 	sub := y.Subscribe(ctx, channel)
-	_, err := sub.Receive(ctx)
-	require.NoError(t, err)
+	testkit.Must(sub.Receive(ctx))(t)
 	require.NoError(t, x.Publish(ctx, channel, "hello").Err())
-	m, err := sub.ReceiveTimeout(ctx, 5*time.Second)
-	require.NoError(t, err, "a PUBLISH on X reaches Y's subscribers over the bus")
+	m := testkit.Must(sub.ReceiveTimeout(ctx, 5*time.Second))(t, "a PUBLISH on X reaches Y's subscribers over the bus")
 	require.Equal(t, "hello", m.(*redis.Message).Payload)
 	_ = sub.Close()
 	return twoNodeCluster{x: x, y: y, proxy: proxy, channel: channel}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -40,27 +41,24 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	s := NewReplayStore(c, "")
 	settled(t, c, s.prefix)
 	const limit = 20
-	v, err := dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit))
-	require.NoError(t, err)
+	v := testkit.Must(dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit)))(t)
 	verify := func(p string) error {
 		_, err := v.Verify(ctx, dpop.Request{Proofs: []string{p}, Method: "GET", URL: testURL})
 		return err
 	}
-	key, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	key := testkit.Must(dpop.GenerateKey())(t)
 	now := time.Now()
 	mallory := key.WithClock(func() time.Time { return now }) // one second's proofs
 	var proofs []string
 	for range limit + 2 {
-		p, err := mallory.Proof("GET", testURL, "", "")
-		require.NoError(t, err)
+		p := testkit.Must(mallory.Proof("GET", testURL, "", ""))(t)
 		proofs = append(proofs, p)
 	}
 	// The limit's proofs, then one that drops the oldest to make room.
 	for _, p := range proofs[:limit+1] {
 		require.NoError(t, verify(p))
 	}
-	err = verify(proofs[limit+1])
+	err := verify(proofs[limit+1])
 	require.ErrorIs(t, err, dpop.ErrReplayCacheFull, "a proof of the second whose record its key dropped")
 	require.NotErrorIs(t, err, dpop.ErrReplayStoreUnavailable)
 	require.ErrorIs(t, verify(proofs[0]), dpop.ErrReplayCacheFull, "the replay of the dropped proof")
@@ -70,13 +68,10 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	err = verify(proofs[limit])
 	require.True(t, errors.Is(err, dpop.ErrReplay) || errors.Is(err, dpop.ErrReplayCacheFull), "the replay of a held proof: %v", err)
 	later := key.WithClock(func() time.Time { return now.Add(time.Second) })
-	p, err := later.Proof("GET", testURL, "", "")
-	require.NoError(t, err)
+	p := testkit.Must(later.Proof("GET", testURL, "", ""))(t)
 	require.NoError(t, verify(p), "the key's proof of the next second")
-	alice, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	p, err = alice.Proof("GET", testURL, "", "")
-	require.NoError(t, err)
+	alice := testkit.Must(dpop.GenerateKey())(t)
+	p = testkit.Must(alice.Proof("GET", testURL, "", ""))(t)
 	require.NoError(t, verify(p), "another key's proof")
 	require.ErrorIs(t, verify(p), dpop.ErrReplay)
 
@@ -85,12 +80,10 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	// long as that record would have (a-fix13f: it lasted the narrower
 	// window, and the record's replay passed at the wider Verifier after).
 	iat := time.Now().Truncate(time.Second)
-	first, err := s.RememberCharged(ctx, "wide", "owner", 2, iat, iat.Add(10*time.Minute))
-	require.NoError(t, err)
+	first := testkit.Must(s.RememberCharged(ctx, "wide", "owner", 2, iat, iat.Add(10*time.Minute)))(t)
 	require.True(t, first)
 	for i := range 2 {
-		first, err := s.RememberCharged(ctx, "narrow"+strconv.Itoa(i), "owner", 2, iat.Add(time.Second), iat.Add(3*time.Second))
-		require.NoError(t, err)
+		first := testkit.Must(s.RememberCharged(ctx, "narrow"+strconv.Itoa(i), "owner", 2, iat.Add(time.Second), iat.Add(3*time.Second)))(t)
 		require.True(t, first)
 	}
 	_, mark := replaymarker.ChargeKeys(s.prefix, "owner")

@@ -11,19 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
 // infoField returns the integer field name of INFO section.
 func infoField(t *testing.T, c *redis.Client, section, name string) int {
 	t.Helper()
-	info, err := c.Info(t.Context(), section).Result()
-	require.NoError(t, err)
+	info := testkit.Must(c.Info(t.Context(), section).Result())(t)
 	for _, l := range strings.Split(info, "\r\n") {
 		if v, ok := strings.CutPrefix(l, name+":"); ok {
-			n, err := strconv.Atoi(v)
-			require.NoError(t, err)
-			return n
+			return testkit.Must(strconv.Atoi(v))(t)
 		}
 	}
 	t.Fatalf("INFO %s has no %s", section, name)
@@ -101,10 +99,8 @@ func TestReplayStoreRefusesARedisThatMayEvict(t *testing.T) {
 			_, err = store.RecordOnce(t.Context(), "once", "w", time.Now().Add(time.Minute), time.Now())
 			require.ErrorContains(t, err, "maxmemory-policy noeviction")
 
-			v, err := dpop.NewVerifier(dpop.WithReplayStore(store))
-			require.NoError(t, err)
-			signer, err := dpop.GenerateKey()
-			require.NoError(t, err)
+			v := testkit.Must(dpop.NewVerifier(dpop.WithReplayStore(store)))(t)
+			signer := testkit.Must(dpop.GenerateKey())(t)
 			err = v.RecordContext(t.Context(), &dpop.Result{Thumbprint: signer.Thumbprint(),
 				Claims: dpop.Claims{ID: "jti-evict", IssuedAt: time.Now()}})
 			require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable, "a Verifier on the store cannot vouch for a proof")
@@ -122,11 +118,9 @@ func TestReplayStoreOnNoevictionRedisWithMaxmemoryWorks(t *testing.T) {
 	store := NewReplayStore(c, "t:")
 	settled(t, c, store.prefix)
 
-	first, err := store.Remember(t.Context(), "proof", time.Now().Add(time.Minute))
-	require.NoError(t, err)
+	first := testkit.Must(store.Remember(t.Context(), "proof", time.Now().Add(time.Minute)))(t)
 	require.True(t, first)
-	first, err = store.Remember(t.Context(), "proof", time.Now().Add(time.Minute))
-	require.NoError(t, err)
+	first = testkit.Must(store.Remember(t.Context(), "proof", time.Now().Add(time.Minute)))(t)
 	require.False(t, first, "a replayed proof is refused")
 
 	const seed = "rep10-noeviction-seed-012345678"

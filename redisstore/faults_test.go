@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -25,7 +26,7 @@ func TestReplayAttackThroughRedisFaults(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	proxy := redistest.StartProxy(t, redistest.Listen(t), srv.Addr(), nil)
-	now := newClockAt(time.Now())
+	now := testkit.NewClock(time.Now())
 	const replicas = 3
 	vs := make([]*dpop.Verifier, replicas)
 	var marker *ReplayStore
@@ -41,8 +42,7 @@ func TestReplayAttackThroughRedisFaults(t *testing.T) {
 		require.NoError(t, srv.Client().Set(t.Context(), marker.since, now.Now().Add(-time.Hour).UnixMilli(), 0).Err())
 	}
 	settle()
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 
 	const clean, faulted = 5 * time.Second, 150 * time.Millisecond
 	var seen []dpop.Request // every proof sent so far
@@ -116,8 +116,7 @@ func TestReplayAttackThroughRedisFaults(t *testing.T) {
 	ok, unavailable := round(2, clean)
 	require.Zero(t, ok, "Redis restarted empty: nothing it may have forgotten is accepted")
 	require.Positive(t, unavailable)
-	n, err := srv.Client().Exists(t.Context(), marker.since).Result()
-	require.NoError(t, err)
+	n := testkit.Must(srv.Client().Exists(t.Context(), marker.since).Result())(t)
 	require.EqualValues(t, 1, n, "the replicas marked when the keyspace began")
 
 	// 71 s after the marker (Redis's clock, which the replicas' agrees

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -30,14 +31,12 @@ func TestAFinishThatErrsHasNotSpentTheRecord(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
-	t.Cleanup(func() { _ = c.Close() })
 	ctx := t.Context()
 	s := NewReplayStore(c, "t:")
 	settled(t, c, s.prefix)
 
 	now := time.Now()
-	mine, err := s.RecordOnce(ctx, "code", "w", now.Add(time.Hour), now.Add(-time.Minute))
-	require.NoError(t, err)
+	mine := testkit.Must(s.RecordOnce(ctx, "code", "w", now.Add(time.Hour), now.Add(-time.Minute)))(t)
 	require.True(t, mine)
 
 	// Between RecordOnce and Finish an operator applies an evicting
@@ -52,8 +51,7 @@ func TestAFinishThatErrsHasNotSpentTheRecord(t *testing.T) {
 	if ferr == nil {
 		return // Finish answered what it did
 	}
-	v, err := c.Get(ctx, "t:code").Result()
-	require.NoError(t, err)
+	v := testkit.Must(c.Get(ctx, "t:code").Result())(t)
 	// The retry of the same redemption, once the store answers again.
 	again, rerr := s.RecordOnce(ctx, "code", "w", now.Add(time.Hour), now.Add(-time.Minute))
 	t.Logf("the record after the failed Finish: %q; the retry's RecordOnce: mine=%v err=%v", v, again, rerr)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -29,18 +30,15 @@ func TestRecordedAnswersOnAFullRedis(t *testing.T) {
 	s := NewReplayStore(c, "")
 	settled(t, c, s.prefix)
 	since := time.Now().Add(-time.Minute)
-	first, err := s.Remember(ctx, "revoked", time.Now().Add(time.Hour))
-	require.NoError(t, err)
+	first := testkit.Must(s.Remember(ctx, "revoked", time.Now().Add(time.Hour)))(t)
 	require.True(t, first)
 
 	// The marker's high-water put 5 s back: the next read's script is
 	// due to raise it (one write a second), whatever the test's pace.
-	marker, err := c.Get(ctx, s.since).Result()
-	require.NoError(t, err)
+	marker := testkit.Must(c.Get(ctx, s.since).Result())(t)
 	parts := strings.Split(marker, "@")
 	require.Len(t, parts, 4, "the marker %q", marker)
-	hw, err := strconv.ParseInt(parts[2], 10, 64)
-	require.NoError(t, err)
+	hw := testkit.Must(strconv.ParseInt(parts[2], 10, 64))(t)
 	parts[2] = strconv.FormatInt(hw-5000, 10)
 	behind := strings.Join(parts, "@")
 	require.NoError(t, c.Set(ctx, s.since, behind, 0).Err())
@@ -60,11 +58,9 @@ func TestRecordedAnswersOnAFullRedis(t *testing.T) {
 	found, err := s.Recorded(ctx, "revoked", since)
 	require.NoError(t, err, "a read on a full Redis whose high-water was due")
 	require.True(t, found)
-	found, err = s.Recorded(ctx, "never", since)
-	require.NoError(t, err)
+	found = testkit.Must(s.Recorded(ctx, "never", since))(t)
 	require.False(t, found)
-	now, err := c.Get(ctx, s.since).Result()
-	require.NoError(t, err)
+	now := testkit.Must(c.Get(ctx, s.since).Result())(t)
 	require.Equal(t, behind, now, "the refused high-water write left the marker as it was")
 
 	_, err = s.Remember(ctx, "a proof", time.Now().Add(time.Hour))

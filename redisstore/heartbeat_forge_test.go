@@ -81,7 +81,6 @@ func forgedHeartbeat(t *testing.T, forge bool) {
 	// PUBSUB CHANNELS and sprays echoes around the expected sequence
 	// number, in ascending order.
 	forger := oldMaster.Client()
-	t.Cleanup(func() { _ = forger.Close() })
 	var hb string
 	waitFor(t, "B's heartbeat channel is listed", 5*time.Second, func() bool {
 		chs, _ := forger.PubSubChannels(t.Context(), channel+":hb:*").Result()

@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
@@ -32,13 +33,10 @@ import (
 // replOffset is s's master_repl_offset (INFO replication).
 func replOffset(t *testing.T, s *redistest.Server) int64 {
 	t.Helper()
-	info, err := s.Client().Info(t.Context(), "replication").Result()
-	require.NoError(t, err)
+	info := testkit.Must(s.Client().Info(t.Context(), "replication").Result())(t)
 	m := regexp.MustCompile(`master_repl_offset:(\d+)`).FindStringSubmatch(info)
 	require.NotNil(t, m, "INFO replication has no master_repl_offset: %q", info)
-	n, err := strconv.ParseInt(m[1], 10, 64)
-	require.NoError(t, err)
-	return n
+	return testkit.Must(strconv.ParseInt(m[1], 10, 64))(t)
 }
 
 func TestASessionEndsWhenItsHeartbeatsMoveToAnotherHistory(t *testing.T) {

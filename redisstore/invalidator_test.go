@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -47,9 +48,8 @@ func revocable(gw *mockservertest.Server, user string) string {
 // opts after its own (the later wins).
 func replica(t *testing.T, gw *mockservertest.Server, rdb redis.UniversalClient, channel string, opts ...pep.Option) *pep.Client {
 	t.Helper()
-	c, err := hangguard.NewPep(gw.URL, realm, app, append([]pep.Option{pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
-		pep.WithInvalidator(redisstore.NewInvalidator(rdb, channel))}, opts...)...)
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewPep(gw.URL, realm, app, append([]pep.Option{pep.WithHTTPClient(gw.Client()), pep.WithRetry(0, 0, 0),
+		pep.WithInvalidator(redisstore.NewInvalidator(rdb, channel))}, opts...)...))(t)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -258,8 +258,7 @@ func TestInvalidatorWithoutAClient(t *testing.T) {
 	err := inv.Publish(t.Context(), []byte{1, 'a'})
 	require.ErrorContains(t, err, "NewInvalidator")
 	gw := startGateway(t)
-	c, err := hangguard.NewPep(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithInvalidator(inv))
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewPep(gw.URL, realm, app, pep.WithHTTPClient(gw.Client()), pep.WithInvalidator(inv)))(t)
 	t.Cleanup(func() { _ = c.Close() })
 	bob := gw.Token(realm, "bob")
 	for range 2 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/replaytest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -35,13 +36,10 @@ func TestOneKeyCannotFillTheReplayStore(t *testing.T) {
 	s := NewReplayStore(c, "")
 	settled(t, c, s.prefix)
 	const limit = 1000
-	a, err := dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit))
-	require.NoError(t, err)
-	b, err := dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit))
-	require.NoError(t, err)
+	a := testkit.Must(dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit)))(t)
+	b := testkit.Must(dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit)))(t)
 	replaytest.FloodOneKey(t, a, b, testURL, limit, func() int {
-		keys, err := c.Keys(t.Context(), s.prefix+"*").Result()
-		require.NoError(t, err)
+		keys := testkit.Must(c.Keys(t.Context(), s.prefix+"*").Result())(t)
 		return len(keys)
 	}, 3)
 }

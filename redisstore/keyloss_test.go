@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -36,8 +37,7 @@ import (
 func TestAKeyspaceThatLostKeysBeginsAgain(t *testing.T) {
 	ctx := t.Context()
 	copyKeys := func(t *testing.T, c *redis.Client) []string {
-		keys, err := c.Keys(ctx, "t:*").Result()
-		require.NoError(t, err)
+		keys := testkit.Must(c.Keys(ctx, "t:*").Result())(t)
 		for _, k := range keys {
 			require.NoError(t, c.Copy(ctx, k, k, 1, true).Err())
 		}
@@ -72,8 +72,7 @@ func TestAKeyspaceThatLostKeysBeginsAgain(t *testing.T) {
 			}},
 		{name: "MOVE", lose: func(t *testing.T, c *redis.Client) func() {
 			return func() {
-				keys, err := c.Keys(ctx, "t:*").Result()
-				require.NoError(t, err)
+				keys := testkit.Must(c.Keys(ctx, "t:*").Result())(t)
 				for _, k := range keys {
 					if k != "t:"+SinceKey {
 						require.NoError(t, c.Move(ctx, k, 1).Err())
@@ -117,12 +116,11 @@ func TestAKeyspaceThatLostKeysBeginsAgain(t *testing.T) {
 			lose: func(t *testing.T, c *redis.Client) func() {
 				copyKeys(t, c)
 				return func() {
-					_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					testkit.Must(c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 						p.Do(ctx, "SWAPDB", 0, 1)
 						p.ConfigResetStat(ctx)
 						return nil
-					})
-					require.NoError(t, err)
+					}))(t)
 				}
 			}},
 	} {
@@ -158,8 +156,7 @@ func TestAKeyspaceThatLostKeysBeginsAgain(t *testing.T) {
 func warm(t *testing.T, c *redis.Client) {
 	t.Helper()
 	settled(t, c, "t:")
-	_, err := NewReplayStore(c, "t:").Recorded(t.Context(), "warm", time.Now())
-	require.NoError(t, err)
+	testkit.Must(NewReplayStore(c, "t:").Recorded(t.Context(), "warm", time.Now()))(t)
 }
 
 // syncedFrom makes c a replica of primary, waits until its full sync is
@@ -167,8 +164,7 @@ func warm(t *testing.T, c *redis.Client) {
 func syncedFrom(t *testing.T, c *redis.Client, primary string) {
 	t.Helper()
 	ctx := t.Context()
-	host, port, err := net.SplitHostPort(primary)
-	require.NoError(t, err)
+	host, port := testkit.Must2(net.SplitHostPort(primary))(t)
 	require.NoError(t, c.Do(ctx, "REPLICAOF", host, port).Err())
 	require.Eventually(t, func() bool {
 		info, err := c.Info(ctx, "replication").Result()
@@ -212,8 +208,7 @@ func TestAFinishPutBackIsSeen(t *testing.T) {
 	s := NewReplayStore(c, "t:")
 	settled(t, c, "t:")
 	since, until := time.Now(), time.Now().Add(time.Minute)
-	mine, err := s.RecordOnce(ctx, "code", "w", until, since)
-	require.NoError(t, err)
+	mine := testkit.Must(s.RecordOnce(ctx, "code", "w", until, since))(t)
 	require.True(t, mine)
 	restore := dumped(t, c)
 	done, err := s.Finish(ctx, "code", "w")

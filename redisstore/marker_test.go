@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -78,14 +79,12 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 	const prefix = "marker:late:"
 	marker := prefix + SinceKey
 	admin := rs.Client()
-	t.Cleanup(func() { _ = admin.Close() })
 	ctx := t.Context()
 	future := time.Now().Add(time.Hour).UnixMilli()
 	require.NoError(t, admin.Set(ctx, marker, future, 0).Err())
 
 	// Y: a replica whose rewrite of the future marker lands late.
 	rdbY := rs.Client()
-	t.Cleanup(func() { _ = rdbY.Close() })
 	hold := newHoldMarkerWrite(marker)
 	rdbY.AddHook(hold)
 	y := NewReplayStore(rdbY, prefix)
@@ -98,7 +97,6 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 
 	// X: another replica, on time.
 	rdbX := rs.Client()
-	t.Cleanup(func() { _ = rdbX.Close() })
 	x := NewReplayStore(rdbX, prefix)
 	_, err := x.Remember(ctx, "x-first", time.Now().Add(time.Hour))
 	require.Error(t, err, "the future marker is rewritten: the keyspace begins now (T1)")
@@ -107,8 +105,7 @@ func TestReplayLateMarkerWriteNeverMovesMarkerEarlier(t *testing.T) {
 
 	// Proof P, accepted: its until is past T1 + lifetime.
 	until := time.UnixMilli(t1 + x.lifetime.Milliseconds() + 20)
-	ok, err := x.Remember(ctx, "proof-P", until)
-	require.NoError(t, err)
+	ok := testkit.Must(x.Remember(ctx, "proof-P", until))(t)
 	require.True(t, ok, "P is accepted")
 
 	// Redis's clock passes T1 + 20 ms, so that a marker written from now
@@ -187,8 +184,7 @@ func TestReplayMarkerWriteReturnsByTheContext(t *testing.T) {
 func waitRedisClock(t *testing.T, c *redis.Client, ms int64) {
 	t.Helper()
 	for range 1_000_000 {
-		now, err := c.Time(t.Context()).Result()
-		require.NoError(t, err)
+		now := testkit.Must(c.Time(t.Context()).Result())(t)
 		if now.UnixMilli() >= ms {
 			return
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -29,15 +30,12 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
-	t.Cleanup(func() { _ = c.Close() })
 	ctx := t.Context()
-	info, err := c.Info(ctx, "server").Result()
-	require.NoError(t, err)
+	info := testkit.Must(c.Info(ctx, "server").Result())(t)
 	_, rest, ok := strings.Cut(info, "run_id:")
 	require.True(t, ok, "INFO server: %q", info)
 	run := strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0])
-	redisNow, err := c.Time(ctx).Result()
-	require.NoError(t, err)
+	redisNow := testkit.Must(c.Time(ctx).Result())(t)
 	T := redisNow.UnixMilli()
 	margin := dpop.ReplayStoreMargin.Milliseconds()
 	old := T - time.Hour.Milliseconds()
@@ -98,28 +96,23 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 			if tc.wrote {
 				wrote = "1"
 			}
-			res, err := c.Eval(ctx, replaymarker.Script, []string{key}, margin, tc.caller, tc.known, wrote).StringSlice()
-			require.NoError(t, err)
-			after, err := c.Time(ctx).Result()
-			require.NoError(t, err)
+			res := testkit.Must(c.Eval(ctx, replaymarker.Script, []string{key}, margin, tc.caller, tc.known, wrote).StringSlice())(t)
+			after := testkit.Must(c.Time(ctx).Result())(t)
 			require.Len(t, res, 3)
 			require.Equal(t, tc.answer, res[1], "answer")
 			if tc.gen == clockGen { // TIME in microseconds
-				g, err := strconv.ParseInt(res[2], 10, 64)
-				require.NoError(t, err)
+				g := testkit.Must(strconv.ParseInt(res[2], 10, 64))(t)
 				require.GreaterOrEqual(t, g, T*1000-1000, "generation")
 				require.LessOrEqual(t, g, after.UnixMicro(), "generation")
 				tc.gen = res[2]
 			}
 			require.Equal(t, tc.gen, res[2], "generation")
-			stored, err := c.Get(ctx, key).Result()
-			require.NoError(t, err)
+			stored := testkit.Must(c.Get(ctx, key).Result())(t)
 			switch {
 			case tc.kept:
 				require.Equal(t, tc.marker, stored, "no write: the high-water is within a second")
 			case tc.answer == replaymarker.Began:
-				began, err := strconv.ParseInt(res[0], 10, 64)
-				require.NoError(t, err)
+				began := testkit.Must(strconv.ParseInt(res[0], 10, 64))(t)
 				require.GreaterOrEqual(t, began, T, "begun at TIME")
 				require.LessOrEqual(t, began, after.UnixMilli()+1)
 				require.Equal(t, fmt.Sprintf("%d@%s@%d@%s", began, run, began, tc.gen), stored)
@@ -139,8 +132,7 @@ func TestMarkerScriptVouchesOnlyForRedisTimeTheCallerReached(t *testing.T) {
 		require.NoError(t, c.Set(ctx, "clock:bad", marker(old, run, T), 0).Err())
 		err := c.Eval(ctx, replaymarker.Script, []string{"clock:bad"}, margin, "soon", 0, "0").Err()
 		require.ErrorContains(t, err, "clock reading")
-		v, err := c.Get(ctx, "clock:bad").Result()
-		require.NoError(t, err)
+		v := testkit.Must(c.Get(ctx, "clock:bad").Result())(t)
 		require.Equal(t, marker(old, run, T), v, "nothing written")
 		err = c.Eval(ctx, replaymarker.Script, []string{"clock:bad"}, margin, T, "9000000000000001", "0").Err()
 		require.ErrorContains(t, err, "generation", "past the highest generation")
@@ -157,9 +149,7 @@ func splitMarker(t *testing.T, v string) (start int64, run string, hw int64, gen
 	t.Helper()
 	parts := strings.Split(v, "@")
 	require.Len(t, parts, 4, "marker %q", v)
-	start, err := strconv.ParseInt(parts[0], 10, 64)
-	require.NoError(t, err)
-	hw, err = strconv.ParseInt(parts[2], 10, 64)
-	require.NoError(t, err)
+	start = testkit.Must(strconv.ParseInt(parts[0], 10, 64))(t)
+	hw = testkit.Must(strconv.ParseInt(parts[2], 10, 64))(t)
 	return start, parts[1], hw, parts[3]
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
@@ -96,8 +96,7 @@ func mockserverBinary(t *testing.T) string {
 func startMockserver(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(mockserverBinary(t), append([]string{"-addr", "127.0.0.1:0", "-access-token-alg", "ES256"}, args...)...)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
+	stdout := testkit.Must(cmd.StdoutPipe())(t)
 	cmd.Stderr = io.Discard
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -121,8 +120,7 @@ const frontHost = "front.test"
 // URL (proofs name it).
 func frontCall(t *testing.T, base, method, path string, header http.Header, ctype, body string) (int, http.Header, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
-	require.NoError(t, err)
+	req := testkit.Must(http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body)))(t)
 	req.Host = frontHost
 	for k, v := range header {
 		req.Header[k] = v
@@ -130,11 +128,9 @@ func frontCall(t *testing.T, base, method, path string, header http.Header, ctyp
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp := testkit.Must(http.DefaultClient.Do(req))(t)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	b := testkit.Must(io.ReadAll(resp.Body))(t)
 	return resp.StatusCode, resp.Header, b
 }
 
@@ -155,16 +151,12 @@ func TestMockserverReplicasShareRedis(t *testing.T) {
 	args := []string{"-fixture", "../examples/fixtures/acme.json", "-key-seed", "redisstore-test-seed-0123", "-redis", srv.URL()}
 	a, b := startMockserver(t, args...), startMockserver(t, args...)
 	front := "http://" + frontHost
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 
-	p, err := signer.Proof(http.MethodPost, front+tokenPath, "", "")
-	require.NoError(t, err)
+	p := testkit.Must(signer.Proof(http.MethodPost, front+tokenPath, "", ""))(t)
 	tok := tokenAt(t, a, "acme", http.Header{"Dpop": {p}}, aliceForm)
 	proof := func() string {
-		p, err := signer.Proof(http.MethodPost, front+decidePath, tok, "")
-		require.NoError(t, err)
-		return p
+		return testkit.Must(signer.Proof(http.MethodPost, front+decidePath, tok, ""))(t)
 	}
 	call := func(base, p string) (int, string) {
 		return decideWith(t, base, http.Header{"Authorization": {"DPoP " + tok}, "Dpop": {p}})
@@ -186,8 +178,7 @@ func TestMockserverReplicasShareRedis(t *testing.T) {
 		status, body = decideAt(t, base, bearer)
 		require.Equal(t, http.StatusUnauthorized, status, "the revoked token at replica %s: %s", name, body)
 	}
-	keys, err := c.Keys(t.Context(), prefix+"*").Result()
-	require.NoError(t, err)
+	keys := testkit.Must(c.Keys(t.Context(), prefix+"*").Result())(t)
 	// Both proofs are of one key, charged to its counter (two, when a
 	// time bucket ended between them).
 	records := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return strings.HasPrefix(k, prefix+"n{") })
@@ -316,10 +307,8 @@ func inProcess(t *testing.T, store *ReplayStore, seed string, opts ...mockserver
 	if store != nil {
 		opts = append(opts, mockserver.WithReplayStore(store))
 	}
-	ms, err := mockserver.New(opts...)
-	require.NoError(t, err)
-	hs := httptest.NewServer(ms)
-	t.Cleanup(hs.Close)
+	ms := testkit.Must(mockserver.New(opts...))(t)
+	hs := testkit.Serve(t, ms)
 	return hs.URL, hs.Close
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -37,14 +38,11 @@ func TestOneCallersProofsLockOutNoReplica(t *testing.T) {
 	front := "http://" + frontHost
 	victim := aliceToken(t, a)
 
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
-	p, err := signer.Proof(http.MethodPost, front+tokenPath, "", "")
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
+	p := testkit.Must(signer.Proof(http.MethodPost, front+tokenPath, "", ""))(t)
 	tok := tokenAt(t, a, "acme", http.Header{"Dpop": {p}}, aliceForm)
 	floodWith := func(s *dpop.Signer, base string) int {
-		p, err := s.Proof(http.MethodPost, front+decidePath, tok, "")
-		require.NoError(t, err)
+		p := testkit.Must(s.Proof(http.MethodPost, front+decidePath, tok, ""))(t)
 		status, _ := decideWith(t, base, http.Header{"Authorization": {"DPoP " + tok}, "Dpop": {p}})
 		return status
 	}
@@ -71,17 +69,14 @@ func TestOneCallersProofsLockOutNoReplica(t *testing.T) {
 	other.Range(func(k, _ any) bool { t.Errorf("a flooding proof answered %v", k); return true })
 	t.Logf("her key's proofs accepted: %d of %d", accepted.Load(), perKey+2_000)
 	require.GreaterOrEqual(t, accepted.Load(), int64(perKey-1), "her key's proofs accepted, after the token request's")
-	records, err := c.Keys(t.Context(), prefix+"*").Result()
-	require.NoError(t, err)
+	records := testkit.Must(c.Keys(t.Context(), prefix+"*").Result())(t)
 	require.LessOrEqual(t, len(records), perKey+16, "her key's records, its set and mark, the marker")
 	next := signer.WithClock(func() time.Time { return time.Now().Add(time.Second) })
 	for _, base := range []string{a, b} {
 		status, body := decideAt(t, base, victim)
 		require.Equal(t, http.StatusOK, status, "another client's Bearer token: %s", body)
-		another, err := dpop.GenerateKey()
-		require.NoError(t, err)
-		p, err := another.Proof(http.MethodPost, front+tokenPath, "", "")
-		require.NoError(t, err)
+		another := testkit.Must(dpop.GenerateKey())(t)
+		p := testkit.Must(another.Proof(http.MethodPost, front+tokenPath, "", ""))(t)
 		status, _, resp := frontCall(t, base, http.MethodPost, tokenPath, http.Header{"Dpop": {p}}, "application/x-www-form-urlencoded", aliceForm.Encode())
 		require.Equal(t, http.StatusOK, status, "another DPoP client's token request: %s", resp)
 		require.Equal(t, http.StatusOK, floodWith(next, base), "her key's next proof, past its limit")

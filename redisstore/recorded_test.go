@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
@@ -33,24 +34,19 @@ func TestReplayStoreRecorded(t *testing.T) {
 	require.ErrorIs(t, err, errKeyspaceNew, "a new keyspace vouches for nothing before it")
 	require.ErrorIs(t, err, dpop.ErrKeyspaceNew, "the server refuses the credential for good, not as an outage")
 	settled(t, c, a.prefix)
-	found, err := b.Recorded(ctx, "k", since)
-	require.NoError(t, err)
+	found := testkit.Must(b.Recorded(ctx, "k", since))(t)
 	require.False(t, found)
-	first, err := a.Remember(ctx, "k", time.Now().Add(time.Hour))
-	require.NoError(t, err)
+	first := testkit.Must(a.Remember(ctx, "k", time.Now().Add(time.Hour)))(t)
 	require.True(t, first)
-	found, err = b.Recorded(ctx, "k", since)
-	require.NoError(t, err)
+	found = testkit.Must(b.Recorded(ctx, "k", since))(t)
 	require.True(t, found, "recorded by the other replica")
-	n, err := c.DBSize(ctx).Result()
-	require.NoError(t, err)
+	n := testkit.Must(c.DBSize(ctx).Result())(t)
 	require.EqualValues(t, 2, n, "the record and the marker: reading writes nothing")
 
 	require.NoError(t, c.Set(ctx, a.since, time.Now().UnixMilli(), 0).Err()) // the keyspace begins now
 	_, err = b.Recorded(ctx, "k", since)
 	require.ErrorIs(t, err, errKeyspaceNew, "a record older than the keyspace")
-	found, err = b.Recorded(ctx, "k", time.Now().Add(dpop.ReplayStoreMargin+time.Second))
-	require.NoError(t, err, "a record a margin younger than the keyspace")
+	found = testkit.Must(b.Recorded(ctx, "k", time.Now().Add(dpop.ReplayStoreMargin+time.Second)))(t, "a record a margin younger than the keyspace")
 	require.True(t, found)
 
 	srv.Stop()
@@ -78,23 +74,19 @@ func TestReplayStoreRecordOnceDecidesBeforeWriting(t *testing.T) {
 	for _, attempt := range []string{"the call", "its retry"} {
 		_, err := s.RecordOnce(ctx, "k", "w", until, issued)
 		require.ErrorIs(t, err, errKeyspaceNew, attempt)
-		n, err := c.Exists(ctx, s.prefix+"k").Result()
-		require.NoError(t, err)
+		n := testkit.Must(c.Exists(ctx, s.prefix+"k").Result())(t)
 		require.Zero(t, n, "%s wrote the record", attempt)
 	}
 	settled(t, c, s.prefix)
-	first, err := s.RecordOnce(ctx, "k", "w", until, issued)
-	require.NoError(t, err)
+	first := testkit.Must(s.RecordOnce(ctx, "k", "w", until, issued))(t)
 	require.True(t, first)
-	first, err = s.RecordOnce(ctx, "k", "other", until, issued)
-	require.NoError(t, err)
+	first = testkit.Must(s.RecordOnce(ctx, "k", "other", until, issued))(t)
 	require.False(t, first, "recorded already, by another writer")
-	found, err := s.Recorded(ctx, "k", issued)
-	require.NoError(t, err)
+	found := testkit.Must(s.Recorded(ctx, "k", issued))(t)
 	require.True(t, found)
 
 	srv.Stop()
-	_, err = s.RecordOnce(ctx, "k2", "w", until, issued)
+	_, err := s.RecordOnce(ctx, "k2", "w", until, issued)
 	require.Error(t, err)
 	require.NotErrorIs(t, err, errKeyspaceNew)
 }
@@ -115,13 +107,10 @@ func TestReplayStoreRecordOnceTakesEveryTextOfTheMarkersTime(t *testing.T) {
 			s := NewReplayStore(c, "t"+strconv.Itoa(i)+":")
 			require.NoError(t, c.Set(ctx, s.since, text, 0).Err())
 			issued := time.Now().Add(-time.Minute)
-			_, err := s.Recorded(ctx, "k", issued)
-			require.NoError(t, err, "the keyspace vouches for reads")
-			first, err := s.RecordOnce(ctx, "k", "w", time.Now().Add(time.Hour), issued)
-			require.NoError(t, err)
+			testkit.Must(s.Recorded(ctx, "k", issued))(t, "the keyspace vouches for reads")
+			first := testkit.Must(s.RecordOnce(ctx, "k", "w", time.Now().Add(time.Hour), issued))(t)
 			require.True(t, first)
-			first, err = s.RecordOnce(ctx, "k", "other", time.Now().Add(time.Hour), issued)
-			require.NoError(t, err)
+			first = testkit.Must(s.RecordOnce(ctx, "k", "other", time.Now().Add(time.Hour), issued))(t)
 			require.False(t, first, "recorded already, by another writer")
 		})
 	}

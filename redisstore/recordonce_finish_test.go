@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -25,8 +26,7 @@ func TestFinishIsWonByOneCall(t *testing.T) {
 	store := NewReplayStore(srv.Client(), "f:")
 	settled(t, srv.Client(), store.prefix)
 	until, since := time.Now().Add(time.Minute), time.Now()
-	mine, err := store.RecordOnce(t.Context(), "k", "writer", until, since)
-	require.NoError(t, err)
+	mine := testkit.Must(store.RecordOnce(t.Context(), "k", "writer", until, since))(t)
 	require.True(t, mine)
 
 	const calls = 8
@@ -59,12 +59,10 @@ func TestFinishIsWonByOneCall(t *testing.T) {
 		{"another writer's", "k", "another"},
 		{"no record", "none", "writer"},
 	} {
-		ok, err := store.Finish(t.Context(), tc.key, tc.writer)
-		require.NoError(t, err, tc.name)
+		ok := testkit.Must(store.Finish(t.Context(), tc.key, tc.writer))(t, tc.name)
 		require.False(t, ok, tc.name)
 	}
-	mine, err = store.RecordOnce(t.Context(), "k", "writer", until, since)
-	require.NoError(t, err)
+	mine = testkit.Must(store.RecordOnce(t.Context(), "k", "writer", until, since))(t)
 	require.False(t, mine, "a finished record is no one's")
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -26,13 +27,6 @@ func settled(t *testing.T, c redis.UniversalClient, prefix string) {
 	require.NoError(t, c.Set(t.Context(), prefix+SinceKey, time.Now().Add(-time.Hour).UnixMilli(), 0).Err())
 }
 
-// clockAt is a clock a test sets; safe for concurrent use.
-type clockAt struct{ ns atomic.Int64 }
-
-func newClockAt(t time.Time) *clockAt { c := &clockAt{}; c.Set(t); return c }
-func (c *clockAt) Set(t time.Time)    { c.ns.Store(t.UnixNano()) }
-func (c *clockAt) Now() time.Time     { return time.Unix(0, c.ns.Load()) }
-
 func TestReplayStoreRemember(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -42,21 +36,17 @@ func TestReplayStoreRemember(t *testing.T) {
 	ctx := t.Context()
 	until := time.Now().Add(time.Hour)
 
-	first, err := s.Remember(ctx, "a", until)
-	require.NoError(t, err)
+	first := testkit.Must(s.Remember(ctx, "a", until))(t)
 	require.True(t, first, "a new key is first")
-	first, err = s.Remember(ctx, "a", until)
-	require.NoError(t, err)
+	first = testkit.Must(s.Remember(ctx, "a", until))(t)
 	require.False(t, first, "a recorded key is not first")
-	first, err = s.Remember(ctx, "b", until)
-	require.NoError(t, err)
+	first = testkit.Must(s.Remember(ctx, "b", until))(t)
 	require.True(t, first, "another key is first")
 
 	// A key whose until has passed is gone: the next Remember is first.
 	past := time.Now().Add(-time.Second)
 	for range 2 {
-		first, err = s.Remember(ctx, "expired", past)
-		require.NoError(t, err)
+		first = testkit.Must(s.Remember(ctx, "expired", past))(t)
 		require.True(t, first)
 	}
 }
@@ -95,15 +85,12 @@ func TestReplayStoreOneFirstUnderRace(t *testing.T) {
 // replica is one service replica: a Verifier on the shared store.
 func replica(t *testing.T, s dpop.ReplayStore, now func() time.Time) *dpop.Verifier {
 	t.Helper()
-	v, err := dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithClock(now))
-	require.NoError(t, err)
-	return v
+	return testkit.Must(dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithClock(now)))(t)
 }
 
 func proofAt(t *testing.T, signer *dpop.Signer, at time.Time) dpop.Request {
 	t.Helper()
-	p, err := signer.WithClock(func() time.Time { return at }).Proof("GET", testURL, "", "")
-	require.NoError(t, err)
+	p := testkit.Must(signer.WithClock(func() time.Time { return at }).Proof("GET", testURL, "", ""))(t)
 	return dpop.Request{Proofs: []string{p}, Method: "GET", URL: testURL}
 }
 
@@ -118,13 +105,12 @@ func TestReplayAcrossReplicasOnRedis(t *testing.T) {
 	c := srv.Client()
 	s := NewReplayStore(c, "")
 	settled(t, c, s.prefix)
-	clock := newClockAt(time.Now())
+	clock := testkit.NewClock(time.Now())
 	a, b := replica(t, s, clock.Now), replica(t, s, clock.Now)
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 
 	req := proofAt(t, signer, clock.Now())
-	_, err = a.Verify(t.Context(), req)
+	_, err := a.Verify(t.Context(), req)
 	require.NoError(t, err)
 	for name, v := range map[string]*dpop.Verifier{"other": b, "same": a} {
 		_, err = v.Verify(t.Context(), req)
@@ -150,8 +136,7 @@ func TestReplayAcrossReplicasOnRedis(t *testing.T) {
 	// which the replicas' clocks agree with.
 	clock.Set(time.Now().Add(dpop.DefaultMaxSkew + dpop.ReplayStoreMargin + time.Second))
 	fresh := proofAt(t, signer, clock.Now())
-	_, err = a.Verify(t.Context(), fresh)
-	require.NoError(t, err, "a fresh proof once the window has passed since the restart")
+	testkit.Must(a.Verify(t.Context(), fresh))(t, "a fresh proof once the window has passed since the restart")
 	_, err = b.Verify(t.Context(), fresh)
 	require.ErrorIs(t, err, dpop.ErrReplay)
 }
@@ -167,12 +152,10 @@ func TestReplayStoreRefusesWhileTheKeyspaceIsNew(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client()
 	s := NewReplayStore(c, "")
-	before, err := c.Time(t.Context()).Result()
-	require.NoError(t, err)
-	_, err = s.Remember(t.Context(), "first", time.Now().Add(time.Hour))
+	before := testkit.Must(c.Time(t.Context()).Result())(t)
+	_, err := s.Remember(t.Context(), "first", time.Now().Add(time.Hour))
 	require.ErrorIs(t, err, errKeyspaceNew, "the proof that finds the keyspace empty")
-	after, err := c.Time(t.Context()).Result()
-	require.NoError(t, err)
+	after := testkit.Must(c.Time(t.Context()).Result())(t)
 	began := time.UnixMilli(markerOf(t, c, s.since))
 	require.False(t, began.Before(before.Truncate(time.Millisecond)), "the marker is Redis's time")
 	require.False(t, began.After(after.Add(time.Millisecond)), "the marker is Redis's time")
@@ -224,8 +207,7 @@ func TestReplayStoreRewritesAMarkerThatCannotBeRight(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client()
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	for _, tc := range []struct {
 		name      string
 		marker    func(redisNow time.Time) string
@@ -239,25 +221,22 @@ func TestReplayStoreRewritesAMarkerThatCannotBeRight(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewReplayStore(c, "t:"+tc.name+":")
-			redisNow, err := c.Time(t.Context()).Result()
-			require.NoError(t, err)
+			redisNow := testkit.Must(c.Time(t.Context()).Result())(t)
 			mk := tc.marker(redisNow)
 			require.NoError(t, c.Set(t.Context(), s.since, mk, 0).Err())
 
-			_, err = replica(t, s, time.Now).Verify(t.Context(), proofAt(t, signer, time.Now()))
+			_, err := replica(t, s, time.Now).Verify(t.Context(), proofAt(t, signer, time.Now()))
 			require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable, "the proof that finds the marker")
 			ms := markerOf(t, c, s.since)
 			if !tc.rewritten {
 				require.Equal(t, mk, strconv.FormatInt(ms, 10), "kept")
 				return
 			}
-			after, err := c.Time(t.Context()).Result()
-			require.NoError(t, err)
+			after := testkit.Must(c.Time(t.Context()).Result())(t)
 			require.False(t, time.UnixMilli(ms).After(after.Add(time.Millisecond)), "rewritten from Redis's clock")
 
 			later := time.Now().Add(10 * time.Minute)
-			_, err = replica(t, s, func() time.Time { return later }).Verify(t.Context(), proofAt(t, signer, later))
-			require.NoError(t, err, "accepted once the keyspace's window has passed")
+			testkit.Must(replica(t, s, func() time.Time { return later }).Verify(t.Context(), proofAt(t, signer, later)))(t, "accepted once the keyspace's window has passed")
 		})
 	}
 }
@@ -270,10 +249,9 @@ func TestReplayStoreHungRedis(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	v := replica(t, NewReplayStore(c, ""), time.Now)
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	_, err = v.Verify(ctx, proofAt(t, signer, time.Now()))
+	_, err := v.Verify(ctx, proofAt(t, signer, time.Now()))
 	require.ErrorIs(t, err, dpop.ErrReplayStoreUnavailable)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/pep"
 	"github.com/orgauthz/orgauthz/redisstore"
@@ -95,13 +96,10 @@ func TestReplicasBehindAFront(t *testing.T) {
 	var proxies []*httputil.ReverseProxy
 	var replicas []*service
 	for range 3 {
-		verifier, err := dpop.NewVerifier(dpop.WithReplayStore(redisstore.NewReplayStore(replayRedis.Client(), replayPrefix)))
-		require.NoError(t, err)
+		verifier := testkit.Must(dpop.NewVerifier(dpop.WithReplayStore(redisstore.NewReplayStore(replayRedis.Client(), replayPrefix))))(t)
 		s := &service{pep: replica(t, gw, invRedis.Client(), "test:replicas"), verifier: verifier, public: public, jkt: jktOf}
-		backend := httptest.NewServer(s)
-		t.Cleanup(backend.Close)
-		u, err := url.Parse(backend.URL)
-		require.NoError(t, err)
+		backend := testkit.Serve(t, s)
+		u := testkit.Must(url.Parse(backend.URL))(t)
 		proxies = append(proxies, httputil.NewSingleHostReverseProxy(u))
 		replicas = append(replicas, s)
 	}
@@ -118,8 +116,7 @@ func TestReplicasBehindAFront(t *testing.T) {
 	}
 	waitFor(t, "every replica trusts its cache", 10*time.Second, trusted(peps...))
 
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	bob := revocable(gw, "bob")
 	jktMu.Lock()
 	jkts[bob] = signer.Thumbprint()
@@ -139,12 +136,10 @@ func TestReplicasBehindAFront(t *testing.T) {
 			proof, err = signer.Proof(http.MethodGet, public+"/orders", tok, "")
 			require.NoError(t, err)
 		}
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, public+"/orders", nil)
-		require.NoError(t, err)
+		req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodGet, public+"/orders", nil))(t)
 		req.Header.Set("Authorization", "DPoP "+tok)
 		req.Header.Set("DPoP", proof)
-		resp, err := f.Client().Do(req)
-		require.NoError(t, err)
+		resp := testkit.Must(f.Client().Do(req))(t)
 		require.NoError(t, resp.Body.Close())
 		return answer{status: resp.StatusCode, cached: resp.Header.Get("X-Cached") == "true", proof: proof}
 	}

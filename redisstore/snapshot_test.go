@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/redisstore/redistest"
 )
 
@@ -55,8 +56,7 @@ func TestReplayStoreDoesNotTrustARedisRestoredFromASnapshot(t *testing.T) {
 		hourAgo := time.Now().Add(-time.Hour).UnixMilli()
 		require.NoError(t, c.Set(t.Context(), prefix+SinceKey, hourAgo, 0).Err()) // an operator's word
 		issued := time.Now().Add(-time.Minute)
-		found, err := s.Recorded(t.Context(), "revoked", issued)
-		require.NoError(t, err)
+		found := testkit.Must(s.Recorded(t.Context(), "revoked", issued))(t)
 		require.False(t, found)
 		srv.Save() // the periodic snapshot: the marker, an hour old
 		first, err := s.RecordOnce(t.Context(), "revoked", "w", time.Now().Add(time.Hour), issued)
@@ -81,8 +81,7 @@ func TestReplayStoreDoesNotTrustARedisRestoredFromASnapshot(t *testing.T) {
 		// Something issued a margin after the restore is served again:
 		// the window opens once, as after a flush.
 		later := time.Now().Add(2 * time.Minute)
-		first, err = s.RecordOnce(t.Context(), "new", "w", later.Add(time.Hour), later)
-		require.NoError(t, err)
+		first = testkit.Must(s.RecordOnce(t.Context(), "new", "w", later.Add(time.Hour), later))(t)
 		require.True(t, first)
 	})
 }
@@ -150,13 +149,11 @@ func TestReplayStoreBindsAMarkerWrittenByHandWithoutMovingIt(t *testing.T) {
 		require.NoError(t, c.Set(t.Context(), s.since, hourAgo, 0).Err())
 		_, err := s.Recorded(t.Context(), "k", time.Now().Add(-time.Minute))
 		require.NoError(t, err, "vouched for by the operator's marker")
-		info, err := c.Info(t.Context(), "server").Result()
-		require.NoError(t, err)
+		info := testkit.Must(c.Info(t.Context(), "server").Result())(t)
 		_, rest, ok := strings.Cut(info, "run_id:")
 		require.True(t, ok, "INFO server: %q", info)
 		run, _, _ := strings.Cut(rest, "\r\n")
-		got, err := c.Get(t.Context(), s.since).Result()
-		require.NoError(t, err)
+		got := testkit.Must(c.Get(t.Context(), s.since).Result())(t)
 		bound, hw, ok := strings.Cut(strings.TrimPrefix(got, strconv.FormatInt(hourAgo, 10)+"@"), "@")
 		require.True(t, ok, "marker %q", got)
 		require.Equal(t, run, bound, "bound to this run, not moved: %q", got)
@@ -164,8 +161,7 @@ func TestReplayStoreBindsAMarkerWrittenByHandWithoutMovingIt(t *testing.T) {
 		require.True(t, ok, "and a generation: %q", got)
 		_, err = strconv.ParseInt(hw, 10, 64)
 		require.NoError(t, err, "with the high-water of Redis's clock: %q", got)
-		g, err := strconv.ParseInt(gen, 10, 64)
-		require.NoError(t, err, "and a generation: %q", got)
+		g := testkit.Must(strconv.ParseInt(gen, 10, 64))(t, "and a generation: %q", got)
 		require.Greater(t, g, hourAgo, "the generation bound at Redis's clock: %q", got)
 
 		srv.Save()
@@ -179,12 +175,9 @@ func TestReplayStoreBindsAMarkerWrittenByHandWithoutMovingIt(t *testing.T) {
 // the "@" of the server's run it is bound to.
 func markerOf(t *testing.T, c *redis.Client, key string) int64 {
 	t.Helper()
-	v, err := c.Get(t.Context(), key).Result()
-	require.NoError(t, err)
+	v := testkit.Must(c.Get(t.Context(), key).Result())(t)
 	ms, _, _ := strings.Cut(v, "@")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	require.NoError(t, err, "marker %q", v)
-	return n
+	return testkit.Must(strconv.ParseInt(ms, 10, 64))(t, "marker %q", v)
 }
 
 // TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover: a replica holds
@@ -202,10 +195,8 @@ func TestReplayStoreDoesNotTrustAReplicaPromotedByAFailover(t *testing.T) {
 	s := NewReplayStore(primary.Client(t, redis.Options{MaxRetries: -1}), "failover:")
 	settled(t, a.Client(), s.prefix)
 	issued := time.Now().Add(-time.Minute)
-	_, err := s.Recorded(ctx, "x", issued) // binds the marker to A's run
-	require.NoError(t, err)
-	aMarker, err := a.Client().Get(ctx, s.since).Result()
-	require.NoError(t, err)
+	testkit.Must(s.Recorded(ctx, "x", issued))(t) // binds the marker to A's run
+	aMarker := testkit.Must(a.Client().Get(ctx, s.since).Result())(t)
 
 	host, port, _ := net.SplitHostPort(a.Addr())
 	require.NoError(t, b.Client().Do(ctx, "REPLICAOF", host, port).Err())

@@ -12,6 +12,8 @@ import (
 	"github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // blocked says whether a goroutine whose stack has fn is blocked sending
@@ -39,8 +41,7 @@ func blocked(fn string) bool {
 // which holds its own chunk for an hour: the state lasts.
 func TestHealWithAStuckToxic(t *testing.T) {
 	// The upstream streams to each connection until it is cut.
-	up, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	up := testkit.Must(net.Listen("tcp", "127.0.0.1:0"))(t)
 	t.Cleanup(func() { _ = up.Close() })
 	go func() {
 		for {
@@ -68,8 +69,7 @@ func TestHealWithAStuckToxic(t *testing.T) {
 	require.NoError(t, r.addToxic("fault", "limit_data", "downstream", `{"bytes": 1073741824}`))
 	require.NoError(t, r.addToxic("hold", "latency", "downstream", `{"latency": 3600000}`))
 
-	client, err := net.Dial("tcp", proxy.Listen)
-	require.NoError(t, err)
+	client := testkit.Must(net.Dial("tcp", proxy.Listen))(t)
 	defer client.Close()
 	// The answer's first chunk waits in the latency toxic; limit_data
 	// blocks sending the second to it.
@@ -86,9 +86,7 @@ func TestHealWithAStuckToxic(t *testing.T) {
 	// The proxy on the same address has no toxic, and carries the stream.
 	require.Empty(t, r.proxy.Toxics.GetToxicArray())
 	require.Equal(t, proxy.Listen, r.proxy.Listen)
-	again, err := net.Dial("tcp", r.proxy.Listen)
-	require.NoError(t, err)
+	again := testkit.Must(net.Dial("tcp", r.proxy.Listen))(t)
 	defer again.Close()
-	_, err = io.ReadFull(again, make([]byte, 64<<10))
-	require.NoError(t, err)
+	testkit.Must(io.ReadFull(again, make([]byte, 64<<10)))(t)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 	"github.com/orgauthz/orgauthz/pep"
@@ -41,9 +42,8 @@ func newRedisRig(t *testing.T) *redisRig {
 	for range 2 {
 		rdb := redis.NewClient(&redis.Options{Addr: r.proxy.Listen, MaxRetries: -1})
 		t.Cleanup(func() { _ = rdb.Close() })
-		c, err := hangguard.NewPep(r.gw.URL, realm, clientID, pep.WithHTTPClient(r.gw.Client()), pep.WithRetry(0, 0, 0),
-			pep.WithInvalidator(redisstore.NewInvalidator(rdb, "faults")))
-		require.NoError(t, err)
+		c := testkit.Must(hangguard.NewPep(r.gw.URL, realm, clientID, pep.WithHTTPClient(r.gw.Client()), pep.WithRetry(0, 0, 0),
+			pep.WithInvalidator(redisstore.NewInvalidator(rdb, "faults"))))(t)
 		t.Cleanup(func() { _ = c.Close() })
 		r.peps = append(r.peps, c)
 	}
@@ -98,12 +98,10 @@ func TestInvalidationChannelFaults(t *testing.T) {
 	}{
 		{"down", func(t *testing.T, r *redisRig) { require.NoError(t, r.tp.Collection.Remove(r.proxy.Name)) }},
 		{"slow", func(t *testing.T, r *redisRig) {
-			_, err := r.proxy.Toxics.AddToxicJson(strings.NewReader(`{"name": "slow", "type": "latency", "stream": "downstream", "toxicity": 1, "attributes": {"latency": 3000}}`))
-			require.NoError(t, err)
+			testkit.Must(r.proxy.Toxics.AddToxicJson(strings.NewReader(`{"name": "slow", "type": "latency", "stream": "downstream", "toxicity": 1, "attributes": {"latency": 3000}}`)))(t)
 		}},
 		{"reset", func(t *testing.T, r *redisRig) {
-			_, err := r.proxy.Toxics.AddToxicJson(strings.NewReader(`{"name": "reset", "type": "reset_peer", "stream": "downstream", "toxicity": 1, "attributes": {"timeout": 0}}`))
-			require.NoError(t, err)
+			testkit.Must(r.proxy.Toxics.AddToxicJson(strings.NewReader(`{"name": "reset", "type": "reset_peer", "stream": "downstream", "toxicity": 1, "attributes": {"timeout": 0}}`)))(t)
 		}},
 		// Redis stops, and heal starts it again, empty, on its address.
 		{"restarted", func(t *testing.T, r *redisRig) { r.redis.Stop() }},

@@ -3,15 +3,14 @@ package frameworks_test
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 )
 
@@ -37,8 +36,7 @@ func chiOrders(client middleware.Checker) http.Handler {
 func TestChiExample(t *testing.T) {
 	t.Parallel()
 	env := adaptertest.Start(t)
-	srv := httptest.NewServer(chiOrders(env.Client))
-	t.Cleanup(srv.Close)
+	srv := testkit.Serve(t, chiOrders(env.Client))
 	tests := []struct {
 		name, path, user string
 		status           int
@@ -54,16 +52,13 @@ func TestChiExample(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+tt.path, nil)
-			require.NoError(t, err)
+			req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+tt.path, nil))(t)
 			if tt.user != "" {
 				req.Header.Set("Authorization", "Bearer "+env.Tokens[tt.user])
 			}
-			resp, err := srv.Client().Do(req)
-			require.NoError(t, err)
+			resp := testkit.Must(srv.Client().Do(req))(t)
 			defer resp.Body.Close()
-			body, err := io.ReadAll(resp.Body)
-			require.NoError(t, err)
+			body := testkit.Must(io.ReadAll(resp.Body))(t)
 			assert.Equal(t, tt.status, resp.StatusCode, string(body))
 			if tt.status == http.StatusOK {
 				assert.Equal(t, tt.body, string(body))

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
 )
 
@@ -40,11 +41,9 @@ func connectOrders(client middleware.Checker, opts ...middleware.Option) http.Ha
 func TestConnectExample(t *testing.T) {
 	t.Parallel()
 	env := adaptertest.Start(t)
-	srv := httptest.NewServer(connectOrders(env.Client))
-	t.Cleanup(srv.Close)
-	down := httptest.NewServer(connectOrders(env.Down,
+	srv := testkit.Serve(t, connectOrders(env.Client))
+	down := testkit.Serve(t, connectOrders(env.Down,
 		middleware.WithUnavailableHandler(middleware.ServiceUnavailable(time.Second))))
-	t.Cleanup(down.Close)
 
 	tests := []struct {
 		name      string

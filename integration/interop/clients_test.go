@@ -13,6 +13,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -28,8 +29,7 @@ func TestRealClients(t *testing.T) {
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
 	iss := srv.URL + "/realms/acme"
 
-	provider, err := oidc.NewProvider(ctx, iss)
-	require.NoError(t, err)
+	provider := testkit.Must(oidc.NewProvider(ctx, iss))(t)
 	var meta struct {
 		TokenEndpoint string   `json:"token_endpoint"`
 		IDTokenAlgs   []string `json:"id_token_signing_alg_values_supported"`
@@ -38,12 +38,10 @@ func TestRealClients(t *testing.T) {
 	require.Equal(t, []string{"RS256"}, meta.IDTokenAlgs)
 
 	conf := oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "profile", "email"}}
-	tok, err := conf.PasswordCredentialsToken(ctx, "alice", "alice-pw")
-	require.NoError(t, err)
+	tok := testkit.Must(conf.PasswordCredentialsToken(ctx, "alice", "alice-pw"))(t)
 	rawID, ok := tok.Extra("id_token").(string)
 	require.True(t, ok, "an ID token")
-	id, err := provider.Verifier(&oidc.Config{ClientID: "admin-cli"}).Verify(ctx, rawID)
-	require.NoError(t, err)
+	id := testkit.Must(provider.Verifier(&oidc.Config{ClientID: "admin-cli"}).Verify(ctx, rawID))(t)
 	require.Equal(t, iss, id.Issuer)
 	var claims struct {
 		Username string `json:"preferred_username"`
@@ -52,7 +50,7 @@ func TestRealClients(t *testing.T) {
 	require.NoError(t, id.Claims(&claims))
 	require.Equal(t, "alice", claims.Username)
 	require.Equal(t, "alice@acme.test", claims.Email)
-	_, err = provider.Verifier(&oidc.Config{ClientID: "orders-api"}).Verify(ctx, rawID)
+	_, err := provider.Verifier(&oidc.Config{ClientID: "orders-api"}).Verify(ctx, rawID)
 	require.Error(t, err, "the ID token is for admin-cli")
 
 	res := postJSON(t, srv, authorizePath, tok.AccessToken, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
@@ -60,8 +58,7 @@ func TestRealClients(t *testing.T) {
 
 	for _, style := range []oauth2.AuthStyle{oauth2.AuthStyleInHeader, oauth2.AuthStyleInParams, oauth2.AuthStyleAutoDetect} {
 		cc := clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: meta.TokenEndpoint, AuthStyle: style}
-		ctok, err := cc.Token(ctx)
-		require.NoError(t, err, "auth style %d", style)
+		ctok := testkit.Must(cc.Token(ctx))(t, "auth style %d", style)
 		require.Equal(t, "Bearer", ctok.TokenType)
 		res := postJSON(t, srv, authorizePath, ctok.AccessToken, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
 		require.Equal(t, 200, res.Status)
@@ -85,8 +82,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.AuthCodeFixture(target)))
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
 	iss := srv.URL + "/realms/acme"
-	provider, err := oidc.NewProvider(ctx, iss)
-	require.NoError(t, err)
+	provider := testkit.Must(oidc.NewProvider(ctx, iss))(t)
 	require.Equal(t, iss+"/protocol/openid-connect/auth", provider.Endpoint().AuthURL)
 
 	conf := oauth2.Config{ClientID: "web-app", Endpoint: provider.Endpoint(), RedirectURL: target,
@@ -99,13 +95,11 @@ func TestRealClientsAuthCode(t *testing.T) {
 	code := back.Query().Get("code")
 	require.NotEmpty(t, code)
 
-	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
-	require.NoError(t, err)
+	tok := testkit.Must(conf.Exchange(ctx, code, oauth2.VerifierOption(verifier)))(t)
 	require.Equal(t, "Bearer", tok.TokenType)
 	rawID, ok := tok.Extra("id_token").(string)
 	require.True(t, ok, "an ID token")
-	id, err := provider.Verifier(&oidc.Config{ClientID: "web-app"}).Verify(ctx, rawID)
-	require.NoError(t, err)
+	id := testkit.Must(provider.Verifier(&oidc.Config{ClientID: "web-app"}).Verify(ctx, rawID))(t)
 	require.Equal(t, nonce, id.Nonce)
 	var claims struct {
 		Username string `json:"preferred_username"`
@@ -117,7 +111,7 @@ func TestRealClientsAuthCode(t *testing.T) {
 	res := postJSON(t, srv, authorizePath, tok.AccessToken, `{"clientId":"orders-api","resources":[{"name":"orders","scopes":["read"]}],"context":{}}`)
 	require.Equal(t, "GRANT", res.JSON(t)["status"])
 
-	_, err = conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	_, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
 	var re *oauth2.RetrieveError
 	require.ErrorAs(t, err, &re, "a code is redeemed once")
 	require.Equal(t, "invalid_grant", re.ErrorCode)
@@ -129,10 +123,8 @@ func TestRealClientsAuthCode(t *testing.T) {
 		cc.Endpoint.AuthStyle = style
 		verifier := oauth2.GenerateVerifier()
 		back := servertest.SignIn(t, srv.Client(), cc.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), "bob", "bob-pw")
-		tok, err := cc.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier))
-		require.NoError(t, err, "auth style %d", style)
-		id, err := provider.Verifier(&oidc.Config{ClientID: "orders-api"}).Verify(ctx, tok.Extra("id_token").(string))
-		require.NoError(t, err)
+		tok := testkit.Must(cc.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier)))(t, "auth style %d", style)
+		id := testkit.Must(provider.Verifier(&oidc.Config{ClientID: "orders-api"}).Verify(ctx, tok.Extra("id_token").(string)))(t)
 		require.Empty(t, id.Nonce)
 	}
 	cc := oauth2.Config{ClientID: "orders-api", ClientSecret: "wrong", RedirectURL: target, Endpoint: provider.Endpoint()}
@@ -145,13 +137,11 @@ func TestRealClientsAuthCode(t *testing.T) {
 	// nonces required, the first attempt is told the nonce and the code
 	// survives it.
 	require.Equal(t, http.StatusOK, adminCall(t, srv, http.MethodPut, "/admin/config", srv.AdminToken(), `{"dpopNonceRequired":true}`).Status)
-	signer, err := dpop.GenerateKey()
-	require.NoError(t, err)
+	signer := testkit.Must(dpop.GenerateKey())(t)
 	verifier = oauth2.GenerateVerifier()
 	back = servertest.SignIn(t, srv.Client(), conf.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), "alice", "alice-pw")
 	exchange := func(nonce string) servertest.Result {
-		proof, err := signer.Proof(http.MethodPost, provider.Endpoint().TokenURL, "", nonce)
-		require.NoError(t, err)
+		proof := testkit.Must(signer.Proof(http.MethodPost, provider.Endpoint().TokenURL, "", nonce))(t)
 		return servertest.TokenRequest(t, srv, "acme", url.Values{"grant_type": {"authorization_code"}, "client_id": {"web-app"},
 			"code": {back.Query().Get("code")}, "redirect_uri": {target}, "code_verifier": {verifier}}, http.Header{"Dpop": {proof}})
 	}

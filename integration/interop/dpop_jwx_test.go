@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // The dpop package's proofs checked with an independent JOSE
@@ -59,9 +60,7 @@ func testKeys(t testing.TB) map[string]crypto.Signer {
 
 func mustSigner(t testing.TB, key crypto.Signer) *dpop.Signer {
 	t.Helper()
-	s, err := dpop.NewSigner(key)
-	require.NoError(t, err)
-	return s
+	return testkit.Must(dpop.NewSigner(key))(t)
 }
 
 // TestProofVerifiedByJWX checks proofs made by Signer with an independent JOSE
@@ -75,11 +74,9 @@ func TestProofVerifiedByJWX(t *testing.T) {
 			t.Parallel()
 			s := mustSigner(t, hide(key))
 			before := time.Now().Unix()
-			proof, err := s.Proof("POST", "https://Server.Example.com:443/token?q=1", token, "n-0S6_WzA2Mj")
-			require.NoError(t, err)
+			proof := testkit.Must(s.Proof("POST", "https://Server.Example.com:443/token?q=1", token, "n-0S6_WzA2Mj"))(t)
 
-			msg, err := jws.Parse([]byte(proof))
-			require.NoError(t, err)
+			msg := testkit.Must(jws.Parse([]byte(proof)))(t)
 			require.Len(t, msg.Signatures(), 1)
 			hdr := msg.Signatures()[0].ProtectedHeaders()
 			typ, ok := hdr.Type()
@@ -93,28 +90,24 @@ func TestProofVerifiedByJWX(t *testing.T) {
 			for _, private := range []string{"d", "p", "q", "dp", "dq", "qi", "k"} {
 				assert.False(t, key.Has(private), "jwk has private member %q", private)
 			}
-			tp, err := key.Thumbprint(crypto.SHA256)
-			require.NoError(t, err)
+			tp := testkit.Must(key.Thumbprint(crypto.SHA256))(t)
 			assert.Equal(t, s.Thumbprint(), base64.RawURLEncoding.EncodeToString(tp))
 
-			_, err = jws.Verify([]byte(proof), jws.WithKey(alg, key))
+			_, err := jws.Verify([]byte(proof), jws.WithKey(alg, key))
 			require.NoError(t, err, "jwx verifies the signature")
 
 			other := mustSigner(t, testP256)
 			if name == "ES256" {
 				other = mustSigner(t, testEd)
 			}
-			otherKey, err := jwk.Import(other.PublicJWK().Key)
-			require.NoError(t, err)
+			otherKey := testkit.Must(jwk.Import(other.PublicJWK().Key))(t)
 			_, err = jws.Verify([]byte(proof), jws.WithKey(alg, otherKey))
 			require.Error(t, err, "jwx rejects the signature with another key")
 
-			tok, err := jwt.Parse([]byte(proof), jwt.WithKey(alg, key))
-			require.NoError(t, err)
+			tok := testkit.Must(jwt.Parse([]byte(proof), jwt.WithKey(alg, key)))(t)
 			jti, ok := tok.JwtID()
 			require.True(t, ok)
-			raw, err := base64.RawURLEncoding.DecodeString(jti)
-			require.NoError(t, err)
+			raw := testkit.Must(base64.RawURLEncoding.DecodeString(jti))(t)
 			assert.GreaterOrEqual(t, len(raw)*8, 96)
 			iat, ok := tok.IssuedAt()
 			require.True(t, ok)
@@ -142,10 +135,8 @@ func TestVerifyAcceptsJWXProofs(t *testing.T) {
 	for name, key := range testKeys(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			priv, err := jwk.Import(key)
-			require.NoError(t, err)
-			pub, err := jwk.PublicKeyOf(priv)
-			require.NoError(t, err)
+			priv := testkit.Must(jwk.Import(key))(t)
+			pub := testkit.Must(jwk.PublicKeyOf(priv))(t)
 			hdr := jws.NewHeaders()
 			require.NoError(t, hdr.Set(jws.TypeKey, "dpop+jwt"))
 			require.NoError(t, hdr.Set(jws.JWKKey, pub))
@@ -158,17 +149,14 @@ func TestVerifyAcceptsJWXProofs(t *testing.T) {
 				"htu": "https://as.example.com/token", "iat": now.Unix(),
 			})
 			require.NoError(t, err)
-			proof, err := jws.Sign(claims, jws.WithKey(alg, priv, jws.WithProtectedHeaders(hdr)))
-			require.NoError(t, err)
+			proof := testkit.Must(jws.Sign(claims, jws.WithKey(alg, priv, jws.WithProtectedHeaders(hdr))))(t)
 
-			v, err := dpop.NewVerifier(dpop.WithClock(func() time.Time { return now }))
-			require.NoError(t, err)
+			v := testkit.Must(dpop.NewVerifier(dpop.WithClock(func() time.Time { return now })))(t)
 			res, err := v.Verify(t.Context(), dpop.Request{
 				Proofs: []string{string(proof)}, Method: "POST", URL: "https://as.example.com/token",
 			})
 			require.NoError(t, err)
-			tp, err := pub.Thumbprint(crypto.SHA256)
-			require.NoError(t, err)
+			tp := testkit.Must(pub.Thumbprint(crypto.SHA256))(t)
 			assert.Equal(t, base64.RawURLEncoding.EncodeToString(tp), res.Thumbprint)
 		})
 	}
@@ -179,8 +167,7 @@ func TestVerifyAcceptsJWXProofs(t *testing.T) {
 // its Signer and Verifier against, are what jwx computes too.
 func TestThumbprintVectorsAgreeWithJWX(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../../dpop/testdata/dpop-vectors.json")
-	require.NoError(t, err)
+	raw := testkit.Must(os.ReadFile("../../dpop/testdata/dpop-vectors.json"))(t)
 	var vec struct {
 		Thumbprints []struct {
 			Source string          `json:"source"`
@@ -193,10 +180,8 @@ func TestThumbprintVectorsAgreeWithJWX(t *testing.T) {
 	for _, tv := range vec.Thumbprints {
 		t.Run(tv.Source, func(t *testing.T) {
 			t.Parallel()
-			key, err := jwk.ParseKey(tv.JWK)
-			require.NoError(t, err)
-			tp, err := key.Thumbprint(crypto.SHA256)
-			require.NoError(t, err)
+			key := testkit.Must(jwk.ParseKey(tv.JWK))(t)
+			tp := testkit.Must(key.Thumbprint(crypto.SHA256))(t)
 			assert.Equal(t, tv.JKT, base64.RawURLEncoding.EncodeToString(tp))
 		})
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/servertest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -39,20 +40,16 @@ func TestGoOIDCVerifiesAccessTokens(t *testing.T) {
 			t.Parallel()
 			srv := mockservertest.Start(t, append(tc.opts, mockserver.WithFixture(servertest.DPoPFixture()))...)
 			ctx := oidc.ClientContext(t.Context(), srv.Client())
-			provider, err := oidc.NewProvider(ctx, srv.URL+"/realms/acme")
-			require.NoError(t, err)
+			provider := testkit.Must(oidc.NewProvider(ctx, srv.URL+"/realms/acme"))(t)
 			var meta struct {
 				IDTokenAlgs []string `json:"id_token_signing_alg_values_supported"`
 			}
 			require.NoError(t, provider.Claims(&meta))
 			require.Equal(t, tc.wantAlgs, meta.IDTokenAlgs)
 
-			user, err := (&oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint()}).PasswordCredentialsToken(ctx, "alice", "alice-pw")
-			require.NoError(t, err)
-			sa, err := (&clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: provider.Endpoint().TokenURL}).Token(ctx)
-			require.NoError(t, err)
-			signer, err := dpop.GenerateKey()
-			require.NoError(t, err)
+			user := testkit.Must((&oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint()}).PasswordCredentialsToken(ctx, "alice", "alice-pw"))(t)
+			sa := testkit.Must((&clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: provider.Endpoint().TokenURL}).Token(ctx))(t)
+			signer := testkit.Must(dpop.GenerateKey())(t)
 			bound := servertest.DPoPToken(t, srv, signer, "")
 			require.Equal(t, http.StatusOK, bound.Status, string(bound.Body))
 			require.Equal(t, "DPoP", bound.JSON(t)["token_type"])
@@ -66,8 +63,7 @@ func TestGoOIDCVerifiesAccessTokens(t *testing.T) {
 				{"IssueToken", srv.Token("acme", "bob"), "admin-cli", "bob"},
 			} {
 				t.Run(c.name, func(t *testing.T) {
-					tok, err := provider.Verifier(&oidc.Config{ClientID: c.client}).Verify(ctx, c.raw)
-					require.NoError(t, err)
+					tok := testkit.Must(provider.Verifier(&oidc.Config{ClientID: c.client}).Verify(ctx, c.raw))(t)
 					var claims struct {
 						Username string `json:"preferred_username"`
 						AZP      string `json:"azp"`
@@ -90,8 +86,7 @@ func TestAccessTokenAlgorithmOption(t *testing.T) {
 		require.ErrorContains(t, err, "WithAccessTokenAlgorithm", alg)
 	}
 	for _, alg := range []string{"", "RS256", "ES256"} {
-		_, err := mockserver.New(mockserver.WithAccessTokenAlgorithm(alg))
-		require.NoError(t, err, alg)
+		testkit.Must(mockserver.New(mockserver.WithAccessTokenAlgorithm(alg)))(t, alg)
 	}
 }
 
@@ -106,8 +101,7 @@ func TestGoOIDCUserInfo(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
-	provider, err := oidc.NewProvider(ctx, srv.URL+"/realms/acme")
-	require.NoError(t, err)
+	provider := testkit.Must(oidc.NewProvider(ctx, srv.URL+"/realms/acme"))(t)
 	require.Equal(t, srv.URL+"/realms/acme/protocol/openid-connect/userinfo", provider.UserInfoEndpoint())
 	var meta struct {
 		Revocation    string `json:"revocation_endpoint"`
@@ -116,13 +110,10 @@ func TestGoOIDCUserInfo(t *testing.T) {
 	require.NoError(t, provider.Claims(&meta))
 
 	conf := oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "email"}}
-	user, err := conf.PasswordCredentialsToken(ctx, "alice", "alice-pw")
-	require.NoError(t, err)
-	info, err := provider.UserInfo(ctx, oauth2.StaticTokenSource(user))
-	require.NoError(t, err)
+	user := testkit.Must(conf.PasswordCredentialsToken(ctx, "alice", "alice-pw"))(t)
+	info := testkit.Must(provider.UserInfo(ctx, oauth2.StaticTokenSource(user)))(t)
 	require.Equal(t, "alice@acme.test", info.Email)
-	id, err := provider.Verifier(&oidc.Config{ClientID: "admin-cli"}).Verify(ctx, user.Extra("id_token").(string))
-	require.NoError(t, err)
+	id := testkit.Must(provider.Verifier(&oidc.Config{ClientID: "admin-cli"}).Verify(ctx, user.Extra("id_token").(string)))(t)
 	require.Equal(t, id.Subject, info.Subject, "the ID token's subject")
 	var claims struct {
 		Username string `json:"preferred_username"`
@@ -130,10 +121,8 @@ func TestGoOIDCUserInfo(t *testing.T) {
 	require.NoError(t, info.Claims(&claims))
 	require.Equal(t, "alice", claims.Username)
 
-	sa, err := (&clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: provider.Endpoint().TokenURL}).Token(ctx)
-	require.NoError(t, err)
-	info, err = provider.UserInfo(ctx, oauth2.StaticTokenSource(sa))
-	require.NoError(t, err)
+	sa := testkit.Must((&clientcredentials.Config{ClientID: "orders-api", ClientSecret: "orders-secret", TokenURL: provider.Endpoint().TokenURL}).Token(ctx))(t)
+	info = testkit.Must(provider.UserInfo(ctx, oauth2.StaticTokenSource(sa)))(t)
 	require.NoError(t, info.Claims(&claims))
 	require.Equal(t, "service-account-orders-api", claims.Username)
 
@@ -141,13 +130,12 @@ func TestGoOIDCUserInfo(t *testing.T) {
 	// calls it inactive.
 	res := servertest.FormPost(t, srv, strings.TrimPrefix(meta.Revocation, srv.URL), url.Values{"client_id": {"admin-cli"}, "token": {user.AccessToken}}, nil)
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	_, err = provider.UserInfo(ctx, oauth2.StaticTokenSource(user))
+	_, err := provider.UserInfo(ctx, oauth2.StaticTokenSource(user))
 	require.ErrorContains(t, err, "401")
 	res = servertest.FormPost(t, srv, strings.TrimPrefix(meta.Introspection, srv.URL), url.Values{"token": {user.AccessToken}},
 		http.Header{"Authorization": {"Basic " + basicCredentials("orders-api", "orders-secret")}})
 	require.Equal(t, map[string]any{"active": false}, res.JSON(t))
-	_, err = provider.UserInfo(ctx, oauth2.StaticTokenSource(sa))
-	require.NoError(t, err, "another token is untouched")
+	testkit.Must(provider.UserInfo(ctx, oauth2.StaticTokenSource(sa)))(t, "another token is untouched")
 }
 
 // basicCredentials is the HTTP Basic credentials of id and secret.
@@ -165,16 +153,14 @@ func TestGoOIDCResourceServerChecksTyp(t *testing.T) {
 	t.Parallel()
 	srv := mockservertest.Start(t, mockserver.WithFixture(servertest.DPoPFixture()))
 	ctx := oidc.ClientContext(t.Context(), srv.Client())
-	provider, err := oidc.NewProvider(ctx, srv.URL+"/realms/acme")
-	require.NoError(t, err)
+	provider := testkit.Must(oidc.NewProvider(ctx, srv.URL+"/realms/acme"))(t)
 	tok, err := (&oauth2.Config{ClientID: "admin-cli", Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID}}).
 		PasswordCredentialsToken(ctx, "alice", "alice-pw")
 	require.NoError(t, err)
 	verifier := provider.Verifier(&oidc.Config{ClientID: "admin-cli"})
 	typ := func(raw string) string {
 		t.Helper()
-		verified, err := verifier.Verify(ctx, raw)
-		require.NoError(t, err, "go-oidc's Verifier takes both kinds of token")
+		verified := testkit.Must(verifier.Verify(ctx, raw))(t, "go-oidc's Verifier takes both kinds of token")
 		var claims struct {
 			Typ string `json:"typ"`
 		}

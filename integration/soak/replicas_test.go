@@ -605,8 +605,7 @@ func replicasLoad(t *testing.T, duration, redisEvery time.Duration) replicasSumm
 		return s
 	}
 	secret := make([]byte, dpop.MinNonceSecretSize)
-	_, err = rand.Read(secret)
-	require.NoError(t, err)
+	testkit.Must(rand.Read(secret))(t)
 
 	frontSrv := httptest.NewUnstartedServer(nil)
 	public := "http://" + frontSrv.Listener.Addr().String()
@@ -619,19 +618,14 @@ func replicasLoad(t *testing.T, duration, redisEvery time.Duration) replicasSumm
 		peps     []*pep.Client
 	)
 	for i := range replicasCount {
-		nonces, err := dpop.NewHMACNonces(secret, 10*time.Second)
-		require.NoError(t, err)
-		verifier, err := dpop.NewVerifier(dpop.WithNonces(nonces),
-			dpop.WithReplayStore(redisstore.NewReplayStore(replayRedis.Client(), replayPrefix)))
-		require.NoError(t, err)
+		nonces := testkit.Must(dpop.NewHMACNonces(secret, 10*time.Second))(t)
+		verifier := testkit.Must(dpop.NewVerifier(dpop.WithNonces(nonces),
+			dpop.WithReplayStore(redisstore.NewReplayStore(replayRedis.Client(), replayPrefix))))(t)
 		inv := &watchedInvalidator{Invalidator: redisstore.NewInvalidator(invRedis.Client(), "soak:replicas"), replica: i, watch: watch}
-		c, err := newSoakClient(gw.URL, gwClient, pep.WithInvalidator(inv))
-		require.NoError(t, err)
+		c := testkit.Must(newSoakClient(gw.URL, gwClient, pep.WithInvalidator(inv)))(t)
 		t.Cleanup(func() { _ = c.Close() })
-		backend := httptest.NewServer(&replicaService{pep: c, verifier: verifier, public: public, jkt: jktOf})
-		t.Cleanup(backend.Close)
-		u, err := url.Parse(backend.URL)
-		require.NoError(t, err)
+		backend := testkit.Serve(t, &replicaService{pep: c, verifier: verifier, public: public, jkt: jktOf})
+		u := testkit.Must(url.Parse(backend.URL))(t)
 		p := httputil.NewSingleHostReverseProxy(u)
 		p.Transport = proxyTransport
 		p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
@@ -661,8 +655,7 @@ func replicasLoad(t *testing.T, duration, redisEvery time.Duration) replicasSumm
 		u := &replicaUser{name: fmt.Sprint("u", 2*i)} // the even users are viewers
 		u.signer, err = dpop.GenerateKey()
 		require.NoError(t, err)
-		tok, err := mint(u.name)
-		require.NoError(t, err)
+		tok := testkit.Must(mint(u.name))(t)
 		jkts.Store(tok, u.signer.Thumbprint())
 		u.token.Store(&tok)
 		users[i] = u

@@ -670,9 +670,7 @@ func soakLoad(t *testing.T, duration time.Duration, workers, users int) soakSumm
 
 	tally := &soakTally{}
 	newClient := func(opts ...pep.Option) *pep.Client {
-		c, err := newSoakClient(gw.URL, hc, opts...)
-		require.NoError(t, err)
-		return c
+		return testkit.Must(newSoakClient(gw.URL, hc, opts...))(t)
 	}
 	var steps []func(context.Context) error
 	// The writers of acme: each with its own pep client for
@@ -769,8 +767,7 @@ func soakLoad(t *testing.T, duration time.Duration, workers, users int) soakSumm
 	// the gateway, right and clean.
 	for _, d := range deciders {
 		u := d.users[0]
-		res, err := d.client.CheckMany(pep.WithToken(t.Context(), u.token), soakAsk, pep.NoCache())
-		require.NoError(t, err)
+		res := testkit.Must(d.client.CheckMany(pep.WithToken(t.Context(), u.token), soakAsk, pep.NoCache()))(t)
 		for _, dec := range res.Decisions {
 			want := pep.Deny
 			if u.viewer {
@@ -781,8 +778,7 @@ func soakLoad(t *testing.T, duration time.Duration, workers, users int) soakSumm
 		}
 	}
 	for _, w := range ws {
-		_, err := w.client.Organizations(t.Context())
-		require.NoError(t, err, "writer %d recovered", w.n)
+		testkit.Must(w.client.Organizations(t.Context()))(t, "writer %d recovered", w.n)
 	}
 	for _, j := range junk {
 		_, err := j.client.CheckMany(pep.WithToken(t.Context(), junkTokens[0]), soakAsk)
@@ -793,10 +789,8 @@ func soakLoad(t *testing.T, duration time.Duration, workers, users int) soakSumm
 	}
 
 	verifyStart := time.Now()
-	checked, err := soakVerify(t.Context(), api, ws, activeIDs)
-	require.NoError(t, err)
-	checkedNoisy, err := soakVerify(t.Context(), noisyAPI, noisy, noisyIDs)
-	require.NoError(t, err)
+	checked := testkit.Must(soakVerify(t.Context(), api, ws, activeIDs))(t)
+	checkedNoisy := testkit.Must(soakVerify(t.Context(), noisyAPI, noisy, noisyIDs))(t)
 	require.NoError(t, srv.CheckInvariants(), "no index disagrees and nothing is orphaned")
 	verifyTime := time.Since(verifyStart)
 	assert.Empty(t, counter.fiveXX(), "no request may get a 5xx")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
@@ -83,9 +84,8 @@ func TestAuthZENTelemetry(t *testing.T) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
 	sent := &traceparents{base: srv.Client().Transport}
 
-	c, err := hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: sent}),
-		authzen.WithRetry(0, 0, 0), authzen.WithTracerProvider(tp), authzen.WithMeterProvider(mp))
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewAuthZEN(srv.URL+"/realms/todo", authzen.WithHTTPClient(&http.Client{Transport: sent}),
+		authzen.WithRetry(0, 0, 0), authzen.WithTracerProvider(tp), authzen.WithMeterProvider(mp)))(t)
 	// Closed when the test ends, and so reachable until then: the
 	// metrics' callback holds the client only weakly, and a client
 	// collected before reader.Collect reports nothing.
@@ -103,8 +103,7 @@ func TestAuthZENTelemetry(t *testing.T) {
 
 	// An uncached Evaluate: a call span with a client span under it, whose
 	// trace context reached the PDP.
-	d, err := c.Evaluate(t.Context(), read)
-	require.NoError(t, err)
+	d := testkit.Must(c.Evaluate(t.Context(), read))(t)
 	require.True(t, d.Allowed())
 	require.Len(t, spans.Ended(), 2)
 	call, request := callWithRequest(t, spans.Ended(), "authzen.Evaluate")
@@ -119,8 +118,7 @@ func TestAuthZENTelemetry(t *testing.T) {
 	sent.mu.Unlock()
 
 	// A batch, one item cached and one denied.
-	ds, err := c.Evaluations(t.Context(), authzen.Request{}, []authzen.Request{read, del})
-	require.NoError(t, err)
+	ds := testkit.Must(c.Evaluations(t.Context(), authzen.Request{}, []authzen.Request{read, del}))(t)
 	require.True(t, ds[0].Allowed())
 	require.False(t, ds[1].Allowed())
 	require.NoError(t, ds[1].Cause)
@@ -132,13 +130,10 @@ func TestAuthZENTelemetry(t *testing.T) {
 	})
 
 	// The searches: a span each, counting the results.
-	actions, err := c.SearchAction(t.Context(), authzen.Request{Subject: read.Subject, Resource: del.Resource})
-	require.NoError(t, err)
+	actions := testkit.Must(c.SearchAction(t.Context(), authzen.Request{Subject: read.Subject, Resource: del.Resource}))(t)
 	require.NotEmpty(t, actions)
-	_, err = c.SearchResource(t.Context(), authzen.Request{Subject: read.Subject, Action: del.Action, Resource: authzen.Resource{Type: "todo"}})
-	require.NoError(t, err)
-	_, err = c.SearchSubject(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user"}, Action: del.Action, Resource: del.Resource})
-	require.NoError(t, err)
+	testkit.Must(c.SearchResource(t.Context(), authzen.Request{Subject: read.Subject, Action: del.Action, Resource: authzen.Resource{Type: "todo"}}))(t)
+	testkit.Must(c.SearchSubject(t.Context(), authzen.Request{Subject: authzen.Subject{Type: "user"}, Action: del.Action, Resource: del.Resource}))(t)
 	names := map[string]sdktrace.ReadOnlySpan{}
 	for _, s := range spans.Ended() {
 		names[s.Name()] = s
@@ -151,8 +146,7 @@ func TestAuthZENTelemetry(t *testing.T) {
 
 	// A fail-closed call: the PDP is gone.
 	srv.Stop()
-	d, err = c.Evaluate(t.Context(), del, authzen.NoCache())
-	require.NoError(t, err)
+	d = testkit.Must(c.Evaluate(t.Context(), del, authzen.NoCache()))(t)
 	require.ErrorIs(t, d.Cause, authzen.ErrUnavailable)
 	failed := spans.Ended()[len(spans.Ended())-1]
 	assert.Equal(t, "fail_closed", spanAttrs(failed)["authzen.outcome"].AsString())
@@ -216,8 +210,7 @@ func TestAuthZENTelemetry(t *testing.T) {
 func TestDroppedClientIsCollected(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	c, err := hangguard.NewAuthZEN("http://127.0.0.1:1", authzen.WithMeterProvider(mp))
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewAuthZEN("http://127.0.0.1:1", authzen.WithMeterProvider(mp)))(t)
 	c.SetToken(pepToken)
 	w := weak.Make(c)
 	c = nil

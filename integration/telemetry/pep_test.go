@@ -23,6 +23,7 @@ import (
 	"github.com/orgauthz/orgauthz/internal/corpfixture"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -39,8 +40,7 @@ func startOTelGateway(t *testing.T) (*otelGateway, string) {
 	t.Helper()
 	gw, ln := gatewaytest.Listen(t)
 	g := &otelGateway{Server: gw}
-	srv, err := mockserver.New(mockserver.WithFixture(corpfixture.Corp), mockserver.WithIssuer(g.URL), es256Tokens)
-	require.NoError(t, err)
+	srv := testkit.Must(mockserver.New(mockserver.WithFixture(corpfixture.Corp), mockserver.WithIssuer(g.URL), es256Tokens))(t)
 	g.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/authorize") {
 			g.mu.Lock()
@@ -49,8 +49,7 @@ func startOTelGateway(t *testing.T) (*otelGateway, string) {
 		}
 		srv.ServeHTTP(w, r)
 	}))
-	token, err := srv.IssueToken("corp", "uma")
-	require.NoError(t, err)
+	token := testkit.Must(srv.IssueToken("corp", "uma"))(t)
 	return g, token
 }
 
@@ -63,9 +62,8 @@ func TestPEPTelemetry(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
 
-	c, err := hangguard.NewPep(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
-		pep.WithTracerProvider(tp), pep.WithMeterProvider(mp))
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewPep(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
+		pep.WithTracerProvider(tp), pep.WithMeterProvider(mp)))(t)
 	// Closed when the test ends, and so reachable until then: the
 	// metrics' callback holds the client only weakly, and a client
 	// collected before reader.Collect reports nothing.
@@ -74,8 +72,7 @@ func TestPEPTelemetry(t *testing.T) {
 
 	// An uncached Check: a call span with a client span under it, whose
 	// trace context reached the gateway.
-	d, err := c.Check(t.Context(), "docs", "read")
-	require.NoError(t, err)
+	d := testkit.Must(c.Check(t.Context(), "docs", "read"))(t)
 	require.True(t, d.Allowed())
 	ended := spans.Ended()
 	require.Len(t, ended, 2)
@@ -109,12 +106,10 @@ func TestPEPTelemetry(t *testing.T) {
 
 	// A cached Check outside any trace makes no span; inside a recorded
 	// trace it makes one.
-	_, err = c.Check(t.Context(), "docs", "read")
-	require.NoError(t, err)
+	testkit.Must(c.Check(t.Context(), "docs", "read"))(t)
 	require.Len(t, spans.Ended(), 2)
 	ctx, parent := tp.Tracer("test").Start(t.Context(), "handler")
-	_, err = c.Check(ctx, "docs", "read")
-	require.NoError(t, err)
+	testkit.Must(c.Check(ctx, "docs", "read"))(t)
 	parent.End()
 	require.Len(t, spans.Ended(), 4)
 	cached := spans.Ended()[2]
@@ -122,8 +117,7 @@ func TestPEPTelemetry(t *testing.T) {
 	assert.Equal(t, int64(1), attrs(cached)["pep.pairs.cached"].AsInt64())
 
 	// A fail-closed call: the outage is on the spans and in the metrics.
-	d, err = c.Check(t.Context(), "nosuch", "read")
-	require.NoError(t, err)
+	d = testkit.Must(c.Check(t.Context(), "nosuch", "read"))(t)
 	assert.Equal(t, pep.Error, d.Status)
 
 	var rm metricdata.ResourceMetrics
@@ -178,13 +172,11 @@ func TestCachedCheckAllocatesNothingWithTheSDK(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
-	c, err := hangguard.NewPep(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
-		pep.WithTracerProvider(tp), pep.WithMeterProvider(mp))
-	require.NoError(t, err)
+	c := testkit.Must(hangguard.NewPep(g.URL, "corp", "docs-api", pep.WithHTTPClient(g.Client()),
+		pep.WithTracerProvider(tp), pep.WithMeterProvider(mp)))(t)
 	c.SetToken(token)
 	ctx := t.Context()
-	_, err = c.Check(ctx, "docs", "read")
-	require.NoError(t, err)
+	testkit.Must(c.Check(ctx, "docs", "read"))(t)
 	allocs := testing.AllocsPerRun(1000, func() {
 		if d, err := c.Check(ctx, "docs", "read"); err != nil || !d.Cached {
 			t.Fatalf("expected a cache hit, got %+v, %v", d, err)
@@ -235,8 +227,7 @@ func TestDroppedClientsLeaveNoCallbacks(t *testing.T) {
 	const clients = 200
 	kept := make([]*pep.Client, 0, clients)
 	for range clients {
-		c, err := hangguard.NewPep("http://127.0.0.1:1", testRealm, testClient, pep.WithMeterProvider(mp))
-		require.NoError(t, err)
+		c := testkit.Must(hangguard.NewPep("http://127.0.0.1:1", testRealm, testClient, pep.WithMeterProvider(mp)))(t)
 		kept = append(kept, c)
 	}
 	runtime.GC()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -52,8 +53,7 @@ func BenchmarkPurge(b *testing.B) {
 // less than what the heap grew by.
 func TestTokenCountedOnce(t *testing.T) {
 	const bound = 1 << 20
-	d, err := newDecisions(&Settings{CacheSize: 100_000, CacheMaxBytes: bound, AllowTTL: time.Hour, DenyTTL: time.Hour})
-	require.NoError(t, err)
+	d := testkit.Must(newDecisions(&Settings{CacheSize: 100_000, CacheMaxBytes: bound, AllowTTL: time.Hour, DenyTTL: time.Hour}))(t)
 	id := transport.Ident{Scheme: transport.SchemeBearer, Token: strings.Repeat("t", 4096)}
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -78,8 +78,7 @@ func TestTokenCountedOnce(t *testing.T) {
 // keep (Forget) removes what was cached under its key, for this token
 // only, and a nil writer (no cache) takes it without a panic.
 func TestWriterForgetRemovesTheOlderVerdict(t *testing.T) {
-	d, err := newDecisions(&Settings{CacheSize: 100, CacheMaxBytes: 1 << 20, AllowTTL: time.Hour, DenyTTL: time.Hour})
-	require.NoError(t, err)
+	d := testkit.Must(newDecisions(&Settings{CacheSize: 100, CacheMaxBytes: 1 << 20, AllowTTL: time.Hour, DenyTTL: time.Hour}))(t)
 	ann := transport.Ident{Scheme: transport.SchemeBearer, Token: "token-of-ann"}
 	bob := transport.Ident{Scheme: transport.SchemeBearer, Token: "token-of-bob"}
 	for _, id := range []transport.Ident{ann, bob} {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestCallsInFlightNeverEvictCachedDecisions: Send makes a Writer of the
@@ -17,10 +19,7 @@ import (
 // 50 cached GRANTs in place when another token's decision is stored.
 func TestCallsInFlightNeverEvictCachedDecisions(t *testing.T) {
 	const bound = 1 << 20
-	d, err := newDecisions(&Settings{CacheSize: 10_000, CacheMaxBytes: bound, AllowTTL: time.Hour, DenyTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := testkit.Must(newDecisions(&Settings{CacheSize: 10_000, CacheMaxBytes: bound, AllowTTL: time.Hour, DenyTTL: time.Hour}))(t)
 	own := bearer("own-token")
 	pin := d.pin(own)
 	defer pin.Unpin()
@@ -61,10 +60,7 @@ func TestCallsInFlightNeverEvictCachedDecisions(t *testing.T) {
 func TestDigestIndexKeepsToTheByteBound(t *testing.T) {
 	const bound = 1 << 20
 	const entries = 2000
-	d, err := newDecisions(&Settings{CacheSize: entries, CacheMaxBytes: bound, AllowTTL: time.Hour, DenyTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := testkit.Must(newDecisions(&Settings{CacheSize: entries, CacheMaxBytes: bound, AllowTTL: time.Hour, DenyTTL: time.Hour}))(t)
 	d.digests = newDigestIndex(entries, bound)
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -103,10 +99,7 @@ func TestLeastByteBoundKeepsTheLongestDecision(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d, err := newDecisions(&Settings{CacheSize: 10, CacheMaxBytes: tt.bound, AllowTTL: time.Hour, DenyTTL: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := testkit.Must(newDecisions(&Settings{CacheSize: 10, CacheMaxBytes: tt.bound, AllowTTL: time.Hour, DenyTTL: time.Hour}))(t)
 			id := bearer(strings.Repeat("t", MaxCachedToken))
 			key := strings.Repeat("k", MaxCachedKey)
 			pin := d.pin(id)

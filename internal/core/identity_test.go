@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/respell"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/internal/transport"
 )
 
@@ -61,14 +62,11 @@ var jws = func() string {
 // every replica computes alike; tokens that differ in what a verifier
 // reads differ in identity; what is no compact JWS or JWE is its own.
 func TestEverySpellingOfATokenHasItsIdentity(t *testing.T) { // not parallel: AllocsPerRun
-	twin, err := respell.ECDSATwin(jws)
-	require.NoError(t, err)
-	forged, err := respell.Forged(jws)
-	require.NoError(t, err)
+	twin := testkit.Must(respell.ECDSATwin(jws))(t)
+	forged := testkit.Must(respell.Forged(jws))(t)
 	same := map[string]string{"ECDSA twin": twin, "forged": forged}
 	for _, seg := range []respell.Segment{respell.Header, respell.Payload, respell.Signature} {
-		alt, err := respell.UnusedBits(jws, seg)
-		require.NoError(t, err)
+		alt := testkit.Must(respell.UnusedBits(jws, seg))(t)
 		same["unused bits of the "+seg.String()] = alt
 	}
 	jwe := "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..bWFkZSB1cCBpdg.Y2lwaGVydGV4dA.dGFnIG9mIDE2IGJ5dGVz"
@@ -137,10 +135,8 @@ func FuzzIdentity(f *testing.F) {
 // again after its retirement is found by the next one.
 func TestRetirementFindsEverySpelling(t *testing.T) {
 	t.Parallel()
-	alt, err := respell.UnusedBits(jws, respell.Signature)
-	require.NoError(t, err)
-	twin, err := respell.ECDSATwin(jws)
-	require.NoError(t, err)
+	alt := testkit.Must(respell.UnusedBits(jws, respell.Signature))(t)
+	twin := testkit.Must(respell.ECDSATwin(jws))(t)
 	dpop := transport.Ident{Scheme: transport.SchemeDPoP, Token: alt}
 	unrelated := bearer(strings.Replace(jws, ".", ".X", 1))
 	all := []transport.Ident{bearer(jws), bearer(alt), bearer(twin), dpop, unrelated}
@@ -185,8 +181,7 @@ func TestRetirementFindsEverySpelling(t *testing.T) {
 // not the old one.
 func TestDigestIndexSharesTheCachesCopyOfTheToken(t *testing.T) {
 	t.Parallel()
-	d, err := newDecisions(&Settings{CacheSize: 10, CacheMaxBytes: math.MaxInt64, AllowTTL: time.Hour, DenyTTL: time.Hour})
-	require.NoError(t, err)
+	d := testkit.Must(newDecisions(&Settings{CacheSize: 10, CacheMaxBytes: math.MaxInt64, AllowTTL: time.Hour, DenyTTL: time.Hour}))(t)
 	header := "Bearer " + jws
 	tok := header[len("Bearer "):]
 	for round := range 2 { // the second with the group made again

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // A stand-in counts requests, records their credentials, and still hands
@@ -33,13 +34,11 @@ func TestStartRecordsWhatReachedIt(t *testing.T) {
 			}, tc.opts...)
 			assert.True(t, strings.HasPrefix(s.URL, tc.name+"://127.0.0.1:"), s.URL)
 			for _, auth := range []string{"Bearer one", ""} {
-				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL, strings.NewReader("hello"))
-				require.NoError(t, err)
+				req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL, strings.NewReader("hello")))(t)
 				if auth != "" {
 					req.Header.Set("Authorization", auth)
 				}
-				resp, err := s.Client().Do(req)
-				require.NoError(t, err)
+				resp := testkit.Must(s.Client().Do(req))(t)
 				b, _ := io.ReadAll(resp.Body)
 				_ = resp.Body.Close()
 				assert.Equal(t, http.StatusTeapot, resp.StatusCode)
@@ -78,13 +77,10 @@ func TestHoldEndsWithTheServer(t *testing.T) {
 func TestRawWritesTheConnection(t *testing.T) {
 	t.Parallel()
 	s := gatewaytest.Start(t, gatewaytest.Raw("HTTP/1.1 2x0 nonsense\r\n\r\n"))
-	conn, err := net.Dial("tcp", s.Addr)
-	require.NoError(t, err)
+	conn := testkit.Must(net.Dial("tcp", s.Addr))(t)
 	defer conn.Close()
-	_, err = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	require.NoError(t, err)
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	require.NoError(t, err)
+	testkit.Must(io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))(t)
+	line := testkit.Must(bufio.NewReader(conn).ReadString('\n'))(t)
 	assert.Equal(t, "HTTP/1.1 2x0 nonsense\r\n", line)
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestScannerGrammar: the scanner takes exactly RFC 8259 JSON text in
@@ -144,8 +146,7 @@ func TestSyntacticErrorSaysWhatAndWhere(t *testing.T) {
 // rune; a text that is not one valid string is refused and dst kept.
 func TestAppendUnquote(t *testing.T) {
 	t.Parallel()
-	got, err := AppendUnquote([]byte("x:"), []byte(`"a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00é"`))
-	require.NoError(t, err)
+	got := testkit.Must(AppendUnquote([]byte("x:"), []byte(`"a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00é"`)))(t)
 	assert.Equal(t, "x:a\"\\/\b\f\n\r\té😀é", string(got))
 	for _, bad := range []string{``, `a`, `"a`, `"a"b`, `"\ud800"`, "\"\xff\""} {
 		got, err := AppendUnquote([]byte("x"), []byte(bad))
@@ -263,18 +264,15 @@ func loneSurrogate(data []byte) bool {
 // to a user's graph (issue 25: a pep-only program's module graph).
 func TestStandsOnTheStandardLibrary(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("*.go")
-	require.NoError(t, err)
+	files := testkit.Must(filepath.Glob("*.go"))(t)
 	fset := token.NewFileSet()
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
-		require.NoError(t, err)
+		f := testkit.Must(parser.ParseFile(fset, name, nil, parser.ImportsOnly))(t)
 		for _, imp := range f.Imports {
-			path, err := strconv.Unquote(imp.Path.Value)
-			require.NoError(t, err)
+			path := testkit.Must(strconv.Unquote(imp.Path.Value))(t)
 			first, _, _ := strings.Cut(path, "/")
 			assert.NotContains(t, first, ".", "%s imports %s, which is not in the standard library", name, path)
 		}

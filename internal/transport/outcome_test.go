@@ -203,10 +203,8 @@ func TestClosedExchangerSendsNothing(t *testing.T) {
 		logger := slog.New(slog.DiscardHandler)
 		x := &Exchanger{Peer: "authzen: PDP", Base: base, OwnsBase: owns, Logger: logger, Observe: quietObserver{},
 			Retry: RetryPolicy{Logger: logger, Retries: new(atomic.Uint64)}}
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://pdp.example/.well-known/x", nil)
-		require.NoError(t, err)
-		resp, err := x.Fetch(req) // under way when Close is called
-		require.NoError(t, err)
+		req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodGet, "https://pdp.example/.well-known/x", nil))(t)
+		resp := testkit.Must(x.Fetch(req))(t) // under way when Close is called
 		assert.False(t, x.Closed())
 		x.Close()
 		assert.True(t, x.Closed())
@@ -214,7 +212,7 @@ func TestClosedExchangerSendsNothing(t *testing.T) {
 		require.NoError(t, resp.Body.Close())
 		assert.Equal(t, owns, base.closed.Load() == 2, "and again when the last request ends")
 
-		_, err = x.Post(t.Context(), bearerCred, "https://pdp.example/decide", nil, nil, true, nil)
+		_, err := x.Post(t.Context(), bearerCred, "https://pdp.example/decide", nil, nil, true, nil)
 		require.ErrorIs(t, err, ErrClosed)
 		assert.Equal(t, "authzen: the client is closed; calls after Close fail, make a new client with New", err.Error())
 		_, err = x.Fetch(req)

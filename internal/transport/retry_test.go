@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // attempt is one scripted outcome of an attempt: a status (with headers)
@@ -121,9 +123,7 @@ func TestRetrier(t *testing.T) {
 // newTestPost returns a replayable POST of body under ctx.
 func newTestPost(t *testing.T, ctx context.Context, body string) *http.Request {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://gw.example/decide", strings.NewReader(body))
-	require.NoError(t, err)
-	return req
+	return testkit.Must(http.NewRequestWithContext(ctx, http.MethodPost, "https://gw.example/decide", strings.NewReader(body)))(t)
 }
 
 // TestRetrierKeepsToTheDeadline: no retry starts whose wait would pass the
@@ -148,8 +148,7 @@ func TestRetrierKeepsToTheDeadline(t *testing.T) {
 			rt := &attempts{script: []attempt{{status: 503, header: tt.header}}}
 			p := tt.policy
 			p.Logger, p.Retries = slog.New(slog.DiscardHandler), new(atomic.Uint64)
-			resp, err := (&retrier{next: rt, policy: &p}).RoundTrip(newTestPost(t, ctx, `{}`))
-			require.NoError(t, err)
+			resp := testkit.Must((&retrier{next: rt, policy: &p}).RoundTrip(newTestPost(t, ctx, `{}`)))(t)
 			assert.Equal(t, 503, resp.StatusCode)
 			assert.Len(t, rt.bodies, 1)
 			assert.NoError(t, ctx.Err(), "returned before the deadline")
@@ -193,8 +192,7 @@ func TestAttemptTimeout(t *testing.T) {
 	rt := &attempts{script: []attempt{{status: 503}, {status: 200}}}
 	p := retryPolicy(2)
 	p.AttemptTimeout = time.Minute
-	resp, err := (&retrier{next: rt, policy: p}).RoundTrip(newTestPost(t, t.Context(), `{}`))
-	require.NoError(t, err)
+	resp := testkit.Must((&retrier{next: rt, policy: p}).RoundTrip(newTestPost(t, t.Context(), `{}`)))(t)
 	require.NoError(t, resp.Body.Close())
 	require.Len(t, rt.ctxs, 2)
 	d0, ok0 := rt.ctxs[0].Deadline()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // remoteKey is a crypto.Signer that answers at once but is not one of the
@@ -21,10 +22,7 @@ type remoteKey struct{ crypto.Signer }
 // key's bound, on a goroutine of its own. Run it in parallel as well
 // (-cpu) to see the bound's lock.
 func BenchmarkProve(b *testing.B) {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
+	priv := testkit.Must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader))(b)
 	for _, bc := range []struct {
 		name string
 		key  crypto.Signer

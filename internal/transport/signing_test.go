@@ -16,22 +16,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // mustSigner is dpop.NewSigner, failing the test on an error.
 func mustSigner(t testing.TB, key crypto.Signer) *dpop.Signer {
 	t.Helper()
-	s, err := dpop.NewSigner(key)
-	require.NoError(t, err)
-	return s
+	return testkit.Must(dpop.NewSigner(key))(t)
 }
 
 // p256Key is a new P-256 key, failing the test on an error.
 func p256Key(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	return k
+	return testkit.Must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader))(t)
 }
 
 // hangingKey is a crypto.Signer whose Sign waits until release is closed:
@@ -101,8 +98,7 @@ func TestHungKeyHoldsBoundedSignatures(t *testing.T) {
 	released = true
 	<-ks.idle // every signature has returned
 
-	proof, err = prove(t.Context(), s, "POST", url, "a-token", "")
-	require.NoError(t, err)
+	proof = testkit.Must(prove(t.Context(), s, "POST", url, "a-token", ""))(t)
 	assert.NotEmpty(t, proof)
 }
 

@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestACallersTracestateIsBounded: the W3C trace context of the call goes
@@ -20,15 +21,13 @@ import (
 func TestACallersTracestateIsBounded(t *testing.T) {
 	t.Parallel()
 	span := func(state string) context.Context {
-		ts, err := trace.ParseTraceState(state)
-		require.NoError(t, err)
+		ts := testkit.Must(trace.ParseTraceState(state))(t)
 		return trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
 			TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, TraceState: ts}))
 	}
 	x := &Exchanger{}
 	small := "vendor=" + strings.Repeat("a", 200)
-	req, err := x.newPost(span(small), "http://gateway.example/authorize", []byte(`{}`), nil)
-	require.NoError(t, err)
+	req := testkit.Must(x.newPost(span(small), "http://gateway.example/authorize", []byte(`{}`), nil))(t)
 	assert.Equal(t, small, req.Header.Get("Tracestate"))
 	assert.NotEmpty(t, req.Header.Get("Traceparent"))
 
@@ -36,19 +35,15 @@ func TestACallersTracestateIsBounded(t *testing.T) {
 	for i := range 20 {
 		members = append(members, "v"+string(rune('a'+i))+"="+strings.Repeat("b", 250))
 	}
-	req, err = x.newPost(span(strings.Join(members, ",")), "http://gateway.example/authorize", []byte(`{}`), nil)
-	require.NoError(t, err)
+	req = testkit.Must(x.newPost(span(strings.Join(members, ",")), "http://gateway.example/authorize", []byte(`{}`), nil))(t)
 	assert.Empty(t, req.Header.Values("Tracestate"), "a 5 KiB tracestate went out")
 	assert.NotEmpty(t, req.Header.Get("Traceparent"), "the trace itself still goes out")
 	// Nor does a propagating transport under it (otelhttp) find them in the
 	// request's context (a-last10c F2), baggage included.
 	assert.Zero(t, trace.SpanContextFromContext(req.Context()).TraceState().Len())
-	m, err := baggage.NewMember("k", strings.Repeat("v", 1000))
-	require.NoError(t, err)
-	b, err := baggage.New(m)
-	require.NoError(t, err)
-	req, err = x.newPost(baggage.ContextWithBaggage(span(small), b), "http://gateway.example/authorize", []byte(`{}`), nil)
-	require.NoError(t, err)
+	m := testkit.Must(baggage.NewMember("k", strings.Repeat("v", 1000)))(t)
+	b := testkit.Must(baggage.New(m))(t)
+	req = testkit.Must(x.newPost(baggage.ContextWithBaggage(span(small), b), "http://gateway.example/authorize", []byte(`{}`), nil))(t)
 	assert.Zero(t, baggage.FromContext(req.Context()).Len(), "a 1 KiB baggage went on")
 	assert.Equal(t, small, trace.SpanContextFromContext(req.Context()).TraceState().String())
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/internal/verbatim"
 )
 
@@ -33,8 +33,7 @@ func TestJSONTellsCoercedStrings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := json.Marshal(tt.s)
-			require.NoError(t, err)
+			b := testkit.Must(json.Marshal(tt.s))(t)
 			assert.Equal(t, tt.ok, verbatim.JSON(b), "%s", b)
 			assert.Equal(t, tt.ok, verbatim.Walk(tt.s) == "")
 		})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver"
 	"github.com/orgauthz/orgauthz/mockserver/internal/openapitest"
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
@@ -19,14 +20,11 @@ func TestStart(t *testing.T) {
 	require.NotEmpty(t, srv.AdminToken())
 
 	// The exchanges are checked against the server's OpenAPI document.
-	chk, err := openapitest.New(mockserver.OpenAPI())
-	require.NoError(t, err)
+	chk := testkit.Must(openapitest.New(mockserver.OpenAPI()))(t)
 	client := &http.Client{Transport: chk.Transport(srv.Client().Transport)}
 	for path, want := range map[string]int{"/no/such/route": http.StatusNotFound, "/realms/acme/.well-known/openid-configuration": http.StatusOK} {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
-		require.NoError(t, err)
-		resp, err := client.Do(req)
-		require.NoError(t, err)
+		req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil))(t)
+		resp := testkit.Must(client.Do(req))(t)
 		resp.Body.Close()
 		require.Equal(t, want, resp.StatusCode)
 	}

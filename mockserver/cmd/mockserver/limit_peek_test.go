@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestLimitKeepsConnectionsWithBytesWaiting: an idle or silent connection
@@ -37,18 +39,14 @@ func TestLimitKeepsConnectionsWithBytesWaiting(t *testing.T) {
 	} {
 		for _, state := range []http.ConnState{http.StateIdle, http.StateNew} {
 			t.Run(tc.name+", "+state.String(), func(t *testing.T) {
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				require.NoError(t, err)
+				ln := testkit.Must(net.Listen("tcp", "127.0.0.1:0"))(t)
 				defer ln.Close()
-				client, err := net.Dial("tcp", ln.Addr().String())
-				require.NoError(t, err)
+				client := testkit.Must(net.Dial("tcp", ln.Addr().String()))(t)
 				defer client.Close()
-				server, err := ln.Accept()
-				require.NoError(t, err)
+				server := testkit.Must(ln.Accept())(t)
 				defer server.Close()
 				require.NoError(t, server.SetDeadline(time.Now().Add(time.Minute)))
-				raw, err := server.(syscall.Conn).SyscallConn()
-				require.NoError(t, err)
+				raw := testkit.Must(server.(syscall.Conn).SyscallConn())(t)
 				tc.peer(t, client)
 				if tc.readable {
 					waitReadable(t, raw)

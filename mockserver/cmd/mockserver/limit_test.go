@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // The binary's own tests come from 127.0.0.1; the tests of sharing between
@@ -480,8 +482,7 @@ func TestRunNoAddressHoldsEverySlot(t *testing.T) {
 					}
 				}()
 				for i := range slots + tc.extra {
-					conn, err := d.DialContext(t.Context(), "tcp", addr)
-					require.NoError(t, err)
+					conn := testkit.Must(d.DialContext(t.Context(), "tcp", addr))(t)
 					held = append(held, conn)
 					require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
 					if i < slots {
@@ -635,8 +636,7 @@ func tokenHead(addr string) string {
 func trickleBody(t *testing.T, conn net.Conn, addr, _ string) {
 	t.Helper()
 	writeString(t, conn, tokenHead(addr))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err)
+	resp := testkit.Must(http.ReadResponse(bufio.NewReader(conn), nil))(t)
 	require.Equal(t, http.StatusContinue, resp.StatusCode, "the handler reads the body: the request is in progress")
 	writeString(t, conn, "grant_type=")
 }
@@ -648,8 +648,7 @@ func unreadAnswers(t *testing.T, conn net.Conn, addr, _ string) {
 	t.Helper()
 	writeString(t, conn, strings.Repeat("GET /openapi.json HTTP/1.1\r\nHost: "+addr+"\r\n\r\n", 8))
 	status := make([]byte, len("HTTP/1.1 200"))
-	_, err := io.ReadFull(conn, status)
-	require.NoError(t, err)
+	testkit.Must(io.ReadFull(conn, status))(t)
 	require.Equal(t, "HTTP/1.1 200", string(status), "the answer is being written: the request is in progress")
 }
 
@@ -658,12 +657,10 @@ func unreadAnswers(t *testing.T, conn net.Conn, addr, _ string) {
 func slowDecision(t *testing.T, conn net.Conn, addr, token string) {
 	t.Helper()
 	body := `{"clientId":"x","resources":[{"name":"r"}],"context":{}}`
-	_, err := io.WriteString(conn, "POST /realms/master/authorization-decision-provider/authorize HTTP/1.1\r\nHost: "+addr+
+	testkit.Must(io.WriteString(conn, "POST /realms/master/authorization-decision-provider/authorize HTTP/1.1\r\nHost: "+addr+
 		"\r\nAuthorization: Bearer "+token+"\r\nContent-Type: application/json\r\nContent-Length: "+fmt.Sprint(len(body))+
-		"\r\nExpect: 100-continue\r\n\r\n")
-	require.NoError(t, err)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err)
+		"\r\nExpect: 100-continue\r\n\r\n"))(t)
+	resp := testkit.Must(http.ReadResponse(bufio.NewReader(conn), nil))(t)
 	require.Equal(t, http.StatusContinue, resp.StatusCode, "the handler reads the body: the request is in progress")
 	writeString(t, conn, body)
 }
@@ -673,10 +670,8 @@ func slowDecision(t *testing.T, conn net.Conn, addr, token string) {
 func idleAfterRequest(t *testing.T, conn net.Conn, addr, _ string) {
 	t.Helper()
 	writeString(t, conn, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err)
-	_, err = io.Copy(io.Discard, resp.Body)
-	require.NoError(t, err)
+	resp := testkit.Must(http.ReadResponse(bufio.NewReader(conn), nil))(t)
+	testkit.Must(io.Copy(io.Discard, resp.Body))(t)
 	resp.Body.Close()
 	require.False(t, resp.Close, "the connection is kept alive")
 }

@@ -110,17 +110,14 @@ func get(t *testing.T, u string) *http.Response {
 // the server's connection limit.
 func send(t *testing.T, method, u, ctype, body string, h http.Header) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(body))
-	require.NoError(t, err)
+	req := testkit.Must(http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(body)))(t)
 	maps.Copy(req.Header, h)
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	resp, err := client.Do(req)
-	require.NoError(t, err)
+	resp := testkit.Must(client.Do(req))(t)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	b := testkit.Must(io.ReadAll(resp.Body))(t)
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp
 }
@@ -293,13 +290,11 @@ func TestRunBoundsSlowClients(t *testing.T) {
 		"headers never finished": "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: " + addr + "\r\nX-Slow: ",
 	} {
 		t.Run(name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", addr)
-			require.NoError(t, err)
+			conn := testkit.Must(net.Dial("tcp", addr))(t)
 			defer conn.Close()
 			require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
 			writeString(t, conn, req)
-			_, err = io.Copy(io.Discard, conn) // returns once the server closes
-			require.NoError(t, err, "the server should close the connection, not the test's deadline")
+			testkit.Must(io.Copy(io.Discard, conn))(t, "the server should close the connection, not the test's deadline") // returns once the server closes
 		})
 	}
 }
@@ -335,36 +330,31 @@ func TestRunLimitsConnections(t *testing.T) {
 	defer func() { require.NoError(t, stop()) }()
 	addr := strings.TrimPrefix(base, "http://")
 
-	first, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
+	first := testkit.Must(net.Dial("tcp", addr))(t)
 	defer first.Close()
 	require.NoError(t, first.SetDeadline(time.Now().Add(time.Minute)))
 	trickleBody(t, first, addr, "") // "grant_type=" of tokenHead's 1000 bytes
 	rest := "client_credentials&client_id=nobody&pad="
 	rest += strings.Repeat("x", 1000-len("grant_type=")-len(rest))
 
-	second, err := net.Dial("tcp", addr) // the kernel completes the handshake
-	require.NoError(t, err)
+	second := testkit.Must(net.Dial("tcp", addr))(t) // the kernel completes the handshake
 	defer second.Close()
 	writeString(t, second, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
 	br := bufio.NewReader(second)
 	require.NoError(t, second.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
-	_, err = br.Peek(1)
+	_, err := br.Peek(1)
 	var ne net.Error
 	require.ErrorAs(t, err, &ne, "no answer while the first connection's request holds the only slot")
 	require.True(t, ne.Timeout(), "%v", err)
 
 	writeString(t, first, rest)
-	resp, err := http.ReadResponse(bufio.NewReader(first), nil)
-	require.NoError(t, err, "the first request is answered whole")
-	_, err = io.Copy(io.Discard, resp.Body)
-	require.NoError(t, err)
+	resp := testkit.Must(http.ReadResponse(bufio.NewReader(first), nil))(t, "the first request is answered whole")
+	testkit.Must(io.Copy(io.Discard, resp.Body))(t)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 
 	require.NoError(t, second.SetReadDeadline(time.Now().Add(time.Minute)))
-	resp, err = http.ReadResponse(br, nil)
-	require.NoError(t, err, "served once the first connection had no request")
+	resp = testkit.Must(http.ReadResponse(br, nil))(t, "served once the first connection had no request")
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
@@ -378,8 +368,7 @@ func TestRunBoundsNonReadingClients(t *testing.T) {
 	base, stop := start(t, "-write-timeout", "300ms")
 	defer func() { require.NoError(t, stop()) }()
 	addr := strings.TrimPrefix(base, "http://")
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
+	conn := testkit.Must(net.Dial("tcp", addr))(t)
 	defer conn.Close()
 	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(4096))
 	const n = 100 // answers far larger than the sockets' buffers
@@ -425,8 +414,7 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 		{"oversized body", "Bearer " + token, "application/json", 4 << 20, http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", addr)
-			require.NoError(t, err)
+			conn := testkit.Must(net.Dial("tcp", addr))(t)
 			defer conn.Close()
 			require.NoError(t, conn.(*net.TCPConn).SetWriteBuffer(64<<10))
 			require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
@@ -443,10 +431,8 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 				written <- err
 			}()
 			br := bufio.NewReader(conn)
-			resp, err := http.ReadResponse(br, nil)
-			require.NoError(t, err, "the answer arrives whole")
-			_, err = io.Copy(io.Discard, resp.Body)
-			require.NoError(t, err)
+			resp := testkit.Must(http.ReadResponse(br, nil))(t, "the answer arrives whole")
+			testkit.Must(io.Copy(io.Discard, resp.Body))(t)
 			resp.Body.Close()
 			require.Equal(t, tc.want, resp.StatusCode)
 			require.NoError(t, <-written, "the server reads the whole body rather than reset the connection")
@@ -454,13 +440,11 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 			// The body was read as a body: the connection carries the next
 			// request, or says it closes.
 			if resp.Close {
-				_, err = io.Copy(io.Discard, br)
-				require.NoError(t, err)
+				testkit.Must(io.Copy(io.Discard, br))(t)
 				return
 			}
 			writeString(t, conn, "GET /realms/master/.well-known/openid-configuration HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
-			resp, err = http.ReadResponse(br, nil)
-			require.NoError(t, err)
+			resp = testkit.Must(http.ReadResponse(br, nil))(t)
 			resp.Body.Close()
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 		})
@@ -468,16 +452,13 @@ func TestRunReadsBodiesItRefuses(t *testing.T) {
 
 	// A client that waits for 100 Continue is answered without being asked
 	// for its body, and the connection closes.
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
+	conn := testkit.Must(net.Dial("tcp", addr))(t)
 	defer conn.Close()
 	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
-	_, err = io.WriteString(conn, "POST "+decision+" HTTP/1.1\r\nHost: "+addr+
-		"\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n")
-	require.NoError(t, err)
+	testkit.Must(io.WriteString(conn, "POST "+decision+" HTTP/1.1\r\nHost: "+addr+
+		"\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n\r\n"))(t)
 	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
+	resp := testkit.Must(http.ReadResponse(br, nil))(t)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "not 100 Continue")
 	require.True(t, resp.Close)
@@ -509,15 +490,12 @@ func TestRunDoesNotWaitForBodiesItRefuses(t *testing.T) {
 		{"trickling", 1_000_000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", addr)
-			require.NoError(t, err)
+			conn := testkit.Must(net.Dial("tcp", addr))(t)
 			defer conn.Close()
 			require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
-			_, err = io.WriteString(conn, "POST /realms/master/authorization-decision-provider/authorize HTTP/1.1\r\nHost: "+addr+
-				"\r\nContent-Type: application/json\r\nContent-Length: "+fmt.Sprint(tc.length)+"\r\n\r\n{\"a\":")
-			require.NoError(t, err)
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			require.NoError(t, err, "the answer comes without the rest of the body")
+			testkit.Must(io.WriteString(conn, "POST /realms/master/authorization-decision-provider/authorize HTTP/1.1\r\nHost: "+addr+
+				"\r\nContent-Type: application/json\r\nContent-Length: "+fmt.Sprint(tc.length)+"\r\n\r\n{\"a\":"))(t)
+			resp := testkit.Must(http.ReadResponse(bufio.NewReader(conn), nil))(t, "the answer comes without the rest of the body")
 			resp.Body.Close()
 			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 			require.True(t, resp.Close, "the connection closes after the answer")
@@ -534,10 +512,8 @@ func requireServed(t *testing.T, base string, within time.Duration, msg string) 
 	ctx, cancel := context.WithTimeout(t.Context(), within)
 	defer cancel()
 	c := &http.Client{Transport: checker.Transport(&http.Transport{DisableKeepAlives: true})}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/realms/master/.well-known/openid-configuration", nil)
-	require.NoError(t, err)
-	resp, err := c.Do(req)
-	require.NoError(t, err, msg)
+	req := testkit.Must(http.NewRequestWithContext(ctx, http.MethodGet, base+"/realms/master/.well-known/openid-configuration", nil))(t)
+	resp := testkit.Must(c.Do(req))(t, msg)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
@@ -559,15 +535,12 @@ func TestRunWebUI(t *testing.T) {
 				return
 			}
 			require.Equal(t, http.StatusOK, resp.StatusCode)
-			jar, err := cookiejar.New(nil)
-			require.NoError(t, err)
+			jar := testkit.Must(cookiejar.New(nil))(t)
 			browser := &http.Client{Transport: client.Transport, Jar: jar}
 			form := url.Values{"username": {"alice"}, "password": {"alice"}}
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/ui/realms/acme/login", strings.NewReader(form.Encode()))
-			require.NoError(t, err)
+			req := testkit.Must(http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/ui/realms/acme/login", strings.NewReader(form.Encode())))(t)
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			home, err := browser.Do(req) // follows the redirect to the realm's first page
-			require.NoError(t, err)
+			home := testkit.Must(browser.Do(req))(t) // follows the redirect to the realm's first page
 			b, err := io.ReadAll(home.Body)
 			home.Body.Close()
 			require.NoError(t, err)
@@ -674,8 +647,7 @@ func TestRunReplicasShareKeys(t *testing.T) {
 	const fixture = "../../../examples/fixtures/acme.json"
 	call := func(t *testing.T, method, base, path, token, ctype, body string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
-		require.NoError(t, err)
+		req := testkit.Must(http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body)))(t)
 		req.Host = "front.test"
 		if ctype != "" {
 			req.Header.Set("Content-Type", ctype)
@@ -683,8 +655,7 @@ func TestRunReplicasShareKeys(t *testing.T) {
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := client.Do(req)
-		require.NoError(t, err)
+		resp := testkit.Must(client.Do(req))(t)
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}
@@ -703,8 +674,7 @@ func TestRunReplicasShareKeys(t *testing.T) {
 		t.Helper()
 		resp := call(t, http.MethodGet, base, "/realms/master/protocol/openid-connect/certs", "", "", "")
 		require.Equal(t, http.StatusOK, resp.StatusCode)
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
+		b := testkit.Must(io.ReadAll(resp.Body))(t)
 		return string(b)
 	}
 	for _, tc := range []struct {
@@ -746,6 +716,5 @@ func TestRunReplicasShareKeys(t *testing.T) {
 // writeString is io.WriteString, failing the test on an error.
 func writeString(t *testing.T, w io.Writer, s string) {
 	t.Helper()
-	_, err := io.WriteString(w, s)
-	require.NoError(t, err)
+	testkit.Must(io.WriteString(w, s))(t)
 }

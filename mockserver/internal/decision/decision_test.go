@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
@@ -30,18 +31,15 @@ func newWorld(t testing.TB) *world {
 	r := store.NewRealm("acme", now)
 	w := &world{r: r, ids: map[string]string{}}
 	role := func(n string) string {
-		ro, err := r.AddRole(n, "", nil)
-		require.NoError(t, err)
+		ro := testkit.Must(r.AddRole(n, "", nil))(t)
 		w.ids[n] = ro.ID
 		return ro.ID
 	}
 	viewer, editor, approver, auditor := role("viewer"), role("editor"), role("approver"), role("auditor")
-	fin, err := r.AddGroup("finance", nil, []string{approver})
-	require.NoError(t, err)
+	fin := testkit.Must(r.AddGroup("finance", nil, []string{approver}))(t)
 	w.ids["finance"] = fin.ID
 	user := func(n string, roles, groups []string) string {
-		u, err := r.AddUser(store.User{Username: n}, roles, groups)
-		require.NoError(t, err)
+		u := testkit.Must(r.AddUser(store.User{Username: n}, roles, groups))(t)
 		w.ids[n] = u.ID
 		return u.ID
 	}
@@ -50,26 +48,19 @@ func newWorld(t testing.TB) *world {
 	carol := user("carol", nil, nil)
 	dave := user("dave", nil, nil)
 
-	eu, err := r.CreateOrganization(store.OrgSpec{Name: "Acme EU", Alias: "eu"}, now)
-	require.NoError(t, err)
-	us, err := r.CreateOrganization(store.OrgSpec{Name: "Acme US", Alias: "us"}, now)
-	require.NoError(t, err)
+	eu := testkit.Must(r.CreateOrganization(store.OrgSpec{Name: "Acme EU", Alias: "eu"}, now))(t)
+	us := testkit.Must(r.CreateOrganization(store.OrgSpec{Name: "Acme US", Alias: "us"}, now))(t)
 	w.ids["eu"], w.ids["us"] = eu.ID, us.ID
-	_, err = r.LinkRole(eu.ID, editor)
-	require.NoError(t, err)
-	_, err = r.LinkRole(us.ID, auditor)
-	require.NoError(t, err)
-	sales, err := r.CreateDepartment(eu.ID, "", store.DeptSpec{Name: "Sales", Alias: "sales"}, now)
-	require.NoError(t, err)
-	ops, err := r.CreateDepartment(us.ID, "", store.DeptSpec{Name: "Ops", Alias: "ops", TemplateRoleIDs: []string{viewer}}, now)
-	require.NoError(t, err)
+	testkit.Must(r.LinkRole(eu.ID, editor))(t)
+	testkit.Must(r.LinkRole(us.ID, auditor))(t)
+	sales := testkit.Must(r.CreateDepartment(eu.ID, "", store.DeptSpec{Name: "Sales", Alias: "sales"}, now))(t)
+	ops := testkit.Must(r.CreateDepartment(us.ID, "", store.DeptSpec{Name: "Ops", Alias: "ops", TemplateRoleIDs: []string{viewer}}, now))(t)
 	w.ids["sales"], w.ids["ops"] = sales.ID, ops.ID
 	for _, d := range []string{sales.ID, ops.ID} {
-		_, _, err := r.Assign(carol, d, now)
-		require.NoError(t, err)
+		testkit.Must2(r.Assign(carol, d, now))(t)
 	}
 
-	c, err := r.AddClient(store.Client{ClientID: "api", Secret: "s",
+	c := testkit.Must(r.AddClient(store.Client{ClientID: "api", Secret: "s",
 		Resources: []store.ClientResource{{Name: "orders", Scopes: []string{"read", "write", "delete"}}, {Name: "invoices", Scopes: []string{"read", "approve"}}},
 		Permissions: []store.ClientPermission{
 			{Name: "p1", Resource: "orders", Scopes: []string{"read"}, Roles: []string{viewer}},
@@ -77,8 +68,7 @@ func newWorld(t testing.TB) *world {
 			{Name: "p3", Resource: "orders", Users: []string{dave}, Methods: []string{"DELETE"}},
 			{Name: "p4", Resource: "invoices", Scopes: []string{"approve"}, Groups: []string{fin.ID}},
 			{Name: "p5", Resource: "invoices", Scopes: []string{"read"}, Roles: []string{auditor}},
-		}}, nil)
-	require.NoError(t, err)
+		}}, nil))(t)
 	w.client = c
 	return w
 }
@@ -283,14 +273,11 @@ func TestDecideOwnership(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(0, 0)
 	r := store.NewRealm("acme", now)
-	editor, err := r.AddRole("editor", "", nil)
-	require.NoError(t, err)
-	morty, err := r.AddUser(store.User{Username: "morty", Email: "morty@citadel.test"}, []string{editor.ID}, nil)
-	require.NoError(t, err)
-	c, err := r.AddClient(store.Client{ClientID: "todo", Secret: "s",
+	editor := testkit.Must(r.AddRole("editor", "", nil))(t)
+	morty := testkit.Must(r.AddUser(store.User{Username: "morty", Email: "morty@citadel.test"}, []string{editor.ID}, nil))(t)
+	c := testkit.Must(r.AddClient(store.Client{ClientID: "todo", Secret: "s",
 		Resources:   []store.ClientResource{{Name: "todo", Scopes: []string{"update"}}},
-		Permissions: []store.ClientPermission{{Name: "own", Resource: "todo", Roles: []string{editor.ID}, OwnerProperty: "ownerID"}}}, nil)
-	require.NoError(t, err)
+		Permissions: []store.ClientPermission{{Name: "own", Resource: "todo", Roles: []string{editor.ID}, OwnerProperty: "ownerID"}}}, nil))(t)
 	p := Compile(c)
 	sub := SubjectOf(r, morty.ID, "")
 	cases := []struct {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
 )
 
@@ -133,12 +134,10 @@ func TestExplainFacts(t *testing.T) {
 func TestExplainOwnership(t *testing.T) {
 	t.Parallel()
 	r := store.NewRealm("acme", time.Unix(0, 0))
-	u, err := r.AddUser(store.User{Username: "ann", Email: "ann@x.test"}, nil, nil)
-	require.NoError(t, err)
-	c, err := r.AddClient(store.Client{ClientID: "docs", Secret: "s",
+	u := testkit.Must(r.AddUser(store.User{Username: "ann", Email: "ann@x.test"}, nil, nil))(t)
+	c := testkit.Must(r.AddClient(store.Client{ClientID: "docs", Secret: "s",
 		Resources:   []store.ClientResource{{Name: "doc", Scopes: []string{"edit"}}},
-		Permissions: []store.ClientPermission{{Name: "owners edit", Resource: "doc", Users: []string{u.ID}, OwnerProperty: "owner"}}}, nil)
-	require.NoError(t, err)
+		Permissions: []store.ClientPermission{{Name: "owners edit", Resource: "doc", Users: []string{u.ID}, OwnerProperty: "owner"}}}, nil))(t)
 	p := Compile(c)
 	ask := []Resource{{Name: "doc", Scopes: []string{"edit"}}}
 	got := p.Explain(r, Request{UserID: u.ID, Resources: ask, ByPair: true, Properties: map[string]any{"owner": "bea"}})

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // keyMakers are the issuer's two kinds of key, by the algorithm of their
@@ -25,8 +27,7 @@ func TestSignVerify(t *testing.T) {
 	for _, km := range keyMakers {
 		t.Run(km.alg, func(t *testing.T) {
 			t.Parallel()
-			key, kid, err := km.gen()
-			require.NoError(t, err)
+			key, kid := testkit.Must2(km.gen())(t)
 			other, otherKid, err := km.gen()
 			require.NoError(t, err)
 			now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -43,11 +44,9 @@ func TestSignVerify(t *testing.T) {
 				Organization:      "org1",
 				Confirmation:      &Confirmation{JKT: "thumb"},
 			}
-			raw, err := Sign(key, kid, claims)
-			require.NoError(t, err)
+			raw := testkit.Must(Sign(key, kid, claims))(t)
 
-			got, err := Verify(raw, key.Public(), kid, iss, now)
-			require.NoError(t, err)
+			got := testkit.Must(Verify(raw, key.Public(), kid, iss, now))(t)
 			require.Equal(t, "u1", got.Subject)
 			require.True(t, got.HasRealmRole("realm-admin"))
 			require.False(t, got.HasRealmRole("viewer"))
@@ -55,27 +54,20 @@ func TestSignVerify(t *testing.T) {
 			require.Equal(t, "org1", got.Organization)
 			require.Equal(t, "thumb", got.JKT())
 
-			forged, err := Sign(other, kid, claims) // right kid, wrong key
-			require.NoError(t, err)
-			otherKey, err := Sign(other, otherKid, claims)
-			require.NoError(t, err)
+			forged := testkit.Must(Sign(other, kid, claims))(t) // right kid, wrong key
+			otherKey := testkit.Must(Sign(other, otherKid, claims))(t)
 			later := *claims
 			later.NotBefore = jwt.NewNumericDate(now.Add(time.Hour))
-			notYet, err := Sign(key, kid, &later)
-			require.NoError(t, err)
+			notYet := testkit.Must(Sign(key, kid, &later))(t)
 			later.NotBefore = jwt.NewNumericDate(now)
-			validFromNow, err := Sign(key, kid, &later)
-			require.NoError(t, err)
-			_, err = Verify(validFromNow, key.Public(), kid, iss, now)
-			require.NoError(t, err, "nbf equal to now is valid")
+			validFromNow := testkit.Must(Sign(key, kid, &later))(t)
+			testkit.Must(Verify(validFromNow, key.Public(), kid, iss, now))(t, "nbf equal to now is valid")
 			untyped := *claims
 			untyped.Type = ""
-			noType, err := Sign(key, kid, &untyped)
-			require.NoError(t, err)
+			noType := testkit.Must(Sign(key, kid, &untyped))(t)
 			endless := *claims
 			endless.Expiry = nil
-			noExpiry, err := Sign(key, kid, &endless)
-			require.NoError(t, err)
+			noExpiry := testkit.Must(Sign(key, kid, &endless))(t)
 
 			jwk := PublicJWK(key, kid)
 			require.True(t, jwk.IsPublic())
@@ -103,12 +95,9 @@ func TestSignVerify(t *testing.T) {
 				// other algorithm's is malformed, whatever its kid. An ID
 				// token, signed by the key of RS256 access tokens, is
 				// no access token.
-				ec, _, err := GenerateKey()
-				require.NoError(t, err)
-				es, err := Sign(ec, kid, claims)
-				require.NoError(t, err)
-				id, err := SignIDToken(key, kid, &IDClaims{Claims: claims.Claims})
-				require.NoError(t, err)
+				ec, _ := testkit.Must2(GenerateKey())(t)
+				es := testkit.Must(Sign(ec, kid, claims))(t)
+				id := testkit.Must(SignIDToken(key, kid, &IDClaims{Claims: claims.Claims}))(t)
 				cases = append(cases, verifyCase{"TestVerifyAcceptsOnlyTheKeysAlgorithm", es, iss, now, ErrMalformed},
 					verifyCase{"TestIDTokenIsNotAnAccessToken", id, iss, now, ErrType})
 			} else {
@@ -130,15 +119,12 @@ func TestSignVerify(t *testing.T) {
 // revoking a token needs), and refuses the rest as Verify does.
 func TestVerifyOwn(t *testing.T) {
 	t.Parallel()
-	key, kid, err := GenerateKey()
-	require.NoError(t, err)
-	other, _, err := GenerateKey()
-	require.NoError(t, err)
+	key, kid := testkit.Must2(GenerateKey())(t)
+	other, _ := testkit.Must2(GenerateKey())(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	sign := func(k crypto.Signer, iss, typ string, nbf time.Time) string {
-		raw, err := Sign(k, kid, &Claims{Claims: jwt.Claims{Issuer: iss, ID: "j", Expiry: jwt.NewNumericDate(now.Add(time.Minute)),
-			NotBefore: jwt.NewNumericDate(nbf)}, Type: typ})
-		require.NoError(t, err)
+		raw := testkit.Must(Sign(k, kid, &Claims{Claims: jwt.Claims{Issuer: iss, ID: "j", Expiry: jwt.NewNumericDate(now.Add(time.Minute)),
+			NotBefore: jwt.NewNumericDate(nbf)}, Type: typ}))(t)
 		return raw
 	}
 	for _, tc := range []struct {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestSeededKeys: one seed and realm name give one key, in any process
@@ -28,16 +30,13 @@ func TestSeededKeys(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			k1, kid1, err := derive(seed, "acme")
-			require.NoError(t, err)
-			k2, kid2, err := derive(seed, "acme")
-			require.NoError(t, err)
+			k1, kid1 := testkit.Must2(derive(seed, "acme"))(t)
+			k2, kid2 := testkit.Must2(derive(seed, "acme"))(t)
 			require.Equal(t, kid1, kid2)
 			require.True(t, k1.(interface {
 				Equal(x crypto.PrivateKey) bool
 			}).Equal(k2))
-			_, kidOther, err := derive(other, "acme")
-			require.NoError(t, err)
+			_, kidOther := testkit.Must2(derive(other, "acme"))(t)
 			require.NotEqual(t, kid1, kidOther)
 			_, kidRealm, err := derive(seed, "globex")
 			require.NoError(t, err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 const testDoc = `{
@@ -71,8 +73,7 @@ func TestCheckerCatchesDrift(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			chk, err := New([]byte(testDoc))
-			require.NoError(t, err)
+			chk := testkit.Must(New([]byte(testDoc)))(t)
 			h := chk.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				got, _ := io.ReadAll(r.Body)
 				require.Equal(t, tt.body, string(got), "the handler reads the body the client sent")
@@ -106,18 +107,15 @@ func TestCheckerCatchesDrift(t *testing.T) {
 // instead of crashing the middleware.
 func TestMiddlewareTakesANilBody(t *testing.T) {
 	t.Parallel()
-	chk, err := New([]byte(testDoc))
-	require.NoError(t, err)
+	chk := testkit.Must(New([]byte(testDoc)))(t)
 	h := chk.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, err := io.ReadAll(r.Body)
-		require.NoError(t, err)
+		got := testkit.Must(io.ReadAll(r.Body))(t)
 		require.Empty(t, got)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"error":"Not Found","message":"no route"}`)
 	}))
-	req, err := http.NewRequest(http.MethodGet, "http://t.test/nowhere", nil)
-	require.NoError(t, err)
+	req := testkit.Must(http.NewRequest(http.MethodGet, "http://t.test/nowhere", nil))(t)
 	require.Nil(t, req.Body)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -129,23 +127,19 @@ func TestMiddlewareTakesANilBody(t *testing.T) {
 // TestTransport checks a client's exchanges the same way.
 func TestTransport(t *testing.T) {
 	t.Parallel()
-	chk, err := New([]byte(testDoc))
-	require.NoError(t, err)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	chk := testkit.Must(New([]byte(testDoc)))(t)
+	srv := testkit.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"error":"Not Found","message":"x"}`)
 	}))
-	t.Cleanup(srv.Close)
 	client := &http.Client{Transport: chk.Transport(srv.Client().Transport)}
-	resp, err := client.Get(srv.URL + "/nowhere")
-	require.NoError(t, err)
+	resp := testkit.Must(client.Get(srv.URL + "/nowhere"))(t)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.JSONEq(t, `{"error":"Not Found","message":"x"}`, string(b))
 	require.NoError(t, chk.Err())
-	resp, err = client.Post(srv.URL+"/things", "application/json", strings.NewReader(`{"name":"a"}`))
-	require.NoError(t, err)
+	resp = testkit.Must(client.Post(srv.URL+"/things", "application/json", strings.NewReader(`{"name":"a"}`)))(t)
 	resp.Body.Close()
 	require.Error(t, chk.Err(), "404 is not documented for POST /things")
 }
@@ -167,8 +161,7 @@ func TestTemplatedRouteForAnotherMethod(t *testing.T) {
     "/things/batch": {"post": {"responses": {"204": {"description": "done"}}}},
     "/things/{id}": {"parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
       "get": {"responses": {"404": {"description": "nf", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}}},`, 1)
-	chk, err := New([]byte(doc))
-	require.NoError(t, err)
+	chk := testkit.Must(New([]byte(doc)))(t)
 	req := httptest.NewRequest(http.MethodGet, "/things/batch", nil)
 	require.NoError(t, chk.Check(req, 404, http.Header{"Content-Type": {"application/json"}}, []byte(`{"error":"Not Found","message":"no thing batch"}`)))
 	require.Error(t, chk.Check(req, 200, http.Header{"Content-Type": {"application/json"}}, []byte(`{}`)), "200 is not documented for GET /things/{id}")
@@ -195,8 +188,7 @@ func TestParametersAndForms(t *testing.T) {
       "requestBody": {"required": true, "content": {"application/x-www-form-urlencoded": {"schema": {
         "type": "object", "required": ["grant_type"], "properties": {"grant_type": {"enum": ["password"]}, "n": {"type": "integer"}}}}}},
       "responses": {"200": {"description": "ok"}, "400": {"description": "bad", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}}},`, 1)
-	chk, err := New([]byte(doc))
-	require.NoError(t, err)
+	chk := testkit.Must(New([]byte(doc)))(t)
 	errBody := []byte(`{"error":"Bad Request","message":"m"}`)
 	jsonHeader := http.Header{"Content-Type": {"application/json"}}
 	tests := []struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestKeyspaceNeverVouchesForRecordsRedissClockExpiredEarly: Redis
@@ -30,15 +31,13 @@ func TestKeyspaceNeverVouchesForRecordsRedissClockExpiredEarly(t *testing.T) {
 	s := settledStore(t, "redis://"+f.addr)
 	iat := now.Add(-time.Minute)
 
-	first, err := s.RecordOnce(t.Context(), "revoked", "w", now.Add(30*time.Minute), iat)
-	require.NoError(t, err)
+	first := testkit.Must(s.RecordOnce(t.Context(), "revoked", "w", now.Add(30*time.Minute), iat))(t)
 	require.True(t, first)
-	found, err := s.Recorded(t.Context(), "revoked", iat)
-	require.NoError(t, err)
+	found := testkit.Must(s.Recorded(t.Context(), "revoked", iat))(t)
 	require.True(t, found)
 
 	clock.Store(now.Add(time.Hour).UnixNano()) // Redis's clock steps ahead
-	_, err = s.Recorded(t.Context(), "revoked", iat)
+	_, err := s.Recorded(t.Context(), "revoked", iat)
 	require.ErrorIs(t, err, errClockAhead)
 	_, err = s.RecordOnce(t.Context(), "spent", "w", now.Add(30*time.Minute), iat)
 	require.ErrorIs(t, err, errClockAhead)

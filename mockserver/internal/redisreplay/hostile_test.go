@@ -11,16 +11,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // hostile serves one canned answer to every connection, after reading
 // what the client sends; slow answers are dribbled byte by byte.
 func hostile(t *testing.T, answer string, slow bool) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testkit.Must(net.Listen("tcp", "127.0.0.1:0"))(t)
 	done := make(chan struct{})
 	t.Cleanup(func() { _ = ln.Close(); <-done })
 	go func() {
@@ -87,8 +86,7 @@ func TestRememberRefusesHostileAnswers(t *testing.T) {
 		{"marker garbage", "+OK\r\n*2\r\n$3\r\n1e9\r\n$1\r\n0\r\n", false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := Open("redis://"+hostile(t, c.answer, c.slow), "")
-			require.NoError(t, err)
+			s := testkit.Must(Open("redis://"+hostile(t, c.answer, c.slow), ""))(t)
 			defer s.Close()
 			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 			defer cancel()

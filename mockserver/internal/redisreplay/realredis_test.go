@@ -19,6 +19,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/replaytest"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // requireRedisEnv is redisstore/redistest's RequireEnv: under it (CI) a
@@ -42,8 +43,7 @@ func startRedisServer(t *testing.T, args ...string) string {
 		t.Skip("needs redis-server, which is not on PATH; CI (.ci/run) runs it")
 	}
 	for range 3 { // a free port can be taken between probe and bind
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
+		ln := testkit.Must(net.Listen("tcp", "127.0.0.1:0"))(t)
 		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		require.NoError(t, ln.Close())
 		cmd := exec.Command(bin, append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -106,25 +106,19 @@ func TestOneKeyCannotFillRedis(t *testing.T) {
 	addr := startRedisServer(t, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
 	s := settledStore(t, addr)
 	const limit = 1000
-	a, err := dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit))
-	require.NoError(t, err)
-	b, err := dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit))
-	require.NoError(t, err)
+	a := testkit.Must(dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit)))(t)
+	b := testkit.Must(dpop.NewVerifier(dpop.WithReplayStore(s), dpop.WithReplayKeyLimit(limit)))(t)
 	replaytest.FloodOneKey(t, a, b, "https://api.example.test/orders", limit, func() int { return dbsize(t, addr) }, 16)
 }
 
 // dbsize returns the number of keys of the redis-server at addr.
 func dbsize(t *testing.T, addr string) int {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(addr, "redis://"))
-	require.NoError(t, err)
+	conn := testkit.Must(net.Dial("tcp", strings.TrimPrefix(addr, "redis://")))(t)
 	defer conn.Close()
-	_, err = conn.Write([]byte("DBSIZE\r\n"))
-	require.NoError(t, err)
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	require.NoError(t, err)
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, ":")))
-	require.NoError(t, err, "DBSIZE answered %q", line)
+	testkit.Must(conn.Write([]byte("DBSIZE\r\n")))(t)
+	line := testkit.Must(bufio.NewReader(conn).ReadString('\n'))(t)
+	n := testkit.Must(strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, ":"))))(t, "DBSIZE answered %q", line)
 	return n
 }
 
@@ -137,19 +131,16 @@ func TestRecordedAnswersOnAFullRedis(t *testing.T) {
 	s := settledStore(t, startRedisServer(t, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction"))
 	ctx := t.Context()
 	since := time.Now().Add(-time.Minute)
-	first, err := s.Remember(ctx, "revoked", time.Now().Add(time.Hour))
-	require.NoError(t, err)
+	first := testkit.Must(s.Remember(ctx, "revoked", time.Now().Add(time.Hour)))(t)
 	require.True(t, first)
 
 	// The marker's high-water put 5 s back: the next read's script is
 	// due to raise it (one write a second), whatever the test's pace.
-	c, _, err := s.get(ctx)
-	require.NoError(t, err)
+	c, _ := testkit.Must2(s.get(ctx))(t)
 	defer s.put(c, true)
-	replies, err := c.do(ctx, []string{"EVAL", `local ms, r, hw, gen = string.match(redis.call('GET', KEYS[1]), '^(%d+)@(%x+)@(%d+)@(%d+)$')
+	replies := testkit.Must(c.do(ctx, []string{"EVAL", `local ms, r, hw, gen = string.match(redis.call('GET', KEYS[1]), '^(%d+)@(%x+)@(%d+)@(%d+)$')
 redis.call('SET', KEYS[1], ms .. '@' .. r .. '@' .. string.format('%.0f', tonumber(hw) - 5000) .. '@' .. gen)
-return 1`, "1", "p:since"})
-	require.NoError(t, err)
+return 1`, "1", "p:since"}))(t)
 	require.NoError(t, replies[0].err)
 	require.Equal(t, "1", replies[0].s)
 
@@ -157,8 +148,7 @@ return 1`, "1", "p:since"})
 	pad := strings.Repeat("x", 4096)
 	filled := false
 	for i := range 10_000 {
-		replies, err := c.do(ctx, []string{"SET", fmt.Sprintf("pad:%d", i), pad})
-		require.NoError(t, err)
+		replies := testkit.Must(c.do(ctx, []string{"SET", fmt.Sprintf("pad:%d", i), pad}))(t)
 		if replies[0].err != nil {
 			require.ErrorContains(t, replies[0].err, "OOM")
 			filled = true
@@ -170,8 +160,7 @@ return 1`, "1", "p:since"})
 	found, err := s.Recorded(ctx, "revoked", since)
 	require.NoError(t, err, "a read on a full Redis whose high-water was due")
 	require.True(t, found)
-	found, err = s.Recorded(ctx, "never", since)
-	require.NoError(t, err)
+	found = testkit.Must(s.Recorded(ctx, "never", since))(t)
 	require.False(t, found)
 	_, err = s.Remember(ctx, "a proof", time.Now().Add(time.Hour))
 	require.Error(t, err, "a write on a full Redis")

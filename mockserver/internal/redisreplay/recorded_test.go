@@ -14,6 +14,7 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/internal/onetime"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestRecordedReadsWhatRememberWrote: what one replica records (a
@@ -24,15 +25,12 @@ func TestRecordedReadsWhatRememberWrote(t *testing.T) {
 	f := startFake(t, redisLike())
 	s := settledStore(t, "redis://"+f.addr)
 	since := time.Now().Add(-time.Minute)
-	found, err := s.Recorded(t.Context(), "k", since)
-	require.NoError(t, err)
+	found := testkit.Must(s.Recorded(t.Context(), "k", since))(t)
 	require.False(t, found, "not recorded yet")
-	first, err := s.Remember(t.Context(), "k", time.Now().Add(time.Hour))
-	require.NoError(t, err)
+	first := testkit.Must(s.Remember(t.Context(), "k", time.Now().Add(time.Hour)))(t)
 	require.True(t, first)
 	before := len(f.commands())
-	found, err = s.Recorded(t.Context(), "k", since)
-	require.NoError(t, err)
+	found = testkit.Must(s.Recorded(t.Context(), "k", since))(t)
 	require.True(t, found)
 	cmds := f.commands()[before:]
 	require.Len(t, cmds, 2, "one round trip")
@@ -62,8 +60,7 @@ func TestRecordedRefusesWhatTheKeyspaceCannotVouchFor(t *testing.T) {
 	require.ErrorIs(t, err, dpop.ErrKeyspaceNew, "the server refuses the credential for good, not as an outage")
 	_, err = s.Recorded(t.Context(), "k", now.Add(dpop.ReplayStoreMargin-time.Millisecond))
 	require.ErrorIs(t, err, errKeyspaceNew, "issued within the margin of the keyspace's beginning (clocks differ)")
-	found, err := s.Recorded(t.Context(), "k", now.Add(dpop.ReplayStoreMargin))
-	require.NoError(t, err, "issued a margin after the keyspace began")
+	found := testkit.Must(s.Recorded(t.Context(), "k", now.Add(dpop.ReplayStoreMargin)))(t, "issued a margin after the keyspace began")
 	require.False(t, found)
 
 	down := startFake(t, func([]string) string { return "-ERR LOADING\r\n" })
@@ -101,14 +98,11 @@ func TestRecordOnceDecidesTheKeyspaceBeforeWriting(t *testing.T) {
 	}
 	// The operator knows the keyspace is older: the retry records.
 	answer([]string{"SET", "p:since", strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10)})
-	first, err := s.RecordOnce(t.Context(), "k", "w", issued.Add(2*time.Minute), issued)
-	require.NoError(t, err)
+	first := testkit.Must(s.RecordOnce(t.Context(), "k", "w", issued.Add(2*time.Minute), issued))(t)
 	require.True(t, first)
-	first, err = s.RecordOnce(t.Context(), "k", "other", issued.Add(2*time.Minute), issued)
-	require.NoError(t, err)
+	first = testkit.Must(s.RecordOnce(t.Context(), "k", "other", issued.Add(2*time.Minute), issued))(t)
 	require.False(t, first, "recorded already, by another writer")
-	found, err := s.Recorded(t.Context(), "k", issued)
-	require.NoError(t, err)
+	found := testkit.Must(s.Recorded(t.Context(), "k", issued))(t)
 	require.True(t, found)
 }
 
@@ -126,13 +120,10 @@ func TestRecordOnceTakesEveryTextOfTheMarkersTime(t *testing.T) {
 			s := openStore(t, "redis://"+f.addr, "p:")
 			require.NoError(t, setMarker(t, s, text))
 			issued := time.Now().Add(-time.Minute)
-			_, err := s.Recorded(t.Context(), "k", issued)
-			require.NoError(t, err, "the keyspace vouches for reads")
-			first, err := s.RecordOnce(t.Context(), "k", "w", time.Now().Add(time.Hour), issued)
-			require.NoError(t, err)
+			testkit.Must(s.Recorded(t.Context(), "k", issued))(t, "the keyspace vouches for reads")
+			first := testkit.Must(s.RecordOnce(t.Context(), "k", "w", time.Now().Add(time.Hour), issued))(t)
 			require.True(t, first)
-			first, err = s.RecordOnce(t.Context(), "k", "other", time.Now().Add(time.Hour), issued)
-			require.NoError(t, err)
+			first = testkit.Must(s.RecordOnce(t.Context(), "k", "other", time.Now().Add(time.Hour), issued))(t)
 			require.False(t, first, "recorded already, by another writer")
 		})
 	}
@@ -153,15 +144,13 @@ func TestARestartedServerVouchesForNothingBeforeIt(t *testing.T) {
 	f := startFake(t, answer)
 	s := settledStore(t, "redis://"+f.addr)
 	issued := now.Add(-time.Minute)
-	first, err := s.RecordOnce(t.Context(), "revoked", "w", now.Add(time.Hour), issued)
-	require.NoError(t, err)
+	first := testkit.Must(s.RecordOnce(t.Context(), "revoked", "w", now.Add(time.Hour), issued))(t)
 	require.True(t, first)
-	found, err := s.Recorded(t.Context(), "k", issued)
-	require.NoError(t, err)
+	found := testkit.Must(s.Recorded(t.Context(), "k", issued))(t)
 	require.False(t, found)
 
 	answer([]string{restartCommand}) // every key kept: the most a restore can keep
-	_, err = s.Recorded(t.Context(), "k", issued)
+	_, err := s.Recorded(t.Context(), "k", issued)
 	require.ErrorIs(t, err, errKeyspaceNew, "a record made after the snapshot may be lost: no answer")
 	_, err = s.RecordOnce(t.Context(), "other", "w", now.Add(time.Hour), issued)
 	require.ErrorIs(t, err, errKeyspaceNew)
@@ -208,8 +197,7 @@ func TestRecordOnceKeepsARecordForItsWritersRetry(t *testing.T) {
 		{"another", false},
 		{"writer", true},
 	} {
-		mine, err := s.RecordOnce(t.Context(), "k", tc.writer, until, issued)
-		require.NoError(t, err)
+		mine := testkit.Must(s.RecordOnce(t.Context(), "k", tc.writer, until, issued))(t)
 		require.Equal(t, tc.mine, mine, "RecordOnce of %s", tc.writer)
 	}
 	for _, tc := range []struct {
@@ -220,13 +208,11 @@ func TestRecordOnceKeepsARecordForItsWritersRetry(t *testing.T) {
 		{"writer", true},   // the one call that finishes it
 		{"writer", false},  // finished already: no second answer
 	} {
-		finished, err := s.Finish(t.Context(), "k", tc.writer)
-		require.NoError(t, err)
+		finished := testkit.Must(s.Finish(t.Context(), "k", tc.writer))(t)
 		require.Equal(t, tc.finished, finished, "Finish of %s", tc.writer)
 	}
 	for _, w := range []string{"writer", "another"} {
-		mine, err := s.RecordOnce(t.Context(), "k", w, until, issued)
-		require.NoError(t, err)
+		mine := testkit.Must(s.RecordOnce(t.Context(), "k", w, until, issued))(t)
 		require.False(t, mine, "RecordOnce of %s once the record is finished", w)
 	}
 	for _, w := range []string{"", onetime.Finished, strings.Repeat("w", onetime.MaxWriter+1)} {
@@ -265,8 +251,7 @@ func TestRecordOnceReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 	markerWrote := []string{"EVAL", replaymarker.Script, "1", "p:since", margin, clockRead, "0", "1"}
 
 	before, from := len(f.commands()), time.Now().UnixMilli()
-	first, err := s.RecordOnce(t.Context(), "k", "w", until, issued)
-	require.NoError(t, err)
+	first := testkit.Must(s.RecordOnce(t.Context(), "k", "w", until, issued))(t)
 	require.True(t, first)
 	require.Equal(t, [][]string{
 		marker,
@@ -275,6 +260,6 @@ func TestRecordOnceReadsTheMarkerOnlyThroughItsScript(t *testing.T) {
 	}, withClockRead(f.commands()[before:], from), "the marker decided by its script, before the write and with it, with the process's clock reading")
 
 	restart.Store(true)
-	_, err = s.RecordOnce(t.Context(), "k2", "w", until, issued)
+	_, err := s.RecordOnce(t.Context(), "k2", "w", until, issued)
 	require.ErrorIs(t, err, errKeyspaceNew, "the server restarted between the marker's first decision and the write")
 }

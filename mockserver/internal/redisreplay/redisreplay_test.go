@@ -21,6 +21,7 @@ import (
 	"github.com/orgauthz/orgauthz/internal/leakcheck"
 	"github.com/orgauthz/orgauthz/internal/onetime"
 	"github.com/orgauthz/orgauthz/internal/replaymarker"
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -45,8 +46,7 @@ type fakeRedis struct {
 
 func startFake(t *testing.T, answer func(cmd []string) string) *fakeRedis {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := testkit.Must(net.Listen("tcp", "127.0.0.1:0"))(t)
 	f := &fakeRedis{addr: ln.Addr().String(), answer: answer, accepted: make(chan struct{}, 1000)}
 	var wg sync.WaitGroup
 	var conns []net.Conn
@@ -305,8 +305,7 @@ func settledStore(t *testing.T, rawURL string) *Store {
 // openStore opens a Store at rawURL with prefix, closed when the test ends.
 func openStore(t *testing.T, rawURL, prefix string) *Store {
 	t.Helper()
-	s, err := Open(rawURL, prefix)
-	require.NoError(t, err)
+	s := testkit.Must(Open(rawURL, prefix))(t)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -368,8 +367,7 @@ func TestRememberSpeaksRESP(t *testing.T) {
 	s := settledStore(t, "redis://u:pw@"+f.addr+"/3")
 	until := time.UnixMilli(4_000_000_000_000).Add(time.Microsecond)
 	for i, want := range []bool{true, false} {
-		first, err := s.Remember(t.Context(), "k", until)
-		require.NoError(t, err, "call %d", i)
+		first := testkit.Must(s.Remember(t.Context(), "k", until))(t, "call %d", i)
 		require.Equal(t, want, first, "call %d", i)
 	}
 	cmds := f.commands()
@@ -418,8 +416,7 @@ func TestRememberRefusesWhileTheKeyspaceIsNew(t *testing.T) {
 
 	_, err = s.Remember(t.Context(), "b", window(began.Add(10*time.Second+time.Minute-time.Millisecond)))
 	require.ErrorIs(t, err, errKeyspaceNew, "just inside the window")
-	first, err := s.Remember(t.Context(), "c", window(began.Add(10*time.Second+time.Minute)))
-	require.NoError(t, err)
+	first := testkit.Must(s.Remember(t.Context(), "c", window(began.Add(10*time.Second+time.Minute))))(t)
 	require.True(t, first)
 }
 
@@ -453,8 +450,7 @@ func TestRememberRewritesAMarkerThatCannotBeRight(t *testing.T) {
 				return
 			}
 			require.Equal(t, strconv.FormatInt(now.UnixMilli(), 10), markerAt(t, answer, "p:since"), "from its clock")
-			first, err := s.Remember(t.Context(), "b", now.Add(11*time.Minute))
-			require.NoError(t, err)
+			first := testkit.Must(s.Remember(t.Context(), "b", now.Add(11*time.Minute)))(t)
 			require.True(t, first, "accepted once the window has passed since the rewrite")
 		})
 	}
@@ -512,14 +508,12 @@ func TestRememberRedialsAClosedIdleConnection(t *testing.T) {
 	t.Parallel()
 	f := startFake(t, redisLike())
 	s := settledStore(t, "redis://"+f.addr)
-	first, err := s.Remember(t.Context(), "a", time.Now().Add(time.Hour))
-	require.NoError(t, err)
+	first := testkit.Must(s.Remember(t.Context(), "a", time.Now().Add(time.Hour)))(t)
 	require.True(t, first)
 	c := <-s.idle
 	_ = c.nc.Close() // as the server's end closing: the next write or read fails
 	s.idle <- c
-	first, err = s.Remember(t.Context(), "b", time.Now().Add(time.Hour))
-	require.NoError(t, err)
+	first = testkit.Must(s.Remember(t.Context(), "b", time.Now().Add(time.Hour)))(t)
 	require.True(t, first)
 }
 

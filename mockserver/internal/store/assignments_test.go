@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 func TestUserOrgRoleIDs(t *testing.T) {
@@ -14,14 +16,10 @@ func TestUserOrgRoleIDs(t *testing.T) {
 	b := mustOrg(t, r, "B", "b")
 	da := mustDept(t, r, a.ID, "", DeptSpec{Name: "DA", TemplateRoleIDs: []string{"r-auditor"}})
 	db := mustDept(t, r, b.ID, "", DeptSpec{Name: "DB"})
-	_, err := r.LinkRole(a.ID, "r-editor")
-	require.NoError(t, err)
-	_, err = r.LinkRole(b.ID, "r-viewer")
-	require.NoError(t, err)
-	_, _, err = r.Assign("u-alice", da.ID, t0)
-	require.NoError(t, err)
-	_, _, err = r.Assign("u-alice", db.ID, t0)
-	require.NoError(t, err)
+	testkit.Must(r.LinkRole(a.ID, "r-editor"))(t)
+	testkit.Must(r.LinkRole(b.ID, "r-viewer"))(t)
+	testkit.Must2(r.Assign("u-alice", da.ID, t0))(t)
+	testkit.Must2(r.Assign("u-alice", db.ID, t0))(t)
 
 	assert.Equal(t, Set{"r-editor": {}, "r-auditor": {}, "r-viewer": {}}, r.UserOrgRoleIDs("u-alice", ""))
 	assert.Equal(t, Set{"r-editor": {}, "r-auditor": {}}, r.UserOrgRoleIDs("u-alice", a.ID))
@@ -42,8 +40,7 @@ func TestAssignmentTimeAnyClock(t *testing.T) {
 		r := testRealm(t)
 		o := mustOrg(t, r, "A", "a")
 		d := mustDept(t, r, o.ID, "", DeptSpec{Name: "One"})
-		a, created, err := r.Assign("u-alice", d.ID, at)
-		require.NoError(t, err)
+		a, created := testkit.Must2(r.Assign("u-alice", d.ID, at))(t)
 		require.True(t, created)
 		at = at.Truncate(time.Second) // TestAssignmentTimeTruncatesToTheSecond
 		assert.True(t, at.Equal(a.AssignedAt), "assigned at %v, got %v", at, a.AssignedAt)
@@ -51,8 +48,7 @@ func TestAssignmentTimeAnyClock(t *testing.T) {
 		require.True(t, ok)
 		assert.True(t, at.Equal(got.AssignedAt), "read back %v, got %v", at, got.AssignedAt)
 		assert.Equal(t, time.UTC, got.AssignedAt.Location())
-		later, _, err := r.Assign("u-alice", d.ID, at.Add(time.Hour))
-		require.NoError(t, err)
+		later, _ := testkit.Must2(r.Assign("u-alice", d.ID, at.Add(time.Hour)))(t)
 		assert.True(t, at.Equal(later.AssignedAt), "a repeat keeps %v, got %v", at, later.AssignedAt)
 	}
 }

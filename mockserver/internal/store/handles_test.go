@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestRecycledDepartmentHandleHoldsNothing deletes assigned departments
@@ -15,18 +17,16 @@ import (
 func TestRecycledDepartmentHandleHoldsNothing(t *testing.T) {
 	r := testRealm(t)
 	o := mustOrg(t, r, "A", "a")
-	tmpl, err := r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "t", Root: TemplateNode{
+	tmpl := testkit.Must(r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "t", Root: TemplateNode{
 		Name: "Branch", RoleIDs: []string{"r-auditor"}, Children: []TemplateNode{{Name: "Back"}},
-	}}, t0)
-	require.NoError(t, err)
+	}}, t0))(t)
 
 	for round := range 3 {
 		top, err := r.InstantiateTemplate(o.ID, "", tmpl.ID, t0)
 		require.NoError(t, err)
 		plain := mustDept(t, r, o.ID, "", DeptSpec{Name: "Plain"})
 		for _, d := range []*Department{top, plain} {
-			_, _, err = r.Assign("u-alice", d.ID, t0)
-			require.NoError(t, err)
+			testkit.Must2(r.Assign("u-alice", d.ID, t0))(t)
 		}
 		require.Contains(t, r.UserOrgRoleIDs("u-alice", ""), "r-auditor")
 		oldHandles := map[uint32]bool{}
@@ -43,8 +43,7 @@ func TestRecycledDepartmentHandleHoldsNothing(t *testing.T) {
 		// The new departments take the freed handles: bob is assigned to
 		// one, alice to none.
 		fresh := mustDept(t, r, o.ID, "", DeptSpec{Name: "Fresh"})
-		again, err := r.InstantiateTemplate(o.ID, "", tmpl.ID, t0)
-		require.NoError(t, err)
+		again := testkit.Must(r.InstantiateTemplate(o.ID, "", tmpl.ID, t0))(t)
 		reused := 0
 		for _, d := range r.Depts {
 			if oldHandles[d.h] {
@@ -52,23 +51,19 @@ func TestRecycledDepartmentHandleHoldsNothing(t *testing.T) {
 			}
 		}
 		require.Equal(t, 3, reused, "round %d: the test must recycle every freed handle", round)
-		_, _, err = r.Assign("u-bob", fresh.ID, t0)
-		require.NoError(t, err)
+		testkit.Must2(r.Assign("u-bob", fresh.ID, t0))(t)
 
 		for _, d := range []*Department{fresh, again} {
 			_, ok := r.Assignment("u-alice", d.ID)
 			assert.False(t, ok, "alice is not assigned to %s", d.Name)
-			users, err := r.DepartmentUsers(o.ID, d.ID)
-			require.NoError(t, err)
+			users := testkit.Must(r.DepartmentUsers(o.ID, d.ID))(t)
 			for _, u := range users {
 				assert.NotEqual(t, "u-alice", u.UserID)
 			}
 		}
-		as, err := r.UserAssignments("u-alice")
-		require.NoError(t, err)
+		as := testkit.Must(r.UserAssignments("u-alice"))(t)
 		assert.Empty(t, as)
-		tree, err := r.AssignmentTree("u-alice")
-		require.NoError(t, err)
+		tree := testkit.Must(r.AssignmentTree("u-alice"))(t)
 		assert.Empty(t, tree)
 		assert.Empty(t, r.UserOrganizations("u-alice", ""))
 		assert.Empty(t, r.UserOrgRoleIDs("u-alice", ""), "no grant through a recycled handle")

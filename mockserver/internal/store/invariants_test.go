@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestCheckInvariantsCatchesCorruption proves the checker is not vacuous:
@@ -15,16 +16,11 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 		r := testRealm(t)
 		o := mustOrg(t, r, "A", "a")
 		d := mustDept(t, r, o.ID, "", DeptSpec{Name: "D", Alias: "d", Children: []DeptSpec{{Name: "C"}}})
-		_, _, err := r.Assign("u-alice", d.ID, t0)
-		require.NoError(t, err)
-		_, err = r.LinkGroup(o.ID, "g-eng")
-		require.NoError(t, err)
-		_, err = r.LinkRole(o.ID, "r-editor")
-		require.NoError(t, err)
-		app, err := r.RegisterApplication(AppSpec{ClientID: "orders-api"}, t0)
-		require.NoError(t, err)
-		_, _, err = r.AssignApplication(o.ID, app.ClientID)
-		require.NoError(t, err)
+		testkit.Must2(r.Assign("u-alice", d.ID, t0))(t)
+		testkit.Must(r.LinkGroup(o.ID, "g-eng"))(t)
+		testkit.Must(r.LinkRole(o.ID, "r-editor"))(t)
+		app := testkit.Must(r.RegisterApplication(AppSpec{ClientID: "orders-api"}, t0))(t)
+		testkit.Must2(r.AssignApplication(o.ID, app.ClientID))(t)
 		requireConsistent(t, r)
 		return r, o, d
 	}
@@ -110,9 +106,8 @@ func TestCheckInvariantsCatchesCorruption(t *testing.T) {
 			r.orgs[d.OrgID].depts++
 		},
 		"stale property key": func(t *testing.T, r *Realm, o *Organization, _ *Department) {
-			tmpl, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "P",
-				Properties: []Property{{Key: "cost-center", Type: PropString, Required: true}}}, t0)
-			require.NoError(t, err)
+			tmpl := testkit.Must(r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "P",
+				Properties: []Property{{Key: "cost-center", Type: PropString, Required: true}}}, t0))(t)
 			tmpl.Properties = []Property{{Key: "region", Type: PropString}}
 		},
 		"stale department alias": func(_ *testing.T, r *Realm, o *Organization, _ *Department) { r.orgs[o.ID].aliases["ghost"] = "x" },

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // opsModel is what TestRandomOperationsMatchModel expects of a realm,
@@ -70,18 +72,12 @@ func runRandomOperations(t *testing.T, seed int64, steps int) {
 		op := rng.Intn(12)
 		switch {
 		case op == 0 || len(orgs) == 0:
-			o, err := r.CreateOrganization(OrgSpec{Name: fmt.Sprintf("O%d", step), Alias: fmt.Sprintf("o%d", step)}, t0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := testkit.Must(r.CreateOrganization(OrgSpec{Name: fmt.Sprintf("O%d", step), Alias: fmt.Sprintf("o%d", step)}, t0))(t)
 			orgs = append(orgs, o.ID)
 			if rng.Intn(2) == 0 {
 				r.OrgRoles[o.ID] = Set{"r-editor": {}}
 			}
-			tm, err := r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "t", Root: TemplateNode{Name: "T", RoleIDs: []string{"r-auditor"}, Children: []TemplateNode{{Name: "C1"}, {Name: "C2", RoleIDs: []string{"r-editor"}}}}}, t0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tm := testkit.Must(r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "t", Root: TemplateNode{Name: "T", RoleIDs: []string{"r-auditor"}, Children: []TemplateNode{{Name: "C1"}, {Name: "C2", RoleIDs: []string{"r-editor"}}}}}, t0))(t)
 			tmpls[o.ID] = append(tmpls[o.ID], tm.ID)
 		case op == 1 && rng.Intn(3) == 0:
 			i := rng.Intn(len(orgs))
@@ -185,10 +181,7 @@ func runRandomOperations(t *testing.T, seed int64, steps int) {
 		n := 0
 		for _, u := range users {
 			n += len(m.held[u])
-			as, err := r.UserAssignments(u)
-			if err != nil {
-				t.Fatal(err)
-			}
+			as := testkit.Must(r.UserAssignments(u))(t)
 			if len(as) != len(m.held[u]) {
 				t.Fatalf("seed %d step %d: user %s has %d assignments, model %d", seed, step, u, len(as), len(m.held[u]))
 			}
@@ -252,10 +245,7 @@ func runRandomOperations(t *testing.T, seed int64, steps int) {
 			t.Fatalf("count %d model %d", r.AssignmentCount(), n)
 		}
 		for d, o := range m.deptOrg {
-			du, err := r.DepartmentUsers(o, d)
-			if err != nil {
-				t.Fatal(err)
-			}
+			du := testkit.Must(r.DepartmentUsers(o, d))(t)
 			for _, x := range du {
 				if !m.held[x.UserID][d] {
 					t.Fatalf("seed %d step %d: dept users leak %s in %s", seed, step, x.UserID, d)

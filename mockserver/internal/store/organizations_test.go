@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -42,16 +44,12 @@ func testRealm(t *testing.T) *Realm {
 
 func mustOrg(t *testing.T, r *Realm, name, alias string) *Organization {
 	t.Helper()
-	o, err := r.CreateOrganization(OrgSpec{Name: name, Alias: alias}, t0)
-	require.NoError(t, err)
-	return o
+	return testkit.Must(r.CreateOrganization(OrgSpec{Name: name, Alias: alias}, t0))(t)
 }
 
 func mustDept(t *testing.T, r *Realm, orgID, parentID string, spec DeptSpec) *Department {
 	t.Helper()
-	d, err := r.CreateDepartment(orgID, parentID, spec, t0)
-	require.NoError(t, err)
-	return d
+	return testkit.Must(r.CreateDepartment(orgID, parentID, spec, t0))(t)
 }
 
 func requireConsistent(t *testing.T, r *Realm) {
@@ -91,20 +89,14 @@ func TestDeleteOrganizationCascades(t *testing.T) {
 	kd := mustDept(t, r, keep.ID, "", DeptSpec{Name: "Kept"})
 	child := r.orgIndex(o.ID).children[d.ID].At(0)
 	for _, did := range []string{d.ID, child.ID, kd.ID} {
-		_, _, err := r.Assign("u-alice", did, t0)
-		require.NoError(t, err)
+		testkit.Must2(r.Assign("u-alice", did, t0))(t)
 	}
-	_, err := r.LinkRole(o.ID, "r-editor")
-	require.NoError(t, err)
-	_, err = r.LinkRole(keep.ID, "r-editor")
-	require.NoError(t, err)
-	_, err = r.LinkGroup(o.ID, "g-eng")
-	require.NoError(t, err)
-	app, err := r.RegisterApplication(AppSpec{ClientID: "orders-api"}, t0)
-	require.NoError(t, err)
-	_, _, err = r.AssignApplication(o.ID, "orders-api")
-	require.NoError(t, err)
-	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "p",
+	testkit.Must(r.LinkRole(o.ID, "r-editor"))(t)
+	testkit.Must(r.LinkRole(keep.ID, "r-editor"))(t)
+	testkit.Must(r.LinkGroup(o.ID, "g-eng"))(t)
+	app := testkit.Must(r.RegisterApplication(AppSpec{ClientID: "orders-api"}, t0))(t)
+	testkit.Must2(r.AssignApplication(o.ID, "orders-api"))(t)
+	_, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "p",
 		Properties: []Property{{Key: "cost", Type: PropNumber}}}, t0)
 	require.NoError(t, err)
 	_, err = r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "t", Root: TemplateNode{Name: "x"}}, t0)

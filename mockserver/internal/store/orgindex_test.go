@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 // TestOrganizationIsNotItsOwnParent: the organization's id is not a
@@ -23,8 +25,7 @@ func TestOrganizationIsNotItsOwnParent(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = r.CreateDepartment(o.ID, o.ID, DeptSpec{Name: "x"}, t0)
 	require.ErrorIs(t, err, ErrNotFound)
-	roots, err := r.Departments(o.ID, "")
-	require.NoError(t, err)
+	roots := testkit.Must(r.Departments(o.ID, ""))(t)
 	require.Equal(t, 1, roots.Len())
 }
 
@@ -40,8 +41,7 @@ func TestChildListsFollowRenames(t *testing.T) {
 		ids = append(ids, mustDept(t, r, o.ID, "", DeptSpec{Name: n}).ID)
 	}
 	names := func() []string {
-		list, err := r.Departments(o.ID, "")
-		require.NoError(t, err)
+		list := testkit.Must(r.Departments(o.ID, ""))(t)
 		var out []string
 		for d := range list.All() {
 			out = append(out, d.Name)
@@ -49,14 +49,12 @@ func TestChildListsFollowRenames(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []string{"alpha", "bravo", "Charlie", "delta"}, names())
-	_, err := r.UpdateDepartment(o.ID, ids[1], DeptSpec{Name: "echo"}) // alpha -> echo
-	require.NoError(t, err)
+	testkit.Must(r.UpdateDepartment(o.ID, ids[1], DeptSpec{Name: "echo"}))(t) // alpha -> echo
 	require.Equal(t, []string{"bravo", "Charlie", "delta", "echo"}, names())
 	deleteDepartment(t, r, o.ID, ids[2]) // Charlie
 	require.Equal(t, []string{"bravo", "delta", "echo"}, names())
 
-	_, err = r.UpdateOrganization(o.ID, OrgSpec{Name: "0 first"})
-	require.NoError(t, err)
+	testkit.Must(r.UpdateOrganization(o.ID, OrgSpec{Name: "0 first"}))(t)
 	require.Equal(t, o, r.Organizations("")[0])
 	requireConsistent(t, r)
 }
@@ -73,15 +71,13 @@ func TestTemplateNodeLimit(t *testing.T) {
 		}
 		return root
 	}
-	tmpl, err := r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "max", Root: wide(MaxTemplateNodes)}, t0)
-	require.NoError(t, err)
-	_, err = r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "too big", Root: wide(MaxTemplateNodes + 1)}, t0)
+	tmpl := testkit.Must(r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "max", Root: wide(MaxTemplateNodes)}, t0))(t)
+	_, err := r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "too big", Root: wide(MaxTemplateNodes + 1)}, t0)
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Equal(t, "root", fieldOf(err))
 	assert.Contains(t, err.Error(), "1000")
 
-	_, err = r.InstantiateTemplate(o.ID, "", tmpl.ID, t0)
-	require.NoError(t, err)
+	testkit.Must(r.InstantiateTemplate(o.ID, "", tmpl.ID, t0))(t)
 	assert.Len(t, r.Depts, MaxTemplateNodes)
 	_, err = r.CreateDepartment(o.ID, "", DeptSpec{Name: "x", Children: make([]DeptSpec, MaxTemplateNodes)}, t0)
 	require.ErrorIs(t, err, ErrInvalid, "a department spec is bounded the same way")
@@ -121,11 +117,9 @@ func TestAssignmentTreeMatchesPrunedTree(t *testing.T) {
 			for range 1 + rng.IntN(10) {
 				d := depts[rng.IntN(len(depts))]
 				assigned[d.ID] = true
-				_, _, err := r.Assign("u-alice", d.ID, t0)
-				require.NoError(t, err)
+				testkit.Must2(r.Assign("u-alice", d.ID, t0))(t)
 			}
-			got, err := r.AssignmentTree("u-alice")
-			require.NoError(t, err)
+			got := testkit.Must(r.AssignmentTree("u-alice"))(t)
 			require.Equal(t, prunedTrees(t, r, assigned), flattenOrgs(got))
 		})
 	}
@@ -136,8 +130,7 @@ func TestAssignmentTreeMatchesPrunedTree(t *testing.T) {
 func prunedTrees(t *testing.T, r *Realm, assigned map[string]bool) []string {
 	var orgs []*OrgNode
 	for _, o := range r.Organizations("") {
-		tree, err := r.DepartmentTree(o.ID)
-		require.NoError(t, err)
+		tree := testkit.Must(r.DepartmentTree(o.ID))(t)
 		if kept := prune(tree, assigned); len(kept) > 0 {
 			orgs = append(orgs, &OrgNode{Org: o, Children: kept})
 		}
@@ -211,8 +204,7 @@ func TestWideDeletesSearchNoSiblingList(t *testing.T) {
 		wide.Children = append(wide.Children, DeptSpec{Name: fmt.Sprint("child ", i)})
 	}
 	w := mustDept(t, r, o.ID, "", wide)
-	_, _, err := r.Assign("u-alice", r.orgIndex(o.ID).children[w.ID].At(0).ID, t0)
-	require.NoError(t, err)
+	testkit.Must2(r.Assign("u-alice", r.orgIndex(o.ID).children[w.ID].At(0).ID, t0))(t)
 
 	compares := countDeptCompares(t)
 	gone := deleteDepartment(t, r, o.ID, w.ID)
@@ -242,8 +234,7 @@ func TestSiblingsInAnyOrderStayShallow(t *testing.T) {
 	for i := range n {
 		mustDept(t, r, o.ID, "", DeptSpec{Name: fmt.Sprintf("d%05d", n-i)})
 	}
-	roots, err := r.Departments(o.ID, "")
-	require.NoError(t, err)
+	roots := testkit.Must(r.Departments(o.ID, ""))(t)
 	require.Equal(t, n, roots.Len())
 	assert.LessOrEqual(t, treeDepth(roots.root), 5*bits.Len(n))
 	assert.LessOrEqual(t, *compares, n*5*bits.Len(n))

@@ -6,12 +6,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
 )
 
 func TestDepartmentAttributesFollowPropertyTemplates(t *testing.T) {
 	r := testRealm(t)
 	o := mustOrg(t, r, "A", "a")
-	_, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "all", Properties: []Property{
+	testkit.Must(r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "all", Properties: []Property{
 		{Key: "cost", Type: PropNumber, Required: true},
 		{Key: "active", Type: PropBoolean},
 		{Key: "since", Type: PropDate},
@@ -19,13 +21,11 @@ func TestDepartmentAttributesFollowPropertyTemplates(t *testing.T) {
 		{Key: "site", Type: PropURL},
 		{Key: "tier", Type: PropEnum, AllowedValues: []string{"gold"}},
 		{Key: "note", Type: PropString},
-	}}, t0)
-	require.NoError(t, err)
+	}}, t0))(t)
 
 	ok := Attributes{"cost": {"12.5"}, "active": {"true"}, "since": {"2024-02-29"},
 		"mail": {"a@b.test"}, "site": {"https://x.test/p"}, "tier": {"gold"}, "note": {"anything"}, "free": {"x"}}
-	d, err := r.CreateDepartment(o.ID, "", DeptSpec{Name: "ok", Attributes: ok}, t0)
-	require.NoError(t, err)
+	d := testkit.Must(r.CreateDepartment(o.ID, "", DeptSpec{Name: "ok", Attributes: ok}, t0))(t)
 
 	tests := []struct {
 		field string
@@ -46,7 +46,7 @@ func TestDepartmentAttributesFollowPropertyTemplates(t *testing.T) {
 		_, err = r.UpdateDepartment(o.ID, d.ID, DeptSpec{Name: "ok", Attributes: tc.attrs})
 		require.ErrorIs(t, err, ErrInvalid, tc.attrs)
 	}
-	_, err = r.CreateDepartment(o.ID, "", DeptSpec{Name: "nan", Attributes: Attributes{"cost": {"NaN"}}}, t0)
+	_, err := r.CreateDepartment(o.ID, "", DeptSpec{Name: "nan", Attributes: Attributes{"cost": {"NaN"}}}, t0)
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Len(t, r.Depts, 1)
 	assert.Equal(t, ok, r.Depts[d.ID].Attributes, "failed updates change nothing")
@@ -70,8 +70,7 @@ func TestDepartmentTemplates(t *testing.T) {
 	_, err = r.CreateDepartmentTemplate(o.ID, DeptTemplateSpec{Name: "x", Root: TemplateNode{}}, t0)
 	assert.Equal(t, "root.name", fieldOf(err))
 
-	top, err := r.InstantiateTemplate(o.ID, "", tmpl.ID, t0)
-	require.NoError(t, err)
+	top := testkit.Must(r.InstantiateTemplate(o.ID, "", tmpl.ID, t0))(t)
 	assert.Equal(t, "Branch", top.Name)
 	assert.Equal(t, []string{"r-auditor"}, top.TemplateRoleIDs)
 	assert.Len(t, r.Depts, 3)
@@ -105,8 +104,7 @@ func TestDepartmentTemplates(t *testing.T) {
 
 	_, err = r.InstantiateTemplate(o.ID, "", "ghost", t0)
 	require.ErrorIs(t, err, ErrNotFound)
-	list, err := r.DepartmentTemplates(o.ID)
-	require.NoError(t, err)
+	list := testkit.Must(r.DepartmentTemplates(o.ID))(t)
 	assert.Len(t, list, 1)
 	requireConsistent(t, r)
 }
@@ -159,8 +157,7 @@ func TestPropertyKeyIndexFollowsTemplates(t *testing.T) {
 	require.Len(t, ix.props, 200*MaxProperties)
 	_, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "dup", Properties: []Property{{Key: "k7_7", Type: PropString}}}, t0)
 	require.ErrorIs(t, err, ErrConflict)
-	_, err = r.CreatePropertyTemplate(other.ID, PropertyTemplateSpec{Name: "dup", Properties: []Property{{Key: "k7_7", Type: PropString}}}, t0)
-	require.NoError(t, err, "keys are unique per organization only")
+	testkit.Must(r.CreatePropertyTemplate(other.ID, PropertyTemplateSpec{Name: "dup", Properties: []Property{{Key: "k7_7", Type: PropString}}}, t0))(t, "keys are unique per organization only")
 
 	_, err = r.CreateDepartment(o.ID, "", DeptSpec{Name: "x", Attributes: Attributes{"k5_5": {"many"}}}, t0)
 	require.ErrorIs(t, err, ErrInvalid)
@@ -186,7 +183,6 @@ func TestPropertyKeyIndexFollowsTemplates(t *testing.T) {
 	require.Len(t, ix.props, 199*MaxProperties)
 	require.Empty(t, ix.required)
 	mustDept(t, r, o.ID, "", DeptSpec{Name: "z"})
-	_, err = r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "again", Properties: []Property{{Key: "k199_0", Type: PropString}}}, t0)
-	require.NoError(t, err, "a deleted template's keys are free again")
+	testkit.Must(r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "again", Properties: []Property{{Key: "k199_0", Type: PropString}}}, t0))(t, "a deleted template's keys are free again")
 	requireConsistent(t, r)
 }
