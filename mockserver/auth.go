@@ -330,8 +330,13 @@ func (s *Server) recordAudit(c *caller, action string, status int) {
 	if tenant == "" {
 		tenant = by
 	}
+	// The resource's id is the caller's, taken from the path or the body
+	// before anything checked it: kept by the errors' rule (keep), so that
+	// a credential sent where an id goes is not stored. The actor and the
+	// tenant are the server's (a verified token's subject, a tenant's id),
+	// the action and type its words.
 	s.store.RecordAudit(by, store.AuditEntry{ActorID: c.subject, Action: action, TenantID: tenant,
-		ResourceType: resourceType, ResourceID: c.resourceID, Outcome: outcome})
+		ResourceType: resourceType, ResourceID: keep(c.resourceID, s.publicName), Outcome: outcome})
 }
 
 // statusRecorder remembers the status a handler wrote.

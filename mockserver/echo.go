@@ -193,6 +193,21 @@ func describe(v string) string {
 	return "(a value of " + strconv.Itoa(len(v)) + " bytes, not repeated)"
 }
 
+// keep returns v, a single value a caller sent, as every channel that
+// keeps or repeats request data keeps it -- an error's realm parameter
+// (challengeRealm), the admin audit's resourceId (recordAudit): whole when
+// echoable, else described by its length; "" stays "". It is the rule
+// sayable applies to each quoted string of a message, for a value kept on
+// its own. The audit is no exception (a-server14 F2): a credential pasted
+// where an id goes was kept whole there (or its first 32 bytes and a
+// digest), and answered by GET /admin/audit to the platform's operators.
+func keep(v string, known knower) string {
+	if v == "" || echoable(v, known) {
+		return v
+	}
+	return describe(v)
+}
+
 // sayableField returns f, a details[].field, with each of its
 // dot-separated segments kept when it is a name of the API's schema -- a
 // JSON member ("clientId", "scopes[1]", "resources[]") or a parameter's
@@ -384,10 +399,10 @@ func sayableError(ae *apiError, known knower) *apiError {
 // realm, the path's realm value: the realm when echoable, else its
 // description (the parameter is a quoted-string either way).
 func challengeRealm(realm string, known knower) string {
-	if echoable(realm, known) {
-		return "realm=" + strconv.Quote(realm)
+	if realm == "" {
+		return "realm=" + strconv.Quote(describe(realm))
 	}
-	return "realm=" + strconv.Quote(describe(realm))
+	return "realm=" + strconv.Quote(keep(realm, known))
 }
 
 // publicName is the server's knower: whether v is a realm's name
