@@ -161,7 +161,7 @@ func (s *Server) accessEvaluations(r *http.Request, c *caller) (any, error) {
 		switch semantic {
 		case semanticExecuteAll, semanticDenyOnFirstDeny, semanticPermitOnFirstPermit:
 		default:
-			return nil, badField("options.evaluations_semantic", "must be %s, %s or %s", semanticExecuteAll, semanticDenyOnFirstDeny, semanticPermitOnFirstPermit)
+			return nil, badField("options.evaluations_semantic", "must be %s, %s or %s", said(semanticExecuteAll), said(semanticDenyOnFirstDeny), said(semanticPermitOnFirstPermit))
 		}
 	}
 	if len(req.Evaluations) > maxEvaluations {

@@ -29,10 +29,17 @@ import (
 // copied: neither its first bytes (the start of a client secret or an
 // opaque token is secret itself) nor a digest (which a low-entropy secret
 // can be guessed back from); the caller has what it sent, and the message
-// still says where it was. Messages quote what a caller sent with %q:
-// sayable reads each quoted string of a message, so a handler that quotes
-// a caller's value need not remember the rule. The store is asked only on
-// an error's path, and only about a value of an identifier's shape.
+// still says where it was. sayable reads each quoted string of a message,
+// and the constructors of the service's errors, errf and badField, quote
+// every argument that is not a number or said text themselves, whatever
+// its verb (quoteArgs, a-server14 F1: "origin %s", "method %s" let a
+// caller's value through whole): a handler need not remember the rule, and
+// cannot put a caller's value where sayable does not look but by said,
+// each use of which TestOnlyTheServersTextIsSaid lists with its reason.
+// The same rule keeps a single caller value on every other channel that
+// keeps or repeats request data (keep: the audit's resourceId, a
+// challenge's realm). The store is asked only on an error's path, and
+// only about a value of an identifier's shape.
 
 // maxEcho is the longest value an error repeats, in bytes: the server's
 // longest identifiers, aliases and tenant names, are at most 63 bytes

@@ -117,6 +117,16 @@ func TestNoErrorRepeatsASecretOfTheServer(t *testing.T) {
 			check("a member's name", a.doAs(pep, http.MethodPost, a.url+"/realms/acme/authorization-decision-provider/authorize",
 				`{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{"attributes":{"`+v+`":"x"}}}`), http.StatusBadRequest)
 			check("an unrouted path", a.doAs(a.admin, http.MethodGet, a.url+"/admin/realms/acme/"+v, nil), http.StatusNotFound)
+			// A preflight's 403 and the router's 404 and 405 name the
+			// path's realm, the Origin and the method (a-server14 F1,
+			// TestAttackPreflightRefusalRepeatsNoSecret).
+			preflight := http.Header{"Origin": {"https://" + v + ".test"}, "Access-Control-Request-Method": {"POST"}}
+			for _, path := range []string{"/realms/" + v + "/protocol/openid-connect/token", "/admin/realms/" + v + "/organizations",
+				"/realms/" + v + "/authorization-decision-provider/authorize", "/realms/acme/protocol/openid-connect/token"} {
+				check("a preflight of "+redactedURL(path, v), a.sendHeader(t, http.MethodOptions, a.url+path, "", preflight), http.StatusForbidden)
+			}
+			check("a method on a route", a.sendHeader(t, v, a.url+"/admin/health", "", http.Header{}), http.StatusMethodNotAllowed)
+			check("a method on no route", a.sendHeader(t, v, a.url+"/admin/realms/acme/organizations/x/y/z", "", http.Header{}), http.StatusNotFound)
 			// Refused admin calls, audited with the id they named
 			// (a-server14 F2, TestAttackAuditRecordHoldsNoSecret; the audit
 			// is read below).
