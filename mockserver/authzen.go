@@ -316,6 +316,7 @@ func (e *azEvaluator) decide(req *azRequest) azDecision {
 		ex := e.policy.Explain(e.rm, decision.Request{UserID: sub.UserID, ByPair: true, Method: method, Properties: req.Resource.Properties,
 			Resources: []decision.Resource{{Name: *req.Resource.Type, Scopes: []string{*req.Action.Name}}}})
 		ex.Client = e.client.ClientID
+		ex = sayableExplanation(ex, e.publicName)
 		*e.denials = append(*e.denials, ex.Text())
 	}
 	switch st {
