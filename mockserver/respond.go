@@ -77,13 +77,15 @@ type said string
 // not look, as "origin %s" and "method %s" did. %q writes what it wrote
 // before.
 func quoteArgs(args []any) []any {
+	out := make([]any, len(args)) // a caller's args... is not written to
 	for i, a := range args {
 		if _, ok := a.(said); ok || number(a) {
+			out[i] = a
 			continue
 		}
-		args[i] = quotedArg{a}
+		out[i] = quotedArg{a}
 	}
-	return args
+	return out
 }
 
 // number reports whether a is a number or a boolean with no text of its
