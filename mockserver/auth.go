@@ -113,7 +113,7 @@ func (s *Server) protectIn(allowed func(*issuer.Claims) bool, need, action strin
 		}
 		if action == "" {
 			if allowed != nil && !allowed(c.claims) {
-				s.writeErr(w, errf(http.StatusForbidden, "the token lacks %s", need))
+				s.writeErr(w, errf(http.StatusForbidden, "the token lacks %s", said(need)))
 				return
 			}
 			h(w, r, c)
@@ -121,7 +121,7 @@ func (s *Server) protectIn(allowed func(*issuer.Claims) bool, need, action strin
 		}
 		rec := &statusRecorder{ResponseWriter: w}
 		if allowed != nil && !allowed(c.claims) {
-			s.writeErr(rec, errf(http.StatusForbidden, "the token lacks %s", need))
+			s.writeErr(rec, errf(http.StatusForbidden, "the token lacks %s", said(need)))
 		} else {
 			h(rec, r, c)
 		}
@@ -155,14 +155,14 @@ func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
 			retryAfter = proofRetryAfter
 		}
 		w.Header().Set("Retry-After", retryAfter)
-		s.writeErr(w, errf(http.StatusServiceUnavailable, "%s", f.message))
+		s.writeErr(w, errf(http.StatusServiceUnavailable, "%s", said(f.message)))
 		return
 	}
 	algs := fmt.Sprintf("algs=%q", strings.Join(s.auth.dpop.Algorithms(), " "))
 	if f.code == "" && f.challenge == "" {
 		w.Header().Add("WWW-Authenticate", "Bearer "+challengeRealm(realm, s.publicName))
 		w.Header().Add("WWW-Authenticate", "DPoP "+challengeRealm(realm, s.publicName)+", "+algs)
-		s.writeErr(w, errf(http.StatusUnauthorized, "%s", f.message))
+		s.writeErr(w, errf(http.StatusUnauthorized, "%s", said(f.message)))
 		return
 	}
 	ch := f.challenge
@@ -183,7 +183,7 @@ func (s *Server) refuse(w http.ResponseWriter, realm string, f *authFailure) {
 	if f.nonce != "" {
 		w.Header().Set("DPoP-Nonce", f.nonce)
 	}
-	s.writeErr(w, errf(http.StatusUnauthorized, "%s", f.message))
+	s.writeErr(w, errf(http.StatusUnauthorized, "%s", said(f.message)))
 }
 
 // authenticate validates the request's access token for realm and returns
@@ -330,8 +330,13 @@ func (s *Server) recordAudit(c *caller, action string, status int) {
 	if tenant == "" {
 		tenant = by
 	}
+	// The resource's id is the caller's, taken from the path or the body
+	// before anything checked it: kept by the errors' rule (keep), so that
+	// a credential sent where an id goes is not stored. The actor and the
+	// tenant are the server's (a verified token's subject, a tenant's id),
+	// the action and type its words.
 	s.store.RecordAudit(by, store.AuditEntry{ActorID: c.subject, Action: action, TenantID: tenant,
-		ResourceType: resourceType, ResourceID: c.resourceID, Outcome: outcome})
+		ResourceType: resourceType, ResourceID: keep(c.resourceID, s.publicName), Outcome: outcome})
 }
 
 // statusRecorder remembers the status a handler wrote.

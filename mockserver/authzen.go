@@ -161,7 +161,7 @@ func (s *Server) accessEvaluations(r *http.Request, c *caller) (any, error) {
 		switch semantic {
 		case semanticExecuteAll, semanticDenyOnFirstDeny, semanticPermitOnFirstPermit:
 		default:
-			return nil, badField("options.evaluations_semantic", "must be %s, %s or %s", semanticExecuteAll, semanticDenyOnFirstDeny, semanticPermitOnFirstPermit)
+			return nil, badField("options.evaluations_semantic", "must be %s, %s or %s", said(semanticExecuteAll), said(semanticDenyOnFirstDeny), said(semanticPermitOnFirstPermit))
 		}
 	}
 	if len(req.Evaluations) > maxEvaluations {
@@ -316,6 +316,7 @@ func (e *azEvaluator) decide(req *azRequest) azDecision {
 		ex := e.policy.Explain(e.rm, decision.Request{UserID: sub.UserID, ByPair: true, Method: method, Properties: req.Resource.Properties,
 			Resources: []decision.Resource{{Name: *req.Resource.Type, Scopes: []string{*req.Action.Name}}}})
 		ex.Client = e.client.ClientID
+		ex = sayableExplanation(ex, e.publicName)
 		*e.denials = append(*e.denials, ex.Text())
 	}
 	switch st {

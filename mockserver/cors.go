@@ -252,7 +252,7 @@ func (s *Server) preflight(methods *[]string) http.Handler {
 		h.Add("Vary", "Access-Control-Request-Headers")
 		realm := corsRealm(r.URL.Path)
 		if !s.liveRealmAllows(realm, origin) {
-			s.writeErr(w, errf(http.StatusForbidden, "origin %s may not call realm %s: it is not among its clients' webOrigins or the server's CORS origins", origin, realm))
+			s.writeErr(w, errf(http.StatusForbidden, "origin %q may not call realm %q: it is not among its clients' webOrigins or the server's CORS origins", origin, realm))
 			return
 		}
 		h.Set("Access-Control-Allow-Origin", origin)

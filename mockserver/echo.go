@@ -29,10 +29,17 @@ import (
 // copied: neither its first bytes (the start of a client secret or an
 // opaque token is secret itself) nor a digest (which a low-entropy secret
 // can be guessed back from); the caller has what it sent, and the message
-// still says where it was. Messages quote what a caller sent with %q:
-// sayable reads each quoted string of a message, so a handler that quotes
-// a caller's value need not remember the rule. The store is asked only on
-// an error's path, and only about a value of an identifier's shape.
+// still says where it was. sayable reads each quoted string of a message,
+// and the constructors of the service's errors, errf and badField, quote
+// every argument that is not a number or said text themselves, whatever
+// its verb (quoteArgs, a-server14 F1: "origin %s", "method %s" let a
+// caller's value through whole): a handler need not remember the rule, and
+// cannot put a caller's value where sayable does not look but by said,
+// each use of which TestOnlyTheServersTextIsSaid lists with its reason.
+// The same rule keeps a single caller value on every other channel that
+// keeps or repeats request data (keep: the audit's resourceId, a
+// challenge's realm). The store is asked only on an error's path, and
+// only about a value of an identifier's shape.
 
 // maxEcho is the longest value an error repeats, in bytes: the server's
 // longest identifiers, aliases and tenant names, are at most 63 bytes
@@ -191,6 +198,21 @@ func walkAPI(fn func(map[string]any)) {
 // describe is what an error says in place of a value it does not repeat.
 func describe(v string) string {
 	return "(a value of " + strconv.Itoa(len(v)) + " bytes, not repeated)"
+}
+
+// keep returns v, a single value a caller sent, as every channel that
+// keeps or repeats request data keeps it -- an error's realm parameter
+// (challengeRealm), the admin audit's resourceId (recordAudit): whole when
+// echoable, else described by its length; "" stays "". It is the rule
+// sayable applies to each quoted string of a message, for a value kept on
+// its own. The audit is no exception (a-server14 F2): a credential pasted
+// where an id goes was kept whole there (or its first 32 bytes and a
+// digest), and answered by GET /admin/audit to the platform's operators.
+func keep(v string, known knower) string {
+	if v == "" || echoable(v, known) {
+		return v
+	}
+	return describe(v)
 }
 
 // sayableField returns f, a details[].field, with each of its
@@ -384,10 +406,10 @@ func sayableError(ae *apiError, known knower) *apiError {
 // realm, the path's realm value: the realm when echoable, else its
 // description (the parameter is a quoted-string either way).
 func challengeRealm(realm string, known knower) string {
-	if echoable(realm, known) {
-		return "realm=" + strconv.Quote(realm)
+	if realm == "" {
+		return "realm=" + strconv.Quote(describe(realm))
 	}
-	return "realm=" + strconv.Quote(describe(realm))
+	return "realm=" + strconv.Quote(keep(realm, known))
 }
 
 // publicName is the server's knower: whether v is a realm's name

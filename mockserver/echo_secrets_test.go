@@ -67,13 +67,16 @@ func TestNoErrorRepeatsASecretOfTheServer(t *testing.T) {
 	require.NoError(t, err)
 	code := loc.Query().Get("code")
 	require.NotEmpty(t, code, loc.String())
+	org := a.createOrg("Acme", "acme")
+	dept := a.createDept(org, "", "Sales", "sales")
 
-	for _, tc := range []struct{ name, secret string }{
+	secrets := []struct{ name, secret string }{
 		{"the platform admin's client secret", adminSecret},
 		{"a tenant's initial password", initial},
 		{"an authorization code", code},
 		{"a user's password", password},
-	} {
+	}
+	for _, tc := range secrets {
 		t.Run(tc.name, func(t *testing.T) {
 			v := tc.secret
 			// Short enough to be repeated were it known; the password has an
@@ -105,6 +108,31 @@ func TestNoErrorRepeatsASecretOfTheServer(t *testing.T) {
 			check("a member's name", a.doAs(pep, http.MethodPost, a.url+"/realms/acme/authorization-decision-provider/authorize",
 				`{"clientId":"orders-api","resources":[{"name":"orders"}],"context":{"attributes":{"`+v+`":"x"}}}`), http.StatusBadRequest)
 			check("an unrouted path", a.doAs(a.admin, http.MethodGet, a.url+"/admin/realms/acme/"+v, nil), http.StatusNotFound)
+			// A preflight's 403 and the router's 404 and 405 name the
+			// path's realm, the Origin and the method (a-server14 F1,
+			// TestAttackPreflightRefusalRepeatsNoSecret).
+			preflight := http.Header{"Origin": {"https://" + v + ".test"}, "Access-Control-Request-Method": {"POST"}}
+			for _, path := range []string{"/realms/" + v + "/protocol/openid-connect/token", "/admin/realms/" + v + "/organizations",
+				"/realms/" + v + "/authorization-decision-provider/authorize", "/realms/acme/protocol/openid-connect/token"} {
+				check("a preflight of "+redactedURL(path, v), a.sendHeader(t, http.MethodOptions, a.url+path, "", preflight), http.StatusForbidden)
+			}
+			check("a method on a route", a.sendHeader(t, v, a.url+"/admin/health", "", http.Header{}), http.StatusMethodNotAllowed)
+			check("a method on no route", a.sendHeader(t, v, a.url+"/admin/realms/acme/organizations/x/y/z", "", http.Header{}), http.StatusNotFound)
+			// Refused admin calls, audited with the id they named
+			// (a-server14 F2, TestAttackAuditRecordHoldsNoSecret; the audit
+			// is read below).
+			check("a deleted organization's id", a.doAs(a.admin, http.MethodDelete, "/"+url.PathEscape(v), nil), http.StatusNotFound)
+			check("an assignment's userId", a.doAs(a.admin, http.MethodPost, "/"+org+"/departments/"+dept+"/users", map[string]string{"userId": v}), http.StatusNotFound)
 		})
 	}
+	// The audit keeps or repeats request data by the errors' rule: the
+	// platform's operators, who read it, see no tenant's secret, nor its
+	// first bytes (a-server14 F2).
+	audit := a.doAs(tok.AccessToken, http.MethodGet, a.url+"/admin/audit?count=100", nil)
+	require.Equal(t, http.StatusOK, audit.Status, string(audit.Body))
+	require.Contains(t, string(audit.Body), `"resourceId":"`+org+`"`, "the audit keeps the ids the server assigned")
+	for _, tc := range secrets {
+		assert.NotContains(t, string(audit.Body), tc.secret[:16], "%s: the audit holds it", tc.name)
+	}
+	assert.Contains(t, string(audit.Body), `"resourceId":"(a value of `+strconv.Itoa(len(password))+` bytes, not repeated)"`)
 }

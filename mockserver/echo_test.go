@@ -271,6 +271,20 @@ func TestErrorsNameOnlyWhatTheServerPublishes(t *testing.T) {
 	decide := a.url + "/realms/acme/authorization-decision-provider"
 	missing := "3f1e0c55-2b9a-4c0e-9d7e-6a8f2c1b0d4e"
 	long := strings.Repeat("a", 64) // one byte longer than any identifier
+	// A former tenant: its realm answers nothing now, so its name is no
+	// more public than one never used (a-server14 F3,
+	// TestAttackDecommissionedTenantNameIsNoOracle).
+	platform := a.token("master", "service-account-platform-admin")
+	res := a.doAs(platform, http.MethodPost, a.url+"/admin/tenants", map[string]any{"name": "initech", "plan": "free", "adminEmail": "root@initech.test"})
+	require.Equal(t, http.StatusCreated, res.Status, string(res.Body))
+	var tenant struct {
+		Result struct {
+			TenantID string `json:"tenantId"`
+		} `json:"result"`
+	}
+	res.into(t, &tenant)
+	res = a.doAs(platform, http.MethodDelete, a.url+"/admin/tenants/"+tenant.Result.TenantID, nil)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	for _, tc := range []struct {
 		name, method, path, body string
 		status                   int
@@ -289,6 +303,14 @@ func TestErrorsNameOnlyWhatTheServerPublishes(t *testing.T) {
 			http.StatusBadRequest, `clientId: unknown client (a value of 4 bytes, not repeated)`, "clientId"},
 		{"a realm's name", http.MethodPost, decide + "/authorize", `{"clientId":"globex","resources":[{"name":"orders"}],"context":{}}`,
 			http.StatusBadRequest, `clientId: unknown client "globex"`, "clientId"},
+		{"a decommissioned realm's name", http.MethodPost, decide + "/authorize", `{"clientId":"initech","resources":[{"name":"orders"}],"context":{}}`,
+			http.StatusBadRequest, `clientId: unknown client (a value of 7 bytes, not repeated)`, "clientId"},
+		{"a decommissioned realm's discovery", http.MethodGet, a.url + "/realms/initech/.well-known/openid-configuration", "",
+			http.StatusNotFound, `not found: realm (a value of 7 bytes, not repeated)`, ""},
+		{"a decommissioned realm's metadata", http.MethodGet, a.url + "/.well-known/oauth-authorization-server/realms/initech", "",
+			http.StatusNotFound, `not found: realm (a value of 7 bytes, not repeated)`, ""},
+		{"a decommissioned realm's keys", http.MethodGet, a.url + "/realms/initech/protocol/openid-connect/certs", "",
+			http.StatusNotFound, `not found: realm (a value of 7 bytes, not repeated)`, ""},
 		{"a client that is no identifier", http.MethodPost, decide + "/authorize", `{"clientId":"Bearer abc","resources":[{"name":"orders"}],"context":{}}`,
 			http.StatusBadRequest, `clientId: unknown client (a value of 10 bytes, not repeated)`, "clientId"},
 		{"a client longer than an identifier", http.MethodPost, decide + "/authorize", `{"clientId":"` + long + `","resources":[{"name":"orders"}],"context":{}}`,

@@ -238,5 +238,54 @@ func (s *Server) logDenial(rm *store.Realm, client *store.Client, c *caller, res
 	ex := s.auth.policies.Policy(client).Explain(rm, decision.Request{UserID: c.subject, Organization: c.org,
 		Resources: resources, Method: method, Path: path})
 	ex.Client = client.ClientID
+	ex = sayableExplanation(ex, rm.PublicName)
 	return fmt.Sprintf("mockserver: POST /realms/%s/authorization-decision-provider/authorize: %s", rm.Name, ex.Text())
+}
+
+// sayableExplanation returns ex, an explanation a log line is written
+// from, with each value the request gave kept by the errors' rule (keep):
+// the method, each segment of the path, each pair's resource and scope
+// (and its reason, through sayable), a method check's method and an
+// ownership check's value. A log is a channel that keeps request data as
+// an error is (a-server14 F2): a PEP that sends a credential where a
+// resource's name goes must not find it in the server's log. The names
+// the realm defines (known: its clients' resources and scopes) and ids
+// are kept, so the line still reads. ex itself is not changed.
+func sayableExplanation(ex decision.Explanation, known knower) decision.Explanation {
+	known = budgeted(known)
+	if w, ok := methodWord(ex.Method).(said); ok {
+		ex.Method = string(w)
+	} else {
+		ex.Method = keep(ex.Method, known)
+	}
+	if ex.Path != "" {
+		ex.Path = sayablePath(ex.Path, known)
+	}
+	pairs := make([]decision.PairExplanation, len(ex.Pairs))
+	for i, pe := range ex.Pairs {
+		pe.Resource, pe.Scope = keep(pe.Resource, known), keep(pe.Scope, known)
+		pe.Reason = sayableBudgeted(pe.Reason, known)
+		checks := make([]decision.PermissionCheck, len(pe.Permissions))
+		for j, pc := range pe.Permissions {
+			if pc.Method != nil {
+				m := *pc.Method
+				if w, ok := methodWord(m.Method).(said); ok {
+					m.Method = string(w)
+				} else {
+					m.Method = keep(m.Method, known)
+				}
+				pc.Method = &m
+			}
+			if pc.Owner != nil {
+				o := *pc.Owner
+				o.Value = keep(o.Value, known)
+				pc.Owner = &o
+			}
+			checks[j] = pc
+		}
+		pe.Permissions = checks
+		pairs[i] = pe
+	}
+	ex.Pairs = pairs
+	return ex
 }

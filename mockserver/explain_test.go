@@ -356,7 +356,9 @@ func TestDenialLog(t *testing.T) {
 		lines := log.take()
 		require.Len(t, lines, 2)
 		for _, want := range []string{
-			"DENY for carol on client orders-api (method GET, path /orders/7",
+			// The path's segments are the caller's: kept as an error keeps
+			// them (a-server14 F2), an id whole, "7" by its length.
+			"DENY for carol on client orders-api (method GET, path /orders/(a value of 1 bytes, not repeated)",
 			"orders#delete: DENY",
 			`permission "managers delete orders, only with DELETE" does not match`,
 			"method GET is not one it allows (DELETE)",
@@ -364,10 +366,23 @@ func TestDenialLog(t *testing.T) {
 		} {
 			require.Contains(t, lines[0], want)
 		}
-		require.Contains(t, lines[1], `orders#fly: ERROR, resource "orders" defines no scope "fly"`)
+		// A scope the client does not define is the caller's value:
+		// described, as the decision's error describes it.
+		require.Contains(t, lines[1], `orders#(a value of 3 bytes, not repeated): ERROR, resource "orders" defines no scope (a value of 3 bytes, not repeated)`)
 		for _, l := range lines {
 			require.NotContains(t, l, tok)
 		}
+		// A credential sent where a resource, a scope, the method or the
+		// path goes is not kept in the log (a-server14 F2: one rule for
+		// every channel that keeps request data).
+		const secret = "Xq7_vLm2-RtZ9pWk4sNb8cJd3HfQ2mZa" // a client secret's shape
+		status, _ = decide(t, srv, tok, `[{"name":"`+secret+`","scopes":["read"]},{"name":"orders","scopes":["`+secret+`"]}]`,
+			`{"attributes":{"method":"`+secret+`","path":"/orders/`+secret+`"}}`)
+		require.Equal(t, "ERROR", status)
+		lines = log.take()
+		require.Len(t, lines, 1)
+		require.NotContains(t, lines[0], secret)
+		require.Contains(t, lines[0], "(method (a value of 32 bytes, not repeated), path /orders/(a value of 32 bytes, not repeated)")
 	})
 	t.Run("TestDenialLogAuthZEN", func(t *testing.T) {
 		pdp := srv.Token("acme", "service-account-orders-api")

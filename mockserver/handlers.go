@@ -272,7 +272,7 @@ func linkToOrg[B idBody](s *Server, w http.ResponseWriter, r *http.Request,
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	var fe *store.FieldError
 	if errors.As(err, &fe) {
-		err = badField(fe.Field, "%s", fe.Message)
+		err = badField(fe.Field, "%s", said(fe.Message))
 	}
 	s.writeErr(w, err)
 }

@@ -38,7 +38,7 @@ func (s *Server) wellFormedQuery(pattern string, h http.Handler) http.Handler {
 				description: "query parameter " + paramName(name) + ": " + problem})
 			return
 		}
-		s.writeErr(w, badField(name, "%s", problem))
+		s.writeErr(w, badField(name, "%s", said(problem)))
 	})
 }
 

@@ -47,16 +47,70 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.message }
 
-// errf builds an apiError with a formatted message.
+// errf builds an apiError with a formatted message. Every argument but a
+// number and said text is written quoted, whatever its verb (quoteArgs).
 func errf(status int, format string, args ...any) *apiError {
-	return &apiError{status: status, message: fmt.Sprintf(format, args...)}
+	return &apiError{status: status, message: fmt.Sprintf(format, quoteArgs(args)...)}
 }
 
-// badField builds a 400 naming one field.
+// badField builds a 400 naming one field, its message formatted as errf's.
 func badField(field, format string, args ...any) *apiError {
-	msg := fmt.Sprintf(format, args...)
+	msg := fmt.Sprintf(format, quoteArgs(args)...)
 	return &apiError{status: http.StatusBadRequest, message: field + ": " + msg,
 		details: []fieldError{{Field: field, Message: msg}}}
+}
+
+// said is text of the server's own that errf and badField put into a
+// message as it is: a message composed by these same rules (an
+// authentication failure's, a store error's, a JSON decoder's), a list of
+// the API's words, a standard method's name. The message is read by
+// sayable as any other, so a value quoted inside it is still kept or
+// described by the errors' rule; said only says the text around it is not
+// a caller's. A caller's value is never said.
+type said string
+
+// quoteArgs returns args with each argument that is not a number, a
+// boolean or said text replaced by one that formats as strconv.Quote of
+// its text (fmt.Sprint), whatever the verb (a-server14 F1): sayable reads
+// each quoted string of a message and describes a value it may not
+// repeat, so a message cannot carry a caller's value where sayable does
+// not look, as "origin %s" and "method %s" did. %q writes what it wrote
+// before.
+func quoteArgs(args []any) []any {
+	out := make([]any, len(args)) // a caller's args... is not written to
+	for i, a := range args {
+		if _, ok := a.(said); ok || number(a) {
+			out[i] = a
+			continue
+		}
+		out[i] = quotedArg{a}
+	}
+	return out
+}
+
+// number reports whether a is a number or a boolean with no text of its
+// own (no String, Error or Format method), which quoteArgs leaves to its
+// verb (%d, %g).
+func number(a any) bool {
+	switch a.(type) {
+	case fmt.Stringer, error, fmt.Formatter:
+		return false
+	}
+	switch reflect.ValueOf(a).Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// quotedArg formats as strconv.Quote of its value's text, for every verb.
+type quotedArg struct{ v any }
+
+// Format writes q's value quoted.
+func (q quotedArg) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, strconv.Quote(fmt.Sprint(q.v)))
 }
 
 // writeJSON writes v as the JSON body with the given status.
@@ -149,11 +203,11 @@ func decodeBytes(body []byte, v any) error {
 		var te *strictjson.TypeError
 		switch {
 		case errors.As(err, &me):
-			return badField(me.Field(), "%s", me.Problem())
+			return badField(me.Field(), "%s", said(me.Problem()))
 		case errors.As(err, &te) && te.Path != "":
 			return typeError(te.Path, te.Want)
 		}
-		return errf(http.StatusBadRequest, "malformed JSON body: %s", err)
+		return errf(http.StatusBadRequest, "malformed JSON body: %s", said(err.Error()))
 	}
 	return nil
 }
@@ -203,7 +257,7 @@ func (br *bodyReader) release() {
 // type it decodes into.
 func typeError(field string, want reflect.Type) error {
 	if k := jsonType(want.Kind().String()); k != "object" {
-		return badField(field, "must be of type %s", k)
+		return badField(field, "must be of type %s", said(k))
 	}
 	return badField(field, "must be a JSON object")
 }

@@ -197,7 +197,7 @@ func (m mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.Path; !isCleanPath(p) {
 		// ServeMux would redirect to the cleaned path in plain text; the
 		// service names its resources by canonical paths only.
-		m.preflights.s.writeErr(w, errf(http.StatusNotFound, "no route for %s %q: the path is not canonical (%q)", r.Method, p, cleanPath(p)))
+		m.preflights.s.writeErr(w, errf(http.StatusNotFound, "no route for %s %q: the path is not canonical (%q)", methodWord(r.Method), p, cleanPath(p)))
 		return
 	}
 	// A path that is its escaped form (RawPath empty) and has no percent
@@ -285,9 +285,9 @@ func (m mux) noRoute(w http.ResponseWriter, r *http.Request) {
 	case rec.status == http.StatusMethodNotAllowed:
 		allow := rec.header.Get("Allow")
 		w.Header().Set("Allow", allow)
-		m.preflights.s.writeErr(w, errf(http.StatusMethodNotAllowed, "method %s is not allowed on %q; allowed: %s", r.Method, r.URL.Path, allow))
+		m.preflights.s.writeErr(w, errf(http.StatusMethodNotAllowed, "method %s is not allowed on %q; allowed: %s", methodWord(r.Method), r.URL.Path, said(allow)))
 	default:
-		m.preflights.s.writeErr(w, errf(http.StatusNotFound, "no route for %s %q", r.Method, r.URL.Path))
+		m.preflights.s.writeErr(w, errf(http.StatusNotFound, "no route for %s %q", methodWord(r.Method), r.URL.Path))
 	}
 }
 
@@ -389,4 +389,18 @@ func (m orgMuxes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		m.org.ServeHTTP(w, r)
 	}
+}
+
+// methodWord is a request's method as an error names it: a method of
+// HTTP's (RFC 9110, and PATCH) as the word it is, any other as a caller's
+// value, quoted by errf and so kept or described by the errors' rule: a
+// method is any token a caller chooses, a client secret included
+// (a-server14 F1).
+func methodWord(m string) any {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return said(m)
+	}
+	return m
 }

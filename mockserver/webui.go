@@ -163,7 +163,7 @@ func (s *Server) uiGuard(access uiAccess, h uiHandler) http.Handler {
 				ok = false
 			case err != nil:
 				w.Header().Set("Retry-After", proofRetryAfter)
-				s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", err.Error()))
+				s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", said(err.Error())))
 				return
 			case out:
 				ok = false
@@ -183,7 +183,7 @@ func (s *Server) uiGuard(access uiAccess, h uiHandler) http.Handler {
 			}
 			ss.username = u.Username
 			if !managesRealm(rm, u, s.now()) {
-				return errf(http.StatusForbidden, "%s lacks realm management (realm-admin or realm-management/manage-realm)", u.Username)
+				return errf(http.StatusForbidden, "%s lacks realm management (realm-admin or realm-management/manage-realm)", said(u.Username)) // the session's own user
 			}
 			return nil
 		})
@@ -259,7 +259,7 @@ func readUIForm(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	}
 	form, err := url.ParseQuery(string(b))
 	if err != nil {
-		return nil, badField("body", "the form does not decode: %v", err)
+		return nil, badField("body", "the form does not decode: %s", said(err.Error()))
 	}
 	for name, vs := range form {
 		if len(vs) > 1 {
@@ -423,7 +423,7 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, realm string) {
 	now := s.now().Truncate(time.Second)
 	if ir := s.issueRefusal(r.Context(), realm, "", now); ir != nil {
 		w.Header().Set("Retry-After", ir.retryAfter)
-		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", ir.message))
+		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", said(ir.message)))
 		return
 	}
 	http.SetCookie(w, s.ui.newSession(realm, userID, now, s.secureCookie(r)))
@@ -445,7 +445,7 @@ func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, ss *uiSession)
 	// by every replica already: signed out, as the answer says.
 	if _, err := s.sharedRecord(r.Context(), labelLogout, ss.realm, ss.id, anyWriter, ss.expires, ss.expires.Add(-sessionLifetime)); err != nil && !errors.Is(err, errSharedPredates) {
 		w.Header().Set("Retry-After", proofRetryAfter)
-		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", err.Error()))
+		s.uiError(w, r, errf(http.StatusServiceUnavailable, "%s", said(err.Error())))
 		return
 	}
 	s.ui.logout(ss, s.now())

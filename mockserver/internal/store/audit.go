@@ -137,7 +137,11 @@ const auditCut = "…sha256:"
 // apart from every other (the digest; an auditor matches a suspected id by
 // its digest) and from any kept whole, by the mark (a cut of a value that is
 // not UTF-8 can be shorter than maxAuditField, a-last10b): cut, so the
-// reader sees what it began with, rather than a bare digest.
+// reader sees what it began with, rather than a bare digest. It is the
+// store's bound, not the rule of what a caller's value may be kept as:
+// mockserver's recordAudit already describes, by its length, a resource id
+// that is not an id or a public name (a-server14 F2), so a credential sent
+// where an id goes reaches no entry.
 func auditKeep(v string) string {
 	if len(v) <= maxAuditField && !strings.Contains(v, auditCut) {
 		return v // a value kept whole never holds the mark of a cut one

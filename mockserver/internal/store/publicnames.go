@@ -7,8 +7,13 @@ import "slices"
 // repeat one.
 func IsID(s string) bool { return isIDForm(s) }
 
-// PublicName reports whether v is a realm's name. Realms are public (each
-// answers its discovery document to anyone), so an error may repeat one; a
+// PublicName reports whether v is a live realm's name. A live realm is
+// public (it answers its discovery document to anyone), so an error may
+// repeat its name. A decommissioned realm answers nothing, every route of it
+// the 404 of a realm that never was: its name is public no more, and an
+// error that repeated it would tell anyone which names were once tenants
+// (a-server14 F3). A public name is exactly what the server answers to
+// anyone at that moment. A
 // name within a realm (a user, a client, an alias) is public only to that
 // realm's callers (Realm.PublicName), which the server's error writers,
 // answering any caller, cannot tell apart: looking such names up in every
@@ -18,8 +23,8 @@ func (s *Store) PublicName(v string) bool {
 	if v == "" {
 		return false
 	}
-	_, ok := s.Lookup(v)
-	return ok
+	r, ok := s.Lookup(v)
+	return ok && !r.Decommissioned()
 }
 
 // PublicName reports whether v is a name r publishes: a username, a role's,
