@@ -197,7 +197,15 @@ func walkAPI(fn func(map[string]any)) {
 
 // describe is what an error says in place of a value it does not repeat.
 func describe(v string) string {
-	return "(a value of " + strconv.Itoa(len(v)) + " bytes, not repeated)"
+	return "(a value of " + bytesOf(v) + ", not repeated)"
+}
+
+// bytesOf is v's length as a message says it: "1 byte", "14 bytes".
+func bytesOf(v string) string {
+	if len(v) == 1 {
+		return "1 byte"
+	}
+	return strconv.Itoa(len(v)) + " bytes"
 }
 
 // keep returns v, a single value a caller sent, as every channel that
@@ -230,7 +238,7 @@ func sayableField(f string, known knower) string {
 	segs := strings.Split(f, ".")
 	for i, seg := range segs {
 		if !fieldSegment(seg, known) {
-			segs[i] = "(a name of " + strconv.Itoa(len(seg)) + " bytes, not repeated)"
+			segs[i] = "(a name of " + bytesOf(seg) + ", not repeated)"
 		}
 	}
 	return strings.Join(segs, ".")

@@ -371,7 +371,7 @@ func TestSayable(t *testing.T) {
 		{`unknown client "-x"`, "unknown client (a value of 2 bytes, not repeated)"},
 		{`a "quoted \"inner\" value" and "orders-api"`, `a (a value of 20 bytes, not repeated) and "orders-api"`},
 		{`no route for GET "/admin/realms/acme/nope"`, `no route for GET "/admin/realms/acme/(a value of 4 bytes, not repeated)"`},
-		{`no route for GET "/admin/` + tok + `/x"`, `no route for GET "/admin/(a value of 87 bytes, not repeated)/(a value of 1 bytes, not repeated)"`},
+		{`no route for GET "/admin/` + tok + `/x"`, `no route for GET "/admin/(a value of 87 bytes, not repeated)/(a value of 1 byte, not repeated)"`},
 		{`a " quoted "` + tok, `a (a value of 8 bytes, not repeated)(a value of 87 bytes, not repeated)`},
 		{`a lone "` + tok, `a lone "(a value of 87 bytes, not repeated)`},
 		{"bare " + tok + " text", "bare (a value of 87 bytes, not repeated) text"},

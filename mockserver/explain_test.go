@@ -358,7 +358,7 @@ func TestDenialLog(t *testing.T) {
 		for _, want := range []string{
 			// The path's segments are the caller's: kept as an error keeps
 			// them (a-server14 F2), an id whole, "7" by its length.
-			"DENY for carol on client orders-api (method GET, path /orders/(a value of 1 bytes, not repeated)",
+			"DENY for carol on client orders-api (method GET, path /orders/(a value of 1 byte, not repeated)",
 			"orders#delete: DENY",
 			`permission "managers delete orders, only with DELETE" does not match`,
 			"method GET is not one it allows (DELETE)",

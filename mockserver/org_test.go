@@ -320,7 +320,7 @@ func TestOrganizationBodyValidation(t *testing.T) {
 		{"trailing data", `{"name":"x","alias":"x"} {}`, ""},
 		{"a stray closing brace after the object", `{"name":"x","alias":"x"} }`, ""},
 		{"name of the wrong type", `{"name": 1, "alias": "x"}`, "name"},
-		{"attributes of the wrong type", `{"name": "x", "alias": "x", "attributes": {"a": "b"}}`, "attributes.(a name of 1 bytes, not repeated)"},
+		{"attributes of the wrong type", `{"name": "x", "alias": "x", "attributes": {"a": "b"}}`, "attributes.(a name of 1 byte, not repeated)"},
 		{"attributes not an object", `{"name": "x", "alias": "x", "attributes": []}`, "attributes"},
 		{"missing name", map[string]any{"alias": "x"}, "name"},
 		{"blank name", map[string]any{"name": "   ", "alias": "x"}, "name"},

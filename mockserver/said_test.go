@@ -26,7 +26,7 @@ func TestErrfQuotesEveryCallersValue(t *testing.T) {
 	secret := "Xq7_vLm2-RtZ9pWk4sNb8cJd3HfQ2mZa" // identifier-shaped, 32 bytes
 	e := errf(403, "origin %s, method %v, id %q, %d of %g, %t, %s", secret, secret, "a b", 3, 0.5, true, errors.New("x"))
 	assert.Equal(t, `origin "Xq7_vLm2-RtZ9pWk4sNb8cJd3HfQ2mZa", method "Xq7_vLm2-RtZ9pWk4sNb8cJd3HfQ2mZa", id "a b", 3 of 0.5, true, "x"`, e.message)
-	assert.Equal(t, `origin (a value of 32 bytes, not repeated), method (a value of 32 bytes, not repeated), id (a value of 3 bytes, not repeated), 3 of 0.5, true, (a value of 1 bytes, not repeated)`,
+	assert.Equal(t, `origin (a value of 32 bytes, not repeated), method (a value of 32 bytes, not repeated), id (a value of 3 bytes, not repeated), 3 of 0.5, true, (a value of 1 byte, not repeated)`,
 		sayable(e.message, nil), "sayable describes each quoted value")
 	b := badField("clientId", "unknown client %s; allowed: %s", secret, said("GET, POST"))
 	assert.Equal(t, `clientId: unknown client "Xq7_vLm2-RtZ9pWk4sNb8cJd3HfQ2mZa"; allowed: GET, POST`, b.message)
