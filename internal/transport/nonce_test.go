@@ -282,6 +282,8 @@ func TestWhichAnswerIsResentForANonce(t *testing.T) {
 			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, more: []string{`DPoP error="invalid_token"`}, body: `{}`}, nonce: "n1", err: ErrUnauthorized},
 		{name: "401 asking in the challenge, refusing the token in the body", status: 401,
 			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, body: `{"error":"invalid_token"}`}, nonce: "n1", err: ErrUnauthorized},
+		{name: "401 asking in one challenge, naming another error in a second", status: 401,
+			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, more: []string{`DPoP error="insufficient_scope"`}, body: `{}`}, nonce: "n1", err: ErrUnauthorized},
 		{name: "401 asking in the challenge under the server's own error name", status: 401,
 			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, body: `{"error":"Unauthorized"}`}, nonce: "n1", resent: true},
 		{name: "401 asking in the body without a nonce", status: 401, ask: askInBody, err: ErrProofRejected},
