@@ -24,11 +24,12 @@ var (
 	// ErrProofRejected is matched by the *ResponseError of a 401 to a DPoP
 	// request that blames the proof rather than the token: its DPoP
 	// challenge says error="invalid_dpop_proof", or "use_dpop_nonce" still
-	// after the one resend; or, when the challenge names no error or there
-	// is none, its JSON body's "error" says one of the two (RFC 9449
-	// section 8). Nothing is purged and no event is emitted. A DPoP request
-	// whose 401 or 400 carries a new DPoP-Nonce is resent once with it,
-	// unless its DPoP challenge says error="invalid_token".
+	// after the one resend, in a DPoP challenge or its JSON body's "error"
+	// (RFC 9449 section 8), and nothing in the answer refuses the token
+	// (error="invalid_token" in any challenge or the body wins). Nothing
+	// is purged and no event is emitted. A DPoP request whose 401 or 400
+	// carries a new DPoP-Nonce is resent once with it, unless the answer
+	// refuses the token.
 	ErrProofRejected = transport.ErrProofRejected
 	// ErrNoToken is returned, without a request, when the client has no
 	// usable credential (SetToken, SetDPoPToken): none, one an HTTP header

@@ -4,6 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,4 +131,111 @@ func TestAProofDatedBeforeTheVerifierNeedsANonceAfterAClockStep(t *testing.T) {
 	captured := proofOf(t, key.WithClock(func() time.Time { return v.made.Add(-3 * time.Second) }), "DELETE", url, token, "")
 	_, err := v.Verify(t.Context(), Request{Proofs: []string{captured}, Method: "DELETE", URL: url, AccessToken: token, JKT: key.Thumbprint()})
 	require.ErrorIs(t, err, ErrNonceRequired, "a proof captured before the start, back in the window after the clock stepped back")
+}
+
+// rotatingNonces accept only the current nonce, "n<cur>"; rotating moves
+// to the next, so the nonce a client holds goes stale.
+type rotatingNonces struct{ cur atomic.Int64 }
+
+func (r *rotatingNonces) Valid(_ context.Context, n string) bool {
+	return n == r.current()
+}
+
+func (r *rotatingNonces) Next(context.Context) (string, error) { return r.current(), nil }
+
+func (r *rotatingNonces) current() string { return "n" + strconv.FormatInt(r.cur.Load(), 10) }
+
+// TestANonceAnswerCarriesAllTheResendNeeds: RFC 9449 8 gives a client one
+// resend with the nonce it was handed, and pep and authzen resend once. So
+// for any proof the Verifier refuses with a *NonceError, the same proof
+// signed again with NonceError.Nonce is never refused for a nonce cause:
+// whether the answer carries the Verifier's start nonce is decided from
+// the proof's iat alone, not from what the refused proof carried.
+// a-dpop14 F1: a slow client (dated before a fresh Verifier) holding
+// "old~start" whose server part went stale was answered with the bare next
+// nonce, and its one resend was refused again.
+func TestANonceAnswerCarriesAllTheResendNeeds(t *testing.T) {
+	t.Parallel()
+	key := newKey(t)
+	const url, token = "https://api.example/orders/42", "bound-access-token"
+	request := func(proof string) Request {
+		return Request{Proofs: []string{proof}, Method: "GET", URL: url, AccessToken: token, JKT: key.Thumbprint()}
+	}
+	clocks := []struct {
+		name   string
+		signer *Signer
+	}{
+		{"on time", key},
+		// Within the iat window, but dated before the Verifier began.
+		{"before start", key.WithClock(func() time.Time { return time.Now().Add(-30 * time.Second) })},
+	}
+	for _, withNonces := range []bool{false, true} {
+		for _, clock := range clocks {
+			for _, tc := range []struct {
+				name string
+				// nonce builds the refused proof's nonce from the
+				// server's stale and current nonces and the start nonce.
+				nonce func(stale, fresh, start string) string
+				// refused: whether the first proof is refused, by
+				// [WithNonces][dated before the start] (the property is
+				// checked on every refusal; the others must pass).
+				refused [2][2]bool
+			}{
+				{"no nonce", func(_, _, _ string) string { return "" },
+					[2][2]bool{{false, true}, {true, true}}},
+				{"fresh", func(_, fresh, _ string) string { return fresh },
+					[2][2]bool{{false, true}, {false, true}}},
+				{"stale server part", func(stale, _, _ string) string { return stale },
+					[2][2]bool{{false, true}, {true, true}}},
+				{"stale with start part", func(stale, _, start string) string { return stale + "~" + start },
+					[2][2]bool{{false, false}, {true, true}}},
+				{"another Verifier's start", func(_, fresh, _ string) string { return fresh + "~" + rand.Text() },
+					[2][2]bool{{false, true}, {true, true}}},
+			} {
+				name := fmt.Sprintf("nonces=%t/%s/%s", withNonces, clock.name, tc.name)
+				t.Run(name, func(t *testing.T) {
+					var (
+						opts  []Option
+						stale = "n0"
+						fresh = "n1"
+					)
+					if withNonces {
+						rot := &rotatingNonces{}
+						rot.cur.Store(1)
+						opts = append(opts, WithNonces(rot))
+					} else {
+						stale, fresh = rand.Text(), ""
+					}
+					v := mustVerifier(t, opts...)
+					nonce := tc.nonce(stale, fresh, v.startNonce)
+					_, err := v.Verify(t.Context(), request(proofOf(t, clock.signer, "GET", url, token, nonce)))
+					if !tc.refused[b2i(withNonces)][b2i(clock.signer != key)] {
+						require.NoError(t, err)
+						return
+					}
+					var nerr *NonceError
+					require.ErrorAs(t, err, &nerr)
+					require.NotEmpty(t, nerr.Nonce)
+					_, err = v.Verify(t.Context(), request(proofOf(t, clock.signer, "GET", url, token, nerr.Nonce)))
+					require.NoError(t, err, "the resend with the nonce just given (%s)", nonceShape(nerr.Nonce, v.startNonce))
+				})
+			}
+		}
+	}
+}
+
+// nonceShape says whether a nonce carries the start nonce, without
+// printing either.
+func nonceShape(nonce, start string) string {
+	if strings.HasSuffix(nonce, "~"+start) || nonce == start {
+		return "with the start nonce"
+	}
+	return "without the start nonce"
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -299,15 +299,20 @@ func (v *Verifier) check(ctx context.Context, req Request, s *scratch) (*Result,
 	}
 
 	nonce, sinceMade := v.splitNonce(claims.Nonce)
-	before := !sinceMade && v.issuedBeforeMade(claims.IssuedAt, now)
+	// dated is decided from the proof's iat alone: a use_dpop_nonce answer
+	// carries everything the resend will need, so the start nonce goes
+	// with the server's next whenever this iat needs it, whether or not
+	// the refused proof carried it (a-dpop14 F1: "old~start" gone stale was
+	// answered with the bare next nonce, and the one resend refused again).
+	dated := v.issuedBeforeMade(claims.IssuedAt, now)
 	if v.nonces != nil && !v.nonces.Valid(ctx, nonce) {
 		nerr := &NonceError{Err: ErrNonceStale}
 		if nonce == "" {
 			nerr.Err = ErrNonceRequired
 		}
-		return nil, v.askNonce(ctx, nerr, before)
+		return nil, v.askNonce(ctx, nerr, dated)
 	}
-	if before {
+	if dated && !sinceMade {
 		return nil, v.askNonce(ctx, &NonceError{Err: errBeforeVerifier}, true)
 	}
 

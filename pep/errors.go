@@ -26,14 +26,15 @@ var (
 	// a DPoP request that blames the proof, not the token: its DPoP
 	// challenge says error="invalid_dpop_proof" (a clock out of step, say),
 	// or error="use_dpop_nonce" still after the one resend with the nonce
-	// the gateway gave; or, when the challenge names no error or there is
-	// none, its JSON body's "error" says one of the two (RFC 9449 section
-	// 8's {"error":"use_dpop_nonce"}). The token stays: nothing is purged
-	// and no event is emitted, so a handler that refreshes tokens on
-	// ErrUnauthorized is not asked to replace a valid one. A DPoP request
-	// whose 401 or 400 carries a new DPoP-Nonce is resent once with it,
-	// however the answer asks for it, unless its DPoP challenge says
-	// error="invalid_token".
+	// the gateway gave, in a DPoP challenge or in its JSON body's "error"
+	// (RFC 9449 section 8's {"error":"use_dpop_nonce"}), and nothing in
+	// the answer refuses the token: error="invalid_token" in any of its
+	// challenges, or in its body, wins over a proof or nonce error. The
+	// token stays: nothing is purged and no event is emitted, so a handler
+	// that refreshes tokens on ErrUnauthorized is not asked to replace a
+	// valid one. A DPoP request whose 401 or 400 carries a new DPoP-Nonce
+	// is resent once with it, however the answer asks for it, unless the
+	// answer refuses the token.
 	ErrProofRejected = transport.ErrProofRejected
 
 	// ErrNotEvaluated is the Cause of an ERROR decision: the gateway could

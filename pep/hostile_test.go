@@ -416,14 +416,17 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 // out of step, say), or still asks for a nonce after the one resend, in
 // its challenge or in its body (a-dpop13 F2), is no verdict on the token:
 // ErrProofRejected, nothing purged, nothing emitted. A 401 to a DPoP
-// request that carries a new nonce is resent once with it, unless its
-// challenge refuses the token.
+// request that carries a new nonce is resent once with it, unless the
+// answer refuses the token, in any of its challenges or in its body.
 func TestWhichRefusalExpiresTheToken(t *testing.T) {
 	t.Parallel()
-	refusal := func(header string, body any) gwHook {
+	refusal := func(header string, body any, more ...string) gwHook {
 		return func(w http.ResponseWriter, _ *http.Request, _ int) bool {
 			if header != "" {
 				w.Header().Set("WWW-Authenticate", header)
+			}
+			for _, v := range more {
+				w.Header().Add("WWW-Authenticate", v)
 			}
 			w.Header().Set("DPoP-Nonce", "n-1")
 			writeJSON(w, http.StatusUnauthorized, body)
@@ -444,6 +447,13 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 		{"a DPoP token the server refuses", true, nil, true, 2},
 		{"a DPoP token refused with a new nonce, asked for in the body", true,
 			refusal(`DPoP algs="ES256", error="invalid_token"`, inBody), true, 2},
+		// a-dpop14 F2: one verdict from every challenge value and the
+		// body, read by the resend and the blame alike; the signal
+		// refusing the token wins over the nonce request.
+		{"a DPoP token refused in a second challenge after a nonce request", true,
+			refusal(`DPoP error="use_dpop_nonce"`, map[string]string{"error": "Unauthorized"}, `DPoP error="invalid_token"`), true, 2},
+		{"a DPoP token refused in the body under a nonce challenge", true,
+			refusal(`DPoP error="use_dpop_nonce"`, map[string]string{"error": "invalid_token"}), true, 2},
 		{"a Bearer token refused with a nonce challenge", false, challenge(`DPoP error="use_dpop_nonce"`), true, 2},
 		{"a Bearer token refused with a proof challenge", false, challenge(`DPoP algs="ES256", error="invalid_dpop_proof"`), true, 2},
 		{"a Bearer token refused with a nonce asked for in the body", false, refusal("", inBody), true, 2},

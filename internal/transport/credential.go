@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -259,28 +260,30 @@ func dpopNonce(resp *http.Response) string {
 const maxNonceBytes = 1024
 
 // nonceAsked returns the nonce an answer to a DPoP request may be owing
-// (see authorizer): that of a 401 or 400 carrying a DPoP-Nonce, unless its
-// DPoP challenge refuses the token (error="invalid_token"). It returns ""
-// for any other answer. The nonce may be asked for in the challenge
-// (error="use_dpop_nonce"), in the JSON body as RFC 9449 section 8 words
-// it ({"error":"use_dpop_nonce"}) under a challenge that names no error or
-// none at all, or not at all (a server that rotates its nonce on every
-// answer): the body is not read for this, and a server that sends a new
-// nonce with a refusal that names no error costs one extra request.
-func nonceAsked(resp *http.Response) string {
+// (see authorizer): that of a 401 or 400 carrying a DPoP-Nonce, unless the
+// answer's one DPoP verdict (dpopVerdictOf, from every challenge value and
+// the body, the same verdict NewResponseError blames with) refuses the
+// token. It returns "" for any other answer. The nonce may be asked for in
+// a challenge (error="use_dpop_nonce"), in the JSON body as RFC 9449
+// section 8 words it ({"error":"use_dpop_nonce"}), or not at all (a server
+// that rotates its nonce on every answer): a server that sends a new
+// nonce with a refusal that names no error costs one extra request. body
+// is what was read of the answer's body.
+func nonceAsked(resp *http.Response, body []byte) string {
+	nonce := offeredNonce(resp)
+	if nonce == "" || dpopVerdictOf(resp.Header.Values("WWW-Authenticate"), body) == dpopTokenRefused {
+		return ""
+	}
+	return nonce
+}
+
+// offeredNonce returns the DPoP-Nonce of a 401 or 400, "" for any other
+// answer or one without.
+func offeredNonce(resp *http.Response) string {
 	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusBadRequest {
 		return ""
 	}
-	nonce := dpopNonce(resp)
-	if nonce == "" {
-		return ""
-	}
-	for _, v := range resp.Header.Values("WWW-Authenticate") {
-		if DPoPChallengeError(v) == "invalid_token" {
-			return ""
-		}
-	}
-	return nonce
+	return dpopNonce(resp)
 }
 
 // DPoPChallengeError returns the error parameter of the DPoP challenge in a
@@ -288,11 +291,23 @@ func nonceAsked(resp *http.Response) string {
 // The value may hold several challenges (Bearer and DPoP, say), each with
 // parameters whose values are tokens or quoted strings.
 func DPoPChallengeError(header string) string {
+	var first string
+	dpopChallengeErrors(header, func(code string) bool {
+		first = code
+		return false
+	})
+	return first
+}
+
+// dpopChallengeErrors calls yield with the error parameter of every DPoP
+// challenge in a WWW-Authenticate value, in order, until yield returns
+// false: a value may hold several (a-dpop14 F2).
+func dpopChallengeErrors(header string, yield func(code string) bool) {
 	scheme, rest := "", header
 	for {
 		rest = strings.TrimLeft(rest, " \t,")
 		if rest == "" {
-			return ""
+			return
 		}
 		n := tokenLen(rest)
 		if n == 0 { // not a token: skip one character
@@ -312,8 +327,8 @@ func DPoPChallengeError(header string) string {
 		}
 		var value string
 		value, rest = paramValue(strings.TrimLeft(rest[1:], " \t"))
-		if scheme == "dpop" && ascii.EqualFold(name, "error") {
-			return value
+		if scheme == "dpop" && ascii.EqualFold(name, "error") && !yield(value) {
+			return
 		}
 	}
 }
@@ -426,8 +441,9 @@ func newWrites() *writes {
 // against it, a DPoP challenge saying error="invalid_token" or a 401 that
 // carries no DPoP signal at all (NewResponseError). So a DPoP request is
 // resent for a 401 or 400 carrying a DPoP-Nonce other than the one it
-// used (nonceAsked), whatever its challenge or body says, unless its DPoP
-// challenge says error="invalid_token"; one chain (one gateway request,
+// used (nonceAsked), unless the answer's one DPoP verdict refuses the
+// token (dpopVerdictOf: a challenge or the body saying invalid_token wins
+// over a nonce request, a-dpop14 F2); one chain (one gateway request,
 // all its attempts) resends at most once, and never for the nonce just
 // refused. A Bearer request cannot owe a nonce and is never resent.
 type authorizer struct {
@@ -450,15 +466,25 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	fresh := nonceAsked(resp)
 	// Resend once, and never for the nonce that was just refused: a server
 	// repeating it would otherwise be asked forever.
-	if fresh == "" || fresh == used || req.GetBody == nil || !a.nonceResent.CompareAndSwap(false, true) {
+	if offered := offeredNonce(resp); offered == "" || offered == used || req.GetBody == nil || a.nonceResent.Load() {
 		return resp, nil
+	}
+	// The body is read for the verdict (its error may refuse the token)
+	// and put back for the answer's reader when there is no resend.
+	data, _ := ReadBody(resp.Body, resp.ContentLength)
+	keep := func() (*http.Response, error) {
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(data), resp.Body), resp.Body}
+		return resp, nil
+	}
+	fresh := nonceAsked(resp, data)
+	if fresh == "" || !a.nonceResent.CompareAndSwap(false, true) {
+		return keep()
 	}
 	body, err := req.GetBody()
 	if err != nil {
-		return resp, nil
+		return keep()
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxBody))
 	_ = resp.Body.Close()
@@ -512,4 +538,11 @@ func closeBody(r *http.Request) {
 	if r.Body != nil {
 		_ = r.Body.Close()
 	}
+}
+
+// readCloser reads from Reader and closes Closer: an answer's body put
+// back after part of it was read.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }

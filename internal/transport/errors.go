@@ -24,8 +24,9 @@ var (
 	// ErrProofRejected is matched by the *ResponseError of a 401 to a DPoP
 	// request that blames the proof, not the token: its DPoP challenge
 	// says error="invalid_dpop_proof", or error="use_dpop_nonce" still
-	// owed after the one resend, or, when the challenge names no error,
-	// its JSON body's "error" says so (RFC 9449 section 8).
+	// owed after the one resend, or its JSON body's "error" says so (RFC
+	// 9449 section 8), and nothing in the answer refuses the token
+	// (dpopVerdictOf).
 	ErrProofRejected error = &sentinel{format: "DPoP proof rejected"}
 	// ErrNoToken is returned, without any request being sent, when a call
 	// has no usable token.
@@ -155,32 +156,65 @@ type ResponseError struct {
 	uncredentialed bool
 }
 
-// dpopVerdict is what a 401 to a DPoP request blames.
+// dpopVerdict is what an answer to a DPoP request blames.
 type dpopVerdict uint8
 
 const (
-	dpopNone          dpopVerdict = iota // the token
+	dpopNone          dpopVerdict = iota // no DPoP signal: a 401 refuses the token
+	dpopTokenRefused                     // invalid_token (or any error but the proof's two): the token
 	dpopProofRejected                    // invalid_dpop_proof: the proof, not the token
 	dpopNonceOwed                        // use_dpop_nonce, still owed after the one resend
 )
 
-// dpopVerdictOf returns what a 401 to a DPoP request blames: the error of
-// its DPoP challenge decides when there is one (invalid_token, or any
-// error but the proof's two, refuses the token); when the challenge names
-// none, or there is no challenge, the "error" of its JSON body does, as
-// RFC 9449 section 8 words a nonce request. A 401 that says neither
-// carries no DPoP signal and refuses the token.
-func dpopVerdictOf(challengeError, bodyError string) dpopVerdict {
-	if challengeError == "" {
-		challengeError = bodyError
+// refusesToken reports whether a 401 with this verdict refuses the token.
+func (v dpopVerdict) refusesToken() bool { return v == dpopNone || v == dpopTokenRefused }
+
+// dpopVerdictOf returns the one verdict of an answer to a DPoP request,
+// read from every WWW-Authenticate value (every DPoP challenge in each)
+// and the "error" of its JSON body, as RFC 9449 section 8 words a nonce
+// request. Both the nonce resend (authorizer) and the blame of a 401
+// (NewResponseError) read it, so they never read one answer two ways
+// (a-dpop14 F2). The signals are a DPoP challenge's error, and the body's
+// error when it is one of RFC 9449's (invalid_token, invalid_dpop_proof,
+// use_dpop_nonce: a server's own error names say nothing of DPoP). When
+// they conflict, the one refusing the token wins, failing closed: any
+// challenge error but the proof's two, or invalid_token in the body, over
+// invalid_dpop_proof, over use_dpop_nonce. An answer with none carries no
+// DPoP signal: its 401 refuses the token too.
+func dpopVerdictOf(challenges []string, body []byte) dpopVerdict {
+	verdict := dpopNone
+	take := func(code string) {
+		var v dpopVerdict
+		switch code {
+		case "":
+			return
+		case "invalid_dpop_proof":
+			v = dpopProofRejected
+		case "use_dpop_nonce":
+			v = dpopNonceOwed
+		default:
+			v = dpopTokenRefused
+		}
+		if verdict == dpopNone || v < verdict {
+			verdict = v
+		}
 	}
-	switch challengeError {
-	case "invalid_dpop_proof":
-		return dpopProofRejected
-	case "use_dpop_nonce":
-		return dpopNonceOwed
+	for _, header := range challenges {
+		dpopChallengeErrors(header, func(code string) bool {
+			take(code)
+			return verdict != dpopTokenRefused
+		})
 	}
-	return dpopNone
+	var eb struct {
+		Error string `json:"error"`
+	}
+	if len(body) > 0 && json.Unmarshal(body, &eb) == nil {
+		switch eb.Error {
+		case "invalid_token", "invalid_dpop_proof", "use_dpop_nonce":
+			take(eb.Error)
+		}
+	}
+	return verdict
 }
 
 // Error returns "<peer> answered <status>" followed by the error name and
@@ -218,9 +252,9 @@ func (e *ResponseError) Error() string {
 func (e *ResponseError) Is(target error) bool {
 	switch target {
 	case ErrUnauthorized:
-		return e.StatusCode == http.StatusUnauthorized && e.dpop == dpopNone && !e.uncredentialed
+		return e.StatusCode == http.StatusUnauthorized && e.dpop.refusesToken() && !e.uncredentialed
 	case ErrProofRejected:
-		return e.StatusCode == http.StatusUnauthorized && e.dpop != dpopNone && !e.uncredentialed
+		return e.StatusCode == http.StatusUnauthorized && !e.dpop.refusesToken() && !e.uncredentialed
 	case ErrUnavailable:
 		return e.StatusCode >= 500 && e.StatusCode <= 599
 	}
@@ -276,7 +310,7 @@ func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *Resp
 		who:        p,
 	}
 	if id.Scheme == SchemeDPoP && resp.StatusCode == http.StatusUnauthorized {
-		e.dpop = dpopVerdictOf(DPoPChallengeError(challenge), eb.Error)
+		e.dpop = dpopVerdictOf(resp.Header.Values("WWW-Authenticate"), body)
 	}
 	e.namesClient = resp.StatusCode == http.StatusBadRequest && namesClient(body)
 	e.sentNone = resp.StatusCode == http.StatusUnauthorized && id.Scheme == SchemeNone

@@ -271,11 +271,11 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 // An answer read counts for all that makes the client safer, however late
 // it came and whatever became of its body: only what could grant is
 // refused for being late or cut. So a 401 is decided by its status line,
-// its challenge and as much of its body as came (a DPoP request's nonce
-// or proof error in the body, when the challenge names none:
-// dpopVerdictOf), whatever the deadline: its token is retired and
-// tokenExpired emitted (core's refused) even when the rest of the answer
-// never came or came too late to use. A body cut before its error could
+// its challenges and as much of its body as came (a DPoP request's
+// nonce or proof error, or invalid_token, in the body: dpopVerdictOf),
+// whatever the deadline: its token is retired and tokenExpired emitted
+// (core's refused) even when the rest of the answer never came or came
+// too late to use. A body cut before its error could
 // be read says nothing, and such a 401 refuses the token.
 func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Response, ownDeadline bool) (_ []byte, _ outcome, late bool, _ error) {
 	if resp.StatusCode == http.StatusUnauthorized {

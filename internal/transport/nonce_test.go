@@ -37,6 +37,8 @@ type step struct {
 // WWW-Authenticate ("" for none) and its body.
 type asking struct {
 	name, challenge, body string
+	// more are WWW-Authenticate values sent after challenge.
+	more []string
 }
 
 // The forms of a nonce request: the use_dpop_nonce error in the DPoP
@@ -44,10 +46,10 @@ type asking struct {
 // DPoP challenge that names no error or with no challenge at all (a-dpop13
 // F2).
 var (
-	askInChallenge     = asking{"in the challenge", `DPoP error="use_dpop_nonce"`, `{}`}
-	askInBody          = asking{"in the body", "", `{"error":"use_dpop_nonce","error_description":"nonce required"}`}
+	askInChallenge     = asking{"in the challenge", `DPoP error="use_dpop_nonce"`, `{}`, nil}
+	askInBody          = asking{"in the body", "", `{"error":"use_dpop_nonce","error_description":"nonce required"}`, nil}
 	askInBodyUnderAlgs = asking{"in the body under a challenge without error", `DPoP algs="ES256 PS256"`,
-		`{"error":"use_dpop_nonce","error_description":"nonce required"}`}
+		`{"error":"use_dpop_nonce","error_description":"nonce required"}`, nil}
 	nonceAskings = []asking{askInChallenge, askInBody, askInBodyUnderAlgs}
 )
 
@@ -84,6 +86,9 @@ func (s *scripted) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		if ask.challenge != "" {
 			h.Set("WWW-Authenticate", ask.challenge)
+		}
+		for _, v := range ask.more {
+			h.Add("WWW-Authenticate", v)
 		}
 		body = ask.body
 	}
@@ -238,11 +243,12 @@ func TestNonceChallengeIsResentAtMostOnce(t *testing.T) {
 // the nonce its answer carried, for a 401 or 400 that carries a DPoP-Nonce
 // other than the one just used, whatever else it says (the use_dpop_nonce
 // error in its challenge, in its body, or nowhere: a server that rotates
-// its nonce on a refusal costs one request), unless its DPoP challenge
-// refuses the token (error="invalid_token"). A Bearer request is never
-// resent. What the last answer says then decides the error: only an
-// explicit verdict on the token (the challenge's invalid_token, or a 401
-// with no DPoP error in its challenge or body) is ErrUnauthorized.
+// its nonce on a refusal costs one request), unless the answer's one DPoP
+// verdict refuses the token (invalid_token in any challenge or the body
+// wins over a nonce request). A Bearer request is never resent. What the
+// last answer says then decides the error: only an explicit verdict on the
+// token (invalid_token, or a 401 with no DPoP error in its challenges or
+// body) is ErrUnauthorized.
 func TestWhichAnswerIsResentForANonce(t *testing.T) {
 	t.Parallel()
 	const nonceBody = `{"error":"use_dpop_nonce","error_description":"nonce required"}`
@@ -269,6 +275,17 @@ func TestWhichAnswerIsResentForANonce(t *testing.T) {
 			ask: asking{challenge: `DPoP algs="ES256", error="invalid_token"`, body: `{}`}, nonce: "n1", err: ErrUnauthorized},
 		{name: "401 refusing the token in the challenge, asking in the body", status: 401,
 			ask: asking{challenge: `DPoP error="invalid_token"`, body: nonceBody}, nonce: "n1", err: ErrUnauthorized},
+		// a-dpop14 F2: the resend reads the one verdict the error blames
+		// with, from every challenge value and the body; the signal
+		// refusing the token wins.
+		{name: "401 asking in one challenge, refusing the token in a second", status: 401,
+			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, more: []string{`DPoP error="invalid_token"`}, body: `{}`}, nonce: "n1", err: ErrUnauthorized},
+		{name: "401 asking in the challenge, refusing the token in the body", status: 401,
+			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, body: `{"error":"invalid_token"}`}, nonce: "n1", err: ErrUnauthorized},
+		{name: "401 asking in one challenge, naming another error in a second", status: 401,
+			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, more: []string{`DPoP error="insufficient_scope"`}, body: `{}`}, nonce: "n1", err: ErrUnauthorized},
+		{name: "401 asking in the challenge under the server's own error name", status: 401,
+			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, body: `{"error":"Unauthorized"}`}, nonce: "n1", resent: true},
 		{name: "401 asking in the body without a nonce", status: 401, ask: askInBody, err: ErrProofRejected},
 		{name: "401 refusing the proof in the body without a nonce", status: 401,
 			ask: asking{body: `{"error":"invalid_dpop_proof"}`}, err: ErrProofRejected},

@@ -14,17 +14,22 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 )
 
-// TestAttackTwoChallengesKeepRevokedTokensDecisions: authzen's side of
-// pep/attack_challengeorder_test.go: a 401 with `DPoP error="use_dpop_nonce"`
-// then `DPoP error="invalid_token"` is not resent (the resend rule reads
-// every value) yet taken for a proof refusal (the verdict reads the
-// first): the refused token is not retired and its cached allow stays.
-func TestAttackTwoChallengesKeepRevokedTokensDecisions(t *testing.T) {
+// TestTwoDPoPChallengesRefusingTheTokenPurgeItsDecisions (a-dpop14 F2): a
+// 401 with a DPoP-Nonce and `DPoP error="use_dpop_nonce"` then `DPoP
+// error="invalid_token"` has one verdict, read by the resend and the blame
+// alike, and the challenge refusing the token wins: no resend,
+// ErrUnauthorized, the token's cached allow purged. Before the fix the
+// resend rule saw invalid_token but the blame read only the first
+// challenge: ErrProofRejected, and the refused token's allow stayed.
+func TestTwoDPoPChallengesRefusingTheTokenPurgeItsDecisions(t *testing.T) {
+	t.Parallel()
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	var revoked atomic.Bool
+	var sent atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if revoked.Load() {
+			sent.Add(1)
 			w.Header().Add("WWW-Authenticate", `DPoP error="use_dpop_nonce", error_description="nonce required"`)
 			w.Header().Add("WWW-Authenticate", `DPoP error="invalid_token", error_description="token revoked"`)
 			w.Header().Set("DPoP-Nonce", "fresh-nonce")
@@ -50,6 +55,8 @@ func TestAttackTwoChallengesKeepRevokedTokensDecisions(t *testing.T) {
 	_, err = c.Evaluate(t.Context(), write)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, authzen.ErrUnauthorized, "the PDP said invalid_token (got %v)", err)
+	assert.NotErrorIs(t, err, authzen.ErrProofRejected)
+	assert.Equal(t, int32(1), sent.Load(), "no resend for an answer refusing the token")
 
 	d, _ = c.Evaluate(t.Context(), read)
 	require.False(t, d.Allowed(), "an allow of the token the PDP refused is still served from the cache")

@@ -17,26 +17,29 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 )
 
-type attackRotNonces struct{ cur atomic.Int64 }
+type rotatingNonces struct{ cur atomic.Int64 }
 
-func (r *attackRotNonces) Valid(_ context.Context, n string) bool {
+func (r *rotatingNonces) Valid(_ context.Context, n string) bool {
 	return n == "n"+strconv.FormatInt(r.cur.Load(), 10)
 }
-func (r *attackRotNonces) Next(context.Context) (string, error) {
+func (r *rotatingNonces) Next(context.Context) (string, error) {
 	return "n" + strconv.FormatInt(r.cur.Load(), 10), nil
 }
 
-// TestAttackSlowClientEvaluationFailsAfterNonceRotation: authzen's side of
-// the slow-clock rotation break (see pep/attack_slowrotate_test.go): a PDP
-// that checks proofs with dpop.Verifier (real clock, no store, WithNonces)
-// answers a proof "old~start" dated before its start with the bare new
-// nonce; the client's one resend with it is asked again, and the
-// evaluation of a valid token fails.
-func TestAttackSlowClientEvaluationFailsAfterNonceRotation(t *testing.T) {
+// TestDPoPSlowClientEvaluationPassesAfterNonceRotation (a-dpop14 F1): a
+// server that checks proofs with dpop.Verifier (real clock, no store,
+// WithNonces) and a client whose clock runs 30 s slow (inside the 60 s
+// window, so its proofs are dated before the Verifier began and need
+// "server~start"). Once the server's nonce goes stale, the Verifier's
+// use_dpop_nonce answer to "old~start" still carries the start nonce, so
+// the client's one resend passes. Before the fix it carried the bare new
+// nonce, the resend was asked again, and the valid token's call failed.
+func TestDPoPSlowClientEvaluationPassesAfterNonceRotation(t *testing.T) {
+	t.Parallel()
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	slow := signer.WithClock(func() time.Time { return time.Now().Add(-30 * time.Second) })
-	rot := &attackRotNonces{}
+	rot := &rotatingNonces{}
 	v, err := dpop.NewVerifier(dpop.WithNonces(rot))
 	require.NoError(t, err)
 	var srvURL string
