@@ -292,17 +292,20 @@ func offeredNonce(resp *http.Response) string {
 // parameters whose values are tokens or quoted strings.
 func DPoPChallengeError(header string) string {
 	var first string
-	dpopChallengeErrors(header, func(code string) bool {
+	challengeErrors(header, func(scheme, code string) bool {
+		if scheme != "dpop" {
+			return true
+		}
 		first = code
 		return false
 	})
 	return first
 }
 
-// dpopChallengeErrors calls yield with the error parameter of every DPoP
-// challenge in a WWW-Authenticate value, in order, until yield returns
-// false: a value may hold several (a-dpop14 F2).
-func dpopChallengeErrors(header string, yield func(code string) bool) {
+// challengeErrors calls yield with the scheme (lower-cased) and the error
+// parameter of every challenge in a WWW-Authenticate value, in order, until
+// yield returns false: a value may hold several (a-dpop14 F2).
+func challengeErrors(header string, yield func(scheme, code string) bool) {
 	scheme, rest := "", header
 	for {
 		rest = strings.TrimLeft(rest, " \t,")
@@ -327,7 +330,7 @@ func dpopChallengeErrors(header string, yield func(code string) bool) {
 		}
 		var value string
 		value, rest = paramValue(strings.TrimLeft(rest[1:], " \t"))
-		if scheme == "dpop" && ascii.EqualFold(name, "error") && !yield(value) {
+		if ascii.EqualFold(name, "error") && !yield(scheme, value) {
 			return
 		}
 	}

@@ -174,7 +174,8 @@ func (v dpopVerdict) refusesToken() bool { return v == dpopNone || v == dpopToke
 // and the "error" of its JSON body, as RFC 9449 section 8 words a nonce
 // request. Both the nonce resend (authorizer) and the blame of a 401
 // (NewResponseError) read it, so they never read one answer two ways
-// (a-dpop14 F2). The signals are a DPoP challenge's error, and the body's
+// (a-dpop14 F2). The signals are a DPoP challenge's error, another
+// scheme's invalid_token (a Bearer challenge beside the DPoP one), and the body's
 // error when it is one of RFC 9449's (invalid_token, invalid_dpop_proof,
 // use_dpop_nonce: a server's own error names say nothing of DPoP). When
 // they conflict, the one refusing the token wins, failing closed: any
@@ -200,8 +201,13 @@ func dpopVerdictOf(challenges []string, body []byte) dpopVerdict {
 		}
 	}
 	for _, header := range challenges {
-		dpopChallengeErrors(header, func(code string) bool {
-			take(code)
+		challengeErrors(header, func(scheme, code string) bool {
+			switch {
+			case scheme == "dpop":
+				take(code)
+			case code == "invalid_token": // a refusal of the token, in whatever scheme, wins
+				take(code)
+			}
 			return verdict != dpopTokenRefused
 		})
 	}
