@@ -56,6 +56,12 @@ func TestAttackUUIDShapedSecretIsRepeated(t *testing.T) {
 		check("an assignment's user", a.doAs(a.admin, http.MethodGet, a.url+"/admin/realms/acme/organizations/users/"+secret+"/assignments", nil), http.StatusNotFound)
 		check("a deleted organization's id", a.doAs(a.admin, http.MethodDelete, "/"+secret, nil), http.StatusNotFound)
 		check("an unrouted path", a.doAs(a.admin, http.MethodGet, a.url+"/admin/realms/acme/"+secret, nil), http.StatusNotFound)
+		// A PEP configured with its secret as the realm, no token yet:
+		// the challenge's realm parameter (challengeRealm: keep).
+		unauth := a.sendHeader(t, http.MethodPost, a.url+"/realms/"+secret+"/authorization-decision-provider/authorize", "{}",
+			http.Header{"Content-Type": {"application/json"}})
+		require.Equal(t, http.StatusUnauthorized, unauth.Status)
+		assert.NotContains(t, strings.Join(unauth.Header.Values("WWW-Authenticate"), " "), secret, "the challenge's realm repeats the secret")
 	}
 	// The audit keeps what a refused call named by the same rule: the
 	// platform's operators read both secrets there.
