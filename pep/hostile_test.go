@@ -454,6 +454,13 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 			refusal(`DPoP error="use_dpop_nonce"`, map[string]string{"error": "Unauthorized"}, `DPoP error="invalid_token"`), true, 2},
 		{"a DPoP token refused in the body under a nonce challenge", true,
 			refusal(`DPoP error="use_dpop_nonce"`, map[string]string{"error": "invalid_token"}), true, 2},
+		// a-fix14b: a 401 naming no DPoP error refuses the token and is
+		// not resent, new nonce or not (F2: the resend's 503 replaced the
+		// refusal); every "error" member of the body counts, by its exact
+		// name (F1: a later "Error" hid the invalid_token).
+		{"a DPoP token refused with a new nonce and no DPoP signal", true, refusal(`DPoP realm="gw"`, map[string]string{"error": "Unauthorized"}), true, 2},
+		{"a DPoP token refused in the body before another error member", true,
+			refusal(`DPoP error="use_dpop_nonce"`, json.RawMessage(`{"error":"invalid_token","Error":"use_dpop_nonce"}`)), true, 2},
 		{"a Bearer token refused with a nonce challenge", false, challenge(`DPoP error="use_dpop_nonce"`), true, 2},
 		{"a Bearer token refused with a proof challenge", false, challenge(`DPoP algs="ES256", error="invalid_dpop_proof"`), true, 2},
 		{"a Bearer token refused with a nonce asked for in the body", false, refusal("", inBody), true, 2},

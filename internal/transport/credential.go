@@ -264,14 +264,20 @@ const maxNonceBytes = 1024
 // answer's one DPoP verdict (dpopVerdictOf, from every challenge value and
 // the body, the same verdict NewResponseError blames with) refuses the
 // token. It returns "" for any other answer. The nonce may be asked for in
-// a challenge (error="use_dpop_nonce"), in the JSON body as RFC 9449
-// section 8 words it ({"error":"use_dpop_nonce"}), or not at all (a server
-// that rotates its nonce on every answer): a server that sends a new
-// nonce with a refusal that names no error costs one extra request. body
-// is what was read of the answer's body.
+// a challenge (error="use_dpop_nonce") or in the JSON body as RFC 9449
+// section 8 words it ({"error":"use_dpop_nonce"}); a 400 that names no
+// DPoP error is resent too (it decides nothing). A 401 that names none
+// refuses the token and is not resent, new nonce or not (a-fix14b F2: the
+// resend's answer replaced the refusal, and a 503 or a reset then kept the
+// refused token's GRANTs): an answer the blame reads as refusing the token
+// is never resent. body is what was read of the answer's body.
 func nonceAsked(resp *http.Response, body []byte) string {
 	nonce := offeredNonce(resp)
-	if nonce == "" || dpopVerdictOf(resp.Header.Values("WWW-Authenticate"), body) == dpopTokenRefused {
+	if nonce == "" {
+		return ""
+	}
+	v := dpopVerdictOf(resp.Header.Values("WWW-Authenticate"), body)
+	if v == dpopTokenRefused || resp.StatusCode == http.StatusUnauthorized && v.refusesToken() {
 		return ""
 	}
 	return nonce

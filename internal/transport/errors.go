@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -211,16 +212,43 @@ func dpopVerdictOf(challenges []string, body []byte) dpopVerdict {
 			return verdict != dpopTokenRefused
 		})
 	}
-	var eb struct {
-		Error string `json:"error"`
-	}
-	if len(body) > 0 && json.Unmarshal(body, &eb) == nil {
-		switch eb.Error {
+	bodyErrors(body, func(code string) {
+		switch code {
 		case "invalid_token", "invalid_dpop_proof", "use_dpop_nonce":
-			take(eb.Error)
+			take(code)
+		}
+	})
+	return verdict
+}
+
+// bodyErrors calls yield with every string value of a top-level member
+// named exactly "error" in body, a JSON object: a reader of a refusal sees
+// every one of its signals (a-fix14b F1: encoding/json matched "Error" and
+// "ERROR" too and kept the last of duplicates, so a later member hid an
+// invalid_token). It stops at the first syntax error, having yielded what
+// came before.
+func bodyErrors(body []byte, yield func(code string)) {
+	if len(body) == 0 {
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return
+		}
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return
+		}
+		var code string
+		if t == "error" && json.Unmarshal(v, &code) == nil {
+			yield(code)
 		}
 	}
-	return verdict
 }
 
 // Error returns "<peer> answered <status>" followed by the error name and

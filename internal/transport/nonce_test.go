@@ -270,7 +270,18 @@ func TestWhichAnswerIsResentForANonce(t *testing.T) {
 		{name: "400 asking in the body, as RFC 9449 section 8 has it", status: 400, ask: askInBody, nonce: "n1", resent: true},
 		{name: "401 refusing the proof with a new nonce", status: 401,
 			ask: asking{challenge: `DPoP error="invalid_dpop_proof"`, body: `{}`}, nonce: "n1", resent: true},
-		{name: "401 saying nothing but a new nonce", status: 401, ask: asking{body: `{"error":"Unauthorized"}`}, nonce: "n1", resent: true},
+		// a-fix14b F2: a 401 the blame reads as refusing the token is not
+		// resent, new nonce or not (the resend's 503 replaced the refusal).
+		{name: "401 saying nothing but a new nonce", status: 401, ask: asking{body: `{"error":"Unauthorized"}`}, nonce: "n1", err: ErrUnauthorized},
+		{name: "400 saying nothing but a new nonce", status: 400, ask: asking{body: `{"error":"Bad Request"}`}, nonce: "n1", resent: true},
+		// a-fix14b F1: every top-level "error" member of the body counts,
+		// by its exact name; the one refusing the token wins.
+		{name: "401 whose body has duplicate errors, invalid_token first", status: 401,
+			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, body: `{"error":"invalid_token","error":"use_dpop_nonce"}`}, nonce: "n1", err: ErrUnauthorized},
+		{name: "401 whose body refuses the token, then says Error in another case", status: 401,
+			ask: asking{body: `{"error":"invalid_token","Error":"invalid_dpop_proof"}`}, err: ErrUnauthorized},
+		{name: "401 whose body says the server's own error, then ERROR asking a nonce", status: 401,
+			ask: asking{body: `{"error":"Unauthorized","ERROR":"use_dpop_nonce"}`}, nonce: "n1", err: ErrUnauthorized},
 		{name: "401 refusing the token with a new nonce", status: 401,
 			ask: asking{challenge: `DPoP algs="ES256", error="invalid_token"`, body: `{}`}, nonce: "n1", err: ErrUnauthorized},
 		{name: "401 refusing the token in the challenge, asking in the body", status: 401,

@@ -14,12 +14,12 @@ import (
 	"github.com/orgauthz/orgauthz/dpop"
 )
 
-// TestAttackNoSignalRefusalDroppedByTheNonceResend (a-fix14b F2, authzen):
+// TestAPDPRefusalNamingNoDPoPErrorIsNotResent (a-fix14b F2, authzen):
 // a PDP 401 with no DPoP signal refuses the token (the blame), but carrying
 // a new DPoP-Nonce it is resent as a possible nonce request; when the
 // resend meets a 503 the refusal is lost: the token is not retired and its
 // cached allow keeps being served. The control (no nonce) retires it.
-func TestAttackNoSignalRefusalDroppedByTheNonceResend(t *testing.T) {
+func TestAPDPRefusalNamingNoDPoPErrorIsNotResent(t *testing.T) {
 	t.Parallel()
 	for _, withNonce := range []bool{false, true} {
 		name := "401 without a nonce (control)"
