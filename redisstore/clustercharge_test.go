@@ -61,12 +61,13 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	err := verify(proofs[limit+1])
 	require.ErrorIs(t, err, dpop.ErrReplayCacheFull, "a proof of the second whose record its key dropped")
 	require.NotErrorIs(t, err, dpop.ErrReplayStoreUnavailable)
-	require.ErrorIs(t, verify(proofs[0]), dpop.ErrReplayCacheFull, "the replay of the dropped proof")
-	// A held proof's replay is refused: on a Cluster the charge, on the
-	// owner's slot, comes before the record, so one of the second the key
-	// dropped from is refused as such, not as a replay.
-	err = verify(proofs[limit])
-	require.True(t, errors.Is(err, dpop.ErrReplay) || errors.Is(err, dpop.ErrReplayCacheFull), "the replay of a held proof: %v", err)
+	// Every earlier proof's replay is refused: as a replay while its record
+	// is held, as over the limit once it was dropped (the proofs share one
+	// second, so which one the key dropped is the set's choice).
+	for _, p := range proofs[:limit+1] {
+		err := verify(p)
+		require.True(t, errors.Is(err, dpop.ErrReplay) || errors.Is(err, dpop.ErrReplayCacheFull), "the replay of an earlier proof: %v", err)
+	}
 	later := key.WithClock(func() time.Time { return now.Add(time.Second) })
 	p := testkit.Must(later.Proof("GET", testURL, "", ""))(t)
 	require.NoError(t, verify(p), "the key's proof of the next second")
@@ -108,6 +109,59 @@ func TestOneKeyIsChargedOnACluster(t *testing.T) {
 	require.Greater(t, c.PTTL(ctx, s.prefix+"wide2").Val(), 9*time.Minute, "the dropped record stays until its mark would outlive it")
 	first, err = s.RememberCharged(ctx, "wide2", "owner2", 1, iat, iat.Add(10*time.Minute))
 	require.False(t, first && err == nil, "the dropped record's replay")
+
+	// The replay of a key's oldest held proof, the key at its limit: the
+	// charge popped the replay's own record and the SET wrote it again, so
+	// it passed (a-rep14b F1); the record is written first now, and a
+	// replay stops there, changing nothing.
+	v2, err := dpop.NewVerifier(dpop.WithReplayStore(NewReplayStore(c, "")), dpop.WithReplayKeyLimit(2))
+	require.NoError(t, err)
+	held := testkit.Must(dpop.GenerateKey())(t)
+	a := testkit.Must(held.WithClock(func() time.Time { return now.Add(-time.Second) }).Proof("GET", testURL, "", ""))(t)
+	b := testkit.Must(held.WithClock(func() time.Time { return now }).Proof("GET", testURL, "", ""))(t)
+	for _, p := range []string{a, b} {
+		_, err = v2.Verify(ctx, dpop.Request{Proofs: []string{p}, Method: "GET", URL: testURL})
+		require.NoError(t, err)
+	}
+	_, err = v2.Verify(ctx, dpop.Request{Proofs: []string{a}, Method: "GET", URL: testURL})
+	require.ErrorIs(t, err, dpop.ErrReplay, "the replay of the key's oldest held proof")
+
+	// The charge's mark lapsing before the extension runs (a stall of the
+	// charging process: a-rep14b F2): the extension writes it again, and
+	// the record goes only after.
+	lapsing := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr()}})
+	lapsing.AddHook(lapseMark{c})
+	t.Cleanup(func() { _ = lapsing.Close() })
+	sl := NewReplayStore(lapsing, "")
+	first, err = s.RememberCharged(ctx, "wide3", "owner3", 1, iat, iat.Add(10*time.Minute))
+	require.NoError(t, err)
+	require.True(t, first)
+	first, err = sl.RememberCharged(ctx, "narrow3", "owner3", 1, iat.Add(time.Second), iat.Add(3*time.Second))
+	require.NoError(t, err)
+	require.True(t, first)
+	_, mark3 := replaymarker.ChargeKeys(s.prefix, "owner3")
+	require.Greater(t, c.PTTL(ctx, mark3).Val(), 9*time.Minute, "the mark, written again, outlives the dropped record")
+	first, err = s.RememberCharged(ctx, "wide3", "owner3", 1, iat, iat.Add(10*time.Minute))
+	require.False(t, first && err == nil, "the dropped record's replay")
+}
+
+// lapseMark deletes the owner's mark (through c) just before each
+// ExtendMarkScript round trip: the charge's short mark expired meanwhile.
+type lapseMark struct{ c redis.UniversalClient }
+
+func (lapseMark) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (lapseMark) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h lapseMark) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); len(a) > 3 && a[1] == replaymarker.ExtendMarkScript {
+			if mark, ok := a[3].(string); ok {
+				h.c.Del(ctx, mark)
+			}
+		}
+		return next(ctx, cmd)
+	}
 }
 
 // errExtendMark is failExtendMark's error.

@@ -306,52 +306,68 @@ var errOverLimit = fmt.Errorf("redisstore: the proof is dated no later than a re
 // their names in its set), a sorted set of their names and a mark.
 //
 // On a Cluster the record and its owner's keys lie in different slots,
-// which one script cannot touch: there the charge comes first, in a
-// round trip of its own on the owner's slot
-// ([replaymarker.ChargeCountScript]), the records it dropped are deleted,
-// and Remember follows.
+// which one script cannot touch. There the record is written first
+// (Remember: a replay stops there, having changed nothing), then charged
+// in a round trip of its own on the owner's slot
+// ([replaymarker.ChargeCountScript]); a proof over its key's limit has
+// its record deleted again (it was refused: no replay of it can be
+// accepted), and the records the charge dropped are deleted once the
+// key's mark outlives them (dropRecords). The order is the rule (a-rep14,
+// a-rep14b): no step deletes what decides the request under way (the
+// charge once popped a replay's own record, which the SET then wrote
+// again), and stopping after any step leaves the store at least as strict
+// as before.
 func (s *ReplayStore) RememberCharged(ctx context.Context, key, owner string, limit int, iat, until time.Time) (bool, error) {
 	a := replaymarker.ChargeArgs(iat, until, limit)
 	set, mark := replaymarker.ChargeKeys(s.prefix, owner)
-	if _, single := s.client.(*redis.Client); !single {
-		var answer []any
-		err := bounded(ctx, func() error {
-			var err error
-			answer, err = s.client.Eval(ctx, replaymarker.ChargeCountScript, []string{set, mark}, a[0], a[1], a[2], a[3], s.prefix+key).Slice()
-			return err
-		})
-		var n int64 = -2
-		if len(answer) > 0 {
-			n, _ = answer[0].(int64)
-		}
-		switch {
-		case err != nil:
-			return false, fmt.Errorf("redisstore: charging the proof to its key: %w", err)
-		case n == replaymarker.ChargeOverLimit:
-			return false, errOverLimit
-		case n != replaymarker.ChargeFirst:
-			return false, fmt.Errorf("redisstore: the charge's script answered %v", answer)
-		}
-		if err := s.dropRecords(ctx, mark, answer[1:]); err != nil {
-			return false, err
-		}
-		return s.Remember(ctx, key, until)
+	if _, single := s.client.(*redis.Client); single {
+		return s.rememberCharged(ctx, key, set, mark, a, until)
 	}
-	return s.rememberCharged(ctx, key, set, mark, a, until)
+	first, err := s.Remember(ctx, key, until)
+	if err != nil || !first {
+		return first, err
+	}
+	var answer []any
+	err = bounded(ctx, func() error {
+		var err error
+		answer, err = s.client.Eval(ctx, replaymarker.ChargeCountScript, []string{set, mark}, a[0], a[1], a[2], a[3], s.prefix+key).Slice()
+		return err
+	})
+	var n int64 = -2
+	if len(answer) > 0 {
+		n, _ = answer[0].(int64)
+	}
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("redisstore: charging the proof to its key: %w", err)
+	case n == replaymarker.ChargeOverLimit:
+		// The record just written goes with its refused proof, so a flood of
+		// one key's stragglers stores nothing. Failing to delete it leaves
+		// only a record until its own expiry.
+		_ = bounded(ctx, func() error { return s.client.Del(ctx, s.prefix+key).Err() })
+		return false, errOverLimit
+	case n != replaymarker.ChargeFirst || len(answer) < 2:
+		return false, fmt.Errorf("redisstore: the charge's script answered %v", answer)
+	}
+	markValue, _ := answer[1].(string)
+	if err := s.dropRecords(ctx, mark, markValue, answer[2:]); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // dropRecords deletes, on a Cluster, the records the charge dropped (each
-// in a slot of its own), after keeping the key's mark until each would
-// have expired (replaymarker.ExtendMarkScript, on the mark's slot): the
-// count script, on another slot, could not read their own expiry, which a
-// Verifier of a wider window than the charging one chose. The order is
-// the rule (a-rep14 F1): a record, the evidence of its proof's replay, is
-// deleted only once the mark that refuses that replay lasts as long as it
-// would have, so a failure after any step (a reset connection, the
-// store's timeout) leaves the store at least as strict as before: a
-// record not deleted still refuses its replay, and is only uncounted
-// until it expires.
-func (s *ReplayStore) dropRecords(ctx context.Context, mark string, dropped []any) error {
+// in a slot of its own), after keeping the key's mark (markValue, the
+// charge's) until each would have expired (replaymarker.ExtendMarkScript,
+// on the mark's slot, which writes the mark again if it lapsed meanwhile):
+// the count script, on another slot, could not read their own expiry,
+// which a Verifier of a wider window than the charging one chose. The
+// order is the rule (a-rep14 F1): a record, the evidence of its proof's
+// replay, is deleted only once the mark that refuses that replay lasts as
+// long as it would have, so a failure or a stall after any step leaves
+// the store at least as strict as before: a record not deleted still
+// refuses its replay, and is only uncounted until it expires.
+func (s *ReplayStore) dropRecords(ctx context.Context, mark, markValue string, dropped []any) error {
 	names := make([]string, 0, len(dropped))
 	var longest time.Duration
 	for _, d := range dropped {
@@ -371,7 +387,7 @@ func (s *ReplayStore) dropRecords(ctx context.Context, mark string, dropped []an
 	}
 	if longest > 0 {
 		err := bounded(ctx, func() error {
-			return s.client.Eval(ctx, replaymarker.ExtendMarkScript, []string{mark}, longest.Milliseconds()+1).Err()
+			return s.client.Eval(ctx, replaymarker.ExtendMarkScript, []string{mark}, longest.Milliseconds()+1, markValue).Err()
 		})
 		if err != nil {
 			return fmt.Errorf("redisstore: keeping the mark of the proof's key: %w", err)

@@ -57,37 +57,55 @@ return ` + chargeFirst + `
 `
 
 // ChargeCountScript is the Lua script (EVAL ChargeCountScript 2 ownerSet
-// ownerMark record untilMillis iatSeconds limit lifeMillis) that charges a
-// record about to be written to its owner where the record and the
-// owner's keys cannot be in one script (a Cluster: they lie in different
-// slots): the owner's part of [ChargeScript] (the mark's refusal, the
-// owner's records kept within limit, the record added to ownerSet). It
-// answers an array: [ChargeOverLimit], or [ChargeFirst] followed by the
-// names of the records it dropped, which the caller deletes before it
-// writes the record (a replay's charge adds nothing: its name is in
-// ownerSet already).
+// ownerMark untilMillis iatSeconds limit lifeMillis record) that charges a
+// record the caller has just written (SET NX: a replay never reaches it)
+// to its owner where the record and the owner's keys cannot be in one
+// script (a Cluster: they lie in different slots): the owner's part of
+// [ChargeScript] (the mark's refusal, the owner's records kept within
+// limit, the record added to ownerSet). It answers an array:
+// [ChargeOverLimit] (the caller deletes the record it wrote), or
+// [ChargeFirst], the owner's mark ("0" when it has none), and the names of
+// the records it dropped, which the caller deletes only once the mark
+// lasts as long as each would have ([ExtendMarkScript]).
 const ChargeCountScript = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local record = ARGV[5]
-local dropped = {` + chargeFirst + `}
+local dropped = {` + chargeFirst + `, '0'}
 ` + chargeOwner + `
+if m then
+  dropped[2] = string.format('%.0f', m)
+end
 return dropped
 `
 
 // ExtendMarkScript is the Lua script (EVAL ExtendMarkScript 1 ownerMark
-// millis) that keeps an owner's mark at least millis more, by Redis's
-// clock, and never shortens it: on a Cluster, where [ChargeCountScript]
-// cannot read the expiry of the records it drops (they lie in other
-// slots), the caller reads it and keeps the mark until each would have
-// expired.
+// millis markSeconds) that keeps an owner's mark at least markSeconds
+// and at least millis more, by Redis's clock, and never lowers nor
+// shortens it: on a Cluster, where [ChargeCountScript] cannot read the
+// expiry of the records it drops (they lie in other slots), the caller
+// reads it and keeps the mark until each would have expired. A mark gone
+// meanwhile (the charge's own expiry passed while the caller was slow) is
+// written again (a-rep14b F2): the step is right whenever it runs.
 const ExtendMarkScript = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local want = now + tonumber(ARGV[1])
+local m = tonumber(ARGV[2])
+local cur = tonumber(redis.call('GET', KEYS[1]) or '')
 local pt = redis.call('PTTL', KEYS[1])
-if pt == -2 or (pt > 0 and now + pt >= want) then
+if cur and cur >= m and (pt == -1 or (pt > 0 and now + pt >= want)) then
   return 0
 end
-redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', want))
+if cur and cur > m then
+  m = cur
+end
+if pt == -1 then
+  redis.call('SET', KEYS[1], string.format('%.0f', m), 'KEEPTTL')
+  return 1
+end
+if pt > 0 and now + pt > want then
+  want = now + pt
+end
+redis.call('SET', KEYS[1], string.format('%.0f', m), 'PXAT', string.format('%.0f', want))
 return 1
 `
 
