@@ -346,7 +346,7 @@ func authRequestParams(w http.ResponseWriter, r *http.Request) (url.Values, *oau
 	for name, values := range params {
 		for _, v := range values {
 			if len(v) > maxAuthParam {
-				return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + paramName(name) + " is too long"}
+				return nil, oauthErrorf(http.StatusBadRequest, "invalid_request", "parameter %s is too long", name)
 			}
 		}
 	}
@@ -359,10 +359,10 @@ func (s *Server) authClient(realm string, params url.Values) (*authRequest, *oau
 	for _, name := range []string{"client_id", "redirect_uri"} {
 		switch len(params[name]) {
 		case 0:
-			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "missing " + name}
+			return nil, oauthErrorf(http.StatusBadRequest, "invalid_request", "missing %s", name)
 		case 1:
 		default:
-			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + name + " is given more than once"}
+			return nil, oauthErrorf(http.StatusBadRequest, "invalid_request", "parameter %s is given more than once", name)
 		}
 	}
 	req := &authRequest{params: params, clientID: params.Get("client_id"), redirectURI: params.Get("redirect_uri")}
@@ -501,25 +501,6 @@ func rfc6749Description(c rune) rune {
 	}
 	return c
 }
-
-// paramName is how an OAuth error description names a request
-// parameter: its name when the name has the shape of an OAuth
-// parameter's (at most 32 bytes of lower-case ASCII letters and '_', as
-// every name of RFC 6749 and its registry), [unnamedParam] otherwise. A
-// description says what was wrong and repeats nothing the caller chose
-// that could be a credential: a token sent in the wrong place (a value,
-// or a name: "<token>=1") would come back in an error string, which OAuth
-// clients put in their errors and logs.
-func paramName(name string) string {
-	if len(name) == 0 || len(name) > 32 || strings.TrimFunc(name, func(c rune) bool { return c == '_' || 'a' <= c && c <= 'z' }) != "" {
-		return unnamedParam
-	}
-	return name
-}
-
-// unnamedParam stands in an OAuth error description for a parameter's name
-// that paramName does not repeat.
-const unnamedParam = "(not an OAuth parameter's name)"
 
 // loginPage is the login form. It posts the authorization parameters back
 // as hidden fields with the user's name and password.

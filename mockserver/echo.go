@@ -129,6 +129,9 @@ func identifierShape(v string) bool {
 // are the server's, not a caller's, and name no credential.
 var apiWords = sync.OnceValue(func() map[string]bool {
 	words := map[string]bool{authzenSubjectType: true, "Host": true}
+	for _, w := range oauthParams {
+		words[w] = true
+	}
 	walkAPI(func(m map[string]any) {
 		props, _ := m["properties"].(map[string]any)
 		for name := range props {
@@ -159,6 +162,25 @@ var apiWords = sync.OnceValue(func() map[string]bool {
 	})
 	return words
 })
+
+// oauthParams are the names of the OAuth parameters an OAuth endpoint's
+// error may name (a-fix14 F1): those of the IANA "OAuth Parameters"
+// registry and OpenID Connect's authorization request that the server
+// reads, refuses or is likely to be sent -- a fixed list, the server's
+// words. A parameter's name that is not one, nor another word of the API,
+// is described however it is shaped: a passphrase of lower-case letters
+// and '_' sent where a name goes was repeated by its shape (paramName).
+var oauthParams = [...]string{
+	"client_id", "client_secret", "grant_type", "code", "redirect_uri", "scope", "state",
+	"response_type", "response_mode", "username", "password", "refresh_token", "access_token",
+	"id_token", "token", "token_type", "token_type_hint", "expires_in", "code_verifier",
+	"code_challenge", "code_challenge_method", "nonce", "prompt", "max_age", "login_hint",
+	"id_token_hint", "acr_values", "ui_locales", "display", "claims", "claims_locales",
+	"request", "request_uri", "registration", "resource", "audience", "authorization_details",
+	"dpop_jkt", "client_assertion", "client_assertion_type", "assertion", "subject_token",
+	"subject_token_type", "actor_token", "actor_token_type", "requested_token_type",
+	"error", "error_description", "error_uri", "iss", "session_state",
+}
 
 // apiMembers is the set of the names of the API's schema, lower-cased,
 // read from the OpenAPI document once: each member of an object and each
