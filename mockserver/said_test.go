@@ -48,6 +48,8 @@ var saidSources = map[string]string{
 	"authzen.go: accessEvaluations: semanticDenyOnFirstDeny":          "a constant of the API",
 	"authzen.go: accessEvaluations: semanticPermitOnFirstPermit":      "a constant of the API",
 	"handlers.go: fail: fe.Message":                                   "a store field error's message, composed by the store",
+	"authcode.go: checkAuthRequest: rp.desc":                          "refusedAuthParams' constant description",
+	"authcode.go: authorization: ir.message":                          "an issue refusal's message, composed by the server",
 	"authcode_sealed.go: spendCode: errSharedPredates.Error()":        "a sentinel error's text, the server's",
 	"authcode_sealed.go: spendCode: ir.message":                       "an issue refusal's message, composed by the server",
 	"authcode_sealed.go: spendCode: err.Error()":                      "the shared store's refusal or errSharedPredates, composed by the server",
