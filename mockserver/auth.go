@@ -331,12 +331,20 @@ func (s *Server) recordAudit(c *caller, action string, status int) {
 		tenant = by
 	}
 	// The resource's id is the caller's, taken from the path or the body
-	// before anything checked it: kept by the errors' rule (keep), so that
-	// a credential sent where an id goes is not stored. The actor and the
-	// tenant are the server's (a verified token's subject, a tenant's id),
-	// the action and type its words.
+	// before anything checked it: kept by the errors' rule (keep: an id
+	// only while the store holds its object, a-fix14 F2), so that a
+	// credential sent where an id goes is not stored. The actor and the
+	// tenant are the server's (a verified token's subject, a tenant's id,
+	// which a handler sets only once the tenant exists), the action and
+	// type its words: a resource that is that tenant (a decommissioned
+	// one, whose realm the store no longer counts) is kept as the tenant
+	// is.
+	resourceID := keep(c.resourceID, s.publicName)
+	if c.tenantID != "" && c.resourceID == c.tenantID {
+		resourceID = c.tenantID
+	}
 	s.store.RecordAudit(by, store.AuditEntry{ActorID: c.subject, Action: action, TenantID: tenant,
-		ResourceType: resourceType, ResourceID: keep(c.resourceID, s.publicName), Outcome: outcome})
+		ResourceType: resourceType, ResourceID: resourceID, Outcome: outcome})
 }
 
 // statusRecorder remembers the status a handler wrote.

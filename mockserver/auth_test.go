@@ -80,7 +80,7 @@ func newAuthHarness(t *testing.T) *authHarness {
 	s := mustNew(t, WithFixture(authFixture()), WithIssuer(url), WithClock(clock), WithAdminSecret("boot"))
 	h.s, h.url = s, url
 	mux.Handle("POST /probe/{realm}/admin", s.realmAdmin("organization.create", func(w http.ResponseWriter, r *http.Request, c *caller) {
-		c.resourceID = probeResourceID // an id, as the server assigns one
+		c.resourceID = c.subject // an id the store holds (the caller's user): kept
 		writeResult(w, http.StatusCreated, map[string]string{"subject": c.subject})
 	}))
 	mux.Handle("POST /probe/{realm}/fail", s.realmAdmin("organization.delete", func(w http.ResponseWriter, r *http.Request, c *caller) {
@@ -191,10 +191,6 @@ func TestAuthDecommissionedRealm(t *testing.T) {
 	require.Error(t, err)
 }
 
-// probeResourceID is the id the probe's create names, of the form of the
-// ids the server assigns: the audit keeps an id whole (recordAudit).
-const probeResourceID = "0c9d6a8e-3b1f-4d2a-9e5c-7f8a1b2c3d4e"
-
 func TestAuthPermissionsAndAudit(t *testing.T) {
 	h := newAuthHarness(t)
 	alice := h.token(t, "acme", "alice")
@@ -246,7 +242,7 @@ func TestAuthPermissionsAndAudit(t *testing.T) {
 		{ids["ops"], "config.update", "master", "config", "", "SUCCESS"},
 		{ids["alice"], "organization.delete", "acme", "organization", "", "FAILURE"},
 		{ids["bob"], "organization.create", "acme", "organization", "", "FAILURE"},
-		{ids["alice"], "organization.create", "acme", "organization", probeResourceID, "SUCCESS"},
+		{ids["alice"], "organization.create", "acme", "organization", ids["alice"], "SUCCESS"},
 	}, got)
 }
 

@@ -252,8 +252,8 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request, realm str
 		s.writeOAuthError(w, oe)
 		return
 	}
-	if code, desc := checkAuthRequest(req); code != "" {
-		s.redirectError(w, req, code, desc)
+	if oe := checkAuthRequest(req); oe != nil {
+		s.redirectError(w, req, oe)
 		return
 	}
 	if r.Method != http.MethodPost { // GET, or HEAD
@@ -282,12 +282,12 @@ func (s *Server) authorization(w http.ResponseWriter, r *http.Request, realm str
 	// authTime's: the store is asked about the earliest stamp the token
 	// can carry, so that no code is issued whose token it would refuse.
 	if ir := s.issueRefusal(r.Context(), realm, "", authTime.Truncate(time.Second)); ir != nil {
-		s.redirectError(w, req, "temporarily_unavailable", ir.message)
+		s.redirectError(w, req, oauthErrorf(http.StatusServiceUnavailable, "temporarily_unavailable", "%s", said(ir.message)))
 		return
 	}
 	code, ok := s.issueCode(c)
 	if !ok {
-		s.redirectError(w, req, "temporarily_unavailable", "too many unredeemed authorization codes; retry shortly")
+		s.redirectError(w, req, &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: "too many unredeemed authorization codes; retry shortly"})
 		return
 	}
 	redirect(w, req, url.Values{"code": {code}})
@@ -346,7 +346,7 @@ func authRequestParams(w http.ResponseWriter, r *http.Request) (url.Values, *oau
 	for name, values := range params {
 		for _, v := range values {
 			if len(v) > maxAuthParam {
-				return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + paramName(name) + " is too long"}
+				return nil, oauthErrorf(http.StatusBadRequest, "invalid_request", "parameter %s is too long", name)
 			}
 		}
 	}
@@ -359,10 +359,10 @@ func (s *Server) authClient(realm string, params url.Values) (*authRequest, *oau
 	for _, name := range []string{"client_id", "redirect_uri"} {
 		switch len(params[name]) {
 		case 0:
-			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "missing " + name}
+			return nil, oauthErrorf(http.StatusBadRequest, "invalid_request", "missing %s", name)
 		case 1:
 		default:
-			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + name + " is given more than once"}
+			return nil, oauthErrorf(http.StatusBadRequest, "invalid_request", "parameter %s is given more than once", name)
 		}
 	}
 	req := &authRequest{params: params, clientID: params.Get("client_id"), redirectURI: params.Get("redirect_uri")}
@@ -384,50 +384,51 @@ func (s *Server) authClient(realm string, params url.Values) (*authRequest, *oau
 	return req, nil
 }
 
-// checkAuthRequest returns the RFC 6749 error code and description of a
-// request whose client and redirect URI are valid, or "" when it is valid.
-func checkAuthRequest(req *authRequest) (code, desc string) {
+// checkAuthRequest returns the RFC 6749 error of a request whose client and
+// redirect URI are valid (its status is not used: it is redirected), or nil
+// when it is valid.
+func checkAuthRequest(req *authRequest) *oauthError {
 	p := req.params
 	for _, name := range authParams {
 		if len(p[name]) > 1 {
-			return "invalid_request", "parameter " + name + " is given more than once"
+			return oauthErrorf(http.StatusBadRequest, "invalid_request", "parameter %s is given more than once", name)
 		}
 	}
 	switch rt, ok := p["response_type"]; {
 	case !ok:
-		return "invalid_request", "missing response_type"
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "missing response_type"}
 	case rt[0] != "code":
-		return "unsupported_response_type", "only response_type=code is supported"
+		return &oauthError{status: http.StatusBadRequest, code: "unsupported_response_type", description: "only response_type=code is supported"}
 	}
 	if rm, ok := p["response_mode"]; ok && rm[0] != "query" {
-		return "invalid_request", "only response_mode=query is supported"
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "only response_mode=query is supported"}
 	}
 	for _, rp := range refusedAuthParams {
 		if p.Has(rp.name) {
-			return rp.code, rp.desc
+			return oauthErrorf(http.StatusBadRequest, rp.code, "%s", said(rp.desc))
 		}
 	}
 	if jkt, ok := p["dpop_jkt"]; ok && !thumbprintString(jkt[0]) {
-		return "invalid_request", "dpop_jkt must be the base64url (unpadded) SHA-256 JWK thumbprint of the DPoP key (RFC 9449 section 10): 43 characters"
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "dpop_jkt must be the base64url (unpadded) SHA-256 JWK thumbprint of the DPoP key (RFC 9449 section 10): 43 characters"}
 	}
 	challenge, hasChallenge := p["code_challenge"]
 	method, hasMethod := p["code_challenge_method"]
 	switch {
 	case hasMethod && method[0] != "S256":
-		return "invalid_request", "only code_challenge_method=S256 is supported"
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "only code_challenge_method=S256 is supported"}
 	case hasMethod && !hasChallenge:
-		return "invalid_request", "code_challenge_method without code_challenge"
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code_challenge_method without code_challenge"}
 	case hasChallenge && !hasMethod:
-		return "invalid_request", "code_challenge_method=S256 is required (plain is not supported)"
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code_challenge_method=S256 is required (plain is not supported)"}
 	case hasChallenge && !pkceString(challenge[0]):
-		return "invalid_request", "code_challenge must be 43 to 128 characters of [A-Za-z0-9-._~]"
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code_challenge must be 43 to 128 characters of [A-Za-z0-9-._~]"}
 	case !hasChallenge && req.public:
-		return "invalid_request", "a public client must use PKCE (code_challenge with code_challenge_method=S256)"
+		return &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "a public client must use PKCE (code_challenge with code_challenge_method=S256)"}
 	}
 	if slices.Contains(strings.Fields(p.Get("prompt")), "none") {
-		return "login_required", "the server keeps no login session: prompt=none cannot succeed"
+		return &oauthError{status: http.StatusBadRequest, code: "login_required", description: "the server keeps no login session: prompt=none cannot succeed"}
 	}
-	return "", ""
+	return nil
 }
 
 // pkceString reports whether s is a valid code verifier or challenge
@@ -478,9 +479,10 @@ func redirect(w http.ResponseWriter, req *authRequest, values url.Values) {
 	w.WriteHeader(http.StatusFound)
 }
 
-// redirectError redirects an RFC 6749 section 4.1.2.1 error to the client.
-func (s *Server) redirectError(w http.ResponseWriter, req *authRequest, code, desc string) {
-	redirect(w, req, url.Values{"error": {code}, "error_description": {strings.Map(rfc6749Description, sayable(desc, s.publicName))}})
+// redirectError redirects oe, an RFC 6749 section 4.1.2.1 error, to the
+// client (its status is not used: the answer is a redirect).
+func (s *Server) redirectError(w http.ResponseWriter, req *authRequest, oe *oauthError) {
+	redirect(w, req, url.Values{"error": {oe.code}, "error_description": {strings.Map(rfc6749Description, sayable(oe.description, s.publicName))}})
 }
 
 // writeOAuthError answers an error that cannot be redirected.
@@ -501,25 +503,6 @@ func rfc6749Description(c rune) rune {
 	}
 	return c
 }
-
-// paramName is how an OAuth error description names a request
-// parameter: its name when the name has the shape of an OAuth
-// parameter's (at most 32 bytes of lower-case ASCII letters and '_', as
-// every name of RFC 6749 and its registry), [unnamedParam] otherwise. A
-// description says what was wrong and repeats nothing the caller chose
-// that could be a credential: a token sent in the wrong place (a value,
-// or a name: "<token>=1") would come back in an error string, which OAuth
-// clients put in their errors and logs.
-func paramName(name string) string {
-	if len(name) == 0 || len(name) > 32 || strings.TrimFunc(name, func(c rune) bool { return c == '_' || 'a' <= c && c <= 'z' }) != "" {
-		return unnamedParam
-	}
-	return name
-}
-
-// unnamedParam stands in an OAuth error description for a parameter's name
-// that paramName does not repeat.
-const unnamedParam = "(not an OAuth parameter's name)"
 
 // loginPage is the login form. It posts the authorization parameters back
 // as hidden fields with the user's name and password.

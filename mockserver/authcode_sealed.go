@@ -199,10 +199,10 @@ func (s *Server) spendCode(ctx context.Context, w http.ResponseWriter, sp *codeS
 	// than the code, issued earlier: no retry of it can pass.
 	if ir := s.issueRefusal(ctx, sp.realm, "", s.now().Truncate(time.Second)); ir != nil {
 		if ir.young {
-			return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: errSharedPredates.Error()}
+			return oauthErrorf(http.StatusBadRequest, "invalid_grant", "%s", said(errSharedPredates.Error()))
 		}
 		w.Header().Set("Retry-After", ir.retryAfter)
-		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: ir.message}
+		return oauthErrorf(http.StatusServiceUnavailable, "temporarily_unavailable", "%s", said(ir.message))
 	}
 	if !sp.sealed {
 		if !s.auth.codes.claim(sp.realm, sp.id) {
@@ -213,10 +213,10 @@ func (s *Server) spendCode(ctx context.Context, w http.ResponseWriter, sp *codeS
 	}
 	refusal := func(err error) *oauthError {
 		if errors.Is(err, errSharedPredates) { // no retry can pass: the client starts again
-			return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: err.Error()}
+			return oauthErrorf(http.StatusBadRequest, "invalid_grant", "%s", said(err.Error()))
 		}
 		w.Header().Set("Retry-After", proofRetryAfter)
-		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: err.Error()}
+		return oauthErrorf(http.StatusServiceUnavailable, "temporarily_unavailable", "%s", said(err.Error()))
 	}
 	// The spend is kept as long as a redemption of the code can still mint
 	// (codeTokenSpec: by the code's expiry plus its token's lifetime), not

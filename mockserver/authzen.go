@@ -335,5 +335,6 @@ func (e *azEvaluator) failure(format string, args ...any) azDecision {
 }
 
 // publicName is the evaluator's knower (echo.go): a name its realm
-// publishes, read under the realm's read lock the evaluation holds.
-func (e *azEvaluator) publicName(v string) bool { return e.rm.PublicName(v) }
+// publishes or the id of an object it holds, read under the realm's read
+// lock the evaluation holds.
+func (e *azEvaluator) publicName(v string) bool { return e.rm.PublicName(v) || e.rm.HoldsID(v) }

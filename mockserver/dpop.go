@@ -280,11 +280,11 @@ func serverUnavailable(err error) (msg, retryAfter string, ok bool) {
 func tokenProofError(w http.ResponseWriter, err error) *oauthError {
 	if msg, retryAfter, ok := serverUnavailable(err); ok {
 		w.Header().Set("Retry-After", retryAfter)
-		return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: msg}
+		return oauthErrorf(http.StatusServiceUnavailable, "temporarily_unavailable", "%s", said(msg))
 	}
 	var ne *dpop.NonceError
 	if errors.As(err, &ne) && ne.Nonce != "" {
 		w.Header().Set("DPoP-Nonce", ne.Nonce)
 	}
-	return &oauthError{status: http.StatusBadRequest, code: dpop.ErrorCode(err), description: dpop.ErrorDescription(err)}
+	return oauthErrorf(http.StatusBadRequest, dpop.ErrorCode(err), "%s", said(dpop.ErrorDescription(err)))
 }

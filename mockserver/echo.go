@@ -20,7 +20,8 @@ import (
 // context; writeOAuthError and redirectError for the OAuth endpoints;
 // challengeRealm for the realm of a WWW-Authenticate challenge): a caller's
 // value is repeated only when the server already knows it as public
-// (echoable: an id, the wildcard, a word of the API, a realm's name), and a
+// (echoable: the wildcard, a word of the API, a realm's name, the id of an
+// object the store holds -- not any UUID: a-fix14 F2), and a
 // name in details[].field only when it is a name of the API's schema or a
 // realm's (sayableField). The shape of a
 // value decides nothing: every secret the server makes -- a client secret,
@@ -38,8 +39,9 @@ import (
 // each use of which TestOnlyTheServersTextIsSaid lists with its reason.
 // The same rule keeps a single caller value on every other channel that
 // keeps or repeats request data (keep: the audit's resourceId, a
-// challenge's realm). The store is asked only on an error's path, and
-// only about a value of an identifier's shape.
+// challenge's realm, the explanation of a denial). The store is asked
+// only on an error's path, only about a value of an identifier's shape, and
+// at most maxLookups times an error.
 
 // maxEcho is the longest value an error repeats, in bytes: the server's
 // longest identifiers, aliases and tenant names, are at most 63 bytes
@@ -47,9 +49,9 @@ import (
 const maxEcho = 63
 
 // knower reports whether a value of an identifier's shape is a name the
-// server publishes (Server.publicName; an AuthZEN evaluation's realm,
-// azEvaluator.publicName). nil knows no name: only ids, the wildcard and
-// the API's own words are repeated.
+// server publishes or the id of an object it holds (Server.publicName; an
+// AuthZEN evaluation's realm, azEvaluator.publicName). nil knows no name
+// and no id: only the wildcard and the API's own words are repeated.
 type knower func(v string) bool
 
 // maxLookups is how many of one error's values the store is asked about
@@ -78,13 +80,16 @@ func budgeted(known knower) knower {
 // Whether a value may be repeated is a property of the value, not of its
 // shape: every secret the server makes (a client secret, an initial
 // password, an authorization code) has an identifier's shape too (a-fix13c
-// F1). So v is repeated only when it is an id (a UUID: ids are public), the
-// wildcard "*", a word of the API itself (a route's segment, a member's or
-// a parameter's name, an enumerated value: apiWords), a bad percent escape
-// as url.EscapeError names it ("%zz", at most 3 bytes: no credential), or a
-// name the server publishes to the caller (known: a realm's name, and for
-// an AuthZEN evaluation its realm's names). An unknown value, however
-// well-shaped, is described by its length.
+// F1), and so has a UUID (a-fix14 F2: an admin secret made by uuidgen, a
+// client secret exported from a Keycloak that made UUID secrets). So v is
+// repeated only when it is the wildcard "*", a word of the API itself (a
+// route's segment, a member's or a parameter's name, an enumerated value:
+// apiWords), a bad percent escape as url.EscapeError names it ("%zz", at
+// most 3 bytes: no credential), or a value the server knows and publishes
+// (known: a realm's name or the id of an object the store holds, and for
+// an AuthZEN evaluation its realm's names and ids). An unknown value,
+// however well-shaped -- a UUID the server never assigned too -- is
+// described by its length; nil knows nothing.
 func echoable(v string, known knower) bool {
 	if v == "" || len(v) > maxEcho {
 		return false
@@ -95,7 +100,7 @@ func echoable(v string, known knower) bool {
 	if !identifierShape(v) {
 		return false
 	}
-	if v == "*" || store.IsID(v) || apiWords()[v] {
+	if v == "*" || apiWords()[v] {
 		return true
 	}
 	return known != nil && known(v)
@@ -124,6 +129,9 @@ func identifierShape(v string) bool {
 // are the server's, not a caller's, and name no credential.
 var apiWords = sync.OnceValue(func() map[string]bool {
 	words := map[string]bool{authzenSubjectType: true, "Host": true}
+	for _, w := range oauthParams {
+		words[w] = true
+	}
 	walkAPI(func(m map[string]any) {
 		props, _ := m["properties"].(map[string]any)
 		for name := range props {
@@ -154,6 +162,25 @@ var apiWords = sync.OnceValue(func() map[string]bool {
 	})
 	return words
 })
+
+// oauthParams are the names of the OAuth parameters an OAuth endpoint's
+// error may name (a-fix14 F1): those of the IANA "OAuth Parameters"
+// registry and OpenID Connect's authorization request that the server
+// reads, refuses or is likely to be sent -- a fixed list, the server's
+// words. A parameter's name that is not one, nor another word of the API,
+// is described however it is shaped: a passphrase of lower-case letters
+// and '_' sent where a name goes was repeated by its shape (paramName).
+var oauthParams = [...]string{
+	"client_id", "client_secret", "grant_type", "code", "redirect_uri", "scope", "state",
+	"response_type", "response_mode", "username", "password", "refresh_token", "access_token",
+	"id_token", "token", "token_type", "token_type_hint", "expires_in", "code_verifier",
+	"code_challenge", "code_challenge_method", "nonce", "prompt", "max_age", "login_hint",
+	"id_token_hint", "acr_values", "ui_locales", "display", "claims", "claims_locales",
+	"request", "request_uri", "registration", "resource", "audience", "authorization_details",
+	"dpop_jkt", "client_assertion", "client_assertion_type", "assertion", "subject_token",
+	"subject_token_type", "actor_token", "actor_token_type", "requested_token_type",
+	"error", "error_description", "error_uri", "iss", "session_state",
+}
 
 // apiMembers is the set of the names of the API's schema, lower-cased,
 // read from the OpenAPI document once: each member of an object and each
@@ -421,7 +448,17 @@ func challengeRealm(realm string, known knower) string {
 }
 
 // publicName is the server's knower: whether v is a realm's name
-// (store.Store.PublicName), the only names public to every caller. A
-// writer that answers a realm's authenticated caller under that realm's
-// lock uses the realm's names too (azEvaluator.publicName).
-func (s *Server) publicName(v string) bool { return s.store.PublicName(v) }
+// (store.Store.PublicName), the only names public to every caller, or the
+// id of an object a live realm holds (store.Store.HoldsID, a-fix14 F2: an
+// id is public because the server assigned it, not because of its form).
+// A writer that answers a realm's authenticated caller under that realm's
+// lock uses the realm's names and ids (azEvaluator.publicName).
+func (s *Server) publicName(v string) bool { return s.store.PublicName(v) || s.store.HoldsID(v) }
+
+// realmKnows is the knower of a writer that holds rm's lock (Read, Write):
+// a name rm publishes (store.Realm.PublicName) or the id of an object it
+// holds (store.Realm.HoldsID). The denial log and an AuthZEN evaluation's
+// errors use it.
+func realmKnows(rm *store.Realm) knower {
+	return func(v string) bool { return rm.PublicName(v) || rm.HoldsID(v) }
+}

@@ -267,7 +267,9 @@ func encodeBody(ct string, v any) string {
 func TestErrorsNameOnlyWhatTheServerPublishes(t *testing.T) {
 	t.Parallel()
 	a := newOrgAPI(t)
-	a.createOrg("Acme", "acme-eu")
+	held := a.createOrg("Acme", "acme-eu")
+	deleted := a.createOrg("Gone", "gone-eu")
+	require.Equal(t, http.StatusOK, a.doAs(a.admin, http.MethodDelete, "/"+deleted, nil).Status)
 	decide := a.url + "/realms/acme/authorization-decision-provider"
 	missing := "3f1e0c55-2b9a-4c0e-9d7e-6a8f2c1b0d4e"
 	long := strings.Repeat("a", 64) // one byte longer than any identifier
@@ -315,8 +317,16 @@ func TestErrorsNameOnlyWhatTheServerPublishes(t *testing.T) {
 			http.StatusBadRequest, `clientId: unknown client (a value of 10 bytes, not repeated)`, "clientId"},
 		{"a client longer than an identifier", http.MethodPost, decide + "/authorize", `{"clientId":"` + long + `","resources":[{"name":"orders"}],"context":{}}`,
 			http.StatusBadRequest, `clientId: unknown client (a value of 64 bytes, not repeated)`, "clientId"},
+		// An id is repeated because the store holds its object, not for
+		// its form (a-fix14 F2): a UUID the server never assigned may be a
+		// secret (uuidgen's admin secret, a Keycloak-exported client
+		// secret).
 		{"unknown organization id", http.MethodGet, "/" + missing, "",
-			http.StatusNotFound, `not found: organization "` + missing + `"`, ""},
+			http.StatusNotFound, `not found: organization (a value of 36 bytes, not repeated)`, ""},
+		{"an id the store holds, given as a client", http.MethodPost, decide + "/authorize", `{"clientId":"` + held + `","resources":[{"name":"orders"}],"context":{}}`,
+			http.StatusBadRequest, `clientId: unknown client "` + held + `"`, "clientId"},
+		{"a deleted organization's id", http.MethodGet, "/" + deleted, "",
+			http.StatusNotFound, `not found: organization (a value of 36 bytes, not repeated)`, ""},
 		{"unknown alias", http.MethodGet, "/alias/no-such-org", "",
 			http.StatusNotFound, `not found: organization with alias (a value of 11 bytes, not repeated)`, ""},
 		{"unrouted path", http.MethodGet, a.url + "/admin/realms/acme/nope", "",
@@ -354,7 +364,9 @@ func TestSayable(t *testing.T) {
 	t.Parallel()
 	tok := "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJib2IifQ.c2lnbmF0dXJlLW9mLXRoZS10b2tlbi10aGF0LWlzLWxvbmc"
 	secret := "j_efXXrzpM2zQE9lDAUSq6Th6SZu9PpY" // a client secret's shape: randomSecret(24)
-	known := func(v string) bool { return v == "orders-api" || v == "bob@example.com" || v == "acme" }
+	known := func(v string) bool {
+		return v == "orders-api" || v == "bob@example.com" || v == "acme" || v == "0c9d6a8e-3b1f-4d2a-9e5c-7f8a1b2c3d4e"
+	}
 	for _, tc := range []struct{ in, want string }{
 		{"the resources array cannot be empty", "the resources array cannot be empty"},
 		{`unknown client "orders-api"`, `unknown client "orders-api"`},
@@ -362,7 +374,10 @@ func TestSayable(t *testing.T) {
 		{`not found: user "carol@example.com"`, `not found: user (a value of 17 bytes, not repeated)`},
 		{`unknown client "no-such-client"`, `unknown client (a value of 14 bytes, not repeated)`},
 		{`unknown client "` + secret + `"`, `unknown client (a value of 32 bytes, not repeated)`},
-		{`not found: organization "3f1e0c55-2b9a-4c0e-9d7e-6a8f2c1b0d4e"`, `not found: organization "3f1e0c55-2b9a-4c0e-9d7e-6a8f2c1b0d4e"`},
+		// A UUID is an id the server knows or a caller's value (a-fix14
+		// F2): known decides, not the form.
+		{`not found: organization "3f1e0c55-2b9a-4c0e-9d7e-6a8f2c1b0d4e"`, `not found: organization (a value of 36 bytes, not repeated)`},
+		{`not found: organization "0c9d6a8e-3b1f-4d2a-9e5c-7f8a1b2c3d4e"`, `not found: organization "0c9d6a8e-3b1f-4d2a-9e5c-7f8a1b2c3d4e"`},
 		{`no resource type "*"`, `no resource type "*"`},
 		{`the member "clientId" is required`, `the member "clientId" is required`},
 		{`invalid URL escape "%zz"`, `invalid URL escape "%zz"`},

@@ -238,7 +238,7 @@ func (s *Server) logDenial(rm *store.Realm, client *store.Client, c *caller, res
 	ex := s.auth.policies.Policy(client).Explain(rm, decision.Request{UserID: c.subject, Organization: c.org,
 		Resources: resources, Method: method, Path: path})
 	ex.Client = client.ClientID
-	ex = sayableExplanation(ex, rm.PublicName)
+	ex = sayableExplanation(ex, realmKnows(rm))
 	return fmt.Sprintf("mockserver: POST /realms/%s/authorization-decision-provider/authorize: %s", rm.Name, ex.Text())
 }
 

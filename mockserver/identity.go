@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -189,6 +190,20 @@ type oauthError struct {
 
 func (e *oauthError) Error() string { return e.code + ": " + e.description }
 
+// oauthErrorf returns the OAuth error of status and code whose description
+// is format, a constant, with args quoted as errf quotes them (quoteArgs):
+// so sayable, which writeOAuthError applies, sees each of them and repeats
+// a caller's value -- a parameter's name too -- only when the server knows
+// it (a word of the API, a registered OAuth parameter's name: apiWords), a
+// rule by the value, not by its shape (a-fix14 F1: a passphrase of
+// lower-case letters and '_' sent where a parameter's name goes came
+// back). Server text goes through said, listed in saidSources.
+// TestOnlyTheServersTextIsSaid fails on a description that is neither a
+// constant nor built here.
+func oauthErrorf(status int, code, format string, args ...any) *oauthError {
+	return &oauthError{status: status, code: code, description: fmt.Sprintf(format, quoteArgs(args)...)}
+}
+
 // writeOAuthAnswer answers err: an *oauthError as RFC 6749 section 5.2 says
 // (a Basic challenge when a client that authenticated with HTTP Basic
 // failed), anything else as the service's error body.
@@ -263,7 +278,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, realm string) (*t
 
 	for _, rp := range refusedTokenParams {
 		if form.Has(rp.name) {
-			return nil, &oauthError{status: http.StatusBadRequest, code: rp.code, description: rp.desc}
+			return nil, oauthErrorf(http.StatusBadRequest, rp.code, "%s", said(rp.desc))
 		}
 	}
 	clientID, secret, basic, oe := clientCredentials(r)
@@ -399,7 +414,7 @@ func (s *Server) redeemCode(rm *store.Realm, form url.Values, clientID, jkt stri
 		return nil, nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "code and redirect_uri are required"}
 	}
 	bad := func(desc string) *oauthError {
-		return &oauthError{status: http.StatusBadRequest, code: "invalid_grant", description: desc}
+		return oauthErrorf(http.StatusBadRequest, "invalid_grant", "%s", said(desc))
 	}
 	c, spend, ok := s.findCode(rm.Name, raw)
 	if ok && !s.now().Before(c.expires) {
@@ -462,7 +477,7 @@ func readOAuthForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthEr
 	}
 	for name, values := range r.PostForm {
 		if len(values) > 1 {
-			return nil, &oauthError{status: http.StatusBadRequest, code: "invalid_request", description: "parameter " + paramName(name) + " is given more than once"}
+			return nil, oauthErrorf(http.StatusBadRequest, "invalid_request", "parameter %s is given more than once", name)
 		}
 	}
 	return r.PostForm, nil

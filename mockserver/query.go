@@ -34,8 +34,7 @@ func (s *Server) wellFormedQuery(pattern string, h http.Handler) http.Handler {
 		}
 		if oauth {
 			w.Header().Set("Cache-Control", "no-store")
-			s.writeOAuthError(w, &oauthError{status: http.StatusBadRequest, code: "invalid_request",
-				description: "query parameter " + paramName(name) + ": " + problem})
+			s.writeOAuthError(w, oauthErrorf(http.StatusBadRequest, "invalid_request", "query parameter %s: %s", name, said(problem)))
 			return
 		}
 		s.writeErr(w, badField(name, "%s", said(problem)))

@@ -27,11 +27,15 @@ func TestEveryRouteRefusesAMalformedQuery(t *testing.T) {
 	require.NoError(t, err)
 	h := chk.Middleware(a.s)
 	values := map[string]string{"{realm}": "acme", "{orgId}": org, "{alias}": "acme"}
-	queries := []struct{ query, name string }{
-		{"count=%zz", "count"},
-		{"offset=0&search=a%zz", "search"},
-		{"%zz=1", "(a name of 3 bytes, not repeated)"}, // no name of the API's (sayableField)
-		{"offset=0;count=2", "offset"},
+	// oauth is how an OAuth endpoint's description names the parameter:
+	// quoted (oauthErrorf), kept as a word of the API or described, as
+	// sayable does (a-fix14 F1).
+	queries := []struct{ query, name, oauth string }{
+		{"count=%zz", "count", "'count'"},
+		{"offset=0&search=a%zz", "search", "'search'"},
+		{"%zz=1", "(a name of 3 bytes, not repeated)", "'%zz'"}, // no name of the API's (sayableField)
+		{"offset=0;count=2", "offset", "'offset'"},
+		{"correct_horse_battery_staple=%zz", "(a name of 28 bytes, not repeated)", "(a value of 28 bytes, not repeated)"}, // a-fix14 F1: a passphrase
 	}
 	for _, p := range a.s.patterns {
 		method, tmpl, _ := strings.Cut(p, " ")
@@ -58,11 +62,7 @@ func TestEveryRouteRefusesAMalformedQuery(t *testing.T) {
 						ErrorDescription *string `json:"error_description"`
 					}{&body.Error, &body.ErrorDescription}))
 					require.Equal(t, "invalid_request", body.Error)
-					named := q.name // an OAuth error repeats no name a credential could be
-					if strings.HasPrefix(named, "(") {
-						named = "(not an OAuth parameter's name)"
-					}
-					require.True(t, strings.HasPrefix(body.ErrorDescription, "query parameter "+named+": "), body.ErrorDescription)
+					require.True(t, strings.HasPrefix(body.ErrorDescription, "query parameter "+q.oauth+": "), body.ErrorDescription)
 					return
 				}
 				var body errorBody

@@ -42,41 +42,57 @@ func TestErrfQuotesEveryCallersValue(t *testing.T) {
 // a caller's value cannot slip into a message where sayable does not look
 // without someone saying why it is not one.
 var saidSources = map[string]string{
-	"auth.go: protectIn: need":                                   "the role a route needs, from the route's registration",
-	"auth.go: refuse: f.message":                                 "an authentication failure's message, composed by the server (caller values in it %q-quoted)",
-	"authzen.go: accessEvaluations: semanticExecuteAll":          "a constant of the API",
-	"authzen.go: accessEvaluations: semanticDenyOnFirstDeny":     "a constant of the API",
-	"authzen.go: accessEvaluations: semanticPermitOnFirstPermit": "a constant of the API",
-	"handlers.go: fail: fe.Message":                              "a store field error's message, composed by the store",
-	"query.go: wellFormedQuery: problem":                         "queryFault's problem: constant text and url's escape errors, which quote the escape",
-	"respond.go: decodeBytes: me.Problem()":                      "strictjson's problem, which quotes the member it names",
-	"respond.go: decodeBytes: err.Error()":                       "strictjson's syntax error: encoding/json's text, as before",
-	"respond.go: typeError: k":                                   "a JSON type's name (jsonType)",
-	"server.go: noRoute: allow":                                  "the methods the router registered for the path",
-	"server.go: methodWord: m":                                   "one of HTTP's methods, matched against the constants",
-	"webui.go: uiGuard: err.Error()":                             "a shared store's refusal, composed by the server",
-	"webui.go: uiGuard: u.Username":                              "the signed-in session's own user, read from the store, told to that user",
-	"webui.go: readUIForm: err.Error()":                          "url.ParseQuery's error, which quotes the bad escape",
-	"webui.go: uiLogin: ir.message":                              "an issue refusal's message, composed by the server",
-	"webui.go: uiLogout: err.Error()":                            "a shared store's refusal, composed by the server",
+	"auth.go: protectIn: need":                                        "the role a route needs, from the route's registration",
+	"auth.go: refuse: f.message":                                      "an authentication failure's message, composed by the server (caller values in it %q-quoted)",
+	"authzen.go: accessEvaluations: semanticExecuteAll":               "a constant of the API",
+	"authzen.go: accessEvaluations: semanticDenyOnFirstDeny":          "a constant of the API",
+	"authzen.go: accessEvaluations: semanticPermitOnFirstPermit":      "a constant of the API",
+	"handlers.go: fail: fe.Message":                                   "a store field error's message, composed by the store",
+	"authcode.go: checkAuthRequest: rp.desc":                          "refusedAuthParams' constant description",
+	"authcode.go: authorization: ir.message":                          "an issue refusal's message, composed by the server",
+	"authcode_sealed.go: spendCode: errSharedPredates.Error()":        "a sentinel error's text, the server's",
+	"authcode_sealed.go: spendCode: ir.message":                       "an issue refusal's message, composed by the server",
+	"authcode_sealed.go: spendCode: err.Error()":                      "the shared store's refusal or errSharedPredates, composed by the server",
+	"dpop.go: tokenProofError: msg":                                   "serverUnavailable's message, composed by the server",
+	"dpop.go: tokenProofError: dpop.ErrorDescription(err)":            "the dpop package's description of a refused proof, constant text",
+	"identity.go: grant: rp.desc":                                     "refusedTokenParams' constant description",
+	"identity.go: redeemCode: desc":                                   "bad's argument, a constant at each call",
+	"shared.go: vouchedToken: ir.message":                             "an issue refusal's message, composed by the server",
+	"shared.go: sharedOAuthUnavailable: errSharedUnavailable.Error()": "a sentinel error's text, the server's",
+	"query.go: wellFormedQuery: problem":                              "queryFault's problem: constant text and url's escape errors, which quote the escape",
+	"respond.go: decodeBytes: me.Problem()":                           "strictjson's problem, which quotes the member it names",
+	"respond.go: decodeBytes: err.Error()":                            "strictjson's syntax error: encoding/json's text, as before",
+	"respond.go: typeError: k":                                        "a JSON type's name (jsonType)",
+	"server.go: noRoute: allow":                                       "the methods the router registered for the path",
+	"server.go: methodWord: m":                                        "one of HTTP's methods, matched against the constants",
+	"webui.go: uiGuard: err.Error()":                                  "a shared store's refusal, composed by the server",
+	"webui.go: uiGuard: u.Username":                                   "the signed-in session's own user, read from the store, told to that user",
+	"webui.go: readUIForm: err.Error()":                               "url.ParseQuery's error, which quotes the bad escape",
+	"webui.go: uiLogin: ir.message":                                   "an issue refusal's message, composed by the server",
+	"webui.go: uiLogout: err.Error()":                                 "a shared store's refusal, composed by the server",
 }
 
-// constantString reports whether e is a string literal or a constant
-// declared in the package.
+// constantString reports whether e is a string literal, a constant
+// declared in the package, or a concatenation of them.
 func constantString(e ast.Expr) bool {
 	switch e := e.(type) {
 	case *ast.BasicLit:
 		return e.Kind == token.STRING
 	case *ast.Ident:
 		return e.Obj != nil && e.Obj.Kind == ast.Con
+	case *ast.ParenExpr:
+		return constantString(e.X)
+	case *ast.BinaryExpr:
+		return e.Op == token.ADD && constantString(e.X) && constantString(e.Y)
 	}
 	return false
 }
 
-// TestOnlyTheServersTextIsSaid walks the package's code: every errf and
-// badField call has a constant format (a caller's value cannot be the
-// format, where quoteArgs does not reach), and every said is listed in
-// saidSources.
+// TestOnlyTheServersTextIsSaid walks the package's code: every errf,
+// badField and oauthErrorf call has a constant format (a caller's value
+// cannot be the format, where quoteArgs does not reach), every oauthError
+// literal's description is a constant (else oauthErrorf builds it), and
+// every said is listed in saidSources.
 func TestOnlyTheServersTextIsSaid(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("*.go")
@@ -97,6 +113,19 @@ func TestOnlyTheServersTextIsSaid(t *testing.T) {
 				continue
 			}
 			ast.Inspect(fn, func(n ast.Node) bool {
+				if lit, ok := n.(*ast.CompositeLit); ok {
+					// An OAuth error's description is a constant, or
+					// oauthErrorf's, which quotes its arguments
+					// (a-fix14 F1: "parameter " + paramName(name)).
+					if id, ok := lit.Type.(*ast.Ident); ok && id.Name == "oauthError" && fn.Name.Name != "oauthErrorf" {
+						for _, el := range lit.Elts {
+							if kv, ok := el.(*ast.KeyValueExpr); ok && kv.Key.(*ast.Ident).Name == "description" && !constantString(kv.Value) {
+								t.Errorf("%s: an oauthError's description is not a constant string: build it with oauthErrorf", fset.Position(kv.Pos()))
+							}
+						}
+					}
+					return true
+				}
 				call, ok := n.(*ast.CallExpr)
 				if !ok {
 					return true
@@ -108,6 +137,10 @@ func TestOnlyTheServersTextIsSaid(t *testing.T) {
 				switch id.Name {
 				case "errf", "badField":
 					if !constantString(call.Args[1]) {
+						t.Errorf("%s: %s's format is not a constant string", fset.Position(call.Pos()), id.Name)
+					}
+				case "oauthErrorf":
+					if !constantString(call.Args[2]) {
 						t.Errorf("%s: %s's format is not a constant string", fset.Position(call.Pos()), id.Name)
 					}
 				case "said":

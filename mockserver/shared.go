@@ -309,12 +309,12 @@ func (s *Server) vouchedToken(ctx context.Context, w http.ResponseWriter, realm 
 		return nil
 	}
 	w.Header().Set("Retry-After", ir.retryAfter)
-	return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: ir.message}
+	return oauthErrorf(http.StatusServiceUnavailable, "temporarily_unavailable", "%s", said(ir.message))
 }
 
 // sharedOAuthUnavailable is an OAuth endpoint's answer to
 // errSharedUnavailable: 503 temporarily_unavailable with Retry-After.
 func sharedOAuthUnavailable(w http.ResponseWriter) *oauthError {
 	w.Header().Set("Retry-After", proofRetryAfter)
-	return &oauthError{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", description: errSharedUnavailable.Error()}
+	return oauthErrorf(http.StatusServiceUnavailable, "temporarily_unavailable", "%s", said(errSharedUnavailable.Error()))
 }

@@ -2,11 +2,6 @@ package store
 
 import "slices"
 
-// IsID reports whether s has the form of the ids the server assigns (a
-// UUID, 8-4-4-4-12 hexadecimal digits): ids are public, an error may
-// repeat one.
-func IsID(s string) bool { return isIDForm(s) }
-
 // PublicName reports whether v is a live realm's name. A live realm is
 // public (it answers its discovery document to anyone), so an error may
 // repeat its name. A decommissioned realm answers nothing, every route of it
@@ -76,4 +71,65 @@ func (r *Realm) PublicName(v string) bool {
 		}
 	}
 	return false
+}
+
+// HoldsID reports whether v is the id of an object a live realm holds: a
+// realm's tenant, a user, role, group, client, organization, department,
+// application, property or department template (a-fix14 F2). An id is
+// public because the server assigned it and told it; a value of an id's
+// form that the server never assigned (a secret made by uuidgen) is not.
+// It takes no lock a caller may hold: each realm is read only when its
+// read lock is free at once (TryRLock), and a realm being written answers
+// no -- an error then describes the value instead of repeating it. It is
+// for the reference server's error paths, and asks nothing of a value
+// that is not of an id's form.
+func (s *Store) HoldsID(v string) bool {
+	if !isIDForm(v) {
+		return false
+	}
+	held := false
+	s.byName.Range(func(_, x any) bool {
+		r := x.(*Realm)
+		if r.Decommissioned() || !r.mu.TryRLock() {
+			return true
+		}
+		held = r.HoldsID(v)
+		r.mu.RUnlock()
+		return !held
+	})
+	return held
+}
+
+// HoldsID reports whether v is the id of an object r holds (Store.HoldsID).
+// The caller holds r's lock (Read, Write).
+func (r *Realm) HoldsID(v string) bool {
+	if r.Tenant != nil && r.Tenant.ID == v {
+		return true
+	}
+	if _, ok := r.Users[v]; ok {
+		return true
+	}
+	if _, ok := r.Roles[v]; ok {
+		return true
+	}
+	if _, ok := r.Groups[v]; ok {
+		return true
+	}
+	if _, ok := r.Clients[v]; ok {
+		return true
+	}
+	if _, ok := r.Orgs[v]; ok {
+		return true
+	}
+	if _, ok := r.Depts[v]; ok {
+		return true
+	}
+	if _, ok := r.Apps[v]; ok {
+		return true
+	}
+	if _, ok := r.PropTmpls[v]; ok {
+		return true
+	}
+	_, ok := r.DeptTmpls[v]
+	return ok
 }
