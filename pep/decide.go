@@ -34,21 +34,21 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 	}
 	// A call of one request and no hit read everything at its only wait:
 	// it has nothing to check again, and keeps no stamps.
-	var stamps []core.Stamp
+	var st *stamps
 	if len(missing) < len(ds) || len(missing) > c.core.BatchSize() {
-		stamps = make([]core.Stamp, len(ds))
+		st = &stamps{asked: missing, at: make([]core.Stamp, len(missing))}
 	}
 	// Each chunk's pairs are decided on its own goroutine as soon as its
 	// answer arrives, while later chunks are still on the wire; a refused
 	// token then overrides every decision (settle).
 	err = c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
 		ds[missing[k]] = decideFrom(o, queries[k])
-		if stamps != nil {
-			stamps[missing[k]] = o.At
+		if st != nil {
+			st.at[k] = o.At
 		}
 	})
-	if err == nil && stamps != nil {
-		err = c.reconfirm(ctx, cl, ds, stamps)
+	if err == nil && st != nil {
+		err = c.reconfirm(ctx, cl, ds, st)
 	}
 	return c.settle(ds, err)
 }
@@ -56,7 +56,7 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 // reconfirm checks again, once the call's requests are done, every
 // decision of ds the call read before its last wait (core.Reconfirm): a
 // cached one (Cached), read again from the cache, and a GRANT of an answer
-// (stamps[i], the Stamp of its request), which holds while no purge came
+// (st.of(i), the Stamp of its request), which holds while no purge came
 // after its request and its allow TTL has not run out since, or else
 // while the cache serves it; and it asks the gateway again about those
 // that no longer hold: a decision read before the call waited is good
@@ -65,7 +65,7 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 // with the Cause of its request (a call out of time: the deadline of
 // ctx), or with core's WaitedOut when it no longer holds once asked again.
 // A DENY or a failure of an answer is not checked: it grants nothing.
-func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision, stamps []core.Stamp) error {
+func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision, st *stamps) error {
 	read := make([]int, 0, len(ds))
 	for i := range ds {
 		if ds[i].Cached || ds[i].Status == Grant && ds[i].Cause == nil {
@@ -79,7 +79,7 @@ func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision, stamps 
 	return core.Reconfirm(read, func(i int) bool {
 		d := &ds[i]
 		if !d.Cached {
-			if d.Status != Grant || d.Cause != nil || c.core.Holds(stamps[i]) {
+			if d.Status != Grant || d.Cause != nil || c.core.Holds(st.of(i)) {
 				return true
 			}
 			// An answer's GRANT a purge came after (of some token): the
@@ -99,13 +99,52 @@ func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision, stamps 
 		for k, i := range stale {
 			queries[k] = pair{resource: ds[i].Resource, scope: ds[i].Scope}
 		}
-		return c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
+		at := make([]core.Stamp, len(stale))
+		err := c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
 			ds[stale[k]] = decideFrom(o, queries[k])
-			stamps[stale[k]] = o.At
+			at[k] = o.At
 		})
+		st.askedAgain(stale, at) // on this goroutine, once every chunk has ended
+		return err
 	}, func(i int) {
 		ds[i] = Decision{Resource: ds[i].Resource, Scope: ds[i].Scope, Status: Deny, Cause: c.core.WaitedOut()}
 	})
+}
+
+// stamps holds the Stamp of each decision a call asked for (reconfirm),
+// without a place for each of its hits, which a large call holds most of:
+// at[k] is the Stamp of decision asked[k], or of decision first+k when
+// asked is nil; again holds those of the decisions asked again.
+type stamps struct {
+	asked []int // ascending
+	first int
+	at    []core.Stamp
+	again map[int]core.Stamp
+}
+
+// of returns the Stamp of decision i, which the call asked for.
+func (s *stamps) of(i int) core.Stamp {
+	if at, ok := s.again[i]; ok {
+		return at
+	}
+	if s.asked == nil {
+		return s.at[i-s.first]
+	}
+	k, _ := slices.BinarySearch(s.asked, i)
+	return s.at[k]
+}
+
+// askedAgain records the Stamps of the decisions asked again, at[k] that
+// of decision stale[k]. Every one is answered (a GRANT, a DENY or a
+// failure) unless ask failed for the whole call, which then fails closed
+// whole, so no zero Stamp is read.
+func (s *stamps) askedAgain(stale []int, at []core.Stamp) {
+	if s.again == nil {
+		s.again = make(map[int]core.Stamp, len(stale))
+	}
+	for k, i := range stale {
+		s.again[i] = at[k]
+	}
 }
 
 // chunkOutcome is the outcome of one gateway request: the answer, or the
@@ -305,7 +344,7 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 	// read holds every decision of the call, the hits first, then each
 	// answer's, with the Stamp of its request; reconfirm checks it.
 	read := append(make([]Decision, 0, len(hits)+len(missing)), hits...)
-	stamps := make([]core.Stamp, len(hits), cap(read))
+	st := &stamps{first: len(hits)}
 	for k, i := range missing {
 		q, o := asked[k], outs[k]
 		switch {
@@ -316,11 +355,11 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 		}
 		read = append(read, answers[i]...)
 		for range answers[i] {
-			stamps = append(stamps, o.At)
+			st.at = append(st.at, o.At)
 		}
 	}
 	if len(hits) > 0 || len(missing) > c.core.BatchSize() {
-		if err := c.reconfirm(ctx, cl, read, stamps); err != nil {
+		if err := c.reconfirm(ctx, cl, read, st); err != nil {
 			_ = c.settle(nil, err)
 			c.core.FailAll(len(missing))
 			return err

@@ -68,6 +68,9 @@ type Core struct {
 	// (Stamp); grantTTL is the allow TTL that bounds an answer's GRANT.
 	purged   atomic.Uint64
 	grantTTL time.Duration
+	// epoch is when Init ran, read on the clock of now (with the
+	// monotonic reading of time.Now): a Stamp's time counts from it.
+	epoch time.Time
 
 	// token is the client's current token, read without a lock by every
 	// call. tokenMu orders its changes and the events that report them, so
@@ -104,7 +107,7 @@ func (c *Core) Init(s Settings, who Identity) error {
 		s.Now = time.Now
 	}
 	c.who, c.timeout, c.batch, c.maxToken, c.now = who, s.Timeout, s.BatchSize, s.MaxTokenBytes, s.Now
-	c.grantTTL = s.AllowTTL
+	c.grantTTL, c.epoch = s.AllowTTL, s.Now()
 	if c.cache != nil {
 		c.cache.purged = &c.purged
 	}
