@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -89,10 +90,18 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 	t.Parallel()
 	doc2 := req
 	doc2.Resource.ID = "2"
+	doc3 := req
+	doc3.Resource.ID = "3"
 	tests := []struct {
 		name  string
 		purge bool
 		late  bool
+		// chunks (a-client14b F1) asks about doc 2 and doc 3 in two chunks
+		// (WithBatchSize(1)), nothing cached: doc 2 is answered with a
+		// permit, and while doc 3 is asked alice's permits are revoked
+		// and the credential purged. doc 2's permit, read before that
+		// wait, is asked again after it.
+		chunks bool
 		// wantAsked counts the PDP's requests of the call.
 		wantAsked   int32
 		wantAllowed bool
@@ -100,6 +109,7 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 		{name: "the entry still serves", wantAsked: 1, wantAllowed: true},
 		{name: "purged meanwhile: asked again", purge: true, wantAsked: 2},
 		{name: "purged, and the deadline passed: fails closed, nothing sent", purge: true, late: true, wantAsked: 1},
+		{name: "an answer's permit, purged while a later chunk waits: asked again", chunks: true, wantAsked: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,10 +118,28 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 			var asked atomic.Int32
 			var c *authzen.Client
 			ctx := frozentest.NewUnfired(time.Hour)
+			doc2Asked := make(chan struct{})
+			var doc2Once sync.Once
+			opts := []authzen.Option{authzen.WithTimeout(2 * time.Hour)}
+			if tt.chunks {
+				opts = append(opts, authzen.WithBatchSize(1))
+			}
 			c, _ = standIn(t, func(w http.ResponseWriter, r *http.Request) {
 				asked.Add(1)
 				body, _ := io.ReadAll(r.Body)
-				if bytes.Contains(body, []byte(`"id":"2"`)) { // the PDP answers the second item
+				decision := strconv.FormatBool(!revoked.Load()) // read before the wait below: doc 2's
+				switch {
+				case tt.chunks && bytes.Contains(body, []byte(`"id":"2"`)):
+					doc2Once.Do(func() { close(doc2Asked) })
+				case tt.chunks && bytes.Contains(body, []byte(`"id":"3"`)):
+					<-doc2Asked
+					revoked.Store(true)
+					decision = "false"
+					if err := c.Purge(context.Background(), pepToken); err != nil {
+						panic(err) // the test's goroutine is waiting: the panic fails the test
+					}
+				case tt.chunks:
+				case bytes.Contains(body, []byte(`"id":"2"`)): // the PDP answers the second item
 					revoked.Store(true)
 					if tt.purge {
 						if err := c.Purge(context.Background(), pepToken); err != nil {
@@ -121,19 +149,24 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 					if tt.late {
 						ctx.Pass()
 					}
+					decision = strconv.FormatBool(!revoked.Load())
 				}
 				w.Header().Set("Content-Type", "application/json")
-				decision := strconv.FormatBool(!revoked.Load())
 				if r.URL.Path == "/access/v1/evaluation" {
 					_, _ = io.WriteString(w, `{"decision":`+decision+`}`)
 					return
 				}
 				_, _ = io.WriteString(w, `{"evaluations":[{"decision":`+decision+`}]}`) // one item a request here
-			}, authzen.WithTimeout(2*time.Hour))
-			require.True(t, evaluated(t, c, req).Allowed()) // cached
+			}, opts...)
+			items := []authzen.Request{req, doc2}
+			if tt.chunks {
+				items = []authzen.Request{doc2, doc3}
+			} else {
+				require.True(t, evaluated(t, c, req).Allowed()) // cached
+			}
 
 			before := asked.Load()
-			ds, err := c.Evaluations(ctx, authzen.Request{}, []authzen.Request{req, doc2})
+			ds, err := c.Evaluations(ctx, authzen.Request{}, items)
 			require.NoError(t, err)
 			require.Len(t, ds, 2)
 			assert.Equal(t, tt.wantAllowed, ds[0].Allowed())

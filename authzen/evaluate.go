@@ -147,21 +147,23 @@ func (c *Client) decide(ctx context.Context, api string, defaults Request, reqs 
 	if len(missing) > 0 {
 		ctx, cancel := c.core.Bound(ctx, &cl)
 		defer cancel()
-		if err := c.ask(ctx, api, &cl, cred, defaults, cc.semantic, evs, missing, ds); err != nil {
+		// A call of one request and no hit read everything at its only
+		// wait: it has nothing to check again, and keeps no stamps.
+		var stamps []core.Stamp
+		if len(hits) > 0 || len(missing) > c.core.BatchSize() {
+			stamps = make([]core.Stamp, len(ds))
+		}
+		if err := c.ask(ctx, api, &cl, cred, defaults, cc.semantic, evs, missing, ds, stamps); err != nil {
 			return c.failAll(ds, err), 0, err
 		}
-		// The hits read before the wait are good only as of the call's
-		// return: each is read again, and asked again when the cache no
-		// longer serves it (expired or purged meanwhile).
-		err := core.Reconfirm(hits, func(i int) bool {
-			allowed, ok := core.Recheck(cl.Group, evs[i].key)
-			if ok {
-				ds[i] = Decision{allowed: allowed, Cached: true}
-			}
-			return ok
-		}, func(stale []int) error {
-			return c.ask(ctx, api, &cl, cred, defaults, cc.semantic, evs, stale, ds)
-		})
+		// What the call read before its last wait, its hits and its
+		// answers' permits, is good only as of the call's return: a hit
+		// is read again, a permit checked by its request's Stamp (or read
+		// from the cache once a purge came), and each that no longer
+		// holds is asked again (core.Reconfirm; a-client14b F1).
+		if stamps != nil {
+			err = c.reconfirm(ctx, api, &cl, cred, defaults, cc.semantic, evs, ds, stamps)
+		}
 		if err != nil {
 			return c.failAll(ds, err), 0, err
 		}
@@ -176,6 +178,39 @@ func (c *Client) decide(ctx context.Context, api string, defaults Request, reqs 
 	}
 	c.core.Record(&t)
 	return ds, cached, nil
+}
+
+// reconfirm checks again every decision of ds read before the call's last
+// wait, a hit (Cached) or a permit of an answer (stamps[i], its request's
+// Stamp), and asks the PDP again about those that no longer hold
+// (core.Reconfirm): one that no longer holds once asked again fails
+// closed (core's WaitedOut). A denial or a failure grants nothing and is
+// not checked.
+func (c *Client) reconfirm(ctx context.Context, api string, cl *core.Call, cred transport.Credential, defaults Request, s Semantic, evs []evaluation, ds []Decision, stamps []core.Stamp) error {
+	read := make([]int, 0, len(ds))
+	for i := range ds {
+		if ds[i].Cached || ds[i].Allowed() {
+			read = append(read, i)
+		}
+	}
+	if len(read) == 0 {
+		return nil
+	}
+	g := cl.Group // the client's own credential's: pinned (core.Regroup)
+	return core.Reconfirm(read, func(i int) bool {
+		if !ds[i].Cached && (!ds[i].Allowed() || c.core.Holds(stamps[i])) {
+			return true
+		}
+		allowed, ok := core.Recheck(g, evs[i].key)
+		if ok {
+			ds[i] = Decision{allowed: allowed, Cached: true}
+		}
+		return ok
+	}, func(stale []int) error {
+		return c.ask(ctx, api, cl, cred, defaults, s, evs, stale, ds, stamps)
+	}, func(i int) {
+		ds[i] = Decision{Cause: c.core.WaitedOut()}
+	})
 }
 
 // verdict is what a decision amounts to for the counters: an item the PDP
@@ -261,7 +296,9 @@ func (c *Client) failAll(ds []Decision, err error) []Decision {
 
 // ask sends the missing items in chunks and fills in their decisions. The
 // error is one that concerns the whole call: a refused credential (401).
-func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transport.Credential, defaults Request, s Semantic, evs []evaluation, missing []int, ds []Decision) error {
+//
+// stamps, when not nil, gets the Stamp of each decided item's request.
+func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transport.Credential, defaults Request, s Semantic, evs []evaluation, missing []int, ds []Decision, stamps []core.Stamp) error {
 	ep, err := c.resolveEndpoints(ctx)
 	url := ""
 	if err == nil {
@@ -281,7 +318,7 @@ func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transp
 	}
 	if api == "evaluation" {
 		out := c.send(ctx, cl, cred, url, evs[0].body, []string{evs[0].key}, ExecuteAll, true)
-		return fill(out, missing, ds)
+		return fill(out, missing, ds, stamps)
 	}
 	// Items after the one that ended the batch under s are not sent.
 	for _, i := range missing {
@@ -303,7 +340,7 @@ func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transp
 		} else {
 			out = c.send(ctx, cl, cred, url, body, keys, s, false)
 		}
-		if err := fill(out, chunk, ds); err != nil {
+		if err := fill(out, chunk, ds, stamps); err != nil {
 			return true, err
 		}
 		return out.Err != nil || out.stopped, nil
@@ -311,8 +348,9 @@ func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transp
 }
 
 // fill sets the decisions of the items at idx from their request's
-// outcome, each from the answer's entry at its own position.
-func fill(out *outcome, idx []int, ds []Decision) error {
+// outcome, each from the answer's entry at its own position, and, when
+// stamps is not nil, their stamps[i] from the request's.
+func fill(out *outcome, idx []int, ds []Decision, stamps []core.Stamp) error {
 	if out.Err != nil {
 		if core.Refusal(out.Err) {
 			return out.Err
@@ -323,6 +361,9 @@ func fill(out *outcome, idx []int, ds []Decision) error {
 		return nil
 	}
 	for k, i := range idx {
+		if stamps != nil {
+			stamps[i] = out.at
+		}
 		if k < len(out.Value) {
 			ds[i] = decisionOf(out.Value[k])
 		} else {
@@ -341,7 +382,7 @@ func decisionOf(it item) Decision {
 // and, when the request was its own, stores what it says of each
 // evaluated item under keys (store).
 func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credential, url string, body []byte, keys []string, s Semantic, single bool) *outcome {
-	data, w, err := c.core.Send(ctx, cl, cred, url, body, http.Header{"X-Request-Id": {newRequestID()}})
+	data, at, w, err := c.core.Send(ctx, cl, cred, url, body, http.Header{"X-Request-Id": {newRequestID()}})
 	defer w.Close()
 	if err != nil {
 		return &outcome{Err: err}
@@ -354,7 +395,7 @@ func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credent
 	} else {
 		items, err = decodeEvaluations(data, len(keys))
 	}
-	out := &outcome{}
+	out := &outcome{at: at}
 	for k, it := range items {
 		// The batch ends at its first stopping item, whatever the PDP says
 		// of the items after it: they were not evaluated, so they are
@@ -401,6 +442,8 @@ type outcome struct {
 	Value   []item
 	Err     error
 	stopped bool
+	// at is the Stamp of the request (core.Send).
+	at core.Stamp
 }
 
 // newRequestID returns a random X-Request-ID.

@@ -18,8 +18,8 @@ import (
 // logged, and its decisions summed up (overall, outcomeOf).
 
 // decide asks the gateway for ds[i] of every i in missing and fills each in
-// from the answer's entries for exactly that pair, then reads the call's
-// cached decisions again (reconfirm). On a refused token every
+// from the answer's entries for exactly that pair, then checks again what
+// the call read before its last wait (reconfirm). On a refused token every
 // decision of the call becomes a DENY carrying the error, cached ones
 // included, since the token behind them was just refused.
 func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision, missing []int) (err error) {
@@ -32,45 +32,66 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 	for k, i := range missing {
 		queries[k] = pair{resource: ds[i].Resource, scope: ds[i].Scope}
 	}
+	// A call of one request and no hit read everything at its only wait:
+	// it has nothing to check again, and keeps no stamps.
+	var st *stamps
+	if len(missing) < len(ds) || len(missing) > c.core.BatchSize() {
+		st = &stamps{asked: missing, at: make([]core.Stamp, len(missing))}
+	}
 	// Each chunk's pairs are decided on its own goroutine as soon as its
 	// answer arrives, while later chunks are still on the wire; a refused
 	// token then overrides every decision (settle).
 	err = c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
 		ds[missing[k]] = decideFrom(o, queries[k])
+		if st != nil {
+			st.at[k] = o.At
+		}
 	})
-	if err == nil {
-		err = c.reconfirm(ctx, cl, ds)
+	if err == nil && st != nil {
+		err = c.reconfirm(ctx, cl, ds, st)
 	}
 	return c.settle(ds, err)
 }
 
-// reconfirm reads the cached decisions of ds (Cached) again once the call's
-// requests are done, and asks the gateway again about those the cache no
-// longer serves (core.Reconfirm): a decision read before the call waited
-// is good only as of the call's return, not of its reading. A decision
-// asked again is the gateway's (Cached false), or fails closed with the
-// Cause of its request (a call out of time: the deadline of ctx). ds
-// holding no cached decision (a Check) costs a scan.
-func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision) error {
-	n := 0
+// reconfirm checks again, once the call's requests are done, every
+// decision of ds the call read before its last wait (core.Reconfirm): a
+// cached one (Cached), read again from the cache, and a GRANT of an answer
+// (st.of(i), the Stamp of its request), which holds while no purge came
+// after its request and its allow TTL has not run out since, or else
+// while the cache serves it; and it asks the gateway again about those
+// that no longer hold: a decision read before the call waited is good
+// only as of the call's return, not of its reading, whatever its source.
+// A decision asked again is the gateway's (Cached false), or fails closed
+// with the Cause of its request (a call out of time: the deadline of
+// ctx), or with core's WaitedOut when it no longer holds once asked again.
+// A DENY or a failure of an answer is not checked: it grants nothing.
+func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision, st *stamps) error {
+	read := make([]int, 0, len(ds))
 	for i := range ds {
-		if ds[i].Cached {
-			n++
+		if ds[i].Cached || ds[i].Status == Grant && ds[i].Cause == nil {
+			read = append(read, i)
 		}
 	}
-	if n == 0 {
+	if len(read) == 0 {
 		return nil
 	}
-	hits := make([]int, 0, n)
-	for i := range ds {
-		if ds[i].Cached {
-			hits = append(hits, i)
+	g, regrouped := cl.Group, false
+	return core.Reconfirm(read, func(i int) bool {
+		d := &ds[i]
+		if !d.Cached {
+			if d.Status != Grant || d.Cause != nil || c.core.Holds(st.of(i)) {
+				return true
+			}
+			// An answer's GRANT a purge came after (of some token): the
+			// cache knows whether it still serves it, in the group the
+			// call's requests stored it in.
+			if !regrouped {
+				g, regrouped = c.core.Regroup(&cl.Call), true
+			}
 		}
-	}
-	return core.Reconfirm(hits, func(i int) bool {
-		s, ok := recheck(cl.Group, cl.ctxKey, pair{resource: ds[i].Resource, scope: ds[i].Scope})
+		s, ok := recheck(g, cl.ctxKey, pair{resource: d.Resource, scope: d.Scope})
 		if ok {
-			ds[i].Status = s
+			d.Status = s
 		}
 		return ok
 	}, func(stale []int) error {
@@ -78,10 +99,52 @@ func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision) error {
 		for k, i := range stale {
 			queries[k] = pair{resource: ds[i].Resource, scope: ds[i].Scope}
 		}
-		return c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
+		at := make([]core.Stamp, len(stale))
+		err := c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
 			ds[stale[k]] = decideFrom(o, queries[k])
+			at[k] = o.At
 		})
+		st.askedAgain(stale, at) // on this goroutine, once every chunk has ended
+		return err
+	}, func(i int) {
+		ds[i] = Decision{Resource: ds[i].Resource, Scope: ds[i].Scope, Status: Deny, Cause: c.core.WaitedOut()}
 	})
+}
+
+// stamps holds the Stamp of each decision a call asked for (reconfirm),
+// without a place for each of its hits, which a large call holds most of:
+// at[k] is the Stamp of decision asked[k], or of decision first+k when
+// asked is nil; again holds those of the decisions asked again.
+type stamps struct {
+	asked []int // ascending
+	first int
+	at    []core.Stamp
+	again map[int]core.Stamp
+}
+
+// of returns the Stamp of decision i, which the call asked for.
+func (s *stamps) of(i int) core.Stamp {
+	if at, ok := s.again[i]; ok {
+		return at
+	}
+	if s.asked == nil {
+		return s.at[i-s.first]
+	}
+	k, _ := slices.BinarySearch(s.asked, i)
+	return s.at[k]
+}
+
+// askedAgain records the Stamps of the decisions asked again, at[k] that
+// of decision stale[k]. Every one is answered (a GRANT, a DENY or a
+// failure) unless ask failed for the whole call, which then fails closed
+// whole, so no zero Stamp is read.
+func (s *stamps) askedAgain(stale []int, at []core.Stamp) {
+	if s.again == nil {
+		s.again = make(map[int]core.Stamp, len(stale))
+	}
+	for k, i := range stale {
+		s.again[i] = at[k]
+	}
 }
 
 // chunkOutcome is the outcome of one gateway request: the answer, or the
@@ -90,6 +153,8 @@ func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision) error {
 type chunkOutcome struct {
 	Value *answer
 	Err   error
+	// At is the Stamp of the request that Value answers (core.Send).
+	At core.Stamp
 }
 
 // decideFrom returns the decision for exactly the pair p.
@@ -143,13 +208,14 @@ func (c *Client) ask(ctx context.Context, cl *call, queries []pair, got func(k i
 func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credential, queries []pair) chunkOutcome {
 	body := authorizeBody(c.clientID, queries, cl.context)
 	var data []byte
+	var at core.Stamp
 	var w *core.Writer
 	var err error
 	if slices.ContainsFunc(queries, pair.wildcard) {
 		// Its answer may no longer list a pair the cache holds.
-		data, w, err = c.core.SendWide(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
+		data, at, w, err = c.core.SendWide(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
 	} else {
-		data, w, err = c.core.Send(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
+		data, at, w, err = c.core.Send(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
 	}
 	defer w.Close()
 	if err != nil {
@@ -160,7 +226,7 @@ func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credenti
 		return chunkOutcome{Err: err}
 	}
 	store(w, cl, a)
-	return chunkOutcome{Value: a}
+	return chunkOutcome{Value: a, At: at}
 }
 
 // settle counts the decisions of a call and logs its failures. When err (a
@@ -256,8 +322,9 @@ func (c *Client) failAll(ds []Decision, err error) {
 }
 
 // listMissing asks the gateway for queries[i] of every i in missing and
-// sets answers[i]; then it reads the call's cache hits again (reconfirm),
-// each of which it may replace by the gateway's answer.
+// sets answers[i]; then it checks again what the call read before its
+// last wait, its cache hits and its answers' GRANTs (reconfirm), each of
+// which it may replace by the gateway's answer.
 func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, missing []int, answers [][]Decision, hits []Decision) (err error) {
 	tel := c.core.Telemetry()
 	ctx, span := tel.StartCall(ctx, "pep.ListGranted", len(queries), len(queries)-len(missing))
@@ -274,7 +341,10 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 		c.core.FailAll(len(missing))
 		return err
 	}
-	fresh := make([][]Decision, len(missing))
+	// read holds every decision of the call, the hits first, then each
+	// answer's, with the Stamp of its request; reconfirm checks it.
+	read := append(make([]Decision, 0, len(hits)+len(missing)), hits...)
+	st := &stamps{first: len(hits)}
 	for k, i := range missing {
 		q, o := asked[k], outs[k]
 		switch {
@@ -283,12 +353,25 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 		default:
 			answers[i] = o.Value.covered(q)
 		}
-		fresh[k] = answers[i]
+		read = append(read, answers[i]...)
+		for range answers[i] {
+			st.at = append(st.at, o.At)
+		}
 	}
-	if err := c.reconfirm(ctx, cl, hits); err != nil {
-		_ = c.settle(nil, err)
-		c.core.FailAll(len(missing))
-		return err
+	if len(hits) > 0 || len(missing) > c.core.BatchSize() {
+		if err := c.reconfirm(ctx, cl, read, st); err != nil {
+			_ = c.settle(nil, err)
+			c.core.FailAll(len(missing))
+			return err
+		}
+	}
+	copy(hits, read)
+	fresh := make([][]Decision, 0, len(missing)+len(hits))
+	at := len(hits)
+	for _, i := range missing {
+		answers[i] = read[at : at+len(answers[i])]
+		at += len(answers[i])
+		fresh = append(fresh, answers[i])
 	}
 	for _, d := range hits {
 		if !d.Cached { // asked again: counted as the call's other answers are

@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
@@ -34,6 +36,8 @@ type decisions struct {
 	// of its identity, for its retirement (retire), here or from another
 	// replica.
 	digests *digestIndex
+	// purged is the client's count of purges (Core.purged, Stamp).
+	purged *atomic.Uint64
 }
 
 func newDecisions(s *Settings) (*decisions, error) {
@@ -102,16 +106,19 @@ func (d *decisions) lookup(id transport.Ident) *Group {
 // that left an answer it was to store (send). purgeAll counts the purge
 // (Core.purges) that every flight's key holds.
 func (c *Core) retire(id transport.Ident, identity [digestBytes]byte) {
+	c.purged.Add(1) // before the purge: a GRANT that sees the count unchanged was checked before it
 	c.flights.Retire(func(k flightKey) bool { return k.identity == flightOf(identity) && k.id.Scheme == id.Scheme })
 	c.cache.retire(id, identity, schemeBit(id.Scheme))
 }
 
 func (c *Core) purgeIdentity(identity [digestBytes]byte) {
+	c.purged.Add(1)
 	c.flights.Retire(func(k flightKey) bool { return k.identity == flightOf(identity) })
 	c.cache.retire(transport.Ident{}, identity, allSchemes)
 }
 
 func (c *Core) purgeDigest(dg [digestBytes]byte) {
+	c.purged.Add(1)
 	c.flights.Retire(func(k flightKey) bool { return k.digest == flightOf(dg) })
 	if identity, ok := c.cache.tokenIdentity(dg); ok {
 		c.purgeIdentity(identity)
@@ -119,11 +126,13 @@ func (c *Core) purgeDigest(dg [digestBytes]byte) {
 }
 
 func (c *Core) purge(id transport.Ident) {
+	c.purged.Add(1)
 	c.flights.Retire(func(k flightKey) bool { return k.id == id })
 	c.cache.purge(id)
 }
 
 func (c *Core) purgeAll() {
+	c.purged.Add(1)
 	c.purges.Add(1)
 	c.cache.purgeAll()
 }
@@ -265,6 +274,7 @@ func (w *Writer) Close() {
 	}
 	if w.answered && !w.used {
 		w.answered = false
+		w.d.purged.Add(1) // the client's count (Stamp)
 		w.d.purge(w.id)
 	}
 	w.w.Close()
@@ -294,6 +304,18 @@ func Recheck(g *Group, key string) (allowed, ok bool) {
 		return false, false
 	}
 	return g.Peek(key)
+}
+
+// Regroup returns the cache entries of the call's token as they are now,
+// for reading again what the call's own requests stored: a per-call
+// token's group, which the call did not find when it began when the cache
+// held nothing of the token yet, is looked up again (a hash of the token).
+// A call that reads no cached decision (nil Group) still reads none.
+func (c *Core) Regroup(cl *Call) *Group {
+	if cl.Group == nil || cl.Token != nil { // the client's own token's group is pinned
+		return cl.Group
+	}
+	return c.cache.lookup(cl.ID)
 }
 
 // OwnGroup returns the cache entries of the client's own token, as Own
@@ -333,43 +355,102 @@ func (c *Core) Hit(ctx context.Context, op string, allowed bool) {
 	c.tel.CachedCall(ctx, op, 1, outcome)
 }
 
-// Reconfirm holds a call to the rule that no cached decision leaves the
-// client past its TTL or its token's purge (issue 17): a call that read
-// some decisions from the cache (hits, their positions) and then waited
-// for the server about the others must not return what it read before the
-// wait unchanged, since an entry may have expired, or been purged, while
-// the call waited (a slow server, a process frozen meanwhile). Once the
-// call's requests are done, Reconfirm reads every hit again (reread, on
-// the cache's clock, through the call's group: it sets the decision to
-// what the cache serves now and reports whether it serves one), and asks
-// the server (ask, fresh, within the call's deadline) about the hits the
-// cache no longer serves; since asking takes time too, it then reads the
-// hits left again, until a reading follows the last wait. Each round asks
-// about one hit at least, so there are at most as many as hits. A hit that
-// could not be asked in time fails closed as any asked pair does: its
-// request was late. An error from ask (one that concerns the whole call,
-// a refused token) ends the rounds and is returned.
+// Reconfirm holds a call to the rule that no decision leaves the client
+// past its TTL or its token's purge (issue 17), whatever its source: a
+// call that read some decisions (read, their positions: its cache hits,
+// and the GRANTs it asked for, from its own request or one it shared) and
+// then waited (for the server about its other pairs, for a later chunk)
+// must not return what it read before the wait unchanged, since an entry
+// may have expired, or been purged, while the call waited (a slow server,
+// a process frozen meanwhile), and an answer's GRANT is good no longer
+// than the cache would have served it (Stamp). Once the call's requests
+// are done, Reconfirm checks every decision read (holds: a hit is read
+// again on the cache's clock through the call's group, an answer's GRANT
+// by its Stamp; it sets the decision to what still holds and reports
+// whether it does), and asks the server (ask, fresh, within the call's
+// deadline) about those that no longer hold; since asking takes time too,
+// it then checks them all again, those it asked included, until a check
+// follows the last wait. A decision is asked again once at most: one that
+// no longer holds after it was asked again fails closed (fail). So each
+// round but the last asks about one decision at least that was not asked
+// before, and there are at most one more than decisions read. A decision
+// that could not be asked in time fails closed as any asked pair does:
+// its request was late. An error from ask (one that concerns the whole
+// call, a refused token) ends the rounds and is returned.
 //
 // A call that waited for nothing (every decision a hit) has nothing to
-// read again: its readings are as fresh as its return.
-func Reconfirm(hits []int, reread func(i int) bool, ask func(stale []int) error) error {
-	for len(hits) > 0 {
+// check again: its readings are as fresh as its return.
+func Reconfirm(read []int, holds func(i int) bool, ask func(stale []int) error, fail func(i int)) error {
+	var again map[int]bool // asked again already
+	for len(read) > 0 {
 		var stale []int
-		kept := hits[:0] // reread in place: hits is the caller's scratch
-		for _, i := range hits {
-			if reread(i) {
-				kept = append(kept, i)
-			} else {
+		for _, i := range read {
+			switch {
+			case holds(i):
+			case again[i]:
+				fail(i)
+			default:
 				stale = append(stale, i)
 			}
 		}
 		if len(stale) == 0 {
 			return nil
 		}
+		if again == nil {
+			again = make(map[int]bool, len(stale))
+		}
+		for _, i := range stale {
+			again[i] = true
+		}
 		if err := ask(stale); err != nil {
 			return err
 		}
-		hits = kept
 	}
 	return nil
 }
+
+// Stamp is when a request was sent and the count of the client's purges
+// then: what a GRANT of its answer is good as of. An answer's GRANT holds
+// (Holds) while no purge of any token came after it and its time to live,
+// counted from the request's sending as the cache counts it, has not run
+// out on the cache's clock; whether or not the cache kept it (no cache, a
+// token or a key too long to cache, an answer shared with another
+// caller's request), so that a decision the cache would no longer serve
+// never leaves the call that holds it either.
+type Stamp struct {
+	at     time.Duration // since Core.epoch: 16 bytes a decision, not 32
+	purges uint64
+}
+
+// stamp returns the Stamp of a request sent now.
+func (c *Core) stamp() Stamp {
+	return Stamp{at: c.now().Sub(c.epoch), purges: c.purged.Load()}
+}
+
+// Holds reports whether a GRANT answered to a request stamped s may still
+// leave the client: no purge (of any token: the count is the client's,
+// since a token's purge is said of its identity, by other replicas too,
+// and an uncached token has no count of its own) came after s, and the
+// allow TTL has not run out since s on the cache's clock. A client whose
+// allow TTL is zero (a GRANT is not cached) bounds an answer's age by its
+// timeout instead, as a call's own deadline does. When a purge came, the
+// caller may still keep a GRANT the cache serves now (Recheck), which
+// knows whose token was purged.
+func (c *Core) Holds(s Stamp) bool {
+	if c.purged.Load() != s.purges {
+		return false
+	}
+	ttl := c.grantTTL
+	if ttl <= 0 {
+		ttl = c.timeout
+	}
+	return c.now().Sub(c.epoch)-s.at < ttl
+}
+
+// WaitedOut is the Cause of a GRANT that no longer held after it was
+// asked again (Reconfirm): the client could not read it fresh.
+func (c *Core) WaitedOut() error {
+	return c.who.Peer.Unavailable(errWaitedOut)
+}
+
+var errWaitedOut = errors.New("the decision expired or its token was purged while the call waited, and again once asked again")

@@ -135,6 +135,7 @@ func (c *Core) post(ctx context.Context, cl *Call, cred transport.Credential, ur
 		case transport.UnusedAnswer(answer):
 			// A 200 read but not used (late, cut short): newer than what
 			// the cache holds of the token, and unknown.
+			c.purged.Add(1)
 			c.cache.purge(cl.ID)
 		case answer != nil:
 			c.refused(ctx, cl, answer)
@@ -191,7 +192,10 @@ func flightOf(d [digestBytes]byte) flightDigest { return flightDigest(d[:]) }
 // of the token meanwhile fences them): it stores what it decodes through w
 // and closes it. w is nil for a caller that shared, and when the token's
 // decisions are not cached; its methods are safe on nil.
-func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, w *Writer, err error) {
+//
+// at is the Stamp of the request whose answer data is, this caller's or
+// the one it shared: what a GRANT of the answer is good as of (Holds).
+func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, at Stamp, w *Writer, err error) {
 	return c.send(ctx, cl, cred, url, body, header, false)
 }
 
@@ -204,22 +208,29 @@ func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, ur
 // decisions are stored afresh through w. The cache cannot list a token's
 // keys, so the whole token is dropped, not only the keys the request
 // covers: a later call asks the server again, never the other way round.
-func (c *Core) SendWide(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, w *Writer, err error) {
+func (c *Core) SendWide(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, at Stamp, w *Writer, err error) {
 	return c.send(ctx, cl, cred, url, body, header, true)
 }
 
-func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, wide bool) (data []byte, w *Writer, err error) {
+// sent is a 200 answer's body and the Stamp of its request.
+type sent struct {
+	data []byte
+	at   Stamp
+}
+
+func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, wide bool) (data []byte, at Stamp, w *Writer, err error) {
 	if err := c.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
-		return nil, nil, err
+		return nil, Stamp{}, nil, err
 	}
 	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, url: url, body: string(body)}
 	identity, digest := c.digestsOf(cl)
 	key.identity, key.digest = flightOf(identity), flightOf(digest)
 	answered := false
-	out, shared := c.flights.Do(ctx, c.who.Peer, key, !cl.fresh, func() *Outcome[[]byte] {
+	out, shared := c.flights.Do(ctx, c.who.Peer, key, !cl.fresh, func() *Outcome[sent] {
 		if wide && c.cache.cached(cl.ID) {
 			c.purge(cl.ID) // before the writer, which the purge would fence
 		}
+		at := c.stamp() // after the wide purge, which is the request's own
 		w = c.cache.writer(cl.ID)
 		returned := false
 		defer func() {
@@ -229,7 +240,7 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 		}()
 		data, err := c.post(ctx, cl, cred, url, body, header)
 		returned, answered = true, err == nil
-		return &Outcome[[]byte]{Value: data, Err: err}
+		return &Outcome[sent]{Value: sent{data: data, at: at}, Err: err}
 	})
 	if shared {
 		c.coalesced.Add(1)
@@ -244,12 +255,12 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 			c.purge(cl.ID)
 		}
 		w.Close()
-		return nil, nil, out.Err
+		return nil, Stamp{}, nil, out.Err
 	}
 	if w != nil {
 		w.answered = true // closed unwritten, it purges (Writer)
 	}
-	return out.Value, w, nil
+	return out.Value.data, out.Value.at, w, nil
 }
 
 // digestsOf returns the digest of the identity of the call's token

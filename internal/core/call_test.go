@@ -157,7 +157,8 @@ func TestAnAnswerNobodyTookPurgesItsToken(t *testing.T) {
 		require.NoError(t, err)
 		ctx, cancel := c.Bound(ctx, &cl)
 		defer cancel()
-		return c.Send(ctx, &cl, cred, "https://gw.example/decide", []byte(`{}`), nil)
+		data, _, w, err := c.Send(ctx, &cl, cred, "https://gw.example/decide", []byte(`{}`), nil)
+		return data, w, err
 	}
 	leaderErr := make(chan error)
 	go func() {

@@ -58,12 +58,19 @@ type Core struct {
 	// replicas is the invalidation channel's state; nil without one.
 	replicas *replicas
 	// flights coalesces identical requests (Send).
-	flights Flights[flightKey, []byte]
+	flights Flights[flightKey, sent]
 	// purges counts the purges of every cached decision (purgeAll): a
 	// call reads it when it starts (Own, PerCall), and it is part of the
 	// key that coalesces requests, so that no call that began after such a
 	// purge shares the answer of a request sent before it.
 	purges atomic.Uint64
+	// purged counts every purge of the client, of one token or of all
+	// (Stamp); grantTTL is the allow TTL that bounds an answer's GRANT.
+	purged   atomic.Uint64
+	grantTTL time.Duration
+	// epoch is when Init ran, read on the clock of now (with the
+	// monotonic reading of time.Now): a Stamp's time counts from it.
+	epoch time.Time
 
 	// token is the client's current token, read without a lock by every
 	// call. tokenMu orders its changes and the events that report them, so
@@ -100,6 +107,10 @@ func (c *Core) Init(s Settings, who Identity) error {
 		s.Now = time.Now
 	}
 	c.who, c.timeout, c.batch, c.maxToken, c.now = who, s.Timeout, s.BatchSize, s.MaxTokenBytes, s.Now
+	c.grantTTL, c.epoch = s.AllowTTL, s.Now()
+	if c.cache != nil {
+		c.cache.purged = &c.purged
+	}
 	c.flights.WaitHook = s.FlightWait
 	c.logger = s.Logger
 	if c.logger == nil {

@@ -58,7 +58,7 @@ func TestWhatALaterCallShares(t *testing.T) {
 				}
 				ctx, cancel := c.Bound(context.Background(), &cl)
 				defer cancel()
-				_, w, err := c.Send(ctx, &cl, cred, "https://gw.example/decide", []byte(`{"orders":"read"}`), nil)
+				_, _, w, err := c.Send(ctx, &cl, cred, "https://gw.example/decide", []byte(`{"orders":"read"}`), nil)
 				w.Close()
 				return err
 			}
