@@ -76,22 +76,22 @@ func (req tenantRequest) check() error {
 func (s *Server) provisionTenant(w http.ResponseWriter, r *http.Request, c *caller) {
 	var req tenantRequest
 	if err := decodeBody(r, &req); err != nil {
-		s.writeErr(w, err)
+		s.writeErrFor(w, c, err)
 		return
 	}
 	if err := req.check(); err != nil {
-		s.writeErr(w, err)
+		s.writeErrFor(w, c, err)
 		return
 	}
 	key, kid, err := s.keys.signing(req.Name)
 	if err != nil {
-		s.writeErr(w, err)
+		s.writeErrFor(w, c, err)
 		return
 	}
 	password := randomSecret(18)
 	rm, err := s.store.ProvisionTenant(req.Name, req.Plan, req.AdminEmail, password, key, kid)
 	if err != nil {
-		s.writeErr(w, err)
+		s.writeErrFor(w, c, err)
 		return
 	}
 	t := rm.Tenant // immutable but for DecommissionedAt, which is not read
@@ -122,7 +122,7 @@ func (s *Server) decommissionTenant(w http.ResponseWriter, r *http.Request, c *c
 	c.resourceID = id
 	realm, at, err := s.store.DecommissionTenant(id)
 	if err != nil {
-		s.writeErr(w, err)
+		s.writeErrFor(w, c, err)
 		return
 	}
 	// Its tokens are refused from now on: what remembers them goes.

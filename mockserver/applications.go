@@ -167,7 +167,7 @@ func (s *Server) listCatalog(w http.ResponseWriter, r *http.Request, _ *caller) 
 func (s *Server) registerApplication(w http.ResponseWriter, r *http.Request, c *caller) {
 	var in appBody
 	if err := decodeBody(r, &in); err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {

@@ -47,7 +47,7 @@ func (s *Server) answered(h func(r *http.Request, c *caller) (any, error)) handl
 	return func(w http.ResponseWriter, r *http.Request, c *caller) {
 		v, err := h(r, c)
 		if err != nil {
-			s.writeErr(w, err)
+			s.writeErrFor(w, c, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
@@ -332,14 +332,14 @@ func (s *Server) recordAudit(c *caller, action string, status int) {
 	}
 	// The resource's id is the caller's, taken from the path or the body
 	// before anything checked it: kept by the errors' rule (keep: an id
-	// only while the store holds its object, a-fix14 F2), so that a
-	// credential sent where an id goes is not stored. The actor and the
+	// only while the caller's realm holds its object, a-fix14 F2, a-fix14d),
+	// so that a credential sent where an id goes is not stored. The actor and the
 	// tenant are the server's (a verified token's subject, a tenant's id,
 	// which a handler sets only once the tenant exists), the action and
 	// type its words: a resource that is that tenant (a decommissioned
 	// one, whose realm the store no longer counts) is kept as the tenant
 	// is.
-	resourceID := keep(c.resourceID, s.publicName)
+	resourceID := keep(c.resourceID, s.callerKnows(c))
 	if c.tenantID != "" && c.resourceID == c.tenantID {
 		resourceID = c.tenantID
 	}

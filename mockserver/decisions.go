@@ -95,14 +95,14 @@ type permissionBody struct {
 // subject.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 	if err := checkJSONContentType(r); err != nil {
-		s.writeErr(w, err)
+		s.writeErrFor(w, c, err)
 		return
 	}
 	br := getBodyReader(r.Body)
 	defer br.release()
 	body, err := br.read()
 	if err != nil {
-		s.writeErr(w, errReadBody())
+		s.writeErrFor(w, c, errReadBody())
 		return
 	}
 	// A body answered before is valid: its request, parsed, is the
@@ -122,12 +122,12 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 	} else {
 		var req authorizeRequest
 		if err := decodeBytes(body, &req); err != nil {
-			s.writeErr(w, err)
+			s.writeErrFor(w, c, err)
 			return
 		}
 		resources, method, err = req.check()
 		if err != nil {
-			s.writeErr(w, err)
+			s.writeErrFor(w, c, err)
 			return
 		}
 		clientID, path = req.ClientID, req.Context.Attributes.path()
@@ -135,7 +135,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 	// Faults come after the body is read: only then does net/http notice a
 	// client that goes away, and so cancel the injected delay.
 	if err := s.injectFaults(r.Context()); err != nil {
-		s.writeErr(w, err)
+		s.writeErrFor(w, c, err)
 		return
 	}
 	var answer []byte          // the answer, when cached or to be
@@ -171,7 +171,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller) {
 		return nil
 	})
 	if err != nil {
-		s.writeErr(w, err)
+		s.writeErrFor(w, c, err)
 		return
 	}
 	if denial != "" {

@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,8 @@ import (
 // challengeRealm for the realm of a WWW-Authenticate challenge): a caller's
 // value is repeated only when the server already knows it as public
 // (echoable: the wildcard, a word of the API, a realm's name, the id of an
-// object the store holds -- not any UUID: a-fix14 F2), and a
+// object the caller's own realm holds -- not any UUID, a-fix14 F2, and not
+// another tenant's, a-fix14d), and a
 // name in details[].field only when it is a name of the API's schema or a
 // realm's (sayableField). The shape of a
 // value decides nothing: every secret the server makes -- a client secret,
@@ -86,8 +88,8 @@ func budgeted(known knower) knower {
 // route's segment, a member's or a parameter's name, an enumerated value:
 // apiWords), a bad percent escape as url.EscapeError names it ("%zz", at
 // most 3 bytes: no credential), or a value the server knows and publishes
-// (known: a realm's name or the id of an object the store holds, and for
-// an AuthZEN evaluation its realm's names and ids). An unknown value,
+// (known: a realm's name or the id of an object the caller's realm holds,
+// and for an AuthZEN evaluation its realm's names and ids). An unknown value,
 // however well-shaped -- a UUID the server never assigned too -- is
 // described by its length; nil knows nothing.
 func echoable(v string, known knower) bool {
@@ -447,13 +449,47 @@ func challengeRealm(realm string, known knower) string {
 	return "realm=" + strconv.Quote(keep(realm, known))
 }
 
-// publicName is the server's knower: whether v is a realm's name
-// (store.Store.PublicName), the only names public to every caller, or the
-// id of an object a live realm holds (store.Store.HoldsID, a-fix14 F2: an
-// id is public because the server assigned it, not because of its form).
-// A writer that answers a realm's authenticated caller under that realm's
-// lock uses the realm's names and ids (azEvaluator.publicName).
-func (s *Server) publicName(v string) bool { return s.store.PublicName(v) || s.store.HoldsID(v) }
+// publicName is the knower of an answer to any caller: whether v is a live
+// realm's name (store.Store.PublicName), the only values every caller
+// knows. It knows no id: an error seen by any caller knows only what any
+// caller knows, and an id is known to the callers of the realm that holds
+// it (callerKnows). Looking ids up in every realm told any caller whether
+// some tenant holds an id, at a cost that grew with the number of tenants
+// (a-fix14d).
+func (s *Server) publicName(v string) bool { return s.store.PublicName(v) }
+
+// callerKnows is the knower of an answer to c, an authenticated caller: a
+// live realm's name, or the id of an object c's own realm holds (knowerIn).
+// A nil c is any caller (publicName).
+func (s *Server) callerKnows(c *caller) knower {
+	if c == nil {
+		return s.publicName
+	}
+	return s.knowerIn(c.rm)
+}
+
+// pathRealmKnows is the knower of an answer to r, a request to a realm
+// administration endpoint, whose caller protect authenticated for the
+// path's realm: knowerIn that realm.
+func (s *Server) pathRealmKnows(r *http.Request) knower {
+	rm, _ := s.store.Lookup(r.PathValue("realm"))
+	return s.knowerIn(rm)
+}
+
+// knowerIn is the knower of an answer to a caller authenticated for rm: a
+// live realm's name, or the id of an object rm holds (store.Realm.TryHoldsID:
+// an id is repeated because the server assigned it and told it to that
+// realm's callers, not because of its form, a-fix14 F2; never looked up in
+// another realm, a-fix14d). rm is read only when its read lock is free at
+// once: a realm being written answers no, and the error describes the
+// value instead. A writer that already holds rm's lock uses realmKnows. A
+// nil rm knows what publicName knows.
+func (s *Server) knowerIn(rm *store.Realm) knower {
+	if rm == nil {
+		return s.publicName
+	}
+	return func(v string) bool { return s.store.PublicName(v) || rm.TryHoldsID(v) }
+}
 
 // realmKnows is the knower of a writer that holds rm's lock (Read, Write):
 // a name rm publishes (store.Realm.PublicName) or the id of an object it

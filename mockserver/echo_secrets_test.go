@@ -140,8 +140,8 @@ func TestNoErrorRepeatsASecretOfTheServer(t *testing.T) {
 // TestNoErrorRepeatsAUUIDShapedSecret (a-fix14 F2): echoable repeated any
 // value of a UUID's form (store.IsID: "ids are public"), whether or not
 // the server ever assigned it: a rule by shape, which echo.go says decides
-// nothing. An id is repeated or kept only while the store holds its object
-// (Store.HoldsID). A secret of that form is common -- `-admin-secret $(uuidgen)`,
+// nothing. An id is repeated or kept only while the caller's realm holds
+// its object (Realm.TryHoldsID). A secret of that form is common -- `-admin-secret $(uuidgen)`,
 // or a fixture client's secret exported from a Keycloak that generated
 // UUID secrets -- and a PEP configured with its secret where its clientId
 // goes, or a caller pasting it where an id goes, gets it back whole in the

@@ -260,10 +260,11 @@ func encodeBody(ct string, v any) string {
 }
 
 // TestErrorsNameOnlyWhatTheServerPublishes: an error repeats a caller's
-// value only when the server knows it as a public name (a client, a user,
-// an alias, a realm, in any realm), an id or a word of the API; an unknown
-// value, however well-shaped, is described by its length where it was
-// (a-fix13c F1: every secret the server makes has an identifier's shape).
+// value only when the server knows it as public to that caller (a live
+// realm's name, the id of an object the caller's realm holds) or as a word
+// of the API; an unknown value, however well-shaped, is described by its
+// length where it was (a-fix13c F1: every secret the server makes has an
+// identifier's shape).
 func TestErrorsNameOnlyWhatTheServerPublishes(t *testing.T) {
 	t.Parallel()
 	a := newOrgAPI(t)
@@ -287,6 +288,11 @@ func TestErrorsNameOnlyWhatTheServerPublishes(t *testing.T) {
 	res.into(t, &tenant)
 	res = a.doAs(platform, http.MethodDelete, a.url+"/admin/tenants/"+tenant.Result.TenantID, nil)
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	// A live tenant's id, held by its realm, not by acme's.
+	res = a.doAs(platform, http.MethodPost, a.url+"/admin/tenants", map[string]any{"name": "hooli", "plan": "free", "adminEmail": "root@hooli.test"})
+	require.Equal(t, http.StatusCreated, res.Status, string(res.Body))
+	res.into(t, &tenant)
+	theirs := tenant.Result.TenantID
 	for _, tc := range []struct {
 		name, method, path, body string
 		status                   int
@@ -317,10 +323,18 @@ func TestErrorsNameOnlyWhatTheServerPublishes(t *testing.T) {
 			http.StatusBadRequest, `clientId: unknown client (a value of 10 bytes, not repeated)`, "clientId"},
 		{"a client longer than an identifier", http.MethodPost, decide + "/authorize", `{"clientId":"` + long + `","resources":[{"name":"orders"}],"context":{}}`,
 			http.StatusBadRequest, `clientId: unknown client (a value of 64 bytes, not repeated)`, "clientId"},
-		// An id is repeated because the store holds its object, not for
+		// An id is repeated because the caller's realm holds its object, not for
 		// its form (a-fix14 F2): a UUID the server never assigned may be a
 		// secret (uuidgen's admin secret, a Keycloak-exported client
 		// secret).
+		// An id is known to the callers of the realm that holds it: one
+		// another tenant holds is described to acme's caller, as an id no
+		// realm holds is (a-fix14d: a lookup in every realm told any
+		// caller whether some tenant holds an id).
+		{"an id another realm holds, given as a client", http.MethodPost, decide + "/authorize", `{"clientId":"` + theirs + `","resources":[{"name":"orders"}],"context":{}}`,
+			http.StatusBadRequest, `clientId: unknown client (a value of 36 bytes, not repeated)`, "clientId"},
+		{"an id another realm holds, as an organization", http.MethodGet, "/" + theirs, "",
+			http.StatusNotFound, `not found: organization (a value of 36 bytes, not repeated)`, ""},
 		{"unknown organization id", http.MethodGet, "/" + missing, "",
 			http.StatusNotFound, `not found: organization (a value of 36 bytes, not repeated)`, ""},
 		{"an id the store holds, given as a client", http.MethodPost, decide + "/authorize", `{"clientId":"` + held + `","resources":[{"name":"orders"}],"context":{}}`,

@@ -61,7 +61,7 @@ func (s *Server) readList(w http.ResponseWriter, r *http.Request, fn func(rm *st
 		return err
 	})
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -152,7 +152,7 @@ func (s *Server) writeOne(w http.ResponseWriter, r *http.Request, fn func(rm *st
 		return err
 	})
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	writeResult(w, http.StatusOK, out)
@@ -175,7 +175,7 @@ func (s *Server) createOne(w http.ResponseWriter, r *http.Request, c *caller, co
 		return err
 	})
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	c.resourceID = id
@@ -267,14 +267,17 @@ func linkToOrg[B idBody](s *Server, w http.ResponseWriter, r *http.Request,
 	})
 }
 
-// fail writes err as the error body; a store field error becomes a 400
-// naming the field.
-func (s *Server) fail(w http.ResponseWriter, err error) {
+// fail writes err as the error body of r, a request to a realm
+// administration endpoint, whose caller protect authenticated for the
+// path's realm: its message may repeat the ids that realm holds
+// (pathRealmKnows). A store field error becomes a 400 naming the field.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var fe *store.FieldError
 	if errors.As(err, &fe) {
 		err = badField(fe.Field, "%s", said(fe.Message))
 	}
-	s.writeErr(w, err)
+	ae := sayableError(s.statusOf(err), s.pathRealmKnows(r))
+	writeJSON(w, ae.status, errorBody{Error: http.StatusText(ae.status), Message: ae.message, Details: ae.details})
 }
 
 // deletedJSON is the result of every DELETE.

@@ -66,7 +66,7 @@ func (s *Server) listOrganizations(w http.ResponseWriter, r *http.Request, _ *ca
 func (s *Server) createOrganization(w http.ResponseWriter, r *http.Request, c *caller) {
 	var in orgBody
 	if err := decodeBody(r, &in); err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	s.createOne(w, r, c, r.URL.EscapedPath(), func(rm *store.Realm, now time.Time) (string, any, error) {

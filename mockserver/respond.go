@@ -135,14 +135,27 @@ type resultBody struct {
 // 409 and 400; an apiError keeps its status; anything else is a 500 whose
 // message does not leak internals.
 func (s *Server) writeErr(w http.ResponseWriter, err error) {
-	ae := s.asAPIError(err)
+	s.writeErrFor(w, nil, err)
+}
+
+// writeErrFor is writeErr of an answer to c, an authenticated caller, whose
+// message may repeat the ids c's realm holds (callerKnows); a nil c is
+// any caller.
+func (s *Server) writeErrFor(w http.ResponseWriter, c *caller, err error) {
+	ae := sayableError(s.statusOf(err), s.callerKnows(c))
 	writeJSON(w, ae.status, errorBody{Error: http.StatusText(ae.status), Message: ae.message, Details: ae.details})
 }
 
 // asAPIError is the status and message writeErr answers err with, as the
-// server may write them (sayableError): every writer of the service's
-// errors, writeErr and the UI's, reads err through it.
-func (s *Server) asAPIError(err error) *apiError {
+// server may write them to any caller (sayableError): every writer of the
+// service's errors, writeErr and the UI's, reads err through it or, for an
+// authenticated caller, through statusOf and that caller's knower.
+func (s *Server) asAPIError(err error) *apiError { return sayableError(s.statusOf(err), s.publicName) }
+
+// statusOf is the status and message of err before the server chooses what
+// of it to say: store errors map to 404, 409 and 400; an apiError keeps its
+// status; anything else is a 500 whose message does not leak internals.
+func (s *Server) statusOf(err error) *apiError {
 	var ae *apiError
 	switch {
 	case errors.As(err, &ae):
@@ -155,7 +168,7 @@ func (s *Server) asAPIError(err error) *apiError {
 	default:
 		ae = &apiError{status: http.StatusInternalServerError, message: "internal error"}
 	}
-	return sayableError(ae, s.publicName)
+	return ae
 }
 
 // decodeBody reads a JSON object from r into v through the 1 MiB limit. A

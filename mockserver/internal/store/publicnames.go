@@ -73,34 +73,26 @@ func (r *Realm) PublicName(v string) bool {
 	return false
 }
 
-// HoldsID reports whether v is the id of an object a live realm holds: a
-// realm's tenant, a user, role, group, client, organization, department,
-// application, property or department template (a-fix14 F2). An id is
-// public because the server assigned it and told it; a value of an id's
-// form that the server never assigned (a secret made by uuidgen) is not.
-// It takes no lock a caller may hold: each realm is read only when its
-// read lock is free at once (TryRLock), and a realm being written answers
-// no -- an error then describes the value instead of repeating it. It is
-// for the reference server's error paths, and asks nothing of a value
-// that is not of an id's form.
-func (s *Store) HoldsID(v string) bool {
-	if !isIDForm(v) {
+// TryHoldsID is HoldsID for a caller that does not hold r's lock: r is
+// read only when its read lock is free at once (TryRLock), and a realm
+// being written, or decommissioned, answers no -- an error then describes
+// the value instead of repeating it. It takes no lock a caller may hold
+// and waits for none. It asks nothing of a value that is not of an id's
+// form. It is for the reference server's error paths: an id is repeated to
+// the callers of the realm that holds it, never looked up in other realms
+// (a-fix14d: a lookup in every realm told any caller whether some tenant
+// holds an id, at a cost that grew with the number of tenants).
+func (r *Realm) TryHoldsID(v string) bool {
+	if !isIDForm(v) || !r.mu.TryRLock() {
 		return false
 	}
-	held := false
-	s.byName.Range(func(_, x any) bool {
-		r := x.(*Realm)
-		if r.Decommissioned() || !r.mu.TryRLock() {
-			return true
-		}
-		held = r.HoldsID(v)
-		r.mu.RUnlock()
-		return !held
-	})
-	return held
+	defer r.mu.RUnlock()
+	return !r.Decommissioned() && r.HoldsID(v)
 }
 
-// HoldsID reports whether v is the id of an object r holds (Store.HoldsID).
+// HoldsID reports whether v is the id of an object r holds: its tenant, a
+// user, role, group, client, organization, department, application,
+// property or department template (a-fix14 F2).
 // The caller holds r's lock (Read, Write).
 func (r *Realm) HoldsID(v string) bool {
 	if r.Tenant != nil && r.Tenant.ID == v {

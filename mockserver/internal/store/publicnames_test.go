@@ -47,13 +47,14 @@ func TestPublicNameKnowsWhatTheStorePublishes(t *testing.T) {
 	}
 }
 
-// TestHoldsIDKnowsTheIDsTheStoreHolds (a-fix14 F2): an error repeats an id
-// because the store holds its object, not because it has an id's form: a
-// UUID the store never assigned (uuidgen's admin secret), or whose object
-// is gone, is not held; nor is an id of a realm being written (the error's
-// writer may hold that lock: it does not wait, it describes), nor of a
-// decommissioned realm.
-func TestHoldsIDKnowsTheIDsTheStoreHolds(t *testing.T) {
+// TestHoldsIDKnowsTheIDsTheRealmHolds (a-fix14 F2): an error repeats an id
+// because the caller's realm holds its object, not because it has an id's
+// form: a UUID the store never assigned (uuidgen's admin secret), or whose
+// object is gone, is not held; nor is an id another realm holds (a-fix14d:
+// a lookup in every realm was a cross-tenant existence check), nor an id of
+// a realm being written (the error's writer may hold that lock: it does
+// not wait, it describes).
+func TestHoldsIDKnowsTheIDsTheRealmHolds(t *testing.T) {
 	t.Parallel()
 	s := New(nil)
 	r := keyedRealm(t, "acme")
@@ -67,23 +68,26 @@ func TestHoldsIDKnowsTheIDsTheStoreHolds(t *testing.T) {
 	require.NoError(t, err)
 	pt, err := r.CreatePropertyTemplate(o.ID, PropertyTemplateSpec{Name: "costs", Properties: []Property{{Key: "cost", Type: "NUMBER"}}}, t0)
 	require.NoError(t, err)
-	require.NoError(t, s.Install(r))
+	other := keyedRealm(t, "globex")
+	theirs := mustOrg(t, other, "Globex", "globex")
+	require.NoError(t, s.Install(r, other))
 
 	for what, id := range map[string]string{"organization": o.ID, "department": d.ID, "role": role.ID, "group": group.ID, "client": client.ID, "property template": pt.ID} {
-		assert.True(t, s.HoldsID(id), "%s %s is held", what, id)
-		assert.True(t, r.HoldsID(id), "%s %s is held by its realm", what, id)
+		assert.True(t, r.TryHoldsID(id), "%s %s is held by its realm", what, id)
+		assert.False(t, other.TryHoldsID(id), "%s %s is not another realm's", what, id)
 	}
-	for _, v := range []string{"", client.Secret, "0c9d6a8e-3b1f-4d2a-9e5c-7f8a1b2c3d4e", "acme", "shop-api"} {
-		assert.False(t, s.HoldsID(v), "%q is not an id the store holds", v)
+	for _, v := range []string{"", client.Secret, "0c9d6a8e-3b1f-4d2a-9e5c-7f8a1b2c3d4e", "acme", "shop-api", theirs.ID} {
+		assert.False(t, r.TryHoldsID(v), "%q is not an id the realm holds", v)
 	}
+	assert.True(t, other.TryHoldsID(theirs.ID))
 	// A realm being written answers no at once rather than wait.
 	require.NoError(t, s.Write("acme", func(*Realm) error {
-		assert.False(t, s.HoldsID(o.ID), "a realm being written is not waited for")
+		assert.False(t, r.TryHoldsID(o.ID), "a realm being written is not waited for")
 		return nil
 	}))
-	assert.True(t, s.HoldsID(o.ID))
+	assert.True(t, r.TryHoldsID(o.ID))
 	// An object deleted is not held.
 	require.NoError(t, s.Write("acme", func(r *Realm) error { return r.DeleteOrganization(o.ID) }))
-	assert.False(t, s.HoldsID(o.ID), "a deleted organization's id is not held")
-	assert.False(t, s.HoldsID(d.ID), "a deleted organization's department is not held")
+	assert.False(t, r.TryHoldsID(o.ID), "a deleted organization's id is not held")
+	assert.False(t, r.TryHoldsID(d.ID), "a deleted organization's department is not held")
 }
