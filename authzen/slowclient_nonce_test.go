@@ -1,13 +1,6 @@
 package authzen_test
 
 import (
-	"context"
-	"errors"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,16 +8,8 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/dpop"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
-
-type rotatingNonces struct{ cur atomic.Int64 }
-
-func (r *rotatingNonces) Valid(_ context.Context, n string) bool {
-	return n == "n"+strconv.FormatInt(r.cur.Load(), 10)
-}
-func (r *rotatingNonces) Next(context.Context) (string, error) {
-	return "n" + strconv.FormatInt(r.cur.Load(), 10), nil
-}
 
 // TestDPoPSlowClientEvaluationPassesAfterNonceRotation (a-dpop14 F1): a
 // server that checks proofs with dpop.Verifier (real clock, no store,
@@ -39,27 +24,10 @@ func TestDPoPSlowClientEvaluationPassesAfterNonceRotation(t *testing.T) {
 	signer, err := dpop.GenerateKey()
 	require.NoError(t, err)
 	slow := signer.WithClock(func() time.Time { return time.Now().Add(-30 * time.Second) })
-	rot := &rotatingNonces{}
+	rot := &gatewaytest.RotatingNonces{}
 	v, err := dpop.NewVerifier(dpop.WithNonces(rot))
 	require.NoError(t, err)
-	var srvURL string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, err := v.Verify(r.Context(), dpop.Request{Proofs: r.Header.Values("DPoP"), Method: r.Method,
-			URL: srvURL + r.URL.Path, AccessToken: strings.TrimPrefix(r.Header.Get("Authorization"), "DPoP "), JKT: signer.Thumbprint()})
-		var ne *dpop.NonceError
-		if errors.As(err, &ne) {
-			w.Header().Set("DPoP-Nonce", ne.Nonce)
-		}
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", v.Challenge(err))
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"decision":true}`))
-	}))
-	defer srv.Close()
-	srvURL = srv.URL
+	srv := gatewaytest.Start(t, gatewaytest.Verifying(v, signer.Thumbprint(), `{"decision":true}`))
 
 	c := mustAuthZEN(t, srv.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}),
 		authzen.WithHTTPClient(srv.Client()), authzen.WithCache(0, 0, 0))
@@ -70,7 +38,7 @@ func TestDPoPSlowClientEvaluationPassesAfterNonceRotation(t *testing.T) {
 	require.NoError(t, err, "first evaluation: one nonce resend passes")
 	require.True(t, d.Allowed())
 
-	rot.cur.Add(1)
+	rot.Rotate()
 	d, err = c.Evaluate(t.Context(), req)
 	require.NoError(t, err, "a valid token's evaluation after a nonce rotation fails")
 	require.True(t, d.Allowed())
