@@ -29,6 +29,8 @@ func TestAttackBodyRefusalPastASyntaxErrorIsResentAway(t *testing.T) {
 	t.Parallel()
 	pad := strings.Repeat("x", 1<<20)
 	for _, tc := range []struct{ name, challenge, body string }{
+		{"control (well-formed)", `DPoP realm="gw", error="use_dpop_nonce"`,
+			`{"message":"proof for GET https://api/","error":"invalid_token"}`},
 		{"raw tab in message, nonce challenge", `DPoP realm="gw", error="use_dpop_nonce"`,
 			"{\"message\":\"proof for GET\thttps://api/\",\"error\":\"invalid_token\"}"},
 		{"raw tab, nonce then refusal in the body", `DPoP realm="gw", algs="ES256"`,
