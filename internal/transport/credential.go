@@ -530,10 +530,13 @@ func newWrites() *writes {
 // carries no DPoP signal at all (NewResponseError). So a DPoP request is
 // resent for a 401 or 400 carrying a DPoP-Nonce other than the one it
 // used (nonceAsked), unless the answer's one DPoP verdict refuses the
-// token (dpopVerdictOf: a challenge or the body saying invalid_token wins
+// token (readAnswer: a challenge or the body saying invalid_token wins
 // over a nonce request, a-dpop14 F2); one chain (one gateway request,
 // all its attempts) resends at most once, and never for the nonce just
-// refused. A Bearer request cannot owe a nonce and is never resent.
+// refused. An answer whose body could not be read whole (unclear) may be
+// resent, but only a 2xx to the resend replaces it: any other answer, or
+// none, leaves it standing (a-dpop15 F1). A Bearer request cannot owe a
+// nonce and is never resent.
 type authorizer struct {
 	cred   Credential
 	nonces *NonceStore

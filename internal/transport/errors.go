@@ -18,17 +18,19 @@ import (
 // that names the client and its server ("pep: circuit breaker open",
 // "authzen: PDP unavailable: ...") and that matches the sentinel.
 var (
-	// ErrUnauthorized is matched by the *ResponseError of a 401 that refuses
-	// the token: for a DPoP request, one whose DPoP challenge says
-	// error="invalid_token" (or another error than the two below), or that
-	// carries no DPoP signal at all.
+	// ErrUnauthorized is matched by the *ResponseError of an answer that
+	// refuses the token (readAnswer): a 401, for a DPoP request one whose
+	// DPoP challenge says error="invalid_token" (or another error than the
+	// two below), or that carries no DPoP signal at all, or whose body
+	// could not be read whole; and a 400 or 403 that names invalid_token,
+	// in any challenge or its body (a-dpop15 F3).
 	ErrUnauthorized error = &sentinel{format: "unauthorized"}
 	// ErrProofRejected is matched by the *ResponseError of a 401 to a DPoP
 	// request that blames the proof, not the token: its DPoP challenge
 	// says error="invalid_dpop_proof", or error="use_dpop_nonce" still
 	// owed after the one resend, or its JSON body's "error" says so (RFC
 	// 9449 section 8), and nothing in the answer refuses the token
-	// (dpopVerdictOf).
+	// (readAnswer).
 	ErrProofRejected error = &sentinel{format: "DPoP proof rejected"}
 	// ErrNoToken is returned, without any request being sent, when a call
 	// has no usable token.
@@ -122,7 +124,8 @@ func (p Peer) Err(err error) error {
 // decision: any status other than 200, or a 200 whose body was unusable (Err
 // then wraps [ErrMalformedResponse]). Inspect it with errors.As; errors.Is
 // matches [ErrUnauthorized] for a 401 (or [ErrProofRejected] when the 401
-// blames the DPoP proof) and [ErrUnavailable] for a 5xx.
+// blames the DPoP proof) or a 400 or 403 naming invalid_token, and
+// [ErrUnavailable] for a 5xx.
 //
 // The text fields come from the server and are cut to 512 bytes; a field
 // that held 8 or more consecutive characters of the request's token
@@ -132,11 +135,15 @@ func (p Peer) Err(err error) error {
 type ResponseError struct {
 	// StatusCode is the HTTP status of the answer.
 	StatusCode int
-	// ErrorName is the "error" field of the error body, e.g.
-	// "Forbidden"; empty when the body had none.
+	// ErrorName is the error the answer names: the code its verdict on
+	// the credential was read from (a challenge's or the body's
+	// invalid_token, invalid_dpop_proof, use_dpop_nonce), else the first
+	// member named exactly "error" of its JSON body, e.g. "Forbidden";
+	// empty when it had none. It never names a proof or nonce error of an
+	// answer that refuses the token.
 	ErrorName string
-	// Message is the "message" field of the error body, or what was wrong
-	// with a 200 body.
+	// Message is the first member named exactly "message" of the error
+	// body, or what was wrong with a 200 body.
 	Message string
 	// Challenge is the WWW-Authenticate header of the answer, if any.
 	Challenge string
@@ -360,7 +367,7 @@ func (r reading) resendable(status int) bool {
 	return true
 }
 
-// errorName is the error an answer with reading r names (ErrorName): the
+// errorNameFor is the error an answer with reading r names (ErrorName): the
 // code its verdict was read from when that verdict decides the answer,
 // else the body's first "error" member; never a proof or nonce error of an
 // answer that refuses the token (a-dpop15 F5: the text named the opposite
@@ -457,8 +464,10 @@ func namesClient(body []byte) bool {
 // request was sent with: the zero Ident for one sent without the client's
 // credential (a discovery document), whose 401 says nothing of the token
 // or its proof and so matches neither ErrUnauthorized nor
-// ErrProofRejected. What a 401 blames is read from the raw header and
-// body (dpopVerdictOf), and only for a DPoP request: a Bearer request
+// ErrProofRejected. What an answer that can carry a credential error (400,
+// 401, 403) blames is read from the raw header and body once (readAnswer,
+// the reading the nonce resend reads too), and ErrorName names what it
+// chose. Only a DPoP request's 401 can blame the proof: a Bearer request
 // cannot have a rejected proof or owe a nonce.
 func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *ResponseError {
 	challenges := resp.Header.Values("WWW-Authenticate")
@@ -469,9 +478,10 @@ func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *Resp
 		readBody(body, &r, func(string) {}) // its error and message only
 	}
 	refused := credentialStatus(resp.StatusCode) && r.refuses(resp.StatusCode, id.Scheme)
+	name := r.errorNameFor(refused && id.Scheme != 0, id.Scheme)
 	e := &ResponseError{
 		StatusCode: resp.StatusCode,
-		ErrorName:  Redact(r.errorNameFor(refused, id.Scheme), id.Token),
+		ErrorName:  Redact(name, id.Token),
 		Message:    Redact(r.message, id.Token),
 		Challenge:  Redact(strings.Join(challenges, ", "), id.Token),
 		who:        p,
