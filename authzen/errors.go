@@ -17,7 +17,9 @@ var (
 	// cached decisions and, for its current credential, emits tokenExpired
 	// once. For a DPoP token only an explicit verdict against it counts: a
 	// DPoP challenge whose error is invalid_token (or any error but the two
-	// of ErrProofRejected), or a 401 with no DPoP signal at all. A 401 to
+	// of ErrProofRejected), or a 401 with no DPoP signal at all or whose
+	// body could not be read whole; a 400 or 403 naming invalid_token, in
+	// a challenge or its body, refuses the credential too. A 401 to
 	// the discovery request, which carries no credential, matches neither
 	// it nor ErrProofRejected: it is an ErrDiscovery.
 	ErrUnauthorized = transport.ErrUnauthorized

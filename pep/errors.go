@@ -17,7 +17,9 @@ var (
 	// cached decisions and, for its own current token, emits tokenExpired.
 	// For a DPoP token only an explicit verdict against it counts: a DPoP
 	// challenge whose error is invalid_token (or any error but the two of
-	// [ErrProofRejected]), or a 401 that carries no DPoP signal at all. A
+	// [ErrProofRejected]), or a 401 that carries no DPoP signal at all or
+	// whose body could not be read whole. A 400 or 403 naming
+	// invalid_token, in a challenge or its body, refuses the token too. A
 	// 401 that blames the DPoP proof rather than the token matches
 	// [ErrProofRejected] instead.
 	ErrUnauthorized = transport.ErrUnauthorized

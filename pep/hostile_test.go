@@ -436,6 +436,18 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 	challenge := func(header string) gwHook {
 		return refusal(header, map[string]string{"error": "Unauthorized", "message": "refused"})
 	}
+	// raw answers with status, header and body as written, with a new
+	// nonce.
+	raw := func(status int, header, body string) gwHook {
+		return func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+			w.Header().Set("WWW-Authenticate", header)
+			w.Header().Set("DPoP-Nonce", "n-1")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(body))
+			return true
+		}
+	}
 	inBody := map[string]string{"error": "use_dpop_nonce", "error_description": "nonce required in the DPoP proof"}
 	tests := []struct {
 		name    string
@@ -461,6 +473,24 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 		{"a DPoP token refused with a new nonce and no DPoP signal", true, refusal(`DPoP realm="gw"`, map[string]string{"error": "Unauthorized"}), true, 2},
 		{"a DPoP token refused in the body before another error member", true,
 			refusal(`DPoP error="use_dpop_nonce"`, json.RawMessage(`{"error":"invalid_token","Error":"use_dpop_nonce"}`)), true, 2},
+		// a-dpop15 F1: a body the client cannot read whole is unclear.
+		// One naming invalid_token anywhere refuses the token, unresent;
+		// another, asking a nonce, is resent once, and the resend's same
+		// refusal leaves it standing: an unclear 401 refuses the token.
+		{"a DPoP token refused in the body after a raw tab, under a nonce challenge", true,
+			raw(401, `DPoP realm="gw", error="use_dpop_nonce"`, "{\"message\":\"proof for GET\thttps://api/\",\"error\":\"invalid_token\"}"), true, 2},
+		{"a DPoP token refused in the body after a raw tab and a nonce request", true,
+			raw(401, `DPoP realm="gw", algs="ES256"`, "{\"error\":\"use_dpop_nonce\",\"message\":\"a\tb\",\"error\":\"invalid_token\"}"), true, 2},
+		{"a DPoP token refused in the body after a leading zero, under a nonce challenge", true,
+			raw(401, `DPoP error="use_dpop_nonce"`, `{"code":0401,"error":"invalid_token"}`), true, 2},
+		{"a DPoP token refused in the body past MaxBody, under a nonce challenge", true,
+			raw(401, `DPoP error="use_dpop_nonce"`, `{"trace":"`+strings.Repeat("x", 1<<20)+`","error":"invalid_token"}`), true, 3},
+		// a-dpop15 F3: a 400 naming invalid_token, in its challenge or its
+		// body, refuses the token as a 401 does, unresent.
+		{"a DPoP token refused by a 400's challenge", true,
+			raw(400, `DPoP realm="gw", error="invalid_token", error_description="token revoked"`, `{"error":"Bad Request"}`), true, 2},
+		{"a DPoP token refused by a 400's body", true,
+			raw(400, `DPoP realm="gw", algs="ES256"`, `{"error":"invalid_token","error_description":"token revoked"}`), true, 2},
 		{"a Bearer token refused with a nonce challenge", false, challenge(`DPoP error="use_dpop_nonce"`), true, 2},
 		{"a Bearer token refused with a proof challenge", false, challenge(`DPoP algs="ES256", error="invalid_dpop_proof"`), true, 2},
 		{"a Bearer token refused with a nonce asked for in the body", false, refusal("", inBody), true, 2},
@@ -468,6 +498,13 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 		{"a DPoP proof refused", true, challenge(`DPoP algs="ES256", error="invalid_dpop_proof", error_description="iat is too far in the future"`), false, 3},
 		{"a DPoP nonce asked for in the body again and again", true, refusal("", inBody), false, 3},
 		{"a DPoP nonce asked for in the body under a challenge without error", true, refusal(`DPoP algs="ES256 PS256"`, inBody), false, 3},
+		// a-dpop15 F2: nonce requests the parse read as no DPoP signal, a
+		// refusal: a bare word after a non-token character is no scheme,
+		// an unreadable parameter is skipped, a BOM before the body too.
+		{"a DPoP nonce asked for after an unquoted algs list", true, challenge(`DPoP algs=ES256 PS256, error="use_dpop_nonce"`), false, 3},
+		{"a DPoP nonce asked for after an unquoted realm with a slash", true, challenge(`DPoP realm=api.example.com/v1, error="use_dpop_nonce"`), false, 3},
+		{"a DPoP nonce asked for after an unquoted error_uri", true, challenge(`DPoP error_uri=https://gw.example/errors, error="use_dpop_nonce"`), false, 3},
+		{"a DPoP nonce asked for in a body behind a BOM", true, raw(401, `DPoP realm="gw"`, "\ufeff{\"error\":\"use_dpop_nonce\"}"), false, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -353,7 +353,8 @@ func (c *Core) Batches(n int, sequential bool, run func(start, end int) (stop bo
 }
 
 // Refusal reports whether err concerns a whole call rather than the
-// server's health: a refused token or DPoP proof (401).
+// server's health: a refused token or DPoP proof (a 401, or a 400 or 403
+// naming invalid_token).
 func Refusal(err error) bool {
 	return errors.Is(err, transport.ErrUnauthorized) || errors.Is(err, transport.ErrProofRejected)
 }

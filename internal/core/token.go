@@ -181,8 +181,9 @@ func (c *Core) enqueue(kind events.Kind, s transport.Scheme, err error) {
 }
 
 // refused handles the error of a call's request (post, through which
-// every request that carries a credential goes): for a 401 that refuses
-// the call's token, the token is retired (the cached decisions of every
+// every request that carries a credential goes): for an answer that
+// refuses the call's token (ErrUnauthorized: a 401, or a 400 or 403 naming
+// invalid_token), the token is retired (the cached decisions of every
 // spelling of it go), here and (with an Invalidator, published on a
 // goroutine of its own) on every replica, and, if it is still the
 // client's own current token, tokenExpired is emitted once per token, its

@@ -260,27 +260,25 @@ func dpopNonce(resp *http.Response) string {
 const maxNonceBytes = 1024
 
 // nonceAsked returns the nonce an answer to a DPoP request may be owing
-// (see authorizer): that of a 401 or 400 carrying a DPoP-Nonce, unless the
-// answer's one DPoP verdict (dpopVerdictOf, from every challenge value and
-// the body, the same verdict NewResponseError blames with) refuses the
-// token. It returns "" for any other answer. The nonce may be asked for in
-// a challenge (error="use_dpop_nonce") or in the JSON body as RFC 9449
+// (see authorizer), with the answer's one reading (readAnswer, the same the
+// blame and the error's text read): that of a 401 or 400 carrying a
+// DPoP-Nonce, when the reading lets it be resent (reading.resendable:
+// never for an answer refusing the token, a-fix14b F2, a-dpop14 F2). It
+// returns "" for any other answer. The nonce may be asked for in a
+// challenge (error="use_dpop_nonce") or in the JSON body as RFC 9449
 // section 8 words it ({"error":"use_dpop_nonce"}); a 400 that names no
-// DPoP error is resent too (it decides nothing). A 401 that names none
-// refuses the token and is not resent, new nonce or not (a-fix14b F2: the
-// resend's answer replaced the refusal, and a 503 or a reset then kept the
-// refused token's GRANTs): an answer the blame reads as refusing the token
-// is never resent. body is what was read of the answer's body.
-func nonceAsked(resp *http.Response, body []byte) string {
+// DPoP error is resent too (it decides nothing). body is what was read of
+// the answer's body.
+func nonceAsked(resp *http.Response, body []byte) (string, reading) {
 	nonce := offeredNonce(resp)
 	if nonce == "" {
-		return ""
+		return "", reading{}
 	}
-	v := dpopVerdictOf(resp.Header.Values("WWW-Authenticate"), body)
-	if v == dpopTokenRefused || resp.StatusCode == http.StatusUnauthorized && v.refusesToken() {
-		return ""
+	r := readAnswer(resp.StatusCode, resp.Header.Values("WWW-Authenticate"), body)
+	if !r.resendable(resp.StatusCode) {
+		return "", r
 	}
-	return nonce
+	return nonce, r
 }
 
 // offeredNonce returns the DPoP-Nonce of a 401 or 400, "" for any other
@@ -311,35 +309,115 @@ func DPoPChallengeError(header string) string {
 // challengeErrors calls yield with the scheme (lower-cased) and the error
 // parameter of every challenge in a WWW-Authenticate value, in order, until
 // yield returns false: a value may hold several (a-dpop14 F2).
+//
+// The value is read as RFC 9110 section 11.6.1 writes it: a comma-separated
+// list whose elements are either a challenge's start (an auth-scheme, then
+// optionally a space and a token68 or its first auth-param) or another
+// auth-param of the challenge under way. So a new scheme begins only at
+// the start of an element: a bare word after a character no token holds
+// (algs=ES256 PS256, realm=api.example.com/v1) is no scheme, and a
+// parameter the client cannot read whole (an unquoted value with a space,
+// a '/' or a ':' in it) is skipped to the next comma, its error, if any,
+// unread (a-dpop15 F2: the word after it was taken for a scheme, and the
+// DPoP challenge's error="use_dpop_nonce" for another scheme's). A parse
+// the client cannot complete never invents a verdict. An element that
+// starts with a token followed by a character that is neither a space, a
+// comma nor "=" starts a challenge of no scheme the client knows ("").
 func challengeErrors(header string, yield func(scheme, code string) bool) {
-	scheme, rest := "", header
+	scheme, s := "", header
 	for {
-		rest = strings.TrimLeft(rest, " \t,")
-		if rest == "" {
+		s = strings.TrimLeft(s, " \t,")
+		if s == "" {
 			return
 		}
-		n := tokenLen(rest)
-		if n == 0 { // not a token: skip one character
-			rest = rest[1:]
+		n := tokenLen(s)
+		if n == 0 { // not a token: the element is unreadable
+			s = skipElement(s)
 			continue
 		}
-		name := rest[:n]
-		rest = strings.TrimLeft(rest[n:], " \t")
-		afterEquals := strings.TrimLeft(rest, "=")
-		if afterEquals == rest { // a name without "=" is a scheme
-			scheme = ascii.Lower(name)
+		name, after := s[:n], s[n:]
+		if value, rest, ok := authParam(after); ok { // another parameter of the challenge under way
+			if ascii.EqualFold(name, "error") && !yield(scheme, value) {
+				return
+			}
+			s = rest
+			continue
+		} else if rest != "" {
+			s = skipElement(rest) // a parameter the client cannot read whole
 			continue
 		}
-		if t := strings.TrimLeft(afterEquals, " \t"); t == "" || t[0] == ',' {
-			rest = afterEquals // a token68 such as "abc==": no parameter
+		// A challenge starts here.
+		scheme = ascii.Lower(name)
+		switch {
+		case after == "" || after[0] == ',':
+			s = after // a scheme without parameters
+			continue
+		case after[0] != ' ' && after[0] != '\t':
+			scheme, s = "", skipElement(after) // not a challenge the client can read
 			continue
 		}
-		var value string
-		value, rest = paramValue(strings.TrimLeft(rest[1:], " \t"))
-		if ascii.EqualFold(name, "error") && !yield(scheme, value) {
-			return
+		after = strings.TrimLeft(after, " \t")
+		if m := token68Len(after); m > 0 {
+			if t := strings.TrimLeft(after[m:], " \t"); t == "" || t[0] == ',' {
+				s = t // a token68 such as "abc==": no parameter
+				continue
+			}
 		}
+		s = after // its first parameter, read as the next element
 	}
+}
+
+// authParam reads "= value" at the start of s, after a parameter's name:
+// BWS "=" BWS, then a token or quoted-string, then OWS and a comma or the
+// end. ok says that s held one, with the value and what follows it (from
+// the comma on). When s starts with "=" but the parameter cannot be read
+// whole, rest is s itself, not empty: the caller skips it to the next
+// comma; when s does not start with "=" (after BWS), rest is "".
+func authParam(s string) (value, rest string, ok bool) {
+	t := strings.TrimLeft(s, " \t")
+	if t == "" || t[0] != '=' {
+		return "", "", false
+	}
+	t = strings.TrimLeft(t[1:], " \t")
+	var complete bool
+	value, t, complete = paramValue(t)
+	if !complete {
+		return "", s, false
+	}
+	if t = strings.TrimLeft(t, " \t"); t != "" && t[0] != ',' {
+		return "", s, false
+	}
+	return value, t, true
+}
+
+// skipElement returns s from its next comma on ("" when it has none): the
+// rest of an element the client cannot read.
+func skipElement(s string) string {
+	if i := strings.IndexByte(s, ','); i >= 0 {
+		return s[i:]
+	}
+	return ""
+}
+
+// token68Len returns the length of the RFC 9110 token68 at the start of s
+// (1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="), 0 when
+// there is none.
+func token68Len(s string) int {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			break
+		}
+		i++
+	}
+	if i == 0 {
+		return 0
+	}
+	for i < len(s) && s[i] == '=' {
+		i++
+	}
+	return i
 }
 
 // tokenLen returns the length of the RFC 9110 token at the start of s.
@@ -354,11 +432,12 @@ func tokenLen(s string) int {
 }
 
 // paramValue reads a token or quoted-string parameter value at the start of
-// s and returns it with the rest of s.
-func paramValue(s string) (value, rest string) {
+// s and returns it with the rest of s. complete is false when there is
+// neither (an empty token) or the quoted-string is not closed.
+func paramValue(s string) (value, rest string, complete bool) {
 	if !strings.HasPrefix(s, `"`) {
 		n := tokenLen(s)
-		return s[:n], s[n:]
+		return s[:n], s[n:], n > 0
 	}
 	var b strings.Builder
 	for i := 1; i < len(s); i++ {
@@ -369,12 +448,12 @@ func paramValue(s string) (value, rest string) {
 				b.WriteByte(s[i])
 			}
 		case '"':
-			return b.String(), s[i+1:]
+			return b.String(), s[i+1:], true
 		default:
 			b.WriteByte(s[i])
 		}
 	}
-	return b.String(), ""
+	return "", "", false
 }
 
 // CredentialError wraps a failure to attach the credential (for example to
@@ -451,10 +530,13 @@ func newWrites() *writes {
 // carries no DPoP signal at all (NewResponseError). So a DPoP request is
 // resent for a 401 or 400 carrying a DPoP-Nonce other than the one it
 // used (nonceAsked), unless the answer's one DPoP verdict refuses the
-// token (dpopVerdictOf: a challenge or the body saying invalid_token wins
+// token (readAnswer: a challenge or the body saying invalid_token wins
 // over a nonce request, a-dpop14 F2); one chain (one gateway request,
 // all its attempts) resends at most once, and never for the nonce just
-// refused. A Bearer request cannot owe a nonce and is never resent.
+// refused. An answer whose body could not be read whole (unclear) may be
+// resent, but only a 2xx to the resend replaces it: any other answer, or
+// none, leaves it standing (a-dpop15 F1). A Bearer request cannot owe a
+// nonce and is never resent.
 type authorizer struct {
 	cred   Credential
 	nonces *NonceStore
@@ -487,7 +569,7 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = readCloser{io.MultiReader(bytes.NewReader(data), resp.Body), resp.Body}
 		return resp, nil
 	}
-	fresh := nonceAsked(resp, data)
+	fresh, read := nonceAsked(resp, data)
 	if fresh == "" || !a.nonceResent.CompareAndSwap(false, true) {
 		return keep()
 	}
@@ -499,7 +581,19 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 	_ = resp.Body.Close()
 	again := req.Clone(req.Context())
 	again.Body = body
-	return a.send(again, fresh)
+	second, err := a.send(again, fresh)
+	if !read.unclear || err == nil && second.StatusCode >= 200 && second.StatusCode <= 299 {
+		return second, err
+	}
+	// An unclear answer (a-dpop15 F1: a body read only up to a fault, its
+	// invalid_token maybe past it) is cleared by its resend's 2xx only:
+	// any other answer, or none, leaves it standing, as read.
+	if err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(second.Body, MaxBody))
+		_ = second.Body.Close()
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	return resp, nil
 }
 
 // send authorizes a clone of req with the credential and nonce, and sends

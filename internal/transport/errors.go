@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,17 +18,19 @@ import (
 // that names the client and its server ("pep: circuit breaker open",
 // "authzen: PDP unavailable: ...") and that matches the sentinel.
 var (
-	// ErrUnauthorized is matched by the *ResponseError of a 401 that refuses
-	// the token: for a DPoP request, one whose DPoP challenge says
-	// error="invalid_token" (or another error than the two below), or that
-	// carries no DPoP signal at all.
+	// ErrUnauthorized is matched by the *ResponseError of an answer that
+	// refuses the token (readAnswer): a 401, for a DPoP request one whose
+	// DPoP challenge says error="invalid_token" (or another error than the
+	// two below), or that carries no DPoP signal at all, or whose body
+	// could not be read whole; and a 400 or 403 that names invalid_token,
+	// in any challenge or its body (a-dpop15 F3).
 	ErrUnauthorized error = &sentinel{format: "unauthorized"}
 	// ErrProofRejected is matched by the *ResponseError of a 401 to a DPoP
 	// request that blames the proof, not the token: its DPoP challenge
 	// says error="invalid_dpop_proof", or error="use_dpop_nonce" still
 	// owed after the one resend, or its JSON body's "error" says so (RFC
 	// 9449 section 8), and nothing in the answer refuses the token
-	// (dpopVerdictOf).
+	// (readAnswer).
 	ErrProofRejected error = &sentinel{format: "DPoP proof rejected"}
 	// ErrNoToken is returned, without any request being sent, when a call
 	// has no usable token.
@@ -121,7 +124,8 @@ func (p Peer) Err(err error) error {
 // decision: any status other than 200, or a 200 whose body was unusable (Err
 // then wraps [ErrMalformedResponse]). Inspect it with errors.As; errors.Is
 // matches [ErrUnauthorized] for a 401 (or [ErrProofRejected] when the 401
-// blames the DPoP proof) and [ErrUnavailable] for a 5xx.
+// blames the DPoP proof) or a 400 or 403 naming invalid_token, and
+// [ErrUnavailable] for a 5xx.
 //
 // The text fields come from the server and are cut to 512 bytes; a field
 // that held 8 or more consecutive characters of the request's token
@@ -131,11 +135,15 @@ func (p Peer) Err(err error) error {
 type ResponseError struct {
 	// StatusCode is the HTTP status of the answer.
 	StatusCode int
-	// ErrorName is the "error" field of the error body, e.g.
-	// "Forbidden"; empty when the body had none.
+	// ErrorName is the error the answer names: the code its verdict on
+	// the credential was read from (a challenge's or the body's
+	// invalid_token, invalid_dpop_proof, use_dpop_nonce), else the first
+	// member named exactly "error" of its JSON body, e.g. "Forbidden";
+	// empty when it had none. It never names a proof or nonce error of an
+	// answer that refuses the token.
 	ErrorName string
-	// Message is the "message" field of the error body, or what was wrong
-	// with a 200 body.
+	// Message is the first member named exactly "message" of the error
+	// body, or what was wrong with a 200 body.
 	Message string
 	// Challenge is the WWW-Authenticate header of the answer, if any.
 	Challenge string
@@ -145,8 +153,16 @@ type ResponseError struct {
 
 	// who names the server in Error.
 	who Peer
-	// dpop is what a 401 to a DPoP request blamed (dpopVerdictOf).
-	dpop dpopVerdict
+	// refused says that the answer refuses the request's token, and
+	// proofRejected that it is a DPoP request's 401 blaming the proof (or
+	// a nonce still owed) instead: both from its one reading
+	// (readAnswer, reading.refuses).
+	refused, proofRejected bool
+	// read is set by NewResponseError; a ResponseError a user makes is
+	// read by its status alone (a 401 refuses the token).
+	read bool
+	// unclear says that the body could not be read whole (reading).
+	unclear bool
 	// namesClient is set for a 400 whose body blames the clientId.
 	namesClient bool
 	// sentNone is set for a 401 to a request that carried no credential
@@ -157,12 +173,12 @@ type ResponseError struct {
 	uncredentialed bool
 }
 
-// dpopVerdict is what an answer to a DPoP request blames.
+// dpopVerdict is what an answer blames, of the token and its DPoP proof.
 type dpopVerdict uint8
 
 const (
-	dpopNone          dpopVerdict = iota // no DPoP signal: a 401 refuses the token
-	dpopTokenRefused                     // invalid_token (or any error but the proof's two): the token
+	dpopNone          dpopVerdict = iota // no signal: a 401 (to a DPoP request) refuses the token
+	dpopTokenRefused                     // invalid_token (or, in a 401's DPoP challenge, any error but the proof's two): the token
 	dpopProofRejected                    // invalid_dpop_proof: the proof, not the token
 	dpopNonceOwed                        // use_dpop_nonce, still owed after the one resend
 )
@@ -170,85 +186,201 @@ const (
 // refusesToken reports whether a 401 with this verdict refuses the token.
 func (v dpopVerdict) refusesToken() bool { return v == dpopNone || v == dpopTokenRefused }
 
-// dpopVerdictOf returns the one verdict of an answer to a DPoP request,
-// read from every WWW-Authenticate value (every DPoP challenge in each)
-// and the "error" of its JSON body, as RFC 9449 section 8 words a nonce
-// request. Both the nonce resend (authorizer) and the blame of a 401
-// (NewResponseError) read it, so they never read one answer two ways
-// (a-dpop14 F2). The signals are a DPoP challenge's error, another
-// scheme's invalid_token (a Bearer challenge beside the DPoP one), and the body's
-// error when it is one of RFC 9449's (invalid_token, invalid_dpop_proof,
-// use_dpop_nonce: a server's own error names say nothing of DPoP). When
-// they conflict, the one refusing the token wins, failing closed: any
-// challenge error but the proof's two, or invalid_token in the body, over
-// invalid_dpop_proof, over use_dpop_nonce. An answer with none carries no
-// DPoP signal: its 401 refuses the token too.
-func dpopVerdictOf(challenges []string, body []byte) dpopVerdict {
-	verdict := dpopNone
-	take := func(code string) {
-		var v dpopVerdict
-		switch code {
-		case "":
-			return
-		case "invalid_dpop_proof":
-			v = dpopProofRejected
-		case "use_dpop_nonce":
-			v = dpopNonceOwed
-		default:
-			v = dpopTokenRefused
-		}
-		if verdict == dpopNone || v < verdict {
-			verdict = v
+// credentialStatus reports whether an answer of this status can carry a
+// credential error (RFC 6750 section 3.1, RFC 9449 sections 7.1 and 8):
+// 400, 401 and 403.
+func credentialStatus(status int) bool {
+	return status == http.StatusBadRequest || status == http.StatusUnauthorized || status == http.StatusForbidden
+}
+
+// reading is the one reading of an answer: its verdict, what its body
+// says and whether the body could be read at all. readAnswer makes it;
+// the nonce resend (authorizer), the blame (NewResponseError, then
+// errors.Is and the purge of a refused token) and the error's text
+// (ErrorName) all read this one value, so that no two of them read an
+// answer two ways (a-dpop14 F2, a-dpop15 F1, F3, F5).
+type reading struct {
+	// verdict is what the answer's signals blame; code is the error it
+	// was read from ("" for dpopNone).
+	verdict dpopVerdict
+	code    string
+	// unclear says that the body could not be read whole and
+	// unambiguously: a JSON object with a syntax error or cut short, or a
+	// body past MaxBody. Its signals after the fault are unknown.
+	unclear bool
+	// errorName and message are the first top-level string members named
+	// exactly "error" and "message" of a JSON object body.
+	errorName, message string
+}
+
+// readAnswer reads an answer of status (its WWW-Authenticate values and
+// body, as much of it as was read) once, for every client and scheme.
+//
+// The signals are the error of every challenge (challengeErrors) and every
+// top-level member named exactly "error" in the body (a-fix14b F1:
+// encoding/json matched "Error" and "ERROR" too and kept the last of
+// duplicates, so a later member hid an invalid_token), read as RFC 9449
+// and RFC 6750 word them: invalid_token, in any challenge or the body,
+// refuses the token; a DPoP challenge's or the body's invalid_dpop_proof
+// blames the proof and use_dpop_nonce asks a nonce; in a 401, a DPoP
+// challenge's other errors refuse the token too (a 403's
+// insufficient_scope does not: it is no verdict on the token). When they
+// conflict, the one refusing the token wins, failing closed, over
+// invalid_dpop_proof, over use_dpop_nonce. A server's own error names
+// ("Unauthorized") say nothing of DPoP.
+//
+// A UTF-8 byte order mark before the body is skipped (a-dpop15 F2: it made
+// the body say nothing). A body that is a JSON object the client cannot
+// read whole (a raw control character in a string, a leading-zero number,
+// a cut, anything after its end) or that passes MaxBody is unclear
+// (a-dpop15 F1: the members after the fault were lost, an invalid_token
+// among them): it may still name invalid_token after the fault, and any
+// body not read whole as a JSON object that holds the bytes
+// "invalid_token" anywhere is read as refusing the token.
+func readAnswer(status int, challenges []string, body []byte) reading {
+	var r reading
+	take := func(code string, v dpopVerdict) {
+		if r.verdict == dpopNone || v < r.verdict {
+			r.verdict, r.code = v, code
 		}
 	}
 	for _, header := range challenges {
 		challengeErrors(header, func(scheme, code string) bool {
 			switch {
-			case scheme == "dpop":
-				take(code)
-			case code == "invalid_token": // a refusal of the token, in whatever scheme, wins
-				take(code)
+			case code == "invalid_token": // a refusal of the token, in whatever scheme
+				take(code, dpopTokenRefused)
+			case scheme != "dpop" || code == "":
+			case code == "invalid_dpop_proof":
+				take(code, dpopProofRejected)
+			case code == "use_dpop_nonce":
+				take(code, dpopNonceOwed)
+			case status == http.StatusUnauthorized:
+				take(code, dpopTokenRefused)
 			}
-			return verdict != dpopTokenRefused
+			return r.verdict != dpopTokenRefused
 		})
 	}
-	bodyErrors(body, func(code string) {
+	whole := readBody(body, &r, func(code string) {
 		switch code {
-		case "invalid_token", "invalid_dpop_proof", "use_dpop_nonce":
-			take(code)
+		case "invalid_token":
+			take(code, dpopTokenRefused)
+		case "invalid_dpop_proof":
+			take(code, dpopProofRejected)
+		case "use_dpop_nonce":
+			take(code, dpopNonceOwed)
 		}
 	})
-	return verdict
+	if !whole && bytes.Contains(body, []byte("invalid_token")) {
+		take("invalid_token", dpopTokenRefused)
+	}
+	return r
 }
 
-// bodyErrors calls yield with every string value of a top-level member
-// named exactly "error" in body, a JSON object: a reader of a refusal sees
-// every one of its signals (a-fix14b F1: encoding/json matched "Error" and
-// "ERROR" too and kept the last of duplicates, so a later member hid an
-// invalid_token). It stops at the first syntax error, having yielded what
-// came before.
-func bodyErrors(body []byte, yield func(code string)) {
-	if len(body) == 0 {
-		return
+// utf8BOM is the byte order mark some servers put before a JSON body.
+var utf8BOM = []byte("\ufeff")
+
+// readBody reads body, a JSON object, once: it sets r's errorName and
+// message and calls yield with every string value of a top-level member
+// named exactly "error". It sets r.unclear for an object it cannot read
+// whole or a body past MaxBody, and reports whether the body was read
+// whole as a JSON object; an empty body, or one that is no JSON object,
+// is not unclear (it carries no JSON signal) but is not read whole either.
+func readBody(body []byte, r *reading, yield func(code string)) (whole bool) {
+	if len(body) > MaxBody {
+		r.unclear = true
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return
+	data := bytes.TrimLeft(bytes.TrimPrefix(body, utf8BOM), " \t\r\n")
+	if len(data) == 0 || data[0] != '{' {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // the '{'
+		r.unclear = true
+		return false
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return
+			r.unclear = true
+			return false
 		}
 		var v json.RawMessage
 		if dec.Decode(&v) != nil {
-			return
+			r.unclear = true
+			return false
 		}
-		var code string
-		if t == "error" && json.Unmarshal(v, &code) == nil {
-			yield(code)
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			continue
+		}
+		switch t {
+		case "error":
+			if r.errorName == "" {
+				r.errorName = s
+			}
+			yield(s)
+		case "message":
+			if r.message == "" {
+				r.message = s
+			}
 		}
 	}
+	if _, err := dec.Token(); err != nil { // the '}'
+		r.unclear = true
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF { // nothing after the object
+		r.unclear = true
+		return false
+	}
+	return !r.unclear
+}
+
+// refuses reports whether an answer of status with this reading refuses
+// the token of a request sent with scheme: a 401 to a request that is not
+// a DPoP one; a DPoP request's 401 whose verdict is against the token, or
+// that carries no signal, or whose body is unclear; any 400 or 403 whose
+// verdict refuses the token (it names invalid_token).
+func (r reading) refuses(status int, scheme Scheme) bool {
+	switch status {
+	case http.StatusUnauthorized:
+		return scheme != SchemeDPoP || r.verdict.refusesToken() || r.unclear
+	case http.StatusBadRequest, http.StatusForbidden:
+		return r.verdict == dpopTokenRefused
+	}
+	return false
+}
+
+// resendable reports whether a DPoP request's answer of status (a 401 or a
+// 400) that carries a new DPoP-Nonce may be resent once with it: unless
+// its verdict refuses the token; a 401 only when it blames the proof or
+// asks a nonce, or its body is unclear (a 401 that names no DPoP error
+// refuses the token and is not resent: a-fix14b F2). An unclear answer's
+// resend clears it only with a 2xx (authorizer).
+func (r reading) resendable(status int) bool {
+	if r.verdict == dpopTokenRefused {
+		return false
+	}
+	if status == http.StatusUnauthorized {
+		return r.verdict != dpopNone || r.unclear
+	}
+	return true
+}
+
+// errorNameFor is the error an answer with reading r names (ErrorName): the
+// code its verdict was read from when that verdict decides the answer,
+// else the body's first "error" member; never a proof or nonce error of an
+// answer that refuses the token (a-dpop15 F5: the text named the opposite
+// of what the client did).
+func (r reading) errorNameFor(refuses bool, scheme Scheme) string {
+	name := r.errorName
+	if r.code != "" && (scheme == SchemeDPoP || r.verdict == dpopTokenRefused) {
+		name = r.code
+	}
+	if refuses && (name == "use_dpop_nonce" || name == "invalid_dpop_proof") {
+		return ""
+	}
+	return name
 }
 
 // Error returns "<peer> answered <status>" followed by the error name and
@@ -268,6 +400,9 @@ func (e *ResponseError) Error() string {
 	if e.Message != "" {
 		b.WriteString(": " + e.Message)
 	}
+	if e.unclear {
+		b.WriteString(" (the body could not be read whole)")
+	}
 	if e.Err != nil { // the package prefix is written once
 		b.WriteString(": " + strings.TrimPrefix(e.Err.Error(), e.who.Pkg()+": "))
 	}
@@ -286,9 +421,12 @@ func (e *ResponseError) Error() string {
 func (e *ResponseError) Is(target error) bool {
 	switch target {
 	case ErrUnauthorized:
-		return e.StatusCode == http.StatusUnauthorized && e.dpop.refusesToken() && !e.uncredentialed
+		if !e.read {
+			return e.StatusCode == http.StatusUnauthorized
+		}
+		return e.refused && !e.uncredentialed
 	case ErrProofRejected:
-		return e.StatusCode == http.StatusUnauthorized && !e.dpop.refusesToken() && !e.uncredentialed
+		return e.proofRejected && !e.uncredentialed
 	case ErrUnavailable:
 		return e.StatusCode >= 500 && e.StatusCode <= 599
 	}
@@ -326,26 +464,32 @@ func namesClient(body []byte) bool {
 // request was sent with: the zero Ident for one sent without the client's
 // credential (a discovery document), whose 401 says nothing of the token
 // or its proof and so matches neither ErrUnauthorized nor
-// ErrProofRejected. What a 401 blames is read from the raw header and
-// body (dpopVerdictOf), and only for a DPoP request: a Bearer request
+// ErrProofRejected. What an answer that can carry a credential error (400,
+// 401, 403) blames is read from the raw header and body once (readAnswer,
+// the reading the nonce resend reads too), and ErrorName names what it
+// chose. Only a DPoP request's 401 can blame the proof: a Bearer request
 // cannot have a rejected proof or owe a nonce.
 func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *ResponseError {
-	var eb struct {
-		Error   string `json:"error"`
-		Message string `json:"message"`
+	challenges := resp.Header.Values("WWW-Authenticate")
+	var r reading
+	if credentialStatus(resp.StatusCode) {
+		r = readAnswer(resp.StatusCode, challenges, body)
+	} else {
+		readBody(body, &r, func(string) {}) // its error and message only
 	}
-	_ = json.Unmarshal(body, &eb) // best effort: the status says enough
-	challenge := strings.Join(resp.Header.Values("WWW-Authenticate"), ", ")
+	refused := credentialStatus(resp.StatusCode) && r.refuses(resp.StatusCode, id.Scheme)
+	name := r.errorNameFor(refused && id.Scheme != 0, id.Scheme)
 	e := &ResponseError{
 		StatusCode: resp.StatusCode,
-		ErrorName:  Redact(eb.Error, id.Token),
-		Message:    Redact(eb.Message, id.Token),
-		Challenge:  Redact(challenge, id.Token),
+		ErrorName:  Redact(name, id.Token),
+		Message:    Redact(r.message, id.Token),
+		Challenge:  Redact(strings.Join(challenges, ", "), id.Token),
 		who:        p,
+		refused:    refused,
+		read:       true,
+		unclear:    r.unclear,
 	}
-	if id.Scheme == SchemeDPoP && resp.StatusCode == http.StatusUnauthorized {
-		e.dpop = dpopVerdictOf(resp.Header.Values("WWW-Authenticate"), body)
-	}
+	e.proofRejected = resp.StatusCode == http.StatusUnauthorized && id.Scheme == SchemeDPoP && !refused
 	e.namesClient = resp.StatusCode == http.StatusBadRequest && namesClient(body)
 	e.sentNone = resp.StatusCode == http.StatusUnauthorized && id.Scheme == SchemeNone
 	e.uncredentialed = id.Scheme == 0

@@ -61,7 +61,7 @@ func TestResponseError(t *testing.T) {
 		}
 		return &http.Response{StatusCode: status, Header: header, Body: io.NopCloser(strings.NewReader(""))}
 	}
-	dpop := Ident{Scheme: SchemeDPoP, Token: "tok"}
+	dpop := Ident{Scheme: SchemeDPoP, Token: "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"} // "tok" would withhold "invalid_token"
 	bearer := Ident{Scheme: SchemeBearer, Token: "tok"}
 	proofRejected := http.Header{"Www-Authenticate": {`DPoP error="invalid_dpop_proof"`}}
 	nonceOwed := http.Header{"Www-Authenticate": {`DPoP error="use_dpop_nonce"`}}
@@ -75,6 +75,7 @@ func TestResponseError(t *testing.T) {
 		is          []error
 		isNot       []error
 		text        string
+		errorName   string // when not "", the ErrorName wanted
 		namesClient bool
 	}{
 		{name: "401", resp: answer(401, nil), body: `{"error":"Unauthorized","message":"expired"}`, id: bearer,
@@ -126,6 +127,65 @@ func TestResponseError(t *testing.T) {
 			body: `{"error":"use_dpop_nonce"}`, id: bearer, is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
 		{name: "400 owing a nonce in its body matches neither", resp: answer(400, nil), body: `{"error":"use_dpop_nonce"}`, id: dpop,
 			isNot: []error{ErrUnauthorized, ErrProofRejected, ErrUnavailable}},
+		// a-dpop15 F5: ErrorName names the code the verdict chose, read
+		// from the body's members named exactly "error" (encoding/json's
+		// last case-folded member named the opposite).
+		{name: "401 whose body refuses the token, then asks a nonce", resp: answer(401, algsOnly),
+			body: `{"error":"invalid_token","error":"use_dpop_nonce"}`, id: dpop, is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected},
+			errorName: "invalid_token", text: "authzen: PDP answered 401 Unauthorized (invalid_token)"},
+		{name: "401 whose body asks a nonce, then says Error in another case", resp: answer(401, algsOnly),
+			body: `{"error":"use_dpop_nonce","Error":"invalid_token"}`, id: dpop, is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized},
+			errorName: "use_dpop_nonce"},
+		{name: "401 whose body blames the proof, then says ERROR in another case", resp: answer(401, algsOnly),
+			body: `{"error":"invalid_dpop_proof","ERROR":"invalid_token"}`, id: dpop, is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized},
+			errorName: "invalid_dpop_proof"},
+		{name: "401 whose challenge refuses the token names it, whatever the body asks", resp: answer(401, tokenRefused),
+			body: `{"error":"use_dpop_nonce"}`, id: dpop, is: []error{ErrUnauthorized}, errorName: "invalid_token"},
+		// a-dpop15 F3: every status that can carry a credential error has
+		// the one verdict; a 400 or 403 naming invalid_token refuses the
+		// token, any other error of theirs does not.
+		{name: "400 whose challenge refuses the token", resp: answer(400, tokenRefused), body: `{"error":"Bad Request"}`, id: dpop,
+			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}, errorName: "invalid_token"},
+		{name: "400 whose body refuses the token", resp: answer(400, algsOnly), body: `{"error":"invalid_token"}`, id: dpop,
+			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "403 whose body refuses the token", resp: answer(403, nil), body: `{"error":"invalid_token"}`, id: dpop,
+			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "a Bearer request's 400 refusing the token", resp: answer(400, http.Header{"Www-Authenticate": {`Bearer error="invalid_token"`}}), id: bearer,
+			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "403 of insufficient scope refuses no token", resp: answer(403, http.Header{"Www-Authenticate": {`DPoP error="insufficient_scope"`}}),
+			body: `{"error":"Forbidden"}`, id: dpop, isNot: []error{ErrUnauthorized, ErrProofRejected}, errorName: "Forbidden"},
+		// a-dpop15 F1: a body the client cannot read whole is unclear: a
+		// 401 with one refuses the token, whatever came before the fault;
+		// invalid_token anywhere in it refuses the token in any status.
+		{name: "401 asking a nonce, its body cut", resp: answer(401, nonceOwed), body: `{"error":"use_dpop_nonce","message":"a`, id: dpop,
+			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected},
+			text: "authzen: PDP answered 401 Unauthorized (the body could not be read whole)"},
+		{name: "401 asking a nonce, a raw tab in its body", resp: answer(401, nonceOwed), body: "{\"message\":\"a\tb\",\"error\":\"use_dpop_nonce\"}", id: dpop,
+			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "401 asking a nonce, a number with a leading zero in its body", resp: answer(401, nonceOwed), body: `{"error":"use_dpop_nonce","code":0401}`, id: dpop,
+			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "401 asking a nonce, something after its body", resp: answer(401, nonceOwed), body: `{"error":"use_dpop_nonce"} {"error":"invalid_token"}`, id: dpop,
+			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "401 asking a nonce, its body past MaxBody", resp: answer(401, nonceOwed),
+			body: `{"error":"use_dpop_nonce","trace":"` + strings.Repeat("x", MaxBody) + `"}`, id: dpop,
+			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "400 naming invalid_token after a raw tab", resp: answer(400, nil), body: "{\"message\":\"a\tb\",\"error\":\"invalid_token\"}", id: dpop,
+			is: []error{ErrUnauthorized}},
+		{name: "400 with an unclear body naming no invalid_token refuses no token", resp: answer(400, nil), body: "{\"message\":\"a\tb\"}", id: dpop,
+			isNot: []error{ErrUnauthorized, ErrProofRejected}},
+		// a-dpop15 F2: a nonce request the parse used to lose: a bare word
+		// after a non-token character is no scheme; a BOM is skipped.
+		{name: "401 asking a nonce after an unquoted algs list", id: dpop,
+			resp: answer(401, http.Header{"Www-Authenticate": {`DPoP algs=ES256 PS256, error="use_dpop_nonce"`}}), body: `{"error":"Unauthorized"}`,
+			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
+		{name: "401 asking a nonce after an unquoted realm with a slash", id: dpop,
+			resp: answer(401, http.Header{"Www-Authenticate": {`DPoP realm=api.example.com/v1, error="use_dpop_nonce"`}}),
+			is:   []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
+		{name: "401 asking a nonce after an unquoted error_uri", id: dpop,
+			resp: answer(401, http.Header{"Www-Authenticate": {`DPoP error_uri=https://gw.example/errors, error="use_dpop_nonce"`}}),
+			is:   []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
+		{name: "401 asking a nonce in a body behind a BOM", resp: answer(401, algsOnly), body: "\ufeff{\"error\":\"use_dpop_nonce\"}", id: dpop,
+			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}, errorName: "use_dpop_nonce"},
 		{name: "401 to a request sent without the credential refuses no token", resp: answer(401, nil), id: Ident{},
 			isNot: []error{ErrUnauthorized, ErrProofRejected}, text: "authzen: PDP answered 401 Unauthorized"},
 		{name: "401 owing a nonce to a request sent without the credential blames no proof", resp: answer(401, nonceOwed), id: Ident{},
@@ -151,6 +211,9 @@ func TestResponseError(t *testing.T) {
 			}
 			if tt.text != "" {
 				assert.Equal(t, tt.text, e.Error())
+			}
+			if tt.errorName != "" {
+				assert.Equal(t, tt.errorName, e.ErrorName)
 			}
 			assert.Equal(t, tt.namesClient, NamesClient(e))
 		})

@@ -272,11 +272,11 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 // it came and whatever became of its body: only what could grant is
 // refused for being late or cut. So a 401 is decided by its status line,
 // its challenges and as much of its body as came (a DPoP request's
-// nonce or proof error, or invalid_token, in the body: dpopVerdictOf),
+// nonce or proof error, or invalid_token, in the body: readAnswer),
 // whatever the deadline: its token is retired and tokenExpired emitted
 // (core's refused) even when the rest of the answer never came or came
-// too late to use. A body cut before its error could
-// be read says nothing, and such a 401 refuses the token.
+// too late to use. A body cut before its error could be read is unclear,
+// and such a 401 refuses the token.
 func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Response, ownDeadline bool) (_ []byte, _ outcome, late bool, _ error) {
 	if resp.StatusCode == http.StatusUnauthorized {
 		data, _ := ReadBody(resp.Body, resp.ContentLength) // its error and message, when they came

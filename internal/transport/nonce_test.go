@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"io"
 	"log/slog"
 	"net/http"
@@ -250,6 +251,7 @@ func TestNonceChallengeIsResentAtMostOnce(t *testing.T) {
 // token (invalid_token, or a 401 with no DPoP error in its challenges or
 // body) is ErrUnauthorized.
 func TestWhichAnswerIsResentForANonce(t *testing.T) {
+	cutBody := `{"error":"use_dpop_nonce","trace":"` + strings.Repeat("x", MaxBody) + `","error":"invalid_token"}`
 	t.Parallel()
 	const nonceBody = `{"error":"use_dpop_nonce","error_description":"nonce required"}`
 	tests := []struct {
@@ -258,10 +260,15 @@ func TestWhichAnswerIsResentForANonce(t *testing.T) {
 		ask    asking
 		nonce  string // the DPoP-Nonce of every answer but the resend's
 		bearer bool
-		// resent is whether the call was resent (and then granted);
-		// otherwise the call fails with err.
+		// resent is whether the call was resent (and then granted, unless
+		// then says otherwise); otherwise the call fails with err.
 		resent bool
 		err    error
+		// then is the status of the resend's answer (200 when 0); with
+		// one other than 2xx, the call fails with err, or with the first
+		// answer's status when stands is set.
+		then   int
+		stands bool
 	}{
 		{name: "401 asking in the challenge", status: 401, ask: askInChallenge, nonce: "n1", resent: true},
 		{name: "401 asking in the body", status: 401, ask: askInBody, nonce: "n1", resent: true},
@@ -297,6 +304,41 @@ func TestWhichAnswerIsResentForANonce(t *testing.T) {
 			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, more: []string{`DPoP error="insufficient_scope"`}, body: `{}`}, nonce: "n1", err: ErrUnauthorized},
 		{name: "401 asking in the challenge under the server's own error name", status: 401,
 			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, body: `{"error":"Unauthorized"}`}, nonce: "n1", resent: true},
+		// a-dpop15 F1: a body the client cannot read whole is unclear. One
+		// naming invalid_token anywhere refuses the token and is not
+		// resent; another may be resent once, but only a 2xx to the resend
+		// clears it: any other answer leaves the first standing, a 401's
+		// refusal of the token.
+		{name: "401 asking in the challenge, refusing the token in the body after a raw tab", status: 401,
+			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, body: "{\"message\":\"a\tb\",\"error\":\"invalid_token\"}"}, nonce: "n1", err: ErrUnauthorized},
+		{name: "401 asking in the challenge, refusing the token in the body after a leading zero", status: 401,
+			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, body: `{"code":0401,"error":"invalid_token"}`}, nonce: "n1", err: ErrUnauthorized},
+		{name: "401 asking in the challenge, its body past MaxBody, resend granted", status: 401,
+			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, body: cutBody}, nonce: "n1", resent: true},
+		{name: "401 asking in the challenge, its body past MaxBody, resend refused alike", status: 401,
+			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, body: cutBody}, nonce: "n1", resent: true, then: 401, err: ErrUnauthorized},
+		{name: "401 asking in the challenge, its body past MaxBody, resend answered 503", status: 401,
+			ask: asking{challenge: `DPoP error="use_dpop_nonce"`, body: cutBody}, nonce: "n1", resent: true, then: 503, err: ErrUnauthorized},
+		{name: "400 with an unclear body, resend answered 503", status: 400,
+			ask: asking{body: "{\"message\":\"a\tb\"}"}, nonce: "n1", resent: true, then: 503, stands: true},
+		{name: "400 with a clear body, resend answered 503", status: 400,
+			ask: asking{body: `{"error":"Bad Request"}`}, nonce: "n1", resent: true, then: 503, err: ErrUnavailable},
+		// a-dpop15 F3: a 400 naming invalid_token refuses the token: not
+		// resent, and blamed alike.
+		{name: "400 refusing the token in the challenge with a new nonce", status: 400,
+			ask: asking{challenge: `DPoP error="invalid_token"`, body: `{"error":"Bad Request"}`}, nonce: "n1", err: ErrUnauthorized},
+		{name: "400 refusing the token in the body with a new nonce", status: 400,
+			ask: asking{challenge: `DPoP algs="ES256"`, body: `{"error":"invalid_token"}`}, nonce: "n1", err: ErrUnauthorized},
+		// a-dpop15 F2: a nonce request the parse used to read as no DPoP
+		// signal, a refusal of the token.
+		{name: "401 asking in the challenge after an unquoted algs list", status: 401,
+			ask: asking{challenge: `DPoP algs=ES256 PS256, error="use_dpop_nonce"`, body: `{"error":"Unauthorized"}`}, nonce: "n1", resent: true},
+		{name: "401 asking in the challenge after an unquoted realm with a slash", status: 401,
+			ask: asking{challenge: `DPoP realm=api.example.com/v1, error="use_dpop_nonce"`, body: `{"error":"Unauthorized"}`}, nonce: "n1", resent: true},
+		{name: "401 asking in the challenge after an unquoted error_uri", status: 401,
+			ask: asking{challenge: `DPoP error_uri=https://gw.example/errors, error="use_dpop_nonce"`, body: `{"error":"Unauthorized"}`}, nonce: "n1", resent: true},
+		{name: "401 asking in a body behind a BOM", status: 401,
+			ask: asking{challenge: `DPoP realm="gw"`, body: "\ufeff{\"error\":\"use_dpop_nonce\"}"}, nonce: "n1", resent: true},
 		{name: "401 asking in the body without a nonce", status: 401, ask: askInBody, err: ErrProofRejected},
 		{name: "401 refusing the proof in the body without a nonce", status: 401,
 			ask: asking{body: `{"error":"invalid_dpop_proof"}`}, err: ErrProofRejected},
@@ -307,7 +349,8 @@ func TestWhichAnswerIsResentForANonce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			rt := &scripted{steps: []step{{tt.status, tt.nonce}, {http.StatusOK, ""}}, ask: &tt.ask}
+			then := cmp.Or(tt.then, http.StatusOK)
+			rt := &scripted{steps: []step{{tt.status, tt.nonce}, {then, ""}}, ask: &tt.ask}
 			x := scriptedExchanger(rt)
 			x.Retry.Max = 0
 			var cred Credential = nonceCredential{}
@@ -316,8 +359,19 @@ func TestWhichAnswerIsResentForANonce(t *testing.T) {
 			}
 			_, err := x.Post(t.Context(), cred, "https://gw.example/decide", []byte(`{}`), nil, true, nil)
 			if tt.resent {
-				require.NoError(t, err)
 				assert.Equal(t, []string{"", tt.nonce}, rt.sent, "resent once, with the nonce the answer carried")
+				switch {
+				case then == http.StatusOK:
+					require.NoError(t, err)
+				case tt.stands:
+					var re *ResponseError
+					require.ErrorAs(t, err, &re)
+					assert.Equal(t, tt.status, re.StatusCode, "the first answer stands")
+					assert.NotErrorIs(t, err, ErrUnauthorized)
+					assert.NotErrorIs(t, err, ErrProofRejected)
+				default:
+					require.ErrorIs(t, err, tt.err)
+				}
 				return
 			}
 			assert.Equal(t, []string{""}, rt.sent, "not resent")

@@ -168,6 +168,16 @@ func TestDPoPChallengeError(t *testing.T) {
 		`DPoP error_description="error=\"use_dpop_nonce\"", error="invalid_token"`: "invalid_token",
 		`Bearer abc==, DPoP error="invalid_dpop_proof"`:                            "invalid_dpop_proof",
 		`Basic realm="a, DPoP error=use_dpop_nonce"`:                               "",
+		// a-dpop15 F2: a new scheme only where a challenge can begin; an
+		// unreadable parameter is skipped to the next comma.
+		`DPoP algs=ES256 PS256, error="use_dpop_nonce"`:                          "use_dpop_nonce",
+		`DPoP realm=api.example.com/v1, error="use_dpop_nonce"`:                  "use_dpop_nonce",
+		`DPoP error_uri=https://gw.example/e, error="invalid_dpop_proof"`:        "invalid_dpop_proof",
+		`Negotiate YII+/==, DPoP error="invalid_dpop_proof"`:                     "invalid_dpop_proof",
+		`DPoP error=use dpop nonce`:                                              "",
+		`DPoP error="use_dpop_nonce`:                                             "",
+		`Bearer realm="x" DPoP error="use_dpop_nonce"`:                           "",
+		`Bearer realm=x/y DPoP error="use_dpop_nonce", DPoP error=invalid_token`: "invalid_token",
 		``:      "",
 		`DPoP`:  "",
 		`,,, "`: "",
