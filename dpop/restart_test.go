@@ -189,8 +189,11 @@ func TestANonceAnswerCarriesAllTheResendNeeds(t *testing.T) {
 					[2][2]bool{{false, true}, {true, true}}},
 				{"stale with start part", func(stale, _, start string) string { return stale + "~" + start },
 					[2][2]bool{{false, false}, {true, true}}},
+				// Another Verifier's start (a replica's, a-dpop15 F4) is
+				// taken off: the server's nonce passes as itself, and
+				// vouches for no proof dated before this Verifier.
 				{"another Verifier's start", func(_, fresh, _ string) string { return fresh + "~" + rand.Text() },
-					[2][2]bool{{false, true}, {true, true}}},
+					[2][2]bool{{false, true}, {false, true}}},
 			} {
 				name := fmt.Sprintf("nonces=%t/%s/%s", withNonces, clock.name, tc.name)
 				t.Run(name, func(t *testing.T) {
@@ -238,4 +241,97 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestReplicasTakeEachOthersStartNonceOff (a-dpop15 F4): replicas each
+// with a Verifier of their own, sharing an HMAC nonce secret. A start
+// nonce not the Verifier's own is taken off before the server's nonce is
+// judged (a replica's answer is not refused whole by the next replica),
+// vouches for nothing (a proof dated before this Verifier still needs its
+// own: a proof captured before a restart, carrying the start nonce of the
+// process before, is asked again, and its resend needs the new one), and
+// is handed on with the Verifier's answer, so that a client's next proof
+// passes both replicas. Only start-shaped parts are handed on, at most
+// maxStartParts.
+func TestReplicasTakeEachOthersStartNonceOff(t *testing.T) {
+	t.Parallel()
+	key := newKey(t)
+	slow := key.WithClock(func() time.Time { return time.Now().Add(-5 * time.Second) })
+	const url, token = "https://api.example/orders/42", "bound-access-token"
+	secret := make([]byte, MinNonceSecretSize)
+	_, _ = rand.Read(secret)
+	replica := func(opts ...Option) *Verifier {
+		return mustVerifier(t, append(opts, WithNonces(testkit.Must(NewHMACNonces(secret, time.Minute))(t)))...)
+	}
+	verify := func(v *Verifier, s *Signer, nonce string) (*NonceError, error) {
+		_, err := v.Verify(t.Context(), Request{Proofs: []string{proofOf(t, s, "GET", url, token, nonce)},
+			Method: "GET", URL: url, AccessToken: token, JKT: key.Thumbprint()})
+		var nerr *NonceError
+		errors.As(err, &nerr)
+		return nerr, err
+	}
+	asked := func(v *Verifier, s *Signer, nonce string) string {
+		t.Helper()
+		nerr, err := verify(v, s, nonce)
+		require.Error(t, err)
+		require.NotNil(t, nerr, "refused for its nonce: %v", err)
+		require.NotEmpty(t, nerr.Nonce)
+		return nerr.Nonce
+	}
+
+	t.Run("the other replica started long before", func(t *testing.T) {
+		t.Parallel()
+		a, old := replica(), replica(WithClock(time.Now))
+		fromA := asked(a, slow, "")
+		_, err := verify(old, slow, fromA)
+		require.NoError(t, err, "A's answer is refused whole by the other replica")
+	})
+	t.Run("both started within the client's lag", func(t *testing.T) {
+		t.Parallel()
+		a, b := replica(), replica()
+		fromA := asked(a, slow, "")
+		fromB := asked(b, slow, fromA) // B's own start is missing
+		require.True(t, strings.HasSuffix(fromB, "~"+a.startNonce+"~"+b.startNonce), "B's answer hands A's start nonce on")
+		for _, v := range []*Verifier{a, b, a} {
+			_, err := verify(v, slow, fromB)
+			require.NoError(t, err)
+		}
+	})
+	t.Run("a captured proof with the start nonce of the process before", func(t *testing.T) {
+		t.Parallel()
+		before := replica()
+		fromBefore := asked(before, slow, "")
+		_, err := verify(before, slow, fromBefore)
+		require.NoError(t, err)
+		restarted := replica()
+		nerr, err := verify(restarted, slow, fromBefore)
+		require.Error(t, err, "the captured proof passes the restarted Verifier")
+		require.NotNil(t, nerr, "refused for its nonce: %v", err)
+		require.True(t, strings.HasSuffix(nerr.Nonce, "~"+restarted.startNonce))
+		_, err = verify(restarted, slow, nerr.Nonce)
+		require.NoError(t, err, "the resend with the restarted Verifier's answer")
+		// An on-time proof needs no start nonce: another's is taken off.
+		_, err = verify(restarted, key, fromBefore)
+		require.NoError(t, err)
+	})
+	t.Run("only start nonces are handed on, at most maxStartParts", func(t *testing.T) {
+		t.Parallel()
+		a := replica()
+		next := testkit.Must(a.nonces.Next(t.Context()))(t)
+		many := next
+		for range 2 * maxStartParts {
+			many += "~" + rand.Text()
+		}
+		for _, nonce := range []string{next + "~not-a-start-nonce", many, "~" + rand.Text() + "\r\nX: y"} {
+			answer := asked(a, slow, nonce)
+			parts := strings.Split(answer, "~")
+			require.LessOrEqual(t, len(parts)-1, maxStartParts)
+			require.Equal(t, a.startNonce, parts[len(parts)-1])
+			for _, p := range parts[1:] {
+				require.True(t, isStartNonce(p), "handed on: %q", p)
+			}
+			_, err := verify(a, slow, answer)
+			require.NoError(t, err)
+		}
+	})
 }

@@ -63,7 +63,13 @@ func decodePart(dst []byte, part string) ([]byte, error) {
 // Verifier's own, whose first part the server's [Nonces] check as any
 // other: a nonce they accept does not vouch alone, since they cannot say
 // when it was given (a secret kept across the restart, a requirement
-// switched off). The proof's iat
+// switched off). Replicas sharing the server's Nonces (or asking none)
+// behind one balancer accept each other's answers: a start nonce not the
+// Verifier's own is taken off before the server's nonce is judged, vouches
+// for nothing, and is handed on after the server's next when the Verifier
+// asks again (the Verifier's own last, at most four in all), so that a
+// client whose resend met another replica passes every replica on its
+// next call. The proof's iat
 // is the client's clock: a client whose clock runs a few seconds slow
 // dates its fresh proofs before a Verifier only seconds old, and must not
 // be refused for it (a-dpop13 F1). The start is read on the wall clock of
@@ -298,7 +304,7 @@ func (v *Verifier) check(ctx context.Context, req Request, s *scratch) (*Result,
 		return nil, ErrKeyMismatch
 	}
 
-	nonce, sinceMade := v.splitNonce(claims.Nonce)
+	nonce, starts, sinceMade := v.splitNonce(claims.Nonce)
 	// dated is decided from the proof's iat alone: a use_dpop_nonce answer
 	// carries everything the resend will need, so the start nonce goes
 	// with the server's next whenever this iat needs it, whether or not
@@ -306,14 +312,19 @@ func (v *Verifier) check(ctx context.Context, req Request, s *scratch) (*Result,
 	// answered with the bare next nonce, and the one resend refused again).
 	dated := v.issuedBeforeMade(claims.IssuedAt, now)
 	if v.nonces != nil && !v.nonces.Valid(ctx, nonce) {
-		nerr := &NonceError{Err: ErrNonceStale}
-		if nonce == "" {
-			nerr.Err = ErrNonceRequired
+		if starts == "" || !v.nonces.Valid(ctx, claims.Nonce) {
+			nerr := &NonceError{Err: ErrNonceStale}
+			if nonce == "" {
+				nerr.Err = ErrNonceRequired
+			}
+			return nil, v.askNonce(ctx, nerr, starts, dated)
 		}
-		return nil, v.askNonce(ctx, nerr, dated)
+		// A nonce of the caller's Nonces that ends as a start nonce
+		// does: the whole claim is the server's.
+		starts, sinceMade = "", false
 	}
 	if dated && !sinceMade {
-		return nil, v.askNonce(ctx, &NonceError{Err: errBeforeVerifier}, true)
+		return nil, v.askNonce(ctx, &NonceError{Err: errBeforeVerifier}, starts, true)
 	}
 
 	if v.store == nil {
@@ -392,41 +403,95 @@ func (v *Verifier) issuedBeforeMade(iat, now time.Time) bool {
 	return iat.Before(since) || iat.Before(v.made.Truncate(time.Second))
 }
 
-// splitNonce takes the Verifier's start nonce off a proof's nonce claim:
-// it returns what is left for the server's Nonces, and whether the start
-// nonce was there (compared in constant time). The start nonce is the
-// whole claim without WithNonces, and follows the server's nonce after a
-// '~' with it: the server's Nonces cannot say when a nonce was given (an
-// HMAC secret kept across a restart, a requirement switched off), so only
-// the Verifier's own tells a proof made since it began (a-fix13 F3).
-func (v *Verifier) splitNonce(nonce string) (rest string, sinceMade bool) {
-	start := v.startNonce
-	if start == "" || len(nonce) < len(start) {
-		return nonce, false
+// maxStartParts bounds the start nonces a nonce claim carries after the
+// server's nonce: the Verifier's own and those of other Verifiers (replicas
+// sharing the server's Nonces) that a client met on its way here.
+const maxStartParts = 4
+
+// startNonceLen is the length of a start nonce, rand.Text's.
+const startNonceLen = 26
+
+// isStartNonce reports whether part has a start nonce's shape: rand.Text's
+// 26 characters of the standard base32 alphabet.
+func isStartNonce(part string) bool {
+	if len(part) != startNonceLen {
+		return false
 	}
-	cut := len(nonce) - len(start)
-	if cut > 0 && nonce[cut-1] != '~' ||
-		subtle.ConstantTimeCompare([]byte(nonce[cut:]), []byte(start)) != 1 {
-		return nonce, false
+	for i := range len(part) {
+		if c := part[i]; (c < 'A' || c > 'Z') && (c < '2' || c > '7') {
+			return false
+		}
 	}
-	return nonce[:max(cut-1, 0)], true
+	return true
+}
+
+// splitNonce takes the start nonces off a proof's nonce claim: it returns
+// what is left for the server's Nonces (rest), the start nonces taken off
+// (starts, '~'-separated, as the claim carried them), and whether the
+// Verifier's own was among them (compared in constant time). The start
+// nonce is the whole claim without WithNonces, and follows the server's
+// nonce after a '~' with it: the server's Nonces cannot say when a nonce
+// was given (an HMAC secret kept across a restart, a requirement switched
+// off), so only the Verifier's own tells a proof made since it began
+// (a-fix13 F3). A start nonce not its own is another Verifier's, a replica
+// sharing the server's Nonces behind the same balancer: it is taken off,
+// so that the nonce the other replica gave is judged as any other here,
+// and vouches for nothing (a-dpop15 F4: a slow client asked "next~startA"
+// by replica A was refused the whole string by replica B, and its one
+// resend spent). Up to maxStartParts are taken off, from the end; with
+// WithNonces the first part is always the server's.
+func (v *Verifier) splitNonce(nonce string) (rest, starts string, sinceMade bool) {
+	rest, from := nonce, len(nonce)
+	for range maxStartParts {
+		cut := strings.LastIndexByte(rest, '~')
+		if cut < 0 && v.nonces != nil {
+			break
+		}
+		part := rest[cut+1:]
+		if !isStartNonce(part) {
+			break
+		}
+		if v.startNonce != "" && subtle.ConstantTimeCompare([]byte(part), []byte(v.startNonce)) == 1 {
+			sinceMade = true
+		}
+		if cut < 0 {
+			return "", nonce, sinceMade
+		}
+		rest, from = rest[:cut], cut+1
+	}
+	return rest, nonce[from:], sinceMade
 }
 
 // askNonce fills nerr with the nonce to send and returns it: the server's
-// next (with WithNonces; none if minting it failed), followed by '~' and
-// the Verifier's start nonce when the proof is dated before the Verifier
-// began (withStart), or the start nonce alone without WithNonces.
-func (v *Verifier) askNonce(ctx context.Context, nerr *NonceError, withStart bool) *NonceError {
+// next (with WithNonces; none if minting it failed), followed by the start
+// nonces of other Verifiers the refused proof carried (starts, as
+// splitNonce took them off) and, when the proof is dated before the
+// Verifier began (withStart), the Verifier's own, each after a '~'; or the
+// start nonces alone without WithNonces. Carrying the others' lets a slow
+// client whose resend lands on another replica, started within its lag
+// too, pass there on its next call: every replica finds its own among
+// them (at most maxStartParts, the latest kept).
+func (v *Verifier) askNonce(ctx context.Context, nerr *NonceError, starts string, withStart bool) *NonceError {
+	var parts []string
+	for part := range strings.SplitSeq(starts, "~") {
+		if isStartNonce(part) && part != v.startNonce {
+			parts = append(parts, part)
+		}
+	}
+	if v.startNonce != "" && (withStart || v.nonces == nil) {
+		parts = append(parts, v.startNonce)
+	}
+	parts = parts[max(len(parts)-maxStartParts, 0):]
 	if v.nonces == nil {
-		nerr.Nonce = v.startNonce
+		nerr.Nonce = strings.Join(parts, "~")
 		return nerr
 	}
 	nerr.Nonce, nerr.MintErr = v.nonces.Next(ctx)
 	switch {
 	case nerr.MintErr != nil:
 		nerr.Nonce = ""
-	case withStart:
-		nerr.Nonce += "~" + v.startNonce
+	case len(parts) > 0:
+		nerr.Nonce += "~" + strings.Join(parts, "~")
 	}
 	return nerr
 }
