@@ -38,6 +38,10 @@ func WithSemantic(s Semantic) CallOption { return callOption(func(c *callConfig)
 // response context or error is stored for later calls, and any other (a
 // denial with reasons, an item's error) removes the older entry, so that
 // a later call never gets an older decision than the one this call got.
+// A call of several requests does read, before it returns, what the cache
+// then holds for each permit it was answered before its last wait, as
+// every call does (its own answer, or a newer one: a denial there
+// replaces the permit); so does one under a semantic.
 func NoCache() CallOption { return callOption(func(c *callConfig) { c.noCache = true }) }
 
 // Evaluate asks the PDP's Access Evaluation API whether req's subject may

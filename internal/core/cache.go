@@ -366,11 +366,10 @@ func (c *Core) Hit(ctx context.Context, op string, allowed bool) {
 // must not return what it read before the wait unchanged, since an entry
 // may have expired, or been purged, while the call waited (a slow server,
 // a process frozen meanwhile), and an answer's GRANT is good no longer
-// than the cache would have served it (Stamp). Once the call's requests
-// are done, Reconfirm checks every decision read (holds: a hit is read
-// again on the cache's clock through the call's group, an answer's GRANT
-// by its Stamp; it sets the decision to what still holds and reports
-// whether it does), and asks the server (ask, fresh, within the call's
+// than the cache would serve it. Once the call's requests are done,
+// Reconfirm checks every decision read (holds: the one check, Confirm,
+// for a hit and an answer's GRANT alike; it sets the decision to what
+// still holds and reports whether it does), and asks the server (ask, fresh, within the call's
 // deadline) about those that no longer hold; since asking takes time too,
 // it then checks them all again, those it asked included, until a check
 // follows the last wait. A decision is asked again once at most: one that
