@@ -369,11 +369,12 @@ func (c *Core) Hit(ctx context.Context, op string, allowed bool) {
 // than the cache would serve it. Once the call's requests are done,
 // Reconfirm checks every decision read (holds: the one check, Confirm,
 // for a hit and an answer's GRANT alike; it sets the decision to what
-// still holds and reports whether it does), and asks the server (ask, fresh, within the call's
-// deadline) about those that no longer hold; since asking takes time too,
-// it then checks them all again, those it asked included, until a check
-// follows the last wait. A decision is asked again once at most: one that
-// no longer holds after it was asked again fails closed (fail). So each
+// still holds and reports whether it does), and asks the server (ask,
+// fresh, within the call's deadline) about those that no longer hold;
+// since asking takes time too, it then checks them all again, those it
+// asked included, until a check follows the last wait. A decision is
+// asked again once at most: one that no longer holds after it was asked
+// again fails closed (fail). So each
 // round but the last asks about one decision at least that was not asked
 // before, and there are at most one more than decisions read. A decision
 // that could not be asked in time fails closed as any asked pair does:
