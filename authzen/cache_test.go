@@ -3,6 +3,9 @@ package authzen_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/authzen"
 	"github.com/orgauthz/orgauthz/internal/frozentest"
+	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 )
 
 // TestEveryAnswerReplacesTheCachedDecision: whatever the PDP answers for an
@@ -86,6 +90,12 @@ func TestEveryAnswerReplacesTheCachedDecision(t *testing.T) {
 // is over and, the cache no longer serving it, asked again: denied. Past
 // the call's deadline (the process frozen meanwhile) it is not asked but
 // fails closed. Without the purge the permit stands (within its TTL).
+//
+// In chunks (a-client14b F1, a-client15 F1, F3, F4) the same holds of an
+// answer's permit: it leaves the call only if the cache would serve it now
+// (core.Confirm): the cache's entry for it, the newest decision the client
+// had, wins; with none there, its request's Stamp must hold (no purge, the
+// channel trusted throughout).
 func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 	t.Parallel()
 	doc2 := req
@@ -102,14 +112,52 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 		// and the credential purged. doc 2's permit, read before that
 		// wait, is asked again after it.
 		chunks bool
-		// wantAsked counts the PDP's requests of the call.
-		wantAsked   int32
-		wantAllowed bool
+		// during, in chunks, replaces the revocation and purge while doc 3
+		// is asked; bus gives the client an invalidation channel, trusted
+		// when the call begins; opts are the call's.
+		during func(e *chunkWait)
+		bus    bool
+		opts   []authzen.CallOption
+		// wantAsked counts the PDP's requests of the call; wantAllowed is
+		// the first item's decision, read from the cache (Cached) when it
+		// is a hit or denialCached; secondAllowed the second's.
+		wantAsked                  int32
+		wantAllowed, secondAllowed bool
+		denialCached               bool
 	}{
 		{name: "the entry still serves", wantAsked: 1, wantAllowed: true},
 		{name: "purged meanwhile: asked again", purge: true, wantAsked: 2},
 		{name: "purged, and the deadline passed: fails closed, nothing sent", purge: true, late: true, wantAsked: 1},
 		{name: "an answer's permit, purged while a later chunk waits: asked again", chunks: true, wantAsked: 3},
+		// a-client15 F1: the channel is lost (the cache serves nothing,
+		// purges may be missed) and alice is revoked, whose purge this
+		// replica never hears: doc 2's permit is asked again.
+		{name: "an answer's permit, the channel lost and alice revoked unheard while a later chunk waits: asked again",
+			chunks: true, bus: true, wantAsked: 3, during: func(e *chunkWait) {
+				e.ch.Lose(errors.New("connection reset"))
+				e.revoked.Store(true)
+			}},
+		// a-client15 F3: an Evaluate with NoCache gets the PDP's newer
+		// denial of doc 2, which the cache holds: it replaces the permit,
+		// without asking again.
+		{name: "an answer's permit, a NoCache Evaluate gets the newer denial while a later chunk waits: the denial wins",
+			chunks: true, wantAsked: 3, denialCached: true, during: func(e *chunkWait) {
+				e.revoked.Store(true)
+				if d, err := e.c.Evaluate(context.Background(), e.doc2, authzen.NoCache()); err != nil || d.Allowed() {
+					panic(fmt.Sprintf("the NoCache Evaluate during the wait: %v, %v", d.Allowed(), err))
+				}
+			}},
+		// a-client15 F4: under DenyOnFirstDeny the call reads no cached
+		// decision, but it stores its answers and reads them back: another
+		// replica's purge of a stranger's made-up token (refused there)
+		// sends nothing back to the PDP.
+		{name: "DenyOnFirstDeny, a stranger's token purged by another replica while a later chunk waits: nothing asked again",
+			chunks: true, bus: true, opts: []authzen.CallOption{authzen.WithSemantic(authzen.DenyOnFirstDeny)},
+			wantAsked: 2, wantAllowed: true, secondAllowed: true, during: func(e *chunkWait) {
+				msg := append([]byte{1, 'i'}, make([]byte, 32)...)
+				_, _ = rand.Read(msg[2:])
+				e.ch.Deliver(msg)
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,6 +172,11 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 			if tt.chunks {
 				opts = append(opts, authzen.WithBatchSize(1))
 			}
+			e := &chunkWait{ch: invalidationtest.NewLong(), revoked: &revoked, doc2: doc2}
+			if tt.bus {
+				opts = append(opts, authzen.WithInvalidator(e.ch))
+			}
+			var duringOnce sync.Once
 			c, _ = standIn(t, func(w http.ResponseWriter, r *http.Request) {
 				asked.Add(1)
 				body, _ := io.ReadAll(r.Body)
@@ -133,11 +186,17 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 					doc2Once.Do(func() { close(doc2Asked) })
 				case tt.chunks && bytes.Contains(body, []byte(`"id":"3"`)):
 					<-doc2Asked
-					revoked.Store(true)
-					decision = "false"
-					if err := c.Purge(context.Background(), pepToken); err != nil {
-						panic(err) // the test's goroutine is waiting: the panic fails the test
-					}
+					duringOnce.Do(func() {
+						if tt.during != nil {
+							tt.during(e)
+							return
+						}
+						revoked.Store(true)
+						if err := c.Purge(context.Background(), pepToken); err != nil {
+							panic(err) // the test's goroutine is waiting: the panic fails the test
+						}
+					})
+					decision = strconv.FormatBool(!revoked.Load())
 				case tt.chunks:
 				case bytes.Contains(body, []byte(`"id":"2"`)): // the PDP answers the second item
 					revoked.Store(true)
@@ -158,6 +217,11 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 				}
 				_, _ = io.WriteString(w, `{"evaluations":[{"decision":`+decision+`}]}`) // one item a request here
 			}, opts...)
+			e.c = c
+			if tt.bus {
+				<-e.ch.Joined
+				e.ch.Beat(time.Now())
+			}
 			items := []authzen.Request{req, doc2}
 			if tt.chunks {
 				items = []authzen.Request{doc2, doc3}
@@ -166,19 +230,29 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 			}
 
 			before := asked.Load()
-			ds, err := c.Evaluations(ctx, authzen.Request{}, items)
+			ds, err := c.Evaluations(ctx, authzen.Request{}, items, tt.opts...)
 			require.NoError(t, err)
 			require.Len(t, ds, 2)
 			assert.Equal(t, tt.wantAllowed, ds[0].Allowed())
-			assert.Equal(t, tt.wantAllowed, ds[0].Cached)
+			assert.Equal(t, tt.wantAllowed && !tt.chunks || tt.denialCached, ds[0].Cached)
 			if tt.late {
 				require.ErrorIs(t, ds[0].Cause, context.DeadlineExceeded)
 				require.ErrorIs(t, ds[1].Cause, context.DeadlineExceeded)
 			} else {
 				require.NoError(t, ds[0].Cause)
 			}
-			assert.False(t, ds[1].Allowed())
+			assert.Equal(t, tt.secondAllowed, ds[1].Allowed())
 			assert.Equal(t, tt.wantAsked, asked.Load()-before)
 		})
 	}
+}
+
+// chunkWait is what a row's during acts on: the client, its invalidation
+// channel (subscribed to with bus), the PDP's revocation of alice, and
+// doc 2.
+type chunkWait struct {
+	c       *authzen.Client
+	ch      *invalidationtest.Bus
+	revoked *atomic.Bool
+	doc2    authzen.Request
 }

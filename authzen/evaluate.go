@@ -38,6 +38,10 @@ func WithSemantic(s Semantic) CallOption { return callOption(func(c *callConfig)
 // response context or error is stored for later calls, and any other (a
 // denial with reasons, an item's error) removes the older entry, so that
 // a later call never gets an older decision than the one this call got.
+// A call of several requests does read, before it returns, what the cache
+// then holds for each permit it was answered before its last wait, as
+// every call does (its own answer, or a newer one: a denial there
+// replaces the permit); so does one under a semantic.
 func NoCache() CallOption { return callOption(func(c *callConfig) { c.noCache = true }) }
 
 // Evaluate asks the PDP's Access Evaluation API whether req's subject may
@@ -182,7 +186,14 @@ func (c *Client) decide(ctx context.Context, api string, defaults Request, reqs 
 
 // reconfirm checks again every decision of ds read before the call's last
 // wait, a hit (Cached) or a permit of an answer (stamps[i], its request's
-// Stamp), and asks the PDP again about those that no longer hold
+// Stamp), by the one check every permit passes before it leaves the client
+// (core.Confirm): what the cache holds for its key now, the newest
+// decision the client had, holds (a denial there replaces a permit), and
+// with nothing there a hit no longer holds and a permit holds by its
+// Stamp. The cache is read through the client's own credential's entries
+// (core.Regroup), for a call that does not read the cache (NoCache, a
+// semantic other than ExecuteAll) too, which stores its answers as any
+// call does. It asks the PDP again about those that no longer hold
 // (core.Reconfirm): one that no longer holds once asked again fails
 // closed (core's WaitedOut). A denial or a failure grants nothing and is
 // not checked.
@@ -196,14 +207,18 @@ func (c *Client) reconfirm(ctx context.Context, api string, cl *core.Call, cred 
 	if len(read) == 0 {
 		return nil
 	}
-	g := cl.Group // the client's own credential's: pinned (core.Regroup)
+	g := c.core.Regroup(cl) // the client's own credential's: pinned
 	return core.Reconfirm(read, func(i int) bool {
-		if !ds[i].Cached && (!ds[i].Allowed() || c.core.Holds(stamps[i])) {
-			return true
+		if !ds[i].Cached && !ds[i].Allowed() {
+			return true // asked again and denied, or failed: permits nothing
 		}
-		allowed, ok := core.Recheck(g, evs[i].key)
-		if ok {
-			ds[i] = Decision{allowed: allowed, Cached: true}
+		var at *core.Stamp
+		if !ds[i].Cached {
+			at = &stamps[i]
+		}
+		allowed, ok := c.core.Confirm(g, evs[i].key, at)
+		if ok && !allowed {
+			ds[i] = Decision{Cached: true} // the cache's newer denial
 		}
 		return ok
 	}, func(stale []int) error {

@@ -91,14 +91,17 @@ func get(g *core.Group, ctxKey string, p pair) (Status, bool) {
 	return status(g.Get(transient(appendKey(buf[:0], p, ""))))
 }
 
-// recheck is get for reading again a decision a get already counted
-// (reconfirm): it counts nothing (Group.Peek).
-func recheck(g *core.Group, ctxKey string, p pair) (Status, bool) {
+// confirm is core.Confirm for p under a request context key, read through
+// g (the call's token's entries as they are now): the Status that holds of
+// a decision read before the call's last wait, a hit (at nil) or an
+// answer's GRANT (at, its request's Stamp), and whether one does. A pair
+// the cache cannot hold is held by its Stamp alone.
+func confirm(c *core.Core, g *core.Group, ctxKey string, p pair, at *core.Stamp) (Status, bool) {
 	if g == nil || !cacheablePair(p) {
-		return Deny, false
+		return status(c.Confirm(nil, "", at))
 	}
 	var buf [hitKeyBytes]byte
-	return status(g.Peek(transient(appendKey(buf[:0], p, ctxKey))))
+	return status(c.Confirm(g, transient(appendKey(buf[:0], p, ctxKey)), at))
 }
 
 // getKey is get for any key: with a request context, or longer than a

@@ -54,17 +54,22 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 }
 
 // reconfirm checks again, once the call's requests are done, every
-// decision of ds the call read before its last wait (core.Reconfirm): a
-// cached one (Cached), read again from the cache, and a GRANT of an answer
-// (st.of(i), the Stamp of its request), which holds while no purge came
-// after its request and its allow TTL has not run out since, or else
-// while the cache serves it; and it asks the gateway again about those
-// that no longer hold: a decision read before the call waited is good
-// only as of the call's return, not of its reading, whatever its source.
-// A decision asked again is the gateway's (Cached false), or fails closed
-// with the Cause of its request (a call out of time: the deadline of
-// ctx), or with core's WaitedOut when it no longer holds once asked again.
-// A DENY or a failure of an answer is not checked: it grants nothing.
+// decision of ds the call read before its last wait (core.Reconfirm),
+// each by the one check every GRANT passes before it leaves the client
+// (core.Confirm, confirm): would the cache serve it now. A cached one
+// (Cached) holds while the cache still serves it; a GRANT of an answer
+// holds while the cache holds a GRANT for its pair, is replaced by a DENY
+// the cache holds (a newer answer: a NoCache Check meanwhile), and with
+// nothing there holds by the Stamp of its request (st.of(i); core.Holds).
+// The call's token's entries are read as they are now (core.Regroup),
+// for a NoCache call too, which stores its answers as any call does. It
+// asks the gateway again about those that no longer hold: a decision read
+// before the call waited is good only as of the call's return, not of its
+// reading, whatever its source. A decision asked again is the gateway's
+// (Cached false), or fails closed with the Cause of its request (a call
+// out of time: the deadline of ctx), or with core's WaitedOut when it no
+// longer holds once asked again. A DENY or a failure of an answer is not
+// checked: it grants nothing.
 func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision, st *stamps) error {
 	read := make([]int, 0, len(ds))
 	for i := range ds {
@@ -75,26 +80,28 @@ func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision, st *sta
 	if len(read) == 0 {
 		return nil
 	}
-	g, regrouped := cl.Group, false
+	var g *core.Group
+	regrouped := false
 	return core.Reconfirm(read, func(i int) bool {
 		d := &ds[i]
-		if !d.Cached {
-			if d.Status != Grant || d.Cause != nil || c.core.Holds(st.of(i)) {
-				return true
-			}
-			// An answer's GRANT a purge came after (of some token): the
-			// cache knows whether it still serves it, in the group the
-			// call's requests stored it in.
-			if !regrouped {
-				g, regrouped = c.core.Regroup(&cl.Call), true
-			}
+		if !d.Cached && (d.Status != Grant || d.Cause != nil) {
+			return true // asked again and denied, or failed: grants nothing
 		}
-		s, ok := recheck(g, cl.ctxKey, pair{resource: d.Resource, scope: d.Scope})
-		if ok {
-			d.Status = s
+		if !regrouped { // once per round: a re-ask may have made the token's group
+			g, regrouped = c.core.Regroup(&cl.Call), true
+		}
+		var at *core.Stamp
+		if !d.Cached {
+			s := st.of(i)
+			at = &s
+		}
+		s, ok := confirm(&c.core, g, cl.ctxKey, pair{resource: d.Resource, scope: d.Scope}, at)
+		if ok && s != d.Status {
+			d.Status, d.Cached = s, true // the cache's newer verdict
 		}
 		return ok
 	}, func(stale []int) error {
+		regrouped = false
 		queries := make([]pair, len(stale))
 		for k, i := range stale {
 			queries[k] = pair{resource: ds[i].Resource, scope: ds[i].Scope}

@@ -2,6 +2,8 @@ package pep_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/internal/frozentest"
 	"github.com/orgauthz/orgauthz/internal/testkit"
+	"github.com/orgauthz/orgauthz/invalidation"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
@@ -148,47 +151,67 @@ func TestHitsAreReadAgainAfterTheWait(t *testing.T) {
 	}
 }
 
-// TestAnswersAreCheckedAgainAfterTheWait (a-client14b F1): what holds for
-// a call's cache hits holds for the GRANTs it asked for: a decision is
-// good as of the moment the call returns, whatever its source. bob asks
-// about orders/read and orders/write (CheckMany, ListGranted, and
-// middleware.Require with both scopes, where users meet it). orders/read's
-// GRANT is read first; then the call waits again: for orders/write's chunk
-// (WithBatchSize(1)), or for the re-ask of orders/write, a cached GRANT
-// that expired while orders/read was asked. During that wait an hour
-// passes, bob's token is purged, another token is purged, or nothing
-// happens. orders/read's GRANT, read before the wait, leaves the call only
-// if asked again after it; orders/write's GRANT, whose re-ask itself
-// outlived it, fails closed; when nothing that concerns the call went
-// stale, nothing is asked again.
+// TestAnswersAreCheckedAgainAfterTheWait (a-client14b F1, a-client15
+// F1-F4): what holds for a call's cache hits holds for the GRANTs it asked
+// for: a decision is good as of the moment the call returns, whatever its
+// source, and every GRANT leaving the client passes one check, would the
+// cache serve it now (core.Confirm). bob asks about orders/read and
+// orders/write (CheckMany, ListGranted, and middleware.Require with both
+// scopes, where users meet it). orders/read's GRANT is read first; then
+// the call waits again: for orders/write's chunk (WithBatchSize(1)), or for
+// the re-ask of orders/write, a cached GRANT that expired while orders/read
+// was asked. During that wait an hour passes, bob's token is purged,
+// another token is purged or refused, the invalidation channel stops being
+// trusted while carol is revoked unheard, a NoCache Check gets the gateway's
+// newer DENY, or nothing happens. orders/read's GRANT, read before the
+// wait, leaves the call only if the cache still holds it, or, with nothing
+// cached of it, its request's Stamp still holds (no purge, the channel
+// trusted throughout, younger than the longer of the allow TTL and the
+// timeout); else it is asked again, or replaced by the newer DENY the cache
+// holds. orders/write's GRANT, whose re-ask itself outlived it, fails
+// closed; when nothing that concerns the call went stale, nothing is asked
+// again.
 func TestAnswersAreCheckedAgainAfterTheWait(t *testing.T) {
 	t.Parallel()
-	hour := func(clk *testkit.Clock, _ *pep.Client, _, _ string) { clk.Advance(time.Hour) }
-	purge := func(which func(bob, other string) string) func(*testkit.Clock, *pep.Client, string, string) {
-		return func(_ *testkit.Clock, c *pep.Client, bob, other string) {
-			if err := c.Purge(context.Background(), which(bob, other)); err != nil {
+	hour := func(e *waitEnv) { e.clk.Advance(time.Hour) }
+	purge := func(which func(e *waitEnv) string) func(*waitEnv) {
+		return func(e *waitEnv) {
+			if err := e.c.Purge(context.Background(), which(e)); err != nil {
 				panic(err) // the test goroutine is waiting: the panic fails the test
 			}
 		}
 	}
-	bobs := purge(func(bob, _ string) string { return bob })
-	others := purge(func(_, other string) string { return other })
-	nothing := func(*testkit.Clock, *pep.Client, string, string) {}
+	bobs := purge(func(e *waitEnv) string { return e.bob })
+	others := purge(func(e *waitEnv) string { return e.other })
+	nothing := func(*waitEnv) {}
 	tests := []struct {
 		name string
 		// hit caches orders/write 29 s into its 30 s TTL, which expires
 		// while orders/read is asked when expires is set; else the pairs
 		// go in two chunks.
 		hit, expires bool
+		// bus gives the client an invalidation channel, trusted when the
+		// call begins; noCache makes the call with NoCache (not the
+		// middleware's); allowTTL, when set, replaces the 30 s allow TTL.
+		bus, noCache bool
+		allowTTL     time.Duration
+		// carol makes the call instead of bob: she reads orders through
+		// her departments alone (unassign revokes it) and may not write.
+		carol bool
 		// wait is what happens during the first request about
 		// orders/write of the call.
-		wait func(clk *testkit.Clock, c *pep.Client, bob, other string)
-		// wantAsked counts each pair's requests of the call; wantWrite is
-		// orders/write's decision (orders/read's is a GRANT in every
-		// case), failed closed when wantWaitedOut.
+		wait func(e *waitEnv)
+		// wantAsked counts each pair's requests since the call began;
+		// wantRead and wantWrite are the decisions (wantRead's zero value
+		// meaning a GRANT), orders/write's failed closed when
+		// wantWaitedOut.
 		wantAsked     map[string]int
+		readDenied    bool
 		wantWrite     pep.Status
 		wantWaitedOut bool
+		// noMiddleware: the middleware's keys hold the request's method
+		// and path, which the row's other calls do not (the reason).
+		noMiddleware string
 	}{
 		{name: "chunks, nothing happens: nothing asked again", wait: nothing,
 			wantAsked: map[string]int{"orders/read": 1, "orders/write": 1}, wantWrite: pep.Grant},
@@ -204,6 +227,55 @@ func TestAnswersAreCheckedAgainAfterTheWait(t *testing.T) {
 			wantAsked: map[string]int{"orders/read": 2, "orders/write": 1}, wantWrite: pep.Deny, wantWaitedOut: true},
 		{name: "hit re-asked, the token is purged: orders/read asked again, orders/write fails closed", hit: true, expires: true, wait: bobs,
 			wantAsked: map[string]int{"orders/read": 2, "orders/write": 1}, wantWrite: pep.Deny, wantWaitedOut: true},
+		// a-client15 F1: the cache serves nothing once the channel's
+		// heartbeat is older than the trust window (a stalled channel, a
+		// frozen process) or the channel is lost, and carol's revocation's
+		// purge, published by another replica, never arrives: orders/read's
+		// GRANT, answered while the channel was trusted, is asked again.
+		{name: "chunks, the heartbeat goes stale and carol is revoked unheard: orders/read asked again", bus: true, carol: true,
+			wait: func(e *waitEnv) {
+				e.clk.Advance(invalidation.DefaultTrust + 3*time.Second) // well within the 30 s allow TTL
+				e.g.unassign(e.t, "carol")
+			},
+			wantAsked: map[string]int{"orders/read": 2, "orders/write": 1}, readDenied: true, wantWrite: pep.Deny},
+		{name: "chunks, the channel is lost and carol is revoked unheard: orders/read asked again", bus: true, carol: true,
+			wait: func(e *waitEnv) {
+				e.b.Lose(errors.New("connection reset"))
+				e.g.unassign(e.t, "carol")
+			},
+			wantAsked: map[string]int{"orders/read": 2, "orders/write": 1}, readDenied: true, wantWrite: pep.Deny},
+		// a-client15 F3: NoCache promises that a later call never gets an
+		// older verdict than the one it got; the cache holds its newer
+		// DENY, which replaces orders/read's GRANT without asking again.
+		{name: "chunks, carol is revoked and a NoCache Check gets the newer DENY: it replaces orders/read's GRANT", carol: true,
+			wait: func(e *waitEnv) {
+				e.g.unassign(e.t, "carol")
+				if d, err := e.c.Check(pep.WithToken(context.Background(), e.bob), "orders", "read", pep.NoCache()); err != nil || d.Status != pep.Deny {
+					panic(fmt.Sprintf("the NoCache Check during the wait: %v, %v", d.Status, err))
+				}
+			},
+			wantAsked: map[string]int{"orders/read": 2, "orders/write": 1}, readDenied: true, wantWrite: pep.Deny,
+			noMiddleware: "the NoCache Check's DENY is under a key without the request's method and path"},
+		// a-client15 F4: a NoCache call stores its answers and reads them
+		// back; a stranger's made-up token refused (401, which purges it
+		// here and on every replica) sends nothing back to the gateway.
+		{name: "chunks, NoCache, a stranger's token is refused: the cache serves both, nothing asked again", noCache: true,
+			wait: func(e *waitEnv) {
+				if _, err := e.c.Check(pep.WithToken(context.Background(), "made-up-token"), "stranger", "x"); err == nil {
+					panic("a made-up token was not refused")
+				}
+			},
+			wantAsked: map[string]int{"orders/read": 1, "orders/write": 1, "stranger/x": 1}, wantWrite: pep.Grant,
+			noMiddleware: "the middleware has no NoCache"},
+		// a-client15 F2: an allow TTL shorter than the gateway's round
+		// trip caches no GRANT, which is what it asks for; an answer with
+		// nothing cached of it is held by the longer of the allow TTL and
+		// the timeout, so the call is not sent back to the gateway (where
+		// each answer would be stale on arrival again: every call of
+		// several requests failed closed).
+		{name: "chunks, the allow TTL is shorter than the gateway's round trip: nothing asked again", allowTTL: 20 * time.Millisecond,
+			wait:      func(e *waitEnv) { e.clk.Advance(40 * time.Millisecond) },
+			wantAsked: map[string]int{"orders/read": 1, "orders/write": 1}, wantWrite: pep.Grant},
 	}
 	resources := []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}}
 	for _, tt := range tests {
@@ -212,42 +284,59 @@ func TestAnswersAreCheckedAgainAfterTheWait(t *testing.T) {
 		// about orders/write (in two chunks, once orders/read's was
 		// answered: its Stamp is older than the wait).
 		setup := func(t *testing.T) (*reference, *pep.Client, string, int) {
-			clk := newManualClock()
-			g := startReference(t)
-			opts := []pep.Option{pep.WithClock(clk.Now), pep.WithCache(100, 30*time.Second, 10*time.Second),
-				pep.WithTimeout(2 * time.Hour), noRetry}
+			e := &waitEnv{t: t, clk: newManualClock(), g: startReference(t)}
+			ttl := 30 * time.Second
+			if tt.allowTTL > 0 {
+				ttl = tt.allowTTL
+			}
+			// An answer with nothing cached of it holds for the longer of
+			// the allow TTL and the timeout (core.Holds): a minute, which
+			// the hour passes; the call's deadline is on the real clock.
+			opts := []pep.Option{pep.WithClock(e.clk.Now), pep.WithCache(100, ttl, 10*time.Second),
+				pep.WithTimeout(time.Minute), noRetry}
 			if !tt.hit {
 				opts = append(opts, pep.WithBatchSize(1))
 			}
-			c := g.newClient(t, opts...)
-			bob, other := g.token(t, "bob"), g.token(t, "alice")
+			if tt.bus {
+				e.b = newBus()
+				e.c = e.b.client(t, e.g, opts...)
+				e.b.Beat(e.clk.Now())
+				require.False(t, e.c.Stats().CacheBypassed)
+			} else {
+				e.c = e.g.newClient(t, opts...)
+			}
+			user := "bob"
+			if tt.carol {
+				user = "carol"
+			}
+			e.bob, e.other = e.g.token(t, user), e.g.token(t, "alice")
 			if tt.hit {
-				requireGatewayDecision(t, checkedIn(t, c, pep.WithToken(t.Context(), bob), "orders", "write"), pep.Grant)
-				clk.Advance(29 * time.Second)
+				requireGatewayDecision(t, checkedIn(t, e.c, pep.WithToken(t.Context(), e.bob), "orders", "write"), pep.Grant)
+				e.clk.Advance(29 * time.Second)
 			}
 			readAnswered := make(chan struct{})
 			var readOnce, waitOnce sync.Once
-			g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+			e.g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
 				body, _ := readBodyString(r)
 				switch {
 				case strings.Contains(body, `"write"`):
 					if !tt.hit {
 						<-readAnswered
 					}
-					waitOnce.Do(func() { tt.wait(clk, c, bob, other) })
+					waitOnce.Do(func() { tt.wait(e) })
 				case tt.hit:
 					if tt.expires {
-						clk.Advance(2 * time.Second) // the hit expires while orders/read is asked
+						e.clk.Advance(2 * time.Second) // the hit expires while orders/read is asked
 					}
 				default:
 					r.Body = io.NopCloser(strings.NewReader(body))
-					g.srv.ServeHTTP(w, r)
+					e.g.srv.ServeHTTP(w, r)
 					readOnce.Do(func() { close(readAnswered) })
 					return true
 				}
 				return false // the reference server answers
 			})
-			return g, c, bob, len(g.posts())
+			return e.g, e.c, e.bob, len(e.g.posts())
 		}
 		askedSince := func(g *reference, before int) map[string]int {
 			asked := map[string]int{}
@@ -268,23 +357,37 @@ func TestAnswersAreCheckedAgainAfterTheWait(t *testing.T) {
 			assert.Equal(t, tt.wantWrite, d.Status)
 			assert.NoError(t, d.Cause)
 		}
+		var opts []pep.CallOption
+		if tt.noCache {
+			opts = append(opts, pep.NoCache())
+		}
 		t.Run(tt.name+"/CheckMany", func(t *testing.T) {
 			t.Parallel()
 			g, c, bob, before := setup(t)
-			r := testkit.Must(c.CheckMany(pep.WithToken(t.Context(), bob), resources))(t)
+			r := testkit.Must(c.CheckMany(pep.WithToken(t.Context(), bob), resources, opts...))(t)
 			require.Len(t, r.Decisions, 2)
-			requireGatewayDecision(t, r.Decisions[0], pep.Grant)
+			if tt.readDenied {
+				assert.Equal(t, pep.Deny, r.Decisions[0].Status, "orders/read: carol was revoked during the wait")
+				assert.NoError(t, r.Decisions[0].Cause)
+			} else {
+				requireGatewayDecision(t, r.Decisions[0], pep.Grant)
+			}
 			requireWrite(t, r.Decisions[1])
 			assert.Equal(t, tt.wantAsked, askedSince(g, before))
 		})
 		t.Run(tt.name+"/ListGranted", func(t *testing.T) {
 			t.Parallel()
 			g, c, bob, before := setup(t)
-			got, err := c.ListGranted(pep.WithToken(t.Context(), bob), resources)
-			want := perms("orders", "read", "orders", "write")
+			got, err := c.ListGranted(pep.WithToken(t.Context(), bob), resources, opts...)
+			var want []pep.Permission
+			if !tt.readDenied {
+				want = perms("orders", "read")
+			}
+			if tt.wantWrite == pep.Grant {
+				want = append(want, perms("orders", "write")...)
+			}
 			if tt.wantWaitedOut {
 				require.ErrorIs(t, err, pep.ErrUnavailable)
-				want = perms("orders", "read")
 			} else {
 				require.NoError(t, err)
 			}
@@ -293,6 +396,9 @@ func TestAnswersAreCheckedAgainAfterTheWait(t *testing.T) {
 		})
 		if tt.hit {
 			continue // the middleware's keys hold the request's method and path: the Check cached none of them
+		}
+		if tt.noMiddleware != "" {
+			continue
 		}
 		t.Run(tt.name+"/middleware", func(t *testing.T) {
 			t.Parallel()
@@ -308,8 +414,22 @@ func TestAnswersAreCheckedAgainAfterTheWait(t *testing.T) {
 			resp, err := srv.Client().Do(req)
 			require.NoError(t, err)
 			_ = resp.Body.Close()
-			assert.Equal(t, !tt.wantWaitedOut, ran.Load(), "status %d", resp.StatusCode)
+			granted := !tt.readDenied && tt.wantWrite == pep.Grant && !tt.wantWaitedOut
+			assert.Equal(t, granted, ran.Load(), "status %d", resp.StatusCode)
 			assert.Equal(t, tt.wantAsked, askedSince(g, before))
 		})
 	}
+}
+
+// waitEnv is what a row's wait acts on: the test (whose helpers it may
+// call from the gateway's goroutine, as the hook does), the client's
+// clock, the gateway, the invalidation bus (nil without one), the client,
+// the caller's token (bob's, or carol's) and another user's.
+type waitEnv struct {
+	t          *testing.T
+	clk        *testkit.Clock
+	g          *reference
+	b          *bus
+	c          *pep.Client
+	bob, other string
 }

@@ -144,7 +144,10 @@ func WithRequestContext(rc RequestContext) CallOption {
 // holds for their pairs, as every answer does: a GRANT or DENY is stored
 // for later calls, and any other answer (ERROR, a malformed listing of the
 // pair) removes the older entry, so that a later call never gets an older
-// verdict than the one this call got.
+// verdict than the one this call got. A call of several requests does
+// read, before it returns, what the cache then holds for each GRANT it was
+// answered before its last wait, as every call does (its own answer, or a
+// newer one: a DENY there replaces the GRANT).
 func NoCache() CallOption {
 	return callOptionFunc(func(c *callConfig) { c.noCache = true })
 }

@@ -307,13 +307,16 @@ func Recheck(g *Group, key string) (allowed, ok bool) {
 }
 
 // Regroup returns the cache entries of the call's token as they are now,
-// for reading again what the call's own requests stored: a per-call
-// token's group, which the call did not find when it began when the cache
-// held nothing of the token yet, is looked up again (a hash of the token).
-// A call that reads no cached decision (nil Group) still reads none.
+// for reading again what the call read and what its own requests stored
+// (Confirm), a call that reads no cached decision (NoCache) included: it
+// stores its answers as any call does. The client's own token's group is
+// pinned; a per-call token's, which the call did not find when it began
+// when the cache held nothing of the token yet, or which a purge removed
+// since, is looked up again (a hash of the token). nil when the token's
+// decisions are not cached.
 func (c *Core) Regroup(cl *Call) *Group {
-	if cl.Group == nil || cl.Token != nil { // the client's own token's group is pinned
-		return cl.Group
+	if cl.Token != nil {
+		return cl.Token.group
 	}
 	return c.cache.lookup(cl.ID)
 }
@@ -363,15 +366,15 @@ func (c *Core) Hit(ctx context.Context, op string, allowed bool) {
 // must not return what it read before the wait unchanged, since an entry
 // may have expired, or been purged, while the call waited (a slow server,
 // a process frozen meanwhile), and an answer's GRANT is good no longer
-// than the cache would have served it (Stamp). Once the call's requests
-// are done, Reconfirm checks every decision read (holds: a hit is read
-// again on the cache's clock through the call's group, an answer's GRANT
-// by its Stamp; it sets the decision to what still holds and reports
-// whether it does), and asks the server (ask, fresh, within the call's
-// deadline) about those that no longer hold; since asking takes time too,
-// it then checks them all again, those it asked included, until a check
-// follows the last wait. A decision is asked again once at most: one that
-// no longer holds after it was asked again fails closed (fail). So each
+// than the cache would serve it. Once the call's requests are done,
+// Reconfirm checks every decision read (holds: the one check, Confirm,
+// for a hit and an answer's GRANT alike; it sets the decision to what
+// still holds and reports whether it does), and asks the server (ask,
+// fresh, within the call's deadline) about those that no longer hold;
+// since asking takes time too, it then checks them all again, those it
+// asked included, until a check follows the last wait. A decision is
+// asked again once at most: one that no longer holds after it was asked
+// again fails closed (fail). So each
 // round but the last asks about one decision at least that was not asked
 // before, and there are at most one more than decisions read. A decision
 // that could not be asked in time fails closed as any asked pair does:
@@ -409,42 +412,92 @@ func Reconfirm(read []int, holds func(i int) bool, ask func(stale []int) error, 
 	return nil
 }
 
-// Stamp is when a request was sent and the count of the client's purges
-// then: what a GRANT of its answer is good as of. An answer's GRANT holds
-// (Holds) while no purge of any token came after it and its time to live,
-// counted from the request's sending as the cache counts it, has not run
-// out on the cache's clock; whether or not the cache kept it (no cache, a
-// token or a key too long to cache, an answer shared with another
-// caller's request), so that a decision the cache would no longer serve
-// never leaves the call that holds it either.
+// Stamp is when a request was sent, the count of the client's purges
+// then, and whether the invalidation channel was trusted then: what a
+// GRANT of its answer is good as of, when the cache has nothing to say of
+// it (Confirm, Holds).
 type Stamp struct {
-	at     time.Duration // since Core.epoch: 16 bytes a decision, not 32
+	at time.Duration // since Core.epoch: 16 bytes a decision, not 32
+	// purges is the count of the client's purges at the send; its top bit
+	// (trustedBit) is set when the channel was trusted then.
 	purges uint64
 }
 
+// trustedBit marks a Stamp whose request was sent while the invalidation
+// channel was trusted (or with no channel): the purge count never reaches
+// it.
+const trustedBit = 1 << 63
+
 // stamp returns the Stamp of a request sent now.
 func (c *Core) stamp() Stamp {
-	return Stamp{at: c.now().Sub(c.epoch), purges: c.purged.Load()}
+	s := Stamp{at: c.now().Sub(c.epoch), purges: c.purged.Load()}
+	if c.trusted() {
+		s.purges |= trustedBit
+	}
+	return s
+}
+
+// trusted reports whether the invalidation channel vouches for the cache
+// now: its latest heartbeat is within the trust window and it was not lost
+// since (as the cache's horizon says, read on the channel's clock); always
+// without a channel.
+func (c *Core) trusted() bool {
+	r := c.replicas
+	return r == nil || r.elapsed(c) < time.Duration(r.trustUntil.Load())
+}
+
+// Confirm is the one check every GRANT a call read before its last wait
+// passes before it leaves the client, a hit and an answer alike: would
+// the cache serve it now. It reads key in g, the call's token's entries as
+// they are now (Regroup; nil, or an empty key, for a pair the cache cannot
+// hold), on the cache's clock, with its purges and the channel's trust
+// (Recheck): what the cache holds there is the newest answer the client
+// had (an older answer never replaces a newer one), so a GRANT there
+// holds and a DENY there replaces the GRANT. With nothing there (never
+// kept, evicted, expired, purged, not trusted), a hit (s nil) no longer
+// holds, and an answer holds by its request's Stamp (Holds). allowed is
+// the verdict that holds when ok.
+func (c *Core) Confirm(g *Group, key string, s *Stamp) (allowed, ok bool) {
+	if key != "" {
+		if allowed, ok := Recheck(g, key); ok {
+			return allowed, true
+		}
+	}
+	if s == nil {
+		return false, false
+	}
+	return true, c.Holds(*s)
 }
 
 // Holds reports whether a GRANT answered to a request stamped s may still
-// leave the client: no purge (of any token: the count is the client's,
-// since a token's purge is said of its identity, by other replicas too,
-// and an uncached token has no count of its own) came after s, and the
-// allow TTL has not run out since s on the cache's clock. A client whose
-// allow TTL is zero (a GRANT is not cached) bounds an answer's age by its
-// timeout instead, as a call's own deadline does. When a purge came, the
-// caller may still keep a GRANT the cache serves now (Recheck), which
-// knows whose token was purged.
+// leave the client when the cache has nothing to say of it (Confirm):
+//
+//   - no purge came after s (of any token: the count is the client's,
+//     since a token's purge is said of its identity, by other replicas
+//     too, and an uncached token has no count of its own);
+//   - the invalidation channel, if it was trusted at the send, is trusted
+//     still: while it is not, purges of other replicas may be on their
+//     way unheard (a stalled channel, a frozen process), and a channel
+//     lost and back purged everything (a purge, above). One sent while it
+//     was not trusted was the server's answer at its sending, as a call
+//     without a cache gets: it is held to the rest of the rule only (so a
+//     call's re-ask while the channel is down can hold);
+//   - its age from the send, on the cache's clock, is below the allow TTL
+//     or the client's timeout, whichever is longer: the bound a single
+//     Check's answer has (its request may take the whole timeout), so that
+//     an allow TTL shorter than the server's round trip does not fail
+//     every call of several requests closed.
+//
+// The trust is read before the count: a channel trusted again was purged
+// whole before (Heartbeat), and that purge is then counted.
 func (c *Core) Holds(s Stamp) bool {
-	if c.purged.Load() != s.purges {
+	if s.purges&trustedBit != 0 && !c.trusted() {
 		return false
 	}
-	ttl := c.grantTTL
-	if ttl <= 0 {
-		ttl = c.timeout
+	if c.purged.Load() != s.purges&^trustedBit {
+		return false
 	}
-	return c.now().Sub(c.epoch)-s.at < ttl
+	return c.now().Sub(c.epoch)-s.at < max(c.grantTTL, c.timeout)
 }
 
 // WaitedOut is the Cause of a GRANT that no longer held after it was
@@ -453,4 +506,4 @@ func (c *Core) WaitedOut() error {
 	return c.who.Peer.Unavailable(errWaitedOut)
 }
 
-var errWaitedOut = errors.New("the decision expired or its token was purged while the call waited, and again once asked again")
+var errWaitedOut = errors.New("a decision read before the call's last wait no longer held (the cache no longer served it: expired, purged, or not trusted), nor did its answer once asked again")
