@@ -2,6 +2,7 @@ package pep_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -93,6 +94,40 @@ func TestAttackEscapedRefusalInUnclear400And403(t *testing.T) {
 			again, _ := c.Check(t.Context(), "orders", "read")
 			assert.False(t, again.Allowed(), "a token the gateway refused is GRANTed from the cache")
 			g.setHook(nil)
+		})
+	}
+}
+
+// a-fix15 F1, the other way: the same split hides a DPoP challenge's error
+// that, on one line, refuses the token in a 401 (readAnswer: "in a 401, a
+// DPoP challenge's other errors refuse the token too"). Split, it belongs
+// to no scheme; the body's use_dpop_nonce then reads the answer as a nonce
+// request: resent, never retired, and the token's cached GRANT is served
+// on. The control, on one line, retires it.
+func TestAttackSplitChallengeHidesRefusal(t *testing.T) {
+	t.Parallel()
+	for _, lines := range [][]string{
+		{`DPoP algs="ES256", error="invalid_request", error_description="token audience mismatch"`}, // control
+		{`DPoP algs="ES256"`, `error="invalid_request", error_description="token audience mismatch"`},
+	} {
+		t.Run(strings.Join(lines, " | "), func(t *testing.T) {
+			t.Parallel()
+			g := startReference(t)
+			c, rec, _ := g.dpopClient(t, "alice", nil)
+			require.True(t, checked(t, c, "orders", "read").Allowed())
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				for _, l := range lines {
+					w.Header().Add("WWW-Authenticate", l)
+				}
+				w.Header().Set("DPoP-Nonce", "n-1")
+				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "use_dpop_nonce"})
+				return true
+			})
+			_, err := c.Check(t.Context(), "orders", "write")
+			assert.ErrorIs(t, err, pep.ErrUnauthorized, "the same answer on one line refuses the token: %v", err)
+			assert.Equal(t, []events.Kind{events.TokenSet, events.TokenExpired}, rec.kinds())
+			again, _ := c.Check(t.Context(), "orders", "read")
+			assert.False(t, again.Allowed(), "a token the gateway refused is GRANTed from the cache")
 		})
 	}
 }
