@@ -35,13 +35,16 @@ func TestAttackForgottenDeny(t *testing.T) {
 	for _, tc := range []struct {
 		denyTTL time.Duration
 		list    bool
-	}{{10 * time.Second, false}, {0, false}, {10 * time.Second, true}, {0, true}} {
+		size    int
+	}{{10 * time.Second, false, 100}, {0, false, 100}, {10 * time.Second, true, 100}, {0, true, 100},
+		// the newer DENY is kept, then evicted by the call's own next answer (LRU pressure)
+		{10 * time.Second, false, 1}} {
 		denyTTL := tc.denyTTL
-		t.Run(fmt.Sprintf("denyTTL=%v/ListGranted=%v", denyTTL, tc.list), func(t *testing.T) {
+		t.Run(fmt.Sprintf("denyTTL=%v/ListGranted=%v/size=%d", denyTTL, tc.list, tc.size), func(t *testing.T) {
 			t.Parallel()
 			g := startReference(t)
 			clk := newManualClock()
-			c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(100, 30*time.Second, denyTTL),
+			c := g.newClient(t, pep.WithClock(clk.Now), pep.WithCache(tc.size, 30*time.Second, denyTTL),
 				pep.WithTimeout(time.Minute), noRetry, pep.WithBatchSize(1))
 			carol := g.token(t, "carol")
 			readAnswered := make(chan struct{})
