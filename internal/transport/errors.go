@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // The sentinel errors of the decision clients. Package pep and package
@@ -237,29 +239,27 @@ type reading struct {
 // among them): it may still name invalid_token after the fault, and any
 // body not read whole as a JSON object that holds the bytes
 // "invalid_token" anywhere is read as refusing the token.
-func readAnswer(status int, challenges []string, body []byte) reading {
+func readAnswer(status int, challenge string, body []byte) reading {
 	var r reading
 	take := func(code string, v dpopVerdict) {
 		if r.verdict == dpopNone || v < r.verdict {
 			r.verdict, r.code = v, code
 		}
 	}
-	for _, header := range challenges {
-		challengeErrors(header, func(scheme, code string) bool {
-			switch {
-			case code == "invalid_token": // a refusal of the token, in whatever scheme
-				take(code, dpopTokenRefused)
-			case scheme != "dpop" || code == "":
-			case code == "invalid_dpop_proof":
-				take(code, dpopProofRejected)
-			case code == "use_dpop_nonce":
-				take(code, dpopNonceOwed)
-			case status == http.StatusUnauthorized:
-				take(code, dpopTokenRefused)
-			}
-			return r.verdict != dpopTokenRefused
-		})
-	}
+	challengeErrors(challenge, func(scheme, code string) bool {
+		switch {
+		case code == "invalid_token": // a refusal of the token, in whatever scheme
+			take(code, dpopTokenRefused)
+		case scheme != "dpop" || code == "":
+		case code == "invalid_dpop_proof":
+			take(code, dpopProofRejected)
+		case code == "use_dpop_nonce":
+			take(code, dpopNonceOwed)
+		case status == http.StatusUnauthorized:
+			take(code, dpopTokenRefused)
+		}
+		return r.verdict != dpopTokenRefused
+	})
 	whole := readBody(body, &r, func(code string) {
 		switch code {
 		case "invalid_token":
@@ -270,10 +270,77 @@ func readAnswer(status int, challenges []string, body []byte) reading {
 			take(code, dpopNonceOwed)
 		}
 	})
-	if !whole && bytes.Contains(body, []byte("invalid_token")) {
+	if !whole && (bytes.Contains(body, invalidToken) || bytes.Contains(jsonUnescaped(body), invalidToken)) {
 		take("invalid_token", dpopTokenRefused)
 	}
 	return r
+}
+
+var invalidToken = []byte("invalid_token")
+
+// Challenges returns the WWW-Authenticate field of h as one value: all its
+// field lines joined with ", ". RFC 9110 section 5.3 lets a list field be
+// split over several lines at any comma, and the lines mean the same as
+// their values so joined; a challenge's parameters may so start a line of
+// their own. Every reader of the field reads this value, never a line
+// alone (a-fix15 F1: a parameter starting a line belonged to no scheme).
+func Challenges(h http.Header) string {
+	return strings.Join(h.Values("WWW-Authenticate"), ", ")
+}
+
+// jsonUnescaped returns b with every JSON string escape decoded, left to
+// right as a JSON reader decodes them (`\\u005f` is a backslash and
+// "u005f", a surrogate pair such as `\ud83d\ude00` one rune): what a JSON reader would
+// see of a body it could not read whole (a-fix15 F2: an escaped
+// "invalid\u005ftoken" hid from a raw search). An escape it cannot decode
+// is kept as it is. b itself is returned when it holds no backslash.
+func jsonUnescaped(b []byte) []byte {
+	if bytes.IndexByte(b, '\\') < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 == len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		switch e := b[i+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+			i++
+		case 'b', 'f', 'n', 'r', 't':
+			out = append(out, "\b\f\n\r\t"[strings.IndexByte("bfnrt", e)])
+			i++
+		case 'u':
+			r, ok := hex4(b[i+2:])
+			if !ok {
+				out = append(out, b[i])
+				continue
+			}
+			i += 5
+			if utf16.IsSurrogate(r) && len(b) > i+2 && b[i+1] == '\\' && b[i+2] == 'u' {
+				if r2, ok := hex4(b[i+3:]); ok {
+					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+						r = d
+						i += 6
+					}
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			out = append(out, b[i])
+		}
+	}
+	return out
+}
+
+// hex4 reads the four hex digits of a \u escape at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(n), err == nil
 }
 
 // utf8BOM is the byte order mark some servers put before a JSON body.
@@ -383,6 +450,20 @@ func (r reading) errorNameFor(refuses bool, scheme Scheme) string {
 	return name
 }
 
+// cutRefuses reports whether a 401 whose body the client could not finish
+// reading (data is what came) refuses the token of id all the same: by its
+// status alone for a request that is not a DPoP one, or by an explicit
+// invalid_token (or, in its DPoP challenge, another error than the proof's
+// two) in its challenges or in what came of its body. What was not read
+// may hold any signal, so the cut itself, and a DPoP request's 401 with no
+// signal in what came, refuse nothing (a-fix15 F3).
+func cutRefuses(resp *http.Response, data []byte, id Ident) bool {
+	if id.Scheme != SchemeDPoP {
+		return true
+	}
+	return readAnswer(resp.StatusCode, Challenges(resp.Header), data).verdict == dpopTokenRefused
+}
+
 // Error returns "<peer> answered <status>" followed by the error name and
 // message. It never contains a token.
 func (e *ResponseError) Error() string {
@@ -470,7 +551,7 @@ func namesClient(body []byte) bool {
 // chose. Only a DPoP request's 401 can blame the proof: a Bearer request
 // cannot have a rejected proof or owe a nonce.
 func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *ResponseError {
-	challenges := resp.Header.Values("WWW-Authenticate")
+	challenges := Challenges(resp.Header)
 	var r reading
 	if credentialStatus(resp.StatusCode) {
 		r = readAnswer(resp.StatusCode, challenges, body)
@@ -483,7 +564,7 @@ func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *Resp
 		StatusCode: resp.StatusCode,
 		ErrorName:  Redact(name, id.Token),
 		Message:    Redact(r.message, id.Token),
-		Challenge:  Redact(strings.Join(challenges, ", "), id.Token),
+		Challenge:  Redact(challenges, id.Token),
 		who:        p,
 		refused:    refused,
 		read:       true,
