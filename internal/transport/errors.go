@@ -23,9 +23,11 @@ var (
 	// ErrUnauthorized is matched by the *ResponseError of an answer that
 	// refuses the token (readAnswer): a 401, for a DPoP request one whose
 	// DPoP challenge says error="invalid_token" (or another error than the
-	// two below), or that carries no DPoP signal at all, or whose body
-	// could not be read whole; and a 400 or 403 that names invalid_token,
-	// in any challenge or its body (a-dpop15 F3).
+	// two below), or that carries no DPoP signal at all, or whose body,
+	// as the server finished it, could not be read whole (a body the
+	// client could not finish reading refuses the token only when what
+	// came does: cutRefuses, a-fix15 F3); and a 400 or 403 that names
+	// invalid_token, in any challenge or its body (a-dpop15 F3).
 	ErrUnauthorized error = &sentinel{format: "unauthorized"}
 	// ErrProofRejected is matched by the *ResponseError of a 401 to a DPoP
 	// request that blames the proof, not the token: its DPoP challenge
@@ -206,17 +208,20 @@ type reading struct {
 	// was read from ("" for dpopNone).
 	verdict dpopVerdict
 	code    string
-	// unclear says that the body could not be read whole and
-	// unambiguously: a JSON object with a syntax error or cut short, or a
-	// body past MaxBody. Its signals after the fault are unknown.
+	// unclear says that the body, as the server sent and finished it,
+	// could not be read whole and unambiguously: a JSON object with a
+	// syntax error or cut short, or a body past MaxBody. Its signals after
+	// the fault are unknown. A body the client could not finish reading
+	// is never read as unclear (cutRefuses, a-fix15 F3).
 	unclear bool
 	// errorName and message are the first top-level string members named
 	// exactly "error" and "message" of a JSON object body.
 	errorName, message string
 }
 
-// readAnswer reads an answer of status (its WWW-Authenticate values and
-// body, as much of it as was read) once, for every client and scheme.
+// readAnswer reads an answer of status (challenge, its WWW-Authenticate
+// field as Challenges joins it, and its body) once, for every client and
+// scheme.
 //
 // The signals are the error of every challenge (challengeErrors) and every
 // top-level member named exactly "error" in the body (a-fix14b F1:
@@ -237,8 +242,10 @@ type reading struct {
 // a cut, anything after its end) or that passes MaxBody is unclear
 // (a-dpop15 F1: the members after the fault were lost, an invalid_token
 // among them): it may still name invalid_token after the fault, and any
-// body not read whole as a JSON object that holds the bytes
-// "invalid_token" anywhere is read as refusing the token.
+// body not read whole as a JSON object that holds "invalid_token"
+// anywhere, as raw bytes or as a JSON reader would see it with its string
+// escapes decoded (a-fix15 F2: "invalid\u005ftoken"), is read as refusing
+// the token.
 func readAnswer(status int, challenge string, body []byte) reading {
 	var r reading
 	take := func(code string, v dpopVerdict) {
@@ -422,8 +429,10 @@ func (r reading) refuses(status int, scheme Scheme) bool {
 // 400) that carries a new DPoP-Nonce may be resent once with it: unless
 // its verdict refuses the token; a 401 only when it blames the proof or
 // asks a nonce, or its body is unclear (a 401 that names no DPoP error
-// refuses the token and is not resent: a-fix14b F2). An unclear answer's
-// resend clears it only with a 2xx (authorizer).
+// refuses the token and is not resent: a-fix14b F2). The result of a
+// resend keeps the more severe reading (authorizer): an answer refusing
+// the token (an unclear 401) is cleared only by a 2xx to the resend, and
+// one refusing nothing gives way to the resend's answer (a-fix15 F4).
 func (r reading) resendable(status int) bool {
 	if r.verdict == dpopTokenRefused {
 		return false
