@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -260,4 +261,23 @@ func TestResponseError(t *testing.T) {
 		assert.Equal(t, status == 401, errors.Is(made, ErrUnauthorized), status)
 		assert.Equal(t, status == 503, errors.Is(made, ErrUnavailable), status)
 	}
+}
+
+// TestJSONUnescapedSeesWhatAJSONReaderSees: the search of an unclear body
+// (a-fix15 F2) decodes string escapes as encoding/json does, left to
+// right; a broken escape is kept as it is, and nothing panics.
+func TestJSONUnescapedSeesWhatAJSONReaderSees(t *testing.T) {
+	t.Parallel()
+	for _, quoted := range []string{
+		`"invalid\u005ftoken"`, `"\u0069nvalid\u005Ftoken"`, `"invalid\\u005ftoken"`, `"a\/b\"c\\d\b\f\n\r\t"`,
+		`"\ud83d\ude00 smile"`, `"\ud83d alone"`, `"\u00e9t\u00E9"`, `"\\\\u005f"`,
+	} {
+		var want string
+		require.NoError(t, json.Unmarshal([]byte(quoted), &want), quoted)
+		assert.Equal(t, want, string(jsonUnescaped([]byte(quoted[1:len(quoted)-1]))), quoted)
+	}
+	for _, broken := range []string{`\`, `a\u00`, `\u12G4`, `\x`, `\ud83d\u`, `\ud83d\uZZZZ`} {
+		assert.NotPanics(t, func() { jsonUnescaped([]byte(broken)) }, broken)
+	}
+	assert.Equal(t, `a\u00`, string(jsonUnescaped([]byte(`a\u00`))), "a cut escape is kept")
 }
