@@ -18,8 +18,12 @@ var (
 	// once. For a DPoP token only an explicit verdict against it counts: a
 	// DPoP challenge whose error is invalid_token (or any error but the two
 	// of ErrProofRejected), or a 401 with no DPoP signal at all or whose
-	// body could not be read whole; a 400 or 403 naming invalid_token, in
-	// a challenge or its body, refuses the credential too. A 401 to
+	// body, as the PDP sent it, could not be read whole (one the client
+	// could not finish reading is no verdict: unless what came refuses the
+	// credential, the evaluation fails ErrUnavailable); a 400 or 403
+	// naming invalid_token, in a challenge or its body, refuses the
+	// credential too, and when an answer is resent for a nonce a refusal
+	// in either answer wins. A 401 to
 	// the discovery request, which carries no credential, matches neither
 	// it nor ErrProofRejected: it is an ErrDiscovery.
 	ErrUnauthorized = transport.ErrUnauthorized

@@ -18,8 +18,12 @@ var (
 	// For a DPoP token only an explicit verdict against it counts: a DPoP
 	// challenge whose error is invalid_token (or any error but the two of
 	// [ErrProofRejected]), or a 401 that carries no DPoP signal at all or
-	// whose body could not be read whole. A 400 or 403 naming
-	// invalid_token, in a challenge or its body, refuses the token too. A
+	// whose body, as the gateway sent it, could not be read whole (one the
+	// client could not finish reading, cut by the call's deadline or a
+	// reset, is no verdict: unless what came refuses the token, the call
+	// fails [ErrUnavailable]). A 400 or 403 naming invalid_token, in a
+	// challenge or its body, refuses the token too. When an answer is
+	// resent for a nonce, a refusal of the token in either answer wins. A
 	// 401 that blames the DPoP proof rather than the token matches
 	// [ErrProofRejected] instead.
 	ErrUnauthorized = transport.ErrUnauthorized

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/dpop"
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 	"github.com/orgauthz/orgauthz/internal/hangguard"
@@ -449,6 +450,27 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 		}
 	}
 	inBody := map[string]string{"error": "use_dpop_nonce", "error_description": "nonce required in the DPoP proof"}
+	// resentToRefusal answers the first request with a 400 asking a nonce
+	// in a body the client cannot read whole (a raw tab), and every
+	// request after it, the resend with the nonce first, with status
+	// refusing the token: a gateway that checks the nonce, then the token.
+	resentToRefusal := func(status int) gwHook {
+		var n atomic.Int32
+		return func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+			w.Header().Set("Content-Type", "application/json")
+			if n.Add(1) == 1 {
+				w.Header().Set("DPoP-Nonce", "n-1")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte("{\"error\":\"Bad Request\",\"message\":\"nonce\trequired\"}"))
+				return true
+			}
+			w.Header().Set("WWW-Authenticate", `DPoP algs="ES256", error="invalid_token", error_description="revoked"`)
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(`{"error":"invalid_token","message":"the token was revoked"}`))
+			return true
+		}
+	}
+	const escapedRefusal = "{\"message\":\"proof for GET\thttps://api/\",\"error\":\"invalid\\u005ftoken\"}"
 	tests := []struct {
 		name    string
 		dpop    bool
@@ -491,6 +513,24 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 			raw(400, `DPoP realm="gw", error="invalid_token", error_description="token revoked"`, `{"error":"Bad Request"}`), true, 2},
 		{"a DPoP token refused by a 400's body", true,
 			raw(400, `DPoP realm="gw", algs="ES256"`, `{"error":"invalid_token","error_description":"token revoked"}`), true, 2},
+		// a-fix15 F2: invalid_token escaped in JSON ("invalid\u005ftoken")
+		// in a body not read whole refuses the token as it does read whole.
+		{"a DPoP token refused by a 400's body, escaped, after a raw tab", true,
+			raw(400, `DPoP realm="gw", algs="ES256"`, escapedRefusal), true, 2},
+		{"a DPoP token refused by a 403's body, escaped, after a raw tab", true,
+			raw(403, `DPoP realm="gw", algs="ES256"`, escapedRefusal), true, 2},
+		// a-fix15 F4: an unclear 400 with a new nonce is resent; the
+		// resend's refusal of the token is the more severe reading and
+		// wins (it was dropped for the 400, which refuses nothing). The
+		// second call's one request is refused alike.
+		{"a DPoP token refused by a 401 to the resend of an unclear 400", true, resentToRefusal(http.StatusUnauthorized), true, 3},
+		{"a DPoP token refused by a 403 to the resend of an unclear 400", true, resentToRefusal(http.StatusForbidden), true, 3},
+		// a-fix15 F1: a WWW-Authenticate split over several lines reads as
+		// the lines joined with ", " (RFC 9110 section 5.3): a parameter
+		// starting a line is the challenge's before it. A refusal so split
+		// is not hidden behind the body's nonce request...
+		{"a DPoP token refused in a challenge split over two lines, a nonce asked for in the body", true,
+			refusal(`DPoP algs="ES256"`, map[string]string{"error": "use_dpop_nonce"}, `error="invalid_request", error_description="token audience mismatch"`), true, 2},
 		{"a Bearer token refused with a nonce challenge", false, challenge(`DPoP error="use_dpop_nonce"`), true, 2},
 		{"a Bearer token refused with a proof challenge", false, challenge(`DPoP algs="ES256", error="invalid_dpop_proof"`), true, 2},
 		{"a Bearer token refused with a nonce asked for in the body", false, refusal("", inBody), true, 2},
@@ -505,6 +545,14 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 		{"a DPoP nonce asked for after an unquoted realm with a slash", true, challenge(`DPoP realm=api.example.com/v1, error="use_dpop_nonce"`), false, 3},
 		{"a DPoP nonce asked for after an unquoted error_uri", true, challenge(`DPoP error_uri=https://gw.example/errors, error="use_dpop_nonce"`), false, 3},
 		{"a DPoP nonce asked for in a body behind a BOM", true, raw(401, `DPoP realm="gw"`, "\ufeff{\"error\":\"use_dpop_nonce\"}"), false, 3},
+		// a-fix15 F1: ...and a nonce request or a proof refusal so split
+		// retires no valid token.
+		{"a DPoP nonce asked for in a challenge split after its first parameter", true,
+			refusal(`DPoP algs="ES256"`, map[string]string{"error": "Unauthorized"}, `error="use_dpop_nonce", error_description="nonce required"`), false, 3},
+		{"a DPoP nonce asked for in a challenge split after a realm", true,
+			refusal(`DPoP realm="gw"`, map[string]string{"error": "Unauthorized"}, `error="use_dpop_nonce"`), false, 3},
+		{"a DPoP proof refused in a challenge split after its first parameter", true,
+			refusal(`DPoP algs="ES256"`, map[string]string{"error": "Unauthorized"}, `error="invalid_dpop_proof"`), false, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -546,6 +594,59 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 				assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds(), "no tokenExpired")
 				assert.Equal(t, 1, c.Stats().CacheEntries, "nothing purged")
 			}
+		})
+	}
+}
+
+// TestABodyCutByTheDeadlineRetiresNoToken: a-fix15 F3. A 401 to a DPoP
+// request whose body is still arriving when the call's deadline passes was
+// read as unclear, and an unclear 401 refuses the token: a slow gateway
+// retired the client's valid token (tokenExpired, its GRANTs purged).
+// "Unclear" comes only from a body the server finished: one the client
+// could not finish reading is no verdict on the token unless what came
+// refuses it by itself, and the call fails ErrUnavailable.
+func TestABodyCutByTheDeadlineRetiresNoToken(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, challenge, body string }{
+		{"blaming the proof", `DPoP algs="ES256", error="invalid_dpop_proof", error_description="iat too far in the future"`,
+			`{"error":"invalid_dpop_proof","message":"the proof's iat is`},
+		{"saying nothing of DPoP before the cut", `DPoP algs="ES256"`, `{"message":"the proof's iat is`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			signer := testkit.Must(dpop.GenerateKey())(t)
+			var slow atomic.Bool
+			g := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
+				if !slow.Load() {
+					faultOK(w)
+					return
+				}
+				w.Header().Set("WWW-Authenticate", tc.challenge)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write([]byte(tc.body))
+				w.(http.Flusher).Flush()
+				gatewaytest.Hold(r) // the rest of the body is late
+			})
+			rec := &recorder{}
+			c := mustPep(t, g.URL, testRealm, testClient, pep.WithEventHandler(rec.handle), pep.WithRetry(0, 0, 0),
+				pep.WithHTTPClient(g.Client()))
+			c.SetDPoPToken("dpop-bound-token", signer)
+			require.True(t, checked(t, c, "orders", "read").Allowed())
+			require.Equal(t, 1, c.Stats().CacheEntries)
+			slow.Store(true)
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			d, err := c.Check(ctx, "orders", "write")
+			if err == nil {
+				err = d.Cause
+			}
+			t.Logf("the call's error: %v", err)
+			assert.False(t, d.Allowed())
+			assert.ErrorIs(t, err, pep.ErrUnavailable, "a body cut by the deadline is an unavailable gateway")
+			assert.NotErrorIs(t, err, pep.ErrUnauthorized, "a body cut by the deadline refuses no token")
+			assert.Equal(t, 1, c.Stats().CacheEntries, "the valid token's GRANT is not purged for a slow body")
+			assert.Equal(t, []events.Kind{events.TokenSet}, rec.kinds(), "no tokenExpired for a slow body")
 		})
 	}
 }

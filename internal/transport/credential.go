@@ -274,7 +274,7 @@ func nonceAsked(resp *http.Response, body []byte) (string, reading) {
 	if nonce == "" {
 		return "", reading{}
 	}
-	r := readAnswer(resp.StatusCode, resp.Header.Values("WWW-Authenticate"), body)
+	r := readAnswer(resp.StatusCode, Challenges(resp.Header), body)
 	if !r.resendable(resp.StatusCode) {
 		return "", r
 	}
@@ -533,9 +533,12 @@ func newWrites() *writes {
 // token (readAnswer: a challenge or the body saying invalid_token wins
 // over a nonce request, a-dpop14 F2); one chain (one gateway request,
 // all its attempts) resends at most once, and never for the nonce just
-// refused. An answer whose body could not be read whole (unclear) may be
-// resent, but only a 2xx to the resend replaces it: any other answer, or
-// none, leaves it standing (a-dpop15 F1). A Bearer request cannot owe a
+// refused. An answer whose body the client could not finish reading is
+// never resent (a-fix15 F3). A resent answer's result keeps the more
+// severe of the two readings: one refusing the token (an unclear 401)
+// is replaced only by a 2xx to the resend (a-dpop15 F1); one refusing
+// nothing always gives way to the resend's answer, so a refusal of the
+// token in either wins (a-fix15 F4). A Bearer request cannot owe a
 // nonce and is never resent.
 type authorizer struct {
 	cred   Credential
@@ -564,10 +567,17 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// The body is read for the verdict (its error may refuse the token)
 	// and put back for the answer's reader when there is no resend.
-	data, _ := ReadBody(resp.Body, resp.ContentLength)
+	data, readErr := ReadBody(resp.Body, resp.ContentLength)
 	keep := func() (*http.Response, error) {
-		resp.Body = readCloser{io.MultiReader(bytes.NewReader(data), resp.Body), resp.Body}
+		rest := io.Reader(resp.Body)
+		if readErr != nil { // the answer's reader sees the same failure (a-fix15 F3)
+			rest = errReader{readErr}
+		}
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(data), rest), resp.Body}
 		return resp, nil
+	}
+	if readErr != nil { // a body not read whole is no reading: never resent on it
+		return keep()
 	}
 	fresh, read := nonceAsked(resp, data)
 	if fresh == "" || !a.nonceResent.CompareAndSwap(false, true) {
@@ -582,12 +592,16 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 	again := req.Clone(req.Context())
 	again.Body = body
 	second, err := a.send(again, fresh)
-	if !read.unclear || err == nil && second.StatusCode >= 200 && second.StatusCode <= 299 {
+	if !read.refuses(resp.StatusCode, SchemeDPoP) || err == nil && second.StatusCode >= 200 && second.StatusCode <= 299 {
 		return second, err
 	}
-	// An unclear answer (a-dpop15 F1: a body read only up to a fault, its
-	// invalid_token maybe past it) is cleared by its resend's 2xx only:
-	// any other answer, or none, leaves it standing, as read.
+	// The result keeps the more severe of the two readings. An answer that
+	// refuses nothing (a clear nonce request, an unclear 400) gives way to
+	// its resend's, which refuses no less (a-fix15 F4: a resend's refusal
+	// of the token was dropped for an unclear 400). One that refuses the
+	// token (an unclear 401, a-dpop15 F1: its invalid_token maybe past the
+	// fault) is cleared by its resend's 2xx only: any other answer, or
+	// none, leaves it standing, as read.
 	if err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(second.Body, MaxBody))
 		_ = second.Body.Close()
@@ -642,6 +656,12 @@ func closeBody(r *http.Request) {
 		_ = r.Body.Close()
 	}
 }
+
+// errReader fails every Read with err: the failure of an answer's body
+// whose first part was read, put back for the answer's reader.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // readCloser reads from Reader and closes Closer: an answer's body put
 // back after part of it was read.

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // The sentinel errors of the decision clients. Package pep and package
@@ -21,9 +23,11 @@ var (
 	// ErrUnauthorized is matched by the *ResponseError of an answer that
 	// refuses the token (readAnswer): a 401, for a DPoP request one whose
 	// DPoP challenge says error="invalid_token" (or another error than the
-	// two below), or that carries no DPoP signal at all, or whose body
-	// could not be read whole; and a 400 or 403 that names invalid_token,
-	// in any challenge or its body (a-dpop15 F3).
+	// two below), or that carries no DPoP signal at all, or whose body,
+	// as the server finished it, could not be read whole (a body the
+	// client could not finish reading refuses the token only when what
+	// came does: cutRefuses, a-fix15 F3); and a 400 or 403 that names
+	// invalid_token, in any challenge or its body (a-dpop15 F3).
 	ErrUnauthorized error = &sentinel{format: "unauthorized"}
 	// ErrProofRejected is matched by the *ResponseError of a 401 to a DPoP
 	// request that blames the proof, not the token: its DPoP challenge
@@ -204,17 +208,20 @@ type reading struct {
 	// was read from ("" for dpopNone).
 	verdict dpopVerdict
 	code    string
-	// unclear says that the body could not be read whole and
-	// unambiguously: a JSON object with a syntax error or cut short, or a
-	// body past MaxBody. Its signals after the fault are unknown.
+	// unclear says that the body, as the server sent and finished it,
+	// could not be read whole and unambiguously: a JSON object with a
+	// syntax error or cut short, or a body past MaxBody. Its signals after
+	// the fault are unknown. A body the client could not finish reading
+	// is never read as unclear (cutRefuses, a-fix15 F3).
 	unclear bool
 	// errorName and message are the first top-level string members named
 	// exactly "error" and "message" of a JSON object body.
 	errorName, message string
 }
 
-// readAnswer reads an answer of status (its WWW-Authenticate values and
-// body, as much of it as was read) once, for every client and scheme.
+// readAnswer reads an answer of status (challenge, its WWW-Authenticate
+// field as Challenges joins it, and its body) once, for every client and
+// scheme.
 //
 // The signals are the error of every challenge (challengeErrors) and every
 // top-level member named exactly "error" in the body (a-fix14b F1:
@@ -235,31 +242,31 @@ type reading struct {
 // a cut, anything after its end) or that passes MaxBody is unclear
 // (a-dpop15 F1: the members after the fault were lost, an invalid_token
 // among them): it may still name invalid_token after the fault, and any
-// body not read whole as a JSON object that holds the bytes
-// "invalid_token" anywhere is read as refusing the token.
-func readAnswer(status int, challenges []string, body []byte) reading {
+// body not read whole as a JSON object that holds "invalid_token"
+// anywhere, as raw bytes or as a JSON reader would see it with its string
+// escapes decoded (a-fix15 F2: "invalid\u005ftoken"), is read as refusing
+// the token.
+func readAnswer(status int, challenge string, body []byte) reading {
 	var r reading
 	take := func(code string, v dpopVerdict) {
 		if r.verdict == dpopNone || v < r.verdict {
 			r.verdict, r.code = v, code
 		}
 	}
-	for _, header := range challenges {
-		challengeErrors(header, func(scheme, code string) bool {
-			switch {
-			case code == "invalid_token": // a refusal of the token, in whatever scheme
-				take(code, dpopTokenRefused)
-			case scheme != "dpop" || code == "":
-			case code == "invalid_dpop_proof":
-				take(code, dpopProofRejected)
-			case code == "use_dpop_nonce":
-				take(code, dpopNonceOwed)
-			case status == http.StatusUnauthorized:
-				take(code, dpopTokenRefused)
-			}
-			return r.verdict != dpopTokenRefused
-		})
-	}
+	challengeErrors(challenge, func(scheme, code string) bool {
+		switch {
+		case code == "invalid_token": // a refusal of the token, in whatever scheme
+			take(code, dpopTokenRefused)
+		case scheme != "dpop" || code == "":
+		case code == "invalid_dpop_proof":
+			take(code, dpopProofRejected)
+		case code == "use_dpop_nonce":
+			take(code, dpopNonceOwed)
+		case status == http.StatusUnauthorized:
+			take(code, dpopTokenRefused)
+		}
+		return r.verdict != dpopTokenRefused
+	})
 	whole := readBody(body, &r, func(code string) {
 		switch code {
 		case "invalid_token":
@@ -270,10 +277,77 @@ func readAnswer(status int, challenges []string, body []byte) reading {
 			take(code, dpopNonceOwed)
 		}
 	})
-	if !whole && bytes.Contains(body, []byte("invalid_token")) {
+	if !whole && (bytes.Contains(body, invalidToken) || bytes.Contains(jsonUnescaped(body), invalidToken)) {
 		take("invalid_token", dpopTokenRefused)
 	}
 	return r
+}
+
+var invalidToken = []byte("invalid_token")
+
+// Challenges returns the WWW-Authenticate field of h as one value: all its
+// field lines joined with ", ". RFC 9110 section 5.3 lets a list field be
+// split over several lines at any comma, and the lines mean the same as
+// their values so joined; a challenge's parameters may so start a line of
+// their own. Every reader of the field reads this value, never a line
+// alone (a-fix15 F1: a parameter starting a line belonged to no scheme).
+func Challenges(h http.Header) string {
+	return strings.Join(h.Values("WWW-Authenticate"), ", ")
+}
+
+// jsonUnescaped returns b with every JSON string escape decoded, left to
+// right as a JSON reader decodes them (`\\u005f` is a backslash and
+// "u005f", a surrogate pair such as `\ud83d\ude00` one rune): what a JSON reader would
+// see of a body it could not read whole (a-fix15 F2: an escaped
+// "invalid\u005ftoken" hid from a raw search). An escape it cannot decode
+// is kept as it is. b itself is returned when it holds no backslash.
+func jsonUnescaped(b []byte) []byte {
+	if bytes.IndexByte(b, '\\') < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 == len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		switch e := b[i+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+			i++
+		case 'b', 'f', 'n', 'r', 't':
+			out = append(out, "\b\f\n\r\t"[strings.IndexByte("bfnrt", e)])
+			i++
+		case 'u':
+			r, ok := hex4(b[i+2:])
+			if !ok {
+				out = append(out, b[i])
+				continue
+			}
+			i += 5
+			if utf16.IsSurrogate(r) && len(b) > i+2 && b[i+1] == '\\' && b[i+2] == 'u' {
+				if r2, ok := hex4(b[i+3:]); ok {
+					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+						r = d
+						i += 6
+					}
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			out = append(out, b[i])
+		}
+	}
+	return out
+}
+
+// hex4 reads the four hex digits of a \u escape at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(n), err == nil
 }
 
 // utf8BOM is the byte order mark some servers put before a JSON body.
@@ -355,8 +429,10 @@ func (r reading) refuses(status int, scheme Scheme) bool {
 // 400) that carries a new DPoP-Nonce may be resent once with it: unless
 // its verdict refuses the token; a 401 only when it blames the proof or
 // asks a nonce, or its body is unclear (a 401 that names no DPoP error
-// refuses the token and is not resent: a-fix14b F2). An unclear answer's
-// resend clears it only with a 2xx (authorizer).
+// refuses the token and is not resent: a-fix14b F2). The result of a
+// resend keeps the more severe reading (authorizer): an answer refusing
+// the token (an unclear 401) is cleared only by a 2xx to the resend, and
+// one refusing nothing gives way to the resend's answer (a-fix15 F4).
 func (r reading) resendable(status int) bool {
 	if r.verdict == dpopTokenRefused {
 		return false
@@ -381,6 +457,20 @@ func (r reading) errorNameFor(refuses bool, scheme Scheme) string {
 		return ""
 	}
 	return name
+}
+
+// cutRefuses reports whether a 401 whose body the client could not finish
+// reading (data is what came) refuses the token of id all the same: by its
+// status alone for a request that is not a DPoP one, or by an explicit
+// invalid_token (or, in its DPoP challenge, another error than the proof's
+// two) in its challenges or in what came of its body. What was not read
+// may hold any signal, so the cut itself, and a DPoP request's 401 with no
+// signal in what came, refuse nothing (a-fix15 F3).
+func cutRefuses(resp *http.Response, data []byte, id Ident) bool {
+	if id.Scheme != SchemeDPoP {
+		return true
+	}
+	return readAnswer(resp.StatusCode, Challenges(resp.Header), data).verdict == dpopTokenRefused
 }
 
 // Error returns "<peer> answered <status>" followed by the error name and
@@ -470,7 +560,7 @@ func namesClient(body []byte) bool {
 // chose. Only a DPoP request's 401 can blame the proof: a Bearer request
 // cannot have a rejected proof or owe a nonce.
 func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *ResponseError {
-	challenges := resp.Header.Values("WWW-Authenticate")
+	challenges := Challenges(resp.Header)
 	var r reading
 	if credentialStatus(resp.StatusCode) {
 		r = readAnswer(resp.StatusCode, challenges, body)
@@ -483,7 +573,7 @@ func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *Resp
 		StatusCode: resp.StatusCode,
 		ErrorName:  Redact(name, id.Token),
 		Message:    Redact(r.message, id.Token),
-		Challenge:  Redact(strings.Join(challenges, ", "), id.Token),
+		Challenge:  Redact(challenges, id.Token),
 		who:        p,
 		refused:    refused,
 		read:       true,

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -173,6 +174,32 @@ func TestResponseError(t *testing.T) {
 			is: []error{ErrUnauthorized}},
 		{name: "400 with an unclear body naming no invalid_token refuses no token", resp: answer(400, nil), body: "{\"message\":\"a\tb\"}", id: dpop,
 			isNot: []error{ErrUnauthorized, ErrProofRejected}},
+		// a-fix15 F2: an unclear body is searched as a JSON reader sees
+		// it too, every string escape decoded, left to right.
+		{name: "400 naming invalid_token, escaped, after a raw tab", resp: answer(400, algsOnly),
+			body: "{\"message\":\"a\tb\",\"error\":\"invalid\\u005ftoken\"}", id: dpop, is: []error{ErrUnauthorized}, errorName: "invalid_token"},
+		{name: "403 naming invalid_token, escaped in upper case, after a raw tab", resp: answer(403, nil),
+			body: "{\"message\":\"a\tb\",\"error\":\"\\u0069nvalid\\u005Ftoken\"}", id: dpop, is: []error{ErrUnauthorized}},
+		{name: "403 naming invalid_token, escaped, in a body cut short", resp: answer(403, nil),
+			body: `{"error":"invalid\u005ftoken","message":"a`, id: dpop, is: []error{ErrUnauthorized}},
+		{name: "400 whose escaped backslash is no escape of invalid_token refuses no token", resp: answer(400, nil),
+			body: "{\"message\":\"a\tb\",\"error\":\"invalid\\\\u005ftoken\"}", id: dpop, isNot: []error{ErrUnauthorized}},
+		// a-fix15 F1: the WWW-Authenticate field split over several lines
+		// (RFC 9110 section 5.3, at any comma) reads as its lines joined
+		// with ", ": a parameter starting a line belongs to the challenge
+		// before it.
+		{name: "401 asking a nonce in a challenge split over two lines", id: dpop,
+			resp: answer(401, http.Header{"Www-Authenticate": {`DPoP algs="ES256"`, `error="use_dpop_nonce", error_description="nonce required"`}}),
+			body: `{"error":"Unauthorized"}`, is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}, errorName: "use_dpop_nonce"},
+		{name: "401 blaming the proof in a challenge split after a realm", id: dpop,
+			resp: answer(401, http.Header{"Www-Authenticate": {`Bearer realm="gw"`, `DPoP realm="gw"`, `error="invalid_dpop_proof"`}}),
+			is:   []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
+		{name: "401 refusing the token in a split challenge, asking a nonce in the body", id: dpop,
+			resp: answer(401, http.Header{"Www-Authenticate": {`DPoP algs="ES256"`, `error="invalid_request"`}}),
+			body: `{"error":"use_dpop_nonce"}`, is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+		{name: "403 refusing the token in a Bearer challenge split over two lines", id: dpop,
+			resp: answer(403, http.Header{"Www-Authenticate": {`Bearer realm="gw"`, `error="invalid_token"`}}),
+			body: `{"error":"Forbidden"}`, is: []error{ErrUnauthorized}},
 		// a-dpop15 F2: a nonce request the parse used to lose: a bare word
 		// after a non-token character is no scheme; a BOM is skipped.
 		{name: "401 asking a nonce after an unquoted algs list", id: dpop,
@@ -234,4 +261,23 @@ func TestResponseError(t *testing.T) {
 		assert.Equal(t, status == 401, errors.Is(made, ErrUnauthorized), status)
 		assert.Equal(t, status == 503, errors.Is(made, ErrUnavailable), status)
 	}
+}
+
+// TestJSONUnescapedSeesWhatAJSONReaderSees: the search of an unclear body
+// (a-fix15 F2) decodes string escapes as encoding/json does, left to
+// right; a broken escape is kept as it is, and nothing panics.
+func TestJSONUnescapedSeesWhatAJSONReaderSees(t *testing.T) {
+	t.Parallel()
+	for _, quoted := range []string{
+		`"invalid\u005ftoken"`, `"\u0069nvalid\u005Ftoken"`, `"invalid\\u005ftoken"`, `"a\/b\"c\\d\b\f\n\r\t"`,
+		`"\ud83d\ude00 smile"`, `"\ud83d alone"`, `"\u00e9t\u00E9"`, `"\\\\u005f"`,
+	} {
+		var want string
+		require.NoError(t, json.Unmarshal([]byte(quoted), &want), quoted)
+		assert.Equal(t, want, string(jsonUnescaped([]byte(quoted[1:len(quoted)-1]))), quoted)
+	}
+	for _, broken := range []string{`\`, `a\u00`, `\u12G4`, `\x`, `\ud83d\u`, `\ud83d\uZZZZ`} {
+		assert.NotPanics(t, func() { jsonUnescaped([]byte(broken)) }, broken)
+	}
+	assert.Equal(t, `a\u00`, string(jsonUnescaped([]byte(`a\u00`))), "a cut escape is kept")
 }

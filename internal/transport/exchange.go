@@ -275,11 +275,18 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 // nonce or proof error, or invalid_token, in the body: readAnswer),
 // whatever the deadline: its token is retired and tokenExpired emitted
 // (core's refused) even when the rest of the answer never came or came
-// too late to use. A body cut before its error could be read is unclear,
-// and such a 401 refuses the token.
+// too late to use. But a body the client could not finish reading (its
+// own deadline, a reset, any read error) is no verdict on the token
+// (a-fix15 F3: a slow gateway's proof refusal, cut, was read as unclear
+// and retired a valid token): such a 401 refuses the token only when what
+// came refuses it by itself (cutRefuses); otherwise the call fails
+// ErrUnavailable. "Unclear" comes only from a body the server finished.
 func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Response, ownDeadline bool) (_ []byte, _ outcome, late bool, _ error) {
 	if resp.StatusCode == http.StatusUnauthorized {
-		data, _ := ReadBody(resp.Body, resp.ContentLength) // its error and message, when they came
+		data, err := ReadBody(resp.Body, resp.ContentLength) // its error and message, when they came
+		if err != nil && !cutRefuses(resp, data, cred.Ident()) {
+			return nil, callerOutcome(ctx, ownDeadline), false, x.Peer.Unavailable(err)
+		}
 		return nil, outcomeSuccess, Late(ctx) != nil, x.Peer.NewResponseError(resp, data, cred.Ident())
 	}
 	data, err := ReadBody(resp.Body, resp.ContentLength)

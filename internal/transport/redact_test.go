@@ -185,6 +185,23 @@ func TestDPoPChallengeError(t *testing.T) {
 	for header, want := range tests {
 		assert.Equal(t, want, DPoPChallengeError(header), header)
 	}
+	// a-fix15 F1: a field split over several lines (RFC 9110 section 5.3)
+	// reads as the lines joined with ", " (Challenges), as one line would.
+	for lines, want := range map[[3]string]string{
+		{`DPoP algs="ES256"`, `error="use_dpop_nonce"`}:                        "use_dpop_nonce",
+		{`DPoP realm="gw"`, `algs="ES256"`, `error="invalid_dpop_proof"`}:      "invalid_dpop_proof",
+		{`Bearer realm="gw"`, `error="invalid_token"`, `DPoP algs="ES256"`}:    "",
+		{`Bearer realm="gw"`, `DPoP algs="ES256"`, `error="invalid_token"`}:    "invalid_token",
+		{`DPoP error_description="a, b"`, `error=use_dpop_nonce`, `Basic a=b`}: "use_dpop_nonce",
+	} {
+		h := http.Header{}
+		for _, l := range lines {
+			if l != "" {
+				h.Add("WWW-Authenticate", l)
+			}
+		}
+		assert.Equal(t, want, DPoPChallengeError(Challenges(h)), "%q", lines)
+	}
 }
 
 func TestParseRetryAfter(t *testing.T) {
