@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -607,10 +608,20 @@ func TestWhichRefusalExpiresTheToken(t *testing.T) {
 // refuses it by itself, and the call fails ErrUnavailable.
 func TestABodyCutByTheDeadlineRetiresNoToken(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ name, challenge, body string }{
+	for _, tc := range []struct {
+		name, challenge, body string
+		status                int
+		refuses               bool // what came refuses the token: the cut does not hide it
+	}{
 		{"blaming the proof", `DPoP algs="ES256", error="invalid_dpop_proof", error_description="iat too far in the future"`,
-			`{"error":"invalid_dpop_proof","message":"the proof's iat is`},
-		{"saying nothing of DPoP before the cut", `DPoP algs="ES256"`, `{"message":"the proof's iat is`},
+			`{"error":"invalid_dpop_proof","message":"the proof's iat is`, http.StatusUnauthorized, false},
+		{"saying nothing of DPoP before the cut", `DPoP algs="ES256"`, `{"message":"the proof's iat is`, http.StatusUnauthorized, false},
+		{"a 400 saying nothing before the cut", `DPoP algs="ES256"`, `{"message":"the proof's iat is`, http.StatusBadRequest, false},
+		{"a 401 refusing the token in its challenge", `DPoP algs="ES256", error="invalid_token"`, `{"message":"the token was`, http.StatusUnauthorized, true},
+		// A 400 or 403 refusing the token, its body cut, was an unavailable
+		// gateway and the revoked token's GRANTs stayed (f-verdict15b).
+		{"a 400 refusing the token in its challenge", `DPoP algs="ES256", error="invalid_token"`, `{"message":"the token was`, http.StatusBadRequest, true},
+		{"a 403 refusing the token in what came of its body", `DPoP algs="ES256"`, `{"error":"invalid_token","message":"the token was`, http.StatusForbidden, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -623,7 +634,7 @@ func TestABodyCutByTheDeadlineRetiresNoToken(t *testing.T) {
 				}
 				w.Header().Set("WWW-Authenticate", tc.challenge)
 				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusUnauthorized)
+				w.WriteHeader(tc.status)
 				_, _ = w.Write([]byte(tc.body))
 				w.(http.Flusher).Flush()
 				gatewaytest.Hold(r) // the rest of the body is late
@@ -643,6 +654,15 @@ func TestABodyCutByTheDeadlineRetiresNoToken(t *testing.T) {
 			}
 			t.Logf("the call's error: %v", err)
 			assert.False(t, d.Allowed())
+			if tc.refuses {
+				assert.ErrorIs(t, err, pep.ErrUnauthorized, "a refusal of the token that came is not hidden by the cut")
+				assert.Zero(t, c.Stats().CacheEntries, "the refused token's GRANT is purged")
+				// Its delivery is bounded by the call's deadline, which has
+				// passed: it comes after the call returns.
+				assert.Eventually(t, func() bool { return slices.Equal(rec.kinds(), []events.Kind{events.TokenSet, events.TokenExpired}) },
+					10*time.Second, time.Millisecond, "tokenExpired for the refused token: %v", rec.kinds())
+				return
+			}
 			assert.ErrorIs(t, err, pep.ErrUnavailable, "a body cut by the deadline is an unavailable gateway")
 			assert.NotErrorIs(t, err, pep.ErrUnauthorized, "a body cut by the deadline refuses no token")
 			assert.Equal(t, 1, c.Stats().CacheEntries, "the valid token's GRANT is not purged for a slow body")

@@ -459,15 +459,16 @@ func (r reading) errorNameFor(refuses bool, scheme Scheme) string {
 	return name
 }
 
-// cutRefuses reports whether a 401 whose body the client could not finish
-// reading (data is what came) refuses the token of id all the same: by its
-// status alone for a request that is not a DPoP one, or by an explicit
-// invalid_token (or, in its DPoP challenge, another error than the proof's
-// two) in its challenges or in what came of its body. What was not read
-// may hold any signal, so the cut itself, and a DPoP request's 401 with no
-// signal in what came, refuse nothing (a-fix15 F3).
+// cutRefuses reports whether a 401, 400 or 403 whose body the client could
+// not finish reading (data is what came) refuses the token of id all the
+// same: a 401 by its status alone for a request that is not a DPoP one, or
+// any of them by an explicit invalid_token (or, in a 401's DPoP challenge,
+// another error than the proof's two) in its challenges or in what came of
+// its body. What was not read may hold any signal, so the cut itself, and
+// a DPoP request's 401 with no signal in what came, refuse nothing
+// (a-fix15 F3); a refusal that came is never hidden by the cut.
 func cutRefuses(resp *http.Response, data []byte, id Ident) bool {
-	if id.Scheme != SchemeDPoP {
+	if id.Scheme != SchemeDPoP && resp.StatusCode == http.StatusUnauthorized {
 		return true
 	}
 	return readAnswer(resp.StatusCode, Challenges(resp.Header), data).verdict == dpopTokenRefused

@@ -291,6 +291,12 @@ func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Resp
 	}
 	data, err := ReadBody(resp.Body, resp.ContentLength)
 	if err != nil {
+		// A 400 or 403 that refuses the token in what came (its challenge,
+		// the body's start) refuses it, as a 401 does: a cut body leaves a
+		// refusal standing, it never hides one.
+		if (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusForbidden) && cutRefuses(resp, data, cred.Ident()) {
+			return nil, outcomeSuccess, Late(ctx) != nil, x.Peer.NewResponseError(resp, data, cred.Ident())
+		}
 		return nil, callerOutcome(ctx, ownDeadline), false, unused(resp, x.Peer.Unavailable(err))
 	}
 	// The one place an answer is taken: none is used once the call's
