@@ -196,6 +196,39 @@ func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credenti
 	return chunkOutcome{Value: a, Storable: storable}
 }
 
+// askWideFirst is ask for ListGranted's queries, setting outs[k] to the
+// outcome of queries[k]: when they mix wildcards and named pairs, the
+// wildcards are asked first, and the named pairs once their requests have
+// ended. A wildcard's request drops the token's cached decisions as it is
+// sent (core.SendWide), so that a named pair's answer stored, or in
+// flight, before it would be gone when the call checks it again
+// (reconfirm), and every named pair would be asked twice (a-fix15b F3);
+// asked after it, they are stored after the purge. The call waits for two
+// rounds of requests then, as it did for the re-ask.
+func (c *Client) askWideFirst(ctx context.Context, cl *call, queries []pair, outs []chunkOutcome) error {
+	var wide, named []int
+	for k, q := range queries {
+		if q.wildcard() {
+			wide = append(wide, k)
+		} else {
+			named = append(named, k)
+		}
+	}
+	if len(wide) == 0 || len(named) == 0 || len(queries) <= c.core.BatchSize() {
+		return c.ask(ctx, cl, queries, func(k int, o chunkOutcome) { outs[k] = o })
+	}
+	for _, idx := range [][]int{wide, named} {
+		part := make([]pair, len(idx))
+		for j, k := range idx {
+			part[j] = queries[k]
+		}
+		if err := c.ask(ctx, cl, part, func(j int, o chunkOutcome) { outs[idx[j]] = o }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // settle counts the decisions of a call and logs its failures. When err (a
 // refused token or proof, or an unusable token) is set, every decision
 // becomes a DENY carrying it (a refused token was handled when its answer
@@ -303,7 +336,7 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 		asked[k] = queries[i]
 	}
 	outs := make([]chunkOutcome, len(asked))
-	if err := c.ask(ctx, cl, asked, func(k int, o chunkOutcome) { outs[k] = o }); err != nil {
+	if err := c.askWideFirst(ctx, cl, asked, outs); err != nil {
 		_ = c.settle(nil, err)
 		c.core.FailAll(len(missing))
 		return err
