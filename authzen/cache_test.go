@@ -118,6 +118,8 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 		during func(e *chunkWait)
 		bus    bool
 		opts   []authzen.CallOption
+		// reasons makes the PDP's denials carry a response context.
+		reasons bool
 		// wantAsked counts the PDP's requests of the call; wantAllowed is
 		// the first item's decision, read from the cache (Cached) when it
 		// is a hit or denialCached; secondAllowed the second's.
@@ -142,6 +144,19 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 		// without asking again.
 		{name: "an answer's permit, a NoCache Evaluate gets the newer denial while a later chunk waits: the denial wins",
 			chunks: true, wantAsked: 3, denialCached: true, during: func(e *chunkWait) {
+				e.revoked.Store(true)
+				if d, err := e.c.Evaluate(context.Background(), e.doc2, authzen.NoCache()); err != nil || d.Allowed() {
+					panic(fmt.Sprintf("the NoCache Evaluate during the wait: %v, %v", d.Allowed(), err))
+				}
+			}},
+		// a-fix15b F2: the same with the PDP's newer denial explaining
+		// itself (a response context with a reason), which the cache does
+		// not keep but forgets, removing the permit: nothing under doc 2's
+		// key is no proof that nothing newer happened, so doc 2 is asked
+		// again (the default cache; the older permit used to leave by its
+		// request's Stamp).
+		{name: "an answer's permit, a NoCache Evaluate gets the newer denial with reasons while a later chunk waits: asked again",
+			chunks: true, reasons: true, wantAsked: 4, during: func(e *chunkWait) {
 				e.revoked.Store(true)
 				if d, err := e.c.Evaluate(context.Background(), e.doc2, authzen.NoCache()); err != nil || d.Allowed() {
 					panic(fmt.Sprintf("the NoCache Evaluate during the wait: %v, %v", d.Allowed(), err))
@@ -211,11 +226,15 @@ func TestEvaluationsReadsItsHitsAgainAfterTheWait(t *testing.T) {
 					decision = strconv.FormatBool(!revoked.Load())
 				}
 				w.Header().Set("Content-Type", "application/json")
+				answer := `{"decision":` + decision + `}`
+				if tt.reasons && decision == "false" {
+					answer = `{"decision":false,"context":{"reason_user":{"en":"access revoked"}}}`
+				}
 				if r.URL.Path == "/access/v1/evaluation" {
-					_, _ = io.WriteString(w, `{"decision":`+decision+`}`)
+					_, _ = io.WriteString(w, answer)
 					return
 				}
-				_, _ = io.WriteString(w, `{"evaluations":[{"decision":`+decision+`}]}`) // one item a request here
+				_, _ = io.WriteString(w, `{"evaluations":[`+answer+`]}`) // one item a request here
 			}, opts...)
 			e.c = c
 			if tt.bus {

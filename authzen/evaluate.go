@@ -151,22 +151,17 @@ func (c *Client) decide(ctx context.Context, api string, defaults Request, reqs 
 	if len(missing) > 0 {
 		ctx, cancel := c.core.Bound(ctx, &cl)
 		defer cancel()
-		// A call of one request and no hit read everything at its only
-		// wait: it has nothing to check again, and keeps no stamps.
-		var stamps []core.Stamp
-		if len(hits) > 0 || len(missing) > c.core.BatchSize() {
-			stamps = make([]core.Stamp, len(ds))
-		}
-		if err := c.ask(ctx, api, &cl, cred, defaults, cc.semantic, evs, missing, ds, stamps); err != nil {
+		if err := c.ask(ctx, api, &cl, cred, defaults, cc.semantic, evs, missing, ds, nil); err != nil {
 			return c.failAll(ds, err), 0, err
 		}
 		// What the call read before its last wait, its hits and its
-		// answers' permits, is good only as of the call's return: a hit
-		// is read again, a permit checked by its request's Stamp (or read
-		// from the cache once a purge came), and each that no longer
-		// holds is asked again (core.Reconfirm; a-client14b F1).
-		if stamps != nil {
-			err = c.reconfirm(ctx, api, &cl, cred, defaults, cc.semantic, evs, ds, stamps)
+		// answers' permits, is good only as of the call's return: each is
+		// kept while the cache serves it, and asked again otherwise
+		// (core.Reconfirm; a-client14b F1, a-fix15b F2). A call of one
+		// request and no hit read everything at its only wait: it has
+		// nothing to check again.
+		if len(hits) > 0 || len(missing) > c.core.BatchSize() {
+			err = c.reconfirm(ctx, api, &cl, cred, defaults, cc.semantic, evs, ds)
 		}
 		if err != nil {
 			return c.failAll(ds, err), 0, err
@@ -184,20 +179,22 @@ func (c *Client) decide(ctx context.Context, api string, defaults Request, reqs 
 	return ds, cached, nil
 }
 
-// reconfirm checks again every decision of ds read before the call's last
-// wait, a hit (Cached) or a permit of an answer (stamps[i], its request's
-// Stamp), by the one check every permit passes before it leaves the client
-// (core.Confirm): what the cache holds for its key now, the newest
-// decision the client had, holds (a denial there replaces a permit), and
-// with nothing there a hit no longer holds and a permit holds by its
-// Stamp. The cache is read through the client's own credential's entries
-// (core.Regroup), for a call that does not read the cache (NoCache, a
-// semantic other than ExecuteAll) too, which stores its answers as any
-// call does. It asks the PDP again about those that no longer hold
-// (core.Reconfirm): one that no longer holds once asked again fails
-// closed (core's WaitedOut). A denial or a failure grants nothing and is
+// reconfirm checks again every permit of ds read before the call's last
+// wait, a hit (Cached) or an answer's, by the check every permit passes
+// before it leaves the client (core.Confirm): what the cache holds for its
+// key now, the newest decision the client had, holds (a denial there
+// replaces a permit), and nothing there, whatever the reason (evicted,
+// expired, purged, a newer denial with reasons the cache forgets), means
+// it is asked again. The cache is read through the client's own
+// credential's entries (core.Regroup), for a call that does not read the
+// cache (NoCache, a semantic other than ExecuteAll) too, which stores its
+// answers as any call does. A permit asked again is held the same way
+// when the cache could store it on arrival (a permit without reasons, its
+// request's answer storable: core.Send), and otherwise while the call's
+// deadline has not passed (core.InTime); one that no longer holds fails
+// closed (core's WaitedOut). A denial or a failure permits nothing and is
 // not checked.
-func (c *Client) reconfirm(ctx context.Context, api string, cl *core.Call, cred transport.Credential, defaults Request, s Semantic, evs []evaluation, ds []Decision, stamps []core.Stamp) error {
+func (c *Client) reconfirm(ctx context.Context, api string, cl *core.Call, cred transport.Credential, defaults Request, s Semantic, evs []evaluation, ds []Decision) error {
 	read := make([]int, 0, len(ds))
 	for i := range ds {
 		if ds[i].Cached || ds[i].Allowed() {
@@ -208,21 +205,21 @@ func (c *Client) reconfirm(ctx context.Context, api string, cl *core.Call, cred 
 		return nil
 	}
 	g := c.core.Regroup(cl) // the client's own credential's: pinned
-	return core.Reconfirm(read, func(i int) bool {
+	storable := make([]bool, len(ds))
+	return core.Reconfirm(read, func(i int, again bool) bool {
 		if !ds[i].Cached && !ds[i].Allowed() {
 			return true // asked again and denied, or failed: permits nothing
 		}
-		var at *core.Stamp
-		if !ds[i].Cached {
-			at = &stamps[i]
+		if again && !storable[i] {
+			return c.core.InTime(ctx, cl)
 		}
-		allowed, ok := c.core.Confirm(g, evs[i].key, at)
+		allowed, ok := c.core.Confirm(g, evs[i].key)
 		if ok && !allowed {
 			ds[i] = Decision{Cached: true} // the cache's newer denial
 		}
 		return ok
 	}, func(stale []int) error {
-		return c.ask(ctx, api, cl, cred, defaults, s, evs, stale, ds, stamps)
+		return c.ask(ctx, api, cl, cred, defaults, s, evs, stale, ds, storable)
 	}, func(i int) {
 		ds[i] = Decision{Cause: c.core.WaitedOut()}
 	})
@@ -312,8 +309,9 @@ func (c *Client) failAll(ds []Decision, err error) []Decision {
 // ask sends the missing items in chunks and fills in their decisions. The
 // error is one that concerns the whole call: a refused credential (401).
 //
-// stamps, when not nil, gets the Stamp of each decided item's request.
-func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transport.Credential, defaults Request, s Semantic, evs []evaluation, missing []int, ds []Decision, stamps []core.Stamp) error {
+// storable, when not nil, gets for each decided item whether the cache
+// could store its permit on arrival (fill).
+func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transport.Credential, defaults Request, s Semantic, evs []evaluation, missing []int, ds []Decision, storable []bool) error {
 	ep, err := c.resolveEndpoints(ctx)
 	url := ""
 	if err == nil {
@@ -333,7 +331,7 @@ func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transp
 	}
 	if api == "evaluation" {
 		out := c.send(ctx, cl, cred, url, evs[0].body, []string{evs[0].key}, ExecuteAll, true)
-		return fill(out, missing, ds, stamps)
+		return fill(out, missing, ds, storable)
 	}
 	// Items after the one that ended the batch under s are not sent.
 	for _, i := range missing {
@@ -355,7 +353,7 @@ func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transp
 		} else {
 			out = c.send(ctx, cl, cred, url, body, keys, s, false)
 		}
-		if err := fill(out, chunk, ds, stamps); err != nil {
+		if err := fill(out, chunk, ds, storable); err != nil {
 			return true, err
 		}
 		return out.Err != nil || out.stopped, nil
@@ -364,8 +362,10 @@ func (c *Client) ask(ctx context.Context, api string, cl *core.Call, cred transp
 
 // fill sets the decisions of the items at idx from their request's
 // outcome, each from the answer's entry at its own position, and, when
-// stamps is not nil, their stamps[i] from the request's.
-func fill(out *outcome, idx []int, ds []Decision, stamps []core.Stamp) error {
+// storable is not nil, storable[i]: whether the cache could store the
+// item's permit on arrival (the request's answer storable, the decision
+// one store keeps).
+func fill(out *outcome, idx []int, ds []Decision, storable []bool) error {
 	if out.Err != nil {
 		if core.Refusal(out.Err) {
 			return out.Err
@@ -376,13 +376,15 @@ func fill(out *outcome, idx []int, ds []Decision, stamps []core.Stamp) error {
 		return nil
 	}
 	for k, i := range idx {
-		if stamps != nil {
-			stamps[i] = out.at
-		}
+		kept := false
 		if k < len(out.Value) {
 			ds[i] = decisionOf(out.Value[k])
+			kept = out.storable && keeps(out.Value[k])
 		} else {
 			ds[i] = Decision{Cause: ErrNotEvaluated}
+		}
+		if storable != nil {
+			storable[i] = kept
 		}
 	}
 	return nil
@@ -397,7 +399,7 @@ func decisionOf(it item) Decision {
 // and, when the request was its own, stores what it says of each
 // evaluated item under keys (store).
 func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credential, url string, body []byte, keys []string, s Semantic, single bool) *outcome {
-	data, at, w, err := c.core.Send(ctx, cl, cred, url, body, http.Header{"X-Request-Id": {newRequestID()}})
+	data, storable, w, err := c.core.Send(ctx, cl, cred, url, body, http.Header{"X-Request-Id": {newRequestID()}})
 	defer w.Close()
 	if err != nil {
 		return &outcome{Err: err}
@@ -410,7 +412,7 @@ func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credent
 	} else {
 		items, err = decodeEvaluations(data, len(keys))
 	}
-	out := &outcome{at: at}
+	out := &outcome{storable: storable}
 	for k, it := range items {
 		// The batch ends at its first stopping item, whatever the PDP says
 		// of the items after it: they were not evaluated, so they are
@@ -442,12 +444,18 @@ func (c *Client) send(ctx context.Context, cl *core.Call, cred transport.Credent
 func store(w *core.Writer, keys []string, items []item) {
 	w.Used()
 	for k, it := range items {
-		if it.err == nil && len(it.context) == 0 {
+		if keeps(it) {
 			w.Add(keys[k], it.allowed)
 		} else {
 			w.Forget(keys[k])
 		}
 	}
+}
+
+// keeps reports whether store keeps the decision of it: one without a
+// response context or error.
+func keeps(it item) bool {
+	return it.err == nil && len(it.context) == 0
 }
 
 // outcome is the outcome of one PDP request: its items, or the error that
@@ -457,8 +465,9 @@ type outcome struct {
 	Value   []item
 	Err     error
 	stopped bool
-	// at is the Stamp of the request (core.Send).
-	at core.Stamp
+	// storable reports whether the cache could store a permit of the
+	// answer on arrival (core.Send).
+	storable bool
 }
 
 // newRequestID returns a random X-Request-ID.

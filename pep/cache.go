@@ -93,15 +93,15 @@ func get(g *core.Group, ctxKey string, p pair) (Status, bool) {
 
 // confirm is core.Confirm for p under a request context key, read through
 // g (the call's token's entries as they are now): the Status that holds of
-// a decision read before the call's last wait, a hit (at nil) or an
-// answer's GRANT (at, its request's Stamp), and whether one does. A pair
-// the cache cannot hold is held by its Stamp alone.
-func confirm(c *core.Core, g *core.Group, ctxKey string, p pair, at *core.Stamp) (Status, bool) {
+// a GRANT read before the call's last wait, a hit or an answer's, and
+// whether one does. A pair the cache cannot hold holds nothing: it is
+// asked again (reconfirm).
+func confirm(c *core.Core, g *core.Group, ctxKey string, p pair) (Status, bool) {
 	if g == nil || !cacheablePair(p) {
-		return status(c.Confirm(nil, "", at))
+		return status(c.Confirm(nil, ""))
 	}
 	var buf [hitKeyBytes]byte
-	return status(c.Confirm(g, transient(appendKey(buf[:0], p, ctxKey)), at))
+	return status(c.Confirm(g, transient(appendKey(buf[:0], p, ctxKey))))
 }
 
 // getKey is get for any key: with a request context, or longer than a

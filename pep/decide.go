@@ -32,45 +32,35 @@ func (c *Client) decide(ctx context.Context, op string, cl *call, ds []Decision,
 	for k, i := range missing {
 		queries[k] = pair{resource: ds[i].Resource, scope: ds[i].Scope}
 	}
-	// A call of one request and no hit read everything at its only wait:
-	// it has nothing to check again, and keeps no stamps.
-	var st *stamps
-	if len(missing) < len(ds) || len(missing) > c.core.BatchSize() {
-		st = &stamps{asked: missing, at: make([]core.Stamp, len(missing))}
-	}
 	// Each chunk's pairs are decided on its own goroutine as soon as its
 	// answer arrives, while later chunks are still on the wire; a refused
 	// token then overrides every decision (settle).
 	err = c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
 		ds[missing[k]] = decideFrom(o, queries[k])
-		if st != nil {
-			st.at[k] = o.At
-		}
 	})
-	if err == nil && st != nil {
-		err = c.reconfirm(ctx, cl, ds, st)
+	// A call of one request and no hit read everything at its only wait:
+	// it has nothing to check again.
+	if err == nil && (len(missing) < len(ds) || len(missing) > c.core.BatchSize()) {
+		err = c.reconfirm(ctx, cl, ds)
 	}
 	return c.settle(ds, err)
 }
 
 // reconfirm checks again, once the call's requests are done, every
-// decision of ds the call read before its last wait (core.Reconfirm),
-// each by the one check every GRANT passes before it leaves the client
-// (core.Confirm, confirm): would the cache serve it now. A cached one
-// (Cached) holds while the cache still serves it; a GRANT of an answer
-// holds while the cache holds a GRANT for its pair, is replaced by a DENY
-// the cache holds (a newer answer: a NoCache Check meanwhile), and with
-// nothing there holds by the Stamp of its request (st.of(i); core.Holds).
-// The call's token's entries are read as they are now (core.Regroup),
-// for a NoCache call too, which stores its answers as any call does. It
-// asks the gateway again about those that no longer hold: a decision read
-// before the call waited is good only as of the call's return, not of its
-// reading, whatever its source. A decision asked again is the gateway's
-// (Cached false), or fails closed with the Cause of its request (a call
-// out of time: the deadline of ctx), or with core's WaitedOut when it no
-// longer holds once asked again. A DENY or a failure of an answer is not
-// checked: it grants nothing.
-func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision, st *stamps) error {
+// GRANT of ds the call read before its last wait (core.Reconfirm), its
+// hits (Cached) and its answers' GRANTs alike: each is kept only while the
+// cache serves it now (core.Confirm, confirm; a DENY there, a newer
+// answer, replaces it), and nothing there, whatever the reason, means it
+// is asked again. The call's token's entries are read as they are now
+// (core.Regroup), for a NoCache call too, which stores its answers as any
+// call does. A GRANT asked again is held the same way when the cache
+// could store it on arrival (chunkOutcome.Storable, a cacheable pair),
+// and otherwise while the call's deadline has not passed (core.InTime);
+// one that no longer holds fails closed with core's WaitedOut. A decision
+// asked again is the gateway's (Cached false), or fails closed with the
+// Cause of its request (a call out of time: the deadline of ctx). A DENY
+// or a failure of an answer is not checked: it grants nothing.
+func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision) error {
 	read := make([]int, 0, len(ds))
 	for i := range ds {
 		if ds[i].Cached || ds[i].Status == Grant && ds[i].Cause == nil {
@@ -82,20 +72,19 @@ func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision, st *sta
 	}
 	var g *core.Group
 	regrouped := false
-	return core.Reconfirm(read, func(i int) bool {
+	var storable map[int]bool // of the decisions asked again
+	return core.Reconfirm(read, func(i int, again bool) bool {
 		d := &ds[i]
 		if !d.Cached && (d.Status != Grant || d.Cause != nil) {
 			return true // asked again and denied, or failed: grants nothing
 		}
+		if again && !storable[i] {
+			return c.core.InTime(ctx, &cl.Call)
+		}
 		if !regrouped { // once per round: a re-ask may have made the token's group
 			g, regrouped = c.core.Regroup(&cl.Call), true
 		}
-		var at *core.Stamp
-		if !d.Cached {
-			s := st.of(i)
-			at = &s
-		}
-		s, ok := confirm(&c.core, g, cl.ctxKey, pair{resource: d.Resource, scope: d.Scope}, at)
+		s, ok := confirm(&c.core, g, cl.ctxKey, pair{resource: d.Resource, scope: d.Scope})
 		if ok && s != d.Status {
 			d.Status, d.Cached = s, true // the cache's newer verdict
 		}
@@ -106,52 +95,22 @@ func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision, st *sta
 		for k, i := range stale {
 			queries[k] = pair{resource: ds[i].Resource, scope: ds[i].Scope}
 		}
-		at := make([]core.Stamp, len(stale))
+		kept := make([]bool, len(stale))
 		err := c.ask(ctx, cl, queries, func(k int, o chunkOutcome) {
 			ds[stale[k]] = decideFrom(o, queries[k])
-			at[k] = o.At
+			kept[k] = o.Storable && cacheablePair(queries[k])
 		})
-		st.askedAgain(stale, at) // on this goroutine, once every chunk has ended
+		// On this goroutine, once every chunk has ended.
+		if storable == nil {
+			storable = make(map[int]bool, len(stale))
+		}
+		for k, i := range stale {
+			storable[i] = kept[k]
+		}
 		return err
 	}, func(i int) {
 		ds[i] = Decision{Resource: ds[i].Resource, Scope: ds[i].Scope, Status: Deny, Cause: c.core.WaitedOut()}
 	})
-}
-
-// stamps holds the Stamp of each decision a call asked for (reconfirm),
-// without a place for each of its hits, which a large call holds most of:
-// at[k] is the Stamp of decision asked[k], or of decision first+k when
-// asked is nil; again holds those of the decisions asked again.
-type stamps struct {
-	asked []int // ascending
-	first int
-	at    []core.Stamp
-	again map[int]core.Stamp
-}
-
-// of returns the Stamp of decision i, which the call asked for.
-func (s *stamps) of(i int) core.Stamp {
-	if at, ok := s.again[i]; ok {
-		return at
-	}
-	if s.asked == nil {
-		return s.at[i-s.first]
-	}
-	k, _ := slices.BinarySearch(s.asked, i)
-	return s.at[k]
-}
-
-// askedAgain records the Stamps of the decisions asked again, at[k] that
-// of decision stale[k]. Every one is answered (a GRANT, a DENY or a
-// failure) unless ask failed for the whole call, which then fails closed
-// whole, so no zero Stamp is read.
-func (s *stamps) askedAgain(stale []int, at []core.Stamp) {
-	if s.again == nil {
-		s.again = make(map[int]core.Stamp, len(stale))
-	}
-	for k, i := range stale {
-		s.again[i] = at[k]
-	}
 }
 
 // chunkOutcome is the outcome of one gateway request: the answer, or the
@@ -160,8 +119,9 @@ func (s *stamps) askedAgain(stale []int, at []core.Stamp) {
 type chunkOutcome struct {
 	Value *answer
 	Err   error
-	// At is the Stamp of the request that Value answers (core.Send).
-	At core.Stamp
+	// Storable reports whether the cache could store a GRANT of Value on
+	// arrival (core.Send).
+	Storable bool
 }
 
 // decideFrom returns the decision for exactly the pair p.
@@ -215,14 +175,14 @@ func (c *Client) ask(ctx context.Context, cl *call, queries []pair, got func(k i
 func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credential, queries []pair) chunkOutcome {
 	body := authorizeBody(c.clientID, queries, cl.context)
 	var data []byte
-	var at core.Stamp
+	var storable bool
 	var w *core.Writer
 	var err error
 	if slices.ContainsFunc(queries, pair.wildcard) {
 		// Its answer may no longer list a pair the cache holds.
-		data, at, w, err = c.core.SendWide(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
+		data, storable, w, err = c.core.SendWide(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
 	} else {
-		data, at, w, err = c.core.Send(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
+		data, storable, w, err = c.core.Send(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
 	}
 	defer w.Close()
 	if err != nil {
@@ -233,7 +193,40 @@ func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credenti
 		return chunkOutcome{Err: err}
 	}
 	store(w, cl, a)
-	return chunkOutcome{Value: a, At: at}
+	return chunkOutcome{Value: a, Storable: storable}
+}
+
+// askWideFirst is ask for ListGranted's queries, setting outs[k] to the
+// outcome of queries[k]: when they mix wildcards and named pairs, the
+// wildcards are asked first, and the named pairs once their requests have
+// ended. A wildcard's request drops the token's cached decisions as it is
+// sent (core.SendWide), so that a named pair's answer stored, or in
+// flight, before it would be gone when the call checks it again
+// (reconfirm), and every named pair would be asked twice (a-fix15b F3);
+// asked after it, they are stored after the purge. The call waits for two
+// rounds of requests then, as it did for the re-ask.
+func (c *Client) askWideFirst(ctx context.Context, cl *call, queries []pair, outs []chunkOutcome) error {
+	var wide, named []int
+	for k, q := range queries {
+		if q.wildcard() {
+			wide = append(wide, k)
+		} else {
+			named = append(named, k)
+		}
+	}
+	if len(wide) == 0 || len(named) == 0 || len(queries) <= c.core.BatchSize() {
+		return c.ask(ctx, cl, queries, func(k int, o chunkOutcome) { outs[k] = o })
+	}
+	for _, idx := range [][]int{wide, named} {
+		part := make([]pair, len(idx))
+		for j, k := range idx {
+			part[j] = queries[k]
+		}
+		if err := c.ask(ctx, cl, part, func(j int, o chunkOutcome) { outs[idx[j]] = o }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // settle counts the decisions of a call and logs its failures. When err (a
@@ -343,15 +336,14 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 		asked[k] = queries[i]
 	}
 	outs := make([]chunkOutcome, len(asked))
-	if err := c.ask(ctx, cl, asked, func(k int, o chunkOutcome) { outs[k] = o }); err != nil {
+	if err := c.askWideFirst(ctx, cl, asked, outs); err != nil {
 		_ = c.settle(nil, err)
 		c.core.FailAll(len(missing))
 		return err
 	}
 	// read holds every decision of the call, the hits first, then each
-	// answer's, with the Stamp of its request; reconfirm checks it.
+	// answer's; reconfirm checks it.
 	read := append(make([]Decision, 0, len(hits)+len(missing)), hits...)
-	st := &stamps{first: len(hits)}
 	for k, i := range missing {
 		q, o := asked[k], outs[k]
 		switch {
@@ -361,12 +353,9 @@ func (c *Client) listMissing(ctx context.Context, cl *call, queries []pair, miss
 			answers[i] = o.Value.covered(q)
 		}
 		read = append(read, answers[i]...)
-		for range answers[i] {
-			st.at = append(st.at, o.At)
-		}
 	}
 	if len(hits) > 0 || len(missing) > c.core.BatchSize() {
-		if err := c.reconfirm(ctx, cl, read, st); err != nil {
+		if err := c.reconfirm(ctx, cl, read); err != nil {
 			_ = c.settle(nil, err)
 			c.core.FailAll(len(missing))
 			return err

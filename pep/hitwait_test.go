@@ -195,6 +195,10 @@ func TestAnswersAreCheckedAgainAfterTheWait(t *testing.T) {
 		// middleware's); allowTTL, when set, replaces the 30 s allow TTL.
 		bus, noCache bool
 		allowTTL     time.Duration
+		// noDenyTTL caches no DENY (a deny TTL of zero).
+		noDenyTTL bool
+		// each runs during every request of the call's token.
+		each func(e *waitEnv)
 		// carol makes the call instead of bob: she reads orders through
 		// her departments alone (unassign revokes it) and may not write.
 		carol bool
@@ -268,14 +272,53 @@ func TestAnswersAreCheckedAgainAfterTheWait(t *testing.T) {
 			wantAsked: map[string]int{"orders/read": 1, "orders/write": 1, "stranger/x": 1}, wantWrite: pep.Grant,
 			noMiddleware: "the middleware has no NoCache"},
 		// a-client15 F2: an allow TTL shorter than the gateway's round
-		// trip caches no GRANT, which is what it asks for; an answer with
-		// nothing cached of it is held by the longer of the allow TTL and
-		// the timeout, so the call is not sent back to the gateway (where
-		// each answer would be stale on arrival again: every call of
-		// several requests failed closed).
-		{name: "chunks, the allow TTL is shorter than the gateway's round trip: nothing asked again", allowTTL: 20 * time.Millisecond,
+		// trip caches no GRANT, which is what it asks for. Nothing in the
+		// cache never means nothing newer happened: both are asked again,
+		// once, and their answers, which the cache could not store, hold
+		// while the call's deadline has not passed (core.InTime), so the
+		// call is not failed closed.
+		{name: "chunks, the allow TTL is shorter than the gateway's round trip: both asked again once, and held", allowTTL: 20 * time.Millisecond,
 			wait:      func(e *waitEnv) { e.clk.Advance(40 * time.Millisecond) },
-			wantAsked: map[string]int{"orders/read": 1, "orders/write": 1}, wantWrite: pep.Grant},
+			wantAsked: map[string]int{"orders/read": 2, "orders/write": 2}, wantWrite: pep.Grant},
+		// a-fix15b F1: a stranger's made-up token, refused (401) alongside
+		// every request of bob's, purges that token alone: no count of the
+		// client's purges makes bob's answers stale, so the re-ask, which
+		// the allow TTL shorter than the round trip calls for, holds to
+		// the call's deadline (a stranger used to fail it closed).
+		{name: "chunks, a stranger's token is refused during each request, the allow TTL shorter than the round trip: bob is served", allowTTL: 20 * time.Millisecond,
+			wait: func(*waitEnv) {},
+			each: func(e *waitEnv) {
+				e.clk.Advance(40 * time.Millisecond) // every answer, the re-asks' too, comes after its TTL
+				tok := fmt.Sprintf("made-up-token-%d", e.strangers.Add(1))
+				if _, err := e.c.Check(pep.WithToken(context.Background(), tok), "stranger", "x"); err == nil {
+					panic("a made-up token was not refused")
+				}
+			},
+			wantAsked: map[string]int{"orders/read": 2, "orders/write": 2, "stranger/x": 4}, wantWrite: pep.Grant},
+		// a-fix15b F2: a-client15 F3's case where the newer DENY is one the
+		// cache does not keep (a deny TTL of zero: its Add removes the
+		// GRANT and keeps nothing). Nothing under the key is no proof that
+		// nothing newer happened: orders/read is asked again.
+		{name: "chunks, deny TTL 0, carol is revoked and a NoCache Check gets the newer DENY: orders/read asked again", carol: true, noDenyTTL: true,
+			wait: func(e *waitEnv) {
+				e.g.unassign(e.t, "carol")
+				if d, err := e.c.Check(pep.WithToken(context.Background(), e.bob), "orders", "read", pep.NoCache()); err != nil || d.Status != pep.Deny {
+					panic(fmt.Sprintf("the NoCache Check during the wait: %v, %v", d.Status, err))
+				}
+			},
+			wantAsked: map[string]int{"orders/read": 3, "orders/write": 1}, readDenied: true, wantWrite: pep.Deny,
+			noMiddleware: "the NoCache Check's DENY is under a key without the request's method and path"},
+		// a-fix15b F4: orders/read's GRANT came at once; orders/write's
+		// request takes 50 s, during which carol is revoked unheard. The
+		// cached GRANT expired (30 s) before the return: it is asked
+		// again, not held by the longer of the TTL and the timeout from
+		// its send.
+		{name: "chunks, orders/write's request takes 50 s and carol is revoked: orders/read asked again", carol: true,
+			wait: func(e *waitEnv) {
+				e.g.unassign(e.t, "carol")
+				e.clk.Advance(50 * time.Second)
+			},
+			wantAsked: map[string]int{"orders/read": 2, "orders/write": 1}, readDenied: true, wantWrite: pep.Deny},
 	}
 	resources := []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}}
 	for _, tt := range tests {
@@ -289,10 +332,15 @@ func TestAnswersAreCheckedAgainAfterTheWait(t *testing.T) {
 			if tt.allowTTL > 0 {
 				ttl = tt.allowTTL
 			}
-			// An answer with nothing cached of it holds for the longer of
-			// the allow TTL and the timeout (core.Holds): a minute, which
-			// the hour passes; the call's deadline is on the real clock.
-			opts := []pep.Option{pep.WithClock(e.clk.Now), pep.WithCache(100, ttl, 10*time.Second),
+			// An answer asked again that the cache could not store holds
+			// while the call's deadline has not passed (core.InTime): a
+			// minute on the client's clock, which the hour passes, and on
+			// the real one.
+			denyTTL := 10 * time.Second
+			if tt.noDenyTTL {
+				denyTTL = 0
+			}
+			opts := []pep.Option{pep.WithClock(e.clk.Now), pep.WithCache(100, ttl, denyTTL),
 				pep.WithTimeout(time.Minute), noRetry}
 			if !tt.hit {
 				opts = append(opts, pep.WithBatchSize(1))
@@ -318,6 +366,9 @@ func TestAnswersAreCheckedAgainAfterTheWait(t *testing.T) {
 			var readOnce, waitOnce sync.Once
 			e.g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
 				body, _ := readBodyString(r)
+				if tt.each != nil && strings.Contains(r.Header.Get("Authorization"), e.bob) {
+					tt.each(e)
+				}
 				switch {
 				case strings.Contains(body, `"write"`):
 					if !tt.hit {
@@ -432,4 +483,6 @@ type waitEnv struct {
 	b          *bus
 	c          *pep.Client
 	bob, other string
+	// strangers counts the made-up tokens sent (each).
+	strangers atomic.Int64
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -255,7 +256,13 @@ func TestListGrantedListsAPairOnlyWhenEveryAnswerGrants(t *testing.T) {
 				require.NoError(t, err)
 			}
 			assert.Equal(t, tt.want, got)
-			assert.Len(t, g.posts(), 2, "one request per query")
+			// Without a cache each query is sent once; a GRANT read before
+			// the call's last wait is then asked again, once: nothing in
+			// the cache never means nothing newer happened (a-fix15b F2).
+			posts := g.posts()
+			require.GreaterOrEqual(t, len(posts), 2)
+			assert.NotEqual(t, posts[0].pairs(), posts[1].pairs(), "one request per query first")
+			assert.LessOrEqual(t, len(posts), 4, "a GRANT asked again once at most")
 		})
 	}
 }
@@ -279,4 +286,45 @@ func TestListGrantedReadsItsHitsAgainAfterTheWait(t *testing.T) {
 	got := testkit.Must(c.ListGranted(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read"}}, {Name: "orders"}}))(t)
 	assert.Empty(t, got, "orders/read listed from the GRANT cached before the revocation")
 	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Deny)
+}
+
+// TestListGrantedAsksNamedPairsOnceBesideAWildcard (a-fix15b F3): alice
+// lists four named pairs
+// and every scope of r04 (a wildcard) in one ListGranted, one pair a chunk
+// (WithBatchSize(1)). Nothing happens meanwhile: no purge, no revocation,
+// no clock movement. The wildcard's own request drops alice's cached
+// decisions when it is sent (SendWide: a purge, which also bumps the
+// client-wide purge count), so the named pairs' GRANTs, answered and
+// cached moments before or fenced while in flight, are gone, and their
+// Stamps see the count moved: the call asks the gateway about every one of
+// them again: each named pair cost two requests. The wildcards of a call
+// of several requests are now asked first, and its named pairs after
+// their purge (askWideFirst): each pair is asked once.
+func TestListGrantedAsksNamedPairsOnceBesideAWildcard(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	clk := newManualClock()
+	c := g.newClientOf(t, bulkClient, pep.WithClock(clk.Now), pep.WithTimeout(time.Minute), noRetry, pep.WithBatchSize(1))
+	alice := g.token(t, "alice")
+	// Four concrete pairs take the four chunk slots (MaxParallelChunks): the
+	// wildcard's chunk starts only once one of them has ended, its answer
+	// cached.
+	resources := []pep.Resource{
+		{Name: "r00", Scopes: []string{"s0"}}, {Name: "r01", Scopes: []string{"s0"}},
+		{Name: "r02", Scopes: []string{"s0"}}, {Name: "r03", Scopes: []string{"s0"}},
+		{Name: "r04"},
+	}
+	before := len(g.posts())
+	got, err := c.ListGranted(pep.WithToken(t.Context(), alice), resources)
+	require.NoError(t, err)
+	assert.Len(t, got, 4+5)
+	asked := map[string]int{}
+	for _, s := range g.posts()[before:] {
+		for _, p := range s.pairs() {
+			asked[p]++
+		}
+	}
+	t.Logf("asked: %v", asked)
+	assert.Equal(t, map[string]int{"r00/s0": 1, "r01/s0": 1, "r02/s0": 1, "r03/s0": 1, "r04/*": 1}, asked,
+		"pairs asked again though nothing happened but the call's own wildcard")
 }

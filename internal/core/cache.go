@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/orgauthz/orgauthz/cache"
@@ -36,8 +35,6 @@ type decisions struct {
 	// of its identity, for its retirement (retire), here or from another
 	// replica.
 	digests *digestIndex
-	// purged is the client's count of purges (Core.purged, Stamp).
-	purged *atomic.Uint64
 }
 
 func newDecisions(s *Settings) (*decisions, error) {
@@ -106,19 +103,16 @@ func (d *decisions) lookup(id transport.Ident) *Group {
 // that left an answer it was to store (send). purgeAll counts the purge
 // (Core.purges) that every flight's key holds.
 func (c *Core) retire(id transport.Ident, identity [digestBytes]byte) {
-	c.purged.Add(1) // before the purge: a GRANT that sees the count unchanged was checked before it
 	c.flights.Retire(func(k flightKey) bool { return k.identity == flightOf(identity) && k.id.Scheme == id.Scheme })
 	c.cache.retire(id, identity, schemeBit(id.Scheme))
 }
 
 func (c *Core) purgeIdentity(identity [digestBytes]byte) {
-	c.purged.Add(1)
 	c.flights.Retire(func(k flightKey) bool { return k.identity == flightOf(identity) })
 	c.cache.retire(transport.Ident{}, identity, allSchemes)
 }
 
 func (c *Core) purgeDigest(dg [digestBytes]byte) {
-	c.purged.Add(1)
 	c.flights.Retire(func(k flightKey) bool { return k.digest == flightOf(dg) })
 	if identity, ok := c.cache.tokenIdentity(dg); ok {
 		c.purgeIdentity(identity)
@@ -126,13 +120,11 @@ func (c *Core) purgeDigest(dg [digestBytes]byte) {
 }
 
 func (c *Core) purge(id transport.Ident) {
-	c.purged.Add(1)
 	c.flights.Retire(func(k flightKey) bool { return k.id == id })
 	c.cache.purge(id)
 }
 
 func (c *Core) purgeAll() {
-	c.purged.Add(1)
 	c.purges.Add(1)
 	c.cache.purgeAll()
 }
@@ -274,7 +266,6 @@ func (w *Writer) Close() {
 	}
 	if w.answered && !w.used {
 		w.answered = false
-		w.d.purged.Add(1) // the client's count (Stamp)
 		w.d.purge(w.id)
 	}
 	w.w.Close()
@@ -360,36 +351,36 @@ func (c *Core) Hit(ctx context.Context, op string, allowed bool) {
 
 // Reconfirm holds a call to the rule that no decision leaves the client
 // past its TTL or its token's purge (issue 17), whatever its source: a
-// call that read some decisions (read, their positions: its cache hits,
-// and the GRANTs it asked for, from its own request or one it shared) and
+// call that read some GRANTs (read, their positions: its cache hits, and
+// the GRANTs it asked for, from its own request or one it shared) and
 // then waited (for the server about its other pairs, for a later chunk)
 // must not return what it read before the wait unchanged, since an entry
-// may have expired, or been purged, while the call waited (a slow server,
-// a process frozen meanwhile), and an answer's GRANT is good no longer
-// than the cache would serve it. Once the call's requests are done,
-// Reconfirm checks every decision read (holds: the one check, Confirm,
-// for a hit and an answer's GRANT alike; it sets the decision to what
-// still holds and reports whether it does), and asks the server (ask,
-// fresh, within the call's deadline) about those that no longer hold;
+// may have expired, or been purged, or been replaced by a newer answer,
+// while the call waited (a slow server, a process frozen meanwhile).
+// Once the call's requests are done, Reconfirm checks every decision read
+// (holds(i, again), again set for one asked again: it sets the decision
+// to what still holds and reports whether it does; Confirm and InTime are
+// the checks), and asks the server (ask, fresh, within the call's
+// deadline) about those that no longer hold, all of a round together;
 // since asking takes time too, it then checks them all again, those it
 // asked included, until a check follows the last wait. A decision is
 // asked again once at most: one that no longer holds after it was asked
-// again fails closed (fail). So each
-// round but the last asks about one decision at least that was not asked
-// before, and there are at most one more than decisions read. A decision
-// that could not be asked in time fails closed as any asked pair does:
-// its request was late. An error from ask (one that concerns the whole
-// call, a refused token) ends the rounds and is returned.
+// again fails closed (fail). So each round but the last asks about one
+// decision at least that was not asked before, and there are at most one
+// more than decisions read. A decision that could not be asked in time
+// fails closed as any asked pair does: its request was late. An error
+// from ask (one that concerns the whole call, a refused token) ends the
+// rounds and is returned.
 //
 // A call that waited for nothing (every decision a hit) has nothing to
 // check again: its readings are as fresh as its return.
-func Reconfirm(read []int, holds func(i int) bool, ask func(stale []int) error, fail func(i int)) error {
+func Reconfirm(read []int, holds func(i int, again bool) bool, ask func(stale []int) error, fail func(i int)) error {
 	var again map[int]bool // asked again already
 	for len(read) > 0 {
 		var stale []int
 		for _, i := range read {
 			switch {
-			case holds(i):
+			case holds(i, again[i]):
 			case again[i]:
 				fail(i)
 			default:
@@ -412,92 +403,43 @@ func Reconfirm(read []int, holds func(i int) bool, ask func(stale []int) error, 
 	return nil
 }
 
-// Stamp is when a request was sent, the count of the client's purges
-// then, and whether the invalidation channel was trusted then: what a
-// GRANT of its answer is good as of, when the cache has nothing to say of
-// it (Confirm, Holds).
-type Stamp struct {
-	at time.Duration // since Core.epoch: 16 bytes a decision, not 32
-	// purges is the count of the client's purges at the send; its top bit
-	// (trustedBit) is set when the channel was trusted then.
-	purges uint64
-}
-
-// trustedBit marks a Stamp whose request was sent while the invalidation
-// channel was trusted (or with no channel): the purge count never reaches
-// it.
-const trustedBit = 1 << 63
-
-// stamp returns the Stamp of a request sent now.
-func (c *Core) stamp() Stamp {
-	s := Stamp{at: c.now().Sub(c.epoch), purges: c.purged.Load()}
-	if c.trusted() {
-		s.purges |= trustedBit
-	}
-	return s
-}
-
-// trusted reports whether the invalidation channel vouches for the cache
-// now: its latest heartbeat is within the trust window and it was not lost
-// since (as the cache's horizon says, read on the channel's clock); always
-// without a channel.
-func (c *Core) trusted() bool {
-	r := c.replicas
-	return r == nil || r.elapsed(c) < time.Duration(r.trustUntil.Load())
-}
-
-// Confirm is the one check every GRANT a call read before its last wait
-// passes before it leaves the client, a hit and an answer alike: would
-// the cache serve it now. It reads key in g, the call's token's entries as
-// they are now (Regroup; nil, or an empty key, for a pair the cache cannot
-// hold), on the cache's clock, with its purges and the channel's trust
-// (Recheck): what the cache holds there is the newest answer the client
-// had (an older answer never replaces a newer one), so a GRANT there
-// holds and a DENY there replaces the GRANT. With nothing there (never
-// kept, evicted, expired, purged, not trusted), a hit (s nil) no longer
-// holds, and an answer holds by its request's Stamp (Holds). allowed is
-// the verdict that holds when ok.
-func (c *Core) Confirm(g *Group, key string, s *Stamp) (allowed, ok bool) {
-	if key != "" {
-		if allowed, ok := Recheck(g, key); ok {
-			return allowed, true
-		}
-	}
-	if s == nil {
+// Confirm is the check a GRANT a call read before its last wait passes
+// before it leaves the client (Reconfirm), a hit and an answer alike:
+// would the cache serve it now. It reads key in g, the call's token's
+// entries as they are now (Regroup; nil, or an empty key, for a pair the
+// cache cannot hold), on the cache's clock, with its purges and the
+// channel's trust (Recheck): what the cache holds there is the newest
+// answer the client had (an older answer never replaces a newer one), so
+// a GRANT there holds and a DENY there replaces the GRANT (allowed is the
+// verdict that holds when ok). Nothing there (evicted, expired, purged,
+// forgotten, replaced by an answer not kept, not trusted, never stored)
+// means the GRANT no longer holds and is asked again: "nothing in the
+// cache" never stands for "nothing newer happened", and no count of the
+// client's purges decides anything (a-fix15b F1, F2, F4).
+//
+// A GRANT asked again is held the same way when the cache could store it
+// on arrival (Send's storable; it then fails closed once the cache no
+// longer serves it, a-fix15b F2, F4); one the cache could not store (no
+// cache, a token or key too long, a denial with reasons, an allow TTL
+// shorter than the round trip) is held by InTime instead.
+func (c *Core) Confirm(g *Group, key string) (allowed, ok bool) {
+	if key == "" {
 		return false, false
 	}
-	return true, c.Holds(*s)
+	return Recheck(g, key)
 }
 
-// Holds reports whether a GRANT answered to a request stamped s may still
-// leave the client when the cache has nothing to say of it (Confirm):
-//
-//   - no purge came after s (of any token: the count is the client's,
-//     since a token's purge is said of its identity, by other replicas
-//     too, and an uncached token has no count of its own);
-//   - the invalidation channel, if it was trusted at the send, is trusted
-//     still: while it is not, purges of other replicas may be on their
-//     way unheard (a stalled channel, a frozen process), and a channel
-//     lost and back purged everything (a purge, above). One sent while it
-//     was not trusted was the server's answer at its sending, as a call
-//     without a cache gets: it is held to the rest of the rule only (so a
-//     call's re-ask while the channel is down can hold);
-//   - its age from the send, on the cache's clock, is below the allow TTL
-//     or the client's timeout, whichever is longer: the bound a single
-//     Check's answer has (its request may take the whole timeout), so that
-//     an allow TTL shorter than the server's round trip does not fail
-//     every call of several requests closed.
-//
-// The trust is read before the count: a channel trusted again was purged
-// whole before (Heartbeat), and that purge is then counted.
-func (c *Core) Holds(s Stamp) bool {
-	if s.purges&trustedBit != 0 && !c.trusted() {
-		return false
-	}
-	if c.purged.Load() != s.purges&^trustedBit {
-		return false
-	}
-	return c.now().Sub(c.epoch)-s.at < max(c.grantTTL, c.timeout)
+// InTime reports whether a GRANT asked again that the cache could not
+// store (Confirm) may leave the client: the call's deadline (ctx, Bound)
+// has not passed, on the monotonic clock, nor has the client's timeout
+// since Bound on the client's own clock (WithClock; the same clock
+// without one). That is the bound a single Check's answer has: no older
+// than the call's own round trip within its timeout, so that an allow TTL
+// shorter than the round trip does not fail every call of several
+// requests closed (a-client15 F2), while a process frozen past the
+// deadline fails closed. A call never Bound fails it.
+func (c *Core) InTime(ctx context.Context, cl *Call) bool {
+	return c.Late(ctx) == nil && !cl.bound.IsZero() && c.now().Sub(cl.bound) < c.timeout
 }
 
 // WaitedOut is the Cause of a GRANT that no longer held after it was
@@ -506,4 +448,4 @@ func (c *Core) WaitedOut() error {
 	return c.who.Peer.Unavailable(errWaitedOut)
 }
 
-var errWaitedOut = errors.New("a decision read before the call's last wait no longer held (the cache no longer served it: expired, purged, or not trusted), nor did its answer once asked again")
+var errWaitedOut = errors.New("a decision read before the call's last wait was no longer served by the cache (expired, purged, evicted, replaced by a newer answer, or not trusted), nor was its answer once asked again (served no longer, or the call's deadline passed)")

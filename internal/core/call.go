@@ -38,6 +38,9 @@ type Call struct {
 	// joins no request sent before it began, whose answer may be older
 	// than one the client has had since.
 	fresh bool
+	// bound is when Bound gave the call its deadline, on the client's
+	// clock (InTime).
+	bound time.Time
 }
 
 // Own fills cl in with the client's own token; with noCache it reads no
@@ -97,10 +100,12 @@ func (c *Core) Credential(cl *Call) (transport.Credential, error) {
 }
 
 // Bound returns ctx limited by the client's timeout, and records in cl
-// whether that timeout, not the caller's own deadline, is the call's.
+// whether that timeout, not the caller's own deadline, is the call's, and
+// when it began, on the client's clock (InTime).
 func (c *Core) Bound(ctx context.Context, cl *Call) (context.Context, context.CancelFunc) {
 	deadline, has := ctx.Deadline()
 	cl.Own = !has || time.Until(deadline) >= c.timeout
+	cl.bound = c.now()
 	return context.WithTimeout(ctx, c.timeout)
 }
 
@@ -135,7 +140,6 @@ func (c *Core) post(ctx context.Context, cl *Call, cred transport.Credential, ur
 		case transport.UnusedAnswer(answer):
 			// A 200 read but not used (late, cut short): newer than what
 			// the cache holds of the token, and unknown.
-			c.purged.Add(1)
 			c.cache.purge(cl.ID)
 		case answer != nil:
 			c.refused(ctx, cl, answer)
@@ -193,9 +197,12 @@ func flightOf(d [digestBytes]byte) flightDigest { return flightDigest(d[:]) }
 // and closes it. w is nil for a caller that shared, and when the token's
 // decisions are not cached; its methods are safe on nil.
 //
-// at is the Stamp of the request whose answer data is, this caller's or
-// the one it shared: what a GRANT of the answer is good as of (Holds).
-func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, at Stamp, w *Writer, err error) {
+// storable reports whether the cache could store a GRANT of the answer on
+// arrival, this caller's request's or the one it shared: the token's
+// decisions are cached and the answer came before the allow TTL, counted
+// from the send, ran out (Confirm). A pair the cache does not hold, or a
+// decision the caller does not keep, is for the caller to leave out.
+func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, storable bool, w *Writer, err error) {
 	return c.send(ctx, cl, cred, url, body, header, false)
 }
 
@@ -208,19 +215,20 @@ func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, ur
 // decisions are stored afresh through w. The cache cannot list a token's
 // keys, so the whole token is dropped, not only the keys the request
 // covers: a later call asks the server again, never the other way round.
-func (c *Core) SendWide(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, at Stamp, w *Writer, err error) {
+func (c *Core) SendWide(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, storable bool, w *Writer, err error) {
 	return c.send(ctx, cl, cred, url, body, header, true)
 }
 
-// sent is a 200 answer's body and the Stamp of its request.
+// sent is a 200 answer's body and whether the cache could store a GRANT
+// of it on arrival (Send).
 type sent struct {
-	data []byte
-	at   Stamp
+	data     []byte
+	storable bool
 }
 
-func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, wide bool) (data []byte, at Stamp, w *Writer, err error) {
+func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, wide bool) (data []byte, storable bool, w *Writer, err error) {
 	if err := c.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
-		return nil, Stamp{}, nil, err
+		return nil, false, nil, err
 	}
 	key := flightKey{id: cl.ID, own: cl.Token, epoch: cl.epoch, url: url, body: string(body)}
 	identity, digest := c.digestsOf(cl)
@@ -230,7 +238,7 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 		if wide && c.cache.cached(cl.ID) {
 			c.purge(cl.ID) // before the writer, which the purge would fence
 		}
-		at := c.stamp() // after the wide purge, which is the request's own
+		sentAt := c.now() // no later than the writer's: its TTL counts from it
 		w = c.cache.writer(cl.ID)
 		returned := false
 		defer func() {
@@ -240,7 +248,10 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 		}()
 		data, err := c.post(ctx, cl, cred, url, body, header)
 		returned, answered = true, err == nil
-		return &Outcome[sent]{Value: sent{data: data, at: at}, Err: err}
+		// A writer the token's purge fenced meanwhile counts as storable:
+		// the cache then serves nothing of it, and it fails closed.
+		storable := w != nil && c.now().Sub(sentAt) < c.grantTTL
+		return &Outcome[sent]{Value: sent{data: data, storable: storable}, Err: err}
 	})
 	if shared {
 		c.coalesced.Add(1)
@@ -255,12 +266,12 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 			c.purge(cl.ID)
 		}
 		w.Close()
-		return nil, Stamp{}, nil, out.Err
+		return nil, false, nil, out.Err
 	}
 	if w != nil {
 		w.answered = true // closed unwritten, it purges (Writer)
 	}
-	return out.Value.data, out.Value.at, w, nil
+	return out.Value.data, out.Value.storable, w, nil
 }
 
 // digestsOf returns the digest of the identity of the call's token

@@ -64,13 +64,9 @@ type Core struct {
 	// key that coalesces requests, so that no call that began after such a
 	// purge shares the answer of a request sent before it.
 	purges atomic.Uint64
-	// purged counts every purge of the client, of one token or of all
-	// (Stamp); grantTTL is the allow TTL that bounds an answer's GRANT.
-	purged   atomic.Uint64
+	// grantTTL is the allow TTL: an answer that came later than it after
+	// its send could not be stored on arrival (Send's storable).
 	grantTTL time.Duration
-	// epoch is when Init ran, read on the clock of now (with the
-	// monotonic reading of time.Now): a Stamp's time counts from it.
-	epoch time.Time
 
 	// token is the client's current token, read without a lock by every
 	// call. tokenMu orders its changes and the events that report them, so
@@ -107,10 +103,7 @@ func (c *Core) Init(s Settings, who Identity) error {
 		s.Now = time.Now
 	}
 	c.who, c.timeout, c.batch, c.maxToken, c.now = who, s.Timeout, s.BatchSize, s.MaxTokenBytes, s.Now
-	c.grantTTL, c.epoch = s.AllowTTL, s.Now()
-	if c.cache != nil {
-		c.cache.purged = &c.purged
-	}
+	c.grantTTL = s.AllowTTL
 	c.flights.WaitHook = s.FlightWait
 	c.logger = s.Logger
 	if c.logger == nil {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/internal/invalidationtest"
 	"github.com/orgauthz/orgauthz/internal/testkit"
+	"github.com/orgauthz/orgauthz/internal/transport"
 	"github.com/orgauthz/orgauthz/invalidation"
 )
 
@@ -57,12 +59,15 @@ func TestReconfirm(t *testing.T) {
 			}
 			var asked [][]int
 			var failed []int
-			err := Reconfirm(append([]int(nil), tt.read...), func(i int) bool {
+			again := map[int]bool{}
+			err := Reconfirm(append([]int(nil), tt.read...), func(i int, isAgain bool) bool {
+				assert.Equal(t, again[i], isAgain, "decision %d: holds is told whether it was asked again", i)
 				served[i]--
 				return served[i] >= 0
 			}, func(stale []int) error {
 				asked = append(asked, append([]int(nil), stale...))
 				for _, i := range stale {
+					again[i] = true
 					served[i] = 9
 					if n, ok := tt.refreshed[i]; ok {
 						served[i] = n
@@ -77,51 +82,47 @@ func TestReconfirm(t *testing.T) {
 	}
 }
 
-// TestConfirm (a-client15 F1-F4): every GRANT a call read before its last
-// wait passes one check before it leaves the client, would the cache serve
-// it now (Confirm). What the cache holds for its key, the newest answer
-// the client had, wins: a GRANT holds, a DENY replaces it (F3), whatever
-// purge of another token came (F4). With nothing there, a hit no longer
-// holds, and an answer holds by its request's Stamp: no purge since, the
-// channel trusted at the send trusted still (F1), younger than the longer
-// of the allow TTL (30 s) and the timeout (a minute: F2).
+// TestConfirm (a-client15 F1-F4, a-fix15b F1, F2, F4): every GRANT a call
+// read before its last wait, a hit or an answer's, is kept only while the
+// cache serves it now (Confirm). What the cache holds for its key, the
+// newest answer the client had, wins: a GRANT holds, a DENY replaces it
+// (a-client15 F3), whatever purge of another token came (a-client15 F4,
+// a-fix15b F1: no count of the client's purges decides anything). Nothing
+// there, whatever the reason, means it no longer holds (it is asked
+// again): never stored, a newer DENY the cache does not keep (a-fix15b
+// F2), expired though younger than the timeout (a-fix15b F4), purged, or
+// the channel not trusted (a-client15 F1).
 func TestConfirm(t *testing.T) {
 	t.Parallel()
 	grant, deny := true, false
 	lose := func(e *confirmEnv) { e.bus.Lose(errors.New("connection reset")) }
 	tests := []struct {
 		name string
-		// bus gives the client a channel, trusted from the start; before
-		// runs before the request's Stamp, wait after it; stored is what
-		// the request's answer stores (nil: nothing); newer is a later
-		// answer's verdict, stored after wait.
+		// bus gives the client a channel, trusted from the start; stored
+		// is what the call's answer stores (nil: nothing); wait runs after
+		// it; newer is a later answer's verdict, stored after wait, with
+		// a deny TTL of zero when noDenyTTL.
 		bus           bool
-		before, wait  func(e *confirmEnv)
+		wait          func(e *confirmEnv)
 		stored, newer *bool
-		// hit checks a cache hit (no Stamp) rather than an answer.
-		hit         bool
-		wantAllowed bool
-		wantOK      bool
+		noDenyTTL     bool
+		wantAllowed   bool
+		wantOK        bool
 	}{
-		{name: "an answer, nothing cached, nothing happened", wantAllowed: true, wantOK: true},
-		{name: "an answer the cache holds, another token purged", stored: &grant,
+		{name: "a GRANT the cache holds, nothing happened", stored: &grant, wantAllowed: true, wantOK: true},
+		{name: "a GRANT the cache holds, another token purged", stored: &grant,
 			wait: func(e *confirmEnv) { e.c.purge(bearer("other")) }, wantAllowed: true, wantOK: true},
-		{name: "an answer nothing is cached of, another token purged", wait: func(e *confirmEnv) { e.c.purge(bearer("other")) }},
-		{name: "an answer, the cache holds a newer DENY", stored: &grant, newer: &deny, wantOK: true},
-		{name: "an answer, its cached GRANT expired, younger than the timeout", stored: &grant,
-			wait: func(e *confirmEnv) { e.clk.Advance(45 * time.Second) }, wantAllowed: true, wantOK: true},
-		{name: "an answer older than the timeout and the allow TTL", stored: &grant,
-			wait: func(e *confirmEnv) { e.clk.Advance(61 * time.Second) }},
-		{name: "an answer, trusted at the send, the heartbeat stale now", bus: true, stored: &grant,
+		{name: "nothing cached, nothing happened: asked again"},
+		{name: "the cache holds a newer DENY", stored: &grant, newer: &deny, wantOK: true},
+		{name: "a newer DENY the cache does not keep (deny TTL 0): asked again", stored: &grant, newer: &deny, noDenyTTL: true},
+		{name: "the cached GRANT expired, younger than the timeout: asked again", stored: &grant,
+			wait: func(e *confirmEnv) { e.clk.Advance(45 * time.Second) }},
+		{name: "the token purged", stored: &grant, wait: func(e *confirmEnv) { e.c.purge(e.id) }},
+		{name: "trusted, the heartbeat stale now", bus: true, stored: &grant,
 			wait: func(e *confirmEnv) { e.clk.Advance(invalidation.DefaultTrust) }},
-		{name: "an answer, trusted at the send, the channel lost", bus: true, stored: &grant, wait: lose},
-		{name: "an answer, trusted at the send, the channel lost and back", bus: true, stored: &grant,
+		{name: "trusted, the channel lost", bus: true, stored: &grant, wait: lose},
+		{name: "trusted, the channel lost and back", bus: true, stored: &grant,
 			wait: func(e *confirmEnv) { lose(e); e.clk.Advance(time.Second); e.bus.Beat(e.clk.Now()) }},
-		{name: "an answer sent while the channel was lost, still lost", bus: true, before: lose, stored: &grant, wait: lose,
-			wantAllowed: true, wantOK: true},
-		{name: "a hit the cache serves", hit: true, stored: &grant, wantAllowed: true, wantOK: true},
-		{name: "a hit the cache no longer serves", hit: true, stored: &grant,
-			wait: func(e *confirmEnv) { e.clk.Advance(31 * time.Second) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,6 +130,9 @@ func TestConfirm(t *testing.T) {
 			e := &confirmEnv{clk: testkit.NewClock(time.Unix(1e9, 0))}
 			e.c = newCore(t, nil, func(s *Settings) {
 				s.Now, s.AllowTTL, s.DenyTTL = e.clk.Now, 30*time.Second, 30*time.Second
+				if tt.noDenyTTL {
+					s.DenyTTL = 0
+				}
 				if tt.bus {
 					e.bus = invalidationtest.New()
 					s.Invalidator = e.bus
@@ -140,6 +144,7 @@ func TestConfirm(t *testing.T) {
 			}
 			var cl Call
 			require.NoError(t, e.c.Own(&cl, false))
+			e.id = cl.ID
 			answer := func(v *bool) {
 				if v != nil {
 					w := e.c.cache.writer(cl.ID)
@@ -147,24 +152,55 @@ func TestConfirm(t *testing.T) {
 					w.Close()
 				}
 			}
-			if tt.before != nil {
-				tt.before(e)
-			}
-			s := e.c.stamp()
 			answer(tt.stored)
 			if tt.wait != nil {
 				tt.wait(e)
 			}
 			answer(tt.newer)
-			at := &s
-			if tt.hit {
-				at = nil
-			}
-			allowed, ok := e.c.Confirm(e.c.Regroup(&cl), "k", at)
+			allowed, ok := e.c.Confirm(e.c.Regroup(&cl), "k")
 			assert.Equal(t, tt.wantOK, ok)
 			if ok {
 				assert.Equal(t, tt.wantAllowed, allowed)
 			}
+		})
+	}
+}
+
+// TestInTime: a GRANT asked again that the cache could not store holds
+// while the call's deadline has not passed, on the client's clock and on
+// the monotonic one (a-client15 F2's bound, a single Check's).
+func TestInTime(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		bound   bool
+		advance time.Duration
+		cancel  bool
+		want    bool
+	}{
+		{name: "within the timeout", bound: true, advance: 59 * time.Second, want: true},
+		{name: "past the timeout on the client's clock", bound: true, advance: time.Minute},
+		{name: "the call's context ended", bound: true, cancel: true},
+		{name: "a call never bound"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := testkit.NewClock(time.Unix(1e9, 0))
+			c := newCore(t, nil, func(s *Settings) { s.Now, s.Timeout = clk.Now, time.Minute })
+			var cl Call
+			require.NoError(t, c.Own(&cl, false))
+			ctx := t.Context()
+			if tt.bound {
+				var cancel context.CancelFunc
+				ctx, cancel = c.Bound(ctx, &cl)
+				defer cancel()
+				if tt.cancel {
+					cancel()
+				}
+			}
+			clk.Advance(tt.advance)
+			assert.Equal(t, tt.want, c.InTime(ctx, &cl))
 		})
 	}
 }
@@ -174,4 +210,5 @@ type confirmEnv struct {
 	clk *testkit.Clock
 	c   *Core
 	bus *invalidationtest.Bus
+	id  transport.Ident // the call's token
 }
