@@ -213,7 +213,7 @@ func (c *Client) reconfirm(ctx context.Context, api string, cl *core.Call, cred 
 		if again && !storable[i] {
 			return c.core.InTime(ctx, cl)
 		}
-		allowed, ok := c.core.Confirm(g, evs[i].key)
+		allowed, ok := core.Confirm(g, evs[i].key)
 		if ok && !allowed {
 			ds[i] = Decision{Cached: true} // the cache's newer denial
 		}

@@ -276,8 +276,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &fe) {
 		err = badField(fe.Field, "%s", said(fe.Message))
 	}
-	ae := sayableError(s.statusOf(err), s.pathRealmKnows(r))
-	writeJSON(w, ae.status, errorBody{Error: http.StatusText(ae.status), Message: ae.message, Details: ae.details})
+	s.writeErrKnowing(w, err, s.pathRealmKnows(r))
 }
 
 // deletedJSON is the result of every DELETE.

@@ -135,14 +135,21 @@ type resultBody struct {
 // 409 and 400; an apiError keeps its status; anything else is a 500 whose
 // message does not leak internals.
 func (s *Server) writeErr(w http.ResponseWriter, err error) {
-	s.writeErrFor(w, nil, err)
+	s.writeErrKnowing(w, err, s.publicName)
 }
 
 // writeErrFor is writeErr of an answer to c, an authenticated caller, whose
 // message may repeat the ids c's realm holds (callerKnows); a nil c is
 // any caller.
 func (s *Server) writeErrFor(w http.ResponseWriter, c *caller, err error) {
-	ae := sayableError(s.statusOf(err), s.callerKnows(c))
+	s.writeErrKnowing(w, err, s.callerKnows(c))
+}
+
+// writeErrKnowing writes err as the service's error body, repeating of
+// what the caller sent only what known knows (sayableError): every writer
+// of the service's JSON errors ends here.
+func (s *Server) writeErrKnowing(w http.ResponseWriter, err error, known knower) {
+	ae := sayableError(s.statusOf(err), known)
 	writeJSON(w, ae.status, errorBody{Error: http.StatusText(ae.status), Message: ae.message, Details: ae.details})
 }
 

@@ -96,12 +96,12 @@ func get(g *core.Group, ctxKey string, p pair) (Status, bool) {
 // a GRANT read before the call's last wait, a hit or an answer's, and
 // whether one does. A pair the cache cannot hold holds nothing: it is
 // asked again (reconfirm).
-func confirm(c *core.Core, g *core.Group, ctxKey string, p pair) (Status, bool) {
+func confirm(g *core.Group, ctxKey string, p pair) (Status, bool) {
 	if g == nil || !cacheablePair(p) {
-		return status(c.Confirm(nil, ""))
+		return Deny, false
 	}
 	var buf [hitKeyBytes]byte
-	return status(c.Confirm(g, transient(appendKey(buf[:0], p, ctxKey))))
+	return status(core.Confirm(g, transient(appendKey(buf[:0], p, ctxKey))))
 }
 
 // getKey is get for any key: with a request context, or longer than a

@@ -84,7 +84,7 @@ func (c *Client) reconfirm(ctx context.Context, cl *call, ds []Decision) error {
 		if !regrouped { // once per round: a re-ask may have made the token's group
 			g, regrouped = c.core.Regroup(&cl.Call), true
 		}
-		s, ok := confirm(&c.core, g, cl.ctxKey, pair{resource: d.Resource, scope: d.Scope})
+		s, ok := confirm(g, cl.ctxKey, pair{resource: d.Resource, scope: d.Scope})
 		if ok && s != d.Status {
 			d.Status, d.Cached = s, true // the cache's newer verdict
 		}

@@ -288,15 +288,6 @@ func Get(g *Group, key string) (allowed, ok bool) {
 	return g.Get(key)
 }
 
-// Recheck is Get for reading again a verdict a Get already counted
-// (Reconfirm): it counts nothing (cache.Group.Peek).
-func Recheck(g *Group, key string) (allowed, ok bool) {
-	if g == nil {
-		return false, false
-	}
-	return g.Peek(key)
-}
-
 // Regroup returns the cache entries of the call's token as they are now,
 // for reading again what the call read and what its own requests stored
 // (Confirm), a call that reads no cached decision (NoCache) included: it
@@ -408,7 +399,8 @@ func Reconfirm(read []int, holds func(i int, again bool) bool, ask func(stale []
 // would the cache serve it now. It reads key in g, the call's token's
 // entries as they are now (Regroup; nil, or an empty key, for a pair the
 // cache cannot hold), on the cache's clock, with its purges and the
-// channel's trust (Recheck): what the cache holds there is the newest
+// channel's trust, counting nothing (cache.Group.Peek: the call counted
+// its reading already): what the cache holds there is the newest
 // answer the client had (an older answer never replaces a newer one), so
 // a GRANT there holds and a DENY there replaces the GRANT (allowed is the
 // verdict that holds when ok). Nothing there (evicted, expired, purged,
@@ -422,11 +414,11 @@ func Reconfirm(read []int, holds func(i int, again bool) bool, ask func(stale []
 // longer serves it, a-fix15b F2, F4); one the cache could not store (no
 // cache, a token or key too long, a denial with reasons, an allow TTL
 // shorter than the round trip) is held by InTime instead.
-func (c *Core) Confirm(g *Group, key string) (allowed, ok bool) {
-	if key == "" {
+func Confirm(g *Group, key string) (allowed, ok bool) {
+	if g == nil || key == "" {
 		return false, false
 	}
-	return Recheck(g, key)
+	return g.Peek(key)
 }
 
 // InTime reports whether a GRANT asked again that the cache could not

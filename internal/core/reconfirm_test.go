@@ -157,7 +157,7 @@ func TestConfirm(t *testing.T) {
 				tt.wait(e)
 			}
 			answer(tt.newer)
-			allowed, ok := e.c.Confirm(e.c.Regroup(&cl), "k")
+			allowed, ok := Confirm(e.c.Regroup(&cl), "k")
 			assert.Equal(t, tt.wantOK, ok)
 			if ok {
 				assert.Equal(t, tt.wantAllowed, allowed)
