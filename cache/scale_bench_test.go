@@ -54,7 +54,9 @@ func scaleSet(n, tokens int) []scaleKey {
 // BenchmarkCacheScale compares a hit of the cache with a lookup in a plain
 // Go map of the same keys, at sizes from 1,000 to 1,000,000 entries, in
 // one token's group and spread over 100,000 tokens of one entry each. Each
-// size runs the map ("map"), then the cache read by group value
+// size runs the map ("map"), the map with the clock reading every hit of a
+// cache that expires entries makes ("map-clock", the floor of such a
+// cache), then the cache read by group value
 // ("cache", what a per-call token costs: the group is looked up by its
 // token on every hit) and, for one token, through a pinned handle
 // ("pinned", what a client's own token costs) against a map of the keys
@@ -62,8 +64,8 @@ func scaleSet(n, tokens int) []scaleKey {
 // random order of all keys, the same for the map and the cache, so that
 // at the larger sizes most of them miss the CPU's caches, as a large
 // cache's do; the probe keys are copies laid out in that order, so that
-// reading them costs little beside the lookup. B/entry is what building the structure grew the live heap
-// by, divided by the entries, the keys' and tokens' own bytes included
+// reading them costs little beside the lookup. B/entry is what building
+// the structure grew the live heap by, divided by the entries, the keys' and tokens' own bytes included
 // (each structure holds copies of its own: one per key, one per token).
 // Every sub-benchmark collects garbage after its build, so that no
 // collection the build started marks its heap during the timed loop.
@@ -92,16 +94,7 @@ func BenchmarkCacheScale(b *testing.B) {
 		b.Run(name+"/map", func(b *testing.B) {
 			set, probes := keys()
 			before := testkit.LiveHeap()
-			m := make(map[scaleKey]bool)
-			own := make(map[string]string) // one copy of each token, as the cache keeps
-			for _, k := range set {
-				t, ok := own[k.g.token]
-				if !ok {
-					t = clone(k.g.token)
-					own[k.g.token] = t
-				}
-				m[scaleKey{ident{k.g.scheme, t}, clone(k.k)}] = true
-			}
+			m := scaleMap(set)
 			perEntry := float64(testkit.LiveHeap()-before) / float64(len(set))
 			i := 0
 			for b.Loop() {
@@ -114,6 +107,27 @@ func BenchmarkCacheScale(b *testing.B) {
 			}
 			b.ReportMetric(perEntry, "B/entry")
 			runtime.KeepAlive(m)
+		})
+		// map-clock is the map and a reading of the monotonic clock each
+		// hit, the least any cache that expires its entries does and stays
+		// right in a process frozen for an hour (see the cache's clock).
+		// The reading costs more than its own time: it waits for the
+		// loads before it, so that the lookups of a loop no longer
+		// overlap their cache misses, as the map's do.
+		b.Run(name+"/map-clock", func(b *testing.B) {
+			set, probes := keys()
+			m := scaleMap(set)
+			runtime.GC() // the collection the build started ends before the timed loop
+			epoch := time.Now()
+			i := 0
+			for b.Loop() {
+				if !m[probes[i]] || time.Since(epoch) < 0 {
+					b.Fatal("want a hit")
+				}
+				if i++; i == len(probes) {
+					i = 0
+				}
+			}
 		})
 		b.Run(name+"/cache", func(b *testing.B) {
 			set, probes := keys()
@@ -185,6 +199,23 @@ func BenchmarkCacheScale(b *testing.B) {
 			}
 		})
 	}
+}
+
+// scaleMap returns the plain map of BenchmarkCacheScale: set's pairs in a
+// Go map, with its own copy of each key and one of each token, as the cache
+// keeps them.
+func scaleMap(set []scaleKey) map[scaleKey]bool {
+	m := make(map[scaleKey]bool)
+	own := make(map[string]string)
+	for _, k := range set {
+		t, ok := own[k.g.token]
+		if !ok {
+			t = clone(k.g.token)
+			own[k.g.token] = t
+		}
+		m[scaleKey{ident{k.g.scheme, t}, clone(k.k)}] = true
+	}
+	return m
 }
 
 // clone returns a copy of s in memory of its own.
