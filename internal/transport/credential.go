@@ -535,8 +535,9 @@ func newWrites() *writes {
 // all its attempts) resends at most once, and never for the nonce just
 // refused. An answer whose body the client could not finish reading is
 // never resent (a-fix15 F3). A resent answer's result keeps the more
-// severe of the two readings: one refusing the token (an unclear 401)
-// is replaced only by a 2xx to the resend (a-dpop15 F1); one refusing
+// severe of the two readings: one refusing the token (a 401 naming no
+// error, its body unclear or past MaxBody) is replaced only by a 2xx to
+// the resend (a-dpop15 F1); one refusing
 // nothing always gives way to the resend's answer, so a refusal of the
 // token in either wins (a-fix15 F4). A Bearer request cannot owe a
 // nonce and is never resent.
@@ -599,8 +600,8 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 	// refuses nothing (a clear nonce request, an unclear 400) gives way to
 	// its resend's, which refuses no less (a-fix15 F4: a resend's refusal
 	// of the token was dropped for an unclear 400). One that refuses the
-	// token (an unclear 401, a-dpop15 F1: its invalid_token maybe past the
-	// fault) is cleared by its resend's 2xx only: any other answer, or
+	// token (a 401 naming no error with an unclear body, or one past
+	// MaxBody, a-dpop15 F1: its invalid_token maybe unread) is cleared by its resend's 2xx only: any other answer, or
 	// none, leaves it standing, as read.
 	if err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(second.Body, MaxBody))

@@ -210,10 +210,15 @@ type reading struct {
 	code    string
 	// unclear says that the body, as the server sent and finished it,
 	// could not be read whole and unambiguously: a JSON object with a
-	// syntax error or cut short, or a body past MaxBody. Its signals after
-	// the fault are unknown. A body the client could not finish reading
-	// is never read as unclear (cutRefuses, a-fix15 F3).
+	// syntax error or cut short, or a body past MaxBody. Its members after
+	// the fault are unknown (its error and message are not read), but
+	// every byte of it within MaxBody was searched for invalid_token. A
+	// body the client could not finish reading is never read as unclear
+	// (cutRefuses, a-fix15 F3).
 	unclear bool
+	// unseen says that the body passed MaxBody: its end was never read,
+	// so it may refuse the token where no search looked.
+	unseen bool
 	// errorName and message are the first top-level string members named
 	// exactly "error" and "message" of a JSON object body.
 	errorName, message string
@@ -241,11 +246,17 @@ type reading struct {
 // read whole (a raw control character in a string, a leading-zero number,
 // a cut, anything after its end) or that passes MaxBody is unclear
 // (a-dpop15 F1: the members after the fault were lost, an invalid_token
-// among them): it may still name invalid_token after the fault, and any
-// body not read whole as a JSON object that holds "invalid_token"
-// anywhere, as raw bytes or as a JSON reader would see it with its string
-// escapes decoded (a-fix15 F2: "invalid\u005ftoken"), is read as refusing
-// the token.
+// among them).
+//
+// Whether the body is read whole or not, any body that holds
+// "invalid_token" anywhere, as raw bytes or as a JSON reader would see it
+// with its string escapes decoded (a-fix15 F2: "invalid\u005ftoken"), is
+// read as refusing the token: where the word stands (a nested error
+// object, a list of errors, a description) and whether the body parses
+// decide nothing (a-dpop16 F1: `{"error":{"code":"invalid_token"}}`, read
+// whole, refused nothing, while the same bytes cut short refused the
+// token). A server that names invalid_token anywhere in a 400, 401 or 403
+// is taken at its word, failing closed.
 func readAnswer(status int, challenge string, body []byte) reading {
 	var r reading
 	take := func(code string, v dpopVerdict) {
@@ -267,7 +278,7 @@ func readAnswer(status int, challenge string, body []byte) reading {
 		}
 		return r.verdict != dpopTokenRefused
 	})
-	whole := readBody(body, &r, func(code string) {
+	readBody(body, &r, func(code string) {
 		switch code {
 		case "invalid_token":
 			take(code, dpopTokenRefused)
@@ -277,7 +288,7 @@ func readAnswer(status int, challenge string, body []byte) reading {
 			take(code, dpopNonceOwed)
 		}
 	})
-	if !whole && (bytes.Contains(body, invalidToken) || bytes.Contains(jsonUnescaped(body), invalidToken)) {
+	if bytes.Contains(body, invalidToken) || bytes.Contains(jsonUnescaped(body), invalidToken) {
 		take("invalid_token", dpopTokenRefused)
 	}
 	return r
@@ -356,32 +367,32 @@ var utf8BOM = []byte("\ufeff")
 // readBody reads body, a JSON object, once: it sets r's errorName and
 // message and calls yield with every string value of a top-level member
 // named exactly "error". It sets r.unclear for an object it cannot read
-// whole or a body past MaxBody, and reports whether the body was read
-// whole as a JSON object; an empty body, or one that is no JSON object,
-// is not unclear (it carries no JSON signal) but is not read whole either.
-func readBody(body []byte, r *reading, yield func(code string)) (whole bool) {
+// whole or a body past MaxBody (and r.unseen for the latter); an empty
+// body, or one that is no JSON object, is not unclear (it carries no JSON
+// signal).
+func readBody(body []byte, r *reading, yield func(code string)) {
 	if len(body) > MaxBody {
-		r.unclear = true
+		r.unclear, r.unseen = true, true
 	}
 	data := bytes.TrimLeft(bytes.TrimPrefix(body, utf8BOM), " \t\r\n")
 	if len(data) == 0 || data[0] != '{' {
-		return false
+		return
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if _, err := dec.Token(); err != nil { // the '{'
 		r.unclear = true
-		return false
+		return
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
 			r.unclear = true
-			return false
+			return
 		}
 		var v json.RawMessage
 		if dec.Decode(&v) != nil {
 			r.unclear = true
-			return false
+			return
 		}
 		var s string
 		if json.Unmarshal(v, &s) != nil {
@@ -401,24 +412,25 @@ func readBody(body []byte, r *reading, yield func(code string)) (whole bool) {
 	}
 	if _, err := dec.Token(); err != nil { // the '}'
 		r.unclear = true
-		return false
+		return
 	}
 	if _, err := dec.Token(); err != io.EOF { // nothing after the object
 		r.unclear = true
-		return false
 	}
-	return !r.unclear
 }
 
 // refuses reports whether an answer of status with this reading refuses
 // the token of a request sent with scheme: a 401 to a request that is not
 // a DPoP one; a DPoP request's 401 whose verdict is against the token, or
-// that carries no signal, or whose body is unclear; any 400 or 403 whose
-// verdict refuses the token (it names invalid_token).
+// that carries no signal, or whose body passed MaxBody unread (unseen);
+// any 400 or 403 whose verdict refuses the token (it names invalid_token).
+// A body that is merely unclear refuses nothing of itself: it was searched
+// whole for invalid_token (a-dpop16 F2: a nonce request with a raw tab in
+// its message retired a valid token when its resend met a 503).
 func (r reading) refuses(status int, scheme Scheme) bool {
 	switch status {
 	case http.StatusUnauthorized:
-		return scheme != SchemeDPoP || r.verdict.refusesToken() || r.unclear
+		return scheme != SchemeDPoP || r.verdict.refusesToken() || r.unseen
 	case http.StatusBadRequest, http.StatusForbidden:
 		return r.verdict == dpopTokenRefused
 	}
@@ -428,11 +440,13 @@ func (r reading) refuses(status int, scheme Scheme) bool {
 // resendable reports whether a DPoP request's answer of status (a 401 or a
 // 400) that carries a new DPoP-Nonce may be resent once with it: unless
 // its verdict refuses the token; a 401 only when it blames the proof or
-// asks a nonce, or its body is unclear (a 401 that names no DPoP error
-// refuses the token and is not resent: a-fix14b F2). The result of a
-// resend keeps the more severe reading (authorizer): an answer refusing
-// the token (an unclear 401) is cleared only by a 2xx to the resend, and
-// one refusing nothing gives way to the resend's answer (a-fix15 F4).
+// asks a nonce, or its body is unclear (its use_dpop_nonce may be among
+// the members not read; a 401 that names no DPoP error refuses the token
+// and is not resent: a-fix14b F2). The result of a resend keeps the more
+// severe reading (authorizer): an answer refusing the token (an unclear
+// 401 with no signal, or one past MaxBody) is cleared only by a 2xx to
+// the resend, and one refusing nothing gives way to the resend's answer
+// (a-fix15 F4).
 func (r reading) resendable(status int) bool {
 	if r.verdict == dpopTokenRefused {
 		return false

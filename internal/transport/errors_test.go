@@ -134,12 +134,21 @@ func TestResponseError(t *testing.T) {
 		{name: "401 whose body refuses the token, then asks a nonce", resp: answer(401, algsOnly),
 			body: `{"error":"invalid_token","error":"use_dpop_nonce"}`, id: dpop, is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected},
 			errorName: "invalid_token", text: "authzen: PDP answered 401 Unauthorized (invalid_token)"},
+		// a-dpop16 F1: invalid_token anywhere in the body refuses the
+		// token, under any member name, nested or not, whether the body
+		// parses or not; where it stands decides nothing.
 		{name: "401 whose body asks a nonce, then says Error in another case", resp: answer(401, algsOnly),
-			body: `{"error":"use_dpop_nonce","Error":"invalid_token"}`, id: dpop, is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized},
-			errorName: "use_dpop_nonce"},
+			body: `{"error":"use_dpop_nonce","Error":"invalid_token"}`, id: dpop, is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected},
+			errorName: "invalid_token"},
 		{name: "401 whose body blames the proof, then says ERROR in another case", resp: answer(401, algsOnly),
-			body: `{"error":"invalid_dpop_proof","ERROR":"invalid_token"}`, id: dpop, is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized},
-			errorName: "invalid_dpop_proof"},
+			body: `{"error":"invalid_dpop_proof","ERROR":"invalid_token"}`, id: dpop, is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected},
+			errorName: "invalid_token"},
+		{name: "403 whose body refuses the token in a nested error object", resp: answer(403, nil),
+			body: `{"error":{"code":"invalid_token","message":"the token was revoked"}}`, id: dpop, is: []error{ErrUnauthorized}, errorName: "invalid_token"},
+		{name: "400 whose body refuses the token in a list of errors", resp: answer(400, nil),
+			body: `{"error":"Bad Request","errors":[{"error":"invalid_token"}]}`, id: dpop, is: []error{ErrUnauthorized}, errorName: "invalid_token"},
+		{name: "401 asking a nonce whose body refuses the token in a nested error object", resp: answer(401, nonceOwed),
+			body: `{"error":{"code":"invalid_token"}}`, id: dpop, is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}, errorName: "invalid_token"},
 		{name: "401 whose challenge refuses the token names it, whatever the body asks", resp: answer(401, tokenRefused),
 			body: `{"error":"use_dpop_nonce"}`, id: dpop, is: []error{ErrUnauthorized}, errorName: "invalid_token"},
 		// a-dpop15 F3: every status that can carry a credential error has
@@ -155,15 +164,20 @@ func TestResponseError(t *testing.T) {
 			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
 		{name: "403 of insufficient scope refuses no token", resp: answer(403, http.Header{"Www-Authenticate": {`DPoP error="insufficient_scope"`}}),
 			body: `{"error":"Forbidden"}`, id: dpop, isNot: []error{ErrUnauthorized, ErrProofRejected}, errorName: "Forbidden"},
-		// a-dpop15 F1: a body the client cannot read whole is unclear: a
-		// 401 with one refuses the token, whatever came before the fault;
+		// a-dpop15 F1: a body the client cannot read whole is unclear, and
 		// invalid_token anywhere in it refuses the token in any status.
+		// a-dpop16 F2: an unclear body the server finished, within
+		// MaxBody, was searched whole: of itself it refuses nothing (a
+		// nonce request with a raw tab retired a valid token); one past
+		// MaxBody, whose end was never read, refuses the token.
 		{name: "401 asking a nonce, its body cut", resp: answer(401, nonceOwed), body: `{"error":"use_dpop_nonce","message":"a`, id: dpop,
-			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected},
-			text: "authzen: PDP answered 401 Unauthorized (the body could not be read whole)"},
+			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized},
+			text: "authzen: PDP answered 401 Unauthorized (use_dpop_nonce) (the body could not be read whole)"},
 		{name: "401 asking a nonce, a raw tab in its body", resp: answer(401, nonceOwed), body: "{\"message\":\"a\tb\",\"error\":\"use_dpop_nonce\"}", id: dpop,
-			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
+			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
 		{name: "401 asking a nonce, a number with a leading zero in its body", resp: answer(401, nonceOwed), body: `{"error":"use_dpop_nonce","code":0401}`, id: dpop,
+			is: []error{ErrProofRejected}, isNot: []error{ErrUnauthorized}},
+		{name: "401 naming no error, a raw tab in its body", resp: answer(401, algsOnly), body: "{\"message\":\"a\tb\"}", id: dpop,
 			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},
 		{name: "401 asking a nonce, something after its body", resp: answer(401, nonceOwed), body: `{"error":"use_dpop_nonce"} {"error":"invalid_token"}`, id: dpop,
 			is: []error{ErrUnauthorized}, isNot: []error{ErrProofRejected}},

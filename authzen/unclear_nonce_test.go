@@ -12,17 +12,14 @@ import (
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
 
-// TestAttackPDPUnclearNonceRequestRetiresValidToken (authzen, the same
-// class as pep's TestAttackUnclearNonceRequestRetiresValidToken): a PDP
-// asks a nonce (401, DPoP error="use_dpop_nonce", DPoP-Nonce) with a body
-// holding a raw tab and no invalid_token in any form; the resend with the
-// nonce meets a 503. Nothing refuses the token, yet the call matches
-// ErrUnauthorized (the valid token is retired). The clean-body control
-// ends ErrUnavailable.
-func TestAttackPDPUnclearNonceRequestRetiresValidToken(t *testing.T) {
+// TestAPDPUnclearNonceRequestRetiresNoToken (pep's
+// TestAnUnclearNonceRequestRetiresNoToken for a PDP): a nonce request with
+// a raw tab in its body and no invalid_token anywhere, then a 503 to the
+// resend, fails unavailable and keeps the token (a-dpop16 F2).
+func TestAPDPUnclearNonceRequestRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, body string }{
-		{"control, clean body", `{"error":"use_dpop_nonce","message":"nonce required"}`},
+		{"clean body", `{"error":"use_dpop_nonce","message":"nonce required"}`},
 		{"raw tab in the message", "{\"error\":\"use_dpop_nonce\",\"message\":\"nonce\trequired\"}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,32 +11,26 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// TestAttackNestedErrorRefusalIsDropped: the gateway refuses a revoked
-// DPoP token with a 403 (or a 400) whose JSON body names invalid_token in
-// an error object, {"error":{"code":"invalid_token",...}}, a common error
-// shape. readAnswer searches a body it cannot read whole for
-// "invalid_token" anywhere (raw or JSON-unescaped), but a body it reads
-// whole only in a top-level string member "error": the very same refusal
-// counts when the body has a syntax error and is dropped when it is
-// well formed. So the refusal is read as a plain 403 (the 400 as a
-// nonce request, resent): nothing is purged, the call does not match
-// ErrUnauthorized, and the refused token's cached GRANT of orders/read
-// keeps being served.
-//
-// The control rows (the same words in a body cut short by a syntax error)
-// pass today.
-func TestAttackNestedErrorRefusalIsDropped(t *testing.T) {
+// TestARefusalNamedAnywhereInTheBodyRetiresTheToken: a gateway refusing a
+// revoked DPoP token with a 403 or a 400 whose JSON body names
+// invalid_token anywhere (an error object, a list, a list of errors) is
+// read as refusing it, as the same bytes cut short by a syntax error are:
+// the call matches ErrUnauthorized and the token's cached GRANT is gone
+// (a-dpop16 F1: a body read whole was searched only in a top-level
+// "error" string, so the well-formed refusal was a plain failure and the
+// revoked token's GRANT stayed served).
+func TestARefusalNamedAnywhereInTheBodyRetiresTheToken(t *testing.T) {
 	t.Parallel()
 	for _, a := range []struct {
 		name   string
 		status int
 		body   string
 	}{
-		{"403 control, body with a syntax error", http.StatusForbidden, `{"error":{"code":"invalid_token","message":"the token was revoked"}`},
+		{"403 body with a syntax error", http.StatusForbidden, `{"error":{"code":"invalid_token","message":"the token was revoked"}`},
 		{"403 error object", http.StatusForbidden, `{"error":{"code":"invalid_token","message":"the token was revoked"}}`},
 		{"403 error array", http.StatusForbidden, `{"error":["invalid_token"]}`},
 		{"403 errors list", http.StatusForbidden, `{"error":"Forbidden","errors":[{"error":"invalid_token"}]}`},
-		{"400 control, body with a syntax error", http.StatusBadRequest, `{"error":{"code":"invalid_token"}`},
+		{"400 body with a syntax error", http.StatusBadRequest, `{"error":{"code":"invalid_token"}`},
 		{"400 error object", http.StatusBadRequest, `{"error":{"code":"invalid_token"}}`},
 	} {
 		t.Run(a.name, func(t *testing.T) {
@@ -63,18 +57,16 @@ func TestAttackNestedErrorRefusalIsDropped(t *testing.T) {
 	}
 }
 
-// TestAttackNestedErrorRefusalResentAway: the same class on a 401 to a
-// DPoP request that also asks a nonce (a DPoP challenge with
-// use_dpop_nonce and a DPoP-Nonce): an invalid_token in the body wins over
-// the nonce request (readAnswer's order), but only when the body is read
-// as a top-level string or not read whole. In an error object it is
-// dropped: the 401 is resent, answered alike, and ends as
-// ErrProofRejected; the token is not retired and its cached GRANT stays.
-func TestAttackNestedErrorRefusalResentAway(t *testing.T) {
+// TestARefusalNamedAnywhereBeatsANonceRequest: a 401 that asks a nonce (a
+// DPoP challenge with use_dpop_nonce and a DPoP-Nonce) and names
+// invalid_token in its body, wherever, refuses the token and is not
+// resent (a-dpop16 F1: in an error object it was resent away and ended as
+// ErrProofRejected, the cached GRANT kept).
+func TestARefusalNamedAnywhereBeatsANonceRequest(t *testing.T) {
 	t.Parallel()
 	for _, a := range []struct{ name, body string }{
-		{"control, top-level string", `{"error":"invalid_token"}`},
-		{"control, body with a syntax error", `{"error":{"code":"invalid_token"}`},
+		{"top-level string", `{"error":"invalid_token"}`},
+		{"body with a syntax error", `{"error":{"code":"invalid_token"}`},
 		{"error object", `{"error":{"code":"invalid_token"}}`},
 	} {
 		t.Run(a.name, func(t *testing.T) {

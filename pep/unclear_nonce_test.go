@@ -12,22 +12,18 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// TestAttackUnclearNonceRequestRetiresValidToken: the gateway asks a nonce
-// in the plainest way (401, DPoP error="use_dpop_nonce", a DPoP-Nonce) with
-// a body holding a raw tab in its message (hand-built JSON; encoding/json
-// refuses it, so the body is "unclear"), and the one resend with that nonce
-// meets a 503 blip. The body was received whole and holds no
-// invalid_token in any form (the raw and JSON-unescaped search, a-fix15 F2,
-// finds none), so nothing in the answer refuses the token: the call should
-// fail ErrUnavailable and the valid token stay, as it does for the same
-// answer with a clean body (the control row). Today the unclear 401 counts
-// as a refusal of the token, the resend's 503 cannot clear it, and the
-// valid token is retired: ErrUnauthorized, tokenExpired, its cache purged
-// on every replica.
-func TestAttackUnclearNonceRequestRetiresValidToken(t *testing.T) {
+// TestAnUnclearNonceRequestRetiresNoToken: a gateway asks a nonce in the
+// plainest way (401, DPoP error="use_dpop_nonce", a DPoP-Nonce) with a
+// body holding a raw tab or newline in its message (hand-built JSON that
+// encoding/json refuses), and the one resend meets a 503. The body came
+// whole and names invalid_token nowhere, so nothing refuses the token: the
+// call fails unavailable and the token stays, as with a clean body
+// (a-dpop16 F2: the unclear 401 counted as a refusal the 503 could not
+// clear, and the valid token was retired on every replica).
+func TestAnUnclearNonceRequestRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	for _, a := range []struct{ name, body string }{
-		{"control, clean body", `{"error":"use_dpop_nonce","message":"nonce required"}`},
+		{"clean body", `{"error":"use_dpop_nonce","message":"nonce required"}`},
 		{"raw tab in the message", "{\"error\":\"use_dpop_nonce\",\"message\":\"nonce\trequired\"}"},
 		{"raw newline in the message", "{\"error\":\"use_dpop_nonce\",\"message\":\"nonce\nrequired\"}"},
 	} {

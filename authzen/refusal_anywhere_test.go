@@ -13,22 +13,20 @@ import (
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
 
-// TestAttackPDPNestedErrorRefusalIsDropped (authzen, the same class as
-// pep's TestAttackNestedErrorRefusalIsDropped): a PDP refusing the token
-// with invalid_token inside an error object of a well-formed JSON body is
-// read as no refusal (a 403 as a plain failure, a 401 that also asks a
-// nonce as a nonce request, resent away): the token's cached allow is
-// still served. The same words in a body with a syntax error refuse it
-// (the control rows).
-func TestAttackPDPNestedErrorRefusalIsDropped(t *testing.T) {
+// TestAPDPRefusalNamedAnywhereInTheBodyRetiresTheToken (pep's
+// TestARefusalNamedAnywhereInTheBodyRetiresTheToken for a PDP): a body
+// naming invalid_token anywhere refuses the token, a 403 and a 401 that
+// also asks a nonce alike, and the token's cached allow is gone
+// (a-dpop16 F1).
+func TestAPDPRefusalNamedAnywhereInTheBodyRetiresTheToken(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, challenge, nonce, body string
 		status                       int
 	}{
-		{"403 control, a syntax error", "", "", `{"error":{"code":"invalid_token"}`, 403},
+		{"403 a syntax error", "", "", `{"error":{"code":"invalid_token"}`, 403},
 		{"403 error object", "", "", `{"error":{"code":"invalid_token"}}`, 403},
-		{"401 asking a nonce, control, a syntax error", `DPoP error="use_dpop_nonce"`, "fresh-nonce-1", `{"error":{"code":"invalid_token"}`, 401},
+		{"401 asking a nonce, a syntax error", `DPoP error="use_dpop_nonce"`, "fresh-nonce-1", `{"error":{"code":"invalid_token"}`, 401},
 		{"401 asking a nonce, error object", `DPoP error="use_dpop_nonce"`, "fresh-nonce-1", `{"error":{"code":"invalid_token"}}`, 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
