@@ -501,7 +501,7 @@ func (c *Cache[G, K, V]) Stats() Stats {
 func (c *Cache[G, K, V]) add(grp *Group[G, K, V], k K, value V, seq uint64, now, expires time.Duration, size int64) bool {
 	size = max(size, 0)
 	h := keyHash(&c.keys, grp.seed, k)
-	if c.superseded(grp, h, seq) {
+	if c.superseded(grp, h, k, seq) {
 		c.release(grp)
 		return false
 	}
@@ -902,10 +902,11 @@ type Writer[G, K comparable, V any] struct {
 	seq    uint64        // the order of its values (see order.go)
 	closed bool
 	// prev and next link the ring of the group's open writers, and marks
-	// is, on the oldest, what the group remembers of keys written since
-	// (see order.go); under c.mu.
+	// and drops are, on the oldest, what the group remembers of keys
+	// written and dropped since (see order.go); under c.mu.
 	prev, next *Writer[G, K, V]
 	marks      *marks
+	drops      []drop[K]
 }
 
 // Writer returns a writer for group g, made now: the time to live of what
@@ -950,6 +951,44 @@ func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool 
 		return false
 	}
 	return c.add(w.grp, k, value, w.seq, now, expiry(w.made, ttl), size)
+}
+
+// Drop removes the values of the writer's group whose keys covers reports
+// true of, and keeps every writer of the group made before this one from
+// storing a value under such a key: what a request that asks about keys
+// it does not name (pep's wildcards: every scope of a resource) does
+// before it is sent, so that no older value its answer may no longer list
+// is served after it, nor stored by an older request's answer, while the
+// group's other keys, and the writers bringing them, are left alone.
+// RemoveGroup does the same for every key (and for every later writer of
+// the removed generation too). Drop does nothing after Close, or once the
+// group has been removed since the writer was made. covers is called
+// under the cache's lock, once for each value of the group and for each
+// key an older writer adds while it is open; it must not call the cache.
+// Drop costs time in proportion to the group's values.
+func (w *Writer[G, K, V]) Drop(covers func(k K) bool) {
+	if w.closed {
+		return
+	}
+	c := w.grp.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	grp := w.grp
+	if grp.gen.Load() != w.gen {
+		return
+	}
+	var dead []*entry[G, K, V]
+	if one := grp.one.Load(); one != nil {
+		dead = append(dead, one)
+	} else if set := c.sets[grp]; set != nil {
+		dead = append(dead, set.es...) // remove changes the set
+	}
+	for _, e := range dead {
+		if covers(e.key) {
+			c.remove(e)
+		}
+	}
+	c.dropped(grp, w.seq, covers)
 }
 
 // Close releases the writer. Closing it again does nothing.

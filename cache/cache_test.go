@@ -285,6 +285,94 @@ func TestWriterIsFencedByRemoval(t *testing.T) {
 	w.Close()
 }
 
+// Drop removes the values of its group whose keys it covers, and keeps
+// the writers made before it from storing under those keys, and nothing
+// else: the group's other keys stay served and writable by older
+// writers, and writers made after it store under every key (a-hold16 F1:
+// a wildcard's request dropped the whole group, so another call's answers
+// about other keys, stored or in flight, were fenced and failed closed).
+func TestDropFencesOnlyTheKeysItCovers(t *testing.T) {
+	t.Parallel()
+	invoices := func(k string) bool { return strings.HasPrefix(k, "invoices/") }
+	for _, tt := range []struct {
+		name  string
+		other func(t *testing.T, c *cache.Cache[string, string, string]) // between the older writer and the drop
+	}{
+		{"no other writer", func(*testing.T, *cache.Cache[string, string, string]) {}},
+		{"other writers open and closed", func(t *testing.T, c *cache.Cache[string, string, string]) {
+			c.Writer("alice").Close()
+			t.Cleanup(c.Writer("alice").Close)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCache[string](t, 16, newClock())
+			c.Add("alice", "orders/read", "GRANT", time.Minute, 1)
+			c.Add("alice", "invoices/read", "GRANT", time.Minute, 1)
+			c.Add("bob", "invoices/read", "GRANT", time.Minute, 1)
+			older := c.Writer("alice") // a request in flight before the wildcard's
+			defer older.Close()
+			tt.other(t, c)
+			wide := c.Writer("alice")
+			wide.Drop(invoices)
+
+			_, ok := c.Get("alice", "invoices/read")
+			assert.False(t, ok, "a key the drop covers is gone")
+			_, ok = c.Get("alice", "orders/read")
+			assert.True(t, ok, "a key it does not cover is still served")
+			_, ok = c.Get("bob", "invoices/read")
+			assert.True(t, ok, "another group is untouched")
+
+			assert.False(t, older.Add("invoices/write", "GRANT", time.Minute, 1), "an older answer under a covered key is refused")
+			assert.True(t, older.Add("orders/write", "GRANT", time.Minute, 1), "an older answer under another key is stored")
+			assert.True(t, wide.Add("invoices/read", "DENY", time.Minute, 1), "the dropping writer's own answer is stored")
+			newer := c.Writer("alice")
+			assert.True(t, newer.Add("invoices/write", "GRANT", time.Minute, 1), "a newer writer stores under a covered key")
+			newer.Close()
+			wide.Close()
+			v, _ := c.Get("alice", "invoices/read")
+			assert.Equal(t, "DENY", v)
+		})
+	}
+}
+
+// Drop fences older writers for good: past the drops a group remembers,
+// older writers are refused under every key rather than let one through.
+func TestDropsPastTheirBoundFenceEveryOlderWriter(t *testing.T) {
+	t.Parallel()
+	c := newCache[string](t, 16, newClock())
+	older := c.Writer("alice")
+	defer older.Close()
+	for i := range 100 {
+		w := c.Writer("alice")
+		key := fmt.Sprintf("r%d/", i)
+		w.Drop(func(k string) bool { return strings.HasPrefix(k, key) })
+		w.Close()
+	}
+	assert.False(t, older.Add("r0/read", "GRANT", time.Minute, 1), "the first drop's key is still fenced")
+	assert.False(t, older.Add("r99/read", "GRANT", time.Minute, 1), "the last drop's key is fenced")
+	newer := c.Writer("alice")
+	assert.True(t, newer.Add("r0/read", "GRANT", time.Minute, 1), "a writer made after every drop stores")
+	newer.Close()
+}
+
+// Drop does nothing after its writer's group was removed (the removal
+// fenced more), nor after Close.
+func TestDropAfterRemovalOrCloseDoesNothing(t *testing.T) {
+	t.Parallel()
+	c := newCache[string](t, 16, newClock())
+	w := c.Writer("alice")
+	c.RemoveGroup("alice")
+	c.Add("alice", "invoices/read", "GRANT", time.Minute, 1)
+	w.Drop(func(string) bool { return true })
+	_, ok := c.Get("alice", "invoices/read")
+	assert.True(t, ok, "a fenced writer's drop removes nothing of the new generation")
+	w.Close()
+	w.Drop(func(string) bool { return true })
+	_, ok = c.Get("alice", "invoices/read")
+	assert.True(t, ok, "a closed writer's drop removes nothing")
+}
+
 // A newer value that has left the cache, evicted by other groups' entries
 // or expired (a DENY's ttl is shorter than a GRANT's), still keeps an
 // older writer's value out: a slow answer to an older request is not

@@ -15,7 +15,10 @@ package cache
 // fenced: a value under one key never stops an older writer's value under
 // another, unless a group has more than maxMarks marks at once, when the
 // oldest fall back to fencing every writer older than them (only slow
-// calls lose their caching then).
+// calls lose their caching then). A Writer's Drop is remembered the same
+// way, as the keys it covers and its number (drop): an older writer's value
+// under a key it covers is refused, and past maxDrops at once the oldest
+// fall back to fencing every older writer.
 
 // maxMarks bounds what a group remembers of the keys written while an
 // older writer is open (a mark is about 50 bytes, counted nowhere else: it
@@ -37,6 +40,17 @@ type marks struct {
 }
 
 type mark struct{ h, seq uint64 }
+
+// maxDrops bounds the drops a group remembers while an older writer is
+// open (each keeps its covers function alive).
+const maxDrops = 64
+
+// drop is a Writer's Drop: the keys it covered, and the number of its
+// writer, before which no writer stores a value under them.
+type drop[K comparable] struct {
+	seq    uint64
+	covers func(K) bool
+}
 
 // open adds w, the newest writer, to grp's ring; c.mu must be held.
 func (c *Cache[G, K, V]) open(grp *Group[G, K, V], w *Writer[G, K, V]) {
@@ -63,9 +77,35 @@ func (c *Cache[G, K, V]) close(grp *Group[G, K, V], w *Writer[G, K, V]) {
 		c.writing[grp] = w.next
 		w.next.marks = m
 		m.prune(w.next.seq)
+		// The drops no writer as old as the next one needs go.
+		kept := w.drops[:0]
+		for _, d := range w.drops {
+			if d.seq > w.next.seq {
+				kept = append(kept, d)
+			}
+		}
+		w.next.drops = kept
 	}
 	w.prev.next, w.next.prev = w.next, w.prev
-	w.prev, w.next, w.marks = nil, nil, nil
+	w.prev, w.next, w.marks, w.drops = nil, nil, nil, nil
+}
+
+// dropped notes that the writer numbered seq dropped the keys covers
+// reports true of, when a writer made before it is open; c.mu must be
+// held.
+func (c *Cache[G, K, V]) dropped(grp *Group[G, K, V], seq uint64, covers func(K) bool) {
+	first := c.writing[grp]
+	if first == nil || first.seq >= seq {
+		return // no open writer can bring a value older than it
+	}
+	first.drops = append(first.drops, drop[K]{seq, covers})
+	if len(first.drops) > maxDrops {
+		if first.marks == nil {
+			first.marks = &marks{newest: make(map[uint64]uint64)}
+		}
+		first.marks.fence = max(first.marks.fence, first.drops[0].seq)
+		first.drops = append(first.drops[:0], first.drops[1:]...)
+	}
 }
 
 // wrote notes that the value asked for as the seq-th was written under the
@@ -90,16 +130,23 @@ func (c *Cache[G, K, V]) wrote(grp *Group[G, K, V], h, seq uint64) {
 	}
 }
 
-// superseded reports whether a value under the key of hash h asked for as
-// the seq-th is older than one written under that key while its writer
-// was open; c.mu must be held.
-func (c *Cache[G, K, V]) superseded(grp *Group[G, K, V], h, seq uint64) bool {
+// superseded reports whether a value under key k, of hash h, asked for as
+// the seq-th is older than one written under that key, or a Drop covering
+// it, while its writer was open; c.mu must be held.
+func (c *Cache[G, K, V]) superseded(grp *Group[G, K, V], h uint64, k K, seq uint64) bool {
 	first := c.writing[grp]
 	if first == nil {
 		return false
 	}
-	m := first.marks
-	return m != nil && (seq < m.fence || seq < m.newest[h])
+	if m := first.marks; m != nil && (seq < m.fence || seq < m.newest[h]) {
+		return true
+	}
+	for _, d := range first.drops {
+		if seq < d.seq && d.covers(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // prune drops the marks no writer as old as oldest needs; a nil m is

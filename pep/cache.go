@@ -45,6 +45,43 @@ func appendKey(b []byte, p pair, ctxKey string) []byte {
 	return append(b, ctxKey...)
 }
 
+// wildcardsCover returns whether a cache key (appendKey) is of a pair one
+// of queries' wildcards covers, under any request context: what a
+// request asking them drops of its token's cached decisions
+// (core.SendWide), and no more.
+func wildcardsCover(queries []pair) func(key string) bool {
+	var wide []pair
+	for _, q := range queries {
+		if q.wildcard() {
+			wide = append(wide, q)
+		}
+	}
+	return func(key string) bool {
+		p, ok := keyPair(key)
+		if !ok {
+			return true // not a key of ours: dropped, failing closed
+		}
+		for _, w := range wide {
+			if w.covers(p) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// keyPair returns the pair a cache key (appendKey) is about.
+func keyPair(key string) (pair, bool) {
+	if len(key) < 4 {
+		return pair{}, false
+	}
+	nr, ns := int(key[0])<<8|int(key[1]), int(key[2])<<8|int(key[3])
+	if len(key) < 4+nr+ns {
+		return pair{}, false
+	}
+	return pair{resource: key[4 : 4+nr], scope: key[4+nr : 4+nr+ns]}, true
+}
+
 // hitKeyBytes is the length of the key a lookup builds on its stack; a
 // longer one borrows a buffer from longKeys, so that no lookup allocates.
 const hitKeyBytes = 128

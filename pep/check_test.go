@@ -454,23 +454,29 @@ func TestAnOlderAnswerNeverReplacesANewerOne(t *testing.T) {
 }
 
 // TestWildcardReplacesOnlyItsTokensEntries: a ListGranted with a wildcard
-// drops what the cache held for its token (the cache cannot tell which of
-// them the answer no longer lists) and stores what the answer lists; the
-// entries of other tokens stay.
+// drops what the cache held for its token under the pairs it covers (the
+// cache cannot tell which of them the answer no longer lists; see
+// cache's TestDropFencesOnlyTheKeysItCovers) and stores what the answer
+// lists; the token's other entries, and other tokens', stay (a-hold16 F1,
+// F2: the whole token was dropped, failing other calls' answers closed and
+// asking the call's own hits again).
 func TestWildcardReplacesOnlyItsTokensEntries(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c := g.newClient(t)
 	alice := pep.WithToken(t.Context(), g.token(t, "alice"))
 	bob := pep.WithToken(t.Context(), g.token(t, "bob"))
-	for _, ctx := range []context.Context{alice, bob} {
-		d := checkedIn(t, c, ctx, "orders", "write")
+	for _, ask := range []struct {
+		ctx             context.Context
+		resource, scope string
+	}{{alice, "orders", "write"}, {alice, "invoices", "read"}, {bob, "orders", "write"}} {
+		d := checkedIn(t, c, ask.ctx, ask.resource, ask.scope)
 		require.False(t, d.Cached)
 	}
 
-	perms, err := c.ListGranted(alice, []pep.Resource{{Name: "invoices"}})
+	perms, err := c.ListGranted(alice, []pep.Resource{{Name: "orders"}})
 	require.NoError(t, err)
-	require.Equal(t, []pep.Permission{{Resource: "invoices", Scope: "read", Status: pep.Grant}}, perms)
+	require.Equal(t, []pep.Permission{{Resource: "orders", Scope: "read", Status: pep.Grant}}, perms)
 
 	tests := []struct {
 		name            string
@@ -480,8 +486,9 @@ func TestWildcardReplacesOnlyItsTokensEntries(t *testing.T) {
 		cached          bool
 	}{
 		{"another token's entry stays", bob, "orders", "write", pep.Grant, true},
-		{"a pair the wildcard listed is stored", alice, "invoices", "read", pep.Grant, true},
-		{"the token's other entries are dropped", alice, "orders", "write", pep.Deny, false},
+		{"a pair the wildcard listed is stored", alice, "orders", "read", pep.Grant, true},
+		{"a pair the wildcard covers is stored as the answer lists it", alice, "orders", "write", pep.Deny, true},
+		{"the token's entries the wildcard does not cover stay", alice, "invoices", "read", pep.Grant, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

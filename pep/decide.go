@@ -179,8 +179,9 @@ func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credenti
 	var w *core.Writer
 	var err error
 	if slices.ContainsFunc(queries, pair.wildcard) {
-		// Its answer may no longer list a pair the cache holds.
-		data, storable, w, err = c.core.SendWide(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
+		// Its answer may no longer list a pair the cache holds under a
+		// key its wildcards cover.
+		data, storable, w, err = c.core.SendWide(ctx, &cl.Call, cred, c.authorizeURL, body, nil, wildcardsCover(queries))
 	} else {
 		data, storable, w, err = c.core.Send(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
 	}
@@ -199,12 +200,12 @@ func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credenti
 // askWideFirst is ask for ListGranted's queries, setting outs[k] to the
 // outcome of queries[k]: when they mix wildcards and named pairs, the
 // wildcards are asked first, and the named pairs once their requests have
-// ended. A wildcard's request drops the token's cached decisions as it is
-// sent (core.SendWide), so that a named pair's answer stored, or in
-// flight, before it would be gone when the call checks it again
-// (reconfirm), and every named pair would be asked twice (a-fix15b F3);
-// asked after it, they are stored after the purge. The call waits for two
-// rounds of requests then, as it did for the re-ask.
+// ended. A wildcard's request drops the token's cached decisions of the
+// pairs it covers as it is sent (core.SendWide), so that a named pair it
+// covers whose answer was stored, or in flight, before it would be gone
+// when the call checks it again (reconfirm), and asked twice (a-fix15b
+// F3); asked after it, they are stored after the drop. The call waits for
+// two rounds of requests then, as it did for the re-ask.
 func (c *Client) askWideFirst(ctx context.Context, cl *call, queries []pair, outs []chunkOutcome) error {
 	var wide, named []int
 	for k, q := range queries {

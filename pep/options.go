@@ -92,8 +92,8 @@ func WithTimeout(d time.Duration) Option { return option(func(c *config) { c.Tim
 // gateway answer replaces what the cache held for its pairs: one not kept
 // (an ERROR, a pair a wildcard of ListGranted no longer lists) removes the
 // older entry, so no older verdict is served in place of a newer answer.
-// A ListGranted with a wildcard drops the token's cached decisions when
-// its request is sent. Defaults: 10,000 entries, 30 s, 10 s. size must
+// A ListGranted with a wildcard drops the token's cached decisions of the
+// pairs it covers when its request is sent, and no others. Defaults: 10,000 entries, 30 s, 10 s. size must
 // be from 0 to 2^31 (2147483648); negative TTLs are errors.
 func WithCache(size int, grantTTL, denyTTL time.Duration) Option {
 	return option(func(c *config) { c.CacheSize, c.AllowTTL, c.DenyTTL = size, grantTTL, denyTTL })

@@ -257,6 +257,17 @@ func (w *Writer) Forget(key string) {
 	w.w.Add(key, false, 0, 0)
 }
 
+// Drop removes what is cached of the writer's token under every key covers
+// reports true of, and keeps the token's writers made before this one from
+// storing under those keys (cache.Writer.Drop): what a request asking
+// about keys it does not name does before it is sent (SendWide). covers
+// runs under the cache's lock and must not call the cache.
+func (w *Writer) Drop(covers func(key string) bool) {
+	if w != nil {
+		w.w.Drop(covers)
+	}
+}
+
 // Close releases the writer, purging its token's decisions when it was
 // handed out with a 200 answer that was not Used (see Writer); closing it
 // again, or a nil one, does nothing.

@@ -203,20 +203,24 @@ func flightOf(d [digestBytes]byte) flightDigest { return flightDigest(d[:]) }
 // from the send, ran out (Confirm). A pair the cache does not hold, or a
 // decision the caller does not keep, is for the caller to leave out.
 func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, storable bool, w *Writer, err error) {
-	return c.send(ctx, cl, cred, url, body, header, false)
+	return c.send(ctx, cl, cred, url, body, header, nil)
 }
 
 // SendWide is Send for a request that asks about keys it does not name
-// (pep's wildcards: every scope of a resource, every resource): its answer
-// can leave out a key the cache holds an older verdict for, and nothing
-// then replaces that verdict. So the request's own sending first drops
-// every cached decision of the call's token (a purge of the token, which
-// also keeps the writers made before it from storing), and the answer's
-// decisions are stored afresh through w. The cache cannot list a token's
-// keys, so the whole token is dropped, not only the keys the request
-// covers: a later call asks the server again, never the other way round.
-func (c *Core) SendWide(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header) (data []byte, storable bool, w *Writer, err error) {
-	return c.send(ctx, cl, cred, url, body, header, true)
+// (pep's wildcards: every scope of a resource, every resource), which
+// covers reports true of: its answer can leave out a key the cache holds
+// an older verdict for, and nothing would then replace that verdict. So
+// the request's writer, made before it is sent, drops the token's cached
+// decisions under those keys and keeps every older request of the token
+// from storing under them (Writer.Drop), and the answer's decisions are
+// stored afresh through w; the token's other keys, and the requests
+// bringing them, are left alone (a-hold16 F1: the whole token was
+// dropped, so another call's answers about other resources, stored or in
+// flight, were fenced and failed closed, and the call's own hits were
+// asked again, F2). The token's requests in flight are no longer shared
+// with later callers, whose calls may need an answer newer than the drop.
+func (c *Core) SendWide(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, covers func(key string) bool) (data []byte, storable bool, w *Writer, err error) {
+	return c.send(ctx, cl, cred, url, body, header, covers)
 }
 
 // sent is a 200 answer's body and whether the cache could store a GRANT
@@ -226,7 +230,8 @@ type sent struct {
 	storable bool
 }
 
-func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, wide bool) (data []byte, storable bool, w *Writer, err error) {
+// send is Send, and SendWide when covers is set.
+func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, covers func(key string) bool) (data []byte, storable bool, w *Writer, err error) {
 	if err := c.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
 		return nil, false, nil, err
 	}
@@ -235,11 +240,12 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 	key.identity, key.digest = flightOf(identity), flightOf(digest)
 	answered := false
 	out, shared := c.flights.Do(ctx, c.who.Peer, key, !cl.fresh, func() *Outcome[sent] {
-		if wide && c.cache.cached(cl.ID) {
-			c.purge(cl.ID) // before the writer, which the purge would fence
-		}
 		sentAt := c.now() // no later than the writer's: its TTL counts from it
 		w = c.cache.writer(cl.ID)
+		if covers != nil {
+			c.flights.Retire(func(k flightKey) bool { return k.id == cl.ID })
+			w.Drop(covers)
+		}
 		returned := false
 		defer func() {
 			if !returned { // a panic under the request: the writer must not hold its token's group for ever
