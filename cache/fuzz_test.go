@@ -49,13 +49,15 @@ func (m *model) count(g int, now time.Time) (live, all int) {
 // enough never to evict, and on a model of it: every read (by group value,
 // through a Lookup handle, through a pinned handle) must answer as the model
 // does, never a removed, expired, or other group's value; a Writer made
-// before its group's removal must store nothing; counts must stay within
-// what the model allows.
+// before its group's removal must store nothing, nor a value under a key
+// a newer writer's Drop covered; counts must stay within what the model
+// allows.
 func FuzzCacheMatchesModel(f *testing.F) {
 	f.Add([]byte{0, 0x11, 1, 0x11, 2, 0x01, 3, 0x11, 4, 0x01, 6, 1, 0, 0x11})
 	f.Add([]byte{7, 0, 0, 0x00, 4, 0, 8, 0x10, 1, 0x00, 9, 0, 5, 11, 1, 0, 0x22, 10, 0x02})
 	f.Add([]byte{11, 2, 0, 0x23, 12, 0x23, 4, 2, 0, 0x23, 12, 0x23, 13, 2, 5, 12, 0x23})
 	f.Add([]byte{0, 0x35, 0, 0x45, 6, 3, 1, 0x35, 0, 0x05, 6, 9, 1, 0x45, 3, 0x05})
+	f.Add([]byte{0, 0x11, 0, 0x12, 7, 0x10, 14, 0x11, 1, 0x11, 1, 0x12, 8, 0x13, 8, 0x14, 1, 0x13, 1, 0x14, 9, 0x10})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		clk := newClock()
 		c := testkit.Must(cache.New[string, string, int](1000, cache.WithClock(clk.Now)))(t)
@@ -65,6 +67,7 @@ func FuzzCacheMatchesModel(f *testing.F) {
 			made    time.Time
 			seq     int  // the order of its values: Add and Writer count them
 			removed bool // its group was removed since it was made
+			drops   int  // the Drops of newer writers since it was made
 		}
 		// seq counts the Adds and Writers; written holds the number of the
 		// newest value written under each pair, kept or not: a writer
@@ -104,7 +107,7 @@ func FuzzCacheMatchesModel(f *testing.F) {
 			}
 		}
 		for i := 0; i+1 < len(ops); i += 2 {
-			op, arg := ops[i]%14, ops[i+1]
+			op, arg := ops[i]%15, ops[i+1]
 			g, k := int(arg>>4)%4, int(arg&7)
 			v := i
 			now := clk.Now()
@@ -181,6 +184,25 @@ func FuzzCacheMatchesModel(f *testing.F) {
 				if h := pins[g]; h != nil {
 					h.Unpin()
 					delete(pins, g)
+				}
+			case 14: // a new Writer drops the keys of one parity, then closes
+				if w := writers[g]; w != nil && w.drops == 32 {
+					break // within what a group remembers of drops (a bound of the cache's)
+				}
+				parity := byte(arg & 1)
+				seq++
+				d := c.Writer(group(g))
+				d.Drop(func(s string) bool { return (s[len(s)-1]-'0')%2 == parity })
+				d.Close()
+				for kk := range 8 {
+					if byte(kk%2) == parity {
+						p := [2]int{g, kk}
+						delete(m.entries, p)
+						written[p] = max(written[p], seq)
+					}
+				}
+				if w := writers[g]; w != nil {
+					w.drops++
 				}
 			}
 			// Counts: Len holds every unexpired entry, and nothing the
