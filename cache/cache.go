@@ -962,11 +962,16 @@ func (w *Writer[G, K, V]) Add(k K, value V, ttl time.Duration, size int64) bool 
 // group's other keys, and the writers bringing them, are left alone.
 // RemoveGroup does the same for every key (and for every later writer of
 // the removed generation too). Drop does nothing after Close, or once the
-// group has been removed since the writer was made. covers is called
-// under the cache's lock, once for each value of the group and for each
-// key an older writer adds while it is open; it must not call the cache.
-// Drop costs time in proportion to the group's values.
-func (w *Writer[G, K, V]) Drop(covers func(k K) bool) {
+// group has been removed since the writer was made.
+//
+// name names the keys covers covers: two Drops of one name must cover the
+// same keys, so that a group remembers a name once however often it is
+// dropped (a wildcard asked again and again while a slow request is
+// open). covers is called under the cache's lock, once for each value of
+// the group and for each key an older writer adds while it is open; it
+// must not call the cache. Drop costs time in proportion to the group's
+// values.
+func (w *Writer[G, K, V]) Drop(name string, covers func(k K) bool) {
 	if w.closed {
 		return
 	}
@@ -988,7 +993,7 @@ func (w *Writer[G, K, V]) Drop(covers func(k K) bool) {
 			c.remove(e)
 		}
 	}
-	c.dropped(grp, w.seq, covers)
+	c.dropped(grp, w.seq, name, covers)
 }
 
 // Close releases the writer. Closing it again does nothing.

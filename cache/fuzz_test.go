@@ -192,7 +192,7 @@ func FuzzCacheMatchesModel(f *testing.F) {
 				parity := byte(arg & 1)
 				seq++
 				d := c.Writer(group(g))
-				d.Drop(func(s string) bool { return (s[len(s)-1]-'0')%2 == parity })
+				d.Drop(fmt.Sprint("parity ", parity), func(s string) bool { return (s[len(s)-1]-'0')%2 == parity })
 				d.Close()
 				for kk := range 8 {
 					if byte(kk%2) == parity {

@@ -16,9 +16,10 @@ package cache
 // another, unless a group has more than maxMarks marks at once, when the
 // oldest fall back to fencing every writer older than them (only slow
 // calls lose their caching then). A Writer's Drop is remembered the same
-// way, as the keys it covers and its number (drop): an older writer's value
-// under a key it covers is refused, and past maxDrops at once the oldest
-// fall back to fencing every older writer.
+// way, as the keys it covers and its number (drop), once for each name
+// (the newest number): an older writer's value under a key it covers is
+// refused, and past maxDrops names at once the oldest fall back to
+// fencing every older writer.
 
 // maxMarks bounds what a group remembers of the keys written while an
 // older writer is open (a mark is about 50 bytes, counted nowhere else: it
@@ -41,14 +42,17 @@ type marks struct {
 
 type mark struct{ h, seq uint64 }
 
-// maxDrops bounds the drops a group remembers while an older writer is
-// open (each keeps its covers function alive).
-const maxDrops = 64
+// maxDrops bounds the names of drops a group remembers while an older
+// writer is open (each keeps its covers function alive), as maxMarks
+// bounds the keys written.
+const maxDrops = 1024
 
-// drop is a Writer's Drop: the keys it covered, and the number of its
-// writer, before which no writer stores a value under them.
+// drop is a Writer's Drop: the keys it covered, by name, and the number
+// of the newest writer that dropped them, before which no writer stores a
+// value under them.
 type drop[K comparable] struct {
 	seq    uint64
+	name   string
 	covers func(K) bool
 }
 
@@ -91,14 +95,21 @@ func (c *Cache[G, K, V]) close(grp *Group[G, K, V], w *Writer[G, K, V]) {
 }
 
 // dropped notes that the writer numbered seq dropped the keys covers
-// reports true of, when a writer made before it is open; c.mu must be
-// held.
-func (c *Cache[G, K, V]) dropped(grp *Group[G, K, V], seq uint64, covers func(K) bool) {
+// reports true of, named name, when a writer made before it is open: a
+// name remembered already takes the newer number (the same keys, fenced
+// for more writers); c.mu must be held.
+func (c *Cache[G, K, V]) dropped(grp *Group[G, K, V], seq uint64, name string, covers func(K) bool) {
 	first := c.writing[grp]
 	if first == nil || first.seq >= seq {
 		return // no open writer can bring a value older than it
 	}
-	first.drops = append(first.drops, drop[K]{seq, covers})
+	for i := range first.drops {
+		if d := &first.drops[i]; d.name == name {
+			d.seq = max(d.seq, seq)
+			return
+		}
+	}
+	first.drops = append(first.drops, drop[K]{seq, name, covers})
 	if len(first.drops) > maxDrops {
 		if first.marks == nil {
 			first.marks = &marks{newest: make(map[uint64]uint64)}

@@ -2,6 +2,7 @@ package pep
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"sync"
 	"unsafe"
 
@@ -45,21 +46,30 @@ func appendKey(b []byte, p pair, ctxKey string) []byte {
 	return append(b, ctxKey...)
 }
 
-// wildcardsCover returns whether a cache key (appendKey) is of a pair one
-// of queries' wildcards covers, under any request context: what a
-// request asking them drops of its token's cached decisions
-// (core.SendWide), and no more.
-func wildcardsCover(queries []pair) func(key string) bool {
+// wildcardsCover returns what a request asking queries under the request
+// context key ctxKey covers of its token's cached decisions, which it
+// drops (core.SendWide): the pairs one of its wildcards covers, under its
+// own request context only (a-fix16b F1: under every context, a wildcard
+// fenced another context's answers, which its own answer never stores
+// again, and a concurrent call's valid GRANTs failed closed). Its name is
+// the context and the wildcards, so that the same wildcards asked again
+// are remembered once (a-fix16b F2).
+func wildcardsCover(queries []pair, ctxKey string) core.Wide {
 	var wide []pair
+	name := append(binary.BigEndian.AppendUint32(nil, uint32(len(ctxKey))), ctxKey...) // then pairs, each length-prefixed: one name, one coverage
 	for _, q := range queries {
 		if q.wildcard() {
 			wide = append(wide, q)
+			name = appendKey(name, q, "")
 		}
 	}
-	return func(key string) bool {
-		p, ok := keyPair(key)
+	return core.Wide{Name: string(name), Covers: func(key string) bool {
+		p, rest, ok := keyPair(key)
 		if !ok {
 			return true // not a key of ours: dropped, failing closed
+		}
+		if rest != ctxKey {
+			return false
 		}
 		for _, w := range wide {
 			if w.covers(p) {
@@ -67,19 +77,20 @@ func wildcardsCover(queries []pair) func(key string) bool {
 			}
 		}
 		return false
-	}
+	}}
 }
 
-// keyPair returns the pair a cache key (appendKey) is about.
-func keyPair(key string) (pair, bool) {
+// keyPair returns the pair a cache key (appendKey) is about, and the
+// request context key after it.
+func keyPair(key string) (p pair, ctxKey string, ok bool) {
 	if len(key) < 4 {
-		return pair{}, false
+		return pair{}, "", false
 	}
 	nr, ns := int(key[0])<<8|int(key[1]), int(key[2])<<8|int(key[3])
 	if len(key) < 4+nr+ns {
-		return pair{}, false
+		return pair{}, "", false
 	}
-	return pair{resource: key[4 : 4+nr], scope: key[4+nr : 4+nr+ns]}, true
+	return pair{resource: key[4 : 4+nr], scope: key[4+nr : 4+nr+ns]}, key[4+nr+ns:], true
 }
 
 // hitKeyBytes is the length of the key a lookup builds on its stack; a

@@ -181,7 +181,7 @@ func (c *Client) runChunk(ctx context.Context, cl *call, cred transport.Credenti
 	if slices.ContainsFunc(queries, pair.wildcard) {
 		// Its answer may no longer list a pair the cache holds under a
 		// key its wildcards cover.
-		data, storable, w, err = c.core.SendWide(ctx, &cl.Call, cred, c.authorizeURL, body, nil, wildcardsCover(queries))
+		data, storable, w, err = c.core.SendWide(ctx, &cl.Call, cred, c.authorizeURL, body, nil, wildcardsCover(queries, cl.ctxKey))
 	} else {
 		data, storable, w, err = c.core.Send(ctx, &cl.Call, cred, c.authorizeURL, body, nil)
 	}

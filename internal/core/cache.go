@@ -259,12 +259,13 @@ func (w *Writer) Forget(key string) {
 
 // Drop removes what is cached of the writer's token under every key covers
 // reports true of, and keeps the token's writers made before this one from
-// storing under those keys (cache.Writer.Drop): what a request asking
-// about keys it does not name does before it is sent (SendWide). covers
-// runs under the cache's lock and must not call the cache.
-func (w *Writer) Drop(covers func(key string) bool) {
+// storing under those keys (cache.Writer.Drop, whose name rule holds): what
+// a request asking about keys it does not name does before it is sent
+// (SendWide). covers runs under the cache's lock and must not call the
+// cache.
+func (w *Writer) Drop(name string, covers func(key string) bool) {
 	if w != nil {
-		w.w.Drop(covers)
+		w.w.Drop(name, covers)
 	}
 }
 

@@ -206,9 +206,18 @@ func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, ur
 	return c.send(ctx, cl, cred, url, body, header, nil)
 }
 
+// Wide is what a request asking about keys it does not name covers
+// (SendWide): Covers reports whether it covers a key, and Name names the
+// keys it covers: two Wides of one Name cover the same keys
+// (cache.Writer.Drop).
+type Wide struct {
+	Name   string
+	Covers func(key string) bool
+}
+
 // SendWide is Send for a request that asks about keys it does not name
 // (pep's wildcards: every scope of a resource, every resource), which
-// covers reports true of: its answer can leave out a key the cache holds
+// wide covers: its answer can leave out a key the cache holds
 // an older verdict for, and nothing would then replace that verdict. So
 // the request's writer, made before it is sent, drops the token's cached
 // decisions under those keys and keeps every older request of the token
@@ -219,8 +228,8 @@ func (c *Core) Send(ctx context.Context, cl *Call, cred transport.Credential, ur
 // flight, were fenced and failed closed, and the call's own hits were
 // asked again, F2). The token's requests in flight are no longer shared
 // with later callers, whose calls may need an answer newer than the drop.
-func (c *Core) SendWide(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, covers func(key string) bool) (data []byte, storable bool, w *Writer, err error) {
-	return c.send(ctx, cl, cred, url, body, header, covers)
+func (c *Core) SendWide(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, wide Wide) (data []byte, storable bool, w *Writer, err error) {
+	return c.send(ctx, cl, cred, url, body, header, &wide)
 }
 
 // sent is a 200 answer's body and whether the cache could store a GRANT
@@ -230,8 +239,8 @@ type sent struct {
 	storable bool
 }
 
-// send is Send, and SendWide when covers is set.
-func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, covers func(key string) bool) (data []byte, storable bool, w *Writer, err error) {
+// send is Send, and SendWide when wide is set.
+func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, url string, body []byte, header http.Header, wide *Wide) (data []byte, storable bool, w *Writer, err error) {
 	if err := c.Late(ctx); err != nil { // nothing is started for a caller who left or is out of time
 		return nil, false, nil, err
 	}
@@ -242,9 +251,9 @@ func (c *Core) send(ctx context.Context, cl *Call, cred transport.Credential, ur
 	out, shared := c.flights.Do(ctx, c.who.Peer, key, !cl.fresh, func() *Outcome[sent] {
 		sentAt := c.now() // no later than the writer's: its TTL counts from it
 		w = c.cache.writer(cl.ID)
-		if covers != nil {
+		if wide != nil {
 			c.flights.Retire(func(k flightKey) bool { return k.id == cl.ID })
-			w.Drop(covers)
+			w.Drop(wide.Name, wide.Covers)
 		}
 		returned := false
 		defer func() {
