@@ -1,0 +1,80 @@
+package mockserver_test
+
+import (
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/orgauthz/orgauthz/internal/testkit"
+	"github.com/orgauthz/orgauthz/mockserver"
+)
+
+// TestAttackFixtureEditMakesATokenAnotherUser: replicas with one key seed
+// and one shared store (-key-seed, -redis) serve each other's tokens, and
+// a token's sub is the user's id, derived from the seed, the realm's name
+// and the user's place in the fixture. A replica started with the fixture
+// edited (a user removed, as a rolling update of the fixture does) gives
+// that id to the next user: mallory's token, minted by the replica of the
+// old fixture, is served by the new one as boss's, and gets boss's GRANT.
+// A token must name the same user wherever it is served, or be refused.
+func TestAttackFixtureEditMakesATokenAnotherUser(t *testing.T) {
+	store := &sharedStore{keys: map[string]time.Time{}}
+	var replicas [2]atomic.Pointer[mockserver.Server]
+	hs := testkit.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := 0
+		if r.Header.Get("X-Replica") == "b" {
+			i = 1
+		}
+		replicas[i].Load().ServeHTTP(w, r)
+	}))
+	fixture := func(users ...mockserver.FixtureUser) mockserver.Fixture {
+		return mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
+			Name:  "acme",
+			Roles: []mockserver.FixtureRole{{Name: "chief"}},
+			Users: users,
+			Clients: []mockserver.FixtureClient{{ClientID: "orders-api", Secret: "s",
+				Resources:   []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"delete"}}},
+				Permissions: []mockserver.FixturePermission{{Name: "chiefs delete", Resource: "orders", Scopes: []string{"delete"}, Roles: []string{"chief"}}}}},
+		}}}
+	}
+	mallory := mockserver.FixtureUser{Username: "mallory", Password: "m"}
+	boss := mockserver.FixtureUser{Username: "boss", Password: "b", Roles: []string{"chief"}}
+	opts := func(f mockserver.Fixture) []mockserver.Option {
+		return []mockserver.Option{mockserver.WithFixture(f), mockserver.WithKeySeed(keySeed),
+			mockserver.WithReplayStore(store), mockserver.WithIssuer(hs.URL)}
+	}
+	a := testkit.Must(mockserver.New(opts(fixture(mallory, boss))...))(t)
+	b := testkit.Must(mockserver.New(opts(fixture(boss))...))(t) // mallory removed from the fixture
+	replicas[0].Store(a)
+	replicas[1].Store(b)
+
+	tok := testkit.Must(a.IssueToken("acme", "mallory"))(t)
+	decide := func(replica string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, hs.URL+authorizePath,
+			strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete"]}],"context":{}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("X-Replica", replica)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var sb strings.Builder
+		buf := make([]byte, 4096)
+		n, _ := resp.Body.Read(buf)
+		sb.Write(buf[:n])
+		return resp.StatusCode, sb.String()
+	}
+	st, body := decide("a")
+	if strings.Contains(body, `"GRANT"`) {
+		t.Fatalf("mallory granted at the replica that minted her token: %d %s", st, body)
+	}
+	st, body = decide("b")
+	if strings.Contains(body, `"GRANT"`) {
+		t.Errorf("mallory's token, served by the replica of the edited fixture, got boss's GRANT of orders/delete: %d %s", st, body)
+	}
+	t.Logf("b: %d %s", st, body)
+}
