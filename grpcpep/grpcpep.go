@@ -354,7 +354,7 @@ func (g *guard) decide(ctx context.Context, fullMethod string, extra ...pep.Call
 	}
 	opts := append([]pep.CallOption{pep.WithRequestContext(pep.RequestContext{Method: http.MethodPost, Path: fullMethod})}, extra...)
 	res, err := g.c.CheckMany(callCtx, []pep.Resource{{Name: resource, Scopes: scopes}}, opts...)
-	switch middleware.Classify(res, err, g.cfg.useClientToken) {
+	switch middleware.ClassifyAsked(resource, scopes, res, err, g.cfg.useClientToken) {
 	case middleware.AnswerGrant:
 		if err := callerGaveUp(ctx); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/orgauthz/orgauthz/internal/fastcheck"
@@ -48,9 +49,11 @@ func (a Answer) String() string {
 // Classify returns the class of answer for what a CheckMany call for one
 // request returned: res and err, when clientToken tells whether the call
 // carried the client's own token (WithClientToken) rather than the
-// caller's. Only an explicit grant of every pair with no error is
-// AnswerGrant; an error it does not know is AnswerUnavailable (no
-// decision), never a grant. It is safe for concurrent use.
+// caller's. Only an explicit grant of every pair res lists, with no error,
+// is AnswerGrant; an error it does not know is AnswerUnavailable (no
+// decision), never a grant. It cannot know which pairs were asked: a
+// guard uses ClassifyAsked, which also requires res to decide exactly
+// those. It is safe for concurrent use.
 func Classify(res pep.Result, err error, clientToken bool) Answer {
 	if err == nil { // every request answered, the cached ones too
 		switch {
@@ -81,6 +84,41 @@ func Classify(res pep.Result, err error, clientToken bool) Answer {
 		// A refused DPoP proof or anything unforeseen: no decision.
 		return AnswerUnavailable
 	}
+}
+
+// ClassifyAsked is Classify for a guard that asked one resource's scopes,
+// which every guard of this module and its adapters is: the answer is
+// AnswerGrant only when res decides every pair asked, each by GRANTs
+// alone, and nothing it did not ask. A result Classify would grant that
+// leaves an asked pair undecided, or names a pair not asked, is no
+// decision (AnswerUnavailable):
+// a Checker other than *pep.Client (a wrapper, a merging cache, a test
+// double) may answer so, and Classify, which cannot know what was asked,
+// reads only what res lists (a-edge16b F2: a result granting orders/read
+// alone, or public/read, let a request guarded by orders/read and
+// orders/delete through). It is safe for concurrent use.
+func ClassifyAsked(resource string, scopes []string, res pep.Result, err error, clientToken bool) Answer {
+	a := Classify(res, err, clientToken)
+	if a == AnswerGrant && !decidesExactly(resource, scopes, res.Decisions) {
+		return AnswerUnavailable
+	}
+	return a
+}
+
+// decidesExactly reports whether ds names every (resource, scope) of
+// scopes and no other pair.
+func decidesExactly(resource string, scopes []string, ds []pep.Decision) bool {
+	for _, d := range ds {
+		if d.Resource != resource || !slices.Contains(scopes, d.Scope) {
+			return false
+		}
+	}
+	for _, s := range scopes {
+		if !slices.ContainsFunc(ds, func(d pep.Decision) bool { return d.Scope == s }) {
+			return false
+		}
+	}
+	return true
 }
 
 // Checkable reports whether resource and scopes name something a Checker

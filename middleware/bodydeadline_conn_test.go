@@ -19,13 +19,12 @@ import (
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
 	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // trustedGuard is Require with _method trusted and a 503 for a request out
 // of time.
 func trustedGuard() http.Handler {
-	return middleware.Require(&fakeChecker{res: result(pep.Grant, nil)}, "orders", "read").With(
+	return middleware.Require(&fakeChecker{grant: true}, "orders", "read").With(
 		middleware.WithMethodOverride("_method"), middleware.WithUnavailableHandler(middleware.ServiceUnavailable(time.Second)))(reached)
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/orgauthz/orgauthz/internal/adaptertest"
 	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // TestTrustedFormBodyReadEndsWithTheRequestContext: with _method trusted,
@@ -31,7 +30,7 @@ func TestTrustedFormBodyReadEndsWithTheRequestContext(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		t.Run(fmt.Sprintf("HTTP/2 %v", h2), func(t *testing.T) {
 			t.Parallel()
-			checker := &fakeChecker{res: result(pep.Grant, nil)}
+			checker := &fakeChecker{grant: true}
 			guard := middleware.Require(checker, "orders", "read").With(middleware.WithMethodOverride("_method"),
 				middleware.WithUnavailableHandler(middleware.ServiceUnavailable(time.Second)))(reached)
 			type answer struct{ code int }
@@ -116,7 +115,7 @@ func (*countingBody) Close() error { return nil }
 // middleware reads a byte of its body, with no gateway call.
 func TestTrustedFormBodyOfARequestOutOfTimeIsNotRead(t *testing.T) {
 	t.Parallel()
-	checker := &fakeChecker{res: result(pep.Grant, nil)}
+	checker := &fakeChecker{grant: true}
 	guard := middleware.Require(checker, "orders", "read").With(middleware.WithMethodOverride("_method"),
 		middleware.WithUnavailableHandler(middleware.ServiceUnavailable(time.Second)))(reached)
 	ctx, cancel := context.WithCancel(t.Context())

@@ -10,7 +10,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // TestGrantedTokenVouchesForNoOther: the guards skip the grammar check
@@ -37,7 +36,7 @@ func TestGrantedTokenVouchesForNoOther(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			require.Len(t, forged, len(granted))
-			fc := &fakeChecker{res: result(pep.Grant, nil)}
+			fc := &fakeChecker{grant: true}
 			h := middleware.Require(fc, "orders", "read")(reached)
 			got := serve(t, h, http.MethodGet, "Bearer "+granted)
 			require.Equal(t, http.StatusOK, got.status, got.body)
@@ -66,7 +65,7 @@ func TestCallerTokenReadAsBearerToken(t *testing.T) {
 		t.Run(auth[:10], func(t *testing.T) {
 			t.Parallel()
 			want := testkit.Must(bearerOf(auth))(t)
-			fc := &fakeChecker{res: result(pep.Grant, nil)}
+			fc := &fakeChecker{grant: true}
 			var got []string
 			h := middleware.Require(fc, "orders", "read")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				tok := testkit.Must(middleware.BearerToken(r))(t)
@@ -84,7 +83,7 @@ func TestCallerTokenReadAsBearerToken(t *testing.T) {
 			t.Parallel()
 			_, err := bearerOf(auth)
 			require.ErrorIs(t, err, middleware.ErrMalformedBearer)
-			fc := &fakeChecker{res: result(pep.Grant, nil)}
+			fc := &fakeChecker{grant: true}
 			a := serve(t, middleware.Require(fc, "orders", "read")(reached), http.MethodGet, auth)
 			assert.Equal(t, http.StatusUnauthorized, a.status)
 			assert.Zero(t, fc.calls.Load())

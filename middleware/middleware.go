@@ -256,8 +256,8 @@ type guard struct {
 	pc *pep.Client
 	fn func(*http.Request) (string, []string)
 	// route is what fastcheck.Prepare made of Require's resource and
-	// scopes, for pc: fn, which returns them, is then not called. nil
-	// for RequireFunc, or without pc.
+	// scopes, for pc, which is asked through it (fn still returns them,
+	// for ClassifyAsked). nil for RequireFunc, or without pc.
 	route any
 	cfg   config
 	next  http.Handler
@@ -299,18 +299,14 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sr := seen(r, method, body) // see override.go
-	var resource string
-	var scopes []string
-	if g.route == nil {
-		callback = "the resource function"
-		resource, scopes = g.fn(sr)
-		callback = ""
-		if !Checkable(resource, scopes) {
-			// Nothing a Checker could be asked about: refuse without a
-			// call, whatever Checker this is.
-			g.cfg.denied.ServeHTTP(w, handedOver(sr, r))
-			return
-		}
+	callback = "the resource function"
+	resource, scopes := g.fn(sr) // with g.route, Require's constants: asked through it, read against the answer
+	callback = ""
+	if g.route == nil && !Checkable(resource, scopes) {
+		// Nothing a Checker could be asked about: refuse without a
+		// call, whatever Checker this is.
+		g.cfg.denied.ServeHTTP(w, handedOver(sr, r))
+		return
 	}
 	// The decision travels to the handlers in the request's context, in
 	// one allocation with the request that carries it and room for the
@@ -324,7 +320,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	dr.req = *sr.WithContext(d) // WithContext is inlined: its copy stays on the stack
 	handOver(&dr.req, r)
 	r = &dr.req
-	switch Classify(d.res, err, g.cfg.useClientToken) {
+	switch ClassifyAsked(resource, scopes, d.res, err, g.cfg.useClientToken) {
 	case AnswerGrant:
 		if checked {
 			remember(token)

@@ -16,21 +16,27 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgauthz/orgauthz/internal/adaptertest"
 	"github.com/orgauthz/orgauthz/middleware"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// fakeChecker answers with a fixed result and error and counts its calls.
+// fakeChecker answers with a fixed result and error, or, with grant, a
+// GRANT of every pair it is asked about, and counts its calls.
 type fakeChecker struct {
 	res   pep.Result
 	err   error
+	grant bool
 	calls atomic.Int32
 	got   []pep.Resource
 }
 
-func (f *fakeChecker) CheckMany(_ context.Context, resources []pep.Resource, _ ...pep.CallOption) (pep.Result, error) {
+func (f *fakeChecker) CheckMany(ctx context.Context, resources []pep.Resource, opts ...pep.CallOption) (pep.Result, error) {
 	f.calls.Add(1)
 	f.got = resources
+	if f.grant {
+		return adaptertest.Granter{}.CheckMany(ctx, resources, opts...)
+	}
 	return f.res, f.err
 }
 
@@ -166,7 +172,7 @@ func TestRequireFuncOptions(t *testing.T) {
 	})
 	t.Run("client token checks requests without a token", func(t *testing.T) {
 		t.Parallel()
-		fc := &fakeChecker{res: result(pep.Grant, nil)}
+		fc := &fakeChecker{grant: true}
 		mw := middleware.RequireFunc(fc, byPath, middleware.WithClientToken())
 		got := serve(t, mw(reached), http.MethodGet, "")
 		assert.Equal(t, http.StatusOK, got.status)
@@ -194,7 +200,7 @@ func TestRequireFuncOptions(t *testing.T) {
 	t.Run("a func naming nothing checkable is 403 without a gateway call", func(t *testing.T) {
 		t.Parallel()
 		// Even a Checker that would grant anything is not asked.
-		fc := &fakeChecker{res: result(pep.Grant, nil)}
+		fc := &fakeChecker{grant: true}
 		for name, fn := range map[string]func(*http.Request) (string, []string){
 			"empty resource": func(*http.Request) (string, []string) { return "", []string{"read"} },
 			"wildcard":       func(*http.Request) (string, []string) { return "*", []string{"read"} },
@@ -290,7 +296,7 @@ func TestHostileRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fc := &fakeChecker{res: result(pep.Grant, nil)}
+			fc := &fakeChecker{grant: true}
 			req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, tt.target, nil)
 			for _, a := range tt.auth {
 				req.Header.Add("Authorization", a)

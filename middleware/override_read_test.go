@@ -21,7 +21,6 @@ import (
 
 	"github.com/orgauthz/orgauthz/internal/testkit"
 	"github.com/orgauthz/orgauthz/middleware"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // readCase is a request through a granting middleware to a handler that
@@ -311,7 +310,7 @@ func TestBodyGuardsLetNoHandlerReadAMethod(t *testing.T) {
 func (tc readCase) check(t *testing.T, trusting, form bool, split func(io.Reader) io.Reader, how string) {
 	t.Helper()
 	msg := []any{"trusted %v, %s, form %v", trusting, how, form}
-	guard := middleware.Require(&fakeChecker{res: result(pep.Grant, nil)}, "orders", "write")
+	guard := middleware.Require(&fakeChecker{grant: true}, "orders", "write")
 	if trusting {
 		guard = guard.With(middleware.WithMethodOverride("_method"))
 	}

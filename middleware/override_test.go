@@ -370,7 +370,7 @@ func TestMiddlewareLeavesTheCallersRequest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var got *http.Request
-			h := middleware.RequireFunc(&fakeChecker{res: result(pep.Grant, nil)}, middleware.Static("orders", "write"),
+			h := middleware.RequireFunc(&fakeChecker{grant: true}, middleware.Static("orders", "write"),
 				middleware.WithMethodOverride(tc.trust...))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				got = r
 				_, _ = io.WriteString(w, r.FormValue("qty"))
@@ -401,7 +401,7 @@ func TestDeniedHandlerGetsTheBody(t *testing.T) {
 	for _, body := range []string{"qty=3", "qty=3&_method=PUT"} {
 		t.Run(body, func(t *testing.T) {
 			t.Parallel()
-			h := middleware.RequireFunc(&fakeChecker{res: result(pep.Grant, nil)}, byKind,
+			h := middleware.RequireFunc(&fakeChecker{grant: true}, byKind,
 				middleware.WithMethodOverride("_method"), middleware.WithDeniedHandler(denied))(reached)
 			rec := formRequest{target: "/orders/42", contentType: urlencoded, body: body}.serve(t, h, "tok")
 			require.Equal(t, http.StatusForbidden, rec.Code)

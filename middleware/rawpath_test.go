@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/orgauthz/orgauthz/middleware"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // TestPathsRoutersReadOtherwiseAreRefused: the path as sent (RawPath) is
@@ -23,7 +22,7 @@ import (
 // through echo, chi and gin with UseRawPath).
 func TestPathsRoutersReadOtherwiseAreRefused(t *testing.T) {
 	t.Parallel()
-	guard := middleware.Require(&fakeChecker{res: result(pep.Grant, nil)}, "orders", "read")(reached)
+	guard := middleware.Require(&fakeChecker{grant: true}, "orders", "read")(reached)
 	for _, tc := range []struct {
 		name, target, path string // path, when set, replaces r.URL.Path after parsing (a rewrite)
 		want               int

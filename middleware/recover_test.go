@@ -52,7 +52,7 @@ func TestPanickingUserCallbackIsDenied(t *testing.T) {
 		pep.WithRetry(0, time.Millisecond, time.Millisecond), pep.WithLogger(buggyLogger))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = down.Close() })
-	grant := &fakeChecker{res: result(pep.Grant, nil)}
+	grant := &fakeChecker{grant: true}
 	buggyResource := func(*http.Request) (string, []string) { panic("a user's resource function with a bug") }
 	buggySubject := func(*http.Request) (authzen.Subject, error) { panic("a user's subject function with a bug") }
 	subject := func(*http.Request) (authzen.Subject, error) { return authzen.Subject{Type: "user", ID: "ann"}, nil }
@@ -113,7 +113,7 @@ func TestPanickingUserCallbackIsDenied(t *testing.T) {
 // recovers it and drops the connection) as without the middleware.
 func TestHandlerPanicIsNotRecovered(t *testing.T) {
 	t.Parallel()
-	h := middleware.Require(&fakeChecker{res: result(pep.Grant, nil)}, "orders", "read")(
+	h := middleware.Require(&fakeChecker{grant: true}, "orders", "read")(
 		http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("the handler's own") }))
 	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/orders/42", nil)
 	req.Header.Set("Authorization", "Bearer x")

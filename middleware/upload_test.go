@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgauthz/orgauthz/middleware"
-	"github.com/orgauthz/orgauthz/pep"
 )
 
 // TestFileUploadOfEveryClientReachesTheHandler: a file part as the common
@@ -53,7 +52,7 @@ func TestFileUploadOfEveryClientReachesTheHandler(t *testing.T) {
 		for trusted, opts := range [][]middleware.Option{nil, {middleware.WithMethodOverride("_method")}} {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				m := middleware.Require(&fakeChecker{res: result(pep.Grant, nil)}, "orders", "read").With(opts...)
+				m := middleware.Require(&fakeChecker{grant: true}, "orders", "read").With(opts...)
 				body := "--b0undary\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Disposition: " + tc.disposition +
 					"\r\n\r\nhello\r\n--b0undary--\r\n"
 				req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/42", strings.NewReader(body))
@@ -99,7 +98,7 @@ func TestExtendedParameterNeverLetsAPartNamedMethodThrough(t *testing.T) {
 		for trusted, opts := range [][]middleware.Option{nil, {middleware.WithMethodOverride("_method")}} {
 			t.Run(disposition, func(t *testing.T) {
 				t.Parallel()
-				m := middleware.Require(&fakeChecker{res: result(pep.Grant, nil)}, "orders", "read").With(opts...)
+				m := middleware.Require(&fakeChecker{grant: true}, "orders", "read").With(opts...)
 				body := "--b0undary\r\nContent-Disposition: " + disposition + "\r\n\r\nDELETE\r\n--b0undary--\r\n"
 				req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/orders/42", strings.NewReader(body))
 				req.Header.Set("Content-Type", `multipart/form-data; boundary=b0undary`)

@@ -10,11 +10,11 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// TestAttackGrantOfAnotherPairRunsTheHandler: a call of the write method
-// (orders/write) runs its handler on a Checker result that granted only
-// orders/read, a pair the interceptor never asked about: Classify grants
-// on every decision the result lists, not on every pair asked.
-func TestAttackGrantOfAnotherPairRunsTheHandler(t *testing.T) {
+// TestAGrantOfAnotherPairRunsNoHandler: a call of the write method
+// (orders/write), unary or stream, runs no handler on a Checker result that
+// granted only orders/read, a pair the interceptor never asked about
+// (a-edge16b F2).
+func TestAGrantOfAnotherPairRunsNoHandler(t *testing.T) {
 	svc := &orders{}
 	c := fixed{res: pep.Result{Status: pep.Grant, Decisions: []pep.Decision{{Resource: "orders", Scope: "read", Status: pep.Grant}}}}
 	conn := serve(t, svc, guarded(c)...)
