@@ -15,54 +15,67 @@ import (
 )
 
 // TestAnotherCallsWildcardFailsNoGrantClosed: a service's client (its own
-// token, bob, who reads and writes orders) serves two requests at once.
-// One calls CheckMany(orders: read, write), a call of two requests
-// (WithBatchSize(1)); the other, an unrelated handler, calls
-// ListGranted(invoices: every scope) while the gateway holds orders/write,
-// twice. The wildcard drops only the invoices pairs, so CheckMany's
-// answers stay cached and both GRANTs are returned (a-hold16 F1: the
-// wildcard dropped every cached decision of the token and fenced the
-// answers in flight, so both valid GRANTs failed closed: another caller's
-// activity, nothing revoked or expired).
+// token, bob, who reads and writes orders) serves requests at once. One
+// calls CheckMany(orders: read, write), a call of two requests
+// (WithBatchSize(1)); other handlers call ListGranted with a wildcard
+// while the gateway holds orders/write, the first time and when it is
+// asked again. A wildcard drops only the pairs it covers under its own
+// request context, so CheckMany's answers stay cached and both GRANTs are
+// returned: another caller's activity, nothing revoked or expired, fails
+// nothing closed.
 func TestAnotherCallsWildcardFailsNoGrantClosed(t *testing.T) {
-	g := startReference(t)
-	c := g.newClient(t, pep.WithCache(100, time.Minute, 10*time.Second), pep.WithBatchSize(1), noRetry)
-	c.SetToken(g.token(t, "bob"))
+	t.Parallel()
+	rc := pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: "/orders/7"})
+	for _, tt := range []struct {
+		name    string
+		listed  []pep.Resource   // what the other handlers list
+		times   int              // how often, each time the gateway holds orders/write
+		callOpt []pep.CallOption // CheckMany's
+	}{
+		// a-hold16 F1: the wildcard dropped every cached decision of the
+		// token and fenced the answers in flight.
+		{"a wildcard of another resource", []pep.Resource{{Name: "invoices"}}, 1, nil},
+		// a-fix16b F1: it fenced other request contexts' answers, which
+		// its own answer never stores again.
+		{"a wildcard of the same resource under another request context", []pep.Resource{{Name: "orders"}}, 1, []pep.CallOption{rc}},
+		// a-fix16b F2: past 64 drops, the cache fenced every key.
+		{"the same wildcard asked 70 times", []pep.Resource{{Name: "invoices"}}, 70, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := startReference(t)
+			c := g.newClient(t, pep.WithCache(100, time.Minute, 10*time.Second), pep.WithBatchSize(1), noRetry)
+			c.SetToken(g.token(t, "bob"))
 
-	var writes atomic.Int32
-	var listErr atomic.Value
-	g.setHook(func(_ http.ResponseWriter, r *http.Request, _ int) bool {
-		body, _ := readBodyString(r)
-		if strings.Contains(body, `"invoices"`) || !strings.Contains(body, `"write"`) {
-			return false
-		}
-		// Another handler of the same service lists bob's invoices
-		// scopes while the gateway holds orders/write (the first time,
-		// and when it is asked again).
-		if writes.Add(1) <= 2 {
-			if _, err := c.ListGranted(context.Background(), []pep.Resource{{Name: "invoices"}}); err != nil {
-				listErr.Store(err)
+			var writes atomic.Int32
+			var listErr atomic.Value
+			g.setHook(func(_ http.ResponseWriter, r *http.Request, _ int) bool {
+				body, _ := readBodyString(r)
+				if strings.Contains(body, `"invoices"`) || !strings.Contains(body, `"write"`) {
+					return false
+				}
+				if writes.Add(1) <= 2 {
+					for range tt.times {
+						if _, err := c.ListGranted(context.Background(), tt.listed); err != nil {
+							listErr.Store(err)
+						}
+					}
+				}
+				return false // the reference server answers
+			})
+
+			r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}}, tt.callOpt...)
+			require.NoError(t, err)
+			require.Nil(t, listErr.Load())
+			require.Len(t, r.Decisions, 2)
+			for _, d := range r.Decisions {
+				assert.Nil(t, d.Cause, "%s/%s: a valid GRANT failed closed by another caller's ListGranted", d.Resource, d.Scope)
+				assert.Equal(t, pep.Grant, d.Status, "%s/%s", d.Resource, d.Scope)
 			}
-		}
-		return false // the reference server answers
-	})
-
-	r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
-	require.NoError(t, err)
-	require.Nil(t, listErr.Load())
-	require.Len(t, r.Decisions, 2)
-	for _, s := range g.posts() {
-		t.Logf("sent: %v", s.pairs())
+			assert.Equal(t, pep.Grant, r.Status)
+			assert.Zero(t, c.Stats().FailClosed)
+		})
 	}
-	for _, d := range r.Decisions {
-		if d.Cause != nil {
-			t.Logf("%s/%s: %v", d.Resource, d.Scope, d.Cause)
-		}
-		assert.Nil(t, d.Cause, "%s/%s: a valid GRANT failed closed by another caller's ListGranted", d.Resource, d.Scope)
-		assert.Equal(t, pep.Grant, d.Status, "%s/%s", d.Resource, d.Scope)
-	}
-	assert.Equal(t, pep.Grant, r.Status)
-	assert.Zero(t, c.Stats().FailClosed)
 }
 
 // TestAWildcardKeepsTheCallsOwnHits: ListGranted of a cached named pair
@@ -92,91 +105,4 @@ func TestAWildcardKeepsTheCallsOwnHits(t *testing.T) {
 		}
 		assert.Equal(t, []string{"invoices/*"}, asked, "round %d: only the wildcard is not cached; the hit was asked again", round)
 	}
-}
-
-// TestAWildcardUnderAnotherContextFailsNoGrantClosed: a CheckMany(orders:
-// read, write) under a request context (GET /orders/7) while another
-// handler asks ListGranted(orders: every scope) with no request context,
-// twice: the wildcard drops and fences only its own context's pairs, so
-// both GRANTs are returned (a-fix16b F1: it fenced every context's answers,
-// which its own answer never stores again, and both failed closed).
-func TestAWildcardUnderAnotherContextFailsNoGrantClosed(t *testing.T) {
-	g := startReference(t)
-	c := g.newClient(t, pep.WithCache(100, time.Minute, 10*time.Second), pep.WithBatchSize(1), noRetry)
-	c.SetToken(g.token(t, "bob"))
-
-	var writes atomic.Int32
-	var listErr atomic.Value
-	g.setHook(func(_ http.ResponseWriter, r *http.Request, _ int) bool {
-		body, _ := readBodyString(r)
-		if !strings.Contains(body, `"write"`) || !strings.Contains(body, `/orders/7`) {
-			return false
-		}
-		if writes.Add(1) <= 2 {
-			if _, err := c.ListGranted(context.Background(), []pep.Resource{{Name: "orders"}}); err != nil {
-				listErr.Store(err)
-			}
-		}
-		return false // the reference server answers
-	})
-
-	rc := pep.WithRequestContext(pep.RequestContext{Method: "GET", Path: "/orders/7"})
-	r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}}, rc)
-	require.NoError(t, err)
-	require.Nil(t, listErr.Load())
-	require.Len(t, r.Decisions, 2)
-	for _, s := range g.posts() {
-		t.Logf("sent: %v", s.pairs())
-	}
-	for _, d := range r.Decisions {
-		if d.Cause != nil {
-			t.Logf("%s/%s: %v", d.Resource, d.Scope, d.Cause)
-		}
-		assert.Nil(t, d.Cause, "%s/%s: a valid GRANT failed closed by another caller's ListGranted under another request context", d.Resource, d.Scope)
-		assert.Equal(t, pep.Grant, d.Status, "%s/%s", d.Resource, d.Scope)
-	}
-	assert.Equal(t, pep.Grant, r.Status)
-	assert.Zero(t, c.Stats().FailClosed)
-}
-
-// TestManyWildcardsFailNoGrantClosed: a CheckMany(orders: read, write)
-// while other handlers ask ListGranted(invoices: every scope) 70 times,
-// twice: the same wildcard is remembered once, never turned into a fence
-// of the call's other keys, and both GRANTs are returned (a-fix16b F2:
-// past 64 drops the cache fenced every older writer under every key).
-func TestManyWildcardsFailNoGrantClosed(t *testing.T) {
-	g := startReference(t)
-	c := g.newClient(t, pep.WithCache(100, time.Minute, 10*time.Second), pep.WithBatchSize(1), noRetry)
-	c.SetToken(g.token(t, "bob"))
-
-	var writes atomic.Int32
-	var listErr atomic.Value
-	g.setHook(func(_ http.ResponseWriter, r *http.Request, _ int) bool {
-		body, _ := readBodyString(r)
-		if strings.Contains(body, `"invoices"`) || !strings.Contains(body, `"write"`) {
-			return false
-		}
-		if writes.Add(1) <= 2 {
-			for range 70 {
-				if _, err := c.ListGranted(context.Background(), []pep.Resource{{Name: "invoices"}}); err != nil {
-					listErr.Store(err)
-				}
-			}
-		}
-		return false // the reference server answers
-	})
-
-	r, err := c.CheckMany(t.Context(), []pep.Resource{{Name: "orders", Scopes: []string{"read", "write"}}})
-	require.NoError(t, err)
-	require.Nil(t, listErr.Load())
-	require.Len(t, r.Decisions, 2)
-	for _, d := range r.Decisions {
-		if d.Cause != nil {
-			t.Logf("%s/%s: %v", d.Resource, d.Scope, d.Cause)
-		}
-		assert.Nil(t, d.Cause, "%s/%s: a valid GRANT failed closed by other callers' ListGranted about invoices", d.Resource, d.Scope)
-		assert.Equal(t, pep.Grant, d.Status, "%s/%s", d.Resource, d.Scope)
-	}
-	assert.Equal(t, pep.Grant, r.Status)
-	assert.Zero(t, c.Stats().FailClosed)
 }
