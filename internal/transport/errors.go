@@ -248,15 +248,17 @@ type reading struct {
 // (a-dpop15 F1: the members after the fault were lost, an invalid_token
 // among them).
 //
-// Whether the body is read whole or not, any body that holds
-// "invalid_token" anywhere, as raw bytes or as a JSON reader would see it
-// with its string escapes decoded (a-fix15 F2: "invalid\u005ftoken"), is
-// read as refusing the token: where the word stands (a nested error
-// object, a list of errors, a description) and whether the body parses
-// decide nothing (a-dpop16 F1: `{"error":{"code":"invalid_token"}}`, read
-// whole, refused nothing, while the same bytes cut short refused the
-// token). A server that names invalid_token anywhere in a 400, 401 or 403
-// is taken at its word, failing closed.
+// A JSON object read whole refuses the token when any of its strings, at
+// any depth, is exactly "invalid_token" (its escapes decoded): a nested
+// error object or a list of errors names the code as a string of its own
+// (a-dpop16 F1: `{"error":{"code":"invalid_token"}}` refused nothing,
+// while the same bytes cut short refused the token), and a message that
+// merely mentions the word, as one repeating what a caller asked may, is
+// no code. Any other body (no JSON object, or one not read whole) refuses
+// the token when it holds "invalid_token" anywhere, as raw bytes or as a
+// JSON reader would see it with its string escapes decoded (a-fix15 F2:
+// "invalid\u005ftoken"): what could not be read is taken at its word,
+// failing closed.
 func readAnswer(status int, challenge string, body []byte) reading {
 	var r reading
 	take := func(code string, v dpopVerdict) {
@@ -278,7 +280,7 @@ func readAnswer(status int, challenge string, body []byte) reading {
 		}
 		return r.verdict != dpopTokenRefused
 	})
-	readBody(body, &r, func(code string) {
+	whole := readBody(body, &r, func(code string) {
 		switch code {
 		case "invalid_token":
 			take(code, dpopTokenRefused)
@@ -288,10 +290,29 @@ func readAnswer(status int, challenge string, body []byte) reading {
 			take(code, dpopNonceOwed)
 		}
 	})
-	if bytes.Contains(body, invalidToken) || bytes.Contains(jsonUnescaped(body), invalidToken) {
+	if whole && holdsString(body, "invalid_token") ||
+		!whole && (bytes.Contains(body, invalidToken) || bytes.Contains(jsonUnescaped(body), invalidToken)) {
 		take("invalid_token", dpopTokenRefused)
 	}
 	return r
+}
+
+// holdsString reports whether body, a JSON object read whole (readBody),
+// holds the string s at any depth, as a member's value, an element of a
+// list or a member's name: a refusal's code stands as a string of its own,
+// whatever the error's shape, while text that merely mentions it (a
+// message repeating what the request asked) is no code.
+func holdsString(body []byte, s string) bool {
+	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(body, utf8BOM)))
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err != io.EOF // read whole before: an error here fails closed
+		}
+		if v, ok := t.(string); ok && v == s {
+			return true
+		}
+	}
 }
 
 var invalidToken = []byte("invalid_token")
@@ -367,32 +388,33 @@ var utf8BOM = []byte("\ufeff")
 // readBody reads body, a JSON object, once: it sets r's errorName and
 // message and calls yield with every string value of a top-level member
 // named exactly "error". It sets r.unclear for an object it cannot read
-// whole or a body past MaxBody (and r.unseen for the latter); an empty
-// body, or one that is no JSON object, is not unclear (it carries no JSON
-// signal).
-func readBody(body []byte, r *reading, yield func(code string)) {
+// whole or a body past MaxBody (and r.unseen for the latter), and reports
+// whether it read the body whole as a JSON object; an empty body, or one
+// that is no JSON object, is not unclear (it carries no JSON signal) but
+// is not read whole either.
+func readBody(body []byte, r *reading, yield func(code string)) (whole bool) {
 	if len(body) > MaxBody {
 		r.unclear, r.unseen = true, true
 	}
 	data := bytes.TrimLeft(bytes.TrimPrefix(body, utf8BOM), " \t\r\n")
 	if len(data) == 0 || data[0] != '{' {
-		return
+		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if _, err := dec.Token(); err != nil { // the '{'
 		r.unclear = true
-		return
+		return false
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
 			r.unclear = true
-			return
+			return false
 		}
 		var v json.RawMessage
 		if dec.Decode(&v) != nil {
 			r.unclear = true
-			return
+			return false
 		}
 		var s string
 		if json.Unmarshal(v, &s) != nil {
@@ -412,11 +434,12 @@ func readBody(body []byte, r *reading, yield func(code string)) {
 	}
 	if _, err := dec.Token(); err != nil { // the '}'
 		r.unclear = true
-		return
+		return false
 	}
 	if _, err := dec.Token(); err != io.EOF { // nothing after the object
 		r.unclear = true
 	}
+	return !r.unclear
 }
 
 // refuses reports whether an answer of status with this reading refuses
