@@ -53,14 +53,15 @@ func appendKey(b []byte, p pair, ctxKey string) []byte {
 // fenced another context's answers, which its own answer never stores
 // again, and a concurrent call's valid GRANTs failed closed). Its name is
 // the context and the wildcards, so that the same wildcards asked again
-// are remembered once (a-fix16b F2).
+// are remembered once (a-fix16b F2), written so that no two sets of them
+// share one (named): the cache keeps the first coverage of a name.
 func wildcardsCover(queries []pair, ctxKey string) core.Wide {
 	var wide []pair
-	name := append(binary.BigEndian.AppendUint32(nil, uint32(len(ctxKey))), ctxKey...) // then pairs, each length-prefixed: one name, one coverage
+	name := named(nil, ctxKey)
 	for _, q := range queries {
 		if q.wildcard() {
 			wide = append(wide, q)
-			name = appendKey(name, q, "")
+			name = named(named(name, q.resource), q.scope)
 		}
 	}
 	return core.Wide{Name: string(name), Covers: func(key string) bool {
@@ -78,6 +79,16 @@ func wildcardsCover(queries []pair, ctxKey string) core.Wide {
 		}
 		return false
 	}}
+}
+
+// named appends s to a drop's name, its length first in full (a varint),
+// so that a name is one and only one sequence of texts. A cache key's
+// two-byte lengths are enough for the names a key holds (maxCachedNames),
+// not for a wildcard's, whose names are unbounded: with them, one resource
+// 65,538 bytes long spelled four wildcards' names, and a call's drop was
+// taken for another's whose coverage the cache kept.
+func named(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
 // keyPair returns the pair a cache key (appendKey) is about, and the

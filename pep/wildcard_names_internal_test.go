@@ -1,0 +1,50 @@
+package pep
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestWildcardDropNamesAreOneToOne: the name of a wildcard's drop is what
+// the cache remembers it by, and a second drop of a name it remembers
+// keeps the first one's coverage (the same keys, fenced for more writers).
+// Two different sets of wildcards under one context must therefore never
+// share a name. A name written with two-byte lengths (a cache key's form,
+// whose names are bounded; a wildcard's are not) let one wildcard of a
+// resource 65,538 bytes long spell four others, ASCII all through: the
+// second call's drop was taken for the first's, and the keys only it
+// covers were left unfenced against older answers.
+func TestWildcardDropNamesAreOneToOne(t *testing.T) {
+	// Four wildcards whose encoded lengths sum to 65,536 after "ab"'s.
+	ts := []string{strings.Repeat("t", 0x7F7F), strings.Repeat("u", 0x7F7F), strings.Repeat("v", 0x7F), strings.Repeat("w", 0x73)}
+	spelled := []pair{{resource: "ab"}}
+	var long strings.Builder
+	long.WriteString("ab")
+	for _, s := range ts {
+		spelled = append(spelled, pair{resource: s})
+		long.WriteString(string([]byte{byte(len(s) >> 8), byte(len(s)), 0, 0}))
+		long.WriteString(s)
+	}
+	one := []pair{{resource: long.String()}}
+
+	cases := []struct {
+		name string
+		a, b []pair
+	}{
+		{"a long resource spelling four", one, spelled},
+		{"resource and scope split elsewhere", []pair{{resource: "*", scope: "ab"}}, []pair{{resource: "*a", scope: "b"}}},
+		{"one wildcard or two", []pair{{resource: "ab"}}, []pair{{resource: "a"}, {resource: "b"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, ctx := range []string{"", `{"a":1}`} {
+				if wildcardsCover(tc.a, ctx).Name == wildcardsCover(tc.b, ctx).Name {
+					t.Fatalf("two different sets of wildcards under context %q share a drop's name", ctx)
+				}
+			}
+		})
+	}
+	if wildcardsCover(one, "").Name != wildcardsCover(one, "").Name {
+		t.Fatal("the same wildcards under the same context must share a name, to be remembered once")
+	}
+}
