@@ -2,7 +2,6 @@ package mockserver
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -262,11 +261,7 @@ func (s *Server) load(f Fixture, adminSecret string) (string, error) {
 		if _, dup := realms[fr.Name]; dup {
 			return "", fixtureError("realm %q is defined twice", fr.Name)
 		}
-		from, err := described(f, fr)
-		if err != nil {
-			return "", err
-		}
-		r, err := buildRealm(fr, now, s.keys, from)
+		r, err := buildRealm(fr, now, s.keys)
 		if err != nil {
 			return "", err
 		}
@@ -275,11 +270,7 @@ func (s *Server) load(f Fixture, adminSecret string) (string, error) {
 
 	master, ok := realms[store.MasterRealm]
 	if !ok {
-		from, err := described(f, nil)
-		if err != nil {
-			return "", err
-		}
-		r, err := newKeyedRealm(store.MasterRealm, now, s.keys, from)
+		r, err := newKeyedRealm(store.MasterRealm, now, s.keys)
 		if err != nil {
 			return "", err
 		}
@@ -293,7 +284,7 @@ func (s *Server) load(f Fixture, adminSecret string) (string, error) {
 
 	all := make([]*store.Realm, 0, len(realms))
 	for _, r := range realms {
-		r.SeedIDs(nil, nil)
+		r.SeedIDs(nil)
 		all = append(all, r)
 	}
 	if err := s.store.Install(all...); err != nil {
@@ -356,19 +347,19 @@ const bootstrapClient = "platform-admin"
 
 // newKeyedRealm returns an empty realm with a signing key from keys and
 // the defaults every realm has.
-func newKeyedRealm(name string, now time.Time, keys keySource, from []byte) (*store.Realm, error) {
+func newKeyedRealm(name string, now time.Time, keys keySource) (*store.Realm, error) {
 	key, kid, err := keys.signing(name)
 	if err != nil {
 		return nil, err
 	}
 	r := store.NewRealm(name, now)
 	r.SigningKey, r.KeyID = key, kid
-	// With a key seed, replicas loading one fixture give everything in it
-	// the same ids (a token's sub names the same user at each), and
-	// replicas loading two fixtures that describe the realm differently
-	// give none alike (from); load returns to random ids before the realm
-	// serves.
-	r.SeedIDs(keys.seed, from)
+	// With a key seed, replicas give each object of the fixture an id
+	// derived from what it is (its kind and name), so that a token's sub
+	// names the same user at each, and no other user at any, whatever
+	// else their fixtures say; load returns to random ids before the
+	// realm serves.
+	r.SeedIDs(keys.seed)
 	r.EnsureDefaults()
 	return r, nil
 }
@@ -381,34 +372,10 @@ type realmBuilder struct {
 	groups map[string]string // group name -> id (the store indexes groups by id only)
 }
 
-// described returns what f says of realm fr (nil for a master realm f
-// does not define), as the bytes a seeded realm's ids derive from
-// (store.Realm.SeedIDs): the realm's entry, and for master the platform
-// administrators seeded into it too.
-func described(f Fixture, fr *FixtureRealm) ([]byte, error) {
-	var what struct {
-		Realm  *FixtureRealm          `json:"realm,omitempty"`
-		Admins []FixturePlatformAdmin `json:"platformAdmins,omitempty"`
-	}
-	what.Realm = fr
-	if fr == nil || fr.Name == store.MasterRealm {
-		what.Admins = f.PlatformAdmins
-	}
-	b, err := json.Marshal(what)
-	if err != nil {
-		name := store.MasterRealm
-		if fr != nil {
-			name = fr.Name
-		}
-		return nil, fixtureError("realm %q: %v", name, err)
-	}
-	return b, nil
-}
-
-// buildRealm builds one realm of a fixture from its description (the
-// bytes its seeded ids derive from), refusing any name it cannot resolve.
-func buildRealm(fr *FixtureRealm, now time.Time, keys keySource, from []byte) (*store.Realm, error) {
-	r, err := newKeyedRealm(fr.Name, now, keys, from)
+// buildRealm builds one realm of a fixture, refusing any name it cannot
+// resolve.
+func buildRealm(fr *FixtureRealm, now time.Time, keys keySource) (*store.Realm, error) {
+	r, err := newKeyedRealm(fr.Name, now, keys)
 	if err != nil {
 		return nil, err
 	}

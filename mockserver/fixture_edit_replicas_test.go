@@ -13,13 +13,17 @@ import (
 
 // TestAFixtureEditMakesNoTokenAnotherUsers: replicas with one key seed and
 // one shared store (-key-seed, -redis) serve each other's tokens, and a
-// token's sub is the user's id, derived from the seed and the realm. A
-// replica started with the fixture edited (a user removed, as a rolling
-// update of the fixture does) derives none of the ids alike: mallory's
-// token, minted by the replica of the old fixture, names no user of the
-// new one, which grants it nothing, never serves it as boss's (a-edge16b F1: the id came from the
-// seed, the realm's name and the user's place alone, so the new replica
-// handed mallory's id to boss, and her token got his GRANT).
+// token's sub is the user's id, derived from the seed, the realm and the
+// user's name. A replica started with the fixture edited (a user removed
+// and a role added, as a rolling
+// update of the fixture does) gives every remaining user her id, and
+// nobody else anyone's: mallory's token, minted by the replica of the old
+// fixture, names no user of the new one, which grants it nothing, never
+// serves it as boss's (a-edge16b F1: the id came from the seed, the
+// realm's name and the user's place alone, so the new replica handed
+// mallory's id to boss, and her token got his GRANT); boss's token, his
+// role listed after another now, is his at both (ids derived from the
+// fixture's whole description refused it at the new replica).
 func TestAFixtureEditMakesNoTokenAnotherUsers(t *testing.T) {
 	store := &sharedStore{keys: map[string]time.Time{}}
 	var replicas [2]atomic.Pointer[mockserver.Server]
@@ -30,10 +34,10 @@ func TestAFixtureEditMakesNoTokenAnotherUsers(t *testing.T) {
 		}
 		replicas[i].Load().ServeHTTP(w, r)
 	}))
-	fixture := func(users ...mockserver.FixtureUser) mockserver.Fixture {
+	fixture := func(roles []mockserver.FixtureRole, users ...mockserver.FixtureUser) mockserver.Fixture {
 		return mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
 			Name:  "acme",
-			Roles: []mockserver.FixtureRole{{Name: "chief"}},
+			Roles: roles,
 			Users: users,
 			Clients: []mockserver.FixtureClient{{ClientID: "orders-api", Secret: "s",
 				Resources:   []mockserver.FixtureResource{{Name: "orders", Scopes: []string{"delete"}}},
@@ -46,13 +50,16 @@ func TestAFixtureEditMakesNoTokenAnotherUsers(t *testing.T) {
 		return []mockserver.Option{mockserver.WithFixture(f), mockserver.WithKeySeed(keySeed),
 			mockserver.WithReplayStore(store), mockserver.WithIssuer(hs.URL)}
 	}
-	a := testkit.Must(mockserver.New(opts(fixture(mallory, boss))...))(t)
-	b := testkit.Must(mockserver.New(opts(fixture(boss))...))(t) // mallory removed from the fixture
+	chief := []mockserver.FixtureRole{{Name: "chief"}}
+	a := testkit.Must(mockserver.New(opts(fixture(chief, mallory, boss))...))(t)
+	// mallory removed from the fixture, a role added before boss's
+	b := testkit.Must(mockserver.New(opts(fixture(append([]mockserver.FixtureRole{{Name: "clerk"}}, chief...), boss))...))(t)
 	replicas[0].Store(a)
 	replicas[1].Store(b)
 
 	tok := testkit.Must(a.IssueToken("acme", "mallory"))(t)
-	decide := func(replica string) (int, string) {
+	bossTok := testkit.Must(a.IssueToken("acme", "boss"))(t)
+	decideAs := func(replica, tok string) (int, string) {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, hs.URL+authorizePath,
 			strings.NewReader(`{"clientId":"orders-api","resources":[{"name":"orders","scopes":["delete"]}],"context":{}}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -69,6 +76,7 @@ func TestAFixtureEditMakesNoTokenAnotherUsers(t *testing.T) {
 		sb.Write(buf[:n])
 		return resp.StatusCode, sb.String()
 	}
+	decide := func(replica string) (int, string) { return decideAs(replica, tok) }
 	st, body := decide("a")
 	if strings.Contains(body, `"GRANT"`) {
 		t.Fatalf("mallory granted at the replica that minted her token: %d %s", st, body)
@@ -76,5 +84,10 @@ func TestAFixtureEditMakesNoTokenAnotherUsers(t *testing.T) {
 	st, body = decide("b")
 	if strings.Contains(body, `"GRANT"`) {
 		t.Errorf("mallory's token, served by the replica of the edited fixture, got a GRANT (boss's?): %d %s", st, body)
+	}
+	for _, replica := range []string{"a", "b"} {
+		if st, body := decideAs(replica, bossTok); !strings.Contains(body, `"GRANT"`) {
+			t.Errorf("boss's token, at replica %s, got no GRANT: %d %s", replica, st, body)
+		}
 	}
 }

@@ -178,10 +178,12 @@ func WithNonces(n dpop.Nonces) Option {
 // servers given the same seed sign with the same keys, so a token issued
 // by one verifies at the others (replicas behind one front; give them the
 // same fixture too, and WithReplayStore for the others to serve it: see
-// below). The fixture's ids derive from the seed and from what the
-// fixture says of each realm: a replica whose fixture describes a realm
-// otherwise (a user removed) shares none of its ids, so that a token names
-// no other user there. The seed also derives, one label each, the keys of
+// below). The fixture's ids derive from the seed and from what each
+// object is (its kind and its name in the realm: a user's username), never
+// from its place in the fixture: replicas mid-way through a fixture update
+// (a user removed, others moved) give each remaining user her id, and a
+// removed user's to nobody, so that a token names the same user, or none,
+// at every replica. The seed also derives, one label each, the keys of
 // what a client carries between requests: AuthZEN search page tokens and,
 // with WithReplayStore, web UI session cookies and sealed authorization
 // codes, so that every replica serves them (without a seed each server

@@ -82,7 +82,7 @@ func (r *Realm) RegisterApplication(spec AppSpec, now time.Time) (*Application, 
 		return nil, Conflict("client %q is already in the application catalog", spec.ClientID)
 	}
 	app := &Application{
-		ID:          r.newID(),
+		ID:          r.newID("application", spec.ClientID),
 		ClientID:    spec.ClientID,
 		Name:        spec.Name,
 		Description: spec.Description,

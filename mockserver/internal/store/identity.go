@@ -82,7 +82,7 @@ func (r *Realm) AddRole(name, description string, attrs Attributes) (*Role, erro
 	if _, ok := r.RoleByName[name]; ok {
 		return nil, Conflict("role %q already exists", name)
 	}
-	ro := &Role{ID: r.newID(), Name: name, Description: description, Attributes: attrs.Clone()}
+	ro := &Role{ID: r.newID("role", name), Name: name, Description: description, Attributes: attrs.Clone()}
 	r.addRole(ro)
 	return ro, nil
 }
@@ -129,7 +129,7 @@ func (r *Realm) AddGroup(name string, attrs Attributes, roleIDs []string) (*Grou
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{ID: r.newID(), Name: name, Path: "/" + name, Attributes: attrs.Clone(), RoleIDs: set}
+	g := &Group{ID: r.newID("group", name), Name: name, Path: "/" + name, Attributes: attrs.Clone(), RoleIDs: set}
 	r.Groups[g.ID] = g
 	r.GroupByName[name] = g.ID
 	return g, nil
@@ -175,7 +175,7 @@ func (r *Realm) AddUser(u User, roleIDs, groupIDs []string) (*User, error) {
 		groups[id] = struct{}{}
 	}
 	nu := u
-	nu.ID = r.newID()
+	nu.ID = r.newID("user", u.Username)
 	nu.RoleIDs = roles
 	nu.GroupIDs = groups
 	r.addUser(&nu)
@@ -228,7 +228,7 @@ func (r *Realm) AddClient(c Client, serviceAccountRoleIDs []string) (*Client, er
 		return nil, err
 	}
 	nc := c
-	nc.ID = r.newID()
+	nc.ID = r.newID("client", c.ClientID)
 	if !c.Public {
 		sa, err := r.AddUser(User{Username: saName, ServiceAccountOf: nc.ID, CreatedAt: r.CreatedAt}, serviceAccountRoleIDs, nil)
 		if err != nil {

@@ -78,7 +78,7 @@ func (r *Realm) CreateOrgRole(orgID string, spec RoleSpec) (*Role, error) {
 	if _, taken := r.RoleByName[name]; taken {
 		return nil, Conflict("role %q already exists", name)
 	}
-	role := &Role{ID: r.newID(), Name: name, Description: spec.Description, Attributes: spec.Attributes.Clone()}
+	role := &Role{ID: r.newID("role", name), Name: name, Description: spec.Description, Attributes: spec.Attributes.Clone()}
 	r.addRole(role)
 	indexAdd(r.OrgRoles, orgID, role.ID)
 	return role, nil

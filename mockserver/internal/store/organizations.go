@@ -221,7 +221,7 @@ func (r *Realm) CreateOrganization(spec OrgSpec, now time.Time) (*Organization, 
 		return nil, Conflict("organization alias %q already exists", spec.Alias)
 	}
 	o := &Organization{
-		ID:          r.newID(),
+		ID:          r.newID("organization", spec.Alias),
 		Name:        spec.Name,
 		Alias:       spec.Alias,
 		Description: spec.Description,

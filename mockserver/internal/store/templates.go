@@ -113,7 +113,7 @@ func (r *Realm) CreatePropertyTemplate(orgID string, spec PropertyTemplateSpec, 
 	if err := r.checkKeysFree(orgID, "", spec.Properties); err != nil {
 		return nil, err
 	}
-	t := &PropertyTemplate{ID: r.newID(), OrgID: orgID, Name: spec.Name, Description: spec.Description,
+	t := &PropertyTemplate{ID: r.newID("property template", string(named([]byte(orgID), spec.Name))), OrgID: orgID, Name: spec.Name, Description: spec.Description,
 		Properties: spec.Properties, CreatedAt: now.UTC()}
 	r.PropTmpls[t.ID] = t
 	ix := r.orgIndex(orgID)
@@ -316,7 +316,7 @@ func (r *Realm) CreateDepartmentTemplate(orgID string, spec DeptTemplateSpec, no
 			return nil, NotFound("role %q", id)
 		}
 	}
-	t := &DepartmentTemplate{ID: r.newID(), OrgID: orgID, Name: name, Description: spec.Description,
+	t := &DepartmentTemplate{ID: r.newID("department template", string(named([]byte(orgID), name))), OrgID: orgID, Name: name, Description: spec.Description,
 		Root: root, CreatedAt: now.UTC()}
 	r.DeptTmpls[t.ID] = t
 	r.orgIndex(orgID).deptTmpls[t.ID] = struct{}{}
@@ -391,7 +391,7 @@ func (r *Realm) InstantiateTemplate(orgID, parentID, tmplID string, now time.Tim
 	// Nothing can fail from here on.
 	var create func(n *TemplateNode, parentID string, depth int) *Department
 	create = func(n *TemplateNode, parentID string, depth int) *Department {
-		d := &Department{ID: r.newID(), OrgID: orgID, ParentID: parentID, Name: n.Name, Alias: n.Alias,
+		d := &Department{ID: r.newID("department", deptName(orgID, parentID, n.Name)), OrgID: orgID, ParentID: parentID, Name: n.Name, Alias: n.Alias,
 			Attributes: n.Attributes, TemplateRoleIDs: n.RoleIDs, Depth: int32(depth), CreatedAt: now.UTC()}
 		r.addDept(d)
 		ix.link(d)
