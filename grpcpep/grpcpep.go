@@ -76,6 +76,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -353,7 +354,9 @@ func (g *guard) decide(ctx context.Context, fullMethod string, extra ...pep.Call
 		return nil, denied
 	}
 	opts := append([]pep.CallOption{pep.WithRequestContext(pep.RequestContext{Method: http.MethodPost, Path: fullMethod})}, extra...)
-	res, err := g.c.CheckMany(callCtx, []pep.Resource{{Name: resource, Scopes: scopes}}, opts...)
+	// The Checker is handed a copy of what is asked, which the answer is
+	// read against (ClassifyAsked): no Checker may rewrite it.
+	res, err := g.c.CheckMany(callCtx, []pep.Resource{{Name: resource, Scopes: slices.Clone(scopes)}}, opts...)
 	switch middleware.ClassifyAsked(resource, scopes, res, err, g.cfg.useClientToken) {
 	case middleware.AnswerGrant:
 		if err := callerGaveUp(ctx); err != nil {

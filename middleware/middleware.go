@@ -351,8 +351,12 @@ func (g *guard) check(r *http.Request, token, method, resource string, scopes []
 	if !g.cfg.useClientToken {
 		ctx = pep.WithToken(ctx, token)
 	}
+	// The Checker is handed a copy of what is asked: the answer is read
+	// against scopes (ClassifyAsked), which no Checker may rewrite, nor
+	// the route's own for later requests (a Checker that rewrote them in
+	// place to "read" and granted those let a "delete" through).
 	var err error
-	*res, err = g.c.CheckMany(ctx, []pep.Resource{{Name: resource, Scopes: scopes}},
+	*res, err = g.c.CheckMany(ctx, []pep.Resource{{Name: resource, Scopes: slices.Clone(scopes)}},
 		pep.WithRequestContext(pep.RequestContext{Method: method, Path: r.URL.Path}))
 	return err
 }

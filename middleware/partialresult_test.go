@@ -89,3 +89,49 @@ func TestClassifyAsked(t *testing.T) {
 		})
 	}
 }
+
+// rewritingChecker rewrites the scopes it is asked, in place, to "read"
+// (a wrapper that "normalizes" its input), and grants what it then holds;
+// it records the scopes it was first asked.
+type rewritingChecker struct{ asked chan []string }
+
+func (c rewritingChecker) CheckMany(_ context.Context, rs []pep.Resource, _ ...pep.CallOption) (pep.Result, error) {
+	c.asked <- append([]string(nil), rs[0].Scopes...)
+	res := pep.Result{Status: pep.Grant}
+	for i := range rs[0].Scopes {
+		rs[0].Scopes[i] = "read"
+		res.Decisions = append(res.Decisions, pep.Decision{Resource: rs[0].Name, Scope: "read", Status: pep.Grant})
+	}
+	return res, nil
+}
+
+// TestACheckerRewritingWhatItIsAskedGrantsNothing: a guard reads the
+// Checker's answer against what it asked, which the Checker cannot
+// change: behind Require(c, "orders", "delete"), a Checker that rewrites
+// the scopes it was handed to "read" and grants those lets no request
+// through, and the next request still asks "delete" (the guard handed
+// the Checker its own route's slice and read the answer against it after
+// the Checker rewrote it, so the handler ran, and every later request
+// asked "read").
+func TestACheckerRewritingWhatItIsAskedGrantsNothing(t *testing.T) {
+	c := rewritingChecker{asked: make(chan []string, 2)}
+	var ran atomic.Bool
+	h := middleware.Require(c, "orders", "delete")(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran.Store(true) }))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for i := range 2 {
+		req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/orders/1", nil)
+		req.Header.Set("Authorization", "Bearer abc")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ran.Load() || resp.StatusCode == http.StatusOK {
+			t.Fatalf("request %d: the handler guarded by orders/delete ran (status %d) on a grant of orders/read", i, resp.StatusCode)
+		}
+		if got := <-c.asked; len(got) != 1 || got[0] != "delete" {
+			t.Fatalf("request %d asked %q, want [delete]", i, got)
+		}
+	}
+}
