@@ -175,7 +175,14 @@ func (r *Realm) AddUser(u User, roleIDs, groupIDs []string) (*User, error) {
 		groups[id] = struct{}{}
 	}
 	nu := u
-	nu.ID = r.newID("user", u.Username)
+	// A service account is its client's, whatever its username: a user
+	// another fixture names "service-account-<clientId>" is another
+	// party, and gets another id.
+	if u.ServiceAccountOf != "" {
+		nu.ID = r.newID("service account", u.ServiceAccountOf)
+	} else {
+		nu.ID = r.newID("user", u.Username)
+	}
 	nu.RoleIDs = roles
 	nu.GroupIDs = groups
 	r.addUser(&nu)

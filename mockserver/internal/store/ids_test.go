@@ -68,6 +68,18 @@ func TestSeededIDsNameWhatAnObjectIs(t *testing.T) {
 		t.Error("a group named alice has user alice's id")
 	}
 
+	// A client's service account and a person given its username by
+	// another fixture are two parties.
+	withClient := NewRealm("acme", t0)
+	withClient.SeedIDs(seed)
+	c := testkit.Must(withClient.AddClient(Client{ClientID: "x", Secret: "s"}, nil))(t)
+	withPerson := NewRealm("acme", t0)
+	withPerson.SeedIDs(seed)
+	person := testkit.Must(withPerson.AddUser(User{Username: ServiceAccountPrefix + "x"}, nil, nil))(t)
+	if person.ID == c.ServiceAccountUserID {
+		t.Error("a person named as client x's service account has its id: the client's tokens are hers at her replica")
+	}
+
 	// Two departments of one name under two parents are two objects.
 	o := testkit.Must(a.CreateOrganization(OrgSpec{Name: "Acme", Alias: "acme-org"}, t0))(t)
 	p1 := mustDept(t, a, o.ID, "", DeptSpec{Name: "Sales", Children: []DeptSpec{{Name: "East"}}})
