@@ -19,9 +19,8 @@ type idSeq struct {
 // SeedIDs makes the ids r assigns from now on derive from seed, the
 // realm's name and each object's own identity: its kind and its name in
 // the realm (a user's username, a service account's client, a client's
-// client id, a role's or a
-// group's name, an organization's alias, a department's parent and name),
-// never its place among the others. Replicas with one key seed so give a
+// client id, a role's or a group's name, an organization's alias, a
+// department's parent and name), never its place among the others. Replicas with one key seed so give a
 // party the same id whatever else their fixtures say, and never give its
 // id to another one: a token (or a session) naming an object by id names
 // that object, or nothing, at every replica (a-edge16b F1: an id from the
