@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orgauthz/orgauthz/internal/strictjson"
 	"github.com/orgauthz/orgauthz/mockserver/internal/store"
@@ -248,9 +249,54 @@ func fixtureError(format string, args ...any) error {
 	return fmt.Errorf("mockserver: fixture: "+format, args...)
 }
 
+// notUTF8At returns where v, a fixture or a part of one named at, holds
+// a string that is not valid UTF-8 (a member by its JSON name, an element
+// by its index, a map's entry by its key), or "". A Go Fixture may hold
+// such bytes, which a file fixture cannot (JSON decoding replaces them):
+// two names differing only in them are two users to the store but one to
+// every JSON text that shows them.
+func notUTF8At(v reflect.Value, at string) string {
+	switch v.Kind() {
+	case reflect.String:
+		if !utf8.ValidString(v.String()) {
+			return at
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" {
+				name = f.Name
+			}
+			if w := notUTF8At(v.Field(i), at+"."+name); w != "" {
+				return w
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if w := notUTF8At(v.Index(i), fmt.Sprintf("%s[%d]", at, i)); w != "" {
+				return w
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if !utf8.ValidString(it.Key().String()) {
+				return at + " (a key)"
+			}
+			if w := notUTF8At(it.Value(), fmt.Sprintf("%s[%q]", at, it.Key().String())); w != "" {
+				return w
+			}
+		}
+	}
+	return ""
+}
+
 // load builds every realm of f (plus master) and installs them in the store
 // only when all of them built; it returns the bootstrap admin secret.
 func (s *Server) load(f Fixture, adminSecret string) (string, error) {
+	if at := notUTF8At(reflect.ValueOf(f), "fixture"); at != "" {
+		return "", fixtureError("%s is not valid UTF-8: a name is what a fixture object is (its id derives from it), and JSON, which a fixture file and the API speak, cannot carry it", at)
+	}
 	now := s.now().UTC()
 	realms := map[string]*store.Realm{}
 	for i := range f.Realms {

@@ -91,3 +91,27 @@ func TestAFixtureEditMakesNoTokenAnotherUsers(t *testing.T) {
 		}
 	}
 }
+
+// TestAFixtureNameNotUTF8IsRefused: a Go Fixture whose names hold bytes
+// that are not UTF-8 is refused, naming where, as a file fixture cannot
+// hold them at all (a-fixture17 F1: "x\xff" and "x\xfe" were two users to
+// the store and one, "x\ufffd", to every JSON text showing them: the
+// description ids derived from then, and the tokens' names).
+func TestAFixtureNameNotUTF8IsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		realm mockserver.FixtureRealm
+		at    string
+	}{
+		{"a username", mockserver.FixtureRealm{Name: "acme", Users: []mockserver.FixtureUser{{Username: "ok"}, {Username: "x\xff"}}}, "fixture.realms[0].users[1].username"},
+		{"a role's attribute", mockserver.FixtureRealm{Name: "acme", Roles: []mockserver.FixtureRole{{Name: "r", Attributes: map[string][]string{"k": {"\xfe"}}}}}, `fixture.realms[0].roles[0].attributes["k"][0]`},
+		{"a realm", mockserver.FixtureRealm{Name: "ac\xc3me"}, "fixture.realms[0].name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := mockserver.New(mockserver.WithFixture(mockserver.Fixture{Realms: []mockserver.FixtureRealm{tc.realm}}))
+			if err == nil || !strings.Contains(err.Error(), tc.at+" is not valid UTF-8") {
+				t.Fatalf("New = %v, want an error naming %s", err, tc.at)
+			}
+		})
+	}
+}
