@@ -92,6 +92,9 @@ func TestAttackEchoedMentionOutsideAJSONObjectRetiresSharedToken(t *testing.T) {
 	}{
 		{"400 JSON array of errors", "application/json", `[{"error":"Bad Request","message":"unknown scope 'invalid_token'"}]`},
 		{"400 plain text", "text/plain; charset=utf-8", "unknown scope: invalid_token\n"},
+		// a gateway that templates its message: the caller's scope "invalid_token\t" leaves a raw tab,
+		// the object is not read whole, and the mention is searched raw
+		{"400 templated object with the caller's raw tab", "application/json", "{\"error\":\"Bad Request\",\"message\":\"unknown scope invalid_token\t\"}"},
 	} {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
