@@ -1,0 +1,144 @@
+package pep_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// echoingGateway makes g answer every request whose body asks the scope
+// "invalid_token" (a caller's input) with status and body, as a gateway
+// that repeats the scope it did not know; every other request goes to the
+// reference server.
+func echoingGateway(g *reference, status int, contentType, body string) {
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		b, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(b, []byte(`"invalid_token"`)) {
+			return false
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+		return true
+	})
+}
+
+// lockedOut runs one caller's check of scope "invalid_token" through a
+// client whose own (shared) token is valid and whose GRANT is cached, and
+// asserts that the shared token was not retired.
+func assertNotLockedOut(t *testing.T, status int, contentType, body string) {
+	g := startReference(t)
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithEventHandler(rec.handle), pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	c.SetToken(g.token(t, "alice"))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	echoingGateway(g, status, contentType, body)
+	_, err := c.Check(t.Context(), "orders", "invalid_token") // the caller's own, chosen, scope
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized,
+		"the answer only repeats the scope the caller asked; it is no refusal of the client's token: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a caller's scope name retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+}
+
+// TestAttackEchoedValueInJSONObjectRetiresSharedToken: a 400/403 JSON body
+// read whole refuses the token when ANY string at any depth is exactly
+// invalid_token (transport.holdsString), so a gateway that repeats the
+// caller's scope as a value of its own (not inside a message) retires the
+// client's own token for every caller.
+func TestAttackEchoedValueInJSONObjectRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	for _, a := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"400 scope member", http.StatusBadRequest, `{"error":"Bad Request","message":"unknown scope","scope":"invalid_token"}`},
+		{"400 details value", http.StatusBadRequest, `{"error":"Bad Request","message":"validation failed","details":[{"field":"scope","value":"invalid_token"}]}`},
+		{"403 denied scopes list", http.StatusForbidden, `{"error":"Forbidden","message":"scope not granted","deniedScopes":["invalid_token"]}`},
+		{"400 details keyed by value", http.StatusBadRequest, `{"error":"Bad Request","unknownScopes":{"invalid_token":"not defined"}}`},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			assertNotLockedOut(t, a.status, "application/json", a.body)
+		})
+	}
+}
+
+// TestAttackEchoedMentionOutsideAJSONObjectRetiresSharedToken: the same
+// message that refuses nothing inside a JSON object (a mention, not a
+// code) refuses the token when the body is a top-level JSON array or plain
+// text (readAnswer: a body not read whole as an object is searched for the
+// word anywhere), so a caller's scope name repeated in such a body retires
+// the client's shared token.
+func TestAttackEchoedMentionOutsideAJSONObjectRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	for _, a := range []struct {
+		name, ct, body string
+	}{
+		{"400 JSON array of errors", "application/json", `[{"error":"Bad Request","message":"unknown scope 'invalid_token'"}]`},
+		{"400 plain text", "text/plain; charset=utf-8", "unknown scope: invalid_token\n"},
+		// a gateway that templates its message: the caller's scope "invalid_token\t" leaves a raw tab,
+		// the object is not read whole, and the mention is searched raw
+		{"400 templated object with the caller's raw tab", "application/json", "{\"error\":\"Bad Request\",\"message\":\"unknown scope invalid_token\t\"}"},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			assertNotLockedOut(t, http.StatusBadRequest, a.ct, a.body)
+		})
+	}
+}
+
+// TestAttackUTF16RefusalKeepsRevokedGrant: a gateway refusing a revoked
+// token with a 403 whose JSON body is UTF-16 (with its byte order mark,
+// RFC 8259 section 8.1 lets a parser accept it) names invalid_token, but
+// readAnswer only searches bytes as UTF-8: the refusal is not read and
+// the revoked token's cached GRANT stays served.
+func TestAttackUTF16RefusalKeepsRevokedGrant(t *testing.T) {
+	t.Parallel()
+	for _, a := range []struct {
+		name  string
+		order binary.AppendByteOrder
+		bom   []byte
+	}{
+		{"UTF-16LE", binary.LittleEndian, []byte{0xff, 0xfe}},
+		{"UTF-16BE", binary.BigEndian, []byte{0xfe, 0xff}},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			body := append([]byte(nil), a.bom...)
+			for _, u := range utf16.Encode([]rune(`{"error":"invalid_token","message":"the token was revoked"}`)) {
+				body = a.order.AppendUint16(body, u)
+			}
+			g := startReference(t)
+			c, _, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, time.Millisecond, time.Millisecond))
+			requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+			require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				w.Header().Set("Content-Type", "application/json; charset=utf-16")
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = w.Write(body)
+				return true
+			})
+			_, err := c.Check(t.Context(), "orders", "write")
+			assert.ErrorIs(t, err, pep.ErrUnauthorized, "the body names invalid_token: the token is refused; got %v", err)
+			d, _ := c.Check(t.Context(), "orders", "read")
+			assert.False(t, d.Allowed(), "the refused token's cached GRANT must be gone; got cached=%v allowed=%v", d.Cached, d.Allowed())
+		})
+	}
+}
