@@ -274,7 +274,7 @@ func nonceAsked(resp *http.Response, body []byte) (string, reading) {
 	if nonce == "" {
 		return "", reading{}
 	}
-	r := readAnswer(resp.StatusCode, Challenges(resp.Header), body)
+	r := readAnswer(resp.StatusCode, Challenges(resp.Header), body, repeats(resp))
 	if !r.resendable(resp.StatusCode) {
 		return "", r
 	}

@@ -2,6 +2,8 @@ package transport
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,7 +29,9 @@ var (
 	// as the server finished it, could not be read whole (a body the
 	// client could not finish reading refuses the token only when what
 	// came does: cutRefuses, a-fix15 F3); and a 400 or 403 that names
-	// invalid_token, in any challenge or its body (a-dpop15 F3).
+	// invalid_token, in any challenge or its body (a-dpop15 F3). A body
+	// refuses nothing when the request named invalid_token itself: it may
+	// be repeating the request (readAnswer, a-read17 F1, F2).
 	ErrUnauthorized error = &sentinel{format: "unauthorized"}
 	// ErrProofRejected is matched by the *ResponseError of a 401 to a DPoP
 	// request that blames the proof, not the token: its DPoP challenge
@@ -259,7 +263,16 @@ type reading struct {
 // JSON reader would see it with its string escapes decoded (a-fix15 F2:
 // "invalid\u005ftoken"): what could not be read is taken at its word,
 // failing closed.
-func readAnswer(status int, challenge string, body []byte) reading {
+//
+// When the request itself named invalid_token (repeats: a caller's
+// resource, scope or context may be any word), nothing in the body
+// refuses the token: a gateway repeating the caller's words back in its
+// error, as a value of its own or in text, would otherwise let any caller
+// who chooses that word retire a token the client shares between callers
+// (a-read17 F1, F2). Its challenges and its status still do.
+func readAnswer(status int, challenge string, body []byte, repeats bool) reading {
+	past := len(body) > MaxBody // as it came, before any re-encoding
+	body = utf8Of(body)
 	var r reading
 	take := func(code string, v dpopVerdict) {
 		if r.verdict == dpopNone || v < r.verdict {
@@ -283,15 +296,20 @@ func readAnswer(status int, challenge string, body []byte) reading {
 	whole := readBody(body, &r, func(code string) {
 		switch code {
 		case "invalid_token":
-			take(code, dpopTokenRefused)
+			if !repeats {
+				take(code, dpopTokenRefused)
+			}
 		case "invalid_dpop_proof":
 			take(code, dpopProofRejected)
 		case "use_dpop_nonce":
 			take(code, dpopNonceOwed)
 		}
 	})
-	if whole && holdsString(body, "invalid_token") ||
-		!whole && (bytes.Contains(body, invalidToken) || bytes.Contains(jsonUnescaped(body), invalidToken)) {
+	if past {
+		r.unclear, r.unseen, whole = true, true, false
+	}
+	if !repeats && (whole && holdsString(body, "invalid_token") ||
+		!whole && (bytes.Contains(body, invalidToken) || bytes.Contains(jsonUnescaped(body), invalidToken))) {
 		take("invalid_token", dpopTokenRefused)
 	}
 	return r
@@ -316,6 +334,44 @@ func holdsString(body []byte, s string) bool {
 }
 
 var invalidToken = []byte("invalid_token")
+
+// repeatsKey marks the context of a request whose body names
+// invalid_token (withWords).
+type repeatsKey struct{}
+
+// withWords returns ctx for a request sending body: marked when the body
+// names invalid_token in any letter case, so that no answer to it is read
+// as refusing the token by its body (readAnswer's repeats), which may be
+// the request's words repeated. Most bodies never do, and get ctx itself.
+func withWords(ctx context.Context, body []byte) context.Context {
+	if !namesInvalidToken(body) {
+		return ctx
+	}
+	return context.WithValue(ctx, repeatsKey{}, true)
+}
+
+// repeats reports whether resp answers a request withWords marked.
+func repeats(resp *http.Response) bool {
+	return resp != nil && resp.Request != nil && resp.Request.Context().Value(repeatsKey{}) != nil
+}
+
+// namesInvalidToken reports whether b holds invalid_token in any letter
+// case, without copying b: each underscore is looked at with its
+// neighbours.
+func namesInvalidToken(b []byte) bool {
+	for at := 0; ; {
+		i := bytes.IndexByte(b[at:], '_')
+		if i < 0 {
+			return false
+		}
+		p := at + i
+		if p >= len("invalid") && p+1+len("token") <= len(b) &&
+			bytes.EqualFold(b[p-len("invalid"):p], []byte("invalid")) && bytes.EqualFold(b[p+1:p+1+len("token")], []byte("token")) {
+			return true
+		}
+		at = p + 1
+	}
+}
 
 // Challenges returns the WWW-Authenticate field of h as one value: all its
 // field lines joined with ", ". RFC 9110 section 5.3 lets a list field be
@@ -384,6 +440,31 @@ func hex4(b []byte) (rune, bool) {
 
 // utf8BOM is the byte order mark some servers put before a JSON body.
 var utf8BOM = []byte("\ufeff")
+
+// utf8Of returns body in UTF-8: body itself, or, when it starts with a
+// UTF-16 byte order mark, its text re-encoded (a-read17 F3: a refusal
+// written in UTF-16 was searched as UTF-8 bytes and refused nothing, and
+// the revoked token's GRANTs stayed served). An odd last byte is dropped.
+func utf8Of(body []byte) []byte {
+	var order binary.ByteOrder
+	switch {
+	case bytes.HasPrefix(body, []byte{0xFF, 0xFE}):
+		order = binary.LittleEndian
+	case bytes.HasPrefix(body, []byte{0xFE, 0xFF}):
+		order = binary.BigEndian
+	default:
+		return body
+	}
+	units := make([]uint16, 0, len(body)/2-1)
+	for i := 2; i+1 < len(body); i += 2 {
+		units = append(units, order.Uint16(body[i:]))
+	}
+	var b []byte
+	for _, r := range utf16.Decode(units) {
+		b = utf8.AppendRune(b, r)
+	}
+	return b
+}
 
 // readBody reads body, a JSON object, once: it sets r's errorName and
 // message and calls yield with every string value of a top-level member
@@ -508,7 +589,7 @@ func cutRefuses(resp *http.Response, data []byte, id Ident) bool {
 	if id.Scheme != SchemeDPoP && resp.StatusCode == http.StatusUnauthorized {
 		return true
 	}
-	return readAnswer(resp.StatusCode, Challenges(resp.Header), data).verdict == dpopTokenRefused
+	return readAnswer(resp.StatusCode, Challenges(resp.Header), data, repeats(resp)).verdict == dpopTokenRefused
 }
 
 // Error returns "<peer> answered <status>" followed by the error name and
@@ -601,7 +682,7 @@ func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *Resp
 	challenges := Challenges(resp.Header)
 	var r reading
 	if credentialStatus(resp.StatusCode) {
-		r = readAnswer(resp.StatusCode, challenges, body)
+		r = readAnswer(resp.StatusCode, challenges, body, repeats(resp))
 	} else {
 		readBody(body, &r, func(string) {}) // its error and message only
 	}

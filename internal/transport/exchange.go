@@ -206,7 +206,7 @@ func (x *Exchanger) closeIdle() {
 // (see Post).
 func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool, settled *error) (_ []byte, _ outcome, err error) {
 	ctx, span := x.Observe.StartRequest(ctx, url, x.Breaker.Current().String())
-	req, err := x.newPost(ctx, url, body, header)
+	req, err := x.newPost(withWords(ctx, body), url, body, header)
 	if err != nil {
 		span.End()
 		return nil, outcomeNeutral, err

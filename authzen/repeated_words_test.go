@@ -16,14 +16,13 @@ import (
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
 
-// TestAttackPDPEchoingResourceIDRetiresSharedToken: a PDP that answers a
+// TestAPDPRepeatingAResourceIDRetiresNoToken: a PDP that answers a
 // request for a resource it does not know with a 400/403 repeating the
-// request's resource (its id a caller chose, e.g. from a URL path) as a
-// JSON value of its own: the id "invalid_token" is read as a refusal of the
-// client's own token (transport.holdsString: any string at any depth), so
-// any caller retires the shared token: tokenExpired, and every caller's
-// cached allows are purged.
-func TestAttackPDPEchoingResourceIDRetiresSharedToken(t *testing.T) {
+// request's resource id (a caller's choice, e.g. from a URL path) as a
+// JSON value of its own retires no token when that id is invalid_token
+// (a-read17 F1: it was read as a refusal of the client's own token, and
+// any caller retired it for every caller, their cached allows purged).
+func TestAPDPRepeatingAResourceIDRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string

@@ -55,12 +55,13 @@ func assertNotLockedOut(t *testing.T, status int, contentType, body string) {
 	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
 
-// TestAttackEchoedValueInJSONObjectRetiresSharedToken: a 400/403 JSON body
-// read whole refuses the token when ANY string at any depth is exactly
-// invalid_token (transport.holdsString), so a gateway that repeats the
-// caller's scope as a value of its own (not inside a message) retires the
-// client's own token for every caller.
-func TestAttackEchoedValueInJSONObjectRetiresSharedToken(t *testing.T) {
+// TestACallersWordRepeatedAsAValueRetiresNoToken: a 400/403 whose JSON
+// body repeats the caller's scope invalid_token as a value of its own
+// retires no token: the request named the word, so the body may be its
+// words repeated (a-read17 F1: any string at any depth of a JSON body read
+// whole refused the token, and any caller retired the client's own token
+// for every caller).
+func TestACallersWordRepeatedAsAValueRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	for _, a := range []struct {
 		name   string
@@ -79,13 +80,12 @@ func TestAttackEchoedValueInJSONObjectRetiresSharedToken(t *testing.T) {
 	}
 }
 
-// TestAttackEchoedMentionOutsideAJSONObjectRetiresSharedToken: the same
-// message that refuses nothing inside a JSON object (a mention, not a
-// code) refuses the token when the body is a top-level JSON array or plain
-// text (readAnswer: a body not read whole as an object is searched for the
-// word anywhere), so a caller's scope name repeated in such a body retires
-// the client's shared token.
-func TestAttackEchoedMentionOutsideAJSONObjectRetiresSharedToken(t *testing.T) {
+// TestACallersWordRepeatedOutsideJSONRetiresNoToken: a caller's scope
+// name repeated in a body that is no JSON object read whole (an array,
+// plain text, an object a raw tab broke) retires no token either (a-read17
+// F2: such a body is searched for the word anywhere, and the request had
+// put it there).
+func TestACallersWordRepeatedOutsideJSONRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	for _, a := range []struct {
 		name, ct, body string
@@ -103,12 +103,11 @@ func TestAttackEchoedMentionOutsideAJSONObjectRetiresSharedToken(t *testing.T) {
 	}
 }
 
-// TestAttackUTF16RefusalKeepsRevokedGrant: a gateway refusing a revoked
-// token with a 403 whose JSON body is UTF-16 (with its byte order mark,
-// RFC 8259 section 8.1 lets a parser accept it) names invalid_token, but
-// readAnswer only searches bytes as UTF-8: the refusal is not read and
-// the revoked token's cached GRANT stays served.
-func TestAttackUTF16RefusalKeepsRevokedGrant(t *testing.T) {
+// TestAUTF16RefusalRetiresTheToken: a 403 refusing a revoked token in a
+// JSON body written in UTF-16 (with its byte order mark, which RFC 8259
+// section 8.1 lets a parser accept) retires it, and its cached GRANT is
+// served no more (a-read17 F3: the body was searched as UTF-8 bytes only).
+func TestAUTF16RefusalRetiresTheToken(t *testing.T) {
 	t.Parallel()
 	for _, a := range []struct {
 		name  string
