@@ -16,10 +16,13 @@ import (
 //   - a pair whose resource and scope together are longer than
 //     maxCachedNames is never cached;
 //   - a request context longer than maxExactContext is keyed by its SHA-256
-//     digest instead of its text.
+//     digest instead of its text;
+//   - a ListGranted's wildcards are remembered by their drop (wildcardsCover)
+//     in at most maxDropName bytes of name.
 const (
 	maxCachedNames  = 512
 	maxExactContext = 512
+	maxDropName     = 4096
 )
 
 // The longest key (keyLen) is within the bound WithCacheMaxBytes's least
@@ -55,14 +58,26 @@ func appendKey(b []byte, p pair, ctxKey string) []byte {
 // the context and the wildcards, so that the same wildcards asked again
 // are remembered once (a-fix16b F2), written so that no two sets of them
 // share one (named): the cache keeps the first coverage of a name.
+//
+// What the cache remembers of a drop is bounded: a wildcard whose names
+// are longer than maxCachedNames covers no pair the cache holds (every
+// pair it covers is longer still: cacheablePair), and is left out; and
+// wildcards whose name would pass maxDropName are remembered as the one
+// wildcard of every pair of the context, which covers all they cover
+// (a-drop17b: a group remembers 1,024 drops while an older request is
+// open, and each held its wildcards whole, however long).
 func wildcardsCover(queries []pair, ctxKey string) core.Wide {
 	var wide []pair
 	name := named(nil, ctxKey)
 	for _, q := range queries {
-		if q.wildcard() {
+		if q.wildcard() && len(q.resource)+len(q.scope) <= maxCachedNames {
 			wide = append(wide, q)
 			name = named(named(name, q.resource), q.scope)
 		}
+	}
+	if len(name) > maxDropName {
+		wide = []pair{{resource: "*"}}
+		name = named(named(named(nil, ctxKey), "*"), "")
 	}
 	return core.Wide{Name: string(name), Covers: func(key string) bool {
 		p, rest, ok := keyPair(key)

@@ -49,3 +49,40 @@ func TestWildcardDropNamesAreOneToOne(t *testing.T) {
 		t.Fatal("the same wildcards under the same context must share a name, to be remembered once")
 	}
 }
+
+// TestADropIsRememberedInBoundedBytes: what the cache keeps of a wildcard
+// ListGranted's drop while an older request is open (its name and the
+// wildcards its coverage reads) is bounded whatever the call asked, and
+// still covers every cached pair the call's wildcards cover (a-drop17b:
+// 1,024 drops, each holding wildcards of any length).
+func TestADropIsRememberedInBoundedBytes(t *testing.T) {
+	ctx := `{"a":1}`
+	key := func(resource, scope, ctx string) string {
+		return string(appendKey(nil, pair{resource: resource, scope: scope}, ctx))
+	}
+	// Many wildcards of cacheable length: the name passes the bound.
+	var many []pair
+	for i := range 100 {
+		many = append(many, pair{resource: strings.Repeat(string(rune('a'+i%26)), 400) + string(rune('0'+i%10))})
+	}
+	w := wildcardsCover(many, ctx)
+	if len(w.Name) > maxDropName {
+		t.Fatalf("a drop's name is %d bytes, past %d", len(w.Name), maxDropName)
+	}
+	for _, q := range many[:3] {
+		if !w.Covers(key(q.resource, "read", ctx)) {
+			t.Errorf("the bounded drop does not cover %.8s.../read, which a wildcard asked covers", q.resource)
+		}
+	}
+	if w.Covers(key(many[0].resource, "read", "")) {
+		t.Error("the bounded drop covers a pair under another context")
+	}
+	// A wildcard too long to cover any cacheable pair costs nothing.
+	long := wildcardsCover([]pair{{resource: strings.Repeat("x", 1<<20)}, {resource: "*", scope: strings.Repeat("y", 1<<20)}, {resource: "orders"}}, ctx)
+	if len(long.Name) > 64 {
+		t.Errorf("wildcards covering nothing cacheable made a name of %d bytes", len(long.Name))
+	}
+	if !long.Covers(key("orders", "read", ctx)) {
+		t.Error("the drop lost the short wildcard beside the long ones")
+	}
+}
