@@ -74,3 +74,46 @@ func TestAttackLate403InvalidTokenKeepsRevokedGrant(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackEchoedScopeRetiresSharedToken: a gateway that validates a
+// request and answers a 400 naming the rejected value as a member of its own
+// (Spring's default validation body: errors[].rejectedValue) repeats what
+// the caller asked. readAnswer/holdsString take any string of a JSON body
+// read whole that is exactly "invalid_token" for a refusal of the token, so
+// an unauthenticated end user who makes the application ask for scope
+// "invalid_token" retires the service's own token for every caller: the
+// cached GRANTs of everyone are purged and tokenExpired is emitted.
+func TestAttackEchoedScopeRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
+	c.SetToken(g.token(t, "alice"))
+	expired := make(chan struct{}, 4)
+	t.Cleanup(c.Subscribe(func(e events.Event) {
+		if e.Kind == events.TokenExpired {
+			expired <- struct{}{}
+		}
+	}))
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	require.True(t, d.Allowed(), "alice reads orders: %v", d.Cause)
+
+	// The gateway refuses the unknown scope, repeating the value it rejected.
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"Bad Request","message":"Validation failed",` +
+			`"errors":[{"field":"scope","rejectedValue":"invalid_token","defaultMessage":"unknown scope"}]}`))
+		return true
+	})
+	d, err = c.Check(t.Context(), "orders", "invalid_token") // the caller's choice of scope
+	require.False(t, d.Allowed())
+	assert.False(t, errors.Is(err, pep.ErrUnauthorized) || errors.Is(d.Cause, pep.ErrUnauthorized),
+		"a 400 repeating the caller's scope is no refusal of the token; got err=%v cause=%v", err, d.Cause)
+	g.setHook(nil)
+
+	d, err = c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid shared token's cached GRANT must stay; got allowed=%v cached=%v err=%v cause=%v",
+		d.Allowed(), d.Cached, err, d.Cause)
+	assert.Empty(t, expired, "no tokenExpired: the token was never refused")
+}
