@@ -117,3 +117,40 @@ func TestAttackEchoedScopeRetiresSharedToken(t *testing.T) {
 		d.Allowed(), d.Cached, err, d.Cause)
 	assert.Empty(t, expired, "no tokenExpired: the token was never refused")
 }
+
+// TestAttackPlainTextEchoRetiresSharedToken: the same lock-out through a
+// gateway (or a proxy in front of it) that answers a bad request with a
+// plain-text 400 repeating what it was asked, as net/http's http.Error
+// with fmt.Sprintf("unknown scope %q", scope) does: a body that is no JSON
+// object refuses the token when it holds the word anywhere (readAnswer), so
+// a caller asking scope "invalid_token" retires the shared token.
+func TestAttackPlainTextEchoRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
+	c.SetToken(g.token(t, "alice"))
+	expired := make(chan struct{}, 4)
+	t.Cleanup(c.Subscribe(func(e events.Event) {
+		if e.Kind == events.TokenExpired {
+			expired <- struct{}{}
+		}
+	}))
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	require.True(t, d.Allowed(), "alice reads orders: %v", d.Cause)
+
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		http.Error(w, `unknown scope "invalid_token" for resource "orders"`, http.StatusBadRequest)
+		return true
+	})
+	d, err = c.Check(t.Context(), "orders", "invalid_token") // the caller's choice of scope
+	require.False(t, d.Allowed())
+	assert.False(t, errors.Is(err, pep.ErrUnauthorized) || errors.Is(d.Cause, pep.ErrUnauthorized),
+		"a 400 repeating the caller's scope is no refusal of the token; got err=%v cause=%v", err, d.Cause)
+	g.setHook(nil)
+
+	d, err = c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid shared token's cached GRANT must stay; got allowed=%v cached=%v err=%v",
+		d.Allowed(), d.Cached, err)
+	assert.Empty(t, expired, "no tokenExpired: the token was never refused")
+}
