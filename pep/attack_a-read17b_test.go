@@ -1,0 +1,156 @@
+package pep_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/frozentest"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// TestAttackLate403InvalidTokenKeepsRevokedGrant: a 403 (or 400) whose body
+// names invalid_token refuses the token (a-dpop15 F3, a-dpop16 F1) and a
+// 401 that refuses it counts however late it was read (a-client12b F1).
+// But Exchanger.answer checks Late before it reads a 400/403 at all: the
+// same refusal read just past the call's deadline (a process frozen while
+// the gateway answered) is thrown away as "unavailable", the revoked
+// token's cached GRANT stays served and no tokenExpired is emitted.
+func TestAttackLate403InvalidTokenKeepsRevokedGrant(t *testing.T) {
+	t.Parallel()
+	for _, a := range []struct {
+		name   string
+		status int
+	}{
+		{"403", http.StatusForbidden},
+		{"400", http.StatusBadRequest},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			g := startReference(t)
+			c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
+			c.SetToken(g.token(t, "alice"))
+			expired := make(chan struct{}, 4)
+			t.Cleanup(c.Subscribe(func(e events.Event) {
+				if e.Kind == events.TokenExpired {
+					expired <- struct{}{}
+				}
+			}))
+			d, err := c.Check(t.Context(), "orders", "read")
+			require.NoError(t, err)
+			require.True(t, d.Allowed(), "alice reads orders: %v", d.Cause)
+
+			unfired := frozentest.NewUnfired(time.Minute)
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				unfired.Pass()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(a.status)
+				_, _ = w.Write([]byte(`{"error":"invalid_token","message":"the token was revoked"}`))
+				return true
+			})
+			d, err = c.Check(context.Context(unfired), "orders", "write")
+			require.False(t, d.Allowed())
+			assert.True(t, errors.Is(err, pep.ErrUnauthorized) || errors.Is(d.Cause, pep.ErrUnauthorized),
+				"a refusal read late still refuses the token; got err=%v cause=%v", err, d.Cause)
+
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool { // the gateway fails
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return true
+			})
+			d, err = c.Check(t.Context(), "orders", "read")
+			g.setHook(nil)
+			assert.False(t, d.Allowed(), "the refused token's cached GRANT must be gone; got cached=%v err=%v", d.Cached, err)
+			select {
+			case <-expired:
+			case <-time.After(10 * time.Second): // a hang guard: delivery ends with the call
+				t.Error("no tokenExpired for the own token after the client read its refusal")
+			}
+		})
+	}
+}
+
+// TestAttackEchoedScopeRetiresSharedToken: a gateway that validates a
+// request and answers a 400 naming the rejected value as a member of its own
+// (Spring's default validation body: errors[].rejectedValue) repeats what
+// the caller asked. readAnswer/holdsString take any string of a JSON body
+// read whole that is exactly "invalid_token" for a refusal of the token, so
+// an unauthenticated end user who makes the application ask for scope
+// "invalid_token" retires the service's own token for every caller: the
+// cached GRANTs of everyone are purged and tokenExpired is emitted.
+func TestAttackEchoedScopeRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
+	c.SetToken(g.token(t, "alice"))
+	expired := make(chan struct{}, 4)
+	t.Cleanup(c.Subscribe(func(e events.Event) {
+		if e.Kind == events.TokenExpired {
+			expired <- struct{}{}
+		}
+	}))
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	require.True(t, d.Allowed(), "alice reads orders: %v", d.Cause)
+
+	// The gateway refuses the unknown scope, repeating the value it rejected.
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"Bad Request","message":"Validation failed",` +
+			`"errors":[{"field":"scope","rejectedValue":"invalid_token","defaultMessage":"unknown scope"}]}`))
+		return true
+	})
+	d, err = c.Check(t.Context(), "orders", "invalid_token") // the caller's choice of scope
+	require.False(t, d.Allowed())
+	assert.False(t, errors.Is(err, pep.ErrUnauthorized) || errors.Is(d.Cause, pep.ErrUnauthorized),
+		"a 400 repeating the caller's scope is no refusal of the token; got err=%v cause=%v", err, d.Cause)
+	g.setHook(nil)
+
+	d, err = c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid shared token's cached GRANT must stay; got allowed=%v cached=%v err=%v cause=%v",
+		d.Allowed(), d.Cached, err, d.Cause)
+	assert.Empty(t, expired, "no tokenExpired: the token was never refused")
+}
+
+// TestAttackPlainTextEchoRetiresSharedToken: the same lock-out through a
+// gateway (or a proxy in front of it) that answers a bad request with a
+// plain-text 400 repeating what it was asked, as net/http's http.Error
+// with fmt.Sprintf("unknown scope %q", scope) does: a body that is no JSON
+// object refuses the token when it holds the word anywhere (readAnswer), so
+// a caller asking scope "invalid_token" retires the shared token.
+func TestAttackPlainTextEchoRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
+	c.SetToken(g.token(t, "alice"))
+	expired := make(chan struct{}, 4)
+	t.Cleanup(c.Subscribe(func(e events.Event) {
+		if e.Kind == events.TokenExpired {
+			expired <- struct{}{}
+		}
+	}))
+	d, err := c.Check(t.Context(), "orders", "read")
+	require.NoError(t, err)
+	require.True(t, d.Allowed(), "alice reads orders: %v", d.Cause)
+
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		http.Error(w, `unknown scope "invalid_token" for resource "orders"`, http.StatusBadRequest)
+		return true
+	})
+	d, err = c.Check(t.Context(), "orders", "invalid_token") // the caller's choice of scope
+	require.False(t, d.Allowed())
+	assert.False(t, errors.Is(err, pep.ErrUnauthorized) || errors.Is(d.Cause, pep.ErrUnauthorized),
+		"a 400 repeating the caller's scope is no refusal of the token; got err=%v cause=%v", err, d.Cause)
+	g.setHook(nil)
+
+	d, err = c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid shared token's cached GRANT must stay; got allowed=%v cached=%v err=%v",
+		d.Allowed(), d.Cached, err)
+	assert.Empty(t, expired, "no tokenExpired: the token was never refused")
+}
