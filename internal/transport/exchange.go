@@ -275,7 +275,8 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 // nonce or proof error, or invalid_token, in the body: readAnswer),
 // whatever the deadline: its token is retired and tokenExpired emitted
 // (core's refused) even when the rest of the answer never came or came
-// too late to use. But a body the client could not finish reading (its
+// too late to use; and so is a 400 or 403 whose reading refuses the token
+// (a-read17b F1). But a body the client could not finish reading (its
 // own deadline, a reset, any read error) is no verdict on the token
 // (a-fix15 F3: a slow gateway's proof refusal, cut, was read as unclear
 // and retired a valid token): such a 401 refuses the token only when what
@@ -298,6 +299,16 @@ func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Resp
 			return nil, outcomeSuccess, Late(ctx) != nil, x.Peer.NewResponseError(resp, data, cred.Ident())
 		}
 		return nil, callerOutcome(ctx, ownDeadline), false, unused(resp, x.Peer.Unavailable(err))
+	}
+	// A 400 or 403 refusing the token counts however late it was read, as
+	// a 401 does: lateness may only stop what could grant from being used
+	// (a-read17b F1: a refusal read just past the deadline, a frozen
+	// process's, was dropped, and the revoked token's GRANTs stayed
+	// served).
+	if resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusForbidden {
+		if e := x.Peer.NewResponseError(resp, data, cred.Ident()); e.refused {
+			return nil, outcomeSuccess, Late(ctx) != nil, e
+		}
 	}
 	// The one place an answer is taken: none is used once the call's
 	// deadline has passed, read on the clock (Late), whatever the status.

@@ -15,14 +15,13 @@ import (
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// TestAttackLate403InvalidTokenKeepsRevokedGrant: a 403 (or 400) whose body
-// names invalid_token refuses the token (a-dpop15 F3, a-dpop16 F1) and a
-// 401 that refuses it counts however late it was read (a-client12b F1).
-// But Exchanger.answer checks Late before it reads a 400/403 at all: the
-// same refusal read just past the call's deadline (a process frozen while
-// the gateway answered) is thrown away as "unavailable", the revoked
-// token's cached GRANT stays served and no tokenExpired is emitted.
-func TestAttackLate403InvalidTokenKeepsRevokedGrant(t *testing.T) {
+// TestALateRefusalRetiresTheToken: a 403 (or 400) whose body names
+// invalid_token refuses the token however late it was read, as a 401 does
+// (a-client12b F1): read just past the call's deadline (a process frozen
+// while the gateway answered), the revoked token's cached GRANT is served
+// no more and tokenExpired is emitted (a-read17b F1, high: the 400/403 was
+// dropped as "unavailable" before it was read).
+func TestALateRefusalRetiresTheToken(t *testing.T) {
 	t.Parallel()
 	for _, a := range []struct {
 		name   string
@@ -75,15 +74,13 @@ func TestAttackLate403InvalidTokenKeepsRevokedGrant(t *testing.T) {
 	}
 }
 
-// TestAttackEchoedScopeRetiresSharedToken: a gateway that validates a
-// request and answers a 400 naming the rejected value as a member of its own
-// (Spring's default validation body: errors[].rejectedValue) repeats what
-// the caller asked. readAnswer/holdsString take any string of a JSON body
-// read whole that is exactly "invalid_token" for a refusal of the token, so
-// an unauthenticated end user who makes the application ask for scope
-// "invalid_token" retires the service's own token for every caller: the
-// cached GRANTs of everyone are purged and tokenExpired is emitted.
-func TestAttackEchoedScopeRetiresSharedToken(t *testing.T) {
+// TestASpringValidationEchoRetiresNoToken: a gateway answering a 400 that
+// names the rejected value as a member of its own (Spring's default
+// validation body: errors[].rejectedValue) repeats what the caller asked:
+// an end user who makes the application ask for scope "invalid_token"
+// retires no token (a-read17b F2: the service's own token was retired for
+// every caller, everyone's cached GRANTs purged).
+func TestASpringValidationEchoRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)
@@ -118,13 +115,12 @@ func TestAttackEchoedScopeRetiresSharedToken(t *testing.T) {
 	assert.Empty(t, expired, "no tokenExpired: the token was never refused")
 }
 
-// TestAttackPlainTextEchoRetiresSharedToken: the same lock-out through a
-// gateway (or a proxy in front of it) that answers a bad request with a
-// plain-text 400 repeating what it was asked, as net/http's http.Error
-// with fmt.Sprintf("unknown scope %q", scope) does: a body that is no JSON
-// object refuses the token when it holds the word anywhere (readAnswer), so
-// a caller asking scope "invalid_token" retires the shared token.
-func TestAttackPlainTextEchoRetiresSharedToken(t *testing.T) {
+// TestAPlainTextEchoRetiresNoToken: nor does a gateway (or a proxy in
+// front of it) answering a bad request with a plain-text 400 repeating
+// what it was asked, as net/http's http.Error with
+// fmt.Sprintf("unknown scope %q", scope) does (a-read17b F2: a body that
+// is no JSON object refused the token when it held the word anywhere).
+func TestAPlainTextEchoRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	c := g.newClient(t, pep.WithTimeout(time.Hour), noRetry)

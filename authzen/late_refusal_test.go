@@ -15,12 +15,11 @@ import (
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
 
-// TestAttackLate403InvalidTokenKeepsRevokedAllow (pep's
-// TestAttackLate403InvalidTokenKeepsRevokedGrant for a PDP): a 403 naming
-// invalid_token read just past the call's deadline is dropped as
-// "unavailable" (Exchanger.answer checks Late before it reads a 400/403),
-// so the revoked token's cached allow stays served.
-func TestAttackLate403InvalidTokenKeepsRevokedAllow(t *testing.T) {
+// TestALateRefusalRetiresTheToken (pep's twin, for a PDP): a 403 naming
+// invalid_token read just past the call's deadline retires the token, and
+// its cached allow is served no more (a-read17b F1: the 403 was dropped as
+// "unavailable" before it was read).
+func TestALateRefusalRetiresTheToken(t *testing.T) {
 	t.Parallel()
 	var revoked atomic.Bool
 	unfired := frozentest.NewUnfired(time.Minute)
