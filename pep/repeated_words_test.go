@@ -72,6 +72,8 @@ func TestACallersWordRepeatedAsAValueRetiresNoToken(t *testing.T) {
 		{"400 details value", http.StatusBadRequest, `{"error":"Bad Request","message":"validation failed","details":[{"field":"scope","value":"invalid_token"}]}`},
 		{"403 denied scopes list", http.StatusForbidden, `{"error":"Forbidden","message":"scope not granted","deniedScopes":["invalid_token"]}`},
 		{"400 details keyed by value", http.StatusBadRequest, `{"error":"Bad Request","unknownScopes":{"invalid_token":"not defined"}}`},
+		// Spring's default validation body (a-read17b F2)
+		{"400 errors[].rejectedValue", http.StatusBadRequest, `{"error":"Bad Request","message":"Validation failed","errors":[{"field":"scope","rejectedValue":"invalid_token","defaultMessage":"unknown scope"}]}`},
 	} {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
@@ -92,6 +94,8 @@ func TestACallersWordRepeatedOutsideJSONRetiresNoToken(t *testing.T) {
 	}{
 		{"400 JSON array of errors", "application/json", `[{"error":"Bad Request","message":"unknown scope 'invalid_token'"}]`},
 		{"400 plain text", "text/plain; charset=utf-8", "unknown scope: invalid_token\n"},
+		// net/http's http.Error with fmt.Sprintf("unknown scope %q", scope) (a-read17b F2)
+		{"400 http.Error", "text/plain; charset=utf-8", "unknown scope \"invalid_token\" for resource \"orders\"\n"},
 		// a gateway that templates its message: the caller's scope "invalid_token\t" leaves a raw tab,
 		// the object is not read whole, and the mention is searched raw
 		{"400 templated object with the caller's raw tab", "application/json", "{\"error\":\"Bad Request\",\"message\":\"unknown scope invalid_token\t\"}"},
