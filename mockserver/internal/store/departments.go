@@ -205,7 +205,7 @@ func (r *Realm) CreateDepartment(orgID, parentID string, spec DeptSpec, now time
 	var create func(s DeptSpec, parentID string, depth int) *Department
 	create = func(s DeptSpec, parentID string, depth int) *Department {
 		d := &Department{
-			ID:              r.newID("department", deptName(orgID, parentID, s.Name)),
+			ID:              r.newID("department", deptName(orgID, parentID, s.Name, s.Alias)),
 			OrgID:           orgID,
 			ParentID:        parentID,
 			Name:            s.Name,

@@ -16,22 +16,22 @@ type idSeq struct {
 	seen map[string]uint64
 }
 
-// SeedIDs makes the ids r assigns from now on derive from seed, the
-// realm's name and each object's own identity: its kind and its name in
-// the realm (a user's username, a service account's client, a client's
-// client id, a role's or a group's name, an organization's alias, a
-// department's parent and name), never its place among the others. Replicas with one key seed so give a
-// party the same id whatever else their fixtures say, and never give its
-// id to another one: a token (or a session) naming an object by id names
-// that object, or nothing, at every replica (a-edge16b F1: an id from the
-// object's place alone handed a removed user's id, and her tokens, to the
-// next user with his GRANTs; an id from the place and the realm's whole
-// description still did so across replicas whose code built the realm's
-// objects in another order, and refused every token of the realm at a
-// replica whose fixture differed in anything). A nil seed goes back to
-// random ids (NewID). Call it only while the realm is not installed: the
-// ids it assigns once it serves requests must be random, or replicas
-// would give the same id to different things.
+// SeedIDs makes the ids r assigns from now on derive from seed, the realm's
+// name and each object's own identity: its kind and its name in the realm
+// (a user's username, a service account's client, a client's client id, a
+// role's or a group's name, an organization's alias, a department's alias,
+// or its parent and name), never its place among the others. Replicas with
+// one key seed so give a party the same id whatever else their fixtures
+// say, and never give its id to another one: a token (or a session) naming
+// an object by id names that object, or nothing, at every replica
+// (a-edge16b F1: an id from the object's place alone handed a removed
+// user's id, and her tokens, to the next user with his GRANTs; an id from
+// the place and the realm's whole description still did so across replicas
+// whose code built the realm's objects in another order, and refused every
+// token of the realm at a replica whose fixture differed in anything). A
+// nil seed goes back to random ids (NewID). Call it only while the realm is
+// not installed: the ids it assigns once it serves requests must be random,
+// or replicas would give the same id to different things.
 func (r *Realm) SeedIDs(seed []byte) {
 	if seed == nil {
 		r.ids = nil
@@ -65,8 +65,15 @@ func named(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// deptName is what names a department among a realm's: its organization,
-// its parent ("" for a top one) and its name.
-func deptName(orgID, parentID, name string) string {
-	return string(named(named([]byte(orgID), parentID), name))
+// deptName is what names a department among a realm's: its alias in its
+// organization, unique there, when it has one; else its parent ("" for a
+// top one) and its name (a-fix17b: names repeat among siblings, and two
+// "Sales" of other aliases took their ids by the order they were listed
+// in). Two siblings of one name and no alias are told apart by that order
+// only: nothing else the fixture says of them differs.
+func deptName(orgID, parentID, name, alias string) string {
+	if alias != "" {
+		return string(named(named([]byte(orgID), "alias"), alias))
+	}
+	return string(named(named(named([]byte(orgID), "name"), parentID), name))
 }

@@ -391,7 +391,7 @@ func (r *Realm) InstantiateTemplate(orgID, parentID, tmplID string, now time.Tim
 	// Nothing can fail from here on.
 	var create func(n *TemplateNode, parentID string, depth int) *Department
 	create = func(n *TemplateNode, parentID string, depth int) *Department {
-		d := &Department{ID: r.newID("department", deptName(orgID, parentID, n.Name)), OrgID: orgID, ParentID: parentID, Name: n.Name, Alias: n.Alias,
+		d := &Department{ID: r.newID("department", deptName(orgID, parentID, n.Name, n.Alias)), OrgID: orgID, ParentID: parentID, Name: n.Name, Alias: n.Alias,
 			Attributes: n.Attributes, TemplateRoleIDs: n.RoleIDs, Depth: int32(depth), CreatedAt: now.UTC()}
 		r.addDept(d)
 		ix.link(d)
