@@ -1,0 +1,74 @@
+package pep_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// assertScopeNotLockingOut runs one caller's check of scope (its own,
+// chosen, input) against a gateway that answers any request carrying
+// marker in its body with status, contentType and body; the client's
+// shared token is valid and its GRANT cached. The shared token must not
+// be retired.
+func assertScopeNotLockingOut(t *testing.T, scope, marker string, status int, contentType, body string) {
+	t.Helper()
+	g := startReference(t)
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithEventHandler(rec.handle), pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	c.SetToken(g.token(t, "alice"))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		b, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(b, []byte(marker)) {
+			return false
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+		return true
+	})
+	_, err := c.Check(t.Context(), "orders", scope)
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized,
+		"the answer only repeats the scope the caller asked; it is no refusal of the client's token: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a caller's scope name retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+}
+
+// TestAttackEscapedWordRepeatedRetiresSharedToken: a caller whose scope is
+// the literal text `invalid\u005ftoken` (a backslash, no underscore) sends
+// a request that does not name invalid_token, so its answer's body is read
+// in full; a gateway repeating that scope back verbatim (plain text, or a
+// JSON body templated without escaping) makes the client's own unescaping
+// (jsonUnescaped for a body not read whole, encoding/json for one read
+// whole) turn the caller's text into the code, and the client's shared
+// token is retired for every caller.
+func TestAttackEscapedWordRepeatedRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	const scope = `invalid\u005ftoken` // the caller's text: a backslash, then u005f
+	const marker = `invalid\\u005ftoken` // as the JSON request carries it
+	for _, a := range []struct {
+		name, ct, body string
+	}{
+		{"400 plain text", "text/plain; charset=utf-8", "unknown scope: " + scope + "\n"},
+		{"400 JSON templated without escaping", "application/json", `{"error":"Bad Request","scope":"` + scope + `"}`},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			assertScopeNotLockingOut(t, scope, marker, http.StatusBadRequest, a.ct, a.body)
+		})
+	}
+}
