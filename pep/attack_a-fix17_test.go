@@ -1,9 +1,11 @@
 package pep_test
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"net/http"
+	"net/http/httputil"
 	"slices"
 	"testing"
 	"time"
@@ -71,4 +73,52 @@ func TestAttackEscapedWordRepeatedRetiresSharedToken(t *testing.T) {
 			assertScopeNotLockingOut(t, scope, marker, http.StatusBadRequest, a.ct, a.body)
 		})
 	}
+}
+
+// TestAttackRepeatedWordThroughARebuildingTransportRetiresSharedToken: the
+// request-word rule is read from resp.Request's context (repeats), which
+// is whatever the base transport put there. A user's transport that hands
+// back a response it rebuilt (here, one that logs the raw answer and reads
+// it back with http.ReadResponse(r, nil), as a dumping/recording middleware
+// does) leaves resp.Request nil: the request's own words are forgotten, and
+// a caller's scope "invalid_token" repeated by the gateway retires the
+// client's shared token again (a-read17 F1 reopened).
+func TestAttackRepeatedWordThroughARebuildingTransportRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	inner := g.Client().Transport
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := inner.RoundTrip(r)
+		if err != nil {
+			return nil, err
+		}
+		dump, err := httputil.DumpResponse(resp, true)
+		_ = resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		return http.ReadResponse(bufio.NewReader(bytes.NewReader(dump)), nil)
+	})}
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithHTTPClient(hc), pep.WithEventHandler(rec.handle), pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	c.SetToken(g.token(t, "alice"))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		b, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(b, []byte(`"invalid_token"`)) {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"Bad Request","message":"unknown scope","scope":"invalid_token"}`))
+		return true
+	})
+	_, err := c.Check(t.Context(), "orders", "invalid_token")
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the answer repeats the caller's scope: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a caller's scope name retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
