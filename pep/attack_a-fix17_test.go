@@ -3,12 +3,14 @@ package pep_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"slices"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -121,4 +123,56 @@ func TestAttackRepeatedWordThroughARebuildingTransportRetiresSharedToken(t *test
 		"a caller's scope name retired the client's shared token: events %v", rec.kinds())
 	d, _ := c.Check(t.Context(), "orders", "read")
 	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+}
+
+// TestAttackUTF16WithoutBOMRefusalKeepsRevokedGrant: a 403 refusing a
+// revoked token in a JSON body written in UTF-16 without a byte order
+// mark (its charset named in Content-Type, as RFC 4627 section 3 detects
+// it from the pattern of zero bytes; .NET's Encoding.Unicode.GetBytes
+// writes none), or in UTF-32 with its mark, is searched as UTF-8 bytes
+// (utf8Of re-encodes only a UTF-16 BOM, and takes UTF-32LE's FF FE 00 00
+// for UTF-16): nothing refuses the token, and the revoked token's cached
+// GRANT stays served.
+func TestAttackUTF16WithoutBOMRefusalKeepsRevokedGrant(t *testing.T) {
+	t.Parallel()
+	const refusal = `{"error":"invalid_token","message":"the token was revoked"}`
+	utf16Of := func(order binary.AppendByteOrder) []byte {
+		var b []byte
+		for _, u := range utf16.Encode([]rune(refusal)) {
+			b = order.AppendUint16(b, u)
+		}
+		return b
+	}
+	utf32LE := []byte{0xff, 0xfe, 0, 0}
+	for _, r := range refusal {
+		utf32LE = binary.LittleEndian.AppendUint32(utf32LE, uint32(r))
+	}
+	for _, a := range []struct {
+		name, ct string
+		body     []byte
+	}{
+		{"UTF-16LE without BOM", "application/json; charset=utf-16le", utf16Of(binary.LittleEndian)},
+		{"UTF-16BE without BOM", "application/json; charset=utf-16be", utf16Of(binary.BigEndian)},
+		{"UTF-32LE with BOM", "application/json; charset=utf-32", utf32LE},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			g := startReference(t)
+			c := g.newClient(t, pep.WithRetry(1, time.Millisecond, time.Millisecond))
+			c.SetToken(g.token(t, "alice"))
+			requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+			require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				w.Header().Set("Content-Type", a.ct)
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = w.Write(a.body)
+				return true
+			})
+			_, err := c.Check(t.Context(), "orders", "write")
+			assert.ErrorIs(t, err, pep.ErrUnauthorized, "the body names invalid_token: the token is refused; got %v", err)
+			d, _ := c.Check(t.Context(), "orders", "read")
+			assert.False(t, d.Allowed(), "the refused token's cached GRANT must be gone; got cached=%v allowed=%v", d.Cached, d.Allowed())
+		})
+	}
 }
