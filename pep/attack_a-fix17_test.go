@@ -176,3 +176,42 @@ func TestAttackUTF16WithoutBOMRefusalKeepsRevokedGrant(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackScopeRepeatedInChallengeRetiresSharedToken: the request-word
+// rule spares only the body; a challenge still refuses the token whatever
+// the request named. A gateway answering 403 insufficient_scope names the
+// scope wanted in the challenge's scope attribute (RFC 6750 section 3),
+// the caller's scope; templated without escaping (as Spring Security's
+// BearerTokenAuthenticationEntryPoint writes its attributes), a caller's
+// scope `read", error="invalid_token` becomes an error attribute of the
+// challenge, and the client's shared token is retired for every caller.
+// The request named invalid_token: a challenge then holding two error
+// attributes, one of them the request's word, is its words repeated.
+func TestAttackScopeRepeatedInChallengeRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	const scope = `read", error="invalid_token`
+	g := startReference(t)
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithEventHandler(rec.handle), pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	c.SetToken(g.token(t, "alice"))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		b, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(b, []byte(`invalid_token`)) {
+			return false
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+scope+`"`)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"error":"Forbidden","message":"insufficient scope"}`))
+		return true
+	})
+	_, err := c.Check(t.Context(), "orders", scope)
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the challenge repeats the caller's scope: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a caller's scope name retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+}
