@@ -1,0 +1,80 @@
+package authzen_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/authzen"
+	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/internal/gatewaytest"
+)
+
+// TestAttackEscapedResourceIDRepeatedRetiresSharedToken: a caller's
+// resource id `invalid\u005ftoken` (literal text: a backslash, no
+// underscore) is sent as "invalid\\u005ftoken": the request does not name
+// invalid_token, so the answer's body is read in full. A PDP repeating the
+// id in plain text, or templating it into JSON without escaping, has the
+// client's own unescaping (jsonUnescaped; encoding/json) make the code of
+// it, and the client's shared token is retired for every caller.
+func TestAttackEscapedResourceIDRepeatedRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	const id = `invalid\u005ftoken`
+	for _, tc := range []struct {
+		name, ct, body string
+	}{
+		{"400 plain text", "text/plain", "unknown resource " + id + "\n"},
+		{"403 JSON templated without escaping", "application/json", `{"error":"forbidden","resourceId":"` + id + `"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			status := 400
+			if tc.name[:3] == "403" {
+				status = 403
+			}
+			srv := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				if bytes.Contains(b, []byte(`invalid\\u005ftoken`)) {
+					w.Header().Set("Content-Type", tc.ct)
+					w.WriteHeader(status)
+					_, _ = w.Write([]byte(tc.body))
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"decision":true}`))
+			})
+			var mu sync.Mutex
+			var kinds []events.Kind
+			c := mustAuthZEN(t, srv.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}),
+				authzen.WithHTTPClient(srv.Client()), authzen.WithRetry(0, 0, 0),
+				authzen.WithEventHandler(func(ev events.Event) { mu.Lock(); kinds = append(kinds, ev.Kind); mu.Unlock() }))
+			c.SetToken("the-service-own-token")
+			cached := authzen.Request{Subject: authzen.Subject{Type: "user", ID: "alice"}, Action: authzen.Action{Name: "can_read"},
+				Resource: authzen.Resource{Type: "document", ID: "42"}}
+			d, err := c.Evaluate(t.Context(), cached)
+			require.NoError(t, err)
+			require.True(t, d.Allowed())
+
+			attack := cached
+			attack.Resource.ID = id // the caller's choice
+			d, err = c.Evaluate(t.Context(), attack)
+			if err == nil {
+				err = d.Cause
+			}
+			assert.NotErrorIs(t, err, authzen.ErrUnauthorized, "the PDP only repeated the caller's resource id: %v", err)
+			mu.Lock()
+			got := slices.Clone(kinds)
+			mu.Unlock()
+			assert.False(t, slices.Contains(got, events.TokenExpired), "a caller's resource id retired the shared token: %v", got)
+			d, err = c.Evaluate(t.Context(), cached)
+			require.NoError(t, err)
+			assert.True(t, d.Allowed() && d.Cached, "the valid token's cached allow must stay; cached=%v", d.Cached)
+		})
+	}
+}

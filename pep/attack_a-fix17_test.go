@@ -1,0 +1,217 @@
+package pep_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"slices"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/pep"
+)
+
+// assertScopeNotLockingOut runs one caller's check of scope (its own,
+// chosen, input) against a gateway that answers any request carrying
+// marker in its body with status, contentType and body; the client's
+// shared token is valid and its GRANT cached. The shared token must not
+// be retired.
+func assertScopeNotLockingOut(t *testing.T, scope, marker string, status int, contentType, body string) {
+	t.Helper()
+	g := startReference(t)
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithEventHandler(rec.handle), pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	c.SetToken(g.token(t, "alice"))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		b, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(b, []byte(marker)) {
+			return false
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+		return true
+	})
+	_, err := c.Check(t.Context(), "orders", scope)
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized,
+		"the answer only repeats the scope the caller asked; it is no refusal of the client's token: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a caller's scope name retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+}
+
+// TestAttackEscapedWordRepeatedRetiresSharedToken: a caller whose scope is
+// the literal text `invalid\u005ftoken` (a backslash, no underscore) sends
+// a request that does not name invalid_token, so its answer's body is read
+// in full; a gateway repeating that scope back verbatim (plain text, or a
+// JSON body templated without escaping) makes the client's own unescaping
+// (jsonUnescaped for a body not read whole, encoding/json for one read
+// whole) turn the caller's text into the code, and the client's shared
+// token is retired for every caller.
+func TestAttackEscapedWordRepeatedRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	const scope = `invalid\u005ftoken` // the caller's text: a backslash, then u005f
+	const marker = `invalid\\u005ftoken` // as the JSON request carries it
+	for _, a := range []struct {
+		name, ct, body string
+	}{
+		{"400 plain text", "text/plain; charset=utf-8", "unknown scope: " + scope + "\n"},
+		{"400 JSON templated without escaping", "application/json", `{"error":"Bad Request","scope":"` + scope + `"}`},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			assertScopeNotLockingOut(t, scope, marker, http.StatusBadRequest, a.ct, a.body)
+		})
+	}
+}
+
+// TestAttackRepeatedWordThroughARebuildingTransportRetiresSharedToken: the
+// request-word rule is read from resp.Request's context (repeats), which
+// is whatever the base transport put there. A user's transport that hands
+// back a response it rebuilt (here, one that logs the raw answer and reads
+// it back with http.ReadResponse(r, nil), as a dumping/recording middleware
+// does) leaves resp.Request nil: the request's own words are forgotten, and
+// a caller's scope "invalid_token" repeated by the gateway retires the
+// client's shared token again (a-read17 F1 reopened).
+func TestAttackRepeatedWordThroughARebuildingTransportRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	inner := g.Client().Transport
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := inner.RoundTrip(r)
+		if err != nil {
+			return nil, err
+		}
+		dump, err := httputil.DumpResponse(resp, true)
+		_ = resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		return http.ReadResponse(bufio.NewReader(bytes.NewReader(dump)), nil)
+	})}
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithHTTPClient(hc), pep.WithEventHandler(rec.handle), pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	c.SetToken(g.token(t, "alice"))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		b, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(b, []byte(`"invalid_token"`)) {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"Bad Request","message":"unknown scope","scope":"invalid_token"}`))
+		return true
+	})
+	_, err := c.Check(t.Context(), "orders", "invalid_token")
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the answer repeats the caller's scope: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a caller's scope name retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+}
+
+// TestAttackUTF16WithoutBOMRefusalKeepsRevokedGrant: a 403 refusing a
+// revoked token in a JSON body written in UTF-16 without a byte order
+// mark (its charset named in Content-Type, as RFC 4627 section 3 detects
+// it from the pattern of zero bytes; .NET's Encoding.Unicode.GetBytes
+// writes none), or in UTF-32 with its mark, is searched as UTF-8 bytes
+// (utf8Of re-encodes only a UTF-16 BOM, and takes UTF-32LE's FF FE 00 00
+// for UTF-16): nothing refuses the token, and the revoked token's cached
+// GRANT stays served.
+func TestAttackUTF16WithoutBOMRefusalKeepsRevokedGrant(t *testing.T) {
+	t.Parallel()
+	const refusal = `{"error":"invalid_token","message":"the token was revoked"}`
+	utf16Of := func(order binary.AppendByteOrder) []byte {
+		var b []byte
+		for _, u := range utf16.Encode([]rune(refusal)) {
+			b = order.AppendUint16(b, u)
+		}
+		return b
+	}
+	utf32LE := []byte{0xff, 0xfe, 0, 0}
+	for _, r := range refusal {
+		utf32LE = binary.LittleEndian.AppendUint32(utf32LE, uint32(r))
+	}
+	for _, a := range []struct {
+		name, ct string
+		body     []byte
+	}{
+		{"UTF-16LE without BOM", "application/json; charset=utf-16le", utf16Of(binary.LittleEndian)},
+		{"UTF-16BE without BOM", "application/json; charset=utf-16be", utf16Of(binary.BigEndian)},
+		{"UTF-32LE with BOM", "application/json; charset=utf-32", utf32LE},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			g := startReference(t)
+			c := g.newClient(t, pep.WithRetry(1, time.Millisecond, time.Millisecond))
+			c.SetToken(g.token(t, "alice"))
+			requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+			require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+			g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+				w.Header().Set("Content-Type", a.ct)
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = w.Write(a.body)
+				return true
+			})
+			_, err := c.Check(t.Context(), "orders", "write")
+			assert.ErrorIs(t, err, pep.ErrUnauthorized, "the body names invalid_token: the token is refused; got %v", err)
+			d, _ := c.Check(t.Context(), "orders", "read")
+			assert.False(t, d.Allowed(), "the refused token's cached GRANT must be gone; got cached=%v allowed=%v", d.Cached, d.Allowed())
+		})
+	}
+}
+
+// TestAttackScopeRepeatedInChallengeRetiresSharedToken: the request-word
+// rule spares only the body; a challenge still refuses the token whatever
+// the request named. A gateway answering 403 insufficient_scope names the
+// scope wanted in the challenge's scope attribute (RFC 6750 section 3),
+// the caller's scope; templated without escaping (as Spring Security's
+// BearerTokenAuthenticationEntryPoint writes its attributes), a caller's
+// scope `read", error="invalid_token` becomes an error attribute of the
+// challenge, and the client's shared token is retired for every caller.
+// The request named invalid_token: a challenge then holding two error
+// attributes, one of them the request's word, is its words repeated.
+func TestAttackScopeRepeatedInChallengeRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	const scope = `read", error="invalid_token`
+	g := startReference(t)
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithEventHandler(rec.handle), pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	c.SetToken(g.token(t, "alice"))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		b, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(b, []byte(`invalid_token`)) {
+			return false
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+scope+`"`)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"error":"Forbidden","message":"insufficient scope"}`))
+		return true
+	})
+	_, err := c.Check(t.Context(), "orders", scope)
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the challenge repeats the caller's scope: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a caller's scope name retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+}
