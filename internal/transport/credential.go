@@ -47,6 +47,10 @@ func (s Scheme) String() string {
 type Ident struct {
 	Scheme Scheme
 	Token  string
+	// Echoable says that the request's body named invalid_token itself
+	// (namesInvalidToken), so that an answer's body may be repeating it:
+	// no body refuses the token then (readAnswer's repeats).
+	Echoable bool
 }
 
 // Credential attaches a token to one outgoing attempt. Authorize is called
@@ -269,12 +273,12 @@ const maxNonceBytes = 1024
 // section 8 words it ({"error":"use_dpop_nonce"}); a 400 that names no
 // DPoP error is resent too (it decides nothing). body is what was read of
 // the answer's body.
-func nonceAsked(resp *http.Response, body []byte) (string, reading) {
+func nonceAsked(resp *http.Response, body []byte, repeats bool) (string, reading) {
 	nonce := offeredNonce(resp)
 	if nonce == "" {
 		return "", reading{}
 	}
-	r := readAnswer(resp.StatusCode, Challenges(resp.Header), body, repeats(resp))
+	r := readAnswer(resp.StatusCode, Challenges(resp.Header), body, repeats)
 	if !r.resendable(resp.StatusCode) {
 		return "", r
 	}
@@ -580,7 +584,7 @@ func (a *authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if readErr != nil { // a body not read whole is no reading: never resent on it
 		return keep()
 	}
-	fresh, read := nonceAsked(resp, data)
+	fresh, read := nonceAsked(resp, data, req.Context().Value(repeatsKey{}) != nil)
 	if fresh == "" || !a.nonceResent.CompareAndSwap(false, true) {
 		return keep()
 	}

@@ -24,10 +24,10 @@ func TestCredentials(t *testing.T) {
 		unusable   bool
 		authorizes bool
 	}{
-		{"bearer", NewBearer("tok"), Ident{SchemeBearer, "tok"}, "Bearer tok", false, false, true},
-		{"dpop", NewDPoP("tok", signer), Ident{SchemeDPoP, "tok"}, "DPoP tok", true, false, true},
-		{"dpop without a signer", NewDPoP("tok", nil), Ident{SchemeDPoP, "tok"}, "", false, true, false},
-		{"held", Hold(NewBearer("tok")), Ident{SchemeBearer, "tok"}, "Bearer tok", false, false, true},
+		{"bearer", NewBearer("tok"), Ident{Scheme: SchemeBearer, Token: "tok"}, "Bearer tok", false, false, true},
+		{"dpop", NewDPoP("tok", signer), Ident{Scheme: SchemeDPoP, Token: "tok"}, "DPoP tok", true, false, true},
+		{"dpop without a signer", NewDPoP("tok", nil), Ident{Scheme: SchemeDPoP, Token: "tok"}, "", false, true, false},
+		{"held", Hold(NewBearer("tok")), Ident{Scheme: SchemeBearer, Token: "tok"}, "Bearer tok", false, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -265,11 +265,14 @@ type reading struct {
 // failing closed.
 //
 // When the request itself named invalid_token (repeats: a caller's
-// resource, scope or context may be any word), nothing in the body
-// refuses the token: a gateway repeating the caller's words back in its
-// error, as a value of its own or in text, would otherwise let any caller
-// who chooses that word retire a token the client shares between callers
-// (a-read17 F1, F2). Its challenges and its status still do.
+// resource, scope or context may be any word), the word refuses nothing,
+// wherever the answer says it: a gateway repeating the caller's words
+// back, as a value of its own or in text in the body (a-read17 F1, F2), or
+// unescaped into a challenge's attributes (a-fix17 F4: a scope
+// `read", error="invalid_token`), would otherwise let any caller who
+// chooses it retire a token the client shares between callers. Only the
+// status then refuses: a 401 (for a DPoP request, one naming no other
+// DPoP error).
 func readAnswer(status int, challenge string, body []byte, repeats bool) reading {
 	past := len(body) > MaxBody // as it came, before any re-encoding
 	body = utf8Of(body)
@@ -282,7 +285,9 @@ func readAnswer(status int, challenge string, body []byte, repeats bool) reading
 	challengeErrors(challenge, func(scheme, code string) bool {
 		switch {
 		case code == "invalid_token": // a refusal of the token, in whatever scheme
-			take(code, dpopTokenRefused)
+			if !repeats {
+				take(code, dpopTokenRefused)
+			}
 		case scheme != "dpop" || code == "":
 		case code == "invalid_dpop_proof":
 			take(code, dpopProofRejected)
@@ -336,41 +341,62 @@ func holdsString(body []byte, s string) bool {
 var invalidToken = []byte("invalid_token")
 
 // repeatsKey marks the context of a request whose body names
-// invalid_token (withWords).
+// invalid_token (withWords), for the nonce resend (nonceAsked), which
+// reads the request it sends; the exchange passes the same fact in the
+// Ident it reads answers with (Ident.Echoable), never through the answer's
+// Request, which a user's transport may rebuild or leave nil (a-fix17 F2).
 type repeatsKey struct{}
 
-// withWords returns ctx for a request sending body: marked when the body
-// names invalid_token in any letter case, so that no answer to it is read
-// as refusing the token by its body (readAnswer's repeats), which may be
-// the request's words repeated. Most bodies never do, and get ctx itself.
-func withWords(ctx context.Context, body []byte) context.Context {
-	if !namesInvalidToken(body) {
+// withWords returns ctx for a request whose body names invalid_token
+// (echoable: namesInvalidToken), marked so that no answer to it is read as
+// refusing the token by its body (readAnswer's repeats), which may be the
+// request's words repeated. Most bodies never do, and get ctx itself.
+func withWords(ctx context.Context, echoable bool) context.Context {
+	if !echoable {
 		return ctx
 	}
 	return context.WithValue(ctx, repeatsKey{}, true)
 }
 
-// repeats reports whether resp answers a request withWords marked.
-func repeats(resp *http.Response) bool {
-	return resp != nil && resp.Request != nil && resp.Request.Context().Value(repeatsKey{}) != nil
-}
-
-// namesInvalidToken reports whether b holds invalid_token in any letter
-// case, without copying b: each underscore is looked at with its
-// neighbours.
+// namesInvalidToken reports whether b may name invalid_token to whatever
+// reads it back: "invalid" then "token", in any letter case, with at most
+// wordGap bytes between them, so that the word escaped in JSON
+// (invalid\u005ftoken, which an answer repeats decoded once and the
+// reader decodes again: a-fix17 F1), percent-encoded (invalid%5Ftoken) or
+// spelled with another separator counts too. A request that names both
+// words so for another reason loses only its answers' body refusals.
 func namesInvalidToken(b []byte) bool {
-	for at := 0; ; {
-		i := bytes.IndexByte(b[at:], '_')
+	const gap = 12
+	for at := 0; at+len("invalid") <= len(b); {
+		i := indexFold(b[at:], "invalid")
 		if i < 0 {
 			return false
 		}
-		p := at + i
-		if p >= len("invalid") && p+1+len("token") <= len(b) &&
-			bytes.EqualFold(b[p-len("invalid"):p], []byte("invalid")) && bytes.EqualFold(b[p+1:p+1+len("token")], []byte("token")) {
+		after := at + i + len("invalid")
+		if indexFold(b[after:min(len(b), after+gap+len("token"))], "token") >= 0 {
 			return true
+		}
+		at = after
+	}
+	return false
+}
+
+// indexFold is bytes.Index of word, a lower-case ASCII word, in b in any
+// letter case, without copying b.
+func indexFold(b []byte, word string) int {
+	first := word[0]
+	for at := 0; at+len(word) <= len(b); {
+		i := bytes.IndexAny(b[at:len(b)-len(word)+1], string([]byte{first, first - 'a' + 'A'}))
+		if i < 0 {
+			return -1
+		}
+		p := at + i
+		if bytes.EqualFold(b[p:p+len(word)], []byte(word)) {
+			return p
 		}
 		at = p + 1
 	}
+	return -1
 }
 
 // Challenges returns the WWW-Authenticate field of h as one value: all its
@@ -441,29 +467,51 @@ func hex4(b []byte) (rune, bool) {
 // utf8BOM is the byte order mark some servers put before a JSON body.
 var utf8BOM = []byte("\ufeff")
 
-// utf8Of returns body in UTF-8: body itself, or, when it starts with a
-// UTF-16 byte order mark, its text re-encoded (a-read17 F3: a refusal
-// written in UTF-16 was searched as UTF-8 bytes and refused nothing, and
-// the revoked token's GRANTs stayed served). An odd last byte is dropped.
+// utf8Of returns body in UTF-8: body itself, or, when it is UTF-16 or
+// UTF-32 text, that text re-encoded (a-read17 F3, a-fix17 F3: a refusal so
+// written was searched as UTF-8 bytes and refused nothing, and the revoked
+// token's GRANTs stayed served). The encoding is told by a byte order mark
+// or, as RFC 4627 section 3 does, by the zero bytes around the first
+// character (JSON's is ASCII; UTF-8 text has no zero byte there). Bytes
+// that end no unit are dropped.
 func utf8Of(body []byte) []byte {
-	var order binary.ByteOrder
-	switch {
-	case bytes.HasPrefix(body, []byte{0xFF, 0xFE}):
-		order = binary.LittleEndian
-	case bytes.HasPrefix(body, []byte{0xFE, 0xFF}):
-		order = binary.BigEndian
+	var order binary.ByteOrder = binary.LittleEndian
+	width, skip := 0, 0
+	switch b := append(body[:min(len(body), 4):min(len(body), 4)], 1, 1, 1, 1); {
+	case b[0] == 0 && b[1] == 0 && b[2] == 0xFE && b[3] == 0xFF:
+		order, width, skip = binary.BigEndian, 4, 4
+	case b[0] == 0xFF && b[1] == 0xFE && b[2] == 0 && b[3] == 0:
+		width, skip = 4, 4
+	case b[0] == 0xFE && b[1] == 0xFF:
+		order, width, skip = binary.BigEndian, 2, 2
+	case b[0] == 0xFF && b[1] == 0xFE:
+		width, skip = 2, 2
+	case b[0] == 0 && b[1] == 0 && b[2] == 0 && b[3] != 0:
+		order, width = binary.BigEndian, 4
+	case b[0] != 0 && b[1] == 0 && b[2] == 0 && b[3] == 0:
+		width = 4
+	case b[0] == 0 && b[1] != 0 && b[2] == 0 && b[3] != 0:
+		order, width = binary.BigEndian, 2
+	case b[0] != 0 && b[1] == 0 && b[2] != 0 && b[3] == 0:
+		width = 2
 	default:
 		return body
 	}
-	units := make([]uint16, 0, len(body)/2-1)
-	for i := 2; i+1 < len(body); i += 2 {
+	var out []byte
+	if width == 4 {
+		for i := skip; i+3 < len(body); i += 4 {
+			out = utf8.AppendRune(out, rune(order.Uint32(body[i:])))
+		}
+		return out
+	}
+	units := make([]uint16, 0, (len(body)-skip)/2)
+	for i := skip; i+1 < len(body); i += 2 {
 		units = append(units, order.Uint16(body[i:]))
 	}
-	var b []byte
 	for _, r := range utf16.Decode(units) {
-		b = utf8.AppendRune(b, r)
+		out = utf8.AppendRune(out, r)
 	}
-	return b
+	return out
 }
 
 // readBody reads body, a JSON object, once: it sets r's errorName and
@@ -589,7 +637,7 @@ func cutRefuses(resp *http.Response, data []byte, id Ident) bool {
 	if id.Scheme != SchemeDPoP && resp.StatusCode == http.StatusUnauthorized {
 		return true
 	}
-	return readAnswer(resp.StatusCode, Challenges(resp.Header), data, repeats(resp)).verdict == dpopTokenRefused
+	return readAnswer(resp.StatusCode, Challenges(resp.Header), data, id.Echoable).verdict == dpopTokenRefused
 }
 
 // Error returns "<peer> answered <status>" followed by the error name and
@@ -682,7 +730,7 @@ func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *Resp
 	challenges := Challenges(resp.Header)
 	var r reading
 	if credentialStatus(resp.StatusCode) {
-		r = readAnswer(resp.StatusCode, challenges, body, repeats(resp))
+		r = readAnswer(resp.StatusCode, challenges, body, id.Echoable)
 	} else {
 		readBody(body, &r, func(string) {}) // its error and message only
 	}

@@ -206,7 +206,8 @@ func (x *Exchanger) closeIdle() {
 // (see Post).
 func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool, settled *error) (_ []byte, _ outcome, err error) {
 	ctx, span := x.Observe.StartRequest(ctx, url, x.Breaker.Current().String())
-	req, err := x.newPost(withWords(ctx, body), url, body, header)
+	echoable := namesInvalidToken(body)
+	req, err := x.newPost(withWords(ctx, echoable), url, body, header)
 	if err != nil {
 		span.End()
 		return nil, outcomeNeutral, err
@@ -248,7 +249,7 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 	}
 	defer resp.Body.Close()
 	status = resp.StatusCode
-	data, o, late, err := x.answer(ctx, cred, resp, ownDeadline)
+	data, o, late, err := x.answer(ctx, cred, resp, ownDeadline, echoable)
 	if settled != nil {
 		*settled = err
 	}
@@ -282,21 +283,26 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 // and retired a valid token): such a 401 refuses the token only when what
 // came refuses it by itself (cutRefuses); otherwise the call fails
 // ErrUnavailable. "Unclear" comes only from a body the server finished.
-func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Response, ownDeadline bool) (_ []byte, _ outcome, late bool, _ error) {
+//
+// echoable says that the request's body named invalid_token
+// (namesInvalidToken): no answer's body refuses the token then.
+func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Response, ownDeadline, echoable bool) (_ []byte, _ outcome, late bool, _ error) {
+	id := cred.Ident()
+	id.Echoable = echoable
 	if resp.StatusCode == http.StatusUnauthorized {
 		data, err := ReadBody(resp.Body, resp.ContentLength) // its error and message, when they came
-		if err != nil && !cutRefuses(resp, data, cred.Ident()) {
+		if err != nil && !cutRefuses(resp, data, id) {
 			return nil, callerOutcome(ctx, ownDeadline), false, x.Peer.Unavailable(err)
 		}
-		return nil, outcomeSuccess, Late(ctx) != nil, x.Peer.NewResponseError(resp, data, cred.Ident())
+		return nil, outcomeSuccess, Late(ctx) != nil, x.Peer.NewResponseError(resp, data, id)
 	}
 	data, err := ReadBody(resp.Body, resp.ContentLength)
 	if err != nil {
 		// A 400 or 403 that refuses the token in what came (its challenge,
 		// the body's start) refuses it, as a 401 does: a cut body leaves a
 		// refusal standing, it never hides one.
-		if (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusForbidden) && cutRefuses(resp, data, cred.Ident()) {
-			return nil, outcomeSuccess, Late(ctx) != nil, x.Peer.NewResponseError(resp, data, cred.Ident())
+		if (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusForbidden) && cutRefuses(resp, data, id) {
+			return nil, outcomeSuccess, Late(ctx) != nil, x.Peer.NewResponseError(resp, data, id)
 		}
 		return nil, callerOutcome(ctx, ownDeadline), false, unused(resp, x.Peer.Unavailable(err))
 	}
@@ -306,7 +312,7 @@ func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Resp
 	// process's, was dropped, and the revoked token's GRANTs stayed
 	// served).
 	if resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusForbidden {
-		if e := x.Peer.NewResponseError(resp, data, cred.Ident()); e.refused {
+		if e := x.Peer.NewResponseError(resp, data, id); e.refused {
 			return nil, outcomeSuccess, Late(ctx) != nil, e
 		}
 	}
@@ -317,7 +323,7 @@ func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Resp
 	if past := Late(ctx); past != nil {
 		return nil, timeOutcome(past, ownDeadline), true, unused(resp, x.Peer.Unavailable(past))
 	}
-	token := cred.Ident()
+	token := id
 	switch resp.StatusCode {
 	case http.StatusOK:
 		if len(data) > MaxBody {

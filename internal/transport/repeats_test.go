@@ -6,10 +6,11 @@ import (
 )
 
 // TestABodyRepeatingTheRequestsWordRefusesNothing: an answer to a request
-// that named invalid_token itself (a caller's resource, scope or context)
-// refuses the token by its challenges and status only, never by its body,
-// which may be the caller's words repeated (a-read17 F1, F2); any other
-// request's answer is read as before.
+// that named invalid_token itself (a caller's resource, scope or context,
+// however escaped) refuses the token by its status only, never by the word
+// in its body or challenges, which may be the caller's words repeated
+// (a-read17 F1, F2; a-fix17 F1, F4); any other request's answer is read as
+// before.
 func TestABodyRepeatingTheRequestsWordRefusesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		request string
@@ -20,7 +21,11 @@ func TestABodyRepeatingTheRequestsWordRefusesNothing(t *testing.T) {
 		{`{"context":{"path":"/x/invalid_token"}}`, true},
 		{`invalid_token`, true},
 		{`{"resources":[{"name":"orders","scopes":["invalid_tok"]}]}`, false},
-		{`{"resources":[{"name":"nvalid_token","scopes":["_invalid","token_"]}]}`, false},
+		{`{"resources":[{"name":"nvalid_token","scopes":["_invalid","token_"]}]}`, true}, // the two words 3 bytes apart: may be read as one
+		{`{"resources":[{"name":"orders","scopes":["invalid\\u005ftoken"]}]}`, true},     // decoded twice on its way back (a-fix17 F1)
+		{`{"resources":[{"name":"invalid%5Ftoken","scopes":["read"]}]}`, true},
+		{`{"resources":[{"name":"invalid","scopes":["read","a-scope-far-away-token"]}]}`, false},
+		{`token invalid`, false},
 		{``, false},
 		{`_`, false},
 	} {
@@ -44,9 +49,13 @@ func TestABodyRepeatingTheRequestsWordRefusesNothing(t *testing.T) {
 			}
 		}
 	}
-	// Its challenge still refuses it, and a 401 by its status.
-	if r := readAnswer(http.StatusForbidden, `Bearer error="invalid_token"`, []byte(echoes[0]), true); !r.refuses(http.StatusForbidden, SchemeBearer) {
-		t.Error("a challenge's invalid_token refused nothing for a request naming the word")
+	// Nor does its challenge (a caller's scope templated into one: a-fix17
+	// F4); a 401 still refuses it by its status.
+	if r := readAnswer(http.StatusForbidden, `Bearer error="insufficient_scope", scope="read", error="invalid_token"`, nil, true); r.refuses(http.StatusForbidden, SchemeBearer) {
+		t.Error("a challenge's invalid_token refused the token of a request naming the word")
+	}
+	if r := readAnswer(http.StatusForbidden, `Bearer error="invalid_token"`, nil, false); !r.refuses(http.StatusForbidden, SchemeBearer) {
+		t.Error("a challenge's invalid_token refused nothing for a request not naming the word")
 	}
 	if r := readAnswer(http.StatusUnauthorized, "", []byte(echoes[0]), true); !r.refuses(http.StatusUnauthorized, SchemeBearer) {
 		t.Error("a 401 refused nothing for a request naming the word")

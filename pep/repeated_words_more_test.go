@@ -52,17 +52,13 @@ func assertScopeNotLockingOut(t *testing.T, scope, marker string, status int, co
 	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
 
-// TestAttackEscapedWordRepeatedRetiresSharedToken: a caller whose scope is
-// the literal text `invalid\u005ftoken` (a backslash, no underscore) sends
-// a request that does not name invalid_token, so its answer's body is read
-// in full; a gateway repeating that scope back verbatim (plain text, or a
-// JSON body templated without escaping) makes the client's own unescaping
-// (jsonUnescaped for a body not read whole, encoding/json for one read
-// whole) turn the caller's text into the code, and the client's shared
-// token is retired for every caller.
-func TestAttackEscapedWordRepeatedRetiresSharedToken(t *testing.T) {
+// TestAnEscapedWordRepeatedRetiresNoToken: a caller whose scope is
+// invalid\u005ftoken (the escape as text), repeated by a gateway and
+// decoded again by the reader, retires no shared token (a-fix17 F1: the
+// request-word rule read the request's raw bytes only).
+func TestAnEscapedWordRepeatedRetiresNoToken(t *testing.T) {
 	t.Parallel()
-	const scope = `invalid\u005ftoken` // the caller's text: a backslash, then u005f
+	const scope = `invalid\u005ftoken`   // the caller's text: a backslash, then u005f
 	const marker = `invalid\\u005ftoken` // as the JSON request carries it
 	for _, a := range []struct {
 		name, ct, body string
@@ -77,15 +73,11 @@ func TestAttackEscapedWordRepeatedRetiresSharedToken(t *testing.T) {
 	}
 }
 
-// TestAttackRepeatedWordThroughARebuildingTransportRetiresSharedToken: the
-// request-word rule is read from resp.Request's context (repeats), which
-// is whatever the base transport put there. A user's transport that hands
-// back a response it rebuilt (here, one that logs the raw answer and reads
-// it back with http.ReadResponse(r, nil), as a dumping/recording middleware
-// does) leaves resp.Request nil: the request's own words are forgotten, and
-// a caller's scope "invalid_token" repeated by the gateway retires the
-// client's shared token again (a-read17 F1 reopened).
-func TestAttackRepeatedWordThroughARebuildingTransportRetiresSharedToken(t *testing.T) {
+// TestARepeatedWordThroughARebuildingTransportRetiresNoToken: behind a
+// user's transport that rebuilds the request (the answer's Request nil or
+// another), a caller's repeated scope still retires no token (a-fix17 F2:
+// the rule was read from the answer's Request).
+func TestARepeatedWordThroughARebuildingTransportRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	inner := g.Client().Transport
@@ -125,15 +117,11 @@ func TestAttackRepeatedWordThroughARebuildingTransportRetiresSharedToken(t *test
 	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
 
-// TestAttackUTF16WithoutBOMRefusalKeepsRevokedGrant: a 403 refusing a
-// revoked token in a JSON body written in UTF-16 without a byte order
-// mark (its charset named in Content-Type, as RFC 4627 section 3 detects
-// it from the pattern of zero bytes; .NET's Encoding.Unicode.GetBytes
-// writes none), or in UTF-32 with its mark, is searched as UTF-8 bytes
-// (utf8Of re-encodes only a UTF-16 BOM, and takes UTF-32LE's FF FE 00 00
-// for UTF-16): nothing refuses the token, and the revoked token's cached
-// GRANT stays served.
-func TestAttackUTF16WithoutBOMRefusalKeepsRevokedGrant(t *testing.T) {
+// TestAUTF16OrUTF32RefusalRetiresTheToken: a 403 refusing a revoked
+// token in UTF-16 without a byte order mark (told by its zero bytes, as
+// RFC 4627 section 3 does) or in UTF-32 with one retires it, and its cached
+// GRANT is served no more (a-fix17 F3).
+func TestAUTF16OrUTF32RefusalRetiresTheToken(t *testing.T) {
 	t.Parallel()
 	const refusal = `{"error":"invalid_token","message":"the token was revoked"}`
 	utf16Of := func(order binary.AppendByteOrder) []byte {
@@ -177,17 +165,12 @@ func TestAttackUTF16WithoutBOMRefusalKeepsRevokedGrant(t *testing.T) {
 	}
 }
 
-// TestAttackScopeRepeatedInChallengeRetiresSharedToken: the request-word
-// rule spares only the body; a challenge still refuses the token whatever
-// the request named. A gateway answering 403 insufficient_scope names the
-// scope wanted in the challenge's scope attribute (RFC 6750 section 3),
-// the caller's scope; templated without escaping (as Spring Security's
-// BearerTokenAuthenticationEntryPoint writes its attributes), a caller's
-// scope `read", error="invalid_token` becomes an error attribute of the
-// challenge, and the client's shared token is retired for every caller.
-// The request named invalid_token: a challenge then holding two error
-// attributes, one of them the request's word, is its words repeated.
-func TestAttackScopeRepeatedInChallengeRetiresSharedToken(t *testing.T) {
+// TestAScopeRepeatedIntoAChallengeRetiresNoToken: a gateway templating a
+// caller's scope unescaped into its 403 insufficient_scope challenge (a
+// scope `read", error="invalid_token` becomes an error attribute) retires
+// no token: for a request that named the word, the word refuses nothing
+// wherever the answer says it (a-fix17 F4).
+func TestAScopeRepeatedIntoAChallengeRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	const scope = `read", error="invalid_token`
 	g := startReference(t)

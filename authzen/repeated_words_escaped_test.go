@@ -16,14 +16,10 @@ import (
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
 
-// TestAttackEscapedResourceIDRepeatedRetiresSharedToken: a caller's
-// resource id `invalid\u005ftoken` (literal text: a backslash, no
-// underscore) is sent as "invalid\\u005ftoken": the request does not name
-// invalid_token, so the answer's body is read in full. A PDP repeating the
-// id in plain text, or templating it into JSON without escaping, has the
-// client's own unescaping (jsonUnescaped; encoding/json) make the code of
-// it, and the client's shared token is retired for every caller.
-func TestAttackEscapedResourceIDRepeatedRetiresSharedToken(t *testing.T) {
+// TestAnEscapedResourceIDRepeatedRetiresNoToken: pep's
+// TestAnEscapedWordRepeatedRetiresNoToken for a PDP and a resource id
+// (a-fix17 F1).
+func TestAnEscapedResourceIDRepeatedRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	const id = `invalid\u005ftoken`
 	for _, tc := range []struct {
