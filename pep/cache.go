@@ -18,11 +18,12 @@ import (
 //   - a request context longer than maxExactContext is keyed by its SHA-256
 //     digest instead of its text;
 //   - a ListGranted's wildcards are remembered by their drop (wildcardsCover)
-//     in at most maxDropName bytes of name.
+//     as at most maxDropWildcards of them in at most maxDropName bytes.
 const (
 	maxCachedNames  = 512
 	maxExactContext = 512
-	maxDropName     = 4096
+	maxDropName      = 4096
+	maxDropWildcards = 32
 )
 
 // The longest key (keyLen) is within the bound WithCacheMaxBytes's least
@@ -62,10 +63,11 @@ func appendKey(b []byte, p pair, ctxKey string) []byte {
 // What the cache remembers of a drop is bounded: a wildcard whose names
 // are longer than maxCachedNames covers no pair the cache holds (every
 // pair it covers is longer still: cacheablePair), and is left out; and
-// wildcards whose name would pass maxDropName are remembered as the one
-// wildcard of every pair of the context, which covers all they cover
-// (a-drop17b: a group remembers 1,024 drops while an older request is
-// open, and each held its wildcards whole, however long).
+// wildcards more than maxDropWildcards, or whose name would pass
+// maxDropName, are remembered as the one wildcard of every pair of the
+// context, which covers all they cover (a-drop17b: a group remembers 1,024
+// drops while an older request is open, and each held its wildcards whole,
+// however long; a-fix17b F2: or a thousand short ones, 37 KB a drop).
 func wildcardsCover(queries []pair, ctxKey string) core.Wide {
 	var wide []pair
 	name := named(nil, ctxKey)
@@ -75,7 +77,7 @@ func wildcardsCover(queries []pair, ctxKey string) core.Wide {
 			name = named(named(name, q.resource), q.scope)
 		}
 	}
-	if len(name) > maxDropName {
+	if len(name) > maxDropName || len(wide) > maxDropWildcards {
 		wide = []pair{{resource: "*"}}
 		name = named(named(named(nil, ctxKey), "*"), "")
 	}

@@ -298,7 +298,7 @@ func readAnswer(status int, challenge string, body []byte, repeats bool) reading
 		}
 		return r.verdict != dpopTokenRefused
 	})
-	whole := readBody(body, &r, func(code string) {
+	whole := readBody(body, past, &r, func(code string) {
 		switch code {
 		case "invalid_token":
 			if !repeats {
@@ -310,9 +310,6 @@ func readAnswer(status int, challenge string, body []byte, repeats bool) reading
 			take(code, dpopNonceOwed)
 		}
 	})
-	if past {
-		r.unclear, r.unseen, whole = true, true, false
-	}
 	if !repeats && (whole && holdsString(body, "invalid_token") ||
 		!whole && (bytes.Contains(body, invalidToken) || bytes.Contains(jsonUnescaped(body), invalidToken))) {
 		take("invalid_token", dpopTokenRefused)
@@ -347,15 +344,75 @@ var invalidToken = []byte("invalid_token")
 // Request, which a user's transport may rebuild or leave nil (a-fix17 F2).
 type repeatsKey struct{}
 
-// withWords returns ctx for a request whose body names invalid_token
-// (echoable: namesInvalidToken), marked so that no answer to it is read as
-// refusing the token by its body (readAnswer's repeats), which may be the
-// request's words repeated. Most bodies never do, and get ctx itself.
-func withWords(ctx context.Context, echoable bool) context.Context {
+// withWords returns req, marked when what it sends may name invalid_token
+// to a server that repeats it (echoable), so that no answer to it is read
+// as refusing the token by the word (readAnswer's repeats). Most requests
+// never do, and are returned themselves.
+func withWords(req *http.Request, echoable bool) *http.Request {
 	if !echoable {
-		return ctx
+		return req
 	}
-	return context.WithValue(ctx, repeatsKey{}, true)
+	return req.WithContext(context.WithValue(req.Context(), repeatsKey{}, true))
+}
+
+// echoable reports whether a request sending body with header may name
+// invalid_token to a server that repeats what it was sent, read as sent
+// (namesInvalidToken) or as a server may decode it first: JSON escapes
+// undone twice, percent-escapes undone, lower-cased by Unicode's rules
+// (a-fix17 F5: `%69nvalid_%74oken`, a Kelvin sign for the k). Every header
+// value counts too: a caller's tracestate or baggage is forwarded (a-fix17
+// F8). The decoded form is made only for text that holds an escape or a
+// byte past ASCII.
+func echoable(body []byte, header http.Header) bool {
+	named := func(b []byte) bool {
+		if namesInvalidToken(b) {
+			return true
+		}
+		if bytes.IndexByte(b, '%') < 0 && bytes.IndexByte(b, '\\') < 0 && !beyondASCII(b) {
+			return false
+		}
+		return namesInvalidToken(bytes.ToLower(percentDecoded(jsonUnescaped(jsonUnescaped(b)))))
+	}
+	if named(body) {
+		return true
+	}
+	for _, vs := range header {
+		for _, v := range vs {
+			if named([]byte(v)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// beyondASCII reports whether b holds a byte past ASCII.
+func beyondASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
+
+// percentDecoded returns b with every %XX escape undone.
+func percentDecoded(b []byte) []byte {
+	if bytes.IndexByte(b, '%') < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] == '%' && i+2 < len(b) {
+			if v, err := strconv.ParseUint(string(b[i+1:i+3]), 16, 8); err == nil {
+				out = append(out, byte(v))
+				i += 2
+				continue
+			}
+		}
+		out = append(out, b[i])
+	}
+	return out
 }
 
 // namesInvalidToken reports whether b may name invalid_token to whatever
@@ -517,12 +574,13 @@ func utf8Of(body []byte) []byte {
 // readBody reads body, a JSON object, once: it sets r's errorName and
 // message and calls yield with every string value of a top-level member
 // named exactly "error". It sets r.unclear for an object it cannot read
-// whole or a body past MaxBody (and r.unseen for the latter), and reports
+// whole or a body past MaxBody as it came (past, and r.unseen for it: a
+// re-encoded body's own length says nothing, a-fix17 F6), and reports
 // whether it read the body whole as a JSON object; an empty body, or one
 // that is no JSON object, is not unclear (it carries no JSON signal) but
 // is not read whole either.
-func readBody(body []byte, r *reading, yield func(code string)) (whole bool) {
-	if len(body) > MaxBody {
+func readBody(body []byte, past bool, r *reading, yield func(code string)) (whole bool) {
+	if past {
 		r.unclear, r.unseen = true, true
 	}
 	data := bytes.TrimLeft(bytes.TrimPrefix(body, utf8BOM), " \t\r\n")
@@ -732,7 +790,7 @@ func (p Peer) NewResponseError(resp *http.Response, body []byte, id Ident) *Resp
 	if credentialStatus(resp.StatusCode) {
 		r = readAnswer(resp.StatusCode, challenges, body, id.Echoable)
 	} else {
-		readBody(body, &r, func(string) {}) // its error and message only
+		readBody(body, len(body) > MaxBody, &r, func(string) {}) // its error and message only
 	}
 	refused := credentialStatus(resp.StatusCode) && r.refuses(resp.StatusCode, id.Scheme)
 	name := r.errorNameFor(refused && id.Scheme != 0, id.Scheme)

@@ -206,12 +206,13 @@ func (x *Exchanger) closeIdle() {
 // (see Post).
 func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body []byte, header http.Header, ownDeadline bool, settled *error) (_ []byte, _ outcome, err error) {
 	ctx, span := x.Observe.StartRequest(ctx, url, x.Breaker.Current().String())
-	echoable := namesInvalidToken(body)
-	req, err := x.newPost(withWords(ctx, echoable), url, body, header)
+	req, err := x.newPost(ctx, url, body, header)
 	if err != nil {
 		span.End()
 		return nil, outcomeNeutral, err
 	}
+	echoable := echoable(body, req.Header)
+	req = withWords(req, echoable)
 	start := time.Now()
 	ch := newChain(cred, &x.Retry, &x.Nonces, x.Base, &x.Sent)
 	status := 0
