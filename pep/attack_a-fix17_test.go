@@ -215,3 +215,23 @@ func TestAttackScopeRepeatedInChallengeRetiresSharedToken(t *testing.T) {
 	d, _ := c.Check(t.Context(), "orders", "read")
 	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
+
+// TestAttackDecodedWordRepeatedRetiresSharedToken: a gateway that decodes
+// the caller's scope before repeating it (percent-decoding a URI-shaped
+// name, as a gateway decoding escapes once more does) repeats the word the
+// request never named byte for byte: the request-word rule, a raw
+// case-folded search of the request body, does not see it, and the
+// caller retires the client's shared token.
+func TestAttackDecodedWordRepeatedRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	for _, a := range []struct{ name, scope, marker string }{
+		{"percent-encoded underscore", "invalid%5Ftoken", "invalid%5Ftoken"},
+		{"percent-encoded letters", "%69nvalid_%74oken", "%69nvalid_%74oken"},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			assertScopeNotLockingOut(t, a.scope, a.marker, http.StatusBadRequest, "application/json",
+				`{"error":"Bad Request","message":"unknown scope","scope":"invalid_token"}`)
+		})
+	}
+}
