@@ -217,8 +217,10 @@ func TestAttackScopeRepeatedInChallengeRetiresSharedToken(t *testing.T) {
 }
 
 // TestAttackDecodedWordRepeatedRetiresSharedToken: a gateway that decodes
-// the caller's scope before repeating it (percent-decoding a URI-shaped
-// name, as a gateway decoding escapes once more does) repeats the word the
+// or normalizes the caller's scope before repeating it (percent-decoding a
+// URI-shaped name, as a gateway decoding escapes once more does; Unicode
+// lowercasing of a case-insensitive scope, which turns U+212A KELVIN SIGN
+// into k) repeats the word the
 // request never named byte for byte: the request-word rule, a raw
 // case-folded search of the request body, does not see it, and the
 // caller retires the client's shared token.
@@ -227,6 +229,8 @@ func TestAttackDecodedWordRepeatedRetiresSharedToken(t *testing.T) {
 	for _, a := range []struct{ name, scope, marker string }{
 		{"percent-encoded underscore", "invalid%5Ftoken", "invalid%5Ftoken"},
 		{"percent-encoded letters", "%69nvalid_%74oken", "%69nvalid_%74oken"},
+		// a gateway matching scopes case-insensitively lowercases them (strings.ToLower): KELVIN SIGN becomes k
+		{"Kelvin sign lowercased", "invalid_to\u212aen", "to\u212aen"},
 	} {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
