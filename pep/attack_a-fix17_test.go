@@ -62,7 +62,7 @@ func assertScopeNotLockingOut(t *testing.T, scope, marker string, status int, co
 // token is retired for every caller.
 func TestAttackEscapedWordRepeatedRetiresSharedToken(t *testing.T) {
 	t.Parallel()
-	const scope = `invalid\u005ftoken` // the caller's text: a backslash, then u005f
+	const scope = `invalid\u005ftoken`   // the caller's text: a backslash, then u005f
 	const marker = `invalid\\u005ftoken` // as the JSON request carries it
 	for _, a := range []struct {
 		name, ct, body string
