@@ -17,6 +17,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/pep"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // assertScopeNotLockingOut runs one caller's check of scope (its own,
@@ -238,4 +239,45 @@ func TestAttackDecodedWordRepeatedRetiresSharedToken(t *testing.T) {
 				`{"error":"Bad Request","message":"unknown scope","scope":"invalid_token"}`)
 		})
 	}
+}
+
+// TestAttackTracestateRepeatedRetiresSharedToken: the request-word rule
+// looks at the request body only, but a caller's words also reach the
+// gateway in the headers the client forwards: the W3C tracestate of the
+// caller's context (any vendor member value up to maxTracestate bytes). A
+// front that rejects a tracestate it does not accept with a 400 repeating
+// it has the caller's "invalid_token" read as a refusal of the client's
+// shared token, retired for every caller.
+func TestAttackTracestateRepeatedRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithEventHandler(rec.handle), pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	c.SetToken(g.token(t, "alice"))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		ts := r.Header.Get("Tracestate")
+		if ts == "" {
+			return false
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte("tracestate not accepted: " + ts + "\n"))
+		return true
+	})
+	state, err := trace.ParseTraceState("acme=invalid_token")
+	require.NoError(t, err)
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, TraceState: state,
+	})
+	ctx := trace.ContextWithSpanContext(t.Context(), sc) // the caller's context
+	_, err = c.Check(ctx, "orders", "write")
+	require.NotEmpty(t, g.last(t).Header.Get("Tracestate"), "the caller's tracestate was forwarded")
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the answer repeats the caller's tracestate: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a caller's tracestate retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
