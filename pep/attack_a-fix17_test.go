@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -278,6 +279,43 @@ func TestAttackTracestateRepeatedRetiresSharedToken(t *testing.T) {
 	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the answer repeats the caller's tracestate: %v", err)
 	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
 		"a caller's tracestate retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+}
+
+// TestAttackLargeUTF16ProofRefusalRetiresValidDPoPToken: end to end, a DPoP
+// 401 that blames the proof (invalid_dpop_proof, no nonce offered) in a
+// UTF-16 body of 1 MiB or less, whose UTF-8 re-encoding is longer than
+// MaxBody, is read as a body whose end was never seen (readBody judges
+// MaxBody again on the re-encoded text): the valid DPoP token is retired
+// and its cached GRANT purged, for its proof's fault.
+func TestAttackLargeUTF16ProofRefusalRetiresValidDPoPToken(t *testing.T) {
+	t.Parallel()
+	text := `{"error":"invalid_dpop_proof","message":"` + strings.Repeat("証", 400_000) + `"}`
+	body := []byte{0xff, 0xfe}
+	for _, u := range utf16.Encode([]rune(text)) {
+		body = binary.LittleEndian.AppendUint16(body, u)
+	}
+	require.LessOrEqual(t, len(body), 1<<20, "the body as it came is within MaxBody")
+
+	g := startReference(t)
+	c, rec, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+		w.Header().Set("WWW-Authenticate", `DPoP error="invalid_dpop_proof", algs="ES256"`)
+		w.Header().Set("Content-Type", "application/json; charset=utf-16")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write(body)
+		return true
+	})
+	_, err := c.Check(t.Context(), "orders", "write")
+	assert.ErrorIs(t, err, pep.ErrProofRejected, "the 401 blames the proof: %v", err)
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the 401 blames the proof, not the token: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a proof refusal retired the valid DPoP token: events %v", rec.kinds())
+	g.setHook(nil)
 	d, _ := c.Check(t.Context(), "orders", "read")
 	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
