@@ -2,6 +2,7 @@ package authzen_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -73,4 +74,52 @@ func TestAnEscapedResourceIDRepeatedRetiresNoToken(t *testing.T) {
 			assert.True(t, d.Allowed() && d.Cached, "the valid token's cached allow must stay; cached=%v", d.Cached)
 		})
 	}
+}
+
+// TestAttackEscapedPropertyRepeatedRetiresSharedToken: a property value
+// given as JSON (a json.RawMessage, which encode sends as given) spelling
+// the word with an escape, "invalid\u005ftoken", is the string
+// invalid_token to the PDP, but the request-word rule (namesInvalidToken)
+// searches the request's raw bytes and does not see it. An ordinary PDP
+// repeating the value it could not use, correctly escaped, as a JSON value
+// of its own then retires the client's shared token for every caller.
+func TestAttackEscapedPropertyRepeatedRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	srv := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if bytes.Contains(b, []byte(`invalid\u005ftoken`)) {
+			w.WriteHeader(http.StatusBadRequest)
+			// the PDP decoded the request's JSON and repeats the value as JSON again
+			_, _ = w.Write([]byte(`{"error":"invalid_request","message":"unknown property value","value":"invalid_token"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"decision":true}`))
+	})
+	var mu sync.Mutex
+	var kinds []events.Kind
+	c := mustAuthZEN(t, srv.URL, authzen.WithEndpoints(authzen.Endpoints{Evaluation: "/access/v1/evaluation"}),
+		authzen.WithHTTPClient(srv.Client()), authzen.WithRetry(0, 0, 0),
+		authzen.WithEventHandler(func(ev events.Event) { mu.Lock(); kinds = append(kinds, ev.Kind); mu.Unlock() }))
+	c.SetToken("the-service-own-token")
+	cached := authzen.Request{Subject: authzen.Subject{Type: "user", ID: "alice"}, Action: authzen.Action{Name: "can_read"},
+		Resource: authzen.Resource{Type: "document", ID: "42"}}
+	d, err := c.Evaluate(t.Context(), cached)
+	require.NoError(t, err)
+	require.True(t, d.Allowed())
+
+	attack := cached
+	attack.Resource.Properties = map[string]any{"label": json.RawMessage(`"invalid\u005ftoken"`)} // the caller's JSON
+	d, err = c.Evaluate(t.Context(), attack)
+	if err == nil {
+		err = d.Cause
+	}
+	assert.NotErrorIs(t, err, authzen.ErrUnauthorized, "the PDP only repeated the caller's property value: %v", err)
+	mu.Lock()
+	got := slices.Clone(kinds)
+	mu.Unlock()
+	assert.False(t, slices.Contains(got, events.TokenExpired), "a caller's property value retired the shared token: %v", got)
+	d, err = c.Evaluate(t.Context(), cached)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached allow must stay; cached=%v", d.Cached)
 }

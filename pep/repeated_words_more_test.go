@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/pep"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // assertScopeNotLockingOut runs one caller's check of scope (its own,
@@ -195,6 +197,108 @@ func TestAScopeRepeatedIntoAChallengeRetiresNoToken(t *testing.T) {
 	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the challenge repeats the caller's scope: %v", err)
 	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
 		"a caller's scope name retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+}
+
+// TestAttackDecodedWordRepeatedRetiresSharedToken: a gateway that decodes
+// or normalizes the caller's scope before repeating it (percent-decoding a
+// URI-shaped name, as a gateway decoding escapes once more does; Unicode
+// lowercasing of a case-insensitive scope, which turns U+212A KELVIN SIGN
+// into k) repeats the word the
+// request never named byte for byte: the request-word rule, a raw
+// case-folded search of the request body, does not see it, and the
+// caller retires the client's shared token.
+func TestAttackDecodedWordRepeatedRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	for _, a := range []struct{ name, scope, marker string }{
+		{"percent-encoded underscore", "invalid%5Ftoken", "invalid%5Ftoken"},
+		{"percent-encoded letters", "%69nvalid_%74oken", "%69nvalid_%74oken"},
+		// a gateway matching scopes case-insensitively lowercases them (strings.ToLower): KELVIN SIGN becomes k
+		{"Kelvin sign lowercased", "invalid_to\u212aen", "to\u212aen"},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			assertScopeNotLockingOut(t, a.scope, a.marker, http.StatusBadRequest, "application/json",
+				`{"error":"Bad Request","message":"unknown scope","scope":"invalid_token"}`)
+		})
+	}
+}
+
+// TestAttackTracestateRepeatedRetiresSharedToken: the request-word rule
+// looks at the request body only, but a caller's words also reach the
+// gateway in the headers the client forwards: the W3C tracestate of the
+// caller's context (any vendor member value up to maxTracestate bytes). A
+// front that rejects a tracestate it does not accept with a 400 repeating
+// it has the caller's "invalid_token" read as a refusal of the client's
+// shared token, retired for every caller.
+func TestAttackTracestateRepeatedRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	g := startReference(t)
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithEventHandler(rec.handle), pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	c.SetToken(g.token(t, "alice"))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		ts := r.Header.Get("Tracestate")
+		if ts == "" {
+			return false
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte("tracestate not accepted: " + ts + "\n"))
+		return true
+	})
+	state, err := trace.ParseTraceState("acme=invalid_token")
+	require.NoError(t, err)
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, TraceState: state,
+	})
+	ctx := trace.ContextWithSpanContext(t.Context(), sc) // the caller's context
+	_, err = c.Check(ctx, "orders", "write")
+	require.NotEmpty(t, g.last(t).Header.Get("Tracestate"), "the caller's tracestate was forwarded")
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the answer repeats the caller's tracestate: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a caller's tracestate retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+}
+
+// TestAttackLargeUTF16ProofRefusalRetiresValidDPoPToken: end to end, a DPoP
+// 401 that blames the proof (invalid_dpop_proof, no nonce offered) in a
+// UTF-16 body of 1 MiB or less, whose UTF-8 re-encoding is longer than
+// MaxBody, is read as a body whose end was never seen (readBody judges
+// MaxBody again on the re-encoded text): the valid DPoP token is retired
+// and its cached GRANT purged, for its proof's fault.
+func TestAttackLargeUTF16ProofRefusalRetiresValidDPoPToken(t *testing.T) {
+	t.Parallel()
+	text := `{"error":"invalid_dpop_proof","message":"` + strings.Repeat("証", 400_000) + `"}`
+	body := []byte{0xff, 0xfe}
+	for _, u := range utf16.Encode([]rune(text)) {
+		body = binary.LittleEndian.AppendUint16(body, u)
+	}
+	require.LessOrEqual(t, len(body), 1<<20, "the body as it came is within MaxBody")
+
+	g := startReference(t)
+	c, rec, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	g.setHook(func(w http.ResponseWriter, _ *http.Request, _ int) bool {
+		w.Header().Set("WWW-Authenticate", `DPoP error="invalid_dpop_proof", algs="ES256"`)
+		w.Header().Set("Content-Type", "application/json; charset=utf-16")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write(body)
+		return true
+	})
+	_, err := c.Check(t.Context(), "orders", "write")
+	assert.ErrorIs(t, err, pep.ErrProofRejected, "the 401 blames the proof: %v", err)
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the 401 blames the proof, not the token: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a proof refusal retired the valid DPoP token: events %v", rec.kinds())
+	g.setHook(nil)
 	d, _ := c.Check(t.Context(), "orders", "read")
 	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
