@@ -76,14 +76,10 @@ func TestAnEscapedResourceIDRepeatedRetiresNoToken(t *testing.T) {
 	}
 }
 
-// TestAttackEscapedPropertyRepeatedRetiresSharedToken: a property value
-// given as JSON (a json.RawMessage, which encode sends as given) spelling
-// the word with an escape, "invalid\u005ftoken", is the string
-// invalid_token to the PDP, but the request-word rule (namesInvalidToken)
-// searches the request's raw bytes and does not see it. An ordinary PDP
-// repeating the value it could not use, correctly escaped, as a JSON value
-// of its own then retires the client's shared token for every caller.
-func TestAttackEscapedPropertyRepeatedRetiresSharedToken(t *testing.T) {
+// TestAnEscapedPropertyRepeatedRetiresNoToken: a property sent as raw
+// JSON holding the word escaped ("invalid\u005ftoken"), which the PDP reads
+// as invalid_token and repeats, retires no token (a-fix17 F7).
+func TestAnEscapedPropertyRepeatedRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	srv := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)

@@ -20,8 +20,8 @@ import (
 //   - a ListGranted's wildcards are remembered by their drop (wildcardsCover)
 //     as at most maxDropWildcards of them in at most maxDropName bytes.
 const (
-	maxCachedNames  = 512
-	maxExactContext = 512
+	maxCachedNames   = 512
+	maxExactContext  = 512
 	maxDropName      = 4096
 	maxDropWildcards = 32
 )

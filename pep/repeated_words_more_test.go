@@ -201,15 +201,10 @@ func TestAScopeRepeatedIntoAChallengeRetiresNoToken(t *testing.T) {
 	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
 
-// TestAttackDecodedWordRepeatedRetiresSharedToken: a gateway that decodes
-// or normalizes the caller's scope before repeating it (percent-decoding a
-// URI-shaped name, as a gateway decoding escapes once more does; Unicode
-// lowercasing of a case-insensitive scope, which turns U+212A KELVIN SIGN
-// into k) repeats the word the
-// request never named byte for byte: the request-word rule, a raw
-// case-folded search of the request body, does not see it, and the
-// caller retires the client's shared token.
-func TestAttackDecodedWordRepeatedRetiresSharedToken(t *testing.T) {
+// TestADecodedWordRepeatedRetiresNoToken: a caller's scope that a
+// gateway decodes into invalid_token before repeating it (percent-escapes,
+// Unicode lower-casing of a Kelvin sign) retires no token (a-fix17 F5).
+func TestADecodedWordRepeatedRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	for _, a := range []struct{ name, scope, marker string }{
 		{"percent-encoded underscore", "invalid%5Ftoken", "invalid%5Ftoken"},
@@ -225,14 +220,11 @@ func TestAttackDecodedWordRepeatedRetiresSharedToken(t *testing.T) {
 	}
 }
 
-// TestAttackTracestateRepeatedRetiresSharedToken: the request-word rule
-// looks at the request body only, but a caller's words also reach the
-// gateway in the headers the client forwards: the W3C tracestate of the
-// caller's context (any vendor member value up to maxTracestate bytes). A
-// front that rejects a tracestate it does not accept with a 400 repeating
-// it has the caller's "invalid_token" read as a refusal of the client's
-// shared token, retired for every caller.
-func TestAttackTracestateRepeatedRetiresSharedToken(t *testing.T) {
+// TestAForwardedHeaderRepeatedRetiresNoToken: a caller's tracestate,
+// forwarded with the request and repeated by a front's 400, retires no
+// token: every header value the request carries counts as its words
+// (a-fix17 F8).
+func TestAForwardedHeaderRepeatedRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	g := startReference(t)
 	rec := &recorder{}
@@ -266,13 +258,11 @@ func TestAttackTracestateRepeatedRetiresSharedToken(t *testing.T) {
 	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
 
-// TestAttackLargeUTF16ProofRefusalRetiresValidDPoPToken: end to end, a DPoP
-// 401 that blames the proof (invalid_dpop_proof, no nonce offered) in a
-// UTF-16 body of 1 MiB or less, whose UTF-8 re-encoding is longer than
-// MaxBody, is read as a body whose end was never seen (readBody judges
-// MaxBody again on the re-encoded text): the valid DPoP token is retired
-// and its cached GRANT purged, for its proof's fault.
-func TestAttackLargeUTF16ProofRefusalRetiresValidDPoPToken(t *testing.T) {
+// TestALargeUTF16ProofRefusalRetiresNoToken: a DPoP 401 blaming the
+// proof in a UTF-16 body within MaxBody, which re-encoded to UTF-8 is
+// longer, is read whole: it retires no valid token (a-fix17 F6: MaxBody
+// was judged again on the re-encoded text, which read as unseen).
+func TestALargeUTF16ProofRefusalRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	text := `{"error":"invalid_dpop_proof","message":"` + strings.Repeat("証", 400_000) + `"}`
 	body := []byte{0xff, 0xfe}

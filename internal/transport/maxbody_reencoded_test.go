@@ -8,14 +8,9 @@ import (
 	"unicode/utf16"
 )
 
-// TestAttackUTF16BodyWithinMaxBodyReadAsUnseen: MaxBody is to be judged on
-// the bytes as they came (readAnswer's past), but readBody judges it again
-// on the UTF-8 re-encoding, which is up to half as long again as UTF-16
-// text outside Latin (3 bytes for 2). A DPoP 401 that blames the proof (or
-// asks a nonce), in a UTF-16 body of 1 MiB or less whose text re-encodes
-// past MaxBody, is read as a body whose end was never seen (unseen), which
-// refuses the token: a valid token is retired for its proof's fault.
-func TestAttackUTF16BodyWithinMaxBodyReadAsUnseen(t *testing.T) {
+// TestAUTF16BodyWithinMaxBodyIsSeen: MaxBody is judged on the bytes as
+// they came, not on their UTF-8 re-encoding (a-fix17 F6).
+func TestAUTF16BodyWithinMaxBodyIsSeen(t *testing.T) {
 	t.Parallel()
 	text := `{"error":"invalid_dpop_proof","message":"` + strings.Repeat("証", 400_000) + `"}`
 	body := []byte{0xff, 0xfe}
