@@ -1,6 +1,7 @@
 package pep
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -76,6 +77,20 @@ func TestADropIsRememberedInBoundedBytes(t *testing.T) {
 	}
 	if w.Covers(key(many[0].resource, "read", "")) {
 		t.Error("the bounded drop covers a pair under another context")
+	}
+	// Many short wildcards: what their coverage holds is bounded too, by
+	// their number (a-fix17b F2: a thousand two-byte resources passed the
+	// name's bound and held 37 KB a drop).
+	var short []pair
+	for i := range 1000 {
+		short = append(short, pair{resource: fmt.Sprintf("%03x", i)})
+	}
+	everything := wildcardsCover([]pair{{resource: "*"}}, ctx)
+	if w := wildcardsCover(short, ctx); w.Name != everything.Name || !w.Covers(key("zzz", "read", ctx)) {
+		t.Errorf("a drop of %d wildcards is not remembered as the wildcard of every pair of its context", len(short))
+	}
+	if w := wildcardsCover(short[:maxDropWildcards], ctx); w.Name == everything.Name || w.Covers(key("zzz", "read", ctx)) {
+		t.Errorf("a drop of %d wildcards covers more than they do", maxDropWildcards)
 	}
 	// A wildcard too long to cover any cacheable pair costs nothing.
 	long := wildcardsCover([]pair{{resource: strings.Repeat("x", 1<<20)}, {resource: "*", scope: strings.Repeat("y", 1<<20)}, {resource: "orders"}}, ctx)

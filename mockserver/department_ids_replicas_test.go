@@ -9,17 +9,16 @@ import (
 	"github.com/orgauthz/orgauthz/mockserver/mockservertest"
 )
 
-// TestAttackGetOrganizationsNamesAnotherDepartmentAtAnotherReplica: two
-// replicas of one key seed whose fixtures differ (a rolling fixture edit:
-// the EU sales department removed). Sibling departments may share a name
-// (only aliases are unique), and a seeded department id is derived from
-// (org, parent, name) plus the order it comes in, so bob's department
-// (alias sales-us) at replica b gets the id replica a gives eve's (alias
-// sales-eu). get-organizations, the context a PEP reads
-// (pep.Client.Organizations), names departments by id and a name both
-// share ("Sales"): an application that lets members of department <id of
-// sales-eu> in, as replica a describes it, lets bob in through replica b.
-func TestAttackGetOrganizationsNamesAnotherDepartmentAtAnotherReplica(t *testing.T) {
+// TestGetOrganizationsNamesOneDepartmentAtEveryReplica: two replicas of
+// one key seed whose fixtures differ (a rolling fixture edit: the EU sales
+// department removed) give bob's department (alias sales-us) the same id,
+// never the one replica a gives eve's (alias sales-eu), though both are
+// named "Sales": get-organizations, the context a PEP reads
+// (pep.Client.Organizations), names a department by its id at every
+// replica (a-fix17b F1: the id came from the name and the order the
+// siblings were listed in, and an application letting members of eve's
+// department in let bob in through replica b).
+func TestGetOrganizationsNamesOneDepartmentAtEveryReplica(t *testing.T) {
 	t.Parallel()
 	fixture := func(depts ...mockserver.FixtureDepartment) mockserver.Fixture {
 		return mockserver.Fixture{Realms: []mockserver.FixtureRealm{{
