@@ -1,11 +1,8 @@
 package pep_test
 
 import (
-	"bytes"
 	"encoding/binary"
-	"io"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -13,46 +10,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgauthz/orgauthz/events"
 	"github.com/orgauthz/orgauthz/pep"
 )
 
-// echoingGateway makes g answer every request whose body asks the scope
-// "invalid_token" (a caller's input) with status and body, as a gateway
-// that repeats the scope it did not know; every other request goes to the
-// reference server.
-func echoingGateway(g *reference, status int, contentType, body string) {
-	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
-		b, _ := io.ReadAll(r.Body)
-		if !bytes.Contains(b, []byte(`"invalid_token"`)) {
-			return false
-		}
-		w.Header().Set("Content-Type", contentType)
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-		return true
-	})
-}
-
-// lockedOut runs one caller's check of scope "invalid_token" through a
-// client whose own (shared) token is valid and whose GRANT is cached, and
-// asserts that the shared token was not retired.
+// assertNotLockedOut runs one caller's check of scope "invalid_token"
+// against a gateway repeating it with status, contentType and body
+// (assertScopeNotLockingOut).
 func assertNotLockedOut(t *testing.T, status int, contentType, body string) {
-	g := startReference(t)
-	rec := &recorder{}
-	c := g.newClient(t, pep.WithEventHandler(rec.handle), pep.WithRetry(1, time.Millisecond, time.Millisecond))
-	c.SetToken(g.token(t, "alice"))
-	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
-	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
-
-	echoingGateway(g, status, contentType, body)
-	_, err := c.Check(t.Context(), "orders", "invalid_token") // the caller's own, chosen, scope
-	assert.NotErrorIs(t, err, pep.ErrUnauthorized,
-		"the answer only repeats the scope the caller asked; it is no refusal of the client's token: %v", err)
-	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
-		"a caller's scope name retired the client's shared token: events %v", rec.kinds())
-	d, _ := c.Check(t.Context(), "orders", "read")
-	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+	t.Helper()
+	assertScopeNotLockingOut(t, "invalid_token", `"invalid_token"`, status, contentType, body)
 }
 
 // TestACallersWordRepeatedAsAValueRetiresNoToken: a 400/403 whose JSON
