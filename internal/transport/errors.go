@@ -282,6 +282,13 @@ func readAnswer(status int, challenge string, body []byte, repeats bool) reading
 			r.verdict, r.code = v, code
 		}
 	}
+	// A 401's DPoP challenge naming another error than the proof's two
+	// refuses the token, but only when nothing else in the answer blames
+	// the proof or asks a nonce: such an error may be a caller's text
+	// templated into the challenge (a-fix17c F4: a scope
+	// `read", error="unknown_scope` made a nonce request retire the token),
+	// and it refuses nothing a 401 with no signal does not refuse already.
+	other := ""
 	challengeErrors(challenge, func(scheme, code string) bool {
 		switch {
 		case code == "invalid_token": // a refusal of the token, in whatever scheme
@@ -293,8 +300,8 @@ func readAnswer(status int, challenge string, body []byte, repeats bool) reading
 			take(code, dpopProofRejected)
 		case code == "use_dpop_nonce":
 			take(code, dpopNonceOwed)
-		case status == http.StatusUnauthorized:
-			take(code, dpopTokenRefused)
+		case status == http.StatusUnauthorized && other == "":
+			other = code
 		}
 		return r.verdict != dpopTokenRefused
 	})
@@ -313,6 +320,9 @@ func readAnswer(status int, challenge string, body []byte, repeats bool) reading
 	if !repeats && (whole && holdsString(body, "invalid_token") ||
 		!whole && (bytes.Contains(body, invalidToken) || bytes.Contains(jsonUnescaped(body), invalidToken))) {
 		take("invalid_token", dpopTokenRefused)
+	}
+	if other != "" && r.verdict == dpopNone {
+		take(other, dpopTokenRefused)
 	}
 	return r
 }
@@ -356,29 +366,24 @@ func withWords(req *http.Request, echoable bool) *http.Request {
 }
 
 // echoable reports whether a request sending body with header may name
-// invalid_token to a server that repeats what it was sent, read as sent
-// (namesInvalidToken) or as a server may decode it first: JSON escapes
-// undone twice, percent-escapes undone, lower-cased by Unicode's rules
-// (a-fix17 F5: `%69nvalid_%74oken`, a Kelvin sign for the k). Every header
-// value counts too: a caller's tracestate or baggage is forwarded (a-fix17
-// F8). The decoded form is made only for text that holds an escape or a
-// byte past ASCII.
+// invalid_token to a server that repeats what it was sent, however the
+// server or the client's reader decodes it on the way (a-fix17 F1, F5;
+// a-fix17c F1, F2, F5): its letters, lower-cased and read with whatever
+// stands between them left out (separators, NUL bytes of UTF-16, the
+// backslash of a quoted-pair), spell "invalidtoken" (namesInvalidToken),
+// as sent or once JSON escapes and percent-escapes are undone, in any
+// order, up to three times each, and Unicode lower case applied (a Kelvin
+// sign for the k). Every header value counts too: a caller's tracestate
+// or baggage is forwarded (a-fix17 F8). The decoded forms are made only
+// for text that holds an escape or a byte past ASCII; the common request
+// allocates nothing (a-fix17c F3).
 func echoable(body []byte, header http.Header) bool {
-	named := func(b []byte) bool {
-		if namesInvalidToken(b) {
-			return true
-		}
-		if bytes.IndexByte(b, '%') < 0 && bytes.IndexByte(b, '\\') < 0 && !beyondASCII(b) {
-			return false
-		}
-		return namesInvalidToken(bytes.ToLower(percentDecoded(jsonUnescaped(jsonUnescaped(b)))))
-	}
-	if named(body) {
+	if spells(body) {
 		return true
 	}
 	for _, vs := range header {
 		for _, v := range vs {
-			if named([]byte(v)) {
+			if spells(v) {
 				return true
 			}
 		}
@@ -386,10 +391,29 @@ func echoable(body []byte, header http.Header) bool {
 	return false
 }
 
-// beyondASCII reports whether b holds a byte past ASCII.
-func beyondASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
+// spells is echoable's reading of one text.
+func spells[T string | []byte](b T) bool {
+	if namesInvalidToken(b) {
+		return true
+	}
+	if !escapedOrBeyondASCII(b) {
+		return false
+	}
+	x := []byte(b)
+	for range 3 {
+		x = bytes.ToLower(percentDecoded(jsonUnescaped(x)))
+		if namesInvalidToken(x) {
+			return true
+		}
+	}
+	return false
+}
+
+// escapedOrBeyondASCII reports whether b holds a backslash, a percent
+// sign or a byte past ASCII.
+func escapedOrBeyondASCII[T string | []byte](b T) bool {
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; c == '\\' || c == '%' || c >= utf8.RuneSelf {
 			return true
 		}
 	}
@@ -415,46 +439,50 @@ func percentDecoded(b []byte) []byte {
 	return out
 }
 
-// namesInvalidToken reports whether b may name invalid_token to whatever
-// reads it back: "invalid" then "token", in any letter case, with at most
-// wordGap bytes between them, so that the word escaped in JSON
-// (invalid\u005ftoken, which an answer repeats decoded once and the
-// reader decodes again: a-fix17 F1), percent-encoded (invalid%5Ftoken) or
-// spelled with another separator counts too. A request that names both
-// words so for another reason loses only its answers' body refusals.
-func namesInvalidToken(b []byte) bool {
-	const gap = 12
-	for at := 0; at+len("invalid") <= len(b); {
-		i := indexFold(b[at:], "invalid")
-		if i < 0 {
-			return false
+// namesInvalidToken reports whether the ASCII letters of b, lower-cased
+// and read with every other byte between them left out, spell
+// "invalidtoken": the word in any case, whatever separates or escapes its
+// letters (invalid_token, INVALID-TOKEN, invalid\\u005ftoken,
+// invalid%5Ftoken, i\x00n\x00v...). A request that so spells it for
+// another reason loses only its answers' word as a refusal.
+func namesInvalidToken[T string | []byte](b T) bool {
+	const word = "invalidtoken"
+	m := 0 // letters of word matched
+	for i := 0; i < len(b); i++ {
+		c := b[i] | 0x20
+		if c < 'a' || c > 'z' || b[i] >= utf8.RuneSelf {
+			continue
 		}
-		after := at + i + len("invalid")
-		if indexFold(b[after:min(len(b), after+gap+len("token"))], "token") >= 0 {
+		for m > 0 && word[m] != c {
+			m = wordFail[m-1]
+		}
+		if word[m] == c {
+			m++
+		}
+		if m == len(word) {
 			return true
 		}
-		at = after
 	}
 	return false
 }
 
-// indexFold is bytes.Index of word, a lower-case ASCII word, in b in any
-// letter case, without copying b.
-func indexFold(b []byte, word string) int {
-	first := word[0]
-	for at := 0; at+len(word) <= len(b); {
-		i := bytes.IndexAny(b[at:len(b)-len(word)+1], string([]byte{first, first - 'a' + 'A'}))
-		if i < 0 {
-			return -1
+// wordFail is the failure table of "invalidtoken" (Knuth-Morris-Pratt):
+// wordFail[j] is the length of the longest proper prefix of its first j+1
+// letters that is also their suffix.
+var wordFail = func() [len("invalidtoken")]int {
+	const word = "invalidtoken"
+	var f [len(word)]int
+	for i, k := 1, 0; i < len(word); i++ {
+		for k > 0 && word[i] != word[k] {
+			k = f[k-1]
 		}
-		p := at + i
-		if bytes.EqualFold(b[p:p+len(word)], []byte(word)) {
-			return p
+		if word[i] == word[k] {
+			k++
 		}
-		at = p + 1
+		f[i] = k
 	}
-	return -1
-}
+	return f
+}()
 
 // Challenges returns the WWW-Authenticate field of h as one value: all its
 // field lines joined with ", ". RFC 9110 section 5.3 lets a list field be
