@@ -1,8 +1,19 @@
 package pep_test
 
 import (
+	"bytes"
+	"io"
 	"net/http"
+	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgauthz/orgauthz/events"
+	"github.com/orgauthz/orgauthz/pep"
 )
 
 // TestAttackPercentThenJSONDecodedScopeRetiresSharedToken: a caller's
@@ -39,4 +50,43 @@ func TestAttackUTF16SpelledScopeRepeatedFirstRetiresSharedToken(t *testing.T) {
 	const marker = `i\u0000n\u0000v\u0000a\u0000l` // as the JSON request carries it
 	assertScopeNotLockingOut(t, string(scope), marker, http.StatusBadRequest, "text/plain; charset=utf-8",
 		string(scope)+" is not a known scope\n")
+}
+
+// TestAttackScopeInjectedErrorIntoADPoPNonceChallengeRetiresSharedToken:
+// a gateway that asks a DPoP nonce with a 401 whose challenge repeats the
+// request's scope unescaped (as the 403 of a-fix17 F4 does) lets a caller
+// whose scope is `read", error="unknown_scope` add an error attribute to
+// the DPoP challenge. The caller names no invalid_token, so the request
+// is not echoable; and in a 401's DPoP challenge any error but the
+// proof's two refuses the token (readAnswer): the refusal wins over
+// use_dpop_nonce, nothing is resent, and the client's shared, valid,
+// DPoP-bound token is retired with its cached GRANTs. The request-word
+// rule guards one word, while the injection makes any word a verdict.
+func TestAttackScopeInjectedErrorIntoADPoPNonceChallengeRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	const scope = `read", error="unknown_scope`
+	g := startReference(t)
+	c, rec, _ := g.dpopClient(t, "alice", nil, pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	var once atomic.Bool
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		b, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(b, []byte("unknown_scope")) || !once.CompareAndSwap(false, true) {
+			return false
+		}
+		w.Header().Set("DPoP-Nonce", "n-0123456789abcdef")
+		w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce", scope="`+scope+`", algs="ES256"`)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"use_dpop_nonce","message":"a nonce is required"}`))
+		return true
+	})
+	_, err := c.Check(t.Context(), "orders", scope)
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the challenge asks a nonce and repeats the caller's scope: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a caller's scope retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
