@@ -90,3 +90,40 @@ func TestAttackScopeInjectedErrorIntoADPoPNonceChallengeRetiresSharedToken(t *te
 	d, _ := c.Check(t.Context(), "orders", "read")
 	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
 }
+
+// TestAttackQuotedPairSplitWordInAChallengeRetiresSharedToken: the
+// challenge reader decodes a quoted-string's quoted-pairs (paramValue:
+// `\a` is `a`), a decoding echoable never applies: a caller's scope
+// `read", error="inv\alid_token` names no invalid_token as sent or
+// JSON-, percent- or case-decoded (`\a` is no JSON escape), and a gateway
+// repeating it unescaped into its 403 insufficient_scope challenge (the
+// gateway of a-fix17 F4) says error="inv\alid_token", read as
+// invalid_token: the shared token is retired.
+func TestAttackQuotedPairSplitWordInAChallengeRetiresSharedToken(t *testing.T) {
+	t.Parallel()
+	const scope = `read", error="inv\alid_token`
+	g := startReference(t)
+	rec := &recorder{}
+	c := g.newClient(t, pep.WithEventHandler(rec.handle), pep.WithRetry(1, time.Millisecond, time.Millisecond))
+	c.SetToken(g.token(t, "alice"))
+	requireGatewayDecision(t, checked(t, c, "orders", "read"), pep.Grant)
+	require.True(t, checked(t, c, "orders", "read").Cached, "the GRANT is cached")
+
+	g.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		b, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(b, []byte(`alid_token`)) {
+			return false
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+scope+`"`)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"error":"Forbidden","message":"insufficient scope"}`))
+		return true
+	})
+	_, err := c.Check(t.Context(), "orders", scope)
+	assert.NotErrorIs(t, err, pep.ErrUnauthorized, "the challenge repeats the caller's scope: %v", err)
+	assert.False(t, slices.Contains(rec.kinds(), events.TokenExpired),
+		"a caller's scope retired the client's shared token: events %v", rec.kinds())
+	d, _ := c.Check(t.Context(), "orders", "read")
+	assert.True(t, d.Allowed() && d.Cached, "the valid token's cached GRANT must stay; got cached=%v allowed=%v", d.Cached, d.Allowed())
+}
