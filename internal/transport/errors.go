@@ -282,13 +282,6 @@ func readAnswer(status int, challenge string, body []byte, repeats bool) reading
 			r.verdict, r.code = v, code
 		}
 	}
-	// A 401's DPoP challenge naming another error than the proof's two
-	// refuses the token, but only when nothing else in the answer blames
-	// the proof or asks a nonce: such an error may be a caller's text
-	// templated into the challenge (a-fix17c F4: a scope
-	// `read", error="unknown_scope` made a nonce request retire the token),
-	// and it refuses nothing a 401 with no signal does not refuse already.
-	other := ""
 	challengeErrors(challenge, func(scheme, code string) bool {
 		switch {
 		case code == "invalid_token": // a refusal of the token, in whatever scheme
@@ -300,8 +293,8 @@ func readAnswer(status int, challenge string, body []byte, repeats bool) reading
 			take(code, dpopProofRejected)
 		case code == "use_dpop_nonce":
 			take(code, dpopNonceOwed)
-		case status == http.StatusUnauthorized && other == "":
-			other = code
+		case status == http.StatusUnauthorized:
+			take(code, dpopTokenRefused)
 		}
 		return r.verdict != dpopTokenRefused
 	})
@@ -320,9 +313,6 @@ func readAnswer(status int, challenge string, body []byte, repeats bool) reading
 	if !repeats && (whole && holdsString(body, "invalid_token") ||
 		!whole && (bytes.Contains(body, invalidToken) || bytes.Contains(jsonUnescaped(body), invalidToken))) {
 		take("invalid_token", dpopTokenRefused)
-	}
-	if other != "" && r.verdict == dpopNone {
-		take(other, dpopTokenRefused)
 	}
 	return r
 }

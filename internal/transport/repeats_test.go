@@ -24,10 +24,10 @@ func TestABodyRepeatingTheRequestsWordRefusesNothing(t *testing.T) {
 		{`{"resources":[{"name":"nvalid_token","scopes":["_invalid","token_"]}]}`, true}, // the two words 3 bytes apart: may be read as one
 		{`{"resources":[{"name":"orders","scopes":["invalid\\u005ftoken"]}]}`, true},     // decoded twice on its way back (a-fix17 F1)
 		{`{"resources":[{"name":"invalid%5Ftoken","scopes":["read"]}]}`, true},
-		{`{"resources":[{"name":"%5Cu0069nvalid_token","scopes":["read"]}]}`, true}, // percent, then JSON (a-fix17c F1)
+		{`{"resources":[{"name":"%5Cu0069nvalid_token","scopes":["read"]}]}`, true},                                  // percent, then JSON (a-fix17c F1)
 		{"{\"resources\":[{\"name\":\"i\x00n\x00v\x00a\x00l\x00i\x00d\x00_\x00t\x00o\x00k\x00e\x00n\x00\"}]}", true}, // UTF-16 spelled (a-fix17c F2)
-		{`{"resources":[{"name":"read\", error=\"inv\\alid_token","scopes":["read"]}]}`, true}, // a quoted-pair (a-fix17c F5)
-		{"{\"name\":\"invalid_to\u212aen\"}", true}, // a Kelvin sign, lower-cased by a server
+		{`{"resources":[{"name":"read\", error=\"inv\\alid_token","scopes":["read"]}]}`, true},                       // a quoted-pair (a-fix17c F5)
+		{"{\"name\":\"invalid_to\u212aen\"}", true},                                                                  // a Kelvin sign, lower-cased by a server
 		{`{"resources":[{"name":"invalid","scopes":["read","a-scope-far-away-token"]}]}`, false},
 		{`token invalid`, false},
 		{``, false},

@@ -16,14 +16,10 @@ import (
 	"github.com/orgauthz/orgauthz/internal/gatewaytest"
 )
 
-// TestAttackQuotedPairResourceIDInAChallengeRetiresSharedToken: pep's
-// TestAttackQuotedPairSplitWordInAChallengeRetiresSharedToken for a PDP:
-// a caller's resource id `42", error="inv\alid_token` names no
-// invalid_token to echoable (`\a` is no JSON escape), and a PDP that
-// repeats it unescaped into its 403 challenge says error="inv\alid_token",
-// which the challenge reader decodes (quoted-pair) to invalid_token: the
-// client's shared token (SetToken) is retired.
-func TestAttackQuotedPairResourceIDInAChallengeRetiresSharedToken(t *testing.T) {
+// TestAQuotedPairSpelledResourceIDInAChallengeRetiresNoToken: pep's
+// TestAQuotedPairSpelledWordInAChallengeRetiresNoToken for a PDP and a
+// resource id (a-fix17c F5).
+func TestAQuotedPairSpelledResourceIDInAChallengeRetiresNoToken(t *testing.T) {
 	t.Parallel()
 	const id = `42", error="inv\alid_token`
 	srv := gatewaytest.Start(t, func(w http.ResponseWriter, r *http.Request) {
