@@ -285,8 +285,8 @@ func (x *Exchanger) send(ctx context.Context, cred Credential, url string, body 
 // came refuses it by itself (cutRefuses); otherwise the call fails
 // ErrUnavailable. "Unclear" comes only from a body the server finished.
 //
-// echoable says that the request's body named invalid_token
-// (namesInvalidToken): no answer's body refuses the token then.
+// echoable says that what the request sent may name invalid_token
+// (echoable): the word then refuses nothing in the answer.
 func (x *Exchanger) answer(ctx context.Context, cred Credential, resp *http.Response, ownDeadline, echoable bool) (_ []byte, _ outcome, late bool, _ error) {
 	id := cred.Ident()
 	id.Echoable = echoable
