@@ -29,9 +29,10 @@ var (
 	// as the server finished it, could not be read whole (a body the
 	// client could not finish reading refuses the token only when what
 	// came does: cutRefuses, a-fix15 F3); and a 400 or 403 that names
-	// invalid_token, in any challenge or its body (a-dpop15 F3). A body
-	// refuses nothing when the request named invalid_token itself: it may
-	// be repeating the request (readAnswer, a-read17 F1, F2).
+	// invalid_token, in any challenge or its body (a-dpop15 F3). The word
+	// refuses nothing when what the request sent may spell it itself: the
+	// answer may be repeating the request (readAnswer, echoable; a-read17,
+	// a-fix17, a-fix17c).
 	ErrUnauthorized error = &sentinel{format: "unauthorized"}
 	// ErrProofRejected is matched by the *ResponseError of a 401 to a DPoP
 	// request that blames the proof, not the token: its DPoP challenge
